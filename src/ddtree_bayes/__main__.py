@@ -1,0 +1,3 @@
+from ddtree_bayes.cli import main
+
+raise SystemExit(main())

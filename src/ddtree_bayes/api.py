@@ -1,0 +1,160 @@
+"""The Python API: ``fit``, ``load``, ``predict``. The CLI is a thin layer over these.
+
+Examples
+--------
+>>> import ddtree_bayes as db                                # doctest: +SKIP
+>>> result = db.fit()                                        # doctest: +SKIP
+>>> table = db.predict(accept="12:16", target=800)           # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ddtree_bayes import paths
+from ddtree_bayes.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
+from ddtree_bayes.data import Measurements, load_hardware, load_measurements
+from ddtree_bayes.errors import DataError
+
+from ddtree_bayes import __version__
+
+
+def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
+                hardware: str | Path | None = None, workdir: Path | None = None
+                ) -> tuple[Measurements, PriorsConfig]:
+    """Load and validate the measurement file and the priors (defaults: data/ and models/).
+
+    Every problem raises a :class:`~ddtree_bayes.errors.InputError` before anything runs.
+    """
+    hw_path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
+    hw = load_hardware(hw_path)
+    data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
+    measurements = load_measurements(data_path, hw)
+    cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
+    return measurements, cfg
+
+
+def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
+    path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
+    return path.read_text()
+
+
+def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
+        seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
+        target_accept: float = 0.99, backend: str = "nutpie", hardware: str | Path | None = None,
+        workdir: Path | None = None, progress: bool = True):
+    """Fit the step model to a measurement file and save the artifact under ``models/``.
+
+    Returns a :class:`~ddtree_bayes.inference.FitResult`; ``result.converged`` is False when
+    a convergence gate failed (the artifact is still saved, marked unconverged).
+    """
+    from ddtree_bayes import inference
+
+    t_start = time.perf_counter()
+    measurements, cfg = load_inputs(data, priors, hardware, workdir)
+    hardware_text = _hardware_text(workdir, hardware)
+    settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
+                               target_accept=target_accept, backend=backend)
+    if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
+        raise DataError("sampler settings out of range",
+                        fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
+    inference.reproducible_pytensor()
+    from ddtree_bayes import spec as S
+    from ddtree_bayes.model import build_model
+
+    spec = S.build_spec(measurements, cfg)
+    model = build_model(spec, cfg)
+    dt, timings, used_backend = inference.sample(model, settings, seed, progress)
+    diag_rows, divergences, failures = inference.diagnose(dt["posterior"].to_dataset(),
+                                                          dt["sample_stats"].to_dataset())
+    dt = _artifact_tree(dt, spec)
+    models = paths.models_dir(workdir)
+    inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
+    fit_id = inference.new_fit_id(inputs_hash, seed, models)
+    timings["total_s"] = time.perf_counter() - t_start
+    meta = _metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
+                     diag_rows, divergences, failures, timings)
+    from ddtree_bayes import store
+
+    path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
+                                 "hardware": hardware_text}, models)
+    return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
+                               failures=failures, diagnostics=diag_rows,
+                               divergences=divergences, timings=timings)
+
+
+def _artifact_tree(dt, spec):
+    """Keep posterior + sample_stats; add observed_data and constant_data from the spec."""
+    import numpy as np
+    import xarray as xr
+
+    stats = dt["sample_stats"].to_dataset()
+    stats = stats.drop_vars([v for v in stats.data_vars if stats[v].dtype == object])
+    coords = {"measurement": list(spec.coords["measurement"])}
+    observed = xr.Dataset({"log_tok_s": ("measurement", spec.log_tok_s)}, coords=coords)
+    constant = xr.Dataset({
+        "verify_tokens": ("measurement", spec.verify_tokens),
+        "accept_len": ("measurement", spec.accept_len),
+        "context_units": ("measurement", spec.context_units),
+        "system": ("measurement", np.array([spec.systems[i] for i in spec.row_system])),
+    }, coords=coords)
+    return xr.DataTree.from_dict({"posterior": dt["posterior"].to_dataset(),
+                                  "sample_stats": stats, "observed_data": observed,
+                                  "constant_data": constant})
+
+
+def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_hash, diag_rows,
+              divergences, failures, timings) -> dict:
+    from datetime import UTC, datetime
+    from importlib.metadata import version
+
+    from ddtree_bayes import store
+
+    libs = {}
+    for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
+        try:
+            libs[lib] = version(lib)
+        except Exception:  # noqa: BLE001 - optional libraries may be missing
+            libs[lib] = None
+    return {
+        "format_version": store.FORMAT_VERSION,
+        "fit_id": fit_id,
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "package_version": __version__,
+        "libraries": libs,
+        "seed": seed,
+        "sampler": {**settings.as_dict(), "backend": backend},
+        "model": {"target_model": measurements.model, "moe_form": cfg.moe_form,
+                  "context_unit_tokens": cfg.context_unit_tokens,
+                  "default_context_tokens": cfg.default_context_tokens,
+                  "relation_bases": {e: r.base for e, r in cfg.relations.items()}},
+        "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
+        "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
+                 "rows": len(measurements.rows)},
+        "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},
+        "inputs_sha256": inputs_hash,
+        "diagnostics": {"parameters": diag_rows, "divergences": divergences},
+        "converged": not failures,
+        "failures": failures,
+        "timings": timings,
+    }
+
+
+def load(fit_id: str | None = None, workdir: Path | None = None):
+    """Posterior draws and metadata of a fit (latest by default), as a :class:`store.Draws`."""
+    from ddtree_bayes import store
+
+    return store.load_draws(store.resolve(paths.models_dir(workdir), fit_id))
+
+
+def predict(fit=None, **query):
+    """Posterior throughput intervals as a tidy pandas DataFrame.
+
+    ``fit`` is a :class:`store.Draws` (from :func:`load`) or None for the latest fit; the
+    keyword arguments are those of :func:`ddtree_bayes.predictive.predict_rows`.
+    """
+    from ddtree_bayes import predictive as P
+
+    draws = fit if fit is not None else load(workdir=query.pop("workdir", None))
+    return P.to_frame(P.predict_rows(draws, **query))

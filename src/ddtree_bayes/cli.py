@@ -1,0 +1,239 @@
+"""Command line: parses arguments, calls the library, prints. Nothing imports this module.
+
+Exit codes: 0 ok; 1 unexpected error; 2 bad input (nothing written); 3 no usable fit;
+4 stale fit with --strict; 5 fit failed its convergence gates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from pathlib import Path
+
+from ddtree_bayes import __version__
+from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED
+from ddtree_bayes.errors import DDTreeBayesError, UnconvergedError
+
+PROG = "ddtree-bayes"
+
+
+def _fmt(value, digits: int = 0) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def render_table(headers: list[str], rows: list[list[str]]) -> str:
+    """Left-align the first columns of text, right-align the rest; one line per row."""
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
+              for i, h in enumerate(headers)]
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _emit_machine(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
+    if fmt == "json":
+        print(json.dumps({**(extra or {}), "rows": rows}, indent=2))
+    else:
+        buf = io.StringIO()
+        if rows:
+            writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+        sys.stdout.write(buf.getvalue())
+
+
+# ---------------------------------------------------------------- fit
+def cmd_fit(args: argparse.Namespace) -> int:
+    from ddtree_bayes import api
+    from ddtree_bayes import predictive as P
+    from ddtree_bayes import store
+
+    result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
+                     draws=args.draws, tune=args.tune, target_accept=args.target_accept,
+                     backend=args.backend, hardware=args.hardware_file,
+                     progress=not args.quiet)
+    draws = store.load_draws(result.path)
+    ppc = P.check_measurements(draws, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps({"fit_id": result.fit_id, "path": str(result.path),
+                          "converged": result.converged, "failures": result.failures,
+                          "divergences": result.divergences, "timings": result.timings,
+                          "diagnostics": result.diagnostics, "posterior_predictive": ppc},
+                         indent=2))
+    else:
+        headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
+        body = [[d["parameter"], "", f"{d['mean']:.4g}", f"{d['sd']:.3g}", f"{d['rhat']:.3f}",
+                 f"{d['ess_bulk']:.0f}", f"{d['ess_tail']:.0f}", f"{d['mcse_mean']:.2g}"]
+                for d in result.diagnostics]
+        print(render_table(headers, body))
+        print(f"\ndivergent transitions: {result.divergences}")
+        print("\nposterior predictive check (tok/s):")
+        pbody = [[f"row {r['row']}", f"{r['system']} {r['engine']} {r['method']} "
+                  f"M={r['verify_tokens']} ctx={r['context_tokens']:g} accept={r['accept_len']:g}",
+                  _fmt(r["measured"], 1), _fmt(r["median"], 1),
+                  f"[{r['lo50']:.1f}, {r['hi50']:.1f}]", f"[{r['lo90']:.1f}, {r['hi90']:.1f}]",
+                  f"{r['percentile']:.2f}"] for r in ppc]
+        print(render_table(["row", "configuration", "measured", "median", "50% interval",
+                            "90% interval", "pctile"], pbody))
+        t = result.timings
+        print(f"\nfit {result.fit_id}: {'converged' if result.converged else 'NOT CONVERGED'}"
+              f" ({t.get('total_s', 0):.1f} s; sampling {t.get('sample_s', 0):.1f} s)")
+        print(f"saved {result.path}")
+    if not result.converged:
+        raise UnconvergedError(f"fit {result.fit_id} failed its convergence gates: "
+                               + "; ".join(result.failures)
+                               + " (the artifact is saved but marked unconverged; predict "
+                               "refuses it without --allow-unconverged)")
+    return 0
+
+
+# ---------------------------------------------------------------- predict
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ddtree_bayes import api
+    from ddtree_bayes import predictive as P
+
+    draws = api.load(args.fit)
+    for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
+                               strict=args.strict):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    engines = args.engine.split(",") if args.engine else None
+    if args.hardware is None and args.method is None and not any(
+            (args.gpus, args.block, args.budget, args.verify_tokens)):
+        hardware = method = None
+    else:
+        hardware = args.hardware or str(DEFAULT_SCENARIO["hardware"])
+        method = args.method or str(DEFAULT_SCENARIO["method"])
+        engines = engines or list(DEFAULT_SCENARIO["engines"])  # type: ignore[arg-type]
+    rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
+                          method=method, block=args.block, budget=args.budget,
+                          verify_tokens=args.verify_tokens, context_tokens=args.context,
+                          accept=args.accept, target=args.target, prob=args.prob,
+                          seed=args.seed)
+    meta = draws.meta
+    if args.format != "table":
+        _emit_machine(rows, args.format, {"fit_id": meta["fit_id"], "seed": args.seed,
+                                          "interval_probs": list(P.interval_probs(args.prob)),
+                                          "target": args.target, "draws": draws.n_draws})
+        return 0
+    probs = P.interval_probs(args.prob)
+    first = rows[0]
+    sc_line = (f"{first['hardware']} x{first['gpus']}, {first['method']}"
+               + (f", block {first['block']}" if first["block"] is not None else "")
+               + (f", budget {first['budget']}" if first["budget"] is not None else "")
+               + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}")
+    print(f"{PROG} predict: fit {meta['fit_id']} ({draws.n_draws} draws"
+          f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
+    print(sc_line)
+    headers = ["engine", "accept", "median"] + [f"{P.pct_label(p)}% interval" for p in probs]
+    headers += ["original +-30%"]
+    if args.target is not None:
+        headers.append(f"P(>={args.target:g})")
+    body = []
+    for r in rows:
+        cells = [r["engine"], r["accept"], _fmt(r["median"])]
+        cells += [f"{r[f'lo{P.pct_label(p)}']:.0f}-{r[f'hi{P.pct_label(p)}']:.0f}" for p in probs]
+        cells.append("-" if r["original"] is None else
+                     f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
+        if args.target is not None:
+            cells.append(f"{r['p_ge_target']:.2f}")
+        body.append(cells)
+    print(render_table(headers, body))
+    notes = sorted({f"{r['engine']}: {r['overhead_from']}" for r in rows})
+    print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
+          "deterministic estimate with its flat +-30% band.")
+    if any(r["accept_kind"] == "prior" for r in rows):
+        print("acceptance not given: drawn from the acceptance prior in the priors file "
+              "(pass --accept to fix it).")
+    if any(r["accept_kind"] == "uniform" for r in rows):
+        print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
+    for note in notes:
+        print(f"  {note}")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=PROG,
+        description="Bayesian throughput estimates for speculative decoding (DDTree, Eagle, "
+                    "autoregressive) of LLMs on GPUs: fit a three-term step model to "
+                    "measurements, then ask for posterior tok/s intervals.",
+        epilog="Typical use: `ddtree-bayes fit && ddtree-bayes predict --accept 12:16`. "
+               "Exit codes: 0 ok, 2 bad input (nothing written), 3 no usable fit, "
+               "4 stale fit with --strict, 5 fit not converged.")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    f = sub.add_parser("fit", help="fit the model to the measurements and save the posterior",
+                       description="Validate the measurements and priors, sample the posterior "
+                                   "with NUTS, check convergence (R-hat <= 1.01, bulk ESS >= 400, "
+                                   "no divergences) and save models/fits/<fit-id>.nc.")
+    f.add_argument("--data", help="measurement CSV (default: data/measurements.csv here, else "
+                                  "the bundled Kimi K2.6 data)")
+    f.add_argument("--priors", help="priors TOML (default: models/priors.toml, else bundled)")
+    f.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
+    f.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    f.add_argument("--chains", type=int, default=4, help="NUTS chains (default: %(default)s)")
+    f.add_argument("--draws", type=int, default=1000, help="draws per chain (default: %(default)s)")
+    f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default: %(default)s)")
+    f.add_argument("--target-accept", type=float, default=0.99,
+                   help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
+    f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
+                   help="NUTS implementation (default: %(default)s; pymc is the fallback)")
+    f.add_argument("--format", choices=("table", "json"), default="table")
+    f.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    f.set_defaults(func=cmd_fit)
+
+    p = sub.add_parser("predict", help="posterior tok/s intervals for a configuration",
+                       description="Posterior predictive throughput. With no configuration "
+                                   "flags: B300, DDTree block 16, budget 32 (verify 33), SGLang "
+                                   "and native engines, beside the original deterministic "
+                                   "estimate and its +-30%% band.")
+    p.add_argument("--accept", help="acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, "
+                                    "plus a Uniform(12,16) row) | 12:16:0.5. Default: the "
+                                    "scenario's acceptance prior from the priors file")
+    p.add_argument("--target", type=float, help="also print P(tok/s >= TARGET)")
+    p.add_argument("--prob", type=float, default=0.9,
+                   help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
+    p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300)")
+    p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
+    p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
+    p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ...")
+    p.add_argument("--block", type=int, help="drafter block size / chain length")
+    p.add_argument("--budget", type=int, help="tree node budget (verify tokens = budget + 1)")
+    p.add_argument("--verify-tokens", type=int, help="tokens verified per step (overrides the derivation)")
+    p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+    p.add_argument("--fit", help="fit id (default: the latest fit)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    p.add_argument("--strict", action="store_true",
+                   help="error (exit 4) instead of warning if data or priors changed since the fit")
+    p.add_argument("--allow-unconverged", action="store_true",
+                   help="use a fit that failed its convergence gates")
+    p.set_defaults(func=cmd_predict)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except DDTreeBayesError as err:
+        print(f"{PROG}: error: {err}", file=sys.stderr)
+        return err.exit_code
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,272 @@
+"""Priors file loading and validation, sampler settings and reporting constants.
+
+Knows nothing of PyMC: a prior here is a name, a distribution and its parameters.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddtree_bayes.errors import PriorsError
+
+#: Interval probabilities printed by ``predict`` (the widest is the headline interval).
+INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
+#: Seed used when the user gives none; one seed flows through fit and predict.
+DEFAULT_SEED = 20261130
+#: The question the original estimator answered: B300, DDTree block 16, budget 32,
+#: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it.
+DEFAULT_SCENARIO: dict[str, object] = {"hardware": "b300", "method": "ddtree", "block": 16,
+                                       "budget": 32, "engines": ("sglang", "native")}
+#: Convergence gates applied after every fit.
+MAX_RHAT = 1.01
+MIN_ESS_BULK = 400
+MAX_DIVERGENCES = 0
+
+#: Parameters of each distribution, and which must be > 0.
+DISTRIBUTIONS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "normal": (("mu", "sigma"), ("sigma",)),
+    "halfnormal": (("sigma",), ("sigma",)),
+    "lognormal": (("median", "sigma"), ("median", "sigma")),
+    "beta": (("alpha", "beta"), ("alpha", "beta")),
+    "truncnormal": (("mu", "sigma", "lower", "upper"), ("sigma",)),
+    "uniform": (("lower", "upper"), ()),
+    "point": (("value",), ()),
+}
+
+#: Model parameters the priors file must define; `per` says how many copies exist.
+MODEL_PRIORS: dict[str, str] = {
+    "step_ar_ms": "system",
+    "moe_share": "system",
+    "moe_hw_sd": "global",
+    "ctx_ms_per_unit": "system",
+    "ctx_verify_exponent": "global",
+    "overhead_logit_mu": "global",
+    "overhead_logit_sd": "global",
+    "noise_sd": "global",
+}
+MOE_FORMS = {"power": "moe_exponent_mu", "linear": "moe_slope_mu"}
+
+
+@dataclass(frozen=True)
+class SamplerSettings:
+    """NUTS settings for one fit. ``backend`` is 'nutpie' (default) or 'pymc'."""
+
+    chains: int = 4
+    draws: int = 1000
+    tune: int = 1000
+    target_accept: float = 0.95
+    backend: str = "nutpie"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"chains": self.chains, "draws": self.draws, "tune": self.tune,
+                "target_accept": self.target_accept, "backend": self.backend}
+
+
+@dataclass(frozen=True)
+class Prior:
+    """One prior: ``dist`` with ``params``; ``per`` is 'global' or 'system'."""
+
+    name: str
+    dist: str
+    params: dict[str, float]
+    per: str = "global"
+    rationale: str = ""
+    source: str = ""
+
+    def mean(self) -> float:
+        """Prior mean (used for documentation and tests)."""
+        p = self.params
+        if self.dist == "normal":
+            return p["mu"]
+        if self.dist == "halfnormal":
+            return p["sigma"] * math.sqrt(2 / math.pi)
+        if self.dist == "lognormal":
+            return p["median"] * math.exp(p["sigma"] ** 2 / 2)
+        if self.dist == "beta":
+            return p["alpha"] / (p["alpha"] + p["beta"])
+        if self.dist == "uniform":
+            return (p["lower"] + p["upper"]) / 2
+        if self.dist == "point":
+            return p["value"]
+        raise NotImplementedError(f"mean of {self.dist}")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """``SPEC_engine = (1 - reduction) * SPEC_base`` on the same system and method."""
+
+    engine: str
+    base: str
+    prior: Prior
+
+
+@dataclass(frozen=True)
+class AcceptancePrior:
+    """Acceptance prior for predict queries matching ``method``/``block``/``budget``."""
+
+    prior: Prior
+    method: str | None = None
+    block: int | None = None
+    budget: int | None = None
+
+    def matches(self, method: str, block: int | None, budget: int | None) -> bool:
+        return ((self.method is None or self.method == method)
+                and (self.block is None or self.block == block)
+                and (self.budget is None or self.budget == budget))
+
+    def describe(self) -> str:
+        p = self.prior
+        args = ", ".join(f"{k}={v:g}" for k, v in p.params.items())
+        return f"{p.dist}({args})"
+
+
+@dataclass(frozen=True)
+class PriorsConfig:
+    """A validated priors file."""
+
+    path: str
+    text: str
+    moe_form: str
+    context_unit_tokens: float
+    default_context_tokens: float
+    priors: dict[str, Prior]
+    relations: dict[str, Relation] = field(default_factory=dict)
+    acceptance: tuple[AcceptancePrior, ...] = ()
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    def acceptance_for(self, method: str, block: int | None,
+                       budget: int | None) -> AcceptancePrior | None:
+        """First acceptance prior matching the query, or None."""
+        for entry in self.acceptance:
+            if entry.matches(method, block, budget):
+                return entry
+        return None
+
+
+def _parse_prior(path: str, name: str, raw: object, *, where: str) -> Prior:
+    def fail(msg: str, fix: str) -> PriorsError:
+        return PriorsError(msg, file=path, column=f"{where}.{name}" if where else name, fix=fix)
+
+    if not isinstance(raw, dict):
+        raise fail("must be a table", f"write it as [{where}.{name}] with dist = ...")
+    dist = raw.get("dist")
+    if dist not in DISTRIBUTIONS:
+        raise fail(f"unknown dist {dist!r}",
+                   "use one of " + ", ".join(sorted(DISTRIBUTIONS)))
+    needed, positive = DISTRIBUTIONS[dist]
+    params: dict[str, float] = {}
+    for key in needed:
+        value = raw.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise fail(f"{dist} needs a finite number '{key}'", f"add {key} = <number>")
+        params[key] = float(value)
+        if key in positive and value <= 0:
+            raise fail(f"'{key}' must be > 0, got {value}", f"set {key} to a positive number")
+    if "lower" in params and params["lower"] >= params["upper"]:
+        raise fail("'lower' must be below 'upper'", "swap or widen the bounds")
+    for key in ("rationale", "source"):
+        if not isinstance(raw.get(key), str) or not raw[key].strip():
+            raise fail(f"missing '{key}'", f'add {key} = "..." saying why this prior is what it is')
+    per = raw.get("per", "global")
+    if per not in ("global", "system"):
+        raise fail(f"'per' must be 'global' or 'system', got {per!r}", "set per = \"system\" or remove it")
+    return Prior(name=name, dist=dist, params=params, per=per,
+                 rationale=raw["rationale"], source=raw["source"])
+
+
+def load_priors(path: str | Path) -> PriorsConfig:
+    """Read and validate a priors TOML file.
+
+    Raises :class:`PriorsError` naming the file and the entry for anything wrong.
+
+    Examples
+    --------
+    >>> from ddtree_bayes.paths import bundled
+    >>> cfg = load_priors(bundled("priors.toml"))
+    >>> cfg.moe_form
+    'power'
+    """
+    path = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise PriorsError(f"cannot read priors file: {err.strerror}", file=path,
+                          fix="pass an existing file with --priors") from None
+    return parse_priors(text, path)
+
+
+def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
+    """Validate priors TOML ``text``; ``path`` is only used in error messages."""
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
+
+    model = raw.get("model", {})
+    moe_form = model.get("moe_form", "power")
+    if moe_form not in MOE_FORMS:
+        raise PriorsError(f"unknown moe_form {moe_form!r}", file=path, column="model.moe_form",
+                          fix="use 'power' or 'linear'")
+    unit = model.get("context_unit_tokens", 65536)
+    default_ctx = model.get("default_context_tokens", 0)
+    for key, value, ok in (("context_unit_tokens", unit, lambda v: v > 0),
+                           ("default_context_tokens", default_ctx, lambda v: v >= 0)):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
+            raise PriorsError(f"bad value {value!r}", file=path, column=f"model.{key}",
+                              fix="give a non-negative number of tokens")
+
+    table = raw.get("priors", {})
+    priors = {name: _parse_prior(path, name, spec, where="priors") for name, spec in table.items()}
+    required = dict(MODEL_PRIORS)
+    required[MOE_FORMS[moe_form]] = "global"
+    for name, per in required.items():
+        if name not in priors:
+            raise PriorsError("missing prior", file=path, column=f"priors.{name}",
+                              fix=f"add a [priors.{name}] table (see the bundled models/priors.toml)")
+        if priors[name].per != per:
+            raise PriorsError(f"must have per = \"{per}\"", file=path, column=f"priors.{name}",
+                              fix=f'set per = "{per}"')
+
+    relations = {}
+    for engine, spec in raw.get("relations", {}).items():
+        prior = _parse_prior(path, engine, spec, where="relations")
+        if prior.dist != "beta":
+            raise PriorsError("a relation's reduction must be a beta prior (it is a fraction)",
+                              file=path, column=f"relations.{engine}", fix='set dist = "beta"')
+        base = spec.get("base")
+        if not isinstance(base, str) or not base or base == engine:
+            raise PriorsError("missing or circular 'base' engine", file=path,
+                              column=f"relations.{engine}.base",
+                              fix='name the measured engine it is relative to, e.g. base = "sglang"')
+        relations[engine] = Relation(engine=engine, base=base, prior=prior)
+    for engine, rel in relations.items():
+        if rel.base in relations:
+            raise PriorsError(f"base engine {rel.base!r} has a relation itself", file=path,
+                              column=f"relations.{engine}.base",
+                              fix="relate every engine directly to a measured engine")
+
+    acceptance = []
+    for i, spec in enumerate(raw.get("acceptance", []), start=1):
+        prior = _parse_prior(path, f"acceptance[{i}]", spec, where="")
+        lower = prior.params.get("lower", prior.params.get("value", 1.0))
+        if lower < 1:
+            raise PriorsError("acceptance cannot be below 1 token per step", file=path,
+                              column=f"acceptance[{i}]", fix="set lower >= 1")
+        keys = {}
+        for key in ("block", "budget"):
+            if key in spec and (not isinstance(spec[key], int) or spec[key] < 1):
+                raise PriorsError(f"'{key}' must be a positive integer", file=path,
+                                  column=f"acceptance[{i}].{key}", fix=f"set {key} = <integer>")
+            keys[key] = spec.get(key)
+        acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys))
+
+    return PriorsConfig(path=path, text=text, moe_form=moe_form,
+                        context_unit_tokens=float(unit), default_context_tokens=float(default_ctx),
+                        priors=priors, relations=relations, acceptance=tuple(acceptance))

@@ -1,0 +1,265 @@
+"""Measurement schema, loading and validation.
+
+Every error names the file, the row (the line number an editor shows; the header is
+row 1) and the column, and says how to fix it. Nothing here imports pandas or PyMC.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.errors import DataError
+
+#: Columns of a measurement file, in order.
+COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
+           "accept_len", "context_tokens", "tok_s", "source", "notes")
+#: Columns that must hold a value in every row.
+REQUIRED = ("model", "hardware", "gpus", "engine", "method", "accept_len", "tok_s", "source")
+#: Methods that verify a tree of `budget` nodes; every other non-AR method is a chain of `block`.
+TREE_METHODS = frozenset({"ddtree"})
+AR_METHOD = "ar"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One validated measurement row (``row`` is its line number in the file)."""
+
+    row: int
+    model: str
+    hardware: str
+    gpus: int
+    engine: str
+    method: str
+    block: int | None
+    budget: int | None
+    verify_tokens: int
+    accept_len: float
+    context_tokens: float | None
+    tok_s: float
+    source: str
+    notes: str
+
+    @property
+    def system(self) -> str:
+        """The system the row ran on: GPU model and count, e.g. ``b300x8``."""
+        return system_label(self.hardware, self.gpus)
+
+    @property
+    def is_speculative(self) -> bool:
+        return self.method != AR_METHOD
+
+    @property
+    def step_ms(self) -> float:
+        """Measured time per decoding step: accept_len / tok_s."""
+        return self.accept_len / self.tok_s * 1000.0
+
+
+@dataclass(frozen=True)
+class Measurements:
+    """A validated measurement file."""
+
+    path: str
+    text: str
+    rows: tuple[Measurement, ...]
+
+    @property
+    def sha256(self) -> str:
+        return hashlib.sha256(self.text.encode()).hexdigest()
+
+    @property
+    def model(self) -> str:
+        return self.rows[0].model
+
+    @property
+    def systems(self) -> tuple[str, ...]:
+        """Distinct systems, sorted."""
+        return tuple(sorted({r.system for r in self.rows}))
+
+    def to_frame(self):  # -> pandas.DataFrame
+        """The rows as a pandas DataFrame (imports pandas)."""
+        import pandas as pd
+
+        return pd.DataFrame([r.__dict__ for r in self.rows])
+
+
+def system_label(hardware: str, gpus: int) -> str:
+    return f"{hardware}x{gpus}"
+
+
+def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> int | None:
+    """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1, a chain of k -> k+1.
+
+    >>> derive_verify_tokens("ddtree", 16, 32), derive_verify_tokens("eagle3", 3, None)
+    (33, 4)
+    """
+    if method == AR_METHOD:
+        return 1
+    if method in TREE_METHODS:
+        return None if budget is None else budget + 1
+    size = block if block is not None else budget
+    return None if size is None else size + 1
+
+
+def _read_csv(path: str, text: str | None = None) -> tuple[str, list[str], list[list[str]]]:
+    try:
+        if text is None:
+            text = Path(path).read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise DataError("file not found", file=path, fix="pass an existing CSV with --data") from None
+    except (OSError, UnicodeDecodeError) as err:
+        raise DataError(f"cannot read: {err}", file=path, fix="save it as UTF-8 CSV") from None
+    lines = list(csv.reader(text.splitlines()))
+    if not lines:
+        raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
+    return text, [h.strip() for h in lines[0]], lines[1:]
+
+
+def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:
+    """Read the hardware table: ``{hardware: row}`` (from ``text`` if given)."""
+    path = str(path)
+    _, header, body = _read_csv(path, text)
+    for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
+        if col not in header:
+            raise DataError("missing column", file=path, row=1, column=col,
+                            fix="add it to the header (see data/hardware.csv)")
+    table: dict[str, dict[str, str]] = {}
+    for i, values in enumerate(body, start=2):
+        if not any(v.strip() for v in values):
+            continue
+        row = dict(zip(header, (v.strip() for v in values), strict=False))
+        name = row.get("hardware", "")
+        if not name:
+            raise DataError("empty value", file=path, row=i, column="hardware", fix="name the GPU")
+        if name in table:
+            raise DataError(f"duplicate hardware {name!r}", file=path, row=i, column="hardware",
+                            fix="keep one row per GPU")
+        table[name] = row
+    return table
+
+
+def _number(path: str, row: int, column: str, raw: str, *, integer: bool = False) -> float | None:
+    if raw == "":
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise DataError(f"not a number: {raw!r}", file=path, row=row, column=column,
+                        fix="write a plain number") from None
+    if not math.isfinite(value):
+        raise DataError(f"not a finite number: {raw!r}", file=path, row=row, column=column,
+                        fix="write a finite number or remove the row")
+    if integer and value != int(value):
+        raise DataError(f"not a whole number: {raw!r}", file=path, row=row, column=column,
+                        fix="write a whole number")
+    return value
+
+
+def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]]
+              ) -> Measurement:
+    """Validate one raw CSV row (column -> text) into a :class:`Measurement`."""
+    for col in REQUIRED:
+        if values.get(col, "") == "":
+            raise DataError("empty value", file=path, row=row, column=col,
+                            fix=f"fill in {col} (every row needs {', '.join(REQUIRED)})")
+    num = {c: _number(path, row, c, values.get(c, ""), integer=c in ("gpus", "block", "budget",
+                                                                     "verify_tokens"))
+           for c in ("gpus", "block", "budget", "verify_tokens", "accept_len", "context_tokens",
+                     "tok_s")}
+    for col in ("gpus", "block", "budget", "verify_tokens"):
+        if num[col] is not None and num[col] < 1:
+            raise DataError(f"must be >= 1, got {values[col]}", file=path, row=row, column=col,
+                            fix="write a positive whole number")
+    if num["tok_s"] is None or num["tok_s"] <= 0:
+        raise DataError(f"tok_s must be > 0, got {values['tok_s']}", file=path, row=row,
+                        column="tok_s", fix="write the measured tokens per second")
+    if num["context_tokens"] is not None and num["context_tokens"] < 0:
+        raise DataError("context_tokens must be >= 0", file=path, row=row, column="context_tokens",
+                        fix="write the context length in tokens, or leave it blank")
+    if values["hardware"] not in hardware:
+        raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
+                        column="hardware",
+                        fix="use a name from data/hardware.csv (" + ", ".join(sorted(hardware))
+                        + ") or add the GPU there")
+    method = values["method"]
+    block = None if num["block"] is None else int(num["block"])
+    budget = None if num["budget"] is None else int(num["budget"])
+    derived = derive_verify_tokens(method, block, budget)
+    verify = num["verify_tokens"]
+    if verify is None:
+        if derived is None:
+            need = "budget" if method in TREE_METHODS else "block"
+            raise DataError("verify_tokens is blank and cannot be derived", file=path, row=row,
+                            column="verify_tokens", fix=f"fill in verify_tokens or {need}")
+        verify = derived
+    elif method == AR_METHOD and verify != 1:
+        raise DataError(f"autoregressive rows verify 1 token, got {verify:g}", file=path, row=row,
+                        column="verify_tokens", fix="set verify_tokens to 1 or fix the method")
+    accept = num["accept_len"]
+    assert accept is not None
+    if accept < 1:
+        raise DataError(f"accept_len must be >= 1 (the bonus token), got {accept:g}", file=path,
+                        row=row, column="accept_len", fix="write tokens emitted per step")
+    if accept > verify:
+        raise DataError(f"accept_len {accept:g} exceeds verify_tokens {verify:g}", file=path,
+                        row=row, column="accept_len",
+                        fix="a step cannot emit more tokens than it verifies; check both")
+    if method == AR_METHOD and accept != 1:
+        raise DataError(f"autoregressive rows emit 1 token per step, got {accept:g}", file=path,
+                        row=row, column="accept_len", fix="set accept_len to 1")
+    return Measurement(row=row, model=values["model"], hardware=values["hardware"],
+                       gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
+                       block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
+                       context_tokens=num["context_tokens"], tok_s=num["tok_s"],
+                       source=values["source"], notes=values.get("notes", ""))
+
+
+def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
+                      allow_duplicates: bool = False, text: str | None = None) -> Measurements:
+    """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
+
+    Raises :class:`DataError` (file, row, column, fix) on the first problem found.
+
+    Examples
+    --------
+    >>> from ddtree_bayes.paths import bundled
+    >>> hw = load_hardware(bundled("hardware.csv"))
+    >>> data = load_measurements(bundled("measurements.csv"), hw)
+    >>> len(data.rows), data.systems
+    (9, ('b300x8', 'rtx-pro-6000x8'))
+    """
+    path = str(path)
+    text, header, body = _read_csv(path, text)
+    for col in COLUMNS:
+        if col not in header:
+            raise DataError("missing column", file=path, row=1, column=col,
+                            fix=f"the header must contain {','.join(COLUMNS)}")
+    rows: list[Measurement] = []
+    seen: dict[tuple[str, ...], int] = {}
+    for i, values in enumerate(body, start=2):
+        if not any(v.strip() for v in values):
+            continue
+        if len(values) != len(header):
+            raise DataError(f"{len(values)} fields, header has {len(header)}", file=path, row=i,
+                            fix="quote fields that contain commas")
+        raw = {h: v.strip() for h, v in zip(header, values, strict=True)}
+        key = tuple(raw[c] for c in COLUMNS)
+        if key in seen and not allow_duplicates:
+            raise DataError(f"duplicate of row {seen[key]}", file=path, row=i,
+                            fix="delete the repeat, or note what differs in the notes column")
+        seen.setdefault(key, i)
+        rows.append(parse_row(path, i, raw, hardware))
+    if not rows:
+        raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
+    models: dict[str, list[int]] = {}
+    for r in rows:
+        models.setdefault(r.model, []).append(r.row)
+    if len(models) > 1:
+        found = "; ".join(f"{m} (rows {', '.join(map(str, rs[:5]))}{'...' if len(rs) > 5 else ''})"
+                          for m, rs in models.items())
+        raise DataError(f"one target model per fit, found {len(models)}: {found}", file=path,
+                        column="model", fix="split the file by model and fit each separately")
+    return Measurements(path=path, text=text, rows=tuple(rows))

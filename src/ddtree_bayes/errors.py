@@ -1,0 +1,60 @@
+"""Named exceptions. Each maps to one CLI exit code and carries a one-line fix-it message."""
+
+from __future__ import annotations
+
+
+class DDTreeBayesError(Exception):
+    """Base class: ``str(err)`` is the one line the CLI prints; ``exit_code`` is its exit status."""
+
+    exit_code = 1
+
+
+class InputError(DDTreeBayesError):
+    """A user-supplied file or argument is malformed. Nothing was written."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, *, file: str | None = None, row: int | None = None,
+                 column: str | None = None, fix: str | None = None) -> None:
+        self.file, self.row, self.column, self.fix = file, row, column, fix
+        where = []
+        if file is not None:
+            where.append(str(file))
+        if row is not None:
+            where.append(f"row {row}")
+        if column is not None:
+            where.append(f"column '{column}'")
+        text = (": ".join([", ".join(where), message]) if where else message)
+        if fix:
+            text += f" (fix: {fix})"
+        super().__init__(text)
+
+
+class DataError(InputError):
+    """The measurement, hardware or seed file is malformed (file, row and column named)."""
+
+
+class PriorsError(InputError):
+    """The priors file is malformed (file, entry and field named)."""
+
+
+class QueryError(InputError):
+    """A predict query cannot be answered from this fit (e.g. an unmeasured system)."""
+
+
+class ArtifactError(DDTreeBayesError):
+    """No usable fit artifact: missing, unreadable, or from another package version."""
+
+    exit_code = 3
+
+
+class StaleArtifactError(ArtifactError):
+    """The data or priors changed since the fit (raised only with ``--strict``)."""
+
+    exit_code = 4
+
+
+class UnconvergedError(DDTreeBayesError):
+    """The fit failed its convergence gates; predictions from it are refused."""
+
+    exit_code = 5

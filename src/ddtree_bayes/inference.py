@@ -1,0 +1,146 @@
+"""Fitting: sample the model with NUTS, check convergence, save the artifact.
+
+One seed flows through every random call. nutpie (Rust NUTS on a numba-compiled
+log-density) is the default backend; PyMC's own NUTS (``backend="pymc"``) is the fallback
+and is used automatically when nutpie is not installed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ddtree_bayes.config import (MAX_DIVERGENCES, MAX_RHAT, MIN_ESS_BULK, PriorsConfig,
+                                 SamplerSettings)
+from ddtree_bayes.data import Measurements
+
+
+def reproducible_pytensor() -> None:
+    """Turn off numba fastmath (cold and warm compile caches then give bit-identical draws).
+
+    Must run before PyTensor is imported; harmless if the user already set the flag.
+    """
+    flags = os.environ.get("PYTENSOR_FLAGS", "")
+    if "fastmath" not in flags:
+        os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "numba__fastmath=False") if f)
+
+
+@dataclass
+class FitResult:
+    """What ``fit`` produced: where the artifact is, whether it passed the gates, and why not."""
+
+    fit_id: str
+    path: Path
+    converged: bool
+    failures: list[str]
+    diagnostics: list[dict]
+    divergences: int
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+def inputs_sha256(data: Measurements, priors: PriorsConfig, hardware_text: str) -> str:
+    """One hash of everything a fit depends on (data, hardware table, priors)."""
+    h = hashlib.sha256()
+    for part in (data.text, hardware_text, priors.text):
+        h.update(hashlib.sha256(part.encode()).digest())
+    return h.hexdigest()
+
+
+def _log(progress: bool, msg: str) -> None:
+    if progress:
+        print(f"[fit] {msg}", file=sys.stderr, flush=True)
+
+
+def sample(model, settings: SamplerSettings, seed: int, progress: bool = True):
+    """Run NUTS on ``model``; returns (DataTree with posterior + sample_stats, timings, backend)."""
+    backend = settings.backend
+    timings: dict[str, float] = {}
+    if backend == "nutpie":
+        try:
+            import nutpie
+        except ImportError:
+            _log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
+            backend = "pymc"
+    t0 = time.perf_counter()
+    if backend == "nutpie":
+        _log(progress, "compiling the model (numba; cached after the first run)")
+        compiled = nutpie.compile_pymc_model(model)
+        timings["compile_s"] = time.perf_counter() - t0
+        _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
+                       f"(+{settings.tune} tuning) with nutpie")
+        t1 = time.perf_counter()
+        dt = nutpie.sample(compiled, draws=settings.draws, tune=settings.tune,
+                           chains=settings.chains, cores=min(settings.chains, os.cpu_count() or 1),
+                           seed=seed, target_accept=settings.target_accept, save_warmup=False,
+                           progress_bar=progress and sys.stderr.isatty())
+        timings["sample_s"] = time.perf_counter() - t1
+    elif backend == "pymc":
+        import pymc as pm
+
+        _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
+                       f"(+{settings.tune} tuning) with PyMC's NUTS")
+        dt = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+                       cores=min(settings.chains, os.cpu_count() or 1),
+                       target_accept=settings.target_accept, random_seed=seed, model=model,
+                       nuts_sampler="pymc", progressbar=progress and sys.stderr.isatty(),
+                       compute_convergence_checks=False)
+        timings["sample_s"] = time.perf_counter() - t0
+    else:
+        raise ValueError(f"unknown backend {backend!r}: use 'nutpie' or 'pymc'")
+    return dt, timings, backend
+
+
+def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
+    """R-hat, bulk/tail ESS and MCSE per scalar parameter; divergences; failed gates."""
+    import arviz_stats as azs
+    import numpy as np
+
+    rhat = azs.rhat(posterior)
+    ess_bulk = azs.ess(posterior, method="bulk")
+    ess_tail = azs.ess(posterior, method="tail")
+    mcse = azs.mcse(posterior)
+    rows = []
+    for name in posterior.data_vars:
+        da = posterior[name]
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        values = {k: np.asarray(v[name].values).reshape(-1)
+                  for k, v in (("rhat", rhat), ("ess_bulk", ess_bulk), ("ess_tail", ess_tail),
+                               ("mcse_mean", mcse))}
+        if extra:
+            labels = [str(x) for x in da[extra[0]].values]
+            names = [f"{name}[{lab}]" for lab in labels]
+        else:
+            names = [name]
+        flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
+        for j, label in enumerate(names):
+            rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
+                         "sd": float(flat[:, j].std()),
+                         **{k: float(v[j]) for k, v in values.items()}})
+    divergences = int(np.asarray(sample_stats["diverging"].values).sum())
+    failures = []
+    worst_rhat = max(rows, key=lambda r: r["rhat"])
+    if worst_rhat["rhat"] > MAX_RHAT:
+        failures.append(f"max R-hat {worst_rhat['rhat']:.3f} > {MAX_RHAT} "
+                        f"({worst_rhat['parameter']})")
+    worst_ess = min(rows, key=lambda r: r["ess_bulk"])
+    if worst_ess["ess_bulk"] < MIN_ESS_BULK:
+        failures.append(f"min bulk ESS {worst_ess['ess_bulk']:.0f} < {MIN_ESS_BULK} "
+                        f"({worst_ess['parameter']})")
+    if divergences > MAX_DIVERGENCES:
+        failures.append(f"{divergences} divergent transitions")
+    return rows, divergences, failures
+
+
+def new_fit_id(inputs_hash: str, seed: int, models: Path) -> str:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+    base = f"{stamp}-{hashlib.sha256(f'{inputs_hash}:{seed}'.encode()).hexdigest()[:8]}"
+    fit_id, n = base, 1
+    while (models / "fits" / f"{fit_id}.nc").exists():
+        n += 1
+        fit_id = f"{base}-{n}"
+    return fit_id

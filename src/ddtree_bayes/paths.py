@@ -1,0 +1,30 @@
+"""Where things live: the working directory's data/ and models/, or the bundled copies."""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+BUNDLED_FILES = ("measurements.csv", "hardware.csv", "seed_estimates.csv", "priors.toml")
+
+
+def bundled(name: str) -> Path:
+    """Path of a file bundled with the installed package (data and default priors)."""
+    return Path(str(resources.files("ddtree_bayes") / "_bundled" / name))
+
+
+def data_file(name: str, workdir: Path | None = None) -> Path:
+    """``<workdir>/data/<name>`` when the working directory has a data/ folder, else the bundled copy."""
+    local = (workdir or Path.cwd()) / "data" / name
+    return local if local.parent.is_dir() and local.exists() else bundled(name)
+
+
+def priors_file(workdir: Path | None = None) -> Path:
+    """``<workdir>/models/priors.toml`` when present, else the bundled default priors."""
+    local = (workdir or Path.cwd()) / "models" / "priors.toml"
+    return local if local.exists() else bundled("priors.toml")
+
+
+def models_dir(workdir: Path | None = None) -> Path:
+    """Where fits are written: ``<workdir>/models``."""
+    return (workdir or Path.cwd()) / "models"

@@ -1,0 +1,385 @@
+"""Posterior draws -> throughput intervals for requested configurations.
+
+numpy only (no PyMC, no xarray, no pandas unless a DataFrame is asked for), so a
+``predict`` from a cold process stays well under a second.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes import paths
+from ddtree_bayes import spec as S
+from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, AcceptancePrior, parse_priors
+from ddtree_bayes.data import AR_METHOD, derive_verify_tokens, system_label
+from ddtree_bayes.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.store import Draws
+
+SEED_BAND = 0.30  # the original estimator's flat +-30%
+
+
+@dataclass(frozen=True)
+class AcceptRequest:
+    """Acceptance values to tabulate, and the (lo, hi) range to marginalise as a Uniform."""
+
+    values: tuple[float, ...]
+    uniform: tuple[float, float] | None = None
+
+
+def parse_accept(text: str) -> AcceptRequest:
+    """Parse ``--accept``: ``13.5``, ``12,14,16``, ``12:16`` (integers) or ``12:16:0.5``.
+
+    A range also asks for one row that marginalises acceptance as Uniform(lo, hi).
+
+    >>> parse_accept("12:16")
+    AcceptRequest(values=(12.0, 13.0, 14.0, 15.0, 16.0), uniform=(12.0, 16.0))
+    >>> parse_accept("12:13:0.5").values, parse_accept("12,14").values
+    ((12.0, 12.5, 13.0), (12.0, 14.0))
+    """
+    fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
+    try:
+        if ":" in text:
+            parts = [float(p) for p in text.split(":")]
+            if len(parts) not in (2, 3):
+                raise ValueError
+            lo, hi = parts[0], parts[1]
+            step = parts[2] if len(parts) == 3 else 1.0
+            if not (hi > lo and step > 0) or (hi - lo) / step > 10_000:
+                raise QueryError(f"--accept {text}: need lo < hi and a positive step", fix=fix)
+            n = int(math.floor((hi - lo) / step + 1e-9))
+            values = [round(lo + i * step, 10) for i in range(n + 1)]
+            return AcceptRequest(tuple(values), (lo, hi))
+        return AcceptRequest(tuple(float(p) for p in text.split(",")))
+    except ValueError:
+        raise QueryError(f"--accept {text!r} is not a number, list or range", fix=fix) from None
+
+
+def parse_context(text: str | int | float | None) -> float | None:
+    """Context length in tokens: ``32768``, ``32k`` (x1024) or ``1m`` (x1048576).
+
+    >>> parse_context("32k"), parse_context("1000")
+    (32768.0, 1000.0)
+    """
+    if text is None or isinstance(text, int | float):
+        return None if text is None else float(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmM]?)\s*", text)
+    if not m:
+        raise QueryError(f"--context {text!r} is not a token count", fix="use e.g. 32768 or 32k")
+    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    return float(m.group(1)) * scale
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One configuration to predict for."""
+
+    hardware: str
+    gpus: int
+    engine: str
+    method: str
+    block: int | None
+    budget: int | None
+    verify_tokens: int
+    context_tokens: float
+
+    @property
+    def system(self) -> str:
+        return system_label(self.hardware, self.gpus)
+
+    def describe(self) -> str:
+        parts = [f"{self.hardware} x{self.gpus}", self.engine, self.method]
+        if self.block is not None:
+            parts.append(f"block {self.block}")
+        if self.budget is not None:
+            parts.append(f"budget {self.budget}")
+        parts.append(f"verify {self.verify_tokens}")
+        parts.append(f"context {self.context_tokens:g}")
+        return ", ".join(parts)
+
+
+def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = False
+              ) -> list[str]:
+    """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
+    priors files changed since the fit."""
+    meta = draws.meta
+    if not meta["converged"] and not allow_unconverged:
+        raise UnconvergedError(
+            f"fit {meta['fit_id']} failed its convergence gates ({'; '.join(meta['failures'])}) "
+            "(fix: re-run `ddtree-bayes fit`, or pass --allow-unconverged to use it anyway)")
+    warnings = []
+    for what in ("data", "priors"):
+        path = Path(meta[what]["path"])
+        if not path.exists():
+            warnings.append(f"the {what} file this fit used ({path}) no longer exists")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != meta[what]["sha256"]:
+            warnings.append(f"{path} changed since fit {meta['fit_id']}; "
+                            "re-run `ddtree-bayes fit` to use it")
+    if warnings and strict:
+        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+    return warnings
+
+
+def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: str, method: str,
+                     block: int | None, budget: int | None, verify_tokens: int | None,
+                     context_tokens: float | None) -> Scenario:
+    """Fill in defaults (GPU count, verify tokens, context) and check the fit can answer."""
+    systems = draws.meta["coords"]["system"]
+    if gpus is None:
+        measured = sorted(int(s.rsplit("x", 1)[1]) for s in systems
+                          if s.rsplit("x", 1)[0] == hardware)
+        if not measured:
+            raise QueryError(f"hardware {hardware!r} has no measurements in this fit (measured: "
+                             f"{', '.join(systems)})",
+                             fix="predict for measured hardware, or add measurements and re-fit")
+        if len(measured) > 1:
+            raise QueryError(f"{hardware} was measured with {measured} GPUs",
+                             fix="say which with --gpus")
+        gpus = measured[0]
+    if system_label(hardware, gpus) not in systems:
+        raise QueryError(f"{hardware} x{gpus} has no measurements in this fit (measured: "
+                         f"{', '.join(systems)})",
+                         fix="predict for a measured system, or add measurements and re-fit")
+    derived = derive_verify_tokens(method, block, budget)
+    if verify_tokens is None:
+        if derived is None:
+            raise QueryError(f"cannot tell how many tokens {method} verifies per step",
+                             fix="give --budget (tree), --block (chain) or --verify-tokens")
+        verify_tokens = derived
+    if method == AR_METHOD and verify_tokens != 1:
+        raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
+    if verify_tokens < 1:
+        raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
+    if context_tokens is None:
+        context_tokens = draws.meta["model"]["default_context_tokens"]
+    if context_tokens < 0:
+        raise QueryError("--context must be >= 0", fix="give the context length in tokens")
+    return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
+                    float(context_tokens))
+
+
+def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """Posterior draws of step_ms (without measurement noise) and how the overhead was found.
+
+    The overhead of an unmeasured (system, engine, method) group is drawn from the
+    partially pooled population; an engine with a declared relation scales its base
+    engine's SPEC by ``1 - reduction``.
+    """
+    v, meta = draws.variables, draws.meta
+    s = meta["coords"]["system"].index(sc.system)
+    form = meta["model"]["moe_form"]
+    shape = v["moe_exponent"] if form == "power" else v["moe_slope"]
+    units = sc.context_tokens / meta["model"]["context_unit_tokens"]
+    target = S.target_ms(v["step_ar_ms"][:, s], v["moe_share"][:, s], shape[:, s],
+                         v["ctx_ms_per_unit"][:, s], v["ctx_verify_exponent"],
+                         float(sc.verify_tokens), units, form, np.exp, np.log)
+    if sc.method == AR_METHOD:
+        return target, "autoregressive"
+    bases = meta["model"]["relation_bases"]
+    engine, scale, how = sc.engine, np.ones(draws.n_draws), ""
+    if engine in bases:
+        k = meta["coords"]["relation"].index(engine)
+        scale = 1.0 - v["reduction"][:, k]
+        engine = bases[engine]
+        how = f"{sc.engine} = (1 - reduction) x {engine} overhead; "
+    label = S.group_label(sc.system, engine, sc.method)
+    groups = meta["coords"]["overhead_group"]
+    if label in groups:
+        frac = v["overhead_frac"][:, groups.index(label)]
+        how += f"overhead of measured group {label}"
+    else:
+        z = rng.standard_normal(draws.n_draws)
+        logit = v["overhead_logit_mu"] + v["overhead_logit_sd"] * z
+        frac = 1.0 / (1.0 + np.exp(-logit))
+        how += f"overhead of unmeasured group {label} drawn from the pooled population"
+    return S.step_ms(target, frac, scale), how
+
+
+def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
+    """Draws from an acceptance prior (numpy only; truncated normal by rejection)."""
+    p, dist = prior.prior.params, prior.prior.dist
+    if dist == "point":
+        return np.full(n, p["value"])
+    if dist == "uniform":
+        return rng.uniform(p["lower"], p["upper"], n)
+    if dist == "lognormal":
+        return p["median"] * np.exp(p["sigma"] * rng.standard_normal(n))
+    if dist in ("normal", "truncnormal"):
+        lo, hi = p.get("lower", 1.0), p.get("upper", np.inf)
+        out = np.empty(0)
+        for _ in range(1000):
+            x = rng.normal(p["mu"], p["sigma"], 4 * n)
+            out = np.concatenate([out, x[(x >= lo) & (x <= hi)]])
+            if out.size >= n:
+                return out[:n]
+        raise QueryError("acceptance prior has almost no mass inside its bounds",
+                         fix="widen lower/upper in the priors file")
+    raise QueryError(f"acceptance prior dist {dist!r} cannot be sampled",
+                     fix="use point, uniform, lognormal, normal or truncnormal")
+
+
+def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
+    """The original deterministic estimates (data/seed_estimates.csv or the bundled copy)."""
+    with open(paths.data_file("seed_estimates.csv", workdir), newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
+    """The original estimator's step time for this configuration (mean of accept/tok_s over
+    its 'deterministic estimate' rows); tok/s at any acceptance is then accept / step."""
+    steps = []
+    for row in table:
+        if (row["kind"] == "deterministic estimate" and row["hardware"] == sc.hardware
+                and row["engine"] == sc.engine and row["method"] == sc.method
+                and row["verify_tokens"] == str(sc.verify_tokens)):
+            steps.append(float(row["accept_len"]) / float(row["tok_s"]) * 1000.0)
+    return float(np.mean(steps)) if steps else None
+
+
+def interval_probs(prob: float) -> tuple[float, ...]:
+    if not 0 < prob < 1:
+        raise QueryError(f"--prob {prob} is not between 0 and 1", fix="use e.g. --prob 0.8")
+    return tuple(sorted({0.5, round(prob, 6)}))
+
+
+def pct_label(p: float) -> str:
+    return f"{p * 100:g}"
+
+
+def summarize(samples: np.ndarray, probs: tuple[float, ...], target: float | None) -> dict:
+    """Median, equal-tailed intervals and P(tok/s >= target) of throughput draws."""
+    qs = [0.5]
+    for p in probs:
+        qs += [(1 - p) / 2, (1 + p) / 2]
+    values = np.quantile(samples, qs)
+    out = {"median": float(values[0])}
+    for i, p in enumerate(probs):
+        out[f"lo{pct_label(p)}"] = float(values[1 + 2 * i])
+        out[f"hi{pct_label(p)}"] = float(values[2 + 2 * i])
+    if target is not None:
+        out["p_ge_target"] = float(np.mean(samples >= target))
+    return out
+
+
+def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None = None,
+                 engines: tuple[str, ...] | list[str] | None = None, method: str | None = None,
+                 block: int | None = None, budget: int | None = None,
+                 verify_tokens: int | None = None, context_tokens: float | str | None = None,
+                 accept: str | AcceptRequest | None = None, target: float | None = None,
+                 prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None
+                 ) -> list[dict]:
+    """Posterior predictive throughput for one configuration and one or more engines.
+
+    With no configuration arguments this is the default scenario (B300 DDTree block 16,
+    budget 32, SGLang and native). Each row holds the median tok/s, the 50% and ``prob``
+    intervals, P(tok/s >= target) and the original estimate with its +-30% band.
+    Predictions include the fitted run-to-run noise, so they are what a measurement
+    would show. ``accept=None`` draws acceptance from the priors file.
+
+    Examples
+    --------
+    >>> from ddtree_bayes.testing import point_mass_draws
+    >>> draws = point_mass_draws()
+    >>> rows = predict_rows(draws, accept="12", engines=["sglang"])
+    >>> round(rows[0]["median"], 3)   # 12 tokens / 20 ms
+    600.0
+    """
+    if hardware is None and method is None:
+        d = DEFAULT_SCENARIO
+        hardware, method = str(d["hardware"]), str(d["method"])
+        block = d["block"] if block is None else block  # type: ignore[assignment]
+        budget = d["budget"] if budget is None else budget  # type: ignore[assignment]
+        engines = engines or tuple(d["engines"])  # type: ignore[arg-type]
+    if hardware is None or method is None or not engines:
+        raise QueryError("a configuration needs --hardware, --method and --engine",
+                         fix="give all three, or none for the default scenario")
+    probs = interval_probs(prob)
+    request = parse_accept(accept) if isinstance(accept, str) else accept
+    ctx = parse_context(context_tokens)
+    priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+    seed_table = load_seed_table(workdir)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for engine in engines:
+        sc = resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine, method=method,
+                              block=block, budget=budget, verify_tokens=verify_tokens,
+                              context_tokens=ctx)
+        step, how = step_draws(draws, sc, rng)
+        # measurement noise: what a benchmark of this configuration would show
+        per_token = 1000.0 / step * np.exp(draws.variables["noise_sd"]
+                                           * rng.standard_normal(draws.n_draws))
+        seed_step = seed_step_ms(seed_table, sc)
+        cases: list[tuple[str, str, np.ndarray, float | None]] = []
+        if request is None:
+            ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
+            if ap is None:
+                raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
+                                 f"{sc.budget} in the priors file",
+                                 fix="pass --accept, or add an [[acceptance]] entry to the priors")
+            a = sample_acceptance(ap, draws.n_draws, rng)
+            cases.append((f"prior {ap.describe()}", "prior", a, float(np.mean(a))))
+        else:
+            for value in request.values:
+                cases.append((f"{value:g}", "given", np.full(draws.n_draws, value), value))
+            if request.uniform:
+                lo, hi = request.uniform
+                cases.append((f"U({lo:g},{hi:g})", "uniform",
+                              rng.uniform(lo, hi, draws.n_draws), (lo + hi) / 2))
+        for label, kind, a, a_mean in cases:
+            if np.any(a < 1) or np.any(a > sc.verify_tokens) or (
+                    sc.method == AR_METHOD and np.any(a != 1)):
+                raise QueryError(f"acceptance {label} is outside 1..{sc.verify_tokens} for "
+                                 f"{sc.describe()}",
+                                 fix="tokens per step cannot exceed the tokens verified")
+            row = {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
+                   "method": sc.method, "block": sc.block, "budget": sc.budget,
+                   "verify_tokens": sc.verify_tokens, "context_tokens": sc.context_tokens,
+                   "accept": label, "accept_kind": kind}
+            row.update(summarize(a * per_token, probs, target))
+            seed_tok = None if seed_step is None or a_mean is None else a_mean / seed_step * 1000
+            row["original"] = seed_tok
+            row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
+            row["original_hi"] = None if seed_tok is None else seed_tok * (1 + SEED_BAND)
+            row["overhead_from"] = how
+            rows.append(row)
+    return rows
+
+
+def to_frame(rows: list[dict]):
+    """Rows as a pandas DataFrame."""
+    import pandas as pd
+
+    return pd.DataFrame(rows)
+
+
+def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
+    """Posterior predictive check: each measurement the fit used against its predictive
+    median, 50% and ``prob`` intervals and its predictive percentile."""
+    from ddtree_bayes.data import load_hardware, load_measurements
+
+    where = f"{draws.path} (stored data)"
+    hardware = load_hardware(where, text=draws.hardware_csv)
+    measurements = load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
+    probs = interval_probs(prob)
+    rng = np.random.default_rng(seed)
+    out = []
+    for m in measurements.rows:
+        sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                              method=m.method, block=m.block, budget=m.budget,
+                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
+        step, _ = step_draws(draws, sc, rng)
+        samples = m.accept_len * 1000.0 / step * np.exp(
+            draws.variables["noise_sd"] * rng.standard_normal(draws.n_draws))
+        row = {"row": m.row, "system": m.system, "engine": m.engine, "method": m.method,
+               "verify_tokens": m.verify_tokens, "context_tokens": sc.context_tokens,
+               "accept_len": m.accept_len, "measured": m.tok_s}
+        row.update(summarize(samples, probs, None))
+        row["percentile"] = float(np.mean(samples < m.tok_s))
+        out.append(row)
+    return out

@@ -1,0 +1,153 @@
+"""The fit artifact: one netCDF file per fit, the only module that knows its format.
+
+A fit is ``models/fits/<fit_id>.nc``: an ArviZ 1.x DataTree (posterior, sample_stats,
+observed_data, constant_data) whose root attributes carry the JSON metadata (package
+version, seed, sampler settings, hashes, diagnostics) and the exact text of the data
+and priors it was fit on. ``models/latest.json`` names the newest fit. Every write goes
+to a temporary file in the same folder and is renamed into place, so an interrupted
+fit never leaves a half-written artifact and the previous one stays usable.
+
+Reading draws for ``predict`` uses h5py directly (no xarray, no ArviZ) to keep it fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.errors import ArtifactError
+
+FORMAT_VERSION = 1
+META_ATTR = "ddtree_bayes_meta"
+DATA_ATTR = "ddtree_bayes_data_csv"
+PRIORS_ATTR = "ddtree_bayes_priors_toml"
+HARDWARE_ATTR = "ddtree_bayes_hardware_csv"
+LATEST = "latest.json"
+
+
+def fits_dir(models: Path) -> Path:
+    return models / "fits"
+
+
+def atomic_write_bytes(path: Path, payload: bytes) -> None:
+    """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
+    """Write a fit DataTree with its metadata atomically and point latest.json at it."""
+    dt = dt.copy()
+    dt.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
+    dt.attrs[DATA_ATTR] = texts["data"]
+    dt.attrs[PRIORS_ATTR] = texts["priors"]
+    dt.attrs[HARDWARE_ATTR] = texts["hardware"]
+    target = fits_dir(models) / f"{meta['fit_id']}.nc"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    try:
+        dt.to_netcdf(tmp, engine="h5netcdf")
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    latest = {"fit_id": meta["fit_id"], "file": f"fits/{target.name}",
+              "converged": meta["converged"]}
+    atomic_write_bytes(models / LATEST, (json.dumps(latest, indent=2) + "\n").encode())
+    return target
+
+
+def resolve(models: Path, fit_id: str | None = None) -> Path:
+    """Path of fit ``fit_id`` or of the latest fit; :class:`ArtifactError` if there is none."""
+    if fit_id:
+        path = fits_dir(models) / f"{fit_id}.nc"
+        if not path.exists():
+            raise ArtifactError(f"no fit {fit_id!r} in {fits_dir(models)} "
+                                "(fix: run `ddtree-bayes fit`, or pick an existing fit id)")
+        return path
+    pointer = models / LATEST
+    if not pointer.exists():
+        raise ArtifactError(f"no fit found in {models} (fix: run `ddtree-bayes fit` first)")
+    try:
+        name = json.loads(pointer.read_text())["file"]
+    except (ValueError, KeyError, OSError):
+        raise ArtifactError(f"{pointer} is unreadable (fix: re-run `ddtree-bayes fit`)") from None
+    path = models / name
+    if not path.exists():
+        raise ArtifactError(f"{pointer} names {name}, which is missing "
+                            "(fix: re-run `ddtree-bayes fit`)")
+    return path
+
+
+@dataclass(frozen=True)
+class Draws:
+    """Posterior draws flattened over (chain, draw), with the fit's metadata and inputs."""
+
+    path: Path
+    meta: dict
+    variables: dict[str, np.ndarray]
+    data_csv: str
+    priors_toml: str
+    hardware_csv: str
+
+    @property
+    def n_draws(self) -> int:
+        return next(iter(self.variables.values())).shape[0]
+
+
+def _attr_text(value) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def load_draws(path: Path) -> Draws:
+    """Read the posterior group and metadata of a fit with h5py (fast, no xarray)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as fh:
+            attrs = fh.attrs
+            meta = json.loads(_attr_text(attrs[META_ATTR]))
+            post = fh["posterior"]
+            skip = {"chain", "draw", *meta["coords"]}
+            variables = {}
+            for name, ds in post.items():
+                if name in skip:
+                    continue
+                arr = np.asarray(ds[...], dtype=float)
+                variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
+            texts = [_attr_text(attrs[k]) for k in (DATA_ATTR, PRIORS_ATTR, HARDWARE_ATTR)]
+    except (OSError, KeyError, ValueError) as err:
+        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
+                            "(fix: re-run `ddtree-bayes fit`)") from None
+    if meta.get("format_version") != FORMAT_VERSION:
+        raise ArtifactError(f"{path} has format version {meta.get('format_version')}, this "
+                            f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
+    return Draws(path=path, meta=meta, variables=variables, data_csv=texts[0],
+                 priors_toml=texts[1], hardware_csv=texts[2])
+
+
+def load_datatree(path: Path):
+    """The whole fit as an ``xarray.DataTree`` (for reports and notebooks)."""
+    import xarray as xr
+
+    try:
+        return xr.open_datatree(path, engine="h5netcdf").load()
+    except (OSError, ValueError) as err:
+        raise ArtifactError(f"{path} is not a readable netCDF fit ({err})") from None
