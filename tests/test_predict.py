@@ -1,0 +1,170 @@
+"""predict arithmetic against a point-mass posterior whose answers are computed by hand.
+
+Point mass (ddtree_bayes.testing): step_ar 8 ms, MoE share 0.5 (MOE(1) = 4, ATTN = 4),
+linear slope 0.0625, context 2 ms per 64k with exponent 0.5, SGLang overhead fraction 0.2,
+native reduction 0.5, noise 0.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+from ddtree_bayes import predictive as P
+from ddtree_bayes.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.testing import point_mass_draws
+
+
+@pytest.fixture
+def draws():
+    return point_mass_draws()
+
+
+def by(rows, engine, accept):
+    return next(r for r in rows if r["engine"] == engine and r["accept"] == accept)
+
+
+def test_default_scenario_by_hand(draws):
+    rows = P.predict_rows(draws, accept="12:16")
+    # M = 33: MOE = 4 * (1 + 0.0625 * 32) = 12, target 16; sglang step 16/0.8 = 20 ms
+    assert by(rows, "sglang", "12")["median"] == pytest.approx(600.0)
+    assert by(rows, "sglang", "16")["median"] == pytest.approx(800.0)
+    # native: SPEC halved -> 16 * (1 + 0.5 * 0.25) = 18 ms
+    assert by(rows, "native", "12")["median"] == pytest.approx(12 / 18 * 1000)
+    # a point mass with no noise has zero-width intervals
+    r = by(rows, "sglang", "14")
+    assert r["lo50"] == r["hi50"] == r["lo90"] == r["hi90"] == pytest.approx(700.0)
+    assert [r["accept"] for r in rows if r["engine"] == "sglang"] == [
+        "12", "13", "14", "15", "16", "U(12,16)"]
+    assert {r["verify_tokens"] for r in rows} == {33}
+
+
+def test_uniform_row_marginalises_acceptance():
+    draws = point_mass_draws(n=20000)
+    row = by(P.predict_rows(draws, accept="12:16", engines=["sglang"]), "sglang", "U(12,16)")
+    # tok/s = accept * 50 with accept ~ U(12, 16): median 700, 90% interval 610-790
+    assert row["median"] == pytest.approx(700, abs=3)
+    assert row["lo90"] == pytest.approx(610, abs=3)
+    assert row["hi90"] == pytest.approx(790, abs=3)
+    assert row["lo50"] == pytest.approx(650, abs=3)
+
+
+def test_target_probability_and_prob(draws):
+    rows = P.predict_rows(draws, accept="12,16", target=700, prob=0.8, engines=["sglang"])
+    assert [r["p_ge_target"] for r in rows] == [0.0, 1.0]
+    assert "lo80" in rows[0] and "lo90" not in rows[0] and "lo50" in rows[0]
+
+
+def test_original_estimate_column(draws):
+    row = by(P.predict_rows(draws, accept="12"), "sglang", "12")
+    # seed table: 12 tok at 570 tok/s and 16 at 765 -> mean step 20.984 ms
+    step = (12 / 570 + 16 / 765) / 2 * 1000
+    assert row["original"] == pytest.approx(12 / step * 1000)
+    assert row["original_lo"] == pytest.approx(0.7 * row["original"])
+    assert row["original_hi"] == pytest.approx(1.3 * row["original"])
+    native = by(P.predict_rows(draws, accept="16"), "native", "16")
+    assert native["original"] == pytest.approx(16 / ((12 / 815 + 16 / 1090) / 2 * 1000) * 1000)
+
+
+def test_context_and_power_form_by_hand():
+    draws = point_mass_draws()
+    ar = P.predict_rows(draws, hardware="b300", method="ar", engines=["sglang"],
+                        context_tokens="64k", accept="1")[0]
+    # 8 ms + 2 ms/unit * 1 unit * 1**0.5 = 10 ms -> 100 tok/s
+    assert ar["median"] == pytest.approx(100.0)
+    tree = P.predict_rows(draws, engines=["sglang"], context_tokens=65536, accept="12")[0]
+    # target 16 + 2 * 33**0.5; step / 0.8
+    assert tree["median"] == pytest.approx(12 / ((16 + 2 * 33 ** 0.5) / 0.8) * 1000)
+    power = point_mass_draws(moe_form="power")
+    row = P.predict_rows(power, engines=["sglang"], accept="12")[0]
+    # MOE = 4 * 33**0.5, ATTN 4
+    assert row["median"] == pytest.approx(12 / ((4 * 33 ** 0.5 + 4) / 0.8) * 1000)
+
+
+def test_unmeasured_group_draws_from_the_population(draws):
+    # b300 eagle3 is unmeasured; population sd 0 -> overhead = sigmoid(mu) = 0.2 exactly
+    row = P.predict_rows(draws, hardware="b300", method="eagle3", block=3, engines=["sglang"],
+                         accept="2")[0]
+    assert row["verify_tokens"] == 4
+    target = 4 * (1 + 0.0625 * 3) + 4
+    assert row["median"] == pytest.approx(2 / (target / 0.8) * 1000)
+    assert "pooled population" in row["overhead_from"]
+    # with population spread the unmeasured group gets a real interval
+    wide = point_mass_draws(n=4000, overhead_logit_sd=0.5)
+    r2 = P.predict_rows(wide, hardware="b300", method="eagle3", block=3, engines=["sglang"],
+                        accept="2")[0]
+    assert r2["hi90"] - r2["lo90"] > 5
+
+
+def test_acceptance_from_prior_when_not_given():
+    draws = point_mass_draws(n=20000)
+    row = P.predict_rows(draws, engines=["sglang"])[0]
+    assert row["accept_kind"] == "prior" and row["accept"].startswith("prior truncnormal")
+    # accept ~ truncnormal(10, 2.5, [1, 17]) (mean 9.98) times 50 tok/s per token
+    assert row["median"] == pytest.approx(500, rel=0.02)
+    assert row["lo90"] == pytest.approx(50 * (10 - 1.645 * 2.5), rel=0.03)
+
+
+def test_sample_acceptance_truncnormal_moments():
+    from ddtree_bayes.config import AcceptancePrior, Prior
+
+    prior = AcceptancePrior(Prior("a", "truncnormal",
+                                  {"mu": 10.0, "sigma": 2.5, "lower": 1.0, "upper": 17.0}))
+    a = P.sample_acceptance(prior, 40000, np.random.default_rng(0))
+    assert a.min() >= 1 and a.max() <= 17
+    # truncated-normal mean: 10 - 2.5 * (phi(2.8) - phi(-3.6)) / (Phi(2.8) - Phi(-3.6)) = 9.982
+    assert a.mean() == pytest.approx(9.982, abs=0.03)
+
+
+@pytest.mark.parametrize("text,values,uniform", [
+    ("13.5", (13.5,), None),
+    ("12,14,16", (12.0, 14.0, 16.0), None),
+    ("12:16", (12.0, 13.0, 14.0, 15.0, 16.0), (12.0, 16.0)),
+    ("12:16:0.5", tuple(12 + 0.5 * i for i in range(9)), (12.0, 16.0)),
+])
+def test_parse_accept(text, values, uniform):
+    req = P.parse_accept(text)
+    assert req.values == values and req.uniform == uniform
+
+
+@pytest.mark.parametrize("bad", ["abc", "16:12", "12:16:0", "1:2:3:4", ""])
+def test_parse_accept_rejects(bad):
+    with pytest.raises(QueryError, match="--accept"):
+        P.parse_accept(bad)
+
+
+def test_query_errors(draws):
+    with pytest.raises(QueryError, match="h200.*no measurements"):
+        P.predict_rows(draws, hardware="h200", method="ar", engines=["sglang"], accept="1")
+    with pytest.raises(QueryError, match="outside 1..33"):
+        P.predict_rows(draws, accept="40")
+    with pytest.raises(QueryError, match="b300 x4 has no measurements"):
+        P.predict_rows(draws, hardware="b300", gpus=4, method="ar", engines=["sglang"])
+    with pytest.raises(QueryError, match="cannot tell how many tokens"):
+        P.predict_rows(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
+    with pytest.raises(QueryError, match="--prob"):
+        P.predict_rows(draws, accept="12", prob=1.5)
+
+
+def test_same_seed_same_numbers():
+    draws = point_mass_draws(n=2000, overhead_logit_sd=0.5, noise_sd=0.03)
+    kw = dict(hardware="b300", method="eagle3", block=3, engines=["sglang"], accept="2")
+    a = P.predict_rows(draws, seed=7, **kw)
+    b = P.predict_rows(draws, seed=7, **kw)
+    c = P.predict_rows(draws, seed=8, **kw)
+    assert json.dumps(a) == json.dumps(b)
+    assert a[0]["lo90"] != c[0]["lo90"]
+
+
+def test_check_fit_refuses_unconverged_and_flags_stale(tmp_path):
+    with pytest.raises(UnconvergedError, match="--allow-unconverged"):
+        P.check_fit(point_mass_draws(converged=False))
+    assert P.check_fit(point_mass_draws(converged=False), allow_unconverged=True) != []
+    draws = point_mass_draws()
+    data = tmp_path / "m.csv"
+    data.write_text("x\n")
+    draws.meta["data"] = {"path": str(data), "sha256": "0" * 64}
+    warnings = P.check_fit(draws)
+    assert any("changed since fit" in w and str(data) in w for w in warnings)
+    with pytest.raises(StaleArtifactError, match="--strict"):
+        P.check_fit(draws, strict=True)
