@@ -91,9 +91,19 @@ def fmt_s(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def _numeric(cell: str) -> bool:
+    try:
+        float(cell.rstrip("x%").replace(",", ""))
+        return True
+    except ValueError:
+        return cell in ("-", "")
+
+
 def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---" if i == 0 else "---:" for i in range(len(headers))) + "|"]
+    """Columns whose cells are all numbers (or '-') are right-aligned, the rest left."""
+    align = ["---:" if rows and all(_numeric(r[i]) for r in rows) else "---"
+             for i in range(len(headers))]
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join(align) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
 

@@ -1,10 +1,11 @@
 """The Python API: ``fit``, ``load``, ``predict``. The CLI is a thin layer over these.
 
-Examples
---------
->>> import ddtree_bayes as db                                # doctest: +SKIP
->>> result = db.fit()                                        # doctest: +SKIP
->>> table = db.predict(accept="12:16", target=800)           # doctest: +SKIP
+Typical notebook use (a fit samples for ~10 s, so this is not run as a doctest;
+tests/test_api.py runs the same calls)::
+
+    import ddtree_bayes as db
+    result = db.fit()                                # samples, saves models/fits/<id>.nc
+    table = db.predict(accept="12:16", target=800)   # pandas DataFrame, one row per case
 """
 
 from __future__ import annotations
@@ -12,12 +13,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ddtree_bayes import paths
+from ddtree_bayes import __version__, paths
 from ddtree_bayes.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
 from ddtree_bayes.data import Measurements, load_hardware, load_measurements
 from ddtree_bayes.errors import DataError
-
-from ddtree_bayes import __version__
 
 
 def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
@@ -111,7 +110,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
 
     from ddtree_bayes import store
 
-    libs = {}
+    libs: dict[str, str | None] = {}
     for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
         try:
             libs[lib] = version(lib)
@@ -156,5 +155,5 @@ def predict(fit=None, **query):
     """
     from ddtree_bayes import predictive as P
 
-    draws = fit if fit is not None else load(workdir=query.pop("workdir", None))
+    draws = fit if fit is not None else load(workdir=query.get("workdir"))
     return P.to_frame(P.predict_rows(draws, **query))

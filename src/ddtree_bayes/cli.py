@@ -11,7 +11,6 @@ import csv
 import io
 import json
 import sys
-from pathlib import Path
 
 from ddtree_bayes import __version__
 from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED
@@ -52,9 +51,8 @@ def _emit_machine(rows: list[dict], fmt: str, extra: dict | None = None) -> None
 
 # ---------------------------------------------------------------- fit
 def cmd_fit(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api
+    from ddtree_bayes import api, store
     from ddtree_bayes import predictive as P
-    from ddtree_bayes import store
 
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
@@ -109,9 +107,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
             (args.gpus, args.block, args.budget, args.verify_tokens)):
         hardware = method = None
     else:
-        hardware = args.hardware or str(DEFAULT_SCENARIO["hardware"])
-        method = args.method or str(DEFAULT_SCENARIO["method"])
-        engines = engines or list(DEFAULT_SCENARIO["engines"])  # type: ignore[arg-type]
+        hardware = args.hardware or DEFAULT_SCENARIO.hardware
+        method = args.method or DEFAULT_SCENARIO.method
+        engines = engines or list(DEFAULT_SCENARIO.engines)
     rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
                           method=method, block=args.block, budget=args.budget,
                           verify_tokens=args.verify_tokens, context_tokens=args.context,

@@ -19,8 +19,17 @@ INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
 DEFAULT_SEED = 20261130
 #: The question the original estimator answered: B300, DDTree block 16, budget 32,
 #: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it.
-DEFAULT_SCENARIO: dict[str, object] = {"hardware": "b300", "method": "ddtree", "block": 16,
-                                       "budget": 32, "engines": ("sglang", "native")}
+@dataclass(frozen=True)
+class Scenario:
+    hardware: str
+    method: str
+    block: int
+    budget: int
+    engines: tuple[str, ...]
+
+
+DEFAULT_SCENARIO = Scenario(hardware="b300", method="ddtree", block=16, budget=32,
+                            engines=("sglang", "native"))
 #: Convergence gates applied after every fit.
 MAX_RHAT = 1.01
 MIN_ESS_BULK = 400
@@ -49,6 +58,8 @@ MODEL_PRIORS: dict[str, str] = {
     "noise_sd": "global",
 }
 MOE_FORMS = {"power": "moe_exponent_mu", "linear": "moe_slope_mu"}
+#: Acceptance priors must not put mass below 1 token per step.
+ACCEPTANCE_DISTS = ("point", "uniform", "truncnormal")
 
 
 @dataclass(frozen=True)
@@ -151,13 +162,16 @@ class PriorsConfig:
 
 
 def _parse_prior(path: str, name: str, raw: object, *, where: str) -> Prior:
+    column = f"{where}.{name}" if where else name
+
     def fail(msg: str, fix: str) -> PriorsError:
-        return PriorsError(msg, file=path, column=f"{where}.{name}" if where else name, fix=fix)
+        return PriorsError(msg, file=path, column=column, fix=fix)
 
     if not isinstance(raw, dict):
-        raise fail("must be a table", f"write it as [{where}.{name}] with dist = ...")
+        header = f"[[{where or name.split('[')[0]}]]" if not where else f"[{column}]"
+        raise fail("must be a table", f"write it as {header} with dist = ...")
     dist = raw.get("dist")
-    if dist not in DISTRIBUTIONS:
+    if not isinstance(dist, str) or dist not in DISTRIBUTIONS:
         raise fail(f"unknown dist {dist!r}",
                    "use one of " + ", ".join(sorted(DISTRIBUTIONS)))
     needed, positive = DISTRIBUTIONS[dist]
@@ -209,20 +223,29 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     except tomllib.TOMLDecodeError as err:
         raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
 
-    model = raw.get("model", {})
+    def section(key: str, kind: type, example: str):
+        value = raw.get(key, kind())
+        if not isinstance(value, kind):
+            raise PriorsError(f"'{key}' must be a {'table' if kind is dict else 'list of tables'}",
+                              file=path, column=key, fix=f"write it as {example}")
+        return value
+
+    model = section("model", dict, "[model] with moe_form = ...")
     moe_form = model.get("moe_form", "power")
-    if moe_form not in MOE_FORMS:
+    if not isinstance(moe_form, str) or moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown moe_form {moe_form!r}", file=path, column="model.moe_form",
                           fix="use 'power' or 'linear'")
     unit = model.get("context_unit_tokens", 65536)
     default_ctx = model.get("default_context_tokens", 0)
-    for key, value, ok in (("context_unit_tokens", unit, lambda v: v > 0),
-                           ("default_context_tokens", default_ctx, lambda v: v >= 0)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not ok(value):
-            raise PriorsError(f"bad value {value!r}", file=path, column=f"model.{key}",
-                              fix="give a non-negative number of tokens")
+    for key, value, ok, fix in (
+            ("context_unit_tokens", unit, lambda v: v > 0, "give a positive number of tokens"),
+            ("default_context_tokens", default_ctx, lambda v: v >= 0,
+             "give a non-negative number of tokens")):
+        if (isinstance(value, bool) or not isinstance(value, int | float)
+                or not math.isfinite(value) or not ok(value)):
+            raise PriorsError(f"bad value {value!r}", file=path, column=f"model.{key}", fix=fix)
 
-    table = raw.get("priors", {})
+    table = section("priors", dict, "[priors.<name>] tables")
     priors = {name: _parse_prior(path, name, spec, where="priors") for name, spec in table.items()}
     required = dict(MODEL_PRIORS)
     required[MOE_FORMS[moe_form]] = "global"
@@ -235,7 +258,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
                               fix=f'set per = "{per}"')
 
     relations = {}
-    for engine, spec in raw.get("relations", {}).items():
+    for engine, spec in section("relations", dict, "[relations.<engine>] tables").items():
         prior = _parse_prior(path, engine, spec, where="relations")
         if prior.dist != "beta":
             raise PriorsError("a relation's reduction must be a beta prior (it is a fraction)",
@@ -253,15 +276,20 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
                               fix="relate every engine directly to a measured engine")
 
     acceptance = []
-    for i, spec in enumerate(raw.get("acceptance", []), start=1):
+    for i, spec in enumerate(section("acceptance", list, "[[acceptance]] tables"), start=1):
         prior = _parse_prior(path, f"acceptance[{i}]", spec, where="")
+        if prior.dist not in ACCEPTANCE_DISTS:
+            raise PriorsError(f"acceptance prior must be bounded below by 1, not {prior.dist}",
+                              file=path, column=f"acceptance[{i}]",
+                              fix="use " + ", ".join(ACCEPTANCE_DISTS) + " with lower >= 1")
         lower = prior.params.get("lower", prior.params.get("value", 1.0))
         if lower < 1:
             raise PriorsError("acceptance cannot be below 1 token per step", file=path,
                               column=f"acceptance[{i}]", fix="set lower >= 1")
         keys = {}
         for key in ("block", "budget"):
-            if key in spec and (not isinstance(spec[key], int) or spec[key] < 1):
+            if key in spec and (isinstance(spec[key], bool) or not isinstance(spec[key], int)
+                                or spec[key] < 1):
                 raise PriorsError(f"'{key}' must be a positive integer", file=path,
                                   column=f"acceptance[{i}].{key}", fix=f"set {key} = <integer>")
             keys[key] = spec.get(key)

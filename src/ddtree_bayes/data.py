@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import io
 import math
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,6 +24,8 @@ REQUIRED = ("model", "hardware", "gpus", "engine", "method", "accept_len", "tok_
 #: Methods that verify a tree of `budget` nodes; every other non-AR method is a chain of `block`.
 TREE_METHODS = frozenset({"ddtree"})
 AR_METHOD = "ar"
+#: Engine and method names: lowercase, so 'AR' is never silently a speculative method.
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 
 
 @dataclass(frozen=True)
@@ -104,18 +108,25 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
     return None if size is None else size + 1
 
 
-def _read_csv(path: str, text: str | None = None) -> tuple[str, list[str], list[list[str]]]:
+def _read_csv(path: str, text: str | None = None
+              ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
+    """The file's text, its header, and (file line number, fields) per record."""
     try:
         if text is None:
-            text = Path(path).read_text(encoding="utf-8")
+            text = Path(path).read_text(encoding="utf-8-sig")  # tolerate Excel's BOM
     except FileNotFoundError:
         raise DataError("file not found", file=path, fix="pass an existing CSV with --data") from None
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"cannot read: {err}", file=path, fix="save it as UTF-8 CSV") from None
-    lines = list(csv.reader(text.splitlines()))
-    if not lines:
+    text = text.removeprefix("\ufeff")
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records, start = [], 1
+    for fields in reader:
+        records.append((start, fields))  # a quoted field may span lines: report its first
+        start = reader.line_num + 1
+    if not records:
         raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
-    return text, [h.strip() for h in lines[0]], lines[1:]
+    return text, [h.strip() for h in records[0][1]], records[1:]
 
 
 def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:
@@ -127,7 +138,7 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
             raise DataError("missing column", file=path, row=1, column=col,
                             fix="add it to the header (see data/hardware.csv)")
     table: dict[str, dict[str, str]] = {}
-    for i, values in enumerate(body, start=2):
+    for i, values in body:
         if not any(v.strip() for v in values):
             continue
         row = dict(zip(header, (v.strip() for v in values), strict=False))
@@ -170,7 +181,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
            for c in ("gpus", "block", "budget", "verify_tokens", "accept_len", "context_tokens",
                      "tok_s")}
     for col in ("gpus", "block", "budget", "verify_tokens"):
-        if num[col] is not None and num[col] < 1:
+        value = num[col]
+        if value is not None and value < 1:
             raise DataError(f"must be >= 1, got {values[col]}", file=path, row=row, column=col,
                             fix="write a positive whole number")
     if num["tok_s"] is None or num["tok_s"] <= 0:
@@ -184,6 +196,10 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                         column="hardware",
                         fix="use a name from data/hardware.csv (" + ", ".join(sorted(hardware))
                         + ") or add the GPU there")
+    for col in ("engine", "method"):
+        if not NAME_RE.fullmatch(values[col]):
+            raise DataError(f"{values[col]!r} is not a lowercase name", file=path, row=row,
+                            column=col, fix=f"write it in lowercase, e.g. '{values[col].lower()}'")
     method = values["method"]
     block = None if num["block"] is None else int(num["block"])
     budget = None if num["budget"] is None else int(num["budget"])
@@ -203,13 +219,13 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     if accept < 1:
         raise DataError(f"accept_len must be >= 1 (the bonus token), got {accept:g}", file=path,
                         row=row, column="accept_len", fix="write tokens emitted per step")
+    if method == AR_METHOD and accept != 1:
+        raise DataError(f"autoregressive rows emit 1 token per step, got {accept:g}", file=path,
+                        row=row, column="accept_len", fix="set accept_len to 1")
     if accept > verify:
         raise DataError(f"accept_len {accept:g} exceeds verify_tokens {verify:g}", file=path,
                         row=row, column="accept_len",
                         fix="a step cannot emit more tokens than it verifies; check both")
-    if method == AR_METHOD and accept != 1:
-        raise DataError(f"autoregressive rows emit 1 token per step, got {accept:g}", file=path,
-                        row=row, column="accept_len", fix="set accept_len to 1")
     return Measurement(row=row, model=values["model"], hardware=values["hardware"],
                        gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
                        block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
@@ -239,7 +255,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                             fix=f"the header must contain {','.join(COLUMNS)}")
     rows: list[Measurement] = []
     seen: dict[tuple[str, ...], int] = {}
-    for i, values in enumerate(body, start=2):
+    for i, values in body:
         if not any(v.strip() for v in values):
             continue
         if len(values) != len(header):

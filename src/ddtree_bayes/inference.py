@@ -14,9 +14,15 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from ddtree_bayes.config import (MAX_DIVERGENCES, MAX_RHAT, MIN_ESS_BULK, PriorsConfig,
-                                 SamplerSettings)
+from ddtree_bayes.config import (
+    MAX_DIVERGENCES,
+    MAX_RHAT,
+    MIN_ESS_BULK,
+    PriorsConfig,
+    SamplerSettings,
+)
 from ddtree_bayes.data import Measurements
 
 
@@ -104,7 +110,7 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     ess_bulk = azs.ess(posterior, method="bulk")
     ess_tail = azs.ess(posterior, method="tail")
     mcse = azs.mcse(posterior)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in posterior.data_vars:
         da = posterior[name]
         extra = [d for d in da.dims if d not in ("chain", "draw")]

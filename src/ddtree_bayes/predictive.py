@@ -292,10 +292,10 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     """
     if hardware is None and method is None:
         d = DEFAULT_SCENARIO
-        hardware, method = str(d["hardware"]), str(d["method"])
-        block = d["block"] if block is None else block  # type: ignore[assignment]
-        budget = d["budget"] if budget is None else budget  # type: ignore[assignment]
-        engines = engines or tuple(d["engines"])  # type: ignore[arg-type]
+        hardware, method = d.hardware, d.method
+        block = d.block if block is None else block
+        budget = d.budget if budget is None else budget
+        engines = engines or d.engines
     if hardware is None or method is None or not engines:
         raise QueryError("a configuration needs --hardware, --method and --engine",
                          fix="give all three, or none for the default scenario")

@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from ddtree_bayes.config import PriorsConfig
 from ddtree_bayes.data import AR_METHOD, Measurements
 
-Fn = Callable[[object], object]
+Fn = Callable[..., Any]
 
 
 def moe_ms(moe1, verify_tokens, shape, moe_form: str, exp: Fn, log: Fn):
@@ -25,7 +26,7 @@ def moe_ms(moe1, verify_tokens, shape, moe_form: str, exp: Fn, log: Fn):
 
     ``power``: ``moe1 * M ** shape``; ``linear``: ``moe1 * (1 + shape * (M - 1))``.
 
-    >>> float(moe_ms(2.0, 9.0, 0.5, "power", np.exp, np.log))
+    >>> round(float(moe_ms(2.0, 9.0, 0.5, "power", np.exp, np.log)), 9)
     6.0
     >>> float(moe_ms(2.0, 9.0, 0.25, "linear", np.exp, np.log))
     6.0

@@ -1,0 +1,719 @@
+"""Validation of measurement and hardware files, verify_tokens derivation, and the CLI's
+bad-input path (exit code, one-line error, nothing written, no sampling).
+
+Every bad-input case starts from a copy of data/measurements.csv with one cell or row
+broken. Row numbers are file line numbers; the header is row 1, so the bundled data rows
+are rows 2..10:
+
+    2  b300 sglang ar               6  rtx-pro-6000 vllm ar, 32k context
+    3  b300 sglang ddtree 8/8       7  rtx-pro-6000 vllm ar, 64k context
+    4  rtx-pro-6000 vllm ar, ctx 0  8  rtx-pro-6000 vllm ar, 128k context
+    5  rtx-pro-6000 vllm ar, 16k    9  rtx-pro-6000 vllm eagle3 3, ctx 0
+                                   10  rtx-pro-6000 vllm eagle3 3, 128k context
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes import api, inference
+from ddtree_bayes.cli import main
+from ddtree_bayes.data import (
+    COLUMNS,
+    REQUIRED,
+    derive_verify_tokens,
+    load_hardware,
+    load_measurements,
+)
+from ddtree_bayes.errors import DataError, InputError
+from ddtree_bayes.paths import bundled
+
+ROOT = Path(__file__).resolve().parents[1]
+MEASUREMENTS = ROOT / "data" / "measurements.csv"
+HARDWARE = ROOT / "data" / "hardware.csv"
+PRIORS = ROOT / "models" / "priors.toml"
+LINES = MEASUREMENTS.read_text(encoding="utf-8").splitlines()
+KNOWN_HARDWARE = ("b200, b300, h100, h200, mi355x, rtx-3090, rtx-5090, rtx-pro-6000, "
+                  "rtx-pro-6000-server")
+
+
+# ------------------------------------------------------------------ helpers
+@pytest.fixture(scope="module")
+def hw() -> dict[str, dict[str, str]]:
+    return load_hardware(HARDWARE)
+
+
+def _fields(line: str) -> list[str]:
+    (fields,) = list(csv.reader([line]))
+    return fields
+
+
+def _line(fields: list[str]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerow(fields)  # quotes fields with \r or \n
+    return buf.getvalue().removesuffix("\r\n")
+
+
+def edited(**cells_by_row: dict[str, str]) -> list[str]:
+    """The bundled lines with cells replaced: ``edited(r5={"tok_s": "x"})`` edits row 5."""
+    lines = list(LINES)
+    for key, cells in cells_by_row.items():
+        row = int(key[1:])
+        fields = _fields(lines[row - 1])
+        for column, value in cells.items():
+            fields[COLUMNS.index(column)] = value
+        lines[row - 1] = _line(fields)
+    return lines
+
+
+def write(tmp_path: Path, lines: list[str] | str, name: str = "measurements.csv") -> Path:
+    path = tmp_path / name
+    text = lines if isinstance(lines, str) else "\n".join(lines) + "\n"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def expect_error(path: Path, hw, row: int | None, column: str | None, *fragments: str,
+                 **kwargs) -> DataError:
+    with pytest.raises(DataError) as info:
+        load_measurements(path, hw, **kwargs)
+    err = info.value
+    assert err.file == str(path)
+    assert err.row == row
+    assert err.column == column
+    text = str(err)
+    assert "\n" not in text
+    assert "fix:" in text
+    where = [str(path)]
+    if row is not None:
+        where.append(f"row {row}")
+    if column is not None:
+        where.append(f"column '{column}'")
+    assert text.startswith(", ".join(where) + ": "), text
+    for fragment in fragments:
+        assert fragment in text, (fragment, text)
+    assert err.exit_code == 2
+    return err
+
+
+def test_bundled_data_file_matches_the_packaged_copy():
+    # the tests below edit data/measurements.csv; the CLI falls back to the packaged copy
+    assert MEASUREMENTS.read_text() == bundled("measurements.csv").read_text()
+    assert HARDWARE.read_text() == bundled("hardware.csv").read_text()
+
+
+def test_known_hardware_constant_matches_the_table(hw):
+    assert ", ".join(sorted(hw)) == KNOWN_HARDWARE
+
+
+# ------------------------------------------------------------------ 1. measurement validation
+@pytest.mark.parametrize("column", ["tok_s", "model", "verify_tokens", "notes"])
+def test_missing_column_is_row_1(tmp_path, hw, column):
+    i = COLUMNS.index(column)
+    lines = [_line([f for j, f in enumerate(_fields(line)) if j != i]) for line in LINES]
+    path = write(tmp_path, lines)
+    err = expect_error(path, hw, 1, column, "missing column")
+    assert err.fix == f"the header must contain {','.join(COLUMNS)}"
+
+
+def test_missing_columns_reports_the_first_in_schema_order(tmp_path, hw):
+    drop = {COLUMNS.index("tok_s"), COLUMNS.index("accept_len")}
+    lines = [_line([f for j, f in enumerate(_fields(line)) if j not in drop]) for line in LINES]
+    expect_error(write(tmp_path, lines), hw, 1, "accept_len", "missing column")
+
+
+@pytest.mark.parametrize("raw", ["fast", "84,6", "1.2.3", "12tok"])
+def test_non_numeric_tok_s(tmp_path, hw, raw):
+    path = write(tmp_path, edited(r5={"tok_s": raw}))
+    expect_error(path, hw, 5, "tok_s", f"not a number: {raw!r}", "fix: write a plain number")
+
+
+def test_non_numeric_accept_len(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"accept_len": "four"}))
+    expect_error(path, hw, 3, "accept_len", "not a number: 'four'")
+
+
+@pytest.mark.parametrize("raw", ["0", "0.0", "-84.6", "-1"])
+def test_tok_s_must_be_positive(tmp_path, hw, raw):
+    path = write(tmp_path, edited(r5={"tok_s": raw}))
+    expect_error(path, hw, 5, "tok_s", f"tok_s must be > 0, got {raw}",
+                 "fix: write the measured tokens per second")
+
+
+@pytest.mark.parametrize("raw", ["0.5", "0", "-4.4", "0.999"])
+def test_accept_len_below_one(tmp_path, hw, raw):
+    path = write(tmp_path, edited(r3={"accept_len": raw}))
+    expect_error(path, hw, 3, "accept_len",
+                 f"accept_len must be >= 1 (the bonus token), got {float(raw):g}")
+
+
+def test_accept_len_exceeds_verify_tokens(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"accept_len": "9.5"}))  # ddtree budget 8 -> verify 9
+    expect_error(path, hw, 3, "accept_len", "accept_len 9.5 exceeds verify_tokens 9",
+                 "fix: a step cannot emit more tokens than it verifies")
+
+
+def test_accept_len_exceeds_derived_verify_tokens(tmp_path, hw):
+    # eagle3 block 3, verify_tokens blank -> derived 4
+    path = write(tmp_path, edited(r10={"verify_tokens": "", "accept_len": "4.5"}))
+    expect_error(path, hw, 10, "accept_len", "accept_len 4.5 exceeds verify_tokens 4")
+
+
+def test_accept_len_equal_to_verify_tokens_is_allowed(tmp_path, hw):
+    data = load_measurements(write(tmp_path, edited(r3={"accept_len": "9"})), hw)
+    assert data.rows[1].row == 3
+    assert data.rows[1].accept_len == 9.0
+    assert data.rows[1].verify_tokens == 9
+
+
+@pytest.mark.parametrize("raw", ["1.5", "2", "4.4"])
+def test_ar_row_accept_len_must_be_one(tmp_path, hw, raw):
+    path = write(tmp_path, edited(r2={"accept_len": raw}))
+    # an AR row verifies exactly 1 token, so any accept_len != 1 is rejected on accept_len
+    err = expect_error(path, hw, 2, "accept_len", f"{float(raw):g}")
+    assert "autoregressive rows emit 1 token per step" in str(err)
+
+
+@pytest.mark.parametrize("raw", ["2", "9", "33"])
+def test_ar_row_verify_tokens_must_be_one(tmp_path, hw, raw):
+    path = write(tmp_path, edited(r4={"verify_tokens": raw}))
+    expect_error(path, hw, 4, "verify_tokens", f"autoregressive rows verify 1 token, got {raw}",
+                 "fix: set verify_tokens to 1 or fix the method")
+
+
+def test_unknown_hardware_lists_known_hardware(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"hardware": "gb300"}))
+    err = expect_error(path, hw, 3, "hardware", "unknown hardware 'gb300'")
+    assert err.fix == (f"use a name from data/hardware.csv ({KNOWN_HARDWARE}) "
+                       "or add the GPU there")
+
+
+def test_hardware_names_are_case_sensitive(tmp_path, hw):
+    path = write(tmp_path, edited(r7={"hardware": "RTX-PRO-6000"}))
+    expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'", KNOWN_HARDWARE)
+
+
+def test_unknown_hardware_with_a_custom_hardware_table(tmp_path):
+    table = load_hardware(write(tmp_path, ["hardware,mem_bw_tb_s,interconnect,source",
+                                           "b300,8.0,NVLink5,spec", "h100,3.35,NVLink4,spec"],
+                                "hardware.csv"))
+    path = write(tmp_path, LINES)
+    err = expect_error(path, table, 4, "hardware", "unknown hardware 'rtx-pro-6000'")
+    assert "(b300, h100)" in err.fix
+
+
+def test_duplicate_row_appended_at_end(tmp_path, hw):
+    path = write(tmp_path, LINES + [LINES[5]])  # copy of row 6, becomes row 11
+    err = expect_error(path, hw, 11, None, "duplicate of row 6")
+    assert "fix: delete the repeat" in str(err)
+
+
+def test_duplicate_row_right_after_its_original(tmp_path, hw):
+    lines = LINES[:4] + [LINES[3]] + LINES[4:]  # row 4 repeated as row 5
+    expect_error(write(tmp_path, lines), hw, 5, None, "duplicate of row 4")
+
+
+def test_duplicate_row_numbers_count_blank_lines(tmp_path, hw):
+    lines = LINES[:3] + ["", ""] + LINES[3:] + [LINES[1]]  # rows 4-5 blank; copy of row 2
+    expect_error(write(tmp_path, lines), hw, 13, None, "duplicate of row 2")
+
+
+def test_duplicate_ignores_surrounding_whitespace(tmp_path, hw):
+    spaced = _line([f" {f} " for f in _fields(LINES[2])])
+    expect_error(write(tmp_path, LINES + [spaced]), hw, 11, None, "duplicate of row 3")
+
+
+def test_rows_differing_only_in_notes_are_not_duplicates(tmp_path, hw):
+    fields = _fields(LINES[5])
+    fields[COLUMNS.index("notes")] = "second run"
+    data = load_measurements(write(tmp_path, LINES + [_line(fields)]), hw)
+    assert [r.row for r in data.rows] == list(range(2, 12))
+
+
+def test_allow_duplicates_keeps_both_rows(tmp_path, hw):
+    data = load_measurements(write(tmp_path, LINES + [LINES[5]]), hw, allow_duplicates=True)
+    assert len(data.rows) == 10
+    assert data.rows[-1].row == 11
+    assert data.rows[-1].context_tokens == data.rows[4].context_tokens == 32768.0
+
+
+@pytest.mark.parametrize(("row", "column", "raw"), [
+    (5, "tok_s", "nan"),
+    (5, "tok_s", "inf"),
+    (3, "accept_len", "NaN"),
+    (3, "accept_len", "Infinity"),
+    (8, "context_tokens", "-inf"),
+    (4, "gpus", "nan"),
+    (9, "block", "inf"),
+    (5, "tok_s", "1e400"),
+])
+def test_non_finite_numbers(tmp_path, hw, row, column, raw):
+    path = write(tmp_path, edited(**{f"r{row}": {column: raw}}))
+    expect_error(path, hw, row, column, f"not a finite number: {raw!r}",
+                 "fix: write a finite number or remove the row")
+
+
+@pytest.mark.parametrize("column", REQUIRED)
+def test_empty_required_value(tmp_path, hw, column):
+    path = write(tmp_path, edited(r7={column: ""}))
+    err = expect_error(path, hw, 7, column, "empty value")
+    assert err.fix == f"fill in {column} (every row needs {', '.join(REQUIRED)})"
+
+
+def test_whitespace_only_required_value_is_empty(tmp_path, hw):
+    path = write(tmp_path, edited(r9={"source": "   "}))
+    expect_error(path, hw, 9, "source", "empty value")
+
+
+@pytest.mark.parametrize(("row", "column", "raw", "message"), [
+    (4, "gpus", "8.5", "not a whole number: '8.5'"),
+    (2, "gpus", "7.999", "not a whole number: '7.999'"),
+    (9, "block", "2.5", "not a whole number: '2.5'"),
+    (3, "budget", "8.1", "not a whole number: '8.1'"),
+    (3, "verify_tokens", "9.5", "not a whole number: '9.5'"),
+    (4, "gpus", "0", "must be >= 1, got 0"),
+    (4, "gpus", "-8", "must be >= 1, got -8"),
+    (3, "budget", "0", "must be >= 1, got 0"),
+    (4, "gpus", "eight", "not a number: 'eight'"),
+])
+def test_integer_columns(tmp_path, hw, row, column, raw, message):
+    path = write(tmp_path, edited(**{f"r{row}": {column: raw}}))
+    expect_error(path, hw, row, column, message)
+
+
+def test_whole_number_written_as_float_is_accepted(tmp_path, hw):
+    data = load_measurements(write(tmp_path, edited(r4={"gpus": "8.0"})), hw)
+    assert data.rows[2].gpus == 8
+    assert isinstance(data.rows[2].gpus, int)
+    assert data.systems == ("b300x8", "rtx-pro-6000x8")
+
+
+def test_negative_context_tokens(tmp_path, hw):
+    path = write(tmp_path, edited(r6={"context_tokens": "-32768"}))
+    expect_error(path, hw, 6, "context_tokens", "context_tokens must be >= 0")
+
+
+def test_too_many_fields(tmp_path, hw):
+    lines = list(LINES)
+    lines[5] += ",extra"
+    err = expect_error(write(tmp_path, lines), hw, 6, None, "14 fields, header has 13")
+    assert err.fix == "quote fields that contain commas"
+
+
+def test_too_few_fields(tmp_path, hw):
+    lines = list(LINES)
+    lines[8] = _line(_fields(lines[8])[:-1])
+    expect_error(write(tmp_path, lines), hw, 9, None, "12 fields, header has 13")
+
+
+def test_unquoted_comma_in_notes(tmp_path, hw):
+    fields = _fields(LINES[6])
+    lines = list(LINES)
+    lines[6] = ",".join(fields)  # "as above, 64k context" loses its quotes
+    expect_error(write(tmp_path, lines), hw, 7, None, "14 fields, header has 13")
+
+
+def test_empty_file(tmp_path, hw):
+    path = write(tmp_path, "")
+    err = expect_error(path, hw, None, None)
+    assert str(err) == f"{path}: empty file (fix: start with the header {','.join(COLUMNS)})"
+
+
+def test_header_only(tmp_path, hw):
+    path = write(tmp_path, LINES[:1])
+    err = expect_error(path, hw, None, None)
+    assert str(err) == f"{path}: no measurement rows (fix: add at least one row under the header)"
+
+
+def test_header_and_blank_lines_only(tmp_path, hw):
+    path = write(tmp_path, LINES[:1] + ["", ",,,,,,,,,,,,", ""])
+    expect_error(path, hw, None, None, "no measurement rows")
+
+
+def test_missing_file(tmp_path, hw):
+    path = tmp_path / "nope.csv"
+    err = expect_error(path, hw, None, None, "file not found")
+    assert err.fix == "pass an existing CSV with --data"
+
+
+def test_two_target_models_names_both(tmp_path, hw):
+    lines = edited(**{f"r{r}": {"model": "qwen3-8b"} for r in range(4, 11)})
+    path = write(tmp_path, lines)
+    err = expect_error(path, hw, None, "model")
+    assert str(err) == (
+        f"{path}, column 'model': one target model per fit, found 2: "
+        "kimi-k2.6 (rows 2, 3); qwen3-8b (rows 4, 5, 6, 7, 8...) "
+        "(fix: split the file by model and fit each separately)")
+
+
+def test_three_target_models(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"model": "b"}, r10={"model": "c"}))
+    expect_error(path, hw, None, "model", "found 3: kimi-k2.6 (rows 2, 4, 5, 6, 7...); "
+                 "b (rows 3); c (rows 10)")
+
+
+def test_first_problem_wins(tmp_path, hw):
+    # row 4 and row 8 are both broken; the error names row 4
+    path = write(tmp_path, edited(r4={"tok_s": "x"}, r8={"hardware": "tpu"}))
+    expect_error(path, hw, 4, "tok_s", "not a number: 'x'")
+
+
+def test_text_argument_is_validated_with_the_given_path(hw):
+    text = "\n".join(edited(r5={"tok_s": "-1"})) + "\n"
+    with pytest.raises(DataError) as info:
+        load_measurements("inline.csv", hw, text=text)
+    assert (info.value.file, info.value.row, info.value.column) == ("inline.csv", 5, "tok_s")
+
+
+def test_row_is_the_file_line_after_a_multiline_field(tmp_path, hw):
+    fields = _fields(LINES[1])
+    fields[COLUMNS.index("notes")] = "first line\nsecond line"
+    lines = [LINES[0], _line(fields)] + edited(r4={"tok_s": "abc"})[2:]
+    path = write(tmp_path, lines)
+    # row 2 spans file lines 2-3, so the broken bundled row 4 is on file line 5
+    assert ",abc," in path.read_text().splitlines()[4]
+    expect_error(path, hw, 5, "tok_s", "not a number: 'abc'")
+
+
+# ------------------------------------------------------------------ hardware table
+def test_hardware_missing_column(tmp_path):
+    path = write(tmp_path, ["hardware,interconnect,source", "b300,NVLink5,spec"], "hw.csv")
+    with pytest.raises(DataError) as info:
+        load_hardware(path)
+    err = info.value
+    assert (err.file, err.row, err.column) == (str(path), 1, "mem_bw_tb_s")
+    assert "missing column" in str(err) and "fix:" in str(err)
+
+
+def test_hardware_duplicate_and_empty_names(tmp_path):
+    rows = HARDWARE.read_text().splitlines()
+    path = write(tmp_path, rows + [rows[3]], "hw.csv")
+    with pytest.raises(DataError) as info:
+        load_hardware(path)
+    assert (info.value.row, info.value.column) == (len(rows) + 1, "hardware")
+    assert "duplicate hardware 'h200'" in str(info.value)
+
+    fields = _fields(rows[2])
+    fields[0] = ""
+    path = write(tmp_path, rows[:2] + [_line(fields)] + rows[3:], "hw2.csv")
+    with pytest.raises(DataError) as info:
+        load_hardware(path)
+    assert (info.value.row, info.value.column) == (3, "hardware")
+    assert "empty value" in str(info.value)
+
+
+def test_bundled_hardware_table():
+    table = load_hardware(HARDWARE)
+    assert len(table) == 9
+    assert table["b300"]["mem_bw_tb_s"] == "8.0"
+    assert table["rtx-pro-6000"]["interconnect"] == "PCIe Gen5 (no NVLink)"
+
+
+# ------------------------------------------------------------------ 2. verify_tokens derivation
+@pytest.mark.parametrize(("method", "block", "budget", "expected"), [
+    ("ar", None, None, 1),
+    ("ar", 16, 32, 1),
+    ("ddtree", 8, 8, 9),
+    ("ddtree", 16, 32, 33),
+    ("ddtree", None, 32, 33),
+    ("ddtree", 16, None, None),
+    ("ddtree", None, None, None),
+    ("eagle3", 3, None, 4),
+    ("eagle3", 3, 3, 4),
+    ("eagle3", 3, 7, 4),
+    ("dflash-chain", 16, None, 17),
+    ("eagle3", None, None, None),
+])
+def test_derive_verify_tokens(method, block, budget, expected):
+    assert derive_verify_tokens(method, block, budget) == expected
+
+
+def test_blank_verify_tokens_ar_derives_one(tmp_path, hw):
+    data = load_measurements(write(tmp_path, edited(r2={"verify_tokens": ""})), hw)
+    row = data.rows[0]
+    assert (row.row, row.method, row.verify_tokens, row.accept_len) == (2, "ar", 1, 1.0)
+
+
+def test_blank_verify_tokens_ddtree_derives_budget_plus_one(tmp_path, hw):
+    # budget 12 with block 8: verify tokens come from the budget, not the block
+    lines = edited(r3={"verify_tokens": "", "budget": "12"})
+    data = load_measurements(write(tmp_path, lines), hw)
+    row = data.rows[1]
+    assert (row.row, row.method, row.block, row.budget, row.verify_tokens) == (
+        3, "ddtree", 8, 12, 13)
+    assert isinstance(row.verify_tokens, int)
+
+
+def test_blank_verify_tokens_chain_derives_block_plus_one(tmp_path, hw):
+    lines = edited(r9={"verify_tokens": "", "block": "5", "budget": ""})
+    data = load_measurements(write(tmp_path, lines), hw)
+    row = data.rows[7]
+    assert (row.row, row.method, row.block, row.budget, row.verify_tokens, row.accept_len) == (
+        9, "eagle3", 5, None, 6, 1.948)
+
+
+def test_explicit_verify_tokens_is_kept(tmp_path, hw):
+    data = load_measurements(write(tmp_path, edited(r3={"verify_tokens": "12"})), hw)
+    assert data.rows[1].verify_tokens == 12
+
+
+def test_blank_underivable_verify_tokens_tree(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"verify_tokens": "", "budget": ""}))
+    err = expect_error(path, hw, 3, "verify_tokens",
+                       "verify_tokens is blank and cannot be derived")
+    assert err.fix == "fill in verify_tokens or budget"
+
+
+def test_blank_underivable_verify_tokens_chain(tmp_path, hw):
+    path = write(tmp_path, edited(r9={"verify_tokens": "", "block": "", "budget": ""}))
+    err = expect_error(path, hw, 9, "verify_tokens",
+                       "verify_tokens is blank and cannot be derived")
+    assert err.fix == "fill in verify_tokens or block"
+
+
+def test_bundled_measurements_load(hw):
+    data = load_measurements(MEASUREMENTS, hw)
+    assert len(data.rows) == 9
+    assert data.systems == ("b300x8", "rtx-pro-6000x8")
+    assert data.model == "kimi-k2.6"
+    assert data.path == str(MEASUREMENTS)
+    assert data.text == MEASUREMENTS.read_text()
+    assert [r.row for r in data.rows] == list(range(2, 11))
+    assert [r.method for r in data.rows] == ["ar", "ddtree"] + ["ar"] * 5 + ["eagle3"] * 2
+    assert [r.verify_tokens for r in data.rows] == [1, 9, 1, 1, 1, 1, 1, 4, 4]
+
+    tree = data.rows[1]
+    assert (tree.row, tree.system, tree.engine, tree.method) == (3, "b300x8", "sglang", "ddtree")
+    assert (tree.block, tree.budget, tree.verify_tokens) == (8, 8, 9)
+    assert tree.accept_len == 4.4
+    assert tree.tok_s == 303.0
+    assert tree.context_tokens is None
+    assert tree.is_speculative
+    assert tree.step_ms == pytest.approx(4.4 / 303 * 1000)
+
+    ar = data.rows[0]
+    assert (ar.system, ar.block, ar.budget, ar.context_tokens) == ("b300x8", None, None, None)
+    assert not ar.is_speculative
+    assert ar.step_ms == pytest.approx(1000 / 133)
+
+    # context 0 is a value, not blank
+    assert [r.context_tokens for r in data.rows[2:]] == [
+        0.0, 16384.0, 32768.0, 65536.0, 131072.0, 0.0, 131072.0]
+    assert data.rows[7].accept_len == 1.948
+
+
+def test_blank_context_tokens_stays_none(tmp_path, hw):
+    data = load_measurements(write(tmp_path, edited(r6={"context_tokens": ""})), hw)
+    assert data.rows[4].row == 6
+    assert data.rows[4].context_tokens is None
+    assert data.rows[3].context_tokens == 16384.0
+
+
+def test_load_inputs_reports_bad_data(tmp_path):
+    bad = write(tmp_path, edited(r8={"accept_len": "0.5"}))
+    with pytest.raises(DataError) as info:
+        api.load_inputs(bad, PRIORS, HARDWARE, workdir=tmp_path)
+    assert (info.value.file, info.value.row, info.value.column) == (str(bad), 8, "accept_len")
+
+
+def test_load_inputs_defaults_to_bundled_files(tmp_path):
+    data, cfg = api.load_inputs(workdir=tmp_path)  # tmp_path has no data/ or models/
+    assert Path(data.path) == bundled("measurements.csv")
+    assert Path(cfg.path) == bundled("priors.toml")
+    assert len(data.rows) == 9
+
+
+# ------------------------------------------------------------------ 3. CLI, bad input
+@pytest.fixture
+def cli_dir(tmp_path, monkeypatch):
+    """An empty working directory; any attempt to start sampling fails the test."""
+    monkeypatch.chdir(tmp_path)
+
+    def no_sampling(*args, **kwargs):
+        raise AssertionError("input validation passed and sampling was about to start")
+
+    monkeypatch.setattr(inference, "reproducible_pytensor", no_sampling)
+    monkeypatch.setattr(inference, "sample", no_sampling)
+    return tmp_path
+
+
+def run_cli(argv: list[str]) -> int:
+    before = set(sys.modules)
+    code = main(argv)
+    heavy = sorted(m for m in set(sys.modules) - before
+                   if m.split(".")[0] in ("pymc", "pytensor", "nutpie", "arviz", "xarray"))
+    assert heavy == [], f"bad input should fail before importing {heavy[:3]}"
+    return code
+
+
+def one_error_line(capsys) -> str:
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.endswith("\n")
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("ddtree-bayes: error: ")
+    return lines[0]
+
+
+def nothing_written(directory: Path, *inputs: Path) -> None:
+    assert not (directory / "models").exists()
+    assert sorted(directory.iterdir()) == sorted(inputs)
+
+
+@pytest.mark.parametrize(("cells", "row", "column", "message"), [
+    ({"r5": {"tok_s": "fast"}}, 5, "tok_s", "not a number: 'fast'"),
+    ({"r3": {"hardware": "gb300"}}, 3, "hardware", "unknown hardware 'gb300'"),
+    ({"r4": {"verify_tokens": "2"}}, 4, "verify_tokens", "autoregressive rows verify 1 token"),
+    ({"r10": {"accept_len": "0.9"}}, 10, "accept_len", "accept_len must be >= 1"),
+])
+def test_cli_fit_bad_data(cli_dir, capsys, cells, row, column, message):
+    bad = write(cli_dir, edited(**cells), "bad.csv")
+    assert run_cli(["fit", "--data", str(bad), "--quiet"]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"ddtree-bayes: error: {bad}, row {row}, column '{column}': ")
+    assert message in line
+    assert "(fix: " in line
+    nothing_written(cli_dir, bad)
+
+
+def test_cli_fit_missing_column(cli_dir, capsys):
+    i = COLUMNS.index("tok_s")
+    bad = write(cli_dir, [_line([f for j, f in enumerate(_fields(x)) if j != i]) for x in LINES],
+                "bad.csv")
+    assert run_cli(["fit", "--data", str(bad)]) == 2
+    line = one_error_line(capsys)
+    assert line == (f"ddtree-bayes: error: {bad}, row 1, column 'tok_s': missing column "
+                    f"(fix: the header must contain {','.join(COLUMNS)})")
+    nothing_written(cli_dir, bad)
+
+
+def test_cli_fit_duplicate_row(cli_dir, capsys):
+    bad = write(cli_dir, LINES + [LINES[2]], "bad.csv")
+    assert run_cli(["fit", "--data", str(bad), "--format", "json"]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"ddtree-bayes: error: {bad}, row 11: duplicate of row 3 (fix: ")
+    nothing_written(cli_dir, bad)
+
+
+def test_cli_fit_two_models(cli_dir, capsys):
+    bad = write(cli_dir, edited(r2={"model": "other-model"}), "bad.csv")
+    assert run_cli(["fit", "--data", str(bad)]) == 2
+    line = one_error_line(capsys)
+    assert f"{bad}, column 'model': one target model per fit, found 2: " in line
+    assert "other-model (rows 2)" in line and "kimi-k2.6 (rows 3, 4, 5, 6, 7...)" in line
+    nothing_written(cli_dir, bad)
+
+
+def test_cli_fit_missing_data_file(cli_dir, capsys):
+    missing = cli_dir / "nope.csv"
+    assert run_cli(["fit", "--data", str(missing)]) == 2
+    assert one_error_line(capsys) == (f"ddtree-bayes: error: {missing}: file not found "
+                                      "(fix: pass an existing CSV with --data)")
+    nothing_written(cli_dir)
+
+
+def test_cli_fit_empty_data_file(cli_dir, capsys):
+    bad = write(cli_dir, "", "empty.csv")
+    assert run_cli(["fit", "--data", str(bad)]) == 2
+    assert one_error_line(capsys).startswith(f"ddtree-bayes: error: {bad}: empty file (fix: ")
+    nothing_written(cli_dir, bad)
+
+
+def test_cli_fit_bad_hardware_file(cli_dir, capsys):
+    bad = write(cli_dir, ["hardware,mem_bw_tb_s,source", "b300,8.0,spec"], "hw.csv")
+    assert run_cli(["fit", "--hardware-file", str(bad)]) == 2
+    line = one_error_line(capsys)
+    assert line.startswith(f"ddtree-bayes: error: {bad}, row 1, column 'interconnect': "
+                           "missing column (fix: ")
+    nothing_written(cli_dir, bad)
+
+
+@pytest.mark.parametrize(("edit", "column", "message"), [
+    (lambda t: t.replace('moe_form = "power"', 'moe_form = "power', 1), None,
+     "not valid TOML: Illegal character '\\n' (at line 16, column 18)"),
+    (lambda t: t.replace("[priors.noise_sd]", "[priors.noise_scale]", 1), "priors.noise_sd",
+     "missing prior"),
+    (lambda t: t.replace('dist = "halfnormal"\nsigma = 0.05', 'dist = "halfnormal"\nsigma = 0',
+                         1), "priors.moe_hw_sd", "'sigma' must be > 0, got 0"),
+], ids=["invalid-toml", "missing-prior", "zero-sigma"])
+def test_cli_fit_bad_priors(cli_dir, capsys, edit, column, message):
+    text = PRIORS.read_text()
+    new = edit(text)
+    assert new != text
+    bad = cli_dir / "bad.toml"
+    bad.write_text(new)
+    assert run_cli(["fit", "--priors", str(bad)]) == 2
+    line = one_error_line(capsys)
+    where = f"{bad}, column '{column}'" if column else str(bad)
+    assert line.startswith(f"ddtree-bayes: error: {where}: {message}"), line
+    assert "(fix: " in line
+    nothing_written(cli_dir, bad)
+
+
+def test_cli_fit_missing_priors_file(cli_dir, capsys):
+    missing = cli_dir / "nope.toml"
+    assert run_cli(["fit", "--priors", str(missing)]) == 2
+    assert one_error_line(capsys) == (
+        f"ddtree-bayes: error: {missing}: cannot read priors file: No such file or directory "
+        "(fix: pass an existing file with --priors)")
+    nothing_written(cli_dir)
+
+
+def test_cli_fit_bad_sampler_settings(cli_dir, capsys):
+    assert run_cli(["fit", "--chains", "0"]) == 2
+    assert one_error_line(capsys) == (
+        "ddtree-bayes: error: sampler settings out of range "
+        "(fix: chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1)")
+    nothing_written(cli_dir)
+
+
+def test_cli_fit_prefers_local_data_dir(cli_dir, capsys):
+    (cli_dir / "data").mkdir()
+    local = write(cli_dir / "data", edited(r6={"gpus": "x"}))
+    assert run_cli(["fit"]) == 2
+    assert one_error_line(capsys).startswith(
+        f"ddtree-bayes: error: {local}, row 6, column 'gpus': not a number: 'x'")
+    assert not (cli_dir / "models").exists()
+
+
+def test_cli_predict_without_a_fit(cli_dir, capsys):
+    assert run_cli(["predict"]) == 3
+    line = one_error_line(capsys)
+    assert line == (f"ddtree-bayes: error: no fit found in {cli_dir / 'models'} "
+                    "(fix: run `ddtree-bayes fit` first)")
+    nothing_written(cli_dir)
+
+
+def test_cli_predict_unknown_fit_id(cli_dir, capsys):
+    assert run_cli(["predict", "--fit", "20990101T000000Z-deadbeef", "--accept", "4"]) == 3
+    line = one_error_line(capsys)
+    assert line.startswith("ddtree-bayes: error: no fit '20990101T000000Z-deadbeef' in "
+                           f"{cli_dir / 'models' / 'fits'} (fix: ")
+    nothing_written(cli_dir)
+
+
+def test_error_classes_and_exit_codes():
+    assert issubclass(DataError, InputError)
+    err = DataError("boom", file="f.csv", row=7, column="tok_s", fix="do x")
+    assert str(err) == "f.csv, row 7, column 'tok_s': boom (fix: do x)"
+    assert err.exit_code == 2
+    assert str(DataError("boom")) == "boom"
+
+
+def test_utf8_bom_from_excel_is_accepted(tmp_path, hw):
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + MEASUREMENTS.read_bytes())
+    assert len(load_measurements(path, hw).rows) == 9
+
+
+@pytest.mark.parametrize("column,raw", [("method", "AR"), ("engine", "SGLang"),
+                                        ("method", "dd tree")])
+def test_engine_and_method_must_be_lowercase_names(tmp_path, hw, column, raw):
+    path = write(tmp_path, edited(r2={column: raw}))
+    expect_error(path, hw, 2, column, "not a lowercase name", f"'{raw.lower()}'")

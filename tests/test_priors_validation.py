@@ -1,0 +1,534 @@
+"""Validation of the priors file (config.parse_priors / load_priors).
+
+Every bad-input case is a modified copy of models/priors.toml. Edits go through
+``replace_once`` so a test fails loudly (instead of passing vacuously) if the bundled
+file changes under it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.config import (
+    DISTRIBUTIONS,
+    MODEL_PRIORS,
+    AcceptancePrior,
+    Prior,
+    load_priors,
+    parse_priors,
+)
+from ddtree_bayes.errors import InputError, PriorsError
+from ddtree_bayes.paths import bundled
+
+ROOT = Path(__file__).resolve().parents[1]
+PRIORS = ROOT / "models" / "priors.toml"
+TEXT = PRIORS.read_text()
+NAME = "my-priors.toml"
+BETA_EXTRA = ('\n[relations.turbo]\nbase = "native"\ndist = "beta"\nalpha = 2.0\nbeta = 2.0\n'
+              'rationale = "r"\nsource = "s"\n')
+
+
+def replace_once(text: str, old: str, new: str) -> str:
+    assert text.count(old) == 1, f"{old!r} occurs {text.count(old)} times"
+    return text.replace(old, new)
+
+
+def table_span(text: str, header: str) -> tuple[int, int]:
+    """(start, end) of the lines of ``header``'s table, up to the next blank line."""
+    lines = text.splitlines(keepends=True)
+    start = [line.rstrip("\n") for line in lines].index(header)
+    end = start + 1
+    while end < len(lines) and lines[end].strip():
+        end += 1
+    return start, end
+
+
+def table_lines(text: str, header: str) -> list[str]:
+    start, end = table_span(text, header)
+    return text.splitlines()[start:end]
+
+
+def drop_table(text: str, header: str) -> str:
+    lines = text.splitlines(keepends=True)
+    start, end = table_span(text, header)
+    return "".join(lines[:start] + lines[end:])
+
+
+def set_in_table(text: str, header: str, key: str, value: str | None) -> str:
+    """Set (or with value None, delete) ``key`` inside ``header``'s table."""
+    lines = text.splitlines(keepends=True)
+    start, end = table_span(text, header)
+    hits = [i for i in range(start + 1, end) if lines[i].split("=")[0].strip() == key]
+    if value is None:
+        assert len(hits) == 1, (header, key)
+        del lines[hits[0]]
+    elif hits:
+        assert len(hits) == 1, (header, key)
+        lines[hits[0]] = f"{key} = {value}\n"
+    else:
+        lines.insert(start + 1, f"{key} = {value}\n")
+    return "".join(lines)
+
+
+def acceptance_header_index(n: int) -> str:
+    """The n-th (1-based) [[acceptance]] entry is addressed by its first key line."""
+    return {1: 'method = "ar"', 2: "budget = 32", 3: "budget = 8", 4: 'method = "eagle3"'}[n]
+
+
+def set_in_acceptance(text: str, n: int, key: str, value: str) -> str:
+    blocks = text.split("[[acceptance]]\n")
+    assert len(blocks) == 5
+    assert acceptance_header_index(n) in blocks[n]
+    body = blocks[n].splitlines(keepends=True)
+    hits = [i for i, line in enumerate(body) if line.split("=")[0].strip() == key]
+    if hits:
+        body[hits[0]] = f"{key} = {value}\n"
+    else:
+        body.insert(0, f"{key} = {value}\n")
+    blocks[n] = "".join(body)
+    return "[[acceptance]]\n".join(blocks)
+
+
+def expect_error(text: str, column: str | None, *fragments: str) -> PriorsError:
+    with pytest.raises(PriorsError) as info:
+        parse_priors(text, NAME)
+    err = info.value
+    assert isinstance(err, InputError)
+    assert err.exit_code == 2
+    assert err.file == NAME
+    assert err.row is None
+    assert err.column == column
+    message = str(err)
+    assert "\n" not in message
+    assert "fix:" in message
+    prefix = f"{NAME}, column '{column}': " if column else f"{NAME}: "
+    assert message.startswith(prefix), message
+    for fragment in fragments:
+        assert fragment in message, (fragment, message)
+    return err
+
+
+def test_bundled_priors_file_matches_the_packaged_copy():
+    assert TEXT == bundled("priors.toml").read_text()
+
+
+def test_helpers_edit_what_they_claim():
+    assert table_lines(TEXT, "[priors.noise_sd]")[1] == 'dist = "lognormal"'
+    assert "[priors.noise_sd]" not in drop_table(TEXT, "[priors.noise_sd]")
+    assert "[priors.moe_hw_sd]" in drop_table(TEXT, "[priors.noise_sd]")
+    assert set_in_table(TEXT, "[priors.noise_sd]", "sigma", None).count("sigma = 0.3\n") == 0
+
+
+# ------------------------------------------------------------------ positive
+@pytest.mark.parametrize("path", [PRIORS, bundled("priors.toml")], ids=["models", "bundled"])
+def test_bundled_priors_load(path):
+    cfg = load_priors(path)
+    assert cfg.path == str(path)
+    assert cfg.text == TEXT
+    assert cfg.moe_form == "power"
+    assert cfg.context_unit_tokens == 65536.0
+    assert cfg.default_context_tokens == 0.0
+    assert set(cfg.priors) == set(MODEL_PRIORS) | {"moe_exponent_mu", "moe_slope_mu"}
+    for name, per in MODEL_PRIORS.items():
+        assert cfg.priors[name].per == per, name
+    assert cfg.priors["noise_sd"] == Prior(
+        name="noise_sd", dist="lognormal", params={"median": 0.03, "sigma": 0.3},
+        per="global", rationale=cfg.priors["noise_sd"].rationale,
+        source="voipmonitor/rtx6kpro models/kimi-k26.md (Turin retest note: AR on that host "
+               "~3% slower)")
+    assert cfg.priors["moe_share"].mean() == pytest.approx(0.4)
+    assert cfg.priors["moe_exponent_mu"].mean() == pytest.approx(0.42)
+
+    assert {e: r.base for e, r in cfg.relations.items()} == {"native": "sglang"}
+    native = cfg.relations["native"]
+    assert native.engine == "native"
+    assert (native.prior.dist, native.prior.params) == ("beta", {"alpha": 4.0, "beta": 6.0})
+    assert native.prior.name == "native"
+
+    assert len(cfg.acceptance) == 4
+    assert [(a.method, a.block, a.budget) for a in cfg.acceptance] == [
+        ("ar", None, None), ("ddtree", 16, 32), ("ddtree", 8, 8), ("eagle3", 3, None)]
+
+
+def test_acceptance_for_default_scenario():
+    cfg = parse_priors(TEXT, NAME)
+    entry = cfg.acceptance_for("ddtree", 16, 32)
+    assert isinstance(entry, AcceptancePrior)
+    assert entry is cfg.acceptance[1]
+    assert (entry.method, entry.block, entry.budget) == ("ddtree", 16, 32)
+    assert entry.prior.dist == "truncnormal"
+    assert entry.prior.params == {"mu": 10.0, "sigma": 2.5, "lower": 1.0, "upper": 17.0}
+    assert entry.prior.params["mu"] == 10
+    assert entry.describe() == "truncnormal(mu=10, sigma=2.5, lower=1, upper=17)"
+
+
+@pytest.mark.parametrize(("query", "expected"), [
+    (("ar", None, None), ("point", {"value": 1.0})),
+    (("ar", 16, 32), ("point", {"value": 1.0})),
+    (("ddtree", 8, 8), ("truncnormal", {"mu": 4.6, "sigma": 0.8, "lower": 1.0, "upper": 9.0})),
+    (("eagle3", 3, None), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
+                                           "upper": 4.0})),
+    (("eagle3", 3, 64), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
+                                         "upper": 4.0})),
+    (("ddtree", 16, 64), None),
+    (("ddtree", 8, 32), None),
+    (("eagle3", 4, None), None),
+    (("dflash-chain", 16, None), None),
+])
+def test_acceptance_for_other_queries(query, expected):
+    entry = parse_priors(TEXT, NAME).acceptance_for(*query)
+    if expected is None:
+        assert entry is None
+    else:
+        assert (entry.prior.dist, entry.prior.params) == expected
+
+
+def test_first_matching_acceptance_entry_wins():
+    catch_all = ('[[acceptance]]\ndist = "point"\nvalue = 2.0\nrationale = "r"\n'
+                 'source = "s"\n\n')
+    text = replace_once(TEXT, "[[acceptance]]\nmethod = \"ar\"",
+                        catch_all + "[[acceptance]]\nmethod = \"ar\"")
+    cfg = parse_priors(text, NAME)
+    assert len(cfg.acceptance) == 5
+    assert cfg.acceptance_for("ddtree", 16, 32).prior.params == {"value": 2.0}
+    assert cfg.acceptance_for("anything", None, None).prior.params == {"value": 2.0}
+
+
+def test_linear_moe_form_needs_the_slope_prior_only():
+    linear = replace_once(TEXT, 'moe_form = "power"', 'moe_form = "linear"')
+    cfg = parse_priors(drop_table(linear, "[priors.moe_exponent_mu]"), NAME)
+    assert cfg.moe_form == "linear"
+    assert "moe_exponent_mu" not in cfg.priors
+    expect_error(drop_table(linear, "[priors.moe_slope_mu]"), "priors.moe_slope_mu",
+                 "missing prior")
+
+
+def test_power_form_does_not_need_the_slope_prior():
+    cfg = parse_priors(drop_table(TEXT, "[priors.moe_slope_mu]"), NAME)
+    assert "moe_slope_mu" not in cfg.priors
+
+
+def test_model_table_defaults():
+    start = TEXT.index("[model]")
+    end = TEXT.index("[priors.step_ar_ms]")
+    cfg = parse_priors(TEXT[:start] + TEXT[end:], NAME)
+    assert (cfg.moe_form, cfg.context_unit_tokens, cfg.default_context_tokens) == (
+        "power", 65536.0, 0.0)
+
+
+def test_relations_and_acceptance_are_optional():
+    text = TEXT[:TEXT.index("# Relations between engines")]
+    cfg = parse_priors(text, NAME)
+    assert cfg.relations == {}
+    assert cfg.acceptance == ()
+    assert cfg.acceptance_for("ddtree", 16, 32) is None
+
+
+def test_sha256_tracks_the_text():
+    a = parse_priors(TEXT, NAME)
+    b = parse_priors(TEXT + "\n# comment\n", NAME)
+    assert a.sha256 != b.sha256
+    assert len(a.sha256) == 64
+
+
+# ------------------------------------------------------------------ file-level errors
+def test_invalid_toml():
+    line = TEXT.splitlines().index('moe_form = "power"') + 1
+    text = replace_once(TEXT, 'moe_form = "power"', 'moe_form = "power')
+    err = expect_error(text, None, "not valid TOML: ", f"(at line {line}, column 18)")
+    assert err.fix == "correct the TOML syntax"
+
+
+@pytest.mark.parametrize("text", ["[priors\n", "a = 1\na = 2\n", "x = \n"],
+                         ids=["unclosed-table", "duplicate-key", "missing-value"])
+def test_other_invalid_toml(text):
+    expect_error(text, None, "not valid TOML")
+
+
+def test_missing_priors_file(tmp_path):
+    path = tmp_path / "nope.toml"
+    with pytest.raises(PriorsError) as info:
+        load_priors(path)
+    err = info.value
+    assert (err.file, err.row, err.column) == (str(path), None, None)
+    assert str(err) == (f"{path}: cannot read priors file: No such file or directory "
+                        "(fix: pass an existing file with --priors)")
+
+
+def test_load_priors_reports_the_path(tmp_path):
+    path = tmp_path / "p.toml"
+    path.write_text(replace_once(TEXT, 'moe_form = "power"', 'moe_form = "cubic"'))
+    with pytest.raises(PriorsError) as info:
+        load_priors(path)
+    assert (info.value.file, info.value.column) == (str(path), "model.moe_form")
+
+
+# ------------------------------------------------------------------ [model]
+@pytest.mark.parametrize("value", ['"cubic"', '"Power"', '""', "1"])
+def test_unknown_moe_form(value):
+    text = replace_once(TEXT, 'moe_form = "power"', f"moe_form = {value}")
+    err = expect_error(text, "model.moe_form", "unknown moe_form ")
+    assert err.fix == "use 'power' or 'linear'"
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("context_unit_tokens", "0"),
+    ("context_unit_tokens", "-65536"),
+    ("context_unit_tokens", '"64k"'),
+    ("context_unit_tokens", "true"),
+    ("context_unit_tokens", "nan"),
+    ("default_context_tokens", "-1"),
+    ("default_context_tokens", '"0"'),
+])
+def test_bad_model_numbers(key, value):
+    text = set_in_table(TEXT, "[model]", key, value)
+    expect_error(text, f"model.{key}", "bad value ")
+
+
+# ------------------------------------------------------------------ [priors.*]
+@pytest.mark.parametrize("dist", ['"gamma"', '"Normal"', '"half-normal"', "3"])
+def test_unknown_dist(dist):
+    text = set_in_table(TEXT, "[priors.noise_sd]", "dist", dist)
+    err = expect_error(text, "priors.noise_sd", "unknown dist ")
+    assert err.fix == "use one of " + ", ".join(sorted(DISTRIBUTIONS))
+    assert err.fix == "use one of beta, halfnormal, lognormal, normal, point, truncnormal, uniform"
+
+
+def test_missing_dist():
+    text = set_in_table(TEXT, "[priors.noise_sd]", "dist", None)
+    expect_error(text, "priors.noise_sd", "unknown dist None")
+
+
+def test_prior_that_is_not_a_table():
+    text = replace_once(TEXT, "[priors.noise_sd]\n", "[priors]\nnoise_sd = 0.03\n[priors.x]\n")
+    expect_error(text, "priors.noise_sd", "must be a table")
+
+
+@pytest.mark.parametrize(("header", "key", "dist"), [
+    ("[priors.noise_sd]", "sigma", "lognormal"),
+    ("[priors.noise_sd]", "median", "lognormal"),
+    ("[priors.moe_share]", "alpha", "beta"),
+    ("[priors.overhead_logit_mu]", "mu", "normal"),
+    ("[priors.moe_hw_sd]", "sigma", "halfnormal"),
+])
+def test_missing_parameter(header, key, dist):
+    text = set_in_table(TEXT, header, key, None)
+    err = expect_error(text, header[1:-1], f"{dist} needs a finite number '{key}'")
+    assert err.fix == f"add {key} = <number>"
+
+
+@pytest.mark.parametrize("value", ['"0.3"', "nan", "inf", "true", "[0.3]"])
+def test_non_numeric_or_non_finite_parameter(value):
+    text = set_in_table(TEXT, "[priors.noise_sd]", "sigma", value)
+    expect_error(text, "priors.noise_sd", "lognormal needs a finite number 'sigma'")
+
+
+@pytest.mark.parametrize(("header", "key", "value", "shown"), [
+    ("[priors.moe_hw_sd]", "sigma", "0.0", "0.0"),
+    ("[priors.noise_sd]", "sigma", "-0.3", "-0.3"),
+    ("[priors.overhead_logit_mu]", "sigma", "0", "0"),
+    ("[priors.noise_sd]", "median", "0", "0"),
+    ("[priors.moe_share]", "beta", "-1.0", "-1.0"),
+])
+def test_non_positive_parameter(header, key, value, shown):
+    text = set_in_table(TEXT, header, key, value)
+    err = expect_error(text, header[1:-1], f"'{key}' must be > 0, got {shown}")
+    assert err.fix == f"set {key} to a positive number"
+
+
+def test_integer_parameters_are_accepted_as_floats():
+    cfg = parse_priors(set_in_table(TEXT, "[priors.moe_share]", "alpha", "4"), NAME)
+    assert cfg.priors["moe_share"].params["alpha"] == 4.0
+    assert isinstance(cfg.priors["moe_share"].params["alpha"], float)
+
+
+@pytest.mark.parametrize(("lower", "upper"), [("1.0", "1.0"), ("17.0", "1.0"), ("2", "1.5")])
+def test_acceptance_lower_not_below_upper(lower, upper):
+    text = set_in_acceptance(set_in_acceptance(TEXT, 2, "lower", lower), 2, "upper", upper)
+    err = expect_error(text, "acceptance[2]", "'lower' must be below 'upper'")
+    assert err.fix == "swap or widen the bounds"
+
+
+def test_uniform_prior_lower_not_below_upper():
+    header = "[priors.ctx_verify_exponent]"
+    text = set_in_table(TEXT, header, "dist", '"uniform"')
+    text = set_in_table(set_in_table(text, header, "alpha", None), header, "beta", None)
+    ok = set_in_table(set_in_table(text, header, "lower", "0.0"), header, "upper", "1.0")
+    assert parse_priors(ok, NAME).priors["ctx_verify_exponent"].mean() == 0.5
+    bad = set_in_table(set_in_table(text, header, "lower", "1.0"), header, "upper", "0.0")
+    expect_error(bad, "priors.ctx_verify_exponent", "'lower' must be below 'upper'")
+
+
+@pytest.mark.parametrize("key", ["rationale", "source"])
+@pytest.mark.parametrize("header", ["[priors.moe_share]", "[priors.step_ar_ms]",
+                                    "[priors.noise_sd]"])
+def test_missing_rationale_or_source(header, key):
+    text = set_in_table(TEXT, header, key, None)
+    err = expect_error(text, header[1:-1], f"missing '{key}'")
+    assert err.fix == f'add {key} = "..." saying why this prior is what it is'
+
+
+@pytest.mark.parametrize("value", ['""', '"   "', "1", "true"])
+def test_blank_or_non_string_rationale(value):
+    text = set_in_table(TEXT, "[priors.moe_share]", "rationale", value)
+    expect_error(text, "priors.moe_share", "missing 'rationale'")
+
+
+def test_missing_required_prior():
+    text = drop_table(TEXT, "[priors.noise_sd]")
+    err = expect_error(text, "priors.noise_sd", "missing prior")
+    assert str(err) == (
+        f"{NAME}, column 'priors.noise_sd': missing prior "
+        "(fix: add a [priors.noise_sd] table (see the bundled models/priors.toml))")
+
+
+@pytest.mark.parametrize("name", sorted(MODEL_PRIORS) + ["moe_exponent_mu"])
+def test_every_required_prior_is_required(name):
+    expect_error(drop_table(TEXT, f"[priors.{name}]"), f"priors.{name}", "missing prior")
+
+
+def test_misspelt_prior_is_reported_as_missing():
+    text = replace_once(TEXT, "[priors.noise_sd]", "[priors.noise_SD]")
+    expect_error(text, "priors.noise_sd", "missing prior")
+
+
+@pytest.mark.parametrize(("name", "per", "required"), [
+    ("step_ar_ms", '"global"', "system"),
+    ("ctx_ms_per_unit", '"global"', "system"),
+    ("noise_sd", '"system"', "global"),
+    ("moe_exponent_mu", '"system"', "global"),
+])
+def test_wrong_per(name, per, required):
+    text = set_in_table(TEXT, f"[priors.{name}]", "per", per)
+    err = expect_error(text, f"priors.{name}", f'must have per = "{required}"')
+    assert err.fix == f'set per = "{required}"'
+
+
+def test_omitted_per_means_global():
+    text = set_in_table(TEXT, "[priors.step_ar_ms]", "per", None)
+    expect_error(text, "priors.step_ar_ms", 'must have per = "system"')
+
+
+@pytest.mark.parametrize("per", ['"gpu"', '"System"', "1"])
+def test_invalid_per_value(per):
+    text = set_in_table(TEXT, "[priors.noise_sd]", "per", per)
+    expect_error(text, "priors.noise_sd", "'per' must be 'global' or 'system', got ")
+
+
+# ------------------------------------------------------------------ [relations.*]
+def test_relation_with_non_beta_dist():
+    header = "[relations.native]"
+    text = set_in_table(TEXT, header, "dist", '"normal"')
+    text = set_in_table(set_in_table(text, header, "alpha", None), header, "beta", None)
+    text = set_in_table(set_in_table(text, header, "mu", "0.4"), header, "sigma", "0.1")
+    err = expect_error(text, "relations.native", "a relation's reduction must be a beta prior")
+    assert err.fix == 'set dist = "beta"'
+
+
+def test_relation_with_invalid_prior_names_the_relation():
+    text = set_in_table(TEXT, "[relations.native]", "alpha", "-4.0")
+    expect_error(text, "relations.native", "'alpha' must be > 0, got -4.0")
+    text = set_in_table(TEXT, "[relations.native]", "source", None)
+    expect_error(text, "relations.native", "missing 'source'")
+
+
+@pytest.mark.parametrize("base", [None, '""', "5", '"native"'],
+                         ids=["missing", "empty", "number", "itself"])
+def test_relation_with_missing_or_circular_base(base):
+    text = set_in_table(TEXT, "[relations.native]", "base", base)
+    err = expect_error(text, "relations.native.base", "missing or circular 'base' engine")
+    assert err.fix == 'name the measured engine it is relative to, e.g. base = "sglang"'
+
+
+def test_relation_whose_base_has_a_relation():
+    text = TEXT + BETA_EXTRA
+    err = expect_error(text, "relations.turbo.base", "base engine 'native' has a relation itself")
+    assert err.fix == "relate every engine directly to a measured engine"
+
+
+def test_two_relations_on_measured_engines_are_fine():
+    text = TEXT + BETA_EXTRA.replace('base = "native"', 'base = "vllm"')
+    cfg = parse_priors(text, NAME)
+    assert {e: r.base for e, r in cfg.relations.items()} == {"native": "sglang",
+                                                             "turbo": "vllm"}
+
+
+# ------------------------------------------------------------------ [[acceptance]]
+@pytest.mark.parametrize(("n", "key", "value"), [
+    (2, "lower", "0.5"),
+    (3, "lower", "0.0"),
+    (4, "lower", "-1.0"),
+    (1, "value", "0.5"),
+])
+def test_acceptance_below_one(n, key, value):
+    text = set_in_acceptance(TEXT, n, key, value)
+    err = expect_error(text, f"acceptance[{n}]", "acceptance cannot be below 1 token per step")
+    assert err.fix == "set lower >= 1"
+
+
+def test_acceptance_lower_exactly_one_is_fine():
+    cfg = parse_priors(set_in_acceptance(TEXT, 1, "value", "1"), NAME)
+    assert cfg.acceptance[0].prior.params == {"value": 1.0}
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("block", "0"), ("block", '"16"'), ("block", "16.0"), ("budget", "-32"),
+])
+def test_acceptance_block_budget_must_be_positive_integers(key, value):
+    text = set_in_acceptance(TEXT, 2, key, value)
+    err = expect_error(text, f"acceptance[2].{key}", f"'{key}' must be a positive integer")
+    assert err.fix == f"set {key} = <integer>"
+
+
+def test_acceptance_entry_missing_rationale():
+    blocks = TEXT.split("[[acceptance]]\n")
+    body = [x for x in blocks[4].splitlines(keepends=True) if not x.startswith("rationale")]
+    blocks[4] = "".join(body)
+    text = "[[acceptance]]\n".join(blocks)
+    expect_error(text, "acceptance[4]", "missing 'rationale'")
+
+
+def test_acceptance_unknown_dist():
+    text = set_in_acceptance(TEXT, 3, "dist", '"beta-binomial"')
+    expect_error(text, "acceptance[3]", "unknown dist 'beta-binomial'")
+
+
+# ------------------------------------------------------------------ wrong top-level types
+@pytest.mark.parametrize(("text", "column"), [
+    ("model = 5\n", "model"),
+    ('moe = 1\npriors = "x"\n', "priors"),
+])
+def test_non_table_sections_raise_priors_error(text, column):
+    with pytest.raises(PriorsError) as info:
+        parse_priors(text, NAME)
+    assert info.value.column == column
+
+
+
+@pytest.mark.parametrize("key,value,fragment", [
+    ("context_unit_tokens", "inf", "positive"),
+    ("context_unit_tokens", "0", "positive"),
+    ("default_context_tokens", "inf", "non-negative"),
+])
+def test_model_context_values_must_be_finite(key, value, fragment):
+    text = set_in_table(TEXT, "[model]", key, value)
+    err = expect_error(text, f"model.{key}", "bad value")
+    assert fragment in str(err)
+
+
+def test_acceptance_prior_must_be_bounded_below():
+    text = set_in_acceptance(TEXT, 4, "dist", '"normal"')
+    expect_error(text, "acceptance[4]", "bounded below by 1")
+
+
+def test_acceptance_block_cannot_be_a_boolean():
+    text = set_in_acceptance(TEXT, 2, "block", "true")
+    expect_error(text, "acceptance[2].block", "positive integer")
+
+
+def test_acceptance_that_is_not_a_table_gets_a_usable_hint():
+    with pytest.raises(PriorsError) as info:
+        parse_priors("acceptance = [3]\n" + TEXT.split("[[acceptance]]")[0], NAME)
+    assert "[[acceptance]]" in str(info.value) and "[." not in str(info.value)

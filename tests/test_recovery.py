@@ -1,0 +1,84 @@
+"""Parameter recovery on synthetic data (slow: real NUTS fits). Run: pytest -m slow"""
+
+import numpy as np
+import pytest
+
+from ddtree_bayes import spec as S
+from ddtree_bayes.paths import bundled
+from ddtree_bayes.simulate import simulate_measurements
+
+TRUTH = {
+    "step_ar_ms": {"b300x8": 7.5, "rtx-pro-6000x8": 11.0},
+    "moe_share": {"b300x8": 0.45, "rtx-pro-6000x8": 0.30},
+    "moe_shape": {"b300x8": 0.40, "rtx-pro-6000x8": 0.45},
+    "ctx_ms_per_unit": {"b300x8": 2.5, "rtx-pro-6000x8": 3.3},
+    "ctx_verify_exponent": 0.6,
+    "overhead_frac": {"b300x8/sglang/ddtree": 0.18, "b300x8/sglang/eagle3": 0.25,
+                      "rtx-pro-6000x8/vllm/eagle3": 0.15},
+    "noise_sd": 0.03,
+}
+
+
+def design():
+    rows = []
+    for ctx in (0, 32768, 131072):
+        rows.append(dict(hardware="b300", gpus=8, engine="sglang", method="ar", accept_len=1,
+                         context_tokens=ctx))
+    for budget, accept in ((8, 4.4), (16, 5.5), (64, 7.0)):
+        rows.append(dict(hardware="b300", gpus=8, engine="sglang", method="ddtree", block=16,
+                         budget=budget, accept_len=accept, context_tokens=0))
+    rows.append(dict(hardware="b300", gpus=8, engine="sglang", method="eagle3", block=3,
+                     accept_len=2.0, context_tokens=0))
+    for ctx in (0, 16384, 32768, 65536, 131072):
+        rows.append(dict(hardware="rtx-pro-6000", gpus=8, engine="vllm", method="ar",
+                         accept_len=1, context_tokens=ctx))
+    for ctx in (0, 131072):
+        rows.append(dict(hardware="rtx-pro-6000", gpus=8, engine="vllm", method="eagle3",
+                         block=3, accept_len=1.95, context_tokens=ctx))
+    return rows
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_parameters_and_held_out_budget_are_recovered(tmp_path, seed):
+    import shutil
+
+    from ddtree_bayes import api
+    from ddtree_bayes import predictive as P
+
+    (tmp_path / "data").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv"):
+        shutil.copy(bundled(name), tmp_path / "data" / name)
+    (tmp_path / "data" / "measurements.csv").write_text(
+        simulate_measurements(TRUTH, design(), seed=seed))
+    result = api.fit(workdir=tmp_path, progress=False, seed=seed)
+    assert result.converged, result.failures
+    draws = api.load(workdir=tmp_path)
+    v, coords = draws.variables, draws.meta["coords"]
+    inside, total = 0, 0
+    checks = [("step_ar_ms", "system", TRUTH["step_ar_ms"]),
+              ("moe_share", "system", TRUTH["moe_share"]),
+              ("moe_exponent", "system", TRUTH["moe_shape"]),
+              ("ctx_ms_per_unit", "system", TRUTH["ctx_ms_per_unit"]),
+              ("overhead_frac", "overhead_group", TRUTH["overhead_frac"])]
+    for name, dim, values in checks:
+        for label, true in values.items():
+            lo, hi = np.quantile(v[name][:, coords[dim].index(label)], [0.05, 0.95])
+            inside += lo <= true <= hi
+            total += 1
+    for name in ("ctx_verify_exponent", "noise_sd"):
+        lo, hi = np.quantile(v[name], [0.05, 0.95])
+        inside += lo <= TRUTH[name] <= hi
+        total += 1
+    # 15 scalar truths; at 90% nominal, 12 or more inside is the expected range
+    assert inside >= 12, f"{inside}/{total} truths inside their 90% intervals"
+    # the well-identified AR step times are recovered tightly
+    for label, true in TRUTH["step_ar_ms"].items():
+        draws_s = v["step_ar_ms"][:, coords["system"].index(label)]
+        assert abs(np.median(draws_s) - true) / true < 0.05
+    # held-out budget 32 (never measured): the 90% interval covers the noise-free truth
+    target = S.target_ms(7.5, 0.45, 0.40, 2.5, 0.6, 33.0, 0.0, "power", np.exp, np.log)
+    true_tok = S.tok_s(6.0, S.step_ms(target, 0.18, 1.0))
+    row = P.predict_rows(draws, hardware="b300", method="ddtree", block=16, budget=32,
+                         engines=["sglang"], accept="6")[0]
+    assert row["lo90"] <= true_tok <= row["hi90"], (row, true_tok)
