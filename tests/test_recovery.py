@@ -82,3 +82,30 @@ def test_parameters_and_held_out_budget_are_recovered(tmp_path, seed):
     row = P.predict_rows(draws, hardware="b300", method="ddtree", block=16, budget=32,
                          engines=["sglang"], accept="6")[0]
     assert row["lo90"] <= true_tok <= row["hi90"], (row, true_tok)
+
+
+@pytest.mark.slow
+def test_patched_wrappers_are_identical(tmp_path):
+    """The loop-copy nutpie wrappers (inference.patch_nutpie) give bit-identical draws."""
+    import subprocess
+    import sys
+
+    code = """
+import os, sys, numpy as np
+from ddtree_bayes import inference, api, spec as S
+inference.reproducible_pytensor()
+from ddtree_bayes.model import build_model
+from ddtree_bayes.config import SamplerSettings
+names = ("measurements.csv", "priors.toml", "hardware.csv")
+data, cfg = api.load_inputs(*[api.paths.bundled(n) for n in names])
+dt, _, _ = inference.sample(build_model(S.build_spec(data, cfg), cfg),
+                            SamplerSettings(chains=2, draws=100, tune=100), seed=3, progress=False)
+np.save(sys.argv[1], dt["posterior"]["moe_share"].values)
+"""
+    out = {}
+    for flag in ("1", "0"):
+        env = dict(__import__("os").environ, DDTREE_BAYES_NUTPIE_PATCH=flag)
+        path = tmp_path / f"draws{flag}.npy"
+        subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=env)
+        out[flag] = np.load(path)
+    np.testing.assert_array_equal(out["1"], out["0"])

@@ -64,9 +64,13 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
     spec = S.build_spec(measurements, cfg)
     model = build_model(spec, cfg)
+    t_built = time.perf_counter()
     dt, timings, used_backend = inference.sample(model, settings, seed, progress)
+    timings["setup_s"] = t_built - t_start
+    t_diag = time.perf_counter()
     diag_rows, divergences, failures = inference.diagnose(dt["posterior"].to_dataset(),
                                                           dt["sample_stats"].to_dataset())
+    timings["diagnose_s"] = time.perf_counter() - t_diag
     dt = _artifact_tree(dt, spec)
     models = paths.models_dir(workdir)
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
@@ -76,8 +80,10 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                      diag_rows, divergences, failures, timings)
     from ddtree_bayes import store
 
+    t_save = time.perf_counter()
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
                                  "hardware": hardware_text}, models)
+    timings["save_s"] = time.perf_counter() - t_save
     return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
                                failures=failures, diagnostics=diag_rows,
                                divergences=divergences, timings=timings)
