@@ -157,6 +157,32 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
+# ---------------------------------------------------------------- report
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from ddtree_bayes import report
+
+    t0 = time.perf_counter()
+    if not args.quiet:
+        print(f"[report] computing diagnostics, LOO and sensitivity for "
+              f"{args.fit or 'the latest fit'}", file=sys.stderr, flush=True)
+    out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
+                                           seed=args.seed)
+    if args.format == "json":
+        print(json.dumps({"report": str(out_dir / "index.html"), "summary": str(out_dir / "summary.json"),
+                          "verdict": summary["verdict"],
+                          "figure_errors": summary.get("figure_errors", {})}, indent=2))
+    else:
+        print(f"{summary['verdict']['text']}")
+        print(f"report: {out_dir / 'index.html'}")
+        print(f"numbers: {out_dir / 'summary.json'} and summary.md "
+              f"({time.perf_counter() - t0:.1f} s)")
+        for name, err in summary.get("figure_errors", {}).items():
+            print(f"{PROG}: warning: figure {name} failed: {err}", file=sys.stderr)
+    return 0 if summary["verdict"]["converged"] else 5
+
+
 # ---------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -217,6 +243,24 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unconverged", action="store_true",
                    help="use a fit that failed its convergence gates")
     p.set_defaults(func=cmd_predict)
+
+    r = sub.add_parser("report", help="diagnostics, checks and figures of a fit -> reports/<fit-id>/",
+                       description="Write reports/<fit-id>/index.html (self-contained), summary.md "
+                                   "and summary.json: sampling diagnostics, prior vs posterior, "
+                                   "posterior predictive check, PSIS-LOO and LOO-PIT, prior "
+                                   "sensitivity, throughput fan chart, variance decomposition and "
+                                   "step-time breakdown. Exits 5 if the fit is unconverged (the "
+                                   "report is still written and says so at the top).")
+    r.add_argument("--fit", help="fit id (default: the latest fit)")
+    r.add_argument("--out", help="folder to write <fit-id>/ into (default: reports/)")
+    r.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    r.add_argument("--format", choices=("table", "json"), default="table")
+    r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    r.set_defaults(func=cmd_report)
+
+    from ddtree_bayes import cli_living
+
+    cli_living.register(sub)
     return parser
 
 

@@ -171,16 +171,28 @@ def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np
     partially pooled population; an engine with a declared relation scales its base
     engine's SPEC by ``1 - reduction``.
     """
+    parts, how = step_components(draws, sc, rng)
+    return parts["step"], how
+
+
+def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
+                    ) -> tuple[dict[str, np.ndarray], str]:
+    """Posterior draws of each term of the step (ms): ``moe``, ``attn_base``, ``context``,
+    ``spec`` and their sum ``step``; plus how the overhead fraction was found."""
     v, meta = draws.variables, draws.meta
     s = meta["coords"]["system"].index(sc.system)
     form = meta["model"]["moe_form"]
     shape = v["moe_exponent"] if form == "power" else v["moe_slope"]
     units = sc.context_tokens / meta["model"]["context_unit_tokens"]
-    target = S.target_ms(v["step_ar_ms"][:, s], v["moe_share"][:, s], shape[:, s],
-                         v["ctx_ms_per_unit"][:, s], v["ctx_verify_exponent"],
-                         float(sc.verify_tokens), units, form, np.exp, np.log)
+    step_ar, share = v["step_ar_ms"][:, s], v["moe_share"][:, s]
+    target = S.target_ms(step_ar, share, shape[:, s], v["ctx_ms_per_unit"][:, s],
+                         v["ctx_verify_exponent"], float(sc.verify_tokens), units, form,
+                         np.exp, np.log)
+    moe = S.moe_ms(share * step_ar, float(sc.verify_tokens), shape[:, s], form, np.exp, np.log)
+    parts = {"moe": moe, "attn_base": (1.0 - share) * step_ar,
+             "context": target - moe - (1.0 - share) * step_ar}
     if sc.method == AR_METHOD:
-        return target, "autoregressive"
+        return {**parts, "spec": np.zeros_like(target), "step": target}, "autoregressive"
     bases = meta["model"]["relation_bases"]
     engine, scale, how = sc.engine, np.ones(draws.n_draws), ""
     if engine in bases:
@@ -198,7 +210,8 @@ def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np
         logit = v["overhead_logit_mu"] + v["overhead_logit_sd"] * z
         frac = 1.0 / (1.0 + np.exp(-logit))
         how += f"overhead of unmeasured group {label} drawn from the pooled population"
-    return S.step_ms(target, frac, scale), how
+    step = S.step_ms(target, frac, scale)
+    return {**parts, "spec": step - target, "step": step}, how
 
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -358,26 +371,45 @@ def to_frame(rows: list[dict]):
     return pd.DataFrame(rows)
 
 
-def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
-    """Posterior predictive check: each measurement the fit used against its predictive
-    median, 50% and ``prob`` intervals and its predictive percentile."""
+def stored_measurements(draws: Draws):
+    """The measurements a fit was made on, re-validated from the text stored in it."""
     from ddtree_bayes.data import load_hardware, load_measurements
 
     where = f"{draws.path} (stored data)"
     hardware = load_hardware(where, text=draws.hardware_csv)
-    measurements = load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
-    probs = interval_probs(prob)
+    return load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
+
+
+def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
+    """(measurements, array (draws, rows)) of the modelled log tok/s of every measured row,
+    without measurement noise: the mean of the likelihood."""
+    measurements = stored_measurements(draws)
     rng = np.random.default_rng(seed)
-    out = []
+    cols = []
     for m in measurements.rows:
         sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                               method=m.method, block=m.block, budget=m.budget,
                               verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
         step, _ = step_draws(draws, sc, rng)
-        samples = m.accept_len * 1000.0 / step * np.exp(
-            draws.variables["noise_sd"] * rng.standard_normal(draws.n_draws))
+        cols.append(np.log(m.accept_len * 1000.0 / step))
+    return measurements, np.stack(cols, axis=1)
+
+
+def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
+    """Posterior predictive check: each measurement the fit used against its predictive
+    median, 50% and ``prob`` intervals and its predictive percentile."""
+    probs = interval_probs(prob)
+    measurements, log_mu = measurement_log_mu(draws, seed)
+    rng = np.random.default_rng(seed + 1)
+    noise = draws.variables["noise_sd"][:, None] * rng.standard_normal(log_mu.shape)
+    predictive = np.exp(log_mu + noise)
+    out = []
+    for j, m in enumerate(measurements.rows):
+        samples = predictive[:, j]
         row = {"row": m.row, "system": m.system, "engine": m.engine, "method": m.method,
-               "verify_tokens": m.verify_tokens, "context_tokens": sc.context_tokens,
+               "verify_tokens": m.verify_tokens,
+               "context_tokens": (draws.meta["model"]["default_context_tokens"]
+                                  if m.context_tokens is None else m.context_tokens),
                "accept_len": m.accept_len, "measured": m.tok_s}
         row.update(summarize(samples, probs, None))
         row["percentile"] = float(np.mean(samples < m.tok_s))

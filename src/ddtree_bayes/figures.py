@@ -1,0 +1,186 @@
+"""Figures of the report, drawn from the computed summary (and, for the sampling plots,
+the posterior itself). The only module that imports matplotlib and arviz-plots."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+
+from ddtree_bayes import report as R  # noqa: E402
+
+BLUE, GREY, RED, ORANGE = "#2b6cb0", "#9aa0a6", "#c53030", "#dd6b20"
+
+
+def _save(fig, path: Path) -> None:
+    fig.tight_layout()
+    fig.savefig(path, dpi=90)
+    plt.close(fig)
+
+
+def _sampling_vars(dt) -> list[str]:
+    return [v for v in dt["posterior"].data_vars]
+
+
+def rank(summary, draws, dt, path: Path) -> None:
+    import arviz_plots as azp
+
+    pc = azp.plot_rank(dt, var_names=_sampling_vars(dt), backend="matplotlib")
+    pc.savefig(path, dpi=70)
+    plt.close("all")
+
+
+def trace(summary, draws, dt, path: Path) -> None:
+    import arviz_plots as azp
+
+    pc = azp.plot_trace_dist(dt, var_names=_sampling_vars(dt), backend="matplotlib")
+    pc.savefig(path, dpi=60)
+    plt.close("all")
+
+
+def prior_posterior(summary, draws, dt, path: Path) -> None:
+    meta = draws.meta
+    priors = R.parse_priors(draws.priors_toml)
+    prior = R.scalar_columns(R.prior_draws(priors, meta["coords"], draws.n_draws,
+                                           summary["seed"]), meta["coords"])
+    post = R.scalar_columns(draws.variables, meta["coords"])
+    rows = summary["prior_posterior"]
+    ncol = 4
+    nrow = -(-len(rows) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(13, 2.2 * nrow))
+    for ax, r in zip(axes.flat, rows, strict=False):
+        name = r["parameter"]
+        lo, hi = np.quantile(np.concatenate([prior[name], post[name]]), [0.005, 0.995])
+        bins = np.linspace(lo, hi, 50)
+        ax.hist(prior[name], bins=bins, density=True, color=GREY, alpha=0.6, label="prior")
+        ax.hist(post[name], bins=bins, density=True, color=BLUE, alpha=0.7, label="posterior")
+        ax.set_title(f"{name}\nsd ratio {r['sd_ratio']:.2f} ({r['status']})", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.set_yticks([])
+    for ax in list(axes.flat)[len(rows):]:
+        ax.axis("off")
+    axes.flat[0].legend(fontsize=7)
+    _save(fig, path)
+
+
+def ppc(summary, draws, dt, path: Path) -> None:
+    rows = summary["ppc"]["rows"]
+    fig, ax = plt.subplots(figsize=(10, 0.45 * len(rows) + 1.2))
+    y = np.arange(len(rows))[::-1]
+    for yi, r in zip(y, rows, strict=True):
+        ax.plot([r["lo90"], r["hi90"]], [yi, yi], color=BLUE, lw=1.5, alpha=0.5)
+        ax.plot([r["lo50"], r["hi50"]], [yi, yi], color=BLUE, lw=5)
+        ax.plot(r["measured"], yi, "o", color=RED if r["outside_90"] else "black", ms=6)
+    ax.set_yticks(y, [f"row {r['row']}: {r['system']} {r['engine']} {r['method']} "
+                      f"M={r['verify_tokens']} ctx={r['context_tokens']:g}" for r in rows],
+                  fontsize=8)
+    ax.set_xscale("log")
+    ax.set_xlabel("tok/s (log scale)")
+    _save(fig, path)
+
+
+def loo(summary, draws, dt, path: Path) -> None:
+    k = summary["loo"]["pareto_k"]
+    pit = np.sort(np.asarray(summary["loo"]["loo_pit"]))
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.5))
+    a1.scatter(range(len(k)), [x["k"] for x in k],
+               c=[RED if x["flag"] else BLUE for x in k])
+    a1.axhline(R.PARETO_K_LIMIT, ls="--", color=GREY)
+    a1.set_xticks(range(len(k)), [str(x["row"]) for x in k])
+    a1.set_xlabel("measurement row")
+    a1.set_ylabel("Pareto k")
+    n = len(pit)
+    ecdf = np.arange(1, n + 1) / n
+    a2.step(pit, ecdf, where="post", color=BLUE, label="LOO-PIT ECDF")
+    a2.plot([0, 1], [0, 1], color=GREY, ls="--", label="uniform")
+    band = 1.36 / np.sqrt(n)  # 95% Kolmogorov-Smirnov band
+    a2.fill_between([0, 1], [-band, 1 - band], [band, 1 + band], color=GREY, alpha=0.2)
+    a2.set_xlim(0, 1)
+    a2.set_ylim(0, 1)
+    a2.legend(fontsize=8)
+    a2.set_xlabel("LOO-PIT")
+    _save(fig, path)
+
+
+def psense(summary, draws, dt, path: Path) -> None:
+    items = sorted(summary["psense"]["headline_by_prior"].items(), key=lambda kv: kv[1])
+    fig, ax = plt.subplots(figsize=(8, 0.35 * len(items) + 1.2))
+    ax.barh([k for k, _ in items], [v for _, v in items], color=ORANGE)
+    ax.axvline(0.05, ls="--", color=GREY)
+    ax.set_xlabel("power-scaling sensitivity (0.05 = noticeable)")
+    ax.tick_params(labelsize=8)
+    _save(fig, path)
+
+
+def fan(summary, draws, dt, path: Path) -> None:
+    f = summary["fan"]
+    accept = np.asarray(f["accept"])
+    fig, ax = plt.subplots(figsize=(10, 5.5))
+    colors = {0: BLUE, 1: ORANGE}
+    for i, (eng, e) in enumerate(f["engines"].items()):
+        q = np.asarray(e["quantiles"])
+        c = colors.get(i, GREY)
+        ax.fill_between(accept, q[:, 0], q[:, 4], color=c, alpha=0.15)
+        ax.fill_between(accept, q[:, 1], q[:, 3], color=c, alpha=0.35)
+        ax.plot(accept, q[:, 2], color=c, label=f"{eng}: posterior median, 50% and 90%")
+        if e["original"]:
+            orig = np.asarray(e["original"])
+            ax.plot(accept, orig, ls="--", color=c, lw=1, label=f"{eng}: original estimate")
+            ax.fill_between(accept, orig * 0.7, orig * 1.3, color=c, alpha=0.06, hatch="//")
+            pts = e["original_points"]
+            ax.plot([p["accept"] for p in pts], [p["tok_s"] for p in pts], "s", color=c, mfc="white")
+    for m in f["measured"]:
+        ax.plot(m["accept"], m["tok_s"], "o", color="black")
+        ax.annotate(f"measured {m['label']}", (m["accept"], m["tok_s"]), fontsize=7,
+                    xytext=(4, -10), textcoords="offset points")
+    ax.set_xlabel("acceptance length (tokens per step)")
+    ax.set_ylabel("tok/s")
+    ax.set_title(next(iter(f["engines"].values()))["scenario"].split(",", 1)[0]
+                 + ": default scenario, posterior vs the original +-30%", fontsize=10)
+    ax.legend(fontsize=8, loc="upper left")
+    ax.grid(alpha=0.3)
+    _save(fig, path)
+
+
+def variance(summary, draws, dt, path: Path) -> None:
+    engines = summary["variance"]
+    fig, axes = plt.subplots(1, len(engines), figsize=(6 * len(engines), 3.8), squeeze=False)
+    for ax, (eng, d) in zip(axes[0], engines.items(), strict=True):
+        items = list(d["shares"].items())[::-1]
+        ax.barh([k for k, _ in items], [v for _, v in items], color=BLUE)
+        ax.set_title(f"{eng}: Var(log tok/s) = {d['var_log_tok_s']:.4f}", fontsize=9)
+        ax.set_xlim(0, 1)
+        ax.tick_params(labelsize=8)
+        ax.set_xlabel("share of variance explained alone")
+    _save(fig, path)
+
+
+def breakdown(summary, draws, dt, path: Path) -> None:
+    rows = summary["breakdown"]
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(rows) + 1.5))
+    y = np.arange(len(rows))[::-1]
+    left = np.zeros(len(rows))
+    for key, color in (("moe", BLUE), ("attn_base", GREY), ("context", "#805ad5"),
+                       ("spec", ORANGE)):
+        vals = np.array([r[key][1] for r in rows])
+        ax.barh(y, vals, left=left, color=color, label=key)
+        left += vals
+    step = np.array([r["step"] for r in rows])
+    ax.errorbar(step[:, 1], y, xerr=[step[:, 1] - step[:, 0], step[:, 2] - step[:, 1]],
+                fmt="none", color="black", capsize=3)
+    for yi, r in zip(y, rows, strict=True):
+        if r["measured_step_ms"] is not None:
+            ax.plot(r["measured_step_ms"], yi, "D", color=RED, ms=5)
+    ax.set_yticks(y, [r["config"] for r in rows], fontsize=8)
+    ax.set_xlabel("ms per step")
+    ax.legend(fontsize=8, loc="lower right")
+    _save(fig, path)
+
+
+FIGURES = {"rank": rank, "trace": trace, "prior_posterior": prior_posterior, "ppc": ppc,
+           "loo": loo, "psense": psense, "fan": fan, "variance": variance,
+           "breakdown": breakdown}
