@@ -11,6 +11,7 @@ import csv
 import io
 import json
 import sys
+from pathlib import Path
 
 from ddtree_bayes import __version__
 from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED

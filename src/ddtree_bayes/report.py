@@ -8,18 +8,30 @@ number on the page comes from the summary, which the tests check against the pos
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
+import io
 import json
+import logging
 import math
 import time
+import warnings
 from pathlib import Path
 
 import numpy as np
 
 from ddtree_bayes import predictive as P
 from ddtree_bayes import spec as S
-from ddtree_bayes.config import (DEFAULT_SCENARIO, DEFAULT_SEED, MAX_DIVERGENCES, MAX_RHAT,
-                                 MIN_ESS_BULK, Prior, PriorsConfig, parse_priors)
+from ddtree_bayes.config import (
+    DEFAULT_SCENARIO,
+    DEFAULT_SEED,
+    MAX_DIVERGENCES,
+    MAX_RHAT,
+    MIN_ESS_BULK,
+    Prior,
+    PriorsConfig,
+    parse_priors,
+)
 from ddtree_bayes.store import Draws
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
@@ -132,32 +144,49 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
     return out
 
 
-def first_order_indices(y: np.ndarray, factors: dict[str, np.ndarray], bins: int = 20
-                        ) -> dict[str, float]:
-    """Share of Var(y) explained by each factor alone: Var(E[y | x_j]) / Var(y).
+def shapley_variance_shares(y: np.ndarray, factors: dict[str, np.ndarray]) -> dict:
+    """Split Var(y) among correlated factors: Shapley values of a linear regression's R^2.
 
-    Estimated by binning each factor into ``bins`` equal-count bins (a first-order Sobol
-    index on posterior draws). With independent factors and an additive y the shares sum
-    to 1; the remainder (1 - sum) is interaction and dependence between factors.
+    Regress ``y`` on every subset of the factors; factor j's share is its marginal R^2 gain
+    averaged over all orders of adding factors (Lindeman-Merenda-Gold). The shares sum to
+    the full model's R^2 exactly, whatever the correlation between factors (a first-order
+    Sobol index would double-count correlated factors), and ``1 - R^2`` is what a linear
+    fit cannot attribute (non-linearity and interactions).
 
     >>> rng = np.random.default_rng(0)
-    >>> a, b = rng.normal(size=(2, 200_000))
-    >>> s = first_order_indices(3 * a + 4 * b, {"a": a, "b": b})
-    >>> round(s["a"], 2), round(s["b"], 2)       # 9/25 and 16/25
-    (0.36, 0.64)
+    >>> a, b = rng.normal(size=(2, 100_000))
+    >>> out = shapley_variance_shares(3 * a + 4 * b, {"a": a, "b": b})
+    >>> round(out["shares"]["a"], 2), round(out["shares"]["b"], 2), round(out["r2"], 3)
+    (0.36, 0.64, 1.0)
     """
-    var = float(np.var(y))
-    out = {}
-    for name, x in factors.items():
-        order = np.argsort(x, kind="stable")
-        groups = np.array_split(order, bins)
-        means = np.array([y[g].mean() for g in groups])
-        sizes = np.array([len(g) for g in groups])
-        between = float(np.sum(sizes * (means - y.mean()) ** 2) / len(y))
-        # subtract the bias of bin means from finite bins: E[var of mean] = var_within/size
-        within = float(np.mean([y[g].var() / len(g) for g in groups]))
-        out[name] = max(0.0, (between - within) / var) if var > 0 else 0.0
-    return out
+    names = list(factors)
+    p = len(names)
+    X = np.column_stack([factors[k] for k in names])
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    yc = y - y.mean()
+    tss = float(yc @ yc)
+    r2: dict[int, float] = {0: 0.0}
+    for mask in range(1, 2 ** p):
+        cols = [j for j in range(p) if mask >> j & 1]
+        beta, *_ = np.linalg.lstsq(X[:, cols], yc, rcond=None)
+        resid = yc - X[:, cols] @ beta
+        r2[mask] = 1.0 - float(resid @ resid) / tss if tss > 0 else 0.0
+    fact = [math.factorial(k) for k in range(p + 1)]
+    shares = {}
+    for j, name in enumerate(names):
+        total = 0.0
+        for mask in range(2 ** p):
+            if mask >> j & 1:
+                continue
+            k = bin(mask).count("1")
+            total += fact[k] * fact[p - k - 1] / fact[p] * (r2[mask | 1 << j] - r2[mask])
+        shares[name] = total
+    return {"shares": shares, "r2": r2[2 ** p - 1]}
+
+
+def _logit(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 1e-12, 1 - 1e-12)
+    return np.log(x / (1 - x))
 
 
 def _q(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
@@ -250,9 +279,10 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
         "posterior_predictive": ds("log_tok_s", pp),
         "observed_data": xr.Dataset({"log_tok_s": ("measurement", obs)},
                                     coords={"measurement": rows_label})})
-    loo = azs.loo(loo_tree, pointwise=True)
+    with _quiet(summary):
+        loo = azs.loo(loo_tree, pointwise=True)
+        pit = np.asarray(azs.loo_pit(loo_tree)["log_tok_s"].values).reshape(-1)
     pareto_k = [float(k) for k in np.asarray(loo.pareto_k.values).reshape(-1)]
-    pit = np.asarray(azs.loo_pit(loo_tree)["log_tok_s"].values).reshape(-1)
     summary["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p_loo": float(loo.p),
                       "pareto_k": [{"row": int(r), "k": k, "flag": k > PARETO_K_LIMIT}
                                    for r, k in zip(rows_label, pareto_k, strict=True)],
@@ -266,16 +296,16 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})
     sens_tree = xr.DataTree.from_dict({"posterior": post_plus, "log_prior": lp_ds,
                                        "log_likelihood": ds("log_tok_s", loglik)})
-    overall = azs.psense_summary(sens_tree)
+    with _quiet(summary):
+        overall = azs.psense_summary(sens_tree)
+        by_prior = {k: float(np.asarray(
+            azs.psense(sens_tree, var_names=["headline_log_tok_s"], group="prior",
+                       group_var_names=[k])["headline_log_tok_s"].values)) for k in lp}
     summary["psense"] = {
         "overall": [{"parameter": str(idx), "prior": float(r["prior"]),
                      "likelihood": float(r["likelihood"]), "diagnosis": str(r["diagnosis"])}
                     for idx, r in overall.iterrows()],
-        "headline_by_prior": {
-            k: float(np.asarray(azs.psense(sens_tree, var_names=["headline_log_tok_s"],
-                                           group="prior", group_var_names=[k])
-                                ["headline_log_tok_s"].values))
-            for k in lp},
+        "headline_by_prior": by_prior,
         "headline": "log tok/s, default scenario, sglang, accept 14",
     }
 
@@ -285,6 +315,28 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     summary["breakdown"] = _breakdown(draws, measurements, seed)
     summary["compute_s"] = time.perf_counter() - t0
     return summary
+
+
+@contextlib.contextmanager
+def _quiet(summary: dict):
+    """Keep ArviZ's warnings and printed advice out of the terminal; record them instead."""
+    buf = io.StringIO()
+    logger = logging.getLogger("arviz_stats")
+    handler = logging.StreamHandler(buf)
+    old_propagate = logger.propagate
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        with warnings.catch_warnings(record=True) as caught, contextlib.redirect_stdout(buf):
+            warnings.simplefilter("always")
+            yield
+    finally:
+        logger.removeHandler(handler)
+        logger.propagate = old_propagate
+    notes = summary.setdefault("library_notes", [])
+    notes += [f"{w.category.__name__}: {w.message}" for w in caught]
+    if buf.getvalue().strip():
+        notes.append(" ".join(buf.getvalue().split()))
 
 
 def _default_scenarios(draws: Draws):
@@ -338,23 +390,26 @@ def _variance(draws: Draws, seed: int) -> dict:
         accept = rng.uniform(*DECOMP_ACCEPT, draws.n_draws)
         eps = v["noise_sd"] * rng.standard_normal(draws.n_draws)
         y = np.log(accept * 1000.0 / step) + eps
-        factors = {"acceptance U(12,16)": accept, "run-to-run noise": eps,
-                   f"step_ar_ms[{sc.system}]": v["step_ar_ms"][:, s],
-                   f"moe_share[{sc.system}]": v["moe_share"][:, s],
-                   f"ctx_ms_per_unit[{sc.system}]": v["ctx_ms_per_unit"][:, s]}
+        # regress on scales where the step formula is close to linear in log tok/s
+        factors = {"acceptance U(12,16)": np.log(accept), "run-to-run noise": eps,
+                   f"step_ar_ms[{sc.system}]": np.log(v["step_ar_ms"][:, s]),
+                   f"moe_share[{sc.system}]": _logit(v["moe_share"][:, s])}
         shape_name = "moe_exponent" if "moe_exponent" in v else "moe_slope"
         factors[f"{shape_name}[{sc.system}]"] = v[shape_name][:, s]
+        if sc.context_tokens > 0:
+            factors[f"ctx_ms_per_unit[{sc.system}]"] = np.log(v["ctx_ms_per_unit"][:, s])
         base = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
         label = S.group_label(sc.system, base, sc.method)
         if label in coords["overhead_group"]:
-            factors[f"overhead_frac[{label}]"] = v["overhead_frac"][:, coords["overhead_group"].index(label)]
+            factors[f"overhead_frac[{label}]"] = _logit(
+                v["overhead_frac"][:, coords["overhead_group"].index(label)])
         if sc.engine in coords["relation"]:
-            factors[f"reduction[{sc.engine}]"] = v["reduction"][:, coords["relation"].index(sc.engine)]
-        shares = first_order_indices(y, factors)
-        total = sum(shares.values())
-        out[sc.engine] = {"var_log_tok_s": float(np.var(y)),
-                          "shares": dict(sorted(shares.items(), key=lambda kv: -kv[1])),
-                          "interaction_and_dependence": 1.0 - total}
+            factors[f"reduction[{sc.engine}]"] = _logit(
+                v["reduction"][:, coords["relation"].index(sc.engine)])
+        dec = shapley_variance_shares(y, factors)
+        out[sc.engine] = {"var_log_tok_s": float(np.var(y)), "r2": dec["r2"],
+                          "shares": dict(sorted(dec["shares"].items(), key=lambda kv: -kv[1])),
+                          "not_attributed": 1.0 - dec["r2"]}
     return out
 
 
@@ -395,8 +450,9 @@ CAPTIONS = {
     "fan": "Throughput against acceptance for the default scenario: 50% and 90% bands per "
            "engine, the original deterministic estimate (dashed) with its +-30% band, and "
            "the measured B300 points.",
-    "variance": "Share of the variance of log tok/s in the default scenario explained by "
-                "each quantity alone: measure the tallest bars next to narrow the interval.",
+    "variance": "Share of the variance of log tok/s in the default scenario (acceptance "
+                "Uniform(12, 16)) attributed to each quantity (Shapley values of R^2, so "
+                "correlated parameters share credit): measure the tallest bars next.",
     "breakdown": "Posterior step time split into MOE, ATTN_BASE, context and SPEC (ms, "
                  "medians; whiskers: 90% interval of the whole step; diamonds: measured).",
 }
@@ -464,7 +520,7 @@ def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]
     sec = []
     sec.append(("1. Sampling diagnostics",
                 ["parameter", "mean", "sd", "R-hat", "ESS bulk", "ESS tail", "MCSE"],
-                [[p["parameter"], p["mean"], p["sd"], p["rhat"], round(p["ess_bulk"]),
+                [[p["parameter"], p["mean"], p["sd"], f"{p['rhat']:.3f}", round(p["ess_bulk"]),
                   round(p["ess_tail"]), p["mcse_mean"]] for p in s["parameters"]],
                 ["rank", "trace"]))
     sec.append(("2. Prior vs posterior",
@@ -510,7 +566,7 @@ def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]
     for eng, d in summary["variance"].items():
         for k, val in d["shares"].items():
             var_rows.append([eng, k, val])
-        var_rows.append([eng, "interaction and dependence", d["interaction_and_dependence"]])
+        var_rows.append([eng, "not attributed (non-linear, interactions)", d["not_attributed"]])
     sec.append(("7. Where the width comes from", ["engine", "quantity", "variance share"],
                 var_rows, ["variance"]))
     sec.append(("8. Step-time breakdown (ms, median [90%])",

@@ -1,0 +1,174 @@
+"""`ddtree-bayes report`: the numbers in summary.json against the posterior, the page
+in a real browser, and reports for unconverged and broken fits."""
+
+import json
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+from ddtree_bayes import cli, report, store
+from ddtree_bayes import predictive as P
+from ddtree_bayes.config import parse_priors
+from ddtree_bayes.errors import ArtifactError
+from ddtree_bayes.paths import bundled
+
+
+@pytest.fixture(scope="module")
+def built_report(fitted_workdir, tmp_path_factory):
+    work, result = fitted_workdir
+    out_root = tmp_path_factory.mktemp("reports")
+    out_dir, summary = report.write_report(workdir=work, out_root=out_root)
+    return work, result, out_dir, summary
+
+
+def test_files_and_verdict(built_report):
+    _, result, out_dir, summary = built_report
+    assert out_dir.name == result.fit_id
+    for name in ("index.html", "summary.md", "summary.json", *report.CAPTIONS):
+        assert (out_dir / (name if "." in name else f"{name}.png")).exists(), name
+    assert "figure_errors" not in summary
+    assert json.loads((out_dir / "summary.json").read_text())["fit_id"] == result.fit_id
+    page = (out_dir / "index.html").read_text()
+    assert page.index("converged: every gate passed") < page.index("1. Sampling diagnostics")
+    assert page.count("<img ") == len(report.CAPTIONS)
+    assert "http://" not in page.replace("http://www.w3.org", "")  # self-contained
+
+
+def test_sampling_numbers_match_the_fit(built_report):
+    _, result, _, summary = built_report
+    s = summary["sampling"]
+    assert s["divergences"] == result.divergences == 0
+    assert s["max_rhat"] == pytest.approx(max(d["rhat"] for d in result.diagnostics))
+    assert len(s["ebfmi_per_chain"]) == 4 and all(b > 0.3 for b in s["ebfmi_per_chain"])
+    assert 0 <= s["tree_depth_saturation"] <= 1
+
+
+def test_pareto_k_and_pit_one_per_measurement(built_report):
+    _, _, _, summary = built_report
+    loo = summary["loo"]
+    assert [k["row"] for k in loo["pareto_k"]] == list(range(2, 11))
+    assert len(loo["loo_pit"]) == 9 and all(0 <= x <= 1 for x in loo["loo_pit"])
+    assert loo["n_flagged"] == sum(k["k"] > 0.7 for k in loo["pareto_k"])
+    assert all(k["flag"] == (k["k"] > 0.7) for k in loo["pareto_k"])
+
+
+def test_flagged_points_are_exactly_those_outside_their_interval(built_report):
+    work, result, _, summary = built_report
+    rows = summary["ppc"]["rows"]
+    expect = [r["row"] for r in P.check_measurements(store.load_draws(result.path))
+              if not r["lo90"] <= r["measured"] <= r["hi90"]]
+    assert summary["ppc"]["flagged"] == expect
+    assert [r["row"] for r in rows if r["outside_90"]] == expect
+
+
+def test_variance_shares_sum_to_one(built_report):
+    _, _, _, summary = built_report
+    for engine, d in summary["variance"].items():
+        total = sum(d["shares"].values()) + d["not_attributed"]
+        assert total == pytest.approx(1.0, abs=1e-9), engine
+        assert 0.8 < d["r2"] <= 1.0
+        assert all(v >= -1e-9 for v in d["shares"].values())
+    assert "reduction[native]" in summary["variance"]["native"]["shares"]
+    assert "reduction[native]" not in summary["variance"]["sglang"]["shares"]
+
+
+def test_prior_only_parameters_are_named(built_report):
+    _, _, _, summary = built_report
+    status = {r["parameter"]: r["status"] for r in summary["prior_posterior"]}
+    assert status["reduction[native]"] == "prior-only"     # never measured
+    assert status["ctx_ms_per_unit[b300x8]"] == "prior-only"  # no B300 context sweep
+    assert status["step_ar_ms[b300x8]"] == "informed"
+    assert status["ctx_ms_per_unit[rtx-pro-6000x8]"] == "informed"
+
+
+def test_fan_and_breakdown(built_report):
+    _, _, _, summary = built_report
+    fan = summary["fan"]
+    for engine in ("sglang", "native"):
+        q = np.array(fan["engines"][engine]["quantiles"])
+        assert np.all(np.diff(q[:, 2]) > 0)               # median rises with acceptance
+        assert np.all(q[:, 0] < q[:, 2]) and np.all(q[:, 2] < q[:, 4])
+        # the original estimate at accept 12 and 16 is in the seed table
+        orig = fan["engines"][engine]["original"]
+        pts = {p["accept"]: p["tok_s"] for p in fan["engines"][engine]["original_points"]}
+        assert orig[11] == pytest.approx(pts[12.0], rel=0.01)
+    assert {m["tok_s"] for m in fan["measured"]} == {133.0, 303.0}
+    rows = {b["config"].split(":")[0]: b for b in summary["breakdown"]}
+    assert rows["row 2"]["spec"] == [0.0, 0.0, 0.0]          # autoregressive: no SPEC
+    assert rows["row 2"]["measured_step_ms"] == pytest.approx(1000 / 133)
+
+
+def test_shapley_shares_with_correlated_factors():
+    rng = np.random.default_rng(1)
+    a = rng.normal(size=50_000)
+    b = 0.8 * a + 0.6 * rng.normal(size=50_000)  # corr(a, b) = 0.8
+    y = a + b + 0.5 * rng.normal(size=50_000)
+    out = report.shapley_variance_shares(y, {"a": a, "b": b})
+    assert sum(out["shares"].values()) == pytest.approx(out["r2"], abs=1e-12)
+    # symmetric roles: equal credit; R^2 = 3.6 / (3.6 + 0.25)
+    assert out["shares"]["a"] == pytest.approx(out["shares"]["b"], abs=0.01)
+    assert out["r2"] == pytest.approx(3.6 / 3.85, abs=0.01)
+
+
+def test_prior_draws_match_the_priors():
+    cfg = parse_priors(bundled("priors.toml").read_text())
+    coords = {"system": ["a", "b"], "overhead_group": ["g"], "relation": ["native"]}
+    d = report.prior_draws(cfg, coords, 200_000, seed=1)
+    # Beta(4, 6): sd = sqrt(24 / (100 * 11)) = 0.1477
+    assert d["moe_share"].std() == pytest.approx(0.1477, abs=0.002)
+    assert d["moe_share"].shape == (200_000, 2)
+    assert np.median(d["step_ar_ms"]) == pytest.approx(10.0, rel=0.02)
+    assert d["reduction"].mean() == pytest.approx(0.4, abs=0.003)
+    lp = report.log_prior(cfg, coords, {k: v[:5] for k, v in d.items()})
+    assert all(np.isfinite(x).all() for x in lp.values())
+
+
+def test_unconverged_fit_gets_a_report_that_says_so(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--chains", "2", "--draws", "60", "--tune", "60", "--quiet"]) == 5
+    capsys.readouterr()
+    assert cli.main(["report", "--quiet"]) == 5
+    out = capsys.readouterr().out
+    assert out.startswith("NOT converged: ")
+    page = next((tmp_path / "reports").glob("*/index.html")).read_text()
+    assert "class='verdict bad'>NOT converged: " in page and "min bulk ESS" in page
+
+
+def test_broken_fit_gets_a_page_not_a_traceback(fitted_workdir, tmp_path, capsys,
+                                                monkeypatch):
+    work, result = fitted_workdir
+    (tmp_path / "models" / "fits").mkdir(parents=True)
+    shutil.copy(work / "models" / "latest.json", tmp_path / "models" / "latest.json")
+    (tmp_path / "models" / "fits" / result.path.name).write_bytes(b"not a netcdf file")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["report", "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "not a readable" in err
+    page = (tmp_path / "reports" / result.fit_id / "index.html").read_text()
+    assert "fit could not be read" in page
+    with pytest.raises(ArtifactError):
+        report.write_report(workdir=tmp_path)
+
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (.ci/run installs "
+                    "Debian's chromium; locally: apt-get install chromium)")
+def test_every_image_renders_in_a_real_browser(built_report, tmp_path):
+    _, _, out_dir, _ = built_report
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+             "--disable-background-networking", "--disable-component-update", "--disable-sync",
+             f"--user-data-dir={tmp_path / 'profile'}"]
+    dom = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=5000", "--dump-dom",
+                          (out_dir / "index.html").as_uri()], capture_output=True, text=True,
+                         timeout=120, check=True).stdout
+    n = len(report.CAPTIONS)
+    assert f'data-images-rendered="{n}/{n}"' in dom
+    shot = tmp_path / "page.png"
+    subprocess.run([CHROMIUM, *flags, "--window-size=1200,1600", f"--screenshot={shot}",
+                    (out_dir / "index.html").as_uri()], capture_output=True, timeout=120,
+                   check=True)
+    assert shot.stat().st_size > 10_000
