@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes import __version__
-from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED
+from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.errors import DDTreeBayesError, UnconvergedError
 
 PROG = "ddtree-bayes"
@@ -209,7 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--chains", type=int, default=4, help="NUTS chains (default: %(default)s)")
     f.add_argument("--draws", type=int, default=1000, help="draws per chain (default: %(default)s)")
     f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default: %(default)s)")
-    f.add_argument("--target-accept", type=float, default=0.99,
+    f.add_argument("--target-accept", type=float, default=SamplerSettings.target_accept,
                    help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")

@@ -69,7 +69,7 @@ class SamplerSettings:
     chains: int = 4
     draws: int = 1000
     tune: int = 1000
-    target_accept: float = 0.95
+    target_accept: float = 0.99  # see docs/model.md, "Sampling"
     backend: str = "nutpie"
 
     def as_dict(self) -> dict[str, object]:

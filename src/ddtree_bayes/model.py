@@ -92,6 +92,13 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig) -> pm.Model:
                              pt.exp, pt.log)
         step = S.step_ms(target, frac_rows, scale_rows)
         mu_log = np.log(spec.accept_len * 1000.0) - pt.log(step)
-        pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=spec.log_tok_s,
-                  dims="measurement")
+        # observed values and per-row weights are data, so a compiled model can be refit on
+        # other values (simulation-based calibration) or with rows held out (exact
+        # leave-one-out) without recompiling: see validation.py.
+        observed = pm.Data("log_tok_s_observed", spec.log_tok_s, dims="measurement")
+        weight = pm.Data("row_weight", np.ones(len(spec.rows)), dims="measurement")
+        like = pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=observed,
+                         dims="measurement")
+        # weight 1 everywhere (the default) adds 0; weight 0 removes a row's likelihood
+        pm.Potential("row_weight_adjustment", pt.sum((weight - 1.0) * pm.logp(like, observed)))
     return model

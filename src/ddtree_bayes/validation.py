@@ -1,0 +1,325 @@
+"""Are the intervals honest? Exact leave-one-out / leave-one-group-out refits, the
+original deterministic estimator refit on the same folds, and simulation-based calibration.
+
+Every fold is a full NUTS fit with the production settings. The model is compiled once per
+process: held-out rows get likelihood weight 0 and simulated data replace the observed
+values through ``nutpie``'s ``with_data``, so a fold costs only its sampling time. Folds and
+SBC replicates are independent tasks dispatched through joblib (``--jobs N`` processes on
+this machine, or a dask.distributed cluster with ``--scheduler ADDRESS``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes import predictive as P
+from ddtree_bayes.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
+from ddtree_bayes.data import Measurement, Measurements, load_hardware, load_measurements
+from ddtree_bayes.errors import QueryError
+from ddtree_bayes.store import Draws
+
+GROUP_KEYS = ("hardware", "engine", "method", "budget")
+#: The original estimator's flat band.
+BASELINE_BAND = 0.30
+
+
+# ------------------------------------------------------------------ tasks
+@dataclass(frozen=True)
+class Inputs:
+    """Everything a worker needs to rebuild the model (plain text: cheap to ship)."""
+
+    data_csv: str
+    priors_toml: str
+    hardware_csv: str
+    data_name: str = "measurements.csv"
+
+    @property
+    def key(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.data_csv, self.priors_toml, self.hardware_csv):
+            h.update(hashlib.sha256(part.encode()).digest())
+        return h.hexdigest()
+
+    def parse(self) -> tuple[Measurements, PriorsConfig]:
+        hw = load_hardware("hardware.csv", text=self.hardware_csv)
+        return (load_measurements(self.data_name, hw, text=self.data_csv),
+                parse_priors(self.priors_toml, "priors"))
+
+
+@dataclass(frozen=True)
+class Fold:
+    name: str
+    held_out: tuple[int, ...]   # positions in the measurement list
+
+
+@dataclass
+class FoldResult:
+    fold: str
+    seconds: float
+    converged: bool
+    failures: list[str]
+    rows: list[dict] = field(default_factory=list)
+
+
+_COMPILED: dict[str, tuple] = {}
+
+
+def _compiled(inputs: Inputs):
+    """(spec, priors, measurements, compiled nutpie model), cached per process."""
+    if inputs.key not in _COMPILED:
+        from ddtree_bayes import inference
+        from ddtree_bayes import spec as S
+
+        inference.reproducible_pytensor()
+        import nutpie
+
+        from ddtree_bayes.model import build_model
+
+        data, cfg = inputs.parse()
+        spec = S.build_spec(data, cfg)
+        inference.patch_nutpie()
+        compiled = nutpie.compile_pymc_model(build_model(spec, cfg))
+        _COMPILED.clear()
+        _COMPILED[inputs.key] = (spec, cfg, data, compiled)
+    return _COMPILED[inputs.key]
+
+
+def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
+                    settings: SamplerSettings, observed: np.ndarray | None = None,
+                    cores: int = 1):
+    """NUTS on the compiled model with row weights (and optionally other observed values).
+
+    Returns (Draws, failures): in-memory draws usable by :mod:`predictive`, and the
+    convergence gates that failed (empty when converged).
+    """
+    import nutpie
+
+    from ddtree_bayes import inference
+
+    spec, cfg, data, compiled = _compiled(inputs)
+    updates = {"row_weight": np.asarray(weights, dtype=float)}
+    if observed is not None:
+        updates["log_tok_s_observed"] = np.asarray(observed, dtype=float)
+    dt = nutpie.sample(compiled.with_data(**updates), draws=settings.draws, tune=settings.tune,
+                       chains=settings.chains, cores=cores, seed=seed,
+                       target_accept=settings.target_accept, save_warmup=False,
+                       progress_bar=False)
+    posterior = dt["posterior"].to_dataset()
+    _, _, failures = inference.diagnose(posterior, dt["sample_stats"].to_dataset())
+    return draws_in_memory(posterior, spec, cfg, inputs), failures
+
+
+def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Draws:
+    """A :class:`Draws` built from a posterior Dataset without writing an artifact."""
+    variables = {}
+    for name, da in posterior.data_vars.items():
+        arr = np.asarray(da.values, dtype=float)
+        variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
+    meta = {"fit_id": "in-memory", "converged": True, "failures": [],
+            "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
+            "model": {"moe_form": cfg.moe_form, "context_unit_tokens": cfg.context_unit_tokens,
+                      "default_context_tokens": cfg.default_context_tokens,
+                      "relation_bases": {e: r.base for e, r in cfg.relations.items()}}}
+    return Draws(path=Path("in-memory"), meta=meta, variables=variables,
+                 data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
+                 hardware_csv=inputs.hardware_csv)
+
+
+def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.ndarray:
+    """Posterior predictive tok/s draws for a measured configuration."""
+    sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                            method=m.method, block=m.block, budget=m.budget,
+                            verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
+    step, _ = P.step_draws(draws, sc, rng)
+    noise = draws.variables["noise_sd"] * rng.standard_normal(draws.n_draws)
+    return m.accept_len * 1000.0 / step * np.exp(noise)
+
+
+# ------------------------------------------------------------------ the baseline
+def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[str]):
+    """The original three-term formula as a deterministic least-squares fit.
+
+    Point parameters: per system the M=1 step ``t1`` and the context slope; shared: a linear
+    MoE slope (MoE share fixed at the prior mean, as the original fixed its split), one
+    speculative overhead fraction and the context-verify exponent. Residuals are on log
+    tok/s; a weak ridge (1e-3) towards the prior medians keeps parameters that a fold leaves
+    unidentified at those medians, which is what a deterministic estimator would assume.
+    """
+    from scipy.optimize import least_squares
+
+    systems = list(systems)
+    share = cfg.priors["moe_share"].mean()
+    unit = cfg.context_unit_tokens
+    p0 = np.array([math.log(cfg.priors["step_ar_ms"].params["median"])] * len(systems)
+                  + [math.log(cfg.priors["ctx_ms_per_unit"].params["median"])] * len(systems)
+                  + [math.log(0.15), -1.1, 0.0])
+
+    def unpack(p):
+        n = len(systems)
+        return (np.exp(p[:n]), np.exp(p[n:2 * n]), math.exp(p[2 * n]),
+                1 / (1 + math.exp(-p[2 * n + 1])), 1 / (1 + math.exp(-p[2 * n + 2])))
+
+    def predict(p, m: Measurement) -> float:
+        t1, ctx, slope, frac, b = unpack(p)
+        s = systems.index(m.system)
+        c = (m.context_tokens if m.context_tokens is not None else cfg.default_context_tokens) / unit
+        moe = share * t1[s] * (1 + slope * (m.verify_tokens - 1))
+        target = moe + (1 - share) * t1[s] + ctx[s] * c * m.verify_tokens ** b
+        step = target / (1 - frac) if m.is_speculative else target
+        return m.accept_len * 1000.0 / step
+
+    def resid(p):
+        r = [math.log(predict(p, m)) - math.log(m.tok_s) for m in rows]
+        return np.concatenate([r, 1e-3 * (p - p0)])
+
+    fit = least_squares(resid, p0)
+    return lambda m: predict(fit.x, m)
+
+
+# ------------------------------------------------------------------ folds
+def make_folds(data: Measurements, group: str | None) -> list[Fold]:
+    """One fold per measurement (exact LOO), or per value of ``group``."""
+    if group is None:
+        return [Fold(f"row {m.row}", (i,)) for i, m in enumerate(data.rows)]
+    if group not in GROUP_KEYS:
+        raise QueryError(f"--group {group!r} is not one of {', '.join(GROUP_KEYS)}",
+                         fix=f"use --group {' | '.join(GROUP_KEYS)}")
+    values: dict[str, list[int]] = {}
+    for i, m in enumerate(data.rows):
+        values.setdefault(str(getattr(m, group)), []).append(i)
+    return [Fold(f"{group}={v}", tuple(ix)) for v, ix in values.items()]
+
+
+def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
+             cores: int = 1) -> FoldResult:
+    """Refit without the fold's rows; predict them with the posterior and the baseline."""
+    t0 = time.perf_counter()
+    spec, cfg, data, _ = _compiled(inputs)
+    weights = np.ones(len(data.rows))
+    weights[list(fold.held_out)] = 0.0
+    draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores)
+    train = [m for i, m in enumerate(data.rows) if i not in fold.held_out]
+    baseline = baseline_fit(train, cfg, spec.systems)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in fold.held_out:
+        m = data.rows[i]
+        samples = predict_row(draws, m, rng)
+        q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
+        base = baseline(m)
+        rows.append({"row": m.row, "fold": fold.name, "system": m.system, "engine": m.engine,
+                     "method": m.method, "verify_tokens": m.verify_tokens,
+                     "context_tokens": m.context_tokens, "measured": m.tok_s,
+                     "median": q[2], "lo50": q[1], "hi50": q[3], "lo90": q[0], "hi90": q[4],
+                     "percentile": float(np.mean(samples < m.tok_s)),
+                     "baseline": base, "baseline_lo": base * (1 - BASELINE_BAND),
+                     "baseline_hi": base * (1 + BASELINE_BAND)})
+    return FoldResult(fold.name, time.perf_counter() - t0, not failures, failures,
+                      [{k: (float(v) if isinstance(v, np.floating) else v) for k, v in r.items()}
+                       for r in rows])
+
+
+def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str | None = None,
+             progress: Callable[[int, int, object], None] | None = None) -> list:
+    """Run ``fn(*task)`` for every task through joblib; results in task order.
+
+    ``jobs`` worker processes on this machine (1 = in this process), or every worker of the
+    dask.distributed cluster at ``scheduler`` (joblib's dask backend).
+    """
+    import contextlib
+
+    from joblib import Parallel, delayed, parallel_config
+
+    ctx: contextlib.AbstractContextManager = contextlib.nullcontext()
+    client = None
+    if scheduler:
+        from distributed import Client
+
+        client = Client(scheduler)
+        ctx = parallel_config(backend="dask")
+        jobs = -1
+    results = []
+    try:
+        with ctx:
+            gen = Parallel(n_jobs=jobs, return_as="generator")(delayed(fn)(*t) for t in tasks)
+            for i, res in enumerate(gen, start=1):
+                results.append(res)
+                if progress:
+                    progress(i, len(tasks), res)
+    finally:
+        if client is not None:
+            client.close()
+    return results
+
+
+def summarize_folds(rows: list[dict]) -> dict:
+    """Coverage of the 50%/90% intervals, median absolute % error of the median, and mean
+    relative 90% width, for the posterior and for the baseline's +-30% band."""
+    truth = np.array([r["measured"] for r in rows])
+
+    def cover(lo, hi):
+        return float(np.mean((np.array(lo) <= truth) & (truth <= np.array(hi))))
+
+    med = np.array([r["median"] for r in rows])
+    base = np.array([r["baseline"] for r in rows])
+    return {
+        "n": len(rows),
+        "posterior": {
+            "coverage50": cover([r["lo50"] for r in rows], [r["hi50"] for r in rows]),
+            "coverage90": cover([r["lo90"] for r in rows], [r["hi90"] for r in rows]),
+            "mdape": float(np.median(np.abs(med - truth) / truth)),
+            "mean_width90_rel": float(np.mean([(r["hi90"] - r["lo90"]) / r["median"]
+                                               for r in rows]))},
+        "baseline": {
+            "coverage50": None,
+            "coverage90": cover([r["baseline_lo"] for r in rows], [r["baseline_hi"] for r in rows]),
+            "mdape": float(np.median(np.abs(base - truth) / truth)),
+            "mean_width90_rel": 2 * BASELINE_BAND},
+    }
+
+
+def validate(data_path: str | Path | None = None, priors_path: str | Path | None = None, *,
+             group: str | None = None, jobs: int = 1, scheduler: str | None = None,
+             seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
+             workdir: Path | None = None, progress: bool = True) -> dict:
+    """Exact leave-one-out (or leave-one-group-out) validation; a JSON-ready dict."""
+    from ddtree_bayes import api, paths
+
+    data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
+    hw_text = paths.data_file("hardware.csv", workdir).read_text()
+    inputs = Inputs(data.text, cfg.text, hw_text, data.path)
+    folds = make_folds(data, group)
+    settings = settings or SamplerSettings()
+    t0 = time.perf_counter()
+
+    def report(i, n, res):
+        if progress:
+            bar = "#" * int(20 * i / n)
+            print(f"\r[validate] [{bar:<20}] {i}/{n} folds ({res.fold}: {res.seconds:.1f} s"
+                  f"{'' if res.converged else ', NOT converged'})", end="\n" if i == n else "",
+                  file=sys.stderr, flush=True)
+
+    if progress:
+        print(f"[validate] {len(folds)} folds ({'exact leave-one-out' if group is None else 'leave '
+              f'one {group} out'}), {settings.chains} chains x {settings.draws} draws each, "
+              f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}", file=sys.stderr)
+    import os
+
+    cores = 1 if scheduler else max(1, (os.cpu_count() or 1) // max(jobs, 1))
+    results = dispatch(run_fold, [(inputs, f, seed + k, settings, cores)
+                                  for k, f in enumerate(folds)],
+                       jobs=jobs, scheduler=scheduler, progress=report)
+    rows = [r for res in results for r in res.rows]
+    return {"data": str(data.path), "group": group or "row", "seed": seed,
+            "settings": settings.as_dict(), "seconds": time.perf_counter() - t0,
+            "folds": [{"fold": r.fold, "seconds": r.seconds, "converged": r.converged,
+                       "failures": r.failures} for r in results],
+            "rows": rows, "summary": summarize_folds(rows)}
