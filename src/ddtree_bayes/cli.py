@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ddtree_bayes import __version__
 from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, SamplerSettings
-from ddtree_bayes.errors import DDTreeBayesError, UnconvergedError
+from ddtree_bayes.errors import DDTreeBayesError, QueryError, UnconvergedError
 
 PROG = "ddtree-bayes"
 
@@ -184,6 +184,78 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0 if summary["verdict"]["converged"] else 5
 
 
+# ---------------------------------------------------------------- validate / simulate
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ddtree_bayes import validation as V
+
+    if args.jobs < 1:
+        raise QueryError("--jobs must be >= 1", fix="use --jobs 1 or more")
+    if args.sbc is not None:
+        if args.sbc < 2:
+            raise QueryError("--sbc needs at least 2 replicates", fix="e.g. --sbc 100")
+        res = V.sbc(args.data, args.priors, replicates=args.sbc, jobs=args.jobs,
+                    scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
+        if args.plot:
+            from ddtree_bayes import figures
+
+            figures.sbc_histograms(res, Path(args.plot))
+        if args.format == "json":
+            print(json.dumps(res, indent=2))
+            return 0
+        print(f"simulation-based calibration: {res['replicates']} replicates, ranks 0..{res['L']} "
+              f"in {res['bins']} bins, {res['unconverged']} unconverged, {res['seconds']:.0f} s")
+        print(render_table(["parameter", "", "chi2 p", "rank counts per bin"],
+                           [[k, "", f"{t['chi2_p']:.3f}", " ".join(map(str, t["counts"]))]
+                            for k, t in res["uniformity"].items()]))
+        return 0
+    res = V.validate(args.data, args.priors, group=args.group, jobs=args.jobs,
+                     scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
+    if args.format == "json":
+        print(json.dumps(res, indent=2))
+        return 0
+    rows = [[f"row {r['row']}", _config_label(r), _fmt(r["measured"], 1), _fmt(r["median"], 1),
+             f"{r['lo50']:.1f}-{r['hi50']:.1f}", f"{r['lo90']:.1f}-{r['hi90']:.1f}", f"{r['percentile']:.2f}",
+             f"{r['baseline']:.1f} ({r['baseline_lo']:.0f}-{r['baseline_hi']:.0f})"]
+            for r in res["rows"]]
+    print(f"held out by {res['group']}: {len(res['folds'])} refits "
+          f"({sum(not f['converged'] for f in res['folds'])} not converged), {res['seconds']:.0f} s")
+    print(render_table(["held out", "configuration", "measured", "median", "50%", "90%",
+                        "pctile", "original +-30%"], rows))
+    s = res["summary"]
+    print()
+    print(render_table(["estimator", "", "coverage 50%", "coverage 90%", "median abs % error",
+                        "mean 90% width"],
+                       [["posterior", "", _pct(s["posterior"]["coverage50"]),
+                         _pct(s["posterior"]["coverage90"]), _pct(s["posterior"]["mdape"], 1),
+                         _pct(s["posterior"]["mean_width90_rel"])],
+                        ["original +-30%", "", "-", _pct(s["baseline"]["coverage90"]),
+                         _pct(s["baseline"]["mdape"], 1), _pct(s["baseline"]["mean_width90_rel"])]]))
+    return 0
+
+
+def _config_label(r: dict) -> str:
+    ctx = "" if r["context_tokens"] is None else f" ctx={r['context_tokens']:g}"
+    return f"{r['system']} {r['engine']} {r['method']} M={r['verify_tokens']}{ctx}"
+
+
+def _pct(x, digits: int = 0) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from ddtree_bayes import simulate
+
+    text = simulate.simulate_from_files(args.truth, args.design, seed=args.seed)
+    if args.out:
+        from ddtree_bayes.store import atomic_write_bytes
+
+        atomic_write_bytes(Path(args.out), text.encode())
+        print(f"wrote {text.count(chr(10)) - 1} simulated measurements to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 # ---------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -258,6 +330,38 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=("table", "json"), default="table")
     r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     r.set_defaults(func=cmd_report)
+
+    v = sub.add_parser("validate", help="exact leave-one-out coverage vs the original +-30%, or SBC",
+                       description="Refit the model with each measurement (or each group) held "
+                                   "out, using the production sampler settings, and check where "
+                                   "the truth falls in the predictive intervals; the original "
+                                   "deterministic formula is refit by least squares on the same "
+                                   "folds for comparison. --sbc N runs simulation-based "
+                                   "calibration instead.")
+    v.add_argument("--data", help="measurement CSV (default: data/measurements.csv)")
+    v.add_argument("--priors", help="priors TOML (default: models/priors.toml)")
+    v.add_argument("--group", choices=("hardware", "engine", "method", "budget"),
+                   help="leave one group out instead of one measurement")
+    v.add_argument("--sbc", type=int, metavar="N", help="simulation-based calibration with N replicates")
+    v.add_argument("--plot", help="with --sbc: write the rank histograms to this PNG")
+    v.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: %(default)s)")
+    v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
+                                       "run folds on that cluster instead")
+    v.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    v.add_argument("--format", choices=("table", "json"), default="table")
+    v.add_argument("--quiet", action="store_true", help="no progress bar")
+    v.set_defaults(func=cmd_validate)
+
+    s = sub.add_parser("simulate", help="write a synthetic measurement file from known parameters",
+                       description="Simulate C=1 throughput measurements for DESIGN.csv rows "
+                                   "(hardware, gpus, engine, method, block, budget, accept_len, "
+                                   "context_tokens[, model]) under the parameters in PARAMS.toml "
+                                   "(see docs/validation.md), with lognormal run-to-run noise.")
+    s.add_argument("--truth", required=True, help="PARAMS.toml with the true parameters")
+    s.add_argument("--design", required=True, help="DESIGN.csv: the configurations to simulate")
+    s.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    s.add_argument("--out", help="write here (atomically) instead of standard output")
+    s.set_defaults(func=cmd_simulate)
 
     from ddtree_bayes import cli_living
 

@@ -10,6 +10,8 @@ import io
 
 import numpy as np
 
+from pathlib import Path
+
 from ddtree_bayes import spec as S
 from ddtree_bayes.data import COLUMNS, derive_verify_tokens, system_label
 
@@ -61,3 +63,106 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
                          "tok_s": f"{tok:.4g}", "source": f"simulated (seed {seed})",
                          "notes": ""})
     return out.getvalue()
+
+
+DESIGN_COLUMNS = ("hardware", "gpus", "engine", "method", "block", "budget", "accept_len",
+                  "context_tokens")
+
+
+def load_truth(path: str | Path) -> dict:
+    """Read PARAMS.toml into the ``truth`` mapping of :func:`simulate_measurements`.
+
+    Layout: top-level ``model``, ``moe_form``, ``ctx_verify_exponent``, ``noise_sd``;
+    ``[systems."<hardware>x<gpus>"]`` with ``step_ar_ms``, ``moe_share``, ``moe_shape``
+    (exponent or slope, per ``moe_form``) and ``ctx_ms_per_unit``; ``[groups."<system>/<engine>/
+    <method>"]`` with ``overhead_frac``.
+    """
+    import math
+    import tomllib
+
+    from ddtree_bayes.errors import InputError
+
+    path = str(path)
+    try:
+        raw = tomllib.loads(Path(path).read_text())
+    except (OSError, tomllib.TOMLDecodeError) as err:
+        raise InputError(f"cannot read truth file: {err}", file=path,
+                         fix="pass a TOML file like data/examples/truth_dense_consumer.toml") from None
+
+    def number(where: str, value, lo: float, hi: float) -> float:
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                math.isfinite(value) and lo <= value <= hi):
+            raise InputError(f"must be a number in [{lo:g}, {hi:g}], got {value!r}", file=path,
+                             column=where, fix="correct the value")
+        return float(value)
+
+    systems = raw.get("systems")
+    if not isinstance(systems, dict) or not systems:
+        raise InputError("no [systems.\"<hardware>x<gpus>\"] tables", file=path, column="systems",
+                         fix="add one table per simulated system")
+    truth: dict = {"step_ar_ms": {}, "moe_share": {}, "moe_shape": {}, "ctx_ms_per_unit": {}}
+    bounds = {"step_ar_ms": (1e-3, 1e4), "moe_share": (0, 1), "moe_shape": (0, 10),
+              "ctx_ms_per_unit": (0, 1e4)}
+    for label, table in systems.items():
+        for key, (lo, hi) in bounds.items():
+            truth[key][label] = number(f"systems.{label}.{key}", (table or {}).get(key), lo, hi)
+    truth["overhead_frac"] = {
+        label: number(f"groups.{label}.overhead_frac", (table or {}).get("overhead_frac"), 0, 0.99)
+        for label, table in raw.get("groups", {}).items()}
+    truth["ctx_verify_exponent"] = number("ctx_verify_exponent", raw.get("ctx_verify_exponent"), 0, 2)
+    truth["noise_sd"] = number("noise_sd", raw.get("noise_sd"), 0, 1)
+    truth["model"] = str(raw.get("model", "sim-model"))
+    truth["moe_form"] = raw.get("moe_form", "power")
+    if truth["moe_form"] not in ("power", "linear"):
+        raise InputError(f"unknown moe_form {truth['moe_form']!r}", file=path, column="moe_form",
+                         fix="use 'power' or 'linear'")
+    return truth
+
+
+def load_design(path: str | Path, truth: dict) -> list[dict]:
+    """Read DESIGN.csv rows; every row's system and speculative group must be in the truth."""
+    from ddtree_bayes.data import _read_csv
+    from ddtree_bayes.errors import InputError
+
+    path = str(path)
+    _, header, body = _read_csv(path)
+    for col in DESIGN_COLUMNS:
+        if col not in header:
+            raise InputError("missing column", file=path, row=1, column=col,
+                             fix="the header must contain " + ",".join(DESIGN_COLUMNS))
+    rows = []
+    for line, values in body:
+        if not any(v.strip() for v in values):
+            continue
+        raw = {h: v.strip() for h, v in zip(header, values, strict=False)}
+        try:
+            row = {"hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
+                   "method": raw["method"],
+                   "block": int(raw["block"]) if raw["block"] else None,
+                   "budget": int(raw["budget"]) if raw["budget"] else None,
+                   "accept_len": float(raw["accept_len"]),
+                   "context_tokens": float(raw["context_tokens"]) if raw["context_tokens"] else None}
+        except ValueError as err:
+            raise InputError(f"not a number: {err}", file=path, row=line,
+                             fix="gpus, block, budget are whole numbers; accept_len a number") from None
+        system = system_label(row["hardware"], row["gpus"])
+        if system not in truth["step_ar_ms"]:
+            raise InputError(f"system {system} has no [systems.\"{system}\"] in the truth file",
+                             file=path, row=line, column="hardware", fix="add it to the truth")
+        group = S.group_label(system, row["engine"], row["method"])
+        if row["method"] != "ar" and group not in truth["overhead_frac"]:
+            raise InputError(f"group {group} has no overhead_frac in the truth file", file=path,
+                             row=line, column="method", fix=f"add [groups.\"{group}\"]")
+        if derive_verify_tokens(row["method"], row["block"], row["budget"]) is None:
+            raise InputError("cannot derive verify tokens", file=path, row=line, column="block",
+                             fix="give budget (ddtree) or block (chains)")
+        rows.append(row)
+    return rows
+
+
+def simulate_from_files(truth_path: str | Path, design_path: str | Path, *, seed: int) -> str:
+    """``ddtree-bayes simulate``: a measurement CSV for DESIGN.csv under PARAMS.toml."""
+    truth = load_truth(truth_path)
+    design = load_design(design_path, truth)
+    return simulate_measurements(truth, design, seed=seed, model=truth["model"],
+                                 moe_form=truth["moe_form"])

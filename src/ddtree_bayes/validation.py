@@ -123,12 +123,7 @@ def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Draws
     for name, da in posterior.data_vars.items():
         arr = np.asarray(da.values, dtype=float)
         variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
-    meta = {"fit_id": "in-memory", "converged": True, "failures": [],
-            "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
-            "model": {"moe_form": cfg.moe_form, "context_unit_tokens": cfg.context_unit_tokens,
-                      "default_context_tokens": cfg.default_context_tokens,
-                      "relation_bases": {e: r.base for e, r in cfg.relations.items()}}}
-    return Draws(path=Path("in-memory"), meta=meta, variables=variables,
+    return Draws(path=Path("in-memory"), meta=draws_meta(spec, cfg), variables=variables,
                  data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                  hardware_csv=inputs.hardware_csv)
 
@@ -323,3 +318,93 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
             "folds": [{"fold": r.fold, "seconds": r.seconds, "converged": r.converged,
                        "failures": r.failures} for r in results],
             "rows": rows, "summary": summarize_folds(rows)}
+
+
+# ------------------------------------------------------------------ SBC
+#: Thinned posterior draws per replicate for the rank statistic (ranks 0..SBC_L).
+SBC_L = 99
+SBC_BINS = 10
+
+
+def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
+    """Draw parameters from the prior, simulate the design's log tok/s, fit, rank the truth."""
+    from ddtree_bayes import report
+
+    spec, cfg, data, _ = _compiled(inputs)
+    coords = {k: list(v) for k, v in spec.coords.items() if k != "measurement"}
+    truth = report.prior_draws(cfg, coords, 1, seed)
+    truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
+                        data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
+                        hardware_csv=inputs.hardware_csv)
+    _, log_mu = P.measurement_log_mu(truth_draws, seed)
+    rng = np.random.default_rng(seed)
+    observed = log_mu[0] + truth["noise_sd"][0] * rng.standard_normal(log_mu.shape[1])
+    t0 = time.perf_counter()
+    draws, failures = sample_weighted(inputs, np.ones(len(data.rows)), seed, settings,
+                                      observed=observed)
+    post = report.scalar_columns(draws.variables, coords)
+    true = report.scalar_columns(truth, coords)
+    keep = np.linspace(0, draws.n_draws - 1, SBC_L).astype(int)
+    ranks = {name: int(np.sum(post[name][keep] < true[name][0]))
+             for name in sbc_parameters(post)}
+    return {"seed": seed, "seconds": time.perf_counter() - t0, "converged": not failures,
+            "failures": failures, "ranks": ranks}
+
+
+def sbc_parameters(columns: dict) -> list[str]:
+    """Parameters ranked in SBC: every scalar except the non-centred z offsets."""
+    return [n for n in columns if not n.startswith(("moe_z", "overhead_z"))]
+
+
+def draws_meta(spec, cfg: PriorsConfig) -> dict:
+    """The metadata :mod:`predictive` needs, for draws that never went to disk."""
+    return {"fit_id": "in-memory", "converged": True, "failures": [],
+            "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
+            "model": {"moe_form": cfg.moe_form, "context_unit_tokens": cfg.context_unit_tokens,
+                      "default_context_tokens": cfg.default_context_tokens,
+                      "relation_bases": {e: r.base for e, r in cfg.relations.items()}}}
+
+
+def sbc_uniformity(replicates: list[dict]) -> dict:
+    """Chi-square test of rank uniformity per parameter (SBC_BINS bins of the 0..L ranks)."""
+    from scipy import stats
+
+    names = list(replicates[0]["ranks"])
+    out = {}
+    for name in names:
+        ranks = np.array([r["ranks"][name] for r in replicates])
+        counts = np.histogram(ranks, bins=SBC_BINS, range=(0, SBC_L + 1))[0]
+        p = float(stats.chisquare(counts).pvalue)
+        out[name] = {"counts": [int(c) for c in counts], "chi2_p": p}
+    return out
+
+
+def sbc(data_path: str | Path | None = None, priors_path: str | Path | None = None, *,
+        replicates: int = 100, jobs: int = 1, scheduler: str | None = None,
+        seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
+        workdir: Path | None = None, progress: bool = True) -> dict:
+    """Simulation-based calibration on the data file's design (its rows' M, context and
+    acceptance): ``replicates`` prior draws, each simulated, fitted and ranked."""
+    from ddtree_bayes import api, paths
+
+    data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
+    inputs = Inputs(data.text, cfg.text, paths.data_file("hardware.csv", workdir).read_text(),
+                    data.path)
+    settings = settings or SamplerSettings()
+    t0 = time.perf_counter()
+
+    def report(i, n, res):
+        if progress:
+            bar = "#" * int(20 * i / n)
+            print(f"\r[sbc] [{bar:<20}] {i}/{n} replicates", end="\n" if i == n else "",
+                  file=sys.stderr, flush=True)
+
+    results = dispatch(sbc_replicate, [(inputs, seed + k, settings) for k in range(replicates)],
+                       jobs=jobs, scheduler=scheduler, progress=report)
+    tests = sbc_uniformity(results)
+    return {"replicates": replicates, "seed": seed, "settings": settings.as_dict(),
+            "L": SBC_L, "bins": SBC_BINS, "seconds": time.perf_counter() - t0,
+            "unconverged": sum(not r["converged"] for r in results),
+            "uniformity": tests,
+            "min_p": min(t["chi2_p"] for t in tests.values()),
+            "replicate_results": results}
