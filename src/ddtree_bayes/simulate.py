@@ -7,10 +7,9 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import numpy as np
-
-from pathlib import Path
 
 from ddtree_bayes import spec as S
 from ddtree_bayes.data import COLUMNS, derive_verify_tokens, system_label
