@@ -109,3 +109,73 @@ np.save(sys.argv[1], dt["posterior"]["moe_share"].values)
         subprocess.run([sys.executable, "-c", code, str(path)], check=True, env=env)
         out[flag] = np.load(path)
     np.testing.assert_array_equal(out["1"], out["0"])
+
+
+EXAMPLES = __import__("pathlib").Path(__file__).resolve().parents[1] / "data" / "examples"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", ["dense_consumer", "moe_4gpu"])
+def test_recovery_across_seeds_on_unseen_datasets(example):
+    """Fit simulated files of models the code has never seen (a dense model on one consumer
+    GPU; another MoE on 4x H200 and 8x B200) for several seeds: the truths fall in the 90%
+    intervals at about the nominal rate, and a held-out DDTree budget is covered."""
+    from ddtree_bayes import validation as V
+    from ddtree_bayes.config import SamplerSettings
+    from ddtree_bayes.data import load_hardware, load_measurements
+    from ddtree_bayes.simulate import load_design, load_truth, simulate_from_files
+
+    truth_path, design_path = EXAMPLES / f"truth_{example}.toml", EXAMPLES / f"design_{example}.csv"
+    truth = load_truth(truth_path)
+    priors = bundled("priors.toml").read_text()
+    hw = bundled("hardware.csv").read_text()
+    first = simulate_from_files(truth_path, design_path, seed=1)
+    inputs = V.Inputs(first, priors, hw)
+    data = load_measurements("sim", load_hardware("hw", text=hw), text=first)
+    design = load_design(design_path, truth)
+    held = next(i for i, r in enumerate(design) if r["method"] == "ddtree" and r["budget"] == 16) \
+        if any(r["budget"] == 16 for r in design) else next(
+            i for i, r in enumerate(design) if r["method"] == "ddtree")
+    weights = np.ones(len(design))
+    weights[held] = 0.0
+    inside = total = covered = 0
+    seeds = range(1, 7)
+    for seed in seeds:
+        text = simulate_from_files(truth_path, design_path, seed=seed)
+        sim = load_measurements("sim", load_hardware("hw", text=hw), text=text)
+        observed = np.log([m.tok_s for m in sim.rows])
+        draws, failures = V.sample_weighted(inputs, weights, seed, SamplerSettings(),
+                                            observed=observed, cores=2)
+        assert not failures, failures
+        v, coords = draws.variables, draws.meta["coords"]
+        checks = [("step_ar_ms", "system", truth["step_ar_ms"]),
+                  ("moe_share", "system", truth["moe_share"]),
+                  ("moe_exponent", "system", truth["moe_shape"]),
+                  ("ctx_ms_per_unit", "system", truth["ctx_ms_per_unit"]),
+                  ("overhead_frac", "overhead_group", truth["overhead_frac"])]
+        for name, dim, values in checks:
+            for label, true in values.items():
+                lo, hi = np.quantile(v[name][:, coords[dim].index(label)], [0.05, 0.95])
+                inside += lo <= true <= hi
+                total += 1
+        for name in ("ctx_verify_exponent", "noise_sd"):
+            lo, hi = np.quantile(v[name], [0.05, 0.95])
+            inside += lo <= truth[name] <= hi
+            total += 1
+        # held-out budget: its noise-free truth against the predictive 90% interval
+        m = data.rows[held]
+        system = m.system
+        target = S.target_ms(truth["step_ar_ms"][system], truth["moe_share"][system],
+                             truth["moe_shape"][system], truth["ctx_ms_per_unit"][system],
+                             truth["ctx_verify_exponent"], float(m.verify_tokens),
+                             (m.context_tokens or 0) / 65536, "power", np.exp, np.log)
+        frac = truth["overhead_frac"][S.group_label(system, m.engine, m.method)]
+        true_tok = S.tok_s(m.accept_len, S.step_ms(target, frac, 1.0))
+        pred = V.predict_row(draws, m, np.random.default_rng(seed))
+        lo, hi = np.quantile(pred, [0.05, 0.95])
+        covered += lo <= true_tok <= hi
+    rate = inside / total
+    print(f"{example}: {inside}/{total} truths inside their 90% intervals ({rate:.0%}); "
+          f"held-out budget covered in {covered}/{len(seeds)} seeds")
+    assert 0.75 <= rate <= 1.0
+    assert covered >= len(seeds) - 1
