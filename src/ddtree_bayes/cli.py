@@ -363,9 +363,10 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--out", help="write here (atomically) instead of standard output")
     s.set_defaults(func=cmd_simulate)
 
-    from ddtree_bayes import cli_living
+    from ddtree_bayes import cli_decisions, cli_living
 
     cli_living.register(sub)
+    cli_decisions.register(sub)
     return parser
 
 

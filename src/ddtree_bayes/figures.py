@@ -184,3 +184,29 @@ def breakdown(summary, draws, dt, path: Path) -> None:
 FIGURES = {"rank": rank, "trace": trace, "prior_posterior": prior_posterior, "ppc": ppc,
            "loo": loo, "psense": psense, "fan": fan, "variance": variance,
            "breakdown": breakdown}
+
+
+def sbc_histograms(result: dict, path: Path) -> None:
+    """Rank histograms of a simulation-based calibration run, one panel per parameter,
+    with the 99% band of counts under uniformity."""
+    from scipy import stats
+
+    tests = result["uniformity"]
+    n = result["replicates"]
+    bins = result["bins"]
+    lo, hi = stats.binom.ppf([0.005, 0.995], n, 1 / bins)
+    ncol = 4
+    nrow = -(-len(tests) // ncol)
+    fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.1 * nrow), squeeze=False)
+    for ax, (name, t) in zip(axes.flat, tests.items(), strict=False):
+        ax.bar(range(bins), t["counts"], color=BLUE, width=0.9)
+        ax.axhspan(lo, hi, color=GREY, alpha=0.3)
+        ax.axhline(n / bins, color=GREY, lw=1)
+        ax.set_title(f"{name}\nchi2 p = {t['chi2_p']:.2f}", fontsize=8)
+        ax.set_xticks([])
+        ax.tick_params(labelsize=7)
+    for ax in list(axes.flat)[len(tests):]:
+        ax.axis("off")
+    fig.suptitle(f"SBC rank histograms: {n} replicates, ranks of the truth among "
+                 f"{result['L']} thinned posterior draws, {bins} bins", fontsize=10)
+    _save(fig, path)
