@@ -42,11 +42,12 @@ def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
         target_accept: float = 0.99, backend: str = "nutpie", hardware: str | Path | None = None,
-        workdir: Path | None = None, progress: bool = True):
+        workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None):
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
     Returns a :class:`~ddtree_bayes.inference.FitResult`; ``result.converged`` is False when
     a convergence gate failed (the artifact is still saved, marked unconverged).
+    ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
     """
     from ddtree_bayes import inference
 
@@ -78,6 +79,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     timings["total_s"] = time.perf_counter() - t_start
     meta = _metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
                      diag_rows, divergences, failures, timings)
+    meta.update(extra_meta or {})
     from ddtree_bayes import store
 
     t_save = time.perf_counter()

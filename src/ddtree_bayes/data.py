@@ -129,6 +129,13 @@ def _read_csv(path: str, text: str | None = None
     return text, [h.strip() for h in records[0][1]], records[1:]
 
 
+def read_records(path: str | Path, text: str | None = None
+                 ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
+    """The raw CSV layer :func:`load_measurements` uses: the file's text, its header
+    (stripped) and (row, fields) per record, rows numbered as an editor shows them."""
+    return _read_csv(str(path), text)
+
+
 def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:
     """Read the hardware table: ``{hardware: row}`` (from ``text`` if given)."""
     path = str(path)

@@ -34,11 +34,16 @@ def fits_dir(models: Path) -> Path:
     return models / "fits"
 
 
-def atomic_write_bytes(path: Path, payload: bytes) -> None:
-    """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename."""
+def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -> None:
+    """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename.
+
+    ``mode`` sets the permission bits of the new file (the temp file is created 0600).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
+        if mode is not None:
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as fh:
             fh.write(payload)
             fh.flush()
@@ -141,6 +146,28 @@ def load_draws(path: Path) -> Draws:
                             f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
     return Draws(path=path, meta=meta, variables=variables, data_csv=texts[0],
                  priors_toml=texts[1], hardware_csv=texts[2])
+
+
+def load_meta(path: Path) -> dict:
+    """Only the JSON metadata of a fit (h5py, root attributes: no draws are read)."""
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as fh:
+            meta = json.loads(_attr_text(fh.attrs[META_ATTR]))
+    except (OSError, KeyError, ValueError) as err:
+        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err})") from None
+    if not isinstance(meta, dict):
+        raise ArtifactError(f"{path} has malformed metadata")
+    return meta
+
+
+def fit_files(models: Path) -> list[Path]:
+    """Every saved fit ``models/fits/*.nc`` (temp files of interrupted saves excluded)."""
+    folder = fits_dir(models)
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.glob("*.nc") if not p.name.startswith("."))
 
 
 def load_datatree(path: Path):
