@@ -1,9 +1,526 @@
-"""CLI commands of the living posterior: add, update, history, diff, track (issue 4)."""
+"""CLI commands of the living posterior: add, update, history, diff, track (issue 4).
+
+Same conventions as ``cli``: one-line errors through the named exceptions (exit 2 bad
+input with nothing written, 3 no usable fit, 5 a refit failed its convergence gates),
+``--format json`` where the output is a table. The library side is ``living``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import time
+from pathlib import Path
+
+from ddtree_bayes.config import DEFAULT_SEED
+from ddtree_bayes.errors import InputError, UnconvergedError
+
+PROG = "ddtree-bayes"
+#: ``add`` flags that describe one row (not allowed together with --from).
+ROW_FLAGS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
+             "accept", "context", "tok_s", "source", "notes", "model")
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 2,
+           text_last: bool = False) -> str:
+    """The first ``left`` columns (and the last, with ``text_last``) left-aligned, the rest
+    right-aligned."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    last = len(headers) - 1 if text_last else -1
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < left or i == last else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _json(payload) -> None:
+    print(json.dumps(payload, indent=2, default=str))
+
+
+def _default_data_path(data: str | None) -> Path:
+    """``--data`` or ./data/measurements.csv; never the read-only copy inside the package."""
+    return Path(data) if data else Path("data") / "measurements.csv"
+
+
+def _hardware_table(hardware_file: str | None):
+    from ddtree_bayes import paths
+    from ddtree_bayes.data import load_hardware
+
+    return load_hardware(Path(hardware_file) if hardware_file else paths.data_file("hardware.csv"))
+
+
+# ---------------------------------------------------------------- add
+def _context_tokens(text: str | None) -> str:
+    if text is None:
+        return ""
+    from ddtree_bayes import predictive as P
+
+    value = P.parse_context(text)
+    assert value is not None
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def cmd_add(args: argparse.Namespace) -> int:
+    from ddtree_bayes import living
+
+    data_path = _default_data_path(args.data)
+    hardware = _hardware_table(args.hardware_file)
+    if args.from_file:
+        given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
+        if given:
+            raise InputError(f"--from cannot be combined with {', '.join(given)}",
+                             fix="put every value in the --from file, or drop --from")
+        rows = living.rows_from_file(Path(args.from_file))
+        result = living.append_rows(data_path, hardware, rows,
+                                    allow_duplicate=args.allow_duplicate, what=args.from_file)
+    else:
+        missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
+                                                        "tok_s", "source")
+                   if getattr(args, f) is None]
+        if missing:
+            raise InputError(f"missing {', '.join(missing)}",
+                             fix="give the measured configuration and result, or --from FILE.csv")
+        values: dict[str, str | None] = {
+            "model": args.model, "hardware": args.hardware, "gpus": args.gpus,
+            "engine": args.engine, "method": args.method, "block": args.block or "",
+            "budget": args.budget or "", "verify_tokens": args.verify_tokens or "",
+            "accept_len": args.accept, "context_tokens": _context_tokens(args.context),
+            "tok_s": args.tok_s, "source": args.source, "notes": args.notes or ""}
+        row = living.NewRow(f"{data_path} (new row)", None, values)
+        result = living.append_rows(data_path, hardware, [row],
+                                    allow_duplicate=args.allow_duplicate,
+                                    fill_verify_tokens=True)
+    if args.format == "json":
+        _json({"file": str(result.path), "total_rows": result.total_rows,
+               "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}
+                        for r in result.rows]})
+        return 0
+    n = len(result.rows)
+    print(f"appended {n} row{'s' if n != 1 else ''} to {result.path} "
+          f"(now {result.total_rows} measurements):")
+    for m in result.rows:
+        note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
+        print(f"  row {m.row}: {living.describe_row(m)}, step {m.step_ms:.1f} ms{note}")
+    print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
+          "and refits")
+    return 0
+
+
+# ---------------------------------------------------------------- update
+def _score_table(scores: list[dict]) -> str:
+    from ddtree_bayes import living
+
+    body = []
+    for s in scores:
+        head = [f"row {s['row']}", s["configuration"], f"{s['measured']:g}"]
+        if s["status"] == "unpredictable":
+            body.append(head + ["-", "-", "-", "-", "cannot score"])
+            continue
+        low = s["percentile"] < 0.5
+        verdict = "ok" if s["status"] == "ok" else (
+            f"SURPRISE ({'below the 1st' if low else 'above the 99th'} percentile)")
+        body.append(head + [f"{s['median']:.0f}", f"{s['lo50']:.0f}-{s['hi50']:.0f}",
+                            f"{s['lo90']:.0f}-{s['hi90']:.0f}",
+                            living.format_percentile(s["percentile"]), verdict])
+    return _table(["row", "configuration", "measured", "predicted", "50%", "90%",
+                   "percentile", "verdict"], body, text_last=True)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from ddtree_bayes import api, inference, living, paths, store
+    from ddtree_bayes import predictive as P
+    from ddtree_bayes.config import SamplerSettings
+
+    t_start = time.perf_counter()
+    models = paths.models_dir()
+    previous = store.load_draws(store.resolve(models))
+    prev_id = previous.meta["fit_id"]
+    data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
+    measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
+    hw_path = Path(args.hardware_file) if args.hardware_file else paths.data_file("hardware.csv")
+    hardware_text = hw_path.read_text()
+    stored = P.stored_measurements(previous)
+    added, removed = living.changed_rows(stored, measurements)
+    inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
+    seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
+    scores = living.score_rows(previous, added, seed)
+    surprises = [s for s in scores if s["status"] == "surprise"]
+    unpredictable = [s for s in scores if s["status"] == "unpredictable"]
+    other_inputs = []
+    if cfg.sha256 != previous.meta.get("priors", {}).get("sha256"):
+        other_inputs.append("priors")
+    stored_hw = previous.hardware_csv
+    if hardware_text != stored_hw:
+        other_inputs.append("hardware table")
+    up_to_date = inputs_hash == previous.meta.get("inputs_sha256")
+    report: dict = {"previous_fit": prev_id, "data": str(data_path), "seed": seed,
+                    "new_rows": scores, "removed_rows": [r.__dict__ for r in removed],
+                    "other_changes": other_inputs, "surprises": len(surprises),
+                    "unpredictable": len(unpredictable)}
+    text = args.format == "table"
+    if text:
+        prev_path = previous.meta.get("data", {}).get("path")
+        print(f"{PROG} update: {data_path} ({len(measurements.rows)} measurements) vs fit "
+              f"{prev_id} ({len(stored.rows)} measurements"
+              f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
+        if prev_path and Path(prev_path).resolve() != data_path.resolve():
+            print(f"note: fit {prev_id} was made on {prev_path}")
+        if added:
+            print(f"\n{len(added)} new measurement{'s' if len(added) != 1 else ''}, scored "
+                  f"against fit {prev_id}'s posterior predictive (seed {seed}):")
+            print(_score_table(scores))
+            for s in unpredictable:
+                print(f"  row {s['row']}: fit {prev_id} cannot predict it ({s['reason']}); the "
+                      "refit will be the first to include it")
+            for s in scores:
+                if "unmeasured group" in s.get("overhead_from", ""):
+                    print(f"  row {s['row']}: {s['system']}/{s['engine']}/{s['method']} was not "
+                          "measured in that fit: its overhead fraction comes from the pooled "
+                          "population (a wide interval)")
+            for s in surprises:
+                print(f"  row {s['row']}: {s['description']} is at the "
+                      f"{living.format_percentile(s['percentile'])} percentile of the "
+                      "prediction: a possible regime change (new driver, kernel or engine "
+                      "version?) or a data-entry error. Check it before trusting the refit.")
+        for r in removed:
+            print(f"row {r.row} of fit {prev_id} is no longer in the data (edited or deleted): "
+                  f"{living.describe_row(r)}")
+        if other_inputs:
+            print(f"changed since fit {prev_id}: {', '.join(other_inputs)}")
+    if surprises and args.reject_surprises:
+        report["rejected"] = True
+        if not text:
+            _json(report)
+        rows = ", ".join(f"row {s['row']} ({living.format_percentile(s['percentile'])})"
+                         for s in surprises)
+        raise living.SurpriseError(
+            f"--reject-surprises: {rows} outside the 1st-99th percentile of fit {prev_id}; "
+            "nothing refitted",
+            fix="check the measurement; run `ddtree-bayes update` without --reject-surprises "
+                "to absorb it")
+    if up_to_date and not args.force:
+        report["refit"] = None
+        if text:
+            print(f"fit {prev_id} is up to date with {data_path} (no new, edited or removed "
+                  "rows; same priors and hardware table): nothing to refit (--force refits "
+                  "anyway)")
+        else:
+            _json(report)
+        return 0
+    sampler = {**SamplerSettings().as_dict(), **previous.meta.get("sampler", {})}
+    settings = SamplerSettings(
+        chains=args.chains or int(sampler["chains"]), draws=args.draws or int(sampler["draws"]),
+        tune=args.tune if args.tune is not None else int(sampler["tune"]),
+        target_accept=float(sampler["target_accept"]),
+        backend=args.backend or str(sampler["backend"]))
+    if text:
+        print(f"\nrefitting on all {len(measurements.rows)} measurements (exact NUTS, cold "
+              f"start; {settings.chains} chains x {settings.draws} draws, "
+              f"{settings.tune} tuning, seed {seed})...", flush=True)
+    t_fit = time.perf_counter()
+    result = api.fit(data_path, args.priors, seed=seed, hardware=args.hardware_file,
+                     progress=not args.quiet, chains=settings.chains, draws=settings.draws,
+                     tune=settings.tune, target_accept=settings.target_accept,
+                     backend=settings.backend,
+                     extra_meta={"update": {"previous_fit": prev_id,
+                                            "added_rows": [s["row"] for s in scores],
+                                            "removed_rows": len(removed),
+                                            "surprises": [s["row"] for s in surprises],
+                                            "other_changes": other_inputs}})
+    fit_s = time.perf_counter() - t_fit
+    after = store.load_draws(result.path)
+    changes = living.compare_queries(previous, after, living.load_tracked(models), seed)
+    t = result.timings
+    report["refit"] = {"fit_id": result.fit_id, "path": str(result.path),
+                       "converged": result.converged, "failures": result.failures,
+                       "divergences": result.divergences, "fit_s": fit_s, "timings": t}
+    report["tracked"] = changes
+    report["total_s"] = time.perf_counter() - t_start
+    if text:
+        status = "converged" if result.converged else "NOT CONVERGED (" + "; ".join(
+            result.failures) + ")"
+        print(f"fit {result.fit_id}: {status}; refit took {fit_s:.1f} s (compile "
+              f"{t.get('compile_s', 0):.1f} s, sampling {t.get('sample_s', 0):.1f} s); update "
+              f"total {report['total_s']:.1f} s")
+        print(f"\ntracked queries, fit {prev_id} -> {result.fit_id} (posterior predictive, "
+              f"seed {seed}):")
+        for c in changes:
+            print(f"  {living.format_change(c)}")
+        print(f"saved {result.path}")
+    else:
+        _json(report)
+    if not result.converged:
+        raise UnconvergedError(f"fit {result.fit_id} failed its convergence gates: "
+                               + "; ".join(result.failures)
+                               + " (saved but marked unconverged; predict refuses it without "
+                                 "--allow-unconverged)")
+    return 0
+
+
+# ---------------------------------------------------------------- history
+def cmd_history(args: argparse.Namespace) -> int:
+    from ddtree_bayes import living, paths
+
+    models = paths.models_dir()
+    fits = living.list_fits(models)
+    if args.format == "json":
+        _json({"models": str(models), "rows": fits})
+        return 0
+    if not fits:
+        print(f"no fits in {models / 'fits'} (run `{PROG} fit`)")
+        return 0
+    body = []
+    for f in fits:
+        if not f["readable"]:
+            body.append([f["fit_id"], "-", "-", "-", "-", "-", f"UNREADABLE: {f['error']}"])
+            continue
+        notes = []
+        if f["latest"]:
+            notes.append("latest")
+        up = f.get("update")
+        if up:
+            notes.append(f"update of {up.get('previous_fit')}: +{len(up.get('added_rows', []))}"
+                         f"/-{up.get('removed_rows', 0)} rows"
+                         + (f", {len(up['surprises'])} surprise(s)" if up.get("surprises") else ""))
+        if not f["converged"] and f.get("failures"):
+            notes.append("; ".join(f["failures"]))
+        total = f.get("total_s")
+        body.append([f["fit_id"], (f["created_utc"] or "-").replace("+00:00", "Z"),
+                     (f["data_sha256"] or "-")[:12], str(f["rows"]),
+                     "yes" if f["converged"] else "NO",
+                     "-" if total is None else f"{total:.1f} s", ", ".join(notes)])
+    print(_table(["fit id", "created (UTC)", "data sha256", "rows", "converged", "fit time",
+                  "notes"], body, left=3, text_last=True))
+    return 0
+
+
+# ---------------------------------------------------------------- diff
+def _resolve_id(models: Path, fit_id: str) -> Path:
+    from ddtree_bayes import store
+
+    return store.resolve(models, None if fit_id == "latest" else fit_id)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from ddtree_bayes import living, paths, store
+
+    models = paths.models_dir()
+    a = store.load_draws(_resolve_id(models, args.fit_a))
+    b = store.load_draws(_resolve_id(models, args.fit_b))
+    ida, idb = a.meta["fit_id"], b.meta["fit_id"]
+    added, removed = living.changed_rows(living.stored_rows(a), living.stored_rows(b))
+    params = living.parameter_table(a, b, include_auxiliary=args.all)
+    changes = living.compare_queries(a, b, living.load_tracked(models), args.seed)
+    if args.format == "json":
+        _json({"fit_a": ida, "fit_b": idb, "added_rows": [r.__dict__ for r in added],
+               "removed_rows": [r.__dict__ for r in removed], "parameters": params,
+               "tracked": changes, "seed": args.seed})
+        return 0
+    print(f"{PROG} diff: fit {ida} ({a.meta['data']['rows']} measurements) -> fit {idb} "
+          f"({b.meta['data']['rows']} measurements)")
+    if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
+        print("priors differ between the two fits")
+    for r in added:
+        print(f"  + row {r.row}: {living.describe_row(r)}")
+    for r in removed:
+        print(f"  - row {r.row}: {living.describe_row(r)}")
+    if not added and not removed:
+        print("  same measurements")
+
+    def iv(x: dict | None) -> tuple[str, str]:
+        if x is None:
+            return "-", "-"
+        return f"{x['median']:.3g}", f"{x['lo90']:.3g} to {x['hi90']:.3g}"
+
+    body = []
+    for p in params:
+        ma, ia = iv(p["a"])
+        mb, ib = iv(p["b"])
+        mc = p.get("median_change")
+        wc = p.get("width_change")
+        body.append([p["parameter"], ma, ia, mb, ib,
+                     "-" if mc is None else f"{mc * 100:+.0f}%",
+                     "-" if wc is None else f"{wc * 100:+.0f}%"])
+    print("\nposterior median and 90% interval per parameter, A -> B"
+          + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
+    print(_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
+                  "90% width change"], body, left=1))
+    print(f"\ntracked queries, fit {ida} -> {idb} (posterior predictive, seed {args.seed}):")
+    for c in changes:
+        print(f"  {living.format_change(c)}")
+    return 0
+
+
+# ---------------------------------------------------------------- track
+def cmd_track(args: argparse.Namespace) -> int:
+    from ddtree_bayes import api, living, paths
+    from ddtree_bayes.errors import ArtifactError, QueryError
+
+    models = paths.models_dir()
+    query_flags = {k: getattr(args, k) for k in living.QUERY_KEYS}
+    action = args.action or "add"
+    if action != "add" and (any(v is not None for v in query_flags.values()) or args.name):
+        raise InputError(f"`track {action}` takes no query flags",
+                         fix=f"`{PROG} track --accept 14 ...` saves a query")
+    if action == "list":
+        tracked = living.load_tracked(models)
+        if args.format == "json":
+            _json({"file": str(living.tracked_path(models)),
+                   "rows": [t.__dict__ for t in tracked]})
+            return 0
+        body = [[t.name, " ".join(f"--{k.replace('_', '-')} {v}" for k, v in t.query.items()
+                                  if v is not None) + (" (default scenario, sglang and native)"
+                                                       if t.builtin else ""),
+                 "built in" if t.builtin else (t.added_utc or "-")] for t in tracked]
+        print(_table(["name", "query", "added (UTC)"], body, text_last=True))
+        return 0
+    if action == "remove":
+        if not args.target:
+            raise InputError("which query? `track remove NAME`", fix=f"see `{PROG} track list`")
+        gone = living.track_remove(models, args.target)
+        print(f"no longer tracking {gone.name}")
+        return 0
+    if args.target:
+        raise InputError(f"unexpected argument {args.target!r}",
+                         fix="give the query with flags, e.g. `track --hardware b300 --accept 14`;"
+                             " name it with --name")
+    if query_flags["hardware"] is not None and query_flags["hardware"] not in _hardware_table(None):
+        raise QueryError(f"unknown hardware {query_flags['hardware']!r}",
+                         fix="use a name from data/hardware.csv")
+    entry = living.track_add(models, query_flags, args.name)
+    print(f"tracking {entry.name}: " + " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
+    try:
+        draws = api.load()
+        for r in living.query_rows(draws, entry.query, DEFAULT_SEED):
+            print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
+                  f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
+    except ArtifactError:
+        print("  (no fit yet: `ddtree-bayes update` and `diff` will show it)")
+    except QueryError as err:
+        print(f"  the latest fit cannot answer it yet ({living.without_fix(err)}); `update` "
+              "and `diff` show it once a fit can")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+def _query_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hardware", help="GPU name from data/hardware.csv")
+    p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
+    p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
+    p.add_argument("--method", help="ar, ddtree, eagle3, ...")
+    p.add_argument("--block", type=int, help="drafter block size / chain length")
+    p.add_argument("--budget", type=int, help="tree node budget")
+    p.add_argument("--verify-tokens", type=int, help="tokens verified per step")
+    p.add_argument("--context", help="context length in tokens, e.g. 32k")
+    p.add_argument("--accept", help="acceptance: 14 | 12,14 | 12:16 (default: the prior)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
+    a = sub.add_parser(
+        "add", help="append a validated measurement to data/measurements.csv",
+        description="Append one measurement (flags) or many (--from FILE.csv, same columns as "
+                    "data/measurements.csv) to the measurement file, validated exactly as "
+                    "`fit` validates it. All or nothing: one bad row in --from rejects the "
+                    "whole file, every problem listed with its file, row and column (exit 2). "
+                    "A row identical to an existing one is refused; --allow-duplicate "
+                    "appends a true repeat with 'repeat of row N' added to its notes (the file "
+                    "may not hold two identical rows). The file stays plain CSV: edit it by "
+                    "hand if you like, `fit`/`update` validate it. Safe to run in parallel: a "
+                    "lock (.measurements.csv.lock) is held across read-validate-write and the "
+                    "file is replaced atomically.",
+        epilog="Example: ddtree-bayes add --hardware b300 --engine sglang --method ddtree "
+               "--block 16 --budget 32 --accept 13.1 --tok-s 612 --source \"my run 2026-12-01\"")
+    a.add_argument("--hardware", help="GPU name from data/hardware.csv (required)")
+    a.add_argument("--gpus", help="GPU count (default: the count already measured for that "
+                                  "hardware in the file; an error if none or several)")
+    a.add_argument("--engine", help="engine, e.g. sglang (required)")
+    a.add_argument("--method", help="ar, ddtree, eagle3, ... (required)")
+    a.add_argument("--block", help="drafter block size / chain length")
+    a.add_argument("--budget", help="tree node budget")
+    a.add_argument("--verify-tokens", help="tokens verified per step (default: derived: ar 1, "
+                                           "tree budget+1, chain block+1)")
+    a.add_argument("--accept", help="accepted tokens per step incl. the bonus token, i.e. the "
+                                    "accept_len column (required; 1 for ar)")
+    a.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k "
+                                     "(default: blank, short context)")
+    a.add_argument("--tok-s", help="measured decode throughput at concurrency 1 (required)")
+    a.add_argument("--source", help="where the number comes from (required)")
+    a.add_argument("--notes", help="free text, e.g. driver or engine version")
+    a.add_argument("--model", help="target model (default: the file's model)")
+    a.add_argument("--from", dest="from_file", metavar="FILE.csv",
+                   help="append every row of this CSV (header as in data/measurements.csv)")
+    a.add_argument("--allow-duplicate", action="store_true",
+                   help="append a row identical to an existing one as a true repeat; its notes "
+                        "get 'repeat of row N' so the file stays valid")
+    a.add_argument("--data", help="measurement file (default: ./data/measurements.csv)")
+    a.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
+    a.add_argument("--format", choices=("table", "json"), default="table")
+    a.set_defaults(func=cmd_add)
+
+    u = sub.add_parser(
+        "update", help="score new measurements, refit on all data, show what changed",
+        description="1) Score every measurement added since the latest fit (rows of the data "
+                    "file not in the data stored in that fit) against its posterior "
+                    "predictive: percentile, and a SURPRISE flag outside the 1st-99th "
+                    "percentile (a possible regime change: new driver, kernel or engine "
+                    "version). A configuration the fit cannot predict (e.g. a new system) is "
+                    "reported as such. 2) Refit on all data, exactly (NUTS; same sampler "
+                    "settings and seed as the latest fit unless given), and report the time. "
+                    "3) Print each tracked query's 90% interval before -> after (the default "
+                    "scenario at accept 14, plus `ddtree-bayes track` queries). Nothing to do "
+                    "when data, priors and hardware table are unchanged since the latest fit.",
+        epilog="Exit codes: 0 ok, 2 bad input (invalid data file, or a surprise with "
+               "--reject-surprises: nothing refitted), 3 no fit to update (run `fit` first), "
+               "5 the refit failed its convergence gates.")
+    u.add_argument("--reject-surprises", action="store_true",
+                   help="stop with exit 2 (nothing refitted) if any new measurement is a surprise")
+    u.add_argument("--force", action="store_true", help="refit even when nothing changed")
+    u.add_argument("--data", help="measurement CSV (default: data/measurements.csv)")
+    u.add_argument("--priors", help="priors TOML (default: models/priors.toml)")
+    u.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
+    u.add_argument("--seed", type=int, help="seed for scoring, refit and queries (default: the "
+                                            "latest fit's)")
+    u.add_argument("--chains", type=int, help="NUTS chains (default: the latest fit's)")
+    u.add_argument("--draws", type=int, help="draws per chain (default: the latest fit's)")
+    u.add_argument("--tune", type=int, help="tuning steps per chain (default: the latest fit's)")
+    u.add_argument("--backend", choices=("nutpie", "pymc"),
+                   help="NUTS implementation (default: the latest fit's)")
+    u.add_argument("--format", choices=("table", "json"), default="table")
+    u.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    u.set_defaults(func=cmd_update)
+
+    h = sub.add_parser("history", help="list saved fits (id, time, data hash, rows, converged)",
+                       description="Every fit in models/fits/, oldest first, from the metadata "
+                                   "stored in each file.")
+    h.add_argument("--format", choices=("table", "json"), default="table")
+    h.set_defaults(func=cmd_history)
+
+    d = sub.add_parser("diff", help="parameter and tracked-query changes between two fits",
+                       description="Measurements added/removed, posterior median and 90% "
+                                   "interval of every scalar parameter, and each tracked query's "
+                                   "90% interval, from fit A to fit B ('latest' names the "
+                                   "latest fit; ids are listed by `ddtree-bayes history`).")
+    d.add_argument("fit_a", metavar="ID1")
+    d.add_argument("fit_b", metavar="ID2")
+    d.add_argument("--all", action="store_true", help="include the non-centred *_z auxiliaries")
+    d.add_argument("--seed", type=int, default=DEFAULT_SEED,
+                   help="seed for the tracked queries (default: %(default)s)")
+    d.add_argument("--format", choices=("table", "json"), default="table")
+    d.set_defaults(func=cmd_diff)
+
+    t = sub.add_parser("track", help="save a predict query whose interval update/diff report",
+                       description="`track [add] FLAGS` saves a predict-style query in "
+                                   "models/tracked.json (same flags as predict); `track list` "
+                                   "lists them; `track remove NAME` removes one. The default "
+                                   "scenario at accept 14 is always tracked.")
+    t.add_argument("action", nargs="?", choices=("add", "list", "remove"),
+                   help="add (default), list or remove")
+    t.add_argument("target", nargs="?", metavar="NAME", help="the query to remove")
+    t.add_argument("--name", help="name of the new query (default: made from its flags)")
+    _query_flags(t)
+    t.add_argument("--format", choices=("table", "json"), default="table")
+    t.set_defaults(func=cmd_track)

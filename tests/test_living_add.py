@@ -1,0 +1,254 @@
+"""`ddtree-bayes add`: validated, all-or-nothing appends to a plain CSV (no fits needed)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import stat
+
+import pytest
+
+from ddtree_bayes import cli, living
+from ddtree_bayes.data import COLUMNS, load_hardware, load_measurements
+from ddtree_bayes.paths import bundled
+
+ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
+       "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
+       "HYPOTHETICAL test row"]
+
+
+@pytest.fixture
+def work(tmp_path, monkeypatch):
+    """A working directory with a writable copy of the bundled data (the bundled files are
+    read-only, and so are their copies until made writable)."""
+    (tmp_path / "data").mkdir()
+    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
+        shutil.copy(bundled(name), tmp_path / "data" / name)
+    csv_path = tmp_path / "data" / "measurements.csv"
+    csv_path.chmod(0o644)
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def run(capsys, *argv):
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def load(work):
+    hw = load_hardware(work / "data" / "hardware.csv")
+    return load_measurements(work / "data" / "measurements.csv", hw)
+
+
+def test_add_appends_one_validated_row_with_defaults_filled(work, capsys):
+    before = (work / "data" / "measurements.csv").read_text()
+    code, out, err = run(capsys, "add", *ROW)
+    assert code == 0, err
+    after = (work / "data" / "measurements.csv").read_text()
+    assert after.startswith(before)  # the existing rows are untouched, byte for byte
+    # model from the file, GPU count measured for b300 (8), verify tokens derived (33)
+    assert after[len(before):] == ("kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,"
+                                   "HYPOTHETICAL test row,\n")
+    data = load(work)
+    new = data.rows[-1]
+    assert (len(data.rows), new.row, new.gpus, new.verify_tokens) == (10, 11, 8, 33)
+    assert new.step_ms == pytest.approx(13.1 / 612 * 1000)
+    assert "row 11: b300 x8 sglang ddtree b16/B32 M=33 accept 13.1: 612 tok/s, step 21.4 ms" in out
+    # the file keeps its permissions and no temp file is left behind
+    assert stat.S_IMODE((work / "data" / "measurements.csv").stat().st_mode) == 0o644
+    assert not list((work / "data").glob("*.tmp"))
+
+
+def test_add_json_and_context_suffix(work, capsys):
+    code, out, _ = run(capsys, "add", "--hardware", "rtx-pro-6000", "--engine", "vllm",
+                       "--method", "ar", "--accept", "1", "--context", "32k", "--tok-s", "80.1",
+                       "--source", "test", "--notes", "driver 580", "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    (row,) = payload["rows"]
+    assert payload["total_rows"] == 10
+    assert (row["row"], row["context_tokens"], row["verify_tokens"], row["gpus"]) == (11, 32768.0,
+                                                                                      1, 8)
+    assert row["notes"] == "driver 580" and row["repeat_of"] is None
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["--tok-s", "-3"], "row 11, column 'tok_s': tok_s must be > 0, got -3"),
+    (["--tok-s", "fast"], "row 11, column 'tok_s': not a number: 'fast'"),
+    (["--accept", "40"], "row 11, column 'accept_len': accept_len 40 exceeds verify_tokens 33"),
+    (["--hardware", "h200"], "column 'gpus': no h200 row in"),
+    (["--hardware", "a100"], "column 'hardware': unknown hardware 'a100'"),
+    (["--engine", "SGLang"], "column 'engine': 'SGLang' is not a lowercase name"),
+    (["--model", "kimi-k2.5"], "column 'model': model 'kimi-k2.5', but"),
+])
+def test_add_rejects_a_bad_row_with_one_line_and_writes_nothing(work, capsys, argv, expected):
+    before = (work / "data" / "measurements.csv").read_bytes()
+    args = list(ROW)
+    for flag, value in zip(argv[::2], argv[1::2], strict=True):
+        if flag in args:
+            args[args.index(flag) + 1] = value
+        else:
+            args += [flag, value]
+    code, out, err = run(capsys, "add", *args)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and expected in err, err
+    assert "data/measurements.csv (new row)" in err
+    assert (work / "data" / "measurements.csv").read_bytes() == before
+
+
+def test_add_needs_the_required_flags(work, capsys):
+    code, _, err = run(capsys, "add", "--hardware", "b300", "--tok-s", "600")
+    assert code == 2
+    assert "missing --engine, --method, --accept, --source" in err
+
+
+def test_gpus_default_is_refused_when_ambiguous(work, capsys):
+    code, _, _ = run(capsys, "add", *ROW[:-2], "--source", "four GPUs", "--gpus", "4")
+    assert code == 0
+    code, _, err = run(capsys, "add", *ROW[:-2], "--source", "which?", "--tok-s", "600")
+    assert code == 2 and "b300 was measured with 4, 8 GPUs" in err and "--gpus" in err
+
+
+def test_identical_row_is_refused_and_allow_duplicate_marks_a_true_repeat(work, capsys):
+    assert run(capsys, "add", *ROW)[0] == 0
+    # 612.0 is the same number: still identical
+    args = [v if v != "612" else "612.0" for v in ROW]
+    code, _, err = run(capsys, "add", *args)
+    assert code == 2 and "identical to row 11" in err and "--allow-duplicate" in err
+    code, out, _ = run(capsys, "add", *ROW, "--allow-duplicate")
+    assert code == 0 and "(repeat of row 11)" in out
+    code, out, _ = run(capsys, "add", *ROW, "--allow-duplicate")
+    assert code == 0
+    data = load(work)  # the loader, which refuses identical rows, accepts the file
+    assert [r.notes for r in data.rows[-3:]] == ["", "repeat of row 11", "repeat 2 of row 11"]
+    assert {r.tok_s for r in data.rows[-3:]} == {612.0}
+
+
+def test_repeat_keeps_existing_notes(work, capsys):
+    assert run(capsys, "add", *ROW, "--notes", "run A")[0] == 0
+    assert run(capsys, "add", *ROW, "--notes", "run A", "--allow-duplicate")[0] == 0
+    assert load(work).rows[-1].notes == "run A; repeat of row 11"
+
+
+def test_read_only_data_file_is_refused(work, capsys):
+    path = work / "data" / "measurements.csv"
+    path.chmod(0o444)
+    code, _, err = run(capsys, "add", *ROW)
+    assert code == 2 and "read-only" in err and "chmod u+w" in err
+    assert path.read_bytes() == bundled("measurements.csv").read_bytes()
+
+
+def test_add_never_writes_the_bundled_copy(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # no data/ here: the CLI would read the bundled copy
+    code, _, err = run(capsys, "add", *ROW)
+    assert code == 2 and "data/measurements.csv: file not found" in err
+    assert "--data FILE" in err
+
+
+def test_invalid_hand_edit_blocks_the_append(work, capsys):
+    path = work / "data" / "measurements.csv"
+    path.write_text(path.read_text() + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,-5,hand edit,\n")
+    before = path.read_bytes()
+    code, _, err = run(capsys, "add", *ROW)
+    assert code == 2 and "row 11, column 'tok_s'" in err and "(new row)" not in err
+    assert path.read_bytes() == before
+
+
+def test_crlf_bom_and_missing_final_newline_are_kept(work, capsys):
+    path = work / "data" / "measurements.csv"
+    text = "\ufeff" + path.read_text().rstrip("\n").replace("\n", "\r\n")
+    path.write_bytes(text.encode())
+    assert run(capsys, "add", *ROW)[0] == 0
+    raw = path.read_bytes().decode()
+    assert raw.startswith("\ufeffmodel,") and raw.endswith(",HYPOTHETICAL test row,\r\n")
+    assert "\n" not in raw.replace("\r\n", "")
+    assert load(work).rows[-1].row == 11
+
+
+def test_from_file_appends_every_row(work, capsys, tmp_path):
+    src = tmp_path / "new.csv"
+    src.write_text(",".join(COLUMNS) + "\n"
+                   "kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,612,run 1,\n"
+                   "\n"
+                   "kimi-k2.6,b300,8,sglang,ddtree,16,32,,14.2,,655,run 2,\"note, with comma\"\n")
+    code, out, err = run(capsys, "add", "--from", str(src))
+    assert code == 0, err
+    assert "appended 2 rows" in out
+    data = load(work)
+    assert [(r.row, r.accept_len, r.tok_s, r.verify_tokens) for r in data.rows[-2:]] == [
+        (11, 13.1, 612.0, 33), (12, 14.2, 655.0, 33)]
+    assert data.rows[-1].notes == "note, with comma"
+    # a --from row keeps the text as written: verify_tokens stays blank
+    assert "kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,612,run 1,\n" in (
+        work / "data" / "measurements.csv").read_text()
+
+
+def test_from_file_with_bad_rows_lists_every_error_and_appends_none(work, capsys, tmp_path):
+    path = work / "data" / "measurements.csv"
+    before = path.read_bytes()
+    src = tmp_path / "batch.csv"
+    src.write_text(",".join(COLUMNS) + "\n"
+                   "kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,612,ok row,\n"
+                   "kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,-1,bad tok_s,\n"
+                   "kimi-k2.6,b300,8,sglang,ddtree,16,32,,99,,600,bad accept,\n"
+                   "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,B300 measurement recorded in the "
+                   "original B300 notes (seed),\"C=1 autoregressive; GPU count not stated in the "
+                   "source, an 8-GPU node is assumed\"\n")
+    code, out, err = run(capsys, "add", "--from", str(src))
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert lines[0] == f"ddtree-bayes: error: {src}: 3 problems, nothing appended:"
+    assert f"{src}, row 3, column 'tok_s': tok_s must be > 0" in lines[1]
+    assert f"{src}, row 4, column 'accept_len': accept_len 99 exceeds verify_tokens 33" in lines[2]
+    assert f"{src}, row 5: identical to row 2 of data/measurements.csv" in lines[3]
+    assert path.read_bytes() == before
+
+
+def test_from_file_structural_errors(work, capsys, tmp_path):
+    src = tmp_path / "short.csv"
+    src.write_text("model,hardware,tok_s\nkimi-k2.6,b300,600\n")
+    code, _, err = run(capsys, "add", "--from", str(src))
+    assert code == 2 and "row 1, column 'gpus': missing columns gpus, engine" in err
+    src.write_text(",".join(COLUMNS) + ",driver\n"
+                   + "kimi-k2.6,b300,8,sglang,ar,,,1,1,,130,x,,580\n"
+                   + "kimi-k2.6,b300,8,sglang,ar,,,1,1,,131,x\n")
+    code, _, err = run(capsys, "add", "--from", str(src))
+    assert code == 2 and "row 3: 12 fields, header has 14" in err
+    src.write_text(",".join(COLUMNS) + ",driver\n" + "kimi-k2.6,b300,8,sglang,ar,,,1,1,,130,x,,580\n")
+    code, _, err = run(capsys, "add", "--from", str(src))
+    assert code == 2 and "column 'driver'" in err and "would be lost" in err
+    code, _, err = run(capsys, "add", "--from", str(src), "--tok-s", "5")
+    assert code == 2 and "--from cannot be combined with --tok-s" in err
+
+
+def test_data_flag_appends_to_another_file(work, capsys, tmp_path):
+    other = tmp_path / "other.csv"
+    other.write_text(",".join(COLUMNS) + "\nkimi-k2.5,b300,4,sglang,ar,,,1,1,,120,x,\n")
+    code, out, err = run(capsys, "add", *ROW, "--data", str(other))
+    assert code == 0, err
+    rows = load_measurements(other, load_hardware(bundled("hardware.csv"))).rows
+    assert [(r.model, r.gpus) for r in rows] == [("kimi-k2.5", 4), ("kimi-k2.5", 4)]
+
+
+def test_stale_temp_files_of_killed_writers_are_removed(work, capsys):
+    stale = work / "data" / ".measurements.csv.abc123.tmp"
+    stale.write_text("half a file")
+    assert run(capsys, "add", *ROW)[0] == 0
+    assert not stale.exists()
+
+
+def test_append_rows_library_call_is_all_or_nothing(work):
+    hw = load_hardware(work / "data" / "hardware.csv")
+    good = {"hardware": "b300", "engine": "sglang", "method": "ar", "accept_len": "1",
+            "tok_s": "130", "source": "lib", "model": None, "gpus": None}
+    bad = {**good, "tok_s": "0"}
+    path = work / "data" / "measurements.csv"
+    before = path.read_bytes()
+    with pytest.raises(living.RowErrors) as info:
+        living.append_rows(path, hw, [living.NewRow("batch", 2, good),
+                                      living.NewRow("batch", 3, bad)], what="batch")
+    assert len(info.value.errors) == 1 and info.value.exit_code == 2
+    assert path.read_bytes() == before
+    result = living.append_rows(path, hw, [living.NewRow("batch", 2, good)])
+    assert [r.tok_s for r in result.rows] == [130.0] and result.total_rows == 10

@@ -1,0 +1,334 @@
+"""`update`, `history`, `diff` and `track` on real fits: the session fit of the bundled data
+plus one refit after a HYPOTHETICAL measurement (a temp copy; the repo's data/ is never
+touched). Numbers printed by the CLI are checked against values recomputed from the saved
+artifacts."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes import cli, living, store
+from ddtree_bayes import predictive as P
+from ddtree_bayes.data import Measurement, parse_row
+from ddtree_bayes.paths import bundled
+from ddtree_bayes.testing import point_mass_draws
+
+NEW_ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
+           "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
+           "HYPOTHETICAL test measurement"]
+EAGLE = ["--hardware", "rtx-pro-6000", "--engine", "vllm", "--method", "eagle3", "--block", "3",
+         "--context", "32k", "--accept", "1.95"]
+
+
+def call(workdir: Path, *argv: str) -> tuple[int, str, str]:
+    """cli.main in ``workdir`` with stdout/stderr captured (usable in module fixtures)."""
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            code = cli.main(list(argv))
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+def copy_work(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    (dst / "data" / "measurements.csv").chmod(0o644)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def updated(fitted_workdir, tmp_path_factory):
+    """Track two queries, add one hypothetical row, run `update` once (one real refit)."""
+    work0, first = fitted_workdir
+    work = copy_work(work0, tmp_path_factory.mktemp("living") / "w")
+    assert call(work, "track", *EAGLE)[0] == 0
+    assert call(work, "track", "--hardware", "h200", "--engine", "sglang", "--method", "ar",
+                "--accept", "1", "--name", "h200-ar")[0] == 0
+    assert call(work, "add", *NEW_ROW)[0] == 0
+    code, out, err = call(work, "update", "--quiet")
+    assert code == 0, err
+    return work, first, out
+
+
+def test_update_scores_the_new_row_against_the_previous_posterior(updated):
+    work, first, out = updated
+    before = store.load_draws(first.path)
+    # independent check of the printed percentile: Monte Carlo over the predictive
+    rng = np.random.default_rng(0)
+    sc = P.resolve_scenario(before, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=None)
+    step, _ = P.step_draws(before, sc, rng)
+    sims = 13.1 * 1000 / step * np.exp(before.variables["noise_sd"]
+                                       * rng.standard_normal((50, step.size)))
+    mc = float(np.mean(sims < 612))
+    (score,) = living.score_rows(before, [m for m in P.stored_measurements(
+        store.load_draws(store.resolve(work / "models"))).rows if m.row == 11], seed=20261130)
+    assert score["status"] == "ok" and abs(score["percentile"] - mc) < 0.01
+    assert 0.2 < score["percentile"] < 0.6  # 612 sits just below the predictive median
+    line = next(x for x in out.splitlines() if x.startswith("row 11"))
+    cells = line.split()
+    assert cells[2:13] == ["b300", "x8", "sglang", "ddtree", "b16/B32", "M=33", "accept",
+                           "13.1", "612", f"{score['median']:.0f}",
+                           f"{score['lo50']:.0f}-{score['hi50']:.0f}"]
+    assert f"{score['percentile'] * 100:.1f}%" in line and line.endswith("ok")
+    assert "1 new measurement, scored against fit " + first.fit_id in out
+
+
+def test_update_refits_exactly_and_records_its_parent(updated):
+    work, first, out = updated
+    after = store.load_draws(store.resolve(work / "models"))
+    meta = after.meta
+    assert meta["fit_id"] != first.fit_id and meta["converged"] is True
+    assert meta["data"]["rows"] == 10 and meta["sampler"]["draws"] == 1000
+    assert meta["seed"] == 20261130  # the previous fit's seed by default
+    assert meta["update"] == {"previous_fit": first.fit_id, "added_rows": [11],
+                              "removed_rows": 0, "surprises": [], "other_changes": []}
+    assert after.data_csv == (work / "data" / "measurements.csv").read_text()
+    m = re.search(r"fit (\S+): converged; refit took ([0-9.]+) s \(compile ([0-9.]+) s, "
+                  r"sampling ([0-9.]+) s\)", out)
+    assert m and m.group(1) == meta["fit_id"]
+    assert float(m.group(2)) >= float(m.group(3)) + float(m.group(4)) > 0
+
+
+def test_update_prints_tracked_query_changes(updated):
+    work, first, out = updated
+    before = store.load_draws(first.path)
+    after = store.load_draws(store.resolve(work / "models"))
+    changes = living.compare_queries(before, after, living.load_tracked(work / "models"),
+                                     seed=20261130, workdir=work)
+    lines = [x.strip() for x in out.splitlines()
+             if (x.startswith("  ") and ": 90% " in x) or "not predictable" in x]
+    assert lines == [living.format_change(c) for c in changes]
+    default_sglang = next(c for c in changes if c["name"] == "default"
+                          and " sglang " in c["label"])
+    assert default_sglang["label"] == "b300 x8 sglang ddtree b16/B32 accept 14"
+    b, a = default_sglang["before"], default_sglang["after"]
+    # a budget-32 measurement narrows the budget-32 prediction a lot
+    assert (a["hi90"] - a["lo90"]) < 0.6 * (b["hi90"] - b["lo90"])
+    assert a["lo90"] < 612 / 13.1 * 14 < a["hi90"]
+    assert re.search(r"default: b300 x8 sglang ddtree b16/B32 accept 14: 90% \d+-\d+ -> "
+                     r"\d+-\d+ tok/s \(median \d+ -> \d+, width -\d+%\)", out)
+    eagle = next(c for c in changes if c["name"].startswith("rtx-pro-6000"))
+    assert eagle["before"] and eagle["after"]
+    assert "h200-ar: h200-sglang-ar-a1: not predictable (hardware 'h200' has no measurements" \
+        in out
+
+
+def test_update_with_nothing_new_does_not_refit(updated):
+    work, _, _ = updated
+    n = len(store.fit_files(work / "models"))
+    code, out, _ = call(work, "update", "--quiet")
+    assert code == 0 and "is up to date" in out and "nothing to refit" in out
+    code, out, _ = call(work, "update", "--quiet", "--format", "json")
+    assert code == 0 and json.loads(out)["refit"] is None
+    assert len(store.fit_files(work / "models")) == n
+
+
+def test_history_lists_both_fits(updated):
+    work, first, _ = updated
+    code, out, _ = call(work, "history", "--format", "json")
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert [r["rows"] for r in rows] == [9, 10]
+    assert rows[0]["fit_id"] == first.fit_id and rows[0]["latest"] is False
+    assert rows[1]["latest"] is True and rows[1]["converged"] is True
+    assert rows[1]["update"]["previous_fit"] == first.fit_id
+    assert rows[0]["data_sha256"] != rows[1]["data_sha256"]
+    code, out, _ = call(work, "history")
+    lines = out.splitlines()
+    assert lines[0].split()[:4] == ["fit", "id", "created", "(UTC)"]
+    assert lines[2].startswith(first.fit_id) and " 9 " in lines[2] and "yes" in lines[2]
+    assert lines[3].startswith(rows[1]["fit_id"]) and lines[3].endswith(
+        f"latest, update of {first.fit_id}: +1/-0 rows")
+
+
+def test_history_shows_an_unreadable_fit_instead_of_failing(updated, tmp_path):
+    work = copy_work(updated[0], tmp_path / "w")
+    (work / "models" / "fits" / "19990101T000000Z-broken.nc").write_bytes(b"not netcdf")
+    code, out, _ = call(work, "history")
+    assert code == 0 and "19990101T000000Z-broken" in out and "UNREADABLE" in out
+
+
+def test_diff_parameters_and_tracked_queries(updated):
+    work, first, _ = updated
+    second = store.resolve(work / "models").stem
+    code, out, err = call(work, "diff", first.fit_id, "latest", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert (payload["fit_a"], payload["fit_b"]) == (first.fit_id, second)
+    assert [r["row"] for r in payload["added_rows"]] == [11] and payload["removed_rows"] == []
+    params = {p["parameter"]: p for p in payload["parameters"]}
+    assert not any(name.endswith("_z") or "_z[" in name for name in params)
+    b = store.load_draws(store.resolve(work / "models"))
+    q = np.quantile(b.variables["overhead_frac"][:, 0], [0.05, 0.5, 0.95])
+    p = params["overhead_frac[b300x8/sglang/ddtree]"]
+    assert (p["b"]["lo90"], p["b"]["median"], p["b"]["hi90"]) == pytest.approx(tuple(q))
+    assert p["width_change"] < 0  # the new DDTree row pins the B300 overhead down
+    assert params["step_ar_ms[b300x8]"]["a"]["median"] == pytest.approx(7.5, abs=0.3)
+    code, out, _ = call(work, "diff", first.fit_id, second)
+    assert code == 0
+    assert "  + row 11: b300 x8 sglang ddtree b16/B32 M=33 accept 13.1: 612 tok/s" in out
+    assert re.search(r"overhead_frac\[b300x8/sglang/ddtree\]\s+\S+\s+\S+ to \S+\s+\S+\s+\S+ to "
+                     r"\S+\s+[-+]\d+%\s+-\d+%", out)
+    assert "default: b300 x8 native ddtree b16/B32 accept 14: 90% " in out
+    code, out, _ = call(work, "diff", first.fit_id, second, "--all", "--format", "json")
+    assert any(p["parameter"].startswith("moe_z[") for p in json.loads(out)["parameters"])
+    code, _, err = call(work, "diff", first.fit_id, "nope")
+    assert code == 3 and "no fit 'nope'" in err
+
+
+def test_reject_surprises_stops_before_refitting(updated, tmp_path):
+    work = copy_work(updated[0], tmp_path / "w")
+    latest = (work / "models" / "latest.json").read_text()
+    n = len(store.fit_files(work / "models"))
+    assert call(work, "add", *[("900" if v == "612" else v) for v in NEW_ROW])[0] == 0
+    assert call(work, "add", "--hardware", "h200", "--gpus", "8", "--engine", "sglang",
+                "--method", "ar", "--accept", "1", "--tok-s", "95", "--source", "HYPOTHETICAL")[0] == 0
+    code, out, err = call(work, "update", "--reject-surprises")
+    assert code == 2
+    assert "--reject-surprises: row 12 (>99.9%) outside the 1st-99th percentile" in err
+    assert "nothing refitted" in err and err.count("\n") == 1
+    assert re.search(r"row 12 .* 900 .* >99\.9%\s+SURPRISE \(above the 99th percentile\)", out)
+    assert re.search(r"row 13 .* 95 .* cannot score", out)
+    assert "row 13: fit " in out and "cannot predict it (h200 x8 has no measurements" in out
+    assert "possible regime change" in out
+    assert (work / "models" / "latest.json").read_text() == latest
+    assert len(store.fit_files(work / "models")) == n
+    code, out, _ = call(work, "update", "--reject-surprises", "--format", "json")
+    payload = json.loads(out)
+    assert code == 2 and payload["rejected"] is True and payload["surprises"] == 1
+    assert [s["status"] for s in payload["new_rows"]] == ["surprise", "unpredictable"]
+    assert payload["new_rows"][0]["percentile"] > 0.999
+
+
+def test_update_validates_hand_edits_and_needs_a_fit(updated, tmp_path):
+    work = copy_work(updated[0], tmp_path / "w")
+    path = work / "data" / "measurements.csv"
+    path.write_text(path.read_text() + "kimi-k2.6,b300,8,sglang,ar,,,1,2,,140,hand edit,\n")
+    code, out, err = call(work, "update")
+    assert code == 2 and out == ""
+    assert "row 12, column 'accept_len': autoregressive rows emit 1 token per step" in err
+    shutil.rmtree(work / "models" / "fits")
+    (work / "models" / "latest.json").unlink()
+    code, _, err = call(work, "update")
+    assert code == 3 and "run `ddtree-bayes fit` first" in err
+
+
+def test_score_rows_percentile_is_exact_on_a_point_mass():
+    """Point mass: B300 DDTree budget 32 at accept 12 predicts 600 tok/s; with noise_sd 0.1
+    a measurement at 600 * exp(0.1 z) sits at the Phi(z) percentile exactly."""
+    draws = point_mass_draws(noise_sd=0.1)
+    hw = {"b300": {}, "rtx-pro-6000": {}}
+    rows = []
+    for i, z in enumerate((-2.5, 0.0, 1.0, 2.5)):
+        values = {"model": "kimi-k2.6", "hardware": "b300", "gpus": "8", "engine": "sglang",
+                  "method": "ddtree", "block": "16", "budget": "32", "verify_tokens": "",
+                  "accept_len": "12", "context_tokens": "", "tok_s": str(600 * math.exp(0.1 * z)),
+                  "source": "t", "notes": ""}
+        rows.append(parse_row("t", i + 2, values, hw))
+    rows.append(parse_row("t", 9, {**values, "hardware": "rtx-pro-6000", "engine": "vllm",
+                                   "method": "ar", "block": "", "budget": "",
+                                   "accept_len": "1"}, hw))
+    scores = living.score_rows(draws, rows, seed=1)
+    phi = [0.5 * math.erfc(-z / math.sqrt(2)) for z in (-2.5, 0.0, 1.0, 2.5)]
+    assert [s["percentile"] for s in scores[:4]] == pytest.approx(phi, abs=1e-9)
+    assert [s["status"] for s in scores] == ["surprise", "ok", "ok", "surprise",
+                                            "unpredictable"]
+    assert scores[1]["median"] == pytest.approx(600, rel=0.02)
+    assert "rtx-pro-6000 x8 has no measurements" in scores[4]["reason"]
+    assert "fix:" not in scores[4]["reason"]
+    assert living.format_percentile(phi[0]) == "0.6%" and living.format_percentile(1e-9) == "<0.1%"
+
+
+def _m(row: int, tok_s: float, notes: str = "") -> Measurement:
+    return Measurement(row=row, model="m", hardware="b300", gpus=8, engine="sglang",
+                       method="ar", block=None, budget=None, verify_tokens=1, accept_len=1.0,
+                       context_tokens=None, tok_s=tok_s, source="s", notes=notes)
+
+
+def test_changed_rows_matches_by_content_not_row_number():
+    from ddtree_bayes.data import Measurements
+
+    old = Measurements("a", "", (_m(2, 130), _m(3, 131), _m(4, 132)))
+    # row 3 deleted (rows shift up), 132 edited to 133, a new row at the end
+    new = Measurements("b", "", (_m(2, 130), _m(3, 133), _m(4, 140)))
+    added, removed = living.changed_rows(old, new)
+    assert [m.tok_s for m in added] == [133, 140] and [m.tok_s for m in removed] == [131, 132]
+    # a true repeat (same values, different notes) is new
+    added, _ = living.changed_rows(old, Measurements("c", "", (*old.rows, _m(5, 130, "repeat"))))
+    assert [m.row for m in added] == [5]
+
+
+# ---------------------------------------------------------------- track
+@pytest.fixture
+def models_dir(tmp_path):
+    work = tmp_path / "w"
+    (work / "data").mkdir(parents=True)
+    shutil.copy(bundled("hardware.csv"), work / "data" / "hardware.csv")
+    return work
+
+
+def test_track_add_list_remove(models_dir):
+    work = models_dir
+    code, out, _ = call(work, "track", *EAGLE)
+    assert code == 0 and "tracking rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95" in out
+    assert "no fit yet" in out
+    code, _, _ = call(work, "track", "add", "--engine", "native", "--accept", "12:16",
+                      "--name", "native-range")
+    assert code == 0
+    code, out, _ = call(work, "track", "list", "--format", "json")
+    rows = json.loads(out)["rows"]
+    assert [r["name"] for r in rows] == ["default", "rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95",
+                                         "native-range"]
+    assert rows[0]["builtin"] is True and rows[0]["query"] == {"accept": "14"}
+    assert rows[1]["query"] == {"hardware": "rtx-pro-6000", "gpus": None, "engine": "vllm",
+                                "method": "eagle3", "block": 3, "budget": None,
+                                "verify_tokens": None, "context": "32k", "accept": "1.95"}
+    saved = json.loads((work / "models" / "tracked.json").read_text())
+    assert [q["name"] for q in saved["queries"]] == [r["name"] for r in rows[1:]]
+    code, out, _ = call(work, "track", "list")
+    assert out.splitlines()[2].startswith("default") and "built in" in out
+    code, out, _ = call(work, "track", "remove", "native-range")
+    assert code == 0 and "no longer tracking native-range" in out
+    assert [t.name for t in living.load_tracked(work / "models")] == [
+        "default", "rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["track", *EAGLE], "already tracked as 'rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95'"),
+    (["track", "--accept", "13", "--name", "default"], "'default' is built in"),
+    (["track", "remove", "default"], "the default query is built in"),
+    (["track", "remove", "nope"], "no tracked query called 'nope'"),
+    (["track", "--accept", "twelve"], "--accept 'twelve' is not a number"),
+    (["track", "--hardware", "a100", "--accept", "1"], "unknown hardware 'a100'"),
+    (["track", "--engine", "SGLang"], "--engine 'SGLang' is not a lowercase name"),
+    (["track", "list", "--accept", "3"], "`track list` takes no query flags"),
+])
+def test_track_refuses_bad_requests(models_dir, argv, message):
+    work = models_dir
+    assert call(work, "track", *EAGLE)[0] == 0
+    before = (work / "models" / "tracked.json").read_text()
+    code, out, err = call(work, *argv)
+    assert code == 2 and message in err and err.count("\n") == 1, err
+    assert (work / "models" / "tracked.json").read_text() == before
+
+
+def test_malformed_tracked_file_is_named(models_dir):
+    work = models_dir
+    (work / "models").mkdir()
+    (work / "models" / "tracked.json").write_text("{not json")
+    code, _, err = call(work, "track", "list")
+    assert code == 2 and "tracked.json: cannot read tracked queries" in err
