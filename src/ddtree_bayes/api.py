@@ -34,6 +34,21 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
     return measurements, cfg
 
 
+def _with_moe_form(cfg: PriorsConfig, moe_form: str) -> PriorsConfig:
+    import dataclasses
+
+    from ddtree_bayes.config import MOE_FORMS
+    from ddtree_bayes.errors import PriorsError
+
+    if moe_form not in MOE_FORMS:
+        raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form power or linear")
+    if MOE_FORMS[moe_form] not in cfg.priors:
+        raise PriorsError(f"the {moe_form} form needs a prior", file=cfg.path,
+                          column=f"priors.{MOE_FORMS[moe_form]}",
+                          fix=f"add [priors.{MOE_FORMS[moe_form]}] (see the bundled priors)")
+    return dataclasses.replace(cfg, moe_form=moe_form)
+
+
 def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
     path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
     return path.read_text()
@@ -41,18 +56,24 @@ def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
-        target_accept: float = 0.99, backend: str = "nutpie", hardware: str | Path | None = None,
-        workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None):
+        target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
+        hardware: str | Path | None = None,
+        workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None,
+        moe_form: str | None = None):
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
     Returns a :class:`~ddtree_bayes.inference.FitResult`; ``result.converged`` is False when
     a convergence gate failed (the artifact is still saved, marked unconverged).
     ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
+    ``moe_form`` ("power" or "linear") overrides the priors file's ``[model] moe_form``, to
+    fit both forms from one file and compare them (``ddtree-bayes compare``).
     """
     from ddtree_bayes import inference
 
     t_start = time.perf_counter()
     measurements, cfg = load_inputs(data, priors, hardware, workdir)
+    if moe_form is not None and moe_form != cfg.moe_form:
+        cfg = _with_moe_form(cfg, moe_form)
     hardware_text = _hardware_text(workdir, hardware)
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)

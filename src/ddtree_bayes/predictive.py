@@ -285,13 +285,15 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                  block: int | None = None, budget: int | None = None,
                  verify_tokens: int | None = None, context_tokens: float | str | None = None,
                  accept: str | AcceptRequest | None = None, target: float | None = None,
-                 prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None
-                 ) -> list[dict]:
+                 prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
+                 mixture: list[tuple[Draws, float]] | None = None) -> list[dict]:
     """Posterior predictive throughput for one configuration and one or more engines.
 
     With no configuration arguments this is the default scenario (B300 DDTree block 16,
     budget 32, SGLang and native). Each row holds the median tok/s, the 50% and ``prob``
     intervals, P(tok/s >= target) and the original estimate with its +-30% band.
+    ``mixture`` (pairs of fits and weights summing to 1, e.g. stacking weights from
+    :mod:`compare`) averages the predictive distributions of several models.
     Predictions include the fitted run-to-run noise, so they are what a measurement
     would show. ``accept=None`` draws acceptance from the priors file.
 
@@ -323,10 +325,7 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
         sc = resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine, method=method,
                               block=block, budget=budget, verify_tokens=verify_tokens,
                               context_tokens=ctx)
-        step, how = step_draws(draws, sc, rng)
-        # measurement noise: what a benchmark of this configuration would show
-        per_token = 1000.0 / step * np.exp(draws.variables["noise_sd"]
-                                           * rng.standard_normal(draws.n_draws))
+        per_token, how = _per_token(draws, mixture, sc, rng)
         seed_step = seed_step_ms(seed_table, sc)
         cases: list[tuple[str, str, np.ndarray, float | None]] = []
         if request is None:
@@ -362,6 +361,24 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
             row["overhead_from"] = how
             rows.append(row)
     return rows
+
+
+def _per_token(draws: Draws, mixture: list[tuple[Draws, float]] | None, sc: Scenario,
+               rng: np.random.Generator) -> tuple[np.ndarray, str]:
+    """Predictive tok/s per emitted token (1000 / step_ms, with measurement noise): from
+    ``draws``, or a weighted mixture of several fits' predictive draws."""
+    models = mixture or [(draws, 1.0)]
+    n = draws.n_draws
+    counts = rng.multinomial(n, [w for _, w in models]) if mixture else [n]
+    parts, hows = [], []
+    for (d, weight), k in zip(models, counts, strict=True):
+        step, how = step_draws(d, sc, rng)
+        # measurement noise: what a benchmark of this configuration would show
+        per_token = 1000.0 / step * np.exp(d.variables["noise_sd"] * rng.standard_normal(d.n_draws))
+        parts.append(per_token if not mixture else rng.choice(per_token, size=k))
+        hows.append(how if not mixture else f"{d.meta['fit_id']} ({d.meta['model']['moe_form']} "
+                                            f"MoE, weight {weight:.2f}): {how}")
+    return np.concatenate(parts), "; ".join(hows)
 
 
 def to_frame(rows: list[dict]):

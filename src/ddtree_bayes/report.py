@@ -205,6 +205,10 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     meta, v = draws.meta, draws.variables
     coords = meta["coords"]
     priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+    if priors.moe_form != meta["model"]["moe_form"]:  # fit --moe-form overrode the file
+        import dataclasses
+
+        priors = dataclasses.replace(priors, moe_form=meta["model"]["moe_form"])
     dt = dt if dt is not None else store.load_datatree(draws.path)
     n = draws.n_draws
     chains = int(dt["posterior"].sizes["chain"])
@@ -260,25 +264,13 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     summary["ppc"] = {"rows": ppc, "flagged": [r["row"] for r in ppc if r["outside_90"]]}
 
     # 4. PSIS-LOO with the pointwise log-likelihood of log tok/s
-    measurements, log_mu = P.measurement_log_mu(draws, seed)
-    obs = np.log([m.tok_s for m in measurements.rows])
-    sd = v["noise_sd"][:, None]
-    loglik = -0.5 * ((obs[None, :] - log_mu) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
-    rng = np.random.default_rng(seed)
-    pp = log_mu + sd * rng.standard_normal(log_mu.shape)
+    from ddtree_bayes.compare import loo_tree as make_loo_tree
+
+    measurements = P.stored_measurements(draws)
     rows_label = [str(m.row) for m in measurements.rows]
     shape = (chains, n // chains, len(rows_label))
-
-    def ds(name, arr):
-        return xr.Dataset({name: (("chain", "draw", "measurement"), arr.reshape(shape))},
-                          coords={"measurement": rows_label})
-
+    loo_tree = make_loo_tree(draws, chains, seed)
     post_ds = dt["posterior"].to_dataset()
-    loo_tree = xr.DataTree.from_dict({
-        "posterior": post_ds, "log_likelihood": ds("log_tok_s", loglik),
-        "posterior_predictive": ds("log_tok_s", pp),
-        "observed_data": xr.Dataset({"log_tok_s": ("measurement", obs)},
-                                    coords={"measurement": rows_label})})
     with _quiet(summary):
         loo = azs.loo(loo_tree, pointwise=True)
         pit = np.asarray(azs.loo_pit(loo_tree)["log_tok_s"].values).reshape(-1)
@@ -295,7 +287,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})
     sens_tree = xr.DataTree.from_dict({"posterior": post_plus, "log_prior": lp_ds,
-                                       "log_likelihood": ds("log_tok_s", loglik)})
+                                       "log_likelihood": loo_tree["log_likelihood"].to_dataset()})
     with _quiet(summary):
         overall = azs.psense_summary(sens_tree)
         by_prior = {k: float(np.asarray(

@@ -1,0 +1,68 @@
+"""Model comparison (PSIS-LOO, stacking) and model-averaged predictions."""
+
+import math
+
+import pytest
+
+from ddtree_bayes import cli, compare
+from ddtree_bayes import predictive as P
+from ddtree_bayes.errors import QueryError
+from ddtree_bayes.testing import point_mass_draws
+
+
+def test_pointwise_loglik_by_hand():
+    import dataclasses
+
+    draws = point_mass_draws(n=4, noise_sd=0.05)
+    b300_only = "\n".join(line for line in draws.data_csv.splitlines()
+                           if line.startswith("model,") or ",b300," in line) + "\n"
+    draws = dataclasses.replace(draws, data_csv=b300_only)
+    measurements, loglik, log_mu = compare.pointwise_loglik(draws)
+    # B300 AR row: the point mass has an 8 ms step -> 125 tok/s against 133 measured
+    assert math.exp(log_mu[0, 0]) == pytest.approx(125.0)
+    z = (math.log(133) - math.log(125)) / 0.05
+    assert loglik[0, 0] == pytest.approx(-0.5 * z * z - math.log(0.05) - 0.5 * math.log(2 * math.pi))
+    assert loglik.shape == (4, len(measurements.rows))
+
+
+def test_mixture_mixes_predictive_draws_by_weight():
+    fast = point_mass_draws(n=4000)                        # 20 ms step at M=33 -> 600 tok/s
+    slow = point_mass_draws(n=4000, overhead_frac=[0.36])  # 16/0.64 = 25 ms -> 480 tok/s
+    slow.meta["fit_id"] = "slow"
+    rows = P.predict_rows(fast, accept="12", engines=["sglang"],
+                          mixture=[(fast, 0.25), (slow, 0.75)])
+    (r,) = rows
+    assert r["median"] == pytest.approx(480.0) and r["hi90"] == pytest.approx(600.0)
+    assert r["lo90"] == pytest.approx(480.0)
+    only_fast = P.predict_rows(fast, accept="12", engines=["sglang"],
+                               mixture=[(fast, 1.0), (slow, 0.0)])
+    assert only_fast[0]["median"] == pytest.approx(600.0)
+
+
+def test_compare_power_and_linear_fits(fitted_workdir, capsys, monkeypatch):
+    work, result = fitted_workdir
+    monkeypatch.chdir(work)
+    assert cli.main(["fit", "--moe-form", "linear", "--quiet", "--format", "json"]) == 0
+    capsys.readouterr()
+    assert cli.main(["compare", "--format", "json"]) == 0
+    import json
+
+    res = json.loads(capsys.readouterr().out)
+    forms = sorted(r["model"].split("(")[1].rstrip(")") for r in res["rows"])
+    assert forms == ["linear", "power"]
+    assert sum(r["weight"] for r in res["rows"]) == pytest.approx(1.0)
+    assert all(0 <= r["pareto_k_above_0.7"] <= 9 for r in res["rows"])
+    assert cli.main(["predict", "--accept", "14", "--model-average", "--format", "json"]) == 0
+    out = capsys.readouterr()
+    assert "model average:" in out.err
+    assert json.loads(out.out)["rows"][0]["median"] > 0
+
+
+def test_compare_refuses_different_data():
+    a, b = point_mass_draws(), point_mass_draws()
+    a.meta["data"] = {"sha256": "a"}
+    b.meta["data"] = {"sha256": "b"}
+    with pytest.raises(QueryError, match="different data"):
+        compare.compare_fits([a, b])
+    with pytest.raises(QueryError, match="at least two"):
+        compare.compare_fits([a])
