@@ -58,7 +58,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
                      backend=args.backend, hardware=args.hardware_file,
-                     progress=not args.quiet)
+                     progress=not args.quiet, moe_form=args.moe_form)
     draws = store.load_draws(result.path)
     ppc = P.check_measurements(draws, seed=args.seed)
     if args.format == "json":
@@ -111,11 +111,21 @@ def cmd_predict(args: argparse.Namespace) -> int:
         hardware = args.hardware or DEFAULT_SCENARIO.hardware
         method = args.method or DEFAULT_SCENARIO.method
         engines = engines or list(DEFAULT_SCENARIO.engines)
+    mixture = None
+    if args.model_average:
+        from ddtree_bayes import compare
+
+        fits = _latest_per_form(draws)
+        weights = compare.compare_fits(fits, seed=args.seed)["weights"]
+        mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
+        print(f"{PROG}: model average: " + ", ".join(
+            f"{d.meta['fit_id']} ({d.meta['model']['moe_form']}) {w:.2f}" for d, w in mixture),
+            file=sys.stderr)
     rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
                           method=method, block=args.block, budget=args.budget,
                           verify_tokens=args.verify_tokens, context_tokens=args.context,
                           accept=args.accept, target=args.target, prob=args.prob,
-                          seed=args.seed)
+                          seed=args.seed, mixture=mixture)
     meta = draws.meta
     if args.format != "table":
         _emit_machine(rows, args.format, {"fit_id": meta["fit_id"], "seed": args.seed,
@@ -155,6 +165,49 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
     for note in notes:
         print(f"  {note}")
+    return 0
+
+
+# ---------------------------------------------------------------- compare
+def _latest_per_form(anchor) -> list:
+    """The latest converged fit of each MoE form made on the same data as ``anchor``."""
+    from ddtree_bayes import paths, store
+
+    fits_dir = store.fits_dir(paths.models_dir())
+    best: dict[str, object] = {}
+    for path in sorted(fits_dir.glob("*.nc")):
+        try:
+            d = store.load_draws(path)
+        except DDTreeBayesError:
+            continue
+        if d.meta["converged"] and d.meta["data"]["sha256"] == anchor.meta["data"]["sha256"]:
+            best[d.meta["model"]["moe_form"]] = d  # sorted by id = by time: the last wins
+    if len(best) < 2:
+        raise QueryError(f"found converged fits of {len(best)} MoE form(s) on this data",
+                         fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`")
+    return list(best.values())
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ddtree_bayes import api, compare
+
+    if args.fits:
+        fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
+    else:
+        fits = _latest_per_form(api.load())
+    res = compare.compare_fits(fits, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(res, indent=2))
+        return 0
+    print(render_table(["model", "", "rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo",
+                        "stacking weight", "Pareto k > 0.7"],
+                       [[r["model"], "", str(r["rank"]), f"{r['elpd_loo']:.2f}", f"{r['se']:.2f}",
+                         f"{r['elpd_diff']:.2f}", f"{r['dse']:.2f}", f"{r['p_loo']:.2f}",
+                         f"{r['weight']:.2f}", str(r["pareto_k_above_0.7"])] for r in res["rows"]]))
+    for note in res["notes"]:
+        print(f"note: {note}")
+    print("PSIS-LOO on few points: where Pareto k > 0.7 the estimate is unreliable; "
+          "`ddtree-bayes validate` gives exact leave-one-out refits.")
     return 0
 
 
@@ -283,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default: %(default)s)")
     f.add_argument("--target-accept", type=float, default=SamplerSettings.target_accept,
                    help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
+    f.add_argument("--moe-form", choices=("power", "linear"),
+                   help="override the priors file's MoE form (to compare both: see `compare`)")
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")
     f.add_argument("--format", choices=("table", "json"), default="table")
@@ -315,7 +370,20 @@ def build_parser() -> argparse.ArgumentParser:
                    help="error (exit 4) instead of warning if data or priors changed since the fit")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="use a fit that failed its convergence gates")
+    p.add_argument("--model-average", action="store_true",
+                   help="stack the latest converged fit of each MoE form on the same data, "
+                        "weighted by PSIS-LOO stacking (see `compare`)")
     p.set_defaults(func=cmd_predict)
+
+    c = sub.add_parser("compare", help="compare model forms (e.g. power vs linear MoE) by PSIS-LOO",
+                       description="PSIS-LOO (arviz-stats compare, stacking weights) of fits made "
+                                   "on the same data. Default: the latest converged fit of each "
+                                   "MoE form on the latest fit's data; fit the other form with "
+                                   "`ddtree-bayes fit --moe-form linear`.")
+    c.add_argument("--fits", help="comma-separated fit ids to compare instead")
+    c.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    c.add_argument("--format", choices=("table", "json"), default="table")
+    c.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="diagnostics, checks and figures of a fit -> reports/<fit-id>/",
                        description="Write reports/<fit-id>/index.html (self-contained), summary.md "
