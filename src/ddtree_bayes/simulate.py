@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
