@@ -136,7 +136,8 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
             continue
         raw = {h: v.strip() for h, v in zip(header, values, strict=False)}
         try:
-            row: dict[str, Any] = {"hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
+            row: dict[str, Any] = {
+                   "hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
                    "method": raw["method"],
                    "block": int(raw["block"]) if raw["block"] else None,
                    "budget": int(raw["budget"]) if raw["budget"] else None,
