@@ -19,6 +19,26 @@ TRUTH = {
 }
 
 
+def truths_inside_90(v: dict, coords: dict, truth: dict) -> tuple[int, int]:
+    """(how many true values fall in their posterior 90% interval, how many were checked)."""
+    inside = total = 0
+    checks = [("step_ar_ms", "system", truth["step_ar_ms"]),
+              ("moe_share", "system", truth["moe_share"]),
+              ("moe_exponent", "system", truth["moe_shape"]),
+              ("ctx_ms_per_unit", "system", truth["ctx_ms_per_unit"]),
+              ("overhead_frac", "overhead_group", truth["overhead_frac"])]
+    for name, dim, values in checks:
+        for label, true in values.items():
+            lo, hi = np.quantile(v[name][:, coords[dim].index(label)], [0.05, 0.95])
+            inside += int(lo <= true <= hi)
+            total += 1
+    for name in ("ctx_verify_exponent", "noise_sd"):
+        lo, hi = np.quantile(v[name], [0.05, 0.95])
+        inside += int(lo <= truth[name] <= hi)
+        total += 1
+    return inside, total
+
+
 def design():
     rows = []
     for ctx in (0, 32768, 131072):
@@ -55,21 +75,7 @@ def test_parameters_and_held_out_budget_are_recovered(tmp_path, seed):
     assert result.converged, result.failures
     draws = api.load(workdir=tmp_path)
     v, coords = draws.variables, draws.meta["coords"]
-    inside, total = 0, 0
-    checks = [("step_ar_ms", "system", TRUTH["step_ar_ms"]),
-              ("moe_share", "system", TRUTH["moe_share"]),
-              ("moe_exponent", "system", TRUTH["moe_shape"]),
-              ("ctx_ms_per_unit", "system", TRUTH["ctx_ms_per_unit"]),
-              ("overhead_frac", "overhead_group", TRUTH["overhead_frac"])]
-    for name, dim, values in checks:
-        for label, true in values.items():
-            lo, hi = np.quantile(v[name][:, coords[dim].index(label)], [0.05, 0.95])
-            inside += lo <= true <= hi
-            total += 1
-    for name in ("ctx_verify_exponent", "noise_sd"):
-        lo, hi = np.quantile(v[name], [0.05, 0.95])
-        inside += lo <= TRUTH[name] <= hi
-        total += 1
+    inside, total = truths_inside_90(v, coords, TRUTH)
     # 15 scalar truths; at 90% nominal, 12 or more inside is the expected range
     assert inside >= 12, f"{inside}/{total} truths inside their 90% intervals"
     # the well-identified AR step times are recovered tightly
@@ -148,20 +154,9 @@ def test_recovery_across_seeds_on_unseen_datasets(example):
                                             observed=observed, cores=2)
         assert not failures, failures
         v, coords = draws.variables, draws.meta["coords"]
-        checks = [("step_ar_ms", "system", truth["step_ar_ms"]),
-                  ("moe_share", "system", truth["moe_share"]),
-                  ("moe_exponent", "system", truth["moe_shape"]),
-                  ("ctx_ms_per_unit", "system", truth["ctx_ms_per_unit"]),
-                  ("overhead_frac", "overhead_group", truth["overhead_frac"])]
-        for name, dim, values in checks:
-            for label, true in values.items():
-                lo, hi = np.quantile(v[name][:, coords[dim].index(label)], [0.05, 0.95])
-                inside += lo <= true <= hi
-                total += 1
-        for name in ("ctx_verify_exponent", "noise_sd"):
-            lo, hi = np.quantile(v[name], [0.05, 0.95])
-            inside += lo <= truth[name] <= hi
-            total += 1
+        seed_inside, seed_total = truths_inside_90(v, coords, truth)
+        inside += seed_inside
+        total += seed_total
         # held-out budget: its noise-free truth against the predictive 90% interval
         m = data.rows[held]
         system = m.system

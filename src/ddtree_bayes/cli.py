@@ -310,6 +310,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+def _seed_and_format(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
+    """The options every command shares: one seed for every random call, output format."""
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    if formats:
+        p.add_argument("--format", choices=formats, default="table",
+                       help="table for people, " + " or ".join(f for f in formats if f != "table")
+                       + " for machines (default: %(default)s)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -330,7 +339,6 @@ def build_parser() -> argparse.ArgumentParser:
                                   "the bundled Kimi K2.6 data)")
     f.add_argument("--priors", help="priors TOML (default: models/priors.toml, else bundled)")
     f.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
-    f.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
     f.add_argument("--chains", type=int, default=4, help="NUTS chains (default: %(default)s)")
     f.add_argument("--draws", type=int, default=1000, help="draws per chain (default: %(default)s)")
     f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default: %(default)s)")
@@ -340,8 +348,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="override the priors file's MoE form (to compare both: see `compare`)")
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")
-    f.add_argument("--format", choices=("table", "json"), default="table")
     f.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    _seed_and_format(f, formats=("table", "json"))
     f.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("predict", help="posterior tok/s intervals for a configuration",
@@ -364,8 +372,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify-tokens", type=int, help="tokens verified per step (overrides the derivation)")
     p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
     p.add_argument("--fit", help="fit id (default: the latest fit)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
-    p.add_argument("--format", choices=("table", "json", "csv"), default="table")
     p.add_argument("--strict", action="store_true",
                    help="error (exit 4) instead of warning if data or priors changed since the fit")
     p.add_argument("--allow-unconverged", action="store_true",
@@ -373,6 +379,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-average", action="store_true",
                    help="stack the latest converged fit of each MoE form on the same data, "
                         "weighted by PSIS-LOO stacking (see `compare`)")
+    _seed_and_format(p, formats=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
 
     c = sub.add_parser("compare", help="compare model forms (e.g. power vs linear MoE) by PSIS-LOO",
@@ -381,8 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "MoE form on the latest fit's data; fit the other form with "
                                    "`ddtree-bayes fit --moe-form linear`.")
     c.add_argument("--fits", help="comma-separated fit ids to compare instead")
-    c.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
-    c.add_argument("--format", choices=("table", "json"), default="table")
+    _seed_and_format(c, formats=("table", "json"))
     c.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="diagnostics, checks and figures of a fit -> reports/<fit-id>/",
@@ -394,9 +400,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "report is still written and says so at the top).")
     r.add_argument("--fit", help="fit id (default: the latest fit)")
     r.add_argument("--out", help="folder to write <fit-id>/ into (default: reports/)")
-    r.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
-    r.add_argument("--format", choices=("table", "json"), default="table")
     r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    _seed_and_format(r, formats=("table", "json"))
     r.set_defaults(func=cmd_report)
 
     v = sub.add_parser("validate", help="exact leave-one-out coverage vs the original +-30%, or SBC",
@@ -415,9 +420,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: %(default)s)")
     v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
                                        "run folds on that cluster instead")
-    v.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
-    v.add_argument("--format", choices=("table", "json"), default="table")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
+    _seed_and_format(v, formats=("table", "json"))
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("simulate", help="write a synthetic measurement file from known parameters",
@@ -427,8 +431,8 @@ def build_parser() -> argparse.ArgumentParser:
                                    "(see docs/validation.md), with lognormal run-to-run noise.")
     s.add_argument("--truth", required=True, help="PARAMS.toml with the true parameters")
     s.add_argument("--design", required=True, help="DESIGN.csv: the configurations to simulate")
-    s.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
     s.add_argument("--out", help="write here (atomically) instead of standard output")
+    _seed_and_format(s, formats=())
     s.set_defaults(func=cmd_simulate)
 
     from ddtree_bayes import cli_decisions, cli_living
