@@ -530,5 +530,7 @@ def test_acceptance_block_cannot_be_a_boolean():
 
 def test_acceptance_that_is_not_a_table_gets_a_usable_hint():
     with pytest.raises(PriorsError) as info:
-        parse_priors("acceptance = [3]\n" + TEXT.split("[[acceptance]]")[0], NAME)
+        renamed = "\n".join("[[unused_entries]]" if line == "[[acceptance]]" else line
+                             for line in TEXT.splitlines())
+        parse_priors("acceptance = [3]\n" + renamed, NAME)
     assert "[[acceptance]]" in str(info.value) and "[." not in str(info.value)
