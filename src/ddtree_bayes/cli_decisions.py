@@ -1,9 +1,247 @@
-"""CLI commands that turn the posterior into decisions: optimize, next (issue 6)."""
+"""CLI commands that turn the posterior into decisions: optimize, next (issue 6).
+
+Same conventions as ``cli``: one-line errors through the named exceptions (exit 2 bad
+input, 3 no usable fit, 4 stale fit with --strict, 5 unconverged fit), ``--format
+table|json``. The library side is ``decisions``.
+"""
 
 from __future__ import annotations
 
 import argparse
+import json
+import sys
+from pathlib import Path
+
+from ddtree_bayes.config import DEFAULT_SEED
+
+PROG = "ddtree-bayes"
+
+
+def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
+    """The first ``left`` columns and the last left-aligned, the rest right-aligned."""
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    last = len(headers) - 1
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i < left or i == last else c.rjust(w)
+                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+
+
+def _load(args: argparse.Namespace):
+    from ddtree_bayes import api
+    from ddtree_bayes import decisions as D
+
+    draws = api.load(args.fit)
+    for warning in D.check_fit(draws, allow_unconverged=args.allow_unconverged,
+                               strict=args.strict):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    return draws
+
+
+# ---------------------------------------------------------------- optimize
+def cmd_optimize(args: argparse.Namespace) -> int:
+    from ddtree_bayes import decisions as D
+    from ddtree_bayes import paths
+    from ddtree_bayes.errors import PriorsError
+
+    priors_path = Path(args.priors) if args.priors else paths.priors_file()
+    try:
+        priors_text = priors_path.read_text()
+    except OSError as err:
+        raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(priors_path),
+                          fix="pass an existing file with --priors") from None
+    curve = D.curve_for(priors_text, _shown(priors_path))
+    budgets = D.parse_budgets(args.budgets)
+    draws = _load(args)
+    out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
+                     method=args.method, block=args.block, budgets=budgets,
+                     context_tokens=args.context, acceptance_file=args.acceptance_file,
+                     prob=args.prob, seed=args.seed)
+    if args.format == "json":
+        print(json.dumps(out, indent=2))
+        return 0
+    sc, c, pct = out["scenario"], out["curve"], f"{args.prob * 100:g}"
+    meta = draws.meta
+    print(f"{PROG} optimize: fit {out['fit_id']} ({out['draws']} draws"
+          f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}")
+    print(f"{sc['hardware']} x{sc['gpus']}, {sc['engine']}, {sc['method']}, block {sc['block']}, "
+          f"context {sc['context_tokens']:g}; verify tokens M = budget + 1")
+    print(f"acceptance curve: {c['source']}")
+    print(f"  accept(B) = {c['formula']}")
+    for part in c["priors"].split(", gain"):
+        print(f"  {part if part.startswith('accept_ref') else 'gain' + part}")
+    if c["ess"] is not None:
+        print(f"  posterior: accept_ref {_m90(c['accept_ref'], 2)}, gain {_m90(c['gain'], 2)}, "
+              f"decay {_m90(c['decay'], 2)}; decay-weight ESS {c['ess']:.0f}")
+    headers = ["budget", "M", "accept", "step ms", "tok/s median", f"{pct}% interval",
+               "E[tok/s]", "P(best)", "E[regret]", "extrapolated"]
+    body = []
+    for r in out["rows"]:
+        flags = [f for f, on in (("step", r["extrapolated"]), ("accept", r["accept_extrapolated"]))
+                 if on]
+        body.append([str(r["budget"]), str(r["verify_tokens"]),
+                     f"{r['accept']:.1f} ({r['accept_lo']:.1f}-{r['accept_hi']:.1f})",
+                     f"{r['step_ms']:.1f}", f"{r['median']:.0f}",
+                     f"{r[f'lo{pct}']:.0f}-{r[f'hi{pct}']:.0f}", f"{r['tok_s_mean']:.0f}",
+                     f"{r['p_best']:.2f}", f"{r['regret']:.1f}", "+".join(flags) or "-"])
+    print(_table(headers, body))
+    best = next(r for r in out["rows"] if r["budget"] == out["recommended"])
+    print(f"recommended budget: {out['recommended']} (highest expected tok/s, "
+          f"{best['tok_s_mean']:.0f}; P(best) {best['p_best']:.2f}; "
+          f"expected regret {best['regret']:.1f} tok/s)")
+    if best["accept_extrapolated"]:
+        anchored = [r for r in out["rows"] if not r["accept_extrapolated"]]
+        alt = max(anchored, key=lambda r: r["tok_s_mean"]) if anchored else None
+        print(f"caution: the acceptance of budget {best['budget']} is extrapolated from the "
+              "curve" + (f"; the best budget where the curve is anchored is {alt['budget']} "
+                         f"(expected {alt['tok_s_mean']:.0f} tok/s)" if alt else "") + ".")
+    print("tok/s is the expected throughput of each posterior draw (no run-to-run noise), "
+          "acceptance from the curve drawn alongside; accept and step ms are medians.")
+    m = out["max_measured_verify_tokens"]
+    extrap = [r for r in out["rows"] if r["extrapolated"]]
+    if extrap:
+        where = (f"on {sc['system']} is {m['system']}" if m["system"] is not None
+                 else f"is {m['any_system']} (none on {sc['system']})")
+        print(f"step: extrapolated beyond the measured M for budgets "
+              f"{', '.join(str(r['budget']) for r in extrap)}: the largest measured verify "
+              f"tokens {where} ({m['any_system']} on any system); the MoE power law and the "
+              "overhead fraction carry the step time there.")
+    lo_b, hi_b = c["anchored_budgets"]
+    acc_x = [r for r in out["rows"] if r["accept_extrapolated"]]
+    if acc_x:
+        span = f"{lo_b:g}-{hi_b:g}" if hi_b is not None else f"{lo_b:g} and up"
+        print(f"accept: the curve is anchored at budgets {span}; it is extrapolated to budget"
+              f"{'s' if len(acc_x) > 1 else ''} {', '.join(str(r['budget']) for r in acc_x)}.")
+    print(f"  {sc['engine']}: {out['overhead_from']}")
+    return 0
+
+
+def _n(x: float) -> str:
+    """tok/s with one decimal below 100 (narrow intervals), whole numbers above."""
+    return f"{x:.1f}" if abs(x) < 100 else f"{x:.0f}"
+
+
+def _shown(path: Path) -> str:
+    """A path relative to the working directory when it is inside it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _m90(v: list[float], digits: int) -> str:
+    return f"{v[0]:.{digits}f} ({v[1]:.{digits}f}-{v[2]:.{digits}f})"
+
+
+# ---------------------------------------------------------------- next
+def cmd_next(args: argparse.Namespace) -> int:
+    from ddtree_bayes import decisions as D
+
+    draws = _load(args)
+    query = D.parse_query(draws, args.query)
+    candidates = D.read_candidates(draws, args.candidates) if args.candidates else None
+    out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
+                              seed=args.seed, min_ess=args.min_ess)
+    if args.format == "json":
+        print(json.dumps(out, indent=2))
+        return 0
+    q, pct = out["query"], f"{args.prob * 100:g}"
+    print(f"{PROG} next: fit {out['fit_id']} ({out['draws']} draws"
+          f"{'' if draws.meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}, "
+          f"{out['k']} simulated results per candidate")
+    print(f"query: {q['describe']}, accept {q['accept']}")
+    print(f"now: median {_n(q['median'])} tok/s, {pct}% interval {_n(q['lo'])}-{_n(q['hi'])} "
+          f"(width {_n(q['width'])})")
+    headers = ["rank", "candidate", "why", f"E[{pct}% width]", "reduction", "ESS", "note"]
+    body = []
+    for i, r in enumerate(out["rows"], start=1):
+        note = "same overhead group" if r["shares_query_overhead"] else ""
+        if r["unreliable"]:
+            note = f"unreliable: ESS < {out['min_ess']:g}, refit with it instead"
+        body.append([str(i), r["candidate"], r["why"],
+                     f"{_n(r['expected_width'])} +- {_n(r['width_se'])}",
+                     f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
+                     f"{r['ess_median']:.0f}", note or "-"])
+    print(_table(headers, body, left=3))
+    if not q["accept_fixed"]:
+        print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
+              "the width it causes stays, whatever is measured.")
+    print(f"E[width]: expected width of the query's {pct}% interval (posterior predictive tok/s) "
+          "after the measurement, averaged over simulated results (+- its Monte Carlo standard "
+          "error); reduction is versus now.")
+    print("ESS: median effective sample size of the reweighted posterior draws; a candidate "
+          f"below {out['min_ess']:g} is too informative for reweighting to resolve: measure it, "
+          "`ddtree-bayes add` the row and refit to see its effect.")
+    return 0
+
+
+# ---------------------------------------------------------------- parser
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--prob", type=float, default=0.9,
+                   help="probability of the interval (default: %(default)s)")
+    p.add_argument("--fit", help="fit id (default: the latest fit)")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    p.add_argument("--format", choices=("table", "json"), default="table")
+    p.add_argument("--strict", action="store_true",
+                   help="error (exit 4) instead of warning if data or priors changed since the fit")
+    p.add_argument("--allow-unconverged", action="store_true",
+                   help="use a fit that failed its convergence gates")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
+    o = sub.add_parser(
+        "optimize", help="the tree budget with the highest expected tok/s",
+        description="Compare DDTree budgets B: per posterior draw, tok/s(B) = accept(B) x 1000 / "
+                    "step_ms(M = B + 1), with accept(B) from the [acceptance_curve] priors "
+                    "(acceptance at a reference budget, gain of the first doubling, decay of "
+                    "later gains; saturating, capped at block + 1) drawn alongside the step-time "
+                    "draws. Prints each budget's median and interval, P(best) and expected regret "
+                    "E[max tok/s - tok/s(B)], and the recommended budget (highest expected tok/s); "
+                    "flags budgets whose M exceeds the largest measured.",
+        epilog="Example: ddtree-bayes optimize --hardware b300 --engine native "
+               "--acceptance-file data/acceptance_reference.csv")
+    o.add_argument("--hardware", help="GPU name from data/hardware.csv (default: b300)")
+    o.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
+    o.add_argument("--engine", help="one engine, e.g. sglang or native (default: sglang)")
+    o.add_argument("--method", default="ddtree", help="tree method (default: %(default)s)")
+    o.add_argument("--block", type=int, default=16,
+                   help="drafter block size; must match the curve's (default: %(default)s)")
+    o.add_argument("--budgets", help="comma-separated budgets (default: 8,16,32,...,1024)")
+    o.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+    o.add_argument("--acceptance-file", metavar="FILE.csv",
+                   help="update the curve from measured acceptance (columns of "
+                        "data/acceptance_reference.csv; rows of --method and --block, one model): "
+                        "conjugate normal update, see docs/model.md")
+    o.add_argument("--priors", help="priors TOML holding [acceptance_curve] (default: "
+                                    "models/priors.toml, else bundled)")
+    _common(o)
+    o.set_defaults(func=cmd_optimize)
+
+    n = sub.add_parser(
+        "next", help="rank candidate measurements by how much they would narrow a prediction",
+        description="Preposterior analysis: for each candidate measurement, simulate K plausible "
+                    "results from the current posterior predictive, reweight the posterior draws "
+                    "by each result's likelihood, and report the expected width of the query's "
+                    "interval afterwards, the reduction versus now and the effective sample size "
+                    "of the weights (below --min-ess: unreliable, refit instead). Candidates "
+                    "default to a list built from the fit's measured systems and engines.",
+        epilog='Example: ddtree-bayes next --query "--hardware b300 --engine native --method '
+               'ddtree --block 16 --budget 32 --accept 14"')
+    n.add_argument("--query", default="",
+                   help="predict flags for ONE engine: --hardware --gpus --engine --method "
+                        "--block --budget --verify-tokens --context --accept (a value, or lo:hi "
+                        "for Uniform(lo, hi); default: the acceptance prior). Default: the "
+                        "default scenario in sglang")
+    n.add_argument("--candidates", metavar="FILE.csv",
+                   help="candidate measurements, columns hardware,gpus,engine,method,block,"
+                        "budget,accept_len,context_tokens (default: a list from the fit)")
+    n.add_argument("--k", type=int, default=32,
+                   help="simulated results per candidate (default: %(default)s)")
+    n.add_argument("--min-ess", type=float, default=100.0,
+                   help="flag candidates whose effective sample size falls below this "
+                        "(default: %(default)s)")
+    _common(n)
+    n.set_defaults(func=cmd_next)

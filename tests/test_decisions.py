@@ -1,0 +1,408 @@
+"""optimize and next against hand-built posteriors whose answers are known by hand.
+
+Point mass (ddtree_bayes.testing, linear MoE form): step_ar 8 ms, MoE share 0.5, slope
+0.0625, SGLang overhead fraction 0.2 on b300x8, so a DDTree step at budget B (M = B + 1) is
+target = 8 * (1 + B / 32) ms and step = target / 0.8 = 10 * (1 + B / 32) ms.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes import cli
+from ddtree_bayes import decisions as D
+from ddtree_bayes import predictive as P
+from ddtree_bayes.config import parse_acceptance_curve
+from ddtree_bayes.errors import DataError, PriorsError, QueryError
+from ddtree_bayes.paths import bundled
+from ddtree_bayes.testing import point_mass_draws
+
+BUDGETS = (8, 16, 32, 64, 128)
+REFERENCE = Path(__file__).resolve().parents[1] / "data" / "acceptance_reference.csv"
+
+
+def curve_toml(accept_ref="dist = \"point\"\nvalue = 8.0", gain="dist = \"point\"\nvalue = 1.0",
+               decay="dist = \"point\"\nvalue = 0.5", block=16, extra="") -> str:
+    why = 'rationale = "r"\nsource = "s"\n'
+    return (f'[acceptance_curve]\nmethod = "ddtree"\nblock = {block}\nreference_budget = 16\n'
+            f"measurement_sd = 0.1\n{extra}\n"
+            f"[acceptance_curve.accept_ref]\n{accept_ref}\n{why}\n"
+            f"[acceptance_curve.gain]\n{gain}\n{why}\n"
+            f"[acceptance_curve.decay]\n{decay}\n{why}")
+
+
+def curve_of(**kw):
+    return parse_acceptance_curve(curve_toml(**kw), "curve.toml")
+
+
+def step_by_hand(budget: float, step_ar: float = 8.0) -> float:
+    return step_ar * (1 + budget / 32) / 0.8
+
+
+# ------------------------------------------------------------------ the curve
+def test_bundled_curve_parses_and_matches_the_budget32_prior():
+    curve = parse_acceptance_curve(bundled("priors.toml").read_text(), "bundled")
+    assert (curve.method, curve.block, curve.reference_budget) == ("ddtree", 16, 16)
+    for prior in (curve.accept_ref, curve.gain, curve.decay):
+        assert prior.rationale and prior.source
+    # accept_ref + gain (budget 32) is centred on the budget-32 acceptance prior (mu 10)
+    assert curve.accept_ref.params["mu"] + curve.gain.params["mu"] == pytest.approx(10.0)
+
+
+def test_curve_accept_by_hand():
+    budgets = [8, 16, 32, 64, 1024]
+    half = D.curve_accept(budgets, np.array([8.0]), np.array([1.0]), np.array([0.5]),
+                          reference_budget=16, block=16)[0]
+    # gains 1, 0.5, 0.25, ... per doubling above 16; 2 for the halving below it
+    assert half.tolist() == pytest.approx([6.0, 8.0, 9.0, 9.5, 8 + 2 * (1 - 0.5 ** 6)])
+    loglin = D.curve_accept(budgets, np.array([8.0]), np.array([1.0]), np.array([1.0]),
+                            reference_budget=16, block=16)[0]
+    assert loglin.tolist() == pytest.approx([7.0, 8.0, 9.0, 10.0, 14.0])
+    # capped at block + 1 and at B + 1, floored at 1
+    capped = D.curve_accept([4, 16, 1024], np.array([12.0]), np.array([2.0]), np.array([1.0]),
+                            reference_budget=16, block=16)[0]
+    assert capped.tolist() == [5.0, 12.0, 17.0]     # raw 8, 12, 24
+    floor = D.curve_accept([8], np.array([1.5]), np.array([2.0]), np.array([0.0]),
+                           reference_budget=16, block=16)
+    assert floor.tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("edit,column,fragment", [
+    ({"decay": 'dist = "point"\nvalue = 1.5'}, "acceptance_curve.decay", "must lie in"),
+    ({"gain": 'dist = "normal"\nmu = 0.5\nsigma = 0.1'}, "acceptance_curve.gain", "cannot use"),
+    ({"accept_ref": 'dist = "uniform"\nlower = 0.5\nupper = 3.0'}, "acceptance_curve.accept_ref",
+     "must lie in"),
+    ({"block": 0}, "acceptance_curve.block", "positive integer"),
+])
+def test_bad_curve_sections_name_the_entry(edit, column, fragment):
+    with pytest.raises(PriorsError) as info:
+        parse_acceptance_curve(curve_toml(**edit), "curve.toml")
+    assert info.value.column == column and fragment in str(info.value)
+    assert info.value.exit_code == 2
+
+
+def test_missing_rationale_is_refused():
+    text = curve_toml().replace('rationale = "r"\n', "", 1)
+    with pytest.raises(PriorsError, match="missing 'rationale'"):
+        parse_acceptance_curve(text, "curve.toml")
+
+
+def test_editing_only_the_curve_does_not_make_a_fit_stale(tmp_path):
+    """fit ignores [acceptance_curve], so optimize/next do not warn when only it changed."""
+    draws = point_mass_draws()
+    priors = tmp_path / "priors.toml"
+    draws.meta["priors"] = {"path": str(priors), "sha256": "0" * 64}
+    data = bundled("measurements.csv")
+    draws.meta["data"] = {"path": str(data),
+                          "sha256": hashlib.sha256(data.read_bytes()).hexdigest()}
+    priors.write_text(draws.priors_toml.replace("mu = 9.4\n", "mu = 7.0\n", 1))
+    assert priors.read_text() != draws.priors_toml
+    assert any("changed since fit" in w for w in P.check_fit(draws))
+    assert D.check_fit(draws) == []
+    priors.write_text(draws.priors_toml.replace("alpha = 4.0", "alpha = 5.0", 1))
+    assert any("changed since fit" in w for w in D.check_fit(draws))
+
+
+# ------------------------------------------------------------------ regret arithmetic
+def test_budget_decision_by_hand():
+    tok = np.array([[1.0, 3.0, 0.0],
+                    [5.0, 2.0, 1.0],
+                    [2.0, 2.5, 2.5],
+                    [4.0, 4.0, 0.0]])
+    out = D.budget_decision(tok)
+    assert out["mean"].tolist() == pytest.approx([3.0, 2.875, 0.875])
+    # best per draw: 1, 0, 1 (tie with 2 goes to the first), 0 (tie goes to the first)
+    assert out["p_best"].tolist() == pytest.approx([0.5, 0.5, 0.0])
+    # max per draw 3, 5, 2.5, 4 -> regret = E[max] - mean = 3.625 - mean
+    assert out["regret"].tolist() == pytest.approx([0.625, 0.75, 2.75])
+    assert np.argmax(out["mean"]) == np.argmin(out["regret"])
+
+
+# ------------------------------------------------------------------ optimize
+def spread_draws(n: int = 1001):
+    """Point mass except step_ar, spread over 7.2-8.8 ms: every step time scales by the
+    same factor, so the argmax cannot move but the intervals have width."""
+    draws = point_mass_draws(n=n)
+    draws.variables["step_ar_ms"][:, 0] = np.linspace(7.2, 8.8, n)
+    return draws
+
+
+def test_optimize_finds_the_hand_computed_best_budget():
+    draws = spread_draws()
+    out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", budgets=BUDGETS)
+    # accept 6, 8, 9, 9.5, 9.75; step 12.5, 15, 20, 30, 50 ms at step_ar 8
+    # -> 480, 533.3, 450, 316.7, 195 tok/s: budget 16
+    assert out["recommended"] == 16
+    rows = {r["budget"]: r for r in out["rows"]}
+    assert rows[16]["p_best"] == 1.0 and rows[8]["p_best"] == 0.0
+    assert rows[16]["regret"] == 0.0
+    scale = np.mean(8.0 / draws.variables["step_ar_ms"][:, 0])
+    for b, a in zip(BUDGETS, (6, 8, 9, 9.5, 9.75), strict=True):
+        assert rows[b]["accept"] == pytest.approx(a)
+        assert rows[b]["tok_s_mean"] == pytest.approx(a * 1000 / step_by_hand(b) * scale)
+        assert rows[b]["step_ms"] == pytest.approx(step_by_hand(b))
+        assert rows[b]["lo90"] < rows[b]["median"] < rows[b]["hi90"]
+    # regret of budget 8: E[max - tok(8)] = (533.3 - 480) * scale
+    assert rows[8]["regret"] == pytest.approx((8000 / 15 - 480) * scale)
+
+
+def test_a_steeper_curve_moves_the_best_budget():
+    # accept 8 + 4 log2(B/16), capped at 17: 4, 8, 12, 16, 17
+    # tok/s 320, 533, 600, 533, 340 -> budget 32
+    curve = curve_of(gain='dist = "point"\nvalue = 4.0', decay='dist = "point"\nvalue = 1.0')
+    out = D.optimize(spread_draws(), curve, hardware="b300", engine="sglang", budgets=BUDGETS)
+    assert out["recommended"] == 32
+    rows = {r["budget"]: r for r in out["rows"]}
+    assert rows[32]["p_best"] == 1.0
+    assert rows[128]["accept"] == 17.0
+
+
+def test_optimize_flags_extrapolation():
+    out = D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang",
+                     budgets=BUDGETS)
+    # the largest measured verify tokens on b300x8 is 9 (DDTree block 8, budget 8)
+    assert out["max_measured_verify_tokens"] == {"system": 9, "any_system": 9}
+    assert [r["extrapolated"] for r in out["rows"]] == [False, True, True, True, True]
+    # the acceptance curve is anchored from its reference budget (16) up
+    assert [r["accept_extrapolated"] for r in out["rows"]] == [True, False, False, False, False]
+
+
+def test_optimize_refuses_a_curve_for_another_drafter():
+    with pytest.raises(QueryError, match="describes ddtree block 16"):
+        D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)
+
+
+def test_unmeasured_group_shares_one_overhead_draw_across_budgets():
+    """b300/trt/ddtree is unmeasured: its overhead fraction is drawn from the population.
+    Every budget (and every query or candidate) of that group must see the same draw."""
+    draws = point_mass_draws(n=2000, overhead_logit_sd=1.0)
+    frac = {}
+    for engine, budget in (("trt", 8), ("trt", 128), ("vllm", 8)):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=None, engine=engine,
+                                method="ddtree", block=16, budget=budget, verify_tokens=None,
+                                context_tokens=None)
+        step, how = D.shared_step(draws, sc, seed=5)
+        assert "unmeasured group" in how
+        frac[engine, budget] = 1 - 8 * (1 + budget / 32) / step
+    np.testing.assert_allclose(frac["trt", 8], frac["trt", 128])
+    assert frac["trt", 8].std() > 0.1
+    # another unmeasured group gets an independent draw
+    assert abs(np.corrcoef(frac["trt", 8], frac["vllm", 8])[0, 1]) < 0.1
+
+
+def test_optimize_on_an_unmeasured_group_is_coherent_across_budgets():
+    # the overhead fraction scales every budget's step by the same 1/(1 - f) per draw, so
+    # the argmax is budget 16 in every draw, however wide the overhead population is
+    draws = point_mass_draws(n=2000, overhead_logit_sd=1.0)
+    out = D.optimize(draws, curve_of(), hardware="b300", engine="trt", budgets=BUDGETS)
+    assert out["recommended"] == 16
+    assert out["rows"][1]["p_best"] == 1.0
+
+
+# ------------------------------------------------------------------ acceptance file
+def test_conjugate_update_matches_least_squares_given_decay():
+    # with decay fixed and nearly flat priors, the posterior of (accept_ref, gain) is the
+    # least-squares fit, with covariance measurement_sd^2 (X'X)^-1
+    budgets = np.array([16.0, 32, 64, 128, 256, 512, 1024])
+    accept = np.array([8.61, 9.27, 9.75, 10.20, 10.43, 10.73, 10.98])
+    curve = curve_of(accept_ref='dist = "truncnormal"\nmu = 5.0\nsigma = 1000.0\nlower = 1.0\n'
+                                'upper = 1e6',
+                     gain='dist = "truncnormal"\nmu = 0.0\nsigma = 1000.0\nlower = 0.0\nupper = 1e6',
+                     decay='dist = "point"\nvalue = 0.8')
+    out = D.update_curve(curve, budgets, accept, 40000, np.random.default_rng(1))
+    d = np.log2(budgets / 16)
+    X = np.c_[np.ones_like(d), (1 - 0.8 ** d) / 0.2]
+    coef = np.linalg.lstsq(X, accept, rcond=None)[0]
+    cov = 0.1 ** 2 * np.linalg.inv(X.T @ X)
+    assert out.accept_ref.mean() == pytest.approx(coef[0], abs=0.01)
+    assert out.gain.mean() == pytest.approx(coef[1], abs=0.01)
+    assert out.accept_ref.std() == pytest.approx(np.sqrt(cov[0, 0]), rel=0.05)
+    assert out.gain.std() == pytest.approx(np.sqrt(cov[1, 1]), rel=0.05)
+    assert np.corrcoef(out.accept_ref, out.gain)[0, 1] == pytest.approx(
+        cov[0, 1] / np.sqrt(cov[0, 0] * cov[1, 1]), abs=0.03)
+    assert np.all(out.decay == 0.8) and out.ess == pytest.approx(40000)
+
+
+def test_update_from_the_reference_file_recovers_the_paper_curve():
+    curve = parse_acceptance_curve(bundled("priors.toml").read_text(), "bundled")
+    b, a, model = D.read_acceptance_file(REFERENCE, "ddtree", 16)
+    assert model == "qwen3-8b" and len(b) == 7
+    out = D.update_curve(curve, b, a, 4000, np.random.default_rng(2))
+    # least-squares fit of the paper's points: 8.62, 0.63, 0.80
+    assert np.median(out.accept_ref) == pytest.approx(8.62, abs=0.05)
+    assert np.median(out.gain) == pytest.approx(0.63, abs=0.05)
+    assert np.median(out.decay) == pytest.approx(0.80, abs=0.04)
+    assert out.ess > 500
+    fitted = D.curve_accept(b, out.accept_ref, out.gain, out.decay, reference_budget=16, block=16)
+    assert np.abs(np.median(fitted, axis=0) - a).max() < 0.08
+
+
+def test_acceptance_file_errors(tmp_path):
+    bad = tmp_path / "acc.csv"
+    bad.write_text("model,method,block,budget\nm,ddtree,16,16\n")
+    with pytest.raises(DataError, match="accept_len"):
+        D.read_acceptance_file(bad, "ddtree", 16)
+    bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,16,8\nn,ddtree,16,32,9\n")
+    with pytest.raises(QueryError, match="several models"):
+        D.read_acceptance_file(bad, "ddtree", 16)
+    with pytest.raises(QueryError, match="no ddtree rows with block 8"):
+        D.read_acceptance_file(bad, "ddtree", 8)
+    bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,x,8\n")
+    with pytest.raises(DataError, match="row 2, column 'budget'"):
+        D.read_acceptance_file(bad, "ddtree", 16)
+
+
+# ------------------------------------------------------------------ next
+def cand(draws, engine, method, budget, accept=None):
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=None, engine=engine, method=method,
+                            block=None if method == "ar" else 16, budget=budget,
+                            verify_tokens=None, context_tokens=None)
+    return D.Candidate(sc, accept, "test")
+
+
+def by_budget(out):
+    return {(r["engine"], r["method"], r["budget"]): r for r in out["rows"]}
+
+
+def test_next_ranks_the_measurement_of_the_uncertain_parameter_first():
+    """Only the MoE exponent is uncertain (0.3-0.6). An AR measurement (M = 1, where
+    M ** alpha = 1) cannot inform it; a budget-128 tree pins it."""
+    n = 4000
+    draws = point_mass_draws(n=n, moe_form="power", noise_sd=0.01)
+    draws.variables["moe_exponent"][:, 0] = np.random.default_rng(0).uniform(0.3, 0.6, n)
+    query = D.parse_query(draws, "--hardware b300 --engine sglang --method ddtree --block 16 "
+                                 "--budget 32 --accept 10")
+    cands = [cand(draws, "sglang", "ar", None, 1.0), cand(draws, "sglang", "ddtree", 128)]
+    out = D.next_measurements(draws, query, cands, k=32, seed=3)
+    rows = by_budget(out)
+    first = out["rows"][0]
+    assert (first["method"], first["budget"]) == ("ddtree", 128)
+    assert first["reduction_rel"] > 0.8
+    assert abs(rows["sglang", "ar", None]["reduction_rel"]) < 0.05
+    # the current width is that of predict's 90% interval for the same query
+    pred = P.predict_rows(draws, hardware="b300", engines=["sglang"], method="ddtree", block=16,
+                          budget=32, accept="10")[0]
+    assert out["query"]["width"] == pytest.approx(pred["hi90"] - pred["lo90"], rel=0.03)
+    assert not first["unreliable"] and first["ess_median"] > 100
+
+
+def test_next_uses_the_query_overhead_draw_for_a_candidate_in_its_unmeasured_group():
+    """Only the overhead fraction of unmeasured groups is uncertain. A candidate in the
+    query's group (trt) shares its draw and informs it; one in another unmeasured group
+    (vllm on b300) has an independent draw and cannot."""
+    draws = point_mass_draws(n=4000, overhead_logit_sd=0.8, noise_sd=0.01)
+    query = D.parse_query(draws, "--hardware b300 --engine trt --budget 32 --accept 10")
+    cands = [cand(draws, "vllm", "ddtree", 8), cand(draws, "trt", "ddtree", 8),
+             cand(draws, "sglang", "ddtree", 8)]
+    out = D.next_measurements(draws, query, cands, k=32, seed=4)
+    rows = by_budget(out)
+    assert out["rows"][0]["engine"] == "trt"
+    assert rows["trt", "ddtree", 8]["shares_query_overhead"]
+    assert rows["trt", "ddtree", 8]["reduction_rel"] > 0.7
+    assert abs(rows["vllm", "ddtree", 8]["reduction_rel"]) < 0.05
+    # the measured sglang group is a point mass: measuring it teaches nothing here
+    assert abs(rows["sglang", "ddtree", 8]["reduction_rel"]) < 0.05
+
+
+def test_next_flags_candidates_too_informative_for_reweighting():
+    n = 2000
+    draws = point_mass_draws(n=n, moe_form="power", noise_sd=0.0005)
+    draws.variables["moe_exponent"][:, 0] = np.random.default_rng(0).uniform(0.3, 0.6, n)
+    query = D.parse_query(draws, "--budget 32 --hardware b300 --accept 10")
+    out = D.next_measurements(draws, query, [cand(draws, "sglang", "ddtree", 32)], k=8)
+    assert out["rows"][0]["ess_median"] < 100 and out["rows"][0]["unreliable"]
+
+
+def test_weighted_interval_and_preposterior_by_hand():
+    v = np.arange(1.0, 101.0)
+    w = np.zeros((1, 100))
+    w[0, 40:60] = 0.05          # all mass on 41..60
+    lo, hi = D.weighted_interval(v, w, 0.9)
+    assert (lo[0], hi[0]) == pytest.approx((41.5, 59.5))
+    # a candidate whose log tok/s equals the query's: with tiny noise the simulated result
+    # pins the draw, so the query's width collapses
+    q = np.linspace(100, 200, 1000)
+    res = D.preposterior(np.log(q), np.full(1000, 1e-4), q, 0.9, np.array([10, 500, 900]),
+                         np.zeros(3))
+    assert res["width"] < 1.0 and res["ess_median"] < 5
+
+
+def test_default_candidates_cover_systems_engines_and_the_query():
+    draws = point_mass_draws()
+    query = D.parse_query(draws, "--hardware b300 --engine native --budget 32 --accept 14")
+    whys = [(c.why, c.describe()) for c in D.default_candidates(draws, query)]
+    assert whys[0] == ("the query itself", "b300 x8 native ddtree budget 32 M=33")
+    assert ("the query in sglang", "b300 x8 sglang ddtree budget 32 M=33") in whys
+    assert ("AR, context 0", "b300 x8 sglang ar") in whys
+    # budget 32 in sglang is already there as "the query in sglang" (duplicates dropped)
+    assert [d for w, d in whys if w.startswith("DDTree")] == [
+        f"b300 x8 sglang ddtree block 16 budget {b} M={b + 1}" for b in (8, 128)]
+    assert len(whys) == len({c.key() for c in D.default_candidates(draws, query)})
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("--hardware b300 --bogus 3", "unrecognized arguments"),
+    ("--engine sglang,native --budget 32", "one engine"),
+    ("--budget 32 --accept 12,14", "one value or a range"),
+    ("--budget thirty", "invalid int"),
+    ("--hardware h200 --budget 32", "no measurements"),
+])
+def test_parse_query_errors(text, fragment):
+    with pytest.raises(QueryError, match=fragment):
+        D.parse_query(point_mass_draws(), text)
+
+
+def test_candidates_file(tmp_path):
+    draws = point_mass_draws()
+    path = tmp_path / "c.csv"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\n"
+                    "b300,,sglang,ddtree,16,64,11,\nb300,8,sglang,ar,,,1,65536\n")
+    cands = D.read_candidates(draws, path)
+    assert [c.describe() for c in cands] == ["b300 x8 sglang ddtree block 16 budget 64 M=65",
+                                            "b300 x8 sglang ar ctx 65536"]
+    assert cands[0].accept_len == 11.0 and cands[0].why == "c.csv row 2"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,,sglang,ddtree,16,64,80,\n")
+    with pytest.raises(DataError, match="row 2, column 'accept_len'"):
+        D.read_candidates(draws, path)
+    path.write_text("hardware,engine\nb300,sglang\n")
+    with pytest.raises(DataError, match="column 'gpus'"):
+        D.read_candidates(draws, path)
+
+
+# ------------------------------------------------------------------ CLI on a real fit
+def run(capsys, monkeypatch, workdir, *argv):
+    monkeypatch.chdir(workdir)
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_cli_optimize_and_next_on_the_real_fit(fitted_workdir, capsys, monkeypatch):
+    work, _ = fitted_workdir
+    code, out, err = run(capsys, monkeypatch, work, "optimize", "--hardware", "b300",
+                         "--engine", "native", "--format", "json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert [r["budget"] for r in res["rows"]] == list(D.DEFAULT_BUDGETS)
+    assert sum(r["p_best"] for r in res["rows"]) == pytest.approx(1.0)
+    assert res["recommended"] == max(res["rows"], key=lambda r: r["tok_s_mean"])["budget"]
+    assert [r["extrapolated"] for r in res["rows"]] == [False] + [True] * 7
+    assert "warning" not in err
+    code, out, err = run(capsys, monkeypatch, work, "next", "--query",
+                         "--hardware b300 --engine native --method ddtree --block 16 "
+                         "--budget 32 --accept 14")
+    assert code == 0, err
+    assert "query: b300 x8, native, ddtree, block 16, budget 32" in out
+    lines = out.splitlines()
+    first = lines[lines.index(next(x for x in lines if x.startswith("----"))) + 1]
+    assert first.startswith("1 ") and "the query itself" in first
+
+
+def test_cli_bad_input_exits_2(tmp_path, capsys, monkeypatch):
+    code, _, err = run(capsys, monkeypatch, tmp_path, "optimize", "--budgets", "8,x")
+    assert code == 2 and "--budgets" in err and "fix:" in err and err.count("\n") == 1
