@@ -199,8 +199,8 @@ def sbc_histograms(result: dict, path: Path) -> None:
     nrow = -(-len(tests) // ncol)
     fig, axes = plt.subplots(nrow, ncol, figsize=(12, 2.1 * nrow), squeeze=False)
     for ax, (name, t) in zip(axes.flat, tests.items(), strict=False):
-        ax.bar(range(bins), t["counts"], color=BLUE, width=0.9)
-        ax.axhspan(lo, hi, color=GREY, alpha=0.3)
+        ax.bar(range(bins), t["counts"], color=BLUE, width=0.9, zorder=2)
+        ax.axhspan(lo, hi, color=GREY, alpha=0.3, zorder=0)
         ax.axhline(n / bins, color=GREY, lw=1)
         ax.set_title(f"{name}\nchi2 p = {t['chi2_p']:.2f}", fontsize=8)
         ax.set_xticks([])
