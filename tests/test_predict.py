@@ -134,12 +134,10 @@ def test_parse_accept_rejects(bad):
 
 
 def test_query_errors(draws):
-    with pytest.raises(QueryError, match="h200.*no measurements"):
-        P.predict_rows(draws, hardware="h200", method="ar", engines=["sglang"], accept="1")
+    with pytest.raises(QueryError, match="tpu-v9.*neither measured.*nor in the hardware table"):
+        P.predict_rows(draws, hardware="tpu-v9", method="ar", engines=["sglang"], accept="1")
     with pytest.raises(QueryError, match="outside 1..33"):
         P.predict_rows(draws, accept="40")
-    with pytest.raises(QueryError, match="b300 x4 has no measurements"):
-        P.predict_rows(draws, hardware="b300", gpus=4, method="ar", engines=["sglang"])
     with pytest.raises(QueryError, match="cannot tell how many tokens"):
         P.predict_rows(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
     with pytest.raises(QueryError, match="--prob"):
@@ -168,3 +166,30 @@ def test_check_fit_refuses_unconverged_and_flags_stale(tmp_path):
     assert any("changed since fit" in w and str(data) in w for w in warnings)
     with pytest.raises(StaleArtifactError, match="--strict"):
         P.check_fit(draws, strict=True)
+
+
+def test_unmeasured_hardware_by_transfer_by_hand():
+    """Point-mass transfer parameters: elasticity 0.5, interconnect factor 1.5, no scatter.
+    Reference b300x8 (NVLink-class, 8 TB/s x 8): MOE(1) = 4 ms, ATTN_BASE = 4 ms."""
+    draws = point_mass_draws(transfer_bandwidth_elasticity=0.5, transfer_interconnect_factor=1.5,
+                             transfer_system_sd=0.0)
+    ar = dict(method="ar", engines=["sglang"], accept="1")
+    # H200 x8: same class, 4.8 TB/s: MOE(1) = 4 * (64 / 38.4) ** 0.5, ATTN unchanged
+    h200 = P.predict_rows(draws, hardware="h200", **ar)[0]
+    assert h200["median"] == pytest.approx(1000 / (4 * (64 / 38.4) ** 0.5 + 4))
+    assert "transferred from b300x8" in h200["overhead_from"]
+    # RTX PRO 6000 x8: PCIe, 1.792 TB/s: ATTN x 1.5
+    pro = P.predict_rows(draws, hardware="rtx-pro-6000", **ar)[0]
+    assert pro["median"] == pytest.approx(1000 / (4 * (64 / 14.336) ** 0.5 + 6))
+    # B300 x4: half the aggregate bandwidth
+    b4 = P.predict_rows(draws, hardware="b300", gpus=4, **ar)[0]
+    assert b4["gpus"] == 4 and b4["median"] == pytest.approx(1000 / (4 * 2 ** 0.5 + 4))
+
+
+def test_unmeasured_hardware_intervals_are_wider():
+    draws = point_mass_draws(n=4000, noise_sd=0.02)
+    kw = dict(method="ar", engines=["sglang"], accept="1")
+    measured = P.predict_rows(draws, hardware="b300", **kw)[0]
+    h200 = P.predict_rows(draws, hardware="h200", **kw)[0]
+    width = lambda r: (r["hi90"] - r["lo90"]) / r["median"]  # noqa: E731
+    assert width(h200) > 3 * width(measured)

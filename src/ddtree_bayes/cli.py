@@ -104,13 +104,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
                                strict=args.strict):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     engines = args.engine.split(",") if args.engine else None
+    block, budget = args.block, args.budget
     if args.hardware is None and args.method is None and not any(
             (args.gpus, args.block, args.budget, args.verify_tokens)):
         hardware = method = None
-    else:
+    else:  # anything not given is the default scenario's
         hardware = args.hardware or DEFAULT_SCENARIO.hardware
         method = args.method or DEFAULT_SCENARIO.method
         engines = engines or list(DEFAULT_SCENARIO.engines)
+        if args.method is None and args.verify_tokens is None:
+            block = DEFAULT_SCENARIO.block if block is None else block
+            budget = DEFAULT_SCENARIO.budget if budget is None else budget
     mixture = None
     if args.model_average:
         from ddtree_bayes import compare
@@ -122,7 +126,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             f"{d.meta['fit_id']} ({d.meta['model']['moe_form']}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
     rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
-                          method=method, block=args.block, budget=args.budget,
+                          method=method, block=block, budget=budget,
                           verify_tokens=args.verify_tokens, context_tokens=args.context,
                           accept=args.accept, target=args.target, prob=args.prob,
                           seed=args.seed, mixture=mixture)
@@ -453,6 +457,11 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # e.g. `ddtree-bayes predict | head`: the reader left
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

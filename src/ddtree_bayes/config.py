@@ -58,6 +58,8 @@ MODEL_PRIORS: dict[str, str] = {
     "noise_sd": "global",
 }
 MOE_FORMS = {"power": "moe_exponent_mu", "linear": "moe_slope_mu"}
+#: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
+TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
 #: Acceptance priors must not put mass below 1 token per step.
 ACCEPTANCE_DISTS = ("point", "uniform", "truncnormal")
 
@@ -147,6 +149,8 @@ class PriorsConfig:
     priors: dict[str, Prior]
     relations: dict[str, Relation] = field(default_factory=dict)
     acceptance: tuple[AcceptancePrior, ...] = ()
+    #: predict-time priors for hardware without measurements (``[transfer.<name>]``)
+    transfer: dict[str, Prior] = field(default_factory=dict)
 
     @property
     def sha256(self) -> str:
@@ -295,9 +299,21 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
             keys[key] = spec.get(key)
         acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys))
 
+    transfer = {name: _parse_prior(path, name, spec, where="transfer")
+                for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}
+    if transfer:
+        for name in TRANSFER_PRIORS:
+            if name not in transfer:
+                raise PriorsError("missing transfer prior", file=path, column=f"transfer.{name}",
+                                  fix=f"add [transfer.{name}] (see the bundled models/priors.toml)")
+        if transfer["bandwidth_elasticity"].dist not in ("beta", "uniform"):
+            raise PriorsError("the bandwidth elasticity must be a prior on [0, 1]", file=path,
+                              column="transfer.bandwidth_elasticity", fix='use dist = "beta"')
+
     return PriorsConfig(path=path, text=text, moe_form=moe_form,
                         context_unit_tokens=float(unit), default_context_tokens=float(default_ctx),
-                        priors=priors, relations=relations, acceptance=tuple(acceptance))
+                        priors=priors, relations=relations, acceptance=tuple(acceptance),
+                        transfer=transfer)
 
 
 # ------------------------------------------------------------------ acceptance curve

@@ -88,6 +88,7 @@ class Scenario:
     budget: int | None
     verify_tokens: int
     context_tokens: float
+    measured: bool = True   # False: hardware transferred from a measured system
 
     @property
     def system(self) -> str:
@@ -129,23 +130,34 @@ def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = F
 def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
                      context_tokens: float | None) -> Scenario:
-    """Fill in defaults (GPU count, verify tokens, context) and check the fit can answer."""
-    systems = draws.meta["coords"]["system"]
+    """Fill in defaults (GPU count, verify tokens, context) and check the fit can answer.
+
+    A system without measurements is answered by hardware transfer (see
+    :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
+    priors have a ``[transfer]`` section.
+    """
+    systems = measured_systems(draws)
     if gpus is None:
-        measured = sorted(int(s.rsplit("x", 1)[1]) for s in systems
-                          if s.rsplit("x", 1)[0] == hardware)
-        if not measured:
-            raise QueryError(f"hardware {hardware!r} has no measurements in this fit (measured: "
-                             f"{', '.join(systems)})",
-                             fix="predict for measured hardware, or add measurements and re-fit")
-        if len(measured) > 1:
-            raise QueryError(f"{hardware} was measured with {measured} GPUs",
+        counts = sorted({int(s.rsplit("x", 1)[1]) for s in systems
+                         if s.rsplit("x", 1)[0] == hardware})
+        if not counts:  # unmeasured GPU: the measured GPU count, if there is only one
+            counts = sorted({int(s.rsplit("x", 1)[1]) for s in systems})
+        if len(counts) > 1:
+            raise QueryError(f"{hardware} could run on {counts} GPUs in this fit",
                              fix="say which with --gpus")
-        gpus = measured[0]
-    if system_label(hardware, gpus) not in systems:
-        raise QueryError(f"{hardware} x{gpus} has no measurements in this fit (measured: "
-                         f"{', '.join(systems)})",
-                         fix="predict for a measured system, or add measurements and re-fit")
+        gpus = counts[0]
+    measured = system_label(hardware, gpus) in systems
+    if not measured:
+        from ddtree_bayes.data import load_hardware
+
+        table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+        if hardware not in table:
+            raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
+                             "nor in the hardware table",
+                             fix="use a GPU from data/hardware.csv: " + ", ".join(sorted(table)))
+        if not parse_priors(draws.priors_toml, "priors stored in the fit").transfer:
+            raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
+                             "[transfer] section", fix="add one (see the bundled priors) and re-fit")
     derived = derive_verify_tokens(method, block, budget)
     if verify_tokens is None:
         if derived is None:
@@ -161,7 +173,74 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
     if context_tokens < 0:
         raise QueryError("--context must be >= 0", fix="give the context length in tokens")
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
-                    float(context_tokens))
+                    float(context_tokens), measured)
+
+
+def measured_systems(draws: Draws) -> list[str]:
+    """Systems the fit has data for (a validation fold may hold some out)."""
+    held_out = set(draws.meta.get("held_out_systems", ()))
+    return [s for s in draws.meta["coords"]["system"] if s not in held_out]
+
+
+def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
+                           ) -> tuple[dict[str, np.ndarray], str]:
+    """Per-draw step parameters of an unmeasured system, from a measured reference system.
+
+    The reference has the same interconnect class (PCIe or an NVLink-class fabric) if one was
+    measured, else the nearest aggregate memory bandwidth. MOE(1) and the context cost
+    scale with (bandwidth_ref / bandwidth) ** elasticity, ATTN_BASE with the interconnect
+    factor when the class differs, everything with a log-normal system scatter; the MoE
+    exponent comes from its pooled population. Transfer parameters are drawn from the
+    ``[transfer]`` priors (or taken from ``draws.variables["transfer_<name>"]`` if present).
+    """
+    import math
+
+    from ddtree_bayes.data import load_hardware
+    from ddtree_bayes.sampling import prior_sample
+
+    v, meta, n = draws.variables, draws.meta, draws.n_draws
+    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+
+    def bandwidth(hw: str, gpus: int) -> float:
+        try:
+            return float(table[hw]["mem_bw_tb_s"]) * gpus
+        except (KeyError, ValueError):
+            raise QueryError(f"no memory bandwidth for {hw} in the hardware table",
+                             fix="fill in mem_bw_tb_s in data/hardware.csv") from None
+
+    def fabric(hw: str) -> bool:
+        return "pcie" not in table[hw].get("interconnect", "").lower()
+
+    systems = measured_systems(draws)
+    parse = [(s, s.rsplit("x", 1)[0], int(s.rsplit("x", 1)[1])) for s in systems]
+    same = [p for p in parse if fabric(p[1]) == fabric(sc.hardware)] or parse
+    target_bw = bandwidth(sc.hardware, sc.gpus)
+    ref, ref_hw, ref_gpus = min(same, key=lambda p: abs(math.log(bandwidth(p[1], p[2]) / target_bw)))
+    r = meta["coords"]["system"].index(ref)
+    priors = parse_priors(draws.priors_toml, "priors stored in the fit").transfer
+
+    def draw(name: str) -> np.ndarray:
+        key = f"transfer_{name}"
+        return v[key] if key in v else prior_sample(priors[name], n, rng)
+
+    elasticity, factor, scatter = (draw(k) for k in ("bandwidth_elasticity",
+                                                     "interconnect_factor", "system_sd"))
+    noise = np.exp(scatter * rng.standard_normal(n))
+    ratio = (bandwidth(ref_hw, ref_gpus) / target_bw) ** elasticity
+    steps = int(fabric(ref_hw)) - int(fabric(sc.hardware))  # +1 fabric -> PCIe
+    moe1 = v["moe_share"][:, r] * v["step_ar_ms"][:, r] * ratio * noise
+    attn = (1.0 - v["moe_share"][:, r]) * v["step_ar_ms"][:, r] * factor ** steps * noise
+    z = rng.standard_normal(n)
+    if meta["model"]["moe_form"] == "power":
+        shape = v["moe_exponent_mu"] + v["moe_hw_sd"] * z
+    else:
+        shape = v["moe_slope_mu"] * np.exp(v["moe_hw_sd"] * z)
+    params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
+              "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
+    how = (f"{sc.system} not measured: transferred from {ref} "
+           f"({'same' if steps == 0 else 'different'} interconnect class, bandwidth ratio "
+           f"{bandwidth(ref_hw, ref_gpus) / target_bw:.2f}); ")
+    return params, how
 
 
 def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, str]:
@@ -180,26 +259,31 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
     """Posterior draws of each term of the step (ms): ``moe``, ``attn_base``, ``context``,
     ``spec`` and their sum ``step``; plus how the overhead fraction was found."""
     v, meta = draws.variables, draws.meta
-    s = meta["coords"]["system"].index(sc.system)
     form = meta["model"]["moe_form"]
-    shape = v["moe_exponent"] if form == "power" else v["moe_slope"]
+    if sc.measured:
+        s = meta["coords"]["system"].index(sc.system)
+        step_ar, share = v["step_ar_ms"][:, s], v["moe_share"][:, s]
+        shape = (v["moe_exponent"] if form == "power" else v["moe_slope"])[:, s]
+        ctx_ms, transfer_how = v["ctx_ms_per_unit"][:, s], ""
+    else:
+        t, transfer_how = transferred_parameters(draws, sc, rng)
+        step_ar, share, shape, ctx_ms = (t["step_ar_ms"], t["moe_share"], t["moe_shape"],
+                                         t["ctx_ms_per_unit"])
     units = sc.context_tokens / meta["model"]["context_unit_tokens"]
-    step_ar, share = v["step_ar_ms"][:, s], v["moe_share"][:, s]
-    target = S.target_ms(step_ar, share, shape[:, s], v["ctx_ms_per_unit"][:, s],
-                         v["ctx_verify_exponent"], float(sc.verify_tokens), units, form,
-                         np.exp, np.log)
-    moe = S.moe_ms(share * step_ar, float(sc.verify_tokens), shape[:, s], form, np.exp, np.log)
+    target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"],
+                         float(sc.verify_tokens), units, form, np.exp, np.log)
+    moe = S.moe_ms(share * step_ar, float(sc.verify_tokens), shape, form, np.exp, np.log)
     parts = {"moe": moe, "attn_base": (1.0 - share) * step_ar,
              "context": target - moe - (1.0 - share) * step_ar}
     if sc.method == AR_METHOD:
-        return {**parts, "spec": np.zeros_like(target), "step": target}, "autoregressive"
+        return {**parts, "spec": np.zeros_like(target), "step": target}, transfer_how + "autoregressive"
     bases = meta["model"]["relation_bases"]
-    engine, scale, how = sc.engine, np.ones(draws.n_draws), ""
+    engine, scale, how = sc.engine, np.ones(draws.n_draws), transfer_how
     if engine in bases:
         k = meta["coords"]["relation"].index(engine)
         scale = 1.0 - v["reduction"][:, k]
         engine = bases[engine]
-        how = f"{sc.engine} = (1 - reduction) x {engine} overhead; "
+        how += f"{sc.engine} = (1 - reduction) x {engine} overhead; "
     label = S.group_label(sc.system, engine, sc.method)
     groups = meta["coords"]["overhead_group"]
     if label in groups:

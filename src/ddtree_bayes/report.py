@@ -32,6 +32,7 @@ from ddtree_bayes.config import (
     PriorsConfig,
     parse_priors,
 )
+from ddtree_bayes.sampling import prior_sample
 from ddtree_bayes.store import Draws
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
@@ -46,22 +47,6 @@ PRIOR_ONLY_RATIO = 0.9
 
 
 # ------------------------------------------------------------------ priors as numpy
-def prior_sample(prior: Prior, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Draws from one prior of the priors file (numpy only)."""
-    p, d = prior.params, prior.dist
-    if d == "normal":
-        return rng.normal(p["mu"], p["sigma"], n)
-    if d == "halfnormal":
-        return np.abs(rng.normal(0.0, p["sigma"], n))
-    if d == "lognormal":
-        return p["median"] * np.exp(p["sigma"] * rng.standard_normal(n))
-    if d == "beta":
-        return rng.beta(p["alpha"], p["beta"], n)
-    if d == "uniform":
-        return rng.uniform(p["lower"], p["upper"], n)
-    raise ValueError(f"cannot sample prior {prior.name} ({d})")
-
-
 def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
     """Log density of one prior at ``x`` (elementwise)."""
     from scipy import stats

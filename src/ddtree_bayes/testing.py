@@ -20,6 +20,7 @@ POINT_MASS = {
     "ctx_ms_per_unit": [2.0], "ctx_verify_exponent": 0.5, "overhead_frac": [0.2],
     "overhead_logit_mu": float(np.log(0.2 / 0.8)), "overhead_logit_sd": 0.0,
     "reduction": [0.5], "noise_sd": 0.0,
+    "moe_slope_mu": 0.0625, "moe_exponent_mu": 0.5, "moe_hw_sd": 0.0,
 }
 
 

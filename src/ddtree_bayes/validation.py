@@ -201,6 +201,9 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
     weights = np.ones(len(data.rows))
     weights[list(fold.held_out)] = 0.0
     draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores)
+    # a system with no training rows left is predicted as unmeasured hardware (transfer)
+    kept = {m.system for i, m in enumerate(data.rows) if i not in fold.held_out}
+    draws.meta["held_out_systems"] = [s for s in spec.systems if s not in kept]
     train = [m for i, m in enumerate(data.rows) if i not in fold.held_out]
     baseline = baseline_fit(train, cfg, spec.systems)
     rng = np.random.default_rng(seed)
