@@ -309,6 +309,27 @@ def test_next_uses_the_query_overhead_draw_for_a_candidate_in_its_unmeasured_gro
     assert abs(rows["sglang", "ddtree", 8]["reduction_rel"]) < 0.05
 
 
+def test_next_shares_transferred_parameters_on_a_system_without_measurements():
+    """h200 x8 has no measurements: its step parameters are transferred from b300 with
+    uncertain bandwidth elasticity and system scatter. An AR run on the h200 (another
+    overhead group, same system) must see the same transferred draws as the DDTree query
+    there, and so inform it; an AR run on the (point-mass) b300 cannot."""
+    draws = point_mass_draws(n=4000, noise_sd=0.01)
+    query = D.parse_query(draws, "--hardware h200 --engine sglang --block 16 --budget 32 "
+                                 "--accept 10")
+    assert not query.scenario.measured
+    h200_ar = D.Candidate(P.resolve_scenario(draws, hardware="h200", gpus=None, engine="sglang",
+                                             method="ar", block=None, budget=None,
+                                             verify_tokens=None, context_tokens=None), 1.0, "t")
+    out = D.next_measurements(draws, query, [cand(draws, "sglang", "ar", None, 1.0), h200_ar],
+                              k=32, seed=6)
+    assert "transferred from b300x8" in out["query"]["overhead_from"]
+    rows = {r["hardware"]: r for r in out["rows"]}
+    assert out["rows"][0]["hardware"] == "h200"
+    assert rows["h200"]["reduction_rel"] > 0.6
+    assert abs(rows["b300"]["reduction_rel"]) < 0.05
+
+
 def test_next_flags_candidates_too_informative_for_reweighting():
     n = 2000
     draws = point_mass_draws(n=n, moe_form="power", noise_sd=0.0005)
@@ -350,7 +371,7 @@ def test_default_candidates_cover_systems_engines_and_the_query():
     ("--engine sglang,native --budget 32", "one engine"),
     ("--budget 32 --accept 12,14", "one value or a range"),
     ("--budget thirty", "invalid int"),
-    ("--hardware h200 --budget 32", "no measurements"),
+    ("--hardware tpu9 --budget 32", "neither measured"),
 ])
 def test_parse_query_errors(text, fragment):
     with pytest.raises(QueryError, match=fragment):
@@ -383,19 +404,20 @@ def run(capsys, monkeypatch, workdir, *argv):
 
 
 def test_cli_optimize_and_next_on_the_real_fit(fitted_workdir, capsys, monkeypatch):
-    work, _ = fitted_workdir
+    work, result = fitted_workdir     # --fit: other tests may add fits to this workdir
     code, out, err = run(capsys, monkeypatch, work, "optimize", "--hardware", "b300",
-                         "--engine", "native", "--format", "json")
+                         "--engine", "native", "--format", "json", "--fit", result.fit_id)
     assert code == 0, err
     res = json.loads(out)
     assert [r["budget"] for r in res["rows"]] == list(D.DEFAULT_BUDGETS)
     assert sum(r["p_best"] for r in res["rows"]) == pytest.approx(1.0)
     assert res["recommended"] == max(res["rows"], key=lambda r: r["tok_s_mean"])["budget"]
+    assert res["fit_id"] == result.fit_id
     assert [r["extrapolated"] for r in res["rows"]] == [False] + [True] * 7
     assert "warning" not in err
     code, out, err = run(capsys, monkeypatch, work, "next", "--query",
                          "--hardware b300 --engine native --method ddtree --block 16 "
-                         "--budget 32 --accept 14")
+                         "--budget 32 --accept 14", "--fit", result.fit_id)
     assert code == 0, err
     assert "query: b300 x8, native, ddtree, block 16, budget 32" in out
     lines = out.splitlines()

@@ -102,12 +102,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     m = out["max_measured_verify_tokens"]
     extrap = [r for r in out["rows"] if r["extrapolated"]]
     if extrap:
-        where = (f"on {sc['system']} is {m['system']}" if m["system"] is not None
-                 else f"is {m['any_system']} (none on {sc['system']})")
+        where = (f"the largest measured verify tokens on {sc['system']} is {m['system']} "
+                 f"({m['any_system']} on any system)" if m["system"] is not None
+                 else f"{sc['system']} has no measurements and the largest measured verify "
+                      f"tokens on any system is {m['any_system']}")
         print(f"step: extrapolated beyond the measured M for budgets "
-              f"{', '.join(str(r['budget']) for r in extrap)}: the largest measured verify "
-              f"tokens {where} ({m['any_system']} on any system); the MoE power law and the "
-              "overhead fraction carry the step time there.")
+              f"{', '.join(str(r['budget']) for r in extrap)}: {where}; the MoE power law "
+              "and the overhead fraction carry the step time there.")
     lo_b, hi_b = c["anchored_budgets"]
     acc_x = [r for r in out["rows"] if r["accept_extrapolated"]]
     if acc_x:

@@ -25,7 +25,8 @@ overhead fraction of an unmeasured (system, engine, method) group from the ``rng
 given. Here every scenario is resolved with a generator seeded by (seed, group label)
 (:func:`group_rng`), so all budgets of one group, and a candidate and a query in the same
 unmeasured group, see the same ``z`` per draw: otherwise measuring one could not inform
-the other.
+the other. Likewise a system without measurements (hardware transfer) gets its transferred
+parameters once per (seed, system) (:func:`with_transferred_system`).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ import csv
 import hashlib
 import math
 import shlex
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -83,11 +84,47 @@ def group_rng(seed: int, label: str | None) -> np.random.Generator:
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
 
 
+def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
+                            ) -> tuple[Draws, P.Scenario, str]:
+    """For a scenario on a system without measurements (answered by hardware transfer),
+    the draws with that system's transferred parameters added as a system column of their
+    own, drawn from a stream fixed by (seed, system), and the scenario marked measured.
+
+    Every scenario on that system (any engine, method or budget) then sees the same
+    transferred step parameters per draw, and its overhead group the same ``z`` per draw
+    (:func:`shared_step`); measured systems pass through unchanged.
+    """
+    if getattr(sc, "measured", True):
+        return draws, sc, ""
+    params, how = P.transferred_parameters(draws, sc, group_rng(seed, f"system {sc.system}"))
+    variables = dict(draws.variables)
+    systems = list(draws.meta["coords"]["system"])
+    columns = {"step_ar_ms": params["step_ar_ms"], "moe_share": params["moe_share"],
+               "ctx_ms_per_unit": params["ctx_ms_per_unit"], "moe_exponent": params["moe_shape"],
+               "moe_slope": params["moe_shape"]}
+    if sc.system in systems:       # a system held out of this fit: replace its column
+        j = systems.index(sc.system)
+        for key, col in columns.items():
+            if key in variables:
+                variables[key] = variables[key].copy()
+                variables[key][:, j] = col
+    else:
+        systems.append(sc.system)
+        for key, col in columns.items():
+            if key in variables:
+                variables[key] = np.column_stack([variables[key], col])
+    meta = {**draws.meta, "coords": {**draws.meta["coords"], "system": systems}}
+    return replace(draws, meta=meta, variables=variables), replace(sc, measured=True), how
+
+
 def shared_step(draws: Draws, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]:
     """Posterior draws of step_ms for ``sc`` (no measurement noise), with the overhead ``z``
-    of an unmeasured group shared by every scenario of that group (see :func:`group_rng`)."""
+    of an unmeasured group shared by every scenario of that group (see :func:`group_rng`)
+    and the transferred parameters of an unmeasured system shared by every scenario on it
+    (see :func:`with_transferred_system`)."""
+    draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
     parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)))
-    return parts["step"], how
+    return parts["step"], transfer_how + how
 
 
 # ------------------------------------------------------------------ priors and the curve
@@ -583,12 +620,14 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
     - the query's own configuration;
     - the query's configuration in every other engine measured on its system, every
       engine with a declared relation (e.g. native) and their base engines;
-    - for every measured system: autoregressive at context 0 (and at the query's context
-      on the query's system), and DDTree budgets 8, 32 and 128 in every engine measured
-      on that system.
+    - autoregressive on the query's system at context 0 if that system has no
+      measurements (hardware transfer), and at the query's context if it is not 0;
+    - for every measured system: autoregressive at context 0, and DDTree budgets 8, 32
+      and 128 in every engine measured on that system.
     """
     q = query.scenario
-    rows = P.stored_measurements(draws).rows
+    fitted = set(P.measured_systems(draws))
+    rows = [r for r in P.stored_measurements(draws).rows if r.system in fitted]
     systems: dict[str, tuple[str, int]] = {}
     engines: dict[str, list[str]] = {}
     for r in rows:
@@ -623,6 +662,9 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
     for e in dict.fromkeys(others):
         if e != q.engine and q.method != AR_METHOD:
             add(f"the query in {e}", q_accept, engine=e, **same)
+    if not getattr(q, "measured", True):
+        add("AR on the query's system", 1.0, hardware=q.hardware, gpus=q.gpus, engine=q.engine,
+            method=AR_METHOD, block=None, budget=None, context_tokens=0.0)
     if q.context_tokens:
         add("AR at the query's context", 1.0, hardware=q.hardware, gpus=q.gpus,
             engine=engines.get(q.system, [q.engine])[0], method=AR_METHOD, block=None,
