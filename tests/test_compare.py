@@ -39,9 +39,12 @@ def test_mixture_mixes_predictive_draws_by_weight():
     assert only_fast[0]["median"] == pytest.approx(600.0)
 
 
-def test_compare_power_and_linear_fits(fitted_workdir, capsys, monkeypatch):
+def test_compare_power_and_linear_fits(fitted_workdir, capsys, monkeypatch, tmp_path):
+    import shutil
+
     work, result = fitted_workdir
-    monkeypatch.chdir(work)
+    shutil.copytree(work, tmp_path / "w")  # keep the shared fixture's latest fit as it is
+    monkeypatch.chdir(tmp_path / "w")
     assert cli.main(["fit", "--moe-form", "linear", "--quiet", "--format", "json"]) == 0
     capsys.readouterr()
     assert cli.main(["compare", "--format", "json"]) == 0
