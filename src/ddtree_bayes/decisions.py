@@ -51,7 +51,8 @@ from ddtree_bayes.config import (
     parse_priors,
 )
 from ddtree_bayes.data import AR_METHOD
-from ddtree_bayes.errors import DataError, PriorsError, QueryError
+from ddtree_bayes.errors import DataError, QueryError
+from ddtree_bayes.sampling import prior_sample
 from ddtree_bayes.store import Draws
 
 #: Budgets ``optimize`` compares by default: powers of two from 8 to 1024.
@@ -128,32 +129,7 @@ def shared_step(draws: Draws, sc: P.Scenario, seed: int) -> tuple[np.ndarray, st
 
 
 # ------------------------------------------------------------------ priors and the curve
-def sample_prior(prior: Prior, n: int, rng: np.random.Generator) -> np.ndarray:
-    """``n`` draws from a prior of the priors file (numpy only; truncnormal by rejection)."""
-    p, dist = prior.params, prior.dist
-    if dist == "point":
-        return np.full(n, p["value"])
-    if dist == "uniform":
-        return rng.uniform(p["lower"], p["upper"], n)
-    if dist == "normal":
-        return rng.normal(p["mu"], p["sigma"], n)
-    if dist == "halfnormal":
-        return np.abs(rng.normal(0.0, p["sigma"], n))
-    if dist == "lognormal":
-        return p["median"] * np.exp(p["sigma"] * rng.standard_normal(n))
-    if dist == "beta":
-        return rng.beta(p["alpha"], p["beta"], n)
-    if dist == "truncnormal":
-        out = np.empty(0)
-        for _ in range(1000):
-            x = rng.normal(p["mu"], p["sigma"], 4 * n)
-            out = np.concatenate([out, x[(x >= p["lower"]) & (x <= p["upper"])]])
-            if out.size >= n:
-                return out[:n]
-        raise PriorsError(f"prior {prior.name} has almost no mass inside its bounds",
-                          fix="widen lower/upper in the priors file")
-    raise PriorsError(f"prior {prior.name}: dist {dist!r} cannot be sampled",
-                      fix="use point, uniform, normal, truncnormal, halfnormal, lognormal or beta")
+sample_prior = prior_sample  # one sampler for every prior of the priors file
 
 
 def doublings(budgets, reference_budget: float, decay) -> np.ndarray:

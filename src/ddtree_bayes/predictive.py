@@ -300,25 +300,9 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
     """Draws from an acceptance prior (numpy only; truncated normal by rejection)."""
-    p, dist = prior.prior.params, prior.prior.dist
-    if dist == "point":
-        return np.full(n, p["value"])
-    if dist == "uniform":
-        return rng.uniform(p["lower"], p["upper"], n)
-    if dist == "lognormal":
-        return p["median"] * np.exp(p["sigma"] * rng.standard_normal(n))
-    if dist in ("normal", "truncnormal"):
-        lo, hi = p.get("lower", 1.0), p.get("upper", np.inf)
-        out = np.empty(0)
-        for _ in range(1000):
-            x = rng.normal(p["mu"], p["sigma"], 4 * n)
-            out = np.concatenate([out, x[(x >= lo) & (x <= hi)]])
-            if out.size >= n:
-                return out[:n]
-        raise QueryError("acceptance prior has almost no mass inside its bounds",
-                         fix="widen lower/upper in the priors file")
-    raise QueryError(f"acceptance prior dist {dist!r} cannot be sampled",
-                     fix="use point, uniform, lognormal, normal or truncnormal")
+    from ddtree_bayes.sampling import prior_sample
+
+    return prior_sample(prior.prior, n, rng)
 
 
 def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
