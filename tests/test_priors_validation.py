@@ -534,3 +534,9 @@ def test_acceptance_that_is_not_a_table_gets_a_usable_hint():
                              for line in TEXT.splitlines())
         parse_priors("acceptance = [3]\n" + renamed, NAME)
     assert "[[acceptance]]" in str(info.value) and "[." not in str(info.value)
+
+
+def test_unknown_section_is_an_error_not_ignored():
+    typo = TEXT + '\n[relation.turbo]\nbase = "sglang"\n'   # 'relation' for 'relations'
+    err = expect_error(typo, "relation", "unknown section 'relation'")
+    assert "typo" in str(err)

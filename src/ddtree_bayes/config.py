@@ -60,6 +60,9 @@ MODEL_PRIORS: dict[str, str] = {
 MOE_FORMS = {"power": "moe_exponent_mu", "linear": "moe_slope_mu"}
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
+#: Top-level sections of a priors file.
+KNOWN_SECTIONS = frozenset({"model", "priors", "relations", "acceptance", "transfer",
+                            "acceptance_curve"})
 #: Acceptance priors must not put mass below 1 token per step.
 ACCEPTANCE_DISTS = ("point", "uniform", "truncnormal")
 
@@ -310,6 +313,10 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
             raise PriorsError("the bandwidth elasticity must be a prior on [0, 1]", file=path,
                               column="transfer.bandwidth_elasticity", fix='use dist = "beta"')
 
+    unknown = sorted(set(raw) - KNOWN_SECTIONS)
+    if unknown:
+        raise PriorsError(f"unknown section {unknown[0]!r}", file=path, column=unknown[0],
+                          fix="use " + ", ".join(sorted(KNOWN_SECTIONS)) + " (a typo is never ignored)")
     return PriorsConfig(path=path, text=text, moe_form=moe_form,
                         context_unit_tokens=float(unit), default_context_tokens=float(default_ctx),
                         priors=priors, relations=relations, acceptance=tuple(acceptance),
