@@ -123,8 +123,21 @@ def test_update_prints_tracked_query_changes(updated):
                      r"\d+-\d+ tok/s \(median \d+ -> \d+, width -\d+%\)", out)
     eagle = next(c for c in changes if c["name"].startswith("rtx-pro-6000"))
     assert eagle["before"] and eagle["after"]
-    assert "h200-ar: h200-sglang-ar-a1: not predictable (hardware 'h200' has no measurements" \
-        in out
+    # an unmeasured GPU in the hardware table is predicted by hardware transfer, both times
+    h200 = next(c for c in changes if c["name"] == "h200-ar")
+    assert h200["label"] == "h200 x8 sglang ar accept 1" and h200["before"] and h200["after"]
+
+
+def test_a_query_no_fit_can_answer_is_reported_not_fatal(updated):
+    work, first, _ = updated
+    before = store.load_draws(first.path)
+    after = store.load_draws(store.resolve(work / "models"))
+    q = living.Tracked("gb300-ar", living.normalize_query(
+        {"hardware": "gb300", "engine": "sglang", "method": "ar", "accept": "1"}))
+    (c,) = living.compare_queries(before, after, [q], seed=1, workdir=work)
+    assert c["before"] is None and c["after"] is None
+    assert "'gb300' is neither measured" in c["after_error"] and "fix:" not in c["after_error"]
+    assert living.format_change(c).startswith("gb300-ar: gb300-sglang-ar-a1: not predictable (")
 
 
 def test_update_with_nothing_new_does_not_refit(updated):
@@ -194,17 +207,23 @@ def test_reject_surprises_stops_before_refitting(updated, tmp_path):
     work = copy_work(updated[0], tmp_path / "w")
     latest = (work / "models" / "latest.json").read_text()
     n = len(store.fit_files(work / "models"))
+    # a GPU the fit's stored hardware table does not know: that row cannot be scored
+    hw = work / "data" / "hardware.csv"
+    hw.chmod(0o644)
+    hw.write_text(hw.read_text() + "gb300,HBM3e,288,8.0,NVLink5 1.8 TB/s,10.3,HYPOTHETICAL\n")
     assert call(work, "add", *[("900" if v == "612" else v) for v in NEW_ROW])[0] == 0
-    assert call(work, "add", "--hardware", "h200", "--gpus", "8", "--engine", "sglang",
-                "--method", "ar", "--accept", "1", "--tok-s", "95", "--source", "HYPOTHETICAL")[0] == 0
+    assert call(work, "add", "--hardware", "gb300", "--gpus", "8", "--engine", "sglang",
+                "--method", "ar", "--accept", "1", "--tok-s", "140", "--source",
+                "HYPOTHETICAL")[0] == 0
     code, out, err = call(work, "update", "--reject-surprises")
     assert code == 2
     assert "--reject-surprises: row 12 (>99.9%) outside the 1st-99th percentile" in err
     assert "nothing refitted" in err and err.count("\n") == 1
     assert re.search(r"row 12 .* 900 .* >99\.9%\s+SURPRISE \(above the 99th percentile\)", out)
-    assert re.search(r"row 13 .* 95 .* cannot score", out)
-    assert "row 13: fit " in out and "cannot predict it (h200 x8 has no measurements" in out
+    assert re.search(r"row 13 .* 140 .* cannot score", out)
+    assert "row 13: fit " in out and "cannot predict it (hardware 'gb300' is neither measured" in out
     assert "possible regime change" in out
+    assert "changed since fit" in out and "hardware table" in out
     assert (work / "models" / "latest.json").read_text() == latest
     assert len(store.fit_files(work / "models")) == n
     code, out, _ = call(work, "update", "--reject-surprises", "--format", "json")
@@ -212,6 +231,26 @@ def test_reject_surprises_stops_before_refitting(updated, tmp_path):
     assert code == 2 and payload["rejected"] is True and payload["surprises"] == 1
     assert [s["status"] for s in payload["new_rows"]] == ["surprise", "unpredictable"]
     assert payload["new_rows"][0]["percentile"] > 0.999
+
+
+def test_a_new_system_is_scored_by_transfer(updated):
+    work, first, _ = updated
+    before = store.load_draws(first.path)
+    hw = {"h200": {}}
+    row = parse_row("t", 12, {"model": "kimi-k2.6", "hardware": "h200", "gpus": "8",
+                              "engine": "sglang", "method": "ar", "accept_len": "1",
+                              "tok_s": "95", "source": "HYPOTHETICAL"}, hw)
+    (score,) = living.score_rows(before, [row], seed=3)
+    assert score["transferred"] is True and score["status"] in ("ok", "surprise")
+    assert 0 < score["percentile"] < 1 and score["lo90"] < score["median"] < score["hi90"]
+    assert score["overhead_from"].startswith("h200x8 not measured: transferred from ")
+    # wider than the measured B300 AR row's interval
+    b300 = parse_row("t", 13, {"model": "kimi-k2.6", "hardware": "b300", "gpus": "8",
+                               "engine": "sglang", "method": "ar", "accept_len": "1",
+                               "tok_s": "133", "source": "x"}, {"b300": {}})
+    (ref,) = living.score_rows(before, [b300], seed=3)
+    assert ref["transferred"] is False
+    assert (score["hi90"] / score["lo90"]) > 1.5 * (ref["hi90"] / ref["lo90"])
 
 
 def test_update_validates_hand_edits_and_needs_a_fit(updated, tmp_path):
@@ -231,7 +270,7 @@ def test_score_rows_percentile_is_exact_on_a_point_mass():
     """Point mass: B300 DDTree budget 32 at accept 12 predicts 600 tok/s; with noise_sd 0.1
     a measurement at 600 * exp(0.1 z) sits at the Phi(z) percentile exactly."""
     draws = point_mass_draws(noise_sd=0.1)
-    hw = {"b300": {}, "rtx-pro-6000": {}}
+    hw = {"b300": {}}
     rows = []
     for i, z in enumerate((-2.5, 0.0, 1.0, 2.5)):
         values = {"model": "kimi-k2.6", "hardware": "b300", "gpus": "8", "engine": "sglang",
@@ -239,16 +278,16 @@ def test_score_rows_percentile_is_exact_on_a_point_mass():
                   "accept_len": "12", "context_tokens": "", "tok_s": str(600 * math.exp(0.1 * z)),
                   "source": "t", "notes": ""}
         rows.append(parse_row("t", i + 2, values, hw))
-    rows.append(parse_row("t", 9, {**values, "hardware": "rtx-pro-6000", "engine": "vllm",
-                                   "method": "ar", "block": "", "budget": "",
-                                   "accept_len": "1"}, hw))
+    # a GPU the fit's stored hardware table does not have: unpredictable, not a crash
+    rows.append(parse_row("t", 9, {**values, "hardware": "gb300", "method": "ar", "block": "",
+                                   "budget": "", "accept_len": "1"}, {"gb300": {}}))
     scores = living.score_rows(draws, rows, seed=1)
     phi = [0.5 * math.erfc(-z / math.sqrt(2)) for z in (-2.5, 0.0, 1.0, 2.5)]
     assert [s["percentile"] for s in scores[:4]] == pytest.approx(phi, abs=1e-9)
     assert [s["status"] for s in scores] == ["surprise", "ok", "ok", "surprise",
                                             "unpredictable"]
     assert scores[1]["median"] == pytest.approx(600, rel=0.02)
-    assert "rtx-pro-6000 x8 has no measurements" in scores[4]["reason"]
+    assert "'gb300' is neither measured" in scores[4]["reason"]
     assert "fix:" not in scores[4]["reason"]
     assert living.format_percentile(phi[0]) == "0.6%" and living.format_percentile(1e-9) == "<0.1%"
 

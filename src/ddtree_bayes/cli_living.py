@@ -44,6 +44,15 @@ def _default_data_path(data: str | None) -> Path:
     return Path(data) if data else Path("data") / "measurements.csv"
 
 
+def _show(path: Path | str) -> str:
+    """A path as the user would type it: relative when it is under the working directory."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
+
+
 def _hardware_table(hardware_file: str | None):
     from ddtree_bayes import paths
     from ddtree_bayes.data import load_hardware
@@ -98,7 +107,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                         for r in result.rows]})
         return 0
     n = len(result.rows)
-    print(f"appended {n} row{'s' if n != 1 else ''} to {result.path} "
+    print(f"appended {n} row{'s' if n != 1 else ''} to {_show(result.path)} "
           f"(now {result.total_rows} measurements):")
     for m in result.rows:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
@@ -121,6 +130,8 @@ def _score_table(scores: list[dict]) -> str:
         low = s["percentile"] < 0.5
         verdict = "ok" if s["status"] == "ok" else (
             f"SURPRISE ({'below the 1st' if low else 'above the 99th'} percentile)")
+        if s.get("transferred"):
+            verdict += " (by transfer)"
         body.append(head + [f"{s['median']:.0f}", f"{s['lo50']:.0f}-{s['hi50']:.0f}",
                             f"{s['lo90']:.0f}-{s['hi90']:.0f}",
                             living.format_percentile(s["percentile"]), verdict])
@@ -162,7 +173,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     text = args.format == "table"
     if text:
         prev_path = previous.meta.get("data", {}).get("path")
-        print(f"{PROG} update: {data_path} ({len(measurements.rows)} measurements) vs fit "
+        print(f"{PROG} update: {_show(data_path)} ({len(measurements.rows)} measurements) vs fit "
               f"{prev_id} ({len(stored.rows)} measurements"
               f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
         if prev_path and Path(prev_path).resolve() != data_path.resolve():
@@ -175,7 +186,10 @@ def cmd_update(args: argparse.Namespace) -> int:
                 print(f"  row {s['row']}: fit {prev_id} cannot predict it ({s['reason']}); the "
                       "refit will be the first to include it")
             for s in scores:
-                if "unmeasured group" in s.get("overhead_from", ""):
+                if s.get("transferred"):
+                    print(f"  row {s['row']}: {s['overhead_from'].split(';')[0]}: a wide "
+                          "interval; the refit will be the first to include this system")
+                elif "unmeasured group" in s.get("overhead_from", ""):
                     print(f"  row {s['row']}: {s['system']}/{s['engine']}/{s['method']} was not "
                           "measured in that fit: its overhead fraction comes from the pooled "
                           "population (a wide interval)")
@@ -203,7 +217,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if up_to_date and not args.force:
         report["refit"] = None
         if text:
-            print(f"fit {prev_id} is up to date with {data_path} (no new, edited or removed "
+            print(f"fit {prev_id} is up to date with {_show(data_path)} (no new, edited or removed "
                   "rows; same priors and hardware table): nothing to refit (--force refits "
                   "anyway)")
         else:
@@ -248,7 +262,7 @@ def cmd_update(args: argparse.Namespace) -> int:
               f"seed {seed}):")
         for c in changes:
             print(f"  {living.format_change(c)}")
-        print(f"saved {result.path}")
+        print(f"saved {_show(result.path)}")
     else:
         _json(report)
     if not result.converged:
@@ -341,8 +355,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         mc = p.get("median_change")
         wc = p.get("width_change")
         body.append([p["parameter"], ma, ia, mb, ib,
-                     "-" if mc is None else f"{mc * 100:+.0f}%",
-                     "-" if wc is None else f"{wc * 100:+.0f}%"])
+                     "-" if mc is None else f"{round(mc * 100):+d}%",
+                     "-" if wc is None else f"{round(wc * 100):+d}%"])
     print("\nposterior median and 90% interval per parameter, A -> B"
           + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
     print(_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
@@ -467,9 +481,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "file not in the data stored in that fit) against its posterior "
                     "predictive: percentile, and a SURPRISE flag outside the 1st-99th "
                     "percentile (a possible regime change: new driver, kernel or engine "
-                    "version). A configuration the fit cannot predict (e.g. a new system) is "
-                    "reported as such. 2) Refit on all data, exactly (NUTS; same sampler "
-                    "settings and seed as the latest fit unless given), and report the time. "
+                    "version). A system without measurements is scored by hardware transfer; "
+                    "a row the fit cannot predict at all is reported as such. 2) Refit on "
+                    "all data, exactly (NUTS; same sampler settings and seed as the latest "
+                    "fit unless given), and report the time. "
                     "3) Print each tracked query's 90% interval before -> after (the default "
                     "scenario at accept 14, plus `ddtree-bayes track` queries). Nothing to do "
                     "when data, priors and hardware table are unchanged since the latest fit.",

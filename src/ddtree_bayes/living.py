@@ -371,7 +371,10 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
     ``percentile`` is P(predicted tok/s < measured), computed exactly per draw from the
     log-normal noise (not by counting 4000 samples, so 1e-6 is not rounded to 0);
     ``status`` is ``ok``, ``surprise`` (outside the 1st-99th percentile) or
-    ``unpredictable`` (the fit has no measurement of that system or model; ``reason``).
+    ``unpredictable`` (the fit cannot answer: e.g. a GPU missing from the hardware table
+    stored in the fit, or another model; ``reason`` says why). ``transferred`` marks a row
+    of a system the fit has no measurement of, predicted by hardware transfer from a
+    measured one (``overhead_from`` says which).
     """
     import numpy as np
 
@@ -412,7 +415,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         summary = P.summarize(samples, (0.5, 0.9), None)
         status = "surprise" if pct < SURPRISE_LO or pct > SURPRISE_HI else "ok"
         out.append({**base, **summary, "percentile": pct, "status": status,
-                    "overhead_from": how})
+                    "transferred": not getattr(sc, "measured", True), "overhead_from": how})
     return out
 
 
@@ -643,7 +646,7 @@ def format_change(c: dict) -> str:
     text = f"{c['name']}: {c['label']}: 90% {iv(b)} -> {iv(a)} tok/s"
     if b and a:
         wb, wa = b["hi90"] - b["lo90"], a["hi90"] - a["lo90"]
-        width = f"{(wa / wb - 1) * 100:+.0f}%" if wb > 0 else "n/a"
+        width = f"{round((wa / wb - 1) * 100):+d}%" if wb > 0 else "n/a"
         text += f" (median {b['median']:.0f} -> {a['median']:.0f}, width {width})"
     elif a and not b:
         text += f" (median {a['median']:.0f}; " + (
