@@ -172,3 +172,32 @@ def test_every_image_renders_in_a_real_browser(built_report, tmp_path):
                     (out_dir / "index.html").as_uri()], capture_output=True, timeout=120,
                    check=True)
     assert shot.stat().st_size > 10_000
+
+
+def test_decision_sections(built_report):
+    _, _, _, summary = built_report
+    dec = summary["decisions"]
+    for engine, opt in dec["optimize"].items():
+        assert sum(r["p_best"] for r in opt["rows"]) == pytest.approx(1.0)
+        best = max(opt["rows"], key=lambda r: r["tok_s_mean"])
+        assert opt["recommended"] == best["budget"], engine
+        assert min(r["regret"] for r in opt["rows"]) == pytest.approx(best["regret"])
+    widths = [r["expected_width"] for r in dec["next"]["rows"]]
+    assert widths == sorted(widths)
+    assert dec["next"]["query"]["engine"] == "native"
+    hw = {h["hardware"]: h for h in dec["hardware"]}
+    assert set(hw) == set(load_hardware_names())
+    assert {k for k, h in hw.items() if h["measured"]} == {"b300", "rtx-pro-6000"}
+
+    def rel_width(h):
+        lo, med, hi = h["ar"]
+        return (hi - lo) / med
+
+    assert rel_width(hw["h200"]) > 3 * rel_width(hw["b300"])
+    assert hw["h200"]["memory_gb_total"] == 141 * 8
+
+
+def load_hardware_names():
+    from ddtree_bayes.data import load_hardware
+
+    return list(load_hardware(bundled("hardware.csv")))

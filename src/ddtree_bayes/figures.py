@@ -181,9 +181,64 @@ def breakdown(summary, draws, dt, path: Path) -> None:
     _save(fig, path)
 
 
+def budgets(summary, draws, dt, path: Path) -> None:
+    opt = summary["decisions"]["optimize"]
+    fig, ax = plt.subplots(figsize=(10, 4.5))
+    ax2 = ax.twinx()
+    width = 0.35
+    for i, (eng, o) in enumerate(opt.items()):
+        b = np.array([r["budget"] for r in o["rows"]])
+        x = np.arange(len(b))
+        c = (BLUE, ORANGE)[i % 2]
+        ax.plot(x, [r["median"] for r in o["rows"]], "o-", color=c, label=f"{eng} median tok/s")
+        ax.fill_between(x, [r["lo90"] for r in o["rows"]], [r["hi90"] for r in o["rows"]],
+                        color=c, alpha=0.15)
+        ax2.bar(x + (i - 0.5) * width, [r["p_best"] for r in o["rows"]], width=width, color=c,
+                alpha=0.3)
+        ax.set_xticks(x, [str(v) for v in b])
+    ax.set_xlabel("tree budget (verify tokens = budget + 1)")
+    ax.set_ylabel("expected tok/s")
+    ax2.set_ylabel("P(best)")
+    ax2.set_ylim(0, 1)
+    ax.legend(fontsize=8, loc="upper right")
+    _save(fig, path)
+
+
+def next_(summary, draws, dt, path: Path) -> None:
+    nx = summary["decisions"]["next"]
+    rows = nx["rows"][::-1]
+    fig, ax = plt.subplots(figsize=(10, 0.4 * len(rows) + 1.5))
+    ax.barh([r["candidate"] for r in rows], [r["expected_width"] for r in rows],
+            xerr=[r["width_se"] for r in rows], color=[GREY if r["unreliable"] else BLUE
+                                                      for r in rows])
+    ax.axvline(nx["query"]["width"], ls="--", color=RED, label="90% width now")
+    ax.set_xlabel(f"expected 90% interval width of: {nx['query']['describe']} (tok/s)")
+    ax.tick_params(labelsize=8)
+    ax.legend(fontsize=8)
+    _save(fig, path)
+
+
+def hardware(summary, draws, dt, path: Path) -> None:
+    rows = [h for h in summary["decisions"]["hardware"] if "ar" in h]
+    fig, axes = plt.subplots(1, 2, figsize=(11, 0.4 * len(rows) + 1.5), sharey=True)
+    y = np.arange(len(rows))
+    for ax, key, title in ((axes[0], "ar", "autoregressive"),
+                           (axes[1], "ddtree", "DDTree budget 32, accept 14")):
+        for yi, h in zip(y, rows, strict=True):
+            lo, med, hi = h[key]
+            c = "black" if h["measured"] else BLUE
+            ax.plot([lo, hi], [yi, yi], color=c, lw=2, alpha=0.6)
+            ax.plot(med, yi, "o", color=c)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("tok/s")
+        ax.grid(alpha=0.3)
+    axes[0].set_yticks(y, [f"{h['hardware']} x{h['gpus']}" for h in rows], fontsize=8)
+    _save(fig, path)
+
+
 FIGURES = {"rank": rank, "trace": trace, "prior_posterior": prior_posterior, "ppc": ppc,
            "loo": loo, "psense": psense, "fan": fan, "variance": variance,
-           "breakdown": breakdown}
+           "breakdown": breakdown, "budgets": budgets, "next": next_, "hardware": hardware}
 
 
 def sbc_histograms(result: dict, path: Path) -> None:

@@ -32,6 +32,7 @@ from ddtree_bayes.config import (
     PriorsConfig,
     parse_priors,
 )
+from ddtree_bayes.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.sampling import prior_sample
 from ddtree_bayes.store import Draws
 
@@ -290,6 +291,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     summary["fan"] = _fan(draws, seed)
     summary["variance"] = _variance(draws, seed)
     summary["breakdown"] = _breakdown(draws, measurements, seed)
+    summary["decisions"] = _decisions(draws, seed)
     summary["compute_s"] = time.perf_counter() - t0
     return summary
 
@@ -390,6 +392,63 @@ def _variance(draws: Draws, seed: int) -> dict:
     return out
 
 
+#: The query of the report's "what to measure next" section.
+NEXT_QUERY = "--engine native --accept 14"
+
+
+def _decisions(draws: Draws, seed: int) -> dict:
+    """Best budget per default engine, next-measurement ranking for the default query,
+    and every GPU of the hardware table (measured or transferred). A failure of one part
+    is recorded, not raised: the rest of the report still renders."""
+    from ddtree_bayes import decisions as D
+    from ddtree_bayes.config import parse_acceptance_curve
+    from ddtree_bayes.data import load_hardware
+
+    out: dict = {}
+    try:
+        curve = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit")
+        if curve is None:
+            raise QueryError("the priors have no [acceptance_curve]", fix="add one and re-fit")
+        d = DEFAULT_SCENARIO
+        out["optimize"] = {e: D.optimize(draws, curve, hardware=d.hardware, engine=e,
+                                         block=d.block, seed=seed) for e in d.engines}
+    except DDTreeBayesError as err:
+        out["optimize_error"] = str(err)
+    try:
+        out["next"] = D.next_measurements(draws, D.parse_query(draws, NEXT_QUERY), seed=seed)
+    except DDTreeBayesError as err:
+        out["next_error"] = str(err)
+    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+    gpus = sorted({int(s.rsplit("x", 1)[1]) for s in P.measured_systems(draws)})[0]
+    rows = []
+    for hw in table:
+        try:
+            ar = P.predict_rows(draws, hardware=hw, gpus=gpus, method="ar", engines=["sglang"],
+                                accept="1", seed=seed)[0]
+            d = DEFAULT_SCENARIO
+            tree = P.predict_rows(draws, hardware=hw, gpus=gpus, engines=["sglang"],
+                                  method=d.method, block=d.block, budget=d.budget, accept="14",
+                                  seed=seed)[0]
+        except DDTreeBayesError as err:
+            rows.append({"hardware": hw, "gpus": gpus, "error": str(err)})
+            continue
+        rows.append({"hardware": hw, "gpus": gpus,
+                     "measured": f"{hw}x{gpus}" in P.measured_systems(draws),
+                     "interconnect": table[hw].get("interconnect", ""),
+                     "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
+                     "ar": [ar["lo90"], ar["median"], ar["hi90"]],
+                     "ddtree": [tree["lo90"], tree["median"], tree["hi90"]]})
+    out["hardware"] = rows
+    return out
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text or "nan")
+    except ValueError:
+        return float("nan")
+
+
 def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
     rng = np.random.default_rng(seed)
     configs = []
@@ -432,6 +491,14 @@ CAPTIONS = {
                 "correlated parameters share credit): measure the tallest bars next.",
     "breakdown": "Posterior step time split into MOE, ATTN_BASE, context and SPEC (ms, "
                  "medians; whiskers: 90% interval of the whole step; diamonds: measured).",
+    "budgets": "Expected tok/s against the tree budget (median, 90% band) per engine, with "
+               "P(best) as bars: past the measured M the step time is extrapolated.",
+    "next": "Expected width of the query's 90% interval after each candidate measurement "
+            "(now: the dashed line): the shortest bar is the most informative benchmark.",
+    "hardware": "Every GPU of the hardware table at the measured GPU count: measured systems "
+                "(black) and systems predicted by hardware transfer (blue), AR and DDTree "
+                "budget 32 at acceptance 14, 90% intervals. Memory capacity is not checked: "
+                "compare the table's total memory with the model's weights.",
 }
 
 
@@ -552,6 +619,31 @@ def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]
                                   for k in ("moe", "attn_base", "context", "spec", "step")]
                  + [b["measured_step_ms"]] for b in summary["breakdown"]],
                 ["breakdown"]))
+    dec = summary.get("decisions", {})
+    opt_rows = [[e, r["budget"], r["verify_tokens"], round(r["median"]),
+                 f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"],
+                 "step" if r["extrapolated"] else ""]
+                for e, o in dec.get("optimize", {}).items() for r in o["rows"]]
+    best = ", ".join(f"{e}: budget {o['recommended']}" for e, o in dec.get("optimize", {}).items())
+    sec.append((f"9. Which tree budget? (recommended: {best or dec.get('optimize_error')})",
+                ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
+                 "extrapolated"], opt_rows, ["budgets"]))
+    nx = dec.get("next")
+    sec.append((("10. What to measure next for " + nx["query"]["describe"]) if nx else
+                f"10. What to measure next ({dec.get('next_error')})",
+                ["candidate", "why", "expected 90% width", "reduction", "ESS"],
+                [[r["candidate"], r["why"], round(r["expected_width"]),
+                  f"{100 * r['reduction_rel']:.0f}%", round(r["ess_median"])]
+                 for r in (nx["rows"] if nx else [])], ["next"]))
+    sec.append(("11. Hardware never measured (transfer)",
+                ["GPU", "GPUs", "memory GB", "measured", "AR tok/s (90%)",
+                 "DDTree b32 accept 14 (90%)"],
+                [[h["hardware"], h["gpus"], h.get("memory_gb_total"),
+                  "yes" if h.get("measured") else "no",
+                  "-" if "ar" not in h else f"{h['ar'][1]:.0f} ({h['ar'][0]:.0f}-{h['ar'][2]:.0f})",
+                  "-" if "ddtree" not in h else
+                  f"{h['ddtree'][1]:.0f} ({h['ddtree'][0]:.0f}-{h['ddtree'][2]:.0f})"]
+                 for h in dec.get("hardware", [])], ["hardware"]))
     return sec
 
 
