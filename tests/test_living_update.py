@@ -255,11 +255,20 @@ def test_a_new_system_is_scored_by_transfer(updated):
 
 def test_update_validates_hand_edits_and_needs_a_fit(updated, tmp_path):
     work = copy_work(updated[0], tmp_path / "w")
+    n = len(store.fit_files(work / "models"))
+    assert call(work, "add", *[("650" if v == "612" else v) for v in NEW_ROW])[0] == 0
+    tracked = work / "models" / "tracked.json"
+    good = tracked.read_text()
+    tracked.write_text(good[:-10])  # a hand edit gone wrong: refused before any refit
+    code, out, err = call(work, "update")
+    assert code == 2 and out == "" and "tracked.json: cannot read tracked queries" in err
+    assert len(store.fit_files(work / "models")) == n
+    tracked.write_text(good)
     path = work / "data" / "measurements.csv"
     path.write_text(path.read_text() + "kimi-k2.6,b300,8,sglang,ar,,,1,2,,140,hand edit,\n")
     code, out, err = call(work, "update")
     assert code == 2 and out == ""
-    assert "row 12, column 'accept_len': autoregressive rows emit 1 token per step" in err
+    assert "row 13, column 'accept_len': autoregressive rows emit 1 token per step" in err
     shutil.rmtree(work / "models" / "fits")
     (work / "models" / "latest.json").unlink()
     code, _, err = call(work, "update")

@@ -147,6 +147,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     t_start = time.perf_counter()
     models = paths.models_dir()
     previous = store.load_draws(store.resolve(models))
+    tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
     measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
@@ -245,7 +246,7 @@ def cmd_update(args: argparse.Namespace) -> int:
                                             "other_changes": other_inputs}})
     fit_s = time.perf_counter() - t_fit
     after = store.load_draws(result.path)
-    changes = living.compare_queries(previous, after, living.load_tracked(models), seed)
+    changes = living.compare_queries(previous, after, tracked, seed)
     t = result.timings
     report["refit"] = {"fit_id": result.fit_id, "path": str(result.path),
                        "converged": result.converged, "failures": result.failures,
