@@ -380,3 +380,35 @@ def test_malformed_tracked_file_is_named(models_dir):
     (work / "models" / "tracked.json").write_text("{not json")
     code, _, err = call(work, "track", "list")
     assert code == 2 and "tracked.json: cannot read tracked queries" in err
+
+
+def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkeypatch):
+    """The refit keeps the latest fit's sampler settings, seed and MoE form (here a fit whose
+    metadata says linear / 2 chains / seed 7), unless flags say otherwise."""
+    import h5py
+
+    from ddtree_bayes import api
+
+    work = copy_work(updated[0], tmp_path / "w")
+    path = store.resolve(work / "models")
+    with h5py.File(path, "r+") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        meta["model"]["moe_form"] = "linear"
+        meta["sampler"].update(chains=2, draws=300, tune=200)
+        meta["seed"] = 7
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    seen = []
+
+    def fake_fit(*args, **kwargs):
+        seen.append(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "fit", fake_fit)
+    code, out, err = call(work, "update", "--force")
+    assert code == 130 and "MoE form linear as in fit" in out
+    assert {k: seen[0][k] for k in ("moe_form", "chains", "draws", "tune", "seed")} == {
+        "moe_form": "linear", "chains": 2, "draws": 300, "tune": 200, "seed": 7}
+    assert seen[0]["extra_meta"]["update"]["previous_fit"] == meta["fit_id"]
+    call(work, "update", "--force", "--moe-form", "power", "--draws", "500", "--seed", "3")
+    assert {k: seen[1][k] for k in ("moe_form", "draws", "seed")} == {
+        "moe_form": "power", "draws": 500, "seed": 3}
