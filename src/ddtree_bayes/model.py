@@ -43,8 +43,15 @@ def free_parameter_names(moe_form: str) -> tuple[str, ...]:
             "reduction", "noise_sd")
 
 
-def build_model(spec: S.ModelSpec, priors: PriorsConfig) -> pm.Model:
+def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = False
+                ) -> pm.Model:
     """The PyMC model of log tok/s for every measured row.
+
+    ``refittable=True`` makes the observed values and per-row likelihood weights data
+    containers (``log_tok_s_observed``, ``row_weight``), so one compiled model can be refit
+    on other values or with rows held out (validation folds, SBC) without recompiling. A
+    plain fit leaves them constants: the data containers cost ~2.5 s of extra numba
+    compilation on every fit (docs/performance.md). The two give the same posterior.
 
     Examples
     --------
@@ -92,9 +99,11 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig) -> pm.Model:
                              pt.exp, pt.log)
         step = S.step_ms(target, frac_rows, scale_rows)
         mu_log = np.log(spec.accept_len * 1000.0) - pt.log(step)
-        # observed values and per-row weights are data, so a compiled model can be refit on
-        # other values (simulation-based calibration) or with rows held out (exact
-        # leave-one-out) without recompiling: see validation.py.
+        if not refittable:
+            pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=spec.log_tok_s,
+                      dims="measurement")
+            return model
+        # observed values and per-row weights as data: see validation.py
         observed = pm.Data("log_tok_s_observed", spec.log_tok_s, dims="measurement")
         weight = pm.Data("row_weight", np.ones(len(spec.rows)), dims="measurement")
         like = pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=observed,

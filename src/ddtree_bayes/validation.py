@@ -86,7 +86,7 @@ def _compiled(inputs: Inputs):
         data, cfg = inputs.parse()
         spec = S.build_spec(data, cfg)
         inference.patch_nutpie()
-        compiled = nutpie.compile_pymc_model(build_model(spec, cfg))
+        compiled = nutpie.compile_pymc_model(build_model(spec, cfg, refittable=True))
         _COMPILED.clear()
         _COMPILED[inputs.key] = (spec, cfg, data, compiled)
     return _COMPILED[inputs.key]
