@@ -199,12 +199,12 @@ def cmd_compare(args: argparse.Namespace) -> int:
         fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
     else:
         fits = _latest_per_form(api.load())
-    res = compare.compare_fits(fits, seed=args.seed)
+    res = compare.compare_fits(fits, seed=args.seed, method=args.weights)
     if args.format == "json":
         print(json.dumps(res, indent=2))
         return 0
     print(render_table(["model", "", "rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo",
-                        "stacking weight", "Pareto k > 0.7"],
+                        f"weight ({res['method']})", "Pareto k > 0.7"],
                        [[r["model"], "", str(r["rank"]), f"{r['elpd_loo']:.2f}", f"{r['se']:.2f}",
                          f"{r['elpd_diff']:.2f}", f"{r['dse']:.2f}", f"{r['p_loo']:.2f}",
                          f"{r['weight']:.2f}", str(r["pareto_k_above_0.7"])] for r in res["rows"]]))
@@ -381,8 +381,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unconverged", action="store_true",
                    help="use a fit that failed its convergence gates")
     p.add_argument("--model-average", action="store_true",
-                   help="stack the latest converged fit of each MoE form on the same data, "
-                        "weighted by PSIS-LOO stacking (see `compare`)")
+                   help="mix the latest converged fit of each MoE form on the same data, "
+                        "weighted by PSIS-LOO pseudo-BMA+ (see `compare`)")
     _seed_and_format(p, formats=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
 
@@ -392,6 +392,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "MoE form on the latest fit's data; fit the other form with "
                                    "`ddtree-bayes fit --moe-form linear`.")
     c.add_argument("--fits", help="comma-separated fit ids to compare instead")
+    c.add_argument("--weights", choices=("bb-pseudo-bma", "stacking", "pseudo-bma"),
+                   default="bb-pseudo-bma",
+                   help="how to weight the models (default: %(default)s, which hedges for the "
+                        "uncertainty of elpd; stacking is winner-take-all on little data)")
     _seed_and_format(c, formats=("table", "json"))
     c.set_defaults(func=cmd_compare)
 

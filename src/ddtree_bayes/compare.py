@@ -1,4 +1,4 @@
-"""Model comparison by PSIS-LOO (arviz-stats) and stacking weights for model averaging.
+"""Model comparison by PSIS-LOO (arviz-stats) and model weights for model averaging.
 
 Fits of the same data with different model forms (e.g. ``moe_form = "power"`` vs
 ``"linear"``) are compared on their pointwise log-likelihood of log tok/s.
@@ -49,8 +49,14 @@ def loo_tree(draws: Draws, chains: int, seed: int = DEFAULT_SEED):
                                     coords={"measurement": rows})})
 
 
-def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED) -> dict:
-    """PSIS-LOO comparison with stacking weights; refuses fits of different data."""
+#: Model weights: Bayesian-bootstrap pseudo-BMA+ hedges for the uncertainty of elpd. On
+#: this little data stacking is winner-take-all and its weights flip between refits.
+WEIGHT_METHODS = ("bb-pseudo-bma", "stacking", "pseudo-bma")
+
+
+def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED,
+                 method: str = WEIGHT_METHODS[0]) -> dict:
+    """PSIS-LOO comparison with model weights; refuses fits of different data."""
     import warnings
 
     import arviz_stats as azs
@@ -69,7 +75,7 @@ def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED) -> dict:
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        table = azs.compare(trees, method="stacking")
+        table = azs.compare(trees, method=method, round_to=None)
         khat = {k: [float(x) for x in np.asarray(azs.loo(t, pointwise=True).pareto_k.values).ravel()]
                 for k, t in trees.items()}
     notes += sorted({str(w.message).split(".")[0] for w in caught})
@@ -81,4 +87,4 @@ def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED) -> dict:
                      "pareto_k_above_0.7": sum(k > 0.7 for k in khat[label])})
     ids = {f"{d.meta['fit_id']} ({d.meta['model']['moe_form']})": d.meta["fit_id"] for d in fits}
     return {"rows": rows, "weights": {ids[r["model"]]: r["weight"] for r in rows},
-            "notes": notes}
+            "method": method, "notes": notes}
