@@ -181,6 +181,17 @@ def loadavg() -> list[float] | None:
     return list(os.getloadavg()) if hasattr(os, "getloadavg") else None
 
 
+def save_results(results: dict, md: str, out: Path) -> Path:
+    """Write results JSON (with the markdown inside) and the .md beside it; print both paths."""
+    results["markdown"] = md
+    out = out if out.is_absolute() else Path.cwd() / out
+    write_json(out, results)
+    out.with_suffix(".md").write_text(md + "\n")
+    print("\n" + md + "\n")
+    print(f"results: {out} (and {out.with_suffix('.md')})")
+    return out
+
+
 def write_json(path: Path, payload: dict) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2) + "\n")

@@ -285,14 +285,7 @@ def main(argv: list[str] | None = None) -> int:
         "importtime": importtime,
         "errors": errors,
     }
-    md = render(results)
-    results["markdown"] = md
-    out = args.out if args.out.is_absolute() else Path.cwd() / args.out
-    C.write_json(out, results)
-    out.with_suffix(".md").write_text(md + "\n")
-
-    print("\n" + md + "\n")
-    print(f"results: {out} (and {out.with_suffix('.md')})")
+    C.save_results(results, render(results), args.out)
     if delete_workdir:
         shutil.rmtree(workdir, ignore_errors=True)
     else:

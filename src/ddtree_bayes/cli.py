@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ddtree_bayes import __version__
 from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, SamplerSettings
-from ddtree_bayes.errors import DDTreeBayesError, QueryError, UnconvergedError
+from ddtree_bayes.errors import DDTreeBayesError, QueryError
 
 PROG = "ddtree-bayes"
 
@@ -86,11 +86,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
         print(f"\nfit {result.fit_id}: {'converged' if result.converged else 'NOT CONVERGED'}"
               f" ({t.get('total_s', 0):.1f} s; sampling {t.get('sample_s', 0):.1f} s)")
         print(f"saved {result.path}")
-    if not result.converged:
-        raise UnconvergedError(f"fit {result.fit_id} failed its convergence gates: "
-                               + "; ".join(result.failures)
-                               + " (the artifact is saved but marked unconverged; predict "
-                               "refuses it without --allow-unconverged)")
+    result.raise_if_unconverged()
     return 0
 
 

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from ddtree_bayes.config import DEFAULT_SEED
-from ddtree_bayes.errors import InputError, UnconvergedError
+from ddtree_bayes.errors import InputError
 
 PROG = "ddtree-bayes"
 #: ``add`` flags that describe one row (not allowed together with --from).
@@ -271,11 +271,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         print(f"saved {_show(result.path)}")
     else:
         _json(report)
-    if not result.converged:
-        raise UnconvergedError(f"fit {result.fit_id} failed its convergence gates: "
-                               + "; ".join(result.failures)
-                               + " (saved but marked unconverged; predict refuses it without "
-                                 "--allow-unconverged)")
+    result.raise_if_unconverged()
     return 0
 
 

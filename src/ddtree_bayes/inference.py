@@ -48,6 +48,16 @@ class FitResult:
     divergences: int
     timings: dict[str, float] = field(default_factory=dict)
 
+    def raise_if_unconverged(self) -> None:
+        """Raise :class:`UnconvergedError` (CLI exit 5) naming the failed gates."""
+        if not self.converged:
+            from ddtree_bayes.errors import UnconvergedError
+
+            raise UnconvergedError(f"fit {self.fit_id} failed its convergence gates: "
+                                   + "; ".join(self.failures)
+                                   + " (the artifact is saved but marked unconverged; predict "
+                                   "refuses it without --allow-unconverged)")
+
 
 def inputs_sha256(data: Measurements, priors: PriorsConfig, hardware_text: str) -> str:
     """One hash of everything a fit depends on (data, hardware table, priors)."""
