@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes import __version__
+from ddtree_bayes.cli_args import ACCEPT_HELP, add_scenario_arguments
 from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.errors import DDTreeBayesError, QueryError
 
@@ -357,20 +358,11 @@ def build_parser() -> argparse.ArgumentParser:
                                    "flags: B300, DDTree block 16, budget 32 (verify 33), SGLang "
                                    "and native engines, beside the original deterministic "
                                    "estimate and its +-30%% band.")
-    p.add_argument("--accept", help="acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, "
-                                    "plus a Uniform(12,16) row) | 12:16:0.5. Default: the "
-                                    "scenario's acceptance prior from the priors file")
+    p.add_argument("--accept", help=ACCEPT_HELP)
     p.add_argument("--target", type=float, help="also print P(tok/s >= TARGET)")
     p.add_argument("--prob", type=float, default=0.9,
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
-    p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300)")
-    p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
-    p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
-    p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ...")
-    p.add_argument("--block", type=int, help="drafter block size / chain length")
-    p.add_argument("--budget", type=int, help="tree node budget (verify tokens = budget + 1)")
-    p.add_argument("--verify-tokens", type=int, help="tokens verified per step (overrides the derivation)")
-    p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+    add_scenario_arguments(p)
     p.add_argument("--fit", help="fit id (default: the latest fit)")
     p.add_argument("--strict", action="store_true",
                    help="error (exit 4) instead of warning if data or priors changed since the fit")

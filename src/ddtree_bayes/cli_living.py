@@ -423,15 +423,10 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- parser
 def _query_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--hardware", help="GPU name from data/hardware.csv")
-    p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
-    p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
-    p.add_argument("--method", help="ar, ddtree, eagle3, ...")
-    p.add_argument("--block", type=int, help="drafter block size / chain length")
-    p.add_argument("--budget", type=int, help="tree node budget")
-    p.add_argument("--verify-tokens", type=int, help="tokens verified per step")
-    p.add_argument("--context", help="context length in tokens, e.g. 32k")
-    p.add_argument("--accept", help="acceptance: 14 | 12,14 | 12:16 (default: the prior)")
+    from ddtree_bayes.cli_args import ACCEPT_HELP, add_scenario_arguments
+
+    add_scenario_arguments(p)
+    p.add_argument("--accept", help=ACCEPT_HELP)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -484,15 +484,10 @@ class _QueryParser(argparse.ArgumentParser):
 
 
 def _query_parser() -> _QueryParser:
+    from ddtree_bayes.cli_args import add_scenario_arguments
+
     q = _QueryParser(prog="--query", add_help=False)
-    q.add_argument("--hardware")
-    q.add_argument("--gpus", type=int)
-    q.add_argument("--engine")
-    q.add_argument("--method")
-    q.add_argument("--block", type=int)
-    q.add_argument("--budget", type=int)
-    q.add_argument("--verify-tokens", type=int)
-    q.add_argument("--context")
+    add_scenario_arguments(q)
     q.add_argument("--accept")
     return q
 

@@ -1,0 +1,23 @@
+"""Argument groups shared by several commands (predict, track, next's --query), so every
+command that names a configuration spells and documents its flags the same way."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """--hardware --gpus --engine --method --block --budget --verify-tokens --context."""
+    p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300)")
+    p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
+    p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
+    p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ...")
+    p.add_argument("--block", type=int, help="drafter block size / chain length")
+    p.add_argument("--budget", type=int, help="tree node budget (verify tokens = budget + 1)")
+    p.add_argument("--verify-tokens", type=int,
+                   help="tokens verified per step (overrides the derivation)")
+    p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+
+
+ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "
+               "row) | 12:16:0.5. Default: the scenario's acceptance prior from the priors file")
