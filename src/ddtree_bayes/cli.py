@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes import __version__
-from ddtree_bayes.cli_args import ACCEPT_HELP, add_scenario_arguments
-from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, SamplerSettings
+from ddtree_bayes.cli_args import ACCEPT_HELP, add_scenario_arguments, add_seed_and_format
+from ddtree_bayes.config import DEFAULT_SCENARIO, SamplerSettings
 from ddtree_bayes.errors import DDTreeBayesError, QueryError
 
 PROG = "ddtree-bayes"
@@ -311,15 +311,6 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
-def _seed_and_format(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
-    """The options every command shares: one seed for every random call, output format."""
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
-    if formats:
-        p.add_argument("--format", choices=formats, default="table",
-                       help="table for people, " + " or ".join(f for f in formats if f != "table")
-                       + " for machines (default: %(default)s)")
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog=PROG,
@@ -350,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")
     f.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
-    _seed_and_format(f, formats=("table", "json"))
+    add_seed_and_format(f, formats=("table", "json"))
     f.set_defaults(func=cmd_fit)
 
     p = sub.add_parser("predict", help="posterior tok/s intervals for a configuration",
@@ -371,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model-average", action="store_true",
                    help="mix the latest converged fit of each MoE form on the same data, "
                         "weighted by PSIS-LOO pseudo-BMA+ (see `compare`)")
-    _seed_and_format(p, formats=("table", "json", "csv"))
+    add_seed_and_format(p, formats=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
 
     c = sub.add_parser("compare", help="compare model forms (e.g. power vs linear MoE) by PSIS-LOO",
@@ -384,7 +375,7 @@ def build_parser() -> argparse.ArgumentParser:
                    default="bb-pseudo-bma",
                    help="how to weight the models (default: %(default)s, which hedges for the "
                         "uncertainty of elpd; stacking is winner-take-all on little data)")
-    _seed_and_format(c, formats=("table", "json"))
+    add_seed_and_format(c, formats=("table", "json"))
     c.set_defaults(func=cmd_compare)
 
     r = sub.add_parser("report", help="diagnostics, checks and figures of a fit -> reports/<fit-id>/",
@@ -397,7 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--fit", help="fit id (default: the latest fit)")
     r.add_argument("--out", help="folder to write <fit-id>/ into (default: reports/)")
     r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
-    _seed_and_format(r, formats=("table", "json"))
+    add_seed_and_format(r, formats=("table", "json"))
     r.set_defaults(func=cmd_report)
 
     v = sub.add_parser("validate", help="exact leave-one-out coverage vs the original +-30%, or SBC",
@@ -417,7 +408,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
                                        "run folds on that cluster instead")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
-    _seed_and_format(v, formats=("table", "json"))
+    add_seed_and_format(v, formats=("table", "json"))
     v.set_defaults(func=cmd_validate)
 
     s = sub.add_parser("simulate", help="write a synthetic measurement file from known parameters",
@@ -428,7 +419,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--truth", required=True, help="PARAMS.toml with the true parameters")
     s.add_argument("--design", required=True, help="DESIGN.csv: the configurations to simulate")
     s.add_argument("--out", help="write here (atomically) instead of standard output")
-    _seed_and_format(s, formats=())
+    add_seed_and_format(s, formats=())
     s.set_defaults(func=cmd_simulate)
 
     from ddtree_bayes import cli_decisions, cli_living

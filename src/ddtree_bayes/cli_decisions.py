@@ -12,8 +12,6 @@ import json
 import sys
 from pathlib import Path
 
-from ddtree_bayes.config import DEFAULT_SEED
-
 PROG = "ddtree-bayes"
 
 
@@ -183,8 +181,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prob", type=float, default=0.9,
                    help="probability of the interval (default: %(default)s)")
     p.add_argument("--fit", help="fit id (default: the latest fit)")
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
-    p.add_argument("--format", choices=("table", "json"), default="table")
+    from ddtree_bayes.cli_args import add_seed_and_format
+
+    add_seed_and_format(p, formats=("table", "json"))
     p.add_argument("--strict", action="store_true",
                    help="error (exit 4) instead of warning if data or priors changed since the fit")
     p.add_argument("--allow-unconverged", action="store_true",

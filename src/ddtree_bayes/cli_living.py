@@ -431,6 +431,8 @@ def _query_flags(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
+    from ddtree_bayes.cli_args import add_format
+
     a = sub.add_parser(
         "add", help="append a validated measurement to data/measurements.csv",
         description="Append one measurement (flags) or many (--from FILE.csv, same columns as "
@@ -469,7 +471,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "get 'repeat of row N' so the file stays valid")
     a.add_argument("--data", help="measurement file (default: ./data/measurements.csv)")
     a.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
-    a.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(a)
     a.set_defaults(func=cmd_add)
 
     u = sub.add_parser(
@@ -503,14 +505,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="NUTS implementation (default: the latest fit's)")
     u.add_argument("--moe-form", choices=("power", "linear"),
                    help="MoE cost form of the refit (default: the latest fit's)")
-    u.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(u)
     u.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     u.set_defaults(func=cmd_update)
 
     h = sub.add_parser("history", help="list saved fits (id, time, data hash, rows, converged)",
                        description="Every fit in models/fits/, oldest first, from the metadata "
                                    "stored in each file.")
-    h.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(h)
     h.set_defaults(func=cmd_history)
 
     d = sub.add_parser("diff", help="parameter and tracked-query changes between two fits",
@@ -523,7 +525,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     d.add_argument("--all", action="store_true", help="include the non-centred *_z auxiliaries")
     d.add_argument("--seed", type=int, default=DEFAULT_SEED,
                    help="seed for the tracked queries (default: %(default)s)")
-    d.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(d)
     d.set_defaults(func=cmd_diff)
 
     t = sub.add_parser("track", help="save a predict query whose interval update/diff report",
@@ -536,5 +538,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("target", nargs="?", metavar="NAME", help="the query to remove")
     t.add_argument("--name", help="name of the new query (default: made from its flags)")
     _query_flags(t)
-    t.add_argument("--format", choices=("table", "json"), default="table")
+    add_format(t)
     t.set_defaults(func=cmd_track)
