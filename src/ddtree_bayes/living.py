@@ -334,23 +334,19 @@ def changed_rows(stored: Measurements, current: Measurements
     """(rows of ``current`` not in ``stored``, rows of ``stored`` no longer in ``current``),
     matched by content (:func:`row_key`), not by row number: a hand-edited row counts as
     one removed and one added."""
-    old = Counter(row_key(m) for m in stored.rows)
-    added = []
-    for m in current.rows:
-        k = row_key(m)
-        if old[k]:
-            old[k] -= 1
-        else:
-            added.append(m)
-    cur = Counter(row_key(m) for m in current.rows)
-    removed = []
-    for m in stored.rows:
-        k = row_key(m)
-        if cur[k]:
-            cur[k] -= 1
-        else:
-            removed.append(m)
-    return added, removed
+    def unmatched(rows, others) -> list[Measurement]:
+        """Rows of ``rows`` left over after pairing each with an equal row of ``others``."""
+        left = Counter(row_key(m) for m in others)
+        out = []
+        for m in rows:
+            k = row_key(m)
+            if left[k]:
+                left[k] -= 1
+            else:
+                out.append(m)
+        return out
+
+    return unmatched(current.rows, stored.rows), unmatched(stored.rows, current.rows)
 
 
 def without_fix(err: InputError) -> str:
