@@ -151,7 +151,7 @@ def importtime_breakdown(cli: Path, workdir: Path, args: argparse.Namespace
     top_modules = sorted(modules, key=lambda m: m["cumulative_ms"], reverse=True)[:args.top]
     top_packages = sorted(({"package": k, "self_ms": v} for k, v in packages.items()),
                           key=lambda p: p["self_ms"], reverse=True)[:args.top]
-    cli_mod = next((m for m in modules if m["module"] == "ddtree_bayes.cli"), None)
+    cli_mod = next((m for m in modules if m["module"] == "ddtree_bayes.cli.main"), None)
     return {"command": command, "runs": len(totals),
             "total_import_ms": statistics.median(totals) / 1000,
             "modules_imported": len(modules),
@@ -177,7 +177,7 @@ def render(results: dict) -> str:
         out += ["", f"### import time of `predict --accept 12:16` (-X importtime, median of "
                     f"{it['runs']} runs)", "",
                 f"total import time {it['total_import_ms']:.0f} ms over "
-                f"{it['modules_imported']} modules; `ddtree_bayes.cli` itself "
+                f"{it['modules_imported']} modules; `ddtree_bayes.cli.main` itself "
                 f"{C.fmt_s(it['ddtree_bayes_cli_cumulative_ms'], 0)} ms cumulative (the rest "
                 f"is imported lazily inside the predict command).", "",
                 f"top {len(it['top_modules_by_cumulative'])} modules by cumulative time "

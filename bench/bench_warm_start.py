@@ -90,14 +90,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=C.RESULTS_DIR / "warm_start.json")
     args = p.parse_args(argv)
 
-    from ddtree_bayes import inference
+    from ddtree_bayes.engine import inference
     inference.reproducible_pytensor()
     import nutpie
 
-    from ddtree_bayes import api, store
-    from ddtree_bayes import spec as S
-    from ddtree_bayes.model import build_model
-    from ddtree_bayes.paths import bundled
+    from ddtree_bayes import api
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.model import build_model
 
     machine = C.machine_info()
     date = C.now_iso()

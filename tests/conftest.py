@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtree_bayes.paths import bundled
+from ddtree_bayes.core.paths import bundled
 
 REPO = Path(__file__).resolve().parents[1]
 

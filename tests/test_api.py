@@ -24,7 +24,7 @@ def test_api_predict_returns_a_tidy_frame(fitted_workdir):
 
 def test_api_fit_validates_before_sampling(tmp_path):
     import ddtree_bayes as db
-    from ddtree_bayes.errors import DataError
+    from ddtree_bayes.core.errors import DataError
 
     bad = tmp_path / "m.csv"
     bad.write_text("model,hardware\n")

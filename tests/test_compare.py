@@ -4,10 +4,11 @@ import math
 
 import pytest
 
-from ddtree_bayes import cli, compare
-from ddtree_bayes import predictive as P
-from ddtree_bayes.errors import QueryError
-from ddtree_bayes.testing import point_mass_draws
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine import compare
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.testing import point_mass_draws
 
 
 def test_pointwise_loglik_by_hand():

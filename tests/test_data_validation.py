@@ -21,17 +21,18 @@ from pathlib import Path
 
 import pytest
 
-from ddtree_bayes import api, inference
-from ddtree_bayes.cli import main
-from ddtree_bayes.data import (
+from ddtree_bayes import api
+from ddtree_bayes.cli.main import main
+from ddtree_bayes.core.data import (
     COLUMNS,
     REQUIRED,
     derive_verify_tokens,
     load_hardware,
     load_measurements,
 )
-from ddtree_bayes.errors import DataError, InputError
-from ddtree_bayes.paths import bundled
+from ddtree_bayes.core.errors import DataError, InputError
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import inference
 
 ROOT = Path(__file__).resolve().parents[1]
 MEASUREMENTS = ROOT / "data" / "measurements.csv"

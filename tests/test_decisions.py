@@ -1,6 +1,6 @@
 """optimize and next against hand-built posteriors whose answers are known by hand.
 
-Point mass (ddtree_bayes.testing, linear MoE form): step_ar 8 ms, MoE share 0.5, slope
+Point mass (ddtree_bayes.engine.testing, linear MoE form): step_ar 8 ms, MoE share 0.5, slope
 0.0625, SGLang overhead fraction 0.2 on b300x8, so a DDTree step at budget B (M = B + 1) is
 target = 8 * (1 + B / 32) ms and step = target / 0.8 = 10 * (1 + B / 32) ms.
 """
@@ -14,13 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddtree_bayes import cli
-from ddtree_bayes import decisions as D
-from ddtree_bayes import predictive as P
-from ddtree_bayes.config import parse_acceptance_curve
-from ddtree_bayes.errors import DataError, PriorsError, QueryError
-from ddtree_bayes.paths import bundled
-from ddtree_bayes.testing import point_mass_draws
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.config import parse_acceptance_curve
+from ddtree_bayes.core.errors import DataError, PriorsError, QueryError
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.testing import point_mass_draws
+from ddtree_bayes.workflows import decisions as D
 
 BUDGETS = (8, 16, 32, 64, 128)
 REFERENCE = Path(__file__).resolve().parents[1] / "data" / "acceptance_reference.csv"

@@ -8,8 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from ddtree_bayes import cli, store
-from ddtree_bayes.config import MAX_RHAT, MIN_ESS_BULK
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.config import MAX_RHAT, MIN_ESS_BULK
+from ddtree_bayes.engine import store
 
 
 def run(capsys, monkeypatch, workdir, *argv):
@@ -28,7 +29,7 @@ def test_default_fit_passes_the_gates_with_margin(fitted_workdir):
 
 
 def test_posterior_predictive_reproduces_the_b300_points(fitted_workdir):
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     work, result = fitted_workdir
     ppc = {r["row"]: r for r in P.check_measurements(store.load_draws(result.path))}

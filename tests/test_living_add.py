@@ -8,9 +8,10 @@ import stat
 
 import pytest
 
-from ddtree_bayes import cli, living
-from ddtree_bayes.data import COLUMNS, load_hardware, load_measurements
-from ddtree_bayes.paths import bundled
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.data import COLUMNS, load_hardware, load_measurements
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.workflows import living
 
 ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
        "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",

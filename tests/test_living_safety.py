@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from ddtree_bayes import store
-from ddtree_bayes.data import load_hardware, load_measurements
-from ddtree_bayes.paths import bundled
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import store
 
 CLI = str(Path(sys.executable).parent / "ddtree-bayes")
 TINY = ["--chains", "1", "--draws", "20", "--tune", "20", "--quiet"]
@@ -53,7 +53,7 @@ def replace(src, dst, *a, **k):
         _say(f"after-replace {dst}")
     return out
 os.fsync, os.replace = fsync, replace
-from ddtree_bayes import cli
+from ddtree_bayes.cli import main as cli
 sys.exit(cli.main(sys.argv[1:]))
 """
 
@@ -132,7 +132,7 @@ def kill_at_random(proc: subprocess.Popen, delay: float) -> bool:
 
 # ---------------------------------------------------------------- concurrency
 def test_parallel_adds_all_land(tmp_path):
-    from ddtree_bayes import living
+    from ddtree_bayes.workflows import living
 
     work = make_work(tmp_path)
     original = (work / "data" / "measurements.csv").read_bytes()

@@ -17,11 +17,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddtree_bayes import cli, living, store
-from ddtree_bayes import predictive as P
-from ddtree_bayes.data import Measurement, parse_row
-from ddtree_bayes.paths import bundled
-from ddtree_bayes.testing import point_mass_draws
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.data import Measurement, parse_row
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine import store
+from ddtree_bayes.engine.testing import point_mass_draws
+from ddtree_bayes.workflows import living
 
 NEW_ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
            "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
@@ -308,7 +310,7 @@ def _m(row: int, tok_s: float, notes: str = "") -> Measurement:
 
 
 def test_changed_rows_matches_by_content_not_row_number():
-    from ddtree_bayes.data import Measurements
+    from ddtree_bayes.core.data import Measurements
 
     old = Measurements("a", "", (_m(2, 130), _m(3, 131), _m(4, 132)))
     # row 3 deleted (rows shift up), 132 edited to 133, a new row at the end

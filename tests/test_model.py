@@ -5,12 +5,12 @@ import math
 import numpy as np
 import pytest
 
-from ddtree_bayes import spec as S
-from ddtree_bayes.inference import reproducible_pytensor
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.engine.inference import reproducible_pytensor
 
 reproducible_pytensor()
 pm = pytest.importorskip("pymc")
-from ddtree_bayes.model import build_model  # noqa: E402
+from ddtree_bayes.engine.model import build_model  # noqa: E402
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """predict arithmetic against a point-mass posterior whose answers are computed by hand.
 
-Point mass (ddtree_bayes.testing): step_ar 8 ms, MoE share 0.5 (MOE(1) = 4, ATTN = 4),
+Point mass (ddtree_bayes.engine.testing): step_ar 8 ms, MoE share 0.5 (MOE(1) = 4, ATTN = 4),
 linear slope 0.0625, context 2 ms per 64k with exponent 0.5, SGLang overhead fraction 0.2,
 native reduction 0.5, noise 0.
 """
@@ -10,9 +10,9 @@ import json
 import numpy as np
 import pytest
 
-from ddtree_bayes import predictive as P
-from ddtree_bayes.errors import QueryError, StaleArtifactError, UnconvergedError
-from ddtree_bayes.testing import point_mass_draws
+from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.testing import point_mass_draws
 
 
 @pytest.fixture
@@ -106,7 +106,7 @@ def test_acceptance_from_prior_when_not_given():
 
 
 def test_sample_acceptance_truncnormal_moments():
-    from ddtree_bayes.config import AcceptancePrior, Prior
+    from ddtree_bayes.core.config import AcceptancePrior, Prior
 
     prior = AcceptancePrior(Prior("a", "truncnormal",
                                   {"mu": 10.0, "sigma": 2.5, "lower": 1.0, "upper": 17.0}))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtree_bayes.config import (
+from ddtree_bayes.core.config import (
     DISTRIBUTIONS,
     MODEL_PRIORS,
     AcceptancePrior,
@@ -19,8 +19,8 @@ from ddtree_bayes.config import (
     load_priors,
     parse_priors,
 )
-from ddtree_bayes.errors import InputError, PriorsError
-from ddtree_bayes.paths import bundled
+from ddtree_bayes.core.errors import InputError, PriorsError
+from ddtree_bayes.core.paths import bundled
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIORS = ROOT / "models" / "priors.toml"

@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from ddtree_bayes import spec as S
-from ddtree_bayes.paths import bundled
-from ddtree_bayes.simulate import simulate_measurements
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.workflows.simulate import simulate_measurements
 
 TRUTH = {
     "step_ar_ms": {"b300x8": 7.5, "rtx-pro-6000x8": 11.0},
@@ -64,7 +64,7 @@ def test_parameters_and_held_out_budget_are_recovered(tmp_path, seed):
     import shutil
 
     from ddtree_bayes import api
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     (tmp_path / "data").mkdir()
     for name in ("hardware.csv", "seed_estimates.csv"):
@@ -98,10 +98,12 @@ def test_patched_wrappers_are_identical(tmp_path):
 
     code = """
 import os, sys, numpy as np
-from ddtree_bayes import inference, api, spec as S
+from ddtree_bayes import api
+from ddtree_bayes.engine import inference
+from ddtree_bayes.core import spec as S
 inference.reproducible_pytensor()
-from ddtree_bayes.model import build_model
-from ddtree_bayes.config import SamplerSettings
+from ddtree_bayes.engine.model import build_model
+from ddtree_bayes.core.config import SamplerSettings
 names = ("measurements.csv", "priors.toml", "hardware.csv")
 data, cfg = api.load_inputs(*[api.paths.bundled(n) for n in names])
 dt, _, _ = inference.sample(build_model(S.build_spec(data, cfg), cfg),
@@ -126,10 +128,10 @@ def test_recovery_across_seeds_on_unseen_datasets(example):
     """Fit simulated files of models the code has never seen (a dense model on one consumer
     GPU; another MoE on 4x H200 and 8x B200) for several seeds: the truths fall in the 90%
     intervals at about the nominal rate, and a held-out DDTree budget is covered."""
-    from ddtree_bayes import validation as V
-    from ddtree_bayes.config import SamplerSettings
-    from ddtree_bayes.data import load_hardware, load_measurements
-    from ddtree_bayes.simulate import load_design, load_truth, simulate_from_files
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.workflows import validation as V
+    from ddtree_bayes.workflows.simulate import load_design, load_truth, simulate_from_files
 
     truth_path, design_path = EXAMPLES / f"truth_{example}.toml", EXAMPLES / f"design_{example}.csv"
     truth = load_truth(truth_path)

@@ -8,11 +8,13 @@ import subprocess
 import numpy as np
 import pytest
 
-from ddtree_bayes import cli, report, store
-from ddtree_bayes import predictive as P
-from ddtree_bayes.config import parse_priors
-from ddtree_bayes.errors import ArtifactError
-from ddtree_bayes.paths import bundled
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.config import parse_priors
+from ddtree_bayes.core.errors import ArtifactError
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine import store
+from ddtree_bayes.workflows.report import summary as report
 
 
 @pytest.fixture(scope="module")
@@ -198,6 +200,6 @@ def test_decision_sections(built_report):
 
 
 def load_hardware_names():
-    from ddtree_bayes.data import load_hardware
+    from ddtree_bayes.core.data import load_hardware
 
     return list(load_hardware(bundled("hardware.csv")))

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from ddtree_bayes import spec as S
+from ddtree_bayes.core import spec as S
 
 
 def test_moe_forms_by_hand():
@@ -48,8 +48,8 @@ def test_build_spec_on_bundled_data(bundled_inputs):
 
 
 def test_relation_rows_use_the_base_group(bundled_inputs, tmp_path):
-    from ddtree_bayes.data import load_hardware, load_measurements
-    from ddtree_bayes.paths import bundled
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.paths import bundled
 
     data, cfg = bundled_inputs
     text = data.text + ("kimi-k2.6,b300,8,native,ddtree,8,8,9,4.4,,400,test row,native run\n")

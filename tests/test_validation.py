@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from ddtree_bayes import cli
-from ddtree_bayes import validation as V
-from ddtree_bayes.config import SamplerSettings
-from ddtree_bayes.paths import bundled
-from ddtree_bayes.simulate import load_truth, simulate_from_files
+from ddtree_bayes.cli import main as cli
+from ddtree_bayes.core.config import SamplerSettings
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.workflows import validation as V
+from ddtree_bayes.workflows.simulate import load_truth, simulate_from_files
 
 SMALL = SamplerSettings(chains=2, draws=150, tune=150)
 
@@ -30,7 +30,7 @@ def test_folds(bundled_inputs):
     assert hw == {"hardware=b300": (0, 1), "hardware=rtx-pro-6000": tuple(range(2, 9))}
     method = {f.name: len(f.held_out) for f in V.make_folds(data, "method")}
     assert method == {"method=ar": 6, "method=ddtree": 1, "method=eagle3": 2}
-    from ddtree_bayes.errors import QueryError
+    from ddtree_bayes.core.errors import QueryError
 
     with pytest.raises(QueryError, match="--group"):
         V.make_folds(data, "colour")
@@ -130,7 +130,7 @@ def test_simulate_cli_writes_a_fittable_file(tmp_path, capsys, monkeypatch):
                      "--design", str(truth / "design_dense_consumer.csv"), "--seed", "4",
                      "--out", str(out)])
     assert code == 0
-    from ddtree_bayes.data import load_hardware, load_measurements
+    from ddtree_bayes.core.data import load_hardware, load_measurements
 
     data = load_measurements(out, load_hardware(bundled("hardware.csv")))
     assert len(data.rows) == 12 and data.model == "dense-8b"

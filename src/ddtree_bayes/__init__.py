@@ -10,7 +10,8 @@ The public API (imported lazily, so ``import ddtree_bayes`` is cheap):
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ddtree_bayes.core import __version__
+
 __all__ = ["fit", "load", "load_inputs", "predict", "__version__"]
 
 

@@ -1,3 +1,3 @@
-from ddtree_bayes.cli import main
+from ddtree_bayes.cli.main import main
 
 raise SystemExit(main())

@@ -13,10 +13,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ddtree_bayes import __version__, paths
-from ddtree_bayes.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
-from ddtree_bayes.data import Measurements, load_hardware, load_measurements
-from ddtree_bayes.errors import DataError
+from ddtree_bayes.core import __version__, paths
+from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
+from ddtree_bayes.core.data import Measurements, load_hardware, load_measurements
+from ddtree_bayes.core.errors import DataError
 
 
 def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
@@ -24,7 +24,7 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
                 ) -> tuple[Measurements, PriorsConfig]:
     """Load and validate the measurement file and the priors (defaults: data/ and models/).
 
-    Every problem raises a :class:`~ddtree_bayes.errors.InputError` before anything runs.
+    Every problem raises a :class:`~ddtree_bayes.core.errors.InputError` before anything runs.
     """
     hw_path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
     hw = load_hardware(hw_path)
@@ -37,8 +37,8 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
 def _with_moe_form(cfg: PriorsConfig, moe_form: str) -> PriorsConfig:
     import dataclasses
 
-    from ddtree_bayes.config import MOE_FORMS
-    from ddtree_bayes.errors import PriorsError
+    from ddtree_bayes.core.config import MOE_FORMS
+    from ddtree_bayes.core.errors import PriorsError
 
     if moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form power or linear")
@@ -62,13 +62,13 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         moe_form: str | None = None):
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
-    Returns a :class:`~ddtree_bayes.inference.FitResult`; ``result.converged`` is False when
+    Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
     a convergence gate failed (the artifact is still saved, marked unconverged).
     ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
     ``moe_form`` ("power" or "linear") overrides the priors file's ``[model] moe_form``, to
     fit both forms from one file and compare them (``ddtree-bayes compare``).
     """
-    from ddtree_bayes import inference
+    from ddtree_bayes.engine import inference
 
     t_start = time.perf_counter()
     measurements, cfg = load_inputs(data, priors, hardware, workdir)
@@ -81,8 +81,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         raise DataError("sampler settings out of range",
                         fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
     inference.reproducible_pytensor()
-    from ddtree_bayes import spec as S
-    from ddtree_bayes.model import build_model
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine.model import build_model
 
     spec = S.build_spec(measurements, cfg)
     model = build_model(spec, cfg)
@@ -101,7 +101,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     meta = _metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
                      diag_rows, divergences, failures, timings)
     meta.update(extra_meta or {})
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     t_save = time.perf_counter()
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
@@ -137,7 +137,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
     from datetime import UTC, datetime
     from importlib.metadata import version
 
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     libs: dict[str, str | None] = {}
     for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
@@ -171,7 +171,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
 
 def load(fit_id: str | None = None, workdir: Path | None = None):
     """Posterior draws and metadata of a fit (latest by default), as a :class:`store.Draws`."""
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     return store.load_draws(store.resolve(paths.models_dir(workdir), fit_id))
 
@@ -180,9 +180,9 @@ def predict(fit=None, **query):
     """Posterior throughput intervals as a tidy pandas DataFrame.
 
     ``fit`` is a :class:`store.Draws` (from :func:`load`) or None for the latest fit; the
-    keyword arguments are those of :func:`ddtree_bayes.predictive.predict_rows`.
+    keyword arguments are those of :func:`ddtree_bayes.engine.predictive.predict_rows`.
     """
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     draws = fit if fit is not None else load(workdir=query.get("workdir"))
     return P.to_frame(P.predict_rows(draws, **query))

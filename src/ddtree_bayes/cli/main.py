@@ -13,10 +13,10 @@ import json
 import sys
 from pathlib import Path
 
-from ddtree_bayes import __version__
-from ddtree_bayes.cli_args import ACCEPT_HELP, add_scenario_arguments, add_seed_and_format
-from ddtree_bayes.config import DEFAULT_SCENARIO, SamplerSettings
-from ddtree_bayes.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.cli.args import ACCEPT_HELP, add_scenario_arguments, add_seed_and_format
+from ddtree_bayes.core import __version__
+from ddtree_bayes.core.config import DEFAULT_SCENARIO, SamplerSettings
+from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
 PROG = "ddtree-bayes"
 
@@ -53,8 +53,9 @@ def _emit_machine(rows: list[dict], fmt: str, extra: dict | None = None) -> None
 
 # ---------------------------------------------------------------- fit
 def cmd_fit(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api, store
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes import api
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import store
 
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
@@ -94,7 +95,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- predict
 def cmd_predict(args: argparse.Namespace) -> int:
     from ddtree_bayes import api
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     draws = api.load(args.fit)
     for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
@@ -114,7 +115,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             budget = DEFAULT_SCENARIO.budget if budget is None else budget
     mixture = None
     if args.model_average:
-        from ddtree_bayes import compare
+        from ddtree_bayes.engine import compare
 
         fits = _latest_per_form(draws)
         weights = compare.compare_fits(fits, seed=args.seed)["weights"]
@@ -172,7 +173,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- compare
 def _latest_per_form(anchor) -> list:
     """The latest converged fit of each MoE form made on the same data as ``anchor``."""
-    from ddtree_bayes import paths, store
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.engine import store
 
     fits_dir = store.fits_dir(paths.models_dir())
     best: dict[str, object] = {}
@@ -190,7 +192,8 @@ def _latest_per_form(anchor) -> list:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api, compare
+    from ddtree_bayes import api
+    from ddtree_bayes.engine import compare
 
     if args.fits:
         fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
@@ -216,7 +219,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import time
 
-    from ddtree_bayes import report
+    from ddtree_bayes.workflows.report import summary as report
 
     t0 = time.perf_counter()
     if not args.quiet:
@@ -240,7 +243,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- validate / simulate
 def cmd_validate(args: argparse.Namespace) -> int:
-    from ddtree_bayes import validation as V
+    from ddtree_bayes.workflows import validation as V
 
     if args.jobs < 1:
         raise QueryError("--jobs must be >= 1", fix="use --jobs 1 or more")
@@ -250,7 +253,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         res = V.sbc(args.data, args.priors, replicates=args.sbc, jobs=args.jobs,
                     scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
         if args.plot:
-            from ddtree_bayes import figures
+            from ddtree_bayes.workflows.report import figures
 
             figures.sbc_histograms(res, Path(args.plot))
         if args.format == "json":
@@ -297,11 +300,11 @@ def _pct(x, digits: int = 0) -> str:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    from ddtree_bayes import simulate
+    from ddtree_bayes.workflows import simulate
 
     text = simulate.simulate_from_files(args.truth, args.design, seed=args.seed)
     if args.out:
-        from ddtree_bayes.store import atomic_write_bytes
+        from ddtree_bayes.engine.store import atomic_write_bytes
 
         atomic_write_bytes(Path(args.out), text.encode())
         print(f"wrote {text.count(chr(10)) - 1} simulated measurements to {args.out}")
@@ -422,7 +425,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed_and_format(s, formats=())
     s.set_defaults(func=cmd_simulate)
 
-    from ddtree_bayes import cli_decisions, cli_living
+    from ddtree_bayes.cli import decisions as cli_decisions
+    from ddtree_bayes.cli import living as cli_living
 
     cli_living.register(sub)
     cli_decisions.register(sub)

@@ -41,19 +41,19 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes import predictive as P
-from ddtree_bayes import spec as S
-from ddtree_bayes.config import (
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import (
     DEFAULT_SCENARIO,
     DEFAULT_SEED,
     AcceptanceCurve,
     Prior,
     parse_priors,
 )
-from ddtree_bayes.data import AR_METHOD
-from ddtree_bayes.errors import DataError, QueryError
-from ddtree_bayes.sampling import prior_sample
-from ddtree_bayes.store import Draws
+from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.sampling import prior_sample
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.store import Draws
 
 #: Budgets ``optimize`` compares by default: powers of two from 8 to 1024.
 DEFAULT_BUDGETS: tuple[int, ...] = tuple(2 ** k for k in range(3, 11))
@@ -302,7 +302,7 @@ def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = F
     only in ``[acceptance_curve]`` (which fit does not use) does not make the fit stale."""
     import tomllib
 
-    from ddtree_bayes.errors import StaleArtifactError
+    from ddtree_bayes.core.errors import StaleArtifactError
 
     warnings = P.check_fit(draws, allow_unconverged=allow_unconverged, strict=False)
     path = Path(draws.meta["priors"]["path"])
@@ -326,7 +326,7 @@ def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = F
 
 def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
     """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one."""
-    from ddtree_bayes.config import parse_acceptance_curve
+    from ddtree_bayes.core.config import parse_acceptance_curve
 
     curve = parse_acceptance_curve(priors_text, path)
     if curve is None:
@@ -394,8 +394,8 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
 
     Examples
     --------
-    >>> from ddtree_bayes.testing import point_mass_draws
-    >>> from ddtree_bayes.config import parse_acceptance_curve
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> from ddtree_bayes.core.config import parse_acceptance_curve
     >>> draws = point_mass_draws()
     >>> curve = parse_acceptance_curve(draws.priors_toml)
     >>> out = optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 32))
@@ -484,7 +484,7 @@ class _QueryParser(argparse.ArgumentParser):
 
 
 def _query_parser() -> _QueryParser:
-    from ddtree_bayes.cli_args import add_scenario_arguments
+    from ddtree_bayes.core.query_flags import add_scenario_arguments
 
     q = _QueryParser(prog="--query", add_help=False)
     add_scenario_arguments(q)

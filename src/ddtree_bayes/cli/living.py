@@ -12,8 +12,8 @@ import json
 import time
 from pathlib import Path
 
-from ddtree_bayes.config import DEFAULT_SEED
-from ddtree_bayes.errors import InputError
+from ddtree_bayes.core.config import DEFAULT_SEED
+from ddtree_bayes.core.errors import InputError
 
 PROG = "ddtree-bayes"
 #: ``add`` flags that describe one row (not allowed together with --from).
@@ -54,8 +54,8 @@ def _show(path: Path | str) -> str:
 
 
 def _hardware_table(hardware_file: str | None):
-    from ddtree_bayes import paths
-    from ddtree_bayes.data import load_hardware
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.data import load_hardware
 
     return load_hardware(Path(hardware_file) if hardware_file else paths.data_file("hardware.csv"))
 
@@ -64,7 +64,7 @@ def _hardware_table(hardware_file: str | None):
 def _context_tokens(text: str | None) -> str:
     if text is None:
         return ""
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     value = P.parse_context(text)
     assert value is not None
@@ -72,7 +72,7 @@ def _context_tokens(text: str | None) -> str:
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    from ddtree_bayes import living
+    from ddtree_bayes.workflows import living
 
     data_path = _default_data_path(args.data)
     hardware = _hardware_table(args.hardware_file)
@@ -119,7 +119,7 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- update
 def _score_table(scores: list[dict]) -> str:
-    from ddtree_bayes import living
+    from ddtree_bayes.workflows import living
 
     body = []
     for s in scores:
@@ -140,9 +140,12 @@ def _score_table(scores: list[dict]) -> str:
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api, inference, living, paths, store
-    from ddtree_bayes import predictive as P
-    from ddtree_bayes.config import SamplerSettings
+    from ddtree_bayes import api
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.engine import inference, store
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.workflows import living
 
     t_start = time.perf_counter()
     models = paths.models_dir()
@@ -277,7 +280,8 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- history
 def cmd_history(args: argparse.Namespace) -> int:
-    from ddtree_bayes import living, paths
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.workflows import living
 
     models = paths.models_dir()
     fits = living.list_fits(models)
@@ -314,13 +318,15 @@ def cmd_history(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- diff
 def _resolve_id(models: Path, fit_id: str) -> Path:
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     return store.resolve(models, None if fit_id == "latest" else fit_id)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from ddtree_bayes import living, paths, store
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.workflows import living
 
     models = paths.models_dir()
     a = store.load_draws(_resolve_id(models, args.fit_a))
@@ -371,8 +377,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- track
 def cmd_track(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api, living, paths
-    from ddtree_bayes.errors import ArtifactError, QueryError
+    from ddtree_bayes import api
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import ArtifactError, QueryError
+    from ddtree_bayes.workflows import living
 
     models = paths.models_dir()
     query_flags = {k: getattr(args, k) for k in living.QUERY_KEYS}
@@ -423,7 +431,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- parser
 def _query_flags(p: argparse.ArgumentParser) -> None:
-    from ddtree_bayes.cli_args import ACCEPT_HELP, add_scenario_arguments
+    from ddtree_bayes.cli.args import ACCEPT_HELP, add_scenario_arguments
 
     add_scenario_arguments(p)
     p.add_argument("--accept", help=ACCEPT_HELP)
@@ -431,7 +439,7 @@ def _query_flags(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
-    from ddtree_bayes.cli_args import add_format
+    from ddtree_bayes.cli.args import add_format
 
     a = sub.add_parser(
         "add", help="append a validated measurement to data/measurements.csv",

@@ -36,7 +36,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ddtree_bayes.data import (
+from ddtree_bayes.core.data import (
     COLUMNS,
     NAME_RE,
     Measurement,
@@ -45,7 +45,7 @@ from ddtree_bayes.data import (
     parse_row,
     read_records,
 )
-from ddtree_bayes.errors import DataError, DDTreeBayesError, InputError, QueryError
+from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError, QueryError
 
 #: Predictive percentiles outside [SURPRISE_LO, SURPRISE_HI] are flagged as surprises.
 SURPRISE_LO, SURPRISE_HI = 0.01, 0.99
@@ -111,7 +111,7 @@ def exclusive_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None
 
 def write_text_atomically(path: Path, text: str) -> None:
     """Replace ``path`` by ``text`` (temp file + fsync + rename), keeping its permissions."""
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
     store.atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
@@ -178,10 +178,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
-    here too), validate every new row with :func:`~ddtree_bayes.data.parse_row`, refuse a
+    here too), validate every new row with :func:`~ddtree_bayes.core.data.parse_row`, refuse a
     row identical to an existing one (``allow_duplicate`` appends it with "repeat of row
     N" in its notes instead, so the file stays valid), check the whole new file with
-    :func:`~ddtree_bayes.data.load_measurements`, then replace the file atomically.
+    :func:`~ddtree_bayes.core.data.load_measurements`, then replace the file atomically.
 
     Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
     the source in the summary line). Nothing is written on any error.
@@ -374,7 +374,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
     """
     import numpy as np
 
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     rng = np.random.default_rng(seed)
     fit_model = draws.meta.get("model", {}).get("target_model")
@@ -466,7 +466,7 @@ def load_tracked(models: Path, *, include_default: bool = True) -> list[Tracked]
 
 def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     """Validate a query's syntax (not whether a fit can answer it); keys of QUERY_KEYS."""
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     q = {k: query.get(k) for k in QUERY_KEYS}
     for key in ("gpus", "block", "budget", "verify_tokens"):
@@ -560,8 +560,8 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     """Posterior predictive rows for a saved query, with ``predict``'s defaults: no
     configuration flag means the default scenario; otherwise b300 / ddtree / sglang,native
     fill in what is missing."""
-    from ddtree_bayes import predictive as P
-    from ddtree_bayes.config import DEFAULT_SCENARIO
+    from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    from ddtree_bayes.engine import predictive as P
 
     q = query
     engines = str(q["engine"]).split(",") if q.get("engine") else None
@@ -711,7 +711,7 @@ def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
 
 def list_fits(models: Path) -> list[dict]:
     """Every saved fit, oldest first, from its metadata only (h5py attributes)."""
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     latest = None
     try:
@@ -740,6 +740,6 @@ def list_fits(models: Path) -> list[dict]:
 
 def stored_rows(draws) -> Measurements:
     """The measurements a fit was made on (from the text stored in the artifact)."""
-    from ddtree_bayes import predictive as P
+    from ddtree_bayes.engine import predictive as P
 
     return P.stored_measurements(draws)

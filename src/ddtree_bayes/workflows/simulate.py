@@ -1,6 +1,6 @@
 """Synthetic measurements from known parameters (for parameter recovery and calibration).
 
-numpy only; the step arithmetic is the model's own (:mod:`ddtree_bayes.spec`).
+numpy only; the step arithmetic is the model's own (:mod:`ddtree_bayes.core.spec`).
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ddtree_bayes import spec as S
-from ddtree_bayes.data import COLUMNS, derive_verify_tokens, system_label
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.data import COLUMNS, derive_verify_tokens, system_label
 
 
 def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: str = "sim-moe",
@@ -80,7 +80,7 @@ def load_truth(path: str | Path) -> dict:
     import math
     import tomllib
 
-    from ddtree_bayes.errors import InputError
+    from ddtree_bayes.core.errors import InputError
 
     path = str(path)
     try:
@@ -121,8 +121,8 @@ def load_truth(path: str | Path) -> dict:
 
 def load_design(path: str | Path, truth: dict) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth."""
-    from ddtree_bayes.data import _read_csv
-    from ddtree_bayes.errors import InputError
+    from ddtree_bayes.core.data import _read_csv
+    from ddtree_bayes.core.errors import InputError
 
     path = str(path)
     _, header, body = _read_csv(path)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.errors import ArtifactError
+from ddtree_bayes.core.errors import ArtifactError
 
 FORMAT_VERSION = 1
 META_ATTR = "ddtree_bayes_meta"

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.paths import bundled
-from ddtree_bayes.store import FORMAT_VERSION, Draws
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine.store import FORMAT_VERSION, Draws
 
 POINT_MASS = {
     "step_ar_ms": [8.0], "moe_share": [0.5], "moe_slope": [0.0625], "moe_exponent": [0.5],

@@ -20,11 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes import predictive as P
-from ddtree_bayes.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
-from ddtree_bayes.data import Measurement, Measurements, load_hardware, load_measurements
-from ddtree_bayes.errors import QueryError
-from ddtree_bayes.store import Draws
+from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
+from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.store import Draws
 
 GROUP_KEYS = ("hardware", "engine", "method", "budget")
 #: The original estimator's flat band.
@@ -75,13 +75,13 @@ _COMPILED: dict[str, tuple] = {}
 def _compiled(inputs: Inputs):
     """(spec, priors, measurements, compiled nutpie model), cached per process."""
     if inputs.key not in _COMPILED:
-        from ddtree_bayes import inference
-        from ddtree_bayes import spec as S
+        from ddtree_bayes.core import spec as S
+        from ddtree_bayes.engine import inference
 
         inference.reproducible_pytensor()
         import nutpie
 
-        from ddtree_bayes.model import build_model
+        from ddtree_bayes.engine.model import build_model
 
         data, cfg = inputs.parse()
         spec = S.build_spec(data, cfg)
@@ -102,7 +102,7 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     """
     import nutpie
 
-    from ddtree_bayes import inference
+    from ddtree_bayes.engine import inference
 
     spec, cfg, data, compiled = _compiled(inputs)
     updates = {"row_weight": np.asarray(weights, dtype=float)}
@@ -289,7 +289,8 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
              seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
              workdir: Path | None = None, progress: bool = True) -> dict:
     """Exact leave-one-out (or leave-one-group-out) validation; a JSON-ready dict."""
-    from ddtree_bayes import api, paths
+    from ddtree_bayes import api
+    from ddtree_bayes.core import paths
 
     data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
     hw_text = paths.data_file("hardware.csv", workdir).read_text()
@@ -331,7 +332,7 @@ SBC_BINS = 10
 
 def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     """Draw parameters from the prior, simulate the design's log tok/s, fit, rank the truth."""
-    from ddtree_bayes import report
+    from ddtree_bayes.workflows.report import summary as report
 
     spec, cfg, data, _ = _compiled(inputs)
     coords = {k: list(v) for k, v in spec.coords.items() if k != "measurement"}
@@ -388,7 +389,8 @@ def sbc(data_path: str | Path | None = None, priors_path: str | Path | None = No
         workdir: Path | None = None, progress: bool = True) -> dict:
     """Simulation-based calibration on the data file's design (its rows' M, context and
     acceptance): ``replicates`` prior draws, each simulated, fitted and ranked."""
-    from ddtree_bayes import api, paths
+    from ddtree_bayes import api
+    from ddtree_bayes.core import paths
 
     data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
     inputs = Inputs(data.text, cfg.text, paths.data_file("hardware.csv", workdir).read_text(),

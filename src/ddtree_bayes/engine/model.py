@@ -1,4 +1,4 @@
-"""Build the PyMC model from a :class:`~ddtree_bayes.spec.ModelSpec` and the priors.
+"""Build the PyMC model from a :class:`~ddtree_bayes.core.spec.ModelSpec` and the priors.
 
 Only builds: no sampling, no file I/O. The likelihood is on log tok/s:
 ``log tok_s_i ~ Normal(log(accept_i / step_ms_i * 1000), noise_sd)``.
@@ -12,8 +12,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ddtree_bayes import spec as S
-from ddtree_bayes.config import Prior, PriorsConfig
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import Prior, PriorsConfig
 
 
 def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:

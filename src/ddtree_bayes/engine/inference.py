@@ -16,14 +16,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ddtree_bayes.config import (
+from ddtree_bayes.core.config import (
     MAX_DIVERGENCES,
     MAX_RHAT,
     MIN_ESS_BULK,
     PriorsConfig,
     SamplerSettings,
 )
-from ddtree_bayes.data import Measurements
+from ddtree_bayes.core.data import Measurements
 
 
 def reproducible_pytensor() -> None:
@@ -51,7 +51,7 @@ class FitResult:
     def raise_if_unconverged(self) -> None:
         """Raise :class:`UnconvergedError` (CLI exit 5) naming the failed gates."""
         if not self.converged:
-            from ddtree_bayes.errors import UnconvergedError
+            from ddtree_bayes.core.errors import UnconvergedError
 
             raise UnconvergedError(f"fit {self.fit_id} failed its convergence gates: "
                                    + "; ".join(self.failures)

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes import paths
-from ddtree_bayes import spec as S
-from ddtree_bayes.config import DEFAULT_SCENARIO, DEFAULT_SEED, AcceptancePrior, parse_priors
-from ddtree_bayes.data import AR_METHOD, derive_verify_tokens, system_label
-from ddtree_bayes.errors import QueryError, StaleArtifactError, UnconvergedError
-from ddtree_bayes.store import Draws
+from ddtree_bayes.core import paths
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import DEFAULT_SCENARIO, DEFAULT_SEED, AcceptancePrior, parse_priors
+from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens, system_label
+from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.engine.store import Draws
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
 
@@ -148,7 +148,7 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
         gpus = counts[0]
     measured = system_label(hardware, gpus) in systems
     if not measured:
-        from ddtree_bayes.data import load_hardware
+        from ddtree_bayes.core.data import load_hardware
 
         table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
         if hardware not in table:
@@ -195,8 +195,8 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     """
     import math
 
-    from ddtree_bayes.data import load_hardware
-    from ddtree_bayes.sampling import prior_sample
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.sampling import prior_sample
 
     v, meta, n = draws.variables, draws.meta, draws.n_draws
     table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
@@ -300,7 +300,7 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
     """Draws from an acceptance prior (numpy only; truncated normal by rejection)."""
-    from ddtree_bayes.sampling import prior_sample
+    from ddtree_bayes.core.sampling import prior_sample
 
     return prior_sample(prior.prior, n, rng)
 
@@ -367,7 +367,7 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
 
     Examples
     --------
-    >>> from ddtree_bayes.testing import point_mass_draws
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> draws = point_mass_draws()
     >>> rows = predict_rows(draws, accept="12", engines=["sglang"])
     >>> round(rows[0]["median"], 3)   # 12 tokens / 20 ms
@@ -458,7 +458,7 @@ def to_frame(rows: list[dict]):
 
 def stored_measurements(draws: Draws):
     """The measurements a fit was made on, re-validated from the text stored in it."""
-    from ddtree_bayes.data import load_hardware, load_measurements
+    from ddtree_bayes.core.data import load_hardware, load_measurements
 
     where = f"{draws.path} (stored data)"
     hardware = load_hardware(where, text=draws.hardware_csv)

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.errors import DataError
+from ddtree_bayes.core.errors import DataError
 
 #: Columns of a measurement file, in order.
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
@@ -248,7 +248,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
 
     Examples
     --------
-    >>> from ddtree_bayes.paths import bundled
+    >>> from ddtree_bayes.core.paths import bundled
     >>> hw = load_hardware(bundled("hardware.csv"))
     >>> data = load_measurements(bundled("measurements.csv"), hw)
     >>> len(data.rows), data.systems

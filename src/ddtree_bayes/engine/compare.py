@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 
-from ddtree_bayes import predictive as P
-from ddtree_bayes.config import DEFAULT_SEED
-from ddtree_bayes.errors import QueryError
-from ddtree_bayes.store import Draws
+from ddtree_bayes.core.config import DEFAULT_SEED
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.store import Draws
 
 
 def pointwise_loglik(draws: Draws, seed: int = DEFAULT_SEED):

@@ -11,7 +11,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddtree_bayes.errors import PriorsError
+from ddtree_bayes.core.errors import PriorsError
 
 #: Interval probabilities printed by ``predict`` (the widest is the headline interval).
 INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
@@ -209,7 +209,7 @@ def load_priors(path: str | Path) -> PriorsConfig:
 
     Examples
     --------
-    >>> from ddtree_bayes.paths import bundled
+    >>> from ddtree_bayes.core.paths import bundled
     >>> cfg = load_priors(bundled("priors.toml"))
     >>> cfg.moe_form
     'power'
@@ -366,7 +366,7 @@ class AcceptanceCurve:
 def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve | None:
     """The ``[acceptance_curve]`` section of priors TOML ``text`` (None if there is none).
 
-    >>> from ddtree_bayes.paths import bundled
+    >>> from ddtree_bayes.core.paths import bundled
     >>> curve = parse_acceptance_curve(bundled("priors.toml").read_text())
     >>> curve.method, curve.block, curve.reference_budget, curve.decay.dist
     ('ddtree', 16, 16, 'beta')

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from ddtree_bayes.config import PriorsConfig
-from ddtree_bayes.data import AR_METHOD, Measurements
+from ddtree_bayes.core.config import PriorsConfig
+from ddtree_bayes.core.data import AR_METHOD, Measurements
 
 Fn = Callable[..., Any]
 

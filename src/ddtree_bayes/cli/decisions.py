@@ -29,7 +29,7 @@ def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
 
 def _load(args: argparse.Namespace):
     from ddtree_bayes import api
-    from ddtree_bayes import decisions as D
+    from ddtree_bayes.workflows import decisions as D
 
     draws = api.load(args.fit)
     for warning in D.check_fit(draws, allow_unconverged=args.allow_unconverged,
@@ -40,9 +40,9 @@ def _load(args: argparse.Namespace):
 
 # ---------------------------------------------------------------- optimize
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from ddtree_bayes import decisions as D
-    from ddtree_bayes import paths
-    from ddtree_bayes.errors import PriorsError
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import PriorsError
+    from ddtree_bayes.workflows import decisions as D
 
     priors_path = Path(args.priors) if args.priors else paths.priors_file()
     try:
@@ -136,7 +136,7 @@ def _m90(v: list[float], digits: int) -> str:
 
 # ---------------------------------------------------------------- next
 def cmd_next(args: argparse.Namespace) -> int:
-    from ddtree_bayes import decisions as D
+    from ddtree_bayes.workflows import decisions as D
 
     draws = _load(args)
     query = D.parse_query(draws, args.query)
@@ -181,7 +181,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--prob", type=float, default=0.9,
                    help="probability of the interval (default: %(default)s)")
     p.add_argument("--fit", help="fit id (default: the latest fit)")
-    from ddtree_bayes.cli_args import add_seed_and_format
+    from ddtree_bayes.cli.args import add_seed_and_format
 
     add_seed_and_format(p, formats=("table", "json"))
     p.add_argument("--strict", action="store_true",

@@ -20,9 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes import predictive as P
-from ddtree_bayes import spec as S
-from ddtree_bayes.config import (
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import (
     DEFAULT_SCENARIO,
     DEFAULT_SEED,
     MAX_DIVERGENCES,
@@ -32,9 +31,10 @@ from ddtree_bayes.config import (
     PriorsConfig,
     parse_priors,
 )
-from ddtree_bayes.errors import DDTreeBayesError, QueryError
-from ddtree_bayes.sampling import prior_sample
-from ddtree_bayes.store import Draws
+from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.core.sampling import prior_sample
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.store import Draws
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
 PARETO_K_LIMIT = 0.7
@@ -185,7 +185,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     import arviz_stats as azs
     import xarray as xr
 
-    from ddtree_bayes import store
+    from ddtree_bayes.engine import store
 
     t0 = time.perf_counter()
     meta, v = draws.meta, draws.variables
@@ -250,7 +250,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     summary["ppc"] = {"rows": ppc, "flagged": [r["row"] for r in ppc if r["outside_90"]]}
 
     # 4. PSIS-LOO with the pointwise log-likelihood of log tok/s
-    from ddtree_bayes.compare import loo_tree as make_loo_tree
+    from ddtree_bayes.engine.compare import loo_tree as make_loo_tree
 
     measurements = P.stored_measurements(draws)
     rows_label = [str(m.row) for m in measurements.rows]
@@ -400,9 +400,9 @@ def _decisions(draws: Draws, seed: int) -> dict:
     """Best budget per default engine, next-measurement ranking for the default query,
     and every GPU of the hardware table (measured or transferred). A failure of one part
     is recorded, not raised: the rest of the report still renders."""
-    from ddtree_bayes import decisions as D
-    from ddtree_bayes.config import parse_acceptance_curve
-    from ddtree_bayes.data import load_hardware
+    from ddtree_bayes.core.config import parse_acceptance_curve
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.workflows import decisions as D
 
     out: dict = {}
     try:
@@ -510,7 +510,7 @@ def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[s
     out_dir.mkdir(parents=True, exist_ok=True)
     figures: dict[str, Path] = {}
     if draws is not None:
-        from ddtree_bayes import figures as F
+        from ddtree_bayes.workflows.report import figures as F
 
         for name, fn in F.FIGURES.items():
             path = out_dir / f"{name}.png"
@@ -705,8 +705,9 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     A fit that cannot be read still gets a page that says so (and the error is re-raised
     after it is written); an unconverged fit gets the full report under a red verdict.
     """
-    from ddtree_bayes import paths, store
-    from ddtree_bayes.errors import ArtifactError
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import ArtifactError
+    from ddtree_bayes.engine import store
 
     models = paths.models_dir(workdir)
     root = out_root or (workdir or Path.cwd()) / "reports"

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ddtree_bayes import report as R  # noqa: E402
+from ddtree_bayes.workflows.report import summary as R  # noqa: E402
 
 BLUE, GREY, RED, ORANGE = "#2b6cb0", "#9aa0a6", "#c53030", "#dd6b20"
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddtree_bayes.config import Prior
-from ddtree_bayes.errors import PriorsError
+from ddtree_bayes.core.config import Prior
+from ddtree_bayes.core.errors import PriorsError
 
 
 def prior_sample(prior: Prior, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` draws from one prior of the priors file.
 
-    >>> from ddtree_bayes.config import Prior
+    >>> from ddtree_bayes.core.config import Prior
     >>> x = prior_sample(Prior("x", "lognormal", {"median": 2.0, "sigma": 0.5}), 100_000,
     ...                  np.random.default_rng(0))
     >>> round(float(np.median(x)), 1)
