@@ -21,7 +21,7 @@ What it does:
      - `ddtree-bayes predict`             (no flags: the default scenario)
    Reports median / min / max per command.
 3. Import time: `python -X importtime <cli> predict --accept 12:16` (the real command, so
-   the modules that cli.py imports lazily inside `predict` are included), --importtime-runs
+   the modules that cli/predict.py imports lazily inside `predict` are included), --importtime-runs
    times; per module the median over runs. Prints the top --top modules by cumulative
    time, the top packages by summed self time, and the total. -X importtime itself adds
    overhead: use these numbers for attribution, the timed runs for the absolute cost.

@@ -14,7 +14,7 @@ from ddtree_bayes.core.errors import ArtifactError
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine import store
-from ddtree_bayes.workflows.report import summary as report
+from ddtree_bayes.workflows import report
 
 
 @pytest.fixture(scope="module")

@@ -173,7 +173,7 @@ def load(fit_id: str | None = None, workdir: Path | None = None):
     """Posterior draws and metadata of a fit (latest by default), as a :class:`store.Draws`."""
     from ddtree_bayes.engine import store
 
-    return store.load_draws(store.resolve(paths.models_dir(workdir), fit_id))
+    return store.load(fit_id, workdir)
 
 
 def predict(fit=None, **query):

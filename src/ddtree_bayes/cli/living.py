@@ -1,63 +1,27 @@
-"""CLI commands of the living posterior: add, update, history, diff, track (issue 4).
+"""CLI commands of the living posterior that write: add and update (and the parser of all five).
 
-Same conventions as ``cli``: one-line errors through the named exceptions (exit 2 bad
+Same conventions as ``cli.main``: one-line errors through the named exceptions (exit 2 bad
 input with nothing written, 3 no usable fit, 5 a refit failed its convergence gates),
-``--format json`` where the output is a table. The library side is ``living``.
+``--format json`` where the output is a table. The library side is ``workflows.living``.
 """
-
 from __future__ import annotations
 
 import argparse
-import json
 import time
 from pathlib import Path
 
+from ddtree_bayes.cli.history import cmd_diff, cmd_history, cmd_track
+from ddtree_bayes.cli.output import (
+    PROG,
+    ROW_FLAGS,
+    _default_data_path,
+    _hardware_table,
+    _json,
+    _show,
+    _table,
+)
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
-
-PROG = "ddtree-bayes"
-#: ``add`` flags that describe one row (not allowed together with --from).
-ROW_FLAGS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-             "accept", "context", "tok_s", "source", "notes", "model")
-
-
-def _table(headers: list[str], rows: list[list[str]], left: int = 2,
-           text_last: bool = False) -> str:
-    """The first ``left`` columns (and the last, with ``text_last``) left-aligned, the rest
-    right-aligned."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    last = len(headers) - 1 if text_last else -1
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < left or i == last else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
-
-
-def _json(payload) -> None:
-    print(json.dumps(payload, indent=2, default=str))
-
-
-def _default_data_path(data: str | None) -> Path:
-    """``--data`` or ./data/measurements.csv; never the read-only copy inside the package."""
-    return Path(data) if data else Path("data") / "measurements.csv"
-
-
-def _show(path: Path | str) -> str:
-    """A path as the user would type it: relative when it is under the working directory."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(p)
-
-
-def _hardware_table(hardware_file: str | None):
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.data import load_hardware
-
-    return load_hardware(Path(hardware_file) if hardware_file else paths.data_file("hardware.csv"))
 
 
 # ---------------------------------------------------------------- add
@@ -275,157 +239,6 @@ def cmd_update(args: argparse.Namespace) -> int:
     else:
         _json(report)
     result.raise_if_unconverged()
-    return 0
-
-
-# ---------------------------------------------------------------- history
-def cmd_history(args: argparse.Namespace) -> int:
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.workflows import living
-
-    models = paths.models_dir()
-    fits = living.list_fits(models)
-    if args.format == "json":
-        _json({"models": str(models), "rows": fits})
-        return 0
-    if not fits:
-        print(f"no fits in {models / 'fits'} (run `{PROG} fit`)")
-        return 0
-    body = []
-    for f in fits:
-        if not f["readable"]:
-            body.append([f["fit_id"], "-", "-", "-", "-", "-", f"UNREADABLE: {f['error']}"])
-            continue
-        notes = []
-        if f["latest"]:
-            notes.append("latest")
-        up = f.get("update")
-        if up:
-            notes.append(f"update of {up.get('previous_fit')}: +{len(up.get('added_rows', []))}"
-                         f"/-{up.get('removed_rows', 0)} rows"
-                         + (f", {len(up['surprises'])} surprise(s)" if up.get("surprises") else ""))
-        if not f["converged"] and f.get("failures"):
-            notes.append("; ".join(f["failures"]))
-        total = f.get("total_s")
-        body.append([f["fit_id"], (f["created_utc"] or "-").replace("+00:00", "Z"),
-                     (f["data_sha256"] or "-")[:12], str(f["rows"]),
-                     "yes" if f["converged"] else "NO",
-                     "-" if total is None else f"{total:.1f} s", ", ".join(notes)])
-    print(_table(["fit id", "created (UTC)", "data sha256", "rows", "converged", "fit time",
-                  "notes"], body, left=3, text_last=True))
-    return 0
-
-
-# ---------------------------------------------------------------- diff
-def _resolve_id(models: Path, fit_id: str) -> Path:
-    from ddtree_bayes.engine import store
-
-    return store.resolve(models, None if fit_id == "latest" else fit_id)
-
-
-def cmd_diff(args: argparse.Namespace) -> int:
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.engine import store
-    from ddtree_bayes.workflows import living
-
-    models = paths.models_dir()
-    a = store.load_draws(_resolve_id(models, args.fit_a))
-    b = store.load_draws(_resolve_id(models, args.fit_b))
-    ida, idb = a.meta["fit_id"], b.meta["fit_id"]
-    added, removed = living.changed_rows(living.stored_rows(a), living.stored_rows(b))
-    params = living.parameter_table(a, b, include_auxiliary=args.all)
-    changes = living.compare_queries(a, b, living.load_tracked(models), args.seed)
-    if args.format == "json":
-        _json({"fit_a": ida, "fit_b": idb, "added_rows": [r.__dict__ for r in added],
-               "removed_rows": [r.__dict__ for r in removed], "parameters": params,
-               "tracked": changes, "seed": args.seed})
-        return 0
-    print(f"{PROG} diff: fit {ida} ({a.meta['data']['rows']} measurements) -> fit {idb} "
-          f"({b.meta['data']['rows']} measurements)")
-    if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
-        print("priors differ between the two fits")
-    for r in added:
-        print(f"  + row {r.row}: {living.describe_row(r)}")
-    for r in removed:
-        print(f"  - row {r.row}: {living.describe_row(r)}")
-    if not added and not removed:
-        print("  same measurements")
-
-    def iv(x: dict | None) -> tuple[str, str]:
-        if x is None:
-            return "-", "-"
-        return f"{x['median']:.3g}", f"{x['lo90']:.3g} to {x['hi90']:.3g}"
-
-    body = []
-    for p in params:
-        ma, ia = iv(p["a"])
-        mb, ib = iv(p["b"])
-        mc = p.get("median_change")
-        wc = p.get("width_change")
-        body.append([p["parameter"], ma, ia, mb, ib,
-                     "-" if mc is None else f"{round(mc * 100):+d}%",
-                     "-" if wc is None else f"{round(wc * 100):+d}%"])
-    print("\nposterior median and 90% interval per parameter, A -> B"
-          + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
-    print(_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
-                  "90% width change"], body, left=1))
-    print(f"\ntracked queries, fit {ida} -> {idb} (posterior predictive, seed {args.seed}):")
-    for c in changes:
-        print(f"  {living.format_change(c)}")
-    return 0
-
-
-# ---------------------------------------------------------------- track
-def cmd_track(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.errors import ArtifactError, QueryError
-    from ddtree_bayes.workflows import living
-
-    models = paths.models_dir()
-    query_flags = {k: getattr(args, k) for k in living.QUERY_KEYS}
-    action = args.action or "add"
-    if action != "add" and (any(v is not None for v in query_flags.values()) or args.name):
-        raise InputError(f"`track {action}` takes no query flags",
-                         fix=f"`{PROG} track --accept 14 ...` saves a query")
-    if action == "list":
-        tracked = living.load_tracked(models)
-        if args.format == "json":
-            _json({"file": str(living.tracked_path(models)),
-                   "rows": [t.__dict__ for t in tracked]})
-            return 0
-        body = [[t.name, " ".join(f"--{k.replace('_', '-')} {v}" for k, v in t.query.items()
-                                  if v is not None) + (" (default scenario, sglang and native)"
-                                                       if t.builtin else ""),
-                 "built in" if t.builtin else (t.added_utc or "-")] for t in tracked]
-        print(_table(["name", "query", "added (UTC)"], body, text_last=True))
-        return 0
-    if action == "remove":
-        if not args.target:
-            raise InputError("which query? `track remove NAME`", fix=f"see `{PROG} track list`")
-        gone = living.track_remove(models, args.target)
-        print(f"no longer tracking {gone.name}")
-        return 0
-    if args.target:
-        raise InputError(f"unexpected argument {args.target!r}",
-                         fix="give the query with flags, e.g. `track --hardware b300 --accept 14`;"
-                             " name it with --name")
-    if query_flags["hardware"] is not None and query_flags["hardware"] not in _hardware_table(None):
-        raise QueryError(f"unknown hardware {query_flags['hardware']!r}",
-                         fix="use a name from data/hardware.csv")
-    entry = living.track_add(models, query_flags, args.name)
-    print(f"tracking {entry.name}: " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
-    try:
-        draws = api.load()
-        for r in living.query_rows(draws, entry.query, DEFAULT_SEED):
-            print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
-                  f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
-    except ArtifactError:
-        print("  (no fit yet: `ddtree-bayes update` and `diff` will show it)")
-    except QueryError as err:
-        print(f"  the latest fit cannot answer it yet ({living.without_fix(err)}); `update` "
-              "and `diff` show it once a fit can")
     return 0
 
 

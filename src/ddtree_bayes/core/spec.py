@@ -3,8 +3,8 @@
 ``step_ms = MOE(M) + ATTN_BASE(+ context) + SPEC`` and ``tok_s = accept_len / step_ms * 1000``.
 
 The arithmetic here is written once and evaluated twice: on PyTensor tensors when the
-model is built (``model.py``) and on numpy posterior draws when predicting
-(``predict.py``). It only uses ``+ - * /`` and the ``exp``/``log`` passed in.
+model is built (``engine/model.py``) and on numpy posterior draws when predicting
+(``engine/predictive.py``). It only uses ``+ - * /`` and the ``exp``/``log`` passed in.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=spec.log_tok_s,
                       dims="measurement")
             return model
-        # observed values and per-row weights as data: see validation.py
+        # observed values and per-row weights as data: see workflows/validation.py
         observed = pm.Data("log_tok_s_observed", spec.log_tok_s, dims="measurement")
         weight = pm.Data("row_weight", np.ones(len(spec.rows)), dims="measurement")
         like = pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=observed,

@@ -178,3 +178,10 @@ def load_datatree(path: Path):
         return xr.open_datatree(path, engine="h5netcdf").load()
     except (OSError, ValueError) as err:
         raise ArtifactError(f"{path} is not a readable netCDF fit ({err})") from None
+
+
+def load(fit_id: str | None = None, workdir: Path | None = None) -> Draws:
+    """Posterior draws and metadata of a fit (latest by default) in ``<workdir>/models``."""
+    from ddtree_bayes.core import paths
+
+    return load_draws(resolve(paths.models_dir(workdir), fit_id))

@@ -332,7 +332,7 @@ SBC_BINS = 10
 
 def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     """Draw parameters from the prior, simulate the design's log tok/s, fit, rank the truth."""
-    from ddtree_bayes.workflows.report import summary as report
+    from ddtree_bayes.workflows import report
 
     spec, cfg, data, _ = _compiled(inputs)
     coords = {k: list(v) for k, v in spec.coords.items() if k != "measurement"}

@@ -1,1 +1,49 @@
-"""The report of one fit: compute a summary (numbers) first, render it (HTML, markdown, figures) second."""
+"""The report of one fit: compute a summary (numbers) first, render it second.
+
+``priors``   the priors as numpy: densities, draws, scalar columns (prior vs posterior)
+``summary``  fit -> summary dict (diagnostics, LOO, sensitivity, fan, variance shares, decisions)
+``render``   summary -> index.html, summary.md, summary.json
+``figures``  the pictures (the only module importing matplotlib / arviz-plots)
+"""
+
+from __future__ import annotations
+
+from ddtree_bayes.workflows.report.priors import (  # noqa: F401
+    log_prior,
+    prior_draws,
+    prior_logpdf,
+    scalar_columns,
+)
+from ddtree_bayes.workflows.report.render import (  # noqa: F401
+    CAPTIONS,
+    STYLE,
+    _fmt,
+    _img,
+    _json_default,
+    _sections,
+    _table,
+    markdown,
+    page,
+    render,
+    write_report,
+)
+from ddtree_bayes.workflows.report.summary import (  # noqa: F401
+    DECOMP_ACCEPT,
+    FAN_ACCEPT,
+    INFORMED_RATIO,
+    NEXT_QUERY,
+    PARETO_K_LIMIT,
+    PRIOR_ONLY_RATIO,
+    _breakdown,
+    _decisions,
+    _default_scenarios,
+    _fan,
+    _float,
+    _headline_log_tok,
+    _logit,
+    _q,
+    _quiet,
+    _variance,
+    compute,
+    shapley_variance_shares,
+)

@@ -11,7 +11,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ddtree_bayes.workflows.report import summary as R  # noqa: E402
+from ddtree_bayes.core.config import parse_priors  # noqa: E402
+from ddtree_bayes.workflows.report.priors import prior_draws, scalar_columns  # noqa: E402
+from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT  # noqa: E402
 
 BLUE, GREY, RED, ORANGE = "#2b6cb0", "#9aa0a6", "#c53030", "#dd6b20"
 
@@ -44,10 +46,10 @@ def trace(summary, draws, dt, path: Path) -> None:
 
 def prior_posterior(summary, draws, dt, path: Path) -> None:
     meta = draws.meta
-    priors = R.parse_priors(draws.priors_toml)
-    prior = R.scalar_columns(R.prior_draws(priors, meta["coords"], draws.n_draws,
+    priors = parse_priors(draws.priors_toml)
+    prior = scalar_columns(prior_draws(priors, meta["coords"], draws.n_draws,
                                            summary["seed"]), meta["coords"])
-    post = R.scalar_columns(draws.variables, meta["coords"])
+    post = scalar_columns(draws.variables, meta["coords"])
     rows = summary["prior_posterior"]
     ncol = 4
     nrow = -(-len(rows) // ncol)
@@ -89,7 +91,7 @@ def loo(summary, draws, dt, path: Path) -> None:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.5))
     a1.scatter(range(len(k)), [x["k"] for x in k],
                c=[RED if x["flag"] else BLUE for x in k])
-    a1.axhline(R.PARETO_K_LIMIT, ls="--", color=GREY)
+    a1.axhline(PARETO_K_LIMIT, ls="--", color=GREY)
     a1.set_xticks(range(len(k)), [str(x["row"]) for x in k])
     a1.set_xlabel("measurement row")
     a1.set_ylabel("Pareto k")

@@ -1,22 +1,15 @@
-"""Diagnostics and pictures for one fit: compute a summary first, render it second.
+"""Fit -> summary dict: every number the report shows (the content of ``summary.json``).
 
-``compute(fit)`` returns a plain dict (the content of ``summary.json``); ``render``
-draws the figures from that dict and writes ``index.html`` and ``summary.md``. Every
-number on the page comes from the summary, which the tests check against the posterior.
+The tests check these numbers against the posterior; ``render`` only formats them.
 """
-
 from __future__ import annotations
 
-import base64
 import contextlib
-import html
 import io
-import json
 import logging
 import math
 import time
 import warnings
-from pathlib import Path
 
 import numpy as np
 
@@ -27,14 +20,12 @@ from ddtree_bayes.core.config import (
     MAX_DIVERGENCES,
     MAX_RHAT,
     MIN_ESS_BULK,
-    Prior,
-    PriorsConfig,
     parse_priors,
 )
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
-from ddtree_bayes.core.sampling import prior_sample
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.workflows.report.priors import log_prior, prior_draws, scalar_columns
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
 PARETO_K_LIMIT = 0.7
@@ -45,90 +36,6 @@ DECOMP_ACCEPT = (12.0, 16.0)
 #: Posterior sd / prior sd below which a parameter counts as informed by the data.
 INFORMED_RATIO = 0.5
 PRIOR_ONLY_RATIO = 0.9
-
-
-# ------------------------------------------------------------------ priors as numpy
-def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
-    """Log density of one prior at ``x`` (elementwise)."""
-    from scipy import stats
-
-    p, d = prior.params, prior.dist
-    if d == "normal":
-        return stats.norm.logpdf(x, p["mu"], p["sigma"])
-    if d == "halfnormal":
-        return stats.halfnorm.logpdf(x, scale=p["sigma"])
-    if d == "lognormal":
-        return stats.lognorm.logpdf(x, s=p["sigma"], scale=p["median"])
-    if d == "beta":
-        return stats.beta.logpdf(x, p["alpha"], p["beta"])
-    if d == "uniform":
-        return stats.uniform.logpdf(x, p["lower"], p["upper"] - p["lower"])
-    raise ValueError(f"no log density for prior {prior.name} ({d})")
-
-
-def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int) -> dict[str, np.ndarray]:
-    """Prior draws of every posterior variable (same names and shapes as the posterior)."""
-    rng = np.random.default_rng(seed)
-    P_ = priors.priors
-    n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
-    out: dict[str, np.ndarray] = {}
-    for name in ("step_ar_ms", "moe_share", "ctx_ms_per_unit"):
-        out[name] = np.stack([prior_sample(P_[name], n, rng) for _ in range(n_sys)], axis=1)
-    for name in ("moe_hw_sd", "ctx_verify_exponent", "overhead_logit_mu", "overhead_logit_sd",
-                 "noise_sd"):
-        out[name] = prior_sample(P_[name], n, rng)
-    out["moe_z"] = rng.standard_normal((n, n_sys))
-    if priors.moe_form == "power":
-        out["moe_exponent_mu"] = prior_sample(P_["moe_exponent_mu"], n, rng)
-        out["moe_exponent"] = out["moe_exponent_mu"][:, None] + out["moe_hw_sd"][:, None] * out["moe_z"]
-    else:
-        out["moe_slope_mu"] = prior_sample(P_["moe_slope_mu"], n, rng)
-        out["moe_slope"] = out["moe_slope_mu"][:, None] * np.exp(out["moe_hw_sd"][:, None] * out["moe_z"])
-    out["overhead_z"] = rng.standard_normal((n, n_grp))
-    logit = out["overhead_logit_mu"][:, None] + out["overhead_logit_sd"][:, None] * out["overhead_z"]
-    out["overhead_frac"] = 1.0 / (1.0 + np.exp(-logit))
-    out["reduction"] = np.stack([prior_sample(priors.relations[e].prior, n, rng)
-                                 for e in coords["relation"]], axis=1) if coords["relation"] \
-        else np.zeros((n, 0))
-    return out
-
-
-def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Log prior density of each free parameter at every draw (for power-scaling)."""
-    from scipy import stats
-
-    P_ = priors.priors
-    out = {}
-    for name in ("step_ar_ms", "moe_share", "ctx_ms_per_unit"):
-        out[name] = prior_logpdf(P_[name], v[name]).sum(axis=1)
-    mu_name = "moe_exponent_mu" if priors.moe_form == "power" else "moe_slope_mu"
-    for name in ("moe_hw_sd", "ctx_verify_exponent", "overhead_logit_mu", "overhead_logit_sd",
-                 "noise_sd", mu_name):
-        out[name] = prior_logpdf(P_[name], v[name])
-    out["moe_z"] = stats.norm.logpdf(v["moe_z"]).sum(axis=1)
-    if coords["overhead_group"]:
-        out["overhead_z"] = stats.norm.logpdf(v["overhead_z"]).sum(axis=1)
-    for k, e in enumerate(coords["relation"]):
-        out[f"reduction_{e}"] = prior_logpdf(priors.relations[e].prior, v["reduction"][:, k])
-    return out
-
-
-# ------------------------------------------------------------------ helpers
-def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarray]:
-    """Flatten vector parameters into labelled scalars: ``moe_share[b300x8]``."""
-    dims = {"step_ar_ms": "system", "moe_share": "system", "ctx_ms_per_unit": "system",
-            "moe_z": "system", "moe_exponent": "system", "moe_slope": "system",
-            "overhead_z": "overhead_group", "overhead_frac": "overhead_group",
-            "reduction": "relation"}
-    out = {}
-    for name, arr in v.items():
-        if arr.ndim == 1:
-            out[name] = arr
-        else:
-            for j, label in enumerate(coords[dims[name]]):
-                out[f"{name}[{label}]"] = arr[:, j]
-    return out
-
 
 def shapley_variance_shares(y: np.ndarray, factors: dict[str, np.ndarray]) -> dict:
     """Split Var(y) among correlated factors: Shapley values of a linear regression's R^2.
@@ -467,260 +374,3 @@ def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
         out.append({"config": label, "measured_step_ms": measured,
                     **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items()}})
     return out
-
-
-# ------------------------------------------------------------------ render
-CAPTIONS = {
-    "rank": "Rank plots: each chain's ranks should be uniform (flat bars); a chain "
-            "sitting high or low means the chains disagree.",
-    "trace": "Traces and per-chain densities: look for chains that overlap and wander "
-             "without trends or stuck stretches.",
-    "prior_posterior": "Prior (grey) against posterior (blue): where the blue is as wide as "
-                       "the grey, the measurements did not inform that parameter.",
-    "ppc": "Each measurement (black) against its posterior predictive 50% and 90% intervals; "
-           "red points fall outside their 90% interval.",
-    "loo": "Left: Pareto k per measurement (above the dashed line 0.7 the PSIS estimate is "
-           "unreliable). Right: LOO-PIT values against the uniform they should follow.",
-    "psense": "Power-scaling sensitivity of the default-scenario prediction to each prior: "
-              "tall bars are the assumptions the headline number leans on.",
-    "fan": "Throughput against acceptance for the default scenario: 50% and 90% bands per "
-           "engine, the original deterministic estimate (dashed) with its +-30% band, and "
-           "the measured B300 points.",
-    "variance": "Share of the variance of log tok/s in the default scenario (acceptance "
-                "Uniform(12, 16)) attributed to each quantity (Shapley values of R^2, so "
-                "correlated parameters share credit): measure the tallest bars next.",
-    "breakdown": "Posterior step time split into MOE, ATTN_BASE, context and SPEC (ms, "
-                 "medians; whiskers: 90% interval of the whole step; diamonds: measured).",
-    "budgets": "Expected tok/s against the tree budget (median, 90% band) per engine, with "
-               "P(best) as bars: past the measured M the step time is extrapolated.",
-    "next": "Expected width of the query's 90% interval after each candidate measurement "
-            "(now: the dashed line): the shortest bar is the most informative benchmark.",
-    "hardware": "Every GPU of the hardware table at the measured GPU count: measured systems "
-                "(black) and systems predicted by hardware transfer (blue), AR and DDTree "
-                "budget 32 at acceptance 14, 90% intervals. Memory capacity is not checked: "
-                "compare the table's total memory with the model's weights.",
-}
-
-
-def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[str, Path]:
-    """Write figures, ``summary.json``, ``summary.md`` and ``index.html`` into ``out_dir``."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Path] = {}
-    if draws is not None:
-        from ddtree_bayes.workflows.report import figures as F
-
-        for name, fn in F.FIGURES.items():
-            path = out_dir / f"{name}.png"
-            try:
-                fn(summary, draws, dt, path)
-                figures[name] = path
-            except Exception as err:  # noqa: BLE001 - one broken figure must not sink the report
-                summary.setdefault("figure_errors", {})[name] = f"{type(err).__name__}: {err}"
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=_json_default))
-    (out_dir / "summary.md").write_text(markdown(summary))
-    (out_dir / "index.html").write_text(page(summary, figures))
-    return figures
-
-
-def _json_default(x):
-    if isinstance(x, np.generic):
-        return x.item()
-    raise TypeError(type(x))
-
-
-def _fmt(x, digits=3) -> str:
-    if x is None:
-        return "-"
-    if isinstance(x, float):
-        if math.isnan(x):
-            return "nan"
-        return f"{x:.{digits}g}"
-    return str(x)
-
-
-def _table(headers, rows) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{html.escape(_fmt(c))}</td>" for c in r) + "</tr>"
-                   for r in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-
-def _img(figures, name) -> str:
-    if name not in figures:
-        return f'<p class="missing">figure {name} could not be drawn</p>'
-    data = base64.b64encode(figures[name].read_bytes()).decode()
-    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(CAPTIONS[name])}</figcaption></figure>")
-
-
-def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
-    """(title, headers, rows, figure names) per section; shared by HTML and markdown."""
-    if "sampling" not in summary:
-        return []
-    s = summary["sampling"]
-    sec = []
-    sec.append(("1. Sampling diagnostics",
-                ["parameter", "mean", "sd", "R-hat", "ESS bulk", "ESS tail", "MCSE"],
-                [[p["parameter"], p["mean"], p["sd"], f"{p['rhat']:.3f}", round(p["ess_bulk"]),
-                  round(p["ess_tail"]), p["mcse_mean"]] for p in s["parameters"]],
-                ["rank", "trace"]))
-    sec.append(("2. Prior vs posterior",
-                ["parameter", "prior 90%", "posterior 90%", "posterior sd / prior sd", "status"],
-                [[r["parameter"], f"{_fmt(r['prior_q'][0])} - {_fmt(r['prior_q'][4])}",
-                  f"{_fmt(r['posterior_q'][0])} - {_fmt(r['posterior_q'][4])}", r["sd_ratio"],
-                  r["status"]] for r in summary["prior_posterior"]],
-                ["prior_posterior"]))
-    sec.append(("3. Posterior predictive check",
-                ["row", "system", "engine", "method", "M", "context", "measured", "median",
-                 "90% interval", "outside 90%"],
-                [[r["row"], r["system"], r["engine"], r["method"], r["verify_tokens"],
-                  r["context_tokens"], r["measured"], round(r["median"], 1),
-                  f"{r['lo90']:.1f} - {r['hi90']:.1f}", "YES" if r["outside_90"] else "no"]
-                 for r in summary["ppc"]["rows"]],
-                ["ppc"]))
-    loo = summary["loo"]
-    sec.append((f"4. PSIS-LOO (elpd {loo['elpd']:.2f} +- {loo['se']:.2f}, p_loo {loo['p_loo']:.2f},"
-                f" {loo['n_flagged']} of {len(loo['pareto_k'])} Pareto k > {PARETO_K_LIMIT})",
-                ["row", "Pareto k", "k > 0.7", "LOO-PIT"],
-                [[k["row"], k["k"], "YES" if k["flag"] else "no", pit]
-                 for k, pit in zip(loo["pareto_k"], loo["loo_pit"], strict=True)],
-                ["loo"]))
-    ps = summary["psense"]
-    sec.append(("5. Prior sensitivity (power scaling)",
-                ["prior", f"sensitivity of {ps['headline']}"],
-                [[k, val] for k, val in sorted(ps["headline_by_prior"].items(),
-                                               key=lambda kv: -kv[1])]
-                + [["(all priors) " + r["parameter"], f"prior {r['prior']:.3f} / likelihood "
-                    f"{r['likelihood']:.3f}: {r['diagnosis']}"] for r in ps["overall"]],
-                ["psense"]))
-    fan_rows = []
-    for eng, f in summary["fan"]["engines"].items():
-        for a, q, orig in zip(summary["fan"]["accept"], f["quantiles"],
-                              f["original"] or [None] * len(f["quantiles"]), strict=True):
-            if a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0):
-                fan_rows.append([eng, a, round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
-                                 f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])
-    sec.append(("6. Throughput against acceptance (default scenario)",
-                ["engine", "accept", "median tok/s", "50%", "90%", "original"], fan_rows,
-                ["fan"]))
-    var_rows = []
-    for eng, d in summary["variance"].items():
-        for k, val in d["shares"].items():
-            var_rows.append([eng, k, val])
-        var_rows.append([eng, "not attributed (non-linear, interactions)", d["not_attributed"]])
-    sec.append(("7. Where the width comes from", ["engine", "quantity", "variance share"],
-                var_rows, ["variance"]))
-    sec.append(("8. Step-time breakdown (ms, median [90%])",
-                ["configuration", "MOE", "ATTN_BASE", "context", "SPEC", "step", "measured"],
-                [[b["config"]] + [f"{b[k][1]:.2f} [{b[k][0]:.2f}, {b[k][2]:.2f}]"
-                                  for k in ("moe", "attn_base", "context", "spec", "step")]
-                 + [b["measured_step_ms"]] for b in summary["breakdown"]],
-                ["breakdown"]))
-    dec = summary.get("decisions", {})
-    opt_rows = [[e, r["budget"], r["verify_tokens"], round(r["median"]),
-                 f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"],
-                 "step" if r["extrapolated"] else ""]
-                for e, o in dec.get("optimize", {}).items() for r in o["rows"]]
-    best = ", ".join(f"{e}: budget {o['recommended']}" for e, o in dec.get("optimize", {}).items())
-    sec.append((f"9. Which tree budget? (recommended: {best or dec.get('optimize_error')})",
-                ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
-                 "extrapolated"], opt_rows, ["budgets"]))
-    nx = dec.get("next")
-    sec.append((("10. What to measure next for " + nx["query"]["describe"]) if nx else
-                f"10. What to measure next ({dec.get('next_error')})",
-                ["candidate", "why", "expected 90% width", "reduction", "ESS"],
-                [[r["candidate"], r["why"], round(r["expected_width"]),
-                  f"{100 * r['reduction_rel']:.0f}%", round(r["ess_median"])]
-                 for r in (nx["rows"] if nx else [])], ["next"]))
-    sec.append(("11. Hardware never measured (transfer)",
-                ["GPU", "GPUs", "memory GB", "measured", "AR tok/s (90%)",
-                 "DDTree b32 accept 14 (90%)"],
-                [[h["hardware"], h["gpus"], h.get("memory_gb_total"),
-                  "yes" if h.get("measured") else "no",
-                  "-" if "ar" not in h else f"{h['ar'][1]:.0f} ({h['ar'][0]:.0f}-{h['ar'][2]:.0f})",
-                  "-" if "ddtree" not in h else
-                  f"{h['ddtree'][1]:.0f} ({h['ddtree'][0]:.0f}-{h['ddtree'][2]:.0f})"]
-                 for h in dec.get("hardware", [])], ["hardware"]))
-    return sec
-
-
-STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
-color:#222}table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid
-#ccc;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}
-.verdict{padding:.8em 1em;border-radius:6px;font-size:1.2em;font-weight:600}.ok{background:#e3f6e3}
-.bad{background:#fde2e2}figure{margin:1em 0}img{max-width:100%}figcaption{color:#555;
-font-size:13px}.missing{color:#b00}"""
-
-SCRIPT = """window.addEventListener('load',function(){var im=document.images,ok=0;
-for(var i=0;i<im.length;i++){if(im[i].complete&&im[i].naturalWidth>0)ok++;}
-document.body.setAttribute('data-images-rendered',ok+'/'+im.length);});"""
-
-
-def page(summary: dict, figures: dict[str, Path]) -> str:
-    v = summary["verdict"]
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>ddtree-bayes report "
-             f"{html.escape(summary['fit_id'])}</title><style>{STYLE}</style>"
-             f"<script>{SCRIPT}</script></head><body>",
-             f"<h1>ddtree-bayes fit {html.escape(summary['fit_id'])}</h1>",
-             f"<p class='verdict {'ok' if v['converged'] else 'bad'}'>{html.escape(v['text'])}</p>"]
-    if "sampling" in summary:
-        s = summary["sampling"]
-        parts.append(f"<p>{summary['chains']} chains, {summary['n_draws']} draws; max R-hat "
-                     f"{s['max_rhat']:.3f} (gate {MAX_RHAT}), min bulk ESS {s['min_ess_bulk']:.0f}"
-                     f" (gate {MIN_ESS_BULK}), min tail ESS {s['min_ess_tail']:.0f}, divergences "
-                     f"{s['divergences']}, E-BFMI per chain "
-                     f"{', '.join(f'{b:.2f}' for b in s['ebfmi_per_chain'])}, tree-depth "
-                     f"saturation {_fmt(s['tree_depth_saturation'])}.</p>")
-        flagged = summary["ppc"]["flagged"]
-        parts.append(f"<p>Measurements outside their 90% predictive interval: "
-                     f"{', '.join(map(str, flagged)) if flagged else 'none'}. Pareto k > "
-                     f"{PARETO_K_LIMIT}: {summary['loo']['n_flagged']}.</p>")
-    for title, headers, rows, figs in _sections(summary):
-        parts.append(f"<h2>{html.escape(title)}</h2>{_table(headers, rows)}")
-        parts.extend(_img(figures, f) for f in figs)
-    if summary.get("figure_errors"):
-        parts.append("<h2>Figures that failed</h2>" + _table(
-            ["figure", "error"], list(summary["figure_errors"].items())))
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def markdown(summary: dict) -> str:
-    lines = [f"# ddtree-bayes fit {summary['fit_id']}", "", f"**{summary['verdict']['text']}**", ""]
-    for title, headers, rows, _ in _sections(summary):
-        lines += [f"## {title}", "", "| " + " | ".join(headers) + " |",
-                  "|" + "---|" * len(headers)]
-        lines += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
-        lines.append("")
-    return "\n".join(lines)
-
-
-def write_report(fit_id: str | None = None, workdir: Path | None = None,
-                 out_root: Path | None = None, seed: int = DEFAULT_SEED) -> tuple[Path, dict]:
-    """Compute and render the report of a fit into ``reports/<fit-id>/``.
-
-    A fit that cannot be read still gets a page that says so (and the error is re-raised
-    after it is written); an unconverged fit gets the full report under a red verdict.
-    """
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.errors import ArtifactError
-    from ddtree_bayes.engine import store
-
-    models = paths.models_dir(workdir)
-    root = out_root or (workdir or Path.cwd()) / "reports"
-    path = store.resolve(models, fit_id)
-    out_dir = root / path.stem
-    try:
-        draws = store.load_draws(path)
-        dt = store.load_datatree(path)
-    except ArtifactError as err:
-        summary = {"fit_id": path.stem, "verdict": {"converged": False, "failures": [str(err)],
-                                                    "text": f"fit could not be read: {err}"}}
-        render(summary, None, out_dir)
-        raise
-    summary = compute(draws, dt, seed=seed)
-    render(summary, draws, out_dir, dt)
-    return out_dir, summary

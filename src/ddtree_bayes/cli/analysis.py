@@ -1,0 +1,108 @@
+"""CLI commands report, validate and simulate."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from ddtree_bayes.cli.output import PROG, _fmt, render_table
+from ddtree_bayes.core.errors import QueryError
+
+
+# ---------------------------------------------------------------- report
+def cmd_report(args: argparse.Namespace) -> int:
+    import time
+
+    from ddtree_bayes.workflows import report
+
+    t0 = time.perf_counter()
+    if not args.quiet:
+        print(f"[report] computing diagnostics, LOO and sensitivity for "
+              f"{args.fit or 'the latest fit'}", file=sys.stderr, flush=True)
+    out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
+                                           seed=args.seed)
+    if args.format == "json":
+        print(json.dumps({"report": str(out_dir / "index.html"), "summary": str(out_dir / "summary.json"),
+                          "verdict": summary["verdict"],
+                          "figure_errors": summary.get("figure_errors", {})}, indent=2))
+    else:
+        print(f"{summary['verdict']['text']}")
+        print(f"report: {out_dir / 'index.html'}")
+        print(f"numbers: {out_dir / 'summary.json'} and summary.md "
+              f"({time.perf_counter() - t0:.1f} s)")
+        for name, err in summary.get("figure_errors", {}).items():
+            print(f"{PROG}: warning: figure {name} failed: {err}", file=sys.stderr)
+    return 0 if summary["verdict"]["converged"] else 5
+
+
+# ---------------------------------------------------------------- validate / simulate
+def cmd_validate(args: argparse.Namespace) -> int:
+    from ddtree_bayes.workflows import validation as V
+
+    if args.jobs < 1:
+        raise QueryError("--jobs must be >= 1", fix="use --jobs 1 or more")
+    if args.sbc is not None:
+        if args.sbc < 2:
+            raise QueryError("--sbc needs at least 2 replicates", fix="e.g. --sbc 100")
+        res = V.sbc(args.data, args.priors, replicates=args.sbc, jobs=args.jobs,
+                    scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
+        if args.plot:
+            from ddtree_bayes.workflows.report import figures
+
+            figures.sbc_histograms(res, Path(args.plot))
+        if args.format == "json":
+            print(json.dumps(res, indent=2))
+            return 0
+        print(f"simulation-based calibration: {res['replicates']} replicates, ranks 0..{res['L']} "
+              f"in {res['bins']} bins, {res['unconverged']} unconverged, {res['seconds']:.0f} s")
+        print(render_table(["parameter", "", "chi2 p", "rank counts per bin"],
+                           [[k, "", f"{t['chi2_p']:.3f}", " ".join(map(str, t["counts"]))]
+                            for k, t in res["uniformity"].items()]))
+        return 0
+    res = V.validate(args.data, args.priors, group=args.group, jobs=args.jobs,
+                     scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
+    if args.format == "json":
+        print(json.dumps(res, indent=2))
+        return 0
+    rows = [[f"row {r['row']}", _config_label(r), _fmt(r["measured"], 1), _fmt(r["median"], 1),
+             f"{r['lo50']:.1f}-{r['hi50']:.1f}", f"{r['lo90']:.1f}-{r['hi90']:.1f}", f"{r['percentile']:.2f}",
+             f"{r['baseline']:.1f} ({r['baseline_lo']:.0f}-{r['baseline_hi']:.0f})"]
+            for r in res["rows"]]
+    print(f"held out by {res['group']}: {len(res['folds'])} refits "
+          f"({sum(not f['converged'] for f in res['folds'])} not converged), {res['seconds']:.0f} s")
+    print(render_table(["held out", "configuration", "measured", "median", "50%", "90%",
+                        "pctile", "original +-30%"], rows))
+    s = res["summary"]
+    print()
+    print(render_table(["estimator", "", "coverage 50%", "coverage 90%", "median abs % error",
+                        "mean 90% width"],
+                       [["posterior", "", _pct(s["posterior"]["coverage50"]),
+                         _pct(s["posterior"]["coverage90"]), _pct(s["posterior"]["mdape"], 1),
+                         _pct(s["posterior"]["mean_width90_rel"])],
+                        ["original +-30%", "", "-", _pct(s["baseline"]["coverage90"]),
+                         _pct(s["baseline"]["mdape"], 1), _pct(s["baseline"]["mean_width90_rel"])]]))
+    return 0
+
+
+def _config_label(r: dict) -> str:
+    ctx = "" if r["context_tokens"] is None else f" ctx={r['context_tokens']:g}"
+    return f"{r['system']} {r['engine']} {r['method']} M={r['verify_tokens']}{ctx}"
+
+
+def _pct(x, digits: int = 0) -> str:
+    return "-" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    from ddtree_bayes.workflows import simulate
+
+    text = simulate.simulate_from_files(args.truth, args.design, seed=args.seed)
+    if args.out:
+        from ddtree_bayes.engine.store import atomic_write_bytes
+
+        atomic_write_bytes(Path(args.out), text.encode())
+        print(f"wrote {text.count(chr(10)) - 1} simulated measurements to {args.out}")
+    else:
+        sys.stdout.write(text)
+    return 0

@@ -1,0 +1,109 @@
+"""CLI command predict: posterior tok/s intervals (numpy and h5py only; see the predict-path
+contract in pyproject.toml)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from ddtree_bayes.cli.output import PROG, _emit_machine, _fmt, render_table
+from ddtree_bayes.core.config import DEFAULT_SCENARIO
+from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+
+
+# ---------------------------------------------------------------- predict
+def cmd_predict(args: argparse.Namespace) -> int:
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import store
+
+    draws = store.load(args.fit)
+    for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
+                               strict=args.strict):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    engines = args.engine.split(",") if args.engine else None
+    block, budget = args.block, args.budget
+    if args.hardware is None and args.method is None and not any(
+            (args.gpus, args.block, args.budget, args.verify_tokens)):
+        hardware = method = None
+    else:  # anything not given is the default scenario's
+        hardware = args.hardware or DEFAULT_SCENARIO.hardware
+        method = args.method or DEFAULT_SCENARIO.method
+        engines = engines or list(DEFAULT_SCENARIO.engines)
+        if args.method is None and args.verify_tokens is None:
+            block = DEFAULT_SCENARIO.block if block is None else block
+            budget = DEFAULT_SCENARIO.budget if budget is None else budget
+    mixture = None
+    if args.model_average:
+        from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
+
+        fits = _latest_per_form(draws)
+        weights = compare.compare_fits(fits, seed=args.seed)["weights"]
+        mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
+        print(f"{PROG}: model average: " + ", ".join(
+            f"{d.meta['fit_id']} ({d.meta['model']['moe_form']}) {w:.2f}" for d, w in mixture),
+            file=sys.stderr)
+    rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
+                          method=method, block=block, budget=budget,
+                          verify_tokens=args.verify_tokens, context_tokens=args.context,
+                          accept=args.accept, target=args.target, prob=args.prob,
+                          seed=args.seed, mixture=mixture)
+    meta = draws.meta
+    if args.format != "table":
+        _emit_machine(rows, args.format, {"fit_id": meta["fit_id"], "seed": args.seed,
+                                          "interval_probs": list(P.interval_probs(args.prob)),
+                                          "target": args.target, "draws": draws.n_draws})
+        return 0
+    probs = P.interval_probs(args.prob)
+    first = rows[0]
+    sc_line = (f"{first['hardware']} x{first['gpus']}, {first['method']}"
+               + (f", block {first['block']}" if first["block"] is not None else "")
+               + (f", budget {first['budget']}" if first["budget"] is not None else "")
+               + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}")
+    print(f"{PROG} predict: fit {meta['fit_id']} ({draws.n_draws} draws"
+          f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
+    print(sc_line)
+    headers = ["engine", "accept", "median"] + [f"{P.pct_label(p)}% interval" for p in probs]
+    headers += ["original +-30%"]
+    if args.target is not None:
+        headers.append(f"P(>={args.target:g})")
+    body = []
+    for r in rows:
+        cells = [r["engine"], r["accept"], _fmt(r["median"])]
+        cells += [f"{r[f'lo{P.pct_label(p)}']:.0f}-{r[f'hi{P.pct_label(p)}']:.0f}" for p in probs]
+        cells.append("-" if r["original"] is None else
+                     f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
+        if args.target is not None:
+            cells.append(f"{r['p_ge_target']:.2f}")
+        body.append(cells)
+    print(render_table(headers, body))
+    notes = sorted({f"{r['engine']}: {r['overhead_from']}" for r in rows})
+    print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
+          "deterministic estimate with its flat +-30% band.")
+    if any(r["accept_kind"] == "prior" for r in rows):
+        print("acceptance not given: drawn from the acceptance prior in the priors file "
+              "(pass --accept to fix it).")
+    if any(r["accept_kind"] == "uniform" for r in rows):
+        print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
+    for note in notes:
+        print(f"  {note}")
+    return 0
+
+
+def _latest_per_form(anchor) -> list:
+    """The latest converged fit of each MoE form made on the same data as ``anchor``."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.engine import store
+
+    fits_dir = store.fits_dir(paths.models_dir())
+    best: dict[str, object] = {}
+    for path in sorted(fits_dir.glob("*.nc")):
+        try:
+            d = store.load_draws(path)
+        except DDTreeBayesError:
+            continue
+        if d.meta["converged"] and d.meta["data"]["sha256"] == anchor.meta["data"]["sha256"]:
+            best[d.meta["model"]["moe_form"]] = d  # sorted by id = by time: the last wins
+    if len(best) < 2:
+        raise QueryError(f"found converged fits of {len(best)} MoE form(s) on this data",
+                         fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`")
+    return list(best.values())

@@ -1,0 +1,173 @@
+"""A prediction's query: acceptance and context parsing, the scenario, and which measured
+(system, engine, method) groups answer it. numpy only."""
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.core.config import parse_priors
+from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens, system_label
+from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.engine.store import Draws
+
+SEED_BAND = 0.30  # the original estimator's flat +-30%
+
+
+@dataclass(frozen=True)
+class AcceptRequest:
+    """Acceptance values to tabulate, and the (lo, hi) range to marginalise as a Uniform."""
+
+    values: tuple[float, ...]
+    uniform: tuple[float, float] | None = None
+
+
+def parse_accept(text: str) -> AcceptRequest:
+    """Parse ``--accept``: ``13.5``, ``12,14,16``, ``12:16`` (integers) or ``12:16:0.5``.
+
+    A range also asks for one row that marginalises acceptance as Uniform(lo, hi).
+
+    >>> parse_accept("12:16")
+    AcceptRequest(values=(12.0, 13.0, 14.0, 15.0, 16.0), uniform=(12.0, 16.0))
+    >>> parse_accept("12:13:0.5").values, parse_accept("12,14").values
+    ((12.0, 12.5, 13.0), (12.0, 14.0))
+    """
+    fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
+    try:
+        if ":" in text:
+            parts = [float(p) for p in text.split(":")]
+            if len(parts) not in (2, 3):
+                raise ValueError
+            lo, hi = parts[0], parts[1]
+            step = parts[2] if len(parts) == 3 else 1.0
+            if not (hi > lo and step > 0) or (hi - lo) / step > 10_000:
+                raise QueryError(f"--accept {text}: need lo < hi and a positive step", fix=fix)
+            n = int(math.floor((hi - lo) / step + 1e-9))
+            values = [round(lo + i * step, 10) for i in range(n + 1)]
+            return AcceptRequest(tuple(values), (lo, hi))
+        return AcceptRequest(tuple(float(p) for p in text.split(",")))
+    except ValueError:
+        raise QueryError(f"--accept {text!r} is not a number, list or range", fix=fix) from None
+
+
+def parse_context(text: str | int | float | None) -> float | None:
+    """Context length in tokens: ``32768``, ``32k`` (x1024) or ``1m`` (x1048576).
+
+    >>> parse_context("32k"), parse_context("1000")
+    (32768.0, 1000.0)
+    """
+    if text is None or isinstance(text, int | float):
+        return None if text is None else float(text)
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmM]?)\s*", text)
+    if not m:
+        raise QueryError(f"--context {text!r} is not a token count", fix="use e.g. 32768 or 32k")
+    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    return float(m.group(1)) * scale
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One configuration to predict for."""
+
+    hardware: str
+    gpus: int
+    engine: str
+    method: str
+    block: int | None
+    budget: int | None
+    verify_tokens: int
+    context_tokens: float
+    measured: bool = True   # False: hardware transferred from a measured system
+
+    @property
+    def system(self) -> str:
+        return system_label(self.hardware, self.gpus)
+
+    def describe(self) -> str:
+        parts = [f"{self.hardware} x{self.gpus}", self.engine, self.method]
+        if self.block is not None:
+            parts.append(f"block {self.block}")
+        if self.budget is not None:
+            parts.append(f"budget {self.budget}")
+        parts.append(f"verify {self.verify_tokens}")
+        parts.append(f"context {self.context_tokens:g}")
+        return ", ".join(parts)
+
+
+def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = False
+              ) -> list[str]:
+    """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
+    priors files changed since the fit."""
+    meta = draws.meta
+    if not meta["converged"] and not allow_unconverged:
+        raise UnconvergedError(
+            f"fit {meta['fit_id']} failed its convergence gates ({'; '.join(meta['failures'])}) "
+            "(fix: re-run `ddtree-bayes fit`, or pass --allow-unconverged to use it anyway)")
+    warnings = []
+    for what in ("data", "priors"):
+        path = Path(meta[what]["path"])
+        if not path.exists():
+            warnings.append(f"the {what} file this fit used ({path}) no longer exists")
+        elif hashlib.sha256(path.read_bytes()).hexdigest() != meta[what]["sha256"]:
+            warnings.append(f"{path} changed since fit {meta['fit_id']}; "
+                            "re-run `ddtree-bayes fit` to use it")
+    if warnings and strict:
+        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+    return warnings
+
+
+def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: str, method: str,
+                     block: int | None, budget: int | None, verify_tokens: int | None,
+                     context_tokens: float | None) -> Scenario:
+    """Fill in defaults (GPU count, verify tokens, context) and check the fit can answer.
+
+    A system without measurements is answered by hardware transfer (see
+    :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
+    priors have a ``[transfer]`` section.
+    """
+    systems = measured_systems(draws)
+    if gpus is None:
+        counts = sorted({int(s.rsplit("x", 1)[1]) for s in systems
+                         if s.rsplit("x", 1)[0] == hardware})
+        if not counts:  # unmeasured GPU: the measured GPU count, if there is only one
+            counts = sorted({int(s.rsplit("x", 1)[1]) for s in systems})
+        if len(counts) > 1:
+            raise QueryError(f"{hardware} could run on {counts} GPUs in this fit",
+                             fix="say which with --gpus")
+        gpus = counts[0]
+    measured = system_label(hardware, gpus) in systems
+    if not measured:
+        from ddtree_bayes.core.data import load_hardware
+
+        table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+        if hardware not in table:
+            raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
+                             "nor in the hardware table",
+                             fix="use a GPU from data/hardware.csv: " + ", ".join(sorted(table)))
+        if not parse_priors(draws.priors_toml, "priors stored in the fit").transfer:
+            raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
+                             "[transfer] section", fix="add one (see the bundled priors) and re-fit")
+    derived = derive_verify_tokens(method, block, budget)
+    if verify_tokens is None:
+        if derived is None:
+            raise QueryError(f"cannot tell how many tokens {method} verifies per step",
+                             fix="give --budget (tree), --block (chain) or --verify-tokens")
+        verify_tokens = derived
+    if method == AR_METHOD and verify_tokens != 1:
+        raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
+    if verify_tokens < 1:
+        raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
+    if context_tokens is None:
+        context_tokens = draws.meta["model"]["default_context_tokens"]
+    if context_tokens < 0:
+        raise QueryError("--context must be >= 0", fix="give the context length in tokens")
+    return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
+                    float(context_tokens), measured)
+
+def measured_systems(draws: Draws) -> list[str]:
+    """Systems the fit has data for (a validation fold may hold some out)."""
+    held_out = set(draws.meta.get("held_out_systems", ()))
+    return [s for s in draws.meta["coords"]["system"] if s not in held_out]
+

@@ -1,0 +1,55 @@
+"""Decisions from the posterior: the best tree budget (``optimize``) and the most informative
+next measurement (``next``).
+
+``acceptance_curve``  acceptance as a function of the tree budget: prior, draws, conjugate update
+``common``            shared overhead draws per unmeasured group, fit checks
+``optimize``          the best tree budget: P(best), expected regret
+``next_measurement``  preposterior importance reweighting over candidate measurements
+"""
+
+from __future__ import annotations
+
+from ddtree_bayes.workflows.decisions.acceptance_curve import (  # noqa: F401
+    CurveDraws,
+    _gaussian,
+    curve_accept,
+    curve_for,
+    doublings,
+    read_acceptance_file,
+    sample_curve,
+    sample_prior,
+    update_curve,
+)
+from ddtree_bayes.workflows.decisions.common import (  # noqa: F401
+    CANDIDATE_BUDGETS,
+    CANDIDATE_COLUMNS,
+    DEFAULT_BUDGETS,
+    DEFAULT_K,
+    MIN_ESS,
+    _med90,
+    check_fit,
+    group_rng,
+    overhead_group,
+    shared_step,
+    with_transferred_system,
+)
+from ddtree_bayes.workflows.decisions.next_measurement import (  # noqa: F401
+    Candidate,
+    Query,
+    _csv_number,
+    _query_parser,
+    _QueryParser,
+    default_candidates,
+    next_measurements,
+    parse_query,
+    preposterior,
+    query_acceptance,
+    read_candidates,
+    weighted_interval,
+)
+from ddtree_bayes.workflows.decisions.optimize import (  # noqa: F401
+    budget_decision,
+    max_measured_verify,
+    optimize,
+    parse_budgets,
+)

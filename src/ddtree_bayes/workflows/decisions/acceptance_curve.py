@@ -1,0 +1,201 @@
+"""Acceptance as a function of the tree budget, from the ``[acceptance_curve]`` priors::
+
+    accept(B) = min(block + 1, B + 1, accept_ref + gain * (1 - decay**d) / (1 - decay))
+    d = log2(B / reference_budget)
+
+Its three parameters are drawn from their priors, or from their posterior given an
+acceptance file (a conjugate Gaussian update, :func:`update_curve`).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core.config import (
+    AcceptanceCurve,
+    Prior,
+)
+from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.sampling import prior_sample
+
+# ------------------------------------------------------------------ priors and the curve
+sample_prior = prior_sample  # one sampler for every prior of the priors file
+
+
+def doublings(budgets, reference_budget: float, decay) -> np.ndarray:
+    """``(1 - decay**d) / (1 - decay)`` with ``d = log2(B / reference)``: the number of
+    'first-doubling gains' budget B adds over the reference (``d`` itself when decay = 1).
+
+    Shapes: ``budgets`` (nb,), ``decay`` (n,) -> (n, nb).
+
+    >>> doublings([8, 16, 32, 64], 16, np.array([0.5, 1.0])).tolist()
+    [[-2.0, 0.0, 1.0, 1.5], [-1.0, 0.0, 1.0, 2.0]]
+    """
+    d = np.log2(np.asarray(budgets, dtype=float) / reference_budget)[None, :]
+    r = np.asarray(decay, dtype=float)[:, None]
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        ratio = -np.expm1(d * np.log(r)) / (1.0 - r)
+    h = np.where(np.abs(1.0 - r) < 1e-9, d, ratio)
+    return np.where(np.isfinite(h), h, -1e300)   # decay -> 0 below the reference: floor at 1
+
+
+def curve_accept(budgets, accept_ref, gain, decay, *, reference_budget: float,
+                 block: int) -> np.ndarray:
+    """Acceptance per draw and budget, (n, nb): the curve of :class:`AcceptanceCurve`,
+    capped at ``block + 1`` (a block-k drafter emits at most k + 1 tokens per step) and at
+    ``B + 1`` (a B-node tree), and floored at 1.
+
+    >>> a = curve_accept([8, 16, 32, 64, 1024], np.array([8.0]), np.array([1.0]),
+    ...                  np.array([0.5]), reference_budget=16, block=16)
+    >>> a.round(4).tolist()
+    [[6.0, 8.0, 9.0, 9.5, 9.9688]]
+    """
+    budgets = np.asarray(budgets, dtype=float)
+    h = doublings(budgets, reference_budget, decay)
+    raw = np.asarray(accept_ref, float)[:, None] + np.asarray(gain, float)[:, None] * h
+    raw = np.where(np.isfinite(raw), raw, 1.0)
+    cap = np.minimum(block + 1.0, budgets + 1.0)[None, :]
+    return np.clip(raw, 1.0, cap)
+
+
+@dataclass(frozen=True)
+class CurveDraws:
+    """Draws of the acceptance-curve parameters and where they came from."""
+
+    accept_ref: np.ndarray
+    gain: np.ndarray
+    decay: np.ndarray
+    source: str
+    ess: float | None = None
+    rows: int = 0
+
+    def accept(self, budgets, curve: AcceptanceCurve) -> np.ndarray:
+        return curve_accept(budgets, self.accept_ref, self.gain, self.decay,
+                            reference_budget=curve.reference_budget, block=curve.block)
+
+
+def sample_curve(curve: AcceptanceCurve, n: int, rng: np.random.Generator) -> CurveDraws:
+    """``n`` joint draws of (accept_ref, gain, decay) from their (independent) priors."""
+    return CurveDraws(sample_prior(curve.accept_ref, n, rng), sample_prior(curve.gain, n, rng),
+                      sample_prior(curve.decay, n, rng), source=f"prior from {curve.path}")
+
+
+def read_acceptance_file(path: str | Path, method: str, block: int
+                         ) -> tuple[np.ndarray, np.ndarray, str]:
+    """(budgets, accept_len, model) of the rows of an acceptance CSV (the schema of
+    data/acceptance_reference.csv) with this method and block. One model only."""
+    path = str(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            records = list(csv.DictReader(fh))
+            header = records[0].keys() if records else []
+    except OSError as err:
+        raise DataError(f"cannot read acceptance file: {err.strerror}", file=path,
+                        fix="pass an existing CSV with --acceptance-file") from None
+    for column in ("model", "method", "block", "budget", "accept_len"):
+        if column not in header:
+            raise DataError("missing column", file=path, column=column,
+                            fix="use the columns of data/acceptance_reference.csv")
+    budgets, values, models = [], [], set()
+    for i, rec in enumerate(records, start=2):
+        if (rec["method"] or "").strip() != method:
+            continue
+        numbers = {}
+        for column in ("block", "budget", "accept_len"):
+            try:
+                numbers[column] = float(rec[column])
+            except (TypeError, ValueError):
+                raise DataError(f"{rec[column]!r} is not a number", file=path, row=i,
+                                column=column, fix="give a number") from None
+            if not math.isfinite(numbers[column]) or numbers[column] < 1:
+                raise DataError(f"{rec[column]!r} must be >= 1", file=path, row=i,
+                                column=column, fix="give a positive number")
+        if numbers["block"] != block:
+            continue
+        budgets.append(numbers["budget"])
+        values.append(numbers["accept_len"])
+        models.add((rec["model"] or "").strip())
+    if not budgets:
+        raise QueryError(f"{path} has no {method} rows with block {block}",
+                         fix=f"add rows with method {method} and block {block}, or change --block")
+    if len(models) > 1:
+        raise QueryError(f"{path} has {method} block-{block} rows of several models "
+                         f"({', '.join(sorted(models))})", fix="keep the rows of one target model")
+    return np.array(budgets), np.array(values), models.pop()
+
+
+def _gaussian(prior: Prior) -> tuple[float, float, float, float]:
+    """(mean, sd, lower, upper) of a normal, truncnormal or point prior (conjugate update)."""
+    p = prior.params
+    if prior.dist == "point":
+        return p["value"], 0.0, -math.inf, math.inf
+    if prior.dist in ("normal", "truncnormal"):
+        return p["mu"], p["sigma"], p.get("lower", -math.inf), p.get("upper", math.inf)
+    raise QueryError(f"--acceptance-file needs a normal, truncnormal or point prior on "
+                     f"{prior.name}, not {prior.dist}",
+                     fix=f"change [acceptance_curve.{prior.name}] in the priors file")
+
+
+def update_curve(curve: AcceptanceCurve, budgets: np.ndarray, accept: np.ndarray, n: int,
+                 rng: np.random.Generator, source: str = "acceptance file") -> CurveDraws:
+    """Posterior draws of the curve given acceptance measurements.
+
+    Observation model: ``accept_i = accept_ref + gain * doublings(B_i, decay) + e_i``,
+    ``e_i ~ Normal(0, measurement_sd)`` (the cap and floor of the curve are ignored here).
+    Given ``decay`` this is linear in (accept_ref, gain), so their (normal or truncated
+    normal) priors update conjugately; ``decay`` is drawn from its prior and reweighted by
+    the marginal likelihood of the data (resampled), then (accept_ref, gain) are drawn from
+    their bivariate normal posterior given each decay draw, truncated to their prior bounds
+    by rejection. The truncation's effect on the decay weights is ignored.
+    """
+    m_a, s_a, lo_a, hi_a = _gaussian(curve.accept_ref)
+    m_g, s_g, lo_g, hi_g = _gaussian(curve.gain)
+    decay = sample_prior(curve.decay, n, rng)
+    X1 = doublings(budgets, curve.reference_budget, decay)          # (n, m)
+    X = np.stack([np.ones_like(X1), X1], axis=2)                     # (n, m, 2)
+    m0 = np.array([m_a, m_g])
+    S0 = np.diag([s_a ** 2, s_g ** 2])
+    k = len(budgets)
+    C = X @ S0 @ X.transpose(0, 2, 1) + curve.measurement_sd ** 2 * np.eye(k)   # (n, m, m)
+    resid = accept[None, :] - X @ m0                                             # (n, m)
+    sol = np.linalg.solve(C, resid[..., None])[..., 0]
+    _, logdet = np.linalg.slogdet(C)
+    loglik = -0.5 * (np.sum(resid * sol, axis=1) + logdet)
+    w = np.exp(loglik - loglik.max())
+    w /= w.sum()
+    ess = float(1.0 / np.sum(w ** 2))
+    idx = rng.choice(n, size=n, p=w)
+    Xi, Ci, soli = X[idx], C[idx], sol[idx]
+    gain_k = S0 @ Xi.transpose(0, 2, 1)                                          # (n, 2, m)
+    mean = m0 + (gain_k @ soli[..., None])[..., 0]
+    cov = S0 - gain_k @ np.linalg.solve(Ci, Xi @ S0)
+    cov = 0.5 * (cov + cov.transpose(0, 2, 1)) + 1e-12 * np.eye(2)
+    chol = np.linalg.cholesky(cov)
+    out = np.empty((n, 2))
+    todo = np.arange(n)
+    for _ in range(200):
+        z = rng.standard_normal((todo.size, 2))
+        x = mean[todo] + (chol[todo] @ z[..., None])[..., 0]
+        ok = (x[:, 0] >= lo_a) & (x[:, 0] <= hi_a) & (x[:, 1] >= lo_g) & (x[:, 1] <= hi_g)
+        out[todo[ok]] = x[ok]
+        todo = todo[~ok]
+        if todo.size == 0:
+            break
+    if todo.size:
+        out[todo] = np.clip(mean[todo], [lo_a, lo_g], [hi_a, hi_g])
+    return CurveDraws(out[:, 0], out[:, 1], decay[idx], source=source, ess=ess, rows=k)
+
+def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
+    """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one."""
+    from ddtree_bayes.core.config import parse_acceptance_curve
+
+    curve = parse_acceptance_curve(priors_text, path)
+    if curve is None:
+        raise QueryError(f"{path} has no [acceptance_curve] section",
+                         fix="copy it from the bundled models/priors.toml, or pass --priors")
+    return curve

@@ -1,0 +1,130 @@
+"""What optimize and next share: one overhead/transfer draw stream per unmeasured group, the fit check.
+
+**Shared overhead draws.** ``predictive.step_components`` draws a fresh ``z`` for the
+overhead fraction of an unmeasured (system, engine, method) group from the ``rng`` it is
+given. Here every scenario is resolved with a generator seeded by (seed, group label)
+(:func:`group_rng`), so all budgets of one group, and a candidate and a query in the same
+unmeasured group, see the same ``z`` per draw: otherwise measuring one could not inform
+the other. Likewise a system without measurements (hardware transfer) gets its transferred
+parameters once per (seed, system) (:func:`with_transferred_system`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.store import Draws
+
+#: Budgets ``optimize`` compares by default: powers of two from 8 to 1024.
+DEFAULT_BUDGETS: tuple[int, ...] = tuple(2 ** k for k in range(3, 11))
+#: Simulated results per candidate in ``next``.
+DEFAULT_K = 32
+#: Below this effective sample size a candidate's numbers rest on too few draws.
+MIN_ESS = 100.0
+#: Budgets of the default DDTree candidates of ``next``.
+CANDIDATE_BUDGETS = (8, 32, 128)
+#: Columns of a ``next --candidates`` file.
+CANDIDATE_COLUMNS = ("hardware", "gpus", "engine", "method", "block", "budget", "accept_len",
+                     "context_tokens")
+
+
+# ------------------------------------------------------------------ shared overhead stream
+def overhead_group(draws: Draws, sc: P.Scenario) -> str | None:
+    """The overhead group whose fraction ``step_components`` uses for ``sc`` (after mapping
+    an engine with a declared relation to its base engine); None for autoregressive."""
+    if sc.method == AR_METHOD:
+        return None
+    engine = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
+    return S.group_label(sc.system, engine, sc.method)
+
+
+def group_rng(seed: int, label: str | None) -> np.random.Generator:
+    """A generator determined by (seed, overhead group): the same group always gets the
+    same stream, different groups independent ones."""
+    digest = hashlib.sha256((label or "-").encode()).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
+
+
+def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
+                            ) -> tuple[Draws, P.Scenario, str]:
+    """For a scenario on a system without measurements (answered by hardware transfer),
+    the draws with that system's transferred parameters added as a system column of their
+    own, drawn from a stream fixed by (seed, system), and the scenario marked measured.
+
+    Every scenario on that system (any engine, method or budget) then sees the same
+    transferred step parameters per draw, and its overhead group the same ``z`` per draw
+    (:func:`shared_step`); measured systems pass through unchanged.
+    """
+    if getattr(sc, "measured", True):
+        return draws, sc, ""
+    params, how = P.transferred_parameters(draws, sc, group_rng(seed, f"system {sc.system}"))
+    variables = dict(draws.variables)
+    systems = list(draws.meta["coords"]["system"])
+    columns = {"step_ar_ms": params["step_ar_ms"], "moe_share": params["moe_share"],
+               "ctx_ms_per_unit": params["ctx_ms_per_unit"], "moe_exponent": params["moe_shape"],
+               "moe_slope": params["moe_shape"]}
+    if sc.system in systems:       # a system held out of this fit: replace its column
+        j = systems.index(sc.system)
+        for key, col in columns.items():
+            if key in variables:
+                variables[key] = variables[key].copy()
+                variables[key][:, j] = col
+    else:
+        systems.append(sc.system)
+        for key, col in columns.items():
+            if key in variables:
+                variables[key] = np.column_stack([variables[key], col])
+    meta = {**draws.meta, "coords": {**draws.meta["coords"], "system": systems}}
+    return replace(draws, meta=meta, variables=variables), replace(sc, measured=True), how
+
+
+def shared_step(draws: Draws, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]:
+    """Posterior draws of step_ms for ``sc`` (no measurement noise), with the overhead ``z``
+    of an unmeasured group shared by every scenario of that group (see :func:`group_rng`)
+    and the transferred parameters of an unmeasured system shared by every scenario on it
+    (see :func:`with_transferred_system`)."""
+    draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
+    parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)))
+    return parts["step"], transfer_how + how
+
+
+
+def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = False
+              ) -> list[str]:
+    """:func:`predictive.check_fit`, except that a priors file that differs from the fit's
+    only in ``[acceptance_curve]`` (which fit does not use) does not make the fit stale."""
+    import tomllib
+
+    from ddtree_bayes.core.errors import StaleArtifactError
+
+    warnings = P.check_fit(draws, allow_unconverged=allow_unconverged, strict=False)
+    path = Path(draws.meta["priors"]["path"])
+
+    def model_part(text: str) -> dict | None:
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            return None
+        raw.pop("acceptance_curve", None)
+        return raw
+
+    if path.exists() and any(w.startswith(f"{path} changed") for w in warnings):
+        current = model_part(path.read_text())
+        if current is not None and current == model_part(draws.priors_toml):
+            warnings = [w for w in warnings if not w.startswith(f"{path} changed")]
+    if warnings and strict:
+        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+    return warnings
+
+
+
+def _med90(x: np.ndarray) -> list[float]:
+    lo, med, hi = np.quantile(x, [0.05, 0.5, 0.95])
+    return [float(med), float(lo), float(hi)]

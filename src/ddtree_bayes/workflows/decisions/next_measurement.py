@@ -1,0 +1,375 @@
+"""Which measurement to make next (``ddtree-bayes next``).
+
+Preposterior analysis by importance reweighting: for a candidate measurement, simulate K
+plausible results from the current posterior predictive, reweight the posterior draws by
+the likelihood of each, and average the query's weighted interval width.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import math
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core.config import (
+    DEFAULT_SCENARIO,
+    DEFAULT_SEED,
+    parse_priors,
+)
+from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.workflows.decisions.common import (
+    CANDIDATE_BUDGETS,
+    CANDIDATE_COLUMNS,
+    DEFAULT_K,
+    MIN_ESS,
+    overhead_group,
+    shared_step,
+)
+
+
+# ------------------------------------------------------------------ next: the query
+class _QueryParser(argparse.ArgumentParser):
+    def error(self, message: str):  # type: ignore[override]
+        raise QueryError(f"--query: {message}",
+                         fix='give predict flags, e.g. --query "--hardware b300 --engine native '
+                             '--method ddtree --block 16 --budget 32 --accept 14"')
+
+
+def _query_parser() -> _QueryParser:
+    from ddtree_bayes.core.query_flags import add_scenario_arguments
+
+    q = _QueryParser(prog="--query", add_help=False)
+    add_scenario_arguments(q)
+    q.add_argument("--accept")
+    return q
+
+
+@dataclass(frozen=True)
+class Query:
+    """A single-engine predict query: its scenario and how acceptance is given."""
+
+    scenario: P.Scenario
+    accept: str | None          # as given (None: the acceptance prior of the priors file)
+
+
+def parse_query(draws: Draws, text: str) -> Query:
+    """Resolve ``--query "<predict flags>"`` (one engine) against the fit, with predict's
+    defaults: no configuration flags is the default scenario in its first engine."""
+    try:
+        tokens = shlex.split(text)
+    except ValueError as err:
+        raise QueryError(f"--query {text!r}: {err}", fix="balance the quotes") from None
+    a = _query_parser().parse_args(tokens)
+    if a.engine is not None and "," in a.engine:
+        raise QueryError("--query takes one engine", fix="give one --engine in the query")
+    engine = a.engine or DEFAULT_SCENARIO.engines[0]
+    block, budget = a.block, a.budget
+    if a.hardware is None and a.method is None and not any(
+            (a.gpus, a.block, a.budget, a.verify_tokens)):
+        d = DEFAULT_SCENARIO
+        hardware, method, block, budget = d.hardware, d.method, d.block, d.budget
+    else:
+        hardware = a.hardware or DEFAULT_SCENARIO.hardware
+        method = a.method or DEFAULT_SCENARIO.method
+    sc = P.resolve_scenario(draws, hardware=hardware, gpus=a.gpus, engine=engine, method=method,
+                            block=block, budget=budget, verify_tokens=a.verify_tokens,
+                            context_tokens=P.parse_context(a.context))
+    if a.accept is not None:
+        req = P.parse_accept(a.accept)
+        if req.uniform is None and len(req.values) != 1:
+            raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
+                             fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
+    return Query(sc, a.accept)
+
+
+def query_acceptance(draws: Draws, query: Query, rng: np.random.Generator
+                     ) -> tuple[np.ndarray, str]:
+    """Acceptance draws for the query: a given value, Uniform(lo, hi) for a range, or the
+    scenario's acceptance prior from the priors stored in the fit."""
+    n, sc = draws.n_draws, query.scenario
+    if query.accept is None:
+        priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+        ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
+        if ap is None:
+            raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
+                             f"{sc.budget} in the priors file",
+                             fix="add --accept to the query")
+        a, label = P.sample_acceptance(ap, n, rng), f"prior {ap.describe()}"
+    else:
+        req = P.parse_accept(query.accept)
+        if req.uniform is not None:
+            a, label = rng.uniform(*req.uniform, n), f"U({req.uniform[0]:g},{req.uniform[1]:g})"
+        else:
+            a, label = np.full(n, req.values[0]), f"{req.values[0]:g}"
+    if np.any(a < 1) or np.any(a > sc.verify_tokens) or (sc.method == AR_METHOD and np.any(a != 1)):
+        raise QueryError(f"acceptance {label} is outside 1..{sc.verify_tokens} for "
+                         f"{sc.describe()}", fix="tokens per step cannot exceed the tokens verified")
+    return a, label
+
+
+# ------------------------------------------------------------------ next: candidates
+@dataclass(frozen=True)
+class Candidate:
+    """One measurement that could be made next. ``accept_len`` is the acceptance it would
+    be measured at; it shifts log tok/s by a constant, so it does not change what the
+    measurement teaches about the step time."""
+
+    scenario: P.Scenario
+    accept_len: float | None
+    why: str
+
+    def describe(self) -> str:
+        sc = self.scenario
+        parts = [f"{sc.hardware} x{sc.gpus}", sc.engine, sc.method]
+        if sc.method != AR_METHOD:
+            if sc.block is not None:
+                parts.append(f"block {sc.block}")
+            if sc.budget is not None:
+                parts.append(f"budget {sc.budget}")
+            parts.append(f"M={sc.verify_tokens}")
+        if sc.context_tokens:
+            parts.append(f"ctx {sc.context_tokens:g}")
+        return " ".join(parts)
+
+    def key(self) -> tuple:
+        sc = self.scenario
+        engine = "-" if sc.method == AR_METHOD else sc.engine
+        return (sc.system, engine, sc.method, sc.verify_tokens, sc.context_tokens)
+
+
+def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
+    """A sensible list from the fit's measured systems, engines and methods:
+
+    - the query's own configuration;
+    - the query's configuration in every other engine measured on its system, every
+      engine with a declared relation (e.g. native) and their base engines;
+    - autoregressive on the query's system at context 0 if that system has no
+      measurements (hardware transfer), and at the query's context if it is not 0;
+    - for every measured system: autoregressive at context 0, and DDTree budgets 8, 32
+      and 128 in every engine measured on that system.
+    """
+    q = query.scenario
+    fitted = set(P.measured_systems(draws))
+    rows = [r for r in P.stored_measurements(draws).rows if r.system in fitted]
+    systems: dict[str, tuple[str, int]] = {}
+    engines: dict[str, list[str]] = {}
+    for r in rows:
+        systems.setdefault(r.system, (r.hardware, r.gpus))
+        engines.setdefault(r.system, [])
+        if r.engine not in engines[r.system]:
+            engines[r.system].append(r.engine)
+    block = q.block if (q.method == "ddtree" and q.block is not None) else 16
+    q_accept = None
+    if query.accept is not None:
+        req = P.parse_accept(query.accept)
+        q_accept = req.values[0] if req.uniform is None else sum(req.uniform) / 2
+
+    out: list[Candidate] = []
+    seen: set[tuple] = set()
+
+    def add(why: str, accept: float | None, **kw) -> None:
+        try:
+            sc = P.resolve_scenario(draws, verify_tokens=None, **kw)
+        except QueryError:
+            return
+        c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
+        if c.key() not in seen:
+            seen.add(c.key())
+            out.append(c)
+
+    same = {"hardware": q.hardware, "gpus": q.gpus, "method": q.method, "block": q.block,
+            "budget": q.budget, "context_tokens": q.context_tokens}
+    add("the query itself", q_accept, engine=q.engine, **same)
+    bases = draws.meta["model"]["relation_bases"]
+    others = [*engines.get(q.system, []), *bases, *bases.values()]
+    for e in dict.fromkeys(others):
+        if e != q.engine and q.method != AR_METHOD:
+            add(f"the query in {e}", q_accept, engine=e, **same)
+    if not getattr(q, "measured", True):
+        add("AR on the query's system", 1.0, hardware=q.hardware, gpus=q.gpus, engine=q.engine,
+            method=AR_METHOD, block=None, budget=None, context_tokens=0.0)
+    if q.context_tokens:
+        add("AR at the query's context", 1.0, hardware=q.hardware, gpus=q.gpus,
+            engine=engines.get(q.system, [q.engine])[0], method=AR_METHOD, block=None,
+            budget=None, context_tokens=q.context_tokens)
+    for system, (hw, gpus) in systems.items():
+        add("AR, context 0", 1.0, hardware=hw, gpus=gpus, engine=engines[system][0],
+            method=AR_METHOD, block=None, budget=None, context_tokens=0.0)
+        for e in engines[system]:
+            for b in CANDIDATE_BUDGETS:
+                add(f"DDTree budget {b}", None, hardware=hw, gpus=gpus, engine=e,
+                    method="ddtree", block=block, budget=b, context_tokens=0.0)
+    return out
+
+
+def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = False
+                ) -> float | None:
+    """A non-negative number (or None for blank) from one CSV record."""
+    raw = (rec.get(column) or "").strip()
+    if not raw:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        raise DataError(f"{raw!r} is not a number", file=path, row=row, column=column,
+                        fix="give a number or leave it blank") from None
+    if not math.isfinite(value) or value < 0 or (integer and value != int(value)):
+        raise DataError(f"{raw!r} is not a valid {column}", file=path, row=row, column=column,
+                        fix="give a non-negative " + ("whole number" if integer else "number"))
+    return value
+
+
+def read_candidates(draws: Draws, path: str | Path) -> list[Candidate]:
+    """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
+    accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)."""
+    path = str(path)
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.DictReader(fh)
+            header = reader.fieldnames or []
+            records = list(reader)
+    except OSError as err:
+        raise DataError(f"cannot read candidates file: {err.strerror}", file=path,
+                        fix="pass an existing CSV with --candidates") from None
+    for column in CANDIDATE_COLUMNS:
+        if column not in header:
+            raise DataError("missing column", file=path, column=column,
+                            fix="header: " + ",".join(CANDIDATE_COLUMNS))
+    if not records:
+        raise DataError("no candidate rows", file=path, fix="add one row per candidate")
+    out = []
+    for i, rec in enumerate(records, start=2):
+        for column in ("hardware", "engine", "method"):
+            if not (rec.get(column) or "").strip():
+                raise DataError("empty", file=path, row=i, column=column, fix=f"give the {column}")
+        gpus, block, budget = (_csv_number(path, i, rec, c, integer=True)
+                               for c in ("gpus", "block", "budget"))
+        accept = _csv_number(path, i, rec, "accept_len")
+        ctx = _csv_number(path, i, rec, "context_tokens")
+        try:
+            sc = P.resolve_scenario(draws, hardware=rec["hardware"].strip(),
+                                    gpus=None if gpus is None else int(gpus),
+                                    engine=rec["engine"].strip(), method=rec["method"].strip(),
+                                    block=None if block is None else int(block),
+                                    budget=None if budget is None else int(budget),
+                                    verify_tokens=None, context_tokens=ctx)
+        except QueryError as err:
+            raise QueryError(f"{path}, row {i}: {err}") from None
+        if accept is not None and not (1 <= accept <= sc.verify_tokens) or (
+                sc.method == AR_METHOD and accept not in (None, 1.0)):
+            raise DataError(f"accept_len {accept:g} is outside 1..{sc.verify_tokens}", file=path,
+                            row=i, column="accept_len",
+                            fix="tokens per step cannot exceed the tokens verified (1 for ar)")
+        out.append(Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, f"{Path(path).name} row {i}"))
+    return out
+
+
+# ------------------------------------------------------------------ next: preposterior
+def weighted_interval(sorted_values: np.ndarray, weights: np.ndarray, prob: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Equal-tailed ``prob`` interval of ``sorted_values`` under each row of ``weights``
+    (K, n), each row summing to 1 and ordered like ``sorted_values``; the weighted CDF is
+    taken at the midpoint of each draw's mass and interpolated linearly.
+
+    >>> v = np.arange(1.0, 101.0)
+    >>> lo, hi = weighted_interval(v, np.full((1, 100), 0.01), 0.9)
+    >>> round(float(lo[0]), 9), round(float(hi[0]), 9)
+    (5.5, 95.5)
+    """
+    cdf = np.cumsum(weights, axis=1) - 0.5 * weights
+    tails = ((1 - prob) / 2, (1 + prob) / 2)
+    lo, hi = np.empty(len(weights)), np.empty(len(weights))
+    for k in range(len(weights)):
+        lo[k], hi[k] = np.interp(tails, cdf[k], sorted_values)
+    return lo, hi
+
+
+def preposterior(log_mu: np.ndarray, noise_sd: np.ndarray, query: np.ndarray, prob: float,
+                 picks: np.ndarray, eps: np.ndarray) -> dict:
+    """Expected ``prob`` interval width of ``query`` after one measurement.
+
+    ``log_mu`` (n,): the candidate's modelled log tok/s per posterior draw; ``noise_sd``
+    (n,): the fitted noise; ``query`` (n,): the query's predictive draws. The K simulated
+    results are ``y_k = log_mu[picks[k]] + noise_sd[picks[k]] * eps[k]``; every draw s is
+    weighted by ``Normal(y_k | log_mu[s], noise_sd[s])``.
+    """
+    order = np.argsort(query)
+    sorted_q = query[order]
+    y = log_mu[picks] + noise_sd[picks] * eps                                    # (K,)
+    lm, sd = log_mu[order], noise_sd[order]
+    logw = -0.5 * ((y[:, None] - lm[None, :]) / sd[None, :]) ** 2 - np.log(sd)[None, :]
+    w = np.exp(logw - logw.max(axis=1, keepdims=True))
+    w /= w.sum(axis=1, keepdims=True)
+    ess = 1.0 / np.sum(w ** 2, axis=1)
+    lo, hi = weighted_interval(sorted_q, w, prob)
+    width = hi - lo
+    return {"width": float(width.mean()),
+            "width_se": float(width.std(ddof=1) / math.sqrt(len(width))) if len(width) > 1 else 0.0,
+            "ess_median": float(np.median(ess)), "ess_min": float(ess.min())}
+
+
+def next_measurements(draws: Draws, query: Query, candidates: list[Candidate] | None = None, *,
+                      k: int = DEFAULT_K, prob: float = 0.9, seed: int = DEFAULT_SEED,
+                      min_ess: float = MIN_ESS) -> dict:
+    """Rank candidate measurements by the expected ``prob`` interval width of the query's
+    posterior predictive tok/s after making them (smallest first).
+
+    The query's draws are predict's: acceptance (given, uniform or prior) times
+    1000 / step_ms times lognormal run-to-run noise. Each candidate's log tok/s per draw
+    uses the same overhead ``z`` as the query when they share an unmeasured group.
+    """
+    if k < 2:
+        raise QueryError("--k must be at least 2", fix="use e.g. --k 32")
+    P.interval_probs(prob)   # validates prob
+    noise = draws.variables["noise_sd"]
+    if np.any(noise <= 0):
+        raise QueryError("the fit has draws with zero measurement noise: a measurement would "
+                         "be infinitely informative", fix="refit with the bundled noise prior")
+    n = draws.n_draws
+    cands = default_candidates(draws, query) if candidates is None else candidates
+    rng = np.random.default_rng([seed, 11])
+    accept, accept_label = query_acceptance(draws, query, rng)
+    q_step, q_how = shared_step(draws, query.scenario, seed)
+    q = accept * 1000.0 / q_step * np.exp(noise * rng.standard_normal(n))
+    picks = rng.integers(0, n, size=k)
+    eps = rng.standard_normal(k)
+    now_lo, now_hi = weighted_interval(np.sort(q), np.full((1, n), 1.0 / n), prob)
+    now = float(now_hi[0] - now_lo[0])
+    rows = []
+    for c in cands:
+        step, how = shared_step(draws, c.scenario, seed)
+        a = 1.0 if c.accept_len is None else c.accept_len
+        res = preposterior(np.log(a * 1000.0 / step), noise, q, prob, picks, eps)
+        sc = c.scenario
+        rows.append({"candidate": c.describe(), "why": c.why, "hardware": sc.hardware,
+                     "gpus": sc.gpus, "engine": sc.engine, "method": sc.method,
+                     "block": sc.block, "budget": sc.budget, "verify_tokens": sc.verify_tokens,
+                     "context_tokens": sc.context_tokens, "accept_len": c.accept_len,
+                     "shares_query_overhead": (overhead_group(draws, sc) is not None
+                                               and overhead_group(draws, sc)
+                                               == overhead_group(draws, query.scenario)),
+                     "overhead_from": how,
+                     "expected_width": res["width"], "width_se": res["width_se"],
+                     "reduction": now - res["width"],
+                     "reduction_rel": (now - res["width"]) / now if now > 0 else 0.0,
+                     "ess_median": res["ess_median"], "ess_min": res["ess_min"],
+                     "unreliable": res["ess_median"] < min_ess})
+    rows.sort(key=lambda r: r["expected_width"])
+    sc = query.scenario
+    return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed, "k": k,
+            "interval_prob": prob, "min_ess": min_ess,
+            "query": {"describe": sc.describe(), "hardware": sc.hardware, "gpus": sc.gpus,
+                      "engine": sc.engine, "method": sc.method, "block": sc.block,
+                      "budget": sc.budget, "verify_tokens": sc.verify_tokens,
+                      "context_tokens": sc.context_tokens, "accept": accept_label,
+                      "accept_fixed": bool(np.all(accept == accept[0])),
+                      "overhead_from": q_how, "median": float(np.median(q)),
+                      "lo": float(now_lo[0]), "hi": float(now_hi[0]), "width": now},
+            "rows": rows}

@@ -1,0 +1,62 @@
+"""The living posterior: new measurements in, nothing lost.
+
+``records``   add rows to the measurement file: locking, atomic writes, all-or-nothing validation
+``scoring``   which rows are new since a fit, and how surprising each is under it
+``tracking``  tracked queries (models/tracked.json) and their before/after on update
+``history``   the fits on disk, and parameter tables to diff two of them
+"""
+
+from __future__ import annotations
+
+from ddtree_bayes.workflows.living.history import (  # noqa: F401
+    list_fits,
+    parameter_table,
+    scalar_parameters,
+    stored_rows,
+)
+from ddtree_bayes.workflows.living.records import (  # noqa: F401
+    DEFAULT_QUERY,
+    LOCK_TIMEOUT_S,
+    SURPRISE_HI,
+    SURPRISE_LO,
+    TRACKED_FILE,
+    Appended,
+    LockTimeout,
+    NewRow,
+    RowErrors,
+    SurpriseError,
+    _csv_line,
+    _gpus_for,
+    _remove_stale_temps,
+    append_rows,
+    describe_config,
+    describe_row,
+    exclusive_lock,
+    lock_path,
+    row_key,
+    rows_from_file,
+    write_text_atomically,
+)
+from ddtree_bayes.workflows.living.scoring import (  # noqa: F401
+    _normal_cdf,
+    changed_rows,
+    format_percentile,
+    score_rows,
+    without_fix,
+)
+from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
+    QUERY_KEYS,
+    Tracked,
+    _interval,
+    _read_tracked_file,
+    compare_queries,
+    format_change,
+    load_tracked,
+    normalize_query,
+    query_name,
+    query_rows,
+    row_label,
+    track_add,
+    track_remove,
+    tracked_path,
+)

@@ -1,0 +1,102 @@
+"""The fits on disk and their parameters (``history``, ``diff``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ddtree_bayes.core.data import (
+    Measurements,
+)
+from ddtree_bayes.core.errors import DDTreeBayesError
+
+
+# ---------------------------------------------------------------- parameters, history
+def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
+    """``{"moe_share[b300x8]": draws, ...}`` for every scalar of the posterior, labelled by
+    coordinate. The non-centred auxiliaries (``*_z``) are left out unless asked for."""
+    import numpy as np
+
+    labels_by_var: dict[str, list[str]] = {}
+    for p in draws.meta.get("diagnostics", {}).get("parameters", []):
+        name, _, rest = p["parameter"].partition("[")
+        if rest:
+            labels_by_var.setdefault(name, []).append(rest[:-1])
+    coords = draws.meta.get("coords", {})
+    out: dict[str, Any] = {}
+    for name, arr in draws.variables.items():
+        if name.endswith("_z") and not include_auxiliary:
+            continue
+        arr = np.asarray(arr).reshape(arr.shape[0], -1) if np.ndim(arr) > 1 else np.asarray(arr)
+        if arr.ndim == 1:
+            out[name] = arr
+            continue
+        labels = labels_by_var.get(name, [])
+        if len(labels) != arr.shape[1]:
+            same = [v for v in coords.values() if len(v) == arr.shape[1]]
+            labels = [str(x) for x in same[0]] if len(same) == 1 else [
+                str(i) for i in range(arr.shape[1])]
+        for j, lab in enumerate(labels):
+            out[f"{name}[{lab}]"] = arr[:, j]
+    return out
+
+
+def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
+    """Median and 90% interval of every scalar parameter in fits ``a`` and ``b``."""
+    import numpy as np
+
+    pa = scalar_parameters(a, include_auxiliary)
+    pb = scalar_parameters(b, include_auxiliary)
+    rows = []
+    for name in dict.fromkeys([*pb, *pa]):
+        row: dict[str, Any] = {"parameter": name}
+        for tag, p in (("a", pa), ("b", pb)):
+            if name in p:
+                lo, med, hi = np.quantile(p[name], [0.05, 0.5, 0.95])
+                row[tag] = {"median": float(med), "lo90": float(lo), "hi90": float(hi)}
+            else:
+                row[tag] = None
+        if row["a"] and row["b"]:
+            wa = row["a"]["hi90"] - row["a"]["lo90"]
+            wb = row["b"]["hi90"] - row["b"]["lo90"]
+            row["width_change"] = (wb / wa - 1) if wa > 0 else None
+            ma = row["a"]["median"]
+            row["median_change"] = ((row["b"]["median"] - ma) / abs(ma)) if ma else None
+        rows.append(row)
+    return rows
+
+
+def list_fits(models: Path) -> list[dict]:
+    """Every saved fit, oldest first, from its metadata only (h5py attributes)."""
+    from ddtree_bayes.engine import store
+
+    latest = None
+    try:
+        latest = store.resolve(models).stem
+    except DDTreeBayesError:
+        pass
+    out = []
+    for path in store.fit_files(models):
+        try:
+            meta = store.load_meta(path)
+        except DDTreeBayesError as err:
+            out.append({"fit_id": path.stem, "path": str(path), "readable": False,
+                        "error": str(err), "created_utc": None, "latest": path.stem == latest})
+            continue
+        data = meta.get("data", {})
+        out.append({
+            "fit_id": meta.get("fit_id", path.stem), "path": str(path), "readable": True,
+            "created_utc": meta.get("created_utc"), "data_sha256": data.get("sha256"),
+            "rows": data.get("rows"), "converged": meta.get("converged"),
+            "failures": meta.get("failures", []), "seed": meta.get("seed"),
+            "sampler": meta.get("sampler"), "total_s": meta.get("timings", {}).get("total_s"),
+            "update": meta.get("update"), "latest": path.stem == latest})
+    out.sort(key=lambda r: (r["created_utc"] or "", r["fit_id"]))
+    return out
+
+
+def stored_rows(draws) -> Measurements:
+    """The measurements a fit was made on (from the text stored in the artifact)."""
+    from ddtree_bayes.engine import predictive as P
+
+    return P.stored_measurements(draws)

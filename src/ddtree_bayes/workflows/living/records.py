@@ -1,0 +1,304 @@
+"""Adding measurements: an exclusive lock, all-or-nothing validation, an atomic rename."""
+
+from __future__ import annotations
+
+import csv
+import fcntl
+import io
+import os
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from ddtree_bayes.core.data import (
+    COLUMNS,
+    Measurement,
+    Measurements,
+    load_measurements,
+    parse_row,
+    read_records,
+)
+from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
+
+#: Predictive percentiles outside [SURPRISE_LO, SURPRISE_HI] are flagged as surprises.
+SURPRISE_LO, SURPRISE_HI = 0.01, 0.99
+#: Tracked queries live in ``models/tracked.json``.
+TRACKED_FILE = "tracked.json"
+#: The built-in tracked query: the default scenario (B300, DDTree block 16 / budget 32,
+#: SGLang and native) at acceptance 14, the middle of the original estimate's 12-16.
+DEFAULT_QUERY: dict[str, Any] = {"accept": "14"}
+#: How long ``add`` waits for another process's lock before giving up.
+LOCK_TIMEOUT_S = 120.0
+
+
+class LockTimeout(DDTreeBayesError):
+    """Another process held the measurement file's lock for too long (nothing written)."""
+
+
+class RowErrors(DataError):
+    """Several rows of a file are invalid: every problem is listed, nothing was appended."""
+
+    def __init__(self, what: str, errors: list[DataError]) -> None:
+        self.errors = errors
+        n = len(errors)
+        lines = "\n".join(f"  {e}" for e in errors)
+        super().__init__(f"{what}: {n} problem{'s' if n != 1 else ''}, nothing appended:\n{lines}")
+
+
+class SurpriseError(InputError):
+    """``update --reject-surprises`` found a measurement outside the 1st-99th percentile."""
+
+
+# ---------------------------------------------------------------- locking and atomic writes
+def lock_path(path: Path) -> Path:
+    """The lock file of ``path``: ``.<name>.lock`` in the same folder."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextmanager
+def exclusive_lock(path: Path, timeout: float = LOCK_TIMEOUT_S) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on :func:`lock_path` of ``path`` (released on exit, and by
+    the kernel if the process dies)."""
+    lock = lock_path(path)
+    try:
+        fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as err:
+        raise InputError(f"cannot open the lock file {lock}: {err.strerror}; nothing was "
+                         "written", fix="the folder must be writable") from None
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise LockTimeout(f"{lock} is held by another process for more than "
+                                      f"{timeout:g} s; nothing was written (fix: wait for "
+                                      "the other `ddtree-bayes add` to finish)") from None
+                time.sleep(0.01)
+        yield
+    finally:
+        os.close(fd)
+
+
+def write_text_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` by ``text`` (temp file + fsync + rename), keeping its permissions."""
+    from ddtree_bayes.engine import store
+
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    store.atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def _remove_stale_temps(path: Path) -> None:
+    """Temp files of writers killed before their rename (only called under the lock, when no
+    other writer of ``path`` can be running)."""
+    for tmp in path.parent.glob(f".{path.name}.*.tmp"):
+        tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- appending rows
+def row_key(m: Measurement) -> tuple:
+    """What makes two measurements identical: every parsed value except the row number
+    (so ``612`` and ``612.0``, or a blank and a derived verify_tokens, are the same)."""
+    return tuple(getattr(m, f.name) for f in fields(m) if f.name != "row")
+
+
+@dataclass
+class NewRow:
+    """A row to append: raw column -> text, and where it came from (for error messages).
+
+    ``line`` None means "the row it will become in the data file". ``gpus`` or ``model``
+    set to None are filled in from the data file (the GPU count measured for that hardware,
+    the file's model).
+    """
+
+    origin: str
+    line: int | None
+    values: dict[str, str | None]
+
+
+@dataclass
+class Appended:
+    """What :func:`append_rows` wrote."""
+
+    path: Path
+    rows: list[Measurement]
+    total_rows: int
+    repeats: dict[int, int] = field(default_factory=dict)  # new row -> row it repeats
+
+
+def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator=newline).writerow([values.get(h, "") for h in header])
+    return buf.getvalue()
+
+
+def _gpus_for(current: Measurements, hardware: str, origin: str, line: int) -> str:
+    counts = sorted({m.gpus for m in current.rows if m.hardware == hardware})
+    if not counts:
+        raise DataError(f"no {hardware} row in {current.path} to take the GPU count from",
+                        file=origin, row=line, column="gpus", fix="pass --gpus")
+    if len(counts) > 1:
+        raise DataError(f"{hardware} was measured with {', '.join(map(str, counts))} GPUs",
+                        file=origin, row=line, column="gpus", fix="say which with --gpus")
+    return str(counts[0])
+
+
+def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[NewRow], *,
+                allow_duplicate: bool = False, fill_verify_tokens: bool = False,
+                what: str | None = None) -> Appended:
+    """Append ``new`` rows to the measurement file ``data_path``, all or none.
+
+    Under the file's lock: re-read and validate the current file (hand edits are checked
+    here too), validate every new row with :func:`~ddtree_bayes.core.data.parse_row`, refuse a
+    row identical to an existing one (``allow_duplicate`` appends it with "repeat of row
+    N" in its notes instead, so the file stays valid), check the whole new file with
+    :func:`~ddtree_bayes.core.data.load_measurements`, then replace the file atomically.
+
+    Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
+    the source in the summary line). Nothing is written on any error.
+    """
+    data_path = Path(data_path)
+    if not data_path.is_file():
+        raise DataError("file not found", file=str(data_path),
+                        fix="run in the project folder (with data/measurements.csv) or pass "
+                            "--data FILE; a new file needs its header line first")
+    if not data_path.stat().st_mode & 0o222:
+        # the atomic rename would replace even a read-only file: respect the protection
+        raise DataError("the file is read-only; nothing was written", file=str(data_path),
+                        fix="append to a writable copy with --data FILE, or make it writable "
+                            f"(chmod u+w {data_path}) if it is meant to change")
+    with exclusive_lock(data_path):
+        raw = data_path.read_bytes()
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise DataError(f"cannot read: {err}", file=str(data_path),
+                            fix="save it as UTF-8 CSV") from None
+        current = load_measurements(data_path, hardware, text=text)
+        _, header, _ = read_records(data_path, text)
+        newline = "\r\n" if "\r\n" in text else "\n"
+        body = text if text.endswith(("\n", "\r")) else text + newline
+        next_line = body.count("\n") + 1
+        keys = {row_key(m): m.row for m in current.rows}
+        errors: list[DataError] = []
+        lines: list[str] = []
+        expected: list[int] = []
+        repeats: dict[int, int] = {}
+        for item in new:
+            line = item.line if item.line is not None else next_line
+            values = {k: ("" if v is None else str(v).strip()) for k, v in item.values.items()}
+            try:
+                extra = [c for c in values if c not in header and values[c]]
+                if extra:
+                    raise DataError(f"{data_path} has no column {extra[0]!r}; its value would be "
+                                    "lost", file=item.origin, row=line, column=extra[0],
+                                    fix=f"drop the column, or add it to {data_path}'s header")
+                if item.values.get("model") is None:
+                    values["model"] = current.model
+                if values.get("hardware") and values["hardware"] not in hardware:
+                    raise DataError(f"unknown hardware {values['hardware']!r}", file=item.origin,
+                                    row=line, column="hardware",
+                                    fix="use a name from data/hardware.csv ("
+                                        + ", ".join(sorted(hardware)) + ") or add the GPU there")
+                if item.values.get("gpus") is None and values.get("hardware"):
+                    values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line)
+                m = parse_row(item.origin, line, values, hardware)
+                if m.model != current.model:
+                    raise DataError(f"model {m.model!r}, but {data_path} holds {current.model!r}",
+                                    file=item.origin, row=line, column="model",
+                                    fix="one target model per file: put it in its own file "
+                                        "(--data)")
+                if fill_verify_tokens and not values.get("verify_tokens"):
+                    values["verify_tokens"] = str(m.verify_tokens)
+                key = row_key(m)
+                if key in keys:
+                    if not allow_duplicate:
+                        raise DataError(f"identical to row {keys[key]}" + (
+                                            "" if item.origin.startswith(str(data_path))
+                                            else f" of {data_path}"),
+                                        file=item.origin, row=line,
+                                        fix="if it is a true repeat of that measurement, pass "
+                                            "--allow-duplicate (its notes then say "
+                                            f"'repeat of row {keys[key]}')")
+                    first, n, notes = keys[key], 1, values.get("notes", "")
+                    while key in keys:
+                        tag = f"repeat of row {first}" if n == 1 else f"repeat {n} of row {first}"
+                        values["notes"] = f"{notes}; {tag}" if notes else tag
+                        key = row_key(parse_row(item.origin, line, values, hardware))
+                        n += 1
+                    repeats[next_line] = first
+            except DataError as err:
+                errors.append(err)
+                continue
+            out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
+            keys[key] = next_line
+            expected.append(next_line)
+            next_line += out.count("\n")
+            lines.append(out)
+        if errors:
+            if len(errors) == 1 and what is None:
+                raise errors[0]
+            raise RowErrors(what or str(data_path), errors)
+        new_text = body + "".join(lines)
+        final = load_measurements(data_path, hardware, text=new_text)
+        wanted = set(expected)
+        appended = [m for m in final.rows if m.row in wanted]
+        if len(appended) != len(new):  # pragma: no cover - a bug, not a user error
+            raise DataError(f"internal error: expected {len(new)} new rows, found "
+                            f"{len(appended)}; nothing was written", file=str(data_path))
+        write_text_atomically(data_path, new_text)
+        _remove_stale_temps(data_path)
+    return Appended(path=data_path, rows=appended, total_rows=len(final.rows), repeats=repeats)
+
+
+def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[NewRow]:
+    """The rows of a ``--from`` CSV as :class:`NewRow` (same schema as the data file).
+
+    Structural problems (missing columns, wrong field counts) of every row are collected
+    and raised together as :class:`RowErrors`; values are checked by :func:`append_rows`.
+    """
+    name = str(path)
+    _, header, body = read_records(path)
+    missing = [c for c in COLUMNS if c not in header]
+    if missing:
+        raise DataError(f"missing column{'s' if len(missing) > 1 else ''} "
+                        f"{', '.join(missing)}", file=name, row=1,
+                        column=missing[0], fix=f"the header must contain {','.join(COLUMNS)}")
+    rows, errors = [], []
+    for line, cells in body:
+        if not any(c.strip() for c in cells):
+            continue
+        if len(cells) != len(header):
+            errors.append(DataError(f"{len(cells)} fields, header has {len(header)}", file=name,
+                                    row=line, fix="quote fields that contain commas"))
+            continue
+        rows.append(NewRow(name, line, {h: c.strip() for h, c in zip(header, cells, strict=True)}))
+    if errors:
+        raise RowErrors(name, errors)
+    if not rows:
+        raise DataError("no measurement rows", file=name, fix="add at least one row under the header")
+    return rows
+
+
+def describe_config(m: Measurement) -> str:
+    """``b300 x8 sglang ddtree b16/B32 M=33 accept 13.1`` (context shown when given)."""
+    parts = [f"{m.hardware} x{m.gpus}", m.engine, m.method]
+    size = "/".join(s for s in ((f"b{m.block}" if m.block is not None else ""),
+                                (f"B{m.budget}" if m.budget is not None else "")) if s)
+    if size:
+        parts.append(size)
+    parts.append(f"M={m.verify_tokens}")
+    if m.context_tokens:
+        parts.append(f"ctx {m.context_tokens:g}")
+    parts.append(f"accept {m.accept_len:g}")
+    return " ".join(parts)
+
+
+def describe_row(m: Measurement) -> str:
+    """One line: configuration, acceptance and throughput of a measurement."""
+    return f"{describe_config(m)}: {m.tok_s:g} tok/s"

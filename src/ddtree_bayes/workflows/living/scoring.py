@@ -1,0 +1,116 @@
+"""What is new since a fit (row matching in both directions) and how surprising each new row is
+(its posterior predictive percentile)."""
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import Any
+
+from ddtree_bayes.core.data import (
+    Measurement,
+    Measurements,
+)
+from ddtree_bayes.core.errors import InputError, QueryError
+from ddtree_bayes.workflows.living.records import (
+    SURPRISE_HI,
+    SURPRISE_LO,
+    describe_config,
+    describe_row,
+    row_key,
+)
+
+
+# ---------------------------------------------------------------- what is new since a fit
+def changed_rows(stored: Measurements, current: Measurements
+                 ) -> tuple[list[Measurement], list[Measurement]]:
+    """(rows of ``current`` not in ``stored``, rows of ``stored`` no longer in ``current``),
+    matched by content (:func:`row_key`), not by row number: a hand-edited row counts as
+    one removed and one added."""
+    def unmatched(rows, others) -> list[Measurement]:
+        """Rows of ``rows`` left over after pairing each with an equal row of ``others``."""
+        left = Counter(row_key(m) for m in others)
+        out = []
+        for m in rows:
+            k = row_key(m)
+            if left[k]:
+                left[k] -= 1
+            else:
+                out.append(m)
+        return out
+
+    return unmatched(current.rows, stored.rows), unmatched(stored.rows, current.rows)
+
+
+def without_fix(err: InputError) -> str:
+    """The error's text without its ``(fix: ...)`` tail (which speaks to ``predict``)."""
+    text, tail = str(err), f" (fix: {err.fix})"
+    return text[: -len(tail)] if err.fix and text.endswith(tail) else text
+
+
+def _normal_cdf(z):
+    import numpy as np
+
+    return 0.5 * np.vectorize(math.erfc, otypes=[float])(-np.asarray(z) / math.sqrt(2.0))
+
+
+def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
+    """Each measurement against the fit's posterior predictive (including its noise).
+
+    ``percentile`` is P(predicted tok/s < measured), computed exactly per draw from the
+    log-normal noise (not by counting 4000 samples, so 1e-6 is not rounded to 0);
+    ``status`` is ``ok``, ``surprise`` (outside the 1st-99th percentile) or
+    ``unpredictable`` (the fit cannot answer: e.g. a GPU missing from the hardware table
+    stored in the fit, or another model; ``reason`` says why). ``transferred`` marks a row
+    of a system the fit has no measurement of, predicted by hardware transfer from a
+    measured one (``overhead_from`` says which).
+    """
+    import numpy as np
+
+    from ddtree_bayes.engine import predictive as P
+
+    rng = np.random.default_rng(seed)
+    fit_model = draws.meta.get("model", {}).get("target_model")
+    sd = np.asarray(draws.variables["noise_sd"], dtype=float)
+    out = []
+    for m in rows:
+        base: dict[str, Any] = {
+            "row": m.row, "system": m.system, "engine": m.engine, "method": m.method,
+            "block": m.block, "budget": m.budget, "verify_tokens": m.verify_tokens,
+            "context_tokens": m.context_tokens, "accept_len": m.accept_len, "measured": m.tok_s,
+            "source": m.source, "notes": m.notes, "configuration": describe_config(m),
+            "description": describe_row(m)}
+        if fit_model and m.model != fit_model:
+            out.append({**base, "status": "unpredictable",
+                        "reason": f"fit {draws.meta['fit_id']} is of {fit_model}, this row of "
+                                  f"{m.model}"})
+            continue
+        try:
+            sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                                    method=m.method, block=m.block, budget=m.budget,
+                                    verify_tokens=m.verify_tokens,
+                                    context_tokens=m.context_tokens)
+            step, how = P.step_draws(draws, sc, rng)
+        except QueryError as err:
+            out.append({**base, "status": "unpredictable", "reason": without_fix(err)})
+            continue
+        log_mu = np.log(m.accept_len * 1000.0 / step)
+        diff = math.log(m.tok_s) - log_mu
+        with np.errstate(divide="ignore", invalid="ignore"):
+            cdf = np.where(sd > 0, _normal_cdf(diff / np.where(sd > 0, sd, 1.0)),
+                           (diff > 0) + 0.5 * (diff == 0))
+        pct = float(np.mean(cdf))
+        samples = np.exp(log_mu + sd * rng.standard_normal(sd.shape[0]))
+        summary = P.summarize(samples, (0.5, 0.9), None)
+        status = "surprise" if pct < SURPRISE_LO or pct > SURPRISE_HI else "ok"
+        out.append({**base, **summary, "percentile": pct, "status": status,
+                    "transferred": not getattr(sc, "measured", True), "overhead_from": how})
+    return out
+
+
+def format_percentile(p: float) -> str:
+    """``38.2%``; the tails as ``<0.1%`` / ``>99.9%``."""
+    if p < 0.001:
+        return "<0.1%"
+    if p > 0.999:
+        return ">99.9%"
+    return f"{p * 100:.1f}%"

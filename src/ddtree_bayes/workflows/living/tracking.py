@@ -1,0 +1,250 @@
+"""Tracked queries (``models/tracked.json``): predictions re-evaluated after each update."""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from ddtree_bayes.core.data import (
+    NAME_RE,
+)
+from ddtree_bayes.core.errors import InputError, QueryError
+from ddtree_bayes.workflows.living.records import (
+    DEFAULT_QUERY,
+    TRACKED_FILE,
+    exclusive_lock,
+    write_text_atomically,
+)
+from ddtree_bayes.workflows.living.scoring import without_fix
+
+# ---------------------------------------------------------------- tracked queries
+QUERY_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
+              "context", "accept")
+
+
+@dataclass(frozen=True)
+class Tracked:
+    """A saved predict-style query; ``builtin`` for the default one (not removable)."""
+
+    name: str
+    query: dict[str, Any]
+    added_utc: str | None = None
+    builtin: bool = False
+
+
+def tracked_path(models: Path) -> Path:
+    return models / TRACKED_FILE
+
+
+def _read_tracked_file(path: Path) -> list[Tracked]:
+    if not path.exists():
+        return []
+    try:
+        payload = json.loads(path.read_text())
+        entries = payload["queries"]
+        out = [Tracked(name=str(e["name"]), query={k: e["query"].get(k) for k in QUERY_KEYS},
+                       added_utc=e.get("added_utc")) for e in entries]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        raise InputError(f"cannot read tracked queries: {err}", file=str(path),
+                         fix="fix the JSON by hand, or delete the file to start again") from None
+    return out
+
+
+def load_tracked(models: Path, *, include_default: bool = True) -> list[Tracked]:
+    """The default query, then the saved ones in the order they were added."""
+    saved = _read_tracked_file(tracked_path(models))
+    default = [Tracked("default", dict(DEFAULT_QUERY), builtin=True)] if include_default else []
+    return default + saved
+
+
+def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
+    """Validate a query's syntax (not whether a fit can answer it); keys of QUERY_KEYS."""
+    from ddtree_bayes.engine import predictive as P
+
+    q = {k: query.get(k) for k in QUERY_KEYS}
+    for key in ("gpus", "block", "budget", "verify_tokens"):
+        value = q[key]
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise QueryError(f"--{key.replace('_', '-')} must be a positive whole number",
+                             fix="e.g. --budget 32")
+    for key in ("engine", "method"):
+        if q[key] is not None:
+            names = str(q[key]).split(",") if key == "engine" else [str(q[key])]
+            for name in names:
+                if not NAME_RE.fullmatch(name):
+                    raise QueryError(f"--{key} {name!r} is not a lowercase name",
+                                     fix=f"write it in lowercase, e.g. '{name.lower()}'")
+    if q["accept"] is not None:
+        P.parse_accept(str(q["accept"]))
+        q["accept"] = str(q["accept"])
+    if q["context"] is not None:
+        P.parse_context(str(q["context"]))
+        q["context"] = str(q["context"])
+    return q
+
+
+def query_name(query: dict[str, Any]) -> str:
+    """A readable default name, e.g. ``b300-native-ddtree-b16-B32-a14``."""
+    q = query
+    parts = [q.get("hardware") or "b300"]
+    if q.get("gpus"):
+        parts.append(f"x{q['gpus']}")
+    parts.append((q.get("engine") or "sglang+native").replace(",", "+"))
+    parts.append(q.get("method") or "ddtree")
+    for key, tag in (("block", "b"), ("budget", "B"), ("verify_tokens", "M"), ("context", "ctx"),
+                     ("accept", "a")):
+        if q.get(key) is not None:
+            parts.append(f"{tag}{q[key]}")
+    return re.sub(r"[^A-Za-z0-9._+-]+", "_", "-".join(str(p) for p in parts))
+
+
+def track_add(models: Path, query: dict[str, Any], name: str | None = None) -> Tracked:
+    """Save a query in ``models/tracked.json`` (locked, atomic). Refuses a duplicate name or
+    an identical query."""
+    q = normalize_query(query)
+    name = name or query_name(q)
+    if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
+        raise InputError(f"query name {name!r} may only hold letters, digits and . _ + -",
+                         fix="pass another --name")
+    path = tracked_path(models)
+    models.mkdir(parents=True, exist_ok=True)
+    with exclusive_lock(path):
+        existing = load_tracked(models)
+        for t in existing:
+            if t.query == q:
+                raise InputError(f"this query is already tracked as {t.name!r}",
+                                 fix="nothing to do")
+        for t in existing:
+            if t.name == name:
+                raise InputError(f"a tracked query is already called {name!r}",
+                                 fix="pick another --name, or `ddtree-bayes track remove "
+                                     f"{name}` first" if not t.builtin else
+                                     "'default' is built in: pick another --name")
+        entry = Tracked(name, q, datetime.now(UTC).isoformat(timespec="seconds"))
+        saved = [t for t in existing if not t.builtin] + [entry]
+        payload = {"version": 1, "queries": [{"name": t.name, "query": t.query,
+                                              "added_utc": t.added_utc} for t in saved]}
+        write_text_atomically(path, json.dumps(payload, indent=2) + "\n")
+    return entry
+
+
+def track_remove(models: Path, name: str) -> Tracked:
+    """Remove a saved query by name (locked, atomic)."""
+    path = tracked_path(models)
+    if name == "default":
+        raise InputError("the default query is built in and always tracked",
+                         fix="remove one of your own queries (see `ddtree-bayes track list`)")
+    with exclusive_lock(path):
+        saved = _read_tracked_file(path)
+        gone = [t for t in saved if t.name == name]
+        if not gone:
+            raise InputError(f"no tracked query called {name!r}"
+                             + (f" (tracked: {', '.join(t.name for t in saved)})" if saved else ""),
+                             fix="see `ddtree-bayes track list`")
+        keep = [t for t in saved if t.name != name]
+        payload = {"version": 1, "queries": [{"name": t.name, "query": t.query,
+                                              "added_utc": t.added_utc} for t in keep]}
+        write_text_atomically(path, json.dumps(payload, indent=2) + "\n")
+    return gone[0]
+
+
+def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None
+               ) -> list[dict]:
+    """Posterior predictive rows for a saved query, with ``predict``'s defaults: no
+    configuration flag means the default scenario; otherwise b300 / ddtree / sglang,native
+    fill in what is missing."""
+    from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    from ddtree_bayes.engine import predictive as P
+
+    q = query
+    engines = str(q["engine"]).split(",") if q.get("engine") else None
+    if q.get("hardware") is None and q.get("method") is None and not any(
+            q.get(k) for k in ("gpus", "block", "budget", "verify_tokens")):
+        hardware = method = None
+    else:
+        hardware = q.get("hardware") or DEFAULT_SCENARIO.hardware
+        method = q.get("method") or DEFAULT_SCENARIO.method
+        engines = engines or list(DEFAULT_SCENARIO.engines)
+    return P.predict_rows(draws, hardware=hardware, gpus=q.get("gpus"), engines=engines,
+                          method=method, block=q.get("block"), budget=q.get("budget"),
+                          verify_tokens=q.get("verify_tokens"), context_tokens=q.get("context"),
+                          accept=q.get("accept"), prob=0.9, seed=seed, workdir=workdir)
+
+
+def row_label(r: dict) -> str:
+    """``b300 x8 native ddtree b16/B32 accept 14`` (context shown when not 0)."""
+    parts = [f"{r['hardware']} x{r['gpus']}", r["engine"], r["method"]]
+    size = "/".join(s for s in ((f"b{r['block']}" if r["block"] is not None else ""),
+                                (f"B{r['budget']}" if r["budget"] is not None else "")) if s)
+    if size:
+        parts.append(size)
+    if r["context_tokens"]:
+        parts.append(f"ctx {r['context_tokens']:g}")
+    parts.append(f"accept {r['accept']}")
+    return " ".join(parts)
+
+
+def _interval(r: dict) -> dict:
+    return {"median": r["median"], "lo90": r["lo90"], "hi90": r["hi90"]}
+
+
+def compare_queries(before, after, tracked: list[Tracked], seed: int,
+                    workdir: Path | None = None) -> list[dict]:
+    """Each tracked query under two fits (``before`` may be None), same seed for both.
+
+    One dict per (query, engine, acceptance) row: ``name``, ``label``, ``before`` and
+    ``after`` (median, lo90, hi90 or None) and ``before_error`` / ``after_error`` when a fit
+    cannot answer the query (e.g. an unmeasured system).
+    """
+    out: list[dict[str, Any]] = []
+    for t in tracked:
+        results: dict[str, dict[tuple[str, str], dict]] = {}
+        errors: dict[str, str | None] = {}
+        labels: dict[tuple[str, str], str] = {}
+        for which, draws in (("before", before), ("after", after)):
+            results[which], errors[which] = {}, None
+            if draws is None:
+                continue
+            try:
+                for r in query_rows(draws, t.query, seed, workdir):
+                    key = (r["engine"], r["accept"])
+                    results[which][key] = _interval(r)
+                    labels.setdefault(key, row_label(r))
+            except QueryError as err:
+                errors[which] = without_fix(err)
+        keys = list(dict.fromkeys([*results["before"], *results["after"]]))
+        if not keys:
+            out.append({"name": t.name, "label": query_name(t.query), "before": None,
+                        "after": None, "before_error": errors["before"],
+                        "after_error": errors["after"]})
+        for key in keys:
+            out.append({"name": t.name, "label": labels[key],
+                        "before": results["before"].get(key),
+                        "after": results["after"].get(key),
+                        "before_error": errors["before"], "after_error": errors["after"]})
+    return out
+
+
+def format_change(c: dict) -> str:
+    """``default: b300 x8 native ddtree b16/B32 accept 14: 90% 640-1180 -> 780-960 tok/s
+    (median 890 -> 860, width -60%)``."""
+    def iv(x: dict | None) -> str:
+        return "-" if x is None else f"{x['lo90']:.0f}-{x['hi90']:.0f}"
+
+    b, a = c["before"], c["after"]
+    text = f"{c['name']}: {c['label']}: 90% {iv(b)} -> {iv(a)} tok/s"
+    if b and a:
+        wb, wa = b["hi90"] - b["lo90"], a["hi90"] - a["lo90"]
+        width = f"{round((wa / wb - 1) * 100):+d}%" if wb > 0 else "n/a"
+        text += f" (median {b['median']:.0f} -> {a['median']:.0f}, width {width})"
+    elif a and not b:
+        text += f" (median {a['median']:.0f}; " + (
+            f"before: {c['before_error']})" if c.get("before_error") else "new)")
+    elif b and not a:
+        text += f" (after: {c.get('after_error') or 'not predicted'})"
+    else:
+        text = f"{c['name']}: {c['label']}: not predictable ({c.get('after_error')})"
+    return text
