@@ -1,0 +1,49 @@
+"""Read single-stream decode throughput out of the result files of benchmark tools.
+
+Pure parsing: stdlib only, no pandas/numpy, nothing written. Each supported format was
+taken from the tool's source (see ``tests/fixtures/bench/README.md`` for the exact
+repository, path and function):
+
+``vllm-latency``
+    ``vllm bench latency --output-json FILE`` (vllm/benchmarks/latency.py ``main``; older
+    benchmarks/benchmark_latency.py): ``{"avg_latency", "std_latency", "latencies",
+    "percentiles"}``. The run's flags are NOT saved, so ``batch_size`` and ``output_len``
+    must be given, or read from the ``FILE.pytorch.json`` side file that vLLM writes when
+    ``SAVE_TO_PYTORCH_BENCHMARK_FORMAT`` is set (that file is also accepted directly).
+    ``tok_s = output_len / avg_latency``: one whole generation, so it includes the prefill
+    of ``input_len`` tokens and the engine overhead.
+``vllm-serve``
+    ``vllm bench serve --save-result`` (vllm/benchmarks/serve.py ``main_async``/``benchmark``):
+    ``tok_s = 1000 / median_tpot_ms`` (decode only, first token excluded); ``accept_len``
+    from ``spec_decode_acceptance_length`` (= 1 + accepted/drafts, bonus included).
+``sglang-one-batch``
+    ``python -m sglang.bench_one_batch --result-filename`` (python/sglang/bench_one_batch.py
+    ``latency_test_run_once``): JSON Lines; ``tok_s = median_decode_throughput``
+    (= batch_size / median per-step decode latency; no speculative decoding in this tool).
+``sglang-serving``
+    ``python -m sglang.bench_serving --output-file`` (python/sglang/bench_serving.py
+    ``benchmark``): JSON Lines; ``tok_s = 1000 / median_tpot_ms``; ``accept_len`` from
+    ``accept_length`` (the server's ``avg_spec_accept_length``, bonus token included).
+``llama-bench``
+    ``llama-bench -o json`` / ``-o jsonl`` / ``-o csv`` (tools/llama-bench/llama-bench.cpp
+    ``json_printer``/``jsonl_printer``/``csv_printer``): text-generation rows (``n_prompt == 0``,
+    ``n_gen > 0``) give ``tok_s = avg_ts``; prompt-processing and pp+tg rows are skipped.
+
+Only single-stream runs are imported: a batch or concurrency above 1 is refused, since the
+model predicts the decode rate of one sequence.
+
+Modules: ``records`` (the record type, the error, file loading and format detection) and
+``formats`` (one parser per tool, and :func:`parse_bench_file`).
+"""
+
+from __future__ import annotations
+
+from ddtree_bayes.core.bench_import.formats import parse_bench_file
+from ddtree_bayes.core.bench_import.records import (
+    FORMATS,
+    BenchFormatError,
+    BenchRecord,
+    detect_format,
+)
+
+__all__ = ["FORMATS", "BenchFormatError", "BenchRecord", "detect_format", "parse_bench_file"]
