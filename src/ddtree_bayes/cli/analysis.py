@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, _fmt, render_table
+from ddtree_bayes.cli.output import PROG, _fmt, emit_json, render_table
 from ddtree_bayes.core.errors import QueryError
 
 
@@ -23,9 +23,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
                                            seed=args.seed)
     if args.format == "json":
-        print(json.dumps({"report": str(out_dir / "index.html"), "summary": str(out_dir / "summary.json"),
-                          "verdict": summary["verdict"],
-                          "figure_errors": summary.get("figure_errors", {})}, indent=2))
+        emit_json({"fit_id": summary["fit_id"], "report": str(out_dir / "index.html"),
+                   "summary": str(out_dir / "summary.json"), "verdict": summary["verdict"],
+                   "figure_errors": summary.get("figure_errors", {})})
     else:
         print(f"{summary['verdict']['text']}")
         print(f"report: {out_dir / 'index.html'}")
@@ -97,6 +97,8 @@ def _pct(x, digits: int = 0) -> str:
 def cmd_simulate(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import simulate
 
+    if args.out and Path(args.out).is_dir():
+        raise QueryError(f"--out {args.out} is a folder", fix="give a file name, e.g. --out sim.csv")
     text = simulate.simulate_from_files(args.truth, args.design, seed=args.seed)
     if args.out:
         from ddtree_bayes.engine.store import atomic_write_bytes

@@ -1,14 +1,265 @@
 """Argument groups shared by several commands (predict, track, next's --query), so every
-command that names a configuration spells and documents its flags the same way."""
+command that names a configuration spells and documents its flags the same way; and the
+argparse ``type=`` functions that check every flag value at the command line, so a bad value
+stops with one line naming the flag and a fix (exit 2) before any file is read or written.
+"""
 
 from __future__ import annotations
 
 import argparse
+import math
+import re
+import shlex
+from collections.abc import Callable
 
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.query_flags import ACCEPT_HELP, add_scenario_arguments
+from ddtree_bayes.core.query_flags import ACCEPT_HELP
+from ddtree_bayes.core.query_flags import add_scenario_arguments as _core_scenario_arguments
 
-__all__ = ["ACCEPT_HELP", "add_format", "add_scenario_arguments", "add_seed_and_format"]
+__all__ = ["ACCEPT_HELP", "Parser", "add_format", "add_scenario_arguments",
+           "add_seed_and_format", "check_query"]
+
+#: Bounds of the integer flags: wide enough for any real system, narrow enough that no
+#: arithmetic downstream overflows or divides by zero.
+MAX_GPUS, MAX_BLOCK, MAX_BUDGET, MAX_SEED = 1024, 4096, 1_000_000, 2**32 - 1
+MAX_DRAWS = 1_000_000
+_NAME = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+_FIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def one_line(text: str) -> str:
+    """``text`` with every run of whitespace (newlines included) collapsed to one space."""
+    return " ".join(text.split())
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is ONE line on stderr, naming the flag, with a fix."""
+
+    def error(self, message: str):  # type: ignore[override]
+        message = one_line(message)
+        if "(fix:" not in message:
+            if " (choose from " in message:
+                message = message.replace(" (choose from ", " (fix: choose from ", 1)
+            else:
+                message += f" (fix: see `{self.prog} --help`)"
+        self.exit(2, f"{self.prog}: error: {message}\n")
+
+
+def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:
+    return argparse.ArgumentTypeError(f"{one_line(repr(text))} {problem} (fix: {fix})")
+
+
+def whole(lo: int, hi: int, fix: str) -> Callable[[str], int]:
+    """A type= function: a whole number in lo..hi."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise _bad(text, "is not a whole number", fix) from None
+        if not lo <= value <= hi:
+            raise _bad(value, f"is outside {lo}..{hi}", fix)
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+def real(lo: float, hi: float, fix: str, *, open_lo: bool = False,
+         open_hi: bool = False) -> Callable[[str], float]:
+    """A type= function: a finite number in [lo, hi] (``open_*`` excludes that end)."""
+    def parse(text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise _bad(text, "is not a number", fix) from None
+        if not math.isfinite(value):
+            raise _bad(text, "is not a finite number", fix)
+        if value < lo or value > hi or (open_lo and value == lo) or (open_hi and value == hi):
+            span = f"{'(' if open_lo else '['}{lo:g}, {hi:g}{')' if open_hi else ']'}"
+            raise _bad(value, f"is outside {span}", fix)
+        return value
+
+    parse.__name__ = "number"
+    return parse
+
+
+def name(fix: str, *, several: bool = False) -> Callable[[str], str]:
+    """A type= function: a lowercase name as in the data files (comma-separated if
+    ``several``); returns the text."""
+    def parse(text: str) -> str:
+        parts = text.split(",") if several else [text]
+        for part in parts:
+            if not _NAME.fullmatch(part):
+                hint = f"names are lowercase, e.g. {part.strip().lower()!r}" if (
+                    _NAME.fullmatch(part.strip().lower())) else fix
+                raise _bad(part if several else text,
+                           "is not a name (lowercase letters, digits and . _ + -)", hint)
+        return text
+
+    parse.__name__ = "name"
+    return parse
+
+
+def fit_id(text: str) -> str:
+    """A type= function: a fit id as ``ddtree-bayes history`` lists them."""
+    if not _FIT_ID.fullmatch(text) or ".." in text:
+        raise _bad(text, "is not a fit id", "copy one from `ddtree-bayes history`, or leave "
+                                            "the flag out for the latest fit")
+    return text
+
+
+def fit_ids(text: str) -> str:
+    """A type= function: comma-separated fit ids (at least two)."""
+    ids = [t.strip() for t in text.split(",") if t.strip()]
+    for i in ids:
+        fit_id(i)
+    if len(ids) < 2:
+        raise _bad(text, "names fewer than two fits", "give two or more ids, e.g. --fits A,B "
+                                                       "(ids from `ddtree-bayes history`)")
+    return text
+
+
+def accept(text: str) -> str:
+    """A type= function: ``--accept`` as predict reads it (finite values >= 1); the text."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.scenario import parse_accept
+
+    fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
+    try:
+        req = parse_accept(text)
+    except QueryError:
+        raise _bad(text, "is not a number, list or range", fix) from None
+    values = list(req.values) + list(req.uniform or ())
+    if not all(math.isfinite(v) for v in values):
+        raise _bad(text, "is not finite", fix)
+    if min(values) < 1:
+        raise _bad(text, "is below 1 (tokens per step count the bonus token)", fix)
+    return text
+
+
+def context(text: str) -> str:
+    """A type= function: a context length (``32768``, ``32k``, ``1m``); the text."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.scenario import parse_context
+
+    fix = "use e.g. 32768 or 32k"
+    try:
+        value = parse_context(text)
+    except QueryError:
+        raise _bad(text, "is not a token count", fix) from None
+    if value is None or not math.isfinite(value) or value > 2**40:
+        raise _bad(text, "is not a finite token count", fix)
+    return text
+
+
+def as_text(parse: Callable[[str], object]) -> Callable[[str], str]:
+    """``parse`` as a check only: the flag keeps the text as typed (stripped), e.g. for
+    ``add``, which writes it to the CSV."""
+    def check(text: str) -> str:
+        parse(text)
+        return text.strip()
+
+    check.__name__ = parse.__name__
+    return check
+
+
+def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
+    """A type= function: comma-separated whole numbers in lo..hi (at least one)."""
+    one = whole(lo, hi, fix)
+
+    def parse(text: str) -> list[int]:
+        parts = [p for p in text.split(",") if p.strip()]
+        if not parts:
+            raise _bad(text, "holds no number", fix)
+        return [one(p) for p in parts]
+
+    parse.__name__ = "list of whole numbers"
+    return parse
+
+
+budgets = as_text(int_list(1, MAX_BUDGET, "use e.g. --budgets 8,16,32,64"))
+
+
+SEED = whole(0, MAX_SEED, "use a whole number from 0 to 4294967295")
+GPUS = whole(1, MAX_GPUS, "give the GPU count, e.g. --gpus 8")
+BLOCK = whole(1, MAX_BLOCK, "give the drafter block size, e.g. --block 16")
+BUDGET = whole(1, MAX_BUDGET, "give the tree node budget, e.g. --budget 32")
+VERIFY = whole(1, MAX_BUDGET + 1, "give the tokens verified per step, e.g. --verify-tokens 33")
+PROB = real(0, 1, "use e.g. --prob 0.8", open_lo=True, open_hi=True)
+CHAINS = whole(1, 64, "use e.g. --chains 4")
+DRAWS = whole(1, MAX_DRAWS, "use e.g. --draws 1000")
+TUNE = whole(0, MAX_DRAWS, "use e.g. --tune 1000")
+TARGET_ACCEPT = real(0, 1, "use e.g. --target-accept 0.95", open_lo=True, open_hi=True)
+HARDWARE = name("use a GPU name from data/hardware.csv, e.g. --hardware b300")
+ENGINES = name("use engine names, e.g. --engine sglang,native", several=True)
+METHOD = name("use e.g. --method ddtree, eagle3 or ar")
+
+_SCENARIO_TYPES = {"gpus": GPUS, "block": BLOCK, "budget": BUDGET, "verify_tokens": VERIFY,
+                   "context": context, "hardware": HARDWARE, "engine": ENGINES,
+                   "method": METHOD}
+
+
+def retype(p: argparse.ArgumentParser, types: dict[str, Callable[[str], object]]) -> None:
+    """Give the options of ``p`` whose dest is a key of ``types`` that type= function."""
+    for action in p._actions:
+        if action.dest in types:
+            action.type = types[action.dest]
+
+
+#: Flags (by dest) that name a text file the library reads.
+TEXT_FILES = {"data": "--data", "priors": "--priors", "hardware_file": "--hardware-file",
+              "truth": "--truth", "design": "--design", "candidates": "--candidates",
+              "acceptance_file": "--acceptance-file", "from_file": "--from"}
+
+
+def check_text_files(args: argparse.Namespace) -> None:
+    """Every text file named on the command line that exists must be UTF-8 text: one line
+    naming the flag and the file (a missing file is left to the command, whose message
+    says what it expected there)."""
+    from pathlib import Path
+
+    from ddtree_bayes.core.errors import InputError
+
+    for dest, flag in TEXT_FILES.items():
+        value = getattr(args, dest, None)
+        if not isinstance(value, str) or not value or not Path(value).is_file():
+            continue
+        try:
+            Path(value).read_bytes().decode("utf-8")
+        except UnicodeDecodeError as err:
+            raise InputError(f"{flag} {value}: not UTF-8 text (byte {err.start})",
+                             fix=f"pass the text file {flag} expects, saved as UTF-8") from None
+        except OSError:
+            continue  # unreadable: the command's own message names it
+
+
+def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
+    """The configuration flags of core.query_flags, each with its validating type."""
+    _core_scenario_arguments(p)
+    retype(p, _SCENARIO_TYPES)
+
+
+def check_query(text: str) -> argparse.Namespace:
+    """``next --query`` text: its flags checked as predict checks them (QueryError naming
+    --query, one line) before the decision code parses it; the parsed flags."""
+    from ddtree_bayes.core.errors import QueryError
+
+    class _QueryParser(argparse.ArgumentParser):
+        def error(self, message: str):  # type: ignore[override]
+            message = one_line(message)
+            raise QueryError(f"--query {one_line(repr(text))}: {message}",
+                             fix=None if "(fix:" in message else
+                             "give predict flags, e.g. --query \"--hardware b300 --engine "
+                             "native --accept 14\"")
+
+    parser = _QueryParser(add_help=False)
+    add_scenario_arguments(parser)
+    parser.add_argument("--accept", type=accept)
+    try:
+        tokens = shlex.split(text)
+    except ValueError as err:
+        raise QueryError(f"--query {one_line(repr(text))}: {err}", fix="balance the quotes") from None
+    return parser.parse_args(tokens)
 
 
 def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", "json")) -> None:
@@ -20,6 +271,7 @@ def add_format(p: argparse.ArgumentParser, formats: tuple[str, ...] = ("table", 
 
 def add_seed_and_format(p: argparse.ArgumentParser, formats: tuple[str, ...]) -> None:
     """The options most commands share: one seed for every random call, output format."""
-    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="random seed (default: %(default)s)")
+    p.add_argument("--seed", type=SEED, default=DEFAULT_SEED,
+                   help="random seed, 0 to 4294967295 (default: %(default)s)")
     if formats:
         add_format(p, formats)

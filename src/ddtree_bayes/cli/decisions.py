@@ -8,9 +8,10 @@ table|json``. The library side is ``decisions``.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
+
+from ddtree_bayes.cli.output import emit_json
 
 PROG = "ddtree-bayes"
 
@@ -53,12 +54,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     curve = D.curve_for(priors_text, _shown(priors_path))
     budgets = D.parse_budgets(args.budgets)
     draws = _load(args)
+    from ddtree_bayes.cli.predict import check_names
+
+    check_names(draws, args, [args.engine] if args.engine else None)
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed)
     if args.format == "json":
-        print(json.dumps(out, indent=2))
+        emit_json(out)
         return 0
     sc, c, pct = out["scenario"], out["curve"], f"{args.prob * 100:g}"
     meta = draws.meta
@@ -130,21 +134,39 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def _is_number(text) -> bool:
+    try:
+        float(text)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _m90(v: list[float], digits: int) -> str:
     return f"{v[0]:.{digits}f} ({v[1]:.{digits}f}-{v[2]:.{digits}f})"
 
 
 # ---------------------------------------------------------------- next
 def cmd_next(args: argparse.Namespace) -> int:
+    from ddtree_bayes.cli.args import check_query
     from ddtree_bayes.workflows import decisions as D
 
+    flags = check_query(args.query)
     draws = _load(args)
+    from ddtree_bayes.cli.predict import check_names
+
+    check_names(draws, flags, flags.engine.split(",") if flags.engine else None,
+                strict=args.strict, prefix="--query: ")
     query = D.parse_query(draws, args.query)
     candidates = D.read_candidates(draws, args.candidates) if args.candidates else None
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
     if args.format == "json":
-        print(json.dumps(out, indent=2))
+        q = dict(out["query"])  # acceptance: a number, or null and what it is drawn from
+        fixed = q.get("accept_fixed") and _is_number(q["accept"])
+        q["accept"], q["accept_distribution"] = ((float(q["accept"]), None) if fixed
+                                                 else (None, str(q["accept"])))
+        emit_json({**out, "query": q})
         return 0
     q, pct = out["query"], f"{args.prob * 100:g}"
     print(f"{PROG} next: fit {out['fit_id']} ({out['draws']} draws"
@@ -178,10 +200,12 @@ def cmd_next(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- parser
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--prob", type=float, default=0.9,
-                   help="probability of the interval (default: %(default)s)")
-    p.add_argument("--fit", help="fit id (default: the latest fit)")
+    from ddtree_bayes.cli import args as A
     from ddtree_bayes.cli.args import add_seed_and_format
+
+    p.add_argument("--prob", type=A.PROB, default=0.9,
+                   help="probability of the interval (default: %(default)s)")
+    p.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
 
     add_seed_and_format(p, formats=("table", "json"))
     p.add_argument("--strict", action="store_true",
@@ -192,6 +216,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
+    from ddtree_bayes.cli import args as A
+
     o = sub.add_parser(
         "optimize", help="the tree budget with the highest expected tok/s",
         description="Compare DDTree budgets B: per posterior draw, tok/s(B) = accept(B) x 1000 / "
@@ -203,14 +229,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "flags budgets whose M exceeds the largest measured.",
         epilog="Example: ddtree-bayes optimize --hardware b300 --engine native "
                "--acceptance-file data/acceptance_reference.csv")
-    o.add_argument("--hardware", help="GPU name from data/hardware.csv (default: b300)")
-    o.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
-    o.add_argument("--engine", help="one engine, e.g. sglang or native (default: sglang)")
-    o.add_argument("--method", default="ddtree", help="tree method (default: %(default)s)")
-    o.add_argument("--block", type=int, default=16,
+    o.add_argument("--hardware", type=A.HARDWARE,
+                   help="GPU name from data/hardware.csv (default: b300)")
+    o.add_argument("--gpus", type=A.GPUS, help="GPU count (default: the measured count)")
+    o.add_argument("--engine", type=A.name("give one engine, e.g. --engine native"),
+                   help="one engine, e.g. sglang or native (default: sglang)")
+    o.add_argument("--method", type=A.METHOD, default="ddtree",
+                   help="tree method (default: %(default)s)")
+    o.add_argument("--block", type=A.BLOCK, default=16,
                    help="drafter block size; must match the curve's (default: %(default)s)")
-    o.add_argument("--budgets", help="comma-separated budgets (default: 8,16,32,...,1024)")
-    o.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+    o.add_argument("--budgets", type=A.budgets,
+                   help="comma-separated budgets (default: 8,16,32,...,1024)")
+    o.add_argument("--context", type=A.context,
+                   help="context length in tokens, e.g. 32768 or 32k (default: 0)")
     o.add_argument("--acceptance-file", metavar="FILE.csv",
                    help="update the curve from measured acceptance (columns of "
                         "data/acceptance_reference.csv; rows of --method and --block, one model): "
@@ -238,9 +269,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--candidates", metavar="FILE.csv",
                    help="candidate measurements, columns hardware,gpus,engine,method,block,"
                         "budget,accept_len,context_tokens (default: a list from the fit)")
-    n.add_argument("--k", type=int, default=32,
+    n.add_argument("--k", type=A.whole(2, 10_000, "use e.g. --k 32"), default=32,
                    help="simulated results per candidate (default: %(default)s)")
-    n.add_argument("--min-ess", type=float, default=100.0,
+    n.add_argument("--min-ess", type=A.real(0, 1e9, "use e.g. --min-ess 100"), default=100.0,
                    help="flag candidates whose effective sample size falls below this "
                         "(default: %(default)s)")
     _common(n)

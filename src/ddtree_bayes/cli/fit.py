@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import json
 
-from ddtree_bayes.cli.output import _fmt, render_table
+from ddtree_bayes.cli.output import _fmt, emit_json, render_table
 from ddtree_bayes.cli.predict import _latest_per_form
 
 
@@ -21,11 +20,10 @@ def cmd_fit(args: argparse.Namespace) -> int:
     draws = store.load_draws(result.path)
     ppc = P.check_measurements(draws, seed=args.seed)
     if args.format == "json":
-        print(json.dumps({"fit_id": result.fit_id, "path": str(result.path),
-                          "converged": result.converged, "failures": result.failures,
-                          "divergences": result.divergences, "timings": result.timings,
-                          "diagnostics": result.diagnostics, "posterior_predictive": ppc},
-                         indent=2))
+        emit_json({"fit_id": result.fit_id, "path": str(result.path),
+                   "converged": result.converged, "failures": result.failures,
+                   "divergences": result.divergences, "timings": result.timings,
+                   "diagnostics": result.diagnostics, "posterior_predictive": ppc})
     else:
         headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
         body = [[d["parameter"], "", f"{d['mean']:.4g}", f"{d['sd']:.3g}", f"{d['rhat']:.3f}",
@@ -57,10 +55,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.fits:
         fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
     else:
-        fits = _latest_per_form(api.load())
+        fits = _latest_per_form(api.load(), flag="compare")
     res = compare.compare_fits(fits, seed=args.seed, method=args.weights)
     if args.format == "json":
-        print(json.dumps(res, indent=2))
+        emit_json(res)
         return 0
     print(render_table(["model", "", "rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo",
                         f"weight ({res['method']})", "Pareto k > 0.7"],

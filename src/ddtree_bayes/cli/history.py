@@ -135,6 +135,10 @@ def cmd_track(args: argparse.Namespace) -> int:
         if not args.target:
             raise InputError("which query? `track remove NAME`", fix=f"see `{PROG} track list`")
         gone = living.track_remove(models, args.target)
+        if args.format == "json":
+            _json({"action": "remove", "file": str(living.tracked_path(models)),
+                   "query": gone.__dict__})
+            return 0
         print(f"no longer tracking {gone.name}")
         return 0
     if args.target:
@@ -145,16 +149,30 @@ def cmd_track(args: argparse.Namespace) -> int:
         raise QueryError(f"unknown hardware {query_flags['hardware']!r}",
                          fix="use a name from data/hardware.csv")
     entry = living.track_add(models, query_flags, args.name)
-    print(f"tracking {entry.name}: " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
+    text = args.format != "json"
+    if text:
+        print(f"tracking {entry.name}: " + " ".join(
+            f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
+    now: dict = {"fit_id": None, "rows": [], "note": None}
     try:
         draws = api.load()
+        now["fit_id"] = draws.meta["fit_id"]
         for r in living.query_rows(draws, entry.query, DEFAULT_SEED):
-            print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
-                  f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
+            now["rows"].append({"label": living.row_label(r), "median": r["median"],
+                                "lo90": r["lo90"], "hi90": r["hi90"]})
+            if text:
+                print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
+                      f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
     except ArtifactError:
-        print("  (no fit yet: `ddtree-bayes update` and `diff` will show it)")
+        now["note"] = "no fit yet: `ddtree-bayes update` and `diff` will show it"
+        if text:
+            print(f"  ({now['note']})")
     except QueryError as err:
-        print(f"  the latest fit cannot answer it yet ({living.without_fix(err)}); `update` "
-              "and `diff` show it once a fit can")
+        now["note"] = (f"the latest fit cannot answer it yet ({living.without_fix(err)}); "
+                       "`update` and `diff` show it once a fit can")
+        if text:
+            print(f"  {now['note']}")
+    if not text:
+        _json({"action": "add", "file": str(living.tracked_path(models)),
+               "query": entry.__dict__, "now": now})
     return 0

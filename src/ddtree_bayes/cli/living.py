@@ -244,14 +244,15 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 # ---------------------------------------------------------------- parser
 def _query_flags(p: argparse.ArgumentParser) -> None:
-    from ddtree_bayes.cli.args import ACCEPT_HELP, add_scenario_arguments
+    from ddtree_bayes.cli.args import ACCEPT_HELP, accept, add_scenario_arguments
 
     add_scenario_arguments(p)
-    p.add_argument("--accept", help=ACCEPT_HELP)
+    p.add_argument("--accept", type=accept, help=ACCEPT_HELP)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
+    from ddtree_bayes.cli import args as A
     from ddtree_bayes.cli.args import add_format
 
     a = sub.add_parser(
@@ -268,20 +269,27 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "file is replaced atomically.",
         epilog="Example: ddtree-bayes add --hardware b300 --engine sglang --method ddtree "
                "--block 16 --budget 32 --accept 13.1 --tok-s 612 --source \"my run 2026-12-01\"")
+    # the row's values are checked by the data schema (core.data.parse_row), whose messages
+    # name the row and column they would land in
     a.add_argument("--hardware", help="GPU name from data/hardware.csv (required)")
-    a.add_argument("--gpus", help="GPU count (default: the count already measured for that "
-                                  "hardware in the file; an error if none or several)")
+    a.add_argument("--gpus",
+                   help="GPU count (default: the count already measured for that hardware in "
+                        "the file; an error if none or several)")
     a.add_argument("--engine", help="engine, e.g. sglang (required)")
     a.add_argument("--method", help="ar, ddtree, eagle3, ... (required)")
     a.add_argument("--block", help="drafter block size / chain length")
     a.add_argument("--budget", help="tree node budget")
-    a.add_argument("--verify-tokens", help="tokens verified per step (default: derived: ar 1, "
-                                           "tree budget+1, chain block+1)")
-    a.add_argument("--accept", help="accepted tokens per step incl. the bonus token, i.e. the "
-                                    "accept_len column (required; 1 for ar)")
-    a.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k "
-                                     "(default: blank, short context)")
-    a.add_argument("--tok-s", help="measured decode throughput at concurrency 1 (required)")
+    a.add_argument("--verify-tokens",
+                   help="tokens verified per step (default: derived: ar 1, tree budget+1, "
+                        "chain block+1)")
+    a.add_argument("--accept",
+                   help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
+                        "column (required; 1 for ar)")
+    a.add_argument("--context", type=A.context,
+                   help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
+                        "context)")
+    a.add_argument("--tok-s",
+                   help="measured decode throughput at concurrency 1 (required)")
     a.add_argument("--source", help="where the number comes from (required)")
     a.add_argument("--notes", help="free text, e.g. driver or engine version")
     a.add_argument("--model", help="target model (default: the file's model)")
@@ -317,11 +325,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--data", help="measurement CSV (default: data/measurements.csv)")
     u.add_argument("--priors", help="priors TOML (default: models/priors.toml)")
     u.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
-    u.add_argument("--seed", type=int, help="seed for scoring, refit and queries (default: the "
+    u.add_argument("--seed", type=A.SEED, help="seed for scoring, refit and queries (default: the "
                                             "latest fit's)")
-    u.add_argument("--chains", type=int, help="NUTS chains (default: the latest fit's)")
-    u.add_argument("--draws", type=int, help="draws per chain (default: the latest fit's)")
-    u.add_argument("--tune", type=int, help="tuning steps per chain (default: the latest fit's)")
+    u.add_argument("--chains", type=A.CHAINS, help="NUTS chains (default: the latest fit's)")
+    u.add_argument("--draws", type=A.DRAWS, help="draws per chain (default: the latest fit's)")
+    u.add_argument("--tune", type=A.TUNE, help="tuning steps per chain (default: the latest fit's)")
     u.add_argument("--backend", choices=("nutpie", "pymc"),
                    help="NUTS implementation (default: the latest fit's)")
     u.add_argument("--moe-form", choices=("power", "linear"),
@@ -341,10 +349,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "interval of every scalar parameter, and each tracked query's "
                                    "90% interval, from fit A to fit B ('latest' names the "
                                    "latest fit; ids are listed by `ddtree-bayes history`).")
-    d.add_argument("fit_a", metavar="ID1")
-    d.add_argument("fit_b", metavar="ID2")
+    d.add_argument("fit_a", metavar="ID1", type=A.fit_id)
+    d.add_argument("fit_b", metavar="ID2", type=A.fit_id)
     d.add_argument("--all", action="store_true", help="include the non-centred *_z auxiliaries")
-    d.add_argument("--seed", type=int, default=DEFAULT_SEED,
+    d.add_argument("--seed", type=A.SEED, default=DEFAULT_SEED,
                    help="seed for the tracked queries (default: %(default)s)")
     add_format(d)
     d.set_defaults(func=cmd_diff)

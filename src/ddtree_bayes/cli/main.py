@@ -6,8 +6,10 @@ Exit codes: 0 ok; 1 unexpected error; 2 bad input (nothing written); 3 no usable
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
+from ddtree_bayes.cli import args as A
 from ddtree_bayes.cli.analysis import cmd_report, cmd_simulate, cmd_validate
 from ddtree_bayes.cli.args import ACCEPT_HELP, add_scenario_arguments, add_seed_and_format
 from ddtree_bayes.cli.fit import cmd_compare, cmd_fit
@@ -20,7 +22,7 @@ from ddtree_bayes.core.errors import DDTreeBayesError
 
 # ---------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = A.Parser(
         prog=PROG,
         description="Bayesian throughput estimates for speculative decoding (DDTree, Eagle, "
                     "autoregressive) of LLMs on GPUs: fit a three-term step model to "
@@ -39,10 +41,12 @@ def build_parser() -> argparse.ArgumentParser:
                                   "the bundled Kimi K2.6 data)")
     f.add_argument("--priors", help="priors TOML (default: models/priors.toml, else bundled)")
     f.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
-    f.add_argument("--chains", type=int, default=4, help="NUTS chains (default: %(default)s)")
-    f.add_argument("--draws", type=int, default=1000, help="draws per chain (default: %(default)s)")
-    f.add_argument("--tune", type=int, default=1000, help="tuning steps per chain (default: %(default)s)")
-    f.add_argument("--target-accept", type=float, default=SamplerSettings.target_accept,
+    f.add_argument("--chains", type=A.CHAINS, default=4,
+                   help="NUTS chains, 1 to 64 (default: %(default)s)")
+    f.add_argument("--draws", type=A.DRAWS, default=1000, help="draws per chain (default: %(default)s)")
+    f.add_argument("--tune", type=A.TUNE, default=1000,
+                   help="tuning steps per chain (default: %(default)s)")
+    f.add_argument("--target-accept", type=A.TARGET_ACCEPT, default=SamplerSettings.target_accept,
                    help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
     f.add_argument("--moe-form", choices=("power", "linear"),
                    help="override the priors file's MoE form (to compare both: see `compare`)")
@@ -57,14 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
                                    "flags: B300, DDTree block 16, budget 32 (verify 33), SGLang "
                                    "and native engines, beside the original deterministic "
                                    "estimate and its +-30%% band.")
-    p.add_argument("--accept", help=ACCEPT_HELP)
-    p.add_argument("--target", type=float, help="also print P(tok/s >= TARGET)")
-    p.add_argument("--prob", type=float, default=0.9,
+    p.add_argument("--accept", type=A.accept, help=ACCEPT_HELP)
+    p.add_argument("--target", type=A.real(0, 1e9, "give a throughput in tok/s, e.g. --target 800"),
+                   help="also print P(tok/s >= TARGET)")
+    p.add_argument("--prob", type=A.PROB, default=0.9,
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
     add_scenario_arguments(p)
-    p.add_argument("--fit", help="fit id (default: the latest fit)")
+    p.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
     p.add_argument("--strict", action="store_true",
-                   help="error (exit 4) instead of warning if data or priors changed since the fit")
+                   help="error (exit 4) instead of warning if data or priors changed since the "
+                        "fit; error (exit 2) for an engine, method or hardware name that was "
+                        "never measured nor declared")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="use a fit that failed its convergence gates")
     p.add_argument("--model-average", action="store_true",
@@ -78,7 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "on the same data. Default: the latest converged fit of each "
                                    "MoE form on the latest fit's data; fit the other form with "
                                    "`ddtree-bayes fit --moe-form linear`.")
-    c.add_argument("--fits", help="comma-separated fit ids to compare instead")
+    c.add_argument("--fits", type=A.fit_ids, help="comma-separated fit ids to compare instead")
     c.add_argument("--weights", choices=("bb-pseudo-bma", "stacking", "pseudo-bma"),
                    default="bb-pseudo-bma",
                    help="how to weight the models (default: %(default)s, which hedges for the "
@@ -93,7 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "sensitivity, throughput fan chart, variance decomposition and "
                                    "step-time breakdown. Exits 5 if the fit is unconverged (the "
                                    "report is still written and says so at the top).")
-    r.add_argument("--fit", help="fit id (default: the latest fit)")
+    r.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
     r.add_argument("--out", help="folder to write <fit-id>/ into (default: reports/)")
     r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_seed_and_format(r, formats=("table", "json"))
@@ -139,9 +146,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a name from undecodable argv bytes prints as given
+        if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
+            stream.reconfigure(errors="surrogateescape")
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        A.check_text_files(args)
         return args.func(args)
     except DDTreeBayesError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)
@@ -150,10 +161,21 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `ddtree-bayes predict | head`: the reader left
-        import os
-
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as err:  # a path given on the command line that cannot be read or written
+        name = err.filename2 or err.filename  # a rename: the destination is the user's path
+        where = f"{name}: " if name else ""
+        print(f"{PROG}: error: {where}{err.strerror or err} (fix: check the path and its "
+              "permissions)", file=sys.stderr)
+        return 2
+    except Exception as err:  # a bug: one line, the traceback only when asked for
+        if os.environ.get("DDTREE_BAYES_TRACEBACK"):
+            raise
+        print(f"{PROG}: internal error: {type(err).__name__}: {A.one_line(str(err))} (fix: "
+              "this is a bug; rerun with DDTREE_BAYES_TRACEBACK=1 and report the traceback)",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

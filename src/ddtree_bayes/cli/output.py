@@ -29,15 +29,58 @@ def render_table(headers: list[str], rows: list[list[str]]) -> str:
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
+#: Keys whose values are counts: written as JSON integers even when computed as floats.
+INT_KEYS = frozenset({"context_tokens", "gpus", "block", "budget", "verify_tokens", "row",
+                      "rows", "total_rows", "draws", "chains", "tune", "seed", "divergences",
+                      "rank", "k", "repeat_of"})
+
+
+def json_ready(value, key: str | None = None):
+    """``value`` with only JSON types: numpy scalars and arrays as numbers and lists,
+    non-finite floats as null (JSON has no NaN), whole-valued counts (:data:`INT_KEYS`) as
+    integers, paths and anything else as strings."""
+    import math
+    from dataclasses import asdict, is_dataclass
+
+    if isinstance(value, dict):
+        return {str(k): json_ready(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [json_ready(v, key) for v in value]
+    if is_dataclass(value) and not isinstance(value, type):
+        return json_ready(asdict(value), key)
+    if hasattr(value, "tolist") and not isinstance(value, str | bytes):  # numpy
+        return json_ready(value.tolist(), key)
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return None
+        if key in INT_KEYS and value.is_integer():
+            return int(value)
+        return value
+    return str(value)
+
+
+def emit_json(payload) -> None:
+    """Print ``payload`` as strict JSON (see :func:`json_ready`), indented."""
+    print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
+
+
 def _emit_machine(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
+    """Rows as JSON (``{**extra, "rows": rows}``) or CSV (rows only; a nested value as
+    its ``label``)."""
     if fmt == "json":
-        print(json.dumps({**(extra or {}), "rows": rows}, indent=2))
+        emit_json({**(extra or {}), "rows": rows})
     else:
+        flat = [{k: (v.get("label") if isinstance(v, dict) else v)
+                 for k, v in json_ready(r).items()} for r in rows]
         buf = io.StringIO()
-        if rows:
-            writer = csv.DictWriter(buf, fieldnames=list(rows[0]))
+        if flat:
+            writer = csv.DictWriter(buf, fieldnames=list(flat[0]))
             writer.writeheader()
-            writer.writerows(rows)
+            writer.writerows(flat)
         sys.stdout.write(buf.getvalue())
 
 
@@ -62,7 +105,7 @@ def _table(headers: list[str], rows: list[list[str]], left: int = 2,
 
 
 def _json(payload) -> None:
-    print(json.dumps(payload, indent=2, default=str))
+    emit_json(payload)
 
 
 def _default_data_path(data: str | None) -> Path:

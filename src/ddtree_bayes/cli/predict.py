@@ -12,6 +12,74 @@ from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
 
 # ---------------------------------------------------------------- predict
+def check_names(draws, args: argparse.Namespace, engines: list[str] | None, *,
+                strict: bool | None = None, prefix: str = "") -> None:
+    """Names never measured nor declared: hardware is an error (nothing to predict from);
+    an engine, method or model one warning line each, an error with --strict. ``prefix``
+    names where the flags came from (e.g. ``--query``)."""
+    from ddtree_bayes.engine import names as N
+
+    strict = args.strict if strict is None else strict
+    unknown = N.unknown_names(draws, hardware=args.hardware, engines=engines,
+                              method=args.method, model=getattr(args, "model", None))
+    for u in unknown:
+        if u.kind == "hardware" or strict:
+            raise QueryError(prefix + u.message(), fix="check the spelling" + (
+                "" if u.kind == "hardware" else ", or drop --strict to answer anyway"))
+        print(f"{PROG}: warning: {prefix}{u.message()}", file=sys.stderr)
+
+
+def check_accept(text: str | None, method: str, block: int | None, budget: int | None,
+                 verify_tokens: int | None) -> None:
+    """--accept against the tokens the configuration verifies per step (named, one line)."""
+    from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens
+    from ddtree_bayes.engine.scenario import parse_accept
+
+    if text is None:
+        return
+    req = parse_accept(text)
+    values = list(req.values) + list(req.uniform or ())
+    if method == AR_METHOD and any(v != 1 for v in values):
+        raise QueryError(f"--accept {text}: autoregressive decoding emits 1 token per step",
+                         fix="use --accept 1 with --method ar")
+    verify = verify_tokens or derive_verify_tokens(method, block, budget)
+    if verify is not None and max(values) > verify:
+        raise QueryError(f"--accept {text}: {max(values):g} tokens per step is more than the "
+                         f"{verify} verified per step",
+                         fix="acceptance counts accepted draft tokens plus the bonus token, so "
+                             "at most --verify-tokens (budget + 1 for a tree)")
+
+
+def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[dict]:
+    """predict rows for machines: ``accept`` a number (given) or null, with
+    ``accept_distribution`` describing a range (uniform lo, hi) or the acceptance prior."""
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.engine.scenario import parse_accept
+
+    req = parse_accept(accept) if accept is not None else None
+    given = {f"{v:g}": v for v in (req.values if req else ())}
+    out = []
+    for row in rows:
+        r = dict(row)
+        label, kind = r["accept"], r["accept_kind"]
+        dist: dict | None = None
+        if kind == "given":
+            r["accept"] = given.get(label, float(label))
+        elif kind == "uniform" and req is not None and req.uniform is not None:
+            lo, hi = req.uniform
+            r["accept"] = None
+            dist = {"family": "uniform", "lower": lo, "upper": hi, "label": label}
+        else:
+            r["accept"] = None
+            cfg = parse_priors(priors_toml, "priors stored in the fit")
+            ap = cfg.acceptance_for(r["method"], r["block"], r["budget"])
+            dist = {"family": ap.prior.dist if ap else kind,
+                    "params": dict(ap.prior.params) if ap else {}, "label": label}
+        r["accept_distribution"] = dist
+        out.append(r)
+    return out
+
+
 def cmd_predict(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine import store
@@ -21,10 +89,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
                                strict=args.strict):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     engines = args.engine.split(",") if args.engine else None
+    check_names(draws, args, engines)
     block, budget = args.block, args.budget
     if args.hardware is None and args.method is None and not any(
             (args.gpus, args.block, args.budget, args.verify_tokens)):
         hardware = method = None
+        d = DEFAULT_SCENARIO
+        check_accept(args.accept, d.method, d.block if block is None else block,
+                     d.budget if budget is None else budget, args.verify_tokens)
     else:  # anything not given is the default scenario's
         hardware = args.hardware or DEFAULT_SCENARIO.hardware
         method = args.method or DEFAULT_SCENARIO.method
@@ -32,6 +104,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         if args.method is None and args.verify_tokens is None:
             block = DEFAULT_SCENARIO.block if block is None else block
             budget = DEFAULT_SCENARIO.budget if budget is None else budget
+        check_accept(args.accept, method, block, budget, args.verify_tokens)
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
@@ -49,7 +122,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                           seed=args.seed, mixture=mixture)
     meta = draws.meta
     if args.format != "table":
-        _emit_machine(rows, args.format, {"fit_id": meta["fit_id"], "seed": args.seed,
+        _emit_machine(typed_rows(rows, args.accept, draws.priors_toml), args.format,
+                      {"fit_id": meta["fit_id"], "seed": args.seed,
                                           "interval_probs": list(P.interval_probs(args.prob)),
                                           "target": args.target, "draws": draws.n_draws})
         return 0
@@ -89,8 +163,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _latest_per_form(anchor) -> list:
-    """The latest converged fit of each MoE form made on the same data as ``anchor``."""
+def _latest_per_form(anchor, flag: str = "--model-average") -> list:
+    """The latest converged fit of each MoE form made on the same data as ``anchor``
+    (``flag``: what asked for them, named in the error)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
 
@@ -104,6 +179,9 @@ def _latest_per_form(anchor) -> list:
         if d.meta["converged"] and d.meta["data"]["sha256"] == anchor.meta["data"]["sha256"]:
             best[d.meta["model"]["moe_form"]] = d  # sorted by id = by time: the last wins
     if len(best) < 2:
-        raise QueryError(f"found converged fits of {len(best)} MoE form(s) on this data",
-                         fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`")
+        raise QueryError(f"{flag} needs converged fits of two MoE forms on the data of fit "
+                         f"{anchor.meta['fit_id']}; found {len(best)}",
+                         fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`"
+                             + (", or name the fits with --fits A,B" if flag != "--model-average"
+                                else ""))
     return list(best.values())

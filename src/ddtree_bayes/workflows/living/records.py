@@ -44,8 +44,11 @@ class RowErrors(DataError):
     def __init__(self, what: str, errors: list[DataError]) -> None:
         self.errors = errors
         n = len(errors)
+        if n == 1:  # one problem, one line
+            super().__init__(f"{what}: 1 problem, nothing appended: {errors[0]}")
+            return
         lines = "\n".join(f"  {e}" for e in errors)
-        super().__init__(f"{what}: {n} problem{'s' if n != 1 else ''}, nothing appended:\n{lines}")
+        super().__init__(f"{what}: {n} problems, nothing appended:\n{lines}")
 
 
 class SurpriseError(InputError):
@@ -263,6 +266,9 @@ def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[N
     and raised together as :class:`RowErrors`; values are checked by :func:`append_rows`.
     """
     name = str(path)
+    if not Path(path).is_file():
+        raise DataError("file not found" if not Path(path).exists() else "not a file",
+                        file=name, fix="pass an existing CSV with --from")
     _, header, body = read_records(path)
     missing = [c for c in COLUMNS if c not in header]
     if missing:

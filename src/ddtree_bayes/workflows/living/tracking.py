@@ -68,8 +68,9 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     for key in ("gpus", "block", "budget", "verify_tokens"):
         value = q[key]
         if value is not None and (not isinstance(value, int) or value < 1):
-            raise QueryError(f"--{key.replace('_', '-')} must be a positive whole number",
-                             fix="e.g. --budget 32")
+            flag = f"--{key.replace('_', '-')}"
+            raise QueryError(f"{flag} must be a positive whole number",
+                             fix=f"e.g. {flag} {dict(gpus=8, block=16, budget=32).get(key, 33)}")
     for key in ("engine", "method"):
         if q[key] is not None:
             names = str(q[key]).split(",") if key == "engine" else [str(q[key])]

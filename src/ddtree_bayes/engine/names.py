@@ -1,0 +1,115 @@
+"""Names a prediction asks for that the fit has never seen, with the closest known names.
+
+A name is *known* when it was measured (it appears in the data stored in the fit) or is
+declared: an engine with a relation in the priors file (``native = (1 - reduction) x
+sglang``), a GPU in the hardware table, a method with an acceptance prior or one of the
+built-in methods (``ar``, tree methods). Anything else is most likely a typo: ``predict
+--engine sglnag`` would otherwise answer silently from the pooled population.
+Standard library only (the predict path).
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import io
+from dataclasses import dataclass
+
+from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
+from ddtree_bayes.engine.store import Draws
+
+#: What a never-seen name means for the answer, per kind.
+CONSEQUENCE = {
+    "engine": "its speculative overhead is drawn from the pooled population (a wide interval)",
+    "method": "its overhead is drawn from the pooled population and it has no acceptance prior",
+    "model": "the fit describes another model",
+    "hardware": "it cannot be predicted (no measurement, no hardware-table row to transfer from)",
+}
+WHERE_DECLARED = {
+    "engine": "measured, nor given a relation in the priors file",
+    "method": "measured, nor given an acceptance prior in the priors file",
+    "model": "measured",
+    "hardware": "measured, nor in the hardware table",
+}
+
+
+@dataclass(frozen=True)
+class UnknownName:
+    """One name the fit has never seen: its kind, the flag it came from, the closest known
+    names (best first) and every known name of that kind."""
+
+    kind: str
+    name: str
+    suggestions: tuple[str, ...]
+    known: tuple[str, ...]
+
+    @property
+    def flag(self) -> str:
+        return f"--{self.kind}"
+
+    def message(self) -> str:
+        """One line: what is unknown, what that means, and the closest known names."""
+        hint = (f"did you mean {' or '.join(self.suggestions)}?" if self.suggestions
+                else f"known: {', '.join(self.known) or 'none'}")
+        return (f"{self.flag} {self.name!r} was never {WHERE_DECLARED[self.kind]}: "
+                f"{CONSEQUENCE[self.kind]}; {hint}")
+
+
+def _column(text: str, column: str) -> set[str]:
+    try:
+        return {row[column].strip() for row in csv.DictReader(io.StringIO(text))
+                if row.get(column) and row[column].strip()}
+    except (csv.Error, KeyError):
+        return set()
+
+
+def known_names(draws: Draws) -> dict[str, set[str]]:
+    """Every name the fit knows, per kind (engine, method, model, hardware)."""
+    meta = draws.meta
+    data = draws.data_csv
+    relations = meta.get("model", {}).get("relation_bases", {}) or {}
+    engines = _column(data, "engine") | set(relations) | set(relations.values())
+    engines |= {g.split("/")[1] for g in meta.get("coords", {}).get("overhead_group", [])
+                if g.count("/") == 2}
+    methods = _column(data, "method") | {AR_METHOD} | set(TREE_METHODS)
+    try:
+        from ddtree_bayes.core.config import parse_priors
+
+        cfg = parse_priors(draws.priors_toml, "priors stored in the fit")
+        methods |= {a.method for a in cfg.acceptance if a.method}
+        methods |= set(getattr(cfg, "methods", None) or {})  # [methods.<name>] tables
+    except Exception:  # noqa: BLE001 - names are advice; an odd priors text must not stop predict
+        pass
+    models = _column(data, "model")
+    target = meta.get("model", {}).get("target_model")
+    if target:
+        models.add(str(target))
+    hardware = _column(data, "hardware") | _column(draws.hardware_csv, "hardware")
+    hardware |= {s.rsplit("x", 1)[0] for s in meta.get("coords", {}).get("system", [])}
+    return {"engine": engines, "method": methods, "model": models, "hardware": hardware}
+
+
+def closest(name: str, known: set[str] | list[str], n: int = 3) -> list[str]:
+    """Up to ``n`` known names closest to ``name`` (difflib ratio >= 0.6), best first.
+
+    >>> closest("sglnag", {"sglang", "native", "vllm"})
+    ['sglang']
+    """
+    return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
+
+
+def unknown_names(draws: Draws, *, engines: list[str] | tuple[str, ...] | None = None,
+                  method: str | None = None, model: str | None = None,
+                  hardware: str | None = None) -> list[UnknownName]:
+    """The asked-for names the fit has never seen (in the order hardware, engine, method,
+    model), each with its closest known names."""
+    known = known_names(draws)
+    asked = [("hardware", hardware), *(("engine", e) for e in engines or ()),
+             ("method", method), ("model", model)]
+    out = []
+    for kind, value in asked:
+        if value is None or value in known[kind]:
+            continue
+        out.append(UnknownName(kind, value, tuple(closest(value, known[kind])),
+                               tuple(sorted(known[kind]))))
+    return out

@@ -1,0 +1,170 @@
+"""Regressions found by trying the CLI as a new user (issue 12), names checked at predict,
+and the last-resort error handler. A point-mass fit answers by hand: the default scenario
+(B300 x8, DDTree budget 32, M = 33) steps in 20 ms in SGLang, so acceptance 12 gives 600
+tok/s (tests/test_cli_support.py)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.engine import names as N
+from ddtree_bayes.engine.testing import point_mass_draws
+from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+
+@pytest.fixture(scope="module")
+def pm(tmp_path_factory):
+    return make_point_mass_workdir(tmp_path_factory.mktemp("errors") / "w")
+
+
+@pytest.fixture
+def work(pm, tmp_path):
+    return Path(shutil.copytree(pm, tmp_path / "w"))
+
+
+def one_error(code: int, out: str, err: str) -> str:
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert "(fix: " in err
+    return err
+
+
+# ---------------------------------------------------------------- the three crashes
+def test_predict_gpus_0_is_a_usage_error_not_a_zero_division(work):
+    err = one_error(*run_cli(work, "predict", "--gpus", "0"))
+    assert err == ("ddtree-bayes predict: error: argument --gpus: 0 is outside 1..1024 "
+                   "(fix: give the GPU count, e.g. --gpus 8)\n")
+    for bad in ("-1", "8.5", "eight", "", "99999999999999999999"):
+        assert "argument --gpus: " in one_error(*run_cli(work, "predict", "--gpus", bad))
+
+
+def test_predict_budget_0_blames_the_budget(work):
+    err = one_error(*run_cli(work, "predict", "--budget", "0"))
+    assert "argument --budget: 0 is outside 1..1000000" in err and "prior" not in err
+
+
+def test_predict_engine_typo_warns_with_the_closest_name(work):
+    code, out, err = run_cli(work, "predict", "--engine", "sglnag", "--accept", "12")
+    assert code == 0
+    assert err == ("ddtree-bayes: warning: --engine 'sglnag' was never measured, nor given a "
+                   "relation in the priors file: its speculative overhead is drawn from the "
+                   "pooled population (a wide interval); did you mean sglang?\n")
+    assert "sglnag  12" in out  # still answered, from the pooled population
+    err = one_error(*run_cli(work, "predict", "--engine", "sglnag", "--accept", "12",
+                             "--strict"))
+    assert "did you mean sglang?" in err and "drop --strict" in err
+
+
+# ---------------------------------------------------------------- names
+def test_known_names_of_the_point_mass():
+    known = N.known_names(point_mass_draws())
+    assert {"sglang", "native"} <= known["engine"]  # measured; declared by the relation
+    assert {"ar", "ddtree", "eagle3"} <= known["method"]  # built in; acceptance priors
+    assert {"b300", "h200", "rtx-pro-6000"} <= known["hardware"]  # the hardware table
+    assert "kimi-k2.6" in known["model"]
+
+
+@pytest.mark.parametrize(("kwargs", "kind", "suggestions"), [
+    ({"engines": ["sglang", "natve"]}, "engine", ("native",)),
+    ({"method": "ddtre"}, "method", ("ddtree",)),
+    ({"hardware": "h20"}, "hardware", ("h200",)),
+    ({"model": "kimi-k2.5"}, "model", ("kimi-k2.6",)),
+    ({"engines": ["mlc"]}, "engine", ()),
+])
+def test_unknown_names_and_suggestions(kwargs, kind, suggestions):
+    (u,) = N.unknown_names(point_mass_draws(), **kwargs)
+    assert (u.kind, u.suggestions[:len(suggestions)]) == (kind, suggestions)
+    assert u.message().startswith(f"--{kind} ")
+    if not suggestions:
+        assert u.message().endswith("; known: native, sglang, vllm")
+    assert N.unknown_names(point_mass_draws(), engines=["sglang", "native"], method="ddtree",
+                           hardware="b300") == []
+
+
+def test_unknown_hardware_is_an_error_with_suggestions(work):
+    err = one_error(*run_cli(work, "predict", "--hardware", "b30", "--accept", "12"))
+    assert "--hardware 'b30'" in err and "did you mean b300?" in err
+
+
+def test_method_typo_and_query_typo_warn(work):
+    code, _, err = run_cli(work, "predict", "--method", "ddtre", "--budget", "32",
+                           "--accept", "12", "--engine", "sglang")
+    assert code == 0 and "--method 'ddtre'" in err and "did you mean ddtree?" in err
+    code, _, err = run_cli(work, "optimize", "--engine", "sglnag", "--format", "json")
+    assert code == 0 and "did you mean sglang?" in err
+
+
+# ---------------------------------------------------------------- other bounds, by hand
+def test_accept_beyond_the_verified_tokens_names_the_flag(work):
+    err = one_error(*run_cli(work, "predict", "--accept", "12,40"))
+    assert "--accept 12,40: 40 tokens per step is more than the 33 verified per step" in err
+    err = one_error(*run_cli(work, "predict", "--method", "ar", "--accept", "2"))
+    assert "--accept 2: autoregressive decoding emits 1 token per step" in err
+    code, out, _ = run_cli(work, "predict", "--accept", "33", "--engine", "sglang",
+                           "--format", "json")
+    assert code == 0 and json.loads(out)["rows"][0]["median"] == pytest.approx(33 * 50)
+
+
+def test_json_numbers_are_numbers(work):
+    code, out, _ = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                           "--context", "1k", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    # context 1024 tokens = 1/64 unit: target 16 + 2 * (1/64) * 33**0.5 ms, / 0.8
+    assert row["accept"] == 12.0 and row["context_tokens"] == 1024
+    assert isinstance(row["context_tokens"], int)
+    assert row["median"] == pytest.approx(12 / ((16 + 2 / 64 * 33 ** 0.5) / 0.8) * 1000)
+
+
+def test_next_query_is_checked_like_predict(work):
+    err = one_error(*run_cli(work, "next", "--query", "--gpus 0"))
+    assert err.startswith("ddtree-bayes: error: --query '--gpus 0': argument --gpus: 0 is "
+                          "outside 1..1024 (fix: give the GPU count")
+    assert err.count("(fix:") == 1
+    err = one_error(*run_cli(work, "next", "--query", "--hardware b30"))
+    assert "--query: --hardware 'b30'" in err and "did you mean b300?" in err
+
+
+def test_a_binary_priors_file_is_named(work):
+    (work / "bad.toml").write_bytes(b"\xff\xfe\x00")
+    for argv in (("fit", "--priors", "bad.toml"), ("optimize", "--priors", "bad.toml"),
+                 ("validate", "--priors", "bad.toml")):
+        err = one_error(*run_cli(work, *argv))
+        assert "--priors bad.toml: not UTF-8 text (byte 0)" in err
+
+
+def test_update_chains_0_is_refused_before_anything_runs(work):
+    before = listing(work)
+    err = one_error(*run_cli(work, "update", "--chains", "0", "--force"))
+    assert "argument --chains: 0 is outside 1..64" in err
+    assert listing(work) == before
+
+
+# ---------------------------------------------------------------- the last resort
+def test_a_bug_is_one_line_and_the_traceback_is_opt_in(work, monkeypatch):
+    from ddtree_bayes.engine import predictive as P
+
+    def boom(*args, **kwargs):
+        raise ZeroDivisionError("float division by zero")
+
+    monkeypatch.setattr(P, "predict_rows", boom)
+    code, out, err = run_cli(work, "predict", "--accept", "12")
+    assert code == 1 and out == ""
+    assert err == ("ddtree-bayes: internal error: ZeroDivisionError: float division by zero "
+                   "(fix: this is a bug; rerun with DDTREE_BAYES_TRACEBACK=1 and report the "
+                   "traceback)\n")
+    monkeypatch.setenv("DDTREE_BAYES_TRACEBACK", "1")
+    with pytest.raises(ZeroDivisionError):
+        run_cli(work, "predict", "--accept", "12")
+
+
+def test_an_unwritable_path_is_exit_2_naming_it(work):
+    (work / "sim.csv").mkdir()
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    err = one_error(*run_cli(work, "simulate", "--truth",
+                             str(examples / "truth_dense_consumer.toml"), "--design",
+                             str(examples / "design_dense_consumer.csv"), "--out", "sim.csv"))
+    assert "--out sim.csv is a folder" in err

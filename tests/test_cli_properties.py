@@ -1,0 +1,318 @@
+"""No traceback, ever: every subcommand driven with generated flag values (numbers at and
+past their bounds, negative, zero, empty strings, unicode, huge values, wrong types, missing
+and unreadable files). Each run must exit 0, or exit 2 with ONE error line on stderr that
+names the flag (or the file or value) and a fix, having written nothing; exit 3 only for a
+well-formed fit id that does not exist. A successful ``--format json`` must validate against
+the command's shipped schema.
+
+The working directory holds a point-mass fit (tests/test_cli_support.py), so a command runs
+in milliseconds; what would sample or compute for seconds is replaced by a fake that still
+validates its inputs: ``api.fit`` (fit, update), ``report.write_report``,
+``validation.validate``/``sbc`` and ``compare.compare_fits``. The default suite runs a few
+derandomized examples per command; ``pytest -m slow`` runs the long profile.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from unittest import mock
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_cli_support import FIT_ID, listing, make_point_mass_workdir, run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "tests" / "fixtures" / "bench"
+COMMANDS = ("fit", "predict", "compare", "report", "validate", "simulate", "add", "update",
+            "history", "diff", "track", "optimize", "next")
+FAST = settings(max_examples=12, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+LONG = settings(max_examples=300, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+
+
+# ---------------------------------------------------------------- the working directory
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    """A point-mass working directory (noise 0.05, so `next` can reweight) plus inputs/:
+    valid, missing, empty, binary and directory paths for the file flags."""
+    work = make_point_mass_workdir(tmp_path_factory.mktemp("props") / "w", noise_sd=0.05)
+    inputs = work / "inputs"
+    (inputs / "dir.csv").mkdir(parents=True)
+    (inputs / "empty.csv").write_text("")
+    (inputs / "binary.csv").write_bytes(b"\xff\xfe\x00\x81garbage\x00")
+    header = (work / "data" / "measurements.csv").read_text().splitlines()[0]
+    (inputs / "row.csv").write_text(header + "\nkimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,"
+                                             "612,generated,\n")
+    line1 = (BENCH / "sglang_serving.jsonl").read_text().splitlines()[0]
+    (inputs / "bench.jsonl").write_text(line1 + "\n")
+    for name in ("truth_dense_consumer.toml", "design_dense_consumer.csv"):
+        shutil.copy(REPO / "data" / "examples" / name, inputs / name)
+    shutil.copy(REPO / "data" / "acceptance_reference.csv", inputs / "acceptance.csv")
+    (inputs / "candidates.csv").write_text(
+        "hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+        "b300,8,sglang,ddtree,16,32,14,0\n")
+    return work
+
+
+@pytest.fixture(scope="module")
+def fakes():
+    """Replace what would sample or compute for seconds by fakes that still validate."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import compare, inference, store
+    from ddtree_bayes.workflows import report
+    from ddtree_bayes.workflows import validation as V
+
+    load_inputs = api.load_inputs
+
+    def fit(data=None, priors=None, **kw):
+        _, cfg = load_inputs(data, priors, kw.get("hardware"))
+        if kw.get("moe_form") and kw["moe_form"] != cfg.moe_form:
+            api._with_moe_form(cfg, kw["moe_form"])
+        path = store.resolve(paths.models_dir())
+        return inference.FitResult(fit_id=path.stem, path=path, converged=True, failures=[],
+                                   diagnostics=[], divergences=0, timings={})
+
+    def write_report(fit_id=None, workdir=None, out_root=None, seed=0):
+        path = store.resolve(paths.models_dir(), fit_id)
+        out = (out_root or Path.cwd() / "reports") / path.stem
+        return out, {"fit_id": path.stem, "verdict": {
+            "converged": True, "failures": [], "text": "converged: every gate passed"}}
+
+    def validate(data=None, priors=None, *, group=None, seed=0, **kw):
+        measurements, _ = load_inputs(data, priors)
+        V.make_folds(measurements, group)
+        blank = {"coverage50": None, "coverage90": None, "mdape": None,
+                 "mean_width90_rel": None}
+        return {"data": str(measurements.path), "group": group or "row", "seed": seed,
+                "settings": {}, "seconds": 0.0, "folds": [], "rows": [],
+                "summary": {"posterior": blank, "baseline": dict(blank)}}
+
+    def sbc(data=None, priors=None, *, replicates=100, seed=0, **kw):
+        load_inputs(data, priors)
+        return {"replicates": replicates, "seed": seed, "settings": {}, "L": 99, "bins": 10,
+                "seconds": 0.0, "unconverged": 0, "uniformity": {}, "min_p": 1.0,
+                "replicate_results": []}
+
+    def compare_fits(fits, seed=0, method="bb-pseudo-bma"):
+        if len(fits) < 2:
+            raise QueryError("need at least two fits to compare", fix="fit the other form")
+        w = 1 / len(fits)
+        rows = [{"model": f"{d.meta['fit_id']} ({d.meta['model']['moe_form']})", "rank": i,
+                 "elpd_loo": 1.0, "p_loo": 1.0, "elpd_diff": 0.0, "se": 0.1, "dse": 0.0,
+                 "weight": w, "pareto_k_above_0.7": 0} for i, d in enumerate(fits)]
+        return {"rows": rows, "weights": {d.meta["fit_id"]: w for d in fits},
+                "method": method, "notes": []}
+
+    with mock.patch.object(api, "fit", fit), \
+            mock.patch.object(report, "write_report", write_report), \
+            mock.patch.object(V, "validate", validate), mock.patch.object(V, "sbc", sbc), \
+            mock.patch.object(compare, "compare_fits", compare_fits):
+        yield
+
+
+# ---------------------------------------------------------------- generated values
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"),
+               max_size=10)
+INT = st.one_of(st.integers(-3, 70).map(str), st.sampled_from([
+    "0", "-1", "1", "2", "1024", "1025", "4096", "4294967295", "4294967296", str(10**30),
+    "9" * 5000, "1e3", "1.5", "", " ", "abc", "٣", "0x10", "1_0"]))
+FLOAT = st.one_of(st.floats(allow_nan=True, allow_infinity=True).map(repr), st.sampled_from([
+    "0", "1", "-0.0", "0.5", "0.999999", "1e400", "-1e400", "nan", "inf", "", "x", "1e-320"]))
+NAME = st.one_of(st.sampled_from([
+    "b300", "h200", "rtx-pro-6000", "sglang", "native", "vllm", "ddtree", "eagle3", "ar",
+    "sglnag", "b30", "ddtre", "SGLang", "sglang,native", "sglang,", ",", "", " b300"]), TEXT)
+ACCEPT = st.one_of(st.sampled_from([
+    "12", "14", "12:16", "12,14,16", "12:16:0.5", "1", "0", "0.5", "33", "34", "40", "16:12",
+    "1:33:0.0033", "nan", "1e400", "", "x", "12:", ":", "12:16:0", "-5"]), FLOAT)
+CONTEXT = st.one_of(st.sampled_from([
+    "0", "32k", "1m", "32768", "-5", "", "1e9", "9" * 30, "9" * 400, "k", "1.5k", "64K"]), TEXT)
+FIT = st.one_of(st.sampled_from([FIT_ID, "latest", "20990101T000000Z-nope", "", "../x",
+                                 "a b", "-"]), TEXT)
+
+
+def files(*valid: str):
+    """A path for a file flag: a valid input, or missing, empty, binary, a directory."""
+    return st.sampled_from([*(f"inputs/{v}" for v in valid), "inputs/missing.csv",
+                            "inputs/empty.csv", "inputs/binary.csv", "inputs/dir.csv",
+                            "inputs/ünïcode missing.toml"])
+
+
+def choice(*options: str):
+    return st.sampled_from([*options, "", "xml", "JSON"])
+
+
+FLAG = None  # a flag without a value
+SCENARIO = {"--hardware": NAME, "--gpus": INT, "--engine": NAME, "--method": NAME,
+            "--block": INT, "--budget": INT, "--verify-tokens": INT, "--context": CONTEXT}
+COMMON = {"--prob": FLOAT, "--fit": FIT, "--seed": INT, "--strict": FLAG,
+          "--allow-unconverged": FLAG}
+SPECS: dict[str, dict] = {
+    "fit": {"--data": files("row.csv"), "--priors": files(), "--hardware-file": files(),
+            "--chains": INT, "--draws": INT, "--tune": INT, "--target-accept": FLOAT,
+            "--moe-form": choice("power", "linear"), "--backend": choice("nutpie", "pymc"),
+            "--quiet": FLAG, "--seed": INT, "--format": choice("table", "json")},
+    "predict": {**SCENARIO, **COMMON, "--accept": ACCEPT, "--target": FLOAT,
+                "--model-average": FLAG, "--format": choice("table", "json", "csv")},
+    "compare": {"--fits": st.one_of(st.sampled_from([f"{FIT_ID},{FIT_ID}", FIT_ID, ",",
+                                                     f"{FIT_ID},nope"]), TEXT),
+                "--weights": choice("bb-pseudo-bma", "stacking", "pseudo-bma"),
+                "--seed": INT, "--format": choice("table", "json")},
+    "report": {"--fit": FIT, "--out": st.one_of(st.sampled_from(
+        ["out", "inputs/binary.csv", "/proc/forbidden", "inputs/dir.csv"]), TEXT),
+        "--quiet": FLAG, "--seed": INT, "--format": choice("table", "json")},
+    "validate": {"--data": files("row.csv"), "--priors": files(),
+                 "--group": choice("hardware", "engine", "method", "budget"), "--sbc": INT,
+                 "--jobs": INT, "--quiet": FLAG, "--seed": INT,
+                 "--format": choice("table", "json")},
+    "simulate": {"--truth": files("truth_dense_consumer.toml"),
+                 "--design": files("design_dense_consumer.csv"),
+                 "--out": st.sampled_from(["sim.csv", "inputs/dir.csv", "/proc/x/sim.csv"]),
+                 "--seed": INT},
+    "add": {**{k: NAME for k in ("--hardware", "--engine", "--method", "--model")},
+            **{k: INT for k in ("--gpus", "--block", "--budget", "--verify-tokens")},
+            "--accept": FLOAT, "--tok-s": FLOAT, "--context": CONTEXT, "--source": TEXT,
+            "--notes": TEXT, "--from": files("row.csv"), "--from-bench": st.one_of(
+                files("bench.jsonl"), st.sampled_from([str(p) for p in sorted(BENCH.iterdir())])),
+            "--bench-format": choice("vllm-latency", "sglang-serving", "llama-bench"),
+            "--bench-records": st.sampled_from(["1", "2", "1,2", "0", "", "x"]),
+            "--batch-size": INT, "--output-len": INT, "--input-len": INT,
+            "--allow-duplicate": FLAG, "--data": files("row.csv"),
+            "--hardware-file": files(), "--format": choice("table", "json")},
+    "update": {"--reject-surprises": FLAG, "--force": FLAG, "--data": files("row.csv"),
+               "--priors": files(), "--hardware-file": files(), "--seed": INT,
+               "--chains": INT, "--draws": INT, "--tune": INT,
+               "--backend": choice("nutpie", "pymc"), "--moe-form": choice("power", "linear"),
+               "--format": choice("table", "json"), "--quiet": FLAG},
+    "history": {"--format": choice("table", "json")},
+    "diff": {"--all": FLAG, "--seed": INT, "--format": choice("table", "json")},
+    "track": {**SCENARIO, "--accept": ACCEPT, "--name": TEXT,
+              "--format": choice("table", "json")},
+    "optimize": {**COMMON, "--hardware": NAME, "--gpus": INT, "--engine": NAME,
+                 "--method": NAME, "--block": INT, "--context": CONTEXT,
+                 "--budgets": st.one_of(st.sampled_from(["8,16,32", "0", "", "8,,16", "1024",
+                                                         "1000001", "x"]), TEXT),
+                 "--acceptance-file": files("acceptance.csv"), "--priors": files(),
+                 "--format": choice("table", "json")},
+    "next": {**COMMON, "--query": st.one_of(st.sampled_from([
+        "", "--accept 14", "--engine native --accept 12:16", "--gpus 0", "--budget x",
+        "--accept 40", "--bogus 1", "'", "--hardware b30", "--context -5"]), TEXT),
+        "--candidates": files("candidates.csv"), "--k": INT, "--min-ess": FLOAT,
+        "--format": choice("table", "json")},
+}
+POSITIONAL = {"diff": st.lists(FIT, min_size=0, max_size=3),
+              "track": st.lists(st.one_of(st.sampled_from(["add", "list", "remove", "x"]), TEXT),
+                                max_size=2)}
+
+
+@st.composite
+def argv_for(draw, command: str) -> list[str]:
+    spec = SPECS[command]
+    flags = draw(st.lists(st.sampled_from(sorted(spec)), unique=True, max_size=6))
+    argv = [command, *(draw(POSITIONAL[command]) if command in POSITIONAL else [])]
+    for flag in flags:
+        argv.append(flag)
+        if spec[flag] is not None:
+            argv.append(draw(spec[flag]))
+    return argv
+
+
+# ---------------------------------------------------------------- the property
+def _names(argv: list[str]) -> set[str]:
+    """How an error line may name what was wrong: a flag (given, or required and missing)
+    as typed or as its column name, a positional's name, or a value (a path, a fit id)."""
+    out = {"ID1", "ID2", "NAME", "action", "--help", *SPECS[argv[0]]}
+    for tok in argv[1:]:
+        if tok.startswith("--"):
+            out |= {tok, tok[2:], tok[2:].replace("-", "_")}
+        else:
+            for part in {tok, *tok.split(",")}:
+                if part.strip():
+                    out |= {part.strip(), repr(part.strip())}
+    return out
+
+
+def check(work: Path, argv: list[str]) -> None:
+    before = listing(work)
+    code, out, err = run_cli(work, *argv)
+    assert "Traceback" not in err and "Traceback" not in out, (argv, err)
+    assert code in (0, 2, 3), (argv, code, err)
+    if code == 0:
+        if "--format" in argv and argv[argv.index("--format") + 1] == "json":
+            from test_json_schemas import validate_output
+
+            validate_output(argv[0], json.loads(out))
+        return
+    lines = err.splitlines()
+    errors = [ln for ln in lines if ": error: " in ln]
+    others = [ln for ln in lines if ln not in errors]
+    assert len(errors) == 1, (argv, err)
+    assert all(": warning: " in ln or ln.startswith("[") for ln in others), (argv, err)
+    line = errors[0]
+    assert line.startswith("ddtree-bayes") and "(fix: " in line, (argv, line)
+    assert any(name in line for name in _names(argv)), (argv, line)
+    if code == 3:  # a fit id that does not exist: only when one was given
+        assert "no fit" in line and any(f"'{t}'" in line for t in _names(argv)), (argv, line)
+    assert {k: v for k, v in listing(work).items() if not k.endswith(".lock")} == {
+        k: v for k, v in before.items() if not k.endswith(".lock")}, (argv, "wrote files")
+
+
+def run_example(template: Path, argv: list[str]) -> None:
+    base = Path(tempfile.mkdtemp(prefix="ddtree-prop-"))
+    try:
+        work = base / "w"
+        shutil.copytree(template, work)
+        check(work, argv)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+@FAST
+@given(data=st.data())
+def test_no_traceback_ever(template, fakes, command, data):
+    run_example(template, data.draw(argv_for(command)))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", COMMANDS)
+@LONG
+@given(data=st.data())
+def test_no_traceback_ever_long(template, fakes, command, data):
+    run_example(template, data.draw(argv_for(command)))
+
+
+def test_every_command_has_a_spec():
+    from ddtree_bayes.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    assert set(sub.choices) == set(COMMANDS) == set(SPECS)
+
+
+# ---------------------------------------------------------------- --help everywhere
+@pytest.mark.parametrize("argv", [["--help"], *([c, "--help"] for c in COMMANDS)],
+                         ids=lambda a: " ".join(a))
+def test_help_works_everywhere(tmp_path, argv):
+    """The top-level --help used to crash on a '%' in a subcommand's help text."""
+    code, out, err = run_cli(tmp_path, *argv)
+    assert code == 0 and err == "", err
+    assert out.startswith("usage: ddtree-bayes")
+    if argv == ["--help"]:
+        for command in COMMANDS:
+            assert f"\n    {command} " in out, command
+
+
+def test_no_command_and_an_unknown_flag_are_one_line(tmp_path):
+    for argv, what in ((), "COMMAND"), (("predict", "--bogus"), "--bogus"), (
+            ("predict", "--format", "xml"), "choose from"):
+        code, out, err = run_cli(tmp_path, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert what in err and "(fix: " in err
+

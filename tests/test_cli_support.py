@@ -1,0 +1,127 @@
+"""Shared helpers of the CLI tests (test_cli_*.py, test_json_schemas.py, test_from_bench.py):
+a working directory holding a point-mass fit on disk, so a command runs in milliseconds and
+its numbers can be computed by hand, and a runner that captures exit code, stdout, stderr.
+
+The point mass is ddtree_bayes.engine.testing's (B300 x8 only; linear MoE; SGLang overhead
+0.2, native reduction 0.5, no noise): the default scenario at acceptance 12 answers
+12 / 20 ms = 600 tok/s in SGLang. The working directory's data file holds the two bundled
+B300 rows, which is what the artifact says it was fit on.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import hashlib
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+
+from ddtree_bayes.core.paths import bundled
+
+B300_ROWS = 2  # the bundled file's B300 rows (AR and DDTree budget 8)
+
+
+def run_cli(workdir: Path, *argv: str) -> tuple[int, str, str]:
+    """``cli.main(argv)`` in ``workdir``: (exit code, stdout, stderr). An argparse exit
+    (SystemExit) becomes its code, as the console script would return it."""
+    from ddtree_bayes.cli import main as cli
+
+    out, err = io.StringIO(), io.StringIO()
+    old = Path.cwd()
+    os.chdir(workdir)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(list(argv))
+            except SystemExit as exit_:
+                code = exit_.code if isinstance(exit_.code, int) else (0 if exit_.code is None
+                                                                       else 1)
+    finally:
+        os.chdir(old)
+    return code, out.getvalue(), err.getvalue()
+
+
+FIT_ID = "20260101T000000Z-pointmss"
+
+
+def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
+                         fit_id: str = FIT_ID, n: int = 16, moe_form: str = "linear",
+                         jitter: float = 0.0, **overrides) -> Path:
+    """Save the point-mass posterior (``overrides`` as in ``point_mass_draws``) as a fit
+    artifact that ``store.load_draws`` reads (h5py: root attributes and a ``posterior``
+    group of (chain, draw, ...) arrays); ``latest.json`` points at it. ``jitter`` > 0
+    multiplies every draw by exp(jitter * N(0, 1)) (seeded), so PSIS-LOO has spread to
+    work with."""
+    import h5py
+    import numpy as np
+
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    pm = point_mass_draws(n=n, moe_form=moe_form, **overrides)
+    texts = {"data": data.read_text(), "priors": priors.read_text(),
+             "hardware": hardware.read_text()}
+    meta = json.loads(json.dumps(pm.meta))
+    meta.update({
+        "fit_id": fit_id, "created_utc": "2026-01-01T00:00:00+00:00", "seed": 20261130,
+        "package_version": "test", "libraries": {},
+        "sampler": {"chains": 1, "draws": n, "tune": 0, "target_accept": 0.9,
+                    "backend": "nutpie"},
+        "data": {"path": str(data.resolve()), "rows": B300_ROWS,
+                 "sha256": hashlib.sha256(data.read_bytes()).hexdigest()},
+        "priors": {"path": str(priors.resolve()),
+                   "sha256": hashlib.sha256(priors.read_bytes()).hexdigest()},
+        "inputs_sha256": "point-mass", "diagnostics": {"parameters": [], "divergences": 0},
+        "timings": {"total_s": 0.0}})
+    meta["model"]["target_model"] = "kimi-k2.6"
+    path = store.fits_dir(models) / f"{fit_id}.nc"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with h5py.File(path, "w") as fh:
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+        fh.attrs[store.DATA_ATTR] = texts["data"]
+        fh.attrs[store.PRIORS_ATTR] = texts["priors"]
+        fh.attrs[store.HARDWARE_ATTR] = texts["hardware"]
+        post = fh.create_group("posterior")
+        rng = np.random.default_rng(0)
+        for name, arr in pm.variables.items():
+            arr = np.asarray(arr) * np.exp(jitter * rng.standard_normal(np.shape(arr)))
+            post[name] = arr[None, ...]  # one chain
+    (models / store.LATEST).write_text(json.dumps(
+        {"fit_id": fit_id, "file": f"fits/{path.name}", "converged": True}))
+    return path
+
+
+def make_point_mass_workdir(root: Path, **overrides) -> Path:
+    """``root`` with data/ (the bundled B300 rows, hardware and seed tables),
+    models/priors.toml and a point-mass fit of those rows (``overrides``: see
+    :func:`write_point_mass_fit`)."""
+    (root / "data").mkdir(parents=True)
+    (root / "models").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv"):
+        shutil.copy(bundled(name), root / "data" / name)
+    with open(bundled("measurements.csv"), newline="") as fh:
+        lines = fh.read().splitlines(keepends=True)
+    header, body = lines[0], [ln for ln in lines[1:] if next(csv.reader([ln]))[1] == "b300"]
+    assert len(body) == B300_ROWS
+    data = root / "data" / "measurements.csv"
+    data.write_text(header + "".join(body))
+    data.chmod(0o644)
+    shutil.copy(bundled("priors.toml"), root / "models" / "priors.toml")
+    (root / "models" / "priors.toml").chmod(0o644)
+    write_point_mass_fit(root / "models", data, root / "models" / "priors.toml",
+                         root / "data" / "hardware.csv", **overrides)
+    return root
+
+
+def listing(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``root`` with its size and modification time (ns): equal listings
+    before and after a command mean it wrote nothing."""
+    out = {}
+    for p in sorted(root.rglob("*")):
+        if p.is_file():
+            st = p.stat()
+            out[str(p.relative_to(root))] = (st.st_size, st.st_mtime_ns)
+    return out

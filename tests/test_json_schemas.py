@@ -1,0 +1,177 @@
+"""Every command's `--format json` against the JSON Schema shipped in the package
+(src/ddtree_bayes/schemas/<command>.schema.json, shown in docs/json-output.md).
+
+Outputs come from real runs: a point-mass working directory (tests/test_cli_support.py) for
+the commands that read a fit, the session's real fit for `fit` and `update` (the refit's
+sampling replaced by that fit, as tests/test_living_update.py does), and small real runs
+for `compare` and `validate`. `report` is checked in tests/test_report.py against the report
+built there. The schemas are strict where the CLI builds the object (no undocumented keys),
+so a new field must be documented to pass.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli, write_point_mass_fit
+
+
+
+@cache
+def schema(command: str) -> dict:
+    """The shipped schema of ``command`` (read through the installed package)."""
+    text = (resources.files("ddtree_bayes") / "schemas" / f"{command}.schema.json").read_text()
+    return json.loads(text)
+
+
+def validate_output(command: str, payload) -> None:
+    """Raise jsonschema.ValidationError unless ``payload`` fits the command's schema."""
+    jsonschema.Draft202012Validator(schema(command)).validate(payload)
+
+
+def json_of(work: Path, *argv: str):
+    code, out, err = run_cli(work, *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def json_commands() -> set[str]:
+    from ddtree_bayes.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    return {name for name, p in sub.choices.items()
+            if any(a.dest == "format" and "json" in (a.choices or ()) for a in p._actions)}
+
+
+def test_one_valid_schema_per_json_command():
+    shipped = {p.name.removesuffix(".schema.json")
+               for p in (resources.files("ddtree_bayes") / "schemas").iterdir()
+               if p.name.endswith(".schema.json")}
+    assert shipped == json_commands() == {
+        "fit", "predict", "compare", "report", "validate", "add", "update", "history", "diff",
+        "track", "optimize", "next"}
+    for command in shipped:
+        jsonschema.Draft202012Validator.check_schema(schema(command))
+        assert schema(command)["title"] == f"ddtree-bayes {command} --format json"
+
+
+def test_a_wrong_type_is_caught():
+    """The schema can fail: acceptance as the old string, context as a float."""
+    good = {"fit_id": "x", "seed": 1, "interval_probs": [0.5, 0.9], "target": None,
+            "draws": 4, "rows": [{
+                "hardware": "b300", "gpus": 8, "engine": "sglang", "method": "ddtree",
+                "block": 16, "budget": 32, "verify_tokens": 33, "context_tokens": 0,
+                "accept": 12.0, "accept_kind": "given", "accept_distribution": None,
+                "median": 600.0, "lo50": 600.0, "hi50": 600.0, "lo90": 600.0, "hi90": 600.0,
+                "original": None, "original_lo": None, "original_hi": None,
+                "overhead_from": "measured"}]}
+    validate_output("predict", good)
+    for key, bad in (("accept", "12"), ("context_tokens", 0.5), ("gpus", 0),
+                     ("undocumented", 1)):
+        broken = json.loads(json.dumps(good))
+        broken["rows"][0][key] = bad
+        with pytest.raises(jsonschema.ValidationError):
+            validate_output("predict", broken)
+
+
+# ---------------------------------------------------------------- point-mass commands
+@pytest.fixture(scope="module")
+def pm(tmp_path_factory):
+    return make_point_mass_workdir(tmp_path_factory.mktemp("schemas") / "w", noise_sd=0.05)
+
+
+@pytest.fixture
+def work(pm, tmp_path):
+    return Path(shutil.copytree(pm, tmp_path / "w"))
+
+
+def test_predict(work):
+    out = json_of(work, "predict", "--accept", "12:16", "--target", "600")
+    validate_output("predict", out)
+    rows = {(r["engine"], r["accept_kind"], r["accept"]): r for r in out["rows"]}
+    assert rows[("sglang", "given", 12.0)]["context_tokens"] == 0
+    (uniform,) = [r for r in out["rows"] if r["accept_kind"] == "uniform" and r["engine"] == "sglang"]
+    assert uniform["accept"] is None and uniform["accept_distribution"] == {
+        "family": "uniform", "lower": 12.0, "upper": 16.0, "label": "U(12,16)"}
+    prior = json_of(work, "predict", "--engine", "sglang", "--context", "32k")
+    validate_output("predict", prior)
+    (row,) = prior["rows"]
+    assert row["accept"] is None and row["context_tokens"] == 32768
+    assert row["accept_distribution"]["family"] == "truncnormal"  # the bundled B300 prior
+    assert row["accept_distribution"]["params"]["lower"] == 1.0
+
+
+def test_decisions_history_diff_track(work):
+    validate_output("optimize", json_of(work, "optimize", "--budgets", "8,16,32"))
+    nxt = json_of(work, "next", "--k", "4", "--query", "--accept 14")
+    validate_output("next", nxt)
+    assert nxt["query"]["accept"] == 14.0 and nxt["query"]["accept_distribution"] is None
+    nxt = json_of(work, "next", "--k", "4", "--query", "--accept 12:16")
+    validate_output("next", nxt)
+    assert nxt["query"]["accept"] is None and nxt["query"]["accept_distribution"] == "U(12,16)"
+    validate_output("history", json_of(work, "history"))
+    validate_output("diff", json_of(work, "diff", "latest", FIT_ID))
+    added = json_of(work, "track", "--hardware", "b300", "--engine", "native", "--budget", "32",
+                    "--accept", "14")
+    validate_output("track", added)
+    assert added["now"]["rows"][0]["median"] > 0
+    listed = json_of(work, "track", "list")
+    validate_output("track", listed)
+    assert [r["name"] for r in listed["rows"]] == ["default", added["query"]["name"]]
+    validate_output("track", json_of(work, "track", "remove", added["query"]["name"]))
+
+
+def test_add(work):
+    out = json_of(work, "add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree",
+                  "--block", "16", "--budget", "32", "--accept", "13.1", "--tok-s", "612",
+                  "--context", "32k", "--source", "schema test")
+    validate_output("add", out)
+    assert out["rows"][0]["context_tokens"] == 32768 and out["rows"][0]["accept_len"] == 13.1
+
+
+def test_compare_of_two_point_mass_forms(work):
+    """Real PSIS-LOO on two point-mass fits (noise 0.05, power vs linear MoE form)."""
+    for form, fit_id in (("power", "20260101T000001Z-power"), ("linear", "20260101T000002Z-lin")):
+        write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                             work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                             fit_id=fit_id, n=400, moe_form=form, noise_sd=0.05, jitter=0.02)
+    out = json_of(work, "compare", "--fits", "20260101T000001Z-power,20260101T000002Z-lin")
+    validate_output("compare", out)
+    assert sum(out["weights"].values()) == pytest.approx(1.0, abs=0.01)
+
+
+# ---------------------------------------------------------------- on the session's real fit
+@pytest.fixture
+def real(fitted_workdir, tmp_path, monkeypatch):
+    """A copy of the session fit's directory; `api.fit` returns that fit instead of sampling."""
+    from ddtree_bayes import api
+
+    work0, result = fitted_workdir
+    work = Path(shutil.copytree(work0, tmp_path / "w"))
+    (work / "data" / "measurements.csv").chmod(0o644)
+    path = work / "models" / "fits" / result.path.name
+    monkeypatch.setattr(api, "fit", lambda *a, **k: type(result)(
+        **{**result.__dict__, "path": path}))
+    return work
+
+
+def test_fit_and_update(real):
+    out = json_of(real, "fit")
+    validate_output("fit", out)
+    assert [r["context_tokens"] for r in out["posterior_predictive"]][:3] == [0, 0, 0]
+    nothing = json_of(real, "update")
+    validate_output("update", nothing)
+    assert nothing["refit"] is None and nothing["new_rows"] == []
+    assert run_cli(real, "add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree",
+                   "--block", "16", "--budget", "32", "--accept", "13.1", "--tok-s", "612",
+                   "--source", "HYPOTHETICAL schema test")[0] == 0
+    out = json_of(real, "update")
+    validate_output("update", out)
+    assert [r["row"] for r in out["new_rows"]] == [11] and out["refit"]["converged"]
