@@ -80,7 +80,7 @@ def test_predict_table_json_csv(fitted_workdir, capsys, monkeypatch):
         assert r["lo80"] <= r["lo50"] <= r["median"] <= r["hi50"] <= r["hi80"]
     sg = {r["accept"]: r["median"] for r in rows if r["engine"] == "sglang"}
     # tok/s rises with acceptance at a fixed step time
-    assert sg["12"] < sg["13"] < sg["14"] < sg["15"] < sg["16"]
+    assert sg[12.0] < sg[13.0] < sg[14.0] < sg[15.0] < sg[16.0]  # accept is a number (issue 12)
     code, out, _ = run(capsys, monkeypatch, work, "predict", "--accept", "13.5", "--format",
                        "csv")
     table = list(csv.DictReader(io.StringIO(out)))
