@@ -22,6 +22,8 @@ import pytest
 
 from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli, write_point_mass_fit
 
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "tests" / "fixtures" / "bench"
 
 
 @cache
@@ -128,12 +130,16 @@ def test_decisions_history_diff_track(work):
     validate_output("track", json_of(work, "track", "remove", added["query"]["name"]))
 
 
-def test_add(work):
+def test_add_and_from_bench(work):
     out = json_of(work, "add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree",
                   "--block", "16", "--budget", "32", "--accept", "13.1", "--tok-s", "612",
                   "--context", "32k", "--source", "schema test")
     validate_output("add", out)
     assert out["rows"][0]["context_tokens"] == 32768 and out["rows"][0]["accept_len"] == 13.1
+    out = json_of(work, "add", "--from-bench", str(BENCH / "llama_bench.json"),
+                  "--hardware", "h200", "--gpus", "8", "--engine", "llama.cpp", "--method", "ar")
+    validate_output("add", out)
+    assert [r["context_tokens"] for r in out["rows"]] == [0, 4096]
 
 
 def test_compare_of_two_point_mass_forms(work):

@@ -23,6 +23,9 @@ from ddtree_bayes.cli.output import (
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
+#: ``add`` flags that only make sense with --from-bench.
+BENCH_FLAGS = ("bench_format", "bench_records", "batch_size", "output_len", "input_len")
+
 
 # ---------------------------------------------------------------- add
 def _context_tokens(text: str | None) -> str:
@@ -39,6 +42,14 @@ def cmd_add(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
     data_path = _default_data_path(args.data)
+    bench_only = [f"--{f.replace('_', '-')}" for f in BENCH_FLAGS if getattr(args, f) is not None]
+    if args.from_file and args.from_bench:
+        raise InputError("--from and --from-bench cannot be combined",
+                         fix="add the CSV and the benchmark file in two `add` calls")
+    if bench_only and not args.from_bench:
+        raise InputError(f"{', '.join(bench_only)} only appl{'y' if len(bench_only) > 1 else 'ies'}"
+                         " to --from-bench",
+                         fix="add --from-bench FILE, or drop them")
     hardware = _hardware_table(args.hardware_file)
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
@@ -48,6 +59,27 @@ def cmd_add(args: argparse.Namespace) -> int:
         rows = living.rows_from_file(Path(args.from_file))
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate, what=args.from_file)
+    elif args.from_bench:
+        from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
+
+        if args.tok_s is not None:
+            raise InputError("--tok-s comes from the --from-bench file",
+                             fix="drop --tok-s, or add the row without --from-bench")
+        missing = [f"--{f}" for f in ("hardware", "engine", "method") if getattr(args, f) is None]
+        if missing:
+            raise InputError(f"--from-bench needs {', '.join(missing)} (a benchmark file does "
+                             "not record them)", fix="give the benchmarked configuration, e.g. "
+                             "--hardware b300 --engine sglang --method ddtree --budget 32")
+        _, rows = rows_from_bench(
+            Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
+            fmt=args.bench_format, accept=args.accept, context=_context_tokens(args.context) or None,
+            source=args.source, notes=args.notes, batch_size=args.batch_size,
+            output_len=args.output_len, input_len=args.input_len,
+            records=None if args.bench_records is None else {
+                int(x) for x in args.bench_records.split(",") if x.strip()})
+        result = living.append_rows(data_path, hardware, rows,
+                                    allow_duplicate=args.allow_duplicate,
+                                    what=args.from_bench if len(rows) > 1 else None)
     else:
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
@@ -254,11 +286,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
     from ddtree_bayes.cli import args as A
     from ddtree_bayes.cli.args import add_format
+    from ddtree_bayes.core.bench_import import FORMATS
 
     a = sub.add_parser(
         "add", help="append a validated measurement to data/measurements.csv",
-        description="Append one measurement (flags) or many (--from FILE.csv, same columns as "
-                    "data/measurements.csv) to the measurement file, validated exactly as "
+        description="Append one measurement (flags), many (--from FILE.csv, same columns as "
+                    "data/measurements.csv) or a benchmark tool's results (--from-bench FILE) "
+                    "to the measurement file, validated exactly as "
                     "`fit` validates it. All or nothing: one bad row in --from rejects the "
                     "whole file, every problem listed with its file, row and column (exit 2). "
                     "A row identical to an existing one is refused; --allow-duplicate "
@@ -268,7 +302,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "lock (.measurements.csv.lock) is held across read-validate-write and the "
                     "file is replaced atomically.",
         epilog="Example: ddtree-bayes add --hardware b300 --engine sglang --method ddtree "
-               "--block 16 --budget 32 --accept 13.1 --tok-s 612 --source \"my run 2026-12-01\"")
+               "--block 16 --budget 32 --accept 13.1 --tok-s 612 --source \"my run 2026-12-01\". "
+               "From a benchmark file: ddtree-bayes add --from-bench result.jsonl --hardware "
+               "b300 --engine sglang --method eagle3 --block 3")
     # the row's values are checked by the data schema (core.data.parse_row), whose messages
     # name the row and column they would land in
     a.add_argument("--hardware", help="GPU name from data/hardware.csv (required)")
@@ -284,17 +320,37 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "chain block+1)")
     a.add_argument("--accept",
                    help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
-                        "column (required; 1 for ar)")
+                        "column (required; 1 for ar; with --from-bench only when the file has "
+                        "no acceptance length)")
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
-                        "context)")
+                        "context; with --from-bench: the file's input length)")
     a.add_argument("--tok-s",
                    help="measured decode throughput at concurrency 1 (required)")
-    a.add_argument("--source", help="where the number comes from (required)")
+    a.add_argument("--source", help="where the number comes from (required; with "
+                                    "--from-bench default: tool, file and record)")
     a.add_argument("--notes", help="free text, e.g. driver or engine version")
     a.add_argument("--model", help="target model (default: the file's model)")
     a.add_argument("--from", dest="from_file", metavar="FILE.csv",
                    help="append every row of this CSV (header as in data/measurements.csv)")
+    a.add_argument("--from-bench", metavar="FILE",
+                   help="import a benchmark tool's result file: vllm bench latency "
+                        "--output-json, vllm bench serve --save-result, sglang.bench_one_batch "
+                        "--result-filename, sglang.bench_serving --output-file, llama-bench -o "
+                        "json/jsonl/csv (single-stream runs); the configuration comes from the "
+                        "flags above")
+    a.add_argument("--bench-format", choices=FORMATS,
+                   help="the --from-bench file's format (default: detected)")
+    a.add_argument("--bench-records", metavar="N[,M]",
+                   type=A.as_text(A.int_list(1, 10_000_000, "e.g. --bench-records 1,3")),
+                   help="import only these records of the --from-bench file (numbered as its "
+                        "error messages number them: JSON record or line)")
+    a.add_argument("--batch-size", type=A.whole(1, 1_000_000, "use --batch-size 1"),
+                   help="vllm bench latency's --batch-size (its JSON does not record it)")
+    a.add_argument("--output-len", type=A.whole(1, 10_000_000, "e.g. --output-len 128"),
+                   help="vllm bench latency's --output-len (its JSON does not record it)")
+    a.add_argument("--input-len", type=A.whole(0, 10_000_000, "e.g. --input-len 512"),
+                   help="vllm bench latency's --input-len, the context (not in its JSON)")
     a.add_argument("--allow-duplicate", action="store_true",
                    help="append a row identical to an existing one as a true repeat; its notes "
                         "get 'repeat of row N' so the file stays valid")
