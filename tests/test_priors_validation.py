@@ -130,7 +130,10 @@ def test_bundled_priors_load(path):
     assert cfg.moe_form == "power"
     assert cfg.context_unit_tokens == 65536.0
     assert cfg.default_context_tokens == 0.0
-    assert set(cfg.priors) == set(MODEL_PRIORS) | {"moe_exponent_mu", "moe_slope_mu"}
+    from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
+
+    every_form = {n for names in FORM_PRIORS.values() for n in names}
+    assert set(cfg.priors) == set(MODEL_PRIORS) | set(MOE_FORMS.values()) | every_form
     for name, per in MODEL_PRIORS.items():
         assert cfg.priors[name].per == per, name
     assert cfg.priors["noise_sd"] == Prior(

@@ -34,6 +34,15 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
     return measurements, cfg
 
 
+def structure_inputs(workdir: Path | None = None, hardware: str | Path | None = None) -> dict:
+    """The hardware table and model cards that the roofline form needs (``build_spec`` kwargs)."""
+    from ddtree_bayes.core.cards import load_model_cards
+
+    hw_path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
+    return {"hardware": load_hardware(hw_path),
+            "cards": load_model_cards(paths.data_file("models.csv", workdir))}
+
+
 def _with_moe_form(cfg: PriorsConfig, moe_form: str) -> PriorsConfig:
     import dataclasses
 
@@ -84,7 +93,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine.model import build_model
 
-    spec = S.build_spec(measurements, cfg)
+    spec = S.build_spec(measurements, cfg, **structure_inputs(workdir, hardware))
     model = build_model(spec, cfg)
     t_built = time.perf_counter()
     dt, timings, used_backend = inference.sample(model, settings, seed, progress)
@@ -137,6 +146,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
     from datetime import UTC, datetime
     from importlib.metadata import version
 
+    from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import store
 
     libs: dict[str, str | None] = {}
@@ -153,10 +163,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
         "libraries": libs,
         "seed": seed,
         "sampler": {**settings.as_dict(), "backend": backend},
-        "model": {"target_model": measurements.model, "moe_form": cfg.moe_form,
-                  "context_unit_tokens": cfg.context_unit_tokens,
-                  "default_context_tokens": cfg.default_context_tokens,
-                  "relation_bases": {e: r.base for e, r in cfg.relations.items()}},
+        "model": {"target_model": measurements.model, **S.model_meta(spec, cfg)},
         "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
         "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
                  "rows": len(measurements.rows)},

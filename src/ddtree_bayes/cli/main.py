@@ -119,6 +119,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave one group out instead of one measurement")
     v.add_argument("--sbc", type=int, metavar="N", help="simulation-based calibration with N replicates")
     v.add_argument("--plot", help="with --sbc: write the rank histograms to this PNG")
+    v.add_argument("--extrapolate", action="store_true",
+                   help="per public sweep (data/public/*.csv), hold out the deepest / largest-M "
+                        "configurations, fit the rest and score the held-out ones, for each step "
+                        "structure and the original formula's +-30%%")
+    v.add_argument("--sweeps", nargs="+", metavar="CSV",
+                   help="with --extrapolate: sweep files (default: data/public/*.csv)")
+    v.add_argument("--structures", default="structured,fraction",
+                   help="with --extrapolate: step structures to compare (default: %(default)s)")
     v.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: %(default)s)")
     v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
                                        "run folds on that cluster instead")

@@ -53,15 +53,27 @@ MODEL_PRIORS: dict[str, str] = {
     "moe_hw_sd": "global",
     "ctx_ms_per_unit": "system",
     "ctx_verify_exponent": "global",
-    "overhead_logit_mu": "global",
-    "overhead_logit_sd": "global",
     "noise_sd": "global",
 }
-MOE_FORMS = {"power": "moe_exponent_mu", "linear": "moe_slope_mu"}
+#: How the verify (MoE / weight-streaming) cost grows with M, and the prior each form's
+#: growth parameter takes (see docs/model.md): a power of M, a line in M, or a roofline (a
+#: power of the distinct experts M tokens touch, joined to a compute part linear in M).
+MOE_FORMS = {"power": "moe_exponent_mu", "linear": "moe_slope_mu",
+             "roofline": "moe_distinct_exponent_mu"}
+#: How SPEC is written: a fixed fraction of the target step (the original language), or
+#: structured as fixed + drafter passes + tree construction (docs/model.md).
+STEP_FORMS = ("structured", "fraction")
+#: Further global priors a form needs.
+FORM_PRIORS: dict[str, tuple[str, ...]] = {
+    "roofline": ("compute_eff_log_mu", "compute_eff_log_sd"),
+    "structured": ("spec_fixed_log_mu", "spec_fixed_log_sd", "spec_pass_log_mu",
+                   "spec_pass_log_sd", "spec_tree_log_mu", "spec_tree_log_sd", "structure_sd"),
+    "fraction": ("overhead_logit_mu", "overhead_logit_sd"),
+}
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
 #: Top-level sections of a priors file.
-KNOWN_SECTIONS = frozenset({"model", "priors", "relations", "acceptance", "transfer",
+KNOWN_SECTIONS = frozenset({"model", "priors", "relations", "acceptance", "transfer", "methods",
                             "acceptance_curve"})
 #: Acceptance priors must not put mass below 1 token per step.
 ACCEPTANCE_DISTS = ("point", "uniform", "truncnormal")
@@ -141,6 +153,41 @@ class AcceptancePrior:
 
 
 @dataclass(frozen=True)
+class MethodSpec:
+    """How a speculative method drafts: ``passes`` sequential drafter forward passes per step
+    ("block": one per draft token, i.e. the block/depth; or a fixed count), and whether the
+    target verifies a tree whose construction costs per node ("auto": when budget > block)."""
+
+    name: str
+    passes: str | int
+    tree: bool | str
+
+    def draft_passes(self, block: int | None, budget: int | None) -> int:
+        """Sequential drafter passes of one step.
+
+        >>> MethodSpec("eagle3", "block", "auto").draft_passes(5, 5)
+        5
+        >>> MethodSpec("ddtree", 1, True).draft_passes(16, 32)
+        1
+        """
+        if self.passes == "block":
+            return int(block if block is not None else (budget or 0))
+        return int(self.passes)
+
+    def tree_nodes(self, block: int | None, budget: int | None) -> int:
+        """Nodes of the verified tree whose construction is paid per step (0 for a chain).
+
+        >>> eagle3, mtp = MethodSpec("eagle3", "block", "auto"), MethodSpec("mtp", "block", False)
+        >>> eagle3.tree_nodes(8, 63), eagle3.tree_nodes(3, 3), mtp.tree_nodes(3, 3)
+        (63, 0, 0)
+        """
+        if self.tree is True or (self.tree == "auto" and budget is not None and block is not None
+                                 and budget > block):
+            return int(budget or 0)
+        return 0
+
+
+@dataclass(frozen=True)
 class PriorsConfig:
     """A validated priors file."""
 
@@ -154,6 +201,12 @@ class PriorsConfig:
     acceptance: tuple[AcceptancePrior, ...] = ()
     #: predict-time priors for hardware without measurements (``[transfer.<name>]``)
     transfer: dict[str, Prior] = field(default_factory=dict)
+    #: "fraction" (SPEC = target x f / (1 - f)) or "structured" (fixed + passes + tree)
+    step_form: str = "fraction"
+    #: how each speculative method drafts (``[methods.<name>]``); used by the structured form
+    methods: dict[str, MethodSpec] = field(default_factory=dict)
+    #: exponent p of the smooth maximum joining the roofline's memory and compute parts
+    knee_sharpness: float = 3.0
 
     @property
     def sha256(self) -> str:
@@ -242,6 +295,14 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     if not isinstance(moe_form, str) or moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown moe_form {moe_form!r}", file=path, column="model.moe_form",
                           fix="use 'power' or 'linear'")
+    step_form = model.get("step_form", "fraction")
+    if not isinstance(step_form, str) or step_form not in STEP_FORMS:
+        raise PriorsError(f"unknown step_form {step_form!r}", file=path, column="model.step_form",
+                          fix="use " + " or ".join(repr(f) for f in STEP_FORMS))
+    knee = model.get("knee_sharpness", 3.0)
+    if isinstance(knee, bool) or not isinstance(knee, int | float) or not 1 <= knee <= 50:
+        raise PriorsError(f"bad value {knee!r}", file=path, column="model.knee_sharpness",
+                          fix="give a number from 1 (soft) to 50 (a sharp roofline corner)")
     unit = model.get("context_unit_tokens", 65536)
     default_ctx = model.get("default_context_tokens", 0)
     for key, value, ok, fix in (
@@ -256,6 +317,8 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     priors = {name: _parse_prior(path, name, spec, where="priors") for name, spec in table.items()}
     required = dict(MODEL_PRIORS)
     required[MOE_FORMS[moe_form]] = "global"
+    for name in FORM_PRIORS.get(moe_form, ()) + FORM_PRIORS[step_form]:
+        required[name] = "global"
     for name, per in required.items():
         if name not in priors:
             raise PriorsError("missing prior", file=path, column=f"priors.{name}",
@@ -313,6 +376,11 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
             raise PriorsError("the bandwidth elasticity must be a prior on [0, 1]", file=path,
                               column="transfer.bandwidth_elasticity", fix='use dist = "beta"')
 
+    methods = _parse_methods(path, section("methods", dict, "[methods.<name>] tables"))
+    if step_form == "structured" and not methods:
+        raise PriorsError("the structured step form needs a [methods.<name>] table per method",
+                          file=path, column="methods", fix="copy [methods.*] from the bundled priors")
+
     unknown = sorted(set(raw) - KNOWN_SECTIONS)
     if unknown:
         raise PriorsError(f"unknown section {unknown[0]!r}", file=path, column=unknown[0],
@@ -320,103 +388,43 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     return PriorsConfig(path=path, text=text, moe_form=moe_form,
                         context_unit_tokens=float(unit), default_context_tokens=float(default_ctx),
                         priors=priors, relations=relations, acceptance=tuple(acceptance),
-                        transfer=transfer)
+                        transfer=transfer, step_form=step_form, methods=methods,
+                        knee_sharpness=float(knee))
 
 
-# ------------------------------------------------------------------ acceptance curve
-#: Distributions each acceptance-curve parameter may use, and the support it must respect.
-CURVE_PARAMS: dict[str, tuple[tuple[str, ...], float, float]] = {
-    # name: (allowed dists, smallest allowed value, largest allowed value)
-    "accept_ref": (ACCEPTANCE_DISTS, 1.0, math.inf),
-    "gain": (("point", "uniform", "truncnormal", "halfnormal", "lognormal"), 0.0, math.inf),
-    "decay": (("point", "uniform", "truncnormal", "beta"), 0.0, 1.0),
-}
+def _parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
+    """``[methods.<name>]``: passes = "block" | a whole number >= 0; tree = true | false | "auto"."""
+    methods = {}
+    for name, spec in table.items():
+        column = f"methods.{name}"
+        if not isinstance(spec, dict):
+            raise PriorsError("must be a table", file=path, column=column,
+                              fix=f'write [{column}] with passes = "block" and tree = false')
+        passes = spec.get("passes")
+        if not (passes == "block" or (isinstance(passes, int) and not isinstance(passes, bool)
+                                      and passes >= 0)):
+            raise PriorsError(f"passes must be \"block\" or a whole number >= 0, got {passes!r}",
+                              file=path, column=f"{column}.passes",
+                              fix='one drafter pass per draft token: passes = "block"; a block '
+                                  'drafter: passes = 1')
+        tree = spec.get("tree", False)
+        if tree not in (True, False, "auto"):
+            raise PriorsError(f"tree must be true, false or \"auto\", got {tree!r}", file=path,
+                              column=f"{column}.tree", fix='set tree = "auto" (a tree when budget > block)')
+        for key in ("rationale", "source"):
+            if not isinstance(spec.get(key), str) or not spec[key].strip():
+                raise PriorsError(f"missing '{key}'", file=path, column=column,
+                                  fix=f'add {key} = "..." saying how this method drafts')
+        unknown = sorted(set(spec) - {"passes", "tree", "rationale", "source"})
+        if unknown:
+            raise PriorsError(f"unknown key {unknown[0]!r}", file=path, column=column,
+                              fix="use passes, tree, rationale and source")
+        methods[name] = MethodSpec(name=name, passes=passes, tree=tree)
+    return methods
 
 
-@dataclass(frozen=True)
-class AcceptanceCurve:
-    """Acceptance length as a function of the tree budget B (used by ``optimize``)::
+def parse_acceptance_curve(text: str, path: str = "<priors>"):
+    """The ``[acceptance_curve]`` section (see :mod:`ddtree_bayes.core.acceptance_config`)."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve as parse
 
-        accept(B) = min(block + 1, B + 1, accept_ref + gain * (1 - decay**d) / (1 - decay))
-        d = log2(B / reference_budget)
-
-    ``gain`` tokens for the first doubling above the reference budget, ``decay`` times the
-    previous gain for every further doubling (``decay = 1``: log-linear, no saturation).
-    ``measurement_sd`` is the noise of one acceptance measurement when the curve is
-    updated from an acceptance file.
-    """
-
-    path: str
-    method: str
-    block: int
-    reference_budget: int
-    measurement_sd: float
-    accept_ref: Prior
-    gain: Prior
-    decay: Prior
-
-    def describe(self) -> str:
-        def one(p: Prior) -> str:
-            return f"{p.dist}({', '.join(f'{k}={v:g}' for k, v in p.params.items())})"
-
-        return (f"accept_ref ~ {one(self.accept_ref)} (at budget {self.reference_budget}), "
-                f"gain ~ {one(self.gain)}, decay ~ {one(self.decay)}")
-
-
-def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve | None:
-    """The ``[acceptance_curve]`` section of priors TOML ``text`` (None if there is none).
-
-    >>> from ddtree_bayes.core.paths import bundled
-    >>> curve = parse_acceptance_curve(bundled("priors.toml").read_text())
-    >>> curve.method, curve.block, curve.reference_budget, curve.decay.dist
-    ('ddtree', 16, 16, 'beta')
-    """
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
-    section = raw.get("acceptance_curve")
-    if section is None:
-        return None
-    where = "acceptance_curve"
-    if not isinstance(section, dict):
-        raise PriorsError("must be a table", file=path, column=where,
-                          fix="write it as [acceptance_curve] with [acceptance_curve.<param>] tables")
-    method = section.get("method", "ddtree")
-    if not isinstance(method, str) or not method:
-        raise PriorsError("'method' must be a method name", file=path, column=f"{where}.method",
-                          fix='set method = "ddtree"')
-    ints = {}
-    for key in ("block", "reference_budget"):
-        value = section.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise PriorsError(f"'{key}' must be a positive integer", file=path,
-                              column=f"{where}.{key}", fix=f"set {key} = <integer>, e.g. 16")
-        ints[key] = value
-    sd = section.get("measurement_sd")
-    if isinstance(sd, bool) or not isinstance(sd, int | float) or not (math.isfinite(sd) and sd > 0):
-        raise PriorsError("'measurement_sd' must be a positive number", file=path,
-                          column=f"{where}.measurement_sd",
-                          fix="set measurement_sd = 0.1 (tokens per step)")
-    params: dict[str, Prior] = {}
-    for name, (dists, low, high) in CURVE_PARAMS.items():
-        if name not in section:
-            raise PriorsError("missing prior", file=path, column=f"{where}.{name}",
-                              fix=f"add an [{where}.{name}] table (see the bundled models/priors.toml)")
-        prior = _parse_prior(path, name, section[name], where=where)
-        if prior.dist not in dists:
-            raise PriorsError(f"{name} cannot use dist {prior.dist!r}", file=path,
-                              column=f"{where}.{name}", fix="use one of " + ", ".join(dists))
-        p = prior.params
-        lo = p.get("lower", p.get("value", low))
-        hi = p.get("upper", p.get("value", high))
-        if lo < low or hi > high or (name == "decay" and prior.dist == "point" and p["value"] <= 0):
-            raise PriorsError(f"{name} must lie in [{low:g}, {high:g}]"
-                              + (" and be > 0" if name == "decay" else ""),
-                              file=path, column=f"{where}.{name}",
-                              fix=f"keep its bounds inside [{low:g}, {high:g}]")
-        params[name] = prior
-    return AcceptanceCurve(path=path, method=method, block=ints["block"],
-                           reference_budget=ints["reference_budget"], measurement_sd=float(sd),
-                           accept_ref=params["accept_ref"], gain=params["gain"],
-                           decay=params["decay"])
+    return parse(text, path)

@@ -5,7 +5,8 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-BUNDLED_FILES = ("measurements.csv", "hardware.csv", "seed_estimates.csv", "priors.toml")
+BUNDLED_FILES = ("measurements.csv", "hardware.csv", "seed_estimates.csv", "priors.toml",
+                 "models.csv")
 
 
 def bundled(name: str) -> Path:

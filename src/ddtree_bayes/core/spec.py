@@ -9,6 +9,8 @@ model is built (``engine/model.py``) and on numpy posterior draws when predictin
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +21,8 @@ from ddtree_bayes.core.config import PriorsConfig
 from ddtree_bayes.core.data import AR_METHOD, Measurements
 
 Fn = Callable[..., Any]
+#: Posterior name of the per-system verify-growth parameter of each MoE form.
+SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_distinct_exponent"}
 
 
 def moe_ms(moe1, verify_tokens, shape, moe_form: str, exp: Fn, log: Fn):
@@ -36,8 +40,29 @@ def moe_ms(moe1, verify_tokens, shape, moe_form: str, exp: Fn, log: Fn):
     return moe1 * (1.0 + shape * (verify_tokens - 1.0))
 
 
+def roofline_ms(moe1, verify_tokens, exponent, tok_ratio, distinct, knee: float, exp: Fn, log: Fn):
+    """Verify cost of the roofline form, from its cost ``moe1`` at M = 1.
+
+    Memory part: the weights M tokens stream, ``distinct ** exponent`` (``distinct`` = distinct
+    experts touched relative to one token, 1 for a dense model). Compute part: ``tok_ratio * M``
+    (one token's FLOPs at the achieved rate, in units of ``moe1``). Joined by a smooth maximum
+    ``(a**p + b**p) ** (1/p)`` with p = ``knee``, and scaled so that M = 1 costs ``moe1``.
+
+    >>> round(float(roofline_ms(2.0, 1.0, 0.5, 0.01, 1.0, 3.0, np.exp, np.log)), 9)
+    2.0
+    >>> round(float(roofline_ms(2.0, 400.0, 0.5, 0.01, 1.0, 3.0, np.exp, np.log)), 3)  # 2 x 65 ** (1/3)
+    8.041
+    """
+    mem = exp(exponent * log(distinct))
+    comp = tok_ratio * verify_tokens
+    both = exp(log(exp(knee * log(mem)) + exp(knee * log(comp))) / knee)
+    at_one = exp(log(1.0 + exp(knee * log(tok_ratio))) / knee)
+    return moe1 * both / at_one
+
+
 def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_exponent,
-              verify_tokens, context_units, moe_form: str, exp: Fn, log: Fn):
+              verify_tokens, context_units, moe_form: str, exp: Fn, log: Fn, *,
+              tok_ratio=None, distinct=1.0, knee: float = 3.0):
     """Target forward time: MOE(M) + ATTN_BASE + context term.
 
     ``step_ar_ms`` is the M=1 step at zero context, split into MOE(1) = moe_share * step_ar_ms
@@ -49,7 +74,11 @@ def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_expo
     moe1 = moe_share * step_ar_ms
     attn_base = step_ar_ms - moe1
     context = ctx_ms_per_unit * context_units * exp(ctx_verify_exponent * log(verify_tokens))
-    return moe_ms(moe1, verify_tokens, moe_shape, moe_form, exp, log) + attn_base + context
+    if moe_form == "roofline":
+        verify = roofline_ms(moe1, verify_tokens, moe_shape, tok_ratio, distinct, knee, exp, log)
+    else:
+        verify = moe_ms(moe1, verify_tokens, moe_shape, moe_form, exp, log)
+    return verify + attn_base + context
 
 
 def step_ms(target, overhead_frac, spec_scale):
@@ -63,6 +92,33 @@ def step_ms(target, overhead_frac, spec_scale):
     (16.0, 14.0)
     """
     return target * (1.0 + spec_scale * overhead_frac / (1.0 - overhead_frac))
+
+
+def structured_spec_ms(step_ar_ms, fixed_ratio, pass_ratio, tree_ratio, passes, tree_nodes,
+                       spec_scale):
+    """SPEC of the structured form, in units of the system's AR step: a fixed per-step cost,
+    one drafter forward pass per sequential pass, and tree construction per tree node; an
+    engine declared relative to another pays ``spec_scale`` (= 1 - reduction) of it.
+
+    >>> round(float(structured_spec_ms(10.0, 0.05, 0.1, 0.002, 3, 0, 1.0)), 9)
+    3.5
+    >>> round(float(structured_spec_ms(10.0, 0.05, 0.1, 0.002, 1, 32, 0.5)), 9)
+    1.07
+    """
+    return spec_scale * step_ar_ms * (fixed_ratio + pass_ratio * passes + tree_ratio * tree_nodes)
+
+
+def config_distance(verify_tokens: float, passes: float, rows_verify, rows_passes) -> float:
+    """How far a configuration is from the nearest of some measured ones, in log units:
+    ``min_r max(|log(M / M_r)|, |log((1 + passes) / (1 + passes_r))|)`` (0 with none measured).
+
+    >>> round(config_distance(33, 1, [1, 9], [0, 1]), 4)  # budget 32 tree from a budget 8 one
+    1.2993
+    """
+    best = math.inf
+    for m, p in zip(rows_verify, rows_passes, strict=True):
+        best = min(best, max(abs(math.log(verify_tokens / m)), abs(math.log((1 + passes) / (1 + p)))))
+    return 0.0 if best == math.inf else best
 
 
 def tok_s(accept_len, step):
@@ -96,6 +152,20 @@ class ModelSpec:
     accept_len: np.ndarray
     log_tok_s: np.ndarray
     rows: tuple[int, ...]
+    step_form: str = "fraction"
+    knee: float = 3.0
+    #: sequential drafter passes and paid tree nodes per row (structured form)
+    row_passes: np.ndarray | None = None
+    row_nodes: np.ndarray | None = None
+    #: distinct experts touched relative to one token, per row (roofline form; 1 if dense)
+    row_distinct: np.ndarray | None = None
+    #: distance of each row's configuration from the nearest other one on its system
+    row_distance: np.ndarray | None = None
+    #: ms of one token's FLOPs at each system's dense peak (roofline form), and how found
+    system_flop_ms: np.ndarray | None = None
+    flops_how: tuple[str, ...] = ()
+    #: the target model's card as a dict (roofline form)
+    card: dict | None = None
 
     @property
     def coords(self) -> dict[str, tuple[str, ...]]:
@@ -103,8 +173,14 @@ class ModelSpec:
                 "relation": self.relations, "measurement": tuple(str(r) for r in self.rows)}
 
 
-def build_spec(data: Measurements, priors: PriorsConfig) -> ModelSpec:
-    """Turn validated data and priors into the model's index arrays (no PyMC)."""
+def build_spec(data: Measurements, priors: PriorsConfig, *,
+               hardware: dict[str, dict[str, str]] | None = None,
+               cards: dict | None = None) -> ModelSpec:
+    """Turn validated data and priors into the model's index arrays (no PyMC).
+
+    The roofline form needs ``cards`` (model cards, :func:`core.cards.load_model_cards`) and
+    the ``hardware`` table; the structured step form needs the priors' ``[methods]`` table.
+    """
     systems = data.systems
     relations = tuple(sorted(priors.relations))
     groups: list[str] = []
@@ -123,6 +199,11 @@ def build_spec(data: Measurements, priors: PriorsConfig) -> ModelSpec:
         row_relation.append(relations.index(r.engine) if rel else -1)
     n_groups, n_rel = len(groups), len(relations)
     default_ctx = priors.default_context_tokens
+    verify = np.array([r.verify_tokens for r in data.rows], dtype=float)
+    passes, nodes = draft_structure(data, priors)
+    extra: dict[str, Any] = {}
+    if priors.moe_form == "roofline":
+        extra = roofline_inputs(data, verify, hardware, cards)
     return ModelSpec(
         moe_form=priors.moe_form,
         systems=systems,
@@ -131,10 +212,92 @@ def build_spec(data: Measurements, priors: PriorsConfig) -> ModelSpec:
         row_system=np.array([systems.index(r.system) for r in data.rows]),
         row_group=np.array([g if g >= 0 else n_groups for g in row_group]),
         row_relation=np.array([k if k >= 0 else n_rel for k in row_relation]),
-        verify_tokens=np.array([r.verify_tokens for r in data.rows], dtype=float),
+        verify_tokens=verify,
         context_units=np.array([(default_ctx if r.context_tokens is None else r.context_tokens)
                                 / priors.context_unit_tokens for r in data.rows]),
         accept_len=np.array([r.accept_len for r in data.rows]),
         log_tok_s=np.log(np.array([r.tok_s for r in data.rows])),
         rows=tuple(r.row for r in data.rows),
+        step_form=priors.step_form,
+        knee=priors.knee_sharpness,
+        row_passes=passes,
+        row_nodes=nodes,
+        row_distance=row_distances(data, verify, passes),
+        **extra,
     )
+
+
+def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarray, np.ndarray]:
+    """Sequential drafter passes and paid tree nodes per row, from the ``[methods]`` table
+    (zeros for AR rows; for the fraction form, whatever the table declares or zeros)."""
+    from ddtree_bayes.core.errors import PriorsError
+
+    passes, nodes = [], []
+    for r in data.rows:
+        if r.method == AR_METHOD:
+            passes.append(0.0)
+            nodes.append(0.0)
+            continue
+        method = priors.methods.get(r.method)
+        if method is None:
+            if priors.step_form == "structured":
+                raise PriorsError(f"method {r.method!r} (row {r.row} of {data.path}) is not "
+                                  "declared", file=priors.path, column=f"methods.{r.method}",
+                                  fix=f'add [methods.{r.method}] with passes = "block" or 1 and '
+                                      "tree = true/false/\"auto\"")
+            passes.append(0.0)
+            nodes.append(0.0)
+            continue
+        passes.append(float(method.draft_passes(r.block, r.budget)))
+        nodes.append(float(method.tree_nodes(r.block, r.budget)))
+    return np.array(passes), np.array(nodes)
+
+
+def row_distances(data: Measurements, verify: np.ndarray, passes: np.ndarray) -> np.ndarray:
+    """Each row's :func:`config_distance` from the other configurations on its system."""
+    out = np.zeros(len(data.rows))
+    for i, r in enumerate(data.rows):
+        others = [j for j, o in enumerate(data.rows) if o.system == r.system
+                  and (verify[j], passes[j]) != (verify[i], passes[i])]
+        out[i] = config_distance(verify[i], passes[i], verify[others], passes[others])
+    return out
+
+
+def roofline_inputs(data: Measurements, verify: np.ndarray,
+                    hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
+    """The model card's distinct-expert ratio per row and each system's FLOP time per token."""
+    from ddtree_bayes.core.cards import flop_ms_per_token
+    from ddtree_bayes.core.errors import DataError
+
+    if not cards or data.model not in cards:
+        raise DataError(f"no model card for {data.model!r}", file="data/models.csv",
+                        column="model", fix=f"add a row for {data.model} (active parameters, "
+                                            "experts, top-k, compute_dtype, source)")
+    if hardware is None:
+        raise DataError("the roofline form needs the hardware table", fix="pass hardware=")
+    card = cards[data.model]
+    flop_ms, hows = [], []
+    for system in data.systems:
+        hw, gpus = system.rsplit("x", 1)
+        ms, how = flop_ms_per_token(card, hardware[hw], int(gpus))
+        flop_ms.append(ms)
+        hows.append(f"{system}: {how}")
+    return {"row_distinct": card.distinct_ratio(verify), "system_flop_ms": np.array(flop_ms),
+            "flops_how": tuple(hows), "card": dataclasses.asdict(card)}
+
+
+def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
+    """What ``predict`` needs to know about the model's structure (a fit's ``meta["model"]``)."""
+    meta: dict[str, Any] = {
+        "moe_form": priors.moe_form, "step_form": priors.step_form, "knee": priors.knee_sharpness,
+        "context_unit_tokens": priors.context_unit_tokens,
+        "default_context_tokens": priors.default_context_tokens,
+        "relation_bases": {e: r.base for e, r in priors.relations.items()},
+        "methods": {n: {"passes": m.passes, "tree": m.tree} for n, m in priors.methods.items()},
+    }
+    if spec.card is not None and spec.system_flop_ms is not None:
+        meta["card"] = spec.card
+        meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),
+                                          strict=True))
+        meta["flops_how"] = list(spec.flops_how)
+    return meta

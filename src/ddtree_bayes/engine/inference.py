@@ -204,6 +204,9 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     import arviz_stats as azs
     import numpy as np
 
+    # priors with dist = "point" are constants in the posterior: no R-hat or ESS to speak of
+    constant = [n for n in posterior.data_vars if np.ptp(np.asarray(posterior[n].values)) == 0]
+    posterior = posterior.drop_vars(constant)
     rhat = azs.rhat(posterior)
     ess_bulk = azs.ess(posterior, method="bulk")
     ess_tail = azs.ess(posterior, method="tail")

@@ -19,6 +19,8 @@ from ddtree_bayes.core.config import Prior, PriorsConfig
 def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
     """A PyMC random variable for a prior from the priors file."""
     p = prior.params
+    if prior.dist == "point":  # a fixed value: recorded in the posterior, not sampled
+        return pm.Deterministic(name, pt.as_tensor_variable(np.float64(p["value"])), **kwargs)
     if prior.dist == "normal":
         return pm.Normal(name, mu=p["mu"], sigma=p["sigma"], **kwargs)
     if prior.dist == "halfnormal":
@@ -36,11 +38,25 @@ def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
 
 
 #: Free parameters sampled by NUTS (the others in the posterior are deterministic).
-def free_parameter_names(moe_form: str) -> tuple[str, ...]:
-    mu = "moe_exponent_mu" if moe_form == "power" else "moe_slope_mu"
-    return ("step_ar_ms", "moe_share", mu, "moe_hw_sd", "moe_z", "ctx_ms_per_unit",
-            "ctx_verify_exponent", "overhead_logit_mu", "overhead_logit_sd", "overhead_z",
-            "reduction", "noise_sd")
+def free_parameter_names(moe_form: str, step_form: str = "fraction",
+                         priors: PriorsConfig | None = None) -> tuple[str, ...]:
+    """Names NUTS samples for these forms (priors with ``dist = "point"`` are constants)."""
+    from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
+
+    fixed = {n for n, pr in (priors.priors.items() if priors else ()) if pr.dist == "point"}
+
+    names = ["step_ar_ms", "moe_share", MOE_FORMS[moe_form], "moe_hw_sd", "moe_z",
+             "ctx_ms_per_unit", "ctx_verify_exponent", *FORM_PRIORS.get(moe_form, ())]
+    def offsets(name: str) -> str:  # centred when the spread is fixed (see _pooled)
+        return f"{name}_log" if f"{name}_log_sd" in fixed else f"{name}_z"
+
+    if moe_form == "roofline":
+        names.append(offsets("compute_eff"))
+    names += FORM_PRIORS[step_form]
+    names += ([offsets(f"spec_{p}") for p in ("fixed", "pass", "tree")]
+              if step_form == "structured" else ["overhead_z"])
+    return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
+
 
 
 def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = False
@@ -67,25 +83,35 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         moe_share = prior_rv(P["moe_share"], "moe_share", dims="system")
         moe_hw_sd = prior_rv(P["moe_hw_sd"], "moe_hw_sd")
         moe_z = pm.Normal("moe_z", 0.0, 1.0, dims="system")
-        if spec.moe_form == "power":
-            mu = prior_rv(P["moe_exponent_mu"], "moe_exponent_mu")
-            moe_shape = pm.Deterministic("moe_exponent", mu + moe_hw_sd * moe_z, dims="system")
-        else:
-            mu = prior_rv(P["moe_slope_mu"], "moe_slope_mu")
+        from ddtree_bayes.core.config import MOE_FORMS
+
+        mu = prior_rv(P[MOE_FORMS[spec.moe_form]], MOE_FORMS[spec.moe_form])
+        if spec.moe_form == "linear":
             moe_shape = pm.Deterministic("moe_slope", mu * pt.exp(moe_hw_sd * moe_z),
+                                         dims="system")
+        else:
+            moe_shape = pm.Deterministic(S.SHAPE_NAMES[spec.moe_form], mu + moe_hw_sd * moe_z,
                                          dims="system")
         ctx_ms = prior_rv(P["ctx_ms_per_unit"], "ctx_ms_per_unit", dims="system")
         ctx_exp = prior_rv(P["ctx_verify_exponent"], "ctx_verify_exponent")
-        ov_mu = prior_rv(P["overhead_logit_mu"], "overhead_logit_mu")
-        ov_sd = prior_rv(P["overhead_logit_sd"], "overhead_logit_sd")
         noise = prior_rv(P["noise_sd"], "noise_sd")
+        s = spec.row_system
+        roofline = {}
+        if spec.moe_form == "roofline":
+            eff_mu = prior_rv(P["compute_eff_log_mu"], "compute_eff_log_mu")
+            eff_sd = prior_rv(P["compute_eff_log_sd"], "compute_eff_log_sd")
+            log_eff = _pooled("compute_eff", eff_mu, eff_sd, P["compute_eff_log_sd"], "system")
+            eff = pm.Deterministic("compute_eff", pt.exp(log_eff), dims="system")
+            # one token's FLOPs at the achieved rate, in units of the M = 1 verify cost
+            tok_ratio = pm.Deterministic("compute_tok_ratio",
+                                         spec.system_flop_ms / eff / (moe_share * step_ar),
+                                         dims="system")
+            roofline = {"tok_ratio": tok_ratio[s], "distinct": spec.row_distinct,
+                        "knee": spec.knee}
+        target = S.target_ms(step_ar[s], moe_share[s], moe_shape[s], ctx_ms[s], ctx_exp,
+                             spec.verify_tokens, spec.context_units, spec.moe_form,
+                             pt.exp, pt.log, **roofline)
 
-        frac_rows = pt.zeros(len(spec.rows))
-        if spec.groups:
-            ov_z = pm.Normal("overhead_z", 0.0, 1.0, dims="overhead_group")
-            frac = pm.Deterministic("overhead_frac", pm.math.sigmoid(ov_mu + ov_sd * ov_z),
-                                    dims="overhead_group")
-            frac_rows = pt.concatenate([frac, pt.zeros(1)])[spec.row_group]
         scale_rows = pt.ones(len(spec.rows))
         if spec.relations:
             rel = [priors.relations[e].prior.params for e in spec.relations]
@@ -93,21 +119,56 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                                 beta=np.array([p["beta"] for p in rel]), dims="relation")
             scale_rows = pt.concatenate([1.0 - reduction, pt.ones(1)])[spec.row_relation]
 
-        s = spec.row_system
-        target = S.target_ms(step_ar[s], moe_share[s], moe_shape[s], ctx_ms[s], ctx_exp,
-                             spec.verify_tokens, spec.context_units, spec.moe_form,
-                             pt.exp, pt.log)
-        step = S.step_ms(target, frac_rows, scale_rows)
+        sigma = noise
+        if spec.step_form == "structured":
+            step = target + _structured_spec(spec, P, step_ar[s], scale_rows)
+            tau = prior_rv(P["structure_sd"], "structure_sd")
+            sigma = pt.sqrt(noise ** 2 + (tau * spec.row_distance) ** 2)
+        else:
+            frac_rows = pt.zeros(len(spec.rows))
+            if spec.groups:
+                ov_mu = prior_rv(P["overhead_logit_mu"], "overhead_logit_mu")
+                ov_sd = prior_rv(P["overhead_logit_sd"], "overhead_logit_sd")
+                ov_z = pm.Normal("overhead_z", 0.0, 1.0, dims="overhead_group")
+                frac = pm.Deterministic("overhead_frac", pm.math.sigmoid(ov_mu + ov_sd * ov_z),
+                                        dims="overhead_group")
+                frac_rows = pt.concatenate([frac, pt.zeros(1)])[spec.row_group]
+            step = S.step_ms(target, frac_rows, scale_rows)
         mu_log = np.log(spec.accept_len * 1000.0) - pt.log(step)
         if not refittable:
-            pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=spec.log_tok_s,
+            pm.Normal("log_tok_s", mu=mu_log, sigma=sigma, observed=spec.log_tok_s,
                       dims="measurement")
             return model
         # observed values and per-row weights as data: see workflows/validation.py
         observed = pm.Data("log_tok_s_observed", spec.log_tok_s, dims="measurement")
         weight = pm.Data("row_weight", np.ones(len(spec.rows)), dims="measurement")
-        like = pm.Normal("log_tok_s", mu=mu_log, sigma=noise, observed=observed,
+        like = pm.Normal("log_tok_s", mu=mu_log, sigma=sigma, observed=observed,
                          dims="measurement")
         # weight 1 everywhere (the default) adds 0; weight 0 removes a row's likelihood
         pm.Potential("row_weight_adjustment", pt.sum((weight - 1.0) * pm.logp(like, observed)))
     return model
+
+
+def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale_rows):
+    """SPEC = step_ar x (fixed + pass x passes + tree x nodes), each ratio log-normal per
+    (system, engine, method) group and partially pooled (non-centred)."""
+    if not spec.groups:
+        return pt.zeros(len(spec.rows))
+    ratios = []
+    for part in ("fixed", "pass", "tree"):
+        mu = prior_rv(P[f"spec_{part}_log_mu"], f"spec_{part}_log_mu")
+        sd = prior_rv(P[f"spec_{part}_log_sd"], f"spec_{part}_log_sd")
+        log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group")
+        ratio = pm.Deterministic(f"spec_{part}_ratio", pt.exp(log_ratio), dims="overhead_group")
+        ratios.append(pt.concatenate([ratio, pt.zeros(1)])[spec.row_group])
+    return S.structured_spec_ms(step_ar_rows, *ratios, spec.row_passes, spec.row_nodes, scale_rows)
+
+
+def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str):
+    """Per-group log values around a population mean ``mu`` with spread ``sd``: centred
+    (``<name>_log``) when the spread is a fixed value (no funnel, and a data-informed group
+    then does not drag a non-centred offset against ``mu``), non-centred (``<name>_z``) when
+    the spread is learned."""
+    if sd_prior.dist == "point":
+        return pm.Normal(f"{name}_log", mu, sd, dims=dims)
+    return mu + sd * pm.Normal(f"{name}_z", 0.0, 1.0, dims=dims)

@@ -13,7 +13,13 @@ import numpy as np
 
 from ddtree_bayes.core import paths
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.config import DEFAULT_SCENARIO, DEFAULT_SEED, AcceptancePrior, parse_priors
+from ddtree_bayes.core.config import (
+    DEFAULT_SCENARIO,
+    DEFAULT_SEED,
+    MOE_FORMS,
+    AcceptancePrior,
+    parse_priors,
+)
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
@@ -78,12 +84,21 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     moe1 = v["moe_share"][:, r] * v["step_ar_ms"][:, r] * ratio * noise
     attn = (1.0 - v["moe_share"][:, r]) * v["step_ar_ms"][:, r] * factor ** steps * noise
     z = rng.standard_normal(n)
-    if meta["model"]["moe_form"] == "power":
-        shape = v["moe_exponent_mu"] + v["moe_hw_sd"] * z
-    else:
+    form = meta["model"]["moe_form"]
+    if form == "linear":
         shape = v["moe_slope_mu"] * np.exp(v["moe_hw_sd"] * z)
+    else:
+        shape = v[MOE_FORMS[form]] + v["moe_hw_sd"] * z
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
+    if form == "roofline":
+        from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token
+
+        card = ModelCard(**meta["model"]["card"])
+        flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
+        eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
+        params["tok_ratio"] = flop_ms / eff / moe1
+    draws.meta.setdefault("_transfer_ref", {})[sc.system] = ref
     how = (f"{sc.system} not measured: transferred from {ref} "
            f"({'same' if steps == 0 else 'different'} interconnect class, bandwidth ratio "
            f"{bandwidth(ref_hw, ref_gpus) / target_bw:.2f}); ")
@@ -104,27 +119,43 @@ def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np
 def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
                     ) -> tuple[dict[str, np.ndarray], str]:
     """Posterior draws of each term of the step (ms): ``moe``, ``attn_base``, ``context``,
-    ``spec`` and their sum ``step``; plus how the overhead fraction was found."""
+    ``spec`` and their sum ``step``; ``log_sd``, the predictive sd of log tok/s (run-to-run
+    noise, plus the structural discrepancy for the distance from the nearest measured
+    configuration in the structured form); and how the overhead was found."""
     v, meta = draws.variables, draws.meta
-    form = meta["model"]["moe_form"]
+    model = meta["model"]
+    form = model["moe_form"]
+    step_form = model.get("step_form", "fraction")
+    roofline: dict = {}
     if sc.measured:
         s = meta["coords"]["system"].index(sc.system)
         step_ar, share = v["step_ar_ms"][:, s], v["moe_share"][:, s]
-        shape = (v["moe_exponent"] if form == "power" else v["moe_slope"])[:, s]
+        shape = v[S.SHAPE_NAMES[form]][:, s]
         ctx_ms, transfer_how = v["ctx_ms_per_unit"][:, s], ""
+        if form == "roofline":
+            roofline["tok_ratio"] = v["compute_tok_ratio"][:, s]
     else:
         t, transfer_how = transferred_parameters(draws, sc, rng)
         step_ar, share, shape, ctx_ms = (t["step_ar_ms"], t["moe_share"], t["moe_shape"],
                                          t["ctx_ms_per_unit"])
-    units = sc.context_tokens / meta["model"]["context_unit_tokens"]
-    target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"],
-                         float(sc.verify_tokens), units, form, np.exp, np.log)
-    moe = S.moe_ms(share * step_ar, float(sc.verify_tokens), shape, form, np.exp, np.log)
+        if form == "roofline":
+            roofline["tok_ratio"] = t["tok_ratio"]
+    if form == "roofline":
+        roofline["distinct"] = _distinct(model, sc.verify_tokens)
+        roofline["knee"] = model.get("knee", 3.0)
+    units = sc.context_tokens / model["context_unit_tokens"]
+    M = float(sc.verify_tokens)
+    target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"], M, units, form,
+                         np.exp, np.log, **roofline)
+    moe = target - (1.0 - share) * step_ar - ctx_ms * units * M ** v["ctx_verify_exponent"]
     parts = {"moe": moe, "attn_base": (1.0 - share) * step_ar,
              "context": target - moe - (1.0 - share) * step_ar}
+    passes, nodes = _draft_structure(model, sc)
+    log_sd = _log_sd(draws, sc, passes)
     if sc.method == AR_METHOD:
-        return {**parts, "spec": np.zeros_like(target), "step": target}, transfer_how + "autoregressive"
-    bases = meta["model"]["relation_bases"]
+        return ({**parts, "spec": np.zeros_like(target), "step": target, "log_sd": log_sd},
+                transfer_how + "autoregressive")
+    bases = model["relation_bases"]
     engine, scale, how = sc.engine, np.ones(draws.n_draws), transfer_how
     if engine in bases:
         k = meta["coords"]["relation"].index(engine)
@@ -133,16 +164,92 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
         how += f"{sc.engine} = (1 - reduction) x {engine} overhead; "
     label = S.group_label(sc.system, engine, sc.method)
     groups = meta["coords"]["overhead_group"]
-    if label in groups:
+    measured = label in groups
+    how += (f"overhead of measured group {label}" if measured else
+            f"overhead of unmeasured group {label} drawn from the pooled population")
+    if step_form == "structured":
+        ratios = []
+        for part in ("fixed", "pass", "tree"):
+            if measured:
+                ratios.append(v[f"spec_{part}_ratio"][:, groups.index(label)])
+            else:
+                z = rng.standard_normal(draws.n_draws)
+                ratios.append(np.exp(v[f"spec_{part}_log_mu"] + v[f"spec_{part}_log_sd"] * z))
+        spec = S.structured_spec_ms(step_ar, *ratios, passes, nodes, scale)
+        return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd}, how
+    if measured:
         frac = v["overhead_frac"][:, groups.index(label)]
-        how += f"overhead of measured group {label}"
     else:
         z = rng.standard_normal(draws.n_draws)
         logit = v["overhead_logit_mu"] + v["overhead_logit_sd"] * z
         frac = 1.0 / (1.0 + np.exp(-logit))
-        how += f"overhead of unmeasured group {label} drawn from the pooled population"
     step = S.step_ms(target, frac, scale)
-    return {**parts, "spec": step - target, "step": step}, how
+    return {**parts, "spec": step - target, "step": step, "log_sd": log_sd}, how
+
+
+def _distinct(model: dict, verify_tokens: int) -> float:
+    """The model card's distinct-expert ratio at M (1 for a dense model)."""
+    card = model["card"]
+    if not card.get("experts"):
+        return 1.0
+    e, k = float(card["experts"]), float(card["experts_topk"])
+    return e * (1.0 - (1.0 - k / e) ** verify_tokens) / k
+
+
+def _draft_structure(model: dict, sc: Scenario) -> tuple[float, float]:
+    """Sequential drafter passes and paid tree nodes of the query, from the fit's methods table."""
+    if sc.method == AR_METHOD:
+        return 0.0, 0.0
+    methods = model.get("methods", {})
+    if sc.method not in methods:
+        if model.get("step_form", "fraction") != "structured":
+            return 0.0, 0.0
+        raise QueryError(f"method {sc.method!r} is not declared in the fit's priors ([methods])",
+                         fix=f"use one of {', '.join(sorted(methods))}, or declare "
+                             f"[methods.{sc.method}] and refit")
+    m = methods[sc.method]
+    from ddtree_bayes.core.config import MethodSpec
+
+    spec = MethodSpec(sc.method, m["passes"], m["tree"])
+    return float(spec.draft_passes(sc.block, sc.budget)), float(spec.tree_nodes(sc.block, sc.budget))
+
+
+def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float]]:
+    """(verify tokens, drafter passes) of the rows the fit saw on ``system`` (held-out rows of
+    a validation fold excluded)."""
+    cache = draws.meta.setdefault("_configs", {})
+    if system not in cache:
+        model = draws.meta["model"]
+        held = set(draws.meta.get("held_out_rows", ()))
+        ms, ps = [], []
+        for r in stored_measurements(draws).rows:
+            if r.system != system or r.row in held:
+                continue
+            sc = Scenario(hardware=r.hardware, gpus=r.gpus, engine=r.engine, method=r.method,
+                          block=r.block, budget=r.budget, verify_tokens=r.verify_tokens,
+                          context_tokens=0.0, measured=True)
+            ms.append(float(r.verify_tokens))
+            ps.append(_draft_structure(model, sc)[0])
+        cache[system] = (ms, ps)
+    return cache[system]
+
+
+def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
+    """Distance of a query from the nearest configuration measured on its system (or, for a
+    system without measurements, on the system its parameters were transferred from)."""
+    system = sc.system if sc.measured else draws.meta.get("_transfer_ref", {}).get(sc.system)
+    if system is None:
+        return 0.0
+    ms, ps = measured_configs(draws, system)
+    return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
+
+
+def _log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
+    noise = draws.variables["noise_sd"]
+    if "structure_sd" not in draws.variables:
+        return noise
+    d = query_distance(draws, sc, passes)
+    return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
 
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -287,9 +394,10 @@ def _per_token(draws: Draws, mixture: list[tuple[Draws, float]] | None, sc: Scen
     counts = rng.multinomial(n, [w for _, w in models]) if mixture else [n]
     parts, hows = [], []
     for (d, weight), k in zip(models, counts, strict=True):
-        step, how = step_draws(d, sc, rng)
-        # measurement noise: what a benchmark of this configuration would show
-        per_token = 1000.0 / step * np.exp(d.variables["noise_sd"] * rng.standard_normal(d.n_draws))
+        parts_d, how = step_components(d, sc, rng)
+        # measurement noise (and structural discrepancy): what a benchmark would show
+        per_token = 1000.0 / parts_d["step"] * np.exp(parts_d["log_sd"]
+                                                        * rng.standard_normal(d.n_draws))
         parts.append(per_token if not mixture else rng.choice(per_token, size=k))
         hows.append(how if not mixture else f"{d.meta['fit_id']} ({d.meta['model']['moe_form']} "
                                             f"MoE, weight {weight:.2f}): {how}")

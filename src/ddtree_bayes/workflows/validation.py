@@ -40,13 +40,23 @@ class Inputs:
     priors_toml: str
     hardware_csv: str
     data_name: str = "measurements.csv"
+    models_csv: str = ""    # model cards (roofline form); "" = the bundled data/models.csv
 
     @property
     def key(self) -> str:
         h = hashlib.sha256()
-        for part in (self.data_csv, self.priors_toml, self.hardware_csv):
+        for part in (self.data_csv, self.priors_toml, self.hardware_csv, self.models_csv):
             h.update(hashlib.sha256(part.encode()).digest())
         return h.hexdigest()
+
+    def structure(self) -> dict:
+        """``build_spec``'s hardware table and model cards."""
+        from ddtree_bayes.core.cards import load_model_cards
+        from ddtree_bayes.core.paths import bundled
+
+        cards = (load_model_cards("models.csv", text=self.models_csv) if self.models_csv
+                 else load_model_cards(bundled("models.csv")))
+        return {"hardware": load_hardware("hardware.csv", text=self.hardware_csv), "cards": cards}
 
     def parse(self) -> tuple[Measurements, PriorsConfig]:
         hw = load_hardware("hardware.csv", text=self.hardware_csv)
@@ -84,7 +94,7 @@ def _compiled(inputs: Inputs):
         from ddtree_bayes.engine.model import build_model
 
         data, cfg = inputs.parse()
-        spec = S.build_spec(data, cfg)
+        spec = S.build_spec(data, cfg, **inputs.structure())
         inference.patch_nutpie()
         compiled = nutpie.compile_pymc_model(build_model(spec, cfg, refittable=True))
         _COMPILED.clear()
@@ -133,9 +143,9 @@ def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.nd
     sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                             method=m.method, block=m.block, budget=m.budget,
                             verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
-    step, _ = P.step_draws(draws, sc, rng)
-    noise = draws.variables["noise_sd"] * rng.standard_normal(draws.n_draws)
-    return m.accept_len * 1000.0 / step * np.exp(noise)
+    parts, _ = P.step_components(draws, sc, rng)
+    noise = parts["log_sd"] * rng.standard_normal(draws.n_draws)
+    return m.accept_len * 1000.0 / parts["step"] * np.exp(noise)
 
 
 # ------------------------------------------------------------------ the baseline
@@ -204,6 +214,7 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
     # a system with no training rows left is predicted as unmeasured hardware (transfer)
     kept = {m.system for i, m in enumerate(data.rows) if i not in fold.held_out}
     draws.meta["held_out_systems"] = [s for s in spec.systems if s not in kept]
+    draws.meta["held_out_rows"] = [data.rows[i].row for i in fold.held_out]
     train = [m for i, m in enumerate(data.rows) if i not in fold.held_out]
     baseline = baseline_fit(train, cfg, spec.systems)
     rng = np.random.default_rng(seed)
@@ -362,11 +373,11 @@ def sbc_parameters(columns: dict) -> list[str]:
 
 def draws_meta(spec, cfg: PriorsConfig) -> dict:
     """The metadata :mod:`predictive` needs, for draws that never went to disk."""
+    from ddtree_bayes.core import spec as S
+
     return {"fit_id": "in-memory", "converged": True, "failures": [],
             "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
-            "model": {"moe_form": cfg.moe_form, "context_unit_tokens": cfg.context_unit_tokens,
-                      "default_context_tokens": cfg.default_context_tokens,
-                      "relation_bases": {e: r.base for e, r in cfg.relations.items()}}}
+            "model": S.model_meta(spec, cfg)}
 
 
 def sbc_uniformity(replicates: list[dict]) -> dict:

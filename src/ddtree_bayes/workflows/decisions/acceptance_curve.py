@@ -16,8 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import (
-    AcceptanceCurve,
     Prior,
 )
 from ddtree_bayes.core.errors import DataError, QueryError

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
+from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import (
     DEFAULT_SCENARIO,
     DEFAULT_SEED,
-    AcceptanceCurve,
 )
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P

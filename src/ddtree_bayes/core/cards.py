@@ -1,0 +1,185 @@
+"""Model cards (``data/models.csv``) and GPU peak FLOPs: what the verify roofline needs.
+
+A model card gives the target's active parameters (FLOPs per verified token are about
+``2 x active``), its experts and top-k (how many distinct experts M tokens touch), and the
+precision its matmuls run in. The hardware table gives each GPU's dense peak per precision.
+numpy and the standard library only; every error names the file, row and column.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core.data import _number, read_records
+from ddtree_bayes.core.errors import DataError
+
+#: Columns a model-card file must have.
+CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts", "experts_topk",
+                "bytes_per_weight", "compute_dtype", "source")
+#: Precisions the hardware table gives peaks for, and their dense-peak ratio to bf16 on the
+#: tensor cores of Hopper/Blackwell parts (used only to derive a missing entry, and said so).
+PRECISIONS = {"bf16": 1.0, "fp8": 2.0, "fp4": 4.0}
+#: FLOPs per byte of memory bandwidth assumed when a GPU has no peak at all in the table: the
+#: roofline ridge of current datacenter and workstation GPUs is ~150-600 FLOP/B at bf16;
+#: 200 is at the low end, so an unknown GPU reaches its compute knee early (conservative).
+FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """One target model. ``experts`` is None for a dense model."""
+
+    model: str
+    params_total_b: float
+    params_active_b: float
+    layers: int
+    experts: int | None
+    experts_topk: int | None
+    bytes_per_weight: float
+    compute_dtype: str
+    source: str
+
+    @property
+    def is_moe(self) -> bool:
+        return self.experts is not None
+
+    @property
+    def flops_per_token(self) -> float:
+        """FLOPs of one verified token's forward pass: 2 x active parameters."""
+        return 2.0 * self.params_active_b * 1e9
+
+    def distinct_ratio(self, verify_tokens) -> np.ndarray:
+        """Expected distinct routed experts M tokens touch, relative to one token's top-k:
+        ``E (1 - (1 - k/E)**M) / k`` under uniform routing; 1 for a dense model.
+
+        >>> card = ModelCard("m", 1000, 32, 61, 384, 8, 0.5, "bf16", "s")
+        >>> [round(float(x), 2) for x in card.distinct_ratio(np.array([1.0, 9.0, 33.0]))]
+        [1.0, 8.29, 24.04]
+        """
+        m = np.asarray(verify_tokens, dtype=float)
+        if not self.is_moe:
+            return np.ones_like(m)
+        e, k = float(self.experts), float(self.experts_topk)  # type: ignore[arg-type]
+        return e * (1.0 - (1.0 - k / e) ** m) / k
+
+
+def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, ModelCard]:
+    """Read and validate a model-card CSV: ``{model: ModelCard}``.
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> cards = load_model_cards(bundled("models.csv"))
+    >>> cards["kimi-k2.6"].experts, cards["kimi-k2.6"].params_active_b
+    (384, 32.0)
+    """
+    path = str(path)
+    _, header, body = read_records(path, text)
+    for col in CARD_COLUMNS:
+        if col not in header:
+            raise DataError("missing column", file=path, row=1, column=col,
+                            fix="the header must contain " + ",".join(CARD_COLUMNS))
+    cards: dict[str, ModelCard] = {}
+    for i, values in body:
+        if not any(v.strip() for v in values):
+            continue
+        raw = {h: v.strip() for h, v in zip(header, values, strict=False)}
+        name = raw["model"]
+        if not name:
+            raise DataError("empty value", file=path, row=i, column="model", fix="name the model")
+        if name in cards:
+            raise DataError(f"duplicate model {name!r}", file=path, row=i, column="model",
+                            fix="keep one card per model")
+
+        def num(col: str, *, integer: bool = False, required: bool = True, i: int = i,
+                raw: dict[str, str] = raw) -> float | None:
+            value = _number(path, i, col, raw.get(col, ""), integer=integer)
+            if value is None and required:
+                raise DataError("empty value", file=path, row=i, column=col,
+                                fix=f"fill in {col} (with its source)")
+            if value is not None and value <= 0:
+                raise DataError(f"must be > 0, got {raw[col]}", file=path, row=i, column=col,
+                                fix="write a positive number")
+            return value
+
+        total, active = num("params_total_b"), num("params_active_b")
+        assert total is not None and active is not None
+        if active > total:
+            raise DataError(f"active parameters {active:g}B exceed total {total:g}B", file=path,
+                            row=i, column="params_active_b", fix="swap or correct the two")
+        experts = num("experts", integer=True, required=False)
+        topk = num("experts_topk", integer=True, required=False)
+        if (experts is None) != (topk is None):
+            raise DataError("experts and experts_topk go together", file=path, row=i,
+                            column="experts_topk" if topk is None else "experts",
+                            fix="fill in both for an MoE model, neither for a dense one")
+        if experts is not None and topk is not None and topk > experts:
+            raise DataError(f"top-k {topk:g} exceeds the {experts:g} experts", file=path, row=i,
+                            column="experts_topk", fix="correct the expert count or top-k")
+        dtype = raw["compute_dtype"]
+        if dtype not in PRECISIONS:
+            raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
+                            column="compute_dtype", fix="use one of " + ", ".join(PRECISIONS))
+        if not raw["source"]:
+            raise DataError("empty value", file=path, row=i, column="source",
+                            fix="say where the numbers come from")
+        cards[name] = ModelCard(
+            model=name, params_total_b=total, params_active_b=active,
+            layers=int(num("layers", integer=True) or 0),
+            experts=None if experts is None else int(experts),
+            experts_topk=None if topk is None else int(topk),
+            bytes_per_weight=float(num("bytes_per_weight") or 0.0), compute_dtype=dtype,
+            source=raw["source"])
+    return cards
+
+
+def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
+    """Dense peak TFLOPS of one GPU for ``dtype`` and how it was found.
+
+    The table's own entry if present; else derived from another precision's entry by the
+    Hopper/Blackwell ratios (bf16 : fp8 : fp4 = 1 : 2 : 4); else bandwidth x
+    :data:`FALLBACK_RIDGE_FLOP_PER_BYTE`. The last two are said in the returned text.
+
+    >>> peak_tflops({"hardware": "x", "mem_bw_tb_s": "2", "dense_fp4_tflops": "2000"}, "bf16")
+    (500.0, 'x: bf16 peak derived from fp4 2000 TFLOPS / 4')
+    """
+    name = hardware.get("hardware", "?")
+
+    def entry(p: str) -> float | None:
+        raw = hardware.get(f"dense_{p}_tflops", "")
+        try:
+            value = float(raw)
+        except ValueError:
+            return None
+        return value if math.isfinite(value) and value > 0 else None
+
+    own = entry(dtype)
+    if own is not None:
+        return own, f"{name}: {dtype} peak {own:g} TFLOPS from the hardware table"
+    for other, ratio in PRECISIONS.items():
+        value = entry(other)
+        if value is not None:
+            derived = value * PRECISIONS[dtype] / ratio
+            op = f"/ {ratio / PRECISIONS[dtype]:g}" if ratio > PRECISIONS[dtype] else \
+                f"x {PRECISIONS[dtype] / ratio:g}"
+            return derived, f"{name}: {dtype} peak derived from {other} {value:g} TFLOPS {op}"
+    bandwidth = float(hardware.get("mem_bw_tb_s") or "nan")
+    if not math.isfinite(bandwidth) or bandwidth <= 0:
+        raise DataError(f"no peak FLOPs and no bandwidth for {name}", column="dense_bf16_tflops",
+                        fix="fill in dense_bf16_tflops (or mem_bw_tb_s) in data/hardware.csv")
+    guess = bandwidth * FALLBACK_RIDGE_FLOP_PER_BYTE
+    return guess, (f"{name}: no peak FLOPs in the table; assumed {guess:g} TFLOPS = bandwidth x "
+                   f"{FALLBACK_RIDGE_FLOP_PER_BYTE:g} FLOP/B (prior-driven)")
+
+
+def flop_ms_per_token(card: ModelCard, hardware: dict[str, str], gpus: int) -> tuple[float, str]:
+    """Milliseconds one verified token's FLOPs take at the system's full dense peak.
+
+    >>> card = ModelCard("m", 8, 8, 32, None, None, 2, "bf16", "s")
+    >>> round(flop_ms_per_token(card, {"hardware": "h", "dense_bf16_tflops": "1000"}, 1)[0], 6)
+    0.016
+    """
+    peak, how = peak_tflops(hardware, card.compute_dtype)
+    return card.flops_per_token / (peak * 1e12 * gpus) * 1e3, how

@@ -1,0 +1,226 @@
+"""Does the step structure extrapolate? ``ddtree-bayes validate --extrapolate``.
+
+Per public sweep (``data/public/*.csv``: one model on one system, draft depth or tree budget
+varying), hold out the deepest / largest-M speculative configurations of each method, fit
+the rest, and predict the held-out ones: 50% / 90% coverage, mean signed error of the median
+(bias), mean absolute error and mean relative 90% width, for each step structure and for the
+original deterministic formula refit by least squares with its flat +-30%.
+
+Rows without an acceptance length or tok/s (some public sweeps report neither) are skipped,
+and a sweep needs at least three speculative configurations to be split. A sweep whose
+tok/s are in relative units (speedups only, marked in its ``derived`` column) is skipped:
+the roofline's compute part is in absolute milliseconds.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import re
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
+from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.workflows.validation import (
+    BASELINE_BAND,
+    Inputs,
+    _compiled,
+    baseline_fit,
+    dispatch,
+    predict_row,
+    sample_weighted,
+)
+
+#: Step structures compared: name -> ([model] moe_form, step_form).
+STRUCTURES: dict[str, tuple[str, str]] = {"structured": ("roofline", "structured"),
+                                          "fraction": ("power", "fraction")}
+#: Share of each method's speculative configurations held out (the largest M), at least one.
+HOLD_OUT_SHARE = 1 / 3
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """One public sweep, filtered to rows the model can use, with its held-out rows."""
+
+    name: str
+    path: str
+    data_csv: str            # in the measurement schema
+    held_out: tuple[int, ...]  # positions in the filtered rows
+    skipped: int             # rows without acceptance or tok/s
+
+
+def load_sweeps(files: list[Path], hardware_csv: str) -> tuple[list[Sweep], list[str]]:
+    """The sweeps in ``files`` (grouped by their ``sweep`` column) and why any was skipped."""
+    hardware = load_hardware("hardware.csv", text=hardware_csv)
+    sweeps, notes = [], []
+    for path in files:
+        with open(path, newline="", encoding="utf-8") as fh:
+            records = list(csv.DictReader(fh))
+        if not records or "sweep" not in records[0]:
+            raise DataError("not a public sweep file (no 'sweep' column)", file=str(path), row=1,
+                            column="sweep", fix="see data/public/README.md for the schema")
+        by_sweep: dict[str, list[dict]] = {}
+        for rec in records:
+            by_sweep.setdefault(rec["sweep"], []).append(rec)
+        for name, recs in by_sweep.items():
+            if any("relative units" in r.get("derived", "").lower() for r in recs):
+                notes.append(f"{name}: skipped (tok/s in relative units: the roofline's compute "
+                             "part needs absolute step times)")
+                continue
+            usable = [r for r in recs if r["accept_len"].strip() and r["tok_s"].strip()
+                      and r["gpus"].strip()]
+            out = io.StringIO()
+            writer = csv.DictWriter(out, fieldnames=list(COLUMNS), extrasaction="ignore",
+                                    lineterminator="\n")
+            writer.writeheader()
+            writer.writerows(usable)
+            text = out.getvalue()
+            try:
+                data = load_measurements(f"{path} [{name}]", hardware, text=text,
+                                         allow_duplicates=True)
+            except DataError as err:
+                notes.append(f"{name}: skipped ({err})")
+                continue
+            held = hold_out(data.rows)
+            if not held:
+                notes.append(f"{name}: skipped (fewer than 3 speculative configurations with "
+                             f"acceptance and tok/s; {len(recs) - len(usable)} rows lack them)")
+                continue
+            sweeps.append(Sweep(name, str(path), text, held, len(recs) - len(usable)))
+    return sweeps, notes
+
+
+def hold_out(rows) -> tuple[int, ...]:
+    """Positions of the largest-M configurations of each speculative method (a share
+    :data:`HOLD_OUT_SHARE` of its distinct configurations, at least one), when the method has
+    at least three; AR rows are always kept for training."""
+    held: list[int] = []
+    by_method: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if r.method != AR_METHOD:
+            by_method.setdefault(r.method, []).append(i)
+    for ix in by_method.values():
+        configs = sorted({(rows[i].verify_tokens, rows[i].block or 0) for i in ix})
+        if len(configs) < 3:
+            continue
+        k = max(1, math.floor(len(configs) * HOLD_OUT_SHARE))
+        top = set(configs[-k:])
+        held += [i for i in ix if (rows[i].verify_tokens, rows[i].block or 0) in top]
+    return tuple(sorted(held))
+
+
+def with_forms(priors_toml: str, moe_form: str, step_form: str) -> str:
+    """The priors text with ``[model]``'s moe_form and step_form set."""
+    text = re.sub(r'(?m)^step_form\s*=.*\n', "", priors_toml)
+    text, n = re.subn(r'(?m)^moe_form\s*=.*$', f'moe_form = "{moe_form}"\nstep_form = "{step_form}"',
+                      text, count=1)
+    if n == 0:
+        text = text.replace("[model]", f'[model]\nmoe_form = "{moe_form}"\nstep_form = "{step_form}"', 1)
+    return text
+
+
+def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str, models_csv: str,
+              seed: int, settings: SamplerSettings) -> dict:
+    """Fit one structure on a sweep's training rows; predict the held-out rows."""
+    t0 = time.perf_counter()
+    moe_form, step_form = STRUCTURES[structure]
+    inputs = Inputs(sweep.data_csv, with_forms(priors_toml, moe_form, step_form), hardware_csv,
+                    f"{sweep.path} [{sweep.name}]", models_csv)
+    spec, cfg, data, _ = _compiled(inputs)
+    weights = np.ones(len(data.rows))
+    weights[list(sweep.held_out)] = 0.0
+    draws, failures = sample_weighted(inputs, weights, seed, settings)
+    draws.meta["held_out_rows"] = [data.rows[i].row for i in sweep.held_out]
+    train = [m for i, m in enumerate(data.rows) if i not in sweep.held_out]
+    baseline = baseline_fit(train, cfg, spec.systems)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in sweep.held_out:
+        m = data.rows[i]
+        q = np.quantile(predict_row(draws, m, rng), [0.05, 0.25, 0.5, 0.75, 0.95])
+        base = baseline(m)
+        rows.append({"sweep": sweep.name, "structure": structure, "row": m.row,
+                     "method": m.method, "block": m.block, "budget": m.budget,
+                     "verify_tokens": m.verify_tokens, "measured": m.tok_s,
+                     "median": float(q[2]), "lo50": float(q[1]), "hi50": float(q[3]),
+                     "lo90": float(q[0]), "hi90": float(q[4]), "baseline": float(base)})
+    return {"sweep": sweep.name, "structure": structure, "seconds": time.perf_counter() - t0,
+            "converged": not failures, "failures": failures, "rows": rows,
+            "train_max_verify": max(m.verify_tokens for m in train)}
+
+
+def scores(rows: list[dict], *, baseline: bool = False) -> dict:
+    """Coverage, bias (mean signed relative error of the median), mean abs error, width."""
+    truth = np.array([r["measured"] for r in rows])
+    if baseline:
+        med = np.array([r["baseline"] for r in rows])
+        lo90, hi90 = med * (1 - BASELINE_BAND), med * (1 + BASELINE_BAND)
+        lo50 = hi50 = None
+    else:
+        med = np.array([r["median"] for r in rows])
+        lo90, hi90 = np.array([r["lo90"] for r in rows]), np.array([r["hi90"] for r in rows])
+        lo50, hi50 = np.array([r["lo50"] for r in rows]), np.array([r["hi50"] for r in rows])
+    err = med / truth - 1.0
+    return {"n": len(rows),
+            "coverage50": None if lo50 is None else float(np.mean((lo50 <= truth) & (truth <= hi50))),
+            "coverage90": float(np.mean((lo90 <= truth) & (truth <= hi90))),
+            "bias": float(np.mean(err)), "mae": float(np.mean(np.abs(err))),
+            "width90": float(np.mean((hi90 - lo90) / med))}
+
+
+def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None = None, *,
+                structures: tuple[str, ...] = tuple(STRUCTURES), jobs: int = 1,
+                seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
+                workdir: Path | None = None, progress: bool = True) -> dict:
+    """Run every (sweep, structure) split and summarise per sweep and pooled."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.config import load_priors
+
+    files = files or sorted((workdir or Path.cwd()).joinpath("data", "public").glob("*.csv"))
+    files = [f for f in files if f.name != "hardware_flops.csv"]
+    if not files:
+        raise DataError("no public sweep files", file="data/public/",
+                        fix="pass sweep CSVs with --sweeps, or run from the repository root")
+    hardware_csv = paths.data_file("hardware.csv", workdir).read_text()
+    models_csv = paths.data_file("models.csv", workdir).read_text()
+    priors_toml = load_priors(priors_path or paths.priors_file(workdir)).text
+    sweeps, notes = load_sweeps(files, hardware_csv)
+    settings = settings or SamplerSettings()
+    tasks = [(s, st, priors_toml, hardware_csv, models_csv, seed, settings)
+             for s in sweeps for st in structures]
+    t0 = time.perf_counter()
+
+    def report(i, n, res):
+        if progress:
+            bar = "#" * int(20 * i / n)
+            print(f"\r[extrapolate] [{bar:<20}] {i}/{n} fits ({res['sweep']}, {res['structure']})",
+                  end="\n" if i == n else "", file=sys.stderr, flush=True)
+
+    results = dispatch(run_split, tasks, jobs=jobs, progress=report)
+    per_sweep = []
+    for s in sweeps:
+        mine = [r for r in results if r["sweep"] == s.name]
+        entry = {"sweep": s.name, "file": s.path, "held_out": len(s.held_out),
+                 "skipped_rows": s.skipped,
+                 "train_max_verify": mine[0]["train_max_verify"],
+                 "held_out_verify": sorted({r["verify_tokens"] for r in mine[0]["rows"]}),
+                 "baseline": scores(mine[0]["rows"], baseline=True)}
+        for r in mine:
+            entry[r["structure"]] = {**scores(r["rows"]), "converged": r["converged"],
+                                     "failures": r["failures"]}
+        per_sweep.append(entry)
+    pooled = {st: scores([row for r in results if r["structure"] == st for row in r["rows"]])
+              for st in structures}
+    pooled["baseline"] = scores([row for r in results if r["structure"] == structures[0]
+                                 for row in r["rows"]], baseline=True)
+    return {"seed": seed, "settings": settings.as_dict(), "seconds": time.perf_counter() - t0,
+            "structures": {k: STRUCTURES[k] for k in structures}, "sweeps": per_sweep,
+            "pooled": pooled, "notes": notes,
+            "rows": [row for r in results for row in r["rows"]]}

@@ -1,0 +1,183 @@
+"""The structured step (issue 10): model cards, peak FLOPs, the [methods] table, the roofline
+verify cost, structured SPEC, the distance-scaled discrepancy, and the extrapolation split.
+Numbers are computed by hand here; no sampling."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token, load_model_cards, peak_tflops
+from ddtree_bayes.core.config import parse_priors
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.errors import DataError, PriorsError
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.workflows import extrapolation as X
+
+REPO = Path(__file__).resolve().parents[1]
+PRIORS = bundled("priors.toml").read_text()
+STRUCTURED = X.with_forms(PRIORS, "roofline", "structured")
+KIMI = ModelCard("kimi-k2.6", 1000, 32, 61, 384, 8, 0.5, "bf16", "s")
+
+
+# ------------------------------------------------------------------ model cards and FLOPs
+def test_bundled_cards_cover_the_bundled_model_and_the_corpus():
+    cards = load_model_cards(bundled("models.csv"))
+    assert cards["kimi-k2.6"].is_moe and cards["kimi-k2.6"].experts_topk == 8
+    assert not cards["llama-3.1-8b-instruct"].is_moe
+    models = {line.split(",")[1] for f in (REPO / "data" / "public").glob("*.csv")
+              if f.name != "hardware_flops.csv" for line in f.read_text().splitlines()[1:]}
+    assert models <= set(cards)
+
+
+def test_distinct_experts_by_hand():
+    m = np.array([1.0, 2.0, 9.0])
+    expected = [1.0, 384 * (1 - (1 - 8 / 384) ** 2) / 8, 384 * (1 - (1 - 8 / 384) ** 9) / 8]
+    assert KIMI.distinct_ratio(m) == pytest.approx(expected)
+    dense = ModelCard("d", 8, 8, 32, None, None, 2, "bf16", "s")
+    assert dense.distinct_ratio(m).tolist() == [1.0, 1.0, 1.0]
+
+
+@pytest.mark.parametrize(("edit", "column"), [
+    (lambda t: t.replace("compute_dtype", "dtype", 1), "compute_dtype"),
+    (lambda t: re.sub(r"(?m)^(kimi-k2\.6,1000,)32,", r"\g<1>2000,", t), "params_active_b"),
+    (lambda t: re.sub(r"(?m)^(kimi-k2\.6,1000,32,61,7168,384,)8,", r"\1,", t), "experts_topk"),
+    (lambda t: re.sub(r"(?m)^(kimi-k2\.6,(?:[^,]*,){8})bf16", r"\1int3", t), "compute_dtype"),
+])
+def test_bad_model_cards_name_the_column(edit, column):
+    text = edit(bundled("models.csv").read_text())
+    with pytest.raises(DataError) as err:
+        load_model_cards("models.csv", text=text)
+    assert err.value.column == column
+
+
+def test_peak_flops_own_entry_derived_and_fallback():
+    hw = load_hardware(bundled("hardware.csv"))
+    assert peak_tflops(hw["b300"], "bf16")[0] == 2250
+    value, how = peak_tflops(hw["rtx-pro-6000"], "bf16")   # only an fp4 entry
+    assert value == 500 and "derived from fp4" in how
+    value, how = peak_tflops(hw["rtx-a6000"], "bf16")      # no entry at all
+    assert value == pytest.approx(0.768 * 200) and "prior-driven" in how
+    # Kimi K2.6 on 8x B300: 2 x 32e9 FLOPs / (2250e12 x 8) = 3.556 us per token
+    ms, _ = flop_ms_per_token(KIMI, hw["b300"], 8)
+    assert ms == pytest.approx(2 * 32e9 / (2250e12 * 8) * 1e3)
+
+
+# ------------------------------------------------------------------ the [methods] table
+def test_methods_table_parses():
+    cfg = parse_priors(STRUCTURED)
+    assert cfg.step_form == "structured" and cfg.moe_form == "roofline"
+    assert cfg.methods["ddtree"].draft_passes(16, 32) == 1
+    assert cfg.methods["ddtree"].tree_nodes(16, 32) == 32
+    assert cfg.methods["eagle3"].draft_passes(3, 3) == 3
+    assert cfg.methods["eagle3"].tree_nodes(3, 3) == 0
+    assert cfg.methods["eagle3"].tree_nodes(8, 63) == 63
+
+
+@pytest.mark.parametrize(("old", "new", "column"), [
+    ('passes = 1\ntree = true\nrationale = "DDTree', 'passes = -1\ntree = true\nrationale = "DDTree',
+     "methods.ddtree.passes"),
+    ('passes = 1\ntree = true\nrationale = "DDTree', 'passes = 1\ntree = "yes"\nrationale = "DDTree',
+     "methods.ddtree.tree"),
+    ('step_form = "structured"', 'step_form = "fractional"', "model.step_form"),
+])
+def test_bad_methods_or_forms_are_errors(old, new, column):
+    assert old in STRUCTURED
+    with pytest.raises(PriorsError) as err:
+        parse_priors(STRUCTURED.replace(old, new, 1))
+    assert err.value.column == column
+
+
+def test_structured_form_needs_its_priors_and_methods():
+    no_methods = STRUCTURED[: STRUCTURED.index("[methods.eagle]")]
+    with pytest.raises(PriorsError, match="needs a \\[methods"):
+        parse_priors(no_methods.rsplit("# How each speculative method drafts", 1)[0])
+    no_tau = re.sub(r"\[priors\.structure_sd\][^\[]*", "", STRUCTURED)
+    with pytest.raises(PriorsError) as err:
+        parse_priors(no_tau)
+    assert err.value.column == "priors.structure_sd"
+
+
+# ------------------------------------------------------------------ the spec
+@pytest.fixture(scope="module")
+def structured_spec():
+    cfg = parse_priors(STRUCTURED)
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements(bundled("measurements.csv"), hw)
+    return S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv"))), cfg
+
+
+def test_spec_arrays_by_hand(structured_spec):
+    spec, _ = structured_spec
+    # rows: B300 AR, B300 DDTree b8 (M=9), 5 PRO 6000 AR, 2 PRO 6000 Eagle3 k=3 (M=4)
+    assert spec.row_passes.tolist() == [0, 1, 0, 0, 0, 0, 0, 3, 3]
+    assert spec.row_nodes.tolist() == [0, 8, 0, 0, 0, 0, 0, 0, 0]
+    assert spec.row_distinct[1] == pytest.approx(384 * (1 - (1 - 8 / 384) ** 9) / 8)
+    b300 = spec.systems.index("b300x8")
+    assert spec.system_flop_ms[b300] == pytest.approx(2 * 32e9 / (2250e12 * 8) * 1e3)
+    # B300 DDTree row: nearest other B300 configuration is AR (M=1, 0 passes)
+    assert spec.row_distance[1] == pytest.approx(max(math.log(9), math.log(2)))
+    # Eagle3 k=3 rows: nearest other PRO 6000 configuration is AR: max(log 4, log 4)
+    assert spec.row_distance[7] == pytest.approx(math.log(4))
+    # an AR row at another context has the same configuration as its AR siblings: its
+    # nearest *different* configuration is Eagle3 (M=4, 3 passes)
+    assert spec.row_distance[2] == pytest.approx(math.log(4))
+
+
+def test_model_meta_carries_what_predict_needs(structured_spec):
+    spec, cfg = structured_spec
+    meta = S.model_meta(spec, cfg)
+    assert meta["step_form"] == "structured" and meta["card"]["experts"] == 384
+    assert meta["methods"]["ddtree"] == {"passes": 1, "tree": True}
+    assert set(meta["system_flop_ms"]) == {"b300x8", "rtx-pro-6000x8"}
+
+
+# ------------------------------------------------------------------ the extrapolation split
+class _Row:
+    def __init__(self, method, verify, block):
+        self.method, self.verify_tokens, self.block = method, verify, block
+
+
+def test_hold_out_takes_the_largest_third_per_method():
+    rows = [_Row("ar", 1, None)] + [_Row("mtp", k + 1, k) for k in range(1, 7)] \
+        + [_Row("eagle", 3, 2), _Row("eagle", 4, 3)]
+    # mtp: 6 configurations -> the 2 largest (k = 5, 6); eagle: only 2 -> none held out
+    assert X.hold_out(rows) == (5, 6)
+
+
+def test_with_forms_sets_both_forms():
+    text = X.with_forms(PRIORS, "roofline", "structured")
+    cfg = parse_priors(text)
+    assert (cfg.moe_form, cfg.step_form) == ("roofline", "structured")
+    assert parse_priors(X.with_forms(text, "power", "fraction")).step_form == "fraction"
+
+
+def test_scores_by_hand():
+    rows = [{"measured": 100.0, "median": 110.0, "lo50": 105, "hi50": 115, "lo90": 95,
+             "hi90": 125, "baseline": 90.0},
+            {"measured": 200.0, "median": 190.0, "lo50": 185, "hi50": 199, "lo90": 180,
+             "hi90": 210, "baseline": 260.0}]
+    s = X.scores(rows)
+    assert s["coverage90"] == 1.0 and s["coverage50"] == 0.0
+    assert s["bias"] == pytest.approx((0.10 - 0.05) / 2)
+    assert s["mae"] == pytest.approx((0.10 + 0.05) / 2)
+    assert s["width90"] == pytest.approx((30 / 110 + 30 / 190) / 2)
+    b = X.scores(rows, baseline=True)
+    # 90 +-30% = 63..117 covers 100; 260 +-30% = 182..338 covers 200
+    assert b["coverage90"] == 1.0 and b["bias"] == pytest.approx((-0.1 + 0.3) / 2)
+
+
+def test_public_sweeps_load_and_split():
+    files = [f for f in sorted((REPO / "data" / "public").glob("*.csv"))
+             if f.name != "hardware_flops.csv"]
+    sweeps, notes = X.load_sweeps(files, bundled("hardware.csv").read_text())
+    names = {s.name for s in sweeps}
+    assert {"vllm-eagle-llama31-8b-h100-tpot", "llamacpp-mtp-qwen38-27b-rtx5090",
+            "trtllm-mtp-deepseek-r1-b200x8"} <= names
+    assert all(s.held_out for s in sweeps)
+    assert any("sglang-eagle3-llama33-70b" in n for n in notes)

@@ -1,0 +1,160 @@
+"""The structured step and roofline verify cost in the PyMC model and in predict, against the
+numpy formula at a hand-picked point and a point-mass posterior computed by hand."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.cards import load_model_cards
+from ddtree_bayes.core.config import parse_priors
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.inference import reproducible_pytensor
+from ddtree_bayes.engine.testing import point_mass_draws
+from ddtree_bayes.workflows.extrapolation import with_forms
+
+reproducible_pytensor()
+pm = pytest.importorskip("pymc")
+from ddtree_bayes.engine.model import build_model, free_parameter_names  # noqa: E402
+
+STRUCTURED = with_forms(bundled("priors.toml").read_text(), "roofline", "structured")
+
+
+@pytest.fixture
+def fast_compile():
+    import pytensor
+
+    with pytensor.config.change_flags(mode="FAST_COMPILE"):
+        yield
+
+
+@pytest.fixture(scope="module")
+def built():
+    cfg = parse_priors(STRUCTURED)
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements(bundled("measurements.csv"), hw)
+    spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
+    return spec, cfg, build_model(spec, cfg)
+
+
+def test_free_variables(built, fast_compile):
+    spec, cfg, m = built
+    assert {rv.name for rv in m.free_RVs} == set(free_parameter_names("roofline", "structured", cfg))
+    assert {d.name for d in m.deterministics} >= {"moe_distinct_exponent", "compute_eff",
+                                                  "compute_tok_ratio", "spec_fixed_ratio",
+                                                  "spec_pass_ratio", "spec_tree_ratio"}
+
+
+def hand_point():
+    return {"step_ar_ms": np.array([7.5, 11.0]), "moe_share": np.array([0.4, 0.3]),
+            "moe_distinct_exponent_mu": 0.46, "moe_hw_sd": 0.05, "moe_z": np.array([0.5, -0.5]),
+            "ctx_ms_per_unit": np.array([3.0, 3.3]), "ctx_verify_exponent": 0.6,
+            "compute_eff_log_mu": -1.0, "compute_eff_log_sd": 0.2,
+            "compute_eff_log": np.array([-0.9, -1.1]),
+            "spec_fixed_log_mu": -2.5, "spec_fixed_log": np.array([-2.4, -2.6]),
+            "spec_pass_log_mu": -2.2, "spec_pass_log": np.array([-2.3, -2.0]),
+            "spec_tree_log_mu": -6.0, "spec_tree_log": np.array([-5.8, -6.0]),
+            "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03}
+
+
+def test_likelihood_matches_the_numpy_formula(built):
+    spec, cfg, m = built
+    p = hand_point()
+    for name, prior in cfg.priors.items():   # priors with dist = "point" are constants
+        if prior.dist == "point":
+            p[name] = prior.params["value"]
+    ip = {}
+    for rv in m.free_RVs:
+        tr = m.rvs_to_transforms[rv]
+        x = np.asarray(p[rv.name], dtype=float)
+        ip[m.rvs_to_values[rv].name] = tr.forward(x).eval() if tr is not None else x
+    # the default (numba) backend: Python mode cannot run the fused >32-operand kernel
+    loglik = m.compile_logp(vars=m.observed_RVs)(ip)
+    # by hand
+    s = spec.row_system
+    expo = p["moe_distinct_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
+    eff = np.exp(p["compute_eff_log"])
+    moe1 = p["moe_share"] * p["step_ar_ms"]
+    tok_ratio = spec.system_flop_ms / eff / moe1
+    mem = spec.row_distinct ** expo[s]
+    comp = tok_ratio[s] * spec.verify_tokens
+    knee = cfg.knee_sharpness
+    verify = moe1[s] * (mem ** knee + comp ** knee) ** (1 / knee) / (1 + tok_ratio[s] ** knee) ** (1 / knee)
+    context = p["ctx_ms_per_unit"][s] * spec.context_units * spec.verify_tokens ** p["ctx_verify_exponent"]
+    target = verify + (1 - p["moe_share"][s]) * p["step_ar_ms"][s] + context
+
+    def ratio(part):
+        r = np.exp(p[f"spec_{part}_log"])
+        return np.concatenate([r, [0.0]])[spec.row_group]
+
+    spec_ms = p["step_ar_ms"][s] * (ratio("fixed") + ratio("pass") * spec.row_passes
+                                    + ratio("tree") * spec.row_nodes)
+    mu = np.log(spec.accept_len * 1000 / (target + spec_ms))
+    sd = np.sqrt(p["noise_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2)
+    expected = np.sum(-0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd)
+                      - 0.5 * math.log(2 * math.pi))
+    assert loglik == pytest.approx(expected, rel=1e-9)
+    assert np.isfinite(loglik)
+
+
+def structured_point_mass():
+    """Point mass on B300 with the structured/roofline forms (Kimi K2.6's card)."""
+    cards = load_model_cards(bundled("models.csv"))
+    import dataclasses
+
+    draws = point_mass_draws(
+        moe_form="roofline", moe_distinct_exponent=[0.5], compute_tok_ratio=[0.01],
+        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
+        structure_sd=0.04, noise_sd=0.0)
+    draws.meta["model"].update({
+        "step_form": "structured", "knee": 3.0, "card": dataclasses.asdict(cards["kimi-k2.6"]),
+        "methods": {"ddtree": {"passes": 1, "tree": True}, "eagle3": {"passes": "block", "tree": "auto"}}})
+    return draws
+
+
+def test_predict_structured_step_by_hand():
+    draws = structured_point_mass()
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    parts, how = P.step_components(draws, sc, np.random.default_rng(0))
+    # verify: moe1 = 0.5 x 8 = 4 ms; memory part sqrt(distinct(33)); compute 0.01 x 33
+    distinct = 384 * (1 - (1 - 8 / 384) ** 33) / 8
+    verify = 4 * (distinct ** 1.5 + 0.33 ** 3) ** (1 / 3) / (1 + 0.01 ** 3) ** (1 / 3)
+    spec = 8 * (0.05 + 0.1 * 1 + 0.002 * 32)
+    assert parts["moe"][0] == pytest.approx(verify)
+    assert parts["spec"][0] == pytest.approx(spec)
+    assert parts["step"][0] == pytest.approx(verify + 4 + spec)
+    # the stored B300 rows are AR (M=1) and DDTree budget 8 (M=9, 1 pass): distance log(33/9)
+    assert parts["log_sd"][0] == pytest.approx(0.04 * math.log(33 / 9))
+    # the native engine pays (1 - 0.5) of the SGLang SPEC
+    sc_native = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="native", method="ddtree",
+                                   block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    native, _ = P.step_components(draws, sc_native, np.random.default_rng(0))
+    assert native["spec"][0] == pytest.approx(spec / 2)
+
+
+def test_interpolation_is_narrower_than_extrapolation():
+    draws = structured_point_mass()
+    sc8 = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                             block=8, budget=8, verify_tokens=None, context_tokens=0.0)
+    sc128 = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                               block=16, budget=128, verify_tokens=None, context_tokens=0.0)
+    rng = np.random.default_rng(0)
+    assert P.step_components(draws, sc8, rng)[0]["log_sd"][0] == 0.0   # measured configuration
+    assert P.step_components(draws, sc128, rng)[0]["log_sd"][0] == pytest.approx(
+        0.04 * math.log(129 / 9))
+
+
+def test_undeclared_method_is_a_query_error():
+    from ddtree_bayes.core.errors import QueryError
+
+    draws = structured_point_mass()
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="lookahead",
+                            block=4, budget=4, verify_tokens=None, context_tokens=0.0)
+    with pytest.raises(QueryError, match="not declared"):
+        P.step_components(draws, sc, np.random.default_rng(0))
