@@ -254,7 +254,8 @@ def check(work: Path, argv: list[str]) -> None:
     errors = [ln for ln in lines if ": error: " in ln]
     others = [ln for ln in lines if ln not in errors]
     assert len(errors) == 1, (argv, err)
-    assert all(": warning: " in ln or ln.startswith("[") for ln in others), (argv, err)
+    assert all(": warning: " in ln or ": note: " in ln or ln.startswith("[") for ln in others), (
+        argv, err)
     line = errors[0]
     assert line.startswith("ddtree-bayes") and "(fix: " in line, (argv, line)
     assert any(name in line for name in _names(argv)), (argv, line)

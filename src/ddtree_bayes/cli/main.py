@@ -153,6 +153,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _remove_stale_temps() -> None:
+    """The temp files a killed fit/update left in models/ and models/fits/: removed, said."""
+    from ddtree_bayes.cli.output import _show
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.engine import store
+
+    for tmp in store.remove_stale_temps(paths.models_dir()):
+        print(f"{PROG}: note: removed {_show(tmp)}, a temporary file left by an interrupted "
+              "write (a killed fit or update); the saved fits are whole", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name from undecodable argv bytes prints as given
         if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
@@ -161,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         A.check_text_files(args)
+        _remove_stale_temps()
         return args.func(args)
     except DDTreeBayesError as err:
         print(f"{PROG}: error: {err}", file=sys.stderr)

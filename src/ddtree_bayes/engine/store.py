@@ -4,8 +4,10 @@ A fit is ``models/fits/<fit_id>.nc``: an ArviZ 1.x DataTree (posterior, sample_s
 observed_data, constant_data) whose root attributes carry the JSON metadata (package
 version, seed, sampler settings, hashes, diagnostics) and the exact text of the data
 and priors it was fit on. ``models/latest.json`` names the newest fit. Every write goes
-to a temporary file in the same folder and is renamed into place, so an interrupted
-fit never leaves a half-written artifact and the previous one stays usable.
+to a temporary file in the same folder and is renamed into place (then the folder is
+fsynced, so the rename survives a power failure), so an interrupted fit never leaves a
+half-written artifact and the previous one stays usable; the temp files a killed writer
+leaves behind are removed by the next command (:func:`remove_stale_temps`).
 
 Reading draws for ``predict`` uses h5py directly (no xarray, no ArviZ) to keep it fast.
 """
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,13 +37,39 @@ def fits_dir(models: Path) -> Path:
     return models / "fits"
 
 
+#: Temp files of an atomic write: ``.<name>.<writer pid>.<random>.tmp`` in the target's folder.
+TEMP_RE = re.compile(r"^\..+\.(\d+)\.[^.]+\.tmp$")
+#: A temp file without a writer pid (older versions) is stale after this long.
+STALE_TEMP_AGE_S = 3600.0
+
+
+def _temp_prefix(name: str) -> str:
+    return f".{name}.{os.getpid()}."
+
+
+def fsync_dir(folder: Path) -> None:
+    """Make a rename in ``folder`` durable: the new name lives in the directory, which has
+    to be flushed itself (a power failure can otherwise lose a completed rename)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # a filesystem that refuses fsync on directories: nothing more to do
+    finally:
+        os.close(fd)
+
+
 def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -> None:
-    """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename.
+    """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename +
+    fsync of the folder.
 
     ``mode`` sets the permission bits of the new file (the temp file is created 0600).
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
         if mode is not None:
             os.fchmod(fd, mode)
@@ -52,6 +81,42 @@ def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(path.parent)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    return True
+
+
+def remove_stale_temps(models: Path) -> list[Path]:
+    """Remove the temp files that killed writers left in ``models/`` and ``models/fits/``
+    (their writer's process is gone, or, without a pid in the name, they are older than
+    :data:`STALE_TEMP_AGE_S`); returns what was removed. A live writer's temp is kept."""
+    import time
+
+    removed = []
+    for folder in (models, fits_dir(models)):
+        if not folder.is_dir():
+            continue
+        for tmp in sorted(folder.glob(".*.tmp")):
+            m = TEMP_RE.match(tmp.name)
+            try:
+                stale = (not _alive(int(m.group(1)))) if m else (
+                    time.time() - tmp.stat().st_mtime > STALE_TEMP_AGE_S)
+                if stale:
+                    tmp.unlink()
+                    removed.append(tmp)
+            except OSError:
+                continue  # gone already, or not ours to remove
+    return removed
 
 
 def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
@@ -63,7 +128,8 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     dt.attrs[HARDWARE_ATTR] = texts["hardware"]
     target = fits_dir(models) / f"{meta['fit_id']}.nc"
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=".tmp",
+                               dir=target.parent)
     os.close(fd)
     try:
         dt.to_netcdf(tmp, engine="h5netcdf")
@@ -73,6 +139,7 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    fsync_dir(target.parent)
     latest = {"fit_id": meta["fit_id"], "file": f"fits/{target.name}",
               "converged": meta["converged"]}
     atomic_write_bytes(models / LATEST, (json.dumps(latest, indent=2) + "\n").encode())

@@ -1,0 +1,98 @@
+"""Durable writes: the folder is fsynced after each atomic rename (a rename lives in the
+directory, and is lost on power failure until the directory is flushed), and the next
+command removes the temp files a killed writer left in models/ and models/fits/, saying so."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.engine import store
+from ddtree_bayes.workflows import living
+from test_cli_support import make_point_mass_workdir, run_cli
+
+
+@pytest.fixture
+def work(tmp_path):
+    return make_point_mass_workdir(tmp_path / "w")
+
+
+def fsynced(monkeypatch) -> list[str]:
+    """Record the path behind every fd passed to os.fsync."""
+    seen: list[str] = []
+    real = os.fsync
+
+    def spy(fd):
+        seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+        return real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    return seen
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name an fd")
+def test_the_folder_is_fsynced_after_the_file_and_the_rename(tmp_path, monkeypatch):
+    seen = fsynced(monkeypatch)
+    target = tmp_path / "sub" / "latest.json"
+    store.atomic_write_bytes(target, b"{}")
+    assert target.read_bytes() == b"{}"
+    # first the temp file's data, then (after the rename) the folder that holds the name
+    assert len(seen) == 2 and seen[0].startswith(str(tmp_path / "sub" / ".latest.json."))
+    assert seen[1] == str(tmp_path / "sub")
+    seen.clear()
+    living.write_text_atomically(tmp_path / "m.csv", "a,b\n")  # the add/track write helper
+    assert seen[-1] == str(tmp_path)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name an fd")
+def test_add_fsyncs_the_data_folder(work, monkeypatch):
+    seen = fsynced(monkeypatch)
+    code, _, err = run_cli(work, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                           "ar", "--accept", "1", "--tok-s", "131", "--source", "durable test")
+    assert code == 0, err
+    assert seen[-1] == str(work / "data")
+
+
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+def test_the_next_command_removes_a_killed_writers_temp_files(work):
+    fits = work / "models" / "fits"
+    dead = dead_pid()
+    stale = [fits / f".20260101T000000Z-x.nc.{dead}.abc123xy.tmp",
+             work / "models" / f".latest.json.{dead}.k9j8h7g6.tmp"]
+    live = fits / f".20260101T000000Z-y.nc.{os.getpid()}.zzzzzzzz.tmp"  # a writer still at work
+    old = fits / ".20260101T000000Z-z.nc.oldname.tmp"  # no pid: removed once an hour old
+    young = fits / ".20260101T000000Z-w.nc.newname.tmp"
+    for p in (*stale, live, old, young):
+        p.write_bytes(b"half a netCDF")
+    os.utime(old, (time.time() - 2 * store.STALE_TEMP_AGE_S,) * 2)
+    code, out, err = run_cli(work, "history")
+    assert code == 0 and "20260101T000000Z-pointmss" in out
+    notes = err.splitlines()
+    assert len(notes) == 3 and all(n.startswith("ddtree-bayes: note: removed ") for n in notes)
+    assert "models/fits/.20260101T000000Z-x.nc." in err and "a killed fit or update" in err
+    assert not any(p.exists() for p in (*stale, old))
+    assert live.exists() and young.exists()
+    assert run_cli(work, "history")[2] == ""  # said once
+
+
+def test_an_interrupted_save_is_cleaned_by_the_next_command(work, monkeypatch):
+    """A save killed between its temp file and the rename (simulated: the temp file of a
+    process that no longer exists) leaves the previous fit usable and the temp removed."""
+    fits = work / "models" / "fits"
+    shutil.copy(fits / "20260101T000000Z-pointmss.nc",
+                fits / f".new.nc.{dead_pid()}.q1w2e3r4.tmp")
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang")
+    assert code == 0 and "sglang  12         600       600-600       600-600" in out
+    assert "note: removed models/fits/.new.nc." in err
+    assert [p.name for p in fits.iterdir()] == ["20260101T000000Z-pointmss.nc"]
