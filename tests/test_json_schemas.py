@@ -181,3 +181,28 @@ def test_fit_and_update(real):
     out = json_of(real, "update")
     validate_output("update", out)
     assert [r["row"] for r in out["new_rows"]] == [11] and out["refit"]["converged"]
+
+
+@pytest.fixture
+def small_sampler(monkeypatch):
+    """validate and sbc with a small sampler (the CLI passes none)."""
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.workflows import validation as V
+
+    small = SamplerSettings(chains=1, draws=60, tune=60)
+    for name in ("validate", "sbc"):
+        real_fn = getattr(V, name)
+        monkeypatch.setattr(V, name, lambda *a, _f=real_fn, **k: _f(*a, settings=small, **k))
+
+
+def test_validate(work, small_sampler):
+    """Real leave-one-out refits of the two B300 rows."""
+    out = json_of(work, "validate", "--quiet")
+    validate_output("validate", out)
+    assert [r["row"] for r in out["rows"]] == [2, 3] and out["summary"]["n"] == 2
+
+
+def test_sbc(work, small_sampler):
+    out = json_of(work, "validate", "--sbc", "2", "--quiet")
+    validate_output("validate", out)
+    assert out["replicates"] == 2 and len(out["replicate_results"]) == 2
