@@ -33,9 +33,60 @@ def test_files_and_verdict(built_report):
     assert "figure_errors" not in summary
     assert json.loads((out_dir / "summary.json").read_text())["fit_id"] == result.fit_id
     page = (out_dir / "index.html").read_text()
-    assert page.index("converged: every gate passed") < page.index("1. Sampling diagnostics")
-    assert page.count("<img ") == len(report.CAPTIONS)
+    # the answer first, then the decisions, then the checks; the sampler's diagnostics last
+    order = ["converged: every gate passed", "Default scenario (b300 x8, ddtree, block 16, "
+             "budget 32, verify 33, context 0) at acceptance 14: sglang ",
+             "<h2 id='prediction'>1. Predicted throughput", "<h2 id='variance'>2. Where the width",
+             "<h2 id='budgets'>3. Which tree budget?", "<h2 id='next'>4. What to measure next",
+             "<h2 id='hardware'>5. Hardware never measured", "<h2 id='breakdown'>6. Step-time",
+             "<h2 id='ppc'>7. Posterior predictive check", "<h2 id='loo'>8. PSIS-LOO",
+             "<h2 id='prior_posterior'>9. Prior vs posterior",
+             "<h2 id='psense'>10. Prior sensitivity", "<h2 id='sampling'>11. Sampling diagnostics"]
+    at = [page.index(text) for text in order]
+    assert at == sorted(at)
+    assert page.count("<img ") == len(list(out_dir.glob("*.png")))
     assert "http://" not in page.replace("http://www.w3.org", "")  # self-contained
+
+
+def test_the_answer_line_is_the_fan_at_acceptance_14(built_report):
+    from ddtree_bayes.workflows.report.render import headline
+
+    _, _, _, summary = built_report
+    fan = summary["fan"]
+    i = fan["accept"].index(14.0)
+    text = headline(summary)
+    for engine, f in fan["engines"].items():
+        q = f["quantiles"][i]
+        assert f"{engine} {q[2]:.0f} tok/s (90% interval {q[0]:.0f}-{q[4]:.0f})" in text
+
+
+def test_rank_and_trace_have_one_titled_panel_per_parameter(built_report):
+    """Every sampled scalar gets its own panel (constants excluded), twelve to a figure, so
+    the figure splits instead of shrinking: rank.png, rank-2.png, ..."""
+    from ddtree_bayes.workflows.report import figures as F
+
+    work, result, out_dir, summary = built_report
+    columns = F.chain_columns(store.load_datatree(result.path))
+    names = [p["parameter"] for p in summary["sampling"]["parameters"]]
+    assert set(columns) <= set(names) and len(columns) >= 15
+    assert all(c.shape == (4, 1000) for c in columns.values())
+    n_figures = -(-len(columns) // F.PANELS_PER_FIGURE)
+    for kind in ("rank", "trace"):
+        files = sorted(out_dir.glob(f"{kind}*.png"), key=lambda f: (len(f.name), f.name))
+        assert [f.name for f in files] == [f"{kind}.png"] + [
+            f"{kind}-{k}.png" for k in range(2, n_figures + 1)]
+
+
+def test_report_json_fits_its_schema(built_report, monkeypatch, capsys):
+    from test_json_schemas import validate_output
+
+    work, result, out_dir, summary = built_report
+    monkeypatch.setattr(report, "write_report", lambda *a, **k: (out_dir, summary))
+    monkeypatch.chdir(work)
+    assert cli.main(["report", "--format", "json", "--quiet"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    validate_output("report", payload)
+    assert payload["fit_id"] == result.fit_id and payload["verdict"]["converged"] is True
 
 
 def test_sampling_numbers_match_the_fit(built_report):
@@ -167,7 +218,8 @@ def test_every_image_renders_in_a_real_browser(built_report, tmp_path):
     dom = subprocess.run([CHROMIUM, *flags, "--virtual-time-budget=5000", "--dump-dom",
                           (out_dir / "index.html").as_uri()], capture_output=True, text=True,
                          timeout=120, check=True).stdout
-    n = len(report.CAPTIONS)
+    n = len(list(out_dir.glob("*.png")))
+    assert n > len(report.CAPTIONS)  # rank and trace split into several figures
     assert f'data-images-rendered="{n}/{n}"' in dom
     shot = tmp_path / "page.png"
     subprocess.run([CHROMIUM, *flags, "--window-size=1200,1600", f"--screenshot={shot}",

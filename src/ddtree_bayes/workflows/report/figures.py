@@ -24,24 +24,98 @@ def _save(fig, path: Path) -> None:
     plt.close(fig)
 
 
-def _sampling_vars(dt) -> list[str]:
-    return [v for v in dt["posterior"].data_vars]
+#: Sampling plots: one titled panel per parameter, this many per figure, in NCOL columns,
+#: so that every title and tick label stays legible at the page's width (~1000 px).
+PANELS_PER_FIGURE, NCOL = 12, 3
+CHAIN_COLORS = (BLUE, ORANGE, "#38a169", "#805ad5", "#d53f8c", "#718096")
 
 
-def rank(summary, draws, dt, path: Path) -> None:
-    import arviz_plots as azp
+def chain_columns(dt) -> dict[str, np.ndarray]:
+    """Every scalar of the posterior as a (chain, draw) array, labelled as the diagnostics
+    table labels it (``name[coordinate]``); constants (point priors) are left out."""
+    post = dt["posterior"].to_dataset()
+    out: dict[str, np.ndarray] = {}
+    for name in post.data_vars:
+        da = post[name]
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        arr = np.asarray(da.transpose("chain", "draw", *extra).values, dtype=float)
+        flat = arr.reshape(arr.shape[0], arr.shape[1], -1)
+        labels = [name] if not extra else [f"{name}[{x}]" for x in da[extra[0]].values]
+        if len(labels) != flat.shape[2]:
+            labels = [f"{name}[{j}]" for j in range(flat.shape[2])]
+        for j, label in enumerate(labels):
+            if np.ptp(flat[:, :, j]) > 0:
+                out[label] = flat[:, :, j]
+    return out
 
-    pc = azp.plot_rank(dt, var_names=_sampling_vars(dt), backend="matplotlib")
-    pc.savefig(path, dpi=70)
-    plt.close("all")
+
+def _panel_title(ax, label: str, diag: dict | None) -> None:
+    sub = "" if diag is None else (f"R-hat {diag['rhat']:.3f}, bulk ESS "
+                                   f"{diag['ess_bulk']:.0f}")
+    ax.set_title(f"{label}\n{sub}" if sub else label, fontsize=9, loc="left")
 
 
-def trace(summary, draws, dt, path: Path) -> None:
-    import arviz_plots as azp
+def _paneled(summary, dt, path: Path, draw_panel, suptitle: str) -> list[Path]:
+    """One panel per parameter, PANELS_PER_FIGURE to a figure: path, path-2, path-3, ..."""
+    columns = chain_columns(dt)
+    diags = {p["parameter"]: p for p in summary.get("sampling", {}).get("parameters", [])}
+    names = list(columns)
+    chunks = [names[i:i + PANELS_PER_FIGURE] for i in range(0, len(names), PANELS_PER_FIGURE)]
+    paths = []
+    for k, chunk in enumerate(chunks, start=1):
+        nrow = -(-len(chunk) // NCOL)
+        fig, axes = plt.subplots(nrow, NCOL, figsize=(11, 2.3 * nrow + 0.6), squeeze=False,
+                                 layout="constrained")
+        for ax, name in zip(axes.flat, chunk, strict=False):
+            draw_panel(ax, columns[name])
+            _panel_title(ax, name, diags.get(name))
+            ax.tick_params(labelsize=7)
+        for ax in list(axes.flat)[len(chunk):]:
+            ax.axis("off")
+        chains = columns[chunk[0]].shape[0]
+        fig.suptitle(f"{suptitle} ({k} of {len(chunks)})", fontsize=10)
+        fig.legend(handles=[plt.Line2D([], [], color=CHAIN_COLORS[c % len(CHAIN_COLORS)],
+                                       label=f"chain {c + 1}") for c in range(chains)],
+                   loc="outside lower center", ncols=chains, fontsize=8, frameon=False)
+        out = path if k == 1 else path.with_name(f"{path.stem}-{k}{path.suffix}")
+        fig.savefig(out, dpi=90)
+        plt.close(fig)
+        paths.append(out)
+    return paths
 
-    pc = azp.plot_trace_dist(dt, var_names=_sampling_vars(dt), backend="matplotlib")
-    pc.savefig(path, dpi=60)
-    plt.close("all")
+
+def _rank_panel(ax, x: np.ndarray, bins: int = 20) -> None:
+    """Per-chain histograms of the pooled ranks, with the uniform count and its 99% band."""
+    chains, n = x.shape
+    ranks = np.argsort(np.argsort(x, axis=None)).reshape(x.shape)
+    edges = np.linspace(0, chains * n, bins + 1)
+    expected = n / bins
+    half = 2.576 * np.sqrt(expected * (1 - 1 / bins))
+    ax.axhspan(expected - half, expected + half, color=GREY, alpha=0.25, lw=0)
+    ax.axhline(expected, color=GREY, lw=1)
+    centers = (edges[:-1] + edges[1:]) / 2
+    for c in range(chains):
+        counts = np.histogram(ranks[c], bins=edges)[0]
+        ax.step(centers, counts, where="mid", color=CHAIN_COLORS[c % len(CHAIN_COLORS)], lw=1.2)
+    ax.set_xticks([])
+    ax.set_ylim(0, max(expected + 2 * half, ax.get_ylim()[1]))
+
+
+def _trace_panel(ax, x: np.ndarray) -> None:
+    for c in range(x.shape[0]):
+        ax.plot(x[c], color=CHAIN_COLORS[c % len(CHAIN_COLORS)], lw=0.4, alpha=0.8)
+    ax.set_xlim(0, x.shape[1] - 1)
+    ax.locator_params(axis="y", nbins=4)
+
+
+def rank(summary, draws, dt, path: Path) -> list[Path]:
+    return _paneled(summary, dt, path, _rank_panel,
+                    "Rank plots: counts of each chain's ranks in 20 bins; flat within the grey "
+                    "99% band when the chains agree")
+
+
+def trace(summary, draws, dt, path: Path) -> list[Path]:
+    return _paneled(summary, dt, path, _trace_panel, "Traces: draws in order, one line per chain")
 
 
 def prior_posterior(summary, draws, dt, path: Path) -> None:

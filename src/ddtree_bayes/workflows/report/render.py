@@ -19,9 +19,10 @@ from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT, compute
 
 # ------------------------------------------------------------------ render
 CAPTIONS = {
-    "rank": "Rank plots: each chain's ranks should be uniform (flat bars); a chain "
-            "sitting high or low means the chains disagree.",
-    "trace": "Traces and per-chain densities: look for chains that overlap and wander "
+    "rank": "Rank plots, one panel per parameter: each chain's rank counts should stay "
+            "inside the grey band around the flat line; a chain sitting high or low means "
+            "the chains disagree.",
+    "trace": "Traces, one panel per parameter: look for chains that overlap and wander "
              "without trends or stuck stretches.",
     "prior_posterior": "Prior (grey) against posterior (blue): where the blue is as wide as "
                        "the grey, the measurements did not inform that parameter.",
@@ -50,21 +51,20 @@ CAPTIONS = {
 }
 
 
-def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[str, Path]:
+def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[str, list[Path]]:
     """Write figures, ``summary.json``, ``summary.md`` and ``index.html`` into ``out_dir``."""
     import matplotlib
 
     matplotlib.use("Agg")
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures: dict[str, Path] = {}
+    figures: dict[str, list[Path]] = {}
     if draws is not None:
         from ddtree_bayes.workflows.report import figures as F
 
         for name, fn in F.FIGURES.items():
             path = out_dir / f"{name}.png"
             try:
-                fn(summary, draws, dt, path)
-                figures[name] = path
+                figures[name] = fn(summary, draws, dt, path) or [path]  # several when split
             except Exception as err:  # noqa: BLE001 - one broken figure must not sink the report
                 summary.setdefault("figure_errors", {})[name] = f"{type(err).__name__}: {err}"
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=_json_default))
@@ -97,53 +97,70 @@ def _table(headers, rows) -> str:
 
 
 def _img(figures, name) -> str:
+    """The figure(s) of ``name`` (a split figure: every part), embedded, then its caption."""
     if name not in figures:
         return f'<p class="missing">figure {name} could not be drawn</p>'
-    data = base64.b64encode(figures[name].read_bytes()).decode()
-    return (f'<figure><img alt="{name}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{html.escape(CAPTIONS[name])}</figcaption></figure>")
+    paths = figures[name] if isinstance(figures[name], list) else [figures[name]]
+    imgs = "".join(f'<img alt="{name} {i}" src="data:image/png;base64,'
+                   f'{base64.b64encode(p.read_bytes()).decode()}">'
+                   for i, p in enumerate(paths, start=1))
+    return f"<figure>{imgs}<figcaption>{html.escape(CAPTIONS[name])}</figcaption></figure>"
+
+
+#: The report's order: the answer first (the prediction, where its width comes from, the
+#: decisions it supports), then the checks of the model, then the sampler's diagnostics.
+SECTION_ORDER = ("prediction", "variance", "budgets", "next", "hardware", "breakdown", "ppc",
+                 "loo", "prior_posterior", "psense", "sampling")
 
 
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
-    """(title, headers, rows, figure names) per section; shared by HTML and markdown."""
+    """(numbered title, headers, rows, figure names) per section in :data:`SECTION_ORDER`;
+    shared by HTML and markdown."""
+    sec = _section_map(summary)
+    return [(f"{i}. {sec[k][0]}", *sec[k][1:]) for i, k in enumerate(SECTION_ORDER, start=1)
+            if k in sec]
+
+
+def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], list[str]]]:
     if "sampling" not in summary:
-        return []
+        return {}
     s = summary["sampling"]
-    sec = []
-    sec.append(("1. Sampling diagnostics",
-                ["parameter", "mean", "sd", "R-hat", "ESS bulk", "ESS tail", "MCSE"],
-                [[p["parameter"], p["mean"], p["sd"], f"{p['rhat']:.3f}", round(p["ess_bulk"]),
-                  round(p["ess_tail"]), p["mcse_mean"]] for p in s["parameters"]],
-                ["rank", "trace"]))
-    sec.append(("2. Prior vs posterior",
-                ["parameter", "prior 90%", "posterior 90%", "posterior sd / prior sd", "status"],
-                [[r["parameter"], f"{_fmt(r['prior_q'][0])} - {_fmt(r['prior_q'][4])}",
-                  f"{_fmt(r['posterior_q'][0])} - {_fmt(r['posterior_q'][4])}", r["sd_ratio"],
-                  r["status"]] for r in summary["prior_posterior"]],
-                ["prior_posterior"]))
-    sec.append(("3. Posterior predictive check",
-                ["row", "system", "engine", "method", "M", "context", "measured", "median",
-                 "90% interval", "outside 90%"],
-                [[r["row"], r["system"], r["engine"], r["method"], r["verify_tokens"],
-                  r["context_tokens"], r["measured"], round(r["median"], 1),
-                  f"{r['lo90']:.1f} - {r['hi90']:.1f}", "YES" if r["outside_90"] else "no"]
-                 for r in summary["ppc"]["rows"]],
-                ["ppc"]))
+    sec = {}
+    sec["sampling"] = ("Sampling diagnostics",
+                       ["parameter", "mean", "sd", "R-hat", "ESS bulk", "ESS tail", "MCSE"],
+                       [[p["parameter"], p["mean"], p["sd"], f"{p['rhat']:.3f}", round(p["ess_bulk"]),
+                         round(p["ess_tail"]), p["mcse_mean"]] for p in s["parameters"]],
+                       ["rank", "trace"])
+    sec["prior_posterior"] = ("Prior vs posterior",
+                              ["parameter", "prior 90%", "posterior 90%",
+                               "posterior sd / prior sd", "status"],
+                              [[r["parameter"], f"{_fmt(r['prior_q'][0])} - {_fmt(r['prior_q'][4])}",
+                                f"{_fmt(r['posterior_q'][0])} - {_fmt(r['posterior_q'][4])}", r["sd_ratio"],
+                                r["status"]] for r in summary["prior_posterior"]],
+                              ["prior_posterior"])
+    sec["ppc"] = ("Posterior predictive check",
+                  ["row", "system", "engine", "method", "M", "context", "measured", "median",
+                   "90% interval", "outside 90%"],
+                  [[r["row"], r["system"], r["engine"], r["method"], r["verify_tokens"],
+                    r["context_tokens"], r["measured"], round(r["median"], 1),
+                    f"{r['lo90']:.1f} - {r['hi90']:.1f}", "YES" if r["outside_90"] else "no"]
+                   for r in summary["ppc"]["rows"]],
+                  ["ppc"])
     loo = summary["loo"]
-    sec.append((f"4. PSIS-LOO (elpd {loo['elpd']:.2f} +- {loo['se']:.2f}, p_loo {loo['p_loo']:.2f},"
-                f" {loo['n_flagged']} of {len(loo['pareto_k'])} Pareto k > {PARETO_K_LIMIT})",
-                ["row", "Pareto k", "k > 0.7", "LOO-PIT"],
-                [[k["row"], k["k"], "YES" if k["flag"] else "no", pit]
-                 for k, pit in zip(loo["pareto_k"], loo["loo_pit"], strict=True)],
-                ["loo"]))
+    sec["loo"] = (f"PSIS-LOO (elpd {loo['elpd']:.2f} +- {loo['se']:.2f}, p_loo {loo['p_loo']:.2f},"
+                  f" {loo['n_flagged']} of {len(loo['pareto_k'])} Pareto k > {PARETO_K_LIMIT})",
+                  ["row", "Pareto k", "k > 0.7", "LOO-PIT"],
+                  [[k["row"], k["k"], "YES" if k["flag"] else "no", pit]
+                   for k, pit in zip(loo["pareto_k"], loo["loo_pit"], strict=True)],
+                  ["loo"])
     ps = summary["psense"]
-    sec.append(("5. Prior sensitivity (power scaling)",
-                ["prior", f"sensitivity of {ps['headline']}"],
-                [[k, val] for k, val in sorted(ps["headline_by_prior"].items(),
-                                               key=lambda kv: -kv[1])]
-                + [["(all priors) " + r["parameter"], f"prior {r['prior']:.3f} / likelihood "
-                    f"{r['likelihood']:.3f}: {r['diagnosis']}"] for r in ps["overall"]],
-                ["psense"]))
+    sec["psense"] = ("Prior sensitivity (power scaling)",
+                     ["prior", f"sensitivity of {ps['headline']}"],
+                     [[k, val] for k, val in sorted(ps["headline_by_prior"].items(),
+                                                    key=lambda kv: -kv[1])]
+                     + [["(all priors) " + r["parameter"], f"prior {r['prior']:.3f} / likelihood "
+                         f"{r['likelihood']:.3f}: {r['diagnosis']}"] for r in ps["overall"]],
+                     ["psense"])
     fan_rows = []
     for eng, f in summary["fan"]["engines"].items():
         for a, q, orig in zip(summary["fan"]["accept"], f["quantiles"],
@@ -151,47 +168,47 @@ def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]
             if a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0):
                 fan_rows.append([eng, a, round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
                                  f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])
-    sec.append(("6. Throughput against acceptance (default scenario)",
-                ["engine", "accept", "median tok/s", "50%", "90%", "original"], fan_rows,
-                ["fan"]))
+    sec["prediction"] = ("Predicted throughput against acceptance (default scenario)",
+                         ["engine", "accept", "median tok/s", "50%", "90%", "original"], fan_rows,
+                         ["fan"])
     var_rows = []
     for eng, d in summary["variance"].items():
         for k, val in d["shares"].items():
             var_rows.append([eng, k, val])
         var_rows.append([eng, "not attributed (non-linear, interactions)", d["not_attributed"]])
-    sec.append(("7. Where the width comes from", ["engine", "quantity", "variance share"],
-                var_rows, ["variance"]))
-    sec.append(("8. Step-time breakdown (ms, median [90%])",
-                ["configuration", "MOE", "ATTN_BASE", "context", "SPEC", "step", "measured"],
-                [[b["config"]] + [f"{b[k][1]:.2f} [{b[k][0]:.2f}, {b[k][2]:.2f}]"
-                                  for k in ("moe", "attn_base", "context", "spec", "step")]
-                 + [b["measured_step_ms"]] for b in summary["breakdown"]],
-                ["breakdown"]))
+    sec["variance"] = ("Where the width comes from", ["engine", "quantity", "variance share"],
+                       var_rows, ["variance"])
+    sec["breakdown"] = ("Step-time breakdown (ms, median [90%])",
+                        ["configuration", "MOE", "ATTN_BASE", "context", "SPEC", "step", "measured"],
+                        [[b["config"]] + [f"{b[k][1]:.2f} [{b[k][0]:.2f}, {b[k][2]:.2f}]"
+                                          for k in ("moe", "attn_base", "context", "spec", "step")]
+                         + [b["measured_step_ms"]] for b in summary["breakdown"]],
+                        ["breakdown"])
     dec = summary.get("decisions", {})
     opt_rows = [[e, r["budget"], r["verify_tokens"], round(r["median"]),
                  f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"],
                  "step" if r["extrapolated"] else ""]
                 for e, o in dec.get("optimize", {}).items() for r in o["rows"]]
     best = ", ".join(f"{e}: budget {o['recommended']}" for e, o in dec.get("optimize", {}).items())
-    sec.append((f"9. Which tree budget? (recommended: {best or dec.get('optimize_error')})",
-                ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
-                 "extrapolated"], opt_rows, ["budgets"]))
+    sec["budgets"] = (f"Which tree budget? (recommended: {best or dec.get('optimize_error')})",
+                      ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
+                       "extrapolated"], opt_rows, ["budgets"])
     nx = dec.get("next")
-    sec.append((("10. What to measure next for " + nx["query"]["describe"]) if nx else
-                f"10. What to measure next ({dec.get('next_error')})",
-                ["candidate", "why", "expected 90% width", "reduction", "ESS"],
-                [[r["candidate"], r["why"], round(r["expected_width"]),
-                  f"{100 * r['reduction_rel']:.0f}%", round(r["ess_median"])]
-                 for r in (nx["rows"] if nx else [])], ["next"]))
-    sec.append(("11. Hardware never measured (transfer)",
-                ["GPU", "GPUs", "memory GB", "measured", "AR tok/s (90%)",
-                 "DDTree b32 accept 14 (90%)"],
-                [[h["hardware"], h["gpus"], h.get("memory_gb_total"),
-                  "yes" if h.get("measured") else "no",
-                  "-" if "ar" not in h else f"{h['ar'][1]:.0f} ({h['ar'][0]:.0f}-{h['ar'][2]:.0f})",
-                  "-" if "ddtree" not in h else
-                  f"{h['ddtree'][1]:.0f} ({h['ddtree'][0]:.0f}-{h['ddtree'][2]:.0f})"]
-                 for h in dec.get("hardware", [])], ["hardware"]))
+    sec["next"] = (("What to measure next for " + nx["query"]["describe"]) if nx else
+                      f"What to measure next ({dec.get('next_error')})",
+                   ["candidate", "why", "expected 90% width", "reduction", "ESS"],
+                   [[r["candidate"], r["why"], round(r["expected_width"]),
+                     f"{100 * r['reduction_rel']:.0f}%", round(r["ess_median"])]
+                    for r in (nx["rows"] if nx else [])], ["next"])
+    sec["hardware"] = ("Hardware never measured (transfer)",
+                       ["GPU", "GPUs", "memory GB", "measured", "AR tok/s (90%)",
+                        "DDTree b32 accept 14 (90%)"],
+                       [[h["hardware"], h["gpus"], h.get("memory_gb_total"),
+                         "yes" if h.get("measured") else "no",
+                         "-" if "ar" not in h else f"{h['ar'][1]:.0f} ({h['ar'][0]:.0f}-{h['ar'][2]:.0f})",
+                         "-" if "ddtree" not in h else
+                         f"{h['ddtree'][1]:.0f} ({h['ddtree'][0]:.0f}-{h['ddtree'][2]:.0f})"]
+                        for h in dec.get("hardware", [])], ["hardware"])
     return sec
 
 
@@ -199,35 +216,45 @@ STYLE = """body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em aut
 color:#222}table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{border:1px solid
 #ccc;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}
 .verdict{padding:.8em 1em;border-radius:6px;font-size:1.2em;font-weight:600}.ok{background:#e3f6e3}
-.bad{background:#fde2e2}figure{margin:1em 0}img{max-width:100%}figcaption{color:#555;
-font-size:13px}.missing{color:#b00}"""
+.bad{background:#fde2e2}figure{margin:1em 0}img{max-width:100%;display:block;margin:.5em 0}
+figcaption{color:#555;font-size:13px}.missing{color:#b00}.answer{font-size:1.15em;
+font-weight:600}.evidence,.toc{font-size:13px;color:#555}"""
 
 SCRIPT = """window.addEventListener('load',function(){var im=document.images,ok=0;
 for(var i=0;i<im.length;i++){if(im[i].complete&&im[i].naturalWidth>0)ok++;}
 document.body.setAttribute('data-images-rendered',ok+'/'+im.length);});"""
 
 
-def page(summary: dict, figures: dict[str, Path]) -> str:
+def page(summary: dict, figures: dict[str, list[Path]]) -> str:
     v = summary["verdict"]
     parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>ddtree-bayes report "
              f"{html.escape(summary['fit_id'])}</title><style>{STYLE}</style>"
              f"<script>{SCRIPT}</script></head><body>",
              f"<h1>ddtree-bayes fit {html.escape(summary['fit_id'])}</h1>",
              f"<p class='verdict {'ok' if v['converged'] else 'bad'}'>{html.escape(v['text'])}</p>"]
+    answer = headline(summary)
+    if answer:
+        parts.append(f"<p class='answer'>{html.escape(answer)}</p>")
     if "sampling" in summary:
         s = summary["sampling"]
-        parts.append(f"<p>{summary['chains']} chains, {summary['n_draws']} draws; max R-hat "
+        parts.append(f"<p class='evidence'>{summary['chains']} chains, {summary['n_draws']} draws; max R-hat "
                      f"{s['max_rhat']:.3f} (gate {MAX_RHAT}), min bulk ESS {s['min_ess_bulk']:.0f}"
                      f" (gate {MIN_ESS_BULK}), min tail ESS {s['min_ess_tail']:.0f}, divergences "
                      f"{s['divergences']}, E-BFMI per chain "
                      f"{', '.join(f'{b:.2f}' for b in s['ebfmi_per_chain'])}, tree-depth "
                      f"saturation {_fmt(s['tree_depth_saturation'])}.</p>")
         flagged = summary["ppc"]["flagged"]
-        parts.append(f"<p>Measurements outside their 90% predictive interval: "
+        parts.append(f"<p class='evidence'>Measurements outside their 90% predictive interval: "
                      f"{', '.join(map(str, flagged)) if flagged else 'none'}. Pareto k > "
                      f"{PARETO_K_LIMIT}: {summary['loo']['n_flagged']}.</p>")
-    for title, headers, rows, figs in _sections(summary):
-        parts.append(f"<h2>{html.escape(title)}</h2>{_table(headers, rows)}")
+    sections = _sections(summary)
+    keys = [k for k in SECTION_ORDER if k in _section_map(summary)]
+    if sections:
+        parts.append("<p class='toc'>" + " &middot; ".join(
+            f"<a href='#{k}'>{html.escape(t.split(' (')[0])}</a>"
+            for k, (t, *_) in zip(keys, sections, strict=True)) + "</p>")
+    for key, (title, headers, rows, figs) in zip(keys, sections, strict=True):
+        parts.append(f"<h2 id='{key}'>{html.escape(title)}</h2>{_table(headers, rows)}")
         parts.extend(_img(figures, f) for f in figs)
     if summary.get("figure_errors"):
         parts.append("<h2>Figures that failed</h2>" + _table(
@@ -236,8 +263,25 @@ def page(summary: dict, figures: dict[str, Path]) -> str:
     return "\n".join(parts)
 
 
+def headline(summary: dict) -> str | None:
+    """The answer in one sentence: the default scenario's median and 90% interval per engine
+    at acceptance 14 (the middle of the original estimate's 12-16)."""
+    fan = summary.get("fan")
+    if not fan or 14.0 not in fan["accept"]:
+        return None
+    i = fan["accept"].index(14.0)
+    parts = [f"{eng} {q[i][2]:.0f} tok/s (90% interval {q[i][0]:.0f}-{q[i][4]:.0f})"
+             for eng, q in ((e, f["quantiles"]) for e, f in fan["engines"].items())]
+    described = next(iter(fan["engines"].values()))["scenario"].split(", ")
+    scenario = ", ".join(described[:1] + described[2:])  # without the engine
+    return (f"Default scenario ({scenario}) at acceptance 14: " + "; ".join(parts)
+            + ". Section 1 has other acceptances, section 2 what the width comes from.")
+
+
 def markdown(summary: dict) -> str:
     lines = [f"# ddtree-bayes fit {summary['fit_id']}", "", f"**{summary['verdict']['text']}**", ""]
+    if headline(summary):
+        lines += [str(headline(summary)), ""]
     for title, headers, rows, _ in _sections(summary):
         lines += [f"## {title}", "", "| " + " | ".join(headers) + " |",
                   "|" + "---|" * len(headers)]
