@@ -126,6 +126,8 @@ def test_next_query_is_checked_like_predict(work):
     assert err.count("(fix:") == 1
     err = one_error(*run_cli(work, "next", "--query", "--hardware b30"))
     assert "--query: --hardware 'b30'" in err and "did you mean b300?" in err
+    err = one_error(*run_cli(work, "next", "--query", "--accept 40"))
+    assert "--query: --accept 40: 40 tokens per step is more than the 33 verified" in err
 
 
 def test_a_binary_priors_file_is_named(work):
@@ -168,3 +170,8 @@ def test_an_unwritable_path_is_exit_2_naming_it(work):
                              str(examples / "truth_dense_consumer.toml"), "--design",
                              str(examples / "design_dense_consumer.csv"), "--out", "sim.csv"))
     assert "--out sim.csv is a folder" in err
+    err = one_error(*run_cli(work, "simulate", "--truth",
+                             str(examples / "truth_dense_consumer.toml"), "--design",
+                             str(examples / "design_dense_consumer.csv"), "--out",
+                             "/proc/no/sim.csv"))
+    assert "--out /proc/no/sim.csv: cannot write there (No such file or directory)" in err

@@ -146,7 +146,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.out:
         from ddtree_bayes.engine.store import atomic_write_bytes
 
-        atomic_write_bytes(Path(args.out), text.encode())
+        try:
+            atomic_write_bytes(Path(args.out), text.encode())
+        except OSError as err:
+            raise QueryError(f"--out {args.out}: cannot write there ({err.strerror or err})",
+                             fix="give a writable file path, e.g. --out sim.csv") from None
         print(f"wrote {text.count(chr(10)) - 1} simulated measurements to {args.out}")
     else:
         sys.stdout.write(text)

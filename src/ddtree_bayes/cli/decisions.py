@@ -153,10 +153,16 @@ def cmd_next(args: argparse.Namespace) -> int:
 
     flags = check_query(args.query)
     draws = _load(args)
-    from ddtree_bayes.cli.predict import check_names
+    from ddtree_bayes.cli.predict import check_accept, check_names
+    from ddtree_bayes.core.config import DEFAULT_SCENARIO as d
 
     check_names(draws, flags, flags.engine.split(",") if flags.engine else None,
                 strict=args.strict, prefix="--query: ")
+    default = flags.hardware is None and flags.method is None and not any(
+        (flags.gpus, flags.block, flags.budget, flags.verify_tokens))  # as parse_query reads it
+    check_accept(flags.accept, d.method if default else (flags.method or d.method),
+                 d.block if default else flags.block, d.budget if default else flags.budget,
+                 flags.verify_tokens, prefix="--query: ")
     query = D.parse_query(draws, args.query)
     candidates = D.read_candidates(draws, args.candidates) if args.candidates else None
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,

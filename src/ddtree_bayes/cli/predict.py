@@ -30,8 +30,9 @@ def check_names(draws, args: argparse.Namespace, engines: list[str] | None, *,
 
 
 def check_accept(text: str | None, method: str, block: int | None, budget: int | None,
-                 verify_tokens: int | None) -> None:
-    """--accept against the tokens the configuration verifies per step (named, one line)."""
+                 verify_tokens: int | None, prefix: str = "") -> None:
+    """--accept against the tokens the configuration verifies per step (named, one line;
+    ``prefix`` names where the flags came from, e.g. ``--query: ``)."""
     from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens
     from ddtree_bayes.engine.scenario import parse_accept
 
@@ -40,11 +41,12 @@ def check_accept(text: str | None, method: str, block: int | None, budget: int |
     req = parse_accept(text)
     values = list(req.values) + list(req.uniform or ())
     if method == AR_METHOD and any(v != 1 for v in values):
-        raise QueryError(f"--accept {text}: autoregressive decoding emits 1 token per step",
+        raise QueryError(f"{prefix}--accept {text}: autoregressive decoding emits 1 token per "
+                         "step",
                          fix="use --accept 1 with --method ar")
     verify = verify_tokens or derive_verify_tokens(method, block, budget)
     if verify is not None and max(values) > verify:
-        raise QueryError(f"--accept {text}: {max(values):g} tokens per step is more than the "
+        raise QueryError(f"{prefix}--accept {text}: {max(values):g} tokens per step is more than the "
                          f"{verify} verified per step",
                          fix="acceptance counts accepted draft tokens plus the bonus token, so "
                              "at most --verify-tokens (budget + 1 for a tree)")
