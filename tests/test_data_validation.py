@@ -39,8 +39,8 @@ MEASUREMENTS = ROOT / "data" / "measurements.csv"
 HARDWARE = ROOT / "data" / "hardware.csv"
 PRIORS = ROOT / "models" / "priors.toml"
 LINES = MEASUREMENTS.read_text(encoding="utf-8").splitlines()
-KNOWN_HARDWARE = ("b200, b300, h100, h200, mi355x, rtx-3090, rtx-5090, rtx-pro-6000, "
-                  "rtx-pro-6000-server")
+KNOWN_HARDWARE = ("b200, b300, h100, h200, mi355x, rtx-3090, rtx-5090, rtx-a6000, rtx-pro-6000, "
+                  "rtx-pro-6000-maxq, rtx-pro-6000-server, v100")
 
 
 # ------------------------------------------------------------------ helpers
@@ -410,8 +410,9 @@ def test_hardware_duplicate_and_empty_names(tmp_path):
 
 def test_bundled_hardware_table():
     table = load_hardware(HARDWARE)
-    assert len(table) == 9
+    assert len(table) == 12
     assert table["b300"]["mem_bw_tb_s"] == "8.0"
+    assert table["b300"]["dense_bf16_tflops"] == "2250"   # peak FLOPs for the roofline form
     assert table["rtx-pro-6000"]["interconnect"] == "PCIe Gen5 (no NVLink)"
 
 
@@ -637,7 +638,7 @@ def test_cli_fit_bad_hardware_file(cli_dir, capsys):
 
 @pytest.mark.parametrize(("edit", "column", "message"), [
     (lambda t: t.replace('moe_form = "power"', 'moe_form = "power', 1), None,
-     "not valid TOML: Illegal character '\\n' (at line 16, column 18)"),
+     "not valid TOML: Illegal character '\\n' (at line 19, column 18)"),
     (lambda t: t.replace("[priors.noise_sd]", "[priors.noise_scale]", 1), "priors.noise_sd",
      "missing prior"),
     (lambda t: t.replace('dist = "halfnormal"\nsigma = 0.05', 'dist = "halfnormal"\nsigma = 0',

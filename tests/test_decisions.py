@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.cli import main as cli
-from ddtree_bayes.core.config import parse_acceptance_curve
+from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
 from ddtree_bayes.core.errors import DataError, PriorsError, QueryError
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P

@@ -117,6 +117,10 @@ def test_spec_arrays_by_hand(structured_spec):
     # rows: B300 AR, B300 DDTree b8 (M=9), 5 PRO 6000 AR, 2 PRO 6000 Eagle3 k=3 (M=4)
     assert spec.row_passes.tolist() == [0, 1, 0, 0, 0, 0, 0, 3, 3]
     assert spec.row_nodes.tolist() == [0, 8, 0, 0, 0, 0, 0, 0, 0]
+    # each speculative group was measured at one configuration: neither its passes nor its
+    # tree nodes vary, so the data cannot split them from its fixed cost
+    assert spec.group_passes_vary.tolist() == [False, False]
+    assert spec.group_nodes_vary.tolist() == [False, False]
     assert spec.row_distinct[1] == pytest.approx(384 * (1 - (1 - 8 / 384) ** 9) / 8)
     b300 = spec.systems.index("b300x8")
     assert spec.system_flop_ms[b300] == pytest.approx(2 * 32e9 / (2250e12 * 8) * 1e3)

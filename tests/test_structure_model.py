@@ -90,6 +90,10 @@ def test_likelihood_matches_the_numpy_formula(built):
 
     def ratio(part):
         r = np.exp(p[f"spec_{part}_log"])
+        # a group measured at one number of passes / nodes takes the population's ratio
+        vary = {"fixed": [True, True], "pass": spec.group_passes_vary,
+                "tree": spec.group_nodes_vary}[part]
+        r = np.where(vary, r, np.exp(p[f"spec_{part}_log_mu"]))
         return np.concatenate([r, [0.0]])[spec.row_group]
 
     spec_ms = p["step_ar_ms"][s] * (ratio("fixed") + ratio("pass") * spec.row_passes

@@ -50,7 +50,7 @@ def _with_moe_form(cfg: PriorsConfig, moe_form: str) -> PriorsConfig:
     from ddtree_bayes.core.errors import PriorsError
 
     if moe_form not in MOE_FORMS:
-        raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form power or linear")
+        raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form roofline, power or linear")
     if MOE_FORMS[moe_form] not in cfg.priors:
         raise PriorsError(f"the {moe_form} form needs a prior", file=cfg.path,
                           column=f"priors.{MOE_FORMS[moe_form]}",

@@ -48,7 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="tuning steps per chain (default: %(default)s)")
     f.add_argument("--target-accept", type=A.TARGET_ACCEPT, default=SamplerSettings.target_accept,
                    help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
-    f.add_argument("--moe-form", choices=("power", "linear"),
+    f.add_argument("--moe-form", choices=("roofline", "power", "linear"),
                    help="override the priors file's MoE form (to compare both: see `compare`)")
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")

@@ -166,6 +166,10 @@ class ModelSpec:
     flops_how: tuple[str, ...] = ()
     #: the target model's card as a dict (roofline form)
     card: dict | None = None
+    #: per group, whether its rows measure more than one number of drafter passes / tree
+    #: nodes (structured form): only then can the data tell that ratio from the fixed cost
+    group_passes_vary: np.ndarray | None = None
+    group_nodes_vary: np.ndarray | None = None
 
     @property
     def coords(self) -> dict[str, tuple[str, ...]]:
@@ -223,8 +227,19 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         row_passes=passes,
         row_nodes=nodes,
         row_distance=row_distances(data, verify, passes),
+        group_passes_vary=_varies(row_group, passes, n_groups),
+        group_nodes_vary=_varies(row_group, nodes, n_groups),
         **extra,
     )
+
+
+def _varies(row_group: list[int], values: np.ndarray, n_groups: int) -> np.ndarray:
+    """Per group: do its rows hold more than one distinct value?"""
+    seen: list[set[float]] = [set() for _ in range(n_groups)]
+    for g, value in zip(row_group, values, strict=True):
+        if g >= 0:
+            seen[g].add(float(value))
+    return np.array([len(v) > 1 for v in seen], dtype=bool)
 
 
 def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarray, np.ndarray]:

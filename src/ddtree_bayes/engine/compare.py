@@ -20,7 +20,7 @@ def pointwise_loglik(draws: Draws, seed: int = DEFAULT_SEED):
     """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows))."""
     measurements, log_mu = P.measurement_log_mu(draws, seed)
     obs = np.log([m.tok_s for m in measurements.rows])
-    sd = draws.variables["noise_sd"][:, None]
+    sd = P.measurement_log_sd(draws, measurements)
     loglik = (-0.5 * ((obs[None, :] - log_mu) / sd) ** 2 - np.log(sd)
               - 0.5 * math.log(2 * math.pi))
     return measurements, loglik, log_mu
@@ -34,7 +34,7 @@ def loo_tree(draws: Draws, chains: int, seed: int = DEFAULT_SEED):
     rows = [str(m.row) for m in measurements.rows]
     shape = (chains, draws.n_draws // chains, len(rows))
     rng = np.random.default_rng(seed)
-    pp = log_mu + draws.variables["noise_sd"][:, None] * rng.standard_normal(log_mu.shape)
+    pp = log_mu + P.measurement_log_sd(draws, measurements) * rng.standard_normal(log_mu.shape)
 
     def ds(arr):
         return xr.Dataset({"log_tok_s": (("chain", "draw", "measurement"), arr.reshape(shape))},

@@ -151,14 +151,19 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
 
 def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale_rows):
     """SPEC = step_ar x (fixed + pass x passes + tree x nodes), each ratio log-normal per
-    (system, engine, method) group and partially pooled (non-centred)."""
+    (system, engine, method) group around a learned population mean (partial pooling)."""
     if not spec.groups:
         return pt.zeros(len(spec.rows))
     ratios = []
+    varies = {"fixed": np.ones(len(spec.groups), dtype=bool), "pass": spec.group_passes_vary,
+              "tree": spec.group_nodes_vary}
     for part in ("fixed", "pass", "tree"):
         mu = prior_rv(P[f"spec_{part}_log_mu"], f"spec_{part}_log_mu")
         sd = prior_rv(P[f"spec_{part}_log_sd"], f"spec_{part}_log_sd")
         log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group")
+        # a group measured at one number of passes (or tree nodes) cannot tell that cost from
+        # its fixed cost: it takes the population's, and its own offset stays with the prior
+        log_ratio = pt.where(np.asarray(varies[part]), log_ratio, mu)
         ratio = pm.Deterministic(f"spec_{part}_ratio", pt.exp(log_ratio), dims="overhead_group")
         ratios.append(pt.concatenate([ratio, pt.zeros(1)])[spec.row_group])
     return S.structured_spec_ms(step_ar_rows, *ratios, spec.row_passes, spec.row_nodes, scale_rows)

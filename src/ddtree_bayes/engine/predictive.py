@@ -31,8 +31,15 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     parse_accept,
     parse_context,
     resolve_scenario,
+    stored_measurements,
 )
 from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.structure import (  # noqa: F401  (re-exported: P.measurement_log_sd)
+    distinct_ratio,
+    draft_structure,
+    measurement_log_sd,
+    query_log_sd,
+)
 
 
 def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
@@ -141,7 +148,7 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
         if form == "roofline":
             roofline["tok_ratio"] = t["tok_ratio"]
     if form == "roofline":
-        roofline["distinct"] = _distinct(model, sc.verify_tokens)
+        roofline["distinct"] = distinct_ratio(model, sc.verify_tokens)
         roofline["knee"] = model.get("knee", 3.0)
     units = sc.context_tokens / model["context_unit_tokens"]
     M = float(sc.verify_tokens)
@@ -150,8 +157,8 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
     moe = target - (1.0 - share) * step_ar - ctx_ms * units * M ** v["ctx_verify_exponent"]
     parts = {"moe": moe, "attn_base": (1.0 - share) * step_ar,
              "context": target - moe - (1.0 - share) * step_ar}
-    passes, nodes = _draft_structure(model, sc)
-    log_sd = _log_sd(draws, sc, passes)
+    passes, nodes = draft_structure(model, sc)
+    log_sd = query_log_sd(draws, sc, passes)
     if sc.method == AR_METHOD:
         return ({**parts, "spec": np.zeros_like(target), "step": target, "log_sd": log_sd},
                 transfer_how + "autoregressive")
@@ -187,69 +194,14 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
     return {**parts, "spec": step - target, "step": step, "log_sd": log_sd}, how
 
 
-def _distinct(model: dict, verify_tokens: int) -> float:
-    """The model card's distinct-expert ratio at M (1 for a dense model)."""
-    card = model["card"]
-    if not card.get("experts"):
-        return 1.0
-    e, k = float(card["experts"]), float(card["experts_topk"])
-    return e * (1.0 - (1.0 - k / e) ** verify_tokens) / k
 
 
-def _draft_structure(model: dict, sc: Scenario) -> tuple[float, float]:
-    """Sequential drafter passes and paid tree nodes of the query, from the fit's methods table."""
-    if sc.method == AR_METHOD:
-        return 0.0, 0.0
-    methods = model.get("methods", {})
-    if sc.method not in methods:
-        if model.get("step_form", "fraction") != "structured":
-            return 0.0, 0.0
-        raise QueryError(f"method {sc.method!r} is not declared in the fit's priors ([methods])",
-                         fix=f"use one of {', '.join(sorted(methods))}, or declare "
-                             f"[methods.{sc.method}] and refit")
-    m = methods[sc.method]
-    from ddtree_bayes.core.config import MethodSpec
-
-    spec = MethodSpec(sc.method, m["passes"], m["tree"])
-    return float(spec.draft_passes(sc.block, sc.budget)), float(spec.tree_nodes(sc.block, sc.budget))
 
 
-def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float]]:
-    """(verify tokens, drafter passes) of the rows the fit saw on ``system`` (held-out rows of
-    a validation fold excluded)."""
-    cache = draws.meta.setdefault("_configs", {})
-    if system not in cache:
-        model = draws.meta["model"]
-        held = set(draws.meta.get("held_out_rows", ()))
-        ms, ps = [], []
-        for r in stored_measurements(draws).rows:
-            if r.system != system or r.row in held:
-                continue
-            sc = Scenario(hardware=r.hardware, gpus=r.gpus, engine=r.engine, method=r.method,
-                          block=r.block, budget=r.budget, verify_tokens=r.verify_tokens,
-                          context_tokens=0.0, measured=True)
-            ms.append(float(r.verify_tokens))
-            ps.append(_draft_structure(model, sc)[0])
-        cache[system] = (ms, ps)
-    return cache[system]
 
 
-def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
-    """Distance of a query from the nearest configuration measured on its system (or, for a
-    system without measurements, on the system its parameters were transferred from)."""
-    system = sc.system if sc.measured else draws.meta.get("_transfer_ref", {}).get(sc.system)
-    if system is None:
-        return 0.0
-    ms, ps = measured_configs(draws, system)
-    return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
 
 
-def _log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
-    noise = draws.variables["noise_sd"]
-    if "structure_sd" not in draws.variables:
-        return noise
-    d = query_distance(draws, sc, passes)
-    return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
 
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -411,13 +363,6 @@ def to_frame(rows: list[dict]):
     return pd.DataFrame(rows)
 
 
-def stored_measurements(draws: Draws):
-    """The measurements a fit was made on, re-validated from the text stored in it."""
-    from ddtree_bayes.core.data import load_hardware, load_measurements
-
-    where = f"{draws.path} (stored data)"
-    hardware = load_hardware(where, text=draws.hardware_csv)
-    return load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
 
 
 def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
@@ -435,13 +380,15 @@ def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
     return measurements, np.stack(cols, axis=1)
 
 
+
+
 def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
     """Posterior predictive check: each measurement the fit used against its predictive
     median, 50% and ``prob`` intervals and its predictive percentile."""
     probs = interval_probs(prob)
     measurements, log_mu = measurement_log_mu(draws, seed)
     rng = np.random.default_rng(seed + 1)
-    noise = draws.variables["noise_sd"][:, None] * rng.standard_normal(log_mu.shape)
+    noise = measurement_log_sd(draws, measurements) * rng.standard_normal(log_mu.shape)
     predictive = np.exp(log_mu + noise)
     out = []
     for j, m in enumerate(measurements.rows):

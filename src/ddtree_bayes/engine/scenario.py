@@ -171,3 +171,11 @@ def measured_systems(draws: Draws) -> list[str]:
     held_out = set(draws.meta.get("held_out_systems", ()))
     return [s for s in draws.meta["coords"]["system"] if s not in held_out]
 
+
+def stored_measurements(draws: Draws):
+    """The measurements a fit was made on, re-validated from the text stored in it."""
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+
+    where = f"{draws.path} (stored data)"
+    hardware = load_hardware(where, text=draws.hardware_csv)
+    return load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)

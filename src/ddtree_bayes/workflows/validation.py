@@ -347,7 +347,8 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
 
     spec, cfg, data, _ = _compiled(inputs)
     coords = {k: list(v) for k, v in spec.coords.items() if k != "measurement"}
-    truth = report.prior_draws(cfg, coords, 1, seed)
+    flops = None if spec.system_flop_ms is None else list(spec.system_flop_ms)
+    truth = report.prior_draws(cfg, coords, 1, seed, flops)
     truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)
@@ -361,14 +362,15 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     true = report.scalar_columns(truth, coords)
     keep = np.linspace(0, draws.n_draws - 1, SBC_L).astype(int)
     ranks = {name: int(np.sum(post[name][keep] < true[name][0]))
-             for name in sbc_parameters(post)}
+             for name in sbc_parameters(post) if np.ptp(post[name]) > 0}  # constants: no rank
     return {"seed": seed, "seconds": time.perf_counter() - t0, "converged": not failures,
             "failures": failures, "ranks": ranks}
 
 
 def sbc_parameters(columns: dict) -> list[str]:
     """Parameters ranked in SBC: every scalar except the non-centred z offsets."""
-    return [n for n in columns if not n.startswith(("moe_z", "overhead_z"))]
+    return [n for n in columns if not n.startswith(("moe_z", "overhead_z", "compute_eff_z",
+                                                    "spec_fixed_z", "spec_pass_z", "spec_tree_z"))]
 
 
 def draws_meta(spec, cfg: PriorsConfig) -> dict:

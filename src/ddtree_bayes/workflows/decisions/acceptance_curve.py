@@ -192,7 +192,7 @@ def update_curve(curve: AcceptanceCurve, budgets: np.ndarray, accept: np.ndarray
 
 def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
     """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one."""
-    from ddtree_bayes.core.config import parse_acceptance_curve
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
 
     curve = parse_acceptance_curve(priors_text, path)
     if curve is None:

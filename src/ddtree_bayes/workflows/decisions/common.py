@@ -68,8 +68,10 @@ def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
     variables = dict(draws.variables)
     systems = list(draws.meta["coords"]["system"])
     columns = {"step_ar_ms": params["step_ar_ms"], "moe_share": params["moe_share"],
-               "ctx_ms_per_unit": params["ctx_ms_per_unit"], "moe_exponent": params["moe_shape"],
-               "moe_slope": params["moe_shape"]}
+               "ctx_ms_per_unit": params["ctx_ms_per_unit"],
+               S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]: params["moe_shape"]}
+    if "tok_ratio" in params:
+        columns["compute_tok_ratio"] = params["tok_ratio"]
     if sc.system in systems:       # a system held out of this fit: replace its column
         j = systems.index(sc.system)
         for key, col in columns.items():

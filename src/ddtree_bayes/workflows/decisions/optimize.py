@@ -83,7 +83,7 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
     Examples
     --------
     >>> from ddtree_bayes.engine.testing import point_mass_draws
-    >>> from ddtree_bayes.core.config import parse_acceptance_curve
+    >>> from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
     >>> draws = point_mass_draws()
     >>> curve = parse_acceptance_curve(draws.priors_toml)
     >>> out = optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 32))

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ddtree_bayes.core.config import (
-    Prior,
-    PriorsConfig,
-)
+from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
 from ddtree_bayes.core.sampling import prior_sample
+from ddtree_bayes.core.spec import SHAPE_NAMES
 
 
 # ------------------------------------------------------------------ priors as numpy
@@ -30,31 +28,63 @@ def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
     raise ValueError(f"no log density for prior {prior.name} ({d})")
 
 
-def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int) -> dict[str, np.ndarray]:
-    """Prior draws of every posterior variable (same names and shapes as the posterior)."""
+def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
+                system_flop_ms=None) -> dict[str, np.ndarray]:
+    """Prior draws of every posterior variable (same names and shapes as the posterior).
+
+    The roofline form's ``compute_tok_ratio`` needs each system's FLOP time per token
+    (``system_flop_ms``, in ``coords["system"]`` order; a fit's ``meta["model"]``)."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
     out: dict[str, np.ndarray] = {}
     for name in ("step_ar_ms", "moe_share", "ctx_ms_per_unit"):
         out[name] = np.stack([prior_sample(P_[name], n, rng) for _ in range(n_sys)], axis=1)
-    for name in ("moe_hw_sd", "ctx_verify_exponent", "overhead_logit_mu", "overhead_logit_sd",
-                 "noise_sd"):
+    for name in ("moe_hw_sd", "ctx_verify_exponent", *FORM_PRIORS[priors.step_form],
+                 *FORM_PRIORS.get(priors.moe_form, ()), "noise_sd"):
         out[name] = prior_sample(P_[name], n, rng)
     out["moe_z"] = rng.standard_normal((n, n_sys))
-    if priors.moe_form == "power":
-        out["moe_exponent_mu"] = prior_sample(P_["moe_exponent_mu"], n, rng)
-        out["moe_exponent"] = out["moe_exponent_mu"][:, None] + out["moe_hw_sd"][:, None] * out["moe_z"]
+    mu_name = MOE_FORMS[priors.moe_form]
+    out[mu_name] = prior_sample(P_[mu_name], n, rng)
+    shape = SHAPE_NAMES[priors.moe_form]
+    if priors.moe_form == "linear":
+        out[shape] = out[mu_name][:, None] * np.exp(out["moe_hw_sd"][:, None] * out["moe_z"])
     else:
-        out["moe_slope_mu"] = prior_sample(P_["moe_slope_mu"], n, rng)
-        out["moe_slope"] = out["moe_slope_mu"][:, None] * np.exp(out["moe_hw_sd"][:, None] * out["moe_z"])
-    out["overhead_z"] = rng.standard_normal((n, n_grp))
-    logit = out["overhead_logit_mu"][:, None] + out["overhead_logit_sd"][:, None] * out["overhead_z"]
-    out["overhead_frac"] = 1.0 / (1.0 + np.exp(-logit))
+        out[shape] = out[mu_name][:, None] + out["moe_hw_sd"][:, None] * out["moe_z"]
+    if priors.step_form == "structured":
+        for part in ("fixed", "pass", "tree"):
+            log = _pooled_draws(out, priors, f"spec_{part}", (n, n_grp), rng)
+            out[f"spec_{part}_ratio"] = np.exp(log)
+    else:
+        out["overhead_z"] = rng.standard_normal((n, n_grp))
+        logit = out["overhead_logit_mu"][:, None] + out["overhead_logit_sd"][:, None] * out["overhead_z"]
+        out["overhead_frac"] = 1.0 / (1.0 + np.exp(-logit))
+    if priors.moe_form == "roofline":
+        out["compute_eff"] = np.exp(_pooled_draws(out, priors, "compute_eff", (n, n_sys), rng))
+        if system_flop_ms is not None:
+            out["compute_tok_ratio"] = (np.asarray(system_flop_ms)[None, :] / out["compute_eff"]
+                                        / (out["moe_share"] * out["step_ar_ms"]))
     out["reduction"] = np.stack([prior_sample(priors.relations[e].prior, n, rng)
                                  for e in coords["relation"]], axis=1) if coords["relation"] \
         else np.zeros((n, 0))
     return out
+
+
+def flop_ms_of(meta: dict) -> list[float] | None:
+    """A fit's per-system FLOP time per token, in ``coords["system"]`` order (roofline form)."""
+    flops = meta["model"].get("system_flop_ms")
+    return None if flops is None else [flops[s] for s in meta["coords"]["system"]]
+
+
+def _pooled_draws(out: dict, priors: PriorsConfig, name: str, shape: tuple[int, int],
+                  rng: np.random.Generator) -> np.ndarray:
+    """Per-group log values around ``<name>_log_mu`` as the model draws them (centred
+    ``<name>_log`` for a fixed spread, non-centred ``<name>_z`` for a learned one)."""
+    mu, sd = out[f"{name}_log_mu"][:, None], out[f"{name}_log_sd"][:, None]
+    key = f"{name}_log" if priors.priors[f"{name}_log_sd"].dist == "point" else f"{name}_z"
+    z = rng.standard_normal(shape)
+    out[key] = mu + sd * z if key.endswith("_log") else z
+    return mu + sd * z
 
 
 def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
@@ -65,13 +95,20 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray]) -> d
     out = {}
     for name in ("step_ar_ms", "moe_share", "ctx_ms_per_unit"):
         out[name] = prior_logpdf(P_[name], v[name]).sum(axis=1)
-    mu_name = "moe_exponent_mu" if priors.moe_form == "power" else "moe_slope_mu"
-    for name in ("moe_hw_sd", "ctx_verify_exponent", "overhead_logit_mu", "overhead_logit_sd",
-                 "noise_sd", mu_name):
-        out[name] = prior_logpdf(P_[name], v[name])
+    for name in ("moe_hw_sd", "ctx_verify_exponent", *FORM_PRIORS[priors.step_form],
+                 *FORM_PRIORS.get(priors.moe_form, ()), "noise_sd", MOE_FORMS[priors.moe_form]):
+        if P_[name].dist != "point":
+            out[name] = prior_logpdf(P_[name], v[name])
     out["moe_z"] = stats.norm.logpdf(v["moe_z"]).sum(axis=1)
-    if coords["overhead_group"]:
+    if "overhead_z" in v and coords["overhead_group"]:
         out["overhead_z"] = stats.norm.logpdf(v["overhead_z"]).sum(axis=1)
+    for name in ("spec_fixed", "spec_pass", "spec_tree", "compute_eff"):
+        if f"{name}_log" in v and v[f"{name}_log"].shape[1]:
+            mu, sd = v[f"{name}_log_mu"][:, None], v[f"{name}_log_sd"]
+            sd = sd[:, None] if np.ndim(sd) else sd
+            out[f"{name}_log"] = stats.norm.logpdf(v[f"{name}_log"], mu, sd).sum(axis=1)
+        elif f"{name}_z" in v and v[f"{name}_z"].shape[1]:
+            out[f"{name}_z"] = stats.norm.logpdf(v[f"{name}_z"]).sum(axis=1)
     for k, e in enumerate(coords["relation"]):
         out[f"reduction_{e}"] = prior_logpdf(priors.relations[e].prior, v["reduction"][:, k])
     return out
@@ -82,8 +119,13 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
     """Flatten vector parameters into labelled scalars: ``moe_share[b300x8]``."""
     dims = {"step_ar_ms": "system", "moe_share": "system", "ctx_ms_per_unit": "system",
             "moe_z": "system", "moe_exponent": "system", "moe_slope": "system",
+            "moe_distinct_exponent": "system", "compute_eff": "system",
+            "compute_eff_log": "system", "compute_eff_z": "system", "compute_tok_ratio": "system",
             "overhead_z": "overhead_group", "overhead_frac": "overhead_group",
             "reduction": "relation"}
+    for part in ("fixed", "pass", "tree"):
+        for suffix in ("log", "z", "ratio"):
+            dims[f"spec_{part}_{suffix}"] = "overhead_group"
     out = {}
     for name, arr in v.items():
         if arr.ndim == 1:

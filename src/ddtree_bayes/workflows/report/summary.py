@@ -25,7 +25,7 @@ from ddtree_bayes.core.config import (
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.workflows.report.priors import log_prior, prior_draws, scalar_columns
+from ddtree_bayes.workflows.report.priors import flop_ms_of, log_prior, prior_draws, scalar_columns
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
 PARETO_K_LIMIT = 0.7
@@ -136,7 +136,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     }
 
     # 2. prior vs posterior
-    prior = prior_draws(priors, coords, n, seed)
+    prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta))
     post_cols = scalar_columns({k: v[k] for k in prior if k in v}, coords)
     prior_cols = scalar_columns(prior, coords)
     shrink = []
@@ -243,9 +243,9 @@ def _fan(draws: Draws, seed: int) -> dict:
     seed_table = P.load_seed_table()
     engines = {}
     for sc in _default_scenarios(draws):
-        step, _ = P.step_draws(draws, sc, rng)
-        noise = np.exp(draws.variables["noise_sd"] * rng.standard_normal(draws.n_draws))
-        per_token = 1000.0 / step * noise
+        parts, _ = P.step_components(draws, sc, rng)
+        noise = np.exp(parts["log_sd"] * rng.standard_normal(draws.n_draws))
+        per_token = 1000.0 / parts["step"] * noise
         seed_step = P.seed_step_ms(seed_table, sc)
         engines[sc.engine] = {
             "scenario": sc.describe(),
@@ -272,7 +272,8 @@ def _variance(draws: Draws, seed: int) -> dict:
     out = {}
     for sc in _default_scenarios(draws):
         s = coords["system"].index(sc.system)
-        step, how = P.step_draws(draws, sc, rng)
+        parts, how = P.step_components(draws, sc, rng)
+        step = parts["step"]
         accept = rng.uniform(*DECOMP_ACCEPT, draws.n_draws)
         eps = v["noise_sd"] * rng.standard_normal(draws.n_draws)
         y = np.log(accept * 1000.0 / step) + eps
@@ -280,15 +281,26 @@ def _variance(draws: Draws, seed: int) -> dict:
         factors = {"acceptance U(12,16)": np.log(accept), "run-to-run noise": eps,
                    f"step_ar_ms[{sc.system}]": np.log(v["step_ar_ms"][:, s]),
                    f"moe_share[{sc.system}]": _logit(v["moe_share"][:, s])}
-        shape_name = "moe_exponent" if "moe_exponent" in v else "moe_slope"
+        extra_sd = np.sqrt(np.maximum(parts["log_sd"] ** 2 - v["noise_sd"] ** 2, 0.0))
+        if np.any(extra_sd > 0):   # structured form: the distance-scaled discrepancy
+            disc = extra_sd * rng.standard_normal(draws.n_draws)
+            y = y + disc
+            factors["structural discrepancy"] = disc
+        shape_name = S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]
         factors[f"{shape_name}[{sc.system}]"] = v[shape_name][:, s]
+        if "compute_eff" in v:
+            factors[f"compute_eff[{sc.system}]"] = np.log(v["compute_eff"][:, s])
         if sc.context_tokens > 0:
             factors[f"ctx_ms_per_unit[{sc.system}]"] = np.log(v["ctx_ms_per_unit"][:, s])
         base = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
         label = S.group_label(sc.system, base, sc.method)
         if label in coords["overhead_group"]:
-            factors[f"overhead_frac[{label}]"] = _logit(
-                v["overhead_frac"][:, coords["overhead_group"].index(label)])
+            g = coords["overhead_group"].index(label)
+            if "overhead_frac" in v:
+                factors[f"overhead_frac[{label}]"] = _logit(v["overhead_frac"][:, g])
+            for part in ("fixed", "pass", "tree"):
+                if f"spec_{part}_ratio" in v:
+                    factors[f"spec_{part}_ratio[{label}]"] = np.log(v[f"spec_{part}_ratio"][:, g])
         if sc.engine in coords["relation"]:
             factors[f"reduction[{sc.engine}]"] = _logit(
                 v["reduction"][:, coords["relation"].index(sc.engine)])
@@ -307,7 +319,7 @@ def _decisions(draws: Draws, seed: int) -> dict:
     """Best budget per default engine, next-measurement ranking for the default query,
     and every GPU of the hardware table (measured or transferred). A failure of one part
     is recorded, not raised: the rest of the report still renders."""
-    from ddtree_bayes.core.config import parse_acceptance_curve
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
     from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.workflows import decisions as D
 

@@ -1,0 +1,97 @@
+"""What the structured step needs at predict time: the distinct-expert ratio of the fit's model
+card, the drafter passes and tree nodes of a query (the fit's ``[methods]`` table), and the
+structural discrepancy, whose sd grows with the distance from the nearest measured
+configuration. numpy only (the predict path)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine.scenario import Scenario, stored_measurements
+from ddtree_bayes.engine.store import Draws
+
+
+def distinct_ratio(model: dict, verify_tokens: int) -> float:
+    """The model card's distinct-expert ratio at M (1 for a dense model)."""
+    card = model["card"]
+    if not card.get("experts"):
+        return 1.0
+    e, k = float(card["experts"]), float(card["experts_topk"])
+    return e * (1.0 - (1.0 - k / e) ** verify_tokens) / k
+
+
+def draft_structure(model: dict, sc: Scenario) -> tuple[float, float]:
+    """Sequential drafter passes and paid tree nodes of the query, from the fit's methods table."""
+    if sc.method == AR_METHOD:
+        return 0.0, 0.0
+    methods = model.get("methods", {})
+    if sc.method not in methods:
+        if model.get("step_form", "fraction") != "structured":
+            return 0.0, 0.0
+        raise QueryError(f"method {sc.method!r} is not declared in the fit's priors ([methods])",
+                         fix=f"use one of {', '.join(sorted(methods))}, or declare "
+                             f"[methods.{sc.method}] and refit")
+    m = methods[sc.method]
+    from ddtree_bayes.core.methods import MethodSpec
+
+    spec = MethodSpec(sc.method, m["passes"], m["tree"])
+    return float(spec.draft_passes(sc.block, sc.budget)), float(spec.tree_nodes(sc.block, sc.budget))
+
+
+def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float]]:
+    """(verify tokens, drafter passes) of the rows the fit saw on ``system`` (held-out rows of
+    a validation fold excluded)."""
+    cache = draws.meta.setdefault("_configs", {})
+    if system not in cache:
+        model = draws.meta["model"]
+        held = set(draws.meta.get("held_out_rows", ()))
+        ms, ps = [], []
+        for r in stored_measurements(draws).rows:
+            if r.system != system or r.row in held:
+                continue
+            sc = Scenario(hardware=r.hardware, gpus=r.gpus, engine=r.engine, method=r.method,
+                          block=r.block, budget=r.budget, verify_tokens=r.verify_tokens,
+                          context_tokens=0.0, measured=True)
+            ms.append(float(r.verify_tokens))
+            ps.append(draft_structure(model, sc)[0])
+        cache[system] = (ms, ps)
+    return cache[system]
+
+
+def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
+    """Distance of a query from the nearest configuration measured on its system (or, for a
+    system without measurements, on the system its parameters were transferred from)."""
+    system = sc.system if sc.measured else draws.meta.get("_transfer_ref", {}).get(sc.system)
+    if system is None:
+        return 0.0
+    ms, ps = measured_configs(draws, system)
+    return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
+
+
+def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
+    noise = draws.variables["noise_sd"]
+    if "structure_sd" not in draws.variables:
+        return noise
+    d = query_distance(draws, sc, passes)
+    return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
+
+
+def measurement_log_sd(draws: Draws, measurements) -> np.ndarray:
+    """(draws, rows) likelihood sd of each measured row's log tok/s: the run-to-run noise, plus
+    in the structured form the discrepancy for the row's distance from the other
+    configurations measured on its system (as the model's likelihood has it)."""
+    noise = draws.variables["noise_sd"][:, None]
+    shape = (draws.n_draws, len(measurements.rows))
+    if "structure_sd" not in draws.variables:
+        return np.broadcast_to(noise, shape)
+    model = draws.meta["model"]
+    passes = np.array([draft_structure(model, Scenario(
+        hardware=m.hardware, gpus=m.gpus, engine=m.engine, method=m.method, block=m.block,
+        budget=m.budget, verify_tokens=m.verify_tokens, context_tokens=0.0, measured=True))[0]
+        for m in measurements.rows])
+    verify = np.array([m.verify_tokens for m in measurements.rows], dtype=float)
+    d = S.row_distances(measurements, verify, passes)
+    return np.sqrt(noise ** 2 + (draws.variables["structure_sd"][:, None] * d[None, :]) ** 2)
