@@ -36,7 +36,7 @@ def one_error(code: int, out: str, err: str) -> str:
 # ---------------------------------------------------------------- the three crashes
 def test_predict_gpus_0_is_a_usage_error_not_a_zero_division(work):
     err = one_error(*run_cli(work, "predict", "--gpus", "0"))
-    assert err == ("ddtree-bayes predict: error: argument --gpus: 0 is outside 1..1024 "
+    assert err == ("ddtree-bayes: error: argument --gpus: 0 is outside 1..1024 "
                    "(fix: give the GPU count, e.g. --gpus 8)\n")
     for bad in ("-1", "8.5", "eight", "", "99999999999999999999"):
         assert "argument --gpus: " in one_error(*run_cli(work, "predict", "--gpus", bad))

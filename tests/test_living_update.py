@@ -362,9 +362,9 @@ def test_track_add_list_remove(models_dir):
     (["track", "--accept", "13", "--name", "default"], "'default' is built in"),
     (["track", "remove", "default"], "the default query is built in"),
     (["track", "remove", "nope"], "no tracked query called 'nope'"),
-    (["track", "--accept", "twelve"], "--accept 'twelve' is not a number"),
+    (["track", "--accept", "twelve"], "argument --accept: 'twelve' is not a number"),
     (["track", "--hardware", "a100", "--accept", "1"], "unknown hardware 'a100'"),
-    (["track", "--engine", "SGLang"], "--engine 'SGLang' is not a lowercase name"),
+    (["track", "--engine", "SGLang"], "argument --engine: 'SGLang' is not a name (lowercase"),
     (["track", "list", "--accept", "3"], "`track list` takes no query flags"),
 ])
 def test_track_refuses_bad_requests(models_dir, argv, message):

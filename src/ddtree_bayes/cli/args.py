@@ -42,7 +42,8 @@ class Parser(argparse.ArgumentParser):
                 message = message.replace(" (choose from ", " (fix: choose from ", 1)
             else:
                 message += f" (fix: see `{self.prog} --help`)"
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        # one prefix for every error of the program, as the library's errors print it
+        self.exit(2, f"{self.prog.split()[0]}: error: {message}\n")
 
 
 def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:

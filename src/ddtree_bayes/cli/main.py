@@ -169,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
         if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
             stream.reconfigure(errors="surrogateescape")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as done:  # --help, --version, a usage error (its one line is printed)
+        return done.code if isinstance(done.code, int) else 0 if done.code is None else 2
     try:
         A.check_text_files(args)
         _remove_stale_temps()
