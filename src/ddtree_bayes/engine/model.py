@@ -94,7 +94,18 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                                          dims="system")
         ctx_ms = prior_rv(P["ctx_ms_per_unit"], "ctx_ms_per_unit", dims="system")
         ctx_exp = prior_rv(P["ctx_verify_exponent"], "ctx_verify_exponent")
+        # (the fraction form's variables keep their original order: same seed, same draws)
+        fraction = spec.step_form == "fraction"
+        if fraction:
+            ov_mu = prior_rv(P["overhead_logit_mu"], "overhead_logit_mu")
+            ov_sd = prior_rv(P["overhead_logit_sd"], "overhead_logit_sd")
         noise = prior_rv(P["noise_sd"], "noise_sd")
+        frac_rows = pt.zeros(len(spec.rows))
+        if fraction and spec.groups:
+            ov_z = pm.Normal("overhead_z", 0.0, 1.0, dims="overhead_group")
+            frac = pm.Deterministic("overhead_frac", pm.math.sigmoid(ov_mu + ov_sd * ov_z),
+                                    dims="overhead_group")
+            frac_rows = pt.concatenate([frac, pt.zeros(1)])[spec.row_group]
         s = spec.row_system
         roofline = {}
         if spec.moe_form == "roofline":
@@ -125,14 +136,6 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             tau = prior_rv(P["structure_sd"], "structure_sd")
             sigma = pt.sqrt(noise ** 2 + (tau * spec.row_distance) ** 2)
         else:
-            frac_rows = pt.zeros(len(spec.rows))
-            if spec.groups:
-                ov_mu = prior_rv(P["overhead_logit_mu"], "overhead_logit_mu")
-                ov_sd = prior_rv(P["overhead_logit_sd"], "overhead_logit_sd")
-                ov_z = pm.Normal("overhead_z", 0.0, 1.0, dims="overhead_group")
-                frac = pm.Deterministic("overhead_frac", pm.math.sigmoid(ov_mu + ov_sd * ov_z),
-                                        dims="overhead_group")
-                frac_rows = pt.concatenate([frac, pt.zeros(1)])[spec.row_group]
             step = S.step_ms(target, frac_rows, scale_rows)
         mu_log = np.log(spec.accept_len * 1000.0) - pt.log(step)
         if not refittable:
