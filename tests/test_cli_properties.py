@@ -54,6 +54,7 @@ def template(tmp_path_factory):
     for name in ("truth_dense_consumer.toml", "design_dense_consumer.csv"):
         shutil.copy(REPO / "data" / "examples" / name, inputs / name)
     shutil.copy(REPO / "data" / "acceptance_reference.csv", inputs / "acceptance.csv")
+    shutil.copy(REPO / "data" / "public" / "trtllm_mtp_deepseek_r1_b200.csv", inputs / "sweep.csv")
     (inputs / "candidates.csv").write_text(
         "hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
         "b300,8,sglang,ddtree,16,32,14,0\n")
@@ -67,6 +68,7 @@ def fakes():
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine import compare, inference, store
+    from ddtree_bayes.workflows import extrapolation as X
     from ddtree_bayes.workflows import report
     from ddtree_bayes.workflows import validation as V
 
@@ -101,6 +103,17 @@ def fakes():
                 "seconds": 0.0, "unconverged": 0, "uniformity": {}, "min_p": 1.0,
                 "replicate_results": []}
 
+    def extrapolate(files=None, priors_path=None, *, structures=(), seed=0, **kw):
+        from ddtree_bayes.workflows.extrapolation import load_sweeps
+
+        files = files or sorted(Path("data", "public").glob("*.csv"))
+        load_sweeps(files, paths.data_file("hardware.csv").read_text())   # validates the files
+        score = {"n": 1, "coverage50": None, "coverage90": 1.0, "bias": 0.0, "mae": 0.0,
+                 "width90": 0.1}
+        return {"seed": seed, "settings": {}, "seconds": 0.0,
+                "structures": {s: ["power", "fraction"] for s in structures}, "sweeps": [],
+                "pooled": {s: score for s in (*structures, "baseline")}, "notes": [], "rows": []}
+
     def compare_fits(fits, seed=0, method="bb-pseudo-bma"):
         if len(fits) < 2:
             raise QueryError("need at least two fits to compare", fix="fit the other form")
@@ -114,7 +127,8 @@ def fakes():
     with mock.patch.object(api, "fit", fit), \
             mock.patch.object(report, "write_report", write_report), \
             mock.patch.object(V, "validate", validate), mock.patch.object(V, "sbc", sbc), \
-            mock.patch.object(compare, "compare_fits", compare_fits):
+            mock.patch.object(compare, "compare_fits", compare_fits), \
+            mock.patch.object(X, "extrapolate", extrapolate):
         yield
 
 
@@ -171,6 +185,9 @@ SPECS: dict[str, dict] = {
     "validate": {"--data": files("row.csv"), "--priors": files(),
                  "--group": choice("hardware", "engine", "method", "budget"), "--sbc": INT,
                  "--jobs": INT, "--quiet": FLAG, "--seed": INT,
+                 "--extrapolate": FLAG, "--sweeps": files("sweep.csv"),
+                 "--structures": st.sampled_from(["structured", "fraction", "structured,fraction",
+                                                  "", ",", "cubic", "Structured"]),
                  "--format": choice("table", "json")},
     "simulate": {"--truth": files("truth_dense_consumer.toml"),
                  "--design": files("design_dense_consumer.csv"),

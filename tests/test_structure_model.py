@@ -162,3 +162,36 @@ def test_undeclared_method_is_a_query_error():
                             block=4, budget=4, verify_tokens=None, context_tokens=0.0)
     with pytest.raises(QueryError, match="not declared"):
         P.step_components(draws, sc, np.random.default_rng(0))
+
+
+def test_validate_extrapolate_end_to_end(tmp_path, monkeypatch, capsys):
+    """One public sweep through the CLI with a small sampler: the held-out configuration,
+    scores that obey their definitions, and the shipped JSON Schema."""
+    import json
+    from pathlib import Path
+
+    import jsonschema
+
+    from ddtree_bayes.cli.main import main
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.workflows import extrapolation as X
+
+    real = X.extrapolate
+    small = SamplerSettings(chains=2, draws=100, tune=100)
+    monkeypatch.setattr(X, "extrapolate", lambda *a, **k: real(*a, settings=small, **k))
+    sweep = Path(__file__).resolve().parents[1] / "data/public/trtllm_mtp_deepseek_r1_b200.csv"
+    assert main(["validate", "--extrapolate", "--sweeps", str(sweep), "--structures",
+                 "structured", "--quiet", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    (s,) = out["sweeps"]
+    # MTP depths 1-5 (M = 2..6): the largest third of five configurations is one, M = 6
+    assert s["held_out_verify"] == [6] and s["train_max_verify"] == 5
+    (row,) = out["rows"]
+    assert row["measured"] == 239.0
+    sc = s["structured"]
+    assert sc["bias"] == pytest.approx(row["median"] / 239.0 - 1)
+    assert sc["mae"] == pytest.approx(abs(sc["bias"]))
+    assert sc["coverage90"] == float(row["lo90"] <= 239.0 <= row["hi90"])
+    schema = json.loads((Path(__file__).resolve().parents[1]
+                         / "src/ddtree_bayes/schemas/validate.schema.json").read_text())
+    jsonschema.Draft202012Validator(schema).validate(out)

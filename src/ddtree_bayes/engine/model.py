@@ -169,7 +169,9 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale
         log_ratio = pt.where(np.asarray(varies[part]), log_ratio, mu)
         ratio = pm.Deterministic(f"spec_{part}_ratio", pt.exp(log_ratio), dims="overhead_group")
         ratios.append(pt.concatenate([ratio, pt.zeros(1)])[spec.row_group])
-    return S.structured_spec_ms(step_ar_rows, *ratios, spec.row_passes, spec.row_nodes, scale_rows)
+    fixed, per_pass, per_node = ratios
+    return S.structured_spec_ms(step_ar_rows, fixed, per_pass, per_node, spec.row_passes,
+                                spec.row_nodes, scale_rows)
 
 
 def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str):

@@ -182,7 +182,8 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
             else:
                 z = rng.standard_normal(draws.n_draws)
                 ratios.append(np.exp(v[f"spec_{part}_log_mu"] + v[f"spec_{part}_log_sd"] * z))
-        spec = S.structured_spec_ms(step_ar, *ratios, passes, nodes, scale)
+        fixed, per_pass, per_node = ratios
+        spec = S.structured_spec_ms(step_ar, fixed, per_pass, per_node, passes, nodes, scale)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd}, how
     if measured:
         frac = v["overhead_frac"][:, groups.index(label)]

@@ -31,11 +31,9 @@ from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows.validation import (
     BASELINE_BAND,
     Inputs,
-    _compiled,
-    baseline_fit,
     dispatch,
     predict_row,
-    sample_weighted,
+    refit_without,
 )
 
 #: Step structures compared: name -> ([model] moe_form, step_form).
@@ -61,11 +59,18 @@ def load_sweeps(files: list[Path], hardware_csv: str) -> tuple[list[Sweep], list
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     sweeps, notes = [], []
     for path in files:
-        with open(path, newline="", encoding="utf-8") as fh:
-            records = list(csv.DictReader(fh))
-        if not records or "sweep" not in records[0]:
-            raise DataError("not a public sweep file (no 'sweep' column)", file=str(path), row=1,
-                            column="sweep", fix="see data/public/README.md for the schema")
+        try:
+            with open(path, newline="", encoding="utf-8") as fh:
+                records = list(csv.DictReader(fh))
+        except (OSError, UnicodeDecodeError) as err:
+            reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+            raise DataError(f"cannot read: {reason}", file=str(path),
+                            fix="pass public sweep CSVs (data/public/*.csv) with --sweeps") from None
+        missing = [c for c in ("sweep", *COLUMNS) if not records or c not in records[0]]
+        if missing:
+            raise DataError("not a public sweep file" + (" (no rows)" if not records else ""),
+                            file=str(path), row=1, column=missing[0],
+                            fix="see data/public/README.md for the schema")
         by_sweep: dict[str, list[dict]] = {}
         for rec in records:
             by_sweep.setdefault(rec["sweep"], []).append(rec)
@@ -133,13 +138,7 @@ def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str,
     moe_form, step_form = STRUCTURES[structure]
     inputs = Inputs(sweep.data_csv, with_forms(priors_toml, moe_form, step_form), hardware_csv,
                     f"{sweep.path} [{sweep.name}]", models_csv)
-    spec, cfg, data, _ = _compiled(inputs)
-    weights = np.ones(len(data.rows))
-    weights[list(sweep.held_out)] = 0.0
-    draws, failures = sample_weighted(inputs, weights, seed, settings)
-    draws.meta["held_out_rows"] = [data.rows[i].row for i in sweep.held_out]
-    train = [m for i, m in enumerate(data.rows) if i not in sweep.held_out]
-    baseline = baseline_fit(train, cfg, spec.systems)
+    draws, failures, data, baseline, train = refit_without(inputs, sweep.held_out, seed, settings)
     rng = np.random.default_rng(seed)
     rows = []
     for i in sweep.held_out:
@@ -192,6 +191,9 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
     models_csv = paths.data_file("models.csv", workdir).read_text()
     priors_toml = load_priors(priors_path or paths.priors_file(workdir)).text
     sweeps, notes = load_sweeps(files, hardware_csv)
+    if not sweeps:
+        raise DataError("no sweep can be split: " + "; ".join(notes), file=str(files[0]),
+                        fix="a sweep needs 3+ speculative configurations with acceptance and tok/s")
     settings = settings or SamplerSettings()
     tasks = [(s, st, priors_toml, hardware_csv, models_csv, seed, settings)
              for s in sweeps for st in structures]

@@ -203,20 +203,31 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
     return [Fold(f"{group}={v}", tuple(ix)) for v, ix in values.items()]
 
 
+def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings: SamplerSettings,
+                  cores: int = 1):
+    """Refit with the rows at ``held_out`` given likelihood weight 0.
+
+    Returns (draws, failed gates, the measurements, the least-squares baseline fitted on the
+    training rows, the training rows). A system with no training rows left is predicted as
+    unmeasured hardware (transfer); held-out rows do not count as measured configurations
+    for the structured step's distance.
+    """
+    spec, cfg, data, _ = _compiled(inputs)
+    weights = np.ones(len(data.rows))
+    weights[list(held_out)] = 0.0
+    draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores)
+    kept = {m.system for i, m in enumerate(data.rows) if i not in held_out}
+    draws.meta["held_out_systems"] = [s for s in spec.systems if s not in kept]
+    draws.meta["held_out_rows"] = [data.rows[i].row for i in held_out]
+    train = [m for i, m in enumerate(data.rows) if i not in held_out]
+    return draws, failures, data, baseline_fit(train, cfg, spec.systems), train
+
+
 def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
              cores: int = 1) -> FoldResult:
     """Refit without the fold's rows; predict them with the posterior and the baseline."""
     t0 = time.perf_counter()
-    spec, cfg, data, _ = _compiled(inputs)
-    weights = np.ones(len(data.rows))
-    weights[list(fold.held_out)] = 0.0
-    draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores)
-    # a system with no training rows left is predicted as unmeasured hardware (transfer)
-    kept = {m.system for i, m in enumerate(data.rows) if i not in fold.held_out}
-    draws.meta["held_out_systems"] = [s for s in spec.systems if s not in kept]
-    draws.meta["held_out_rows"] = [data.rows[i].row for i in fold.held_out]
-    train = [m for i, m in enumerate(data.rows) if i not in fold.held_out]
-    baseline = baseline_fit(train, cfg, spec.systems)
+    draws, failures, data, baseline, _ = refit_without(inputs, fold.held_out, seed, settings, cores)
     rng = np.random.default_rng(seed)
     rows = []
     for i in fold.held_out:
