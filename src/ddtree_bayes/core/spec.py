@@ -310,6 +310,10 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
         "relation_bases": {e: r.base for e, r in priors.relations.items()},
         "methods": {n: {"passes": m.passes, "tree": m.tree} for n, m in priors.methods.items()},
     }
+    passes_vary, nodes_vary = spec.group_passes_vary, spec.group_nodes_vary
+    if spec.step_form == "structured" and passes_vary is not None and nodes_vary is not None:
+        meta["group_varies"] = {"pass": [bool(x) for x in passes_vary],
+                                "tree": [bool(x) for x in nodes_vary]}
     if spec.card is not None and spec.system_flop_ms is not None:
         meta["card"] = spec.card
         meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),

@@ -359,7 +359,10 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     spec, cfg, data, _ = _compiled(inputs)
     coords = {k: list(v) for k, v in spec.coords.items() if k != "measurement"}
     flops = None if spec.system_flop_ms is None else list(spec.system_flop_ms)
-    truth = report.prior_draws(cfg, coords, 1, seed, flops)
+    from ddtree_bayes.core import spec as S
+
+    truth = report.prior_draws(cfg, coords, 1, seed, flops,
+                               S.model_meta(spec, cfg).get("group_varies"))
     truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)

@@ -29,11 +29,13 @@ def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
 
 
 def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
-                system_flop_ms=None) -> dict[str, np.ndarray]:
+                system_flop_ms=None, group_varies: dict | None = None) -> dict[str, np.ndarray]:
     """Prior draws of every posterior variable (same names and shapes as the posterior).
 
     The roofline form's ``compute_tok_ratio`` needs each system's FLOP time per token
-    (``system_flop_ms``, in ``coords["system"]`` order; a fit's ``meta["model"]``)."""
+    (``system_flop_ms``, in ``coords["system"]`` order; a fit's ``meta["model"]``); the
+    structured form's pass and tree ratios of a group that measured one value of them are the
+    population's (``group_varies``, ``meta["model"]["group_varies"]``), as in the model."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
@@ -54,6 +56,10 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     if priors.step_form == "structured":
         for part in ("fixed", "pass", "tree"):
             log = _pooled_draws(out, priors, f"spec_{part}", (n, n_grp), rng)
+            varies = (group_varies or {}).get(part)
+            if varies is not None:
+                log = np.where(np.asarray(varies, dtype=bool)[None, :], log,
+                               out[f"spec_{part}_log_mu"][:, None])
             out[f"spec_{part}_ratio"] = np.exp(log)
     else:
         out["overhead_z"] = rng.standard_normal((n, n_grp))
@@ -68,6 +74,11 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
                                  for e in coords["relation"]], axis=1) if coords["relation"] \
         else np.zeros((n, 0))
     return out
+
+
+def varies_of(meta: dict) -> dict | None:
+    """A fit's per-group "does the data vary passes / tree nodes" flags (structured form)."""
+    return meta["model"].get("group_varies")
 
 
 def flop_ms_of(meta: dict) -> list[float] | None:

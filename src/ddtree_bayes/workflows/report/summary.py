@@ -25,7 +25,7 @@ from ddtree_bayes.core.config import (
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.workflows.report.priors import flop_ms_of, log_prior, prior_draws, scalar_columns
+from ddtree_bayes.workflows.report.priors import flop_ms_of, log_prior, prior_draws, scalar_columns, varies_of
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
 PARETO_K_LIMIT = 0.7
@@ -136,12 +136,14 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     }
 
     # 2. prior vs posterior
-    prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta))
+    prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta), varies_of(draws.meta))
     post_cols = scalar_columns({k: v[k] for k in prior if k in v}, coords)
     prior_cols = scalar_columns(prior, coords)
     shrink = []
     for name, post in post_cols.items():
         pr = prior_cols[name]
+        if np.ptp(pr) == 0 and np.ptp(post) == 0:
+            continue   # a fixed value (dist = "point"): nothing to compare
         ratio = float(np.std(post) / np.std(pr)) if np.std(pr) > 0 else float("nan")
         status = ("informed" if ratio < INFORMED_RATIO else
                   "prior-only" if ratio >= PRIOR_ONLY_RATIO else "weakly informed")
