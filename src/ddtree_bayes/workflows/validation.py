@@ -366,9 +366,11 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)
-    _, log_mu = P.measurement_log_mu(truth_draws, seed)
+    measurements, log_mu = P.measurement_log_mu(truth_draws, seed)
     rng = np.random.default_rng(seed)
-    observed = log_mu[0] + truth["noise_sd"][0] * rng.standard_normal(log_mu.shape[1])
+    # the likelihood's own sd per row: noise, plus the structured form's discrepancy
+    sd = P.measurement_log_sd(truth_draws, measurements)[0]
+    observed = log_mu[0] + sd * rng.standard_normal(log_mu.shape[1])
     t0 = time.perf_counter()
     draws, failures = sample_weighted(inputs, np.ones(len(data.rows)), seed, settings,
                                       observed=observed)
