@@ -185,3 +185,23 @@ def test_public_sweeps_load_and_split():
             "trtllm-mtp-deepseek-r1-b200x8"} <= names
     assert all(s.held_out for s in sweeps)
     assert any("sglang-eagle3-llama33-70b" in n for n in notes)
+
+
+def test_a_chain_sweep_measures_its_pass_cost_a_tree_sweep_its_node_cost():
+    """Which ratios the data can tell from the fixed cost: a chain measured at several depths
+    varies its passes; a DDTree budget sweep varies its tree nodes but not its single pass."""
+    hw = load_hardware(bundled("hardware.csv"))
+    cfg = parse_priors(STRUCTURED)
+    cards = load_model_cards(bundled("models.csv"))
+    sweeps, _ = X.load_sweeps([REPO / "data/public/vllm_eagle_llama31_8b_h100_tpot.csv",
+                               REPO / "data/public/vllm_ddtree_qwen38_27b_rtxa6000_budget.csv"],
+                              bundled("hardware.csv").read_text())
+    chain, tree = (load_measurements(s.path, hw, text=s.data_csv) for s in sweeps)
+    spec = S.build_spec(chain, cfg, hardware=hw, cards=cards)
+    assert spec.groups == ("h100x1/vllm/eagle", "h100x1/vllm/eagle3")
+    assert spec.group_passes_vary.tolist() == [True, True]      # K = 2..7
+    assert spec.group_nodes_vary.tolist() == [False, False]     # chains: no tree
+    spec = S.build_spec(tree, cfg, hardware=hw, cards=cards)
+    assert spec.groups == ("rtx-a6000x1/vllm/dflash", "rtx-a6000x1/vllm/ddtree")
+    assert spec.group_passes_vary.tolist() == [False, False]    # one block-drafter pass
+    assert spec.group_nodes_vary.tolist() == [False, True]      # budgets 8..32
