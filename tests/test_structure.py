@@ -205,3 +205,41 @@ def test_a_chain_sweep_measures_its_pass_cost_a_tree_sweep_its_node_cost():
     assert spec.groups == ("rtx-a6000x1/vllm/dflash", "rtx-a6000x1/vllm/ddtree")
     assert spec.group_passes_vary.tolist() == [False, False]    # one block-drafter pass
     assert spec.group_nodes_vary.tolist() == [False, True]      # budgets 8..32
+
+
+def test_held_out_rows_are_not_measured_configurations():
+    """A validation fold recomputes the discrepancy distances and the 'varies' masks from its
+    training rows: the held-out deepest MTP configurations do not count as neighbours."""
+    hw = load_hardware(bundled("hardware.csv"))
+    (sweep,), _ = X.load_sweeps([REPO / "data/public/llamacpp_mtp_qwen38_27b_rtx5090.csv"],
+                                bundled("hardware.csv").read_text())
+    data = load_measurements(sweep.path, hw, text=sweep.data_csv)
+    spec = S.build_spec(data, parse_priors(STRUCTURED), hardware=hw,
+                        cards=load_model_cards(bundled("models.csv")))
+    measured = np.ones(len(data.rows), dtype=bool)
+    measured[list(sweep.held_out)] = False            # MTP k = 5, 6 (M = 6, 7)
+    k4 = next(i for i, r in enumerate(data.rows) if r.block == 4)
+    # all rows: k = 4 (M = 5) has k = 5 (M = 6) as its nearest neighbour: log(6/5)
+    assert spec.row_distance[k4] == pytest.approx(math.log(6 / 5))
+    train = S.training_structure(spec, data, measured)
+    # training rows only: the nearest is k = 3 (M = 4, 3 passes): log(5/4)
+    assert train["row_distance"][k4] == pytest.approx(math.log(5 / 4))
+    assert train["group_pass_varies"].tolist() == [1.0]   # k = 1..4 still vary
+
+
+def test_structured_form_with_only_autoregressive_rows_still_predicts_a_drafter():
+    """No speculative group measured: the population priors exist, so an unmeasured group is
+    drawn from them instead of failing."""
+    pm = pytest.importorskip("pymc")
+    from ddtree_bayes.engine.model import build_model
+
+    hw = load_hardware(bundled("hardware.csv"))
+    text = "\n".join(line for i, line in enumerate(bundled("measurements.csv").read_text()
+                                                   .splitlines()) if i == 0 or ",ar," in line)
+    data = load_measurements("ar.csv", hw, text=text + "\n")
+    cfg = parse_priors(STRUCTURED)
+    spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
+    assert spec.groups == ()
+    names = {rv.name for rv in build_model(spec, cfg).free_RVs}
+    assert {"spec_fixed_log_mu", "spec_pass_log_mu", "spec_tree_log_mu"} <= names
+    assert pm is not None

@@ -233,13 +233,25 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     )
 
 
-def _varies(row_group: list[int], values: np.ndarray, n_groups: int) -> np.ndarray:
-    """Per group: do its rows hold more than one distinct value?"""
+def _varies(row_group, values: np.ndarray, n_groups: int,
+            measured: np.ndarray | None = None) -> np.ndarray:
+    """Per group: do its (measured) rows hold more than one distinct value?"""
     seen: list[set[float]] = [set() for _ in range(n_groups)]
-    for g, value in zip(row_group, values, strict=True):
-        if g >= 0:
+    keep = np.ones(len(values), dtype=bool) if measured is None else np.asarray(measured, bool)
+    for g, value, k in zip(row_group, values, keep, strict=True):
+        if 0 <= g < n_groups and k:
             seen[g].add(float(value))
     return np.array([len(v) > 1 for v in seen], dtype=bool)
+
+
+def training_structure(spec: ModelSpec, data: Measurements, measured: np.ndarray) -> dict:
+    """The structured form's data that depends on which rows are measured (a validation fold
+    holds some out): discrepancy distances and the per-group "passes/nodes vary" masks."""
+    n, passes, nodes = len(spec.groups), spec.row_passes, spec.row_nodes
+    assert passes is not None and nodes is not None
+    return {"row_distance": row_distances(data, spec.verify_tokens, passes, measured),
+            "group_pass_varies": _varies(spec.row_group, passes, n, measured).astype(float),
+            "group_tree_varies": _varies(spec.row_group, nodes, n, measured).astype(float)}
 
 
 def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarray, np.ndarray]:
@@ -268,11 +280,14 @@ def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarra
     return np.array(passes), np.array(nodes)
 
 
-def row_distances(data: Measurements, verify: np.ndarray, passes: np.ndarray) -> np.ndarray:
-    """Each row's :func:`config_distance` from the other configurations on its system."""
+def row_distances(data: Measurements, verify: np.ndarray, passes: np.ndarray,
+                  measured: np.ndarray | None = None) -> np.ndarray:
+    """Each row's :func:`config_distance` from the other configurations on its system (only
+    rows where ``measured`` is true count as measured: a validation fold's training rows)."""
     out = np.zeros(len(data.rows))
+    keep = np.ones(len(data.rows), dtype=bool) if measured is None else np.asarray(measured, bool)
     for i, r in enumerate(data.rows):
-        others = [j for j, o in enumerate(data.rows) if o.system == r.system
+        others = [j for j, o in enumerate(data.rows) if keep[j] and o.system == r.system
                   and (verify[j], passes[j]) != (verify[i], passes[i])]
         out[i] = config_distance(verify[i], passes[i], verify[others], passes[others])
     return out

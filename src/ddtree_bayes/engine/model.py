@@ -7,6 +7,7 @@ Only builds: no sampling, no file I/O. The likelihood is on log tok/s:
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 import pymc as pm
@@ -132,9 +133,10 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
 
         sigma = noise
         if spec.step_form == "structured":
-            step = target + _structured_spec(spec, P, step_ar[s], scale_rows)
+            spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_rows, refittable)
+            step = target + spec_ms
             tau = prior_rv(P["structure_sd"], "structure_sd")
-            sigma = pt.sqrt(noise ** 2 + (tau * spec.row_distance) ** 2)
+            sigma = pt.sqrt(noise ** 2 + (tau * distance) ** 2)
         else:
             step = S.step_ms(target, frac_rows, scale_rows)
         mu_log = np.log(spec.accept_len * 1000.0) - pt.log(step)
@@ -152,26 +154,40 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
     return model
 
 
-def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale_rows):
+def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale_rows,
+                     refittable: bool = False):
     """SPEC = step_ar x (fixed + pass x passes + tree x nodes), each ratio log-normal per
-    (system, engine, method) group around a learned population mean (partial pooling)."""
-    if not spec.groups:
-        return pt.zeros(len(spec.rows))
+    (system, engine, method) group around a learned population mean (partial pooling).
+
+    Returns (SPEC per row, discrepancy distance per row). With ``refittable`` the distances and
+    the "does this group's passes/nodes vary" masks are data containers, so a validation fold
+    recomputes them from its training rows (held-out rows are not "measured")."""
+    varies: dict[str, Any] = {"fixed": np.ones(len(spec.groups)), "pass": spec.group_passes_vary,
+                              "tree": spec.group_nodes_vary}
+    distance = spec.row_distance
+    if refittable:
+        distance = pm.Data("row_distance", spec.row_distance, dims="measurement")
+        for part in ("pass", "tree"):
+            varies[part] = pm.Data(f"group_{part}_varies",
+                                   np.asarray(varies[part], dtype=float), dims="overhead_group")
     ratios = []
-    varies = {"fixed": np.ones(len(spec.groups), dtype=bool), "pass": spec.group_passes_vary,
-              "tree": spec.group_nodes_vary}
     for part in ("fixed", "pass", "tree"):
+        # the population priors exist even without groups: predict draws unmeasured groups
         mu = prior_rv(P[f"spec_{part}_log_mu"], f"spec_{part}_log_mu")
         sd = prior_rv(P[f"spec_{part}_log_sd"], f"spec_{part}_log_sd")
+        if not spec.groups:
+            continue
         log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group")
         # a group measured at one number of passes (or tree nodes) cannot tell that cost from
         # its fixed cost: it takes the population's, and its own offset stays with the prior
-        log_ratio = pt.where(np.asarray(varies[part]), log_ratio, mu)
+        log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mu)
         ratio = pm.Deterministic(f"spec_{part}_ratio", pt.exp(log_ratio), dims="overhead_group")
         ratios.append(pt.concatenate([ratio, pt.zeros(1)])[spec.row_group])
+    if not spec.groups:
+        return pt.zeros(len(spec.rows)), distance
     fixed, per_pass, per_node = ratios
-    return S.structured_spec_ms(step_ar_rows, fixed, per_pass, per_node, spec.row_passes,
-                                spec.row_nodes, scale_rows)
+    return (S.structured_spec_ms(step_ar_rows, fixed, per_pass, per_node, spec.row_passes,
+                                 spec.row_nodes, scale_rows), distance)
 
 
 def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str):

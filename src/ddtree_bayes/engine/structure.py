@@ -64,12 +64,13 @@ def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float
 def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
     system without measurements, on the system its parameters were transferred from)."""
-    system = sc.system if sc.measured else draws.meta.get("_transfer_ref", {}).get(sc.system)
-    if system is None:
-        return 0.0
-    ms, ps = measured_configs(draws, system)
+    ms, ps = measured_configs(draws, sc.system) if sc.measured else ([], [])
+    if not ms:
+        ref = draws.meta.get("_transfer_ref", {}).get(sc.system)
+        if ref is None:
+            return 0.0
+        ms, ps = measured_configs(draws, ref)
     return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
-
 
 def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
     noise = draws.variables["noise_sd"]

@@ -11,10 +11,9 @@ this machine, or a dask.distributed cluster with ``--scheduler ADDRESS``).
 from __future__ import annotations
 
 import hashlib
-import math
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,6 +24,7 @@ from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, loa
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.workflows.baseline import baseline_fit  # noqa: F401  (V.baseline_fit)
 
 GROUP_KEYS = ("hardware", "engine", "method", "budget")
 #: The original estimator's flat band.
@@ -116,6 +116,13 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
 
     spec, cfg, data, compiled = _compiled(inputs)
     updates = {"row_weight": np.asarray(weights, dtype=float)}
+    if spec.step_form == "structured":   # held-out rows are not measured configurations
+        from ddtree_bayes.core import spec as S
+
+        structure = S.training_structure(spec, data, np.asarray(weights) > 0)
+        if not spec.groups:
+            structure = {"row_distance": structure["row_distance"]}
+        updates.update(structure)
     if observed is not None:
         updates["log_tok_s_observed"] = np.asarray(observed, dtype=float)
     dt = nutpie.sample(compiled.with_data(**updates), draws=settings.draws, tune=settings.tune,
@@ -146,47 +153,6 @@ def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.nd
     parts, _ = P.step_components(draws, sc, rng)
     noise = parts["log_sd"] * rng.standard_normal(draws.n_draws)
     return m.accept_len * 1000.0 / parts["step"] * np.exp(noise)
-
-
-# ------------------------------------------------------------------ the baseline
-def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[str]):
-    """The original three-term formula as a deterministic least-squares fit.
-
-    Point parameters: per system the M=1 step ``t1`` and the context slope; shared: a linear
-    MoE slope (MoE share fixed at the prior mean, as the original fixed its split), one
-    speculative overhead fraction and the context-verify exponent. Residuals are on log
-    tok/s; a weak ridge (1e-3) towards the prior medians keeps parameters that a fold leaves
-    unidentified at those medians, which is what a deterministic estimator would assume.
-    """
-    from scipy.optimize import least_squares
-
-    systems = list(systems)
-    share = cfg.priors["moe_share"].mean()
-    unit = cfg.context_unit_tokens
-    p0 = np.array([math.log(cfg.priors["step_ar_ms"].params["median"])] * len(systems)
-                  + [math.log(cfg.priors["ctx_ms_per_unit"].params["median"])] * len(systems)
-                  + [math.log(0.15), -1.1, 0.0])
-
-    def unpack(p):
-        n = len(systems)
-        return (np.exp(p[:n]), np.exp(p[n:2 * n]), math.exp(p[2 * n]),
-                1 / (1 + math.exp(-p[2 * n + 1])), 1 / (1 + math.exp(-p[2 * n + 2])))
-
-    def predict(p, m: Measurement) -> float:
-        t1, ctx, slope, frac, b = unpack(p)
-        s = systems.index(m.system)
-        c = (m.context_tokens if m.context_tokens is not None else cfg.default_context_tokens) / unit
-        moe = share * t1[s] * (1 + slope * (m.verify_tokens - 1))
-        target = moe + (1 - share) * t1[s] + ctx[s] * c * m.verify_tokens ** b
-        step = target / (1 - frac) if m.is_speculative else target
-        return m.accept_len * 1000.0 / step
-
-    def resid(p):
-        r = [math.log(predict(p, m)) - math.log(m.tok_s) for m in rows]
-        return np.concatenate([r, 1e-3 * (p - p0)])
-
-    fit = least_squares(resid, p0)
-    return lambda m: predict(fit.x, m)
 
 
 # ------------------------------------------------------------------ folds

@@ -30,6 +30,7 @@ from ddtree_bayes.workflows.decisions.common import (  # noqa: F401
     check_fit,
     group_rng,
     overhead_group,
+    shared_components,
     shared_step,
     with_transferred_system,
 )

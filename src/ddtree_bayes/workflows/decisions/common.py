@@ -92,9 +92,16 @@ def shared_step(draws: Draws, sc: P.Scenario, seed: int) -> tuple[np.ndarray, st
     of an unmeasured group shared by every scenario of that group (see :func:`group_rng`)
     and the transferred parameters of an unmeasured system shared by every scenario on it
     (see :func:`with_transferred_system`)."""
+    parts, how = shared_components(draws, sc, seed)
+    return parts["step"], how
+
+
+def shared_components(draws: Draws, sc: P.Scenario, seed: int) -> tuple[dict, str]:
+    """:func:`shared_step`'s step terms, with ``log_sd`` (noise and, in the structured form,
+    the discrepancy for the distance from the nearest measured configuration)."""
     draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
     parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)))
-    return parts["step"], transfer_how + how
+    return parts, transfer_how + how
 
 
 

@@ -30,7 +30,7 @@ from ddtree_bayes.workflows.decisions.common import (
     DEFAULT_K,
     MIN_ESS,
     overhead_group,
-    shared_step,
+    shared_components,
 )
 
 
@@ -336,17 +336,19 @@ def next_measurements(draws: Draws, query: Query, candidates: list[Candidate] | 
     cands = default_candidates(draws, query) if candidates is None else candidates
     rng = np.random.default_rng([seed, 11])
     accept, accept_label = query_acceptance(draws, query, rng)
-    q_step, q_how = shared_step(draws, query.scenario, seed)
-    q = accept * 1000.0 / q_step * np.exp(noise * rng.standard_normal(n))
+    q_parts, q_how = shared_components(draws, query.scenario, seed)
+    q = accept * 1000.0 / q_parts["step"] * np.exp(q_parts["log_sd"] * rng.standard_normal(n))
     picks = rng.integers(0, n, size=k)
     eps = rng.standard_normal(k)
     now_lo, now_hi = weighted_interval(np.sort(q), np.full((1, n), 1.0 / n), prob)
     now = float(now_hi[0] - now_lo[0])
     rows = []
     for c in cands:
-        step, how = shared_step(draws, c.scenario, seed)
+        parts, how = shared_components(draws, c.scenario, seed)
         a = 1.0 if c.accept_len is None else c.accept_len
-        res = preposterior(np.log(a * 1000.0 / step), noise, q, prob, picks, eps)
+        # a new measurement's likelihood sd: noise, plus the discrepancy at its distance
+        res = preposterior(np.log(a * 1000.0 / parts["step"]), parts["log_sd"], q, prob,
+                           picks, eps)
         sc = c.scenario
         rows.append({"candidate": c.describe(), "why": c.why, "hardware": sc.hardware,
                      "gpus": sc.gpus, "engine": sc.engine, "method": sc.method,

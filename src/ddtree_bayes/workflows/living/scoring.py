@@ -70,7 +70,6 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
 
     rng = np.random.default_rng(seed)
     fit_model = draws.meta.get("model", {}).get("target_model")
-    sd = np.asarray(draws.variables["noise_sd"], dtype=float)
     out = []
     for m in rows:
         base: dict[str, Any] = {
@@ -89,11 +88,13 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
                                     method=m.method, block=m.block, budget=m.budget,
                                     verify_tokens=m.verify_tokens,
                                     context_tokens=m.context_tokens)
-            step, how = P.step_draws(draws, sc, rng)
+            parts, how = P.step_components(draws, sc, rng)
         except QueryError as err:
             out.append({**base, "status": "unpredictable", "reason": without_fix(err)})
             continue
-        log_mu = np.log(m.accept_len * 1000.0 / step)
+        # the likelihood's sd for this row: noise, plus the structured form's discrepancy
+        sd = np.asarray(parts["log_sd"], dtype=float)
+        log_mu = np.log(m.accept_len * 1000.0 / parts["step"])
         diff = math.log(m.tok_s) - log_mu
         with np.errstate(divide="ignore", invalid="ignore"):
             cdf = np.where(sd > 0, _normal_cdf(diff / np.where(sd > 0, sd, 1.0)),

@@ -386,5 +386,5 @@ def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
     for label, sc, measured in configs:
         parts, _ = P.step_components(draws, sc, rng)
         out.append({"config": label, "measured_step_ms": measured,
-                    **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items()}})
+                    **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items() if k != "log_sd"}})
     return out
