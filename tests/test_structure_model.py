@@ -195,3 +195,35 @@ def test_validate_extrapolate_end_to_end(tmp_path, monkeypatch, capsys):
     schema = json.loads((Path(__file__).resolve().parents[1]
                          / "src/ddtree_bayes/schemas/validate.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(out)
+
+
+def test_a_group_measured_at_one_budget_carries_its_own_spread_when_extrapolated():
+    """The B300 DDTree group was measured at budget 8 only: its per-node ratio is the
+    population's in the fit; asked about budget 32, the 24 extra nodes cost the group's own
+    ratio exp(mu + sd z), so SPEC spreads there and nowhere else."""
+    import dataclasses
+
+    cards = load_model_cards(bundled("models.csv"))
+    mu = math.log(0.002)
+    draws = point_mass_draws(
+        n=4000, moe_form="roofline", moe_distinct_exponent=[0.5], compute_tok_ratio=[0.01],
+        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
+        spec_pass_log_mu=math.log(0.1), spec_pass_log_sd=0.5, spec_tree_log_mu=mu,
+        spec_tree_log_sd=0.8, structure_sd=0.0, noise_sd=0.0)
+    draws.meta["model"].update({
+        "step_form": "structured", "knee": 3.0, "card": dataclasses.asdict(cards["kimi-k2.6"]),
+        "methods": {"ddtree": {"passes": 1, "tree": True}},
+        "group_varies": {"pass": [False], "tree": [False]}})
+
+    def spec_at(budget):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                method="ddtree", block=16, budget=budget, verify_tokens=None,
+                                context_tokens=0.0)
+        return P.step_components(draws, sc, np.random.default_rng(1))[0]["spec"]
+
+    at8, at32 = spec_at(8), spec_at(32)
+    assert np.ptp(at8) == 0 and at8[0] == pytest.approx(8 * (0.05 + 0.1 + 0.002 * 8))
+    # 24 extra nodes at exp(mu + 0.8 z) instead of exp(mu): mean + 8 x 24 x 0.002 x (e^0.32 - 1)
+    expected_mean = 8 * (0.05 + 0.1 + 0.002 * 32) + 8 * 24 * 0.002 * (math.exp(0.32) - 1)
+    assert at32.mean() == pytest.approx(expected_mean, rel=0.02)
+    assert at32.std() > 0.1

@@ -39,6 +39,7 @@ from ddtree_bayes.engine.structure import (  # noqa: F401  (re-exported: P.measu
     draft_structure,
     measurement_log_sd,
     query_log_sd,
+    tied_ratio_spread,
 )
 
 
@@ -184,6 +185,10 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
                 ratios.append(np.exp(v[f"spec_{part}_log_mu"] + v[f"spec_{part}_log_sd"] * z))
         fixed, per_pass, per_node = ratios
         spec = S.structured_spec_ms(step_ar, fixed, per_pass, per_node, passes, nodes, scale)
+        if measured:   # fewer passes than measured cannot save more than the group's SPEC
+            spec = np.maximum(spec + tied_ratio_spread(draws, label, {"pass": passes,
+                                                                      "tree": nodes},
+                                                       step_ar * scale, rng), 0.0)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd}, how
     if measured:
         frac = v["overhead_frac"][:, groups.index(label)]

@@ -96,3 +96,58 @@ def measurement_log_sd(draws: Draws, measurements) -> np.ndarray:
     verify = np.array([m.verify_tokens for m in measurements.rows], dtype=float)
     d = S.row_distances(measurements, verify, passes)
     return np.sqrt(noise ** 2 + (draws.variables["structure_sd"][:, None] * d[None, :]) ** 2)
+
+
+def group_measured_values(draws: Draws, label: str) -> dict[str, set[float]]:
+    """The drafter passes and tree nodes the fit measured in overhead group ``label``
+    (held-out rows of a validation fold excluded)."""
+    cache = draws.meta.setdefault("_group_values", {})
+    if label not in cache:
+        model = draws.meta["model"]
+        held = set(draws.meta.get("held_out_rows", ()))
+        values: dict[str, set[float]] = {"pass": set(), "tree": set()}
+        for r in stored_measurements(draws).rows:
+            if r.method == AR_METHOD or r.row in held:
+                continue
+            engine = model["relation_bases"].get(r.engine, r.engine)
+            if S.group_label(r.system, engine, r.method) != label:
+                continue
+            sc = Scenario(hardware=r.hardware, gpus=r.gpus, engine=r.engine, method=r.method,
+                          block=r.block, budget=r.budget, verify_tokens=r.verify_tokens,
+                          context_tokens=0.0, measured=True)
+            p, n = draft_structure(model, sc)
+            values["pass"].add(p)
+            values["tree"].add(n)
+        cache[label] = values
+    return cache[label]
+
+
+def tied_ratio_spread(draws: Draws, label: str, query: dict[str, float], unit_ms,
+                      rng: np.random.Generator):
+    """Extra SPEC (ms per draw) for a measured group asked about at another number of drafter
+    passes or tree nodes than the single one it was measured at.
+
+    The fit gives such a group the population's per-pass (per-node) ratio ``exp(mu)``: the
+    data cannot tell its own from its fixed cost. Its measured total stays as fitted; the
+    passes (nodes) beyond (or short of) the measured value cost the group's own ratio, drawn
+    from the population ``exp(mu + sd z)``, so the step carries the group-to-group spread
+    exactly where it extrapolates. 0 where the group's passes (nodes) varied in the data.
+    """
+    v = draws.variables
+    varies = draws.meta["model"].get("group_varies")
+    groups = draws.meta["coords"]["overhead_group"]
+    if not varies:
+        return 0.0
+    g = groups.index(label)
+    extra = np.zeros(draws.n_draws)
+    measured = group_measured_values(draws, label)
+    for part in ("pass", "tree"):
+        if varies[part][g] or len(measured[part]) != 1:
+            continue
+        delta = query[part] - next(iter(measured[part]))
+        if delta == 0:
+            continue
+        mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
+        own = np.exp(mu + sd * rng.standard_normal(draws.n_draws))
+        extra = extra + (own - np.exp(mu)) * delta
+    return extra * unit_ms
