@@ -155,10 +155,10 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
     M = float(sc.verify_tokens)
     target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"], M, units, form,
                          np.exp, np.log, **roofline)
-    moe = target - (1.0 - share) * step_ar - ctx_ms * units * M ** v["ctx_verify_exponent"]
-    parts = {"moe": moe, "attn_base": (1.0 - share) * step_ar,
-             "context": target - moe - (1.0 - share) * step_ar}
-    passes, nodes = draft_structure(model, sc)
+    attn_base = (1.0 - share) * step_ar
+    context = ctx_ms * units * M ** v["ctx_verify_exponent"]
+    parts = {"moe": target - attn_base - context, "attn_base": attn_base, "context": context}
+    passes, nodes = draft_structure(model, sc.method, sc.block, sc.budget)
     log_sd = query_log_sd(draws, sc, passes)
     if sc.method == AR_METHOD:
         return ({**parts, "spec": np.zeros_like(target), "step": target, "log_sd": log_sd},

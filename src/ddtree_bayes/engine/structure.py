@@ -8,56 +8,50 @@ from __future__ import annotations
 import numpy as np
 
 from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.cards import ModelCard
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.engine.scenario import Scenario, stored_measurements
 from ddtree_bayes.engine.store import Draws
 
 
 def distinct_ratio(model: dict, verify_tokens: int) -> float:
-    """The model card's distinct-expert ratio at M (1 for a dense model)."""
-    card = model["card"]
-    if not card.get("experts"):
-        return 1.0
-    e, k = float(card["experts"]), float(card["experts_topk"])
-    return e * (1.0 - (1.0 - k / e) ** verify_tokens) / k
+    """The fit's model card's distinct-expert ratio at M (1 for a dense model)."""
+    return float(ModelCard(**model["card"]).distinct_ratio(verify_tokens))
 
 
-def draft_structure(model: dict, sc: Scenario) -> tuple[float, float]:
-    """Sequential drafter passes and paid tree nodes of the query, from the fit's methods table."""
-    if sc.method == AR_METHOD:
+def draft_structure(model: dict, method: str, block: int | None, budget: int | None
+                    ) -> tuple[float, float]:
+    """Sequential drafter passes and paid tree nodes of a configuration, from the fit's
+    methods table (zeros for AR, and for an undeclared method in the fraction form)."""
+    if method == AR_METHOD:
         return 0.0, 0.0
     methods = model.get("methods", {})
-    if sc.method not in methods:
+    if method not in methods:
         if model.get("step_form", "fraction") != "structured":
             return 0.0, 0.0
-        raise QueryError(f"method {sc.method!r} is not declared in the fit's priors ([methods])",
+        raise QueryError(f"method {method!r} is not declared in the fit's priors ([methods])",
                          fix=f"use one of {', '.join(sorted(methods))}, or declare "
-                             f"[methods.{sc.method}] and refit")
-    m = methods[sc.method]
-    from ddtree_bayes.core.methods import MethodSpec
+                             f"[methods.{method}] and refit")
+    spec = MethodSpec(method, methods[method]["passes"], methods[method]["tree"])
+    return float(spec.draft_passes(block, budget)), float(spec.tree_nodes(block, budget))
 
-    spec = MethodSpec(sc.method, m["passes"], m["tree"])
-    return float(spec.draft_passes(sc.block, sc.budget)), float(spec.tree_nodes(sc.block, sc.budget))
+
+def fit_rows(draws: Draws) -> list:
+    """The measurements the fit learned from (held-out rows of a validation fold excluded)."""
+    held = set(draws.meta.get("held_out_rows", ()))
+    return [r for r in stored_measurements(draws).rows if r.row not in held]
 
 
 def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float]]:
-    """(verify tokens, drafter passes) of the rows the fit saw on ``system`` (held-out rows of
-    a validation fold excluded)."""
+    """(verify tokens, drafter passes) of the rows the fit learned from on ``system``."""
     cache = draws.meta.setdefault("_configs", {})
     if system not in cache:
         model = draws.meta["model"]
-        held = set(draws.meta.get("held_out_rows", ()))
-        ms, ps = [], []
-        for r in stored_measurements(draws).rows:
-            if r.system != system or r.row in held:
-                continue
-            sc = Scenario(hardware=r.hardware, gpus=r.gpus, engine=r.engine, method=r.method,
-                          block=r.block, budget=r.budget, verify_tokens=r.verify_tokens,
-                          context_tokens=0.0, measured=True)
-            ms.append(float(r.verify_tokens))
-            ps.append(draft_structure(model, sc)[0])
-        cache[system] = (ms, ps)
+        rows = [r for r in fit_rows(draws) if r.system == system]
+        cache[system] = ([float(r.verify_tokens) for r in rows],
+                         [draft_structure(model, r.method, r.block, r.budget)[0] for r in rows])
     return cache[system]
 
 
@@ -71,6 +65,7 @@ def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
             return 0.0
         ms, ps = measured_configs(draws, ref)
     return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
+
 
 def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
     noise = draws.variables["noise_sd"]
@@ -89,33 +84,24 @@ def measurement_log_sd(draws: Draws, measurements) -> np.ndarray:
     if "structure_sd" not in draws.variables:
         return np.broadcast_to(noise, shape)
     model = draws.meta["model"]
-    passes = np.array([draft_structure(model, Scenario(
-        hardware=m.hardware, gpus=m.gpus, engine=m.engine, method=m.method, block=m.block,
-        budget=m.budget, verify_tokens=m.verify_tokens, context_tokens=0.0, measured=True))[0]
-        for m in measurements.rows])
+    passes = np.array([draft_structure(model, m.method, m.block, m.budget)[0]
+                       for m in measurements.rows])
     verify = np.array([m.verify_tokens for m in measurements.rows], dtype=float)
     d = S.row_distances(measurements, verify, passes)
     return np.sqrt(noise ** 2 + (draws.variables["structure_sd"][:, None] * d[None, :]) ** 2)
 
 
 def group_measured_values(draws: Draws, label: str) -> dict[str, set[float]]:
-    """The drafter passes and tree nodes the fit measured in overhead group ``label``
-    (held-out rows of a validation fold excluded)."""
+    """The drafter passes and tree nodes the fit measured in overhead group ``label``."""
     cache = draws.meta.setdefault("_group_values", {})
     if label not in cache:
         model = draws.meta["model"]
-        held = set(draws.meta.get("held_out_rows", ()))
         values: dict[str, set[float]] = {"pass": set(), "tree": set()}
-        for r in stored_measurements(draws).rows:
-            if r.method == AR_METHOD or r.row in held:
-                continue
+        for r in fit_rows(draws):
             engine = model["relation_bases"].get(r.engine, r.engine)
-            if S.group_label(r.system, engine, r.method) != label:
+            if r.method == AR_METHOD or S.group_label(r.system, engine, r.method) != label:
                 continue
-            sc = Scenario(hardware=r.hardware, gpus=r.gpus, engine=r.engine, method=r.method,
-                          block=r.block, budget=r.budget, verify_tokens=r.verify_tokens,
-                          context_tokens=0.0, measured=True)
-            p, n = draft_structure(model, sc)
+            p, n = draft_structure(model, r.method, r.block, r.budget)
             values["pass"].add(p)
             values["tree"].add(n)
         cache[label] = values
