@@ -40,7 +40,7 @@ def test_mixture_mixes_predictive_draws_by_weight():
     assert only_fast[0]["median"] == pytest.approx(600.0)
 
 
-def test_compare_power_and_linear_fits(fitted_workdir, capsys, monkeypatch, tmp_path):
+def test_compare_roofline_and_linear_fits(fitted_workdir, capsys, monkeypatch, tmp_path):
     import shutil
 
     work, result = fitted_workdir
@@ -53,7 +53,7 @@ def test_compare_power_and_linear_fits(fitted_workdir, capsys, monkeypatch, tmp_
 
     res = json.loads(capsys.readouterr().out)
     forms = sorted(r["model"].split("(")[1].rstrip(")") for r in res["rows"])
-    assert forms == ["linear", "power"]
+    assert forms == ["linear", "roofline"]  # the default moe_form is roofline
     assert sum(r["weight"] for r in res["rows"]) == pytest.approx(1.0)
     assert all(0 <= r["pareto_k_above_0.7"] <= 9 for r in res["rows"])
     assert cli.main(["predict", "--accept", "14", "--model-average", "--format", "json"]) == 0

@@ -637,8 +637,8 @@ def test_cli_fit_bad_hardware_file(cli_dir, capsys):
 
 
 @pytest.mark.parametrize(("edit", "column", "message"), [
-    (lambda t: t.replace('moe_form = "power"', 'moe_form = "power', 1), None,
-     "not valid TOML: Illegal character '\\n' (at line 19, column 18)"),
+    (lambda t: t.replace('moe_form = "roofline"\n', 'moe_form = "roofline\n', 1), None,
+     "not valid TOML: Illegal character '\\n' (at line 19, column 21)"),
     (lambda t: t.replace("[priors.noise_sd]", "[priors.noise_scale]", 1), "priors.noise_sd",
      "missing prior"),
     (lambda t: t.replace('dist = "halfnormal"\nsigma = 0.05', 'dist = "halfnormal"\nsigma = 0',

@@ -24,7 +24,12 @@ def fast_compile():
 
 @pytest.fixture(scope="module")
 def built(bundled_inputs):
+    """The earlier default forms (power-law MoE, SPEC a fraction); the structured and
+    roofline forms have their own hand-checked likelihood in tests/test_structure.py."""
+    import dataclasses
+
     data, cfg = bundled_inputs
+    cfg = dataclasses.replace(cfg, moe_form="power", step_form="fraction")
     spec = S.build_spec(data, cfg)
     return spec, cfg, build_model(spec, cfg)
 

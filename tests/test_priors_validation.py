@@ -127,7 +127,7 @@ def test_bundled_priors_load(path):
     cfg = load_priors(path)
     assert cfg.path == str(path)
     assert cfg.text == TEXT
-    assert cfg.moe_form == "power"
+    assert (cfg.moe_form, cfg.step_form) == ("roofline", "structured")
     assert cfg.context_unit_tokens == 65536.0
     assert cfg.default_context_tokens == 0.0
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
@@ -200,7 +200,7 @@ def test_first_matching_acceptance_entry_wins():
 
 
 def test_linear_moe_form_needs_the_slope_prior_only():
-    linear = replace_once(TEXT, 'moe_form = "power"', 'moe_form = "linear"')
+    linear = replace_once(TEXT, 'moe_form = "roofline"\n', 'moe_form = "linear"\n')
     cfg = parse_priors(drop_table(linear, "[priors.moe_exponent_mu]"), NAME)
     assert cfg.moe_form == "linear"
     assert "moe_exponent_mu" not in cfg.priors
@@ -214,6 +214,8 @@ def test_power_form_does_not_need_the_slope_prior():
 
 
 def test_model_table_defaults():
+    # a priors file without a [model] table (written before the structured forms) keeps the
+    # forms it was written for
     start = TEXT.index("[model]")
     end = TEXT.index("[priors.step_ar_ms]")
     cfg = parse_priors(TEXT[:start] + TEXT[end:], NAME)
@@ -222,7 +224,8 @@ def test_model_table_defaults():
 
 
 def test_relations_and_acceptance_are_optional():
-    text = TEXT[:TEXT.index("# Relations between engines")]
+    text = (TEXT[:TEXT.index("# Relations between engines")]
+            + TEXT[TEXT.index("# How each speculative method drafts"):])  # keep [methods.*]
     cfg = parse_priors(text, NAME)
     assert cfg.relations == {}
     assert cfg.acceptance == ()
@@ -238,9 +241,9 @@ def test_sha256_tracks_the_text():
 
 # ------------------------------------------------------------------ file-level errors
 def test_invalid_toml():
-    line = TEXT.splitlines().index('moe_form = "power"') + 1
-    text = replace_once(TEXT, 'moe_form = "power"', 'moe_form = "power')
-    err = expect_error(text, None, "not valid TOML: ", f"(at line {line}, column 18)")
+    line = TEXT.splitlines().index('moe_form = "roofline"') + 1
+    text = replace_once(TEXT, 'moe_form = "roofline"\n', 'moe_form = "roofline\n')
+    err = expect_error(text, None, "not valid TOML: ", f"(at line {line}, column 21)")
     assert err.fix == "correct the TOML syntax"
 
 
@@ -262,7 +265,7 @@ def test_missing_priors_file(tmp_path):
 
 def test_load_priors_reports_the_path(tmp_path):
     path = tmp_path / "p.toml"
-    path.write_text(replace_once(TEXT, 'moe_form = "power"', 'moe_form = "cubic"'))
+    path.write_text(replace_once(TEXT, 'moe_form = "roofline"\n', 'moe_form = "cubic"\n'))
     with pytest.raises(PriorsError) as info:
         load_priors(path)
     assert (info.value.file, info.value.column) == (str(path), "model.moe_form")
@@ -271,9 +274,9 @@ def test_load_priors_reports_the_path(tmp_path):
 # ------------------------------------------------------------------ [model]
 @pytest.mark.parametrize("value", ['"cubic"', '"Power"', '""', "1"])
 def test_unknown_moe_form(value):
-    text = replace_once(TEXT, 'moe_form = "power"', f"moe_form = {value}")
+    text = replace_once(TEXT, 'moe_form = "roofline"\n', f"moe_form = {value}\n")
     err = expect_error(text, "model.moe_form", "unknown moe_form ")
-    assert err.fix == "use 'power' or 'linear'"
+    assert err.fix == "use 'power', 'linear', 'roofline'"
 
 
 @pytest.mark.parametrize(("key", "value"), [
@@ -387,7 +390,7 @@ def test_missing_required_prior():
         "(fix: add a [priors.noise_sd] table (see the bundled models/priors.toml))")
 
 
-@pytest.mark.parametrize("name", sorted(MODEL_PRIORS) + ["moe_exponent_mu"])
+@pytest.mark.parametrize("name", sorted(MODEL_PRIORS) + ["moe_distinct_exponent_mu"])
 def test_every_required_prior_is_required(name):
     expect_error(drop_table(TEXT, f"[priors.{name}]"), f"priors.{name}", "missing prior")
 
@@ -401,7 +404,7 @@ def test_misspelt_prior_is_reported_as_missing():
     ("step_ar_ms", '"global"', "system"),
     ("ctx_ms_per_unit", '"global"', "system"),
     ("noise_sd", '"system"', "global"),
-    ("moe_exponent_mu", '"system"', "global"),
+    ("moe_distinct_exponent_mu", '"system"', "global"),
 ])
 def test_wrong_per(name, per, required):
     text = set_in_table(TEXT, f"[priors.{name}]", "per", per)

@@ -230,8 +230,8 @@ def load_priors(path: str | Path) -> PriorsConfig:
     --------
     >>> from ddtree_bayes.core.paths import bundled
     >>> cfg = load_priors(bundled("priors.toml"))
-    >>> cfg.moe_form
-    'power'
+    >>> cfg.moe_form, cfg.step_form
+    ('roofline', 'structured')
     """
     path = str(path)
     try:
@@ -260,7 +260,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     moe_form = model.get("moe_form", "power")
     if not isinstance(moe_form, str) or moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown moe_form {moe_form!r}", file=path, column="model.moe_form",
-                          fix="use 'power' or 'linear'")
+                          fix="use " + ", ".join(repr(f) for f in MOE_FORMS))
     step_form = model.get("step_form", "fraction")
     if not isinstance(step_form, str) or step_form not in STEP_FORMS:
         raise PriorsError(f"unknown step_form {step_form!r}", file=path, column="model.step_form",

@@ -295,16 +295,23 @@ def row_distances(data: Measurements, verify: np.ndarray, passes: np.ndarray,
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
                     hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
-    """The model card's distinct-expert ratio per row and each system's FLOP time per token."""
-    from ddtree_bayes.core.cards import flop_ms_per_token
-    from ddtree_bayes.core.errors import DataError
+    """The model card's distinct-expert ratio per row and each system's FLOP time per token.
 
-    if not cards or data.model not in cards:
+    ``cards`` / ``hardware`` None: the bundled tables (``api.fit`` always passes the working
+    directory's own)."""
+    from ddtree_bayes.core.cards import flop_ms_per_token, load_model_cards
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.paths import bundled
+
+    if cards is None:
+        cards = load_model_cards(bundled("models.csv"))
+    if hardware is None:
+        hardware = load_hardware(bundled("hardware.csv"))
+    if data.model not in cards:
         raise DataError(f"no model card for {data.model!r}", file="data/models.csv",
                         column="model", fix=f"add a row for {data.model} (active parameters, "
                                             "experts, top-k, compute_dtype, source)")
-    if hardware is None:
-        raise DataError("the roofline form needs the hardware table", fix="pass hardware=")
     card = cards[data.model]
     flop_ms, hows = [], []
     for system in data.systems:

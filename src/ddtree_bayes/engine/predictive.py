@@ -185,11 +185,14 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
                 ratios.append(np.exp(v[f"spec_{part}_log_mu"] + v[f"spec_{part}_log_sd"] * z))
         fixed, per_pass, per_node = ratios
         spec = S.structured_spec_ms(step_ar, fixed, per_pass, per_node, passes, nodes, scale)
+        tied = np.zeros(draws.n_draws)
         if measured:   # fewer passes than measured cannot save more than the group's SPEC
-            spec = np.maximum(spec + tied_ratio_spread(draws, label, {"pass": passes,
-                                                                      "tree": nodes},
-                                                       step_ar * scale, rng), 0.0)
-        return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd}, how
+            tied = tied + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
+                                            step_ar * scale, rng)
+            spec = np.maximum(spec + tied, 0.0)
+        # spec_tied: the part of SPEC from the group's own (unmeasured) per-pass/per-node cost
+        return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,
+                "spec_tied": tied}, how
     if measured:
         frac = v["overhead_frac"][:, groups.index(label)]
     else:
@@ -198,16 +201,6 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
         frac = 1.0 / (1.0 + np.exp(-logit))
     step = S.step_ms(target, frac, scale)
     return {**parts, "spec": step - target, "step": step, "log_sd": log_sd}, how
-
-
-
-
-
-
-
-
-
-
 
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -369,8 +362,6 @@ def to_frame(rows: list[dict]):
     return pd.DataFrame(rows)
 
 
-
-
 def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
     """(measurements, array (draws, rows)) of the modelled log tok/s of every measured row,
     without measurement noise: the mean of the likelihood."""
@@ -384,8 +375,6 @@ def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
         step, _ = step_draws(draws, sc, rng)
         cols.append(np.log(m.accept_len * 1000.0 / step))
     return measurements, np.stack(cols, axis=1)
-
-
 
 
 def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:

@@ -288,6 +288,9 @@ def _variance(draws: Draws, seed: int) -> dict:
             disc = extra_sd * rng.standard_normal(draws.n_draws)
             y = y + disc
             factors["structural discrepancy"] = disc
+        tied = parts.get("spec_tied")
+        if tied is not None and np.any(tied != 0):  # own per-pass/per-node cost, unmeasured
+            factors["own drafter/tree cost beyond the measured depth/budget"] = tied
         shape_name = S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]
         factors[f"{shape_name}[{sc.system}]"] = v[shape_name][:, s]
         if "compute_eff" in v:
@@ -386,5 +389,6 @@ def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
     for label, sc, measured in configs:
         parts, _ = P.step_components(draws, sc, rng)
         out.append({"config": label, "measured_step_ms": measured,
-                    **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items() if k != "log_sd"}})
+                    **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items()
+                       if k not in ("log_sd", "spec_tied")}})
     return out
