@@ -76,8 +76,8 @@ def fakes():
 
     def fit(data=None, priors=None, **kw):
         _, cfg = load_inputs(data, priors, kw.get("hardware"))
-        if kw.get("moe_form") and kw["moe_form"] != cfg.moe_form:
-            api._with_moe_form(cfg, kw["moe_form"])
+        if kw.get("moe_form") or kw.get("step_form"):
+            api._with_forms(cfg, kw.get("moe_form"), kw.get("step_form"))
         path = store.resolve(paths.models_dir())
         return inference.FitResult(fit_id=path.stem, path=path, converged=True, failures=[],
                                    diagnostics=[], divergences=0, timings={})

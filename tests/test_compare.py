@@ -53,7 +53,7 @@ def test_compare_roofline_and_linear_fits(fitted_workdir, capsys, monkeypatch, t
 
     res = json.loads(capsys.readouterr().out)
     forms = sorted(r["model"].split("(")[1].rstrip(")") for r in res["rows"])
-    assert forms == ["linear", "roofline"]  # the default moe_form is roofline
+    assert forms == ["linear/structured", "roofline/structured"]  # the default forms
     assert sum(r["weight"] for r in res["rows"]) == pytest.approx(1.0)
     assert all(0 <= r["pareto_k_above_0.7"] <= 9 for r in res["rows"])
     assert cli.main(["predict", "--accept", "14", "--model-average", "--format", "json"]) == 0

@@ -43,19 +43,32 @@ def structure_inputs(workdir: Path | None = None, hardware: str | Path | None = 
             "cards": load_model_cards(paths.data_file("models.csv", workdir))}
 
 
-def _with_moe_form(cfg: PriorsConfig, moe_form: str) -> PriorsConfig:
+def _with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
+                ) -> PriorsConfig:
+    """``cfg`` with its MoE and/or step form overridden; the priors they need must be there."""
     import dataclasses
 
-    from ddtree_bayes.core.config import MOE_FORMS
+    from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, STEP_FORMS
     from ddtree_bayes.core.errors import PriorsError
 
+    moe_form = moe_form or cfg.moe_form
+    step_form = step_form or cfg.step_form
     if moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form roofline, power or linear")
-    if MOE_FORMS[moe_form] not in cfg.priors:
-        raise PriorsError(f"the {moe_form} form needs a prior", file=cfg.path,
-                          column=f"priors.{MOE_FORMS[moe_form]}",
-                          fix=f"add [priors.{MOE_FORMS[moe_form]}] (see the bundled priors)")
-    return dataclasses.replace(cfg, moe_form=moe_form)
+    if step_form not in STEP_FORMS:
+        raise PriorsError(f"unknown step form {step_form!r}", fix="use --step-form structured or fraction")
+    needed = (MOE_FORMS[moe_form], *FORM_PRIORS.get(moe_form, ()), *FORM_PRIORS[step_form])
+    for name in needed:
+        if name not in cfg.priors:
+            form = moe_form if name not in FORM_PRIORS[step_form] else step_form
+            raise PriorsError(f"the {form} form needs a prior", file=cfg.path,
+                              column=f"priors.{name}",
+                              fix=f"add [priors.{name}] (see the bundled priors)")
+    if step_form == "structured" and not cfg.methods:
+        raise PriorsError("the structured step form needs a [methods.<name>] table per method",
+                          file=cfg.path, column="methods",
+                          fix="copy [methods.*] from the bundled priors")
+    return dataclasses.replace(cfg, moe_form=moe_form, step_form=step_form)
 
 
 def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
@@ -68,21 +81,22 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
         hardware: str | Path | None = None,
         workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None,
-        moe_form: str | None = None):
+        moe_form: str | None = None, step_form: str | None = None):
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
     Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
     a convergence gate failed (the artifact is still saved, marked unconverged).
     ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
-    ``moe_form`` ("power" or "linear") overrides the priors file's ``[model] moe_form``, to
-    fit both forms from one file and compare them (``ddtree-bayes compare``).
+    ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
+    "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
+    file and compare them (``ddtree-bayes compare``).
     """
     from ddtree_bayes.engine import inference
 
     t_start = time.perf_counter()
     measurements, cfg = load_inputs(data, priors, hardware, workdir)
-    if moe_form is not None and moe_form != cfg.moe_form:
-        cfg = _with_moe_form(cfg, moe_form)
+    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
+        cfg = _with_forms(cfg, moe_form, step_form)
     hardware_text = _hardware_text(workdir, hardware)
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)

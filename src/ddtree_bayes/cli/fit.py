@@ -16,7 +16,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
                      backend=args.backend, hardware=args.hardware_file,
-                     progress=not args.quiet, moe_form=args.moe_form)
+                     progress=not args.quiet, moe_form=args.moe_form,
+                     step_form=args.step_form)
     draws = store.load_draws(result.path)
     ppc = P.check_measurements(draws, seed=args.seed)
     if args.format == "json":

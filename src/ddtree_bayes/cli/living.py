@@ -234,12 +234,16 @@ def cmd_update(args: argparse.Namespace) -> int:
               f"start; {settings.chains} chains x {settings.draws} draws, "
               f"{settings.tune} tuning, seed {seed})...", flush=True)
     moe_form = args.moe_form or previous.meta.get("model", {}).get("moe_form")
+    step_form = args.step_form or previous.meta.get("model", {}).get("step_form")
     if text and moe_form and moe_form != cfg.moe_form:
         print(f"MoE form {moe_form} as in fit {prev_id} (the priors file says {cfg.moe_form}; "
               "--moe-form chooses)")
+    if text and step_form and step_form != cfg.step_form:
+        print(f"step form {step_form} as in fit {prev_id} (the priors file says "
+              f"{cfg.step_form}; --step-form chooses)")
     t_fit = time.perf_counter()
     result = api.fit(data_path, args.priors, seed=seed, hardware=args.hardware_file,
-                     moe_form=moe_form,
+                     moe_form=moe_form, step_form=step_form,
                      progress=not args.quiet, chains=settings.chains, draws=settings.draws,
                      tune=settings.tune, target_accept=settings.target_accept,
                      backend=settings.backend,
@@ -388,8 +392,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     u.add_argument("--tune", type=A.TUNE, help="tuning steps per chain (default: the latest fit's)")
     u.add_argument("--backend", choices=("nutpie", "pymc"),
                    help="NUTS implementation (default: the latest fit's)")
-    u.add_argument("--moe-form", choices=("power", "linear"),
+    u.add_argument("--moe-form", choices=("roofline", "power", "linear"),
                    help="MoE cost form of the refit (default: the latest fit's)")
+    u.add_argument("--step-form", choices=("structured", "fraction"),
+                   help="SPEC form of the refit (default: the latest fit's)")
     add_format(u)
     u.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     u.set_defaults(func=cmd_update)

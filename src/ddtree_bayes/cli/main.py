@@ -49,7 +49,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--target-accept", type=A.TARGET_ACCEPT, default=SamplerSettings.target_accept,
                    help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
     f.add_argument("--moe-form", choices=("roofline", "power", "linear"),
-                   help="override the priors file's MoE form (to compare both: see `compare`)")
+                   help="override the priors file's MoE form (to compare forms: see `compare`)")
+    f.add_argument("--step-form", choices=("structured", "fraction"),
+                   help="override the priors file's SPEC form: structured (fixed + drafter "
+                        "passes + tree nodes) or fraction (a fixed share of the step)")
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")
     f.add_argument("--quiet", action="store_true", help="no progress messages on stderr")

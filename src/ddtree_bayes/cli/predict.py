@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ddtree_bayes.cli.output import PROG, _emit_machine, _fmt, render_table
-from ddtree_bayes.core.config import DEFAULT_SCENARIO
+from ddtree_bayes.core.config import DEFAULT_SCENARIO, form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
 
@@ -115,7 +115,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         weights = compare.compare_fits(fits, seed=args.seed)["weights"]
         mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
         print(f"{PROG}: model average: " + ", ".join(
-            f"{d.meta['fit_id']} ({d.meta['model']['moe_form']}) {w:.2f}" for d, w in mixture),
+            f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
     rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
                           method=method, block=block, budget=budget,
@@ -179,9 +179,9 @@ def _latest_per_form(anchor, flag: str = "--model-average") -> list:
         except DDTreeBayesError:
             continue
         if d.meta["converged"] and d.meta["data"]["sha256"] == anchor.meta["data"]["sha256"]:
-            best[d.meta["model"]["moe_form"]] = d  # sorted by id = by time: the last wins
+            best[form_label(d.meta)] = d  # sorted by id = by time: the last wins
     if len(best) < 2:
-        raise QueryError(f"{flag} needs converged fits of two MoE forms on the data of fit "
+        raise QueryError(f"{flag} needs converged fits of two model forms on the data of fit "
                          f"{anchor.meta['fit_id']}; found {len(best)}",
                          fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`"
                              + (", or name the fits with --fits A,B" if flag != "--model-average"

@@ -356,3 +356,8 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
                         priors=priors, relations=relations, acceptance=tuple(acceptance),
                         transfer=transfer, step_form=step_form, methods=methods,
                         knee_sharpness=float(knee))
+
+def form_label(meta: dict) -> str:
+    """A fit's model forms as shown by ``compare``: "roofline/structured", "power/fraction"."""
+    model = meta.get("model", {})
+    return f"{model.get('moe_form', '?')}/{model.get('step_form', 'fraction')}"

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from ddtree_bayes.core.config import DEFAULT_SEED
+from ddtree_bayes.core.config import DEFAULT_SEED, form_label
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
@@ -70,7 +70,7 @@ def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED,
                          "same data only", fix="refit both on the current data")
     trees = {}
     for d in fits:
-        label = f"{d.meta['fit_id']} ({d.meta['model']['moe_form']})"
+        label = f"{d.meta['fit_id']} ({form_label(d.meta)})"
         trees[label] = loo_tree(d, int(d.meta["sampler"]["chains"]), seed)
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
@@ -85,6 +85,7 @@ def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED,
                      "p_loo": float(r["p"]), "elpd_diff": float(r["elpd_diff"]),
                      "se": float(r["se"]), "dse": float(r["dse"]), "weight": float(r["weight"]),
                      "pareto_k_above_0.7": sum(k > 0.7 for k in khat[label])})
-    ids = {f"{d.meta['fit_id']} ({d.meta['model']['moe_form']})": d.meta["fit_id"] for d in fits}
+    ids = {f"{d.meta['fit_id']} ({form_label(d.meta)})": d.meta["fit_id"] for d in fits}
     return {"rows": rows, "weights": {ids[r["model"]]: r["weight"] for r in rows},
             "method": method, "notes": notes}
+
