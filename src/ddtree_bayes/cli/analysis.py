@@ -101,8 +101,14 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(res, indent=2))
         return 0
-    print(f"extrapolation: {len(res['sweeps'])} sweeps x {len(structures)} structures, "
-          f"{res['seconds']:.0f} s; held out the largest-M configurations of each method")
+    print(render_extrapolation(res, structures))
+    return 0
+
+
+def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
+    """The `validate --extrapolate` table (also from a saved --format json result)."""
+    out = [f"extrapolation: {len(res['sweeps'])} sweeps x {len(structures)} structures, "
+           f"{res['seconds']:.0f} s; held out the largest-M configurations of each method"]
     body = []
     for s in res["sweeps"]:
         for name in (*structures, "baseline"):
@@ -121,11 +127,10 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
                      "-" if sc["coverage50"] is None else _pct(sc["coverage50"]),
                      _pct(sc["coverage90"]), f"{sc['bias'] * 100:+.1f}%", _pct(sc["mae"], 1),
                      _pct(sc["width90"]), ""])
-    print(render_table(["sweep", "fit -> held out (M)", "structure", "n", "cov 50%", "cov 90%",
-                        "bias", "mean abs err", "90% width", "fit"], body))
-    for note in res["notes"]:
-        print(f"  {note}")
-    return 0
+    out.append(render_table(["sweep", "fit -> held out (M)", "structure", "n", "cov 50%",
+                             "cov 90%", "bias", "mean abs err", "90% width", "fit"], body))
+    out += [f"  {note}" for note in res["notes"]]
+    return "\n".join(out)
 
 
 def _config_label(r: dict) -> str:

@@ -40,6 +40,18 @@ def _load(args: argparse.Namespace):
 
 
 # ---------------------------------------------------------------- optimize
+#: What carries a prediction beyond the measured M, per model form.
+_VERIFY_CARRIER = {"power": "the MoE power law", "linear": "the linear MoE slope",
+                   "roofline": "the roofline verify cost (distinct experts, compute knee)"}
+_SPEC_CARRIER = {"fraction": "the overhead fraction",
+                 "structured": "the tree/drafter costs per node and pass (with the "
+                               "distance-scaled discrepancy)"}
+
+
+def _carriers(model: dict) -> str:
+    """'the roofline verify cost (...) and the tree/drafter costs ...' for a fit's forms."""
+    verify = _VERIFY_CARRIER.get(model.get("moe_form", "power"), "the verify cost form")
+    return f"{verify} and {_SPEC_CARRIER.get(model.get('step_form', 'fraction'), 'SPEC')}"
 def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import PriorsError
@@ -109,8 +121,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                  else f"{sc['system']} has no measurements and the largest measured verify "
                       f"tokens on any system is {m['any_system']}")
         print(f"step: extrapolated beyond the measured M for budgets "
-              f"{', '.join(str(r['budget']) for r in extrap)}: {where}; the MoE power law "
-              "and the overhead fraction carry the step time there.")
+              f"{', '.join(str(r['budget']) for r in extrap)}: {where}; "
+              f"{_carriers(meta.get('model', {}))} carry the step time there.")
     lo_b, hi_b = c["anchored_budgets"]
     acc_x = [r for r in out["rows"] if r["accept_extrapolated"]]
     if acc_x:
