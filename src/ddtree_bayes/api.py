@@ -98,6 +98,9 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
         cfg = _with_forms(cfg, moe_form, step_form)
     hardware_text = _hardware_text(workdir, hardware)
+    from ddtree_bayes.engine.scenario import remember_measurements
+
+    remember_measurements(measurements, hardware_text)   # the PPC after the fit reuses them
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
     if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:

@@ -18,8 +18,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
                      backend=args.backend, hardware=args.hardware_file,
                      progress=not args.quiet, moe_form=args.moe_form,
                      step_form=args.step_form)
+    import time
+
+    t0 = time.perf_counter()
     draws = store.load_draws(result.path)
     ppc = M.check_measurements(draws, seed=args.seed)
+    result.timings["check_s"] = time.perf_counter() - t0   # reading back + the PPC
     if args.format == "json":
         emit_json({"fit_id": result.fit_id, "path": str(result.path),
                    "converged": result.converged, "failures": result.failures,

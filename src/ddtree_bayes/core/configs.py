@@ -23,8 +23,9 @@ groups, and the model adds that group's ``log accept`` to the configuration's me
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 
 import numpy as np
 
@@ -44,9 +45,8 @@ ROW_COLUMNS = ("accept_len", "tok_s", "source", "notes")
 assert set(CONFIG_COLUMNS) | set(ROW_COLUMNS) == set(COLUMNS), "classify every new column"
 
 
-def config_key(row: Measurement) -> tuple:
-    """The configuration a row belongs to (see :data:`CONFIG_COLUMNS`)."""
-    return tuple(getattr(row, c) for c in CONFIG_COLUMNS)
+#: The configuration a row belongs to, as a tuple (see :data:`CONFIG_COLUMNS`).
+config_key: Callable[[Measurement], tuple] = attrgetter(*CONFIG_COLUMNS)
 
 
 def group_rows(rows: Sequence[Measurement]) -> tuple[np.ndarray, np.ndarray]:
@@ -62,14 +62,14 @@ def group_rows(rows: Sequence[Measurement]) -> tuple[np.ndarray, np.ndarray]:
     ([0, 1, 0], [0, 1])
     """
     index: dict[tuple, int] = {}
-    row_config = np.empty(len(rows), dtype=np.int64)
     first: list[int] = []
-    for i, r in enumerate(rows):
-        c = index.setdefault(config_key(r), len(first))
+    codes = []
+    for i, key in enumerate(map(config_key, rows)):
+        c = index.setdefault(key, len(first))
         if c == len(first):
             first.append(i)
-        row_config[i] = c
-    return row_config, np.array(first, dtype=np.int64)
+        codes.append(c)
+    return np.array(codes, dtype=np.int64), np.array(first, dtype=np.int64)
 
 
 def rows_of(row_config: np.ndarray, n_configs: int) -> list[np.ndarray]:

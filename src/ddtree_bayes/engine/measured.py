@@ -170,18 +170,18 @@ def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED
     below = np.empty(len(rows))
     for c, idx in enumerate(C.rows_of(mo.row_config, len(mo.first))):
         below[idx] = np.searchsorted(ordered[:, c], tok[idx] / scale[idx], side="left")
-    percentile = below / draws.n_draws
+    percentile = (below / draws.n_draws).tolist()
     default_ctx = draws.meta["model"]["default_context_tokens"]
     names = ["median"] + [f"{side}{p * 100:g}" for p in probs for side in ("lo", "hi")]
+    values = (scale[:, None] * quant[:, mo.row_config].T).tolist()      # (rows, quantiles)
+    config_of = [rows[i].row for i in mo.first]
     out = []
-    for j, m in enumerate(rows):
-        c = mo.row_config[j]
-        row = {"row": m.row, "configuration": int(rows[mo.first[c]].row),
-               "system": m.system, "engine": m.engine, "method": m.method,
-               "verify_tokens": m.verify_tokens,
+    for m, c, vals, pct in zip(rows, mo.row_config.tolist(), values, percentile, strict=True):
+        row = {"row": m.row, "configuration": config_of[c], "system": m.system,
+               "engine": m.engine, "method": m.method, "verify_tokens": m.verify_tokens,
                "context_tokens": default_ctx if m.context_tokens is None else m.context_tokens,
                "accept_len": m.accept_len, "measured": m.tok_s}
-        row.update({k: float(scale[j] * quant[q, c]) for q, k in enumerate(names)})
-        row["percentile"] = float(percentile[j])
+        row.update(zip(names, vals))
+        row["percentile"] = pct
         out.append(row)
     return out
