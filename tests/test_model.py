@@ -118,7 +118,7 @@ def repeated_runs_csv(text: str) -> str:
     return out.getvalue()
 
 
-def test_repeated_runs_likelihood_is_the_sum_of_row_normals(bundled_inputs):
+def test_repeated_runs_likelihood_is_the_sum_of_row_normals(built):
     """Sufficient statistics give exactly the per-row likelihood: 9 configurations, one of
     3 rows (n = 3) and eight of 1, at a hand-picked point; then with rows held out (one of
     the 3 runs, and the only row of the 128k-context Eagle3 configuration: n = 0)."""
@@ -126,7 +126,7 @@ def test_repeated_runs_likelihood_is_the_sum_of_row_normals(bundled_inputs):
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.workflows.validation import refit_data
 
-    _, cfg = bundled_inputs
+    _, cfg, _ = built
     hw = load_hardware(bundled("hardware.csv"))
     data = load_measurements("repeats.csv", hw,
                              text=repeated_runs_csv(bundled("measurements.csv").read_text()))
@@ -155,13 +155,13 @@ def test_repeated_runs_likelihood_is_the_sum_of_row_normals(bundled_inputs):
         rows[w > 0].sum(), rel=1e-10)
 
 
-def test_held_out_row_removes_exactly_that_rows_likelihood(bundled_inputs):
+def test_held_out_row_removes_exactly_that_rows_likelihood(built):
     """Refittable: a validation fold's recomputed sufficient statistics (the held-out row's
-    configuration gets n = 0) remove exactly that row's Normal log-density."""
+    configuration gets n = 0) remove exactly that row's Normal log-density (the fraction
+    form: no discrepancy distances that a held-out configuration would change)."""
     from ddtree_bayes.workflows.validation import refit_data
 
-    data, cfg = bundled_inputs
-    spec = S.build_spec(data, cfg)
+    spec, cfg, _ = built
     m = build_model(spec, cfg, refittable=True)
     ip = m.initial_point()
     full = m.compile_logp()(ip)

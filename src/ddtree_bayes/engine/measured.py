@@ -181,7 +181,7 @@ def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED
                "engine": m.engine, "method": m.method, "verify_tokens": m.verify_tokens,
                "context_tokens": default_ctx if m.context_tokens is None else m.context_tokens,
                "accept_len": m.accept_len, "measured": m.tok_s}
-        row.update(zip(names, vals))
+        row.update(zip(names, vals, strict=True))
         row["percentile"] = pct
         out.append(row)
     return out
