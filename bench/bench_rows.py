@@ -17,8 +17,8 @@ models/ are never touched), with its own compile cache (PYTENSOR base_compiledir
 NUMBA_CACHE_DIR, as bench_fit.py's warm cache): one untimed `fit` of the 9-row file fills
 the cache, then --runs rounds, each timing `ddtree-bayes fit --data rows_<N>.csv --quiet
 --format json` for every size in turn (round-robin, so machine load affects all sizes
-alike). Per run: wall seconds, the CLI's JSON timings, convergence, divergences, the
-artifact's size. Separately (in-process, --load-runs times): how long loading and
+alike). Per run: wall seconds, the CLI's JSON timings, convergence, divergences, mean
+leapfrog steps per draw, the artifact's size. Separately (in-process, --load-runs times): how long loading and
 validating each file takes (`load_inputs`), to show loading's share of the fit.
 
 Prints markdown tables, writes --out (JSON with every command and run, load averages) and a
@@ -88,6 +88,19 @@ def repeated_runs(bundled_csv: str, n_rows: int, *, seed: int, scatter: float) -
     return out.getvalue()
 
 
+def leapfrog_per_draw(artifact: Path) -> float | None:
+    """Mean NUTS leapfrog steps per draw (sample_stats/n_steps of the saved fit; h5py is in
+    the project's venv). The sampling cost per draw: gradient evaluations."""
+    try:
+        import h5py
+
+        with h5py.File(artifact, "r") as fh:
+            steps = fh["sample_stats"]["n_steps"][...]
+        return float(steps.mean())
+    except (ImportError, KeyError, OSError):
+        return None
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Time whole-process `ddtree-bayes fit` at 9 to "
                                             "100,000 measurement rows.",
@@ -153,7 +166,8 @@ def main(argv: list[str] | None = None) -> int:
             rec.update(timings=out["timings"], converged=out["converged"],
                        divergences=out["divergences"], failures=out["failures"],
                        artifact_bytes=Path(out["path"]).stat().st_size,
-                       ppc_rows=len(out["posterior_predictive"]))
+                       ppc_rows=len(out["posterior_predictive"]),
+                       leapfrog_per_draw=leapfrog_per_draw(Path(out["path"])))
         except (json.JSONDecodeError, KeyError, OSError):
             rec.update(timings={}, converged=None)
         ok_codes = (0, UNCONVERGED_EXIT) if args.allow_unconverged else (0,)
@@ -195,6 +209,7 @@ def main(argv: list[str] | None = None) -> int:
             **{k: med(n, k) for k in ("setup_s", "compile_s", "sample_s", "diagnose_s",
                                        "save_s", "check_s", "total_s")},
             "load_s": C.summary(load[str(files[n])]["seconds"])["median"],
+            "leapfrog_per_draw": C.summary([r.get("leapfrog_per_draw") for r in mine])["median"],
             "converged": sum(bool(r.get("converged")) for r in mine), "runs": len(mine),
             "divergences": sum(r.get("divergences") or 0 for r in mine),
             "artifact_mb": max((r.get("artifact_bytes") or 0) for r in mine) / 1e6,
@@ -202,11 +217,13 @@ def main(argv: list[str] | None = None) -> int:
     loads = [r["loadavg"][0] for r in runs if r["loadavg"]]
     table = C.markdown_table(
         ["rows", "runs", "wall median (s)", "min", "max", "x first", "load_inputs (s)",
-         "setup (s)", "compile (s)", "sampling (s)", "PPC (s)", "converged", "artifact (MB)"],
+         "setup (s)", "compile (s)", "sampling (s)", "leapfrog/draw", "PPC (s)", "converged",
+         "artifact (MB)"],
         [[f"{n:,}", str(s["runs"]), C.fmt_s(s["wall_s"]["median"]), C.fmt_s(s["wall_s"]["min"]),
           C.fmt_s(s["wall_s"]["max"]), C.fmt_s(s["ratio_to_first"]), C.fmt_s(s["load_s"]),
           C.fmt_s(s["setup_s"]), C.fmt_s(s["compile_s"]), C.fmt_s(s["sample_s"]),
-          C.fmt_s(s["check_s"]), f"{s['converged']}/{s['runs']}", f"{s['artifact_mb']:.1f}"]
+          C.fmt_s(s["leapfrog_per_draw"], 0), C.fmt_s(s["check_s"]),
+          f"{s['converged']}/{s['runs']}", f"{s['artifact_mb']:.1f}"]
          for n, s in ((int(k), v) for k, v in summary.items())])
     md = (f"## ddtree-bayes fit vs measurement rows ({date})\n\n"
           f"nproc {machine['nproc']}, {machine['cpu_model']}; git {machine['git_commit']}"
@@ -218,8 +235,10 @@ def main(argv: list[str] | None = None) -> int:
           f"round-robin over the sizes.\n\n{table}\n\n"
           "setup = loading + validating + building the model (in the fit process); "
           "load_inputs = loading and validating alone (in-process, median of "
-          f"{args.load_runs}); PPC = the posterior predictive check of every row that `fit` "
-          "prints (JSON: one entry per row).\n\ncommands (cwd = scratch dir):\n\n"
+          f"{args.load_runs}); leapfrog/draw = mean NUTS gradient evaluations per draw "
+          "(sampling cost per draw); PPC = reading the fit back and the posterior predictive "
+          "check of every row that `fit` prints (JSON: one entry per row).\n\n"
+          "commands (cwd = scratch dir):\n\n"
           + "\n".join(f"- {k}: `{v}`" for k, v in commands.items()) + "\n")
     results = {"benchmark": "ddtree-bayes fit vs measurement rows (whole processes)",
                "date": date, "machine": machine,
