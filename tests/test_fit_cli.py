@@ -29,10 +29,10 @@ def test_default_fit_passes_the_gates_with_margin(fitted_workdir):
 
 
 def test_posterior_predictive_reproduces_the_b300_points(fitted_workdir):
-    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import measured as M
 
     work, result = fitted_workdir
-    ppc = {r["row"]: r for r in P.check_measurements(store.load_draws(result.path))}
+    ppc = {r["row"]: r for r in M.check_measurements(store.load_draws(result.path))}
     for row, measured in ((2, 133.0), (3, 303.0)):  # B300 AR and DDTree block 8
         r = ppc[row]
         assert r["measured"] == measured

@@ -44,8 +44,10 @@ def test_variables_and_shapes(built):
     assert point["step_ar_ms_log__"].shape == (2,)
     assert point["overhead_z"].shape == (2,)
     assert point["reduction_logodds__"].shape == (1,)
-    assert [rv.name for rv in m.observed_RVs] == ["log_tok_s"]
-    assert m.coords["measurement"] == tuple(str(r) for r in range(2, 11))
+    # the likelihood is a Potential on the 9 configurations' sufficient statistics
+    assert m.observed_RVs == []
+    assert [p.name for p in m.potentials] == ["log_tok_s"]
+    assert m.coords["configuration"] == tuple(str(r) for r in range(2, 11))
     assert {d.name for d in m.deterministics} == {"moe_exponent", "overhead_frac"}
 
 
@@ -59,18 +61,19 @@ def hand_point():
             "noise_sd": 0.03}
 
 
-def test_likelihood_matches_the_numpy_formula(built):
-    spec, _, m = built
-    p = hand_point()
-    # transform to the sampler's unconstrained space
+def unconstrained(m, p):
+    """A constrained-scale parameter point -> the sampler's unconstrained point."""
     ip = {}
     for rv in m.free_RVs:
         value_var = m.rvs_to_values[rv]
         tr = m.rvs_to_transforms[rv]
         x = np.asarray(p[rv.name], dtype=float)
         ip[value_var.name] = tr.forward(x).eval() if tr is not None else x
-    loglik = m.compile_logp(vars=m.observed_RVs)(ip)
-    # the same likelihood by hand with numpy
+    return ip
+
+
+def hand_row_loglik(spec, p):
+    """Per row, log Normal(log tok_s | log(accept * 1000 / step), noise_sd), by hand."""
     expo = p["moe_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
     frac = 1 / (1 + np.exp(-(p["overhead_logit_mu"] + p["overhead_logit_sd"] * p["overhead_z"])))
     s = spec.row_system
@@ -78,43 +81,117 @@ def test_likelihood_matches_the_numpy_formula(built):
                          p["ctx_ms_per_unit"][s], p["ctx_verify_exponent"], spec.verify_tokens,
                          spec.context_units, "power", np.exp, np.log)
     f_rows = np.concatenate([frac, [0.0]])[spec.row_group]
-    step = S.step_ms(target, f_rows, 1.0)
+    scale = np.concatenate([1 - p["reduction"], [1.0]])[spec.row_relation]
+    step = S.step_ms(target, f_rows, scale)
     mu = np.log(spec.accept_len * 1000 / step)
     sd = p["noise_sd"]
-    expected = np.sum(-0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd)
-                      - 0.5 * math.log(2 * math.pi))
+    return -0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def test_likelihood_matches_the_numpy_formula(built):
+    spec, _, m = built
+    p = hand_point()
+    ip = unconstrained(m, p)
+    loglik = m.compile_logp(vars=[m["log_tok_s"]])(ip)
+    # the same likelihood by hand with numpy, one Normal per row
+    expected = np.sum(hand_row_loglik(spec, p))
     assert np.isfinite(loglik)
     assert loglik == pytest.approx(expected, rel=1e-9)
     # and the total log-density is finite at that point
     assert np.isfinite(m.compile_logp()(ip))
 
 
-def test_row_weight_zero_removes_exactly_that_rows_likelihood(bundled_inputs):
-    data, cfg = bundled_inputs
+def repeated_runs_csv(text: str) -> str:
+    """The bundled file plus two more runs of the B300 DDTree configuration (file row 3) that
+    differ from it in acceptance, tok/s, source and notes only: a configuration of 3 rows."""
+    import csv
+    import io
+
+    rows = list(csv.reader(io.StringIO(text)))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows(rows)
+    base = dict(zip(rows[0], rows[2], strict=True))
+    for accept, tok, note in (("4.1", "290", "run 2"), ("4.65", "321.5", "run 3")):
+        writer.writerow([{**base, "accept_len": accept, "tok_s": tok, "notes": note,
+                          "source": "HYPOTHETICAL repeat (test)"}[c] for c in rows[0]])
+    return out.getvalue()
+
+
+def test_repeated_runs_likelihood_is_the_sum_of_row_normals(built):
+    """Sufficient statistics give exactly the per-row likelihood: 9 configurations, one of
+    3 rows (n = 3) and eight of 1, at a hand-picked point; then with rows held out (one of
+    the 3 runs, and the only row of the 128k-context Eagle3 configuration: n = 0)."""
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.workflows.validation import refit_data
+
+    _, cfg, _ = built
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements("repeats.csv", hw,
+                             text=repeated_runs_csv(bundled("measurements.csv").read_text()))
     spec = S.build_spec(data, cfg)
+    assert len(spec.rows) == 11 and len(spec.configs) == 9
+    assert spec.configs.n.tolist() == [1, 3, 1, 1, 1, 1, 1, 1, 1]
+    z = spec.log_tok_s - np.log(spec.accept_len * 1000)
+    assert spec.configs.zbar[1] == pytest.approx(np.mean(z[[1, 9, 10]]), rel=1e-12)
+    assert spec.configs.s2[1] == pytest.approx(np.var(z[[1, 9, 10]]) * 3, rel=1e-9)
+    p = hand_point()
+    rows = hand_row_loglik(spec, p)
+    for refittable in (False, True):
+        m = build_model(spec, cfg, refittable=refittable)
+        ip = unconstrained(m, p)
+        (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
+        assert per_config[1] == pytest.approx(rows[[1, 9, 10]].sum(), rel=1e-10)
+        assert per_config[0] == pytest.approx(rows[0], rel=1e-10)     # n = 1
+        assert per_config.sum() == pytest.approx(rows.sum(), rel=1e-10)
+    w = np.ones(11)
+    w[[9, 8]] = 0.0        # one of the 3 DDTree runs; the only 128k Eagle3 row
+    updates = refit_data(spec, w)
+    assert updates["config_n"].tolist() == [1, 2, 1, 1, 1, 1, 1, 1, 0]
+    for name, value in updates.items():
+        m.set_data(name, value)
+    assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(
+        rows[w > 0].sum(), rel=1e-10)
+
+
+def test_held_out_row_removes_exactly_that_rows_likelihood(built):
+    """Refittable: a validation fold's recomputed sufficient statistics (the held-out row's
+    configuration gets n = 0) remove exactly that row's Normal log-density (the fraction
+    form: no discrepancy distances that a held-out configuration would change)."""
+    from ddtree_bayes.workflows.validation import refit_data
+
+    spec, cfg, _ = built
     m = build_model(spec, cfg, refittable=True)
     ip = m.initial_point()
-    logp = m.compile_logp()
-    full = logp(ip)
-    (row_loglik,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
+    full = m.compile_logp()(ip)
+    (config_loglik,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
     w = np.ones(len(spec.rows))
     w[1] = 0.0  # hold out the B300 DDTree row
-    m.set_data("row_weight", w)
+    updates = refit_data(spec, w)
+    assert updates["config_n"].tolist() == [1, 0, 1, 1, 1, 1, 1, 1, 1]
+    for name, value in updates.items():
+        m.set_data(name, value)
     held_out = m.compile_logp()(ip)
-    assert full - held_out == pytest.approx(row_loglik[1], rel=1e-10)
+    assert full - held_out == pytest.approx(config_loglik[1], rel=1e-10)
     # new observed values change the likelihood without rebuilding the model
-    m.set_data("row_weight", np.ones(len(spec.rows)))
-    m.set_data("log_tok_s_observed", spec.log_tok_s + 0.01)
+    for name, value in refit_data(spec, np.ones(len(spec.rows)), spec.log_tok_s + 0.01).items():
+        m.set_data(name, value)
     assert m.compile_logp()(ip) != pytest.approx(full)
 
 
 def test_prior_predictive_is_plausible(built):
-    _, _, m = built
-    with m:
-        prior = pm.sample_prior_predictive(draws=500, random_seed=1)
-    tok = np.exp(prior["prior_predictive"]["log_tok_s"].values.reshape(500, -1))
-    # B300 AR row (first measurement): the prior must cover the measured 133 tok/s widely
-    lo, hi = np.quantile(tok[:, 0], [0.05, 0.95])
+    spec, _, m = built
+    # the likelihood is a Potential: the prior draws ignore it, as they should
+    with m, pytest.warns(UserWarning, match="Potentials"):
+        prior = pm.sample_prior_predictive(draws=500, random_seed=1).prior
+    step_ar = prior["step_ar_ms"].values.reshape(500, -1)
+    noise = prior["noise_sd"].values.reshape(500)
+    # B300 AR row (first measurement, M = 1 at context 0): step = step_ar_ms, tok/s = 1000 /
+    # step with log-normal noise; the prior must cover the measured 133 tok/s widely
+    b300 = spec.systems.index("b300x8")
+    tok = 1000.0 / step_ar[:, b300] * np.exp(noise * np.random.default_rng(1).standard_normal(500))
+    lo, hi = np.quantile(tok, [0.05, 0.95])
     assert lo < 133 < hi
     assert 20 < lo and hi < 600
 

@@ -12,7 +12,7 @@ from ddtree_bayes.cli import main as cli
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.errors import ArtifactError
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import store
 from ddtree_bayes.workflows import report
 
@@ -110,7 +110,7 @@ def test_pareto_k_and_pit_one_per_measurement(built_report):
 def test_flagged_points_are_exactly_those_outside_their_interval(built_report):
     work, result, _, summary = built_report
     rows = summary["ppc"]["rows"]
-    expect = [r["row"] for r in P.check_measurements(store.load_draws(result.path))
+    expect = [r["row"] for r in M.check_measurements(store.load_draws(result.path))
               if not r["lo90"] <= r["measured"] <= r["hi90"]]
     assert summary["ppc"]["flagged"] == expect
     assert [r["row"] for r in rows if r["outside_90"]] == expect

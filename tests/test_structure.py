@@ -221,9 +221,9 @@ def test_held_out_rows_are_not_measured_configurations():
     k4 = next(i for i, r in enumerate(data.rows) if r.block == 4)
     # all rows: k = 4 (M = 5) has k = 5 (M = 6) as its nearest neighbour: log(6/5)
     assert spec.row_distance[k4] == pytest.approx(math.log(6 / 5))
-    train = S.training_structure(spec, data, measured)
+    train = S.training_structure(spec, measured.astype(float))
     # training rows only: the nearest is k = 3 (M = 4, 3 passes): log(5/4)
-    assert train["row_distance"][k4] == pytest.approx(math.log(5 / 4))
+    assert train["config_distance"][spec.row_config[k4]] == pytest.approx(math.log(5 / 4))
     assert train["group_pass_varies"].tolist() == [1.0]   # k = 1..4 still vary
 
 

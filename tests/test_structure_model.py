@@ -62,20 +62,25 @@ def hand_point():
             "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03}
 
 
-def test_likelihood_matches_the_numpy_formula(built):
-    spec, cfg, m = built
+def structured_point(cfg):
     p = hand_point()
     for name, prior in cfg.priors.items():   # priors with dist = "point" are constants
         if prior.dist == "point":
             p[name] = prior.params["value"]
+    return p
+
+
+def unconstrained(m, p):
     ip = {}
     for rv in m.free_RVs:
         tr = m.rvs_to_transforms[rv]
         x = np.asarray(p[rv.name], dtype=float)
         ip[m.rvs_to_values[rv].name] = tr.forward(x).eval() if tr is not None else x
-    # the default (numba) backend: Python mode cannot run the fused >32-operand kernel
-    loglik = m.compile_logp(vars=m.observed_RVs)(ip)
-    # by hand
+    return ip
+
+
+def hand_row_loglik(spec, cfg, p):
+    """Per row, the structured/roofline likelihood by hand (numpy)."""
     s = spec.row_system
     expo = p["moe_distinct_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
     eff = np.exp(p["compute_eff_log"])
@@ -100,10 +105,45 @@ def test_likelihood_matches_the_numpy_formula(built):
                                     + ratio("tree") * spec.row_nodes)
     mu = np.log(spec.accept_len * 1000 / (target + spec_ms))
     sd = np.sqrt(p["noise_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2)
-    expected = np.sum(-0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd)
-                      - 0.5 * math.log(2 * math.pi))
+    return -0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def test_likelihood_matches_the_numpy_formula(built):
+    spec, cfg, m = built
+    p = structured_point(cfg)
+    # the default (numba) backend: Python mode cannot run the fused >32-operand kernel
+    loglik = m.compile_logp(vars=[m["log_tok_s"]])(unconstrained(m, p))
+    expected = np.sum(hand_row_loglik(spec, cfg, p))
     assert loglik == pytest.approx(expected, rel=1e-9)
     assert np.isfinite(loglik)
+
+
+def test_repeated_runs_likelihood_is_the_sum_of_row_normals():
+    """The structured forms on sufficient statistics: a configuration of 3 runs gives the
+    sum of its rows' Normal log-densities (each with the configuration's discrepancy sd),
+    also with one of the runs held out through the refittable model's data."""
+    from ddtree_bayes.workflows.validation import refit_data
+    from test_model import repeated_runs_csv
+
+    cfg = parse_priors(STRUCTURED)
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements("repeats.csv", hw,
+                             text=repeated_runs_csv(bundled("measurements.csv").read_text()))
+    spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
+    assert spec.configs.n.tolist() == [1, 3, 1, 1, 1, 1, 1, 1, 1]
+    p = structured_point(cfg)
+    rows = hand_row_loglik(spec, cfg, p)
+    m = build_model(spec, cfg, refittable=True)
+    ip = unconstrained(m, p)
+    (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
+    assert per_config[1] == pytest.approx(rows[[1, 9, 10]].sum(), rel=1e-10)
+    assert per_config.sum() == pytest.approx(rows.sum(), rel=1e-10)
+    w = np.ones(len(spec.rows))
+    w[10] = 0.0      # one of the 3 runs: its configuration stays measured (same distances)
+    for name, value in refit_data(spec, w).items():
+        m.set_data(name, value)
+    assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(rows[w > 0].sum(),
+                                                                      rel=1e-10)
 
 
 def structured_point_mass():

@@ -98,6 +98,9 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
         cfg = _with_forms(cfg, moe_form, step_form)
     hardware_text = _hardware_text(workdir, hardware)
+    from ddtree_bayes.engine.scenario import remember_measurements
+
+    remember_measurements(measurements, hardware_text)   # the PPC after the fit reuses them
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
     if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
@@ -136,19 +139,23 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
 
 def _artifact_tree(dt, spec):
-    """Keep posterior + sample_stats; add observed_data and constant_data from the spec."""
+    """Keep posterior + sample_stats; add observed_data and constant_data from the spec (one
+    value per row, nothing per draw and row)."""
     import numpy as np
     import xarray as xr
 
     stats = dt["sample_stats"].to_dataset()
     stats = stats.drop_vars([v for v in stats.data_vars if stats[v].dtype == object])
-    coords = {"measurement": list(spec.coords["measurement"])}
+    coords = {"measurement": [str(r) for r in spec.rows]}
     observed = xr.Dataset({"log_tok_s": ("measurement", spec.log_tok_s)}, coords=coords)
     constant = xr.Dataset({
         "verify_tokens": ("measurement", spec.verify_tokens),
         "accept_len": ("measurement", spec.accept_len),
         "context_units": ("measurement", spec.context_units),
-        "system": ("measurement", np.array([spec.systems[i] for i in spec.row_system])),
+        "system": ("measurement", np.asarray(spec.systems)[spec.row_system]),
+        # the row's configuration (named by its first row): repeated runs share it
+        "configuration": ("measurement", np.asarray(spec.rows)[spec.configs.first_row]
+                          [spec.row_config]),
     }, coords=coords)
     return xr.DataTree.from_dict({"posterior": dt["posterior"].to_dataset(),
                                   "sample_stats": stats, "observed_data": observed,
@@ -178,7 +185,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
         "seed": seed,
         "sampler": {**settings.as_dict(), "backend": backend},
         "model": {"target_model": measurements.model, **S.model_meta(spec, cfg)},
-        "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
+        "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
         "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
                  "rows": len(measurements.rows)},
         "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},

@@ -10,7 +10,7 @@ from ddtree_bayes.cli.predict import _latest_per_form
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from ddtree_bayes import api
-    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import measured as M
     from ddtree_bayes.engine import store
 
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
@@ -18,8 +18,12 @@ def cmd_fit(args: argparse.Namespace) -> int:
                      backend=args.backend, hardware=args.hardware_file,
                      progress=not args.quiet, moe_form=args.moe_form,
                      step_form=args.step_form)
+    import time
+
+    t0 = time.perf_counter()
     draws = store.load_draws(result.path)
-    ppc = P.check_measurements(draws, seed=args.seed)
+    ppc = M.check_measurements(draws, seed=args.seed)
+    result.timings["check_s"] = time.perf_counter() - t0   # reading back + the PPC
     if args.format == "json":
         emit_json({"fit_id": result.fit_id, "path": str(result.path),
                    "converged": result.converged, "failures": result.failures,
@@ -32,6 +36,21 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 for d in result.diagnostics]
         print(render_table(headers, body))
         print(f"\ndivergent transitions: {result.divergences}")
+        _print_ppc(ppc)
+        t = result.timings
+        print(f"\nfit {result.fit_id}: {'converged' if result.converged else 'NOT CONVERGED'}"
+              f" ({t.get('total_s', 0):.1f} s; sampling {t.get('sample_s', 0):.1f} s)")
+        print(f"saved {result.path}")
+    result.raise_if_unconverged()
+    return 0
+
+
+def _print_ppc(ppc: list[dict]) -> None:
+    """One line per measurement; with repeated runs, one line per configuration."""
+    by_config: dict[int, list[dict]] = {}
+    for r in ppc:
+        by_config.setdefault(r["configuration"], []).append(r)
+    if len(by_config) == len(ppc):
         print("\nposterior predictive check (tok/s):")
         pbody = [[f"row {r['row']}", f"{r['system']} {r['engine']} {r['method']} "
                   f"M={r['verify_tokens']} ctx={r['context_tokens']:g} accept={r['accept_len']:g}",
@@ -40,12 +59,25 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   f"{r['percentile']:.2f}"] for r in ppc]
         print(render_table(["row", "configuration", "measured", "median", "50% interval",
                             "90% interval", "pctile"], pbody))
-        t = result.timings
-        print(f"\nfit {result.fit_id}: {'converged' if result.converged else 'NOT CONVERGED'}"
-              f" ({t.get('total_s', 0):.1f} s; sampling {t.get('sample_s', 0):.1f} s)")
-        print(f"saved {result.path}")
-    result.raise_if_unconverged()
-    return 0
+        return
+    import statistics
+
+    print(f"\nposterior predictive check (tok/s), {len(ppc)} rows in {len(by_config)} "
+          "configurations (repeated runs): per configuration, the medians over its rows and "
+          "the share of its rows inside their own 50% / 90% predictive intervals:")
+    body = []
+    for first, rs in by_config.items():
+        r = rs[0]
+        inside = {p: sum(x[f"lo{p}"] <= x["measured"] <= x[f"hi{p}"] for x in rs) / len(rs)
+                  for p in (50, 90)}
+        body.append([f"row {first}", f"{r['system']} {r['engine']} {r['method']} "
+                     f"M={r['verify_tokens']} ctx={r['context_tokens']:g}", str(len(rs)),
+                     _fmt(statistics.median(x["measured"] for x in rs), 1),
+                     _fmt(statistics.median(x["median"] for x in rs), 1),
+                     f"{inside[50]:.0%}", f"{inside[90]:.0%}",
+                     f"{statistics.median(x['percentile'] for x in rs):.2f}"])
+    print(render_table(["first row", "configuration", "rows", "measured", "median",
+                        "in 50%", "in 90%", "pctile"], body))
 
 
 # ---------------------------------------------------------------- compare

@@ -5,7 +5,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import sys
+from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
 PROG = "ddtree-bayes"
@@ -38,10 +40,17 @@ INT_KEYS = frozenset({"context_tokens", "gpus", "block", "budget", "verify_token
 def json_ready(value, key: str | None = None):
     """``value`` with only JSON types: numpy scalars and arrays as numbers and lists,
     non-finite floats as null (JSON has no NaN), whole-valued counts (:data:`INT_KEYS`) as
-    integers, paths and anything else as strings."""
-    import math
-    from dataclasses import asdict, is_dataclass
-
+    integers, paths and anything else as strings. (Dispatches on the exact type first: a
+    fit's check of 100,000 rows is 1.6 million values.)"""
+    kind = type(value)
+    if kind is float:
+        if not math.isfinite(value):
+            return None
+        return int(value) if key in INT_KEYS and value.is_integer() else value
+    if kind is str or kind is int or kind is bool or value is None:
+        return value
+    if kind is dict:
+        return {str(k): json_ready(v, str(k)) for k, v in value.items()}
     if isinstance(value, dict):
         return {str(k): json_ready(v, str(k)) for k, v in value.items()}
     if isinstance(value, list | tuple | set | frozenset):
@@ -50,22 +59,24 @@ def json_ready(value, key: str | None = None):
         return json_ready(asdict(value), key)
     if hasattr(value, "tolist") and not isinstance(value, str | bytes):  # numpy
         return json_ready(value.tolist(), key)
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int):
+    if isinstance(value, str | int):   # subclasses, e.g. an IntEnum
         return value
     if isinstance(value, float):
-        if not math.isfinite(value):
-            return None
-        if key in INT_KEYS and value.is_integer():
-            return int(value)
-        return value
+        return json_ready(float(value), key)
     return str(value)
 
 
+#: Above this size JSON output is written without indentation (the indenting encoder is
+#: pure Python: ~4 s for the 44 MB check of a 100,000-row fit, against ~1.4 s compact).
+INDENT_LIMIT = 1_000_000
+
+
 def emit_json(payload) -> None:
-    """Print ``payload`` as strict JSON (see :func:`json_ready`), indented."""
-    print(json.dumps(json_ready(payload), indent=2, allow_nan=False))
+    """Print ``payload`` as strict JSON (see :func:`json_ready`): indented, or compact when
+    it is longer than :data:`INDENT_LIMIT` characters (same content)."""
+    ready = json_ready(payload)
+    text = json.dumps(ready, allow_nan=False)
+    print(json.dumps(ready, indent=2, allow_nan=False) if len(text) <= INDENT_LIMIT else text)
 
 
 def _emit_machine(rows: list[dict], fmt: str, extra: dict | None = None) -> None:

@@ -10,14 +10,15 @@ model is built (``engine/model.py``) and on numpy posterior draws when predictin
 from __future__ import annotations
 
 import dataclasses
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
+from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.config import PriorsConfig
+from ddtree_bayes.core.configs import config_distance  # noqa: F401  (S.config_distance)
 from ddtree_bayes.core.data import AR_METHOD, Measurements
 
 Fn = Callable[..., Any]
@@ -108,19 +109,6 @@ def structured_spec_ms(step_ar_ms, fixed_ratio, pass_ratio, tree_ratio, passes, 
     return spec_scale * step_ar_ms * (fixed_ratio + pass_ratio * passes + tree_ratio * tree_nodes)
 
 
-def config_distance(verify_tokens: float, passes: float, rows_verify, rows_passes) -> float:
-    """How far a configuration is from the nearest of some measured ones, in log units:
-    ``min_r max(|log(M / M_r)|, |log((1 + passes) / (1 + passes_r))|)`` (0 with none measured).
-
-    >>> round(config_distance(33, 1, [1, 9], [0, 1]), 4)  # budget 32 tree from a budget 8 one
-    1.2993
-    """
-    best = math.inf
-    for m, p in zip(rows_verify, rows_passes, strict=True):
-        best = min(best, max(abs(math.log(verify_tokens / m)), abs(math.log((1 + passes) / (1 + p)))))
-    return 0.0 if best == math.inf else best
-
-
 def tok_s(accept_len, step):
     """Tokens per second from tokens per step and ms per step."""
     return accept_len / step * 1000.0
@@ -132,7 +120,12 @@ def group_label(system: str, engine: str, method: str) -> str:
 
 @dataclass(frozen=True)
 class ModelSpec:
-    """Index structures and observed arrays the PyMC model is built from.
+    """Index structures and observed values the PyMC model is built from.
+
+    The model is built on ``configs`` (:class:`~ddtree_bayes.core.configs.ConfigTable`): one
+    entry per distinct configuration with its rows' sufficient statistics, so its cost grows
+    with configurations, not rows. The per-row views (``row_system``, ``verify_tokens``, ...)
+    map every row to its configuration's values, for reporting and checks.
 
     Overhead groups are (system, engine, method) for speculative rows. A *free* group has
     its own partially pooled overhead fraction; a row whose engine has a declared relation
@@ -144,23 +137,13 @@ class ModelSpec:
     systems: tuple[str, ...]
     groups: tuple[str, ...]
     relations: tuple[str, ...]
-    row_system: np.ndarray
-    row_group: np.ndarray      # index into groups; len(groups) for autoregressive rows
-    row_relation: np.ndarray   # index into relations; len(relations) for none
-    verify_tokens: np.ndarray
-    context_units: np.ndarray
-    accept_len: np.ndarray
-    log_tok_s: np.ndarray
-    rows: tuple[int, ...]
+    configs: C.ConfigTable
+    row_config: np.ndarray     # per row: index into configs
+    accept_len: np.ndarray     # per row
+    log_tok_s: np.ndarray      # per row
+    rows: tuple[int, ...]      # per row: its line in the measurement file
     step_form: str = "fraction"
     knee: float = 3.0
-    #: sequential drafter passes and paid tree nodes per row (structured form)
-    row_passes: np.ndarray | None = None
-    row_nodes: np.ndarray | None = None
-    #: distinct experts touched relative to one token, per row (roofline form; 1 if dense)
-    row_distinct: np.ndarray | None = None
-    #: distance of each row's configuration from the nearest other one on its system
-    row_distance: np.ndarray | None = None
     #: ms of one token's FLOPs at each system's dense peak (roofline form), and how found
     system_flop_ms: np.ndarray | None = None
     flops_how: tuple[str, ...] = ()
@@ -171,10 +154,59 @@ class ModelSpec:
     group_passes_vary: np.ndarray | None = None
     group_nodes_vary: np.ndarray | None = None
 
+    # per-row views of the configuration arrays
+    @property
+    def row_system(self) -> np.ndarray:
+        return self.configs.system[self.row_config]
+
+    @property
+    def row_group(self) -> np.ndarray:
+        return self.configs.group[self.row_config]
+
+    @property
+    def row_relation(self) -> np.ndarray:
+        return self.configs.relation[self.row_config]
+
+    @property
+    def verify_tokens(self) -> np.ndarray:
+        return self.configs.verify_tokens[self.row_config]
+
+    @property
+    def context_units(self) -> np.ndarray:
+        return self.configs.context_units[self.row_config]
+
+    @property
+    def row_passes(self) -> np.ndarray:
+        return self.configs.passes[self.row_config]
+
+    @property
+    def row_nodes(self) -> np.ndarray:
+        return self.configs.nodes[self.row_config]
+
+    @property
+    def row_distinct(self) -> np.ndarray | None:
+        d = self.configs.distinct
+        return None if d is None else d[self.row_config]
+
+    @property
+    def row_distance(self) -> np.ndarray:
+        return self.configs.distance[self.row_config]
+
+    @property
+    def config_labels(self) -> tuple[str, ...]:
+        """A configuration is named by the file line of its first row."""
+        return tuple(str(self.rows[i]) for i in self.configs.first_row)
+
     @property
     def coords(self) -> dict[str, tuple[str, ...]]:
+        """The model's coordinates: the parameters' and ``configuration``."""
+        return {**self.parameter_coords, "configuration": self.config_labels}
+
+    @property
+    def parameter_coords(self) -> dict[str, tuple[str, ...]]:
+        """The coordinates of the posterior's parameters (a fit's ``meta["coords"]``)."""
         return {"system": self.systems, "overhead_group": self.groups,
-                "relation": self.relations, "measurement": tuple(str(r) for r in self.rows)}
+                "relation": self.relations}
 
 
 def build_spec(data: Measurements, priors: PriorsConfig, *,
@@ -182,85 +214,94 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
                cards: dict | None = None) -> ModelSpec:
     """Turn validated data and priors into the model's index arrays (no PyMC).
 
+    Rows are grouped into configurations (:mod:`ddtree_bayes.core.configs`) first; everything
+    below is computed once per configuration, from its first row. Linear in the rows.
     The roofline form needs ``cards`` (model cards, :func:`core.cards.load_model_cards`) and
     the ``hardware`` table; the structured step form needs the priors' ``[methods]`` table.
     """
     systems = data.systems
     relations = tuple(sorted(priors.relations))
+    row_config, first = C.group_rows(data.rows)
+    reps = [data.rows[i] for i in first]     # one row per configuration, in file order
     groups: list[str] = []
-    row_group, row_relation = [], []
-    for r in data.rows:
+    cfg_group, cfg_relation = [], []
+    for r in reps:
         if r.method == AR_METHOD:
-            row_group.append(-1)
-            row_relation.append(-1)
+            cfg_group.append(-1)
+            cfg_relation.append(-1)
             continue
         rel = priors.relations.get(r.engine)
         engine = rel.base if rel else r.engine
         label = group_label(r.system, engine, r.method)
         if label not in groups:
             groups.append(label)
-        row_group.append(groups.index(label))
-        row_relation.append(relations.index(r.engine) if rel else -1)
+        cfg_group.append(groups.index(label))
+        cfg_relation.append(relations.index(r.engine) if rel else -1)
     n_groups, n_rel = len(groups), len(relations)
     default_ctx = priors.default_context_tokens
-    verify = np.array([r.verify_tokens for r in data.rows], dtype=float)
-    passes, nodes = draft_structure(data, priors)
+    verify = np.array([r.verify_tokens for r in reps], dtype=float)
+    passes, nodes = draft_structure(reps, priors, data.path)
+    system = np.array([systems.index(r.system) for r in reps], dtype=np.int64)
+    group = np.array([g if g >= 0 else n_groups for g in cfg_group], dtype=np.int64)
+    accept = np.fromiter((r.accept_len for r in data.rows), float, len(data.rows))
+    log_tok = np.log(np.fromiter((r.tok_s for r in data.rows), float, len(data.rows)))
+    n, zbar, s2 = C.sufficient_stats(row_config, log_tok - np.log(accept * 1000.0), len(reps))
     extra: dict[str, Any] = {}
+    distinct = None
     if priors.moe_form == "roofline":
         extra = roofline_inputs(data, verify, hardware, cards)
-    return ModelSpec(
-        moe_form=priors.moe_form,
-        systems=systems,
-        groups=tuple(groups),
-        relations=relations,
-        row_system=np.array([systems.index(r.system) for r in data.rows]),
-        row_group=np.array([g if g >= 0 else n_groups for g in row_group]),
-        row_relation=np.array([k if k >= 0 else n_rel for k in row_relation]),
+        distinct = extra.pop("row_distinct")
+    configs = C.ConfigTable(
+        first_row=first, system=system, group=group,
+        relation=np.array([k if k >= 0 else n_rel for k in cfg_relation], dtype=np.int64),
         verify_tokens=verify,
         context_units=np.array([(default_ctx if r.context_tokens is None else r.context_tokens)
-                                / priors.context_unit_tokens for r in data.rows]),
-        accept_len=np.array([r.accept_len for r in data.rows]),
-        log_tok_s=np.log(np.array([r.tok_s for r in data.rows])),
-        rows=tuple(r.row for r in data.rows),
-        step_form=priors.step_form,
+                                / priors.context_unit_tokens for r in reps]),
+        passes=passes, nodes=nodes, distance=C.config_distances(system, verify, passes),
+        n=n, zbar=zbar, s2=s2, distinct=distinct)
+    return ModelSpec(
+        moe_form=priors.moe_form, systems=systems, groups=tuple(groups), relations=relations,
+        configs=configs, row_config=row_config, accept_len=accept, log_tok_s=log_tok,
+        rows=tuple(r.row for r in data.rows), step_form=priors.step_form,
         knee=priors.knee_sharpness,
-        row_passes=passes,
-        row_nodes=nodes,
-        row_distance=row_distances(data, verify, passes),
-        group_passes_vary=_varies(row_group, passes, n_groups),
-        group_nodes_vary=_varies(row_group, nodes, n_groups),
+        group_passes_vary=_varies(group, passes, n_groups),
+        group_nodes_vary=_varies(group, nodes, n_groups),
         **extra,
     )
 
 
-def _varies(row_group, values: np.ndarray, n_groups: int,
+def _varies(config_group: np.ndarray, values: np.ndarray, n_groups: int,
             measured: np.ndarray | None = None) -> np.ndarray:
-    """Per group: do its (measured) rows hold more than one distinct value?"""
+    """Per group: do its (measured) configurations hold more than one distinct value?"""
     seen: list[set[float]] = [set() for _ in range(n_groups)]
     keep = np.ones(len(values), dtype=bool) if measured is None else np.asarray(measured, bool)
-    for g, value, k in zip(row_group, values, keep, strict=True):
+    for g, value, k in zip(config_group.tolist(), values.tolist(), keep.tolist(), strict=True):
         if 0 <= g < n_groups and k:
             seen[g].add(float(value))
     return np.array([len(v) > 1 for v in seen], dtype=bool)
 
 
-def training_structure(spec: ModelSpec, data: Measurements, measured: np.ndarray) -> dict:
+def training_structure(spec: ModelSpec, row_weights: np.ndarray) -> dict:
     """The structured form's data that depends on which rows are measured (a validation fold
-    holds some out): discrepancy distances and the per-group "passes/nodes vary" masks."""
-    n, passes, nodes = len(spec.groups), spec.row_passes, spec.row_nodes
-    assert passes is not None and nodes is not None
-    return {"row_distance": row_distances(data, spec.verify_tokens, passes, measured),
-            "group_pass_varies": _varies(spec.row_group, passes, n, measured).astype(float),
-            "group_tree_varies": _varies(spec.row_group, nodes, n, measured).astype(float)}
+    gives its held-out rows weight 0): per configuration, the discrepancy distances; per
+    group, the "passes/nodes vary" masks. A configuration is measured while one of its rows
+    has weight > 0. Keys are the refittable model's data containers."""
+    c, n = spec.configs, len(spec.groups)
+    measured = np.bincount(spec.row_config, weights=np.asarray(row_weights, dtype=float),
+                           minlength=len(c)) > 0
+    return {"config_distance": C.config_distances(c.system, c.verify_tokens, c.passes, measured),
+            "group_pass_varies": _varies(c.group, c.passes, n, measured).astype(float),
+            "group_tree_varies": _varies(c.group, c.nodes, n, measured).astype(float)}
 
 
-def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarray, np.ndarray]:
+def draft_structure(rows, priors: PriorsConfig, path: str = "the measurement file"
+                    ) -> tuple[np.ndarray, np.ndarray]:
     """Sequential drafter passes and paid tree nodes per row, from the ``[methods]`` table
     (zeros for AR rows; for the fraction form, whatever the table declares or zeros)."""
     from ddtree_bayes.core.errors import PriorsError
 
     passes, nodes = [], []
-    for r in data.rows:
+    for r in rows:
         if r.method == AR_METHOD:
             passes.append(0.0)
             nodes.append(0.0)
@@ -268,7 +309,7 @@ def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarra
         method = priors.methods.get(r.method)
         if method is None:
             if priors.step_form == "structured":
-                raise PriorsError(f"method {r.method!r} (row {r.row} of {data.path}) is not "
+                raise PriorsError(f"method {r.method!r} (row {r.row} of {path}) is not "
                                   "declared", file=priors.path, column=f"methods.{r.method}",
                                   fix=f'add [methods.{r.method}] with passes = "block" or 1 and '
                                       "tree = true/false/\"auto\"")
@@ -278,19 +319,6 @@ def draft_structure(data: Measurements, priors: PriorsConfig) -> tuple[np.ndarra
         passes.append(float(method.draft_passes(r.block, r.budget)))
         nodes.append(float(method.tree_nodes(r.block, r.budget)))
     return np.array(passes), np.array(nodes)
-
-
-def row_distances(data: Measurements, verify: np.ndarray, passes: np.ndarray,
-                  measured: np.ndarray | None = None) -> np.ndarray:
-    """Each row's :func:`config_distance` from the other configurations on its system (only
-    rows where ``measured`` is true count as measured: a validation fold's training rows)."""
-    out = np.zeros(len(data.rows))
-    keep = np.ones(len(data.rows), dtype=bool) if measured is None else np.asarray(measured, bool)
-    for i, r in enumerate(data.rows):
-        others = [j for j, o in enumerate(data.rows) if keep[j] and o.system == r.system
-                  and (verify[j], passes[j]) != (verify[i], passes[i])]
-        out[i] = config_distance(verify[i], passes[i], verify[others], passes[others])
-    return out
 
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,

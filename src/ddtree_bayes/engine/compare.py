@@ -1,7 +1,8 @@
 """Model comparison by PSIS-LOO (arviz-stats) and model weights for model averaging.
 
 Fits of the same data with different model forms (e.g. ``moe_form = "power"`` vs
-``"linear"``) are compared on their pointwise log-likelihood of log tok/s.
+``"linear"``) are compared on their pointwise log-likelihood of log tok/s: per row, or per
+configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engine.measured`).
 """
 
 from __future__ import annotations
@@ -12,41 +13,46 @@ import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, form_label
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine.store import Draws
 
 
 def pointwise_loglik(draws: Draws, seed: int = DEFAULT_SEED):
-    """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows))."""
-    measurements, log_mu = P.measurement_log_mu(draws, seed)
-    obs = np.log([m.tok_s for m in measurements.rows])
-    sd = P.measurement_log_sd(draws, measurements)
-    loglik = (-0.5 * ((obs[None, :] - log_mu) / sd) ** 2 - np.log(sd)
+    """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows)): per
+    row, for small data (a (draws, rows) array; :func:`loo_tree` switches to configurations
+    above :data:`~ddtree_bayes.engine.measured.LOO_ROW_LIMIT` rows)."""
+    mo = M.moments(draws, seed)
+    log_mu = mo.row_log_mu()
+    sd = mo.sd[:, mo.row_config]
+    loglik = (-0.5 * ((mo.log_tok_s[None, :] - log_mu) / sd) ** 2 - np.log(sd)
               - 0.5 * math.log(2 * math.pi))
-    return measurements, loglik, log_mu
+    return mo.measurements, loglik, log_mu
 
 
-def loo_tree(draws: Draws, chains: int, seed: int = DEFAULT_SEED):
-    """A DataTree with the groups arviz-stats' LOO functions need."""
+def loo_tree(draws: Draws, chains: int, seed: int = DEFAULT_SEED, unit: str | None = None):
+    """A DataTree with the groups arviz-stats' LOO functions need: per row, or per
+    configuration for large data (``unit``; :func:`~ddtree_bayes.engine.measured.loo_unit`).
+    The tree's ``attrs["unit"]`` says which."""
     import xarray as xr
 
-    measurements, loglik, log_mu = pointwise_loglik(draws, seed)
-    rows = [str(m.row) for m in measurements.rows]
-    shape = (chains, draws.n_draws // chains, len(rows))
-    rng = np.random.default_rng(seed)
-    pp = log_mu + P.measurement_log_sd(draws, measurements) * rng.standard_normal(log_mu.shape)
+    mo = M.moments(draws, seed)
+    pw = M.pointwise(mo, np.random.default_rng(seed), unit)
+    dim = "measurement" if pw["unit"] == "row" else "configuration"
+    shape = (chains, draws.n_draws // chains, len(pw["labels"]))
 
     def ds(arr):
-        return xr.Dataset({"log_tok_s": (("chain", "draw", "measurement"), arr.reshape(shape))},
-                          coords={"measurement": rows})
+        return xr.Dataset({"log_tok_s": (("chain", "draw", dim), arr.reshape(shape))},
+                          coords={dim: pw["labels"]})
 
     posterior = xr.Dataset({k: (("chain", "draw"), v.reshape(shape[:2]))
                             for k, v in draws.variables.items() if v.ndim == 1})
-    obs = np.log([m.tok_s for m in measurements.rows])
-    return xr.DataTree.from_dict({
-        "posterior": posterior, "log_likelihood": ds(loglik), "posterior_predictive": ds(pp),
-        "observed_data": xr.Dataset({"log_tok_s": ("measurement", obs)},
-                                    coords={"measurement": rows})})
+    tree = xr.DataTree.from_dict({
+        "posterior": posterior, "log_likelihood": ds(pw["loglik"]),
+        "posterior_predictive": ds(pw["pp"]),
+        "observed_data": xr.Dataset({"log_tok_s": (dim, pw["observed"])},
+                                    coords={dim: pw["labels"]})})
+    tree.attrs["unit"] = pw["unit"]
+    return tree
 
 
 #: Model weights: Bayesian-bootstrap pseudo-BMA+ hedges for the uncertainty of elpd. On
@@ -79,6 +85,9 @@ def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED,
         khat = {k: [float(x) for x in np.asarray(azs.loo(t, pointwise=True).pareto_k.values).ravel()]
                 for k, t in trees.items()}
     notes += sorted({str(w.message).split(".")[0] for w in caught})
+    if any(t.attrs["unit"] == "configuration" for t in trees.values()):
+        notes.append(f"more than {M.LOO_ROW_LIMIT} rows: PSIS-LOO leaves out one configuration "
+                     "(all its repeated runs) at a time, not one row")
     rows = []
     for label, r in table.iterrows():
         rows.append({"model": label, "rank": int(r["rank"]), "elpd_loo": float(r["elpd"]),

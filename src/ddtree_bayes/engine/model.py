@@ -1,7 +1,9 @@
 """Build the PyMC model from a :class:`~ddtree_bayes.core.spec.ModelSpec` and the priors.
 
 Only builds: no sampling, no file I/O. The likelihood is on log tok/s:
-``log tok_s_i ~ Normal(log(accept_i / step_ms_i * 1000), noise_sd)``.
+``log tok_s_i ~ Normal(log(accept_i / step_ms_i * 1000), noise_sd)``, written on the
+per-configuration sufficient statistics of :mod:`ddtree_bayes.core.configs` (exactly the same
+log-density; its cost grows with distinct configurations, not rows).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
+from ddtree_bayes.core import configs as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Prior, PriorsConfig
 
@@ -64,11 +67,16 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                 ) -> pm.Model:
     """The PyMC model of log tok/s for every measured row.
 
-    ``refittable=True`` makes the observed values and per-row likelihood weights data
-    containers (``log_tok_s_observed``, ``row_weight``), so one compiled model can be refit
-    on other values or with rows held out (validation folds, SBC) without recompiling. A
-    plain fit leaves them constants: the data containers cost ~2.5 s of extra numba
-    compilation on every fit (docs/performance.md). The two give the same posterior.
+    The likelihood is the Potential ``log_tok_s`` (dims ``configuration``): per configuration
+    c, ``sum_i log Normal(z_i | -log step_c, sd_c)`` over its rows, computed from their
+    ``n``, ``zbar``, ``S2`` (:func:`ddtree_bayes.core.configs.normal_logp`).
+
+    ``refittable=True`` makes those statistics data containers (``config_n``, ``config_zbar``,
+    ``config_s2``), so one compiled model can be refit on other values or with rows held out
+    (validation folds recompute them with the held-out rows' weight 0; SBC from simulated
+    values) without recompiling. A plain fit leaves them constants: data containers cost
+    extra numba compilation on every fit (docs/performance.md). The two give the same
+    posterior.
 
     Examples
     --------
@@ -79,6 +87,8 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
     ['b300x8', 'rtx-pro-6000x8']
     """
     P = priors.priors
+    c = spec.configs
+    n_configs = len(c)
     with pm.Model(coords=spec.coords) as model:
         step_ar = prior_rv(P["step_ar_ms"], "step_ar_ms", dims="system")
         moe_share = prior_rv(P["moe_share"], "moe_share", dims="system")
@@ -101,13 +111,13 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             ov_mu = prior_rv(P["overhead_logit_mu"], "overhead_logit_mu")
             ov_sd = prior_rv(P["overhead_logit_sd"], "overhead_logit_sd")
         noise = prior_rv(P["noise_sd"], "noise_sd")
-        frac_rows = pt.zeros(len(spec.rows))
+        frac_cfg = pt.zeros(n_configs)
         if fraction and spec.groups:
             ov_z = pm.Normal("overhead_z", 0.0, 1.0, dims="overhead_group")
             frac = pm.Deterministic("overhead_frac", pm.math.sigmoid(ov_mu + ov_sd * ov_z),
                                     dims="overhead_group")
-            frac_rows = pt.concatenate([frac, pt.zeros(1)])[spec.row_group]
-        s = spec.row_system
+            frac_cfg = pt.concatenate([frac, pt.zeros(1)])[c.group]
+        s = c.system
         roofline = {}
         if spec.moe_form == "roofline":
             eff_mu = prior_rv(P["compute_eff_log_mu"], "compute_eff_log_mu")
@@ -118,55 +128,52 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             tok_ratio = pm.Deterministic("compute_tok_ratio",
                                          spec.system_flop_ms / eff / (moe_share * step_ar),
                                          dims="system")
-            roofline = {"tok_ratio": tok_ratio[s], "distinct": spec.row_distinct,
-                        "knee": spec.knee}
+            roofline = {"tok_ratio": tok_ratio[s], "distinct": c.distinct, "knee": spec.knee}
         target = S.target_ms(step_ar[s], moe_share[s], moe_shape[s], ctx_ms[s], ctx_exp,
-                             spec.verify_tokens, spec.context_units, spec.moe_form,
+                             c.verify_tokens, c.context_units, spec.moe_form,
                              pt.exp, pt.log, **roofline)
 
-        scale_rows = pt.ones(len(spec.rows))
+        scale_cfg = pt.ones(n_configs)
         if spec.relations:
             rel = [priors.relations[e].prior.params for e in spec.relations]
             reduction = pm.Beta("reduction", alpha=np.array([p["alpha"] for p in rel]),
                                 beta=np.array([p["beta"] for p in rel]), dims="relation")
-            scale_rows = pt.concatenate([1.0 - reduction, pt.ones(1)])[spec.row_relation]
+            scale_cfg = pt.concatenate([1.0 - reduction, pt.ones(1)])[c.relation]
 
         sigma = noise
         if spec.step_form == "structured":
-            spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_rows, refittable)
+            spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_cfg, refittable)
             step = target + spec_ms
             tau = prior_rv(P["structure_sd"], "structure_sd")
             sigma = pt.sqrt(noise ** 2 + (tau * distance) ** 2)
         else:
-            step = S.step_ms(target, frac_rows, scale_rows)
-        mu_log = np.log(spec.accept_len * 1000.0) - pt.log(step)
-        if not refittable:
-            pm.Normal("log_tok_s", mu=mu_log, sigma=sigma, observed=spec.log_tok_s,
-                      dims="measurement")
-            return model
-        # observed values and per-row weights as data: see workflows/validation.py
-        observed = pm.Data("log_tok_s_observed", spec.log_tok_s, dims="measurement")
-        weight = pm.Data("row_weight", np.ones(len(spec.rows)), dims="measurement")
-        like = pm.Normal("log_tok_s", mu=mu_log, sigma=sigma, observed=observed,
-                         dims="measurement")
-        # weight 1 everywhere (the default) adds 0; weight 0 removes a row's likelihood
-        pm.Potential("row_weight_adjustment", pt.sum((weight - 1.0) * pm.logp(like, observed)))
+            step = S.step_ms(target, frac_cfg, scale_cfg)
+        # z_i = log tok_s_i - log(accept_i * 1000) ~ Normal(-log step_c, sigma_c); a latent
+        # acceptance would add its group's log accept to this mean (core/configs.py)
+        stats: tuple[Any, ...] = (c.n, c.zbar, c.s2)
+        if refittable:   # see workflows/validation.py
+            stats = tuple(pm.Data(f"config_{k}", v, dims="configuration")
+                          for k, v in zip(("n", "zbar", "s2"), stats, strict=True))
+        n, zbar, s2 = stats
+        pm.Potential("log_tok_s", C.normal_logp(-pt.log(step), sigma, n, zbar, s2, pt.log),
+                     dims="configuration")
     return model
 
 
-def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale_rows,
+def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_cfg,
                      refittable: bool = False):
     """SPEC = step_ar x (fixed + pass x passes + tree x nodes), each ratio log-normal per
     (system, engine, method) group around a learned population mean (partial pooling).
 
-    Returns (SPEC per row, discrepancy distance per row). With ``refittable`` the distances and
+    Returns (SPEC, discrepancy distance) per configuration. With ``refittable`` the distances and
     the "does this group's passes/nodes vary" masks are data containers, so a validation fold
     recomputes them from its training rows (held-out rows are not "measured")."""
     varies: dict[str, Any] = {"fixed": np.ones(len(spec.groups)), "pass": spec.group_passes_vary,
                               "tree": spec.group_nodes_vary}
-    distance = spec.row_distance
+    c = spec.configs
+    distance = c.distance
     if refittable:
-        distance = pm.Data("row_distance", spec.row_distance, dims="measurement")
+        distance = pm.Data("config_distance", c.distance, dims="configuration")
         for part in ("pass", "tree"):
             varies[part] = pm.Data(f"group_{part}_varies",
                                    np.asarray(varies[part], dtype=float), dims="overhead_group")
@@ -182,12 +189,12 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_rows, scale
         # its fixed cost: it takes the population's, and its own offset stays with the prior
         log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mu)
         ratio = pm.Deterministic(f"spec_{part}_ratio", pt.exp(log_ratio), dims="overhead_group")
-        ratios.append(pt.concatenate([ratio, pt.zeros(1)])[spec.row_group])
+        ratios.append(pt.concatenate([ratio, pt.zeros(1)])[c.group])
     if not spec.groups:
-        return pt.zeros(len(spec.rows)), distance
+        return pt.zeros(len(c)), distance
     fixed, per_pass, per_node = ratios
-    return (S.structured_spec_ms(step_ar_rows, fixed, per_pass, per_node, spec.row_passes,
-                                 spec.row_nodes, scale_rows), distance)
+    return (S.structured_spec_ms(step_ar_cfg, fixed, per_pass, per_node, c.passes, c.nodes,
+                                 scale_cfg), distance)
 
 
 def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str):

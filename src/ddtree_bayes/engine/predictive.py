@@ -34,10 +34,9 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     stored_measurements,
 )
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.engine.structure import (  # noqa: F401  (re-exported: P.measurement_log_sd)
+from ddtree_bayes.engine.structure import (
     distinct_ratio,
     draft_structure,
-    measurement_log_sd,
     query_log_sd,
     tied_ratio_spread,
 )
@@ -360,40 +359,3 @@ def to_frame(rows: list[dict]):
     import pandas as pd
 
     return pd.DataFrame(rows)
-
-
-def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
-    """(measurements, array (draws, rows)) of the modelled log tok/s of every measured row,
-    without measurement noise: the mean of the likelihood."""
-    measurements = stored_measurements(draws)
-    rng = np.random.default_rng(seed)
-    cols = []
-    for m in measurements.rows:
-        sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                              method=m.method, block=m.block, budget=m.budget,
-                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
-        step, _ = step_draws(draws, sc, rng)
-        cols.append(np.log(m.accept_len * 1000.0 / step))
-    return measurements, np.stack(cols, axis=1)
-
-
-def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
-    """Posterior predictive check: each measurement the fit used against its predictive
-    median, 50% and ``prob`` intervals and its predictive percentile."""
-    probs = interval_probs(prob)
-    measurements, log_mu = measurement_log_mu(draws, seed)
-    rng = np.random.default_rng(seed + 1)
-    noise = measurement_log_sd(draws, measurements) * rng.standard_normal(log_mu.shape)
-    predictive = np.exp(log_mu + noise)
-    out = []
-    for j, m in enumerate(measurements.rows):
-        samples = predictive[:, j]
-        row = {"row": m.row, "system": m.system, "engine": m.engine, "method": m.method,
-               "verify_tokens": m.verify_tokens,
-               "context_tokens": (draws.meta["model"]["default_context_tokens"]
-                                  if m.context_tokens is None else m.context_tokens),
-               "accept_len": m.accept_len, "measured": m.tok_s}
-        row.update(summarize(samples, probs, None))
-        row["percentile"] = float(np.mean(samples < m.tok_s))
-        out.append(row)
-    return out

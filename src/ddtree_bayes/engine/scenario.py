@@ -172,10 +172,33 @@ def measured_systems(draws: Draws) -> list[str]:
     return [s for s in draws.meta["coords"]["system"] if s not in held_out]
 
 
+#: The last parsed measurement text (the fit process parsed it already: see
+#: :func:`remember_measurements`); a 100,000-row file takes seconds to validate.
+_PARSED: dict[tuple[str, str], object] = {}
+
+
+def _text_key(data_csv: str, hardware_csv: str) -> tuple[str, str]:
+    return (hashlib.sha256(data_csv.encode()).hexdigest(),
+            hashlib.sha256(hardware_csv.encode()).hexdigest())
+
+
+def remember_measurements(measurements, hardware_csv: str) -> None:
+    """Let :func:`stored_measurements` reuse measurements this process already validated
+    (from the same data text and hardware table)."""
+    _PARSED.clear()
+    _PARSED[_text_key(measurements.text, hardware_csv)] = measurements
+
+
 def stored_measurements(draws: Draws):
-    """The measurements a fit was made on, re-validated from the text stored in it."""
+    """The measurements a fit was made on, re-validated from the text stored in it (once per
+    process and text)."""
     from ddtree_bayes.core.data import load_hardware, load_measurements
 
-    where = f"{draws.path} (stored data)"
-    hardware = load_hardware(where, text=draws.hardware_csv)
-    return load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
+    key = _text_key(draws.data_csv, draws.hardware_csv)
+    if key not in _PARSED:
+        where = f"{draws.path} (stored data)"
+        hardware = load_hardware(where, text=draws.hardware_csv)
+        parsed = load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
+        _PARSED.clear()
+        _PARSED[key] = parsed
+    return _PARSED[key]

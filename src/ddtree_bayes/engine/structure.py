@@ -49,9 +49,10 @@ def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float
     cache = draws.meta.setdefault("_configs", {})
     if system not in cache:
         model = draws.meta["model"]
-        rows = [r for r in fit_rows(draws) if r.system == system]
-        cache[system] = ([float(r.verify_tokens) for r in rows],
-                         [draft_structure(model, r.method, r.block, r.budget)[0] for r in rows])
+        points = sorted({(float(r.verify_tokens), draft_structure(model, r.method, r.block,
+                                                                    r.budget)[0])
+                         for r in fit_rows(draws) if r.system == system})
+        cache[system] = ([m for m, _ in points], [p for _, p in points])
     return cache[system]
 
 
@@ -73,22 +74,6 @@ def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
         return noise
     d = query_distance(draws, sc, passes)
     return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
-
-
-def measurement_log_sd(draws: Draws, measurements) -> np.ndarray:
-    """(draws, rows) likelihood sd of each measured row's log tok/s: the run-to-run noise, plus
-    in the structured form the discrepancy for the row's distance from the other
-    configurations measured on its system (as the model's likelihood has it)."""
-    noise = draws.variables["noise_sd"][:, None]
-    shape = (draws.n_draws, len(measurements.rows))
-    if "structure_sd" not in draws.variables:
-        return np.broadcast_to(noise, shape)
-    model = draws.meta["model"]
-    passes = np.array([draft_structure(model, m.method, m.block, m.budget)[0]
-                       for m in measurements.rows])
-    verify = np.array([m.verify_tokens for m in measurements.rows], dtype=float)
-    d = S.row_distances(measurements, verify, passes)
-    return np.sqrt(noise ** 2 + (draws.variables["structure_sd"][:, None] * d[None, :]) ** 2)
 
 
 def group_measured_values(draws: Draws, label: str) -> dict[str, set[float]]:

@@ -3,7 +3,8 @@ original deterministic estimator refit on the same folds, and simulation-based c
 
 Every fold is a full NUTS fit with the production settings. The model is compiled once per
 process: held-out rows get likelihood weight 0 and simulated data replace the observed
-values through ``nutpie``'s ``with_data``, so a fold costs only its sampling time. Folds and
+values through ``nutpie``'s ``with_data`` (as recomputed per-configuration sufficient
+statistics, :func:`refit_data`), so a fold costs only its sampling time. Folds and
 SBC replicates are independent tasks dispatched through joblib (``--jobs N`` processes on
 this machine, or a dask.distributed cluster with ``--scheduler ADDRESS``).
 """
@@ -22,6 +23,7 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
 from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.baseline import baseline_fit  # noqa: F401  (V.baseline_fit)
@@ -115,16 +117,7 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     from ddtree_bayes.engine import inference
 
     spec, cfg, data, compiled = _compiled(inputs)
-    updates = {"row_weight": np.asarray(weights, dtype=float)}
-    if spec.step_form == "structured":   # held-out rows are not measured configurations
-        from ddtree_bayes.core import spec as S
-
-        structure = S.training_structure(spec, data, np.asarray(weights) > 0)
-        if not spec.groups:
-            structure = {"row_distance": structure["row_distance"]}
-        updates.update(structure)
-    if observed is not None:
-        updates["log_tok_s_observed"] = np.asarray(observed, dtype=float)
+    updates = refit_data(spec, weights, observed)
     dt = nutpie.sample(compiled.with_data(**updates), draws=settings.draws, tune=settings.tune,
                        chains=settings.chains, cores=cores, seed=seed,
                        target_accept=settings.target_accept, save_warmup=False,
@@ -132,6 +125,27 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     posterior = dt["posterior"].to_dataset()
     _, _, failures = inference.diagnose(posterior, dt["sample_stats"].to_dataset())
     return draws_in_memory(posterior, spec, cfg, inputs), failures
+
+
+def refit_data(spec, weights: np.ndarray, observed: np.ndarray | None = None) -> dict:
+    """The refittable model's data for row ``weights`` (0 = held out) and per-row observed
+    log tok/s (default: the file's): each configuration's n, zbar and S2 recomputed from its
+    rows (a configuration whose only row is held out gets n = 0), and in the structured form
+    the distances and masks of the configurations still measured."""
+    from ddtree_bayes.core import configs as C
+    from ddtree_bayes.core import spec as S
+
+    weights = np.asarray(weights, dtype=float)
+    log_tok = spec.log_tok_s if observed is None else np.asarray(observed, dtype=float)
+    n, zbar, s2 = C.sufficient_stats(spec.row_config, log_tok - np.log(spec.accept_len * 1000.0),
+                                     len(spec.configs), weights)
+    updates = {"config_n": n, "config_zbar": zbar, "config_s2": s2}
+    if spec.step_form == "structured":   # held-out rows are not measured configurations
+        structure = S.training_structure(spec, weights)
+        if not spec.groups:
+            structure = {"config_distance": structure["config_distance"]}
+        updates.update(structure)
+    return updates
 
 
 def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Draws:
@@ -323,7 +337,7 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     from ddtree_bayes.workflows import report
 
     spec, cfg, data, _ = _compiled(inputs)
-    coords = {k: list(v) for k, v in spec.coords.items() if k != "measurement"}
+    coords = {k: list(v) for k, v in spec.parameter_coords.items()}
     flops = None if spec.system_flop_ms is None else list(spec.system_flop_ms)
     from ddtree_bayes.core import spec as S
 
@@ -332,10 +346,10 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)
-    measurements, log_mu = P.measurement_log_mu(truth_draws, seed)
+    measurements, log_mu = M.measurement_log_mu(truth_draws, seed)
     rng = np.random.default_rng(seed)
     # the likelihood's own sd per row: noise, plus the structured form's discrepancy
-    sd = P.measurement_log_sd(truth_draws, measurements)[0]
+    sd = M.measurement_log_sd(truth_draws, measurements)[0]
     observed = log_mu[0] + sd * rng.standard_normal(log_mu.shape[1])
     t0 = time.perf_counter()
     draws, failures = sample_weighted(inputs, np.ones(len(data.rows)), seed, settings,
@@ -360,7 +374,7 @@ def draws_meta(spec, cfg: PriorsConfig) -> dict:
     from ddtree_bayes.core import spec as S
 
     return {"fit_id": "in-memory", "converged": True, "failures": [],
-            "coords": {k: list(v) for k, v in spec.coords.items() if k != "measurement"},
+            "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
             "model": S.model_meta(spec, cfg)}
 
 

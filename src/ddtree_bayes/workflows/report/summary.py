@@ -23,6 +23,7 @@ from ddtree_bayes.core.config import (
     parse_priors,
 )
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.report.priors import flop_ms_of, log_prior, prior_draws, scalar_columns, varies_of
@@ -153,7 +154,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     summary["prior_posterior"] = shrink
 
     # 3. posterior predictive check of every measurement
-    ppc = P.check_measurements(draws, seed=seed)
+    ppc = M.check_measurements(draws, seed=seed)
     for r in ppc:
         r["outside_90"] = not (r["lo90"] <= r["measured"] <= r["hi90"])
     summary["ppc"] = {"rows": ppc, "flagged": [r["row"] for r in ppc if r["outside_90"]]}
@@ -162,15 +163,18 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     from ddtree_bayes.engine.compare import loo_tree as make_loo_tree
 
     measurements = P.stored_measurements(draws)
-    rows_label = [str(m.row) for m in measurements.rows]
-    shape = (chains, n // chains, len(rows_label))
     loo_tree = make_loo_tree(draws, chains, seed)
+    unit = loo_tree.attrs["unit"]   # "row", or "configuration" for large data
+    rows_label = [str(x) for x in loo_tree["observed_data"]["log_tok_s"].coords[
+        "measurement" if unit == "row" else "configuration"].values]
+    shape = (chains, n // chains, len(rows_label))
     post_ds = dt["posterior"].to_dataset()
     with _quiet(summary):
         loo = azs.loo(loo_tree, pointwise=True)
         pit = np.asarray(azs.loo_pit(loo_tree)["log_tok_s"].values).reshape(-1)
     pareto_k = [float(k) for k in np.asarray(loo.pareto_k.values).reshape(-1)]
     summary["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p_loo": float(loo.p),
+                      "unit": unit,
                       "pareto_k": [{"row": int(r), "k": k, "flag": k > PARETO_K_LIMIT}
                                    for r, k in zip(rows_label, pareto_k, strict=True)],
                       "n_flagged": int(sum(k > PARETO_K_LIMIT for k in pareto_k)),
@@ -374,14 +378,24 @@ def _float(text: str | None) -> float:
 
 
 def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
+    """Step terms of every measured configuration (repeated runs: once, against the median
+    of their measured steps) and of the default scenarios."""
+    from ddtree_bayes.core.configs import group_rows, rows_of
+
     rng = np.random.default_rng(seed)
     configs = []
-    for m in measurements.rows:
+    row_config, first = group_rows(measurements.rows)
+    steps = np.array([m.step_ms for m in measurements.rows])
+    for i, mine_ix in zip(first, rows_of(row_config, len(first)), strict=True):
+        m = measurements.rows[i]
         sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                                 method=m.method, block=m.block, budget=m.budget,
                                 verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
-        configs.append((f"row {m.row}: {sc.system} {sc.engine} {sc.method} M={sc.verify_tokens} "
-                        f"ctx={sc.context_tokens:g}", sc, m.step_ms))
+        mine = steps[mine_ix]
+        runs = f" ({len(mine)} runs)" if len(mine) > 1 else ""
+        configs.append((f"row {m.row}{runs}: {sc.system} {sc.engine} {sc.method} "
+                        f"M={sc.verify_tokens} ctx={sc.context_tokens:g}", sc,
+                        float(np.median(mine)) if runs else m.step_ms))
     for sc in _default_scenarios(draws):
         configs.append((f"default: {sc.system} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
                         None))

@@ -1,0 +1,189 @@
+"""Rows -> configurations: the sufficient statistics the likelihood is written on.
+
+Two measurement rows that agree on every column entering the step time or the likelihood's
+sd (:data:`CONFIG_COLUMNS`) have the same modelled ``step_ms`` and sd, and differ only by the
+known offset ``log(accept_len * 1000)``. With ``z_i = log tok_s_i - log(accept_len_i * 1000)``
+the rows of configuration c share ``z_i ~ Normal(-log step_c, sd_c)``, and their joint
+log-likelihood depends on the rows only through ``n``, ``zbar`` and ``S2 = sum (z_i - zbar)^2``:
+
+    sum_i log N(z_i | m, s) = -n/2 log(2 pi s^2) - (S2 + n (zbar - m)^2) / (2 s^2)
+
+(exact: expand ``(z_i - m)^2 = (z_i - zbar)^2 + 2 (z_i - zbar)(zbar - m) + (zbar - m)^2`` and
+sum; the middle term sums to 0). The model is then built on configurations, so sampling cost
+grows with the number of distinct configurations, not rows. Row weights (a validation fold's
+held-out rows have weight 0) enter as weighted ``n``, ``zbar``, ``S2``: the same identity holds
+for ``sum_i w_i log N(z_i | m, s)``. numpy only, linear in the rows.
+
+A later latent acceptance (rows with a blank ``accept_len`` sharing an unknown acceptance per
+group) slots in here: such rows get offset 0 (``z = log tok_s - log 1000``), a configuration
+key that also separates known from latent acceptance, and an index into the acceptance
+groups, and the model adds that group's ``log accept`` to the configuration's mean.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from operator import attrgetter
+
+import numpy as np
+
+from ddtree_bayes.core.data import COLUMNS, Measurement
+
+#: The configuration key: every measurement column that enters ``step_ms`` or the
+#: likelihood's sd (system = hardware x gpus; overhead group and engine relation = engine and
+#: method; verify tokens; context; drafter passes and tree nodes = method, block, budget; the
+#: roofline's distinct experts = model card and verify tokens; the structured discrepancy's
+#: distance = system, verify tokens, passes). Values are compared after parsing (``16`` and
+#: ``16.0`` agree; a blank context and ``0`` do not, which is conservative, never wrong).
+CONFIG_COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
+                  "verify_tokens", "context_tokens")
+#: Columns in which the rows of one configuration may differ: ``accept_len`` is the known
+#: offset, ``tok_s`` the observation, ``source``/``notes`` are not modelled.
+ROW_COLUMNS = ("accept_len", "tok_s", "source", "notes")
+assert set(CONFIG_COLUMNS) | set(ROW_COLUMNS) == set(COLUMNS), "classify every new column"
+
+
+#: The configuration a row belongs to, as a tuple (see :data:`CONFIG_COLUMNS`).
+config_key: Callable[[Measurement], tuple] = attrgetter(*CONFIG_COLUMNS)
+
+
+def group_rows(rows: Sequence[Measurement]) -> tuple[np.ndarray, np.ndarray]:
+    """(row -> configuration index, position of each configuration's first row), configurations
+    numbered in order of their first row. One dict lookup per row.
+
+    >>> from ddtree_bayes.core.data import Measurement
+    >>> def row(n, ctx, tok):
+    ...     return Measurement(n, "m", "b300", 8, "sglang", "ar", None, None, 1, 1.0, ctx, tok,
+    ...                        "s", "")
+    >>> idx, first = group_rows([row(2, None, 133), row(3, 0.0, 130), row(4, None, 131)])
+    >>> idx.tolist(), first.tolist()
+    ([0, 1, 0], [0, 1])
+    """
+    index: dict[tuple, int] = {}
+    first: list[int] = []
+    codes = []
+    for i, key in enumerate(map(config_key, rows)):
+        c = index.setdefault(key, len(first))
+        if c == len(first):
+            first.append(i)
+        codes.append(c)
+    return np.array(codes, dtype=np.int64), np.array(first, dtype=np.int64)
+
+
+def rows_of(row_config: np.ndarray, n_configs: int) -> list[np.ndarray]:
+    """Per configuration, the positions of its rows (in file order); one sort.
+
+    >>> [a.tolist() for a in rows_of(np.array([0, 1, 0, 2, 1]), 3)]
+    [[0, 2], [1, 4], [3]]
+    """
+    order = np.argsort(row_config, kind="stable")
+    bounds = np.cumsum(np.bincount(row_config, minlength=n_configs))
+    return np.split(order, bounds[:-1])
+
+
+def offsets(rows: Sequence[Measurement]) -> np.ndarray:
+    """Each row's known offset ``log(accept_len * 1000)`` (tokens per step, per second)."""
+    return np.log(np.fromiter((r.accept_len for r in rows), float, len(rows)) * 1000.0)
+
+
+def sufficient_stats(row_config: np.ndarray, z: np.ndarray, n_configs: int,
+                     weights: np.ndarray | None = None
+                     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per configuration: (n, zbar, S2) of ``z`` (weighted by ``weights``; a configuration
+    with no weight left has n = 0, zbar = 0, S2 = 0 and contributes nothing).
+
+    >>> n, zbar, s2 = sufficient_stats(np.array([0, 1, 1, 1]), np.array([5.0, 1.0, 2.0, 3.0]), 3)
+    >>> n.tolist(), zbar.tolist(), s2.tolist()
+    ([1.0, 3.0, 0.0], [5.0, 2.0, 0.0], [0.0, 2.0, 0.0])
+    >>> sufficient_stats(np.array([0, 1, 1, 1]), np.array([5.0, 1.0, 2.0, 3.0]), 3,
+    ...                  np.array([0.0, 1.0, 0.0, 1.0]))[1].tolist()
+    [0.0, 2.0, 0.0]
+    """
+    w = np.ones(len(z)) if weights is None else np.asarray(weights, dtype=float)
+    z = np.asarray(z, dtype=float)
+    n = np.bincount(row_config, weights=w, minlength=n_configs).astype(float)
+    total = np.bincount(row_config, weights=w * z, minlength=n_configs)
+    zbar = np.divide(total, n, out=np.zeros(n_configs), where=n > 0)
+    s2 = np.bincount(row_config, weights=w * (z - zbar[row_config]) ** 2, minlength=n_configs)
+    return n, zbar, s2
+
+
+def normal_logp(mean, sd, n, zbar, s2, log=math.log):
+    """``sum_i log Normal(z_i | mean, sd)`` from the rows' (n, zbar, S2); works on numpy
+    arrays and PyTensor tensors alike (``log`` = ``np.log`` / ``pt.log``).
+
+    >>> z = np.array([0.1, 0.4, -0.2])
+    >>> from statistics import NormalDist
+    >>> direct = sum(math.log(NormalDist(0.05, 0.3).pdf(x)) for x in z)
+    >>> n, zbar, s2 = sufficient_stats(np.zeros(3, dtype=int), z, 1)
+    >>> round(float(normal_logp(0.05, 0.3, n, zbar, s2, np.log)[0] - direct), 12)
+    0.0
+    """
+    return (-n * (0.5 * math.log(2 * math.pi) + log(sd))
+            - (s2 + n * (zbar - mean) ** 2) / (2.0 * sd ** 2))
+
+
+def config_distance(verify_tokens: float, passes: float, rows_verify, rows_passes) -> float:
+    """How far a configuration is from the nearest of some measured ones, in log units:
+    ``min_r max(|log(M / M_r)|, |log((1 + passes) / (1 + passes_r))|)`` (0 with none measured).
+
+    >>> round(config_distance(33, 1, [1, 9], [0, 1]), 4)  # budget 32 tree from a budget 8 one
+    1.2993
+    """
+    best = math.inf
+    for m, p in zip(rows_verify, rows_passes, strict=True):
+        best = min(best, max(abs(math.log(verify_tokens / m)), abs(math.log((1 + passes) / (1 + p)))))
+    return 0.0 if best == math.inf else best
+
+
+def config_distances(system: np.ndarray, verify: np.ndarray, passes: np.ndarray,
+                     measured: np.ndarray | None = None) -> np.ndarray:
+    """Each configuration's distance (:func:`config_distance`) from the
+    nearest *other* (verify tokens, drafter passes) point measured on its system; only
+    configurations where ``measured`` is true count (a validation fold's training rows).
+    Linear in the configurations times the distinct points of a system."""
+    keep = np.ones(len(system), dtype=bool) if measured is None else np.asarray(measured, bool)
+    points: dict[int, set[tuple[float, float]]] = {}
+    for s, m, p, k in zip(system.tolist(), verify.tolist(), passes.tolist(), keep.tolist(),
+                          strict=True):
+        if k:
+            points.setdefault(s, set()).add((m, p))
+    cache: dict[tuple[int, float, float], float] = {}
+    out = np.zeros(len(system))
+    for c, (s, m, p) in enumerate(zip(system.tolist(), verify.tolist(), passes.tolist(),
+                                      strict=True)):
+        key = (s, m, p)
+        if key not in cache:
+            others = [q for q in points.get(s, ()) if q != (m, p)]
+            cache[key] = config_distance(m, p, [q[0] for q in others], [q[1] for q in others])
+        out[c] = cache[key]
+    return out
+
+
+@dataclass(frozen=True)
+class ConfigTable:
+    """What the model is built from: one entry per distinct configuration.
+
+    Index arrays point into the spec's ``systems``, ``groups`` (``len(groups)`` for
+    autoregressive) and ``relations`` (``len(relations)`` for none). ``n``, ``zbar``, ``s2`` are
+    the sufficient statistics of ``z = log tok_s - log(accept_len * 1000)`` over its rows.
+    """
+
+    first_row: np.ndarray       # position in the measurement list of its first row
+    system: np.ndarray
+    group: np.ndarray
+    relation: np.ndarray
+    verify_tokens: np.ndarray
+    context_units: np.ndarray
+    passes: np.ndarray          # sequential drafter passes (structured form)
+    nodes: np.ndarray           # paid tree nodes (structured form)
+    distance: np.ndarray        # from the nearest other measured configuration on its system
+    n: np.ndarray
+    zbar: np.ndarray
+    s2: np.ndarray
+    distinct: np.ndarray | None = None   # distinct-expert ratio (roofline form)
+
+    def __len__(self) -> int:
+        return len(self.first_row)

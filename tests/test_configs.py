@@ -1,0 +1,156 @@
+"""Rows -> configurations (core/configs.py): the key, the sufficient statistics, the
+per-configuration distances, and the per-configuration posterior checks (engine/measured.py).
+numpy only: the PyMC likelihood on these statistics is checked in test_model.py and
+test_structure_model.py."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core import configs as C
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import load_priors
+from ddtree_bayes.core.data import COLUMNS, Measurement, load_hardware, load_measurements
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import measured as M
+from ddtree_bayes.engine.testing import point_mass_draws
+
+REPO = Path(__file__).resolve().parents[1]
+BASE = Measurement(row=2, model="kimi-k2.6", hardware="b300", gpus=8, engine="sglang",
+                   method="ddtree", block=8, budget=8, verify_tokens=9, accept_len=4.4,
+                   context_tokens=None, tok_s=303.0, source="notes", notes="")
+#: another valid value for every column that enters step_ms or the likelihood's sd
+OTHER = {"model": "qwen3-8b", "hardware": "rtx-pro-6000", "gpus": 4, "engine": "vllm",
+         "method": "eagle3", "block": 16, "budget": 32, "verify_tokens": 33,
+         "context_tokens": 0.0}
+
+
+def test_every_column_is_classified():
+    assert set(C.CONFIG_COLUMNS) | set(C.ROW_COLUMNS) == set(COLUMNS)
+    assert not set(C.CONFIG_COLUMNS) & set(C.ROW_COLUMNS)
+    assert set(OTHER) == set(C.CONFIG_COLUMNS)
+
+
+@pytest.mark.parametrize("column", C.CONFIG_COLUMNS)
+def test_rows_differing_in_a_step_column_are_not_merged(column):
+    other = dataclasses.replace(BASE, row=3, **{column: OTHER[column]})
+    row_config, first = C.group_rows([BASE, other, dataclasses.replace(BASE, row=4)])
+    assert row_config.tolist() == [0, 1, 0] and first.tolist() == [0, 1]
+
+
+def test_rows_differing_only_in_acceptance_tok_s_source_notes_are_merged():
+    runs = [BASE, dataclasses.replace(BASE, row=3, accept_len=4.1, tok_s=290.0,
+                                      source="rerun", notes="second run")]
+    row_config, first = C.group_rows(runs)
+    assert row_config.tolist() == [0, 0] and first.tolist() == [0]
+    z = np.log([303.0 / 4400.0, 290.0 / 4100.0])
+    n, zbar, s2 = C.sufficient_stats(row_config, z, 1)
+    assert (n[0], zbar[0]) == (2.0, pytest.approx(z.mean(), rel=1e-14))
+    assert s2[0] == pytest.approx((z[0] - z[1]) ** 2 / 2, rel=1e-12)
+
+
+def test_normal_logp_from_stats_equals_the_row_sum():
+    rng = np.random.default_rng(3)
+    z = rng.normal(0.2, 0.1, size=7)
+    idx = np.array([0, 1, 1, 1, 2, 2, 0])
+    mean, sd = np.array([0.1, 0.25, 0.3]), np.array([0.05, 0.2, 0.1])
+    rows = (-0.5 * ((z - mean[idx]) / sd[idx]) ** 2 - np.log(sd[idx])
+            - 0.5 * math.log(2 * math.pi))
+    for w in (np.ones(7), np.array([1, 0, 1, 1, 0, 0, 1.0])):   # row 4 and 5: n = 0
+        got = C.normal_logp(mean, sd, *C.sufficient_stats(idx, z, 3, w), np.log)
+        want = np.bincount(idx, weights=w * rows, minlength=3)
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+    assert C.normal_logp(mean, sd, *C.sufficient_stats(idx, z, 3, np.zeros(7)), np.log
+                         ).tolist() == [0.0, 0.0, 0.0]
+
+
+def _row_distances_reference(rows, verify, passes):
+    """The former per-row O(rows^2) definition: distance from the nearest row on the same
+    system with another (verify, passes)."""
+    out = np.zeros(len(rows))
+    for i, r in enumerate(rows):
+        others = [j for j, o in enumerate(rows) if o.system == r.system
+                  and (verify[j], passes[j]) != (verify[i], passes[i])]
+        out[i] = S.config_distance(verify[i], passes[i], verify[others], passes[others])
+    return out
+
+
+@pytest.mark.parametrize("name", ["llamacpp_mtp_qwen38_27b_rtx5090.csv",
+                                  "vllm_ddtree_qwen38_27b_rtxa6000_budget.csv"])
+def test_config_distances_match_the_row_definition(name):
+    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.workflows.extrapolation import with_forms
+
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements(REPO / "data" / "public" / name, hw)
+    cfg = parse_priors(with_forms(bundled("priors.toml").read_text(), "roofline", "structured"))
+    spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
+    want = _row_distances_reference(data.rows, spec.verify_tokens, spec.row_passes)
+    np.testing.assert_allclose(spec.row_distance, want, rtol=0, atol=1e-15)
+    assert want.max() > 0
+
+
+def test_build_spec_groups_repeated_runs():
+    from test_model import repeated_runs_csv
+
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements("r.csv", hw,
+                             text=repeated_runs_csv(bundled("measurements.csv").read_text()))
+    spec = S.build_spec(data, load_priors(bundled("priors.toml")))
+    assert spec.row_config.tolist() == [0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 1]
+    assert spec.config_labels == tuple(str(r) for r in range(2, 11))
+    assert spec.verify_tokens.tolist() == [1, 9, 1, 1, 1, 1, 1, 4, 4, 9, 9]
+    assert spec.configs.verify_tokens.tolist() == [1, 9, 1, 1, 1, 1, 1, 4, 4]
+    assert "measurement" not in spec.coords and len(spec.coords["configuration"]) == 9
+
+
+# ------------------------------------------------------------ posterior checks per config
+def _b300_repeats(draws, extra: list[tuple[float, float]]):
+    """Point-mass draws over the two B300 rows plus more runs of the DDTree one."""
+    lines = [ln for ln in draws.data_csv.splitlines() if ln.startswith("model,") or ",b300," in ln]
+    ddtree = lines[2].split(",")
+    for accept, tok in extra:
+        row = list(ddtree)
+        row[8], row[10] = str(accept), str(tok)
+        lines.append(",".join(row[:11] + ['"HYPOTHETICAL repeat"', f'"run {tok}"']))
+    return dataclasses.replace(draws, data_csv="\n".join(lines) + "\n")
+
+
+def test_check_measurements_scales_a_configuration_to_each_row():
+    """Two runs of one configuration with acceptance 4.4 and 5.5: the same step, so their
+    predictive quantiles differ by the factor 5.5 / 4.4; percentiles as counted by hand."""
+    draws = _b300_repeats(point_mass_draws(n=4000, noise_sd=0.05), [(5.5, 380.0)])
+    ppc = M.check_measurements(draws, seed=5)
+    assert [r["configuration"] for r in ppc] == [2, 3, 3]
+    a, b = ppc[1], ppc[2]
+    for k in ("median", "lo50", "hi50", "lo90", "hi90"):
+        assert b[k] / a[k] == pytest.approx(5.5 / 4.4, rel=1e-12)
+    # the point mass: step 8 * (0.5 + 0.5 * (1 + 0.0625 * 8)) / 0.8 = 12.5 ms at M = 9
+    mo = M.moments(draws, seed=5)
+    assert np.exp(-mo.mean[0, 1]) == pytest.approx(12.5)
+    # check_measurements' draws: one noise sample per (draw, configuration), seed + 1
+    per_unit = np.exp(mo.mean + mo.sd * np.random.default_rng(6).standard_normal((4000, 2)))
+    for r in (a, b):
+        want = np.mean(per_unit[:, 1] * r["accept_len"] * 1000 < r["measured"])
+        assert r["percentile"] == pytest.approx(want, abs=1e-12)
+
+
+def test_pointwise_per_configuration_is_the_joint_of_its_rows():
+    draws = _b300_repeats(point_mass_draws(n=8, noise_sd=0.05), [(5.5, 380.0), (4.0, 280.0)])
+    mo = M.moments(draws)
+    rows = M.pointwise(mo, np.random.default_rng(0), "row")
+    configs = M.pointwise(mo, np.random.default_rng(0), "configuration")
+    assert rows["loglik"].shape == (8, 4) and configs["loglik"].shape == (8, 2)
+    np.testing.assert_allclose(configs["loglik"][:, 1], rows["loglik"][:, 1:].sum(axis=1),
+                               rtol=1e-12)
+    np.testing.assert_allclose(configs["loglik"][:, 0], rows["loglik"][:, 0], rtol=1e-12)
+    assert configs["labels"] == ["2", "3"]
+    assert configs["observed"][1] == pytest.approx(np.mean(np.log([303.0, 380.0, 280.0])))
+    assert M.loo_unit(M.LOO_ROW_LIMIT) == "row"
+    assert M.loo_unit(M.LOO_ROW_LIMIT + 1) == "configuration"
