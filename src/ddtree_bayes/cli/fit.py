@@ -16,13 +16,15 @@ def cmd_fit(args: argparse.Namespace) -> int:
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
                      backend=args.backend, hardware=args.hardware_file,
-                     progress=not args.quiet, moe_form=args.moe_form)
+                     progress=not args.quiet, moe_form=args.moe_form,
+                     remedies=not args.no_remedy)
     draws = store.load_draws(result.path)
     ppc = P.check_measurements(draws, seed=args.seed)
     if args.format == "json":
         emit_json({"fit_id": result.fit_id, "path": str(result.path),
                    "converged": result.converged, "failures": result.failures,
-                   "divergences": result.divergences, "timings": result.timings,
+                   "divergences": result.divergences, "remedies": result.remedies,
+                   "timings": result.timings,
                    "diagnostics": result.diagnostics, "posterior_predictive": ppc})
     else:
         headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
@@ -31,6 +33,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 for d in result.diagnostics]
         print(render_table(headers, body))
         print(f"\ndivergent transitions: {result.divergences}")
+        rem = result.remedies
+        if rem.get("outcome") == "remedied":
+            last = rem["attempts"][-1]
+            print(f"remedy: {len(rem['attempts']) - 1} extra attempt(s); remedy {rem['remedy']}/3 "
+                  f"passed ({last['change']}; tune {last['settings']['tune']}, draws "
+                  f"{last['settings']['draws']}, target acceptance "
+                  f"{last['settings']['target_accept']:g})")
         print("\nposterior predictive check (tok/s):")
         pbody = [[f"row {r['row']}", f"{r['system']} {r['engine']} {r['method']} "
                   f"M={r['verify_tokens']} ctx={r['context_tokens']:g} accept={r['accept_len']:g}",
