@@ -10,8 +10,10 @@ structured forms (the bundled priors with ``[model] moe_form = "roofline"``, ``s
 Each sweep's model is compiled once (per parameterisation) and sampled for every seed, as
 one ``fit`` process would; nothing is saved.
 
-Counts per sweep: passed at once, passed after remedy 1 / 2 / 3, still failed. Run with the
-project's virtualenv, one process (nutpie uses both cores):
+Counts per sweep: passed at once, passed after remedy 1 / 2 / 3, still failed. Seeds are
+the outer loop, so a run that stops at ``--max-minutes`` (default 60; a round of seeds that
+would end later is not started) has the same seeds for every sweep and says how many. Run
+with the project's virtualenv, one process (nutpie uses both cores):
 
     .venv/bin/python scripts/remedy_census.py                 # 20 seeds, docs/remedies.json
     .venv/bin/python scripts/remedy_census.py --seeds 2 --out /tmp/census.json   # smoke
@@ -38,6 +40,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="public sweep CSVs (default: data/public/*.csv)")
     p.add_argument("--only", default=None, help="fit only sweeps whose name contains this")
     p.add_argument("--out", type=Path, default=REPO / "docs" / "remedies.json")
+    p.add_argument("--max-minutes", type=float, default=60,
+                   help="start no new round of seeds that would end after this")
     return p.parse_args(argv)
 
 
@@ -75,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
                                                   "step_form": "structured"},
         "seeds": seeds, "skipped": notes, "sweeps": []}
     t_all = time.perf_counter()
-    for name, path, _text, data, lacking, total in found:
+    samplers = {}
+    for name, path, _text, data, lacking, _total in found:
         entry: dict = {"sweep": name, "file": str(Path(path).relative_to(REPO))
                        if Path(path).is_relative_to(REPO) else str(path),
                        "rows": len(data.rows), "rows_left_out": lacking, "fits": []}
@@ -86,18 +91,22 @@ def main(argv: list[str] | None = None) -> int:
             entry["cannot_fit"] = str(err)
             print(f"{name}: cannot fit ({err})", flush=True)
             continue
-        sampler = R.ModelSampler(lambda flip, spec=spec: build_model(spec, cfg,
-                                                                     reparameterise=flip),
-                                 seed=0, progress=False)
-        for seed in seeds:
+        samplers[name] = (entry, R.ModelSampler(
+            lambda flip, spec=spec: build_model(spec, cfg, reparameterise=flip), seed=0,
+            progress=False))
+    # seed-major: a run stopped by --max-minutes has the same seeds for every sweep
+    results["seeds_completed"] = 0
+    for seed in seeds:
+        t_round = time.perf_counter()
+        for name, (entry, sampler) in samplers.items():
             sampler.seed = seed
             said: list[str] = []
             t0 = time.perf_counter()
-            kept, record = R.run(sampler, settings, say=said.append)
+            _, record = R.run(sampler, settings, say=said.append)
             fit = {"seed": seed, "outcome": record["outcome"], "remedy": record["remedy"],
                    "seconds": round(time.perf_counter() - t0, 2), "stderr": said,
                    "attempts": [{k: a[k] for k in ("remedy", "kind", "settings", "divergences",
-                                                   "failures", "sample_s")}
+                                                   "failures", "compile_s", "sample_s")}
                                 for a in record["attempts"]]}
             entry["fits"].append(fit)
             print(f"{name} seed {seed}: {record['outcome']}"
@@ -106,11 +115,18 @@ def main(argv: list[str] | None = None) -> int:
                   flush=True)
             results["elapsed_s"] = round(time.perf_counter() - t_all, 1)
             args.out.write_text(json.dumps(results, indent=1) + "\n")
-        del sampler
+        results["seeds_completed"] = seed
+        elapsed, last = time.perf_counter() - t_all, time.perf_counter() - t_round
+        if seed < seeds[-1] and elapsed + last > 60 * args.max_minutes:
+            results["stopped"] = (f"after {seed} of {len(seeds)} seeds: another round "
+                                  f"(~{last / 60:.0f} min) would pass --max-minutes "
+                                  f"{args.max_minutes:g}")
+            print(f"stopping {results['stopped']}", flush=True)
+            break
     results["table"] = table(results)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     print("\n" + results["table"])
-    print(f"\n{results['elapsed_s']} s; results: {args.out}")
+    print(f"\n{results['elapsed_s']} s, {results['seeds_completed']} seeds; results: {args.out}")
     return 0
 
 
