@@ -81,7 +81,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
         hardware: str | Path | None = None,
         workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None,
-        moe_form: str | None = None, step_form: str | None = None):
+        moe_form: str | None = None, step_form: str | None = None, remedies: bool = True):
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
     Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
@@ -90,6 +90,9 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
     "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
     file and compare them (``ddtree-bayes compare``).
+    A fit that fails its gates climbs the remedy ladder of :mod:`ddtree_bayes.engine.remedies`
+    (longer tuning, higher target acceptance, a reparameterisation; one line on stderr per
+    rung) unless ``remedies=False``; the artifact's metadata records every attempt.
     """
     from ddtree_bayes.engine import inference
 
@@ -108,24 +111,30 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                         fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
     inference.reproducible_pytensor()
     from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine import remedies as R
     from ddtree_bayes.engine.model import build_model
 
     spec = S.build_spec(measurements, cfg, **structure_inputs(workdir, hardware))
-    model = build_model(spec, cfg)
+    sampler = R.ModelSampler(lambda flip: build_model(spec, cfg, reparameterise=flip), seed,
+                             progress)
+    sampler.model(False)
     t_built = time.perf_counter()
-    dt, timings, used_backend = inference.sample(model, settings, seed, progress)
+    kept, ladder = R.run(sampler, settings, enabled=remedies)
+    settings, used_backend = kept.settings, kept.backend
+    diag_rows, divergences, failures = kept.diagnostics, kept.divergences, kept.failures
+    timings: dict[str, float] = {k: sum(a[k] for a in ladder["attempts"])
+                                 for k in ("compile_s", "sample_s")
+                                 if k in kept.timings}  # compile_s: nutpie only
     timings["setup_s"] = t_built - t_start
-    t_diag = time.perf_counter()
-    diag_rows, divergences, failures = inference.diagnose(dt["posterior"].to_dataset(),
-                                                          dt["sample_stats"].to_dataset())
-    timings["diagnose_s"] = time.perf_counter() - t_diag
-    dt = _artifact_tree(dt, spec)
+    timings["diagnose_s"] = kept.timings["diagnose_s"]
+    dt = _artifact_tree(kept.dt, spec)
     models = paths.models_dir(workdir)
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
     fit_id = inference.new_fit_id(inputs_hash, seed, models)
     timings["total_s"] = time.perf_counter() - t_start
     meta = _metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
                      diag_rows, divergences, failures, timings)
+    meta["remedies"] = ladder
     meta.update(extra_meta or {})
     from ddtree_bayes.engine import store
 
@@ -135,7 +144,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     timings["save_s"] = time.perf_counter() - t_save
     return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
                                failures=failures, diagnostics=diag_rows,
-                               divergences=divergences, timings=timings)
+                               divergences=divergences, timings=timings, remedies=ladder)
 
 
 def _artifact_tree(dt, spec):

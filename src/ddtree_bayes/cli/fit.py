@@ -17,7 +17,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
                      backend=args.backend, hardware=args.hardware_file,
                      progress=not args.quiet, moe_form=args.moe_form,
-                     step_form=args.step_form)
+                     step_form=args.step_form, remedies=not args.no_remedy)
     import time
 
     t0 = time.perf_counter()
@@ -27,7 +27,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if args.format == "json":
         emit_json({"fit_id": result.fit_id, "path": str(result.path),
                    "converged": result.converged, "failures": result.failures,
-                   "divergences": result.divergences, "timings": result.timings,
+                   "divergences": result.divergences, "remedies": result.remedies,
+                   "timings": result.timings,
                    "diagnostics": result.diagnostics, "posterior_predictive": ppc})
     else:
         headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
@@ -36,6 +37,13 @@ def cmd_fit(args: argparse.Namespace) -> int:
                 for d in result.diagnostics]
         print(render_table(headers, body))
         print(f"\ndivergent transitions: {result.divergences}")
+        rem = result.remedies
+        if rem.get("outcome") == "remedied":
+            last = rem["attempts"][-1]
+            print(f"remedy: {len(rem['attempts']) - 1} extra attempt(s); remedy {rem['remedy']}/3 "
+                  f"passed ({last['change']}; tune {last['settings']['tune']}, draws "
+                  f"{last['settings']['draws']}, target acceptance "
+                  f"{last['settings']['target_accept']:g})")
         _print_ppc(ppc)
         t = result.timings
         print(f"\nfit {result.fit_id}: {'converged' if result.converged else 'NOT CONVERGED'}"

@@ -55,7 +55,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "passes + tree nodes) or fraction (a fixed share of the step)")
     f.add_argument("--backend", choices=("nutpie", "pymc"), default="nutpie",
                    help="NUTS implementation (default: %(default)s; pymc is the fallback)")
-    f.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
+    f.add_argument("--no-remedy", action="store_true",
+                   help="sample once: no remedy ladder when the gates fail (by default a failed "
+                        "fit retries with longer tuning, then a higher target acceptance, then "
+                        "a reparameterisation, one stderr line each; docs/validation.md)")
+    f.add_argument("--quiet", action="store_true",
+                   help="no progress messages on stderr (remedy lines still print)")
     add_seed_and_format(f, formats=("table", "json"))
     f.set_defaults(func=cmd_fit)
 

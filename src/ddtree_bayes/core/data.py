@@ -7,11 +7,15 @@ row 1) and the column, and says how to fix it. Nothing here imports pandas or Py
 from __future__ import annotations
 
 import csv
+import gc
 import hashlib
 import io
 import math
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
+from operator import itemgetter
 from pathlib import Path
 
 from ddtree_bayes.core.errors import DataError
@@ -21,6 +25,11 @@ COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "
            "accept_len", "context_tokens", "tok_s", "source", "notes")
 #: Columns that must hold a value in every row.
 REQUIRED = ("model", "hardware", "gpus", "engine", "method", "accept_len", "tok_s", "source")
+#: Columns that decide whether a row is valid apart from its result (tok_s) and its free text
+#: (source must only be non-empty, notes is anything): rows that agree on these and pass
+#: once are validated again only in tok_s and source (repeated runs of one configuration).
+CONFIGURATION = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
+                 "verify_tokens", "accept_len", "context_tokens")
 #: Methods that verify a tree of `budget` nodes; every other non-AR method is a chain of `block`.
 TREE_METHODS = frozenset({"ddtree"})
 AR_METHOD = "ar"
@@ -46,6 +55,15 @@ class Measurement:
     tok_s: float
     source: str
     notes: str
+
+    def another_run(self, row: int, tok_s: float, source: str, notes: str) -> Measurement:
+        """This configuration measured again: the same validated fields with another row,
+        result, source and notes. Builds the instance directly (the dataclass ``__init__``
+        of 14 frozen fields is the largest cost of loading 100,000 repeated runs)."""
+        new = object.__new__(Measurement)
+        object.__setattr__(new, "__dict__", {**self.__dict__, "row": row, "tok_s": tok_s,
+                                             "source": source, "notes": notes})
+        return new
 
     @property
     def system(self) -> str:
@@ -120,13 +138,33 @@ def _read_csv(path: str, text: str | None = None
         raise DataError(f"cannot read: {err}", file=path, fix="save it as UTF-8 CSV") from None
     text = text.removeprefix("\ufeff")
     reader = csv.reader(io.StringIO(text, newline=""))
-    records, start = [], 1
-    for fields in reader:
-        records.append((start, fields))  # a quoted field may span lines: report its first
-        start = reader.line_num + 1
+    with _no_gc():
+        fields_list = list(reader)
+        if reader.line_num == len(fields_list):  # every record on one line: row = line
+            records = list(enumerate(fields_list, 1))
+        else:  # a quoted field spans lines: number each record by its first line
+            reader = csv.reader(io.StringIO(text, newline=""))
+            records, start = [], 1
+            for fields in reader:
+                records.append((start, fields))
+                start = reader.line_num + 1
     if not records:
         raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
     return text, [h.strip() for h in records[0][1]], records[1:]
+
+
+@contextmanager
+def _no_gc() -> Iterator[None]:
+    """Pause the cyclic garbage collector while building many small containers (a 100,000-row
+    file makes over a million; the collections it would trigger find nothing to free and cost
+    more than the parsing). Restores the previous state."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
 
 
 def read_records(path: str | Path, text: str | None = None
@@ -178,7 +216,11 @@ def _number(path: str, row: int, column: str, raw: str, *, integer: bool = False
 
 def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]]
               ) -> Measurement:
-    """Validate one raw CSV row (column -> text) into a :class:`Measurement`."""
+    """Validate one raw CSV row (column -> text) into a :class:`Measurement`.
+
+    Its verdict may depend only on the :data:`CONFIGURATION` columns, tok_s and whether source
+    is empty: :func:`load_measurements` skips it for repeated runs of a valid configuration
+    (tests/test_data_repeats.py holds the two loaders to each other)."""
     for col in REQUIRED:
         if values.get(col, "") == "":
             raise DataError("empty value", file=path, row=row, column=col,
@@ -240,6 +282,55 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                        source=values["source"], notes=values.get("notes", ""))
 
 
+def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]]],
+                   hardware: dict[str, dict[str, str]], allow_duplicates: bool
+                   ) -> list[Measurement]:
+    """Every non-blank record, checked in file order; the first problem raises.
+
+    Per record, in this order: field count, exact duplicate of an earlier record, then
+    :func:`parse_row`. A record whose :data:`CONFIGURATION` matches an earlier valid row
+    (a repeated run) only needs a positive finite tok_s and a non-empty source to be valid;
+    when it has them it reuses that row's validated fields, and when it does not,
+    :func:`parse_row` runs on it and raises exactly the error it always raised.
+    """
+    width = len(header)
+    index = {h: j for j, h in enumerate(header)}  # a repeated header name: the last wins,
+    key_of = itemgetter(*(index[c] for c in COLUMNS))  # as dict(zip(header, values)) does
+    config_of = itemgetter(*(index[c] for c in CONFIGURATION))
+    j_tok, j_source, j_notes = index["tok_s"], index["source"], index["notes"]
+    rows: list[Measurement] = []
+    seen: dict[tuple[str, ...], int] = {}
+    valid: dict[tuple[str, ...], Measurement] = {}
+    for i, values in body:
+        if len(values) != width:
+            if not any(v.strip() for v in values):
+                continue
+            raise DataError(f"{len(values)} fields, header has {width}", file=path, row=i,
+                            fix="quote fields that contain commas")
+        cells = [v.strip() for v in values]
+        if not any(cells):
+            continue
+        key = key_of(cells)
+        first = seen.setdefault(key, i)
+        if first != i and not allow_duplicates:
+            raise DataError(f"duplicate of row {first}", file=path, row=i,
+                            fix="delete the repeat, or note what differs in the notes column")
+        config = config_of(cells)
+        same = valid.get(config)
+        if same is not None and cells[j_source]:
+            try:
+                tok_s = float(cells[j_tok])
+            except ValueError:
+                tok_s = math.nan
+            if 0.0 < tok_s < math.inf:
+                rows.append(same.another_run(i, tok_s, cells[j_source], cells[j_notes]))
+                continue
+        row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware)
+        valid.setdefault(config, row)
+        rows.append(row)
+    return rows
+
+
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                       allow_duplicates: bool = False, text: str | None = None) -> Measurements:
     """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
@@ -260,21 +351,8 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
         if col not in header:
             raise DataError("missing column", file=path, row=1, column=col,
                             fix=f"the header must contain {','.join(COLUMNS)}")
-    rows: list[Measurement] = []
-    seen: dict[tuple[str, ...], int] = {}
-    for i, values in body:
-        if not any(v.strip() for v in values):
-            continue
-        if len(values) != len(header):
-            raise DataError(f"{len(values)} fields, header has {len(header)}", file=path, row=i,
-                            fix="quote fields that contain commas")
-        raw = {h: v.strip() for h, v in zip(header, values, strict=True)}
-        key = tuple(raw[c] for c in COLUMNS)
-        if key in seen and not allow_duplicates:
-            raise DataError(f"duplicate of row {seen[key]}", file=path, row=i,
-                            fix="delete the repeat, or note what differs in the notes column")
-        seen.setdefault(key, i)
-        rows.append(parse_row(path, i, raw, hardware))
+    with _no_gc():
+        rows = _validate_rows(path, header, body, hardware, allow_duplicates)
     if not rows:
         raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
     models: dict[str, list[int]] = {}

@@ -47,6 +47,8 @@ class FitResult:
     diagnostics: list[dict]
     divergences: int
     timings: dict[str, float] = field(default_factory=dict)
+    #: the remedy ladder's record (engine/remedies.py): outcome, remedy, attempts
+    remedies: dict = field(default_factory=dict)
 
     def raise_if_unconverged(self) -> None:
         """Raise :class:`UnconvergedError` (CLI exit 5) naming the failed gates."""
@@ -159,8 +161,13 @@ def _log(progress: bool, msg: str) -> None:
         print(f"[fit] {msg}", file=sys.stderr, flush=True)
 
 
-def sample(model, settings: SamplerSettings, seed: int, progress: bool = True):
-    """Run NUTS on ``model``; returns (DataTree with posterior + sample_stats, timings, backend)."""
+def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
+           cache: dict | None = None):
+    """Run NUTS on ``model``; returns (DataTree with posterior + sample_stats, timings, backend).
+
+    ``cache`` (a dict kept by the caller for this model) keeps nutpie's compiled model, so
+    sampling the same model again with other settings or seeds does not compile it again
+    (``compile_s`` is then 0)."""
     backend = settings.backend
     timings: dict[str, float] = {}
     if backend == "nutpie":
@@ -171,9 +178,13 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True):
             backend = "pymc"
     t0 = time.perf_counter()
     if backend == "nutpie":
-        _log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
-        patch_nutpie()
-        compiled = nutpie.compile_pymc_model(model)
+        compiled = None if cache is None else cache.get("nutpie")
+        if compiled is None:
+            _log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
+            patch_nutpie()
+            compiled = nutpie.compile_pymc_model(model)
+            if cache is not None:
+                cache["nutpie"] = compiled
         timings["compile_s"] = time.perf_counter() - t0
         _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
                        f"(+{settings.tune} tuning) with nutpie")

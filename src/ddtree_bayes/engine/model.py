@@ -63,8 +63,8 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
 
 
 
-def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = False
-                ) -> pm.Model:
+def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = False,
+                reparameterise: bool = False) -> pm.Model:
     """The PyMC model of log tok/s for every measured row.
 
     The likelihood is the Potential ``log_tok_s`` (dims ``configuration``): per configuration
@@ -77,6 +77,11 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
     values) without recompiling. A plain fit leaves them constants: data containers cost
     extra numba compilation on every fit (docs/performance.md). The two give the same
     posterior.
+
+    ``reparameterise=True`` flips every partially pooled offset between centred and
+    non-centred (the per-system MoE shape, and the groups of :func:`_pooled`): the same
+    posterior, another geometry for NUTS; the last rung of the remedy ladder
+    (engine/remedies.py). The variables of the default form stay in the posterior.
 
     Examples
     --------
@@ -93,11 +98,15 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         step_ar = prior_rv(P["step_ar_ms"], "step_ar_ms", dims="system")
         moe_share = prior_rv(P["moe_share"], "moe_share", dims="system")
         moe_hw_sd = prior_rv(P["moe_hw_sd"], "moe_hw_sd")
-        moe_z = pm.Normal("moe_z", 0.0, 1.0, dims="system")
         from ddtree_bayes.core.config import MOE_FORMS
 
+        flip_moe = reparameterise and not (P["moe_hw_sd"].dist == "point"
+                                           and P["moe_hw_sd"].params["value"] <= 0)
+        moe_z = None if flip_moe else pm.Normal("moe_z", 0.0, 1.0, dims="system")
         mu = prior_rv(P[MOE_FORMS[spec.moe_form]], MOE_FORMS[spec.moe_form])
-        if spec.moe_form == "linear":
+        if flip_moe:
+            moe_shape = _centred_moe(spec.moe_form, mu, moe_hw_sd)
+        elif spec.moe_form == "linear":
             moe_shape = pm.Deterministic("moe_slope", mu * pt.exp(moe_hw_sd * moe_z),
                                          dims="system")
         else:
@@ -122,7 +131,8 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         if spec.moe_form == "roofline":
             eff_mu = prior_rv(P["compute_eff_log_mu"], "compute_eff_log_mu")
             eff_sd = prior_rv(P["compute_eff_log_sd"], "compute_eff_log_sd")
-            log_eff = _pooled("compute_eff", eff_mu, eff_sd, P["compute_eff_log_sd"], "system")
+            log_eff = _pooled("compute_eff", eff_mu, eff_sd, P["compute_eff_log_sd"], "system",
+                              flip=reparameterise)
             eff = pm.Deterministic("compute_eff", pt.exp(log_eff), dims="system")
             # one token's FLOPs at the achieved rate, in units of the M = 1 verify cost
             tok_ratio = pm.Deterministic("compute_tok_ratio",
@@ -142,7 +152,8 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
 
         sigma = noise
         if spec.step_form == "structured":
-            spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_cfg, refittable)
+            spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_cfg, refittable,
+                                                 reparameterise)
             step = target + spec_ms
             tau = prior_rv(P["structure_sd"], "structure_sd")
             sigma = pt.sqrt(noise ** 2 + (tau * distance) ** 2)
@@ -161,7 +172,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
 
 
 def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_cfg,
-                     refittable: bool = False):
+                     refittable: bool = False, reparameterise: bool = False):
     """SPEC = step_ar x (fixed + pass x passes + tree x nodes), each ratio log-normal per
     (system, engine, method) group around a learned population mean (partial pooling).
 
@@ -184,7 +195,8 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_
         sd = prior_rv(P[f"spec_{part}_log_sd"], f"spec_{part}_log_sd")
         if not spec.groups:
             continue
-        log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group")
+        log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group",
+                            flip=reparameterise)
         # a group measured at one number of passes (or tree nodes) cannot tell that cost from
         # its fixed cost: it takes the population's, and its own offset stays with the prior
         log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mu)
@@ -197,11 +209,26 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_
                                  scale_cfg), distance)
 
 
-def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str):
+def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):
     """Per-group log values around a population mean ``mu`` with spread ``sd``: centred
     (``<name>_log``) when the spread is a fixed value (no funnel, and a data-informed group
     then does not drag a non-centred offset against ``mu``), non-centred (``<name>_z``) when
-    the spread is learned."""
-    if sd_prior.dist == "point":
+    the spread is learned; ``flip`` swaps the two (a non-centred fixed-spread offset keeps
+    ``<name>_log`` as a deterministic)."""
+    centred = (sd_prior.dist == "point") != flip
+    if centred:
         return pm.Normal(f"{name}_log", mu, sd, dims=dims)
-    return mu + sd * pm.Normal(f"{name}_z", 0.0, 1.0, dims=dims)
+    log = mu + sd * pm.Normal(f"{name}_z", 0.0, 1.0, dims=dims)
+    return pm.Deterministic(f"{name}_log", log, dims=dims) if flip else log
+
+
+def _centred_moe(moe_form: str, mu, sd):
+    """The per-system MoE shape drawn centred around ``mu`` (the default draws ``moe_z`` and
+    scales it); ``moe_z`` is kept as a deterministic so every reader of a fit finds it."""
+    if moe_form == "linear":
+        log_slope = pm.Normal("moe_slope_log", pt.log(mu), sd, dims="system")
+        pm.Deterministic("moe_z", (log_slope - pt.log(mu)) / sd, dims="system")
+        return pm.Deterministic("moe_slope", pt.exp(log_slope), dims="system")
+    shape = pm.Normal(S.SHAPE_NAMES[moe_form], mu, sd, dims="system")
+    pm.Deterministic("moe_z", (shape - mu) / sd, dims="system")
+    return shape

@@ -56,8 +56,24 @@ class Sweep:
 
 def load_sweeps(files: list[Path], hardware_csv: str) -> tuple[list[Sweep], list[str]]:
     """The sweeps in ``files`` (grouped by their ``sweep`` column) and why any was skipped."""
+    def too_few(data, lacking: int) -> str | None:
+        return None if hold_out(data.rows) else (
+            f"fewer than 3 speculative configurations with acceptance and tok/s; {lacking} rows "
+            "lack them")
+
+    found, notes = usable_sweeps(files, hardware_csv, skip=too_few)
+    return [Sweep(name, str(path), text, hold_out(data.rows), lacking)
+            for name, path, text, data, lacking, _ in found], notes
+
+
+def usable_sweeps(files: list[Path], hardware_csv: str, skip=None
+                  ) -> tuple[list[tuple], list[str]]:
+    """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
+    Measurements, rows lacking acceptance or tok/s (left out), rows in all), and why the
+    others were skipped (tok/s in relative units, rows that do not validate, or the reason
+    ``skip(measurements, rows lacking)`` gives), in file order."""
     hardware = load_hardware("hardware.csv", text=hardware_csv)
-    sweeps, notes = [], []
+    found, notes = [], []
     for path in files:
         try:
             with open(path, newline="", encoding="utf-8") as fh:
@@ -93,13 +109,12 @@ def load_sweeps(files: list[Path], hardware_csv: str) -> tuple[list[Sweep], list
             except DataError as err:
                 notes.append(f"{name}: skipped ({err})")
                 continue
-            held = hold_out(data.rows)
-            if not held:
-                notes.append(f"{name}: skipped (fewer than 3 speculative configurations with "
-                             f"acceptance and tok/s; {len(recs) - len(usable)} rows lack them)")
+            reason = skip(data, len(recs) - len(usable)) if skip else None
+            if reason:
+                notes.append(f"{name}: skipped ({reason})")
                 continue
-            sweeps.append(Sweep(name, str(path), text, held, len(recs) - len(usable)))
-    return sweeps, notes
+            found.append((name, path, text, data, len(recs) - len(usable), len(recs)))
+    return found, notes
 
 
 def hold_out(rows) -> tuple[int, ...]:
