@@ -128,6 +128,7 @@ class Weights:
     n_eff: float
     n_draws: int
     tail_draws: int
+    rows: list[int]
     sd_changed_rows: list[int]
     seconds: float
 
@@ -149,7 +150,8 @@ class Weights:
                 "pareto_k": self.pareto_k if math.isfinite(self.pareto_k) else None,
                 "k_threshold": self.k_threshold, "weights_ess": self.weights_ess,
                 "r_eff": self.r_eff, "n_eff": self.n_eff, "n_draws": self.n_draws,
-                "tail_draws": self.tail_draws, "sd_changed_rows": self.sd_changed_rows,
+                "tail_draws": self.tail_draws, "rows": self.rows,
+                "sd_changed_rows": self.sd_changed_rows,
                 "accepted": not self.refit_reasons, "seconds": self.seconds}
 
 
@@ -179,7 +181,7 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
     return Weights(proposal_fit=proposal.meta["fit_id"], log_weights=result.log_weights,
                    pareto_k=result.k, k_threshold=psis.khat_threshold(n),
                    weights_ess=result.ess, r_eff=r_eff, n_eff=result.ess * r_eff,
-                   n_draws=n, tail_draws=result.tail_len,
+                   n_draws=n, tail_draws=result.tail_len, rows=[new.rows[j].row for j in added],
                    sd_changed_rows=[new.rows[j].row for j in changed],
                    seconds=time.perf_counter() - t0)
 
@@ -212,7 +214,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
         "inputs_sha256": inputs_hash,
         "made_by": MADE_BY_REWEIGHT,
         "reweight": {**weights.summary(), "parent_fit": previous.meta["fit_id"],
-                     "rows": update_meta["added_rows"], "resampling": RESAMPLING,
+                     "resampling": RESAMPLING,
                      "distinct_draws": len(counts), "reference": REFERENCE},
         "update": update_meta,
     })
