@@ -73,6 +73,10 @@ def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
     assert meta["reweight"]["pareto_k"] == payload["psis"]["pareto_k"]
     assert "stratified" in meta["reweight"]["resampling"] and "JMLR" in meta["reweight"]["reference"]
     assert meta["diagnostics"]["of_fit"] == first.fit_id
+    note = RW.provenance(meta)        # what the report's verdict adds
+    assert note is not None and note.startswith(f"not sampled: fit {first.fit_id}'s NUTS draws")
+    assert f"Pareto k {meta['reweight']['pareto_k']:.2f} <= 0.70" in note and "row 11" in note
+    assert RW.provenance(before.meta) is None
     assert meta["diagnostics"]["parameters"] == before.meta["diagnostics"]["parameters"]
     assert meta["data"]["rows"] == 10 and meta["update"]["added_rows"] == [11]
     assert after.data_csv == (work / "data" / "measurements.csv").read_text()
@@ -219,3 +223,20 @@ def test_what_a_reweight_cannot_absorb_refits(reweighted, tmp_path, mocked_refit
     assert payload["made_by"] == "refit" and payload["psis"] is None
     assert any(r.startswith(reason) for r in payload["refit_reasons"]), payload["refit_reasons"]
     assert len(mocked_refit) == 1
+
+
+def test_a_reweighting_update_killed_while_saving_keeps_the_last_good_fit(reweighted, tmp_path):
+    from test_living_safety import assert_whole, kill_at_hook, spawn
+
+    work = copy_work(reweighted[0], tmp_path / "w")
+    last_good = store.resolve(work / "models").stem
+    fits = [p.stem for p in store.fit_files(work / "models")]
+    original = (work / "data" / "measurements.csv").read_bytes()
+    assert call(work, "add", *EAGLE_ROW)[0] == 0
+    proc = spawn(work, ["update", "--quiet"], {"DDTREE_TEST_HOOK_MATCH": ".nc."})
+    line = kill_at_hook(proc)
+    assert line.startswith("HOOK fsync") and line.endswith(".tmp")
+    assert_whole(work, original)
+    assert store.resolve(work / "models").stem == last_good
+    assert [p.stem for p in store.fit_files(work / "models")] == fits
+    assert list((work / "models" / "fits").glob(".*.tmp"))

@@ -38,6 +38,21 @@ REFERENCE = ("Vehtari, Simpson, Gelman, Yao, Gabry (2024), Pareto smoothed impor
              "sampling, JMLR 25(72):1-58")
 
 
+def provenance(meta: dict) -> str | None:
+    """One sentence on how a reweighted fit was made and whose diagnostics it carries (None
+    for a sampled fit): for the report's verdict."""
+    rw = meta.get("reweight")
+    if meta.get("made_by") != MADE_BY_REWEIGHT or not rw:
+        return None
+    k = rw.get("pareto_k")
+    rows = ", ".join(str(r) for r in rw.get("rows", []))
+    return (f"not sampled: fit {rw['proposal_fit']}'s NUTS draws reweighted by the likelihood of "
+            f"row{'s' if len(rw.get('rows', [])) != 1 else ''} {rows or '-'} (Pareto-smoothed "
+            f"importance sampling, Pareto k {'-' if k is None else f'{k:.2f}'} <= "
+            f"{rw['k_threshold']:.2f}) and resampled: about {rw['n_eff']:.0f} effective draws. "
+            f"R-hat, ESS and divergences are that NUTS run's; `update --refit` samples afresh")
+
+
 def pair_rows(old: Measurements, new: Measurements
               ) -> tuple[list[int], list[tuple[int, int]], list[int]]:
     """Match rows by content (:func:`row_key`): (indices of ``new`` rows that ``old`` lacks,
