@@ -97,7 +97,10 @@ def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
         validate_output(argv[0], json.loads(out))
     rows = json.loads(call(work, "history", "--format", "json")[1])["rows"]
     assert rows[-1]["made_by"] == "psis-reweight" and rows[-1]["latest"] is True
-    assert "PSIS reweight of " + first.fit_id in call(work, "history")[1]
+    line = call(work, "history")[1].splitlines()[-1]
+    assert line.endswith(f"latest, update of {first.fit_id}: +1/-0 rows, PSIS reweight (Pareto k "
+                         f"{meta['reweight']['pareto_k']:.2f}, "
+                         f"{meta['reweight']['n_eff']:.0f} effective draws)")
     code, out, _ = call(work, "update")
     assert code == 0 and "is up to date" in out
 
@@ -148,6 +151,7 @@ def test_a_second_update_reweights_the_same_sampled_draws(reweighted, tmp_path):
     assert payload["psis"]["proposal_fit"] == first and payload["psis"]["rows"] == [11, 12]
     meta = store.load_meta(store.resolve(work / "models"))
     assert meta["reweight"]["parent_fit"] == second and meta["reweight"]["proposal_fit"] == first
+    assert f"PSIS reweight of {first}'s draws (Pareto k" in call(work, "history")[1]
 
 
 @pytest.fixture

@@ -38,9 +38,10 @@ def cmd_history(args: argparse.Namespace) -> int:
         rw = f.get("reweight")
         if f.get("made_by") == "psis-reweight" and rw:
             k = rw.get("pareto_k")
-            notes.append(f"PSIS reweight of {rw.get('proposal_fit')}'s draws (Pareto k "
-                         f"{'-' if k is None else f'{k:.2f}'}, {rw.get('n_eff', 0):.0f} "
-                         "effective draws)")
+            of = "" if rw.get("proposal_fit") == (up or {}).get("previous_fit") else \
+                f" of {rw.get('proposal_fit')}'s draws"
+            notes.append(f"PSIS reweight{of} (Pareto k {'-' if k is None else f'{k:.2f}'}, "
+                         f"{rw.get('n_eff', 0):.0f} effective draws)")
         elif f.get("made_by") == "refit":
             notes.append("refit")
         if not f["converged"] and f.get("failures"):

@@ -109,7 +109,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
         print(f"  row {m.row}: {living.describe_row(m)}, step {m.step_ms:.1f} ms{note}")
     print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
-          "and refits")
+          "and reweights its posterior or refits")
     return 0
 
 
@@ -221,7 +221,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "unchanged since the latest fit.",
         epilog="Exit codes: 0 ok, 2 bad input (invalid data file, or a surprise with "
                "--reject-surprises: nothing refitted), 3 no fit to update (run `fit` first), "
-               "5 the refit failed its convergence gates. docs/cli.md, 'update', says how the "
+               "5 the refit failed its convergence gates. docs/cli.md ('update without a refit') says "
                "reweighted fit is made and what its diagnostics mean.")
     u.add_argument("--reject-surprises", action="store_true",
                    help="stop with exit 2 (nothing refitted) if any new measurement is a surprise")
