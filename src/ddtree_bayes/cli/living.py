@@ -222,7 +222,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="Exit codes: 0 ok, 2 bad input (invalid data file, or a surprise with "
                "--reject-surprises: nothing refitted), 3 no fit to update (run `fit` first), "
                "5 the refit failed its convergence gates. docs/cli.md ('update without a refit') says "
-               "reweighted fit is made and what its diagnostics mean.")
+               "how the reweighted fit is made and what its diagnostics mean.")
     u.add_argument("--reject-surprises", action="store_true",
                    help="stop with exit 2 (nothing refitted) if any new measurement is a surprise")
     u.add_argument("--force", action="store_true", help="refit even when nothing changed")
