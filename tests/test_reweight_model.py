@@ -1,7 +1,8 @@
 """The numpy likelihood that `update` reweights with (engine/reweight.py, through the predict
 path) against the PyMC model's own log density, at prior draws of every parameter: per row,
 and the log importance ratio log p(new data | theta) - log p(old data | theta), to 1e-9, in
-the default forms and in moe_form = "roofline" / step_form = "structured"."""
+the power/fraction forms and in the (default) roofline/structured forms, including new rows
+that move other rows' discrepancy distance and that make a group's tree nodes vary."""
 
 from __future__ import annotations
 
@@ -36,6 +37,9 @@ EXTRA = ("kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.5,,298,HYPOTHETICAL,\n"
 #: distance to its nearest configuration (its likelihood sd changes: a new-over-old term).
 BLOCK5 = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,5,5,6,2.3,0,131,HYPOTHETICAL,\n"
 BLOCK7 = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,7,7,8,2.6,0,128,HYPOTHETICAL,\n"
+#: A B300 DDTree budget-32 row: the group measured at budget 8 only now varies its tree nodes,
+#: so its own per-node ratio replaces the population's for the budget-8 row too.
+BUDGET32 = "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,HYPOTHETICAL,\n"
 
 
 def _data(text: str, hw):
@@ -45,11 +49,15 @@ def _data(text: str, hw):
 def _case(form: str):
     hw = load_hardware(bundled("hardware.csv"))
     priors = bundled("priors.toml").read_text()
-    if form == "default":
+    if form == "power-fraction":
+        priors = with_forms(priors, "power", "fraction")
         old_text, new_text = BUNDLED, BUNDLED + EXTRA
-    else:
+    elif form == "roofline-structured":
         priors = with_forms(priors, "roofline", "structured")
         old_text, new_text = BUNDLED + BLOCK5, BUNDLED + BLOCK5 + EXTRA + BLOCK7
+    else:
+        priors = with_forms(priors, "roofline", "structured")
+        old_text, new_text = BUNDLED, BUNDLED + BUDGET32
     cfg = parse_priors(priors)
     inputs = {"hardware": hw, "cards": load_model_cards(bundled("models.csv"))}
     old, new = _data(old_text, hw), _data(new_text, hw)
@@ -87,7 +95,7 @@ def _logp_fn(model):
     return at
 
 
-@pytest.mark.parametrize("form", ["default", "roofline-structured"])
+@pytest.mark.parametrize("form", ["power-fraction", "roofline-structured", "nodes-now-vary"])
 def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
     cfg, old, new, spec_old, spec_new, priors = _case(form)
     # the new rows keep the old model's parameters: what `update` checks before reweighting
@@ -101,18 +109,24 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
     variables = _prior_draws(m_old, n)
     draws = Draws(path=None, meta=meta, variables=variables, data_csv=old.text,  # type: ignore[arg-type]
                   priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
-    assert RW.structure_changes(draws, new, cfg)[0] == []
+    reasons, _, model = RW.structure_changes(draws, new, cfg)
+    assert reasons == []
+    target, replaced, flipped = R.restructured(draws, model, new.text)
 
     added, kept, removed = RW.pair_rows(old, new)
-    assert removed == [] and len(added) == new.rows.__len__() - len(old.rows)
-    ratios, changed = R.log_ratios(draws, old, new, added, kept)
-    rows_new = R.log_likelihood(draws, new)
+    assert removed == [] and len(added) == len(new.rows) - len(old.rows)
+    ratios, changed = R.log_ratios(draws, old, new, added, kept, target)
+    rows_new = R.log_likelihood(target, new)
     logp_new, logp_old = _logp_fn(m_new), _logp_fn(m_old)
     for i in range(n):
         (pymc_new,), (pymc_old,) = logp_new(variables, i), logp_old(variables, i)
         np.testing.assert_allclose(rows_new[i], pymc_new, rtol=0, atol=1e-9)
         assert ratios[i] == pytest.approx(pymc_new.sum() - pymc_old.sum(), abs=1e-9)
-    if form == "default":
-        assert changed == []          # the fraction form's sd is the noise: nothing moves
-    else:                             # the block 5 row's nearest configuration moved
-        assert [new.rows[j].block for j in changed] == [5]
+    if form == "power-fraction":
+        assert changed == [] and flipped == []   # the fraction form's sd is the noise
+    elif form == "roofline-structured":          # the block 5 row's nearest configuration moved
+        assert [new.rows[j].block for j in changed] == [5] and flipped == []
+    else:                                        # the budget-8 row's group and distance
+        assert flipped == ["b300x8/sglang/ddtree"] and "spec_tree_ratio" in replaced
+        assert [(new.rows[j].hardware, new.rows[j].budget) for j in changed] == [("b300", 8)]
+        assert model["group_varies"]["tree"] != meta["model"]["group_varies"]["tree"]

@@ -105,11 +105,13 @@ def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
     assert code == 0 and "is up to date" in out
 
 
-def _proposal_index(before, after) -> np.ndarray:
-    """Which of the proposal's draws each reweighted draw is (by its exact values)."""
+def _proposal_index(before, after, skip: set[str] = frozenset()) -> np.ndarray:  # type: ignore[assignment]
+    """Which of the proposal's draws each reweighted draw is (by its exact values; ``skip``:
+    variables the reweight recomputed)."""
     def keys(d):
         return [tuple(row) for row in np.column_stack(
-            [d.variables[k].reshape(d.n_draws, -1) for k in sorted(d.variables)])]
+            [d.variables[k].reshape(d.n_draws, -1) for k in sorted(d.variables)
+             if k not in skip])]
 
     where = {k: i for i, k in enumerate(keys(before))}
     return np.array([where[k] for k in keys(after)])
@@ -117,27 +119,42 @@ def _proposal_index(before, after) -> np.ndarray:
 
 def test_reweighted_draws_are_the_stratified_resample_of_the_psis_weights(reweighted):
     """Recompute the weights from scratch: each proposal draw appears floor(n w) - 1 to
-    ceil(n w) + 1 times in the saved posterior, and the row's log ratio is its likelihood."""
+    ceil(n w) + 1 times in the saved posterior. In the default structured form the budget-32
+    row also makes the B300 DDTree group's tree nodes vary (its own per-node ratio replaces
+    the population's, for the budget-8 row too) and moves the budget-8 row's distance: its
+    new likelihood over its old one joins the new row's. The new row's sd is checked by hand:
+    sqrt(noise^2 + (structure_sd * log(33 / 9))^2), budget 8 (M = 9) its nearest config."""
     work, first, payload, _ = reweighted
     before = store.load_draws(first.path)
     after = store.load_draws(store.resolve(work / "models"))
     old, new = P.stored_measurements(before), P.stored_measurements(after)
     added, kept, removed = RW.pair_rows(old, new)
     assert (added, removed) == ([9], []) and kept == [(i, i) for i in range(9)]
-    lr, changed = R.log_ratios(before, old, new, added, kept)
-    assert changed == []
-    step, _ = P.step_draws(before, P.resolve_scenario(
-        before, hardware="b300", gpus=8, engine="sglang", method="ddtree", block=16, budget=32,
+    assert payload["psis"]["restructured_groups"] == ["b300x8/sglang/ddtree"]
+    assert payload["psis"]["sd_changed_rows"] == [3]       # the budget-8 row
+    model = after.meta["model"]
+    assert model["group_varies"]["tree"] != before.meta["model"]["group_varies"]["tree"]
+    target, replaced, _ = R.restructured(before, model, new.text)
+    lr, changed = R.log_ratios(before, old, new, added, kept, target)
+    assert changed == [1]
+    v = before.variables
+    sd = np.sqrt(v["noise_sd"] ** 2 + (v["structure_sd"] * np.log(33 / 9)) ** 2)
+    step, _ = P.step_draws(target, P.resolve_scenario(
+        target, hardware="b300", gpus=8, engine="sglang", method="ddtree", block=16, budget=32,
         verify_tokens=None, context_tokens=None), np.random.default_rng(0))
-    sd = before.variables["noise_sd"]
     by_hand = (-0.5 * ((np.log(612) - np.log(13.1 * 1000 / step)) / sd) ** 2 - np.log(sd)
                - 0.5 * np.log(2 * np.pi))
-    np.testing.assert_allclose(lr, by_hand, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(R.log_likelihood(target, new, [9])[:, 0], by_hand, rtol=1e-12,
+                               atol=1e-12)
     w = Ps.psis(lr, r_eff=payload["psis"]["r_eff"]).weights
-    counts = np.bincount(_proposal_index(before, after), minlength=before.n_draws)
+    index = _proposal_index(before, after, skip=set(replaced))
+    counts = np.bincount(index, minlength=before.n_draws)
     n = before.n_draws
     assert np.all(counts >= np.floor(n * w) - 1) and np.all(counts <= np.ceil(n * w) + 1)
     assert after.meta["reweight"]["distinct_draws"] == int(np.count_nonzero(counts))
+    # the saved per-node ratio is the recomputed one (the group's own), resampled with the rest
+    np.testing.assert_array_equal(after.variables["spec_tree_ratio"],
+                                  replaced["spec_tree_ratio"][index])
 
 
 def test_a_second_update_reweights_the_same_sampled_draws(reweighted, tmp_path):

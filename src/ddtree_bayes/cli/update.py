@@ -100,12 +100,12 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
                        "reweight starts from) removed or edited")
         return None
     cfg_fit = api._with_forms(cfg, *forms)
-    changes, spec = reweight.structure_changes(proposal, measurements, cfg_fit,
-                                               args.hardware_file)
+    changes, spec, model = reweight.structure_changes(proposal, measurements, cfg_fit,
+                                                      args.hardware_file)
     if changes:
         reasons += [f"the new rows change the model: {c}" for c in changes]
         return None
-    weights = reweight.importance_weights(proposal, old, measurements, added, kept)
+    weights = reweight.importance_weights(proposal, old, measurements, added, kept, model)
     reasons += weights.refit_reasons
     return proposal, spec, weights, len(added)
 

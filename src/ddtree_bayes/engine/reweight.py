@@ -13,8 +13,10 @@ system). tests/test_reweight_model.py checks both against the PyMC model's log d
 If the model of the new data has the same parameters and priors as the fit's (same systems,
 overhead groups, relations, model card ...: :mod:`ddtree_bayes.workflows.living.reweight`
 checks), the new posterior is the fit's times ``exp(log_ratios)``: the new rows' likelihood,
-and for a kept row whose ``sigma`` changed (a new configuration moved its distance in the
-structured form) its new likelihood over its old one. numpy only: no PyMC (the predict path).
+and for a kept row whose likelihood changed its new likelihood over its old one (in the
+structured form: a new configuration moved its distance, so its ``sigma``; or its group's
+drafter passes or tree nodes now vary, so the group's own ratio replaces the population's,
+:func:`restructured`). numpy only: no PyMC (the predict path).
 """
 
 from __future__ import annotations
@@ -63,21 +65,88 @@ def log_likelihood(draws: Draws, measurements: Measurements, which: list[int] | 
     return normal_logpdf(y[None, :], log_mu(draws, measurements, which), sd[:, which])
 
 
+def group_log_ratio(draws: Draws, part: str) -> np.ndarray | None:
+    """(draws, groups) each overhead group's own log per-``part`` ratio in the structured
+    form (centred ``spec_<part>_log`` or ``mu + sd * spec_<part>_z``), None if not stored."""
+    v = draws.variables
+    if f"spec_{part}_log" in v:
+        return v[f"spec_{part}_log"]
+    if f"spec_{part}_z" in v:
+        return (v[f"spec_{part}_log_mu"][:, None]
+                + v[f"spec_{part}_log_sd"][:, None] * v[f"spec_{part}_z"])
+    return None
+
+
+def restructured(draws: Draws, model: dict, data_csv: str
+                 ) -> tuple[Draws, dict[str, np.ndarray], list[str]]:
+    """The same parameter draws under the model of other data: ``model`` is that data's
+    ``meta["model"]`` (same parameters and coordinates), ``data_csv`` its text.
+
+    In the structured form a group whose drafter passes (tree nodes) did not vary in the
+    fit's data uses the population's per-pass (per-node) ratio, ``exp(mu)``; once the new
+    data varies them, its own, ``exp(log ratio of the group)`` (engine/model.py). The
+    deterministic ``spec_<part>_ratio`` of those groups is recomputed from the draws' free
+    parameters. Returns (the view, the recomputed variables, the groups that changed)."""
+    old = draws.meta["model"].get("group_varies")
+    new = model.get("group_varies")
+    groups = draws.meta["coords"]["overhead_group"]
+    replaced: dict[str, np.ndarray] = {}
+    flipped: set[str] = set()
+    if old != new:
+        if old is None or new is None:
+            raise ValueError("the structured form's group_varies cannot appear or vanish")
+        for part in ("pass", "tree"):
+            flips = [g for g in range(len(groups)) if bool(old[part][g]) != bool(new[part][g])]
+            if not flips:
+                continue
+            log_ratio = group_log_ratio(draws, part)
+            if log_ratio is None or any(not new[part][g] for g in flips):
+                raise ValueError(f"cannot recompute spec_{part}_ratio for {flips}")
+            ratio = np.array(draws.variables[f"spec_{part}_ratio"], dtype=float, copy=True)
+            ratio[:, flips] = np.exp(log_ratio[:, flips])
+            replaced[f"spec_{part}_ratio"] = ratio
+            flipped.update(groups[g] for g in flips)
+    meta = {k: v for k, v in draws.meta.items() if not k.startswith("_")}
+    view = Draws(path=draws.path, meta={**meta, "model": model},
+                 variables={**draws.variables, **replaced}, data_csv=data_csv,
+                 priors_toml=draws.priors_toml, hardware_csv=draws.hardware_csv)
+    return view, replaced, sorted(flipped)
+
+
+def _group_of(model: dict, m) -> str | None:
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.data import AR_METHOD
+
+    if m.method == AR_METHOD:
+        return None
+    return S.group_label(m.system, model["relation_bases"].get(m.engine, m.engine), m.method)
+
+
 def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[int],
-               kept: list[tuple[int, int]]) -> tuple[np.ndarray, list[int]]:
+               kept: list[tuple[int, int]], target: Draws | None = None
+               ) -> tuple[np.ndarray, list[int]]:
     """Per draw, log p(new data | theta) - log p(old data | theta).
 
-    ``added`` indexes the rows of ``new`` that ``old`` lacks; ``kept`` pairs each row of
-    ``old`` with its equal in ``new`` (``(old index, new index)``); every row of ``old`` must
-    be kept. Returns the log ratios and the kept rows (indices into ``new``) whose likelihood
-    sd changed, i.e. contributed a new-over-old term."""
+    ``draws`` carries the old data's model, ``target`` (default: the same) the new data's
+    (:func:`restructured`). ``added`` indexes the rows of ``new`` that ``old`` lacks;
+    ``kept`` pairs each row of ``old`` with its equal in ``new`` (``(old index, new
+    index)``); every row of ``old`` must be kept. Returns the log ratios and the kept rows
+    (indices into ``new``) whose likelihood changed (their sd, or their group's structure),
+    i.e. contributed a new-over-old term."""
     if len(kept) != len(old.rows):
         raise ValueError("every row of the old data must be kept to reweight")
-    sd_new = measurement_log_sd(draws, new)
-    total = log_likelihood(draws, new, added, sd_new).sum(axis=1)
+    target = draws if target is None else target
+    sd_new = measurement_log_sd(target, new)
+    total = log_likelihood(target, new, added, sd_new).sum(axis=1)
     sd_old = measurement_log_sd(draws, old)
-    changed = [(i, j) for i, j in kept if not np.array_equal(sd_old[:, i], sd_new[:, j])]
+    moved = {g for part in ("pass", "tree") for g, (a, b) in enumerate(zip(
+        (draws.meta["model"].get("group_varies") or {}).get(part, []),
+        (target.meta["model"].get("group_varies") or {}).get(part, []), strict=True)) if a != b}
+    moved_labels = {draws.meta["coords"]["overhead_group"][g] for g in moved}
+    changed = [(i, j) for i, j in kept
+               if _group_of(target.meta["model"], new.rows[j]) in moved_labels
+               or not np.array_equal(sd_old[:, i], sd_new[:, j])]
     if changed:
-        total = total + log_likelihood(draws, new, [j for _, j in changed], sd_new).sum(axis=1)
+        total = total + log_likelihood(target, new, [j for _, j in changed], sd_new).sum(axis=1)
         total = total - log_likelihood(draws, old, [i for i, _ in changed], sd_old).sum(axis=1)
     return total, sorted(j for _, j in changed)

@@ -169,12 +169,15 @@ def _h5_text(values: np.ndarray) -> tuple[np.ndarray, object]:
 
 
 def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, np.ndarray]],
-                   meta: dict, texts: dict[str, str], models: Path) -> Path:
+                   meta: dict, texts: dict[str, str], models: Path,
+                   replace: dict[str, np.ndarray] | None = None) -> Path:
     """Save a new fit whose posterior is the ``parent`` fit's draws taken at ``index`` (flat
     (chain, draw) positions, as many as the parent has draws: e.g. an importance resample),
     with the parent's ``sample_stats`` (its sampler's record) and new ``observed_data`` /
     ``constant_data`` ``groups`` (:func:`data_groups`); written atomically as :func:`save`
-    writes a fit, and latest.json pointed at it.
+    writes a fit, and latest.json pointed at it. ``replace`` maps posterior variables to
+    flat (draws, ...) values to resample instead of the parent's (deterministics the new
+    data's model computes differently).
 
     A copy of the parent's file, its posterior overwritten in place with h5py and the two
     data groups rewritten with h5netcdf: the layout xarray writes (``load_draws`` and
@@ -199,11 +202,12 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
             if index.shape != (shape[0] * shape[1],):
                 raise ValueError(f"a resample of {parent.name} must keep its "
                                  f"{shape[0] * shape[1]} draws")
-            for ds in post.values():
+            for name, ds in post.items():
                 if ds.attrs.get("CLASS") == b"DIMENSION_SCALE" or ds.shape[:2] != shape:
                     continue   # coordinates (chain, draw, system, ...)
-                values = ds[...]
-                ds[...] = values.reshape(-1, *values.shape[2:])[index].reshape(values.shape)
+                flat = (np.asarray(replace[name]) if replace and name in replace
+                        else ds[...].reshape(-1, *ds.shape[2:]))
+                ds[...] = flat[index].reshape(ds.shape)
             for name in groups:
                 if name in fh:
                     del fh[name]

@@ -87,10 +87,13 @@ def proposal_of(previous, models: Path):
 
 
 def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
-                      hardware: str | Path | None = None) -> tuple[list[str], Any]:
-    """Why the model of ``measurements`` is not the proposal fit's model with more rows
-    (new systems, overhead groups, a group whose drafter passes now vary, another model card
-    ...): (reasons, the new data's ModelSpec)."""
+                      hardware: str | Path | None = None) -> tuple[list[str], Any, dict]:
+    """Why the model of ``measurements`` does not have the proposal fit's parameters and
+    priors (new systems, overhead groups or relations, another model card or form ...):
+    (reasons, the new data's ModelSpec, its ``meta["model"]`` in the proposal's coordinate
+    order). A structured-form group whose drafter passes or tree nodes now vary keeps its
+    parameters (its own ratio replaces the population's: :func:`engine.reweight.restructured`)
+    and is no reason."""
     from ddtree_bayes import api
     from ddtree_bayes.core import spec as S
 
@@ -106,28 +109,25 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                            "does not have)")
         if gone:
             reasons.append(f"{what} {', '.join(gone)} no longer measured")
-    if reasons:
-        return reasons, spec
     now = json.loads(json.dumps({"target_model": measurements.model,
                                  **S.model_meta(spec, cfg)}))
+    if reasons:
+        return reasons, spec, now
     before = meta["model"]
-
-    def by_group(model: dict, groups: list[str]) -> dict | None:
-        varies = model.get("group_varies")
-        return None if varies is None else {
-            part: dict(zip(groups, flags, strict=True)) for part, flags in varies.items()}
-
+    order = meta["coords"]["overhead_group"]
+    if "group_varies" in now:   # in the proposal's group order (the draws' order)
+        index = [list(spec.coords["overhead_group"]).index(g) for g in order]
+        now["group_varies"] = {part: [flags[i] for i in index]
+                               for part, flags in now["group_varies"].items()}
     for key in sorted(set(now) | set(before)):
         a, b = now.get(key), before.get(key)
-        if key == "group_varies":
-            a = by_group(now, list(spec.coords["overhead_group"]))
-            b = by_group(before, meta["coords"]["overhead_group"])
-            if a != b:
-                reasons.append("the drafter passes or tree nodes of an overhead group now vary "
-                               "(the structured step then learns that group's own ratios)")
+        if key == "group_varies" and a is not None and b is not None:
+            if any(x and not y for part in a for x, y in zip(b[part], a[part], strict=True)):
+                reasons.append("the drafter passes or tree nodes of an overhead group no longer "
+                               "vary")
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
-    return reasons, spec
+    return reasons, spec, now
 
 
 @dataclass
@@ -146,6 +146,9 @@ class Weights:
     rows: list[int]
     sd_changed_rows: list[int]
     seconds: float
+    model: dict
+    replaced: dict
+    restructured_groups: list[str]
 
     @property
     def refit_reasons(self) -> list[str]:
@@ -167,25 +170,29 @@ class Weights:
                 "r_eff": self.r_eff, "n_eff": self.n_eff, "n_draws": self.n_draws,
                 "tail_draws": self.tail_draws, "rows": self.rows,
                 "sd_changed_rows": self.sd_changed_rows,
+                "restructured_groups": self.restructured_groups,
                 "accepted": not self.refit_reasons, "seconds": self.seconds}
 
 
 def importance_weights(proposal, old: Measurements, new: Measurements, added: list[int],
-                       kept: list[tuple[int, int]]) -> Weights:
+                       kept: list[tuple[int, int]], model: dict | None = None) -> Weights:
     """PSIS weights taking the proposal fit's posterior to the posterior of ``new``.
 
     ``weights_ess`` is ``1 / sum(w^2)`` of the normalised smoothed weights (as if the draws
     were independent); ``r_eff`` the relative efficiency of the NUTS draws for the
     importance ratios (ESS of their mean over the draws, capped at 1); ``n_eff`` their
     product, the effective sample size of the reweighted posterior (``loo``'s
-    ``psis_n_eff``; ``r_eff`` also sets the tail length, as in ``loo``)."""
+    ``psis_n_eff``; ``r_eff`` also sets the tail length, as in ``loo``). ``model`` is the
+    new data's ``meta["model"]`` (:func:`structure_changes`; default: the proposal's)."""
     import numpy as np
 
     from ddtree_bayes.engine import psis
     from ddtree_bayes.engine import reweight as R
 
     t0 = time.perf_counter()
-    log_ratios, changed = R.log_ratios(proposal, old, new, added, kept)
+    model = proposal.meta["model"] if model is None else model
+    target, replaced, flipped = R.restructured(proposal, model, new.text)
+    log_ratios, changed = R.log_ratios(proposal, old, new, added, kept, target)
     n = proposal.n_draws
     chains = int(proposal.meta.get("sampler", {}).get("chains", 1))
     if n % chains:
@@ -198,7 +205,8 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
                    weights_ess=result.ess, r_eff=r_eff, n_eff=result.ess * r_eff,
                    n_draws=n, tail_draws=result.tail_len, rows=[new.rows[j].row for j in added],
                    sd_changed_rows=[new.rows[j].row for j in changed],
-                   seconds=time.perf_counter() - t0)
+                   seconds=time.perf_counter() - t0, model=model, replaced=replaced,
+                   restructured_groups=flipped)
 
 
 def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Measurements,
@@ -227,6 +235,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                  "rows": len(measurements.rows)},
         "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},
         "inputs_sha256": inputs_hash,
+        "model": weights.model,
         "made_by": MADE_BY_REWEIGHT,
         "reweight": {**weights.summary(), "parent_fit": previous.meta["fit_id"],
                      "resampling": RESAMPLING,
@@ -242,5 +251,5 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                        "total_s": time.perf_counter() - started}
     path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta,
                                 {"data": measurements.text, "priors": cfg.text,
-                                 "hardware": hardware_text}, models)
+                                 "hardware": hardware_text}, models, replace=weights.replaced)
     return fit_id, path
