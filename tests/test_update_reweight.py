@@ -82,6 +82,11 @@ def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
     assert after.data_csv == (work / "data" / "measurements.csv").read_text()
     assert [m.row for m in P.stored_measurements(after).rows] == list(range(2, 12))
     assert P.check_fit(after) == []       # data and priors hashes are the current files'
+    # the tracked queries update printed (from the draws it held in memory) are the saved fit's
+    from ddtree_bayes.workflows import living
+
+    assert living.compare_queries(before, after, living.load_tracked(work / "models"),
+                                  payload["seed"], workdir=work) == payload["tracked"]
     dt = store.load_datatree(path)
     assert list(dt["observed_data"]["measurement"].values) == [str(r) for r in range(2, 12)]
     assert float(dt["observed_data"]["log_tok_s"].values[-1]) == pytest.approx(np.log(612))

@@ -237,16 +237,15 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
 
 def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_text, inputs_hash,
                 seed, models, update_meta, tracked, t_start) -> int:
-    from ddtree_bayes.engine import store
     from ddtree_bayes.workflows.living import reweight
 
     proposal, spec, weights, n_added = attempt
     t0 = time.perf_counter()
-    fit_id, path = reweight.save_reweighted(previous, proposal, weights, spec, measurements, cfg,
-                                            hardware_text, inputs_hash, seed, models,
-                                            update_meta, t_start)
+    after = reweight.save_reweighted(previous, proposal, weights, spec, measurements, cfg,
+                                     hardware_text, inputs_hash, seed, models, update_meta,
+                                     t_start)
     save_s = time.perf_counter() - t0
-    after = store.load_draws(path)
+    fit_id, path = after.meta["fit_id"], after.path
     text = args.format == "table"
     report["made_by"] = reweight.MADE_BY_REWEIGHT
     report["reweight"] = {"fit_id": fit_id, "path": str(path), "converged": True,

@@ -203,8 +203,8 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
                 raise ValueError(f"a resample of {parent.name} must keep its "
                                  f"{shape[0] * shape[1]} draws")
             for name, ds in post.items():
-                if ds.attrs.get("CLASS") == b"DIMENSION_SCALE" or ds.shape[:2] != shape:
-                    continue   # coordinates (chain, draw, system, ...)
+                if ds.ndim < 2 or ds.shape[:2] != shape:
+                    continue   # coordinates (chain, draw, system, ...): one dimension each
                 flat = (np.asarray(replace[name]) if replace and name in replace
                         else ds[...].reshape(-1, *ds.shape[2:]))
                 ds[...] = flat[index].reshape(ds.shape)

@@ -211,8 +211,9 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
 
 def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Measurements,
                     cfg: PriorsConfig, hardware_text: str, inputs_hash: str, seed: int,
-                    models: Path, update_meta: dict, started: float) -> tuple[str, Path]:
-    """Resample the proposal's draws with ``weights`` and save them as a fit: (id, path)."""
+                    models: Path, update_meta: dict, started: float):
+    """Resample the proposal's draws with ``weights`` and save them as a fit: its
+    :class:`~ddtree_bayes.engine.store.Draws` (what ``load_draws`` would read back)."""
     from datetime import UTC, datetime
 
     import numpy as np
@@ -249,7 +250,10 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                            "weights_ess": weights.weights_ess, "n_eff": weights.n_eff}
     meta["timings"] = {"reweight_s": weights.seconds,
                        "total_s": time.perf_counter() - started}
-    path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta,
-                                {"data": measurements.text, "priors": cfg.text,
-                                 "hardware": hardware_text}, models, replace=weights.replaced)
-    return fit_id, path
+    texts = {"data": measurements.text, "priors": cfg.text, "hardware": hardware_text}
+    path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta, texts,
+                                models, replace=weights.replaced)
+    variables = {k: v[index] for k, v in {**proposal.variables, **weights.replaced}.items()}
+    return store.Draws(path=path, meta=json.loads(json.dumps(meta)), variables=variables,
+                       data_csv=texts["data"], priors_toml=texts["priors"],
+                       hardware_csv=texts["hardware"])
