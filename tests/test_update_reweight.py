@@ -193,7 +193,7 @@ def mocked_refit(fitted_workdir, monkeypatch):
 
 
 def test_a_pareto_k_above_the_limit_refits(reweighted, fitted_workdir, tmp_path, mocked_refit):
-    """Eight repeats at 565 tok/s (each at the 9th percentile, no surprise) move the posterior
+    """Eight repeats at 565 tok/s (each at about the 16th percentile, no surprise) move the posterior
     far into the tail of the fit's draws: k > 0.7, so `update` refits and says why."""
     work = copy_work(reweighted[0], tmp_path / "w")
     (work / "models" / "latest.json").write_text(json.dumps(

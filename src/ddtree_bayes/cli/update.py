@@ -259,6 +259,9 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
               f"{base} reweighted by the likelihood of the {n_added} row"
               f"{'s' if n_added != 1 else ''} added since, Pareto-smoothed and resampled "
               f"(no refit) in {weights.seconds + save_s:.2f} s")
+        for g in weights.restructured_groups:
+            print(f"  {g} now measures more than one drafter depth or tree budget: its own "
+                  "per-pass/per-node cost replaces the population's (recomputed from the draws)")
         print(f"  its R-hat, ESS and divergences are fit {proposal.meta['fit_id']}'s NUTS run's;"
               f" the resampled draws are worth about {weights.n_eff:.0f} independent draws "
               f"(weights ESS {weights.weights_ess:.0f} x relative efficiency "
