@@ -266,3 +266,25 @@ def test_a_reweighting_update_killed_while_saving_keeps_the_last_good_fit(reweig
     assert store.resolve(work / "models").stem == last_good
     assert [p.stem for p in store.fit_files(work / "models")] == fits
     assert list((work / "models" / "fits").glob(".*.tmp"))
+
+
+@pytest.mark.slow
+def test_reweighted_intervals_are_within_two_percent_of_a_real_refit(reweighted, tmp_path):
+    """The same row by a real NUTS refit (`update --refit`, same seed): every tracked query's
+    median and 90% bounds within 2% of the reweighted fit's (bench/bench_update.py measures
+    the same side by side, with the headline predict query and the timings)."""
+    work = copy_work(reweighted[0], tmp_path / "w")
+    first = reweighted[1]
+    (work / "models" / "latest.json").write_text(json.dumps(
+        {"fit_id": first.fit_id, "file": f"fits/{first.path.name}", "converged": True}))
+    code, out, err = call(work, "update", "--refit", "--quiet", "--format", "json")
+    assert code == 0, err
+    refit = json.loads(out)
+    assert refit["made_by"] == "refit" and refit["refit"]["converged"]
+    after = {c["label"]: c["after"] for c in reweighted[2]["tracked"]}
+    compared = 0
+    for c in refit["tracked"]:
+        for key in ("median", "lo90", "hi90"):
+            assert after[c["label"]][key] == pytest.approx(c["after"][key], rel=0.02), c["label"]
+            compared += 1
+    assert compared == 6    # sglang and native at accept 14, three numbers each
