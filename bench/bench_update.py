@@ -21,6 +21,9 @@ round-robin so machine load affects both alike:
    --format json` (timed): the exact NUTS refit on the same 10 rows, same seed;
 6. `ddtree-bayes predict --accept 12:16 --format json` on the refit.
 
+Then --reweight-runs more rounds of steps 1-4 only (timing samples without the minutes a
+refit takes: the refit's intervals are the same every run, same seed).
+
 Compared, reweight vs refit: every tracked query's (the default scenario at accept 14,
 sglang and native) and the headline query's (`predict --accept 12:16`: sglang and native at
 12..16 and U(12,16)) median and 90% interval bounds; the largest relative difference must
@@ -51,6 +54,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description="Time `update` (PSIS reweight) vs `update --refit`.",
                                 formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--runs", type=int, default=5, help="timed reweight + refit pairs")
+    p.add_argument("--reweight-runs", type=int, default=0,
+                   help="extra timed reweighting updates (and predicts) after the pairs, "
+                        "without a refit: more timing samples in a short quiet window")
     p.add_argument("--tolerance", type=float, default=0.02,
                    help="largest allowed relative difference of a median or 90%% bound")
     p.add_argument("--target-s", type=float, default=1.5,
@@ -161,6 +167,15 @@ def main(argv: list[str] | None = None) -> int:
                             "n_eff": up["json"]["psis"]["n_eff"],
                             "rows": compare(intervals(up["json"], p_rw["json"]),
                                             intervals(rf["json"], p_rf["json"]))})
+
+    for j in range(args.runs + 1, args.runs + 1 + args.reweight_runs):
+        (work / "data" / "measurements.csv").write_bytes(base_data)
+        (work / "models" / "latest.json").write_text(latest)
+        timed("add", j, add_cmd, 60)
+        up = timed("update-reweight", j, update_cmd, args.timeout)
+        timed("predict-reweighted", j, predict_cmd, 120)
+        if up["json"] and up["json"].get("made_by") != "psis-reweight":
+            wrong_way.append(j)
 
     def pick(kind: str) -> list[dict]:
         return [r for r in runs if r["kind"] == kind and r["returncode"] == 0
