@@ -178,9 +178,17 @@ def test_fit_and_update(real):
     assert run_cli(real, "add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree",
                    "--block", "16", "--budget", "32", "--accept", "13.1", "--tok-s", "612",
                    "--source", "HYPOTHETICAL schema test")[0] == 0
-    out = json_of(real, "update")
+    refit = json_of(real, "update", "--refit")
+    validate_output("update", refit)
+    assert [r["row"] for r in refit["new_rows"]] == [11] and refit["refit"]["converged"]
+    assert refit["made_by"] == "refit" and refit["refit_reasons"] == ["--refit"]
+    (real / "models" / "latest.json").write_text(json.dumps(   # back to the 9-row fit
+        {"fit_id": refit["previous_fit"], "file": f"fits/{refit['previous_fit']}.nc",
+         "converged": True}))
+    out = json_of(real, "update")      # the same row absorbed by a PSIS reweight
     validate_output("update", out)
-    assert [r["row"] for r in out["new_rows"]] == [11] and out["refit"]["converged"]
+    assert out["made_by"] == "psis-reweight" and out["refit"] is None
+    assert out["reweight"]["converged"] and out["psis"]["pareto_k"] < 0.7
 
 
 @pytest.fixture

@@ -53,14 +53,15 @@ def copy_work(src: Path, dst: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def updated(fitted_workdir, tmp_path_factory):
-    """Track two queries, add one hypothetical row, run `update` once (one real refit)."""
+    """Track two queries, add one hypothetical row, run `update --refit` once (one real refit;
+    without --refit this row is absorbed by reweighting: tests/test_update_reweight.py)."""
     work0, first = fitted_workdir
     work = copy_work(work0, tmp_path_factory.mktemp("living") / "w")
     assert call(work, "track", *EAGLE)[0] == 0
     assert call(work, "track", "--hardware", "h200", "--engine", "sglang", "--method", "ar",
                 "--accept", "1", "--name", "h200-ar")[0] == 0
     assert call(work, "add", *NEW_ROW)[0] == 0
-    code, out, err = call(work, "update", "--quiet")
+    code, out, err = call(work, "update", "--quiet", "--refit")
     assert code == 0, err
     return work, first, out
 
@@ -98,6 +99,9 @@ def test_update_refits_exactly_and_records_its_parent(updated):
     assert meta["seed"] == 20261130  # the previous fit's seed by default
     assert meta["update"] == {"previous_fit": first.fit_id, "added_rows": [11],
                               "removed_rows": 0, "surprises": [], "other_changes": []}
+    assert meta["made_by"] == "refit" and meta["refit_reasons"] == ["--refit"]
+    # the update table: which way, the Pareto k (none computed), and why
+    assert re.search(r"(?m)^refit\s+-\s+-\s+-\s+--refit$", out), out
     assert after.data_csv == (work / "data" / "measurements.csv").read_text()
     m = re.search(r"fit (\S+): converged; refit took ([0-9.]+) s \(compile ([0-9.]+) s, "
                   r"sampling ([0-9.]+) s\)", out)
@@ -167,7 +171,8 @@ def test_history_lists_both_fits(updated):
     assert lines[0].split()[:4] == ["fit", "id", "created", "(UTC)"]
     assert lines[2].startswith(first.fit_id) and " 9 " in lines[2] and "yes" in lines[2]
     assert lines[3].startswith(rows[1]["fit_id"]) and lines[3].endswith(
-        f"latest, update of {first.fit_id}: +1/-0 rows")
+        f"latest, update of {first.fit_id}: +1/-0 rows, refit")
+    assert rows[1]["made_by"] == "refit" and rows[0]["made_by"] is None
 
 
 def test_history_shows_an_unreadable_fit_instead_of_failing(updated, tmp_path):

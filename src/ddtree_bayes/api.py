@@ -148,27 +148,20 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
 
 def _artifact_tree(dt, spec):
-    """Keep posterior + sample_stats; add observed_data and constant_data from the spec (one
-    value per row, nothing per draw and row)."""
-    import numpy as np
+    """Keep posterior + sample_stats; add observed_data and constant_data from the spec
+    (:func:`store.data_groups`, which a reweighting ``update`` writes too)."""
     import xarray as xr
+
+    from ddtree_bayes.engine import store
 
     stats = dt["sample_stats"].to_dataset()
     stats = stats.drop_vars([v for v in stats.data_vars if stats[v].dtype == object])
-    coords = {"measurement": [str(r) for r in spec.rows]}
-    observed = xr.Dataset({"log_tok_s": ("measurement", spec.log_tok_s)}, coords=coords)
-    constant = xr.Dataset({
-        "verify_tokens": ("measurement", spec.verify_tokens),
-        "accept_len": ("measurement", spec.accept_len),
-        "context_units": ("measurement", spec.context_units),
-        "system": ("measurement", np.asarray(spec.systems)[spec.row_system]),
-        # the row's configuration (named by its first row): repeated runs share it
-        "configuration": ("measurement", np.asarray(spec.rows)[spec.configs.first_row]
-                          [spec.row_config]),
-    }, coords=coords)
+    groups = {name: xr.Dataset({k: ("measurement", v.astype(str) if v.dtype == object else v)
+                                for k, v in values.items() if k != "measurement"},
+                               coords={"measurement": list(values["measurement"])})
+              for name, values in store.data_groups(spec).items()}
     return xr.DataTree.from_dict({"posterior": dt["posterior"].to_dataset(),
-                                  "sample_stats": stats, "observed_data": observed,
-                                  "constant_data": constant})
+                                  "sample_stats": stats, **groups})
 
 
 def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_hash, diag_rows,

@@ -35,6 +35,15 @@ def cmd_history(args: argparse.Namespace) -> int:
             notes.append(f"update of {up.get('previous_fit')}: +{len(up.get('added_rows', []))}"
                          f"/-{up.get('removed_rows', 0)} rows"
                          + (f", {len(up['surprises'])} surprise(s)" if up.get("surprises") else ""))
+        rw = f.get("reweight")
+        if f.get("made_by") == "psis-reweight" and rw:
+            k = rw.get("pareto_k")
+            of = "" if rw.get("proposal_fit") == (up or {}).get("previous_fit") else \
+                f" of {rw.get('proposal_fit')}'s draws"
+            notes.append(f"PSIS reweight{of} (Pareto k {'-' if k is None else f'{k:.2f}'}, "
+                         f"{rw.get('n_eff', 0):.0f} effective draws)")
+        elif f.get("made_by") == "refit":
+            notes.append("refit")
         if not f["converged"] and f.get("failures"):
             notes.append("; ".join(f["failures"]))
         total = f.get("total_s")

@@ -1,4 +1,5 @@
-"""CLI commands of the living posterior that write: add and update (and the parser of all five).
+"""CLI commands of the living posterior that write: add (update is in ``cli.update``), and the
+parser of all five.
 
 Same conventions as ``cli.main``: one-line errors through the named exceptions (exit 2 bad
 input with nothing written, 3 no usable fit, 5 a refit failed its convergence gates),
@@ -7,7 +8,6 @@ input with nothing written, 3 no usable fit, 5 a refit failed its convergence ga
 from __future__ import annotations
 
 import argparse
-import time
 from pathlib import Path
 
 from ddtree_bayes.cli.history import cmd_diff, cmd_history, cmd_track
@@ -18,8 +18,8 @@ from ddtree_bayes.cli.output import (
     _hardware_table,
     _json,
     _show,
-    _table,
 )
+from ddtree_bayes.cli.update import cmd_update
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
@@ -109,172 +109,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
         print(f"  row {m.row}: {living.describe_row(m)}, step {m.step_ms:.1f} ms{note}")
     print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
-          "and refits")
-    return 0
-
-
-# ---------------------------------------------------------------- update
-def _score_table(scores: list[dict]) -> str:
-    from ddtree_bayes.workflows import living
-
-    body = []
-    for s in scores:
-        head = [f"row {s['row']}", s["configuration"], f"{s['measured']:g}"]
-        if s["status"] == "unpredictable":
-            body.append(head + ["-", "-", "-", "-", "cannot score"])
-            continue
-        low = s["percentile"] < 0.5
-        verdict = "ok" if s["status"] == "ok" else (
-            f"SURPRISE ({'below the 1st' if low else 'above the 99th'} percentile)")
-        if s.get("transferred"):
-            verdict += " (by transfer)"
-        body.append(head + [f"{s['median']:.0f}", f"{s['lo50']:.0f}-{s['hi50']:.0f}",
-                            f"{s['lo90']:.0f}-{s['hi90']:.0f}",
-                            living.format_percentile(s["percentile"]), verdict])
-    return _table(["row", "configuration", "measured", "predicted", "50%", "90%",
-                   "percentile", "verdict"], body, text_last=True)
-
-
-def cmd_update(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.config import SamplerSettings
-    from ddtree_bayes.engine import inference, store
-    from ddtree_bayes.engine import predictive as P
-    from ddtree_bayes.workflows import living
-
-    t_start = time.perf_counter()
-    models = paths.models_dir()
-    previous = store.load_draws(store.resolve(models))
-    tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
-    prev_id = previous.meta["fit_id"]
-    data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
-    measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
-    hw_path = Path(args.hardware_file) if args.hardware_file else paths.data_file("hardware.csv")
-    hardware_text = hw_path.read_text()
-    stored = P.stored_measurements(previous)
-    added, removed = living.changed_rows(stored, measurements)
-    inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
-    seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
-    scores = living.score_rows(previous, added, seed)
-    surprises = [s for s in scores if s["status"] == "surprise"]
-    unpredictable = [s for s in scores if s["status"] == "unpredictable"]
-    other_inputs = []
-    if cfg.sha256 != previous.meta.get("priors", {}).get("sha256"):
-        other_inputs.append("priors")
-    stored_hw = previous.hardware_csv
-    if hardware_text != stored_hw:
-        other_inputs.append("hardware table")
-    up_to_date = inputs_hash == previous.meta.get("inputs_sha256")
-    report: dict = {"previous_fit": prev_id, "data": str(data_path), "seed": seed,
-                    "new_rows": scores, "removed_rows": [r.__dict__ for r in removed],
-                    "other_changes": other_inputs, "surprises": len(surprises),
-                    "unpredictable": len(unpredictable)}
-    text = args.format == "table"
-    if text:
-        prev_path = previous.meta.get("data", {}).get("path")
-        print(f"{PROG} update: {_show(data_path)} ({len(measurements.rows)} measurements) vs fit "
-              f"{prev_id} ({len(stored.rows)} measurements"
-              f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
-        if prev_path and Path(prev_path).resolve() != data_path.resolve():
-            print(f"note: fit {prev_id} was made on {prev_path}")
-        if added:
-            print(f"\n{len(added)} new measurement{'s' if len(added) != 1 else ''}, scored "
-                  f"against fit {prev_id}'s posterior predictive (seed {seed}):")
-            print(_score_table(scores))
-            for s in unpredictable:
-                print(f"  row {s['row']}: fit {prev_id} cannot predict it ({s['reason']}); the "
-                      "refit will be the first to include it")
-            for s in scores:
-                if s.get("transferred"):
-                    print(f"  row {s['row']}: {s['overhead_from'].split(';')[0]}: a wide "
-                          "interval; the refit will be the first to include this system")
-                elif "unmeasured group" in s.get("overhead_from", ""):
-                    print(f"  row {s['row']}: {s['system']}/{s['engine']}/{s['method']} was not "
-                          "measured in that fit: its overhead fraction comes from the pooled "
-                          "population (a wide interval)")
-            for s in surprises:
-                print(f"  row {s['row']}: {s['description']} is at the "
-                      f"{living.format_percentile(s['percentile'])} percentile of the "
-                      "prediction: a possible regime change (new driver, kernel or engine "
-                      "version?) or a data-entry error. Check it before trusting the refit.")
-        for r in removed:
-            print(f"row {r.row} of fit {prev_id} is no longer in the data (edited or deleted): "
-                  f"{living.describe_row(r)}")
-        if other_inputs:
-            print(f"changed since fit {prev_id}: {', '.join(other_inputs)}")
-    if surprises and args.reject_surprises:
-        report["rejected"] = True
-        if not text:
-            _json(report)
-        rows = ", ".join(f"row {s['row']} ({living.format_percentile(s['percentile'])})"
-                         for s in surprises)
-        raise living.SurpriseError(
-            f"--reject-surprises: {rows} outside the 1st-99th percentile of fit {prev_id}; "
-            "nothing refitted",
-            fix="check the measurement; run `ddtree-bayes update` without --reject-surprises "
-                "to absorb it")
-    if up_to_date and not args.force:
-        report["refit"] = None
-        if text:
-            print(f"fit {prev_id} is up to date with {_show(data_path)} (no new, edited or removed "
-                  "rows; same priors and hardware table): nothing to refit (--force refits "
-                  "anyway)")
-        else:
-            _json(report)
-        return 0
-    sampler = {**SamplerSettings().as_dict(), **previous.meta.get("sampler", {})}
-    settings = SamplerSettings(
-        chains=args.chains or int(sampler["chains"]), draws=args.draws or int(sampler["draws"]),
-        tune=args.tune if args.tune is not None else int(sampler["tune"]),
-        target_accept=float(sampler["target_accept"]),
-        backend=args.backend or str(sampler["backend"]))
-    if text:
-        print(f"\nrefitting on all {len(measurements.rows)} measurements (exact NUTS, cold "
-              f"start; {settings.chains} chains x {settings.draws} draws, "
-              f"{settings.tune} tuning, seed {seed})...", flush=True)
-    moe_form = args.moe_form or previous.meta.get("model", {}).get("moe_form")
-    step_form = args.step_form or previous.meta.get("model", {}).get("step_form")
-    if text and moe_form and moe_form != cfg.moe_form:
-        print(f"MoE form {moe_form} as in fit {prev_id} (the priors file says {cfg.moe_form}; "
-              "--moe-form chooses)")
-    if text and step_form and step_form != cfg.step_form:
-        print(f"step form {step_form} as in fit {prev_id} (the priors file says "
-              f"{cfg.step_form}; --step-form chooses)")
-    t_fit = time.perf_counter()
-    result = api.fit(data_path, args.priors, seed=seed, hardware=args.hardware_file,
-                     moe_form=moe_form, step_form=step_form,
-                     progress=not args.quiet, chains=settings.chains, draws=settings.draws,
-                     tune=settings.tune, target_accept=settings.target_accept,
-                     backend=settings.backend,
-                     extra_meta={"update": {"previous_fit": prev_id,
-                                            "added_rows": [s["row"] for s in scores],
-                                            "removed_rows": len(removed),
-                                            "surprises": [s["row"] for s in surprises],
-                                            "other_changes": other_inputs}})
-    fit_s = time.perf_counter() - t_fit
-    after = store.load_draws(result.path)
-    changes = living.compare_queries(previous, after, tracked, seed)
-    t = result.timings
-    report["refit"] = {"fit_id": result.fit_id, "path": str(result.path),
-                       "converged": result.converged, "failures": result.failures,
-                       "divergences": result.divergences, "fit_s": fit_s, "timings": t}
-    report["tracked"] = changes
-    report["total_s"] = time.perf_counter() - t_start
-    if text:
-        status = "converged" if result.converged else "NOT CONVERGED (" + "; ".join(
-            result.failures) + ")"
-        print(f"fit {result.fit_id}: {status}; refit took {fit_s:.1f} s (compile "
-              f"{t.get('compile_s', 0):.1f} s, sampling {t.get('sample_s', 0):.1f} s); update "
-              f"total {report['total_s']:.1f} s")
-        print(f"\ntracked queries, fit {prev_id} -> {result.fit_id} (posterior predictive, "
-              f"seed {seed}):")
-        for c in changes:
-            print(f"  {living.format_change(c)}")
-        print(f"saved {_show(result.path)}")
-    else:
-        _json(report)
-    result.raise_if_unconverged()
+          "and reweights its posterior or refits")
     return 0
 
 
@@ -364,38 +199,54 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.set_defaults(func=cmd_add)
 
     u = sub.add_parser(
-        "update", help="score new measurements, refit on all data, show what changed",
+        "update", help="score new measurements, reweight the latest fit or refit, show what "
+                       "changed",
         description="1) Score every measurement added since the latest fit (rows of the data "
                     "file not in the data stored in that fit) against its posterior "
                     "predictive: percentile, and a SURPRISE flag outside the 1st-99th "
                     "percentile (a possible regime change: new driver, kernel or engine "
                     "version). A system without measurements is scored by hardware transfer; "
-                    "a row the fit cannot predict at all is reported as such. 2) Refit on "
-                    "all data, exactly (NUTS; same sampler settings and seed as the latest "
-                    "fit unless given), and report the time. "
-                    "3) Print each tracked query's 90% interval before -> after (the default "
-                    "scenario at accept 14, plus `ddtree-bayes track` queries). Nothing to do "
-                    "when data, priors and hardware table are unchanged since the latest fit.",
+                    "a row the fit cannot predict at all is reported as such. 2) If every new "
+                    "row is unsurprising and of a configuration the fit has parameters for "
+                    "(same systems, overhead groups, priors, hardware table), reweight the "
+                    "fit's draws by the new rows' likelihood with Pareto-smoothed importance "
+                    "sampling (Vehtari et al. 2024) and save the importance resample as a new "
+                    "fit, in about a second; its Pareto k is shown. Otherwise, or when k > "
+                    "min(0.7, 1 - 1/log10(draws)), or the reweighted draws keep fewer than 400 "
+                    "effective draws, or with --refit: refit on all data, exactly (NUTS; same "
+                    "sampler settings and seed as the latest fit unless given), and report "
+                    "the time and why. 3) Print each tracked query's 90% interval before -> "
+                    "after (the default scenario at accept 14, plus `ddtree-bayes track` "
+                    "queries). Nothing to do when data, priors and hardware table are "
+                    "unchanged since the latest fit.",
         epilog="Exit codes: 0 ok, 2 bad input (invalid data file, or a surprise with "
                "--reject-surprises: nothing refitted), 3 no fit to update (run `fit` first), "
-               "5 the refit failed its convergence gates.")
+               "5 the refit failed its convergence gates. docs/cli.md ('update without a refit') says "
+               "how the reweighted fit is made and what its diagnostics mean.")
     u.add_argument("--reject-surprises", action="store_true",
                    help="stop with exit 2 (nothing refitted) if any new measurement is a surprise")
     u.add_argument("--force", action="store_true", help="refit even when nothing changed")
+    u.add_argument("--refit", action="store_true",
+                   help="refit with NUTS even when the new rows could be absorbed by reweighting")
     u.add_argument("--data", help="measurement CSV (default: data/measurements.csv)")
     u.add_argument("--priors", help="priors TOML (default: models/priors.toml)")
     u.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
     u.add_argument("--seed", type=A.SEED, help="seed for scoring, refit and queries (default: the "
                                             "latest fit's)")
-    u.add_argument("--chains", type=A.CHAINS, help="NUTS chains (default: the latest fit's)")
-    u.add_argument("--draws", type=A.DRAWS, help="draws per chain (default: the latest fit's)")
-    u.add_argument("--tune", type=A.TUNE, help="tuning steps per chain (default: the latest fit's)")
+    u.add_argument("--chains", type=A.CHAINS,
+                   help="NUTS chains of a refit (default: the latest fit's; giving it refits)")
+    u.add_argument("--draws", type=A.DRAWS,
+                   help="draws per chain of a refit (default: the latest fit's; giving it refits)")
+    u.add_argument("--tune", type=A.TUNE,
+                   help="tuning steps per chain (default: the latest fit's; giving it refits)")
     u.add_argument("--backend", choices=("nutpie", "pymc"),
-                   help="NUTS implementation (default: the latest fit's)")
+                   help="NUTS implementation (default: the latest fit's; giving it refits)")
     u.add_argument("--moe-form", choices=("roofline", "power", "linear"),
-                   help="MoE cost form of the refit (default: the latest fit's)")
+                   help="MoE cost form of the refit (default: the latest fit's; another one "
+                        "refits)")
     u.add_argument("--step-form", choices=("structured", "fraction"),
-                   help="SPEC form of the refit (default: the latest fit's)")
+                   help="SPEC form of the refit (default: the latest fit's; another one "
+                        "refits)")
     add_format(u)
     u.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     u.set_defaults(func=cmd_update)

@@ -90,7 +90,8 @@ def list_fits(models: Path) -> list[dict]:
             "rows": data.get("rows"), "converged": meta.get("converged"),
             "failures": meta.get("failures", []), "seed": meta.get("seed"),
             "sampler": meta.get("sampler"), "total_s": meta.get("timings", {}).get("total_s"),
-            "update": meta.get("update"), "latest": path.stem == latest})
+            "update": meta.get("update"), "made_by": meta.get("made_by"),
+            "reweight": meta.get("reweight"), "latest": path.stem == latest})
     out.sort(key=lambda r: (r["created_utc"] or "", r["fit_id"]))
     return out
 

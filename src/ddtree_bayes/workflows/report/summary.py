@@ -125,6 +125,10 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     summary["verdict"] = {"converged": bool(meta["converged"]), "failures": meta["failures"],
                           "text": ("converged: every gate passed" if meta["converged"] else
                                    "NOT converged: " + "; ".join(meta["failures"]))}
+    from ddtree_bayes.workflows.living.reweight import provenance
+
+    if provenance(meta):   # an `update` that reweighted instead of sampling: say so up front
+        summary["verdict"]["text"] += f" ({provenance(meta)})"
     summary["sampling"] = {
         "parameters": params,
         "max_rhat": max(p["rhat"] for p in params),

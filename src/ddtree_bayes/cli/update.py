@@ -1,0 +1,335 @@
+"""``ddtree-bayes update``: score the new rows, then reweight the latest fit's draws (PSIS) or
+refit, and show what the tracked queries did.
+
+The reweighting path imports no PyMC/PyTensor/nutpie (a whole process in about a second);
+the library side is ``workflows.living`` (``reweight`` for the importance weights)."""
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+from ddtree_bayes.cli.output import PROG, _json, _show, _table
+from ddtree_bayes.core.config import DEFAULT_SEED
+
+SAMPLER_FLAGS = ("chains", "draws", "tune", "backend")
+
+
+def _score_table(scores: list[dict]) -> str:
+    from ddtree_bayes.workflows import living
+
+    body = []
+    for s in scores:
+        head = [f"row {s['row']}", s["configuration"], f"{s['measured']:g}"]
+        if s["status"] == "unpredictable":
+            body.append(head + ["-", "-", "-", "-", "cannot score"])
+            continue
+        low = s["percentile"] < 0.5
+        verdict = "ok" if s["status"] == "ok" else (
+            f"SURPRISE ({'below the 1st' if low else 'above the 99th'} percentile)")
+        if s.get("transferred"):
+            verdict += " (by transfer)"
+        body.append(head + [f"{s['median']:.0f}", f"{s['lo50']:.0f}-{s['hi50']:.0f}",
+                            f"{s['lo90']:.0f}-{s['hi90']:.0f}",
+                            living.format_percentile(s["percentile"]), verdict])
+    return _table(["row", "configuration", "measured", "predicted", "50%", "90%",
+                   "percentile", "verdict"], body, text_last=True)
+
+
+def _way_table(way: str, psis: dict | None, reasons: list[str]) -> str:
+    """One row: which way the update went, the Pareto k against its limit, the weights' ESS."""
+    k = psis["pareto_k"] if psis else None
+    cells = [way,
+             "-" if psis is None else ("-" if k is None else f"{k:.2f}"),
+             "-" if psis is None else f"{psis['k_threshold']:.2f}",
+             "-" if psis is None else f"{psis['weights_ess']:.0f}/{psis['n_draws']}",
+             "; ".join(reasons) if reasons else "k within the limit: no refit needed"]
+    return _table(["update", "pareto k", "k limit", "weights ESS", "why"], [cells],
+                  text_last=True)
+
+
+def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: list[str]
+                   ) -> list[str]:
+    """Why a refit is needed, from what is known before any likelihood is computed."""
+    prev_id = previous.meta["fit_id"]
+    reasons = []
+    if args.refit:
+        reasons.append("--refit")
+    if args.force:
+        reasons.append("--force")
+    given = [f"--{f}" for f in SAMPLER_FLAGS if getattr(args, f) is not None]
+    if given:
+        reasons.append(f"{', '.join(given)} given (sampler settings are for a refit)")
+    model = previous.meta.get("model", {})
+    for flag, key in (("moe_form", "moe_form"), ("step_form", "step_form")):
+        given = getattr(args, flag)
+        if given and given != model.get(key):
+            reasons.append(f"--{flag.replace('_', '-')} {given} (fit {prev_id} is "
+                           f"{model.get(key)})")
+    if not previous.meta.get("converged"):
+        reasons.append(f"fit {prev_id} failed its convergence gates")
+    if removed:
+        reasons.append(f"{len(removed)} row{'s' if len(removed) != 1 else ''} of fit {prev_id} "
+                       "removed or edited")
+    reasons += [f"{what} changed since fit {prev_id}" for what in other_inputs]
+    for s in scores:
+        if s["status"] == "unpredictable":
+            reasons.append(f"row {s['row']}: fit {prev_id} cannot predict it")
+        elif s["status"] == "surprise":
+            reasons.append(f"row {s['row']} is a surprise")
+        elif s.get("transferred"):
+            reasons.append(f"row {s['row']} is on {s['system']}, not measured in fit {prev_id}")
+    return reasons
+
+
+def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
+                  reasons: list[str]):
+    """Fill ``reasons`` (why not) or return (proposal, its rows, spec, weights) to reweight."""
+    from ddtree_bayes import api
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.workflows.living import reweight
+
+    proposal, why = reweight.proposal_of(previous, models)
+    if why:
+        reasons.append(why)
+        return None
+    old = P.stored_measurements(proposal)
+    added, kept, gone = reweight.pair_rows(old, measurements)
+    if gone:
+        reasons.append(f"{len(gone)} row(s) of fit {proposal.meta['fit_id']} (whose draws a "
+                       "reweight starts from) removed or edited")
+        return None
+    cfg_fit = api._with_forms(cfg, *forms)
+    changes, spec, model = reweight.structure_changes(proposal, measurements, cfg_fit,
+                                                      args.hardware_file)
+    if changes:
+        reasons += [f"the new rows change the model: {c}" for c in changes]
+        return None
+    weights = reweight.importance_weights(proposal, old, measurements, added, kept, model)
+    reasons += weights.refit_reasons
+    return proposal, spec, weights, len(added)
+
+
+def cmd_update(args: argparse.Namespace) -> int:
+    from ddtree_bayes import api
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.engine import inference, store
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.workflows import living
+
+    t_start = time.perf_counter()
+    models = paths.models_dir()
+    previous = store.load_draws(store.resolve(models))
+    tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
+    prev_id = previous.meta["fit_id"]
+    data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
+    measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
+    hw_path = Path(args.hardware_file) if args.hardware_file else paths.data_file("hardware.csv")
+    hardware_text = hw_path.read_text()
+    stored = P.stored_measurements(previous)
+    added, removed = living.changed_rows(stored, measurements)
+    inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
+    seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
+    scores = living.score_rows(previous, added, seed)
+    surprises = [s for s in scores if s["status"] == "surprise"]
+    unpredictable = [s for s in scores if s["status"] == "unpredictable"]
+    other_inputs = []
+    if cfg.sha256 != previous.meta.get("priors", {}).get("sha256"):
+        other_inputs.append("priors")
+    if hardware_text != previous.hardware_csv:
+        other_inputs.append("hardware table")
+    up_to_date = inputs_hash == previous.meta.get("inputs_sha256")
+    report: dict = {"previous_fit": prev_id, "data": str(data_path), "seed": seed,
+                    "new_rows": scores, "removed_rows": [r.__dict__ for r in removed],
+                    "other_changes": other_inputs, "surprises": len(surprises),
+                    "unpredictable": len(unpredictable)}
+    text = args.format == "table"
+    if text:
+        _print_scores(previous, stored, measurements, data_path, added, removed, scores,
+                      other_inputs, seed)
+    if surprises and args.reject_surprises:
+        report["rejected"] = True
+        if not text:
+            _json(report)
+        rows = ", ".join(f"row {s['row']} ({living.format_percentile(s['percentile'])})"
+                         for s in surprises)
+        raise living.SurpriseError(
+            f"--reject-surprises: {rows} outside the 1st-99th percentile of fit {prev_id}; "
+            "nothing refitted",
+            fix="check the measurement; run `ddtree-bayes update` without --reject-surprises "
+                "to absorb it")
+    if up_to_date and not (args.force or args.refit):
+        report.update(refit=None, made_by=None)
+        if text:
+            print(f"fit {prev_id} is up to date with {_show(data_path)} (no new, edited or removed "
+                  "rows; same priors and hardware table): nothing to refit (--force refits "
+                  "anyway)")
+        else:
+            _json(report)
+        return 0
+    model = previous.meta.get("model", {})
+    forms = (args.moe_form or model.get("moe_form"), args.step_form or model.get("step_form"))
+    reasons = _cheap_reasons(args, previous, scores, removed, other_inputs)
+    attempt = None if reasons else _try_reweight(args, previous, measurements, cfg, forms,
+                                                 models, reasons)
+    psis = attempt[2].summary() if attempt else None
+    update_meta = {"previous_fit": prev_id, "added_rows": [s["row"] for s in scores],
+                   "removed_rows": len(removed), "surprises": [s["row"] for s in surprises],
+                   "other_changes": other_inputs}
+    report.update(refit_reasons=reasons, psis=psis, refit=None, reweight=None)
+    if attempt and not reasons:
+        return _reweighted(args, report, previous, attempt, measurements, cfg, hardware_text,
+                           inputs_hash, seed, models, update_meta, tracked, t_start)
+    return _refit(args, report, previous, data_path, measurements, cfg, forms, seed,
+                  update_meta, reasons, psis, tracked, t_start)
+
+
+def _print_scores(previous, stored, measurements, data_path, added, removed, scores,
+                  other_inputs, seed: int) -> None:
+    from ddtree_bayes.workflows import living
+
+    prev_id = previous.meta["fit_id"]
+    prev_path = previous.meta.get("data", {}).get("path")
+    print(f"{PROG} update: {_show(data_path)} ({len(measurements.rows)} measurements) vs fit "
+          f"{prev_id} ({len(stored.rows)} measurements"
+          f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
+    if prev_path and Path(prev_path).resolve() != data_path.resolve():
+        print(f"note: fit {prev_id} was made on {prev_path}")
+    if added:
+        print(f"\n{len(added)} new measurement{'s' if len(added) != 1 else ''}, scored "
+              f"against fit {prev_id}'s posterior predictive (seed {seed}):")
+        print(_score_table(scores))
+        for s in scores:
+            if s["status"] == "unpredictable":
+                print(f"  row {s['row']}: fit {prev_id} cannot predict it ({s['reason']}); the "
+                      "refit will be the first to include it")
+            elif s.get("transferred"):
+                print(f"  row {s['row']}: {s['overhead_from'].split(';')[0]}: a wide "
+                      "interval; the refit will be the first to include this system")
+            elif "unmeasured group" in s.get("overhead_from", ""):
+                print(f"  row {s['row']}: {s['system']}/{s['engine']}/{s['method']} was not "
+                      "measured in that fit: its overhead fraction comes from the pooled "
+                      "population (a wide interval)")
+        for s in scores:
+            if s["status"] == "surprise":
+                print(f"  row {s['row']}: {s['description']} is at the "
+                      f"{living.format_percentile(s['percentile'])} percentile of the "
+                      "prediction: a possible regime change (new driver, kernel or engine "
+                      "version?) or a data-entry error. Check it before trusting the refit.")
+    for r in removed:
+        print(f"row {r.row} of fit {prev_id} is no longer in the data (edited or deleted): "
+              f"{living.describe_row(r)}")
+    if other_inputs:
+        print(f"changed since fit {prev_id}: {', '.join(other_inputs)}")
+
+
+def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> None:
+    from ddtree_bayes.workflows import living
+
+    changes = living.compare_queries(previous, after, tracked, seed)
+    report["tracked"] = changes
+    if text:
+        print(f"\ntracked queries, fit {previous.meta['fit_id']} -> {after.meta['fit_id']} "
+              f"(posterior predictive, seed {seed}):")
+        for c in changes:
+            print(f"  {living.format_change(c)}")
+
+
+def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_text, inputs_hash,
+                seed, models, update_meta, tracked, t_start) -> int:
+    from ddtree_bayes.workflows.living import reweight
+
+    proposal, spec, weights, n_added = attempt
+    t0 = time.perf_counter()
+    after = reweight.save_reweighted(previous, proposal, weights, spec, measurements, cfg,
+                                     hardware_text, inputs_hash, seed, models, update_meta,
+                                     t_start)
+    save_s = time.perf_counter() - t0
+    fit_id, path = after.meta["fit_id"], after.path
+    text = args.format == "table"
+    report["made_by"] = reweight.MADE_BY_REWEIGHT
+    report["reweight"] = {"fit_id": fit_id, "path": str(path), "converged": True,
+                          "proposal_fit": proposal.meta["fit_id"],
+                          "reweight_s": weights.seconds, "save_s": save_s}
+    if text:
+        print()
+        print(_way_table("reweight", report["psis"], []))
+        base = "" if proposal is previous else f" (the sampled fit behind {previous.meta['fit_id']})"
+        print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
+              f"{base} reweighted by the likelihood of the {n_added} row"
+              f"{'s' if n_added != 1 else ''} added since, Pareto-smoothed and resampled "
+              f"(no refit) in {weights.seconds + save_s:.2f} s")
+        for g in weights.restructured_groups:
+            print(f"  {g} now measures more than one drafter depth or tree budget: its own "
+                  "per-pass/per-node cost replaces the population's (recomputed from the draws)")
+        print(f"  its R-hat, ESS and divergences are fit {proposal.meta['fit_id']}'s NUTS run's;"
+              f" the resampled draws are worth about {weights.n_eff:.0f} independent draws "
+              f"(weights ESS {weights.weights_ess:.0f} x relative efficiency "
+              f"{weights.r_eff:.2f} of the NUTS draws). `update --refit` samples afresh.")
+    _tracked(previous, after, tracked, seed, text, report)
+    report["total_s"] = time.perf_counter() - t_start
+    if text:
+        print(f"saved {_show(path)} (update total {report['total_s']:.2f} s)")
+    else:
+        _json(report)
+    return 0
+
+
+def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, update_meta,
+           reasons, psis, tracked, t_start) -> int:
+    from ddtree_bayes import api
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.engine import store
+
+    text = args.format == "table"
+    prev_id = previous.meta["fit_id"]
+    sampler = {**SamplerSettings().as_dict(), **previous.meta.get("sampler", {})}
+    settings = SamplerSettings(
+        chains=args.chains or int(sampler["chains"]), draws=args.draws or int(sampler["draws"]),
+        tune=args.tune if args.tune is not None else int(sampler["tune"]),
+        target_accept=float(sampler["target_accept"]),
+        backend=args.backend or str(sampler["backend"]))
+    if text:
+        print()
+        print(_way_table("refit", psis, reasons))
+        print(f"refitting on all {len(measurements.rows)} measurements (exact NUTS, cold "
+              f"start; {settings.chains} chains x {settings.draws} draws, "
+              f"{settings.tune} tuning, seed {seed})...", flush=True)
+        moe_form, step_form = forms
+        if moe_form and moe_form != cfg.moe_form:
+            print(f"MoE form {moe_form} as in fit {prev_id} (the priors file says "
+                  f"{cfg.moe_form}; --moe-form chooses)")
+        if step_form and step_form != cfg.step_form:
+            print(f"step form {step_form} as in fit {prev_id} (the priors file says "
+                  f"{cfg.step_form}; --step-form chooses)")
+    t_fit = time.perf_counter()
+    extra = {"update": update_meta, "made_by": "refit", "refit_reasons": reasons}
+    if psis:
+        extra["psis"] = psis
+    result = api.fit(data_path, args.priors, seed=seed, hardware=args.hardware_file,
+                     moe_form=forms[0], step_form=forms[1], progress=not args.quiet,
+                     chains=settings.chains,
+                     draws=settings.draws, tune=settings.tune,
+                     target_accept=settings.target_accept, backend=settings.backend,
+                     extra_meta=extra)
+    fit_s = time.perf_counter() - t_fit
+    after = store.load_draws(result.path)
+    t = result.timings
+    report["made_by"] = "refit"
+    report["refit"] = {"fit_id": result.fit_id, "path": str(result.path),
+                       "converged": result.converged, "failures": result.failures,
+                       "divergences": result.divergences, "fit_s": fit_s, "timings": t}
+    if text:
+        status = "converged" if result.converged else "NOT CONVERGED (" + "; ".join(
+            result.failures) + ")"
+        print(f"fit {result.fit_id}: {status}; refit took {fit_s:.1f} s (compile "
+              f"{t.get('compile_s', 0):.1f} s, sampling {t.get('sample_s', 0):.1f} s); update "
+              f"total {time.perf_counter() - t_start:.1f} s")
+    _tracked(previous, after, tracked, seed, text, report)
+    report["total_s"] = time.perf_counter() - t_start
+    if text:
+        print(f"saved {_show(result.path)}")
+    else:
+        _json(report)
+    result.raise_if_unconverged()
+    return 0

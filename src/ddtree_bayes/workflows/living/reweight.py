@@ -1,0 +1,259 @@
+"""``update`` without a refit: reweight a fit's posterior draws by the new rows' likelihood.
+
+When the model of the new data has exactly the parameters and priors of a sampled (NUTS)
+fit, the new posterior is that fit's posterior times the new rows' likelihood, and the fit's
+draws are an importance sample of it. The ratios are Pareto-smoothed
+(:mod:`ddtree_bayes.engine.psis`, Vehtari et al. 2024, JMLR 25(72)) and trusted when the
+fitted Pareto shape ``k <= min(1 - 1/log10(S), 0.7)`` (0.70 for the default 4000 draws) and
+the reweighted draws keep an effective sample size of at least a fit's own gate (bulk ESS
+400). The
+draws are then importance-resampled (stratified) into a normal fit artifact that
+predict/report/history/diff read unchanged; otherwise ``update`` refits.
+
+Reweighting always starts from a sampled fit (the *proposal*): after a reweighted update the
+next one reweights the same NUTS draws by every row added since them, so resampling
+duplicates never compound and ``k`` grows with what has accumulated until it asks for a
+refit.
+"""
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ddtree_bayes.core.config import MIN_ESS_BULK, PriorsConfig
+from ddtree_bayes.core.data import Measurements
+from ddtree_bayes.core.errors import ArtifactError
+from ddtree_bayes.workflows.living.records import row_key
+
+MADE_BY_REWEIGHT = "psis-reweight"
+MADE_BY_REFIT = "refit"
+RESAMPLING = ("stratified resampling (Kitagawa 1996) of the proposal fit's draws with the "
+              "Pareto-smoothed importance weights, as many draws as it has, in random order "
+              "(seeded): equally weighted draws that predict/report/diff use as they are")
+REFERENCE = ("Vehtari, Simpson, Gelman, Yao, Gabry (2024), Pareto smoothed importance "
+             "sampling, JMLR 25(72):1-58")
+
+
+def provenance(meta: dict) -> str | None:
+    """One sentence on how a reweighted fit was made and whose diagnostics it carries (None
+    for a sampled fit): for the report's verdict."""
+    rw = meta.get("reweight")
+    if meta.get("made_by") != MADE_BY_REWEIGHT or not rw:
+        return None
+    k = rw.get("pareto_k")
+    rows = ", ".join(str(r) for r in rw.get("rows", []))
+    return (f"not sampled: fit {rw['proposal_fit']}'s NUTS draws reweighted by the likelihood of "
+            f"row{'s' if len(rw.get('rows', [])) != 1 else ''} {rows or '-'} (Pareto-smoothed "
+            f"importance sampling, Pareto k {'-' if k is None else f'{k:.2f}'} <= "
+            f"{rw['k_threshold']:.2f}) and resampled: about {rw['n_eff']:.0f} effective draws. "
+            f"R-hat, ESS and divergences are that NUTS run's; `update --refit` samples afresh")
+
+
+def pair_rows(old: Measurements, new: Measurements
+              ) -> tuple[list[int], list[tuple[int, int]], list[int]]:
+    """Match rows by content (:func:`row_key`): (indices of ``new`` rows that ``old`` lacks,
+    ``(old index, new index)`` pairs of equal rows, indices of ``old`` rows not in ``new``)."""
+    free: dict[tuple, list[int]] = defaultdict(list)
+    for j, m in enumerate(new.rows):
+        free[row_key(m)].append(j)
+    kept, removed = [], []
+    for i, m in enumerate(old.rows):
+        slots = free.get(row_key(m))
+        if slots:
+            kept.append((i, slots.pop(0)))
+        else:
+            removed.append(i)
+    used = {j for _, j in kept}
+    return [j for j in range(len(new.rows)) if j not in used], kept, removed
+
+
+def proposal_of(previous, models: Path):
+    """The sampled fit whose draws a reweight of ``previous`` starts from: ``previous``
+    itself, or, if it was reweighted, its proposal. (draws, None) or (None, why not)."""
+    from ddtree_bayes.engine import store
+
+    info = previous.meta.get("reweight")
+    if previous.meta.get("made_by") != MADE_BY_REWEIGHT or not info:
+        return previous, None
+    try:
+        return store.load_draws(store.resolve(models, info["proposal_fit"])), None
+    except ArtifactError:
+        return None, (f"fit {previous.meta['fit_id']} was reweighted from fit "
+                      f"{info['proposal_fit']}, which is no longer readable")
+
+
+def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
+                      hardware: str | Path | None = None) -> tuple[list[str], Any, dict]:
+    """Why the model of ``measurements`` does not have the proposal fit's parameters and
+    priors (new systems, overhead groups or relations, another model card or form ...):
+    (reasons, the new data's ModelSpec, its ``meta["model"]`` in the proposal's coordinate
+    order). A structured-form group whose drafter passes or tree nodes now vary keeps its
+    parameters (its own ratio replaces the population's: :func:`engine.reweight.restructured`)
+    and is no reason."""
+    from ddtree_bayes import api
+    from ddtree_bayes.core import spec as S
+
+    spec = S.build_spec(measurements, cfg, **api.structure_inputs(hardware=hardware))
+    meta = proposal.meta
+    reasons = []
+    for key, what in (("system", "systems"), ("overhead_group", "overhead groups"),
+                      ("relation", "engine relations")):
+        new = [x for x in spec.coords[key] if x not in meta["coords"][key]]
+        gone = [x for x in meta["coords"][key] if x not in spec.coords[key]]
+        if new:
+            reasons.append(f"new {what} {', '.join(new)} (parameters fit {meta['fit_id']} "
+                           "does not have)")
+        if gone:
+            reasons.append(f"{what} {', '.join(gone)} no longer measured")
+    now = json.loads(json.dumps({"target_model": measurements.model,
+                                 **S.model_meta(spec, cfg)}))
+    if reasons:
+        return reasons, spec, now
+    before = meta["model"]
+    order = meta["coords"]["overhead_group"]
+    if "group_varies" in now:   # in the proposal's group order (the draws' order)
+        index = [list(spec.coords["overhead_group"]).index(g) for g in order]
+        now["group_varies"] = {part: [flags[i] for i in index]
+                               for part, flags in now["group_varies"].items()}
+    for key in sorted(set(now) | set(before)):
+        a, b = now.get(key), before.get(key)
+        if key == "group_varies" and a is not None and b is not None:
+            if any(x and not y for part in a for x, y in zip(b[part], a[part], strict=True)):
+                reasons.append("the drafter passes or tree nodes of an overhead group no longer "
+                               "vary")
+        elif a != b:
+            reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
+    return reasons, spec, now
+
+
+@dataclass
+class Weights:
+    """The Pareto-smoothed importance weights of a reweight and whether to trust them."""
+
+    proposal_fit: str
+    log_weights: Any
+    pareto_k: float
+    k_threshold: float
+    weights_ess: float
+    r_eff: float
+    n_eff: float
+    n_draws: int
+    tail_draws: int
+    rows: list[int]
+    sd_changed_rows: list[int]
+    seconds: float
+    model: dict
+    replaced: dict
+    restructured_groups: list[str]
+
+    @property
+    def refit_reasons(self) -> list[str]:
+        out = []
+        if not self.pareto_k <= self.k_threshold:
+            out.append(f"Pareto k {self.pareto_k:.2f} > {self.k_threshold:.2f}: the reweighted "
+                       "draws cannot be trusted")
+        if self.n_eff < MIN_ESS_BULK:
+            out.append(f"the reweighted draws keep an effective sample size of about "
+                       f"{self.n_eff:.0f} < {MIN_ESS_BULK} (a fit's bulk ESS gate)")
+        return out
+
+    def summary(self) -> dict:
+        import math
+
+        return {"proposal_fit": self.proposal_fit,
+                "pareto_k": self.pareto_k if math.isfinite(self.pareto_k) else None,
+                "k_threshold": self.k_threshold, "weights_ess": self.weights_ess,
+                "r_eff": self.r_eff, "n_eff": self.n_eff, "n_draws": self.n_draws,
+                "tail_draws": self.tail_draws, "rows": self.rows,
+                "sd_changed_rows": self.sd_changed_rows,
+                "restructured_groups": self.restructured_groups,
+                "accepted": not self.refit_reasons, "seconds": self.seconds}
+
+
+def importance_weights(proposal, old: Measurements, new: Measurements, added: list[int],
+                       kept: list[tuple[int, int]], model: dict | None = None) -> Weights:
+    """PSIS weights taking the proposal fit's posterior to the posterior of ``new``.
+
+    ``weights_ess`` is ``1 / sum(w^2)`` of the normalised smoothed weights (as if the draws
+    were independent); ``r_eff`` the relative efficiency of the NUTS draws for the
+    importance ratios (ESS of their mean over the draws, capped at 1); ``n_eff`` their
+    product, the effective sample size of the reweighted posterior (``loo``'s
+    ``psis_n_eff``; ``r_eff`` also sets the tail length, as in ``loo``). ``model`` is the
+    new data's ``meta["model"]`` (:func:`structure_changes`; default: the proposal's)."""
+    import numpy as np
+
+    from ddtree_bayes.engine import psis
+    from ddtree_bayes.engine import reweight as R
+
+    t0 = time.perf_counter()
+    model = proposal.meta["model"] if model is None else model
+    target, replaced, flipped = R.restructured(proposal, model, new.text)
+    log_ratios, changed = R.log_ratios(proposal, old, new, added, kept, target)
+    n = proposal.n_draws
+    chains = int(proposal.meta.get("sampler", {}).get("chains", 1))
+    if n % chains:
+        chains = 1
+    ratios = np.exp(log_ratios - np.max(log_ratios)).reshape(chains, n // chains)
+    r_eff = min(1.0, psis.ess_mean(ratios) / n)
+    result = psis.psis(log_ratios, r_eff=r_eff)
+    return Weights(proposal_fit=proposal.meta["fit_id"], log_weights=result.log_weights,
+                   pareto_k=result.k, k_threshold=psis.khat_threshold(n),
+                   weights_ess=result.ess, r_eff=r_eff, n_eff=result.ess * r_eff,
+                   n_draws=n, tail_draws=result.tail_len, rows=[new.rows[j].row for j in added],
+                   sd_changed_rows=[new.rows[j].row for j in changed],
+                   seconds=time.perf_counter() - t0, model=model, replaced=replaced,
+                   restructured_groups=flipped)
+
+
+def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Measurements,
+                    cfg: PriorsConfig, hardware_text: str, inputs_hash: str, seed: int,
+                    models: Path, update_meta: dict, started: float):
+    """Resample the proposal's draws with ``weights`` and save them as a fit: its
+    :class:`~ddtree_bayes.engine.store.Draws` (what ``load_draws`` would read back)."""
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from ddtree_bayes.core import __version__
+    from ddtree_bayes.engine import inference, psis, store
+
+    index = psis.stratified_resample(np.exp(weights.log_weights), proposal.n_draws,
+                                     np.random.default_rng(seed))
+    fit_id = inference.new_fit_id(inputs_hash, seed, models)
+    base = {k: v for k, v in proposal.meta.items() if not k.startswith("_")}
+    meta = json.loads(json.dumps(base))
+    counts = Counter(index.tolist())
+    meta.update({
+        "fit_id": fit_id,
+        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "package_version": __version__,
+        "seed": seed,
+        "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
+                 "rows": len(measurements.rows)},
+        "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},
+        "inputs_sha256": inputs_hash,
+        "model": weights.model,
+        "made_by": MADE_BY_REWEIGHT,
+        "reweight": {**weights.summary(), "parent_fit": previous.meta["fit_id"],
+                     "resampling": RESAMPLING,
+                     "distinct_draws": len(counts), "reference": REFERENCE},
+        "update": update_meta,
+    })
+    meta["diagnostics"] = {**base.get("diagnostics", {}), "of_fit": proposal.meta["fit_id"],
+                           "note": (f"R-hat, ESS, MCSE and divergences are those of fit "
+                                    f"{proposal.meta['fit_id']}'s NUTS run; these draws are "
+                                    "its importance resample (see 'reweight')"),
+                           "weights_ess": weights.weights_ess, "n_eff": weights.n_eff}
+    meta["timings"] = {"reweight_s": weights.seconds,
+                       "total_s": time.perf_counter() - started}
+    texts = {"data": measurements.text, "priors": cfg.text, "hardware": hardware_text}
+    path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta, texts,
+                                models, replace=weights.replaced)
+    variables = {k: v[index] for k, v in {**proposal.variables, **weights.replaced}.items()}
+    return store.Draws(path=path, meta=json.loads(json.dumps(meta)), variables=variables,
+                       data_csv=texts["data"], priors_toml=texts["priors"],
+                       hardware_csv=texts["hardware"])

@@ -1,0 +1,132 @@
+"""The numpy likelihood that `update` reweights with (engine/reweight.py, through the predict
+path) against the PyMC model's own log density, at prior draws of every parameter: per row,
+and the log importance ratio log p(new data | theta) - log p(old data | theta), to 1e-9, in
+the power/fraction forms and in the (default) roofline/structured forms, including new rows
+that move other rows' discrepancy distance and that make a group's tree nodes vary."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.cards import load_model_cards
+from ddtree_bayes.core.config import parse_priors
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import reweight as R
+from ddtree_bayes.engine.inference import reproducible_pytensor
+from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.workflows.extrapolation import with_forms
+from ddtree_bayes.workflows.living import reweight as RW
+
+reproducible_pytensor()
+pm = pytest.importorskip("pymc")
+from ddtree_bayes.engine.model import build_model  # noqa: E402
+
+BUNDLED = bundled("measurements.csv").read_text()
+#: HYPOTHETICAL rows (not measurements): a repeat at a measured B300 configuration, a new
+#: context for the measured RTX PRO 6000 Eagle3 group, a native-engine row (relation).
+EXTRA = ("kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.5,,298,HYPOTHETICAL,\n"
+         "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,1.94,65536,98,HYPOTHETICAL,\n"
+         "kimi-k2.6,b300,8,native,ddtree,8,8,9,4.4,,330,HYPOTHETICAL,\n")
+#: For the structured form: an Eagle3 block 5 row in the old data (so that group's drafter
+#: passes already vary), and a block 7 row in the new data, which moves the block 5 row's
+#: distance to its nearest configuration (its likelihood sd changes: a new-over-old term).
+BLOCK5 = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,5,5,6,2.3,0,131,HYPOTHETICAL,\n"
+BLOCK7 = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,7,7,8,2.6,0,128,HYPOTHETICAL,\n"
+#: A B300 DDTree budget-32 row: the group measured at budget 8 only now varies its tree nodes,
+#: so its own per-node ratio replaces the population's for the budget-8 row too.
+BUDGET32 = "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,HYPOTHETICAL,\n"
+
+
+def _data(text: str, hw):
+    return load_measurements("test.csv", hw, text=text)
+
+
+def _case(form: str):
+    hw = load_hardware(bundled("hardware.csv"))
+    priors = bundled("priors.toml").read_text()
+    if form == "power-fraction":
+        priors = with_forms(priors, "power", "fraction")
+        old_text, new_text = BUNDLED, BUNDLED + EXTRA
+    elif form == "roofline-structured":
+        priors = with_forms(priors, "roofline", "structured")
+        old_text, new_text = BUNDLED + BLOCK5, BUNDLED + BLOCK5 + EXTRA + BLOCK7
+    else:
+        priors = with_forms(priors, "roofline", "structured")
+        old_text, new_text = BUNDLED, BUNDLED + BUDGET32
+    cfg = parse_priors(priors)
+    inputs = {"hardware": hw, "cards": load_model_cards(bundled("models.csv"))}
+    old, new = _data(old_text, hw), _data(new_text, hw)
+    spec_old, spec_new = S.build_spec(old, cfg, **inputs), S.build_spec(new, cfg, **inputs)
+    return cfg, old, new, spec_old, spec_new, priors
+
+
+def _prior_draws(model, n: int):
+    """n prior draws of every variable (free and deterministic), flattened."""
+    import pytensor
+
+    with model, pytensor.config.change_flags(mode="FAST_COMPILE"):
+        dt = pm.sample_prior_predictive(draws=n, random_seed=20261130, var_names=[
+            v.name for v in (*model.free_RVs, *model.deterministics)])
+    prior = dt["prior"].to_dataset()
+    return {k: np.asarray(prior[k].values).reshape(n, *prior[k].shape[2:])
+            for k in prior.data_vars}
+
+
+def _logp_fn(model):
+    """Per-row log-likelihood of the observed rows at draw i (FAST_COMPILE: seconds, not a
+    numba compile per model)."""
+    import pytensor
+
+    with pytensor.config.change_flags(mode="FAST_COMPILE"):
+        fn = model.compile_logp(vars=model.observed_RVs, sum=False)
+
+    def at(variables: dict, i: int):
+        point = {}
+        for rv in model.free_RVs:
+            tr = model.rvs_to_transforms[rv]
+            x = np.asarray(variables[rv.name][i], dtype=float)
+            point[model.rvs_to_values[rv].name] = tr.forward(x).eval() if tr is not None else x
+        return fn(point)
+    return at
+
+
+@pytest.mark.parametrize("form", ["power-fraction", "roofline-structured", "nodes-now-vary"])
+def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
+    cfg, old, new, spec_old, spec_new, priors = _case(form)
+    # the new rows keep the old model's parameters: what `update` checks before reweighting
+    meta = {"fit_id": "prior", "coords": {k: list(v) for k, v in spec_old.coords.items()
+                                          if k != "measurement"},
+            "model": json.loads(json.dumps({"target_model": old.model,
+                                            **S.model_meta(spec_old, cfg)}))}
+    assert spec_new.coords["overhead_group"] == spec_old.coords["overhead_group"]
+    m_old, m_new = build_model(spec_old, cfg), build_model(spec_new, cfg)
+    n = 6
+    variables = _prior_draws(m_old, n)
+    draws = Draws(path=None, meta=meta, variables=variables, data_csv=old.text,  # type: ignore[arg-type]
+                  priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
+    reasons, _, model = RW.structure_changes(draws, new, cfg)
+    assert reasons == []
+    target, replaced, flipped = R.restructured(draws, model, new.text)
+
+    added, kept, removed = RW.pair_rows(old, new)
+    assert removed == [] and len(added) == len(new.rows) - len(old.rows)
+    ratios, changed = R.log_ratios(draws, old, new, added, kept, target)
+    rows_new = R.log_likelihood(target, new)
+    logp_new, logp_old = _logp_fn(m_new), _logp_fn(m_old)
+    for i in range(n):
+        (pymc_new,), (pymc_old,) = logp_new(variables, i), logp_old(variables, i)
+        np.testing.assert_allclose(rows_new[i], pymc_new, rtol=0, atol=1e-9)
+        assert ratios[i] == pytest.approx(pymc_new.sum() - pymc_old.sum(), abs=1e-9)
+    if form == "power-fraction":
+        assert changed == [] and flipped == []   # the fraction form's sd is the noise
+    elif form == "roofline-structured":          # the block 5 row's nearest configuration moved
+        assert [new.rows[j].block for j in changed] == [5] and flipped == []
+    else:                                        # the budget-8 row's group and distance
+        assert flipped == ["b300x8/sglang/ddtree"] and "spec_tree_ratio" in replaced
+        assert [(new.rows[j].hardware, new.rows[j].budget) for j in changed] == [("b300", 8)]
+        assert model["group_varies"]["tree"] != meta["model"]["group_varies"]["tree"]

@@ -1,0 +1,290 @@
+"""`update` without a refit: the session's real fit of the bundled data, one HYPOTHETICAL
+unsurprising row, and a PSIS reweight of the fit's draws saved as a normal artifact (a temp
+copy; the repo's data/ is never touched). Refits are mocked: `api.fit` returns the session
+fit, so each case checks which way `update` went and why, not NUTS again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine import psis as Ps
+from ddtree_bayes.engine import reweight as R
+from ddtree_bayes.engine import store
+from ddtree_bayes.workflows.living import reweight as RW
+from test_json_schemas import validate_output
+from test_layers import HEAVY
+from test_living_update import NEW_ROW, call, copy_work
+
+#: HYPOTHETICAL rows, not measurements: each unsurprising under the session fit.
+EAGLE_ROW = ["--hardware", "rtx-pro-6000", "--engine", "vllm", "--method", "eagle3", "--block",
+             "3", "--context", "0", "--accept", "1.95", "--tok-s", "124", "--source",
+             "HYPOTHETICAL test measurement"]
+
+
+def run_update(work: Path, *argv: str) -> tuple[dict, str]:
+    """`update --format json` as a whole process: (its JSON, the heavy modules it imported)."""
+    code = ("import sys\nfrom ddtree_bayes.cli.main import main\n"
+            f"rc = main(['update', '--format', 'json', *{list(argv)!r}])\n"
+            f"heavy = sorted({{m.split('.')[0] for m in sys.modules}} & set({HEAVY!r}))\n"
+            "print('HEAVY', heavy, file=sys.stderr)\nsys.exit(rc)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=work, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout), out.stderr.strip().splitlines()[-1]
+
+
+@pytest.fixture(scope="module")
+def reweighted(fitted_workdir, tmp_path_factory):
+    work0, first = fitted_workdir
+    work = copy_work(work0, tmp_path_factory.mktemp("reweight") / "w")
+    assert call(work, "add", *NEW_ROW)[0] == 0
+    payload, heavy = run_update(work)
+    return work, first, payload, heavy
+
+
+def test_one_unsurprising_row_is_absorbed_by_reweighting_without_heavy_imports(reweighted):
+    work, first, payload, heavy = reweighted
+    assert heavy == "HEAVY []"
+    validate_output("update", payload)
+    assert payload["made_by"] == "psis-reweight" and payload["refit"] is None
+    assert payload["refit_reasons"] == []
+    psis = payload["psis"]
+    assert psis["proposal_fit"] == first.fit_id and psis["accepted"] is True
+    assert psis["pareto_k"] < psis["k_threshold"] == 0.7 and psis["n_draws"] == 4000
+    assert psis["n_eff"] == pytest.approx(psis["weights_ess"] * psis["r_eff"])
+    assert 400 <= psis["n_eff"] < psis["weights_ess"] < 4000 and psis["rows"] == [11]
+    assert payload["reweight"]["fit_id"] == store.resolve(work / "models").stem
+
+
+def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
+    work, first, payload, _ = reweighted
+    path = store.resolve(work / "models")
+    after, before = store.load_draws(path), store.load_draws(first.path)
+    meta = after.meta
+    assert meta["made_by"] == "psis-reweight" and meta["converged"] is True
+    assert meta["reweight"]["parent_fit"] == meta["reweight"]["proposal_fit"] == first.fit_id
+    assert meta["reweight"]["pareto_k"] == payload["psis"]["pareto_k"]
+    assert "stratified" in meta["reweight"]["resampling"] and "JMLR" in meta["reweight"]["reference"]
+    assert meta["diagnostics"]["of_fit"] == first.fit_id
+    note = RW.provenance(meta)        # what the report's verdict adds
+    assert note is not None and note.startswith(f"not sampled: fit {first.fit_id}'s NUTS draws")
+    assert f"Pareto k {meta['reweight']['pareto_k']:.2f} <= 0.70" in note and "row 11" in note
+    assert RW.provenance(before.meta) is None
+    assert meta["diagnostics"]["parameters"] == before.meta["diagnostics"]["parameters"]
+    assert meta["data"]["rows"] == 10 and meta["update"]["added_rows"] == [11]
+    assert after.data_csv == (work / "data" / "measurements.csv").read_text()
+    assert [m.row for m in P.stored_measurements(after).rows] == list(range(2, 12))
+    assert P.check_fit(after) == []       # data and priors hashes are the current files'
+    # the tracked queries update printed (from the draws it held in memory) are the saved fit's
+    from ddtree_bayes.workflows import living
+
+    assert living.compare_queries(before, after, living.load_tracked(work / "models"),
+                                  payload["seed"], workdir=work) == payload["tracked"]
+    dt = store.load_datatree(path)
+    assert list(dt["observed_data"]["measurement"].values) == [str(r) for r in range(2, 12)]
+    assert float(dt["observed_data"]["log_tok_s"].values[-1]) == pytest.approx(np.log(612))
+    assert dt["posterior"].sizes["chain"] == 4 and dt["posterior"].sizes["draw"] == 1000
+    import xarray as xr
+
+    xr.testing.assert_identical(dt["sample_stats"].to_dataset(),
+                                store.load_datatree(first.path)["sample_stats"].to_dataset())
+    # every command that reads a fit reads this one
+    for argv in (("predict", "--accept", "14"), ("history",), ("diff", first.fit_id, "latest")):
+        code, out, err = call(work, *argv, "--format", "json")
+        assert code == 0, err
+        validate_output(argv[0], json.loads(out))
+    rows = json.loads(call(work, "history", "--format", "json")[1])["rows"]
+    assert rows[-1]["made_by"] == "psis-reweight" and rows[-1]["latest"] is True
+    line = call(work, "history")[1].splitlines()[-1]
+    assert line.endswith(f"latest, update of {first.fit_id}: +1/-0 rows, PSIS reweight (Pareto k "
+                         f"{meta['reweight']['pareto_k']:.2f}, "
+                         f"{meta['reweight']['n_eff']:.0f} effective draws)")
+    code, out, _ = call(work, "update")
+    assert code == 0 and "is up to date" in out
+
+
+def _proposal_index(before, after, skip: set[str] = frozenset()) -> np.ndarray:  # type: ignore[assignment]
+    """Which of the proposal's draws each reweighted draw is (by its exact values; ``skip``:
+    variables the reweight recomputed)."""
+    def keys(d):
+        return [tuple(row) for row in np.column_stack(
+            [d.variables[k].reshape(d.n_draws, -1) for k in sorted(d.variables)
+             if k not in skip])]
+
+    where = {k: i for i, k in enumerate(keys(before))}
+    return np.array([where[k] for k in keys(after)])
+
+
+def test_reweighted_draws_are_the_stratified_resample_of_the_psis_weights(reweighted):
+    """Recompute the weights from scratch: each proposal draw appears floor(n w) - 1 to
+    ceil(n w) + 1 times in the saved posterior. In the default structured form the budget-32
+    row also makes the B300 DDTree group's tree nodes vary (its own per-node ratio replaces
+    the population's, for the budget-8 row too) and moves the budget-8 row's distance: its
+    new likelihood over its old one joins the new row's. The new row's sd is checked by hand:
+    sqrt(noise^2 + (structure_sd * log(33 / 9))^2), budget 8 (M = 9) its nearest config."""
+    work, first, payload, _ = reweighted
+    before = store.load_draws(first.path)
+    after = store.load_draws(store.resolve(work / "models"))
+    old, new = P.stored_measurements(before), P.stored_measurements(after)
+    added, kept, removed = RW.pair_rows(old, new)
+    assert (added, removed) == ([9], []) and kept == [(i, i) for i in range(9)]
+    assert payload["psis"]["restructured_groups"] == ["b300x8/sglang/ddtree"]
+    assert payload["psis"]["sd_changed_rows"] == [3]       # the budget-8 row
+    model = after.meta["model"]
+    assert model["group_varies"]["tree"] != before.meta["model"]["group_varies"]["tree"]
+    target, replaced, _ = R.restructured(before, model, new.text)
+    lr, changed = R.log_ratios(before, old, new, added, kept, target)
+    assert changed == [1]
+    v = before.variables
+    sd = np.sqrt(v["noise_sd"] ** 2 + (v["structure_sd"] * np.log(33 / 9)) ** 2)
+    step, _ = P.step_draws(target, P.resolve_scenario(
+        target, hardware="b300", gpus=8, engine="sglang", method="ddtree", block=16, budget=32,
+        verify_tokens=None, context_tokens=None), np.random.default_rng(0))
+    by_hand = (-0.5 * ((np.log(612) - np.log(13.1 * 1000 / step)) / sd) ** 2 - np.log(sd)
+               - 0.5 * np.log(2 * np.pi))
+    np.testing.assert_allclose(R.log_likelihood(target, new, [9])[:, 0], by_hand, rtol=1e-12,
+                               atol=1e-12)
+    w = Ps.psis(lr, r_eff=payload["psis"]["r_eff"]).weights
+    index = _proposal_index(before, after, skip=set(replaced))
+    counts = np.bincount(index, minlength=before.n_draws)
+    n = before.n_draws
+    assert np.all(counts >= np.floor(n * w) - 1) and np.all(counts <= np.ceil(n * w) + 1)
+    assert after.meta["reweight"]["distinct_draws"] == int(np.count_nonzero(counts))
+    # the saved per-node ratio is the recomputed one (the group's own), resampled with the rest
+    np.testing.assert_array_equal(after.variables["spec_tree_ratio"],
+                                  replaced["spec_tree_ratio"][index])
+
+
+def test_a_second_update_reweights_the_same_sampled_draws(reweighted, tmp_path):
+    work = copy_work(reweighted[0], tmp_path / "w")
+    first, second = reweighted[1].fit_id, store.resolve(work / "models").stem
+    assert call(work, "add", *EAGLE_ROW)[0] == 0
+    payload, heavy = run_update(work)
+    validate_output("update", payload)
+    assert heavy == "HEAVY []" and payload["made_by"] == "psis-reweight"
+    assert payload["previous_fit"] == second and [r["row"] for r in payload["new_rows"]] == [12]
+    assert payload["psis"]["proposal_fit"] == first and payload["psis"]["rows"] == [11, 12]
+    meta = store.load_meta(store.resolve(work / "models"))
+    assert meta["reweight"]["parent_fit"] == second and meta["reweight"]["proposal_fit"] == first
+    assert f"PSIS reweight of {first}'s draws (Pareto k" in call(work, "history")[1]
+
+
+@pytest.fixture
+def mocked_refit(fitted_workdir, monkeypatch):
+    """`api.fit` records its arguments and returns the session fit instead of sampling."""
+    from ddtree_bayes import api
+
+    _, result = fitted_workdir
+    calls: list[dict] = []
+
+    def fake_fit(*args, **kwargs):
+        calls.append(kwargs)
+        return result
+
+    monkeypatch.setattr(api, "fit", fake_fit)
+    return calls
+
+
+def test_a_pareto_k_above_the_limit_refits(reweighted, fitted_workdir, tmp_path, mocked_refit):
+    """Eight repeats at 565 tok/s (each at about the 16th percentile, no surprise) move the posterior
+    far into the tail of the fit's draws: k > 0.7, so `update` refits and says why."""
+    work = copy_work(reweighted[0], tmp_path / "w")
+    (work / "models" / "latest.json").write_text(json.dumps(
+        {"fit_id": reweighted[1].fit_id, "file": f"fits/{reweighted[1].path.name}",
+         "converged": True}))
+    data = work / "data" / "measurements.csv"
+    data.write_text((fitted_workdir[0] / "data" / "measurements.csv").read_text() + "".join(
+        f"kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,565,HYPOTHETICAL {i},\n"
+        for i in range(8)))
+    code, out, err = call(work, "update", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("update", payload)
+    assert all(s["status"] == "ok" for s in payload["new_rows"])
+    assert payload["made_by"] == "refit" and payload["reweight"] is None
+    assert payload["psis"]["pareto_k"] > 0.7 and payload["psis"]["accepted"] is False
+    assert any(r.startswith("Pareto k ") and "> 0.70" in r for r in payload["refit_reasons"])
+    (kwargs,) = mocked_refit
+    assert kwargs["extra_meta"]["made_by"] == "refit"
+    assert kwargs["extra_meta"]["refit_reasons"] == payload["refit_reasons"]
+    assert kwargs["extra_meta"]["psis"]["pareto_k"] == payload["psis"]["pareto_k"]
+    code, out, _ = call(work, "update")   # the text table says which way and the k
+    line = next(x for x in out.splitlines() if x.startswith("refit "))
+    assert f"{payload['psis']['pareto_k']:.2f}" in line and "0.70" in line
+
+
+@pytest.mark.parametrize(("setup", "reason"), [
+    ("refit-flag", "--refit"),
+    ("new-group", "the new rows change the model: new overhead groups b300x8/vllm/eagle3"),
+    ("priors", "priors changed since fit"),
+    ("draws", "--draws given (sampler settings are for a refit)"),
+])
+def test_what_a_reweight_cannot_absorb_refits(reweighted, tmp_path, mocked_refit, setup, reason):
+    work = copy_work(reweighted[0], tmp_path / "w")
+    argv: list[str] = []
+    if setup == "refit-flag":
+        assert call(work, "add", *EAGLE_ROW)[0] == 0
+        argv = ["--refit"]
+    elif setup == "new-group":
+        assert call(work, "add", "--hardware", "b300", "--engine", "vllm", "--method", "eagle3",
+                    "--block", "3", "--accept", "2.1", "--tok-s", "165", "--source",
+                    "HYPOTHETICAL")[0] == 0
+    elif setup == "priors":
+        priors = work / "models" / "priors.toml"
+        priors.write_text(priors.read_text() + "\n# edited\n")
+    else:
+        assert call(work, "add", *EAGLE_ROW)[0] == 0
+        argv = ["--draws", "500"]
+    code, out, err = call(work, "update", "--format", "json", *argv)
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("update", payload)
+    assert payload["made_by"] == "refit" and payload["psis"] is None
+    assert any(r.startswith(reason) for r in payload["refit_reasons"]), payload["refit_reasons"]
+    assert len(mocked_refit) == 1
+
+
+def test_a_reweighting_update_killed_while_saving_keeps_the_last_good_fit(reweighted, tmp_path):
+    from test_living_safety import assert_whole, kill_at_hook, spawn
+
+    work = copy_work(reweighted[0], tmp_path / "w")
+    last_good = store.resolve(work / "models").stem
+    fits = [p.stem for p in store.fit_files(work / "models")]
+    original = (work / "data" / "measurements.csv").read_bytes()
+    assert call(work, "add", *EAGLE_ROW)[0] == 0
+    proc = spawn(work, ["update", "--quiet"], {"DDTREE_TEST_HOOK_MATCH": ".nc."})
+    line = kill_at_hook(proc)
+    assert line.startswith("HOOK fsync") and line.endswith(".tmp")
+    assert_whole(work, original)
+    assert store.resolve(work / "models").stem == last_good
+    assert [p.stem for p in store.fit_files(work / "models")] == fits
+    assert list((work / "models" / "fits").glob(".*.tmp"))
+
+
+@pytest.mark.slow
+def test_reweighted_intervals_are_within_two_percent_of_a_real_refit(reweighted, tmp_path):
+    """The same row by a real NUTS refit (`update --refit`, same seed): every tracked query's
+    median and 90% bounds within 2% of the reweighted fit's (bench/bench_update.py measures
+    the same side by side, with the headline predict query and the timings)."""
+    work = copy_work(reweighted[0], tmp_path / "w")
+    first = reweighted[1]
+    (work / "models" / "latest.json").write_text(json.dumps(
+        {"fit_id": first.fit_id, "file": f"fits/{first.path.name}", "converged": True}))
+    code, out, err = call(work, "update", "--refit", "--quiet", "--format", "json")
+    assert code == 0, err
+    refit = json.loads(out)
+    assert refit["made_by"] == "refit" and refit["refit"]["converged"]
+    after = {c["label"]: c["after"] for c in reweighted[2]["tracked"]}
+    compared = 0
+    for c in refit["tracked"]:
+        for key in ("median", "lo90", "hi90"):
+            assert after[c["label"]][key] == pytest.approx(c["after"][key], rel=0.02), c["label"]
+            compared += 1
+    assert compared == 6    # sglang and native at accept 14, three numbers each
