@@ -5,7 +5,7 @@ A row's log-likelihood is ``log N(log tok_s | mu, sigma)`` with the model's own 
 ``sigma`` (``engine/model.py``): ``mu = log(accept * 1000 / step_ms)`` with the step from
 :func:`~ddtree_bayes.engine.predictive.step_components` (the predict path, the same
 ``core.spec`` arithmetic the PyMC model is built from) and ``sigma`` from
-:func:`~ddtree_bayes.engine.structure.measurement_log_sd` (the noise, plus the structured
+:func:`~ddtree_bayes.engine.measured.measurement_log_sd` (the noise, plus the structured
 form's discrepancy for the row's distance from the other configurations measured on its
 system). tests/test_reweight_model.py checks both against the PyMC model's log density to
 1e-9, in the default and the roofline/structured forms.
@@ -28,7 +28,7 @@ import numpy as np
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.engine.predictive import resolve_scenario, step_components
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.engine.structure import measurement_log_sd
+from ddtree_bayes.engine.measured import measurement_log_sd
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
