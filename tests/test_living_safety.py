@@ -105,7 +105,7 @@ def spawn(work: Path, argv: list[str], hook: dict[str, str] | None = None) -> su
                             stderr=subprocess.PIPE, text=True)
 
 
-def kill_at_hook(proc: subprocess.Popen, timeout: float = 120) -> str:
+def kill_at_hook(proc: subprocess.Popen, timeout: float = 900) -> str:
     """Wait for the wrapper to announce its kill point, then SIGKILL; returns the line."""
     assert proc.stderr is not None
     deadline = time.monotonic() + timeout
