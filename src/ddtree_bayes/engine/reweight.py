@@ -26,9 +26,9 @@ import math
 import numpy as np
 
 from ddtree_bayes.core.data import Measurements
+from ddtree_bayes.engine.measured import measurement_log_sd
 from ddtree_bayes.engine.predictive import resolve_scenario, step_components
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.engine.measured import measurement_log_sd
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 

@@ -133,17 +133,11 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     os.close(fd)
     try:
         dt.to_netcdf(tmp, engine="h5netcdf")
-        with open(tmp, "rb") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
+        _publish(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(target.parent)
-    latest = {"fit_id": meta["fit_id"], "file": f"fits/{target.name}",
-              "converged": meta["converged"]}
-    atomic_write_bytes(models / LATEST, (json.dumps(latest, indent=2) + "\n").encode())
-    return target
+    return _point_latest(models, meta, target)
 
 
 def data_groups(spec) -> dict[str, dict[str, np.ndarray]]:
@@ -225,17 +219,11 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
                     data, dtype = _h5_text(np.asarray(arr))
                     g.create_variable(vname, ("measurement",), dtype=dtype, data=data,
                                       fillvalue=np.nan if data.dtype.kind == "f" else None)
-        with open(tmp, "rb") as fh_bytes:
-            os.fsync(fh_bytes.fileno())
-        os.replace(tmp, target)
+        _publish(tmp, target)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    fsync_dir(target.parent)
-    latest = {"fit_id": meta["fit_id"], "file": f"fits/{target.name}",
-              "converged": meta["converged"]}
-    atomic_write_bytes(models / LATEST, (json.dumps(latest, indent=2) + "\n").encode())
-    return target
+    return _point_latest(models, meta, target)
 
 
 def resolve(models: Path, fit_id: str | None = None) -> Path:
@@ -344,3 +332,19 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Draws:
     from ddtree_bayes.core import paths
 
     return load_draws(resolve(paths.models_dir(workdir), fit_id))
+
+
+def _publish(tmp: str, target: Path) -> None:
+    """fsync a finished temp file and rename it over ``target`` (then fsync the folder)."""
+    with open(tmp, "rb") as fh:
+        os.fsync(fh.fileno())
+    os.replace(tmp, target)
+    fsync_dir(target.parent)
+
+
+def _point_latest(models: Path, meta: dict, target: Path) -> Path:
+    """Point ``models/latest.json`` at the fit just written (atomically)."""
+    latest = {"fit_id": meta["fit_id"], "file": f"fits/{target.name}",
+              "converged": meta["converged"]}
+    atomic_write_bytes(models / LATEST, (json.dumps(latest, indent=2) + "\n").encode())
+    return target
