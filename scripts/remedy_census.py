@@ -57,7 +57,6 @@ def main(argv: list[str] | None = None) -> int:
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.engine import remedies as R
-    from ddtree_bayes.engine.model import build_model
     from ddtree_bayes.workflows.extrapolation import usable_sweeps, with_forms
 
     files = args.sweeps or sorted(f for f in (REPO / "data" / "public").glob("*.csv")
@@ -91,9 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             entry["cannot_fit"] = str(err)
             print(f"{name}: cannot fit ({err})", flush=True)
             continue
-        samplers[name] = (entry, R.ModelSampler(
-            lambda flip, spec=spec: build_model(spec, cfg, reparameterise=flip), seed=0,
-            progress=False))
+        samplers[name] = (entry, R.ModelSampler(R.builder(spec, cfg), seed=0, progress=False))
     # seed-major: a run stopped by --max-minutes has the same seeds for every sweep
     results["seeds_completed"] = 0
     for seed in seeds:
@@ -102,11 +99,13 @@ def main(argv: list[str] | None = None) -> int:
             sampler.seed = seed
             said: list[str] = []
             t0 = time.perf_counter()
-            _, record = R.run(sampler, settings, say=said.append)
+            _, record = R.run(sampler, settings, say=said.append,
+                              parameterisations=sampler.parameterisations)
             fit = {"seed": seed, "outcome": record["outcome"], "remedy": record["remedy"],
                    "seconds": round(time.perf_counter() - t0, 2), "stderr": said,
-                   "attempts": [{k: a[k] for k in ("remedy", "kind", "settings", "divergences",
-                                                   "failures", "compile_s", "sample_s")}
+                   "attempts": [{k: a[k] for k in ("remedy", "kind", "parameterisation",
+                                                   "settings", "divergences", "failures",
+                                                   "compile_s", "sample_s")}
                                 for a in record["attempts"]]}
             entry["fits"].append(fit)
             print(f"{name} seed {seed}: {record['outcome']}"
@@ -131,15 +130,17 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def table(results: dict) -> str:
-    """Markdown: per sweep, fits passed at once / after each remedy / still failed."""
+    """Markdown: per sweep, fits passed at once / after each remedy / still failed; the
+    sweeps that cannot be fitted and those skipped are listed under it."""
     head = ("| sweep | rows | fits | passed at once | remedy 1 (tuning) | remedy 2 (target "
             "acceptance) | remedy 3 (reparameterised) | still failed |")
     lines = [head, "|---|---:|---:|---:|---:|---:|---:|---:|"]
     totals = [0] * 6
+    notes = []
     for s in results["sweeps"]:
         if "cannot_fit" in s:
-            lines.append(f"| {s['sweep']} | {s['rows']} | - | cannot fit: {s['cannot_fit']} "
-                         "| | | | |")
+            notes.append(f"- {s['sweep']}: cannot be fitted: "
+                         + s["cannot_fit"].replace(str(REPO) + "/", ""))
             continue
         fits = s["fits"]
         counts = [len(fits), sum(f["outcome"] == "passed" for f in fits),
@@ -148,7 +149,8 @@ def table(results: dict) -> str:
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
         lines.append(f"| {s['sweep']} | {s['rows']} | " + " | ".join(map(str, counts)) + " |")
     lines.append("| **all** | | " + " | ".join(f"**{c}**" for c in totals) + " |")
-    return "\n".join(lines)
+    notes += [f"- {n}" for n in results["skipped"]]
+    return "\n".join(lines + ([""] + notes if notes else []))
 
 
 if __name__ == "__main__":

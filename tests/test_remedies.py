@@ -1,6 +1,7 @@
 """The remedy ladder (engine/remedies.py) with a fake sampler: which settings each rung uses,
 in which order, what it prints, what the artifact records; and the reparameterised model
-(engine/model.py, ``reparameterise=True``) against the default one, by hand."""
+(engine/model.py, ``reparameterise=True``, ``centre_moe=True``) against the default one, by
+hand."""
 
 from __future__ import annotations
 
@@ -30,30 +31,32 @@ class FakeSampler:
 
     def __init__(self, *outcomes: list[str]):
         self.outcomes = list(outcomes)
-        self.calls: list[tuple[int, int, float, bool]] = []
+        self.calls: list[tuple[int, int, float, str]] = []
 
-    def __call__(self, settings: SamplerSettings, reparameterise: bool) -> R.Attempt:
+    def __call__(self, settings: SamplerSettings, parameterisation: str) -> R.Attempt:
         failures = self.outcomes[len(self.calls)]
-        self.calls.append((settings.tune, settings.draws, settings.target_accept, reparameterise))
+        self.calls.append((settings.tune, settings.draws, settings.target_accept,
+                           parameterisation))
         divergences = 2 if DIVERGED in failures else 0
-        return R.Attempt(settings, reparameterise, dt=f"draws {len(self.calls)}",
+        return R.Attempt(settings, parameterisation, dt=f"draws {len(self.calls)}",
                          timings={"compile_s": 1.0 if len(self.calls) == 1 else 0.0,
                                   "sample_s": 2.0, "diagnose_s": 0.1},
                          backend="nutpie", diagnostics=[], divergences=divergences,
                          failures=list(failures))
 
 
-def climb(sampler: FakeSampler, enabled: bool = True, **settings
-          ) -> tuple[R.Attempt, dict, list[str]]:
+def climb(sampler: FakeSampler, enabled: bool = True, parameterisations=R.PARAMETERISATIONS,
+          **settings) -> tuple[R.Attempt, dict, list[str]]:
     said: list[str] = []
-    kept, record = R.run(sampler, SamplerSettings(**settings), say=said.append, enabled=enabled)
+    kept, record = R.run(sampler, SamplerSettings(**settings), say=said.append, enabled=enabled,
+                         parameterisations=parameterisations)
     return kept, record, said
 
 
 def test_a_fit_that_passes_at_once_samples_once_and_says_nothing():
     sampler = FakeSampler([])
     kept, record, said = climb(sampler)
-    assert sampler.calls == [(1000, 1000, 0.99, False)]
+    assert sampler.calls == [(1000, 1000, 0.99, "default")]
     assert said == []
     assert (record["outcome"], record["remedy"], len(record["attempts"])) == ("passed", None, 1)
     assert kept.dt == "draws 1"
@@ -64,8 +67,8 @@ def test_first_rung_fails_second_passes():
     # draws doubled because ESS failed) passes: three attempts, in this order
     sampler = FakeSampler([DIVERGED], [LOW_ESS], [])
     kept, record, said = climb(sampler)
-    assert sampler.calls == [(1000, 1000, 0.99, False), (2000, 1000, 0.99, False),
-                             (2000, 2000, 0.995, False)]
+    assert sampler.calls == [(1000, 1000, 0.99, "default"), (2000, 1000, 0.99, "default"),
+                             (2000, 2000, 0.995, "default")]
     assert said == [
         "fit: 2 divergent transitions; remedy 1/3: tuning 1000 -> 2000",
         f"fit: {LOW_ESS}; remedy 2/3: target acceptance 0.99 -> 0.995, draws 1000 -> 2000",
@@ -84,32 +87,37 @@ def test_first_rung_fails_second_passes():
 
 
 def test_every_rung_fails_keeps_the_last_attempt():
-    sampler = FakeSampler(*[[HIGH_RHAT]] * 5)
+    sampler = FakeSampler(*[[HIGH_RHAT]] * 6)
     kept, record, said = climb(sampler)
-    assert sampler.calls == [(1000, 1000, 0.99, False), (2000, 1000, 0.99, False),
-                             (2000, 1000, 0.995, False), (2000, 1000, 0.999, False),
-                             (2000, 1000, 0.999, True)]
-    assert [line.split("; ", 1)[1] for line in said[:4]] == [
+    assert sampler.calls == [(1000, 1000, 0.99, "default"), (2000, 1000, 0.99, "default"),
+                             (2000, 1000, 0.995, "default"), (2000, 1000, 0.999, "default"),
+                             (2000, 1000, 0.999, "offsets"), (2000, 1000, 0.999, "offsets+moe")]
+    assert [line.split("; ", 1)[1] for line in said[:5]] == [
         "remedy 1/3: tuning 1000 -> 2000", "remedy 2/3: target acceptance 0.99 -> 0.995",
         "remedy 2/3: target acceptance 0.995 -> 0.999",
-        "remedy 3/3: pooled offsets flipped between centred and non-centred"]
-    assert said[4].startswith("fit: still failing after remedy 3/3 (max R-hat 1.020")
+        "remedy 3/3: group offsets flipped between centred and non-centred",
+        "remedy 3/3: group offsets flipped and the MoE shapes centred"]
+    assert said[5].startswith("fit: still failing after remedy 3/3 (max R-hat 1.020")
+    assert len(said) == 6
     assert (record["outcome"], record["remedy"]) == ("failed", None)
-    assert kept.dt == "draws 5" and kept.reparameterised
+    assert [a["parameterisation"] for a in record["attempts"]] == [
+        "default", "default", "default", "default", "offsets", "offsets+moe"]
+    assert kept.dt == "draws 6" and kept.parameterisation == "offsets+moe"
 
 
 def test_draws_double_once_when_ess_fails_late():
-    sampler = FakeSampler([DIVERGED], [DIVERGED], [DIVERGED], [LOW_ESS], [LOW_ESS])
+    sampler = FakeSampler([DIVERGED], [DIVERGED], [DIVERGED], [LOW_ESS], [LOW_ESS], [LOW_ESS])
     climb(sampler)
-    assert [c[1] for c in sampler.calls] == [1000, 1000, 1000, 1000, 2000]
-    assert sampler.calls[-1] == (2000, 2000, 0.999, True)
+    assert [c[1] for c in sampler.calls] == [1000, 1000, 1000, 1000, 2000, 2000]
+    assert sampler.calls[-2] == (2000, 2000, 0.999, "offsets")
 
 
 def test_explicit_settings_get_the_ladder_above_them():
-    sampler = FakeSampler(*[[DIVERGED]] * 4)
+    sampler = FakeSampler(*[[DIVERGED]] * 5)
     _, record, said = climb(sampler, tune=300, draws=500, target_accept=0.997, chains=2)
-    assert sampler.calls == [(300, 500, 0.997, False), (600, 500, 0.997, False),
-                             (600, 500, 0.999, False), (600, 500, 0.999, True)]
+    assert sampler.calls == [(300, 500, 0.997, "default"), (600, 500, 0.997, "default"),
+                             (600, 500, 0.999, "default"), (600, 500, 0.999, "offsets"),
+                             (600, 500, 0.999, "offsets+moe")]
     assert said[1].endswith("remedy 2/3: target acceptance 0.997 -> 0.999")
     assert record["attempts"][0]["settings"]["chains"] == 2
 
@@ -117,14 +125,26 @@ def test_explicit_settings_get_the_ladder_above_them():
 def test_target_acceptance_already_at_the_top_skips_rung_2():
     sampler = FakeSampler([DIVERGED], [DIVERGED], [])
     _, record, said = climb(sampler, tune=0, target_accept=0.999)
-    assert sampler.calls == [(0, 1000, 0.999, False), (1000, 1000, 0.999, False),
-                             (1000, 1000, 0.999, True)]
+    assert sampler.calls == [(0, 1000, 0.999, "default"), (1000, 1000, 0.999, "default"),
+                             (1000, 1000, 0.999, "offsets")]
     assert said == ["fit: 2 divergent transitions; remedy 1/3: tuning 0 -> 1000",
                     "fit: remedy 2/3 skipped: target acceptance already 0.999",
-                    "fit: 2 divergent transitions; remedy 3/3: pooled offsets flipped between "
+                    "fit: 2 divergent transitions; remedy 3/3: group offsets flipped between "
                     "centred and non-centred",
                     "fit: remedy 3/3 passed the gates (0 divergences)"]
     assert record["remedy"] == 3
+
+
+def test_a_model_without_pooled_offsets_only_centres_the_moe_shapes():
+    # the fraction form: "offsets" would rebuild the default model, so rung 3 has one step
+    sampler = FakeSampler(*[[DIVERGED]] * 5)
+    _, _, said = climb(sampler, parameterisations=lambda: ("offsets+moe",))
+    assert [c[3] for c in sampler.calls] == ["default"] * 4 + ["offsets+moe"]
+    _, _, said = climb(FakeSampler(*[[DIVERGED]] * 4), parameterisations=())
+    assert said[-2:] == ["fit: remedy 3/3 skipped: no pooled offsets to reparameterise in this "
+                         "model",
+                         "fit: still failing after remedy 2/3 (2 divergent transitions); the "
+                         "last attempt is saved, marked unconverged"]
 
 
 def test_no_remedy_samples_once():
@@ -181,7 +201,7 @@ def fake_nuts(monkeypatch, prior_tree):
 
     def sample(model, settings, seed, progress=True, cache=None):
         calls.append({"settings": settings, "seed": seed,
-                      "reparameterised": "moe_z" not in {v.name for v in model.free_RVs},
+                      "centred_moe": "moe_z" not in {v.name for v in model.free_RVs},
                       "cache_id": id(cache)})
         return prior_tree, {"compile_s": 0.5 if not cache else 0.0, "sample_s": 1.5}, "nutpie"
 
@@ -224,7 +244,7 @@ def test_fit_records_the_ladder_in_the_artifact_and_the_json(work, fake_nuts):
     assert code == 0
     assert err.splitlines() == ["fit: 2 divergent transitions; remedy 1/3: tuning 1000 -> 2000",
                                 "fit: remedy 1/3 passed the gates (0 divergences)"]
-    assert [(c["settings"].tune, c["settings"].target_accept, c["seed"], c["reparameterised"])
+    assert [(c["settings"].tune, c["settings"].target_accept, c["seed"], c["centred_moe"])
             for c in fake_nuts] == [(1000, 0.99, 7, False), (2000, 0.99, 7, False)]
     assert fake_nuts[0]["cache_id"] == fake_nuts[1]["cache_id"]  # compiled once, sampled twice
     payload = json.loads(out)
@@ -264,7 +284,8 @@ def test_the_reparameterised_model_is_the_same_posterior():
     hw = load_hardware(bundled("hardware.csv"))
     spec = S.build_spec(load_measurements(bundled("measurements.csv"), hw), cfg, hardware=hw,
                         cards=load_model_cards(bundled("models.csv")))
-    default, flipped = build_model(spec, cfg), build_model(spec, cfg, reparameterise=True)
+    default = build_model(spec, cfg)
+    flipped = build_model(spec, cfg, reparameterise=True, centre_moe=True)
     free = {rv.name for rv in flipped.free_RVs}
     assert {"moe_distinct_exponent", "compute_eff_z", "spec_fixed_z", "spec_pass_z",
             "spec_tree_z"} <= free
@@ -297,3 +318,27 @@ def test_the_reparameterised_model_is_the_same_posterior():
     jacobian = (sum(n_groups[n] * math.log(s) for n, s in sd.items())
                 - len(point["moe_z"]) * math.log(0.05))
     assert logp(flipped, other) - logp(default, point) == pytest.approx(jacobian, abs=1e-8)
+
+
+def test_rung_3_tries_only_parameterisations_that_change_the_model():
+    pytest.importorskip("pymc")
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.workflows.extrapolation import with_forms
+
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements(bundled("measurements.csv"), hw)
+    cards = load_model_cards(bundled("models.csv"))
+    toml = bundled("priors.toml").read_text()
+    found = {}
+    for forms in (("power", "fraction"), ("roofline", "structured")):
+        cfg = parse_priors(with_forms(toml, *forms))
+        spec = S.build_spec(data, cfg, hardware=hw, cards=cards)
+        sampler = R.ModelSampler(R.builder(spec, cfg), seed=0)
+        found[forms] = sampler.parameterisations()
+        free = {p: {rv.name for rv in m.free_RVs} for p, m in sampler.models.items()}
+        assert ("moe_z" in free["offsets"]) and ("moe_z" not in free["offsets+moe"])
+    # the fraction form has no pooled group offsets: "offsets" would be the default model
+    assert found == {("power", "fraction"): ("offsets+moe",),
+                     ("roofline", "structured"): ("offsets", "offsets+moe")}

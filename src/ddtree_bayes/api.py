@@ -112,14 +112,13 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     inference.reproducible_pytensor()
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import remedies as R
-    from ddtree_bayes.engine.model import build_model
 
     spec = S.build_spec(measurements, cfg, **structure_inputs(workdir, hardware))
-    sampler = R.ModelSampler(lambda flip: build_model(spec, cfg, reparameterise=flip), seed,
-                             progress)
-    sampler.model(False)
+    sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
+    sampler.model()
     t_built = time.perf_counter()
-    kept, ladder = R.run(sampler, settings, enabled=remedies)
+    kept, ladder = R.run(sampler, settings, enabled=remedies,
+                         parameterisations=sampler.parameterisations)
     settings, used_backend = kept.settings, kept.backend
     diag_rows, divergences, failures = kept.diagnostics, kept.divergences, kept.failures
     timings: dict[str, float] = {k: sum(a[k] for a in ladder["attempts"])

@@ -64,7 +64,7 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
 
 
 def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = False,
-                reparameterise: bool = False) -> pm.Model:
+                reparameterise: bool = False, centre_moe: bool = False) -> pm.Model:
     """The PyMC model of log tok/s for every measured row.
 
     The likelihood is the Potential ``log_tok_s`` (dims ``configuration``): per configuration
@@ -78,10 +78,11 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
     extra numba compilation on every fit (docs/performance.md). The two give the same
     posterior.
 
-    ``reparameterise=True`` flips every partially pooled offset between centred and
-    non-centred (the per-system MoE shape, and the groups of :func:`_pooled`): the same
-    posterior, another geometry for NUTS; the last rung of the remedy ladder
-    (engine/remedies.py). The variables of the default form stay in the posterior.
+    ``reparameterise=True`` flips the partially pooled offsets of :func:`_pooled` between
+    centred and non-centred, and ``centre_moe=True`` draws the per-system MoE shapes centred
+    instead of through ``moe_z``: the same posterior, another geometry for NUTS; the last rung
+    of the remedy ladder (engine/remedies.py). The variables of the default form stay in
+    the posterior.
 
     Examples
     --------
@@ -100,7 +101,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         moe_hw_sd = prior_rv(P["moe_hw_sd"], "moe_hw_sd")
         from ddtree_bayes.core.config import MOE_FORMS
 
-        flip_moe = reparameterise and not (P["moe_hw_sd"].dist == "point"
+        flip_moe = centre_moe and not (P["moe_hw_sd"].dist == "point"
                                            and P["moe_hw_sd"].params["value"] <= 0)
         moe_z = None if flip_moe else pm.Normal("moe_z", 0.0, 1.0, dims="system")
         mu = prior_rv(P[MOE_FORMS[spec.moe_form]], MOE_FORMS[spec.moe_form])

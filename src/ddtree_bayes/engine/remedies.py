@@ -10,8 +10,10 @@ passes every gate:
 2. higher target acceptance: each of :data:`TARGET_ACCEPT_STEPS` above the current value in
    turn (smaller steps, fewer divergences; the rung is skipped when the value is already
    there);
-3. a reparameterisation: every partially pooled offset flipped between centred and
-   non-centred (``build_model(..., reparameterise=True)``).
+3. a reparameterisation: the partially pooled group offsets flipped between centred and
+   non-centred (``build_model(..., reparameterise=True)``), then, if that fails too, the
+   per-system MoE shapes drawn centred as well (``centre_moe=True``); a step whose model
+   would be the default one (no pooled offsets in the fraction form) is left out.
 
 Every rung prints one line on stderr (``fit: 2 divergent transitions; remedy 1/3: tuning
 1000 -> 2000``), and :func:`run` returns a record of every attempt for the artifact's
@@ -33,8 +35,12 @@ from ddtree_bayes.core.config import SamplerSettings
 
 #: Target acceptance values of rung 2, tried in order when above the current value.
 TARGET_ACCEPT_STEPS = (0.995, 0.999)
-#: Number of remedies (rungs); rung 2 may take one attempt per target acceptance step.
+#: Number of remedies (rungs); rungs 2 and 3 may take two attempts each.
 REMEDIES = 3
+#: Rung 3's parameterisations, in order ("default" is the model as it is always built).
+PARAMETERISATIONS = ("offsets", "offsets+moe")
+_CHANGE = {"offsets": "group offsets flipped between centred and non-centred",
+           "offsets+moe": "group offsets flipped and the MoE shapes centred"}
 
 
 @dataclass
@@ -42,7 +48,7 @@ class Attempt:
     """One sampling attempt: its settings, the draws and what :func:`inference.diagnose` said."""
 
     settings: SamplerSettings
-    reparameterised: bool
+    parameterisation: str  # "default" or one of PARAMETERISATIONS
     dt: Any
     timings: dict[str, float]
     backend: str
@@ -63,7 +69,7 @@ class Rung:
     kind: str  # "tuning" | "target_accept" | "reparameterise"
     change: str
     settings: SamplerSettings
-    reparameterised: bool
+    parameterisation: str
 
 
 def ess_failed(failures: list[str]) -> bool:
@@ -71,10 +77,11 @@ def ess_failed(failures: list[str]) -> bool:
     return any(f.startswith("min bulk ESS") for f in failures)
 
 
-def rungs(requested: SamplerSettings, tried: list[Attempt]) -> Iterator[Rung]:
+def rungs(requested: SamplerSettings, tried: list[Attempt],
+          parameterisations: tuple[str, ...] = PARAMETERISATIONS) -> Iterator[Rung]:
     """The ladder above ``requested``. ``tried`` holds the attempts so far (the latest one's
     failures decide whether the draws are doubled); advance the generator once per failed
-    attempt, after appending it."""
+    attempt, after appending it. Rung 3 tries ``parameterisations`` in order."""
     s = requested
     draws_doubled = False
 
@@ -88,17 +95,17 @@ def rungs(requested: SamplerSettings, tried: list[Attempt]) -> Iterator[Rung]:
 
     tune = 2 * s.tune if s.tune else SamplerSettings.tune
     s, draws = more_draws(dataclasses.replace(s, tune=tune))
-    yield Rung(1, "tuning", f"tuning {requested.tune} -> {tune}{draws}", s, False)
+    yield Rung(1, "tuning", f"tuning {requested.tune} -> {tune}{draws}", s, "default")
     for target in TARGET_ACCEPT_STEPS:
         if target <= s.target_accept:
             continue
         before = s.target_accept
         s, draws = more_draws(dataclasses.replace(s, target_accept=target))
         yield Rung(2, "target_accept", f"target acceptance {before:g} -> {target:g}{draws}", s,
-                   False)
-    s, draws = more_draws(s)
-    yield Rung(3, "reparameterise", "pooled offsets flipped between centred and non-centred"
-               + draws, s, True)
+                   "default")
+    for parameterisation in parameterisations:
+        s, draws = more_draws(s)
+        yield Rung(3, "reparameterise", _CHANGE[parameterisation] + draws, s, parameterisation)
 
 
 def _say(line: str) -> None:
@@ -110,19 +117,23 @@ def _entry(remedy: int, kind: str, change: str, attempt: Attempt) -> dict:
     return {"remedy": remedy, "kind": kind, "change": change,
             "settings": {"chains": s.chains, "draws": s.draws, "tune": s.tune,
                          "target_accept": s.target_accept},
-            "reparameterised": attempt.reparameterised, "passed": attempt.passed,
+            "parameterisation": attempt.parameterisation, "passed": attempt.passed,
             "divergences": attempt.divergences, "failures": list(attempt.failures),
             "compile_s": attempt.timings.get("compile_s", 0.0),
             "sample_s": attempt.timings.get("sample_s", 0.0)}
 
 
-def run(attempt: Callable[[SamplerSettings, bool], Attempt], requested: SamplerSettings, *,
-        enabled: bool = True, say: Callable[[str], None] = _say) -> tuple[Attempt, dict]:
+def run(attempt: Callable[[SamplerSettings, str], Attempt], requested: SamplerSettings, *,
+        enabled: bool = True, say: Callable[[str], None] = _say,
+        parameterisations: tuple[str, ...] | Callable[[], tuple[str, ...]] = PARAMETERISATIONS
+        ) -> tuple[Attempt, dict]:
     """Sample with ``requested``; on failed gates climb the ladder (unless ``enabled`` is
-    False). Returns the attempt to keep (the first that passed, else the last tried) and the
-    record for the artifact: ``outcome`` "passed" (at once), "remedied" or "failed",
-    ``remedy`` (the rung that passed, or None) and ``attempts`` (every attempt in order)."""
-    current = attempt(requested, False)
+    False). ``parameterisations`` are rung 3's (those that change the model: see
+    :meth:`ModelSampler.parameterisations`; a callable is asked only once a fit has failed).
+    Returns the attempt to keep (the first that passed, else the last tried) and the record
+    for the artifact: ``outcome`` "passed" (at once), "remedied" or "failed", ``remedy`` (the
+    rung that passed, or None) and ``attempts`` (every attempt in order)."""
+    current = attempt(requested, "default")
     tried = [current]
     attempts = [_entry(0, "none", "the requested settings", current)]
     record: dict[str, Any] = {"enabled": enabled, "outcome": "passed", "remedy": None,
@@ -133,13 +144,24 @@ def run(attempt: Callable[[SamplerSettings, bool], Attempt], requested: SamplerS
         record["outcome"] = "failed"
         say(f"fit: {'; '.join(current.failures)}; remedies off (--no-remedy)")
         return current, record
-    skipped_2 = requested.target_accept >= max(TARGET_ACCEPT_STEPS)
-    for rung in rungs(requested, tried):
-        if rung.remedy == 3 and skipped_2:
-            say(f"fit: remedy 2/{REMEDIES} skipped: target acceptance already "
-                f"{requested.target_accept:g}")
+    if callable(parameterisations):
+        parameterisations = parameterisations()
+    skipped = {2: f"target acceptance already {requested.target_accept:g}"
+               } if requested.target_accept >= max(TARGET_ACCEPT_STEPS) else {}
+    if not parameterisations:
+        skipped[3] = "no pooled offsets to reparameterise in this model"
+    last_rung = 0
+
+    def announce_skipped(before: int) -> None:
+        for k in sorted(skipped):
+            if last_rung < k < before:
+                say(f"fit: remedy {k}/{REMEDIES} skipped: {skipped[k]}")
+
+    for rung in rungs(requested, tried, parameterisations):
+        announce_skipped(rung.remedy)
         say(f"fit: {'; '.join(current.failures)}; remedy {rung.remedy}/{REMEDIES}: {rung.change}")
-        current = attempt(rung.settings, rung.reparameterised)
+        current = attempt(rung.settings, rung.parameterisation)
+        last_rung = rung.remedy
         tried.append(current)
         attempts.append(_entry(rung.remedy, rung.kind, rung.change, current))
         if current.passed:
@@ -148,7 +170,8 @@ def run(attempt: Callable[[SamplerSettings, bool], Attempt], requested: SamplerS
                 f"({current.divergences} divergences)")
             return current, record
     record["outcome"] = "failed"
-    say(f"fit: still failing after remedy {REMEDIES}/{REMEDIES} ({'; '.join(current.failures)});"
+    announce_skipped(REMEDIES + 1)
+    say(f"fit: still failing after remedy {last_rung}/{REMEDIES} ({'; '.join(current.failures)});"
         " the last attempt is saved, marked unconverged")
     return current, record
 
@@ -158,27 +181,51 @@ class ModelSampler:
     """Samples one model (built on demand per parameterisation, compiled once each) and
     diagnoses the draws: the ``attempt`` of :func:`run` for a real fit."""
 
-    build: Callable[[bool], Any]
+    build: Callable[[str], Any]  # parameterisation -> pm.Model
     seed: int
     progress: bool = True
-    models: dict[bool, Any] = field(default_factory=dict)
-    caches: dict[bool, dict] = field(default_factory=dict)
+    models: dict[str, Any] = field(default_factory=dict)
+    caches: dict[str, dict] = field(default_factory=dict)
 
-    def model(self, reparameterise: bool = False):
-        if reparameterise not in self.models:
-            self.models[reparameterise] = self.build(reparameterise)
-            self.caches[reparameterise] = {}
-        return self.models[reparameterise]
+    def model(self, parameterisation: str = "default"):
+        if parameterisation not in self.models:
+            self.models[parameterisation] = self.build(parameterisation)
+            self.caches[parameterisation] = {}
+        return self.models[parameterisation]
 
-    def __call__(self, settings: SamplerSettings, reparameterise: bool) -> Attempt:
+    def parameterisations(self) -> tuple[str, ...]:
+        """Rung 3's parameterisations whose free variables differ from every one before
+        them (the fraction form has no pooled group offsets: "offsets" is the default)."""
+        seen = [_free_names(self.model("default"))]
+        out = []
+        for p in PARAMETERISATIONS:
+            names = _free_names(self.model(p))
+            if names not in seen:
+                out.append(p)
+                seen.append(names)
+        return tuple(out)
+
+    def __call__(self, settings: SamplerSettings, parameterisation: str) -> Attempt:
         from ddtree_bayes.engine import inference
 
-        model = self.model(reparameterise)
+        model = self.model(parameterisation)
         dt, timings, backend = inference.sample(model, settings, self.seed, self.progress,
-                                                cache=self.caches[reparameterise])
+                                                cache=self.caches[parameterisation])
         t0 = time.perf_counter()
         rows, divergences, failures = inference.diagnose(dt["posterior"].to_dataset(),
                                                          dt["sample_stats"].to_dataset())
         timings["diagnose_s"] = time.perf_counter() - t0
-        return Attempt(settings, reparameterise, dt, timings, backend, rows, divergences,
+        return Attempt(settings, parameterisation, dt, timings, backend, rows, divergences,
                        failures)
+
+
+def _free_names(model) -> frozenset[str]:
+    return frozenset(rv.name for rv in model.free_RVs)
+
+
+def builder(spec, priors) -> Callable[[str], Any]:
+    """``ModelSampler.build`` for a spec and priors: parameterisation -> the PyMC model."""
+    from ddtree_bayes.engine.model import build_model
+
+    return lambda p: build_model(spec, priors, reparameterise=p != "default",
+                                 centre_moe=p == "offsets+moe")
