@@ -2,13 +2,15 @@
 ratios that turn a fit's posterior into the posterior of more data.
 
 A row's log-likelihood is ``log N(log tok_s | mu, sigma)`` with the model's own ``mu`` and
-``sigma`` (``engine/model.py``): ``mu = log(accept * 1000 / step_ms)`` with the step from
+``sigma`` (``engine/model.py``): ``mu = log(accept * 1000) - log step_ms`` with the step from
 :func:`~ddtree_bayes.engine.predictive.step_components` (the predict path, the same
 ``core.spec`` arithmetic the PyMC model is built from) and ``sigma`` from
-:func:`~ddtree_bayes.engine.measured.measurement_log_sd` (the noise, plus the structured
-form's discrepancy for the row's distance from the other configurations measured on its
-system). tests/test_reweight_model.py checks both against the PyMC model's log density to
-1e-9, in the default and the roofline/structured forms.
+:func:`~ddtree_bayes.engine.measured.config_log_sd` (the noise, plus the structured form's
+discrepancy for the configuration's distance from the other configurations measured on its
+system). Rows of one configuration share the step and sigma (:mod:`ddtree_bayes.core.configs`),
+so the step is computed once per configuration and a sum over rows uses their sufficient
+statistics, as the model does. tests/test_reweight_model.py checks both against the PyMC
+model's log density to 1e-9, in the power/fraction and the roofline/structured forms.
 
 If the model of the new data has the same parameters and priors as the fit's (same systems,
 overhead groups, relations, model card ...: :mod:`ddtree_bayes.workflows.living.reweight`
@@ -22,47 +24,76 @@ drafter passes or tree nodes now vary, so the group's own ratio replaces the pop
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
+from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.data import Measurements
-from ddtree_bayes.engine.measured import measurement_log_sd
+from ddtree_bayes.engine.measured import config_log_sd
 from ddtree_bayes.engine.predictive import resolve_scenario, step_components
 from ddtree_bayes.engine.store import Draws
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
-def log_mu(draws: Draws, measurements: Measurements, which: list[int]) -> np.ndarray:
-    """(draws, len(which)) modelled log tok/s (the likelihood's mean) of rows ``which``
-    (indices into ``measurements.rows``)."""
+@dataclass(frozen=True)
+class Table:
+    """A measurement file's rows grouped into configurations, with the likelihood's sd of each
+    configuration under some draws ((draws, configurations); a broadcast view when it is
+    the noise alone)."""
+
+    measurements: Measurements
+    row_config: np.ndarray
+    first: np.ndarray
+    sd: np.ndarray
+
+
+def table(draws: Draws, measurements: Measurements) -> Table:
+    row_config, first = C.group_rows(measurements.rows)
+    return Table(measurements, row_config, first, config_log_sd(draws, measurements, first))
+
+
+def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
+    """(draws, len(configs)) ``-log step_ms`` of configurations ``configs`` of ``t``."""
     rng = np.random.default_rng(0)   # only unmeasured groups/systems draw; never reweighted
     cols = []
-    for i in which:
-        m = measurements.rows[i]
+    for c in configs:
+        m = t.measurements.rows[t.first[c]]
         sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                               method=m.method, block=m.block, budget=m.budget,
                               verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
         parts, _ = step_components(draws, sc, rng)
-        cols.append(np.log(m.accept_len * 1000.0) - np.log(parts["step"]))
+        cols.append(-np.log(parts["step"]))
     return np.stack(cols, axis=1) if cols else np.zeros((draws.n_draws, 0))
 
 
-def normal_logpdf(y: np.ndarray, mu: np.ndarray, sigma: np.ndarray) -> np.ndarray:
-    z = (y - mu) / sigma
-    return -0.5 * z * z - np.log(sigma) - LOG_SQRT_2PI
-
-
 def log_likelihood(draws: Draws, measurements: Measurements, which: list[int] | None = None,
-                   sd: np.ndarray | None = None) -> np.ndarray:
-    """(draws, rows) pointwise log-likelihood of rows ``which`` (default: all) of
-    ``measurements`` under ``draws``; ``sd`` is :func:`measurement_log_sd` of the whole
-    ``measurements`` if already computed."""
-    which = list(range(len(measurements.rows))) if which is None else list(which)
-    if sd is None:
-        sd = measurement_log_sd(draws, measurements)
-    y = np.log(np.array([measurements.rows[i].tok_s for i in which], dtype=float))
-    return normal_logpdf(y[None, :], log_mu(draws, measurements, which), sd[:, which])
+                   t: Table | None = None) -> np.ndarray:
+    """(draws, len(which)) pointwise log-likelihood of rows ``which`` (default: all; small
+    data: one column per row)."""
+    t = table(draws, measurements) if t is None else t
+    idx = np.arange(len(measurements.rows)) if which is None else np.asarray(which, dtype=int)
+    configs, local = np.unique(t.row_config[idx], return_inverse=True)
+    mean = config_log_step(draws, t, configs)[:, local]
+    rows = [measurements.rows[i] for i in idx]
+    z = np.log(np.array([r.tok_s for r in rows], dtype=float)) - C.offsets(rows)
+    sd = t.sd[:, configs][:, local]
+    return -0.5 * ((z[None, :] - mean) / sd) ** 2 - np.log(sd) - LOG_SQRT_2PI
+
+
+def summed_log_likelihood(draws: Draws, t: Table, which) -> np.ndarray:
+    """(draws,) the log-likelihood of rows ``which`` of ``t``'s data, summed: per
+    configuration from the rows' sufficient statistics (memory: draws x configurations)."""
+    which = np.asarray(which, dtype=int)
+    if which.size == 0:
+        return np.zeros(draws.n_draws)
+    configs, local = np.unique(t.row_config[which], return_inverse=True)
+    rows = [t.measurements.rows[i] for i in which]
+    z = np.log(np.array([r.tok_s for r in rows], dtype=float)) - C.offsets(rows)
+    n, zbar, s2 = C.sufficient_stats(local, z, len(configs))
+    mean = config_log_step(draws, t, configs)
+    return C.normal_logp(mean, t.sd[:, configs], n, zbar, s2, np.log).sum(axis=1)
 
 
 def group_log_ratio(draws: Draws, part: str) -> np.ndarray | None:
@@ -132,21 +163,28 @@ def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[i
     ``kept`` pairs each row of ``old`` with its equal in ``new`` (``(old index, new
     index)``); every row of ``old`` must be kept. Returns the log ratios and the kept rows
     (indices into ``new``) whose likelihood changed (their sd, or their group's structure),
-    i.e. contributed a new-over-old term."""
+    i.e. contributed a new-over-old term. Linear in the rows; memory draws x configurations."""
     if len(kept) != len(old.rows):
         raise ValueError("every row of the old data must be kept to reweight")
     target = draws if target is None else target
-    sd_new = measurement_log_sd(target, new)
-    total = log_likelihood(target, new, added, sd_new).sum(axis=1)
-    sd_old = measurement_log_sd(draws, old)
-    moved = {g for part in ("pass", "tree") for g, (a, b) in enumerate(zip(
-        (draws.meta["model"].get("group_varies") or {}).get(part, []),
-        (target.meta["model"].get("group_varies") or {}).get(part, []), strict=True)) if a != b}
-    moved_labels = {draws.meta["coords"]["overhead_group"][g] for g in moved}
-    changed = [(i, j) for i, j in kept
-               if _group_of(target.meta["model"], new.rows[j]) in moved_labels
-               or not np.array_equal(sd_old[:, i], sd_new[:, j])]
+    t_new, t_old = table(target, new), table(draws, old)
+    total = summed_log_likelihood(target, t_new, added)
+    varies = [(draws.meta["model"].get("group_varies") or {}).get(part, [])
+              for part in ("pass", "tree")]
+    varies_new = [(target.meta["model"].get("group_varies") or {}).get(part, [])
+                  for part in ("pass", "tree")]
+    groups = draws.meta["coords"]["overhead_group"]
+    moved = {groups[g] for a, b in zip(varies, varies_new, strict=True)
+             for g, (x, y) in enumerate(zip(a, b, strict=True)) if x != y}
+    same_sd: dict[tuple[int, int], bool] = {}
+    changed = []
+    for i, j in kept:
+        key = (int(t_old.row_config[i]), int(t_new.row_config[j]))
+        if key not in same_sd:
+            same_sd[key] = np.array_equal(t_old.sd[:, key[0]], t_new.sd[:, key[1]])
+        if not same_sd[key] or _group_of(target.meta["model"], new.rows[j]) in moved:
+            changed.append((i, j))
     if changed:
-        total = total + log_likelihood(target, new, [j for _, j in changed], sd_new).sum(axis=1)
-        total = total - log_likelihood(draws, old, [i for i, _ in changed], sd_old).sum(axis=1)
+        total = (total + summed_log_likelihood(target, t_new, [j for _, j in changed])
+                 - summed_log_likelihood(draws, t_old, [i for i, _ in changed]))
     return total, sorted(j for _, j in changed)
