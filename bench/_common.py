@@ -51,13 +51,18 @@ def command_line(cmd: list[str], env: dict[str, str] | None = None,
 
 def run_timed(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
               timeout: float | None = None) -> dict:
-    """Run ``cmd`` as a fresh process; wall seconds from ``time.perf_counter`` around it.
+    """Run ``cmd`` as a fresh process; wall seconds from ``time.perf_counter`` around it, and
+    its CPU seconds (user + system, from ``getrusage(RUSAGE_CHILDREN)`` before and after:
+    what the process itself used, which other processes' load does not inflate).
 
     ``env`` holds only the variables set on top of the inherited environment (recorded so
     the exact command can be repeated). Output is captured, never shown, so terminal
     speed does not enter the timing.
     """
+    import resource
+
     full_env = {**os.environ, **(env or {})}
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     try:
         proc = subprocess.run(cmd, cwd=cwd, env=full_env, capture_output=True, text=True,
@@ -69,9 +74,11 @@ def run_timed(cmd: list[str], *, cwd: Path, env: dict[str, str] | None = None,
         rc, timed_out = None, True
         out = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
         err = exc.stderr.decode() if isinstance(exc.stderr, bytes) else (exc.stderr or "")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return {"command": command_line(cmd, env, cwd), "argv": cmd, "cwd": str(cwd),
             "env": dict(env or {}), "returncode": rc, "timed_out": timed_out,
-            "wall_s": wall, "stdout": out, "stderr": err}
+            "wall_s": wall, "cpu_s": cpu, "stdout": out, "stderr": err}
 
 
 def tail(text: str, n: int = 15) -> str:

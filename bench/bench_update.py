@@ -126,8 +126,8 @@ def main(argv: list[str] | None = None) -> int:
 
     def record(kind: str, i: int, r: dict) -> dict:
         nonlocal failed
-        rec = {"kind": kind, "index": i, "wall_s": r["wall_s"], "returncode": r["returncode"],
-               "command": r["command"], "loadavg": C.loadavg()}
+        rec = {"kind": kind, "index": i, "wall_s": r["wall_s"], "cpu_s": r["cpu_s"],
+               "returncode": r["returncode"], "command": r["command"], "loadavg": C.loadavg()}
         try:
             rec["json"] = json.loads(r["stdout"]) if kind != "add" else None
         except json.JSONDecodeError:
@@ -189,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
         "reweight_update_wall_s": C.summary([r["wall_s"] for r in ups]),
         "refit_update_wall_s": C.summary([r["wall_s"] for r in rfs]),
         "predict_wall_s": C.summary([r["wall_s"] for r in pick("predict-reweighted")]),
+        "reweight_update_cpu_s": C.summary([r["cpu_s"] for r in ups]),
+        "refit_update_cpu_s": C.summary([r["cpu_s"] for r in rfs]),
+        "predict_cpu_s": C.summary([r["cpu_s"] for r in pick("predict-reweighted")]),
+        "add_cpu_s": C.summary([r["cpu_s"] for r in pick("add")]),
         "reweight_in_process_s": C.summary([r["json"].get("total_s") for r in ups]),
         "reweight_weights_s": C.summary([r["json"]["psis"]["seconds"] for r in ups
                                          if r["json"].get("psis")]),
@@ -221,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
             "refit_update_wall_s"),
         row("`ddtree-bayes predict --accept 12:16` (for scale)", "predict_wall_s"),
         row("`ddtree-bayes add` (one row)", "add_wall_s"),
+        row("CPU seconds (user + system) of `update` (PSIS reweight)", "reweight_update_cpu_s"),
+        row("CPU seconds of `update --refit`", "refit_update_cpu_s"),
+        row("CPU seconds of `predict --accept 12:16`", "predict_cpu_s"),
         row("reweight update: in-process total", "reweight_in_process_s"),
         row("reweight update: likelihood + PSIS weights", "reweight_weights_s"),
         row("reweight update: resample + save the artifact", "reweight_save_s"),
@@ -240,7 +247,10 @@ def main(argv: list[str] | None = None) -> int:
           f"nproc {machine['nproc']}, {machine['cpu_model']}; 1-min load average during the "
           f"runs {s['loadavg_min_max'][0]:.2f}-{s['loadavg_min_max'][1]:.2f}\n\n{table}\n\n"
           f"reweighting update, median wall: **{C.fmt_s(s['reweight_update_wall_s']['median'])} s**"
-          f" (target <= {args.target_s:g} s: {'met' if target_met else 'NOT met'}); refit / "
+          f" (target <= {args.target_s:g} s: {'met' if target_met else 'NOT met'}; its CPU "
+          f"seconds {C.fmt_s(s['reweight_update_cpu_s']['median'])}, predict's "
+          f"{C.fmt_s(s['predict_cpu_s']['median'])}: CPU time is what machine load does not "
+          "inflate); refit / "
           f"reweight, paired by run: **{C.fmt_s(ratio, 1)}x**\n\n"
           f"Pareto k per run: {ks or '-'}; effective draws (n_eff) "
           f"{', '.join(f'{x:.0f}' for x in s['n_eff'])}; runs that went the wrong way: "
