@@ -38,6 +38,23 @@ def _context_tokens(text: str | None) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
+#: ``--accept infer``: leave accept_len blank for the fit to infer (a speculative row).
+ACCEPT_INFER = "infer"
+
+
+def _accept_cell(text: str | None, method: str | None) -> str | None:
+    """The accept_len cell of ``add``: the number given, or blank for ``--accept infer``
+    (refused for --method ar: one token per step, nothing to infer)."""
+    if text is None or text.strip().lower() != ACCEPT_INFER:
+        return text
+    from ddtree_bayes.core.data import AR_METHOD
+
+    if method == AR_METHOD:
+        raise InputError("--accept infer: autoregressive decoding emits 1 token per step",
+                         fix="use --accept 1 with --method ar")
+    return ""
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
@@ -72,7 +89,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                              "--hardware b300 --engine sglang --method ddtree --budget 32")
         _, rows = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
-            fmt=args.bench_format, accept=args.accept, context=_context_tokens(args.context) or None,
+            fmt=args.bench_format, accept=_accept_cell(args.accept, args.method),
+            context=_context_tokens(args.context) or None,
             source=args.source, notes=args.notes, batch_size=args.batch_size,
             output_len=args.output_len, input_len=args.input_len,
             records=None if args.bench_records is None else {
@@ -86,12 +104,15 @@ def cmd_add(args: argparse.Namespace) -> int:
                    if getattr(args, f) is None]
         if missing:
             raise InputError(f"missing {', '.join(missing)}",
-                             fix="give the measured configuration and result, or --from FILE.csv")
+                             fix="give the measured configuration and result (--accept infer "
+                                 "when the run did not report its acceptance), or --from "
+                                 "FILE.csv")
         values: dict[str, str | None] = {
             "model": args.model, "hardware": args.hardware, "gpus": args.gpus,
             "engine": args.engine, "method": args.method, "block": args.block or "",
             "budget": args.budget or "", "verify_tokens": args.verify_tokens or "",
-            "accept_len": args.accept, "context_tokens": _context_tokens(args.context),
+            "accept_len": _accept_cell(args.accept, args.method),
+            "context_tokens": _context_tokens(args.context),
             "tok_s": args.tok_s, "source": args.source, "notes": args.notes or ""}
         row = living.NewRow(f"{data_path} (new row)", None, values)
         result = living.append_rows(data_path, hardware, [row],
@@ -107,7 +128,9 @@ def cmd_add(args: argparse.Namespace) -> int:
           f"(now {result.total_rows} measurements):")
     for m in result.rows:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
-        print(f"  row {m.row}: {living.describe_row(m)}, step {m.step_ms:.1f} ms{note}")
+        step = ("acceptance inferred by the fit" if m.step_ms is None
+                else f"step {m.step_ms:.1f} ms")
+        print(f"  row {m.row}: {living.describe_row(m)}, {step}{note}")
     print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
           "and refits")
     return 0
@@ -325,7 +348,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--accept",
                    help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
                         "column (required; 1 for ar; with --from-bench only when the file has "
-                        "no acceptance length)")
+                        "no acceptance length). 'infer' leaves it blank for a speculative run "
+                        "that did not report it: the fit infers one acceptance per (model, "
+                        "method, block, budget) from such rows")
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
                         "context; with --from-bench: the file's input length)")
