@@ -26,7 +26,8 @@ from ddtree_bayes.core.config import Prior, PriorsConfig
 from ddtree_bayes.core.data import Measurement
 from ddtree_bayes.core.errors import PriorsError
 
-#: Prior families a latent acceptance may have (bounded: 1 <= acceptance <= the verified tokens).
+#: Prior families a latent acceptance may have (a point prior is a known value: write it in
+#: the rows). The priors file bounds every acceptance prior below by 1.
 LATENT_DISTS = ("truncnormal", "uniform")
 #: Posterior variable name.
 NAME = "accept_latent"
@@ -106,13 +107,13 @@ def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: in
     where = ("[[acceptance]] " + " ".join(f"{k}={v}" for k, v in (
         ("method", entry.method), ("block", entry.block), ("budget", entry.budget))
         if v is not None))
-    if prior.dist not in LATENT_DISTS or prior.params["lower"] < 1:
+    if prior.dist not in LATENT_DISTS:   # (the priors file already bounds them below by 1)
         raise PriorsError(f"the acceptance prior {where} ({describe(prior)}) cannot be the "
                           f"prior of an inferred acceptance ({method} block {block} budget "
                           f"{budget}: rows with a blank accept_len)", file=priors.path,
                           column="acceptance",
-                          fix="give it dist = \"truncnormal\" or \"uniform\" with lower >= 1, "
-                              "or fill in accept_len")
+                          fix="give it dist = \"truncnormal\" or \"uniform\", or write the "
+                              "known value in those rows' accept_len")
     return prior, f"{where}: {describe(prior)}"
 
 
