@@ -85,7 +85,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
                          _pct(s["posterior"]["mean_width90_rel"])],
                         ["original +-30%", "", "-", _pct(s["baseline"]["coverage90"]),
                          _pct(s["baseline"]["mdape"], 1), _pct(s["baseline"]["mean_width90_rel"])]]))
-    if s["baseline"]["n"] < s["n"]:
+    if s["baseline"].get("n", 0) < s.get("n", 0):
         print(f"original +-30%: scored on the {s['baseline']['n']} of {s['n']} held-out rows with an "
               "accept_len (the formula needs the acceptance; the fit infers it)")
     return 0

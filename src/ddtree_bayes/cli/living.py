@@ -10,6 +10,7 @@ import argparse
 import time
 from pathlib import Path
 
+from ddtree_bayes.cli.args import accept_cell
 from ddtree_bayes.cli.history import cmd_diff, cmd_history, cmd_track
 from ddtree_bayes.cli.output import (
     PROG,
@@ -36,23 +37,6 @@ def _context_tokens(text: str | None) -> str:
     value = P.parse_context(text)
     assert value is not None
     return str(int(value)) if float(value).is_integer() else repr(value)
-
-
-#: ``--accept infer``: leave accept_len blank for the fit to infer (a speculative row).
-ACCEPT_INFER = "infer"
-
-
-def _accept_cell(text: str | None, method: str | None) -> str | None:
-    """The accept_len cell of ``add``: the number given, or blank for ``--accept infer``
-    (refused for --method ar: one token per step, nothing to infer)."""
-    if text is None or text.strip().lower() != ACCEPT_INFER:
-        return text
-    from ddtree_bayes.core.data import AR_METHOD
-
-    if method == AR_METHOD:
-        raise InputError("--accept infer: autoregressive decoding emits 1 token per step",
-                         fix="use --accept 1 with --method ar")
-    return ""
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -89,7 +73,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                              "--hardware b300 --engine sglang --method ddtree --budget 32")
         _, rows = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
-            fmt=args.bench_format, accept=_accept_cell(args.accept, args.method),
+            fmt=args.bench_format, accept=accept_cell(args.accept, args.method),
             context=_context_tokens(args.context) or None,
             source=args.source, notes=args.notes, batch_size=args.batch_size,
             output_len=args.output_len, input_len=args.input_len,
@@ -111,7 +95,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             "model": args.model, "hardware": args.hardware, "gpus": args.gpus,
             "engine": args.engine, "method": args.method, "block": args.block or "",
             "budget": args.budget or "", "verify_tokens": args.verify_tokens or "",
-            "accept_len": _accept_cell(args.accept, args.method),
+            "accept_len": accept_cell(args.accept, args.method),
             "context_tokens": _context_tokens(args.context),
             "tok_s": args.tok_s, "source": args.source, "notes": args.notes or ""}
         row = living.NewRow(f"{data_path} (new row)", None, values)
