@@ -118,7 +118,8 @@ SWEEP = [row(method="ar", block="", budget="", ctx=c, tok=t)
          for c, t in (("0", "91.5"), ("65536", "70.5"), ("131072", "56.7"))] + [
     row(ctx=c, tok=t) for c, t in (("0", "112.5"), ("65536", "99.5"))] + [
     row(method="mtp", block="2", budget="2", ctx="0", tok="120"),
-    row(method="eagle3", block="3", budget="3", accept="1.95", ctx="131072", tok="55")]
+    row(method="eagle3", block="3", budget="3", accept="1.95", ctx="131072", tok="55"),
+    row(accept="1.9", ctx="0", tok="125")]   # same columns as row 5 but a known acceptance
 
 
 @pytest.fixture(scope="module")
@@ -142,8 +143,11 @@ def test_model_has_one_latent_acceptance_per_group(latent_model):
     spec, m = latent_model
     assert m.coords[AL.DIM] == ("kimi-k2.6/eagle3/b3/B3", "kimi-k2.6/mtp/b2/B2")
     assert AL.NAME in {rv.name for rv in m.free_RVs}
-    assert [p.name for p in m.potentials] == [f"{AL.NAME}_prior"]   # eagle3's truncnormal
-    assert np.isnan(spec.accept_len).tolist() == [False] * 3 + [True] * 3 + [False]
+    # eagle3's truncnormal prior term, then the likelihood on configurations
+    assert [p.name for p in m.potentials] == [f"{AL.NAME}_prior", "log_tok_s"]
+    assert np.isnan(spec.accept_len).tolist() == [False] * 3 + [True] * 3 + [False] * 2
+    # a latent configuration is not merged with a known one of the same columns
+    assert spec.config_accept_group.tolist() == [-1, -1, -1, 0, 0, 1, -1, -1]
 
 
 def _unconstrained(m, point):
@@ -174,7 +178,7 @@ def test_latent_prior_and_likelihood_match_numpy(latent_model):
                       + stats.uniform.logpdf(2.4, 1.0, 2.0))
     assert prior == pytest.approx(expected_prior, rel=1e-9)
     # likelihood: the latent rows' mean uses accept_latent[g], the others their accept_len
-    loglik = m.compile_logp(vars=m.observed_RVs)(ip)
+    loglik = m.compile_logp(vars=[m["log_tok_s"]])(ip)
     expo = p["moe_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
     frac = 1 / (1 + np.exp(-(p["overhead_logit_mu"] + p["overhead_logit_sd"] * p["overhead_z"])))
     s = spec.row_system
@@ -182,7 +186,7 @@ def test_latent_prior_and_likelihood_match_numpy(latent_model):
                          p["ctx_verify_exponent"], spec.verify_tokens, spec.context_units,
                          "power", np.exp, np.log)
     step = S.step_ms(target, np.concatenate([frac, [0.0]])[spec.row_group], 1.0)
-    acc = np.array([1, 1, 1, 2.1, 2.1, 2.4, 1.95])
+    acc = np.array([1, 1, 1, 2.1, 2.1, 2.4, 1.95, 1.9])
     mu = np.log(acc * 1000 / step)
     expected = np.sum(stats.norm.logpdf(spec.log_tok_s, mu, p["noise_sd"]))
     assert loglik == pytest.approx(expected, rel=1e-9)
@@ -252,6 +256,24 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
     assert dist["family"] == "posterior" and dist["rows"] == 3
     assert dist["median"] == pytest.approx(12.0)
     assert "accept_posterior" not in doc["rows"][0]
+
+
+def test_the_fits_own_latent_rows_use_their_draws_in_the_ppc():
+    from ddtree_bayes.engine import measured as M
+
+    draws = _ddtree_group_draws()
+    draws = dataclasses.replace(draws, data_csv="\n".join([
+        HEADER, row(method="ddtree", block="16", budget="32", hardware="b300", engine="sglang",
+                    ctx="", tok="600"),
+        row(method="ddtree", block="16", budget="32", hardware="b300", engine="sglang",
+            ctx="", tok="650")]) + "\n")
+    measurements, log_mu = M.measurement_log_mu(draws)
+    assert [m.accept_len for m in measurements.rows] == [None, None]
+    # each draw: (12 k) tokens / (20 k) ms, both rows one configuration
+    np.testing.assert_allclose(log_mu, math.log(600.0), rtol=1e-12)
+    (r1, r2) = M.check_measurements(draws)
+    assert r1["accept_len"] is None and r1["configuration"] == r2["configuration"] == 2
+    assert r1["median"] == pytest.approx(600.0)
 
 
 def test_model_average_refuses_an_inferred_acceptance():
