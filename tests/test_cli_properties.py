@@ -95,7 +95,7 @@ def fakes():
                  "mean_width90_rel": None}
         return {"data": str(measurements.path), "group": group or "row", "seed": seed,
                 "settings": {}, "seconds": 0.0, "folds": [], "rows": [],
-                "summary": {"posterior": blank, "baseline": dict(blank)}}
+                "summary": {"n": 0, "posterior": blank, "baseline": {**blank, "n": 0}}}
 
     def sbc(data=None, priors=None, *, replicates=100, seed=0, **kw):
         load_inputs(data, priors)

@@ -69,6 +69,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         return 0
     rows = [[f"row {r['row']}", _config_label(r), _fmt(r["measured"], 1), _fmt(r["median"], 1),
              f"{r['lo50']:.1f}-{r['hi50']:.1f}", f"{r['lo90']:.1f}-{r['hi90']:.1f}", f"{r['percentile']:.2f}",
+             "- (no accept_len)" if r["baseline"] is None else
              f"{r['baseline']:.1f} ({r['baseline_lo']:.0f}-{r['baseline_hi']:.0f})"]
             for r in res["rows"]]
     print(f"held out by {res['group']}: {len(res['folds'])} refits "
@@ -84,6 +85,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                          _pct(s["posterior"]["mean_width90_rel"])],
                         ["original +-30%", "", "-", _pct(s["baseline"]["coverage90"]),
                          _pct(s["baseline"]["mdape"], 1), _pct(s["baseline"]["mean_width90_rel"])]]))
+    if s["baseline"].get("n", 0) < s.get("n", 0):
+        print(f"original +-30%: scored on the {s['baseline']['n']} of {s['n']} held-out rows with an "
+              "accept_len (the formula needs the acceptance; the fit infers it)")
     return 0
 
 

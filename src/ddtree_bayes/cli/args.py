@@ -276,3 +276,21 @@ def add_seed_and_format(p: argparse.ArgumentParser, formats: tuple[str, ...]) ->
                    help="random seed, 0 to 4294967295 (default: %(default)s)")
     if formats:
         add_format(p, formats)
+
+
+#: ``--accept infer``: leave accept_len blank for the fit to infer (a speculative row).
+ACCEPT_INFER = "infer"
+
+
+def accept_cell(text: str | None, method: str | None) -> str | None:
+    """The accept_len cell of ``add``: the number given, or blank for ``--accept infer``
+    (refused for --method ar: one token per step, nothing to infer)."""
+    if text is None or text.strip().lower() != ACCEPT_INFER:
+        return text
+    from ddtree_bayes.core.data import AR_METHOD
+    from ddtree_bayes.core.errors import InputError
+
+    if method == AR_METHOD:
+        raise InputError("--accept infer: autoregressive decoding emits 1 token per step",
+                         fix="use --accept 1 with --method ar")
+    return ""

@@ -21,15 +21,19 @@ def cmd_fit(args: argparse.Namespace) -> int:
     import time
 
     t0 = time.perf_counter()
+    from ddtree_bayes.core import acceptance_latent as AL
+
     draws = store.load_draws(result.path)
     ppc = M.check_measurements(draws, seed=args.seed)
     result.timings["check_s"] = time.perf_counter() - t0   # reading back + the PPC
+    inferred = AL.summarise(draws.meta, draws.variables)
     if args.format == "json":
         emit_json({"fit_id": result.fit_id, "path": str(result.path),
                    "converged": result.converged, "failures": result.failures,
                    "divergences": result.divergences, "remedies": result.remedies,
                    "timings": result.timings,
-                   "diagnostics": result.diagnostics, "posterior_predictive": ppc})
+                   "diagnostics": result.diagnostics, "posterior_predictive": ppc,
+                   "inferred_acceptance": inferred})
     else:
         headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
         body = [[d["parameter"], "", f"{d['mean']:.4g}", f"{d['sd']:.3g}", f"{d['rhat']:.3f}",
@@ -45,6 +49,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
                   f"{last['settings']['draws']}, target acceptance "
                   f"{last['settings']['target_accept']:g})")
         _print_ppc(ppc)
+        if inferred:
+            print("\n" + inferred_table(inferred))
         t = result.timings
         print(f"\nfit {result.fit_id}: {'converged' if result.converged else 'NOT CONVERGED'}"
               f" ({t.get('total_s', 0):.1f} s; sampling {t.get('sample_s', 0):.1f} s)")
@@ -61,7 +67,8 @@ def _print_ppc(ppc: list[dict]) -> None:
     if len(by_config) == len(ppc):
         print("\nposterior predictive check (tok/s):")
         pbody = [[f"row {r['row']}", f"{r['system']} {r['engine']} {r['method']} "
-                  f"M={r['verify_tokens']} ctx={r['context_tokens']:g} accept={r['accept_len']:g}",
+                  f"M={r['verify_tokens']} ctx={r['context_tokens']:g} accept="
+                  + ("inferred" if r["accept_len"] is None else f"{r['accept_len']:g}"),
                   _fmt(r["measured"], 1), _fmt(r["median"], 1),
                   f"[{r['lo50']:.1f}, {r['hi50']:.1f}]", f"[{r['lo90']:.1f}, {r['hi90']:.1f}]",
                   f"{r['percentile']:.2f}"] for r in ppc]
@@ -86,6 +93,17 @@ def _print_ppc(ppc: list[dict]) -> None:
                      f"{statistics.median(x['percentile'] for x in rs):.2f}"])
     print(render_table(["first row", "configuration", "rows", "measured", "median",
                         "in 50%", "in 90%", "pctile"], body))
+
+
+def inferred_table(inferred: list[dict]) -> str:
+    """The fit's inferred acceptance groups (rows with a blank accept_len), for people."""
+    body = [[g["group"], ", ".join(map(str, g["rows"])), f"{g['median']:.2f}",
+             f"{g['lo']:.2f}-{g['hi']:.2f}",
+             f"{g['prior_median']:.2f} ({g['prior_lo']:.2f}-{g['prior_hi']:.2f})", g["prior_from"]]
+            for g in inferred]
+    return ("inferred acceptance (tokens per step; rows with a blank accept_len):\n"
+            + render_table(["group", "rows", "median", "90% interval", "prior median (90%)",
+                            "prior"], body))
 
 
 # ---------------------------------------------------------------- compare

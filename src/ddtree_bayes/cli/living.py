@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ddtree_bayes.cli.args import accept_cell
 from ddtree_bayes.cli.history import cmd_diff, cmd_history, cmd_track
 from ddtree_bayes.cli.output import (
     PROG,
@@ -72,7 +73,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                              "--hardware b300 --engine sglang --method ddtree --budget 32")
         _, rows = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
-            fmt=args.bench_format, accept=args.accept, context=_context_tokens(args.context) or None,
+            fmt=args.bench_format, accept=accept_cell(args.accept, args.method),
+            context=_context_tokens(args.context) or None,
             source=args.source, notes=args.notes, batch_size=args.batch_size,
             output_len=args.output_len, input_len=args.input_len,
             records=None if args.bench_records is None else {
@@ -86,12 +88,15 @@ def cmd_add(args: argparse.Namespace) -> int:
                    if getattr(args, f) is None]
         if missing:
             raise InputError(f"missing {', '.join(missing)}",
-                             fix="give the measured configuration and result, or --from FILE.csv")
+                             fix="give the measured configuration and result (--accept infer "
+                                 "when the run did not report its acceptance), or --from "
+                                 "FILE.csv")
         values: dict[str, str | None] = {
             "model": args.model, "hardware": args.hardware, "gpus": args.gpus,
             "engine": args.engine, "method": args.method, "block": args.block or "",
             "budget": args.budget or "", "verify_tokens": args.verify_tokens or "",
-            "accept_len": args.accept, "context_tokens": _context_tokens(args.context),
+            "accept_len": accept_cell(args.accept, args.method),
+            "context_tokens": _context_tokens(args.context),
             "tok_s": args.tok_s, "source": args.source, "notes": args.notes or ""}
         row = living.NewRow(f"{data_path} (new row)", None, values)
         result = living.append_rows(data_path, hardware, [row],
@@ -107,7 +112,9 @@ def cmd_add(args: argparse.Namespace) -> int:
           f"(now {result.total_rows} measurements):")
     for m in result.rows:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
-        print(f"  row {m.row}: {living.describe_row(m)}, step {m.step_ms:.1f} ms{note}")
+        step = ("acceptance inferred by the fit" if m.step_ms is None
+                else f"step {m.step_ms:.1f} ms")
+        print(f"  row {m.row}: {living.describe_row(m)}, {step}{note}")
     print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
           "and reweights its posterior or refits")
     return 0
@@ -160,7 +167,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--accept",
                    help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
                         "column (required; 1 for ar; with --from-bench only when the file has "
-                        "no acceptance length)")
+                        "no acceptance length). 'infer' leaves it blank for a speculative run "
+                        "that did not report it: the fit infers one acceptance per (model, "
+                        "method, block, budget) from such rows")
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
                         "context; with --from-bench: the file's input length)")

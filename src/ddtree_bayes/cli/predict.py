@@ -64,8 +64,14 @@ def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[d
     for row in rows:
         r = dict(row)
         label, kind = r["accept"], r["accept_kind"]
+        posterior = r.pop("accept_posterior", None)
         dist: dict | None = None
-        if kind == "given":
+        if kind == "posterior" and posterior is not None:
+            r["accept"] = None
+            dist = {"family": "posterior", "group": posterior["group"],
+                    "rows": posterior["rows"], "median": posterior["median"],
+                    "lo90": posterior["lo90"], "hi90": posterior["hi90"], "label": label}
+        elif kind == "given":
             r["accept"] = given.get(label, float(label))
         elif kind == "uniform" and req is not None and req.uniform is not None:
             lo, hi = req.uniform
@@ -158,6 +164,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if any(r["accept_kind"] == "prior" for r in rows):
         print("acceptance not given: drawn from the acceptance prior in the priors file "
               "(pass --accept to fix it).")
+    for note in sorted({r["accept_posterior"]["note"] for r in rows
+                        if r["accept_kind"] == "posterior"}):
+        print(f"{note} (pass --accept to fix it).")
     if any(r["accept_kind"] == "uniform" for r in rows):
         print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
     for note in notes:

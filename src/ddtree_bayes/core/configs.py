@@ -14,10 +14,11 @@ grows with the number of distinct configurations, not rows. Row weights (a valid
 held-out rows have weight 0) enter as weighted ``n``, ``zbar``, ``S2``: the same identity holds
 for ``sum_i w_i log N(z_i | m, s)``. numpy only, linear in the rows.
 
-A later latent acceptance (rows with a blank ``accept_len`` sharing an unknown acceptance per
-group) slots in here: such rows get offset 0 (``z = log tok_s - log 1000``), a configuration
-key that also separates known from latent acceptance, and an index into the acceptance
-groups, and the model adds that group's ``log accept`` to the configuration's mean.
+Rows with a blank ``accept_len`` (an acceptance inferred per (model, method, block, budget)
+group, :mod:`ddtree_bayes.core.acceptance_latent`) get offset ``log 1000`` (``z = log tok_s -
+log 1000``), the configuration key also separates them from rows with a known acceptance
+(``accept_inferred``), and the model adds their group's ``log accept_latent`` to the
+configuration's mean.
 """
 
 from __future__ import annotations
@@ -45,8 +46,9 @@ ROW_COLUMNS = ("accept_len", "tok_s", "source", "notes")
 assert set(CONFIG_COLUMNS) | set(ROW_COLUMNS) == set(COLUMNS), "classify every new column"
 
 
-#: The configuration a row belongs to, as a tuple (see :data:`CONFIG_COLUMNS`).
-config_key: Callable[[Measurement], tuple] = attrgetter(*CONFIG_COLUMNS)
+#: The configuration a row belongs to, as a tuple (see :data:`CONFIG_COLUMNS`), and whether its
+#: acceptance is inferred (blank accept_len): such rows have a latent offset, the others data.
+config_key: Callable[[Measurement], tuple] = attrgetter(*CONFIG_COLUMNS, "accept_inferred")
 
 
 def group_rows(rows: Sequence[Measurement]) -> tuple[np.ndarray, np.ndarray]:
@@ -84,8 +86,10 @@ def rows_of(row_config: np.ndarray, n_configs: int) -> list[np.ndarray]:
 
 
 def offsets(rows: Sequence[Measurement]) -> np.ndarray:
-    """Each row's known offset ``log(accept_len * 1000)`` (tokens per step, per second)."""
-    return np.log(np.fromiter((r.accept_len for r in rows), float, len(rows)) * 1000.0)
+    """Each row's known offset ``log(accept_len * 1000)`` (tokens per step, per second);
+    ``log 1000`` for a row whose acceptance is inferred (the model adds its latent value)."""
+    return np.log(np.fromiter((1.0 if r.accept_len is None else r.accept_len for r in rows),
+                              float, len(rows)) * 1000.0)
 
 
 def sufficient_stats(row_config: np.ndarray, z: np.ndarray, n_configs: int,

@@ -23,8 +23,10 @@ from ddtree_bayes.core.errors import DataError
 #: Columns of a measurement file, in order.
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
            "accept_len", "context_tokens", "tok_s", "source", "notes")
-#: Columns that must hold a value in every row.
-REQUIRED = ("model", "hardware", "gpus", "engine", "method", "accept_len", "tok_s", "source")
+#: Columns that must hold a value in every row. ``accept_len`` may be blank: an
+#: autoregressive row then emits 1 token per step, a speculative row's acceptance is inferred
+#: by the fit (a latent parameter per (model, method, block, budget); core/acceptance_latent.py).
+REQUIRED = ("model", "hardware", "gpus", "engine", "method", "tok_s", "source")
 #: Columns that decide whether a row is valid apart from its result (tok_s) and its free text
 #: (source must only be non-empty, notes is anything): rows that agree on these and pass
 #: once are validated again only in tok_s and source (repeated runs of one configuration).
@@ -50,7 +52,7 @@ class Measurement:
     block: int | None
     budget: int | None
     verify_tokens: int
-    accept_len: float
+    accept_len: float | None   # None: blank in the file, inferred by the fit
     context_tokens: float | None
     tok_s: float
     source: str
@@ -75,9 +77,14 @@ class Measurement:
         return self.method != AR_METHOD
 
     @property
-    def step_ms(self) -> float:
-        """Measured time per decoding step: accept_len / tok_s."""
-        return self.accept_len / self.tok_s * 1000.0
+    def accept_inferred(self) -> bool:
+        """The row has no acceptance length: the fit infers it (a latent parameter)."""
+        return self.accept_len is None
+
+    @property
+    def step_ms(self) -> float | None:
+        """Measured time per decoding step: accept_len / tok_s (None without accept_len)."""
+        return None if self.accept_len is None else self.accept_len / self.tok_s * 1000.0
 
 
 @dataclass(frozen=True)
@@ -264,7 +271,18 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         raise DataError(f"autoregressive rows verify 1 token, got {verify:g}", file=path, row=row,
                         column="verify_tokens", fix="set verify_tokens to 1 or fix the method")
     accept = num["accept_len"]
-    assert accept is not None
+    if accept is None and (method == AR_METHOD or verify == 1):
+        accept = 1.0   # one token verified per step emits one: nothing to infer
+    if accept is not None:   # (blank on a speculative row: inferred by the fit)
+        _check_accept(path, row, method, accept, verify)
+    return Measurement(row=row, model=values["model"], hardware=values["hardware"],
+                       gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
+                       block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
+                       context_tokens=num["context_tokens"], tok_s=num["tok_s"],
+                       source=values["source"], notes=values.get("notes", ""))
+
+
+def _check_accept(path: str, row: int, method: str, accept: float, verify: float) -> None:
     if accept < 1:
         raise DataError(f"accept_len must be >= 1 (the bonus token), got {accept:g}", file=path,
                         row=row, column="accept_len", fix="write tokens emitted per step")
@@ -275,11 +293,6 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         raise DataError(f"accept_len {accept:g} exceeds verify_tokens {verify:g}", file=path,
                         row=row, column="accept_len",
                         fix="a step cannot emit more tokens than it verifies; check both")
-    return Measurement(row=row, model=values["model"], hardware=values["hardware"],
-                       gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
-                       block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
-                       context_tokens=num["context_tokens"], tok_s=num["tok_s"],
-                       source=values["source"], notes=values.get("notes", ""))
 
 
 def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]]],

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.config import PriorsConfig
 from ddtree_bayes.core.configs import config_distance  # noqa: F401  (S.config_distance)
@@ -153,6 +154,11 @@ class ModelSpec:
     #: nodes (structured form): only then can the data tell that ratio from the fixed cost
     group_passes_vary: np.ndarray | None = None
     group_nodes_vary: np.ndarray | None = None
+    #: latent acceptance groups (rows with a blank accept_len; ``accept_len`` is NaN there)
+    #: and each configuration's index into them (-1: known acceptance); a configuration's
+    #: rows are all latent or all known (core/configs.py keys on it)
+    accept_groups: tuple[AL.AcceptanceGroup, ...] = ()
+    config_accept_group: np.ndarray | None = None
 
     # per-row views of the configuration arrays
     @property
@@ -193,6 +199,17 @@ class ModelSpec:
         return self.configs.distance[self.row_config]
 
     @property
+    def row_offset(self) -> np.ndarray:
+        """Per row ``log(accept_len * 1000)``; ``log 1000`` where the acceptance is inferred
+        (the model adds the latent value per configuration): ``z = log tok_s - row_offset``."""
+        return np.log(np.where(np.isnan(self.accept_len), 1.0, self.accept_len) * 1000.0)
+
+    @property
+    def row_accept_group(self) -> np.ndarray | None:
+        g = self.config_accept_group
+        return None if g is None else g[self.row_config]
+
+    @property
     def config_labels(self) -> tuple[str, ...]:
         """A configuration is named by the file line of its first row."""
         return tuple(str(self.rows[i]) for i in self.configs.first_row)
@@ -205,8 +222,11 @@ class ModelSpec:
     @property
     def parameter_coords(self) -> dict[str, tuple[str, ...]]:
         """The coordinates of the posterior's parameters (a fit's ``meta["coords"]``)."""
-        return {"system": self.systems, "overhead_group": self.groups,
-                "relation": self.relations}
+        coords = {"system": self.systems, "overhead_group": self.groups,
+                  "relation": self.relations}
+        if self.accept_groups:
+            coords[AL.DIM] = tuple(g.label for g in self.accept_groups)
+        return coords
 
 
 def build_spec(data: Measurements, priors: PriorsConfig, *,
@@ -243,9 +263,12 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     passes, nodes = draft_structure(reps, priors, data.path)
     system = np.array([systems.index(r.system) for r in reps], dtype=np.int64)
     group = np.array([g if g >= 0 else n_groups for g in cfg_group], dtype=np.int64)
-    accept = np.fromiter((r.accept_len for r in data.rows), float, len(data.rows))
+    accept = np.fromiter((np.nan if r.accept_len is None else r.accept_len for r in data.rows),
+                         float, len(data.rows))
     log_tok = np.log(np.fromiter((r.tok_s for r in data.rows), float, len(data.rows)))
-    n, zbar, s2 = C.sufficient_stats(row_config, log_tok - np.log(accept * 1000.0), len(reps))
+    # (a latent row's offset is log 1000: the model adds log accept_latent per configuration)
+    n, zbar, s2 = C.sufficient_stats(row_config, log_tok - C.offsets(data.rows), len(reps))
+    accept_groups, row_accept_group = AL.latent_groups(data.rows, priors)
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
@@ -266,6 +289,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         knee=priors.knee_sharpness,
         group_passes_vary=_varies(group, passes, n_groups),
         group_nodes_vary=_varies(group, nodes, n_groups),
+        accept_groups=accept_groups, config_accept_group=row_accept_group[first],
         **extra,
     )
 
@@ -364,6 +388,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     if spec.step_form == "structured" and passes_vary is not None and nodes_vary is not None:
         meta["group_varies"] = {"pass": [bool(x) for x in passes_vary],
                                 "tree": [bool(x) for x in nodes_vary]}
+    if spec.accept_groups:
+        meta["acceptance_groups"] = [g.as_meta() for g in spec.accept_groups]
     if spec.card is not None and spec.system_flop_ms is not None:
         meta["card"] = spec.card
         meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),

@@ -39,9 +39,9 @@ class Moments:
     measurements: Measurements
     row_config: np.ndarray     # per row
     first: np.ndarray          # per configuration: position of its first row
-    offset: np.ndarray         # per row: log(accept_len * 1000)
+    offset: np.ndarray         # per row: log(accept_len * 1000) (log 1000: inferred acceptance)
     log_tok_s: np.ndarray      # per row
-    mean: np.ndarray           # (draws, configurations): -log step
+    mean: np.ndarray           # (draws, configurations): -log step (+ log accept_latent)
     sd: np.ndarray             # (draws, configurations)
 
     @property
@@ -63,8 +63,10 @@ def moments(draws: Draws, seed: int = DEFAULT_SEED,
     :func:`~ddtree_bayes.engine.predictive.step_draws` call per configuration, in the order of
     their first rows, with one generator), and the likelihood's sd: the run-to-run noise, plus
     in the structured form the discrepancy for the configuration's distance from the other
-    configurations measured on its system (as the model's likelihood has it)."""
+    configurations measured on its system (as the model's likelihood has it). A configuration
+    of rows without accept_len adds each draw's log inferred acceptance to its mean."""
     from ddtree_bayes.engine.predictive import step_draws
+    from ddtree_bayes.engine.scenario import row_acceptance
 
     measurements = stored_measurements(draws) if measurements is None else measurements
     rows = measurements.rows
@@ -77,7 +79,10 @@ def moments(draws: Draws, seed: int = DEFAULT_SEED,
                               method=m.method, block=m.block, budget=m.budget,
                               verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
         step, _ = step_draws(draws, sc, rng)
-        cols.append(-np.log(step))
+        if m.accept_len is None:   # its rows' offset is log 1000 (core/configs.offsets)
+            cols.append(np.log(row_acceptance(draws, m, rng)) - np.log(step))
+        else:
+            cols.append(-np.log(step))
     mean = np.stack(cols, axis=1)
     log_tok = np.log(np.fromiter((r.tok_s for r in rows), float, len(rows)))
     return Moments(measurements, row_config, first, C.offsets(rows), log_tok, mean,

@@ -161,15 +161,49 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         else:
             step = S.step_ms(target, frac_cfg, scale_cfg)
         # z_i = log tok_s_i - log(accept_i * 1000) ~ Normal(-log step_c, sigma_c); a latent
-        # acceptance would add its group's log accept to this mean (core/configs.py)
+        # acceptance adds its group's log accept to this mean (core/configs.py)
         stats: tuple[Any, ...] = (c.n, c.zbar, c.s2)
         if refittable:   # see workflows/validation.py
             stats = tuple(pm.Data(f"config_{k}", v, dims="configuration")
                           for k, v in zip(("n", "zbar", "s2"), stats, strict=True))
         n, zbar, s2 = stats
-        pm.Potential("log_tok_s", C.normal_logp(-pt.log(step), sigma, n, zbar, s2, pt.log),
+        mean = latent_log_accept(spec) - pt.log(step)
+        pm.Potential("log_tok_s", C.normal_logp(mean, sigma, n, zbar, s2, pt.log),
                      dims="configuration")
     return model
+
+
+def latent_log_accept(spec: S.ModelSpec):
+    """Per configuration, ``log accept_latent[g]`` for a configuration of rows with a blank
+    accept_len in acceptance group g (:mod:`ddtree_bayes.core.acceptance_latent`; their offset
+    in ``z`` is ``log 1000``), 0 for the others (their ``log(accept_len * 1000)`` is data in
+    ``z``). Without latent rows, the constant 0.
+
+    ``accept_latent`` is Uniform(lower, upper) per group; a group whose prior is a truncated
+    normal adds the normal's log kernel and normaliser (Potential ``accept_latent_prior``), so
+    its prior density is exactly the truncated normal's (the uniform's ``-log(upper - lower)``
+    is cancelled)."""
+    groups = spec.accept_groups
+    if not groups:
+        return 0.0
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    lower = np.array([g.prior.params["lower"] for g in groups])
+    upper = np.array([g.prior.params["upper"] for g in groups])
+    accept = pm.Uniform(AL.NAME, lower=lower, upper=upper, dims=AL.DIM)
+    normal = [k for k, g in enumerate(groups) if g.prior.dist == "truncnormal"]
+    if normal:
+        mu = np.array([groups[k].prior.params["mu"] for k in normal])
+        sd = np.array([groups[k].prior.params["sigma"] for k in normal])
+        # log N(a | mu, sd) - log(Phi(upper') - Phi(lower')) + log(upper - lower)
+        const = np.array([math.log(upper[k] - lower[k])
+                          - AL.truncnormal_log_norm(groups[k].prior.params) for k in normal])
+        z = (accept[normal] - mu) / sd
+        pm.Potential(f"{AL.NAME}_prior", pt.sum(const - 0.5 * z ** 2))
+    configs = spec.config_accept_group
+    assert configs is not None
+    index = np.where(configs >= 0, configs, len(groups))
+    return pt.concatenate([pt.log(accept), pt.zeros(1)])[index]
 
 
 def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_cfg,

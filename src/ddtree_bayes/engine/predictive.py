@@ -27,10 +27,12 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     AcceptRequest,
     Scenario,
     check_fit,
+    latent_acceptance,
     measured_systems,
     parse_accept,
     parse_context,
     resolve_scenario,
+    row_acceptance,
     stored_measurements,
 )
 from ddtree_bayes.engine.store import Draws
@@ -300,7 +302,13 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
         per_token, how = _per_token(draws, mixture, sc, rng)
         seed_step = seed_step_ms(seed_table, sc)
         cases: list[tuple[str, str, np.ndarray, float | None]] = []
-        if request is None:
+        posterior, posterior_info = None, None
+        if request is None and sc.method != AR_METHOD:
+            posterior = _posterior_acceptance(draws, mixture, sc, rng)
+        if posterior is not None:
+            a, posterior_info = posterior
+            cases.append(("posterior", "posterior", a, float(np.mean(a))))
+        elif request is None:
             ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
             if ap is None:
                 raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
@@ -331,8 +339,29 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
             row["original_hi"] = None if seed_tok is None else seed_tok * (1 + SEED_BAND)
             row["overhead_from"] = how
+            if kind == "posterior":   # machine output: accept_distribution (cli/predict.py)
+                row["accept_posterior"] = posterior_info
             rows.append(row)
     return rows
+
+
+def _posterior_acceptance(draws: Draws, mixture, sc: Scenario, rng: np.random.Generator
+                          ) -> tuple[np.ndarray, dict] | None:
+    """Acceptance of a query without --accept whose (model, method, block, budget) the fit
+    inferred from rows without accept_len: that group's posterior draws (aligned with the
+    step's draws) and a description (group, rows, median, 90% interval); None otherwise."""
+    a, group = latent_acceptance(draws, None, sc.method, sc.block, sc.verify_tokens, rng)
+    if group is None:
+        return None
+    if mixture:
+        raise QueryError(f"--model-average cannot carry the inferred acceptance of "
+                         f"{group['label']} across fits",
+                         fix="pass --accept, or predict from one fit")
+    lo, med, hi = (float(x) for x in np.quantile(a, [0.05, 0.5, 0.95]))
+    return a, {"group": group["label"], "rows": len(group["rows"]), "median": med,
+               "lo90": lo, "hi90": hi,
+               "note": f"acceptance: posterior of the {len(group['rows'])} measured rows without "
+                       f"accept_len ({group['label']}: median {med:.2f}, 90% {lo:.2f}-{hi:.2f})"}
 
 
 def _per_token(draws: Draws, mixture: list[tuple[Draws, float]] | None, sc: Scenario,

@@ -8,6 +8,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens, system_label
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
@@ -202,3 +204,31 @@ def stored_measurements(draws: Draws):
         _PARSED.clear()
         _PARSED[key] = parsed
     return _PARSED[key]
+
+
+def latent_acceptance(draws: Draws, model: str | None, method: str, block: int | None,
+                      verify_tokens: int, rng: np.random.Generator
+                      ) -> tuple[np.ndarray, dict | None]:
+    """Acceptance draws for a configuration whose acceptance is not given: the posterior of
+    the fit's inferred acceptance group (rows with a blank accept_len of the same model,
+    method, block and budget), aligned draw by draw with the other parameters, and that group
+    (as stored in the fit); or, when the fit has no such group, draws from the group's prior
+    (the priors file's ``[[acceptance]]`` entry or the default) and None."""
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    found = AL.find(draws.meta, model, method, block, verify_tokens)
+    if found is not None:
+        g, group = found
+        return np.asarray(draws.variables[AL.NAME])[:, g], group
+    from ddtree_bayes.core.sampling import prior_sample
+
+    priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+    prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens)
+    return prior_sample(prior, draws.n_draws, rng), None
+
+
+def row_acceptance(draws: Draws, m, rng: np.random.Generator) -> np.ndarray:
+    """Acceptance draws of a measurement: its accept_len, or :func:`latent_acceptance`."""
+    if m.accept_len is not None:
+        return np.full(draws.n_draws, m.accept_len)
+    return latent_acceptance(draws, m.model, m.method, m.block, m.verify_tokens, rng)[0]

@@ -20,6 +20,10 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
     speculative overhead fraction and the context-verify exponent. Residuals are on log
     tok/s; a weak ridge (1e-3) towards the prior medians keeps parameters that a fold leaves
     unidentified at those medians, which is what a deterministic estimator would assume.
+
+    The formula needs each row's acceptance: rows with a blank accept_len are left out of the
+    least squares, and the returned predictor gives None for them (the original estimator
+    cannot answer without an acceptance).
     """
     from scipy.optimize import least_squares
 
@@ -36,6 +40,7 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
                 1 / (1 + math.exp(-p[2 * n + 1])), 1 / (1 + math.exp(-p[2 * n + 2])))
 
     def predict(p, m: Measurement) -> float:
+        assert m.accept_len is not None
         t1, ctx, slope, frac, b = unpack(p)
         s = systems.index(m.system)
         c = (m.context_tokens if m.context_tokens is not None else cfg.default_context_tokens) / unit
@@ -44,9 +49,15 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
         step = target / (1 - frac) if m.is_speculative else target
         return m.accept_len * 1000.0 / step
 
+    known = [m for m in rows if m.accept_len is not None]
+
     def resid(p):
-        r = [math.log(predict(p, m)) - math.log(m.tok_s) for m in rows]
+        r = [math.log(predict(p, m)) - math.log(m.tok_s) for m in known]
         return np.concatenate([r, 1e-3 * (p - p0)])
 
     fit = least_squares(resid, p0)
-    return lambda m: predict(fit.x, m)
+
+    def baseline(m: Measurement) -> float | None:
+        return None if m.accept_len is None else predict(fit.x, m)
+
+    return baseline

@@ -160,6 +160,7 @@ def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str,
         m = data.rows[i]
         q = np.quantile(predict_row(draws, m, rng), [0.05, 0.25, 0.5, 0.75, 0.95])
         base = baseline(m)
+        assert base is not None   # load_sweeps keeps rows with an acceptance only
         rows.append({"sweep": sweep.name, "structure": structure, "row": m.row,
                      "method": m.method, "block": m.block, "budget": m.budget,
                      "verify_tokens": m.verify_tokens, "measured": m.tok_s,

@@ -137,7 +137,7 @@ def refit_data(spec, weights: np.ndarray, observed: np.ndarray | None = None) ->
 
     weights = np.asarray(weights, dtype=float)
     log_tok = spec.log_tok_s if observed is None else np.asarray(observed, dtype=float)
-    n, zbar, s2 = C.sufficient_stats(spec.row_config, log_tok - np.log(spec.accept_len * 1000.0),
+    n, zbar, s2 = C.sufficient_stats(spec.row_config, log_tok - spec.row_offset,
                                      len(spec.configs), weights)
     updates = {"config_n": n, "config_zbar": zbar, "config_s2": s2}
     if spec.step_form == "structured":   # held-out rows are not measured configurations
@@ -166,7 +166,8 @@ def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.nd
                             verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
     parts, _ = P.step_components(draws, sc, rng)
     noise = parts["log_sd"] * rng.standard_normal(draws.n_draws)
-    return m.accept_len * 1000.0 / parts["step"] * np.exp(noise)
+    # a row without accept_len: the posterior of its inferred acceptance group
+    return P.row_acceptance(draws, m, rng) * 1000.0 / parts["step"] * np.exp(noise)
 
 
 # ------------------------------------------------------------------ folds
@@ -214,14 +215,15 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
         m = data.rows[i]
         samples = predict_row(draws, m, rng)
         q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
-        base = baseline(m)
+        base = baseline(m)   # None: the original formula needs the row's acceptance
         rows.append({"row": m.row, "fold": fold.name, "system": m.system, "engine": m.engine,
                      "method": m.method, "verify_tokens": m.verify_tokens,
                      "context_tokens": m.context_tokens, "measured": m.tok_s,
                      "median": q[2], "lo50": q[1], "hi50": q[3], "lo90": q[0], "hi90": q[4],
                      "percentile": float(np.mean(samples < m.tok_s)),
-                     "baseline": base, "baseline_lo": base * (1 - BASELINE_BAND),
-                     "baseline_hi": base * (1 + BASELINE_BAND)})
+                     "baseline": base,
+                     "baseline_lo": None if base is None else base * (1 - BASELINE_BAND),
+                     "baseline_hi": None if base is None else base * (1 + BASELINE_BAND)})
     return FoldResult(fold.name, time.perf_counter() - t0, not failures, failures,
                       [{k: (float(v) if isinstance(v, np.floating) else v) for k, v in r.items()}
                        for r in rows])
@@ -269,7 +271,12 @@ def summarize_folds(rows: list[dict]) -> dict:
         return float(np.mean((np.array(lo) <= truth) & (truth <= np.array(hi))))
 
     med = np.array([r["median"] for r in rows])
-    base = np.array([r["baseline"] for r in rows])
+    # the original formula cannot predict a row without accept_len: scored on the others
+    has = [r for r in rows if r["baseline"] is not None]
+    base = np.array([r["baseline"] for r in has])
+    base_truth = np.array([r["measured"] for r in has])
+    base_cover = float(np.mean([r["baseline_lo"] <= r["measured"] <= r["baseline_hi"]
+                                for r in has])) if has else None
     return {
         "n": len(rows),
         "posterior": {
@@ -279,9 +286,11 @@ def summarize_folds(rows: list[dict]) -> dict:
             "mean_width90_rel": float(np.mean([(r["hi90"] - r["lo90"]) / r["median"]
                                                for r in rows]))},
         "baseline": {
+            "n": len(has),
             "coverage50": None,
-            "coverage90": cover([r["baseline_lo"] for r in rows], [r["baseline_hi"] for r in rows]),
-            "mdape": float(np.median(np.abs(base - truth) / truth)),
+            "coverage90": base_cover,
+            "mdape": (float(np.median(np.abs(base - base_truth) / base_truth)) if has
+                      else None),
             "mean_width90_rel": 2 * BASELINE_BAND},
     }
 
@@ -341,8 +350,9 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     flops = None if spec.system_flop_ms is None else list(spec.system_flop_ms)
     from ddtree_bayes.core import spec as S
 
-    truth = report.prior_draws(cfg, coords, 1, seed, flops,
-                               S.model_meta(spec, cfg).get("group_varies"))
+    model_meta = S.model_meta(spec, cfg)
+    truth = report.prior_draws(cfg, coords, 1, seed, flops, model_meta.get("group_varies"),
+                               model_meta.get("acceptance_groups"))
     truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)

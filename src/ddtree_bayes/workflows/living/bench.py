@@ -71,7 +71,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *, fmt: str | Non
                             "speculative run, but --method is ar", file=origin,
                             fix="give the run's --method (and --block/--budget), or pick the "
                                 "autoregressive records with --bench-records")
-        if rec.accept_len is not None and accept is not None and method != AR_METHOD:
+        if rec.accept_len is not None and accept and method != AR_METHOD:  # ("": infer)
             raise DataError(f"the file records acceptance length {rec.accept_len:g}; --accept "
                             f"{accept} would contradict it", file=origin,
                             fix="drop --accept (the file's value is used)")
@@ -80,13 +80,14 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *, fmt: str | Non
         elif rec.accept_len is not None:
             accept_len = _number(rec.accept_len)
         elif accept is not None:
-            accept_len = accept
+            accept_len = accept   # "" for --accept infer: inferred by the fit
         else:
             raise DataError(f"{fmt} records no acceptance length for this "
                             f"{method or 'speculative'} run", file=origin,
                             fix="pass --accept (accepted tokens per step incl. the bonus "
-                                "token), --method ar for a run without speculation, or pick "
-                                "records with --bench-records")
+                                "token; --accept infer lets the fit infer it), --method ar for "
+                                "a run without speculation, or pick records with "
+                                "--bench-records")
         if context is not None:
             ctx = context
         else:

@@ -292,7 +292,8 @@ def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[N
 
 
 def describe_config(m: Measurement) -> str:
-    """``b300 x8 sglang ddtree b16/B32 M=33 accept 13.1`` (context shown when given)."""
+    """``b300 x8 sglang ddtree b16/B32 M=33 accept 13.1`` (context shown when given;
+    ``accept inferred`` for a row without accept_len)."""
     parts = [f"{m.hardware} x{m.gpus}", m.engine, m.method]
     size = "/".join(s for s in ((f"b{m.block}" if m.block is not None else ""),
                                 (f"B{m.budget}" if m.budget is not None else "")) if s)
@@ -301,7 +302,7 @@ def describe_config(m: Measurement) -> str:
     parts.append(f"M={m.verify_tokens}")
     if m.context_tokens:
         parts.append(f"ctx {m.context_tokens:g}")
-    parts.append(f"accept {m.accept_len:g}")
+    parts.append("accept inferred" if m.accept_len is None else f"accept {m.accept_len:g}")
     return " ".join(parts)
 
 

@@ -94,7 +94,8 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
             continue
         # the likelihood's sd for this row: noise, plus the structured form's discrepancy
         sd = np.asarray(parts["log_sd"], dtype=float)
-        log_mu = np.log(m.accept_len * 1000.0 / parts["step"])
+        # a row without accept_len: its inferred acceptance group's posterior (or the prior)
+        log_mu = np.log(P.row_acceptance(draws, m, rng) * 1000.0 / parts["step"])
         diff = math.log(m.tok_s) - log_mu
         with np.errstate(divide="ignore", invalid="ignore"):
             cdf = np.where(sd > 0, _normal_cdf(diff / np.where(sd > 0, sd, 1.0)),

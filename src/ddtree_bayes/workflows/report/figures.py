@@ -12,7 +12,13 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from ddtree_bayes.core.config import parse_priors  # noqa: E402
-from ddtree_bayes.workflows.report.priors import flop_ms_of, prior_draws, scalar_columns, varies_of  # noqa: E402
+from ddtree_bayes.workflows.report.priors import (  # noqa: E402
+    accept_groups_of,
+    flop_ms_of,
+    prior_draws,
+    scalar_columns,
+    varies_of,
+)
 from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT  # noqa: E402
 
 BLUE, GREY, RED, ORANGE = "#2b6cb0", "#9aa0a6", "#c53030", "#dd6b20"
@@ -122,7 +128,8 @@ def prior_posterior(summary, draws, dt, path: Path) -> None:
     meta = draws.meta
     priors = parse_priors(draws.priors_toml)
     prior = scalar_columns(prior_draws(priors, meta["coords"], draws.n_draws, summary["seed"],
-                                       flop_ms_of(meta), varies_of(meta)), meta["coords"])
+                                       flop_ms_of(meta), varies_of(meta),
+                                       accept_groups_of(meta)), meta["coords"])
     post = scalar_columns(draws.variables, meta["coords"])
     rows = summary["prior_posterior"]
     ncol = 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
 from ddtree_bayes.core.sampling import prior_sample
 from ddtree_bayes.core.spec import SHAPE_NAMES
@@ -29,13 +30,16 @@ def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
 
 
 def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
-                system_flop_ms=None, group_varies: dict | None = None) -> dict[str, np.ndarray]:
+                system_flop_ms=None, group_varies: dict | None = None,
+                accept_groups: list[dict] | None = None) -> dict[str, np.ndarray]:
     """Prior draws of every posterior variable (same names and shapes as the posterior).
 
     The roofline form's ``compute_tok_ratio`` needs each system's FLOP time per token
     (``system_flop_ms``, in ``coords["system"]`` order; a fit's ``meta["model"]``); the
     structured form's pass and tree ratios of a group that measured one value of them are the
-    population's (``group_varies``, ``meta["model"]["group_varies"]``), as in the model."""
+    population's (``group_varies``, ``meta["model"]["group_varies"]``), as in the model; the
+    inferred acceptances have their groups' priors (``accept_groups``,
+    ``meta["model"]["acceptance_groups"]``)."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
@@ -73,7 +77,19 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     out["reduction"] = np.stack([prior_sample(priors.relations[e].prior, n, rng)
                                  for e in coords["relation"]], axis=1) if coords["relation"] \
         else np.zeros((n, 0))
+    if accept_groups:
+        out[AL.NAME] = np.stack([prior_sample(_accept_prior(g), n, rng) for g in accept_groups],
+                                axis=1)
     return out
+
+
+def _accept_prior(group: dict) -> Prior:
+    return Prior(AL.NAME, group["prior"]["dist"], group["prior"]["params"])
+
+
+def accept_groups_of(meta: dict) -> list[dict]:
+    """A fit's inferred acceptance groups (rows with a blank accept_len), [] for none."""
+    return AL.fit_groups(meta)
 
 
 def varies_of(meta: dict) -> dict | None:
@@ -98,7 +114,8 @@ def _pooled_draws(out: dict, priors: PriorsConfig, name: str, shape: tuple[int, 
     return mu + sd * z
 
 
-def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
+              accept_groups: list[dict] | None = None) -> dict[str, np.ndarray]:
     """Log prior density of each free parameter at every draw (for power-scaling)."""
     from scipy import stats
 
@@ -122,6 +139,9 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray]) -> d
             out[f"{name}_z"] = stats.norm.logpdf(v[f"{name}_z"]).sum(axis=1)
     for k, e in enumerate(coords["relation"]):
         out[f"reduction_{e}"] = prior_logpdf(priors.relations[e].prior, v["reduction"][:, k])
+    if accept_groups:
+        out[AL.NAME] = sum(AL.log_density(g["prior"]["dist"], g["prior"]["params"],
+                                          v[AL.NAME][:, k]) for k, g in enumerate(accept_groups))
     return out
 
 
@@ -133,7 +153,7 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
             "moe_distinct_exponent": "system", "compute_eff": "system",
             "compute_eff_log": "system", "compute_eff_z": "system", "compute_tok_ratio": "system",
             "overhead_z": "overhead_group", "overhead_frac": "overhead_group",
-            "reduction": "relation"}
+            "reduction": "relation", AL.NAME: AL.DIM}
     for part in ("fixed", "pass", "tree"):
         for suffix in ("log", "z", "ratio"):
             dims[f"spec_{part}_{suffix}"] = "overhead_group"

@@ -110,7 +110,7 @@ def _img(figures, name) -> str:
 #: The report's order: the answer first (the prediction, where its width comes from, the
 #: decisions it supports), then the checks of the model, then the sampler's diagnostics.
 SECTION_ORDER = ("prediction", "variance", "budgets", "next", "hardware", "breakdown", "ppc",
-                 "loo", "prior_posterior", "psense", "sampling")
+                 "loo", "prior_posterior", "psense", "sampling", "inferred_acceptance")
 
 
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
@@ -209,6 +209,14 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                          "-" if "ddtree" not in h else
                          f"{h['ddtree'][1]:.0f} ({h['ddtree'][0]:.0f}-{h['ddtree'][2]:.0f})"]
                         for h in dec.get("hardware", [])], ["hardware"])
+    if summary.get("inferred_acceptance"):   # rows with a blank accept_len
+        sec["inferred_acceptance"] = (
+            "Inferred acceptance (rows without accept_len)",
+            ["group", "rows", "posterior median", "posterior 90%", "prior median (90%)", "prior"],
+            [[g["group"], ", ".join(map(str, g["rows"])), f"{g['median']:.3f}",
+              f"{g['lo']:.3f} - {g['hi']:.3f}",
+              f"{g['prior_median']:.3f} ({g['prior_lo']:.3f} - {g['prior_hi']:.3f})",
+              g["prior_from"]] for g in summary["inferred_acceptance"]], [])
     return sec
 
 

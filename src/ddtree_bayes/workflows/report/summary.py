@@ -26,7 +26,14 @@ from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.workflows.report.priors import flop_ms_of, log_prior, prior_draws, scalar_columns, varies_of
+from ddtree_bayes.workflows.report.priors import (
+    accept_groups_of,
+    flop_ms_of,
+    log_prior,
+    prior_draws,
+    scalar_columns,
+    varies_of,
+)
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
 PARETO_K_LIMIT = 0.7
@@ -141,7 +148,8 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     }
 
     # 2. prior vs posterior
-    prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta), varies_of(draws.meta))
+    prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta), varies_of(draws.meta),
+                        accept_groups_of(draws.meta))
     post_cols = scalar_columns({k: v[k] for k in prior if k in v}, coords)
     prior_cols = scalar_columns(prior, coords)
     shrink = []
@@ -156,6 +164,9 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
                        "prior_sd": float(np.std(pr)), "posterior_sd": float(np.std(post)),
                        "sd_ratio": ratio, "status": status})
     summary["prior_posterior"] = shrink
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    summary["inferred_acceptance"] = AL.summarise(meta, v)
 
     # 3. posterior predictive check of every measurement
     ppc = M.check_measurements(draws, seed=seed)
@@ -185,7 +196,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
                       "loo_pit": [float(x) for x in pit]}
 
     # 5. prior sensitivity (power-scaling): overall, and of the headline prediction
-    lp = log_prior(priors, coords, v)
+    lp = log_prior(priors, coords, v, accept_groups_of(meta))
     headline = _headline_log_tok(draws, seed)
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})
@@ -270,7 +281,7 @@ def _fan(draws: Draws, seed: int) -> dict:
     measured = [{"accept": m.accept_len, "tok_s": m.tok_s,
                  "label": f"{m.engine} {m.method} M={m.verify_tokens}"}
                 for m in P.stored_measurements(draws).rows
-                if m.hardware == DEFAULT_SCENARIO.hardware]
+                if m.hardware == DEFAULT_SCENARIO.hardware and m.accept_len is not None]
     return {"accept": list(FAN_ACCEPT), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
             "engines": engines, "measured": measured}
 

@@ -1,0 +1,214 @@
+"""Acceptance inferred by the fit, for measurements that have none (numpy only).
+
+A speculative row with a blank ``accept_len`` (server logs often omit it) still measures
+``tok_s = accept / step_ms * 1000``. Its acceptance becomes a latent parameter
+``accept_latent[g]`` shared by every such row of one *acceptance group*
+g = (model, method, block, budget); ``budget`` here is the number of draft tokens the target
+verifies, ``verify_tokens - 1`` (the budget of a tree, k of a k-token chain), so a chain row
+written with or without its budget lands in one group. There is no drafter column: two
+drafters of one method and size on one target model share a group (split them by method name,
+e.g. ``eagle3-k25``, if they should not). Rows that give their acceptance keep it as data; they
+do not inform a latent group.
+
+Prior of a group: the first ``[[acceptance]]`` entry of the priors file matching its method,
+block and budget (as ``predict`` uses it), else :func:`default_prior`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddtree_bayes.core.config import Prior, PriorsConfig
+from ddtree_bayes.core.data import Measurement
+from ddtree_bayes.core.errors import PriorsError
+
+#: Prior families a latent acceptance may have (a point prior is a known value: write it in
+#: the rows). The priors file bounds every acceptance prior below by 1.
+LATENT_DISTS = ("truncnormal", "uniform")
+#: Posterior variable name.
+NAME = "accept_latent"
+#: Coordinate (dimension) name.
+DIM = "acceptance_group"
+
+
+def upper_bound(block: int | None, verify_tokens: int) -> float:
+    """Most tokens one step can emit: every token verified (``verify_tokens``), and for a drafter
+    of block/depth k at most k drafted + the bonus token.
+
+    >>> upper_bound(3, 4), upper_bound(16, 33), upper_bound(None, 9)
+    (4.0, 17.0, 9.0)
+    """
+    top = float(verify_tokens)
+    return top if block is None else min(top, block + 1.0)
+
+
+def default_prior(block: int | None, verify_tokens: int) -> Prior:
+    """Uniform(1, :func:`upper_bound`): the physical range, flat inside it. Acceptance depends
+    on the drafter, the target and the prompts, none of which the row describes; a flat prior
+    claims nothing beyond "at least the bonus token, at most every drafted token"."""
+    hi = upper_bound(block, verify_tokens)
+    return Prior(NAME, "uniform", {"lower": 1.0, "upper": hi},
+                 rationale="no [[acceptance]] entry matches: flat over the physical range "
+                           "1 (bonus token only) .. min(block + 1, verify tokens)",
+                 source="definition of acceptance length")
+
+
+def describe(prior: Prior) -> str:
+    """``truncnormal(mu=1.94, sigma=0.15, lower=1, upper=4)``."""
+    return f"{prior.dist}(" + ", ".join(f"{k}={v:g}" for k, v in prior.params.items()) + ")"
+
+
+def group_label(model: str, method: str, block: int | None, budget: int) -> str:
+    """``kimi-k2.6/eagle3/b3/B3`` (``b-`` when the block is not known)."""
+    return f"{model}/{method}/b{'-' if block is None else block}/B{budget}"
+
+
+def group_key(model: str, method: str, block: int | None, verify_tokens: int) -> tuple:
+    return (model, method, block, int(verify_tokens) - 1)
+
+
+@dataclass(frozen=True)
+class AcceptanceGroup:
+    """One latent acceptance: its rows (file line numbers) and its prior."""
+
+    model: str
+    method: str
+    block: int | None
+    budget: int                 # draft tokens verified per step: verify_tokens - 1
+    rows: tuple[int, ...]
+    prior: Prior
+    prior_from: str             # where the prior came from, for people
+
+    @property
+    def label(self) -> str:
+        return group_label(self.model, self.method, self.block, self.budget)
+
+    def as_meta(self) -> dict:
+        """A fit's ``meta["model"]["acceptance_groups"]`` entry (JSON)."""
+        return {"label": self.label, "model": self.model, "method": self.method,
+                "block": self.block, "budget": self.budget, "rows": list(self.rows),
+                "prior": {"dist": self.prior.dist, "params": dict(self.prior.params)},
+                "prior_from": self.prior_from}
+
+
+def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: int,
+                verify_tokens: int) -> tuple[Prior, str]:
+    """(prior, where it came from) of one acceptance group; a matching ``[[acceptance]]``
+    entry must be bounded below by 1 (:data:`LATENT_DISTS`)."""
+    entry = priors.acceptance_for(method, block, budget)
+    if entry is None:
+        prior = default_prior(block, verify_tokens)
+        return prior, f"default {describe(prior)} (no [[acceptance]] entry matches)"
+    prior = entry.prior
+    where = ("[[acceptance]] " + " ".join(f"{k}={v}" for k, v in (
+        ("method", entry.method), ("block", entry.block), ("budget", entry.budget))
+        if v is not None))
+    if prior.dist not in LATENT_DISTS:   # (the priors file already bounds them below by 1)
+        raise PriorsError(f"the acceptance prior {where} ({describe(prior)}) cannot be the "
+                          f"prior of an inferred acceptance ({method} block {block} budget "
+                          f"{budget}: rows with a blank accept_len)", file=priors.path,
+                          column="acceptance",
+                          fix="give it dist = \"truncnormal\" or \"uniform\", or write the "
+                              "known value in those rows' accept_len")
+    return prior, f"{where}: {describe(prior)}"
+
+
+def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
+                  ) -> tuple[tuple[AcceptanceGroup, ...], np.ndarray]:
+    """(the acceptance groups of rows without accept_len, in order of their first row;
+    per row the index of its group, -1 for a row with a known acceptance)."""
+    index: dict[tuple, int] = {}
+    members: list[list[int]] = []
+    firsts: list[Measurement] = []
+    row_group = np.full(len(rows), -1, dtype=np.int64)
+    for i, m in enumerate(rows):
+        if m.accept_len is not None:
+            continue
+        key = group_key(m.model, m.method, m.block, m.verify_tokens)
+        g = index.setdefault(key, len(firsts))
+        if g == len(firsts):
+            firsts.append(m)
+            members.append([])
+        members[g].append(m.row)
+        row_group[i] = g
+    groups = []
+    for m, rs in zip(firsts, members, strict=True):
+        budget = m.verify_tokens - 1
+        prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens)
+        groups.append(AcceptanceGroup(m.model, m.method, m.block, budget, tuple(rs), prior, where))
+    return tuple(groups), row_group
+
+
+def log_density(dist: str, params: dict, x):
+    """Log prior density of an acceptance at ``x`` (numpy; -inf outside the bounds).
+
+    >>> round(float(log_density("uniform", {"lower": 1.0, "upper": 4.0}, 2.0)), 6)  # -log 3
+    -1.098612
+    """
+    x = np.asarray(x, dtype=float)
+    lo, hi = params["lower"], params["upper"]
+    inside = (x >= lo) & (x <= hi)
+    if dist == "uniform":
+        return np.where(inside, -math.log(hi - lo), -np.inf)
+    z = (x - params["mu"]) / params["sigma"]
+    return np.where(inside, -0.5 * z ** 2 - truncnormal_log_norm(params), -np.inf)
+
+
+def truncnormal_log_norm(params: dict) -> float:
+    """``log(sigma sqrt(2 pi) (Phi(upper') - Phi(lower')))``: a truncated normal's log density
+    is ``-z**2 / 2`` minus this.
+
+    >>> round(truncnormal_log_norm({"mu": 0.0, "sigma": 1.0, "lower": 0.0, "upper": 50.0}), 6)
+    0.225791
+    """
+    mu, sd = params["mu"], params["sigma"]
+
+    def cdf(v: float) -> float:
+        return 0.5 * math.erfc(-(v - mu) / (sd * math.sqrt(2.0)))
+
+    return math.log(sd) + 0.5 * math.log(2 * math.pi) + math.log(cdf(params["upper"])
+                                                                 - cdf(params["lower"]))
+
+
+# ------------------------------------------------------------------ a fit's latent groups
+def fit_groups(meta: dict) -> list[dict]:
+    """The acceptance groups a fit inferred (its metadata), [] for none."""
+    return list(meta.get("model", {}).get("acceptance_groups", ()))
+
+
+def find(meta: dict, model: str | None, method: str, block: int | None, verify_tokens: int
+         ) -> tuple[int, dict] | None:
+    """(index, group) of the fit's acceptance group for this configuration, or None.
+    ``model`` None: the fit's target model (any model if the metadata does not say)."""
+    model = model or meta.get("model", {}).get("target_model")
+    for g, group in enumerate(fit_groups(meta)):
+        key = group_key(model or group["model"], method, block, verify_tokens)
+        if group_key(group["model"], group["method"], group["block"], group["budget"] + 1) == key:
+            return g, group
+    return None
+
+
+def summarise(meta: dict, variables: dict[str, np.ndarray], prob: float = 0.9) -> list[dict]:
+    """Per inferred acceptance group: its rows, the posterior median and ``prob`` interval,
+    and the prior (with its own median and interval, to see how far the data moved it)."""
+    from ddtree_bayes.core.sampling import prior_sample
+
+    out = []
+    lo_q, hi_q = (1 - prob) / 2, (1 + prob) / 2
+    for g, group in enumerate(fit_groups(meta)):
+        post = np.asarray(variables[NAME])[:, g]
+        prior = Prior(NAME, group["prior"]["dist"], group["prior"]["params"])
+        pr = prior_sample(prior, 20_000, np.random.default_rng(g))
+        q = np.quantile(post, [0.5, lo_q, hi_q])
+        pq = np.quantile(pr, [0.5, lo_q, hi_q])
+        out.append({"group": group["label"], "model": group["model"], "method": group["method"],
+                    "block": group["block"], "budget": group["budget"],
+                    "rows": list(group["rows"]), "median": float(q[0]), "lo": float(q[1]),
+                    "hi": float(q[2]), "prob": prob, "prior": describe(prior),
+                    "prior_from": group["prior_from"], "prior_median": float(pq[0]),
+                    "prior_lo": float(pq[1]), "prior_hi": float(pq[2])})
+    return out
