@@ -360,40 +360,39 @@ def test_add_without_accept_is_refused_and_names_infer(work, capsys):
 @pytest.mark.slow
 def test_inferred_acceptance_is_recovered_from_a_context_sweep(tmp_path):
     """AR and an MTP chain (k = 3, acceptance 2.6, never written) at five contexts; an Eagle3
-    chain with known acceptance at two contexts pins the context-verify exponent. The MTP
-    acceptance (flat prior Uniform(1, 4)) is recovered from the MTP rows' context slope."""
+    chain with known acceptance at two contexts pins the context-verify exponent. Simulated and
+    fitted with the structured step (SPEC a fixed cost per group: in the fraction form SPEC
+    scales with the target, context term included, so a context sweep identifies only
+    (1 - f) x accept). The MTP acceptance (flat prior Uniform(1, 4)) is recovered from the MTP
+    rows' context slope."""
     from ddtree_bayes import api
-    from ddtree_bayes.workflows.simulate import simulate_measurements
 
-    truth = {"step_ar_ms": {"rtx-pro-6000x8": 11.0}, "moe_share": {"rtx-pro-6000x8": 0.3},
-             "moe_shape": {"rtx-pro-6000x8": 0.45}, "ctx_ms_per_unit": {"rtx-pro-6000x8": 3.3},
-             "ctx_verify_exponent": 0.6, "noise_sd": 0.02,
-             "overhead_frac": {"rtx-pro-6000x8/vllm/eagle3": 0.2, "rtx-pro-6000x8/vllm/mtp": 0.1}}
+    rng = np.random.default_rng(7)
+
+    def tok(method, accept, ctx, fixed=0.0, per_pass=0.0):
+        m = 1.0 if method == "ar" else 4.0
+        target = S.target_ms(11.0, 0.3, 0.45, 3.3, 0.6, m, ctx / 65536, "power", np.exp, np.log)
+        spec = S.structured_spec_ms(11.0, fixed, per_pass, 0.0, 0 if method == "ar" else 3, 0,
+                                    1.0)
+        return accept * 1000.0 / (target + spec) * float(np.exp(0.02 * rng.standard_normal()))
+
     ctxs = (0, 16384, 32768, 65536, 131072)
-    base = dict(hardware="rtx-pro-6000", gpus=8, engine="vllm")
-    design = ([dict(base, method="ar", accept_len=1, context_tokens=c) for c in ctxs]
-              + [dict(base, method="eagle3", block=3, accept_len=1.95, context_tokens=c)
+    design = ([("ar", "", "1.0", c, tok("ar", 1.0, c)) for c in ctxs]
+              + [("eagle3", "3", "1.95", c, tok("eagle3", 1.95, c, 0.05, 0.08))
                  for c in (0, 131072)]
-              + [dict(base, method="mtp", block=3, accept_len=2.6, context_tokens=c)
-                 for c in ctxs])
-    text = simulate_measurements(truth, design, seed=7, model="kimi-k2.6")
-    lines = text.splitlines()
-    j = COLUMNS.index("accept_len")
-    for i, line in enumerate(lines):
-        cells = line.split(",")
-        if cells[COLUMNS.index("method")] == "mtp":
-            cells[j] = ""
-            lines[i] = ",".join(cells)
+              + [("mtp", "3", "", c, tok("mtp", 2.6, c, 0.03, 0.05)) for c in ctxs])
     (tmp_path / "data").mkdir()
     for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
         shutil.copy(bundled(name), tmp_path / "data" / name)
-    (tmp_path / "data" / "measurements.csv").write_text("\n".join(lines) + "\n")
+    (tmp_path / "data" / "measurements.csv").write_text(HEADER + "\n" + "".join(
+        f"kimi-k2.6,rtx-pro-6000,8,vllm,{m},{b},,,{a},{c},{t:.4g},simulated,\n"
+        for m, b, a, c, t in design))
     result = api.fit(workdir=tmp_path, progress=False, seed=7, moe_form="power",
-                     step_form="fraction")
+                     step_form="structured")
     assert result.converged, result.failures
     draws = api.load(workdir=tmp_path)
     (g,) = AL.summarise(draws.meta, draws.variables)
     assert g["group"] == "kimi-k2.6/mtp/b3/B3" and g["prior"] == "uniform(lower=1, upper=4)"
     assert g["lo"] <= 2.6 <= g["hi"], g
-    assert g["hi"] - g["lo"] < 0.5 * (g["prior_hi"] - g["prior_lo"]), g   # learned, not prior
+    assert g["hi"] - g["lo"] < 0.25 * (g["prior_hi"] - g["prior_lo"]), g   # learned, not prior
     assert math.isclose(g["prob"], 0.9)
