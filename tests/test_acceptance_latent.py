@@ -276,6 +276,25 @@ def test_the_fits_own_latent_rows_use_their_draws_in_the_ppc():
     assert r1["median"] == pytest.approx(600.0)
 
 
+def test_reweighting_likelihood_of_latent_rows_uses_their_draws():
+    from scipy import stats
+
+    from ddtree_bayes.core.data import load_measurements as load_text
+    from ddtree_bayes.engine import reweight as R
+
+    draws = _ddtree_group_draws()
+    draws.variables["noise_sd"] = np.full(draws.n_draws, 0.05)
+    text = "\n".join([HEADER, row(method="ddtree", block="16", budget="32", hardware="b300",
+                                   engine="sglang", ctx="", tok="620")]) + "\n"
+    data = load_text("new.csv", HW, text=text)
+    loglik = R.log_likelihood(draws, data)
+    # every draw: mean log(12 k x 1000 / (20 k)) = log 600, sd 0.05
+    expected = stats.norm.logpdf(math.log(620.0), math.log(600.0), 0.05)
+    np.testing.assert_allclose(loglik, expected, rtol=1e-10)
+    t = R.table(draws, data)
+    np.testing.assert_allclose(R.summed_log_likelihood(draws, t, [0]), expected, rtol=1e-10)
+
+
 def test_model_average_refuses_an_inferred_acceptance():
     from ddtree_bayes.engine import predictive as P
 

@@ -55,7 +55,11 @@ def table(draws: Draws, measurements: Measurements) -> Table:
 
 
 def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
-    """(draws, len(configs)) ``-log step_ms`` of configurations ``configs`` of ``t``."""
+    """(draws, len(configs)) ``-log step_ms`` of configurations ``configs`` of ``t``, plus each
+    draw's log inferred acceptance for a configuration of rows without accept_len (their
+    offset is ``log 1000``: core/configs.py), as in the model."""
+    from ddtree_bayes.engine.scenario import row_acceptance
+
     rng = np.random.default_rng(0)   # only unmeasured groups/systems draw; never reweighted
     cols = []
     for c in configs:
@@ -64,7 +68,8 @@ def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
                               method=m.method, block=m.block, budget=m.budget,
                               verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
         parts, _ = step_components(draws, sc, rng)
-        cols.append(-np.log(parts["step"]))
+        latent = 0.0 if m.accept_len is not None else np.log(row_acceptance(draws, m, rng))
+        cols.append(latent - np.log(parts["step"]))
     return np.stack(cols, axis=1) if cols else np.zeros((draws.n_draws, 0))
 
 

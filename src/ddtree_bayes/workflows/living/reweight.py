@@ -125,6 +125,14 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
             if any(x and not y for part in a for x, y in zip(b[part], a[part], strict=True)):
                 reasons.append("the drafter passes or tree nodes of an overhead group no longer "
                                "vary")
+        elif key == "acceptance_groups":   # more rows in a group: the same parameter
+            def groups(x):
+                return [{k: v for k, v in g.items() if k != "rows"} for g in x or ()]
+            if groups(a) != groups(b):
+                reasons.append("the inferred acceptance groups (rows without accept_len) "
+                               "change: " + (", ".join(g["label"] for g in groups(b)) or "none")
+                               + " -> "
+                               + (", ".join(g["label"] for g in groups(a)) or "none"))
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
     return reasons, spec, now
