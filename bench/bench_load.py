@@ -156,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     commit = subprocess.run(["git", "-C", str(src), "rev-parse", "--short", "HEAD"],
                             capture_output=True, text=True, check=False).stdout.strip() or None
     env = {"PYTHONPATH": str(src)}
+    machine = C.machine_info()  # before the runs: its load average is the one at the start
     workdir = Path(tempfile.mkdtemp(prefix="ddtree-bench-load-"))
     try:
         files = write_files(workdir, args.rows)
@@ -184,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
             c["wall"] = C.summary([r["wall_s"] for r in c["runs"]])
             c["cpu"] = C.summary([r["cpu_s"] for r in c["runs"]])
             del c["argv"]
-        results = {"benchmark": "load", "date": C.now_iso(), "machine": C.machine_info(),
+        results = {"benchmark": "load", "date": C.now_iso(), "machine": machine,
                    "loadavg_at_end": C.loadavg(),
                    "settings": {"rows": args.rows, "runs": args.runs, "warmup": args.warmup,
                                 "src": str(src), "src_commit": commit,
