@@ -167,6 +167,8 @@ def main(argv: list[str] | None = None) -> int:
                        divergences=out["divergences"], failures=out["failures"],
                        artifact_bytes=Path(out["path"]).stat().st_size,
                        ppc_rows=len(out["posterior_predictive"]),
+                       attempts=len((out.get("remedies") or {}).get("attempts") or [None]),
+                       remedy=(out.get("remedies") or {}).get("passed"),
                        leapfrog_per_draw=leapfrog_per_draw(Path(out["path"])))
         except (json.JSONDecodeError, KeyError, OSError):
             rec.update(timings={}, converged=None)
@@ -179,8 +181,9 @@ def main(argv: list[str] | None = None) -> int:
         t = rec["timings"]
         print(f"[{kind} {n} rows #{i}] wall {r['wall_s']:.2f} s | compile "
               f"{C.fmt_s(t.get('compile_s'))} | sample {C.fmt_s(t.get('sample_s'))} | setup "
-              f"{C.fmt_s(t.get('setup_s'))} | check {C.fmt_s(t.get('check_s'))} | converged "
-              f"{rec['converged']} (exit {r['returncode']})", flush=True)
+              f"{C.fmt_s(t.get('setup_s'))} | check {C.fmt_s(t.get('check_s'))} | attempts "
+              f"{rec.get('attempts')} | converged {rec['converged']} (exit {r['returncode']})",
+              flush=True)
         return rec
 
     record("warm-up", sizes[0], 0)
@@ -210,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
                                        "save_s", "check_s", "total_s")},
             "load_s": C.summary(load[str(files[n])]["seconds"])["median"],
             "leapfrog_per_draw": C.summary([r.get("leapfrog_per_draw") for r in mine])["median"],
+            "attempts": C.summary([r.get("attempts") for r in mine])["median"],
             "converged": sum(bool(r.get("converged")) for r in mine), "runs": len(mine),
             "divergences": sum(r.get("divergences") or 0 for r in mine),
             "artifact_mb": max((r.get("artifact_bytes") or 0) for r in mine) / 1e6,
@@ -217,12 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     loads = [r["loadavg"][0] for r in runs if r["loadavg"]]
     table = C.markdown_table(
         ["rows", "runs", "wall median (s)", "min", "max", "x first", "load_inputs (s)",
-         "setup (s)", "compile (s)", "sampling (s)", "leapfrog/draw", "PPC (s)", "converged",
-         "artifact (MB)"],
+         "setup (s)", "compile (s)", "sampling (s)", "leapfrog/draw", "attempts", "PPC (s)",
+         "converged", "artifact (MB)"],
         [[f"{n:,}", str(s["runs"]), C.fmt_s(s["wall_s"]["median"]), C.fmt_s(s["wall_s"]["min"]),
           C.fmt_s(s["wall_s"]["max"]), C.fmt_s(s["ratio_to_first"]), C.fmt_s(s["load_s"]),
           C.fmt_s(s["setup_s"]), C.fmt_s(s["compile_s"]), C.fmt_s(s["sample_s"]),
-          C.fmt_s(s["leapfrog_per_draw"], 0), C.fmt_s(s["check_s"]),
+          C.fmt_s(s["leapfrog_per_draw"], 0), C.fmt_s(s["attempts"], 0), C.fmt_s(s["check_s"]),
           f"{s['converged']}/{s['runs']}", f"{s['artifact_mb']:.1f}"]
          for n, s in ((int(k), v) for k, v in summary.items())])
     md = (f"## ddtree-bayes fit vs measurement rows ({date})\n\n"
@@ -235,9 +239,11 @@ def main(argv: list[str] | None = None) -> int:
           f"round-robin over the sizes.\n\n{table}\n\n"
           "setup = loading + validating + building the model (in the fit process); "
           "load_inputs = loading and validating alone (in-process, median of "
-          f"{args.load_runs}); leapfrog/draw = mean NUTS gradient evaluations per draw "
-          "(sampling cost per draw); PPC = reading the fit back and the posterior predictive "
-          "check of every row that `fit` prints (JSON: one entry per row).\n\n"
+          f"{args.load_runs}); leapfrog/draw = mean NUTS gradient evaluations per draw of the "
+          "kept attempt (sampling cost per draw); attempts = sampling attempts including the "
+          "remedy ladder's (compile and sampling times sum over them); PPC = reading the fit "
+          "back and the posterior predictive check of every row that `fit` prints (JSON: one "
+          "entry per row).\n\n"
           "commands (cwd = scratch dir):\n\n"
           + "\n".join(f"- {k}: `{v}`" for k, v in commands.items()) + "\n")
     results = {"benchmark": "ddtree-bayes fit vs measurement rows (whole processes)",
