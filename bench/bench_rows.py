@@ -168,7 +168,8 @@ def main(argv: list[str] | None = None) -> int:
                        artifact_bytes=Path(out["path"]).stat().st_size,
                        ppc_rows=len(out["posterior_predictive"]),
                        attempts=len((out.get("remedies") or {}).get("attempts") or [None]),
-                       remedy=(out.get("remedies") or {}).get("passed"),
+                       outcome=(out.get("remedies") or {}).get("outcome"),
+                       remedy=(out.get("remedies") or {}).get("remedy"),
                        leapfrog_per_draw=leapfrog_per_draw(Path(out["path"])))
         except (json.JSONDecodeError, KeyError, OSError):
             rec.update(timings={}, converged=None)
