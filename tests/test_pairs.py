@@ -237,12 +237,15 @@ def test_spec_of_two_models(tmp_path):
 def test_roofline_inputs_read_each_rows_own_card(tmp_path):
     import dataclasses
 
-    data = _two_model_data(tmp_path)
+    path = tmp_path / "m.csv"   # a repeated Llama run: 4 rows, 3 configurations
+    path.write_text(MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,133,test,\n")
+    data = load_measurements(path, HW)
     cfg = dataclasses.replace(PRIORS, moe_form="roofline")
     spec = S.build_spec(data, cfg, hardware=HW, cards=CARDS)
     # Kimi's DDTree row (M = 9, 384 experts top-8): E (1 - (1 - k/E)^M) / k = 8.285; dense 1
     assert spec.row_distinct is not None
-    np.testing.assert_allclose(spec.row_distinct, [1.0, 48 * (1 - (1 - 8 / 384) ** 9), 1.0])
+    np.testing.assert_allclose(spec.row_distinct,
+                               [1.0, 48 * (1 - (1 - 8 / 384) ** 9), 1.0, 1.0])
     assert spec.system_flop_ms is not None
     # Llama: 2 x 8.03e9 FLOPs at one H100's 989 TFLOPS bf16 = 0.016239 ms
     assert spec.system_flop_ms[1] == pytest.approx(2 * 8.03e9 / 989e12 * 1e3)

@@ -277,7 +277,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
-        extra = roofline_inputs(data, verify, hardware, cards)
+        extra = roofline_inputs(data, verify, hardware, cards, reps)
         distinct = extra.pop("row_distinct")
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
@@ -353,9 +353,11 @@ def draft_structure(rows, priors: PriorsConfig, path: str = "the measurement fil
 
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
-                    hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
-    """Each row's distinct-expert ratio (from its own model's card) and each system's (pair's)
-    FLOP time per token.
+                    hardware: dict[str, dict[str, str]] | None, cards: dict | None,
+                    rows=None) -> dict:
+    """The distinct-expert ratio of each of ``rows`` (default: the data's rows; ``verify``
+    holds their verify tokens) from its own model's card, and each system's (pair's) FLOP time
+    per token.
 
     ``cards`` / ``hardware`` None: the bundled tables (``api.fit`` always passes the working
     directory's own)."""
@@ -372,9 +374,10 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
         ms, how = flop_ms_per_token(cards[model_of[label]], hardware[hw], gpus)
         flop_ms.append(ms)
         hows.append(f"{label}: {how}")
-    distinct = np.ones(len(data.rows))
+    rows = data.rows if rows is None else rows
+    distinct = np.ones(len(rows))
     for model in data.models:
-        mask = np.array([r.model == model for r in data.rows])
+        mask = np.array([r.model == model for r in rows], dtype=bool)
         distinct[mask] = cards[model].distinct_ratio(verify[mask])
     return {"row_distinct": distinct, "system_flop_ms": np.array(flop_ms),
             "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model])}
