@@ -30,8 +30,9 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
     ``label`` maps a row to its entry of ``systems`` (default: its system; a fit of several
     models passes the (model, system) pair). With ``roofline`` (pair label -> the pair
     roofline's inputs, core/pairs.py), a pair without training rows gets its ``t1`` from the
-    pair roofline, its four parameters fitted by least squares to the other pairs' ``t1``:
-    the deterministic counterpart of the posterior's answer for a pair never measured.
+    pair roofline, its four parameters fitted to the other pairs' ``t1``
+    (:func:`pair_roofline_fit`): the deterministic counterpart of the posterior's answer for a
+    pair never measured.
     """
     from scipy.optimize import least_squares
 
@@ -133,3 +134,11 @@ def pair_roofline_fit(t1: dict[str, float], roofline: dict[str, dict[str, float]
     # soft-L1: one badly fitted pair must not drag the roofline for every other pair
     x = least_squares(resid, p0, loss="soft_l1", f_scale=0.3).x
     return lambda f: float(step(x, f))
+
+
+def pair_roofline_of(spec) -> dict[str, dict[str, float]] | None:
+    """A spec's pair roofline inputs by pair label (a fit of several models; else None)."""
+    f = spec.pair_roofline
+    if f is None:
+        return None
+    return {label: {k: float(f[k][i]) for k in f} for i, label in enumerate(spec.systems)}

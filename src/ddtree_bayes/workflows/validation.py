@@ -26,7 +26,7 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.workflows.baseline import baseline_fit  # noqa: F401  (V.baseline_fit)
+from ddtree_bayes.workflows.baseline import baseline_fit, pair_roofline_of  # noqa: F401
 
 GROUP_KEYS = ("hardware", "engine", "method", "budget", "model", "pair")
 #: The original estimator's flat band.
@@ -210,7 +210,7 @@ def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings
     draws.meta["held_out_rows"] = [data.rows[i].row for i in held_out]
     train = [m for i, m in enumerate(data.rows) if i not in held_out]
     return (draws, failures, data, baseline_fit(train, cfg, spec.systems, label=data.pair,
-                                                roofline=_pair_roofline(spec)), train)
+                                                roofline=pair_roofline_of(spec)), train)
 
 
 def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
@@ -400,13 +400,6 @@ def draws_meta(spec, cfg: PriorsConfig) -> dict:
             "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
             "model": S.model_meta(spec, cfg)}
 
-
-def _pair_roofline(spec) -> dict | None:
-    """The pair roofline's inputs by pair label (a fit of several models), for the baseline."""
-    f = spec.pair_roofline
-    if f is None:
-        return None
-    return {label: {k: float(f[k][i]) for k in f} for i, label in enumerate(spec.systems)}
 
 
 def sbc_uniformity(replicates: list[dict]) -> dict:
