@@ -49,7 +49,7 @@ FIT_ID = "20260101T000000Z-pointmss"
 
 def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                          fit_id: str = FIT_ID, n: int = 16, moe_form: str = "linear",
-                         jitter: float = 0.0, **overrides) -> Path:
+                         jitter: float = 0.0, draws=None, **overrides) -> Path:
     """Save the point-mass posterior (``overrides`` as in ``point_mass_draws``) as a fit
     artifact that ``store.load_draws`` reads (h5py: root attributes and a ``posterior``
     group of (chain, draw, ...) arrays); ``latest.json`` points at it. ``jitter`` > 0
@@ -61,7 +61,7 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
     from ddtree_bayes.engine import store
     from ddtree_bayes.engine.testing import point_mass_draws
 
-    pm = point_mass_draws(n=n, moe_form=moe_form, **overrides)
+    pm = draws if draws is not None else point_mass_draws(n=n, moe_form=moe_form, **overrides)
     texts = {"data": data.read_text(), "priors": priors.read_text(),
              "hardware": hardware.read_text()}
     meta = json.loads(json.dumps(pm.meta))
@@ -76,7 +76,8 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                    "sha256": hashlib.sha256(priors.read_bytes()).hexdigest()},
         "inputs_sha256": "point-mass", "diagnostics": {"parameters": [], "divergences": 0},
         "timings": {"total_s": 0.0}})
-    meta["model"]["target_model"] = "kimi-k2.6"
+    if not meta["model"].get("target_models"):   # a fit of several models names them
+        meta["model"]["target_model"] = "kimi-k2.6"
     path = store.fits_dir(models) / f"{fit_id}.nc"
     path.parent.mkdir(parents=True, exist_ok=True)
     with h5py.File(path, "w") as fh:

@@ -342,20 +342,19 @@ def test_missing_file(tmp_path, hw):
     assert err.fix == "pass an existing CSV with --data"
 
 
-def test_two_target_models_names_both(tmp_path, hw):
+def test_two_target_models_load_as_pairs(tmp_path, hw):
+    # several models in one file: parameters per (model, system) pair (issue 11)
     lines = edited(**{f"r{r}": {"model": "qwen3-8b"} for r in range(4, 11)})
-    path = write(tmp_path, lines)
-    err = expect_error(path, hw, None, "model")
-    assert str(err) == (
-        f"{path}, column 'model': one target model per fit, found 2: "
-        "kimi-k2.6 (rows 2, 3); qwen3-8b (rows 4, 5, 6, 7, 8...) "
-        "(fix: split the file by model and fit each separately)")
+    data = load_measurements(write(tmp_path, lines), hw)
+    assert data.models == ("kimi-k2.6", "qwen3-8b") and data.multi_model
+    assert data.pairs == ("kimi-k2.6@b300x8", "qwen3-8b@rtx-pro-6000x8")
+    assert [data.pair(r) for r in data.rows[:3]] == ["kimi-k2.6@b300x8", "kimi-k2.6@b300x8",
+                                                      "qwen3-8b@rtx-pro-6000x8"]
 
 
-def test_three_target_models(tmp_path, hw):
-    path = write(tmp_path, edited(r3={"model": "b"}, r10={"model": "c"}))
-    expect_error(path, hw, None, "model", "found 3: kimi-k2.6 (rows 2, 4, 5, 6, 7...); "
-                 "b (rows 3); c (rows 10)")
+def test_one_target_model_keeps_system_labels(hw):
+    data = load_measurements(MEASUREMENTS, hw)
+    assert not data.multi_model and data.pairs == data.systems == ("b300x8", "rtx-pro-6000x8")
 
 
 def test_first_problem_wins(tmp_path, hw):
@@ -603,12 +602,14 @@ def test_cli_fit_duplicate_row(cli_dir, capsys):
     nothing_written(cli_dir, bad)
 
 
-def test_cli_fit_two_models(cli_dir, capsys):
+def test_cli_fit_two_models_one_without_card(cli_dir, capsys):
+    # a fit of several models needs every model's card; checked before any sampling
     bad = write(cli_dir, edited(r2={"model": "other-model"}), "bad.csv")
     assert run_cli(["fit", "--data", str(bad)]) == 2
     line = one_error_line(capsys)
-    assert f"{bad}, column 'model': one target model per fit, found 2: " in line
-    assert "other-model (rows 2)" in line and "kimi-k2.6 (rows 3, 4, 5, 6, 7...)" in line
+    assert line == ("ddtree-bayes: error: data/models.csv, column 'model': no model card for "
+                    "'other-model' (fix: add a row for other-model (active parameters, layers, "
+                    "experts, top-k, bytes per weight, compute_dtype, source))")
     nothing_written(cli_dir, bad)
 
 

@@ -133,7 +133,10 @@ def test_bundled_priors_load(path):
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
 
     every_form = {n for names in FORM_PRIORS.values() for n in names}
-    assert set(cfg.priors) == set(MODEL_PRIORS) | set(MOE_FORMS.values()) | every_form
+    from ddtree_bayes.core.pairs import PAIR_PRIORS
+
+    assert set(cfg.priors) == (set(MODEL_PRIORS) | set(MOE_FORMS.values()) | every_form
+                               | set(PAIR_PRIORS))
     for name, per in MODEL_PRIORS.items():
         assert cfg.priors[name].per == per, name
     assert cfg.priors["noise_sd"] == Prior(

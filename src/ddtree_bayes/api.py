@@ -109,7 +109,6 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
         raise DataError("sampler settings out of range",
                         fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
-    inference.reproducible_pytensor()
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import remedies as R
 
@@ -169,6 +168,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
     from importlib.metadata import version
 
     from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.pairs import target_models_meta
     from ddtree_bayes.engine import store
 
     libs: dict[str, str | None] = {}
@@ -185,7 +185,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
         "libraries": libs,
         "seed": seed,
         "sampler": {**settings.as_dict(), "backend": backend},
-        "model": {"target_model": measurements.model, **S.model_meta(spec, cfg)},
+        "model": {**target_models_meta(measurements), **S.model_meta(spec, cfg)},
         "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
         "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
                  "rows": len(measurements.rows)},

@@ -192,12 +192,25 @@ DRAWS = whole(1, MAX_DRAWS, "use e.g. --draws 1000")
 TUNE = whole(0, MAX_DRAWS, "use e.g. --tune 1000")
 TARGET_ACCEPT = real(0, 1, "use e.g. --target-accept 0.95", open_lo=True, open_hi=True)
 HARDWARE = name("use a GPU name from data/hardware.csv, e.g. --hardware b300")
+
+
+def model_name(text: str) -> str:
+    """A type= function: a target model name as in the data's model column (no spaces or
+    commas); returns it stripped."""
+    value = text.strip()
+    if not value or any(c.isspace() or c == "," for c in value):
+        raise _bad(text, "is not a model name", "use the name in the data's model column, e.g. "
+                                                "--model kimi-k2.6")
+    return value
+
+
+model_name.__name__ = "model name"
 ENGINES = name("use engine names, e.g. --engine sglang,native", several=True)
 METHOD = name("use e.g. --method ddtree, eagle3 or ar")
 
 _SCENARIO_TYPES = {"gpus": GPUS, "block": BLOCK, "budget": BUDGET, "verify_tokens": VERIFY,
                    "context": context, "hardware": HARDWARE, "engine": ENGINES,
-                   "method": METHOD}
+                   "method": METHOD, "model": model_name}
 
 
 def retype(p: argparse.ArgumentParser, types: dict[str, Callable[[str], object]]) -> None:

@@ -72,7 +72,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
-                     prob=args.prob, seed=args.seed)
+                     prob=args.prob, seed=args.seed, model=args.model)
     if args.format == "json":
         emit_json(out)
         return 0
@@ -80,7 +80,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     meta = draws.meta
     print(f"{PROG} optimize: fit {out['fit_id']} ({out['draws']} draws"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}")
-    print(f"{sc['hardware']} x{sc['gpus']}, {sc['engine']}, {sc['method']}, block {sc['block']}, "
+    print((f"{sc['model']}, " if "model" in sc else "")
+          + f"{sc['hardware']} x{sc['gpus']}, {sc['engine']}, {sc['method']}, block {sc['block']}, "
           f"context {sc['context_tokens']:g}; verify tokens M = budget + 1")
     print(f"acceptance curve: {c['source']}")
     print(f"  accept(B) = {c['formula']}")
@@ -176,7 +177,8 @@ def cmd_next(args: argparse.Namespace) -> int:
                  d.block if default else flags.block, d.budget if default else flags.budget,
                  flags.verify_tokens, prefix="--query: ")
     query = D.parse_query(draws, args.query)
-    candidates = D.read_candidates(draws, args.candidates) if args.candidates else None
+    candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
+                  if args.candidates else None)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
     if args.format == "json":
@@ -235,6 +237,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
     from ddtree_bayes.cli import args as A
+    from ddtree_bayes.core.query_flags import MODEL_HELP
 
     o = sub.add_parser(
         "optimize", help="the tree budget with the highest expected tok/s",
@@ -247,6 +250,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "flags budgets whose M exceeds the largest measured.",
         epilog="Example: ddtree-bayes optimize --hardware b300 --engine native "
                "--acceptance-file data/acceptance_reference.csv")
+    o.add_argument("--model", type=A.model_name, help=MODEL_HELP)
     o.add_argument("--hardware", type=A.HARDWARE,
                    help="GPU name from data/hardware.csv (default: b300)")
     o.add_argument("--gpus", type=A.GPUS, help="GPU count (default: the measured count)")

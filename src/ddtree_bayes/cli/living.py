@@ -178,7 +178,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--source", help="where the number comes from (required; with "
                                     "--from-bench default: tool, file and record)")
     a.add_argument("--notes", help="free text, e.g. driver or engine version")
-    a.add_argument("--model", help="target model (default: the file's model)")
+    a.add_argument("--model", help="target model (default: the file's model; required when it "
+                                   "holds several; a model with a card in data/models.csv that "
+                                   "the file does not hold yet makes it a file of several models)")
     a.add_argument("--from", dest="from_file", metavar="FILE.csv",
                    help="append every row of this CSV (header as in data/measurements.csv)")
     a.add_argument("--from-bench", metavar="FILE",

@@ -109,6 +109,9 @@ def build_parser() -> argparse.ArgumentParser:
                                    "step-time breakdown. Exits 5 if the fit is unconverged (the "
                                    "report is still written and says so at the top).")
     r.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
+    r.add_argument("--model", type=A.model_name,
+                   help="target model of the default-scenario sections (required when the fit "
+                        "holds several models)")
     r.add_argument("--out", help="folder to write <fit-id>/ into (default: reports/)")
     r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_seed_and_format(r, formats=("table", "json"))
@@ -123,8 +126,10 @@ def build_parser() -> argparse.ArgumentParser:
                                    "calibration instead.")
     v.add_argument("--data", help="measurement CSV (default: data/measurements.csv)")
     v.add_argument("--priors", help="priors TOML (default: models/priors.toml)")
-    v.add_argument("--group", choices=("hardware", "engine", "method", "budget"),
-                   help="leave one group out instead of one measurement")
+    v.add_argument("--group", choices=("hardware", "engine", "method", "budget", "model", "pair"),
+                   help="leave one group out instead of one measurement (model: all rows of a "
+                        "target model; pair: all rows of a (model, system) pair; both predicted "
+                        "as never measured)")
     v.add_argument("--sbc", type=int, metavar="N", help="simulation-based calibration with N replicates")
     v.add_argument("--plot", help="with --sbc: write the rank histograms to this PNG")
     v.add_argument("--extrapolate", action="store_true",

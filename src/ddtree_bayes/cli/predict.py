@@ -23,9 +23,9 @@ def check_names(draws, args: argparse.Namespace, engines: list[str] | None, *,
     unknown = N.unknown_names(draws, hardware=args.hardware, engines=engines,
                               method=args.method, model=getattr(args, "model", None))
     for u in unknown:
-        if u.kind == "hardware" or strict:
+        if u.kind in ("hardware", "model") or strict:
             raise QueryError(prefix + u.message(), fix="check the spelling" + (
-                "" if u.kind == "hardware" else ", or drop --strict to answer anyway"))
+                "" if u.kind in ("hardware", "model") else ", or drop --strict to answer anyway"))
         print(f"{PROG}: warning: {prefix}{u.message()}", file=sys.stderr)
 
 
@@ -127,7 +127,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                           method=method, block=block, budget=budget,
                           verify_tokens=args.verify_tokens, context_tokens=args.context,
                           accept=args.accept, target=args.target, prob=args.prob,
-                          seed=args.seed, mixture=mixture)
+                          seed=args.seed, mixture=mixture, model=args.model)
     meta = draws.meta
     if args.format != "table":
         _emit_machine(typed_rows(rows, args.accept, draws.priors_toml), args.format,
@@ -137,7 +137,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]
-    sc_line = (f"{first['hardware']} x{first['gpus']}, {first['method']}"
+    sc_line = ((f"{first['model']}, " if "model" in first else "")
+               + f"{first['hardware']} x{first['gpus']}, {first['method']}"
                + (f", block {first['block']}" if first["block"] is not None else "")
                + (f", budget {first['budget']}" if first["budget"] is not None else "")
                + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}")

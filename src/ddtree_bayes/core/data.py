@@ -15,10 +15,12 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from operator import itemgetter
 from pathlib import Path
 
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.pairs import pair_label
 
 #: Columns of a measurement file, in order.
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
@@ -101,12 +103,36 @@ class Measurements:
 
     @property
     def model(self) -> str:
+        """The target model (the first row's, in a file of several models)."""
         return self.rows[0].model
+
+    @cached_property
+    def models(self) -> tuple[str, ...]:
+        """Distinct target models, sorted."""
+        return tuple(sorted({r.model for r in self.rows}))
+
+    @cached_property
+    def multi_model(self) -> bool:
+        """Does the file hold several target models (parameters per (model, system) pair)?"""
+        first = self.rows[0].model
+        return any(r.model != first for r in self.rows)
 
     @property
     def systems(self) -> tuple[str, ...]:
         """Distinct systems, sorted."""
         return tuple(sorted({r.system for r in self.rows}))
+
+    def pair(self, row: Measurement) -> str:
+        """The label a row's parameters are indexed by: its system (``b300x8``) in a file of
+        one model, its (model, system) pair (``qwen3-8b@h100x1``) in a file of several."""
+        return pair_label(row.model, row.system, self.multi_model)
+
+    @cached_property
+    def pairs(self) -> tuple[str, ...]:
+        """Distinct labels of :meth:`pair`, sorted (= :attr:`systems` for one model)."""
+        if not self.multi_model:
+            return self.systems
+        return tuple(sorted({self.pair(r) for r in self.rows}))
 
     def to_frame(self):  # -> pandas.DataFrame
         """The rows as a pandas DataFrame (imports pandas)."""
@@ -368,12 +394,4 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
         rows = _validate_rows(path, header, body, hardware, allow_duplicates)
     if not rows:
         raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
-    models: dict[str, list[int]] = {}
-    for r in rows:
-        models.setdefault(r.model, []).append(r.row)
-    if len(models) > 1:
-        found = "; ".join(f"{m} (rows {', '.join(map(str, rs[:5]))}{'...' if len(rs) > 5 else ''})"
-                          for m, rs in models.items())
-        raise DataError(f"one target model per fit, found {len(models)}: {found}", file=path,
-                        column="model", fix="split the file by model and fit each separately")
     return Measurements(path=path, text=text, rows=tuple(rows))

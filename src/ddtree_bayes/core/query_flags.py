@@ -10,7 +10,8 @@ import argparse
 
 
 def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
-    """--hardware --gpus --engine --method --block --budget --verify-tokens --context."""
+    """--model --hardware --gpus --engine --method --block --budget --verify-tokens --context."""
+    add_model_argument(p)
     p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300)")
     p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
     p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
@@ -24,3 +25,13 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
 
 ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "
                "row) | 12:16:0.5. Default: the scenario's acceptance prior from the priors file")
+
+
+MODEL_HELP = ("target model, as in the data's model column (optional when the fit holds one "
+              "model; required when it holds several; a model with a card in data/models.csv "
+              "that a fit of several models never measured is predicted from its card)")
+
+
+def add_model_argument(p: argparse.ArgumentParser) -> None:
+    """--model: which target model a query asks about."""
+    p.add_argument("--model", help=MODEL_HELP)

@@ -150,6 +150,11 @@ class ModelSpec:
     flops_how: tuple[str, ...] = ()
     #: the target model's card as a dict (roofline form)
     card: dict | None = None
+    #: a fit of several models: each pair's model, every model card as a dict, and the pair
+    #: roofline's arrays per pair (``stream_ms``, ``layers``, ``fabric``, ``pcie``; core/pairs.py)
+    pair_models: tuple[str, ...] = ()
+    cards: dict | None = None
+    pair_roofline: dict | None = None
     #: per group, whether its rows measure more than one number of drafter passes / tree
     #: nodes (structured form): only then can the data tell that ratio from the fixed cost
     group_passes_vary: np.ndarray | None = None
@@ -239,7 +244,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     The roofline form needs ``cards`` (model cards, :func:`core.cards.load_model_cards`) and
     the ``hardware`` table; the structured step form needs the priors' ``[methods]`` table.
     """
-    systems = data.systems
+    systems = data.pairs   # (model, system) pairs in a fit of several models
     relations = tuple(sorted(priors.relations))
     row_config, first = C.group_rows(data.rows)
     reps = [data.rows[i] for i in first]     # one row per configuration, in file order
@@ -252,7 +257,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
             continue
         rel = priors.relations.get(r.engine)
         engine = rel.base if rel else r.engine
-        label = group_label(r.system, engine, r.method)
+        label = group_label(data.pair(r), engine, r.method)
         if label not in groups:
             groups.append(label)
         cfg_group.append(groups.index(label))
@@ -261,7 +266,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     default_ctx = priors.default_context_tokens
     verify = np.array([r.verify_tokens for r in reps], dtype=float)
     passes, nodes = draft_structure(reps, priors, data.path)
-    system = np.array([systems.index(r.system) for r in reps], dtype=np.int64)
+    system = np.array([systems.index(data.pair(r)) for r in reps], dtype=np.int64)
     group = np.array([g if g >= 0 else n_groups for g in cfg_group], dtype=np.int64)
     accept = np.fromiter((np.nan if r.accept_len is None else r.accept_len for r in data.rows),
                          float, len(data.rows))
@@ -272,8 +277,10 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
-        extra = roofline_inputs(data, verify, hardware, cards)
+        extra = roofline_inputs(data, verify, hardware, cards, reps)
         distinct = extra.pop("row_distinct")
+    if data.multi_model:
+        extra.update(multi_model_inputs(data, priors, hardware, cards))
     configs = C.ConfigTable(
         first_row=first, system=system, group=group,
         relation=np.array([k if k >= 0 else n_rel for k in cfg_relation], dtype=np.int64),
@@ -346,33 +353,67 @@ def draft_structure(rows, priors: PriorsConfig, path: str = "the measurement fil
 
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
-                    hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
-    """The model card's distinct-expert ratio per row and each system's FLOP time per token.
+                    hardware: dict[str, dict[str, str]] | None, cards: dict | None,
+                    rows=None) -> dict:
+    """The distinct-expert ratio of each of ``rows`` (default: the data's rows; ``verify``
+    holds their verify tokens) from its own model's card, and each system's (pair's) FLOP time
+    per token.
 
     ``cards`` / ``hardware`` None: the bundled tables (``api.fit`` always passes the working
     directory's own)."""
-    from ddtree_bayes.core.cards import flop_ms_per_token, load_model_cards
+    from ddtree_bayes.core.cards import flop_ms_per_token
+    from ddtree_bayes.core.pairs import card_for, split_label
+
+    cards, hardware = _tables(cards, hardware)
+    for model in data.models:
+        card_for(cards, model)
+    model_of = {data.pair(r): r.model for r in data.rows}
+    flop_ms, hows = [], []
+    for label in data.pairs:
+        _, hw, gpus = split_label(label)
+        ms, how = flop_ms_per_token(cards[model_of[label]], hardware[hw], gpus)
+        flop_ms.append(ms)
+        hows.append(f"{label}: {how}")
+    rows = data.rows if rows is None else rows
+    distinct = np.ones(len(rows))
+    for model in data.models:
+        mask = np.array([r.model == model for r in rows], dtype=bool)
+        distinct[mask] = cards[model].distinct_ratio(verify[mask])
+    return {"row_distinct": distinct, "system_flop_ms": np.array(flop_ms),
+            "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model])}
+
+
+def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
+            ) -> tuple[dict, dict[str, dict[str, str]]]:
+    """The model cards and hardware table given, or the bundled ones."""
+    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.data import load_hardware
-    from ddtree_bayes.core.errors import DataError
     from ddtree_bayes.core.paths import bundled
 
     if cards is None:
         cards = load_model_cards(bundled("models.csv"))
     if hardware is None:
         hardware = load_hardware(bundled("hardware.csv"))
-    if data.model not in cards:
-        raise DataError(f"no model card for {data.model!r}", file="data/models.csv",
-                        column="model", fix=f"add a row for {data.model} (active parameters, "
-                                            "experts, top-k, compute_dtype, source)")
-    card = cards[data.model]
-    flop_ms, hows = [], []
-    for system in data.systems:
-        hw, gpus = system.rsplit("x", 1)
-        ms, how = flop_ms_per_token(card, hardware[hw], int(gpus))
-        flop_ms.append(ms)
-        hows.append(f"{system}: {how}")
-    return {"row_distinct": card.distinct_ratio(verify), "system_flop_ms": np.array(flop_ms),
-            "flops_how": tuple(hows), "card": dataclasses.asdict(card)}
+    return cards, hardware
+
+
+def multi_model_inputs(data: Measurements, priors: PriorsConfig,
+                       hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
+    """A fit of several models: each pair's model, the model cards, and the pair roofline's
+    arrays (core/pairs.py); the priors must hold the pair roofline's priors."""
+    from ddtree_bayes.core.errors import PriorsError
+    from ddtree_bayes.core.pairs import PAIR_PRIORS, pair_inputs
+
+    for name in PAIR_PRIORS:
+        if name not in priors.priors:
+            raise PriorsError(f"a fit of several models ({', '.join(data.models)}) needs this "
+                              "prior", file=priors.path, column=f"priors.{name}",
+                              fix=f"add [priors.{name}] (see the bundled models/priors.toml)")
+    cards, hardware = _tables(cards, hardware)
+    model_of = {data.pair(r): r.model for r in data.rows}
+    return {"pair_models": tuple(model_of[p] for p in data.pairs),
+            "pair_roofline": pair_inputs(data.pairs, model_of, hardware, cards),
+            "cards": {name: dataclasses.asdict(card) for name, card in cards.items()}}
 
 
 def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
@@ -390,6 +431,9 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
                                 "tree": [bool(x) for x in nodes_vary]}
     if spec.accept_groups:
         meta["acceptance_groups"] = [g.as_meta() for g in spec.accept_groups]
+    if spec.pair_models:
+        meta["pair_models"] = dict(zip(spec.systems, spec.pair_models, strict=True))
+        meta["model_cards"] = spec.cards
     if spec.card is not None and spec.system_flop_ms is not None:
         meta["card"] = spec.card
         meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),

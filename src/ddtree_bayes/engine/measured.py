@@ -23,6 +23,7 @@ import numpy as np
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.data import Measurements
+from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.scenario import resolve_scenario, stored_measurements
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.engine.structure import draft_structure
@@ -77,7 +78,8 @@ def moments(draws: Draws, seed: int = DEFAULT_SEED,
         m = rows[i]
         sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                               method=m.method, block=m.block, budget=m.budget,
-                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
+                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                              model=m.model)
         step, _ = step_draws(draws, sc, rng)
         if m.accept_len is None:   # its rows' offset is log 1000 (core/configs.offsets)
             cols.append(np.log(row_acceptance(draws, m, rng)) - np.log(step))
@@ -97,8 +99,8 @@ def config_log_sd(draws: Draws, measurements: Measurements, first: np.ndarray) -
         return np.broadcast_to(noise, shape)
     model = draws.meta["model"]
     reps = [measurements.rows[i] for i in first]
-    systems = sorted({r.system for r in reps})
-    system = np.array([systems.index(r.system) for r in reps])
+    systems = sorted({row_pair(draws, r) for r in reps})   # pairs, with several models
+    system = np.array([systems.index(row_pair(draws, r)) for r in reps])
     passes = np.array([draft_structure(model, r.method, r.block, r.budget)[0] for r in reps])
     verify = np.array([r.verify_tokens for r in reps], dtype=float)
     d = C.config_distances(system, verify, passes)
@@ -182,7 +184,7 @@ def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED
     config_of = [rows[i].row for i in mo.first]
     out = []
     for m, c, vals, pct in zip(rows, mo.row_config.tolist(), values, percentile, strict=True):
-        row = {"row": m.row, "configuration": config_of[c], "system": m.system,
+        row = {"row": m.row, "configuration": config_of[c], "system": row_pair(draws, m),
                "engine": m.engine, "method": m.method, "verify_tokens": m.verify_tokens,
                "context_tokens": default_ctx if m.context_tokens is None else m.context_tokens,
                "accept_len": m.accept_len, "measured": m.tok_s}

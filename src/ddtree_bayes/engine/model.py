@@ -18,6 +18,7 @@ import pytensor.tensor as pt
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Prior, PriorsConfig
+from ddtree_bayes.core.pairs import roofline_step_ms
 
 
 def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
@@ -43,8 +44,10 @@ def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
 
 #: Free parameters sampled by NUTS (the others in the posterior are deterministic).
 def free_parameter_names(moe_form: str, step_form: str = "fraction",
-                         priors: PriorsConfig | None = None) -> tuple[str, ...]:
-    """Names NUTS samples for these forms (priors with ``dist = "point"`` are constants)."""
+                         priors: PriorsConfig | None = None, *,
+                         multi_model: bool = False) -> tuple[str, ...]:
+    """Names NUTS samples for these forms (priors with ``dist = "point"`` are constants);
+    ``multi_model``: a fit of several models (the pair roofline's parameters too)."""
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
 
     fixed = {n for n, pr in (priors.priors.items() if priors else ()) if pr.dist == "point"}
@@ -52,13 +55,17 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
     names = ["step_ar_ms", "moe_share", MOE_FORMS[moe_form], "moe_hw_sd", "moe_z",
              "ctx_ms_per_unit", "ctx_verify_exponent", *FORM_PRIORS.get(moe_form, ())]
     def offsets(name: str) -> str:  # centred when the spread is fixed (see _pooled)
-        return f"{name}_log" if f"{name}_log_sd" in fixed else f"{name}_z"
+        return f"{name}_log" if f"{name}_log_sd" in fixed and not multi_model else f"{name}_z"
 
     if moe_form == "roofline":
         names.append(offsets("compute_eff"))
     names += FORM_PRIORS[step_form]
     names += ([offsets(f"spec_{p}") for p in ("fixed", "pass", "tree")]
               if step_form == "structured" else ["overhead_z"])
+    if multi_model:
+        from ddtree_bayes.core.pairs import PAIR_PRIORS
+
+        names += PAIR_PRIORS
     return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
 
 
@@ -96,7 +103,10 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
     c = spec.configs
     n_configs = len(c)
     with pm.Model(coords=spec.coords) as model:
-        step_ar = prior_rv(P["step_ar_ms"], "step_ar_ms", dims="system")
+        if spec.pair_roofline is not None:   # several models: the pair roofline prior
+            step_ar = pair_step_prior(spec, P)
+        else:
+            step_ar = prior_rv(P["step_ar_ms"], "step_ar_ms", dims="system")
         moe_share = prior_rv(P["moe_share"], "moe_share", dims="system")
         moe_hw_sd = prior_rv(P["moe_hw_sd"], "moe_hw_sd")
         from ddtree_bayes.core.config import MOE_FORMS
@@ -133,7 +143,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             eff_mu = prior_rv(P["compute_eff_log_mu"], "compute_eff_log_mu")
             eff_sd = prior_rv(P["compute_eff_log_sd"], "compute_eff_log_sd")
             log_eff = _pooled("compute_eff", eff_mu, eff_sd, P["compute_eff_log_sd"], "system",
-                              flip=reparameterise)
+                              flip=reparameterise, centred_if_fixed=spec.pair_roofline is None)
             eff = pm.Deterministic("compute_eff", pt.exp(log_eff), dims="system")
             # one token's FLOPs at the achieved rate, in units of the M = 1 verify cost
             tok_ratio = pm.Deterministic("compute_tok_ratio",
@@ -231,7 +241,7 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_
         if not spec.groups:
             continue
         log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group",
-                            flip=reparameterise)
+                            flip=reparameterise, centred_if_fixed=spec.pair_roofline is None)
         # a group measured at one number of passes (or tree nodes) cannot tell that cost from
         # its fixed cost: it takes the population's, and its own offset stays with the prior
         log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mu)
@@ -244,17 +254,25 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_
                                  scale_cfg), distance)
 
 
-def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):
+def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False,
+            centred_if_fixed: bool = True):
     """Per-group log values around a population mean ``mu`` with spread ``sd``: centred
     (``<name>_log``) when the spread is a fixed value (no funnel, and a data-informed group
     then does not drag a non-centred offset against ``mu``), non-centred (``<name>_z``) when
     the spread is learned; ``flip`` swaps the two (a non-centred fixed-spread offset keeps
-    ``<name>_log`` as a deterministic)."""
-    centred = (sd_prior.dist == "point") != flip
+    ``<name>_log`` as a deterministic).
+
+    ``centred_if_fixed=False`` (a fit of several models) makes a fixed-spread offset
+    non-centred too: such a fit has dozens of groups and pairs the data say nothing about (a
+    chain's per-node cost, a pair far below its compute knee), and centred around ``mu`` they
+    made ``mu`` mix slowly (bulk ESS 164-391 of 4000 for ``spec_tree_log_mu`` /
+    ``compute_eff_log_mu`` on the public corpus, R-hat up to 1.015)."""
+    fixed = sd_prior.dist == "point"
+    centred = (fixed and centred_if_fixed) != flip
     if centred:
         return pm.Normal(f"{name}_log", mu, sd, dims=dims)
     log = mu + sd * pm.Normal(f"{name}_z", 0.0, 1.0, dims=dims)
-    return pm.Deterministic(f"{name}_log", log, dims=dims) if flip else log
+    return pm.Deterministic(f"{name}_log", log, dims=dims) if fixed else log
 
 
 def _centred_moe(moe_form: str, mu, sd):
@@ -267,3 +285,21 @@ def _centred_moe(moe_form: str, mu, sd):
     shape = pm.Normal(S.SHAPE_NAMES[moe_form], mu, sd, dims="system")
     pm.Deterministic("moe_z", (shape - mu) / sd, dims="system")
     return shape
+
+
+def pair_step_prior(spec: S.ModelSpec, P: dict[str, Prior]):
+    """A fit of several models: the M = 1 step of each (model, system) pair around the pair
+    roofline of its model card and hardware (core/pairs.py), whose bandwidth efficiency,
+    per-layer costs and scatter are learned across the pairs (centred: the measured pairs'
+    steps are pinned by their rows)."""
+    f = spec.pair_roofline
+    assert f is not None
+    eff = prior_rv(P["pair_bw_eff"], "pair_bw_eff")
+    layer = prior_rv(P["pair_layer_ms"], "pair_layer_ms")
+    fabric = prior_rv(P["pair_allreduce_fabric_ms"], "pair_allreduce_fabric_ms")
+    pcie = prior_rv(P["pair_allreduce_pcie_ms"], "pair_allreduce_pcie_ms")
+    sd = prior_rv(P["pair_step_sd"], "pair_step_sd")
+    roof = pm.Deterministic("pair_roofline_ms",
+                            roofline_step_ms(f["stream_ms"], f["layers"], f["fabric"], f["pcie"],
+                                             eff, layer, fabric, pcie), dims="system")
+    return pm.LogNormal("step_ar_ms", mu=pt.log(roof), sigma=sd, dims="system")

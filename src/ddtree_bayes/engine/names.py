@@ -16,19 +16,21 @@ import io
 from dataclasses import dataclass
 
 from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
+from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.store import Draws
 
 #: What a never-seen name means for the answer, per kind.
 CONSEQUENCE = {
     "engine": "its speculative overhead is drawn from the pooled population (a wide interval)",
     "method": "its overhead is drawn from the pooled population and it has no acceptance prior",
-    "model": "the fit describes another model",
+    "model": "it cannot be predicted (a fit of several models predicts a model it never "
+             "measured from its card)",
     "hardware": "it cannot be predicted (no measurement, no hardware-table row to transfer from)",
 }
 WHERE_DECLARED = {
     "engine": "measured, nor given a relation in the priors file",
     "method": "measured, nor given an acceptance prior in the priors file",
-    "model": "measured",
+    "model": "measured, nor given a model card",
     "hardware": "measured, nor in the hardware table",
 }
 
@@ -84,8 +86,10 @@ def known_names(draws: Draws) -> dict[str, set[str]]:
     target = meta.get("model", {}).get("target_model")
     if target:
         models.add(str(target))
+    models |= set(meta.get("model", {}).get("target_models") or ())
+    models |= set(meta.get("model", {}).get("model_cards") or ())   # declared: a card
     hardware = _column(data, "hardware") | _column(draws.hardware_csv, "hardware")
-    hardware |= {s.rsplit("x", 1)[0] for s in meta.get("coords", {}).get("system", [])}
+    hardware |= {split_label(s)[1] for s in meta.get("coords", {}).get("system", [])}
     return {"engine": engines, "method": methods, "model": models, "hardware": hardware}
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,6 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import (
     DEFAULT_SCENARIO,
     DEFAULT_SEED,
-    MOE_FORMS,
     AcceptancePrior,
     parse_priors,
 )
@@ -54,8 +54,17 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     factor when the class differs, everything with a log-normal system scatter; the MoE
     exponent comes from its pooled population. Transfer parameters are drawn from the
     ``[transfer]`` priors (or taken from ``draws.variables["transfer_<name>"]`` if present).
+
+    In a fit of several models a (model, system) pair without measurements gets its step from
+    the pair roofline instead, learned across the measured pairs
+    (:func:`ddtree_bayes.engine.pairs.pair_parameters`).
     """
     import math
+
+    from ddtree_bayes.engine import pairs
+
+    if pairs.is_multi(draws):
+        return pairs.pair_parameters(draws, sc, rng)
 
     from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.core.sampling import prior_sample
@@ -92,12 +101,8 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     steps = int(fabric(ref_hw)) - int(fabric(sc.hardware))  # +1 fabric -> PCIe
     moe1 = v["moe_share"][:, r] * v["step_ar_ms"][:, r] * ratio * noise
     attn = (1.0 - v["moe_share"][:, r]) * v["step_ar_ms"][:, r] * factor ** steps * noise
-    z = rng.standard_normal(n)
     form = meta["model"]["moe_form"]
-    if form == "linear":
-        shape = v["moe_slope_mu"] * np.exp(v["moe_hw_sd"] * z)
-    else:
-        shape = v[MOE_FORMS[form]] + v["moe_hw_sd"] * z
+    shape = pairs.pooled_shape(draws, rng)
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
     if form == "roofline":
@@ -137,7 +142,7 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
     step_form = model.get("step_form", "fraction")
     roofline: dict = {}
     if sc.measured:
-        s = meta["coords"]["system"].index(sc.system)
+        s = meta["coords"]["system"].index(sc.pair)
         step_ar, share = v["step_ar_ms"][:, s], v["moe_share"][:, s]
         shape = v[S.SHAPE_NAMES[form]][:, s]
         ctx_ms, transfer_how = v["ctx_ms_per_unit"][:, s], ""
@@ -150,7 +155,7 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
         if form == "roofline":
             roofline["tok_ratio"] = t["tok_ratio"]
     if form == "roofline":
-        roofline["distinct"] = distinct_ratio(model, sc.verify_tokens)
+        roofline["distinct"] = distinct_ratio(model, sc.verify_tokens, sc.model)
         roofline["knee"] = model.get("knee", 3.0)
     units = sc.context_tokens / model["context_unit_tokens"]
     M = float(sc.verify_tokens)
@@ -171,7 +176,7 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
         scale = 1.0 - v["reduction"][:, k]
         engine = bases[engine]
         how += f"{sc.engine} = (1 - reduction) x {engine} overhead; "
-    label = S.group_label(sc.system, engine, sc.method)
+    label = S.group_label(sc.pair, engine, sc.method)
     groups = meta["coords"]["overhead_group"]
     measured = label in groups
     how += (f"overhead of measured group {label}" if measured else
@@ -217,11 +222,18 @@ def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
+#: The model of the original estimates (data/seed_estimates.csv has no model column).
+SEED_MODEL = "kimi-k2.6"
+
+
 def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
     """The original estimator's step time for this configuration (mean of accept/tok_s over
-    its 'deterministic estimate' rows); tok/s at any acceptance is then accept / step."""
+    its 'deterministic estimate' rows, all of :data:`SEED_MODEL` unless the table has a
+    ``model`` column); tok/s at any acceptance is then accept / step."""
     steps = []
     for row in table:
+        if sc.model is not None and (row.get("model") or SEED_MODEL) != sc.model:
+            continue
         if (row["kind"] == "deterministic estimate" and row["hardware"] == sc.hardware
                 and row["engine"] == sc.engine and row["method"] == sc.method
                 and row["verify_tokens"] == str(sc.verify_tokens)):
@@ -260,7 +272,8 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                  verify_tokens: int | None = None, context_tokens: float | str | None = None,
                  accept: str | AcceptRequest | None = None, target: float | None = None,
                  prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
-                 mixture: list[tuple[Draws, float]] | None = None) -> list[dict]:
+                 mixture: list[tuple[Draws, float]] | None = None,
+                 model: str | None = None) -> list[dict]:
     """Posterior predictive throughput for one configuration and one or more engines.
 
     With no configuration arguments this is the default scenario (B300 DDTree block 16,
@@ -269,7 +282,8 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     ``mixture`` (pairs of fits and weights summing to 1, e.g. stacking weights from
     :mod:`compare`) averages the predictive distributions of several models.
     Predictions include the fitted run-to-run noise, so they are what a measurement
-    would show. ``accept=None`` draws acceptance from the priors file.
+    would show. ``accept=None`` draws acceptance from the priors file. ``model`` names the
+    target model (required when the fit holds several; rows then carry a ``model`` key).
 
     Examples
     --------
@@ -298,7 +312,7 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     for engine in engines:
         sc = resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine, method=method,
                               block=block, budget=budget, verify_tokens=verify_tokens,
-                              context_tokens=ctx)
+                              context_tokens=ctx, model=model)
         per_token, how = _per_token(draws, mixture, sc, rng)
         seed_step = seed_step_ms(seed_table, sc)
         cases: list[tuple[str, str, np.ndarray, float | None]] = []
@@ -329,7 +343,8 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                 raise QueryError(f"acceptance {label} is outside 1..{sc.verify_tokens} for "
                                  f"{sc.describe()}",
                                  fix="tokens per step cannot exceed the tokens verified")
-            row = {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
+            row: dict[str, Any] = {"model": sc.model} if sc.multi else {}
+            row |= {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                    "method": sc.method, "block": sc.block, "budget": sc.budget,
                    "verify_tokens": sc.verify_tokens, "context_tokens": sc.context_tokens,
                    "accept": label, "accept_kind": kind}

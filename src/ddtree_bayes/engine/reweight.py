@@ -66,7 +66,8 @@ def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
         m = t.measurements.rows[t.first[c]]
         sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                               method=m.method, block=m.block, budget=m.budget,
-                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
+                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                              model=m.model)
         parts, _ = step_components(draws, sc, rng)
         latent = 0.0 if m.accept_len is not None else np.log(row_acceptance(draws, m, rng))
         cols.append(latent - np.log(parts["step"]))
@@ -155,7 +156,10 @@ def _group_of(model: dict, m) -> str | None:
 
     if m.method == AR_METHOD:
         return None
-    return S.group_label(m.system, model["relation_bases"].get(m.engine, m.engine), m.method)
+    from ddtree_bayes.core.pairs import pair_label
+
+    return S.group_label(pair_label(m.model, m.system, bool(model.get("pair_models"))),
+                         model["relation_bases"].get(m.engine, m.engine), m.method)
 
 
 def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[int],

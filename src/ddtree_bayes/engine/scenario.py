@@ -13,6 +13,7 @@ import numpy as np
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens, system_label
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.store import Draws
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
@@ -82,13 +83,24 @@ class Scenario:
     verify_tokens: int
     context_tokens: float
     measured: bool = True   # False: hardware transferred from a measured system
+    #: the target model; ``multi``: the fit holds several (parameters per (model, system) pair)
+    model: str | None = None
+    multi: bool = False
 
     @property
     def system(self) -> str:
         return system_label(self.hardware, self.gpus)
 
+    @property
+    def pair(self) -> str:
+        """The label of the fit's parameters: the system, or ``model@system`` in a fit of
+        several models."""
+        return pair_label(self.model or "", self.system, self.multi)
+
     def describe(self) -> str:
         parts = [f"{self.hardware} x{self.gpus}", self.engine, self.method]
+        if self.multi:
+            parts.insert(0, str(self.model))
         if self.block is not None:
             parts.append(f"block {self.block}")
         if self.budget is not None:
@@ -122,24 +134,35 @@ def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = F
 
 def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
-                     context_tokens: float | None) -> Scenario:
-    """Fill in defaults (GPU count, verify tokens, context) and check the fit can answer.
+                     context_tokens: float | None, model: str | None = None) -> Scenario:
+    """Fill in defaults (model, GPU count, verify tokens, context) and check the fit can answer.
 
     A system without measurements is answered by hardware transfer (see
     :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
-    priors have a ``[transfer]`` section.
+    priors have a ``[transfer]`` section. In a fit of several models, ``model`` names one
+    (required), and a (model, system) pair without measurements is answered by the pair
+    roofline (:mod:`ddtree_bayes.engine.pairs`).
     """
+    from ddtree_bayes.engine import pairs
+
+    model = pairs.resolve_model(draws, model)
+    multi = pairs.is_multi(draws)
     systems = measured_systems(draws)
     if gpus is None:
-        counts = sorted({int(s.rsplit("x", 1)[1]) for s in systems
-                         if s.rsplit("x", 1)[0] == hardware})
-        if not counts:  # unmeasured GPU: the measured GPU count, if there is only one
-            counts = sorted({int(s.rsplit("x", 1)[1]) for s in systems})
+        parsed = [split_label(s) for s in systems]
+        on_hw = [p for p in parsed if p[1] == hardware]
+        # the model's own count on that GPU first, then any model's; for an unmeasured GPU the
+        # measured GPU count (the model's, in a fit of several), if there is only one
+        for candidates in ([p for p in on_hw if p[0] == model], on_hw,
+                           [p for p in parsed if p[0] == model], parsed):
+            counts = sorted({p[2] for p in candidates})
+            if counts:
+                break
         if len(counts) > 1:
             raise QueryError(f"{hardware} could run on {counts} GPUs in this fit",
                              fix="say which with --gpus")
         gpus = counts[0]
-    measured = system_label(hardware, gpus) in systems
+    measured = pair_label(model or "", system_label(hardware, gpus), multi) in systems
     if not measured:
         from ddtree_bayes.core.data import load_hardware
 
@@ -148,7 +171,7 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
             raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
                              "nor in the hardware table",
                              fix="use a GPU from data/hardware.csv: " + ", ".join(sorted(table)))
-        if not parse_priors(draws.priors_toml, "priors stored in the fit").transfer:
+        if not multi and not parse_priors(draws.priors_toml, "priors stored in the fit").transfer:
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")
     derived = derive_verify_tokens(method, block, budget)
@@ -166,10 +189,11 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
     if context_tokens < 0:
         raise QueryError("--context must be >= 0", fix="give the context length in tokens")
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
-                    float(context_tokens), measured)
+                    float(context_tokens), measured, model, multi)
 
 def measured_systems(draws: Draws) -> list[str]:
-    """Systems the fit has data for (a validation fold may hold some out)."""
+    """Systems (pairs, in a fit of several models) the fit has data for (a validation fold may
+    hold some out)."""
     held_out = set(draws.meta.get("held_out_systems", ()))
     return [s for s in draws.meta["coords"]["system"] if s not in held_out]
 

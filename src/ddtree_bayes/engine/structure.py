@@ -12,13 +12,17 @@ from ddtree_bayes.core.cards import ModelCard
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec
+from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.scenario import Scenario, stored_measurements
 from ddtree_bayes.engine.store import Draws
 
 
-def distinct_ratio(model: dict, verify_tokens: int) -> float:
-    """The fit's model card's distinct-expert ratio at M (1 for a dense model)."""
-    return float(ModelCard(**model["card"]).distinct_ratio(verify_tokens))
+def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> float:
+    """The distinct-expert ratio at M (1 for a dense model) of the fit's model card, or of
+    model ``name``'s card in a fit of several models."""
+    cards = model.get("model_cards") or {}
+    card = cards[name] if name in cards else model["card"]
+    return float(ModelCard(**card).distinct_ratio(verify_tokens))
 
 
 def draft_structure(model: dict, method: str, block: int | None, budget: int | None
@@ -51,17 +55,20 @@ def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float
         model = draws.meta["model"]
         points = sorted({(float(r.verify_tokens), draft_structure(model, r.method, r.block,
                                                                     r.budget)[0])
-                         for r in fit_rows(draws) if r.system == system})
+                         for r in fit_rows(draws) if row_pair(draws, r) == system})
         cache[system] = ([m for m, _ in points], [p for _, p in points])
     return cache[system]
 
 
 def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
-    system without measurements, on the system its parameters were transferred from)."""
-    ms, ps = measured_configs(draws, sc.system) if sc.measured else ([], [])
+    system without measurements, on the system its parameters were transferred from; for a
+    pair answered by the pair roofline, from its M = 1 step)."""
+    ms, ps = measured_configs(draws, sc.pair) if sc.measured else ([], [])
+    if not ms and sc.pair in draws.meta.get("_pair_prior", ()):
+        ms, ps = [1.0], [0.0]
     if not ms:
-        ref = draws.meta.get("_transfer_ref", {}).get(sc.system)
+        ref = draws.meta.get("_transfer_ref", {}).get(sc.pair)
         if ref is None:
             return 0.0
         ms, ps = measured_configs(draws, ref)
@@ -84,7 +91,8 @@ def group_measured_values(draws: Draws, label: str) -> dict[str, set[float]]:
         values: dict[str, set[float]] = {"pass": set(), "tree": set()}
         for r in fit_rows(draws):
             engine = model["relation_bases"].get(r.engine, r.engine)
-            if r.method == AR_METHOD or S.group_label(r.system, engine, r.method) != label:
+            if r.method == AR_METHOD or S.group_label(row_pair(draws, r), engine,
+                                                       r.method) != label:
                 continue
             p, n = draft_structure(model, r.method, r.block, r.budget)
             values["pass"].add(p)

@@ -46,3 +46,41 @@ def point_mass_draws(n: int = 8, moe_form: str = "linear", converged: bool = Tru
                  data_csv=bundled("measurements.csv").read_text(),
                  priors_toml=priors_path.read_text(),
                  hardware_csv=bundled("hardware.csv").read_text())
+
+
+#: A fit of two models whose predictions can be computed by hand: Kimi K2.6 on 8x B300 as in
+#: :data:`POINT_MASS` and Llama-3.1-8B on one H100 (M = 1 step 7 ms), with the pair roofline
+#: at efficiency 0.8, 0.03 ms per layer, all-reduces 0.05 (fabric) / 0.1 (PCIe) ms per layer and
+#: no scatter, so a pair never measured has step = stream_ms / 0.8 + layers x per-layer cost.
+MULTI_PAIRS = ("kimi-k2.6@b300x8", "llama-3.1-8b-instruct@h100x1")
+MULTI_POINT_MASS = {
+    **POINT_MASS, "step_ar_ms": [8.0, 7.0], "moe_share": [0.5, 0.5], "moe_slope": [0.0625, 0.0625],
+    "moe_exponent": [0.5, 0.5], "ctx_ms_per_unit": [2.0, 2.0],
+    "pair_bw_eff": 0.8, "pair_layer_ms": 0.03, "pair_allreduce_fabric_ms": 0.05,
+    "pair_allreduce_pcie_ms": 0.1, "pair_step_sd": 0.0,
+}
+MULTI_DATA = (
+    "model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,context_tokens,"
+    "tok_s,source,notes\n"
+    "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,test,\n"
+    "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,,303,test,\n"
+    "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141.44,test,\n")
+
+
+def multi_model_draws(n: int = 8, **overrides) -> Draws:
+    """A point-mass fit of two models (:data:`MULTI_POINT_MASS` + overrides), linear MoE form,
+    every model card of the bundled ``models.csv`` stored as a fit of several models stores
+    them."""
+    import dataclasses
+
+    from ddtree_bayes.core.cards import load_model_cards
+
+    draws = point_mass_draws(n, **{**MULTI_POINT_MASS, **overrides})
+    cards = {k: dataclasses.asdict(c) for k, c in load_model_cards(bundled("models.csv")).items()}
+    draws.meta["model"].update({
+        "target_model": None, "target_models": ["kimi-k2.6", "llama-3.1-8b-instruct"],
+        "pair_models": {p: p.split("@")[0] for p in MULTI_PAIRS}, "model_cards": cards})
+    draws.meta["coords"].update({"system": list(MULTI_PAIRS),
+                                 "overhead_group": ["kimi-k2.6@b300x8/sglang/ddtree"]})
+    return Draws(path=draws.path, meta=draws.meta, variables=draws.variables, data_csv=MULTI_DATA,
+                 priors_toml=draws.priors_toml, hardware_csv=draws.hardware_csv)

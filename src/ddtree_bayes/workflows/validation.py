@@ -26,9 +26,9 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.workflows.baseline import baseline_fit  # noqa: F401  (V.baseline_fit)
+from ddtree_bayes.workflows.baseline import baseline_fit, pair_roofline_of  # noqa: F401
 
-GROUP_KEYS = ("hardware", "engine", "method", "budget")
+GROUP_KEYS = ("hardware", "engine", "method", "budget", "model", "pair")
 #: The original estimator's flat band.
 BASELINE_BAND = 0.30
 
@@ -163,7 +163,8 @@ def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.nd
     """Posterior predictive tok/s draws for a measured configuration."""
     sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                             method=m.method, block=m.block, budget=m.budget,
-                            verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
+                            verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                            model=m.model)
     parts, _ = P.step_components(draws, sc, rng)
     noise = parts["log_sd"] * rng.standard_normal(draws.n_draws)
     # a row without accept_len: the posterior of its inferred acceptance group
@@ -172,15 +173,21 @@ def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.nd
 
 # ------------------------------------------------------------------ folds
 def make_folds(data: Measurements, group: str | None) -> list[Fold]:
-    """One fold per measurement (exact LOO), or per value of ``group``."""
+    """One fold per measurement (exact LOO), or per value of ``group`` (``pair``: the
+    (model, system) pair, the system in a file of one model)."""
     if group is None:
         return [Fold(f"row {m.row}", (i,)) for i, m in enumerate(data.rows)]
     if group not in GROUP_KEYS:
         raise QueryError(f"--group {group!r} is not one of {', '.join(GROUP_KEYS)}",
                          fix=f"use --group {' | '.join(GROUP_KEYS)}")
+    if group == "model" and not data.multi_model:
+        raise QueryError(f"--group model: {data.path} holds one model ({data.model}); leaving it "
+                         "out leaves nothing to fit",
+                         fix="use a file of several models, or --group pair / hardware")
     values: dict[str, list[int]] = {}
     for i, m in enumerate(data.rows):
-        values.setdefault(str(getattr(m, group)), []).append(i)
+        value = data.pair(m) if group == "pair" else str(getattr(m, group))
+        values.setdefault(value, []).append(i)
     return [Fold(f"{group}={v}", tuple(ix)) for v, ix in values.items()]
 
 
@@ -189,19 +196,21 @@ def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings
     """Refit with the rows at ``held_out`` given likelihood weight 0.
 
     Returns (draws, failed gates, the measurements, the least-squares baseline fitted on the
-    training rows, the training rows). A system with no training rows left is predicted as
-    unmeasured hardware (transfer); held-out rows do not count as measured configurations
-    for the structured step's distance.
+    training rows, the training rows). A system (pair) with no training rows left is
+    predicted as never measured (hardware transfer; the pair roofline in a fit of several
+    models); held-out rows do not count as measured configurations for the structured step's
+    distance.
     """
     spec, cfg, data, _ = _compiled(inputs)
     weights = np.ones(len(data.rows))
     weights[list(held_out)] = 0.0
     draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores)
-    kept = {m.system for i, m in enumerate(data.rows) if i not in held_out}
+    kept = {data.pair(m) for i, m in enumerate(data.rows) if i not in held_out}
     draws.meta["held_out_systems"] = [s for s in spec.systems if s not in kept]
     draws.meta["held_out_rows"] = [data.rows[i].row for i in held_out]
     train = [m for i, m in enumerate(data.rows) if i not in held_out]
-    return draws, failures, data, baseline_fit(train, cfg, spec.systems), train
+    return (draws, failures, data, baseline_fit(train, cfg, spec.systems, label=data.pair,
+                                                roofline=pair_roofline_of(spec)), train)
 
 
 def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
@@ -216,7 +225,8 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
         samples = predict_row(draws, m, rng)
         q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
         base = baseline(m)   # None: the original formula needs the row's acceptance
-        rows.append({"row": m.row, "fold": fold.name, "system": m.system, "engine": m.engine,
+        rows.append({**({"model": m.model} if data.multi_model else {}),
+                     "row": m.row, "fold": fold.name, "system": data.pair(m), "engine": m.engine,
                      "method": m.method, "verify_tokens": m.verify_tokens,
                      "context_tokens": m.context_tokens, "measured": m.tok_s,
                      "median": q[2], "lo50": q[1], "hi50": q[3], "lo90": q[0], "hi90": q[4],
@@ -283,6 +293,7 @@ def summarize_folds(rows: list[dict]) -> dict:
             "coverage50": cover([r["lo50"] for r in rows], [r["hi50"] for r in rows]),
             "coverage90": cover([r["lo90"] for r in rows], [r["hi90"] for r in rows]),
             "mdape": float(np.median(np.abs(med - truth) / truth)),
+            "mape": float(np.mean(np.abs(med - truth) / truth)),
             "mean_width90_rel": float(np.mean([(r["hi90"] - r["lo90"]) / r["median"]
                                                for r in rows]))},
         "baseline": {
@@ -291,6 +302,7 @@ def summarize_folds(rows: list[dict]) -> dict:
             "coverage90": base_cover,
             "mdape": (float(np.median(np.abs(base - base_truth) / base_truth)) if has
                       else None),
+            "mape": float(np.mean(np.abs(base - base_truth) / base_truth)) if has else None,
             "mean_width90_rel": 2 * BASELINE_BAND},
     }
 
@@ -305,7 +317,8 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
 
     data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
     hw_text = paths.data_file("hardware.csv", workdir).read_text()
-    inputs = Inputs(data.text, cfg.text, hw_text, data.path)
+    inputs = Inputs(data.text, cfg.text, hw_text, data.path,
+                    paths.data_file("models.csv", workdir).read_text())
     folds = make_folds(data, group)
     settings = settings or SamplerSettings()
     t0 = time.perf_counter()
@@ -386,6 +399,7 @@ def draws_meta(spec, cfg: PriorsConfig) -> dict:
     return {"fit_id": "in-memory", "converged": True, "failures": [],
             "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
             "model": S.model_meta(spec, cfg)}
+
 
 
 def sbc_uniformity(replicates: list[dict]) -> dict:

@@ -42,7 +42,7 @@ def overhead_group(draws: Draws, sc: P.Scenario) -> str | None:
     if sc.method == AR_METHOD:
         return None
     engine = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
-    return S.group_label(sc.system, engine, sc.method)
+    return S.group_label(sc.pair, engine, sc.method)
 
 
 def group_rng(seed: int, label: str | None) -> np.random.Generator:
@@ -64,7 +64,7 @@ def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
     """
     if getattr(sc, "measured", True):
         return draws, sc, ""
-    params, how = P.transferred_parameters(draws, sc, group_rng(seed, f"system {sc.system}"))
+    params, how = P.transferred_parameters(draws, sc, group_rng(seed, f"system {sc.pair}"))
     variables = dict(draws.variables)
     systems = list(draws.meta["coords"]["system"])
     columns = {"step_ar_ms": params["step_ar_ms"], "moe_share": params["moe_share"],
@@ -72,14 +72,14 @@ def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
                S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]: params["moe_shape"]}
     if "tok_ratio" in params:
         columns["compute_tok_ratio"] = params["tok_ratio"]
-    if sc.system in systems:       # a system held out of this fit: replace its column
-        j = systems.index(sc.system)
+    if sc.pair in systems:       # a system held out of this fit: replace its column
+        j = systems.index(sc.pair)
         for key, col in columns.items():
             if key in variables:
                 variables[key] = variables[key].copy()
                 variables[key][:, j] = col
     else:
-        systems.append(sc.system)
+        systems.append(sc.pair)
         for key, col in columns.items():
             if key in variables:
                 variables[key] = np.column_stack([variables[key], col])

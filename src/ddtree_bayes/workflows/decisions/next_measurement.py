@@ -22,7 +22,9 @@ from ddtree_bayes.core.config import (
 )
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
@@ -80,7 +82,7 @@ def parse_query(draws: Draws, text: str) -> Query:
         method = a.method or DEFAULT_SCENARIO.method
     sc = P.resolve_scenario(draws, hardware=hardware, gpus=a.gpus, engine=engine, method=method,
                             block=block, budget=budget, verify_tokens=a.verify_tokens,
-                            context_tokens=P.parse_context(a.context))
+                            context_tokens=P.parse_context(a.context), model=a.model)
     if a.accept is not None:
         req = P.parse_accept(a.accept)
         if req.uniform is None and len(req.values) != 1:
@@ -128,6 +130,8 @@ class Candidate:
     def describe(self) -> str:
         sc = self.scenario
         parts = [f"{sc.hardware} x{sc.gpus}", sc.engine, sc.method]
+        if sc.multi:
+            parts.insert(0, str(sc.model))
         if sc.method != AR_METHOD:
             if sc.block is not None:
                 parts.append(f"block {sc.block}")
@@ -141,7 +145,7 @@ class Candidate:
     def key(self) -> tuple:
         sc = self.scenario
         engine = "-" if sc.method == AR_METHOD else sc.engine
-        return (sc.system, engine, sc.method, sc.verify_tokens, sc.context_tokens)
+        return (sc.pair, engine, sc.method, sc.verify_tokens, sc.context_tokens)
 
 
 def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
@@ -157,14 +161,16 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
     """
     q = query.scenario
     fitted = set(P.measured_systems(draws))
-    rows = [r for r in P.stored_measurements(draws).rows if r.system in fitted]
+    # in a fit of several models: the query's model on every system measured with any model
+    rows = [r for r in P.stored_measurements(draws).rows if row_pair(draws, r) in fitted]
     systems: dict[str, tuple[str, int]] = {}
     engines: dict[str, list[str]] = {}
     for r in rows:
-        systems.setdefault(r.system, (r.hardware, r.gpus))
-        engines.setdefault(r.system, [])
-        if r.engine not in engines[r.system]:
-            engines[r.system].append(r.engine)
+        label = pair_label(q.model or "", r.system, q.multi)
+        systems.setdefault(label, (r.hardware, r.gpus))
+        engines.setdefault(label, [])
+        if r.engine not in engines[label]:
+            engines[label].append(r.engine)
     block = q.block if (q.method == "ddtree" and q.block is not None) else 16
     q_accept = None
     if query.accept is not None:
@@ -176,7 +182,7 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
 
     def add(why: str, accept: float | None, **kw) -> None:
         try:
-            sc = P.resolve_scenario(draws, verify_tokens=None, **kw)
+            sc = P.resolve_scenario(draws, verify_tokens=None, model=q.model, **kw)
         except QueryError:
             return
         c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
@@ -188,7 +194,7 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
             "budget": q.budget, "context_tokens": q.context_tokens}
     add("the query itself", q_accept, engine=q.engine, **same)
     bases = draws.meta["model"]["relation_bases"]
-    others = [*engines.get(q.system, []), *bases, *bases.values()]
+    others = [*engines.get(q.pair, []), *bases, *bases.values()]
     for e in dict.fromkeys(others):
         if e != q.engine and q.method != AR_METHOD:
             add(f"the query in {e}", q_accept, engine=e, **same)
@@ -197,7 +203,7 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
             method=AR_METHOD, block=None, budget=None, context_tokens=0.0)
     if q.context_tokens:
         add("AR at the query's context", 1.0, hardware=q.hardware, gpus=q.gpus,
-            engine=engines.get(q.system, [q.engine])[0], method=AR_METHOD, block=None,
+            engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
             budget=None, context_tokens=q.context_tokens)
     for system, (hw, gpus) in systems.items():
         add("AR, context 0", 1.0, hardware=hw, gpus=gpus, engine=engines[system][0],
@@ -226,9 +232,10 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     return value
 
 
-def read_candidates(draws: Draws, path: str | Path) -> list[Candidate]:
+def read_candidates(draws: Draws, path: str | Path, model: str | None = None) -> list[Candidate]:
     """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
-    accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)."""
+    accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)
+    and, optionally, model (blank or absent: ``model``, the query's)."""
     path = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -259,7 +266,8 @@ def read_candidates(draws: Draws, path: str | Path) -> list[Candidate]:
                                     engine=rec["engine"].strip(), method=rec["method"].strip(),
                                     block=None if block is None else int(block),
                                     budget=None if budget is None else int(budget),
-                                    verify_tokens=None, context_tokens=ctx)
+                                    verify_tokens=None, context_tokens=ctx,
+                                    model=(rec.get("model") or "").strip() or model)
         except QueryError as err:
             raise QueryError(f"{path}, row {i}: {err}") from None
         if accept is not None and not (1 <= accept <= sc.verify_tokens) or (
@@ -367,7 +375,8 @@ def next_measurements(draws: Draws, query: Query, candidates: list[Candidate] | 
     sc = query.scenario
     return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed, "k": k,
             "interval_prob": prob, "min_ess": min_ess,
-            "query": {"describe": sc.describe(), "hardware": sc.hardware, "gpus": sc.gpus,
+            "query": {**({"model": sc.model} if sc.multi else {}),
+                      "describe": sc.describe(), "hardware": sc.hardware, "gpus": sc.gpus,
                       "engine": sc.engine, "method": sc.method, "block": sc.block,
                       "budget": sc.budget, "verify_tokens": sc.verify_tokens,
                       "context_tokens": sc.context_tokens, "accept": accept_label,

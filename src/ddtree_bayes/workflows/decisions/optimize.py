@@ -18,6 +18,7 @@ from ddtree_bayes.core.config import (
 )
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.decisions.acceptance_curve import read_acceptance_file, sample_curve, update_curve
 from ddtree_bayes.workflows.decisions.common import DEFAULT_BUDGETS, _med90, shared_step
@@ -42,9 +43,10 @@ def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def max_measured_verify(draws: Draws, system: str) -> tuple[int | None, int]:
-    """Largest verify_tokens M measured on ``system`` (None if only elsewhere) and overall."""
+    """Largest verify_tokens M measured on ``system`` (a pair in a fit of several models;
+    None if only elsewhere) and overall."""
     rows = P.stored_measurements(draws).rows
-    on_system = [r.verify_tokens for r in rows if r.system == system]
+    on_system = [r.verify_tokens for r in rows if row_pair(draws, r) == system]
     return (max(on_system) if on_system else None), max(r.verify_tokens for r in rows)
 
 
@@ -70,8 +72,9 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
              gpus: int | None = None, engine: str | None = None, method: str = "ddtree",
              block: int = 16, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,
-             prob: float = 0.9, seed: int = DEFAULT_SEED) -> dict:
-    """The tree budget with the highest expected tok/s, and per-budget decision numbers.
+             prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
+    """The tree budget with the highest expected tok/s, and per-budget decision numbers
+    (``model``: the target model, required when the fit holds several).
 
     Per posterior draw s: ``tok_s[s, B] = accept_s(B) * 1000 / step_ms_s(M = B + 1)``
     (expected throughput: no run-to-run noise). Returns a dict with ``rows`` (one per
@@ -103,7 +106,7 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
     ctx = P.parse_context(context_tokens)
     scenarios = [P.resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine,
                                     method=method, block=block, budget=b, verify_tokens=None,
-                                    context_tokens=ctx) for b in budgets]
+                                    context_tokens=ctx, model=model) for b in budgets]
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
                          "the budget", fix="use --method ddtree")
@@ -123,7 +126,7 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
     accept = cd.accept(budgets, curve)
     tok = accept * 1000.0 / step
     dec = budget_decision(tok)
-    sys_max, all_max = max_measured_verify(draws, scenarios[0].system)
+    sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
     limit = all_max if sys_max is None else sys_max
     rows = []
     for j, sc in enumerate(scenarios):
@@ -143,7 +146,7 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
     return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed,
             "scenario": {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
-                         "system": sc.system},
+                         "system": sc.pair, **({"model": sc.model} if sc.multi else {})},
             "interval_prob": prob,
             "curve": {"formula": "min(block + 1, B + 1, accept_ref + gain * (1 - decay**d) / "
                                  "(1 - decay)), d = log2(B / reference_budget)",

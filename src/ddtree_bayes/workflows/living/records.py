@@ -140,8 +140,22 @@ def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
     return buf.getvalue()
 
 
-def _gpus_for(current: Measurements, hardware: str, origin: str, line: int) -> str:
-    counts = sorted({m.gpus for m in current.rows if m.hardware == hardware})
+def _card_names() -> set[str]:
+    """Models with a card in data/models.csv (or the bundled copy); empty if unreadable."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.errors import InputError
+
+    try:
+        return set(load_model_cards(paths.data_file("models.csv")))
+    except InputError:
+        return set()
+
+
+def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
+              model: str | None = None) -> str:
+    counts = sorted({m.gpus for m in current.rows if m.hardware == hardware and m.model == model}
+                    or {m.gpus for m in current.rows if m.hardware == hardware})
     if not counts:
         raise DataError(f"no {hardware} row in {current.path} to take the GPU count from",
                         file=origin, row=line, column="gpus", fix="pass --gpus")
@@ -202,6 +216,12 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                                     "lost", file=item.origin, row=line, column=extra[0],
                                     fix=f"drop the column, or add it to {data_path}'s header")
                 if item.values.get("model") is None:
+                    if current.multi_model:
+                        raise DataError(f"{data_path} holds {len(current.models)} models "
+                                        f"({', '.join(current.models)}); which one?",
+                                        file=item.origin, row=line, column="model",
+                                        fix=f"say which with --model (e.g. --model "
+                                            f"{current.models[0]}) or a model column")
                     values["model"] = current.model
                 if values.get("hardware") and values["hardware"] not in hardware:
                     raise DataError(f"unknown hardware {values['hardware']!r}", file=item.origin,
@@ -209,13 +229,17 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                                     fix="use a name from data/hardware.csv ("
                                         + ", ".join(sorted(hardware)) + ") or add the GPU there")
                 if item.values.get("gpus") is None and values.get("hardware"):
-                    values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line)
+                    values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line,
+                                               values.get("model"))
                 m = parse_row(item.origin, line, values, hardware)
-                if m.model != current.model:
-                    raise DataError(f"model {m.model!r}, but {data_path} holds {current.model!r}",
-                                    file=item.origin, row=line, column="model",
-                                    fix="one target model per file: put it in its own file "
-                                        "(--data)")
+                if m.model not in current.models and m.model not in _card_names():
+                    # a new model makes a file of several models: fine if the fit can read its
+                    # card; a name without one is most likely a typo
+                    raise DataError(f"model {m.model!r}, but {data_path} holds "
+                                    f"{', '.join(map(repr, current.models))} and there is no model "
+                                    "card for it", file=item.origin, row=line, column="model",
+                                    fix="correct the name, or add its card to data/models.csv "
+                                        "first (a fit of several models needs every model's card)")
                 if fill_verify_tokens and not values.get("verify_tokens"):
                     values["verify_tokens"] = str(m.verify_tokens)
                 key = row_key(m)

@@ -66,17 +66,22 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
     """
     import numpy as np
 
+    from ddtree_bayes.engine import pairs
     from ddtree_bayes.engine import predictive as P
 
     rng = np.random.default_rng(seed)
-    fit_model = draws.meta.get("model", {}).get("target_model")
+    # a fit of several models scores a row of another model from its card (the pair roofline)
+    multi = pairs.is_multi(draws)
+    fit_model = None if multi else draws.meta.get("model", {}).get("target_model")
     out = []
     for m in rows:
         base: dict[str, Any] = {
+            **({"model": m.model} if multi else {}),
             "row": m.row, "system": m.system, "engine": m.engine, "method": m.method,
             "block": m.block, "budget": m.budget, "verify_tokens": m.verify_tokens,
             "context_tokens": m.context_tokens, "accept_len": m.accept_len, "measured": m.tok_s,
-            "source": m.source, "notes": m.notes, "configuration": describe_config(m),
+            "source": m.source, "notes": m.notes,
+            "configuration": (f"{m.model} " if multi else "") + describe_config(m),
             "description": describe_row(m)}
         if fit_model and m.model != fit_model:
             out.append({**base, "status": "unpredictable",
@@ -87,7 +92,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
             sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                                     method=m.method, block=m.block, budget=m.budget,
                                     verify_tokens=m.verify_tokens,
-                                    context_tokens=m.context_tokens)
+                                    context_tokens=m.context_tokens, model=m.model)
             parts, how = P.step_components(draws, sc, rng)
         except QueryError as err:
             out.append({**base, "status": "unpredictable", "reason": without_fix(err)})

@@ -22,7 +22,7 @@ from ddtree_bayes.workflows.living.scoring import without_fix
 
 # ---------------------------------------------------------------- tracked queries
 QUERY_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-              "context", "accept")
+              "context", "accept", "model")
 
 
 @dataclass(frozen=True)
@@ -45,7 +45,8 @@ def _read_tracked_file(path: Path) -> list[Tracked]:
     try:
         payload = json.loads(path.read_text())
         entries = payload["queries"]
-        out = [Tracked(name=str(e["name"]), query={k: e["query"].get(k) for k in QUERY_KEYS},
+        out = [Tracked(name=str(e["name"]),
+                       query=_stored({k: e["query"].get(k) for k in QUERY_KEYS}),
                        added_utc=e.get("added_utc")) for e in entries]
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise InputError(f"cannot read tracked queries: {err}", file=str(path),
@@ -78,19 +79,24 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
                 if not NAME_RE.fullmatch(name):
                     raise QueryError(f"--{key} {name!r} is not a lowercase name",
                                      fix=f"write it in lowercase, e.g. '{name.lower()}'")
+    if q["model"] is not None and (not isinstance(q["model"], str) or not q["model"].strip()
+                                   or any(c.isspace() or c == "," for c in q["model"])):
+        raise QueryError(f"--model {q['model']!r} is not a model name",
+                         fix="use the name in the data's model column, e.g. --model kimi-k2.6")
     if q["accept"] is not None:
         P.parse_accept(str(q["accept"]))
         q["accept"] = str(q["accept"])
     if q["context"] is not None:
         P.parse_context(str(q["context"]))
         q["context"] = str(q["context"])
-    return q
+    return _stored(q)
 
 
 def query_name(query: dict[str, Any]) -> str:
     """A readable default name, e.g. ``b300-native-ddtree-b16-B32-a14``."""
     q = query
-    parts = [q.get("hardware") or "b300"]
+    parts = [q["model"]] if q.get("model") else []
+    parts.append(q.get("hardware") or "b300")
     if q.get("gpus"):
         parts.append(f"x{q['gpus']}")
     parts.append((q.get("engine") or "sglang+native").replace(",", "+"))
@@ -100,6 +106,12 @@ def query_name(query: dict[str, Any]) -> str:
         if q.get(key) is not None:
             parts.append(f"{tag}{q[key]}")
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", "-".join(str(p) for p in parts))
+
+
+def _stored(query: dict[str, Any]) -> dict[str, Any]:
+    """A query without a ``model`` key when it names none (queries of a fit of one model, in
+    ``models/tracked.json`` and in JSON output, stay as before queries could name a model)."""
+    return {k: v for k, v in query.items() if k != "model" or v is not None}
 
 
 def track_add(models: Path, query: dict[str, Any], name: str | None = None) -> Tracked:
@@ -172,12 +184,15 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     return P.predict_rows(draws, hardware=hardware, gpus=q.get("gpus"), engines=engines,
                           method=method, block=q.get("block"), budget=q.get("budget"),
                           verify_tokens=q.get("verify_tokens"), context_tokens=q.get("context"),
-                          accept=q.get("accept"), prob=0.9, seed=seed, workdir=workdir)
+                          accept=q.get("accept"), prob=0.9, seed=seed, workdir=workdir,
+                          model=q.get("model"))
 
 
 def row_label(r: dict) -> str:
     """``b300 x8 native ddtree b16/B32 accept 14`` (context shown when not 0)."""
     parts = [f"{r['hardware']} x{r['gpus']}", r["engine"], r["method"]]
+    if r.get("model"):
+        parts.insert(0, r["model"])
     size = "/".join(s for s in ((f"b{r['block']}" if r["block"] is not None else ""),
                                 (f"B{r['budget']}" if r["budget"] is not None else "")) if s)
     if size:

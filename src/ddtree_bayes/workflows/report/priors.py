@@ -153,7 +153,7 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
             "moe_distinct_exponent": "system", "compute_eff": "system",
             "compute_eff_log": "system", "compute_eff_z": "system", "compute_tok_ratio": "system",
             "overhead_z": "overhead_group", "overhead_frac": "overhead_group",
-            "reduction": "relation", AL.NAME: AL.DIM}
+            "reduction": "relation", AL.NAME: AL.DIM, "pair_roofline_ms": "system"}
     for part in ("fixed", "pass", "tree"):
         for suffix in ("log", "z", "ratio"):
             dims[f"spec_{part}_{suffix}"] = "overhead_group"

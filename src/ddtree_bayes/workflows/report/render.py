@@ -299,7 +299,8 @@ def markdown(summary: dict) -> str:
 
 
 def write_report(fit_id: str | None = None, workdir: Path | None = None,
-                 out_root: Path | None = None, seed: int = DEFAULT_SEED) -> tuple[Path, dict]:
+                 out_root: Path | None = None, seed: int = DEFAULT_SEED,
+                 model: str | None = None) -> tuple[Path, dict]:
     """Compute and render the report of a fit into ``reports/<fit-id>/``.
 
     A fit that cannot be read still gets a page that says so (and the error is re-raised
@@ -321,6 +322,6 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
                                                     "text": f"fit could not be read: {err}"}}
         render(summary, None, out_dir)
         raise
-    summary = compute(draws, dt, seed=seed)
+    summary = compute(draws, dt, seed=seed, model=model)
     render(summary, draws, out_dir, dt)
     return out_dir, summary

@@ -23,8 +23,10 @@ from ddtree_bayes.core.config import (
     parse_priors,
 )
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.pairs import is_multi
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.report.priors import (
     accept_groups_of,
@@ -95,14 +97,17 @@ def _q(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
 
 
 # ------------------------------------------------------------------ compute
-def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
-    """Every number of the report, as a JSON-ready dict."""
+def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
+    """Every number of the report, as a JSON-ready dict (``model``: the target model of its
+    default-scenario sections, required when the fit holds several)."""
     import arviz_stats as azs
     import xarray as xr
 
     from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.pairs import resolve_model
 
     t0 = time.perf_counter()
+    model = resolve_model(draws, model)
     meta, v = draws.meta, draws.variables
     coords = meta["coords"]
     priors = parse_priors(draws.priors_toml, "priors stored in the fit")
@@ -197,7 +202,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
 
     # 5. prior sensitivity (power-scaling): overall, and of the headline prediction
     lp = log_prior(priors, coords, v, accept_groups_of(meta))
-    headline = _headline_log_tok(draws, seed)
+    headline = _headline_log_tok(draws, seed, model)
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})
     sens_tree = xr.DataTree.from_dict({"posterior": post_plus, "log_prior": lp_ds,
@@ -216,10 +221,10 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED) -> dict:
     }
 
     # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
-    summary["fan"] = _fan(draws, seed)
-    summary["variance"] = _variance(draws, seed)
-    summary["breakdown"] = _breakdown(draws, measurements, seed)
-    summary["decisions"] = _decisions(draws, seed)
+    summary["fan"] = _fan(draws, seed, model)
+    summary["variance"] = _variance(draws, seed, model)
+    summary["breakdown"] = _breakdown(draws, measurements, seed, model)
+    summary["decisions"] = _decisions(draws, seed, model)
     summary["compute_s"] = time.perf_counter() - t0
     return summary
 
@@ -246,24 +251,24 @@ def _quiet(summary: dict):
         notes.append(" ".join(buf.getvalue().split()))
 
 
-def _default_scenarios(draws: Draws):
+def _default_scenarios(draws: Draws, model: str | None = None):
     d = DEFAULT_SCENARIO
     return [P.resolve_scenario(draws, hardware=d.hardware, gpus=None, engine=e, method=d.method,
                                block=d.block, budget=d.budget, verify_tokens=None,
-                               context_tokens=None) for e in d.engines]
+                               context_tokens=None, model=model) for e in d.engines]
 
 
-def _headline_log_tok(draws: Draws, seed: int) -> np.ndarray:
-    sc = _default_scenarios(draws)[0]
+def _headline_log_tok(draws: Draws, seed: int, model: str | None = None) -> np.ndarray:
+    sc = _default_scenarios(draws, model)[0]
     step, _ = P.step_draws(draws, sc, np.random.default_rng(seed))
     return np.log(14.0 * 1000.0 / step)
 
 
-def _fan(draws: Draws, seed: int) -> dict:
+def _fan(draws: Draws, seed: int, model: str | None = None) -> dict:
     rng = np.random.default_rng(seed)
     seed_table = P.load_seed_table()
     engines = {}
-    for sc in _default_scenarios(draws):
+    for sc in _default_scenarios(draws, model):
         parts, _ = P.step_components(draws, sc, rng)
         noise = np.exp(parts["log_sd"] * rng.standard_normal(draws.n_draws))
         per_token = 1000.0 / parts["step"] * noise
@@ -273,35 +278,38 @@ def _fan(draws: Draws, seed: int) -> dict:
             "quantiles": [_q(a * per_token) for a in FAN_ACCEPT],
             "original": None if seed_step is None else [a / seed_step * 1000 for a in FAN_ACCEPT],
             "original_points": [{"accept": float(r["accept_len"]), "tok_s": float(r["tok_s"])}
-                                for r in seed_table
-                                if r["kind"] == "deterministic estimate"
+                                for r in seed_table if seed_step is not None
+                                and r["kind"] == "deterministic estimate"
                                 and r["engine"] == sc.engine and r["hardware"] == sc.hardware
                                 and r["verify_tokens"] == str(sc.verify_tokens)],
         }
     measured = [{"accept": m.accept_len, "tok_s": m.tok_s,
                  "label": f"{m.engine} {m.method} M={m.verify_tokens}"}
                 for m in P.stored_measurements(draws).rows
-                if m.hardware == DEFAULT_SCENARIO.hardware and m.accept_len is not None]
+                if m.hardware == DEFAULT_SCENARIO.hardware and m.accept_len is not None
+                and model in (None, m.model)]
     return {"accept": list(FAN_ACCEPT), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
             "engines": engines, "measured": measured}
 
 
-def _variance(draws: Draws, seed: int) -> dict:
+def _variance(draws: Draws, seed: int, model: str | None = None) -> dict:
     """First-order variance shares of log tok/s in the default scenario, per engine."""
     v, coords = draws.variables, draws.meta["coords"]
     rng = np.random.default_rng(seed)
-    out = {}
-    for sc in _default_scenarios(draws):
-        s = coords["system"].index(sc.system)
+    out: dict = {}
+    for sc in _default_scenarios(draws, model):
+        # a pair never measured has no parameters of its own (the pair roofline answers it)
+        s = coords["system"].index(sc.pair) if sc.pair in coords["system"] else None
         parts, how = P.step_components(draws, sc, rng)
         step = parts["step"]
         accept = rng.uniform(*DECOMP_ACCEPT, draws.n_draws)
         eps = v["noise_sd"] * rng.standard_normal(draws.n_draws)
         y = np.log(accept * 1000.0 / step) + eps
         # regress on scales where the step formula is close to linear in log tok/s
-        factors = {"acceptance U(12,16)": np.log(accept), "run-to-run noise": eps,
-                   f"step_ar_ms[{sc.system}]": np.log(v["step_ar_ms"][:, s]),
-                   f"moe_share[{sc.system}]": _logit(v["moe_share"][:, s])}
+        factors = {"acceptance U(12,16)": np.log(accept), "run-to-run noise": eps}
+        if s is not None:
+            factors[f"step_ar_ms[{sc.pair}]"] = np.log(v["step_ar_ms"][:, s])
+            factors[f"moe_share[{sc.pair}]"] = _logit(v["moe_share"][:, s])
         extra_sd = np.sqrt(np.maximum(parts["log_sd"] ** 2 - v["noise_sd"] ** 2, 0.0))
         if np.any(extra_sd > 0):   # structured form: the distance-scaled discrepancy
             disc = extra_sd * rng.standard_normal(draws.n_draws)
@@ -311,13 +319,14 @@ def _variance(draws: Draws, seed: int) -> dict:
         if tied is not None and np.any(tied != 0):  # own per-pass/per-node cost, unmeasured
             factors["own drafter/tree cost beyond the measured depth/budget"] = tied
         shape_name = S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]
-        factors[f"{shape_name}[{sc.system}]"] = v[shape_name][:, s]
-        if "compute_eff" in v:
-            factors[f"compute_eff[{sc.system}]"] = np.log(v["compute_eff"][:, s])
-        if sc.context_tokens > 0:
-            factors[f"ctx_ms_per_unit[{sc.system}]"] = np.log(v["ctx_ms_per_unit"][:, s])
+        if s is not None:
+            factors[f"{shape_name}[{sc.pair}]"] = v[shape_name][:, s]
+        if "compute_eff" in v and s is not None:
+            factors[f"compute_eff[{sc.pair}]"] = np.log(v["compute_eff"][:, s])
+        if sc.context_tokens > 0 and s is not None:
+            factors[f"ctx_ms_per_unit[{sc.pair}]"] = np.log(v["ctx_ms_per_unit"][:, s])
         base = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
-        label = S.group_label(sc.system, base, sc.method)
+        label = S.group_label(sc.pair, base, sc.method)
         if label in coords["overhead_group"]:
             g = coords["overhead_group"].index(label)
             if "overhead_frac" in v:
@@ -339,7 +348,7 @@ def _variance(draws: Draws, seed: int) -> dict:
 NEXT_QUERY = "--engine native --accept 14"
 
 
-def _decisions(draws: Draws, seed: int) -> dict:
+def _decisions(draws: Draws, seed: int, model: str | None = None) -> dict:
     """Best budget per default engine, next-measurement ranking for the default query,
     and every GPU of the hardware table (measured or transferred). A failure of one part
     is recorded, not raised: the rest of the report still renders."""
@@ -354,29 +363,33 @@ def _decisions(draws: Draws, seed: int) -> dict:
             raise QueryError("the priors have no [acceptance_curve]", fix="add one and re-fit")
         d = DEFAULT_SCENARIO
         out["optimize"] = {e: D.optimize(draws, curve, hardware=d.hardware, engine=e,
-                                         block=d.block, seed=seed) for e in d.engines}
+                                         block=d.block, seed=seed, model=model)
+                           for e in d.engines}
     except DDTreeBayesError as err:
         out["optimize_error"] = str(err)
     try:
-        out["next"] = D.next_measurements(draws, D.parse_query(draws, NEXT_QUERY), seed=seed)
+        query = NEXT_QUERY + (f" --model {model}" if is_multi(draws) else "")
+        out["next"] = D.next_measurements(draws, D.parse_query(draws, query), seed=seed)
     except DDTreeBayesError as err:
         out["next_error"] = str(err)
     table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
-    gpus = sorted({int(s.rsplit("x", 1)[1]) for s in P.measured_systems(draws)})[0]
+    gpus = sorted({split_label(s)[2] for s in P.measured_systems(draws)
+                   if split_label(s)[0] in (None, model)})[0]
     rows = []
     for hw in table:
         try:
             ar = P.predict_rows(draws, hardware=hw, gpus=gpus, method="ar", engines=["sglang"],
-                                accept="1", seed=seed)[0]
+                                accept="1", seed=seed, model=model)[0]
             d = DEFAULT_SCENARIO
             tree = P.predict_rows(draws, hardware=hw, gpus=gpus, engines=["sglang"],
                                   method=d.method, block=d.block, budget=d.budget, accept="14",
-                                  seed=seed)[0]
+                                  seed=seed, model=model)[0]
         except DDTreeBayesError as err:
             rows.append({"hardware": hw, "gpus": gpus, "error": str(err)})
             continue
         rows.append({"hardware": hw, "gpus": gpus,
-                     "measured": f"{hw}x{gpus}" in P.measured_systems(draws),
+                     "measured": pair_label(model or "", f"{hw}x{gpus}", is_multi(draws))
+                                 in P.measured_systems(draws),
                      "interconnect": table[hw].get("interconnect", ""),
                      "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
                      "ar": [ar["lo90"], ar["median"], ar["hi90"]],
@@ -392,7 +405,7 @@ def _float(text: str | None) -> float:
         return float("nan")
 
 
-def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
+def _breakdown(draws: Draws, measurements, seed: int, model: str | None = None) -> list[dict]:
     """Step terms of every measured configuration (repeated runs: once, against the median
     of their measured steps) and of the default scenarios."""
     from ddtree_bayes.core.configs import group_rows, rows_of
@@ -405,14 +418,15 @@ def _breakdown(draws: Draws, measurements, seed: int) -> list[dict]:
         m = measurements.rows[i]
         sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                                 method=m.method, block=m.block, budget=m.budget,
-                                verify_tokens=m.verify_tokens, context_tokens=m.context_tokens)
+                                verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                                model=m.model)
         mine = steps[mine_ix]
         runs = f" ({len(mine)} runs)" if len(mine) > 1 else ""
-        configs.append((f"row {m.row}{runs}: {sc.system} {sc.engine} {sc.method} "
+        configs.append((f"row {m.row}{runs}: {sc.pair} {sc.engine} {sc.method} "
                         f"M={sc.verify_tokens} ctx={sc.context_tokens:g}", sc,
                         float(np.median(mine)) if runs else m.step_ms))
-    for sc in _default_scenarios(draws):
-        configs.append((f"default: {sc.system} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
+    for sc in _default_scenarios(draws, model):
+        configs.append((f"default: {sc.pair} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
                         None))
     out = []
     for label, sc, measured in configs:

@@ -1,0 +1,105 @@
+#!/usr/bin/env python3
+"""One measurement file of several models: data/measurements.csv plus the public sweeps of
+data/public/ that report acceptance and absolute tok/s, in the measurement schema.
+
+    python scripts/combine_public.py [--out data/examples/public_multi_model.csv]
+
+Per sweep file: the ``sweep`` and ``derived`` columns are dropped (a non-empty ``derived`` is
+appended to ``notes`` as "derived: ..."); rows without accept_len, tok_s or gpus are left out
+(acceptance as a latent parameter is another issue); a sweep in relative units (the DDTree
+paper's speedups) is skipped, as is a sweep whose model has no card in data/models.csv; a
+public row that repeats a bundled measurement (same configuration and tok/s) is left out so
+it is not counted twice. Prints what it kept and skipped; standard library only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
+           "accept_len", "context_tokens", "tok_s", "source", "notes")
+KEY = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
+       "accept_len", "context_tokens", "tok_s")
+
+
+def _num(text: str) -> str:
+    """A numeric cell normalised for comparison ('0' and '' stay distinct, 8 == 8.0)."""
+    try:
+        return f"{float(text):g}"
+    except ValueError:
+        return text.strip()
+
+
+def key(row: dict) -> tuple:
+    return tuple(_num(row.get(c, "")) if c not in ("model", "hardware", "engine", "method")
+                 else row.get(c, "").strip() for c in KEY)
+
+
+def combine(bundled: Path, public: list[Path], cards: set[str]) -> tuple[str, list[str]]:
+    with open(bundled, newline="", encoding="utf-8") as fh:
+        base = list(csv.DictReader(fh))
+    seen = {key(r) for r in base}
+    out_rows = [{c: r.get(c, "") for c in COLUMNS} for r in base]
+    log = [f"{bundled.relative_to(ROOT)}: {len(base)} rows"]
+    for path in public:
+        with open(path, newline="", encoding="utf-8") as fh:
+            recs = list(csv.DictReader(fh))
+        if not recs or "sweep" not in recs[0]:
+            continue
+        name = path.relative_to(ROOT)
+        if any("relative units" in r.get("derived", "").lower() for r in recs):
+            log.append(f"{name}: skipped (tok/s in relative units)")
+            continue
+        models = {r["model"] for r in recs}
+        if not models <= cards:
+            log.append(f"{name}: skipped (no model card for {', '.join(sorted(models - cards))})")
+            continue
+        kept = repeats = 0
+        for r in recs:
+            if not (r["accept_len"].strip() and r["tok_s"].strip() and r["gpus"].strip()):
+                continue
+            if key(r) in seen:
+                repeats += 1
+                continue
+            row = {c: r.get(c, "").strip() for c in COLUMNS}
+            derived = r.get("derived", "").strip()
+            if derived:
+                row["notes"] = f"{row['notes']}; derived: {derived}" if row["notes"] else \
+                    f"derived: {derived}"
+            out_rows.append(row)
+            seen.add(key(r))
+            kept += 1
+        left = len(recs) - kept - repeats
+        log.append(f"{name}: {kept} rows" + (f", {repeats} already in the bundled data"
+                                             if repeats else "")
+                   + (f", {left} without acceptance, tok/s or GPU count" if left else ""))
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(out_rows)
+    return buf.getvalue(), log
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default=str(ROOT / "data" / "examples" / "public_multi_model.csv"))
+    args = ap.parse_args(argv)
+    with open(ROOT / "data" / "models.csv", newline="", encoding="utf-8") as fh:
+        cards = {r["model"] for r in csv.DictReader(fh)}
+    files = sorted(p for p in (ROOT / "data" / "public").glob("*.csv")
+                   if p.name != "hardware_flops.csv")
+    text, log = combine(ROOT / "data" / "measurements.csv", files, cards)
+    Path(args.out).write_text(text, encoding="utf-8")
+    for line in log:
+        print(line, file=sys.stderr)
+    print(f"wrote {text.count(chr(10)) - 1} rows to {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

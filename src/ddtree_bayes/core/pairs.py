@@ -1,0 +1,162 @@
+"""Several target models in one fit: (model, system) pairs and the roofline prior of their
+M = 1 step. numpy and the standard library only.
+
+A fit of one model keeps its parameters per system (``b300x8``); a fit of several models keeps
+them per (model, system) pair, labelled ``qwen3-8b@h100x1``. In a fit of several models the
+autoregressive (M = 1) step of every pair, measured or not, has the prior
+
+    step_ar[pair] ~ LogNormal(log roofline[pair], pair_step_sd)
+    roofline[pair] = stream_ms / pair_bw_eff + layers x (pair_layer_ms
+                     + [gpus > 1] x pair_allreduce_<fabric|pcie>_ms)
+    stream_ms      = active parameters (B) x bytes per weight / (TB/s per GPU x GPUs)
+
+whose efficiency and per-layer costs are learned across the measured pairs (docs/model.md,
+"Several models in one fit"). ``stream_ms`` is the time to read the active weights once at the
+full memory bandwidth, split over the GPUs (tensor parallel); the per-layer cost is kernel
+launches, norms and short-context attention, plus two all-reduces per layer when the model is
+split over several GPUs (slower over PCIe than over an NVLink-class fabric).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddtree_bayes.core.errors import DataError
+
+#: Between the model and the system in a pair label.
+SEP = "@"
+#: Priors of the pair roofline (``[priors.<name>]``, global), needed by a fit of several models.
+PAIR_PRIORS = ("pair_bw_eff", "pair_layer_ms", "pair_allreduce_fabric_ms",
+               "pair_allreduce_pcie_ms", "pair_step_sd")
+#: How the GPUs of a system talk: one GPU, an NVLink-class fabric, or PCIe only.
+LINKS = ("single", "fabric", "pcie")
+
+
+def pair_label(model: str, system: str, multi: bool) -> str:
+    """The label of a (model, system) pair: the system alone in a fit of one model.
+
+    >>> pair_label("qwen3-8b", "h100x1", True), pair_label("kimi-k2.6", "b300x8", False)
+    ('qwen3-8b@h100x1', 'b300x8')
+    """
+    return f"{model}{SEP}{system}" if multi else system
+
+
+def split_label(label: str) -> tuple[str | None, str, int]:
+    """(model or None, hardware, gpus) of a pair or system label.
+
+    >>> split_label("qwen3-8b@h100x1"), split_label("b300x8")
+    (('qwen3-8b', 'h100', 1), (None, 'b300', 8))
+    """
+    model, _, system = label.rpartition(SEP)
+    hardware, _, gpus = system.rpartition("x")
+    return (model or None), hardware, int(gpus)
+
+
+def is_fabric(hardware_row: dict[str, str]) -> bool:
+    """An NVLink-class fabric between the GPUs (anything whose interconnect is not PCIe)."""
+    return "pcie" not in hardware_row.get("interconnect", "").lower()
+
+
+def link(hardware_row: dict[str, str], gpus: int) -> str:
+    """``single`` (one GPU), ``fabric`` or ``pcie``.
+
+    >>> link({"interconnect": "PCIe Gen5"}, 2), link({"interconnect": "NVLink5"}, 8)
+    ('pcie', 'fabric')
+    """
+    if gpus <= 1:
+        return "single"
+    return "fabric" if is_fabric(hardware_row) else "pcie"
+
+
+@dataclass(frozen=True)
+class PairFeatures:
+    """What the pair roofline reads from a model card and the hardware table."""
+
+    stream_ms: float   # active weights / (bandwidth x GPUs), at 100% of the bandwidth
+    layers: int
+    link: str          # single | fabric | pcie
+    gpus: int
+    bandwidth_tb_s: float
+
+    @property
+    def fabric(self) -> float:
+        return float(self.link == "fabric")
+
+    @property
+    def pcie(self) -> float:
+        return float(self.link == "pcie")
+
+    def describe(self, model: str, hardware: str) -> str:
+        return (f"card {model}: {self.stream_ms * self.bandwidth_tb_s * self.gpus:.1f} GB of "
+                f"active weights, {self.layers} layers; {hardware} x{self.gpus}: "
+                f"{self.bandwidth_tb_s:g} TB/s per GPU, {self.link}")
+
+
+def pair_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures:
+    """The roofline's inputs for a model card on ``gpus`` GPUs of a hardware-table row.
+
+    >>> from ddtree_bayes.core.cards import ModelCard
+    >>> card = ModelCard("m", 8, 8, 32, None, None, 2, "bf16", "s")
+    >>> f = pair_features(card, {"hardware": "h", "mem_bw_tb_s": "4", "interconnect": "x"}, 1)
+    >>> f.stream_ms, f.layers, f.link   # 8e9 params x 2 B / 4e12 B/s = 4 ms
+    (4.0, 32, 'single')
+    """
+    try:
+        bandwidth = float(hardware_row.get("mem_bw_tb_s") or "nan")
+    except ValueError:
+        bandwidth = math.nan
+    if not math.isfinite(bandwidth) or bandwidth <= 0:
+        raise DataError(f"no memory bandwidth for {hardware_row.get('hardware', '?')}",
+                        file="data/hardware.csv", column="mem_bw_tb_s",
+                        fix="fill in mem_bw_tb_s (TB/s per GPU), with its source")
+    # B params x bytes / (TB/s x GPUs): 1e9 / 1e12 s = 1 ms
+    stream = card.params_active_b * card.bytes_per_weight / (bandwidth * gpus)
+    return PairFeatures(stream, int(card.layers), link(hardware_row, gpus), gpus, bandwidth)
+
+
+def roofline_step_ms(stream_ms, layers, fabric, pcie, bw_eff, layer_ms, allreduce_fabric_ms,
+                     allreduce_pcie_ms):
+    """The pair roofline's M = 1 step (numpy or PyTensor: only ``+ * /``).
+
+    >>> float(roofline_step_ms(4.0, 32, 0.0, 0.0, 0.8, 0.03, 0.05, 0.1))  # 5 + 32 x 0.03
+    5.96
+    >>> round(float(roofline_step_ms(0.25, 61, 1.0, 0.0, 0.5, 0.03, 0.05, 0.1)), 6)  # 0.5 + 61 x 0.08
+    5.38
+    """
+    return (stream_ms / bw_eff
+            + layers * (layer_ms + fabric * allreduce_fabric_ms + pcie * allreduce_pcie_ms))
+
+
+def pair_inputs(pairs: tuple[str, ...], models: dict[str, str],
+                hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
+    """Per pair (in ``pairs`` order) the roofline's arrays: ``stream_ms``, ``layers``,
+    ``fabric``, ``pcie`` (``models``: pair label -> model)."""
+    if hardware is None:
+        raise DataError("a fit of several models needs the hardware table", fix="pass hardware=")
+    cols: dict[str, list[float]] = {"stream_ms": [], "layers": [], "fabric": [], "pcie": []}
+    for label in pairs:
+        _, hw, gpus = split_label(label)
+        f = pair_features(card_for(cards, models[label]), hardware[hw], gpus)
+        for key in cols:
+            cols[key].append(float(getattr(f, key)))
+    return {k: np.array(v) for k, v in cols.items()}
+
+
+def card_for(cards: dict | None, model: str):
+    """The model card of ``model``, or a one-line error naming the file and the fix."""
+    if not cards or model not in cards:
+        raise DataError(f"no model card for {model!r}", file="data/models.csv", column="model",
+                        fix=f"add a row for {model} (active parameters, layers, experts, top-k, "
+                            "bytes per weight, compute_dtype, source)")
+    return cards[model]
+
+
+def target_models_meta(data) -> dict:
+    """A fit's ``meta["model"]`` entries naming its models: ``target_model`` for a fit of one
+    model; for several, ``target_model`` None and the sorted ``target_models``."""
+    if not data.multi_model:
+        return {"target_model": data.model}
+    return {"target_model": None, "target_models": list(data.models)}

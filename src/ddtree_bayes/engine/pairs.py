@@ -1,0 +1,113 @@
+"""Which model a query asks about, and the parameters of a (model, system) pair a fit of
+several models never measured (its M = 1 step from the pair roofline of core/pairs.py, with
+the roofline's efficiency and per-layer costs from the posterior). numpy only (the predict path).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine.store import Draws
+
+
+def fit_models(draws: Draws) -> list[str]:
+    """The target models a fit was made on (sorted)."""
+    model = draws.meta.get("model", {})
+    if model.get("target_models"):
+        return list(model["target_models"])
+    if model.get("pair_models"):
+        return sorted(set(model["pair_models"].values()))
+    return [model["target_model"]] if model.get("target_model") else []
+
+
+def is_multi(draws: Draws) -> bool:
+    """Is this a fit of several models (parameters per (model, system) pair)?"""
+    return bool(draws.meta.get("model", {}).get("pair_models"))
+
+
+def row_pair(draws: Draws, row) -> str:
+    """The label of the fit's parameters a measurement row belongs to."""
+    from ddtree_bayes.core.pairs import pair_label
+
+    return pair_label(row.model, row.system, is_multi(draws))
+
+
+def model_cards(draws: Draws) -> dict:
+    """The model cards (as dicts) a fit of several models stored."""
+    return draws.meta.get("model", {}).get("model_cards") or {}
+
+
+def resolve_model(draws: Draws, model: str | None) -> str | None:
+    """The model a query asks about: optional for a fit of one model; for a fit of several, one
+    of its models, or any model with a card (a model never measured: the pair roofline)."""
+    models = fit_models(draws)
+    fit_id = draws.meta.get("fit_id", "?")
+    if not is_multi(draws):
+        if model is None or not models or model in models:
+            return models[0] if models else model
+        raise QueryError(f"--model {model!r}: fit {fit_id} holds one model ({models[0]}); a model "
+                         "it never measured needs a fit of several models (their measured pairs "
+                         "teach the roofline of the model cards)",
+                         fix=f"drop --model, or fit a file holding {model} and other models")
+    if model is None:
+        raise QueryError(f"fit {fit_id} holds {len(models)} models ({', '.join(models)}); "
+                         "say which with --model", fix=f"e.g. --model {models[0]}")
+    if model not in models and model not in model_cards(draws):
+        raise QueryError(f"--model {model!r} was neither measured in fit {fit_id} "
+                         f"({', '.join(models)}) nor has a model card stored in it",
+                         fix=f"use one of {', '.join(models)}, or add its card to "
+                             "data/models.csv and refit")
+    return model
+
+
+def pooled_shape(draws: Draws, rng: np.random.Generator) -> np.ndarray:
+    """The verify-growth parameter of a system (pair) without measurements: drawn from its
+    pooled population (the MoE exponent, slope or distinct-expert exponent)."""
+    from ddtree_bayes.core.config import MOE_FORMS
+
+    v = draws.variables
+    z = rng.standard_normal(draws.n_draws)
+    form = draws.meta["model"]["moe_form"]
+    if form == "linear":
+        return v["moe_slope_mu"] * np.exp(v["moe_hw_sd"] * z)
+    return v[MOE_FORMS[form]] + v["moe_hw_sd"] * z
+
+
+def pair_parameters(draws: Draws, sc, rng: np.random.Generator
+                    ) -> tuple[dict[str, np.ndarray], str]:
+    """Per-draw step parameters of a (model, system) pair a fit of several models has no rows
+    of: the M = 1 step from the pair roofline at the posterior's efficiency and per-layer costs
+    times the pair scatter ``exp(pair_step_sd z)``; the MoE share and context cost from their
+    priors (what the model says of a pair without rows); the verify growth and compute
+    efficiency from their pooled populations. Returns (parameters, how it was obtained)."""
+    from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.pairs import pair_features, roofline_step_ms
+    from ddtree_bayes.core.sampling import prior_sample
+
+    v, meta, n = draws.variables, draws.meta, draws.n_draws
+    card = ModelCard(**model_cards(draws)[sc.model])
+    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+    f = pair_features(card, table[sc.hardware], sc.gpus)
+    roof = roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, v["pair_bw_eff"],
+                            v["pair_layer_ms"], v["pair_allreduce_fabric_ms"],
+                            v["pair_allreduce_pcie_ms"])
+    step_ar = roof * np.exp(v["pair_step_sd"] * rng.standard_normal(n))
+    priors = parse_priors(draws.priors_toml, "priors stored in the fit").priors
+    share = prior_sample(priors["moe_share"], n, rng)
+    params = {"step_ar_ms": step_ar, "moe_share": share, "moe_shape": pooled_shape(draws, rng),
+              "ctx_ms_per_unit": prior_sample(priors["ctx_ms_per_unit"], n, rng)}
+    if meta["model"]["moe_form"] == "roofline":
+        flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
+        eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
+        params["tok_ratio"] = flop_ms / eff / (share * step_ar)
+    meta.setdefault("_pair_prior", {})[sc.pair] = True
+    lo, med, hi = np.quantile(step_ar, [0.05, 0.5, 0.95])
+    held_out = set(meta.get("held_out_systems", ()))
+    k = len([p for p in meta["coords"]["system"] if p not in held_out])
+    how = (f"{sc.pair} not measured: M = 1 step {med:.1f} ms (90% {lo:.1f}-{hi:.1f}) from the "
+           f"pair roofline ({f.describe(sc.model, sc.hardware)}), efficiency and per-layer cost "
+           f"learned from {k} measured pair{'s' if k != 1 else ''}; ")
+    return params, how

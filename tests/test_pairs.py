@@ -1,0 +1,424 @@
+"""Several target models in one fit (issue 11): pair labels, the pair roofline prior of the
+M = 1 step (numbers by hand), predict --model routing and its errors, the model's pair
+parameters, validate's model / pair folds and the baseline for a pair never measured.
+
+The hand-checkable fit is ``engine.testing.multi_model_draws``: Kimi K2.6 on 8x B300 (the
+single-model point mass: M = 1 step 8 ms, default scenario 20 ms) and Llama-3.1-8B on one H100
+(step 7 ms), pair roofline at efficiency 0.8, 0.03 ms per layer, all-reduces 0.05 ms (fabric)
+and 0.1 ms (PCIe) per layer, no scatter, no noise.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core import pairs as CP
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.cards import ModelCard, load_model_cards
+from ddtree_bayes.core.config import load_priors
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws, point_mass_draws
+from ddtree_bayes.workflows import validation as V
+from ddtree_bayes.workflows.baseline import pair_roofline_fit
+from test_cli_support import run_cli, write_point_mass_fit
+
+HW = load_hardware(bundled("hardware.csv"))
+CARDS = load_model_cards(bundled("models.csv"))
+PRIORS = load_priors(bundled("priors.toml"))
+
+
+# ------------------------------------------------------------------ the pair roofline by hand
+def test_pair_features_and_roofline_step_by_hand():
+    # Llama-3.1-8B: 8.03e9 params x 2 bytes over one H100's 3.35 TB/s = 4.7940 ms at the peak
+    f = CP.pair_features(CARDS["llama-3.1-8b-instruct"], HW["h100"], 1)
+    assert f.stream_ms == pytest.approx(8.03 * 2 / 3.35) and (f.layers, f.link) == (32, "single")
+    # / 0.8 + 32 x 0.03 (one GPU: no all-reduce)
+    assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 0.8, 0.03, 0.05, 0.1) \
+        == pytest.approx(4.794030 / 0.8 + 0.96, abs=1e-6)
+    # Kimi K2.6: 32e9 x 0.5 bytes over 8 x 8 TB/s = 0.25 ms; NVLink: + 61 x (0.03 + 0.05)
+    f = CP.pair_features(CARDS["kimi-k2.6"], HW["b300"], 8)
+    assert (f.stream_ms, f.link) == (0.25, "fabric")
+    assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 0.5, 0.03, 0.05, 0.1) \
+        == pytest.approx(0.5 + 61 * 0.08)
+    # PCIe-only 8x RTX PRO 6000: 16 GB / (8 x 1.792 TB/s) = 1.1161 ms; + 61 x (0.03 + 0.1)
+    f = CP.pair_features(CARDS["kimi-k2.6"], HW["rtx-pro-6000"], 8)
+    assert f.link == "pcie"
+    assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 1.0, 0.03, 0.05, 0.1) \
+        == pytest.approx(16 / (8 * 1.792) + 61 * 0.13)
+
+
+def test_pair_features_need_a_bandwidth():
+    with pytest.raises(DataError, match="no memory bandwidth for x"):
+        CP.pair_features(CARDS["qwen3-8b"], {"hardware": "x", "mem_bw_tb_s": ""}, 1)
+
+
+def test_labels():
+    assert CP.pair_label("qwen3-8b", "h100x1", True) == "qwen3-8b@h100x1"
+    assert CP.pair_label("qwen3-8b", "h100x1", False) == "h100x1"
+    assert CP.split_label("qwen3.5-397b-a17b@rtx-pro-6000-serverx4") == (
+        "qwen3.5-397b-a17b", "rtx-pro-6000-server", 4)
+    assert CP.split_label("mi355xx8") == (None, "mi355x", 8)
+
+
+# ------------------------------------------------------------------ predict: routing by hand
+@pytest.mark.parametrize(("query", "step_ms"), [
+    # measured pairs: each model's own M = 1 step
+    ({"model": "llama-3.1-8b-instruct", "hardware": "h100"}, 7.0),
+    ({"model": "kimi-k2.6", "hardware": "b300"}, 8.0),
+    # never measured: the pair roofline (Llama on one H200: 16.06 GB / 4.8 TB/s / 0.8 + 0.96)
+    ({"model": "llama-3.1-8b-instruct", "hardware": "h200", "gpus": 1},
+     8.03 * 2 / 4.8 / 0.8 + 32 * 0.03),
+    # a model with a card but no rows: Qwen3-8B on one H100
+    ({"model": "qwen3-8b", "hardware": "h100", "gpus": 1}, 8.19 * 2 / 3.35 / 0.8 + 36 * 0.03),
+    # Kimi on 8x H100 (NVLink): 16 GB / 26.8 TB/s / 0.8 + 61 x (0.03 + 0.05)
+    ({"model": "kimi-k2.6", "hardware": "h100", "gpus": 8}, 16 / 26.8 / 0.8 + 61 * 0.08),
+])
+def test_model_routes_to_its_pair(query, step_ms):
+    rows = P.predict_rows(multi_model_draws(), method="ar", engines=["vllm"], accept="1",
+                          **query)
+    assert rows[0]["model"] == query["model"]
+    assert rows[0]["median"] == pytest.approx(1000.0 / step_ms)
+    assert rows[0]["lo90"] == pytest.approx(rows[0]["hi90"])   # point mass, no scatter
+
+
+def test_unmeasured_pair_says_how_it_was_obtained():
+    row = P.predict_rows(multi_model_draws(), model="qwen3-8b", hardware="h100", gpus=1,
+                         method="ar", engines=["vllm"], accept="1")[0]
+    assert row["overhead_from"].startswith(
+        "qwen3-8b@h100x1 not measured: M = 1 step 7.2 ms (90% 7.2-7.2) from the pair roofline "
+        "(card qwen3-8b: 16.4 GB of active weights, 36 layers; h100 x1: 3.35 TB/s per GPU, "
+        "single), efficiency and per-layer cost learned from 2 measured pairs; ")
+
+
+def test_default_scenario_of_a_model_and_the_pair_scatter_widens():
+    d = multi_model_draws()
+    rows = P.predict_rows(d, model="kimi-k2.6", accept="12", engines=["sglang"])
+    assert rows[0]["median"] == pytest.approx(600.0)        # 12 tokens / 20 ms, as one model
+    wide = multi_model_draws(n=400, pair_step_sd=0.25)
+    q = {"model": "qwen3-8b", "hardware": "h100", "gpus": 1, "method": "ar",
+         "engines": ["vllm"], "accept": "1"}
+    measured = P.predict_rows(wide, **{**q, "model": "llama-3.1-8b-instruct"})[0]
+    new = P.predict_rows(wide, **q)[0]
+    assert measured["hi90"] == pytest.approx(measured["lo90"])
+    # log-normal scatter 0.25: the 90% interval spans exp(2 x 1.645 x 0.25) = 2.28x
+    assert new["hi90"] / new["lo90"] == pytest.approx(np.exp(2 * 1.645 * 0.25), rel=0.15)
+
+
+def test_several_models_and_none_named_lists_them():
+    with pytest.raises(QueryError) as err:
+        P.predict_rows(multi_model_draws(), accept="12")
+    assert str(err.value) == ("fit point-mass holds 2 models (kimi-k2.6, llama-3.1-8b-instruct); "
+                              "say which with --model (fix: e.g. --model kimi-k2.6)")
+
+
+def test_one_model_fit_model_is_optional_and_checked():
+    d = point_mass_draws()
+    d.meta["model"]["target_model"] = "kimi-k2.6"
+    plain = P.predict_rows(d, accept="12")
+    assert P.predict_rows(d, accept="12", model="kimi-k2.6") == plain
+    assert "model" not in plain[0]
+    with pytest.raises(QueryError, match="holds one model \\(kimi-k2.6\\)"):
+        P.predict_rows(d, accept="12", model="qwen3-8b")
+
+
+def test_model_without_card_is_refused():
+    with pytest.raises(QueryError, match="neither measured .* nor has a model card"):
+        P.predict_rows(multi_model_draws(), model="gpt-9", hardware="h100", gpus=1, method="ar",
+                       engines=["vllm"], accept="1")
+
+
+# ------------------------------------------------------------------ the CLI
+def _multi_dir(tmp_path: Path, **overrides) -> Path:
+    (tmp_path / "data").mkdir()
+    (tmp_path / "models").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
+        shutil.copy(bundled(name), tmp_path / "data" / name)
+    data = tmp_path / "data" / "measurements.csv"
+    data.write_text(MULTI_DATA)
+    shutil.copy(bundled("priors.toml"), tmp_path / "models" / "priors.toml")
+    write_point_mass_fit(tmp_path / "models", data, tmp_path / "models" / "priors.toml",
+                         tmp_path / "data" / "hardware.csv",
+                         draws=multi_model_draws(16, **overrides))
+    return tmp_path
+
+
+@pytest.fixture
+def multi_dir(tmp_path: Path) -> Path:
+    return _multi_dir(tmp_path)
+
+
+def test_cli_predict_without_model_is_one_line_exit_2(multi_dir):
+    code, out, err = run_cli(multi_dir, "predict", "--accept", "12")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: fit 20260101T000000Z-pointmss holds 2 models (kimi-k2.6, "
+                   "llama-3.1-8b-instruct); say which with --model (fix: e.g. --model "
+                   "kimi-k2.6)\n")
+
+
+def test_cli_predict_model(multi_dir):
+    code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
+                             "--hardware", "h200", "--method", "ar", "--engine", "vllm",
+                             "--accept", "1")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1] == "llama-3.1-8b-instruct, h200 x1, ar, verify 1 tokens, context 0"
+    assert lines[4].split()[:3] == ["vllm", "1", "194"]      # 1000 / 5.1423 ms
+    assert "llama-3.1-8b-instruct@h200x1 not measured: M = 1 step 5.1 ms" in out
+
+
+def test_cli_unknown_model_names_the_closest(multi_dir):
+    code, out, err = run_cli(multi_dir, "predict", "--model", "qwen3-8", "--accept", "12")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "--model 'qwen3-8' was never measured, nor given a model card" in err
+    assert "did you mean qwen3-8b" in err
+
+
+def test_cli_json_rows_carry_the_model(multi_dir):
+    import json
+
+    code, out, _ = run_cli(multi_dir, "predict", "--model", "kimi-k2.6", "--accept", "12",
+                           "--format", "json")
+    assert code == 0
+    rows = json.loads(out)["rows"]
+    assert {r["model"] for r in rows} == {"kimi-k2.6"}
+    assert rows[0]["median"] == pytest.approx(600.0)
+
+
+def test_cli_optimize_takes_model(multi_dir):
+    code, out, err = run_cli(multi_dir, "optimize", "--model", "kimi-k2.6", "--engine", "sglang",
+                             "--budgets", "8,32")
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("kimi-k2.6, b300 x8, sglang, ddtree, block 16")
+    code, _, err = run_cli(multi_dir, "optimize", "--engine", "sglang")
+    assert code == 2 and "holds 2 models" in err
+
+
+
+def test_cli_next_takes_model(tmp_path):
+    noisy = _multi_dir(tmp_path, noise_sd=0.03)   # next needs a finite measurement
+    code, out, err = run_cli(noisy, "next", "--query",
+                             "--model kimi-k2.6 --engine sglang --accept 12", "--k", "4")
+    assert code == 0, err
+    assert "query: kimi-k2.6, b300 x8, sglang, ddtree" in out
+
+
+# ------------------------------------------------------------------ spec and model
+def _two_model_data(tmp_path: Path):
+    path = tmp_path / "m.csv"
+    path.write_text(MULTI_DATA)
+    return load_measurements(path, HW)
+
+
+def test_spec_of_two_models(tmp_path):
+    data = _two_model_data(tmp_path)
+    spec = S.build_spec(data, PRIORS, hardware=HW, cards=CARDS)
+    assert spec.systems == ("kimi-k2.6@b300x8", "llama-3.1-8b-instruct@h100x1")
+    assert spec.groups == ("kimi-k2.6@b300x8/sglang/ddtree",)
+    assert spec.pair_models == ("kimi-k2.6", "llama-3.1-8b-instruct")
+    f = spec.pair_roofline
+    assert f is not None
+    np.testing.assert_allclose(f["stream_ms"], [0.25, 8.03 * 2 / 3.35])
+    np.testing.assert_array_equal(f["layers"], [61, 32])
+    np.testing.assert_array_equal(f["fabric"], [1, 0])
+    np.testing.assert_array_equal(f["pcie"], [0, 0])
+    meta = S.model_meta(spec, PRIORS)
+    assert meta["pair_models"] == {"kimi-k2.6@b300x8": "kimi-k2.6",
+                                   "llama-3.1-8b-instruct@h100x1": "llama-3.1-8b-instruct"}
+    assert set(meta["model_cards"]) == set(CARDS)
+
+
+def test_roofline_inputs_read_each_rows_own_card(tmp_path):
+    import dataclasses
+
+    path = tmp_path / "m.csv"   # a repeated Llama run: 4 rows, 3 configurations
+    path.write_text(MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,133,test,\n")
+    data = load_measurements(path, HW)
+    cfg = dataclasses.replace(PRIORS, moe_form="roofline")
+    spec = S.build_spec(data, cfg, hardware=HW, cards=CARDS)
+    # Kimi's DDTree row (M = 9, 384 experts top-8): E (1 - (1 - k/E)^M) / k = 8.285; dense 1
+    assert spec.row_distinct is not None
+    np.testing.assert_allclose(spec.row_distinct,
+                               [1.0, 48 * (1 - (1 - 8 / 384) ** 9), 1.0, 1.0])
+    assert spec.system_flop_ms is not None
+    # Llama: 2 x 8.03e9 FLOPs at one H100's 989 TFLOPS bf16 = 0.016239 ms
+    assert spec.system_flop_ms[1] == pytest.approx(2 * 8.03e9 / 989e12 * 1e3)
+    assert spec.flops_how[1].startswith("llama-3.1-8b-instruct@h100x1: h100: bf16 peak 989")
+
+
+def test_one_model_spec_unchanged(tmp_path):
+    data = load_measurements(bundled("measurements.csv"), HW)
+    spec = S.build_spec(data, PRIORS, hardware=HW, cards=CARDS)
+    assert spec.systems == ("b300x8", "rtx-pro-6000x8") and spec.pair_roofline is None
+    assert "pair_models" not in S.model_meta(spec, PRIORS)
+
+
+def test_several_models_need_the_pair_priors(tmp_path):
+    import dataclasses
+
+    from ddtree_bayes.core.errors import PriorsError
+
+    cfg = dataclasses.replace(PRIORS, priors={k: v for k, v in PRIORS.priors.items()
+                                              if k != "pair_step_sd"})
+    with pytest.raises(PriorsError, match="priors.pair_step_sd'.*needs this prior"):
+        S.build_spec(_two_model_data(tmp_path), cfg, hardware=HW, cards=CARDS)
+
+
+def test_model_step_prior_is_lognormal_around_the_roofline(tmp_path):
+    import pymc as pm
+
+    from ddtree_bayes.engine.model import build_model, free_parameter_names
+
+    spec = S.build_spec(_two_model_data(tmp_path), PRIORS, hardware=HW, cards=CARDS)
+    model = build_model(spec, PRIORS)
+    assert {rv.name for rv in model.free_RVs} == set(
+        free_parameter_names(PRIORS.moe_form, PRIORS.step_form, PRIORS, multi_model=True))
+    point = {"pair_bw_eff": 0.8, "pair_layer_ms": 0.03, "pair_allreduce_fabric_ms": 0.05,
+             "pair_allreduce_pcie_ms": 0.1}
+    givens = {model[k]: np.float64(v) for k, v in point.items()}
+    got = model["pair_roofline_ms"].eval(givens)
+    np.testing.assert_allclose(got, [0.25 / 0.8 + 61 * 0.08, 8.03 * 2 / 3.35 / 0.8 + 0.96])
+    # the step's log-density: LogNormal(log roofline, pair_step_sd) at step = roofline x e^0.1
+    step = got * np.exp(0.1)
+    logp = pm.logp(model["step_ar_ms"], step).eval({**givens,
+                                                     model["pair_step_sd"]: np.float64(0.25)})
+    expected = (-np.log(step) - np.log(0.25) - 0.5 * np.log(2 * np.pi)
+                - 0.5 * (0.1 / 0.25) ** 2)
+    np.testing.assert_allclose(logp, expected)
+
+
+# ------------------------------------------------------------------ validate: folds, baseline
+def test_model_and_pair_folds(tmp_path):
+    data = _two_model_data(tmp_path)
+    assert [(f.name, f.held_out) for f in V.make_folds(data, "model")] == [
+        ("model=kimi-k2.6", (0, 1)), ("model=llama-3.1-8b-instruct", (2,))]
+    assert [f.name for f in V.make_folds(data, "pair")] == [
+        "pair=kimi-k2.6@b300x8", "pair=llama-3.1-8b-instruct@h100x1"]
+    one = load_measurements(bundled("measurements.csv"), HW)
+    assert [f.name for f in V.make_folds(one, "pair")] == ["pair=b300x8", "pair=rtx-pro-6000x8"]
+    with pytest.raises(QueryError, match="--group model: .* holds one model \\(kimi-k2.6\\)"):
+        V.make_folds(one, "model")
+
+
+def test_baseline_roofline_recovers_known_parameters():
+    truth = (0.7, 0.04, 0.06, 0.12)
+    feats = {}
+    for i, (card, hw, gpus) in enumerate([("llama-3.1-8b-instruct", "h100", 1),
+                                          ("kimi-k2.6", "b300", 8),
+                                          ("kimi-k2.6", "rtx-pro-6000", 8),
+                                          ("llama-3.3-70b-instruct", "h100", 8),
+                                          ("qwen3.8-27b", "rtx-3090", 2),
+                                          ("qwen3.8-27b", "v100", 1)]):
+        f = CP.pair_features(CARDS[card], HW[hw], gpus)
+        feats[f"p{i}"] = {"stream_ms": f.stream_ms, "layers": f.layers, "fabric": f.fabric,
+                          "pcie": f.pcie}
+
+    def roof(f):
+        return CP.roofline_step_ms(f["stream_ms"], f["layers"], f["fabric"], f["pcie"], *truth)
+
+    fitted = pair_roofline_fit({k: roof(f) for k, f in feats.items()}, feats, PRIORS)
+    new = CP.pair_features(CARDS["qwen3-8b"], HW["h200"], 1)
+    f = {"stream_ms": new.stream_ms, "layers": new.layers, "fabric": 0.0, "pcie": 0.0}
+    # the priors' ridge (centres 0.625, 0.03, 0.05, 0.1) pulls a little: 6.40 ms for 6.315
+    assert fitted(f) == pytest.approx(roof(f), rel=0.02)
+    # without the pairs' information the prior centres answer: 3.4115 / 0.625 + 36 x 0.03
+    prior_only = pair_roofline_fit({}, feats, PRIORS)
+    assert prior_only(f) == pytest.approx(8.19 * 2 / 4.8 / 0.625 + 36 * 0.03, rel=1e-6)
+
+
+def test_card_of_a_model_without_one_is_named():
+    with pytest.raises(DataError, match="no model card for 'gpt-9'"):
+        CP.card_for({"qwen3-8b": ModelCard("qwen3-8b", 8, 8, 36, None, None, 2, "bf16", "s")},
+                    "gpt-9")
+
+
+# ------------------------------------------------------------------ add, track, update scoring
+def _row(**kw) -> dict:
+    return {"model": None, "hardware": "h100", "gpus": None, "engine": "vllm", "method": "ar",
+            "accept_len": "1", "tok_s": "140", "source": "test", **kw}
+
+
+def test_add_to_a_file_of_several_models_needs_the_model(tmp_path):
+    from ddtree_bayes.workflows import living
+
+    path = tmp_path / "m.csv"
+    path.write_text(MULTI_DATA)
+    with pytest.raises(DataError, match="holds 2 models \\(kimi-k2.6, llama-3.1-8b-instruct\\); "
+                                        "which one\\?.*--model kimi-k2.6"):
+        living.append_rows(path, HW, [living.NewRow("new", None, _row())])
+    assert path.read_text() == MULTI_DATA
+    out = living.append_rows(path, HW, [living.NewRow(
+        "new", None, _row(model="llama-3.1-8b-instruct"))])
+    assert [(m.model, m.gpus) for m in out.rows] == [("llama-3.1-8b-instruct", 1)]
+
+
+def test_add_a_new_model_with_a_card_makes_a_file_of_several(tmp_path):
+    from ddtree_bayes.workflows import living
+
+    path = tmp_path / "m.csv"
+    path.write_text(MULTI_DATA.split("llama")[0])          # the two Kimi rows
+    out = living.append_rows(path, HW, [living.NewRow("new", None, _row(model="qwen3-8b",
+                                                                       gpus="1"))])
+    assert out.total_rows == 3
+    assert load_measurements(path, HW).models == ("kimi-k2.6", "qwen3-8b")
+    with pytest.raises(DataError, match="model 'qwen3-9b', but .* there is no model card"):
+        living.append_rows(path, HW, [living.NewRow("new", None, _row(model="qwen3-9b",
+                                                                     gpus="1"))])
+
+
+def test_tracked_query_names_its_model_only_when_given():
+    from ddtree_bayes.workflows import living
+
+    assert "model" not in living.normalize_query({"accept": "14"})
+    q = living.normalize_query({"model": "qwen3-8b", "hardware": "h100", "accept": "1"})
+    assert q["model"] == "qwen3-8b"
+    assert living.query_name(q) == "qwen3-8b-h100-sglang+native-ddtree-a1"
+    rows = living.query_rows(multi_model_draws(), {**q, "gpus": 1, "method": "ar",
+                                                   "engine": "vllm"}, seed=1)
+    assert rows[0]["median"] == pytest.approx(1000 / (8.19 * 2 / 3.35 / 0.8 + 36 * 0.03))
+
+
+def test_update_scores_a_row_of_a_model_never_measured(tmp_path):
+    from ddtree_bayes.workflows import living
+
+    path = tmp_path / "new.csv"
+    # Qwen3-8B AR on one H100 at exactly its pair-roofline step: percentile 1/2 (no noise)
+    step = 8.19 * 2 / 3.35 / 0.8 + 36 * 0.03
+    path.write_text(MULTI_DATA + f"qwen3-8b,h100,1,vllm,ar,,,1,1.0,,{1000 / step + 1e-9},t,\n")
+    rows = load_measurements(path, HW).rows[-1:]
+    (s,) = living.score_rows(multi_model_draws(noise_sd=0.03), list(rows), seed=1)
+    assert s["model"] == "qwen3-8b" and s["status"] == "ok" and s["transferred"]
+    assert s["percentile"] == pytest.approx(0.5, abs=1e-6)
+    assert s["configuration"].startswith("qwen3-8b h100 x1 vllm ar")
+
+
+# ------------------------------------------------------------------ a real fit (slow)
+@pytest.mark.slow
+def test_two_model_fit_converges_and_an_unmeasured_pair_is_wider(tmp_path):
+    """Kimi K2.6 (bundled) + Llama-3.1-8B on one H100 (vLLM TPOT sweep) in one NUTS fit."""
+    from ddtree_bayes import api
+
+    (tmp_path / "data").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
+        shutil.copy(bundled(name), tmp_path / "data" / name)
+    repo = Path(__file__).resolve().parents[1]
+    lines = (repo / "data" / "examples" / "public_multi_model.csv").read_text().splitlines()
+    keep = [ln for ln in lines[1:] if ln.startswith(("kimi-k2.6,", "llama-3.1-8b-instruct,h100"))]
+    (tmp_path / "data" / "measurements.csv").write_text("\n".join([lines[0], *keep]) + "\n")
+    result = api.fit(workdir=tmp_path, progress=False)
+    assert result.converged, result.failures
+    draws = api.load(workdir=tmp_path)
+    assert draws.meta["coords"]["system"] == ["kimi-k2.6@b300x8", "kimi-k2.6@rtx-pro-6000x8",
+                                              "llama-3.1-8b-instruct@h100x1"]
+    q = {"method": "ar", "engines": ["vllm"], "accept": "1"}
+    measured = P.predict_rows(draws, model="llama-3.1-8b-instruct", hardware="h100", **q)[0]
+    assert 120 < measured["median"] < 165          # measured AR: 133-158 tok/s
+    new = P.predict_rows(draws, model="llama-3.1-8b-instruct", hardware="h200", gpus=1, **q)[0]
+    assert (new["hi90"] / new["lo90"]) > 2 * (measured["hi90"] / measured["lo90"])
+    assert "not measured: M = 1 step" in new["overhead_from"]
