@@ -118,10 +118,30 @@ def repeated_runs_csv(text: str) -> str:
     return out.getvalue()
 
 
-def test_repeated_runs_likelihood_is_the_sum_of_row_normals(built):
-    """Sufficient statistics give exactly the per-row likelihood: 9 configurations, one of
-    3 rows (n = 3) and eight of 1, at a hand-picked point; then with rows held out (one of
-    the 3 runs, and the only row of the 128k-context Eagle3 configuration: n = 0)."""
+def hand_config_loglik(spec, p, rows, config_sd):
+    """The joint log-density of some rows of one configuration by hand: multivariate normal,
+    covariance noise^2 I + config_sd^2 (a shared configuration error integrated out)."""
+    from scipy import stats
+
+    expo = p["moe_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
+    frac = 1 / (1 + np.exp(-(p["overhead_logit_mu"] + p["overhead_logit_sd"] * p["overhead_z"])))
+    s = spec.row_system
+    target = S.target_ms(p["step_ar_ms"][s], p["moe_share"][s], expo[s],
+                         p["ctx_ms_per_unit"][s], p["ctx_verify_exponent"], spec.verify_tokens,
+                         spec.context_units, "power", np.exp, np.log)
+    step = S.step_ms(target, np.concatenate([frac, [0.0]])[spec.row_group],
+                     np.concatenate([1 - p["reduction"], [1.0]])[spec.row_relation])
+    mu = np.log(spec.accept_len * 1000 / step)[rows]
+    cov = p["noise_sd"] ** 2 * np.eye(len(rows)) + config_sd ** 2
+    return stats.multivariate_normal(mu, cov).logpdf(spec.log_tok_s[rows])
+
+
+def test_repeated_runs_share_a_configuration_error(built):
+    """With repeated runs the rows of a configuration share its own error (config_sd, noise_sd's
+    prior): the sufficient statistics give exactly the multivariate normal of its rows, by
+    hand; 9 configurations, one of 3 rows (n = 3) and eight of 1, at a hand-picked point; then
+    with rows held out (one of the 3 runs, and the only row of the 128k-context Eagle3
+    configuration: n = 0)."""
     from ddtree_bayes.core.data import load_hardware, load_measurements
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.workflows.validation import refit_data
@@ -131,28 +151,40 @@ def test_repeated_runs_likelihood_is_the_sum_of_row_normals(built):
     data = load_measurements("repeats.csv", hw,
                              text=repeated_runs_csv(bundled("measurements.csv").read_text()))
     spec = S.build_spec(data, cfg)
-    assert len(spec.rows) == 11 and len(spec.configs) == 9
+    assert len(spec.rows) == 11 and len(spec.configs) == 9 and spec.repeated
     assert spec.configs.n.tolist() == [1, 3, 1, 1, 1, 1, 1, 1, 1]
     z = spec.log_tok_s - np.log(spec.accept_len * 1000)
     assert spec.configs.zbar[1] == pytest.approx(np.mean(z[[1, 9, 10]]), rel=1e-12)
     assert spec.configs.s2[1] == pytest.approx(np.var(z[[1, 9, 10]]) * 3, rel=1e-9)
-    p = hand_point()
-    rows = hand_row_loglik(spec, p)
+    p = {**hand_point(), "config_sd": 0.02}
+    configs = [[0], [1, 9, 10], *[[k] for k in range(2, 9)]]
+    by_hand = [hand_config_loglik(spec, p, rows, 0.02) for rows in configs]
     for refittable in (False, True):
         m = build_model(spec, cfg, refittable=refittable)
+        assert "config_sd" in {rv.name for rv in m.free_RVs}
         ip = unconstrained(m, p)
         (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
-        assert per_config[1] == pytest.approx(rows[[1, 9, 10]].sum(), rel=1e-10)
-        assert per_config[0] == pytest.approx(rows[0], rel=1e-10)     # n = 1
-        assert per_config.sum() == pytest.approx(rows.sum(), rel=1e-10)
+        assert per_config == pytest.approx(by_hand, rel=1e-10)
+        # n = 1: Normal(mu, sqrt(noise^2 + config_sd^2)); n = 3: not the product of 3 of them
+        assert per_config[1] != pytest.approx(
+            sum(hand_config_loglik(spec, p, [r], 0.02) for r in (1, 9, 10)), rel=1e-3)
     w = np.ones(11)
     w[[9, 8]] = 0.0        # one of the 3 DDTree runs; the only 128k Eagle3 row
     updates = refit_data(spec, w)
     assert updates["config_n"].tolist() == [1, 2, 1, 1, 1, 1, 1, 1, 0]
     for name, value in updates.items():
         m.set_data(name, value)
+    kept = [[r for r in rows if w[r] > 0] for rows in configs]
     assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(
-        rows[w > 0].sum(), rel=1e-10)
+        sum(hand_config_loglik(spec, p, rows, 0.02) for rows in kept if rows), rel=1e-10)
+
+
+def test_without_repeats_the_model_has_no_configuration_error(built):
+    """One row per configuration: no config_sd (it could not be told from noise_sd) and the
+    likelihood is one Normal per row, as before."""
+    spec, _, m = built
+    assert not spec.repeated
+    assert "config_sd" not in {rv.name for rv in m.free_RVs}
 
 
 def test_held_out_row_removes_exactly_that_rows_likelihood(built):

@@ -26,7 +26,10 @@ reproducible_pytensor()
 pm = pytest.importorskip("pymc")
 from ddtree_bayes.engine.model import build_model  # noqa: E402
 
-BUNDLED = bundled("measurements.csv").read_text()
+#: The bundled rows plus a HYPOTHETICAL repeat of the B300 autoregressive row: data with
+#: repeated runs (the model has config_sd, which only such data can separate from noise_sd).
+BUNDLED = (bundled("measurements.csv").read_text()
+           + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,131,HYPOTHETICAL repeat,\n")
 #: HYPOTHETICAL rows (not measurements): a repeat at a measured B300 configuration, a new
 #: context for the measured RTX PRO 6000 Eagle3 group, a native-engine row (relation).
 EXTRA = ("kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.5,,298,HYPOTHETICAL,\n"
@@ -121,14 +124,18 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
     added, kept, removed = RW.pair_rows(old, new)
     assert removed == [] and len(added) == len(new.rows) - len(old.rows)
     ratios, changed = R.log_ratios(draws, old, new, added, kept, target)
-    rows_new = R.log_likelihood(target, new)
-    logp_new, logp_old = _logp_fn(m_new), _logp_fn(m_old)
+    assert "config_sd" in variables and spec_old.repeated
+    t_new = R.table(target, new)
+    from ddtree_bayes.core.configs import rows_of
+
     n_configs = len(spec_new.configs)
     assert n_configs < len(new.rows)          # repeated configurations share one term
+    per_config = np.stack([R.summed_log_likelihood(target, t_new, rows)
+                           for rows in rows_of(t_new.row_config, n_configs)], axis=1)
+    logp_new, logp_old = _logp_fn(m_new), _logp_fn(m_old)
     for i in range(n):
         (pymc_new,), (pymc_old,) = logp_new(variables, i), logp_old(variables, i)
-        per_config = np.bincount(spec_new.row_config, weights=rows_new[i], minlength=n_configs)
-        np.testing.assert_allclose(per_config, pymc_new, rtol=0, atol=1e-9)
+        np.testing.assert_allclose(per_config[i], pymc_new, rtol=0, atol=1e-9)
         assert ratios[i] == pytest.approx(pymc_new.sum() - pymc_old.sum(), abs=1e-9)
     if form == "power-fraction":
         assert changed == [] and flipped == []   # the fraction form's sd is the noise
@@ -138,3 +145,26 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
         assert flipped == ["b300x8/sglang/ddtree"] and "spec_tree_ratio" in replaced
         assert [(new.rows[j].hardware, new.rows[j].budget) for j in changed] == [("b300", 8)]
         assert model["group_varies"]["tree"] != meta["model"]["group_varies"]["tree"]
+
+
+def test_a_first_repeated_run_is_a_refit():
+    """A fit of data without repeated runs has no config_sd: the first repeat of a measured
+    configuration changes the model, so `update` must refit, and says why."""
+    hw = load_hardware(bundled("hardware.csv"))
+    cfg = parse_priors(bundled("priors.toml").read_text())
+    inputs = {"hardware": hw, "cards": load_model_cards(bundled("models.csv"))}
+    plain = bundled("measurements.csv").read_text()
+    old = _data(plain, hw)
+    spec_old = S.build_spec(old, cfg, **inputs)
+    assert not spec_old.repeated
+    meta = {"fit_id": "prior", "coords": {k: list(v) for k, v in spec_old.coords.items()
+                                          if k != "measurement"},
+            "model": json.loads(json.dumps({"target_model": old.model,
+                                            **S.model_meta(spec_old, cfg)}))}
+    draws = Draws(path=None, meta=meta, variables={}, data_csv=plain,  # type: ignore[arg-type]
+                  priors_toml=bundled("priors.toml").read_text(),
+                  hardware_csv=bundled("hardware.csv").read_text())
+    new = _data(plain + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,131,HYPOTHETICAL repeat,\n", hw)
+    reasons, _, _ = RW.structure_changes(draws, new, cfg)
+    assert reasons == ["repeated runs of a configuration appear: the model gains a "
+                       "configuration's own error (config_sd)"]

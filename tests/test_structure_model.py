@@ -81,6 +81,13 @@ def unconstrained(m, p):
 
 def hand_row_loglik(spec, cfg, p):
     """Per row, the structured/roofline likelihood by hand (numpy)."""
+    mu = hand_mu(spec, cfg, p)
+    sd = np.sqrt(p["noise_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2)
+    return -0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
+
+
+def hand_mu(spec, cfg, p):
+    """Per row, the modelled log tok/s of the structured/roofline forms by hand (numpy)."""
     s = spec.row_system
     expo = p["moe_distinct_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
     eff = np.exp(p["compute_eff_log"])
@@ -103,9 +110,7 @@ def hand_row_loglik(spec, cfg, p):
 
     spec_ms = p["step_ar_ms"][s] * (ratio("fixed") + ratio("pass") * spec.row_passes
                                     + ratio("tree") * spec.row_nodes)
-    mu = np.log(spec.accept_len * 1000 / (target + spec_ms))
-    sd = np.sqrt(p["noise_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2)
-    return -0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
+    return np.log(spec.accept_len * 1000 / (target + spec_ms))
 
 
 def test_likelihood_matches_the_numpy_formula(built):
@@ -118,10 +123,14 @@ def test_likelihood_matches_the_numpy_formula(built):
     assert np.isfinite(loglik)
 
 
-def test_repeated_runs_likelihood_is_the_sum_of_row_normals():
-    """The structured forms on sufficient statistics: a configuration of 3 runs gives the
-    sum of its rows' Normal log-densities (each with the configuration's discrepancy sd),
-    also with one of the runs held out through the refittable model's data."""
+def test_repeated_runs_share_the_configuration_error():
+    """The structured forms on sufficient statistics: the 3 runs of a configuration share its
+    own error, config_sd and the distance-scaled discrepancy together (the discrepancy is the
+    configuration's, not each run's): their joint density is the multivariate normal with
+    covariance noise^2 I + (config_sd^2 + (structure_sd d)^2) by hand, also with one of the
+    runs held out through the refittable model's data."""
+    from scipy import stats
+
     from ddtree_bayes.workflows.validation import refit_data
     from test_model import repeated_runs_csv
 
@@ -131,19 +140,26 @@ def test_repeated_runs_likelihood_is_the_sum_of_row_normals():
                              text=repeated_runs_csv(bundled("measurements.csv").read_text()))
     spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
     assert spec.configs.n.tolist() == [1, 3, 1, 1, 1, 1, 1, 1, 1]
-    p = structured_point(cfg)
-    rows = hand_row_loglik(spec, cfg, p)
+    p = {**structured_point(cfg), "config_sd": 0.025}
+    mu = hand_mu(spec, cfg, p)
+    between = p["config_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2
+
+    def joint(rows):
+        cov = p["noise_sd"] ** 2 * np.eye(len(rows)) + between[rows[0]]
+        return stats.multivariate_normal(mu[rows], cov).logpdf(spec.log_tok_s[rows])
+
+    configs = [[0], [1, 9, 10], *[[k] for k in range(2, 9)]]
+    assert spec.row_distance[1] > 0      # the discrepancy is part of what the runs share
     m = build_model(spec, cfg, refittable=True)
     ip = unconstrained(m, p)
     (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
-    assert per_config[1] == pytest.approx(rows[[1, 9, 10]].sum(), rel=1e-10)
-    assert per_config.sum() == pytest.approx(rows.sum(), rel=1e-10)
+    assert per_config == pytest.approx([joint(rows) for rows in configs], rel=1e-10)
     w = np.ones(len(spec.rows))
     w[10] = 0.0      # one of the 3 runs: its configuration stays measured (same distances)
     for name, value in refit_data(spec, w).items():
         m.set_data(name, value)
-    assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(rows[w > 0].sum(),
-                                                                      rel=1e-10)
+    assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(
+        sum(joint([r for r in rows if w[r] > 0]) for rows in configs), rel=1e-10)
 
 
 def structured_point_mass():

@@ -129,6 +129,41 @@ def normal_logp(mean, sd, n, zbar, s2, log=math.log):
             - (s2 + n * (zbar - mean) ** 2) / (2.0 * sd ** 2))
 
 
+#: The parameter of a configuration's own error, apart from the run-to-run ``noise_sd``, in a
+#: model of data with repeated runs (:func:`grouped_logp`; its prior is noise_sd's).
+CONFIG_SD = "config_sd"
+
+
+def grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log=math.log):
+    """The joint log-density of a configuration's rows when they share an error of their own:
+    ``z_i = mean + e + eps_i`` with ``e ~ Normal(0, between_sd)`` (how far the configuration's
+    true mean sits from the model) and ``eps_i ~ Normal(0, run_sd)`` (run-to-run scatter),
+    ``e`` integrated out. From (n, zbar, S2) alone:
+
+    ``-n/2 log 2pi - (n - 1) log run_sd - 1/2 log(run_sd^2 + n between_sd^2)
+    - S2 / (2 run_sd^2) - n (zbar - mean)^2 / (2 (run_sd^2 + n between_sd^2))``
+
+    With ``between_sd = 0`` it is :func:`normal_logp` (independent rows); with one row it is
+    ``Normal(mean, sqrt(run_sd^2 + between_sd^2))``; a configuration with n = 0 adds 0. So the
+    mean of many repeated runs is known to ``between_sd``, not to ``run_sd / sqrt(n)``.
+
+    >>> z = np.array([0.1, 0.4, -0.2])
+    >>> n, zbar, s2 = sufficient_stats(np.zeros(3, dtype=int), z, 1)
+    >>> bool(np.isclose(grouped_logp(0.05, 0.3, 0.0, n, zbar, s2, np.log),
+    ...                 normal_logp(0.05, 0.3, n, zbar, s2, np.log))[0])
+    True
+    >>> cov = 0.3 ** 2 * np.eye(3) + 0.2 ** 2            # the same rows, e integrated out
+    >>> r = z - 0.05
+    >>> direct = -0.5 * (3 * math.log(2 * math.pi) + np.linalg.slogdet(cov)[1]
+    ...                  + r @ np.linalg.solve(cov, r))
+    >>> round(float(grouped_logp(0.05, 0.3, 0.2, n, zbar, s2, np.log)[0] - direct), 12)
+    0.0
+    """
+    total = run_sd ** 2 + n * between_sd ** 2
+    return (-n * 0.5 * math.log(2 * math.pi) - (n - 1) * log(run_sd) - 0.5 * log(total)
+            - s2 / (2.0 * run_sd ** 2) - n * (zbar - mean) ** 2 / (2.0 * total))
+
+
 def config_distance(verify_tokens: float, passes: float, rows_verify, rows_passes) -> float:
     """How far a configuration is from the nearest of some measured ones, in log units:
     ``min_r max(|log(M / M_r)|, |log((1 + passes) / (1 + passes_r))|)`` (0 with none measured).

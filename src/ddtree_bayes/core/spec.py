@@ -165,6 +165,13 @@ class ModelSpec:
     accept_groups: tuple[AL.AcceptanceGroup, ...] = ()
     config_accept_group: np.ndarray | None = None
 
+    @property
+    def repeated(self) -> bool:
+        """Whether some configuration has several rows (repeated runs): then the likelihood
+        has a configuration-level error ``config_sd`` apart from the run-to-run ``noise_sd``
+        (engine/model.py, core/configs.grouped_logp)."""
+        return bool((np.asarray(self.configs.n) > 1).any())
+
     # per-row views of the configuration arrays
     @property
     def row_system(self) -> np.ndarray:
@@ -429,6 +436,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     if spec.step_form == "structured" and passes_vary is not None and nodes_vary is not None:
         meta["group_varies"] = {"pass": [bool(x) for x in passes_vary],
                                 "tree": [bool(x) for x in nodes_vary]}
+    if spec.repeated:
+        meta["repeated_runs"] = True
     if spec.accept_groups:
         meta["acceptance_groups"] = [g.as_meta() for g in spec.accept_groups]
     if spec.pair_models:

@@ -22,6 +22,7 @@ import numpy as np
 
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.config import DEFAULT_SEED
+from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.scenario import resolve_scenario, stored_measurements
@@ -43,7 +44,18 @@ class Moments:
     offset: np.ndarray         # per row: log(accept_len * 1000) (log 1000: inferred acceptance)
     log_tok_s: np.ndarray      # per row
     mean: np.ndarray           # (draws, configurations): -log step (+ log accept_latent)
-    sd: np.ndarray             # (draws, configurations)
+    run: np.ndarray            # (draws, 1): run-to-run sd
+    between: np.ndarray        # (draws, configurations): the configuration's own error sd
+
+    @property
+    def sd(self) -> np.ndarray:
+        """(draws, configurations) sd of one run's log tok/s."""
+        return np.sqrt(self.run ** 2 + self.between ** 2)
+
+    @property
+    def repeated(self) -> bool:
+        """Whether some configuration has several rows (their errors are not independent)."""
+        return len(self.first) < len(self.row_config)
 
     @property
     def z(self) -> np.ndarray:
@@ -88,23 +100,41 @@ def moments(draws: Draws, seed: int = DEFAULT_SEED,
     mean = np.stack(cols, axis=1)
     log_tok = np.log(np.fromiter((r.tok_s for r in rows), float, len(rows)))
     return Moments(measurements, row_config, first, C.offsets(rows), log_tok, mean,
-                   config_log_sd(draws, measurements, first))
+                   *config_sds(draws, measurements, first))
+
+
+def config_sds(draws: Draws, measurements: Measurements, first: np.ndarray
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """(run-to-run sd (draws, 1), a configuration's own error sd (draws, configurations)):
+    the two sds of :func:`ddtree_bayes.core.configs.grouped_logp`. The second is the
+    structured form's discrepancy for the configuration's distance from the other
+    configurations measured on its system and, with repeated runs, ``config_sd``."""
+    noise = draws.variables["noise_sd"][:, None]
+    between = np.zeros((draws.n_draws, len(first)))
+    if CONFIG_SD in draws.variables:
+        between = between + draws.variables[CONFIG_SD][:, None] ** 2
+    if "structure_sd" in draws.variables:
+        between = between + (draws.variables["structure_sd"][:, None]
+                             * _distances(draws, measurements, first)[None, :]) ** 2
+    return noise, np.sqrt(between)
 
 
 def config_log_sd(draws: Draws, measurements: Measurements, first: np.ndarray) -> np.ndarray:
-    """(draws, configurations) likelihood sd of log tok/s (see :func:`moments`)."""
-    noise = draws.variables["noise_sd"][:, None]
-    shape = (draws.n_draws, len(first))
-    if "structure_sd" not in draws.variables:
-        return np.broadcast_to(noise, shape)
+    """(draws, configurations) sd of one run's log tok/s (see :func:`moments`): the run-to-run
+    noise and the configuration's own error (:func:`config_sds`) together."""
+    noise, between = config_sds(draws, measurements, first)
+    return np.sqrt(noise ** 2 + between ** 2)
+
+
+def _distances(draws: Draws, measurements: Measurements, first: np.ndarray) -> np.ndarray:
+    """Each configuration's distance from the nearest other one measured on its system."""
     model = draws.meta["model"]
     reps = [measurements.rows[i] for i in first]
     systems = sorted({row_pair(draws, r) for r in reps})   # pairs, with several models
     system = np.array([systems.index(row_pair(draws, r)) for r in reps])
     passes = np.array([draft_structure(model, r.method, r.block, r.budget)[0] for r in reps])
     verify = np.array([r.verify_tokens for r in reps], dtype=float)
-    d = C.config_distances(system, verify, passes)
-    return np.sqrt(noise ** 2 + (draws.variables["structure_sd"][:, None] * d[None, :]) ** 2)
+    return C.config_distances(system, verify, passes)
 
 
 def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
@@ -120,9 +150,26 @@ def measurement_log_sd(draws: Draws, measurements: Measurements) -> np.ndarray:
     return config_log_sd(draws, measurements, first)[:, row_config]
 
 
-def loo_unit(n_rows: int) -> str:
-    """``"row"`` or ``"configuration"``: what PSIS-LOO leaves out (see the module notes)."""
-    return "row" if n_rows <= LOO_ROW_LIMIT else "configuration"
+def simulate_log_tok_s(draws: Draws, measurements: Measurements, log_mu: np.ndarray,
+                       rng: np.random.Generator, repeated: bool = False) -> np.ndarray:
+    """Simulated log tok/s of every row under the first draw, about its modelled ``log_mu``
+    (rows,): with ``repeated`` one error per configuration (its own sd, shared by its runs)
+    plus one per run; else one per row with the likelihood's sd (the noise, plus the
+    structured form's discrepancy)."""
+    if not repeated:
+        return log_mu + measurement_log_sd(draws, measurements)[0] * rng.standard_normal(
+            len(log_mu))
+    row_config, first = C.group_rows(measurements.rows)
+    run, between = config_sds(draws, measurements, first)
+    shared = between[0] * rng.standard_normal(len(first))
+    return log_mu + shared[row_config] + run[0, 0] * rng.standard_normal(len(log_mu))
+
+
+def loo_unit(n_rows: int, repeated: bool = False) -> str:
+    """``"row"`` or ``"configuration"``: what PSIS-LOO leaves out (see the module notes). Data
+    with repeated runs leave out configurations: the runs of one share its own error, so
+    one run's likelihood given the others is not its own density."""
+    return "row" if n_rows <= LOO_ROW_LIMIT and not repeated else "configuration"
 
 
 def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) -> dict:
@@ -131,7 +178,7 @@ def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) ->
 
     Per configuration the log-likelihood is its rows' joint one and the predictive and
     observed values are of their mean log tok/s."""
-    unit = unit or loo_unit(len(mo.row_config))
+    unit = unit or loo_unit(len(mo.row_config), mo.repeated)
     if unit == "row":
         log_mu = mo.row_log_mu()
         sd = mo.sd[:, mo.row_config]
@@ -143,9 +190,10 @@ def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) ->
                 "observed": mo.log_tok_s}
     n, zbar, s2 = mo.stats()
     mean_offset = np.bincount(mo.row_config, weights=mo.offset) / n
-    loglik = C.normal_logp(mo.mean, mo.sd, n[None, :], zbar[None, :], s2[None, :], np.log)
-    pp = (mean_offset[None, :] + mo.mean
-          + mo.sd / np.sqrt(n)[None, :] * rng.standard_normal(mo.mean.shape))
+    loglik = C.grouped_logp(mo.mean, mo.run, mo.between, n[None, :], zbar[None, :],
+                            s2[None, :], np.log)
+    mean_sd = np.sqrt(mo.between ** 2 + mo.run ** 2 / n[None, :])   # of the runs' mean
+    pp = mean_offset[None, :] + mo.mean + mean_sd * rng.standard_normal(mo.mean.shape)
     labels = [str(mo.measurements.rows[i].row) for i in mo.first]
     return {"unit": unit, "labels": labels, "loglik": loglik, "pp": pp,
             "observed": zbar + mean_offset}

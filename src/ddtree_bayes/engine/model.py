@@ -18,6 +18,7 @@ import pytensor.tensor as pt
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Prior, PriorsConfig
+from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.pairs import roofline_step_ms
 
 
@@ -45,9 +46,10 @@ def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
 #: Free parameters sampled by NUTS (the others in the posterior are deterministic).
 def free_parameter_names(moe_form: str, step_form: str = "fraction",
                          priors: PriorsConfig | None = None, *,
-                         multi_model: bool = False) -> tuple[str, ...]:
+                         multi_model: bool = False, repeated: bool = False) -> tuple[str, ...]:
     """Names NUTS samples for these forms (priors with ``dist = "point"`` are constants);
-    ``multi_model``: a fit of several models (the pair roofline's parameters too)."""
+    ``multi_model``: a fit of several models (the pair roofline's parameters too);
+    ``repeated``: data with repeated runs of a configuration (``config_sd`` too)."""
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
 
     fixed = {n for n, pr in (priors.priors.items() if priors else ()) if pr.dist == "point"}
@@ -66,6 +68,8 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
         from ddtree_bayes.core.pairs import PAIR_PRIORS
 
         names += PAIR_PRIORS
+    if repeated and "noise_sd" not in fixed:
+        names.append(CONFIG_SD)
     return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
 
 
@@ -161,15 +165,17 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                                 beta=np.array([p["beta"] for p in rel]), dims="relation")
             scale_cfg = pt.concatenate([1.0 - reduction, pt.ones(1)])[c.relation]
 
-        sigma = noise
+        between_var: Any = 0.0   # variance of a configuration's own error (shared by its rows)
         if spec.step_form == "structured":
             spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_cfg, refittable,
                                                  reparameterise)
             step = target + spec_ms
             tau = prior_rv(P["structure_sd"], "structure_sd")
-            sigma = pt.sqrt(noise ** 2 + (tau * distance) ** 2)
+            between_var = (tau * distance) ** 2
         else:
             step = S.step_ms(target, frac_cfg, scale_cfg)
+        if spec.repeated:   # repeated runs tell run-to-run scatter from a configuration's error
+            between_var = between_var + prior_rv(P["noise_sd"], CONFIG_SD) ** 2
         # z_i = log tok_s_i - log(accept_i * 1000) ~ Normal(-log step_c, sigma_c); a latent
         # acceptance adds its group's log accept to this mean (core/configs.py)
         stats: tuple[Any, ...] = (c.n, c.zbar, c.s2)
@@ -178,8 +184,11 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                           for k, v in zip(("n", "zbar", "s2"), stats, strict=True))
         n, zbar, s2 = stats
         mean = latent_log_accept(spec) - pt.log(step)
-        pm.Potential("log_tok_s", C.normal_logp(mean, sigma, n, zbar, s2, pt.log),
-                     dims="configuration")
+        if spec.repeated:
+            logp = C.grouped_logp(mean, noise, pt.sqrt(between_var), n, zbar, s2, pt.log)
+        else:   # one row per configuration: the same density, written as it always was
+            logp = C.normal_logp(mean, pt.sqrt(noise ** 2 + between_var), n, zbar, s2, pt.log)
+        pm.Potential("log_tok_s", logp, dims="configuration")
     return model
 
 

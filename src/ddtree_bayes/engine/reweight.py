@@ -30,7 +30,7 @@ import numpy as np
 
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.data import Measurements
-from ddtree_bayes.engine.measured import config_log_sd
+from ddtree_bayes.engine.measured import config_sds
 from ddtree_bayes.engine.predictive import resolve_scenario, step_components
 from ddtree_bayes.engine.store import Draws
 
@@ -39,19 +39,25 @@ LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 @dataclass(frozen=True)
 class Table:
-    """A measurement file's rows grouped into configurations, with the likelihood's sd of each
-    configuration under some draws ((draws, configurations); a broadcast view when it is
-    the noise alone)."""
+    """A measurement file's rows grouped into configurations, with the likelihood's two sds
+    under some draws: run-to-run ``run`` ((draws, 1)) and each configuration's own error
+    ``between`` ((draws, configurations); :func:`ddtree_bayes.core.configs.grouped_logp`)."""
 
     measurements: Measurements
     row_config: np.ndarray
     first: np.ndarray
-    sd: np.ndarray
+    run: np.ndarray
+    between: np.ndarray
+
+    @property
+    def sd(self) -> np.ndarray:
+        """(draws, configurations) sd of one run's log tok/s."""
+        return np.sqrt(self.run ** 2 + self.between ** 2)
 
 
 def table(draws: Draws, measurements: Measurements) -> Table:
     row_config, first = C.group_rows(measurements.rows)
-    return Table(measurements, row_config, first, config_log_sd(draws, measurements, first))
+    return Table(measurements, row_config, first, *config_sds(draws, measurements, first))
 
 
 def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
@@ -77,7 +83,8 @@ def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
 def log_likelihood(draws: Draws, measurements: Measurements, which: list[int] | None = None,
                    t: Table | None = None) -> np.ndarray:
     """(draws, len(which)) pointwise log-likelihood of rows ``which`` (default: all; small
-    data: one column per row)."""
+    data: one column per row): each row's own density, its configuration's error integrated
+    out (the joint density of repeated runs is not their product: :func:`summed_log_likelihood`)."""
     t = table(draws, measurements) if t is None else t
     idx = np.arange(len(measurements.rows)) if which is None else np.asarray(which, dtype=int)
     configs, local = np.unique(t.row_config[idx], return_inverse=True)
@@ -89,8 +96,10 @@ def log_likelihood(draws: Draws, measurements: Measurements, which: list[int] | 
 
 
 def summed_log_likelihood(draws: Draws, t: Table, which) -> np.ndarray:
-    """(draws,) the log-likelihood of rows ``which`` of ``t``'s data, summed: per
-    configuration from the rows' sufficient statistics (memory: draws x configurations)."""
+    """(draws,) the joint log-likelihood of rows ``which`` of ``t``'s data: per configuration
+    from the rows' sufficient statistics (memory: draws x configurations). The rows of a
+    configuration share its own error, so ``which`` should hold all of a configuration's rows
+    or none (:func:`log_ratios` does)."""
     which = np.asarray(which, dtype=int)
     if which.size == 0:
         return np.zeros(draws.n_draws)
@@ -99,7 +108,7 @@ def summed_log_likelihood(draws: Draws, t: Table, which) -> np.ndarray:
     z = np.log(np.array([r.tok_s for r in rows], dtype=float)) - C.offsets(rows)
     n, zbar, s2 = C.sufficient_stats(local, z, len(configs))
     mean = config_log_step(draws, t, configs)
-    return C.normal_logp(mean, t.sd[:, configs], n, zbar, s2, np.log).sum(axis=1)
+    return C.grouped_logp(mean, t.run, t.between[:, configs], n, zbar, s2, np.log).sum(axis=1)
 
 
 def group_log_ratio(draws: Draws, part: str) -> np.ndarray | None:
@@ -177,7 +186,6 @@ def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[i
         raise ValueError("every row of the old data must be kept to reweight")
     target = draws if target is None else target
     t_new, t_old = table(target, new), table(draws, old)
-    total = summed_log_likelihood(target, t_new, added)
     varies = [(draws.meta["model"].get("group_varies") or {}).get(part, [])
               for part in ("pass", "tree")]
     varies_new = [(target.meta["model"].get("group_varies") or {}).get(part, [])
@@ -193,7 +201,12 @@ def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[i
             same_sd[key] = np.array_equal(t_old.sd[:, key[0]], t_new.sd[:, key[1]])
         if not same_sd[key] or _group_of(target.meta["model"], new.rows[j]) in moved:
             changed.append((i, j))
-    if changed:
-        total = (total + summed_log_likelihood(target, t_new, [j for _, j in changed])
-                 - summed_log_likelihood(draws, t_old, [i for i, _ in changed]))
+    # every configuration with an added or a changed row, all its rows: new over old (the runs
+    # of a configuration share its error, so its added rows' density depends on its kept ones)
+    touched = set(t_new.row_config[np.asarray(added, dtype=int)].tolist())
+    touched.update(int(t_new.row_config[j]) for _, j in changed)
+    old_rows = [i for i, j in kept if int(t_new.row_config[j]) in touched]
+    new_rows = [j for j in range(len(new.rows)) if int(t_new.row_config[j]) in touched]
+    total = (summed_log_likelihood(target, t_new, new_rows)
+             - summed_log_likelihood(draws, t_old, old_rows))
     return total, sorted(j for _, j in changed)

@@ -365,15 +365,13 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
 
     model_meta = S.model_meta(spec, cfg)
     truth = report.prior_draws(cfg, coords, 1, seed, flops, model_meta.get("group_varies"),
-                               model_meta.get("acceptance_groups"))
+                               model_meta.get("acceptance_groups"), spec.repeated)
     truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)
     measurements, log_mu = M.measurement_log_mu(truth_draws, seed)
     rng = np.random.default_rng(seed)
-    # the likelihood's own sd per row: noise, plus the structured form's discrepancy
-    sd = M.measurement_log_sd(truth_draws, measurements)[0]
-    observed = log_mu[0] + sd * rng.standard_normal(log_mu.shape[1])
+    observed = M.simulate_log_tok_s(truth_draws, measurements, log_mu[0], rng, spec.repeated)
     t0 = time.perf_counter()
     draws, failures = sample_weighted(inputs, np.ones(len(data.rows)), seed, settings,
                                       observed=observed)

@@ -26,6 +26,7 @@ from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
     CANDIDATE_COLUMNS,
@@ -336,7 +337,7 @@ def next_measurements(draws: Draws, query: Query, candidates: list[Candidate] | 
     if k < 2:
         raise QueryError("--k must be at least 2", fix="use e.g. --k 32")
     P.interval_probs(prob)   # validates prob
-    noise = draws.variables["noise_sd"]
+    noise = run_sd(draws)   # one run of a candidate: run-to-run (and configuration) noise
     if np.any(noise <= 0):
         raise QueryError("the fit has draws with zero measurement noise: a measurement would "
                          "be infinitely informative", fix="refit with the bundled noise prior")

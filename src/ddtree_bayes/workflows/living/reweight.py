@@ -133,6 +133,11 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                "change: " + (", ".join(g["label"] for g in groups(b)) or "none")
                                + " -> "
                                + (", ".join(g["label"] for g in groups(a)) or "none"))
+        elif key == "repeated_runs" and bool(a) != bool(b):
+            reasons.append("repeated runs of a configuration appear: the model gains a "
+                           "configuration's own error (config_sd)" if a else
+                           "no configuration has repeated runs any more: the model loses "
+                           "config_sd")
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
     return reasons, spec, now

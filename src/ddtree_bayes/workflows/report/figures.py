@@ -16,6 +16,7 @@ from ddtree_bayes.workflows.report.priors import (  # noqa: E402
     accept_groups_of,
     flop_ms_of,
     prior_draws,
+    repeated_of,
     scalar_columns,
     varies_of,
 )
@@ -129,7 +130,8 @@ def prior_posterior(summary, draws, dt, path: Path) -> None:
     priors = parse_priors(draws.priors_toml)
     prior = scalar_columns(prior_draws(priors, meta["coords"], draws.n_draws, summary["seed"],
                                        flop_ms_of(meta), varies_of(meta),
-                                       accept_groups_of(meta)), meta["coords"])
+                                       accept_groups_of(meta), repeated_of(meta)),
+                           meta["coords"])
     post = scalar_columns(draws.variables, meta["coords"])
     rows = summary["prior_posterior"]
     ncol = 4

@@ -6,6 +6,7 @@ import numpy as np
 
 from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
+from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.sampling import prior_sample
 from ddtree_bayes.core.spec import SHAPE_NAMES
 
@@ -31,7 +32,8 @@ def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
 
 def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
                 system_flop_ms=None, group_varies: dict | None = None,
-                accept_groups: list[dict] | None = None) -> dict[str, np.ndarray]:
+                accept_groups: list[dict] | None = None, repeated: bool = False
+                ) -> dict[str, np.ndarray]:
     """Prior draws of every posterior variable (same names and shapes as the posterior).
 
     The roofline form's ``compute_tok_ratio`` needs each system's FLOP time per token
@@ -39,7 +41,8 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     structured form's pass and tree ratios of a group that measured one value of them are the
     population's (``group_varies``, ``meta["model"]["group_varies"]``), as in the model; the
     inferred acceptances have their groups' priors (``accept_groups``,
-    ``meta["model"]["acceptance_groups"]``)."""
+    ``meta["model"]["acceptance_groups"]``); a configuration's own error ``config_sd`` has
+    noise_sd's prior (``repeated``: data with repeated runs, ``meta["model"]["repeated_runs"]``)."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
@@ -80,11 +83,18 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     if accept_groups:
         out[AL.NAME] = np.stack([prior_sample(_accept_prior(g), n, rng) for g in accept_groups],
                                 axis=1)
+    if repeated:
+        out[CONFIG_SD] = prior_sample(P_["noise_sd"], n, rng)
     return out
 
 
 def _accept_prior(group: dict) -> Prior:
     return Prior(AL.NAME, group["prior"]["dist"], group["prior"]["params"])
+
+
+def repeated_of(meta: dict) -> bool:
+    """Whether a fit's data had repeated runs of a configuration (its model has config_sd)."""
+    return bool(meta["model"].get("repeated_runs"))
 
 
 def accept_groups_of(meta: dict) -> list[dict]:
@@ -142,6 +152,8 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
     if accept_groups:
         out[AL.NAME] = sum(AL.log_density(g["prior"]["dist"], g["prior"]["params"],
                                           v[AL.NAME][:, k]) for k, g in enumerate(accept_groups))
+    if CONFIG_SD in v and P_["noise_sd"].dist != "point":
+        out[CONFIG_SD] = prior_logpdf(P_["noise_sd"], v[CONFIG_SD])
     return out
 
 

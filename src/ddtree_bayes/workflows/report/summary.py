@@ -28,11 +28,13 @@ from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.pairs import is_multi
 from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.workflows.report.priors import (
     accept_groups_of,
     flop_ms_of,
     log_prior,
     prior_draws,
+    repeated_of,
     scalar_columns,
     varies_of,
 )
@@ -154,7 +156,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED, model: str | Non
 
     # 2. prior vs posterior
     prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta), varies_of(draws.meta),
-                        accept_groups_of(draws.meta))
+                        accept_groups_of(draws.meta), repeated_of(draws.meta))
     post_cols = scalar_columns({k: v[k] for k in prior if k in v}, coords)
     prior_cols = scalar_columns(prior, coords)
     shrink = []
@@ -303,14 +305,17 @@ def _variance(draws: Draws, seed: int, model: str | None = None) -> dict:
         parts, how = P.step_components(draws, sc, rng)
         step = parts["step"]
         accept = rng.uniform(*DECOMP_ACCEPT, draws.n_draws)
-        eps = v["noise_sd"] * rng.standard_normal(draws.n_draws)
+        noise = run_sd(draws)
+        eps = noise * rng.standard_normal(draws.n_draws)
         y = np.log(accept * 1000.0 / step) + eps
         # regress on scales where the step formula is close to linear in log tok/s
-        factors = {"acceptance U(12,16)": np.log(accept), "run-to-run noise": eps}
+        factors = {"acceptance U(12,16)": np.log(accept),
+                   ("run-to-run noise" if noise is v["noise_sd"]
+                    else "run-to-run and configuration noise"): eps}
         if s is not None:
             factors[f"step_ar_ms[{sc.pair}]"] = np.log(v["step_ar_ms"][:, s])
             factors[f"moe_share[{sc.pair}]"] = _logit(v["moe_share"][:, s])
-        extra_sd = np.sqrt(np.maximum(parts["log_sd"] ** 2 - v["noise_sd"] ** 2, 0.0))
+        extra_sd = np.sqrt(np.maximum(parts["log_sd"] ** 2 - noise ** 2, 0.0))
         if np.any(extra_sd > 0):   # structured form: the distance-scaled discrepancy
             disc = extra_sd * rng.standard_normal(draws.n_draws)
             y = y + disc
