@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from ddtree_bayes import api
+from ddtree_bayes.cli.args import MAX_DRAWS
 from ddtree_bayes.cli.main import main
 from ddtree_bayes.core.data import (
     COLUMNS,
@@ -673,6 +674,11 @@ def test_cli_fit_bad_sampler_settings(cli_dir, capsys):
     assert one_error_line(capsys) == (  # checked where it is parsed (issue 12)
         "ddtree-bayes: error: argument --chains: 0 is outside 1..64 "
         "(fix: use e.g. --chains 4)")
+    nothing_written(cli_dir)
+    assert run_cli(["fit", "--tune", "0"]) == 2   # nutpie panicked with a traceback
+    assert one_error_line(capsys) == (
+        "ddtree-bayes: error: argument --tune: 0 is outside 1..{} (fix: use e.g. --tune 1000)"
+        .format(MAX_DRAWS))
     nothing_written(cli_dir)
 
 

@@ -189,7 +189,8 @@ VERIFY = whole(1, MAX_BUDGET + 1, "give the tokens verified per step, e.g. --ver
 PROB = real(0, 1, "use e.g. --prob 0.8", open_lo=True, open_hi=True)
 CHAINS = whole(1, 64, "use e.g. --chains 4")
 DRAWS = whole(1, MAX_DRAWS, "use e.g. --draws 1000")
-TUNE = whole(0, MAX_DRAWS, "use e.g. --tune 1000")
+#: nutpie panics with no tuning step at all (and no fit passes its gates with a handful)
+TUNE = whole(1, MAX_DRAWS, "use e.g. --tune 1000")
 TARGET_ACCEPT = real(0, 1, "use e.g. --target-accept 0.95", open_lo=True, open_hi=True)
 HARDWARE = name("use a GPU name from data/hardware.csv, e.g. --hardware b300")
 
