@@ -677,8 +677,8 @@ def test_cli_fit_bad_sampler_settings(cli_dir, capsys):
     nothing_written(cli_dir)
     assert run_cli(["fit", "--tune", "0"]) == 2   # nutpie panicked with a traceback
     assert one_error_line(capsys) == (
-        "ddtree-bayes: error: argument --tune: 0 is outside 1..{} (fix: use e.g. --tune 1000)"
-        .format(MAX_DRAWS))
+        f"ddtree-bayes: error: argument --tune: 0 is outside 1..{MAX_DRAWS} (fix: use e.g. --tune 1000)"
+        )
     nothing_written(cli_dir)
 
 
