@@ -5,11 +5,13 @@ data/public/ that report acceptance and absolute tok/s, in the measurement schem
     python scripts/combine_public.py [--out data/examples/public_multi_model.csv]
 
 Per sweep file: the ``sweep`` and ``derived`` columns are dropped (a non-empty ``derived`` is
-appended to ``notes`` as "derived: ..."); rows without accept_len, tok_s or gpus are left out
-(acceptance as a latent parameter is another issue); a sweep in relative units (the DDTree
-paper's speedups) is skipped, as is a sweep whose model has no card in data/models.csv; a
-public row that repeats a bundled measurement (same configuration and tok/s) is left out so
-it is not counted twice. Prints what it kept and skipped; standard library only.
+appended to ``notes`` as "derived: ..."); rows without tok_s or gpus are left out, and so
+are autoregressive rows without accept_len; a speculative row without accept_len is kept
+(the fit infers its group's acceptance; ``--known-acceptance`` leaves such rows out); a
+sweep in relative units (the DDTree paper's speedups) is skipped, as is a sweep whose model
+has no card in data/models.csv; a public row that repeats a bundled measurement (same
+configuration and tok/s) is left out so it is not counted twice. Prints what it kept and
+skipped; standard library only.
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ def key(row: dict) -> tuple:
                  else row.get(c, "").strip() for c in KEY)
 
 
-def combine(bundled: Path, public: list[Path], cards: set[str]) -> tuple[str, list[str]]:
+def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool = False
+            ) -> tuple[str, list[str]]:
     with open(bundled, newline="", encoding="utf-8") as fh:
         base = list(csv.DictReader(fh))
     seen = {key(r) for r in base}
@@ -59,9 +62,11 @@ def combine(bundled: Path, public: list[Path], cards: set[str]) -> tuple[str, li
         if not models <= cards:
             log.append(f"{name}: skipped (no model card for {', '.join(sorted(models - cards))})")
             continue
-        kept = repeats = 0
+        kept = repeats = inferred_rows = 0
         for r in recs:
-            if not (r["accept_len"].strip() and r["tok_s"].strip() and r["gpus"].strip()):
+            inferred = not r["accept_len"].strip() and r["method"].strip() != "ar"
+            if not ((r["accept_len"].strip() or (inferred and not known_only))
+                    and r["tok_s"].strip() and r["gpus"].strip()):
                 continue
             if key(r) in seen:
                 repeats += 1
@@ -74,8 +79,11 @@ def combine(bundled: Path, public: list[Path], cards: set[str]) -> tuple[str, li
             out_rows.append(row)
             seen.add(key(r))
             kept += 1
+            inferred_rows += inferred
         left = len(recs) - kept - repeats
-        log.append(f"{name}: {kept} rows" + (f", {repeats} already in the bundled data"
+        log.append(f"{name}: {kept} rows"
+                   + (f" ({inferred_rows} without accept_len: inferred)" if inferred_rows else "")
+                   + (f", {repeats} already in the bundled data"
                                              if repeats else "")
                    + (f", {left} without acceptance, tok/s or GPU count" if left else ""))
     buf = io.StringIO()
@@ -88,12 +96,15 @@ def combine(bundled: Path, public: list[Path], cards: set[str]) -> tuple[str, li
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default=str(ROOT / "data" / "examples" / "public_multi_model.csv"))
+    ap.add_argument("--known-acceptance", action="store_true",
+                    help="leave out speculative rows without accept_len (default: keep them; "
+                         "the fit infers their acceptance)")
     args = ap.parse_args(argv)
     with open(ROOT / "data" / "models.csv", newline="", encoding="utf-8") as fh:
         cards = {r["model"] for r in csv.DictReader(fh)}
     files = sorted(p for p in (ROOT / "data" / "public").glob("*.csv")
                    if p.name != "hardware_flops.csv")
-    text, log = combine(ROOT / "data" / "measurements.csv", files, cards)
+    text, log = combine(ROOT / "data" / "measurements.csv", files, cards, args.known_acceptance)
     Path(args.out).write_text(text, encoding="utf-8")
     for line in log:
         print(line, file=sys.stderr)
