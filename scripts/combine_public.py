@@ -7,7 +7,8 @@ data/public/ that report acceptance and absolute tok/s, in the measurement schem
 Per sweep file: the ``sweep`` and ``derived`` columns are dropped (a non-empty ``derived`` is
 appended to ``notes`` as "derived: ..."); rows without tok_s or gpus are left out, and so
 are autoregressive rows without accept_len; a speculative row without accept_len is kept
-(the fit infers its group's acceptance; ``--known-acceptance`` leaves such rows out); a
+(the fit infers its group's acceptance; ``--known-acceptance`` leaves such rows out), unless
+it gives no block, budget or verify_tokens (its step cannot be placed); a
 sweep in relative units (the DDTree paper's speedups) is skipped, as is a sweep whose model
 has no card in data/models.csv; a public row that repeats a bundled measurement (same
 configuration and tok/s) is left out so it is not counted twice. Prints what it kept and
@@ -65,8 +66,10 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
         kept = repeats = inferred_rows = 0
         for r in recs:
             inferred = not r["accept_len"].strip() and r["method"].strip() != "ar"
+            shaped = any(r.get(c, "").strip() for c in ("verify_tokens", "block", "budget"))
             if not ((r["accept_len"].strip() or (inferred and not known_only))
-                    and r["tok_s"].strip() and r["gpus"].strip()):
+                    and r["tok_s"].strip() and r["gpus"].strip()
+                    and (shaped or r["method"].strip() == "ar")):
                 continue
             if key(r) in seen:
                 repeats += 1
@@ -85,7 +88,7 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
                    + (f" ({inferred_rows} without accept_len: inferred)" if inferred_rows else "")
                    + (f", {repeats} already in the bundled data"
                                              if repeats else "")
-                   + (f", {left} without acceptance, tok/s or GPU count" if left else ""))
+                   + (f", {left} without acceptance, tok/s, GPU count or draft shape" if left else ""))
     buf = io.StringIO()
     writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
     writer.writeheader()

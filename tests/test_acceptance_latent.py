@@ -238,6 +238,34 @@ def test_predict_without_accept_uses_the_posterior_draw_by_draw():
     assert other["accept_kind"] == "prior"
 
 
+def test_predict_takes_the_inferred_acceptance_of_the_queried_model():
+    """A fit of several models (no single target model in its metadata) with the same
+    (method, block, budget) inferred for two models: predict --model uses that model's group,
+    not the first group that matches the rest (it took another model's before)."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.scenario import latent_acceptance
+
+    draws = _ddtree_group_draws()
+    del draws.meta["model"]["target_model"]
+    groups = draws.meta["model"]["acceptance_groups"]
+    other = {**groups[0], "label": "other-model/ddtree/b16/B32", "model": "other-model",
+             "rows": [20]}
+    draws.meta["model"]["acceptance_groups"] = [other, groups[0]]
+    draws.meta["coords"][AL.DIM] = [other["label"], groups[0]["label"]]
+    k = draws.variables[AL.NAME][:, 0]
+    draws.variables[AL.NAME] = np.stack([np.full_like(k, 3.0), k], axis=1)
+    rng = np.random.default_rng(0)
+    a, group = latent_acceptance(draws, "kimi-k2.6", "ddtree", 16, 33, rng)
+    assert group["model"] == "kimi-k2.6" and a == pytest.approx(k)
+    a, group = latent_acceptance(draws, "other-model", "ddtree", 16, 33, rng)
+    assert group["model"] == "other-model" and a == pytest.approx(3.0)
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    sc = dataclasses.replace(sc, model="kimi-k2.6")
+    a, info = P._posterior_acceptance(draws, None, sc, rng)
+    assert info["group"] == "kimi-k2.6/ddtree/b16/B32" and a == pytest.approx(k)
+
+
 def test_predict_json_with_posterior_acceptance_follows_the_schema():
     import jsonschema
 

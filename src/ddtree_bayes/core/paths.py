@@ -9,23 +9,29 @@ BUNDLED_FILES = ("measurements.csv", "hardware.csv", "seed_estimates.csv", "prio
                  "models.csv")
 
 
+def _root(workdir: str | Path | None) -> Path:
+    """The working directory: ``workdir`` (a str or Path, as the Python API is called with
+    either) or the current directory."""
+    return Path.cwd() if workdir is None else Path(workdir)
+
+
 def bundled(name: str) -> Path:
     """Path of a file bundled with the installed package (data and default priors)."""
     return Path(str(resources.files("ddtree_bayes") / "_bundled" / name))
 
 
-def data_file(name: str, workdir: Path | None = None) -> Path:
+def data_file(name: str, workdir: str | Path | None = None) -> Path:
     """``<workdir>/data/<name>`` when the working directory has a data/ folder, else the bundled copy."""
-    local = (workdir or Path.cwd()) / "data" / name
+    local = _root(workdir) / "data" / name
     return local if local.parent.is_dir() and local.exists() else bundled(name)
 
 
-def priors_file(workdir: Path | None = None) -> Path:
+def priors_file(workdir: str | Path | None = None) -> Path:
     """``<workdir>/models/priors.toml`` when present, else the bundled default priors."""
-    local = (workdir or Path.cwd()) / "models" / "priors.toml"
+    local = _root(workdir) / "models" / "priors.toml"
     return local if local.exists() else bundled("priors.toml")
 
 
-def models_dir(workdir: Path | None = None) -> Path:
+def models_dir(workdir: str | Path | None = None) -> Path:
     """Where fits are written: ``<workdir>/models``."""
-    return (workdir or Path.cwd()) / "models"
+    return _root(workdir) / "models"

@@ -365,7 +365,7 @@ def _posterior_acceptance(draws: Draws, mixture, sc: Scenario, rng: np.random.Ge
     """Acceptance of a query without --accept whose (model, method, block, budget) the fit
     inferred from rows without accept_len: that group's posterior draws (aligned with the
     step's draws) and a description (group, rows, median, 90% interval); None otherwise."""
-    a, group = latent_acceptance(draws, None, sc.method, sc.block, sc.verify_tokens, rng)
+    a, group = latent_acceptance(draws, sc.model, sc.method, sc.block, sc.verify_tokens, rng)
     if group is None:
         return None
     if mixture:
