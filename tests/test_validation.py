@@ -86,6 +86,36 @@ def test_one_real_fold(inputs):
     assert row["baseline_lo"] == pytest.approx(0.7 * row["baseline"])
 
 
+def test_a_fold_climbs_the_remedy_ladder(inputs, monkeypatch):
+    """A fold that fails its gates retries as `fit` does (rung 1: tuning doubled, and the
+    draws after an ESS failure), keeps the attempt that passed and records the rung; with
+    remedy off it stops at the first attempt."""
+    import numpy as np
+    import nutpie
+
+    from ddtree_bayes.engine import inference
+
+    calls, real_sample, real_diagnose = [], nutpie.sample, inference.diagnose
+
+    def sample(model, **kw):
+        calls.append((kw["tune"], kw["draws"], kw["target_accept"]))
+        return real_sample(model, **{**kw, "draws": 20, "tune": 20})
+
+    def diagnose(posterior, stats, verdicts=iter([["min bulk ESS 50 < 400 (x)"], []])):
+        rows, divergences, _ = real_diagnose(posterior, stats)
+        return rows, divergences, next(verdicts)
+
+    monkeypatch.setattr(nutpie, "sample", sample)
+    monkeypatch.setattr(inference, "diagnose", diagnose)
+    draws, failures = V.sample_weighted(inputs, np.ones(9), 1, SMALL, remedy=True)
+    assert failures == [] and draws.meta["remedy"] == 1
+    assert calls == [(150, 150, SMALL.target_accept), (300, 300, SMALL.target_accept)]
+    calls.clear()
+    monkeypatch.setattr(inference, "diagnose", lambda p, s: (*real_diagnose(p, s)[:2], ["x"]))
+    draws, failures = V.sample_weighted(inputs, np.ones(9), 1, SMALL)
+    assert failures == ["x"] and draws.meta["remedy"] is None and len(calls) == 1
+
+
 def _square(x):
     return x * x
 

@@ -167,8 +167,8 @@ def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str,
                      "median": float(q[2]), "lo50": float(q[1]), "hi50": float(q[3]),
                      "lo90": float(q[0]), "hi90": float(q[4]), "baseline": float(base)})
     return {"sweep": sweep.name, "structure": structure, "seconds": time.perf_counter() - t0,
-            "converged": not failures, "failures": failures, "rows": rows,
-            "train_max_verify": max(m.verify_tokens for m in train)}
+            "converged": not failures, "failures": failures, "remedy": draws.meta["remedy"],
+            "rows": rows, "train_max_verify": max(m.verify_tokens for m in train)}
 
 
 def scores(rows: list[dict], *, baseline: bool = False) -> dict:
@@ -232,7 +232,7 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
                  "baseline": scores(mine[0]["rows"], baseline=True)}
         for r in mine:
             entry[r["structure"]] = {**scores(r["rows"]), "converged": r["converged"],
-                                     "failures": r["failures"]}
+                                     "failures": r["failures"], "remedy": r.get("remedy")}
         per_sweep.append(entry)
     pooled = {st: scores([row for r in results if r["structure"] == st for row in r["rows"]])
               for st in structures}

@@ -25,6 +25,7 @@ from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, loa
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.refit import refit_data
 from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.baseline import baseline_fit, pair_roofline_of  # noqa: F401
 
@@ -79,6 +80,7 @@ class FoldResult:
     converged: bool
     failures: list[str]
     rows: list[dict] = field(default_factory=list)
+    remedy: int | None = None   # the remedy ladder's rung that passed (None: none needed)
 
 
 _COMPILED: dict[str, tuple] = {}
@@ -106,8 +108,10 @@ def _compiled(inputs: Inputs):
 
 def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
                     settings: SamplerSettings, observed: np.ndarray | None = None,
-                    cores: int = 1):
-    """NUTS on the compiled model with row weights (and optionally other observed values).
+                    cores: int = 1, remedy: bool = False):
+    """NUTS on the compiled model with row weights (and optionally other observed values);
+    with ``remedy`` the remedy ladder's rungs 1-2 on failed gates (``draws.meta["remedy"]``:
+    the rung that passed, or None).
 
     Returns (Draws, failures): in-memory draws usable by :mod:`predictive`, and the
     convergence gates that failed (empty when converged).
@@ -115,37 +119,25 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     import nutpie
 
     from ddtree_bayes.engine import inference
+    from ddtree_bayes.engine import remedies as R
 
     spec, cfg, data, compiled = _compiled(inputs)
-    updates = refit_data(spec, weights, observed)
-    dt = nutpie.sample(compiled.with_data(**updates), draws=settings.draws, tune=settings.tune,
-                       chains=settings.chains, cores=cores, seed=seed,
-                       target_accept=settings.target_accept, save_warmup=False,
-                       progress_bar=False)
-    posterior = dt["posterior"].to_dataset()
-    _, _, failures = inference.diagnose(posterior, dt["sample_stats"].to_dataset())
-    return draws_in_memory(posterior, spec, cfg, inputs), failures
+    model = compiled.with_data(**refit_data(spec, weights, observed))
 
+    def attempt(s: SamplerSettings, parameterisation: str) -> R.Attempt:
+        dt = nutpie.sample(model, draws=s.draws, tune=s.tune, chains=s.chains, cores=cores,
+                           seed=seed, target_accept=s.target_accept, save_warmup=False,
+                           progress_bar=False)
+        rows, divergences, failed = inference.diagnose(dt["posterior"].to_dataset(),
+                                                       dt["sample_stats"].to_dataset())
+        return R.Attempt(s, parameterisation, dt, {}, "nutpie", rows, divergences, failed)
 
-def refit_data(spec, weights: np.ndarray, observed: np.ndarray | None = None) -> dict:
-    """The refittable model's data for row ``weights`` (0 = held out) and per-row observed
-    log tok/s (default: the file's): each configuration's n, zbar and S2 recomputed from its
-    rows (a configuration whose only row is held out gets n = 0), and in the structured form
-    the distances and masks of the configurations still measured."""
-    from ddtree_bayes.core import configs as C
-    from ddtree_bayes.core import spec as S
-
-    weights = np.asarray(weights, dtype=float)
-    log_tok = spec.log_tok_s if observed is None else np.asarray(observed, dtype=float)
-    n, zbar, s2 = C.sufficient_stats(spec.row_config, log_tok - spec.row_offset,
-                                     len(spec.configs), weights)
-    updates = {"config_n": n, "config_zbar": zbar, "config_s2": s2}
-    if spec.step_form == "structured":   # held-out rows are not measured configurations
-        structure = S.training_structure(spec, weights)
-        if not spec.groups:
-            structure = {"config_distance": structure["config_distance"]}
-        updates.update(structure)
-    return updates
+    # a fold climbs the ladder `fit` climbs, but for rung 3 (another model to compile)
+    kept, record = R.run(attempt, settings, enabled=remedy, say=lambda _: None,
+                         parameterisations=())
+    draws = draws_in_memory(kept.dt["posterior"].to_dataset(), spec, cfg, inputs)
+    draws.meta["remedy"] = record["remedy"]
+    return draws, kept.failures
 
 
 def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Draws:
@@ -204,7 +196,7 @@ def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings
     spec, cfg, data, _ = _compiled(inputs)
     weights = np.ones(len(data.rows))
     weights[list(held_out)] = 0.0
-    draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores)
+    draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores, remedy=True)
     kept = {data.pair(m) for i, m in enumerate(data.rows) if i not in held_out}
     draws.meta["held_out_systems"] = [s for s in spec.systems if s not in kept]
     draws.meta["held_out_rows"] = [data.rows[i].row for i in held_out]
@@ -236,7 +228,7 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
                      "baseline_hi": None if base is None else base * (1 + BASELINE_BAND)})
     return FoldResult(fold.name, time.perf_counter() - t0, not failures, failures,
                       [{k: (float(v) if isinstance(v, np.floating) else v) for k, v in r.items()}
-                       for r in rows])
+                       for r in rows], draws.meta["remedy"])
 
 
 def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str | None = None,
@@ -344,7 +336,7 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
     return {"data": str(data.path), "group": group or "row", "seed": seed,
             "settings": settings.as_dict(), "seconds": time.perf_counter() - t0,
             "folds": [{"fold": r.fold, "seconds": r.seconds, "converged": r.converged,
-                       "failures": r.failures} for r in results],
+                       "failures": r.failures, "remedy": r.remedy} for r in results],
             "rows": rows, "summary": summarize_folds(rows)}
 
 
