@@ -101,7 +101,9 @@ def test_a_fold_climbs_the_remedy_ladder(inputs, monkeypatch):
         calls.append((kw["tune"], kw["draws"], kw["target_accept"]))
         return real_sample(model, **{**kw, "draws": 20, "tune": 20})
 
-    def diagnose(posterior, stats, verdicts=iter([["min bulk ESS 50 < 400 (x)"], []])):
+    verdicts = iter([["min bulk ESS 50 < 400 (x)"], []])
+
+    def diagnose(posterior, stats):
         rows, divergences, _ = real_diagnose(posterior, stats)
         return rows, divergences, next(verdicts)
 
