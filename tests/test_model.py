@@ -72,8 +72,8 @@ def unconstrained(m, p):
     return ip
 
 
-def hand_row_loglik(spec, p):
-    """Per row, log Normal(log tok_s | log(accept * 1000 / step), noise_sd), by hand."""
+def hand_mu(spec, p):
+    """Per row, the modelled log tok/s log(accept * 1000 / step) of the power/fraction forms."""
     expo = p["moe_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
     frac = 1 / (1 + np.exp(-(p["overhead_logit_mu"] + p["overhead_logit_sd"] * p["overhead_z"])))
     s = spec.row_system
@@ -82,8 +82,12 @@ def hand_row_loglik(spec, p):
                          spec.context_units, "power", np.exp, np.log)
     f_rows = np.concatenate([frac, [0.0]])[spec.row_group]
     scale = np.concatenate([1 - p["reduction"], [1.0]])[spec.row_relation]
-    step = S.step_ms(target, f_rows, scale)
-    mu = np.log(spec.accept_len * 1000 / step)
+    return np.log(spec.accept_len * 1000 / S.step_ms(target, f_rows, scale))
+
+
+def hand_row_loglik(spec, p):
+    """Per row, log Normal(log tok_s | log(accept * 1000 / step), noise_sd), by hand."""
+    mu = hand_mu(spec, p)
     sd = p["noise_sd"]
     return -0.5 * ((spec.log_tok_s - mu) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
 
@@ -123,15 +127,7 @@ def hand_config_loglik(spec, p, rows, config_sd):
     covariance noise^2 I + config_sd^2 (a shared configuration error integrated out)."""
     from scipy import stats
 
-    expo = p["moe_exponent_mu"] + p["moe_hw_sd"] * p["moe_z"]
-    frac = 1 / (1 + np.exp(-(p["overhead_logit_mu"] + p["overhead_logit_sd"] * p["overhead_z"])))
-    s = spec.row_system
-    target = S.target_ms(p["step_ar_ms"][s], p["moe_share"][s], expo[s],
-                         p["ctx_ms_per_unit"][s], p["ctx_verify_exponent"], spec.verify_tokens,
-                         spec.context_units, "power", np.exp, np.log)
-    step = S.step_ms(target, np.concatenate([frac, [0.0]])[spec.row_group],
-                     np.concatenate([1 - p["reduction"], [1.0]])[spec.row_relation])
-    mu = np.log(spec.accept_len * 1000 / step)[rows]
+    mu = hand_mu(spec, p)[rows]
     cov = p["noise_sd"] ** 2 * np.eye(len(rows)) + config_sd ** 2
     return stats.multivariate_normal(mu, cov).logpdf(spec.log_tok_s[rows])
 
