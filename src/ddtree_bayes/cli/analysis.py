@@ -146,7 +146,9 @@ def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
     for s in res["sweeps"]:
         for name in (*structures, "baseline"):
             sc = s[name]
-            gate = "" if name == "baseline" else ("ok" if sc["converged"] else "GATES FAILED")
+            gate = "" if name == "baseline" else (
+                ("ok" if not sc.get("remedy") else f"ok after remedy {sc['remedy']}")
+                if sc["converged"] else "GATES FAILED")
             body.append([s["sweep"] if name == structures[0] else "",
                          f"M<={s['train_max_verify']} -> {','.join(map(str, s['held_out_verify']))}"
                          if name == structures[0] else "",
