@@ -167,9 +167,8 @@ class ModelSpec:
 
     @property
     def repeated(self) -> bool:
-        """Whether some configuration has several rows (repeated runs): then the likelihood
-        has a configuration-level error ``config_sd`` apart from the run-to-run ``noise_sd``
-        (engine/model.py, core/configs.grouped_logp)."""
+        """Whether a configuration has several rows (repeated runs): the likelihood then has
+        ``config_sd`` apart from ``noise_sd`` (engine/model.py, core/configs.grouped_logp)."""
         return bool((np.asarray(self.configs.n) > 1).any())
 
     # per-row views of the configuration arrays
