@@ -153,6 +153,27 @@ def test_fan_and_breakdown(built_report):
     assert rows["row 2"]["measured_step_ms"] == pytest.approx(1000 / 133)
 
 
+def test_breakdown_of_repeated_runs_without_acceptance():
+    """Repeated runs whose acceptance is inferred have no measured step (the report crashed
+    taking the median of None); known runs of one configuration give the median of theirs."""
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report.summary import _breakdown
+
+    head, *rows = bundled("measurements.csv").read_text().splitlines()
+    b300 = [r for r in rows if ",b300," in r]
+    extra = ["kimi-k2.6,b300,8,sglang,ddtree,16,32,33,,,600,HYPOTHETICAL,",
+             "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,,,620,HYPOTHETICAL,",
+             "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,125,HYPOTHETICAL repeat,"]
+    data = load_measurements("t.csv", load_hardware(bundled("hardware.csv")),
+                             text="\n".join([head, *b300, *extra]) + "\n")
+    out = {b["config"].split(":")[0]: b for b in _breakdown(point_mass_draws(), data, seed=1)}
+    assert out["row 4 (2 runs)"]["measured_step_ms"] is None
+    assert out["row 2 (2 runs)"]["measured_step_ms"] == pytest.approx(
+        np.median([1000 / 133, 1000 / 125]))
+
+
 def test_shapley_shares_with_correlated_factors():
     rng = np.random.default_rng(1)
     a = rng.normal(size=50_000)

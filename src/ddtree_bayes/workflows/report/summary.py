@@ -418,7 +418,8 @@ def _breakdown(draws: Draws, measurements, seed: int, model: str | None = None) 
     rng = np.random.default_rng(seed)
     configs = []
     row_config, first = group_rows(measurements.rows)
-    steps = np.array([m.step_ms for m in measurements.rows])
+    # rows without accept_len have no measured step (their acceptance is inferred): NaN
+    steps = np.array([np.nan if m.step_ms is None else m.step_ms for m in measurements.rows])
     for i, mine_ix in zip(first, rows_of(row_config, len(first)), strict=True):
         m = measurements.rows[i]
         sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
@@ -429,7 +430,7 @@ def _breakdown(draws: Draws, measurements, seed: int, model: str | None = None) 
         runs = f" ({len(mine)} runs)" if len(mine) > 1 else ""
         configs.append((f"row {m.row}{runs}: {sc.pair} {sc.engine} {sc.method} "
                         f"M={sc.verify_tokens} ctx={sc.context_tokens:g}", sc,
-                        float(np.median(mine)) if runs else m.step_ms))
+                        None if np.isnan(mine).all() else float(np.nanmedian(mine))))
     for sc in _default_scenarios(draws, model):
         configs.append((f"default: {sc.pair} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
                         None))
