@@ -60,6 +60,21 @@ def test_the_answer_line_is_the_fan_at_acceptance_14(built_report):
         assert f"{engine} {q[2]:.0f} tok/s (90% interval {q[0]:.0f}-{q[4]:.0f})" in text
 
 
+def test_the_answer_line_names_the_scenario_without_its_engine():
+    """One model: "b300 x8, ddtree, ..."; several: the model first, then the hardware (it
+    dropped the hardware, taking the second part for the engine)."""
+    from ddtree_bayes.workflows.report.render import headline
+
+    q = [[1.0, 2.0, 3.0, 4.0, 5.0]]
+    for scenario, expected in (
+            ("b300 x8, sglang, ddtree, block 16", "Default scenario (b300 x8, ddtree, block 16)"),
+            ("qwen3.8-27b, b300 x8, sglang, ddtree, block 16",
+             "Default scenario (qwen3.8-27b, b300 x8, ddtree, block 16)")):
+        text = headline({"fan": {"accept": [14.0], "engines": {
+            "sglang": {"scenario": scenario, "quantiles": q}}}})
+        assert text.startswith(expected + " at acceptance 14: sglang 3 tok/s (90% interval 1-5)")
+
+
 def test_rank_and_trace_have_one_titled_panel_per_parameter(built_report):
     """Every sampled scalar gets its own panel (constants excluded), twelve to a figure, so
     the figure splits instead of shrinking: rank.png, rank-2.png, ..."""

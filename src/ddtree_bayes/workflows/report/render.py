@@ -280,8 +280,10 @@ def headline(summary: dict) -> str | None:
     i = fan["accept"].index(14.0)
     parts = [f"{eng} {q[i][2]:.0f} tok/s (90% interval {q[i][0]:.0f}-{q[i][4]:.0f})"
              for eng, q in ((e, f["quantiles"]) for e, f in fan["engines"].items())]
-    described = next(iter(fan["engines"].values()))["scenario"].split(", ")
-    scenario = ", ".join(described[:1] + described[2:])  # without the engine
+    engine, first = next(iter(fan["engines"].items()))
+    described = first["scenario"].split(", ")
+    described.remove(engine)   # the engines are named per part below
+    scenario = ", ".join(described)
     return (f"Default scenario ({scenario}) at acceptance 14: " + "; ".join(parts)
             + ". Section 1 has other acceptances, section 2 what the width comes from.")
 
