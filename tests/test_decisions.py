@@ -92,6 +92,25 @@ def test_missing_rationale_is_refused():
         parse_acceptance_curve(text, "curve.toml")
 
 
+def test_a_crlf_data_file_is_not_stale(tmp_path):
+    """A fit stores the sha256 of the text the loader read (universal newlines): the same
+    CRLF file is unchanged (predict warned "changed since fit" on every public sweep with CRLF
+    line ends); an edit is still caught."""
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+
+    draws = point_mass_draws()
+    crlf = tmp_path / "m.csv"
+    crlf.write_bytes(bundled("measurements.csv").read_text().replace("\n", "\r\n").encode())
+    data = load_measurements(crlf, load_hardware(bundled("hardware.csv")))
+    assert b"\r\n" in crlf.read_bytes() and "\r" not in data.text
+    draws.meta["data"] = {"path": str(crlf), "sha256": data.sha256}
+    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
+        bundled("priors.toml").read_bytes()).hexdigest()}
+    assert P.check_fit(draws) == []
+    crlf.write_bytes(crlf.read_bytes().replace(b",133,", b",134,"))
+    assert any("changed since fit" in w for w in P.check_fit(draws))
+
+
 def test_editing_only_the_curve_does_not_make_a_fit_stale(tmp_path):
     """fit ignores [acceptance_curve], so optimize/next do not warn when only it changed."""
     draws = point_mass_draws()

@@ -110,6 +110,15 @@ class Scenario:
         return ", ".join(parts)
 
 
+def _text_hashes(path: Path) -> set[str]:
+    """sha256 of a file as the fit stores it: its text as the loaders read it (universal
+    newlines, no BOM), and of its raw bytes (fits made before that was noticed). A CRLF file
+    is unchanged if either matches."""
+    raw = path.read_bytes()
+    text = raw.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
+    return {hashlib.sha256(raw).hexdigest(), hashlib.sha256(text.encode()).hexdigest()}
+
+
 def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = False
               ) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
@@ -124,7 +133,7 @@ def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = F
         path = Path(meta[what]["path"])
         if not path.exists():
             warnings.append(f"the {what} file this fit used ({path}) no longer exists")
-        elif hashlib.sha256(path.read_bytes()).hexdigest() != meta[what]["sha256"]:
+        elif meta[what]["sha256"] not in _text_hashes(path):
             warnings.append(f"{path} changed since fit {meta['fit_id']}; "
                             "re-run `ddtree-bayes fit` to use it")
     if warnings and strict:
