@@ -71,8 +71,15 @@ def test_the_answer_line_names_the_scenario_without_its_engine():
             ("qwen3.8-27b, b300 x8, sglang, ddtree, block 16",
              "Default scenario (qwen3.8-27b, b300 x8, ddtree, block 16)")):
         text = headline({"fan": {"accept": [14.0], "engines": {
-            "sglang": {"scenario": scenario, "quantiles": q}}}})
+            "sglang": {"scenario": scenario, "quantiles": q, "measured": True}}}})
         assert text.startswith(expected + " at acceptance 14: sglang 3 tok/s (90% interval 1-5)")
+        assert "no measurement" not in text
+    # a fit that never measured the default scenario's system says where the numbers come from
+    text = headline({"fan": {"accept": [14.0], "engines": {
+        "sglang": {"scenario": "b300 x8, sglang, ddtree", "quantiles": q, "measured": False}}}})
+    assert text.endswith("This fit has no measurement on that system (model, GPU): these "
+                         "numbers come from hardware transfer or the model card's roofline, so "
+                         "ask `ddtree-bayes predict` about a configuration you measured.")
 
 
 def test_rank_and_trace_have_one_titled_panel_per_parameter(built_report):

@@ -284,8 +284,13 @@ def headline(summary: dict) -> str | None:
     described = first["scenario"].split(", ")
     described.remove(engine)   # the engines are named per part below
     scenario = ", ".join(described)
+    unmeasured = "" if first.get("measured", True) else (
+        " This fit has no measurement on that system (model, GPU): these numbers come from "
+        "hardware transfer or the model card's roofline, so ask `ddtree-bayes predict` about a "
+        "configuration you measured.")
     return (f"Default scenario ({scenario}) at acceptance 14: " + "; ".join(parts)
-            + ". Section 1 has other acceptances, section 2 what the width comes from.")
+            + ". Section 1 has other acceptances, section 2 what the width comes from."
+            + unmeasured)
 
 
 def markdown(summary: dict) -> str:

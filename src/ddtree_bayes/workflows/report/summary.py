@@ -276,7 +276,7 @@ def _fan(draws: Draws, seed: int, model: str | None = None) -> dict:
         per_token = 1000.0 / parts["step"] * noise
         seed_step = P.seed_step_ms(seed_table, sc)
         engines[sc.engine] = {
-            "scenario": sc.describe(),
+            "scenario": sc.describe(), "measured": bool(sc.measured),
             "quantiles": [_q(a * per_token) for a in FAN_ACCEPT],
             "original": None if seed_step is None else [a / seed_step * 1000 for a in FAN_ACCEPT],
             "original_points": [{"accept": float(r["accept_len"]), "tok_s": float(r["tok_s"])}
