@@ -54,6 +54,10 @@ class Table:
         """(draws, configurations) sd of one run's log tok/s."""
         return np.sqrt(self.run ** 2 + self.between ** 2)
 
+    def sd_of(self, c: int) -> np.ndarray:
+        """(draws,) :attr:`sd` of configuration ``c`` alone (no draws x configurations array)."""
+        return np.sqrt(self.run[:, 0] ** 2 + self.between[:, c] ** 2)
+
 
 def table(draws: Draws, measurements: Measurements) -> Table:
     row_config, first = C.group_rows(measurements.rows)
@@ -198,7 +202,7 @@ def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[i
     for i, j in kept:
         key = (int(t_old.row_config[i]), int(t_new.row_config[j]))
         if key not in same_sd:
-            same_sd[key] = np.array_equal(t_old.sd[:, key[0]], t_new.sd[:, key[1]])
+            same_sd[key] = np.array_equal(t_old.sd_of(key[0]), t_new.sd_of(key[1]))
         if not same_sd[key] or _group_of(target.meta["model"], new.rows[j]) in moved:
             changed.append((i, j))
     # every configuration with an added or a changed row, all its rows: new over old (the runs
@@ -206,7 +210,7 @@ def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[i
     touched = set(t_new.row_config[np.asarray(added, dtype=int)].tolist())
     touched.update(int(t_new.row_config[j]) for _, j in changed)
     old_rows = [i for i, j in kept if int(t_new.row_config[j]) in touched]
-    new_rows = [j for j in range(len(new.rows)) if int(t_new.row_config[j]) in touched]
+    new_rows = np.flatnonzero(np.isin(t_new.row_config, list(touched)))
     total = (summed_log_likelihood(target, t_new, new_rows)
              - summed_log_likelihood(draws, t_old, old_rows))
     return total, sorted(j for _, j in changed)
