@@ -26,12 +26,10 @@ def fitted_workdir(tmp_path_factory):
     """A working directory with data/, models/priors.toml and one real default fit
     (4 chains x 1000 draws with nutpie: the production settings)."""
     from ddtree_bayes import api
+    from test_cli_support import copy_bundled_data
 
-    work = tmp_path_factory.mktemp("fitted")
-    (work / "data").mkdir()
+    work = copy_bundled_data(tmp_path_factory.mktemp("fitted"))
     (work / "models").mkdir()
-    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
-        shutil.copy(bundled(name), work / "data" / name)
     shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
     result = api.fit(workdir=work, progress=False)
     return work, result

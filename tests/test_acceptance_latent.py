@@ -19,6 +19,7 @@ from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError, PriorsError, QueryError
 from ddtree_bayes.core.paths import bundled
+from test_cli_support import copy_bundled_data
 
 HW = load_hardware(bundled("hardware.csv"))
 PRIORS = parse_priors(bundled("priors.toml").read_text(), "priors.toml")
@@ -368,10 +369,7 @@ def test_the_least_squares_baseline_skips_rows_without_accept():
 # ------------------------------------------------------------------ add --accept infer
 @pytest.fixture
 def work(tmp_path, monkeypatch):
-    (tmp_path / "data").mkdir()
-    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
-        shutil.copy(bundled(name), tmp_path / "data" / name)
-    (tmp_path / "data" / "measurements.csv").chmod(0o644)
+    copy_bundled_data(tmp_path, writable=True)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from ddtree_bayes.core.paths import bundled
+from test_cli_support import copy_bundled_data
 
 
 class Terminal(io.StringIO):
@@ -25,10 +25,7 @@ class Terminal(io.StringIO):
 
 @pytest.fixture
 def work(tmp_path):
-    (tmp_path / "data").mkdir()
-    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
-        shutil.copy(bundled(name), tmp_path / "data" / name)
-    return tmp_path
+    return copy_bundled_data(tmp_path)
 
 
 @pytest.fixture

@@ -24,6 +24,18 @@ from ddtree_bayes.core.paths import bundled
 B300_ROWS = 2  # the bundled file's B300 rows (AR and DDTree budget 8)
 
 
+def copy_bundled_data(root: Path, writable: bool = False) -> Path:
+    """``root/data`` with copies of the bundled measurements, hardware and seed tables; with
+    ``writable`` the measurement file is made writable (the bundled files are read-only, and
+    so are their copies). Returns ``root``."""
+    (root / "data").mkdir(parents=True)
+    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
+        shutil.copy(bundled(name), root / "data" / name)
+    if writable:
+        (root / "data" / "measurements.csv").chmod(0o644)
+    return root
+
+
 def run_cli(workdir: Path, *argv: str) -> tuple[int, str, str]:
     """``cli.main(argv)`` in ``workdir``: (exit code, stdout, stderr). An argparse exit
     (SystemExit) becomes its code, as the console script would return it."""

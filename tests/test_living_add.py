@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import stat
 
 import pytest
@@ -12,6 +11,7 @@ from ddtree_bayes.cli import main as cli
 from ddtree_bayes.core.data import COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.workflows import living
+from test_cli_support import copy_bundled_data
 
 ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
        "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
@@ -22,11 +22,7 @@ ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--bloc
 def work(tmp_path, monkeypatch):
     """A working directory with a writable copy of the bundled data (the bundled files are
     read-only, and so are their copies until made writable)."""
-    (tmp_path / "data").mkdir()
-    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
-        shutil.copy(bundled(name), tmp_path / "data" / name)
-    csv_path = tmp_path / "data" / "measurements.csv"
-    csv_path.chmod(0o644)
+    copy_bundled_data(tmp_path, writable=True)
     monkeypatch.chdir(tmp_path)
     return tmp_path
 

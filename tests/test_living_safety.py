@@ -23,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from ddtree_bayes.core.data import load_hardware, load_measurements
-from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import store
+from test_cli_support import copy_bundled_data
 
 CLI = str(Path(sys.executable).parent / "ddtree-bayes")
 TINY = ["--chains", "1", "--draws", "20", "--tune", "20", "--quiet"]
@@ -69,9 +69,7 @@ def make_work(root: Path, with_fit_from: Path | None = None) -> Path:
     if with_fit_from is not None:
         shutil.copytree(with_fit_from, work)
     else:
-        (work / "data").mkdir(parents=True)
-        for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
-            shutil.copy(bundled(name), work / "data" / name)
+        copy_bundled_data(work)
     (work / "data" / "measurements.csv").chmod(0o644)
     return work
 

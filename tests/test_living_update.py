@@ -5,11 +5,8 @@ artifacts."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
-import os
 import re
 import shutil
 from pathlib import Path
@@ -17,32 +14,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddtree_bayes.cli import main as cli
 from ddtree_bayes.core.data import Measurement, parse_row
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine import store
 from ddtree_bayes.engine.testing import point_mass_draws
 from ddtree_bayes.workflows import living
+from test_cli_support import run_cli as call
 
 NEW_ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
            "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
            "HYPOTHETICAL test measurement"]
 EAGLE = ["--hardware", "rtx-pro-6000", "--engine", "vllm", "--method", "eagle3", "--block", "3",
          "--context", "32k", "--accept", "1.95"]
-
-
-def call(workdir: Path, *argv: str) -> tuple[int, str, str]:
-    """cli.main in ``workdir`` with stdout/stderr captured (usable in module fixtures)."""
-    out, err = io.StringIO(), io.StringIO()
-    old = Path.cwd()
-    os.chdir(workdir)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(argv))
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
 
 
 def copy_work(src: Path, dst: Path) -> Path:

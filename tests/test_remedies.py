@@ -5,13 +5,8 @@ hand."""
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import math
-import os
-import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -19,6 +14,7 @@ import pytest
 from ddtree_bayes.core.config import SamplerSettings, parse_priors
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import remedies as R
+from test_cli_support import copy_bundled_data, run_cli
 
 DIVERGED = "2 divergent transitions"
 LOW_ESS = "min bulk ESS 310 < 400 (moe_hw_sd)"
@@ -223,23 +219,7 @@ def fake_nuts(monkeypatch, prior_tree):
 
 @pytest.fixture
 def work(tmp_path):
-    (tmp_path / "data").mkdir()
-    for name in ("measurements.csv", "hardware.csv", "seed_estimates.csv"):
-        shutil.copy(bundled(name), tmp_path / "data" / name)
-    return tmp_path
-
-
-def run_cli(work: Path, *argv: str) -> tuple[int, str, str]:
-    from ddtree_bayes.cli import main as cli
-
-    out, err, old = io.StringIO(), io.StringIO(), Path.cwd()
-    os.chdir(work)
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            code = cli.main(list(argv))
-    finally:
-        os.chdir(old)
-    return code, out.getvalue(), err.getvalue()
+    return copy_bundled_data(tmp_path)
 
 
 def test_fit_records_the_ladder_in_the_artifact_and_the_json(work, fake_nuts):
@@ -312,13 +292,10 @@ def test_the_reparameterised_model_is_the_same_posterior():
     for n, s in sd.items():
         other[f"{n}_z"] = (point[f"{n}_log"] - point[f"{n}_log_mu"]) / s
 
+    from test_model import unconstrained
+
     def logp(model, values):
-        ip = {}
-        for rv in model.free_RVs:
-            tr = model.rvs_to_transforms[rv]
-            x = np.asarray(values[rv.name], dtype=float)
-            ip[model.rvs_to_values[rv].name] = tr.forward(x).eval() if tr is not None else x
-        return float(model.compile_logp()(ip))
+        return float(model.compile_logp()(unconstrained(model, values)))
 
     n_groups = {n: len(point[f"{n}_log"]) for n in sd}
     jacobian = (sum(n_groups[n] * math.log(s) for n, s in sd.items())

@@ -21,6 +21,7 @@ from ddtree_bayes.workflows.extrapolation import with_forms
 reproducible_pytensor()
 pm = pytest.importorskip("pymc")
 from ddtree_bayes.engine.model import build_model, free_parameter_names  # noqa: E402
+from test_model import unconstrained  # noqa: E402
 
 STRUCTURED = with_forms(bundled("priors.toml").read_text(), "roofline", "structured")
 
@@ -68,15 +69,6 @@ def structured_point(cfg):
         if prior.dist == "point":
             p[name] = prior.params["value"]
     return p
-
-
-def unconstrained(m, p):
-    ip = {}
-    for rv in m.free_RVs:
-        tr = m.rvs_to_transforms[rv]
-        x = np.asarray(p[rv.name], dtype=float)
-        ip[m.rvs_to_values[rv].name] = tr.forward(x).eval() if tr is not None else x
-    return ip
 
 
 def hand_row_loglik(spec, cfg, p):
