@@ -176,6 +176,37 @@ def test_scores_by_hand():
     assert b["coverage90"] == 1.0 and b["bias"] == pytest.approx((-0.1 + 0.3) / 2)
 
 
+def test_attainability_by_hand():
+    """One held-out row, median 100: predictive draws whose errors 100 / y - 1 are 0, -2.0%,
+    +2.6%, -9.1%, +11.1%: 3 of 5 meet |bias| <= 3% and mae <= 5%. Measured 104: the observed
+    bias -3.8% sits above one predictive bias of five. No noise: the oracle always meets both."""
+    rng = np.random.default_rng(0)
+    samples = np.array([[100.0, 102.0, 97.5, 110.0, 90.0]])
+    a = X.attainability(samples, np.array([100.0]), np.array([104.0]), np.zeros(5), rng)
+    assert a["p_bias"] == pytest.approx(0.6) and a["p_mae"] == pytest.approx(0.6)
+    assert a["bias_percentile"] == pytest.approx(0.2)
+    assert a["noise_p_bias"] == 1.0 and a["noise_p_mae"] == 1.0
+
+
+def test_attainability_oracle_matches_the_normal():
+    """Run-to-run sd 3% on log tok/s: one row meets |exp(-e) - 1| <= 3% when
+    -log(1.03) <= e <= -log(0.97), i.e. with probability Phi(1.0152) - Phi(-0.9853) = 0.682;
+    the mean of two rows' errors is about -mean(e), sd 3% / sqrt 2: 2 Phi(1.414) - 1 = 0.843."""
+    from statistics import NormalDist
+
+    n, sd = 200_000, 0.03
+    phi = NormalDist().cdf
+    one = phi(-math.log(0.97) / sd) - phi(-math.log(1.03) / sd)
+    rng = np.random.default_rng(1)
+    a1 = X.attainability(np.full((1, n), 100.0), np.array([100.0]), np.array([100.0]),
+                         np.full(n, sd), rng)
+    assert a1["noise_p_bias"] == pytest.approx(one, abs=0.005)
+    assert one == pytest.approx(0.682, abs=0.002)
+    a2 = X.attainability(np.full((2, n), 100.0), np.full(2, 100.0), np.full(2, 100.0),
+                         np.full(n, sd), rng)
+    assert a2["noise_p_bias"] == pytest.approx(0.843, abs=0.006)
+
+
 def test_public_sweeps_load_and_split():
     files = [f for f in sorted((REPO / "data" / "public").glob("*.csv"))
              if f.name != "hardware_flops.csv"]
@@ -243,3 +274,29 @@ def test_structured_form_with_only_autoregressive_rows_still_predicts_a_drafter(
     names = {rv.name for rv in build_model(spec, cfg).free_RVs}
     assert {"spec_fixed_log_mu", "spec_pass_log_mu", "spec_tree_log_mu"} <= names
     assert pm is not None
+
+
+def test_extrapolation_table_states_the_targets_and_their_odds():
+    """The rendered table carries each sweep's odds and the per-structure line of targets."""
+    from ddtree_bayes.cli.analysis import render_extrapolation
+
+    score = {"n": 1, "coverage50": 1.0, "coverage90": 1.0, "bias": 0.05, "mae": 0.05,
+             "width90": 0.4}
+    odds = {"p_bias": 0.17, "p_mae": 0.28, "noise_p_bias": 0.35, "noise_p_mae": 0.57,
+            "noise_sd": 0.066, "bias_percentile": 0.65}
+    res = {"seconds": 10.0, "notes": [],
+           "sweeps": [{"sweep": "s", "train_max_verify": 16, "held_out_verify": [60],
+                       "baseline": {**score, "coverage50": None},
+                       "structured": {**score, "converged": True, "remedy": None,
+                                      "attainability": odds}}],
+           "pooled": {"structured": {**score, "targets": {
+               "sweeps": 1, "met_bias": 0, "met_mae": 1, "expected_bias": 0.17,
+               "expected_mae": 0.28, "p_all_bias": 0.17, "noise_p_all_bias": 0.35,
+               "p_all_mae": 0.28, "noise_p_all_mae": 0.004}},
+               "baseline": {**score, "coverage50": None}}}
+    text = render_extrapolation(res, ("structured",))
+    assert "0.17, 0.28 / 0.35, 0.57" in text
+    assert ("structured: |bias| <= 3% on 0/1 sweeps (a calibrated model expects 0.2; all 1 with "
+            "probability 0.17, 0.35 for an oracle") in text
+    assert "mean abs error <= 5% on 1/1 (expected 0.3; all with probability 0.28, oracle 0.004)" \
+        in text

@@ -240,6 +240,11 @@ def test_validate_extrapolate_end_to_end(tmp_path, monkeypatch, capsys):
     assert sc["bias"] == pytest.approx(row["median"] / 239.0 - 1)
     assert sc["mae"] == pytest.approx(abs(sc["bias"]))
     assert sc["coverage90"] == float(row["lo90"] <= 239.0 <= row["hi90"])
+    odds, targets = sc["attainability"], out["pooled"]["structured"]["targets"]
+    assert targets["sweeps"] == 1 and targets["met_bias"] == int(abs(sc["bias"]) <= 0.03)
+    assert targets["p_all_bias"] == pytest.approx(odds["p_bias"])
+    # an oracle that knows the true mean beats any model on the same noise
+    assert odds["noise_p_bias"] >= odds["p_bias"] - 0.02
     schema = json.loads((Path(__file__).resolve().parents[1]
                          / "src/ddtree_bayes/schemas/validate.schema.json").read_text())
     jsonschema.Draft202012Validator(schema).validate(out)

@@ -155,17 +155,41 @@ def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
                          "original +-30%" if name == "baseline" else name, str(sc["n"]),
                          "-" if sc["coverage50"] is None else _pct(sc["coverage50"]),
                          _pct(sc["coverage90"]), f"{sc['bias'] * 100:+.1f}%",
-                         _pct(sc["mae"], 1), _pct(sc["width90"]), gate])
+                         _pct(sc["mae"], 1), _pct(sc["width90"]), gate,
+                         _odds(sc.get("attainability"))])
     for name, sc in res["pooled"].items():
         body.append(["POOLED" if name == structures[0] else "", "",
                      "original +-30%" if name == "baseline" else name, str(sc["n"]),
                      "-" if sc["coverage50"] is None else _pct(sc["coverage50"]),
                      _pct(sc["coverage90"]), f"{sc['bias'] * 100:+.1f}%", _pct(sc["mae"], 1),
-                     _pct(sc["width90"]), ""])
+                     _pct(sc["width90"]), "", ""])
     out.append(render_table(["sweep", "fit -> held out (M)", "structure", "n", "cov 50%",
-                             "cov 90%", "bias", "mean abs err", "90% width", "fit"], body))
+                             "cov 90%", "bias", "mean abs err", "90% width", "fit",
+                             "P(bias, mae on target): fit / noise only"], body))
+    for name in structures:
+        t = res["pooled"][name].get("targets")
+        if t:
+            out.append(
+                f"{name}: |bias| <= 3% on {t['met_bias']}/{t['sweeps']} sweeps (a calibrated "
+                f"model expects {t['expected_bias']:.1f}; all {t['sweeps']} with probability "
+                f"{_p(t['p_all_bias'])}, {_p(t['noise_p_all_bias'])} for an oracle that knows the "
+                f"true means and faces only run-to-run noise); mean abs error <= 5% on "
+                f"{t['met_mae']}/{t['sweeps']} (expected {t['expected_mae']:.1f}; all with "
+                f"probability {_p(t['p_all_mae'])}, oracle {_p(t['noise_p_all_mae'])})")
     out += [f"  {note}" for note in res["notes"]]
     return "\n".join(out)
+
+
+def _p(x: float) -> str:
+    """A probability: two decimals, two significant digits below 0.01."""
+    return f"{x:.2f}" if x >= 0.01 or x == 0 else f"{x:.1g}"
+
+
+def _odds(a: dict | None) -> str:
+    if not a:
+        return ""
+    return (f"{a['p_bias']:.2f}, {a['p_mae']:.2f} / {a['noise_p_bias']:.2f}, "
+            f"{a['noise_p_mae']:.2f}")
 
 
 def _config_label(r: dict) -> str:
