@@ -104,6 +104,25 @@ def test_no_speculative_rows_and_underivable_verify_tokens():
     assert (d.block, d.budget, d.verify_tokens, d.accept) == (None, None, 6, 4.0)
 
 
+def test_default_scenario_of_a_fit_of_several_models():
+    """The engine side (engine/scenario.py): the model named, its pair labels, --model needed."""
+    import dataclasses
+
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.predictive import default_scenario
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+
+    draws = multi_model_draws()
+    assert default_scenario(draws, "kimi-k2.6") is DEFAULT_SCENARIO
+    assert default_scenario(draws, "llama-3.1-8b-instruct") is DEFAULT_SCENARIO   # AR only
+    with pytest.raises(QueryError, match="say which with --model"):
+        default_scenario(draws)
+    data = MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
+    d = default_scenario(dataclasses.replace(draws, data_csv=data), "llama-3.1-8b-instruct")
+    assert d.describe() == "vllm eagle3 block 4 on h100 x1" and d.accept == 3.0
+    assert d.why == "the fit never measured b300 for llama-3.1-8b-instruct"
+
+
 def test_fill_query_takes_what_is_not_given():
     from ddtree_bayes.engine.predictive import fill_query
 
