@@ -73,7 +73,7 @@ def test_a_wrong_type_is_caught():
                 "accept": 12.0, "accept_kind": "given", "accept_distribution": None,
                 "median": 600.0, "lo50": 600.0, "hi50": 600.0, "lo90": 600.0, "hi90": 600.0,
                 "original": None, "original_lo": None, "original_hi": None,
-                "overhead_from": "measured"}]}
+                "overhead_from": "measured"}], "default_scenario": None}
     validate_output("predict", good)
     for key, bad in (("accept", "12"), ("context_tokens", 0.5), ("gpus", 0),
                      ("undocumented", 1)):

@@ -23,10 +23,17 @@ def cmd_report(args: argparse.Namespace) -> int:
     named = {"model": args.model} if args.model else {}   # (a fit of several models needs it)
     out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
                                            seed=args.seed, **named)
+    own = summary.get("default_scenario") or {}
+    asked = {k: v for k, v in own.items() if k != "derived"} if own.get("derived") else None
+    if asked is not None:
+        print(f"{PROG} report: {asked['why']}; its answer line, fan, variance shares, breakdown "
+              f"and decisions ask its most-measured system: {asked['asked']} (`ddtree-bayes "
+              "predict` asks another)", file=sys.stderr)
     if args.format == "json":
         emit_json({"fit_id": summary["fit_id"], "report": str(out_dir / "index.html"),
                    "summary": str(out_dir / "summary.json"), "verdict": summary["verdict"],
-                   "figure_errors": summary.get("figure_errors", {})})
+                   "figure_errors": summary.get("figure_errors", {}),
+                   "default_scenario": asked})
     else:
         print(f"{summary['verdict']['text']}")
         print(f"report: {out_dir / 'index.html'}")

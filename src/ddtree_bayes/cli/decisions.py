@@ -73,6 +73,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed, model=args.model)
+    asked = out["default_scenario"]
+    if asked is not None:   # (the curve fixes the method and block)
+        print(f"{PROG} optimize: {asked['why']}; asking its most-measured system: "
+              f"{out['scenario']['hardware']} x{out['scenario']['gpus']} in "
+              f"{out['scenario']['engine']} (pass --hardware/--engine to ask another)",
+              file=sys.stderr)
     if args.format == "json":
         emit_json(out)
         return 0
@@ -166,21 +172,29 @@ def cmd_next(args: argparse.Namespace) -> int:
 
     flags = check_query(args.query)
     draws = _load(args)
-    from ddtree_bayes.cli.predict import check_accept, check_names
-    from ddtree_bayes.core.config import DEFAULT_SCENARIO as d
+    from ddtree_bayes.cli.predict import check_accept, check_names, default_note
+    from ddtree_bayes.engine import predictive as P
 
     check_names(draws, flags, flags.engine.split(",") if flags.engine else None,
                 strict=args.strict, prefix="--query: ")
-    default = flags.hardware is None and flags.method is None and not any(
-        (flags.gpus, flags.block, flags.budget, flags.verify_tokens))  # as parse_query reads it
-    check_accept(flags.accept, d.method if default else (flags.method or d.method),
-                 d.block if default else flags.block, d.budget if default else flags.budget,
-                 flags.verify_tokens, prefix="--query: ")
+    default = P.default_scenario(draws, flags.model)
+    q, _ = P.fill_query(default, hardware=flags.hardware, gpus=flags.gpus, method=flags.method,
+                        engines=None, block=flags.block, budget=flags.budget,
+                        verify_tokens=flags.verify_tokens,   # as parse_query reads it
+                        shape=flags.hardware is None and flags.method is None and not any(
+                            (flags.gpus, flags.block, flags.budget, flags.verify_tokens)))
+    check_accept(flags.accept, q["method"], q["block"], q["budget"], q["verify_tokens"],
+                 prefix="--query: ")
     query = D.parse_query(draws, args.query)
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
                   if args.candidates else None)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
+    if query.default_scenario is not None:
+        partial = flags.hardware is not None or any(
+            (flags.method, flags.gpus, flags.block, flags.budget, flags.verify_tokens))
+        print(f"{PROG} next: --query: {default_note(default, partial, flags='--query flags')}",
+              file=sys.stderr)
     if args.format == "json":
         q = dict(out["query"])  # acceptance: a number, or null and what it is drawn from
         fixed = q.get("accept_fixed") and _is_number(q["accept"])
@@ -252,10 +266,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                "--acceptance-file data/acceptance_reference.csv")
     o.add_argument("--model", type=A.model_name, help=MODEL_HELP)
     o.add_argument("--hardware", type=A.HARDWARE,
-                   help="GPU name from data/hardware.csv (default: b300)")
+                   help="GPU name from data/hardware.csv (default: b300; for a fit that never "
+                        "measured b300, its most-measured system)")
     o.add_argument("--gpus", type=A.GPUS, help="GPU count (default: the measured count)")
     o.add_argument("--engine", type=A.name("give one engine, e.g. --engine native"),
-                   help="one engine, e.g. sglang or native (default: sglang)")
+                   help="one engine, e.g. sglang or native (default: sglang; for a fit that "
+                        "never measured b300, the engine of its most-measured system)")
     o.add_argument("--method", type=A.METHOD, default="ddtree",
                    help="tree method (default: %(default)s)")
     o.add_argument("--block", type=A.BLOCK, default=16,
@@ -287,7 +303,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="predict flags for ONE engine: --hardware --gpus --engine --method "
                         "--block --budget --verify-tokens --context --accept (a value, or lo:hi "
                         "for Uniform(lo, hi); default: the acceptance prior). Default: the "
-                        "default scenario in sglang")
+                        "default scenario in sglang (for a fit that never measured b300: its "
+                        "most-measured system, in its engine); flags not given come from it")
     n.add_argument("--candidates", metavar="FILE.csv",
                    help="candidate measurements, columns hardware,gpus,engine,method,block,"
                         "budget,accept_len,context_tokens (default: a list from the fit)")

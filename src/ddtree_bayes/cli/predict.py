@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from ddtree_bayes.cli.output import PROG, _emit_machine, _fmt, render_table
-from ddtree_bayes.core.config import DEFAULT_SCENARIO, form_label
+from ddtree_bayes.core.config import form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
 
@@ -50,6 +50,15 @@ def check_accept(text: str | None, method: str, block: int | None, budget: int |
                          f"{verify} verified per step",
                          fix="acceptance counts accepted draft tokens plus the bonus token, so "
                              "at most --verify-tokens (budget + 1 for a tree)")
+
+
+def default_note(d, partial: bool = False,
+                 flags: str = "--hardware/--method/--block/--budget") -> str:
+    """One line: why a derived default scenario ``d`` is asked, and what it is (``partial``:
+    it only fills the configuration flags not given)."""
+    what = ("the flags not given come from its most-measured system" if partial
+            else "asking its most-measured system")
+    return f"{d.why}; {what}: {d.describe()} (pass {flags} to ask another)"
 
 
 def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[dict]:
@@ -98,21 +107,17 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     engines = args.engine.split(",") if args.engine else None
     check_names(draws, args, engines)
-    block, budget = args.block, args.budget
-    if args.hardware is None and args.method is None and not any(
-            (args.gpus, args.block, args.budget, args.verify_tokens)):
-        hardware = method = None
-        d = DEFAULT_SCENARIO
-        check_accept(args.accept, d.method, d.block if block is None else block,
-                     d.budget if budget is None else budget, args.verify_tokens)
-    else:  # anything not given is the default scenario's
-        hardware = args.hardware or DEFAULT_SCENARIO.hardware
-        method = args.method or DEFAULT_SCENARIO.method
-        engines = engines or list(DEFAULT_SCENARIO.engines)
-        if args.method is None and args.verify_tokens is None:
-            block = DEFAULT_SCENARIO.block if block is None else block
-            budget = DEFAULT_SCENARIO.budget if budget is None else budget
-        check_accept(args.accept, method, block, budget, args.verify_tokens)
+    default = P.default_scenario(draws, args.model)
+    query, from_default = P.fill_query(default, hardware=args.hardware, gpus=args.gpus,
+                                       method=args.method, engines=engines, block=args.block,
+                                       budget=args.budget, verify_tokens=args.verify_tokens)
+    check_accept(args.accept, query["method"], query["block"], query["budget"],
+                 query["verify_tokens"])
+    asked = default.to_json() if default.derived and from_default else None
+    if asked is not None:
+        partial = args.hardware is not None or any(
+            (args.method, args.gpus, args.block, args.budget, args.verify_tokens))
+        print(f"{PROG} predict: {default_note(default, partial)}", file=sys.stderr)
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
@@ -123,9 +128,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"{PROG}: model average: " + ", ".join(
             f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
-    rows = P.predict_rows(draws, hardware=hardware, gpus=args.gpus, engines=engines,
-                          method=method, block=block, budget=budget,
-                          verify_tokens=args.verify_tokens, context_tokens=args.context,
+    rows = P.predict_rows(draws, **query, context_tokens=args.context,
                           accept=args.accept, target=args.target, prob=args.prob,
                           seed=args.seed, mixture=mixture, model=args.model)
     meta = draws.meta
@@ -133,7 +136,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         _emit_machine(typed_rows(rows, args.accept, draws.priors_toml), args.format,
                       {"fit_id": meta["fit_id"], "seed": args.seed,
                                           "interval_probs": list(P.interval_probs(args.prob)),
-                                          "target": args.target, "draws": draws.n_draws})
+                                          "target": args.target, "draws": draws.n_draws,
+                                          "default_scenario": asked})
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]

@@ -19,14 +19,44 @@ INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
 #: Seed used when the user gives none; one seed flows through fit and predict.
 DEFAULT_SEED = 20261130
 #: The question the original estimator answered: B300, DDTree block 16, budget 32,
-#: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it.
+#: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it of a fit that
+#: measured B300 (for the model asked about); a fit that never did is asked its own most-measured
+#: system instead (core/default_question.py).
 @dataclass(frozen=True)
 class Scenario:
     hardware: str
     method: str
-    block: int
-    budget: int
+    block: int | None
+    budget: int | None
     engines: tuple[str, ...]
+    #: None: the fit's measured GPU count on that hardware
+    gpus: int | None = None
+    #: None: from method, block and budget (core.data.derive_verify_tokens)
+    verify_tokens: int | None = None
+    #: None for the bundled default; else why the fit's own default was asked instead
+    why: str | None = None
+    #: the acceptance of one-number answers (the report's answer line, the tracked default):
+    #: 14, the middle of the original estimate's 12-16, for the bundled default
+    accept: float = 14.0
+
+    @property
+    def derived(self) -> bool:
+        """Derived from a fit's own measurements (not the bundled default)?"""
+        return self.why is not None
+
+    def describe(self) -> str:
+        """``llama.cpp mtp block 4 on rtx-5090 x1``: engines, method, shape, system."""
+        shape = "".join(f" {k} {v}" for k, v in (("block", self.block), ("budget", self.budget),
+                                                 ("verify", self.verify_tokens)) if v is not None)
+        where = self.hardware + ("" if self.gpus is None else f" x{self.gpus}")
+        return f"{','.join(self.engines)} {self.method}{shape} on {where}"
+
+    def to_json(self) -> dict:
+        """The machine form (the ``default_scenario`` object of ``--format json``)."""
+        return {"hardware": self.hardware, "gpus": self.gpus, "method": self.method,
+                "block": self.block, "budget": self.budget, "verify_tokens": self.verify_tokens,
+                "engines": list(self.engines), "accept": self.accept, "why": self.why,
+                "asked": self.describe()}
 
 
 DEFAULT_SCENARIO = Scenario(hardware="b300", method="ddtree", block=16, budget=32,

@@ -12,7 +12,9 @@ import argparse
 def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     """--model --hardware --gpus --engine --method --block --budget --verify-tokens --context."""
     add_model_argument(p)
-    p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300)")
+    p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300; "
+                                      "for a fit that never measured b300, its most-measured "
+                                      "system)")
     p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
     p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
     p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ...")

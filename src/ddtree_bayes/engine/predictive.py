@@ -15,7 +15,6 @@ import numpy as np
 from ddtree_bayes.core import paths
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import (
-    DEFAULT_SCENARIO,
     DEFAULT_SEED,
     AcceptancePrior,
     parse_priors,
@@ -27,6 +26,8 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     AcceptRequest,
     Scenario,
     check_fit,
+    default_scenario,
+    fill_query,
     latent_acceptance,
     measured_systems,
     parse_accept,
@@ -276,8 +277,9 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                  model: str | None = None) -> list[dict]:
     """Posterior predictive throughput for one configuration and one or more engines.
 
-    With no configuration arguments this is the default scenario (B300 DDTree block 16,
-    budget 32, SGLang and native). Each row holds the median tok/s, the 50% and ``prob``
+    With no configuration arguments this is the fit's default scenario
+    (:func:`default_scenario`: B300 DDTree block 16, budget 32, SGLang and native, unless the
+    fit never measured B300). Each row holds the median tok/s, the 50% and ``prob``
     intervals, P(tok/s >= target) and the original estimate with its +-30% band.
     ``mixture`` (pairs of fits and weights summing to 1, e.g. stacking weights from
     :mod:`compare`) averages the predictive distributions of several models.
@@ -294,8 +296,10 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     600.0
     """
     if hardware is None and method is None:
-        d = DEFAULT_SCENARIO
-        hardware, method = d.hardware, d.method
+        d = default_scenario(draws, model)
+        hardware, method, gpus = d.hardware, d.method, d.gpus if gpus is None else gpus
+        if block is None and budget is None and verify_tokens is None:
+            verify_tokens = d.verify_tokens
         block = d.block if block is None else block
         budget = d.budget if budget is None else budget
         engines = engines or d.engines

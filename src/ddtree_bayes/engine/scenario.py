@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddtree_bayes.core.config import Scenario as ConfigScenario
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens, system_label
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
@@ -199,6 +200,49 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
         raise QueryError("--context must be >= 0", fix="give the context length in tokens")
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi)
+
+
+def default_scenario(draws: Draws, model: str | None = None) -> ConfigScenario:
+    """The question asked of this fit when none is given: the bundled default when the fit
+    measured its system (B300) for ``model``, else the fit's own most-measured speculative
+    configuration (:func:`ddtree_bayes.core.default_question.fit_default`). ``model`` as in
+    :func:`resolve_scenario` (required when the fit holds several)."""
+    from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    from ddtree_bayes.core.default_question import fit_default
+    from ddtree_bayes.engine import pairs
+
+    model = pairs.resolve_model(draws, model)
+    multi = pairs.is_multi(draws)
+    if any(hw == DEFAULT_SCENARIO.hardware and (not multi or m == model)
+           for m, hw, _ in map(split_label, measured_systems(draws))):
+        return DEFAULT_SCENARIO   # (without parsing the stored data)
+    return fit_default(stored_measurements(draws).rows, model if multi else None)
+
+
+def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, method: str | None,
+               engines: list[str] | tuple[str, ...] | None, block: int | None,
+               budget: int | None, verify_tokens: int | None, shape: bool = True
+               ) -> tuple[dict, bool]:
+    """A query's configuration flags with those not given taken from the default ``d``:
+    hardware, method and engines; the GPU count when the hardware is the default's; block and
+    budget (and verify tokens) unless a method or verify tokens was given (or ``shape`` is
+    False: ``next --query`` fills them only when no configuration flag is given). Returns the keyword
+    arguments of :func:`~ddtree_bayes.engine.predictive.predict_rows` and whether anything came
+    from ``d``."""
+    out = {"hardware": hardware or d.hardware, "method": method or d.method,
+           "engines": list(engines or d.engines),
+           "gpus": gpus if gpus is not None or hardware is not None else d.gpus,
+           "block": block, "budget": budget, "verify_tokens": verify_tokens}
+    shape = shape and method is None and verify_tokens is None
+    if shape:
+        if block is None and budget is None:
+            out["verify_tokens"] = d.verify_tokens
+        out["block"] = d.block if block is None else block
+        out["budget"] = d.budget if budget is None else budget
+    used = (hardware is None or method is None or not engines
+            or (shape and (block is None or budget is None)))
+    return out, used
+
 
 def measured_systems(draws: Draws) -> list[str]:
     """Systems (pairs, in a fit of several models) the fit has data for (a validation fold may

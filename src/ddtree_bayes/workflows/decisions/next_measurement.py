@@ -15,11 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.config import (
-    DEFAULT_SCENARIO,
-    DEFAULT_SEED,
-    parse_priors,
-)
+from ddtree_bayes.core.config import DEFAULT_SEED, parse_priors
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
@@ -60,11 +56,16 @@ class Query:
 
     scenario: P.Scenario
     accept: str | None          # as given (None: the acceptance prior of the priors file)
+    #: the fit's derived default scenario when it filled flags the query did not give
+    #: (:func:`P.default_scenario`: the fit never measured B300), else None
+    default_scenario: dict | None = None
 
 
 def parse_query(draws: Draws, text: str) -> Query:
     """Resolve ``--query "<predict flags>"`` (one engine) against the fit, with predict's
-    defaults: no configuration flags is the default scenario in its first engine."""
+    defaults: no configuration flags is the fit's default scenario (:func:`P.default_scenario`)
+    in its first engine; with some flags, its hardware, method and engine fill those not
+    given (block and budget do not: the query names its configuration)."""
     try:
         tokens = shlex.split(text)
     except ValueError as err:
@@ -72,24 +73,22 @@ def parse_query(draws: Draws, text: str) -> Query:
     a = _query_parser().parse_args(tokens)
     if a.engine is not None and "," in a.engine:
         raise QueryError("--query takes one engine", fix="give one --engine in the query")
-    engine = a.engine or DEFAULT_SCENARIO.engines[0]
-    block, budget = a.block, a.budget
-    if a.hardware is None and a.method is None and not any(
-            (a.gpus, a.block, a.budget, a.verify_tokens)):
-        d = DEFAULT_SCENARIO
-        hardware, method, block, budget = d.hardware, d.method, d.block, d.budget
-    else:
-        hardware = a.hardware or DEFAULT_SCENARIO.hardware
-        method = a.method or DEFAULT_SCENARIO.method
-    sc = P.resolve_scenario(draws, hardware=hardware, gpus=a.gpus, engine=engine, method=method,
-                            block=block, budget=budget, verify_tokens=a.verify_tokens,
+    default = P.default_scenario(draws, a.model)
+    q, from_default = P.fill_query(default, hardware=a.hardware, gpus=a.gpus, method=a.method,
+                                   engines=[a.engine] if a.engine else None, block=a.block,
+                                   budget=a.budget, verify_tokens=a.verify_tokens,
+                                   shape=a.hardware is None and a.method is None and not any(
+                                       (a.gpus, a.block, a.budget, a.verify_tokens)))
+    sc = P.resolve_scenario(draws, hardware=q["hardware"], gpus=q["gpus"], engine=q["engines"][0],
+                            method=q["method"], block=q["block"], budget=q["budget"],
+                            verify_tokens=q["verify_tokens"],
                             context_tokens=P.parse_context(a.context), model=a.model)
     if a.accept is not None:
         req = P.parse_accept(a.accept)
         if req.uniform is None and len(req.values) != 1:
             raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
                              fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
-    return Query(sc, a.accept)
+    return Query(sc, a.accept, default.to_json() if default.derived and from_default else None)
 
 
 def query_acceptance(draws: Draws, query: Query, rng: np.random.Generator
@@ -384,4 +383,4 @@ def next_measurements(draws: Draws, query: Query, candidates: list[Candidate] | 
                       "accept_fixed": bool(np.all(accept == accept[0])),
                       "overhead_from": q_how, "median": float(np.median(q)),
                       "lo": float(now_lo[0]), "hi": float(now_hi[0]), "width": now},
-            "rows": rows}
+            "rows": rows, "default_scenario": query.default_scenario}

@@ -12,10 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.acceptance_config import AcceptanceCurve
-from ddtree_bayes.core.config import (
-    DEFAULT_SCENARIO,
-    DEFAULT_SEED,
-)
+from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.pairs import row_pair
@@ -74,7 +71,10 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,
              prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
     """The tree budget with the highest expected tok/s, and per-budget decision numbers
-    (``model``: the target model, required when the fit holds several).
+    (``model``: the target model, required when the fit holds several). Without ``hardware``
+    or ``engine``, the fit's default scenario's (:func:`P.default_scenario`) system and first
+    engine; ``default_scenario`` in the result is that scenario when the fit's own was derived
+    (it never measured B300), else None. The method and block stay the acceptance curve's.
 
     Per posterior draw s: ``tok_s[s, B] = accept_s(B) * 1000 / step_ms_s(M = B + 1)``
     (expected throughput: no run-to-run noise). Returns a dict with ``rows`` (one per
@@ -93,8 +93,13 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
     >>> [r["verify_tokens"] for r in out["rows"]], out["rows"][1]["step_ms"]   # 16 ms / 0.8
     ([9, 33], 20.0)
     """
-    hardware = hardware or DEFAULT_SCENARIO.hardware
-    engine = engine or DEFAULT_SCENARIO.engines[0]
+    asked = None
+    if hardware is None or engine is None:   # the fit's default system and first engine
+        d = P.default_scenario(draws, model)
+        asked = d.to_json() if d.derived else None
+        if hardware is None:
+            hardware, gpus = d.hardware, d.gpus if gpus is None else gpus
+        engine = engine or d.engines[0]
     if "," in engine:
         raise QueryError("optimize compares budgets for one engine", fix="give one --engine")
     if (method, block) != (curve.method, curve.block):
@@ -158,4 +163,4 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
                                            else None]},
             "overhead_from": hows[0],
             "max_measured_verify_tokens": {"system": sys_max, "any_system": all_max},
-            "rows": rows, "recommended": budgets[best]}
+            "rows": rows, "recommended": budgets[best], "default_scenario": asked}

@@ -167,12 +167,16 @@ def track_remove(models: Path, name: str) -> Tracked:
 def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None
                ) -> list[dict]:
     """Posterior predictive rows for a saved query, with ``predict``'s defaults: no
-    configuration flag means the default scenario; otherwise b300 / ddtree / sglang,native
-    fill in what is missing."""
+    configuration flag means the fit's default scenario (the builtin ``default`` query at that
+    scenario's acceptance when the fit never measured b300: :func:`P.default_scenario`);
+    otherwise b300 / ddtree / sglang,native fill in what is missing."""
     from ddtree_bayes.core.config import DEFAULT_SCENARIO
     from ddtree_bayes.engine import predictive as P
 
     q = query
+    if q == DEFAULT_QUERY:   # a fit's own default (it never measured b300): at its acceptance
+        d = P.default_scenario(draws, q.get("model"))
+        q = q if not d.derived else {**q, "accept": f"{d.accept:g}"}
     engines = str(q["engine"]).split(",") if q.get("engine") else None
     if q.get("hardware") is None and q.get("method") is None and not any(
             q.get(k) for k in ("gpus", "block", "budget", "verify_tokens")):

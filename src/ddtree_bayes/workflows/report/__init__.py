@@ -2,6 +2,7 @@
 
 ``priors``   the priors as numpy: densities, draws, scalar columns (prior vs posterior)
 ``summary``  fit -> summary dict (diagnostics, LOO, sensitivity, fan, variance shares, decisions)
+``sections`` the default scenario's sections: fan, variance shares, breakdown, decisions
 ``render``   summary -> index.html, summary.md, summary.json
 ``figures``  the pictures (the only module importing matplotlib / arviz-plots)
 """
@@ -45,5 +46,6 @@ from ddtree_bayes.workflows.report.summary import (  # noqa: F401
     _quiet,
     _variance,
     compute,
+    fan_accept,
     shapley_variance_shares,
 )

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import (
+    DEFAULT_SCENARIO,
     DEFAULT_SEED,
     MAX_RHAT,
     MIN_ESS_BULK,
@@ -34,9 +35,10 @@ CAPTIONS = {
               "tall bars are the assumptions the headline number leans on.",
     "fan": "Throughput against acceptance for the default scenario: 50% and 90% bands per "
            "engine, the original deterministic estimate (dashed) with its +-30% band, and "
-           "the measured B300 points.",
+           "the measured points of its system.",
     "variance": "Share of the variance of log tok/s in the default scenario (acceptance "
-                "Uniform(12, 16)) attributed to each quantity (Shapley values of R^2, so "
+                "Uniform(12, 16), or its acceptance +-2 within [1, M] for a fit's own default) "
+                "attributed to each quantity (Shapley values of R^2, so "
                 "correlated parameters share credit): measure the tallest bars next.",
     "breakdown": "Posterior step time split into MOE, ATTN_BASE, context and SPEC (ms, "
                  "medians; whiskers: 90% interval of the whole step; diamonds: measured).",
@@ -45,9 +47,10 @@ CAPTIONS = {
     "next": "Expected width of the query's 90% interval after each candidate measurement "
             "(now: the dashed line): the shortest bar is the most informative benchmark.",
     "hardware": "Every GPU of the hardware table at the measured GPU count: measured systems "
-                "(black) and systems predicted by hardware transfer (blue), AR and DDTree "
-                "budget 32 at acceptance 14, 90% intervals. Memory capacity is not checked: "
-                "compare the table's total memory with the model's weights.",
+                "(black) and systems predicted by hardware transfer (blue), AR and the default "
+                "scenario (DDTree budget 32 at acceptance 14, or a fit's own), 90% intervals. "
+                "Memory capacity is not checked: compare the table's total memory with the "
+                "model's weights.",
 }
 
 
@@ -165,7 +168,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
     for eng, f in summary["fan"]["engines"].items():
         for a, q, orig in zip(summary["fan"]["accept"], f["quantiles"],
                               f["original"] or [None] * len(f["quantiles"]), strict=True):
-            if a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0):
+            if a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0) or len(summary["fan"]["accept"]) <= 8:
                 fan_rows.append([eng, a, round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
                                  f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])
     sec["prediction"] = ("Predicted throughput against acceptance (default scenario)",
@@ -202,7 +205,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                     for r in (nx["rows"] if nx else [])], ["next"])
     sec["hardware"] = ("Hardware never measured (transfer)",
                        ["GPU", "GPUs", "memory GB", "measured", "AR tok/s (90%)",
-                        "DDTree b32 accept 14 (90%)"],
+                        f"{dec.get('hardware_query', 'DDTree b32 accept 14')} (90%)"],
                        [[h["hardware"], h["gpus"], h.get("memory_gb_total"),
                          "yes" if h.get("measured") else "no",
                          "-" if "ar" not in h else f"{h['ar'][1]:.0f} ({h['ar'][0]:.0f}-{h['ar'][2]:.0f})",
@@ -273,11 +276,13 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
 
 def headline(summary: dict) -> str | None:
     """The answer in one sentence: the default scenario's median and 90% interval per engine
-    at acceptance 14 (the middle of the original estimate's 12-16)."""
+    at acceptance 14 (the middle of the original estimate's 12-16), or at a fit's own default's
+    acceptance (``fan["headline_accept"]``: its measured median)."""
     fan = summary.get("fan")
-    if not fan or 14.0 not in fan["accept"]:
+    accept = float(fan.get("headline_accept", 14.0)) if fan else 14.0
+    if not fan or accept not in fan["accept"]:
         return None
-    i = fan["accept"].index(14.0)
+    i = fan["accept"].index(accept)
     parts = [f"{eng} {q[i][2]:.0f} tok/s (90% interval {q[i][0]:.0f}-{q[i][4]:.0f})"
              for eng, q in ((e, f["quantiles"]) for e, f in fan["engines"].items())]
     engine, first = next(iter(fan["engines"].items()))
@@ -288,9 +293,13 @@ def headline(summary: dict) -> str | None:
         " This fit has no measurement on that system (model, GPU): these numbers come from "
         "hardware transfer or the model card's roofline, so ask `ddtree-bayes predict` about a "
         "configuration you measured.")
-    return (f"Default scenario ({scenario}) at acceptance 14: " + "; ".join(parts)
+    own = summary.get("default_scenario") or {}
+    derived = (f" This fit never measured {DEFAULT_SCENARIO.hardware}, so this is its own "
+               "most-measured configuration; ask `ddtree-bayes predict` about another."
+               if own.get("derived") else "")
+    return (f"Default scenario ({scenario}) at acceptance {accept:g}: " + "; ".join(parts)
             + ". Section 1 has other acceptances, section 2 what the width comes from."
-            + unmeasured)
+            + unmeasured + derived)
 
 
 def markdown(summary: dict) -> str:

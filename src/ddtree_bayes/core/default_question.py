@@ -1,0 +1,86 @@
+"""The question a fit is asked when none is given (``predict`` without configuration flags,
+``optimize``, ``next``, the report's answer line, fan, variance shares and breakdown).
+
+The bundled :data:`~ddtree_bayes.core.config.DEFAULT_SCENARIO` (8x B300, DDTree block 16,
+budget 32, SGLang and native) is the Kimi K2.6 question the bundled data was collected for.
+A fit that measured B300 for the model asked about keeps it unchanged. A fit that never did
+(another team's GPU or model) would answer it only by hardware transfer or the card roofline,
+so it is asked its own most-measured configuration instead:
+
+- the system (hardware, GPU count) with the most speculative rows of that model (ties: the
+  system that comes first in the data file);
+- there, the speculative method with the most rows (ties: first in the file);
+- the engines that measured that method there, most rows first (ties: first in the file), at
+  most two;
+- that method's largest measured configuration there: the most verify tokens, then the
+  largest block, then the largest budget (the deepest draft the fit has seen, where a
+  prediction is an interpolation and speculative decoding matters most).
+
+Its acceptance for one-number answers (the report's answer line, the tracked default query)
+is the median measured acceptance of that configuration's rows, rounded to a whole number
+within [1, M] (M: its verify tokens), or the middle of [1, M] when its rows give none.
+
+A model with no speculative rows keeps the bundled default (there is no drafter to ask about).
+numpy-free, standard library only.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+
+from ddtree_bayes.core.config import DEFAULT_SCENARIO, Scenario
+from ddtree_bayes.core.data import Measurement, derive_verify_tokens
+
+#: At most this many engines in a derived default (the bundled one has two).
+MAX_ENGINES = 2
+
+
+def _most_common[K](keys: list[K]) -> K:
+    """The most frequent key; ties go to the key seen first (``keys`` in file order)."""
+    counts = Counter(keys)   # insertion-ordered: first seen first
+    return max(counts, key=lambda k: counts[k])   # max keeps the first of equal counts
+
+
+def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Scenario:
+    """The default question of a fit made on ``rows`` (``model``: the model asked about; None
+    takes every row, as for a fit of one model). See the module docstring for the rules.
+
+    >>> from ddtree_bayes.core.data import Measurement
+    >>> def row(i, hw, method, block=None, budget=None, engine="vllm", gpus=1):
+    ...     verify = derive_verify_tokens(method, block, budget)
+    ...     return Measurement(i, "m", hw, gpus, engine, method, block, budget, verify, None,
+    ...                        None, 100.0, "test", "")
+    >>> d = fit_default([row(2, "h100", "ar"), row(3, "h100", "eagle3", 3),
+    ...                  row(4, "h100", "eagle3", 5)])
+    >>> d.describe(), d.why, d.accept   # no measured acceptance: the middle of [1, 6]
+    ('vllm eagle3 block 5 on h100 x1', 'the fit never measured b300', 4.0)
+    >>> fit_default([row(2, "b300", "ar", gpus=8), row(3, "h100", "eagle3", 3)]) is DEFAULT_SCENARIO
+    True
+    """
+    d = DEFAULT_SCENARIO
+    mine = sorted((r for r in rows if model is None or r.model == model), key=lambda r: r.row)
+    if any(r.hardware == d.hardware for r in mine):
+        return d
+    spec = [r for r in mine if r.is_speculative]
+    if not spec:
+        return d
+    hardware, gpus = _most_common([(r.hardware, r.gpus) for r in spec])
+    there = [r for r in spec if (r.hardware, r.gpus) == (hardware, gpus)]
+    method = _most_common([r.method for r in there])
+    there = [r for r in there if r.method == method]
+    counts = Counter(r.engine for r in there)
+    engines = tuple(sorted(counts, key=lambda e: -counts[e])[:MAX_ENGINES])  # stable: file order
+    top = max(there, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
+    verify = (None if derive_verify_tokens(method, top.block, top.budget) == top.verify_tokens
+              else top.verify_tokens)
+    same = sorted(r.accept_len for r in there if r.accept_len is not None
+                  and (r.block, r.budget, r.verify_tokens) == (top.block, top.budget,
+                                                               top.verify_tokens))
+    accept = (statistics.median(same) if same else (1 + top.verify_tokens) / 2)
+    return Scenario(hardware=hardware, method=method, block=top.block, budget=top.budget,
+                    engines=engines, gpus=gpus, verify_tokens=verify,
+                    accept=float(min(max(round(accept), 1), top.verify_tokens)),
+                    why=f"the fit never measured {d.hardware}"
+                        + (f" for {model}" if model is not None else ""))

@@ -1,0 +1,307 @@
+"""The report's sections about the default scenario (the question the fit is asked when none
+is given: :func:`ddtree_bayes.engine.predictive.default_scenario`): the fan chart, the variance
+shares, the step breakdown, and the decisions (best budget, next measurement, every GPU).
+
+A fit that measured B300 gets the bundled default (B300 x8 DDTree block 16 / budget 32, SGLang
+and native; acceptance 1-20 on the fan, U(12, 16) for the variance shares, 14 for one-number
+answers); a fit that never did gets its own most-measured configuration, with the acceptances
+clipped to what it can emit per step, [1, M] (M its verify tokens).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import Scenario
+from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.core.pairs import pair_label, split_label
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.pairs import is_multi
+from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.structure import run_sd
+
+#: Acceptance grid of the fan chart.
+FAN_ACCEPT = tuple(float(a) for a in range(1, 21))
+#: Acceptance range used for the variance decomposition (the original question).
+DECOMP_ACCEPT = (12.0, 16.0)
+
+
+def fan_accept(d: Scenario, verify_tokens: int) -> tuple[float, ...]:
+    """The fan's acceptance grid: :data:`FAN_ACCEPT` for the bundled default, and for a
+    derived one only what its ``verify_tokens`` (M) allow: acceptance lies in [1, M]."""
+    return FAN_ACCEPT if not d.derived else tuple(a for a in FAN_ACCEPT if a <= verify_tokens)
+
+
+def headline_accept(d: Scenario, grid: tuple[float, ...]) -> float:
+    """The acceptance of one-number answers (``d.accept``: 14 for the bundled default), on
+    the fan's grid."""
+    return min(grid, key=lambda a: abs(a - d.accept))
+
+
+def decomp_accept(d: Scenario, verify_tokens: int) -> tuple[float, float]:
+    """The variance shares' acceptance range: :data:`DECOMP_ACCEPT` for the bundled default;
+    for a derived one, its acceptance +-2 within [1, M]."""
+    if not d.derived:
+        return DECOMP_ACCEPT
+    return max(1.0, d.accept - 2), min(float(verify_tokens), d.accept + 2)
+
+
+def shapley_variance_shares(y: np.ndarray, factors: dict[str, np.ndarray]) -> dict:
+    """Split Var(y) among correlated factors: Shapley values of a linear regression's R^2.
+
+    Regress ``y`` on every subset of the factors; factor j's share is its marginal R^2 gain
+    averaged over all orders of adding factors (Lindeman-Merenda-Gold). The shares sum to
+    the full model's R^2 exactly, whatever the correlation between factors (a first-order
+    Sobol index would double-count correlated factors), and ``1 - R^2`` is what a linear
+    fit cannot attribute (non-linearity and interactions).
+
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.normal(size=(2, 100_000))
+    >>> out = shapley_variance_shares(3 * a + 4 * b, {"a": a, "b": b})
+    >>> round(out["shares"]["a"], 2), round(out["shares"]["b"], 2), round(out["r2"], 3)
+    (0.36, 0.64, 1.0)
+    """
+    names = list(factors)
+    p = len(names)
+    X = np.column_stack([factors[k] for k in names])
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    yc = y - y.mean()
+    tss = float(yc @ yc)
+    r2: dict[int, float] = {0: 0.0}
+    for mask in range(1, 2 ** p):
+        cols = [j for j in range(p) if mask >> j & 1]
+        beta, *_ = np.linalg.lstsq(X[:, cols], yc, rcond=None)
+        resid = yc - X[:, cols] @ beta
+        r2[mask] = 1.0 - float(resid @ resid) / tss if tss > 0 else 0.0
+    fact = [math.factorial(k) for k in range(p + 1)]
+    shares = {}
+    for j, name in enumerate(names):
+        total = 0.0
+        for mask in range(2 ** p):
+            if mask >> j & 1:
+                continue
+            k = bin(mask).count("1")
+            total += fact[k] * fact[p - k - 1] / fact[p] * (r2[mask | 1 << j] - r2[mask])
+        shares[name] = total
+    return {"shares": shares, "r2": r2[2 ** p - 1]}
+
+
+def _logit(x: np.ndarray) -> np.ndarray:
+    x = np.clip(x, 1e-12, 1 - 1e-12)
+    return np.log(x / (1 - x))
+
+
+def _q(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
+    return [float(v) for v in np.quantile(x, probs)]
+
+
+def _default_scenarios(draws: Draws, model: str | None = None, d: Scenario | None = None):
+    """The resolved scenarios (one per engine) of the fit's default ``d``
+    (:func:`P.default_scenario` when not given)."""
+    d = d or P.default_scenario(draws, model)
+    return [P.resolve_scenario(draws, hardware=d.hardware, gpus=d.gpus, engine=e,
+                               method=d.method, block=d.block, budget=d.budget,
+                               verify_tokens=d.verify_tokens, context_tokens=None, model=model)
+            for e in d.engines]
+
+
+def _headline_log_tok(draws: Draws, seed: int, model: str | None = None,
+                      d: Scenario | None = None) -> np.ndarray:
+    d = d or P.default_scenario(draws, model)
+    sc = _default_scenarios(draws, model, d)[0]
+    step, _ = P.step_draws(draws, sc, np.random.default_rng(seed))
+    return np.log(d.accept * 1000.0 / step)
+
+
+def _fan(draws: Draws, seed: int, model: str | None = None, d: Scenario | None = None) -> dict:
+    rng = np.random.default_rng(seed)
+    seed_table = P.load_seed_table()
+    engines = {}
+    d = d or P.default_scenario(draws, model)
+    scenarios = _default_scenarios(draws, model, d)
+    grid = fan_accept(d, scenarios[0].verify_tokens)
+    for sc in scenarios:
+        parts, _ = P.step_components(draws, sc, rng)
+        noise = np.exp(parts["log_sd"] * rng.standard_normal(draws.n_draws))
+        per_token = 1000.0 / parts["step"] * noise
+        seed_step = P.seed_step_ms(seed_table, sc)
+        engines[sc.engine] = {
+            "scenario": sc.describe(), "measured": bool(sc.measured),
+            "quantiles": [_q(a * per_token) for a in grid],
+            "original": None if seed_step is None else [a / seed_step * 1000 for a in grid],
+            "original_points": [{"accept": float(r["accept_len"]), "tok_s": float(r["tok_s"])}
+                                for r in seed_table if seed_step is not None
+                                and r["kind"] == "deterministic estimate"
+                                and r["engine"] == sc.engine and r["hardware"] == sc.hardware
+                                and r["verify_tokens"] == str(sc.verify_tokens)],
+        }
+    measured = [{"accept": m.accept_len, "tok_s": m.tok_s,
+                 "label": f"{m.engine} {m.method} M={m.verify_tokens}"}
+                for m in P.stored_measurements(draws).rows
+                if m.hardware == d.hardware and d.gpus in (None, m.gpus)
+                and m.accept_len is not None and model in (None, m.model)]
+    return {"accept": list(grid), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
+            "engines": engines, "measured": measured,
+            "headline_accept": headline_accept(d, grid)}
+
+
+def _variance(draws: Draws, seed: int, model: str | None = None,
+              d: Scenario | None = None) -> dict:
+    """First-order variance shares of log tok/s in the default scenario, per engine."""
+    v, coords = draws.variables, draws.meta["coords"]
+    rng = np.random.default_rng(seed)
+    out: dict = {}
+    d = d or P.default_scenario(draws, model)
+    for sc in _default_scenarios(draws, model, d):
+        lo, hi = decomp_accept(d, sc.verify_tokens)
+        # a pair never measured has no parameters of its own (the pair roofline answers it)
+        s = coords["system"].index(sc.pair) if sc.pair in coords["system"] else None
+        parts, how = P.step_components(draws, sc, rng)
+        step = parts["step"]
+        accept = rng.uniform(lo, hi, draws.n_draws)
+        noise = run_sd(draws)
+        eps = noise * rng.standard_normal(draws.n_draws)
+        y = np.log(accept * 1000.0 / step) + eps
+        # regress on scales where the step formula is close to linear in log tok/s
+        factors = {f"acceptance U({lo:g},{hi:g})": np.log(accept),
+                   ("run-to-run noise" if noise is v["noise_sd"]
+                    else "run-to-run and configuration noise"): eps}
+        if s is not None:
+            factors[f"step_ar_ms[{sc.pair}]"] = np.log(v["step_ar_ms"][:, s])
+            factors[f"moe_share[{sc.pair}]"] = _logit(v["moe_share"][:, s])
+        extra_sd = np.sqrt(np.maximum(parts["log_sd"] ** 2 - noise ** 2, 0.0))
+        if np.any(extra_sd > 0):   # structured form: the distance-scaled discrepancy
+            disc = extra_sd * rng.standard_normal(draws.n_draws)
+            y = y + disc
+            factors["structural discrepancy"] = disc
+        tied = parts.get("spec_tied")
+        if tied is not None and np.any(tied != 0):  # own per-pass/per-node cost, unmeasured
+            factors["own drafter/tree cost beyond the measured depth/budget"] = tied
+        shape_name = S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]
+        if s is not None:
+            factors[f"{shape_name}[{sc.pair}]"] = v[shape_name][:, s]
+        if "compute_eff" in v and s is not None:
+            factors[f"compute_eff[{sc.pair}]"] = np.log(v["compute_eff"][:, s])
+        if sc.context_tokens > 0 and s is not None:
+            factors[f"ctx_ms_per_unit[{sc.pair}]"] = np.log(v["ctx_ms_per_unit"][:, s])
+        base = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
+        label = S.group_label(sc.pair, base, sc.method)
+        if label in coords["overhead_group"]:
+            g = coords["overhead_group"].index(label)
+            if "overhead_frac" in v:
+                factors[f"overhead_frac[{label}]"] = _logit(v["overhead_frac"][:, g])
+            for part in ("fixed", "pass", "tree"):
+                if f"spec_{part}_ratio" in v:
+                    factors[f"spec_{part}_ratio[{label}]"] = np.log(v[f"spec_{part}_ratio"][:, g])
+        if sc.engine in coords["relation"]:
+            factors[f"reduction[{sc.engine}]"] = _logit(
+                v["reduction"][:, coords["relation"].index(sc.engine)])
+        dec = shapley_variance_shares(y, factors)
+        out[sc.engine] = {"var_log_tok_s": float(np.var(y)), "r2": dec["r2"],
+                          "shares": dict(sorted(dec["shares"].items(), key=lambda kv: -kv[1])),
+                          "not_attributed": 1.0 - dec["r2"]}
+    return out
+
+
+#: The query of the report's "what to measure next" section.
+NEXT_QUERY = "--engine native --accept 14"
+
+
+def _decisions(draws: Draws, seed: int, model: str | None = None,
+               d: Scenario | None = None) -> dict:
+    """Best budget per default engine (on the default's system), next-measurement ranking for
+    the default query, and every GPU of the hardware table (measured or transferred) in the
+    default's first engine and configuration. A failure of one part is recorded, not raised:
+    the rest of the report still renders."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.workflows import decisions as D
+
+    out: dict = {}
+    d = d or P.default_scenario(draws, model)
+    try:
+        curve = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit")
+        if curve is None:
+            raise QueryError("the priors have no [acceptance_curve]", fix="add one and re-fit")
+        out["optimize"] = {e: D.optimize(draws, curve, hardware=d.hardware, gpus=d.gpus,
+                                         engine=e, seed=seed, model=model)
+                           for e in d.engines}
+    except DDTreeBayesError as err:
+        out["optimize_error"] = str(err)
+    try:
+        query = (NEXT_QUERY if not d.derived else f"--engine {d.engines[0]} --accept {d.accept:g}"
+                 ) + (f" --model {model}" if is_multi(draws) else "")
+        out["next"] = D.next_measurements(draws, D.parse_query(draws, query), seed=seed)
+    except DDTreeBayesError as err:
+        out["next_error"] = str(err)
+    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+    gpus = d.gpus or sorted({split_label(s)[2] for s in P.measured_systems(draws)
+                             if split_label(s)[0] in (None, model)})[0]
+    engine, shape = d.engines[0], "/".join(f"{k}{v}" for k, v in (("b", d.block), ("B", d.budget))
+                                            if v is not None)
+    out["hardware_query"] = ("DDTree b32 accept 14" if not d.derived
+                             else f"{engine} {d.method} {shape} accept {d.accept:g}")
+    rows = []
+    for hw in table:
+        try:
+            ar = P.predict_rows(draws, hardware=hw, gpus=gpus, method="ar", engines=[engine],
+                                accept="1", seed=seed, model=model)[0]
+            tree = P.predict_rows(draws, hardware=hw, gpus=gpus, engines=[engine],
+                                  method=d.method, block=d.block, budget=d.budget,
+                                  verify_tokens=d.verify_tokens, accept=f"{d.accept:g}",
+                                  seed=seed, model=model)[0]
+        except DDTreeBayesError as err:
+            rows.append({"hardware": hw, "gpus": gpus, "error": str(err)})
+            continue
+        rows.append({"hardware": hw, "gpus": gpus,
+                     "measured": pair_label(model or "", f"{hw}x{gpus}", is_multi(draws))
+                                 in P.measured_systems(draws),
+                     "interconnect": table[hw].get("interconnect", ""),
+                     "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
+                     "ar": [ar["lo90"], ar["median"], ar["hi90"]],
+                     "ddtree": [tree["lo90"], tree["median"], tree["hi90"]]})
+    out["hardware"] = rows
+    return out
+
+
+def _float(text: str | None) -> float:
+    try:
+        return float(text or "nan")
+    except ValueError:
+        return float("nan")
+
+
+def _breakdown(draws: Draws, measurements, seed: int, model: str | None = None,
+               d: Scenario | None = None) -> list[dict]:
+    """Step terms of every measured configuration (repeated runs: once, against the median
+    of their measured steps) and of the default scenarios."""
+    from ddtree_bayes.core.configs import group_rows, rows_of
+
+    rng = np.random.default_rng(seed)
+    configs = []
+    row_config, first = group_rows(measurements.rows)
+    # rows without accept_len have no measured step (their acceptance is inferred): NaN
+    steps = np.array([np.nan if m.step_ms is None else m.step_ms for m in measurements.rows])
+    for i, mine_ix in zip(first, rows_of(row_config, len(first)), strict=True):
+        m = measurements.rows[i]
+        sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                                method=m.method, block=m.block, budget=m.budget,
+                                verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                                model=m.model)
+        mine = steps[mine_ix]
+        runs = f" ({len(mine)} runs)" if len(mine) > 1 else ""
+        configs.append((f"row {m.row}{runs}: {sc.pair} {sc.engine} {sc.method} "
+                        f"M={sc.verify_tokens} ctx={sc.context_tokens:g}", sc,
+                        None if np.isnan(mine).all() else float(np.nanmedian(mine))))
+    for sc in _default_scenarios(draws, model, d):
+        configs.append((f"default: {sc.pair} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
+                        None))
+    out = []
+    for label, sc, measured in configs:
+        parts, _ = P.step_components(draws, sc, rng)
+        out.append({"config": label, "measured_step_ms": measured,
+                    **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items()
+                       if k not in ("log_sd", "spec_tied")}})
+    return out

@@ -1,0 +1,295 @@
+"""The question a fit is asked when none is given (core/default_question.py): the bundled
+B300 question for a fit that measured B300 for the model, else the fit's own most-measured
+speculative configuration; predict/optimize/next/report ask it, say so on one stderr line and
+in --format json, and keep the fan's acceptance within [1, M].
+
+The end-to-end tests fit the public llama.cpp MTP sweep of Qwen3.8-27B on one RTX 5090
+(data/public/llamacpp_mtp_qwen38_27b_rtx5090.csv, converted as workflows/extrapolation.py
+usable_sweeps does) with a tiny sampler (1 chain, 100 draws, no remedies: unconverged, so the
+commands get --allow-unconverged); what is checked is which question is asked, not the
+numbers.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core.config import DEFAULT_SCENARIO
+from ddtree_bayes.core.data import COLUMNS, Measurement, derive_verify_tokens
+from ddtree_bayes.core.default_question import fit_default
+from ddtree_bayes.core.paths import bundled
+from test_cli_support import make_point_mass_workdir, run_cli
+from test_json_schemas import validate_output
+
+REPO = Path(__file__).resolve().parents[1]
+SWEEP = REPO / "data" / "public" / "llamacpp_mtp_qwen38_27b_rtx5090.csv"
+
+
+def row(i: int, hardware: str, method: str, block: int | None = None, budget: int | None = None,
+        *, engine: str = "vllm", gpus: int = 1, model: str = "m", accept: float | None = None,
+        verify: int | None = None) -> Measurement:
+    verify = verify or derive_verify_tokens(method, block, budget)
+    return Measurement(i, model, hardware, gpus, engine, method, block, budget, verify,
+                       1.0 if method == "ar" else accept, None, 100.0, "test", "")
+
+
+# ---------------------------------------------------------------- the rule, by hand
+def test_a_fit_that_measured_b300_keeps_the_bundled_question():
+    # more speculative rows elsewhere do not matter: the fit measured b300 (AR only, even)
+    rows = [row(2, "b300", "ar", gpus=8)] + [row(3 + i, "h100", "eagle3", 3) for i in range(5)]
+    assert fit_default(rows) is DEFAULT_SCENARIO
+    assert not DEFAULT_SCENARIO.derived and DEFAULT_SCENARIO.gpus is None
+
+
+def test_a_fit_that_never_measured_b300_asks_its_most_measured_system():
+    rows = [
+        row(2, "h100", "eagle3", 3, engine="vllm"),             # h100 x1: 2 speculative rows
+        row(3, "h100", "eagle3", 5, engine="vllm"),
+        row(4, "rtx-5090", "ar", engine="llama.cpp"),           # AR rows do not count
+        row(5, "rtx-5090", "ar", engine="llama.cpp"),
+        row(6, "rtx-5090", "ar", engine="llama.cpp"),
+        row(7, "rtx-5090", "mtp", 2, 2, engine="sglang", accept=2.4),   # rtx-5090 x1: 4 rows
+        row(8, "rtx-5090", "mtp", 4, 4, engine="llama.cpp", accept=3.4),
+        row(9, "rtx-5090", "mtp", 4, 4, engine="llama.cpp", accept=3.8),
+        row(10, "rtx-5090", "eagle3", 7, engine="vllm", accept=4.0),    # fewer rows than mtp
+        row(11, "rtx-5090", "mtp", 3, 3, engine="vllm", accept=3.0),
+        row(12, "rtx-5090", "mtp", 1, 1, engine="vllm", gpus=2),       # another system
+    ]
+    d = fit_default(rows)
+    assert d.derived and d.why == "the fit never measured b300"
+    assert (d.hardware, d.gpus, d.method) == ("rtx-5090", 1, "mtp")
+    # engines: llama.cpp (2 rows), then sglang and vllm tie at 1: the first in the file
+    assert d.engines == ("llama.cpp", "sglang")
+    # the largest configuration (eagle3 block 7 is another method), and its measured median
+    assert (d.block, d.budget, d.verify_tokens) == (4, 4, None)
+    assert d.accept == 4.0          # median(3.4, 3.8) = 3.6, rounded
+    assert d.describe() == "llama.cpp,sglang mtp block 4 budget 4 on rtx-5090 x1"
+    assert d.to_json()["asked"] == d.describe() and d.to_json()["gpus"] == 1
+
+
+def test_ties_go_to_the_first_in_the_file_and_file_order_is_by_row():
+    rows = [row(5, "h100", "eagle3", 3), row(3, "a100", "eagle3", 3, gpus=4),
+            row(6, "h100", "dflash-chain", 8), row(4, "a100", "eagle3", 5, gpus=4)]
+    d = fit_default(rows)   # two rows each; a100 x4 appears first (row 3)
+    assert (d.hardware, d.gpus, d.block, d.verify_tokens) == ("a100", 4, 5, None)
+    assert d.accept == 4.0    # no measured acceptance: the middle of [1, 6], 3.5, rounded
+
+
+def test_several_models_ask_the_model_named():
+    rows = [row(2, "b300", "ar", gpus=8, model="kimi"), row(3, "b300", "ddtree", 16, 32,
+                                                           gpus=8, model="kimi", accept=10),
+            row(4, "h100", "eagle3", 3, model="llama", accept=2.5),
+            row(5, "h100", "ar", model="llama"), row(6, "l40s", "ddtree", 8, 16, model="qwen",
+                                                    accept=20.0, engine="sglang")]
+    assert fit_default(rows, "kimi") is DEFAULT_SCENARIO
+    d = fit_default(rows, "llama")
+    assert (d.hardware, d.method, d.block, d.engines, d.accept) == ("h100", "eagle3", 3,
+                                                                     ("vllm",), 2.0)
+    assert d.why == "the fit never measured b300 for llama"
+    q = fit_default(rows, "qwen")
+    assert (q.method, q.block, q.budget, q.accept) == ("ddtree", 8, 16, 17.0)  # within [1, M]
+    assert fit_default(rows) is DEFAULT_SCENARIO     # all models: one of them measured b300
+
+
+def test_no_speculative_rows_and_underivable_verify_tokens():
+    assert fit_default([row(2, "h100", "ar"), row(3, "h100", "ar")]) is DEFAULT_SCENARIO
+    d = fit_default([row(2, "h100", "eagle3", verify=6)])    # no block: verify tokens kept
+    assert (d.block, d.budget, d.verify_tokens, d.accept) == (None, None, 6, 4.0)
+
+
+def test_default_scenario_of_a_fit_of_several_models():
+    """The engine side (engine/scenario.py): the model named, its pair labels, --model needed."""
+    import dataclasses
+
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.predictive import default_scenario
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+
+    draws = multi_model_draws()
+    assert default_scenario(draws, "kimi-k2.6") is DEFAULT_SCENARIO
+    assert default_scenario(draws, "llama-3.1-8b-instruct") is DEFAULT_SCENARIO   # AR only
+    with pytest.raises(QueryError, match="say which with --model"):
+        default_scenario(draws)
+    data = MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
+    d = default_scenario(dataclasses.replace(draws, data_csv=data), "llama-3.1-8b-instruct")
+    assert d.describe() == "vllm eagle3 block 4 on h100 x1" and d.accept == 3.0
+    assert d.why == "the fit never measured b300 for llama-3.1-8b-instruct"
+
+
+def test_fill_query_takes_what_is_not_given():
+    from ddtree_bayes.engine.predictive import fill_query
+
+    d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
+    none = dict(hardware=None, gpus=None, method=None, engines=None, block=None, budget=None,
+                verify_tokens=None)
+    q, used = fill_query(d, **none)
+    assert used and q == {"hardware": "rtx-5090", "gpus": 1, "method": "mtp",
+                          "engines": ["llama.cpp"], "block": 6, "budget": 6,
+                          "verify_tokens": None}
+    q, used = fill_query(d, **{**none, "hardware": "h100", "block": 3})
+    assert used and (q["hardware"], q["gpus"], q["method"], q["block"], q["budget"]) == (
+        "h100", None, "mtp", 3, 6)
+    q, used = fill_query(d, **{**none, "hardware": "h100", "method": "eagle3", "block": 3,
+                               "engines": ["vllm"]})
+    assert not used and (q["method"], q["block"], q["budget"]) == ("eagle3", 3, None)
+    q, used = fill_query(DEFAULT_SCENARIO, **none)   # the bundled question, as before
+    assert (q["hardware"], q["gpus"], q["block"], q["budget"], q["engines"]) == (
+        "b300", None, 16, 32, ["sglang", "native"])
+
+
+# ---------------------------------------------------------------- end to end
+def sweep_csv() -> str:
+    """The public sweep in the measurement schema (extrapolation.usable_sweeps' conversion)."""
+    with open(SWEEP, newline="", encoding="utf-8") as fh:
+        records = list(csv.DictReader(fh))
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=list(COLUMNS), extrasaction="ignore",
+                            lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def rtx5090(tmp_path_factory):
+    """A working directory with a tiny (unconverged) fit of the RTX 5090 sweep."""
+    work = tmp_path_factory.mktemp("rtx5090")
+    (work / "data").mkdir()
+    (work / "models").mkdir()
+    for name in ("hardware.csv", "seed_estimates.csv", "models.csv"):
+        shutil.copy(bundled(name), work / "data" / name)
+    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
+    (work / "data" / "rtx5090.csv").write_text(sweep_csv())
+    code, _, err = run_cli(work, "fit", "--data", "data/rtx5090.csv", "--chains", "1",
+                           "--draws", "100", "--tune", "100", "--no-remedy", "--quiet")
+    assert code == 5, err          # a tiny sampler: unconverged, saved
+    return work
+
+
+ASKED = "llama.cpp mtp block 6 budget 6 on rtx-5090 x1"
+
+
+def test_predict_asks_the_fit_its_own_question(rtx5090):
+    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--accept", "3",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("predict", payload)
+    (r,) = payload["rows"]
+    assert (r["hardware"], r["gpus"], r["engine"], r["method"], r["block"], r["budget"],
+            r["verify_tokens"]) == ("rtx-5090", 1, "llama.cpp", "mtp", 6, 6, 7)
+    assert payload["default_scenario"]["asked"] == ASKED
+    assert payload["default_scenario"]["accept"] == 4.0      # the block-6 row's 4.222
+    assert err.count("\n") == 1 and err == (
+        "ddtree-bayes predict: the fit never measured b300; asking its most-measured system: "
+        f"{ASKED} (pass --hardware/--method/--block/--budget to ask another)\n")
+    # partial flags: the rest from the fit's default, not from b300 / ddtree 16 / 32
+    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--block", "3",
+                             "--accept", "3")
+    assert code == 0, err
+    assert "rtx-5090 x1, mtp, block 3, budget 6, verify 4 tokens" in out
+    assert err.count("\n") == 1 and "the flags not given come from its most-measured" in err
+    # a full query asks what it says, with no line
+    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--hardware",
+                             "rtx-5090", "--engine", "llama.cpp", "--method", "mtp", "--block",
+                             "2", "--accept", "2", "--format", "json")
+    assert code == 0 and err == "" and json.loads(out)["default_scenario"] is None
+
+
+def test_optimize_and_next_ask_the_fits_system(rtx5090):
+    code, out, err = run_cli(rtx5090, "optimize", "--allow-unconverged", "--budgets", "8,16",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("optimize", payload)
+    sc = payload["scenario"]
+    assert (sc["hardware"], sc["gpus"], sc["engine"], sc["method"]) == (
+        "rtx-5090", 1, "llama.cpp", "ddtree")      # the acceptance curve's method
+    assert payload["default_scenario"]["asked"] == ASKED and err.count("\n") == 1
+    code, out, err = run_cli(rtx5090, "next", "--allow-unconverged", "--k", "2", "--query",
+                             "--accept 4", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("next", payload)
+    q = payload["query"]
+    assert (q["hardware"], q["engine"], q["method"], q["verify_tokens"]) == (
+        "rtx-5090", "llama.cpp", "mtp", 7)
+    assert payload["default_scenario"]["asked"] == ASKED and err.count("\n") == 1
+
+
+def test_the_bundled_rows_still_ask_b300(tmp_path):
+    """The point-mass fit of the bundled B300 rows: the bundled question, no line, null."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0 and err == ""
+    payload = json.loads(out)
+    assert payload["default_scenario"] is None
+    assert {(r["hardware"], r["gpus"], r["method"], r["block"], r["budget"], r["engine"])
+            for r in payload["rows"]} == {("b300", 8, "ddtree", 16, 32, "sglang"),
+                                          ("b300", 8, "ddtree", 16, 32, "native")}
+
+
+def test_the_bundled_fit_still_asks_b300(fitted_workdir):
+    work, _ = fitted_workdir
+    code, out, err = run_cli(work, "predict", "--accept", "12:16")
+    assert code == 0 and err == ""
+    assert out.splitlines()[1] == "b300 x8, ddtree, block 16, budget 32, verify 33 tokens, context 0"
+
+
+def test_report_sections_ask_the_fits_question(rtx5090):
+    """Answer line, fan (acceptance within [1, M], the system's measured points), variance
+    shares, breakdown and decisions of the tiny RTX 5090 fit."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import headline
+
+    draws = store.load(workdir=rtx5090)
+    d = P.default_scenario(draws)
+    fan = sections._fan(draws, 1, None, d)
+    assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]       # [1, M], M = 7
+    assert fan["headline_accept"] == 4.0 and list(fan["engines"]) == ["llama.cpp"]
+    assert "rtx-5090 x1, llama.cpp, mtp, block 6" in fan["engines"]["llama.cpp"]["scenario"]
+    assert sorted(m["tok_s"] for m in fan["measured"]) == [74.8, 115.7, 144.4, 153.2, 156.0,
+                                                            159.7, 162.1]
+    q = fan["engines"]["llama.cpp"]["quantiles"][3]
+    text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
+    assert text.startswith("Default scenario (rtx-5090 x1, mtp, block 6, budget 6, verify 7, "
+                           f"context 0) at acceptance 4: llama.cpp {q[2]:.0f} tok/s")
+    assert "never measured b300" in text and "no measurement on that system" not in text
+    var = sections._variance(draws, 1, None, d)
+    assert "acceptance U(2,6)" in var["llama.cpp"]["shares"]
+    breakdown = sections._breakdown(draws, P.stored_measurements(draws), 1, None, d)
+    assert breakdown[-1]["config"] == "default: rtx-5090x1 llama.cpp mtp M=7"
+    # the bundled question's fan is unchanged: 1..20
+    assert sections.fan_accept(DEFAULT_SCENARIO, 33) == sections.FAN_ACCEPT
+    assert sections.FAN_ACCEPT == tuple(float(a) for a in range(1, 21))
+
+
+def test_report_says_so(rtx5090, tmp_path):
+    code, out, err = run_cli(rtx5090, "report", "--quiet", "--out", str(tmp_path / "r"),
+                             "--format", "json")
+    assert code == 5, err             # the tiny fit is unconverged; the report says so
+    payload = json.loads(out)
+    validate_output("report", payload)
+    assert payload["default_scenario"]["asked"] == ASKED
+    assert [ln for ln in err.splitlines() if "most-measured" in ln] == [
+        "ddtree-bayes report: the fit never measured b300; its answer line, fan, variance "
+        f"shares, breakdown and decisions ask its most-measured system: {ASKED} (`ddtree-bayes "
+        "predict` asks another)"]
+    summary = json.loads(Path(payload["summary"]).read_text())
+    assert summary["fan"]["accept"] == [float(a) for a in range(1, 8)]
+    assert summary["default_scenario"]["derived"] is True
+    md = (Path(payload["summary"]).parent / "summary.md").read_text()
+    assert "Default scenario (rtx-5090 x1, mtp, block 6, budget 6, verify 7, context 0) at " \
+           "acceptance 4: llama.cpp" in md
+    hw = summary["decisions"]
+    assert hw["hardware_query"] == "llama.cpp mtp b6/B6 accept 4"
+    assert np.isfinite([h["ddtree"][1] for h in hw["hardware"] if "ddtree" in h]).all()
