@@ -203,6 +203,22 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
     assert code == 0 and err == "" and json.loads(out)["default_scenario"] is None
 
 
+def test_predict_without_accept_takes_the_configurations_measured_acceptance(rtx5090):
+    """No --accept and no [[acceptance]] prior for mtp block 6: the block-6 row's measured
+    4.222 (one row) instead of an error; a configuration never measured still asks for one."""
+    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("predict", payload)
+    (r,) = payload["rows"]
+    assert (r["accept_kind"], r["accept"], r["accept_distribution"]) == ("measured", 4.222, None)
+    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged")
+    assert code == 0, err
+    assert "4.22 measured (1 row)" in out
+    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--block", "9")
+    assert code == 2 and "no measured acceptance of that configuration" in err
+
+
 def test_optimize_and_next_ask_the_fits_system(rtx5090):
     code, out, err = run_cli(rtx5090, "optimize", "--allow-unconverged", "--budgets", "8,16",
                              "--format", "json")

@@ -74,6 +74,7 @@ def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[d
         r = dict(row)
         label, kind = r["accept"], r["accept_kind"]
         posterior = r.pop("accept_posterior", None)
+        measured = r.pop("accept_measured", None)
         dist: dict | None = None
         if kind == "posterior" and posterior is not None:
             r["accept"] = None
@@ -82,6 +83,8 @@ def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[d
                     "lo90": posterior["lo90"], "hi90": posterior["hi90"], "label": label}
         elif kind == "given":
             r["accept"] = given.get(label, float(label))
+        elif kind == "measured":
+            r["accept"] = measured
         elif kind == "uniform" and req is not None and req.uniform is not None:
             lo, hi = req.uniform
             r["accept"] = None

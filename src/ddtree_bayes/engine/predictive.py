@@ -29,6 +29,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     default_scenario,
     fill_query,
     latent_acceptance,
+    measured_acceptance,
     measured_systems,
     parse_accept,
     parse_context,
@@ -328,12 +329,19 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
             cases.append(("posterior", "posterior", a, float(np.mean(a))))
         elif request is None:
             ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
-            if ap is None:
+            seen = None if ap is not None else measured_acceptance(draws, sc)
+            if ap is None and seen is None:
                 raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
-                                 f"{sc.budget} in the priors file",
+                                 f"{sc.budget} in the priors file, and no measured acceptance "
+                                 "of that configuration",
                                  fix="pass --accept, or add an [[acceptance]] entry to the priors")
-            a = sample_acceptance(ap, draws.n_draws, rng)
-            cases.append((f"prior {ap.describe()}", "prior", a, float(np.mean(a))))
+            if ap is not None:
+                a = sample_acceptance(ap, draws.n_draws, rng)
+                cases.append((f"prior {ap.describe()}", "prior", a, float(np.mean(a))))
+            elif seen is not None:   # the configuration's own measured acceptance (row mean)
+                value, n_rows = seen
+                cases.append((f"{value:.3g} measured ({n_rows} row{'s' * (n_rows > 1)})",
+                              "measured", np.full(draws.n_draws, value), value))
         else:
             for value in request.values:
                 cases.append((f"{value:g}", "given", np.full(draws.n_draws, value), value))
@@ -360,6 +368,8 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
             row["overhead_from"] = how
             if kind == "posterior":   # machine output: accept_distribution (cli/predict.py)
                 row["accept_posterior"] = posterior_info
+            if kind == "measured":    # machine output: accept (a number)
+                row["accept_measured"] = a_mean
             rows.append(row)
     return rows
 

@@ -244,6 +244,22 @@ def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, met
     return out, used
 
 
+def measured_acceptance(draws: Draws, sc: Scenario) -> tuple[float, int] | None:
+    """The mean measured acceptance of the query's configuration (model, method, block,
+    budget, verify tokens) and how many rows it averages: the rows of the same system and
+    engine if any, else of the same system, else of any system; None when no row of that
+    configuration has an accept_len."""
+    rows = [r for r in stored_measurements(draws).rows
+            if r.accept_len is not None and r.method == sc.method and r.block == sc.block
+            and r.budget == sc.budget and r.verify_tokens == sc.verify_tokens
+            and (not sc.multi or r.model == sc.model)]
+    same_system = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
+    for chosen in ([r for r in same_system if r.engine == sc.engine], same_system, rows):
+        if chosen:
+            return float(np.mean([r.accept_len for r in chosen])), len(chosen)
+    return None
+
+
 def measured_systems(draws: Draws) -> list[str]:
     """Systems (pairs, in a fit of several models) the fit has data for (a validation fold may
     hold some out)."""
