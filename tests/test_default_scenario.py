@@ -176,13 +176,19 @@ def rtx5090(tmp_path_factory):
 ASKED = "llama.cpp mtp block 6 budget 6 on rtx-5090 x1"
 
 
-def test_predict_asks_the_fit_its_own_question(rtx5090):
-    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--accept", "3",
-                             "--format", "json")
+def predict_json(work, *flags: str) -> tuple[dict, dict, str]:
+    """``predict --allow-unconverged FLAGS --format json``: its one row, the payload (checked
+    against the schema) and stderr."""
+    code, out, err = run_cli(work, "predict", "--allow-unconverged", *flags, "--format", "json")
     assert code == 0, err
     payload = json.loads(out)
     validate_output("predict", payload)
     (r,) = payload["rows"]
+    return r, payload, err
+
+
+def test_predict_asks_the_fit_its_own_question(rtx5090):
+    r, payload, err = predict_json(rtx5090, "--accept", "3")
     assert (r["hardware"], r["gpus"], r["engine"], r["method"], r["block"], r["budget"],
             r["verify_tokens"]) == ("rtx-5090", 1, "llama.cpp", "mtp", 6, 6, 7)
     assert payload["default_scenario"]["asked"] == ASKED
@@ -206,11 +212,7 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
 def test_predict_without_accept_takes_the_configurations_measured_acceptance(rtx5090):
     """No --accept and no [[acceptance]] prior for mtp block 6: the block-6 row's measured
     4.222 (one row) instead of an error; a configuration never measured still asks for one."""
-    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--format", "json")
-    assert code == 0, err
-    payload = json.loads(out)
-    validate_output("predict", payload)
-    (r,) = payload["rows"]
+    r, _, _ = predict_json(rtx5090)
     assert (r["accept_kind"], r["accept"], r["accept_distribution"]) == ("measured", 4.222, None)
     code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged")
     assert code == 0, err

@@ -28,13 +28,10 @@ from ddtree_bayes.workflows.report.render import (  # noqa: F401
     render,
     write_report,
 )
-from ddtree_bayes.workflows.report.summary import (  # noqa: F401
+from ddtree_bayes.workflows.report.sections import (  # noqa: F401
     DECOMP_ACCEPT,
     FAN_ACCEPT,
-    INFORMED_RATIO,
     NEXT_QUERY,
-    PARETO_K_LIMIT,
-    PRIOR_ONLY_RATIO,
     _breakdown,
     _decisions,
     _default_scenarios,
@@ -43,9 +40,14 @@ from ddtree_bayes.workflows.report.summary import (  # noqa: F401
     _headline_log_tok,
     _logit,
     _q,
-    _quiet,
     _variance,
-    compute,
     fan_accept,
     shapley_variance_shares,
+)
+from ddtree_bayes.workflows.report.summary import (  # noqa: F401
+    INFORMED_RATIO,
+    PARETO_K_LIMIT,
+    PRIOR_ONLY_RATIO,
+    _quiet,
+    compute,
 )

@@ -31,21 +31,13 @@ from ddtree_bayes.workflows.report.priors import (
     scalar_columns,
     varies_of,
 )
-from ddtree_bayes.workflows.report.sections import (  # noqa: F401  (re-exported)
-    DECOMP_ACCEPT,
-    FAN_ACCEPT,
-    NEXT_QUERY,
+from ddtree_bayes.workflows.report.sections import (
     _breakdown,
     _decisions,
-    _default_scenarios,
     _fan,
-    _float,
     _headline_log_tok,
-    _logit,
     _q,
     _variance,
-    fan_accept,
-    shapley_variance_shares,
 )
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
