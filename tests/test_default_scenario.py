@@ -135,7 +135,9 @@ def test_fill_query_takes_what_is_not_given():
                           "verify_tokens": None}
     q, used = fill_query(d, **{**none, "hardware": "h100", "block": 3})
     assert used and (q["hardware"], q["gpus"], q["method"], q["block"], q["budget"]) == (
-        "h100", None, "mtp", 3, 6)
+        "h100", None, "mtp", 3, 3)     # a chain's budget follows its block
+    q, _ = fill_query(DEFAULT_SCENARIO, **{**none, "block": 8})
+    assert (q["method"], q["block"], q["budget"]) == ("ddtree", 8, 32)   # a tree keeps its budget
     q, used = fill_query(d, **{**none, "hardware": "h100", "method": "eagle3", "block": 3,
                                "engines": ["vllm"]})
     assert not used and (q["method"], q["block"], q["budget"]) == ("eagle3", 3, None)
@@ -200,7 +202,7 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
     code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--block", "3",
                              "--accept", "3")
     assert code == 0, err
-    assert "rtx-5090 x1, mtp, block 3, budget 6, verify 4 tokens" in out
+    assert "rtx-5090 x1, mtp, block 3, budget 3, verify 4 tokens" in out   # a chain: budget = block
     assert err.count("\n") == 1 and "the flags not given come from its most-measured" in err
     # a full query asks what it says, with no line
     code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--hardware",

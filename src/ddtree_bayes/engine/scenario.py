@@ -12,7 +12,12 @@ import numpy as np
 
 from ddtree_bayes.core.config import Scenario as ConfigScenario
 from ddtree_bayes.core.config import parse_priors
-from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens, system_label
+from ddtree_bayes.core.data import (
+    AR_METHOD,
+    TREE_METHODS,
+    derive_verify_tokens,
+    system_label,
+)
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.store import Draws
@@ -238,7 +243,10 @@ def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, met
         if block is None and budget is None:
             out["verify_tokens"] = d.verify_tokens
         out["block"] = d.block if block is None else block
-        out["budget"] = d.budget if budget is None else budget
+        chain = d.method not in TREE_METHODS and d.budget is not None
+        # a chain's budget is its block (depth): --block alone sets both
+        out["budget"] = (block if chain and block is not None else d.budget) if budget is None \
+            else budget
     used = (hardware is None or method is None or not engines
             or (shape and (block is None or budget is None)))
     return out, used
