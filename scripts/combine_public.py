@@ -10,7 +10,8 @@ are autoregressive rows without accept_len; a speculative row without accept_len
 (the fit infers its group's acceptance; ``--known-acceptance`` leaves such rows out), unless
 it gives no block, budget or verify_tokens (its step cannot be placed); a
 sweep in relative units (the DDTree paper's speedups) is skipped, as is a sweep whose model
-has no card in data/models.csv; a public row that repeats a bundled measurement (same
+has no card in data/models.csv (a sweep in DEPLOYMENT_CARDS names its quantisation's own
+card); a public row that repeats a bundled measurement (same
 configuration and tok/s) is left out so it is not counted twice. Prints what it kept and
 skipped; standard library only.
 """
@@ -28,6 +29,15 @@ COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "
            "accept_len", "context_tokens", "tok_s", "source", "notes")
 KEY = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
        "accept_len", "context_tokens", "tok_s")
+#: Sweeps whose quantisation streams a weight size other than their model card's: their rows
+#: name the deployment's own card (data/models.csv), so the pair roofline streams the bytes
+#: the deployment reads (GGUF bits per weight from llama.cpp's quantize README).
+DEPLOYMENT_CARDS = {
+    "llamacpp-mtp-qwen38-27b-rtxpro6000maxq": "qwen3.8-27b-q8_0",     # Q8_0
+    "llamacpp-mtp-qwen38-27b-v100-code": "qwen3.8-27b-q4_k_m",        # Q4_K_M
+    "llamacpp-mtp-qwen38-27b-v100-prose": "qwen3.8-27b-q4_k_m",       # Q4_K_M
+    "llamacpp-mtp-qwen38-27b-rtx5090": "qwen3.8-27b-q4_k_m",          # UD-Q4_K_XL (>= Q4_K_M)
+}
 
 
 def _num(text: str) -> str:
@@ -59,7 +69,7 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
         if any("relative units" in r.get("derived", "").lower() for r in recs):
             log.append(f"{name}: skipped (tok/s in relative units)")
             continue
-        models = {r["model"] for r in recs}
+        models = {DEPLOYMENT_CARDS.get(r["sweep"].strip(), r["model"]) for r in recs}
         if not models <= cards:
             log.append(f"{name}: skipped (no model card for {', '.join(sorted(models - cards))})")
             continue
@@ -75,6 +85,9 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
                 repeats += 1
                 continue
             row = {c: r.get(c, "").strip() for c in COLUMNS}
+            card = DEPLOYMENT_CARDS.get(r["sweep"].strip())
+            if card is not None:   # (the configuration key keeps the sweep's model name)
+                row["model"] = card
             derived = r.get("derived", "").strip()
             if derived:
                 row["notes"] = f"{row['notes']}; derived: {derived}" if row["notes"] else \
