@@ -244,6 +244,34 @@ def test_optimize_and_next_ask_the_fits_system(rtx5090):
     assert payload["default_scenario"]["asked"] == ASKED and err.count("\n") == 1
 
 
+def test_next_without_accept_takes_the_measured_acceptance(rtx5090):
+    """Plain `next` on the RTX 5090 fit: the default question's measured 4.222, as predict."""
+    code, out, err = run_cli(rtx5090, "next", "--allow-unconverged", "--k", "2", "--format",
+                             "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("next", payload)
+    assert payload["query"]["verify_tokens"] == 7
+    q = payload["query"]
+    assert (q["accept"], q["accept_distribution"]) == (None, "4.22 measured")
+
+
+def test_a_chains_budget_and_block_fill_each_other_and_match_measured_rows(rtx5090):
+    """--budget alone on the chain default sets the block too (mtp 3/3, M = 4); a chain row
+    stored with its budget is matched by a query that leaves the budget out."""
+    from ddtree_bayes.engine.predictive import fill_query
+
+    d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
+    none = dict(hardware=None, gpus=None, method=None, engines=None, block=None, budget=None,
+                verify_tokens=None)
+    q, _ = fill_query(d, **{**none, "budget": 3})
+    assert (q["block"], q["budget"]) == (3, 3)
+    # measured mtp 3/3 (accept 3.175): asked as --method mtp --block 3 (no budget)
+    r, _, _ = predict_json(rtx5090, "--hardware", "rtx-5090", "--engine", "llama.cpp",
+                           "--method", "mtp", "--block", "3")
+    assert (r["accept_kind"], r["accept"], r["verify_tokens"]) == ("measured", 3.175, 4)
+
+
 def test_the_bundled_rows_still_ask_b300(tmp_path):
     """The point-mass fit of the bundled B300 rows: the bundled question, no line, null."""
     work = make_point_mass_workdir(tmp_path / "w")

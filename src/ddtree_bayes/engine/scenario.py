@@ -242,11 +242,12 @@ def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, met
     if shape:
         if block is None and budget is None:
             out["verify_tokens"] = d.verify_tokens
-        out["block"] = d.block if block is None else block
-        chain = d.method not in TREE_METHODS and d.budget is not None
-        # a chain's budget is its block (depth): --block alone sets both
-        out["budget"] = (block if chain and block is not None else d.budget) if budget is None \
-            else budget
+        # a chain written as block = budget (its depth): --block or --budget alone sets both
+        chain = d.method not in TREE_METHODS and d.budget is not None and d.budget == d.block
+        given = block if block is not None else budget
+        out["block"] = block if block is not None else (given if chain and given else d.block)
+        out["budget"] = budget if budget is not None else (given if chain and given
+                                                           else d.budget)
     used = (hardware is None or method is None or not engines
             or (shape and (block is None or budget is None)))
     return out, used
@@ -257,9 +258,10 @@ def measured_acceptance(draws: Draws, sc: Scenario) -> tuple[float, int] | None:
     budget, verify tokens) and how many rows it averages: the rows of the same system and
     engine if any, else of the same system, else of any system; None when no row of that
     configuration has an accept_len."""
+    tree = sc.method in TREE_METHODS   # a chain's budget may be written or left blank
     rows = [r for r in stored_measurements(draws).rows
             if r.accept_len is not None and r.method == sc.method and r.block == sc.block
-            and r.budget == sc.budget and r.verify_tokens == sc.verify_tokens
+            and (not tree or r.budget == sc.budget) and r.verify_tokens == sc.verify_tokens
             and (not sc.multi or r.model == sc.model)]
     same_system = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
     for chosen in ([r for r in same_system if r.engine == sc.engine], same_system, rows):

@@ -28,7 +28,6 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.workflows.validation import (
     BASELINE_BAND,
     Inputs,
@@ -171,7 +170,8 @@ def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str,
                      "median": float(q[2]), "lo50": float(q[1]), "hi50": float(q[3]),
                      "lo90": float(q[0]), "hi90": float(q[4]), "baseline": float(base)})
     odds = attainability(np.array(samples), np.array([r["median"] for r in rows]),
-                         np.array([r["measured"] for r in rows]), run_sd(draws), rng)
+                         np.array([r["measured"] for r in rows]),
+                         draws.variables["noise_sd"], rng)
     return {"sweep": sweep.name, "structure": structure, "seconds": time.perf_counter() - t0,
             "converged": not failures, "failures": failures, "remedy": draws.meta["remedy"],
             "rows": rows, "train_max_verify": max(m.verify_tokens for m in train),
@@ -185,12 +185,15 @@ def attainability(samples: np.ndarray, medians: np.ndarray, measured: np.ndarray
 
     ``samples`` (held-out rows, draws) is the joint posterior predictive of the held-out tok/s
     (row i's draw j comes from posterior draw j), ``medians`` the reported medians, ``noise_sd``
-    (draws,) the run-to-run sd of log tok/s. ``p_bias`` / ``p_mae``: the share of predictive
-    draws whose errors ``median / y - 1`` meet the target - what a calibrated model scores.
-    ``noise_p_bias`` / ``noise_p_mae``: the same for an oracle that knows each configuration's
-    true mean, so that only run-to-run noise ``y = mean * exp(e)`` is left - no model can
-    beat it. ``bias_percentile``: where the observed bias falls in its predictive distribution
-    (uniform over sweeps when the model is calibrated).
+    (draws,) the fit's run-to-run sd of log tok/s (``noise_sd``: not a configuration's own
+    error ``config_sd``, which an oracle knowing the true means does not face). ``p_bias`` /
+    ``p_mae``: the share of predictive draws whose errors ``median / y - 1`` meet the target -
+    what a calibrated model scores. ``noise_p_bias`` / ``noise_p_mae``: the same for an oracle
+    that knows each configuration's true mean, so that only run-to-run noise
+    ``y = mean * exp(e)`` is left. That noise is the fit's estimate: in a sweep without repeated
+    runs it is the scatter the structure leaves unexplained (prior median 3%), so the oracle's
+    odds are as good as that estimate. ``bias_percentile``: where the observed bias falls in its
+    predictive distribution (uniform over sweeps when the model is calibrated).
     """
     err = medians[:, None] / samples - 1.0
     bias, mae = err.mean(axis=0), np.abs(err).mean(axis=0)

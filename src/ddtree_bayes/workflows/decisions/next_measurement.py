@@ -99,11 +99,15 @@ def query_acceptance(draws: Draws, query: Query, rng: np.random.Generator
     if query.accept is None:
         priors = parse_priors(draws.priors_toml, "priors stored in the fit")
         ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
-        if ap is None:
+        seen = None if ap is not None else P.measured_acceptance(draws, sc)
+        if ap is not None:
+            a, label = P.sample_acceptance(ap, n, rng), f"prior {ap.describe()}"
+        elif seen is not None:   # as predict: the configuration's own measured acceptance
+            a, label = np.full(n, seen[0]), f"{seen[0]:.3g} measured"
+        else:
             raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
-                             f"{sc.budget} in the priors file",
-                             fix="add --accept to the query")
-        a, label = P.sample_acceptance(ap, n, rng), f"prior {ap.describe()}"
+                             f"{sc.budget} in the priors file, and no measured acceptance of "
+                             "that configuration", fix="add --accept to the query")
     else:
         req = P.parse_accept(query.accept)
         if req.uniform is not None:
