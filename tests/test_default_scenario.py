@@ -341,3 +341,25 @@ def test_report_says_so(rtx5090, tmp_path):
     hw = summary["decisions"]
     assert hw["hardware_query"] == "llama.cpp mtp b6/B6 accept 4"
     assert np.isfinite([h["ddtree"][1] for h in hw["hardware"] if "ddtree" in h]).all()
+
+
+def test_a_tracked_default_that_moved_is_two_rows_not_a_change(monkeypatch):
+    """A fit's own default question moves when a larger configuration is measured: the
+    tracked comparison keys rows by their whole configuration, so block 5 before and block 6
+    after are two rows (gone / new), while an unchanged configuration is one row."""
+    from ddtree_bayes.workflows.living import tracking as T
+
+    def r(block, median):
+        return {"hardware": "rtx-5090", "gpus": 1, "engine": "llama.cpp", "method": "mtp",
+                "block": block, "budget": block, "verify_tokens": block + 1,
+                "context_tokens": 0.0, "accept": "4", "median": median, "lo90": median - 5,
+                "hi90": median + 5}
+
+    fits = {"before": [r(5, 150.0), r(3, 120.0)], "after": [r(6, 160.0), r(3, 121.0)]}
+    monkeypatch.setattr(T, "query_rows", lambda draws, q, seed, workdir: fits[draws])
+    out = T.compare_queries("before", "after", [T.Tracked("default", {})], seed=1)
+    by = {c["label"]: (c["before"] and c["before"]["median"], c["after"] and c["after"]["median"])
+          for c in out}
+    assert by == {"rtx-5090 x1 llama.cpp mtp b5/B5 accept 4": (150.0, None),
+                  "rtx-5090 x1 llama.cpp mtp b3/B3 accept 4": (120.0, 121.0),
+                  "rtx-5090 x1 llama.cpp mtp b6/B6 accept 4": (None, 160.0)}

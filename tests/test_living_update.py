@@ -57,9 +57,13 @@ def test_update_scores_the_new_row_against_the_previous_posterior(updated):
     rng = np.random.default_rng(0)
     sc = P.resolve_scenario(before, hardware="b300", gpus=8, engine="sglang", method="ddtree",
                             block=16, budget=32, verify_tokens=None, context_tokens=None)
-    step, _ = P.step_draws(before, sc, rng)
-    sims = 13.1 * 1000 / step * np.exp(before.variables["noise_sd"]
-                                       * rng.standard_normal((50, step.size)))
+    # the structured step draws the group's own per-node ratio beyond the measured budget
+    # (tied_ratio_spread): the same seed as score_rows gives the same step draws
+    parts, _ = P.step_components(before, sc, np.random.default_rng(20261130))
+    step = parts["step"]
+    # the likelihood's sd of this row: run-to-run noise and, for the structured step, the
+    # discrepancy at its distance from the measured configurations (M = 33 vs 9)
+    sims = 13.1 * 1000 / step * np.exp(parts["log_sd"] * rng.standard_normal((50, step.size)))
     mc = float(np.mean(sims < 612))
     (score,) = living.score_rows(before, [m for m in P.stored_measurements(
         store.load_draws(store.resolve(work / "models"))).rows if m.row == 11], seed=20261130)

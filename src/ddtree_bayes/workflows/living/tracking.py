@@ -221,18 +221,17 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     """
     out: list[dict[str, Any]] = []
     for t in tracked:
-        results: dict[str, dict[tuple[str, str], dict]] = {}
+        results: dict[str, dict[str, dict]] = {}
         errors: dict[str, str | None] = {}
-        labels: dict[tuple[str, str], str] = {}
         for which, draws in (("before", before), ("after", after)):
             results[which], errors[which] = {}, None
             if draws is None:
                 continue
             try:
                 for r in query_rows(draws, t.query, seed, workdir):
-                    key = (r["engine"], r["accept"])
-                    results[which][key] = _interval(r)
-                    labels.setdefault(key, row_label(r))
+                    # keyed by the whole configuration: a fit's own default question can move
+                    # (a larger configuration measured), and then it is another row, not a change
+                    results[which][row_label(r)] = _interval(r)
             except QueryError as err:
                 errors[which] = without_fix(err)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
@@ -241,7 +240,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                         "after": None, "before_error": errors["before"],
                         "after_error": errors["after"]})
         for key in keys:
-            out.append({"name": t.name, "label": labels[key],
+            out.append({"name": t.name, "label": key,
                         "before": results["before"].get(key),
                         "after": results["after"].get(key),
                         "before_error": errors["before"], "after_error": errors["after"]})
