@@ -173,27 +173,20 @@ def cmd_next(args: argparse.Namespace) -> int:
     flags = check_query(args.query)
     draws = _load(args)
     from ddtree_bayes.cli.predict import check_accept, check_names, default_note
-    from ddtree_bayes.engine import predictive as P
 
     check_names(draws, flags, flags.engine.split(",") if flags.engine else None,
                 strict=args.strict, prefix="--query: ")
-    default = P.default_scenario(draws, flags.model)
-    q, _ = P.fill_query(default, hardware=flags.hardware, gpus=flags.gpus, method=flags.method,
-                        engines=None, block=flags.block, budget=flags.budget,
-                        verify_tokens=flags.verify_tokens,   # as parse_query reads it
-                        shape=flags.hardware is None and flags.method is None and not any(
-                            (flags.gpus, flags.block, flags.budget, flags.verify_tokens)))
-    check_accept(flags.accept, q["method"], q["block"], q["budget"], q["verify_tokens"],
+    query = D.parse_query(draws, args.query)   # the configuration, filled as predict fills it
+    sc = query.scenario
+    check_accept(flags.accept, sc.method, sc.block, sc.budget, sc.verify_tokens,
                  prefix="--query: ")
-    query = D.parse_query(draws, args.query)
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
                   if args.candidates else None)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
     if query.default_scenario is not None:
-        partial = flags.hardware is not None or any(
-            (flags.method, flags.gpus, flags.block, flags.budget, flags.verify_tokens))
-        print(f"{PROG} next: --query: {default_note(default, partial, flags='--query flags')}",
+        print(f"{PROG} next: --query: "
+              f"{default_note(query.default_scenario, flags, flags='--query flags')}",
               file=sys.stderr)
     if args.format == "json":
         q = dict(out["query"])  # acceptance: a number, or null and what it is drawn from

@@ -52,13 +52,16 @@ def check_accept(text: str | None, method: str, block: int | None, budget: int |
                              "at most --verify-tokens (budget + 1 for a tree)")
 
 
-def default_note(d, partial: bool = False,
+def default_note(asked: dict, given: argparse.Namespace,
                  flags: str = "--hardware/--method/--block/--budget") -> str:
-    """One line: why a derived default scenario ``d`` is asked, and what it is (``partial``:
-    it only fills the configuration flags not given)."""
+    """One line: why a derived default scenario is asked (``asked``: its ``to_json()``), and
+    what it is; when ``given`` (the parsed flags) names part of the configuration, the default
+    only fills the flags not given."""
+    partial = given.hardware is not None or any(
+        (given.method, given.gpus, given.block, given.budget, given.verify_tokens))
     what = ("the flags not given come from its most-measured system" if partial
             else "asking its most-measured system")
-    return f"{d.why}; {what}: {d.describe()} (pass {flags} to ask another)"
+    return f"{asked['why']}; {what}: {asked['asked']} (pass {flags} to ask another)"
 
 
 def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[dict]:
@@ -118,9 +121,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                  query["verify_tokens"])
     asked = default.to_json() if default.derived and from_default else None
     if asked is not None:
-        partial = args.hardware is not None or any(
-            (args.method, args.gpus, args.block, args.budget, args.verify_tokens))
-        print(f"{PROG} predict: {default_note(default, partial)}", file=sys.stderr)
+        print(f"{PROG} predict: {default_note(asked, args)}", file=sys.stderr)
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)

@@ -296,14 +296,13 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     >>> round(rows[0]["median"], 3)   # 12 tokens / 20 ms
     600.0
     """
-    if hardware is None and method is None:
-        d = default_scenario(draws, model)
-        hardware, method, gpus = d.hardware, d.method, d.gpus if gpus is None else gpus
-        if block is None and budget is None and verify_tokens is None:
-            verify_tokens = d.verify_tokens
-        block = d.block if block is None else block
-        budget = d.budget if budget is None else budget
-        engines = engines or d.engines
+    if hardware is None and method is None:   # the fit's default question, as predict fills it
+        query, _ = fill_query(default_scenario(draws, model), hardware=None, gpus=gpus,
+                              method=None, engines=engines, block=block, budget=budget,
+                              verify_tokens=verify_tokens)
+        hardware, gpus, method, engines = (query["hardware"], query["gpus"], query["method"],
+                                           query["engines"])
+        block, budget, verify_tokens = query["block"], query["budget"], query["verify_tokens"]
     if hardware is None or method is None or not engines:
         raise QueryError("a configuration needs --hardware, --method and --engine",
                          fix="give all three, or none for the default scenario")

@@ -244,13 +244,12 @@ def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, met
             out["verify_tokens"] = d.verify_tokens
         # a chain written as block = budget (its depth): --block or --budget alone sets both
         chain = d.method not in TREE_METHODS and d.budget is not None and d.budget == d.block
-        given = block if block is not None else budget
-        out["block"] = block if block is not None else (given if chain and given else d.block)
-        out["budget"] = budget if budget is not None else (given if chain and given
-                                                           else d.budget)
-    used = (hardware is None or method is None or not engines
-            or (shape and (block is None or budget is None)))
-    return out, used
+        if chain and (block is None) != (budget is None):
+            block = budget = block if block is not None else budget
+        out["block"] = d.block if block is None else block
+        out["budget"] = d.budget if budget is None else budget
+    # (block and budget come from d only when the method does, so this says it all)
+    return out, hardware is None or method is None or not engines
 
 
 def measured_acceptance(draws: Draws, sc: Scenario) -> tuple[float, int] | None:
