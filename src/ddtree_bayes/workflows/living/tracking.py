@@ -166,28 +166,23 @@ def track_remove(models: Path, name: str) -> Tracked:
 
 def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None
                ) -> list[dict]:
-    """Posterior predictive rows for a saved query, with ``predict``'s defaults: no
-    configuration flag means the fit's default scenario (the builtin ``default`` query at that
-    scenario's acceptance when the fit never measured b300: :func:`P.default_scenario`);
-    otherwise b300 / ddtree / sglang,native fill in what is missing."""
-    from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    """Posterior predictive rows for a saved query, with ``predict``'s defaults: the flags not
+    given come from the fit's default scenario (:func:`P.default_scenario`: b300 / ddtree /
+    sglang,native, or the fit's own most-measured configuration when it never measured b300),
+    filled as ``predict`` fills them (:func:`P.fill_query`); the builtin ``default`` query asks
+    a fit's own default at that scenario's acceptance."""
     from ddtree_bayes.engine import predictive as P
 
     q = query
-    if q == DEFAULT_QUERY:   # a fit's own default (it never measured b300): at its acceptance
-        d = P.default_scenario(draws, q.get("model"))
-        q = q if not d.derived else {**q, "accept": f"{d.accept:g}"}
-    engines = str(q["engine"]).split(",") if q.get("engine") else None
-    if q.get("hardware") is None and q.get("method") is None and not any(
-            q.get(k) for k in ("gpus", "block", "budget", "verify_tokens")):
-        hardware = method = None
-    else:
-        hardware = q.get("hardware") or DEFAULT_SCENARIO.hardware
-        method = q.get("method") or DEFAULT_SCENARIO.method
-        engines = engines or list(DEFAULT_SCENARIO.engines)
-    return P.predict_rows(draws, hardware=hardware, gpus=q.get("gpus"), engines=engines,
-                          method=method, block=q.get("block"), budget=q.get("budget"),
-                          verify_tokens=q.get("verify_tokens"), context_tokens=q.get("context"),
+    d = P.default_scenario(draws, q.get("model"))
+    if q == DEFAULT_QUERY and d.derived:
+        q = {**q, "accept": f"{d.accept:g}"}
+    filled, _ = P.fill_query(d, hardware=q.get("hardware"), gpus=q.get("gpus"),
+                             method=q.get("method"),
+                             engines=str(q["engine"]).split(",") if q.get("engine") else None,
+                             block=q.get("block"), budget=q.get("budget"),
+                             verify_tokens=q.get("verify_tokens"))
+    return P.predict_rows(draws, **filled, context_tokens=q.get("context"),
                           accept=q.get("accept"), prob=0.9, seed=seed, workdir=workdir,
                           model=q.get("model"))
 
