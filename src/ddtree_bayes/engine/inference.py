@@ -27,13 +27,18 @@ from ddtree_bayes.core.data import Measurements
 
 
 def reproducible_pytensor() -> None:
-    """Turn off numba fastmath (cold and warm compile caches then give bit-identical draws).
+    """Turn off numba fastmath, so cold and warm compile caches give bit-identical draws.
 
-    Must run before PyTensor is imported; harmless if the user already set the flag.
+    PyTensor's numba backend compiles with ``fastmath`` by default; a function compiled fresh
+    and the same function loaded from the cache then differ in the last bits, and the seeded
+    chains diverge (a first fit on a machine and a later one printed 578 and 575 tok/s).
+    Called where PyTensor is first imported (engine/model.py), so every model is compiled
+    without it; a user's own ``PYTENSOR_FLAGS=...fastmath...`` wins.
     """
-    flags = os.environ.get("PYTENSOR_FLAGS", "")
-    if "fastmath" not in flags:
-        os.environ["PYTENSOR_FLAGS"] = ",".join(f for f in (flags, "numba__fastmath=False") if f)
+    import pytensor
+
+    if "fastmath" not in os.environ.get("PYTENSOR_FLAGS", ""):
+        pytensor.config.numba__fastmath = False
 
 
 @dataclass

@@ -20,6 +20,9 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Prior, PriorsConfig
 from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.pairs import roofline_step_ms
+from ddtree_bayes.engine.inference import reproducible_pytensor
+
+reproducible_pytensor()   # before any model is compiled: same seed, same digits, cold or warm
 
 
 def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:

@@ -89,12 +89,10 @@ _COMPILED: dict[str, tuple] = {}
 def _compiled(inputs: Inputs):
     """(spec, priors, measurements, compiled nutpie model), cached per process."""
     if inputs.key not in _COMPILED:
-        from ddtree_bayes.core import spec as S
-        from ddtree_bayes.engine import inference
-
-        inference.reproducible_pytensor()
         import nutpie
 
+        from ddtree_bayes.core import spec as S
+        from ddtree_bayes.engine import inference
         from ddtree_bayes.engine.model import build_model
 
         data, cfg = inputs.parse()
