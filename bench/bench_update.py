@@ -47,6 +47,11 @@ import _common as C  # noqa: E402
 ADD = ["add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
        "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
        "HYPOTHETICAL benchmark row (bench_update.py; not a measurement)"]
+#: --row repeat: a second run of the bundled B300 SGLang AR row (133 tok/s measured), the most
+#: common update: its first repeat adds config_share to the model (engine/reweight.augmented)
+ADD_REPEAT = ["add", "--hardware", "b300", "--engine", "sglang", "--method", "ar",
+              "--accept", "1", "--tok-s", "131", "--source",
+              "HYPOTHETICAL repeat of the B300 AR row (bench_update.py; not a measurement)"]
 STATS = ("median", "lo90", "hi90")
 
 
@@ -57,6 +62,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--reweight-runs", type=int, default=0,
                    help="extra timed reweighting updates (and predicts) after the pairs, "
                         "without a refit: more timing samples in a short quiet window")
+    p.add_argument("--row", choices=("new", "repeat"), default="new",
+                   help="the added row: a new configuration (B300 DDTree b16/B32) or a repeat "
+                        "of the measured B300 AR row")
     p.add_argument("--tolerance", type=float, default=0.02,
                    help="largest allowed relative difference of a median or 90%% bound")
     p.add_argument("--target-s", type=float, default=1.5,
@@ -111,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                              "numba__fastmath=False",
            "NUMBA_CACHE_DIR": str(root / "cache" / "numba")}
     fit_cmd = [cli, "fit", "--quiet", "--format", "json"]
-    add_cmd = [cli, *ADD]
+    add_cmd = [cli, *(ADD if args.row == "new" else ADD_REPEAT)]
     update_cmd = [cli, "update", "--quiet", "--format", "json"]
     refit_cmd = [cli, "update", "--refit", "--quiet", "--format", "json"]
     predict_cmd = [cli, "predict", "--accept", "12:16", "--format", "json"]

@@ -122,22 +122,24 @@ def repeated_runs_csv(text: str) -> str:
     return out.getvalue()
 
 
-def hand_config_loglik(spec, p, rows, config_sd):
+def hand_config_loglik(spec, p, rows, share):
     """The joint log-density of some rows of one configuration by hand: multivariate normal,
-    covariance noise^2 I + config_sd^2 (a shared configuration error integrated out)."""
+    covariance run^2 I + config^2 (a shared configuration error integrated out), one run's
+    scatter noise_sd split as config^2 = share noise^2, run^2 = (1 - share) noise^2."""
     from scipy import stats
 
     mu = hand_mu(spec, p)[rows]
-    cov = p["noise_sd"] ** 2 * np.eye(len(rows)) + config_sd ** 2
+    noise2 = p["noise_sd"] ** 2
+    cov = (1.0 - share) * noise2 * np.eye(len(rows)) + share * noise2
     return stats.multivariate_normal(mu, cov).logpdf(spec.log_tok_s[rows])
 
 
 def test_repeated_runs_share_a_configuration_error(built):
-    """With repeated runs the rows of a configuration share its own error (config_sd, noise_sd's
-    prior): the sufficient statistics give exactly the multivariate normal of its rows, by
-    hand; 9 configurations, one of 3 rows (n = 3) and eight of 1, at a hand-picked point; then
-    with rows held out (one of the 3 runs, and the only row of the 128k-context Eagle3
-    configuration: n = 0)."""
+    """With repeated runs the rows of a configuration share its own error (config_sd, a share
+    config_share of noise_sd's variance): the sufficient statistics give exactly the
+    multivariate normal of its rows, by hand; 9 configurations, one of 3 rows (n = 3) and
+    eight of 1, at a hand-picked point; then with rows held out (one of the 3 runs, and the
+    only row of the 128k-context Eagle3 configuration: n = 0)."""
     from ddtree_bayes.core.data import load_hardware, load_measurements
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.workflows.validation import refit_data
@@ -152,18 +154,21 @@ def test_repeated_runs_share_a_configuration_error(built):
     z = spec.log_tok_s - np.log(spec.accept_len * 1000)
     assert spec.configs.zbar[1] == pytest.approx(np.mean(z[[1, 9, 10]]), rel=1e-12)
     assert spec.configs.s2[1] == pytest.approx(np.var(z[[1, 9, 10]]) * 3, rel=1e-9)
-    p = {**hand_point(), "config_sd": 0.02}
+    p = {**hand_point(), "config_share": 0.3}
     configs = [[0], [1, 9, 10], *[[k] for k in range(2, 9)]]
-    by_hand = [hand_config_loglik(spec, p, rows, 0.02) for rows in configs]
+    by_hand = [hand_config_loglik(spec, p, rows, 0.3) for rows in configs]
+    # a singleton's density does not depend on the share: Normal(mu, noise_sd)
+    assert by_hand[0] == pytest.approx(hand_config_loglik(spec, p, [0], 0.9), rel=1e-12)
     for refittable in (False, True):
         m = build_model(spec, cfg, refittable=refittable)
-        assert "config_sd" in {rv.name for rv in m.free_RVs}
+        assert "config_share" in {rv.name for rv in m.free_RVs}
+        assert {"config_sd", "run_sd"} <= {d.name for d in m.deterministics}
         ip = unconstrained(m, p)
         (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
         assert per_config == pytest.approx(by_hand, rel=1e-10)
-        # n = 1: Normal(mu, sqrt(noise^2 + config_sd^2)); n = 3: not the product of 3 of them
+        # n = 1: Normal(mu, noise_sd); n = 3: not the product of 3 of them
         assert per_config[1] != pytest.approx(
-            sum(hand_config_loglik(spec, p, [r], 0.02) for r in (1, 9, 10)), rel=1e-3)
+            sum(hand_config_loglik(spec, p, [r], 0.3) for r in (1, 9, 10)), rel=1e-3)
     w = np.ones(11)
     w[[9, 8]] = 0.0        # one of the 3 DDTree runs; the only 128k Eagle3 row
     updates = refit_data(spec, w)
@@ -172,15 +177,15 @@ def test_repeated_runs_share_a_configuration_error(built):
         m.set_data(name, value)
     kept = [[r for r in rows if w[r] > 0] for rows in configs]
     assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(
-        sum(hand_config_loglik(spec, p, rows, 0.02) for rows in kept if rows), rel=1e-10)
+        sum(hand_config_loglik(spec, p, rows, 0.3) for rows in kept if rows), rel=1e-10)
 
 
 def test_without_repeats_the_model_has_no_configuration_error(built):
-    """One row per configuration: no config_sd (it could not be told from noise_sd) and the
-    likelihood is one Normal per row, as before."""
+    """One row per configuration: no config_share (it could not be told from the data) and
+    the likelihood is one Normal per row, as before."""
     spec, _, m = built
     assert not spec.repeated
-    assert "config_sd" not in {rv.name for rv in m.free_RVs}
+    assert not {"config_share", "config_sd", "run_sd"} & {v.name for v in m.named_vars.values()}
 
 
 def test_held_out_row_removes_exactly_that_rows_likelihood(built):

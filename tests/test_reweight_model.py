@@ -147,24 +147,48 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
         assert model["group_varies"]["tree"] != meta["model"]["group_varies"]["tree"]
 
 
-def test_a_first_repeated_run_is_a_refit():
-    """A fit of data without repeated runs has no config_sd: the first repeat of a measured
-    configuration changes the model, so `update` must refit, and says why."""
+def test_a_first_repeated_run_is_reweighted_exactly():
+    """A fit of data without repeated runs has no config_share; the first repeat of a measured
+    configuration adds it. No reason to refit: the old posterior times config_share's prior is
+    the new model's posterior of the old data (a singleton's density does not depend on the
+    share), so each draw gets a share from the prior, run_sd and config_sd follow from
+    noise_sd, and the log ratios are the new PyMC model's likelihood at (theta, share) minus
+    the old one's at theta, to 1e-9; no kept row's sd changes."""
     hw = load_hardware(bundled("hardware.csv"))
-    cfg = parse_priors(bundled("priors.toml").read_text())
+    priors = bundled("priors.toml").read_text()
+    cfg = parse_priors(priors)
     inputs = {"hardware": hw, "cards": load_model_cards(bundled("models.csv"))}
     plain = bundled("measurements.csv").read_text()
     old = _data(plain, hw)
-    spec_old = S.build_spec(old, cfg, **inputs)
-    assert not spec_old.repeated
+    new = _data(plain + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,131,HYPOTHETICAL repeat,\n", hw)
+    spec_old, spec_new = S.build_spec(old, cfg, **inputs), S.build_spec(new, cfg, **inputs)
+    assert not spec_old.repeated and spec_new.repeated
     meta = {"fit_id": "prior", "coords": {k: list(v) for k, v in spec_old.coords.items()
                                           if k != "measurement"},
             "model": json.loads(json.dumps({"target_model": old.model,
                                             **S.model_meta(spec_old, cfg)}))}
-    draws = Draws(path=None, meta=meta, variables={}, data_csv=plain,  # type: ignore[arg-type]
-                  priors_toml=bundled("priors.toml").read_text(),
-                  hardware_csv=bundled("hardware.csv").read_text())
-    new = _data(plain + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,131,HYPOTHETICAL repeat,\n", hw)
-    reasons, _, _ = RW.structure_changes(draws, new, cfg)
-    assert reasons == ["repeated runs of a configuration appear: the model gains a "
-                       "configuration's own error (config_sd)"]
+    m_old, m_new = build_model(spec_old, cfg), build_model(spec_new, cfg)
+    assert {rv.name for rv in m_new.free_RVs} - {rv.name for rv in m_old.free_RVs} \
+        == {"config_share"}
+    n = 6
+    variables = _prior_draws(m_old, n)
+    draws = Draws(path=None, meta=meta, variables=variables, data_csv=plain,  # type: ignore[arg-type]
+                  priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
+    reasons, _, model = RW.structure_changes(draws, new, cfg)
+    assert reasons == [] and model["repeated_runs"]
+    target, _, _ = R.restructured(draws, model, new.text)
+    target, extra = R.augmented(target, np.random.default_rng(7))
+    assert sorted(extra) == ["config_sd", "config_share", "run_sd"]
+    share = extra["config_share"]
+    assert np.all((share > 0) & (share < 1))
+    np.testing.assert_allclose(extra["run_sd"] ** 2 + extra["config_sd"] ** 2,
+                               variables["noise_sd"] ** 2, rtol=1e-12)
+    np.testing.assert_allclose(extra["config_sd"], variables["noise_sd"] * np.sqrt(share))
+    added, kept, removed = RW.pair_rows(old, new)
+    ratios, changed = R.log_ratios(draws, old, new, added, kept, target)
+    assert changed == [] and removed == [] and len(added) == 1
+    logp_new, logp_old = _logp_fn(m_new), _logp_fn(m_old)
+    with_share = {**variables, "config_share": share}
+    for i in range(n):
+        (pymc_new,), (pymc_old,) = logp_new(with_share, i), logp_old(variables, i)
+        assert ratios[i] == pytest.approx(pymc_new.sum() - pymc_old.sum(), abs=1e-9)

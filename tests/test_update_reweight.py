@@ -194,7 +194,7 @@ def mocked_refit(fitted_workdir, monkeypatch):
 
 def test_a_pareto_k_above_the_limit_refits(reweighted, fitted_workdir, tmp_path, mocked_refit):
     """Eight budgets near 32 at 565 tok/s (each at about the 16th percentile, no surprise; not
-    repeats, which would give the model config_sd and refit for that reason) move the
+    repeats, which would add config_share to the model) move the
     posterior far into the tail of the fit's draws: k > 0.7, so `update` refits and says why."""
     work = copy_work(reweighted[0], tmp_path / "w")
     (work / "models" / "latest.json").write_text(json.dumps(
@@ -219,6 +219,35 @@ def test_a_pareto_k_above_the_limit_refits(reweighted, fitted_workdir, tmp_path,
     code, out, _ = call(work, "update")   # the text table says which way and the k
     line = next(x for x in out.splitlines() if x.startswith("refit "))
     assert f"{payload['psis']['pareto_k']:.2f}" in line and "0.70" in line
+
+
+def test_a_repeat_of_a_measured_row_is_reweighted_not_refit(fitted_workdir, tmp_path):
+    """Re-measuring a configuration, the most common update: a second run of the B300 AR row
+    (131 tok/s against the measured 133) gives the model config_share (issue 18: it refitted).
+    `update` reweights: the saved fit has config_share from its prior moved by the repeat,
+    run_sd^2 + config_sd^2 = noise_sd^2 draw by draw, and predict answers from it."""
+    work0, first = fitted_workdir
+    work = copy_work(work0, tmp_path / "w")
+    code, _, err = call(work, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                        "ar", "--accept", "1", "--tok-s", "131", "--source",
+                        "HYPOTHETICAL repeat (test)")
+    assert code == 0, err
+    payload, heavy = run_update(work)
+    assert heavy == "HEAVY []"
+    validate_output("update", payload)
+    assert payload["made_by"] == "psis-reweight", payload["refit_reasons"]
+    psis = payload["psis"]
+    assert psis["added_variables"] == ["config_sd", "config_share", "run_sd"]
+    assert psis["pareto_k"] < 0.5 and psis["n_eff"] > 2000   # one repeat barely moves it
+    draws = store.load_draws(store.resolve(work / "models"))
+    assert draws.meta["model"]["repeated_runs"] is True
+    v = draws.variables
+    np.testing.assert_allclose(v["run_sd"] ** 2 + v["config_sd"] ** 2, v["noise_sd"] ** 2,
+                               rtol=1e-9)
+    assert 0.0 < float(v["config_share"].min()) and float(v["config_share"].max()) < 1.0
+    code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0, err
+    assert all(np.isfinite(r["median"]) for r in json.loads(out)["rows"])
 
 
 @pytest.mark.parametrize(("setup", "reason"), [

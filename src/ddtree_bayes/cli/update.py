@@ -105,7 +105,8 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
     if changes:
         reasons += [f"the new rows change the model: {c}" for c in changes]
         return None
-    weights = reweight.importance_weights(proposal, old, measurements, added, kept, model)
+    seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
+    weights = reweight.importance_weights(proposal, old, measurements, added, kept, model, seed)
     reasons += weights.refit_reasons
     return proposal, spec, weights, len(added)
 

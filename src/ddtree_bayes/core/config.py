@@ -85,6 +85,7 @@ MODEL_PRIORS: dict[str, str] = {
     "ctx_ms_per_unit": "system",
     "ctx_verify_exponent": "global",
     "noise_sd": "global",
+    "config_share": "global",
 }
 #: How the verify (MoE / weight-streaming) cost grows with M, and the prior each form's
 #: growth parameter takes (see docs/model.md): a power of M, a line in M, or a roofline (a

@@ -129,9 +129,31 @@ def normal_logp(mean, sd, n, zbar, s2, log=math.log):
             - (s2 + n * (zbar - mean) ** 2) / (2.0 * sd ** 2))
 
 
-#: The parameter of a configuration's own error, apart from the run-to-run ``noise_sd``, in a
-#: model of data with repeated runs (:func:`grouped_logp`; its prior is noise_sd's).
+#: In a model of data with repeated runs, one run's scatter ``noise_sd`` splits into a
+#: configuration's own error ``config_sd`` (shared by its runs) and the run-to-run noise
+#: ``run_sd``: ``config_sd = noise_sd sqrt(config_share)``, ``run_sd = noise_sd
+#: sqrt(1 - config_share)`` (engine/model.py; :func:`grouped_logp`). ``noise_sd`` keeps its
+#: meaning and prior with or without repeats, so a first repeat adds only ``config_share``.
 CONFIG_SD = "config_sd"
+RUN_SD = "run_sd"
+CONFIG_SHARE = "config_share"
+
+
+def scatter_parts(variables: dict) -> tuple[np.ndarray, np.ndarray | float]:
+    """(run-to-run sd, a configuration's own error sd) of one run's log tok/s, per draw, from a
+    fit's posterior variables: ``run_sd`` and ``config_sd`` with repeated runs; without, all of
+    ``noise_sd`` and 0. (An artifact of an earlier version with repeated runs has
+    ``config_sd`` and ``noise_sd`` as the run-to-run part, and reads the same way.)
+
+    >>> scatter_parts({"noise_sd": np.array([0.05]), "run_sd": np.array([0.03]),
+    ...                "config_sd": np.array([0.04])})
+    (array([0.03]), array([0.04]))
+    >>> scatter_parts({"noise_sd": np.array([0.05])})
+    (array([0.05]), 0.0)
+    """
+    if RUN_SD in variables:
+        return variables[RUN_SD], variables[CONFIG_SD]
+    return variables["noise_sd"], variables.get(CONFIG_SD, 0.0)
 
 
 def grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log=math.log):

@@ -22,7 +22,6 @@ import numpy as np
 
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.scenario import resolve_scenario, stored_measurements
@@ -109,10 +108,9 @@ def config_sds(draws: Draws, measurements: Measurements, first: np.ndarray
     the two sds of :func:`ddtree_bayes.core.configs.grouped_logp`. The second is the
     structured form's discrepancy for the configuration's distance from the other
     configurations measured on its system and, with repeated runs, ``config_sd``."""
-    noise = draws.variables["noise_sd"][:, None]
-    between = np.zeros((draws.n_draws, len(first)))
-    if CONFIG_SD in draws.variables:
-        between = between + draws.variables[CONFIG_SD][:, None] ** 2
+    run, own = C.scatter_parts(draws.variables)
+    noise = np.asarray(run)[:, None]
+    between = np.zeros((draws.n_draws, len(first))) + np.asarray(own)[..., None] ** 2
     if "structure_sd" in draws.variables:
         between = between + (draws.variables["structure_sd"][:, None]
                              * _distances(draws, measurements, first)[None, :]) ** 2

@@ -18,7 +18,7 @@ import pytensor.tensor as pt
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Prior, PriorsConfig
-from ddtree_bayes.core.configs import CONFIG_SD
+from ddtree_bayes.core.configs import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.pairs import roofline_step_ms
 from ddtree_bayes.engine.inference import reproducible_pytensor
 
@@ -71,8 +71,8 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
         from ddtree_bayes.core.pairs import PAIR_PRIORS
 
         names += PAIR_PRIORS
-    if repeated and "noise_sd" not in fixed:
-        names.append(CONFIG_SD)
+    if repeated and CONFIG_SHARE not in fixed:
+        names.append(CONFIG_SHARE)
     return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
 
 
@@ -177,8 +177,11 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             between_var = (tau * distance) ** 2
         else:
             step = S.step_ms(target, frac_cfg, scale_cfg)
-        if spec.repeated:   # repeated runs tell run-to-run scatter from a configuration's error
-            between_var = between_var + prior_rv(P["noise_sd"], CONFIG_SD) ** 2
+        run = noise   # one run's scatter; repeated runs tell its two parts apart (configs.py)
+        if spec.repeated:
+            share = prior_rv(P[CONFIG_SHARE], CONFIG_SHARE)
+            run = pm.Deterministic(RUN_SD, noise * pt.sqrt(1.0 - share))
+            between_var = between_var + pm.Deterministic(CONFIG_SD, noise * pt.sqrt(share)) ** 2
         # z_i = log tok_s_i - log(accept_i * 1000) ~ Normal(-log step_c, sigma_c); a latent
         # acceptance adds its group's log accept to this mean (core/configs.py)
         stats: tuple[Any, ...] = (c.n, c.zbar, c.s2)
@@ -188,7 +191,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         n, zbar, s2 = stats
         mean = latent_log_accept(spec) - pt.log(step)
         if spec.repeated:
-            logp = C.grouped_logp(mean, noise, pt.sqrt(between_var), n, zbar, s2, pt.log)
+            logp = C.grouped_logp(mean, run, pt.sqrt(between_var), n, zbar, s2, pt.log)
         else:   # one row per configuration: the same density, written as it always was
             logp = C.normal_logp(mean, pt.sqrt(noise ** 2 + between_var), n, zbar, s2, pt.log)
         pm.Potential("log_tok_s", logp, dims="configuration")

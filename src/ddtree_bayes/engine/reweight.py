@@ -163,6 +163,34 @@ def restructured(draws: Draws, model: dict, data_csv: str
     return view, replaced, sorted(flipped)
 
 
+def augmented(draws: Draws, rng: np.random.Generator) -> tuple[Draws, dict[str, np.ndarray]]:
+    """``draws`` in the model of data that first repeat a configuration: (the view, the
+    variables it adds).
+
+    That model has one parameter more, ``config_share``: the share of one run's scatter
+    (``noise_sd``, whose meaning and prior do not change) that is the configuration's own error
+    (core/configs.py). Without repeats the likelihood does not depend on it, so the fit's
+    posterior times its prior is the new model's posterior of the fit's data, exactly; each
+    draw gets a share drawn from the prior and the deterministic ``run_sd`` and ``config_sd``
+    it implies. A singleton's sd ``sqrt(run_sd^2 + config_sd^2)`` is its ``noise_sd``, so the
+    importance ratios (:func:`log_ratios`) move only the repeated configurations: a
+    re-measured configuration is absorbed without a refit."""
+    if not draws.meta["model"].get("repeated_runs") or C.CONFIG_SHARE in draws.variables:
+        return draws, {}
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.sampling import prior_sample
+
+    prior = parse_priors(draws.priors_toml).priors[C.CONFIG_SHARE]
+    share = prior_sample(prior, draws.n_draws, rng)
+    noise = np.asarray(draws.variables["noise_sd"], dtype=float)
+    extra = {C.CONFIG_SHARE: share, C.RUN_SD: noise * np.sqrt(1.0 - share),
+             C.CONFIG_SD: noise * np.sqrt(share)}
+    view = Draws(path=draws.path, meta=draws.meta, variables={**draws.variables, **extra},
+                 data_csv=draws.data_csv, priors_toml=draws.priors_toml,
+                 hardware_csv=draws.hardware_csv)
+    return view, extra
+
+
 def _group_of(model: dict, m) -> str | None:
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.core.data import AR_METHOD
@@ -202,7 +230,9 @@ def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[i
     for i, j in kept:
         key = (int(t_old.row_config[i]), int(t_new.row_config[j]))
         if key not in same_sd:
-            same_sd[key] = np.array_equal(t_old.sd_of(key[0]), t_new.sd_of(key[1]))
+            # (to rounding: a first repeat splits noise_sd into run_sd and config_sd)
+            same_sd[key] = np.allclose(t_old.sd_of(key[0]), t_new.sd_of(key[1]),
+                                       rtol=1e-12, atol=0.0)
         if not same_sd[key] or _group_of(target.meta["model"], new.rows[j]) in moved:
             changed.append((i, j))
     # every configuration with an added or a changed row, all its rows: new over old (the runs

@@ -173,7 +173,8 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
     ``constant_data`` ``groups`` (:func:`data_groups`); written atomically as :func:`save`
     writes a fit, and latest.json pointed at it. ``replace`` maps posterior variables to
     flat (draws, ...) values to resample instead of the parent's (deterministics the new
-    data's model computes differently).
+    data's model computes differently); a name the parent's posterior lacks is added, with
+    dimensions (chain, draw) (a parameter the new data's model adds: ``config_sd``).
 
     A copy of the parent's file, its posterior overwritten in place with h5py and the two
     data groups rewritten with h5netcdf: the layout xarray writes (``load_draws`` and
@@ -212,6 +213,11 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
             fh.attrs[PRIORS_ATTR] = texts["priors"]
             fh.attrs[HARDWARE_ATTR] = texts["hardware"]
         with h5netcdf.File(tmp, "a") as dst:
+            post = dst["posterior"]
+            for name, flat in (replace or {}).items():
+                if name not in post.variables:
+                    post.create_variable(name, ("chain", "draw"),
+                                         data=np.asarray(flat)[index].reshape(shape))
             for name, values in groups.items():
                 g = dst.create_group(name)
                 g.dimensions["measurement"] = len(values["measurement"])

@@ -9,7 +9,7 @@ import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.cards import ModelCard
-from ddtree_bayes.core.configs import CONFIG_SD
+from ddtree_bayes.core.configs import scatter_parts
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec
@@ -80,10 +80,8 @@ def run_sd(draws: Draws) -> np.ndarray:
     """(draws,) sd of one new run's log tok/s about the model at a measured configuration:
     the run-to-run noise, and with repeated runs in the data also a configuration's own error
     ``config_sd`` (engine/model.py), which a new configuration has too."""
-    noise = draws.variables["noise_sd"]
-    if CONFIG_SD not in draws.variables:
-        return noise
-    return np.sqrt(noise ** 2 + draws.variables[CONFIG_SD] ** 2)
+    run, own = scatter_parts(draws.variables)
+    return np.sqrt(run ** 2 + np.asarray(own) ** 2)
 
 
 def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:

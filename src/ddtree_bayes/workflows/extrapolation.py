@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
+from ddtree_bayes.core.configs import scatter_parts
 from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows.validation import (
@@ -171,7 +172,7 @@ def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str,
                      "lo90": float(q[0]), "hi90": float(q[4]), "baseline": float(base)})
     odds = attainability(np.array(samples), np.array([r["median"] for r in rows]),
                          np.array([r["measured"] for r in rows]),
-                         draws.variables["noise_sd"], rng)
+                         scatter_parts(draws.variables)[0], rng)
     return {"sweep": sweep.name, "structure": structure, "seconds": time.perf_counter() - t0,
             "converged": not failures, "failures": failures, "remedy": draws.meta["remedy"],
             "rows": rows, "train_max_verify": max(m.verify_tokens for m in train),

@@ -134,10 +134,9 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                + " -> "
                                + (", ".join(g["label"] for g in groups(a)) or "none"))
         elif key == "repeated_runs" and bool(a) != bool(b):
-            reasons.append("repeated runs of a configuration appear: the model gains a "
-                           "configuration's own error (config_sd)" if a else
-                           "no configuration has repeated runs any more: the model loses "
-                           "config_sd")
+            if not a:   # (appearing: the reweight draws config_share from its prior)
+                reasons.append("no configuration has repeated runs any more: the model loses "
+                               "config_sd")
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
     return reasons, spec, now
@@ -162,6 +161,9 @@ class Weights:
     model: dict
     replaced: dict
     restructured_groups: list[str]
+    #: parameters the new data's model adds to the proposal's, drawn from their priors (a
+    #: first repeated run adds config_share: engine/reweight.augmented)
+    added_variables: list[str]
 
     @property
     def refit_reasons(self) -> list[str]:
@@ -184,11 +186,13 @@ class Weights:
                 "tail_draws": self.tail_draws, "rows": self.rows,
                 "sd_changed_rows": self.sd_changed_rows,
                 "restructured_groups": self.restructured_groups,
+                "added_variables": self.added_variables,
                 "accepted": not self.refit_reasons, "seconds": self.seconds}
 
 
 def importance_weights(proposal, old: Measurements, new: Measurements, added: list[int],
-                       kept: list[tuple[int, int]], model: dict | None = None) -> Weights:
+                       kept: list[tuple[int, int]], model: dict | None = None,
+                       seed: int = 0) -> Weights:
     """PSIS weights taking the proposal fit's posterior to the posterior of ``new``.
 
     ``weights_ess`` is ``1 / sum(w^2)`` of the normalised smoothed weights (as if the draws
@@ -196,7 +200,13 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
     importance ratios (ESS of their mean over the draws, capped at 1); ``n_eff`` their
     product, the effective sample size of the reweighted posterior (``loo``'s
     ``psis_n_eff``; ``r_eff`` also sets the tail length, as in ``loo``). ``model`` is the
-    new data's ``meta["model"]`` (:func:`structure_changes`; default: the proposal's)."""
+    new data's ``meta["model"]`` (:func:`structure_changes`; default: the proposal's).
+
+    When the new data first repeat a configuration, their model has one parameter more,
+    ``config_share`` (the share of one run's scatter that is a configuration's own error, which
+    only repeated runs tell from the run-to-run noise). The proposal is then the fit's
+    posterior times that parameter's prior (drawn with ``seed``): exactly the new model's
+    posterior of the fit's data (:func:`engine.reweight.augmented`)."""
     import numpy as np
 
     from ddtree_bayes.engine import psis
@@ -205,6 +215,7 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
     t0 = time.perf_counter()
     model = proposal.meta["model"] if model is None else model
     target, replaced, flipped = R.restructured(proposal, model, new.text)
+    target, extra = R.augmented(target, np.random.default_rng(seed))
     log_ratios, changed = R.log_ratios(proposal, old, new, added, kept, target)
     n = proposal.n_draws
     chains = int(proposal.meta.get("sampler", {}).get("chains", 1))
@@ -218,8 +229,9 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
                    weights_ess=result.ess, r_eff=r_eff, n_eff=result.ess * r_eff,
                    n_draws=n, tail_draws=result.tail_len, rows=[new.rows[j].row for j in added],
                    sd_changed_rows=[new.rows[j].row for j in changed],
-                   seconds=time.perf_counter() - t0, model=model, replaced=replaced,
-                   restructured_groups=flipped)
+                   seconds=time.perf_counter() - t0, model=model,
+                   replaced={**replaced, **extra}, restructured_groups=flipped,
+                   added_variables=sorted(extra))
 
 
 def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Measurements,

@@ -6,7 +6,7 @@ import numpy as np
 
 from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
-from ddtree_bayes.core.configs import CONFIG_SD
+from ddtree_bayes.core.configs import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
 from ddtree_bayes.core.spec import SHAPE_NAMES
 
@@ -41,8 +41,9 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     structured form's pass and tree ratios of a group that measured one value of them are the
     population's (``group_varies``, ``meta["model"]["group_varies"]``), as in the model; the
     inferred acceptances have their groups' priors (``accept_groups``,
-    ``meta["model"]["acceptance_groups"]``); a configuration's own error ``config_sd`` has
-    noise_sd's prior (``repeated``: data with repeated runs, ``meta["model"]["repeated_runs"]``)."""
+    ``meta["model"]["acceptance_groups"]``); with repeated runs (``repeated``,
+    ``meta["model"]["repeated_runs"]``) noise_sd splits by ``config_share`` into ``run_sd`` and
+    ``config_sd`` (core/configs.py)."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
@@ -84,7 +85,10 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
         out[AL.NAME] = np.stack([prior_sample(_accept_prior(g), n, rng) for g in accept_groups],
                                 axis=1)
     if repeated:
-        out[CONFIG_SD] = prior_sample(P_["noise_sd"], n, rng)
+        share = prior_sample(P_[CONFIG_SHARE], n, rng)
+        out[CONFIG_SHARE] = share
+        out[RUN_SD] = out["noise_sd"] * np.sqrt(1.0 - share)
+        out[CONFIG_SD] = out["noise_sd"] * np.sqrt(share)
     return out
 
 
@@ -152,8 +156,8 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
     if accept_groups:
         out[AL.NAME] = sum(AL.log_density(g["prior"]["dist"], g["prior"]["params"],
                                           v[AL.NAME][:, k]) for k, g in enumerate(accept_groups))
-    if CONFIG_SD in v and P_["noise_sd"].dist != "point":
-        out[CONFIG_SD] = prior_logpdf(P_["noise_sd"], v[CONFIG_SD])
+    if CONFIG_SHARE in v and P_[CONFIG_SHARE].dist != "point":
+        out[CONFIG_SHARE] = prior_logpdf(P_[CONFIG_SHARE], v[CONFIG_SHARE])
     return out
 
 

@@ -15,6 +15,7 @@ import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Scenario
+from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
@@ -166,8 +167,8 @@ def _variance(draws: Draws, seed: int, model: str | None = None,
         y = np.log(accept * 1000.0 / step) + eps
         # regress on scales where the step formula is close to linear in log tok/s
         factors = {f"acceptance U({lo:g},{hi:g})": np.log(accept),
-                   ("run-to-run noise" if noise is v["noise_sd"]
-                    else "run-to-run and configuration noise"): eps}
+                   ("run-to-run and configuration noise" if CONFIG_SD in v
+                    else "run-to-run noise"): eps}
         if s is not None:
             factors[f"step_ar_ms[{sc.pair}]"] = np.log(v["step_ar_ms"][:, s])
             factors[f"moe_share[{sc.pair}]"] = _logit(v["moe_share"][:, s])
