@@ -119,8 +119,9 @@ def test_repeated_runs_share_the_configuration_error():
     """The structured forms on sufficient statistics: the 3 runs of a configuration share its
     own error, config_sd and the distance-scaled discrepancy together (the discrepancy is the
     configuration's, not each run's): their joint density is the multivariate normal with
-    covariance noise^2 I + (config_sd^2 + (structure_sd d)^2) by hand, also with one of the
-    runs held out through the refittable model's data."""
+    covariance run^2 I + (config^2 + (structure_sd d)^2) by hand, one run's scatter noise_sd
+    split by config_share (config^2 = share noise^2, run^2 = (1 - share) noise^2), also with
+    one of the runs held out through the refittable model's data."""
     from scipy import stats
 
     from ddtree_bayes.workflows.validation import refit_data
@@ -132,12 +133,12 @@ def test_repeated_runs_share_the_configuration_error():
                              text=repeated_runs_csv(bundled("measurements.csv").read_text()))
     spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
     assert spec.configs.n.tolist() == [1, 3, 1, 1, 1, 1, 1, 1, 1]
-    p = {**structured_point(cfg), "config_sd": 0.025}
+    p = {**structured_point(cfg), "config_share": 0.4}
     mu = hand_mu(spec, cfg, p)
-    between = p["config_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2
+    between = 0.4 * p["noise_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2
 
     def joint(rows):
-        cov = p["noise_sd"] ** 2 * np.eye(len(rows)) + between[rows[0]]
+        cov = 0.6 * p["noise_sd"] ** 2 * np.eye(len(rows)) + between[rows[0]]
         return stats.multivariate_normal(mu[rows], cov).logpdf(spec.log_tok_s[rows])
 
     configs = [[0], [1, 9, 10], *[[k] for k in range(2, 9)]]
