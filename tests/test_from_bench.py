@@ -92,16 +92,61 @@ def test_llama_bench_imports_its_generation_tests(work, name):
         ("150.62", "0", "1"), ("127.493", "4096", "1")]
 
 
-def test_sglang_one_batch_and_a_batch_sweep_is_refused_whole(work):
-    err = one_error(work, "--from-bench", str(BENCH / "sglang_one_batch_bs1_bs8.jsonl"),
-                    *CONFIG, "--method", "ar")
-    assert "line 2: batch_size 8: only single-stream (batch 1) runs can be imported" in err
+def test_sglang_one_batch_and_a_batch_sweep(work):
+    src = str(BENCH / "sglang_one_batch_bs1_bs8.jsonl")   # line 1 batch 1, line 2 batch 8
+    err = one_error(work, "--from-bench", src, *CONFIG, "--method", "ar")
+    assert err.endswith("line 2: batch_size 8: only single-stream (batch 1) runs can be imported "
+                        "(fix: import the file's single-stream records (line 1) with "
+                        "--single-stream-only or --bench-records 1, or rerun "
+                        "sglang.bench_one_batch with --batch-size 1)\n")
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "sglang_one_batch.jsonl"),
                            *CONFIG, "--method", "ar")
     assert code == 0, err
     # median_decode_throughput = 1 / median_decode_latency: 1 / 0.0067413, 1 / 0.0071986
     assert [(r["tok_s"], r["context_tokens"]) for r in new_rows(work)] == [
         (f"{1 / 0.0067413:.6g}", "512"), (f"{1 / 0.0071986:.6g}", "2048")]
+
+
+def imported_rows(work: Path, *argv: str) -> tuple[list[dict], str]:
+    code, out, err = run_cli(work, "add", *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)["rows"], err
+
+
+@pytest.mark.parametrize("select", [["--bench-records", "1"], ["--single-stream-only"]])
+def test_a_sweep_imports_its_batch1_record(work, select):
+    src = BENCH / "sglang_one_batch_bs1_bs8.jsonl"
+    rows, err = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "ar", *select)
+    assert [(r["tok_s"], r["context_tokens"], r["accept_len"], r["source"]) for r in rows] == [
+        (float(f"{1 / 0.0067413:.6g}"), 512, 1.0, "sglang-one-batch sglang_one_batch_bs1_bs8.jsonl line 1")]
+    if select == ["--single-stream-only"]:
+        assert err == (f"ddtree-bayes: note: {src}: --single-stream-only left out line 2 "
+                       "(batch_size 8)\n")
+
+
+def test_a_vllm_append_result_sweep_imports_its_concurrency1_run(work, tmp_path):
+    """`vllm bench serve --max-concurrency 1` then `4`, both with --append-result."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "sweep.json"
+    src.write_text(json.dumps(raw) + "\n" + json.dumps(dict(raw, max_concurrency=4,
+                                                             median_tpot_ms=4.0)))
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
+            "eagle3", "--block", "3"]
+    assert "line 2: max_concurrency 4: only single-stream" in one_error(work, *argv)
+    (row,), _ = imported_rows(work, *argv, "--single-stream-only")
+    assert row["tok_s"] == float(f"{1000 / raw['median_tpot_ms']:.6g}")
+    assert row["source"] == "vllm-serve sweep.json line 1"
+
+
+def test_a_forced_format_that_is_not_the_files_is_refused(work, tmp_path):
+    """An SGLang EAGLE-3 record forced as vLLM's: it used to land as an `ar` row."""
+    src = first_line(BENCH / "sglang_serving.jsonl", tmp_path / "eagle.jsonl")
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ar", "--bench-format",
+                    "vllm-serve")
+    assert err == (f"ddtree-bayes: error: {src}, record 1: --bench-format vllm-serve, but this is "
+                   "sglang.bench_serving output (sglang-serving: accept_length, random_range_ratio, "
+                   "sharegpt_output_len, total_output_tokens_retokenized) (fix: drop --bench-format "
+                   "(the format is detected), or pass the file vllm bench serve wrote)\n")
 
 
 def test_vllm_latency_needs_the_runs_flags(work, tmp_path):
@@ -131,14 +176,14 @@ def test_vllm_latency_side_file_gives_the_flags_and_accept_comes_from_the_flag(w
 def test_a_mixed_file_is_all_or_nothing_and_records_pick(work):
     src = str(BENCH / "sglang_serving.jsonl")  # line 1 EAGLE3 (accept 3.4172), line 2 plain
     err = one_error(work, "--from-bench", src, *CONFIG, "--method", "eagle3", "--block", "3")
-    assert "record 2): sglang-serving records no acceptance length" in err
+    assert "line 2): sglang-serving records no acceptance length" in err
     err = one_error(work, "--from-bench", src, *CONFIG, "--method", "ar")
-    assert "record 1): the file records acceptance length 3.4172, a speculative run" in err
+    assert "line 1): the file records acceptance length 3.4172, a speculative run" in err
     code, _, err = run_cli(work, "add", "--from-bench", src, *CONFIG, "--method", "ar",
                            "--bench-records", "2")
     assert code == 0, err
     (row,) = new_rows(work)
-    assert row["accept_len"] == "1" and row["source"] == "sglang-serving sglang_serving.jsonl record 2"
+    assert row["accept_len"] == "1" and row["source"] == "sglang-serving sglang_serving.jsonl line 2"
 
 
 def test_errors_are_one_line(work, tmp_path):
@@ -149,7 +194,7 @@ def test_errors_are_one_line(work, tmp_path):
                                                *CONFIG, "--method", "ar")
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
                     "--method", "ar", "--bench-format", "vllm-serve")
-    assert "llama_bench.json" in err
+    assert "llama_bench.json, record 1: --bench-format vllm-serve, but this is llama-bench output" in err
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), "--method", "ar")
     assert "--from-bench needs --hardware, --engine" in err
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
@@ -158,7 +203,7 @@ def test_errors_are_one_line(work, tmp_path):
     assert "only applies to --from-bench" in one_error(work, *CONFIG, "--bench-records", "1")
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
                     "--method", "ar", "--bench-records", "7")
-    assert "no single-stream record 7 (records: 2, 3)" in err
+    assert "llama_bench.json: no record 7 in the file (it holds records 1-3)" in err
 
 
 def test_the_same_file_twice_is_a_duplicate(work):

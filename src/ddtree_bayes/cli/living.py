@@ -8,6 +8,7 @@ input with nothing written, 3 no usable fit, 5 a refit failed its convergence ga
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.args import accept_cell
@@ -25,7 +26,8 @@ from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
 #: ``add`` flags that only make sense with --from-bench.
-BENCH_FLAGS = ("bench_format", "bench_records", "batch_size", "output_len", "input_len")
+BENCH_FLAGS = ("bench_format", "bench_records", "single_stream_only", "batch_size", "output_len",
+               "input_len")
 
 
 # ---------------------------------------------------------------- add
@@ -71,14 +73,18 @@ def cmd_add(args: argparse.Namespace) -> int:
             raise InputError(f"--from-bench needs {', '.join(missing)} (a benchmark file does "
                              "not record them)", fix="give the benchmarked configuration, e.g. "
                              "--hardware b300 --engine sglang --method ddtree --budget 32")
-        _, rows = rows_from_bench(
+        got = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
-            fmt=args.bench_format, accept=accept_cell(args.accept, args.method),
+            fmt=args.bench_format,
+            accept=accept_cell(args.accept, args.method),
             context=_context_tokens(args.context) or None,
             source=args.source, notes=args.notes, batch_size=args.batch_size,
             output_len=args.output_len, input_len=args.input_len,
-            records=None if args.bench_records is None else {
-                int(x) for x in args.bench_records.split(",") if x.strip()})
+            records=None if args.bench_records is None else set(args.bench_records),
+            single_stream_only=bool(args.single_stream_only))
+        rows = got.rows
+        for note in got.notes:
+            print(f"{PROG}: note: {note}", file=sys.stderr)
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None)
@@ -150,7 +156,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="Example: ddtree-bayes add --hardware b300 --engine sglang --method ddtree "
                "--block 16 --budget 32 --accept 13.1 --tok-s 612 --source \"my run 2026-12-01\". "
                "From a benchmark file: ddtree-bayes add --from-bench result.jsonl --hardware "
-               "b300 --engine sglang --method eagle3 --block 3")
+               "b300 --engine sglang --method eagle3 --block 3; a sweep's batch-1 runs: add "
+               "--single-stream-only")
     # the row's values are checked by the data schema (core.data.parse_row), whose messages
     # name the row and column they would land in
     a.add_argument("--hardware", help="GPU name from data/hardware.csv (required)")
@@ -190,11 +197,18 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "json/jsonl/csv (single-stream runs); the configuration comes from the "
                         "flags above")
     a.add_argument("--bench-format", choices=FORMATS,
-                   help="the --from-bench file's format (default: detected)")
-    a.add_argument("--bench-records", metavar="N[,M]",
-                   type=A.as_text(A.int_list(1, 10_000_000, "e.g. --bench-records 1,3")),
+                   help="the --from-bench file's format (default: detected; checked against "
+                        "the file, so it only settles a serving result that has neither "
+                        "vLLM's nor SGLang's own keys)")
+    a.add_argument("--bench-records", metavar="N[,M-K]", type=A.record_list,
                    help="import only these records of the --from-bench file (numbered as its "
-                        "error messages number them: JSON record or line)")
+                        "error messages number them: JSON record or line; ranges as 2-5); "
+                        "the others are not read further, so a sweep or a file with a broken "
+                        "line imports the records picked")
+    a.add_argument("--single-stream-only", action="store_true", default=None,
+                   help="import only the --from-bench file's single-stream records (batch size "
+                        "or max concurrency 1) and leave out the others with a note, instead "
+                        "of refusing the file (a sweep such as --batch-size 1 8 16)")
     a.add_argument("--batch-size", type=A.whole(1, 1_000_000, "use --batch-size 1"),
                    help="vllm bench latency's --batch-size (its JSON does not record it)")
     a.add_argument("--output-len", type=A.whole(1, 10_000_000, "e.g. --output-len 128"),
