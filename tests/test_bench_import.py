@@ -715,3 +715,59 @@ def test_span_reads_back_as_bench_records(indices):
 
     assert record_list(span(indices).replace(" ", "")) == sorted(set(indices))
 
+
+# --------------------------------------------------------------------------- identity
+CARDS = ["llama-3.1-8b-instruct", "llama-3.3-70b-instruct", "qwen3-8b", "deepseek-r1", "kimi-k2.6",
+         "qwen3.8-27b", "qwen3.8-27b-q4_k_m", "qwen3.8-27b-q8_0", "qwen3-30b-a3b", "gemma-4-12b-it"]
+HARDWARE = ["b300", "b200", "h200", "h100", "rtx-pro-6000", "rtx-pro-6000-server", "mi355x",
+            "rtx-5090", "rtx-3090", "rtx-pro-6000-maxq", "rtx-a6000", "v100"]
+
+
+@pytest.mark.parametrize(("name", "card"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b-instruct"),      # vLLM model_id
+    ("/models/Llama-3.1-8B-Instruct-Q4_K_M.gguf", "llama-3.1-8b-instruct"),
+    ("/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", None),           # nothing else guessed
+    ("Qwen/Qwen3.8-27B", "qwen3.8-27b"),
+    ("qwen3.8-27b-Q4_K_M.gguf", "qwen3.8-27b-q4_k_m"),                  # a card of that quant
+    ("Qwen3.8-27B-Q6_K.gguf", "qwen3.8-27b"),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-r1"), ("nvidia/DeepSeek-R1-FP4", "deepseek-r1"),
+    ("Kimi-K2.6-Q4_K_M-00001-of-00013.gguf", "kimi-k2.6"),
+    ("models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", None), ("models/7B/ggml-model-q4_0.gguf", None),
+])
+def test_match_card(name, card):
+    from ddtree_bayes.core.bench_import.identity import match_card
+
+    assert match_card(name, CARDS) == card
+
+
+@pytest.mark.parametrize(("gpu_info", "hardware"), [
+    ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3", "h100"),
+    ("NVIDIA H100 80GB HBM3/NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
+    ("NVIDIA B200", "b200"), ("NVIDIA GH200 480GB", None),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-server"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx-pro-6000-maxq"),
+    ("NVIDIA GeForce RTX 5090", "rtx-5090"), ("NVIDIA GeForce RTX 3090 Ti", None),
+    ("NVIDIA GeForce RTX 4080", None), ("NVIDIA RTX A6000", "rtx-a6000"),
+    ("Tesla V100-SXM2-32GB", "v100"), ("AMD Instinct MI355X", "mi355x"),
+    ("NVIDIA H100 80GB HBM3, NVIDIA GeForce RTX 5090", None), ("", None),
+])
+def test_match_gpu(gpu_info, hardware):
+    from ddtree_bayes.core.bench_import.identity import match_gpu
+
+    assert match_gpu(gpu_info, HARDWARE) == hardware
+
+
+@settings(max_examples=80, deadline=None, database=None)
+@given(card=st.sampled_from(CARDS), org=st.sampled_from(["", "org/", "/mnt/models/", "C:\\models\\"]),
+       case=st.sampled_from([str.lower, str.upper, str.title]),
+       quant=st.sampled_from(["", "-Q4_K_M", "-Q8_0", "-IQ4_XS", "-BF16", "-FP8"]),
+       gguf=st.booleans())
+def test_a_card_name_in_any_obvious_form_is_that_card(card, org, case, quant, gguf):
+    """A card's name as a repo id or a file path, in any case, with a quantisation tag and
+    .gguf: that card, unless a card of exactly that quantisation exists (then that one)."""
+    from ddtree_bayes.core.bench_import.identity import match_card
+
+    name = org + case(card) + quant + (".gguf" if gguf else "")
+    exact = (card + quant).lower()
+    assert match_card(name, CARDS) == (exact if exact in CARDS else card)

@@ -68,14 +68,15 @@ def cmd_add(args: argparse.Namespace) -> int:
         if args.tok_s is not None:
             raise InputError("--tok-s comes from the --from-bench file",
                              fix="drop --tok-s, or add the row without --from-bench")
-        missing = [f"--{f}" for f in ("hardware", "engine", "method") if getattr(args, f) is None]
+        missing = [f"--{f}" for f in ("engine", "method") if getattr(args, f) is None]
         if missing:
             raise InputError(f"--from-bench needs {', '.join(missing)} (a benchmark file does "
                              "not record them)", fix="give the benchmarked configuration, e.g. "
-                             "--hardware b300 --engine sglang --method ddtree --budget 32")
+                             "--engine sglang --method ddtree --budget 32 (and --hardware b300 "
+                             "when the file does not name its GPU)")
         got = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
-            fmt=args.bench_format,
+            hardware_names=set(hardware), fmt=args.bench_format,
             accept=accept_cell(args.accept, args.method),
             context=_context_tokens(args.context) or None,
             source=args.source, notes=args.notes, batch_size=args.batch_size,
@@ -160,7 +161,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                "--single-stream-only")
     # the row's values are checked by the data schema (core.data.parse_row), whose messages
     # name the row and column they would land in
-    a.add_argument("--hardware", help="GPU name from data/hardware.csv (required)")
+    a.add_argument("--hardware", help="GPU name from data/hardware.csv (required; with --from-bench "
+                                      "only when the file does not name a GPU of that table, "
+                                      "and refused when the file names another GPU)")
     a.add_argument("--gpus",
                    help="GPU count (default: the count already measured for that hardware in "
                         "the file; an error if none or several)")
@@ -187,14 +190,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--notes", help="free text, e.g. driver or engine version")
     a.add_argument("--model", help="target model (default: the file's model; required when it "
                                    "holds several; a model with a card in data/models.csv that "
-                                   "the file does not hold yet makes it a file of several models)")
+                                   "the file does not hold yet makes it a file of several models). "
+                                   "With --from-bench: the card of the model the benchmark file "
+                                   "names (default: the card whose name that is; refused when the "
+                                   "file names another card's model or one of a clearly "
+                                   "different size)")
     a.add_argument("--from", dest="from_file", metavar="FILE.csv",
                    help="append every row of this CSV (header as in data/measurements.csv)")
     a.add_argument("--from-bench", metavar="FILE",
                    help="import a benchmark tool's result file: vllm bench latency "
                         "--output-json, vllm bench serve --save-result, sglang.bench_one_batch "
                         "--result-filename, sglang.bench_serving --output-file, llama-bench -o "
-                        "json/jsonl/csv (single-stream runs); the configuration comes from the "
+                        "json/jsonl/csv (single-stream runs); the model and GPU come from "
+                        "the file when it names them, the rest of the configuration from the "
                         "flags above")
     a.add_argument("--bench-format", choices=FORMATS,
                    help="the --from-bench file's format (default: detected; checked against "

@@ -37,8 +37,9 @@ forced format is checked against the file's keys and refused when the file is an
 output. Records that differ in a setting the data has no column for (llama-bench
 ``n_gpu_layers``, ``flash_attn``, ...; SGLang ``run_name``) are refused together.
 
-Modules: ``records`` (the record type, the error, file loading and format detection) and
-``formats`` (one parser per tool, selection, and :func:`parse_bench_file`).
+Modules: ``records`` (the record type, the error, file loading and format detection),
+``formats`` (one parser per tool, selection, and :func:`parse_bench_file`) and ``identity``
+(which model card and GPU a file's names are).
 """
 
 from __future__ import annotations
