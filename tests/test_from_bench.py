@@ -337,8 +337,11 @@ def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):
                    "'meta-llama/Llama-3.1-8B-Instruct' is card llama-3.1-8b-instruct, but --model "
                    "kimi-k2.6 (fix: drop --model (the file's model is used), or import the file of "
                    "the kimi-k2.6 run)\n")
-    (row,), _ = imported_rows(work, *argv)
-    assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 8)
+    code, out, err = run_cli(work, "add", *argv)
+    assert code == 0, err
+    assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3 M=4 ctx 1024 accept 3.14593: " in out
+    (row,) = new_rows(work)
+    assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", "8")
 
 
 def two_models(folder: Path) -> Path:
