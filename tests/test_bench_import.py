@@ -10,16 +10,26 @@ import math
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ddtree_bayes.core.bench_import import (
     FORMATS,
+    TOOLS,
     BenchFormatError,
     BenchRecord,
     detect_format,
     parse_bench_file,
+    span,
 )
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
+
+
+def parse(*args, **kwargs) -> tuple[str, list[BenchRecord]]:
+    """(format, records) of parse_bench_file."""
+    got = parse_bench_file(*args, **kwargs)
+    return got.format, got.records
 
 
 def _json(name: str):
@@ -49,6 +59,9 @@ def _one_line(err: pytest.ExceptionInfo[BenchFormatError]) -> str:
     ("sglang_serving.jsonl", "sglang-serving"),
     ("llama_bench.json", "llama-bench"),
     ("llama_bench.csv", "llama-bench"),
+    ("llama_bench_readme.json", "llama-bench"),
+    ("llama_bench_readme.jsonl", "llama-bench"),
+    ("llama_bench_readme.csv", "llama-bench"),
 ])
 def test_detect_format_of_every_fixture(name, fmt):
     path = BENCH / name
@@ -60,7 +73,9 @@ def test_every_fixture_is_covered():
     names = {p.name for p in BENCH.iterdir()} - {"README.md"}
     assert names == {"vllm_latency.json", "vllm_latency_eagle3.json", "vllm_latency_eagle3.pytorch.json",
                      "vllm_serve.json", "sglang_one_batch.jsonl", "sglang_one_batch_bs1_bs8.jsonl",
-                     "sglang_serving.jsonl", "llama_bench.json", "llama_bench.csv"}
+                     "sglang_serving.jsonl", "llama_bench.json", "llama_bench.csv",
+                     "llama_bench_readme.json", "llama_bench_readme.jsonl", "llama_bench_readme.csv",
+                     "llama_bench_readme.md"}
     readme = (BENCH / "README.md").read_text()
     for name in names:
         assert f"`{name}`" in readme
@@ -72,7 +87,7 @@ def test_every_fixture_is_covered():
 def test_vllm_latency_needs_flags_and_computes_single_stream_rate():
     raw = _json("vllm_latency.json")
     assert math.isclose(raw["avg_latency"], sum(raw["latencies"]) / len(raw["latencies"]), rel_tol=1e-12)
-    fmt, recs = parse_bench_file(BENCH / "vllm_latency.json", batch_size=1, output_len=128, input_len=512)
+    fmt, recs = parse(BENCH / "vllm_latency.json", batch_size=1, output_len=128, input_len=512)
     assert fmt == "vllm-latency"
     (rec,) = recs
     assert rec.tok_s == 1 * 128 / raw["avg_latency"]
@@ -103,7 +118,7 @@ def test_vllm_latency_reads_args_from_pytorch_side_file():
     args = _json("vllm_latency_eagle3.pytorch.json")[0]["benchmark"]["extra_info"]["args"]
     assert (args["batch_size"], args["output_len"], args["input_len"]) == (1, 128, 1024)
     for name in ("vllm_latency_eagle3.json", "vllm_latency_eagle3.pytorch.json"):
-        fmt, (rec,) = parse_bench_file(BENCH / name)
+        fmt, (rec,) = parse(BENCH / name)
         assert fmt == "vllm-latency"
         assert rec.tok_s == 1 * 128 / avg
         assert rec.context_tokens == 1024.0
@@ -113,7 +128,7 @@ def test_vllm_latency_reads_args_from_pytorch_side_file():
 
 def test_vllm_latency_flags_override_side_file():
     avg = _json("vllm_latency_eagle3.json")["avg_latency"]
-    _, (rec,) = parse_bench_file(BENCH / "vllm_latency_eagle3.json", batch_size=1, output_len=64)
+    _, (rec,) = parse(BENCH / "vllm_latency_eagle3.json", batch_size=1, output_len=64)
     assert rec.tok_s == 64 / avg
 
 
@@ -131,7 +146,7 @@ def test_vllm_latency_side_file_batch8_is_refused(tmp_path):
 
 def test_vllm_serve():
     raw = _json("vllm_serve.json")
-    fmt, (rec,) = parse_bench_file(BENCH / "vllm_serve.json")
+    fmt, (rec,) = parse(BENCH / "vllm_serve.json")
     assert fmt == "vllm-serve"
     assert rec.tok_s == 1000.0 / raw["median_tpot_ms"]
     assert rec.accept_len == raw["spec_decode_acceptance_length"]
@@ -160,6 +175,9 @@ def test_vllm_serve_appended_results_are_json_lines(tmp_path):
     with pytest.raises(BenchFormatError) as err:
         parse_bench_file(path)
     assert _one_line(err).startswith(f"{path}, line 2: max_concurrency 4: only single-stream")
+    got = parse_bench_file(path, single_stream_only=True)
+    assert [(r.index, r.tok_s) for r in got.records] == [(1, 1000.0 / raw["median_tpot_ms"])]
+    assert got.notes == [f"{path}: --single-stream-only left out line 2 (max_concurrency 4)"]
 
 
 def test_vllm_serve_falls_back_to_mean_tpot_and_needs_tpot(tmp_path):
@@ -167,7 +185,7 @@ def test_vllm_serve_falls_back_to_mean_tpot_and_needs_tpot(tmp_path):
     del raw["median_tpot_ms"]
     path = tmp_path / "serve.json"
     path.write_text(json.dumps(raw))
-    _, (rec,) = parse_bench_file(path)
+    _, (rec,) = parse(path)
     assert rec.tok_s == 1000.0 / raw["mean_tpot_ms"]
     del raw["mean_tpot_ms"]
     path.write_text(json.dumps(raw))
@@ -180,7 +198,7 @@ def test_vllm_serve_falls_back_to_mean_tpot_and_needs_tpot(tmp_path):
 
 def test_sglang_one_batch():
     raw = _jsonl("sglang_one_batch.jsonl")
-    fmt, recs = parse_bench_file(BENCH / "sglang_one_batch.jsonl")
+    fmt, recs = parse(BENCH / "sglang_one_batch.jsonl")
     assert fmt == "sglang-one-batch"
     assert [r.index for r in recs] == [1, 2]
     for rec, row in zip(recs, raw, strict=True):
@@ -196,15 +214,38 @@ def test_sglang_one_batch_batch8_is_refused():
         parse_bench_file(BENCH / "sglang_one_batch_bs1_bs8.jsonl")
     msg = _one_line(err)
     assert msg == (f"{BENCH / 'sglang_one_batch_bs1_bs8.jsonl'}, line 2: batch_size 8: only single-stream "
-                   "(batch 1) runs can be imported (fix: rerun sglang.bench_one_batch with --batch-size 1, "
-                   "or delete line 2)")
+                   "(batch 1) runs can be imported (fix: import the file's single-stream records (line 1) "
+                   "with --single-stream-only or --bench-records 1, or rerun sglang.bench_one_batch with "
+                   "--batch-size 1)")
     assert err.value.key == "batch_size" and err.value.index == 2
+
+
+@pytest.mark.parametrize("select", [{"records": [1]}, {"single_stream_only": True}])
+def test_a_sweep_imports_its_batch1_record_when_selected(select):
+    raw = _jsonl("sglang_one_batch_bs1_bs8.jsonl")
+    got = parse_bench_file(BENCH / "sglang_one_batch_bs1_bs8.jsonl", **select)
+    assert got.format == "sglang-one-batch" and got.unit == "line"
+    assert [(r.index, r.tok_s, r.context_tokens, r.batch_size) for r in got.records] == [
+        (1, raw[0]["median_decode_throughput"], 512.0, 1)]
+    if "single_stream_only" in select:
+        assert got.notes == [f"{BENCH / 'sglang_one_batch_bs1_bs8.jsonl'}: --single-stream-only left out "
+                             "line 2 (batch_size 8)"]
+
+
+def test_single_stream_only_of_a_file_without_one_is_refused(tmp_path):
+    row = _jsonl("sglang_one_batch_bs1_bs8.jsonl")[1]
+    path = tmp_path / "b8.jsonl"
+    path.write_text(json.dumps(row) + "\n" + json.dumps(dict(row, batch_size=16)) + "\n")
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path, single_stream_only=True)
+    assert _one_line(err) == (f"{path}: no single-stream record (batch_size 16, 8) (fix: rerun "
+                              "sglang.bench_one_batch with --batch-size 1)")
 
 
 def test_sglang_serving():
     raw = _jsonl("sglang_serving.jsonl")
     assert raw[0]["request_rate"] == math.inf  # json.dumps wrote Infinity
-    fmt, recs = parse_bench_file(BENCH / "sglang_serving.jsonl")
+    fmt, recs = parse(BENCH / "sglang_serving.jsonl")
     assert fmt == "sglang-serving"
     spec, plain = recs
     assert spec.tok_s == 1000.0 / raw[0]["median_tpot_ms"]
@@ -221,7 +262,7 @@ def test_sglang_serving_model_from_server_info(tmp_path):
     row["server_info"] = {"model_path": "meta-llama/Llama-3.1-8B-Instruct", "internal_states": []}
     path = tmp_path / "s.jsonl"
     path.write_text(json.dumps(row) + "\n")
-    _, (rec,) = parse_bench_file(path)
+    _, (rec,) = parse(path)
     assert rec.model == "meta-llama/Llama-3.1-8B-Instruct"
 
 
@@ -241,7 +282,7 @@ def test_llama_bench_json_takes_tg_rows_only():
     raw = _json("llama_bench.json")
     tests = [(r["n_prompt"], r["n_gen"], r["n_depth"]) for r in raw]
     assert tests == [(512, 0, 0), (0, 128, 0), (0, 128, 4096)]
-    fmt, recs = parse_bench_file(BENCH / "llama_bench.json")
+    fmt, recs = parse(BENCH / "llama_bench.json")
     assert fmt == "llama-bench"
     assert [r.index for r in recs] == [2, 3]
     for rec, row in zip(recs, raw[1:], strict=True):
@@ -255,8 +296,8 @@ def test_llama_bench_json_takes_tg_rows_only():
 
 
 def test_llama_bench_csv_matches_json():
-    _, from_json = parse_bench_file(BENCH / "llama_bench.json")
-    fmt, from_csv = parse_bench_file(BENCH / "llama_bench.csv")
+    _, from_json = parse(BENCH / "llama_bench.json")
+    fmt, from_csv = parse(BENCH / "llama_bench.csv")
     assert fmt == "llama-bench"
     assert [r.tok_s for r in from_csv] == [r.tok_s for r in from_json]
     assert [r.context_tokens for r in from_csv] == [0.0, 4096.0]
@@ -267,7 +308,7 @@ def test_llama_bench_jsonl(tmp_path):
     raw = _json("llama_bench.json")
     path = tmp_path / "bench.jsonl"
     path.write_text("".join(json.dumps(r) + "\n" for r in raw))
-    fmt, recs = parse_bench_file(path)
+    fmt, recs = parse(path)
     assert fmt == "llama-bench"
     assert [r.tok_s for r in recs] == [raw[1]["avg_ts"], raw[2]["avg_ts"]]
     assert [r.index for r in recs] == [2, 3]
@@ -349,10 +390,48 @@ def test_unknown_format_name(tmp_path):
         parse_bench_file(BENCH / "vllm_serve.json", fmt="tgi")
 
 
-def test_forced_wrong_format_reports_missing_key():
+DETECTED = {"vllm_latency.json": "vllm-latency", "vllm_serve.json": "vllm-serve",
+            "sglang_one_batch.jsonl": "sglang-one-batch", "sglang_serving.jsonl": "sglang-serving",
+            "llama_bench_readme.json": "llama-bench", "llama_bench_readme.csv": "llama-bench"}
+
+
+@pytest.mark.parametrize(("name", "forced"), [(n, f) for n in DETECTED for f in FORMATS
+                                              if f != DETECTED[n]])
+def test_a_forced_format_that_is_not_the_files_is_refused_naming_the_tool(name, forced):
     with pytest.raises(BenchFormatError) as err:
-        parse_bench_file(BENCH / "vllm_serve.json", fmt="sglang-one-batch")
-    assert "record 1: missing key 'batch_size' (sglang-one-batch)" in _one_line(err)
+        parse_bench_file(BENCH / name, fmt=forced, batch_size=1, output_len=128)
+    msg = _one_line(err)
+    detected = DETECTED[name]
+    assert f": --bench-format {forced}, but this is {TOOLS[detected]} output ({detected}: " in msg
+    assert msg.endswith(f"(fix: drop --bench-format (the format is detected), or pass the file "
+                        f"{TOOLS[forced]} wrote)")
+
+
+def test_a_forced_format_settles_a_serving_result_without_either_tools_keys(tmp_path):
+    raw = _json("vllm_serve.json")
+    for key in ("model_id", "burstiness", "endpoint_type", "spec_decode_acceptance_length"):
+        del raw[key]
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BenchFormatError, match=r"record 1: a serving benchmark's result, but without "
+                                               r"the keys .* \(fix: pass --bench-format vllm-serve or "
+                                               r"sglang-serving\)"):
+        parse_bench_file(path)
+    assert parse(path, fmt="vllm-serve")[0] == "vllm-serve"
+    with pytest.raises(BenchFormatError, match=r"--bench-format llama-bench, but this is a serving"):
+        parse_bench_file(path, fmt="llama-bench")
+
+
+def test_one_file_of_two_tools_is_refused(tmp_path):
+    path = tmp_path / "mixed.jsonl"
+    path.write_text((BENCH / "sglang_serving.jsonl").read_text().splitlines()[0] + "\n"
+                    + json.dumps(_json("vllm_serve.json")) + "\n")
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert _one_line(err) == (f"{path}, line 2: line 1 is sglang.bench_serving output (sglang-serving), "
+                              "line 2 vllm bench serve output (vllm-serve) (fix: import one tool's "
+                              "records at a time with --bench-records)")
+    assert parse(path, records=[2])[0] == "vllm-serve"
 
 
 def test_missing_required_key(tmp_path):
@@ -410,7 +489,285 @@ def test_array_of_non_objects(tmp_path):
 
 def test_error_is_plain_exception_and_record_is_frozen():
     assert issubclass(BenchFormatError, Exception)
-    _, (rec,) = parse_bench_file(BENCH / "vllm_serve.json")
+    _, (rec,) = parse(BENCH / "vllm_serve.json")
     assert isinstance(rec, BenchRecord)
     with pytest.raises(AttributeError):
         rec.tok_s = 1.0  # type: ignore[misc]
+
+
+# --------------------------------------------------------------------------- llama.cpp's README
+
+
+README = {"llama_bench_readme.json": ("record", 2, 118.881588),
+          "llama_bench_readme.jsonl": ("line", 2, 119.844681),
+          "llama_bench_readme.csv": ("line", 3, 119.915244)}
+
+
+@pytest.mark.parametrize("name", list(README))
+def test_llama_cpp_readme_outputs(name):
+    """The real -o json / -o jsonl / -o csv outputs of llama.cpp's README: the tg128 record,
+    with the model, its parameter count and the GPU the file names."""
+    unit, index, avg_ts = README[name]
+    got = parse_bench_file(BENCH / name)
+    assert (got.format, got.unit) == ("llama-bench", unit)
+    (rec,) = got.records
+    assert (rec.index, rec.tok_s, rec.context_tokens, rec.batch_size, rec.accept_len) == (
+        index, avg_ts, 0.0, 1, None)
+    assert rec.model == "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf"
+    assert rec.model_params == 7615616512 and rec.gpu == "NVIDIA GeForce RTX 4080"
+    assert dict(rec.setup)["n_gpu_layers"] == "99" and dict(rec.setup)["flash_attn"] == "0"
+    assert rec.notes.endswith("model_type 'qwen2 7B Q4_K - Medium'; n_gpu_layers 99, flash_attn 0, "
+                              "type_k f16, type_v f16, split_mode layer")
+    assert got.notes == [f"{BENCH / name}: {unit} {index - 1} (pp512) measures prompt processing, "
+                         "not decode; not imported"]
+
+
+def test_llama_cpp_readme_markdown_is_refused():
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(BENCH / "llama_bench_readme.md")
+    assert _one_line(err) == (f"{BENCH / 'llama_bench_readme.md'}, line 1: this is a Markdown table "
+                              "(llama-bench's default output), not a result file (fix: rerun "
+                              "llama-bench with -o json)")
+
+
+#: What a Vulkan build of llama-bench printed before `-o json`'s array (ggml-org/llama.cpp
+#: issue #15554).
+VULKAN_LOG = ("ggml_vulkan: Found 1 Vulkan devices:\n"
+              "ggml_vulkan: 0 = AMD Radeon RX 580 Series (RADV POLARIS10) (radv) | uma: 0 | fp16: 0 | "
+              "bf16: 0 | warp size: 64 | shared memory: 65536 | int dot: 0 | matrix cores: none\n")
+
+
+@pytest.mark.parametrize("name", list(README))
+def test_log_lines_before_the_body_are_skipped_with_a_note(tmp_path, name):
+    path = tmp_path / name
+    path.write_text(VULKAN_LOG + (BENCH / name).read_text())
+    plain, logged = parse_bench_file(BENCH / name), parse_bench_file(path)
+    body = "CSV" if name.endswith(".csv") else "JSON"
+    assert logged.notes[0] == (f"{path}: skipped 2 lines before the {body} (lines 1-2): not part of "
+                               "the result (log output)")
+    shift = 0 if plain.unit == "record" else 2   # line numbers stay the file's
+    assert [(r.index, r.tok_s) for r in logged.records] == [
+        (r.index + shift, r.tok_s) for r in plain.records]
+
+
+def test_a_bracketed_log_line_is_not_taken_for_the_json(tmp_path):
+    path = tmp_path / "b.json"
+    path.write_text("[INFO] loading model\n[2025-09-12 10:00:00] done\n"
+                    + (BENCH / "llama_bench_readme.json").read_text())
+    got = parse_bench_file(path)
+    assert [r.tok_s for r in got.records] == [118.881588]
+    assert "skipped 2 lines before the JSON (lines 1-2)" in got.notes[0]
+
+
+def test_text_that_never_becomes_json_is_refused(tmp_path):
+    path = tmp_path / "log.txt"
+    path.write_text(VULKAN_LOG)
+    with pytest.raises(BenchFormatError, match=r"line 1: not JSON: starts with 'ggml_vulkan: Found 1 "):
+        parse_bench_file(path)
+
+
+# --------------------------------------------------------------------------- broken records
+
+
+def test_a_truncated_json_lines_file_imports_its_complete_lines_when_selected(tmp_path):
+    lines = (BENCH / "sglang_serving.jsonl").read_text().splitlines()
+    path = tmp_path / "cut.jsonl"
+    path.write_text(lines[0] + "\n" + lines[1][:80])   # killed while writing line 2
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert "line 2: invalid JSON: " in _one_line(err) and "it is truncated" in _one_line(err)
+    assert [r.index for r in parse(path, records=[1])[1]] == [1]
+
+
+def test_an_edited_middle_line_is_not_called_truncated(tmp_path):
+    lines = (BENCH / "sglang_one_batch.jsonl").read_text().splitlines()
+    path = tmp_path / "edit.jsonl"
+    path.write_text(lines[0][:-1] + ",}\n" + lines[1] + "\n")
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    msg = _one_line(err)
+    assert msg.startswith(f"{path}, line 1: invalid JSON: ")
+    assert "truncated" not in msg.removeprefix(str(path))
+    assert [r.index for r in parse(path, records=[2])[1]] == [2]
+
+
+def test_csv_truncated_only_when_the_last_line_is_cut(tmp_path):
+    text = (BENCH / "llama_bench_readme.csv").read_text().splitlines()
+    cut = tmp_path / "cut.csv"
+    cut.write_text("\n".join(text[:2] + [text[2][:120]]))   # 6 of the 33 fields
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(cut)
+    assert _one_line(err).startswith(f"{cut}, line 3: 6 fields, the header has 33: the last line is "
+                                     "cut short, the file is truncated (fix: ")
+    with pytest.raises(BenchFormatError, match=r"line 2: no text-generation test"):
+        parse_bench_file(cut, records=[2])   # the cut line is left out; line 2 is pp512
+    edited = tmp_path / "edited.csv"
+    edited.write_text("\n".join([text[0], text[1].replace('"CUDA",', ""), text[2]]) + "\n")
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(edited)
+    msg = _one_line(err)
+    assert msg.startswith(f"{edited}, line 2: 32 fields, the header (line 1) has 33 (fix: ")
+    assert "truncated" not in msg.removeprefix(str(edited))
+    assert [r.tok_s for r in parse(edited, records=[3])[1]] == [119.915244]
+
+
+def test_csv_runs_appended_with_their_headers(tmp_path):
+    """`llama-bench -o csv >> runs.csv` twice: the second header starts a new block."""
+    text = (BENCH / "llama_bench_readme.csv").read_text()
+    path = tmp_path / "runs.csv"
+    path.write_text(text + text)
+    got = parse_bench_file(path)
+    assert [(r.index, r.tok_s) for r in got.records] == [(3, 119.915244), (6, 119.915244)]
+
+
+# --------------------------------------------------------------------------- one configuration
+
+
+def _readme_tg(**changes) -> dict:
+    return dict(_json("llama_bench_readme.json")[1], **changes)
+
+
+@pytest.mark.parametrize(("key", "values"), [("n_gpu_layers", (10, 99)), ("flash_attn", (False, True))])
+def test_records_differing_in_a_setting_are_refused_unless_one_is_picked(tmp_path, key, values):
+    """`llama-bench -ngl 10,99` / `-fa 0,1`: the records are two configurations the data has no
+    column to tell apart; imported together they would be repeats of one."""
+    path = tmp_path / "sweep.jsonl"
+    a, b = values
+    path.write_text("".join(json.dumps(_readme_tg(**{key: v})) + "\n" for v in (a, a, b)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    shown = {"n_gpu_layers": ("10", "99"), "flash_attn": ("0", "1")}[key]
+    assert _one_line(err) == (f"{path}: the records differ in {key} ({key} {shown[0]}: lines 1-2; "
+                              f"{key} {shown[1]}: line 3), which no data column holds: imported "
+                              "together they would be repeats of one configuration (fix: import "
+                              "one setting at a time, e.g. --bench-records 1-2)")
+    assert [r.index for r in parse(path, records=[3])[1]] == [3]
+    assert [r.index for r in parse(path, records=[1, 2])[1]] == [1, 2]
+
+
+def test_a_two_model_file_keeps_each_records_model(tmp_path):
+    """`llama-bench -m A -m B`: the records keep the model each names (the import decides)."""
+    path = tmp_path / "two.json"
+    llama = _readme_tg(model_filename="models/Llama-3.1-8B-Instruct-Q4_K_M.gguf",
+                       model_type="llama 8B Q4_K - Medium", model_n_params=8030261312)
+    path.write_text(json.dumps([_readme_tg(), llama]))
+    recs = parse(path)[1]
+    assert [(r.model, r.model_params) for r in recs] == [
+        ("models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", 7615616512),
+        ("models/Llama-3.1-8B-Instruct-Q4_K_M.gguf", 8030261312)]
+
+
+def test_a_cpu_run_names_no_gpu(tmp_path):
+    path = tmp_path / "cpu.json"
+    path.write_text(json.dumps([_readme_tg(n_gpu_layers=0)]))
+    (rec,) = parse(path)[1]
+    assert rec.gpu is None and "n_gpu_layers 0" in rec.notes
+
+
+def test_records_that_are_not_in_the_file(tmp_path):
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(BENCH / "llama_bench_readme.csv", records=[9])
+    assert _one_line(err) == (f"{BENCH / 'llama_bench_readme.csv'}: no record 9 in the file (it holds "
+                              "lines 2-3) (fix: pick from the records listed, or drop --bench-records)")
+    with pytest.raises(BenchFormatError, match=r"record 1: no text-generation test .* tests seen: "
+                                               r"pp512 \(fix: pick tg tests with --bench-records\)"):
+        parse_bench_file(BENCH / "llama_bench_readme.json", records=[1])
+
+
+# --------------------------------------------------------------------------- properties
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(batches=st.lists(st.sampled_from([1, 1, 2, 8, 16]), min_size=1, max_size=8),
+       log=st.lists(st.sampled_from(["ggml_vulkan: Found 1 Vulkan devices:",
+                                     "load_backend: loaded CUDA backend from libggml-cuda.so",
+                                     "[INFO] warming up", ""]), max_size=3))
+def test_a_sweep_imports_exactly_its_batch1_lines(tmp_path_factory, batches, log):
+    """Any bench_one_batch sweep, after any log lines: --single-stream-only keeps exactly the
+    batch-1 lines (their own tok/s, their own line numbers); without it, the file is refused
+    at its first line of batch > 1, or imported whole when there is none."""
+    base = _jsonl("sglang_one_batch_bs1_bs8.jsonl")[0]
+    rows = [dict(base, batch_size=b, median_decode_throughput=100.0 + i) for i, b in enumerate(batches)]
+    path = tmp_path_factory.mktemp("sweep") / "sweep.jsonl"
+    path.write_text("".join(line + "\n" for line in log)
+                    + "".join(json.dumps(r) + "\n" for r in rows))
+    # line numbers are the file's; a file of one object is one JSON document: record 1
+    first = len(log) + 1 if len(rows) > 1 else 1
+    ones = [(first + i, 100.0 + i) for i, b in enumerate(batches) if b == 1]
+    if not ones:
+        with pytest.raises(BenchFormatError, match=r"no single-stream record"):
+            parse_bench_file(path, single_stream_only=True)
+    else:
+        assert [(r.index, r.tok_s) for r in parse(path, single_stream_only=True)[1]] == ones
+    if all(b == 1 for b in batches):
+        assert [(r.index, r.tok_s) for r in parse(path)[1]] == ones
+    else:
+        bad = first + next(i for i, b in enumerate(batches) if b != 1)
+        with pytest.raises(BenchFormatError) as err:
+            parse_bench_file(path)
+        assert err.value.index == bad and "only single-stream" in str(err.value)
+
+
+@settings(max_examples=100, deadline=None, database=None)
+@given(st.lists(st.integers(1, 60), min_size=1, max_size=12))
+def test_span_reads_back_as_bench_records(indices):
+    from ddtree_bayes.cli.args import record_list
+
+    assert record_list(span(indices).replace(" ", "")) == sorted(set(indices))
+
+
+# --------------------------------------------------------------------------- identity
+CARDS = ["llama-3.1-8b-instruct", "llama-3.3-70b-instruct", "qwen3-8b", "deepseek-r1", "kimi-k2.6",
+         "qwen3.8-27b", "qwen3.8-27b-q4_k_m", "qwen3.8-27b-q8_0", "qwen3-30b-a3b", "gemma-4-12b-it"]
+HARDWARE = ["b300", "b200", "h200", "h100", "rtx-pro-6000", "rtx-pro-6000-server", "mi355x",
+            "rtx-5090", "rtx-3090", "rtx-pro-6000-maxq", "rtx-a6000", "v100"]
+
+
+@pytest.mark.parametrize(("name", "card"), [
+    ("meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b-instruct"),      # vLLM model_id
+    ("/models/Llama-3.1-8B-Instruct-Q4_K_M.gguf", "llama-3.1-8b-instruct"),
+    ("/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf", None),           # nothing else guessed
+    ("Qwen/Qwen3.8-27B", "qwen3.8-27b"),
+    ("qwen3.8-27b-Q4_K_M.gguf", "qwen3.8-27b-q4_k_m"),                  # a card of that quant
+    ("Qwen3.8-27B-Q6_K.gguf", "qwen3.8-27b"),
+    ("deepseek-ai/DeepSeek-R1", "deepseek-r1"), ("nvidia/DeepSeek-R1-FP4", "deepseek-r1"),
+    ("Kimi-K2.6-Q4_K_M-00001-of-00013.gguf", "kimi-k2.6"),
+    ("models/Qwen2.5-7B-Instruct-Q4_K_M.gguf", None), ("models/7B/ggml-model-q4_0.gguf", None),
+])
+def test_match_card(name, card):
+    from ddtree_bayes.core.bench_import.identity import match_card
+
+    assert match_card(name, CARDS) == card
+
+
+@pytest.mark.parametrize(("gpu_info", "hardware"), [
+    ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3", "h100"),
+    ("NVIDIA H100 80GB HBM3/NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),
+    ("NVIDIA B200", "b200"), ("NVIDIA GH200 480GB", None),
+    ("NVIDIA RTX PRO 6000 Blackwell Workstation Edition", "rtx-pro-6000"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000-server"),
+    ("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition", "rtx-pro-6000-maxq"),
+    ("NVIDIA GeForce RTX 5090", "rtx-5090"), ("NVIDIA GeForce RTX 3090 Ti", None),
+    ("NVIDIA GeForce RTX 4080", None), ("NVIDIA RTX A6000", "rtx-a6000"),
+    ("Tesla V100-SXM2-32GB", "v100"), ("AMD Instinct MI355X", "mi355x"),
+    ("NVIDIA H100 80GB HBM3, NVIDIA GeForce RTX 5090", None), ("", None),
+])
+def test_match_gpu(gpu_info, hardware):
+    from ddtree_bayes.core.bench_import.identity import match_gpu
+
+    assert match_gpu(gpu_info, HARDWARE) == hardware
+
+
+@settings(max_examples=80, deadline=None, database=None)
+@given(card=st.sampled_from(CARDS), org=st.sampled_from(["", "org/", "/mnt/models/", "C:\\models\\"]),
+       case=st.sampled_from([str.lower, str.upper, str.title]),
+       quant=st.sampled_from(["", "-Q4_K_M", "-Q8_0", "-IQ4_XS", "-BF16", "-FP8"]),
+       gguf=st.booleans())
+def test_a_card_name_in_any_obvious_form_is_that_card(card, org, case, quant, gguf):
+    """A card's name as a repo id or a file path, in any case, with a quantisation tag and
+    .gguf: that card, unless a card of exactly that quantisation exists (then that one)."""
+    from ddtree_bayes.core.bench_import.identity import match_card
+
+    name = org + case(card) + quant + (".gguf" if gguf else "")
+    exact = (card + quant).lower()
+    assert match_card(name, CARDS) == (exact if exact in CARDS else card)

@@ -199,7 +199,8 @@ SPECS: dict[str, dict] = {
             "--notes": TEXT, "--from": files("row.csv"), "--from-bench": st.one_of(
                 files("bench.jsonl"), st.sampled_from([str(p) for p in sorted(BENCH.iterdir())])),
             "--bench-format": choice("vllm-latency", "sglang-serving", "llama-bench"),
-            "--bench-records": st.sampled_from(["1", "2", "1,2", "0", "", "x"]),
+            "--bench-records": st.sampled_from(["1", "2", "1,2", "0", "", "x", "1-2", "2-1"]),
+            "--single-stream-only": FLAG,
             "--batch-size": INT, "--output-len": INT, "--input-len": INT,
             "--allow-duplicate": FLAG, "--data": files("row.csv"),
             "--hardware-file": files(), "--format": choice("table", "json")},

@@ -83,25 +83,75 @@ def test_vllm_serve_and_a_contradicting_accept(work):
 
 @pytest.mark.parametrize("name", ["llama_bench.json", "llama_bench.csv"])
 def test_llama_bench_imports_its_generation_tests(work, name):
-    code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / name), "--hardware", "b300",
-                           "--engine", "llama.cpp", "--method", "ar", "--format", "json")
+    # the file's GPU, 'NVIDIA H100 80GB HBM3', is h100; its model, Meta-Llama-3.1-8B-Instruct,
+    # is mapped to the card by --model (8.03B parameters, as the card)
+    code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / name), "--gpus", "1",
+                           "--model", "llama-3.1-8b-instruct", "--engine", "llama.cpp",
+                           "--method", "ar", "--format", "json")
     assert code == 0, err
     rows = new_rows(work)
-    # tg128 and tg128 @ d4096 (the pp512 test is skipped): avg_ts as printed
-    assert [(r["tok_s"], r["context_tokens"], r["accept_len"]) for r in rows] == [
-        ("150.62", "0", "1"), ("127.493", "4096", "1")]
+    # tg128 and tg128 @ d4096 (the pp512 test is skipped, with a note): avg_ts as printed
+    assert [(r["model"], r["hardware"], r["tok_s"], r["context_tokens"], r["accept_len"])
+            for r in rows] == [("llama-3.1-8b-instruct", "h100", "150.62", "0", "1"),
+                               ("llama-3.1-8b-instruct", "h100", "127.493", "4096", "1")]
+    assert err.count("ddtree-bayes: note: ") == 1 and "(pp512) measures prompt processing" in err
 
 
-def test_sglang_one_batch_and_a_batch_sweep_is_refused_whole(work):
-    err = one_error(work, "--from-bench", str(BENCH / "sglang_one_batch_bs1_bs8.jsonl"),
-                    *CONFIG, "--method", "ar")
-    assert "line 2: batch_size 8: only single-stream (batch 1) runs can be imported" in err
+def test_sglang_one_batch_and_a_batch_sweep(work):
+    src = str(BENCH / "sglang_one_batch_bs1_bs8.jsonl")   # line 1 batch 1, line 2 batch 8
+    err = one_error(work, "--from-bench", src, *CONFIG, "--method", "ar")
+    assert err.endswith("line 2: batch_size 8: only single-stream (batch 1) runs can be imported "
+                        "(fix: import the file's single-stream records (line 1) with "
+                        "--single-stream-only or --bench-records 1, or rerun "
+                        "sglang.bench_one_batch with --batch-size 1)\n")
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "sglang_one_batch.jsonl"),
                            *CONFIG, "--method", "ar")
     assert code == 0, err
     # median_decode_throughput = 1 / median_decode_latency: 1 / 0.0067413, 1 / 0.0071986
     assert [(r["tok_s"], r["context_tokens"]) for r in new_rows(work)] == [
         (f"{1 / 0.0067413:.6g}", "512"), (f"{1 / 0.0071986:.6g}", "2048")]
+
+
+def imported_rows(work: Path, *argv: str) -> tuple[list[dict], str]:
+    code, out, err = run_cli(work, "add", *argv, "--format", "json")
+    assert code == 0, err
+    return json.loads(out)["rows"], err
+
+
+@pytest.mark.parametrize("select", [["--bench-records", "1"], ["--single-stream-only"]])
+def test_a_sweep_imports_its_batch1_record(work, select):
+    src = BENCH / "sglang_one_batch_bs1_bs8.jsonl"
+    rows, err = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "ar", *select)
+    assert [(r["tok_s"], r["context_tokens"], r["accept_len"], r["source"]) for r in rows] == [
+        (float(f"{1 / 0.0067413:.6g}"), 512, 1.0, "sglang-one-batch sglang_one_batch_bs1_bs8.jsonl line 1")]
+    if select == ["--single-stream-only"]:
+        assert err == (f"ddtree-bayes: note: {src}: --single-stream-only left out line 2 "
+                       "(batch_size 8)\n")
+
+
+def test_a_vllm_append_result_sweep_imports_its_concurrency1_run(work, tmp_path):
+    """`vllm bench serve --max-concurrency 1` then `4`, both with --append-result."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "sweep.json"
+    src.write_text(json.dumps(raw) + "\n" + json.dumps(dict(raw, max_concurrency=4,
+                                                             median_tpot_ms=4.0)))
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
+            "eagle3", "--block", "3"]
+    assert "line 2: max_concurrency 4: only single-stream" in one_error(work, *argv)
+    (row,), _ = imported_rows(work, *argv, "--single-stream-only")
+    assert row["tok_s"] == float(f"{1000 / raw['median_tpot_ms']:.6g}")
+    assert row["source"] == "vllm-serve sweep.json line 1"
+
+
+def test_a_forced_format_that_is_not_the_files_is_refused(work, tmp_path):
+    """An SGLang EAGLE-3 record forced as vLLM's: it used to land as an `ar` row."""
+    src = first_line(BENCH / "sglang_serving.jsonl", tmp_path / "eagle.jsonl")
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ar", "--bench-format",
+                    "vllm-serve")
+    assert err == (f"ddtree-bayes: error: {src}, record 1: --bench-format vllm-serve, but this is "
+                   "sglang.bench_serving output (sglang-serving: accept_length, random_range_ratio, "
+                   "sharegpt_output_len, total_output_tokens_retokenized) (fix: drop --bench-format "
+                   "(the format is detected), or pass the file vllm bench serve wrote)\n")
 
 
 def test_vllm_latency_needs_the_runs_flags(work, tmp_path):
@@ -126,19 +176,20 @@ def test_vllm_latency_side_file_gives_the_flags_and_accept_comes_from_the_flag(w
     assert code == 0, err
     (row,) = new_rows(work)
     assert row["accept_len"] == "2.6" and row["context_tokens"] == "1024"  # from the side file
+    assert row["model"] == "llama-3.1-8b-instruct"   # the side file's args.model
 
 
 def test_a_mixed_file_is_all_or_nothing_and_records_pick(work):
     src = str(BENCH / "sglang_serving.jsonl")  # line 1 EAGLE3 (accept 3.4172), line 2 plain
     err = one_error(work, "--from-bench", src, *CONFIG, "--method", "eagle3", "--block", "3")
-    assert "record 2): sglang-serving records no acceptance length" in err
+    assert "line 2): sglang-serving records no acceptance length" in err
     err = one_error(work, "--from-bench", src, *CONFIG, "--method", "ar")
-    assert "record 1): the file records acceptance length 3.4172, a speculative run" in err
+    assert "line 1): the file records acceptance length 3.4172, a speculative run" in err
     code, _, err = run_cli(work, "add", "--from-bench", src, *CONFIG, "--method", "ar",
                            "--bench-records", "2")
     assert code == 0, err
     (row,) = new_rows(work)
-    assert row["accept_len"] == "1" and row["source"] == "sglang-serving sglang_serving.jsonl record 2"
+    assert row["accept_len"] == "1" and row["source"] == "sglang-serving sglang_serving.jsonl line 2"
 
 
 def test_errors_are_one_line(work, tmp_path):
@@ -149,20 +200,21 @@ def test_errors_are_one_line(work, tmp_path):
                                                *CONFIG, "--method", "ar")
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
                     "--method", "ar", "--bench-format", "vllm-serve")
-    assert "llama_bench.json" in err
+    assert "llama_bench.json, record 1: --bench-format vllm-serve, but this is llama-bench output" in err
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), "--method", "ar")
-    assert "--from-bench needs --hardware, --engine" in err
+    assert "--from-bench needs --engine (a benchmark file does not record them)" in err
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
                     "--method", "ar", "--tok-s", "5")
     assert "--tok-s comes from the --from-bench file" in err
     assert "only applies to --from-bench" in one_error(work, *CONFIG, "--bench-records", "1")
-    err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
+    err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), "--engine", "llama.cpp",
                     "--method", "ar", "--bench-records", "7")
-    assert "no single-stream record 7 (records: 2, 3)" in err
+    assert "llama_bench.json: no record 7 in the file (it holds records 1-3)" in err
 
 
 def test_the_same_file_twice_is_a_duplicate(work):
-    argv = ["--from-bench", str(BENCH / "llama_bench.json"), *CONFIG, "--method", "ar"]
+    argv = ["--from-bench", str(BENCH / "llama_bench.json"), "--model", "llama-3.1-8b-instruct",
+            "--gpus", "1", "--engine", "llama.cpp", "--method", "ar"]
     assert run_cli(work, "add", *argv)[0] == 0
     err = run_cli(work, "add", *argv)[2]
     assert "2 problems, nothing appended" in err
@@ -171,22 +223,243 @@ def test_the_same_file_twice_is_a_duplicate(work):
     code, _, err = run_cli(work, "add", *argv, "--allow-duplicate")
     assert code == 0, err
     notes = [r["notes"] for r in new_rows(work)]
-    assert [n.endswith("Q4_K_M.gguf") for n in notes] == [True, True, False, False]
+    assert all("; model in the file: /models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf; GPU in the "
+               "file: NVIDIA H100 80GB HBM3" in n for n in notes)
     assert [n[-15:] for n in notes[2:]] == ["repeat of row 4", "repeat of row 5"]
+
+
+# ---------------------------------------------------------------- the file's model and GPU
+README_FILES = {  # where the tg128 record is, and its avg_ts as the data file keeps it (6 digits)
+    "llama_bench_readme.json": ("record 2", 118.882),      # avg_ts 118.881588
+    "llama_bench_readme.jsonl": ("line 2", 119.845),       # avg_ts 119.844681
+    "llama_bench_readme.csv": ("line 3", 119.915)}         # avg_ts 119.915244
+README_MODEL = "models/Qwen2.5-7B-Instruct-Q4_K_M.gguf"
+#: A card for the README's model and a hardware row for its GPU, for the tests only.
+QWEN_CARD = ('qwen2.5-7b-instruct,7.62,7.62,28,3584,,,,2,bf16,57344,"GQA 28 q heads / 4 kv heads, '
+             'head_dim 128",Qwen/Qwen2.5-7B-Instruct config.json (a test card),\n')
+RTX_4080 = "rtx-4080,GDDR6X,16,0.717,PCIe Gen4,8.9,NVIDIA GeForce RTX 4080 (a test row),,,,\n"
+README_FLAGS = ["--engine", "llama.cpp", "--method", "ar", "--gpus", "1"]
+
+
+def with_cards(work: Path, *, qwen: bool = True, rtx_4080: bool = True) -> list[str]:
+    """Give ``work`` the bundled cards (plus the README model's) and a hardware table (plus the
+    README's GPU); the flags that use that table."""
+    from ddtree_bayes.core.paths import bundled
+
+    cards = bundled("models.csv").read_text()
+    (work / "data" / "models.csv").write_text(cards + (QWEN_CARD if qwen else ""))
+    table = work / "data" / "hardware.csv"
+    table.write_text(table.read_text() + (RTX_4080 if rtx_4080 else ""))
+    return ["--hardware-file", str(table)]
+
+
+@pytest.mark.parametrize("name", list(README_FILES))
+def test_llama_cpp_readme_outputs_import_as_the_model_and_gpu_they_name(work, name):
+    """llama.cpp's README: a real run of Qwen2.5-7B-Instruct Q4_K_M on an RTX 4080. With a
+    card and a hardware row of those names it lands as them (it used to land as the data
+    file's kimi-k2.6 with --hardware's GPU)."""
+    table = with_cards(work)
+    where, avg_ts = README_FILES[name]
+    rows, err = imported_rows(work, "--from-bench", str(BENCH / name), *README_FLAGS, *table)
+    (row,) = rows
+    assert {k: row[k] for k in ("model", "hardware", "gpus", "engine", "method", "accept_len",
+                                "context_tokens", "tok_s", "source")} == {
+        "model": "qwen2.5-7b-instruct", "hardware": "rtx-4080", "gpus": 1, "engine": "llama.cpp",
+        "method": "ar", "accept_len": 1.0, "context_tokens": 0, "tok_s": avg_ts,
+        "source": f"llama-bench {name} {where}"}
+    assert row["notes"].endswith(f"; model in the file: {README_MODEL}; GPU in the file: NVIDIA "
+                                 "GeForce RTX 4080")
+    (data_row,) = new_rows(work)
+    assert (data_row["model"], data_row["hardware"], data_row["tok_s"]) == (
+        "qwen2.5-7b-instruct", "rtx-4080", f"{avg_ts:g}")
+
+
+@pytest.mark.parametrize("name", list(README_FILES))
+def test_a_model_without_a_card_needs_model_and_is_checked_against_it(work, name):
+    table = with_cards(work, qwen=False)
+    src = str(BENCH / name)
+    where = README_FILES[name][0]
+    err = one_error(work, "--from-bench", src, *README_FLAGS, *table)
+    assert err.startswith(f"ddtree-bayes: error: {src}, {where}: the file's model '{README_MODEL}' "
+                          "matches no card in data/models.csv (compared as "
+                          "qwen2.5-7b-instruct-q4_k_m / qwen2.5-7b-instruct) (fix: say which card "
+                          "it is with --model <card> (cards: deepseek-r1, ")
+    # a card of a clearly different size: refused with both names
+    err = one_error(work, "--from-bench", src, *README_FLAGS, *table, "--model", "kimi-k2.6")
+    assert err == (f"ddtree-bayes: error: {src}, {where}: the file's model '{README_MODEL}' has "
+                   "7.62B parameters (model_n_params), but --model kimi-k2.6's card 1000B (fix: "
+                   "give the card of the model the file ran with --model, or add its card to "
+                   "data/models.csv first)\n")
+    # --model maps the name to a card of a size that agrees (7.62B, 8.19B): the user's call,
+    # and the file's name stays in the notes
+    (row,), _ = imported_rows(work, "--from-bench", src, *README_FLAGS, *table, "--model",
+                              "qwen3-8b")
+    assert row["model"] == "qwen3-8b" and f"model in the file: {README_MODEL}" in row["notes"]
+
+
+def test_a_model_flag_naming_another_card_than_the_files_is_refused(work):
+    table = with_cards(work)
+    src = str(BENCH / "llama_bench_readme.json")
+    err = one_error(work, "--from-bench", src, *README_FLAGS, *table, "--model", "kimi-k2.6")
+    assert err == (f"ddtree-bayes: error: {src}, record 2: the file's model '{README_MODEL}' is "
+                   "card qwen2.5-7b-instruct, but --model kimi-k2.6 (fix: drop --model (the "
+                   "file's model is used), or import the file of the kimi-k2.6 run)\n")
+    (row,), _ = imported_rows(work, "--from-bench", src, *README_FLAGS, *table, "--model",
+                              "qwen2.5-7b-instruct")
+    assert row["model"] == "qwen2.5-7b-instruct"
+
+
+def test_the_files_gpu_is_checked_against_the_hardware_table_and_flag(work):
+    src = str(BENCH / "llama_bench_readme.json")
+    no_4080 = with_cards(work, rtx_4080=False)
+    err = one_error(work, "--from-bench", src, *README_FLAGS, *no_4080)
+    assert err.startswith(f"ddtree-bayes: error: {src}, record 2: the file ran on 'NVIDIA GeForce "
+                          "RTX 4080', which is no name in the hardware table (fix: say which it is "
+                          "with --hardware (names: b200, b300, ")
+    err = one_error(work, "--from-bench", src, *README_FLAGS, *no_4080, "--hardware", "rtx-5090")
+    assert err == (f"ddtree-bayes: error: {src}, record 2: the file ran on 'NVIDIA GeForce RTX "
+                   "4080', not on a rtx-5090 (fix: give the GPU the file ran on with --hardware, "
+                   "or add it to data/hardware.csv (or --hardware-file))\n")
+    table = with_cards(work)
+    err = one_error(work, "--from-bench", src, *README_FLAGS, *table, "--hardware", "h100")
+    assert err == (f"ddtree-bayes: error: {src}, record 2: the file ran on 'NVIDIA GeForce RTX "
+                   "4080' (hardware rtx-4080), but --hardware h100 (fix: drop --hardware (the "
+                   "file's GPU is used), or import the file of the h100 run)\n")
+
+
+def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):
+    """docs/cli.md's vLLM example, a Llama-3.1-8B-Instruct run, used to land as kimi-k2.6."""
+    src = str(BENCH / "vllm_serve.json")
+    argv = ["--from-bench", src, "--hardware", "b300", "--engine", "vllm", "--method", "eagle3",
+            "--block", "3"]
+    err = one_error(work, *argv, "--model", "kimi-k2.6")
+    assert err == (f"ddtree-bayes: error: {src}, record 1: the file's model "
+                   "'meta-llama/Llama-3.1-8B-Instruct' is card llama-3.1-8b-instruct, but --model "
+                   "kimi-k2.6 (fix: drop --model (the file's model is used), or import the file of "
+                   "the kimi-k2.6 run)\n")
+    code, out, err = run_cli(work, "add", *argv)
+    assert code == 0, err
+    assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3 M=4 ctx 1024 accept 3.14593: " in out
+    (row,) = new_rows(work)
+    assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", "8")
+
+
+def two_models(folder: Path) -> Path:
+    """`llama-bench -m Qwen2.5-7B... -m Llama-3.1-8B... -o json`: the README's two records, then
+    the same two tests of a Llama-3.1-8B-Instruct Q4_K_M (model fields changed, numbers kept)."""
+    qwen = json.loads((BENCH / "llama_bench_readme.json").read_text())
+    llama = [dict(r, model_filename="models/Llama-3.1-8B-Instruct-Q4_K_M.gguf",
+                  model_type="llama 8B Q4_K - Medium", model_n_params=8030261312) for r in qwen]
+    path = folder / "two_models.json"
+    path.write_text(json.dumps(qwen + llama, indent=2))
+    return path
+
+
+def test_a_two_model_file_is_never_one_configuration(work, tmp_path):
+    src = two_models(tmp_path)
+    table = with_cards(work, qwen=False)
+    models = (f"('{README_MODEL}': record 2; 'models/Llama-3.1-8B-Instruct-Q4_K_M.gguf': "
+              "record 4)")
+    err = one_error(work, "--from-bench", str(src), *README_FLAGS, *table)
+    assert err == (f"ddtree-bayes: error: {src}: the records are runs of 2 models {models}; not every one "
+                   "is a name of data/models.csv (fix: import one at a time: --bench-records 2 "
+                   "--model <name>, and so on)\n")
+    err = one_error(work, "--from-bench", str(src), *README_FLAGS, *table, "--model", "qwen3-8b")
+    assert err == (f"ddtree-bayes: error: {src}: the records are runs of 2 models {models}; one --model "
+                   "qwen3-8b cannot be all of them (fix: import one at a time: --bench-records 2 "
+                   "--model <name>, and so on)\n")
+    (row,), _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *table,
+                              "--bench-records", "1-2", "--model", "qwen3-8b")
+    assert (row["model"], row["tok_s"]) == ("qwen3-8b", 118.882)
+
+
+def test_a_two_model_file_whose_models_are_both_cards_is_split(work, tmp_path):
+    src = two_models(tmp_path)
+    rows, _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *with_cards(work))
+    assert [(r["model"], r["tok_s"], r["source"]) for r in rows] == [
+        ("qwen2.5-7b-instruct", 118.882, "llama-bench two_models.json record 2"),
+        ("llama-3.1-8b-instruct", 118.882, "llama-bench two_models.json record 4")]
+
+
+def test_a_file_of_two_gpus_is_split_or_refused(work, tmp_path):
+    """Two llama-bench runs appended to one file, one on an RTX 4080, one on an H100."""
+    qwen = json.loads((BENCH / "llama_bench_readme.json").read_text())[1]
+    src = tmp_path / "two_gpus.jsonl"
+    src.write_text(json.dumps(qwen) + "\n" + json.dumps(dict(qwen, gpu_info="NVIDIA H100 80GB HBM3"))
+                   + "\n")
+    table = with_cards(work)
+    err = one_error(work, "--from-bench", str(src), *README_FLAGS, *table, "--hardware", "h100")
+    assert err == (f"ddtree-bayes: error: {src}: the records ran on 2 different GPUs ('NVIDIA "
+                   "GeForce RTX 4080': line 1; 'NVIDIA H100 80GB HBM3': line 2); one --hardware "
+                   "h100 cannot be all of them (fix: import one at a time: --bench-records 1 "
+                   "--hardware <name>, and so on)\n")
+    rows, _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *table)
+    assert [(r["hardware"], r["source"]) for r in rows] == [
+        ("rtx-4080", "llama-bench two_gpus.jsonl line 1"), ("h100", "llama-bench two_gpus.jsonl line 2")]
+
+
+@pytest.mark.parametrize(("key", "values"), [("n_gpu_layers", (10, 99)), ("flash_attn", (0, 1))])
+def test_a_file_mixing_gpu_layers_or_flash_attention_is_refused(work, tmp_path, key, values):
+    """`llama-bench -ngl 10,99` / `-fa 0,1`: the README's tg record under each setting."""
+    tg = json.loads((BENCH / "llama_bench_readme.json").read_text())[1]
+    src = tmp_path / "sweep.jsonl"
+    src.write_text("".join(json.dumps(dict(tg, **{key: v})) + "\n" for v in values))
+    table = with_cards(work)
+    err = one_error(work, "--from-bench", str(src), *README_FLAGS, *table)
+    assert err == (f"ddtree-bayes: error: {src}: the records differ in {key} ({key} {values[0]}: "
+                   f"line 1; {key} {values[1]}: line 2), which no data column holds: imported "
+                   "together they would be repeats of one configuration (fix: import one setting "
+                   "at a time, e.g. --bench-records 1)\n")
+    (row,), _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *table,
+                              "--bench-records", "2")
+    assert row["source"] == "llama-bench sweep.jsonl line 2"
+    assert f"{key} {values[1]}" in row["notes"]
+
+
+def test_log_lines_before_the_json_are_skipped_with_a_note(work, tmp_path):
+    from test_bench_import import VULKAN_LOG
+
+    src = tmp_path / "bench.json"
+    src.write_text(VULKAN_LOG + (BENCH / "llama_bench_readme.json").read_text())
+    (row,), err = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *with_cards(work))
+    assert row["tok_s"] == 118.882 and row["model"] == "qwen2.5-7b-instruct"
+    assert err.splitlines()[0] == (f"ddtree-bayes: note: {src}: skipped 2 lines before the JSON "
+                                   "(lines 1-2): not part of the result (log output)")
 
 
 # ---------------------------------------------------------------- import -> update -> predict
 IMPORTS = [  # format, file, flags: three new configurations, none measured before; one
     # context each (the fixtures' made-up context sweeps imply a context cost ten times the
     # prior's, which is beside the point here)
-    ("llama-bench", "llama_bench.json", ["--hardware", "h200", "--gpus", "8", "--engine",
-                                         "llama.cpp", "--method", "ar", "--bench-records", "2"]),
+    ("llama-bench", "llama_bench.json", ["--gpus", "8", "--engine", "llama.cpp", "--method",
+                                         "ar", "--bench-records", "2"]),
     ("sglang-one-batch", "sglang_one_batch.jsonl", ["--hardware", "b200", "--gpus", "8",
                                                     "--engine", "sglang", "--method", "ar",
                                                     "--bench-records", "1"]),
     ("vllm-serve", "vllm_serve.json", ["--hardware", "h200", "--gpus", "8", "--engine", "vllm",
                                        "--method", "eagle3", "--block", "3"]),
 ]
+#: The fit has one model, Kimi-K2.6, and a fit of one model cannot predict another; the
+#: llama-bench and vLLM fixtures name Llama-3.1-8B (which the import now keeps: it would be a
+#: second model, and as kimi-k2.6 it is refused). Here their runs are relabelled as Kimi-K2.6
+#: runs (llama-bench's GPU as an H200), the numbers untouched.
+AS_KIMI = {"llama_bench.json": {"model_filename": "/models/Kimi-K2.6-Q4_K_M.gguf",
+                                "model_n_params": 1_000_000_000_000, "gpu_info": "NVIDIA H200"},
+           "vllm_serve.json": {"model_id": "moonshotai/Kimi-K2.6",
+                               "tokenizer_id": "moonshotai/Kimi-K2.6"}}
+
+
+def as_kimi(name: str, folder: Path) -> Path:
+    if name not in AS_KIMI:
+        return BENCH / name
+    raw = json.loads((BENCH / name).read_text())
+    records = raw if isinstance(raw, list) else [raw]
+    for rec in records:
+        rec.update(AS_KIMI[name])
+    (folder / name).write_text(json.dumps(raw))
+    return folder / name
+
+
 QUERIES = {  # the imported configuration and the tok/s imported for it
     "llama-bench": (["--hardware", "h200", "--engine", "llama.cpp", "--method", "ar",
                      "--accept", "1", "--context", "0"], 150.62),
@@ -212,8 +485,10 @@ def imported(fitted_workdir, tmp_path_factory):
     (work / "data" / "measurements.csv").chmod(0o644)
     before = {fmt: predict(work, argv) for fmt, (argv, _) in QUERIES.items()}
     for _, name, flags in IMPORTS:
-        code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / name), *flags)
+        code, out, err = run_cli(work, "add", "--from-bench", str(as_kimi(name, work)), *flags,
+                                 "--format", "json")
         assert code == 0, err
+        assert [r["model"] for r in json.loads(out)["rows"]] == ["kimi-k2.6"]
     code, out, err = run_cli(work, "update", "--quiet")
     assert code == 0, err
     after = {fmt: predict(work, argv) for fmt, (argv, _) in QUERIES.items()}

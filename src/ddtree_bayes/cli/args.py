@@ -178,6 +178,32 @@ def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
     return parse
 
 
+def record_list(text: str) -> list[int]:
+    """A type= function: record numbers, comma-separated, runs as ``N-M`` (``1-3,7``), as
+    the --from-bench messages write them.
+
+    >>> record_list("1-3, 7")
+    [1, 2, 3, 7]
+    """
+    fix = "e.g. --bench-records 1,3 or --bench-records 2-5"
+    one = whole(1, 10_000_000, fix)
+    out: list[int] = []
+    for part in (p.strip() for p in text.split(",")):
+        if not part:
+            continue
+        lo, dash, hi = part.partition("-")
+        first, last = one(lo), one(hi) if dash else None
+        if last is None:
+            out.append(first)
+        elif last < first or last - first > 1_000_000:
+            raise _bad(text, f"has the range {part}, which runs backwards or is too long", fix)
+        else:
+            out.extend(range(first, last + 1))
+    if not out:
+        raise _bad(text, "holds no number", fix)
+    return out
+
+
 budgets = as_text(int_list(1, MAX_BUDGET, "use e.g. --budgets 8,16,32,64"))
 
 

@@ -8,6 +8,7 @@ input with nothing written, 3 no usable fit, 5 a refit failed its convergence ga
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.args import accept_cell
@@ -25,7 +26,8 @@ from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
 #: ``add`` flags that only make sense with --from-bench.
-BENCH_FLAGS = ("bench_format", "bench_records", "batch_size", "output_len", "input_len")
+BENCH_FLAGS = ("bench_format", "bench_records", "single_stream_only", "batch_size", "output_len",
+               "input_len")
 
 
 # ---------------------------------------------------------------- add
@@ -66,19 +68,24 @@ def cmd_add(args: argparse.Namespace) -> int:
         if args.tok_s is not None:
             raise InputError("--tok-s comes from the --from-bench file",
                              fix="drop --tok-s, or add the row without --from-bench")
-        missing = [f"--{f}" for f in ("hardware", "engine", "method") if getattr(args, f) is None]
+        missing = [f"--{f}" for f in ("engine", "method") if getattr(args, f) is None]
         if missing:
             raise InputError(f"--from-bench needs {', '.join(missing)} (a benchmark file does "
                              "not record them)", fix="give the benchmarked configuration, e.g. "
-                             "--hardware b300 --engine sglang --method ddtree --budget 32")
-        _, rows = rows_from_bench(
+                             "--engine sglang --method ddtree --budget 32 (and --hardware b300 "
+                             "when the file does not name its GPU)")
+        got = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
-            fmt=args.bench_format, accept=accept_cell(args.accept, args.method),
+            hardware_names=set(hardware), fmt=args.bench_format,
+            accept=accept_cell(args.accept, args.method),
             context=_context_tokens(args.context) or None,
             source=args.source, notes=args.notes, batch_size=args.batch_size,
             output_len=args.output_len, input_len=args.input_len,
-            records=None if args.bench_records is None else {
-                int(x) for x in args.bench_records.split(",") if x.strip()})
+            records=None if args.bench_records is None else set(args.bench_records),
+            single_stream_only=bool(args.single_stream_only))
+        rows = got.rows
+        for note in got.notes:
+            print(f"{PROG}: note: {note}", file=sys.stderr)
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None)
@@ -114,7 +121,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
         step = ("acceptance inferred by the fit" if m.step_ms is None
                 else f"step {m.step_ms:.1f} ms")
-        print(f"  row {m.row}: {living.describe_row(m)}, {step}{note}")
+        model = f"{m.model}, " if args.from_bench else ""   # the file's model, as a card
+        print(f"  row {m.row}: {model}{living.describe_row(m)}, {step}{note}")
     print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
           "and reweights its posterior or refits")
     return 0
@@ -150,10 +158,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog="Example: ddtree-bayes add --hardware b300 --engine sglang --method ddtree "
                "--block 16 --budget 32 --accept 13.1 --tok-s 612 --source \"my run 2026-12-01\". "
                "From a benchmark file: ddtree-bayes add --from-bench result.jsonl --hardware "
-               "b300 --engine sglang --method eagle3 --block 3")
+               "b300 --engine sglang --method eagle3 --block 3; a sweep's batch-1 runs: add "
+               "--single-stream-only")
     # the row's values are checked by the data schema (core.data.parse_row), whose messages
     # name the row and column they would land in
-    a.add_argument("--hardware", help="GPU name from data/hardware.csv (required)")
+    a.add_argument("--hardware", help="GPU name from data/hardware.csv (required; with --from-bench "
+                                      "only when the file does not name a GPU of that table, "
+                                      "and refused when the file names another GPU)")
     a.add_argument("--gpus",
                    help="GPU count (default: the count already measured for that hardware in "
                         "the file; an error if none or several)")
@@ -180,21 +191,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--notes", help="free text, e.g. driver or engine version")
     a.add_argument("--model", help="target model (default: the file's model; required when it "
                                    "holds several; a model with a card in data/models.csv that "
-                                   "the file does not hold yet makes it a file of several models)")
+                                   "the file does not hold yet makes it a file of several models). "
+                                   "With --from-bench: the card of the model the benchmark file "
+                                   "names (default: the card whose name that is; refused when the "
+                                   "file names another card's model or one of a clearly "
+                                   "different size)")
     a.add_argument("--from", dest="from_file", metavar="FILE.csv",
                    help="append every row of this CSV (header as in data/measurements.csv)")
     a.add_argument("--from-bench", metavar="FILE",
                    help="import a benchmark tool's result file: vllm bench latency "
                         "--output-json, vllm bench serve --save-result, sglang.bench_one_batch "
                         "--result-filename, sglang.bench_serving --output-file, llama-bench -o "
-                        "json/jsonl/csv (single-stream runs); the configuration comes from the "
+                        "json/jsonl/csv (single-stream runs); the model and GPU come from "
+                        "the file when it names them, the rest of the configuration from the "
                         "flags above")
     a.add_argument("--bench-format", choices=FORMATS,
-                   help="the --from-bench file's format (default: detected)")
-    a.add_argument("--bench-records", metavar="N[,M]",
-                   type=A.as_text(A.int_list(1, 10_000_000, "e.g. --bench-records 1,3")),
+                   help="the --from-bench file's format (default: detected; checked against "
+                        "the file, so it only settles a serving result that has neither "
+                        "vLLM's nor SGLang's own keys)")
+    a.add_argument("--bench-records", metavar="N[,M-K]", type=A.record_list,
                    help="import only these records of the --from-bench file (numbered as its "
-                        "error messages number them: JSON record or line)")
+                        "error messages number them: JSON record or line; ranges as 2-5); "
+                        "the others are not read further, so a sweep or a file with a broken "
+                        "line imports the records picked")
+    a.add_argument("--single-stream-only", action="store_true", default=None,
+                   help="import only the --from-bench file's single-stream records (batch size "
+                        "or max concurrency 1) and leave out the others with a note, instead "
+                        "of refusing the file (a sweep such as --batch-size 1 8 16)")
     a.add_argument("--batch-size", type=A.whole(1, 1_000_000, "use --batch-size 1"),
                    help="vllm bench latency's --batch-size (its JSON does not record it)")
     a.add_argument("--output-len", type=A.whole(1, 10_000_000, "e.g. --output-len 128"),

@@ -30,10 +30,16 @@ repository, path and function):
     ``n_gen > 0``) give ``tok_s = avg_ts``; prompt-processing and pp+tg rows are skipped.
 
 Only single-stream runs are imported: a batch or concurrency above 1 is refused, since the
-model predicts the decode rate of one sequence.
+model predicts the decode rate of one sequence, unless the caller selects records first
+(``records``, ``single_stream_only``): selection happens before any record is validated, so a
+sweep (``--batch-size 1 8 16``, vLLM ``--append-result``) imports its batch-1 records. A
+forced format is checked against the file's keys and refused when the file is another tool's
+output. Records that differ in a setting the data has no column for (llama-bench
+``n_gpu_layers``, ``flash_attn``, ...; SGLang ``run_name``) are refused together.
 
-Modules: ``records`` (the record type, the error, file loading and format detection) and
-``formats`` (one parser per tool, and :func:`parse_bench_file`).
+Modules: ``records`` (the record type, the error, file loading and format detection),
+``formats`` (one parser per tool, selection, and :func:`parse_bench_file`) and ``identity``
+(which model card and GPU a file's names are).
 """
 
 from __future__ import annotations
@@ -41,9 +47,13 @@ from __future__ import annotations
 from ddtree_bayes.core.bench_import.formats import parse_bench_file
 from ddtree_bayes.core.bench_import.records import (
     FORMATS,
+    TOOLS,
+    BenchFile,
     BenchFormatError,
     BenchRecord,
     detect_format,
+    span,
 )
 
-__all__ = ["FORMATS", "BenchFormatError", "BenchRecord", "detect_format", "parse_bench_file"]
+__all__ = ["FORMATS", "TOOLS", "BenchFile", "BenchFormatError", "BenchRecord", "detect_format",
+           "parse_bench_file", "span"]

@@ -1,13 +1,18 @@
-"""Bench import: one parser per benchmark tool, and ``parse_bench_file`` which dispatches."""
+"""Bench import: one parser per benchmark tool, and ``parse_bench_file``, which selects the
+records (``records``, ``single_stream_only``) before anything else is checked, checks the
+format against the file, parses, and refuses a file whose records differ in a setting the
+data has no column for."""
 from __future__ import annotations
 
 import math
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
 from ddtree_bayes.core.bench_import.records import (
     _FIX_FMT,
     FORMATS,
+    BenchFile,
     BenchFormatError,
     BenchRecord,
     _detect,
@@ -16,7 +21,33 @@ from ddtree_bayes.core.bench_import.records import (
     _load,
     _read_text,
     _Rec,
+    numbered,
+    span,
 )
+
+#: llama-bench fields that change the decode rate but have no column in the data: the records
+#: of one import must agree on them (``-ngl 10,99`` or ``-fa 0,1`` sweeps are imported one
+#: setting at a time).
+LLAMA_SETUP = ("n_gpu_layers", "n_cpu_moe", "flash_attn", "type_k", "type_v", "split_mode",
+               "main_gpu", "no_kv_offload", "tensor_split", "devices", "n_threads", "backends")
+#: Of those, the ones written into a row's notes.
+_LLAMA_NOTED = ("n_gpu_layers", "flash_attn", "type_k", "type_v", "n_cpu_moe", "split_mode")
+#: The key holding each format's batch size or concurrency, and how to rerun at 1.
+_STREAM_KEY = {"vllm-serve": "max_concurrency", "sglang-serving": "max_concurrency",
+               "sglang-one-batch": "batch_size"}
+_RERUN = {"vllm-serve": "rerun vllm bench serve with --max-concurrency 1",
+          "sglang-serving": "rerun sglang.bench_serving with --max-concurrency 1",
+          "sglang-one-batch": "rerun sglang.bench_one_batch with --batch-size 1"}
+
+
+def _setting(value: Any) -> str:
+    """A setting's value as text, the same for JSON (false, 1.0) and CSV ("0", "1")."""
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return "" if value is None else str(value).strip()
+
 
 # --------------------------------------------------------------------------- formats
 
@@ -113,13 +144,6 @@ def _tpot_tok_s(rec: _Rec) -> tuple[float, str]:
     raise rec.error(f"missing key 'median_tpot_ms' ({rec.fmt})", key="median_tpot_ms", fix=fix)
 
 
-def _serving_concurrency(rec: _Rec, fix: str) -> int:
-    conc = rec.integer("max_concurrency", required=False)
-    if conc is None and rec.integer("completed", required=False) == 1:
-        return 1  # one request: nothing could overlap
-    return rec.single_stream("max_concurrency", conc, fix=fix)
-
-
 def _mean_prompt(rec: _Rec) -> float | None:
     total = rec.number("total_input_tokens", required=False)
     done = rec.number("completed", required=False)
@@ -128,117 +152,238 @@ def _mean_prompt(rec: _Rec) -> float | None:
     return total / done
 
 
-def _parse_vllm_serve(path: Path, doc: _Doc) -> list[BenchRecord]:
-    out = []
-    for index, data in doc.records:
-        rec = _Rec(path, index, doc.unit, "vllm-serve", data)
-        conc = _serving_concurrency(rec, fix="rerun vllm bench serve with --max-concurrency 1")
-        tok_s, key = _tpot_tok_s(rec)
-        accept = rec.accept("spec_decode_acceptance_length")
-        notes = (f"vllm bench serve (vllm-serve): tok_s = 1000/{key} ({rec.data[key]:g} ms; decode only, "
-                 "first token excluded); context_tokens = total_input_tokens/completed"
-                 + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
-        out.append(BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                               batch_size=conc, model=rec.text("model_id", "model"), notes=notes,
-                               index=index))
-    return out
+def _vllm_serve(rec: _Rec) -> BenchRecord:
+    tok_s, key = _tpot_tok_s(rec)
+    accept = rec.accept("spec_decode_acceptance_length")
+    notes = (f"vllm bench serve (vllm-serve): tok_s = 1000/{key} ({rec.data[key]:g} ms; decode only, "
+             "first token excluded); context_tokens = total_input_tokens/completed"
+             + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
+    setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
+    return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
+                       batch_size=1, model=rec.text("model_id", "model"), notes=notes,
+                       index=rec.index, setup=setup)
 
 
-def _parse_sglang_serving(path: Path, doc: _Doc) -> list[BenchRecord]:
-    out = []
-    for index, data in doc.records:
-        rec = _Rec(path, index, doc.unit, "sglang-serving", data)
-        conc = _serving_concurrency(rec, fix="rerun sglang.bench_serving with --max-concurrency 1")
-        tok_s, key = _tpot_tok_s(rec)
-        accept = rec.accept("accept_length")
-        info = data.get("server_info")
-        model = rec.text("model", "model_path", "model_id")
-        if model is None and isinstance(info, dict):
-            model = _Rec(path, index, doc.unit, "sglang-serving", info).text("model_path",
-                                                                             "served_model_name")
-        notes = (f"sglang.bench_serving (sglang-serving): tok_s = 1000/{key} ({rec.data[key]:g} ms; "
-                 "decode only, first token excluded); context_tokens = total_input_tokens/completed"
-                 + ("; accept_len = accept_length (server avg_spec_accept_length)"
-                    if accept is not None else ""))
-        out.append(BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                               batch_size=conc, model=model, notes=notes, index=index))
-    return out
+def _sglang_serving(rec: _Rec) -> BenchRecord:
+    tok_s, key = _tpot_tok_s(rec)
+    accept = rec.accept("accept_length")
+    info = rec.data.get("server_info")
+    model = rec.text("model", "model_path", "model_id")
+    if model is None and isinstance(info, dict):
+        model = _Rec(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
+                                                                        "served_model_name")
+    notes = (f"sglang.bench_serving (sglang-serving): tok_s = 1000/{key} ({rec.data[key]:g} ms; "
+             "decode only, first token excluded); context_tokens = total_input_tokens/completed"
+             + ("; accept_len = accept_length (server avg_spec_accept_length)"
+                if accept is not None else ""))
+    return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
+                       batch_size=1, model=model, notes=notes, index=rec.index)
 
 
-def _parse_sglang_one_batch(path: Path, doc: _Doc) -> list[BenchRecord]:
-    out = []
-    for index, data in doc.records:
-        rec = _Rec(path, index, doc.unit, "sglang-one-batch", data)
-        batch = rec.integer("batch_size")
-        rec.single_stream("batch_size", batch, fix=f"rerun sglang.bench_one_batch with --batch-size 1, "
-                                                   f"or delete {doc.unit} {index}")
-        in_len = rec.integer("input_len")
-        out_len = rec.integer("output_len")
-        tok_s = rec.positive("median_decode_throughput",
-                             fix="rerun sglang.bench_one_batch with --output-len > 1 (decode timing "
-                                 "is recorded from the 2nd output token)")
-        notes = (f"sglang.bench_one_batch (sglang-one-batch): tok_s = median_decode_throughput "
-                 f"(batch_size/median_decode_latency, decode steps only); input_len {in_len}, "
-                 f"output_len {out_len}, run_name {data.get('run_name')!r}; run without speculative decoding")
-        assert in_len is not None
-        out.append(BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(in_len),
-                               batch_size=batch, model=rec.text("model", "model_path"), notes=notes,
-                               index=index))
-    return out
+def _sglang_one_batch(rec: _Rec) -> BenchRecord:
+    in_len = rec.integer("input_len")
+    out_len = rec.integer("output_len")
+    tok_s = rec.positive("median_decode_throughput",
+                         fix="rerun sglang.bench_one_batch with --output-len > 1 (decode timing "
+                             "is recorded from the 2nd output token)")
+    run_name = rec.data.get("run_name")
+    notes = (f"sglang.bench_one_batch (sglang-one-batch): tok_s = median_decode_throughput "
+             f"(batch_size/median_decode_latency, decode steps only); input_len {in_len}, "
+             f"output_len {out_len}, run_name {run_name!r}; run without speculative decoding")
+    assert in_len is not None
+    return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(in_len), batch_size=1,
+                       model=rec.text("model", "model_path"), notes=notes, index=rec.index,
+                       setup=(("run_name", _setting(run_name)),) if "run_name" in rec.data else ())
 
 
-def _parse_llama_bench(path: Path, doc: _Doc) -> list[BenchRecord]:
-    out = []
-    kinds: list[str] = []
-    for index, data in doc.records:
-        rec = _Rec(path, index, doc.unit, "llama-bench", data)
-        n_prompt = rec.integer("n_prompt")
-        n_gen = rec.integer("n_gen")
-        assert n_prompt is not None and n_gen is not None
-        if n_prompt != 0 or n_gen <= 0:
-            kinds.append(f"pp{n_prompt}" if n_gen == 0 else f"pp{n_prompt}+tg{n_gen}")
-            continue
-        depth = rec.integer("n_depth", required=False) or 0
-        tok_s = rec.positive("avg_ts")
-        model_type = rec.text("model_type")
-        notes = (f"llama-bench (llama-bench {doc.kind}): tok_s = avg_ts of test tg{n_gen}"
-                 + (f" @ d{depth}" if depth else "") + " (mean of samples_ts, generation only); "
-                 f"context_tokens = n_depth; model_type {model_type!r}")
-        out.append(BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(depth), batch_size=1,
-                               model=rec.text("model_filename") or model_type, notes=notes, index=index))
-    if not out:
-        seen = ", ".join(sorted(set(kinds))) or "none"
-        raise BenchFormatError(f"no text-generation test (n_prompt 0, n_gen > 0); tests seen: {seen}",
-                               file=path, index=doc.records[0][0], unit=doc.unit, key="n_gen",
-                               fix="rerun llama-bench with -n 128 (a tg test) and -o json")
-    return out
+def _llama_test(rec: _Rec) -> str | None:
+    """None for a text-generation test (n_prompt 0, n_gen > 0), else the test's name."""
+    n_prompt = rec.integer("n_prompt")
+    n_gen = rec.integer("n_gen")
+    assert n_prompt is not None and n_gen is not None
+    if n_prompt == 0 and n_gen > 0:
+        return None
+    return f"pp{n_prompt}" if n_gen == 0 else f"pp{n_prompt}+tg{n_gen}"
+
+
+def _llama_bench(rec: _Rec, kind: str) -> BenchRecord:
+    data = rec.data
+    n_gen = rec.integer("n_gen")
+    depth = rec.integer("n_depth", required=False) or 0
+    tok_s = rec.positive("avg_ts")
+    model_type = rec.text("model_type")
+    setup = tuple((k, _setting(data[k])) for k in LLAMA_SETUP if k in data)
+    settings = dict(setup)
+    noted = ", ".join(f"{k} {settings[k]}" for k in _LLAMA_NOTED if k in settings)
+    gpu = rec.text("gpu_info")
+    if settings.get("n_gpu_layers") == "0":
+        gpu = None   # the weights stayed on the CPU: the GPU listed did not run the decode
+    notes = (f"llama-bench (llama-bench {kind}): tok_s = avg_ts of test tg{n_gen}"
+             + (f" @ d{depth}" if depth else "") + " (mean of samples_ts, generation only); "
+             f"context_tokens = n_depth; model_type {model_type!r}"
+             + (f"; {noted}" if noted else ""))
+    params = rec.number("model_n_params", required=False)
+    return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(depth), batch_size=1,
+                       model=rec.text("model_filename") or model_type, notes=notes,
+                       index=rec.index, model_params=params if params and params > 0 else None,
+                       gpu=gpu, setup=setup)
+
+
+_PARSERS = {"vllm-serve": _vllm_serve, "sglang-serving": _sglang_serving,
+            "sglang-one-batch": _sglang_one_batch}
+
+
+# --------------------------------------------------------------------------- selection
+
+
+def _select(path: Path, doc: _Doc, records: Collection[int] | None) -> list[int]:
+    """The indices of the records to import; a record that could not be read is an error only
+    when it is selected (no selection selects every record)."""
+    if records is None:
+        if doc.broken:
+            raise doc.broken[min(doc.broken)]
+        return [i for i, _ in doc.records]
+    wanted = set(records)
+    missing = sorted(wanted - set(doc.indices))
+    if missing:
+        raise BenchFormatError(f"no record {missing[0]} in the file (it holds "
+                               f"{numbered(doc.unit, doc.indices)})", file=path,
+                               fix="pick from the records listed, or drop --bench-records")
+    bad = sorted(wanted & set(doc.broken))
+    if bad:
+        raise doc.broken[bad[0]]
+    return [i for i, _ in doc.records if i in wanted]
+
+
+def _streams(fmt: str, rec: _Rec) -> int | None:
+    """The record's batch size or concurrency; None when unbounded (not set)."""
+    if fmt == "sglang-one-batch":
+        return rec.integer("batch_size")
+    conc = rec.integer("max_concurrency", required=False)
+    if conc is None and rec.integer("completed", required=False) == 1:
+        return 1  # one request: nothing could overlap
+    return conc
+
+
+def _single_stream(path: Path, doc: _Doc, fmt: str, chosen: list[int], only: bool,
+                   notes: list[str]) -> list[int]:
+    """``chosen`` without the records of batch/concurrency above 1 (``only``), or the error
+    naming the first such record and the single-stream records the file does hold."""
+    if fmt not in _STREAM_KEY:
+        return chosen
+    key, data = _STREAM_KEY[fmt], dict(doc.records)
+    streams = {i: _streams(fmt, _Rec(path, i, doc.unit, fmt, data[i])) for i in chosen}
+    single = [i for i in chosen if streams[i] == 1]
+    others = [i for i in chosen if streams[i] != 1]
+    if not others:
+        return chosen
+    values = ", ".join(sorted({"not set" if streams[i] is None else str(streams[i])
+                               for i in others}))
+    if only and single:
+        notes.append(f"{path}: --single-stream-only left out {numbered(doc.unit, others)} "
+                     f"({key} {values})")
+        return single
+    first = others[0]
+    problem = (f"{key} is not set, so requests ran concurrently" if streams[first] is None
+               else f"{key} {streams[first]}: only single-stream (batch 1) runs can be imported")
+    if only:
+        problem = f"no single-stream record ({key} {values})"
+    fix = _RERUN[fmt]
+    if single:
+        fix = (f"import the file's single-stream records ({numbered(doc.unit, single)}) with "
+               f"--single-stream-only or --bench-records {span(single).replace(' ', '')}, or {fix}")
+    raise BenchFormatError(problem, file=path, index=None if only else first, unit=doc.unit,
+                           key=key, fix=fix)
+
+
+def _one_setup(path: Path, doc: _Doc, parsed: list[BenchRecord]) -> None:
+    """Refuse records that differ in a setting without a data column (they would become repeats
+    of one configuration), naming the records of each setting."""
+    groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    for rec in parsed:
+        groups.setdefault(rec.setup, []).append(rec.index)
+    if len(groups) < 2:
+        return
+    settings = [dict(s) for s in groups]
+    keys = [k for k in dict.fromkeys(k for s in settings for k in s)
+            if len({s.get(k) for s in settings}) > 1]
+    shown = [", ".join(f"{k} {s.get(k, '(none)')}" for k in keys) + f": {numbered(doc.unit, idx)}"
+             for s, idx in zip(settings, groups.values(), strict=True)]
+    more = f"; {len(shown) - 4} more" if len(shown) > 4 else ""
+    first = next(iter(groups.values()))
+    raise BenchFormatError(f"the records differ in {', '.join(keys)} ({'; '.join(shown[:4])}{more}), "
+                           "which no data column holds: imported together they would be repeats "
+                           "of one configuration", file=path,
+                           fix=f"import one setting at a time, e.g. --bench-records "
+                               f"{span(first).replace(' ', '')}")
 
 
 def parse_bench_file(path: str | Path, fmt: str | None = None, *, batch_size: int | None = None,
-                     output_len: int | None = None,
-                     input_len: int | None = None) -> tuple[str, list[BenchRecord]]:
-    """Parse a benchmark result file into single-stream records: ``(format, records)``.
+                     output_len: int | None = None, input_len: int | None = None,
+                     records: Collection[int] | None = None,
+                     single_stream_only: bool = False) -> BenchFile:
+    """Parse a benchmark result file into single-stream records.
 
-    ``fmt`` forces a format (one of ``FORMATS``); by default it is detected. ``batch_size``,
-    ``output_len`` and ``input_len`` are the run's flags for ``vllm-latency``, whose JSON does
-    not record them; they override the ``.pytorch.json`` side file. Other formats ignore them.
-    Raises ``BenchFormatError`` (one line: file, record, key and fix) on any problem.
+    Order: load (log lines before the JSON/CSV body skipped, with a note), select ``records``
+    (indices as the messages number them; a record that cannot be read is an error only when
+    selected), check the format of the selected records (``fmt`` forces one, and is refused
+    when the file is another tool's output), keep the single-stream records
+    (``single_stream_only``; otherwise a batch or concurrency above 1 is an error), parse them,
+    and refuse records that differ in a setting the data has no column for (llama-bench
+    ``n_gpu_layers``, ``flash_attn``, ...). ``batch_size``, ``output_len`` and ``input_len``
+    are the run's flags for ``vllm-latency``, whose JSON does not record them; they override
+    the ``.pytorch.json`` side file. Raises ``BenchFormatError`` (one line: file, record, key
+    and fix) on any problem.
+
+    >>> import json, pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "tg.json"
+    >>> _ = path.write_text(json.dumps({"model_filename": "m.gguf", "n_prompt": 0, "n_gen": 128,
+    ...                                 "n_depth": 0, "avg_ts": 120.5}))
+    >>> got = parse_bench_file(path)
+    >>> got.format, [(r.index, r.tok_s, r.model) for r in got.records]
+    ('llama-bench', [(1, 120.5, 'm.gguf')])
     """
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
         raise BenchFormatError(f"unknown format {fmt!r}", file=path, fix=_FIX_FMT)
-    text = _read_text(path)
-    doc = _load(path, text)
-    fmt = fmt or _detect(path, doc)
+    doc = _load(path, _read_text(path))
+    notes = []
+    if doc.skipped:
+        n, a, b = doc.skipped
+        lines = f"line {a}" if a == b else f"lines {a}-{b}"
+        notes.append(f"{path}: skipped {n} line{'s' if n > 1 else ''} before the "
+                     f"{'CSV' if doc.kind == 'csv' else 'JSON'} ({lines}): not part of the "
+                     "result (log output)")
+    chosen = _select(path, doc, records)
+    fmt = _detect(path, doc, fmt, set(chosen))
     if fmt == "vllm-latency":
-        records = _parse_vllm_latency(path, doc, {"batch_size": batch_size, "output_len": output_len,
-                                                  "input_len": input_len})
-    elif fmt == "vllm-serve":
-        records = _parse_vllm_serve(path, doc)
-    elif fmt == "sglang-serving":
-        records = _parse_sglang_serving(path, doc)
-    elif fmt == "sglang-one-batch":
-        records = _parse_sglang_one_batch(path, doc)
-    else:
-        records = _parse_llama_bench(path, doc)
-    return fmt, records
+        return BenchFile(fmt, _parse_vllm_latency(path, doc, {
+            "batch_size": batch_size, "output_len": output_len, "input_len": input_len}), notes,
+            doc.unit)
+    chosen = _single_stream(path, doc, fmt, chosen, single_stream_only, notes)
+    data = dict(doc.records)
+    parsed: list[BenchRecord] = []
+    other_tests: dict[int, str] = {}
+    for index in chosen:
+        rec = _Rec(path, index, doc.unit, fmt, data[index])
+        if fmt == "llama-bench":
+            test = _llama_test(rec)
+            if test is not None:
+                other_tests[index] = test
+                continue
+            parsed.append(_llama_bench(rec, doc.kind))
+        else:
+            parsed.append(_PARSERS[fmt](rec))
+    if other_tests:
+        seen = ", ".join(sorted(set(other_tests.values())))
+        if not parsed:
+            raise BenchFormatError(f"no text-generation test (n_prompt 0, n_gen > 0); tests seen: "
+                                   f"{seen}", file=path, index=min(other_tests), unit=doc.unit,
+                                   key="n_gen",
+                                   fix="rerun llama-bench with -n 128 (a tg test) and -o json"
+                                   if records is None else "pick tg tests with --bench-records")
+        several = len(other_tests) > 1
+        notes.append(f"{path}: {numbered(doc.unit, list(other_tests))} ({seen}) "
+                     f"measure{'' if several else 's'} prompt processing, not decode; not imported")
+    _one_setup(path, doc, parsed)
+    return BenchFile(fmt, parsed, notes, doc.unit)

@@ -3,18 +3,28 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 #: Names of the supported formats, as ``detect_format`` returns them.
 FORMATS: tuple[str, ...] = ("vllm-latency", "vllm-serve", "sglang-one-batch", "sglang-serving",
                             "llama-bench")
+#: The command that writes each format, for messages.
+TOOLS: dict[str, str] = {"vllm-latency": "vllm bench latency", "vllm-serve": "vllm bench serve",
+                         "sglang-one-batch": "sglang.bench_one_batch",
+                         "sglang-serving": "sglang.bench_serving", "llama-bench": "llama-bench"}
 
 _FIX_FMT = "pass one of " + ", ".join(FORMATS) + " as the format, or use a file written by one of these tools"
+#: Keys only vLLM's / only SGLang's serving benchmark writes (both write the tpot/throughput keys).
+_VLLM_SERVE_KEYS = frozenset({"model_id", "burstiness", "endpoint_type", "spec_decode_acceptance_length"})
+_SGLANG_SERVE_KEYS = frozenset({"accept_length", "sharegpt_output_len", "random_range_ratio",
+                                "total_output_tokens_retokenized"})
+#: A serving result of either tool: one of these, and neither tool's own keys.
+SERVING = "serving"
 
 
 class BenchFormatError(Exception):
@@ -43,6 +53,52 @@ class BenchRecord:
     model: str | None             #: model name/path if the file records it
     notes: str                    #: how tok_s was computed: tool, format and keys
     index: int                    #: 1-based record (array) or line (JSON Lines/CSV) number
+    #: parameter count the file records for its model (llama-bench ``model_n_params``), if any
+    model_params: float | None = None
+    #: the GPU(s) the file says the run used (llama-bench ``gpu_info``), if any
+    gpu: str | None = None
+    #: the run's settings that change tok/s but have no column in the data (llama-bench
+    #: ``n_gpu_layers``, ``flash_attn``, ...; SGLang ``run_name``): (key, value) pairs
+    setup: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class BenchFile:
+    """What :func:`~ddtree_bayes.core.bench_import.parse_bench_file` read: the format, the
+    imported records, and notes on what was skipped (log lines, records not selected)."""
+
+    format: str
+    records: list[BenchRecord]
+    notes: list[str] = field(default_factory=list)
+    unit: str = "record"   #: what a record's index counts: "record" (JSON) or "line"
+
+
+def span(indices: list[int] | tuple[int, ...] | set[int]) -> str:
+    """Record numbers as the messages write them, runs as ranges (``--bench-records`` reads
+    the same form without the spaces).
+
+    >>> span([1, 2, 3, 7, 9, 10])
+    '1-3, 7, 9-10'
+    """
+    nums = sorted(set(indices))
+    parts: list[str] = []
+    i = 0
+    while i < len(nums):
+        j = i
+        while j + 1 < len(nums) and nums[j + 1] == nums[j] + 1:
+            j += 1
+        parts.append(str(nums[i]) if i == j else f"{nums[i]}-{nums[j]}")
+        i = j + 1
+    return ", ".join(parts)
+
+
+def numbered(unit: str, indices: list[int] | tuple[int, ...] | set[int]) -> str:
+    """``line 2`` or ``lines 2-4, 7``.
+
+    >>> numbered("line", [2]), numbered("record", [1, 2, 3, 7])
+    ('line 2', 'records 1-3, 7')
+    """
+    return f"{unit}{'s' if len(set(indices)) > 1 else ''} {span(indices)}"
 
 
 # --------------------------------------------------------------------------- loading
@@ -50,11 +106,19 @@ class BenchRecord:
 
 @dataclass(frozen=True)
 class _Doc:
-    """The parsed file: its records as (index, object) and what the index counts."""
+    """The parsed file: its records as (index, object), what the index counts, the records that
+    could not be read (kept aside so that a selection can leave them out), and the log lines
+    skipped before the body."""
 
     unit: str                                 # "record" (JSON array/object) or "line"
     records: list[tuple[int, dict[str, Any]]]
     kind: str                                 # "json", "jsonl" or "csv"
+    broken: dict[int, BenchFormatError] = field(default_factory=dict)
+    skipped: tuple[int, int, int] | None = None   # (count, first line, last line) of log lines
+
+    @property
+    def indices(self) -> list[int]:
+        return sorted([i for i, _ in self.records] + list(self.broken))
 
 
 def _read_text(path: Path) -> str:
@@ -75,13 +139,6 @@ def _read_text(path: Path) -> str:
     return text
 
 
-def _json_error(path: Path, err: json.JSONDecodeError, line_offset: int = 0) -> BenchFormatError:
-    return BenchFormatError(f"invalid JSON: {err.msg} (column {err.colno})", file=path,
-                            index=err.lineno + line_offset, unit="line",
-                            fix="the file is truncated or was edited; rerun the benchmark "
-                                "or repair that line")
-
-
 def _as_records(path: Path, obj: Any, unit: str, first: int = 1) -> list[tuple[int, dict[str, Any]]]:
     items = obj if isinstance(obj, list) else [obj]
     if not items:
@@ -96,57 +153,143 @@ def _as_records(path: Path, obj: Any, unit: str, first: int = 1) -> list[tuple[i
     return out
 
 
+#: A line that surely starts a JSON body: an object, or an array whose first line is "[" alone
+#: or "[" then "{" / "]" (a log line such as "[INFO] ..." or "[2025-09-12 ...]" is not).
+_JSON_START = re.compile(r"\{|\[\s*(\{|\]|$)")
+
+
+def _is_csv_header(line: str) -> bool:
+    return line.startswith(("build_commit,", '"build_commit"')) or (
+        "avg_ts" in line and "," in line and not line.startswith(("{", "[")))
+
+
 def _load(path: Path, text: str) -> _Doc:
-    text = text.removeprefix("\ufeff")
-    stripped = text.lstrip()
-    first_line = stripped.splitlines()[0] if stripped else ""
-    if first_line.startswith("|"):
-        raise BenchFormatError("this is a Markdown table (llama-bench's default output), not a result file",
-                               file=path, index=1, unit="line", fix="rerun llama-bench with -o json")
-    if not stripped.startswith(("{", "[")):
-        if first_line.startswith(("build_commit,", '"build_commit"')) or "avg_ts" in first_line:
-            return _load_csv(path, text)
-        raise BenchFormatError(f"not JSON: starts with {first_line[:40]!r}", file=path, index=1, unit="line",
+    """The records of ``text``. Lines before the JSON/CSV body (the log lines llama.cpp's
+    backends print to stdout) are skipped and counted in ``_Doc.skipped``."""
+    lines = text.removeprefix("\ufeff").splitlines()
+    loose = strict = None   # first line starting with "{"/"[", first surely starting the body
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped:
+            continue
+        if stripped.startswith("|") and loose is None:
+            raise BenchFormatError("this is a Markdown table (llama-bench's default output), not a "
+                                   "result file", file=path, index=i + 1, unit="line",
+                                   fix="rerun llama-bench with -o json")
+        if _JSON_START.match(stripped) or _is_csv_header(stripped):
+            strict = i
+            loose = i if loose is None else loose
+            break
+        if stripped.startswith("[") and loose is None:
+            loose = i
+    if loose is None:
+        first = next(i for i, line in enumerate(lines) if line.strip())
+        raise BenchFormatError(f"not JSON: starts with {lines[first].strip()[:40]!r}", file=path,
+                               index=first + 1, unit="line",
                                fix="pass the JSON/JSONL result file (--output-json, --save-result, "
                                    "--result-filename, --output-file or llama-bench -o json)")
     try:
+        start, doc = loose, _load_body(path, lines, loose)
+    except BenchFormatError:
+        if strict is None or strict == loose:
+            raise
+        start, doc = strict, _load_body(path, lines, strict)   # the "[" line was a log line
+    log = [i + 1 for i in range(start) if lines[i].strip()]
+    if not log:
+        return doc
+    return _Doc(doc.unit, doc.records, doc.kind, doc.broken, (len(log), log[0], log[-1]))
+
+
+def _load_body(path: Path, lines: list[str], start: int) -> _Doc:
+    body = lines[start:]
+    if _is_csv_header(body[0].strip()):
+        return _load_csv(path, body, start)
+    return _load_json(path, body, start)
+
+
+def _json_error(path: Path, err: json.JSONDecodeError, lineno: int, *, last: bool,
+                text: str) -> BenchFormatError:
+    """The error of a line (or document) that is not JSON; 'truncated' only when the text
+    stops inside the JSON (its last line, cut short)."""
+    if last and (err.pos >= len(text.rstrip()) or err.msg.startswith("Unterminated string")):
+        return BenchFormatError(f"invalid JSON: {err.msg} at the end of the file: it is truncated",
+                                file=path, index=lineno, unit="line",
+                                fix="rerun the benchmark, or import the complete records with "
+                                    "--bench-records")
+    return BenchFormatError(f"invalid JSON: {err.msg} (column {err.colno})", file=path,
+                            index=lineno, unit="line",
+                            fix="the line was edited or holds another program's output; repair "
+                                "or delete it, or import the other records with --bench-records")
+
+
+def _load_json(path: Path, body: list[str], offset: int) -> _Doc:
+    text = "\n".join(body)
+    try:
         obj = json.loads(text)
     except json.JSONDecodeError as err:
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        if stripped.startswith("[") or len(lines) < 2 or not all(ln.startswith("{") for ln in lines):
-            raise _json_error(path, err) from None  # one document (array or pretty-printed object)
-        return _load_jsonl(path, text)  # JSON Lines: one object per line
+        nonblank = [ln.strip() for ln in body if ln.strip()]
+        if len(nonblank) >= 2 and nonblank[0].startswith("{") and nonblank[0] != "{":
+            return _load_jsonl(path, body, offset)  # JSON Lines: one object per line
+        # one document (an array, or a pretty-printed object)
+        raise _json_error(path, err, err.lineno + offset, last=True, text=text) from None
     return _Doc("record", _as_records(path, obj, "record"), "json")
 
 
-def _load_jsonl(path: Path, text: str) -> _Doc:
-    records = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+def _load_jsonl(path: Path, body: list[str], offset: int) -> _Doc:
+    records: list[tuple[int, dict[str, Any]]] = []
+    broken: dict[int, BenchFormatError] = {}
+    last = max(i for i, ln in enumerate(body) if ln.strip())
+    for i, line in enumerate(body):
         if not line.strip():
             continue
+        lineno = offset + i + 1
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as err:
-            raise _json_error(path, err, line_offset=lineno - 1) from None
-        records.extend(_as_records(path, obj, "line", first=lineno))
-    return _Doc("line", records, "jsonl")
-
-
-def _load_csv(path: Path, text: str) -> _Doc:
-    rows = list(csv.reader(io.StringIO(text)))
-    header = rows[0]
-    records = []
-    for lineno, row in enumerate(rows[1:], start=2):
-        if not row:
+            broken[lineno] = _json_error(path, err, lineno, last=i == last, text=line)
             continue
-        if len(row) != len(header):
-            raise BenchFormatError(f"{len(row)} fields, the header has {len(header)}", file=path,
-                                   index=lineno, unit="line", fix="the CSV is truncated; rerun llama-bench")
-        records.append((lineno, dict(zip(header, row, strict=True))))
-    if not records:
+        if not isinstance(obj, dict):
+            broken[lineno] = BenchFormatError(
+                f"expected a JSON object, got {type(obj).__name__}", file=path, index=lineno,
+                unit="line", fix="delete the line, or import the other records with --bench-records")
+            continue
+        records.append((lineno, obj))
+    return _Doc("line", records, "jsonl", broken)
+
+
+def _load_csv(path: Path, body: list[str], offset: int) -> _Doc:
+    """llama-bench -o csv: a header, then one row per test. ``-o csv >>`` appends a new header
+    per run; each header line starts a new block (its columns may differ between versions)."""
+    header = next(csv.reader([body[0]]))
+    header_line = offset + 1
+    records: list[tuple[int, dict[str, Any]]] = []
+    broken: dict[int, BenchFormatError] = {}
+    last = max(i for i, ln in enumerate(body) if ln.strip())
+    for i, line in enumerate(body[1:], start=1):
+        if not line.strip():
+            continue
+        lineno = offset + i + 1
+        row = next(csv.reader([line]))
+        if _is_csv_header(line.strip()):
+            header, header_line = row, lineno
+            continue
+        if len(row) == len(header):
+            records.append((lineno, dict(zip(header, row, strict=True))))
+        elif i == last and len(row) < len(header):
+            broken[lineno] = BenchFormatError(
+                f"{len(row)} fields, the header has {len(header)}: the last line is cut short, "
+                "the file is truncated", file=path, index=lineno, unit="line",
+                fix="rerun llama-bench, or import the complete lines with --bench-records")
+        else:
+            broken[lineno] = BenchFormatError(
+                f"{len(row)} fields, the header (line {header_line}) has {len(header)}", file=path,
+                index=lineno, unit="line",
+                fix="the line was edited or two outputs were mixed; repair or delete it, or "
+                    "import the other lines with --bench-records")
+    if not records and not broken:
         raise BenchFormatError("the CSV has a header but no rows", file=path,
                                fix="rerun llama-bench; it wrote no results")
-    return _Doc("line", records, "csv")
+    return _Doc("line", records, "csv", broken)
 
 
 # --------------------------------------------------------------------------- detection
@@ -156,8 +299,15 @@ def _is_vllm_pytorch(rec: dict[str, Any]) -> bool:
     return isinstance(rec.get("benchmark"), dict) and isinstance(rec.get("metric"), dict)
 
 
-def _detect(path: Path, doc: _Doc) -> str:
-    index, rec = doc.records[0]
+def record_format(rec: dict[str, Any]) -> str | None:
+    """The format whose signature keys ``rec`` carries; ``SERVING`` for a serving result
+    without either tool's own keys; None for none.
+
+    >>> record_format({"avg_ts": 1.0, "n_gen": 128, "n_prompt": 0})
+    'llama-bench'
+    >>> record_format({"median_tpot_ms": 2.5, "accept_length": 3.1})
+    'sglang-serving'
+    """
     keys = set(rec)
     if {"avg_ts", "n_gen", "n_prompt"} <= keys:
         return "llama-bench"
@@ -165,15 +315,69 @@ def _detect(path: Path, doc: _Doc) -> str:
         return "vllm-latency"
     if {"run_name", "prefill_latency"} <= keys or {"median_decode_throughput", "input_len"} <= keys:
         return "sglang-one-batch"
-    if "output_throughput" in keys or "median_tpot_ms" in keys:
-        if keys & {"model_id", "burstiness", "endpoint_type", "spec_decode_acceptance_length"}:
+    if keys & {"output_throughput", "median_tpot_ms", "mean_tpot_ms"}:
+        if keys & _VLLM_SERVE_KEYS:
             return "vllm-serve"
-        if keys & {"accept_length", "sharegpt_output_len", "random_range_ratio",
-                   "total_output_tokens_retokenized"}:
+        if keys & _SGLANG_SERVE_KEYS:
             return "sglang-serving"
-    shown = ", ".join(sorted(keys)[:8]) + (", ..." if len(keys) > 8 else "")
-    raise BenchFormatError(f"unknown benchmark format; keys seen: {shown or 'none'}", file=path, index=index,
-                           unit=doc.unit, fix=_FIX_FMT)
+        return SERVING
+    return None
+
+
+def _keys_seen(rec: dict[str, Any]) -> str:
+    keys = sorted(rec)
+    return ", ".join(keys[:8]) + (", ..." if len(keys) > 8 else "") or "none"
+
+
+def _evidence(fmt: str, rec: dict[str, Any]) -> str:
+    """The keys of ``rec`` that say it is ``fmt`` (for a refused --bench-format)."""
+    own = {"vllm-serve": _VLLM_SERVE_KEYS, "sglang-serving": _SGLANG_SERVE_KEYS,
+           "llama-bench": {"avg_ts", "n_gen", "n_prompt"},
+           "vllm-latency": {"avg_latency", "latencies", "benchmark", "metric"},
+           "sglang-one-batch": {"run_name", "prefill_latency", "median_decode_throughput"}}[fmt]
+    return ", ".join(sorted(set(rec) & own))
+
+
+def _detect(path: Path, doc: _Doc, forced: str | None = None,
+            indices: set[int] | None = None) -> str:
+    """The format of the records ``indices`` (default: all), checked against ``forced``."""
+    seen: dict[str, int] = {}
+    for index, rec in doc.records:
+        if indices is not None and index not in indices:
+            continue
+        fmt = record_format(rec)
+        if fmt is None:
+            raise BenchFormatError(f"unknown benchmark format; keys seen: {_keys_seen(rec)}",
+                                   file=path, index=index, unit=doc.unit,
+                                   fix=_FIX_FMT if forced is None else
+                                   f"this is not {forced} output; pass the file {TOOLS[forced]} wrote")
+        if forced is not None and fmt not in (forced, SERVING):
+            raise BenchFormatError(
+                f"--bench-format {forced}, but this is {TOOLS[fmt]} output ({fmt}: "
+                f"{_evidence(fmt, rec)})", file=path, index=index, unit=doc.unit,
+                fix="drop --bench-format (the format is detected), or pass the file "
+                    f"{TOOLS[forced]} wrote")
+        if fmt == SERVING and forced is not None and forced not in ("vllm-serve", "sglang-serving"):
+            raise BenchFormatError(f"--bench-format {forced}, but this is a serving benchmark's "
+                                   "result", file=path, index=index, unit=doc.unit,
+                                   fix="pass --bench-format vllm-serve or sglang-serving")
+        seen.setdefault(fmt, index)
+    concrete = {f: i for f, i in seen.items() if f != SERVING}
+    if len(concrete) > 1:
+        (f1, i1), (f2, i2) = sorted(concrete.items(), key=lambda kv: kv[1])[:2]
+        raise BenchFormatError(f"{doc.unit} {i1} is {TOOLS[f1]} output ({f1}), {doc.unit} {i2} "
+                               f"{TOOLS[f2]} output ({f2})", file=path, index=i2, unit=doc.unit,
+                               fix="import one tool's records at a time with --bench-records")
+    if forced is not None:
+        return forced
+    if concrete:
+        return next(iter(concrete))
+    if seen:
+        raise BenchFormatError("a serving benchmark's result, but without the keys that tell "
+                               "vllm bench serve from sglang.bench_serving", file=path,
+                               index=seen[SERVING], unit=doc.unit,
+                               fix="pass --bench-format vllm-serve or sglang-serving")
+    raise BenchFormatError("no record to read", file=path, fix="pick records with --bench-records")
 
 
 def detect_format(path: Path, text: str) -> str:
@@ -184,7 +388,10 @@ def detect_format(path: Path, text: str) -> str:
     if not text.strip():
         raise BenchFormatError("the file is empty", file=path,
                                fix="rerun the benchmark with its output-file option")
-    return _detect(path, _load(path, text))
+    doc = _load(path, text)
+    if doc.broken and not doc.records:
+        raise next(iter(doc.broken.values()))
+    return _detect(path, doc)
 
 
 # --------------------------------------------------------------------------- field access

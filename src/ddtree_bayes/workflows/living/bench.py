@@ -1,25 +1,48 @@
 """``add --from-bench``: a benchmark tool's result file -> rows to append.
 
-The parsing is :mod:`ddtree_bayes.core.bench_import` (one parser per tool, format detection).
-Here each imported record becomes a :class:`~ddtree_bayes.workflows.living.records.NewRow`:
-the throughput (and acceptance length and context, when the file records them) from the file,
-everything the file does not say (hardware, GPU count, engine, method, block, budget, model)
-from the flags. The rows then go through :func:`append_rows` like any other: validated, all
-or nothing, under the file's lock.
+The parsing is :mod:`ddtree_bayes.core.bench_import` (selection, format check, one parser per
+tool). Here each imported record becomes a :class:`~ddtree_bayes.workflows.living.records.NewRow`:
+the throughput (and acceptance length and context, when the file records them) from the file;
+the model and the GPU from the file when it names them, as card names
+(:mod:`~ddtree_bayes.core.bench_import.identity`: ``--model``/``--hardware`` map a name that is
+no card, and are refused when they clearly contradict the file); everything the file does not
+say (GPU count, engine, method, block, budget) from the flags. The rows then go through
+:func:`append_rows` like any other: validated, all or nothing, under the file's lock.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.bench_import import BenchFormatError, parse_bench_file
+from ddtree_bayes.core.bench_import import BenchFormatError, BenchRecord, parse_bench_file, span
+from ddtree_bayes.core.bench_import.identity import (
+    gpu_number_agrees,
+    match_card,
+    match_gpu,
+    model_name_forms,
+    size_in_name,
+    sizes_differ,
+)
+from ddtree_bayes.core.bench_import.records import numbered
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows.living.records import NewRow
 
-#: The configuration flags of ``add`` that a benchmark file never holds.
+#: The configuration flags of ``add`` that a benchmark file does not hold (``model`` and
+#: ``hardware`` only when the file does not name them).
 CONFIG_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
                "model")
+
+
+@dataclass(frozen=True)
+class BenchImport:
+    """The rows of a benchmark file, its format, and notes on what was skipped."""
+
+    format: str
+    rows: list[NewRow]
+    notes: list[str]
 
 
 def _number(x: float) -> str:
@@ -27,27 +50,148 @@ def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
 
 
-def rows_from_bench(path: Path, config: dict[str, str | None], *, fmt: str | None = None,
+def _card_sizes() -> dict[str, float]:
+    """Card name -> total parameters (billions), from data/models.csv (or the bundled copy)."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.cards import load_model_cards
+
+    return {name: card.params_total_b
+            for name, card in load_model_cards(paths.data_file("models.csv")).items()}
+
+
+def _groups(parsed: list[BenchRecord], key: Callable[[BenchRecord], str | None]
+            ) -> dict[str | None, list[int]]:
+    out: dict[str | None, list[int]] = {}
+    for rec in parsed:
+        out.setdefault(key(rec), []).append(rec.index)
+    return out
+
+
+def _several(path: Path, unit: str, groups: dict[str | None, list[int]], flag: str,
+             given: str | None) -> DataError:
+    """The error of a file whose records name several models (GPUs) that cannot all be told."""
+    shown = "; ".join(f"{name!r}: {numbered(unit, idx)}" if name else
+                      f"none named: {numbered(unit, idx)}" for name, idx in groups.items())
+    ran = (f"are runs of {len(groups)} models" if flag == "--model" else
+           f"ran on {len(groups)} different GPUs")
+    why = (f"one {flag} {given} cannot be all of them" if given is not None else
+           f"not every one is a name of data/{'models' if flag == '--model' else 'hardware'}.csv")
+    first = next(iter(groups.values()))
+    return DataError(f"{path}: the records {ran} ({shown}); {why}",
+                     fix=f"import one at a time: --bench-records {span(first).replace(' ', '')} "
+                         f"{flag} <name>, and so on")
+
+
+def _models(path: Path, unit: str, parsed: list[BenchRecord], given: str | None,
+            card_sizes: Callable[[], Mapping[str, float]]) -> dict[int, str | None]:
+    """Record index -> the row's model: the card the file's model is, or ``given`` (None: the
+    data file's model) when the file names none; see docs/cli.md for the rule."""
+    if all(rec.model is None for rec in parsed):
+        return {rec.index: given for rec in parsed}
+    sizes = card_sizes()
+    card_of = {rec.model: match_card(rec.model, sizes) for rec in parsed if rec.model}
+    groups = _groups(parsed, lambda r: card_of.get(r.model) or r.model if r.model else None)
+    if len(groups) > 1:
+        if given is not None or None in groups or None in card_of.values():
+            names = _groups(parsed, lambda r: r.model)
+            raise _several(path, unit, names, "--model", given)
+        return {rec.index: card_of.get(rec.model or "") for rec in parsed}
+    rec = parsed[0]
+    assert rec.model is not None
+    name, card = rec.model, card_of[rec.model]
+    where = f"{path}, {unit} {rec.index}"
+    if given is None:
+        if card is None:
+            raise DataError(f"{where}: the file's model {name!r} matches no card in data/models.csv "
+                            f"(compared as {' / '.join(model_name_forms(name))})",
+                            fix="say which card it is with --model <card> (cards: "
+                                + ", ".join(sorted(sizes)) + "), or add its card to "
+                                "data/models.csv first")
+        return {r.index: card for r in parsed}
+    if card is not None and card != given:
+        raise DataError(f"{where}: the file's model {name!r} is card {card}, but --model {given}",
+                        fix=f"drop --model (the file's model is used), or import the file of "
+                            f"the {given} run")
+    if card is None and given in sizes:
+        size = rec.model_params / 1e9 if rec.model_params else size_in_name(name)
+        source = "model_n_params" if rec.model_params else "its name"
+        if size is not None and sizes_differ(size, sizes[given]):
+            raise DataError(f"{where}: the file's model {name!r} has {size:.3g}B parameters "
+                            f"({source}), but --model {given}'s card {sizes[given]:g}B",
+                            fix="give the card of the model the file ran with --model, or add "
+                                "its card to data/models.csv first")
+    return {r.index: given for r in parsed}
+
+
+def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | None,
+              names: Collection[str]) -> dict[int, str]:
+    """Record index -> the row's hardware: the hardware-table name the file's GPU is, or
+    ``given``; see docs/cli.md for the rule."""
+    table = ", ".join(sorted(names))
+    if all(rec.gpu is None for rec in parsed):
+        if given is None:
+            cpu = [r.index for r in parsed if dict(r.setup).get("n_gpu_layers") == "0"]
+            why = (f"{numbered(unit, cpu)} ran with n_gpu_layers 0, weights on the CPU" if cpu
+                   else "the file does not name the GPU it ran on")
+            raise DataError(f"{path}: {why}",
+                            fix=f"give the benchmarked GPU with --hardware (names: {table})")
+        return {rec.index: given for rec in parsed}
+    hw_of = {rec.gpu: match_gpu(rec.gpu, names) for rec in parsed if rec.gpu}
+    groups = _groups(parsed, lambda r: hw_of.get(r.gpu) or r.gpu if r.gpu else None)
+    if len(groups) > 1:
+        if given is not None or None in groups or None in hw_of.values():
+            raise _several(path, unit, _groups(parsed, lambda r: r.gpu), "--hardware", given)
+        return {rec.index: hw_of.get(rec.gpu or "") or "" for rec in parsed}
+    rec = parsed[0]
+    assert rec.gpu is not None
+    gpu, hw = rec.gpu, hw_of[rec.gpu]
+    where = f"{path}, {unit} {rec.index}"
+    if given is None:
+        if hw is None:
+            raise DataError(f"{where}: the file ran on {gpu!r}, which is no name in the hardware "
+                            "table", fix=f"say which it is with --hardware (names: {table}), or "
+                                         "add the GPU to data/hardware.csv (or --hardware-file)")
+        return {r.index: hw for r in parsed}
+    if hw is not None and hw != given:
+        raise DataError(f"{where}: the file ran on {gpu!r} (hardware {hw}), but --hardware {given}",
+                        fix=f"drop --hardware (the file's GPU is used), or import the file of "
+                            f"the {given} run")
+    if hw is None and not gpu_number_agrees(given, gpu):
+        raise DataError(f"{where}: the file ran on {gpu!r}, not on a {given}",
+                        fix="give the GPU the file ran on with --hardware, or add it to "
+                            "data/hardware.csv (or --hardware-file)")
+    return {r.index: given for r in parsed}
+
+
+def rows_from_bench(path: Path, config: dict[str, str | None], *,
+                    hardware_names: Collection[str], fmt: str | None = None,
                     accept: str | None = None, context: str | None = None,
                     source: str | None = None, notes: str | None = None,
                     batch_size: int | None = None, output_len: int | None = None,
-                    input_len: int | None = None,
-                    records: set[int] | None = None) -> tuple[str, list[NewRow]]:
-    """(format, rows) of the benchmark file ``path``.
+                    input_len: int | None = None, records: Collection[int] | None = None,
+                    single_stream_only: bool = False,
+                    card_sizes: Mapping[str, float] | None = None) -> BenchImport:
+    """The rows of the benchmark file ``path``, its format and notes on what was skipped.
 
-    ``config`` gives the columns the file lacks (``CONFIG_KEYS``; None: the data file's GPU
-    count for that hardware, the data file's model). The acceptance length comes from the
-    file when it records one, else from ``accept`` (autoregressive runs: 1); asking for
-    both is an error. ``context`` replaces the file's input length. ``source`` defaults to
-    the tool, file name and record number; the parser's note on how tok/s was computed is
-    kept in ``notes``. ``records`` keeps only the records with those numbers (as the
-    messages number them: record or line). Raises :class:`DataError` (one line naming the
-    file and the record) on any problem; nothing is read beyond the file.
+    ``records`` and ``single_stream_only`` select records before anything is validated
+    (:func:`~ddtree_bayes.core.bench_import.parse_bench_file`). The model and the hardware
+    come from the file when it names them, as card names (``config['model']`` /
+    ``config['hardware']`` map a name the cards do not hold, and are refused when the file
+    clearly ran something else); ``hardware_names`` are the hardware table's names and
+    ``card_sizes`` card name -> total parameters in billions (default: data/models.csv). The other
+    columns come from ``config`` (``CONFIG_KEYS``; None: the data file's GPU count for that
+    hardware, the data file's model when the file names none). The acceptance length comes
+    from the file when it records one, else from ``accept`` (autoregressive runs: 1); asking
+    for both is an error. ``context`` replaces the file's input length. ``source`` defaults to
+    the tool, file name and record number; the parser's note on how tok/s was computed, and
+    the model and GPU the file names, are kept in ``notes``. Raises :class:`DataError` (one
+    line naming the file and the record) on any problem; nothing is read beyond the file.
     """
     path = Path(path)
     try:
-        fmt, parsed = parse_bench_file(path, fmt, batch_size=batch_size, output_len=output_len,
-                                       input_len=input_len)
+        got = parse_bench_file(path, fmt, batch_size=batch_size, output_len=output_len,
+                               input_len=input_len, records=records,
+                               single_stream_only=single_stream_only)
     except BenchFormatError as err:
         where = err.file if err.index is None else f"{err.file}, {err.unit} {err.index}"
         fix = err.fix or "pass --bench-format"
@@ -55,17 +199,14 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *, fmt: str | Non
             fix = ("pass the run's --batch-size and --output-len (vllm bench latency does not "
                    "save them), or keep the FILE.pytorch.json it writes beside the file")
         raise DataError(f"{where}: {err.problem}", fix=fix) from None
-    if records is not None:
-        missing = sorted(records - {r.index for r in parsed})
-        if missing:
-            raise DataError(f"no single-stream record {missing[0]} (records: "
-                            f"{', '.join(str(r.index) for r in parsed)})", file=str(path),
-                            fix="pick from the records listed, or drop --bench-records")
-        parsed = [r for r in parsed if r.index in records]
+    fmt, parsed, unit = got.format, got.records, got.unit
+    model_of = _models(path, unit, parsed, config.get("model"),
+                       (lambda: card_sizes) if card_sizes is not None else _card_sizes)
+    hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names)
     method = config.get("method")
     rows = []
     for rec in parsed:
-        origin = f"{path} ({fmt}, record {rec.index})"
+        origin = f"{path} ({fmt}, {unit} {rec.index})"
         if rec.accept_len is not None and method == AR_METHOD and rec.accept_len != 1:
             raise DataError(f"the file records acceptance length {rec.accept_len:g}, a "
                             "speculative run, but --method is ar", file=origin,
@@ -92,13 +233,15 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *, fmt: str | Non
             ctx = context
         else:
             ctx = "" if rec.context_tokens is None else _number(rec.context_tokens)
-        note = rec.notes + (f"; model in the file: {rec.model}" if rec.model else "")
+        note = (rec.notes + (f"; model in the file: {rec.model}" if rec.model else "")
+                + (f"; GPU in the file: {rec.gpu}" if rec.gpu else ""))
         values: dict[str, str | None] = {k: config.get(k) for k in CONFIG_KEYS}
         values.update({
+            "model": model_of[rec.index], "hardware": hardware_of[rec.index],
             "block": config.get("block") or "", "budget": config.get("budget") or "",
             "verify_tokens": config.get("verify_tokens") or "", "accept_len": accept_len,
             "context_tokens": ctx, "tok_s": _number(rec.tok_s),
-            "source": source or f"{fmt} {path.name} record {rec.index}",
+            "source": source or f"{fmt} {path.name} {unit} {rec.index}",
             "notes": f"{notes}; {note}" if notes else note})
         rows.append(NewRow(origin, None, values))
-    return fmt, rows
+    return BenchImport(fmt, rows, got.notes)

@@ -1,0 +1,165 @@
+"""Which model card and which GPU a benchmark file names (``add --from-bench``).
+
+A benchmark file names its model (llama-bench ``model_filename``, vLLM ``model_id``, SGLang
+``server_info.model_path``) and sometimes its GPU (llama-bench ``gpu_info``); the data's
+``model`` and ``hardware`` columns hold card names (data/models.csv, data/hardware.csv). The
+rules here say when a file's name *is* a card name, and when a name given on the command line
+clearly *is not* what the file ran. Pure string work: stdlib only.
+
+Model
+    A file's model matches a card when, case-insensitively, the last part of its path or
+    Hugging Face repo id, without ``.gguf`` and a split-file suffix (``-00001-of-00003``),
+    equals the card's name; failing that, the same without a trailing quantisation tag
+    (``Q4_K_M``, ``Q8_0``, ``IQ4_XS``, ``F16``, ``BF16``, ``FP8``, ``FP4``, ``AWQ``, ...).
+    ``meta-llama/Llama-3.1-8B-Instruct`` is card ``llama-3.1-8b-instruct``;
+    ``Qwen3.8-27B-Q4_K_M.gguf`` is ``qwen3.8-27b-q4_k_m`` (that card exists) and
+    ``Kimi-K2.6-Q4_K_M.gguf`` is ``kimi-k2.6``. Nothing else is guessed
+    (``Meta-Llama-3.1-8B-Instruct`` matches no card).
+Model size
+    The parameter count a file records (llama-bench ``model_n_params``), else a size written
+    in the name (``8B``, ``70b``, ``1.5B``, ``135M``; not ``A3B`` nor ``8x7B``), in billions.
+GPU
+    A GPU description (one device of llama-bench's ``gpu_info``, which lists devices separated
+    by ``, `` or ``/``) matches a hardware name when the name's ``-``-separated words appear in
+    order among the description's words (lower case; a hyphen between letters dropped, so
+    ``Max-Q`` is ``maxq``) and every other word of the description is a vendor, memory,
+    form-factor or edition word (``NVIDIA``, ``GeForce``, ``80GB``, ``HBM3``, ``SXM``, ``PCIe``,
+    ``Blackwell``, ``Workstation Edition``, ...). The name with the most words wins
+    (``rtx-pro-6000-server`` over ``rtx-pro-6000``). ``RTX 3090 Ti`` matches no ``rtx-3090``:
+    ``Ti`` is not a qualifier.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+#: A trailing quantisation / precision tag of a model file or repo name.
+_QUANT_TAG = re.compile(r"[-_.](?:i?q\d(?:_[a-z0-9]+)*|f16|bf16|f32|fp8|fp4|fp16|nvfp4|mxfp4|"
+                        r"int4|int8|w4a16|w8a8|awq|gptq|gguf)$", re.IGNORECASE)
+_SHARD = re.compile(r"-\d{5}-of-\d{5}$")
+#: A parameter count written in a name: a number and B or M, standing alone between separators.
+_SIZE = re.compile(r"(?:^|(?<=[\s/\\_.\-]))(\d+(?:\.\d+)?)([bm])(?=$|[\s/\\_.\-])", re.IGNORECASE)
+#: Words of a GPU description that qualify it without making it another GPU.
+_QUALIFIER = re.compile(r"(nvidia|geforce|amd|radeon|instinct|tesla|quadro|intel|\d+gb|hbm\d*e?|"
+                        r"gddr\d+x?|sxm\d*|pcie|nvl|oam|blackwell|hopper|ampere|volta|ada|"
+                        r"lovelace|generation|workstation|edition|graphics|gpu)$")
+#: How far apart (as a ratio) two parameter counts must be to be two different models.
+SIZE_RATIO = 1.5
+
+
+def model_name_forms(name: str) -> tuple[str, ...]:
+    """The forms of a file's model name compared with card names, most specific first.
+
+    >>> model_name_forms("/models/Qwen2.5-7B-Instruct-Q4_K_M.gguf")
+    ('qwen2.5-7b-instruct-q4_k_m', 'qwen2.5-7b-instruct')
+    >>> model_name_forms("meta-llama/Llama-3.1-8B-Instruct")
+    ('llama-3.1-8b-instruct',)
+    """
+    last = re.split(r"[\\/]", name.strip().rstrip("/\\"))[-1].lower()
+    last = _SHARD.sub("", last.removesuffix(".gguf"))
+    forms = [last]
+    bare = _QUANT_TAG.sub("", last)
+    if bare and bare != last:
+        forms.append(bare)
+    return tuple(forms)
+
+
+def match_card(name: str, cards: Iterable[str]) -> str | None:
+    """The card ``name`` is (see the module's rule), or None.
+
+    >>> match_card("moonshotai/Kimi-K2.6", ["kimi-k2.6", "qwen3-8b"])
+    'kimi-k2.6'
+    >>> match_card("models/7B/ggml-model-q4_0.gguf", ["kimi-k2.6"]) is None
+    True
+    """
+    lower = {c.lower(): c for c in cards}
+    for form in model_name_forms(name):
+        if form in lower:
+            return lower[form]
+    return None
+
+
+def size_in_name(name: str) -> float | None:
+    """The parameter count (billions) written in ``name``; None if none or several.
+
+    >>> [size_in_name(n) for n in ("Llama-3.3-70B-Instruct", "Qwen3-30B-A3B", "Mixtral-8x7B",
+    ...                            "qwen2 7B Q4_K - Medium", "SmolLM2-135M", "kimi-k2.6")]
+    [70.0, 30.0, None, 7.0, 0.135, None]
+    """
+    sizes = {float(n) * (1.0 if unit.lower() == "b" else 1e-3) for n, unit in _SIZE.findall(name)}
+    return sizes.pop() if len(sizes) == 1 else None
+
+
+def sizes_differ(a_billion: float, b_billion: float) -> bool:
+    """Two parameter counts more than ``SIZE_RATIO`` apart: two different models.
+
+    >>> sizes_differ(7.62, 8.19), sizes_differ(7.62, 1000.0)
+    (False, True)
+    """
+    lo, hi = sorted((a_billion, b_billion))
+    return lo <= 0 or hi / lo > SIZE_RATIO
+
+
+def gpu_devices(gpu_info: str) -> list[str]:
+    """The devices of a llama-bench ``gpu_info`` (``", "``-separated; ``"/"`` in old builds).
+
+    >>> gpu_devices("NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3")
+    ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3']
+    """
+    return [d.strip() for d in re.split(r"[,/]", gpu_info) if d.strip()]
+
+
+def gpu_words(description: str) -> list[str]:
+    """A GPU description's words, as compared with hardware names.
+
+    >>> gpu_words("NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition")
+    ['nvidia', 'rtx', 'pro', '6000', 'blackwell', 'maxq', 'workstation', 'edition']
+    """
+    text = re.sub(r"(?<=[a-z])-(?=[a-z])", "", description.lower())
+    return re.findall(r"[a-z0-9]+", text)
+
+
+def _matches(name: str, words: list[str]) -> bool:
+    want = name.lower().split("-")
+    pos, rest = 0, []
+    for word in words:
+        if pos < len(want) and word == want[pos]:
+            pos += 1
+        else:
+            rest.append(word)
+    return pos == len(want) and all(_QUALIFIER.fullmatch(w) for w in rest)
+
+
+def match_gpu(gpu_info: str, names: Iterable[str]) -> str | None:
+    """The hardware name every device of ``gpu_info`` is (see the module's rule), or None.
+
+    >>> names = ["h100", "rtx-pro-6000", "rtx-pro-6000-server", "rtx-3090"]
+    >>> match_gpu("NVIDIA H100 80GB HBM3", names)
+    'h100'
+    >>> match_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition", names)
+    'rtx-pro-6000-server'
+    >>> match_gpu("NVIDIA GeForce RTX 3090 Ti", names) is None
+    True
+    """
+    names = list(names)
+    found = set()
+    for device in gpu_devices(gpu_info):
+        words = gpu_words(device)
+        hits = sorted((n for n in names if _matches(n, words)), key=lambda n: -len(n.split("-")))
+        if not hits or (len(hits) > 1 and len(hits[0].split("-")) == len(hits[1].split("-"))):
+            return None
+        found.add(hits[0])
+    return found.pop() if len(found) == 1 else None
+
+
+def gpu_number_agrees(name: str, gpu_info: str) -> bool:
+    """Whether the model-number words of a hardware name (its words with a digit: ``h100``,
+    ``5090``, ``a6000``) all appear in ``gpu_info``; True when the name has none.
+
+    >>> gpu_number_agrees("rtx-5090", "NVIDIA GeForce RTX 4080"), gpu_number_agrees(
+    ...     "h100-sxm", "NVIDIA H100 80GB HBM3")
+    (False, True)
+    """
+    words = set(gpu_words(gpu_info))
+    return all(w in words for w in name.lower().split("-") if any(c.isdigit() for c in w))
