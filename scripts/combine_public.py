@@ -37,6 +37,7 @@ DEPLOYMENT_CARDS = {
     "llamacpp-mtp-qwen38-27b-v100-code": "qwen3.8-27b-q4_k_m",        # Q4_K_M
     "llamacpp-mtp-qwen38-27b-v100-prose": "qwen3.8-27b-q4_k_m",       # Q4_K_M
     "llamacpp-mtp-qwen38-27b-rtx5090": "qwen3.8-27b-q4_k_m",          # UD-Q4_K_XL (>= Q4_K_M)
+    "llamacpp-mtp-qwen38-27b-rtx3090-oc": "qwen3.8-27b-q4_k_m",       # UD-Q4_K_XL (>= Q4_K_M)
 }
 
 
