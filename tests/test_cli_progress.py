@@ -64,6 +64,7 @@ def fit(work: Path, stderr: io.StringIO, *flags: str) -> int:
     (False, (), False, True),    # a log file or a pipe: no bar (no escape codes)
     (True, ("--quiet",), False, False),
 ])
+@pytest.mark.nuts
 def test_progress_bar_only_on_a_terminal(work, asked, terminal, flags, bar, lines):
     err = Terminal() if terminal else io.StringIO()
     assert fit(work, err, *flags) == 130

@@ -112,6 +112,7 @@ def test_predict_warns_then_refuses_when_data_changed(fitted_workdir, capsys, mo
         data.write_text(original)
 
 
+@pytest.mark.nuts
 def test_tiny_fit_is_refused_and_reproducible(tmp_path, capsys, monkeypatch):
     """A 2-chain x 60-draw fit fails the ESS gate: exit 5, artifact saved and marked,
     predict refuses it unless told; the same seed gives bit-identical draws."""

@@ -205,6 +205,7 @@ def small_sampler(monkeypatch):
         monkeypatch.setattr(V, name, lambda *a, _f=real_fn, **k: _f(*a, settings=small, **k))
 
 
+@pytest.mark.nuts
 def test_validate(work, small_sampler):
     """Real leave-one-out refits of the two B300 rows."""
     out = json_of(work, "validate", "--quiet")
@@ -212,6 +213,7 @@ def test_validate(work, small_sampler):
     assert [r["row"] for r in out["rows"]] == [2, 3] and out["summary"]["n"] == 2
 
 
+@pytest.mark.nuts
 def test_sbc(work, small_sampler):
     out = json_of(work, "validate", "--sbc", "2", "--quiet")
     validate_output("validate", out)

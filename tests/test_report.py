@@ -221,6 +221,7 @@ def test_prior_draws_match_the_priors():
     assert all(np.isfinite(x).all() for x in lp.values())
 
 
+@pytest.mark.nuts
 def test_unconverged_fit_gets_a_report_that_says_so(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert cli.main(["fit", "--chains", "2", "--draws", "60", "--tune", "60", "--quiet"]) == 5

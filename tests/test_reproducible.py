@@ -54,6 +54,7 @@ def workdir(tmp_path):
     return work
 
 
+@pytest.mark.nuts
 def test_cold_and_warm_compile_caches_give_the_same_draws(workdir, tmp_path):
     cache = tmp_path / "cache"
     cold = _fit_digest(workdir, cache)            # empty cache: everything compiled fresh

@@ -213,6 +213,7 @@ def test_undeclared_method_is_a_query_error():
         P.step_components(draws, sc, np.random.default_rng(0))
 
 
+@pytest.mark.nuts
 def test_validate_extrapolate_end_to_end(tmp_path, monkeypatch, capsys):
     """One public sweep through the CLI with a small sampler: the held-out configuration,
     scores that obey their definitions, and the shipped JSON Schema."""

@@ -76,6 +76,7 @@ def test_baseline_recovers_data_made_by_its_own_formula(bundled_inputs):
         assert predict(m) == pytest.approx(m.tok_s, rel=0.01)
 
 
+@pytest.mark.nuts
 def test_one_real_fold(inputs):
     res = V.run_fold(inputs, V.Fold("row 3", (1,)), seed=1, settings=SMALL)
     (row,) = res.rows
@@ -86,6 +87,7 @@ def test_one_real_fold(inputs):
     assert row["baseline_lo"] == pytest.approx(0.7 * row["baseline"])
 
 
+@pytest.mark.nuts
 def test_a_fold_climbs_the_remedy_ladder(inputs, monkeypatch):
     """A fold that fails its gates retries as `fit` does (rung 1: tuning doubled, and the
     draws after an ESS failure), keeps the attempt that passed and records the rung; with
@@ -130,6 +132,7 @@ def test_dispatch_with_local_processes():
     assert seen[-1] == (6, 6)
 
 
+@pytest.mark.nuts
 def test_validate_on_a_local_dask_cluster(tmp_path):
     """The distributed path: folds run on the workers of a dask.distributed cluster."""
     distributed = pytest.importorskip("distributed")
@@ -143,6 +146,7 @@ def test_validate_on_a_local_dask_cluster(tmp_path):
     assert len(res["rows"]) == 9 and res["summary"]["n"] == 9
 
 
+@pytest.mark.nuts
 def test_sbc_ranks_and_uniformity(inputs):
     rep = V.sbc_replicate(inputs, seed=3, settings=SMALL)
     assert set(rep["ranks"]) >= {"step_ar_ms[b300x8]", "noise_sd", "reduction[native]"}
