@@ -4,13 +4,17 @@ of a configuration can emit, and every place acceptance enters keeping to it (is
 
 from __future__ import annotations
 
+import json
 import math
+import shutil
+from pathlib import Path
 
 import pytest
 
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
+from test_cli_support import listing, make_point_mass_workdir, run_cli
 
 METHODS = parse_priors(bundled("priors.toml").read_text(), "bundled").methods
 
@@ -50,3 +54,106 @@ def test_nothing_known_is_unbounded_and_the_words_name_the_bound():
                                             "emit (at most 17 tokens per step: block + 1)")
     assert max_accept("ar", None, None).describe() == (
         "at most 1 token per step: autoregressive decoding emits exactly 1")
+
+
+# ------------------------------------------------------------------ every command, one limit
+# The point-mass fit (engine/testing.py): a B300 DDTree block-16 step at budget B takes
+# 10 * (1 + B / 32) ms in SGLang, so budget 32 (M = 33) is 20 ms: 50 tok/s per token.
+@pytest.fixture(scope="module")
+def pm(tmp_path_factory):
+    return make_point_mass_workdir(tmp_path_factory.mktemp("accept_limit") / "w")
+
+
+@pytest.fixture
+def work(pm, tmp_path):
+    return Path(shutil.copytree(pm, tmp_path / "w"))
+
+
+def refused(code: int, out: str, err: str) -> str:
+    """Exit 2, nothing on stdout, one line on stderr with a fix."""
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "(fix: " in err and "Traceback" not in err, err
+    return err
+
+
+BLOCK16 = "ddtree with block 16 can emit (at most 17 tokens per step: block + 1)"
+
+
+def test_predict_refuses_what_a_block16_ddtree_cannot_emit_and_answers_17(work):
+    for accept in ("20", "33", "12,14,20", "12:20", "17.5"):
+        err = refused(*run_cli(work, "predict", "--accept", accept, "--format", "json"))
+        assert err.startswith(f"ddtree-bayes: error: --accept {accept}") and BLOCK16 in err
+    code, out, err = run_cli(work, "predict", "--accept", "17", "--engine", "sglang",
+                             "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and row["accept"] == 17.0 and row["median"] == pytest.approx(17 * 50)
+    assert (row["accept_max"], row["accept_max_rule"]) == (17.0, "block + 1")
+    code, out, _ = run_cli(work, "predict", "--accept", "12:17", "--engine", "sglang",
+                           "--format", "json")
+    assert code == 0 and json.loads(out)["rows"][-1]["accept_distribution"]["upper"] == 17.0
+
+
+def test_predict_refuses_more_than_a_depth4_chain_emits(work):
+    flags = ("predict", "--method", "eagle3", "--block", "4", "--engine", "sglang")
+    err = refused(*run_cli(work, *flags, "--accept", "6"))
+    assert ("--accept 6 is above what eagle3 with block 4 can emit (at most 5 tokens per "
+            "step: depth + 1 (block = depth))") in err
+    code, out, _ = run_cli(work, *flags, "--accept", "5", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and (row["verify_tokens"], row["accept_max"]) == (5, 5.0)
+
+
+def test_next_and_track_refuse_as_predict_does(work):
+    for query in ("--accept 20", "--accept 12:18", "--method ddtree --block 16 --budget 64 "
+                  "--accept 18", "--method eagle3 --block 4 --accept 6"):
+        err = refused(*run_cli(work, "next", "--query", query))
+        assert err.startswith("ddtree-bayes: error: --query: --accept") and "can emit" in err
+    # (next needs measurement noise to weigh a candidate: a noisy point mass)
+    noisy = make_point_mass_workdir(work.parent / "noisy", noise_sd=0.05)
+    code, out, err = run_cli(noisy, "next", "--query", "--accept 17 --engine sglang", "--format",
+                             "json")
+    query = json.loads(out)["query"]
+    assert code == 0 and query["accept"] == 17.0
+    assert query["median"] == pytest.approx(17 * 50, rel=0.02)
+    before = listing(work)
+    err = refused(*run_cli(work, "track", "--accept", "20"))
+    assert BLOCK16 in err
+    err = refused(*run_cli(work, "track", "--method", "eagle3", "--block", "4",
+                           "--accept", "5.5"))
+    assert "(at most 5 tokens per step: depth + 1 (block = depth))" in err
+    assert listing(work) == before and not (work / "models" / "tracked.json").exists()
+    code, out, _ = run_cli(work, "track", "--accept", "17", "--engine", "sglang",
+                           "--format", "json")
+    now = json.loads(out)["now"]
+    assert code == 0 and now["rows"][0]["median"] == pytest.approx(17 * 50)
+
+
+def test_track_refuses_without_a_fit_from_the_priors_methods(tmp_path):
+    root = tmp_path / "nofit"
+    (root / "models").mkdir(parents=True)
+    err = refused(*run_cli(root, "track", "--accept", "18"))
+    assert BLOCK16 in err and not (root / "models" / "tracked.json").exists()
+
+
+def test_prior_draws_stop_at_the_limit_and_say_so():
+    """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 5. With
+    the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s per token."""
+    import dataclasses
+
+    from ddtree_bayes.cli.predict import typed_rows
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws(n=4000)
+    text = draws.priors_toml.replace('[[acceptance]]\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
+                                     '[[acceptance]]\nmethod = "ddtree"\n')
+    assert text != draws.priors_toml
+    draws = dataclasses.replace(draws, priors_toml=text)
+    rows = P.predict_rows(draws, hardware="b300", method="ddtree", block=4, budget=4,
+                          engines=["sglang"])
+    (row,) = rows
+    assert row["accept_kind"] == "prior" and "upper=5, truncated at block + 1" in row["accept"]
+    assert row["hi90"] <= 5 * 1000 / 11.25 + 1e-9
+    (typed,) = typed_rows(rows, None)
+    assert typed["accept_distribution"]["params"]["upper"] == 5.0
+    assert typed["accept_distribution"]["truncated_at"] == 5.0

@@ -290,8 +290,7 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
     from ddtree_bayes.engine import predictive as P
 
     draws = _ddtree_group_draws()
-    rows = typed_rows(P.predict_rows(draws, engines=["sglang", "native"]), None,
-                      draws.priors_toml)
+    rows = typed_rows(P.predict_rows(draws, engines=["sglang", "native"]), None)
     doc = json_ready({"fit_id": "point-mass", "seed": 1, "interval_probs": [0.5, 0.9],
                       "target": None, "draws": draws.n_draws, "rows": rows,
                       "default_scenario": None})

@@ -178,7 +178,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                 strict=args.strict, prefix="--query: ")
     query = D.parse_query(draws, args.query)   # the configuration, filled as predict fills it
     sc = query.scenario
-    check_accept(flags.accept, sc.method, sc.block, sc.budget, sc.verify_tokens,
+    check_accept(draws, flags.accept, sc.method, sc.block, sc.budget, sc.verify_tokens,
                  prefix="--query: ")
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
                   if args.candidates else None)
