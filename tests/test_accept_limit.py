@@ -135,6 +135,32 @@ def test_track_refuses_without_a_fit_from_the_priors_methods(tmp_path):
     assert BLOCK16 in err and not (root / "models" / "tracked.json").exists()
 
 
+def test_optimize_caps_at_the_limit_predict_refuses_above(work):
+    """An acceptance curve that would reach 30 tokens: optimize's acceptance stops where
+    predict stops answering (17 = block + 1 from budget 16 on; B + 1 = 9 at budget 8)."""
+    text = (work / "models" / "priors.toml").read_text()
+    start = text.index("[acceptance_curve.accept_ref]")
+    end = text.index("[acceptance_curve.gain]")
+    (work / "greedy.toml").write_text(
+        text[:start] + '[acceptance_curve.accept_ref]\ndist = "point"\nvalue = 30.0\n'
+        'rationale = "r"\nsource = "s"\n\n' + text[end:])
+    code, out, err = run_cli(work, "optimize", "--engine", "sglang", "--budgets", "8,16,32,64",
+                             "--priors", "greedy.toml", "--format", "json")
+    assert code == 0, err
+    rows = {r["budget"]: r for r in json.loads(out)["rows"]}
+    assert {b: r["accept"] for b, r in rows.items()} == {8: 9.0, 16: 17.0, 32: 17.0, 64: 17.0}
+    assert {b: r["accept_max"] for b, r in rows.items()} == {8: 9.0, 16: 17.0, 32: 17.0,
+                                                             64: 17.0}
+    for budget, row in rows.items():
+        flags = ("predict", "--budget", str(budget), "--engine", "sglang", "--format", "json")
+        code, out, _ = run_cli(work, *flags, "--accept", f"{row['accept_max']:g}")
+        assert code == 0 and json.loads(out)["rows"][0]["accept_max"] == row["accept_max"]
+        refused(*run_cli(work, *flags, "--accept", f"{row['accept_max'] + 0.5:g}"))
+    # the bundled curve stays inside too
+    code, out, _ = run_cli(work, "optimize", "--engine", "sglang", "--format", "json")
+    assert code == 0 and all(r["accept_hi"] <= r["accept_max"] for r in json.loads(out)["rows"])
+
+
 def test_prior_draws_stop_at_the_limit_and_say_so():
     """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 5. With
     the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s per token."""
