@@ -161,6 +161,36 @@ def test_optimize_caps_at_the_limit_predict_refuses_above(work):
     assert code == 0 and all(r["accept_hi"] <= r["accept_max"] for r in json.loads(out)["rows"])
 
 
+def test_the_report_fan_and_variance_stay_within_the_limit():
+    """The bundled default's fan (1..20 asked) stops at 17 and says which it left out; the
+    variance shares' U(12, 16) is inside already."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import _section_map
+
+    draws = point_mass_draws()
+    d = P.default_scenario(draws)
+    fan = sections._fan(draws, 1, None, d)
+    assert fan["accept"] == [float(a) for a in range(1, 18)]
+    assert (fan["accept_max"], fan["accept_max_rule"]) == (17.0, "block + 1")
+    assert fan["accept_clipped"] == [18.0, 19.0, 20.0]
+    for e in fan["engines"].values():
+        assert len(e["quantiles"]) == 17 and len(e["original"] or [0] * 17) == 17
+    # 17 tokens in 20 ms (SGLang): 850 tok/s at the top of the grid, nothing beyond it
+    assert fan["engines"]["sglang"]["quantiles"][-1][2] == pytest.approx(850)
+    assert "acceptance U(12,16)" in sections._variance(draws, 1, None, d)["sglang"]["shares"]
+    # the report's first table: rows at 4, 8, 12, 14, 16 and the limit, and a title saying so
+    summary = {"sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
+               "loo": {"elpd": 0.0, "se": 0.0, "p_loo": 0.0, "n_flagged": 0, "pareto_k": [],
+                       "loo_pit": []},
+               "psense": {"headline": "x", "headline_by_prior": {}, "overall": []},
+               "fan": fan, "variance": {}, "breakdown": []}
+    title, _, rows, _ = _section_map(summary)["prediction"]
+    assert sorted({r[1] for r in rows}) == [4.0, 8.0, 12.0, 14.0, 16.0, 17.0]
+    assert "acceptance stops at 17, the most a step can emit (block + 1)" in title
+
+
 def test_prior_draws_stop_at_the_limit_and_say_so():
     """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 5. With
     the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s per token."""
