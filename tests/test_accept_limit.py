@@ -213,3 +213,25 @@ def test_prior_draws_stop_at_the_limit_and_say_so():
     (typed,) = typed_rows(rows, None)
     assert typed["accept_distribution"]["params"]["upper"] == 5.0
     assert typed["accept_distribution"]["truncated_at"] == 5.0
+
+
+def test_fit_and_add_refuse_an_accept_len_above_its_limit(work):
+    """A block-16 DDTree row claiming 20 tokens per step (below its 33 verified): fit
+    refuses the file, add refuses the row; one line naming file, row, column and limit;
+    nothing written."""
+    data = work / "data" / "measurements.csv"
+    bad = work / "bad.csv"
+    bad.write_text(data.read_text() + "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,20,,900,test,\n")
+    row = len(bad.read_text().splitlines())
+    before, data_bytes = listing(work), data.read_bytes()
+    err = refused(*run_cli(work, "fit", "--data", "bad.csv"))
+    assert (f"bad.csv, row {row}, column 'accept_len': accept_len 20 is above what {BLOCK16}"
+            in err)
+    assert listing(work) == before
+    err = refused(*run_cli(work, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                           "ddtree", "--block", "16", "--budget", "32", "--accept", "20",
+                           "--tok-s", "900", "--source", "test"))
+    assert "column 'accept_len': accept_len 20 is above what " + BLOCK16 in err
+    # (add leaves its lock file, as always; the data file is untouched)
+    assert data.read_bytes() == data_bytes
+    assert set(listing(work)) - set(before) <= {"data/.measurements.csv.lock"}
