@@ -235,3 +235,25 @@ def test_fit_and_add_refuse_an_accept_len_above_its_limit(work):
     # (add leaves its lock file, as always; the data file is untouched)
     assert data.read_bytes() == data_bytes
     assert set(listing(work)) - set(before) <= {"data/.measurements.csv.lock"}
+
+
+def test_simulate_refuses_a_design_row_no_step_can_emit(tmp_path):
+    """A design row asking a depth-3 eagle3 chain for 4.5 tokens per step would simulate a
+    file that fit then refuses: simulate says so first, naming the row and the limit."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.workflows.simulate import load_design, load_truth
+
+    examples = Path(__file__).resolve().parents[1] / "data" / "examples"
+    truth = load_truth(examples / "truth_dense_consumer.toml")
+    lines = (examples / "design_dense_consumer.csv").read_text().splitlines()
+    eagle = next(i for i, line in enumerate(lines) if ",eagle3,3," in line)
+    fields = lines[eagle].split(",")
+    fields[6] = "4.5"                                   # accept_len of a block-3 chain
+    lines[eagle] = ",".join(fields)
+    design = tmp_path / "design.csv"
+    design.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as info:
+        load_design(design, truth)
+    err = info.value
+    assert (err.row, err.column) == (eagle + 1, "accept_len")
+    assert "accept_len 4.5 is above what eagle3 with block 3 can emit (at most 4" in str(err)
