@@ -18,6 +18,7 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError, PriorsError, QueryError
+from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
 from test_cli_support import copy_bundled_data
 
@@ -53,7 +54,7 @@ def test_blank_accept_on_an_ar_or_one_token_row_is_one():
 @pytest.mark.parametrize(("accept", "message"), [
     ("four", "not a number: 'four'"),
     ("0.5", "accept_len must be >= 1 (the bonus token), got 0.5"),
-    ("5", "accept_len 5 exceeds verify_tokens 4"),
+    ("5", "accept_len 5 is above what eagle3 with block 3 can emit (at most 4 tokens per step"),
 ])
 def test_a_written_accept_is_still_checked(accept, message):
     with pytest.raises(DataError) as info:
@@ -86,8 +87,22 @@ def test_groups_key_on_model_method_block_and_verified_draft_tokens():
 
 
 def test_tree_bound_is_the_block_plus_one():
-    assert AL.default_prior(16, 33).params == {"lower": 1.0, "upper": 17.0}
-    assert AL.default_prior(None, 9).params["upper"] == 9.0
+    assert AL.default_prior(max_accept("ddtree", 16, 32, PRIORS.methods, 33)).params == {
+        "lower": 1.0, "upper": 17.0}
+    assert AL.default_prior(max_accept("ddtree", None, 8, PRIORS.methods, 9)).params[
+        "upper"] == 9.0
+
+
+def test_an_acceptance_entry_wider_than_its_configuration_is_truncated_for_a_group():
+    """A method-wide [[acceptance]] entry (no block) reaching past what a block-4 chain can
+    emit: the group's prior stops at block + 1 = 5 and says so."""
+    text = bundled("priors.toml").read_text().replace(
+        '[[acceptance]]\nmethod = "eagle3"\nblock = 3\n', '[[acceptance]]\nmethod = "eagle3"\n')
+    text = text.replace("lower = 1.0\nupper = 4.0", "lower = 1.0\nupper = 9.0")
+    cfg = parse_priors(text, "p.toml")
+    prior, where = AL.group_prior(cfg, "eagle3", 4, 4, 5)
+    assert prior.params["upper"] == 5.0 and prior.params["mu"] == 1.94
+    assert where.endswith("truncated at 5 (depth + 1 (block = depth))")
 
 
 def test_a_point_acceptance_prior_cannot_be_inferred_one_line():
@@ -275,8 +290,7 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
     from ddtree_bayes.engine import predictive as P
 
     draws = _ddtree_group_draws()
-    rows = typed_rows(P.predict_rows(draws, engines=["sglang", "native"]), None,
-                      draws.priors_toml)
+    rows = typed_rows(P.predict_rows(draws, engines=["sglang", "native"]), None)
     doc = json_ready({"fit_id": "point-mass", "seed": 1, "interval_probs": [0.5, 0.9],
                       "target": None, "draws": draws.n_draws, "rows": rows,
                       "default_scenario": None})

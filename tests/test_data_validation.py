@@ -24,6 +24,7 @@ import pytest
 from ddtree_bayes import api
 from ddtree_bayes.cli.args import MAX_DRAWS
 from ddtree_bayes.cli.main import main
+from ddtree_bayes.core.config import load_priors
 from ddtree_bayes.core.data import (
     COLUMNS,
     REQUIRED,
@@ -154,16 +155,36 @@ def test_accept_len_below_one(tmp_path, hw, raw):
                  f"accept_len must be >= 1 (the bonus token), got {float(raw):g}")
 
 
-def test_accept_len_exceeds_verify_tokens(tmp_path, hw):
-    path = write(tmp_path, edited(r3={"accept_len": "9.5"}))  # ddtree budget 8 -> verify 9
-    expect_error(path, hw, 3, "accept_len", "accept_len 9.5 exceeds verify_tokens 9",
-                 "fix: a step cannot emit more tokens than it verifies")
+def test_accept_len_exceeds_what_the_block_can_emit(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"accept_len": "9.5"}))  # ddtree block 8 -> at most 9
+    expect_error(path, hw, 3, "accept_len", "accept_len 9.5 is above what ddtree with block 8 "
+                 "can emit (at most 9 tokens per step: block + 1)",
+                 "fix: accept_len counts accepted draft tokens plus the bonus token")
+
+
+def test_accept_len_above_block_plus_one_but_within_verify_tokens(tmp_path, hw):
+    """A block-16 DDTree verifying 33 tokens emits at most 17: accept_len 20 is a data error
+    (it used to pass, being below the 33 verified), with the priors' methods table or without."""
+    path = write(tmp_path, edited(r3={"block": "16", "budget": "32", "verify_tokens": "33",
+                                      "accept_len": "20"}))
+    for methods in (None, load_priors(PRIORS).methods):
+        err = expect_error(path, hw, 3, "accept_len", "accept_len 20 is above what ddtree with "
+                           "block 16 can emit (at most 17 tokens per step: block + 1)",
+                           methods=methods)
+        assert err.column == "accept_len"
+    data = load_measurements(write(tmp_path, edited(r3={
+        "block": "16", "budget": "32", "verify_tokens": "33", "accept_len": "17"})), hw)
+    assert data.rows[1].accept_len == 17.0
 
 
 def test_accept_len_exceeds_derived_verify_tokens(tmp_path, hw):
-    # eagle3 block 3, verify_tokens blank -> derived 4
+    # eagle3 block 3, verify_tokens blank -> derived 4; a sequential drafter: the block is
+    # its depth (the methods table says so; without one, block + 1 all the same)
     path = write(tmp_path, edited(r10={"verify_tokens": "", "accept_len": "4.5"}))
-    expect_error(path, hw, 10, "accept_len", "accept_len 4.5 exceeds verify_tokens 4")
+    expect_error(path, hw, 10, "accept_len", "accept_len 4.5 is above what eagle3 with block 3 "
+                 "can emit (at most 4 tokens per step: block + 1)")
+    expect_error(path, hw, 10, "accept_len", "(at most 4 tokens per step: depth + 1 "
+                 "(block = depth))", methods=load_priors(PRIORS).methods)
 
 
 def test_accept_len_equal_to_verify_tokens_is_allowed(tmp_path, hw):

@@ -56,19 +56,21 @@ def test_bundled_curve_parses_and_matches_the_budget32_prior():
 
 def test_curve_accept_by_hand():
     budgets = [8, 16, 32, 64, 1024]
+    limits = D.curve_limits(curve_of(), budgets)            # block + 1 = 17, B + 1 = 9 at B 8
+    assert limits.tolist() == [9.0, 17.0, 17.0, 17.0, 17.0]
     half = D.curve_accept(budgets, np.array([8.0]), np.array([1.0]), np.array([0.5]),
-                          reference_budget=16, block=16)[0]
+                          reference_budget=16, limits=limits)[0]
     # gains 1, 0.5, 0.25, ... per doubling above 16; 2 for the halving below it
     assert half.tolist() == pytest.approx([6.0, 8.0, 9.0, 9.5, 8 + 2 * (1 - 0.5 ** 6)])
     loglin = D.curve_accept(budgets, np.array([8.0]), np.array([1.0]), np.array([1.0]),
-                            reference_budget=16, block=16)[0]
+                            reference_budget=16, limits=limits)[0]
     assert loglin.tolist() == pytest.approx([7.0, 8.0, 9.0, 10.0, 14.0])
     # capped at block + 1 and at B + 1, floored at 1
     capped = D.curve_accept([4, 16, 1024], np.array([12.0]), np.array([2.0]), np.array([1.0]),
-                            reference_budget=16, block=16)[0]
+                            reference_budget=16, limits=D.curve_limits(curve_of(), [4, 16, 1024]))[0]
     assert capped.tolist() == [5.0, 12.0, 17.0]     # raw 8, 12, 24
     floor = D.curve_accept([8], np.array([1.5]), np.array([2.0]), np.array([0.0]),
-                           reference_budget=16, block=16)
+                           reference_budget=16, limits=[9.0])
     assert floor.tolist() == [[1.0]]
 
 
@@ -257,7 +259,8 @@ def test_update_from_the_reference_file_recovers_the_paper_curve():
     assert np.median(out.gain) == pytest.approx(0.63, abs=0.05)
     assert np.median(out.decay) == pytest.approx(0.80, abs=0.04)
     assert out.ess > 500
-    fitted = D.curve_accept(b, out.accept_ref, out.gain, out.decay, reference_budget=16, block=16)
+    fitted = D.curve_accept(b, out.accept_ref, out.gain, out.decay, reference_budget=16,
+                            limits=D.curve_limits(curve, b))
     assert np.abs(np.median(fitted, axis=0) - a).max() < 0.08
 
 

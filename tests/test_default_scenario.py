@@ -24,6 +24,7 @@ import pytest
 from ddtree_bayes.core.config import DEFAULT_SCENARIO
 from ddtree_bayes.core.data import COLUMNS, Measurement, derive_verify_tokens
 from ddtree_bayes.core.default_question import fit_default
+from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
 from test_cli_support import make_point_mass_workdir, run_cli
 from test_json_schemas import validate_output
@@ -316,9 +317,11 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     assert "acceptance U(2,6)" in var["llama.cpp"]["shares"]
     breakdown = sections._breakdown(draws, P.stored_measurements(draws), 1, None, d)
     assert breakdown[-1]["config"] == "default: rtx-5090x1 llama.cpp mtp M=7"
-    # the bundled question's fan is unchanged: 1..20
-    assert sections.fan_accept(DEFAULT_SCENARIO, 33) == sections.FAN_ACCEPT
+    assert fan["accept_max"] == 7.0 and fan["accept_clipped"] == [float(a) for a in range(8, 21)]
+    # the bundled question's fan (1..20) stops at what a block-16 DDTree can emit: 17
     assert sections.FAN_ACCEPT == tuple(float(a) for a in range(1, 21))
+    assert sections.fan_accept(DEFAULT_SCENARIO, max_accept("ddtree", 16, 32, None, 33)) == tuple(
+        float(a) for a in range(1, 18))
 
 
 def test_report_says_so(rtx5090, tmp_path):

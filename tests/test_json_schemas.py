@@ -70,13 +70,14 @@ def test_a_wrong_type_is_caught():
             "draws": 4, "rows": [{
                 "hardware": "b300", "gpus": 8, "engine": "sglang", "method": "ddtree",
                 "block": 16, "budget": 32, "verify_tokens": 33, "context_tokens": 0,
-                "accept": 12.0, "accept_kind": "given", "accept_distribution": None,
+                "accept": 12.0, "accept_max": 17.0, "accept_max_rule": "block + 1",
+                "accept_kind": "given", "accept_distribution": None,
                 "median": 600.0, "lo50": 600.0, "hi50": 600.0, "lo90": 600.0, "hi90": 600.0,
                 "original": None, "original_lo": None, "original_hi": None,
                 "overhead_from": "measured"}], "default_scenario": None}
     validate_output("predict", good)
     for key, bad in (("accept", "12"), ("context_tokens", 0.5), ("gpus", 0),
-                     ("undocumented", 1)):
+                     ("accept_max", "17"), ("undocumented", 1)):
         broken = json.loads(json.dumps(good))
         broken["rows"][0][key] = bad
         with pytest.raises(jsonschema.ValidationError):

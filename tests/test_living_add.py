@@ -73,7 +73,11 @@ def test_add_json_and_context_suffix(work, capsys):
 @pytest.mark.parametrize("argv, expected", [
     (["--tok-s", "-3"], "row 11, column 'tok_s': tok_s must be > 0, got -3"),
     (["--tok-s", "fast"], "row 11, column 'tok_s': not a number: 'fast'"),
-    (["--accept", "40"], "row 11, column 'accept_len': accept_len 40 exceeds verify_tokens 33"),
+    (["--accept", "40"], "row 11, column 'accept_len': accept_len 40 is above what ddtree with "
+                         "block 16 can emit (at most 17 tokens per step: block + 1)"),
+    # below the 33 verified, above the block + 1 a block-16 drafter can emit
+    (["--accept", "20"], "row 11, column 'accept_len': accept_len 20 is above what ddtree with "
+                         "block 16 can emit (at most 17 tokens per step: block + 1)"),
     (["--hardware", "h200"], "column 'gpus': no h200 row in"),
     (["--hardware", "a100"], "column 'hardware': unknown hardware 'a100'"),
     (["--engine", "SGLang"], "column 'engine': 'SGLang' is not a lowercase name"),
@@ -197,7 +201,8 @@ def test_from_file_with_bad_rows_lists_every_error_and_appends_none(work, capsys
     lines = err.strip().splitlines()
     assert lines[0] == f"ddtree-bayes: error: {src}: 3 problems, nothing appended:"
     assert f"{src}, row 3, column 'tok_s': tok_s must be > 0" in lines[1]
-    assert f"{src}, row 4, column 'accept_len': accept_len 99 exceeds verify_tokens 33" in lines[2]
+    assert (f"{src}, row 4, column 'accept_len': accept_len 99 is above what ddtree with "
+            "block 16 can emit (at most 17 tokens per step: block + 1)") in lines[2]
     assert f"{src}, row 5: identical to row 2 of data/measurements.csv" in lines[3]
     assert path.read_bytes() == before
 

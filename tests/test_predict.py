@@ -136,7 +136,8 @@ def test_parse_accept_rejects(bad):
 def test_query_errors(draws):
     with pytest.raises(QueryError, match="tpu-v9.*neither measured.*nor in the hardware table"):
         P.predict_rows(draws, hardware="tpu-v9", method="ar", engines=["sglang"], accept="1")
-    with pytest.raises(QueryError, match="outside 1..33"):
+    with pytest.raises(QueryError, match=r"--accept 40 is above what ddtree with block 16 can "
+                                         r"emit \(at most 17 tokens per step: block \+ 1\)"):
         P.predict_rows(draws, accept="40")
     with pytest.raises(QueryError, match="cannot tell how many tokens"):
         P.predict_rows(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")

@@ -20,6 +20,7 @@ from ddtree_bayes.core.config import (
     parse_priors,
 )
 from ddtree_bayes.core.errors import InputError, PriorsError
+from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -549,3 +550,45 @@ def test_unknown_section_is_an_error_not_ignored():
     typo = TEXT + '\n[relation.turbo]\nbase = "sglang"\n'   # 'relation' for 'relations'
     err = expect_error(typo, "relation", "unknown section 'relation'")
     assert "typo" in str(err)
+
+
+# ------------------------------------------------------------------ what a step can emit
+def test_an_acceptance_entry_above_what_its_configuration_can_emit_is_refused():
+    """The block-16 budget-32 entry's upper is block + 1 = 17 (core/methods.py max_accept);
+    20 is more than a block-16 drafter can emit, though below the 33 tokens it verifies."""
+    assert parse_priors(TEXT, NAME).acceptance_for("ddtree", 16, 32).prior.params["upper"] == 17
+    text = set_in_acceptance(TEXT, 2, "upper", "20.0")
+    expect_error(text, "acceptance[2].upper", "upper 20 is above what ddtree with block 16 can "
+                 "emit (at most 17 tokens per step: block + 1)", "fix: set upper = 17 or lower")
+    text = set_in_acceptance(TEXT, 4, "upper", "4.5")   # eagle3 block 3: a depth-3 chain
+    expect_error(text, "acceptance[4].upper", "(at most 4 tokens per step: depth + 1 "
+                 "(block = depth))")
+
+
+def test_a_method_wide_acceptance_entry_is_truncated_per_configuration():
+    """An entry without block applies to every block: each query's draws stop at its own
+    limit, and the description says so."""
+    text = TEXT.replace('[[acceptance]]\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
+                        '[[acceptance]]\nmethod = "ddtree"\n')
+    cfg = parse_priors(text, NAME)
+    wide = cfg.acceptance_for("ddtree", 4, 4)
+    assert wide.prior.params["upper"] == 9.0 and wide.capped_by is None
+    capped = wide.capped(max_accept("ddtree", 4, 4, cfg.methods, 5))
+    assert capped.prior.params == {**wide.prior.params, "upper": 5.0}
+    assert capped.describe() == ("truncnormal(mu=4.6, sigma=0.8, lower=1, upper=5, "
+                                 "truncated at block + 1)")
+    assert wide.capped(max_accept("ddtree", 16, 32, cfg.methods, 33)) is wide   # 9 <= 17
+
+
+def test_methods_depth_is_block_budget_or_absent():
+    cfg = parse_priors(TEXT, NAME)
+    assert {m.depth for m in cfg.methods.values()} == {"block"}
+    text = set_in_table(TEXT, "[methods.ddtree]", "depth", '"budget"')
+    cfg = parse_priors(text, NAME)
+    # only the node budget bounds a "budget" tree: budget + 1
+    assert max_accept("ddtree", 16, 32, cfg.methods, 33).describe() == (
+        "at most 33 tokens per step: budget + 1")
+    assert parse_priors(set_in_table(TEXT, "[methods.ddtree]", "depth", None), NAME).methods[
+        "ddtree"].depth == "block"
+    expect_error(set_in_table(TEXT, "[methods.ddtree]", "depth", '"tree"'),
+                 "methods.ddtree.depth", "depth must be \"block\" or \"budget\", got 'tree'")

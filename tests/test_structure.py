@@ -80,10 +80,12 @@ def test_methods_table_parses():
 
 
 @pytest.mark.parametrize(("old", "new", "column"), [
-    ('passes = 1\ntree = true\nrationale = "DDTree', 'passes = -1\ntree = true\nrationale = "DDTree',
-     "methods.ddtree.passes"),
-    ('passes = 1\ntree = true\nrationale = "DDTree', 'passes = 1\ntree = "yes"\nrationale = "DDTree',
-     "methods.ddtree.tree"),
+    ('passes = 1\ntree = true\ndepth = "block"\nrationale = "DDTree',
+     'passes = -1\ntree = true\ndepth = "block"\nrationale = "DDTree', "methods.ddtree.passes"),
+    ('passes = 1\ntree = true\ndepth = "block"\nrationale = "DDTree',
+     'passes = 1\ntree = "yes"\ndepth = "block"\nrationale = "DDTree', "methods.ddtree.tree"),
+    ('passes = 1\ntree = true\ndepth = "block"\nrationale = "DDTree',
+     'passes = 1\ntree = true\ndepth = 16\nrationale = "DDTree', "methods.ddtree.depth"),
     ('step_form = "structured"', 'step_form = "fractional"', "model.step_form"),
 ])
 def test_bad_methods_or_forms_are_errors(old, new, column):

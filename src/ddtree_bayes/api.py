@@ -25,12 +25,14 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
     """Load and validate the measurement file and the priors (defaults: data/ and models/).
 
     Every problem raises a :class:`~ddtree_bayes.core.errors.InputError` before anything runs.
+    The priors are read first: their ``[methods]`` table bounds each row's accept_len
+    (:func:`~ddtree_bayes.core.methods.max_accept`).
     """
     hw_path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
     hw = load_hardware(hw_path)
-    data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
-    measurements = load_measurements(data_path, hw)
     cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
+    data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
+    measurements = load_measurements(data_path, hw, methods=cfg.methods)
     return measurements, cfg
 
 

@@ -178,7 +178,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                 strict=args.strict, prefix="--query: ")
     query = D.parse_query(draws, args.query)   # the configuration, filled as predict fills it
     sc = query.scenario
-    check_accept(flags.accept, sc.method, sc.block, sc.budget, sc.verify_tokens,
+    check_accept(draws, flags.accept, sc.method, sc.block, sc.budget, sc.verify_tokens,
                  prefix="--query: ")
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
                   if args.candidates else None)
@@ -251,7 +251,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compare DDTree budgets B: per posterior draw, tok/s(B) = accept(B) x 1000 / "
                     "step_ms(M = B + 1), with accept(B) from the [acceptance_curve] priors "
                     "(acceptance at a reference budget, gain of the first doubling, decay of "
-                    "later gains; saturating, capped at block + 1) drawn alongside the step-time "
+                    "later gains; saturating, capped at the most tokens a step can emit, block + "
+                    "1 for DDTree, as predict --accept is) drawn alongside the step-time "
                     "draws. Prints each budget's median and interval, P(best) and expected regret "
                     "E[max tok/s - tok/s(B)], and the recommended budget (highest expected tok/s); "
                     "flags budgets whose M exceeds the largest measured.",

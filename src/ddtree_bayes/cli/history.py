@@ -157,25 +157,30 @@ def cmd_track(args: argparse.Namespace) -> int:
     if query_flags["hardware"] is not None and query_flags["hardware"] not in _hardware_table(None):
         raise QueryError(f"unknown hardware {query_flags['hardware']!r}",
                          fix="use a name from data/hardware.csv")
-    entry = living.track_add(models, query_flags, args.name)
+    try:
+        draws = api.load()
+    except ArtifactError:
+        draws = None
+    # (an acceptance the configuration cannot emit is refused: nothing saved)
+    entry = living.track_add(models, query_flags, args.name, draws=draws)
     text = args.format != "json"
     if text:
         print(f"tracking {entry.name}: " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
     now: dict = {"fit_id": None, "rows": [], "note": None}
     try:
-        draws = api.load()
-        now["fit_id"] = draws.meta["fit_id"]
-        for r in living.query_rows(draws, entry.query, DEFAULT_SEED):
-            now["rows"].append({"label": living.row_label(r), "median": r["median"],
-                                "lo90": r["lo90"], "hi90": r["hi90"]})
+        if draws is None:
+            now["note"] = "no fit yet: `ddtree-bayes update` and `diff` will show it"
             if text:
-                print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
-                      f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
-    except ArtifactError:
-        now["note"] = "no fit yet: `ddtree-bayes update` and `diff` will show it"
-        if text:
-            print(f"  ({now['note']})")
+                print(f"  ({now['note']})")
+        else:
+            now["fit_id"] = draws.meta["fit_id"]
+            for r in living.query_rows(draws, entry.query, DEFAULT_SEED):
+                now["rows"].append({"label": living.row_label(r), "median": r["median"],
+                                    "lo90": r["lo90"], "hi90": r["hi90"]})
+                if text:
+                    print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
+                          f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
     except QueryError as err:
         now["note"] = (f"the latest fit cannot answer it yet ({living.without_fix(err)}); "
                        "`update` and `diff` show it once a fit can")

@@ -41,6 +41,16 @@ def _context_tokens(text: str | None) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
+def _methods_table() -> dict:
+    """The ``[methods]`` table of the project's priors (``models/priors.toml``, else the
+    bundled priors): what ``fit`` will bound each row's accept_len by."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.methods import load_methods
+
+    path = paths.priors_file()
+    return load_methods(path.read_text(encoding="utf-8"), str(path))
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
@@ -54,6 +64,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                          " to --from-bench",
                          fix="add --from-bench FILE, or drop them")
     hardware = _hardware_table(args.hardware_file)
+    methods = _methods_table()   # bounds accept_len by what each row's configuration can emit
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
         if given:
@@ -61,7 +72,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                              fix="put every value in the --from file, or drop --from")
         rows = living.rows_from_file(Path(args.from_file))
         result = living.append_rows(data_path, hardware, rows,
-                                    allow_duplicate=args.allow_duplicate, what=args.from_file)
+                                    allow_duplicate=args.allow_duplicate, what=args.from_file,
+                                    methods=methods)
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -88,7 +100,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             print(f"{PROG}: note: {note}", file=sys.stderr)
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
-                                    what=args.from_bench if len(rows) > 1 else None)
+                                    what=args.from_bench if len(rows) > 1 else None,
+                                    methods=methods)
     else:
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
@@ -108,7 +121,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         row = living.NewRow(f"{data_path} (new row)", None, values)
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
-                                    fill_verify_tokens=True)
+                                    fill_verify_tokens=True, methods=methods)
     if args.format == "json":
         _json({"file": str(result.path), "total_rows": result.total_rows,
                "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}

@@ -29,27 +29,17 @@ def check_names(draws, args: argparse.Namespace, engines: list[str] | None, *,
         print(f"{PROG}: warning: {prefix}{u.message()}", file=sys.stderr)
 
 
-def check_accept(text: str | None, method: str, block: int | None, budget: int | None,
+def check_accept(draws, text: str | None, method: str, block: int | None, budget: int | None,
                  verify_tokens: int | None, prefix: str = "") -> None:
-    """--accept against the tokens the configuration verifies per step (named, one line;
-    ``prefix`` names where the flags came from, e.g. ``--query: ``)."""
-    from ddtree_bayes.core.data import AR_METHOD, derive_verify_tokens
-    from ddtree_bayes.engine.scenario import parse_accept
+    """--accept against what the configuration can emit per step, by the fit's methods table
+    (:func:`~ddtree_bayes.core.methods.max_accept`; one line naming the limit, before anything
+    is printed; ``prefix`` names where the flags came from, e.g. ``--query: ``)."""
+    from ddtree_bayes.engine import predictive as P
 
     if text is None:
         return
-    req = parse_accept(text)
-    values = list(req.values) + list(req.uniform or ())
-    if method == AR_METHOD and any(v != 1 for v in values):
-        raise QueryError(f"{prefix}--accept {text}: autoregressive decoding emits 1 token per "
-                         "step",
-                         fix="use --accept 1 with --method ar")
-    verify = verify_tokens or derive_verify_tokens(method, block, budget)
-    if verify is not None and max(values) > verify:
-        raise QueryError(f"{prefix}--accept {text}: {max(values):g} tokens per step is more than the "
-                         f"{verify} verified per step",
-                         fix="acceptance counts accepted draft tokens plus the bonus token, so "
-                             "at most --verify-tokens (budget + 1 for a tree)")
+    P.check_accept(P.parse_accept(text), text,
+                   P.accept_limit(draws, method, block, budget, verify_tokens), prefix)
 
 
 def default_note(asked: dict, given: argparse.Namespace,
@@ -64,10 +54,10 @@ def default_note(asked: dict, given: argparse.Namespace,
     return f"{asked['why']}; {what}: {asked['asked']} (pass {flags} to ask another)"
 
 
-def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[dict]:
+def typed_rows(rows: list[dict], accept: str | None) -> list[dict]:
     """predict rows for machines: ``accept`` a number (given) or null, with
-    ``accept_distribution`` describing a range (uniform lo, hi) or the acceptance prior."""
-    from ddtree_bayes.core.config import parse_priors
+    ``accept_distribution`` describing a range (uniform lo, hi) or the acceptance prior (its
+    parameters as drawn: truncated at what a step can emit)."""
     from ddtree_bayes.engine.scenario import parse_accept
 
     req = parse_accept(accept) if accept is not None else None
@@ -78,6 +68,7 @@ def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[d
         label, kind = r["accept"], r["accept_kind"]
         posterior = r.pop("accept_posterior", None)
         measured = r.pop("accept_measured", None)
+        prior = r.pop("accept_prior", None)
         dist: dict | None = None
         if kind == "posterior" and posterior is not None:
             r["accept"] = None
@@ -94,10 +85,10 @@ def typed_rows(rows: list[dict], accept: str | None, priors_toml: str) -> list[d
             dist = {"family": "uniform", "lower": lo, "upper": hi, "label": label}
         else:
             r["accept"] = None
-            cfg = parse_priors(priors_toml, "priors stored in the fit")
-            ap = cfg.acceptance_for(r["method"], r["block"], r["budget"])
-            dist = {"family": ap.prior.dist if ap else kind,
-                    "params": dict(ap.prior.params) if ap else {}, "label": label}
+            dist = {"family": prior["dist"] if prior else kind,
+                    "params": dict(prior["params"]) if prior else {}, "label": label}
+            if prior and prior["truncated_at"] is not None:
+                dist["truncated_at"] = prior["truncated_at"]
         r["accept_distribution"] = dist
         out.append(r)
     return out
@@ -117,7 +108,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     query, from_default = P.fill_query(default, hardware=args.hardware, gpus=args.gpus,
                                        method=args.method, engines=engines, block=args.block,
                                        budget=args.budget, verify_tokens=args.verify_tokens)
-    check_accept(args.accept, query["method"], query["block"], query["budget"],
+    check_accept(draws, args.accept, query["method"], query["block"], query["budget"],
                  query["verify_tokens"])
     asked = default.to_json() if default.derived and from_default else None
     if asked is not None:
@@ -137,7 +128,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                           seed=args.seed, mixture=mixture, model=args.model)
     meta = draws.meta
     if args.format != "table":
-        _emit_machine(typed_rows(rows, args.accept, draws.priors_toml), args.format,
+        _emit_machine(typed_rows(rows, args.accept), args.format,
                       {"fit_id": meta["fit_id"], "seed": args.seed,
                                           "interval_probs": list(P.interval_probs(args.prob)),
                                           "target": args.target, "draws": draws.n_draws,

@@ -11,7 +11,8 @@ e.g. ``eagle3-k25``, if they should not). Rows that give their acceptance keep i
 do not inform a latent group.
 
 Prior of a group: the first ``[[acceptance]]`` entry of the priors file matching its method,
-block and budget (as ``predict`` uses it), else :func:`default_prior`.
+block and budget (as ``predict`` uses it), else :func:`default_prior`; either one bounded above
+by what the configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import numpy as np
 from ddtree_bayes.core.config import Prior, PriorsConfig
 from ddtree_bayes.core.data import Measurement
 from ddtree_bayes.core.errors import PriorsError
+from ddtree_bayes.core.methods import AcceptLimit, max_accept
 
 #: Prior families a latent acceptance may have (a point prior is a known value: write it in
 #: the rows). The priors file bounds every acceptance prior below by 1.
@@ -35,26 +37,19 @@ NAME = "accept_latent"
 DIM = "acceptance_group"
 
 
-def upper_bound(block: int | None, verify_tokens: int) -> float:
-    """Most tokens one step can emit: every token verified (``verify_tokens``), and for a drafter
-    of block/depth k at most k drafted + the bonus token.
+def default_prior(limit: AcceptLimit) -> Prior:
+    """Uniform(1, ``limit.tokens``): the physical range (:func:`~ddtree_bayes.core.methods.
+    max_accept`), flat inside it. Acceptance depends on the drafter, the target and the
+    prompts, none of which the row describes; a flat prior claims nothing beyond "at least the
+    bonus token, at most what the configuration can emit".
 
-    >>> upper_bound(3, 4), upper_bound(16, 33), upper_bound(None, 9)
-    (4.0, 17.0, 9.0)
+    >>> default_prior(max_accept("ddtree", 16, 32, None, 33)).params
+    {'lower': 1.0, 'upper': 17.0}
     """
-    top = float(verify_tokens)
-    return top if block is None else min(top, block + 1.0)
-
-
-def default_prior(block: int | None, verify_tokens: int) -> Prior:
-    """Uniform(1, :func:`upper_bound`): the physical range, flat inside it. Acceptance depends
-    on the drafter, the target and the prompts, none of which the row describes; a flat prior
-    claims nothing beyond "at least the bonus token, at most every drafted token"."""
-    hi = upper_bound(block, verify_tokens)
-    return Prior(NAME, "uniform", {"lower": 1.0, "upper": hi},
+    return Prior(NAME, "uniform", {"lower": 1.0, "upper": limit.tokens},
                  rationale="no [[acceptance]] entry matches: flat over the physical range "
-                           "1 (bonus token only) .. min(block + 1, verify tokens)",
-                 source="definition of acceptance length")
+                           f"1 (bonus token only) .. {limit.tokens:g} ({limit.rule})",
+                 source="definition of acceptance length; core/methods.py max_accept")
 
 
 def describe(prior: Prior) -> str:
@@ -97,24 +92,28 @@ class AcceptanceGroup:
 
 def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: int,
                 verify_tokens: int) -> tuple[Prior, str]:
-    """(prior, where it came from) of one acceptance group; a matching ``[[acceptance]]``
-    entry must be bounded below by 1 (:data:`LATENT_DISTS`)."""
+    """(prior, where it came from) of one acceptance group: the first matching
+    ``[[acceptance]]`` entry, truncated at what the configuration can emit
+    (:func:`~ddtree_bayes.core.methods.max_accept`), else :func:`default_prior`. The entry
+    must be bounded below by 1 (:data:`LATENT_DISTS`)."""
+    limit = max_accept(method, block, budget, priors.methods, verify_tokens)
     entry = priors.acceptance_for(method, block, budget)
     if entry is None:
-        prior = default_prior(block, verify_tokens)
+        prior = default_prior(limit)
         return prior, f"default {describe(prior)} (no [[acceptance]] entry matches)"
-    prior = entry.prior
     where = ("[[acceptance]] " + " ".join(f"{k}={v}" for k, v in (
         ("method", entry.method), ("block", entry.block), ("budget", entry.budget))
         if v is not None))
-    if prior.dist not in LATENT_DISTS:   # (the priors file already bounds them below by 1)
-        raise PriorsError(f"the acceptance prior {where} ({describe(prior)}) cannot be the "
+    if entry.prior.dist not in LATENT_DISTS:   # (the priors file already bounds them below by 1)
+        raise PriorsError(f"the acceptance prior {where} ({describe(entry.prior)}) cannot be the "
                           f"prior of an inferred acceptance ({method} block {block} budget "
                           f"{budget}: rows with a blank accept_len)", file=priors.path,
                           column="acceptance",
                           fix="give it dist = \"truncnormal\" or \"uniform\", or write the "
                               "known value in those rows' accept_len")
-    return prior, f"{where}: {describe(prior)}"
+    capped = entry.capped(limit)
+    cut = "" if capped.capped_by is None else f", truncated at {limit.tokens:g} ({limit.rule})"
+    return capped.prior, f"{where}: {describe(capped.prior)}{cut}"
 
 
 def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig

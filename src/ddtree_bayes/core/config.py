@@ -5,6 +5,7 @@ Knows nothing of PyMC: a prior here is a name, a distribution and its parameters
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import tomllib
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddtree_bayes.core.errors import PriorsError
-from ddtree_bayes.core.methods import MethodSpec, parse_methods
+from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, parse_methods
 
 #: Interval probabilities printed by ``predict`` (the widest is the headline interval).
 INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
@@ -172,6 +173,8 @@ class AcceptancePrior:
     method: str | None = None
     block: int | None = None
     budget: int | None = None
+    #: the limit that truncated the file's prior (:meth:`capped`), None when it did not
+    capped_by: AcceptLimit | None = None
 
     def matches(self, method: str, block: int | None, budget: int | None) -> bool:
         return ((self.method is None or self.method == method)
@@ -181,7 +184,31 @@ class AcceptancePrior:
     def describe(self) -> str:
         p = self.prior
         args = ", ".join(f"{k}={v:g}" for k, v in p.params.items())
-        return f"{p.dist}({args})"
+        cut = "" if self.capped_by is None else f", truncated at {self.capped_by.rule}"
+        return f"{p.dist}({args}{cut})"
+
+    def capped(self, limit: AcceptLimit) -> AcceptancePrior:
+        """This prior for a configuration that can emit at most ``limit.tokens`` per step
+        (:func:`~ddtree_bayes.core.methods.max_accept`): a uniform or truncated normal whose
+        upper bound lies above is truncated there (``capped_by`` says so); a prior with no
+        mass at or below the limit is a :class:`PriorsError`.
+
+        >>> wide = AcceptancePrior(Prior("a", "uniform", {"lower": 1.0, "upper": 33.0}), "ddtree")
+        >>> wide.capped(max_accept("ddtree", 16, 32)).describe()
+        'uniform(lower=1, upper=17, truncated at block + 1)'
+        """
+        p = self.prior.params
+        top = p.get("upper", p.get("value", 1.0))
+        if top <= limit.tokens:
+            return self
+        lower = p.get("lower", p.get("value", 1.0))
+        if self.prior.dist == "point" or lower >= limit.tokens:
+            raise PriorsError(f"the acceptance prior {self.describe()} puts no mass at or below "
+                              f"{limit.tokens:g}: " + limit.refusal("it"),
+                              column=self.prior.name,
+                              fix="add an [[acceptance]] entry for this method and block")
+        prior = dataclasses.replace(self.prior, params={**p, "upper": limit.tokens})
+        return dataclasses.replace(self, prior=prior, capped_by=limit)
 
 
 @dataclass(frozen=True)
@@ -377,6 +404,19 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     if step_form == "structured" and not methods:
         raise PriorsError("the structured step form needs a [methods.<name>] table per method",
                           file=path, column="methods", fix="copy [methods.*] from the bundled priors")
+    for i, entry in enumerate(acceptance, start=1):
+        if entry.method is not None and (entry.block is not None or entry.budget is not None
+                                         or entry.method == AR_METHOD):
+            # an entry of one configuration must fit what it can emit (a broader entry is
+            # truncated per query: AcceptancePrior.capped)
+            limit = max_accept(entry.method, entry.block, entry.budget, methods)
+            p = entry.prior.params
+            top = p.get("upper", p.get("value", 1.0))
+            if top > limit.tokens:
+                bound = "upper" if "upper" in p else "value"
+                raise PriorsError(limit.refusal(f"{bound} {top:g}"), file=path,
+                                  column=f"acceptance[{i}].{bound}",
+                                  fix=f"set {bound} = {limit.tokens:g} or lower")
 
     unknown = sorted(set(raw) - KNOWN_SECTIONS)
     if unknown:

@@ -12,7 +12,7 @@ import hashlib
 import io
 import math
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +20,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept
 from ddtree_bayes.core.pairs import pair_label
 
 #: Columns of a measurement file, in order.
@@ -36,7 +37,7 @@ CONFIGURATION = ("model", "hardware", "gpus", "engine", "method", "block", "budg
                  "verify_tokens", "accept_len", "context_tokens")
 #: Methods that verify a tree of `budget` nodes; every other non-AR method is a chain of `block`.
 TREE_METHODS = frozenset({"ddtree"})
-AR_METHOD = "ar"
+# AR_METHOD ("ar") lives with the methods table (core/methods.py); it is imported from here too.
 #: Engine and method names: lowercase, so 'AR' is never silently a speculative method.
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 
@@ -247,9 +248,11 @@ def _number(path: str, row: int, column: str, raw: str, *, integer: bool = False
     return value
 
 
-def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]]
-              ) -> Measurement:
-    """Validate one raw CSV row (column -> text) into a :class:`Measurement`.
+def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]],
+              methods: Mapping[str, MethodSpec] | None = None) -> Measurement:
+    """Validate one raw CSV row (column -> text) into a :class:`Measurement`. ``methods`` (the
+    priors' ``[methods]`` table) bounds ``accept_len`` by what the row's method can emit
+    (:func:`~ddtree_bayes.core.methods.max_accept`; without a table, as ``depth = "block"``).
 
     Its verdict may depend only on the :data:`CONFIGURATION` columns, tok_s and whether source
     is empty: :func:`load_measurements` skips it for repeated runs of a valid configuration
@@ -300,7 +303,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     if accept is None and (method == AR_METHOD or verify == 1):
         accept = 1.0   # one token verified per step emits one: nothing to infer
     if accept is not None:   # (blank on a speculative row: inferred by the fit)
-        _check_accept(path, row, method, accept, verify)
+        _check_accept(path, row, method, accept, max_accept(method, block, budget, methods,
+                                                            int(verify)))
     return Measurement(row=row, model=values["model"], hardware=values["hardware"],
                        gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
                        block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
@@ -308,22 +312,25 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                        source=values["source"], notes=values.get("notes", ""))
 
 
-def _check_accept(path: str, row: int, method: str, accept: float, verify: float) -> None:
+def _check_accept(path: str, row: int, method: str, accept: float, limit: AcceptLimit) -> None:
+    """accept_len within 1 .. what the row's configuration can emit (``limit``, an
+    :class:`~ddtree_bayes.core.methods.AcceptLimit`)."""
     if accept < 1:
         raise DataError(f"accept_len must be >= 1 (the bonus token), got {accept:g}", file=path,
                         row=row, column="accept_len", fix="write tokens emitted per step")
     if method == AR_METHOD and accept != 1:
         raise DataError(f"autoregressive rows emit 1 token per step, got {accept:g}", file=path,
                         row=row, column="accept_len", fix="set accept_len to 1")
-    if accept > verify:
-        raise DataError(f"accept_len {accept:g} exceeds verify_tokens {verify:g}", file=path,
-                        row=row, column="accept_len",
-                        fix="a step cannot emit more tokens than it verifies; check both")
+    if accept > limit.tokens:
+        raise DataError(limit.refusal(f"accept_len {accept:g}"), file=path, row=row,
+                        column="accept_len",
+                        fix="accept_len counts accepted draft tokens plus the bonus token; "
+                            "check accept_len, block, budget and verify_tokens")
 
 
 def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]]],
-                   hardware: dict[str, dict[str, str]], allow_duplicates: bool
-                   ) -> list[Measurement]:
+                   hardware: dict[str, dict[str, str]], allow_duplicates: bool,
+                   methods: Mapping[str, MethodSpec] | None = None) -> list[Measurement]:
     """Every non-blank record, checked in file order; the first problem raises.
 
     Per record, in this order: field count, exact duplicate of an earlier record, then
@@ -364,15 +371,18 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
             if 0.0 < tok_s < math.inf:
                 rows.append(same.another_run(i, tok_s, cells[j_source], cells[j_notes]))
                 continue
-        row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware)
+        row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware, methods)
         valid.setdefault(config, row)
         rows.append(row)
     return rows
 
 
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
-                      allow_duplicates: bool = False, text: str | None = None) -> Measurements:
+                      allow_duplicates: bool = False, text: str | None = None,
+                      methods: Mapping[str, MethodSpec] | None = None) -> Measurements:
     """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
+    ``methods``: the priors' ``[methods]`` table, which bounds each row's accept_len
+    (:func:`~ddtree_bayes.core.methods.max_accept`).
 
     Raises :class:`DataError` (file, row, column, fix) on the first problem found.
 
@@ -391,7 +401,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
             raise DataError("missing column", file=path, row=1, column=col,
                             fix=f"the header must contain {','.join(COLUMNS)}")
     with _no_gc():
-        rows = _validate_rows(path, header, body, hardware, allow_duplicates)
+        rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods)
     if not rows:
         raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
     return Measurements(path=path, text=text, rows=tuple(rows))

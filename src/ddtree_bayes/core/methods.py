@@ -1,12 +1,25 @@
 """The ``[methods.<name>]`` tables of the priors file: how each speculative method drafts
-(sequential drafter passes per step, and whether the target verifies a tree whose
-construction is paid per node). Used by the structured step form."""
+(sequential drafter passes per step, whether the target verifies a tree whose construction is
+paid per node, and what bounds the depth of what it verifies). The structured step form reads
+the passes and nodes; :func:`max_accept`, the one rule for the most tokens a step can emit,
+reads the depth."""
 
 from __future__ import annotations
 
+import math
+import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ddtree_bayes.core.errors import PriorsError
+
+#: Autoregressive decoding: no drafter, one token verified and emitted per step.
+AR_METHOD = "ar"
+#: What bounds the depth of the tree or chain a method verifies (``[methods.<name>].depth``):
+#: "block", at most ``block`` draft tokens on any path (a block drafter proposes ``block``
+#: positions; a sequential drafter drafts one depth per pass, ``block`` passes); "budget",
+#: only the node budget (the tree may be a chain of ``budget`` nodes).
+DEPTHS = ("block", "budget")
 
 
 @dataclass(frozen=True)
@@ -18,6 +31,8 @@ class MethodSpec:
     name: str
     passes: str | int
     tree: bool | str
+    #: what bounds the verified tree's depth (:data:`DEPTHS`; absent from the table: "block")
+    depth: str = "block"
 
     def draft_passes(self, block: int | None, budget: int | None) -> int:
         """Sequential drafter passes of one step.
@@ -45,7 +60,8 @@ class MethodSpec:
 
 
 def parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
-    """``[methods.<name>]``: passes = "block" | a whole number >= 0; tree = true | false | "auto"."""
+    """``[methods.<name>]``: passes = "block" | a whole number >= 0; tree = true | false | "auto";
+    depth = "block" | "budget" (optional, "block" when absent)."""
     methods = {}
     for name, spec in table.items():
         column = f"methods.{name}"
@@ -63,13 +79,130 @@ def parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
         if tree not in (True, False, "auto"):
             raise PriorsError(f"tree must be true, false or \"auto\", got {tree!r}", file=path,
                               column=f"{column}.tree", fix='set tree = "auto" (a tree when budget > block)')
+        depth = spec.get("depth", "block")
+        if depth not in DEPTHS:
+            raise PriorsError(f"depth must be \"block\" or \"budget\", got {depth!r}", file=path,
+                              column=f"{column}.depth",
+                              fix='depth = "block" when no path of the verified tree is longer '
+                                  'than the block; "budget" when only the budget bounds it')
         for key in ("rationale", "source"):
             if not isinstance(spec.get(key), str) or not spec[key].strip():
                 raise PriorsError(f"missing '{key}'", file=path, column=column,
                                   fix=f'add {key} = "..." saying how this method drafts')
-        unknown = sorted(set(spec) - {"passes", "tree", "rationale", "source"})
+        unknown = sorted(set(spec) - {"passes", "tree", "depth", "rationale", "source"})
         if unknown:
             raise PriorsError(f"unknown key {unknown[0]!r}", file=path, column=column,
-                              fix="use passes, tree, rationale and source")
-        methods[name] = MethodSpec(name=name, passes=passes, tree=tree)
+                              fix="use passes, tree, depth, rationale and source")
+        methods[name] = MethodSpec(name=name, passes=passes, tree=tree, depth=depth)
     return methods
+
+
+def load_methods(text: str, path: str = "<priors>") -> dict[str, MethodSpec]:
+    """The ``[methods.<name>]`` tables of priors TOML ``text`` alone (``add`` checks a row's
+    acceptance against them without needing the rest of the priors).
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> load_methods(bundled("priors.toml").read_text())["ddtree"].depth
+    'block'
+    """
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
+    table = raw.get("methods", {})
+    if not isinstance(table, dict):
+        raise PriorsError("'methods' must be a table", file=path, column="methods",
+                          fix="write it as [methods.<name>] tables")
+    return parse_methods(path, table)
+
+
+# ------------------------------------------------------------------ what a step can emit
+@dataclass(frozen=True)
+class AcceptLimit:
+    """The most tokens one decoding step of a configuration can emit (accepted draft tokens
+    plus the bonus token), the bound that sets it (``rule``) and the configuration in words
+    (``subject``), for one-line refusals."""
+
+    tokens: float
+    rule: str
+    subject: str
+
+    def admits(self, accept: float) -> bool:
+        """Can a step emit ``accept`` tokens (at least 1, at most :attr:`tokens`)?"""
+        return 1.0 <= accept <= self.tokens
+
+    def describe(self) -> str:
+        """``at most 17 tokens per step: block + 1``."""
+        return f"at most {self.tokens:g} token{'s' * (self.tokens != 1)} per step: {self.rule}"
+
+    def refusal(self, what: str) -> str:
+        """``--accept 20 is above what ddtree with block 16 can emit (at most 17 tokens per
+        step: block + 1)``."""
+        return f"{what} is above what {self.subject} can emit ({self.describe()})"
+
+    def fix(self, flag: str = "--accept") -> str:
+        """One fix-it sentence for a refused acceptance."""
+        return (f"acceptance counts accepted draft tokens plus the bonus token: give {flag} "
+                f"of at most {self.tokens:g}" + ("" if self.rule.startswith("autoregressive")
+                                                 else ", or ask a configuration that drafts more"))
+
+
+def max_accept(method: str, block: int | None, budget: int | None,
+               methods: Mapping[str, MethodSpec] | None = None,
+               verify_tokens: int | None = None) -> AcceptLimit:
+    """The most tokens one step of a configuration can emit: the one rule every command uses
+    (predict's and next's ``--accept``, tracked queries, optimize's acceptance curve, the
+    report's fan, acceptance priors and inferred acceptance, and ``accept_len`` in the data).
+
+    A step emits the draft tokens the target accepts along one path of what it verified, plus
+    one bonus token from the target itself, so acceptance is at most the verified tree's depth
+    + 1, and never more than the tokens verified (M = ``verify_tokens``). The bounds, the
+    smallest of those known applying:
+
+    - autoregressive decoding (``ar``): exactly 1 (no draft, the target's own token);
+    - ``block + 1`` when the method's table says the block bounds the depth (``depth =
+      "block"``, the default, every method of the bundled priors): a block drafter (DDTree,
+      DFlash, Medusa heads, PARD: ``passes = 1``) proposes ``block`` positions, so no tree
+      built from them is deeper; a sequential drafter (EAGLE, MTP, a draft model: ``passes =
+      "block"``) drafts one depth per pass, so its chain (block = depth = k) or its top-k tree
+      is ``block`` deep, and its bound reads ``depth + 1 (block = depth)``;
+    - ``budget + 1``: a tree of ``budget`` draft nodes is at most a chain of ``budget`` (the
+      bound of a tree whose depth is not known: no block, or ``depth = "budget"``);
+    - ``verify tokens``: M, when given (M = budget + 1 when derived).
+
+    A method without a table (the fraction form needs none) is bounded as ``depth = "block"``.
+    Without block, budget or verify tokens nothing bounds it (``tokens`` is infinite).
+
+    Examples
+    --------
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> table = load_methods(bundled("priors.toml").read_text())
+    >>> max_accept("ddtree", 16, 32, table, 33).describe()
+    'at most 17 tokens per step: block + 1'
+    >>> chain = max_accept("eagle3", 4, 4, table, 5)
+    >>> chain.refusal("--accept 6").split(" (")[0]
+    '--accept 6 is above what eagle3 with block 4 can emit'
+    >>> chain.describe()
+    'at most 5 tokens per step: depth + 1 (block = depth)'
+    >>> max_accept("eagle3", 8, 63, table).tokens, max_accept("ddtree", None, 32, table).rule
+    (9.0, 'budget + 1')
+    >>> max_accept("dflash", 16, 15, table, 16).describe(), max_accept("ar", None, None).tokens
+    ('at most 16 tokens per step: budget + 1', 1.0)
+    """
+    if method == AR_METHOD:
+        return AcceptLimit(1.0, "autoregressive decoding emits exactly 1", method)
+    spec = (methods or {}).get(method)
+    bounds: list[tuple[float, str, str]] = []
+    if block is not None and (spec is None or spec.depth == "block"):
+        sequential = spec is not None and spec.passes == "block"
+        bounds.append((block + 1.0, "depth + 1 (block = depth)" if sequential
+                       else "block + 1", f"{method} with block {block}"))
+    if budget is not None:
+        bounds.append((budget + 1.0, "budget + 1", f"{method} with budget {budget}"))
+    if verify_tokens is not None:
+        bounds.append((float(verify_tokens), "the tokens it verifies",
+                       f"{method} verifying {verify_tokens} tokens per step"))
+    if not bounds:
+        return AcceptLimit(math.inf, "unbounded: no block, budget or verify tokens", method)
+    tokens, rule, subject = min(bounds, key=lambda b: b[0])   # (the first of equal bounds)
+    return AcceptLimit(tokens, rule, subject)

@@ -25,9 +25,13 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     SEED_BAND,
     AcceptRequest,
     Scenario,
+    accept_limit,
+    acceptance_prior,
+    check_accept,
     check_fit,
     default_scenario,
     fill_query,
+    fit_methods,
     latent_acceptance,
     measured_acceptance,
     measured_systems,
@@ -323,11 +327,12 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
         posterior, posterior_info = None, None
         if request is None and sc.method != AR_METHOD:
             posterior = _posterior_acceptance(draws, mixture, sc, rng)
+        prior_used = None
         if posterior is not None:
             a, posterior_info = posterior
             cases.append(("posterior", "posterior", a, float(np.mean(a))))
         elif request is None:
-            ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
+            ap = acceptance_prior(priors, sc)
             seen = None if ap is not None else measured_acceptance(draws, sc)
             if ap is None and seen is None:
                 raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
@@ -336,12 +341,15 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                                  fix="pass --accept, or add an [[acceptance]] entry to the priors")
             if ap is not None:
                 a = sample_acceptance(ap, draws.n_draws, rng)
+                prior_used = ap
                 cases.append((f"prior {ap.describe()}", "prior", a, float(np.mean(a))))
             elif seen is not None:   # the configuration's own measured acceptance (row mean)
                 value, n_rows = seen
                 cases.append((f"{value:.3g} measured ({n_rows} row{'s' * (n_rows > 1)})",
                               "measured", np.full(draws.n_draws, value), value))
         else:
+            check_accept(request, accept if isinstance(accept, str) else
+                         ",".join(f"{v:g}" for v in request.values), sc.limit)
             for value in request.values:
                 cases.append((f"{value:g}", "given", np.full(draws.n_draws, value), value))
             if request.uniform:
@@ -349,16 +357,17 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                 cases.append((f"U({lo:g},{hi:g})", "uniform",
                               rng.uniform(lo, hi, draws.n_draws), (lo + hi) / 2))
         for label, kind, a, a_mean in cases:
-            if np.any(a < 1) or np.any(a > sc.verify_tokens) or (
+            if np.any(a < 1) or np.any(a > sc.limit.tokens) or (
                     sc.method == AR_METHOD and np.any(a != 1)):
-                raise QueryError(f"acceptance {label} is outside 1..{sc.verify_tokens} for "
-                                 f"{sc.describe()}",
-                                 fix="tokens per step cannot exceed the tokens verified")
+                raise QueryError(f"acceptance {label} of {sc.describe()}: "
+                                 + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
+                                 fix="tokens per step lie in 1 .. " + sc.limit.describe())
             row: dict[str, Any] = {"model": sc.model} if sc.multi else {}
             row |= {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                    "method": sc.method, "block": sc.block, "budget": sc.budget,
                    "verify_tokens": sc.verify_tokens, "context_tokens": sc.context_tokens,
-                   "accept": label, "accept_kind": kind}
+                   "accept": label, "accept_max": sc.limit.tokens,
+                   "accept_max_rule": sc.limit.rule, "accept_kind": kind}
             row.update(summarize(a * per_token, probs, target))
             seed_tok = None if seed_step is None or a_mean is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
@@ -369,6 +378,11 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
                 row["accept_posterior"] = posterior_info
             if kind == "measured":    # machine output: accept (a number)
                 row["accept_measured"] = a_mean
+            if kind == "prior" and prior_used is not None:   # machine output: its parameters
+                row["accept_prior"] = {"dist": prior_used.prior.dist,
+                                       "params": dict(prior_used.prior.params),
+                                       "truncated_at": (None if prior_used.capped_by is None
+                                                        else prior_used.capped_by.tokens)}
             rows.append(row)
     return rows
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig, parse_priors
 from ddtree_bayes.core.config import Scenario as ConfigScenario
-from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import (
     AR_METHOD,
     TREE_METHODS,
@@ -19,6 +19,7 @@ from ddtree_bayes.core.data import (
     system_label,
 )
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, load_methods, max_accept
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.store import Draws
 
@@ -61,6 +62,25 @@ def parse_accept(text: str) -> AcceptRequest:
         raise QueryError(f"--accept {text!r} is not a number, list or range", fix=fix) from None
 
 
+def check_accept(request: AcceptRequest, text: str, limit: AcceptLimit, prefix: str = "") -> None:
+    """Refuse (one line) an ``--accept`` whose values, or range's upper end, lie above what the
+    configuration can emit (``limit``: :func:`accept_limit`). ``prefix`` names where the flag
+    came from (e.g. ``--query: ``).
+
+    >>> from ddtree_bayes.core.errors import QueryError
+    >>> try:
+    ...     check_accept(parse_accept("12:20"), "12:20", max_accept("ddtree", 16, 32))
+    ... except QueryError as err:
+    ...     print(str(err).split(" can emit ")[0])
+    --accept 12:20 (up to 20) is above what ddtree with block 16
+    """
+    top = max(list(request.values) + list(request.uniform or ()))
+    if top > limit.tokens:
+        what = f"--accept {text}" if len(request.values) == 1 and request.uniform is None else (
+            f"--accept {text} (up to {top:g})")
+        raise QueryError(prefix + limit.refusal(what), fix=limit.fix())
+
+
 def parse_context(text: str | int | float | None) -> float | None:
     """Context length in tokens: ``32768``, ``32k`` (x1024) or ``1m`` (x1048576).
 
@@ -92,6 +112,14 @@ class Scenario:
     #: the target model; ``multi``: the fit holds several (parameters per (model, system) pair)
     model: str | None = None
     multi: bool = False
+    #: what one step can emit, from the fit's methods table (set by :func:`resolve_scenario`)
+    accept_limit: AcceptLimit | None = None
+
+    @property
+    def limit(self) -> AcceptLimit:
+        """The most tokens a step can emit (:func:`~ddtree_bayes.core.methods.max_accept`)."""
+        return self.accept_limit or max_accept(self.method, self.block, self.budget, None,
+                                               self.verify_tokens)
 
     @property
     def system(self) -> str:
@@ -203,8 +231,30 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
         context_tokens = draws.meta["model"]["default_context_tokens"]
     if context_tokens < 0:
         raise QueryError("--context must be >= 0", fix="give the context length in tokens")
+    limit = accept_limit(draws, method, block, budget, int(verify_tokens))
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
-                    float(context_tokens), measured, model, multi)
+                    float(context_tokens), measured, model, multi, limit)
+
+
+#: The methods tables of the priors texts parsed in this process (a fit's priors, once).
+_METHODS: dict[str, dict[str, MethodSpec]] = {}
+
+
+def fit_methods(draws: Draws) -> dict[str, MethodSpec]:
+    """The ``[methods]`` table of the priors stored in the fit (parsed once per text)."""
+    key = hashlib.sha256(draws.priors_toml.encode()).hexdigest()
+    if key not in _METHODS:
+        _METHODS[key] = load_methods(draws.priors_toml, "priors stored in the fit")
+    return _METHODS[key]
+
+
+def accept_limit(draws: Draws, method: str, block: int | None, budget: int | None,
+                 verify_tokens: int | None = None) -> AcceptLimit:
+    """What one step of this configuration can emit, by the fit's methods table
+    (:func:`~ddtree_bayes.core.methods.max_accept`); ``verify_tokens`` None: derived."""
+    if verify_tokens is None:
+        verify_tokens = derive_verify_tokens(method, block, budget)
+    return max_accept(method, block, budget, fit_methods(draws), verify_tokens)
 
 
 def default_scenario(draws: Draws, model: str | None = None) -> ConfigScenario:
@@ -302,10 +352,19 @@ def stored_measurements(draws: Draws):
     if key not in _PARSED:
         where = f"{draws.path} (stored data)"
         hardware = load_hardware(where, text=draws.hardware_csv)
-        parsed = load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True)
+        parsed = load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True,
+                                   methods=fit_methods(draws))
         _PARSED.clear()
         _PARSED[key] = parsed
     return _PARSED[key]
+
+
+def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | None:
+    """The priors file's acceptance prior of a query's configuration (the first matching
+    ``[[acceptance]]`` entry, as :class:`~ddtree_bayes.core.config.AcceptancePrior`),
+    truncated at what a step can emit (``sc.limit``), or None when no entry matches."""
+    entry = priors.acceptance_for(sc.method, sc.block, sc.budget)
+    return None if entry is None else entry.capped(sc.limit)
 
 
 def latent_acceptance(draws: Draws, model: str | None, method: str, block: int | None,

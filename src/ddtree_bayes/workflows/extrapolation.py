@@ -57,24 +57,26 @@ class Sweep:
     skipped: int             # rows without acceptance or tok/s
 
 
-def load_sweeps(files: list[Path], hardware_csv: str) -> tuple[list[Sweep], list[str]]:
+def load_sweeps(files: list[Path], hardware_csv: str, methods=None
+                ) -> tuple[list[Sweep], list[str]]:
     """The sweeps in ``files`` (grouped by their ``sweep`` column) and why any was skipped."""
     def too_few(data, lacking: int) -> str | None:
         return None if hold_out(data.rows) else (
             f"fewer than 3 speculative configurations with acceptance and tok/s; {lacking} rows "
             "lack them")
 
-    found, notes = usable_sweeps(files, hardware_csv, skip=too_few)
+    found, notes = usable_sweeps(files, hardware_csv, skip=too_few, methods=methods)
     return [Sweep(name, str(path), text, hold_out(data.rows), lacking)
             for name, path, text, data, lacking, _ in found], notes
 
 
-def usable_sweeps(files: list[Path], hardware_csv: str, skip=None
+def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                   ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
     Measurements, rows lacking acceptance or tok/s (left out), rows in all), and why the
     others were skipped (tok/s in relative units, rows that do not validate, or the reason
-    ``skip(measurements, rows lacking)`` gives), in file order."""
+    ``skip(measurements, rows lacking)`` gives), in file order. ``methods``: the priors'
+    ``[methods]`` table, which bounds each row's accept_len (core/methods.py max_accept)."""
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     found, notes = [], []
     for path in files:
@@ -108,7 +110,7 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None
             text = out.getvalue()
             try:
                 data = load_measurements(f"{path} [{name}]", hardware, text=text,
-                                         allow_duplicates=True)
+                                         allow_duplicates=True, methods=methods)
             except DataError as err:
                 notes.append(f"{name}: skipped ({err})")
                 continue
@@ -242,8 +244,9 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
                         fix="pass sweep CSVs with --sweeps, or run from the repository root")
     hardware_csv = paths.data_file("hardware.csv", workdir).read_text()
     models_csv = paths.data_file("models.csv", workdir).read_text()
-    priors_toml = load_priors(priors_path or paths.priors_file(workdir)).text
-    sweeps, notes = load_sweeps(files, hardware_csv)
+    priors = load_priors(priors_path or paths.priors_file(workdir))
+    priors_toml = priors.text
+    sweeps, notes = load_sweeps(files, hardware_csv, priors.methods)
     if not sweeps:
         raise DataError("no sweep can be split: " + "; ".join(notes), file=str(files[0]),
                         fix="a sweep needs 3+ speculative configurations with acceptance and tok/s")

@@ -14,6 +14,7 @@ import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.data import COLUMNS, derive_verify_tokens, system_label
+from ddtree_bayes.core.methods import max_accept
 
 
 def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: str = "sim-moe",
@@ -154,9 +155,19 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
         if row["method"] != "ar" and group not in truth["overhead_frac"]:
             raise InputError(f"group {group} has no overhead_frac in the truth file", file=path,
                              row=line, column="method", fix=f"add [groups.\"{group}\"]")
-        if derive_verify_tokens(row["method"], row["block"], row["budget"]) is None:
+        verify = derive_verify_tokens(row["method"], row["block"], row["budget"])
+        if verify is None:
             raise InputError("cannot derive verify tokens", file=path, row=line, column="block",
                              fix="give budget (ddtree) or block (chains)")
+        # what a step can emit (core/methods.max_accept; no methods table: the block bounds
+        # the depth, as for every bundled method), so the simulated file loads for fit
+        limit = max_accept(row["method"], row["block"], row["budget"], None, verify)
+        if not limit.admits(row["accept_len"]):
+            raise InputError(limit.refusal(f"accept_len {row['accept_len']:g}")
+                             if row["accept_len"] >= 1 else
+                             f"accept_len {row['accept_len']:g} is below 1 (the bonus token)",
+                             file=path, row=line, column="accept_len",
+                             fix="tokens per step lie in 1 .. " + limit.describe())
         rows.append(row)
     return rows
 

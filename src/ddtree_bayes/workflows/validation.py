@@ -63,8 +63,9 @@ class Inputs:
 
     def parse(self) -> tuple[Measurements, PriorsConfig]:
         hw = load_hardware("hardware.csv", text=self.hardware_csv)
-        return (load_measurements(self.data_name, hw, text=self.data_csv),
-                parse_priors(self.priors_toml, "priors"))
+        priors = parse_priors(self.priors_toml, "priors")
+        return (load_measurements(self.data_name, hw, text=self.data_csv,
+                                  methods=priors.methods), priors)
 
 
 @dataclass(frozen=True)

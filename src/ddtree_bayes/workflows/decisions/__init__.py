@@ -14,6 +14,7 @@ from ddtree_bayes.workflows.decisions.acceptance_curve import (  # noqa: F401
     _gaussian,
     curve_accept,
     curve_for,
+    curve_limits,
     doublings,
     read_acceptance_file,
     sample_curve,

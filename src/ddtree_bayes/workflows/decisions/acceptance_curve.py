@@ -1,7 +1,10 @@
 """Acceptance as a function of the tree budget, from the ``[acceptance_curve]`` priors::
 
-    accept(B) = min(block + 1, B + 1, accept_ref + gain * (1 - decay**d) / (1 - decay))
+    accept(B) = min(max_accept(B), accept_ref + gain * (1 - decay**d) / (1 - decay))
     d = log2(B / reference_budget)
+
+``max_accept(B)``: the most tokens a step of the curve's method and block at budget B can emit
+(:func:`~ddtree_bayes.core.methods.max_accept`: block + 1 for DDTree, never above B + 1).
 
 Its three parameters are drawn from their priors, or from their posterior given an
 acceptance file (a conjugate Gaussian update, :func:`update_curve`).
@@ -11,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +25,7 @@ from ddtree_bayes.core.config import (
     Prior,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.methods import MethodSpec, max_accept
 from ddtree_bayes.core.sampling import prior_sample
 
 # ------------------------------------------------------------------ priors and the curve
@@ -44,14 +49,29 @@ def doublings(budgets, reference_budget: float, decay) -> np.ndarray:
     return np.where(np.isfinite(h), h, -1e300)   # decay -> 0 below the reference: floor at 1
 
 
+def curve_limits(curve: AcceptanceCurve, budgets, methods: Mapping[str, MethodSpec] | None = None
+                 ) -> np.ndarray:
+    """Per budget B, the most tokens a step of the curve's method and block can emit
+    (:func:`~ddtree_bayes.core.methods.max_accept` with ``methods``, the fit's table, and
+    M = B + 1).
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    >>> curve_limits(parse_acceptance_curve(bundled("priors.toml").read_text()), [4, 16, 64])
+    array([ 5., 17., 17.])
+    """
+    return np.array([max_accept(curve.method, curve.block, int(b), methods, int(b) + 1).tokens
+                     for b in budgets])
+
+
 def curve_accept(budgets, accept_ref, gain, decay, *, reference_budget: float,
-                 block: int) -> np.ndarray:
+                 limits) -> np.ndarray:
     """Acceptance per draw and budget, (n, nb): the curve of :class:`AcceptanceCurve`,
-    capped at ``block + 1`` (a block-k drafter emits at most k + 1 tokens per step) and at
-    ``B + 1`` (a B-node tree), and floored at 1.
+    capped per budget at ``limits`` (what a step can emit, :func:`curve_limits`: block + 1 for
+    a block-k drafter, B + 1 for a B-node tree) and floored at 1.
 
     >>> a = curve_accept([8, 16, 32, 64, 1024], np.array([8.0]), np.array([1.0]),
-    ...                  np.array([0.5]), reference_budget=16, block=16)
+    ...                  np.array([0.5]), reference_budget=16, limits=[9, 17, 17, 17, 17])
     >>> a.round(4).tolist()
     [[6.0, 8.0, 9.0, 9.5, 9.9688]]
     """
@@ -59,7 +79,7 @@ def curve_accept(budgets, accept_ref, gain, decay, *, reference_budget: float,
     h = doublings(budgets, reference_budget, decay)
     raw = np.asarray(accept_ref, float)[:, None] + np.asarray(gain, float)[:, None] * h
     raw = np.where(np.isfinite(raw), raw, 1.0)
-    cap = np.minimum(block + 1.0, budgets + 1.0)[None, :]
+    cap = np.asarray(limits, dtype=float)[None, :]
     return np.clip(raw, 1.0, cap)
 
 
@@ -74,9 +94,13 @@ class CurveDraws:
     ess: float | None = None
     rows: int = 0
 
-    def accept(self, budgets, curve: AcceptanceCurve) -> np.ndarray:
+    def accept(self, budgets, curve: AcceptanceCurve,
+               methods: Mapping[str, MethodSpec] | None = None) -> np.ndarray:
+        """Acceptance per draw and budget, capped at what a step can emit (``methods``: the
+        fit's methods table, :func:`curve_limits`)."""
         return curve_accept(budgets, self.accept_ref, self.gain, self.decay,
-                            reference_budget=curve.reference_budget, block=curve.block)
+                            reference_budget=curve.reference_budget,
+                            limits=curve_limits(curve, budgets, methods))
 
 
 def sample_curve(curve: AcceptanceCurve, n: int, rng: np.random.Generator) -> CurveDraws:

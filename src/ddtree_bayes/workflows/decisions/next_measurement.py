@@ -88,6 +88,7 @@ def parse_query(draws: Draws, text: str) -> Query:
         if req.uniform is None and len(req.values) != 1:
             raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
                              fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
+        P.check_accept(req, a.accept, sc.limit, prefix="--query: ")
     return Query(sc, a.accept, default.to_json() if default.derived and from_default else None)
 
 
@@ -98,7 +99,7 @@ def query_acceptance(draws: Draws, query: Query, rng: np.random.Generator
     n, sc = draws.n_draws, query.scenario
     if query.accept is None:
         priors = parse_priors(draws.priors_toml, "priors stored in the fit")
-        ap = priors.acceptance_for(sc.method, sc.block, sc.budget)
+        ap = P.acceptance_prior(priors, sc)   # (truncated at what a step can emit)
         seen = None if ap is not None else P.measured_acceptance(draws, sc)
         if ap is not None:
             a, label = P.sample_acceptance(ap, n, rng), f"prior {ap.describe()}"
@@ -114,9 +115,10 @@ def query_acceptance(draws: Draws, query: Query, rng: np.random.Generator
             a, label = rng.uniform(*req.uniform, n), f"U({req.uniform[0]:g},{req.uniform[1]:g})"
         else:
             a, label = np.full(n, req.values[0]), f"{req.values[0]:g}"
-    if np.any(a < 1) or np.any(a > sc.verify_tokens) or (sc.method == AR_METHOD and np.any(a != 1)):
-        raise QueryError(f"acceptance {label} is outside 1..{sc.verify_tokens} for "
-                         f"{sc.describe()}", fix="tokens per step cannot exceed the tokens verified")
+    if np.any(a < 1) or np.any(a > sc.limit.tokens) or (sc.method == AR_METHOD and np.any(a != 1)):
+        raise QueryError(f"--query: acceptance {label} of {sc.describe()}: "
+                         + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
+                         fix="tokens per step lie in 1 .. " + sc.limit.describe())
     return a, label
 
 
@@ -274,11 +276,12 @@ def read_candidates(draws: Draws, path: str | Path, model: str | None = None) ->
                                     model=(rec.get("model") or "").strip() or model)
         except QueryError as err:
             raise QueryError(f"{path}, row {i}: {err}") from None
-        if accept is not None and not (1 <= accept <= sc.verify_tokens) or (
+        if accept is not None and not sc.limit.admits(accept) or (
                 sc.method == AR_METHOD and accept not in (None, 1.0)):
-            raise DataError(f"accept_len {accept:g} is outside 1..{sc.verify_tokens}", file=path,
+            raise DataError(sc.limit.refusal(f"accept_len {accept:g}") if accept >= 1 else
+                            f"accept_len {accept:g} is below 1 (the bonus token)", file=path,
                             row=i, column="accept_len",
-                            fix="tokens per step cannot exceed the tokens verified (1 for ar)")
+                            fix="tokens per step lie in 1 .. " + sc.limit.describe())
         out.append(Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, f"{Path(path).name} row {i}"))
     return out
 

@@ -17,7 +17,12 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.pairs import row_pair
 from ddtree_bayes.engine.store import Draws
-from ddtree_bayes.workflows.decisions.acceptance_curve import read_acceptance_file, sample_curve, update_curve
+from ddtree_bayes.workflows.decisions.acceptance_curve import (
+    curve_accept,
+    read_acceptance_file,
+    sample_curve,
+    update_curve,
+)
 from ddtree_bayes.workflows.decisions.common import DEFAULT_BUDGETS, _med90, shared_step
 
 
@@ -128,7 +133,10 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
                           source=f"prior from {curve.path}, updated with {len(b_obs)} {model} "
                                  f"rows of {acceptance_file}")
         anchored = (float(b_obs.min()), float(b_obs.max()))
-    accept = cd.accept(budgets, curve)
+    # capped per budget at what a step can emit: the scenarios' limits, as predict's
+    limits = np.array([sc.limit.tokens for sc in scenarios])
+    accept = curve_accept(budgets, cd.accept_ref, cd.gain, cd.decay,
+                          reference_budget=curve.reference_budget, limits=limits)
     tok = accept * 1000.0 / step
     dec = budget_decision(tok)
     sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
@@ -139,6 +147,7 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
                "accept": float(np.median(accept[:, j])),
                "accept_lo": float(np.quantile(accept[:, j], (1 - prob) / 2)),
                "accept_hi": float(np.quantile(accept[:, j], (1 + prob) / 2)),
+               "accept_max": sc.limit.tokens, "accept_max_rule": sc.limit.rule,
                "step_ms": float(np.median(step[:, j])),
                "tok_s_mean": float(dec["mean"][j])}
         row.update(P.summarize(tok[:, j], probs, None))
@@ -153,7 +162,7 @@ def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = Non
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
                          "system": sc.pair, **({"model": sc.model} if sc.multi else {})},
             "interval_prob": prob,
-            "curve": {"formula": "min(block + 1, B + 1, accept_ref + gain * (1 - decay**d) / "
+            "curve": {"formula": "min(accept_max(B), accept_ref + gain * (1 - decay**d) / "
                                  "(1 - decay)), d = log2(B / reference_budget)",
                       "reference_budget": curve.reference_budget, "priors": curve.describe(),
                       "source": cd.source, "ess": cd.ess, "rows": cd.rows,

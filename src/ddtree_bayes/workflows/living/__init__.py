@@ -49,6 +49,7 @@ from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     Tracked,
     _interval,
     _read_tracked_file,
+    check_accept_limit,
     compare_queries,
     format_change,
     load_tracked,

@@ -7,7 +7,7 @@ import fcntl
 import io
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -22,6 +22,7 @@ from ddtree_bayes.core.data import (
     read_records,
 )
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
+from ddtree_bayes.core.methods import MethodSpec
 
 #: Predictive percentiles outside [SURPRISE_LO, SURPRISE_HI] are flagged as surprises.
 SURPRISE_LO, SURPRISE_HI = 0.01, 0.99
@@ -167,7 +168,8 @@ def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
 
 def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[NewRow], *,
                 allow_duplicate: bool = False, fill_verify_tokens: bool = False,
-                what: str | None = None) -> Appended:
+                what: str | None = None,
+                methods: Mapping[str, MethodSpec] | None = None) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -175,6 +177,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     row identical to an existing one (``allow_duplicate`` appends it with "repeat of row
     N" in its notes instead, so the file stays valid), check the whole new file with
     :func:`~ddtree_bayes.core.data.load_measurements`, then replace the file atomically.
+
+    ``methods`` (the priors' ``[methods]`` table) bounds each row's accept_len by what its
+    configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`).
 
     Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
     the source in the summary line). Nothing is written on any error.
@@ -196,7 +201,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         except UnicodeDecodeError as err:
             raise DataError(f"cannot read: {err}", file=str(data_path),
                             fix="save it as UTF-8 CSV") from None
-        current = load_measurements(data_path, hardware, text=text)
+        current = load_measurements(data_path, hardware, text=text, methods=methods)
         _, header, _ = read_records(data_path, text)
         newline = "\r\n" if "\r\n" in text else "\n"
         body = text if text.endswith(("\n", "\r")) else text + newline
@@ -231,7 +236,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.values.get("gpus") is None and values.get("hardware"):
                     values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line,
                                                values.get("model"))
-                m = parse_row(item.origin, line, values, hardware)
+                m = parse_row(item.origin, line, values, hardware, methods)
                 if m.model not in current.models and m.model not in _card_names():
                     # a new model makes a file of several models: fine if the fit can read its
                     # card; a name without one is most likely a typo
@@ -256,7 +261,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     while key in keys:
                         tag = f"repeat of row {first}" if n == 1 else f"repeat {n} of row {first}"
                         values["notes"] = f"{notes}; {tag}" if notes else tag
-                        key = row_key(parse_row(item.origin, line, values, hardware))
+                        key = row_key(parse_row(item.origin, line, values, hardware, methods))
                         n += 1
                     repeats[next_line] = first
             except DataError as err:
@@ -272,7 +277,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 raise errors[0]
             raise RowErrors(what or str(data_path), errors)
         new_text = body + "".join(lines)
-        final = load_measurements(data_path, hardware, text=new_text)
+        final = load_measurements(data_path, hardware, text=new_text, methods=methods)
         wanted = set(expected)
         appended = [m for m in final.rows if m.row in wanted]
         if len(appended) != len(new):  # pragma: no cover - a bug, not a user error

@@ -114,10 +114,48 @@ def _stored(query: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in query.items() if k != "model" or v is not None}
 
 
-def track_add(models: Path, query: dict[str, Any], name: str | None = None) -> Tracked:
-    """Save a query in ``models/tracked.json`` (locked, atomic). Refuses a duplicate name or
-    an identical query."""
+def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = None) -> None:
+    """Refuse a query whose ``accept`` lies above what its configuration can emit per step
+    (:func:`~ddtree_bayes.core.methods.max_accept`), its flags not given filled as
+    :func:`query_rows` fills them: from the fit's default scenario and methods table, or
+    without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
+    bundled priors when there is none)."""
+    from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    from ddtree_bayes.core.data import derive_verify_tokens
+    from ddtree_bayes.core.methods import load_methods, max_accept
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine import predictive as P
+
     q = normalize_query(query)
+    if q["accept"] is None:
+        return
+    d = DEFAULT_SCENARIO
+    if draws is not None:
+        try:
+            d = P.default_scenario(draws, q.get("model"))
+        except QueryError:   # (the fit cannot answer it yet: query_rows says so later)
+            pass
+        methods = P.fit_methods(draws)
+    else:
+        path = models / "priors.toml" if models is not None else None
+        path = path if path is not None and path.exists() else bundled("priors.toml")
+        methods = load_methods(path.read_text(), str(path))
+    f, _ = P.fill_query(d, hardware=q.get("hardware"), gpus=q.get("gpus"), method=q.get("method"),
+                        engines=str(q["engine"]).split(",") if q.get("engine") else None,
+                        block=q.get("block"), budget=q.get("budget"),
+                        verify_tokens=q.get("verify_tokens"))
+    verify = f["verify_tokens"] or derive_verify_tokens(f["method"], f["block"], f["budget"])
+    P.check_accept(P.parse_accept(q["accept"]), q["accept"],
+                   max_accept(f["method"], f["block"], f["budget"], methods, verify))
+
+
+def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
+              draws=None) -> Tracked:
+    """Save a query in ``models/tracked.json`` (locked, atomic). Refuses a duplicate name, an
+    identical query, or an acceptance above what the query's configuration can emit
+    (:func:`check_accept_limit`, with the fit ``draws`` when there is one)."""
+    q = normalize_query(query)
+    check_accept_limit(q, draws, models)
     name = name or query_name(q)
     if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
         raise InputError(f"query name {name!r} may only hold letters, digits and . _ + -",

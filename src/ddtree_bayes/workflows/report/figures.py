@@ -222,6 +222,9 @@ def fan(summary, draws, dt, path: Path) -> None:
         ax.plot(m["accept"], m["tok_s"], "o", color="black")
         ax.annotate(f"measured {m['label']}", (m["accept"], m["tok_s"]), fontsize=7,
                     xytext=(4, -10), textcoords="offset points")
+    if f.get("accept_clipped"):   # the grid stops at what a step can emit
+        ax.axvline(f["accept_max"], ls=":", color=GREY,
+                   label=f"at most {f['accept_max']:g} tokens per step ({f['accept_max_rule']})")
     ax.set_xlabel("acceptance length (tokens per step)")
     ax.set_ylabel("tok/s")
     ax.set_title(next(iter(f["engines"].values()))["scenario"].split(",", 1)[0]

@@ -33,11 +33,13 @@ CAPTIONS = {
            "unreliable). Right: LOO-PIT values against the uniform they should follow.",
     "psense": "Power-scaling sensitivity of the default-scenario prediction to each prior: "
               "tall bars are the assumptions the headline number leans on.",
-    "fan": "Throughput against acceptance for the default scenario: 50% and 90% bands per "
-           "engine, the original deterministic estimate (dashed) with its +-30% band, and "
-           "the measured points of its system.",
+    "fan": "Throughput against acceptance for the default scenario, up to the most tokens a "
+           "step can emit (block + 1 for DDTree): 50% and 90% bands per engine, the original "
+           "deterministic estimate (dashed) with its +-30% band, and the measured points of "
+           "its system.",
     "variance": "Share of the variance of log tok/s in the default scenario (acceptance "
-                "Uniform(12, 16), or its acceptance +-2 within [1, M] for a fit's own default) "
+                "Uniform(12, 16), or its acceptance +-2 for a fit's own default, within what a "
+                "step can emit) "
                 "attributed to each quantity (Shapley values of R^2, so "
                 "correlated parameters share credit): measure the tallest bars next.",
     "breakdown": "Posterior step time split into MOE, ATTN_BASE, context and SPEC (ms, "
@@ -165,13 +167,18 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                          f"{r['likelihood']:.3f}: {r['diagnosis']}"] for r in ps["overall"]],
                      ["psense"])
     fan_rows = []
-    for eng, f in summary["fan"]["engines"].items():
-        for a, q, orig in zip(summary["fan"]["accept"], f["quantiles"],
+    fan = summary["fan"]
+    for eng, f in fan["engines"].items():
+        for a, q, orig in zip(fan["accept"], f["quantiles"],
                               f["original"] or [None] * len(f["quantiles"]), strict=True):
-            if a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0) or len(summary["fan"]["accept"]) <= 8:
+            if (a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0) or len(fan["accept"]) <= 8
+                    or (fan.get("accept_clipped") and a == fan["accept"][-1])):
                 fan_rows.append([eng, a, round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
                                  f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])
-    sec["prediction"] = ("Predicted throughput against acceptance (default scenario)",
+    clipped = ("" if not fan.get("accept_clipped") else
+               f"; acceptance stops at {fan['accept_max']:g}, the most a step can emit "
+               f"({fan['accept_max_rule']})")
+    sec["prediction"] = (f"Predicted throughput against acceptance (default scenario{clipped})",
                          ["engine", "accept", "median tok/s", "50%", "90%", "original"], fan_rows,
                          ["fan"])
     var_rows = []

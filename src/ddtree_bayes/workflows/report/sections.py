@@ -4,8 +4,10 @@ shares, the step breakdown, and the decisions (best budget, next measurement, ev
 
 A fit that measured B300 gets the bundled default (B300 x8 DDTree block 16 / budget 32, SGLang
 and native; acceptance 1-20 on the fan, U(12, 16) for the variance shares, 14 for one-number
-answers); a fit that never did gets its own most-measured configuration, with the acceptances
-clipped to what it can emit per step, [1, M] (M its verify tokens).
+answers); a fit that never did gets its own most-measured configuration. Either way the
+acceptances stop at what a step of the configuration can emit
+(:func:`~ddtree_bayes.core.methods.max_accept`: 17 = block + 1 for the bundled default), and
+the fan says where it clipped its grid.
 """
 from __future__ import annotations
 
@@ -17,6 +19,7 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Scenario
 from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.pairs import is_multi
@@ -29,10 +32,17 @@ FAN_ACCEPT = tuple(float(a) for a in range(1, 21))
 DECOMP_ACCEPT = (12.0, 16.0)
 
 
-def fan_accept(d: Scenario, verify_tokens: int) -> tuple[float, ...]:
-    """The fan's acceptance grid: :data:`FAN_ACCEPT` for the bundled default, and for a
-    derived one only what its ``verify_tokens`` (M) allow: acceptance lies in [1, M]."""
-    return FAN_ACCEPT if not d.derived else tuple(a for a in FAN_ACCEPT if a <= verify_tokens)
+def fan_accept(d: Scenario, limit: AcceptLimit) -> tuple[float, ...]:
+    """The fan's acceptance grid: :data:`FAN_ACCEPT` up to what a step of the default
+    configuration ``d`` can emit (``limit``, :func:`~ddtree_bayes.core.methods.max_accept`:
+    never above its verify tokens M).
+
+    >>> from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    >>> from ddtree_bayes.core.methods import max_accept
+    >>> fan_accept(DEFAULT_SCENARIO, max_accept("ddtree", 16, 32, None, 33))[-3:]
+    (15.0, 16.0, 17.0)
+    """
+    return tuple(a for a in FAN_ACCEPT if a <= limit.tokens)
 
 
 def headline_accept(d: Scenario, grid: tuple[float, ...]) -> float:
@@ -41,12 +51,19 @@ def headline_accept(d: Scenario, grid: tuple[float, ...]) -> float:
     return min(grid, key=lambda a: abs(a - d.accept))
 
 
-def decomp_accept(d: Scenario, verify_tokens: int) -> tuple[float, float]:
+def decomp_accept(d: Scenario, limit: AcceptLimit) -> tuple[float, float]:
     """The variance shares' acceptance range: :data:`DECOMP_ACCEPT` for the bundled default;
-    for a derived one, its acceptance +-2 within [1, M]."""
-    if not d.derived:
-        return DECOMP_ACCEPT
-    return max(1.0, d.accept - 2), min(float(verify_tokens), d.accept + 2)
+    for a derived one, its acceptance +-2; either within 1 .. what a step can emit (``limit``).
+
+    >>> from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    >>> from ddtree_bayes.core.methods import max_accept
+    >>> decomp_accept(DEFAULT_SCENARIO, max_accept("ddtree", 16, 32)), decomp_accept(
+    ...     DEFAULT_SCENARIO, max_accept("ddtree", 13, 32))
+    ((12.0, 16.0), (12.0, 14.0))
+    """
+    lo, hi = DECOMP_ACCEPT if not d.derived else (d.accept - 2, d.accept + 2)
+    hi = min(hi, limit.tokens)
+    return max(1.0, min(lo, hi - 1.0)), max(hi, 1.0)
 
 
 def shapley_variance_shares(y: np.ndarray, factors: dict[str, np.ndarray]) -> dict:
@@ -122,7 +139,8 @@ def _fan(draws: Draws, seed: int, model: str | None = None, d: Scenario | None =
     engines = {}
     d = d or P.default_scenario(draws, model)
     scenarios = _default_scenarios(draws, model, d)
-    grid = fan_accept(d, scenarios[0].verify_tokens)
+    limit = scenarios[0].limit   # (engines share the configuration, so its limit)
+    grid = fan_accept(d, limit)
     for sc in scenarios:
         parts, _ = P.step_components(draws, sc, rng)
         noise = np.exp(parts["log_sd"] * rng.standard_normal(draws.n_draws))
@@ -145,7 +163,10 @@ def _fan(draws: Draws, seed: int, model: str | None = None, d: Scenario | None =
                 and m.accept_len is not None and model in (None, m.model)]
     return {"accept": list(grid), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
             "engines": engines, "measured": measured,
-            "headline_accept": headline_accept(d, grid)}
+            "headline_accept": headline_accept(d, grid),
+            # the grid stops at what a step can emit; the acceptances it left out, if any
+            "accept_max": limit.tokens, "accept_max_rule": limit.rule,
+            "accept_clipped": [a for a in FAN_ACCEPT if a not in grid]}
 
 
 def _variance(draws: Draws, seed: int, model: str | None = None,
@@ -156,7 +177,7 @@ def _variance(draws: Draws, seed: int, model: str | None = None,
     out: dict = {}
     d = d or P.default_scenario(draws, model)
     for sc in _default_scenarios(draws, model, d):
-        lo, hi = decomp_accept(d, sc.verify_tokens)
+        lo, hi = decomp_accept(d, sc.limit)
         # a pair never measured has no parameters of its own (the pair roofline answers it)
         s = coords["system"].index(sc.pair) if sc.pair in coords["system"] else None
         parts, how = P.step_components(draws, sc, rng)

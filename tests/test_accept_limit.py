@@ -1,0 +1,259 @@
+"""What a method can emit: one rule (core/methods.py max_accept) for the most tokens a step
+of a configuration can emit, and every place acceptance enters keeping to it (issue 18,
+"Impossible acceptances are answered")."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.config import parse_priors
+from ddtree_bayes.core.methods import max_accept
+from ddtree_bayes.core.paths import bundled
+from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+METHODS = parse_priors(bundled("priors.toml").read_text(), "bundled").methods
+
+
+# ------------------------------------------------------------------ the rule, by hand
+@pytest.mark.parametrize(("method", "block", "budget", "verify", "tokens", "rule"), [
+    # a block-16 DDTree: 16 draft positions, a tree of 32 nodes built on them, 33 verified
+    ("ddtree", 16, 32, 33, 17, "block + 1"),
+    ("ddtree", 16, 16, 17, 17, "block + 1"),
+    ("ddtree", 16, 8, 9, 9, "budget + 1"),          # an 8-node tree is at most 8 deep
+    ("ddtree", None, 32, 33, 33, "budget + 1"),     # depth not known: the budget bounds it
+    ("ddtree", 16, 32, 10, 10, "the tokens it verifies"),   # an explicit --verify-tokens 10
+    # a DFlash-16 chain verifies 16 tokens (1 anchor + 15 drafted): 15 + the bonus token
+    ("dflash", 16, 15, 16, 16, "budget + 1"),
+    # chains: block = depth = k draft tokens + the bonus token
+    ("eagle3", 4, 4, 5, 5, "depth + 1 (block = depth)"),
+    ("mtp", 3, 3, 4, 4, "depth + 1 (block = depth)"),
+    ("draft-model", 5, None, 6, 6, "depth + 1 (block = depth)"),
+    # an EAGLE top-k tree: 8 head passes deep, 63 nodes -> 9, not 64
+    ("eagle3", 8, 63, 64, 9, "depth + 1 (block = depth)"),
+    ("eagle2", 8, None, None, 9, "depth + 1 (block = depth)"),
+    ("medusa", 4, 42, 43, 5, "block + 1"),
+    ("ar", None, None, 1, 1, "autoregressive decoding emits exactly 1"),
+    # a method with no [methods] table (the fraction form needs none): the block bounds it
+    ("lookahead", 6, None, 7, 7, "block + 1"),
+])
+def test_the_rule_by_hand(method, block, budget, verify, tokens, rule):
+    limit = max_accept(method, block, budget, METHODS, verify)
+    assert (limit.tokens, limit.rule) == (tokens, rule)
+    assert limit.admits(tokens) and not limit.admits(tokens + 0.01) and not limit.admits(0.99)
+
+
+def test_nothing_known_is_unbounded_and_the_words_name_the_bound():
+    assert math.isinf(max_accept("eagle3", None, None, METHODS).tokens)
+    limit = max_accept("ddtree", 16, 32, METHODS, 33)
+    assert limit.refusal("--accept 20") == ("--accept 20 is above what ddtree with block 16 can "
+                                            "emit (at most 17 tokens per step: block + 1)")
+    assert max_accept("ar", None, None).describe() == (
+        "at most 1 token per step: autoregressive decoding emits exactly 1")
+
+
+# ------------------------------------------------------------------ every command, one limit
+# The point-mass fit (engine/testing.py): a B300 DDTree block-16 step at budget B takes
+# 10 * (1 + B / 32) ms in SGLang, so budget 32 (M = 33) is 20 ms: 50 tok/s per token.
+@pytest.fixture(scope="module")
+def pm(tmp_path_factory):
+    return make_point_mass_workdir(tmp_path_factory.mktemp("accept_limit") / "w")
+
+
+@pytest.fixture
+def work(pm, tmp_path):
+    return Path(shutil.copytree(pm, tmp_path / "w"))
+
+
+def refused(code: int, out: str, err: str) -> str:
+    """Exit 2, nothing on stdout, one line on stderr with a fix."""
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "(fix: " in err and "Traceback" not in err, err
+    return err
+
+
+BLOCK16 = "ddtree with block 16 can emit (at most 17 tokens per step: block + 1)"
+
+
+def test_predict_refuses_what_a_block16_ddtree_cannot_emit_and_answers_17(work):
+    for accept in ("20", "33", "12,14,20", "12:20", "17.5"):
+        err = refused(*run_cli(work, "predict", "--accept", accept, "--format", "json"))
+        assert err.startswith(f"ddtree-bayes: error: --accept {accept}") and BLOCK16 in err
+    code, out, err = run_cli(work, "predict", "--accept", "17", "--engine", "sglang",
+                             "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and row["accept"] == 17.0 and row["median"] == pytest.approx(17 * 50)
+    assert (row["accept_max"], row["accept_max_rule"]) == (17.0, "block + 1")
+    code, out, _ = run_cli(work, "predict", "--accept", "12:17", "--engine", "sglang",
+                           "--format", "json")
+    assert code == 0 and json.loads(out)["rows"][-1]["accept_distribution"]["upper"] == 17.0
+
+
+def test_predict_refuses_more_than_a_depth4_chain_emits(work):
+    flags = ("predict", "--method", "eagle3", "--block", "4", "--engine", "sglang")
+    err = refused(*run_cli(work, *flags, "--accept", "6"))
+    assert ("--accept 6 is above what eagle3 with block 4 can emit (at most 5 tokens per "
+            "step: depth + 1 (block = depth))") in err
+    code, out, _ = run_cli(work, *flags, "--accept", "5", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and (row["verify_tokens"], row["accept_max"]) == (5, 5.0)
+
+
+def test_next_and_track_refuse_as_predict_does(work):
+    for query in ("--accept 20", "--accept 12:18", "--method ddtree --block 16 --budget 64 "
+                  "--accept 18", "--method eagle3 --block 4 --accept 6"):
+        err = refused(*run_cli(work, "next", "--query", query))
+        assert err.startswith("ddtree-bayes: error: --query: --accept") and "can emit" in err
+    # (next needs measurement noise to weigh a candidate: a noisy point mass)
+    noisy = make_point_mass_workdir(work.parent / "noisy", noise_sd=0.05)
+    code, out, err = run_cli(noisy, "next", "--query", "--accept 17 --engine sglang", "--format",
+                             "json")
+    query = json.loads(out)["query"]
+    assert code == 0 and query["accept"] == 17.0
+    assert query["median"] == pytest.approx(17 * 50, rel=0.02)
+    before = listing(work)
+    err = refused(*run_cli(work, "track", "--accept", "20"))
+    assert BLOCK16 in err
+    err = refused(*run_cli(work, "track", "--method", "eagle3", "--block", "4",
+                           "--accept", "5.5"))
+    assert "(at most 5 tokens per step: depth + 1 (block = depth))" in err
+    assert listing(work) == before and not (work / "models" / "tracked.json").exists()
+    code, out, _ = run_cli(work, "track", "--accept", "17", "--engine", "sglang",
+                           "--format", "json")
+    now = json.loads(out)["now"]
+    assert code == 0 and now["rows"][0]["median"] == pytest.approx(17 * 50)
+
+
+def test_track_refuses_without_a_fit_from_the_priors_methods(tmp_path):
+    root = tmp_path / "nofit"
+    (root / "models").mkdir(parents=True)
+    err = refused(*run_cli(root, "track", "--accept", "18"))
+    assert BLOCK16 in err and not (root / "models" / "tracked.json").exists()
+
+
+def test_optimize_caps_at_the_limit_predict_refuses_above(work):
+    """An acceptance curve that would reach 30 tokens: optimize's acceptance stops where
+    predict stops answering (17 = block + 1 from budget 16 on; B + 1 = 9 at budget 8)."""
+    text = (work / "models" / "priors.toml").read_text()
+    start = text.index("[acceptance_curve.accept_ref]")
+    end = text.index("[acceptance_curve.gain]")
+    (work / "greedy.toml").write_text(
+        text[:start] + '[acceptance_curve.accept_ref]\ndist = "point"\nvalue = 30.0\n'
+        'rationale = "r"\nsource = "s"\n\n' + text[end:])
+    code, out, err = run_cli(work, "optimize", "--engine", "sglang", "--budgets", "8,16,32,64",
+                             "--priors", "greedy.toml", "--format", "json")
+    assert code == 0, err
+    rows = {r["budget"]: r for r in json.loads(out)["rows"]}
+    assert {b: r["accept"] for b, r in rows.items()} == {8: 9.0, 16: 17.0, 32: 17.0, 64: 17.0}
+    assert {b: r["accept_max"] for b, r in rows.items()} == {8: 9.0, 16: 17.0, 32: 17.0,
+                                                             64: 17.0}
+    for budget, row in rows.items():
+        flags = ("predict", "--budget", str(budget), "--engine", "sglang", "--format", "json")
+        code, out, _ = run_cli(work, *flags, "--accept", f"{row['accept_max']:g}")
+        assert code == 0 and json.loads(out)["rows"][0]["accept_max"] == row["accept_max"]
+        refused(*run_cli(work, *flags, "--accept", f"{row['accept_max'] + 0.5:g}"))
+    # the bundled curve stays inside too
+    code, out, _ = run_cli(work, "optimize", "--engine", "sglang", "--format", "json")
+    assert code == 0 and all(r["accept_hi"] <= r["accept_max"] for r in json.loads(out)["rows"])
+
+
+def test_the_report_fan_and_variance_stay_within_the_limit():
+    """The bundled default's fan (1..20 asked) stops at 17 and says which it left out; the
+    variance shares' U(12, 16) is inside already."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import _section_map
+
+    draws = point_mass_draws()
+    d = P.default_scenario(draws)
+    fan = sections._fan(draws, 1, None, d)
+    assert fan["accept"] == [float(a) for a in range(1, 18)]
+    assert (fan["accept_max"], fan["accept_max_rule"]) == (17.0, "block + 1")
+    assert fan["accept_clipped"] == [18.0, 19.0, 20.0]
+    for e in fan["engines"].values():
+        assert len(e["quantiles"]) == 17 and len(e["original"] or [0] * 17) == 17
+    # 17 tokens in 20 ms (SGLang): 850 tok/s at the top of the grid, nothing beyond it
+    assert fan["engines"]["sglang"]["quantiles"][-1][2] == pytest.approx(850)
+    assert "acceptance U(12,16)" in sections._variance(draws, 1, None, d)["sglang"]["shares"]
+    # the report's first table: rows at 4, 8, 12, 14, 16 and the limit, and a title saying so
+    summary = {"sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
+               "loo": {"elpd": 0.0, "se": 0.0, "p_loo": 0.0, "n_flagged": 0, "pareto_k": [],
+                       "loo_pit": []},
+               "psense": {"headline": "x", "headline_by_prior": {}, "overall": []},
+               "fan": fan, "variance": {}, "breakdown": []}
+    title, _, rows, _ = _section_map(summary)["prediction"]
+    assert sorted({r[1] for r in rows}) == [4.0, 8.0, 12.0, 14.0, 16.0, 17.0]
+    assert "acceptance stops at 17, the most a step can emit (block + 1)" in title
+
+
+def test_prior_draws_stop_at_the_limit_and_say_so():
+    """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 5. With
+    the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s per token."""
+    import dataclasses
+
+    from ddtree_bayes.cli.predict import typed_rows
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws(n=4000)
+    text = draws.priors_toml.replace('[[acceptance]]\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
+                                     '[[acceptance]]\nmethod = "ddtree"\n')
+    assert text != draws.priors_toml
+    draws = dataclasses.replace(draws, priors_toml=text)
+    rows = P.predict_rows(draws, hardware="b300", method="ddtree", block=4, budget=4,
+                          engines=["sglang"])
+    (row,) = rows
+    assert row["accept_kind"] == "prior" and "upper=5, truncated at block + 1" in row["accept"]
+    assert row["hi90"] <= 5 * 1000 / 11.25 + 1e-9
+    (typed,) = typed_rows(rows, None)
+    assert typed["accept_distribution"]["params"]["upper"] == 5.0
+    assert typed["accept_distribution"]["truncated_at"] == 5.0
+
+
+def test_fit_and_add_refuse_an_accept_len_above_its_limit(work):
+    """A block-16 DDTree row claiming 20 tokens per step (below its 33 verified): fit
+    refuses the file, add refuses the row; one line naming file, row, column and limit;
+    nothing written."""
+    data = work / "data" / "measurements.csv"
+    bad = work / "bad.csv"
+    bad.write_text(data.read_text() + "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,20,,900,test,\n")
+    row = len(bad.read_text().splitlines())
+    before, data_bytes = listing(work), data.read_bytes()
+    err = refused(*run_cli(work, "fit", "--data", "bad.csv"))
+    assert (f"bad.csv, row {row}, column 'accept_len': accept_len 20 is above what {BLOCK16}"
+            in err)
+    assert listing(work) == before
+    err = refused(*run_cli(work, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                           "ddtree", "--block", "16", "--budget", "32", "--accept", "20",
+                           "--tok-s", "900", "--source", "test"))
+    assert "column 'accept_len': accept_len 20 is above what " + BLOCK16 in err
+    # (add leaves its lock file, as always; the data file is untouched)
+    assert data.read_bytes() == data_bytes
+    assert set(listing(work)) - set(before) <= {"data/.measurements.csv.lock"}
+
+
+def test_simulate_refuses_a_design_row_no_step_can_emit(tmp_path):
+    """A design row asking a depth-3 eagle3 chain for 4.5 tokens per step would simulate a
+    file that fit then refuses: simulate says so first, naming the row and the limit."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.workflows.simulate import load_design, load_truth
+
+    examples = Path(__file__).resolve().parents[1] / "data" / "examples"
+    truth = load_truth(examples / "truth_dense_consumer.toml")
+    lines = (examples / "design_dense_consumer.csv").read_text().splitlines()
+    eagle = next(i for i, line in enumerate(lines) if ",eagle3,3," in line)
+    fields = lines[eagle].split(",")
+    fields[6] = "4.5"                                   # accept_len of a block-3 chain
+    lines[eagle] = ",".join(fields)
+    design = tmp_path / "design.csv"
+    design.write_text("\n".join(lines) + "\n")
+    with pytest.raises(InputError) as info:
+        load_design(design, truth)
+    err = info.value
+    assert (err.row, err.column) == (eagle + 1, "accept_len")
+    assert "accept_len 4.5 is above what eagle3 with block 3 can emit (at most 4" in str(err)
