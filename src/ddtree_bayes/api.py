@@ -166,12 +166,11 @@ def _artifact_tree(dt, spec):
 
 def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_hash, diag_rows,
               divergences, failures, timings) -> dict:
-    from datetime import UTC, datetime
     from importlib.metadata import version
 
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.core.pairs import target_models_meta
-    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine import inference, store
 
     libs: dict[str, str | None] = {}
     for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
@@ -182,7 +181,7 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
     return {
         "format_version": store.FORMAT_VERSION,
         "fit_id": fit_id,
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_utc": inference.fit_created(fit_id),
         "package_version": __version__,
         "libraries": libs,
         "seed": seed,

@@ -239,8 +239,6 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                     models: Path, update_meta: dict, started: float):
     """Resample the proposal's draws with ``weights`` and save them as a fit: its
     :class:`~ddtree_bayes.engine.store.Draws` (what ``load_draws`` would read back)."""
-    from datetime import UTC, datetime
-
     import numpy as np
 
     from ddtree_bayes.core import __version__
@@ -254,7 +252,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     counts = Counter(index.tolist())
     meta.update({
         "fit_id": fit_id,
-        "created_utc": datetime.now(UTC).isoformat(timespec="seconds"),
+        "created_utc": inference.fit_created(fit_id),
         "package_version": __version__,
         "seed": seed,
         "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,

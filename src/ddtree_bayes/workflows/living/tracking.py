@@ -4,10 +4,10 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
     NAME_RE,
 )
@@ -174,7 +174,7 @@ def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
                                  fix="pick another --name, or `ddtree-bayes track remove "
                                      f"{name}` first" if not t.builtin else
                                      "'default' is built in: pick another --name")
-        entry = Tracked(name, q, datetime.now(UTC).isoformat(timespec="seconds"))
+        entry = Tracked(name, q, utc_now().isoformat(timespec="seconds"))
         saved = [t for t in existing if not t.builtin] + [entry]
         payload = {"version": 1, "queries": [{"name": t.name, "query": t.query,
                                               "added_utc": t.added_utc} for t in saved]}

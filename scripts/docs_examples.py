@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Every command output shown in README.md and docs/: run, saved, pasted, checked.
+
+    .venv/bin/python scripts/docs_examples.py --write         # run all, save, update the pages
+    .venv/bin/python scripts/docs_examples.py --check         # run all, compare (exit 1 if stale)
+    .venv/bin/python scripts/docs_examples.py --check-pages   # pages vs saved outputs (no runs)
+    .venv/bin/python scripts/docs_examples.py --only predict --write
+
+Each example runs in a scratch copy of this repository's ``data/`` and ``models/priors.toml``
+(the repository's own folders are never touched), as a whole process with the project's
+interpreter (``python -m ddtree_bayes``), stdout and stderr interleaved as a terminal shows
+them. Its output is saved to ``docs/examples/<name>.txt`` and pasted into every page block
+
+    <!-- example: NAME -->
+    ```
+    ...
+    ```
+    <!-- /example -->
+
+The scratch folders are always ``/tmp/ddtree-bayes-docs/<workspace>`` and the fits are stamped
+by the reproducible clock (``SOURCE_DATE_EPOCH``, :mod:`ddtree_bayes.core.clock`), so fit ids
+and dates are the same on every run. The one thing that differs from run to run is
+wall-clock seconds (``23.6 s``), which ``--check`` leaves out of the comparison.
+``tests/test_docs_examples.py`` checks the pages against the saved outputs on every test run,
+and (in the nuts tier) that a fresh run of this script reproduces them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+OUT = REPO / "docs" / "examples"
+PAGES = (REPO / "README.md", *sorted((REPO / "docs").glob("*.md")),
+         *sorted((REPO / "docs" / "howto").glob("*.md")))
+BLOCK = re.compile(r"(<!-- example: (?P<name>[\w-]+) -->\n```[a-z]*\n)(?P<body>.*?)(```\n<!-- /example -->)",
+                   re.S)
+SECONDS = re.compile(r"\b\d+(?:\.\d+)? s\b")
+SCRATCH = Path(tempfile.gettempdir()) / "ddtree-bayes-docs"
+#: 2026-12-01T00:00:00Z: the reproducible clock's start (core/clock.py)
+EPOCH = "1796083200"
+HYPOTHETICAL = "HYPOTHETICAL example for the docs, not a measurement"
+
+
+@dataclass(frozen=True)
+class Example:
+    """One command: ``argv`` after ``ddtree-bayes`` (None: ``shell`` runs instead), in
+    workspace ``work``; ``keep`` selects lines of the output (regexes; an excerpt keeps the
+    first line matching each, in order, with ``...`` between gaps); ``show`` is the command
+    as the page shows it (default: the argv)."""
+
+    name: str
+    work: str
+    argv: tuple[str, ...]
+    keep: tuple[str, ...] = ()
+    show: str | None = None
+    quiet: bool = False   # run for its effect; the page shows nothing of it
+
+
+@dataclass
+class Workspace:
+    name: str
+    path: Path
+
+
+def _ws_files(path: Path, data: str | None) -> None:
+    (path / "models").mkdir(parents=True)
+    shutil.copytree(REPO / "data", path / "data")
+    shutil.copy(REPO / "models" / "priors.toml", path / "models" / "priors.toml")
+    (path / "data" / "measurements.csv").chmod(0o644)
+    if data:   # a public sweep or the combined corpus as this workspace's measurements
+        shutil.copy(REPO / data, path / "data" / "measurements.csv")
+        (path / "data" / "measurements.csv").chmod(0o644)
+
+
+#: workspace -> the measurement file it fits (None: the bundled Kimi K2.6 rows)
+WORKSPACES: dict[str, str | None] = {
+    "main": None,
+    "living": None,
+    "rtx5090": "data/public/llamacpp_mtp_qwen38_27b_rtx5090.csv",
+    "multi": "data/examples/public_multi_model.csv",
+}
+
+ADD_ROW = ("add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block",
+           "16", "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
+           HYPOTHETICAL)
+
+EXAMPLES: tuple[Example, ...] = (
+    # README: the first answer
+    Example("fit", "main", ("fit",), keep=(
+        r"^\[fit\] compiling", r"^\[fit\] sampling", r"^parameter", r"^---", r"^step_ar_ms\[b300",
+        r"^step_ar_ms\[rtx", r"^noise_sd", r"^divergent", r"^posterior predictive", r"^row ",
+        r"^---", r"^row 2 ", r"^row 3 ", r"^row 9 ", r"^fit \d", r"^saved")),
+    Example("predict", "main", ("predict", "--accept", "12:16")),
+    # docs/howto/ask.md
+    Example("predict-target", "main", ("predict", "--accept", "12,14,16", "--target", "800")),
+    Example("predict-h200", "main", ("predict", "--hardware", "h200", "--accept", "14")),
+    Example("predict-context", "main", ("predict", "--hardware", "rtx-pro-6000", "--engine", "vllm",
+                                        "--method", "eagle3", "--block", "3", "--context", "32k",
+                                        "--accept", "1.95")),
+    Example("predict-impossible", "main", ("predict", "--accept", "20")),
+    # docs/howto/decide.md
+    Example("optimize", "main", ("optimize", "--hardware", "b300", "--engine", "native")),
+    Example("next", "main", ("next", "--query", "--hardware b300 --engine native --method ddtree "
+                             "--block 16 --budget 32 --accept 14")),
+    # docs/howto/trust.md
+    Example("report", "main", ("report",)),
+    Example("fit-earlier", "main", ("fit", "--quiet", "--moe-form", "power", "--step-form",
+                                    "fraction"), quiet=True),
+    Example("compare", "main", ("compare",)),
+    # docs/howto/update.md: a new measurement arrives
+    Example("u-fit", "living", ("fit", "--quiet"), quiet=True),
+    Example("u-track", "living", ("track", "--hardware", "rtx-pro-6000", "--engine", "vllm",
+                                  "--method", "eagle3", "--block", "3", "--context", "32k",
+                                  "--accept", "1.95")),
+    Example("u-add", "living", ADD_ROW),
+    Example("u-update", "living", ("update", "--quiet")),
+    Example("u-repeat", "living", ("add", "--hardware", "b300", "--engine", "sglang", "--method",
+                                   "ar", "--accept", "1", "--tok-s", "131", "--source",
+                                   HYPOTHETICAL)),
+    Example("u-update-repeat", "living", ("update", "--quiet")),
+    Example("u-surprise", "living", ADD_ROW[:-3] + ("900", "--source", HYPOTHETICAL + " (a surprise)")),
+    Example("u-reject", "living", ("update", "--quiet", "--reject-surprises")),
+    Example("u-history", "living", ("history",)),
+    # docs/howto/own-data.md: a fit of your own sweep
+    Example("own-fit", "rtx5090", ("fit",), keep=(
+        r"^\[fit\] sampling", r"^parameter", r"^---", r"^step_ar_ms", r"^noise_sd", r"^divergent",
+        r"^posterior predictive", r"^row ", r"^---", r"^row 2 ", r"^row 8 ", r"^fit \d",
+        r"^saved")),
+    Example("own-predict", "rtx5090", ("predict",)),
+    Example("own-predict-accept", "rtx5090", ("predict", "--accept", "3:5")),
+    # docs/howto/several-models.md
+    Example("multi-fit", "multi", ("fit",), keep=(
+        r"^fit: ", r"^\[fit\] sampling", r"^fit: remedy", r"^parameter", r"^---",
+        r"^pair_bw_eff", r"^pair_step_sd", r"^noise_sd", r"^config_share", r"^divergent",
+        r"^inferred acceptance", r"^group", r"^---", r"^qwen3.5", r"^fit \d", r"^saved")),
+    Example("multi-predict-nomodel", "multi", ("predict",)),
+    Example("multi-predict-h100", "multi", ("predict", "--model", "llama-3.1-8b-instruct",
+                                            "--hardware", "h100", "--engine", "vllm", "--method",
+                                            "eagle3", "--block", "4", "--accept", "2.79")),
+    Example("multi-predict-h200", "multi", ("predict", "--model", "llama-3.1-8b-instruct",
+                                            "--hardware", "h200", "--gpus", "1", "--engine",
+                                            "vllm", "--method", "eagle3", "--block", "4",
+                                            "--accept", "2.79")),
+)
+
+
+def normalise(text: str) -> str:
+    """The text with wall-clock seconds masked: what must not change between runs."""
+    return SECONDS.sub("<t> s", text)
+
+
+def excerpt(lines: list[str], keep: tuple[str, ...]) -> list[str]:
+    """The first line matching each pattern in turn (from where the last match was), with
+    ``...`` where lines were left out."""
+    out, start = [], 0
+    for pattern in keep:
+        rx = re.compile(pattern)
+        for i in range(start, len(lines)):
+            if rx.search(lines[i]):
+                if i > start:
+                    out.append("...")
+                out.append(lines[i])
+                start = i + 1
+                break
+    if start < len(lines):
+        out.append("...")
+    return out
+
+
+def run(example: Example, ws: Workspace) -> str:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1", "SOURCE_DATE_EPOCH": EPOCH}
+    env.pop("DDTREE_BAYES_TRACEBACK", None)
+    proc = subprocess.run([sys.executable, "-m", "ddtree_bayes", *example.argv], cwd=ws.path,
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          timeout=1800)
+    shown = example.show or " ".join(_quote(a) for a in example.argv)
+    lines = proc.stdout.rstrip("\n").split("\n") if proc.stdout.strip() else []
+    if example.keep:
+        lines = excerpt(lines, example.keep)
+    body = [f"$ ddtree-bayes {shown}", *lines]
+    if proc.returncode:
+        body.append(f"(exit {proc.returncode})")
+    return "\n".join(body) + "\n"
+
+
+def _quote(arg: str) -> str:
+    return arg if re.fullmatch(r"[\w@%+=:,./-]+", arg) else "'" + arg.replace("'", "'\\''") + "'"
+
+
+def generate(names: set[str] | None) -> dict[str, str]:
+    """Run the examples (``names``: only those, and what their workspace ran before them)."""
+    wanted = [e for e in EXAMPLES if names is None or e.name in names]
+    needed = {e.work for e in wanted}
+    out: dict[str, str] = {}
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    try:
+        spaces = {}
+        for example in EXAMPLES:
+            if example.work not in needed:
+                continue
+            if example.work not in spaces:
+                path = SCRATCH / example.work
+                _ws_files(path, WORKSPACES[example.work])
+                spaces[example.work] = Workspace(example.work, path)
+            print(f"[docs] {example.work}: ddtree-bayes {' '.join(example.argv)}",
+                  file=sys.stderr, flush=True)
+            text = run(example, spaces[example.work])
+            if not example.quiet and (names is None or example.name in names):
+                out[example.name] = text
+    finally:
+        shutil.rmtree(SCRATCH, ignore_errors=True)
+    return out
+
+
+def page_blocks(page: Path) -> dict[str, str]:
+    return {m.group("name"): m.group("body") for m in BLOCK.finditer(page.read_text())}
+
+
+def check_pages(saved: dict[str, str]) -> list[str]:
+    """Problems: a page block that differs from its saved output or names none."""
+    problems = []
+    for page in PAGES:
+        for name, body in page_blocks(page).items():
+            if name not in saved:
+                problems.append(f"{page.relative_to(REPO)}: example {name!r} has no saved output")
+            elif body != saved[name]:
+                problems.append(f"{page.relative_to(REPO)}: example {name!r} differs from "
+                                f"docs/examples/{name}.txt (run scripts/docs_examples.py --write)")
+    return problems
+
+
+def saved_outputs() -> dict[str, str]:
+    return {p.stem: p.read_text() for p in sorted(OUT.glob("*.txt"))}
+
+
+def write_pages(saved: dict[str, str]) -> None:
+    for page in PAGES:
+        text = page.read_text()
+        new = BLOCK.sub(lambda m: (m.group(1) + saved.get(m.group("name"), m.group("body"))
+                                   + m.group(4)), text)
+        if new != text:
+            page.write_text(new)
+            print(f"[docs] updated {page.relative_to(REPO)}", file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    mode = p.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="run, save, update the pages")
+    mode.add_argument("--check", action="store_true",
+                      help="run, compare with the saved outputs and the pages (exit 1 if stale)")
+    mode.add_argument("--check-pages", action="store_true",
+                      help="compare the pages with the saved outputs only (no runs)")
+    p.add_argument("--only", nargs="+", help="example names (default: all)")
+    args = p.parse_args(argv)
+    names = set(args.only) if args.only else None
+    unknown = (names or set()) - {e.name for e in EXAMPLES}
+    if unknown:
+        p.error(f"unknown example(s) {sorted(unknown)}")
+    if args.check_pages:
+        problems = check_pages(saved_outputs())
+    else:
+        fresh = generate(names)
+        if args.write:
+            OUT.mkdir(parents=True, exist_ok=True)
+            if names is None:
+                for stale in set(saved_outputs()) - set(fresh):
+                    (OUT / f"{stale}.txt").unlink()
+            for name, text in fresh.items():
+                (OUT / f"{name}.txt").write_text(text)
+            write_pages(saved_outputs())
+            problems = check_pages(saved_outputs())
+        else:
+            saved = saved_outputs()
+            problems = []
+            for name, text in fresh.items():
+                if normalise(saved.get(name, "")) != normalise(text):
+                    diff = "".join(difflib.unified_diff(
+                        saved.get(name, "").splitlines(True), text.splitlines(True),
+                        f"docs/examples/{name}.txt", "fresh run", n=1))
+                    problems.append(f"example {name!r} changed:\n{diff}")
+            problems += check_pages(saved)
+    for problem in problems:
+        print(problem, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,65 @@
+"""Every command output shown in README.md and docs/ is made by scripts/docs_examples.py:
+the pages equal the saved outputs (every run), and a fresh run of the script reproduces the
+saved outputs up to wall-clock seconds (nuts tier: it fits the bundled data, a public sweep
+and the combined public corpus, about three minutes)."""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO
+
+SCRIPT = REPO / "scripts" / "docs_examples.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("docs_examples", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["docs_examples"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_pages_show_exactly_the_saved_outputs():
+    docs = _module()
+    saved = docs.saved_outputs()
+    assert docs.check_pages(saved) == []
+    shown = {name for page in docs.PAGES for name in docs.page_blocks(page)}
+    examples = {e.name for e in docs.EXAMPLES if not e.quiet}
+    assert examples == set(saved), "run scripts/docs_examples.py --write"
+    assert examples <= shown, f"saved but shown on no page: {sorted(examples - shown)}"
+    readme = docs.page_blocks(REPO / "README.md")
+    assert readme["predict"].startswith("$ ddtree-bayes predict --accept 12:16\n")
+    assert "sglang  12 " in readme["predict"]
+
+
+def test_a_stale_block_is_reported(tmp_path, monkeypatch):
+    docs = _module()
+    page = tmp_path / "page.md"
+    page.write_text("<!-- example: predict -->\n```\nold output\n```\n<!-- /example -->\n")
+    monkeypatch.setattr(docs, "PAGES", (page,))
+    monkeypatch.setattr(docs, "REPO", tmp_path)
+    (problem,) = docs.check_pages({"predict": "new output\n"})
+    assert "page.md: example 'predict' differs" in problem
+    docs.write_pages({"predict": "new output\n"})
+    assert docs.check_pages({"predict": "new output\n"}) == []
+    assert page.read_text().count("new output") == 1
+
+
+def test_excerpt_keeps_the_matching_lines_in_order():
+    docs = _module()
+    lines = ["a", "b", "c", "d", "e"]
+    assert docs.excerpt(lines, ("^b", "^d")) == ["...", "b", "...", "d", "..."]
+    assert docs.excerpt(lines, ("^a", "^b")) == ["a", "b", "..."]
+    assert docs.normalise("fit took 23.6 s, sampling 2 s") == "fit took <t> s, sampling <t> s"
+
+
+@pytest.mark.nuts
+def test_a_fresh_run_reproduces_every_saved_output():
+    out = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True,
+                         text=True, timeout=1800, cwd=REPO)
+    assert out.returncode == 0, out.stderr[-4000:]
