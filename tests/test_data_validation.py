@@ -191,16 +191,18 @@ def test_ar_row_verify_tokens_must_be_one(tmp_path, hw, raw):
                  "fix: set verify_tokens to 1 or fix the method")
 
 
-def test_unknown_hardware_lists_known_hardware(tmp_path, hw):
+def test_unknown_hardware_names_the_closest_built_in_gpus(tmp_path, hw):
     path = write(tmp_path, edited(r3={"hardware": "gb400"}))
     err = expect_error(path, hw, 3, "hardware", "unknown hardware 'gb400'")
-    assert err.fix == (f"use a name from data/hardware.csv ({KNOWN_HARDWARE}) "
-                       "or add the GPU there")
+    assert err.fix == ("use one of the 35 GPUs `ddtree-bayes hardware list` shows (closest: "
+                       "gb300, gb200, b300; names are case-sensitive) or add a row for 'gb400' to "
+                       "data/hardware.csv (mem_bw_tb_s, interconnect, source)")
 
 
 def test_hardware_names_are_case_sensitive(tmp_path, hw):
     path = write(tmp_path, edited(r7={"hardware": "RTX-PRO-6000"}))
-    expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'", KNOWN_HARDWARE)
+    expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'",
+                 "closest: rtx-pro-6000", "case-sensitive")
 
 
 def test_unknown_hardware_with_a_custom_hardware_table(tmp_path):
