@@ -29,7 +29,9 @@ from test_cli_support import FIT_ID, listing, make_point_mass_workdir, run_cli
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "tests" / "fixtures" / "bench"
 COMMANDS = ("fit", "predict", "compare", "report", "validate", "simulate", "add", "update",
-            "history", "diff", "track", "optimize", "next")
+            "history", "diff", "track", "optimize", "next", "hardware")
+#: Commands whose first positional is a subcommand; their JSON schema is "<command>-<sub>".
+NESTED = {"hardware": "list"}
 FAST = settings(max_examples=12, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=300, deadline=None, database=None,
@@ -223,8 +225,11 @@ SPECS: dict[str, dict] = {
         "--accept 40", "--bogus 1", "'", "--hardware b30", "--context -5"]), TEXT),
         "--candidates": files("candidates.csv"), "--k": INT, "--min-ess": FLOAT,
         "--format": choice("table", "json")},
+    "hardware": {"--hardware-file": files(), "--format": choice("table", "json")},
 }
 POSITIONAL = {"diff": st.lists(FIT, min_size=0, max_size=3),
+              "hardware": st.one_of(st.just(["list"]), st.lists(st.sampled_from(["list", "x"]),
+                                                                max_size=2)),
               "track": st.lists(st.one_of(st.sampled_from(["add", "list", "remove", "x"]), TEXT),
                                 max_size=2)}
 
@@ -265,7 +270,8 @@ def check(work: Path, argv: list[str]) -> None:
         if "--format" in argv and argv[argv.index("--format") + 1] == "json":
             from test_json_schemas import validate_output
 
-            validate_output(argv[0], json.loads(out))
+            command = f"{argv[0]}-{argv[1]}" if argv[0] in NESTED else argv[0]
+            validate_output(command, json.loads(out))
         return
     lines = err.splitlines()
     errors = [ln for ln in lines if ": error: " in ln]

@@ -159,10 +159,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(func=cmd_simulate)
 
     from ddtree_bayes.cli import decisions as cli_decisions
+    from ddtree_bayes.cli import hardware as cli_hardware
     from ddtree_bayes.cli import living as cli_living
 
     cli_living.register(sub)
     cli_decisions.register(sub)
+    cli_hardware.register(sub)
     return parser
 
 
