@@ -147,3 +147,18 @@ def test_geforce_peaks_are_read_not_derived_by_the_data_centre_ratios(name, bf16
     assert peak_tflops(row, "bf16")[0] == bf16
     assert peak_tflops(row, "fp8") == (fp8, f"{name}: fp8 peak {fp8:g} TFLOPS from the hardware "
                                             "table")
+
+
+def test_hardware_list_table_marks_the_users_rows(tmp_path):
+    from test_cli_support import run_cli
+
+    write(tmp_path / "data" / "hardware.csv", [HEADER, "rtx-4090,0.95,PCIe Gen4,my card",
+                                              "my-gpu,1.2,PCIe Gen5,vendor sheet"])
+    code, out, err = run_cli(tmp_path, "hardware", "list")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    row = next(ln for ln in lines if ln.startswith("rtx-4090 "))
+    assert row.split()[1:3] == ["-", "0.95"] and row.endswith("yours (overrides built-in)")
+    assert next(ln for ln in lines if ln.startswith("my-gpu ")).endswith("  yours")
+    assert next(ln for ln in lines if ln.startswith("rtx-5090 ")).endswith("built-in *")
+    assert "36 GPUs (data/hardware.csv adds 1 and replaces 1)." in out

@@ -61,21 +61,27 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
                "user_file": table.user_file, "gpus": records})
         return 0
     mark = {ADDED: "yours", OVERRIDES: "yours (overrides built-in)"}
-    rows = [[r["hardware"], f"{_cell(r['memory_gb'])} GB {r['memory']}".strip(),
+    rows = [[r["hardware"], _memory(r),
              _cell(r["mem_bw_tb_s"]), *(_cell(r[p]) for p in PEAKS), r["link"],
              r["compute_capability"], mark.get(r["origin"], "built-in")
              + (" *" if r["has_derived"] else "")] for r in records]
     print(_table(["hardware", "memory", "TB/s", "bf16", "fp8", "fp4", "link", "cc", "row"], rows,
                  left=2, text_last=True))
-    yours = sum(r["origin"] in (ADDED, OVERRIDES) for r in records)
-    where = (f"{_show(table.user_file)}: {yours} of its rows differ from the built-in table"
+    added = sum(r["origin"] == ADDED for r in records)
+    replaced = sum(r["origin"] == OVERRIDES for r in records)
+    where = (f"{_show(table.user_file)} adds {added} and replaces {replaced}"
              if table.user_file else "no data/hardware.csv here: the built-in table alone")
-    print(f"\n{len(records)} GPUs; {where}. Peaks: dense TFLOPS at the accumulate mode inference "
-          "GEMMs run at (GeForce: FP32 accumulate, half the FP16-accumulate headline); - = not "
-          "in the table (derived from another precision, or bandwidth x 200 FLOP/B, when "
-          "needed). * = a figure of the row is derived (marked DERIVED in its source); "
-          "--format json shows every source.")
+    print(f"\n{len(records)} GPUs ({where}).\n"
+          "Peaks: dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: FP32 "
+          "accumulate, half the FP16-accumulate headline);\n"
+          "- = not in the table (then derived from another precision, or bandwidth x 200 "
+          "FLOP/B); * = the row has a DERIVED figure; --format json shows every source.")
     return 0
+
+
+def _memory(record: dict) -> str:
+    size = "" if record["memory_gb"] is None else f"{record['memory_gb']:g} GB"
+    return f"{size} {record['memory']}".strip() or "-"
 
 
 def register(sub) -> None:
