@@ -255,7 +255,7 @@ def unknown_hardware_fix(name: str, hardware) -> str:
     ones and the command that lists them all.
 
     >>> unknown_hardware_fix("h300", ["b300", "h100", "h200"])[:54]
-'use a name from the hardware table (b300, h100, h200) '
+    'use a name from the hardware table (b300, h100, h200) '
     """
     import difflib
 
