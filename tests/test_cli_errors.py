@@ -71,7 +71,7 @@ def test_known_names_of_the_point_mass():
 @pytest.mark.parametrize(("kwargs", "kind", "suggestions"), [
     ({"engines": ["sglang", "natve"]}, "engine", ("native",)),
     ({"method": "ddtre"}, "method", ("ddtree",)),
-    ({"hardware": "h20"}, "hardware", ("h200",)),
+    ({"hardware": "h2000"}, "hardware", ("h200",)),
     ({"model": "kimi-k2.5"}, "model", ("kimi-k2.6",)),
     ({"engines": ["mlc"]}, "engine", ()),
 ])
@@ -87,7 +87,7 @@ def test_unknown_names_and_suggestions(kwargs, kind, suggestions):
 
 def test_unknown_hardware_is_an_error_with_suggestions(work):
     err = one_error(*run_cli(work, "predict", "--hardware", "b30", "--accept", "12"))
-    assert "--hardware 'b30'" in err and "did you mean b300?" in err
+    assert "--hardware 'b30'" in err and "did you mean b300 or gb300?" in err
 
 
 def test_method_typo_and_query_typo_warn(work):
@@ -130,7 +130,7 @@ def test_next_query_is_checked_like_predict(work):
                           "outside 1..1024 (fix: give the GPU count")
     assert err.count("(fix:") == 1
     err = one_error(*run_cli(work, "next", "--query", "--hardware b30"))
-    assert "--query: --hardware 'b30'" in err and "did you mean b300?" in err
+    assert "--query: --hardware 'b30'" in err and "did you mean b300 or gb300?" in err
     err = one_error(*run_cli(work, "next", "--query", "--accept 40"))
     assert "--query: --accept 40 is above what ddtree with block 16 can emit (at most 17" in err
 

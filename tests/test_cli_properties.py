@@ -29,7 +29,9 @@ from test_cli_support import FIT_ID, listing, make_point_mass_workdir, run_cli
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "tests" / "fixtures" / "bench"
 COMMANDS = ("fit", "predict", "compare", "report", "validate", "simulate", "add", "update",
-            "history", "diff", "track", "optimize", "next")
+            "history", "diff", "track", "optimize", "next", "hardware", "card")
+#: Commands whose first positional is a subcommand; their JSON schema is "<command>-<sub>".
+NESTED = {"hardware": "list", "card": "add"}
 FAST = settings(max_examples=12, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow])
 LONG = settings(max_examples=300, deadline=None, database=None,
@@ -51,6 +53,8 @@ def template(tmp_path_factory):
                                              "612,generated,\n")
     line1 = (BENCH / "sglang_serving.jsonl").read_text().splitlines()[0]
     (inputs / "bench.jsonl").write_text(line1 + "\n")
+    shutil.copy(REPO / "tests" / "fixtures" / "cards" / "qwen3-30b-a3b" / "config.json",
+                inputs / "config.json")
     for name in ("truth_dense_consumer.toml", "design_dense_consumer.csv"):
         shutil.copy(REPO / "data" / "examples" / name, inputs / name)
     shutil.copy(REPO / "data" / "acceptance_reference.csv", inputs / "acceptance.csv")
@@ -224,8 +228,17 @@ SPECS: dict[str, dict] = {
         "--accept 40", "--bogus 1", "'", "--hardware b30", "--context -5"]), TEXT),
         "--candidates": files("candidates.csv"), "--k": INT, "--min-ess": FLOAT,
         "--format": choice("table", "json")},
+    "hardware": {"--hardware-file": files(), "--format": choice("table", "json")},
+    "card": {"--hf-config": files("config.json"), "--gguf": files(), "--name": NAME,
+             "--target": NAME, "--compute-dtype": choice("bf16", "fp8", "fp4"),
+             "--bytes-per-weight": FLOAT, "--models-file": files(), "--drafters-file": files(),
+             "--replace": FLAG, "--dry-run": FLAG, "--format": choice("table", "json")},
 }
 POSITIONAL = {"diff": st.lists(FIT, min_size=0, max_size=3),
+              "hardware": st.one_of(st.just(["list"]), st.lists(st.sampled_from(["list", "x"]),
+                                                                max_size=2)),
+              "card": st.one_of(st.just(["add"]), st.lists(st.sampled_from(["add", "x"]),
+                                                           max_size=2)),
               "track": st.lists(st.one_of(st.sampled_from(["add", "list", "remove", "x"]), TEXT),
                                 max_size=2)}
 
@@ -266,7 +279,8 @@ def check(work: Path, argv: list[str]) -> None:
         if "--format" in argv and argv[argv.index("--format") + 1] == "json":
             from test_json_schemas import validate_output
 
-            validate_output(argv[0], json.loads(out))
+            command = f"{argv[0]}-{argv[1]}" if argv[0] in NESTED else argv[0]
+            validate_output(command, json.loads(out))
         return
     lines = err.splitlines()
     errors = [ln for ln in lines if ": error: " in ln]

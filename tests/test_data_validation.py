@@ -41,8 +41,11 @@ MEASUREMENTS = ROOT / "data" / "measurements.csv"
 HARDWARE = ROOT / "data" / "hardware.csv"
 PRIORS = ROOT / "models" / "priors.toml"
 LINES = MEASUREMENTS.read_text(encoding="utf-8").splitlines()
-KNOWN_HARDWARE = ("b200, b300, h100, h200, mi355x, rtx-3090, rtx-5090, rtx-a6000, rtx-pro-6000, "
-                  "rtx-pro-6000-maxq, rtx-pro-6000-server, v100")
+KNOWN_HARDWARE = ("a100-40gb, a100-80gb, a100-pcie-40gb, a100-pcie-80gb, b200, b300, gb200, gb300, "
+                  "h100, h100-nvl, h100-pcie, h20, h200, h200-nvl, l4, l40s, mi250x, mi300x, "
+                  "mi325x, mi355x, rtx-3090, rtx-3090-ti, rtx-4080, rtx-4090, rtx-5060-ti, "
+                  "rtx-5070-ti, rtx-5080, rtx-5090, rtx-6000-ada, rtx-a6000, rtx-pro-6000, "
+                  "rtx-pro-6000-maxq, rtx-pro-6000-server, v100, v100-sxm2")
 
 
 # ------------------------------------------------------------------ helpers
@@ -209,16 +212,18 @@ def test_ar_row_verify_tokens_must_be_one(tmp_path, hw, raw):
                  "fix: set verify_tokens to 1 or fix the method")
 
 
-def test_unknown_hardware_lists_known_hardware(tmp_path, hw):
-    path = write(tmp_path, edited(r3={"hardware": "gb300"}))
-    err = expect_error(path, hw, 3, "hardware", "unknown hardware 'gb300'")
-    assert err.fix == (f"use a name from data/hardware.csv ({KNOWN_HARDWARE}) "
-                       "or add the GPU there")
+def test_unknown_hardware_names_the_closest_built_in_gpus(tmp_path, hw):
+    path = write(tmp_path, edited(r3={"hardware": "gb400"}))
+    err = expect_error(path, hw, 3, "hardware", "unknown hardware 'gb400'")
+    assert err.fix == ("use one of the 35 GPUs `ddtree-bayes hardware list` shows (closest: "
+                       "gb300, gb200, b300; names are case-sensitive) or add a row for 'gb400' to "
+                       "data/hardware.csv (mem_bw_tb_s, interconnect, source)")
 
 
 def test_hardware_names_are_case_sensitive(tmp_path, hw):
     path = write(tmp_path, edited(r7={"hardware": "RTX-PRO-6000"}))
-    expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'", KNOWN_HARDWARE)
+    expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'",
+                 "closest: rtx-pro-6000", "case-sensitive")
 
 
 def test_unknown_hardware_with_a_custom_hardware_table(tmp_path):
@@ -431,7 +436,7 @@ def test_hardware_duplicate_and_empty_names(tmp_path):
 
 def test_bundled_hardware_table():
     table = load_hardware(HARDWARE)
-    assert len(table) == 12
+    assert len(table) == 35
     assert table["b300"]["mem_bw_tb_s"] == "8.0"
     assert table["b300"]["dense_bf16_tflops"] == "2250"   # peak FLOPs for the roofline form
     assert table["rtx-pro-6000"]["interconnect"] == "PCIe Gen5 (no NVLink)"
@@ -591,7 +596,7 @@ def nothing_written(directory: Path, *inputs: Path) -> None:
 
 @pytest.mark.parametrize(("cells", "row", "column", "message"), [
     ({"r5": {"tok_s": "fast"}}, 5, "tok_s", "not a number: 'fast'"),
-    ({"r3": {"hardware": "gb300"}}, 3, "hardware", "unknown hardware 'gb300'"),
+    ({"r3": {"hardware": "gb400"}}, 3, "hardware", "unknown hardware 'gb400'"),
     ({"r4": {"verify_tokens": "2"}}, 4, "verify_tokens", "autoregressive rows verify 1 token"),
     ({"r10": {"accept_len": "0.9"}}, 10, "accept_len", "accept_len must be >= 1"),
 ])

@@ -45,11 +45,24 @@ def json_of(work: Path, *argv: str):
 
 
 def json_commands() -> set[str]:
+    """Every (sub)command with ``--format json``, as its schema is named: ``hardware list`` ->
+    ``hardware-list``."""
+    import argparse
+
     from ddtree_bayes.cli.main import build_parser
 
-    sub = next(a for a in build_parser()._actions if a.dest == "command")
-    return {name for name, p in sub.choices.items()
-            if any(a.dest == "format" and "json" in (a.choices or ()) for a in p._actions)}
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> set[str]:
+        found = set()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for name, p in action.choices.items():
+                    found |= walk(p, f"{prefix}{name}-")
+        if prefix and any(a.dest == "format" and "json" in (a.choices or ())
+                          for a in parser._actions):
+            found.add(prefix.rstrip("-"))
+        return found
+
+    return walk(build_parser(), "")
 
 
 def test_one_valid_schema_per_json_command():
@@ -58,10 +71,10 @@ def test_one_valid_schema_per_json_command():
                if p.name.endswith(".schema.json")}
     assert shipped == json_commands() == {
         "fit", "predict", "compare", "report", "validate", "add", "update", "history", "diff",
-        "track", "optimize", "next"}
+        "track", "optimize", "next", "hardware-list", "card-add"}
     for command in shipped:
         jsonschema.Draft202012Validator.check_schema(schema(command))
-        assert schema(command)["title"] == f"ddtree-bayes {command} --format json"
+        assert schema(command)["title"] == f"ddtree-bayes {command.replace('-', ' ')} --format json"
 
 
 def test_a_wrong_type_is_caught():
@@ -219,3 +232,20 @@ def test_sbc(work, small_sampler):
     out = json_of(work, "validate", "--sbc", "2", "--quiet")
     validate_output("validate", out)
     assert out["replicates"] == 2 and len(out["replicate_results"]) == 2
+
+
+def test_hardware_list(tmp_path):
+    """The built-in table alone, then with a user's file that overrides one GPU and adds one."""
+    payload = json_of(tmp_path, "hardware", "list")
+    validate_output("hardware-list", payload)
+    assert payload["user_file"] is None and len(payload["gpus"]) == 35
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "hardware.csv").write_text(
+        "hardware,mem_bw_tb_s,interconnect,source\n"
+        "rtx-4090,0.9,PCIe Gen4,my card at lowered memory clock\n"
+        "my-gpu,1.2,PCIe Gen5,vendor sheet\n")
+    payload = json_of(tmp_path, "hardware", "list")
+    validate_output("hardware-list", payload)
+    origins = {g["hardware"]: g["origin"] for g in payload["gpus"]}
+    assert origins["rtx-4090"] == "user-override" and origins["my-gpu"] == "user"
+    assert origins["h100"] == "built-in"

@@ -126,12 +126,12 @@ def test_a_query_no_fit_can_answer_is_reported_not_fatal(updated):
     work, first, _ = updated
     before = store.load_draws(first.path)
     after = store.load_draws(store.resolve(work / "models"))
-    q = living.Tracked("gb300-ar", living.normalize_query(
-        {"hardware": "gb300", "engine": "sglang", "method": "ar", "accept": "1"}))
+    q = living.Tracked("gb400-ar", living.normalize_query(
+        {"hardware": "gb400", "engine": "sglang", "method": "ar", "accept": "1"}))
     (c,) = living.compare_queries(before, after, [q], seed=1, workdir=work)
     assert c["before"] is None and c["after"] is None
-    assert "'gb300' is neither measured" in c["after_error"] and "fix:" not in c["after_error"]
-    assert living.format_change(c).startswith("gb300-ar: gb300-sglang-ar-a1: not predictable (")
+    assert "'gb400' is neither measured" in c["after_error"] and "fix:" not in c["after_error"]
+    assert living.format_change(c).startswith("gb400-ar: gb400-sglang-ar-a1: not predictable (")
 
 
 def test_update_with_nothing_new_does_not_refit(updated):
@@ -207,9 +207,9 @@ def test_reject_surprises_stops_before_refitting(updated, tmp_path):
     # a GPU the fit's stored hardware table does not know: that row cannot be scored
     hw = work / "data" / "hardware.csv"
     hw.chmod(0o644)
-    hw.write_text(hw.read_text() + "gb300,HBM3e,288,8.0,NVLink5 1.8 TB/s,10.3,HYPOTHETICAL\n")
+    hw.write_text(hw.read_text() + "gb400,HBM3e,288,8.0,NVLink5 1.8 TB/s,10.3,HYPOTHETICAL\n")
     assert call(work, "add", *[("900" if v == "612" else v) for v in NEW_ROW])[0] == 0
-    assert call(work, "add", "--hardware", "gb300", "--gpus", "8", "--engine", "sglang",
+    assert call(work, "add", "--hardware", "gb400", "--gpus", "8", "--engine", "sglang",
                 "--method", "ar", "--accept", "1", "--tok-s", "140", "--source",
                 "HYPOTHETICAL")[0] == 0
     code, out, err = call(work, "update", "--reject-surprises")
@@ -218,7 +218,7 @@ def test_reject_surprises_stops_before_refitting(updated, tmp_path):
     assert "nothing refitted" in err and err.count("\n") == 1
     assert re.search(r"row 12 .* 900 .* >99\.9%\s+SURPRISE \(above the 99th percentile\)", out)
     assert re.search(r"row 13 .* 140 .* cannot score", out)
-    assert "row 13: fit " in out and "cannot predict it (hardware 'gb300' is neither measured" in out
+    assert "row 13: fit " in out and "cannot predict it (hardware 'gb400' is neither measured" in out
     assert "possible regime change" in out
     assert "changed since fit" in out and "hardware table" in out
     assert (work / "models" / "latest.json").read_text() == latest
@@ -285,15 +285,15 @@ def test_score_rows_percentile_is_exact_on_a_point_mass():
                   "source": "t", "notes": ""}
         rows.append(parse_row("t", i + 2, values, hw))
     # a GPU the fit's stored hardware table does not have: unpredictable, not a crash
-    rows.append(parse_row("t", 9, {**values, "hardware": "gb300", "method": "ar", "block": "",
-                                   "budget": "", "accept_len": "1"}, {"gb300": {}}))
+    rows.append(parse_row("t", 9, {**values, "hardware": "gb400", "method": "ar", "block": "",
+                                   "budget": "", "accept_len": "1"}, {"gb400": {}}))
     scores = living.score_rows(draws, rows, seed=1)
     phi = [0.5 * math.erfc(-z / math.sqrt(2)) for z in (-2.5, 0.0, 1.0, 2.5)]
     assert [s["percentile"] for s in scores[:4]] == pytest.approx(phi, abs=1e-9)
     assert [s["status"] for s in scores] == ["surprise", "ok", "ok", "surprise",
                                             "unpredictable"]
     assert scores[1]["median"] == pytest.approx(600, rel=0.02)
-    assert "'gb300' is neither measured" in scores[4]["reason"]
+    assert "'gb400' is neither measured" in scores[4]["reason"]
     assert "fix:" not in scores[4]["reason"]
     assert living.format_percentile(phi[0]) == "0.6%" and living.format_percentile(1e-9) == "<0.1%"
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ddtree_bayes.core import __version__, paths
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
-from ddtree_bayes.core.data import Measurements, load_hardware, load_measurements
+from ddtree_bayes.core.data import Measurements, load_measurements
 from ddtree_bayes.core.errors import DataError
 
 
@@ -28,8 +28,9 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
     The priors are read first: their ``[methods]`` table bounds each row's accept_len
     (:func:`~ddtree_bayes.core.methods.max_accept`).
     """
-    hw_path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
-    hw = load_hardware(hw_path)
+    from ddtree_bayes.core.hardware import hardware_table
+
+    hw = hardware_table(workdir, hardware).rows
     cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
     data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
     measurements = load_measurements(data_path, hw, methods=cfg.methods)
@@ -39,9 +40,9 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
 def structure_inputs(workdir: Path | None = None, hardware: str | Path | None = None) -> dict:
     """The hardware table and model cards that the roofline form needs (``build_spec`` kwargs)."""
     from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.hardware import hardware_table
 
-    hw_path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
-    return {"hardware": load_hardware(hw_path),
+    return {"hardware": hardware_table(workdir, hardware).rows,
             "cards": load_model_cards(paths.data_file("models.csv", workdir))}
 
 
@@ -74,8 +75,10 @@ def _with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
 
 
 def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
-    path = Path(hardware) if hardware else paths.data_file("hardware.csv", workdir)
-    return path.read_text()
+    """The effective hardware table's CSV text (built-in GPUs overlaid by the user's rows)."""
+    from ddtree_bayes.core.hardware import hardware_table
+
+    return hardware_table(workdir, hardware).text
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,

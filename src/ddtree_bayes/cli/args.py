@@ -250,7 +250,9 @@ def retype(p: argparse.ArgumentParser, types: dict[str, Callable[[str], object]]
 #: Flags (by dest) that name a text file the library reads.
 TEXT_FILES = {"data": "--data", "priors": "--priors", "hardware_file": "--hardware-file",
               "truth": "--truth", "design": "--design", "candidates": "--candidates",
-              "acceptance_file": "--acceptance-file", "from_file": "--from"}
+              "acceptance_file": "--acceptance-file", "from_file": "--from",
+              "hf_config": "--hf-config", "models_file": "--models-file",
+              "drafters_file": "--drafters-file"}
 
 
 def check_text_files(args: argparse.Namespace) -> None:

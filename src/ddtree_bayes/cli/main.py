@@ -158,11 +158,15 @@ def build_parser() -> argparse.ArgumentParser:
     add_seed_and_format(s, formats=())
     s.set_defaults(func=cmd_simulate)
 
+    from ddtree_bayes.cli import cards as cli_cards
     from ddtree_bayes.cli import decisions as cli_decisions
+    from ddtree_bayes.cli import hardware as cli_hardware
     from ddtree_bayes.cli import living as cli_living
 
     cli_living.register(sub)
     cli_decisions.register(sub)
+    cli_hardware.register(sub)
+    cli_cards.register(sub)
     return parser
 
 

@@ -134,7 +134,8 @@ def _show(path: Path | str) -> str:
 
 
 def _hardware_table(hardware_file: str | None):
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.data import load_hardware
+    """The effective hardware table's rows: the built-in GPUs overlaid by data/hardware.csv
+    (or ``--hardware-file``)."""
+    from ddtree_bayes.core.hardware import hardware_table
 
-    return load_hardware(Path(hardware_file) if hardware_file else paths.data_file("hardware.csv"))
+    return hardware_table(None, hardware_file).rows

@@ -125,8 +125,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
     measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
-    hw_path = Path(args.hardware_file) if args.hardware_file else paths.data_file("hardware.csv")
-    hardware_text = hw_path.read_text()
+    hardware_text = api._hardware_text(None, args.hardware_file)
     stored = P.stored_measurements(previous)
     added, removed = living.changed_rows(stored, measurements)
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)

@@ -208,8 +208,16 @@ def read_records(path: str | Path, text: str | None = None
     return _read_csv(str(path), text)
 
 
+#: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
+HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
+                    "dense_fp4_tflops")
+
+
 def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:
-    """Read the hardware table: ``{hardware: row}`` (from ``text`` if given)."""
+    """Read and validate one hardware table: ``{hardware: row}`` (from ``text`` if given).
+
+    The table a run uses is the built-in one overlaid by the user's
+    (:func:`ddtree_bayes.core.hardware.hardware_table`)."""
     path = str(path)
     _, header, body = _read_csv(path, text)
     for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
@@ -227,8 +235,39 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
         if name in table:
             raise DataError(f"duplicate hardware {name!r}", file=path, row=i, column="hardware",
                             fix="keep one row per GPU")
+        for col in HARDWARE_NUMBERS:
+            value = _number(path, i, col, row.get(col, ""))
+            if value is None and col == "mem_bw_tb_s":
+                raise DataError("empty value", file=path, row=i, column=col,
+                                fix="fill in the memory bandwidth per GPU in TB/s, with its source")
+            if value is not None and value <= 0:
+                raise DataError(f"must be > 0, got {row[col]}", file=path, row=i, column=col,
+                                fix="write a positive number (leave a peak blank if unknown)")
         table[name] = row
     return table
+
+
+#: A table of at most this many GPUs is listed whole in an unknown-hardware error.
+LIST_ALL_BELOW = 13
+
+
+def unknown_hardware_fix(name: str, hardware) -> str:
+    """The fix of an unknown GPU name: the table's names when it is short, else the closest
+    ones and the command that lists them all.
+
+    >>> unknown_hardware_fix("h300", ["b300", "h100", "h200"])[:54]
+    'use a name from the hardware table (b300, h100, h200) '
+    """
+    import difflib
+
+    names = sorted(hardware)
+    add = f"add a row for {name!r} to data/hardware.csv (mem_bw_tb_s, interconnect, source)"
+    if len(names) < LIST_ALL_BELOW:
+        return f"use a name from the hardware table ({', '.join(names)}) or {add}"
+    close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)
+    hint = f"closest: {', '.join(close)}; " if close else ""
+    return (f"use one of the {len(names)} GPUs `ddtree-bayes hardware list` shows ({hint}names are "
+            f"case-sensitive) or {add}")
 
 
 def _number(path: str, row: int, column: str, raw: str, *, integer: bool = False) -> float | None:
@@ -278,9 +317,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                         fix="write the context length in tokens, or leave it blank")
     if values["hardware"] not in hardware:
         raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
-                        column="hardware",
-                        fix="use a name from data/hardware.csv (" + ", ".join(sorted(hardware))
-                        + ") or add the GPU there")
+                        column="hardware", fix=unknown_hardware_fix(values["hardware"], hardware))
     for col in ("engine", "method"):
         if not NAME_RE.fullmatch(values[col]):
             raise DataError(f"{values[col]!r} is not a lowercase name", file=path, row=row,

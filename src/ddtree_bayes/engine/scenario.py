@@ -17,6 +17,7 @@ from ddtree_bayes.core.data import (
     TREE_METHODS,
     derive_verify_tokens,
     system_label,
+    unknown_hardware_fix,
 )
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, load_methods, max_accept
@@ -213,7 +214,7 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
         if hardware not in table:
             raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
                              "nor in the hardware table",
-                             fix="use a GPU from data/hardware.csv: " + ", ".join(sorted(table)))
+                             fix=unknown_hardware_fix(hardware, table) + ", then re-fit")
         if not multi and not parse_priors(draws.priors_toml, "priors stored in the fit").transfer:
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")

@@ -29,6 +29,7 @@ from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.configs import scatter_parts
 from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.hardware import hardware_table
 from ddtree_bayes.workflows.validation import (
     BASELINE_BAND,
     Inputs,
@@ -242,7 +243,7 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
     if not files:
         raise DataError("no public sweep files", file="data/public/",
                         fix="pass sweep CSVs with --sweeps, or run from the repository root")
-    hardware_csv = paths.data_file("hardware.csv", workdir).read_text()
+    hardware_csv = hardware_table(workdir).text
     models_csv = paths.data_file("models.csv", workdir).read_text()
     priors = load_priors(priors_path or paths.priors_file(workdir))
     priors_toml = priors.text

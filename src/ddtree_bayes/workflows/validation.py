@@ -23,6 +23,7 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
 from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.hardware import hardware_table
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.refit import refit_data
@@ -307,7 +308,7 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
     from ddtree_bayes.core import paths
 
     data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
-    hw_text = paths.data_file("hardware.csv", workdir).read_text()
+    hw_text = hardware_table(workdir).text
     inputs = Inputs(data.text, cfg.text, hw_text, data.path,
                     paths.data_file("models.csv", workdir).read_text())
     folds = make_folds(data, group)
@@ -412,10 +413,9 @@ def sbc(data_path: str | Path | None = None, priors_path: str | Path | None = No
     """Simulation-based calibration on the data file's design (its rows' M, context and
     acceptance): ``replicates`` prior draws, each simulated, fitted and ranked."""
     from ddtree_bayes import api
-    from ddtree_bayes.core import paths
 
     data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
-    inputs = Inputs(data.text, cfg.text, paths.data_file("hardware.csv", workdir).read_text(),
+    inputs = Inputs(data.text, cfg.text, hardware_table(workdir).text,
                     data.path)
     settings = settings or SamplerSettings()
     t0 = time.perf_counter()

@@ -20,6 +20,7 @@ from ddtree_bayes.core.data import (
     load_measurements,
     parse_row,
     read_records,
+    unknown_hardware_fix,
 )
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
 from ddtree_bayes.core.methods import MethodSpec
@@ -231,8 +232,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if values.get("hardware") and values["hardware"] not in hardware:
                     raise DataError(f"unknown hardware {values['hardware']!r}", file=item.origin,
                                     row=line, column="hardware",
-                                    fix="use a name from data/hardware.csv ("
-                                        + ", ".join(sorted(hardware)) + ") or add the GPU there")
+                                    fix=unknown_hardware_fix(values["hardware"], hardware))
                 if item.values.get("gpus") is None and values.get("hardware"):
                     values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line,
                                                values.get("model"))

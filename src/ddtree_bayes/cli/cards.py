@@ -1,0 +1,136 @@
+"""``card add``: a model card (and drafter cards) from a config.json or a GGUF file.
+
+Prints what it derived and writes the rows to data/models.csv / data/drafters.csv (``--dry-run``
+prints only). The library side is ``workflows.cards``; ``--format json`` is described by
+``schemas/card-add.schema.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ddtree_bayes.cli.args import add_format, real
+from ddtree_bayes.cli.output import _json, _show
+from ddtree_bayes.core.errors import InputError
+
+
+def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list[dict]) -> list[str]:
+    if facts.get("architecture") == "eagle3":
+        (d,) = drafters
+        return [f"drafter {d['drafter']} (EAGLE-3 head for {d['target_model']}) from {source}:",
+                f"  layers            {d['layers']}, hidden {d['hidden_size']}, MLP "
+                f"{d['intermediate_size']}",
+                f"  parameters        {facts['params']:,} own ({d['params_b']} B); reads the "
+                "target's embedding, has its own lm_head",
+                f"  draft vocabulary  {facts['draft_vocab']:,} of {facts['vocab_size']:,}",
+                f"  bytes per weight  {d['bytes_per_weight']}"]
+    moe = facts["experts"]
+    lines = [f"card {name} from {source}:",
+             f"  architecture      {facts['architecture']}: {'MoE' if moe else 'dense'}, "
+             f"{facts['layers']} layers, hidden {facts['hidden_size']:,}, vocab "
+             f"{facts['vocab_size']:,}",
+             f"  attention         {facts['attention'] or '-'}",
+             f"  parameters        {card['params_total_b']} B total, {card['params_active_b']} B "
+             f"active ({(facts['params_active'] - facts['embedding_params']) / 1e9:.4f} B without "
+             "the input embedding, of which a token reads one row)",
+             f"                    input embedding {facts['embedding_params']:,}; lm_head "
+             + ("tied to it" if facts["tied_embeddings"] else f"{facts['lm_head_params']:,}")]
+    if moe:
+        lines.append(f"  experts           {moe} routed, top-{facts['experts_topk']}, "
+                     f"{facts['shared_experts']} shared")
+    lines += [f"  weights           {facts['storage']}",
+              f"  bytes per weight  {card['bytes_per_weight']} over the active weights (the "
+              f"whole file: {facts['file_bytes_per_weight']:.4g})",
+              f"  compute dtype     {card['compute_dtype']}"]
+    if facts.get("kv_bytes_per_token") is not None:
+        lines.append(f"  KV cache          {facts['kv_bytes_per_token']:,} bytes per token = "
+                     f"{facts['kv_formula']}")
+    lines += [f"  MTP drafter       {d['drafter']}: {d['layers']} layer(s), {d['params_b']} B own "
+              "(shares the embedding and lm_head)" for d in drafters]
+    return lines
+
+
+def cmd_card_add(args: argparse.Namespace) -> int:
+    from ddtree_bayes.workflows import cards
+
+    if bool(args.hf_config) == bool(args.gguf):
+        raise InputError("give one file: --hf-config PATH or --gguf PATH",
+                         fix="e.g. ddtree-bayes card add --hf-config ./my-model/config.json")
+    if args.gguf and args.target:
+        raise InputError("--target names the model an EAGLE-3 draft config drafts for",
+                         fix="drop --target with --gguf")
+    if args.hf_config:
+        derived = cards.derive_from_hf_config(
+            args.hf_config, name=args.name, target=args.target, compute_dtype=args.compute_dtype,
+            bytes_per_weight=args.bytes_per_weight)
+    else:
+        size = Path(args.gguf).stat().st_size if Path(args.gguf).is_file() else 0
+        if size > 1e9 and args.format == "table":
+            print(f"ddtree-bayes: note: reading {args.gguf}'s header and hashing its "
+                  f"{size / 1e9:.1f} GB for the card's source (sha256)", file=sys.stderr)
+        derived = cards.derive_from_gguf(args.gguf, name=args.name,
+                                         compute_dtype=args.compute_dtype,
+                                         bytes_per_weight=args.bytes_per_weight)
+    models = Path(args.models_file) if args.models_file else Path("data") / "models.csv"
+    drafters = Path(args.drafters_file) if args.drafters_file else Path("data") / "drafters.csv"
+    planned = ([(models, "model", derived.card)] if derived.card else []) + \
+        [(drafters, "drafter", d) for d in derived.drafters]
+    conflicts: list[dict] = [{"file": str(f), "name": row[key], "row": r}
+                             for f, key, row in planned
+                             if (r := cards.existing_row(f, key, row[key])) is not None]
+    written = [] if args.dry_run else cards.write_cards(derived, models, drafters,
+                                                       replace=args.replace)
+    source = (derived.card or derived.drafters[0])["source"]
+    name = derived.card["model"] if derived.card else derived.drafters[0]["drafter"]
+    if args.format == "json":
+        _json({"dry_run": bool(args.dry_run), "model_card": derived.card or None,
+               "drafters": derived.drafters, "derived": derived.facts,
+               "written": [w.__dict__ for w in written],
+               "conflicts": conflicts if args.dry_run else []})
+        return 0
+    print("\n".join(_facts_lines(name, source, derived.facts, derived.card, derived.drafters)))
+    if args.dry_run:
+        where = "; ".join(f"{_show(c['file'])} already has {c['name']!r} (row {c['row']}: "
+                          "writing needs --replace)" for c in conflicts)
+        print(f"dry run: nothing written{' - ' + where if where else ''}")
+    for w in written:
+        how = "replaced" if w.replaced else "wrote"
+        made = " (created" + (" from the bundled cards)" if w.file.endswith("models.csv") else ")")
+        print(f"{how} {_show(w.file)} row {w.row} ({w.name}){made if w.created else ''}")
+    return 0
+
+
+def register(sub) -> None:
+    """Add ``card`` (with its ``add`` subcommand) to the main parser's subcommands."""
+    c = sub.add_parser("card", help="model and drafter cards from config.json or GGUF files",
+                       description="Model cards (data/models.csv: parameters, layers, experts, "
+                                   "bytes per weight, compute dtype, KV bytes per token) and "
+                                   "drafter cards (data/drafters.csv), derived from the files "
+                                   "a model ships with.")
+    csub = c.add_subparsers(dest="card_command", required=True, metavar="SUBCOMMAND")
+    a = csub.add_parser(
+        "add", help="derive a card from a config.json or GGUF file and write it",
+        description="Read a Hugging Face config.json (--hf-config: the file or its folder) or a "
+                    "GGUF file's header (--gguf; the gguf package, no weights loaded), count the "
+                    "parameters from the tensor shapes (total; active: routed experts at top-k / "
+                    "experts), work out bytes per weight from the quantisation (quantization_"
+                    "config, or each GGUF tensor's type), print it all and write the row, sourced "
+                    "by the file's name and sha256. An EAGLE-3 draft config gives a drafter row; "
+                    "MTP layers a config declares give one too.")
+    a.add_argument("--hf-config", metavar="PATH", help="a config.json, or a folder with one")
+    a.add_argument("--gguf", metavar="PATH", help="a .gguf model file (the first shard)")
+    a.add_argument("--name", help="the card's name (default: from the file)")
+    a.add_argument("--target", help="for an EAGLE-3 draft config: the model card it drafts for")
+    a.add_argument("--compute-dtype", choices=("bf16", "fp8", "fp4"),
+                   help="the precision the matmuls run in (default: from the quantisation: "
+                        "fp8 / fp4 when activations are quantised too, else bf16)")
+    a.add_argument("--bytes-per-weight", type=real(0.01, 8, "give bytes per weight, e.g. 0.56"),
+                   help="override the derived bytes per weight (a scheme card add cannot read)")
+    a.add_argument("--models-file", help="model cards to write (default: data/models.csv, "
+                                         "created from the bundled cards when absent)")
+    a.add_argument("--drafters-file", help="drafter cards to write (default: data/drafters.csv)")
+    a.add_argument("--replace", action="store_true", help="overwrite a card of the same name")
+    a.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
+    add_format(a, ("table", "json"))
+    a.set_defaults(func=cmd_card_add)

@@ -1,0 +1,102 @@
+"""The hardware table a run uses: the built-in GPUs, overlaid by the user's own rows.
+
+The package ships a sourced table of the GPUs people run inference on (``_bundled/hardware.csv``,
+a copy of the repository's ``data/hardware.csv``). A working directory's ``data/hardware.csv``
+(or ``--hardware-file``) need only hold what differs: a row whose ``hardware`` name is built in
+replaces that GPU's row whole, a new name adds a GPU. Both files are validated on their own, so
+an error names the file, row and column the user typed. The effective table is what a fit
+stores (:attr:`HardwareTable.text`); it is the built-in text unchanged when the user's file
+adds nothing to it. numpy-free: the standard library only.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.core import paths
+from ddtree_bayes.core.data import load_hardware, read_records
+
+#: Where a row of the effective table came from.
+BUILT_IN, ADDED, OVERRIDES = "built-in", "user", "user-override"
+
+
+@dataclass(frozen=True)
+class HardwareTable:
+    """The effective hardware table: ``rows`` by name, where each came from, and its CSV text.
+
+    ``origins[name]`` is :data:`BUILT_IN`, :data:`ADDED` (a GPU only the user's file has) or
+    :data:`OVERRIDES` (the user's row replaces a built-in row with other values; a user row
+    identical to the built-in one stays :data:`BUILT_IN`). ``user_file`` is None without one.
+    """
+
+    rows: dict[str, dict[str, str]]
+    origins: dict[str, str]
+    header: tuple[str, ...]
+    text: str
+    user_file: str | None
+
+
+def user_hardware_file(workdir: str | Path | None = None,
+                       hardware_file: str | Path | None = None) -> Path | None:
+    """The user's hardware table: ``hardware_file`` if given, else ``<workdir>/data/hardware.csv``
+    when it exists, else None (the built-in table alone)."""
+    if hardware_file:
+        return Path(hardware_file)
+    local = paths.data_file("hardware.csv", workdir)
+    return None if local == paths.bundled("hardware.csv") else local
+
+
+def hardware_table(workdir: str | Path | None = None,
+                   hardware_file: str | Path | None = None) -> HardwareTable:
+    """The built-in table overlaid by the user's (see :func:`user_hardware_file`).
+
+    >>> table = hardware_table(workdir="/nonexistent")
+    >>> table.user_file is None, table.origins["rtx-4090"], table.rows["rtx-4090"]["mem_bw_tb_s"]
+    (True, 'built-in', '1.008')
+    """
+    return merge_tables(user_hardware_file(workdir, hardware_file))
+
+
+def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
+                 ) -> HardwareTable:
+    """Validate the built-in table and ``user_file`` (each with its own file, row and column in
+    errors), then overlay the user's rows on the built-in ones by name."""
+    builtin_path = Path(builtin) if builtin is not None else paths.bundled("hardware.csv")
+    builtin_text, builtin_header, _ = read_records(builtin_path)
+    base = load_hardware(builtin_path, text=builtin_text)
+    header = list(builtin_header)
+    if user_file is None:
+        return HardwareTable(base, dict.fromkeys(base, BUILT_IN), tuple(header), builtin_text, None)
+    user_path = str(user_file)
+    own = load_hardware(user_path)
+    _, user_header, _ = read_records(user_path)
+    header += [h for h in user_header if h and h not in header]
+    rows = dict(base)
+    origins = dict.fromkeys(base, BUILT_IN)
+    for name, row in own.items():
+        if name not in base:
+            origins[name] = ADDED
+        elif _cells(row, header) != _cells(base[name], header):
+            origins[name] = OVERRIDES
+        rows[name] = row
+    if all(o == BUILT_IN for o in origins.values()) and len(header) == len(builtin_header):
+        text = builtin_text   # the user's file adds nothing: the fit stores the built-in text
+    else:
+        text = _csv_text(header, rows)
+    return HardwareTable(rows, origins, tuple(header), text, user_path)
+
+
+def _cells(row: dict[str, str], header: list[str]) -> tuple[str, ...]:
+    return tuple(row.get(h, "") for h in header)
+
+
+def _csv_text(header: list[str], rows: dict[str, dict[str, str]]) -> str:
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    for row in rows.values():
+        writer.writerow(_cells(row, header))
+    return buf.getvalue()

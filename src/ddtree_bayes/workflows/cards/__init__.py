@@ -1,0 +1,113 @@
+"""Model and drafter cards from the files a user already has: a Hugging Face config.json or a
+GGUF file (``ddtree-bayes card add``).
+
+``shapes``     a model as weight tensors (shared by both readers)
+``hf_config``  config.json -> tensors (Llama, Qwen2/3 dense and MoE, Qwen3-Next / Qwen3.5 GDN
+               hybrids, DeepSeek-V2/V3 / Kimi K2 MLA, Mixtral)
+``gguf_file``  a GGUF header -> tensors with their stored types and bytes (the gguf package)
+``quant``      bytes per weight from quantization_config (AWQ, GPTQ, FP8, compressed-tensors,
+               modelopt, bitsandbytes)
+``rows``       -> the model-card row, drafter rows (EAGLE-3 heads, MTP layers)
+``store``      writing data/models.csv and data/drafters.csv: lock, refuse or replace, atomic
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.cards.hf_config import read_config, shape_from_config
+from ddtree_bayes.workflows.cards.quant import Scheme, scheme_from_config
+from ddtree_bayes.workflows.cards.rows import (
+    CARD_HEADER,
+    DRAFTER_HEADER,
+    Derived,
+    card_name,
+    eagle3_drafter,
+    file_label,
+    is_eagle3,
+    model_card,
+    sha256_of,
+)
+from ddtree_bayes.workflows.cards.store import Written, existing_row, plan_text, write_rows
+
+__all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "derive_from_gguf",
+           "derive_from_hf_config", "existing_row", "write_cards"]
+
+
+def _source(path: Path) -> str:
+    return f"{file_label(path)} (sha256 {sha256_of(path)})"
+
+
+def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: str | None = None,
+                          compute_dtype: str | None = None,
+                          bytes_per_weight: float | None = None) -> Derived:
+    """The card rows a config.json gives: a model card (plus its MTP drafter row when the
+    config declares MTP layers), or, for an EAGLE-3 draft config, a drafter row (``target``
+    names the model card it drafts for)."""
+    cfg, file = read_config(path)
+    source = _source(file)
+    default = cfg.get("_name_or_path") or file.resolve().parent.name
+    if target and not is_eagle3(cfg):
+        raise InputError("--target is for an EAGLE-3 draft config, and this is a model's",
+                         file=str(file), fix="drop --target")
+    if is_eagle3(cfg):
+        if not target:
+            raise InputError("an EAGLE-3 draft config: which model does it draft for?",
+                             file=str(file), fix="say which with --target NAME (its card)")
+        return eagle3_drafter(card_name(name or default or ""), card_name(target, "--target"),
+                              cfg, source)
+    if not (name or default):
+        raise InputError("cannot tell the model's name from the file", file=str(file),
+                         fix="give --name NAME")
+    shape = shape_from_config(cfg, str(file))
+    scheme = scheme_from_config(cfg, str(file))
+    return model_card(card_name(name or default), shape, scheme, source,
+                      compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
+
+
+def derive_from_gguf(path: str | Path, *, name: str | None = None,
+                     compute_dtype: str | None = None,
+                     bytes_per_weight: float | None = None) -> Derived:
+    """The card rows of a GGUF file: its tensors' own types give the true bytes per weight."""
+    from ddtree_bayes.workflows.cards.gguf_file import shape_from_gguf
+
+    file = Path(path)
+    shape, meta = shape_from_gguf(file)
+    types = sorted({t.storage for t in shape.tensors if t.linear and not t.mtp})
+    scheme = Scheme(f"GGUF per-tensor types ({', '.join(types)}; bytes read from the tensor "
+                    "table)")
+    default = name or file.stem
+    derived = model_card(card_name(default), shape, scheme, _source(file),
+                         compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
+    derived.facts["gguf_name"] = meta.get("name")
+    derived.facts["tensor_types"] = types
+    return derived
+
+
+def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
+                replace: bool) -> list[Written]:
+    """Write the derived rows (a model card to ``models_file``, created from the bundled cards
+    when absent; drafter rows to ``drafters_file``). Both files are checked before either is
+    written: a refused name or an invalid file writes nothing."""
+    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    plans: list[tuple[Path, str, str, list[dict[str, str]], Callable | None]] = []
+    if derived.card:
+        plans.append((models_file, bundled("models.csv").read_text(), "model", [derived.card],
+                      lambda p, text: load_model_cards(p, text=text)))
+    if derived.drafters:
+        plans.append((drafters_file, ",".join(DRAFTER_HEADER) + "\n", "drafter",
+                      derived.drafters, None))
+    for path, seed, key, rows, check in plans:      # every refusal before any write
+        if path.exists() and not path.is_file():
+            raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
+        text, _ = plan_text(path, seed, key, rows, replace=replace)
+        if check is not None:
+            check(str(path), text)
+    written: list[Written] = []
+    for path, seed, key, rows, check in plans:
+        written += write_rows(path, seed, key, rows, replace=replace, check=check)
+    return written

@@ -1,0 +1,149 @@
+"""A GGUF file's header -> its weight tensors, each with its stored type and byte size.
+
+Read with ``gguf.GGUFReader`` from the ``gguf`` package llama.cpp publishes (``pip install
+'ddtree-bayes[gguf]'``): it memory-maps the file and parses the key-value metadata and the
+tensor table; no tensor data is read. Key names are llama.cpp's (``gguf-py/gguf/constants.py``
+``Keys.LLM`` / ``Keys.Attention``: ``{arch}.block_count``, ``{arch}.attention.head_count_kv``,
+``{arch}.expert_used_count``, ...); tensor names are its ``MODEL_TENSOR`` names
+(``token_embd``, ``blk.N.attn_q``, ``blk.N.ffn_gate_exps``, ``output``, ...). A tensor's bytes
+are ``n_elements x type_size / block_size`` of its ``GGMLQuantizationType``
+(``GGML_QUANT_SIZES``): Q4_K 144 bytes per 256 weights = 4.5 bits, Q6_K 210 per 256 = 6.5625.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+
+BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
+ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")
+
+
+def _reader(path: Path):
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise InputError("reading a GGUF file needs the gguf package (llama.cpp's gguf-py)",
+                         fix="pip install 'ddtree-bayes[gguf]' (or pip install gguf)") from None
+    if not path.is_file():
+        raise InputError("file not found" if not path.exists() else "not a file",
+                         file=str(path), fix="pass a .gguf model file")
+    try:
+        return GGUFReader(str(path))
+    except (ValueError, OSError, KeyError, IndexError) as err:
+        raise InputError(f"not a readable GGUF file: {err}", file=str(path),
+                         fix="pass a complete .gguf file (the first shard of a split model)") from None
+
+
+def _field(reader, key: str):
+    f = reader.fields.get(key)
+    return None if f is None else f.contents()
+
+
+def _kind(name: str) -> str:
+    if name.startswith("token_embd"):
+        return "embedding"
+    if name.startswith("output."):
+        return "lm_head"
+    tail = BLOCK.match(name)
+    part = tail.group(2) if tail else name
+    if "norm" in part:
+        return "norm"
+    if "_exps" in part:
+        return "expert"
+    if "shexp" in part:
+        return "shared_expert"
+    if part.startswith("ffn_gate_inp") or part.startswith("exp_probs_b"):
+        return "router"
+    if part.startswith("ffn_"):
+        return "mlp"
+    if part.startswith("ssm_"):
+        return "linear_attention"
+    if ATTENTION.match(part):
+        return "attention"
+    return "other"
+
+
+def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
+    """The tensors and architecture of a GGUF file, and the metadata it was read from."""
+    path = Path(path)
+    reader = _reader(path)
+    arch = _field(reader, "general.architecture")
+    if not arch:
+        raise InputError("no general.architecture in the header", file=str(path),
+                         fix="pass a model GGUF file (not a vocabulary or adapter file)")
+
+    def key(name: str):
+        return _field(reader, name.format(arch=arch))
+
+    blocks = key("{arch}.block_count")
+    hidden = key("{arch}.embedding_length")
+    if not blocks or not hidden:
+        raise InputError(f"no {arch}.block_count / {arch}.embedding_length in the header",
+                         file=str(path), fix="pass a model GGUF file")
+    nextn = int(key("{arch}.nextn_predict_layers") or 0)
+    layers = int(blocks) - nextn
+    experts = key("{arch}.expert_count")
+    topk = key("{arch}.expert_used_count")
+    tensors: list[Tensor] = []
+    hybrid_layers = set()
+    vocab = key("{arch}.vocab_size")
+    for t in reader.tensors:
+        name = str(t.name)
+        kind = _kind(name)
+        m = BLOCK.match(name)
+        layer = int(m.group(1)) if m else None
+        if kind == "linear_attention" and layer is not None:
+            hybrid_layers.add(layer)
+        if kind == "embedding" and not vocab:
+            vocab = int(max(t.shape))
+        active = (int(topk) / int(experts)) if kind == "expert" and experts and topk else 1.0
+        tensors.append(Tensor(name, tuple(int(d) for d in reversed(t.shape.tolist())), kind,
+                              linear=kind not in ("norm", "embedding"),
+                              active=active, mtp=layer is not None and layer >= layers,
+                              nbytes=int(t.n_bytes), storage=t.tensor_type.name))
+    heads = _int(key("{arch}.attention.head_count"))
+    kv_heads = _int(key("{arch}.attention.head_count_kv"))
+    head_dim = _int(key("{arch}.attention.key_length")) or (int(hidden) // heads if heads else None)
+    shape = ModelShape(architecture=str(arch), tensors=tensors, layers=layers,
+                       hidden_size=int(hidden), vocab_size=int(vocab or 0),
+                       heads=_int(heads), kv_heads=_int(kv_heads) or _int(heads),
+                       head_dim=_int(head_dim), experts=_int(experts), experts_topk=_int(topk),
+                       shared_experts=int(key("{arch}.expert_shared_count") or 0),
+                       tied_embeddings=not any(t.kind == "lm_head" for t in tensors),
+                       mtp_layers=nextn,
+                       intermediate_size=_int(key("{arch}.expert_feed_forward_length")
+                                              or key("{arch}.feed_forward_length")))
+    if shape.experts and not shape.shared_experts and any(t.kind == "shared_expert"
+                                                          for t in tensors):
+        shape.shared_experts = 1
+    rank = key("{arch}.attention.kv_lora_rank")
+    if rank:
+        rope = int(key("{arch}.rope.dimension_count") or 0)
+        shape.attention = f"MLA (kv_lora_rank {rank} + rope dims {rope}), {heads} heads"
+        shape.kv_bytes_per_token = (int(rank) + rope) * layers * 2
+        shape.kv_formula = f"({rank} + {rope}) x {layers} layers x 2 bytes"
+    elif heads and kv_heads is not None:
+        full = layers - len({i for i in hybrid_layers if i < layers})
+        kind = "MHA" if shape.kv_heads == shape.heads else "GQA"
+        shape.attention = (f"{kind} {heads} q heads / {shape.kv_heads} kv heads, head_dim "
+                           f"{head_dim}" if full == layers else
+                           f"hybrid: {layers - full} linear-attention + {full} full-attention "
+                           f"layers, {heads} q heads / {shape.kv_heads} kv heads, head_dim "
+                           f"{head_dim}")
+        shape.kv_bytes_per_token = 2 * full * int(shape.kv_heads or 0) * int(head_dim or 0) * 2
+        shape.kv_formula = (f"2 x {full} layers x {shape.kv_heads} kv heads x {head_dim} x 2 "
+                            "bytes (f16 cache)")
+    metadata = {"name": _field(reader, "general.name"), "file_type": _field(reader, "general.file_type"),
+                "architecture": arch}
+    return shape, metadata
+
+
+def _int(value) -> int | None:
+    """A metadata number; a per-layer array (some architectures) as its largest entry."""
+    if isinstance(value, list):
+        value = max(value) if value else None
+    return None if value in (None, "") else int(value)

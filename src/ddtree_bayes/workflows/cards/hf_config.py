@@ -1,0 +1,303 @@
+"""A Hugging Face ``config.json`` -> the weight tensors its architecture implies.
+
+Supported families (``model_type``): Llama / Mistral, Qwen2 / Qwen3 (dense and MoE, with or
+without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full attention),
+DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
+layers), Mixtral. The shapes follow the families' modeling code in huggingface/transformers
+(``models/<family>/modeling_<family>.py``); every count is the product of config fields, so a
+card's numbers can be checked by hand (tests/test_cards.py does, against published totals).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+
+LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
+QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
+HYBRID = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
+MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
+SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | MLA | {"mixtral"})
+#: Families whose q, k and v projections always carry a bias.
+QKV_BIAS = {"qwen2", "qwen2_moe"}
+#: Families with a per-head RMSNorm on q and k.
+QK_NORM = {"qwen3", "qwen3_moe"} | HYBRID
+
+
+def read_config(path: str | Path) -> tuple[dict, Path]:
+    """The parsed config.json at ``path`` (a file, or a folder holding one) and its path."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "config.json"
+    if not path.is_file():
+        raise InputError("no config.json there", file=str(path),
+                         fix="pass a model's config.json, or the folder that holds it")
+    try:
+        cfg = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"not a JSON config: {err}", file=str(path),
+                         fix="pass the model's config.json as downloaded") from None
+    if not isinstance(cfg, dict):
+        raise InputError("not a JSON object", file=str(path), fix="pass the model's config.json")
+    return cfg, path
+
+
+def text_config(cfg: dict) -> dict:
+    """The language model's fields: a multimodal config's ``text_config`` (with the top-level
+    tying and quantisation settings), else the config itself."""
+    inner = cfg.get("text_config")
+    if not isinstance(inner, dict):
+        return cfg
+    merged = dict(inner)
+    for key in ("tie_word_embeddings", "quantization_config", "torch_dtype", "dtype"):
+        if key in cfg and key not in inner:
+            merged[key] = cfg[key]
+    return merged
+
+
+class _Cfg:
+    """Typed access to a config's fields; a missing or wrong one is a one-line error."""
+
+    def __init__(self, cfg: dict, where: str) -> None:
+        self.cfg, self.where = cfg, where
+
+    def whole(self, key: str, default: int | None = None) -> int:
+        value = self.cfg.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            if value is None:
+                raise InputError(f"no {key!r}", file=self.where,
+                                 fix=f"a {self.cfg.get('model_type')} config.json has {key}; "
+                                     "pass the model's own file")
+            raise InputError(f"{key!r} is {value!r}, not a whole number", file=self.where,
+                             fix="pass the model's own config.json")
+        return value
+
+    def optional(self, key: str) -> int | None:
+        value = self.cfg.get(key)
+        return None if value is None else self.whole(key)
+
+    def flag(self, key: str, default: bool = False) -> bool:
+        return bool(self.cfg.get(key, default))
+
+
+def shape_from_config(cfg: dict, where: str) -> ModelShape:
+    """The tensors of the model ``cfg`` describes (``where`` names the file in errors)."""
+    cfg = text_config(cfg)
+    family = str(cfg.get("model_type", ""))
+    if family not in SUPPORTED:
+        raise InputError(f"model_type {family!r} is not one card add knows "
+                         f"({', '.join(SUPPORTED)})", file=where,
+                         fix="write the card's row by hand (docs/cli.md, card add) or use a "
+                             "GGUF file of the model (--gguf)")
+    c = _Cfg(cfg, where)
+    vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
+    tied = c.flag("tie_word_embeddings")
+    tensors = [Tensor("model.embed_tokens", (vocab, hidden), "embedding")]
+    kinds = layer_kinds(cfg, family, layers)
+    mtp = c.whole("num_nextn_predict_layers", 0) or c.whole("mtp_num_hidden_layers", 0)
+    for i in range(layers + mtp):
+        is_mtp = i >= layers
+        prefix = f"model.layers.{i}"
+        block: list[Tensor] = []
+        if is_mtp:   # DeepSeek / Qwen3.5 MTP: norms of embedding and hidden state, a projection
+            block += [Tensor(f"{prefix}.enorm", (hidden,), "norm"),
+                      Tensor(f"{prefix}.hnorm", (hidden,), "norm"),
+                      Tensor(f"{prefix}.eh_proj", (hidden, 2 * hidden), "other", linear=True),
+                      Tensor(f"{prefix}.shared_head.norm", (hidden,), "norm")]
+        kind = "full_attention" if is_mtp else kinds[i]
+        block += (linear_attention(c, prefix, hidden) if kind == "linear_attention"
+                  else attention(c, family, prefix, hidden))
+        block += feed_forward(c, family, prefix, hidden, i)
+        block += [Tensor(f"{prefix}.input_layernorm", (hidden,), "norm"),
+                  Tensor(f"{prefix}.post_attention_layernorm", (hidden,), "norm")]
+        if is_mtp:
+            block = [Tensor(t.name, t.shape, t.kind, t.linear, t.count, t.active, mtp=True)
+                     for t in block]
+        tensors += block
+    tensors.append(Tensor("model.norm", (hidden,), "norm"))
+    if not tied:
+        tensors.append(Tensor("lm_head", (vocab, hidden), "lm_head", linear=True))
+    shape = ModelShape(architecture=family, tensors=tensors, layers=layers, hidden_size=hidden,
+                       vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp)
+    describe_attention(shape, c, family, kinds)
+    describe_experts(shape, c, family)
+    return shape
+
+
+def layer_kinds(cfg: dict, family: str, layers: int) -> list[str]:
+    """``full_attention`` or ``linear_attention`` per layer (hybrids only have the second)."""
+    if family not in HYBRID:
+        return ["full_attention"] * layers
+    types = cfg.get("layer_types")
+    if isinstance(types, list) and len(types) == layers:
+        return ["linear_attention" if t == "linear_attention" else "full_attention"
+                for t in types]
+    interval = int(cfg.get("full_attention_interval", 4))
+    return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
+            for i in range(layers)]
+
+
+def _lin(name: str, out: int, inp: int, kind: str, *, bias: bool = False) -> list[Tensor]:
+    weight = [Tensor(f"{name}", (out, inp), kind, linear=True)]
+    return weight + ([Tensor(f"{name}.bias", (out,), kind)] if bias else [])
+
+
+def attention(c: _Cfg, family: str, prefix: str, hidden: int) -> list[Tensor]:
+    """A full-attention layer: GQA / MHA (optionally gated, with q/k norms), or MLA."""
+    p = f"{prefix}.self_attn"
+    heads = c.whole("num_attention_heads")
+    if family in MLA:
+        nope, rope, v_dim = (c.whole("qk_nope_head_dim"), c.whole("qk_rope_head_dim"),
+                             c.whole("v_head_dim"))
+        kv_rank, q_rank = c.whole("kv_lora_rank"), c.optional("q_lora_rank")
+        q = (_lin(f"{p}.q_a_proj", q_rank, hidden, "attention")
+             + [Tensor(f"{p}.q_a_layernorm", (q_rank,), "norm")]
+             + _lin(f"{p}.q_b_proj", heads * (nope + rope), q_rank, "attention")
+             if q_rank else _lin(f"{p}.q_proj", heads * (nope + rope), hidden, "attention"))
+        return (q + _lin(f"{p}.kv_a_proj_with_mqa", kv_rank + rope, hidden, "attention")
+                + [Tensor(f"{p}.kv_a_layernorm", (kv_rank,), "norm")]
+                + _lin(f"{p}.kv_b_proj", heads * (nope + v_dim), kv_rank, "attention")
+                + _lin(f"{p}.o_proj", hidden, heads * v_dim, "attention"))
+    kv_heads = c.whole("num_key_value_heads", heads)
+    head_dim = c.whole("head_dim", hidden // heads) if c.cfg.get("head_dim") else hidden // heads
+    gate = 2 if family == "qwen3_next" or c.flag("attn_output_gate") else 1
+    qkv_bias = family in QKV_BIAS or c.flag("attention_bias")
+    out = (_lin(f"{p}.q_proj", gate * heads * head_dim, hidden, "attention", bias=qkv_bias)
+           + _lin(f"{p}.k_proj", kv_heads * head_dim, hidden, "attention", bias=qkv_bias)
+           + _lin(f"{p}.v_proj", kv_heads * head_dim, hidden, "attention", bias=qkv_bias)
+           + _lin(f"{p}.o_proj", hidden, heads * head_dim, "attention",
+                  bias=c.flag("attention_bias")))
+    if family in QK_NORM:
+        out += [Tensor(f"{p}.q_norm", (head_dim,), "norm"), Tensor(f"{p}.k_norm", (head_dim,), "norm")]
+    return out
+
+
+def linear_attention(c: _Cfg, prefix: str, hidden: int) -> list[Tensor]:
+    """A Gated DeltaNet layer (transformers ``Qwen3NextGatedDeltaNet``): fused qkvz and ba
+    projections, a depthwise causal conv over q, k, v, per-value-head dt bias and A, a gated
+    RMSNorm over a value head, the output projection."""
+    p = f"{prefix}.linear_attn"
+    k_heads, v_heads = c.whole("linear_num_key_heads"), c.whole("linear_num_value_heads")
+    key_dim = k_heads * c.whole("linear_key_head_dim")
+    v_head_dim = c.whole("linear_value_head_dim")
+    value_dim = v_heads * v_head_dim
+    conv_dim = 2 * key_dim + value_dim
+    return (_lin(f"{p}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, hidden, "linear_attention")
+            + _lin(f"{p}.in_proj_ba", 2 * v_heads, hidden, "linear_attention")
+            + [Tensor(f"{p}.conv1d", (conv_dim, 1, c.whole("linear_conv_kernel_dim")),
+                      "linear_attention"),
+               Tensor(f"{p}.dt_bias", (v_heads,), "linear_attention"),
+               Tensor(f"{p}.A_log", (v_heads,), "linear_attention"),
+               Tensor(f"{p}.norm", (v_head_dim,), "norm")]
+            + _lin(f"{p}.out_proj", hidden, value_dim, "linear_attention"))
+
+
+def _mlp(name: str, hidden: int, inter: int, kind: str, *, bias: bool = False, count: int = 1,
+         active: float = 1.0) -> list[Tensor]:
+    def one(part: str, out: int, inp: int) -> list[Tensor]:
+        w = [Tensor(f"{name}.{part}", (out, inp), kind, linear=True, count=count, active=active)]
+        return w + ([Tensor(f"{name}.{part}.bias", (out,), kind, count=count, active=active)]
+                    if bias else [])
+
+    return one("gate_proj", inter, hidden) + one("up_proj", inter, hidden) + \
+        one("down_proj", hidden, inter)
+
+
+def moe_layer(c: _Cfg, family: str, i: int) -> bool:
+    """Does layer ``i`` hold experts (else a dense MLP)?"""
+    if family in MLA:
+        experts = c.optional("n_routed_experts")
+        return bool(experts) and i >= c.whole("first_k_dense_replace", 0) and \
+            i % c.whole("moe_layer_freq", 1) == 0
+    if family == "mixtral":
+        return True
+    experts = c.optional("num_experts")
+    if not experts or family == "qwen3_5_text":
+        return False
+    only = c.cfg.get("mlp_only_layers") or []
+    return i not in only and (i + 1) % c.whole("decoder_sparse_step", 1) == 0
+
+
+def feed_forward(c: _Cfg, family: str, prefix: str, hidden: int, i: int) -> list[Tensor]:
+    """The layer's dense MLP, or its router, routed experts and shared expert(s)."""
+    p = f"{prefix}.mlp"
+    bias = c.flag("mlp_bias")
+    if not moe_layer(c, family, i):
+        return _mlp(p, hidden, c.whole("intermediate_size"), "mlp", bias=bias)
+    topk = c.whole("num_experts_per_tok")
+    if family == "mixtral":
+        experts = c.whole("num_local_experts")
+        return ([Tensor(f"{prefix}.block_sparse_moe.gate", (experts, hidden), "router")]
+                + _mlp(f"{prefix}.block_sparse_moe.experts.*", hidden, c.whole("intermediate_size"),
+                       "expert", count=experts, active=topk / experts))
+    inter = c.whole("moe_intermediate_size")
+    if family in MLA:
+        experts, shared = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
+        out = [Tensor(f"{p}.gate", (experts, hidden), "router")]
+        if c.cfg.get("topk_method") == "noaux_tc":   # the load-balancing bias of V3 / K2
+            out.append(Tensor(f"{p}.gate.e_score_correction_bias", (experts,), "router"))
+        out += _mlp(f"{p}.experts.*", hidden, inter, "expert", count=experts,
+                    active=topk / experts)
+        if shared:
+            out += _mlp(f"{p}.shared_experts", hidden, shared * inter, "shared_expert")
+        return out
+    experts = c.whole("num_experts")
+    out = [Tensor(f"{p}.gate", (experts, hidden), "router")]
+    out += _mlp(f"{p}.experts.*", hidden, inter, "expert", count=experts, active=topk / experts)
+    shared_inter = c.whole("shared_expert_intermediate_size", 0)
+    if shared_inter:
+        out += _mlp(f"{p}.shared_expert", hidden, shared_inter, "shared_expert")
+        out += _lin(f"{p}.shared_expert_gate", 1, hidden, "shared_expert")
+    return out
+
+
+def describe_attention(shape: ModelShape, c: _Cfg, family: str, kinds: list[str]) -> None:
+    """The card's attention text and KV bytes per token (bf16 / fp16 cache)."""
+    heads = c.whole("num_attention_heads")
+    full = kinds.count("full_attention")
+    shape.heads = heads
+    if family in MLA:
+        rank, rope = c.whole("kv_lora_rank"), c.whole("qk_rope_head_dim")
+        shape.attention = f"MLA (kv_lora_rank {rank} + qk_rope_head_dim {rope}), {heads} heads"
+        shape.kv_bytes_per_token = (rank + rope) * shape.layers * 2
+        shape.kv_formula = f"({rank} + {rope}) x {shape.layers} layers x 2 bytes"
+        return
+    kv_heads = c.whole("num_key_value_heads", heads)
+    head_dim = c.whole("head_dim") if c.cfg.get("head_dim") else shape.hidden_size // heads
+    shape.kv_heads, shape.head_dim = kv_heads, head_dim
+    kind = "MHA" if kv_heads == heads else "GQA"
+    text = f"{kind} {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}"
+    if full < len(kinds):
+        gated = " (gated)" if family == "qwen3_next" or c.flag("attn_output_gate") else ""
+        text = (f"hybrid: {len(kinds) - full} Gated DeltaNet + {full} full-attention layers"
+                f"{gated}, {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}")
+        v_heads = c.whole("linear_num_value_heads")
+        state = v_heads * c.whole("linear_key_head_dim") * c.whole("linear_value_head_dim")
+        conv = (2 * c.whole("linear_num_key_heads") * c.whole("linear_key_head_dim")
+                + v_heads * c.whole("linear_value_head_dim")) * (c.whole("linear_conv_kernel_dim") - 1)
+        shape.notes.append(f"the {len(kinds) - full} Gated DeltaNet layers keep a fixed state "
+                           f"per sequence instead of a KV cache: {state} recurrent + {conv} conv "
+                           "values per layer")
+    shape.attention = text
+    shape.kv_bytes_per_token = 2 * full * kv_heads * head_dim * 2
+    shape.kv_formula = (f"2 x {full} {'full-attention ' if full < len(kinds) else ''}layers x "
+                        f"{kv_heads} kv heads x {head_dim} x 2 bytes")
+
+
+def describe_experts(shape: ModelShape, c: _Cfg, family: str) -> None:
+    if family in MLA and c.optional("n_routed_experts"):
+        shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
+    elif family == "mixtral":
+        shape.experts = c.whole("num_local_experts")
+    elif family in QWEN_MOE or family in {"qwen3_next", "qwen3_5_moe_text"}:
+        shape.experts = c.optional("num_experts")
+        shape.shared_experts = 1 if c.whole("shared_expert_intermediate_size", 0) else 0
+    if shape.experts:
+        shape.experts_topk = c.whole("num_experts_per_tok")
+        shape.intermediate_size = c.whole("moe_intermediate_size") if family != "mixtral" \
+            else c.whole("intermediate_size")
+    else:
+        shape.intermediate_size = c.optional("intermediate_size")

@@ -1,0 +1,253 @@
+"""Bytes per weight from a checkpoint's quantisation: ``quantization_config`` in config.json,
+or the per-tensor types of a GGUF file.
+
+A quantised linear weight of shape (out, in) stores its codes plus the scales (and zero points,
+and index tables) of its scheme; everything else keeps the checkpoint's dtype. The card's
+``bytes_per_weight`` is the byte-weighted average over the weights one token uses (routed
+experts at top_k / experts), because the roofline streams ``active parameters x bytes per
+weight`` per step; the file average (over every weight) is reported beside it.
+
+Conventions (each from the format's own storage layout):
+
+- AWQ (AutoAWQ GEMM/GEMV): ``bits`` per weight + an fp16 scale and a ``bits``-wide packed zero
+  point per group of ``group_size`` inputs and output; lm_head stays in the model dtype.
+- GPTQ (AutoGPTQ / GPTQModel): as AWQ (the packed zero point is stored even when symmetric)
+  plus the int32 ``g_idx`` of every input channel; lm_head stays in the model dtype.
+- FP8 (``quant_method: fp8``, DeepSeek-V3 / transformers FineGrainedFP8): 1 byte per weight +
+  an fp32 scale per ``weight_block_size`` block (one per tensor without blocks); lm_head kept.
+- compressed-tensors: ``num_bits`` per weight + a scale per tensor / output channel / group /
+  block (``scale_dtype``, else the model dtype; fp8 for NVFP4's ``tensor_group``, which adds
+  one fp32 global scale per tensor) + a zero point per scale when asymmetric; ``ignore`` kept.
+- modelopt (NVIDIA TensorRT Model Optimizer): FP8 = 1 byte + fp32 per-tensor scales; NVFP4 =
+  4 bits + an fp8 scale per 16 weights + fp32 global scales; ``exclude_modules`` kept.
+- bitsandbytes: 4-bit = 4 bits + an fp32 absmax per 64 weights (8-bit absmax + fp32 per 256
+  blocks with double quantisation); 8-bit = 1 byte + an fp32 scale per output row.
+
+Routers (an MoE layer's gate, < 0.1% of a model's weights) are counted at the model dtype
+under every scheme.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+import re
+from dataclasses import dataclass, field
+
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+SCALE_BITS = {"torch.float8_e4m3fn": 8, "float8_e4m3fn": 8, "torch.bfloat16": 16,
+              "torch.float16": 16, "bfloat16": 16, "float16": 16, "torch.float32": 32,
+              "float32": 32}
+
+
+@dataclass
+class Scheme:
+    """How a checkpoint stores its weights: ``bits(t)`` of a quantised linear weight, which
+    weights are quantised, the dtype of the rest, and the matmul precision it implies."""
+
+    label: str
+    dtype_bytes: float = 2.0
+    compute_dtype: str = "bf16"
+    quantised_bits: object = None        # callable (Tensor) -> total bits of one copy
+    skip: list[str] = field(default_factory=list)
+    skip_lm_head: bool = True
+    notes: list[str] = field(default_factory=list)
+
+    def is_quantised(self, t: Tensor) -> bool:
+        if self.quantised_bits is None or not t.linear or t.kind == "router":
+            return False
+        if t.kind == "lm_head" and self.skip_lm_head:
+            return False
+        return not any(_matches(p, t.name) for p in self.skip)
+
+    def nbytes(self, t: Tensor) -> float:
+        """Bytes of one copy of ``t``."""
+        if t.nbytes is not None:           # read from the file (GGUF)
+            return t.nbytes / t.count
+        if self.is_quantised(t):
+            return self.quantised_bits(t) / 8  # type: ignore[operator]
+        return math.prod(t.shape) * self.dtype_bytes
+
+
+def _matches(pattern: str, name: str) -> bool:
+    """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix."""
+    if pattern.startswith("re:"):
+        return re.search(pattern[3:], name) is not None
+    if any(ch in pattern for ch in "*?["):
+        return fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(name, f"*{pattern}")
+    return name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
+
+
+def dtype_bytes(cfg: dict) -> tuple[float, str]:
+    name = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16").replace("torch.", "")
+    return float(DTYPE_BYTES.get(name, 2)), name
+
+
+def _group(value, inp: int) -> int:
+    value = int(value) if value not in (None, "") else -1
+    return inp if value <= 0 else value
+
+
+def scheme_from_config(cfg: dict, where: str) -> Scheme:
+    """The storage scheme of a config.json: unquantised (its dtype) or its quantisation."""
+    base, dtype = dtype_bytes(cfg)
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return Scheme(f"{dtype} weights", base)
+    method = str(q.get("quant_method", "")).lower()
+    skip = list(q.get("modules_to_not_convert") or [])
+    if method == "awq":
+        bits, zero = int(q.get("bits") or q.get("w_bit") or 4), bool(q.get("zero_point", True))
+
+        def awq(t: Tensor) -> float:
+            out, inp = t.shape[0], t.shape[-1]
+            g = _group(q.get("group_size", q.get("q_group_size", 128)), inp)
+            return out * inp * (bits + (16 + (bits if zero else 0)) / g)
+
+        g = q.get("group_size", q.get("q_group_size", 128))
+        per_group = f"fp16 scale + int{bits} zero" if zero else "fp16 scale"
+        return Scheme(f"AWQ int{bits} g{g} ({per_group} per group)", base, "bf16", awq, skip)
+    if method == "gptq":
+        bits = int(q.get("bits", 4))
+
+        def gptq(t: Tensor) -> float:
+            out, inp = t.shape[0], t.shape[-1]
+            g = _group(q.get("group_size", 128), inp)
+            return out * inp * (bits + (16 + bits) / g) + 32 * inp
+
+        return Scheme(f"GPTQ int{bits} g{q.get('group_size', 128)} (fp16 scale + packed zero per "
+                      "group, int32 g_idx per input)", base, "bf16", gptq, skip)
+    if method == "fp8":
+        block = q.get("weight_block_size")
+
+        def fp8(t: Tensor) -> float:
+            out, inp = t.shape[0], t.shape[-1]
+            scales = (math.ceil(out / block[0]) * math.ceil(inp / block[1]) if block else 1)
+            return out * inp * 8 + 32 * scales
+
+        act = q.get("activation_scheme")
+        return Scheme(f"FP8 e4m3 weights, fp32 scale per {block[0]}x{block[1]} block"
+                      if block else "FP8 e4m3 weights, fp32 scale per tensor",
+                      base, "fp8" if act else "bf16", fp8, skip)
+    if method == "compressed-tensors":
+        return _compressed_tensors(q, base, where)
+    if method == "modelopt":
+        return _modelopt(q, base, where)
+    if method == "bitsandbytes":
+        return _bitsandbytes(q, base)
+    raise InputError(f"quantization_config quant_method {method or '(none)'!r} is not one card "
+                     "add reads (awq, gptq, fp8, compressed-tensors, modelopt, bitsandbytes)",
+                     file=where, column="quantization_config",
+                     fix="pass --bytes-per-weight with the checkpoint's size / parameters")
+
+
+def _compressed_tensors(q: dict, base: float, where: str) -> Scheme:
+    groups = q.get("config_groups") or {}
+    if not isinstance(groups, dict) or not groups:
+        raise InputError("compressed-tensors config without config_groups", file=where,
+                         column="quantization_config", fix="pass --bytes-per-weight")
+    if len(groups) > 1:
+        raise InputError(f"compressed-tensors config with {len(groups)} config_groups "
+                         "(a mixed scheme)", file=where, column="quantization_config",
+                         fix="pass --bytes-per-weight with the checkpoint's size / parameters")
+    group = next(iter(groups.values()))
+    w = group.get("weights") or {}
+    bits = int(w.get("num_bits", 8))
+    strategy = str(w.get("strategy", "tensor"))
+    symmetric = bool(w.get("symmetric", True))
+    scale_bits = SCALE_BITS.get(str(w.get("scale_dtype")), 8 if strategy == "tensor_group"
+                                else int(base * 8))
+    zero_bits = 0 if symmetric else bits
+    acts = group.get("input_activations")
+    # NVFP4 (tensor_group) keeps an fp32 global scale per weight tensor, and one for its input
+    globals_bits = 32 + (32 if isinstance(acts, dict) and acts.get("strategy") == "tensor_group"
+                         else 0)
+
+    def ct(t: Tensor) -> float:
+        out, inp = t.shape[0], t.shape[-1]
+        codes = out * inp * bits
+        if strategy == "tensor":
+            return codes + scale_bits + zero_bits
+        if strategy == "channel":
+            return codes + out * (scale_bits + zero_bits)
+        if strategy in ("group", "tensor_group"):
+            g = _group(w.get("group_size"), inp)
+            extra = globals_bits if strategy == "tensor_group" else 0
+            return codes + out * math.ceil(inp / g) * (scale_bits + zero_bits) + extra
+        if strategy == "block":
+            bo, bi = w.get("block_structure") or (128, 128)
+            return codes + math.ceil(out / bo) * math.ceil(inp / bi) * (scale_bits + zero_bits)
+        raise InputError(f"compressed-tensors weight strategy {strategy!r} is not known",
+                         file=where, column="quantization_config", fix="pass --bytes-per-weight")
+
+    compute = "bf16"
+    if isinstance(acts, dict) and acts.get("type") == "float":
+        compute = {8: "fp8", 4: "fp4"}.get(int(acts.get("num_bits", 16)), "bf16")
+    kind = w.get("type", "int")
+    size = (f" g{w.get('group_size')}" if strategy in ("group", "tensor_group") else
+            f" {strategy}")
+    return Scheme(f"compressed-tensors {kind}{bits}{size} ({q.get('format', 'packed')})", base,
+                  compute, ct, list(q.get("ignore") or []), skip_lm_head=False)
+
+
+def _modelopt(q: dict, base: float, where: str) -> Scheme:
+    nested = q.get("quantization")
+    inner: dict = nested if isinstance(nested, dict) else q
+    algo = str(inner.get("quant_algo", "")).upper()
+    skip = list(inner.get("exclude_modules") or q.get("exclude_modules") or [])
+    if algo == "FP8":
+        return Scheme("modelopt FP8 (fp32 per-tensor scales)", base, "fp8",
+                      lambda t: t.shape[0] * t.shape[-1] * 8 + 64, skip, skip_lm_head=False)
+    if algo == "NVFP4":
+        g = int(inner.get("group_size", 16))
+        return Scheme(f"modelopt NVFP4 (fp8 scale per {g} weights, fp32 global scales)", base,
+                      "fp4", lambda t: t.shape[0] * t.shape[-1] * (4 + 8 / g) + 64, skip,
+                      skip_lm_head=False)
+    raise InputError(f"modelopt quant_algo {algo or '(none)'!r} is not one card add reads "
+                     "(FP8, NVFP4)", file=where, column="quantization_config",
+                     fix="pass --bytes-per-weight")
+
+
+def _bitsandbytes(q: dict, base: float) -> Scheme:
+    skip = list(q.get("llm_int8_skip_modules") or [])
+    if q.get("load_in_4bit") or q.get("_load_in_4bit"):
+        double = bool(q.get("bnb_4bit_use_double_quant"))
+        extra = 8 / 64 + 32 / (64 * 256) if double else 32 / 64
+        return Scheme(f"bitsandbytes {q.get('bnb_4bit_quant_type', 'nf4')} 4-bit"
+                      f"{' (double quant)' if double else ''}", base, "bf16",
+                      lambda t: t.shape[0] * t.shape[-1] * (4 + extra), skip)
+    return Scheme("bitsandbytes int8", base, "bf16",
+                  lambda t: t.shape[0] * t.shape[-1] * 8 + 32 * t.shape[0], skip)
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    """Bytes of the main model's weights: in the file, and per token (routed experts at top_k /
+    experts); their averages per parameter."""
+
+    total_bytes: float
+    active_bytes: float
+    total_params: int
+    active_params: float
+
+    @property
+    def file_average(self) -> float:
+        return self.total_bytes / self.total_params
+
+    @property
+    def active_average(self) -> float:
+        return self.active_bytes / self.active_params
+
+
+def weight_bytes(shape: ModelShape, scheme: Scheme, *, mtp: bool = False) -> WeightBytes:
+    total = active = 0.0
+    for t in shape.tensors:
+        if t.mtp != mtp:
+            continue
+        b = scheme.nbytes(t) * t.count
+        total += b
+        active += b * t.active
+    return WeightBytes(total, active, shape.total(mtp=mtp), shape.active(mtp=mtp))

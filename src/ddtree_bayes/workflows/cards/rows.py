@@ -1,0 +1,187 @@
+"""A read model -> the rows ``card add`` writes: a model card (data/models.csv) and, where the
+file says so, drafter cards (data/drafters.csv): an EAGLE-3 head's own config, or the MTP
+layers a target config declares (``num_nextn_predict_layers``, ``mtp_num_hidden_layers``)."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.cards.quant import Scheme, dtype_bytes, weight_bytes
+from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+
+#: The model-card columns card add fills (data/models.csv's header).
+CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_size", "experts",
+               "experts_topk", "shared_experts", "bytes_per_weight", "compute_dtype",
+               "kv_bytes_per_token", "attention", "source", "notes")
+#: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
+DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
+                  "intermediate_size", "params_b", "shares_lm_head", "shares_embeddings",
+                  "draft_vocab", "bytes_per_weight", "source", "derived", "notes")
+NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 22), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def file_label(path: Path) -> str:
+    """``<folder>/<file>`` (the folder usually names the model), else the file name."""
+    folder = path.resolve().parent.name
+    return f"{folder}/{path.name}" if folder else path.name
+
+
+def card_name(text: str, flag: str = "--name") -> str:
+    """A card name: lowercase, spaces and slashes as '-' (``Meta-Llama-3.1-8B`` ->
+    ``meta-llama-3.1-8b``).
+
+    >>> card_name("Qwen/Qwen3-30B-A3B"), card_name("DeepSeek V3 Q4_K_M")
+    ('qwen3-30b-a3b', 'deepseek-v3-q4_k_m')
+    """
+    name = re.sub(r"[\s]+", "-", text.strip().split("/")[-1].lower())
+    if not NAME_RE.fullmatch(name):
+        raise InputError(f"{text!r} cannot be a card name", fix=f"give {flag} NAME (lowercase "
+                         "letters, digits and . _ + -)")
+    return name
+
+
+def _b(params: float) -> str:
+    """Billions with 4 decimals, trailing zeros dropped (``8.0303``)."""
+    return f"{params / 1e9:.4f}".rstrip("0").rstrip(".")
+
+
+def _bpw(value: float) -> str:
+    return f"{value:.4f}".rstrip("0").rstrip(".")
+
+
+@dataclass
+class Derived:
+    """What card add derived from one file: the rows and the figures behind them."""
+
+    card: dict[str, str]
+    drafters: list[dict[str, str]]
+    facts: dict
+    lines: list[str] = field(default_factory=list)
+
+
+def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
+               compute_dtype: str | None = None, bytes_per_weight: float | None = None) -> Derived:
+    """The model-card row of ``shape`` stored as ``scheme`` (overrides as given)."""
+    wb = weight_bytes(shape, scheme)
+    bpw = bytes_per_weight if bytes_per_weight is not None else wb.active_average
+    dtype = compute_dtype or scheme.compute_dtype
+    embed, head = shape.by_kind("embedding"), shape.by_kind("lm_head")
+    moe = bool(shape.experts)
+    how = (f"DERIVED by `ddtree-bayes card add` from the tensor shapes: total {wb.total_params:,} "
+           f"parameters (input embedding {embed:,}, "
+           + (f"lm_head {head:,}" if head else "lm_head tied to the embedding")
+           + f", {shape.layers} layers); active {wb.active_params:,.0f} = every weight a token "
+           "uses" + (f", routed experts at {shape.experts_topk}/{shape.experts}" if moe else "")
+           + ", the input embedding counted whole (as published totals count it)")
+    quant = (f"bytes_per_weight given by --bytes-per-weight ({_bpw(bpw)}); the file's own "
+             f"average {_bpw(wb.file_average)}" if bytes_per_weight is not None else
+             f"DERIVED: bytes_per_weight {_bpw(bpw)} = {scheme.label}, averaged over the active "
+             f"weights (the whole file: {_bpw(wb.file_average)} B/weight)")
+    notes = [how, quant]
+    if shape.kv_formula:
+        notes.append(f"DERIVED: kv = {shape.kv_formula}")
+    notes += shape.notes + scheme.notes
+    if shape.mtp_layers:
+        notes.append(f"{shape.mtp_layers} MTP layer(s) not counted here (see data/drafters.csv)")
+    card = {
+        "model": name, "params_total_b": _b(wb.total_params),
+        "params_active_b": _b(wb.active_params), "layers": str(shape.layers),
+        "hidden_size": str(shape.hidden_size),
+        "experts": str(shape.experts) if moe else "",
+        "experts_topk": str(shape.experts_topk) if moe else "",
+        "shared_experts": str(shape.shared_experts) if moe else "",
+        "bytes_per_weight": _bpw(bpw), "compute_dtype": dtype,
+        "kv_bytes_per_token": "" if shape.kv_bytes_per_token is None
+        else str(shape.kv_bytes_per_token),
+        "attention": shape.attention, "source": source, "notes": "; ".join(notes)}
+    facts = {"architecture": shape.architecture, "params_total": wb.total_params,
+             "params_active": round(wb.active_params), "embedding_params": embed,
+             "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,
+             "layers": shape.layers, "hidden_size": shape.hidden_size,
+             "vocab_size": shape.vocab_size, "experts": shape.experts,
+             "experts_topk": shape.experts_topk, "shared_experts": shape.shared_experts,
+             "attention": shape.attention, "kv_bytes_per_token": shape.kv_bytes_per_token,
+             "kv_formula": shape.kv_formula, "storage": scheme.label,
+             "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
+             "compute_dtype": dtype, "mtp_layers": shape.mtp_layers}
+    drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
+    return Derived(card, drafters, facts)
+
+
+def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> dict[str, str]:
+    """The drafter row of a target's own MTP layers (they share its embedding and lm_head)."""
+    wb = weight_bytes(shape, scheme, mtp=True)
+    return {"drafter": f"{name}-mtp", "target_model": name, "method": "mtp", "kind": "mtp",
+            "layers": str(shape.mtp_layers), "hidden_size": str(shape.hidden_size),
+            "intermediate_size": "" if shape.intermediate_size is None
+            else str(shape.intermediate_size),
+            "params_b": _b(wb.total_params), "shares_lm_head": "true",
+            "shares_embeddings": "true", "draft_vocab": str(shape.vocab_size),
+            "bytes_per_weight": _bpw(wb.file_average), "source": source,
+            "derived": "params_b, bytes_per_weight",
+            "notes": (f"the target's {shape.mtp_layers} multi-token-prediction layer(s) as its "
+                      f"config declares them; params_b counts their own {wb.total_params:,} "
+                      "weights (one decoder layer each plus its projection and norms; the "
+                      f"embedding and lm_head are the target's); {scheme.label}")}
+
+
+def is_eagle3(cfg: dict) -> bool:
+    archs = " ".join(cfg.get("architectures") or [])
+    return "Eagle3" in archs or "draft_vocab_size" in cfg
+
+
+def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
+    """An EAGLE-3 head (sgl-project/SpecForge ``LlamaForCausalLMEagle3``): ``fc`` fuses three
+    target hidden states (3 x target_hidden -> hidden); each decoder layer's q/k/v read the
+    embedding and the hidden state concatenated (2 x hidden); its own lm_head over the draft
+    vocabulary; the embedding is the target's."""
+    from ddtree_bayes.workflows.cards.hf_config import _Cfg
+
+    c = _Cfg(cfg, source)
+    hidden, inter, layers = c.whole("hidden_size"), c.whole("intermediate_size"), c.whole("num_hidden_layers")
+    heads = c.whole("num_attention_heads")
+    kv_heads = c.whole("num_key_value_heads", heads)
+    head_dim = c.whole("head_dim") if cfg.get("head_dim") else hidden // heads
+    target_hidden = c.whole("target_hidden_size", hidden) if cfg.get("target_hidden_size") else hidden
+    vocab, draft_vocab = c.whole("vocab_size"), c.whole("draft_vocab_size", c.whole("vocab_size"))
+    per_layer = [Tensor("q_proj", (heads * head_dim, 2 * hidden), "attention", True),
+                 Tensor("k_proj", (kv_heads * head_dim, 2 * hidden), "attention", True),
+                 Tensor("v_proj", (kv_heads * head_dim, 2 * hidden), "attention", True),
+                 Tensor("o_proj", (hidden, heads * head_dim), "attention", True),
+                 Tensor("gate_proj", (inter, hidden), "mlp", True),
+                 Tensor("up_proj", (inter, hidden), "mlp", True),
+                 Tensor("down_proj", (hidden, inter), "mlp", True),
+                 Tensor("hidden_norm", (hidden,), "norm"),
+                 Tensor("input_layernorm", (hidden,), "norm"),
+                 Tensor("post_attention_layernorm", (hidden,), "norm")]
+    own = [Tensor("fc", (hidden, 3 * target_hidden), "other", True),
+           *[Tensor(t.name, t.shape, t.kind, t.linear, count=layers) for t in per_layer],
+           Tensor("norm", (hidden,), "norm"), Tensor("lm_head", (draft_vocab, hidden), "lm_head")]
+    params = sum(t.params for t in own)
+    size, dname = dtype_bytes(cfg)
+    row = {"drafter": name, "target_model": target, "method": "eagle3", "kind": "head",
+           "layers": str(layers), "hidden_size": str(hidden), "intermediate_size": str(inter),
+           "params_b": _b(params), "shares_lm_head": "false", "shares_embeddings": "true",
+           "draft_vocab": str(draft_vocab), "bytes_per_weight": _bpw(size), "source": source,
+           "derived": "params_b",
+           "notes": (f"EAGLE-3 head: fc {3 * target_hidden}->{hidden}, {layers} decoder layer(s) "
+                     f"with q/k/v over 2 x {hidden} inputs, MLP {inter}, own lm_head over "
+                     f"{draft_vocab} draft tokens (of the target's {vocab}); params_b counts "
+                     f"its own {params:,} weights, not the target's embedding it reads; "
+                     f"{dname} weights")}
+    facts = {"architecture": "eagle3", "params": params, "layers": layers, "hidden_size": hidden,
+             "intermediate_size": inter, "draft_vocab": draft_vocab, "vocab_size": vocab,
+             "target_hidden_size": target_hidden, "bytes_per_weight": size}
+    return Derived({}, [row], facts)

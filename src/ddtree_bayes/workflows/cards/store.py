@@ -1,0 +1,101 @@
+"""Writing card rows: data/models.csv and data/drafters.csv, under the file's lock, all or
+nothing, by atomic rename (the conventions of ``add``; ``workflows.living.records``)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.core.data import read_records
+from ddtree_bayes.core.errors import DataError, InputError
+from ddtree_bayes.workflows.living.records import exclusive_lock, write_text_atomically
+
+
+@dataclass(frozen=True)
+class Written:
+    """One row written: its file, key, line number, and whether it replaced a row."""
+
+    file: str
+    name: str
+    row: int
+    replaced: bool
+    created: bool
+
+
+def _line(header: list[str], row: dict[str, str], newline: str) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator=newline).writerow([row.get(h, "") for h in header])
+    return buf.getvalue()
+
+
+def existing_row(path: Path, key: str, name: str) -> int | None:
+    """The line of ``name`` in the ``key`` column of ``path`` (None if absent or no file)."""
+    if not path.is_file():
+        return None
+    _, header, body = read_records(path)
+    if key not in header:
+        return None
+    j = header.index(key)
+    return next((i for i, v in body if len(v) > j and v[j].strip() == name), None)
+
+
+def plan_text(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], *,
+              replace: bool) -> tuple[str, list[tuple[str, int, bool]]]:
+    """The file's new text with ``rows`` appended (or, with ``replace``, put in place of the
+    rows of the same ``key``), and (name, line, replaced) per row. Raises before anything is
+    written: a name that exists without ``replace``, a column the file lacks."""
+    text = path.read_text(encoding="utf-8-sig") if path.is_file() else seed_text
+    _, header, body = read_records(str(path), text)
+    missing = [c for c in rows[0] if c not in header] if rows else []
+    if missing:
+        raise DataError(f"no column {missing[0]!r}; the row's value would be lost", file=str(path),
+                        row=1, column=missing[0],
+                        fix=f"add the columns {', '.join(missing)} to the header (see the "
+                            "bundled file)")
+    newline = "\r\n" if "\r\n" in text else "\n"
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += newline
+    starts = [i for i, _ in body] + [len(lines) + 1]
+    j = header.index(key)
+    placed: list[tuple[str, int, bool]] = []
+    for row in rows:
+        name = row[key]
+        at = next((k for k, (i, v) in enumerate(body) if len(v) > j and v[j].strip() == name), None)
+        if at is not None and not replace:
+            where = (f"in {path}, row {body[at][0]}" if path.is_file() else
+                     f"a bundled card (row {body[at][0]} of the cards {path} would start from)")
+            raise InputError(f"{name!r} is already {where}",
+                             fix="pass --replace to overwrite that row, or --name to add it "
+                                 "under another name")
+        if at is None:
+            lines.append(_line(header, row, newline))
+        else:   # the record's lines (a quoted field may span several) become the new row
+            first, end = body[at][0], starts[at + 1]
+            lines[first - 1:end - 1] = [_line(header, row, newline)] + [""] * (end - 1 - first)
+        placed.append((name, 0, at is not None))
+    new_text = "".join(lines)
+    _, _, new_body = read_records(str(path), new_text)
+    line_of = {v[j].strip(): i for i, v in new_body if len(v) > j}
+    return new_text, [(name, line_of[name], rep) for name, _, rep in placed]
+
+
+def write_rows(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], *,
+               replace: bool, check=None) -> list[Written]:
+    """Write ``rows`` into ``path`` (created from ``seed_text`` when absent), validating the
+    whole new text with ``check(path, text)`` first; nothing is written on any error."""
+    if not rows:
+        return []
+    path.parent.mkdir(parents=True, exist_ok=True)
+    created = not path.exists()
+    if not created and not path.stat().st_mode & 0o222:
+        raise DataError("the file is read-only; nothing was written", file=str(path),
+                        fix=f"make it writable (chmod u+w {path}) or pass another file")
+    with exclusive_lock(path):
+        text, placed = plan_text(path, seed_text, key, rows, replace=replace)
+        if check is not None:
+            check(str(path), text)
+        write_text_atomically(path, text)
+    return [Written(str(path), n, line, rep, created) for n, line, rep in placed]

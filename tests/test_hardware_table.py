@@ -1,0 +1,164 @@
+"""The hardware table a run uses: the built-in GPUs overlaid by the user's data/hardware.csv.
+
+Issue 21: three rows on an RTX 4090 in a fresh folder used to stop at "unknown hardware
+'rtx-4090'"; the GPU is now built in, a user's file only holds what differs, and both files
+are validated with their own file, row and column in every error.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes import api
+from ddtree_bayes.core.cards import peak_tflops
+from ddtree_bayes.core.data import load_hardware
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.hardware import ADDED, BUILT_IN, OVERRIDES, hardware_table, merge_tables
+from ddtree_bayes.core.paths import bundled
+
+REPO = Path(__file__).resolve().parents[1]
+HEADER = "hardware,mem_bw_tb_s,interconnect,source"
+#: sha256 of the first 13 lines of data/hardware.csv (header + the 12 rows checked before
+#: issue 21): the built-in table grew, these rows keep their values and sources byte for byte.
+CHECKED_ROWS_SHA256 = "8f224dce764dcfe79b286cc1c89b69efd91d225e32a77ee11b899f11f20d6a15"
+
+
+def write(path: Path, lines: list[str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_no_user_file_is_the_built_in_table_and_its_text():
+    table = merge_tables(None)
+    assert table.user_file is None and len(table.rows) == 35
+    assert set(table.origins.values()) == {BUILT_IN}
+    assert table.text == bundled("hardware.csv").read_text()
+
+
+def test_the_repository_data_folder_adds_nothing(monkeypatch):
+    # the repository's data/hardware.csv is the readable copy of the built-in table: a fit made
+    # here stores the built-in text, as fits always did
+    table = hardware_table(workdir=REPO)
+    assert table.user_file == str(REPO / "data" / "hardware.csv")
+    assert set(table.origins.values()) == {BUILT_IN}
+    assert table.text == bundled("hardware.csv").read_text()
+
+
+def test_the_checked_rows_are_unchanged():
+    head = "\n".join((REPO / "data" / "hardware.csv").read_text().splitlines()[:13])
+    names = [row[0] for row in csv.reader(io.StringIO(head))][1:]
+    assert names == ["b300", "b200", "h200", "h100", "rtx-pro-6000", "rtx-pro-6000-server",
+                     "mi355x", "rtx-5090", "rtx-3090", "rtx-pro-6000-maxq", "rtx-a6000", "v100"]
+    assert hashlib.sha256(head.encode()).hexdigest() == CHECKED_ROWS_SHA256
+
+
+def test_a_user_row_overrides_a_built_in_gpu_whole_and_a_new_name_adds_one(tmp_path):
+    user = write(tmp_path / "data" / "hardware.csv", [
+        HEADER + ",dense_bf16_tflops,notes",
+        "rtx-4090,0.9,PCIe Gen4,measured on my card,150,memory clock lowered",
+        "my-gpu,1.2,PCIe Gen5,vendor sheet,,",
+        "h100,3.35,NVLink4 0.9 TB/s,same bandwidth as built in,,"])
+    table = hardware_table(workdir=tmp_path)
+    assert table.user_file == str(user)
+    assert (table.origins["rtx-4090"], table.origins["my-gpu"], table.origins["b300"]) == (
+        OVERRIDES, ADDED, BUILT_IN)
+    assert table.origins["h100"] == OVERRIDES   # its row lacks the built-in peaks: it differs
+    assert table.rows["rtx-4090"]["mem_bw_tb_s"] == "0.9"
+    assert table.rows["rtx-4090"].get("dense_fp8_tflops", "") == ""   # replaced whole
+    assert list(table.rows)[-1] == "my-gpu"                           # added at the end
+    # the text a fit stores: every column of both headers, and it parses to the same table
+    stored = load_hardware("stored", text=table.text)
+    assert stored == {k: {h: v.get(h, "") for h in table.header} for k, v in table.rows.items()}
+    assert table.header[-1] == "notes"
+
+
+def test_a_user_row_identical_to_the_built_in_one_keeps_the_built_in_text(tmp_path):
+    lines = bundled("hardware.csv").read_text().splitlines()
+    write(tmp_path / "data" / "hardware.csv", [lines[0], lines[1]])   # header + b300
+    table = hardware_table(workdir=tmp_path)
+    assert table.origins["b300"] == BUILT_IN
+    assert table.text == bundled("hardware.csv").read_text()
+
+
+def test_issue_21_three_rows_on_an_rtx_4090_need_no_hardware_file(tmp_path):
+    lines = (REPO / "data" / "measurements.csv").read_text().splitlines()
+    rows = [lines[0]] + [f"llama-3.1-8b-instruct,rtx-4090,1,vllm,ar,,,1,1,0,{t},my bench,"
+                         for t in (55.1, 55.4, 54.9)]
+    write(tmp_path / "data" / "measurements.csv", rows)
+    data, _ = api.load_inputs(workdir=tmp_path)
+    assert data.systems == ("rtx-4090x1",) and len(data.rows) == 3
+
+
+@pytest.mark.parametrize(("line", "column", "message"), [
+    ("rtx-4090,fast,PCIe Gen4,x", "mem_bw_tb_s", "not a number: 'fast'"),
+    ("rtx-4090,,PCIe Gen4,x", "mem_bw_tb_s", "empty value"),
+    ("rtx-4090,-1,PCIe Gen4,x", "mem_bw_tb_s", "must be > 0, got -1"),
+])
+def test_errors_name_the_users_file_row_and_column(tmp_path, line, column, message):
+    user = write(tmp_path / "data" / "hardware.csv", [HEADER, "my-gpu,1.2,PCIe Gen5,x", line])
+    with pytest.raises(DataError) as info:
+        hardware_table(workdir=tmp_path)
+    err = info.value
+    assert (err.file, err.row, err.column) == (str(user), 3, column)
+    assert message in str(err) and "\n" not in str(err) and "fix:" in str(err)
+
+
+def test_a_peak_that_is_not_a_number_is_caught(tmp_path):
+    user = write(tmp_path / "hw.csv", [HEADER + ",dense_fp8_tflops", "x1,1.0,PCIe,src,n/a"])
+    with pytest.raises(DataError) as info:
+        hardware_table(hardware_file=user)
+    assert (info.value.row, info.value.column) == (2, "dense_fp8_tflops")
+
+
+def test_a_user_file_missing_a_column_names_it(tmp_path):
+    user = write(tmp_path / "hw.csv", ["hardware,mem_bw_tb_s,source", "x1,1.0,src"])
+    with pytest.raises(DataError) as info:
+        hardware_table(hardware_file=user)
+    assert (info.value.file, info.value.row, info.value.column) == (str(user), 1, "interconnect")
+
+
+# ---------------------------------------------------------------- the built-in rows
+BUILT_IN_ROWS = list(csv.DictReader(io.StringIO(bundled("hardware.csv").read_text())))
+
+
+@pytest.mark.parametrize("row", BUILT_IN_ROWS, ids=[r["hardware"] for r in BUILT_IN_ROWS])
+def test_every_built_in_row_is_sourced(row):
+    assert row["source"].strip()
+    peaks = [row[f"dense_{p}_tflops"] for p in ("bf16", "fp8", "fp4")]
+    if any(peaks):
+        assert row["flops_source"].strip()
+    for value in (row["memory_gb"], row["mem_bw_tb_s"], *peaks):
+        assert value == "" or float(value) > 0
+
+
+@pytest.mark.parametrize(("name", "bf16", "fp8"), [
+    ("rtx-4090", 165.15, 330.3),     # GeForce: FP32-accumulate rates, given in the table
+    ("rtx-5080", 113.0, 225.0),
+    ("l40s", 362.0, 733.0),          # data centre: the headline dense rates
+])
+def test_geforce_peaks_are_read_not_derived_by_the_data_centre_ratios(name, bf16, fp8):
+    row = {"hardware": name, **hardware_table(workdir="/nonexistent").rows[name]}
+    assert peak_tflops(row, "bf16")[0] == bf16
+    assert peak_tflops(row, "fp8") == (fp8, f"{name}: fp8 peak {fp8:g} TFLOPS from the hardware "
+                                            "table")
+
+
+def test_hardware_list_table_marks_the_users_rows(tmp_path):
+    from test_cli_support import run_cli
+
+    write(tmp_path / "data" / "hardware.csv", [HEADER, "rtx-4090,0.95,PCIe Gen4,my card",
+                                              "my-gpu,1.2,PCIe Gen5,vendor sheet"])
+    code, out, err = run_cli(tmp_path, "hardware", "list")
+    assert code == 0 and err == ""
+    lines = out.splitlines()
+    row = next(ln for ln in lines if ln.startswith("rtx-4090 "))
+    assert row.split()[1:3] == ["-", "0.95"] and row.endswith("yours (overrides built-in)")
+    assert next(ln for ln in lines if ln.startswith("my-gpu ")).endswith("  yours")
+    assert next(ln for ln in lines if ln.startswith("rtx-5090 ")).endswith("built-in *")
+    assert "36 GPUs (data/hardware.csv adds 1 and replaces 1)." in out
