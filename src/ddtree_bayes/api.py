@@ -17,6 +17,7 @@ from ddtree_bayes.core import __version__, paths
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
 from ddtree_bayes.core.data import Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.gates import UNUSABLE_DRAWS
 
 
 def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
@@ -85,7 +86,9 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
     Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
-    a convergence gate failed (the artifact is still saved, marked unconverged).
+    a convergence gate failed (the artifact is still saved, marked unconverged), except for
+    draws that are not a posterior at all (none, or a non-finite draw or log-density):
+    :class:`~ddtree_bayes.core.errors.UnconvergedError`, nothing written.
     ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
     ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
     "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
@@ -120,6 +123,14 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                          parameterisations=sampler.parameterisations)
     settings, used_backend = kept.settings, kept.backend
     diag_rows, divergences, failures = kept.diagnostics, kept.divergences, kept.failures
+    unusable = [f for f in failures if f.startswith(UNUSABLE_DRAWS)]
+    if unusable:  # not a posterior at all: nothing to save, even marked unconverged
+        from ddtree_bayes.core.errors import UnconvergedError
+
+        raise UnconvergedError(f"the fit failed its convergence gates: {'; '.join(unusable)};"
+                               " nothing was written (fix: re-run `ddtree-bayes fit`; if it "
+                               "happens again, check the priors file for a prior that allows "
+                               "impossible values)")
     timings: dict[str, float] = {k: sum(a[k] for a in ladder["attempts"])
                                  for k in ("compile_s", "sample_s")
                                  if k in kept.timings}  # compile_s: nutpie only

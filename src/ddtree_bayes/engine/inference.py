@@ -16,10 +16,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ddtree_bayes.core import gates
 from ddtree_bayes.core.config import (
     MAX_DIVERGENCES,
-    MAX_RHAT,
-    MIN_ESS_BULK,
     PriorsConfig,
     SamplerSettings,
 )
@@ -210,45 +209,81 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
     return dt, timings, backend
 
 
+def finite_failures(posterior, sample_stats) -> list[str]:
+    """The gates on the draws themselves: there are some, every draw of every parameter is
+    finite, and so is every draw's log-density (``logp`` from nutpie, ``lp`` from PyMC).
+    A failure names the parameters and counts (nutpie pads the chains of an interrupted run
+    with NaN; an older version saved such a trace as converged)."""
+    import numpy as np
+
+    n = int(posterior.sizes.get("chain", 0)) * int(posterior.sizes.get("draw", 0))
+    if n == 0:
+        return ["no draws (the sampler returned none: interrupted?)"]
+    failures = []
+    bad = []
+    for name in posterior.data_vars:
+        values = np.asarray(posterior[name].values, dtype=float)
+        if values.size == 0:
+            continue
+        per_draw = (~np.isfinite(values)).reshape(n, -1).any(axis=1)
+        if per_draw.any():
+            bad.append(f"{name} {int(per_draw.sum())}/{n}")
+    if bad:
+        failures.append(f"non-finite draws ({gates.names(bad)})")
+    for stat in ("logp", "lp"):
+        if stat in sample_stats:
+            logp = np.asarray(sample_stats[stat].values, dtype=float)
+            if not np.isfinite(logp).all():
+                failures.append(f"non-finite log-density in {int((~np.isfinite(logp)).sum())} "
+                                f"of {logp.size} draws")
+            break
+    return failures
+
+
 def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
-    """R-hat, bulk/tail ESS and MCSE per scalar parameter; divergences; failed gates."""
+    """R-hat, bulk/tail ESS and MCSE per scalar parameter; divergences; failed gates.
+
+    Every gate fails on a non-finite value (a NaN compares false with any threshold, so a
+    gate written as ``rhat > 1.01`` alone passes it): non-finite draws or log-density
+    (:func:`finite_failures`), and a non-finite R-hat or ESS, each naming its parameters
+    (:func:`ddtree_bayes.core.gates.row_failures`).
+    """
+    import warnings
+
     import arviz_stats as azs
     import numpy as np
 
+    failures = finite_failures(posterior, sample_stats)
+    if failures and failures[0].startswith("no draws"):
+        return [], 0, failures
     # priors with dist = "point" are constants in the posterior: no R-hat or ESS to speak of
     constant = [n for n in posterior.data_vars if np.ptp(np.asarray(posterior[n].values)) == 0]
     posterior = posterior.drop_vars(constant)
-    rhat = azs.rhat(posterior)
-    ess_bulk = azs.ess(posterior, method="bulk")
-    ess_tail = azs.ess(posterior, method="tail")
-    mcse = azs.mcse(posterior)
     rows: list[dict[str, Any]] = []
-    for name in posterior.data_vars:
-        da = posterior[name]
-        extra = [d for d in da.dims if d not in ("chain", "draw")]
-        values = {k: np.asarray(v[name].values).reshape(-1)
-                  for k, v in (("rhat", rhat), ("ess_bulk", ess_bulk), ("ess_tail", ess_tail),
-                               ("mcse_mean", mcse))}
-        if extra:
-            labels = [str(x) for x in da[extra[0]].values]
-            names = [f"{name}[{lab}]" for lab in labels]
-        else:
-            names = [name]
-        flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
-        for j, label in enumerate(names):
-            rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
-                         "sd": float(flat[:, j].std()),
-                         **{k: float(v[j]) for k, v in values.items()}})
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf draws: the gates say so below
+        rhat = azs.rhat(posterior)
+        ess_bulk = azs.ess(posterior, method="bulk")
+        ess_tail = azs.ess(posterior, method="tail")
+        mcse = azs.mcse(posterior)
+        for name in posterior.data_vars:
+            da = posterior[name]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            values = {k: np.asarray(v[name].values).reshape(-1)
+                      for k, v in (("rhat", rhat), ("ess_bulk", ess_bulk),
+                                   ("ess_tail", ess_tail), ("mcse_mean", mcse))}
+            if extra:
+                labels = [str(x) for x in da[extra[0]].values]
+                names = [f"{name}[{lab}]" for lab in labels]
+            else:
+                names = [name]
+            flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
+            for j, label in enumerate(names):
+                rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
+                             "sd": float(flat[:, j].std()),
+                             **{k: float(v[j]) for k, v in values.items()}})
     divergences = int(np.asarray(sample_stats["diverging"].values).sum())
-    failures = []
-    worst_rhat = max(rows, key=lambda r: r["rhat"])
-    if worst_rhat["rhat"] > MAX_RHAT:
-        failures.append(f"max R-hat {worst_rhat['rhat']:.3f} > {MAX_RHAT} "
-                        f"({worst_rhat['parameter']})")
-    worst_ess = min(rows, key=lambda r: r["ess_bulk"])
-    if worst_ess["ess_bulk"] < MIN_ESS_BULK:
-        failures.append(f"min bulk ESS {worst_ess['ess_bulk']:.0f} < {MIN_ESS_BULK} "
-                        f"({worst_ess['parameter']})")
+    failures += gates.row_failures(rows)
     if divergences > MAX_DIVERGENCES:
         failures.append(f"{divergences} divergent transitions")
     return rows, divergences, failures

@@ -121,6 +121,11 @@ def remove_stale_temps(models: Path) -> list[Path]:
 
 def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     """Write a fit DataTree with its metadata atomically and point latest.json at it."""
+    bad = _nonfinite({name: np.asarray(da.values)
+                      for name, da in dt["posterior"].to_dataset().data_vars.items()})
+    if bad:
+        raise ArtifactError(f"refusing to save fit {meta['fit_id']}: non-finite draws ({bad}); "
+                            "nothing was written (fix: re-run `ddtree-bayes fit`)")
     dt = dt.copy()
     dt.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
     dt.attrs[DATA_ATTR] = texts["data"]
@@ -285,12 +290,26 @@ def load_draws(path: Path) -> Draws:
                 arr = np.asarray(ds[...], dtype=float)
                 variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
             texts = [_attr_text(attrs[k]) for k in (DATA_ATTR, PRIORS_ATTR, HARDWARE_ATTR)]
-    except (OSError, KeyError, ValueError) as err:
+            stats = fh.get("sample_stats")
+            logp = next((np.asarray(stats[k][...], dtype=float) for k in ("logp", "lp")
+                         if stats is not None and k in stats), None)
+    except (OSError, KeyError, ValueError, TypeError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ArtifactError(f"{path} has format version {meta.get('format_version')}, this "
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        version = meta.get("format_version") if isinstance(meta, dict) else None
+        raise ArtifactError(f"{path} has format version {version}, this "
                             f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
+    bad = _nonfinite(variables)
+    if logp is not None and not np.isfinite(logp).all():
+        bad += (", " if bad else "") + (f"log-density {int((~np.isfinite(logp)).sum())} of "
+                                        f"{logp.size}")
+    if bad:
+        raise ArtifactError(f"fit {meta.get('fit_id', path.stem)} holds non-finite draws "
+                            f"({bad}) and cannot answer; an interrupted sampler's partial trace"
+                            " (saved by a version before this check) looks like this (fix: "
+                            "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
+    _gate_again(meta)
     return Draws(path=path, meta=meta, variables=variables, data_csv=texts[0],
                  priors_toml=texts[1], hardware_csv=texts[2])
 
@@ -306,7 +325,40 @@ def load_meta(path: Path) -> dict:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err})") from None
     if not isinstance(meta, dict):
         raise ArtifactError(f"{path} has malformed metadata")
+    _gate_again(meta)
     return meta
+
+
+def _nonfinite(variables: dict[str, np.ndarray]) -> str:
+    """``name count of total, ...`` for the variables holding a non-finite value (NaN, inf),
+    or the empty string."""
+    from ddtree_bayes.core.gates import names
+
+    bad = []
+    for name, values in variables.items():
+        values = np.asarray(values)
+        if values.dtype.kind in "fc":
+            count = int((~np.isfinite(values)).sum())
+            if count:
+                bad.append(f"{name} {count} of {values.size}")
+    return names(bad)
+
+
+def _gate_again(meta: dict) -> None:
+    """The gates again, on the diagnostics the artifact stores: a non-finite posterior
+    mean, R-hat or ESS marks it unconverged (``meta`` changed in place: predict then refuses
+    it without --allow-unconverged), whatever the version that wrote it said."""
+    from ddtree_bayes.core.gates import nonfinite_failures
+
+    rows = (meta.get("diagnostics") or {}).get("parameters")
+    if not isinstance(rows, list):
+        return
+    known = list(meta.get("failures") or [])
+    found = [f"{f} (found when the fit was read)" for f in nonfinite_failures(rows)
+             if not any(k.startswith(f) for k in known)]
+    if found:
+        meta["converged"] = False
+        meta["failures"] = known + found
 
 
 def fit_files(models: Path) -> list[Path]:
