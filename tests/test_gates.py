@@ -1,7 +1,8 @@
 """Never a silent wrong answer (issue 18): every convergence gate fails on a non-finite draw,
 R-hat, ESS or log-density, at fit time (engine/inference.py ``diagnose``, core/gates.py) and
 again when an artifact is read (engine/store.py), so a NaN posterior an older version saved
-as "converged" cannot answer.
+as "converged" cannot answer; and a sampler that hands back fewer draws than asked is an
+interrupt.
 
 Draws here are made by hand (numpy), artifacts written by hand (h5py): nothing samples.
 """
@@ -10,12 +11,13 @@ from __future__ import annotations
 
 import json
 import math
+import types
 
 import numpy as np
 import pytest
 
 from ddtree_bayes.core import gates
-from ddtree_bayes.core.errors import ArtifactError
+from ddtree_bayes.core.errors import ArtifactError, Interrupted
 from ddtree_bayes.engine import inference, store
 from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli
 
@@ -208,3 +210,72 @@ def test_finite_draws_with_a_stored_nan_r_hat_are_unconverged(tmp_path):
     assert code == 5 and out == "" and "non-finite R-hat (noise_sd)" in err
     code, out, err = run_cli(work, "predict", "--allow-unconverged", "--accept", "14")
     assert code == 0 and "UNCONVERGED" in out and "nan" not in out
+
+
+# ------------------------------------------------------------------ partial traces
+class FakeBackground:
+    """What ``nutpie.sample(..., blocking=False)`` returns: ``wait`` gives ``result`` (or
+    raises it), ``cancel`` is recorded."""
+
+    def __init__(self, result):
+        self.result, self.cancelled = result, False
+
+    def wait(self):
+        if isinstance(self.result, BaseException):
+            raise self.result
+        return self.result
+
+    def cancel(self):
+        self.cancelled = True
+
+
+def _tree(draws: int):
+    import xarray as xr
+
+    post, stats = trace(a=np.zeros((4, draws)), b=np.zeros((4, draws, 2)),
+                        logp=np.zeros((4, draws)))
+    return xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+
+
+def test_run_nutpie_cancels_and_reraises_an_interrupt(monkeypatch):
+    nutpie = pytest.importorskip("nutpie")
+    background = FakeBackground(KeyboardInterrupt())
+    asked = {}
+
+    def sample(compiled, **kwargs):
+        asked.update(kwargs)
+        return background
+
+    monkeypatch.setattr(nutpie, "sample", sample)
+    with pytest.raises(KeyboardInterrupt):
+        inference.run_nutpie("compiled", draws=300, tune=300)
+    assert background.cancelled and asked["blocking"] is False
+
+
+@pytest.mark.parametrize("got", [0, 120])
+def test_a_trace_shorter_than_asked_is_an_interrupt(monkeypatch, got):
+    """nutpie's own KeyboardInterrupt handling (blocking=True) returns what it has: 0 draws
+    during tuning, fewer during sampling."""
+    nutpie = pytest.importorskip("nutpie")
+    monkeypatch.setattr(nutpie, "sample", lambda compiled, **kw: FakeBackground(_tree(got)))
+    with pytest.raises(Interrupted, match=f"nutpie returned {got} of 300 draws per chain"):
+        inference.run_nutpie("compiled", draws=300)
+    assert Interrupted.exit_code == 130 and issubclass(Interrupted, KeyboardInterrupt)
+
+
+def test_a_whole_trace_passes_through(monkeypatch):
+    nutpie = pytest.importorskip("nutpie")
+    tree = _tree(300)
+    monkeypatch.setattr(nutpie, "sample", lambda compiled, **kw: FakeBackground(tree))
+    assert inference.run_nutpie("compiled", draws=300) is tree
+
+
+def test_tuned_callback_says_once_when_every_chain_has_tuned():
+    said: list[str] = []
+    callback = inference._tuned_callback(said.append, 0.0)
+    chain = types.SimpleNamespace
+    callback([chain(tuning=True), chain(tuning=False)])
+    assert said == []
+    callback([chain(tuning=False), chain(tuning=False)])
+    callback([chain(tuning=False), chain(tuning=False)])
+    assert len(said) == 1 and said[0].startswith("tuning done after ")

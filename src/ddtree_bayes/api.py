@@ -88,7 +88,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
     a convergence gate failed (the artifact is still saved, marked unconverged), except for
     draws that are not a posterior at all (none, or a non-finite draw or log-density):
-    :class:`~ddtree_bayes.core.errors.UnconvergedError`, nothing written.
+    :class:`~ddtree_bayes.core.errors.UnconvergedError`, nothing written. An interrupted
+    sampler raises :class:`~ddtree_bayes.core.errors.Interrupted`, nothing written.
     ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
     ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
     "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
@@ -148,6 +149,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     from ddtree_bayes.engine import store
 
     t_save = time.perf_counter()
+    inference.log(progress, f"saving fit {fit_id}")
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
                                  "hardware": hardware_text}, models)
     timings["save_s"] = time.perf_counter() - t_save

@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ddtree_bayes.core import gates
+from ddtree_bayes.core import gates, interrupts
 from ddtree_bayes.core.config import (
     MAX_DIVERGENCES,
     PriorsConfig,
@@ -155,9 +157,56 @@ def patch_nutpie() -> bool:
     return True
 
 
-def _log(progress: bool, msg: str) -> None:
+def log(progress: bool, msg: str) -> None:
+    """One ``[fit] ...`` step line on stderr (unless ``progress`` is off: ``--quiet``)."""
     if progress:
         print(f"[fit] {msg}", file=sys.stderr, flush=True)
+
+
+def run_nutpie(compiled, *, draws: int, say: Callable[[str], None] | None = None, **kwargs):
+    """``nutpie.sample`` that never hands back a partial trace.
+
+    nutpie 0.16 catches ``KeyboardInterrupt`` while it samples and returns the trace so far:
+    no draws at all during tuning, and chains padded with NaN during sampling (an older
+    version saved that as a converged fit). Here the sampler runs in the background; an
+    interrupt cancels it and is raised again, a signal that something else swallowed is
+    raised (:func:`ddtree_bayes.core.interrupts.check`), and a trace with fewer draws than
+    asked raises :class:`~ddtree_bayes.core.errors.Interrupted` (:func:`require_draws`).
+    ``say`` (without nutpie's bar: a log file) gets one line when every chain has tuned."""
+    import nutpie
+
+    if say is not None:
+        kwargs["progress_callback"] = _tuned_callback(say, time.perf_counter())
+    sampler = nutpie.sample(compiled, draws=draws, blocking=False, **kwargs)
+    try:
+        dt = sampler.wait()
+    except KeyboardInterrupt:
+        sampler.cancel()
+        raise
+    interrupts.check()
+    require_draws(dt, draws, "nutpie")
+    return dt
+
+
+def _tuned_callback(say: Callable[[str], None], t0: float) -> Callable[[list], None]:
+    """nutpie's ``progress_callback`` (a background thread): ``say`` once, when no chain is
+    tuning any more."""
+    said = threading.Event()
+
+    def callback(chains: list) -> None:
+        if not said.is_set() and chains and not any(c.tuning for c in chains):
+            said.set()
+            say(f"tuning done after {time.perf_counter() - t0:.1f} s; drawing")
+    return callback
+
+
+def require_draws(dt, draws: int, sampler: str) -> None:
+    """Raise :class:`Interrupted` when the posterior has fewer than ``draws`` per chain."""
+    got = int(dt["posterior"].to_dataset().sizes.get("draw", 0))
+    if got < draws:
+        from ddtree_bayes.core.errors import Interrupted
+
+        raise Interrupted(f"{sampler} returned {got} of {draws} draws per chain")
 
 
 def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
@@ -173,36 +222,40 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
         try:
             import nutpie
         except ImportError:
-            _log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
+            log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
             backend = "pymc"
     t0 = time.perf_counter()
     if backend == "nutpie":
         compiled = None if cache is None else cache.get("nutpie")
         if compiled is None:
-            _log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
+            log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
             patch_nutpie()
             compiled = nutpie.compile_pymc_model(model)
             if cache is not None:
                 cache["nutpie"] = compiled
         timings["compile_s"] = time.perf_counter() - t0
-        _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
+        log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
                        f"(+{settings.tune} tuning) with nutpie")
         t1 = time.perf_counter()
-        dt = nutpie.sample(compiled, draws=settings.draws, tune=settings.tune,
-                           chains=settings.chains, cores=min(settings.chains, os.cpu_count() or 1),
-                           seed=seed, target_accept=settings.target_accept, save_warmup=False,
-                           progress_bar=progress and sys.stderr.isatty())
+        bar = progress and sys.stderr.isatty()
+        dt = run_nutpie(compiled, draws=settings.draws, tune=settings.tune,
+                        chains=settings.chains, cores=min(settings.chains, os.cpu_count() or 1),
+                        seed=seed, target_accept=settings.target_accept, save_warmup=False,
+                        progress_bar=bar,
+                        say=(lambda msg: log(True, msg)) if progress and not bar else None)
         timings["sample_s"] = time.perf_counter() - t1
     elif backend == "pymc":
         import pymc as pm
 
-        _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
+        log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
                        f"(+{settings.tune} tuning) with PyMC's NUTS")
         dt = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
                        cores=min(settings.chains, os.cpu_count() or 1),
                        target_accept=settings.target_accept, random_seed=seed, model=model,
                        nuts_sampler="pymc", progressbar=progress and sys.stderr.isatty(),
                        compute_convergence_checks=False)
+        interrupts.check()   # PyMC, too, returns what it has on KeyboardInterrupt
+        require_draws(dt, settings.draws, "PyMC")
         timings["sample_s"] = time.perf_counter() - t0
     else:
         raise ValueError(f"unknown backend {backend!r}: use 'nutpie' or 'pymc'")

@@ -64,10 +64,13 @@ def fsync_dir(folder: Path) -> None:
 
 def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -> None:
     """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename +
-    fsync of the folder.
+    fsync of the folder. A signal before the rename removes the temp file; the rename is a
+    commit (:func:`ddtree_bayes.core.interrupts.commit`): once done, the command finishes.
 
     ``mode`` sets the permission bits of the new file (the temp file is created 0600).
     """
+    from ddtree_bayes.core import interrupts
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
@@ -77,7 +80,8 @@ def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        with interrupts.commit(path.name):   # after the rename, SIGINT/SIGTERM cannot undo it
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -138,11 +142,11 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     os.close(fd)
     try:
         dt.to_netcdf(tmp, engine="h5netcdf")
-        _publish(tmp, target)
+        _commit(tmp, target, models, meta)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return _point_latest(models, meta, target)
+    return target
 
 
 def data_groups(spec) -> dict[str, dict[str, np.ndarray]]:
@@ -224,11 +228,11 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
                     data, dtype = _h5_text(np.asarray(arr))
                     g.create_variable(vname, ("measurement",), dtype=dtype, data=data,
                                       fillvalue=np.nan if data.dtype.kind == "f" else None)
-        _publish(tmp, target)
+        _commit(tmp, target, models, meta)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return _point_latest(models, meta, target)
+    return target
 
 
 def resolve(models: Path, fit_id: str | None = None) -> Path:
@@ -386,12 +390,18 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Draws:
     return load_draws(resolve(paths.models_dir(workdir), fit_id))
 
 
-def _publish(tmp: str, target: Path) -> None:
-    """fsync a finished temp file and rename it over ``target`` (then fsync the folder)."""
+def _commit(tmp: str, target: Path, models: Path, meta: dict) -> None:
+    """Publish a finished temp file as fit ``target`` and point latest.json at it: both
+    renames or, when SIGINT/SIGTERM arrived first, neither (a signal arriving between them
+    waits until both are done: :func:`ddtree_bayes.core.interrupts.commit`)."""
+    from ddtree_bayes.core import interrupts
+
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
-    os.replace(tmp, target)
-    fsync_dir(target.parent)
+    with interrupts.commit(f"fit {meta['fit_id']}"):
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+        _point_latest(models, meta, target)
 
 
 def _point_latest(models: Path, meta: dict, target: Path) -> Path:
