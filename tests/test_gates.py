@@ -1,8 +1,8 @@
 """Never a silent wrong answer (issue 18): every convergence gate fails on a non-finite draw,
 R-hat, ESS or log-density, at fit time (engine/inference.py ``diagnose``, core/gates.py) and
 again when an artifact is read (engine/store.py), so a NaN posterior an older version saved
-as "converged" cannot answer; and a sampler that hands back fewer draws than asked is an
-interrupt.
+as "converged" cannot answer; a sampler that hands back fewer draws than asked is an
+interrupt; and predict never prints ``nan``.
 
 Draws here are made by hand (numpy), artifacts written by hand (h5py): nothing samples.
 """
@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core import gates
-from ddtree_bayes.core.errors import ArtifactError, Interrupted
+from ddtree_bayes.core.errors import ArtifactError, Interrupted, QueryError
 from ddtree_bayes.engine import inference, store
 from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli
 
@@ -210,6 +210,26 @@ def test_finite_draws_with_a_stored_nan_r_hat_are_unconverged(tmp_path):
     assert code == 5 and out == "" and "non-finite R-hat (noise_sd)" in err
     code, out, err = run_cli(work, "predict", "--allow-unconverged", "--accept", "14")
     assert code == 0 and "UNCONVERGED" in out and "nan" not in out
+
+
+# ------------------------------------------------------------------ predict never prints nan
+@pytest.mark.parametrize("fmt", ["table", "json", "csv"])
+def test_predict_refuses_a_non_finite_answer(tmp_path, fmt):
+    """Finite draws whose arithmetic overflows (a noise sd of 1e300): it printed '0-nan'."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=1e300)
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--target", "800",
+                             "--format", fmt)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and err.startswith(
+        "ddtree-bayes: error: the answer for sglang is not a finite number (hi50 nan)")
+
+
+def test_api_predict_refuses_a_non_finite_answer():
+    from ddtree_bayes import api
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    with np.errstate(all="ignore"), pytest.raises(QueryError, match="not a finite number"):
+        api.predict(point_mass_draws(noise_sd=1e300), accept="14")
 
 
 # ------------------------------------------------------------------ partial traces

@@ -223,8 +223,11 @@ def predict(fit=None, **query):
 
     ``fit`` is a :class:`store.Draws` (from :func:`load`) or None for the latest fit; the
     keyword arguments are those of :func:`ddtree_bayes.engine.predictive.predict_rows`.
+    A number that comes out non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
     """
     from ddtree_bayes.engine import predictive as P
 
     draws = fit if fit is not None else load(workdir=query.get("workdir"))
-    return P.to_frame(P.predict_rows(draws, **query))
+    rows = P.predict_rows(draws, **query)
+    P.require_finite(rows)   # a QueryError, not a table of NaN
+    return P.to_frame(rows)
