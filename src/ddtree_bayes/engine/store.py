@@ -358,11 +358,10 @@ def _gate_again(meta: dict) -> None:
     if not isinstance(rows, list):
         return
     known = list(meta.get("failures") or [])
-    found = [f"{f} (found when the fit was read)" for f in nonfinite_failures(rows)
-             if not any(k.startswith(f) for k in known)]
+    found = [f for f in nonfinite_failures(rows) if not any(k.startswith(f) for k in known)]
     if found:
         meta["converged"] = False
-        meta["failures"] = known + found
+        meta["failures"] = known + ["; ".join(found) + " (found when the fit was read)"]
 
 
 def fit_files(models: Path) -> list[Path]:
