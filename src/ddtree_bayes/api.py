@@ -17,6 +17,7 @@ from ddtree_bayes.core import __version__, paths
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
 from ddtree_bayes.core.data import Measurements, load_measurements
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.gates import UNUSABLE_DRAWS
 
 
 def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
@@ -90,7 +91,10 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     """Fit the step model to a measurement file and save the artifact under ``models/``.
 
     Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
-    a convergence gate failed (the artifact is still saved, marked unconverged).
+    a convergence gate failed (the artifact is still saved, marked unconverged), except for
+    draws that are not a posterior at all (none, or a non-finite draw or log-density):
+    :class:`~ddtree_bayes.core.errors.UnconvergedError`, nothing written. An interrupted
+    sampler raises :class:`~ddtree_bayes.core.errors.Interrupted`, nothing written.
     ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
     ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
     "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
@@ -125,6 +129,14 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                          parameterisations=sampler.parameterisations)
     settings, used_backend = kept.settings, kept.backend
     diag_rows, divergences, failures = kept.diagnostics, kept.divergences, kept.failures
+    unusable = [f for f in failures if f.startswith(UNUSABLE_DRAWS)]
+    if unusable:  # not a posterior at all: nothing to save, even marked unconverged
+        from ddtree_bayes.core.errors import UnconvergedError
+
+        raise UnconvergedError(f"the fit failed its convergence gates: {'; '.join(unusable)};"
+                               " nothing was written (fix: re-run `ddtree-bayes fit`; if it "
+                               "happens again, check the priors file for a prior that allows "
+                               "impossible values)")
     timings: dict[str, float] = {k: sum(a[k] for a in ladder["attempts"])
                                  for k in ("compile_s", "sample_s")
                                  if k in kept.timings}  # compile_s: nutpie only
@@ -142,6 +154,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     from ddtree_bayes.engine import store
 
     t_save = time.perf_counter()
+    inference.log(progress, f"saving fit {fit_id}")
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
                                  "hardware": hardware_text}, models)
     timings["save_s"] = time.perf_counter() - t_save
@@ -214,8 +227,11 @@ def predict(fit=None, **query):
 
     ``fit`` is a :class:`store.Draws` (from :func:`load`) or None for the latest fit; the
     keyword arguments are those of :func:`ddtree_bayes.engine.predictive.predict_rows`.
+    A number that comes out non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
     """
     from ddtree_bayes.engine import predictive as P
 
     draws = fit if fit is not None else load(workdir=query.get("workdir"))
-    return P.to_frame(P.predict_rows(draws, **query))
+    rows = P.predict_rows(draws, **query)
+    P.require_finite(rows)   # a QueryError, not a table of NaN
+    return P.to_frame(rows)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 from ddtree_bayes.cli.output import _fmt, emit_json, render_table
 from ddtree_bayes.cli.predict import _latest_per_form
@@ -23,6 +24,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     from ddtree_bayes.core import acceptance_latent as AL
 
+    if not args.quiet:
+        print("[fit] saved; checking the posterior against the measurements", file=sys.stderr,
+              flush=True)
     draws = store.load_draws(result.path)
     ppc = M.check_measurements(draws, seed=args.seed)
     result.timings["check_s"] = time.perf_counter() - t0   # reading back + the PPC

@@ -1,7 +1,8 @@
 """Command line: parses arguments, calls the library, prints. Nothing imports this module.
 
 Exit codes: 0 ok; 1 unexpected error; 2 bad input (nothing written); 3 no usable fit;
-4 stale fit with --strict; 5 fit failed its convergence gates.
+4 stale fit with --strict; 5 fit failed its convergence gates; 130 interrupted by SIGINT or
+SIGTERM (nothing written).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ddtree_bayes.cli.args import ACCEPT_HELP, add_scenario_arguments, add_seed_
 from ddtree_bayes.cli.fit import cmd_compare, cmd_fit
 from ddtree_bayes.cli.output import PROG
 from ddtree_bayes.cli.predict import cmd_predict
-from ddtree_bayes.core import __version__
+from ddtree_bayes.core import __version__, interrupts
 from ddtree_bayes.core.config import SamplerSettings
 from ddtree_bayes.core.errors import DDTreeBayesError
 
@@ -29,7 +30,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "measurements, then ask for posterior tok/s intervals.",
         epilog="Typical use: `ddtree-bayes fit && ddtree-bayes predict --accept 12:16`. "
                "Exit codes: 0 ok, 2 bad input (nothing written), 3 no usable fit, "
-               "4 stale fit with --strict, 5 fit not converged.")
+               "4 stale fit with --strict, 5 fit not converged, 130 interrupted (SIGINT or "
+               "SIGTERM; nothing written).")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -182,34 +184,69 @@ def _remove_stale_temps() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one command; its exit code. SIGINT and SIGTERM stop it with exit 130 and nothing
+    written (core/interrupts.py); called without ``argv`` (the console script, ``python -m``)
+    it ignores both once the command is over, through the interpreter's teardown."""
+    with interrupts.handled(last=argv is None) as signals:
+        try:
+            code = _main(argv, signals)
+        except KeyboardInterrupt:   # in the instant between the command's end and this line
+            signals.done = True
+            print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
+            return 130
+        signals.done = True
+        if signals.late:  # the work was saved before the signal: the command finished
+            print(f"{PROG}: note: {signals.late[0]} arrived after {signals.saved} was saved; "
+                  "the command finished", file=sys.stderr)
+    return code
+
+
+def _main(argv: list[str] | None, signals: interrupts.Session) -> int:
     for stream in (sys.stdout, sys.stderr):  # a name from undecodable argv bytes prints as given
         if hasattr(stream, "reconfigure") and getattr(stream, "errors", "") == "strict":
             stream.reconfigure(errors="surrogateescape")
-    parser = build_parser()
     try:
-        args = parser.parse_args(argv)
-    except SystemExit as done:  # --help, --version, a usage error (its one line is printed)
-        return done.code if isinstance(done.code, int) else 0 if done.code is None else 2
+        parser = build_parser()
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as done:  # --help, --version, a usage error (its one line is printed)
+            return done.code if isinstance(done.code, int) else 0 if done.code is None else 2
+    except KeyboardInterrupt:
+        signals.done = True
+        print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
+        return 130
+    return _run(args, signals)
+
+
+def _run(args: argparse.Namespace, signals: interrupts.Session) -> int:
+    """The command, its errors as one line each and their exit codes."""
     try:
         A.check_text_files(args)
         _remove_stale_temps()
         return args.func(args)
     except DDTreeBayesError as err:
+        signals.done = True     # the exit code is decided: a signal now changes nothing
         print(f"{PROG}: error: {err}", file=sys.stderr)
         return err.exit_code
-    except KeyboardInterrupt:
-        print(f"{PROG}: interrupted; nothing was written", file=sys.stderr)
+    except KeyboardInterrupt:  # SIGINT or SIGTERM (core/interrupts.py): temp files removed
+        signals.done = True     # a second signal while this line prints changes nothing
+        print(f"{PROG}: interrupted; " + (f"{signals.saved} was saved whole before it"
+                                         if signals.saved else "nothing was written"),
+              file=sys.stderr)
         return 130
     except BrokenPipeError:  # e.g. `ddtree-bayes predict | head`: the reader left
+        signals.done = True
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except OSError as err:  # a path given on the command line that cannot be read or written
+        signals.done = True
         name = err.filename2 or err.filename  # a rename: the destination is the user's path
         where = f"{name}: " if name else ""
         print(f"{PROG}: error: {where}{err.strerror or err} (fix: check the path and its "
               "permissions)", file=sys.stderr)
         return 2
     except Exception as err:  # a bug: one line, the traceback only when asked for
+        signals.done = True
         if os.environ.get("DDTREE_BAYES_TRACEBACK"):
             raise
         print(f"{PROG}: internal error: {type(err).__name__}: {A.one_line(str(err))} (fix: "

@@ -123,9 +123,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"{PROG}: model average: " + ", ".join(
             f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
-    rows = P.predict_rows(draws, **query, context_tokens=args.context,
-                          accept=args.accept, target=args.target, prob=args.prob,
-                          seed=args.seed, mixture=mixture, model=args.model)
+    import numpy as np
+
+    with np.errstate(all="ignore"):   # an overflow is named below, as one line
+        rows = P.predict_rows(draws, **query, context_tokens=args.context,
+                              accept=args.accept, target=args.target, prob=args.prob,
+                              seed=args.seed, mixture=mixture, model=args.model)
+    P.require_finite(rows)   # never a table of nan
     meta = draws.meta
     if args.format != "table":
         _emit_machine(typed_rows(rows, args.accept), args.format,

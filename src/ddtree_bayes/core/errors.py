@@ -58,3 +58,13 @@ class UnconvergedError(DDTreeBayesError):
     """The fit failed its convergence gates; predictions from it are refused."""
 
     exit_code = 5
+
+
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM stopped the work before anything was written (CLI exit 130).
+
+    A :class:`KeyboardInterrupt`, so code that cleans up on one (temp files) cleans up on
+    this too; raised by :mod:`ddtree_bayes.core.interrupts` and when a sampler returns fewer
+    draws than asked (nutpie hands back a partial trace when interrupted)."""
+
+    exit_code = 130

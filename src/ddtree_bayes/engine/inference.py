@@ -10,16 +10,17 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from ddtree_bayes.core import gates, interrupts
 from ddtree_bayes.core.config import (
     MAX_DIVERGENCES,
-    MAX_RHAT,
-    MIN_ESS_BULK,
     PriorsConfig,
     SamplerSettings,
 )
@@ -161,9 +162,56 @@ def patch_nutpie() -> bool:
     return True
 
 
-def _log(progress: bool, msg: str) -> None:
+def log(progress: bool, msg: str) -> None:
+    """One ``[fit] ...`` step line on stderr (unless ``progress`` is off: ``--quiet``)."""
     if progress:
         print(f"[fit] {msg}", file=sys.stderr, flush=True)
+
+
+def run_nutpie(compiled, *, draws: int, say: Callable[[str], None] | None = None, **kwargs):
+    """``nutpie.sample`` that never hands back a partial trace.
+
+    nutpie 0.16 catches ``KeyboardInterrupt`` while it samples and returns the trace so far:
+    no draws at all during tuning, and chains padded with NaN during sampling (an older
+    version saved that as a converged fit). Here the sampler runs in the background; an
+    interrupt cancels it and is raised again, a signal that something else swallowed is
+    raised (:func:`ddtree_bayes.core.interrupts.check`), and a trace with fewer draws than
+    asked raises :class:`~ddtree_bayes.core.errors.Interrupted` (:func:`require_draws`).
+    ``say`` (without nutpie's bar: a log file) gets one line when every chain has tuned."""
+    import nutpie
+
+    if say is not None:
+        kwargs["progress_callback"] = _tuned_callback(say, time.perf_counter())
+    sampler = nutpie.sample(compiled, draws=draws, blocking=False, **kwargs)
+    try:
+        dt = sampler.wait()
+    except KeyboardInterrupt:
+        sampler.cancel()
+        raise
+    interrupts.check()
+    require_draws(dt, draws, "nutpie")
+    return dt
+
+
+def _tuned_callback(say: Callable[[str], None], t0: float) -> Callable[[list], None]:
+    """nutpie's ``progress_callback`` (a background thread): ``say`` once, when no chain is
+    tuning any more."""
+    said = threading.Event()
+
+    def callback(chains: list) -> None:
+        if not said.is_set() and chains and not any(c.tuning for c in chains):
+            said.set()
+            say(f"tuning done after {time.perf_counter() - t0:.1f} s; drawing")
+    return callback
+
+
+def require_draws(dt, draws: int, sampler: str) -> None:
+    """Raise :class:`Interrupted` when the posterior has fewer than ``draws`` per chain."""
+    got = int(dt["posterior"].to_dataset().sizes.get("draw", 0))
+    if got < draws:
+        from ddtree_bayes.core.errors import Interrupted
+
+        raise Interrupted(f"{sampler} returned {got} of {draws} draws per chain")
 
 
 def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
@@ -179,81 +227,121 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
         try:
             import nutpie
         except ImportError:
-            _log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
+            log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
             backend = "pymc"
     t0 = time.perf_counter()
     if backend == "nutpie":
         compiled = None if cache is None else cache.get("nutpie")
         if compiled is None:
-            _log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
+            log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
             patch_nutpie()
             compiled = nutpie.compile_pymc_model(model)
             if cache is not None:
                 cache["nutpie"] = compiled
         timings["compile_s"] = time.perf_counter() - t0
-        _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
+        log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
                        f"(+{settings.tune} tuning) with nutpie")
         t1 = time.perf_counter()
-        dt = nutpie.sample(compiled, draws=settings.draws, tune=settings.tune,
-                           chains=settings.chains, cores=min(settings.chains, os.cpu_count() or 1),
-                           seed=seed, target_accept=settings.target_accept, save_warmup=False,
-                           progress_bar=progress and sys.stderr.isatty())
+        bar = progress and sys.stderr.isatty()
+        dt = run_nutpie(compiled, draws=settings.draws, tune=settings.tune,
+                        chains=settings.chains, cores=min(settings.chains, os.cpu_count() or 1),
+                        seed=seed, target_accept=settings.target_accept, save_warmup=False,
+                        progress_bar=bar,
+                        say=(lambda msg: log(True, msg)) if progress and not bar else None)
         timings["sample_s"] = time.perf_counter() - t1
     elif backend == "pymc":
         import pymc as pm
 
-        _log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
+        log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
                        f"(+{settings.tune} tuning) with PyMC's NUTS")
         dt = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
                        cores=min(settings.chains, os.cpu_count() or 1),
                        target_accept=settings.target_accept, random_seed=seed, model=model,
                        nuts_sampler="pymc", progressbar=progress and sys.stderr.isatty(),
                        compute_convergence_checks=False)
+        interrupts.check()   # PyMC, too, returns what it has on KeyboardInterrupt
+        require_draws(dt, settings.draws, "PyMC")
         timings["sample_s"] = time.perf_counter() - t0
     else:
         raise ValueError(f"unknown backend {backend!r}: use 'nutpie' or 'pymc'")
     return dt, timings, backend
 
 
+def finite_failures(posterior, sample_stats) -> list[str]:
+    """The gates on the draws themselves: there are some, every draw of every parameter is
+    finite, and so is every draw's log-density (``logp`` from nutpie, ``lp`` from PyMC).
+    A failure names the parameters and counts (nutpie pads the chains of an interrupted run
+    with NaN; an older version saved such a trace as converged)."""
+    import numpy as np
+
+    n = int(posterior.sizes.get("chain", 0)) * int(posterior.sizes.get("draw", 0))
+    if n == 0:
+        return ["no draws (the sampler returned none: interrupted?)"]
+    failures = []
+    bad = []
+    for name in posterior.data_vars:
+        values = np.asarray(posterior[name].values, dtype=float)
+        if values.size == 0:
+            continue
+        per_draw = (~np.isfinite(values)).reshape(n, -1).any(axis=1)
+        if per_draw.any():
+            bad.append(f"{name} {int(per_draw.sum())}/{n}")
+    if bad:
+        failures.append(f"non-finite draws ({gates.names(bad)})")
+    for stat in ("logp", "lp"):
+        if stat in sample_stats:
+            logp = np.asarray(sample_stats[stat].values, dtype=float)
+            if not np.isfinite(logp).all():
+                failures.append(f"non-finite log-density in {int((~np.isfinite(logp)).sum())} "
+                                f"of {logp.size} draws")
+            break
+    return failures
+
+
 def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
-    """R-hat, bulk/tail ESS and MCSE per scalar parameter; divergences; failed gates."""
+    """R-hat, bulk/tail ESS and MCSE per scalar parameter; divergences; failed gates.
+
+    Every gate fails on a non-finite value (a NaN compares false with any threshold, so a
+    gate written as ``rhat > 1.01`` alone passes it): non-finite draws or log-density
+    (:func:`finite_failures`), and a non-finite R-hat or ESS, each naming its parameters
+    (:func:`ddtree_bayes.core.gates.row_failures`).
+    """
+    import warnings
+
     import arviz_stats as azs
     import numpy as np
 
+    failures = finite_failures(posterior, sample_stats)
+    if failures and failures[0].startswith("no draws"):
+        return [], 0, failures
     # priors with dist = "point" are constants in the posterior: no R-hat or ESS to speak of
     constant = [n for n in posterior.data_vars if np.ptp(np.asarray(posterior[n].values)) == 0]
     posterior = posterior.drop_vars(constant)
-    rhat = azs.rhat(posterior)
-    ess_bulk = azs.ess(posterior, method="bulk")
-    ess_tail = azs.ess(posterior, method="tail")
-    mcse = azs.mcse(posterior)
     rows: list[dict[str, Any]] = []
-    for name in posterior.data_vars:
-        da = posterior[name]
-        extra = [d for d in da.dims if d not in ("chain", "draw")]
-        values = {k: np.asarray(v[name].values).reshape(-1)
-                  for k, v in (("rhat", rhat), ("ess_bulk", ess_bulk), ("ess_tail", ess_tail),
-                               ("mcse_mean", mcse))}
-        if extra:
-            labels = [str(x) for x in da[extra[0]].values]
-            names = [f"{name}[{lab}]" for lab in labels]
-        else:
-            names = [name]
-        flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
-        for j, label in enumerate(names):
-            rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
-                         "sd": float(flat[:, j].std()),
-                         **{k: float(v[j]) for k, v in values.items()}})
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)  # inf draws: the gates say so below
+        rhat = azs.rhat(posterior)
+        ess_bulk = azs.ess(posterior, method="bulk")
+        ess_tail = azs.ess(posterior, method="tail")
+        mcse = azs.mcse(posterior)
+        for name in posterior.data_vars:
+            da = posterior[name]
+            extra = [d for d in da.dims if d not in ("chain", "draw")]
+            values = {k: np.asarray(v[name].values).reshape(-1)
+                      for k, v in (("rhat", rhat), ("ess_bulk", ess_bulk),
+                                   ("ess_tail", ess_tail), ("mcse_mean", mcse))}
+            if extra:
+                labels = [str(x) for x in da[extra[0]].values]
+                names = [f"{name}[{lab}]" for lab in labels]
+            else:
+                names = [name]
+            flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
+            for j, label in enumerate(names):
+                rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
+                             "sd": float(flat[:, j].std()),
+                             **{k: float(v[j]) for k, v in values.items()}})
     divergences = int(np.asarray(sample_stats["diverging"].values).sum())
-    failures = []
-    worst_rhat = max(rows, key=lambda r: r["rhat"])
-    if worst_rhat["rhat"] > MAX_RHAT:
-        failures.append(f"max R-hat {worst_rhat['rhat']:.3f} > {MAX_RHAT} "
-                        f"({worst_rhat['parameter']})")
-    worst_ess = min(rows, key=lambda r: r["ess_bulk"])
-    if worst_ess["ess_bulk"] < MIN_ESS_BULK:
-        failures.append(f"min bulk ESS {worst_ess['ess_bulk']:.0f} < {MIN_ESS_BULK} "
-                        f"({worst_ess['parameter']})")
+    failures += gates.row_failures(rows)
     if divergences > MAX_DIVERGENCES:
         failures.append(f"{divergences} divergent transitions")
     return rows, divergences, failures

@@ -425,6 +425,34 @@ def _per_token(draws: Draws, mixture: list[tuple[Draws, float]] | None, sc: Scen
     return np.concatenate(parts), "; ".join(hows)
 
 
+def require_finite(rows: list[dict]) -> None:
+    """Raise :class:`QueryError` naming the first non-finite number of ``rows`` (predict
+    never prints ``nan``: finite draws can still overflow for a question far from the data).
+
+    >>> require_finite([{"engine": "sglang", "median": 700.0, "lo90": 650.0}])
+    >>> try:
+    ...     require_finite([{"engine": "sglang", "median": float("nan")}])
+    ... except QueryError as err:
+    ...     print(str(err).split(";")[0])
+    the answer for sglang is not a finite number (median nan)
+    """
+    def bad(value, key: str):
+        if isinstance(value, dict):
+            return next(filter(None, (bad(v, f"{key}.{k}") for k, v in value.items())), None)
+        if isinstance(value, float | np.floating) and not np.isfinite(value):
+            return f"{key} {value}"
+        return None
+
+    for row in rows:
+        found = next(filter(None, (bad(v, k) for k, v in row.items())), None)
+        if found:
+            raise QueryError(f"the answer for {row.get('engine', 'this query')} is not a finite "
+                             f"number ({found}); nothing printed",
+                             fix="the fit's draws are finite, so the step arithmetic failed "
+                                 "for this question (an overflow, or a step of 0 ms): check the "
+                                 "flags, and the fit's parameters with `ddtree-bayes report`")
+
+
 def to_frame(rows: list[dict]):
     """Rows as a pandas DataFrame."""
     import pandas as pd

@@ -212,6 +212,7 @@ class ModelSampler:
         dt, timings, backend = inference.sample(model, settings, self.seed, self.progress,
                                                 cache=self.caches[parameterisation])
         t0 = time.perf_counter()
+        inference.log(self.progress, "diagnosing: R-hat, ESS, divergences")
         rows, divergences, failures = inference.diagnose(dt["posterior"].to_dataset(),
                                                          dt["sample_stats"].to_dataset())
         timings["diagnose_s"] = time.perf_counter() - t0

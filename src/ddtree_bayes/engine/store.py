@@ -64,10 +64,13 @@ def fsync_dir(folder: Path) -> None:
 
 def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -> None:
     """Write ``payload`` to ``path`` via a temp file in the same folder + fsync + rename +
-    fsync of the folder.
+    fsync of the folder. A signal before the rename removes the temp file; the rename is a
+    commit (:func:`ddtree_bayes.core.interrupts.commit`): once done, the command finishes.
 
     ``mode`` sets the permission bits of the new file (the temp file is created 0600).
     """
+    from ddtree_bayes.core import interrupts
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(path.name), suffix=".tmp", dir=path.parent)
     try:
@@ -77,7 +80,8 @@ def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -
             fh.write(payload)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        with interrupts.commit(path.name):   # after the rename, SIGINT/SIGTERM cannot undo it
+            os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -121,6 +125,11 @@ def remove_stale_temps(models: Path) -> list[Path]:
 
 def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     """Write a fit DataTree with its metadata atomically and point latest.json at it."""
+    bad = _nonfinite({name: np.asarray(da.values)
+                      for name, da in dt["posterior"].to_dataset().data_vars.items()})
+    if bad:
+        raise ArtifactError(f"refusing to save fit {meta['fit_id']}: non-finite draws ({bad}); "
+                            "nothing was written (fix: re-run `ddtree-bayes fit`)")
     dt = dt.copy()
     dt.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
     dt.attrs[DATA_ATTR] = texts["data"]
@@ -133,11 +142,11 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     os.close(fd)
     try:
         dt.to_netcdf(tmp, engine="h5netcdf")
-        _publish(tmp, target)
+        _commit(tmp, target, models, meta)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return _point_latest(models, meta, target)
+    return target
 
 
 def data_groups(spec) -> dict[str, dict[str, np.ndarray]]:
@@ -225,11 +234,11 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
                     data, dtype = _h5_text(np.asarray(arr))
                     g.create_variable(vname, ("measurement",), dtype=dtype, data=data,
                                       fillvalue=np.nan if data.dtype.kind == "f" else None)
-        _publish(tmp, target)
+        _commit(tmp, target, models, meta)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    return _point_latest(models, meta, target)
+    return target
 
 
 def resolve(models: Path, fit_id: str | None = None) -> Path:
@@ -291,12 +300,26 @@ def load_draws(path: Path) -> Draws:
                 arr = np.asarray(ds[...], dtype=float)
                 variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
             texts = [_attr_text(attrs[k]) for k in (DATA_ATTR, PRIORS_ATTR, HARDWARE_ATTR)]
-    except (OSError, KeyError, ValueError) as err:
+            stats = fh.get("sample_stats")
+            logp = next((np.asarray(stats[k][...], dtype=float) for k in ("logp", "lp")
+                         if stats is not None and k in stats), None)
+    except (OSError, KeyError, ValueError, TypeError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
-    if meta.get("format_version") != FORMAT_VERSION:
-        raise ArtifactError(f"{path} has format version {meta.get('format_version')}, this "
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        version = meta.get("format_version") if isinstance(meta, dict) else None
+        raise ArtifactError(f"{path} has format version {version}, this "
                             f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
+    bad = _nonfinite(variables)
+    if logp is not None and not np.isfinite(logp).all():
+        bad += (", " if bad else "") + (f"log-density {int((~np.isfinite(logp)).sum())} of "
+                                        f"{logp.size}")
+    if bad:
+        raise ArtifactError(f"fit {meta.get('fit_id', path.stem)} holds non-finite draws "
+                            f"({bad}) and cannot answer; an interrupted sampler's partial trace"
+                            " (saved by a version before this check) looks like this (fix: "
+                            "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
+    _gate_again(meta)
     return Draws(path=path, meta=meta, variables=variables, data_csv=texts[0],
                  priors_toml=texts[1], hardware_csv=texts[2])
 
@@ -312,7 +335,39 @@ def load_meta(path: Path) -> dict:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err})") from None
     if not isinstance(meta, dict):
         raise ArtifactError(f"{path} has malformed metadata")
+    _gate_again(meta)
     return meta
+
+
+def _nonfinite(variables: dict[str, np.ndarray]) -> str:
+    """``name count of total, ...`` for the variables holding a non-finite value (NaN, inf),
+    or the empty string."""
+    from ddtree_bayes.core.gates import names
+
+    bad = []
+    for name, values in variables.items():
+        values = np.asarray(values)
+        if values.dtype.kind in "fc":
+            count = int((~np.isfinite(values)).sum())
+            if count:
+                bad.append(f"{name} {count} of {values.size}")
+    return names(bad)
+
+
+def _gate_again(meta: dict) -> None:
+    """The gates again, on the diagnostics the artifact stores: a non-finite posterior
+    mean, R-hat or ESS marks it unconverged (``meta`` changed in place: predict then refuses
+    it without --allow-unconverged), whatever the version that wrote it said."""
+    from ddtree_bayes.core.gates import nonfinite_failures
+
+    rows = (meta.get("diagnostics") or {}).get("parameters")
+    if not isinstance(rows, list):
+        return
+    known = list(meta.get("failures") or [])
+    found = [f for f in nonfinite_failures(rows) if not any(k.startswith(f) for k in known)]
+    if found:
+        meta["converged"] = False
+        meta["failures"] = known + ["; ".join(found) + " (found when the fit was read)"]
 
 
 def fit_files(models: Path) -> list[Path]:
@@ -340,12 +395,18 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Draws:
     return load_draws(resolve(paths.models_dir(workdir), fit_id))
 
 
-def _publish(tmp: str, target: Path) -> None:
-    """fsync a finished temp file and rename it over ``target`` (then fsync the folder)."""
+def _commit(tmp: str, target: Path, models: Path, meta: dict) -> None:
+    """Publish a finished temp file as fit ``target`` and point latest.json at it: both
+    renames or, when SIGINT/SIGTERM arrived first, neither (a signal arriving between them
+    waits until both are done: :func:`ddtree_bayes.core.interrupts.commit`)."""
+    from ddtree_bayes.core import interrupts
+
     with open(tmp, "rb") as fh:
         os.fsync(fh.fileno())
-    os.replace(tmp, target)
-    fsync_dir(target.parent)
+    with interrupts.commit(f"fit {meta['fit_id']}"):
+        os.replace(tmp, target)
+        fsync_dir(target.parent)
+        _point_latest(models, meta, target)
 
 
 def _point_latest(models: Path, meta: dict, target: Path) -> Path:

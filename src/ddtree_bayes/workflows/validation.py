@@ -116,8 +116,6 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     Returns (Draws, failures): in-memory draws usable by :mod:`predictive`, and the
     convergence gates that failed (empty when converged).
     """
-    import nutpie
-
     from ddtree_bayes.engine import inference
     from ddtree_bayes.engine import remedies as R
 
@@ -125,9 +123,9 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     model = compiled.with_data(**refit_data(spec, weights, observed))
 
     def attempt(s: SamplerSettings, parameterisation: str) -> R.Attempt:
-        dt = nutpie.sample(model, draws=s.draws, tune=s.tune, chains=s.chains, cores=cores,
-                           seed=seed, target_accept=s.target_accept, save_warmup=False,
-                           progress_bar=False)
+        dt = inference.run_nutpie(model, draws=s.draws, tune=s.tune, chains=s.chains,
+                                  cores=cores, seed=seed, target_accept=s.target_accept,
+                                  save_warmup=False, progress_bar=False)
         rows, divergences, failed = inference.diagnose(dt["posterior"].to_dataset(),
                                                        dt["sample_stats"].to_dataset())
         return R.Attempt(s, parameterisation, dt, {}, "nutpie", rows, divergences, failed)
@@ -258,6 +256,10 @@ def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str 
                 results.append(res)
                 if progress:
                     progress(i, len(tasks), res)
+    except KeyboardInterrupt:   # SIGINT/SIGTERM: end the progress line the bar left open
+        if progress and 0 < len(results) < len(tasks):
+            print(file=sys.stderr, flush=True)
+        raise
     finally:
         if client is not None:
             client.close()

@@ -78,6 +78,37 @@ def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[s
     return figures
 
 
+def render_whole(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> None:
+    """:func:`render` into a temp folder beside ``out_dir``, then renamed into place: the
+    folder holds the previous report or the new one, never part of it (an interrupt while
+    the figures are drawn removes the temp folder; one during the renames waits for them)."""
+    import os
+    import shutil
+    import tempfile
+
+    from ddtree_bayes.core import interrupts
+
+    out_dir.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{os.getpid()}.", suffix=".tmp",
+                                dir=out_dir.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    tmp.chmod(0o777 & ~umask)   # as mkdir would have made it (mkdtemp makes 0700)
+    old = tmp.with_name(tmp.name.removesuffix(".tmp") + ".old.tmp")
+    try:
+        render(summary, draws, tmp, dt)
+        with interrupts.commit(f"report {out_dir}"):
+            if out_dir.exists():
+                os.replace(out_dir, old)
+            os.replace(tmp, out_dir)
+    except BaseException:
+        if old.exists() and not out_dir.exists():
+            os.replace(old, out_dir)   # the previous report, back where it was
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    shutil.rmtree(old, ignore_errors=True)
+
+
 def _json_default(x):
     if isinstance(x, np.generic):
         return x.item()
@@ -343,8 +374,8 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     except ArtifactError as err:
         summary = {"fit_id": path.stem, "verdict": {"converged": False, "failures": [str(err)],
                                                     "text": f"fit could not be read: {err}"}}
-        render(summary, None, out_dir)
+        render_whole(summary, None, out_dir)
         raise
     summary = compute(draws, dt, seed=seed, model=model)
-    render(summary, draws, out_dir, dt)
+    render_whole(summary, draws, out_dir, dt)
     return out_dir, summary
