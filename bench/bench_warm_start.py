@@ -107,7 +107,7 @@ def main(argv: list[str] | None = None) -> int:
         print("previous fit: bundled data, default settings", flush=True)
         prev = api.fit(bundled("measurements.csv"), bundled("priors.toml"),
                        hardware=bundled("hardware.csv"), workdir=work, progress=False)
-        previous = store.load_draws(prev.path)
+        previous = store.load_fit(prev.path)
         new_data = work / "measurements.csv"
         new_data.write_text(bundled("measurements.csv").read_text() + HYPOTHETICAL_ROW)
         data, cfg = api.load_inputs(new_data, bundled("priors.toml"), bundled("hardware.csv"))

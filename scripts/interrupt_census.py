@@ -167,12 +167,12 @@ def finite_artifacts(models: Path) -> tuple[list[str], list[str]]:
 
 
 def latest_loadable(models: Path) -> str | None:
-    """None when models/latest.json names a fit ``store.load_draws`` reads; else why not."""
+    """None when models/latest.json names a fit ``store.load_fit`` reads; else why not."""
     from ddtree_bayes.core.errors import DDTreeBayesError
     from ddtree_bayes.engine import store
 
     try:
-        draws = store.load_draws(store.resolve(models))
+        draws = store.load_fit(store.resolve(models))
     except DDTreeBayesError as err:
         return str(err)
     return None if draws.n_draws > 0 else "no draws"

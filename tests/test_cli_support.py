@@ -63,7 +63,7 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                          fit_id: str = FIT_ID, n: int = 16, moe_form: str = "linear",
                          jitter: float = 0.0, draws=None, **overrides) -> Path:
     """Save the point-mass posterior (``overrides`` as in ``point_mass_draws``) as a fit
-    artifact that ``store.load_draws`` reads (h5py: root attributes and a ``posterior``
+    artifact that ``store.load_fit`` reads (h5py: root attributes and a ``posterior``
     group of (chain, draw, ...) arrays); ``latest.json`` points at it. ``jitter`` > 0
     multiplies every draw by exp(jitter * N(0, 1)) (seeded), so PSIS-LOO has spread to
     work with."""

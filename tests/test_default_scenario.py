@@ -315,7 +315,7 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     assert "never measured b300" in text and "no measurement on that system" not in text
     var = sections._variance(draws, 1, None, d)
     assert "acceptance U(2,6)" in var["llama.cpp"]["shares"]
-    breakdown = sections._breakdown(draws, P.stored_measurements(draws), 1, None, d)
+    breakdown = sections._breakdown(draws, draws.measurements, 1, None, d)
     assert breakdown[-1]["config"] == "default: rtx-5090x1 llama.cpp mtp M=7"
     assert fan["accept_max"] == 7.0 and fan["accept_clipped"] == [float(a) for a in range(8, 21)]
     # the bundled question's fan (1..20) stops at what a block-16 DDTree can emit: 17

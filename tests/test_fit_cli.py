@@ -32,7 +32,7 @@ def test_posterior_predictive_reproduces_the_b300_points(fitted_workdir):
     from ddtree_bayes.engine import measured as M
 
     work, result = fitted_workdir
-    ppc = {r["row"]: r for r in M.check_measurements(store.load_draws(result.path))}
+    ppc = {r["row"]: r for r in M.check_measurements(store.load_fit(result.path))}
     for row, measured in ((2, 133.0), (3, 303.0)):  # B300 AR and DDTree block 8
         r = ppc[row]
         assert r["measured"] == measured
@@ -54,7 +54,7 @@ def test_artifact_is_self_describing(fitted_workdir):
     latest = json.loads((work / "models" / "latest.json").read_text())
     assert latest["fit_id"] == result.fit_id
     # the fast reader sees the same draws as xarray
-    draws = store.load_draws(result.path)
+    draws = store.load_fit(result.path)
     np.testing.assert_array_equal(draws.variables["moe_share"][:, 0],
                                   dt["posterior"]["moe_share"].values[..., 0].reshape(-1))
     assert not list((work / "models" / "fits").glob("*.tmp"))
@@ -130,8 +130,8 @@ def test_tiny_fit_is_refused_and_reproducible(tmp_path, capsys, monkeypatch):
     code, out, err = run(capsys, monkeypatch, tmp_path, "fit", "--chains", "2", "--draws", "60",
                          "--tune", "60", "--quiet", "--seed", "11", "--format", "json")
     second = json.loads(out)
-    a = store.load_draws(store.resolve(tmp_path / "models", first["fit_id"]))
-    b = store.load_draws(store.resolve(tmp_path / "models", second["fit_id"]))
+    a = store.load_fit(store.resolve(tmp_path / "models", first["fit_id"]))
+    b = store.load_fit(store.resolve(tmp_path / "models", second["fit_id"]))
     assert first["fit_id"] != second["fit_id"]
     for name in a.variables:
         np.testing.assert_array_equal(a.variables[name], b.variables[name])
@@ -158,4 +158,4 @@ def test_interrupted_save_keeps_the_previous_fit(fitted_workdir, tmp_path, monke
         store.save(dt, meta, {"data": "", "priors": "", "hardware": ""}, copy / "models")
     assert sorted(p.name for p in (copy / "models" / "fits").iterdir()) == [result.path.name]
     assert store.resolve(copy / "models").name == result.path.name
-    store.load_draws(store.resolve(copy / "models"))
+    store.load_fit(store.resolve(copy / "models"))

@@ -4,7 +4,7 @@ again when an artifact is read (engine/store.py), so a NaN posterior an older ve
 as "converged" cannot answer; a sampler that hands back fewer draws than asked is an
 interrupt; and predict never prints ``nan``.
 
-Draws here are made by hand (numpy), artifacts written by hand (h5py): nothing samples.
+Fit here are made by hand (numpy), artifacts written by hand (h5py): nothing samples.
 """
 
 from __future__ import annotations
@@ -176,7 +176,7 @@ def test_an_old_all_nan_artifact_marked_converged_cannot_answer(tmp_path):
     work = make_point_mass_workdir(tmp_path / "w")
     path = _edit_artifact(work, variable="noise_sd", rows=NAN_ROWS)
     with pytest.raises(ArtifactError, match="holds non-finite draws"):
-        store.load_draws(path)
+        store.load_fit(path)
     for argv in (["predict"], ["predict", "--allow-unconverged", "--format", "json"]):
         code, out, err = run_cli(work, *argv)
         assert code == 3 and out == "" and "nan" not in err.split("(noise_sd")[0]

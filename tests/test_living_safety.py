@@ -89,10 +89,10 @@ def assert_whole(work: Path, original: bytes, max_new: int | None = None) -> int
     assert new >= 0 and (max_new is None or new <= max_new)
     models = work / "models"
     if (models / "latest.json").exists():
-        latest = store.load_draws(store.resolve(models))
+        latest = store.load_fit(store.resolve(models))
         assert latest.n_draws > 0 and "noise_sd" in latest.variables
         for path in store.fit_files(models):
-            store.load_draws(path)
+            store.load_fit(path)
     return new
 
 

@@ -52,7 +52,7 @@ def updated(fitted_workdir, tmp_path_factory):
 
 def test_update_scores_the_new_row_against_the_previous_posterior(updated):
     work, first, out = updated
-    before = store.load_draws(first.path)
+    before = store.load_fit(first.path)
     # independent check of the printed percentile: Monte Carlo over the predictive
     rng = np.random.default_rng(0)
     sc = P.resolve_scenario(before, hardware="b300", gpus=8, engine="sglang", method="ddtree",
@@ -65,8 +65,8 @@ def test_update_scores_the_new_row_against_the_previous_posterior(updated):
     # discrepancy at its distance from the measured configurations (M = 33 vs 9)
     sims = 13.1 * 1000 / step * np.exp(parts["log_sd"] * rng.standard_normal((50, step.size)))
     mc = float(np.mean(sims < 612))
-    (score,) = living.score_rows(before, [m for m in P.stored_measurements(
-        store.load_draws(store.resolve(work / "models"))).rows if m.row == 11], seed=20261130)
+    (score,) = living.score_rows(before, [m for m in store.load_fit(
+        store.resolve(work / "models")).measurements.rows if m.row == 11], seed=20261130)
     assert score["status"] == "ok" and abs(score["percentile"] - mc) < 0.01
     assert 0.2 < score["percentile"] < 0.6  # 612 sits just below the predictive median
     line = next(x for x in out.splitlines() if x.startswith("row 11"))
@@ -80,7 +80,7 @@ def test_update_scores_the_new_row_against_the_previous_posterior(updated):
 
 def test_update_refits_exactly_and_records_its_parent(updated):
     work, first, out = updated
-    after = store.load_draws(store.resolve(work / "models"))
+    after = store.load_fit(store.resolve(work / "models"))
     meta = after.meta
     assert meta["fit_id"] != first.fit_id and meta["converged"] is True
     assert meta["data"]["rows"] == 10 and meta["sampler"]["draws"] == 1000
@@ -99,8 +99,8 @@ def test_update_refits_exactly_and_records_its_parent(updated):
 
 def test_update_prints_tracked_query_changes(updated):
     work, first, out = updated
-    before = store.load_draws(first.path)
-    after = store.load_draws(store.resolve(work / "models"))
+    before = store.load_fit(first.path)
+    after = store.load_fit(store.resolve(work / "models"))
     changes = living.compare_queries(before, after, living.load_tracked(work / "models"),
                                      seed=20261130, workdir=work)
     lines = [x.strip() for x in out.splitlines()
@@ -124,8 +124,8 @@ def test_update_prints_tracked_query_changes(updated):
 
 def test_a_query_no_fit_can_answer_is_reported_not_fatal(updated):
     work, first, _ = updated
-    before = store.load_draws(first.path)
-    after = store.load_draws(store.resolve(work / "models"))
+    before = store.load_fit(first.path)
+    after = store.load_fit(store.resolve(work / "models"))
     q = living.Tracked("gb400-ar", living.normalize_query(
         {"hardware": "gb400", "engine": "sglang", "method": "ar", "accept": "1"}))
     (c,) = living.compare_queries(before, after, [q], seed=1, workdir=work)
@@ -180,7 +180,7 @@ def test_diff_parameters_and_tracked_queries(updated):
     assert [r["row"] for r in payload["added_rows"]] == [11] and payload["removed_rows"] == []
     params = {p["parameter"]: p for p in payload["parameters"]}
     assert not any(name.endswith("_z") or "_z[" in name for name in params)
-    b = store.load_draws(store.resolve(work / "models"))
+    b = store.load_fit(store.resolve(work / "models"))
     q = np.quantile(b.variables["spec_tree_ratio"][:, 0], [0.05, 0.5, 0.95])
     p = params["spec_tree_ratio[b300x8/sglang/ddtree]"]
     assert (p["b"]["lo90"], p["b"]["median"], p["b"]["hi90"]) == pytest.approx(tuple(q))
@@ -232,7 +232,7 @@ def test_reject_surprises_stops_before_refitting(updated, tmp_path):
 
 def test_a_new_system_is_scored_by_transfer(updated):
     work, first, _ = updated
-    before = store.load_draws(first.path)
+    before = store.load_fit(first.path)
     hw = {"h200": {}}
     row = parse_row("t", 12, {"model": "kimi-k2.6", "hardware": "h200", "gpus": "8",
                               "engine": "sglang", "method": "ar", "accept_len": "1",

@@ -132,7 +132,7 @@ def test_pareto_k_and_pit_one_per_measurement(built_report):
 def test_flagged_points_are_exactly_those_outside_their_interval(built_report):
     work, result, _, summary = built_report
     rows = summary["ppc"]["rows"]
-    expect = [r["row"] for r in M.check_measurements(store.load_draws(result.path))
+    expect = [r["row"] for r in M.check_measurements(store.load_fit(result.path))
               if not r["lo90"] <= r["measured"] <= r["hi90"]]
     assert summary["ppc"]["flagged"] == expect
     assert [r["row"] for r in rows if r["outside_90"]] == expect

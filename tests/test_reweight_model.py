@@ -17,8 +17,8 @@ from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import load_hardware, load_measurements
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import reweight as R
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.inference import reproducible_pytensor
-from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.extrapolation import with_forms
 from ddtree_bayes.workflows.living import reweight as RW
 
@@ -115,7 +115,7 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
     m_old, m_new = build_model(spec_old, cfg), build_model(spec_new, cfg)
     n = 6
     variables = _prior_draws(m_old, n)
-    draws = Draws(path=None, meta=meta, variables=variables, data_csv=old.text,  # type: ignore[arg-type]
+    draws = Fit(path=None, meta=meta, variables=variables, data_csv=old.text,  # type: ignore[arg-type]
                   priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
     reasons, _, model = RW.structure_changes(draws, new, cfg)
     assert reasons == []
@@ -172,7 +172,7 @@ def test_a_first_repeated_run_is_reweighted_exactly():
         == {"config_share"}
     n = 6
     variables = _prior_draws(m_old, n)
-    draws = Draws(path=None, meta=meta, variables=variables, data_csv=plain,  # type: ignore[arg-type]
+    draws = Fit(path=None, meta=meta, variables=variables, data_csv=plain,  # type: ignore[arg-type]
                   priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
     reasons, _, model = RW.structure_changes(draws, new, cfg)
     assert reasons == [] and model["repeated_runs"]

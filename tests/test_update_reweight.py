@@ -66,7 +66,7 @@ def test_one_unsurprising_row_is_absorbed_by_reweighting_without_heavy_imports(r
 def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
     work, first, payload, _ = reweighted
     path = store.resolve(work / "models")
-    after, before = store.load_draws(path), store.load_draws(first.path)
+    after, before = store.load_fit(path), store.load_fit(first.path)
     meta = after.meta
     assert meta["made_by"] == "psis-reweight" and meta["converged"] is True
     assert meta["reweight"]["parent_fit"] == meta["reweight"]["proposal_fit"] == first.fit_id
@@ -80,7 +80,7 @@ def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
     assert meta["diagnostics"]["parameters"] == before.meta["diagnostics"]["parameters"]
     assert meta["data"]["rows"] == 10 and meta["update"]["added_rows"] == [11]
     assert after.data_csv == (work / "data" / "measurements.csv").read_text()
-    assert [m.row for m in P.stored_measurements(after).rows] == list(range(2, 12))
+    assert [m.row for m in after.measurements.rows] == list(range(2, 12))
     assert P.check_fit(after) == []       # data and priors hashes are the current files'
     # the tracked queries update printed (from the draws it held in memory) are the saved fit's
     from ddtree_bayes.workflows import living
@@ -130,9 +130,9 @@ def test_reweighted_draws_are_the_stratified_resample_of_the_psis_weights(reweig
     new likelihood over its old one joins the new row's. The new row's sd is checked by hand:
     sqrt(noise^2 + (structure_sd * log(33 / 9))^2), budget 8 (M = 9) its nearest config."""
     work, first, payload, _ = reweighted
-    before = store.load_draws(first.path)
-    after = store.load_draws(store.resolve(work / "models"))
-    old, new = P.stored_measurements(before), P.stored_measurements(after)
+    before = store.load_fit(first.path)
+    after = store.load_fit(store.resolve(work / "models"))
+    old, new = before.measurements, after.measurements
     added, kept, removed = RW.pair_rows(old, new)
     assert (added, removed) == ([9], []) and kept == [(i, i) for i in range(9)]
     assert payload["psis"]["restructured_groups"] == ["b300x8/sglang/ddtree"]
@@ -239,7 +239,7 @@ def test_a_repeat_of_a_measured_row_is_reweighted_not_refit(fitted_workdir, tmp_
     psis = payload["psis"]
     assert psis["added_variables"] == ["config_sd", "config_share", "run_sd"]
     assert psis["pareto_k"] < 0.5 and psis["n_eff"] > 2000   # one repeat barely moves it
-    draws = store.load_draws(store.resolve(work / "models"))
+    draws = store.load_fit(store.resolve(work / "models"))
     assert draws.meta["model"]["repeated_runs"] is True
     v = draws.variables
     np.testing.assert_allclose(v["run_sd"] ** 2 + v["config_sd"] ** 2, v["noise_sd"] ** 2,

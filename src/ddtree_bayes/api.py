@@ -110,9 +110,6 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
         cfg = _with_forms(cfg, moe_form, step_form)
     hardware_text = _hardware_text(workdir, hardware)
-    from ddtree_bayes.engine.scenario import remember_measurements
-
-    remember_measurements(measurements, hardware_text)   # the PPC after the fit reuses them
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
     if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
@@ -160,7 +157,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     timings["save_s"] = time.perf_counter() - t_save
     return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
                                failures=failures, diagnostics=diag_rows,
-                               divergences=divergences, timings=timings, remedies=ladder)
+                               divergences=divergences, timings=timings, remedies=ladder,
+                               measurements=measurements)
 
 
 def _artifact_tree(dt, spec):
@@ -216,7 +214,8 @@ def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_h
 
 
 def load(fit_id: str | None = None, workdir: Path | None = None):
-    """Posterior draws and metadata of a fit (latest by default), as a :class:`store.Draws`."""
+    """A saved fit (latest by default): its draws, metadata and stored inputs, as a
+    :class:`~ddtree_bayes.engine.fit.Fit`."""
     from ddtree_bayes.engine import store
 
     return store.load(fit_id, workdir)
@@ -225,7 +224,7 @@ def load(fit_id: str | None = None, workdir: Path | None = None):
 def predict(fit=None, **query):
     """Posterior throughput intervals as a tidy pandas DataFrame.
 
-    ``fit`` is a :class:`store.Draws` (from :func:`load`) or None for the latest fit; the
+    ``fit`` is a :class:`~ddtree_bayes.engine.fit.Fit` (from :func:`load`) or None for the latest fit; the
     keyword arguments are those of :func:`ddtree_bayes.engine.predictive.predict_rows`.
     A number that comes out non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
     """

@@ -27,7 +27,9 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if not args.quiet:
         print("[fit] saved; checking the posterior against the measurements", file=sys.stderr,
               flush=True)
-    draws = store.load_draws(result.path)
+    draws = store.load_fit(result.path)
+    if result.measurements is not None:
+        draws.knowing(result.measurements)
     ppc = M.check_measurements(draws, seed=args.seed)
     result.timings["check_s"] = time.perf_counter() - t0   # reading back + the PPC
     inferred = AL.summarise(draws.meta, draws.variables)

@@ -69,8 +69,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
     models = paths.models_dir()
-    a = store.load_draws(_resolve_id(models, args.fit_a))
-    b = store.load_draws(_resolve_id(models, args.fit_b))
+    a = store.load_fit(_resolve_id(models, args.fit_a))
+    b = store.load_fit(_resolve_id(models, args.fit_b))
     ida, idb = a.meta["fit_id"], b.meta["fit_id"]
     added, removed = living.changed_rows(living.stored_rows(a), living.stored_rows(b))
     params = living.parameter_table(a, b, include_auxiliary=args.all)

@@ -188,7 +188,7 @@ def _latest_per_form(anchor, flag: str = "--model-average") -> list:
     best: dict[str, object] = {}
     for path in sorted(fits_dir.glob("*.nc")):
         try:
-            d = store.load_draws(path)
+            d = store.load_fit(path)
         except DDTreeBayesError:
             continue
         if d.meta["converged"] and d.meta["data"]["sha256"] == anchor.meta["data"]["sha256"]:

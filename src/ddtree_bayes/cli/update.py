@@ -86,14 +86,13 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
                   reasons: list[str]):
     """Fill ``reasons`` (why not) or return (proposal, its rows, spec, weights) to reweight."""
     from ddtree_bayes import api
-    from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.workflows.living import reweight
 
     proposal, why = reweight.proposal_of(previous, models)
     if why:
         reasons.append(why)
         return None
-    old = P.stored_measurements(proposal)
+    old = proposal.measurements
     added, kept, gone = reweight.pair_rows(old, measurements)
     if gone:
         reasons.append(f"{len(gone)} row(s) of fit {proposal.meta['fit_id']} (whose draws a "
@@ -115,18 +114,17 @@ def cmd_update(args: argparse.Namespace) -> int:
     from ddtree_bayes import api
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import inference, store
-    from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.workflows import living
 
     t_start = time.perf_counter()
     models = paths.models_dir()
-    previous = store.load_draws(store.resolve(models))
+    previous = store.load_fit(store.resolve(models))
     tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
     measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
     hardware_text = api._hardware_text(None, args.hardware_file)
-    stored = P.stored_measurements(previous)
+    stored = previous.measurements
     added, removed = living.changed_rows(stored, measurements)
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
     seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
@@ -313,7 +311,7 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
                      target_accept=settings.target_accept, backend=settings.backend,
                      extra_meta=extra)
     fit_s = time.perf_counter() - t_fit
-    after = store.load_draws(result.path)
+    after = store.load_fit(result.path)
     t = result.timings
     report["made_by"] = "refit"
     report["refit"] = {"fit_id": result.fit_id, "path": str(result.path),

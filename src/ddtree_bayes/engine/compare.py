@@ -14,10 +14,10 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, form_label
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import measured as M
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 
 
-def pointwise_loglik(draws: Draws, seed: int = DEFAULT_SEED):
+def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
     """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows)): per
     row, for small data (a (draws, rows) array; :func:`loo_tree` switches to configurations
     above :data:`~ddtree_bayes.engine.measured.LOO_ROW_LIMIT` rows)."""
@@ -29,7 +29,7 @@ def pointwise_loglik(draws: Draws, seed: int = DEFAULT_SEED):
     return mo.measurements, loglik, log_mu
 
 
-def loo_tree(draws: Draws, chains: int, seed: int = DEFAULT_SEED, unit: str | None = None):
+def loo_tree(draws: Fit, chains: int, seed: int = DEFAULT_SEED, unit: str | None = None):
     """A DataTree with the groups arviz-stats' LOO functions need: per row, or per
     configuration for large data (``unit``; :func:`~ddtree_bayes.engine.measured.loo_unit`).
     The tree's ``attrs["unit"]`` says which."""
@@ -60,7 +60,7 @@ def loo_tree(draws: Draws, chains: int, seed: int = DEFAULT_SEED, unit: str | No
 WEIGHT_METHODS = ("bb-pseudo-bma", "stacking", "pseudo-bma")
 
 
-def compare_fits(fits: list[Draws], seed: int = DEFAULT_SEED,
+def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
                  method: str = WEIGHT_METHODS[0]) -> dict:
     """PSIS-LOO comparison with model weights; refuses fits of different data."""
     import warnings

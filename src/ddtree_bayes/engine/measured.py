@@ -23,9 +23,9 @@ import numpy as np
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.data import Measurements
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import row_pair
-from ddtree_bayes.engine.scenario import resolve_scenario, stored_measurements
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.scenario import resolve_scenario
 from ddtree_bayes.engine.structure import draft_structure
 
 #: Above this many rows PSIS-LOO leaves out configurations instead of rows.
@@ -69,7 +69,7 @@ class Moments:
         return self.offset[None, :] + self.mean[:, self.row_config]
 
 
-def moments(draws: Draws, seed: int = DEFAULT_SEED,
+def moments(draws: Fit, seed: int = DEFAULT_SEED,
             measurements: Measurements | None = None) -> Moments:
     """The step of every measured configuration under every draw (one
     :func:`~ddtree_bayes.engine.predictive.step_draws` call per configuration, in the order of
@@ -80,7 +80,7 @@ def moments(draws: Draws, seed: int = DEFAULT_SEED,
     from ddtree_bayes.engine.predictive import step_draws
     from ddtree_bayes.engine.scenario import row_acceptance
 
-    measurements = stored_measurements(draws) if measurements is None else measurements
+    measurements = draws.measurements if measurements is None else measurements
     rows = measurements.rows
     row_config, first = C.group_rows(rows)
     rng = np.random.default_rng(seed)
@@ -102,7 +102,7 @@ def moments(draws: Draws, seed: int = DEFAULT_SEED,
                    *config_sds(draws, measurements, first))
 
 
-def config_sds(draws: Draws, measurements: Measurements, first: np.ndarray
+def config_sds(draws: Fit, measurements: Measurements, first: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """(run-to-run sd (draws, 1), a configuration's own error sd (draws, configurations)):
     the two sds of :func:`ddtree_bayes.core.configs.grouped_logp`. The second is the
@@ -117,14 +117,14 @@ def config_sds(draws: Draws, measurements: Measurements, first: np.ndarray
     return noise, np.sqrt(between)
 
 
-def config_log_sd(draws: Draws, measurements: Measurements, first: np.ndarray) -> np.ndarray:
+def config_log_sd(draws: Fit, measurements: Measurements, first: np.ndarray) -> np.ndarray:
     """(draws, configurations) sd of one run's log tok/s (see :func:`moments`): the run-to-run
     noise and the configuration's own error (:func:`config_sds`) together."""
     noise, between = config_sds(draws, measurements, first)
     return np.sqrt(noise ** 2 + between ** 2)
 
 
-def _distances(draws: Draws, measurements: Measurements, first: np.ndarray) -> np.ndarray:
+def _distances(draws: Fit, measurements: Measurements, first: np.ndarray) -> np.ndarray:
     """Each configuration's distance from the nearest other one measured on its system."""
     model = draws.meta["model"]
     reps = [measurements.rows[i] for i in first]
@@ -135,20 +135,20 @@ def _distances(draws: Draws, measurements: Measurements, first: np.ndarray) -> n
     return C.config_distances(system, verify, passes)
 
 
-def measurement_log_mu(draws: Draws, seed: int = DEFAULT_SEED):
+def measurement_log_mu(draws: Fit, seed: int = DEFAULT_SEED):
     """(measurements, (draws, rows)) modelled log tok/s of every measured row, without
     measurement noise: the mean of the likelihood (small data: a (draws, rows) array)."""
     mo = moments(draws, seed)
     return mo.measurements, mo.row_log_mu()
 
 
-def measurement_log_sd(draws: Draws, measurements: Measurements) -> np.ndarray:
+def measurement_log_sd(draws: Fit, measurements: Measurements) -> np.ndarray:
     """(draws, rows) likelihood sd of each measured row's log tok/s (small data)."""
     row_config, first = C.group_rows(measurements.rows)
     return config_log_sd(draws, measurements, first)[:, row_config]
 
 
-def simulate_log_tok_s(draws: Draws, measurements: Measurements, log_mu: np.ndarray,
+def simulate_log_tok_s(draws: Fit, measurements: Measurements, log_mu: np.ndarray,
                        rng: np.random.Generator, repeated: bool = False) -> np.ndarray:
     """Simulated log tok/s of every row under the first draw, about its modelled ``log_mu``
     (rows,): with ``repeated`` one error per configuration (its own sd, shared by its runs)
@@ -197,7 +197,7 @@ def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) ->
             "observed": zbar + mean_offset}
 
 
-def check_measurements(draws: Draws, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
+def check_measurements(draws: Fit, prob: float = 0.9, seed: int = DEFAULT_SEED) -> list[dict]:
     """Posterior predictive check: each measurement the fit used against its predictive
     median, 50% and ``prob`` intervals and its predictive percentile; ``configuration`` names
     the row's configuration by its first row (repeated runs share it).

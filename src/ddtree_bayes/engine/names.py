@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
 from ddtree_bayes.core.pairs import split_label
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 
 #: What a never-seen name means for the answer, per kind.
 CONSEQUENCE = {
@@ -65,7 +65,7 @@ def _column(text: str, column: str) -> set[str]:
         return set()
 
 
-def known_names(draws: Draws) -> dict[str, set[str]]:
+def known_names(draws: Fit) -> dict[str, set[str]]:
     """Every name the fit knows, per kind (engine, method, model, hardware)."""
     meta = draws.meta
     data = draws.data_csv
@@ -75,9 +75,8 @@ def known_names(draws: Draws) -> dict[str, set[str]]:
                 if g.count("/") == 2}
     methods = _column(data, "method") | {AR_METHOD} | set(TREE_METHODS)
     try:
-        from ddtree_bayes.core.config import parse_priors
 
-        cfg = parse_priors(draws.priors_toml, "priors stored in the fit")
+        cfg = draws.priors
         methods |= {a.method for a in cfg.acceptance if a.method}
         methods |= set(getattr(cfg, "methods", None) or {})  # [methods.<name>] tables
     except Exception:  # noqa: BLE001 - names are advice; an odd priors text must not stop predict
@@ -102,7 +101,7 @@ def closest(name: str, known: set[str] | list[str], n: int = 3) -> list[str]:
     return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
 
 
-def unknown_names(draws: Draws, *, engines: list[str] | tuple[str, ...] | None = None,
+def unknown_names(draws: Fit, *, engines: list[str] | tuple[str, ...] | None = None,
                   method: str | None = None, model: str | None = None,
                   hardware: str | None = None) -> list[UnknownName]:
     """The asked-for names the fit has never seen (in the order hardware, engine, method,

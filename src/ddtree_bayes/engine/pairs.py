@@ -8,10 +8,10 @@ from __future__ import annotations
 import numpy as np
 
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 
 
-def fit_models(draws: Draws) -> list[str]:
+def fit_models(draws: Fit) -> list[str]:
     """The target models a fit was made on (sorted)."""
     model = draws.meta.get("model", {})
     if model.get("target_models"):
@@ -21,24 +21,24 @@ def fit_models(draws: Draws) -> list[str]:
     return [model["target_model"]] if model.get("target_model") else []
 
 
-def is_multi(draws: Draws) -> bool:
+def is_multi(draws: Fit) -> bool:
     """Is this a fit of several models (parameters per (model, system) pair)?"""
     return bool(draws.meta.get("model", {}).get("pair_models"))
 
 
-def row_pair(draws: Draws, row) -> str:
+def row_pair(draws: Fit, row) -> str:
     """The label of the fit's parameters a measurement row belongs to."""
     from ddtree_bayes.core.pairs import pair_label
 
     return pair_label(row.model, row.system, is_multi(draws))
 
 
-def model_cards(draws: Draws) -> dict:
+def model_cards(draws: Fit) -> dict:
     """The model cards (as dicts) a fit of several models stored."""
     return draws.meta.get("model", {}).get("model_cards") or {}
 
 
-def resolve_model(draws: Draws, model: str | None) -> str | None:
+def resolve_model(draws: Fit, model: str | None) -> str | None:
     """The model a query asks about: optional for a fit of one model; for a fit of several, one
     of its models, or any model with a card (a model never measured: the pair roofline)."""
     models = fit_models(draws)
@@ -61,7 +61,7 @@ def resolve_model(draws: Draws, model: str | None) -> str | None:
     return model
 
 
-def pooled_shape(draws: Draws, rng: np.random.Generator) -> np.ndarray:
+def pooled_shape(draws: Fit, rng: np.random.Generator) -> np.ndarray:
     """The verify-growth parameter of a system (pair) without measurements: drawn from its
     pooled population (the MoE exponent, slope or distinct-expert exponent)."""
     from ddtree_bayes.core.config import MOE_FORMS
@@ -74,7 +74,7 @@ def pooled_shape(draws: Draws, rng: np.random.Generator) -> np.ndarray:
     return v[MOE_FORMS[form]] + v["moe_hw_sd"] * z
 
 
-def pair_parameters(draws: Draws, sc, rng: np.random.Generator
+def pair_parameters(draws: Fit, sc, rng: np.random.Generator
                     ) -> tuple[dict[str, np.ndarray], str]:
     """Per-draw step parameters of a (model, system) pair a fit of several models has no rows
     of: the M = 1 step from the pair roofline at the posterior's efficiency and per-layer costs
@@ -82,20 +82,18 @@ def pair_parameters(draws: Draws, sc, rng: np.random.Generator
     priors (what the model says of a pair without rows); the verify growth and compute
     efficiency from their pooled populations. Returns (parameters, how it was obtained)."""
     from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token
-    from ddtree_bayes.core.config import parse_priors
-    from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.core.pairs import pair_features, roofline_step_ms
     from ddtree_bayes.core.sampling import prior_sample
 
     v, meta, n = draws.variables, draws.meta, draws.n_draws
     card = ModelCard(**model_cards(draws)[sc.model])
-    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+    table = draws.hardware
     f = pair_features(card, table[sc.hardware], sc.gpus)
     roof = roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, v["pair_bw_eff"],
                             v["pair_layer_ms"], v["pair_allreduce_fabric_ms"],
                             v["pair_allreduce_pcie_ms"])
     step_ar = roof * np.exp(v["pair_step_sd"] * rng.standard_normal(n))
-    priors = parse_priors(draws.priors_toml, "priors stored in the fit").priors
+    priors = draws.priors.priors
     share = prior_sample(priors["moe_share"], n, rng)
     params = {"step_ar_ms": step_ar, "moe_share": share, "moe_shape": pooled_shape(draws, rng),
               "ctx_ms_per_unit": prior_sample(priors["ctx_ms_per_unit"], n, rng)}

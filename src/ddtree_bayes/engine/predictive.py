@@ -17,10 +17,10 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import (
     DEFAULT_SEED,
     AcceptancePrior,
-    parse_priors,
 )
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
     SEED_BAND,
     AcceptRequest,
@@ -31,17 +31,13 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     check_fit,
     default_scenario,
     fill_query,
-    fit_methods,
     latent_acceptance,
     measured_acceptance,
-    measured_systems,
     parse_accept,
     parse_context,
     resolve_scenario,
     row_acceptance,
-    stored_measurements,
 )
-from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.engine.structure import (
     distinct_ratio,
     draft_structure,
@@ -50,7 +46,7 @@ from ddtree_bayes.engine.structure import (
 )
 
 
-def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
+def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                            ) -> tuple[dict[str, np.ndarray], str]:
     """Per-draw step parameters of an unmeasured system, from a measured reference system.
 
@@ -72,11 +68,10 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     if pairs.is_multi(draws):
         return pairs.pair_parameters(draws, sc, rng)
 
-    from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.core.sampling import prior_sample
 
     v, meta, n = draws.variables, draws.meta, draws.n_draws
-    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+    table = draws.hardware
 
     def bandwidth(hw: str, gpus: int) -> float:
         try:
@@ -88,13 +83,13 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     def fabric(hw: str) -> bool:
         return "pcie" not in table[hw].get("interconnect", "").lower()
 
-    systems = measured_systems(draws)
+    systems = draws.measured_systems
     parse = [(s, s.rsplit("x", 1)[0], int(s.rsplit("x", 1)[1])) for s in systems]
     same = [p for p in parse if fabric(p[1]) == fabric(sc.hardware)] or parse
     target_bw = bandwidth(sc.hardware, sc.gpus)
     ref, ref_hw, ref_gpus = min(same, key=lambda p: abs(math.log(bandwidth(p[1], p[2]) / target_bw)))
     r = meta["coords"]["system"].index(ref)
-    priors = parse_priors(draws.priors_toml, "priors stored in the fit").transfer
+    priors = draws.priors.transfer
 
     def draw(name: str) -> np.ndarray:
         key = f"transfer_{name}"
@@ -125,7 +120,7 @@ def transferred_parameters(draws: Draws, sc: Scenario, rng: np.random.Generator
     return params, how
 
 
-def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+def step_draws(draws: Fit, sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, str]:
     """Posterior draws of step_ms (without measurement noise) and how the overhead was found.
 
     The overhead of an unmeasured (system, engine, method) group is drawn from the
@@ -136,7 +131,7 @@ def step_draws(draws: Draws, sc: Scenario, rng: np.random.Generator) -> tuple[np
     return parts["step"], how
 
 
-def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
+def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
                     ) -> tuple[dict[str, np.ndarray], str]:
     """Posterior draws of each term of the step (ms): ``moe``, ``attn_base``, ``context``,
     ``spec`` and their sum ``step``; ``log_sd``, the predictive sd of log tok/s (run-to-run
@@ -216,7 +211,7 @@ def step_components(draws: Draws, sc: Scenario, rng: np.random.Generator
 
 
 def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) -> np.ndarray:
-    """Draws from an acceptance prior (numpy only; truncated normal by rejection)."""
+    """Fit from an acceptance prior (numpy only; truncated normal by rejection)."""
     from ddtree_bayes.core.sampling import prior_sample
 
     return prior_sample(prior.prior, n, rng)
@@ -272,13 +267,13 @@ def summarize(samples: np.ndarray, probs: tuple[float, ...], target: float | Non
     return out
 
 
-def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None = None,
+def predict_rows(draws: Fit, *, hardware: str | None = None, gpus: int | None = None,
                  engines: tuple[str, ...] | list[str] | None = None, method: str | None = None,
                  block: int | None = None, budget: int | None = None,
                  verify_tokens: int | None = None, context_tokens: float | str | None = None,
                  accept: str | AcceptRequest | None = None, target: float | None = None,
                  prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
-                 mixture: list[tuple[Draws, float]] | None = None,
+                 mixture: list[tuple[Fit, float]] | None = None,
                  model: str | None = None) -> list[dict]:
     """Posterior predictive throughput for one configuration and one or more engines.
 
@@ -313,7 +308,7 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     probs = interval_probs(prob)
     request = parse_accept(accept) if isinstance(accept, str) else accept
     ctx = parse_context(context_tokens)
-    priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+    priors = draws.priors
     seed_table = load_seed_table(workdir)
     rng = np.random.default_rng(seed)
     rows = []
@@ -387,7 +382,7 @@ def predict_rows(draws: Draws, *, hardware: str | None = None, gpus: int | None 
     return rows
 
 
-def _posterior_acceptance(draws: Draws, mixture, sc: Scenario, rng: np.random.Generator
+def _posterior_acceptance(draws: Fit, mixture, sc: Scenario, rng: np.random.Generator
                           ) -> tuple[np.ndarray, dict] | None:
     """Acceptance of a query without --accept whose (model, method, block, budget) the fit
     inferred from rows without accept_len: that group's posterior draws (aligned with the
@@ -406,7 +401,7 @@ def _posterior_acceptance(draws: Draws, mixture, sc: Scenario, rng: np.random.Ge
                        f"accept_len ({group['label']}: median {med:.2f}, 90% {lo:.2f}-{hi:.2f})"}
 
 
-def _per_token(draws: Draws, mixture: list[tuple[Draws, float]] | None, sc: Scenario,
+def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario,
                rng: np.random.Generator) -> tuple[np.ndarray, str]:
     """Predictive tok/s per emitted token (1000 / step_ms, with measurement noise): from
     ``draws``, or a weighted mixture of several fits' predictive draws."""

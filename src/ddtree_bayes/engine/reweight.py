@@ -30,9 +30,9 @@ import numpy as np
 
 from ddtree_bayes.core import configs as C
 from ddtree_bayes.core.data import Measurements
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.measured import config_sds
 from ddtree_bayes.engine.predictive import resolve_scenario, step_components
-from ddtree_bayes.engine.store import Draws
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -59,12 +59,12 @@ class Table:
         return np.sqrt(self.run[:, 0] ** 2 + self.between[:, c] ** 2)
 
 
-def table(draws: Draws, measurements: Measurements) -> Table:
+def table(draws: Fit, measurements: Measurements) -> Table:
     row_config, first = C.group_rows(measurements.rows)
     return Table(measurements, row_config, first, *config_sds(draws, measurements, first))
 
 
-def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
+def config_log_step(draws: Fit, t: Table, configs: np.ndarray) -> np.ndarray:
     """(draws, len(configs)) ``-log step_ms`` of configurations ``configs`` of ``t``, plus each
     draw's log inferred acceptance for a configuration of rows without accept_len (their
     offset is ``log 1000``: core/configs.py), as in the model."""
@@ -84,7 +84,7 @@ def config_log_step(draws: Draws, t: Table, configs: np.ndarray) -> np.ndarray:
     return np.stack(cols, axis=1) if cols else np.zeros((draws.n_draws, 0))
 
 
-def log_likelihood(draws: Draws, measurements: Measurements, which: list[int] | None = None,
+def log_likelihood(draws: Fit, measurements: Measurements, which: list[int] | None = None,
                    t: Table | None = None) -> np.ndarray:
     """(draws, len(which)) pointwise log-likelihood of rows ``which`` (default: all; small
     data: one column per row): each row's own density, its configuration's error integrated
@@ -99,7 +99,7 @@ def log_likelihood(draws: Draws, measurements: Measurements, which: list[int] | 
     return -0.5 * ((z[None, :] - mean) / sd) ** 2 - np.log(sd) - LOG_SQRT_2PI
 
 
-def summed_log_likelihood(draws: Draws, t: Table, which) -> np.ndarray:
+def summed_log_likelihood(draws: Fit, t: Table, which) -> np.ndarray:
     """(draws,) the joint log-likelihood of rows ``which`` of ``t``'s data: per configuration
     from the rows' sufficient statistics (memory: draws x configurations). The rows of a
     configuration share its own error, so ``which`` should hold all of a configuration's rows
@@ -115,7 +115,7 @@ def summed_log_likelihood(draws: Draws, t: Table, which) -> np.ndarray:
     return C.grouped_logp(mean, t.run, t.between[:, configs], n, zbar, s2, np.log).sum(axis=1)
 
 
-def group_log_ratio(draws: Draws, part: str) -> np.ndarray | None:
+def group_log_ratio(draws: Fit, part: str) -> np.ndarray | None:
     """(draws, groups) each overhead group's own log per-``part`` ratio in the structured
     form (centred ``spec_<part>_log`` or ``mu + sd * spec_<part>_z``), None if not stored."""
     v = draws.variables
@@ -127,8 +127,8 @@ def group_log_ratio(draws: Draws, part: str) -> np.ndarray | None:
     return None
 
 
-def restructured(draws: Draws, model: dict, data_csv: str
-                 ) -> tuple[Draws, dict[str, np.ndarray], list[str]]:
+def restructured(draws: Fit, model: dict, data_csv: str
+                 ) -> tuple[Fit, dict[str, np.ndarray], list[str]]:
     """The same parameter draws under the model of other data: ``model`` is that data's
     ``meta["model"]`` (same parameters and coordinates), ``data_csv`` its text.
 
@@ -157,13 +157,13 @@ def restructured(draws: Draws, model: dict, data_csv: str
             replaced[f"spec_{part}_ratio"] = ratio
             flipped.update(groups[g] for g in flips)
     meta = {k: v for k, v in draws.meta.items() if not k.startswith("_")}
-    view = Draws(path=draws.path, meta={**meta, "model": model},
+    view = Fit(path=draws.path, meta={**meta, "model": model},
                  variables={**draws.variables, **replaced}, data_csv=data_csv,
                  priors_toml=draws.priors_toml, hardware_csv=draws.hardware_csv)
     return view, replaced, sorted(flipped)
 
 
-def augmented(draws: Draws, rng: np.random.Generator) -> tuple[Draws, dict[str, np.ndarray]]:
+def augmented(draws: Fit, rng: np.random.Generator) -> tuple[Fit, dict[str, np.ndarray]]:
     """``draws`` in the model of data that first repeat a configuration: (the view, the
     variables it adds).
 
@@ -177,15 +177,14 @@ def augmented(draws: Draws, rng: np.random.Generator) -> tuple[Draws, dict[str, 
     re-measured configuration is absorbed without a refit."""
     if not draws.meta["model"].get("repeated_runs") or C.CONFIG_SHARE in draws.variables:
         return draws, {}
-    from ddtree_bayes.core.config import parse_priors
     from ddtree_bayes.core.sampling import prior_sample
 
-    prior = parse_priors(draws.priors_toml).priors[C.CONFIG_SHARE]
+    prior = draws.priors.priors[C.CONFIG_SHARE]
     share = prior_sample(prior, draws.n_draws, rng)
     noise = np.asarray(draws.variables["noise_sd"], dtype=float)
     extra = {C.CONFIG_SHARE: share, C.RUN_SD: noise * np.sqrt(1.0 - share),
              C.CONFIG_SD: noise * np.sqrt(share)}
-    view = Draws(path=draws.path, meta=draws.meta, variables={**draws.variables, **extra},
+    view = Fit(path=draws.path, meta=draws.meta, variables={**draws.variables, **extra},
                  data_csv=draws.data_csv, priors_toml=draws.priors_toml,
                  hardware_csv=draws.hardware_csv)
     return view, extra
@@ -203,8 +202,8 @@ def _group_of(model: dict, m) -> str | None:
                          model["relation_bases"].get(m.engine, m.engine), m.method)
 
 
-def log_ratios(draws: Draws, old: Measurements, new: Measurements, added: list[int],
-               kept: list[tuple[int, int]], target: Draws | None = None
+def log_ratios(draws: Fit, old: Measurements, new: Measurements, added: list[int],
+               kept: list[tuple[int, int]], target: Fit | None = None
                ) -> tuple[np.ndarray, list[int]]:
     """Per draw, log p(new data | theta) - log p(old data | theta).
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig, parse_priors
+from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig
 from ddtree_bayes.core.config import Scenario as ConfigScenario
 from ddtree_bayes.core.data import (
     AR_METHOD,
@@ -20,9 +20,9 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
-from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, load_methods, max_accept
+from ddtree_bayes.core.methods import AcceptLimit, max_accept
 from ddtree_bayes.core.pairs import pair_label, split_label
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
 
@@ -154,7 +154,7 @@ def _text_hashes(path: Path) -> set[str]:
     return {hashlib.sha256(raw).hexdigest(), hashlib.sha256(text.encode()).hexdigest()}
 
 
-def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = False
+def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False
               ) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
     priors files changed since the fit."""
@@ -176,7 +176,7 @@ def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = F
     return warnings
 
 
-def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: str, method: str,
+def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
                      context_tokens: float | None, model: str | None = None) -> Scenario:
     """Fill in defaults (model, GPU count, verify tokens, context) and check the fit can answer.
@@ -191,7 +191,7 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
 
     model = pairs.resolve_model(draws, model)
     multi = pairs.is_multi(draws)
-    systems = measured_systems(draws)
+    systems = draws.measured_systems
     if gpus is None:
         parsed = [split_label(s) for s in systems]
         on_hw = [p for p in parsed if p[1] == hardware]
@@ -208,14 +208,13 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
         gpus = counts[0]
     measured = pair_label(model or "", system_label(hardware, gpus), multi) in systems
     if not measured:
-        from ddtree_bayes.core.data import load_hardware
 
-        table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
+        table = draws.hardware
         if hardware not in table:
             raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
                              "nor in the hardware table",
                              fix=unknown_hardware_fix(hardware, table) + ", then re-fit")
-        if not multi and not parse_priors(draws.priors_toml, "priors stored in the fit").transfer:
+        if not multi and not draws.priors.transfer:
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")
     derived = derive_verify_tokens(method, block, budget)
@@ -238,27 +237,16 @@ def resolve_scenario(draws: Draws, *, hardware: str, gpus: int | None, engine: s
 
 
 #: The methods tables of the priors texts parsed in this process (a fit's priors, once).
-_METHODS: dict[str, dict[str, MethodSpec]] = {}
-
-
-def fit_methods(draws: Draws) -> dict[str, MethodSpec]:
-    """The ``[methods]`` table of the priors stored in the fit (parsed once per text)."""
-    key = hashlib.sha256(draws.priors_toml.encode()).hexdigest()
-    if key not in _METHODS:
-        _METHODS[key] = load_methods(draws.priors_toml, "priors stored in the fit")
-    return _METHODS[key]
-
-
-def accept_limit(draws: Draws, method: str, block: int | None, budget: int | None,
+def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
                  verify_tokens: int | None = None) -> AcceptLimit:
     """What one step of this configuration can emit, by the fit's methods table
     (:func:`~ddtree_bayes.core.methods.max_accept`); ``verify_tokens`` None: derived."""
     if verify_tokens is None:
         verify_tokens = derive_verify_tokens(method, block, budget)
-    return max_accept(method, block, budget, fit_methods(draws), verify_tokens)
+    return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
-def default_scenario(draws: Draws, model: str | None = None) -> ConfigScenario:
+def default_scenario(draws: Fit, model: str | None = None) -> ConfigScenario:
     """The question asked of this fit when none is given: the bundled default when the fit
     measured its system (B300) for ``model``, else the fit's own most-measured speculative
     configuration (:func:`ddtree_bayes.core.default_question.fit_default`). ``model`` as in
@@ -270,9 +258,9 @@ def default_scenario(draws: Draws, model: str | None = None) -> ConfigScenario:
     model = pairs.resolve_model(draws, model)
     multi = pairs.is_multi(draws)
     if any(hw == DEFAULT_SCENARIO.hardware and (not multi or m == model)
-           for m, hw, _ in map(split_label, measured_systems(draws))):
+           for m, hw, _ in map(split_label, draws.measured_systems)):
         return DEFAULT_SCENARIO   # (without parsing the stored data)
-    return fit_default(stored_measurements(draws).rows, model if multi else None)
+    return fit_default(draws.measurements.rows, model if multi else None)
 
 
 def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, method: str | None,
@@ -303,13 +291,13 @@ def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, met
     return out, hardware is None or method is None or not engines
 
 
-def measured_acceptance(draws: Draws, sc: Scenario) -> tuple[float, int] | None:
+def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int] | None:
     """The mean measured acceptance of the query's configuration (model, method, block,
     budget, verify tokens) and how many rows it averages: the rows of the same system and
     engine if any, else of the same system, else of any system; None when no row of that
     configuration has an accept_len."""
     tree = sc.method in TREE_METHODS   # a chain's budget may be written or left blank
-    rows = [r for r in stored_measurements(draws).rows
+    rows = [r for r in draws.measurements.rows
             if r.accept_len is not None and r.method == sc.method and r.block == sc.block
             and (not tree or r.budget == sc.budget) and r.verify_tokens == sc.verify_tokens
             and (not sc.multi or r.model == sc.model)]
@@ -320,46 +308,6 @@ def measured_acceptance(draws: Draws, sc: Scenario) -> tuple[float, int] | None:
     return None
 
 
-def measured_systems(draws: Draws) -> list[str]:
-    """Systems (pairs, in a fit of several models) the fit has data for (a validation fold may
-    hold some out)."""
-    held_out = set(draws.meta.get("held_out_systems", ()))
-    return [s for s in draws.meta["coords"]["system"] if s not in held_out]
-
-
-#: The last parsed measurement text (the fit process parsed it already: see
-#: :func:`remember_measurements`); a 100,000-row file takes seconds to validate.
-_PARSED: dict[tuple[str, str], object] = {}
-
-
-def _text_key(data_csv: str, hardware_csv: str) -> tuple[str, str]:
-    return (hashlib.sha256(data_csv.encode()).hexdigest(),
-            hashlib.sha256(hardware_csv.encode()).hexdigest())
-
-
-def remember_measurements(measurements, hardware_csv: str) -> None:
-    """Let :func:`stored_measurements` reuse measurements this process already validated
-    (from the same data text and hardware table)."""
-    _PARSED.clear()
-    _PARSED[_text_key(measurements.text, hardware_csv)] = measurements
-
-
-def stored_measurements(draws: Draws):
-    """The measurements a fit was made on, re-validated from the text stored in it (once per
-    process and text)."""
-    from ddtree_bayes.core.data import load_hardware, load_measurements
-
-    key = _text_key(draws.data_csv, draws.hardware_csv)
-    if key not in _PARSED:
-        where = f"{draws.path} (stored data)"
-        hardware = load_hardware(where, text=draws.hardware_csv)
-        parsed = load_measurements(where, hardware, text=draws.data_csv, allow_duplicates=True,
-                                   methods=fit_methods(draws))
-        _PARSED.clear()
-        _PARSED[key] = parsed
-    return _PARSED[key]
-
-
 def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | None:
     """The priors file's acceptance prior of a query's configuration (the first matching
     ``[[acceptance]]`` entry, as :class:`~ddtree_bayes.core.config.AcceptancePrior`),
@@ -368,7 +316,7 @@ def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | No
     return None if entry is None else entry.capped(sc.limit)
 
 
-def latent_acceptance(draws: Draws, model: str | None, method: str, block: int | None,
+def latent_acceptance(draws: Fit, model: str | None, method: str, block: int | None,
                       verify_tokens: int, rng: np.random.Generator
                       ) -> tuple[np.ndarray, dict | None]:
     """Acceptance draws for a configuration whose acceptance is not given: the posterior of
@@ -384,12 +332,12 @@ def latent_acceptance(draws: Draws, model: str | None, method: str, block: int |
         return np.asarray(draws.variables[AL.NAME])[:, g], group
     from ddtree_bayes.core.sampling import prior_sample
 
-    priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+    priors = draws.priors
     prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens)
     return prior_sample(prior, draws.n_draws, rng), None
 
 
-def row_acceptance(draws: Draws, m, rng: np.random.Generator) -> np.ndarray:
+def row_acceptance(draws: Fit, m, rng: np.random.Generator) -> np.ndarray:
     """Acceptance draws of a measurement: its accept_len, or :func:`latent_acceptance`."""
     if m.accept_len is not None:
         return np.full(draws.n_draws, m.accept_len)

@@ -18,12 +18,12 @@ import json
 import os
 import re
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ddtree_bayes.core.errors import ArtifactError
+from ddtree_bayes.engine.fit import Fit
 
 FORMAT_VERSION = 1
 META_ATTR = "ddtree_bayes_meta"
@@ -186,7 +186,7 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
     dimensions (chain, draw) (a parameter the new data's model adds: ``config_sd``).
 
     A copy of the parent's file, its posterior overwritten in place with h5py and the two
-    data groups rewritten with h5netcdf: the layout xarray writes (``load_draws`` and
+    data groups rewritten with h5netcdf: the layout xarray writes (``load_fit`` and
     ``load_datatree`` read it like any fit) without importing xarray (~1 s) or re-creating
     every variable through h5netcdf (~1 s)."""
     import shutil
@@ -263,27 +263,11 @@ def resolve(models: Path, fit_id: str | None = None) -> Path:
     return path
 
 
-@dataclass(frozen=True)
-class Draws:
-    """Posterior draws flattened over (chain, draw), with the fit's metadata and inputs."""
-
-    path: Path
-    meta: dict
-    variables: dict[str, np.ndarray]
-    data_csv: str
-    priors_toml: str
-    hardware_csv: str
-
-    @property
-    def n_draws(self) -> int:
-        return next(iter(self.variables.values())).shape[0]
-
-
 def _attr_text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def load_draws(path: Path) -> Draws:
+def load_fit(path: Path) -> Fit:
     """Read the posterior group and metadata of a fit with h5py (fast, no xarray)."""
     import h5py
 
@@ -320,7 +304,7 @@ def load_draws(path: Path) -> Draws:
                             " (saved by a version before this check) looks like this (fix: "
                             "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
     _gate_again(meta)
-    return Draws(path=path, meta=meta, variables=variables, data_csv=texts[0],
+    return Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
                  priors_toml=texts[1], hardware_csv=texts[2])
 
 
@@ -388,11 +372,11 @@ def load_datatree(path: Path):
         raise ArtifactError(f"{path} is not a readable netCDF fit ({err})") from None
 
 
-def load(fit_id: str | None = None, workdir: Path | None = None) -> Draws:
+def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     """Posterior draws and metadata of a fit (latest by default) in ``<workdir>/models``."""
     from ddtree_bayes.core import paths
 
-    return load_draws(resolve(paths.models_dir(workdir), fit_id))
+    return load_fit(resolve(paths.models_dir(workdir), fit_id))
 
 
 def _commit(tmp: str, target: Path, models: Path, meta: dict) -> None:

@@ -13,9 +13,9 @@ from ddtree_bayes.core.configs import scatter_parts
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import row_pair
-from ddtree_bayes.engine.scenario import Scenario, stored_measurements
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.scenario import Scenario
 
 
 def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> float:
@@ -43,13 +43,13 @@ def draft_structure(model: dict, method: str, block: int | None, budget: int | N
     return float(spec.draft_passes(block, budget)), float(spec.tree_nodes(block, budget))
 
 
-def fit_rows(draws: Draws) -> list:
+def fit_rows(draws: Fit) -> list:
     """The measurements the fit learned from (held-out rows of a validation fold excluded)."""
     held = set(draws.meta.get("held_out_rows", ()))
-    return [r for r in stored_measurements(draws).rows if r.row not in held]
+    return [r for r in draws.measurements.rows if r.row not in held]
 
 
-def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float]]:
+def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]:
     """(verify tokens, drafter passes) of the rows the fit learned from on ``system``."""
     cache = draws.meta.setdefault("_configs", {})
     if system not in cache:
@@ -61,7 +61,7 @@ def measured_configs(draws: Draws, system: str) -> tuple[list[float], list[float
     return cache[system]
 
 
-def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
+def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
     system without measurements, on the system its parameters were transferred from; for a
     pair answered by the pair roofline, from its M = 1 step)."""
@@ -76,7 +76,7 @@ def query_distance(draws: Draws, sc: Scenario, passes: float) -> float:
     return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
 
 
-def run_sd(draws: Draws) -> np.ndarray:
+def run_sd(draws: Fit) -> np.ndarray:
     """(draws,) sd of one new run's log tok/s about the model at a measured configuration:
     the run-to-run noise, and with repeated runs in the data also a configuration's own error
     ``config_sd`` (engine/model.py), which a new configuration has too."""
@@ -84,7 +84,7 @@ def run_sd(draws: Draws) -> np.ndarray:
     return np.sqrt(run ** 2 + np.asarray(own) ** 2)
 
 
-def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
+def query_log_sd(draws: Fit, sc: Scenario, passes: float) -> np.ndarray:
     """(draws,) sd of one run's log tok/s at a query: the run-to-run noise (with repeated runs
     in the data also a configuration's own error ``config_sd``), and in the structured form
     the discrepancy for the query's distance from the measured configurations."""
@@ -95,7 +95,7 @@ def query_log_sd(draws: Draws, sc: Scenario, passes: float) -> np.ndarray:
     return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
 
 
-def group_measured_values(draws: Draws, label: str) -> dict[str, set[float]]:
+def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
     """The drafter passes and tree nodes the fit measured in overhead group ``label``."""
     cache = draws.meta.setdefault("_group_values", {})
     if label not in cache:
@@ -113,7 +113,7 @@ def group_measured_values(draws: Draws, label: str) -> dict[str, set[float]]:
     return cache[label]
 
 
-def tied_ratio_spread(draws: Draws, label: str, query: dict[str, float], unit_ms,
+def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
                       rng: np.random.Generator):
     """Extra SPEC (ms per draw) for a measured group asked about at another number of drafter
     passes or tree nodes than the single one it was measured at.

@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine.store import FORMAT_VERSION, Draws
+from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.store import FORMAT_VERSION
 
 POINT_MASS = {
     "step_ar_ms": [8.0], "moe_share": [0.5], "moe_slope": [0.0625], "moe_exponent": [0.5],
@@ -25,8 +26,8 @@ POINT_MASS = {
 
 
 def point_mass_draws(n: int = 8, moe_form: str = "linear", converged: bool = True,
-                     **overrides) -> Draws:
-    """A :class:`Draws` where every one of ``n`` draws equals :data:`POINT_MASS` (+overrides)."""
+                     **overrides) -> Fit:
+    """A :class:`Fit` where every one of ``n`` draws equals :data:`POINT_MASS` (+overrides)."""
     values = {**POINT_MASS, **overrides}
     variables = {k: np.tile(np.asarray(v, dtype=float), (n, 1)).reshape(n, *np.shape(v))
                  for k, v in values.items()}
@@ -42,7 +43,7 @@ def point_mass_draws(n: int = 8, moe_form: str = "linear", converged: bool = Tru
         "priors": {"path": str(priors_path), "sha256": "unknown"},
         "seed": 0,
     }
-    return Draws(path=Path("point-mass.nc"), meta=meta, variables=variables,
+    return Fit(path=Path("point-mass.nc"), meta=meta, variables=variables,
                  data_csv=bundled("measurements.csv").read_text(),
                  priors_toml=priors_path.read_text(),
                  hardware_csv=bundled("hardware.csv").read_text())
@@ -67,7 +68,7 @@ MULTI_DATA = (
     "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141.44,test,\n")
 
 
-def multi_model_draws(n: int = 8, **overrides) -> Draws:
+def multi_model_draws(n: int = 8, **overrides) -> Fit:
     """A point-mass fit of two models (:data:`MULTI_POINT_MASS` + overrides), linear MoE form,
     every model card of the bundled ``models.csv`` stored as a fit of several models stores
     them."""
@@ -82,5 +83,5 @@ def multi_model_draws(n: int = 8, **overrides) -> Draws:
         "pair_models": {p: p.split("@")[0] for p in MULTI_PAIRS}, "model_cards": cards})
     draws.meta["coords"].update({"system": list(MULTI_PAIRS),
                                  "overhead_group": ["kimi-k2.6@b300x8/sglang/ddtree"]})
-    return Draws(path=draws.path, meta=draws.meta, variables=draws.variables, data_csv=MULTI_DATA,
+    return Fit(path=draws.path, meta=draws.meta, variables=draws.variables, data_csv=MULTI_DATA,
                  priors_toml=draws.priors_toml, hardware_csv=draws.hardware_csv)

@@ -26,8 +26,8 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.hardware import hardware_table
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.refit import refit_data
-from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.baseline import baseline_fit, pair_roofline_of  # noqa: F401
 
 GROUP_KEYS = ("hardware", "engine", "method", "budget", "model", "pair")
@@ -113,7 +113,7 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     with ``remedy`` the remedy ladder's rungs 1-2 on failed gates (``draws.meta["remedy"]``:
     the rung that passed, or None).
 
-    Returns (Draws, failures): in-memory draws usable by :mod:`predictive`, and the
+    Returns (Fit, failures): in-memory draws usable by :mod:`predictive`, and the
     convergence gates that failed (empty when converged).
     """
     from ddtree_bayes.engine import inference
@@ -138,18 +138,18 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     return draws, kept.failures
 
 
-def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Draws:
-    """A :class:`Draws` built from a posterior Dataset without writing an artifact."""
+def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Fit:
+    """A :class:`Fit` built from a posterior Dataset without writing an artifact."""
     variables = {}
     for name, da in posterior.data_vars.items():
         arr = np.asarray(da.values, dtype=float)
         variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
-    return Draws(path=Path("in-memory"), meta=draws_meta(spec, cfg), variables=variables,
+    return Fit(path=Path("in-memory"), meta=draws_meta(spec, cfg), variables=variables,
                  data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                  hardware_csv=inputs.hardware_csv)
 
 
-def predict_row(draws: Draws, m: Measurement, rng: np.random.Generator) -> np.ndarray:
+def predict_row(draws: Fit, m: Measurement, rng: np.random.Generator) -> np.ndarray:
     """Posterior predictive tok/s draws for a measured configuration."""
     sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                             method=m.method, block=m.block, budget=m.budget,
@@ -360,7 +360,7 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     model_meta = S.model_meta(spec, cfg)
     truth = report.prior_draws(cfg, coords, 1, seed, flops, model_meta.get("group_varies"),
                                model_meta.get("acceptance_groups"), spec.repeated)
-    truth_draws = Draws(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
+    truth_draws = Fit(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)
     measurements, log_mu = M.measurement_log_mu(truth_draws, seed)

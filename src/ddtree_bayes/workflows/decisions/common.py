@@ -20,7 +20,7 @@ import numpy as np
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 
 #: Budgets ``optimize`` compares by default: powers of two from 8 to 1024.
 DEFAULT_BUDGETS: tuple[int, ...] = tuple(2 ** k for k in range(3, 11))
@@ -36,7 +36,7 @@ CANDIDATE_COLUMNS = ("hardware", "gpus", "engine", "method", "block", "budget", 
 
 
 # ------------------------------------------------------------------ shared overhead stream
-def overhead_group(draws: Draws, sc: P.Scenario) -> str | None:
+def overhead_group(draws: Fit, sc: P.Scenario) -> str | None:
     """The overhead group whose fraction ``step_components`` uses for ``sc`` (after mapping
     an engine with a declared relation to its base engine); None for autoregressive."""
     if sc.method == AR_METHOD:
@@ -52,8 +52,8 @@ def group_rng(seed: int, label: str | None) -> np.random.Generator:
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
 
 
-def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
-                            ) -> tuple[Draws, P.Scenario, str]:
+def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int
+                            ) -> tuple[Fit, P.Scenario, str]:
     """For a scenario on a system without measurements (answered by hardware transfer),
     the draws with that system's transferred parameters added as a system column of their
     own, drawn from a stream fixed by (seed, system), and the scenario marked measured.
@@ -87,7 +87,7 @@ def with_transferred_system(draws: Draws, sc: P.Scenario, seed: int
     return replace(draws, meta=meta, variables=variables), replace(sc, measured=True), how
 
 
-def shared_step(draws: Draws, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]:
+def shared_step(draws: Fit, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]:
     """Posterior draws of step_ms for ``sc`` (no measurement noise), with the overhead ``z``
     of an unmeasured group shared by every scenario of that group (see :func:`group_rng`)
     and the transferred parameters of an unmeasured system shared by every scenario on it
@@ -96,7 +96,7 @@ def shared_step(draws: Draws, sc: P.Scenario, seed: int) -> tuple[np.ndarray, st
     return parts["step"], how
 
 
-def shared_components(draws: Draws, sc: P.Scenario, seed: int) -> tuple[dict, str]:
+def shared_components(draws: Fit, sc: P.Scenario, seed: int) -> tuple[dict, str]:
     """:func:`shared_step`'s step terms, with ``log_sd`` (noise and, in the structured form,
     the discrepancy for the distance from the nearest measured configuration)."""
     draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
@@ -105,7 +105,7 @@ def shared_components(draws: Draws, sc: P.Scenario, seed: int) -> tuple[dict, st
 
 
 
-def check_fit(draws: Draws, *, allow_unconverged: bool = False, strict: bool = False
+def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False
               ) -> list[str]:
     """:func:`predictive.check_fit`, except that a priors file that differs from the fit's
     only in ``[acceptance_curve]`` (which fit does not use) does not make the fit stale."""

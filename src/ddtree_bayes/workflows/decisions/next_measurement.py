@@ -15,13 +15,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.config import DEFAULT_SEED, parse_priors
+from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import row_pair
-from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
@@ -61,7 +61,7 @@ class Query:
     default_scenario: dict | None = None
 
 
-def parse_query(draws: Draws, text: str) -> Query:
+def parse_query(draws: Fit, text: str) -> Query:
     """Resolve ``--query "<predict flags>"`` (one engine) against the fit, with predict's
     defaults: no configuration flags is the fit's default scenario (:func:`P.default_scenario`)
     in its first engine; with some flags, its hardware, method and engine fill those not
@@ -92,13 +92,13 @@ def parse_query(draws: Draws, text: str) -> Query:
     return Query(sc, a.accept, default.to_json() if default.derived and from_default else None)
 
 
-def query_acceptance(draws: Draws, query: Query, rng: np.random.Generator
+def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
                      ) -> tuple[np.ndarray, str]:
     """Acceptance draws for the query: a given value, Uniform(lo, hi) for a range, or the
     scenario's acceptance prior from the priors stored in the fit."""
     n, sc = draws.n_draws, query.scenario
     if query.accept is None:
-        priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+        priors = draws.priors
         ap = P.acceptance_prior(priors, sc)   # (truncated at what a step can emit)
         seen = None if ap is not None else P.measured_acceptance(draws, sc)
         if ap is not None:
@@ -154,7 +154,7 @@ class Candidate:
         return (sc.pair, engine, sc.method, sc.verify_tokens, sc.context_tokens)
 
 
-def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
+def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
     """A sensible list from the fit's measured systems, engines and methods:
 
     - the query's own configuration;
@@ -166,9 +166,9 @@ def default_candidates(draws: Draws, query: Query) -> list[Candidate]:
       and 128 in every engine measured on that system.
     """
     q = query.scenario
-    fitted = set(P.measured_systems(draws))
+    fitted = set(draws.measured_systems)
     # in a fit of several models: the query's model on every system measured with any model
-    rows = [r for r in P.stored_measurements(draws).rows if row_pair(draws, r) in fitted]
+    rows = [r for r in draws.measurements.rows if row_pair(draws, r) in fitted]
     systems: dict[str, tuple[str, int]] = {}
     engines: dict[str, list[str]] = {}
     for r in rows:
@@ -238,7 +238,7 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     return value
 
 
-def read_candidates(draws: Draws, path: str | Path, model: str | None = None) -> list[Candidate]:
+def read_candidates(draws: Fit, path: str | Path, model: str | None = None) -> list[Candidate]:
     """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
     accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)
     and, optionally, model (blank or absent: ``model``, the query's)."""
@@ -330,7 +330,7 @@ def preposterior(log_mu: np.ndarray, noise_sd: np.ndarray, query: np.ndarray, pr
             "ess_median": float(np.median(ess)), "ess_min": float(ess.min())}
 
 
-def next_measurements(draws: Draws, query: Query, candidates: list[Candidate] | None = None, *,
+def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | None = None, *,
                       k: int = DEFAULT_K, prob: float = 0.9, seed: int = DEFAULT_SEED,
                       min_ess: float = MIN_ESS) -> dict:
     """Rank candidate measurements by the expected ``prob`` interval width of the query's

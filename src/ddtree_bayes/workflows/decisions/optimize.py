@@ -15,8 +15,8 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import row_pair
-from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
     read_acceptance_file,
@@ -44,10 +44,10 @@ def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
             "regret": np.mean(best[:, None] - tok, axis=0)}
 
 
-def max_measured_verify(draws: Draws, system: str) -> tuple[int | None, int]:
+def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
     """Largest verify_tokens M measured on ``system`` (a pair in a fit of several models;
     None if only elsewhere) and overall."""
-    rows = P.stored_measurements(draws).rows
+    rows = draws.measurements.rows
     on_system = [r.verify_tokens for r in rows if row_pair(draws, r) == system]
     return (max(on_system) if on_system else None), max(r.verify_tokens for r in rows)
 
@@ -70,7 +70,7 @@ def parse_budgets(text: str | None) -> tuple[int, ...]:
     return tuple(values)
 
 
-def optimize(draws: Draws, curve: AcceptanceCurve, *, hardware: str | None = None,
+def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              gpus: int | None = None, engine: str | None = None, method: str = "ddtree",
              block: int = 16, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,

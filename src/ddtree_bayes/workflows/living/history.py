@@ -98,6 +98,5 @@ def list_fits(models: Path) -> list[dict]:
 
 def stored_rows(draws) -> Measurements:
     """The measurements a fit was made on (from the text stored in the artifact)."""
-    from ddtree_bayes.engine import predictive as P
 
-    return P.stored_measurements(draws)
+    return draws.measurements

@@ -80,7 +80,7 @@ def proposal_of(previous, models: Path):
     if previous.meta.get("made_by") != MADE_BY_REWEIGHT or not info:
         return previous, None
     try:
-        return store.load_draws(store.resolve(models, info["proposal_fit"])), None
+        return store.load_fit(store.resolve(models, info["proposal_fit"])), None
     except ArtifactError:
         return None, (f"fit {previous.meta['fit_id']} was reweighted from fit "
                       f"{info['proposal_fit']}, which is no longer readable")
@@ -238,11 +238,12 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                     cfg: PriorsConfig, hardware_text: str, inputs_hash: str, seed: int,
                     models: Path, update_meta: dict, started: float):
     """Resample the proposal's draws with ``weights`` and save them as a fit: its
-    :class:`~ddtree_bayes.engine.store.Draws` (what ``load_draws`` would read back)."""
+    :class:`~ddtree_bayes.engine.fit.Fit` (what ``load_fit`` would read back)."""
     import numpy as np
 
     from ddtree_bayes.core import __version__
     from ddtree_bayes.engine import inference, psis, store
+    from ddtree_bayes.engine.fit import Fit
 
     index = psis.stratified_resample(np.exp(weights.log_weights), proposal.n_draws,
                                      np.random.default_rng(seed))
@@ -277,6 +278,6 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta, texts,
                                 models, replace=weights.replaced)
     variables = {k: v[index] for k, v in {**proposal.variables, **weights.replaced}.items()}
-    return store.Draws(path=path, meta=json.loads(json.dumps(meta)), variables=variables,
+    return Fit(path=path, meta=json.loads(json.dumps(meta)), variables=variables,
                        data_csv=texts["data"], priors_toml=texts["priors"],
                        hardware_csv=texts["hardware"])

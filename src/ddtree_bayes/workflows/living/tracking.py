@@ -135,7 +135,7 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
             d = P.default_scenario(draws, q.get("model"))
         except QueryError:   # (the fit cannot answer it yet: query_rows says so later)
             pass
-        methods = P.fit_methods(draws)
+        methods = draws.methods
     else:
         path = models / "priors.toml" if models is not None else None
         path = path if path is not None and path.exists() else bundled("priors.toml")

@@ -11,7 +11,6 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ddtree_bayes.core.config import parse_priors  # noqa: E402
 from ddtree_bayes.workflows.report.priors import (  # noqa: E402
     accept_groups_of,
     flop_ms_of,
@@ -127,7 +126,7 @@ def trace(summary, draws, dt, path: Path) -> list[Path]:
 
 def prior_posterior(summary, draws, dt, path: Path) -> None:
     meta = draws.meta
-    priors = parse_priors(draws.priors_toml)
+    priors = draws.priors
     prior = scalar_columns(prior_draws(priors, meta["coords"], draws.n_draws, summary["seed"],
                                        flop_ms_of(meta), varies_of(meta),
                                        accept_groups_of(meta), repeated_of(meta)),

@@ -15,7 +15,7 @@ from ddtree_bayes.core.config import (
     MAX_RHAT,
     MIN_ESS_BULK,
 )
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT, compute
 
 # ------------------------------------------------------------------ render
@@ -56,7 +56,7 @@ CAPTIONS = {
 }
 
 
-def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[str, list[Path]]:
+def render(summary: dict, draws: Fit | None, out_dir: Path, dt=None) -> dict[str, list[Path]]:
     """Write figures, ``summary.json``, ``summary.md`` and ``index.html`` into ``out_dir``."""
     import matplotlib
 
@@ -78,7 +78,7 @@ def render(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> dict[s
     return figures
 
 
-def render_whole(summary: dict, draws: Draws | None, out_dir: Path, dt=None) -> None:
+def render_whole(summary: dict, draws: Fit | None, out_dir: Path, dt=None) -> None:
     """:func:`render` into a temp folder beside ``out_dir``, then renamed into place: the
     folder holds the previous report or the new one, never part of it (an interrupt while
     the figures are drawn removes the temp folder; one during the renames waits for them)."""
@@ -369,7 +369,7 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     path = store.resolve(models, fit_id)
     out_dir = root / path.stem
     try:
-        draws = store.load_draws(path)
+        draws = store.load_fit(path)
         dt = store.load_datatree(path)
     except ArtifactError as err:
         summary = {"fit_id": path.stem, "verdict": {"converged": False, "failures": [str(err)],

@@ -22,8 +22,8 @@ from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import is_multi
-from ddtree_bayes.engine.store import Draws
 from ddtree_bayes.engine.structure import run_sd
 
 #: Acceptance grid of the fan chart.
@@ -115,7 +115,7 @@ def _q(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
     return [float(v) for v in np.quantile(x, probs)]
 
 
-def _default_scenarios(draws: Draws, model: str | None = None, d: Scenario | None = None):
+def _default_scenarios(draws: Fit, model: str | None = None, d: Scenario | None = None):
     """The resolved scenarios (one per engine) of the fit's default ``d``
     (:func:`P.default_scenario` when not given)."""
     d = d or P.default_scenario(draws, model)
@@ -125,7 +125,7 @@ def _default_scenarios(draws: Draws, model: str | None = None, d: Scenario | Non
             for e in d.engines]
 
 
-def _headline_log_tok(draws: Draws, seed: int, model: str | None = None,
+def _headline_log_tok(draws: Fit, seed: int, model: str | None = None,
                       d: Scenario | None = None) -> np.ndarray:
     d = d or P.default_scenario(draws, model)
     sc = _default_scenarios(draws, model, d)[0]
@@ -133,7 +133,7 @@ def _headline_log_tok(draws: Draws, seed: int, model: str | None = None,
     return np.log(d.accept * 1000.0 / step)
 
 
-def _fan(draws: Draws, seed: int, model: str | None = None, d: Scenario | None = None) -> dict:
+def _fan(draws: Fit, seed: int, model: str | None = None, d: Scenario | None = None) -> dict:
     rng = np.random.default_rng(seed)
     seed_table = P.load_seed_table()
     engines = {}
@@ -158,7 +158,7 @@ def _fan(draws: Draws, seed: int, model: str | None = None, d: Scenario | None =
         }
     measured = [{"accept": m.accept_len, "tok_s": m.tok_s,
                  "label": f"{m.engine} {m.method} M={m.verify_tokens}"}
-                for m in P.stored_measurements(draws).rows
+                for m in draws.measurements.rows
                 if m.hardware == d.hardware and d.gpus in (None, m.gpus)
                 and m.accept_len is not None and model in (None, m.model)]
     return {"accept": list(grid), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
@@ -169,7 +169,7 @@ def _fan(draws: Draws, seed: int, model: str | None = None, d: Scenario | None =
             "accept_clipped": [a for a in FAN_ACCEPT if a not in grid]}
 
 
-def _variance(draws: Draws, seed: int, model: str | None = None,
+def _variance(draws: Fit, seed: int, model: str | None = None,
               d: Scenario | None = None) -> dict:
     """First-order variance shares of log tok/s in the default scenario, per engine."""
     v, coords = draws.variables, draws.meta["coords"]
@@ -231,14 +231,13 @@ def _variance(draws: Draws, seed: int, model: str | None = None,
 NEXT_QUERY = "--engine native --accept 14"
 
 
-def _decisions(draws: Draws, seed: int, model: str | None = None,
+def _decisions(draws: Fit, seed: int, model: str | None = None,
                d: Scenario | None = None) -> dict:
     """Best budget per default engine (on the default's system), next-measurement ranking for
     the default query, and every GPU of the hardware table (measured or transferred) in the
     default's first engine and configuration. A failure of one part is recorded, not raised:
     the rest of the report still renders."""
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
-    from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.workflows import decisions as D
 
     out: dict = {}
@@ -258,8 +257,8 @@ def _decisions(draws: Draws, seed: int, model: str | None = None,
         out["next"] = D.next_measurements(draws, D.parse_query(draws, query), seed=seed)
     except DDTreeBayesError as err:
         out["next_error"] = str(err)
-    table = load_hardware("hardware table stored in the fit", text=draws.hardware_csv)
-    gpus = d.gpus or sorted({split_label(s)[2] for s in P.measured_systems(draws)
+    table = draws.hardware
+    gpus = d.gpus or sorted({split_label(s)[2] for s in draws.measured_systems
                              if split_label(s)[0] in (None, model)})[0]
     engine, shape = d.engines[0], "/".join(f"{k}{v}" for k, v in (("b", d.block), ("B", d.budget))
                                             if v is not None)
@@ -279,7 +278,7 @@ def _decisions(draws: Draws, seed: int, model: str | None = None,
             continue
         rows.append({"hardware": hw, "gpus": gpus,
                      "measured": pair_label(model or "", f"{hw}x{gpus}", is_multi(draws))
-                                 in P.measured_systems(draws),
+                                 in draws.measured_systems,
                      "interconnect": table[hw].get("interconnect", ""),
                      "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
                      "ar": [ar["lo90"], ar["median"], ar["hi90"]],
@@ -295,7 +294,7 @@ def _float(text: str | None) -> float:
         return float("nan")
 
 
-def _breakdown(draws: Draws, measurements, seed: int, model: str | None = None,
+def _breakdown(draws: Fit, measurements, seed: int, model: str | None = None,
                d: Scenario | None = None) -> list[dict]:
     """Step terms of every measured configuration (repeated runs: once, against the median
     of their measured steps) and of the default scenarios."""

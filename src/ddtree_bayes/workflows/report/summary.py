@@ -17,11 +17,10 @@ from ddtree_bayes.core.config import (
     MAX_DIVERGENCES,
     MAX_RHAT,
     MIN_ESS_BULK,
-    parse_priors,
 )
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.store import Draws
+from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.workflows.report.priors import (
     accept_groups_of,
     flop_ms_of,
@@ -47,7 +46,7 @@ INFORMED_RATIO = 0.5
 PRIOR_ONLY_RATIO = 0.9
 
 # ------------------------------------------------------------------ compute
-def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
+def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
     """Every number of the report, as a JSON-ready dict (``model``: the target model of its
     default-scenario sections, required when the fit holds several)."""
     import arviz_stats as azs
@@ -60,7 +59,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED, model: str | Non
     model = resolve_model(draws, model)
     meta, v = draws.meta, draws.variables
     coords = meta["coords"]
-    priors = parse_priors(draws.priors_toml, "priors stored in the fit")
+    priors = draws.priors
     if priors.moe_form != meta["model"]["moe_form"]:  # fit --moe-form overrode the file
         import dataclasses
 
@@ -132,7 +131,7 @@ def compute(draws: Draws, dt=None, *, seed: int = DEFAULT_SEED, model: str | Non
     # 4. PSIS-LOO with the pointwise log-likelihood of log tok/s
     from ddtree_bayes.engine.compare import loo_tree as make_loo_tree
 
-    measurements = P.stored_measurements(draws)
+    measurements = draws.measurements
     loo_tree = make_loo_tree(draws, chains, seed)
     unit = loo_tree.attrs["unit"]   # "row", or "configuration" for large data
     rows_label = [str(x) for x in loo_tree["observed_data"]["log_tok_s"].coords[

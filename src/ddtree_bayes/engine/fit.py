@@ -1,0 +1,118 @@
+"""A fit: the posterior draws of one artifact, and everything derived from the inputs it
+stores, each parsed once.
+
+:class:`Fit` is what :func:`ddtree_bayes.engine.store.load_fit` returns and what every numeric
+function of the engine and the workflows takes. The priors, the hardware table, the methods
+table and the measurements a fit was made on are parsed from the texts stored in the artifact
+the first time they are asked for, and kept on the object: one ``predict`` parses each once.
+Lookups derived from them (the configurations measured per system, the drafter passes a group
+measured) are kept in :attr:`Fit.memo`, never in the metadata. numpy and the standard library
+only (the predict path).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:
+    from ddtree_bayes.core.config import PriorsConfig
+    from ddtree_bayes.core.data import Measurements
+    from ddtree_bayes.core.methods import MethodSpec
+
+#: The cached attributes a view shares with its fit when it keeps the same input texts.
+_SHARED_BY_TEXT = {"priors": "priors_toml", "methods": "priors_toml",
+                   "hardware": "hardware_csv"}
+
+
+@dataclass(frozen=True, eq=False)
+class Fit:
+    """Posterior draws flattened over (chain, draw), the fit's metadata and the exact texts of
+    the data, priors and hardware table it was fit on.
+
+    Examples
+    --------
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> fit = point_mass_draws(n=4)
+    >>> fit.n_draws, fit.priors is fit.priors, sorted(fit.hardware)[:2]
+    (4, True, ['a100-40gb', 'a100-80gb'])
+    """
+
+    path: Path
+    meta: dict
+    variables: dict[str, np.ndarray]
+    data_csv: str
+    priors_toml: str
+    hardware_csv: str
+    #: lookups derived from the fit's inputs, computed on first use (engine/structure.py)
+    memo: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def n_draws(self) -> int:
+        return next(iter(self.variables.values())).shape[0]
+
+    @property
+    def fit_id(self) -> str:
+        return str(self.meta.get("fit_id", self.path.stem if self.path else "?"))
+
+    @cached_property
+    def priors(self) -> PriorsConfig:
+        """The priors file the fit was made with."""
+        from ddtree_bayes.core.config import parse_priors
+
+        return parse_priors(self.priors_toml, "priors stored in the fit")
+
+    @cached_property
+    def methods(self) -> dict[str, MethodSpec]:
+        """The ``[methods]`` table of the stored priors (the only part an old priors text
+        that no longer validates as a whole still has to give)."""
+        from ddtree_bayes.core.methods import load_methods
+
+        return load_methods(self.priors_toml, "priors stored in the fit")
+
+    @cached_property
+    def hardware(self) -> dict[str, dict[str, str]]:
+        """The hardware table the fit was made with (built-in GPUs plus the user's rows)."""
+        from ddtree_bayes.core.data import load_hardware
+
+        return load_hardware("hardware table stored in the fit", text=self.hardware_csv)
+
+    @cached_property
+    def measurements(self) -> Measurements:
+        """The measurements the fit was made on, validated again from the stored text."""
+        from ddtree_bayes.core.data import load_measurements
+
+        where = f"{self.path} (stored data)"
+        return load_measurements(where, self.hardware, text=self.data_csv,
+                                 allow_duplicates=True, methods=self.methods)
+
+    @cached_property
+    def measured_systems(self) -> tuple[str, ...]:
+        """Systems (pairs, in a fit of several models) the fit has data for (a validation fold
+        may hold some out)."""
+        held_out = set(self.meta.get("held_out_systems", ()))
+        return tuple(s for s in self.meta["coords"]["system"] if s not in held_out)
+
+    def view(self, **changes: Any) -> Fit:
+        """The same fit with some fields replaced (``meta``, ``variables``, ``data_csv``...),
+        keeping what was parsed from the texts it shares with this one."""
+        out = replace(self, memo={}, **changes)
+        for name, text in _SHARED_BY_TEXT.items():
+            if name in self.__dict__ and getattr(out, text) == getattr(self, text):
+                out.__dict__[name] = self.__dict__[name]
+        if ("measurements" in self.__dict__ and out.data_csv == self.data_csv
+                and out.hardware_csv == self.hardware_csv):
+            out.__dict__["measurements"] = self.__dict__["measurements"]
+        return out
+
+    def knowing(self, measurements: Measurements) -> Fit:
+        """This fit, told the measurements it was made on (already validated by the process
+        that fit it: a 100,000-row file takes a second to validate again). Returns ``self``."""
+        if measurements.text != self.data_csv:
+            raise ValueError("these measurements are not the fit's")
+        self.__dict__["measurements"] = measurements
+        return self
