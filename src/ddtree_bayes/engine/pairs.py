@@ -101,7 +101,6 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
         flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
         eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
         params["tok_ratio"] = flop_ms / eff / (share * step_ar)
-    meta.setdefault("_pair_prior", {})[sc.pair] = True
     lo, med, hi = np.quantile(step_ar, [0.05, 0.5, 0.95])
     held_out = set(meta.get("held_out_systems", ()))
     k = len([p for p in meta["coords"]["system"] if p not in held_out])

@@ -156,10 +156,8 @@ def restructured(draws: Fit, model: dict, data_csv: str
             ratio[:, flips] = np.exp(log_ratio[:, flips])
             replaced[f"spec_{part}_ratio"] = ratio
             flipped.update(groups[g] for g in flips)
-    meta = {k: v for k, v in draws.meta.items() if not k.startswith("_")}
-    view = Fit(path=draws.path, meta={**meta, "model": model},
-                 variables={**draws.variables, **replaced}, data_csv=data_csv,
-                 priors_toml=draws.priors_toml, hardware_csv=draws.hardware_csv)
+    view = draws.view(meta={**draws.meta, "model": model},
+                      variables={**draws.variables, **replaced}, data_csv=data_csv)
     return view, replaced, sorted(flipped)
 
 
@@ -184,10 +182,7 @@ def augmented(draws: Fit, rng: np.random.Generator) -> tuple[Fit, dict[str, np.n
     noise = np.asarray(draws.variables["noise_sd"], dtype=float)
     extra = {C.CONFIG_SHARE: share, C.RUN_SD: noise * np.sqrt(1.0 - share),
              C.CONFIG_SD: noise * np.sqrt(share)}
-    view = Fit(path=draws.path, meta=draws.meta, variables={**draws.variables, **extra},
-                 data_csv=draws.data_csv, priors_toml=draws.priors_toml,
-                 hardware_csv=draws.hardware_csv)
-    return view, extra
+    return draws.view(variables={**draws.variables, **extra}), extra
 
 
 def _group_of(model: dict, m) -> str | None:

@@ -14,8 +14,9 @@ from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.pairs import row_pair
+from ddtree_bayes.engine.pairs import is_multi, row_pair
 from ddtree_bayes.engine.scenario import Scenario
+from ddtree_bayes.engine.transfer import transfer_reference
 
 
 def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> float:
@@ -51,7 +52,7 @@ def fit_rows(draws: Fit) -> list:
 
 def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]:
     """(verify tokens, drafter passes) of the rows the fit learned from on ``system``."""
-    cache = draws.meta.setdefault("_configs", {})
+    cache = draws.memo.setdefault("measured_configs", {})
     if system not in cache:
         model = draws.meta["model"]
         points = sorted({(float(r.verify_tokens), draft_structure(model, r.method, r.block,
@@ -65,14 +66,14 @@ def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
     system without measurements, on the system its parameters were transferred from; for a
     pair answered by the pair roofline, from its M = 1 step)."""
-    ms, ps = measured_configs(draws, sc.pair) if sc.measured else ([], [])
-    if not ms and sc.pair in draws.meta.get("_pair_prior", ()):
+    if sc.measured:
+        ms, ps = measured_configs(draws, sc.pair)
+    elif is_multi(draws):   # the pair roofline gives it its M = 1 step (engine/pairs.py)
         ms, ps = [1.0], [0.0]
+    else:                   # the system its parameters are transferred from
+        ms, ps = measured_configs(draws, transfer_reference(draws, sc.hardware, sc.gpus)[0])
     if not ms:
-        ref = draws.meta.get("_transfer_ref", {}).get(sc.pair)
-        if ref is None:
-            return 0.0
-        ms, ps = measured_configs(draws, ref)
+        return 0.0
     return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
 
 
@@ -97,7 +98,7 @@ def query_log_sd(draws: Fit, sc: Scenario, passes: float) -> np.ndarray:
 
 def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
     """The drafter passes and tree nodes the fit measured in overhead group ``label``."""
-    cache = draws.meta.setdefault("_group_values", {})
+    cache = draws.memo.setdefault("group_values", {})
     if label not in cache:
         model = draws.meta["model"]
         values: dict[str, set[float]] = {"pass": set(), "tree": set()}

@@ -248,7 +248,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     index = psis.stratified_resample(np.exp(weights.log_weights), proposal.n_draws,
                                      np.random.default_rng(seed))
     fit_id = inference.new_fit_id(inputs_hash, seed, models)
-    base = {k: v for k, v in proposal.meta.items() if not k.startswith("_")}
+    base = dict(proposal.meta)
     meta = json.loads(json.dumps(base))
     counts = Counter(index.tolist())
     meta.update({
