@@ -164,13 +164,14 @@ def test_optimize_caps_at_the_limit_predict_refuses_above(work):
 def test_the_report_fan_and_variance_stay_within_the_limit():
     """The bundled default's fan (1..20 asked) stops at 17 and says which it left out; the
     variance shares' U(12, 16) is inside already."""
-    from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.testing import point_mass_draws
     from ddtree_bayes.workflows.report import sections
     from ddtree_bayes.workflows.report.render import _section_map
 
     draws = point_mass_draws()
-    d = P.default_scenario(draws)
+    from ddtree_bayes.engine.question import default_question
+
+    d = default_question(draws)
     fan = sections._fan(draws, 1, None, d)
     assert fan["accept"] == [float(a) for a in range(1, 18)]
     assert (fan["accept_max"], fan["accept_max_rule"]) == (17.0, "block + 1")
@@ -194,7 +195,6 @@ def test_the_report_fan_and_variance_stay_within_the_limit():
 def test_prior_draws_stop_at_the_limit_and_say_so():
     """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 5. With
     the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s per token."""
-    import dataclasses
 
     from ddtree_bayes.cli.predict import typed_rows
     from ddtree_bayes.engine import predictive as P
@@ -204,13 +204,13 @@ def test_prior_draws_stop_at_the_limit_and_say_so():
     text = draws.priors_toml.replace('[[acceptance]]\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
                                      '[[acceptance]]\nmethod = "ddtree"\n')
     assert text != draws.priors_toml
-    draws = dataclasses.replace(draws, priors_toml=text)
-    rows = P.predict_rows(draws, hardware="b300", method="ddtree", block=4, budget=4,
+    draws = draws.view(priors_toml=text)
+    rows = P.predict(draws, hardware="b300", method="ddtree", block=4, budget=4,
                           engines=["sglang"])
     (row,) = rows
     assert row["accept_kind"] == "prior" and "upper=5, truncated at block + 1" in row["accept"]
     assert row["hi90"] <= 5 * 1000 / 11.25 + 1e-9
-    (typed,) = typed_rows(rows, None)
+    (typed,) = typed_rows(rows)
     assert typed["accept_distribution"]["params"]["upper"] == 5.0
     assert typed["accept_distribution"]["truncated_at"] == 5.0
 

@@ -239,17 +239,17 @@ def _ddtree_group_draws(n=8):
 def test_predict_without_accept_uses_the_posterior_draw_by_draw():
     from ddtree_bayes.engine import predictive as P
 
-    (r,) = P.predict_rows(_ddtree_group_draws(), engines=["sglang"])
+    (r,) = P.predict(_ddtree_group_draws(), engines=["sglang"])
     # each draw: (12 k) tokens / (20 k) ms = 600 tok/s; shuffling the draws would spread it
     assert r["accept_kind"] == "posterior" and r["accept"] == "posterior"
     assert (r["lo90"], r["median"], r["hi90"]) == pytest.approx((600.0, 600.0, 600.0))
-    info = r["accept_posterior"]
-    assert info["note"].startswith("acceptance: posterior of the 3 measured rows without "
+    assert r["accept_distribution"]["family"] == "posterior"
+    assert r["accept_note"].startswith("acceptance: posterior of the 3 measured rows without "
                                    "accept_len (kimi-k2.6/ddtree/b16/B32: median 12.00")
     # --accept still wins; another configuration falls back to the priors file
-    (given,) = P.predict_rows(_ddtree_group_draws(), engines=["sglang"], accept="12")
+    (given,) = P.predict(_ddtree_group_draws(), engines=["sglang"], accept="12")
     assert given["accept_kind"] == "given"
-    (other,) = P.predict_rows(_ddtree_group_draws(), engines=["sglang"], method="ddtree",
+    (other,) = P.predict(_ddtree_group_draws(), engines=["sglang"], method="ddtree",
                               hardware="b300", block=8, budget=8)
     assert other["accept_kind"] == "prior"
 
@@ -278,7 +278,10 @@ def test_predict_takes_the_inferred_acceptance_of_the_queried_model():
     sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
                             block=16, budget=32, verify_tokens=None, context_tokens=0.0)
     sc = dataclasses.replace(sc, model="kimi-k2.6")
-    a, info = P._posterior_acceptance(draws, None, sc, rng)
+    from ddtree_bayes.engine.question import accept_sources
+
+    (source,) = accept_sources(draws, sc, None, None)
+    a, info = P.acceptance_draws(draws, source, rng)
     assert info["group"] == "kimi-k2.6/ddtree/b16/B32" and a == pytest.approx(k)
 
 
@@ -290,7 +293,7 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
     from ddtree_bayes.engine import predictive as P
 
     draws = _ddtree_group_draws()
-    rows = typed_rows(P.predict_rows(draws, engines=["sglang", "native"]), None)
+    rows = typed_rows(P.predict(draws, engines=["sglang", "native"]))
     doc = json_ready({"fit_id": "point-mass", "seed": 1, "interval_probs": [0.5, 0.9],
                       "target": None, "draws": draws.n_draws, "rows": rows,
                       "default_scenario": None})
@@ -299,7 +302,7 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
     dist = doc["rows"][0]["accept_distribution"]
     assert dist["family"] == "posterior" and dist["rows"] == 3
     assert dist["median"] == pytest.approx(12.0)
-    assert "accept_posterior" not in doc["rows"][0]
+    assert "accept_note" not in doc["rows"][0] and "accept_value" not in doc["rows"][0]
 
 
 def test_the_fits_own_latent_rows_use_their_draws_in_the_ppc():
@@ -344,7 +347,7 @@ def test_model_average_refuses_an_inferred_acceptance():
 
     draws = _ddtree_group_draws()
     with pytest.raises(QueryError, match="cannot carry the inferred acceptance"):
-        P.predict_rows(draws, engines=["sglang"], mixture=[(draws, 0.5), (draws, 0.5)])
+        P.predict(draws, engines=["sglang"], mixture=[(draws, 0.5), (draws, 0.5)])
 
 
 def test_row_acceptance_known_posterior_or_prior():

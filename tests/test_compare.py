@@ -30,12 +30,12 @@ def test_mixture_mixes_predictive_draws_by_weight():
     fast = point_mass_draws(n=4000)                        # 20 ms step at M=33 -> 600 tok/s
     slow = point_mass_draws(n=4000, overhead_frac=[0.36])  # 16/0.64 = 25 ms -> 480 tok/s
     slow.meta["fit_id"] = "slow"
-    rows = P.predict_rows(fast, accept="12", engines=["sglang"],
+    rows = P.predict(fast, accept="12", engines=["sglang"],
                           mixture=[(fast, 0.25), (slow, 0.75)])
     (r,) = rows
     assert r["median"] == pytest.approx(480.0) and r["hi90"] == pytest.approx(600.0)
     assert r["lo90"] == pytest.approx(480.0)
-    only_fast = P.predict_rows(fast, accept="12", engines=["sglang"],
+    only_fast = P.predict(fast, accept="12", engines=["sglang"],
                                mixture=[(fast, 1.0), (slow, 0.0)])
     assert only_fast[0]["median"] == pytest.approx(600.0)
 

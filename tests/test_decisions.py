@@ -307,7 +307,7 @@ def test_next_ranks_the_measurement_of_the_uncertain_parameter_first():
     assert first["reduction_rel"] > 0.8
     assert abs(rows["sglang", "ar", None]["reduction_rel"]) < 0.05
     # the current width is that of predict's 90% interval for the same query
-    pred = P.predict_rows(draws, hardware="b300", engines=["sglang"], method="ddtree", block=16,
+    pred = P.predict(draws, hardware="b300", engines=["sglang"], method="ddtree", block=16,
                           budget=32, accept="10")[0]
     assert out["query"]["width"] == pytest.approx(pred["hi90"] - pred["lo90"], rel=0.03)
     assert not first["unreliable"] and first["ess_median"] > 100
@@ -393,7 +393,7 @@ def test_default_candidates_cover_systems_engines_and_the_query():
     ("--engine sglang,native --budget 32", "one engine"),
     ("--budget 32 --accept 12,14", "one value or a range"),
     ("--budget thirty", "invalid int"),
-    ("--hardware tpu9 --budget 32", "neither measured"),
+    ("--hardware tpu9 --budget 32", "never measured, nor in the hardware table"),
 ])
 def test_parse_query_errors(text, fragment):
     with pytest.raises(QueryError, match=fragment):

@@ -21,13 +21,19 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddtree_bayes.core.config import DEFAULT_SCENARIO
+from ddtree_bayes.core.config import DEFAULT_QUESTION
 from ddtree_bayes.core.data import COLUMNS, Measurement, derive_verify_tokens
 from ddtree_bayes.core.default_question import fit_default
 from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine.question import Flags, default_question, fill
 from test_cli_support import make_point_mass_workdir, run_cli
 from test_json_schemas import validate_output
+
+
+def fill_query(d, **flags):
+    """The flags not given filled from the default question ``d`` (engine/question.fill)."""
+    return fill(d, Flags(**flags))
 
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "data" / "public" / "llamacpp_mtp_qwen38_27b_rtx5090.csv"
@@ -45,8 +51,8 @@ def row(i: int, hardware: str, method: str, block: int | None = None, budget: in
 def test_a_fit_that_measured_b300_keeps_the_bundled_question():
     # more speculative rows elsewhere do not matter: the fit measured b300 (AR only, even)
     rows = [row(2, "b300", "ar", gpus=8)] + [row(3 + i, "h100", "eagle3", 3) for i in range(5)]
-    assert fit_default(rows) is DEFAULT_SCENARIO
-    assert not DEFAULT_SCENARIO.derived and DEFAULT_SCENARIO.gpus is None
+    assert fit_default(rows) is DEFAULT_QUESTION
+    assert not DEFAULT_QUESTION.derived and DEFAULT_QUESTION.gpus is None
 
 
 def test_a_fit_that_never_measured_b300_asks_its_most_measured_system():
@@ -89,62 +95,58 @@ def test_several_models_ask_the_model_named():
             row(4, "h100", "eagle3", 3, model="llama", accept=2.5),
             row(5, "h100", "ar", model="llama"), row(6, "l40s", "ddtree", 8, 16, model="qwen",
                                                     accept=20.0, engine="sglang")]
-    assert fit_default(rows, "kimi") is DEFAULT_SCENARIO
+    assert fit_default(rows, "kimi") is DEFAULT_QUESTION
     d = fit_default(rows, "llama")
     assert (d.hardware, d.method, d.block, d.engines, d.accept) == ("h100", "eagle3", 3,
                                                                      ("vllm",), 2.0)
     assert d.why == "the fit never measured b300 for llama"
     q = fit_default(rows, "qwen")
     assert (q.method, q.block, q.budget, q.accept) == ("ddtree", 8, 16, 17.0)  # within [1, M]
-    assert fit_default(rows) is DEFAULT_SCENARIO     # all models: one of them measured b300
+    assert fit_default(rows) is DEFAULT_QUESTION     # all models: one of them measured b300
 
 
 def test_no_speculative_rows_and_underivable_verify_tokens():
-    assert fit_default([row(2, "h100", "ar"), row(3, "h100", "ar")]) is DEFAULT_SCENARIO
+    assert fit_default([row(2, "h100", "ar"), row(3, "h100", "ar")]) is DEFAULT_QUESTION
     d = fit_default([row(2, "h100", "eagle3", verify=6)])    # no block: verify tokens kept
     assert (d.block, d.budget, d.verify_tokens, d.accept) == (None, None, 6, 4.0)
 
 
 def test_default_scenario_of_a_fit_of_several_models():
     """The engine side (engine/scenario.py): the model named, its pair labels, --model needed."""
-    import dataclasses
 
     from ddtree_bayes.core.errors import QueryError
-    from ddtree_bayes.engine.predictive import default_scenario
+    from ddtree_bayes.engine.question import default_question as default_scenario
     from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
 
     draws = multi_model_draws()
-    assert default_scenario(draws, "kimi-k2.6") is DEFAULT_SCENARIO
-    assert default_scenario(draws, "llama-3.1-8b-instruct") is DEFAULT_SCENARIO   # AR only
+    assert default_scenario(draws, "kimi-k2.6") is DEFAULT_QUESTION
+    assert default_scenario(draws, "llama-3.1-8b-instruct") is DEFAULT_QUESTION   # AR only
     with pytest.raises(QueryError, match="say which with --model"):
         default_scenario(draws)
     data = MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
-    d = default_scenario(dataclasses.replace(draws, data_csv=data), "llama-3.1-8b-instruct")
+    d = default_scenario(draws.view(data_csv=data), "llama-3.1-8b-instruct")
     assert d.describe() == "vllm eagle3 block 4 on h100 x1" and d.accept == 3.0
     assert d.why == "the fit never measured b300 for llama-3.1-8b-instruct"
 
 
 def test_fill_query_takes_what_is_not_given():
-    from ddtree_bayes.engine.predictive import fill_query
-
     d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
-    none = dict(hardware=None, gpus=None, method=None, engines=None, block=None, budget=None,
-                verify_tokens=None)
+    none: dict = {}
     q, used = fill_query(d, **none)
     assert used and q == {"hardware": "rtx-5090", "gpus": 1, "method": "mtp",
-                          "engines": ["llama.cpp"], "block": 6, "budget": 6,
+                          "engines": ("llama.cpp",), "block": 6, "budget": 6,
                           "verify_tokens": None}
     q, used = fill_query(d, **{**none, "hardware": "h100", "block": 3})
     assert used and (q["hardware"], q["gpus"], q["method"], q["block"], q["budget"]) == (
         "h100", None, "mtp", 3, 3)     # a chain's budget follows its block
-    q, _ = fill_query(DEFAULT_SCENARIO, **{**none, "block": 8})
+    q, _ = fill_query(DEFAULT_QUESTION, **{**none, "block": 8})
     assert (q["method"], q["block"], q["budget"]) == ("ddtree", 8, 32)   # a tree keeps its budget
     q, used = fill_query(d, **{**none, "hardware": "h100", "method": "eagle3", "block": 3,
-                               "engines": ["vllm"]})
+                               "engines": ("vllm",)})
     assert not used and (q["method"], q["block"], q["budget"]) == ("eagle3", 3, None)
-    q, used = fill_query(DEFAULT_SCENARIO, **none)   # the bundled question, as before
+    q, used = fill_query(DEFAULT_QUESTION, **none)   # the bundled question, as before
     assert (q["hardware"], q["gpus"], q["block"], q["budget"], q["engines"]) == (
-        "b300", None, 16, 32, ["sglang", "native"])
+        "b300", None, 16, 32, ("sglang", "native"))
 
 
 # ---------------------------------------------------------------- end to end
@@ -260,12 +262,8 @@ def test_next_without_accept_takes_the_measured_acceptance(rtx5090):
 def test_a_chains_budget_and_block_fill_each_other_and_match_measured_rows(rtx5090):
     """--budget alone on the chain default sets the block too (mtp 3/3, M = 4); a chain row
     stored with its budget is matched by a query that leaves the budget out."""
-    from ddtree_bayes.engine.predictive import fill_query
-
     d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
-    none = dict(hardware=None, gpus=None, method=None, engines=None, block=None, budget=None,
-                verify_tokens=None)
-    q, _ = fill_query(d, **{**none, "budget": 3})
+    q, _ = fill_query(d, budget=3)
     assert (q["block"], q["budget"]) == (3, 3)
     # measured mtp 3/3 (accept 3.175): asked as --method mtp --block 3 (no budget)
     r, _, _ = predict_json(rtx5090, "--hardware", "rtx-5090", "--engine", "llama.cpp",
@@ -295,13 +293,12 @@ def test_the_bundled_fit_still_asks_b300(fitted_workdir):
 def test_report_sections_ask_the_fits_question(rtx5090):
     """Answer line, fan (acceptance within [1, M], the system's measured points), variance
     shares, breakdown and decisions of the tiny RTX 5090 fit."""
-    from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine import store
     from ddtree_bayes.workflows.report import sections
     from ddtree_bayes.workflows.report.render import headline
 
     draws = store.load(workdir=rtx5090)
-    d = P.default_scenario(draws)
+    d = default_question(draws)
     fan = sections._fan(draws, 1, None, d)
     assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]       # [1, M], M = 7
     assert fan["headline_accept"] == 4.0 and list(fan["engines"]) == ["llama.cpp"]
@@ -320,7 +317,7 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     assert fan["accept_max"] == 7.0 and fan["accept_clipped"] == [float(a) for a in range(8, 21)]
     # the bundled question's fan (1..20) stops at what a block-16 DDTree can emit: 17
     assert sections.FAN_ACCEPT == tuple(float(a) for a in range(1, 21))
-    assert sections.fan_accept(DEFAULT_SCENARIO, max_accept("ddtree", 16, 32, None, 33)) == tuple(
+    assert sections.fan_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32, None, 33)) == tuple(
         float(a) for a in range(1, 18))
 
 

@@ -81,7 +81,7 @@ def test_labels():
     ({"model": "kimi-k2.6", "hardware": "h100", "gpus": 8}, 16 / 26.8 / 0.8 + 61 * 0.08),
 ])
 def test_model_routes_to_its_pair(query, step_ms):
-    rows = P.predict_rows(multi_model_draws(), method="ar", engines=["vllm"], accept="1",
+    rows = P.predict(multi_model_draws(), method="ar", engines=["vllm"], accept="1",
                           **query)
     assert rows[0]["model"] == query["model"]
     assert rows[0]["median"] == pytest.approx(1000.0 / step_ms)
@@ -89,7 +89,7 @@ def test_model_routes_to_its_pair(query, step_ms):
 
 
 def test_unmeasured_pair_says_how_it_was_obtained():
-    row = P.predict_rows(multi_model_draws(), model="qwen3-8b", hardware="h100", gpus=1,
+    row = P.predict(multi_model_draws(), model="qwen3-8b", hardware="h100", gpus=1,
                          method="ar", engines=["vllm"], accept="1")[0]
     assert row["overhead_from"].startswith(
         "qwen3-8b@h100x1 not measured: M = 1 step 7.2 ms (90% 7.2-7.2) from the pair roofline "
@@ -99,13 +99,13 @@ def test_unmeasured_pair_says_how_it_was_obtained():
 
 def test_default_scenario_of_a_model_and_the_pair_scatter_widens():
     d = multi_model_draws()
-    rows = P.predict_rows(d, model="kimi-k2.6", accept="12", engines=["sglang"])
+    rows = P.predict(d, model="kimi-k2.6", accept="12", engines=["sglang"])
     assert rows[0]["median"] == pytest.approx(600.0)        # 12 tokens / 20 ms, as one model
     wide = multi_model_draws(n=400, pair_step_sd=0.25)
     q = {"model": "qwen3-8b", "hardware": "h100", "gpus": 1, "method": "ar",
          "engines": ["vllm"], "accept": "1"}
-    measured = P.predict_rows(wide, **{**q, "model": "llama-3.1-8b-instruct"})[0]
-    new = P.predict_rows(wide, **q)[0]
+    measured = P.predict(wide, **{**q, "model": "llama-3.1-8b-instruct"})[0]
+    new = P.predict(wide, **q)[0]
     assert measured["hi90"] == pytest.approx(measured["lo90"])
     # log-normal scatter 0.25: the 90% interval spans exp(2 x 1.645 x 0.25) = 2.28x
     assert new["hi90"] / new["lo90"] == pytest.approx(np.exp(2 * 1.645 * 0.25), rel=0.15)
@@ -113,7 +113,7 @@ def test_default_scenario_of_a_model_and_the_pair_scatter_widens():
 
 def test_several_models_and_none_named_lists_them():
     with pytest.raises(QueryError) as err:
-        P.predict_rows(multi_model_draws(), accept="12")
+        P.predict(multi_model_draws(), accept="12")
     assert str(err.value) == ("fit point-mass holds 2 models (kimi-k2.6, llama-3.1-8b-instruct); "
                               "say which with --model (fix: e.g. --model kimi-k2.6)")
 
@@ -121,16 +121,16 @@ def test_several_models_and_none_named_lists_them():
 def test_one_model_fit_model_is_optional_and_checked():
     d = point_mass_draws()
     d.meta["model"]["target_model"] = "kimi-k2.6"
-    plain = P.predict_rows(d, accept="12")
-    assert P.predict_rows(d, accept="12", model="kimi-k2.6") == plain
+    plain = P.predict(d, accept="12")
+    assert P.predict(d, accept="12", model="kimi-k2.6") == plain
     assert "model" not in plain[0]
-    with pytest.raises(QueryError, match="holds one model \\(kimi-k2.6\\)"):
-        P.predict_rows(d, accept="12", model="qwen3-8b")
+    with pytest.raises(QueryError, match="'qwen3-8b' was never measured, nor given a model card"):
+        P.predict(d, accept="12", model="qwen3-8b")
 
 
 def test_model_without_card_is_refused():
-    with pytest.raises(QueryError, match="neither measured .* nor has a model card"):
-        P.predict_rows(multi_model_draws(), model="gpt-9", hardware="h100", gpus=1, method="ar",
+    with pytest.raises(QueryError, match="'gpt-9' was never measured, nor given a model card"):
+        P.predict(multi_model_draws(), model="gpt-9", hardware="h100", gpus=1, method="ar",
                        engines=["vllm"], accept="1")
 
 
@@ -417,8 +417,8 @@ def test_two_model_fit_converges_and_an_unmeasured_pair_is_wider(tmp_path):
     assert draws.meta["coords"]["system"] == ["kimi-k2.6@b300x8", "kimi-k2.6@rtx-pro-6000x8",
                                               "llama-3.1-8b-instruct@h100x1"]
     q = {"method": "ar", "engines": ["vllm"], "accept": "1"}
-    measured = P.predict_rows(draws, model="llama-3.1-8b-instruct", hardware="h100", **q)[0]
+    measured = P.predict(draws, model="llama-3.1-8b-instruct", hardware="h100", **q)[0]
     assert 120 < measured["median"] < 165          # measured AR: 133-158 tok/s
-    new = P.predict_rows(draws, model="llama-3.1-8b-instruct", hardware="h200", gpus=1, **q)[0]
+    new = P.predict(draws, model="llama-3.1-8b-instruct", hardware="h200", gpus=1, **q)[0]
     assert (new["hi90"] / new["lo90"]) > 2 * (measured["hi90"] / measured["lo90"])
     assert "not measured: M = 1 step" in new["overhead_from"]

@@ -25,7 +25,7 @@ def by(rows, engine, accept):
 
 
 def test_default_scenario_by_hand(draws):
-    rows = P.predict_rows(draws, accept="12:16")
+    rows = P.predict(draws, accept="12:16")
     # M = 33: MOE = 4 * (1 + 0.0625 * 32) = 12, target 16; sglang step 16/0.8 = 20 ms
     assert by(rows, "sglang", "12")["median"] == pytest.approx(600.0)
     assert by(rows, "sglang", "16")["median"] == pytest.approx(800.0)
@@ -41,7 +41,7 @@ def test_default_scenario_by_hand(draws):
 
 def test_uniform_row_marginalises_acceptance():
     draws = point_mass_draws(n=20000)
-    row = by(P.predict_rows(draws, accept="12:16", engines=["sglang"]), "sglang", "U(12,16)")
+    row = by(P.predict(draws, accept="12:16", engines=["sglang"]), "sglang", "U(12,16)")
     # tok/s = accept * 50 with accept ~ U(12, 16): median 700, 90% interval 610-790
     assert row["median"] == pytest.approx(700, abs=3)
     assert row["lo90"] == pytest.approx(610, abs=3)
@@ -50,40 +50,40 @@ def test_uniform_row_marginalises_acceptance():
 
 
 def test_target_probability_and_prob(draws):
-    rows = P.predict_rows(draws, accept="12,16", target=700, prob=0.8, engines=["sglang"])
+    rows = P.predict(draws, accept="12,16", target=700, prob=0.8, engines=["sglang"])
     assert [r["p_ge_target"] for r in rows] == [0.0, 1.0]
     assert "lo80" in rows[0] and "lo90" not in rows[0] and "lo50" in rows[0]
 
 
 def test_original_estimate_column(draws):
-    row = by(P.predict_rows(draws, accept="12"), "sglang", "12")
+    row = by(P.predict(draws, accept="12"), "sglang", "12")
     # seed table: 12 tok at 570 tok/s and 16 at 765 -> mean step 20.984 ms
     step = (12 / 570 + 16 / 765) / 2 * 1000
     assert row["original"] == pytest.approx(12 / step * 1000)
     assert row["original_lo"] == pytest.approx(0.7 * row["original"])
     assert row["original_hi"] == pytest.approx(1.3 * row["original"])
-    native = by(P.predict_rows(draws, accept="16"), "native", "16")
+    native = by(P.predict(draws, accept="16"), "native", "16")
     assert native["original"] == pytest.approx(16 / ((12 / 815 + 16 / 1090) / 2 * 1000) * 1000)
 
 
 def test_context_and_power_form_by_hand():
     draws = point_mass_draws()
-    ar = P.predict_rows(draws, hardware="b300", method="ar", engines=["sglang"],
-                        context_tokens="64k", accept="1")[0]
+    ar = P.predict(draws, hardware="b300", method="ar", engines=["sglang"],
+                        context="64k", accept="1")[0]
     # 8 ms + 2 ms/unit * 1 unit * 1**0.5 = 10 ms -> 100 tok/s
     assert ar["median"] == pytest.approx(100.0)
-    tree = P.predict_rows(draws, engines=["sglang"], context_tokens=65536, accept="12")[0]
+    tree = P.predict(draws, engines=["sglang"], context=65536, accept="12")[0]
     # target 16 + 2 * 33**0.5; step / 0.8
     assert tree["median"] == pytest.approx(12 / ((16 + 2 * 33 ** 0.5) / 0.8) * 1000)
     power = point_mass_draws(moe_form="power")
-    row = P.predict_rows(power, engines=["sglang"], accept="12")[0]
+    row = P.predict(power, engines=["sglang"], accept="12")[0]
     # MOE = 4 * 33**0.5, ATTN 4
     assert row["median"] == pytest.approx(12 / ((4 * 33 ** 0.5 + 4) / 0.8) * 1000)
 
 
 def test_unmeasured_group_draws_from_the_population(draws):
     # b300 eagle3 is unmeasured; population sd 0 -> overhead = sigmoid(mu) = 0.2 exactly
-    row = P.predict_rows(draws, hardware="b300", method="eagle3", block=3, engines=["sglang"],
+    row = P.predict(draws, hardware="b300", method="eagle3", block=3, engines=["sglang"],
                          accept="2")[0]
     assert row["verify_tokens"] == 4
     target = 4 * (1 + 0.0625 * 3) + 4
@@ -91,14 +91,14 @@ def test_unmeasured_group_draws_from_the_population(draws):
     assert "pooled population" in row["overhead_from"]
     # with population spread the unmeasured group gets a real interval
     wide = point_mass_draws(n=4000, overhead_logit_sd=0.5)
-    r2 = P.predict_rows(wide, hardware="b300", method="eagle3", block=3, engines=["sglang"],
+    r2 = P.predict(wide, hardware="b300", method="eagle3", block=3, engines=["sglang"],
                         accept="2")[0]
     assert r2["hi90"] - r2["lo90"] > 5
 
 
 def test_acceptance_from_prior_when_not_given():
     draws = point_mass_draws(n=20000)
-    row = P.predict_rows(draws, engines=["sglang"])[0]
+    row = P.predict(draws, engines=["sglang"])[0]
     assert row["accept_kind"] == "prior" and row["accept"].startswith("prior truncnormal")
     # accept ~ truncnormal(10, 2.5, [1, 17]) (mean 9.98) times 50 tok/s per token
     assert row["median"] == pytest.approx(500, rel=0.02)
@@ -134,23 +134,23 @@ def test_parse_accept_rejects(bad):
 
 
 def test_query_errors(draws):
-    with pytest.raises(QueryError, match="tpu-v9.*neither measured.*nor in the hardware table"):
-        P.predict_rows(draws, hardware="tpu-v9", method="ar", engines=["sglang"], accept="1")
+    with pytest.raises(QueryError, match="tpu-v9' was never measured, nor in the hardware table"):
+        P.predict(draws, hardware="tpu-v9", method="ar", engines=["sglang"], accept="1")
     with pytest.raises(QueryError, match=r"--accept 40 is above what ddtree with block 16 can "
                                          r"emit \(at most 17 tokens per step: block \+ 1\)"):
-        P.predict_rows(draws, accept="40")
+        P.predict(draws, accept="40")
     with pytest.raises(QueryError, match="cannot tell how many tokens"):
-        P.predict_rows(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
+        P.predict(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
     with pytest.raises(QueryError, match="--prob"):
-        P.predict_rows(draws, accept="12", prob=1.5)
+        P.predict(draws, accept="12", prob=1.5)
 
 
 def test_same_seed_same_numbers():
     draws = point_mass_draws(n=2000, overhead_logit_sd=0.5, noise_sd=0.03)
     kw = dict(hardware="b300", method="eagle3", block=3, engines=["sglang"], accept="2")
-    a = P.predict_rows(draws, seed=7, **kw)
-    b = P.predict_rows(draws, seed=7, **kw)
-    c = P.predict_rows(draws, seed=8, **kw)
+    a = P.predict(draws, seed=7, **kw)
+    b = P.predict(draws, seed=7, **kw)
+    c = P.predict(draws, seed=8, **kw)
     assert json.dumps(a) == json.dumps(b)
     assert a[0]["lo90"] != c[0]["lo90"]
 
@@ -176,21 +176,21 @@ def test_unmeasured_hardware_by_transfer_by_hand():
                              transfer_system_sd=0.0)
     ar = dict(method="ar", engines=["sglang"], accept="1")
     # H200 x8: same class, 4.8 TB/s: MOE(1) = 4 * (64 / 38.4) ** 0.5, ATTN unchanged
-    h200 = P.predict_rows(draws, hardware="h200", **ar)[0]
+    h200 = P.predict(draws, hardware="h200", **ar)[0]
     assert h200["median"] == pytest.approx(1000 / (4 * (64 / 38.4) ** 0.5 + 4))
     assert "transferred from b300x8" in h200["overhead_from"]
     # RTX PRO 6000 x8: PCIe, 1.792 TB/s: ATTN x 1.5
-    pro = P.predict_rows(draws, hardware="rtx-pro-6000", **ar)[0]
+    pro = P.predict(draws, hardware="rtx-pro-6000", **ar)[0]
     assert pro["median"] == pytest.approx(1000 / (4 * (64 / 14.336) ** 0.5 + 6))
     # B300 x4: half the aggregate bandwidth
-    b4 = P.predict_rows(draws, hardware="b300", gpus=4, **ar)[0]
+    b4 = P.predict(draws, hardware="b300", gpus=4, **ar)[0]
     assert b4["gpus"] == 4 and b4["median"] == pytest.approx(1000 / (4 * 2 ** 0.5 + 4))
 
 
 def test_unmeasured_hardware_intervals_are_wider():
     draws = point_mass_draws(n=4000, noise_sd=0.02)
     kw = dict(method="ar", engines=["sglang"], accept="1")
-    measured = P.predict_rows(draws, hardware="b300", **kw)[0]
-    h200 = P.predict_rows(draws, hardware="h200", **kw)[0]
+    measured = P.predict(draws, hardware="b300", **kw)[0]
+    h200 = P.predict(draws, hardware="h200", **kw)[0]
     width = lambda r: (r["hi90"] - r["lo90"]) / r["median"]  # noqa: E731
     assert width(h200) > 3 * width(measured)

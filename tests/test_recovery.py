@@ -85,7 +85,7 @@ def test_parameters_and_held_out_budget_are_recovered(tmp_path, seed):
     # held-out budget 32 (never measured): the 90% interval covers the noise-free truth
     target = S.target_ms(7.5, 0.45, 0.40, 2.5, 0.6, 33.0, 0.0, "power", np.exp, np.log)
     true_tok = S.tok_s(6.0, S.step_ms(target, 0.18, 1.0))
-    row = P.predict_rows(draws, hardware="b300", method="ddtree", block=16, budget=32,
+    row = P.predict(draws, hardware="b300", method="ddtree", block=16, budget=32,
                          engines=["sglang"], accept="6")[0]
     assert row["lo90"] <= true_tok <= row["hi90"], (row, true_tok)
 

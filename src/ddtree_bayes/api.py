@@ -224,13 +224,16 @@ def load(fit_id: str | None = None, workdir: Path | None = None):
 def predict(fit=None, **query):
     """Posterior throughput intervals as a tidy pandas DataFrame.
 
-    ``fit`` is a :class:`~ddtree_bayes.engine.fit.Fit` (from :func:`load`) or None for the latest fit; the
-    keyword arguments are those of :func:`ddtree_bayes.engine.predictive.predict_rows`.
-    A number that comes out non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
+    ``fit`` is a :class:`~ddtree_bayes.engine.fit.Fit` (from :func:`load`) or None for the
+    latest fit; the keyword arguments are ``predict``'s flags and those of
+    :func:`ddtree_bayes.engine.predictive.predict` (``model``, ``hardware``, ``gpus``,
+    ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``, ``accept``,
+    ``target``, ``prob``, ``seed``): the question is resolved as the CLI resolves it. A number
+    that comes out non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
     """
     from ddtree_bayes.engine import predictive as P
 
     draws = fit if fit is not None else load(workdir=query.get("workdir"))
-    rows = P.predict_rows(draws, **query)
+    rows = P.predict(draws, **query)
     P.require_finite(rows)   # a QueryError, not a table of NaN
     return P.to_frame(rows)

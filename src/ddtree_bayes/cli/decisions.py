@@ -66,9 +66,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     curve = D.curve_for(priors_text, _shown(priors_path))
     budgets = D.parse_budgets(args.budgets)
     draws = _load(args)
-    from ddtree_bayes.cli.predict import check_names
+    from ddtree_bayes.engine.question import Flags, check_names
 
-    check_names(draws, args, [args.engine] if args.engine else None)
+    for warning in check_names(draws, Flags.of(args)):
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
@@ -170,24 +171,17 @@ def cmd_next(args: argparse.Namespace) -> int:
     from ddtree_bayes.cli.args import check_query
     from ddtree_bayes.workflows import decisions as D
 
-    flags = check_query(args.query)
+    check_query(args.query)
     draws = _load(args)
-    from ddtree_bayes.cli.predict import check_accept, check_names, default_note
-
-    check_names(draws, flags, flags.engine.split(",") if flags.engine else None,
-                strict=args.strict, prefix="--query: ")
-    query = D.parse_query(draws, args.query)   # the configuration, filled as predict fills it
-    sc = query.scenario
-    check_accept(draws, flags.accept, sc.method, sc.block, sc.budget, sc.verify_tokens,
-                 prefix="--query: ")
+    query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
+    for warning in query.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
                   if args.candidates else None)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
-    if query.default_scenario is not None:
-        print(f"{PROG} next: --query: "
-              f"{default_note(query.default_scenario, flags, flags='--query flags')}",
-              file=sys.stderr)
+    if query.note is not None:
+        print(f"{PROG} next: --query: {query.note}", file=sys.stderr)
     if args.format == "json":
         q = dict(out["query"])  # acceptance: a number, or null and what it is drawn from
         fixed = q.get("accept_fixed") and _is_number(q["accept"])

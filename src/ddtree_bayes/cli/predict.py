@@ -12,84 +12,15 @@ from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
 
 # ---------------------------------------------------------------- predict
-def check_names(draws, args: argparse.Namespace, engines: list[str] | None, *,
-                strict: bool | None = None, prefix: str = "") -> None:
-    """Names never measured nor declared: hardware is an error (nothing to predict from);
-    an engine, method or model one warning line each, an error with --strict. ``prefix``
-    names where the flags came from (e.g. ``--query``)."""
-    from ddtree_bayes.engine import names as N
-
-    strict = args.strict if strict is None else strict
-    unknown = N.unknown_names(draws, hardware=args.hardware, engines=engines,
-                              method=args.method, model=getattr(args, "model", None))
-    for u in unknown:
-        if u.kind in ("hardware", "model") or strict:
-            raise QueryError(prefix + u.message(), fix="check the spelling" + (
-                "" if u.kind in ("hardware", "model") else ", or drop --strict to answer anyway"))
-        print(f"{PROG}: warning: {prefix}{u.message()}", file=sys.stderr)
-
-
-def check_accept(draws, text: str | None, method: str, block: int | None, budget: int | None,
-                 verify_tokens: int | None, prefix: str = "") -> None:
-    """--accept against what the configuration can emit per step, by the fit's methods table
-    (:func:`~ddtree_bayes.core.methods.max_accept`; one line naming the limit, before anything
-    is printed; ``prefix`` names where the flags came from, e.g. ``--query: ``)."""
-    from ddtree_bayes.engine import predictive as P
-
-    if text is None:
-        return
-    P.check_accept(P.parse_accept(text), text,
-                   P.accept_limit(draws, method, block, budget, verify_tokens), prefix)
-
-
-def default_note(asked: dict, given: argparse.Namespace,
-                 flags: str = "--hardware/--method/--block/--budget") -> str:
-    """One line: why a derived default scenario is asked (``asked``: its ``to_json()``), and
-    what it is; when ``given`` (the parsed flags) names part of the configuration, the default
-    only fills the flags not given."""
-    partial = given.hardware is not None or any(
-        (given.method, given.gpus, given.block, given.budget, given.verify_tokens))
-    what = ("the flags not given come from its most-measured system" if partial
-            else "asking its most-measured system")
-    return f"{asked['why']}; {what}: {asked['asked']} (pass {flags} to ask another)"
-
-
-def typed_rows(rows: list[dict], accept: str | None) -> list[dict]:
-    """predict rows for machines: ``accept`` a number (given) or null, with
-    ``accept_distribution`` describing a range (uniform lo, hi) or the acceptance prior (its
-    parameters as drawn: truncated at what a step can emit)."""
-    from ddtree_bayes.engine.scenario import parse_accept
-
-    req = parse_accept(accept) if accept is not None else None
-    given = {f"{v:g}": v for v in (req.values if req else ())}
+def typed_rows(rows: list[dict]) -> list[dict]:
+    """predict rows for machines: ``accept`` a number (given or measured) or null, with
+    ``accept_distribution`` describing a range (uniform lo, hi), an inferred acceptance's
+    posterior or the acceptance prior (its parameters as drawn: truncated at what a step can
+    emit); the prose-only fields dropped."""
     out = []
     for row in rows:
-        r = dict(row)
-        label, kind = r["accept"], r["accept_kind"]
-        posterior = r.pop("accept_posterior", None)
-        measured = r.pop("accept_measured", None)
-        prior = r.pop("accept_prior", None)
-        dist: dict | None = None
-        if kind == "posterior" and posterior is not None:
-            r["accept"] = None
-            dist = {"family": "posterior", "group": posterior["group"],
-                    "rows": posterior["rows"], "median": posterior["median"],
-                    "lo90": posterior["lo90"], "hi90": posterior["hi90"], "label": label}
-        elif kind == "given":
-            r["accept"] = given.get(label, float(label))
-        elif kind == "measured":
-            r["accept"] = measured
-        elif kind == "uniform" and req is not None and req.uniform is not None:
-            lo, hi = req.uniform
-            r["accept"] = None
-            dist = {"family": "uniform", "lower": lo, "upper": hi, "label": label}
-        else:
-            r["accept"] = None
-            dist = {"family": prior["dist"] if prior else kind,
-                    "params": dict(prior["params"]) if prior else {}, "label": label}
-            if prior and prior["truncated_at"] is not None:
-                dist["truncated_at"] = prior["truncated_at"]
-        r["accept_distribution"] = dist
+        r = {k: v for k, v in row.items() if k not in ("accept_value", "accept_note")}
+        r["accept"] = row["accept_value"]
         out.append(r)
     return out
 
@@ -102,17 +33,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
                                strict=args.strict):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    engines = args.engine.split(",") if args.engine else None
-    check_names(draws, args, engines)
-    default = P.default_scenario(draws, args.model)
-    query, from_default = P.fill_query(default, hardware=args.hardware, gpus=args.gpus,
-                                       method=args.method, engines=engines, block=args.block,
-                                       budget=args.budget, verify_tokens=args.verify_tokens)
-    check_accept(draws, args.accept, query["method"], query["block"], query["budget"],
-                 query["verify_tokens"])
-    asked = default.to_json() if default.derived and from_default else None
-    if asked is not None:
-        print(f"{PROG} predict: {default_note(asked, args)}", file=sys.stderr)
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    question = resolve(draws, Flags.of(args), strict=args.strict)
+    for warning in question.warnings:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    if question.note is not None:
+        print(f"{PROG} predict: {question.note}", file=sys.stderr)
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
@@ -126,17 +53,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import numpy as np
 
     with np.errstate(all="ignore"):   # an overflow is named below, as one line
-        rows = P.predict_rows(draws, **query, context_tokens=args.context,
-                              accept=args.accept, target=args.target, prob=args.prob,
-                              seed=args.seed, mixture=mixture, model=args.model)
+        rows = P.predict_rows(draws, question, target=args.target, prob=args.prob,
+                              seed=args.seed, mixture=mixture)
     P.require_finite(rows)   # never a table of nan
     meta = draws.meta
     if args.format != "table":
-        _emit_machine(typed_rows(rows, args.accept), args.format,
+        _emit_machine(typed_rows(rows), args.format,
                       {"fit_id": meta["fit_id"], "seed": args.seed,
                                           "interval_probs": list(P.interval_probs(args.prob)),
                                           "target": args.target, "draws": draws.n_draws,
-                                          "default_scenario": asked})
+                                          "default_scenario": question.default_asked})
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]
@@ -168,8 +94,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if any(r["accept_kind"] == "prior" for r in rows):
         print("acceptance not given: drawn from the acceptance prior in the priors file "
               "(pass --accept to fix it).")
-    for note in sorted({r["accept_posterior"]["note"] for r in rows
-                        if r["accept_kind"] == "posterior"}):
+    for note in sorted({r["accept_note"] for r in rows if r["accept_kind"] == "posterior"}):
         print(f"{note} (pass --accept to fix it).")
     if any(r["accept_kind"] == "uniform" for r in rows):
         print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")

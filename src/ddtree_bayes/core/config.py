@@ -24,7 +24,7 @@ DEFAULT_SEED = 20261130
 #: measured B300 (for the model asked about); a fit that never did is asked its own most-measured
 #: system instead (core/default_question.py).
 @dataclass(frozen=True)
-class Scenario:
+class DefaultQuestion:
     hardware: str
     method: str
     block: int | None
@@ -60,7 +60,7 @@ class Scenario:
                 "asked": self.describe()}
 
 
-DEFAULT_SCENARIO = Scenario(hardware="b300", method="ddtree", block=16, budget=32,
+DEFAULT_QUESTION = DefaultQuestion(hardware="b300", method="ddtree", block=16, budget=32,
                             engines=("sglang", "native"))
 #: Convergence gates applied after every fit.
 MAX_RHAT = 1.01

@@ -1,7 +1,7 @@
 """The question a fit is asked when none is given (``predict`` without configuration flags,
 ``optimize``, ``next``, the report's answer line, fan, variance shares and breakdown).
 
-The bundled :data:`~ddtree_bayes.core.config.DEFAULT_SCENARIO` (8x B300, DDTree block 16,
+The bundled :data:`~ddtree_bayes.core.config.DEFAULT_QUESTION` (8x B300, DDTree block 16,
 budget 32, SGLang and native) is the Kimi K2.6 question the bundled data was collected for.
 A fit that measured B300 for the model asked about keeps it unchanged. A fit that never did
 (another team's GPU or model) would answer it only by hardware transfer or the card roofline,
@@ -30,7 +30,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 
-from ddtree_bayes.core.config import DEFAULT_SCENARIO, Scenario
+from ddtree_bayes.core.config import DEFAULT_QUESTION, DefaultQuestion
 from ddtree_bayes.core.data import Measurement, derive_verify_tokens
 
 #: At most this many engines in a derived default (the bundled one has two).
@@ -43,7 +43,19 @@ def _most_common[K](keys: list[K]) -> K:
     return max(counts, key=lambda k: counts[k])   # max keeps the first of equal counts
 
 
-def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Scenario:
+def keeps_bundled(measured: Iterable[tuple[str | None, str]], model: str | None = None) -> bool:
+    """Whether a fit that measured these ``(model, hardware)`` keeps the bundled question for
+    ``model`` (None: any model, as for a fit of one model): it measured the bundled question's
+    hardware for that model.
+
+    >>> keeps_bundled([("kimi-k2.6", "b300")]), keeps_bundled([("qwen3-8b", "b300")], "kimi-k2.6")
+    (True, False)
+    """
+    return any(hw == DEFAULT_QUESTION.hardware and (model is None or m == model)
+               for m, hw in measured)
+
+
+def fit_default(rows: Iterable[Measurement], model: str | None = None) -> DefaultQuestion:
     """The default question of a fit made on ``rows`` (``model``: the model asked about; None
     takes every row, as for a fit of one model). See the module docstring for the rules.
 
@@ -56,12 +68,12 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Scenar
     ...                  row(4, "h100", "eagle3", 5)])
     >>> d.describe(), d.why, d.accept   # no measured acceptance: the middle of [1, 6]
     ('vllm eagle3 block 5 on h100 x1', 'the fit never measured b300', 4.0)
-    >>> fit_default([row(2, "b300", "ar", gpus=8), row(3, "h100", "eagle3", 3)]) is DEFAULT_SCENARIO
+    >>> fit_default([row(2, "b300", "ar", gpus=8), row(3, "h100", "eagle3", 3)]) is DEFAULT_QUESTION
     True
     """
-    d = DEFAULT_SCENARIO
+    d = DEFAULT_QUESTION
     mine = sorted((r for r in rows if model is None or r.model == model), key=lambda r: r.row)
-    if any(r.hardware == d.hardware for r in mine):
+    if keeps_bundled((r.model, r.hardware) for r in mine):
         return d
     spec = [r for r in mine if r.is_speculative]
     if not spec:
@@ -79,7 +91,7 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Scenar
                   and (r.block, r.budget, r.verify_tokens) == (top.block, top.budget,
                                                                top.verify_tokens))
     accept = (statistics.median(same) if same else (1 + top.verify_tokens) / 2)
-    return Scenario(hardware=hardware, method=method, block=top.block, budget=top.budget,
+    return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
                     accept=float(min(max(round(accept), 1), top.verify_tokens)),
                     why=f"the fit never measured {d.hardware}"

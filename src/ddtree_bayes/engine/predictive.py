@@ -21,6 +21,7 @@ from ddtree_bayes.core.config import (
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
     SEED_BAND,
     AcceptRequest,
@@ -29,8 +30,6 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     acceptance_prior,
     check_accept,
     check_fit,
-    default_scenario,
-    fill_query,
     latent_acceptance,
     measured_acceptance,
     parse_accept,
@@ -194,138 +193,121 @@ def summarize(samples: np.ndarray, probs: tuple[float, ...], target: float | Non
     return out
 
 
-def predict_rows(draws: Fit, *, hardware: str | None = None, gpus: int | None = None,
-                 engines: tuple[str, ...] | list[str] | None = None, method: str | None = None,
-                 block: int | None = None, budget: int | None = None,
-                 verify_tokens: int | None = None, context_tokens: float | str | None = None,
-                 accept: str | AcceptRequest | None = None, target: float | None = None,
-                 prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
-                 mixture: list[tuple[Fit, float]] | None = None,
-                 model: str | None = None) -> list[dict]:
-    """Posterior predictive throughput for one configuration and one or more engines.
-
-    With no configuration arguments this is the fit's default scenario
-    (:func:`default_scenario`: B300 DDTree block 16, budget 32, SGLang and native, unless the
-    fit never measured B300). Each row holds the median tok/s, the 50% and ``prob``
-    intervals, P(tok/s >= target) and the original estimate with its +-30% band.
-    ``mixture`` (pairs of fits and weights summing to 1, e.g. stacking weights from
-    :mod:`compare`) averages the predictive distributions of several models.
-    Predictions include the fitted run-to-run noise, so they are what a measurement
-    would show. ``accept=None`` draws acceptance from the priors file. ``model`` names the
-    target model (required when the fit holds several; rows then carry a ``model`` key).
+def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
+            gpus: int | None = None, engines: tuple[str, ...] | list[str] | str | None = None,
+            method: str | None = None, block: int | None = None, budget: int | None = None,
+            verify_tokens: int | None = None, context: float | str | None = None,
+            accept: str | float | None = None, target: float | None = None, prob: float = 0.9,
+            seed: int = DEFAULT_SEED, workdir: Path | None = None,
+            mixture: list[tuple[Fit, float]] | None = None, strict: bool = False) -> list[dict]:
+    """Posterior predictive throughput for one question: the keyword form of ``predict``'s
+    flags, resolved (:func:`ddtree_bayes.engine.question.resolve`) and computed
+    (:func:`predict_rows`). With no configuration arguments this is the fit's default question
+    (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
 
     Examples
     --------
     >>> from ddtree_bayes.engine.testing import point_mass_draws
-    >>> draws = point_mass_draws()
-    >>> rows = predict_rows(draws, accept="12", engines=["sglang"])
+    >>> rows = predict(point_mass_draws(), accept="12", engines=["sglang"])
     >>> round(rows[0]["median"], 3)   # 12 tokens / 20 ms
     600.0
     """
-    if hardware is None and method is None:   # the fit's default question, as predict fills it
-        query, _ = fill_query(default_scenario(draws, model), hardware=None, gpus=gpus,
-                              method=None, engines=engines, block=block, budget=budget,
-                              verify_tokens=verify_tokens)
-        hardware, gpus, method, engines = (query["hardware"], query["gpus"], query["method"],
-                                           query["engines"])
-        block, budget, verify_tokens = query["block"], query["budget"], query["verify_tokens"]
-    if hardware is None or method is None or not engines:
-        raise QueryError("a configuration needs --hardware, --method and --engine",
-                         fix="give all three, or none for the default scenario")
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    flags = Flags(model=model, hardware=hardware, gpus=gpus,
+                  engines=tuple(engines.split(",")) if isinstance(engines, str) else
+                  (tuple(engines) if engines else None),
+                  method=method, block=block, budget=budget, verify_tokens=verify_tokens,
+                  context=context, accept=None if accept is None else str(accept))
+    return predict_rows(fit, resolve(fit, flags, strict=strict), target=target, prob=prob,
+                        seed=seed, workdir=workdir, mixture=mixture)
+
+
+def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
+                 prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
+                 mixture: list[tuple[Fit, float]] | None = None) -> list[dict]:
+    """The numbers of a resolved question (:class:`~ddtree_bayes.engine.question.Question`):
+    per engine and acceptance source, the median tok/s, the 50% and ``prob`` intervals,
+    P(tok/s >= target) and the original estimate with its +-30% band.
+
+    Predictions include the fitted run-to-run noise, so they are what a measurement would
+    show. ``mixture`` (pairs of fits and weights summing to 1, e.g. stacking weights from
+    :mod:`compare`) averages the predictive distributions of several models. Rows of a fit of
+    several models carry a ``model`` key; every row says where its acceptance came from
+    (``accept_kind``) and, for machines, its distribution (``accept_distribution``)."""
     probs = interval_probs(prob)
-    request = parse_accept(accept) if isinstance(accept, str) else accept
-    ctx = parse_context(context_tokens)
-    priors = draws.priors
     seed_table = load_seed_table(workdir)
     rng = np.random.default_rng(seed)
     rows = []
-    for engine in engines:
-        sc = resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine, method=method,
-                              block=block, budget=budget, verify_tokens=verify_tokens,
-                              context_tokens=ctx, model=model)
-        per_token, how = _per_token(draws, mixture, sc, rng)
+    for asked in question.asked:
+        sc = asked.scenario
+        per_token, how = _per_token(fit, mixture, sc, rng)
         seed_step = seed_step_ms(seed_table, sc)
-        cases: list[tuple[str, str, np.ndarray, float | None]] = []
-        posterior, posterior_info = None, None
-        if request is None and sc.method != AR_METHOD:
-            posterior = _posterior_acceptance(draws, mixture, sc, rng)
-        prior_used = None
-        if posterior is not None:
-            a, posterior_info = posterior
-            cases.append(("posterior", "posterior", a, float(np.mean(a))))
-        elif request is None:
-            ap = acceptance_prior(priors, sc)
-            seen = None if ap is not None else measured_acceptance(draws, sc)
-            if ap is None and seen is None:
-                raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
-                                 f"{sc.budget} in the priors file, and no measured acceptance "
-                                 "of that configuration",
-                                 fix="pass --accept, or add an [[acceptance]] entry to the priors")
-            if ap is not None:
-                a = sample_acceptance(ap, draws.n_draws, rng)
-                prior_used = ap
-                cases.append((f"prior {ap.describe()}", "prior", a, float(np.mean(a))))
-            elif seen is not None:   # the configuration's own measured acceptance (row mean)
-                value, n_rows = seen
-                cases.append((f"{value:.3g} measured ({n_rows} row{'s' * (n_rows > 1)})",
-                              "measured", np.full(draws.n_draws, value), value))
-        else:
-            check_accept(request, accept if isinstance(accept, str) else
-                         ",".join(f"{v:g}" for v in request.values), sc.limit)
-            for value in request.values:
-                cases.append((f"{value:g}", "given", np.full(draws.n_draws, value), value))
-            if request.uniform:
-                lo, hi = request.uniform
-                cases.append((f"U({lo:g},{hi:g})", "uniform",
-                              rng.uniform(lo, hi, draws.n_draws), (lo + hi) / 2))
-        for label, kind, a, a_mean in cases:
+        for source in asked.accept:
+            a, dist = acceptance_draws(fit, source, rng, mixture)
             if np.any(a < 1) or np.any(a > sc.limit.tokens) or (
                     sc.method == AR_METHOD and np.any(a != 1)):
-                raise QueryError(f"acceptance {label} of {sc.describe()}: "
+                raise QueryError(f"acceptance {source.label} of {sc.describe()}: "
                                  + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
                                  fix="tokens per step lie in 1 .. " + sc.limit.describe())
+            a_mean = float(np.mean(a))
             row: dict[str, Any] = {"model": sc.model} if sc.multi else {}
             row |= {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
-                   "method": sc.method, "block": sc.block, "budget": sc.budget,
-                   "verify_tokens": sc.verify_tokens, "context_tokens": sc.context_tokens,
-                   "accept": label, "accept_max": sc.limit.tokens,
-                   "accept_max_rule": sc.limit.rule, "accept_kind": kind}
+                    "method": sc.method, "block": sc.block, "budget": sc.budget,
+                    "verify_tokens": sc.verify_tokens, "context_tokens": sc.context_tokens,
+                    "accept": source.label, "accept_max": sc.limit.tokens,
+                    "accept_max_rule": sc.limit.rule, "accept_kind": source.kind}
             row.update(summarize(a * per_token, probs, target))
-            seed_tok = None if seed_step is None or a_mean is None else a_mean / seed_step * 1000
+            seed_tok = None if seed_step is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
             row["original_hi"] = None if seed_tok is None else seed_tok * (1 + SEED_BAND)
             row["overhead_from"] = how
-            if kind == "posterior":   # machine output: accept_distribution (cli/predict.py)
-                row["accept_posterior"] = posterior_info
-            if kind == "measured":    # machine output: accept (a number)
-                row["accept_measured"] = a_mean
-            if kind == "prior" and prior_used is not None:   # machine output: its parameters
-                row["accept_prior"] = {"dist": prior_used.prior.dist,
-                                       "params": dict(prior_used.prior.params),
-                                       "truncated_at": (None if prior_used.capped_by is None
-                                                        else prior_used.capped_by.tokens)}
+            row["accept_value"] = source.value
+            row["accept_distribution"] = dist
+            if source.kind == "posterior" and dist is not None:
+                row["accept_note"] = (f"acceptance: posterior of the {dist['rows']} measured rows "
+                                      f"without accept_len ({dist['group']}: median "
+                                      f"{dist['median']:.2f}, 90% {dist['lo90']:.2f}-"
+                                      f"{dist['hi90']:.2f})")
             rows.append(row)
     return rows
 
 
-def _posterior_acceptance(draws: Fit, mixture, sc: Scenario, rng: np.random.Generator
-                          ) -> tuple[np.ndarray, dict] | None:
-    """Acceptance of a query without --accept whose (model, method, block, budget) the fit
-    inferred from rows without accept_len: that group's posterior draws (aligned with the
-    step's draws) and a description (group, rows, median, 90% interval); None otherwise."""
-    a, group = latent_acceptance(draws, sc.model, sc.method, sc.block, sc.verify_tokens, rng)
-    if group is None:
-        return None
-    if mixture:
-        raise QueryError(f"--model-average cannot carry the inferred acceptance of "
-                         f"{group['label']} across fits",
-                         fix="pass --accept, or predict from one fit")
-    lo, med, hi = (float(x) for x in np.quantile(a, [0.05, 0.5, 0.95]))
-    return a, {"group": group["label"], "rows": len(group["rows"]), "median": med,
-               "lo90": lo, "hi90": hi,
-               "note": f"acceptance: posterior of the {len(group['rows'])} measured rows without "
-                       f"accept_len ({group['label']}: median {med:.2f}, 90% {lo:.2f}-{hi:.2f})"}
+def acceptance_draws(fit: Fit, source: AcceptSource, rng: np.random.Generator,
+                     mixture: list[tuple[Fit, float]] | None = None
+                     ) -> tuple[np.ndarray, dict | None]:
+    """Acceptance draws of one row (aligned with the step's draws: an inferred acceptance's
+    posterior is taken draw by draw) and, unless it is a number, its distribution for machine
+    output."""
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    n = fit.n_draws
+    if source.kind in ("given", "measured"):
+        return np.full(n, source.value), None
+    if source.kind == "uniform":
+        assert source.uniform is not None
+        lo, hi = source.uniform
+        return rng.uniform(lo, hi, n), {"family": "uniform", "lower": lo, "upper": hi,
+                                        "label": source.label}
+    if source.kind == "posterior":
+        group = source.group
+        assert group is not None
+        if mixture:
+            raise QueryError(f"--model-average cannot carry the inferred acceptance of "
+                             f"{group['label']} across fits",
+                             fix="pass --accept, or predict from one fit")
+        a = np.asarray(fit.variables[AL.NAME])[:, source.group_index]
+        lo, med, hi = (float(x) for x in np.quantile(a, [0.05, 0.5, 0.95]))
+        return a, {"family": "posterior", "group": group["label"], "rows": len(group["rows"]),
+                   "median": med, "lo90": lo, "hi90": hi, "label": source.label}
+    prior = source.prior
+    assert prior is not None
+    dist: dict[str, Any] = {"family": prior.prior.dist, "params": dict(prior.prior.params),
+                            "label": source.label}
+    if prior.capped_by is not None:
+        dist["truncated_at"] = prior.capped_by.tokens
+    return sample_acceptance(prior, n, rng), dist
 
 
 def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario,

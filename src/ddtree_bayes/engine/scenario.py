@@ -11,7 +11,6 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig
-from ddtree_bayes.core.config import Scenario as ConfigScenario
 from ddtree_bayes.core.data import (
     AR_METHOD,
     TREE_METHODS,
@@ -244,51 +243,6 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     if verify_tokens is None:
         verify_tokens = derive_verify_tokens(method, block, budget)
     return max_accept(method, block, budget, draws.methods, verify_tokens)
-
-
-def default_scenario(draws: Fit, model: str | None = None) -> ConfigScenario:
-    """The question asked of this fit when none is given: the bundled default when the fit
-    measured its system (B300) for ``model``, else the fit's own most-measured speculative
-    configuration (:func:`ddtree_bayes.core.default_question.fit_default`). ``model`` as in
-    :func:`resolve_scenario` (required when the fit holds several)."""
-    from ddtree_bayes.core.config import DEFAULT_SCENARIO
-    from ddtree_bayes.core.default_question import fit_default
-    from ddtree_bayes.engine import pairs
-
-    model = pairs.resolve_model(draws, model)
-    multi = pairs.is_multi(draws)
-    if any(hw == DEFAULT_SCENARIO.hardware and (not multi or m == model)
-           for m, hw, _ in map(split_label, draws.measured_systems)):
-        return DEFAULT_SCENARIO   # (without parsing the stored data)
-    return fit_default(draws.measurements.rows, model if multi else None)
-
-
-def fill_query(d: ConfigScenario, *, hardware: str | None, gpus: int | None, method: str | None,
-               engines: list[str] | tuple[str, ...] | None, block: int | None,
-               budget: int | None, verify_tokens: int | None, shape: bool = True
-               ) -> tuple[dict, bool]:
-    """A query's configuration flags with those not given taken from the default ``d``:
-    hardware, method and engines; the GPU count when the hardware is the default's; block and
-    budget (and verify tokens) unless a method or verify tokens was given (or ``shape`` is
-    False: ``next --query`` fills them only when no configuration flag is given). Returns the keyword
-    arguments of :func:`~ddtree_bayes.engine.predictive.predict_rows` and whether anything came
-    from ``d``."""
-    out = {"hardware": hardware or d.hardware, "method": method or d.method,
-           "engines": list(engines or d.engines),
-           "gpus": gpus if gpus is not None or hardware is not None else d.gpus,
-           "block": block, "budget": budget, "verify_tokens": verify_tokens}
-    shape = shape and method is None and verify_tokens is None
-    if shape:
-        if block is None and budget is None:
-            out["verify_tokens"] = d.verify_tokens
-        # a chain written as block = budget (its depth): --block or --budget alone sets both
-        chain = d.method not in TREE_METHODS and d.budget is not None and d.budget == d.block
-        if chain and (block is None) != (budget is None):
-            block = budget = block if block is not None else budget
-        out["block"] = d.block if block is None else block
-        out["budget"] = d.budget if budget is None else budget
-    # (block and budget come from d only when the method does, so this says it all)
-    return out, hardware is None or method is None or not engines
 
 
 def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int] | None:

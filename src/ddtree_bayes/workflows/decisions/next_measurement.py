@@ -22,6 +22,7 @@ from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import row_pair
+from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
@@ -52,20 +53,25 @@ def _query_parser() -> _QueryParser:
 
 @dataclass(frozen=True)
 class Query:
-    """A single-engine predict query: its scenario and how acceptance is given."""
+    """A single-engine predict query, resolved (:func:`ddtree_bayes.engine.question.resolve`):
+    its scenario, its acceptance as given and where its acceptance comes from."""
 
     scenario: P.Scenario
-    accept: str | None          # as given (None: the acceptance prior of the priors file)
-    #: the fit's derived default scenario when it filled flags the query did not give
-    #: (:func:`P.default_scenario`: the fit never measured B300), else None
+    accept: str | None          # as given (None: the posterior, prior or measured acceptance)
+    #: the fit's derived default question when it filled flags the query did not give (the fit
+    #: never measured B300), else None
     default_scenario: dict | None = None
+    source: AcceptSource | None = None
+    #: one stderr line on the default question, names never seen (warnings)
+    note: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
-def parse_query(draws: Fit, text: str) -> Query:
-    """Resolve ``--query "<predict flags>"`` (one engine) against the fit, with predict's
-    defaults: no configuration flags is the fit's default scenario (:func:`P.default_scenario`)
-    in its first engine; with some flags, its hardware, method and engine fill those not
-    given (block and budget do not: the query names its configuration)."""
+def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
+    """Resolve ``--query "<predict flags>"`` (one engine) against the fit, as ``predict``
+    resolves its flags (:func:`ddtree_bayes.engine.question.resolve`): no configuration flags is
+    the fit's default question in its first engine; with some flags, its hardware, method and
+    engine fill those not given (block and budget do not: the query names its configuration)."""
     try:
         tokens = shlex.split(text)
     except ValueError as err:
@@ -73,48 +79,31 @@ def parse_query(draws: Fit, text: str) -> Query:
     a = _query_parser().parse_args(tokens)
     if a.engine is not None and "," in a.engine:
         raise QueryError("--query takes one engine", fix="give one --engine in the query")
-    default = P.default_scenario(draws, a.model)
-    q, from_default = P.fill_query(default, hardware=a.hardware, gpus=a.gpus, method=a.method,
-                                   engines=[a.engine] if a.engine else None, block=a.block,
-                                   budget=a.budget, verify_tokens=a.verify_tokens,
-                                   shape=a.hardware is None and a.method is None and not any(
-                                       (a.gpus, a.block, a.budget, a.verify_tokens)))
-    sc = P.resolve_scenario(draws, hardware=q["hardware"], gpus=q["gpus"], engine=q["engines"][0],
-                            method=q["method"], block=q["block"], budget=q["budget"],
-                            verify_tokens=q["verify_tokens"],
-                            context_tokens=P.parse_context(a.context), model=a.model)
+    flags = Flags.of(a)
+    if flags.engines is None:   # the default question's first engine only
+        flags = Flags.of(a, engines=default_question(draws, a.model).engines[:1])
     if a.accept is not None:
         req = P.parse_accept(a.accept)
         if req.uniform is None and len(req.values) != 1:
             raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
                              fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
-        P.check_accept(req, a.accept, sc.limit, prefix="--query: ")
-    return Query(sc, a.accept, default.to_json() if default.derived and from_default else None)
+    q = resolve(draws, flags, strict=strict, prefix="--query: ", hint="--query flags",
+                shape=False)
+    asked = q.asked[0]
+    source = asked.accept[-1]   # a range: its Uniform row (the values are its ends)
+    return Query(asked.scenario, a.accept, q.default_asked, source, q.note, q.warnings)
 
 
 def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
                      ) -> tuple[np.ndarray, str]:
-    """Acceptance draws for the query: a given value, Uniform(lo, hi) for a range, or the
-    scenario's acceptance prior from the priors stored in the fit."""
-    n, sc = draws.n_draws, query.scenario
-    if query.accept is None:
-        priors = draws.priors
-        ap = P.acceptance_prior(priors, sc)   # (truncated at what a step can emit)
-        seen = None if ap is not None else P.measured_acceptance(draws, sc)
-        if ap is not None:
-            a, label = P.sample_acceptance(ap, n, rng), f"prior {ap.describe()}"
-        elif seen is not None:   # as predict: the configuration's own measured acceptance
-            a, label = np.full(n, seen[0]), f"{seen[0]:.3g} measured"
-        else:
-            raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
-                             f"{sc.budget} in the priors file, and no measured acceptance of "
-                             "that configuration", fix="add --accept to the query")
-    else:
-        req = P.parse_accept(query.accept)
-        if req.uniform is not None:
-            a, label = rng.uniform(*req.uniform, n), f"U({req.uniform[0]:g},{req.uniform[1]:g})"
-        else:
-            a, label = np.full(n, req.values[0]), f"{req.values[0]:g}"
+    """Acceptance draws for the query, as ``predict`` draws them for its source: a given
+    value, Uniform(lo, hi) for a range, an inferred acceptance's posterior, the scenario's
+    acceptance prior from the priors stored in the fit, or its measured rows' mean."""
+    sc, source = query.scenario, query.source
+    if source is None:
+        raise QueryError("--query: no acceptance", fix="add --accept to the query")
+    a, _ = P.acceptance_draws(draws, source, rng)
+    label = source.label
     if np.any(a < 1) or np.any(a > sc.limit.tokens) or (sc.method == AR_METHOD and np.any(a != 1)):
         raise QueryError(f"--query: acceptance {label} of {sc.describe()}: "
                          + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),

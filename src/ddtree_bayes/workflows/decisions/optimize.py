@@ -17,6 +17,7 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import row_pair
+from ddtree_bayes.engine.question import default_question
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
     read_acceptance_file,
@@ -100,7 +101,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     """
     asked = None
     if hardware is None or engine is None:   # the fit's default system and first engine
-        d = P.default_scenario(draws, model)
+        d = default_question(draws, model)
         asked = d.to_json() if d.derived else None
         if hardware is None:
             hardware, gpus = d.hardware, d.gpus if gpus is None else gpus

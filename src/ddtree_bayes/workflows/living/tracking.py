@@ -120,19 +120,20 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     :func:`query_rows` fills them: from the fit's default scenario and methods table, or
     without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
     bundled priors when there is none)."""
-    from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    from ddtree_bayes.core.config import DEFAULT_QUESTION
     from ddtree_bayes.core.data import derive_verify_tokens
     from ddtree_bayes.core.methods import load_methods, max_accept
     from ddtree_bayes.core.paths import bundled
-    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, default_question, fill
+    from ddtree_bayes.engine.scenario import check_accept, parse_accept
 
     q = normalize_query(query)
     if q["accept"] is None:
         return
-    d = DEFAULT_SCENARIO
+    d = DEFAULT_QUESTION
     if draws is not None:
         try:
-            d = P.default_scenario(draws, q.get("model"))
+            d = default_question(draws, q.get("model"))
         except QueryError:   # (the fit cannot answer it yet: query_rows says so later)
             pass
         methods = draws.methods
@@ -140,13 +141,10 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
         path = models / "priors.toml" if models is not None else None
         path = path if path is not None and path.exists() else bundled("priors.toml")
         methods = load_methods(path.read_text(), str(path))
-    f, _ = P.fill_query(d, hardware=q.get("hardware"), gpus=q.get("gpus"), method=q.get("method"),
-                        engines=str(q["engine"]).split(",") if q.get("engine") else None,
-                        block=q.get("block"), budget=q.get("budget"),
-                        verify_tokens=q.get("verify_tokens"))
+    f, _ = fill(d, Flags.of(q))
     verify = f["verify_tokens"] or derive_verify_tokens(f["method"], f["block"], f["budget"])
-    P.check_accept(P.parse_accept(q["accept"]), q["accept"],
-                   max_accept(f["method"], f["block"], f["budget"], methods, verify))
+    check_accept(parse_accept(q["accept"]), q["accept"],
+                 max_accept(f["method"], f["block"], f["budget"], methods, verify))
 
 
 def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
@@ -205,24 +203,20 @@ def track_remove(models: Path, name: str) -> Tracked:
 def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None
                ) -> list[dict]:
     """Posterior predictive rows for a saved query, with ``predict``'s defaults: the flags not
-    given come from the fit's default scenario (:func:`P.default_scenario`: b300 / ddtree /
-    sglang,native, or the fit's own most-measured configuration when it never measured b300),
-    filled as ``predict`` fills them (:func:`P.fill_query`); the builtin ``default`` query asks
-    a fit's own default at that scenario's acceptance."""
+    given come from the fit's default question (b300 / ddtree / sglang,native, or the fit's own
+    most-measured configuration when it never measured b300), resolved as ``predict`` resolves
+    them (:func:`ddtree_bayes.engine.question.resolve`); the builtin ``default`` query asks a
+    fit's own default at that question's acceptance."""
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, default_question, resolve
 
     q = query
-    d = P.default_scenario(draws, q.get("model"))
-    if q == DEFAULT_QUERY and d.derived:
-        q = {**q, "accept": f"{d.accept:g}"}
-    filled, _ = P.fill_query(d, hardware=q.get("hardware"), gpus=q.get("gpus"),
-                             method=q.get("method"),
-                             engines=str(q["engine"]).split(",") if q.get("engine") else None,
-                             block=q.get("block"), budget=q.get("budget"),
-                             verify_tokens=q.get("verify_tokens"))
-    return P.predict_rows(draws, **filled, context_tokens=q.get("context"),
-                          accept=q.get("accept"), prob=0.9, seed=seed, workdir=workdir,
-                          model=q.get("model"))
+    if q == DEFAULT_QUERY:
+        d = default_question(draws, q.get("model"))
+        if d.derived:
+            q = {**q, "accept": f"{d.accept:g}"}
+    return P.predict_rows(draws, resolve(draws, Flags.of(q)), prob=0.9, seed=seed,
+                          workdir=workdir)
 
 
 def row_label(r: dict) -> str:

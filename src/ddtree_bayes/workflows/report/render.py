@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import (
-    DEFAULT_SCENARIO,
+    DEFAULT_QUESTION,
     DEFAULT_SEED,
     MAX_RHAT,
     MIN_ESS_BULK,
@@ -332,7 +332,7 @@ def headline(summary: dict) -> str | None:
         "hardware transfer or the model card's roofline, so ask `ddtree-bayes predict` about a "
         "configuration you measured.")
     own = summary.get("default_scenario") or {}
-    derived = (f" This fit never measured {DEFAULT_SCENARIO.hardware}, so this is its own "
+    derived = (f" This fit never measured {DEFAULT_QUESTION.hardware}, so this is its own "
                "most-measured configuration; ask `ddtree-bayes predict` about another."
                if own.get("derived") else "")
     return (f"Default scenario ({scenario}) at acceptance {accept:g}: " + "; ".join(parts)

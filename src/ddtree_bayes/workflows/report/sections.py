@@ -16,7 +16,7 @@ import math
 import numpy as np
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.config import Scenario
+from ddtree_bayes.core.config import DefaultQuestion
 from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.core.methods import AcceptLimit
@@ -24,6 +24,7 @@ from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.fit import Fit
 from ddtree_bayes.engine.pairs import is_multi
+from ddtree_bayes.engine.question import Flags, default_question, resolve
 from ddtree_bayes.engine.structure import run_sd
 
 #: Acceptance grid of the fan chart.
@@ -32,33 +33,33 @@ FAN_ACCEPT = tuple(float(a) for a in range(1, 21))
 DECOMP_ACCEPT = (12.0, 16.0)
 
 
-def fan_accept(d: Scenario, limit: AcceptLimit) -> tuple[float, ...]:
+def fan_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, ...]:
     """The fan's acceptance grid: :data:`FAN_ACCEPT` up to what a step of the default
     configuration ``d`` can emit (``limit``, :func:`~ddtree_bayes.core.methods.max_accept`:
     never above its verify tokens M).
 
-    >>> from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    >>> from ddtree_bayes.core.config import DEFAULT_QUESTION
     >>> from ddtree_bayes.core.methods import max_accept
-    >>> fan_accept(DEFAULT_SCENARIO, max_accept("ddtree", 16, 32, None, 33))[-3:]
+    >>> fan_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32, None, 33))[-3:]
     (15.0, 16.0, 17.0)
     """
     return tuple(a for a in FAN_ACCEPT if a <= limit.tokens)
 
 
-def headline_accept(d: Scenario, grid: tuple[float, ...]) -> float:
+def headline_accept(d: DefaultQuestion, grid: tuple[float, ...]) -> float:
     """The acceptance of one-number answers (``d.accept``: 14 for the bundled default), on
     the fan's grid."""
     return min(grid, key=lambda a: abs(a - d.accept))
 
 
-def decomp_accept(d: Scenario, limit: AcceptLimit) -> tuple[float, float]:
+def decomp_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, float]:
     """The variance shares' acceptance range: :data:`DECOMP_ACCEPT` for the bundled default;
     for a derived one, its acceptance +-2; either within 1 .. what a step can emit (``limit``).
 
-    >>> from ddtree_bayes.core.config import DEFAULT_SCENARIO
+    >>> from ddtree_bayes.core.config import DEFAULT_QUESTION
     >>> from ddtree_bayes.core.methods import max_accept
-    >>> decomp_accept(DEFAULT_SCENARIO, max_accept("ddtree", 16, 32)), decomp_accept(
-    ...     DEFAULT_SCENARIO, max_accept("ddtree", 13, 32))
+    >>> decomp_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32)), decomp_accept(
+    ...     DEFAULT_QUESTION, max_accept("ddtree", 13, 32))
     ((12.0, 16.0), (12.0, 14.0))
     """
     lo, hi = DECOMP_ACCEPT if not d.derived else (d.accept - 2, d.accept + 2)
@@ -115,29 +116,25 @@ def _q(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
     return [float(v) for v in np.quantile(x, probs)]
 
 
-def _default_scenarios(draws: Fit, model: str | None = None, d: Scenario | None = None):
-    """The resolved scenarios (one per engine) of the fit's default ``d``
-    (:func:`P.default_scenario` when not given)."""
-    d = d or P.default_scenario(draws, model)
-    return [P.resolve_scenario(draws, hardware=d.hardware, gpus=d.gpus, engine=e,
-                               method=d.method, block=d.block, budget=d.budget,
-                               verify_tokens=d.verify_tokens, context_tokens=None, model=model)
-            for e in d.engines]
+def _default_scenarios(draws: Fit, model: str | None = None, d: DefaultQuestion | None = None):
+    """The resolved scenarios (one per engine) of the fit's default question, as ``predict``
+    without configuration flags resolves it (``d``: the default question, when known)."""
+    return list(resolve(draws, Flags(model=model), acceptance=False).scenarios)
 
 
 def _headline_log_tok(draws: Fit, seed: int, model: str | None = None,
-                      d: Scenario | None = None) -> np.ndarray:
-    d = d or P.default_scenario(draws, model)
+                      d: DefaultQuestion | None = None) -> np.ndarray:
+    d = d or default_question(draws, model)
     sc = _default_scenarios(draws, model, d)[0]
     step, _ = P.step_draws(draws, sc, np.random.default_rng(seed))
     return np.log(d.accept * 1000.0 / step)
 
 
-def _fan(draws: Fit, seed: int, model: str | None = None, d: Scenario | None = None) -> dict:
+def _fan(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
     rng = np.random.default_rng(seed)
     seed_table = P.load_seed_table()
     engines = {}
-    d = d or P.default_scenario(draws, model)
+    d = d or default_question(draws, model)
     scenarios = _default_scenarios(draws, model, d)
     limit = scenarios[0].limit   # (engines share the configuration, so its limit)
     grid = fan_accept(d, limit)
@@ -170,12 +167,12 @@ def _fan(draws: Fit, seed: int, model: str | None = None, d: Scenario | None = N
 
 
 def _variance(draws: Fit, seed: int, model: str | None = None,
-              d: Scenario | None = None) -> dict:
+              d: DefaultQuestion | None = None) -> dict:
     """First-order variance shares of log tok/s in the default scenario, per engine."""
     v, coords = draws.variables, draws.meta["coords"]
     rng = np.random.default_rng(seed)
     out: dict = {}
-    d = d or P.default_scenario(draws, model)
+    d = d or default_question(draws, model)
     for sc in _default_scenarios(draws, model, d):
         lo, hi = decomp_accept(d, sc.limit)
         # a pair never measured has no parameters of its own (the pair roofline answers it)
@@ -232,7 +229,7 @@ NEXT_QUERY = "--engine native --accept 14"
 
 
 def _decisions(draws: Fit, seed: int, model: str | None = None,
-               d: Scenario | None = None) -> dict:
+               d: DefaultQuestion | None = None) -> dict:
     """Best budget per default engine (on the default's system), next-measurement ranking for
     the default query, and every GPU of the hardware table (measured or transferred) in the
     default's first engine and configuration. A failure of one part is recorded, not raised:
@@ -241,7 +238,7 @@ def _decisions(draws: Fit, seed: int, model: str | None = None,
     from ddtree_bayes.workflows import decisions as D
 
     out: dict = {}
-    d = d or P.default_scenario(draws, model)
+    d = d or default_question(draws, model)
     try:
         curve = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit")
         if curve is None:
@@ -267,12 +264,11 @@ def _decisions(draws: Fit, seed: int, model: str | None = None,
     rows = []
     for hw in table:
         try:
-            ar = P.predict_rows(draws, hardware=hw, gpus=gpus, method="ar", engines=[engine],
-                                accept="1", seed=seed, model=model)[0]
-            tree = P.predict_rows(draws, hardware=hw, gpus=gpus, engines=[engine],
-                                  method=d.method, block=d.block, budget=d.budget,
-                                  verify_tokens=d.verify_tokens, accept=f"{d.accept:g}",
-                                  seed=seed, model=model)[0]
+            ar = P.predict(draws, hardware=hw, gpus=gpus, method="ar", engines=[engine],
+                           accept="1", seed=seed, model=model)[0]
+            tree = P.predict(draws, hardware=hw, gpus=gpus, engines=[engine], method=d.method,
+                             block=d.block, budget=d.budget, verify_tokens=d.verify_tokens,
+                             accept=f"{d.accept:g}", seed=seed, model=model)[0]
         except DDTreeBayesError as err:
             rows.append({"hardware": hw, "gpus": gpus, "error": str(err)})
             continue
@@ -295,7 +291,7 @@ def _float(text: str | None) -> float:
 
 
 def _breakdown(draws: Fit, measurements, seed: int, model: str | None = None,
-               d: Scenario | None = None) -> list[dict]:
+               d: DefaultQuestion | None = None) -> list[dict]:
     """Step terms of every measured configuration (repeated runs: once, against the median
     of their measured steps) and of the default scenarios."""
     from ddtree_bayes.core.configs import group_rows, rows_of

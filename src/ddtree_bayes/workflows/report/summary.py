@@ -19,8 +19,8 @@ from ddtree_bayes.core.config import (
     MIN_ESS_BULK,
 )
 from ddtree_bayes.engine import measured as M
-from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.question import default_question
 from ddtree_bayes.workflows.report.priors import (
     accept_groups_of,
     flop_ms_of,
@@ -151,7 +151,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
 
     # 5. prior sensitivity (power-scaling): overall, and of the headline prediction
     lp = log_prior(priors, coords, v, accept_groups_of(meta))
-    default = P.default_scenario(draws, model)
+    default = default_question(draws, model)
     summary["default_scenario"] = {**default.to_json(), "derived": default.derived}
     headline = _headline_log_tok(draws, seed, model, default)
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))

@@ -1,0 +1,263 @@
+"""One question, resolved once: the flags of ``predict`` (or ``next --query``, a tracked query,
+the report's default question, ``ddtree_bayes.predict``) turned into everything the numbers
+need, before any number is computed.
+
+:func:`resolve` checks the names against the fit, fills the flags not given from the fit's
+default question (:func:`default_question`: the bundled B300 question, or the fit's own
+most-measured configuration), resolves each engine's :class:`~ddtree_bayes.engine.scenario.
+Scenario` (GPU count, verify tokens, context, what a step can emit), checks ``--accept``
+against it, and chooses where each row's acceptance comes from (:class:`AcceptSource`: given,
+a uniform range, the posterior of an inferred acceptance, the priors file's acceptance prior,
+or the configuration's own measured rows). The result is an immutable :class:`Question`; the
+numeric code (:func:`ddtree_bayes.engine.predictive.predict_rows`) only computes from it.
+numpy-free: the predict path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQuestion
+from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.pairs import split_label
+from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.scenario import (
+    AcceptRequest,
+    Scenario,
+    acceptance_prior,
+    check_accept,
+    measured_acceptance,
+    parse_accept,
+    parse_context,
+    resolve_scenario,
+)
+
+#: The flags that name a configuration, as a note names them.
+CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
+
+
+@dataclass(frozen=True)
+class Flags:
+    """A question as asked: the configuration flags given (None: not given)."""
+
+    model: str | None = None
+    hardware: str | None = None
+    gpus: int | None = None
+    engines: tuple[str, ...] | None = None
+    method: str | None = None
+    block: int | None = None
+    budget: int | None = None
+    verify_tokens: int | None = None
+    context: str | float | None = None
+    accept: str | None = None
+
+    @classmethod
+    def of(cls, source: Any, **overrides: Any) -> Flags:
+        """From an ``argparse.Namespace`` (``engine`` a comma-separated list) or a dict of the
+        same names; ``overrides`` win."""
+        get = source.get if isinstance(source, dict) else (lambda k: getattr(source, k, None))
+        engines = overrides.pop("engines", None) or get("engines") or get("engine")
+        if isinstance(engines, str):
+            engines = tuple(e for e in engines.split(",") if e)
+        values = {k: get(k) for k in ("model", "hardware", "gpus", "method", "block", "budget",
+                                      "verify_tokens", "context", "accept")}
+        values["accept"] = None if values["accept"] is None else str(values["accept"])
+        return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
+
+    @property
+    def names_configuration(self) -> bool:
+        """Does the question name part of the configuration (beyond engines and model)?"""
+        return self.hardware is not None or any(
+            (self.method, self.gpus, self.block, self.budget, self.verify_tokens))
+
+
+@dataclass(frozen=True)
+class AcceptSource:
+    """Where one row's acceptance comes from.
+
+    ``kind``: ``given`` (``value``), ``uniform`` (``uniform`` = (lo, hi)), ``posterior`` (the
+    fit's inferred acceptance ``group``, aligned draw by draw), ``prior`` (``prior``, the
+    priors file's ``[[acceptance]]`` entry truncated at what a step can emit) or ``measured``
+    (``value``, the mean of ``rows`` measured rows of the configuration)."""
+
+    kind: str
+    label: str
+    value: float | None = None
+    uniform: tuple[float, float] | None = None
+    prior: AcceptancePrior | None = None
+    group: dict | None = None
+    group_index: int | None = None
+    rows: int | None = None
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One engine of a question: its scenario and the acceptances its rows are computed at."""
+
+    scenario: Scenario
+    accept: tuple[AcceptSource, ...]
+
+
+@dataclass(frozen=True)
+class Question:
+    """A question resolved against a fit (:func:`resolve`)."""
+
+    flags: Flags
+    model: str | None
+    #: the default question the flags not given were filled from
+    default: DefaultQuestion
+    #: the fit's own default question, when it filled some flags (``default_scenario`` in JSON)
+    default_asked: dict | None
+    #: one line for stderr saying so, or None
+    note: str | None
+    #: names never measured nor declared that do not stop the answer (engines, methods)
+    warnings: tuple[str, ...]
+    request: AcceptRequest | None
+    asked: tuple[Asked, ...] = field(default_factory=tuple)
+
+    @property
+    def scenarios(self) -> tuple[Scenario, ...]:
+        return tuple(a.scenario for a in self.asked)
+
+
+def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
+    """The question asked of ``fit`` when none is given: the bundled B300 question when the fit
+    measured B300 for ``model``, else the fit's own most-measured speculative configuration
+    (the rule: :mod:`ddtree_bayes.core.default_question`). ``model`` is required when the fit
+    holds several."""
+    from ddtree_bayes.core.default_question import fit_default, keeps_bundled
+    from ddtree_bayes.engine import pairs
+
+    model = pairs.resolve_model(fit, model)
+    multi = pairs.is_multi(fit)
+    measured = [(m if multi else None, hw) for m, hw, _ in map(split_label, fit.measured_systems)]
+    if keeps_bundled(measured, model if multi else None):
+        return DEFAULT_QUESTION   # (without validating the stored data again)
+    return fit_default(fit.measurements.rows, model if multi else None)
+
+
+def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict, bool]:
+    """The flags with those not given taken from the default question ``d``: hardware, method
+    and engines; the GPU count when the hardware is the default's; block and budget (and verify
+    tokens) unless a method or verify tokens was given (``shape`` False: not at all). Returns
+    the configuration and whether anything came from ``d``."""
+    out = {"hardware": flags.hardware or d.hardware, "method": flags.method or d.method,
+           "engines": tuple(flags.engines or d.engines),
+           "gpus": flags.gpus if flags.gpus is not None or flags.hardware is not None else d.gpus,
+           "block": flags.block, "budget": flags.budget, "verify_tokens": flags.verify_tokens}
+    if shape and flags.method is None and flags.verify_tokens is None:
+        block, budget = flags.block, flags.budget
+        if block is None and budget is None:
+            out["verify_tokens"] = d.verify_tokens
+        # a chain written as block = budget (its depth): --block or --budget alone sets both
+        chain = d.method not in TREE_METHODS and d.budget is not None and d.budget == d.block
+        if chain and (block is None) != (budget is None):
+            block = budget = block if block is not None else budget
+        out["block"] = d.block if block is None else block
+        out["budget"] = d.budget if budget is None else budget
+    # (block and budget come from d only when the method does, so this says it all)
+    return out, flags.hardware is None or flags.method is None or not flags.engines
+
+
+def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS) -> str:
+    """One line: why a derived default question is asked (``asked``: its ``to_json()``), and
+    what it is; when ``flags`` name part of the configuration, the default only fills the
+    flags not given."""
+    what = ("the flags not given come from its most-measured system" if flags.names_configuration
+            else "asking its most-measured system")
+    return f"{asked['why']}; {what}: {asked['asked']} (pass {hint} to ask another)"
+
+
+def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = ""
+                ) -> tuple[str, ...]:
+    """Names never measured nor declared: an unknown hardware or model is an error (nothing to
+    predict from); an engine or method a warning (returned), an error with ``strict``."""
+    from ddtree_bayes.engine import names as N
+
+    warnings = []
+    for u in N.unknown_names(fit, hardware=flags.hardware, engines=flags.engines,
+                             method=flags.method, model=flags.model):
+        if u.kind in ("hardware", "model") or strict:
+            raise QueryError(prefix + u.message(), fix="check the spelling" + (
+                "" if u.kind in ("hardware", "model") else ", or drop --strict to answer anyway"))
+        warnings.append(prefix + u.message())
+    return tuple(warnings)
+
+
+def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None
+                   ) -> tuple[AcceptSource, ...]:
+    """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
+    checked against ``sc.limit``) one row per value and one for a range; without it, the
+    posterior of an acceptance the fit inferred for the configuration, else the priors file's
+    acceptance prior, else the mean of the configuration's own measured rows."""
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    if request is not None:
+        rows = [AcceptSource("given", f"{v:g}", value=v) for v in request.values]
+        if request.uniform:
+            lo, hi = request.uniform
+            rows.append(AcceptSource("uniform", f"U({lo:g},{hi:g})", uniform=(lo, hi)))
+        return tuple(rows)
+    if sc.method != AR_METHOD:
+        found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
+        if found is not None:
+            g, group = found
+            return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
+    ap = acceptance_prior(fit.priors, sc)
+    if ap is not None:
+        return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
+    seen = measured_acceptance(fit, sc)
+    if seen is None:
+        raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
+                         f"{sc.budget} in the priors file, and no measured acceptance "
+                         "of that configuration",
+                         fix="pass --accept, or add an [[acceptance]] entry to the priors")
+    value, n_rows = seen
+    return (AcceptSource("measured", f"{value:.3g} measured ({n_rows} row{'s' * (n_rows > 1)})",
+                         value=value, rows=n_rows),)
+
+
+def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
+            hint: str = CONFIGURATION_FLAGS, shape: bool = True, acceptance: bool = True
+            ) -> Question:
+    """Resolve ``flags`` against ``fit``: names checked, the flags not given filled from the
+    fit's default question, each engine's scenario, ``--accept`` checked against what a step can
+    emit, each row's acceptance source. Raises :class:`QueryError` (one line, with a fix) for a
+    question the fit cannot answer. ``prefix`` names where the flags came from (``--query: ``);
+    ``hint`` the flags a default note tells to pass; ``shape`` False fills block and budget only
+    when no configuration flag is given (``next --query``); ``acceptance`` False leaves the
+    rows' acceptance sources out (a question about the step alone: ``optimize``).
+
+    Examples
+    --------
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> q = resolve(point_mass_draws(), Flags(accept="12:13"))
+    >>> [(a.scenario.engine, a.scenario.verify_tokens, [s.label for s in a.accept])
+    ...  for a in q.asked]
+    [('sglang', 33, ['12', '13', 'U(12,13)']), ('native', 33, ['12', '13', 'U(12,13)'])]
+    """
+    warnings = check_names(fit, flags, strict=strict, prefix=prefix)
+    d = default_question(fit, flags.model)
+    config, from_default = fill(d, flags, shape=shape or not flags.names_configuration)
+    if config["hardware"] is None or config["method"] is None or not config["engines"]:
+        raise QueryError("a configuration needs --hardware, --method and --engine",
+                         fix="give all three, or none for the default question")
+    asked_default = d.to_json() if d.derived and from_default else None
+    note = None if asked_default is None else default_note(asked_default, flags, hint)
+    request = None if flags.accept is None else parse_accept(flags.accept)
+    context = parse_context(flags.context)
+    asked = []
+    for engine in config["engines"]:
+        sc = resolve_scenario(fit, hardware=config["hardware"], gpus=config["gpus"],
+                              engine=engine, method=config["method"], block=config["block"],
+                              budget=config["budget"], verify_tokens=config["verify_tokens"],
+                              context_tokens=context, model=flags.model)
+        if request is not None:
+            check_accept(request, str(flags.accept), sc.limit, prefix)
+        asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept)
+                           if acceptance else ()))
+    model = asked[0].scenario.model if asked else flags.model
+    return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
+                    warnings=warnings, request=request, asked=tuple(asked))
