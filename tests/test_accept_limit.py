@@ -172,7 +172,7 @@ def test_the_report_fan_and_variance_stay_within_the_limit():
     from ddtree_bayes.engine.question import default_question
 
     d = default_question(draws)
-    fan = sections._fan(draws, 1, None, d)
+    fan = sections.fan_section(draws, 1, None, d)
     assert fan["accept"] == [float(a) for a in range(1, 18)]
     assert (fan["accept_max"], fan["accept_max_rule"]) == (17.0, "block + 1")
     assert fan["accept_clipped"] == [18.0, 19.0, 20.0]
@@ -180,7 +180,7 @@ def test_the_report_fan_and_variance_stay_within_the_limit():
         assert len(e["quantiles"]) == 17 and len(e["original"] or [0] * 17) == 17
     # 17 tokens in 20 ms (SGLang): 850 tok/s at the top of the grid, nothing beyond it
     assert fan["engines"]["sglang"]["quantiles"][-1][2] == pytest.approx(850)
-    assert "acceptance U(12,16)" in sections._variance(draws, 1, None, d)["sglang"]["shares"]
+    assert "acceptance U(12,16)" in sections.variance_shares(draws, 1, None, d)["sglang"]["shares"]
     # the report's first table: rows at 4, 8, 12, 14, 16 and the limit, and a title saying so
     summary = {"sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
                "loo": {"elpd": 0.0, "se": 0.0, "p_loo": 0.0, "n_flagged": 0, "pareto_k": [],

@@ -299,7 +299,7 @@ def test_report_sections_ask_the_fits_question(rtx5090):
 
     draws = store.load(workdir=rtx5090)
     d = default_question(draws)
-    fan = sections._fan(draws, 1, None, d)
+    fan = sections.fan_section(draws, 1, None, d)
     assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]       # [1, M], M = 7
     assert fan["headline_accept"] == 4.0 and list(fan["engines"]) == ["llama.cpp"]
     assert "rtx-5090 x1, llama.cpp, mtp, block 6" in fan["engines"]["llama.cpp"]["scenario"]
@@ -310,9 +310,9 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     assert text.startswith("Default scenario (rtx-5090 x1, mtp, block 6, budget 6, verify 7, "
                            f"context 0) at acceptance 4: llama.cpp {q[2]:.0f} tok/s")
     assert "never measured b300" in text and "no measurement on that system" not in text
-    var = sections._variance(draws, 1, None, d)
+    var = sections.variance_shares(draws, 1, None, d)
     assert "acceptance U(2,6)" in var["llama.cpp"]["shares"]
-    breakdown = sections._breakdown(draws, draws.measurements, 1, None, d)
+    breakdown = sections.step_breakdown(draws, draws.measurements, 1, None, d)
     assert breakdown[-1]["config"] == "default: rtx-5090x1 llama.cpp mtp M=7"
     assert fan["accept_max"] == 7.0 and fan["accept_clipped"] == [float(a) for a in range(8, 21)]
     # the bundled question's fan (1..20) stops at what a block-16 DDTree can emit: 17

@@ -181,7 +181,7 @@ def test_breakdown_of_repeated_runs_without_acceptance():
     from ddtree_bayes.core.data import load_hardware, load_measurements
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.engine.testing import point_mass_draws
-    from ddtree_bayes.workflows.report.summary import _breakdown
+    from ddtree_bayes.workflows.report.sections import step_breakdown
 
     head, *rows = bundled("measurements.csv").read_text().splitlines()
     b300 = [r for r in rows if ",b300," in r]
@@ -190,7 +190,7 @@ def test_breakdown_of_repeated_runs_without_acceptance():
              "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,125,HYPOTHETICAL repeat,"]
     data = load_measurements("t.csv", load_hardware(bundled("hardware.csv")),
                              text="\n".join([head, *b300, *extra]) + "\n")
-    out = {b["config"].split(":")[0]: b for b in _breakdown(point_mass_draws(), data, seed=1)}
+    out = {b["config"].split(":")[0]: b for b in step_breakdown(point_mass_draws(), data, seed=1)}
     assert out["row 4 (2 runs)"]["measured_step_ms"] is None
     assert out["row 2 (2 runs)"]["measured_step_ms"] == pytest.approx(
         np.median([1000 / 133, 1000 / 125]))

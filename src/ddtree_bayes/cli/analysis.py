@@ -6,7 +6,7 @@ import json
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, _fmt, emit_json, render_table
+from ddtree_bayes.cli.output import PROG, emit_json, fmt_value, render_table
 from ddtree_bayes.core.errors import QueryError
 
 
@@ -75,7 +75,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(res, indent=2))
         return 0
-    rows = [[f"row {r['row']}", _config_label(r), _fmt(r["measured"], 1), _fmt(r["median"], 1),
+    rows = [[f"row {r['row']}", _config_label(r), fmt_value(r["measured"], 1), fmt_value(r["median"], 1),
              f"{r['lo50']:.1f}-{r['hi50']:.1f}", f"{r['lo90']:.1f}-{r['hi90']:.1f}", f"{r['percentile']:.2f}",
              "- (no accept_len)" if r["baseline"] is None else
              f"{r['baseline']:.1f} ({r['baseline_lo']:.0f}-{r['baseline_hi']:.0f})"]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.args import add_format, real
-from ddtree_bayes.cli.output import _json, _show
+from ddtree_bayes.cli.output import emit_json, shown_path
 from ddtree_bayes.core.errors import InputError
 
 
@@ -84,20 +84,20 @@ def cmd_card_add(args: argparse.Namespace) -> int:
     source = (derived.card or derived.drafters[0])["source"]
     name = derived.card["model"] if derived.card else derived.drafters[0]["drafter"]
     if args.format == "json":
-        _json({"dry_run": bool(args.dry_run), "model_card": derived.card or None,
+        emit_json({"dry_run": bool(args.dry_run), "model_card": derived.card or None,
                "drafters": derived.drafters, "derived": derived.facts,
                "written": [w.__dict__ for w in written],
                "conflicts": conflicts if args.dry_run else []})
         return 0
     print("\n".join(_facts_lines(name, source, derived.facts, derived.card, derived.drafters)))
     if args.dry_run:
-        where = "; ".join(f"{_show(c['file'])} already has {c['name']!r} (row {c['row']}: "
+        where = "; ".join(f"{shown_path(c['file'])} already has {c['name']!r} (row {c['row']}: "
                           "writing needs --replace)" for c in conflicts)
         print(f"dry run: nothing written{' - ' + where if where else ''}")
     for w in written:
         how = "replaced" if w.replaced else "wrote"
         made = " (created" + (" from the bundled cards)" if w.file.endswith("models.csv") else ")")
-        print(f"{how} {_show(w.file)} row {w.row} ({w.name}){made if w.created else ''}")
+        print(f"{how} {shown_path(w.file)} row {w.row} ({w.name}){made if w.created else ''}")
     return 0
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddtree_bayes.cli.output import _fmt, emit_json, render_table
-from ddtree_bayes.cli.predict import _latest_per_form
+from ddtree_bayes.cli.output import emit_json, fmt_value, render_table
+from ddtree_bayes.cli.predict import latest_per_form
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -75,7 +75,7 @@ def _print_ppc(ppc: list[dict]) -> None:
         pbody = [[f"row {r['row']}", f"{r['system']} {r['engine']} {r['method']} "
                   f"M={r['verify_tokens']} ctx={r['context_tokens']:g} accept="
                   + ("inferred" if r["accept_len"] is None else f"{r['accept_len']:g}"),
-                  _fmt(r["measured"], 1), _fmt(r["median"], 1),
+                  fmt_value(r["measured"], 1), fmt_value(r["median"], 1),
                   f"[{r['lo50']:.1f}, {r['hi50']:.1f}]", f"[{r['lo90']:.1f}, {r['hi90']:.1f}]",
                   f"{r['percentile']:.2f}"] for r in ppc]
         print(render_table(["row", "configuration", "measured", "median", "50% interval",
@@ -93,8 +93,8 @@ def _print_ppc(ppc: list[dict]) -> None:
                   for p in (50, 90)}
         body.append([f"row {first}", f"{r['system']} {r['engine']} {r['method']} "
                      f"M={r['verify_tokens']} ctx={r['context_tokens']:g}", str(len(rs)),
-                     _fmt(statistics.median(x["measured"] for x in rs), 1),
-                     _fmt(statistics.median(x["median"] for x in rs), 1),
+                     fmt_value(statistics.median(x["measured"] for x in rs), 1),
+                     fmt_value(statistics.median(x["median"] for x in rs), 1),
                      f"{inside[50]:.0%}", f"{inside[90]:.0%}",
                      f"{statistics.median(x['percentile'] for x in rs):.2f}"])
     print(render_table(["first row", "configuration", "rows", "measured", "median",
@@ -120,7 +120,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.fits:
         fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
     else:
-        fits = _latest_per_form(api.load(), flag="compare")
+        fits = latest_per_form(api.load(), flag="compare")
     res = compare.compare_fits(fits, seed=args.seed, method=args.weights)
     if args.format == "json":
         emit_json(res)

@@ -10,7 +10,7 @@ import argparse
 import math
 
 from ddtree_bayes.cli.args import add_format
-from ddtree_bayes.cli.output import _json, _show, _table
+from ddtree_bayes.cli.output import aligned_table, emit_json, shown_path
 
 #: A figure whose text holds this word was computed, not read (data/hardware.csv's convention).
 DERIVED_MARK = "DERIVED"
@@ -57,7 +57,7 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
     table = hardware_table(None, args.hardware_file)
     records = [gpu_record(name, row, table.origins[name]) for name, row in table.rows.items()]
     if args.format == "json":
-        _json({"builtin_file": str(paths.bundled("hardware.csv")),
+        emit_json({"builtin_file": str(paths.bundled("hardware.csv")),
                "user_file": table.user_file, "gpus": records})
         return 0
     mark = {ADDED: "yours", OVERRIDES: "yours (overrides built-in)"}
@@ -65,11 +65,11 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
              _cell(r["mem_bw_tb_s"]), *(_cell(r[p]) for p in PEAKS), r["link"],
              r["compute_capability"], mark.get(r["origin"], "built-in")
              + (" *" if r["has_derived"] else "")] for r in records]
-    print(_table(["hardware", "memory", "TB/s", "bf16", "fp8", "fp4", "link", "cc", "row"], rows,
+    print(aligned_table(["hardware", "memory", "TB/s", "bf16", "fp8", "fp4", "link", "cc", "row"], rows,
                  left=2, text_last=True))
     added = sum(r["origin"] == ADDED for r in records)
     replaced = sum(r["origin"] == OVERRIDES for r in records)
-    where = (f"{_show(table.user_file)} adds {added} and replaces {replaced}"
+    where = (f"{shown_path(table.user_file)} adds {added} and replaces {replaced}"
              if table.user_file else "no data/hardware.csv here: the built-in table alone")
     print(f"\n{len(records)} GPUs ({where}).\n"
           "Peaks: dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: FP32 "

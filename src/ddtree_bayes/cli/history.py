@@ -4,7 +4,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, _hardware_table, _json, _table
+from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, hardware_rows
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
@@ -17,7 +17,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     models = paths.models_dir()
     fits = living.list_fits(models)
     if args.format == "json":
-        _json({"models": str(models), "rows": fits})
+        emit_json({"models": str(models), "rows": fits})
         return 0
     if not fits:
         print(f"no fits in {models / 'fits'} (run `{PROG} fit`)")
@@ -51,7 +51,7 @@ def cmd_history(args: argparse.Namespace) -> int:
                      (f["data_sha256"] or "-")[:12], str(f["rows"]),
                      "yes" if f["converged"] else "NO",
                      "-" if total is None else f"{total:.1f} s", ", ".join(notes)])
-    print(_table(["fit id", "created (UTC)", "data sha256", "rows", "converged", "fit time",
+    print(aligned_table(["fit id", "created (UTC)", "data sha256", "rows", "converged", "fit time",
                   "notes"], body, left=3, text_last=True))
     return 0
 
@@ -76,7 +76,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     params = living.parameter_table(a, b, include_auxiliary=args.all)
     changes = living.compare_queries(a, b, living.load_tracked(models), args.seed)
     if args.format == "json":
-        _json({"fit_a": ida, "fit_b": idb, "added_rows": [r.__dict__ for r in added],
+        emit_json({"fit_a": ida, "fit_b": idb, "added_rows": [r.__dict__ for r in added],
                "removed_rows": [r.__dict__ for r in removed], "parameters": params,
                "tracked": changes, "seed": args.seed})
         return 0
@@ -107,7 +107,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
                      "-" if wc is None else f"{round(wc * 100):+d}%"])
     print("\nposterior median and 90% interval per parameter, A -> B"
           + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
-    print(_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
+    print(aligned_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
                   "90% width change"], body, left=1))
     print(f"\ntracked queries, fit {ida} -> {idb} (posterior predictive, seed {args.seed}):")
     for c in changes:
@@ -131,21 +131,21 @@ def cmd_track(args: argparse.Namespace) -> int:
     if action == "list":
         tracked = living.load_tracked(models)
         if args.format == "json":
-            _json({"file": str(living.tracked_path(models)),
+            emit_json({"file": str(living.tracked_path(models)),
                    "rows": [t.__dict__ for t in tracked]})
             return 0
         body = [[t.name, " ".join(f"--{k.replace('_', '-')} {v}" for k, v in t.query.items()
                                   if v is not None) + (" (default scenario, sglang and native)"
                                                        if t.builtin else ""),
                  "built in" if t.builtin else (t.added_utc or "-")] for t in tracked]
-        print(_table(["name", "query", "added (UTC)"], body, text_last=True))
+        print(aligned_table(["name", "query", "added (UTC)"], body, text_last=True))
         return 0
     if action == "remove":
         if not args.target:
             raise InputError("which query? `track remove NAME`", fix=f"see `{PROG} track list`")
         gone = living.track_remove(models, args.target)
         if args.format == "json":
-            _json({"action": "remove", "file": str(living.tracked_path(models)),
+            emit_json({"action": "remove", "file": str(living.tracked_path(models)),
                    "query": gone.__dict__})
             return 0
         print(f"no longer tracking {gone.name}")
@@ -154,7 +154,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         raise InputError(f"unexpected argument {args.target!r}",
                          fix="give the query with flags, e.g. `track --hardware b300 --accept 14`;"
                              " name it with --name")
-    if query_flags["hardware"] is not None and query_flags["hardware"] not in _hardware_table(None):
+    if query_flags["hardware"] is not None and query_flags["hardware"] not in hardware_rows(None):
         raise QueryError(f"unknown hardware {query_flags['hardware']!r}",
                          fix="use a name from data/hardware.csv")
     try:
@@ -187,6 +187,6 @@ def cmd_track(args: argparse.Namespace) -> int:
         if text:
             print(f"  {now['note']}")
     if not text:
-        _json({"action": "add", "file": str(living.tracked_path(models)),
+        emit_json({"action": "add", "file": str(living.tracked_path(models)),
                "query": entry.__dict__, "now": now})
     return 0

@@ -16,10 +16,10 @@ from ddtree_bayes.cli.history import cmd_diff, cmd_history, cmd_track
 from ddtree_bayes.cli.output import (
     PROG,
     ROW_FLAGS,
-    _default_data_path,
-    _hardware_table,
-    _json,
-    _show,
+    default_data_path,
+    emit_json,
+    hardware_rows,
+    shown_path,
 )
 from ddtree_bayes.cli.update import cmd_update
 from ddtree_bayes.core.config import DEFAULT_SEED
@@ -54,7 +54,7 @@ def _methods_table() -> dict:
 def cmd_add(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
-    data_path = _default_data_path(args.data)
+    data_path = default_data_path(args.data)
     bench_only = [f"--{f.replace('_', '-')}" for f in BENCH_FLAGS if getattr(args, f) is not None]
     if args.from_file and args.from_bench:
         raise InputError("--from and --from-bench cannot be combined",
@@ -63,7 +63,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(bench_only)} only appl{'y' if len(bench_only) > 1 else 'ies'}"
                          " to --from-bench",
                          fix="add --from-bench FILE, or drop them")
-    hardware = _hardware_table(args.hardware_file)
+    hardware = hardware_rows(args.hardware_file)
     methods = _methods_table()   # bounds accept_len by what each row's configuration can emit
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
@@ -123,12 +123,12 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     allow_duplicate=args.allow_duplicate,
                                     fill_verify_tokens=True, methods=methods)
     if args.format == "json":
-        _json({"file": str(result.path), "total_rows": result.total_rows,
+        emit_json({"file": str(result.path), "total_rows": result.total_rows,
                "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}
                         for r in result.rows]})
         return 0
     n = len(result.rows)
-    print(f"appended {n} row{'s' if n != 1 else ''} to {_show(result.path)} "
+    print(f"appended {n} row{'s' if n != 1 else ''} to {shown_path(result.path)} "
           f"(now {result.total_rows} measurements):")
     for m in result.rows:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""

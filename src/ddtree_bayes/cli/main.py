@@ -174,12 +174,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _remove_stale_temps() -> None:
     """The temp files a killed fit/update left in models/ and models/fits/: removed, said."""
-    from ddtree_bayes.cli.output import _show
+    from ddtree_bayes.cli.output import shown_path
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
 
     for tmp in store.remove_stale_temps(paths.models_dir()):
-        print(f"{PROG}: note: removed {_show(tmp)}, a temporary file left by an interrupted "
+        print(f"{PROG}: note: removed {shown_path(tmp)}, a temporary file left by an interrupted "
               "write (a killed fit or update); the saved fits are whole", file=sys.stderr)
 
 

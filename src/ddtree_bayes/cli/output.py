@@ -13,7 +13,7 @@ from pathlib import Path
 PROG = "ddtree-bayes"
 
 
-def _fmt(value, digits: int = 0) -> str:
+def fmt_value(value, digits: int = 0) -> str:
     if value is None:
         return "-"
     if isinstance(value, float):
@@ -79,7 +79,7 @@ def emit_json(payload) -> None:
     print(json.dumps(ready, indent=2, allow_nan=False) if len(text) <= INDENT_LIMIT else text)
 
 
-def _emit_machine(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
+def emit_rows(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
     """Rows as JSON (``{**extra, "rows": rows}``) or CSV (rows only; a nested value as
     its ``label``)."""
     if fmt == "json":
@@ -101,7 +101,7 @@ ROW_FLAGS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_
              "accept", "context", "tok_s", "source", "notes", "model")
 
 
-def _table(headers: list[str], rows: list[list[str]], left: int = 2,
+def aligned_table(headers: list[str], rows: list[list[str]], left: int = 2,
            text_last: bool = False) -> str:
     """The first ``left`` columns (and the last, with ``text_last``) left-aligned, the rest
     right-aligned."""
@@ -115,16 +115,12 @@ def _table(headers: list[str], rows: list[list[str]], left: int = 2,
     return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
-def _json(payload) -> None:
-    emit_json(payload)
-
-
-def _default_data_path(data: str | None) -> Path:
+def default_data_path(data: str | None) -> Path:
     """``--data`` or ./data/measurements.csv; never the read-only copy inside the package."""
     return Path(data) if data else Path("data") / "measurements.csv"
 
 
-def _show(path: Path | str) -> str:
+def shown_path(path: Path | str) -> str:
     """A path as the user would type it: relative when it is under the working directory."""
     p = Path(path)
     try:
@@ -133,7 +129,7 @@ def _show(path: Path | str) -> str:
         return str(p)
 
 
-def _hardware_table(hardware_file: str | None):
+def hardware_rows(hardware_file: str | None):
     """The effective hardware table's rows: the built-in GPUs overlaid by data/hardware.csv
     (or ``--hardware-file``)."""
     from ddtree_bayes.core.hardware import hardware_table

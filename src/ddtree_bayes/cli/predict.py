@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddtree_bayes.cli.output import PROG, _emit_machine, _fmt, render_table
+from ddtree_bayes.cli.output import PROG, emit_rows, fmt_value, render_table
 from ddtree_bayes.core.config import form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
@@ -44,7 +44,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
 
-        fits = _latest_per_form(draws)
+        fits = latest_per_form(draws)
         weights = compare.compare_fits(fits, seed=args.seed)["weights"]
         mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
         print(f"{PROG}: model average: " + ", ".join(
@@ -58,7 +58,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     P.require_finite(rows)   # never a table of nan
     meta = draws.meta
     if args.format != "table":
-        _emit_machine(typed_rows(rows), args.format,
+        emit_rows(typed_rows(rows), args.format,
                       {"fit_id": meta["fit_id"], "seed": args.seed,
                                           "interval_probs": list(P.interval_probs(args.prob)),
                                           "target": args.target, "draws": draws.n_draws,
@@ -80,7 +80,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         headers.append(f"P(>={args.target:g})")
     body = []
     for r in rows:
-        cells = [r["engine"], r["accept"], _fmt(r["median"])]
+        cells = [r["engine"], r["accept"], fmt_value(r["median"])]
         cells += [f"{r[f'lo{P.pct_label(p)}']:.0f}-{r[f'hi{P.pct_label(p)}']:.0f}" for p in probs]
         cells.append("-" if r["original"] is None else
                      f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
@@ -103,7 +103,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     return 0
 
 
-def _latest_per_form(anchor, flag: str = "--model-average") -> list:
+def latest_per_form(anchor, flag: str = "--model-average") -> list:
     """The latest converged fit of each MoE form made on the same data as ``anchor``
     (``flag``: what asked for them, named in the error)."""
     from ddtree_bayes.core import paths

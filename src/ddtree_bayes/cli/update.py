@@ -9,7 +9,7 @@ import argparse
 import time
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, _json, _show, _table
+from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, shown_path
 from ddtree_bayes.core.config import DEFAULT_SEED
 
 SAMPLER_FLAGS = ("chains", "draws", "tune", "backend")
@@ -32,7 +32,7 @@ def _score_table(scores: list[dict]) -> str:
         body.append(head + [f"{s['median']:.0f}", f"{s['lo50']:.0f}-{s['hi50']:.0f}",
                             f"{s['lo90']:.0f}-{s['hi90']:.0f}",
                             living.format_percentile(s["percentile"]), verdict])
-    return _table(["row", "configuration", "measured", "predicted", "50%", "90%",
+    return aligned_table(["row", "configuration", "measured", "predicted", "50%", "90%",
                    "percentile", "verdict"], body, text_last=True)
 
 
@@ -44,7 +44,7 @@ def _way_table(way: str, psis: dict | None, reasons: list[str]) -> str:
              "-" if psis is None else f"{psis['k_threshold']:.2f}",
              "-" if psis is None else f"{psis['weights_ess']:.0f}/{psis['n_draws']}",
              "; ".join(reasons) if reasons else "k within the limit: no refit needed"]
-    return _table(["update", "pareto k", "k limit", "weights ESS", "why"], [cells],
+    return aligned_table(["update", "pareto k", "k limit", "weights ESS", "why"], [cells],
                   text_last=True)
 
 
@@ -148,7 +148,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     if surprises and args.reject_surprises:
         report["rejected"] = True
         if not text:
-            _json(report)
+            emit_json(report)
         rows = ", ".join(f"row {s['row']} ({living.format_percentile(s['percentile'])})"
                          for s in surprises)
         raise living.SurpriseError(
@@ -159,11 +159,11 @@ def cmd_update(args: argparse.Namespace) -> int:
     if up_to_date and not (args.force or args.refit):
         report.update(refit=None, made_by=None)
         if text:
-            print(f"fit {prev_id} is up to date with {_show(data_path)} (no new, edited or removed "
+            print(f"fit {prev_id} is up to date with {shown_path(data_path)} (no new, edited or removed "
                   "rows; same priors and hardware table): nothing to refit (--force refits "
                   "anyway)")
         else:
-            _json(report)
+            emit_json(report)
         return 0
     model = previous.meta.get("model", {})
     forms = (args.moe_form or model.get("moe_form"), args.step_form or model.get("step_form"))
@@ -188,7 +188,7 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
 
     prev_id = previous.meta["fit_id"]
     prev_path = previous.meta.get("data", {}).get("path")
-    print(f"{PROG} update: {_show(data_path)} ({len(measurements.rows)} measurements) vs fit "
+    print(f"{PROG} update: {shown_path(data_path)} ({len(measurements.rows)} measurements) vs fit "
           f"{prev_id} ({len(stored.rows)} measurements"
           f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
     if prev_path and Path(prev_path).resolve() != data_path.resolve():
@@ -267,9 +267,9 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
     _tracked(previous, after, tracked, seed, text, report)
     report["total_s"] = time.perf_counter() - t_start
     if text:
-        print(f"saved {_show(path)} (update total {report['total_s']:.2f} s)")
+        print(f"saved {shown_path(path)} (update total {report['total_s']:.2f} s)")
     else:
-        _json(report)
+        emit_json(report)
     return 0
 
 
@@ -326,8 +326,8 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
     _tracked(previous, after, tracked, seed, text, report)
     report["total_s"] = time.perf_counter() - t_start
     if text:
-        print(f"saved {_show(result.path)}")
+        print(f"saved {shown_path(result.path)}")
     else:
-        _json(report)
+        emit_json(report)
     result.raise_if_unconverged()
     return 0

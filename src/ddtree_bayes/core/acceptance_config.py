@@ -7,7 +7,7 @@ import math
 import tomllib
 from dataclasses import dataclass
 
-from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, _parse_prior
+from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, parse_prior
 from ddtree_bayes.core.errors import PriorsError
 
 #: Distributions each acceptance-curve parameter may use, and the support it must respect.
@@ -89,7 +89,7 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
         if name not in section:
             raise PriorsError("missing prior", file=path, column=f"{where}.{name}",
                               fix=f"add an [{where}.{name}] table (see the bundled models/priors.toml)")
-        prior = _parse_prior(path, name, section[name], where=where)
+        prior = parse_prior(path, name, section[name], where=where)
         if prior.dist not in dists:
             raise PriorsError(f"{name} cannot use dist {prior.dist!r}", file=path,
                               column=f"{where}.{name}", fix="use one of " + ", ".join(dists))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.data import _number, read_records
+from ddtree_bayes.core.data import parse_number, read_records
 from ddtree_bayes.core.errors import DataError
 
 #: Columns a model-card file must have.
@@ -95,7 +95,7 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
 
         def num(col: str, *, integer: bool = False, required: bool = True, i: int = i,
                 raw: dict[str, str] = raw) -> float | None:
-            value = _number(path, i, col, raw.get(col, ""), integer=integer)
+            value = parse_number(path, i, col, raw.get(col, ""), integer=integer)
             if value is None and required:
                 raise DataError("empty value", file=path, row=i, column=col,
                                 fix=f"fill in {col} (with its source)")

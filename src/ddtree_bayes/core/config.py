@@ -245,7 +245,7 @@ class PriorsConfig:
         return None
 
 
-def _parse_prior(path: str, name: str, raw: object, *, where: str) -> Prior:
+def parse_prior(path: str, name: str, raw: object, *, where: str) -> Prior:
     column = f"{where}.{name}" if where else name
 
     def fail(msg: str, fix: str) -> PriorsError:
@@ -338,7 +338,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
             raise PriorsError(f"bad value {value!r}", file=path, column=f"model.{key}", fix=fix)
 
     table = section("priors", dict, "[priors.<name>] tables")
-    priors = {name: _parse_prior(path, name, spec, where="priors") for name, spec in table.items()}
+    priors = {name: parse_prior(path, name, spec, where="priors") for name, spec in table.items()}
     required = dict(MODEL_PRIORS)
     required[MOE_FORMS[moe_form]] = "global"
     for name in FORM_PRIORS.get(moe_form, ()) + FORM_PRIORS[step_form]:
@@ -353,7 +353,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
 
     relations = {}
     for engine, spec in section("relations", dict, "[relations.<engine>] tables").items():
-        prior = _parse_prior(path, engine, spec, where="relations")
+        prior = parse_prior(path, engine, spec, where="relations")
         if prior.dist != "beta":
             raise PriorsError("a relation's reduction must be a beta prior (it is a fraction)",
                               file=path, column=f"relations.{engine}", fix='set dist = "beta"')
@@ -371,7 +371,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
 
     acceptance = []
     for i, spec in enumerate(section("acceptance", list, "[[acceptance]] tables"), start=1):
-        prior = _parse_prior(path, f"acceptance[{i}]", spec, where="")
+        prior = parse_prior(path, f"acceptance[{i}]", spec, where="")
         if prior.dist not in ACCEPTANCE_DISTS:
             raise PriorsError(f"acceptance prior must be bounded below by 1, not {prior.dist}",
                               file=path, column=f"acceptance[{i}]",
@@ -389,7 +389,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
             keys[key] = spec.get(key)
         acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys))
 
-    transfer = {name: _parse_prior(path, name, spec, where="transfer")
+    transfer = {name: parse_prior(path, name, spec, where="transfer")
                 for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}
     if transfer:
         for name in TRANSFER_PRIORS:

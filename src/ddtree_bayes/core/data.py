@@ -160,7 +160,7 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
     return None if size is None else size + 1
 
 
-def _read_csv(path: str, text: str | None = None
+def read_csv_file(path: str, text: str | None = None
               ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The file's text, its header, and (file line number, fields) per record."""
     try:
@@ -205,7 +205,7 @@ def read_records(path: str | Path, text: str | None = None
                  ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The raw CSV layer :func:`load_measurements` uses: the file's text, its header
     (stripped) and (row, fields) per record, rows numbered as an editor shows them."""
-    return _read_csv(str(path), text)
+    return read_csv_file(str(path), text)
 
 
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
@@ -219,7 +219,7 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
     The table a run uses is the built-in one overlaid by the user's
     (:func:`ddtree_bayes.core.hardware.hardware_table`)."""
     path = str(path)
-    _, header, body = _read_csv(path, text)
+    _, header, body = read_csv_file(path, text)
     for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
         if col not in header:
             raise DataError("missing column", file=path, row=1, column=col,
@@ -236,7 +236,7 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
             raise DataError(f"duplicate hardware {name!r}", file=path, row=i, column="hardware",
                             fix="keep one row per GPU")
         for col in HARDWARE_NUMBERS:
-            value = _number(path, i, col, row.get(col, ""))
+            value = parse_number(path, i, col, row.get(col, ""))
             if value is None and col == "mem_bw_tb_s":
                 raise DataError("empty value", file=path, row=i, column=col,
                                 fix="fill in the memory bandwidth per GPU in TB/s, with its source")
@@ -270,7 +270,7 @@ def unknown_hardware_fix(name: str, hardware) -> str:
             f"case-sensitive) or {add}")
 
 
-def _number(path: str, row: int, column: str, raw: str, *, integer: bool = False) -> float | None:
+def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = False) -> float | None:
     if raw == "":
         return None
     try:
@@ -300,7 +300,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         if values.get(col, "") == "":
             raise DataError("empty value", file=path, row=row, column=col,
                             fix=f"fill in {col} (every row needs {', '.join(REQUIRED)})")
-    num = {c: _number(path, row, c, values.get(c, ""), integer=c in ("gpus", "block", "budget",
+    num = {c: parse_number(path, row, c, values.get(c, ""), integer=c in ("gpus", "block", "budget",
                                                                      "verify_tokens"))
            for c in ("gpus", "block", "budget", "verify_tokens", "accept_len", "context_tokens",
                      "tok_s")}
@@ -432,7 +432,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
     (9, ('b300x8', 'rtx-pro-6000x8'))
     """
     path = str(path)
-    text, header, body = _read_csv(path, text)
+    text, header, body = read_csv_file(path, text)
     for col in COLUMNS:
         if col not in header:
             raise DataError("missing column", file=path, row=1, column=col,

@@ -122,11 +122,11 @@ def load_truth(path: str | Path) -> dict:
 
 def load_design(path: str | Path, truth: dict) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth."""
-    from ddtree_bayes.core.data import _read_csv
+    from ddtree_bayes.core.data import read_csv_file
     from ddtree_bayes.core.errors import InputError
 
     path = str(path)
-    _, header, body = _read_csv(path)
+    _, header, body = read_csv_file(path)
     for col in DESIGN_COLUMNS:
         if col not in header:
             raise InputError("missing column", file=path, row=1, column=col,

@@ -10,18 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from ddtree_bayes.core.bench_import.records import (
-    _FIX_FMT,
+    FIX_FORMAT,
     FORMATS,
     BenchFile,
     BenchFormatError,
     BenchRecord,
-    _detect,
-    _Doc,
-    _is_vllm_pytorch,
-    _load,
-    _read_text,
-    _Rec,
+    BenchRow,
+    Document,
+    detect_tool,
+    is_vllm_pytorch,
+    load_document,
     numbered,
+    read_bench_text,
     span,
 )
 
@@ -65,11 +65,12 @@ def _vllm_sidecar(path: Path) -> Path | None:
     return side if side.is_file() else None
 
 
-def _vllm_pytorch_latency(path: Path, doc: _Doc) -> tuple[int, dict[str, Any], dict[str, Any], str | None]:
+def _vllm_pytorch_latency(path: Path, doc: Document
+                          ) -> tuple[int, dict[str, Any], dict[str, Any], str | None]:
     """(index, metric extra_info + values, args, model) of the 'latency' record of a pytorch-format file."""
     for index, rec in doc.records:
         metric = rec.get("metric")
-        if _is_vllm_pytorch(rec) and isinstance(metric, dict) and metric.get("name") == "latency":
+        if is_vllm_pytorch(rec) and isinstance(metric, dict) and metric.get("name") == "latency":
             info = metric.get("extra_info")
             info = info if isinstance(info, dict) else {}
             bench = rec["benchmark"].get("extra_info")
@@ -88,23 +89,23 @@ def _vllm_pytorch_latency(path: Path, doc: _Doc) -> tuple[int, dict[str, Any], d
                            key="metric.name", fix="pass the --output-json file of vllm bench latency")
 
 
-def _parse_vllm_latency(path: Path, doc: _Doc, flags: dict[str, int | None]) -> list[BenchRecord]:
+def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None]) -> list[BenchRecord]:
     args: dict[str, Any] = {}
     model: str | None = None
     source = "flags"
-    if _is_vllm_pytorch(doc.records[0][1]):
+    if is_vllm_pytorch(doc.records[0][1]):
         index, data, args, model = _vllm_pytorch_latency(path, doc)
         source = "benchmark.extra_info.args"
     else:
         index, data = doc.records[0]
         side = _vllm_sidecar(path)
         if side is not None and (flags["batch_size"] is None or flags["output_len"] is None):
-            side_doc = _load(side, _read_text(side))
+            side_doc = load_document(side, read_bench_text(side))
             _, _, args, model = _vllm_pytorch_latency(side, side_doc)
             source = f"{side.name} args"
-    rec = _Rec(path, index, doc.unit, "vllm-latency", data)
+    rec = BenchRow(path, index, doc.unit, "vllm-latency", data)
     avg = rec.positive("avg_latency")
-    arg = _Rec(path, index, doc.unit, "vllm-latency", args)
+    arg = BenchRow(path, index, doc.unit, "vllm-latency", args)
     batch = flags["batch_size"] if flags["batch_size"] is not None else arg.integer(
         "batch_size", required=False)
     out_len = flags["output_len"] if flags["output_len"] is not None else arg.integer(
@@ -136,7 +137,7 @@ def _parse_vllm_latency(path: Path, doc: _Doc, flags: dict[str, int | None]) -> 
                         batch_size=batch, model=model or arg.text("model"), notes=notes, index=index)]
 
 
-def _tpot_tok_s(rec: _Rec) -> tuple[float, str]:
+def _tpot_tok_s(rec: BenchRow) -> tuple[float, str]:
     fix = "rerun with the default --percentile-metrics (they include tpot) and streaming on"
     for key in ("median_tpot_ms", "mean_tpot_ms"):
         if rec.data.get(key) is not None:
@@ -144,7 +145,7 @@ def _tpot_tok_s(rec: _Rec) -> tuple[float, str]:
     raise rec.error(f"missing key 'median_tpot_ms' ({rec.fmt})", key="median_tpot_ms", fix=fix)
 
 
-def _mean_prompt(rec: _Rec) -> float | None:
+def _mean_prompt(rec: BenchRow) -> float | None:
     total = rec.number("total_input_tokens", required=False)
     done = rec.number("completed", required=False)
     if total is None or not done or not math.isfinite(total) or done <= 0:
@@ -152,7 +153,7 @@ def _mean_prompt(rec: _Rec) -> float | None:
     return total / done
 
 
-def _vllm_serve(rec: _Rec) -> BenchRecord:
+def _vllm_serve(rec: BenchRow) -> BenchRecord:
     tok_s, key = _tpot_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
     notes = (f"vllm bench serve (vllm-serve): tok_s = 1000/{key} ({rec.data[key]:g} ms; decode only, "
@@ -164,13 +165,13 @@ def _vllm_serve(rec: _Rec) -> BenchRecord:
                        index=rec.index, setup=setup)
 
 
-def _sglang_serving(rec: _Rec) -> BenchRecord:
+def _sglang_serving(rec: BenchRow) -> BenchRecord:
     tok_s, key = _tpot_tok_s(rec)
     accept = rec.accept("accept_length")
     info = rec.data.get("server_info")
     model = rec.text("model", "model_path", "model_id")
     if model is None and isinstance(info, dict):
-        model = _Rec(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
+        model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
     notes = (f"sglang.bench_serving (sglang-serving): tok_s = 1000/{key} ({rec.data[key]:g} ms; "
              "decode only, first token excluded); context_tokens = total_input_tokens/completed"
@@ -180,7 +181,7 @@ def _sglang_serving(rec: _Rec) -> BenchRecord:
                        batch_size=1, model=model, notes=notes, index=rec.index)
 
 
-def _sglang_one_batch(rec: _Rec) -> BenchRecord:
+def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
     in_len = rec.integer("input_len")
     out_len = rec.integer("output_len")
     tok_s = rec.positive("median_decode_throughput",
@@ -196,7 +197,7 @@ def _sglang_one_batch(rec: _Rec) -> BenchRecord:
                        setup=(("run_name", _setting(run_name)),) if "run_name" in rec.data else ())
 
 
-def _llama_test(rec: _Rec) -> str | None:
+def _llama_test(rec: BenchRow) -> str | None:
     """None for a text-generation test (n_prompt 0, n_gen > 0), else the test's name."""
     n_prompt = rec.integer("n_prompt")
     n_gen = rec.integer("n_gen")
@@ -206,7 +207,7 @@ def _llama_test(rec: _Rec) -> str | None:
     return f"pp{n_prompt}" if n_gen == 0 else f"pp{n_prompt}+tg{n_gen}"
 
 
-def _llama_bench(rec: _Rec, kind: str) -> BenchRecord:
+def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
     data = rec.data
     n_gen = rec.integer("n_gen")
     depth = rec.integer("n_depth", required=False) or 0
@@ -236,7 +237,7 @@ _PARSERS = {"vllm-serve": _vllm_serve, "sglang-serving": _sglang_serving,
 # --------------------------------------------------------------------------- selection
 
 
-def _select(path: Path, doc: _Doc, records: Collection[int] | None) -> list[int]:
+def _select(path: Path, doc: Document, records: Collection[int] | None) -> list[int]:
     """The indices of the records to import; a record that could not be read is an error only
     when it is selected (no selection selects every record)."""
     if records is None:
@@ -255,7 +256,7 @@ def _select(path: Path, doc: _Doc, records: Collection[int] | None) -> list[int]
     return [i for i, _ in doc.records if i in wanted]
 
 
-def _streams(fmt: str, rec: _Rec) -> int | None:
+def _streams(fmt: str, rec: BenchRow) -> int | None:
     """The record's batch size or concurrency; None when unbounded (not set)."""
     if fmt == "sglang-one-batch":
         return rec.integer("batch_size")
@@ -265,14 +266,14 @@ def _streams(fmt: str, rec: _Rec) -> int | None:
     return conc
 
 
-def _single_stream(path: Path, doc: _Doc, fmt: str, chosen: list[int], only: bool,
+def _single_stream(path: Path, doc: Document, fmt: str, chosen: list[int], only: bool,
                    notes: list[str]) -> list[int]:
     """``chosen`` without the records of batch/concurrency above 1 (``only``), or the error
     naming the first such record and the single-stream records the file does hold."""
     if fmt not in _STREAM_KEY:
         return chosen
     key, data = _STREAM_KEY[fmt], dict(doc.records)
-    streams = {i: _streams(fmt, _Rec(path, i, doc.unit, fmt, data[i])) for i in chosen}
+    streams = {i: _streams(fmt, BenchRow(path, i, doc.unit, fmt, data[i])) for i in chosen}
     single = [i for i in chosen if streams[i] == 1]
     others = [i for i in chosen if streams[i] != 1]
     if not others:
@@ -296,7 +297,7 @@ def _single_stream(path: Path, doc: _Doc, fmt: str, chosen: list[int], only: boo
                            key=key, fix=fix)
 
 
-def _one_setup(path: Path, doc: _Doc, parsed: list[BenchRecord]) -> None:
+def _one_setup(path: Path, doc: Document, parsed: list[BenchRecord]) -> None:
     """Refuse records that differ in a setting without a data column (they would become repeats
     of one configuration), naming the records of each setting."""
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
@@ -345,8 +346,8 @@ def parse_bench_file(path: str | Path, fmt: str | None = None, *, batch_size: in
     """
     path = Path(path)
     if fmt is not None and fmt not in FORMATS:
-        raise BenchFormatError(f"unknown format {fmt!r}", file=path, fix=_FIX_FMT)
-    doc = _load(path, _read_text(path))
+        raise BenchFormatError(f"unknown format {fmt!r}", file=path, fix=FIX_FORMAT)
+    doc = load_document(path, read_bench_text(path))
     notes = []
     if doc.skipped:
         n, a, b = doc.skipped
@@ -355,7 +356,7 @@ def parse_bench_file(path: str | Path, fmt: str | None = None, *, batch_size: in
                      f"{'CSV' if doc.kind == 'csv' else 'JSON'} ({lines}): not part of the "
                      "result (log output)")
     chosen = _select(path, doc, records)
-    fmt = _detect(path, doc, fmt, set(chosen))
+    fmt = detect_tool(path, doc, fmt, set(chosen))
     if fmt == "vllm-latency":
         return BenchFile(fmt, _parse_vllm_latency(path, doc, {
             "batch_size": batch_size, "output_len": output_len, "input_len": input_len}), notes,
@@ -365,7 +366,7 @@ def parse_bench_file(path: str | Path, fmt: str | None = None, *, batch_size: in
     parsed: list[BenchRecord] = []
     other_tests: dict[int, str] = {}
     for index in chosen:
-        rec = _Rec(path, index, doc.unit, fmt, data[index])
+        rec = BenchRow(path, index, doc.unit, fmt, data[index])
         if fmt == "llama-bench":
             test = _llama_test(rec)
             if test is not None:

@@ -18,7 +18,8 @@ TOOLS: dict[str, str] = {"vllm-latency": "vllm bench latency", "vllm-serve": "vl
                          "sglang-one-batch": "sglang.bench_one_batch",
                          "sglang-serving": "sglang.bench_serving", "llama-bench": "llama-bench"}
 
-_FIX_FMT = "pass one of " + ", ".join(FORMATS) + " as the format, or use a file written by one of these tools"
+FIX_FORMAT = ("pass one of " + ", ".join(FORMATS)
+              + " as the format, or use a file written by one of these tools")
 #: Keys only vLLM's / only SGLang's serving benchmark writes (both write the tpot/throughput keys).
 _VLLM_SERVE_KEYS = frozenset({"model_id", "burstiness", "endpoint_type", "spec_decode_acceptance_length"})
 _SGLANG_SERVE_KEYS = frozenset({"accept_length", "sharegpt_output_len", "random_range_ratio",
@@ -105,7 +106,7 @@ def numbered(unit: str, indices: list[int] | tuple[int, ...] | set[int]) -> str:
 
 
 @dataclass(frozen=True)
-class _Doc:
+class Document:
     """The parsed file: its records as (index, object), what the index counts, the records that
     could not be read (kept aside so that a selection can leave them out), and the log lines
     skipped before the body."""
@@ -121,7 +122,7 @@ class _Doc:
         return sorted([i for i, _ in self.records] + list(self.broken))
 
 
-def _read_text(path: Path) -> str:
+def read_bench_text(path: Path) -> str:
     try:
         raw = path.read_bytes()
     except OSError as err:
@@ -163,9 +164,9 @@ def _is_csv_header(line: str) -> bool:
         "avg_ts" in line and "," in line and not line.startswith(("{", "[")))
 
 
-def _load(path: Path, text: str) -> _Doc:
+def load_document(path: Path, text: str) -> Document:
     """The records of ``text``. Lines before the JSON/CSV body (the log lines llama.cpp's
-    backends print to stdout) are skipped and counted in ``_Doc.skipped``."""
+    backends print to stdout) are skipped and counted in ``Document.skipped``."""
     lines = text.removeprefix("\ufeff").splitlines()
     loose = strict = None   # first line starting with "{"/"[", first surely starting the body
     for i, line in enumerate(lines):
@@ -197,10 +198,10 @@ def _load(path: Path, text: str) -> _Doc:
     log = [i + 1 for i in range(start) if lines[i].strip()]
     if not log:
         return doc
-    return _Doc(doc.unit, doc.records, doc.kind, doc.broken, (len(log), log[0], log[-1]))
+    return Document(doc.unit, doc.records, doc.kind, doc.broken, (len(log), log[0], log[-1]))
 
 
-def _load_body(path: Path, lines: list[str], start: int) -> _Doc:
+def _load_body(path: Path, lines: list[str], start: int) -> Document:
     body = lines[start:]
     if _is_csv_header(body[0].strip()):
         return _load_csv(path, body, start)
@@ -222,7 +223,7 @@ def _json_error(path: Path, err: json.JSONDecodeError, lineno: int, *, last: boo
                                 "or delete it, or import the other records with --bench-records")
 
 
-def _load_json(path: Path, body: list[str], offset: int) -> _Doc:
+def _load_json(path: Path, body: list[str], offset: int) -> Document:
     text = "\n".join(body)
     try:
         obj = json.loads(text)
@@ -232,10 +233,10 @@ def _load_json(path: Path, body: list[str], offset: int) -> _Doc:
             return _load_jsonl(path, body, offset)  # JSON Lines: one object per line
         # one document (an array, or a pretty-printed object)
         raise _json_error(path, err, err.lineno + offset, last=True, text=text) from None
-    return _Doc("record", _as_records(path, obj, "record"), "json")
+    return Document("record", _as_records(path, obj, "record"), "json")
 
 
-def _load_jsonl(path: Path, body: list[str], offset: int) -> _Doc:
+def _load_jsonl(path: Path, body: list[str], offset: int) -> Document:
     records: list[tuple[int, dict[str, Any]]] = []
     broken: dict[int, BenchFormatError] = {}
     last = max(i for i, ln in enumerate(body) if ln.strip())
@@ -254,10 +255,10 @@ def _load_jsonl(path: Path, body: list[str], offset: int) -> _Doc:
                 unit="line", fix="delete the line, or import the other records with --bench-records")
             continue
         records.append((lineno, obj))
-    return _Doc("line", records, "jsonl", broken)
+    return Document("line", records, "jsonl", broken)
 
 
-def _load_csv(path: Path, body: list[str], offset: int) -> _Doc:
+def _load_csv(path: Path, body: list[str], offset: int) -> Document:
     """llama-bench -o csv: a header, then one row per test. ``-o csv >>`` appends a new header
     per run; each header line starts a new block (its columns may differ between versions)."""
     header = next(csv.reader([body[0]]))
@@ -289,13 +290,13 @@ def _load_csv(path: Path, body: list[str], offset: int) -> _Doc:
     if not records and not broken:
         raise BenchFormatError("the CSV has a header but no rows", file=path,
                                fix="rerun llama-bench; it wrote no results")
-    return _Doc("line", records, "csv", broken)
+    return Document("line", records, "csv", broken)
 
 
 # --------------------------------------------------------------------------- detection
 
 
-def _is_vllm_pytorch(rec: dict[str, Any]) -> bool:
+def is_vllm_pytorch(rec: dict[str, Any]) -> bool:
     return isinstance(rec.get("benchmark"), dict) and isinstance(rec.get("metric"), dict)
 
 
@@ -311,7 +312,7 @@ def record_format(rec: dict[str, Any]) -> str | None:
     keys = set(rec)
     if {"avg_ts", "n_gen", "n_prompt"} <= keys:
         return "llama-bench"
-    if {"avg_latency", "latencies"} <= keys or _is_vllm_pytorch(rec):
+    if {"avg_latency", "latencies"} <= keys or is_vllm_pytorch(rec):
         return "vllm-latency"
     if {"run_name", "prefill_latency"} <= keys or {"median_decode_throughput", "input_len"} <= keys:
         return "sglang-one-batch"
@@ -338,7 +339,7 @@ def _evidence(fmt: str, rec: dict[str, Any]) -> str:
     return ", ".join(sorted(set(rec) & own))
 
 
-def _detect(path: Path, doc: _Doc, forced: str | None = None,
+def detect_tool(path: Path, doc: Document, forced: str | None = None,
             indices: set[int] | None = None) -> str:
     """The format of the records ``indices`` (default: all), checked against ``forced``."""
     seen: dict[str, int] = {}
@@ -349,7 +350,7 @@ def _detect(path: Path, doc: _Doc, forced: str | None = None,
         if fmt is None:
             raise BenchFormatError(f"unknown benchmark format; keys seen: {_keys_seen(rec)}",
                                    file=path, index=index, unit=doc.unit,
-                                   fix=_FIX_FMT if forced is None else
+                                   fix=FIX_FORMAT if forced is None else
                                    f"this is not {forced} output; pass the file {TOOLS[forced]} wrote")
         if forced is not None and fmt not in (forced, SERVING):
             raise BenchFormatError(
@@ -388,16 +389,16 @@ def detect_format(path: Path, text: str) -> str:
     if not text.strip():
         raise BenchFormatError("the file is empty", file=path,
                                fix="rerun the benchmark with its output-file option")
-    doc = _load(path, text)
+    doc = load_document(path, text)
     if doc.broken and not doc.records:
         raise next(iter(doc.broken.values()))
-    return _detect(path, doc)
+    return detect_tool(path, doc)
 
 
 # --------------------------------------------------------------------------- field access
 
 
-class _Rec:
+class BenchRow:
     """One record with error context, so each check names file, record and key."""
 
     def __init__(self, path: Path, index: int, unit: str, fmt: str, data: dict[str, Any]) -> None:

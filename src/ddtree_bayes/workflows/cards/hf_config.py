@@ -58,7 +58,7 @@ def text_config(cfg: dict) -> dict:
     return merged
 
 
-class _Cfg:
+class HFConfig:
     """Typed access to a config's fields; a missing or wrong one is a one-line error."""
 
     def __init__(self, cfg: dict, where: str) -> None:
@@ -92,7 +92,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                          f"({', '.join(SUPPORTED)})", file=where,
                          fix="write the card's row by hand (docs/cli.md, card add) or use a "
                              "GGUF file of the model (--gguf)")
-    c = _Cfg(cfg, where)
+    c = HFConfig(cfg, where)
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
     tied = c.flag("tie_word_embeddings")
     tensors = [Tensor("model.embed_tokens", (vocab, hidden), "embedding")]
@@ -145,7 +145,7 @@ def _lin(name: str, out: int, inp: int, kind: str, *, bias: bool = False) -> lis
     return weight + ([Tensor(f"{name}.bias", (out,), kind)] if bias else [])
 
 
-def attention(c: _Cfg, family: str, prefix: str, hidden: int) -> list[Tensor]:
+def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor]:
     """A full-attention layer: GQA / MHA (optionally gated, with q/k norms), or MLA."""
     p = f"{prefix}.self_attn"
     heads = c.whole("num_attention_heads")
@@ -175,7 +175,7 @@ def attention(c: _Cfg, family: str, prefix: str, hidden: int) -> list[Tensor]:
     return out
 
 
-def linear_attention(c: _Cfg, prefix: str, hidden: int) -> list[Tensor]:
+def linear_attention(c: HFConfig, prefix: str, hidden: int) -> list[Tensor]:
     """A Gated DeltaNet layer (transformers ``Qwen3NextGatedDeltaNet``): fused qkvz and ba
     projections, a depthwise causal conv over q, k, v, per-value-head dt bias and A, a gated
     RMSNorm over a value head, the output projection."""
@@ -206,7 +206,7 @@ def _mlp(name: str, hidden: int, inter: int, kind: str, *, bias: bool = False, c
         one("down_proj", hidden, inter)
 
 
-def moe_layer(c: _Cfg, family: str, i: int) -> bool:
+def moe_layer(c: HFConfig, family: str, i: int) -> bool:
     """Does layer ``i`` hold experts (else a dense MLP)?"""
     if family in MLA:
         experts = c.optional("n_routed_experts")
@@ -221,7 +221,7 @@ def moe_layer(c: _Cfg, family: str, i: int) -> bool:
     return i not in only and (i + 1) % c.whole("decoder_sparse_step", 1) == 0
 
 
-def feed_forward(c: _Cfg, family: str, prefix: str, hidden: int, i: int) -> list[Tensor]:
+def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> list[Tensor]:
     """The layer's dense MLP, or its router, routed experts and shared expert(s)."""
     p = f"{prefix}.mlp"
     bias = c.flag("mlp_bias")
@@ -254,7 +254,7 @@ def feed_forward(c: _Cfg, family: str, prefix: str, hidden: int, i: int) -> list
     return out
 
 
-def describe_attention(shape: ModelShape, c: _Cfg, family: str, kinds: list[str]) -> None:
+def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[str]) -> None:
     """The card's attention text and KV bytes per token (bf16 / fp16 cache)."""
     heads = c.whole("num_attention_heads")
     full = kinds.count("full_attention")
@@ -287,7 +287,7 @@ def describe_attention(shape: ModelShape, c: _Cfg, family: str, kinds: list[str]
                         f"{kv_heads} kv heads x {head_dim} x 2 bytes")
 
 
-def describe_experts(shape: ModelShape, c: _Cfg, family: str) -> None:
+def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
     if family in MLA and c.optional("n_routed_experts"):
         shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
     elif family == "mixtral":

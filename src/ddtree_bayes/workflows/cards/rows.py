@@ -147,9 +147,9 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
     target hidden states (3 x target_hidden -> hidden); each decoder layer's q/k/v read the
     embedding and the hidden state concatenated (2 x hidden); its own lm_head over the draft
     vocabulary; the embedding is the target's."""
-    from ddtree_bayes.workflows.cards.hf_config import _Cfg
+    from ddtree_bayes.workflows.cards.hf_config import HFConfig
 
-    c = _Cfg(cfg, source)
+    c = HFConfig(cfg, source)
     hidden, inter, layers = c.whole("hidden_size"), c.whole("intermediate_size"), c.whole("num_hidden_layers")
     heads = c.whole("num_attention_heads")
     kv_heads = c.whole("num_key_value_heads", heads)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from ddtree_bayes.workflows.decisions.acceptance_curve import (  # noqa: F401
     CurveDraws,
-    _gaussian,
     curve_accept,
     curve_for,
     curve_limits,
@@ -27,9 +26,9 @@ from ddtree_bayes.workflows.decisions.common import (  # noqa: F401
     DEFAULT_BUDGETS,
     DEFAULT_K,
     MIN_ESS,
-    _med90,
     check_fit,
     group_rng,
+    med90,
     overhead_group,
     shared_components,
     shared_step,
@@ -38,9 +37,6 @@ from ddtree_bayes.workflows.decisions.common import (  # noqa: F401
 from ddtree_bayes.workflows.decisions.next_measurement import (  # noqa: F401
     Candidate,
     Query,
-    _csv_number,
-    _query_parser,
-    _QueryParser,
     default_candidates,
     next_measurements,
     parse_query,

@@ -134,6 +134,6 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
 
 
 
-def _med90(x: np.ndarray) -> list[float]:
+def med90(x: np.ndarray) -> list[float]:
     lo, med, hi = np.quantile(x, [0.05, 0.5, 0.95])
     return [float(med), float(lo), float(hi)]

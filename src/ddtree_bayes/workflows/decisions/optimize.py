@@ -24,7 +24,7 @@ from ddtree_bayes.workflows.decisions.acceptance_curve import (
     sample_curve,
     update_curve,
 )
-from ddtree_bayes.workflows.decisions.common import DEFAULT_BUDGETS, _med90, shared_step
+from ddtree_bayes.workflows.decisions.common import DEFAULT_BUDGETS, med90, shared_step
 
 
 # ------------------------------------------------------------------ decision arithmetic
@@ -167,8 +167,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                  "(1 - decay)), d = log2(B / reference_budget)",
                       "reference_budget": curve.reference_budget, "priors": curve.describe(),
                       "source": cd.source, "ess": cd.ess, "rows": cd.rows,
-                      "accept_ref": _med90(cd.accept_ref), "gain": _med90(cd.gain),
-                      "decay": _med90(cd.decay),
+                      "accept_ref": med90(cd.accept_ref), "gain": med90(cd.gain),
+                      "decay": med90(cd.decay),
                       "anchored_budgets": [anchored[0], anchored[1] if math.isfinite(anchored[1])
                                            else None]},
             "overhead_from": hows[0],

@@ -25,9 +25,6 @@ from ddtree_bayes.workflows.living.records import (  # noqa: F401
     NewRow,
     RowErrors,
     SurpriseError,
-    _csv_line,
-    _gpus_for,
-    _remove_stale_temps,
     append_rows,
     describe_config,
     describe_row,
@@ -38,7 +35,6 @@ from ddtree_bayes.workflows.living.records import (  # noqa: F401
     write_text_atomically,
 )
 from ddtree_bayes.workflows.living.scoring import (  # noqa: F401
-    _normal_cdf,
     changed_rows,
     format_percentile,
     score_rows,
@@ -47,8 +43,6 @@ from ddtree_bayes.workflows.living.scoring import (  # noqa: F401
 from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     QUERY_KEYS,
     Tracked,
-    _interval,
-    _read_tracked_file,
     check_accept_limit,
     compare_queries,
     format_change,

@@ -112,7 +112,7 @@ def _logit(x: np.ndarray) -> np.ndarray:
     return np.log(x / (1 - x))
 
 
-def _q(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
+def quantiles5(x: np.ndarray, probs=(0.05, 0.25, 0.5, 0.75, 0.95)) -> list[float]:
     return [float(v) for v in np.quantile(x, probs)]
 
 
@@ -122,7 +122,7 @@ def _default_scenarios(draws: Fit, model: str | None = None, d: DefaultQuestion 
     return list(resolve(draws, Flags(model=model), acceptance=False).scenarios)
 
 
-def _headline_log_tok(draws: Fit, seed: int, model: str | None = None,
+def headline_log_tok(draws: Fit, seed: int, model: str | None = None,
                       d: DefaultQuestion | None = None) -> np.ndarray:
     d = d or default_question(draws, model)
     sc = _default_scenarios(draws, model, d)[0]
@@ -130,7 +130,7 @@ def _headline_log_tok(draws: Fit, seed: int, model: str | None = None,
     return np.log(d.accept * 1000.0 / step)
 
 
-def _fan(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
+def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
     rng = np.random.default_rng(seed)
     seed_table = P.load_seed_table()
     engines = {}
@@ -145,7 +145,7 @@ def _fan(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | N
         seed_step = P.seed_step_ms(seed_table, sc)
         engines[sc.engine] = {
             "scenario": sc.describe(), "measured": bool(sc.measured),
-            "quantiles": [_q(a * per_token) for a in grid],
+            "quantiles": [quantiles5(a * per_token) for a in grid],
             "original": None if seed_step is None else [a / seed_step * 1000 for a in grid],
             "original_points": [{"accept": float(r["accept_len"]), "tok_s": float(r["tok_s"])}
                                 for r in seed_table if seed_step is not None
@@ -166,7 +166,7 @@ def _fan(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | N
             "accept_clipped": [a for a in FAN_ACCEPT if a not in grid]}
 
 
-def _variance(draws: Fit, seed: int, model: str | None = None,
+def variance_shares(draws: Fit, seed: int, model: str | None = None,
               d: DefaultQuestion | None = None) -> dict:
     """First-order variance shares of log tok/s in the default scenario, per engine."""
     v, coords = draws.variables, draws.meta["coords"]
@@ -228,7 +228,7 @@ def _variance(draws: Fit, seed: int, model: str | None = None,
 NEXT_QUERY = "--engine native --accept 14"
 
 
-def _decisions(draws: Fit, seed: int, model: str | None = None,
+def decisions_section(draws: Fit, seed: int, model: str | None = None,
                d: DefaultQuestion | None = None) -> dict:
     """Best budget per default engine (on the default's system), next-measurement ranking for
     the default query, and every GPU of the hardware table (measured or transferred) in the
@@ -290,7 +290,7 @@ def _float(text: str | None) -> float:
         return float("nan")
 
 
-def _breakdown(draws: Fit, measurements, seed: int, model: str | None = None,
+def step_breakdown(draws: Fit, measurements, seed: int, model: str | None = None,
                d: DefaultQuestion | None = None) -> list[dict]:
     """Step terms of every measured configuration (repeated runs: once, against the median
     of their measured steps) and of the default scenarios."""
@@ -319,6 +319,6 @@ def _breakdown(draws: Fit, measurements, seed: int, model: str | None = None,
     for label, sc, measured in configs:
         parts, _ = P.step_components(draws, sc, rng)
         out.append({"config": label, "measured_step_ms": measured,
-                    **{k: _q(a, (0.05, 0.5, 0.95)) for k, a in parts.items()
+                    **{k: quantiles5(a, (0.05, 0.5, 0.95)) for k, a in parts.items()
                        if k not in ("log_sd", "spec_tied")}})
     return out

@@ -31,12 +31,12 @@ from ddtree_bayes.workflows.report.priors import (
     varies_of,
 )
 from ddtree_bayes.workflows.report.sections import (
-    _breakdown,
-    _decisions,
-    _fan,
-    _headline_log_tok,
-    _q,
-    _variance,
+    decisions_section,
+    fan_section,
+    headline_log_tok,
+    quantiles5,
+    step_breakdown,
+    variance_shares,
 )
 
 #: Pareto k above this makes a PSIS-LOO estimate unreliable.
@@ -114,7 +114,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
         ratio = float(np.std(post) / np.std(pr)) if np.std(pr) > 0 else float("nan")
         status = ("informed" if ratio < INFORMED_RATIO else
                   "prior-only" if ratio >= PRIOR_ONLY_RATIO else "weakly informed")
-        shrink.append({"parameter": name, "prior_q": _q(pr), "posterior_q": _q(post),
+        shrink.append({"parameter": name, "prior_q": quantiles5(pr), "posterior_q": quantiles5(post),
                        "prior_sd": float(np.std(pr)), "posterior_sd": float(np.std(post)),
                        "sd_ratio": ratio, "status": status})
     summary["prior_posterior"] = shrink
@@ -153,7 +153,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     lp = log_prior(priors, coords, v, accept_groups_of(meta))
     default = default_question(draws, model)
     summary["default_scenario"] = {**default.to_json(), "derived": default.derived}
-    headline = _headline_log_tok(draws, seed, model, default)
+    headline = headline_log_tok(draws, seed, model, default)
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})
     sens_tree = xr.DataTree.from_dict({"posterior": post_plus, "log_prior": lp_ds,
@@ -173,10 +173,10 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     }
 
     # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
-    summary["fan"] = _fan(draws, seed, model, default)
-    summary["variance"] = _variance(draws, seed, model, default)
-    summary["breakdown"] = _breakdown(draws, measurements, seed, model, default)
-    summary["decisions"] = _decisions(draws, seed, model, default)
+    summary["fan"] = fan_section(draws, seed, model, default)
+    summary["variance"] = variance_shares(draws, seed, model, default)
+    summary["breakdown"] = step_breakdown(draws, measurements, seed, model, default)
+    summary["decisions"] = decisions_section(draws, seed, model, default)
     summary["compute_s"] = time.perf_counter() - t0
     return summary
 
