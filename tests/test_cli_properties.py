@@ -71,7 +71,7 @@ def fakes():
     from ddtree_bayes import api
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import QueryError
-    from ddtree_bayes.engine import compare, inference, store
+    from ddtree_bayes.engine import compare, fitting, inference, store
     from ddtree_bayes.workflows import extrapolation as X
     from ddtree_bayes.workflows import report
     from ddtree_bayes.workflows import validation as V
@@ -81,7 +81,7 @@ def fakes():
     def fit(data=None, priors=None, **kw):
         _, cfg = load_inputs(data, priors, kw.get("hardware"))
         if kw.get("moe_form") or kw.get("step_form"):
-            api._with_forms(cfg, kw.get("moe_form"), kw.get("step_form"))
+            fitting.with_forms(cfg, kw.get("moe_form"), kw.get("step_form"))
         path = store.resolve(paths.models_dir())
         return inference.FitResult(fit_id=path.stem, path=path, converged=True, failures=[],
                                    diagnostics=[], divergences=0, timings={})

@@ -46,6 +46,12 @@ BUDGET32 = ("kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,HYPOTHETICAL,\n"
             "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,12.9,,598,HYPOTHETICAL repeat,\n")
 
 
+def _structure() -> dict:
+    """The bundled hardware table and model cards (build_spec's structure inputs)."""
+    return {"hardware": load_hardware(bundled("hardware.csv")),
+            "cards": load_model_cards(bundled("models.csv"))}
+
+
 def _data(text: str, hw):
     return load_measurements("test.csv", hw, text=text)
 
@@ -117,7 +123,7 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
     variables = _prior_draws(m_old, n)
     draws = Fit(path=None, meta=meta, variables=variables, data_csv=old.text,  # type: ignore[arg-type]
                   priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
-    reasons, _, model = RW.structure_changes(draws, new, cfg)
+    reasons, _, model = RW.structure_changes(draws, new, cfg, _structure())
     assert reasons == []
     target, replaced, flipped = R.restructured(draws, model, new.text)
 
@@ -174,7 +180,7 @@ def test_a_first_repeated_run_is_reweighted_exactly():
     variables = _prior_draws(m_old, n)
     draws = Fit(path=None, meta=meta, variables=variables, data_csv=plain,  # type: ignore[arg-type]
                   priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
-    reasons, _, model = RW.structure_changes(draws, new, cfg)
+    reasons, _, model = RW.structure_changes(draws, new, cfg, _structure())
     assert reasons == [] and model["repeated_runs"]
     target, _, _ = R.restructured(draws, model, new.text)
     target, extra = R.augmented(target, np.random.default_rng(7))

@@ -1,4 +1,7 @@
-"""The Python API: ``fit``, ``load``, ``predict``. The CLI is a thin layer over these.
+"""The Python API: ``fit``, ``load``, ``predict`` (and ``load_inputs``). A facade: the
+pipeline is :mod:`ddtree_bayes.engine.fitting`, the question
+:mod:`ddtree_bayes.engine.question`, the numbers :mod:`ddtree_bayes.engine.predictive`;
+the CLI goes the same way.
 
 Typical notebook use (a fit samples for ~10 s, so this is not run as a doctest;
 tests/test_api.py runs the same calls)::
@@ -10,210 +13,43 @@ tests/test_api.py runs the same calls)::
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ddtree_bayes.core import __version__, paths
-from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
-from ddtree_bayes.core.data import Measurements, load_measurements
-from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.gates import UNUSABLE_DRAWS
+from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 
-
-def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
-                hardware: str | Path | None = None, workdir: Path | None = None
-                ) -> tuple[Measurements, PriorsConfig]:
-    """Load and validate the measurement file and the priors (defaults: data/ and models/).
-
-    Every problem raises a :class:`~ddtree_bayes.core.errors.InputError` before anything runs.
-    The priors are read first: their ``[methods]`` table bounds each row's accept_len
-    (:func:`~ddtree_bayes.core.methods.max_accept`).
-    """
-    from ddtree_bayes.core.hardware import hardware_table
-
-    hw = hardware_table(workdir, hardware).rows
-    cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
-    data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
-    measurements = load_measurements(data_path, hw, methods=cfg.methods)
-    return measurements, cfg
-
-
-def structure_inputs(workdir: Path | None = None, hardware: str | Path | None = None) -> dict:
-    """The hardware table and model cards that the roofline form needs (``build_spec`` kwargs)."""
-    from ddtree_bayes.core.cards import load_model_cards
-    from ddtree_bayes.core.hardware import hardware_table
-
-    return {"hardware": hardware_table(workdir, hardware).rows,
-            "cards": load_model_cards(paths.data_file("models.csv", workdir))}
-
-
-def _with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
-                ) -> PriorsConfig:
-    """``cfg`` with its MoE and/or step form overridden; the priors they need must be there."""
-    import dataclasses
-
-    from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, STEP_FORMS
-    from ddtree_bayes.core.errors import PriorsError
-
-    moe_form = moe_form or cfg.moe_form
-    step_form = step_form or cfg.step_form
-    if moe_form not in MOE_FORMS:
-        raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form roofline, power or linear")
-    if step_form not in STEP_FORMS:
-        raise PriorsError(f"unknown step form {step_form!r}", fix="use --step-form structured or fraction")
-    needed = (MOE_FORMS[moe_form], *FORM_PRIORS.get(moe_form, ()), *FORM_PRIORS[step_form])
-    for name in needed:
-        if name not in cfg.priors:
-            form = moe_form if name not in FORM_PRIORS[step_form] else step_form
-            raise PriorsError(f"the {form} form needs a prior", file=cfg.path,
-                              column=f"priors.{name}",
-                              fix=f"add [priors.{name}] (see the bundled priors)")
-    if step_form == "structured" and not cfg.methods:
-        raise PriorsError("the structured step form needs a [methods.<name>] table per method",
-                          file=cfg.path, column="methods",
-                          fix="copy [methods.*] from the bundled priors")
-    return dataclasses.replace(cfg, moe_form=moe_form, step_form=step_form)
-
-
-def _hardware_text(workdir: Path | None, hardware: str | Path | None) -> str:
-    """The effective hardware table's CSV text (built-in GPUs overlaid by the user's rows)."""
-    from ddtree_bayes.core.hardware import hardware_table
-
-    return hardware_table(workdir, hardware).text
+if TYPE_CHECKING:
+    from ddtree_bayes.core.config import PriorsConfig
+    from ddtree_bayes.core.data import Measurements
+    from ddtree_bayes.engine.fit import Fit
+    from ddtree_bayes.engine.inference import FitResult
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
         target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
-        hardware: str | Path | None = None,
-        workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None,
-        moe_form: str | None = None, step_form: str | None = None, remedies: bool = True):
-    """Fit the step model to a measurement file and save the artifact under ``models/``.
+        hardware: str | Path | None = None, workdir: Path | None = None, progress: bool = True,
+        moe_form: str | None = None, step_form: str | None = None, remedies: bool = True,
+        extra_meta: dict | None = None) -> FitResult:
+    """Fit the step model to a measurement file (default ``data/measurements.csv``) and save
+    the posterior as ``models/fits/<fit id>.nc``.
 
-    Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
-    a convergence gate failed (the artifact is still saved, marked unconverged), except for
-    draws that are not a posterior at all (none, or a non-finite draw or log-density):
-    :class:`~ddtree_bayes.core.errors.UnconvergedError`, nothing written. An interrupted
-    sampler raises :class:`~ddtree_bayes.core.errors.Interrupted`, nothing written.
-    ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
-    ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
-    "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
-    file and compare them (``ddtree-bayes compare``).
-    A fit that fails its gates climbs the remedy ladder of :mod:`ddtree_bayes.engine.remedies`
-    (longer tuning, higher target acceptance, a reparameterisation; one line on stderr per
-    rung) unless ``remedies=False``; the artifact's metadata records every attempt.
+    Returns a :class:`~ddtree_bayes.engine.inference.FitResult` (``fit_id``, ``path``,
+    ``converged``, ``failures``, ``diagnostics``, ``timings``); ``converged`` is False when
+    a convergence gate failed after the remedy ladder (the artifact is saved, marked
+    unconverged, and ``predict`` refuses it). ``moe_form`` / ``step_form`` override the
+    priors file's model forms; ``remedies=False`` samples once. See
+    :func:`ddtree_bayes.engine.fitting.fit`.
     """
-    from ddtree_bayes.engine import inference
+    from ddtree_bayes.engine import fitting
 
-    t_start = time.perf_counter()
-    measurements, cfg = load_inputs(data, priors, hardware, workdir)
-    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
-        cfg = _with_forms(cfg, moe_form, step_form)
-    hardware_text = _hardware_text(workdir, hardware)
-    settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
-                               target_accept=target_accept, backend=backend)
-    if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
-        raise DataError("sampler settings out of range",
-                        fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
-    from ddtree_bayes.core import spec as S
-    from ddtree_bayes.engine import remedies as R
-
-    spec = S.build_spec(measurements, cfg, **structure_inputs(workdir, hardware))
-    sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
-    sampler.model()
-    t_built = time.perf_counter()
-    kept, ladder = R.run(sampler, settings, enabled=remedies,
-                         parameterisations=sampler.parameterisations)
-    settings, used_backend = kept.settings, kept.backend
-    diag_rows, divergences, failures = kept.diagnostics, kept.divergences, kept.failures
-    unusable = [f for f in failures if f.startswith(UNUSABLE_DRAWS)]
-    if unusable:  # not a posterior at all: nothing to save, even marked unconverged
-        from ddtree_bayes.core.errors import UnconvergedError
-
-        raise UnconvergedError(f"the fit failed its convergence gates: {'; '.join(unusable)};"
-                               " nothing was written (fix: re-run `ddtree-bayes fit`; if it "
-                               "happens again, check the priors file for a prior that allows "
-                               "impossible values)")
-    timings: dict[str, float] = {k: sum(a[k] for a in ladder["attempts"])
-                                 for k in ("compile_s", "sample_s")
-                                 if k in kept.timings}  # compile_s: nutpie only
-    timings["setup_s"] = t_built - t_start
-    timings["diagnose_s"] = kept.timings["diagnose_s"]
-    dt = _artifact_tree(kept.dt, spec)
-    models = paths.models_dir(workdir)
-    inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
-    fit_id = inference.new_fit_id(inputs_hash, seed, models)
-    timings["total_s"] = time.perf_counter() - t_start
-    meta = _metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
-                     diag_rows, divergences, failures, timings)
-    meta["remedies"] = ladder
-    meta.update(extra_meta or {})
-    from ddtree_bayes.engine import store
-
-    t_save = time.perf_counter()
-    inference.log(progress, f"saving fit {fit_id}")
-    path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
-                                 "hardware": hardware_text}, models)
-    timings["save_s"] = time.perf_counter() - t_save
-    return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
-                               failures=failures, diagnostics=diag_rows,
-                               divergences=divergences, timings=timings, remedies=ladder,
-                               measurements=measurements)
+    return fitting.fit(data, priors, seed=seed, chains=chains, draws=draws, tune=tune,
+                       target_accept=target_accept, backend=backend, hardware=hardware,
+                       workdir=workdir, progress=progress, extra_meta=extra_meta,
+                       moe_form=moe_form, step_form=step_form, remedies=remedies)
 
 
-def _artifact_tree(dt, spec):
-    """Keep posterior + sample_stats; add observed_data and constant_data from the spec
-    (:func:`store.data_groups`, which a reweighting ``update`` writes too)."""
-    import xarray as xr
-
-    from ddtree_bayes.engine import store
-
-    stats = dt["sample_stats"].to_dataset()
-    stats = stats.drop_vars([v for v in stats.data_vars if stats[v].dtype == object])
-    groups = {name: xr.Dataset({k: ("measurement", v.astype(str) if v.dtype == object else v)
-                                for k, v in values.items() if k != "measurement"},
-                               coords={"measurement": list(values["measurement"])})
-              for name, values in store.data_groups(spec).items()}
-    return xr.DataTree.from_dict({"posterior": dt["posterior"].to_dataset(),
-                                  "sample_stats": stats, **groups})
-
-
-def _metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_hash, diag_rows,
-              divergences, failures, timings) -> dict:
-    from importlib.metadata import version
-
-    from ddtree_bayes.core import spec as S
-    from ddtree_bayes.core.pairs import target_models_meta
-    from ddtree_bayes.engine import inference, store
-
-    libs: dict[str, str | None] = {}
-    for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
-        try:
-            libs[lib] = version(lib)
-        except Exception:  # noqa: BLE001 - optional libraries may be missing
-            libs[lib] = None
-    return {
-        "format_version": store.FORMAT_VERSION,
-        "fit_id": fit_id,
-        "created_utc": inference.fit_created(fit_id),
-        "package_version": __version__,
-        "libraries": libs,
-        "seed": seed,
-        "sampler": {**settings.as_dict(), "backend": backend},
-        "model": {**target_models_meta(measurements), **S.model_meta(spec, cfg)},
-        "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
-        "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
-                 "rows": len(measurements.rows)},
-        "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},
-        "inputs_sha256": inputs_hash,
-        "diagnostics": {"parameters": diag_rows, "divergences": divergences},
-        "converged": not failures,
-        "failures": failures,
-        "timings": timings,
-    }
-
-
-def load(fit_id: str | None = None, workdir: Path | None = None):
+def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     """A saved fit (latest by default): its draws, metadata and stored inputs, as a
     :class:`~ddtree_bayes.engine.fit.Fit`."""
     from ddtree_bayes.engine import store
@@ -221,15 +57,16 @@ def load(fit_id: str | None = None, workdir: Path | None = None):
     return store.load(fit_id, workdir)
 
 
-def predict(fit=None, **query):
-    """Posterior throughput intervals as a tidy pandas DataFrame.
+def predict(fit: Fit | None = None, **query: Any):
+    """Posterior throughput intervals as a tidy pandas DataFrame, one row per engine and
+    acceptance.
 
     ``fit`` is a :class:`~ddtree_bayes.engine.fit.Fit` (from :func:`load`) or None for the
-    latest fit; the keyword arguments are ``predict``'s flags and those of
-    :func:`ddtree_bayes.engine.predictive.predict` (``model``, ``hardware``, ``gpus``,
-    ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``, ``accept``,
-    ``target``, ``prob``, ``seed``): the question is resolved as the CLI resolves it. A number
-    that comes out non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
+    latest fit; the keyword arguments are ``predict``'s flags (``model``, ``hardware``,
+    ``gpus``, ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
+    ``accept``) and ``target``, ``prob``, ``seed``: the question is resolved as the CLI
+    resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
+    non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
     """
     from ddtree_bayes.engine import predictive as P
 
@@ -237,3 +74,15 @@ def predict(fit=None, **query):
     rows = P.predict(draws, **query)
     P.require_finite(rows)   # a QueryError, not a table of NaN
     return P.to_frame(rows)
+
+
+def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,
+                hardware: str | Path | None = None, workdir: Path | None = None
+                ) -> tuple[Measurements, PriorsConfig]:
+    """Read and validate a measurement file and the priors (defaults: ``data/`` and
+    ``models/``) without fitting: every problem raises an
+    :class:`~ddtree_bayes.core.errors.InputError`."""
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    inputs = FitInputs.read(data, priors, hardware, workdir)
+    return inputs.measurements, inputs.priors

@@ -83,9 +83,9 @@ def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: li
 
 
 def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
-                  reasons: list[str]):
+                  reasons: list[str], structure: dict):
     """Fill ``reasons`` (why not) or return (proposal, its rows, spec, weights) to reweight."""
-    from ddtree_bayes import api
+    from ddtree_bayes.engine.fitting import with_forms
     from ddtree_bayes.workflows.living import reweight
 
     proposal, why = reweight.proposal_of(previous, models)
@@ -98,9 +98,8 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
         reasons.append(f"{len(gone)} row(s) of fit {proposal.meta['fit_id']} (whose draws a "
                        "reweight starts from) removed or edited")
         return None
-    cfg_fit = api._with_forms(cfg, *forms)
-    changes, spec, model = reweight.structure_changes(proposal, measurements, cfg_fit,
-                                                      args.hardware_file)
+    cfg_fit = with_forms(cfg, *forms)
+    changes, spec, model = reweight.structure_changes(proposal, measurements, cfg_fit, structure)
     if changes:
         reasons += [f"the new rows change the model: {c}" for c in changes]
         return None
@@ -111,7 +110,6 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
 
 
 def cmd_update(args: argparse.Namespace) -> int:
-    from ddtree_bayes import api
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import inference, store
     from ddtree_bayes.workflows import living
@@ -122,8 +120,10 @@ def cmd_update(args: argparse.Namespace) -> int:
     tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
-    measurements, cfg = api.load_inputs(data_path, args.priors, args.hardware_file)
-    hardware_text = api._hardware_text(None, args.hardware_file)
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    inputs = FitInputs.read(data_path, args.priors, args.hardware_file)
+    measurements, cfg, hardware_text = inputs.measurements, inputs.priors, inputs.hardware.text
     stored = previous.measurements
     added, removed = living.changed_rows(stored, measurements)
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
@@ -169,7 +169,7 @@ def cmd_update(args: argparse.Namespace) -> int:
     forms = (args.moe_form or model.get("moe_form"), args.step_form or model.get("step_form"))
     reasons = _cheap_reasons(args, previous, scores, removed, other_inputs)
     attempt = None if reasons else _try_reweight(args, previous, measurements, cfg, forms,
-                                                 models, reasons)
+                                                 models, reasons, inputs.structure())
     psis = attempt[2].summary() if attempt else None
     update_meta = {"previous_fit": prev_id, "added_rows": [s["row"] for s in scores],
                    "removed_rows": len(removed), "surprises": [s["row"] for s in surprises],

@@ -23,7 +23,6 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
 from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.core.hardware import hardware_table
 from ddtree_bayes.engine import measured as M
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.fit import Fit
@@ -306,11 +305,12 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
              seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
              workdir: Path | None = None, progress: bool = True) -> dict:
     """Exact leave-one-out (or leave-one-group-out) validation; a JSON-ready dict."""
-    from ddtree_bayes import api
     from ddtree_bayes.core import paths
+    from ddtree_bayes.engine.fitting import FitInputs
 
-    data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
-    hw_text = hardware_table(workdir).text
+    read = FitInputs.read(data_path, priors_path, workdir=workdir)
+    data, cfg = read.measurements, read.priors
+    hw_text = read.hardware.text
     inputs = Inputs(data.text, cfg.text, hw_text, data.path,
                     paths.data_file("models.csv", workdir).read_text())
     folds = make_folds(data, group)
@@ -414,10 +414,11 @@ def sbc(data_path: str | Path | None = None, priors_path: str | Path | None = No
         workdir: Path | None = None, progress: bool = True) -> dict:
     """Simulation-based calibration on the data file's design (its rows' M, context and
     acceptance): ``replicates`` prior draws, each simulated, fitted and ranked."""
-    from ddtree_bayes import api
+    from ddtree_bayes.engine.fitting import FitInputs
 
-    data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
-    inputs = Inputs(data.text, cfg.text, hardware_table(workdir).text,
+    read = FitInputs.read(data_path, priors_path, workdir=workdir)
+    data, cfg = read.measurements, read.priors
+    inputs = Inputs(data.text, cfg.text, read.hardware.text,
                     data.path)
     settings = settings or SamplerSettings()
     t0 = time.perf_counter()

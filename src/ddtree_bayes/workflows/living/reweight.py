@@ -87,17 +87,17 @@ def proposal_of(previous, models: Path):
 
 
 def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
-                      hardware: str | Path | None = None) -> tuple[list[str], Any, dict]:
+                      structure: dict) -> tuple[list[str], Any, dict]:
     """Why the model of ``measurements`` does not have the proposal fit's parameters and
     priors (new systems, overhead groups or relations, another model card or form ...):
     (reasons, the new data's ModelSpec, its ``meta["model"]`` in the proposal's coordinate
     order). A structured-form group whose drafter passes or tree nodes now vary keeps its
     parameters (its own ratio replaces the population's: :func:`engine.reweight.restructured`)
-    and is no reason."""
-    from ddtree_bayes import api
+    and is no reason. ``structure``: the hardware table and model cards of the inputs
+    (:meth:`ddtree_bayes.engine.fitting.FitInputs.structure`)."""
     from ddtree_bayes.core import spec as S
 
-    spec = S.build_spec(measurements, cfg, **api.structure_inputs(hardware=hardware))
+    spec = S.build_spec(measurements, cfg, **structure)
     meta = proposal.meta
     reasons = []
     for key, what in (("system", "systems"), ("overhead_group", "overhead groups"),

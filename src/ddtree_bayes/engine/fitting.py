@@ -1,0 +1,215 @@
+"""Fitting: read the inputs (each file once), build the model, sample it up the remedy ladder,
+gate the draws, save the artifact. The pipeline behind ``ddtree-bayes fit``,
+``ddtree_bayes.fit`` and ``update``'s refits; PyMC is imported only inside :func:`fit`."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.core import __version__, paths
+from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
+from ddtree_bayes.core.data import Measurements, load_measurements
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.gates import UNUSABLE_DRAWS
+from ddtree_bayes.core.hardware import HardwareTable, hardware_table
+
+
+@dataclass(frozen=True)
+class FitInputs:
+    """Everything a fit reads from disk, each file read once: the measurements, the priors,
+    the hardware table (built-in GPUs overlaid by the user's rows) and the model cards."""
+
+    measurements: Measurements
+    priors: PriorsConfig
+    hardware: HardwareTable
+    cards: dict
+
+    @classmethod
+    def read(cls, data: str | Path | None = None, priors: str | Path | None = None,
+             hardware: str | Path | None = None, workdir: Path | None = None) -> FitInputs:
+        """Read and validate the inputs (defaults: ``data/`` and ``models/`` of ``workdir``).
+        Every problem raises an :class:`~ddtree_bayes.core.errors.InputError` before anything
+        runs. The priors are read before the data: their ``[methods]`` table bounds each row's
+        accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
+        from ddtree_bayes.core.cards import load_model_cards
+
+        table = hardware_table(workdir, hardware)
+        cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
+        data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
+        measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
+        cards = load_model_cards(paths.data_file("models.csv", workdir))
+        return cls(measurements, cfg, table, cards)
+
+    def structure(self) -> dict:
+        """The hardware table and model cards the roofline form needs (``build_spec`` kwargs)."""
+        return {"hardware": self.hardware.rows, "cards": self.cards}
+
+    def with_forms(self, moe_form: str | None, step_form: str | None) -> FitInputs:
+        """These inputs with the priors' MoE and/or step form overridden (:func:`with_forms`)."""
+        import dataclasses
+
+        return dataclasses.replace(self, priors=with_forms(self.priors, moe_form, step_form))
+
+
+def with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
+                ) -> PriorsConfig:
+    """``cfg`` with its MoE and/or step form overridden; the priors they need must be there."""
+    import dataclasses
+
+    from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, STEP_FORMS
+    from ddtree_bayes.core.errors import PriorsError
+
+    moe_form = moe_form or cfg.moe_form
+    step_form = step_form or cfg.step_form
+    if moe_form not in MOE_FORMS:
+        raise PriorsError(f"unknown MoE form {moe_form!r}", fix="use --moe-form roofline, power or linear")
+    if step_form not in STEP_FORMS:
+        raise PriorsError(f"unknown step form {step_form!r}", fix="use --step-form structured or fraction")
+    needed = (MOE_FORMS[moe_form], *FORM_PRIORS.get(moe_form, ()), *FORM_PRIORS[step_form])
+    for name in needed:
+        if name not in cfg.priors:
+            form = moe_form if name not in FORM_PRIORS[step_form] else step_form
+            raise PriorsError(f"the {form} form needs a prior", file=cfg.path,
+                              column=f"priors.{name}",
+                              fix=f"add [priors.{name}] (see the bundled priors)")
+    if step_form == "structured" and not cfg.methods:
+        raise PriorsError("the structured step form needs a [methods.<name>] table per method",
+                          file=cfg.path, column="methods",
+                          fix="copy [methods.*] from the bundled priors")
+    return dataclasses.replace(cfg, moe_form=moe_form, step_form=step_form)
+
+
+def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
+        seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
+        target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
+        hardware: str | Path | None = None,
+        workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None,
+        moe_form: str | None = None, step_form: str | None = None, remedies: bool = True,
+        inputs: FitInputs | None = None):
+    """Fit the step model to a measurement file and save the artifact under ``models/``.
+
+    Returns a :class:`~ddtree_bayes.engine.inference.FitResult`; ``result.converged`` is False when
+    a convergence gate failed (the artifact is still saved, marked unconverged), except for
+    draws that are not a posterior at all (none, or a non-finite draw or log-density):
+    :class:`~ddtree_bayes.core.errors.UnconvergedError`, nothing written. An interrupted
+    sampler raises :class:`~ddtree_bayes.core.errors.Interrupted`, nothing written.
+    ``extra_meta`` adds keys to the artifact's metadata (``update`` records its parent fit).
+    ``moe_form`` ("roofline", "power" or "linear") and ``step_form`` ("structured" or
+    "fraction") override the priors file's ``[model]`` forms, to fit several forms from one
+    file and compare them (``ddtree-bayes compare``).
+    A fit that fails its gates climbs the remedy ladder of :mod:`ddtree_bayes.engine.remedies`
+    (longer tuning, higher target acceptance, a reparameterisation; one line on stderr per
+    rung) unless ``remedies=False``; the artifact's metadata records every attempt.
+    ``inputs`` (already read: :class:`FitInputs`) replaces ``data``, ``priors``, ``hardware``.
+    """
+    from ddtree_bayes.engine import inference
+
+    t_start = time.perf_counter()
+    inputs = inputs or FitInputs.read(data, priors, hardware, workdir)
+    measurements, cfg = inputs.measurements, inputs.priors
+    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
+        cfg = with_forms(cfg, moe_form, step_form)
+    hardware_text = inputs.hardware.text
+    settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
+                               target_accept=target_accept, backend=backend)
+    if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
+        raise DataError("sampler settings out of range",
+                        fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine import remedies as R
+
+    spec = S.build_spec(measurements, cfg, **inputs.structure())
+    sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
+    sampler.model()
+    t_built = time.perf_counter()
+    kept, ladder = R.run(sampler, settings, enabled=remedies,
+                         parameterisations=sampler.parameterisations)
+    settings, used_backend = kept.settings, kept.backend
+    diag_rows, divergences, failures = kept.diagnostics, kept.divergences, kept.failures
+    unusable = [f for f in failures if f.startswith(UNUSABLE_DRAWS)]
+    if unusable:  # not a posterior at all: nothing to save, even marked unconverged
+        from ddtree_bayes.core.errors import UnconvergedError
+
+        raise UnconvergedError(f"the fit failed its convergence gates: {'; '.join(unusable)};"
+                               " nothing was written (fix: re-run `ddtree-bayes fit`; if it "
+                               "happens again, check the priors file for a prior that allows "
+                               "impossible values)")
+    timings: dict[str, float] = {k: sum(a[k] for a in ladder["attempts"])
+                                 for k in ("compile_s", "sample_s")
+                                 if k in kept.timings}  # compile_s: nutpie only
+    timings["setup_s"] = t_built - t_start
+    timings["diagnose_s"] = kept.timings["diagnose_s"]
+    dt = artifact_tree(kept.dt, spec)
+    models = paths.models_dir(workdir)
+    inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
+    fit_id = inference.new_fit_id(inputs_hash, seed, models)
+    timings["total_s"] = time.perf_counter() - t_start
+    meta = metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
+                     diag_rows, divergences, failures, timings)
+    meta["remedies"] = ladder
+    meta.update(extra_meta or {})
+    from ddtree_bayes.engine import store
+
+    t_save = time.perf_counter()
+    inference.log(progress, f"saving fit {fit_id}")
+    path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
+                                 "hardware": hardware_text}, models)
+    timings["save_s"] = time.perf_counter() - t_save
+    return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
+                               failures=failures, diagnostics=diag_rows,
+                               divergences=divergences, timings=timings, remedies=ladder,
+                               measurements=measurements)
+
+
+def artifact_tree(dt, spec):
+    """Keep posterior + sample_stats; add observed_data and constant_data from the spec
+    (:func:`store.data_groups`, which a reweighting ``update`` writes too)."""
+    import xarray as xr
+
+    from ddtree_bayes.engine import store
+
+    stats = dt["sample_stats"].to_dataset()
+    stats = stats.drop_vars([v for v in stats.data_vars if stats[v].dtype == object])
+    groups = {name: xr.Dataset({k: ("measurement", v.astype(str) if v.dtype == object else v)
+                                for k, v in values.items() if k != "measurement"},
+                               coords={"measurement": list(values["measurement"])})
+              for name, values in store.data_groups(spec).items()}
+    return xr.DataTree.from_dict({"posterior": dt["posterior"].to_dataset(),
+                                  "sample_stats": stats, **groups})
+
+
+def metadata(fit_id, measurements, cfg, spec, settings, backend, seed, inputs_hash, diag_rows,
+              divergences, failures, timings) -> dict:
+    from importlib.metadata import version
+
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.pairs import target_models_meta
+    from ddtree_bayes.engine import inference, store
+
+    libs: dict[str, str | None] = {}
+    for lib in ("pymc", "pytensor", "nutpie", "arviz-stats", "numpy"):
+        try:
+            libs[lib] = version(lib)
+        except Exception:  # noqa: BLE001 - optional libraries may be missing
+            libs[lib] = None
+    return {
+        "format_version": store.FORMAT_VERSION,
+        "fit_id": fit_id,
+        "created_utc": inference.fit_created(fit_id),
+        "package_version": __version__,
+        "libraries": libs,
+        "seed": seed,
+        "sampler": {**settings.as_dict(), "backend": backend},
+        "model": {**target_models_meta(measurements), **S.model_meta(spec, cfg)},
+        "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
+        "data": {"path": str(Path(measurements.path).resolve()), "sha256": measurements.sha256,
+                 "rows": len(measurements.rows)},
+        "priors": {"path": str(Path(cfg.path).resolve()), "sha256": cfg.sha256},
+        "inputs_sha256": inputs_hash,
+        "diagnostics": {"parameters": diag_rows, "divergences": divergences},
+        "converged": not failures,
+        "failures": failures,
+        "timings": timings,
+    }

@@ -1,0 +1,76 @@
+"""Each input file is read once per command: one ``predict --hardware h200 --format json``
+and one ``fit`` open the priors, the hardware tables, the model cards and the data at most
+once each (issue 19: predict parsed the priors about ten times and the hardware table five;
+a fit read the hardware file three times)."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.paths import bundled
+from test_cli_support import copy_bundled_data, make_point_mass_workdir, run_cli
+
+#: Inputs by their file name (the built-in and the user's hardware table share one: both
+#: counted, each at most once).
+INPUTS = ("priors.toml", "hardware.csv", "models.csv", "measurements.csv", "seed_estimates.csv")
+
+
+@contextlib.contextmanager
+def counting_opens():
+    """Count every open of a file for reading, by resolved path."""
+    opened: Counter[Path] = Counter()
+    real_open, real_io_open = builtins.open, io.open
+
+    def counted(real):
+        def opener(file, mode="r", *args, **kwargs):
+            if isinstance(file, str | Path) and "r" in mode and "+" not in mode:
+                opened[Path(file).resolve()] += 1
+            return real(file, mode, *args, **kwargs)
+        return opener
+
+    builtins.open, io.open = counted(real_open), counted(real_io_open)
+    try:
+        yield opened
+    finally:
+        builtins.open, io.open = real_open, real_io_open
+
+
+def reads(opened: Counter[Path]) -> dict[str, int]:
+    """Opens per input file (paths shown relative to their folder)."""
+    return {f"{p.parent.name}/{p.name}": n for p, n in opened.items() if p.name in INPUTS}
+
+
+def test_one_predict_reads_each_input_once(tmp_path):
+    work = make_point_mass_workdir(tmp_path / "w")
+    with counting_opens() as opened:
+        code, out, err = run_cli(work, "predict", "--hardware", "h200", "--accept", "14",
+                                 "--format", "json")
+    assert code == 0, err
+    counts = reads(opened)
+    assert counts and all(n == 1 for n in counts.values()), counts
+    # the fit stores the texts it was made on: predict reads the current data and priors only
+    # to warn when they changed, and the hardware table not at all (h200 comes from the fit)
+    assert set(counts) == {"data/measurements.csv", "models/priors.toml",
+                           "data/seed_estimates.csv"}, counts
+
+
+@pytest.mark.nuts
+def test_one_fit_reads_each_input_once(tmp_path):
+    work = copy_bundled_data(tmp_path / "w")
+    (work / "models").mkdir()
+    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
+    with counting_opens() as opened:
+        code, out, err = run_cli(work, "fit", "--chains", "1", "--draws", "30", "--tune", "30",
+                                 "--no-remedy", "--quiet", "--format", "json")
+    assert code in (0, 5), err   # (30 draws may not pass the gates: the reads are the point)
+    counts = reads(opened)
+    assert all(n == 1 for n in counts.values()), counts
+    assert {"data/measurements.csv", "models/priors.toml", "data/hardware.csv",
+            "_bundled/hardware.csv", "_bundled/models.csv"} <= set(counts), counts
