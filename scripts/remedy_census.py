@@ -51,10 +51,10 @@ def main(argv: list[str] | None = None) -> int:
 
     reproducible_pytensor()
     from ddtree_bayes.core import spec as S
-    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.config import SamplerSettings, parse_priors
     from ddtree_bayes.core.data import load_hardware
     from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.engine import remedies as R
     from ddtree_bayes.workflows.extrapolation import usable_sweeps, with_forms

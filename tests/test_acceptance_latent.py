@@ -306,7 +306,7 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
 
 
 def test_the_fits_own_latent_rows_use_their_draws_in_the_ppc():
-    from ddtree_bayes.engine import measured as M
+    from ddtree_bayes.engine import fitted_rows as M
 
     draws = _ddtree_group_draws()
     draws = dataclasses.replace(draws, data_csv="\n".join([
@@ -327,7 +327,7 @@ def test_reweighting_likelihood_of_latent_rows_uses_their_draws():
     from scipy import stats
 
     from ddtree_bayes.core.data import load_measurements as load_text
-    from ddtree_bayes.engine import reweight as R
+    from ddtree_bayes.engine import importance as R
 
     draws = _ddtree_group_draws()
     draws.variables["noise_sd"] = np.full(draws.n_draws, 0.05)

@@ -24,20 +24,20 @@ from pathlib import Path
 import pytest
 
 import gguf_fixture
-from ddtree_bayes.core.cards import load_model_cards
 from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.pairs import card_for, pair_features
-from ddtree_bayes.workflows import cards
-from ddtree_bayes.workflows.cards.hf_config import read_config, shape_from_config
-from ddtree_bayes.workflows.cards.quant import scheme_from_config, weight_bytes
+from ddtree_bayes.workflows import card_files
+from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
+from ddtree_bayes.workflows.card_files.quant import scheme_from_config, weight_bytes
 from test_cli_support import run_cli
 from test_json_schemas import validate_output
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "cards"
 
 
-def derive(name: str, **kw) -> cards.Derived:
-    return cards.derive_from_hf_config(FIX / name, **kw)
+def derive(name: str, **kw) -> card_files.Derived:
+    return card_files.derive_from_hf_config(FIX / name, **kw)
 
 
 # ---------------------------------------------------------------- dense
@@ -265,11 +265,11 @@ def gguf_file(tmp_path_factory):
 def quick_hash(monkeypatch):
     """The synthetic file is 4.9 GB (sparse): hashing it reads 4.9 GB of zeros, ~25 s here.
     These tests check the derivation; ``test_sha256_is_the_files`` checks the hash."""
-    monkeypatch.setattr(cards, "sha256_of", lambda path: "0" * 64)
+    monkeypatch.setattr(card_files, "sha256_of", lambda path: "0" * 64)
 
 
 def test_gguf_bytes_per_weight_is_the_true_average(gguf_file, quick_hash):
-    d = cards.derive_from_gguf(gguf_file)
+    d = card_files.derive_from_gguf(gguf_file)
     # Q4_K stores 144 bytes per 256 weights, Q6_K 210 per 256, F32 4 per weight:
     # token_embd Q4_K 525,336,576 -> 295,501,824; output Q6_K -> 430,940,160
     # a use_more_bits layer (16 of 32): attn_q, attn_output 9,437,184 each, attn_k 2,359,296,
@@ -292,7 +292,7 @@ def test_sha256_is_the_files(tmp_path):
     path = tmp_path / "config.json"
     shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)
     expected = hashlib.sha256(path.read_bytes()).hexdigest()
-    assert cards.derive_from_hf_config(path, name="x").card["source"] == (
+    assert card_files.derive_from_hf_config(path, name="x").card["source"] == (
         f"{tmp_path.name}/config.json (sha256 {expected})")
 
 
@@ -310,7 +310,7 @@ def test_issue_21_card_add_then_the_fit_has_its_card(tmp_path):
     assert "wrote data/models.csv row" in out and "created from the bundled cards" in out
     cards_now = load_model_cards(tmp_path / "data" / "models.csv")
     assert "kimi-k2.6" in cards_now and cards_now["my-model"].experts == 128
-    from ddtree_bayes.core.hardware import hardware_table
+    from ddtree_bayes.core.hardware_table import hardware_table
 
     hw = hardware_table(workdir=tmp_path).rows["rtx-4090"]
     f = pair_features(card_for(cards_now, "my-model"), {"hardware": "rtx-4090", **hw}, 1)
@@ -355,7 +355,7 @@ def test_json_of_a_write_and_of_a_drafter(tmp_path):
     validate_output("card-add", payload)
     assert payload["model_card"] is None and payload["written"][0]["row"] == 2
     header = (tmp_path / "data" / "drafters.csv").read_text().splitlines()[0]
-    assert header == ",".join(cards.DRAFTER_HEADER)
+    assert header == ",".join(card_files.DRAFTER_HEADER)
 
 
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
@@ -391,8 +391,8 @@ def test_every_fixture_loads_as_a_card(tmp_path):
     for name in ("llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "deepseek-v3",
                  "qwen3-coder-next-nvfp4"):
         d = derive(name)
-        text = ",".join(cards.CARD_HEADER) + "\n" + ",".join(
-            f'"{d.card[h]}"' for h in cards.CARD_HEADER) + "\n"
+        text = ",".join(card_files.CARD_HEADER) + "\n" + ",".join(
+            f'"{d.card[h]}"' for h in card_files.CARD_HEADER) + "\n"
         (card,) = load_model_cards(tmp_path / "m.csv", text=text).values()
         assert 0 < card.params_active_b <= card.params_total_b
         assert math.isfinite(card.bytes_per_weight) and card.bytes_per_weight > 0

@@ -1,5 +1,5 @@
-"""Rows -> configurations (core/configs.py): the key, the sufficient statistics, the
-per-configuration distances, and the per-configuration posterior checks (engine/measured.py).
+"""Rows -> configurations (core/likelihood.py): the key, the sufficient statistics, the
+per-configuration distances, and the per-configuration posterior checks (engine/fitted_rows.py).
 numpy only: the PyMC likelihood on these statistics is checked in test_model.py and
 test_structure_model.py."""
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ddtree_bayes.core import configs as C
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import load_priors
 from ddtree_bayes.core.data import COLUMNS, Measurement, load_hardware, load_measurements
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine import measured as M
+from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine.testing import point_mass_draws
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,8 +83,8 @@ def _row_distances_reference(rows, verify, passes):
 @pytest.mark.parametrize("name", ["llamacpp_mtp_qwen38_27b_rtx5090.csv",
                                   "vllm_ddtree_qwen38_27b_rtxa6000_budget.csv"])
 def test_config_distances_match_the_row_definition(name):
-    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.workflows.extrapolation import with_forms
 
     hw = load_hardware(bundled("hardware.csv"))

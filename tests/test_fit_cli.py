@@ -29,7 +29,7 @@ def test_default_fit_passes_the_gates_with_margin(fitted_workdir):
 
 
 def test_posterior_predictive_reproduces_the_b300_points(fitted_workdir):
-    from ddtree_bayes.engine import measured as M
+    from ddtree_bayes.engine import fitted_rows as M
 
     work, result = fitted_workdir
     ppc = {r["row"]: r for r in M.check_measurements(store.load_fit(result.path))}

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from ddtree_bayes import api
-from ddtree_bayes.core.cards import peak_tflops
 from ddtree_bayes.core.data import load_hardware
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.hardware import ADDED, BUILT_IN, OVERRIDES, hardware_table, merge_tables
+from ddtree_bayes.core.hardware_table import ADDED, BUILT_IN, OVERRIDES, hardware_table, merge_tables
+from ddtree_bayes.core.model_cards import peak_tflops
 from ddtree_bayes.core.paths import bundled
 
 REPO = Path(__file__).resolve().parents[1]

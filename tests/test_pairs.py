@@ -18,10 +18,10 @@ import pytest
 
 from ddtree_bayes.core import pairs as CP
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.cards import ModelCard, load_model_cards
 from ddtree_bayes.core.config import load_priors
 from ddtree_bayes.core.data import load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.model_cards import ModelCard, load_model_cards
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws, point_mass_draws

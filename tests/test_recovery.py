@@ -166,7 +166,7 @@ def test_recovery_across_seeds_on_unseen_datasets(example):
                              truth["moe_shape"][system], truth["ctx_ms_per_unit"][system],
                              truth["ctx_verify_exponent"], float(m.verify_tokens),
                              (m.context_tokens or 0) / 65536, "power", np.exp, np.log)
-        frac = truth["overhead_frac"][S.group_label(system, m.engine, m.method)]
+        frac = truth["overhead_frac"][S.overhead_group_label(system, m.engine, m.method)]
         true_tok = S.tok_s(m.accept_len, S.step_ms(target, frac, 1.0))
         pred = V.predict_row(draws, m, np.random.default_rng(seed))
         lo, hi = np.quantile(pred, [0.05, 0.95])

@@ -259,8 +259,8 @@ def test_the_reparameterised_model_is_the_same_posterior():
     sum(log moe_hw_sd) of the MoE shapes made centred."""
     pytest.importorskip("pymc")
     from ddtree_bayes.core import spec as S
-    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.engine.inference import reproducible_pytensor
     from ddtree_bayes.engine.model import build_model
     from ddtree_bayes.workflows.extrapolation import with_forms
@@ -306,8 +306,8 @@ def test_the_reparameterised_model_is_the_same_posterior():
 def test_rung_3_tries_only_parameterisations_that_change_the_model():
     pytest.importorskip("pymc")
     from ddtree_bayes.core import spec as S
-    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.workflows.extrapolation import with_forms
 
     hw = load_hardware(bundled("hardware.csv"))

@@ -12,7 +12,7 @@ from ddtree_bayes.cli import main as cli
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.errors import ArtifactError
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine import measured as M
+from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine import store
 from ddtree_bayes.workflows import report
 

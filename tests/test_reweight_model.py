@@ -1,4 +1,4 @@
-"""The numpy likelihood that `update` reweights with (engine/reweight.py, through the predict
+"""The numpy likelihood that `update` reweights with (engine/importance.py, through the predict
 path) against the PyMC model's own log density, at prior draws of every parameter: per row,
 and the log importance ratio log p(new data | theta) - log p(old data | theta), to 1e-9, in
 the power/fraction forms and in the (default) roofline/structured forms, including new rows
@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.cards import load_model_cards
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine import reweight as R
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine import importance as R
 from ddtree_bayes.engine.inference import reproducible_pytensor
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.workflows.extrapolation import with_forms
 from ddtree_bayes.workflows.living import reweight as RW
 
@@ -132,7 +132,7 @@ def test_numpy_likelihood_and_log_ratios_match_the_pymc_model(form):
     ratios, changed = R.log_ratios(draws, old, new, added, kept, target)
     assert "config_sd" in variables and spec_old.repeated
     t_new = R.table(target, new)
-    from ddtree_bayes.core.configs import rows_of
+    from ddtree_bayes.core.likelihood import rows_of
 
     n_configs = len(spec_new.configs)
     assert n_configs < len(new.rows)          # repeated configurations share one term

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token, load_model_cards, peak_tflops
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError, PriorsError
+from ddtree_bayes.core.model_cards import ModelCard, flop_ms_per_token, load_model_cards, peak_tflops
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.workflows import extrapolation as X
 

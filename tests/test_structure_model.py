@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.cards import load_model_cards
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.inference import reproducible_pytensor

@@ -13,9 +13,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ddtree_bayes.engine import importance as R
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine import psis as Ps
-from ddtree_bayes.engine import reweight as R
 from ddtree_bayes.engine import store
 from ddtree_bayes.workflows.living import reweight as RW
 from test_json_schemas import validate_output

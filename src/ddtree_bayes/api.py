@@ -21,8 +21,8 @@ from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 if TYPE_CHECKING:
     from ddtree_bayes.core.config import PriorsConfig
     from ddtree_bayes.core.data import Measurements
-    from ddtree_bayes.engine.fit import Fit
     from ddtree_bayes.engine.inference import FitResult
+    from ddtree_bayes.engine.posterior import Fit
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
@@ -51,7 +51,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
 def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     """A saved fit (latest by default): its draws, metadata and stored inputs, as a
-    :class:`~ddtree_bayes.engine.fit.Fit`."""
+    :class:`~ddtree_bayes.engine.posterior.Fit`."""
     from ddtree_bayes.engine import store
 
     return store.load(fit_id, workdir)
@@ -61,7 +61,7 @@ def predict(fit: Fit | None = None, **query: Any):
     """Posterior throughput intervals as a tidy pandas DataFrame, one row per engine and
     acceptance.
 
-    ``fit`` is a :class:`~ddtree_bayes.engine.fit.Fit` (from :func:`load`) or None for the
+    ``fit`` is a :class:`~ddtree_bayes.engine.posterior.Fit` (from :func:`load`) or None for the
     latest fit; the keyword arguments are ``predict``'s flags (``model``, ``hardware``,
     ``gpus``, ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
     ``accept``) and ``target``, ``prob``, ``seed``: the question is resolved as the CLI

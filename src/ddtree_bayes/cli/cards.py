@@ -52,7 +52,7 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
 
 
 def cmd_card_add(args: argparse.Namespace) -> int:
-    from ddtree_bayes.workflows import cards
+    from ddtree_bayes.workflows import card_files
 
     if bool(args.hf_config) == bool(args.gguf):
         raise InputError("give one file: --hf-config PATH or --gguf PATH",
@@ -61,7 +61,7 @@ def cmd_card_add(args: argparse.Namespace) -> int:
         raise InputError("--target names the model an EAGLE-3 draft config drafts for",
                          fix="drop --target with --gguf")
     if args.hf_config:
-        derived = cards.derive_from_hf_config(
+        derived = card_files.derive_from_hf_config(
             args.hf_config, name=args.name, target=args.target, compute_dtype=args.compute_dtype,
             bytes_per_weight=args.bytes_per_weight)
     else:
@@ -69,7 +69,7 @@ def cmd_card_add(args: argparse.Namespace) -> int:
         if size > 1e9 and args.format == "table":
             print(f"ddtree-bayes: note: reading {args.gguf}'s header and hashing its "
                   f"{size / 1e9:.1f} GB for the card's source (sha256)", file=sys.stderr)
-        derived = cards.derive_from_gguf(args.gguf, name=args.name,
+        derived = card_files.derive_from_gguf(args.gguf, name=args.name,
                                          compute_dtype=args.compute_dtype,
                                          bytes_per_weight=args.bytes_per_weight)
     models = Path(args.models_file) if args.models_file else Path("data") / "models.csv"
@@ -78,8 +78,8 @@ def cmd_card_add(args: argparse.Namespace) -> int:
         [(drafters, "drafter", d) for d in derived.drafters]
     conflicts: list[dict] = [{"file": str(f), "name": row[key], "row": r}
                              for f, key, row in planned
-                             if (r := cards.existing_row(f, key, row[key])) is not None]
-    written = [] if args.dry_run else cards.write_cards(derived, models, drafters,
+                             if (r := card_files.existing_row(f, key, row[key])) is not None]
+    written = [] if args.dry_run else card_files.write_cards(derived, models, drafters,
                                                        replace=args.replace)
     source = (derived.card or derived.drafters[0])["source"]
     name = derived.card["model"] if derived.card else derived.drafters[0]["drafter"]

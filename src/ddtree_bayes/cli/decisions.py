@@ -30,11 +30,11 @@ def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
 
 def _load(args: argparse.Namespace):
     from ddtree_bayes import api
-    from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.engine import predictive as P
 
     draws = api.load(args.fit)
-    for warning in D.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict):
+    for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
+                               strict=args.strict, ignore_priors_sections=("acceptance_curve",)):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     return draws
 

@@ -11,7 +11,7 @@ from ddtree_bayes.cli.predict import latest_per_form
 
 def cmd_fit(args: argparse.Namespace) -> int:
     from ddtree_bayes import api
-    from ddtree_bayes.engine import measured as M
+    from ddtree_bayes.engine import fitted_rows as M
     from ddtree_bayes.engine import store
 
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,

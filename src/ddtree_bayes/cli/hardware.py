@@ -1,7 +1,7 @@
 """``hardware list``: the GPUs a run knows, their key figures and where each row came from.
 
 The table is the built-in one overlaid by the working directory's ``data/hardware.csv`` (or
-``--hardware-file``); see :mod:`ddtree_bayes.core.hardware`. ``--format json`` carries every
+``--hardware-file``); see :mod:`ddtree_bayes.core.hardware_table`. ``--format json`` carries every
 row's sources (``docs/json-output.md``, ``schemas/hardware-list.schema.json``).
 """
 from __future__ import annotations
@@ -52,7 +52,7 @@ def _cell(value: float | None) -> str:
 
 def cmd_hardware_list(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
-    from ddtree_bayes.core.hardware import ADDED, OVERRIDES, hardware_table
+    from ddtree_bayes.core.hardware_table import ADDED, OVERRIDES, hardware_table
 
     table = hardware_table(None, args.hardware_file)
     records = [gpu_record(name, row, table.origins[name]) for name, row in table.rows.items()]

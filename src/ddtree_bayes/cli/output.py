@@ -132,6 +132,6 @@ def shown_path(path: Path | str) -> str:
 def hardware_rows(hardware_file: str | None):
     """The effective hardware table's rows: the built-in GPUs overlaid by data/hardware.csv
     (or ``--hardware-file``)."""
-    from ddtree_bayes.core.hardware import hardware_table
+    from ddtree_bayes.core.hardware_table import hardware_table
 
     return hardware_table(None, hardware_file).rows

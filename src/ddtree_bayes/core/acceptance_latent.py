@@ -57,7 +57,7 @@ def describe(prior: Prior) -> str:
     return f"{prior.dist}(" + ", ".join(f"{k}={v:g}" for k, v in prior.params.items()) + ")"
 
 
-def group_label(model: str, method: str, block: int | None, budget: int) -> str:
+def acceptance_group_label(model: str, method: str, block: int | None, budget: int) -> str:
     """``kimi-k2.6/eagle3/b3/B3`` (``b-`` when the block is not known)."""
     return f"{model}/{method}/b{'-' if block is None else block}/B{budget}"
 
@@ -80,7 +80,7 @@ class AcceptanceGroup:
 
     @property
     def label(self) -> str:
-        return group_label(self.model, self.method, self.block, self.budget)
+        return acceptance_group_label(self.model, self.method, self.block, self.budget)
 
     def as_meta(self) -> dict:
         """A fit's ``meta["model"]["acceptance_groups"]`` entry (JSON)."""

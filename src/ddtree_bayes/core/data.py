@@ -217,7 +217,7 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
     """Read and validate one hardware table: ``{hardware: row}`` (from ``text`` if given).
 
     The table a run uses is the built-in one overlaid by the user's
-    (:func:`ddtree_bayes.core.hardware.hardware_table`)."""
+    (:func:`ddtree_bayes.core.hardware_table.hardware_table`)."""
     path = str(path)
     _, header, body = read_csv_file(path, text)
     for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):

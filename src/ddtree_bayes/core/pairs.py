@@ -98,7 +98,7 @@ class PairFeatures:
 def pair_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures:
     """The roofline's inputs for a model card on ``gpus`` GPUs of a hardware-table row.
 
-    >>> from ddtree_bayes.core.cards import ModelCard
+    >>> from ddtree_bayes.core.model_cards import ModelCard
     >>> card = ModelCard("m", 8, 8, 32, None, None, 2, "bf16", "s")
     >>> f = pair_features(card, {"hardware": "h", "mem_bw_tb_s": "4", "interconnect": "x"}, 1)
     >>> f.stream_ms, f.layers, f.link   # 8e9 params x 2 B / 4e12 B/s = 4 ms

@@ -17,10 +17,10 @@ from typing import Any
 import numpy as np
 
 from ddtree_bayes.core import acceptance_latent as AL
-from ddtree_bayes.core import configs as C
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import PriorsConfig
-from ddtree_bayes.core.configs import config_distance  # noqa: F401  (S.config_distance)
 from ddtree_bayes.core.data import AR_METHOD, Measurements
+from ddtree_bayes.core.likelihood import config_distance  # noqa: F401  (S.config_distance)
 
 Fn = Callable[..., Any]
 #: Posterior name of the per-system verify-growth parameter of each MoE form.
@@ -115,7 +115,7 @@ def tok_s(accept_len, step):
     return accept_len / step * 1000.0
 
 
-def group_label(system: str, engine: str, method: str) -> str:
+def overhead_group_label(system: str, engine: str, method: str) -> str:
     return f"{system}/{engine}/{method}"
 
 
@@ -123,7 +123,7 @@ def group_label(system: str, engine: str, method: str) -> str:
 class ModelSpec:
     """Index structures and observed values the PyMC model is built from.
 
-    The model is built on ``configs`` (:class:`~ddtree_bayes.core.configs.ConfigTable`): one
+    The model is built on ``configs`` (:class:`~ddtree_bayes.core.likelihood.ConfigTable`): one
     entry per distinct configuration with its rows' sufficient statistics, so its cost grows
     with configurations, not rows. The per-row views (``row_system``, ``verify_tokens``, ...)
     map every row to its configuration's values, for reporting and checks.
@@ -161,7 +161,7 @@ class ModelSpec:
     group_nodes_vary: np.ndarray | None = None
     #: latent acceptance groups (rows with a blank accept_len; ``accept_len`` is NaN there)
     #: and each configuration's index into them (-1: known acceptance); a configuration's
-    #: rows are all latent or all known (core/configs.py keys on it)
+    #: rows are all latent or all known (core/likelihood.py keys on it)
     accept_groups: tuple[AL.AcceptanceGroup, ...] = ()
     config_accept_group: np.ndarray | None = None
 
@@ -245,7 +245,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
                cards: dict | None = None) -> ModelSpec:
     """Turn validated data and priors into the model's index arrays (no PyMC).
 
-    Rows are grouped into configurations (:mod:`ddtree_bayes.core.configs`) first; everything
+    Rows are grouped into configurations (:mod:`ddtree_bayes.core.likelihood`) first; everything
     below is computed once per configuration, from its first row. Linear in the rows.
     The roofline form needs ``cards`` (model cards, :func:`core.cards.load_model_cards`) and
     the ``hardware`` table; the structured step form needs the priors' ``[methods]`` table.
@@ -263,7 +263,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
             continue
         rel = priors.relations.get(r.engine)
         engine = rel.base if rel else r.engine
-        label = group_label(data.pair(r), engine, r.method)
+        label = overhead_group_label(data.pair(r), engine, r.method)
         if label not in groups:
             groups.append(label)
         cfg_group.append(groups.index(label))
@@ -367,7 +367,7 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
 
     ``cards`` / ``hardware`` None: the bundled tables (``api.fit`` always passes the working
     directory's own)."""
-    from ddtree_bayes.core.cards import flop_ms_per_token
+    from ddtree_bayes.core.model_cards import flop_ms_per_token
     from ddtree_bayes.core.pairs import card_for, split_label
 
     cards, hardware = _tables(cards, hardware)
@@ -392,8 +392,8 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
 def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
             ) -> tuple[dict, dict[str, dict[str, str]]]:
     """The model cards and hardware table given, or the bundled ones."""
-    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
 
     if cards is None:

@@ -2,7 +2,7 @@
 
 Fits of the same data with different model forms (e.g. ``moe_form = "power"`` vs
 ``"linear"``) are compared on their pointwise log-likelihood of log tok/s: per row, or per
-configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engine.measured`).
+configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engine.fitted_rows`).
 """
 
 from __future__ import annotations
@@ -13,14 +13,14 @@ import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, form_label
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine import measured as M
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine import fitted_rows as M
+from ddtree_bayes.engine.posterior import Fit
 
 
 def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
     """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows)): per
     row, for small data (a (draws, rows) array; :func:`loo_tree` switches to configurations
-    above :data:`~ddtree_bayes.engine.measured.LOO_ROW_LIMIT` rows)."""
+    above :data:`~ddtree_bayes.engine.fitted_rows.LOO_ROW_LIMIT` rows)."""
     mo = M.moments(draws, seed)
     log_mu = mo.row_log_mu()
     sd = mo.sd[:, mo.row_config]
@@ -31,7 +31,7 @@ def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
 
 def loo_tree(draws: Fit, chains: int, seed: int = DEFAULT_SEED, unit: str | None = None):
     """A DataTree with the groups arviz-stats' LOO functions need: per row, or per
-    configuration for large data (``unit``; :func:`~ddtree_bayes.engine.measured.loo_unit`).
+    configuration for large data (``unit``; :func:`~ddtree_bayes.engine.fitted_rows.loo_unit`).
     The tree's ``attrs["unit"]`` says which."""
     import xarray as xr
 

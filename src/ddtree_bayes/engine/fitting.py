@@ -13,7 +13,7 @@ from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings
 from ddtree_bayes.core.data import Measurements, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.gates import UNUSABLE_DRAWS
-from ddtree_bayes.core.hardware import HardwareTable, hardware_table
+from ddtree_bayes.core.hardware_table import HardwareTable, hardware_table
 
 
 @dataclass(frozen=True)
@@ -33,7 +33,7 @@ class FitInputs:
         Every problem raises an :class:`~ddtree_bayes.core.errors.InputError` before anything
         runs. The priors are read before the data: their ``[methods]`` table bounds each row's
         accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
-        from ddtree_bayes.core.cards import load_model_cards
+        from ddtree_bayes.core.model_cards import load_model_cards
 
         table = hardware_table(workdir, hardware)
         cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))

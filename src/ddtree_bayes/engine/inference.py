@@ -56,7 +56,7 @@ class FitResult:
     #: the remedy ladder's record (engine/remedies.py): outcome, remedy, attempts
     remedies: dict = field(default_factory=dict)
     #: the measurements it was fit on, as validated (so reading the fit back does not
-    #: validate them again: :meth:`ddtree_bayes.engine.fit.Fit.knowing`)
+    #: validate them again: :meth:`ddtree_bayes.engine.posterior.Fit.knowing`)
     measurements: Measurements | None = field(default=None, repr=False)
 
     def raise_if_unconverged(self) -> None:

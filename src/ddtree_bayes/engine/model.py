@@ -2,7 +2,7 @@
 
 Only builds: no sampling, no file I/O. The likelihood is on log tok/s:
 ``log tok_s_i ~ Normal(log(accept_i / step_ms_i * 1000), noise_sd)``, written on the
-per-configuration sufficient statistics of :mod:`ddtree_bayes.core.configs` (exactly the same
+per-configuration sufficient statistics of :mod:`ddtree_bayes.core.likelihood` (exactly the same
 log-density; its cost grows with distinct configurations, not rows).
 """
 
@@ -15,10 +15,10 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from ddtree_bayes.core import configs as C
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import Prior, PriorsConfig
-from ddtree_bayes.core.configs import CONFIG_SD, CONFIG_SHARE, RUN_SD
+from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.pairs import roofline_step_ms
 from ddtree_bayes.engine.inference import reproducible_pytensor
 
@@ -83,7 +83,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
 
     The likelihood is the Potential ``log_tok_s`` (dims ``configuration``): per configuration
     c, ``sum_i log Normal(z_i | -log step_c, sd_c)`` over its rows, computed from their
-    ``n``, ``zbar``, ``S2`` (:func:`ddtree_bayes.core.configs.normal_logp`).
+    ``n``, ``zbar``, ``S2`` (:func:`ddtree_bayes.core.likelihood.normal_logp`).
 
     ``refittable=True`` makes those statistics data containers (``config_n``, ``config_zbar``,
     ``config_s2``), so one compiled model can be refit on other values or with rows held out
@@ -183,7 +183,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             run = pm.Deterministic(RUN_SD, noise * pt.sqrt(1.0 - share))
             between_var = between_var + pm.Deterministic(CONFIG_SD, noise * pt.sqrt(share)) ** 2
         # z_i = log tok_s_i - log(accept_i * 1000) ~ Normal(-log step_c, sigma_c); a latent
-        # acceptance adds its group's log accept to this mean (core/configs.py)
+        # acceptance adds its group's log accept to this mean (core/likelihood.py)
         stats: tuple[Any, ...] = (c.n, c.zbar, c.s2)
         if refittable:   # see workflows/validation.py
             stats = tuple(pm.Data(f"config_{k}", v, dims="configuration")

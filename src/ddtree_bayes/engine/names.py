@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
 from ddtree_bayes.core.pairs import split_label
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 
 #: What a never-seen name means for the answer, per kind.
 CONSEQUENCE = {

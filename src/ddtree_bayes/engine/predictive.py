@@ -20,7 +20,7 @@ from ddtree_bayes.core.config import (
 )
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
     SEED_BAND,
@@ -103,7 +103,7 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         scale = 1.0 - v["reduction"][:, k]
         engine = bases[engine]
         how += f"{sc.engine} = (1 - reduction) x {engine} overhead; "
-    label = S.group_label(sc.pair, engine, sc.method)
+    label = S.overhead_group_label(sc.pair, engine, sc.method)
     groups = meta["coords"]["overhead_group"]
     measured = label in groups
     how += (f"overhead of measured group {label}" if measured else

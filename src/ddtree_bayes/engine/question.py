@@ -22,7 +22,7 @@ from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQ
 from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.pairs import split_label
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
     AcceptRequest,
     Scenario,
@@ -128,10 +128,10 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     (the rule: :mod:`ddtree_bayes.core.default_question`). ``model`` is required when the fit
     holds several."""
     from ddtree_bayes.core.default_question import fit_default, keeps_bundled
-    from ddtree_bayes.engine import pairs
+    from ddtree_bayes.engine import target_models
 
-    model = pairs.resolve_model(fit, model)
-    multi = pairs.is_multi(fit)
+    model = target_models.resolve_model(fit, model)
+    multi = target_models.is_multi(fit)
     measured = [(m if multi else None, hw) for m, hw, _ in map(split_label, fit.measured_systems)]
     if keeps_bundled(measured, model if multi else None):
         return DEFAULT_QUESTION   # (without validating the stored data again)

@@ -12,7 +12,7 @@ def refit_data(spec, weights: np.ndarray, observed: np.ndarray | None = None) ->
     log tok/s (default: the file's): each configuration's n, zbar and S2 recomputed from its
     rows (a configuration whose only row is held out gets n = 0), and in the structured form
     the distances and masks of the configurations still measured."""
-    from ddtree_bayes.core import configs as C
+    from ddtree_bayes.core import likelihood as C
     from ddtree_bayes.core import spec as S
 
     weights = np.asarray(weights, dtype=float)

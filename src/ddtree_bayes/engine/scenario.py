@@ -21,7 +21,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.methods import AcceptLimit, max_accept
 from ddtree_bayes.core.pairs import pair_label, split_label
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
 
@@ -144,19 +144,34 @@ class Scenario:
         return ", ".join(parts)
 
 
-def _text_hashes(path: Path) -> set[str]:
-    """sha256 of a file as the fit stores it: its text as the loaders read it (universal
-    newlines, no BOM), and of its raw bytes (fits made before that was noticed). A CRLF file
-    is unchanged if either matches."""
+def _read_as_stored(path: Path) -> tuple[set[str], str]:
+    """(sha256 of a file as the fit stores it: its text as the loaders read it (universal
+    newlines, no BOM), and of its raw bytes (fits made before that was noticed), the text).
+    A CRLF file is unchanged if either hash matches."""
     raw = path.read_bytes()
     text = raw.decode("utf-8-sig", errors="replace").replace("\r\n", "\n").replace("\r", "\n")
-    return {hashlib.sha256(raw).hexdigest(), hashlib.sha256(text.encode()).hexdigest()}
+    return {hashlib.sha256(raw).hexdigest(), hashlib.sha256(text.encode()).hexdigest()}, text
 
 
-def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False
-              ) -> list[str]:
+def _without(text: str, sections: tuple[str, ...]) -> dict | None:
+    """A priors TOML without the top-level ``sections`` (None if it does not parse)."""
+    import tomllib
+
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    for name in sections:
+        raw.pop(name, None)
+    return raw
+
+
+def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
+              ignore_priors_sections: tuple[str, ...] = ()) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
-    priors files changed since the fit."""
+    priors files changed since the fit. A priors file that differs from the fit's only in
+    ``ignore_priors_sections`` (``[acceptance_curve]`` for ``optimize`` and ``next``: the fit
+    does not use it) does not make the fit stale."""
     meta = draws.meta
     if not meta["converged"] and not allow_unconverged:
         raise UnconvergedError(
@@ -167,9 +182,17 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
         path = Path(meta[what]["path"])
         if not path.exists():
             warnings.append(f"the {what} file this fit used ({path}) no longer exists")
-        elif meta[what]["sha256"] not in _text_hashes(path):
-            warnings.append(f"{path} changed since fit {meta['fit_id']}; "
-                            "re-run `ddtree-bayes fit` to use it")
+            continue
+        hashes, text = _read_as_stored(path)
+        if meta[what]["sha256"] in hashes:
+            continue
+        if (what == "priors" and ignore_priors_sections
+                and _without(text, ignore_priors_sections) is not None
+                and _without(text, ignore_priors_sections)
+                == _without(draws.priors_toml, ignore_priors_sections)):
+            continue
+        warnings.append(f"{path} changed since fit {meta['fit_id']}; "
+                        "re-run `ddtree-bayes fit` to use it")
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
     return warnings
@@ -184,12 +207,12 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
     priors have a ``[transfer]`` section. In a fit of several models, ``model`` names one
     (required), and a (model, system) pair without measurements is answered by the pair
-    roofline (:mod:`ddtree_bayes.engine.pairs`).
+    roofline (:mod:`ddtree_bayes.engine.target_models`).
     """
-    from ddtree_bayes.engine import pairs
+    from ddtree_bayes.engine import target_models
 
-    model = pairs.resolve_model(draws, model)
-    multi = pairs.is_multi(draws)
+    model = target_models.resolve_model(draws, model)
+    multi = target_models.is_multi(draws)
     systems = draws.measured_systems
     if gpus is None:
         parsed = [split_label(s) for s in systems]

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.errors import ArtifactError
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 
 FORMAT_VERSION = 1
 META_ATTR = "ddtree_bayes_meta"

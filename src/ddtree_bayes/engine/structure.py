@@ -8,14 +8,14 @@ from __future__ import annotations
 import numpy as np
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.cards import ModelCard
-from ddtree_bayes.core.configs import scatter_parts
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
-from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.pairs import is_multi, row_pair
+from ddtree_bayes.core.model_cards import ModelCard
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
+from ddtree_bayes.engine.target_models import is_multi, row_pair
 from ddtree_bayes.engine.transfer import transfer_reference
 
 
@@ -68,7 +68,7 @@ def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
     pair answered by the pair roofline, from its M = 1 step)."""
     if sc.measured:
         ms, ps = measured_configs(draws, sc.pair)
-    elif is_multi(draws):   # the pair roofline gives it its M = 1 step (engine/pairs.py)
+    elif is_multi(draws):   # the pair roofline gives it its M = 1 step (engine/target_models.py)
         ms, ps = [1.0], [0.0]
     else:                   # the system its parameters are transferred from
         ms, ps = measured_configs(draws, transfer_reference(draws, sc.hardware, sc.gpus)[0])
@@ -104,7 +104,7 @@ def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
         values: dict[str, set[float]] = {"pass": set(), "tree": set()}
         for r in fit_rows(draws):
             engine = model["relation_bases"].get(r.engine, r.engine)
-            if r.method == AR_METHOD or S.group_label(row_pair(draws, r), engine,
+            if r.method == AR_METHOD or S.overhead_group_label(row_pair(draws, r), engine,
                                                        r.method) != label:
                 continue
             p, n = draft_structure(model, r.method, r.block, r.budget)

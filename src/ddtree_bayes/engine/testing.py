@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.store import FORMAT_VERSION
 
 POINT_MASS = {
@@ -74,7 +74,7 @@ def multi_model_draws(n: int = 8, **overrides) -> Fit:
     them."""
     import dataclasses
 
-    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.model_cards import load_model_cards
 
     draws = point_mass_draws(n, **{**MULTI_POINT_MASS, **overrides})
     cards = {k: dataclasses.asdict(c) for k, c in load_model_cards(bundled("models.csv")).items()}

@@ -8,7 +8,7 @@ import math
 import numpy as np
 
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
 
 
@@ -50,12 +50,12 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
 
     In a fit of several models a (model, system) pair without measurements gets its step from
     the pair roofline instead, learned across the measured pairs
-    (:func:`ddtree_bayes.engine.pairs.pair_parameters`).
+    (:func:`ddtree_bayes.engine.target_models.pair_parameters`).
     """
-    from ddtree_bayes.engine import pairs
+    from ddtree_bayes.engine import target_models
 
-    if pairs.is_multi(draws):
-        return pairs.pair_parameters(draws, sc, rng)
+    if target_models.is_multi(draws):
+        return target_models.pair_parameters(draws, sc, rng)
 
     from ddtree_bayes.core.sampling import prior_sample
 
@@ -78,11 +78,11 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     moe1 = v["moe_share"][:, r] * v["step_ar_ms"][:, r] * ratio * noise
     attn = (1.0 - v["moe_share"][:, r]) * v["step_ar_ms"][:, r] * factor ** steps * noise
     form = meta["model"]["moe_form"]
-    shape = pairs.pooled_shape(draws, rng)
+    shape = target_models.pooled_shape(draws, rng)
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
     if form == "roofline":
-        from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token
+        from ddtree_bayes.core.model_cards import ModelCard, flop_ms_per_token
 
         card = ModelCard(**meta["model"]["card"])
         flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)

@@ -26,10 +26,10 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
-from ddtree_bayes.core.configs import scatter_parts
 from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.hardware import hardware_table
+from ddtree_bayes.core.hardware_table import hardware_table
+from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.workflows.validation import (
     BASELINE_BAND,
     Inputs,

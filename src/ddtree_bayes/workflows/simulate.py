@@ -51,7 +51,7 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
                              truth["ctx_verify_exponent"], float(verify),
                              ctx / context_unit_tokens, moe_form, np.exp, np.log)
         frac = 0.0 if d["method"] == "ar" else truth["overhead_frac"][
-            S.group_label(system, d["engine"], d["method"])]
+            S.overhead_group_label(system, d["engine"], d["method"])]
         step = S.step_ms(target, frac, 1.0)
         tok = S.tok_s(d["accept_len"], step) * float(np.exp(truth["noise_sd"]
                                                             * rng.standard_normal()))
@@ -151,7 +151,7 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
         if system not in truth["step_ar_ms"]:
             raise InputError(f"system {system} has no [systems.\"{system}\"] in the truth file",
                              file=path, row=line, column="hardware", fix="add it to the truth")
-        group = S.group_label(system, row["engine"], row["method"])
+        group = S.overhead_group_label(system, row["engine"], row["method"])
         if row["method"] != "ar" and group not in truth["overhead_frac"]:
             raise InputError(f"group {group} has no overhead_frac in the truth file", file=path,
                              row=line, column="method", fix=f"add [groups.\"{group}\"]")

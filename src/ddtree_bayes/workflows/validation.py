@@ -23,9 +23,9 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
 from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine import measured as M
+from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.refit import refit_data
 from ddtree_bayes.workflows.baseline import baseline_fit, pair_roofline_of  # noqa: F401
 
@@ -54,7 +54,7 @@ class Inputs:
 
     def structure(self) -> dict:
         """``build_spec``'s hardware table and model cards."""
-        from ddtree_bayes.core.cards import load_model_cards
+        from ddtree_bayes.core.model_cards import load_model_cards
         from ddtree_bayes.core.paths import bundled
 
         cards = (load_model_cards("models.csv", text=self.models_csv) if self.models_csv

@@ -45,7 +45,7 @@ Modules: ``records`` (the record type, the error, file loading and format detect
 from __future__ import annotations
 
 from ddtree_bayes.core.bench_import.formats import parse_bench_file
-from ddtree_bayes.core.bench_import.records import (
+from ddtree_bayes.core.bench_import.reading import (
     FORMATS,
     TOOLS,
     BenchFile,

@@ -9,7 +9,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ddtree_bayes.core.bench_import.records import (
+from ddtree_bayes.core.bench_import.reading import (
     FIX_FORMAT,
     FORMATS,
     BenchFile,

@@ -26,7 +26,6 @@ from ddtree_bayes.workflows.decisions.common import (  # noqa: F401
     DEFAULT_BUDGETS,
     DEFAULT_K,
     MIN_ESS,
-    check_fit,
     group_rng,
     med90,
     overhead_group,

@@ -13,14 +13,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 
 #: Budgets ``optimize`` compares by default: powers of two from 8 to 1024.
 DEFAULT_BUDGETS: tuple[int, ...] = tuple(2 ** k for k in range(3, 11))
@@ -42,7 +41,7 @@ def overhead_group(draws: Fit, sc: P.Scenario) -> str | None:
     if sc.method == AR_METHOD:
         return None
     engine = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
-    return S.group_label(sc.pair, engine, sc.method)
+    return S.overhead_group_label(sc.pair, engine, sc.method)
 
 
 def group_rng(seed: int, label: str | None) -> np.random.Generator:
@@ -102,35 +101,6 @@ def shared_components(draws: Fit, sc: P.Scenario, seed: int) -> tuple[dict, str]
     draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
     parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)))
     return parts, transfer_how + how
-
-
-
-def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False
-              ) -> list[str]:
-    """:func:`predictive.check_fit`, except that a priors file that differs from the fit's
-    only in ``[acceptance_curve]`` (which fit does not use) does not make the fit stale."""
-    import tomllib
-
-    from ddtree_bayes.core.errors import StaleArtifactError
-
-    warnings = P.check_fit(draws, allow_unconverged=allow_unconverged, strict=False)
-    path = Path(draws.meta["priors"]["path"])
-
-    def model_part(text: str) -> dict | None:
-        try:
-            raw = tomllib.loads(text)
-        except tomllib.TOMLDecodeError:
-            return None
-        raw.pop("acceptance_curve", None)
-        return raw
-
-    if path.exists() and any(w.startswith(f"{path} changed") for w in warnings):
-        current = model_part(path.read_text())
-        if current is not None and current == model_part(draws.priors_toml):
-            warnings = [w for w in warnings if not w.startswith(f"{path} changed")]
-    if warnings and strict:
-        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
-    return warnings
 
 
 

@@ -20,10 +20,10 @@ from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.pairs import row_pair
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import run_sd
+from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
     CANDIDATE_COLUMNS,

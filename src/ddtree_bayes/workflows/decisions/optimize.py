@@ -15,9 +15,9 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.pairs import row_pair
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
+from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
     read_acceptance_file,

@@ -8,7 +8,7 @@
 
 from __future__ import annotations
 
-from ddtree_bayes.workflows.living.history import (  # noqa: F401
+from ddtree_bayes.workflows.living.fit_history import (  # noqa: F401
     list_fits,
     parameter_table,
     scalar_parameters,

@@ -25,7 +25,7 @@ from ddtree_bayes.core.bench_import.identity import (
     size_in_name,
     sizes_differ,
 )
-from ddtree_bayes.core.bench_import.records import numbered
+from ddtree_bayes.core.bench_import.reading import numbered
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows.living.records import NewRow
@@ -53,7 +53,7 @@ def _number(x: float) -> str:
 def _card_sizes() -> dict[str, float]:
     """Card name -> total parameters (billions), from data/models.csv (or the bundled copy)."""
     from ddtree_bayes.core import paths
-    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.model_cards import load_model_cards
 
     return {name: card.params_total_b
             for name, card in load_model_cards(paths.data_file("models.csv")).items()}

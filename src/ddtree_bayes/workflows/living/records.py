@@ -145,8 +145,8 @@ def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
 def _card_names() -> set[str]:
     """Models with a card in data/models.csv (or the bundled copy); empty if unreadable."""
     from ddtree_bayes.core import paths
-    from ddtree_bayes.core.cards import load_model_cards
     from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.model_cards import load_model_cards
 
     try:
         return set(load_model_cards(paths.data_file("models.csv")))

@@ -209,8 +209,8 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
     posterior of the fit's data (:func:`engine.reweight.augmented`)."""
     import numpy as np
 
+    from ddtree_bayes.engine import importance as R
     from ddtree_bayes.engine import psis
-    from ddtree_bayes.engine import reweight as R
 
     t0 = time.perf_counter()
     model = proposal.meta["model"] if model is None else model
@@ -238,12 +238,12 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                     cfg: PriorsConfig, hardware_text: str, inputs_hash: str, seed: int,
                     models: Path, update_meta: dict, started: float):
     """Resample the proposal's draws with ``weights`` and save them as a fit: its
-    :class:`~ddtree_bayes.engine.fit.Fit` (what ``load_fit`` would read back)."""
+    :class:`~ddtree_bayes.engine.posterior.Fit` (what ``load_fit`` would read back)."""
     import numpy as np
 
     from ddtree_bayes.core import __version__
     from ddtree_bayes.engine import inference, psis, store
-    from ddtree_bayes.engine.fit import Fit
+    from ddtree_bayes.engine.posterior import Fit
 
     index = psis.stratified_resample(np.exp(weights.log_weights), proposal.n_draws,
                                      np.random.default_rng(seed))

@@ -66,12 +66,12 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
     """
     import numpy as np
 
-    from ddtree_bayes.engine import pairs
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine import target_models
 
     rng = np.random.default_rng(seed)
     # a fit of several models scores a row of another model from its card (the pair roofline)
-    multi = pairs.is_multi(draws)
+    multi = target_models.is_multi(draws)
     fit_model = None if multi else draws.meta.get("model", {}).get("target_model")
     out = []
     for m in rows:

@@ -6,7 +6,7 @@ import numpy as np
 
 from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
-from ddtree_bayes.core.configs import CONFIG_SD, CONFIG_SHARE, RUN_SD
+from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
 from ddtree_bayes.core.spec import SHAPE_NAMES
 
@@ -43,7 +43,7 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     inferred acceptances have their groups' priors (``accept_groups``,
     ``meta["model"]["acceptance_groups"]``); with repeated runs (``repeated``,
     ``meta["model"]["repeated_runs"]``) noise_sd splits by ``config_share`` into ``run_sd`` and
-    ``config_sd`` (core/configs.py)."""
+    ``config_sd`` (core/likelihood.py)."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])

@@ -15,7 +15,7 @@ from ddtree_bayes.core.config import (
     MAX_RHAT,
     MIN_ESS_BULK,
 )
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT, compute
 
 # ------------------------------------------------------------------ render

@@ -17,15 +17,15 @@ import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import DefaultQuestion
-from ddtree_bayes.core.configs import CONFIG_SD
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.core.likelihood import CONFIG_SD
 from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.pairs import is_multi
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import Flags, default_question, resolve
 from ddtree_bayes.engine.structure import run_sd
+from ddtree_bayes.engine.target_models import is_multi
 
 #: Acceptance grid of the fan chart.
 FAN_ACCEPT = tuple(float(a) for a in range(1, 21))
@@ -206,7 +206,7 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
         if sc.context_tokens > 0 and s is not None:
             factors[f"ctx_ms_per_unit[{sc.pair}]"] = np.log(v["ctx_ms_per_unit"][:, s])
         base = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
-        label = S.group_label(sc.pair, base, sc.method)
+        label = S.overhead_group_label(sc.pair, base, sc.method)
         if label in coords["overhead_group"]:
             g = coords["overhead_group"].index(label)
             if "overhead_frac" in v:
@@ -294,7 +294,7 @@ def step_breakdown(draws: Fit, measurements, seed: int, model: str | None = None
                d: DefaultQuestion | None = None) -> list[dict]:
     """Step terms of every measured configuration (repeated runs: once, against the median
     of their measured steps) and of the default scenarios."""
-    from ddtree_bayes.core.configs import group_rows, rows_of
+    from ddtree_bayes.core.likelihood import group_rows, rows_of
 
     rng = np.random.default_rng(seed)
     configs = []

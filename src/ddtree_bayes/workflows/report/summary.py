@@ -18,8 +18,8 @@ from ddtree_bayes.core.config import (
     MAX_RHAT,
     MIN_ESS_BULK,
 )
-from ddtree_bayes.engine import measured as M
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine import fitted_rows as M
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
 from ddtree_bayes.workflows.report.priors import (
     accept_groups_of,
@@ -53,7 +53,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     import xarray as xr
 
     from ddtree_bayes.engine import store
-    from ddtree_bayes.engine.pairs import resolve_model
+    from ddtree_bayes.engine.target_models import resolve_model
 
     t0 = time.perf_counter()
     model = resolve_model(draws, model)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.engine.fit import Fit
+from ddtree_bayes.engine.posterior import Fit
 
 
 def fit_models(draws: Fit) -> list[str]:
@@ -81,7 +81,7 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
     times the pair scatter ``exp(pair_step_sd z)``; the MoE share and context cost from their
     priors (what the model says of a pair without rows); the verify growth and compute
     efficiency from their pooled populations. Returns (parameters, how it was obtained)."""
-    from ddtree_bayes.core.cards import ModelCard, flop_ms_per_token
+    from ddtree_bayes.core.model_cards import ModelCard, flop_ms_per_token
     from ddtree_bayes.core.pairs import pair_features, roofline_step_ms
     from ddtree_bayes.core.sampling import prior_sample
 

@@ -5,9 +5,9 @@ A row's log-likelihood is ``log N(log tok_s | mu, sigma)`` with the model's own 
 ``sigma`` (``engine/model.py``): ``mu = log(accept * 1000) - log step_ms`` with the step from
 :func:`~ddtree_bayes.engine.predictive.step_components` (the predict path, the same
 ``core.spec`` arithmetic the PyMC model is built from) and ``sigma`` from
-:func:`~ddtree_bayes.engine.measured.config_log_sd` (the noise, plus the structured form's
+:func:`~ddtree_bayes.engine.fitted_rows.config_log_sd` (the noise, plus the structured form's
 discrepancy for the configuration's distance from the other configurations measured on its
-system). Rows of one configuration share the step and sigma (:mod:`ddtree_bayes.core.configs`),
+system). Rows of one configuration share the step and sigma (:mod:`ddtree_bayes.core.likelihood`),
 so the step is computed once per configuration and a sum over rows uses their sufficient
 statistics, as the model does. tests/test_reweight_model.py checks both against the PyMC
 model's log density to 1e-9, in the power/fraction and the roofline/structured forms.
@@ -28,10 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtree_bayes.core import configs as C
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.data import Measurements
-from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.measured import config_sds
+from ddtree_bayes.engine.fitted_rows import config_sds
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.predictive import resolve_scenario, step_components
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
@@ -41,7 +41,7 @@ LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 class Table:
     """A measurement file's rows grouped into configurations, with the likelihood's two sds
     under some draws: run-to-run ``run`` ((draws, 1)) and each configuration's own error
-    ``between`` ((draws, configurations); :func:`ddtree_bayes.core.configs.grouped_logp`)."""
+    ``between`` ((draws, configurations); :func:`ddtree_bayes.core.likelihood.grouped_logp`)."""
 
     measurements: Measurements
     row_config: np.ndarray
@@ -67,7 +67,7 @@ def table(draws: Fit, measurements: Measurements) -> Table:
 def config_log_step(draws: Fit, t: Table, configs: np.ndarray) -> np.ndarray:
     """(draws, len(configs)) ``-log step_ms`` of configurations ``configs`` of ``t``, plus each
     draw's log inferred acceptance for a configuration of rows without accept_len (their
-    offset is ``log 1000``: core/configs.py), as in the model."""
+    offset is ``log 1000``: core/likelihood.py), as in the model."""
     from ddtree_bayes.engine.scenario import row_acceptance
 
     rng = np.random.default_rng(0)   # only unmeasured groups/systems draw; never reweighted
@@ -167,7 +167,7 @@ def augmented(draws: Fit, rng: np.random.Generator) -> tuple[Fit, dict[str, np.n
 
     That model has one parameter more, ``config_share``: the share of one run's scatter
     (``noise_sd``, whose meaning and prior do not change) that is the configuration's own error
-    (core/configs.py). Without repeats the likelihood does not depend on it, so the fit's
+    (core/likelihood.py). Without repeats the likelihood does not depend on it, so the fit's
     posterior times its prior is the new model's posterior of the fit's data, exactly; each
     draw gets a share drawn from the prior and the deterministic ``run_sd`` and ``config_sd``
     it implies. A singleton's sd ``sqrt(run_sd^2 + config_sd^2)`` is its ``noise_sd``, so the
@@ -193,7 +193,7 @@ def _group_of(model: dict, m) -> str | None:
         return None
     from ddtree_bayes.core.pairs import pair_label
 
-    return S.group_label(pair_label(m.model, m.system, bool(model.get("pair_models"))),
+    return S.overhead_group_label(pair_label(m.model, m.system, bool(model.get("pair_models"))),
                          model["relation_bases"].get(m.engine, m.engine), m.method)
 
 

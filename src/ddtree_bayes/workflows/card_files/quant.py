@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
 SCALE_BITS = {"torch.float8_e4m3fn": 8, "float8_e4m3fn": 8, "torch.bfloat16": 16,

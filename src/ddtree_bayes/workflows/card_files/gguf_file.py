@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
 ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")

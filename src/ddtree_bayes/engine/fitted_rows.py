@@ -1,6 +1,6 @@
 """The fit's own measurements under its posterior, evaluated once per configuration.
 
-The rows of one configuration (:mod:`ddtree_bayes.core.configs`) share the modelled step and
+The rows of one configuration (:mod:`ddtree_bayes.core.likelihood`) share the modelled step and
 the likelihood's sd; row i's modelled log tok/s is ``log(accept_i * 1000) - log step_c``. So
 the step is computed once per configuration ((draws, configurations) arrays) and rows are
 mapped onto it: 100,000 repeated runs of 9 configurations cost 9 step evaluations, and no
@@ -20,13 +20,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtree_bayes.core import configs as C
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.data import Measurements
-from ddtree_bayes.engine.fit import Fit
-from ddtree_bayes.engine.pairs import row_pair
+from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import resolve_scenario
 from ddtree_bayes.engine.structure import draft_structure
+from ddtree_bayes.engine.target_models import row_pair
 
 #: Above this many rows PSIS-LOO leaves out configurations instead of rows.
 LOO_ROW_LIMIT = 2000
@@ -105,7 +105,7 @@ def moments(draws: Fit, seed: int = DEFAULT_SEED,
 def config_sds(draws: Fit, measurements: Measurements, first: np.ndarray
                ) -> tuple[np.ndarray, np.ndarray]:
     """(run-to-run sd (draws, 1), a configuration's own error sd (draws, configurations)):
-    the two sds of :func:`ddtree_bayes.core.configs.grouped_logp`. The second is the
+    the two sds of :func:`ddtree_bayes.core.likelihood.grouped_logp`. The second is the
     structured form's discrepancy for the configuration's distance from the other
     configurations measured on its system and, with repeated runs, ``config_sd``."""
     run, own = C.scatter_parts(draws.variables)

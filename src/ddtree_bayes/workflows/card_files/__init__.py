@@ -17,9 +17,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.cards.hf_config import read_config, shape_from_config
-from ddtree_bayes.workflows.cards.quant import Scheme, scheme_from_config
-from ddtree_bayes.workflows.cards.rows import (
+from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
+from ddtree_bayes.workflows.card_files.quant import Scheme, scheme_from_config
+from ddtree_bayes.workflows.card_files.rows import (
     CARD_HEADER,
     DRAFTER_HEADER,
     Derived,
@@ -30,7 +30,7 @@ from ddtree_bayes.workflows.cards.rows import (
     model_card,
     sha256_of,
 )
-from ddtree_bayes.workflows.cards.store import Written, existing_row, plan_text, write_rows
+from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
 
 __all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "derive_from_gguf",
            "derive_from_hf_config", "existing_row", "write_cards"]
@@ -71,7 +71,7 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
                      compute_dtype: str | None = None,
                      bytes_per_weight: float | None = None) -> Derived:
     """The card rows of a GGUF file: its tensors' own types give the true bytes per weight."""
-    from ddtree_bayes.workflows.cards.gguf_file import shape_from_gguf
+    from ddtree_bayes.workflows.card_files.gguf_file import shape_from_gguf
 
     file = Path(path)
     shape, meta = shape_from_gguf(file)
@@ -91,7 +91,7 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
     """Write the derived rows (a model card to ``models_file``, created from the bundled cards
     when absent; drafter rows to ``drafters_file``). Both files are checked before either is
     written: a refused name or an invalid file writes nothing."""
-    from ddtree_bayes.core.cards import load_model_cards
+    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
 
     plans: list[tuple[Path, str, str, list[dict[str, str]], Callable | None]] = []

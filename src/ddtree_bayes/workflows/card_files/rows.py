@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.cards.quant import Scheme, dtype_bytes, weight_bytes
-from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+from ddtree_bayes.workflows.card_files.quant import Scheme, dtype_bytes, weight_bytes
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 #: The model-card columns card add fills (data/models.csv's header).
 CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_size", "experts",
@@ -147,7 +147,7 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
     target hidden states (3 x target_hidden -> hidden); each decoder layer's q/k/v read the
     embedding and the hidden state concatenated (2 x hidden); its own lm_head over the draft
     vocabulary; the embedding is the target's."""
-    from ddtree_bayes.workflows.cards.hf_config import HFConfig
+    from ddtree_bayes.workflows.card_files.hf_config import HFConfig
 
     c = HFConfig(cfg, source)
     hidden, inter, layers = c.whole("hidden_size"), c.whole("intermediate_size"), c.whole("num_hidden_layers")

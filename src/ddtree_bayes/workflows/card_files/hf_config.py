@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.cards.shapes import ModelShape, Tensor
+from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
