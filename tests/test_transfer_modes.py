@@ -267,7 +267,7 @@ def test_flags_go_with_their_mode(tmp_path, monkeypatch, capsys):
     assert "--from-smallest goes with --extrapolate" in err[2]
 
 
-def test_tables_render_from_saved_json(monkeypatch, capsys, tiny):
+def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
     """Both tables render from a result built by the workflows' own summaries (the JSON a run
     saves), and the JSON passes the validate schema."""
     import jsonschema
@@ -294,11 +294,22 @@ def test_tables_render_from_saved_json(monkeypatch, capsys, tiny):
     assert "targets (issue 20): coverage 90% >= 90%: 100% met" in text
     assert "1 of 4 refits failed a gate" in text
 
-    results = [{"split": "a/eagle", "structure": "structured", "converged": True,
-                "failures": [], "remedy": 1, "seconds": 3.0,
-                "rows": [_row("a/eagle", 1.5, 100, 90, baseline=100.0),
-                         _row("a/eagle", 5.0, 100, 70, baseline=None)]}]
-    split = F.Split("a", "a.csv", "", "eagle", (0, 1), (2, 3), 3, 0, 4)
+    # from-smallest: the rows a (mocked) refit predicts, 90% and 70% of the truth
+    monkeypatch.setattr(V, "refit_without", lambda inputs, h, seed, settings, cores=1: (
+        FakeDraws(), [], load_measurements(
+            "s.csv", load_hardware(bundled("hardware.csv")), text=inputs.data_csv),
+        lambda m: m.tok_s if m.verify_tokens < 9 else None, []))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.full(
+        20, (0.9 if m.verify_tokens < 9 else 0.7) * m.tok_s))
+    monkeypatch.setattr(FakeDraws, "meta", {"remedy": 1})
+    path = _sweep_file(tmp_path, "a", [
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,1.8,,200",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,14,14,15,2.6,,190"])
+    (split,), _ = F.load_splits([path], bundled("hardware.csv").read_text())
+    results = [F.run_from_smallest(split, "structured", bundled("priors.toml").read_text(), "",
+                                   "", 1, V.SamplerSettings())]
     smallest = {"mode": "from-smallest", "seed": 1, "settings": {}, "seconds": 5.0,
                 "structures": {"structured": ["roofline", "structured"]},
                 "ratio_bins": [label for _, label in F.RATIO_BINS], "targets": F.TARGETS,
