@@ -320,3 +320,18 @@ def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
     text = render_from_smallest(smallest)
     assert "M=3 -> 4,15" in text and "ok after remedy 1" in text
     assert "|bias| <= 5% at every ratio: worst -30.0% at >4x not met" in text
+
+
+@pytest.mark.parametrize("name", ["transfer_baseline.json", "headline_shape_baseline.json"])
+def test_recorded_baselines_fit_the_schema_and_render(name):
+    """The baselines docs/validation.md records (real runs of both modes) still pass the
+    schema and render: a change of either output format shows here."""
+    import jsonschema
+
+    from ddtree_bayes.cli.analysis import render_from_smallest, render_keep_ar
+    from test_json_schemas import schema
+
+    res = json.loads((Path(__file__).resolve().parents[1] / "docs" / name).read_text())
+    jsonschema.Draft202012Validator(schema("validate")).validate(res)
+    text = (render_keep_ar if "keep_ar" in res else render_from_smallest)(res)
+    assert "targets (issue 20)" in text
