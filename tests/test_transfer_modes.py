@@ -335,3 +335,52 @@ def test_recorded_baselines_fit_the_schema_and_render(name):
     jsonschema.Draft202012Validator(schema("validate")).validate(res)
     text = (render_keep_ar if "keep_ar" in res else render_from_smallest)(res)
     assert "targets (issue 20)" in text
+
+
+# ------------------------------------------------------------------ real refits (small sampler)
+SMALL = V.SamplerSettings(chains=2, draws=100, tune=100)
+
+
+@pytest.mark.nuts
+def test_from_smallest_end_to_end(monkeypatch, capsys):
+    """One public sweep through the CLI: AR + MTP k = 1 fitted, k = 2..5 predicted, ratios and
+    scores that obey their definitions, the shipped schema."""
+    from ddtree_bayes.cli.main import main
+    from test_json_schemas import validate_output
+
+    real = F.from_smallest
+    monkeypatch.setattr(F, "from_smallest", lambda *a, **k: real(*a, settings=SMALL, **k))
+    sweep = Path(__file__).resolve().parents[1] / "data/public/trtllm_mtp_deepseek_r1_b200.csv"
+    assert main(["validate", "--extrapolate", "--from-smallest", "--sweeps", str(sweep),
+                 "--quiet", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    validate_output("validate", out)
+    (split,) = out["splits"]
+    assert split["trained_verify"] == 2 and split["predicted_verify"] == [3, 4, 5, 6]
+    assert [r["ratio_bin"] for r in out["rows"]] == ["<=2x", "<=2x", "2-3x", "2-3x"]
+    pooled = out["pooled"]["structured"]
+    errors = [r["median"] / r["measured"] - 1 for r in out["rows"]]
+    assert pooled["bias"] == pytest.approx(np.mean(errors))
+    assert pooled["by_ratio"]["2-3x"]["bias"] == pytest.approx(np.mean(errors[2:]))
+    assert all(r["lo90"] < r["median"] < r["hi90"] for r in out["rows"])
+
+
+@pytest.mark.nuts
+def test_keep_ar_end_to_end(tmp_path):
+    """Two pairs of two models, real refits: the AR-kept prediction of the B300 DDTree row is
+    narrower than the whole-pair one (the pair's own M = 1 step is measured)."""
+    data = tmp_path / "two.csv"
+    data.write_text(HEADER + (
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,0,133,t,\n"
+        "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,0,303,t,\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,0,141.44,t,\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.1,0,228.83,t,\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,4,4,5,2.39,0,223.21,t,\n"))
+    res = T.validate_keep_ar(data, bundled("priors.toml"), settings=SMALL, progress=False,
+                             workdir=tmp_path)
+    assert [p["pair"] for p in res["by_pair"]] == ["kimi-k2.6@b300x8",
+                                                   "llama-3.1-8b-instruct@h100x1"]
+    assert len(res["folds"]) == 4 and res["summary"]["ar_kept"]["n"] == 3
+    ddtree = {r["kind"]: r for r in res["rows"] if r["row"] == 3}
+    width = {k: (r["hi90"] - r["lo90"]) / r["median"] for k, r in ddtree.items()}
+    assert width["ar-kept"] < width["whole-pair"]
