@@ -73,7 +73,9 @@ def fakes():
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine import compare, fitting, inference, store
     from ddtree_bayes.workflows import extrapolation as X
+    from ddtree_bayes.workflows import from_smallest as F
     from ddtree_bayes.workflows import report
+    from ddtree_bayes.workflows import transfer as T
     from ddtree_bayes.workflows import validation as V
 
     load_inputs = api.load_inputs
@@ -95,7 +97,7 @@ def fakes():
     def validate(data=None, priors=None, *, group=None, seed=0, **kw):
         measurements, _ = load_inputs(data, priors)
         V.make_folds(measurements, group)
-        blank = {"coverage50": None, "coverage90": None, "mdape": None,
+        blank = {"coverage50": None, "coverage90": None, "mdape": None, "mape": 0.0,
                  "mean_width90_rel": None}
         return {"data": str(measurements.path), "group": group or "row", "seed": seed,
                 "settings": {}, "seconds": 0.0, "folds": [], "rows": [],
@@ -118,6 +120,38 @@ def fakes():
                 "structures": {s: ["power", "fraction"] for s in structures}, "sweeps": [],
                 "pooled": {s: score for s in (*structures, "baseline")}, "notes": [], "rows": []}
 
+    def validate_keep_ar(data=None, priors=None, *, seed=0, **kw):
+        from ddtree_bayes.workflows import transfer as T
+
+        measurements, _ = load_inputs(data, priors)
+        if not T.pair_splits(measurements)[0]:
+            raise QueryError("--keep-ar: no pair to hold out", fix="give AR and speculative rows")
+        empty = V.scores([])
+        kinds = {k: empty for k in ("ar_kept", "whole_pair", "baseline", "baseline_whole_pair")}
+        return {"data": str(measurements.path), "group": "pair", "keep_ar": True, "seed": seed,
+                "settings": {}, "seconds": 0.0, "folds": [],
+                "summary": {**kinds, "with_accept_len": kinds, "inferred_accept": kinds},
+                "targets": {**T.TARGETS, "met": None}, "by_pair": [], "by_engine": {},
+                "by_method": {}, "skipped_rows": [], "notes": [], "rows": []}
+
+    def from_smallest(files=None, priors_path=None, *, structures=(), seed=0, **kw):
+        from ddtree_bayes.core.errors import DataError
+        from ddtree_bayes.workflows import from_smallest as F
+
+        files = files or sorted(Path("data", "public").glob("*.csv"))
+        if not files:
+            raise DataError("no public sweep files", file="data/public/", fix="pass --sweeps")
+        splits, notes = F.load_splits(files, paths.data_file("hardware.csv").read_text())
+        if not splits:
+            raise DataError("no split: " + "; ".join(notes), file=str(files[0]), fix="see docs")
+        score = {**V.scores([]), "by_ratio": {}}
+        return {"mode": "from-smallest", "seed": seed, "settings": {}, "seconds": 0.0,
+                "structures": {s: list(X.STRUCTURES[s]) for s in structures},
+                "ratio_bins": [b for _, b in F.RATIO_BINS], "targets": F.TARGETS, "splits": [],
+                "pooled": {**{s: {**score, "targets_met": None} for s in structures},
+                           "baseline": score},
+                "by_engine": {}, "notes": notes, "rows": []}
+
     def compare_fits(fits, seed=0, method="bb-pseudo-bma"):
         if len(fits) < 2:
             raise QueryError("need at least two fits to compare", fix="fit the other form")
@@ -132,7 +166,9 @@ def fakes():
             mock.patch.object(report, "write_report", write_report), \
             mock.patch.object(V, "validate", validate), mock.patch.object(V, "sbc", sbc), \
             mock.patch.object(compare, "compare_fits", compare_fits), \
-            mock.patch.object(X, "extrapolate", extrapolate):
+            mock.patch.object(X, "extrapolate", extrapolate), \
+            mock.patch.object(T, "validate_keep_ar", validate_keep_ar), \
+            mock.patch.object(F, "from_smallest", from_smallest):
         yield
 
 
@@ -187,7 +223,8 @@ SPECS: dict[str, dict] = {
         ["out", "inputs/binary.csv", "/proc/forbidden", "inputs/dir.csv"]), TEXT),
         "--quiet": FLAG, "--seed": INT, "--format": choice("table", "json")},
     "validate": {"--data": files("row.csv"), "--priors": files(),
-                 "--group": choice("hardware", "engine", "method", "budget"), "--sbc": INT,
+                 "--group": choice("hardware", "engine", "method", "budget", "pair"),
+                 "--keep-ar": FLAG, "--from-smallest": FLAG, "--sbc": INT,
                  "--jobs": INT, "--quiet": FLAG, "--seed": INT,
                  "--extrapolate": FLAG, "--sweeps": files("sweep.csv"),
                  "--structures": st.sampled_from(["structured", "fraction", "structured,fraction",

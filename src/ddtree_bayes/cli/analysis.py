@@ -50,8 +50,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise QueryError("--jobs must be >= 1", fix="use --jobs 1 or more")
+    if args.keep_ar and (args.group != "pair" or args.extrapolate or args.sbc is not None):
+        raise QueryError("--keep-ar goes with --group pair (each pair's AR rows kept, its "
+                         "speculative rows held out)",
+                         fix="use validate --group pair --keep-ar")
+    if args.from_smallest and not args.extrapolate:
+        raise QueryError("--from-smallest goes with --extrapolate",
+                         fix="use validate --extrapolate --from-smallest")
     if args.extrapolate:
         return _validate_extrapolate(args)
+    if args.keep_ar:
+        return _validate_keep_ar(args)
     if args.sbc is not None:
         if args.sbc < 2:
             raise QueryError("--sbc needs at least 2 replicates", fix="e.g. --sbc 100")
@@ -130,12 +139,25 @@ def _per_fold_table(res: dict) -> str:
 def _validate_extrapolate(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import extrapolation as X
 
-    structures = tuple(s.strip() for s in args.structures.split(",") if s.strip())
+    given = args.structures
+    if given is None:
+        given = "structured" if args.from_smallest else "structured,fraction"
+    structures = tuple(s.strip() for s in given.split(",") if s.strip())
     unknown = [s for s in structures if s not in X.STRUCTURES]
     if unknown or not structures:
-        raise QueryError(f"--structures {args.structures!r}: unknown structure",
+        raise QueryError(f"--structures {given!r}: unknown structure",
                          fix="use a comma-separated subset of " + ",".join(X.STRUCTURES))
     files = [Path(f) for f in args.sweeps] if args.sweeps else None
+    if args.from_smallest:
+        from ddtree_bayes.workflows import from_smallest as F
+
+        res = F.from_smallest(files, args.priors, structures=structures, jobs=args.jobs,
+                              seed=args.seed, progress=not args.quiet)
+        if args.format == "json":
+            print(json.dumps(res, indent=2))
+        else:
+            print(render_from_smallest(res))
+        return 0
     res = X.extrapolate(files, args.priors, structures=structures, jobs=args.jobs,
                         seed=args.seed, progress=not args.quiet)
     if args.format == "json":
@@ -183,6 +205,153 @@ def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
                 f"true means and faces only run-to-run noise); mean abs error <= 5% on "
                 f"{t['met_mae']}/{t['sweeps']} (expected {t['expected_mae']:.1f}; all with "
                 f"probability {_p(t['p_all_mae'])}, oracle {_p(t['noise_p_all_mae'])})")
+    out += [f"  {note}" for note in res["notes"]]
+    return "\n".join(out)
+
+
+def _validate_keep_ar(args: argparse.Namespace) -> int:
+    from ddtree_bayes.workflows import transfer as T
+
+    res = T.validate_keep_ar(args.data, args.priors, jobs=args.jobs, scheduler=args.scheduler,
+                             seed=args.seed, progress=not args.quiet)
+    if args.format == "json":
+        print(json.dumps(res, indent=2))
+    else:
+        print(render_keep_ar(res))
+    return 0
+
+
+def _signed(x) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def _score_cells(sc: dict, *, cov50: bool = True) -> list[str]:
+    """n, (coverage 50%,) coverage 90%, bias, mean and median abs error, 90% width."""
+    return ([str(sc["n"])] + ([_pct(sc["coverage50"])] if cov50 else [])
+            + [_pct(sc["coverage90"]), _signed(sc["bias"]), _pct(sc["mae"], 1),
+               _pct(sc["mdae"], 1), _pct(sc["width90"])])
+
+
+_SCORE_HEAD = ["n", "cov 50%", "cov 90%", "bias", "mean abs err", "median abs err", "90% width"]
+
+
+def _fit_status(status: dict | None) -> str:
+    if status is None:
+        return ""
+    if not status["converged"]:
+        return "GATES FAILED"
+    return "ok" if not status.get("remedy") else f"ok after remedy {status['remedy']}"
+
+
+def render_keep_ar(res: dict) -> str:
+    """The `validate --group pair --keep-ar` tables (also from a saved --format json result)."""
+    s = res["summary"]
+    n_inferred = s["inferred_accept"]["ar_kept"]["n"]
+    failed = sum(not f["converged"] for f in res["folds"])
+    out = [f"AR kept: {len(res['by_pair'])} (model, system) pairs x 2 refits (speculative rows "
+           f"held out, AR rows kept / every row of the pair held out), {res['seconds']:.0f} s, "
+           f"{failed} of {len(res['folds'])} refits failed a gate; {s['ar_kept']['n']} "
+           f"speculative rows scored ({n_inferred} at an inferred acceptance), "
+           f"{len(res['skipped_rows'])} skipped"]
+    body = []
+    for label, key, sub in (("posterior, AR kept", "ar_kept", "summary"),
+                            ("posterior, whole pair held out", "whole_pair", "summary"),
+                            ("original +-30%, AR kept", "baseline", "summary"),
+                            ("original +-30%, whole pair held out", "baseline_whole_pair",
+                             "summary"),
+                            ("posterior, AR kept: rows with accept_len", "ar_kept",
+                             "with_accept_len"),
+                            ("posterior, whole pair: rows with accept_len", "whole_pair",
+                             "with_accept_len")):
+        sc = s[key] if sub == "summary" else s[sub][key]
+        body.append([label, *_score_cells(sc)])
+    out.append(render_table(["estimator", *_SCORE_HEAD], body))
+    t = res["targets"]
+    if t.get("met"):
+        post = s["ar_kept"]
+        out.append(f"targets (issue 20): coverage 90% >= {_pct(t['coverage90'])}: "
+                   f"{_pct(post['coverage90'])} {'met' if t['met']['coverage90'] else 'not met'}; "
+                   f"median abs error <= {_pct(t['mdae'])}: {_pct(post['mdae'], 1)} "
+                   f"{'met' if t['met']['mdae'] else 'not met'}; mean 90% width <= "
+                   f"{_pct(t['width90'])}: {_pct(post['width90'])} "
+                   f"{'met' if t['met']['width90'] else 'not met'}")
+    out.append("")
+    body = []
+    for p in res["by_pair"]:
+        a, w, b = p["ar_kept"], p["whole_pair"], p["baseline"]
+        body.append([p["pair"], ",".join(p["engines"]), ",".join(p["methods"]),
+                     f"{p['scored']}/{p['speculative_rows']}", _pct(a["coverage90"]),
+                     _signed(a["bias"]), _pct(a["mae"], 1), _pct(a["width90"]),
+                     _pct(w["coverage90"]), _signed(w["bias"]), _pct(w["mae"], 1),
+                     _pct(w["width90"]), f"{_pct(b['coverage90'])} ({b['n']})",
+                     _pct(b["mae"], 1),
+                     f"{_fit_status(p['ar_kept_fit'])} / {_fit_status(p['whole_pair_fit'])}"])
+    out.append(render_table(["pair", "engine", "method", "scored", "AR kept: cov 90%", "bias",
+                             "mean abs err", "width", "whole pair: cov 90%", "bias",
+                             "mean abs err", "width", "+-30%: cov 90% (n)", "mean abs err",
+                             "fits (AR kept / whole)"], body))
+    for title, table in (("engine", res["by_engine"]), ("method", res["by_method"])):
+        out.append("")
+        body = []
+        for value, sc in table.items():
+            a, w, b = sc["ar_kept"], sc["whole_pair"], sc["baseline"]
+            body.append([value, str(a["n"]), _pct(a["coverage90"]), _signed(a["bias"]),
+                         _pct(a["mdae"], 1), _pct(a["width90"]), _pct(w["coverage90"]),
+                         _signed(w["bias"]), _pct(w["mdae"], 1), _pct(w["width90"]),
+                         f"{_pct(b['coverage90'])} ({b['n']})", _signed(b["bias"]),
+                         _pct(b["mdae"], 1)])
+        out.append(render_table([title, "n", "AR kept: cov 90%", "bias", "median abs err",
+                                 "width", "whole pair: cov 90%", "bias", "median abs err",
+                                 "width", "+-30%: cov 90% (n)", "bias", "median abs err"],
+                                body))
+    out += [f"  {note}" for note in res["notes"]]
+    return "\n".join(out)
+
+
+def render_from_smallest(res: dict) -> str:
+    """The `validate --extrapolate --from-smallest` tables (also from a saved JSON result)."""
+    structures = tuple(res["structures"])
+    out = [f"from the smallest configuration: {len(res['splits'])} (sweep, method) splits x "
+           f"{len(structures)} structure(s), {res['seconds']:.0f} s; fitted the sweep's AR rows "
+           "plus the method's smallest configuration, predicted every larger one"]
+    body = []
+    for s in res["splits"]:
+        for name in (*structures, "baseline"):
+            sc = s[name]
+            first = name == structures[0]
+            body.append([s["split"] if first else "", f"{s['system']} {s['engine']}" if first else "",
+                         f"M={s['trained_verify']} -> {','.join(map(str, s['predicted_verify']))}"
+                         if first else "", "original +-30%" if name == "baseline" else name,
+                         *_score_cells(sc, cov50=False),
+                         "" if name == "baseline" else _fit_status(sc)])
+    out.append(render_table(["split", "system engine", "trained -> predicted", "structure",
+                             *[h for h in _SCORE_HEAD if h != "cov 50%"], "fit"], body))
+    out.append("")
+    body = []
+    for name, sc in res["pooled"].items():
+        label = "original +-30%" if name == "baseline" else name
+        body.append([label, "all", *_score_cells(sc)])
+        for bin_label, b in sc["by_ratio"].items():
+            body.append(["", bin_label, *_score_cells(b)])
+    out.append(render_table(["pooled", "M_predicted / M_trained", *_SCORE_HEAD], body))
+    out.append("")
+    body = []
+    for engine, table in res["by_engine"].items():
+        for name, sc in table.items():
+            body.append([engine if name == structures[0] else "",
+                         "original +-30%" if name == "baseline" else name, *_score_cells(sc)])
+    out.append(render_table(["engine", "structure", *_SCORE_HEAD], body))
+    t = res["targets"]
+    for name in structures:
+        met, sc = res["pooled"][name].get("targets_met"), res["pooled"][name]
+        if met:
+            worst = max(sc["by_ratio"].items(), key=lambda kv: abs(kv[1]["bias"]))
+            out.append(f"{name}: targets (issue 20): median abs error <= {_pct(t['mdae'])}: "
+                       f"{_pct(sc['mdae'], 1)} {'met' if met['mdae'] else 'not met'}; |bias| <= "
+                       f"{_pct(t['bias_per_ratio'])} at every ratio: worst {_signed(worst[1]['bias'])} "
+                       f"at {worst[0]} {'met' if met['bias_per_ratio'] else 'not met'}; mean 90% "
+                       f"width <= {_pct(t['width90'])}: {_pct(sc['width90'])} "
+                       f"{'met' if met['width90'] else 'not met'}")
     out += [f"  {note}" for note in res["notes"]]
     return "\n".join(out)
 

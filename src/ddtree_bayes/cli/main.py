@@ -132,16 +132,25 @@ def build_parser() -> argparse.ArgumentParser:
                    help="leave one group out instead of one measurement (model: all rows of a "
                         "target model; pair: all rows of a (model, system) pair; both predicted "
                         "as never measured)")
+    v.add_argument("--keep-ar", action="store_true",
+                   help="with --group pair: hold out only each pair's speculative rows, keep its "
+                        "AR rows in training (we measured AR here: what will speculative decoding "
+                        "give?), beside the whole pair held out and the original +-30%%")
     v.add_argument("--sbc", type=int, metavar="N", help="simulation-based calibration with N replicates")
     v.add_argument("--plot", help="with --sbc: write the rank histograms to this PNG")
     v.add_argument("--extrapolate", action="store_true",
                    help="per public sweep (data/public/*.csv), hold out the deepest / largest-M "
                         "configurations, fit the rest and score the held-out ones, for each step "
                         "structure and the original formula's +-30%%")
+    v.add_argument("--from-smallest", action="store_true",
+                   help="with --extrapolate: per sweep and method, fit AR plus the smallest "
+                        "configuration only and predict every larger one; scores by "
+                        "extrapolation ratio M_predicted / M_trained")
     v.add_argument("--sweeps", nargs="+", metavar="CSV",
                    help="with --extrapolate: sweep files (default: data/public/*.csv)")
-    v.add_argument("--structures", default="structured,fraction",
-                   help="with --extrapolate: step structures to compare (default: %(default)s)")
+    v.add_argument("--structures",
+                   help="with --extrapolate: step structures to compare (default: "
+                        "structured,fraction; with --from-smallest: structured)")
     v.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: %(default)s)")
     v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
                                        "run folds on that cluster instead")

@@ -31,11 +31,11 @@ from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.workflows.validation import (
-    BASELINE_BAND,
     Inputs,
     dispatch,
     predict_row,
     refit_without,
+    scores,
 )
 
 #: Step structures compared: name -> ([model] moe_form, step_form).
@@ -209,25 +209,6 @@ def attainability(samples: np.ndarray, medians: np.ndarray, measured: np.ndarray
             "noise_p_mae": float(np.mean(np.abs(oracle).mean(axis=0) <= MAE_TARGET)),
             "noise_sd": float(np.median(noise_sd)),
             "bias_percentile": float(np.mean(bias <= observed))}
-
-
-def scores(rows: list[dict], *, baseline: bool = False) -> dict:
-    """Coverage, bias (mean signed relative error of the median), mean abs error, width."""
-    truth = np.array([r["measured"] for r in rows])
-    if baseline:
-        med = np.array([r["baseline"] for r in rows])
-        lo90, hi90 = med * (1 - BASELINE_BAND), med * (1 + BASELINE_BAND)
-        lo50 = hi50 = None
-    else:
-        med = np.array([r["median"] for r in rows])
-        lo90, hi90 = np.array([r["lo90"] for r in rows]), np.array([r["hi90"] for r in rows])
-        lo50, hi50 = np.array([r["lo50"] for r in rows]), np.array([r["hi50"] for r in rows])
-    err = med / truth - 1.0
-    return {"n": len(rows),
-            "coverage50": None if lo50 is None else float(np.mean((lo50 <= truth) & (truth <= hi50))),
-            "coverage90": float(np.mean((lo90 <= truth) & (truth <= hi90))),
-            "bias": float(np.mean(err)), "mae": float(np.mean(np.abs(err))),
-            "width90": float(np.mean((hi90 - lo90) / med))}
 
 
 def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None = None, *,

@@ -1,0 +1,261 @@
+"""The headline's shape as a validation: ``validate --extrapolate --from-smallest`` (issue 20).
+
+The mission's headline measured AR and one tree budget and asked about every larger one. Per
+public budget / depth sweep (``data/public/*.csv``, read as ``validate --extrapolate`` reads
+them) and per speculative method of it measured at two or more configurations: fit the
+sweep's AR rows plus that method's *smallest* configuration (its other rows and the other
+methods' rows are left out of the fit), predict every larger configuration of the method at
+its measured acceptance. Scores per split, per engine and pooled, and the bias, coverage,
+error and width **by extrapolation ratio** ``M_predicted / M_trained`` (verify tokens), binned
+by :data:`RATIO_BINS`; beside them the original formula refit by least squares on the same
+rows, with its flat +-30%.
+
+A sweep without an AR row is not the headline's shape and is left out (named in ``notes``);
+so is a method measured at one configuration only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
+from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.hardware import hardware_table
+from ddtree_bayes.workflows import validation as V
+from ddtree_bayes.workflows.extrapolation import STRUCTURES, usable_sweeps, with_forms
+
+#: Extrapolation-ratio bins (upper bound inclusive, label): M_predicted / M_trained.
+RATIO_BINS: tuple[tuple[float, str], ...] = ((2.0, "<=2x"), (3.0, "2-3x"), (4.0, "3-4x"),
+                                             (math.inf, ">4x"))
+#: Issue 20's done-when targets for this mode (after the model work): median abs error, |bias|
+#: in every ratio bin, mean 90% width.
+TARGETS = {"mdae": 0.08, "bias_per_ratio": 0.05, "width90": 0.35}
+
+
+def ratio_bin(ratio: float) -> str:
+    """The :data:`RATIO_BINS` label of an extrapolation ratio (``2.0`` -> ``<=2x``)."""
+    return next(label for upper, label in RATIO_BINS if ratio <= upper)
+
+
+@dataclass(frozen=True)
+class Split:
+    """One (sweep, method): positions of its training rows (the sweep's AR rows and the
+    method's smallest configuration) and of the larger configurations predicted; every
+    other row of the sweep is left out of the fit and not predicted."""
+
+    sweep: str
+    path: str
+    data_csv: str              # the sweep in the measurement schema
+    method: str
+    trained: tuple[int, ...]
+    predicted: tuple[int, ...]
+    trained_verify: int        # M of the smallest configuration
+    skipped_rows: int          # rows of the sweep without acceptance or tok/s
+    n_rows: int                # rows of data_csv
+
+    @property
+    def name(self) -> str:
+        return f"{self.sweep}/{self.method}"
+
+    @property
+    def held_out(self) -> tuple[int, ...]:
+        """Rows given likelihood weight 0: all but the trained ones."""
+        return tuple(i for i in range(self.n_rows) if i not in self.trained)
+
+
+def config_key(m) -> tuple[int, int]:
+    """A speculative configuration's order: verify tokens, then block (as hold_out sorts)."""
+    return (m.verify_tokens, m.block or 0)
+
+
+def splits_of(name: str, path: str, text: str, data, skipped_rows: int
+              ) -> tuple[list[Split], list[str]]:
+    """The splits of one sweep (one per method with 2+ configurations) and notes."""
+    rows = data.rows
+    ar = tuple(i for i, m in enumerate(rows) if m.method == AR_METHOD)
+    by_method: dict[str, list[int]] = {}
+    for i, m in enumerate(rows):
+        if m.method != AR_METHOD:
+            by_method.setdefault(m.method, []).append(i)
+    if not ar:
+        return [], [f"{name}: left out (no AR row: the headline's shape is AR plus one "
+                    f"configuration; methods {', '.join(by_method) or 'none'})"]
+    if not by_method:
+        return [], [f"{name}: left out (no speculative row with acceptance and tok/s; "
+                    f"{skipped_rows} rows lack them)"]
+    splits, notes = [], []
+    for method, ix in by_method.items():
+        configs = sorted({config_key(rows[i]) for i in ix})
+        if len(configs) < 2:
+            notes.append(f"{name}: {method} left out (one configuration: nothing larger to "
+                         "predict)")
+            continue
+        smallest = configs[0]
+        trained = tuple(sorted(ar + tuple(i for i in ix if config_key(rows[i]) == smallest)))
+        predicted = tuple(i for i in ix if config_key(rows[i]) != smallest)
+        splits.append(Split(name, path, text, method, trained, predicted, smallest[0],
+                            skipped_rows, len(rows)))
+    return splits, notes
+
+
+def load_splits(files: list[Path], hardware_csv: str, methods=None
+                ) -> tuple[list[Split], list[str]]:
+    """Every split of the sweeps in ``files`` and why a sweep or method was left out."""
+    found, notes = usable_sweeps(files, hardware_csv, methods=methods)
+    splits = []
+    for name, path, text, data, lacking, _ in found:
+        mine, why = splits_of(name, str(path), text, data, lacking)
+        splits += mine
+        notes += why
+    return splits, notes
+
+
+def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_csv: str,
+                      models_csv: str, seed: int, settings: SamplerSettings,
+                      cores: int = 1) -> dict:
+    """Fit one structure on a split's training rows; predict its larger configurations."""
+    t0 = time.perf_counter()
+    moe_form, step_form = STRUCTURES[structure]
+    inputs = V.Inputs(split.data_csv, with_forms(priors_toml, moe_form, step_form), hardware_csv,
+                      f"{split.path} [{split.sweep}]", models_csv)
+    draws, failures, data, baseline, _ = V.refit_without(inputs, split.held_out, seed,
+                                                         settings, cores)
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in split.predicted:
+        m = data.rows[i]
+        samples = V.predict_row(draws, m, rng)
+        q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
+        base = baseline(m)
+        ratio = m.verify_tokens / split.trained_verify
+        rows.append({"sweep": split.sweep, "structure": structure, "row": m.row,
+                     "hardware": m.hardware, "gpus": m.gpus, "engine": m.engine,
+                     "method": m.method, "block": m.block, "budget": m.budget,
+                     "verify_tokens": m.verify_tokens, "trained_verify": split.trained_verify,
+                     "ratio": ratio, "ratio_bin": ratio_bin(ratio), "accept_len": m.accept_len,
+                     "measured": m.tok_s, "median": float(q[2]), "lo50": float(q[1]),
+                     "hi50": float(q[3]), "lo90": float(q[0]), "hi90": float(q[4]),
+                     "percentile": float(np.mean(samples < m.tok_s)),
+                     "baseline": None if base is None else float(base)})
+    return {"split": split.name, "structure": structure, "seconds": time.perf_counter() - t0,
+            "converged": not failures, "failures": failures, "remedy": draws.meta["remedy"],
+            "rows": rows}
+
+
+def by_ratio(rows: list[dict], *, baseline: bool = False) -> dict:
+    """Scores per :data:`RATIO_BINS` bin that has rows, in bin order."""
+    out = {}
+    for _, label in RATIO_BINS:
+        mine = [r for r in rows if r["ratio_bin"] == label]
+        if mine:
+            out[label] = V.scores(mine, baseline=baseline)
+    return out
+
+
+def scored(rows: list[dict], *, baseline: bool = False) -> dict:
+    """:func:`~validation.scores` with the breakdown by extrapolation ratio."""
+    if baseline:
+        rows = [r for r in rows if r["baseline"] is not None]
+    return {**V.scores(rows, baseline=baseline), "by_ratio": by_ratio(rows, baseline=baseline)}
+
+
+def targets_met(score: dict) -> dict | None:
+    """Issue 20's targets for this mode on a pooled posterior score (None without rows)."""
+    if not score["n"]:
+        return None
+    return {"mdae": score["mdae"] <= TARGETS["mdae"],
+            "bias_per_ratio": all(abs(b["bias"]) <= TARGETS["bias_per_ratio"]
+                                  for b in score["by_ratio"].values()),
+            "width90": score["width90"] <= TARGETS["width90"]}
+
+
+def summarize(splits: list[Split], results: list[dict], structures: tuple[str, ...]) -> dict:
+    """Per split, pooled and per engine, for each structure and the baseline."""
+    per_split = []
+    for s in splits:
+        mine = [r for r in results if r["split"] == s.name]
+        first = mine[0]["rows"]
+        entry = {"split": s.name, "sweep": s.sweep, "file": s.path, "method": s.method,
+                 "engine": first[0]["engine"] if first else None,
+                 "system": f"{first[0]['hardware']}x{first[0]['gpus']}" if first else None,
+                 "trained_rows": len(s.trained), "predicted": len(s.predicted),
+                 "skipped_rows": s.skipped_rows, "trained_verify": s.trained_verify,
+                 "predicted_verify": sorted({r["verify_tokens"] for r in first}),
+                 "baseline": scored(first, baseline=True)}
+        for r in mine:
+            entry[r["structure"]] = {**scored(r["rows"]), "converged": r["converged"],
+                                     "failures": r["failures"], "remedy": r["remedy"]}
+        per_split.append(entry)
+    rows = {st: [row for r in results if r["structure"] == st for row in r["rows"]]
+            for st in structures}
+    pooled = {st: {**scored(rows[st]), "targets_met": targets_met(scored(rows[st]))}
+              for st in structures}
+    pooled["baseline"] = scored(rows[structures[0]], baseline=True)
+    engines = list(dict.fromkeys(r["engine"] for r in rows[structures[0]]))
+    by_engine = {e: {**{st: scored([r for r in rows[st] if r["engine"] == e])
+                        for st in structures},
+                     "baseline": scored([r for r in rows[structures[0]] if r["engine"] == e],
+                                        baseline=True)}
+                 for e in engines}
+    return {"splits": per_split, "pooled": pooled, "by_engine": by_engine}
+
+
+def from_smallest(files: list[Path] | None = None, priors_path: str | Path | None = None, *,
+                  structures: tuple[str, ...] = ("structured",), jobs: int = 1,
+                  seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
+                  workdir: Path | None = None, progress: bool = True) -> dict:
+    """``validate --extrapolate --from-smallest``: every (split, structure) fit; a JSON-ready
+    dict."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.config import load_priors
+
+    files = files or sorted((workdir or Path.cwd()).joinpath("data", "public").glob("*.csv"))
+    files = [f for f in files if f.name != "hardware_flops.csv"]
+    if not files:
+        raise DataError("no public sweep files", file="data/public/",
+                        fix="pass sweep CSVs with --sweeps, or run from the repository root")
+    hardware_csv = hardware_table(workdir).text
+    models_csv = paths.data_file("models.csv", workdir).read_text()
+    priors = load_priors(priors_path or paths.priors_file(workdir))
+    splits, notes = load_splits(files, hardware_csv, priors.methods)
+    if not splits:
+        raise DataError("no sweep has AR rows and a method at two or more configurations: "
+                        + "; ".join(notes), file=str(files[0]),
+                        fix="a sweep needs an AR row and 2+ speculative configurations of one "
+                            "method with acceptance and tok/s")
+    settings = settings or SamplerSettings()
+    cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
+    tasks = [(s, st, priors.text, hardware_csv, models_csv, seed, settings, cores)
+             for s in splits for st in structures]
+    t0 = time.perf_counter()
+    if progress:
+        print(f"[validate --from-smallest] {len(splits)} splits x {len(structures)} structures "
+              f"= {len(tasks)} fits, {settings.chains} chains x {settings.draws} draws each, "
+              f"{jobs} job(s); {sum(len(s.predicted) for s in splits)} rows predicted",
+              file=sys.stderr, flush=True)
+        for note in notes:
+            print(f"[validate --from-smallest] {note}", file=sys.stderr, flush=True)
+
+    def report(i, n, res):
+        if progress:
+            remedy = f" (remedy {res['remedy']})" if res["remedy"] else ""
+            print(f"[validate --from-smallest] {i}/{n} fits: {res['split']} ({res['structure']}) "
+                  f"{res['seconds']:.0f} s{'' if res['converged'] else ', NOT converged'}"
+                  f"{remedy}, {time.perf_counter() - t0:.0f} s so far", file=sys.stderr,
+                  flush=True)
+
+    results = V.dispatch(run_from_smallest, tasks, jobs=jobs, progress=report)
+    return {"mode": "from-smallest", "seed": seed, "settings": settings.as_dict(),
+            "seconds": time.perf_counter() - t0,
+            "structures": {k: list(STRUCTURES[k]) for k in structures},
+            "ratio_bins": [label for _, label in RATIO_BINS],
+            "targets": TARGETS, **summarize(splits, results, structures), "notes": notes,
+            "rows": [row for r in results for row in r["rows"]]}

@@ -1,0 +1,386 @@
+"""Issue 20's validation modes without NUTS: `validate --group pair --keep-ar` (each pair's
+speculative rows held out, its AR rows kept) and `validate --extrapolate --from-smallest` (AR
+plus the smallest configuration fitted, every larger one predicted). Fold construction on tiny
+hand-written files, the refit mocked by a fake that records the rows it was asked to hold out,
+and the summary statistics on hand-made fold results."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.workflows import from_smallest as F
+from ddtree_bayes.workflows import transfer as T
+from ddtree_bayes.workflows import validation as V
+
+HEADER = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+          "context_tokens,tok_s,source,notes\n")
+# positions: 0-3 kimi on b300 (AR, DDTree with acceptance, Eagle3 without, AR at 16k);
+# 4-5 kimi on h200 (AR, Eagle3 without acceptance: the same acceptance group as row 2);
+# 6-7 llama on h100 (AR, Eagle3 k=5 without acceptance: a group no other pair has);
+# 8 llama on h100x2 (Eagle3 with acceptance, no AR row)
+TINY = HEADER + (
+    "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,0,133,t,\n"
+    "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,0,303,t,\n"
+    "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,,0,180,t,\n"
+    "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,16384,120,t,\n"
+    "kimi-k2.6,h200,8,vllm,ar,,,1,1.0,0,60,t,\n"
+    "kimi-k2.6,h200,8,vllm,eagle3,3,3,4,,0,100,t,\n"
+    "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,0,141,t,\n"
+    "llama-3.1-8b-instruct,h100,1,vllm,eagle3,5,5,6,,0,240,t,\n"
+    "llama-3.1-8b-instruct,h100,2,vllm,eagle3,3,3,4,2.5,0,300,t,\n")
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return load_measurements("tiny.csv", load_hardware(bundled("hardware.csv")), text=TINY)
+
+
+# ------------------------------------------------------------------ --keep-ar: folds
+def test_keep_ar_folds_by_hand(tiny):
+    splits, notes = T.pair_splits(tiny)
+    by = {s.pair: s for s in splits}
+    assert list(by) == ["kimi-k2.6@b300x8", "kimi-k2.6@h200x8"]
+    b300 = by["kimi-k2.6@b300x8"]
+    assert b300.ar == (0, 3) and b300.speculative == (1, 2)
+    # AR kept: only the speculative rows leave the fit; whole pair: all four
+    assert b300.held_out("ar-kept") == (1, 2)
+    assert b300.held_out("whole-pair") == (0, 1, 2, 3)
+    # row 2 has no accept_len, but the h200 Eagle3 row of its acceptance group stays in training
+    assert b300.scored == (1, 2) and b300.skipped == ()
+    h200 = by["kimi-k2.6@h200x8"]
+    assert h200.held_out("ar-kept") == (5,) and h200.held_out("whole-pair") == (4, 5)
+    assert h200.scored == (5,)
+    # the llama h100x1 Eagle3 row: its group has no other row, so nothing is left to score
+    assert any(n.startswith("llama-3.1-8b-instruct@h100x1: row 9 (eagle3 M=6): no accept_len")
+               for n in notes)
+    assert any(n.startswith("llama-3.1-8b-instruct@h100x1: left out (none") for n in notes)
+    # a pair without AR rows does not ask the question
+    assert any(n.startswith("llama-3.1-8b-instruct@h100x2: left out (no AR row") for n in notes)
+
+
+class FakeDraws:
+    meta = {"remedy": None}
+
+
+def _fake_refit(record):
+    """A refit that records what it held out and a baseline predicting 100 tok/s when the row
+    has an acceptance (the original formula needs one)."""
+    def refit_without(inputs, held_out, seed, settings, cores=1):
+        record.append(tuple(held_out))
+        data = load_measurements("tiny.csv", load_hardware(bundled("hardware.csv")),
+                                 text=inputs.data_csv)
+        draws = FakeDraws()
+        draws.meta = {"remedy": 1 if len(held_out) > 2 else None}
+        return (draws, [] if len(held_out) < 4 else ["R-hat 1.02 > 1.01 (x)"], data,
+                lambda m: None if m.accept_len is None else 100.0, [])
+    return refit_without
+
+
+def test_keep_ar_runs_both_refits_and_scores_the_same_rows(tiny, monkeypatch):
+    """The two refits of a pair hold out what they should, predict the same speculative rows,
+    and the summary scores them by hand: every predictive draw is 90% of the measured tok/s
+    in the AR-kept refit and 120% in the whole-pair one."""
+    held = []
+    monkeypatch.setattr(V, "refit_without", _fake_refit(held))
+
+    def predict_row(draws, m, rng):
+        scale = 1.2 if {0, 4} & set(held[-1]) else 0.9   # an AR row held out: whole pair
+        return np.full(50, m.tok_s * scale)
+
+    monkeypatch.setattr(V, "predict_row", predict_row)
+    splits, _ = T.pair_splits(tiny)
+    inputs = V.Inputs(TINY, "", "")
+    results = [T.run_pair_fold(inputs, s, kind, 1, V.SamplerSettings())
+               for s in splits for kind in T.KINDS]
+    assert held == [(1, 2), (0, 1, 2, 3), (5,), (4, 5)]
+    assert [r.fold for r in results] == ["kimi-k2.6@b300x8 (ar-kept)",
+                                         "kimi-k2.6@b300x8 (whole-pair)",
+                                         "kimi-k2.6@h200x8 (ar-kept)",
+                                         "kimi-k2.6@h200x8 (whole-pair)"]
+    assert [r["row"] for r in results[0].rows] == [r["row"] for r in results[1].rows] == [3, 4]
+    assert results[1].converged is False and results[1].remedy == 1
+    out = T.summarize(splits, results, tiny)
+    s = out["summary"]
+    assert s["ar_kept"]["n"] == s["whole_pair"]["n"] == 3
+    assert s["ar_kept"]["bias"] == pytest.approx(-0.10)
+    assert s["whole_pair"]["bias"] == pytest.approx(0.20)
+    assert s["ar_kept"]["mdae"] == pytest.approx(0.10)
+    assert s["ar_kept"]["coverage90"] == 0.0 and s["ar_kept"]["width90"] == 0.0
+    # the baseline (100 tok/s +-30%) scores the DDTree row only (303 measured: -67%, outside)
+    assert s["baseline"]["n"] == 1 and s["baseline"]["bias"] == pytest.approx(100 / 303 - 1)
+    assert s["baseline"]["coverage90"] == 0.0
+    assert s["with_accept_len"]["ar_kept"]["n"] == 1 and s["inferred_accept"]["ar_kept"]["n"] == 2
+    assert out["targets"]["met"] == {"coverage90": False, "mdae": False, "width90": True}
+    assert list(out["by_engine"]) == ["sglang", "vllm"]
+    assert out["by_engine"]["vllm"]["ar_kept"]["n"] == 1
+    assert list(out["by_method"]) == ["ddtree", "eagle3"]
+    b300 = out["by_pair"][0]
+    assert b300["pair"] == "kimi-k2.6@b300x8" and b300["ar_rows"] == 2 and b300["scored"] == 2
+    assert b300["whole_pair_fit"] == {"converged": False, "remedy": 1}
+    assert b300["ar_kept_fit"] == {"converged": True, "remedy": None}
+
+
+# ------------------------------------------------------------------ shared scores
+def test_scores_by_hand():
+    rows = [{"measured": 100.0, "median": 110.0, "lo50": 105, "hi50": 115, "lo90": 95,
+             "hi90": 125, "baseline": 90.0},
+            {"measured": 200.0, "median": 190.0, "lo50": 185, "hi50": 199, "lo90": 180,
+             "hi90": 210, "baseline": 260.0},
+            {"measured": 100.0, "median": 70.0, "lo50": 65, "hi50": 75, "lo90": 60,
+             "hi90": 80, "baseline": 100.0}]
+    s = V.scores(rows)
+    assert s["n"] == 3 and s["coverage90"] == pytest.approx(2 / 3) and s["coverage50"] == 0.0
+    assert s["bias"] == pytest.approx((0.10 - 0.05 - 0.30) / 3)
+    assert s["mae"] == pytest.approx((0.10 + 0.05 + 0.30) / 3)
+    assert s["mdae"] == pytest.approx(0.10)
+    assert s["width90"] == pytest.approx((30 / 110 + 30 / 190 + 20 / 70) / 3)
+    b = V.scores(rows, baseline=True)
+    assert b["coverage50"] is None and b["width90"] == pytest.approx(0.6)
+    assert b["mdae"] == pytest.approx(0.1) and b["coverage90"] == 1.0
+    assert V.scores([])["n"] == 0 and V.scores([])["bias"] is None
+
+
+# ------------------------------------------------------------------ --from-smallest: splits
+SWEEP_HEADER = ("sweep,model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+                "context_tokens,tok_s,source,derived,notes\n")
+
+
+def _sweep_file(tmp_path: Path, name: str, lines: list[str]) -> Path:
+    path = tmp_path / f"{name}.csv"
+    path.write_text(SWEEP_HEADER + "".join(f"{name},{line},src,,\n" for line in lines))
+    return path
+
+
+def test_from_smallest_splits_by_hand(tmp_path):
+    """One split per method at two or more configurations: AR + the smallest trained (both
+    runs of it), every larger one predicted, the other method's rows in neither; a row
+    without acceptance is read out; a sweep without AR is left out and named."""
+    chain = _sweep_file(tmp_path, "chain", [
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.1,,228",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.2,,231",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,4,4,5,2.4,,223",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,7,7,8,2.5,,192",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,6,6,7,,,200",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle3,2,2,3,2.4,,231",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle3,5,5,6,3.3,,242",
+        "llama-3.1-8b-instruct,h100,1,vllm,draft-model,4,4,5,2.0,,150"])
+    no_ar = _sweep_file(tmp_path, "noar", [
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.1,,228",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,4,4,5,2.4,,223"])
+    splits, notes = F.load_splits([chain, no_ar], bundled("hardware.csv").read_text())
+    assert [s.name for s in splits] == ["chain/eagle", "chain/eagle3"]
+    eagle, eagle3 = splits
+    # positions after the row without acceptance is read out: 0 AR, 1-2 eagle M=3,
+    # 3 eagle M=5, 4 eagle M=8, 5-6 eagle3 M=3/6, 7 draft-model
+    assert eagle.trained == (0, 1, 2) and eagle.predicted == (3, 4)
+    assert eagle.trained_verify == 3 and eagle.skipped_rows == 1
+    assert eagle.held_out == (3, 4, 5, 6, 7)
+    assert eagle3.trained == (0, 5) and eagle3.predicted == (6,)
+    assert eagle3.held_out == (1, 2, 3, 4, 6, 7)
+    assert "chain: draft-model left out (one configuration: nothing larger to predict)" in notes
+    assert any(n.startswith("noar: left out (no AR row") for n in notes)
+
+
+def test_ratio_bins():
+    assert [F.ratio_bin(r) for r in (1.25, 2.0, 2.01, 3.0, 3.5, 4.0, 4.3, 15.0)] == \
+        ["<=2x", "<=2x", "2-3x", "2-3x", "3-4x", "3-4x", ">4x", ">4x"]
+
+
+def _row(split, ratio, measured, median, width=0.2, engine="vllm", baseline=None):
+    half = width * median / 2
+    return {"split": split, "sweep": split.split("/")[0], "structure": "structured",
+            "engine": engine, "hardware": "h100", "gpus": 1, "verify_tokens": int(3 * ratio),
+            "ratio": ratio, "ratio_bin": F.ratio_bin(ratio), "measured": measured,
+            "median": median, "lo50": median - half / 2, "hi50": median + half / 2,
+            "lo90": median - half, "hi90": median + half, "baseline": baseline}
+
+
+def test_from_smallest_summary_by_hand(tmp_path, monkeypatch):
+    """Bias by extrapolation ratio, pooled and per engine, from hand-made fold results; the
+    refit is asked to hold out everything but the trained rows."""
+    held = []
+    monkeypatch.setattr(V, "refit_without", lambda inputs, h, seed, settings, cores=1: (
+        held.append(tuple(h)) or FakeDraws(), [], load_measurements(
+            "s.csv", load_hardware(bundled("hardware.csv")), text=inputs.data_csv),
+        lambda m: 0.8 * m.tok_s, []))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.full(20, 0.9 * m.tok_s))
+    path = _sweep_file(tmp_path, "s", [
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,1,1,2,1.8,,200",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,8,8,9,2.6,,190"])
+    (split,), _ = F.load_splits([path], bundled("hardware.csv").read_text())
+    res = F.run_from_smallest(split, "structured", bundled("priors.toml").read_text(), "", "",
+                              1, V.SamplerSettings())
+    assert held == [(2, 3)]
+    assert [(r["verify_tokens"], r["ratio"], r["ratio_bin"]) for r in res["rows"]] == \
+        [(4, 2.0, "<=2x"), (9, 4.5, ">4x")]
+    assert all(r["median"] == pytest.approx(0.9 * r["measured"]) for r in res["rows"])
+
+    # hand-made results of two splits: ratios 1.5 (-10%), 3.5 (-20%, -30%), 6 (+10%)
+    results = [
+        {"split": "a/eagle", "structure": "structured", "converged": True, "failures": [],
+         "remedy": None, "rows": [_row("a/eagle", 1.5, 100, 90, baseline=100.0),
+                                  _row("a/eagle", 3.5, 100, 80, width=0.4, baseline=150.0)]},
+        {"split": "b/mtp", "structure": "structured", "converged": False,
+         "failures": ["x"], "remedy": 2,
+         "rows": [_row("b/mtp", 3.5, 200, 140, engine="llama.cpp"),
+                  _row("b/mtp", 6.0, 100, 110, engine="llama.cpp", baseline=100.0)]}]
+    splits = [F.Split("a", "a.csv", "", "eagle", (0, 1), (2, 3), 3, 0, 4),
+              F.Split("b", "b.csv", "", "mtp", (0, 1), (2, 3), 2, 0, 4)]
+    out = F.summarize(splits, results, ("structured",))
+    pooled = out["pooled"]["structured"]
+    assert pooled["n"] == 4 and pooled["bias"] == pytest.approx((-0.1 - 0.2 - 0.3 + 0.1) / 4)
+    assert pooled["mdae"] == pytest.approx(0.15)
+    assert list(pooled["by_ratio"]) == ["<=2x", "3-4x", ">4x"]
+    assert pooled["by_ratio"]["3-4x"]["bias"] == pytest.approx(-0.25)
+    assert pooled["by_ratio"]["3-4x"]["width90"] == pytest.approx(0.3)
+    assert pooled["targets_met"] == {"mdae": False, "bias_per_ratio": False, "width90": True}
+    base = out["pooled"]["baseline"]
+    assert base["n"] == 3 and base["bias"] == pytest.approx((0.0 + 0.5 + 0.0) / 3)
+    assert out["by_engine"]["llama.cpp"]["structured"]["bias"] == pytest.approx(-0.1)
+    assert out["by_engine"]["vllm"]["baseline"]["n"] == 2
+    a, b = out["splits"]
+    assert a["predicted_verify"] == [4, 10] and a["engine"] == "vllm"
+    assert b["structured"]["converged"] is False and b["structured"]["remedy"] == 2
+    assert b["structured"]["by_ratio"][">4x"]["bias"] == pytest.approx(0.1)
+
+
+# ------------------------------------------------------------------ CLI
+def test_flags_go_with_their_mode(tmp_path, monkeypatch, capsys):
+    from ddtree_bayes.cli import main as cli
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["validate", "--keep-ar"]) == 2
+    assert cli.main(["validate", "--group", "hardware", "--keep-ar"]) == 2
+    assert cli.main(["validate", "--from-smallest"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(e.startswith("ddtree-bayes: error: ") for e in err)
+    assert "--keep-ar goes with --group pair" in err[0]
+    assert "--from-smallest goes with --extrapolate" in err[2]
+
+
+def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
+    """Both tables render from a result built by the workflows' own summaries (the JSON a run
+    saves), and the JSON passes the validate schema."""
+    import jsonschema
+
+    from ddtree_bayes.cli.analysis import render_from_smallest, render_keep_ar
+    from test_json_schemas import schema
+
+    held = []
+    monkeypatch.setattr(V, "refit_without", _fake_refit(held))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.linspace(0.7, 1.3, 41) * m.tok_s)
+    splits, notes = T.pair_splits(tiny)
+    results = [T.run_pair_fold(V.Inputs(TINY, "", ""), s, kind, 1, V.SamplerSettings())
+               for s in splits for kind in T.KINDS]
+    keep = {"data": "tiny.csv", "group": "pair", "keep_ar": True, "seed": 1, "settings": {},
+            "seconds": 12.0, "folds": [{"fold": r.fold, "seconds": r.seconds,
+                                         "converged": r.converged, "failures": r.failures,
+                                         "remedy": r.remedy} for r in results],
+            **T.summarize(splits, results, tiny), "notes": notes,
+            "rows": [r for res in results for r in res.rows]}
+    keep = json.loads(json.dumps(keep))
+    jsonschema.Draft202012Validator(schema("validate")).validate(keep)
+    text = render_keep_ar(keep)
+    assert "posterior, AR kept" in text and "kimi-k2.6@h200x8" in text
+    assert "targets (issue 20): coverage 90% >= 90%: 100% met" in text
+    assert "1 of 4 refits failed a gate" in text
+
+    # from-smallest: the rows a (mocked) refit predicts, 90% and 70% of the truth
+    monkeypatch.setattr(V, "refit_without", lambda inputs, h, seed, settings, cores=1: (
+        FakeDraws(), [], load_measurements(
+            "s.csv", load_hardware(bundled("hardware.csv")), text=inputs.data_csv),
+        lambda m: m.tok_s if m.verify_tokens < 9 else None, []))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.full(
+        20, (0.9 if m.verify_tokens < 9 else 0.7) * m.tok_s))
+    monkeypatch.setattr(FakeDraws, "meta", {"remedy": 1})
+    path = _sweep_file(tmp_path, "a", [
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,1.8,,200",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,14,14,15,2.6,,190"])
+    (split,), _ = F.load_splits([path], bundled("hardware.csv").read_text())
+    results = [F.run_from_smallest(split, "structured", bundled("priors.toml").read_text(), "",
+                                   "", 1, V.SamplerSettings())]
+    smallest = {"mode": "from-smallest", "seed": 1, "settings": {}, "seconds": 5.0,
+                "structures": {"structured": ["roofline", "structured"]},
+                "ratio_bins": [label for _, label in F.RATIO_BINS], "targets": F.TARGETS,
+                **F.summarize([split], results, ("structured",)), "notes": ["x: left out"],
+                "rows": results[0]["rows"]}
+    smallest = json.loads(json.dumps(smallest))
+    jsonschema.Draft202012Validator(schema("validate")).validate(smallest)
+    text = render_from_smallest(smallest)
+    assert "M=3 -> 4,15" in text and "ok after remedy 1" in text
+    assert "|bias| <= 5% at every ratio: worst -30.0% at >4x not met" in text
+
+
+@pytest.mark.parametrize("name", ["transfer_baseline.json", "headline_shape_baseline.json"])
+def test_recorded_baselines_fit_the_schema_and_render(name):
+    """The baselines docs/validation.md records (real runs of both modes) still pass the
+    schema and render: a change of either output format shows here."""
+    import jsonschema
+
+    from ddtree_bayes.cli.analysis import render_from_smallest, render_keep_ar
+    from test_json_schemas import schema
+
+    res = json.loads((Path(__file__).resolve().parents[1] / "docs" / name).read_text())
+    jsonschema.Draft202012Validator(schema("validate")).validate(res)
+    text = (render_keep_ar if "keep_ar" in res else render_from_smallest)(res)
+    assert "targets (issue 20)" in text
+
+
+# ------------------------------------------------------------------ real refits (small sampler)
+SMALL = V.SamplerSettings(chains=2, draws=100, tune=100)
+
+
+@pytest.mark.nuts
+def test_from_smallest_end_to_end(monkeypatch, capsys):
+    """One public sweep through the CLI: AR + MTP k = 1 fitted, k = 2..5 predicted, ratios and
+    scores that obey their definitions, the shipped schema."""
+    from ddtree_bayes.cli.main import main
+    from test_json_schemas import validate_output
+
+    real = F.from_smallest
+    monkeypatch.setattr(F, "from_smallest", lambda *a, **k: real(*a, settings=SMALL, **k))
+    sweep = Path(__file__).resolve().parents[1] / "data/public/trtllm_mtp_deepseek_r1_b200.csv"
+    assert main(["validate", "--extrapolate", "--from-smallest", "--sweeps", str(sweep),
+                 "--quiet", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    validate_output("validate", out)
+    (split,) = out["splits"]
+    assert split["trained_verify"] == 2 and split["predicted_verify"] == [3, 4, 5, 6]
+    assert [r["ratio_bin"] for r in out["rows"]] == ["<=2x", "<=2x", "2-3x", "2-3x"]
+    pooled = out["pooled"]["structured"]
+    errors = [r["median"] / r["measured"] - 1 for r in out["rows"]]
+    assert pooled["bias"] == pytest.approx(np.mean(errors))
+    assert pooled["by_ratio"]["2-3x"]["bias"] == pytest.approx(np.mean(errors[2:]))
+    assert all(r["lo90"] < r["median"] < r["hi90"] for r in out["rows"])
+
+
+@pytest.mark.nuts
+def test_keep_ar_end_to_end(tmp_path):
+    """Two pairs of two models, real refits: the AR-kept prediction of the B300 DDTree row is
+    narrower than the whole-pair one (the pair's own M = 1 step is measured)."""
+    data = tmp_path / "two.csv"
+    data.write_text(HEADER + (
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,0,133,t,\n"
+        "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,0,303,t,\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,0,141.44,t,\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.1,0,228.83,t,\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,4,4,5,2.39,0,223.21,t,\n"))
+    res = T.validate_keep_ar(data, bundled("priors.toml"), settings=SMALL, progress=False,
+                             workdir=tmp_path)
+    assert [p["pair"] for p in res["by_pair"]] == ["kimi-k2.6@b300x8",
+                                                   "llama-3.1-8b-instruct@h100x1"]
+    assert len(res["folds"]) == 4 and res["summary"]["ar_kept"]["n"] == 3
+    ddtree = {r["kind"]: r for r in res["rows"] if r["row"] == 3}
+    width = {k: (r["hi90"] - r["lo90"]) / r["median"] for k, r in ddtree.items()}
+    assert width["ar-kept"] < width["whole-pair"]
