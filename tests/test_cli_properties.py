@@ -72,10 +72,10 @@ def fakes():
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine import compare, fitting, inference, store
+    from ddtree_bayes.workflows import ar_kept as T
     from ddtree_bayes.workflows import extrapolation as X
     from ddtree_bayes.workflows import from_smallest as F
     from ddtree_bayes.workflows import report
-    from ddtree_bayes.workflows import transfer as T
     from ddtree_bayes.workflows import validation as V
 
     load_inputs = api.load_inputs
@@ -121,7 +121,7 @@ def fakes():
                 "pooled": {s: score for s in (*structures, "baseline")}, "notes": [], "rows": []}
 
     def validate_keep_ar(data=None, priors=None, *, seed=0, **kw):
-        from ddtree_bayes.workflows import transfer as T
+        from ddtree_bayes.workflows import ar_kept as T
 
         measurements, _ = load_inputs(data, priors)
         if not T.pair_splits(measurements)[0]:

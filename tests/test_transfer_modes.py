@@ -14,8 +14,8 @@ import pytest
 
 from ddtree_bayes.core.data import load_hardware, load_measurements
 from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.workflows import ar_kept as T
 from ddtree_bayes.workflows import from_smallest as F
-from ddtree_bayes.workflows import transfer as T
 from ddtree_bayes.workflows import validation as V
 
 HEADER = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"

@@ -210,7 +210,7 @@ def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
 
 
 def _validate_keep_ar(args: argparse.Namespace) -> int:
-    from ddtree_bayes.workflows import transfer as T
+    from ddtree_bayes.workflows import ar_kept as T
 
     res = T.validate_keep_ar(args.data, args.priors, jobs=args.jobs, scheduler=args.scheduler,
                              seed=args.seed, progress=not args.quiet)

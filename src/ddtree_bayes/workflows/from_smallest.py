@@ -28,7 +28,7 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.hardware import hardware_table
+from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.workflows import validation as V
 from ddtree_bayes.workflows.extrapolation import STRUCTURES, usable_sweeps, with_forms
 

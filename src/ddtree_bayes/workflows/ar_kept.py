@@ -34,7 +34,6 @@ import numpy as np
 from ddtree_bayes.core.acceptance_latent import group_key
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import Measurements
-from ddtree_bayes.core.hardware import hardware_table
 from ddtree_bayes.workflows import validation as V
 
 #: The two refits of a pair: its speculative rows held out (AR kept), or all of its rows.
@@ -187,17 +186,18 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
                      settings: SamplerSettings | None = None, workdir: Path | None = None,
                      progress: bool = True) -> dict:
     """``validate --group pair --keep-ar``: the two refits of every pair; a JSON-ready dict."""
-    from ddtree_bayes import api
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.fitting import FitInputs
 
-    data, cfg = api.load_inputs(data_path, priors_path, workdir=workdir)
+    read = FitInputs.read(data_path, priors_path, workdir=workdir)
+    data, cfg = read.measurements, read.priors
     splits, notes = pair_splits(data)
     if not splits:
         raise QueryError(f"--keep-ar: no (model, system) pair of {data.path} has both AR and "
                          "speculative rows to hold out" + (f" ({'; '.join(notes)})" if notes else ""),
                          fix="give a file with AR and speculative rows of the same pair")
-    inputs = V.Inputs(data.text, cfg.text, hardware_table(workdir).text, data.path,
+    inputs = V.Inputs(data.text, cfg.text, read.hardware.text, data.path,
                       paths.data_file("models.csv", workdir).read_text())
     settings = settings or SamplerSettings()
     tasks = [(s, kind) for s in splits for kind in KINDS]
