@@ -82,3 +82,41 @@ def test_a_predict_process_imports_nothing_heavy(fitted_workdir):
     assert out.returncode == 0, out.stderr
     assert '"median"' in out.stdout
     assert "HEAVY []" in out.stderr, out.stderr
+
+
+def test_architecture_names_every_module():
+    """ARCHITECTURE.md's module map lists every module of the package (a new module gets its
+    line there), and no two modules share a name (a name says what a module is)."""
+    text = (SRC.parents[1] / "ARCHITECTURE.md").read_text()
+    tree = text[text.index("## The tree, one line per module"):text.index("## Where a new")]
+    missing = [str(p.relative_to(SRC)) for p in SRC.rglob("*.py")
+               if p.name != "__init__.py" and p.name not in tree]
+    assert not missing, f"add these to ARCHITECTURE.md's module map: {missing}"
+    names = [p.name for p in SRC.rglob("*.py") if p.name != "__init__.py"]
+    assert sorted({n for n in names if names.count(n) > 1}) == []
+
+
+def test_no_module_imports_another_modules_private_names():
+    """``from ddtree_bayes.x import _name`` and ``module._name`` across modules: a shared
+    helper gets a public name (splits by size made modules borrow each other's privates)."""
+    import ast
+
+    found = []
+    for path in SRC.rglob("*.py"):
+        tree = ast.parse(path.read_text())
+        modules = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ddtree_bayes"):
+                for alias in node.names:
+                    modules.add(alias.asname or alias.name)
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{path.relative_to(SRC)}: {node.module}.{alias.name}")
+            if isinstance(node, ast.Import):
+                modules.update(a.asname or a.name.split(".")[0] for a in node.names
+                               if a.name.startswith("ddtree_bayes"))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                    and node.value.id in modules and node.attr.startswith("_")
+                    and not node.attr.startswith("__")):
+                found.append(f"{path.relative_to(SRC)}: {node.value.id}.{node.attr}")
+    assert found == []
