@@ -250,7 +250,9 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                 raise QueryError(f"acceptance {source.label} of {sc.describe()}: "
                                  + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
                                  fix="tokens per step lie in 1 .. " + sc.limit.describe())
-            a_mean = float(np.mean(a))
+            a_mean = (source.value if source.value is not None
+                      else sum(source.uniform) / 2 if source.uniform is not None
+                      else float(np.mean(a)))   # (the original estimate's acceptance)
             row: dict[str, Any] = {"model": sc.model} if sc.multi else {}
             row |= {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                     "method": sc.method, "block": sc.block, "budget": sc.budget,
