@@ -41,6 +41,16 @@ DEPLOYMENT_CARDS = {
 }
 
 
+#: Rows measured on another setup than the rest of their sweep, whose source says so: in the
+#: combined file they would pair a speculative step with a step it was not compared against.
+#: (sweep, method): why. The per-sweep files keep them, with the same note.
+NOT_COMPARABLE = {
+    ("vllm-specdec-qwen38-27b-rtx3090-syvai", "ar"):
+        "the no-speculation row is the repo's batch mode, a different launch from its "
+        "speculative rows (single-user/README.md: 'Batch mode does 45-46 tok/s')",
+}
+
+
 def _num(text: str) -> str:
     """A numeric cell normalised for comparison ('0' and '' stay distinct, 8 == 8.0)."""
     try:
@@ -74,8 +84,11 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
         if not models <= cards:
             log.append(f"{name}: skipped (no model card for {', '.join(sorted(models - cards))})")
             continue
-        kept = repeats = inferred_rows = 0
+        kept = repeats = inferred_rows = apart = 0
         for r in recs:
+            if (r["sweep"].strip(), r["method"].strip()) in NOT_COMPARABLE:
+                apart += 1
+                continue
             inferred = not r["accept_len"].strip() and r["method"].strip() != "ar"
             shaped = any(r.get(c, "").strip() for c in ("verify_tokens", "block", "budget"))
             if not ((r["accept_len"].strip() or (inferred and not known_only))
@@ -97,8 +110,9 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
             seen.add(key(r))
             kept += 1
             inferred_rows += inferred
-        left = len(recs) - kept - repeats
+        left = len(recs) - kept - repeats - apart
         log.append(f"{name}: {kept} rows"
+                   + (f" ({apart} from another setup left out: NOT_COMPARABLE)" if apart else "")
                    + (f" ({inferred_rows} without accept_len: inferred)" if inferred_rows else "")
                    + (f", {repeats} already in the bundled data"
                                              if repeats else "")

@@ -63,12 +63,15 @@ def hand_point():
 
 def unconstrained(m, p):
     """A constrained-scale parameter point -> the sampler's unconstrained point."""
+    import pytensor.tensor
+
     ip = {}
     for rv in m.free_RVs:
         value_var = m.rvs_to_values[rv]
         tr = m.rvs_to_transforms[rv]
         x = np.asarray(p[rv.name], dtype=float)
-        ip[value_var.name] = tr.forward(x).eval() if tr is not None else x
+        ip[value_var.name] = (tr.forward(pytensor.tensor.as_tensor_variable(x)).eval() if tr is not None
+                                  else x)
     return ip
 
 

@@ -287,10 +287,20 @@ def test_the_reparameterised_model_is_the_same_posterior():
              "spec_fixed_log_mu": -2.5, "spec_fixed_log": np.array([-2.4, -2.6]),
              "spec_pass_log_mu": -2.2, "spec_pass_log": np.array([-2.3, -2.0]),
              "spec_tree_log_mu": -6.0, "spec_tree_log": np.array([-5.8, -6.0]),
-             "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03}
+             "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03,
+             "spec_fixed_engine_z": np.array([0.3, -0.3]),   # zero-sum over the engines
+             "spec_pass_engine_z": np.array([-0.4, 0.4]),
+             "spec_tree_engine_z": np.array([0.2, -0.2])}
     other = dict(point, moe_distinct_exponent=0.46 + 0.05 * point["moe_z"])
+    log_step_ar = np.log(point["step_ar_ms"][spec.group_system])
     for n, s in sd.items():
-        other[f"{n}_z"] = (point[f"{n}_log"] - point[f"{n}_log_mu"]) / s
+        mean = point[f"{n}_log_mu"]
+        if n.startswith("spec_"):   # a group's mean: population + engine + physical offset
+            part = n.removeprefix("spec_")
+            mean = (mean + cfg.priors[f"{n}_engine_sd"].params["value"]
+                    * point[f"{n}_engine_z"][spec.group_engine] - log_step_ar
+                    + (np.log(spec.group_pass_roof_ms) if part == "pass" else 0.0))
+        other[f"{n}_z"] = (point[f"{n}_log"] - mean) / s
 
     from test_model import unconstrained
 

@@ -104,7 +104,9 @@ def _logp_fn(model):
         for rv in model.free_RVs:
             tr = model.rvs_to_transforms[rv]
             x = np.asarray(variables[rv.name][i], dtype=float)
-            point[model.rvs_to_values[rv].name] = tr.forward(x).eval() if tr is not None else x
+            tensor = pytensor.tensor.as_tensor_variable(x)
+            point[model.rvs_to_values[rv].name] = (tr.forward(tensor).eval()
+                                                    if tr is not None else x)
         return fn(point)
     return at
 

@@ -68,6 +68,8 @@ def structured_point(cfg):
     for name, prior in cfg.priors.items():   # priors with dist = "point" are constants
         if prior.dist == "point":
             p[name] = prior.params["value"]
+    for part, z in (("fixed", [0.3, -0.3]), ("pass", [-0.4, 0.4]), ("tree", [0.2, -0.2])):
+        p[f"spec_{part}_engine_z"] = np.array(z)    # engines sglang, vllm
     return p
 
 
@@ -94,10 +96,17 @@ def hand_mu(spec, cfg, p):
 
     def ratio(part):
         r = np.exp(p[f"spec_{part}_log"])
-        # a group measured at one number of passes / nodes takes the population's ratio
+        # a group measured at one number of passes / nodes takes its mean: the population's,
+        # its engine's effect, and its physical offset (ms: -log step_ar; a pass: its
+        # roofline over step_ar)
+        engine = p[f"spec_{part}_engine_sd"] * p[f"spec_{part}_engine_z"][spec.group_engine]
+        offset = -np.log(p["step_ar_ms"][spec.group_system])
+        if part == "pass":
+            offset = offset + np.log(spec.group_pass_roof_ms)
+        mean = p[f"spec_{part}_log_mu"] + engine + offset
         vary = {"fixed": [True, True], "pass": spec.group_passes_vary,
                 "tree": spec.group_nodes_vary}[part]
-        r = np.where(vary, r, np.exp(p[f"spec_{part}_log_mu"]))
+        r = np.where(vary, r, np.exp(mean))
         return np.concatenate([r, [0.0]])[spec.row_group]
 
     spec_ms = p["step_ar_ms"][s] * (ratio("fixed") + ratio("pass") * spec.row_passes

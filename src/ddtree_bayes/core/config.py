@@ -99,8 +99,9 @@ STEP_FORMS = ("structured", "fraction")
 #: Further global priors a form needs.
 FORM_PRIORS: dict[str, tuple[str, ...]] = {
     "roofline": ("compute_eff_log_mu", "compute_eff_log_sd"),
-    "structured": ("spec_fixed_log_mu", "spec_fixed_log_sd", "spec_pass_log_mu",
-                   "spec_pass_log_sd", "spec_tree_log_mu", "spec_tree_log_sd", "structure_sd"),
+    "structured": ("spec_fixed_log_mu", "spec_fixed_log_sd", "spec_fixed_engine_sd",
+                   "spec_pass_log_mu", "spec_pass_log_sd", "spec_pass_engine_sd",
+                   "spec_tree_log_mu", "spec_tree_log_sd", "spec_tree_engine_sd", "structure_sd"),
     "fraction": ("overhead_logit_mu", "overhead_logit_sd"),
 }
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.

@@ -164,6 +164,17 @@ class ModelSpec:
     #: rows are all latent or all known (core/likelihood.py keys on it)
     accept_groups: tuple[AL.AcceptanceGroup, ...] = ()
     config_accept_group: np.ndarray | None = None
+    #: the structured step's group-level inputs: the (base) engines the groups run in, each
+    #: group's engine and system (pair) index, and the roofline of one of its drafter's passes
+    #: on that system (ms; core/drafters.py) with how it was found
+    engines: tuple[str, ...] = ()
+    group_engine: np.ndarray | None = None
+    group_system: np.ndarray | None = None
+    group_pass_roof_ms: np.ndarray | None = None
+    group_pass_how: tuple[str, ...] = ()
+    #: every drafter card (as dicts), so a prediction can find the roofline of a group the fit
+    #: never measured
+    drafter_cards: tuple[dict, ...] = ()
 
     @property
     def repeated(self) -> bool:
@@ -235,6 +246,8 @@ class ModelSpec:
         """The coordinates of the posterior's parameters (a fit's ``meta["coords"]``)."""
         coords = {"system": self.systems, "overhead_group": self.groups,
                   "relation": self.relations}
+        if self.engines:
+            coords["engine"] = self.engines
         if self.accept_groups:
             coords[AL.DIM] = tuple(g.label for g in self.accept_groups)
         return coords
@@ -242,13 +255,14 @@ class ModelSpec:
 
 def build_spec(data: Measurements, priors: PriorsConfig, *,
                hardware: dict[str, dict[str, str]] | None = None,
-               cards: dict | None = None) -> ModelSpec:
+               cards: dict | None = None, drafters: tuple | None = None) -> ModelSpec:
     """Turn validated data and priors into the model's index arrays (no PyMC).
 
     Rows are grouped into configurations (:mod:`ddtree_bayes.core.likelihood`) first; everything
     below is computed once per configuration, from its first row. Linear in the rows.
     The roofline form needs ``cards`` (model cards, :func:`core.cards.load_model_cards`) and
-    the ``hardware`` table; the structured step form needs the priors' ``[methods]`` table.
+    the ``hardware`` table; the structured step form needs the priors' ``[methods]`` table,
+    and with the roofline form the drafter cards (``drafters``, default: the bundled ones).
     """
     systems = data.pairs   # (model, system) pairs in a fit of several models
     relations = tuple(sorted(priors.relations))
@@ -287,6 +301,9 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         distinct = extra.pop("row_distinct")
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
+    if priors.step_form == "structured" and groups:
+        extra.update(group_inputs(data, priors, groups, reps, cfg_group, hardware, cards,
+                                  drafters))
     configs = C.ConfigTable(
         first_row=first, system=system, group=group,
         relation=np.array([k if k >= 0 else n_rel for k in cfg_relation], dtype=np.int64),
@@ -356,6 +373,67 @@ def draft_structure(rows, priors: PriorsConfig, path: str = "the measurement fil
         passes.append(float(method.draft_passes(r.block, r.budget)))
         nodes.append(float(method.tree_nodes(r.block, r.budget)))
     return np.array(passes), np.array(nodes)
+
+
+def pass_roofline_constants(priors: PriorsConfig):
+    """The drafter-pass roofline's constants: the medians of the pair roofline's priors
+    (bandwidth efficiency, per-layer launch and all-reduce costs), or their defaults."""
+    from ddtree_bayes.core.drafters import PassRoofline
+
+    P, base = priors.priors, PassRoofline()
+
+    def median(name: str, default: float) -> float:
+        prior = P.get(name)
+        if prior is None:
+            return default
+        p = prior.params
+        if prior.dist == "lognormal":
+            return float(p["median"])
+        if prior.dist == "beta":
+            return float(p["alpha"] / (p["alpha"] + p["beta"]))
+        if prior.dist == "point":
+            return float(p["value"])
+        return default
+
+    return PassRoofline(median("pair_bw_eff", base.bw_eff), median("pair_layer_ms", base.layer_ms),
+                        median("pair_allreduce_fabric_ms", base.allreduce_fabric_ms),
+                        median("pair_allreduce_pcie_ms", base.allreduce_pcie_ms))
+
+
+def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], reps,
+                 cfg_group: list[int], hardware: dict[str, dict[str, str]] | None,
+                 cards: dict | None, drafters: tuple | None) -> dict:
+    """Per overhead group of the structured step: its (base) engine, its system (pair) and the
+    roofline of one drafter pass of its method on that system (core/drafters.py; needs the
+    model cards and the hardware table, bundled ones by default)."""
+    from ddtree_bayes.core.drafters import drafter_for, load_drafter_cards, pass_roofline_ms
+    from ddtree_bayes.core.pairs import card_for, split_label
+    from ddtree_bayes.core.paths import bundled
+
+    cards, hardware = _tables(cards, hardware)
+    if drafters is None:
+        drafters = load_drafter_cards(bundled("drafters.csv"))
+    constants = pass_roofline_constants(priors)
+    first_config = {g: cfg_group.index(g) for g in range(len(groups))}
+    engines: list[str] = []
+    group_engine, group_system, roof, hows = [], [], [], []
+    for g, label in enumerate(groups):
+        r = reps[first_config[g]]
+        pair, engine, method = label.rsplit("/", 2)
+        if engine not in engines:
+            engines.append(engine)
+        group_engine.append(engines.index(engine))
+        group_system.append(data.pairs.index(pair))
+        _, hw, gpus = split_label(pair)
+        card = card_for(cards, r.model)
+        ms, how = pass_roofline_ms(drafter_for(drafters, r.model, method), card, method,
+                                   hardware[hw], gpus, constants)
+        roof.append(ms)
+        hows.append(f"{label}: {ms:.3g} ms ({how})")
+    return {"engines": tuple(engines), "group_engine": np.array(group_engine, dtype=np.int64),
+            "group_system": np.array(group_system, dtype=np.int64),
+            "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
+            "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
 
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
@@ -435,6 +513,13 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     if spec.step_form == "structured" and passes_vary is not None and nodes_vary is not None:
         meta["group_varies"] = {"pass": [bool(x) for x in passes_vary],
                                 "tree": [bool(x) for x in nodes_vary]}
+    if spec.engines and spec.group_engine is not None and spec.group_pass_roof_ms is not None:
+        meta["engines"] = list(spec.engines)
+        meta["group_engine"] = [int(x) for x in spec.group_engine]
+        meta["group_pass_roof_ms"] = [float(x) for x in spec.group_pass_roof_ms]
+        meta["group_pass_how"] = list(spec.group_pass_how)
+        meta["pass_roofline"] = dataclasses.asdict(pass_roofline_constants(priors))
+        meta["drafter_cards"] = [dict(d, methods=list(d["methods"])) for d in spec.drafter_cards]
     if spec.repeated:
         meta["repeated_runs"] = True
     if spec.accept_groups:

@@ -122,8 +122,9 @@ def group_log_ratio(draws: Fit, part: str) -> np.ndarray | None:
     if f"spec_{part}_log" in v:
         return v[f"spec_{part}_log"]
     if f"spec_{part}_z" in v:
-        return (v[f"spec_{part}_log_mu"][:, None]
-                + v[f"spec_{part}_log_sd"][:, None] * v[f"spec_{part}_z"])
+        mean = (v[f"spec_{part}_mean"] if f"spec_{part}_mean" in v    # (its group's mean)
+                else v[f"spec_{part}_log_mu"][:, None])
+        return mean + v[f"spec_{part}_log_sd"][:, None] * v[f"spec_{part}_z"]
     return None
 
 

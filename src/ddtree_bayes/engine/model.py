@@ -66,6 +66,7 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
         names.append(offsets("compute_eff"))
     names += FORM_PRIORS[step_form]
     names += ([offsets(f"spec_{p}") for p in ("fixed", "pass", "tree")]
+              + [f"spec_{p}_engine_z" for p in ("fixed", "pass", "tree")]
               if step_form == "structured" else ["overhead_z"])
     if multi_model:
         from ddtree_bayes.core.pairs import PAIR_PRIORS
@@ -170,7 +171,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
 
         between_var: Any = 0.0   # variance of a configuration's own error (shared by its rows)
         if spec.step_form == "structured":
-            spec_ms, distance = _structured_spec(spec, P, step_ar[s], scale_cfg, refittable,
+            spec_ms, distance = _structured_spec(spec, P, step_ar, scale_cfg, refittable,
                                                  reparameterise)
             step = target + spec_ms
             tau = prior_rv(P["structure_sd"], "structure_sd")
@@ -231,10 +232,18 @@ def latent_log_accept(spec: S.ModelSpec):
     return pt.concatenate([pt.log(accept), pt.zeros(1)])[index]
 
 
-def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_cfg,
+def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
                      refittable: bool = False, reparameterise: bool = False):
     """SPEC = step_ar x (fixed + pass x passes + tree x nodes), each ratio log-normal per
-    (system, engine, method) group around a learned population mean (partial pooling).
+    (system, engine, method) group around the group's own mean (partial pooling):
+
+    ``log ratio[g] ~ Normal(mean[g], sd)``, ``mean[g] = mu + engine[e(g)] + offset[g]``, where
+    the engine effect ``engine[e] = engine_sd * z_e`` is shared by every group of engine e
+    (whatever its model and GPU: what the corpus says of an engine carries to a new pair), and
+    the effects sum to zero over the fit's engines (so ``mu`` is their mean), and the offset
+    puts the mean in physical units: the fixed cost and the per-node tree cost are
+    ms (``offset = -log step_ar``), the per-pass cost a multiple of the drafter-pass roofline
+    (``offset = log(roofline ms) - log step_ar``; core/drafters.py).
 
     Returns (SPEC, discrepancy distance) per configuration. With ``refittable`` the distances and
     the "does this group's passes/nodes vary" masks are data containers, so a validation fold
@@ -249,23 +258,36 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar_cfg, scale_
             varies[part] = pm.Data(f"group_{part}_varies",
                                    np.asarray(varies[part], dtype=float), dims="overhead_group")
     ratios = []
+    if spec.groups:
+        assert spec.group_pass_roof_ms is not None and spec.group_engine is not None
+        log_step_ar = pt.log(step_ar[spec.group_system])
+        offsets = {"fixed": -log_step_ar, "tree": -log_step_ar,
+                   "pass": np.log(spec.group_pass_roof_ms) - log_step_ar}
     for part in ("fixed", "pass", "tree"):
         # the population priors exist even without groups: predict draws unmeasured groups
         mu = prior_rv(P[f"spec_{part}_log_mu"], f"spec_{part}_log_mu")
         sd = prior_rv(P[f"spec_{part}_log_sd"], f"spec_{part}_log_sd")
+        eng_sd = prior_rv(P[f"spec_{part}_engine_sd"], f"spec_{part}_engine_sd")
         if not spec.groups:
             continue
-        log_ratio = _pooled(f"spec_{part}", mu, sd, P[f"spec_{part}_log_sd"], "overhead_group",
+        # zero-sum: mu is the mean over the fit's engines, not a ridge with their effects
+        engine = pm.Deterministic(f"spec_{part}_engine",
+                                  eng_sd * pm.ZeroSumNormal(f"spec_{part}_engine_z", sigma=1.0,
+                                                            dims="engine"), dims="engine")
+        mean = pm.Deterministic(f"spec_{part}_mean",
+                                mu + engine[spec.group_engine] + offsets[part],
+                                dims="overhead_group")
+        log_ratio = _pooled(f"spec_{part}", mean, sd, P[f"spec_{part}_log_sd"], "overhead_group",
                             flip=reparameterise, centred_if_fixed=spec.pair_roofline is None)
         # a group measured at one number of passes (or tree nodes) cannot tell that cost from
-        # its fixed cost: it takes the population's, and its own offset stays with the prior
-        log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mu)
+        # its fixed cost: it takes its mean, and its own offset stays with the prior
+        log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mean)
         ratio = pm.Deterministic(f"spec_{part}_ratio", pt.exp(log_ratio), dims="overhead_group")
         ratios.append(pt.concatenate([ratio, pt.zeros(1)])[c.group])
     if not spec.groups:
         return pt.zeros(len(c)), distance
     fixed, per_pass, per_node = ratios
-    return (S.structured_spec_ms(step_ar_cfg, fixed, per_pass, per_node, c.passes, c.nodes,
+    return (S.structured_spec_ms(step_ar[c.system], fixed, per_pass, per_node, c.passes, c.nodes,
                                  scale_cfg), distance)
 
 

@@ -42,6 +42,7 @@ from ddtree_bayes.engine.structure import (
     draft_structure,
     query_log_sd,
     tied_ratio_spread,
+    unmeasured_log_ratio,
 )
 from ddtree_bayes.engine.transfer import transferred_parameters  # noqa: F401  (P.transferred_...)
 
@@ -114,8 +115,7 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             if measured:
                 ratios.append(v[f"spec_{part}_ratio"][:, groups.index(label)])
             else:
-                z = rng.standard_normal(draws.n_draws)
-                ratios.append(np.exp(v[f"spec_{part}_log_mu"] + v[f"spec_{part}_log_sd"] * z))
+                ratios.append(np.exp(unmeasured_log_ratio(draws, sc, part, engine, step_ar, rng)))
         fixed, per_pass, per_node = ratios
         spec = S.structured_spec_ms(step_ar, fixed, per_pass, per_node, passes, nodes, scale)
         tied = np.zeros(draws.n_draws)

@@ -119,11 +119,12 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     """Extra SPEC (ms per draw) for a measured group asked about at another number of drafter
     passes or tree nodes than the single one it was measured at.
 
-    The fit gives such a group the population's per-pass (per-node) ratio ``exp(mu)``: the
-    data cannot tell its own from its fixed cost. Its measured total stays as fitted; the
-    passes (nodes) beyond (or short of) the measured value cost the group's own ratio, drawn
-    from the population ``exp(mu + sd z)``, so the step carries the group-to-group spread
-    exactly where it extrapolates. 0 where the group's passes (nodes) varied in the data.
+    The fit gives such a group its mean per-pass (per-node) ratio ``exp(mean)`` (the
+    population's, its engine's effect and its roofline: engine/model.py): the data cannot tell
+    its own from its fixed cost. Its measured total stays as fitted; the passes (nodes) beyond
+    (or short of) the measured value cost the group's own ratio, drawn around that mean
+    ``exp(mean + sd z)``, so the step carries the group-to-group spread exactly where it
+    extrapolates. 0 where the group's passes (nodes) varied in the data.
     """
     v = draws.variables
     varies = draws.meta["model"].get("group_varies")
@@ -140,6 +141,49 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
         if delta == 0:
             continue
         mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
+        if f"spec_{part}_mean" in v:   # (a fit of an earlier version: the population's)
+            mu = v[f"spec_{part}_mean"][:, g]
         own = np.exp(mu + sd * rng.standard_normal(draws.n_draws))
         extra = extra + (own - np.exp(mu)) * delta
     return extra * unit_ms
+
+
+def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar: np.ndarray,
+                         rng: np.random.Generator) -> np.ndarray:
+    """(draws,) log ratio (to the AR step) of the ``part`` cost (fixed, pass, tree) of an
+    overhead group the fit never measured: drawn around its mean, as the model writes a group
+    (engine/model.py): the population's ``mu``, the engine's learned effect (an engine the fit
+    never measured: drawn from the engines' spread), the physical offset (``-log step_ar``;
+    for a drafter pass also ``+ log`` its roofline on the query's GPUs, core/drafters.py), and
+    the group-to-group spread ``sd z``. A fit of an earlier version has no engine effects nor
+    offsets: the population's ratio."""
+    v, model, n = fit.variables, fit.meta["model"], fit.n_draws
+    mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
+    log = mu + sd * rng.standard_normal(n)
+    if "engines" not in model:
+        return log
+    engines = model["engines"]
+    if engine in engines:
+        log = log + v[f"spec_{part}_engine"][:, engines.index(engine)]
+    else:
+        log = log + v[f"spec_{part}_engine_sd"] * rng.standard_normal(n)
+    log = log - np.log(step_ar)
+    if part == "pass":
+        log = log + np.log(pass_roofline(fit, sc)[0])
+    return log
+
+
+def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
+    """The roofline of one drafter pass of the query's method, model and GPUs (ms, how),
+    from the drafter cards and model cards stored in the fit (core/drafters.py)."""
+    from ddtree_bayes.core.drafters import DrafterCard, PassRoofline, drafter_for, pass_roofline_ms
+
+    model = fit.meta["model"]
+    drafters = tuple(DrafterCard(**{**d, "methods": tuple(d["methods"])})
+                     for d in model.get("drafter_cards", ()))
+    cards = model.get("model_cards") or {}
+    card = ModelCard(**(cards[sc.model] if sc.model in cards else model["card"]))
+    name = sc.model or card.model
+    constants = PassRoofline(**model.get("pass_roofline", {}))
+    return pass_roofline_ms(drafter_for(drafters, name, sc.method), card, sc.method,
+                            fit.hardware[sc.hardware], sc.gpus, constants)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
+from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings
 from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.hardware_table import hardware_table
@@ -211,11 +211,11 @@ def attainability(samples: np.ndarray, medians: np.ndarray, measured: np.ndarray
             "bias_percentile": float(np.mean(bias <= observed))}
 
 
-def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None = None, *,
-                structures: tuple[str, ...] = tuple(STRUCTURES), jobs: int = 1,
-                seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
-                workdir: Path | None = None, progress: bool = True) -> dict:
-    """Run every (sweep, structure) split and summarise per sweep and pooled."""
+def sweep_inputs(files: list[Path] | None, workdir: Path | None,
+                 priors_path: str | Path | None) -> tuple[list[Path], str, str, PriorsConfig]:
+    """The public sweep files (default: ``data/public/*.csv``), the hardware table's and model
+    cards' texts and the priors that ``validate --extrapolate`` (and ``--from-smallest``)
+    fit them with."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
 
@@ -224,9 +224,17 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
     if not files:
         raise DataError("no public sweep files", file="data/public/",
                         fix="pass sweep CSVs with --sweeps, or run from the repository root")
-    hardware_csv = hardware_table(workdir).text
-    models_csv = paths.data_file("models.csv", workdir).read_text()
-    priors = load_priors(priors_path or paths.priors_file(workdir))
+    return (files, hardware_table(workdir).text,
+            paths.data_file("models.csv", workdir).read_text(),
+            load_priors(priors_path or paths.priors_file(workdir)))
+
+
+def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None = None, *,
+                structures: tuple[str, ...] = tuple(STRUCTURES), jobs: int = 1,
+                seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
+                workdir: Path | None = None, progress: bool = True) -> dict:
+    """Run every (sweep, structure) split and summarise per sweep and pooled."""
+    files, hardware_csv, models_csv, priors = sweep_inputs(files, workdir, priors_path)
     priors_toml = priors.text
     sweeps, notes = load_sweeps(files, hardware_csv, priors.methods)
     if not sweeps:

@@ -28,9 +28,8 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.workflows import validation as V
-from ddtree_bayes.workflows.extrapolation import STRUCTURES, usable_sweeps, with_forms
+from ddtree_bayes.workflows.extrapolation import STRUCTURES, sweep_inputs, usable_sweeps, with_forms
 
 #: Extrapolation-ratio bins (upper bound inclusive, label): M_predicted / M_trained.
 RATIO_BINS: tuple[tuple[float, str], ...] = ((2.0, "<=2x"), (3.0, "2-3x"), (4.0, "3-4x"),
@@ -214,17 +213,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                   workdir: Path | None = None, progress: bool = True) -> dict:
     """``validate --extrapolate --from-smallest``: every (split, structure) fit; a JSON-ready
     dict."""
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.config import load_priors
-
-    files = files or sorted((workdir or Path.cwd()).joinpath("data", "public").glob("*.csv"))
-    files = [f for f in files if f.name != "hardware_flops.csv"]
-    if not files:
-        raise DataError("no public sweep files", file="data/public/",
-                        fix="pass sweep CSVs with --sweeps, or run from the repository root")
-    hardware_csv = hardware_table(workdir).text
-    models_csv = paths.data_file("models.csv", workdir).read_text()
-    priors = load_priors(priors_path or paths.priors_file(workdir))
+    files, hardware_csv, models_csv, priors = sweep_inputs(files, workdir, priors_path)
     splits, notes = load_splits(files, hardware_csv, priors.methods)
     if not splits:
         raise DataError("no sweep has AR rows and a method at two or more configurations: "

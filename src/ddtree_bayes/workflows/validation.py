@@ -385,7 +385,7 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
 
     model_meta = S.model_meta(spec, cfg)
     truth = report.prior_draws(cfg, coords, 1, seed, flops, model_meta.get("group_varies"),
-                               model_meta.get("acceptance_groups"), spec.repeated)
+                               model_meta.get("acceptance_groups"), spec.repeated, model_meta)
     truth_draws = Fit(path=Path("truth"), meta=draws_meta(spec, cfg), variables=truth,
                         data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                         hardware_csv=inputs.hardware_csv)
@@ -407,7 +407,8 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
 def sbc_parameters(columns: dict) -> list[str]:
     """Parameters ranked in SBC: every scalar except the non-centred z offsets."""
     return [n for n in columns if not n.startswith(("moe_z", "overhead_z", "compute_eff_z",
-                                                    "spec_fixed_z", "spec_pass_z", "spec_tree_z"))]
+                                                    "spec_fixed_z", "spec_pass_z", "spec_tree_z"))
+            and "_engine_z" not in n]
 
 
 def draws_meta(spec, cfg: PriorsConfig) -> dict:

@@ -129,7 +129,8 @@ def prior_posterior(summary, draws, dt, path: Path) -> None:
     priors = draws.priors
     prior = scalar_columns(prior_draws(priors, meta["coords"], draws.n_draws, summary["seed"],
                                        flop_ms_of(meta), varies_of(meta),
-                                       accept_groups_of(meta), repeated_of(meta)),
+                                       accept_groups_of(meta), repeated_of(meta),
+                                       meta["model"]),
                            meta["coords"])
     post = scalar_columns(draws.variables, meta["coords"])
     rows = summary["prior_posterior"]

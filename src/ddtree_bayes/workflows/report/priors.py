@@ -32,8 +32,8 @@ def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
 
 def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
                 system_flop_ms=None, group_varies: dict | None = None,
-                accept_groups: list[dict] | None = None, repeated: bool = False
-                ) -> dict[str, np.ndarray]:
+                accept_groups: list[dict] | None = None, repeated: bool = False,
+                groups: dict | None = None) -> dict[str, np.ndarray]:
     """Prior draws of every posterior variable (same names and shapes as the posterior).
 
     The roofline form's ``compute_tok_ratio`` needs each system's FLOP time per token
@@ -43,7 +43,9 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     inferred acceptances have their groups' priors (``accept_groups``,
     ``meta["model"]["acceptance_groups"]``); with repeated runs (``repeated``,
     ``meta["model"]["repeated_runs"]``) noise_sd splits by ``config_share`` into ``run_sd`` and
-    ``config_sd`` (core/likelihood.py)."""
+    ``config_sd`` (core/likelihood.py); the structured form's group means need each group's
+    engine, system and drafter-pass roofline (``groups``: a fit's ``meta["model"]``, keys
+    ``engines``, ``group_engine``, ``group_system``, ``group_pass_roof_ms``)."""
     rng = np.random.default_rng(seed)
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
@@ -62,12 +64,14 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     else:
         out[shape] = out[mu_name][:, None] + out["moe_hw_sd"][:, None] * out["moe_z"]
     if priors.step_form == "structured":
+        means = _group_means(out, priors, groups, (n, n_grp), rng)
         for part in ("fixed", "pass", "tree"):
-            log = _pooled_draws(out, priors, f"spec_{part}", (n, n_grp), rng)
+            mean = means.get(part, out[f"spec_{part}_log_mu"][:, None])
+            log = _pooled_draws(out, priors, f"spec_{part}", (n, n_grp), rng, mean)
             varies = (group_varies or {}).get(part)
             if varies is not None:
                 log = np.where(np.asarray(varies, dtype=bool)[None, :], log,
-                               out[f"spec_{part}_log_mu"][:, None])
+                               np.broadcast_to(mean, (n, n_grp)))
             out[f"spec_{part}_ratio"] = np.exp(log)
     else:
         out["overhead_z"] = rng.standard_normal((n, n_grp))
@@ -117,11 +121,38 @@ def flop_ms_of(meta: dict) -> list[float] | None:
     return None if flops is None else [flops[s] for s in meta["coords"]["system"]]
 
 
+def _group_means(out: dict, priors: PriorsConfig, groups: dict | None, shape: tuple[int, int],
+                 rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """The structured form's per-group means (engine/model.py): the population's mu, the
+    engine effect ``engine_sd * z`` and the physical offset (``-log step_ar``; a pass: its
+    roofline over step_ar); drawn into ``out`` as the model's ``spec_<part>_engine(_z)`` and
+    ``spec_<part>_mean``. Empty without the groups' inputs (a fit of an earlier version)."""
+    if not groups or "group_engine" not in groups:
+        return {}
+    n = shape[0]
+    engine = np.asarray(groups["group_engine"], dtype=int)
+    log_step_ar = np.log(out["step_ar_ms"][:, np.asarray(groups["group_system"], dtype=int)])
+    means = {}
+    for part in ("fixed", "pass", "tree"):
+        z = rng.standard_normal((n, len(groups["engines"])))
+        z = z - z.mean(axis=1, keepdims=True)   # zero-sum, as the model draws them
+        out[f"spec_{part}_engine_z"] = z
+        out[f"spec_{part}_engine"] = out[f"spec_{part}_engine_sd"][:, None] * z
+        offset = -log_step_ar + (np.log(np.asarray(groups["group_pass_roof_ms"]))[None, :]
+                                 if part == "pass" else 0.0)
+        means[part] = (out[f"spec_{part}_log_mu"][:, None] + out[f"spec_{part}_engine"][:, engine]
+                       + offset)
+        out[f"spec_{part}_mean"] = means[part]
+    return means
+
+
 def _pooled_draws(out: dict, priors: PriorsConfig, name: str, shape: tuple[int, int],
-                  rng: np.random.Generator) -> np.ndarray:
-    """Per-group log values around ``<name>_log_mu`` as the model draws them (centred
-    ``<name>_log`` for a fixed spread, non-centred ``<name>_z`` for a learned one)."""
-    mu, sd = out[f"{name}_log_mu"][:, None], out[f"{name}_log_sd"][:, None]
+                  rng: np.random.Generator, mean: np.ndarray | None = None) -> np.ndarray:
+    """Per-group log values around ``mean`` (default ``<name>_log_mu``) as the model draws
+    them (centred ``<name>_log`` for a fixed spread, non-centred ``<name>_z`` for a learned
+    one)."""
+    mu = out[f"{name}_log_mu"][:, None] if mean is None else mean
+    sd = out[f"{name}_log_sd"][:, None]
     key = f"{name}_log" if priors.priors[f"{name}_log_sd"].dist == "point" else f"{name}_z"
     z = rng.standard_normal(shape)
     out[key] = mu + sd * z if key.endswith("_log") else z
@@ -145,8 +176,11 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
     if "overhead_z" in v and coords["overhead_group"]:
         out["overhead_z"] = stats.norm.logpdf(v["overhead_z"]).sum(axis=1)
     for name in ("spec_fixed", "spec_pass", "spec_tree", "compute_eff"):
+        if f"{name}_engine_z" in v:   # the structured form's engine effects
+            out[f"{name}_engine_z"] = stats.norm.logpdf(v[f"{name}_engine_z"]).sum(axis=1)
         if f"{name}_log" in v and v[f"{name}_log"].shape[1]:
-            mu, sd = v[f"{name}_log_mu"][:, None], v[f"{name}_log_sd"]
+            mu = v[f"{name}_mean"] if f"{name}_mean" in v else v[f"{name}_log_mu"][:, None]
+            sd = v[f"{name}_log_sd"]
             sd = sd[:, None] if np.ndim(sd) else sd
             out[f"{name}_log"] = stats.norm.logpdf(v[f"{name}_log"], mu, sd).sum(axis=1)
         elif f"{name}_z" in v and v[f"{name}_z"].shape[1]:

@@ -103,7 +103,8 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
 
     # 2. prior vs posterior
     prior = prior_draws(priors, coords, n, seed, flop_ms_of(draws.meta), varies_of(draws.meta),
-                        accept_groups_of(draws.meta), repeated_of(draws.meta))
+                        accept_groups_of(draws.meta), repeated_of(draws.meta),
+                        draws.meta["model"])
     post_cols = scalar_columns({k: v[k] for k in prior if k in v}, coords)
     prior_cols = scalar_columns(prior, coords)
     shrink = []

@@ -1,0 +1,161 @@
+"""Drafter cards (``data/drafters.csv``) and the roofline of one drafter forward pass.
+
+A drafter card says what one drafter pass streams: its own (active) parameters, the LM head it
+projects through (its own reduced-vocabulary head, or the target's, read on every pass), its
+layers and the bytes per weight it is stored in. With a GPU's bandwidth that gives a roofline
+prior for the per-pass cost of the structured step on any GPU:
+
+    pass_roofline_ms = (drafter + LM head) bytes / (bandwidth x GPUs) / bw_eff
+                       + (layers + 1) x (per-layer launch + all-reduce over the GPUs' link)
+
+(the same form as the pair roofline of a target's M = 1 step, ``core/pairs.py``, with its
+priors' medians as constants: the fit learns how far each engine sits from it). A target
+without a drafter card gets a generic drafter of its method's kind: one target decoder layer
+for a head or an MTP module, five for a block drafter (DFlash drafters have five), four for a
+separate draft model, plus an LM-head-sized read (one more layer); the prior then carries the
+rest, and the fit says the roofline is generic. numpy-free: the standard library only.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.core.data import parse_number, read_records
+from ddtree_bayes.core.errors import DataError
+
+#: Columns a drafter-card file must have.
+DRAFTER_COLUMNS = ("drafter", "target_model", "method", "kind", "layers", "params_active_b",
+                   "lm_head_params_b", "bytes_per_weight", "source")
+#: Drafters stored inside the target's checkpoint (quantised with it, so a deployment card's
+#: bytes per weight applies to them); the others are separate checkpoints.
+IN_TARGET_KINDS = frozenset({"mtp_module"})
+#: Layers of a generic drafter, per method, when a target has no drafter card.
+GENERIC_LAYERS = {"dflash": 5, "ddtree": 5, "draft-model": 4, "pard": 4}
+GENERIC_LAYERS_DEFAULT = 1
+
+
+@dataclass(frozen=True)
+class DrafterCard:
+    """One drafter: the target it drafts for, the methods it serves, what a pass reads."""
+
+    drafter: str
+    target_model: str
+    methods: tuple[str, ...]
+    kind: str
+    layers: int
+    params_active_b: float
+    lm_head_params_b: float
+    bytes_per_weight: float
+    source: str
+
+
+def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[DrafterCard, ...]:
+    """Read and validate a drafter-card CSV (errors name the file, row and column).
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> cards = load_drafter_cards(bundled("drafters.csv"))
+    >>> [c.layers for c in cards if c.target_model == "qwen3-8b"]
+    [5]
+    """
+    path = str(path)
+    _, header, body = read_records(path, text)
+    for col in DRAFTER_COLUMNS:
+        if col not in header:
+            raise DataError("missing column", file=path, row=1, column=col,
+                            fix="add it to the header (see data/drafters.csv)")
+    index = {h: j for j, h in enumerate(header)}
+    out = []
+    for row, values in body:
+        if not any(v.strip() for v in values):
+            continue
+        cell = {h: (values[j].strip() if j < len(values) else "") for h, j in index.items()}
+        for col in ("drafter", "target_model", "method", "kind", "source"):
+            if not cell[col]:
+                raise DataError("empty", file=path, row=row, column=col,
+                                fix=f"give the drafter's {col}")
+        layers, active, head, bpw = (_number(path, row, cell, col, integer=(col == "layers"))
+                                     for col in ("layers", "params_active_b",
+                                                 "lm_head_params_b", "bytes_per_weight"))
+        out.append(DrafterCard(cell["drafter"], cell["target_model"],
+                               tuple(m for m in cell["method"].split(";") if m), cell["kind"],
+                               int(layers), active, head, bpw, cell["source"]))
+    return tuple(out)
+
+
+def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool = False
+            ) -> float:
+    value = parse_number(path, row, col, cell[col], integer=integer)
+    if value is None or not math.isfinite(value) or value < 0:
+        raise DataError(f"{col} must be a number >= 0", file=path, row=row, column=col,
+                        fix="fill it in from the drafter's config.json (see its notes)")
+    return value
+
+
+def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> DrafterCard | None:
+    """The card of ``model``'s drafter for ``method``: the target's own name, or the base model
+    of a deployment card named ``<target>-<quantisation>`` (the longest such prefix).
+
+    >>> c = DrafterCard("d", "qwen3.8-27b", ("mtp",), "mtp_module", 1, 0.4, 1.3, 2, "s")
+    >>> drafter_for((c,), "qwen3.8-27b-q4_k_m", "mtp") is c, drafter_for((c,), "qwen3", "mtp")
+    (True, None)
+    """
+    best: DrafterCard | None = None
+    for card in cards:
+        if method not in card.methods:
+            continue
+        if model == card.target_model:
+            return card
+        if model.startswith(card.target_model + "-") and (
+                best is None or len(card.target_model) > len(best.target_model)):
+            best = card
+    return best
+
+
+@dataclass(frozen=True)
+class PassRoofline:
+    """Constants of the drafter-pass roofline: the pair roofline priors' medians."""
+
+    bw_eff: float = 0.63
+    layer_ms: float = 0.03
+    allreduce_fabric_ms: float = 0.05
+    allreduce_pcie_ms: float = 0.10
+
+
+def pass_roofline_ms(drafter: DrafterCard | None, model_card, method: str,
+                     hardware_row: dict[str, str], gpus: int,
+                     constants: PassRoofline = PassRoofline()) -> tuple[float, str]:
+    """The roofline of one drafter pass of ``method`` for the target ``model_card`` on ``gpus``
+    GPUs of a hardware-table row (ms), and how it was found (the card, or a generic drafter).
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> target = ModelCard("m", 8, 8, 32, None, None, 2.0, "bf16", "s")
+    >>> head = DrafterCard("h", "m", ("eagle3",), "eagle3_head", 1, 0.4, 0.1, 2.0, "s")
+    >>> hw = {"hardware": "h", "mem_bw_tb_s": "2", "interconnect": "x"}
+    >>> ms, how = pass_roofline_ms(head, target, "eagle3", hw, 1)
+    >>> round(ms, 6)   # 0.5 B params x 2 B / 2 TB/s = 0.5 ms / 0.63 + 2 layers x 0.03 ms
+    0.853651
+    >>> round(pass_roofline_ms(None, target, "eagle3", hw, 1)[0], 6)  # 2 x (8 B / 32) x 2 / 2
+    0.853651
+    """
+    from ddtree_bayes.core.pairs import link
+
+    bandwidth = float(hardware_row["mem_bw_tb_s"])
+    if drafter is not None:
+        params = drafter.params_active_b + drafter.lm_head_params_b
+        bpw = (model_card.bytes_per_weight if drafter.kind in IN_TARGET_KINDS
+               else drafter.bytes_per_weight)
+        layers = drafter.layers
+        how = f"drafter card {drafter.drafter}: {params:.3g} B parameters read per pass"
+    else:
+        layers = GENERIC_LAYERS.get(method, GENERIC_LAYERS_DEFAULT)
+        params = (layers + 1) * model_card.params_active_b / model_card.layers
+        bpw = model_card.bytes_per_weight
+        how = (f"no drafter card: a generic {method} drafter of {layers} target layer"
+               f"{'s' * (layers > 1)} and an LM-head-sized read")
+    kind = link(hardware_row, gpus)
+    per_layer = constants.layer_ms + (constants.allreduce_fabric_ms if kind == "fabric" else
+                                      constants.allreduce_pcie_ms if kind == "pcie" else 0.0)
+    stream = params * bpw / (bandwidth * gpus)   # B params x B/weight / (TB/s): ms
+    return stream / constants.bw_eff + (layers + 1) * per_layer, how

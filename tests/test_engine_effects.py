@@ -1,0 +1,153 @@
+"""Speculative cost that transfers (issue 20): drafter cards and the drafter-pass roofline,
+each group's mean (the population, its engine's effect, its physical offset) in the model and
+at predict time, by hand on point masses."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core.drafters import (
+    PassRoofline,
+    drafter_for,
+    load_drafter_cards,
+    pass_roofline_ms,
+)
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.model_cards import load_model_cards
+from ddtree_bayes.core.paths import bundled
+
+HW = {"hardware": "h100", "mem_bw_tb_s": "3.35", "interconnect": "NVLink4 0.9 TB/s"}
+
+
+def test_the_bundled_drafter_cards_load_and_match_their_targets():
+    cards = load_drafter_cards(bundled("drafters.csv"))
+    from conftest import REPO
+
+    assert bundled("drafters.csv").read_text() == (REPO / "data" / "drafters.csv").read_text()
+    eagle3 = drafter_for(cards, "llama-3.1-8b-instruct", "eagle3")
+    assert eagle3 is not None and eagle3.layers == 1
+    assert (eagle3.params_active_b, eagle3.lm_head_params_b) == (0.4247, 0.1311)
+    # a deployment card of a target finds the target's drafter; an unknown model none
+    assert drafter_for(cards, "qwen3.8-27b-q4_k_m", "mtp").target_model == "qwen3.8-27b"
+    assert drafter_for(cards, "kimi-k2.6", "eagle3") is None
+    assert drafter_for(cards, "qwen3-8b", "ddtree").kind == "dflash_block"
+
+
+def test_a_bad_drafter_row_names_file_row_and_column(tmp_path):
+    text = bundled("drafters.csv").read_text().splitlines()
+    header = text[0].split(",")
+    row = text[1]
+    bad = tmp_path / "drafters.csv"
+    bad.write_text("\n".join([text[0], row.replace(",1,4096,", ",-1,4096,", 1)]) + "\n")
+    with pytest.raises(DataError) as err:
+        load_drafter_cards(bad)
+    assert "row 2" in str(err.value) and "'layers'" in str(err.value)
+    assert header.index("layers") == 4
+
+
+def test_pass_roofline_by_hand():
+    """The EAGLE-3 head of Llama-3.1-8B on one H100: (0.4247 + 0.1311) B parameters x 2 B
+    / 3.35 TB/s = 0.33182 ms, / 0.63 bandwidth efficiency, + 2 layers x 0.03 ms."""
+    cards = load_model_cards(bundled("models.csv"))
+    drafters = load_drafter_cards(bundled("drafters.csv"))
+    head = drafter_for(drafters, "llama-3.1-8b-instruct", "eagle3")
+    ms, how = pass_roofline_ms(head, cards["llama-3.1-8b-instruct"], "eagle3", HW, 1)
+    assert ms == pytest.approx(0.5558 * 2 / 3.35 / 0.63 + 2 * 0.03, rel=1e-12)
+    assert how.startswith("drafter card yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    # eight GPUs on an NVLink-class link: the bytes spread over 8, each layer pays an
+    # all-reduce; an MTP module (inside the target) is read at the deployment's bytes per weight
+    ms8, _ = pass_roofline_ms(head, cards["llama-3.1-8b-instruct"], "eagle3", HW, 8)
+    assert ms8 == pytest.approx(0.5558 * 2 / (3.35 * 8) / 0.63 + 2 * (0.03 + 0.05), rel=1e-12)
+    mtp = drafter_for(drafters, "qwen3.8-27b-q4_k_m", "mtp")
+    q4 = cards["qwen3.8-27b-q4_k_m"]
+    ms_q4, _ = pass_roofline_ms(mtp, q4, "mtp", HW, 1, PassRoofline(1.0, 0.0, 0.0, 0.0))
+    assert ms_q4 == pytest.approx((mtp.params_active_b + mtp.lm_head_params_b)
+                                  * q4.bytes_per_weight / 3.35, rel=1e-12)
+    # no card: a generic drafter, one target layer plus an LM-head-sized read (two layers)
+    kimi = cards["kimi-k2.6"]
+    ms_g, how_g = pass_roofline_ms(None, kimi, "eagle3", HW, 1, PassRoofline(1.0, 0.0, 0.0, 0.0))
+    assert ms_g == pytest.approx(2 * 32.0 / 61 * 0.5 / 3.35, rel=1e-12)
+    assert how_g.startswith("no drafter card: a generic eagle3 drafter of 1 target layer")
+    ms_b, _ = pass_roofline_ms(None, kimi, "ddtree", HW, 1, PassRoofline(1.0, 0.0, 0.0, 0.0))
+    assert ms_b == pytest.approx(6 * 32.0 / 61 * 0.5 / 3.35, rel=1e-12)   # 5 layers + head
+
+
+def structured_engine_fit():
+    """The point mass on B300 (Kimi K2.6's card) in the structured form with engine effects:
+    one measured group, b300x8/sglang/ddtree, whose engine sglang has log effects (fixed,
+    pass, tree) = (0.4, -0.2, 0.1); population means mu = (0.0, 0.7, -4.6), spreads 0."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    cards = load_model_cards(bundled("models.csv"))
+    draws = point_mass_draws(
+        n=4, moe_form="roofline", moe_distinct_exponent=[0.5], compute_tok_ratio=[0.01],
+        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
+        spec_fixed_log_mu=0.0, spec_pass_log_mu=0.7, spec_tree_log_mu=-4.6,
+        spec_fixed_log_sd=0.0, spec_pass_log_sd=0.0, spec_tree_log_sd=0.0,
+        spec_fixed_engine=[0.4], spec_pass_engine=[-0.2], spec_tree_engine=[0.1],
+        spec_fixed_engine_sd=1.0, spec_pass_engine_sd=0.5, spec_tree_engine_sd=0.5,
+        structure_sd=0.0, noise_sd=0.0)
+    drafters = load_drafter_cards(bundled("drafters.csv"))
+    draws.meta["model"].update({
+        "step_form": "structured", "knee": 3.0, "card": dataclasses.asdict(cards["kimi-k2.6"]),
+        "methods": {"ddtree": {"passes": 1, "tree": True},
+                    "eagle3": {"passes": "block", "tree": "auto"}},
+        "engines": ["sglang"], "group_engine": [0], "group_system": [0],
+        "drafter_cards": [dict(dataclasses.asdict(d), methods=list(d.methods)) for d in drafters],
+        "pass_roofline": dataclasses.asdict(PassRoofline())})
+    draws.meta["coords"]["engine"] = ["sglang"]
+    return draws
+
+
+def test_an_unmeasured_group_takes_its_engines_effect_and_its_roofline():
+    """B300 Eagle3 in SGLang, never measured: fixed = exp(0 + 0.4) ms, per pass =
+    roofline x exp(0.7 - 0.2), per node exp(-4.6 + 0.1) ms; step_ar 8 ms. In vLLM, an engine
+    the fit never measured: its effect drawn from the engines' spread (sd 1.0, 0.5, 0.5)."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.structure import pass_roofline, unmeasured_log_ratio
+
+    draws = structured_engine_fit()
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="eagle3",
+                            block=4, budget=None, verify_tokens=None, context_tokens=0.0)
+    rng = np.random.default_rng(0)
+    roof, how = pass_roofline(draws, sc)
+    assert how.startswith("no drafter card: a generic eagle3 drafter")   # Kimi: none bundled
+    step_ar = np.full(4, 8.0)
+    fixed = np.exp(unmeasured_log_ratio(draws, sc, "fixed", "sglang", step_ar, rng)) * 8.0
+    per_pass = np.exp(unmeasured_log_ratio(draws, sc, "pass", "sglang", step_ar, rng)) * 8.0
+    per_node = np.exp(unmeasured_log_ratio(draws, sc, "tree", "sglang", step_ar, rng)) * 8.0
+    assert fixed == pytest.approx(math.exp(0.4))
+    assert per_pass == pytest.approx(roof * math.exp(0.5))
+    assert per_node == pytest.approx(math.exp(-4.5))
+    parts, explained = P.step_components(draws, sc, np.random.default_rng(0))
+    # Eagle3 block 4: a chain of 4 passes, no tree; SPEC = fixed + 4 passes
+    assert parts["spec"] == pytest.approx(math.exp(0.4) + 4 * roof * math.exp(0.5))
+    assert "unmeasured group b300x8/sglang/eagle3" in explained
+    sc_v = dataclasses.replace(sc, engine="vllm")
+    logs = unmeasured_log_ratio(draws, sc_v, "fixed", "vllm", np.full(4, 8.0),
+                                np.random.default_rng(3))
+    z = np.random.default_rng(3)
+    expected = 0.0 + 0.0 * z.standard_normal(4) + 1.0 * z.standard_normal(4) - math.log(8.0)
+    assert logs == pytest.approx(expected)
+
+
+def test_a_measured_group_extrapolates_around_its_own_mean():
+    """A group measured at one tree budget: the nodes beyond it cost the group's own per-node
+    ratio drawn around its mean (spec_tree_mean), not the population's."""
+    from ddtree_bayes.engine.structure import tied_ratio_spread
+
+    draws = structured_engine_fit()
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    mean = math.log(0.004)
+    draws.variables["spec_tree_mean"] = np.full((4, 1), mean)
+    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
+    rng = np.random.default_rng(1)
+    extra = tied_ratio_spread(draws, "b300x8/sglang/ddtree", {"pass": 1.0, "tree": 32.0},
+                              8.0, rng)
+    z = np.random.default_rng(1).standard_normal(4)
+    # measured at budget 8: 24 more nodes at exp(mean + 0.5 z) instead of exp(mean)
+    assert extra == pytest.approx((np.exp(mean + 0.5 * z) - 0.004) * 24 * 8.0)
