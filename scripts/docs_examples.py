@@ -183,6 +183,9 @@ def run(example: Example, ws: Workspace) -> str:
     proc = subprocess.run([sys.executable, "-m", "ddtree_bayes", *example.argv], cwd=ws.path,
                           env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=1800)
+    if "internal error" in proc.stdout:   # a crash is a bug to fix, never an output to show
+        raise SystemExit(f"docs_examples: {' '.join(example.argv)} crashed in {ws.path}:\n"
+                         f"{proc.stdout[-2000:]}")
     shown = example.show or " ".join(_quote(a) for a in example.argv)
     lines = proc.stdout.rstrip("\n").split("\n") if proc.stdout.strip() else []
     if example.keep:

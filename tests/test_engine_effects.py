@@ -151,3 +151,30 @@ def test_a_measured_group_extrapolates_around_its_own_mean():
     z = np.random.default_rng(1).standard_normal(4)
     # measured at budget 8: 24 more nodes at exp(mean + 0.5 z) instead of exp(mean)
     assert extra == pytest.approx((np.exp(mean + 0.5 * z) - 0.004) * 24 * 8.0)
+
+
+def test_the_reports_prior_draws_cover_the_engine_effects():
+    """The report draws the prior of every structured-form variable from the fit's own
+    metadata (engines, each group's engine and system) and labels each column."""
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.workflows.report.priors import prior_draws, scalar_columns
+
+    cfg = parse_priors(bundled("priors.toml").read_text())
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements(bundled("measurements.csv"), hw)
+    spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
+    meta = S.model_meta(spec, cfg)
+    assert set(meta["group_system"]) == set(range(len(spec.systems)))
+    assert len(meta["group_system"]) == len(meta["group_engine"]) == len(spec.group_engine)
+    coords = {k: list(v) for k, v in spec.parameter_coords.items()}
+    draws = prior_draws(cfg, coords, 4, 0, None, meta.get("group_varies"),
+                        meta.get("acceptance_groups"), spec.repeated, meta)
+    engines = len(meta["engines"])
+    for part in ("fixed", "pass", "tree"):
+        assert draws[f"spec_{part}_engine_z"].shape == (4, engines)
+        # a zero-sum effect: the engines' effects sum to zero in every draw
+        assert np.allclose(draws[f"spec_{part}_engine_z"].sum(axis=1), 0.0)
+    cols = scalar_columns(draws, coords)
+    assert f"spec_fixed_engine_z[{meta['engines'][0]}]" in cols

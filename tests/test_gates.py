@@ -9,6 +9,7 @@ Fit here are made by hand (numpy), artifacts written by hand (h5py): nothing sam
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import types
@@ -258,7 +259,7 @@ def _tree(draws: int):
 
 
 def test_run_nutpie_cancels_and_reraises_an_interrupt(monkeypatch):
-    nutpie = pytest.importorskip("nutpie")
+    nutpie = importlib.import_module("nutpie")
     background = FakeBackground(KeyboardInterrupt())
     asked = {}
 
@@ -276,7 +277,7 @@ def test_run_nutpie_cancels_and_reraises_an_interrupt(monkeypatch):
 def test_a_trace_shorter_than_asked_is_an_interrupt(monkeypatch, got):
     """nutpie's own KeyboardInterrupt handling (blocking=True) returns what it has: 0 draws
     during tuning, fewer during sampling."""
-    nutpie = pytest.importorskip("nutpie")
+    nutpie = importlib.import_module("nutpie")
     monkeypatch.setattr(nutpie, "sample", lambda compiled, **kw: FakeBackground(_tree(got)))
     with pytest.raises(Interrupted, match=f"nutpie returned {got} of 300 draws per chain"):
         inference.run_nutpie("compiled", draws=300)
@@ -284,7 +285,7 @@ def test_a_trace_shorter_than_asked_is_an_interrupt(monkeypatch, got):
 
 
 def test_a_whole_trace_passes_through(monkeypatch):
-    nutpie = pytest.importorskip("nutpie")
+    nutpie = importlib.import_module("nutpie")
     tree = _tree(300)
     monkeypatch.setattr(nutpie, "sample", lambda compiled, **kw: FakeBackground(tree))
     assert inference.run_nutpie("compiled", draws=300) is tree

@@ -9,7 +9,8 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.engine.inference import reproducible_pytensor
 
 reproducible_pytensor()
-pm = pytest.importorskip("pymc")
+import pymc as pm  # noqa: E402
+
 from ddtree_bayes.engine.model import build_model  # noqa: E402
 
 

@@ -219,6 +219,13 @@ def test_prior_draws_match_the_priors():
     assert d["reduction"].mean() == pytest.approx(0.4, abs=0.003)
     lp = report.log_prior(cfg, coords, {k: v[:5] for k, v in d.items()})
     assert all(np.isfinite(x).all() for x in lp.values())
+    # a one-engine fit's zero-sum engine effect is 0 at every draw: not a prior to power-scale
+    one_engine = {k: v[:5] for k, v in d.items()} | {"spec_fixed_engine_z": np.zeros((5, 1))}
+    lp = report.log_prior(cfg, coords, one_engine)
+    assert "spec_fixed_engine_z" not in lp and "moe_share" in lp
+    lp = report.log_prior(cfg, coords, one_engine | {"spec_fixed_engine_z": d["moe_z"][:5, :2]})
+    assert lp["spec_fixed_engine_z"] == pytest.approx(
+        -np.log(2 * np.pi) - 0.5 * (d["moe_z"][:5, :2] ** 2).sum(axis=1))
 
 
 @pytest.mark.nuts

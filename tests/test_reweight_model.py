@@ -6,6 +6,7 @@ that move other rows' discrepancy distance and that make a group's tree nodes va
 
 from __future__ import annotations
 
+import importlib
 import json
 
 import numpy as np
@@ -23,7 +24,7 @@ from ddtree_bayes.workflows.extrapolation import with_forms
 from ddtree_bayes.workflows.living import reweight as RW
 
 reproducible_pytensor()
-pm = pytest.importorskip("pymc")
+pm = importlib.import_module("pymc")
 from ddtree_bayes.engine.model import build_model  # noqa: E402
 
 #: The bundled rows plus a HYPOTHETICAL repeat of the B300 autoregressive row: data with

@@ -2,11 +2,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, emit_json, fmt_value, render_table
+from ddtree_bayes.cli.output import PROG, emit_json, emit_result, fmt_value, render_table
 from ddtree_bayes.core.errors import QueryError
 
 
@@ -71,7 +70,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
             figures.sbc_histograms(res, Path(args.plot))
         if args.format == "json":
-            print(json.dumps(res, indent=2))
+            emit_json(res)
             return 0
         print(f"simulation-based calibration: {res['replicates']} replicates, ranks 0..{res['L']} "
               f"in {res['bins']} bins, {res['unconverged']} unconverged, {res['seconds']:.0f} s")
@@ -82,7 +81,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     res = V.validate(args.data, args.priors, group=args.group, jobs=args.jobs,
                      scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
     if args.format == "json":
-        print(json.dumps(res, indent=2))
+        emit_json(res)
         return 0
     rows = [[f"row {r['row']}", _config_label(r), fmt_value(r["measured"], 1), fmt_value(r["median"], 1),
              f"{r['lo50']:.1f}-{r['hi50']:.1f}", f"{r['lo90']:.1f}-{r['hi90']:.1f}", f"{r['percentile']:.2f}",
@@ -153,17 +152,11 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
 
         res = F.from_smallest(files, args.priors, structures=structures, jobs=args.jobs,
                               seed=args.seed, progress=not args.quiet)
-        if args.format == "json":
-            print(json.dumps(res, indent=2))
-        else:
-            print(render_from_smallest(res))
+        emit_result(res, args.format, render_from_smallest)
         return 0
     res = X.extrapolate(files, args.priors, structures=structures, jobs=args.jobs,
                         seed=args.seed, progress=not args.quiet)
-    if args.format == "json":
-        print(json.dumps(res, indent=2))
-        return 0
-    print(render_extrapolation(res, structures))
+    emit_result(res, args.format, lambda r: render_extrapolation(r, structures))
     return 0
 
 
@@ -214,10 +207,7 @@ def _validate_keep_ar(args: argparse.Namespace) -> int:
 
     res = T.validate_keep_ar(args.data, args.priors, jobs=args.jobs, scheduler=args.scheduler,
                              seed=args.seed, progress=not args.quiet)
-    if args.format == "json":
-        print(json.dumps(res, indent=2))
-    else:
-        print(render_keep_ar(res))
+    emit_result(res, args.format, render_keep_ar)
     return 0
 
 

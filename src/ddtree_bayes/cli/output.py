@@ -7,6 +7,7 @@ import io
 import json
 import math
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
@@ -77,6 +78,14 @@ def emit_json(payload) -> None:
     ready = json_ready(payload)
     text = json.dumps(ready, allow_nan=False)
     print(json.dumps(ready, indent=2, allow_nan=False) if len(text) <= INDENT_LIMIT else text)
+
+
+def emit_result(result: dict, fmt: str, render: Callable[[dict], str]) -> None:
+    """A command's result as JSON (``--format json``) or as ``render(result)``."""
+    if fmt == "json":
+        emit_json(result)
+    else:
+        print(render(result))
 
 
 def emit_rows(rows: list[dict], fmt: str, extra: dict | None = None) -> None:

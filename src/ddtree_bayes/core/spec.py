@@ -516,6 +516,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     if spec.engines and spec.group_engine is not None and spec.group_pass_roof_ms is not None:
         meta["engines"] = list(spec.engines)
         meta["group_engine"] = [int(x) for x in spec.group_engine]
+        if spec.group_system is not None:
+            meta["group_system"] = [int(x) for x in spec.group_system]
         meta["group_pass_roof_ms"] = [float(x) for x in spec.group_pass_roof_ms]
         meta["group_pass_how"] = list(spec.group_pass_how)
         meta["pass_roofline"] = dataclasses.asdict(pass_roofline_constants(priors))

@@ -108,17 +108,12 @@ def run_pair_fold(inputs: V.Inputs, split: PairSplit, kind: str, seed: int,
     rows = []
     for i in split.scored:
         m = data.rows[i]
-        samples = V.predict_row(draws, m, rng)
-        q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
         base = baseline(m)   # None: the original formula needs the row's acceptance
         rows.append({"kind": kind, "pair": split.pair, "model": m.model, "row": m.row,
                      "hardware": m.hardware, "gpus": m.gpus, "engine": m.engine,
                      "method": m.method, "block": m.block, "budget": m.budget,
                      "verify_tokens": m.verify_tokens, "context_tokens": m.context_tokens,
-                     "accept_len": m.accept_len, "measured": m.tok_s,
-                     "median": float(q[2]), "lo50": float(q[1]), "hi50": float(q[3]),
-                     "lo90": float(q[0]), "hi90": float(q[4]),
-                     "percentile": float(np.mean(samples < m.tok_s)),
+                     "accept_len": m.accept_len, **V.scored_interval(draws, m, rng),
                      "baseline": None if base is None else float(base)})
     return V.FoldResult(f"{split.pair} ({kind})", time.perf_counter() - t0, not failures,
                         failures, rows, draws.meta["remedy"])

@@ -131,8 +131,6 @@ def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_c
     rows = []
     for i in split.predicted:
         m = data.rows[i]
-        samples = V.predict_row(draws, m, rng)
-        q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
         base = baseline(m)
         ratio = m.verify_tokens / split.trained_verify
         rows.append({"sweep": split.sweep, "structure": structure, "row": m.row,
@@ -140,9 +138,7 @@ def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_c
                      "method": m.method, "block": m.block, "budget": m.budget,
                      "verify_tokens": m.verify_tokens, "trained_verify": split.trained_verify,
                      "ratio": ratio, "ratio_bin": ratio_bin(ratio), "accept_len": m.accept_len,
-                     "measured": m.tok_s, "median": float(q[2]), "lo50": float(q[1]),
-                     "hi50": float(q[3]), "lo90": float(q[0]), "hi90": float(q[4]),
-                     "percentile": float(np.mean(samples < m.tok_s)),
+                     **V.scored_interval(draws, m, rng),
                      "baseline": None if base is None else float(base)})
     return {"split": split.name, "structure": structure, "seconds": time.perf_counter() - t0,
             "converged": not failures, "failures": failures, "remedy": draws.meta["remedy"],

@@ -202,6 +202,16 @@ def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings
                                                 roofline=pair_roofline_of(spec)), train)
 
 
+def scored_interval(draws: Fit, m: Measurement, rng: np.random.Generator) -> dict:
+    """A held-out row's posterior predictive median, 50% and 90% intervals, and the
+    percentile its measurement falls at."""
+    samples = predict_row(draws, m, rng)
+    q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
+    return {"measured": m.tok_s, "median": float(q[2]), "lo50": float(q[1]),
+            "hi50": float(q[3]), "lo90": float(q[0]), "hi90": float(q[4]),
+            "percentile": float(np.mean(samples < m.tok_s))}
+
+
 def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
              cores: int = 1) -> FoldResult:
     """Refit without the fold's rows; predict them with the posterior and the baseline."""
@@ -211,15 +221,11 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
     rows = []
     for i in fold.held_out:
         m = data.rows[i]
-        samples = predict_row(draws, m, rng)
-        q = np.quantile(samples, [0.05, 0.25, 0.5, 0.75, 0.95])
         base = baseline(m)   # None: the original formula needs the row's acceptance
         rows.append({**({"model": m.model} if data.multi_model else {}),
                      "row": m.row, "fold": fold.name, "system": data.pair(m), "engine": m.engine,
                      "method": m.method, "verify_tokens": m.verify_tokens,
-                     "context_tokens": m.context_tokens, "measured": m.tok_s,
-                     "median": q[2], "lo50": q[1], "hi50": q[3], "lo90": q[0], "hi90": q[4],
-                     "percentile": float(np.mean(samples < m.tok_s)),
+                     "context_tokens": m.context_tokens, **scored_interval(draws, m, rng),
                      "baseline": base,
                      "baseline_lo": None if base is None else base * (1 - BASELINE_BAND),
                      "baseline_hi": None if base is None else base * (1 + BASELINE_BAND)})

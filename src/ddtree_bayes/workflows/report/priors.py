@@ -192,7 +192,9 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
                                           v[AL.NAME][:, k]) for k, g in enumerate(accept_groups))
     if CONFIG_SHARE in v and P_[CONFIG_SHARE].dist != "point":
         out[CONFIG_SHARE] = prior_logpdf(P_[CONFIG_SHARE], v[CONFIG_SHARE])
-    return out
+    # a term constant over the draws (the zero-sum engine effect of a fit with one engine) has
+    # nothing to power-scale; ArviZ's psense refuses it ("All tail values are the same")
+    return {k: a for k, a in out.items() if np.ptp(a) > 0}
 
 
 # ------------------------------------------------------------------ helpers
@@ -207,6 +209,8 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
     for part in ("fixed", "pass", "tree"):
         for suffix in ("log", "z", "ratio"):
             dims[f"spec_{part}_{suffix}"] = "overhead_group"
+        dims[f"spec_{part}_mean"] = "overhead_group"
+        dims[f"spec_{part}_engine"] = dims[f"spec_{part}_engine_z"] = "engine"
     out = {}
     for name, arr in v.items():
         if arr.ndim == 1:
