@@ -635,8 +635,9 @@ def test_cli_fit_two_models_one_without_card(cli_dir, capsys):
     assert run_cli(["fit", "--data", str(bad)]) == 2
     line = one_error_line(capsys)
     assert line == ("ddtree-bayes: error: data/models.csv, column 'model': no model card for "
-                    "'other-model' (fix: add a row for other-model (active parameters, layers, "
-                    "experts, top-k, bytes per weight, compute_dtype, source))")
+                    "'other-model' (fix: ddtree-bayes card add --hf-config PATH/config.json (or "
+                    "--gguf FILE.gguf) --name other-model, or add its row by hand (a fit of one "
+                    "model makes a proxy card from its AR row instead))")
     nothing_written(cli_dir, bad)
 
 

@@ -149,8 +149,9 @@ def card_for(cards: dict | None, model: str):
     """The model card of ``model``, or a one-line error naming the file and the fix."""
     if not cards or model not in cards:
         raise DataError(f"no model card for {model!r}", file="data/models.csv", column="model",
-                        fix=f"add a row for {model} (active parameters, layers, experts, top-k, "
-                            "bytes per weight, compute_dtype, source)")
+                        fix=f"ddtree-bayes card add --hf-config PATH/config.json (or --gguf "
+                            f"FILE.gguf) --name {model}, or add its row by hand (a fit of one "
+                            "model makes a proxy card from its AR row instead)")
     return cards[model]
 
 

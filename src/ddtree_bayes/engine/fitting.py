@@ -25,6 +25,8 @@ class FitInputs:
     priors: PriorsConfig
     hardware: HardwareTable
     cards: dict
+    #: the proxy card of a model without one (core/proxy_card.py), as its metadata, or None
+    proxy: dict | None = None
 
     @classmethod
     def read(cls, data: str | Path | None = None, priors: str | Path | None = None,
@@ -40,7 +42,21 @@ class FitInputs:
         data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
         measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
         cards = load_model_cards(paths.data_file("models.csv", workdir))
-        return cls(measurements, cfg, table, cards)
+        proxy = None
+        if not measurements.multi_model and measurements.model not in cards:
+            from ddtree_bayes.core import spec as S
+            from ddtree_bayes.core.proxy_card import proxy_card
+
+            constants = S.pass_roofline_constants(cfg)
+            found = proxy_card(measurements, table.rows, bw_eff=constants.bw_eff,
+                               layer_ms=constants.layer_ms,
+                               allreduce_fabric_ms=constants.allreduce_fabric_ms,
+                               allreduce_pcie_ms=constants.allreduce_pcie_ms,
+                               default_context_tokens=cfg.default_context_tokens)
+            if found is not None:
+                cards = {**cards, measurements.model: found.card}
+                proxy = found.as_meta()
+        return cls(measurements, cfg, table, cards, proxy)
 
     def structure(self) -> dict:
         """The hardware table and model cards the roofline form needs (``build_spec`` kwargs)."""
@@ -121,6 +137,12 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     from ddtree_bayes.engine import remedies as R
 
     spec = S.build_spec(measurements, cfg, **inputs.structure())
+    if inputs.proxy is not None:   # one line, even under --quiet: it changes what to trust
+        import sys
+
+        from ddtree_bayes.core.proxy_card import describe
+
+        print(f"ddtree-bayes: note: {describe(inputs.proxy)}", file=sys.stderr)
     sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
     sampler.model()
     t_built = time.perf_counter()
@@ -149,6 +171,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     meta = metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
                      diag_rows, divergences, failures, timings)
     meta["remedies"] = ladder
+    if inputs.proxy is not None:
+        meta["model"]["proxy_card"] = inputs.proxy
     meta.update(extra_meta or {})
     from ddtree_bayes.engine import store
 

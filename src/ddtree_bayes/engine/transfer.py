@@ -90,5 +90,7 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
         params["tok_ratio"] = flop_ms / eff / moe1
     how = (f"{sc.system} not measured: transferred from {ref} "
            f"({'same' if steps == 0 else 'different'} interconnect class, bandwidth ratio "
-           f"{ref_bw / target_bw:.2f}); ")
+           f"{ref_bw / target_bw:.2f}"
+           f"{'; the model card is a proxy, so weaker' if 'proxy_card' in meta['model'] else ''}"
+           "); ")
     return params, how
