@@ -15,7 +15,13 @@ import pytest
 from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import load_priors
-from ddtree_bayes.core.data import COLUMNS, Measurement, load_hardware, load_measurements
+from ddtree_bayes.core.data import (
+    COLUMNS,
+    OPTIONAL_COLUMNS,
+    Measurement,
+    load_hardware,
+    load_measurements,
+)
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine.testing import point_mass_draws
@@ -27,11 +33,11 @@ BASE = Measurement(row=2, model="kimi-k2.6", hardware="b300", gpus=8, engine="sg
 #: another valid value for every column that enters step_ms or the likelihood's sd
 OTHER = {"model": "qwen3-8b", "hardware": "rtx-pro-6000", "gpus": 4, "engine": "vllm",
          "method": "eagle3", "block": 16, "budget": 32, "verify_tokens": 33,
-         "context_tokens": 0.0}
+         "context_tokens": 0.0, "concurrency": 8}
 
 
 def test_every_column_is_classified():
-    assert set(C.CONFIG_COLUMNS) | set(C.ROW_COLUMNS) == set(COLUMNS)
+    assert set(C.CONFIG_COLUMNS) | set(C.ROW_COLUMNS) == set(COLUMNS + OPTIONAL_COLUMNS)
     assert not set(C.CONFIG_COLUMNS) & set(C.ROW_COLUMNS)
     assert set(OTHER) == set(C.CONFIG_COLUMNS)
 

@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prob", type=A.PROB, default=0.9,
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
     add_scenario_arguments(p)
+    p.add_argument("--concurrency", type=A.int_list(1, 4096, "give stream counts, e.g. "
+                                                    "--concurrency 1,4,8,16"),
+                   metavar="C[,C...]",
+                   help="streams decoded together: one answer per value, per user (one "
+                        "stream's tok/s) and total (the C streams'); default: one stream")
     p.add_argument("--fit", type=A.fit_id, help="fit id (default: the latest fit)")
     p.add_argument("--strict", action="store_true",
                    help="error (exit 4) instead of warning if data or priors changed since the "

@@ -74,23 +74,36 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(f"{PROG} predict: fit {meta['fit_id']} ({draws.n_draws} draws"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
     print(sc_line)
-    headers = ["engine", "accept", "median"] + [f"{P.pct_label(p)}% interval" for p in probs]
-    headers += ["original +-30%"]
+    streams = "concurrency" in first
+    headers = ["engine", "accept"] + (["C", "per user"] if streams else ["median"])
+    headers += [f"{P.pct_label(p)}% interval" for p in probs]
+    headers += [f"total, {P.pct_label(probs[-1])}%"] if streams else ["original +-30%"]
     if args.target is not None:
         headers.append(f"P(>={args.target:g})")
     body = []
     for r in rows:
-        cells = [r["engine"], r["accept"], fmt_value(r["median"])]
+        cells = [r["engine"], r["accept"]] + ([str(r["concurrency"])] if streams else [])
+        cells.append(fmt_value(r["median"]))
         cells += [f"{r[f'lo{P.pct_label(p)}']:.0f}-{r[f'hi{P.pct_label(p)}']:.0f}" for p in probs]
-        cells.append("-" if r["original"] is None else
-                     f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
+        if streams:
+            t, wide = r["total"], P.pct_label(probs[-1])
+            cells.append(f"{t['median']:.0f} ({t[f'lo{wide}']:.0f}-{t[f'hi{wide}']:.0f})")
+        else:
+            cells.append("-" if r["original"] is None else
+                         f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
         if args.target is not None:
             cells.append(f"{r['p_ge_target']:.2f}")
         body.append(cells)
     print(render_table(headers, body))
     notes = sorted({f"{r['engine']}: {r['overhead_from']}" for r in rows})
-    print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
-          "deterministic estimate with its flat +-30% band.")
+    if streams:
+        print("tok/s, posterior predictive (includes run-to-run noise): per user = one stream, "
+              "total = the C streams together. Beyond the concurrencies measured the step's "
+              "growth with C is the roofline's (weights once per step, KV reads and tree nodes "
+              "per stream): prior-driven.")
+    else:
+        print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
+              "deterministic estimate with its flat +-30% band.")
     if any(r["accept_kind"] == "prior" for r in rows):
         print("acceptance not given: drawn from the acceptance prior in the priors file "
               "(pass --accept to fix it).")

@@ -26,6 +26,10 @@ from ddtree_bayes.core.pairs import pair_label
 #: Columns of a measurement file, in order.
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
            "accept_len", "context_tokens", "tok_s", "source", "notes")
+#: Columns a measurement file may add (blank or absent: the default). ``concurrency``: the
+#: streams decoded together (default 1); at C > 1 ``tok_s`` is the total output throughput of
+#: the C streams, as ``vllm bench serve`` and SGLang ``bench_serving`` report it.
+OPTIONAL_COLUMNS = ("concurrency",)
 #: Columns that must hold a value in every row. ``accept_len`` may be blank: an
 #: autoregressive row then emits 1 token per step, a speculative row's acceptance is inferred
 #: by the fit (a latent parameter per (model, method, block, budget); core/acceptance_latent.py).
@@ -60,6 +64,7 @@ class Measurement:
     tok_s: float
     source: str
     notes: str
+    concurrency: int = 1   # streams decoded together; tok_s is their total at C > 1
 
     def another_run(self, row: int, tok_s: float, source: str, notes: str) -> Measurement:
         """This configuration measured again: the same validated fields with another row,
@@ -342,11 +347,18 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     if accept is not None:   # (blank on a speculative row: inferred by the fit)
         _check_accept(path, row, method, accept, max_accept(method, block, budget, methods,
                                                             int(verify)))
+    concurrency = parse_number(path, row, "concurrency", values.get("concurrency", ""),
+                               integer=True)
+    if concurrency is not None and concurrency < 1:
+        raise DataError(f"must be >= 1, got {values['concurrency']}", file=path, row=row,
+                        column="concurrency",
+                        fix="write the number of streams decoded together (blank = 1)")
     return Measurement(row=row, model=values["model"], hardware=values["hardware"],
                        gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
                        block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
                        context_tokens=num["context_tokens"], tok_s=num["tok_s"],
-                       source=values["source"], notes=values.get("notes", ""))
+                       source=values["source"], notes=values.get("notes", ""),
+                       concurrency=int(concurrency or 1))
 
 
 def _check_accept(path: str, row: int, method: str, accept: float, limit: AcceptLimit) -> None:
@@ -378,8 +390,9 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
     """
     width = len(header)
     index = {h: j for j, h in enumerate(header)}  # a repeated header name: the last wins,
-    key_of = itemgetter(*(index[c] for c in COLUMNS))  # as dict(zip(header, values)) does
-    config_of = itemgetter(*(index[c] for c in CONFIGURATION))
+    extra = tuple(c for c in OPTIONAL_COLUMNS if c in index)   # as dict(zip(...)) does
+    key_of = itemgetter(*(index[c] for c in COLUMNS + extra))
+    config_of = itemgetter(*(index[c] for c in CONFIGURATION + extra))
     j_tok, j_source, j_notes = index["tok_s"], index["source"], index["notes"]
     rows: list[Measurement] = []
     seen: dict[tuple[str, ...], int] = {}

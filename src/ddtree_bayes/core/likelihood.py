@@ -30,7 +30,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from ddtree_bayes.core.data import COLUMNS, Measurement
+from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement
 
 #: The configuration key: every measurement column that enters ``step_ms`` or the
 #: likelihood's sd (system = hardware x gpus; overhead group and engine relation = engine and
@@ -39,11 +39,12 @@ from ddtree_bayes.core.data import COLUMNS, Measurement
 #: distance = system, verify tokens, passes). Values are compared after parsing (``16`` and
 #: ``16.0`` agree; a blank context and ``0`` do not, which is conservative, never wrong).
 CONFIG_COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
-                  "verify_tokens", "context_tokens")
+                  "verify_tokens", "context_tokens", "concurrency")
 #: Columns in which the rows of one configuration may differ: ``accept_len`` is the known
 #: offset, ``tok_s`` the observation, ``source``/``notes`` are not modelled.
 ROW_COLUMNS = ("accept_len", "tok_s", "source", "notes")
-assert set(CONFIG_COLUMNS) | set(ROW_COLUMNS) == set(COLUMNS), "classify every new column"
+assert set(CONFIG_COLUMNS) | set(ROW_COLUMNS) == set(COLUMNS + OPTIONAL_COLUMNS), \
+    "classify every new column"
 
 
 #: The configuration a row belongs to, as a tuple (see :data:`CONFIG_COLUMNS`), and whether its
@@ -86,10 +87,11 @@ def rows_of(row_config: np.ndarray, n_configs: int) -> list[np.ndarray]:
 
 
 def offsets(rows: Sequence[Measurement]) -> np.ndarray:
-    """Each row's known offset ``log(accept_len * 1000)`` (tokens per step, per second);
-    ``log 1000`` for a row whose acceptance is inferred (the model adds its latent value)."""
-    return np.log(np.fromiter((1.0 if r.accept_len is None else r.accept_len for r in rows),
-                              float, len(rows)) * 1000.0)
+    """Each row's known offset ``log(accept_len * 1000 * concurrency)`` (tokens per step of
+    the C streams, per second: a row at C > 1 measures their total); ``accept_len`` 1 for a
+    row whose acceptance is inferred (the model adds its latent value)."""
+    return np.log(np.fromiter(((1.0 if r.accept_len is None else r.accept_len) * r.concurrency
+                               for r in rows), float, len(rows)) * 1000.0)
 
 
 def sufficient_stats(row_config: np.ndarray, z: np.ndarray, n_configs: int,
@@ -239,12 +241,23 @@ class ConfigTable:
     verify_tokens: np.ndarray
     context_units: np.ndarray
     passes: np.ndarray          # sequential drafter passes (structured form)
-    nodes: np.ndarray           # paid tree nodes (structured form)
+    nodes: np.ndarray           # paid tree nodes of the step (C x per stream; structured form)
     distance: np.ndarray        # from the nearest other measured configuration on its system
     n: np.ndarray
     zbar: np.ndarray
     s2: np.ndarray
-    distinct: np.ndarray | None = None   # distinct-expert ratio (roofline form)
+    distinct: np.ndarray | None = None   # distinct-expert ratio (roofline form), at C x M
+    concurrency: np.ndarray | None = None   # streams decoded together (None: all 1)
 
     def __len__(self) -> int:
         return len(self.first_row)
+
+    @property
+    def streams(self) -> np.ndarray:
+        """Each configuration's concurrency C (ones when the data have none above 1)."""
+        return np.ones(len(self)) if self.concurrency is None else self.concurrency
+
+    @property
+    def batch_tokens(self) -> np.ndarray:
+        """Tokens one step verifies for all its streams: C x M."""
+        return self.verify_tokens * self.streams

@@ -64,22 +64,33 @@ def roofline_ms(moe1, verify_tokens, exponent, tok_ratio, distinct, knee: float,
 
 def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_exponent,
               verify_tokens, context_units, moe_form: str, exp: Fn, log: Fn, *,
-              tok_ratio=None, distinct=1.0, knee: float = 3.0):
+              tok_ratio=None, distinct=1.0, knee: float = 3.0, concurrency=1.0):
     """Target forward time: MOE(M) + ATTN_BASE + context term.
 
     ``step_ar_ms`` is the M=1 step at zero context, split into MOE(1) = moe_share * step_ar_ms
     and ATTN_BASE = the rest; the context term is ``ctx_ms_per_unit * units * M ** b``.
 
+    At ``concurrency`` C the step verifies C x M tokens together: the weights stream once
+    (an MoE's distinct experts, ``distinct``, are those of C x M tokens), the compute part
+    grows with C x M, ATTN_BASE (launches, norms, sampling) is paid once, and every sequence
+    reads its own KV cache (the context term x C). C = 1 is the single-stream step exactly
+    (``verify_tokens``, ``context_units`` and C are numpy: their products are constants).
+
     >>> float(target_ms(10.0, 0.4, 0.5, 2.0, 0.5, 4.0, 1.0, "power", np.exp, np.log))
     18.0
+    >>> float(target_ms(10.0, 0.4, 0.5, 2.0, 0.5, 4.0, 1.0, "power", np.exp, np.log,
+    ...                 concurrency=4.0))   # 4 x 16 ** 0.5 + 6 + 4 x 2 x 2
+    38.0
     """
     moe1 = moe_share * step_ar_ms
     attn_base = step_ar_ms - moe1
-    context = ctx_ms_per_unit * context_units * exp(ctx_verify_exponent * log(verify_tokens))
+    tokens = verify_tokens * concurrency
+    context = (ctx_ms_per_unit * (context_units * concurrency)
+               * exp(ctx_verify_exponent * log(verify_tokens)))
     if moe_form == "roofline":
-        verify = roofline_ms(moe1, verify_tokens, moe_shape, tok_ratio, distinct, knee, exp, log)
+        verify = roofline_ms(moe1, tokens, moe_shape, tok_ratio, distinct, knee, exp, log)
     else:
-        verify = moe_ms(moe1, verify_tokens, moe_shape, moe_form, exp, log)
+        verify = moe_ms(moe1, tokens, moe_shape, moe_form, exp, log)
     return verify + attn_base + context
 
 
@@ -285,7 +296,12 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     n_groups, n_rel = len(groups), len(relations)
     default_ctx = priors.default_context_tokens
     verify = np.array([r.verify_tokens for r in reps], dtype=float)
+    concurrency = np.array([r.concurrency for r in reps], dtype=float)
+    batch = verify * concurrency   # tokens the step verifies for all its streams
     passes, nodes = draft_structure(reps, priors, data.path)
+    # at concurrency C every stream builds its own tree: the step pays C x nodes; the fixed
+    # cost and the drafter's passes (its weights streamed once for all C) are paid once
+    nodes = nodes * concurrency
     system = np.array([systems.index(data.pair(r)) for r in reps], dtype=np.int64)
     group = np.array([g if g >= 0 else n_groups for g in cfg_group], dtype=np.int64)
     accept = np.fromiter((np.nan if r.accept_len is None else r.accept_len for r in data.rows),
@@ -297,7 +313,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
-        extra = roofline_inputs(data, verify, hardware, cards, reps)
+        extra = roofline_inputs(data, batch, hardware, cards, reps)
         distinct = extra.pop("row_distinct")
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
@@ -310,8 +326,8 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         verify_tokens=verify,
         context_units=np.array([(default_ctx if r.context_tokens is None else r.context_tokens)
                                 / priors.context_unit_tokens for r in reps]),
-        passes=passes, nodes=nodes, distance=C.config_distances(system, verify, passes),
-        n=n, zbar=zbar, s2=s2, distinct=distinct)
+        passes=passes, nodes=nodes, distance=C.config_distances(system, batch, passes),
+        n=n, zbar=zbar, s2=s2, distinct=distinct, concurrency=concurrency)
     return ModelSpec(
         moe_form=priors.moe_form, systems=systems, groups=tuple(groups), relations=relations,
         configs=configs, row_config=row_config, accept_len=accept, log_tok_s=log_tok,
@@ -343,7 +359,8 @@ def training_structure(spec: ModelSpec, row_weights: np.ndarray) -> dict:
     c, n = spec.configs, len(spec.groups)
     measured = np.bincount(spec.row_config, weights=np.asarray(row_weights, dtype=float),
                            minlength=len(c)) > 0
-    return {"config_distance": C.config_distances(c.system, c.verify_tokens, c.passes, measured),
+    return {"config_distance": C.config_distances(c.system, c.batch_tokens, c.passes,
+                                                  measured),
             "group_pass_varies": _varies(c.group, c.passes, n, measured).astype(float),
             "group_tree_varies": _varies(c.group, c.nodes, n, measured).astype(float)}
 

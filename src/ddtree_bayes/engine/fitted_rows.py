@@ -90,8 +90,9 @@ def moments(draws: Fit, seed: int = DEFAULT_SEED,
         sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                               method=m.method, block=m.block, budget=m.budget,
                               verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                              model=m.model)
+                              model=m.model, concurrency=m.concurrency)
         step, _ = step_draws(draws, sc, rng)
+        # (the offsets hold log(accept x 1000 x C): a row at C > 1 measures the C streams)
         if m.accept_len is None:   # its rows' offset is log 1000 (core/configs.offsets)
             cols.append(np.log(row_acceptance(draws, m, rng)) - np.log(step))
         else:
@@ -131,8 +132,8 @@ def _distances(draws: Fit, measurements: Measurements, first: np.ndarray) -> np.
     systems = sorted({row_pair(draws, r) for r in reps})   # pairs, with several models
     system = np.array([systems.index(row_pair(draws, r)) for r in reps])
     passes = np.array([draft_structure(model, r.method, r.block, r.budget)[0] for r in reps])
-    verify = np.array([r.verify_tokens for r in reps], dtype=float)
-    return C.config_distances(system, verify, passes)
+    batch = np.array([r.verify_tokens * r.concurrency for r in reps], dtype=float)
+    return C.config_distances(system, batch, passes)
 
 
 def measurement_log_mu(draws: Fit, seed: int = DEFAULT_SEED):

@@ -160,7 +160,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             roofline = {"tok_ratio": tok_ratio[s], "distinct": c.distinct, "knee": spec.knee}
         target = S.target_ms(step_ar[s], moe_share[s], moe_shape[s], ctx_ms[s], ctx_exp,
                              c.verify_tokens, c.context_units, spec.moe_form,
-                             pt.exp, pt.log, **roofline)
+                             pt.exp, pt.log, concurrency=c.streams, **roofline)
 
         scale_cfg = pt.ones(n_configs)
         if spec.relations:

@@ -7,6 +7,7 @@ context, scenario resolution) is in :mod:`ddtree_bayes.engine.scenario` and re-e
 from __future__ import annotations
 
 import csv
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -82,17 +83,19 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
                                          t["ctx_ms_per_unit"])
         if form == "roofline":
             roofline["tok_ratio"] = t["tok_ratio"]
-    if form == "roofline":
-        roofline["distinct"] = distinct_ratio(model, sc.verify_tokens, sc.model)
+    streams = float(sc.concurrency)
+    if form == "roofline":   # the distinct experts of all C x M tokens the step verifies
+        roofline["distinct"] = distinct_ratio(model, sc.verify_tokens * sc.concurrency, sc.model)
         roofline["knee"] = model.get("knee", 3.0)
     units = sc.context_tokens / model["context_unit_tokens"]
     M = float(sc.verify_tokens)
     target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"], M, units, form,
-                         np.exp, np.log, **roofline)
+                         np.exp, np.log, concurrency=streams, **roofline)
     attn_base = (1.0 - share) * step_ar
-    context = ctx_ms * units * M ** v["ctx_verify_exponent"]
+    context = ctx_ms * (units * streams) * M ** v["ctx_verify_exponent"]
     parts = {"moe": target - attn_base - context, "attn_base": attn_base, "context": context}
     passes, nodes = draft_structure(model, sc.method, sc.block, sc.budget)
+    nodes = nodes * streams   # every stream builds its own tree (engine/model.py)
     log_sd = query_log_sd(draws, sc, passes)
     if sc.method == AR_METHOD:
         return ({**parts, "spec": np.zeros_like(target), "step": target, "log_sd": log_sd},
@@ -239,10 +242,12 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     seed_table = load_seed_table(workdir)
     rng = np.random.default_rng(seed)
     rows = []
-    for asked in question.asked:
-        sc = asked.scenario
+    streams = question.flags.concurrency
+    cases = [(asked, dataclasses.replace(asked.scenario, concurrency=c))
+             for asked in question.asked for c in (streams or (1,))]
+    for asked, sc in cases:
         per_token, how = _per_token(fit, mixture, sc, rng)
-        seed_step = seed_step_ms(seed_table, sc)
+        seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, rng, mixture)
             if np.any(a < 1) or np.any(a > sc.limit.tokens) or (
@@ -260,6 +265,9 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                     "accept": source.label, "accept_max": sc.limit.tokens,
                     "accept_max_rule": sc.limit.rule, "accept_kind": source.kind}
             row.update(summarize(a * per_token, probs, target))
+            if streams:   # per user above; the C streams' total, draw by draw
+                row["concurrency"] = sc.concurrency
+                row["total"] = summarize(sc.concurrency * a * per_token, probs, None)
             seed_tok = None if seed_step is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)

@@ -52,6 +52,9 @@ class Flags:
     verify_tokens: int | None = None
     context: str | float | None = None
     accept: str | None = None
+    #: predict --concurrency: the streams decoded together, one answer per value (None: 1,
+    #: and the rows say nothing about concurrency)
+    concurrency: tuple[int, ...] | None = None
 
     @classmethod
     def of(cls, source: Any, **overrides: Any) -> Flags:
@@ -64,6 +67,8 @@ class Flags:
         values = {k: get(k) for k in ("model", "hardware", "gpus", "method", "block", "budget",
                                       "verify_tokens", "context", "accept")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
+        conc = get("concurrency")
+        values["concurrency"] = tuple(conc) if conc else None
         return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
 
     @property

@@ -114,6 +114,8 @@ class Scenario:
     multi: bool = False
     #: what one step can emit, from the fit's methods table (set by :func:`resolve_scenario`)
     accept_limit: AcceptLimit | None = None
+    #: streams decoded together (the step verifies C x verify_tokens tokens)
+    concurrency: int = 1
 
     @property
     def limit(self) -> AcceptLimit:
@@ -141,6 +143,8 @@ class Scenario:
             parts.append(f"budget {self.budget}")
         parts.append(f"verify {self.verify_tokens}")
         parts.append(f"context {self.context_tokens:g}")
+        if self.concurrency != 1:
+            parts.append(f"concurrency {self.concurrency}")
         return ", ".join(parts)
 
 
@@ -200,7 +204,8 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
 
 def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
-                     context_tokens: float | None, model: str | None = None) -> Scenario:
+                     context_tokens: float | None, model: str | None = None,
+                     concurrency: int = 1) -> Scenario:
     """Fill in defaults (model, GPU count, verify tokens, context) and check the fit can answer.
 
     A system without measurements is answered by hardware transfer (see
@@ -253,9 +258,12 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
         context_tokens = draws.meta["model"]["default_context_tokens"]
     if context_tokens < 0:
         raise QueryError("--context must be >= 0", fix="give the context length in tokens")
+    if concurrency < 1:
+        raise QueryError(f"concurrency {concurrency} is below 1",
+                         fix="give the number of streams decoded together, e.g. 1,4,8")
     limit = accept_limit(draws, method, block, budget, int(verify_tokens))
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
-                    float(context_tokens), measured, model, multi, limit)
+                    float(context_tokens), measured, model, multi, limit, int(concurrency))
 
 
 #: The methods tables of the priors texts parsed in this process (a fit's priors, once).

@@ -51,12 +51,13 @@ def fit_rows(draws: Fit) -> list:
 
 
 def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]:
-    """(verify tokens, drafter passes) of the rows the fit learned from on ``system``."""
+    """(tokens verified per step, C x M, and drafter passes) of the rows the fit learned from
+    on ``system``."""
     cache = draws.memo.setdefault("measured_configs", {})
     if system not in cache:
         model = draws.meta["model"]
-        points = sorted({(float(r.verify_tokens), draft_structure(model, r.method, r.block,
-                                                                    r.budget)[0])
+        points = sorted({(float(r.verify_tokens * r.concurrency),
+                          draft_structure(model, r.method, r.block, r.budget)[0])
                          for r in fit_rows(draws) if row_pair(draws, r) == system})
         cache[system] = ([m for m, _ in points], [p for _, p in points])
     return cache[system]
@@ -74,7 +75,7 @@ def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
         ms, ps = measured_configs(draws, transfer_reference(draws, sc.hardware, sc.gpus)[0])
     if not ms:
         return 0.0
-    return S.config_distance(float(sc.verify_tokens), passes, ms, ps)
+    return S.config_distance(float(sc.verify_tokens * sc.concurrency), passes, ms, ps)
 
 
 def run_sd(draws: Fit) -> np.ndarray:
@@ -109,7 +110,7 @@ def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
                 continue
             p, n = draft_structure(model, r.method, r.block, r.budget)
             values["pass"].add(p)
-            values["tree"].add(n)
+            values["tree"].add(n * r.concurrency)   # the step's nodes: every stream's tree
         cache[label] = values
     return cache[label]
 
