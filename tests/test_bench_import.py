@@ -172,9 +172,12 @@ def test_vllm_serve_appended_results_are_json_lines(tmp_path):
     second = dict(raw, max_concurrency=4)
     path = tmp_path / "appended.json"  # --append-result: objects separated by "\n"
     path.write_text(json.dumps(raw) + "\n" + json.dumps(second))
-    with pytest.raises(BenchFormatError) as err:
-        parse_bench_file(path)
-    assert _one_line(err).startswith(f"{path}, line 2: max_concurrency 4: only single-stream")
+    # a sweep over --max-concurrency: each run at its concurrency, tok_s the C streams' total
+    # (C x 1000 / TPOT: a serving benchmark's TPOT is one stream's time per output token)
+    both = parse_bench_file(path)
+    assert [(r.index, r.batch_size) for r in both.records] == [(1, 1), (2, 4)]
+    assert both.records[1].tok_s == pytest.approx(4 * 1000.0 / raw["median_tpot_ms"])
+    assert "4 x 1000/median_tpot_ms (total of max_concurrency 4 streams)" in both.records[1].notes
     got = parse_bench_file(path, single_stream_only=True)
     assert [(r.index, r.tok_s) for r in got.records] == [(1, 1000.0 / raw["median_tpot_ms"])]
     assert got.notes == [f"{path}: --single-stream-only left out line 2 (max_concurrency 4)"]

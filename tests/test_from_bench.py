@@ -129,18 +129,30 @@ def test_a_sweep_imports_its_batch1_record(work, select):
                        "(batch_size 8)\n")
 
 
-def test_a_vllm_append_result_sweep_imports_its_concurrency1_run(work, tmp_path):
-    """`vllm bench serve --max-concurrency 1` then `4`, both with --append-result."""
+def test_a_vllm_append_result_sweep_imports_each_concurrency(work, tmp_path):
+    """`vllm bench serve --max-concurrency 1` then `8`, both with --append-result: the C = 8
+    run goes in the concurrency column (added to a file without one, blank = 1 in the rows
+    already there) with tok_s the 8 streams' total, 8 x 1000 / TPOT; --single-stream-only
+    keeps the C = 1 run only."""
     raw = json.loads((BENCH / "vllm_serve.json").read_text())
     src = tmp_path / "sweep.json"
-    src.write_text(json.dumps(raw) + "\n" + json.dumps(dict(raw, max_concurrency=4,
+    src.write_text(json.dumps(raw) + "\n" + json.dumps(dict(raw, max_concurrency=8,
                                                              median_tpot_ms=4.0)))
     argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
             "eagle3", "--block", "3"]
-    assert "line 2: max_concurrency 4: only single-stream" in one_error(work, *argv)
+    before = (work / "data" / "measurements.csv").read_text().splitlines()
+    one, eight = imported_rows(Path(shutil.copytree(work, tmp_path / "both")), *argv)[0]
+    assert (one["concurrency"], eight["concurrency"]) == (1, 8)
+    assert one["tok_s"] == float(f"{1000 / raw['median_tpot_ms']:.6g}")
+    assert eight["tok_s"] == 2000.0 and eight["source"] == "vllm-serve sweep.json line 2"
+    after = (tmp_path / "both" / "data" / "measurements.csv").read_text().splitlines()
+    assert after[0] == before[0] + ",concurrency"
+    assert after[1:len(before)] == [line + "," for line in before[1:]]
+    assert after[-1].endswith(",8") and after[-2].endswith(",")
     (row,), _ = imported_rows(work, *argv, "--single-stream-only")
     assert row["tok_s"] == float(f"{1000 / raw['median_tpot_ms']:.6g}")
     assert row["source"] == "vllm-serve sweep.json line 1"
+    assert "concurrency" not in (work / "data" / "measurements.csv").read_text().split("\n")[0]
 
 
 def test_a_forced_format_that_is_not_the_files_is_refused(work, tmp_path):

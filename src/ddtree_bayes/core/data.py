@@ -91,8 +91,13 @@ class Measurement:
 
     @property
     def step_ms(self) -> float | None:
-        """Measured time per decoding step: accept_len / tok_s (None without accept_len)."""
-        return None if self.accept_len is None else self.accept_len / self.tok_s * 1000.0
+        """Measured time per decoding step: accept_len x C / tok_s (tok_s is the C streams'
+        total; None without accept_len)."""
+        if self.accept_len is None:
+            return None
+        if self.concurrency == 1:
+            return self.accept_len / self.tok_s * 1000.0
+        return self.accept_len * self.concurrency / self.tok_s * 1000.0
 
 
 @dataclass(frozen=True)

@@ -153,32 +153,46 @@ def _mean_prompt(rec: BenchRow) -> float | None:
     return total / done
 
 
+#: Formats whose runs at concurrency C > 1 are imported (into the concurrency column): a
+#: serving benchmark's TPOT is one stream's decode time per token at that concurrency.
+CONCURRENT_FORMATS = frozenset({"vllm-serve", "sglang-serving"})
+
+
+def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
+    """(total decode tok/s of the record's C streams, C, how): C x 1000 / TPOT."""
+    per_stream, key = _tpot_tok_s(rec)
+    streams = _streams(rec.fmt, rec) or 1
+    how = (f"1000/{key}" if streams == 1 else
+           f"{streams} x 1000/{key} (total of max_concurrency {streams} streams)")
+    return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
+
+
 def _vllm_serve(rec: BenchRow) -> BenchRecord:
-    tok_s, key = _tpot_tok_s(rec)
+    tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
-    notes = (f"vllm bench serve (vllm-serve): tok_s = 1000/{key} ({rec.data[key]:g} ms; decode only, "
+    notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; decode only, "
              "first token excluded); context_tokens = total_input_tokens/completed"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                       batch_size=1, model=rec.text("model_id", "model"), notes=notes,
+                       batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
                        index=rec.index, setup=setup)
 
 
 def _sglang_serving(rec: BenchRow) -> BenchRecord:
-    tok_s, key = _tpot_tok_s(rec)
+    tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("accept_length")
     info = rec.data.get("server_info")
     model = rec.text("model", "model_path", "model_id")
     if model is None and isinstance(info, dict):
         model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
-    notes = (f"sglang.bench_serving (sglang-serving): tok_s = 1000/{key} ({rec.data[key]:g} ms; "
+    notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; "
              "decode only, first token excluded); context_tokens = total_input_tokens/completed"
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                       batch_size=1, model=model, notes=notes, index=rec.index)
+                       batch_size=streams, model=model, notes=notes, index=rec.index)
 
 
 def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
@@ -276,6 +290,8 @@ def _single_stream(path: Path, doc: Document, fmt: str, chosen: list[int], only:
     streams = {i: _streams(fmt, BenchRow(path, i, doc.unit, fmt, data[i])) for i in chosen}
     single = [i for i in chosen if streams[i] == 1]
     others = [i for i in chosen if streams[i] != 1]
+    if fmt in CONCURRENT_FORMATS and not only:   # a known C > 1 goes to the concurrency column
+        others = [i for i in others if streams[i] is None]
     if not others:
         return chosen
     values = ", ".join(sorted({"not set" if streams[i] is None else str(streams[i])

@@ -241,6 +241,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             "block": config.get("block") or "", "budget": config.get("budget") or "",
             "verify_tokens": config.get("verify_tokens") or "", "accept_len": accept_len,
             "context_tokens": ctx, "tok_s": _number(rec.tok_s),
+            "concurrency": str(rec.batch_size) if (rec.batch_size or 1) > 1 else None,
             "source": source or f"{fmt} {path.name} {unit} {rec.index}",
             "notes": f"{notes}; {note}" if notes else note})
         rows.append(NewRow(origin, None, values))

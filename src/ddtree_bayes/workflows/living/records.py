@@ -15,6 +15,7 @@ from typing import Any
 
 from ddtree_bayes.core.data import (
     COLUMNS,
+    OPTIONAL_COLUMNS,
     Measurement,
     Measurements,
     load_measurements,
@@ -136,6 +137,22 @@ class Appended:
     repeats: dict[int, int] = field(default_factory=dict)  # new row -> row it repeats
 
 
+def _with_optional_columns(text: str, header: list[str], new: list[NewRow], newline: str
+                           ) -> tuple[str, list[str]]:
+    """The file's text and header with each optional column (``concurrency``) a new row fills
+    and the file lacks added at the end, blank (= its default) in every existing row."""
+    missing = [c for c in OPTIONAL_COLUMNS if c not in header
+               and any(str(item.values.get(c) or "").strip() for item in new)]
+    if not missing:
+        return text, header
+    rows = list(csv.reader(io.StringIO(text)))
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator=newline)
+    for i, row in enumerate(rows):
+        writer.writerow(row + (missing if i == 0 else [""] * len(missing)) if any(row) else row)
+    return buf.getvalue(), [*header, *missing]
+
+
 def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator=newline).writerow([values.get(h, "") for h in header])
@@ -205,6 +222,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         current = load_measurements(data_path, hardware, text=text, methods=methods)
         _, header, _ = read_records(data_path, text)
         newline = "\r\n" if "\r\n" in text else "\n"
+        text, header = _with_optional_columns(text, header, new, newline)
         body = text if text.endswith(("\n", "\r")) else text + newline
         next_line = body.count("\n") + 1
         keys = {row_key(m): m.row for m in current.rows}
@@ -331,6 +349,8 @@ def describe_config(m: Measurement) -> str:
     parts.append(f"M={m.verify_tokens}")
     if m.context_tokens:
         parts.append(f"ctx {m.context_tokens:g}")
+    if m.concurrency != 1:
+        parts.append(f"C={m.concurrency}")
     parts.append("accept inferred" if m.accept_len is None else f"accept {m.accept_len:g}")
     return " ".join(parts)
 
