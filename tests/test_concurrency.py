@@ -96,9 +96,28 @@ def test_predict_concurrency_json_fits_its_schema(tmp_path):
     payload = json.loads(out)
     validate_output("predict", payload)
     assert [r["concurrency"] for r in payload["rows"]] == [1, 8]
+    # the point mass's DDTree at 12 tokens per step: 600 tok/s at C = 1 against AR's 125
+    assert payload["rows"][0]["p_faster_than_ar"] == 1.0
     code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
                              "--concurrency", "1,8")
     assert code == 0, err
-    assert "per user" in out and "total, 90%" in out
+    assert "per user" in out and "total, 90%" in out and "P(> AR)" in out
+    assert "sglang, accept 12: speculation pays at every concurrency asked" in out
     code, _, err = run_cli(work, "predict", "--concurrency", "0")
     assert code == 2 and "--concurrency" in err
+
+
+def test_optimize_at_c_streams_by_hand():
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.workflows.decisions import optimize
+
+    draws = point_mass_draws()
+    curve = parse_acceptance_curve(draws.priors_toml)
+    one = optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 32))
+    four = optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 32),
+                    concurrency=4)
+    assert "concurrency" not in one["scenario"] and four["scenario"]["concurrency"] == 4
+    # budget 32 at C = 4: (4 x (1 + 0.0625 x 131) + 4) / 0.8; budget 8: 36 tokens
+    assert [r["step_ms"] for r in four["rows"]] == pytest.approx(
+        [(4 * (1 + 0.0625 * 35) + 4) / 0.8, 40.75 / 0.8])
+    assert one["rows"][1]["step_ms"] == pytest.approx(20.0)

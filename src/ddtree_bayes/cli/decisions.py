@@ -73,7 +73,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
-                     prob=args.prob, seed=args.seed, model=args.model)
+                     prob=args.prob, seed=args.seed, model=args.model,
+                     concurrency=args.concurrency)
     asked = out["default_scenario"]
     if asked is not None:   # (the curve fixes the method and block)
         print(f"{PROG} optimize: {asked['why']}; asking its most-measured system: "
@@ -89,7 +90,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}")
     print((f"{sc['model']}, " if "model" in sc else "")
           + f"{sc['hardware']} x{sc['gpus']}, {sc['engine']}, {sc['method']}, block {sc['block']}, "
-          f"context {sc['context_tokens']:g}; verify tokens M = budget + 1")
+          f"context {sc['context_tokens']:g}; verify tokens M = budget + 1"
+          + (f"; concurrency {sc['concurrency']} (tok/s per user)"
+             if sc.get("concurrency", 1) != 1 else ""))
     print(f"acceptance curve: {c['source']}")
     print(f"  accept(B) = {c['formula']}")
     for part in c["priors"].split(", gain"):
@@ -266,6 +269,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="drafter block size; must match the curve's (default: %(default)s)")
     o.add_argument("--budgets", type=A.budgets,
                    help="comma-separated budgets (default: 8,16,32,...,1024)")
+    o.add_argument("--concurrency", type=A.whole(1, 4096, "give the stream count, e.g. "
+                                                 "--concurrency 8"), default=1,
+                   help="streams decoded together (default: %(default)s): tok/s per user at "
+                        "that concurrency; the best budget shrinks as C grows")
     o.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: 0)")
     o.add_argument("--acceptance-file", metavar="FILE.csv",

@@ -78,6 +78,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     headers = ["engine", "accept"] + (["C", "per user"] if streams else ["median"])
     headers += [f"{P.pct_label(p)}% interval" for p in probs]
     headers += [f"total, {P.pct_label(probs[-1])}%"] if streams else ["original +-30%"]
+    versus_ar = streams and any("p_faster_than_ar" in r for r in rows)
+    if versus_ar:
+        headers.append("P(> AR)")
     if args.target is not None:
         headers.append(f"P(>={args.target:g})")
     body = []
@@ -91,6 +94,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
         else:
             cells.append("-" if r["original"] is None else
                          f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
+        if versus_ar:
+            cells.append(f"{r['p_faster_than_ar']:.2f}" if "p_faster_than_ar" in r else "-")
         if args.target is not None:
             cells.append(f"{r['p_ge_target']:.2f}")
         body.append(cells)
@@ -101,6 +106,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
               "total = the C streams together. Beyond the concurrencies measured the step's "
               "growth with C is the roofline's (weights once per step, KV reads and tree nodes "
               "per stream): prior-driven.")
+        for line in crossover_lines(rows):
+            print(line)
     else:
         print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
               "deterministic estimate with its flat +-30% band.")
@@ -114,6 +121,35 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  {note}")
     return 0
+
+
+def crossover_lines(rows: list[dict]) -> list[str]:
+    """Per engine and acceptance: the first concurrency asked at which speculation stops
+    paying (P(faster than AR) < 0.5), or that it pays at every one asked.
+
+    >>> rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
+    ...         for c, p in ((1, 0.99), (16, 0.7), (64, 0.2))]
+    >>> crossover_lines(rows)
+    ['vllm, accept 2.5: speculation stops paying at C = 64 (P(faster than AR) 0.20; 0.70 at C = 16)']
+    """
+    out = []
+    seen: dict[tuple, list[dict]] = {}
+    for r in rows:
+        if "p_faster_than_ar" in r:
+            seen.setdefault((r["engine"], r["accept"]), []).append(r)
+    for (engine, accept), rs in seen.items():
+        rs = sorted(rs, key=lambda r: r["concurrency"])
+        stop = next((i for i, r in enumerate(rs) if r["p_faster_than_ar"] < 0.5), None)
+        head = f"{engine}, accept {accept}: speculation "
+        if stop is None:
+            out.append(head + f"pays at every concurrency asked (P(faster than AR) >= "
+                              f"{min(r['p_faster_than_ar'] for r in rs):.2f})")
+        else:
+            before = (f"; {rs[stop - 1]['p_faster_than_ar']:.2f} at C = "
+                      f"{rs[stop - 1]['concurrency']}" if stop else "")
+            out.append(head + f"stops paying at C = {rs[stop]['concurrency']} (P(faster than "
+                              f"AR) {rs[stop]['p_faster_than_ar']:.2f}{before})")
+    return out
 
 
 def latest_per_form(anchor, flag: str = "--model-average") -> list:

@@ -268,6 +268,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             if streams:   # per user above; the C streams' total, draw by draw
                 row["concurrency"] = sc.concurrency
                 row["total"] = summarize(sc.concurrency * a * per_token, probs, None)
+                if sc.method != AR_METHOD and mixture is None:
+                    row["p_faster_than_ar"] = p_faster_than_ar(fit, sc, a, rng)
             seed_tok = None if seed_step is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
@@ -282,6 +284,29 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                                       f"{dist['hi90']:.2f})")
             rows.append(row)
     return rows
+
+
+def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
+                     rng: np.random.Generator) -> float:
+    """P(the speculative configuration ``sc`` decodes faster than autoregressive decoding on
+    the same system, context and concurrency): per posterior draw, ``accept x 1000 / step``
+    against ``1000 / step_ar(C)``, the true rates (no run-to-run noise), on the same draws.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> d = point_mass_draws()
+    >>> sc = resolve_scenario(d, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+    ...                       block=16, budget=32, verify_tokens=None, context_tokens=0)
+    >>> # 12 tokens per 20 ms step against 1 per 8 ms; 1.5 tokens per step is slower
+    >>> p_faster_than_ar(d, sc, np.full(8, 12.0), np.random.default_rng(0))
+    1.0
+    >>> p_faster_than_ar(d, sc, np.full(8, 1.5), np.random.default_rng(0))
+    0.0
+    """
+    ar = dataclasses.replace(sc, method=AR_METHOD, block=None, budget=None, verify_tokens=1,
+                             accept_limit=None)
+    spec_step = step_components(fit, sc, rng)[0]["step"]
+    ar_step = step_components(fit, ar, rng)[0]["step"]
+    return float(np.mean(accept / spec_step > 1.0 / ar_step))
 
 
 def acceptance_draws(fit: Fit, source: AcceptSource, rng: np.random.Generator,

@@ -68,7 +68,8 @@ class Flags:
                                       "verify_tokens", "context", "accept")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
         conc = get("concurrency")
-        values["concurrency"] = tuple(conc) if conc else None
+        values["concurrency"] = (None if not conc else tuple(conc)
+                                 if isinstance(conc, list | tuple) else (int(conc),))
         return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
 
     @property

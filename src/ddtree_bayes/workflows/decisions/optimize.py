@@ -75,7 +75,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              gpus: int | None = None, engine: str | None = None, method: str = "ddtree",
              block: int = 16, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,
-             prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
+             prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None,
+             concurrency: int = 1) -> dict:
     """The tree budget with the highest expected tok/s, and per-budget decision numbers
     (``model``: the target model, required when the fit holds several). Without ``hardware``
     or ``engine``, the fit's default scenario's (:func:`P.default_scenario`) system and first
@@ -83,7 +84,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     (it never measured B300), else None. The method and block stay the acceptance curve's.
 
     Per posterior draw s: ``tok_s[s, B] = accept_s(B) * 1000 / step_ms_s(M = B + 1)``
-    (expected throughput: no run-to-run noise). Returns a dict with ``rows`` (one per
+    (expected throughput: no run-to-run noise), per user at ``concurrency`` C (the step then
+    verifies C x M tokens: the knee comes sooner and the best budget shrinks; the scenario
+    says C when it is not 1). Returns a dict with ``rows`` (one per
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
     ``p_best``, ``regret``; ``extrapolated`` when M exceeds the largest M measured on the
     system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
@@ -117,7 +120,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     ctx = P.parse_context(context_tokens)
     scenarios = [P.resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine,
                                     method=method, block=block, budget=b, verify_tokens=None,
-                                    context_tokens=ctx, model=model) for b in budgets]
+                                    context_tokens=ctx, model=model,
+                                    concurrency=concurrency) for b in budgets]
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
                          "the budget", fix="use --method ddtree")
@@ -161,7 +165,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed,
             "scenario": {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
-                         "system": sc.pair, **({"model": sc.model} if sc.multi else {})},
+                         "system": sc.pair, **({"model": sc.model} if sc.multi else {}),
+                         **({"concurrency": concurrency} if concurrency != 1 else {})},
             "interval_prob": prob,
             "curve": {"formula": "min(accept_max(B), accept_ref + gain * (1 - decay**d) / "
                                  "(1 - decay)), d = log2(B / reference_budget)",
