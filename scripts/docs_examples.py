@@ -108,6 +108,8 @@ EXAMPLES: tuple[Example, ...] = (
                                         "--method", "eagle3", "--block", "3", "--context", "32k",
                                         "--accept", "1.95")),
     Example("predict-impossible", "main", ("predict", "--accept", "20")),
+    Example("predict-concurrency", "main", ("predict", "--engine", "sglang", "--accept", "14",
+                                            "--concurrency", "1,8,32,128")),
     # docs/howto/decide.md
     Example("optimize", "main", ("optimize", "--hardware", "b300", "--engine", "native")),
     Example("next", "main", ("next", "--query", "--hardware b300 --engine native --method ddtree "

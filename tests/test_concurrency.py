@@ -69,9 +69,12 @@ def test_the_step_at_c_streams_by_hand():
     # C = 4: the step verifies 132 tokens: MOE = 4 x (1 + 0.0625 x 131) = 36.75, ATTN_BASE once
     assert four["moe"][0] == pytest.approx(36.75) and four["attn_base"][0] == pytest.approx(4.0)
     assert four["step"][0] == pytest.approx(40.75 / 0.8)
-    # KV reads per stream: 64k context, 2 ms per unit x 4 streams x 33 ** 0.5
-    ctx = components(draws, 4, 65536.0)
-    assert ctx["context"][0] == pytest.approx(2.0 * 4 * 33 ** 0.5)
+    # KV reads per stream, partly shared: 64k context, 2 ms per unit x 4 ** g x 33 ** 0.5
+    ctx = components(point_mass_draws(ctx_batch_exponent=0.5), 4, 65536.0)
+    assert ctx["context"][0] == pytest.approx(2.0 * 4 ** 0.5 * 33 ** 0.5)
+    # a fit without rows at C > 1 draws g from its prior, Beta(3, 2): between 1x and 4x
+    ctx = components(draws, 4, 65536.0)["context"]
+    assert np.all((2.0 * 33 ** 0.5 < ctx) & (ctx < 2.0 * 4 * 33 ** 0.5)) and np.ptp(ctx) > 0
 
 
 def test_predict_gives_per_user_and_total_and_leaves_c1_alone():
@@ -121,3 +124,55 @@ def test_optimize_at_c_streams_by_hand():
     assert [r["step_ms"] for r in four["rows"]] == pytest.approx(
         [(4 * (1 + 0.0625 * 35) + 4) / 0.8, 40.75 / 0.8])
     assert one["rows"][1]["step_ms"] == pytest.approx(20.0)
+
+
+def test_the_model_samples_the_batch_exponent_only_with_c_above_1(tmp_path):
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.engine.model import build_model, free_parameter_names
+
+    cfg = load_priors(bundled("priors.toml"))
+    rows = ("kimi-k2.6,b300,8,sglang,ar,,,1,1,0,133,s,{}\n"
+            "kimi-k2.6,b300,8,sglang,ar,,,1,1,65536,120,s,{}\n"
+            "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,0,303,s,{}\n")
+    for conc, sampled in (("", False), ("4", True)):
+        text = HEADER + ",concurrency\n" + rows.replace("{}", ",") + (
+            f"kimi-k2.6,b300,8,sglang,ar,,,1,1,0,450,s,,{conc}\n" if conc else "")
+        data = load(tmp_path, text)
+        spec = S.build_spec(data, cfg)
+        names = {rv.name for rv in build_model(spec, cfg).free_RVs}
+        assert (S.CTX_BATCH in names) is sampled
+        assert names == set(free_parameter_names(cfg.moe_form, cfg.step_form, cfg,
+                                                 concurrent=sampled))
+    # a priors file without the exponent refuses C > 1 rows, naming the prior
+    import dataclasses
+
+    from ddtree_bayes.core.errors import PriorsError
+
+    bare = dataclasses.replace(cfg, priors={k: v for k, v in cfg.priors.items()
+                                            if k != S.CTX_BATCH})
+    with pytest.raises(PriorsError, match="rows at concurrency > 1") as err:
+        S.build_spec(data, bare)
+    assert err.value.column == "priors.ctx_batch_exponent"
+
+
+def test_the_reports_concurrency_section_by_hand():
+    from ddtree_bayes.workflows.report.sections import CONCURRENCY_GRID, concurrency_section
+
+    out = concurrency_section(point_mass_draws(), seed=0)
+    assert out["accept"] == 14.0 and out["concurrency"] == list(CONCURRENCY_GRID)
+    ar, sglang = out["engines"]["ar"], out["engines"]["sglang"]
+    # AR at C = 4: MOE 4 x (1 + 0.0625 x 3) + ATTN 4 = 8.75 ms per step of 4 streams
+    c4 = CONCURRENCY_GRID.index(4)
+    assert ar["per_user"][c4][2] == pytest.approx(1000 / 8.75)
+    assert ar["total"][c4][2] == pytest.approx(4000 / 8.75)
+    # DDTree at C = 1: 14 tokens per 20 ms step; far faster than AR at every C of the grid
+    assert sglang["per_user"][0][2] == pytest.approx(700.0)
+    assert sglang["p_faster_than_ar"][0] == 1.0 and "p_faster_than_ar" not in ar
+    # at C = 128 the step verifies 4224 tokens: (4 x (1 + 0.0625 x 4223) + 4) / 0.8 ms
+    step = (4 * (1 + 0.0625 * 4223) + 4) / 0.8
+    assert sglang["per_user"][-1][2] == pytest.approx(14000 / step)
+    # C = 16: DDTree (4 x (1 + 0.0625 x 527) + 4) / 0.8 = 174.7 ms -> 80.1 tok/s per user,
+    # AR 4 x (1 + 0.0625 x 15) + 4 = 11.75 ms -> 85.1: the first C where it stops paying
+    assert sglang["stops_paying_at"] == 16
+    assert sglang["p_faster_than_ar"][CONCURRENCY_GRID.index(8)] == 1.0

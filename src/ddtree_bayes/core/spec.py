@@ -23,6 +23,8 @@ from ddtree_bayes.core.data import AR_METHOD, Measurements
 from ddtree_bayes.core.likelihood import config_distance  # noqa: F401  (S.config_distance)
 
 Fn = Callable[..., Any]
+#: The exponent of concurrency in the context term (sampled only with rows at C > 1).
+CTX_BATCH = "ctx_batch_exponent"
 #: Posterior name of the per-system verify-growth parameter of each MoE form.
 SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_distinct_exponent"}
 
@@ -64,7 +66,8 @@ def roofline_ms(moe1, verify_tokens, exponent, tok_ratio, distinct, knee: float,
 
 def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_exponent,
               verify_tokens, context_units, moe_form: str, exp: Fn, log: Fn, *,
-              tok_ratio=None, distinct=1.0, knee: float = 3.0, concurrency=1.0):
+              tok_ratio=None, distinct=1.0, knee: float = 3.0, concurrency=1.0,
+              ctx_streams=None):
     """Target forward time: MOE(M) + ATTN_BASE + context term.
 
     ``step_ar_ms`` is the M=1 step at zero context, split into MOE(1) = moe_share * step_ar_ms
@@ -73,8 +76,10 @@ def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_expo
     At ``concurrency`` C the step verifies C x M tokens together: the weights stream once
     (an MoE's distinct experts, ``distinct``, are those of C x M tokens), the compute part
     grows with C x M, ATTN_BASE (launches, norms, sampling) is paid once, and every sequence
-    reads its own KV cache (the context term x C). C = 1 is the single-stream step exactly
-    (``verify_tokens``, ``context_units`` and C are numpy: their products are constants).
+    reads its own KV cache: the context term x ``ctx_streams`` (default C; the model gives it
+    ``C ** ctx_batch_exponent``, since part of a long-context read is latency the streams
+    share). C = 1 is the single-stream step exactly (``verify_tokens``, ``context_units`` and
+    C are numpy: their products are constants).
 
     >>> float(target_ms(10.0, 0.4, 0.5, 2.0, 0.5, 4.0, 1.0, "power", np.exp, np.log))
     18.0
@@ -85,8 +90,11 @@ def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_expo
     moe1 = moe_share * step_ar_ms
     attn_base = step_ar_ms - moe1
     tokens = verify_tokens * concurrency
-    context = (ctx_ms_per_unit * (context_units * concurrency)
-               * exp(ctx_verify_exponent * log(verify_tokens)))
+    if ctx_streams is None:
+        ctx_units = context_units * concurrency
+    else:
+        ctx_units = context_units * ctx_streams
+    context = ctx_ms_per_unit * ctx_units * exp(ctx_verify_exponent * log(verify_tokens))
     if moe_form == "roofline":
         verify = roofline_ms(moe1, tokens, moe_shape, tok_ratio, distinct, knee, exp, log)
     else:
@@ -297,6 +305,13 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     default_ctx = priors.default_context_tokens
     verify = np.array([r.verify_tokens for r in reps], dtype=float)
     concurrency = np.array([r.concurrency for r in reps], dtype=float)
+    if np.any(concurrency > 1) and CTX_BATCH not in priors.priors:
+        from ddtree_bayes.core.errors import PriorsError
+
+        raise PriorsError(f"rows at concurrency > 1 (row {reps[int(np.argmax(concurrency > 1))].row}"
+                          f" of {data.path}) need this prior", file=priors.path,
+                          column=f"priors.{CTX_BATCH}",
+                          fix=f"add [priors.{CTX_BATCH}] (see the bundled models/priors.toml)")
     batch = verify * concurrency   # tokens the step verifies for all its streams
     passes, nodes = draft_structure(reps, priors, data.path)
     # at concurrency C every stream builds its own tree: the step pays C x nodes; the fixed

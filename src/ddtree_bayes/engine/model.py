@@ -49,10 +49,12 @@ def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
 #: Free parameters sampled by NUTS (the others in the posterior are deterministic).
 def free_parameter_names(moe_form: str, step_form: str = "fraction",
                          priors: PriorsConfig | None = None, *,
-                         multi_model: bool = False, repeated: bool = False) -> tuple[str, ...]:
+                         multi_model: bool = False, repeated: bool = False,
+                         concurrent: bool = False) -> tuple[str, ...]:
     """Names NUTS samples for these forms (priors with ``dist = "point"`` are constants);
     ``multi_model``: a fit of several models (the pair roofline's parameters too);
-    ``repeated``: data with repeated runs of a configuration (``config_sd`` too)."""
+    ``repeated``: data with repeated runs of a configuration (``config_sd`` too);
+    ``concurrent``: data with rows at concurrency C > 1 (``ctx_batch_exponent`` too)."""
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
 
     fixed = {n for n, pr in (priors.priors.items() if priors else ()) if pr.dist == "point"}
@@ -74,6 +76,8 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
         names += PAIR_PRIORS
     if repeated and CONFIG_SHARE not in fixed:
         names.append(CONFIG_SHARE)
+    if concurrent and S.CTX_BATCH not in fixed:
+        names.append(S.CTX_BATCH)
     return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
 
 
@@ -158,9 +162,14 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                                          spec.system_flop_ms / eff / (moe_share * step_ar),
                                          dims="system")
             roofline = {"tok_ratio": tok_ratio[s], "distinct": c.distinct, "knee": spec.knee}
+        ctx_streams = None   # (single-stream data: the graph of every earlier fit)
+        if np.any(c.streams > 1):   # concurrency C > 1 rows: context x C ** g
+            g = prior_rv(P[S.CTX_BATCH], S.CTX_BATCH)
+            ctx_streams = pt.exp(g * np.log(c.streams))
         target = S.target_ms(step_ar[s], moe_share[s], moe_shape[s], ctx_ms[s], ctx_exp,
                              c.verify_tokens, c.context_units, spec.moe_form,
-                             pt.exp, pt.log, concurrency=c.streams, **roofline)
+                             pt.exp, pt.log, concurrency=c.streams, ctx_streams=ctx_streams,
+                             **roofline)
 
         scale_cfg = pt.ones(n_configs)
         if spec.relations:

@@ -89,10 +89,13 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         roofline["knee"] = model.get("knee", 3.0)
     units = sc.context_tokens / model["context_unit_tokens"]
     M = float(sc.verify_tokens)
+    ctx_streams = None if streams == 1 else streams ** ctx_batch_exponent(draws, rng)
     target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"], M, units, form,
-                         np.exp, np.log, concurrency=streams, **roofline)
+                         np.exp, np.log, concurrency=streams, ctx_streams=ctx_streams,
+                         **roofline)
     attn_base = (1.0 - share) * step_ar
-    context = ctx_ms * (units * streams) * M ** v["ctx_verify_exponent"]
+    context = ctx_ms * (units * (streams if ctx_streams is None else ctx_streams)
+                        ) * M ** v["ctx_verify_exponent"]
     parts = {"moe": target - attn_base - context, "attn_base": attn_base, "context": context}
     passes, nodes = draft_structure(model, sc.method, sc.block, sc.budget)
     nodes = nodes * streams   # every stream builds its own tree (engine/model.py)
@@ -284,6 +287,19 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                                       f"{dist['hi90']:.2f})")
             rows.append(row)
     return rows
+
+
+def ctx_batch_exponent(draws: Fit, rng: np.random.Generator) -> np.ndarray:
+    """Draws of the context term's concurrency exponent: the fit's, when its data had rows at
+    C > 1; else its prior's (prior-driven; 1, pure per-stream KV reads, for a priors file
+    without one)."""
+    from ddtree_bayes.core.sampling import prior_sample
+
+    if S.CTX_BATCH in draws.variables:
+        return draws.variables[S.CTX_BATCH]
+    prior = draws.priors.priors.get(S.CTX_BATCH)
+    return (np.ones(draws.n_draws) if prior is None
+            else prior_sample(prior, draws.n_draws, rng))
 
 
 def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,

@@ -234,6 +234,30 @@ def fan(summary, draws, dt, path: Path) -> None:
     _save(fig, path)
 
 
+def concurrency(summary, draws, dt, path: Path) -> None:
+    f = summary["concurrency"]
+    c = np.asarray(f["concurrency"], dtype=float)
+    fig, axes = plt.subplots(1, 2, figsize=(12, 4.8))
+    colors = [GREY, BLUE, ORANGE]
+    for i, (name, e) in enumerate(f["engines"].items()):
+        color = colors[i] if i < len(colors) else GREY
+        label = "AR" if name == "ar" else f"{name} at accept {f['accept']:g}"
+        for ax, key in zip(axes, ("per_user", "total"), strict=True):
+            q = np.asarray(e[key])
+            ax.fill_between(c, q[:, 0], q[:, 4], color=color, alpha=0.15)
+            ax.plot(c, q[:, 2], "o-", color=color, ms=3, label=label)
+    for ax, title in zip(axes, ("tok/s per user (one stream)", "total tok/s (C streams)"),
+                         strict=True):
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("concurrency C")
+        ax.set_title(title, fontsize=10)
+        ax.grid(alpha=0.3)
+        if f["measured_max"] < c[-1]:
+            ax.axvspan(f["measured_max"], c[-1], color=GREY, alpha=0.06)
+    axes[0].legend(fontsize=8)
+    _save(fig, path)
+
+
 def variance(summary, draws, dt, path: Path) -> None:
     engines = summary["variance"]
     fig, axes = plt.subplots(1, len(engines), figsize=(6 * len(engines), 3.8), squeeze=False)
@@ -327,7 +351,8 @@ def hardware(summary, draws, dt, path: Path) -> None:
 
 
 FIGURES = {"rank": rank, "trace": trace, "prior_posterior": prior_posterior, "ppc": ppc,
-           "loo": loo, "psense": psense, "fan": fan, "variance": variance,
+           "loo": loo, "psense": psense, "fan": fan, "concurrency": concurrency,
+           "variance": variance,
            "breakdown": breakdown, "budgets": budgets, "next": next_, "hardware": hardware}
 
 

@@ -37,6 +37,10 @@ CAPTIONS = {
            "step can emit (block + 1 for DDTree): 50% and 90% bands per engine, the original "
            "deterministic estimate (dashed) with its +-30% band, and the measured points of "
            "its system.",
+    "concurrency": "Per-user (left) and total (right) tok/s of the default scenario and of "
+                   "autoregressive decoding (grey) against the number of streams decoded "
+                   "together, median and 90% band; shaded: beyond the largest concurrency "
+                   "measured, where the step's growth is the roofline's (prior-driven).",
     "variance": "Share of the variance of log tok/s in the default scenario (acceptance "
                 "Uniform(12, 16), or its acceptance +-2 for a fit's own default, within what a "
                 "step can emit) "
@@ -145,7 +149,8 @@ def _img(figures, name) -> str:
 
 #: The report's order: the answer first (the prediction, where its width comes from, the
 #: decisions it supports), then the checks of the model, then the sampler's diagnostics.
-SECTION_ORDER = ("prediction", "variance", "budgets", "next", "hardware", "breakdown", "ppc",
+SECTION_ORDER = ("prediction", "concurrency", "variance", "budgets", "next", "hardware",
+                 "breakdown", "ppc",
                  "loo", "prior_posterior", "psense", "sampling", "inferred_acceptance")
 
 
@@ -212,6 +217,22 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
     sec["prediction"] = (f"Predicted throughput against acceptance (default scenario{clipped})",
                          ["engine", "accept", "median tok/s", "50%", "90%", "original"], fan_rows,
                          ["fan"])
+    conc = summary.get("concurrency")
+    if conc:
+        rows = []
+        for name, e in conc["engines"].items():
+            for i, c in enumerate(conc["concurrency"]):
+                pu, tot = e["per_user"][i], e["total"][i]
+                rows.append([name, c, round(pu[2]), f"{pu[0]:.0f} - {pu[4]:.0f}", round(tot[2]),
+                             f"{tot[0]:.0f} - {tot[4]:.0f}",
+                             "-" if name == "ar" else f"{e['p_faster_than_ar'][i]:.2f}"])
+        stops = "; ".join(
+            f"{n}: " + (f"stops paying at C = {e['stops_paying_at']}" if e["stops_paying_at"]
+                        else "pays at every C shown")
+            for n, e in conc["engines"].items() if n != "ar")
+        sec["concurrency"] = (f"Several streams at once (accept {conc['accept']:g}; {stops})",
+                              ["engine", "C", "per user", "90%", "total", "90%", "P(> AR)"],
+                              rows, ["concurrency"])
     var_rows = []
     for eng, d in summary["variance"].items():
         for k, val in d["shares"].items():

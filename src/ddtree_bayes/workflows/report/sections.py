@@ -11,6 +11,7 @@ the fan says where it clipped its grid.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -164,6 +165,48 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
             # the grid stops at what a step can emit; the acceptances it left out, if any
             "accept_max": limit.tokens, "accept_max_rule": limit.rule,
             "accept_clipped": [a for a in FAN_ACCEPT if a not in grid]}
+
+
+#: The concurrencies of the report's per-user / total figure.
+CONCURRENCY_GRID = (1, 2, 4, 8, 16, 32, 64, 128)
+
+
+def concurrency_section(draws: Fit, seed: int, model: str | None = None,
+                        d: DefaultQuestion | None = None) -> dict:
+    """Per-user and total tok/s of the default question at its headline acceptance, and of
+    autoregressive decoding on the same system, against concurrency C
+    (:data:`CONCURRENCY_GRID`); per engine P(faster than AR) at each C and the first C where
+    it falls below 0.5 (None: it pays at every C of the grid)."""
+    rng = np.random.default_rng(seed)
+    d = d or default_question(draws, model)
+    scenarios = _default_scenarios(draws, model, d)
+    accept = float(min(d.accept, scenarios[0].limit.tokens))
+    out: dict = {"accept": accept, "concurrency": list(CONCURRENCY_GRID), "engines": {},
+                 "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
+                 "measured_max": max((m.concurrency for m in draws.measurements.rows),
+                                     default=1)}
+    ar = dataclasses.replace(scenarios[0], method="ar", block=None, budget=None,
+                             verify_tokens=1, accept_limit=None)
+    series = [("ar", ar, 1.0)] + [(sc.engine, sc, accept) for sc in scenarios]
+    for name, sc, a in series:
+        per_user, total, p_ar = [], [], []
+        for c in CONCURRENCY_GRID:
+            at_c = dataclasses.replace(sc, concurrency=c)
+            parts, _ = P.step_components(draws, at_c, rng)
+            tok = a * 1000.0 / parts["step"] * np.exp(parts["log_sd"]
+                                                       * rng.standard_normal(draws.n_draws))
+            per_user.append(quantiles5(tok))
+            total.append(quantiles5(c * tok))
+            if name != "ar":
+                p_ar.append(P.p_faster_than_ar(draws, at_c, np.full(draws.n_draws, a), rng))
+        entry = {"scenario": at_c.describe().rsplit(", concurrency", 1)[0],
+                 "per_user": per_user, "total": total}
+        if name != "ar":
+            entry["p_faster_than_ar"] = p_ar
+            entry["stops_paying_at"] = next((c for c, p in zip(CONCURRENCY_GRID, p_ar,
+                                                               strict=True) if p < 0.5), None)
+        out["engines"][name] = entry
+    return out
 
 
 def variance_shares(draws: Fit, seed: int, model: str | None = None,

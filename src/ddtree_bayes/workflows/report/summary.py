@@ -31,6 +31,7 @@ from ddtree_bayes.workflows.report.priors import (
     varies_of,
 )
 from ddtree_bayes.workflows.report.sections import (
+    concurrency_section,
     decisions_section,
     fan_section,
     headline_log_tok,
@@ -175,6 +176,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
 
     # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
     summary["fan"] = fan_section(draws, seed, model, default)
+    summary["concurrency"] = concurrency_section(draws, seed, model, default)
     summary["variance"] = variance_shares(draws, seed, model, default)
     summary["breakdown"] = step_breakdown(draws, measurements, seed, model, default)
     summary["decisions"] = decisions_section(draws, seed, model, default)
