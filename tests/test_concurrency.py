@@ -54,6 +54,17 @@ def test_a_bad_concurrency_names_row_and_column(tmp_path, cell, problem):
     assert problem in str(err.value)
 
 
+def exact(draws):
+    """``draws`` without the concurrency discrepancy ([priors.concurrency_sd] 0): with no run
+    noise either, every draw of a point mass answers the same number."""
+    import dataclasses
+
+    text = draws.priors_toml
+    anchor = "[priors.concurrency_sd]\ndist = \"point\"\nvalue = 0.06"
+    assert anchor in text
+    return dataclasses.replace(draws, priors_toml=text.replace(anchor, anchor[:-4] + "0.0"))
+
+
 def components(draws, c: int, context: float = 0.0):
     sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
                             block=16, budget=32, verify_tokens=None, context_tokens=context,
@@ -78,7 +89,7 @@ def test_the_step_at_c_streams_by_hand():
 
 
 def test_predict_gives_per_user_and_total_and_leaves_c1_alone():
-    draws = point_mass_draws()
+    draws = exact(point_mass_draws())
     plain = P.predict_rows(draws, resolve(draws, Flags(accept="12", engines=("sglang",))))
     rows = P.predict_rows(draws, resolve(draws, Flags(accept="12", engines=("sglang",),
                                                       concurrency=(1, 4))))
@@ -159,7 +170,7 @@ def test_the_model_samples_the_batch_exponent_only_with_c_above_1(tmp_path):
 def test_the_reports_concurrency_section_by_hand():
     from ddtree_bayes.workflows.report.sections import CONCURRENCY_GRID, concurrency_section
 
-    out = concurrency_section(point_mass_draws(), seed=0)
+    out = concurrency_section(exact(point_mass_draws()), seed=0)
     assert out["accept"] == 14.0 and out["concurrency"] == list(CONCURRENCY_GRID)
     ar, sglang = out["engines"]["ar"], out["engines"]["sglang"]
     # AR at C = 4: MOE 4 x (1 + 0.0625 x 3) + ATTN 4 = 8.75 ms per step of 4 streams
@@ -176,3 +187,16 @@ def test_the_reports_concurrency_section_by_hand():
     # AR 4 x (1 + 0.0625 x 15) + 4 = 11.75 ms -> 85.1: the first C where it stops paying
     assert sglang["stops_paying_at"] == 16
     assert sglang["p_faster_than_ar"][CONCURRENCY_GRID.index(8)] == 1.0
+
+
+def test_beyond_the_measured_concurrency_the_answer_widens_by_the_prior():
+    from ddtree_bayes.engine.structure import concurrency_beyond
+
+    draws = point_mass_draws()   # the bundled B300 rows: all at C = 1, no run noise
+    assert components(draws, 1)["log_sd"][0] == 0.0
+    # C = 8 is three doublings beyond C = 1: 3 x 0.06 ([priors.concurrency_sd])
+    assert components(draws, 8)["log_sd"][0] == pytest.approx(0.18)
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ar",
+                            block=None, budget=None, verify_tokens=None, context_tokens=0,
+                            concurrency=2)
+    assert concurrency_beyond(draws, sc) == pytest.approx(1.0)

@@ -91,10 +91,42 @@ def query_log_sd(draws: Fit, sc: Scenario, passes: float) -> np.ndarray:
     in the data also a configuration's own error ``config_sd``), and in the structured form
     the discrepancy for the query's distance from the measured configurations."""
     noise = run_sd(draws)
+    beyond = concurrency_beyond(draws, sc)
+    if beyond:   # prior-driven: how the engine batches beyond the concurrencies measured
+        noise = np.sqrt(noise ** 2 + (beyond * concurrency_sd(draws)) ** 2)
     if "structure_sd" not in draws.variables:
         return noise
     d = query_distance(draws, sc, passes)
     return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
+
+
+#: The prior of the discrepancy per doubling of concurrency beyond the largest measured.
+CONCURRENCY_SD = "concurrency_sd"
+
+
+def concurrency_sd(draws: Fit) -> float:
+    """The ``[priors.concurrency_sd]`` value (a point prior; 0 for a priors file without it)."""
+    prior = draws.priors.priors.get(CONCURRENCY_SD)
+    if prior is None:
+        return 0.0
+    p = prior.params
+    return float(p["value"] if prior.dist == "point" else p.get("median", 0.0))
+
+
+def concurrency_beyond(draws: Fit, sc: Scenario) -> float:
+    """Doublings of the query's concurrency beyond the largest one the fit measured on its
+    system (or on the system its parameters come from): ``log2(C / C_max)``, 0 within."""
+    if sc.concurrency <= 1:
+        return 0.0
+    cache = draws.memo.setdefault("max_concurrency", {})
+    if sc.measured or is_multi(draws):
+        system = sc.pair
+    else:
+        system = transfer_reference(draws, sc.hardware, sc.gpus)[0]
+    if system not in cache:
+        cache[system] = max((r.concurrency for r in fit_rows(draws)
+                             if row_pair(draws, r) == system), default=1)
+    return max(0.0, float(np.log2(sc.concurrency / cache[system])))
 
 
 def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
