@@ -200,3 +200,42 @@ def test_beyond_the_measured_concurrency_the_answer_widens_by_the_prior():
                             block=None, budget=None, verify_tokens=None, context_tokens=0,
                             concurrency=2)
     assert concurrency_beyond(draws, sc) == pytest.approx(1.0)
+
+
+def test_the_spec_offsets_are_the_rows_offsets(tmp_path):
+    """The refit path (engine/refit.py) recomputes each configuration's statistics from the
+    spec's row offsets: they must be core.likelihood.offsets, C included."""
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.config import load_priors
+
+    data = load(tmp_path, HEADER + ",concurrency\n"
+                "kimi-k2.6,b300,8,sglang,ar,,,1,1,0,133,s,,\n"
+                "kimi-k2.6,b300,8,sglang,ar,,,1,1,0,450,s,,4\n"
+                "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,,0,900,s,,4\n")
+    spec = S.build_spec(data, load_priors(bundled("priors.toml")))
+    assert spec.row_offset == pytest.approx(C.offsets(data.rows))
+    assert spec.row_offset == pytest.approx(np.log([1000, 4000, 4000]))
+
+
+@pytest.mark.nuts
+def test_validate_extrapolate_concurrency_on_a_public_sweep():
+    """The SGLang MTP sweep of Qwen3.5-397B on 4x RTX PRO 6000 (data/public/conc, contexts
+    0-64k): fit C <= 4, predict C = 8, 16; at context 0 the sweep's MTP total falls below AR's
+    at C = 16 (769.1 vs 798.9 tok/s), and the fit must say so within one step of its grid."""
+    from conftest import REPO
+
+    src = REPO / "data" / "public" / "conc" / "sglang_mtp_qwen35_397b_b12x_rtxpro6000srvx4_conc.csv"
+    code, out, err = run_cli(REPO, "validate", "--extrapolate", "--concurrency", "--sweeps",
+                             str(src), "--quiet", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("validate", payload)
+    (s,) = payload["sweeps"]
+    assert {r["concurrency"] for r in s["rows"]} == {8, 16} and s["n"] == 16
+    x = next(x for x in s["crossovers"] if x["context_tokens"] == 0)
+    assert x["grid"] == [1, 2, 4, 8, 16] and x["measured_crossover"] == 16
+    assert x["within_one_step"], x
+    assert payload["crossovers_within_one_step"] >= 1
+    code, _, err = run_cli(REPO, "validate", "--extrapolate", "--concurrency",
+                           "--test-concurrency", "2,8")
+    assert code == 2 and "--test-concurrency must lie above" in err

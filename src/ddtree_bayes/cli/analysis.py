@@ -147,6 +147,20 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
         raise QueryError(f"--structures {given!r}: unknown structure",
                          fix="use a comma-separated subset of " + ",".join(X.STRUCTURES))
     files = [Path(f) for f in args.sweeps] if args.sweeps else None
+    if args.concurrency:
+        from ddtree_bayes.workflows import concurrency_check as CC
+
+        if args.from_smallest:
+            raise QueryError("--concurrency and --from-smallest are two different checks",
+                             fix="run them one at a time")
+        if any(c <= args.train_concurrency for c in args.test_concurrency):
+            raise QueryError("--test-concurrency must lie above --train-concurrency "
+                             f"({args.train_concurrency})", fix="e.g. --test-concurrency 8,16")
+        res = CC.extrapolate_concurrency(files, args.priors, train_max=args.train_concurrency,
+                                         test=tuple(args.test_concurrency), seed=args.seed,
+                                         progress=not args.quiet)
+        emit_result(res, args.format, render_concurrency)
+        return 0
     if args.from_smallest:
         from ddtree_bayes.workflows import from_smallest as F
 
@@ -158,6 +172,38 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
                         seed=args.seed, progress=not args.quiet)
     emit_result(res, args.format, lambda r: render_extrapolation(r, structures))
     return 0
+
+
+def render_concurrency(res: dict) -> str:
+    """The `validate --extrapolate --concurrency` table."""
+    out = [f"concurrency: {len(res['sweeps'])} sweeps, {res['seconds']:.0f} s; fitted C <= "
+           f"{res['train_max']}, predicted C = {','.join(map(str, res['test']))} (total tok/s; "
+           "per user is total / C, same relative errors)"]
+    body = []
+    for s in res["sweeps"]:
+        if not s["rows"]:
+            continue
+        body.append([s["sweep"], "ok" if s["converged"] else "GATES FAILED", str(s["n"]),
+                     _pct(s["cov90"]), f"{s['bias']:+.1%}", f"{s['mean_abs']:.1%}",
+                     _pct(s["width90"]), _pct(s["flat30_cov"])])
+    p = res["pooled"]
+    if p:
+        body.append(["pooled", "", str(p["n"]), _pct(p["cov90"]), f"{p['bias']:+.1%}",
+                     f"{p['mean_abs']:.1%}", _pct(p["width90"]), _pct(p["flat30_cov"])])
+    out.append(render_table(["sweep", "gates", "n", "90% cov", "bias", "mean abs", "90% width",
+                             "flat +-30% cov"], body))
+    for s in res["sweeps"]:
+        for x in s["crossovers"]:
+            if x["measured_crossover"] is None and x["predicted_crossover"] is None:
+                continue
+            out.append(f"  {s['sweep']} {x['method']} ctx {x['context_tokens']:g}: crossover "
+                       f"measured C = {x['measured_crossover']}, predicted C = "
+                       f"{x['predicted_crossover']}"
+                       + (" (within one step)" if x["within_one_step"] else ""))
+    out.append(f"crossovers shown by the sweeps: {res['crossovers_shown']}, predicted within one "
+               f"measured step: {res['crossovers_within_one_step']}")
+    out.extend(f"note: {n}" for n in res["notes"])
+    return "\n".join(out)
 
 
 def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:

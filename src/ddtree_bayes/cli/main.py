@@ -151,8 +151,19 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --extrapolate: per sweep and method, fit AR plus the smallest "
                         "configuration only and predict every larger one; scores by "
                         "extrapolation ratio M_predicted / M_trained")
+    v.add_argument("--concurrency", action="store_true",
+                   help="with --extrapolate: per concurrency sweep (data/public/conc/*.csv) fit "
+                        "the rows at C <= --train-concurrency, predict those at "
+                        "--test-concurrency, and compare the crossover where speculation "
+                        "stops paying")
+    v.add_argument("--train-concurrency", type=A.whole(1, 4096, "e.g. --train-concurrency 4"),
+                   default=4, help="with --concurrency: the largest C fitted (default: %(default)s)")
+    v.add_argument("--test-concurrency", type=A.int_list(1, 4096, "e.g. --test-concurrency 8,16"),
+                   default=[8, 16],
+                   help="with --concurrency: the C predicted and scored (default: 8,16)")
     v.add_argument("--sweeps", nargs="+", metavar="CSV",
-                   help="with --extrapolate: sweep files (default: data/public/*.csv)")
+                   help="with --extrapolate: sweep files (default: data/public/*.csv; with "
+                        "--concurrency data/public/conc/*.csv)")
     v.add_argument("--structures",
                    help="with --extrapolate: step structures to compare (default: "
                         "structured,fraction; with --from-smallest: structured)")

@@ -74,11 +74,12 @@ def proxy_card(data: Measurements, hardware: dict[str, dict[str, str]], *, bw_ef
     """The proxy card of a single-model fit's model, or None when no row can give one (every
     row's acceptance is inferred and none is AR).
 
-    The step is the median measured AR step at the lowest context on the system with the most
-    AR rows (ties: the first in the file); with no AR row, the fastest speculative step
-    ``1000 x accept / tok_s`` (an upper bound on the AR step, said so). The weights streamed
-    per step invert ``step = stream / bw_eff + layers x per_layer`` (engine/pairs.py's pair
-    roofline at the priors' medians), floored at half the step's streaming time.
+    The step is the median measured single-stream AR step at the lowest context on the system
+    with the most such rows (ties: the first in the file); with none, the fastest measured
+    step of any row, ``1000 x accept x C / tok_s`` (an upper bound on the AR step, said so).
+    The weights streamed per step invert ``step = stream / bw_eff + layers x per_layer``
+    (engine/pairs.py's pair roofline at the priors' medians), floored at half the step's
+    streaming time.
 
     >>> from ddtree_bayes.core.data import Measurement
     >>> hw = {"rtx-4090": {"hardware": "rtx-4090", "mem_bw_tb_s": "1.008",
@@ -94,7 +95,7 @@ def proxy_card(data: Measurements, hardware: dict[str, dict[str, str]], *, bw_ef
     from ddtree_bayes.core.pairs import link
 
     rows = list(data.rows)
-    ar = [r for r in rows if r.method == AR_METHOD]
+    ar = [r for r in rows if r.method == AR_METHOD and r.concurrency == 1]
     upper = not ar
     if ar:
         per_system: dict[str, list] = {}
@@ -110,8 +111,7 @@ def proxy_card(data: Measurements, hardware: dict[str, dict[str, str]], *, bw_ef
         chosen = [r for r in chosen if ctx(r) == low]
         step = statistics.median(1000.0 / r.tok_s for r in chosen)
     else:
-        steps = {i: 1000.0 * r.accept_len / r.tok_s for i, r in enumerate(rows)
-                 if r.accept_len is not None}
+        steps = {i: r.step_ms for i, r in enumerate(rows) if r.step_ms is not None}
         if not steps:
             return None
         i = min(steps, key=steps.__getitem__)

@@ -241,9 +241,11 @@ class ModelSpec:
 
     @property
     def row_offset(self) -> np.ndarray:
-        """Per row ``log(accept_len * 1000)``; ``log 1000`` where the acceptance is inferred
-        (the model adds the latent value per configuration): ``z = log tok_s - row_offset``."""
-        return np.log(np.where(np.isnan(self.accept_len), 1.0, self.accept_len) * 1000.0)
+        """Per row ``log(accept_len * 1000 * C)`` (:func:`core.likelihood.offsets`, from the
+        spec's arrays); accept_len 1 where the acceptance is inferred (the model adds the
+        latent value per configuration): ``z = log tok_s - row_offset``."""
+        accept = np.where(np.isnan(self.accept_len), 1.0, self.accept_len)
+        return np.log(accept * self.configs.streams[self.row_config] * 1000.0)
 
     @property
     def row_accept_group(self) -> np.ndarray | None:

@@ -59,7 +59,8 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
         step = target / (1 - frac) if m.is_speculative else target
         return m.accept_len * 1000.0 / step
 
-    known = [m for m in rows if m.accept_len is not None]
+    # the original formula is single-stream: rows at concurrency C > 1 neither fit nor get it
+    known = [m for m in rows if m.accept_len is not None and m.concurrency == 1]
 
     def resid(p):
         r = [math.log(predict(p, m)) - math.log(m.tok_s) for m in known]
@@ -83,7 +84,7 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
             x[systems.index(k)] = math.log(fitted(roofline[k]))
 
     def baseline(m: Measurement) -> float | None:
-        return None if m.accept_len is None else predict(x, m)
+        return None if m.accept_len is None or m.concurrency != 1 else predict(x, m)
 
     return baseline
 

@@ -1,0 +1,176 @@
+"""Does the step extrapolate in concurrency? ``ddtree-bayes validate --extrapolate
+--concurrency`` (issue 22).
+
+Per public concurrency sweep (``data/public/conc/*.csv``: one model on one system and
+engine, AR and speculative rows at several concurrencies C), fit the rows at C <=
+``train_max`` and predict the rows at the ``test`` concurrencies: 90% coverage, mean signed
+and absolute error of the median and the mean 90% width of the total tok/s (the per-user
+figure is total / C draw by draw, so its relative errors are the same), beside a flat +-30%
+band around the same median. Per context and speculative method it also compares the
+crossover: the first C of the sweep at which speculation is measured slower than AR, against
+the first at which the fit's P(faster than AR) falls below 0.5.
+
+Rows whose speculative configuration has no verify tokens (a page that does not say the
+draft depth) are skipped; a sweep whose model has no card is skipped and said.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
+from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, load_measurements
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.model_cards import load_model_cards
+from ddtree_bayes.workflows.validation import Inputs, refit_without, scored_interval
+
+#: The flat band of the deterministic comparison.
+BAND = 0.30
+
+
+def sweep_csv(path: Path) -> tuple[str, int]:
+    """A concurrency sweep in the measurement schema (notes dropped), and the rows skipped."""
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS + OPTIONAL_COLUMNS, extrasaction="ignore",
+                       lineterminator="\n")
+    w.writeheader()
+    skipped = 0
+    with open(path, newline="") as fh:
+        for r in csv.DictReader(fh):
+            if r["method"] != "ar" and not r.get("verify_tokens"):
+                skipped += 1
+                continue
+            w.writerow({**r, "notes": ""})
+    return buf.getvalue(), skipped
+
+
+def summary(rows: list[dict]) -> dict:
+    """Coverage, bias, mean abs error and width of scored rows, and the flat +-30%'s coverage.
+
+    >>> s = summary([{"measured": 100.0, "median": 90.0, "lo90": 80.0, "hi90": 110.0},
+    ...              {"measured": 100.0, "median": 120.0, "lo90": 105.0, "hi90": 140.0}])
+    >>> s["cov90"], round(s["bias"], 3), round(s["mean_abs"], 3), s["flat30_cov"]
+    (0.5, 0.05, 0.15, 1.0)
+    """
+    err = [r["median"] / r["measured"] - 1 for r in rows]
+    return {"n": len(rows),
+            "cov90": sum(r["lo90"] <= r["measured"] <= r["hi90"] for r in rows) / len(rows),
+            "bias": statistics.mean(err), "mean_abs": statistics.mean(map(abs, err)),
+            "width90": statistics.mean((r["hi90"] - r["lo90"]) / r["median"] for r in rows),
+            "flat30_cov": sum(r["median"] * (1 - BAND) <= r["measured"] <= r["median"] * (1 + BAND)
+                              for r in rows) / len(rows)}
+
+
+def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
+    """Per context and speculative configuration: the measured and the predicted crossover
+    concurrency (None: speculation is faster at every C of the sweep), and P(faster than
+    AR) at each C."""
+    from ddtree_bayes.engine import predictive as P
+
+    rng = np.random.default_rng(seed)
+    out = []
+    keys = sorted({(m.method, m.block, m.budget, m.context_tokens or 0.0) for m in rows
+                   if m.method != "ar"}, key=str)
+    for method, block, budget, ctx in keys:
+        ar = {m.concurrency: m.tok_s for m in rows
+              if m.method == "ar" and (m.context_tokens or 0.0) == ctx}
+        spec = {m.concurrency: m for m in rows if (m.method, m.block, m.budget) ==
+                (method, block, budget) and (m.context_tokens or 0.0) == ctx}
+        grid = sorted(set(ar) & set(spec))
+        if len(grid) < 2:
+            continue
+        first = next((c for c in grid if spec[c].tok_s < ar[c]), None)
+        p = []
+        for c in grid:
+            m = spec[c]
+            sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                                    method=method, block=block, budget=budget,
+                                    verify_tokens=m.verify_tokens, context_tokens=ctx,
+                                    model=m.model, concurrency=c)
+            p.append(P.p_faster_than_ar(draws, sc, P.row_acceptance(draws, m, rng), rng))
+        predicted = next((c for c, pc in zip(grid, p, strict=True) if pc < 0.5), None)
+        within = (first is None and predicted is None) or (
+            first is not None and predicted is not None
+            and abs(grid.index(first) - grid.index(predicted)) <= 1)
+        out.append({"method": method, "block": block, "context_tokens": ctx, "grid": grid,
+                    "measured_crossover": first, "predicted_crossover": predicted,
+                    "p_faster_than_ar": p, "within_one_step": within})
+    return out
+
+
+def check_sweep(path: Path, priors_toml: str, hardware_csv: str, models_csv: str,
+                train_max: int, test: tuple[int, ...], seed: int,
+                settings: SamplerSettings) -> dict:
+    """Fit one sweep's rows at C <= ``train_max``; score its rows at ``test``."""
+    t0 = time.perf_counter()
+    text, skipped = sweep_csv(path)
+    from ddtree_bayes.core.data import load_hardware
+
+    data = load_measurements(str(path), load_hardware("hardware.csv", text=hardware_csv),
+                             text=text)
+    inputs = Inputs(text, priors_toml, hardware_csv, str(path), models_csv)
+    held = tuple(i for i, m in enumerate(data.rows) if m.concurrency > train_max)
+    draws, failures, data, _, _ = refit_without(inputs, held, seed, settings)
+    rng = np.random.default_rng(seed)
+    rows = [{"row": m.row, "method": m.method, "block": m.block,
+             "context_tokens": m.context_tokens, "concurrency": m.concurrency,
+             **scored_interval(draws, m, rng)}
+            for m in data.rows if m.concurrency in test]
+    out = {"sweep": path.name, "skipped_rows": skipped, "converged": not failures,
+           "failures": failures, "train_max": train_max,
+           "trained_rows": len(data.rows) - len(held), "seconds": time.perf_counter() - t0,
+           "crossovers": crossovers(draws, list(data.rows), seed), "rows": rows}
+    if rows:
+        out.update(summary(rows))
+    return out
+
+
+def extrapolate_concurrency(files: list[Path] | None = None,
+                            priors_path: str | Path | None = None, *, train_max: int = 4,
+                            test: tuple[int, ...] = (8, 16), seed: int = DEFAULT_SEED,
+                            settings: SamplerSettings | None = None,
+                            workdir: Path | None = None, progress: bool = True) -> dict:
+    """Run :func:`check_sweep` on every sweep (default ``data/public/conc/*.csv``) and pool."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    t0 = time.perf_counter()
+    files = files or sorted((workdir or Path.cwd()).joinpath("data", "public", "conc")
+                            .glob("*.csv"))
+    if not files:
+        raise DataError("no concurrency sweep files", file="data/public/conc/",
+                        fix="pass sweep CSVs with --sweeps, or run from the repository root")
+    priors = load_priors(priors_path or paths.priors_file(workdir))
+    hardware_csv = hardware_table(workdir).text
+    models_csv = paths.data_file("models.csv", workdir).read_text()
+    cards = load_model_cards("models.csv", text=models_csv)
+    settings = settings or SamplerSettings()
+    sweeps, notes = [], []
+    for i, path in enumerate(files, start=1):
+        with open(path, newline="") as fh:
+            models = {r["model"] for r in csv.DictReader(fh)}
+        missing = sorted(models - set(cards))
+        if missing:
+            notes.append(f"{path.name}: skipped (no model card for {', '.join(missing)})")
+            continue
+        res = check_sweep(path, priors.text, hardware_csv, models_csv, train_max, test, seed,
+                          settings)
+        sweeps.append(res)
+        if progress:
+            print(f"[concurrency] {i}/{len(files)} {path.name}: {res.get('n', 0)} rows scored "
+                  f"({res['seconds']:.0f} s)", file=sys.stderr, flush=True)
+    scored = [r for s in sweeps for r in s["rows"]]
+    cross = [x for s in sweeps for x in s["crossovers"] if x["measured_crossover"] is not None]
+    return {"mode": "concurrency", "train_max": train_max, "test": list(test), "seed": seed,
+            "seconds": time.perf_counter() - t0, "sweeps": sweeps, "notes": notes,
+            "pooled": summary(scored) if scored else None,
+            "crossovers_shown": len(cross),
+            "crossovers_within_one_step": sum(x["within_one_step"] for x in cross)}
