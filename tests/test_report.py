@@ -36,12 +36,14 @@ def test_files_and_verdict(built_report):
     # the answer first, then the decisions, then the checks; the sampler's diagnostics last
     order = ["converged: every gate passed", "Default scenario (b300 x8, ddtree, block 16, "
              "budget 32, verify 33, context 0) at acceptance 14: sglang ",
-             "<h2 id='prediction'>1. Predicted throughput", "<h2 id='variance'>2. Where the width",
-             "<h2 id='budgets'>3. Which tree budget?", "<h2 id='next'>4. What to measure next",
-             "<h2 id='hardware'>5. Hardware never measured", "<h2 id='breakdown'>6. Step-time",
-             "<h2 id='ppc'>7. Posterior predictive check", "<h2 id='loo'>8. PSIS-LOO",
-             "<h2 id='prior_posterior'>9. Prior vs posterior",
-             "<h2 id='psense'>10. Prior sensitivity", "<h2 id='sampling'>11. Sampling diagnostics"]
+             "<h2 id='prediction'>1. Predicted throughput",
+             "<h2 id='concurrency'>2. Several streams at once (accept 14; sglang: ",
+             "<h2 id='variance'>3. Where the width",
+             "<h2 id='budgets'>4. Which tree budget?", "<h2 id='next'>5. What to measure next",
+             "<h2 id='hardware'>6. Hardware never measured", "<h2 id='breakdown'>7. Step-time",
+             "<h2 id='ppc'>8. Posterior predictive check", "<h2 id='loo'>9. PSIS-LOO",
+             "<h2 id='prior_posterior'>10. Prior vs posterior",
+             "<h2 id='psense'>11. Prior sensitivity", "<h2 id='sampling'>12. Sampling diagnostics"]
     at = [page.index(text) for text in order]
     assert at == sorted(at)
     assert page.count("<img ") == len(list(out_dir.glob("*.png")))
