@@ -239,3 +239,20 @@ def test_validate_extrapolate_concurrency_on_a_public_sweep():
     code, _, err = run_cli(REPO, "validate", "--extrapolate", "--concurrency",
                            "--test-concurrency", "2,8")
     assert code == 2 and "--test-concurrency must lie above" in err
+
+
+def test_add_a_row_at_concurrency_8(tmp_path):
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    header = data.read_text().splitlines()[0]
+    code, out, err = run_cli(work, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                             "ar", "--accept", "1", "--tok-s", "720", "--concurrency", "8",
+                             "--source", "HYPOTHETICAL")
+    assert code == 0, err
+    lines = data.read_text().splitlines()
+    assert lines[0] == header + ",concurrency" and lines[-1].endswith(",8")
+    # the step of 8 streams: 1 token x 8 / 720 tok/s = 11.1 ms
+    assert "C=8 accept 1: 720 tok/s, step 11.1 ms" in out
+    code, _, err = run_cli(work, "add", "--from-bench", "x.json", "--engine", "vllm",
+                           "--method", "ar", "--concurrency", "8")
+    assert code == 2 and "--concurrency comes from the --from-bench file" in err

@@ -77,9 +77,11 @@ def cmd_add(args: argparse.Namespace) -> int:
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
-        if args.tok_s is not None:
-            raise InputError("--tok-s comes from the --from-bench file",
-                             fix="drop --tok-s, or add the row without --from-bench")
+        for flag in ("tok_s", "concurrency"):
+            if getattr(args, flag) is not None:
+                raise InputError(f"--{flag.replace('_', '-')} comes from the --from-bench file",
+                                 fix=f"drop --{flag.replace('_', '-')}, or add the row without "
+                                     "--from-bench")
         missing = [f"--{f}" for f in ("engine", "method") if getattr(args, f) is None]
         if missing:
             raise InputError(f"--from-bench needs {', '.join(missing)} (a benchmark file does "
@@ -117,7 +119,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             "budget": args.budget or "", "verify_tokens": args.verify_tokens or "",
             "accept_len": accept_cell(args.accept, args.method),
             "context_tokens": _context_tokens(args.context),
-            "tok_s": args.tok_s, "source": args.source, "notes": args.notes or ""}
+            "tok_s": args.tok_s, "source": args.source, "notes": args.notes or "",
+            "concurrency": str(args.concurrency) if args.concurrency else None}
         row = living.NewRow(f"{data_path} (new row)", None, values)
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
@@ -197,6 +200,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
                         "context; with --from-bench: the file's input length)")
+    a.add_argument("--concurrency", type=A.whole(1, 4096, "give the stream count, e.g. "
+                                                 "--concurrency 8"),
+                   help="streams decoded together in the run (default: 1); --tok-s is then "
+                        "their total. A file without the column gets it (blank = 1)")
     a.add_argument("--tok-s",
                    help="measured decode throughput at concurrency 1 (required)")
     a.add_argument("--source", help="where the number comes from (required; with "

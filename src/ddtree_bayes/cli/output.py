@@ -107,7 +107,7 @@ def emit_rows(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
 # ---------------------------------------------------------------- living-posterior commands
 #: ``add`` flags that describe one row (not allowed together with --from).
 ROW_FLAGS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-             "accept", "context", "tok_s", "source", "notes", "model")
+             "accept", "context", "concurrency", "tok_s", "source", "notes", "model")
 
 
 def aligned_table(headers: list[str], rows: list[list[str]], left: int = 2,
