@@ -256,3 +256,18 @@ def test_add_a_row_at_concurrency_8(tmp_path):
     code, _, err = run_cli(work, "add", "--from-bench", "x.json", "--engine", "vllm",
                            "--method", "ar", "--concurrency", "8")
     assert code == 2 and "--concurrency comes from the --from-bench file" in err
+
+
+def test_a_first_row_at_c_above_1_changes_the_models_structure(tmp_path):
+    """`update` compares the models' metadata before reweighting: the first row at C > 1 adds
+    ctx_batch_exponent, a parameter the proposal's draws lack, so it must refit."""
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.config import load_priors
+
+    cfg = load_priors(bundled("priors.toml"))
+    one = "kimi-k2.6,b300,8,sglang,ar,,,1,1,0,133,s,,{}\n"
+    metas = []
+    for extra in ("", "kimi-k2.6,b300,8,sglang,ar,,,1,1,0,450,s,,4\n"):
+        data = load(tmp_path, HEADER + ",concurrency\n" + one.format("") + extra)
+        metas.append(S.model_meta(S.build_spec(data, cfg), cfg))
+    assert "concurrent" not in metas[0] and metas[1]["concurrent"] is True

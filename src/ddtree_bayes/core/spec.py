@@ -558,6 +558,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
         meta["drafter_cards"] = [dict(d, methods=list(d["methods"])) for d in spec.drafter_cards]
     if spec.repeated:
         meta["repeated_runs"] = True
+    if np.any(spec.configs.streams > 1):   # the model samples ctx_batch_exponent
+        meta["concurrent"] = True
     if spec.accept_groups:
         meta["acceptance_groups"] = [g.as_meta() for g in spec.accept_groups]
     if spec.pair_models:
