@@ -12,7 +12,7 @@ import pytest
 
 from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.data import load_hardware, load_measurements
-from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.question import Flags, resolve
@@ -271,3 +271,19 @@ def test_a_first_row_at_c_above_1_changes_the_models_structure(tmp_path):
         data = load(tmp_path, HEADER + ",concurrency\n" + one.format("") + extra)
         metas.append(S.model_meta(S.build_spec(data, cfg), cfg))
     assert "concurrent" not in metas[0] and metas[1]["concurrent"] is True
+
+
+def test_next_proposes_the_concurrencies_between_the_data_and_the_query():
+    from ddtree_bayes.workflows.decisions import next_measurement as N
+
+    draws = point_mass_draws()   # measured at C = 1 only
+    query = N.parse_query(draws, "--engine sglang --accept 14 --concurrency 8")
+    assert query.scenario.concurrency == 8
+    cands = {c.why: c for c in N.default_candidates(draws, query)}
+    assert cands["the query itself"].scenario.concurrency == 8
+    assert [cands[f"the query at concurrency {c}"].scenario.concurrency for c in (2, 4)] == [2, 4]
+    assert cands["AR at concurrency 4"].scenario.method == "ar"
+    assert "the query at concurrency 8" not in cands and "AR at concurrency 1" not in cands
+    assert cands["the query at concurrency 4"].describe().endswith("C=4")
+    with pytest.raises(QueryError, match="below 1"):
+        N.parse_query(draws, "--engine sglang --accept 14 --concurrency 0")

@@ -298,6 +298,8 @@ def check_query(text: str) -> argparse.Namespace:
     parser = _QueryParser(add_help=False)
     add_scenario_arguments(parser)
     parser.add_argument("--accept", type=accept)
+    parser.add_argument("--concurrency", type=whole(1, 4096, "give the stream count, e.g. "
+                                                    "--concurrency 16"))
     try:
         tokens = shlex.split(text)
     except ValueError as err:

@@ -289,7 +289,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     return rows
 
 
-def ctx_batch_exponent(draws: Fit, rng: np.random.Generator) -> np.ndarray:
+def ctx_batch_exponent(draws: Fit, rng: np.random.Generator | None = None) -> np.ndarray:
     """Draws of the context term's concurrency exponent: the fit's, when its data had rows at
     C > 1; else its prior's (prior-driven; 1, pure per-stream KV reads, for a priors file
     without one)."""
@@ -298,8 +298,15 @@ def ctx_batch_exponent(draws: Fit, rng: np.random.Generator) -> np.ndarray:
     if S.CTX_BATCH in draws.variables:
         return draws.variables[S.CTX_BATCH]
     prior = draws.priors.priors.get(S.CTX_BATCH)
-    return (np.ones(draws.n_draws) if prior is None
-            else prior_sample(prior, draws.n_draws, rng))
+    if prior is None:
+        return np.ones(draws.n_draws)
+    # one set of prior draws per fit, like a posterior variable: every scenario of one
+    # question (predict's C values, next's query and candidates) sees the same exponent
+    memo = draws.memo
+    if S.CTX_BATCH not in memo:
+        memo[S.CTX_BATCH] = prior_sample(prior, draws.n_draws,
+                                         np.random.default_rng([draws.n_draws, 20261201]))
+    return memo[S.CTX_BATCH]
 
 
 def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,

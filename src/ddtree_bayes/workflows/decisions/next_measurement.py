@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import dataclasses
 import math
 import shlex
 from dataclasses import dataclass
@@ -48,6 +49,7 @@ def _query_parser() -> _QueryParser:
     q = _QueryParser(prog="--query", add_help=False)
     add_scenario_arguments(q)
     q.add_argument("--accept")
+    q.add_argument("--concurrency", type=int)
     return q
 
 
@@ -91,7 +93,13 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
                 shape=False)
     asked = q.asked[0]
     source = asked.accept[-1]   # a range: its Uniform row (the values are its ends)
-    return Query(asked.scenario, a.accept, q.default_asked, source, q.note, q.warnings)
+    scenario = asked.scenario
+    if a.concurrency is not None:
+        if a.concurrency < 1:
+            raise QueryError(f"--query --concurrency {a.concurrency} is below 1",
+                             fix="give the number of streams decoded together, e.g. 16")
+        scenario = dataclasses.replace(scenario, concurrency=a.concurrency)
+    return Query(scenario, a.accept, q.default_asked, source, q.note, q.warnings)
 
 
 def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
@@ -135,12 +143,15 @@ class Candidate:
             parts.append(f"M={sc.verify_tokens}")
         if sc.context_tokens:
             parts.append(f"ctx {sc.context_tokens:g}")
+        if sc.concurrency != 1:
+            parts.append(f"C={sc.concurrency}")
         return " ".join(parts)
 
     def key(self) -> tuple:
         sc = self.scenario
         engine = "-" if sc.method == AR_METHOD else sc.engine
-        return (sc.pair, engine, sc.method, sc.verify_tokens, sc.context_tokens)
+        return (sc.pair, engine, sc.method, sc.verify_tokens, sc.context_tokens,
+                sc.concurrency)
 
 
 def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
@@ -177,7 +188,8 @@ def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
 
     def add(why: str, accept: float | None, **kw) -> None:
         try:
-            sc = P.resolve_scenario(draws, verify_tokens=None, model=q.model, **kw)
+            sc = P.resolve_scenario(draws, verify_tokens=None, model=q.model,
+                                    **{"concurrency": q.concurrency, **kw})
         except QueryError:
             return
         c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
@@ -200,13 +212,24 @@ def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
         add("AR at the query's context", 1.0, hardware=q.hardware, gpus=q.gpus,
             engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
             budget=None, context_tokens=q.context_tokens)
+    # a query beyond the concurrencies measured: the query and AR at the doublings between
+    measured_c = max((r.concurrency for r in rows if row_pair(draws, r) == q.pair), default=1)
+    c = 2 * measured_c
+    while c < q.concurrency:
+        add(f"the query at concurrency {c}", q_accept, engine=q.engine, **same,
+            concurrency=c)
+        add(f"AR at concurrency {c}", 1.0, hardware=q.hardware, gpus=q.gpus,
+            engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
+            budget=None, context_tokens=q.context_tokens, concurrency=c)
+        c *= 2
     for system, (hw, gpus) in systems.items():
         add("AR, context 0", 1.0, hardware=hw, gpus=gpus, engine=engines[system][0],
-            method=AR_METHOD, block=None, budget=None, context_tokens=0.0)
+            method=AR_METHOD, block=None, budget=None, context_tokens=0.0, concurrency=1)
         for e in engines[system]:
             for b in CANDIDATE_BUDGETS:
                 add(f"DDTree budget {b}", None, hardware=hw, gpus=gpus, engine=e,
-                    method="ddtree", block=block, budget=b, context_tokens=0.0)
+                    method="ddtree", block=block, budget=b, context_tokens=0.0,
+                    concurrency=1)
     return out
 
 
@@ -358,6 +381,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                      "gpus": sc.gpus, "engine": sc.engine, "method": sc.method,
                      "block": sc.block, "budget": sc.budget, "verify_tokens": sc.verify_tokens,
                      "context_tokens": sc.context_tokens, "accept_len": c.accept_len,
+                     "concurrency": sc.concurrency,
                      "shares_query_overhead": (overhead_group(draws, sc) is not None
                                                and overhead_group(draws, sc)
                                                == overhead_group(draws, query.scenario)),
@@ -376,6 +400,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                       "engine": sc.engine, "method": sc.method, "block": sc.block,
                       "budget": sc.budget, "verify_tokens": sc.verify_tokens,
                       "context_tokens": sc.context_tokens, "accept": accept_label,
+                      **({"concurrency": sc.concurrency} if sc.concurrency != 1 else {}),
                       "accept_fixed": bool(np.all(accept == accept[0])),
                       "overhead_from": q_how, "median": float(np.median(q)),
                       "lo": float(now_lo[0]), "hi": float(now_hi[0]), "width": now},
