@@ -287,3 +287,17 @@ def test_next_proposes_the_concurrencies_between_the_data_and_the_query():
     assert cands["the query at concurrency 4"].describe().endswith("C=4")
     with pytest.raises(QueryError, match="below 1"):
         N.parse_query(draws, "--engine sglang --accept 14 --concurrency 0")
+
+
+def test_predict_concurrency_csv_has_a_column_per_total_figure(tmp_path):
+    import csv as csv_
+    import io
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                             "--concurrency", "1,4", "--format", "csv")
+    assert code == 0, err
+    rows = list(csv_.DictReader(io.StringIO(out)))
+    assert [r["concurrency"] for r in rows] == ["1", "4"]
+    assert float(rows[1]["total_median"]) == pytest.approx(4 * float(rows[1]["median"]))
+    assert {"total_lo90", "total_hi90", "p_faster_than_ar"} <= set(rows[0])

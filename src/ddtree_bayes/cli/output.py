@@ -90,18 +90,31 @@ def emit_result(result: dict, fmt: str, render: Callable[[dict], str]) -> None:
 
 def emit_rows(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
     """Rows as JSON (``{**extra, "rows": rows}``) or CSV (rows only; a nested value as
-    its ``label``)."""
+    its ``label``, or without one as a column per key: ``total`` -> ``total_median``, ...)."""
     if fmt == "json":
         emit_json({**(extra or {}), "rows": rows})
     else:
-        flat = [{k: (v.get("label") if isinstance(v, dict) else v)
-                 for k, v in json_ready(r).items()} for r in rows]
+        flat = [dict(_flat_cells(json_ready(r))) for r in rows]
         buf = io.StringIO()
         if flat:
             writer = csv.DictWriter(buf, fieldnames=list(flat[0]))
             writer.writeheader()
             writer.writerows(flat)
         sys.stdout.write(buf.getvalue())
+
+
+def _flat_cells(row: dict):
+    """A row's CSV cells: a nested dict with a ``label`` is that label, any other nested dict
+    a column per key (``total`` -> ``total_median``, ``total_lo90``, ...).
+
+    >>> dict(_flat_cells({"a": 1, "d": {"label": "U(1,2)"}, "total": {"median": 9}}))
+    {'a': 1, 'd': 'U(1,2)', 'total_median': 9}
+    """
+    for k, v in row.items():
+        if isinstance(v, dict) and "label" not in v:
+            yield from ((f"{k}_{sub}", x) for sub, x in v.items())
+        else:
+            yield k, (v.get("label") if isinstance(v, dict) else v)
 
 
 # ---------------------------------------------------------------- living-posterior commands
