@@ -301,3 +301,12 @@ def test_predict_concurrency_csv_has_a_column_per_total_figure(tmp_path):
     assert [r["concurrency"] for r in rows] == ["1", "4"]
     assert float(rows[1]["total_median"]) == pytest.approx(4 * float(rows[1]["median"]))
     assert {"total_lo90", "total_hi90", "p_faster_than_ar"} <= set(rows[0])
+
+
+def test_the_python_api_answers_at_c_streams():
+    from ddtree_bayes import api
+
+    frame = api.predict(exact(point_mass_draws()), accept="12", engines=["sglang"],
+                        concurrency=[1, 4])
+    assert list(frame["concurrency"]) == [1, 4]
+    assert frame["total_median"].tolist() == pytest.approx([600.0, 4 * 12 / 50.9375 * 1000])

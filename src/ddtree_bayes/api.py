@@ -64,7 +64,8 @@ def predict(fit: Fit | None = None, **query: Any):
     ``fit`` is a :class:`~ddtree_bayes.engine.posterior.Fit` (from :func:`load`) or None for the
     latest fit; the keyword arguments are ``predict``'s flags (``model``, ``hardware``,
     ``gpus``, ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
-    ``accept``) and ``target``, ``prob``, ``seed``: the question is resolved as the CLI
+    ``accept``, ``concurrency``: one C or a list, per user with ``total_*`` columns) and
+    ``target``, ``prob``, ``seed``: the question is resolved as the CLI
     resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
     non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
     """

@@ -205,9 +205,11 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             verify_tokens: int | None = None, context: float | str | None = None,
             accept: str | float | None = None, target: float | None = None, prob: float = 0.9,
             seed: int = DEFAULT_SEED, workdir: Path | None = None,
-            mixture: list[tuple[Fit, float]] | None = None, strict: bool = False) -> list[dict]:
+            mixture: list[tuple[Fit, float]] | None = None, strict: bool = False,
+            concurrency: int | tuple[int, ...] | list[int] | None = None) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
-    flags, resolved (:func:`ddtree_bayes.engine.question.resolve`) and computed
+    flags (``concurrency``: one C or several; rows then per user with a ``total``),
+    resolved (:func:`ddtree_bayes.engine.question.resolve`) and computed
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
 
@@ -224,7 +226,9 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   engines=tuple(engines.split(",")) if isinstance(engines, str) else
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
-                  context=context, accept=None if accept is None else str(accept))
+                  context=context, accept=None if accept is None else str(accept),
+                  concurrency=(None if concurrency is None else (int(concurrency),)
+                               if isinstance(concurrency, int) else tuple(concurrency)))
     return predict_rows(fit, resolve(fit, flags, strict=strict), target=target, prob=prob,
                         seed=seed, workdir=workdir, mixture=mixture)
 
@@ -416,7 +420,13 @@ def require_finite(rows: list[dict]) -> None:
 
 
 def to_frame(rows: list[dict]):
-    """Rows as a pandas DataFrame."""
+    """Rows as a pandas DataFrame (with ``concurrency``, the total's figures as columns
+    ``total_median``, ``total_lo90``, ...)."""
     import pandas as pd
 
-    return pd.DataFrame(rows)
+    flat = []
+    for row in rows:
+        total = row.get("total")
+        row = {k: v for k, v in row.items() if k != "total"}
+        flat.append(row | ({f"total_{k}": v for k, v in total.items()} if total else {}))
+    return pd.DataFrame(flat)
