@@ -310,3 +310,18 @@ def test_the_python_api_answers_at_c_streams():
                         concurrency=[1, 4])
     assert list(frame["concurrency"]) == [1, 4]
     assert frame["total_median"].tolist() == pytest.approx([600.0, 4 * 12 / 50.9375 * 1000])
+
+
+def test_the_reports_prior_draws_and_log_prior_know_the_batch_exponent():
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.workflows import report
+
+    cfg = load_priors(bundled("priors.toml"))
+    coords = {"system": ["a"], "overhead_group": [], "relation": []}
+    d = report.prior_draws(cfg, coords, 100_000, seed=1)
+    assert d[S.CTX_BATCH].mean() == pytest.approx(0.6, abs=0.005)   # Beta(3, 2)
+    v = {k: x[:3] for k, x in d.items()}
+    assert S.CTX_BATCH in report.log_prior(cfg, coords, v)
+    del v[S.CTX_BATCH]   # a single-stream fit has no such variable
+    assert S.CTX_BATCH not in report.log_prior(cfg, coords, v)

@@ -8,7 +8,7 @@ from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
 from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
-from ddtree_bayes.core.spec import SHAPE_NAMES
+from ddtree_bayes.core.spec import CTX_BATCH, SHAPE_NAMES
 
 
 # ------------------------------------------------------------------ priors as numpy
@@ -93,6 +93,8 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
         out[CONFIG_SHARE] = share
         out[RUN_SD] = out["noise_sd"] * np.sqrt(1.0 - share)
         out[CONFIG_SD] = out["noise_sd"] * np.sqrt(share)
+    if CTX_BATCH in P_:   # (last: the draws above are those of every earlier version)
+        out[CTX_BATCH] = prior_sample(P_[CTX_BATCH], n, rng)
     return out
 
 
@@ -192,6 +194,8 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
                                           v[AL.NAME][:, k]) for k, g in enumerate(accept_groups))
     if CONFIG_SHARE in v and P_[CONFIG_SHARE].dist != "point":
         out[CONFIG_SHARE] = prior_logpdf(P_[CONFIG_SHARE], v[CONFIG_SHARE])
+    if CTX_BATCH in v and P_[CTX_BATCH].dist != "point":   # a fit with rows at C > 1
+        out[CTX_BATCH] = prior_logpdf(P_[CTX_BATCH], v[CTX_BATCH])
     # a term constant over the draws (the zero-sum engine effect of a fit with one engine) has
     # nothing to power-scale; ArviZ's psense refuses it ("All tail values are the same")
     return {k: a for k, a in out.items() if np.ptp(a) > 0}
