@@ -325,3 +325,18 @@ def test_the_reports_prior_draws_and_log_prior_know_the_batch_exponent():
     assert S.CTX_BATCH in report.log_prior(cfg, coords, v)
     del v[S.CTX_BATCH]   # a single-stream fit has no such variable
     assert S.CTX_BATCH not in report.log_prior(cfg, coords, v)
+
+
+def test_a_new_row_at_c_streams_is_scored_on_its_total():
+    """`update` scores a new row against the previous fit: a row at C = 4 measures the four
+    streams' total (here exactly the point mass's: 4 x 1000 / 8.75 ms)."""
+    import dataclasses
+
+    from ddtree_bayes.workflows import living
+
+    draws = point_mass_draws(n=4000)   # (the median of 4000 noisy draws: within ~0.5%)
+    m = load_measurements(bundled("measurements.csv"), HW).rows[0]   # b300 AR
+    row = dataclasses.replace(m, row=11, tok_s=4000 / 8.75, concurrency=4)
+    (score,) = living.score_rows(draws, [row], seed=0)
+    assert score["status"] == "ok" and score["percentile"] == pytest.approx(0.5, abs=0.02)
+    assert score["median"] == pytest.approx(4000 / 8.75, rel=0.01)

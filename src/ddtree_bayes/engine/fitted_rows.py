@@ -24,7 +24,7 @@ from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.scenario import resolve_scenario
+from ddtree_bayes.engine.scenario import row_scenario
 from ddtree_bayes.engine.structure import draft_structure
 from ddtree_bayes.engine.target_models import row_pair
 
@@ -87,10 +87,7 @@ def moments(draws: Fit, seed: int = DEFAULT_SEED,
     cols = []
     for i in first:
         m = rows[i]
-        sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                              method=m.method, block=m.block, budget=m.budget,
-                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                              model=m.model, concurrency=m.concurrency)
+        sc = row_scenario(draws, m)
         step, _ = step_draws(draws, sc, rng)
         # (the offsets hold log(accept x 1000 x C): a row at C > 1 measures the C streams)
         if m.accept_len is None:   # its rows' offset is log 1000 (core/configs.offsets)

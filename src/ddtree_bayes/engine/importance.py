@@ -32,7 +32,8 @@ from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.engine.fitted_rows import config_sds
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.predictive import resolve_scenario, step_components
+from ddtree_bayes.engine.predictive import step_components
+from ddtree_bayes.engine.scenario import row_scenario
 
 LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -74,10 +75,7 @@ def config_log_step(draws: Fit, t: Table, configs: np.ndarray) -> np.ndarray:
     cols = []
     for c in configs:
         m = t.measurements.rows[t.first[c]]
-        sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                              method=m.method, block=m.block, budget=m.budget,
-                              verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                              model=m.model)
+        sc = row_scenario(draws, m)
         parts, _ = step_components(draws, sc, rng)
         latent = 0.0 if m.accept_len is not None else np.log(row_acceptance(draws, m, rng))
         cols.append(latent - np.log(parts["step"]))

@@ -37,6 +37,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     parse_context,
     resolve_scenario,
     row_acceptance,
+    row_scenario,
 )
 from ddtree_bayes.engine.structure import (
     distinct_ratio,

@@ -266,6 +266,16 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
                     float(context_tokens), measured, model, multi, limit, int(concurrency))
 
 
+def row_scenario(draws: Fit, m) -> Scenario:
+    """The scenario of a measured row ``m`` (a :class:`~ddtree_bayes.core.data.Measurement`):
+    its configuration, context and concurrency, as every check of a row against a fit asks it
+    (a row at C > 1 measures the C streams' total: ``accept x 1000 x C / step``)."""
+    return resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                            method=m.method, block=m.block, budget=m.budget,
+                            verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                            model=m.model, concurrency=m.concurrency)
+
+
 #: The methods tables of the priors texts parsed in this process (a fit's priors, once).
 def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
                  verify_tokens: int | None = None) -> AcceptLimit:

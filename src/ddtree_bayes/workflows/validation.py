@@ -151,10 +151,7 @@ def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Fit:
 def predict_row(draws: Fit, m: Measurement, rng: np.random.Generator) -> np.ndarray:
     """Posterior predictive tok/s draws for a measured configuration (at C > 1 the total of
     its C streams, as the row measures it)."""
-    sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                            method=m.method, block=m.block, budget=m.budget,
-                            verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                            model=m.model, concurrency=m.concurrency)
+    sc = P.row_scenario(draws, m)
     parts, _ = P.step_components(draws, sc, rng)
     noise = parts["log_sd"] * rng.standard_normal(draws.n_draws)
     # a row without accept_len: the posterior of its inferred acceptance group

@@ -89,10 +89,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
                                   f"{m.model}"})
             continue
         try:
-            sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                                    method=m.method, block=m.block, budget=m.budget,
-                                    verify_tokens=m.verify_tokens,
-                                    context_tokens=m.context_tokens, model=m.model)
+            sc = P.row_scenario(draws, m)
             parts, how = P.step_components(draws, sc, rng)
         except QueryError as err:
             out.append({**base, "status": "unpredictable", "reason": without_fix(err)})
@@ -100,7 +97,9 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         # the likelihood's sd for this row: noise, plus the structured form's discrepancy
         sd = np.asarray(parts["log_sd"], dtype=float)
         # a row without accept_len: its inferred acceptance group's posterior (or the prior)
-        log_mu = np.log(P.row_acceptance(draws, m, rng) * 1000.0 / parts["step"])
+        # (a row at C > 1 measures the C streams' total)
+        log_mu = np.log(P.row_acceptance(draws, m, rng) * 1000.0 * m.concurrency
+                        / parts["step"])
         diff = math.log(m.tok_s) - log_mu
         with np.errstate(divide="ignore", invalid="ignore"):
             cdf = np.where(sd > 0, _normal_cdf(diff / np.where(sd > 0, sd, 1.0)),

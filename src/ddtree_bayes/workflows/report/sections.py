@@ -346,14 +346,12 @@ def step_breakdown(draws: Fit, measurements, seed: int, model: str | None = None
     steps = np.array([np.nan if m.step_ms is None else m.step_ms for m in measurements.rows])
     for i, mine_ix in zip(first, rows_of(row_config, len(first)), strict=True):
         m = measurements.rows[i]
-        sc = P.resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                                method=m.method, block=m.block, budget=m.budget,
-                                verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                                model=m.model)
+        sc = P.row_scenario(draws, m)
         mine = steps[mine_ix]
         runs = f" ({len(mine)} runs)" if len(mine) > 1 else ""
         configs.append((f"row {m.row}{runs}: {sc.pair} {sc.engine} {sc.method} "
-                        f"M={sc.verify_tokens} ctx={sc.context_tokens:g}", sc,
+                        f"M={sc.verify_tokens} ctx={sc.context_tokens:g}"
+                        + (f" C={sc.concurrency}" if sc.concurrency != 1 else ""), sc,
                         None if np.isnan(mine).all() else float(np.nanmedian(mine))))
     for sc in _default_scenarios(draws, model, d):
         configs.append((f"default: {sc.pair} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
