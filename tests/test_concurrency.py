@@ -340,3 +340,8 @@ def test_a_new_row_at_c_streams_is_scored_on_its_total():
     (score,) = living.score_rows(draws, [row], seed=0)
     assert score["status"] == "ok" and score["percentile"] == pytest.approx(0.5, abs=0.02)
     assert score["median"] == pytest.approx(4000 / 8.75, rel=0.01)
+
+
+def test_validate_concurrency_needs_extrapolate(tmp_path):
+    code, _, err = run_cli(tmp_path, "validate", "--concurrency")
+    assert code == 2 and "--concurrency goes with --extrapolate" in err

@@ -56,6 +56,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.from_smallest and not args.extrapolate:
         raise QueryError("--from-smallest goes with --extrapolate",
                          fix="use validate --extrapolate --from-smallest")
+    if args.concurrency and not args.extrapolate:
+        raise QueryError("--concurrency goes with --extrapolate",
+                         fix="use validate --extrapolate --concurrency")
     if args.extrapolate:
         return _validate_extrapolate(args)
     if args.keep_ar:
