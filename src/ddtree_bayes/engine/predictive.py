@@ -90,7 +90,7 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         roofline["knee"] = model.get("knee", 3.0)
     units = sc.context_tokens / model["context_unit_tokens"]
     M = float(sc.verify_tokens)
-    ctx_streams = None if streams == 1 else streams ** ctx_batch_exponent(draws, rng)
+    ctx_streams = None if streams == 1 else streams ** ctx_batch_exponent(draws)
     target = S.target_ms(step_ar, share, shape, ctx_ms, v["ctx_verify_exponent"], M, units, form,
                          np.exp, np.log, concurrency=streams, ctx_streams=ctx_streams,
                          **roofline)
@@ -294,7 +294,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     return rows
 
 
-def ctx_batch_exponent(draws: Fit, rng: np.random.Generator | None = None) -> np.ndarray:
+def ctx_batch_exponent(draws: Fit) -> np.ndarray:
     """Draws of the context term's concurrency exponent: the fit's, when its data had rows at
     C > 1; else its prior's (prior-driven; 1, pure per-stream KV reads, for a priors file
     without one)."""
@@ -330,8 +330,7 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     >>> p_faster_than_ar(d, sc, np.full(8, 1.5), np.random.default_rng(0))
     0.0
     """
-    ar = dataclasses.replace(sc, method=AR_METHOD, block=None, budget=None, verify_tokens=1,
-                             accept_limit=None)
+    ar = sc.autoregressive()
     spec_step = step_components(fit, sc, rng)[0]["step"]
     ar_step = step_components(fit, ar, rng)[0]["step"]
     return float(np.mean(accept / spec_step > 1.0 / ar_step))

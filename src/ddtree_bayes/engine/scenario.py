@@ -2,6 +2,7 @@
 (system, engine, method) groups answer it. numpy only."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -132,6 +133,11 @@ class Scenario:
         """The label of the fit's parameters: the system, or ``model@system`` in a fit of
         several models."""
         return pair_label(self.model or "", self.system, self.multi)
+
+    def autoregressive(self) -> Scenario:
+        """Plain decoding on the same system, engine, context and concurrency."""
+        return dataclasses.replace(self, method=AR_METHOD, block=None, budget=None,
+                                   verify_tokens=1, accept_limit=None)
 
     def describe(self) -> str:
         parts = [f"{self.hardware} x{self.gpus}", self.engine, self.method]

@@ -185,8 +185,7 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
                  "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
                  "measured_max": max((m.concurrency for m in draws.measurements.rows),
                                      default=1)}
-    ar = dataclasses.replace(scenarios[0], method="ar", block=None, budget=None,
-                             verify_tokens=1, accept_limit=None)
+    ar = scenarios[0].autoregressive()
     series = [("ar", ar, 1.0)] + [(sc.engine, sc, accept) for sc in scenarios]
     for name, sc, a in series:
         per_user, total, p_ar = [], [], []
