@@ -154,7 +154,7 @@ def test_the_model_samples_the_batch_exponent_only_with_c_above_1(tmp_path):
         names = {rv.name for rv in build_model(spec, cfg).free_RVs}
         assert (S.CTX_BATCH in names) is sampled
         assert names == set(free_parameter_names(cfg.moe_form, cfg.step_form, cfg,
-                                                 concurrent=sampled))
+                                                 concurrent=sampled, links=("fabric",)))
     # a priors file without the exponent refuses C > 1 rows, naming the prior
     import dataclasses
 

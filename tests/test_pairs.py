@@ -278,7 +278,8 @@ def test_model_step_prior_is_lognormal_around_the_roofline(tmp_path):
     spec = S.build_spec(_two_model_data(tmp_path), PRIORS, hardware=HW, cards=CARDS)
     model = build_model(spec, PRIORS)
     assert {rv.name for rv in model.free_RVs} == set(
-        free_parameter_names(PRIORS.moe_form, PRIORS.step_form, PRIORS, multi_model=True))
+        free_parameter_names(PRIORS.moe_form, PRIORS.step_form, PRIORS, multi_model=True,
+                             links=("fabric",)))   # 8x B300 (NVLink) and 1x H100
     point = {"pair_bw_eff": 0.8, "pair_layer_ms": 0.03, "pair_allreduce_fabric_ms": 0.05,
              "pair_allreduce_pcie_ms": 0.1}
     givens = {model[k]: np.float64(v) for k, v in point.items()}

@@ -135,11 +135,12 @@ def test_bundled_priors_load(path):
 
     every_form = {n for names in FORM_PRIORS.values() for n in names}
     from ddtree_bayes.core.pairs import PAIR_PRIORS
-    from ddtree_bayes.core.spec import CTX_BATCH
+    from ddtree_bayes.core.spec import CTX_BATCH, TP_LINKS, tp_prior
     from ddtree_bayes.engine.structure import CONCURRENCY_SD
 
     assert set(cfg.priors) == (set(MODEL_PRIORS) | set(MOE_FORMS.values()) | every_form
-                               | set(PAIR_PRIORS) | {CTX_BATCH, CONCURRENCY_SD})
+                               | set(PAIR_PRIORS) | {CTX_BATCH, CONCURRENCY_SD}
+                               | {tp_prior(link) for link in TP_LINKS})
     for name, per in MODEL_PRIORS.items():
         assert cfg.priors[name].per == per, name
     assert cfg.priors["noise_sd"] == Prior(

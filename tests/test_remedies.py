@@ -291,7 +291,8 @@ def test_the_reparameterised_model_is_the_same_posterior():
              "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03,
              "spec_fixed_engine_z": np.array([0.3, -0.3]),   # zero-sum over the engines
              "spec_pass_engine_z": np.array([-0.4, 0.4]),
-             "spec_tree_engine_z": np.array([0.2, -0.2])}
+             "spec_tree_engine_z": np.array([0.2, -0.2]),
+             "tp_busbw_fabric_gb_s": 300.0, "tp_busbw_pcie_gb_s": 12.0}
     other = dict(point, moe_distinct_exponent=0.46 + 0.05 * point["moe_z"])
     log_step_ar = np.log(point["step_ar_ms"][spec.group_system])
     for n, s in sd.items():

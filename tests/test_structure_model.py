@@ -46,7 +46,9 @@ def built():
 
 def test_free_variables(built, fast_compile):
     spec, cfg, m = built
-    assert {rv.name for rv in m.free_RVs} == set(free_parameter_names("roofline", "structured", cfg))
+    assert spec.system_link == ("fabric", "pcie")   # b300x8 over NVLink, the PRO 6000s over PCIe
+    assert {rv.name for rv in m.free_RVs} == set(free_parameter_names(
+        "roofline", "structured", cfg, links=("pcie", "fabric")))
     assert {d.name for d in m.deterministics} >= {"moe_distinct_exponent", "compute_eff",
                                                   "compute_tok_ratio", "spec_fixed_ratio",
                                                   "spec_pass_ratio", "spec_tree_ratio"}
@@ -61,7 +63,8 @@ def hand_point():
             "spec_fixed_log_mu": -2.5, "spec_fixed_log": np.array([-2.4, -2.6]),
             "spec_pass_log_mu": -2.2, "spec_pass_log": np.array([-2.3, -2.0]),
             "spec_tree_log_mu": -6.0, "spec_tree_log": np.array([-5.8, -6.0]),
-            "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03}
+            "structure_sd": 0.03, "reduction": np.array([0.4]), "noise_sd": 0.03,
+            "tp_busbw_fabric_gb_s": 300.0, "tp_busbw_pcie_gb_s": 12.0}
 
 
 def structured_point(cfg):
@@ -93,7 +96,12 @@ def hand_mu(spec, cfg, p):
     knee = cfg.knee_sharpness
     verify = moe1[s] * (mem ** knee + comp ** knee) ** (1 / knee) / (1 + tok_ratio[s] ** knee) ** (1 / knee)
     context = p["ctx_ms_per_unit"][s] * spec.context_units * spec.verify_tokens ** p["ctx_verify_exponent"]
-    target = verify + (1 - p["moe_share"][s]) * p["step_ar_ms"][s] + context
+    # tensor-parallel all-reduce of the M - 1 extra tokens: Kimi K2.6 on 8 GPUs moves
+    # 2 x 61 x 7168 x 2 B x 2 x 7/8 = 3.061 MB per token per GPU, over 300 / 12 GB/s
+    tp = np.array([3.060736, 3.060736]) / np.array([p["tp_busbw_fabric_gb_s"], p["tp_busbw_pcie_gb_s"]])
+    assert spec.system_tp_mb == pytest.approx([3.060736, 3.060736], rel=1e-9)
+    target = (verify + (1 - p["moe_share"][s]) * p["step_ar_ms"][s] + context
+              + tp[s] * (spec.verify_tokens - 1))
 
     def ratio(part):
         r = np.exp(p[f"spec_{part}_log"])

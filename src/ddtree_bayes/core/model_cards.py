@@ -42,6 +42,8 @@ class ModelCard:
     bytes_per_weight: float
     compute_dtype: str
     source: str
+    #: the residual stream's width (``hidden_size``); None when the card does not give it
+    hidden_size: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -51,6 +53,29 @@ class ModelCard:
     def flops_per_token(self) -> float:
         """FLOPs of one verified token's forward pass: 2 x active parameters."""
         return 2.0 * self.params_active_b * 1e9
+
+    def allreduce_mb_per_token(self, gpus: int) -> tuple[float, str]:
+        """MB each GPU sends per verified token in the tensor-parallel all-reduces of one step,
+        and how it was found: two all-reduces per layer (after attention, after the MLP or
+        MoE) of ``hidden_size`` bf16 activations, a ring moving ``2 (g - 1) / g`` of the message
+        per GPU. 0 on one GPU. A card without ``hidden_size`` has it estimated from a dense
+        model's ``params ~ 12 layers hidden**2`` (and says so).
+
+        >>> card = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s", hidden_size=7168)
+        >>> round(card.allreduce_mb_per_token(8)[0], 3)   # 2 x 61 x 7168 x 2 B x 2 x 7/8
+        3.061
+        >>> card.allreduce_mb_per_token(1)[0]
+        0.0
+        """
+        if gpus <= 1:
+            return 0.0, f"{self.model}: one GPU, no all-reduce"
+        hidden, how = self.hidden_size, f"hidden_size {self.hidden_size}"
+        if not hidden:
+            hidden = int(round(math.sqrt(self.params_total_b * 1e9 / (12.0 * self.layers))))
+            how = (f"hidden_size ~{hidden} estimated from {self.params_total_b:g}B parameters "
+                   f"over {self.layers} layers (not in the card)")
+        mb = 2.0 * self.layers * hidden * 2.0 * 2.0 * (gpus - 1) / gpus / 1e6
+        return mb, f"{self.model} x{gpus}: {mb:.3g} MB per token per GPU ({how})"
 
     def distinct_ratio(self, verify_tokens) -> np.ndarray:
         """Expected distinct routed experts M tokens touch, relative to one token's top-k:
@@ -131,8 +156,14 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             experts=None if experts is None else int(experts),
             experts_topk=None if topk is None else int(topk),
             bytes_per_weight=float(num("bytes_per_weight") or 0.0), compute_dtype=dtype,
-            source=raw["source"])
+            source=raw["source"],
+            hidden_size=None if "hidden_size" not in raw else _optional_int(
+                num("hidden_size", integer=True, required=False)))
     return cards
+
+
+def _optional_int(value: float | None) -> int | None:
+    return None if value is None else int(value)
 
 
 def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:

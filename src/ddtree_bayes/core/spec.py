@@ -25,6 +25,14 @@ from ddtree_bayes.core.likelihood import config_distance  # noqa: F401  (S.confi
 Fn = Callable[..., Any]
 #: The exponent of concurrency in the context term (sampled only with rows at C > 1).
 CTX_BATCH = "ctx_batch_exponent"
+#: Link classes whose tensor-parallel all-reduces have a bus-bandwidth prior
+#: (``tp_busbw_<link>_gb_s``; one GPU has none).
+TP_LINKS = ("pcie", "fabric")
+
+
+def tp_prior(link: str) -> str:
+    """The name of the all-reduce bus-bandwidth prior of a link class."""
+    return f"tp_busbw_{link}_gb_s"
 #: Posterior name of the per-system verify-growth parameter of each MoE form.
 SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_distinct_exponent"}
 
@@ -67,7 +75,7 @@ def roofline_ms(moe1, verify_tokens, exponent, tok_ratio, distinct, knee: float,
 def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_exponent,
               verify_tokens, context_units, moe_form: str, exp: Fn, log: Fn, *,
               tok_ratio=None, distinct=1.0, knee: float = 3.0, concurrency=1.0,
-              ctx_streams=None):
+              ctx_streams=None, tp_tok_ms=0.0):
     """Target forward time: MOE(M) + ATTN_BASE + context term.
 
     ``step_ar_ms`` is the M=1 step at zero context, split into MOE(1) = moe_share * step_ar_ms
@@ -81,11 +89,19 @@ def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_expo
     share). C = 1 is the single-stream step exactly (``verify_tokens``, ``context_units`` and
     C are numpy: their products are constants).
 
+    On several GPUs the tensor-parallel all-reduces carry every verified token's activations:
+    ``tp_tok_ms`` (ms per token, the system's all-reduce volume over its link bandwidth) is
+    paid for each of the C x M tokens beyond the one the M = 1 step already holds. It is part
+    of the verify cost that grows with M (MOE(M) in the three-term language).
+
     >>> float(target_ms(10.0, 0.4, 0.5, 2.0, 0.5, 4.0, 1.0, "power", np.exp, np.log))
     18.0
     >>> float(target_ms(10.0, 0.4, 0.5, 2.0, 0.5, 4.0, 1.0, "power", np.exp, np.log,
     ...                 concurrency=4.0))   # 4 x 16 ** 0.5 + 6 + 4 x 2 x 2
     38.0
+    >>> float(target_ms(10.0, 0.4, 0.5, 2.0, 0.5, 4.0, 1.0, "power", np.exp, np.log,
+    ...                 tp_tok_ms=0.25))   # 18 + 0.25 x (4 - 1)
+    18.75
     """
     moe1 = moe_share * step_ar_ms
     attn_base = step_ar_ms - moe1
@@ -99,7 +115,7 @@ def target_ms(step_ar_ms, moe_share, moe_shape, ctx_ms_per_unit, ctx_verify_expo
         verify = roofline_ms(moe1, tokens, moe_shape, tok_ratio, distinct, knee, exp, log)
     else:
         verify = moe_ms(moe1, tokens, moe_shape, moe_form, exp, log)
-    return verify + attn_base + context
+    return verify + attn_base + context + tp_tok_ms * (tokens - 1.0)
 
 
 def step_ms(target, overhead_frac, spec_scale):
@@ -167,6 +183,11 @@ class ModelSpec:
     #: ms of one token's FLOPs at each system's dense peak (roofline form), and how found
     system_flop_ms: np.ndarray | None = None
     flops_how: tuple[str, ...] = ()
+    #: MB each GPU sends per verified token in tensor-parallel all-reduces (0 on one GPU),
+    #: each system's link class (single, fabric, pcie) and how the volume was found
+    system_tp_mb: np.ndarray | None = None
+    system_link: tuple[str, ...] = ()
+    tp_how: tuple[str, ...] = ()
     #: the target model's card as a dict (roofline form)
     card: dict | None = None
     #: a fit of several models: each pair's model, every model card as a dict, and the pair
@@ -332,6 +353,7 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     if priors.moe_form == "roofline":
         extra = roofline_inputs(data, batch, hardware, cards, reps)
         distinct = extra.pop("row_distinct")
+        _require_tp_priors(extra, priors, data)
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
     if priors.step_form == "structured" and groups:
@@ -355,6 +377,18 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         accept_groups=accept_groups, config_accept_group=row_accept_group[first],
         **extra,
     )
+
+
+def _require_tp_priors(extra: dict, priors: PriorsConfig, data: Measurements) -> None:
+    """A fit with a system of several GPUs needs the bus-bandwidth prior of its link class."""
+    for mb, link in zip(extra["system_tp_mb"], extra["system_link"], strict=True):
+        if mb > 0 and tp_prior(link) not in priors.priors:
+            from ddtree_bayes.core.errors import PriorsError
+
+            raise PriorsError(f"systems of several GPUs over {link} in {data.path} need this "
+                              "prior", file=priors.path, column=f"priors.{tp_prior(link)}",
+                              fix=f"add [priors.{tp_prior(link)}] (see the bundled "
+                                  "models/priors.toml)")
 
 
 def _varies(config_group: np.ndarray, values: np.ndarray, n_groups: int,
@@ -485,20 +519,29 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
     cards, hardware = _tables(cards, hardware)
     for model in data.models:
         card_for(cards, model)
+    from ddtree_bayes.core.pairs import link
+
     model_of = {data.pair(r): r.model for r in data.rows}
-    flop_ms, hows = [], []
+    flop_ms, hows, tp_mb, links, tp_hows = [], [], [], [], []
     for label in data.pairs:
         _, hw, gpus = split_label(label)
-        ms, how = flop_ms_per_token(cards[model_of[label]], hardware[hw], gpus)
+        card = cards[model_of[label]]
+        ms, how = flop_ms_per_token(card, hardware[hw], gpus)
         flop_ms.append(ms)
         hows.append(f"{label}: {how}")
+        mb, how = card.allreduce_mb_per_token(gpus)
+        tp_mb.append(mb)
+        tp_hows.append(f"{label}: {how}")
+        links.append(link(hardware[hw], gpus))
     rows = data.rows if rows is None else rows
     distinct = np.ones(len(rows))
     for model in data.models:
         mask = np.array([r.model == model for r in rows], dtype=bool)
         distinct[mask] = cards[model].distinct_ratio(verify[mask])
     return {"row_distinct": distinct, "system_flop_ms": np.array(flop_ms),
-            "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model])}
+            "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model]),
+            "system_tp_mb": np.array(tp_mb), "system_link": tuple(links),
+            "tp_how": tuple(tp_hows)}
 
 
 def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
@@ -570,4 +613,11 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
         meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),
                                           strict=True))
         meta["flops_how"] = list(spec.flops_how)
+    if spec.system_tp_mb is not None:   # the verify cost has the all-reduce volume term
+        meta["allreduce_volume"] = True
+    if spec.system_tp_mb is not None and np.any(spec.system_tp_mb > 0):
+        meta["system_tp_mb"] = dict(zip(spec.systems, map(float, spec.system_tp_mb),
+                                        strict=True))
+        meta["system_link"] = dict(zip(spec.systems, spec.system_link, strict=True))
+        meta["tp_how"] = list(spec.tp_how)
     return meta

@@ -50,11 +50,13 @@ def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
 def free_parameter_names(moe_form: str, step_form: str = "fraction",
                          priors: PriorsConfig | None = None, *,
                          multi_model: bool = False, repeated: bool = False,
-                         concurrent: bool = False) -> tuple[str, ...]:
+                         concurrent: bool = False, links: tuple[str, ...] = ()
+                         ) -> tuple[str, ...]:
     """Names NUTS samples for these forms (priors with ``dist = "point"`` are constants);
     ``multi_model``: a fit of several models (the pair roofline's parameters too);
     ``repeated``: data with repeated runs of a configuration (``config_sd`` too);
-    ``concurrent``: data with rows at concurrency C > 1 (``ctx_batch_exponent`` too)."""
+    ``concurrent``: data with rows at concurrency C > 1 (``ctx_batch_exponent`` too);
+    ``links``: the multi-GPU link classes of the fit's systems (``tp_busbw_<link>_gb_s``)."""
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
 
     fixed = {n for n, pr in (priors.priors.items() if priors else ()) if pr.dist == "point"}
@@ -78,6 +80,7 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
         names.append(CONFIG_SHARE)
     if concurrent and S.CTX_BATCH not in fixed:
         names.append(S.CTX_BATCH)
+    names += [S.tp_prior(cls) for cls in links if S.tp_prior(cls) not in fixed]
     return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
 
 
@@ -162,6 +165,9 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                                          spec.system_flop_ms / eff / (moe_share * step_ar),
                                          dims="system")
             roofline = {"tok_ratio": tok_ratio[s], "distinct": c.distinct, "knee": spec.knee}
+            tp = allreduce_tok_ms(spec, P)
+            if tp is not None:
+                roofline["tp_tok_ms"] = tp[s]
         ctx_streams = None   # (single-stream data: the graph of every earlier fit)
         if np.any(c.streams > 1):   # concurrency C > 1 rows: context x C ** g
             g = prior_rv(P[S.CTX_BATCH], S.CTX_BATCH)
@@ -206,6 +212,24 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             logp = C.normal_logp(mean, pt.sqrt(noise ** 2 + between_var), n, zbar, s2, pt.log)
         pm.Potential("log_tok_s", logp, dims="configuration")
     return model
+
+
+def allreduce_tok_ms(spec: S.ModelSpec, P: dict[str, Prior]):
+    """Per system, ms of tensor-parallel all-reduce per verified token (Deterministic
+    ``tp_tok_ms``): the card's all-reduce volume (MB per token per GPU) over the link's bus
+    bandwidth ``tp_busbw_<pcie|fabric>_gb_s`` (GB/s), one parameter per link class the fit
+    has, shared by its systems. None when no system has more than one GPU (the graph of a
+    single-GPU fit is unchanged)."""
+    mb = spec.system_tp_mb
+    if mb is None or not np.any(mb > 0):
+        return None
+    links = np.array(spec.system_link)
+    busbw: Any = pt.ones(len(spec.systems))
+    for cls in S.TP_LINKS:
+        if np.any(links == cls):
+            rv = prior_rv(P[S.tp_prior(cls)], S.tp_prior(cls))
+            busbw = busbw + (links == cls).astype(float) * (rv - 1.0)
+    return pm.Deterministic("tp_tok_ms", mb / busbw, dims="system")
 
 
 def latent_log_accept(spec: S.ModelSpec):

@@ -78,12 +78,16 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         ctx_ms, transfer_how = v["ctx_ms_per_unit"][:, s], ""
         if form == "roofline":
             roofline["tok_ratio"] = v["compute_tok_ratio"][:, s]
+            if "tp_tok_ms" in v:
+                roofline["tp_tok_ms"] = v["tp_tok_ms"][:, s]
     else:
         t, transfer_how = transferred_parameters(draws, sc, rng)
         step_ar, share, shape, ctx_ms = (t["step_ar_ms"], t["moe_share"], t["moe_shape"],
                                          t["ctx_ms_per_unit"])
         if form == "roofline":
             roofline["tok_ratio"] = t["tok_ratio"]
+            if "tp_tok_ms" in t:
+                roofline["tp_tok_ms"] = t["tp_tok_ms"]
     streams = float(sc.concurrency)
     if form == "roofline":   # the distinct experts of all C x M tokens the step verifies
         roofline["distinct"] = distinct_ratio(model, sc.verify_tokens * sc.concurrency, sc.model)

@@ -97,14 +97,20 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
     share = prior_sample(priors["moe_share"], n, rng)
     params = {"step_ar_ms": step_ar, "moe_share": share, "moe_shape": pooled_shape(draws, rng),
               "ctx_ms_per_unit": prior_sample(priors["ctx_ms_per_unit"], n, rng)}
+    tp_how = ""
     if meta["model"]["moe_form"] == "roofline":
         flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
         eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
         params["tok_ratio"] = flop_ms / eff / (share * step_ar)
+        from ddtree_bayes.engine.allreduce import allreduce_tok_ms
+
+        tp, tp_how = allreduce_tok_ms(draws, card, table[sc.hardware], sc.gpus, rng)
+        if tp is not None:
+            params["tp_tok_ms"] = tp
     lo, med, hi = np.quantile(step_ar, [0.05, 0.5, 0.95])
     held_out = set(meta.get("held_out_systems", ()))
     k = len([p for p in meta["coords"]["system"] if p not in held_out])
     how = (f"{sc.pair} not measured: M = 1 step {med:.1f} ms (90% {lo:.1f}-{hi:.1f}) from the "
            f"pair roofline ({f.describe(sc.model, sc.hardware)}), efficiency and per-layer cost "
-           f"learned from {k} measured pair{'s' if k != 1 else ''}; ")
+           f"learned from {k} measured pair{'s' if k != 1 else ''}; {tp_how}")
     return params, how

@@ -88,9 +88,15 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
         flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
         eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
         params["tok_ratio"] = flop_ms / eff / moe1
+        from ddtree_bayes.engine.allreduce import allreduce_tok_ms
+
+        tp, tp_how = allreduce_tok_ms(draws, card, table[sc.hardware], sc.gpus, rng)
+        if tp is not None:
+            params["tp_tok_ms"] = tp
     how = (f"{sc.system} not measured: transferred from {ref} "
            f"({'same' if steps == 0 else 'different'} interconnect class, bandwidth ratio "
            f"{ref_bw / target_bw:.2f}"
            f"{'; the model card is a proxy, so weaker' if 'proxy_card' in meta['model'] else ''}"
-           "); ")
+           f"); {tp_how if form == 'roofline' and tp_how else ''}")
     return params, how
+

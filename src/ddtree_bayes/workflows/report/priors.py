@@ -8,7 +8,7 @@ from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
 from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
-from ddtree_bayes.core.spec import CTX_BATCH, SHAPE_NAMES
+from ddtree_bayes.core.spec import CTX_BATCH, SHAPE_NAMES, TP_LINKS, tp_prior
 
 
 # ------------------------------------------------------------------ priors as numpy
@@ -95,6 +95,27 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
         out[CONFIG_SD] = out["noise_sd"] * np.sqrt(share)
     if CTX_BATCH in P_:   # (last: the draws above are those of every earlier version)
         out[CTX_BATCH] = prior_sample(P_[CTX_BATCH], n, rng)
+    out.update(_allreduce_draws(P_, coords, (groups or {}), n, rng))
+    return out
+
+
+def _allreduce_draws(P_: dict, coords: dict, model: dict, n: int,
+                     rng: np.random.Generator) -> dict[str, np.ndarray]:
+    """Prior draws of the all-reduce bus bandwidths of the fit's link classes and of
+    ``tp_tok_ms`` per system (engine/model.py ``allreduce_tok_ms``); none for a fit of
+    single-GPU systems (``meta["model"]["system_tp_mb"]`` absent)."""
+    volume, links = model.get("system_tp_mb"), model.get("system_link")
+    if not volume or not links:
+        return {}
+    systems = coords["system"]
+    out: dict[str, np.ndarray] = {}
+    busbw = np.ones((n, len(systems)))
+    for cls in TP_LINKS:
+        cols = [j for j, s in enumerate(systems) if links.get(s) == cls]
+        if cols:
+            out[tp_prior(cls)] = prior_sample(P_[tp_prior(cls)], n, rng)
+            busbw[:, cols] = out[tp_prior(cls)][:, None]
+    out["tp_tok_ms"] = np.array([volume.get(s, 0.0) for s in systems])[None, :] / busbw
     return out
 
 
@@ -194,8 +215,10 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
                                           v[AL.NAME][:, k]) for k, g in enumerate(accept_groups))
     if CONFIG_SHARE in v and P_[CONFIG_SHARE].dist != "point":
         out[CONFIG_SHARE] = prior_logpdf(P_[CONFIG_SHARE], v[CONFIG_SHARE])
-    if CTX_BATCH in v and P_[CTX_BATCH].dist != "point":   # a fit with rows at C > 1
-        out[CTX_BATCH] = prior_logpdf(P_[CTX_BATCH], v[CTX_BATCH])
+    # a fit with rows at C > 1; a fit of several GPUs
+    for name in (CTX_BATCH, *map(tp_prior, TP_LINKS)):
+        if name in v and P_[name].dist != "point":
+            out[name] = prior_logpdf(P_[name], v[name])
     # a term constant over the draws (the zero-sum engine effect of a fit with one engine) has
     # nothing to power-scale; ArviZ's psense refuses it ("All tail values are the same")
     return {k: a for k, a in out.items() if np.ptp(a) > 0}
@@ -209,7 +232,8 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
             "moe_distinct_exponent": "system", "compute_eff": "system",
             "compute_eff_log": "system", "compute_eff_z": "system", "compute_tok_ratio": "system",
             "overhead_z": "overhead_group", "overhead_frac": "overhead_group",
-            "reduction": "relation", AL.NAME: AL.DIM, "pair_roofline_ms": "system"}
+            "reduction": "relation", AL.NAME: AL.DIM, "pair_roofline_ms": "system",
+            "tp_tok_ms": "system"}
     for part in ("fixed", "pass", "tree"):
         for suffix in ("log", "z", "ratio"):
             dims[f"spec_{part}_{suffix}"] = "overhead_group"
