@@ -54,6 +54,18 @@ def test_clean_draws_pass():
     assert [r["parameter"] for r in rows] == ["a", "b[x]", "b[y]"]
 
 
+def test_a_constant_element_of_a_vector_is_no_parameter():
+    """A deterministic that is 0 for some of its systems (tp_tok_ms of a one-GPU system in a
+    fit that also has a multi-GPU one) has no R-hat there: the element is skipped, not failed
+    (it used to send every such fit up the whole remedy ladder and save it unconverged)."""
+    post, stats = trace()
+    b = post["b"].values.copy()
+    b[..., 1] = 0.0
+    rows, _, failures = inference.diagnose(*trace(b=b))
+    assert failures == []
+    assert [r["parameter"] for r in rows] == ["a", "b[x]"]
+
+
 def test_an_interrupted_chain_padded_with_nan_fails_every_gate_it_touches():
     post, stats = trace()
     a, b = padded(post["a"].values), padded(post["b"].values)

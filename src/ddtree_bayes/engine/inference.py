@@ -340,6 +340,8 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
                 names = [name]
             flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
             for j, label in enumerate(names):
+                if np.ptp(flat[:, j]) == 0:   # a constant element (tp_tok_ms of one GPU: 0)
+                    continue
                 rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
                              "sd": float(flat[:, j].std()),
                              **{k: float(v[j]) for k, v in values.items()}})
