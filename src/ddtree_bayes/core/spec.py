@@ -28,13 +28,13 @@ CTX_BATCH = "ctx_batch_exponent"
 #: Link classes whose tensor-parallel all-reduces have a bus-bandwidth prior
 #: (``tp_busbw_<link>_gb_s``; one GPU has none).
 TP_LINKS = ("pcie", "fabric")
+#: Posterior name of the per-system verify-growth parameter of each MoE form.
+SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_distinct_exponent"}
 
 
 def tp_prior(link: str) -> str:
     """The name of the all-reduce bus-bandwidth prior of a link class."""
     return f"tp_busbw_{link}_gb_s"
-#: Posterior name of the per-system verify-growth parameter of each MoE form.
-SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_distinct_exponent"}
 
 
 def moe_ms(moe1, verify_tokens, shape, moe_form: str, exp: Fn, log: Fn):
