@@ -124,3 +124,29 @@ def test_prior_draws_give_each_link_class_its_own_bandwidth():
     assert np.median(d["tp_busbw_pcie_gb_s"]) == pytest.approx(15.0, rel=0.03)
     assert d["tp_tok_ms"][:, 1] == pytest.approx(3.060736 / d["tp_busbw_pcie_gb_s"])
     assert d["tp_tok_ms"][:, 0] == pytest.approx(3.060736 / d["tp_busbw_fabric_gb_s"])
+
+
+def test_decisions_give_a_transferred_system_its_all_reduce_column():
+    """optimize / next answer an unmeasured system through a column of its own
+    (decisions/common.with_transferred_system): a fit without the variable gains it, 0 for
+    the systems it measured (the point mass has no term there) and the prior-driven volume for
+    the new 8-GPU PCIe system."""
+    from ddtree_bayes.workflows.decisions.common import with_transferred_system
+
+    base = structured_point_mass()
+    n = base.n_draws
+    populations = {"moe_distinct_exponent_mu": np.full(n, 0.5), "moe_hw_sd": np.zeros(n),
+                   "compute_eff_log_mu": np.full(n, -1.2), "compute_eff_log_sd": np.zeros(n)}
+    draws = dataclasses.replace(base, meta={**base.meta, "model": {**base.meta["model"],
+                                                                   "allreduce_volume": True}},
+                                variables={**base.variables, **populations})
+    sc = P.resolve_scenario(draws, hardware="rtx-pro-6000", gpus=8, engine="sglang",
+                            method="ddtree", block=16, budget=32, verify_tokens=None,
+                            context_tokens=0.0)
+    assert not sc.measured
+    out, sc2, how = with_transferred_system(draws, sc, seed=3)
+    assert sc2.measured and out.meta["coords"]["system"] == ["b300x8", "rtx-pro-6000x8"]
+    tp = out.variables["tp_tok_ms"]
+    assert tp.shape == (draws.n_draws, 2) and np.all(tp[:, 0] == 0.0)
+    assert np.all((3.060736 / 60 < tp[:, 1]) & (tp[:, 1] < 3.060736 / 3))   # 3-60 GB/s
+    assert "prior-driven" in how
