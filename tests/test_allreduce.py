@@ -17,7 +17,7 @@ from ddtree_bayes.core.errors import PriorsError
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.allreduce import allreduce_tok_ms
+from ddtree_bayes.engine.unmeasured import allreduce_tok_ms
 from test_structure_model import structured_point_mass
 
 CARDS = load_model_cards(bundled("models.csv"))

@@ -81,7 +81,7 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
     times the pair scatter ``exp(pair_step_sd z)``; the MoE share and context cost from their
     priors (what the model says of a pair without rows); the verify growth and compute
     efficiency from their pooled populations. Returns (parameters, how it was obtained)."""
-    from ddtree_bayes.core.model_cards import ModelCard, flop_ms_per_token
+    from ddtree_bayes.core.model_cards import ModelCard
     from ddtree_bayes.core.pairs import pair_features, roofline_step_ms
     from ddtree_bayes.core.sampling import prior_sample
 
@@ -99,14 +99,11 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
               "ctx_ms_per_unit": prior_sample(priors["ctx_ms_per_unit"], n, rng)}
     tp_how = ""
     if meta["model"]["moe_form"] == "roofline":
-        flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
-        eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
-        params["tok_ratio"] = flop_ms / eff / (share * step_ar)
-        from ddtree_bayes.engine.allreduce import allreduce_tok_ms
+        from ddtree_bayes.engine.unmeasured import roofline_parameters
 
-        tp, tp_how = allreduce_tok_ms(draws, card, table[sc.hardware], sc.gpus, rng)
-        if tp is not None:
-            params["tp_tok_ms"] = tp
+        roof, tp_how = roofline_parameters(draws, card, table[sc.hardware], sc.gpus,
+                                           share * step_ar, rng)
+        params.update(roof)
     lo, med, hi = np.quantile(step_ar, [0.05, 0.5, 0.95])
     held_out = set(meta.get("held_out_systems", ()))
     k = len([p for p in meta["coords"]["system"] if p not in held_out])

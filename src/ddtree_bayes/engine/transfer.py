@@ -81,22 +81,17 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     shape = target_models.pooled_shape(draws, rng)
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
+    tp_how = ""
     if form == "roofline":
-        from ddtree_bayes.core.model_cards import ModelCard, flop_ms_per_token
+        from ddtree_bayes.core.model_cards import ModelCard
+        from ddtree_bayes.engine.unmeasured import roofline_parameters
 
-        card = ModelCard(**meta["model"]["card"])
-        flop_ms, _ = flop_ms_per_token(card, table[sc.hardware], sc.gpus)
-        eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
-        params["tok_ratio"] = flop_ms / eff / moe1
-        from ddtree_bayes.engine.allreduce import allreduce_tok_ms
-
-        tp, tp_how = allreduce_tok_ms(draws, card, table[sc.hardware], sc.gpus, rng)
-        if tp is not None:
-            params["tp_tok_ms"] = tp
+        roof, tp_how = roofline_parameters(draws, ModelCard(**meta["model"]["card"]),
+                                           table[sc.hardware], sc.gpus, moe1, rng)
+        params.update(roof)
     how = (f"{sc.system} not measured: transferred from {ref} "
            f"({'same' if steps == 0 else 'different'} interconnect class, bandwidth ratio "
            f"{ref_bw / target_bw:.2f}"
            f"{'; the model card is a proxy, so weaker' if 'proxy_card' in meta['model'] else ''}"
-           f"); {tp_how if form == 'roofline' and tp_how else ''}")
+           f"); {tp_how}")
     return params, how
-

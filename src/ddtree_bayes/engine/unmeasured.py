@@ -1,5 +1,7 @@
-"""The tensor-parallel all-reduce volume of the verified tokens on a system a fit did not
-measure (the model's ``tp_tok_ms``, engine/model.py). numpy only (the predict path)."""
+"""The roofline parameters of a system a fit did not measure: one token's compute time (the
+model's ``compute_tok_ratio``) and the tensor-parallel all-reduce volume of the verified tokens
+(``tp_tok_ms``), shared by hardware transfer (engine/transfer.py) and a pair never measured
+(engine/target_models.py). numpy only (the predict path)."""
 
 from __future__ import annotations
 
@@ -31,3 +33,20 @@ def allreduce_tok_ms(draws: Fit, card, hardware_row: dict[str, str], gpus: int,
     busbw = prior_sample(draws.priors.priors[name], draws.n_draws, rng)
     return mb / busbw, (f"the {cls} all-reduce bandwidth is its prior (no {cls} system "
                         "measured: prior-driven); ")
+
+
+def roofline_parameters(draws: Fit, card, hardware_row: dict[str, str], gpus: int, moe1,
+                        rng: np.random.Generator) -> tuple[dict[str, np.ndarray], str]:
+    """``tok_ratio`` (one token's FLOPs at an efficiency drawn from the pooled population, in
+    units of the M = 1 verify cost ``moe1``) and, on several GPUs, ``tp_tok_ms``
+    (:func:`allreduce_tok_ms`), with what to say about them."""
+    from ddtree_bayes.core.model_cards import flop_ms_per_token
+
+    v, n = draws.variables, draws.n_draws
+    flop_ms, _ = flop_ms_per_token(card, hardware_row, gpus)
+    eff = np.exp(v["compute_eff_log_mu"] + v["compute_eff_log_sd"] * rng.standard_normal(n))
+    params = {"tok_ratio": flop_ms / eff / moe1}
+    tp, how = allreduce_tok_ms(draws, card, hardware_row, gpus, rng)
+    if tp is not None:
+        params["tp_tok_ms"] = tp
+    return params, how
