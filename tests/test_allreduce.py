@@ -34,7 +34,7 @@ def test_volume_per_token_by_hand():
     assert kimi.allreduce_mb_per_token(8)[0] == pytest.approx(2 * 61 * 7168 * 2 * 2 * 7 / 8 / 1e6)
     assert kimi.allreduce_mb_per_token(2)[0] == pytest.approx(2 * 61 * 7168 * 2 / 1e6)
     assert kimi.allreduce_mb_per_token(1)[0] == 0.0
-    # a card without hidden_size: estimated from params ~ 12 layers hidden^2, and said so
+    # a card without hidden_size: estimated from active params ~ 12 layers hidden^2, and said so
     qwen = CARDS["qwen3.8-27b"]
     assert qwen.hidden_size is None
     mb, how = qwen.allreduce_mb_per_token(2)

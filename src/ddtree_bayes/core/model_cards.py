@@ -58,22 +58,27 @@ class ModelCard:
         """MB each GPU sends per verified token in the tensor-parallel all-reduces of one step,
         and how it was found: two all-reduces per layer (after attention, after the MLP or
         MoE) of ``hidden_size`` bf16 activations, a ring moving ``2 (g - 1) / g`` of the message
-        per GPU. 0 on one GPU. A card without ``hidden_size`` has it estimated from a dense
-        model's ``params ~ 12 layers hidden**2`` (and says so).
+        per GPU. 0 on one GPU. A card without ``hidden_size`` has it estimated from the
+        parameters one token passes through, ``active params ~ 12 layers hidden**2`` (a dense
+        model's rule; for an MoE the active experts stand in for the MLP), and says so.
 
         >>> card = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s", hidden_size=7168)
         >>> round(card.allreduce_mb_per_token(8)[0], 3)   # 2 x 61 x 7168 x 2 B x 2 x 7/8
         3.061
         >>> card.allreduce_mb_per_token(1)[0]
         0.0
+        >>> no_hidden = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s")
+        >>> mb, how = no_hidden.allreduce_mb_per_token(8)   # 7168 in the config; 36,900 from
+        >>> round(mb, 2), how.split("(")[1]                  # the total parameters
+        (2.82, 'hidden_size ~6612 estimated from 32B active parameters over 61 layers ')
         """
         if gpus <= 1:
             return 0.0, f"{self.model}: one GPU, no all-reduce"
         hidden, how = self.hidden_size, f"hidden_size {self.hidden_size}"
         if not hidden:
-            hidden = int(round(math.sqrt(self.params_total_b * 1e9 / (12.0 * self.layers))))
-            how = (f"hidden_size ~{hidden} estimated from {self.params_total_b:g}B parameters "
-                   f"over {self.layers} layers (not in the card)")
+            hidden = int(round(math.sqrt(self.params_active_b * 1e9 / (12.0 * self.layers))))
+            how = (f"hidden_size ~{hidden} estimated from {self.params_active_b:g}B active "
+                   f"parameters over {self.layers} layers (not in the card)")
         mb = 2.0 * self.layers * hidden * 2.0 * 2.0 * (gpus - 1) / gpus / 1e6
         return mb, f"{self.model} x{gpus}: {mb:.3g} MB per token per GPU ({how})"
 
