@@ -267,7 +267,7 @@ SPECS: dict[str, dict] = {
         "--format": choice("table", "json")},
     "hardware": {"--hardware-file": files(), "--format": choice("table", "json")},
     "card": {"--hf-config": files("config.json"), "--gguf": files(), "--name": NAME,
-             "--target": NAME, "--compute-dtype": choice("bf16", "fp8", "fp4"),
+             "--target": NAME, "--compute-dtype": choice("bf16", "fp8", "fp4", "int8"),
              "--bytes-per-weight": FLOAT, "--models-file": files(), "--drafters-file": files(),
              "--replace": FLAG, "--dry-run": FLAG, "--format": choice("table", "json")},
 }

@@ -50,12 +50,54 @@ def test_the_repository_data_folder_adds_nothing(monkeypatch):
     assert table.text == bundled("hardware.csv").read_text()
 
 
+INT8_SOURCE = " -- int8: "
+
+
+A6000_BF16 = "bf16: the same GPU-spec table"
+
+
+def _before_int8(text: str) -> str:
+    """The table as it was before the int8 column, i.e. without that commit's two deliberate
+    changes: the int8 column (and the int8 source appended to a row's flops_source), and the
+    RTX A6000's bf16 peak, read from the same source (its row had no peak before)."""
+    rows = list(csv.reader(io.StringIO(text)))
+    i = rows[0].index("dense_int8_tflops")
+    src = rows[0].index("flops_source")
+    bf16 = rows[0].index("dense_bf16_tflops")
+    for r in rows[1:]:
+        if r[src].startswith(A6000_BF16):
+            r[bf16], r[src] = "", r[src].split(" -- ", 1)[1]
+        r[src] = "" if r[src].startswith("int8: ") else r[src].split(INT8_SOURCE)[0]
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows([r[:i] + r[i + 1:] for r in rows])
+    return out.getvalue()
+
+
 def test_the_checked_rows_are_unchanged():
-    head = "\n".join((REPO / "data" / "hardware.csv").read_text().splitlines()[:13])
+    """Adding the int8 column changed no other value or source of the checked rows."""
+    text = _before_int8((REPO / "data" / "hardware.csv").read_text())
+    head = "\n".join(text.splitlines()[:13])
     names = [row[0] for row in csv.reader(io.StringIO(head))][1:]
     assert names == ["b300", "b200", "h200", "h100", "rtx-pro-6000", "rtx-pro-6000-server",
                      "mi355x", "rtx-5090", "rtx-3090", "rtx-pro-6000-maxq", "rtx-a6000", "v100"]
     assert hashlib.sha256(head.encode()).hexdigest() == CHECKED_ROWS_SHA256
+
+
+def test_int8_peaks_and_their_derivations():
+    """GeForce int8 is 4x the FP32-accumulate bf16 rate (whitepaper values), a Blackwell part
+    with only an fp4 entry gets fp4 / 2, and Volta (no int8 tensor cores) dp4a at bf16 / 2."""
+    from ddtree_bayes.core.model_cards import peak_tflops
+
+    hw = load_hardware(bundled("hardware.csv"))
+    assert peak_tflops(hw["rtx-5090"], "int8")[0] == 838.0
+    assert peak_tflops(hw["rtx-3090"], "int8")[0] == 284.7
+    assert peak_tflops(hw["rtx-4090"], "int8")[0] == 660.6
+    assert peak_tflops(hw["rtx-5090"], "int8")[0] == 4 * peak_tflops(hw["rtx-5090"], "bf16")[0]
+    value, how = peak_tflops(hw["rtx-pro-6000"], "int8")
+    assert value == 1000.0 and "derived from fp4" in how
+    value, how = peak_tflops(hw["v100"], "int8")
+    assert value == 56.0 and "dp4a" in how
+    assert "int8:" in hw["rtx-4090"]["flops_source"]
 
 
 def test_a_user_row_overrides_a_built_in_gpu_whole_and_a_new_name_adds_one(tmp_path):

@@ -61,8 +61,11 @@ def test_peak_flops_own_entry_derived_and_fallback():
     assert peak_tflops(hw["b300"], "bf16")[0] == 2250
     value, how = peak_tflops(hw["rtx-pro-6000"], "bf16")   # only an fp4 entry
     assert value == 500 and "derived from fp4" in how
-    value, how = peak_tflops(hw["rtx-a6000"], "bf16")      # no entry at all
-    assert value == pytest.approx(0.768 * 200) and "prior-driven" in how
+    value, how = peak_tflops(hw["rtx-pro-6000-server"], "bf16")   # no entry at all
+    assert value == pytest.approx(1.597 * 200) and "prior-driven" in how
+    value, how = peak_tflops({"hardware": "g", "mem_bw_tb_s": "1", "dense_int8_tflops": "400"},
+                             "bf16")   # an int8 entry alone says nothing of bf16
+    assert value == pytest.approx(200.0) and "prior-driven" in how
     # Kimi K2.6 on 8x B300: 2 x 32e9 FLOPs / (2250e12 x 8) = 3.556 us per token
     ms, _ = flop_ms_per_token(KIMI, hw["b300"], 8)
     assert ms == pytest.approx(2 * 32e9 / (2250e12 * 8) * 1e3)

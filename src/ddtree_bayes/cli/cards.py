@@ -122,9 +122,10 @@ def register(sub) -> None:
     a.add_argument("--gguf", metavar="PATH", help="a .gguf model file (the first shard)")
     a.add_argument("--name", help="the card's name (default: from the file)")
     a.add_argument("--target", help="for an EAGLE-3 draft config: the model card it drafts for")
-    a.add_argument("--compute-dtype", choices=("bf16", "fp8", "fp4"),
+    a.add_argument("--compute-dtype", choices=("bf16", "fp8", "fp4", "int8"),
                    help="the precision the matmuls run in (default: from the quantisation: "
-                        "fp8 / fp4 when activations are quantised too, else bf16)")
+                        "fp8 / fp4 / int8 when activations are quantised too, int8 for a "
+                        "quantised GGUF (ggml's MMQ kernels), else bf16)")
     a.add_argument("--bytes-per-weight", type=real(0.01, 8, "give bytes per weight, e.g. 0.56"),
                    help="override the derived bytes per weight (a scheme card add cannot read)")
     a.add_argument("--models-file", help="model cards to write (default: data/models.csv, "

@@ -14,7 +14,7 @@ from ddtree_bayes.cli.output import aligned_table, emit_json, shown_path
 
 #: A figure whose text holds this word was computed, not read (data/hardware.csv's convention).
 DERIVED_MARK = "DERIVED"
-PEAKS = ("dense_bf16_tflops", "dense_fp8_tflops", "dense_fp4_tflops")
+PEAKS = ("dense_bf16_tflops", "dense_fp8_tflops", "dense_fp4_tflops", "dense_int8_tflops")
 
 
 def _number(text: str) -> float | None:
@@ -65,15 +65,16 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
              _cell(r["mem_bw_tb_s"]), *(_cell(r[p]) for p in PEAKS), r["link"],
              r["compute_capability"], mark.get(r["origin"], "built-in")
              + (" *" if r["has_derived"] else "")] for r in records]
-    print(aligned_table(["hardware", "memory", "TB/s", "bf16", "fp8", "fp4", "link", "cc", "row"], rows,
-                 left=2, text_last=True))
+    print(aligned_table(["hardware", "memory", "TB/s", "bf16", "fp8", "fp4", "int8", "link", "cc",
+                         "row"], rows, left=2, text_last=True))
     added = sum(r["origin"] == ADDED for r in records)
     replaced = sum(r["origin"] == OVERRIDES for r in records)
     where = (f"{shown_path(table.user_file)} adds {added} and replaces {replaced}"
              if table.user_file else "no data/hardware.csv here: the built-in table alone")
     print(f"\n{len(records)} GPUs ({where}).\n"
           "Peaks: dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: FP32 "
-          "accumulate, half the FP16-accumulate headline);\n"
+          "accumulate, half the FP16-accumulate headline); int8 = tensor TOPS (ggml's GGUF "
+          "kernels);\n"
           "- = not in the table (then derived from another precision, or bandwidth x 200 "
           "FLOP/B); * = the row has a DERIVED figure; --format json shows every source.")
     return 0

@@ -220,7 +220,7 @@ def read_records(path: str | Path, text: str | None = None
 
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
-                    "dense_fp4_tflops")
+                    "dense_fp4_tflops", "dense_int8_tflops")
 
 
 def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:

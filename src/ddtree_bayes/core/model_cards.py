@@ -22,7 +22,14 @@ CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts
                 "bytes_per_weight", "compute_dtype", "source")
 #: Precisions the hardware table gives peaks for, and their dense-peak ratio to bf16 on the
 #: tensor cores of Hopper/Blackwell parts (used only to derive a missing entry, and said so).
-PRECISIONS = {"bf16": 1.0, "fp8": 2.0, "fp4": 4.0}
+#: int8 is what ggml (llama.cpp and engines on it) multiplies quantised GGUF weights in: its
+#: MMQ kernels quantise the activations to 8-bit blocks and use int8 tensor cores
+#: (ggml-org/llama.cpp ggml/src/ggml-cuda/mmq.cuh, ``block_q8_1_mmq``).
+PRECISIONS = {"bf16": 1.0, "fp8": 2.0, "fp4": 4.0, "int8": 2.0}
+#: NVIDIA compute capability from which int8 runs on tensor cores (Turing's ``mma``); below
+#: it ggml's MMQ uses ``dp4a`` integer dot products (mmq.cuh), 4 x the FP32 rate, which is
+#: half the FP16 tensor rate on Volta (8 x FP32): int8 is then derived as bf16 / 2.
+INT8_MMA_MIN_CC = 7.5
 #: FLOPs per byte of memory bandwidth assumed when a GPU has no peak at all in the table: the
 #: roofline ridge of current datacenter and workstation GPUs is ~150-600 FLOP/B at bf16;
 #: 200 is at the low end, so an unknown GPU reaches its compute knee early (conservative).
@@ -171,6 +178,20 @@ def _optional_int(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
+def _below_int8_mma(hardware: dict[str, str]) -> bool:
+    """An NVIDIA GPU (numeric compute capability) older than Turing: no int8 tensor cores.
+
+    >>> _below_int8_mma({"compute_capability": "7.0"}), _below_int8_mma({"compute_capability": "8.6"})
+    (True, False)
+    >>> _below_int8_mma({"compute_capability": "gfx942"})
+    False
+    """
+    try:
+        return float(hardware.get("compute_capability", "")) < INT8_MMA_MIN_CC
+    except ValueError:
+        return False
+
+
 def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
     """Dense peak TFLOPS of one GPU for ``dtype`` and how it was found.
 
@@ -180,6 +201,11 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
 
     >>> peak_tflops({"hardware": "x", "mem_bw_tb_s": "2", "dense_fp4_tflops": "2000"}, "bf16")
     (500.0, 'x: bf16 peak derived from fp4 2000 TFLOPS / 4')
+    >>> peak_tflops({"hardware": "x", "dense_fp4_tflops": "2000"}, "int8")[0]
+    1000.0
+    >>> peak_tflops({"hardware": "v", "compute_capability": "7.0",
+    ...              "dense_bf16_tflops": "112"}, "int8")[0]   # Volta: dp4a
+    56.0
     """
     name = hardware.get("hardware", "?")
 
@@ -194,7 +220,13 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
     own = entry(dtype)
     if own is not None:
         return own, f"{name}: {dtype} peak {own:g} TFLOPS from the hardware table"
+    half_rate = entry("bf16")
+    if dtype == "int8" and half_rate is not None and _below_int8_mma(hardware):
+        return half_rate / 2, (f"{name}: int8 peak derived from bf16 {half_rate:g} TFLOPS / 2 "
+                               f"(dp4a: no int8 tensor cores below CC {INT8_MMA_MIN_CC:g})")
     for other, ratio in PRECISIONS.items():
+        if other == "int8":   # int8 : bf16 is 2 on datacenter parts, 4 on GeForce: no source
+            continue
         value = entry(other)
         if value is not None:
             derived = value * PRECISIONS[dtype] / ratio

@@ -67,6 +67,10 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
                       compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
 
 
+#: GGUF tensor types ggml multiplies in floating point (everything else goes through MMQ).
+FLOAT_GGUF_TYPES = ("F32", "F16", "BF16")
+
+
 def derive_from_gguf(path: str | Path, *, name: str | None = None,
                      compute_dtype: str | None = None,
                      bytes_per_weight: float | None = None) -> Derived:
@@ -76,8 +80,11 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
     file = Path(path)
     shape, meta = shape_from_gguf(file)
     types = sorted({t.storage for t in shape.tensors if t.linear and not t.mtp})
+    # ggml multiplies quantised types with its MMQ kernels: 8-bit activations, int8 tensor
+    # cores (ggml/src/ggml-cuda/mmq.cuh); float-only files run 16-bit GEMMs
+    quantised = any(s.upper() not in FLOAT_GGUF_TYPES for s in types)
     scheme = Scheme(f"GGUF per-tensor types ({', '.join(types)}; bytes read from the tensor "
-                    "table)")
+                    "table)", compute_dtype="int8" if quantised else "bf16")
     default = name or file.stem
     derived = model_card(card_name(default), shape, scheme, _source(file),
                          compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)

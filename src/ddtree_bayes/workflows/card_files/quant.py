@@ -186,6 +186,8 @@ def _compressed_tensors(q: dict, base: float, where: str) -> Scheme:
     compute = "bf16"
     if isinstance(acts, dict) and acts.get("type") == "float":
         compute = {8: "fp8", 4: "fp4"}.get(int(acts.get("num_bits", 16)), "bf16")
+    elif isinstance(acts, dict) and acts.get("type") == "int" and int(acts.get("num_bits", 16)) == 8:
+        compute = "int8"   # W8A8 / W4A8 int: int8 GEMMs
     kind = w.get("type", "int")
     size = (f" g{w.get('group_size')}" if strategy in ("group", "tensor_group") else
             f" {strategy}")
