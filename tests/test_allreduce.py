@@ -80,7 +80,7 @@ def test_predict_adds_the_extra_tokens_all_reduce_by_hand():
                                 block=16 if method == "ddtree" else None,
                                 budget=32 if method == "ddtree" else None,
                                 verify_tokens=None, context_tokens=0.0, concurrency=c)
-        return P.step_components(d, sc, np.random.default_rng(0))[0]
+        return P.step_components(d, sc, np.random.default_rng(0), anchor=False)[0]
 
     assert parts(draws)["moe"][0] == pytest.approx(parts(base)["moe"][0] + 32 * 0.02)
     assert parts(draws)["step"][0] == pytest.approx(parts(base)["step"][0] + 0.64)

@@ -192,7 +192,7 @@ def test_predict_structured_step_by_hand():
     draws = structured_point_mass()
     sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
                             block=16, budget=32, verify_tokens=None, context_tokens=0.0)
-    parts, how = P.step_components(draws, sc, np.random.default_rng(0))
+    parts, how = P.step_components(draws, sc, np.random.default_rng(0), anchor=False)
     # verify: moe1 = 0.5 x 8 = 4 ms; memory part sqrt(distinct(33)); compute 0.01 x 33
     distinct = 384 * (1 - (1 - 8 / 384) ** 33) / 8
     verify = 4 * (distinct ** 1.5 + 0.33 ** 3) ** (1 / 3) / (1 + 0.01 ** 3) ** (1 / 3)
@@ -205,8 +205,51 @@ def test_predict_structured_step_by_hand():
     # the native engine pays (1 - 0.5) of the SGLang SPEC
     sc_native = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="native", method="ddtree",
                                    block=16, budget=32, verify_tokens=None, context_tokens=0.0)
-    native, _ = P.step_components(draws, sc_native, np.random.default_rng(0))
+    native, _ = P.step_components(draws, sc_native, np.random.default_rng(0), anchor=False)
     assert native["spec"][0] == pytest.approx(spec / 2)
+
+
+def _ddtree_at(draws, budget, anchor):
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16 if budget > 8 else 8, budget=budget, verify_tokens=None,
+                            context_tokens=0.0)
+    return P.step_components(draws, sc, np.random.default_rng(0), anchor=anchor)
+
+
+def test_a_query_carries_the_discrepancy_of_its_nearest_measured_configuration():
+    """B300 point mass without run-to-run noise: the measured SGLang DDTree budget-8 row sits
+    r = z - (-log step_8) from the structural model (z = log(tok_s / (accept x 1000))), and all
+    of r is that configuration's own discrepancy. So the answer at budget 8 is the measured
+    step, budget 32 is its structural step x exp(-r), and its discrepancy sd grows from
+    budget 8: 0.04 x log(33 / 9). Computed by hand from the bundled rows."""
+    draws = structured_point_mass()
+    rows = [r for r in draws.measurements.rows if r.engine == "sglang" and r.method == "ddtree"
+            and r.budget == 8 and r.accept_len is not None]
+    assert rows
+    z = float(np.mean([math.log(r.tok_s / (r.accept_len * 1000.0)) for r in rows]))
+    structural8 = _ddtree_at(draws, 8, False)[0]["step"][0]
+    r = z + math.log(structural8)
+    assert abs(r) > 0.01                      # the point mass does not fit the row exactly
+    anchored8, how = _ddtree_at(draws, 8, True)
+    assert anchored8["step"][0] == pytest.approx(math.exp(-z))
+    assert "anchored to the measured ddtree budget 8" in how
+    anchored32 = _ddtree_at(draws, 32, True)[0]
+    assert anchored32["step"][0] == pytest.approx(_ddtree_at(draws, 32, False)[0]["step"][0]
+                                                  * math.exp(-r))
+    parts_sum = sum(anchored32[k][0] for k in ("moe", "attn_base", "context", "spec"))
+    assert parts_sum == pytest.approx(anchored32["step"][0])   # the terms scale together
+    assert anchored32["log_sd"][0] == pytest.approx(0.04 * math.log(33 / 9))
+
+
+def test_a_held_out_row_is_never_an_anchor():
+    """A validation fold's held-out rows are not the fit's: with the budget-8 rows held out
+    the query has no measured configuration of its group and keeps the structural step."""
+    draws = structured_point_mass()
+    draws.meta["held_out_rows"] = [r.row for r in draws.measurements.rows
+                                   if r.method == "ddtree" and r.budget == 8]
+    anchored, how = _ddtree_at(draws, 32, True)
+    assert anchored["step"][0] == pytest.approx(_ddtree_at(draws, 32, False)[0]["step"][0])
+    assert "anchored" not in how
 
 
 def test_interpolation_is_narrower_than_extrapolation():
@@ -292,7 +335,7 @@ def test_a_group_measured_at_one_budget_carries_its_own_spread_when_extrapolated
         sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
                                 method="ddtree", block=16, budget=budget, verify_tokens=None,
                                 context_tokens=0.0)
-        return P.step_components(draws, sc, np.random.default_rng(1))[0]["spec"]
+        return P.step_components(draws, sc, np.random.default_rng(1), anchor=False)[0]["spec"]
 
     at8, at32 = spec_at(8), spec_at(32)
     assert np.ptp(at8) == 0 and at8[0] == pytest.approx(8 * (0.05 + 0.1 + 0.002 * 8))

@@ -88,7 +88,7 @@ def moments(draws: Fit, seed: int = DEFAULT_SEED,
     for i in first:
         m = rows[i]
         sc = row_scenario(draws, m)
-        step, _ = step_draws(draws, sc, rng)
+        step, _ = step_draws(draws, sc, rng, anchor=False)   # the likelihood's mean
         # (the offsets hold log(accept x 1000 x C): a row at C > 1 measures the C streams)
         if m.accept_len is None:   # its rows' offset is log 1000 (core/configs.offsets)
             cols.append(np.log(row_acceptance(draws, m, rng)) - np.log(step))

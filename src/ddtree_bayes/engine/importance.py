@@ -76,7 +76,7 @@ def config_log_step(draws: Fit, t: Table, configs: np.ndarray) -> np.ndarray:
     for c in configs:
         m = t.measurements.rows[t.first[c]]
         sc = row_scenario(draws, m)
-        parts, _ = step_components(draws, sc, rng)
+        parts, _ = step_components(draws, sc, rng, anchor=False)   # the likelihood's mean
         latent = 0.0 if m.accept_len is not None else np.log(row_acceptance(draws, m, rng))
         cols.append(latent - np.log(parts["step"]))
     return np.stack(cols, axis=1) if cols else np.zeros((draws.n_draws, 0))

@@ -49,23 +49,146 @@ from ddtree_bayes.engine.structure import (
 from ddtree_bayes.engine.transfer import transferred_parameters  # noqa: F401  (P.transferred_...)
 
 
-def step_draws(draws: Fit, sc: Scenario, rng: np.random.Generator) -> tuple[np.ndarray, str]:
+def step_draws(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: bool = True
+               ) -> tuple[np.ndarray, str]:
     """Posterior draws of step_ms (without measurement noise) and how the overhead was found.
 
     The overhead of an unmeasured (system, engine, method) group is drawn from the
     partially pooled population; an engine with a declared relation scales its base
-    engine's SPEC by ``1 - reduction``.
+    engine's SPEC by ``1 - reduction``. ``anchor``: see :func:`step_components`.
     """
-    parts, how = step_components(draws, sc, rng)
+    parts, how = step_components(draws, sc, rng, anchor=anchor)
     return parts["step"], how
 
 
-def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
+def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: bool = True
                     ) -> tuple[dict[str, np.ndarray], str]:
     """Posterior draws of each term of the step (ms): ``moe``, ``attn_base``, ``context``,
     ``spec`` and their sum ``step``; ``log_sd``, the predictive sd of log tok/s (run-to-run
     noise, plus the structural discrepancy for the distance from the nearest measured
-    configuration in the structured form); and how the overhead was found."""
+    configuration in the structured form); and how the overhead was found.
+
+    ``anchor`` (the structured form; a predictive, not a likelihood): the query carries the
+    structural discrepancy its group's nearest measured configuration shows
+    (:func:`anchor_shift`), and its own discrepancy grows from there. The model's likelihood
+    and the reweighting of new rows ask for the structural step alone (``anchor=False``)."""
+    parts, how = _step_components(draws, sc, rng)
+    if not anchor or "structure_sd" not in draws.variables:
+        return parts, how
+    found = anchor_shift(draws, sc)
+    if found is None:
+        return parts, how
+    shift, distance, label = found
+    factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
+    parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
+    passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
+    parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance)
+    return parts, how + f"; anchored to the measured {label}"
+
+
+#: The terms of :func:`step_components` that are ms of the step (an anchor scales them all).
+STEP_PARTS = ("moe", "attn_base", "context", "spec", "step", "spec_tied")
+
+
+def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | None:
+    """The structural discrepancy of the query's nearest measured configuration: (draws,)
+    shift of log tok/s, the query's distance from it, and its label; None without one.
+
+    Candidates are the configurations the fit learned from (held-out rows excluded) in the
+    query's own system, engine and method, at its context and concurrency, with a measured
+    accept_len. The model gives a configuration c a discrepancy ``e_c ~ Normal(0, A)``,
+    ``A = (structure_sd d_c)^2`` (d_c: its distance from the other configurations measured on
+    its system), plus with repeated runs its own error ``B = config_sd^2``; its n rows' mean
+    z (log tok/s - log(accept x 1000 x C)) sits ``r = zbar - (-log step_c)`` from the
+    structural model. Per draw, e_c given r is Normal with mean ``A r / (A + B + run^2/n)``
+    and variance ``A - A^2 / (A + B + run^2/n)`` (the likelihood integrates it out; this
+    draws it back). Drawn with a generator of its own, so the caller's draws are unchanged."""
+    if not sc.measured:
+        return None
+    found = _nearest_measured(draws, sc)
+    if found is None:
+        return None
+    rows, distance, d_c, label = found
+    cache = draws.memo.setdefault("anchor_shift", {})
+    key = (sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens,
+           rows[0].block, rows[0].budget, rows[0].verify_tokens)
+    if key not in cache:
+        cache[key] = _drawn_discrepancy(draws, rows, d_c)
+    return cache[key], distance, label
+
+
+def _drawn_discrepancy(draws: Fit, rows: list, d_c: float) -> np.ndarray:
+    """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
+    posterior (:func:`anchor_shift`)."""
+    v = draws.variables
+    at, _ = _step_components(draws, row_scenario(draws, rows[0]), np.random.default_rng(0))
+    n = len(rows)
+    zbar = float(np.mean([np.log(r.tok_s / (r.accept_len * 1000.0 * r.concurrency))
+                          for r in rows]))
+    resid = zbar + np.log(at["step"])
+    from ddtree_bayes.core.likelihood import scatter_parts
+
+    run, own = scatter_parts(v)
+    a = (v["structure_sd"] * d_c) ** 2
+    total = a + np.asarray(own) ** 2 + np.asarray(run) ** 2 / n
+    mean = a / total * resid
+    sd = np.sqrt(np.maximum(a - a ** 2 / total, 0.0))
+    z = np.random.default_rng(ANCHOR_SEED).standard_normal(draws.n_draws)
+    return mean + sd * z
+
+
+#: Seed of the anchor's own draws (fixed: the same fit gives the same answer every call).
+ANCHOR_SEED = 20261202
+
+
+def _nearest_measured(draws: Fit, sc: Scenario):
+    """(rows of the nearest measured configuration, the query's distance from it, that
+    configuration's distance from the other ones on its system, its label), or None."""
+    from ddtree_bayes.engine.structure import fit_rows
+    from ddtree_bayes.engine.target_models import row_pair
+
+    model = draws.meta["model"]
+    default_ctx = model["default_context_tokens"]
+    groups = draws.memo.get("anchor_candidates")
+    if groups is None:   # every measured configuration with accept_len, by its group
+        groups = {}
+        for r in fit_rows(draws):
+            if r.accept_len is None:
+                continue
+            ctx = default_ctx if r.context_tokens is None else r.context_tokens
+            key = (row_pair(draws, r), r.engine, r.method, r.concurrency, ctx)
+            groups.setdefault(key, {}).setdefault((r.block, r.budget, r.verify_tokens),
+                                                  []).append(r)
+        draws.memo["anchor_candidates"] = groups
+    configs = groups.get((sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens))
+    if not configs:
+        return None
+    passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
+    batch_q = float(sc.verify_tokens * sc.concurrency)
+
+    def where(r) -> tuple[float, float]:
+        return float(r.verify_tokens * r.concurrency), \
+            draft_structure(model, r.method, r.block, r.budget)[0]
+
+    best = min(configs.values(), key=lambda rs: S.config_distance(
+        batch_q, passes_q, [where(rs[0])[0]], [where(rs[0])[1]]))
+    m_c, p_c = where(best[0])
+    distance = S.config_distance(batch_q, passes_q, [m_c], [p_c])
+    from ddtree_bayes.engine.structure import measured_configs
+
+    ms, ps = measured_configs(draws, sc.pair)
+    others = [(m, p) for m, p in zip(ms, ps, strict=True) if (m, p) != (m_c, p_c)]
+    d_c = S.config_distance(m_c, p_c, [m for m, _ in others], [p for _, p in others]) \
+        if others else 0.0
+    r0 = best[0]
+    label = (f"{r0.method} budget {r0.budget}" if r0.budget is not None else r0.method) + \
+        f" (M = {r0.verify_tokens}, {len(best)} row{'s' if len(best) > 1 else ''})"
+    return best, distance, d_c, label
+
+
+def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
+                     ) -> tuple[dict[str, np.ndarray], str]:
+    """:func:`step_components` without the anchor: the structural model's step."""
     v, meta = draws.variables, draws.meta
     model = meta["model"]
     form = model["moe_form"]

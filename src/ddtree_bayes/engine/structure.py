@@ -86,17 +86,19 @@ def run_sd(draws: Fit) -> np.ndarray:
     return np.sqrt(run ** 2 + np.asarray(own) ** 2)
 
 
-def query_log_sd(draws: Fit, sc: Scenario, passes: float) -> np.ndarray:
+def query_log_sd(draws: Fit, sc: Scenario, passes: float, distance: float | None = None
+                 ) -> np.ndarray:
     """(draws,) sd of one run's log tok/s at a query: the run-to-run noise (with repeated runs
     in the data also a configuration's own error ``config_sd``), and in the structured form
-    the discrepancy for the query's distance from the measured configurations."""
+    the discrepancy for the query's distance from the measured configurations (``distance``
+    given: from the configuration the query is anchored to)."""
     noise = run_sd(draws)
     beyond = concurrency_beyond(draws, sc)
     if beyond:   # prior-driven: how the engine batches beyond the concurrencies measured
         noise = np.sqrt(noise ** 2 + (beyond * concurrency_sd(draws)) ** 2)
     if "structure_sd" not in draws.variables:
         return noise
-    d = query_distance(draws, sc, passes)
+    d = query_distance(draws, sc, passes) if distance is None else distance
     return np.sqrt(noise ** 2 + (draws.variables["structure_sd"] * d) ** 2)
 
 
