@@ -241,6 +241,27 @@ def test_a_query_carries_the_discrepancy_of_its_nearest_measured_configuration()
     assert anchored32["log_sd"][0] == pytest.approx(0.04 * math.log(33 / 9))
 
 
+def test_two_anchors_draw_independent_discrepancies():
+    """With run-to-run noise each anchor's discrepancy is uncertain; the likelihood makes two
+    configurations' discrepancies independent given the parameters, so an anchored DDTree
+    answer and an anchored AR answer must not share their draws (a shared z made their ratio,
+    P(faster than AR), overconfident)."""
+    import dataclasses
+
+    base = structured_point_mass()
+    draws = dataclasses.replace(base, variables={**base.variables,
+                                                 "noise_sd": np.full(base.n_draws, 0.03)},
+                                memo={})
+    dd = P.anchor_shift(draws, P.resolve_scenario(
+        draws, hardware="b300", gpus=8, engine="sglang", method="ddtree", block=16, budget=32,
+        verify_tokens=None, context_tokens=0.0))[0]
+    ar = P.anchor_shift(draws, P.resolve_scenario(
+        draws, hardware="b300", gpus=8, engine="sglang", method="ar", block=None, budget=None,
+        verify_tokens=None, context_tokens=0.0))[0]
+    assert np.std(dd) > 0 and np.std(ar) > 0
+    assert abs(np.corrcoef(dd, ar)[0, 1]) < 0.1
+
+
 def test_a_held_out_row_is_never_an_anchor():
     """A validation fold's held-out rows are not the fit's: with the budget-8 rows held out
     the query has no measured configuration of its group and keeps the structural step."""

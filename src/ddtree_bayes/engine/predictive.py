@@ -82,7 +82,9 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
     passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
-    parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance)
+    # at the measured configuration itself its own error (config_sd) is carried too
+    parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
+                                   own_known=distance == 0.0)
     return parts, how + f"; anchored to the measured {label}"
 
 
@@ -110,16 +112,23 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
         return None
     rows, distance, d_c, label = found
     cache = draws.memo.setdefault("anchor_shift", {})
-    key = (sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens,
-           rows[0].block, rows[0].budget, rows[0].verify_tokens)
+    key = (tuple(draws.meta.get("held_out_rows", ())), sc.pair, sc.engine, sc.method,
+           sc.concurrency, sc.context_tokens, rows[0].block, rows[0].budget,
+           rows[0].verify_tokens, distance == 0.0)
     if key not in cache:
-        cache[key] = _drawn_discrepancy(draws, rows, d_c)
+        cache[key] = _drawn_discrepancy(draws, rows, d_c, key)
     return cache[key], distance, label
 
 
-def _drawn_discrepancy(draws: Fit, rows: list, d_c: float) -> np.ndarray:
+def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, key: tuple) -> np.ndarray:
     """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
-    posterior (:func:`anchor_shift`)."""
+    posterior (:func:`anchor_shift`); asked at that configuration itself (``key[-1]``), its
+    own error ``config_sd`` too (a new run shares it with the rows). Each configuration draws
+    with a generator of its own (seeded by ``key``): the likelihood makes their discrepancies
+    independent given the parameters, so two anchored answers (a tree and AR, say) must not
+    share one."""
+    import hashlib
+
     v = draws.variables
     at, _ = _step_components(draws, row_scenario(draws, rows[0]), np.random.default_rng(0))
     n = len(rows)
@@ -131,10 +140,13 @@ def _drawn_discrepancy(draws: Fit, rows: list, d_c: float) -> np.ndarray:
     run, own = scatter_parts(v)
     a = (v["structure_sd"] * d_c) ** 2
     total = a + np.asarray(own) ** 2 + np.asarray(run) ** 2 / n
+    if key[-1]:   # the configuration itself: its own error is shared with its rows too
+        a = a + np.asarray(own) ** 2
     mean = a / total * resid
     sd = np.sqrt(np.maximum(a - a ** 2 / total, 0.0))
-    z = np.random.default_rng(ANCHOR_SEED).standard_normal(draws.n_draws)
-    return mean + sd * z
+    digest = hashlib.sha256(repr(key[1:]).encode()).digest()
+    rng = np.random.default_rng([ANCHOR_SEED, int.from_bytes(digest[:8], "little")])
+    return mean + sd * rng.standard_normal(draws.n_draws)
 
 
 #: Seed of the anchor's own draws (fixed: the same fit gives the same answer every call).
@@ -149,7 +161,9 @@ def _nearest_measured(draws: Fit, sc: Scenario):
 
     model = draws.meta["model"]
     default_ctx = model["default_context_tokens"]
-    groups = draws.memo.get("anchor_candidates")
+    held = tuple(draws.meta.get("held_out_rows", ()))
+    memo = draws.memo.setdefault("anchor_candidates", {})
+    groups = memo.get(held)
     if groups is None:   # every measured configuration with accept_len, by its group
         groups = {}
         for r in fit_rows(draws):
@@ -159,7 +173,7 @@ def _nearest_measured(draws: Fit, sc: Scenario):
             key = (row_pair(draws, r), r.engine, r.method, r.concurrency, ctx)
             groups.setdefault(key, {}).setdefault((r.block, r.budget, r.verify_tokens),
                                                   []).append(r)
-        draws.memo["anchor_candidates"] = groups
+        memo[held] = groups
     configs = groups.get((sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens))
     if not configs:
         return None

@@ -86,13 +86,15 @@ def run_sd(draws: Fit) -> np.ndarray:
     return np.sqrt(run ** 2 + np.asarray(own) ** 2)
 
 
-def query_log_sd(draws: Fit, sc: Scenario, passes: float, distance: float | None = None
-                 ) -> np.ndarray:
+def query_log_sd(draws: Fit, sc: Scenario, passes: float, distance: float | None = None,
+                 own_known: bool = False) -> np.ndarray:
     """(draws,) sd of one run's log tok/s at a query: the run-to-run noise (with repeated runs
-    in the data also a configuration's own error ``config_sd``), and in the structured form
-    the discrepancy for the query's distance from the measured configurations (``distance``
-    given: from the configuration the query is anchored to)."""
-    noise = run_sd(draws)
+    in the data also a configuration's own error ``config_sd``, unless ``own_known``: an
+    answer anchored to its own measured configuration carries that error already), and in the
+    structured form the discrepancy for the query's distance from the measured configurations
+    (``distance`` given: from the configuration the query is anchored to)."""
+    noise = np.asarray(scatter_parts(draws.variables)[0]) * np.ones(draws.n_draws) \
+        if own_known else run_sd(draws)
     beyond = concurrency_beyond(draws, sc)
     if beyond:   # prior-driven: how the engine batches beyond the concurrencies measured
         noise = np.sqrt(noise ** 2 + (beyond * concurrency_sd(draws)) ** 2)
