@@ -204,3 +204,22 @@ def test_hardware_list_table_marks_the_users_rows(tmp_path):
     assert next(ln for ln in lines if ln.startswith("my-gpu ")).endswith("  yours")
     assert next(ln for ln in lines if ln.startswith("rtx-5090 ")).endswith("built-in *")
     assert "36 GPUs (data/hardware.csv adds 1 and replaces 1)." in out
+
+
+def test_the_cli_lists_every_precision_the_cards_may_name():
+    """`hardware list`, the hardware reader and `card add --compute-dtype` spell the
+    precisions out (so the CLI starts without numpy); they must stay the cards' own list."""
+    import argparse
+
+    from ddtree_bayes.cli import hardware as H
+    from ddtree_bayes.cli.main import build_parser
+    from ddtree_bayes.core.data import HARDWARE_NUMBERS
+    from ddtree_bayes.core.model_cards import PRECISIONS
+
+    peaks = tuple(f"dense_{p}_tflops" for p in PRECISIONS)
+    assert H.PEAKS == peaks and set(peaks) <= set(HARDWARE_NUMBERS)
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    card = next(a for a in sub.choices["card"]._actions
+                if isinstance(a, argparse._SubParsersAction))
+    dtype = next(a for a in card.choices["add"]._actions if "--compute-dtype" in a.option_strings)
+    assert tuple(dtype.choices) == tuple(PRECISIONS)

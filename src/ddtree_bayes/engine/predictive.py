@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from ddtree_bayes.core.config import (
 )
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.likelihood import offsets, scatter_parts
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
@@ -42,10 +44,13 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
 from ddtree_bayes.engine.structure import (
     distinct_ratio,
     draft_structure,
+    fit_rows,
+    measured_configs,
     query_log_sd,
     tied_ratio_spread,
     unmeasured_log_ratio,
 )
+from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.engine.transfer import transferred_parameters  # noqa: F401  (P.transferred_...)
 
 
@@ -111,41 +116,45 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     if found is None:
         return None
     rows, distance, d_c, label = found
+    at_itself = distance == 0.0
+    config = (sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens, rows[0].block,
+              rows[0].budget, rows[0].verify_tokens, at_itself)
     cache = draws.memo.setdefault("anchor_shift", {})
-    key = (tuple(draws.meta.get("held_out_rows", ())), sc.pair, sc.engine, sc.method,
-           sc.concurrency, sc.context_tokens, rows[0].block, rows[0].budget,
-           rows[0].verify_tokens, distance == 0.0)
+    key = (tuple(draws.meta.get("held_out_rows", ())), *config)
     if key not in cache:
-        cache[key] = _drawn_discrepancy(draws, rows, d_c, key)
+        cache[key] = _drawn_discrepancy(draws, rows, d_c, at_itself,
+                                        keyed_rng(ANCHOR_SEED, repr(config)))
     return cache[key], distance, label
 
 
-def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, key: tuple) -> np.ndarray:
-    """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
-    posterior (:func:`anchor_shift`); asked at that configuration itself (``key[-1]``), its
-    own error ``config_sd`` too (a new run shares it with the rows). Each configuration draws
-    with a generator of its own (seeded by ``key``): the likelihood makes their discrepancies
-    independent given the parameters, so two anchored answers (a tree and AR, say) must not
-    share one."""
-    import hashlib
+def keyed_rng(seed: int, key: str) -> np.random.Generator:
+    """A generator determined by ``(seed, key)``: the same key always gets the same stream,
+    different keys independent ones (an anchor's configuration here; an overhead group in
+    ``workflows/decisions/common.group_rng``)."""
+    digest = hashlib.sha256(key.encode()).digest()
+    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
 
+
+def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
+                       rng: np.random.Generator) -> np.ndarray:
+    """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
+    posterior (:func:`anchor_shift`); asked at that configuration itself (``at_itself``),
+    its own error ``config_sd`` too (a new run shares it with the rows). Each configuration
+    draws with a generator of its own (``rng``, :func:`keyed_rng`): the likelihood makes their
+    discrepancies independent given the parameters, so two anchored answers (a tree and AR,
+    say) must not share one."""
     v = draws.variables
     at, _ = _step_components(draws, row_scenario(draws, rows[0]), np.random.default_rng(0))
     n = len(rows)
-    zbar = float(np.mean([np.log(r.tok_s / (r.accept_len * 1000.0 * r.concurrency))
-                          for r in rows]))
-    resid = zbar + np.log(at["step"])
-    from ddtree_bayes.core.likelihood import scatter_parts
-
+    z = np.log(np.array([r.tok_s for r in rows], dtype=float)) - offsets(rows)
+    resid = float(z.mean()) + np.log(at["step"])
     run, own = scatter_parts(v)
     a = (v["structure_sd"] * d_c) ** 2
     total = a + np.asarray(own) ** 2 + np.asarray(run) ** 2 / n
-    if key[-1]:   # the configuration itself: its own error is shared with its rows too
+    if at_itself:   # the configuration itself: its own error is shared with its rows too
         a = a + np.asarray(own) ** 2
     mean = a / total * resid
     sd = np.sqrt(np.maximum(a - a ** 2 / total, 0.0))
-    digest = hashlib.sha256(repr(key[1:]).encode()).digest()
-    rng = np.random.default_rng([ANCHOR_SEED, int.from_bytes(digest[:8], "little")])
     return mean + sd * rng.standard_normal(draws.n_draws)
 
 
@@ -156,9 +165,6 @@ ANCHOR_SEED = 20261202
 def _nearest_measured(draws: Fit, sc: Scenario):
     """(rows of the nearest measured configuration, the query's distance from it, that
     configuration's distance from the other ones on its system, its label), or None."""
-    from ddtree_bayes.engine.structure import fit_rows
-    from ddtree_bayes.engine.target_models import row_pair
-
     model = draws.meta["model"]
     default_ctx = model["default_context_tokens"]
     held = tuple(draws.meta.get("held_out_rows", ()))
@@ -179,21 +185,18 @@ def _nearest_measured(draws: Fit, sc: Scenario):
         return None
     passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
     batch_q = float(sc.verify_tokens * sc.concurrency)
-
-    def where(r) -> tuple[float, float]:
-        return float(r.verify_tokens * r.concurrency), \
-            draft_structure(model, r.method, r.block, r.budget)[0]
-
-    best = min(configs.values(), key=lambda rs: S.config_distance(
-        batch_q, passes_q, [where(rs[0])[0]], [where(rs[0])[1]]))
-    m_c, p_c = where(best[0])
-    distance = S.config_distance(batch_q, passes_q, [m_c], [p_c])
-    from ddtree_bayes.engine.structure import measured_configs
-
+    # each configuration's (C x M, drafter passes) point, as measured_configs has them
+    points = {k: (float(rs[0].verify_tokens * rs[0].concurrency),
+                  draft_structure(model, rs[0].method, rs[0].block, rs[0].budget)[0])
+              for k, rs in configs.items()}
+    distances = {k: S.config_distance(batch_q, passes_q, [m], [p]) for k, (m, p) in points.items()}
+    nearest = min(distances, key=distances.__getitem__)   # the first of equals, as listed
+    distance, best = distances[nearest], configs[nearest]
+    m_c, p_c = points[nearest]
     ms, ps = measured_configs(draws, sc.pair)
     others = [(m, p) for m, p in zip(ms, ps, strict=True) if (m, p) != (m_c, p_c)]
-    d_c = S.config_distance(m_c, p_c, [m for m, _ in others], [p for _, p in others]) \
-        if others else 0.0
+    # the likelihood's distance (core/likelihood.config_distances: 0 with no other point)
+    d_c = S.config_distance(m_c, p_c, [m for m, _ in others], [p for _, p in others])
     r0 = best[0]
     label = (f"{r0.method} budget {r0.budget}" if r0.budget is not None else r0.method) + \
         f" (M = {r0.verify_tokens}, {len(best)} row{'s' if len(best) > 1 else ''})"

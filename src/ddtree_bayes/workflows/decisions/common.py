@@ -11,7 +11,6 @@ parameters once per (seed, system) (:func:`with_transferred_system`).
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import replace
 
 import numpy as np
@@ -46,9 +45,9 @@ def overhead_group(draws: Fit, sc: P.Scenario) -> str | None:
 
 def group_rng(seed: int, label: str | None) -> np.random.Generator:
     """A generator determined by (seed, overhead group): the same group always gets the
-    same stream, different groups independent ones."""
-    digest = hashlib.sha256((label or "-").encode()).digest()
-    return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
+    same stream, different groups independent ones (:func:`~ddtree_bayes.engine.predictive.
+    keyed_rng`)."""
+    return P.keyed_rng(seed, label or "-")
 
 
 def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int
