@@ -364,3 +364,44 @@ def test_a_group_measured_at_one_budget_carries_its_own_spread_when_extrapolated
     expected_mean = 8 * (0.05 + 0.1 + 0.002 * 32) + 8 * 24 * 0.002 * (math.exp(0.32) - 1)
     assert at32.mean() == pytest.approx(expected_mean, rel=0.02)
     assert at32.std() > 0.1
+
+
+def test_next_weighs_a_candidate_by_the_structural_step(monkeypatch):
+    """``next`` simulates a candidate's result and weighs the draws by its likelihood, as the
+    fit and ``update`` would: the structural step with the discrepancy at its distance, not
+    predict's anchored answer. At the measured budget-8 configuration the two differ by that
+    configuration's residual (the point mass does not fit it exactly), so the candidate's
+    log tok/s must be the structural one."""
+    import dataclasses
+
+    from ddtree_bayes.engine.question import AcceptSource
+    from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.workflows.decisions import next_measurement as N
+
+    base = structured_point_mass()   # (with run-to-run noise: next refuses a noiseless fit)
+    draws = dataclasses.replace(base, variables={**base.variables,
+                                                 "noise_sd": np.full(base.n_draws, 0.03)},
+                                memo={})
+    seen = []
+    real = N.preposterior
+
+    def spy(log_mu, noise_sd, *args):
+        seen.append((log_mu.copy(), noise_sd.copy()))
+        return real(log_mu, noise_sd, *args)
+
+    monkeypatch.setattr(N, "preposterior", spy)
+    sc8 = _ddtree_at(draws, 8, False)
+    query = D.Query(P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                       method="ddtree", block=16, budget=32, verify_tokens=None,
+                                       context_tokens=0.0), "12",
+                    source=AcceptSource("given", "12", value=12.0))
+    cand8 = D.Candidate(P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                           method="ddtree", block=8, budget=8,
+                                           verify_tokens=None, context_tokens=0.0), 4.0, "test")
+    D.next_measurements(draws, query, [cand8], k=4, seed=1)
+    (log_mu, log_sd), = seen
+    structural = math.log(4.0 * 1000.0 / sc8[0]["step"][0])
+    anchored = math.log(4.0 * 1000.0 / _ddtree_at(draws, 8, True)[0]["step"][0])
+    assert abs(structural - anchored) > 0.01
+    assert log_mu[0] == pytest.approx(structural)
+    assert log_sd[0] == pytest.approx(sc8[0]["log_sd"][0])

@@ -98,11 +98,15 @@ def shared_step(draws: Fit, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]
     return parts["step"], how
 
 
-def shared_components(draws: Fit, sc: P.Scenario, seed: int) -> tuple[dict, str]:
+def shared_components(draws: Fit, sc: P.Scenario, seed: int, anchor: bool = True
+                      ) -> tuple[dict, str]:
     """:func:`shared_step`'s step terms, with ``log_sd`` (noise and, in the structured form,
-    the discrepancy for the distance from the nearest measured configuration)."""
+    the discrepancy for the distance from the nearest measured configuration). ``anchor``:
+    as in :func:`~ddtree_bayes.engine.predictive.step_components` (False: the structural
+    step a new measurement's likelihood uses)."""
     draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
-    parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)))
+    parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)),
+                                   anchor=anchor)
     return parts, transfer_how + how
 
 

@@ -371,9 +371,10 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
     now = float(now_hi[0] - now_lo[0])
     rows = []
     for c in cands:
-        parts, how = shared_components(draws, c.scenario, seed)
+        # a new measurement's likelihood, as the fit's and `update`'s: the structural step
+        # (not anchored) with sd = noise plus the discrepancy at its distance
+        parts, how = shared_components(draws, c.scenario, seed, anchor=False)
         a = 1.0 if c.accept_len is None else c.accept_len
-        # a new measurement's likelihood sd: noise, plus the discrepancy at its distance
         res = preposterior(np.log(a * 1000.0 / parts["step"]), parts["log_sd"], q, prob,
                            picks, eps)
         sc = c.scenario
