@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
             sampler.seed = seed
             said: list[str] = []
             t0 = time.perf_counter()
-            _, record = R.run(sampler, settings, say=said.append,
+            asked = settings.for_model(R.free_size(sampler.model()))
+            _, record = R.run(sampler, asked, say=said.append,
                               parameterisations=sampler.parameterisations)
             fit = {"seed": seed, "outcome": record["outcome"], "remedy": record["remedy"],
                    "seconds": round(time.perf_counter() - t0, 2), "stderr": said,

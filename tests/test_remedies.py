@@ -45,7 +45,8 @@ class FakeSampler:
 def climb(sampler: FakeSampler, enabled: bool = True, parameterisations=R.PARAMETERISATIONS,
           **settings) -> tuple[R.Attempt, dict, list[str]]:
     said: list[str] = []
-    kept, record = R.run(sampler, SamplerSettings(**settings), say=said.append, enabled=enabled,
+    requested = SamplerSettings(**settings).for_model(31)   # the bundled model's size
+    kept, record = R.run(sampler, requested, say=said.append, enabled=enabled,
                          parameterisations=parameterisations)
     return kept, record, said
 
@@ -250,6 +251,54 @@ def test_no_remedy_fails_after_one_attempt(work, fake_nuts):
     assert code == 5 and len(fake_nuts) == 1
     assert err.splitlines()[0] == "fit: 2 divergent transitions; remedies off (--no-remedy)"
     assert json.loads(out)["remedies"]["enabled"] is False
+
+
+class _Asked(Exception):
+    """Raised by the patched ladder: the settings a fit asked it for are all a test needs."""
+
+
+@pytest.mark.parametrize("data, draws, expected", [
+    (None, None, 1000),                                          # bundled: 34 parameters
+    ("data/examples/public_multi_model.csv", None, 2000),        # the corpus: 211
+    ("data/examples/public_multi_model.csv", 500, 500),          # asked for: kept
+])
+def test_draws_default_to_the_model_size(work, monkeypatch, data, draws, expected):
+    """Without --draws a fit samples 1000 per chain, 2000 for a model of more than 100 free
+    parameters (the gates take the least bulk ESS over all of them); an explicit value wins."""
+    from pathlib import Path
+
+    from ddtree_bayes.engine import fitting
+
+    asked: list[SamplerSettings] = []
+
+    def run(attempt, requested, **kwargs):
+        asked.append(requested)
+        raise _Asked
+
+    monkeypatch.setattr(R, "run", run)
+    repo = Path(__file__).resolve().parents[1]
+    with pytest.raises(_Asked):
+        fitting.fit(None if data is None else repo / data, draws=draws, workdir=work,
+                    progress=False)
+    assert asked[0].draws == expected
+
+
+def test_free_size_counts_every_element_of_the_free_variables():
+    """By the initial point's sizes, plus the one constrained element of each zero-sum
+    variable (the engine effects: their dims count every engine)."""
+    from ddtree_bayes.api import load_inputs
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine.model import build_model
+
+    data, cfg = load_inputs(bundled("measurements.csv"), bundled("priors.toml"),
+                            bundled("hardware.csv"))
+    model = build_model(S.build_spec(data, cfg), cfg)
+    zero_sum = sum(1 for rv in model.free_RVs if rv.name.endswith("_engine_z"))
+    assert zero_sum == 3
+    assert R.free_size(model) == sum(v.size for v in model.initial_point().values()) + zero_sum
+    assert SamplerSettings().for_model(R.free_size(model)).draws == 1000
+    with pytest.raises(ValueError, match="for_model"):
+        _ = SamplerSettings().n_draws
 
 
 # ------------------------------------------------------------------ the reparameterised model

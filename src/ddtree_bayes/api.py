@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
-        seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
+        seed: int = DEFAULT_SEED, chains: int = 4, draws: int | None = None, tune: int = 1000,
         target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
         hardware: str | Path | None = None, workdir: Path | None = None, progress: bool = True,
         moe_form: str | None = None, step_form: str | None = None, remedies: bool = True,

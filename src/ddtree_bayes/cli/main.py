@@ -45,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
     f.add_argument("--chains", type=A.CHAINS, default=4,
                    help="NUTS chains, 1 to 64 (default: %(default)s)")
-    f.add_argument("--draws", type=A.DRAWS, default=1000, help="draws per chain (default: %(default)s)")
+    f.add_argument("--draws", type=A.DRAWS, default=None,
+                   help="draws per chain (default: 1000, or 2000 for a model of more than 100 "
+                        "free parameters, such as several models in one fit: the gates take "
+                        "the least bulk ESS over all of them)")
     f.add_argument("--tune", type=A.TUNE, default=1000,
                    help="tuning steps per chain (default: %(default)s)")
     f.add_argument("--target-accept", type=A.TARGET_ACCEPT, default=SamplerSettings.target_accept,

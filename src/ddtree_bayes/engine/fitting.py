@@ -98,7 +98,7 @@ def with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
-        seed: int = DEFAULT_SEED, chains: int = 4, draws: int = 1000, tune: int = 1000,
+        seed: int = DEFAULT_SEED, chains: int = 4, draws: int | None = None, tune: int = 1000,
         target_accept: float = SamplerSettings.target_accept, backend: str = "nutpie",
         hardware: str | Path | None = None,
         workdir: Path | None = None, progress: bool = True, extra_meta: dict | None = None,
@@ -119,6 +119,8 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     (longer tuning, higher target acceptance, a reparameterisation; one line on stderr per
     rung) unless ``remedies=False``; the artifact's metadata records every attempt.
     ``inputs`` (already read: :class:`FitInputs`) replaces ``data``, ``priors``, ``hardware``.
+    ``draws`` None: :func:`~ddtree_bayes.core.config.default_draws` for the model (1000 per
+    chain, 2000 above 100 free parameters).
     """
     from ddtree_bayes.engine import inference
 
@@ -130,7 +132,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     hardware_text = inputs.hardware.text
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
-    if chains < 1 or draws < 1 or tune < 0 or not 0 < target_accept < 1:
+    if chains < 1 or (draws is not None and draws < 1) or tune < 0 or not 0 < target_accept < 1:
         raise DataError("sampler settings out of range",
                         fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
     from ddtree_bayes.core import spec as S
@@ -144,7 +146,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
         print(f"ddtree-bayes: note: {describe(inputs.proxy)}", file=sys.stderr)
     sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
-    sampler.model()
+    settings = settings.for_model(R.free_size(sampler.model()))
     t_built = time.perf_counter()
     kept, ladder = R.run(sampler, settings, enabled=remedies,
                          parameterisations=sampler.parameterisations)

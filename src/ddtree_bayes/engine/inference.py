@@ -246,7 +246,7 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
                        f"(+{settings.tune} tuning) with nutpie")
         t1 = time.perf_counter()
         bar = progress and sys.stderr.isatty()
-        dt = run_nutpie(compiled, draws=settings.draws, tune=settings.tune,
+        dt = run_nutpie(compiled, draws=settings.n_draws, tune=settings.tune,
                         chains=settings.chains, cores=min(settings.chains, os.cpu_count() or 1),
                         seed=seed, target_accept=settings.target_accept, save_warmup=False,
                         progress_bar=bar,
@@ -257,13 +257,13 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
 
         log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
                        f"(+{settings.tune} tuning) with PyMC's NUTS")
-        dt = pm.sample(draws=settings.draws, tune=settings.tune, chains=settings.chains,
+        dt = pm.sample(draws=settings.n_draws, tune=settings.tune, chains=settings.chains,
                        cores=min(settings.chains, os.cpu_count() or 1),
                        target_accept=settings.target_accept, random_seed=seed, model=model,
                        nuts_sampler="pymc", progressbar=progress and sys.stderr.isatty(),
                        compute_convergence_checks=False)
         interrupts.check()   # PyMC, too, returns what it has on KeyboardInterrupt
-        require_draws(dt, settings.draws, "PyMC")
+        require_draws(dt, settings.n_draws, "PyMC")
         timings["sample_s"] = time.perf_counter() - t0
     else:
         raise ValueError(f"unknown backend {backend!r}: use 'nutpie' or 'pymc'")

@@ -90,8 +90,8 @@ def rungs(requested: SamplerSettings, tried: list[Attempt],
         if draws_doubled or not ess_failed(tried[-1].failures):
             return s, ""
         draws_doubled = True
-        return (dataclasses.replace(s, draws=2 * s.draws),
-                f", draws {s.draws} -> {2 * s.draws}")
+        return (dataclasses.replace(s, draws=2 * s.n_draws),
+                f", draws {s.n_draws} -> {2 * s.n_draws}")
 
     tune = 2 * s.tune if s.tune else SamplerSettings.tune
     s, draws = more_draws(dataclasses.replace(s, tune=tune))
@@ -222,6 +222,24 @@ class ModelSampler:
 
 def _free_names(model) -> frozenset[str]:
     return frozenset(rv.name for rv in model.free_RVs)
+
+
+def free_size(model) -> int:
+    """Number of elements of the model's free random variables (from their dims; a
+    zero-sum variable counts its constrained element too): what
+    :meth:`~ddtree_bayes.core.config.SamplerSettings.for_model` sizes the draws by."""
+    import math
+
+    total = 0
+    for rv in model.free_RVs:
+        dims = model.named_vars_to_dims.get(rv.name)
+        if dims:
+            total += math.prod(len(model.coords[d]) for d in dims)
+        elif None not in rv.type.shape:
+            total += math.prod(rv.type.shape)
+        else:   # (no variable of build_model's; kept exact for any other model)
+            total += int(model.initial_point()[model.rvs_to_values[rv].name].size)
+    return total
 
 
 def builder(spec, priors) -> Callable[[str], Any]:

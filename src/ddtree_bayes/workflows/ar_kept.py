@@ -200,7 +200,7 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
     t0 = time.perf_counter()
     if progress:
         print(f"[validate --keep-ar] {len(splits)} pairs x 2 refits (AR kept, whole pair) = "
-              f"{len(tasks)} folds, {settings.chains} chains x {settings.draws} draws each, "
+              f"{len(tasks)} folds, {settings.chains} chains x {settings.draws_label()} draws each, "
               f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}; "
               f"{sum(len(s.scored) for s in splits)} speculative rows scored", file=sys.stderr,
               flush=True)

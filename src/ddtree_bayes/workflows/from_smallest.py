@@ -223,7 +223,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
     t0 = time.perf_counter()
     if progress:
         print(f"[validate --from-smallest] {len(splits)} splits x {len(structures)} structures "
-              f"= {len(tasks)} fits, {settings.chains} chains x {settings.draws} draws each, "
+              f"= {len(tasks)} fits, {settings.chains} chains x {settings.draws_label()} draws each, "
               f"{jobs} job(s); {sum(len(s.predicted) for s in splits)} rows predicted",
               file=sys.stderr, flush=True)
         for note in notes:

@@ -88,20 +88,23 @@ _COMPILED: dict[str, tuple] = {}
 
 
 def _compiled(inputs: Inputs):
-    """(spec, priors, measurements, compiled nutpie model), cached per process."""
+    """(spec, priors, measurements, compiled nutpie model, its number of free parameters),
+    cached per process."""
     if inputs.key not in _COMPILED:
         import nutpie
 
         from ddtree_bayes.core import spec as S
         from ddtree_bayes.engine import inference
         from ddtree_bayes.engine.model import build_model
+        from ddtree_bayes.engine.remedies import free_size
 
         data, cfg = inputs.parse()
         spec = S.build_spec(data, cfg, **inputs.structure())
         inference.patch_nutpie()
-        compiled = nutpie.compile_pymc_model(build_model(spec, cfg, refittable=True))
+        model = build_model(spec, cfg, refittable=True)
+        compiled = nutpie.compile_pymc_model(model)
         _COMPILED.clear()
-        _COMPILED[inputs.key] = (spec, cfg, data, compiled)
+        _COMPILED[inputs.key] = (spec, cfg, data, compiled, free_size(model))
     return _COMPILED[inputs.key]
 
 
@@ -118,11 +121,12 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     from ddtree_bayes.engine import inference
     from ddtree_bayes.engine import remedies as R
 
-    spec, cfg, data, compiled = _compiled(inputs)
+    spec, cfg, data, compiled, n_free = _compiled(inputs)
     model = compiled.with_data(**refit_data(spec, weights, observed))
+    settings = settings.for_model(n_free)
 
     def attempt(s: SamplerSettings, parameterisation: str) -> R.Attempt:
-        dt = inference.run_nutpie(model, draws=s.draws, tune=s.tune, chains=s.chains,
+        dt = inference.run_nutpie(model, draws=s.n_draws, tune=s.tune, chains=s.chains,
                                   cores=cores, seed=seed, target_accept=s.target_accept,
                                   save_warmup=False, progress_bar=False)
         rows, divergences, failed = inference.diagnose(dt["posterior"].to_dataset(),
@@ -189,7 +193,7 @@ def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings
     models); held-out rows do not count as measured configurations for the structured step's
     distance.
     """
-    spec, cfg, data, _ = _compiled(inputs)
+    spec, cfg, data, *_ = _compiled(inputs)
     weights = np.ones(len(data.rows))
     weights[list(held_out)] = 0.0
     draws, failures = sample_weighted(inputs, weights, seed, settings, cores=cores, remedy=True)
@@ -357,7 +361,7 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
 
     if progress:
         print(f"[validate] {len(folds)} folds ({'exact leave-one-out' if group is None else 'leave '
-              f'one {group} out'}), {settings.chains} chains x {settings.draws} draws each, "
+              f'one {group} out'}), {settings.chains} chains x {settings.draws_label()} draws each, "
               f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}", file=sys.stderr)
     import os
 
@@ -383,7 +387,7 @@ def sbc_replicate(inputs: Inputs, seed: int, settings: SamplerSettings) -> dict:
     """Draw parameters from the prior, simulate the design's log tok/s, fit, rank the truth."""
     from ddtree_bayes.workflows import report
 
-    spec, cfg, data, _ = _compiled(inputs)
+    spec, cfg, data, *_ = _compiled(inputs)
     coords = {k: list(v) for k, v in spec.parameter_coords.items()}
     flops = None if spec.system_flop_ms is None else list(spec.system_flop_ms)
     from ddtree_bayes.core import spec as S
