@@ -123,11 +123,12 @@ LARGE_MODEL = 100
 def default_draws(n_free: int) -> int:
     """Draws per chain for a model of ``n_free`` free parameters when none are asked for.
 
-    The gates take the minimum bulk ESS over every parameter, and the least-mixed of a few
-    hundred hierarchical parameters falls below 400 of 4000 draws in most seeds: the public
-    corpus (208 parameters) passed at once on 1 of 10 seeds with 1000 draws per chain and on
-    10 of 10 with 2000, for 17% more sampling time (tuning is most of it; docs/performance.md).
-    A single sweep or the bundled data (18-31 parameters) keeps 1000.
+    The gates take the least bulk ESS and the largest R-hat over every parameter, and the
+    least-mixed of a few hundred hierarchical parameters falls just short in most seeds: the
+    public corpus (211 parameters) passed at once on 2 of 10 seeds with 1000 draws per chain
+    and on 7 of 10 with 2000, for 44% more sampling time on the first attempt and fewer
+    remedy-ladder reruns (bench/bench_corpus_gates.py; docs/performance.md). A single sweep or
+    the bundled data (18-34 parameters) keeps 1000.
 
     >>> default_draws(31), default_draws(208)
     (1000, 2000)
