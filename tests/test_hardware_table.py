@@ -100,7 +100,7 @@ def test_int8_peaks_and_their_derivations():
     assert "int8:" in hw["rtx-4090"]["flops_source"]
 
 
-def test_a_user_row_overrides_a_built_in_gpu_whole_and_a_new_name_adds_one(tmp_path):
+def test_a_user_row_overrides_a_built_in_gpu_and_a_new_name_adds_one(tmp_path):
     user = write(tmp_path / "data" / "hardware.csv", [
         HEADER + ",dense_bf16_tflops,notes",
         "rtx-4090,0.9,PCIe Gen4,measured on my card,150,memory clock lowered",
@@ -110,9 +110,17 @@ def test_a_user_row_overrides_a_built_in_gpu_whole_and_a_new_name_adds_one(tmp_p
     assert table.user_file == str(user)
     assert (table.origins["rtx-4090"], table.origins["my-gpu"], table.origins["b300"]) == (
         OVERRIDES, ADDED, BUILT_IN)
-    assert table.origins["h100"] == OVERRIDES   # its row lacks the built-in peaks: it differs
+    assert table.origins["h100"] == OVERRIDES   # its source and blank bf16 peak differ
+    built = load_hardware(bundled("hardware.csv"))
     assert table.rows["rtx-4090"]["mem_bw_tb_s"] == "0.9"
-    assert table.rows["rtx-4090"].get("dense_fp8_tflops", "") == ""   # replaced whole
+    assert table.rows["rtx-4090"]["dense_bf16_tflops"] == "150"       # the user's value
+    # a column the user's file does not have says nothing: the built-in value stands
+    for column in ("dense_fp8_tflops", "dense_int8_tflops", "memory_gb", "compute_capability"):
+        assert table.rows["rtx-4090"][column] == built["rtx-4090"][column] != ""
+    # a cell the user's file leaves blank stays blank, and is reported
+    assert table.rows["h100"]["dense_bf16_tflops"] == "" != built["h100"]["dense_bf16_tflops"]
+    assert table.shadowed == (("h100", "dense_bf16_tflops"),)
+    assert "(h100 dense_bf16_tflops)" in table.shadowed_note()
     assert list(table.rows)[-1] == "my-gpu"                           # added at the end
     # the text a fit stores: every column of both headers, and it parses to the same table
     stored = load_hardware("stored", text=table.text)
@@ -200,10 +208,43 @@ def test_hardware_list_table_marks_the_users_rows(tmp_path):
     assert code == 0 and err == ""
     lines = out.splitlines()
     row = next(ln for ln in lines if ln.startswith("rtx-4090 "))
-    assert row.split()[1:3] == ["-", "0.95"] and row.endswith("yours (overrides built-in)")
+    # its bandwidth is the user's; memory and peaks, columns the file lacks, are built in
+    assert row.split()[1:5] == ["24", "GB", "GDDR6X", "0.95"]
+    assert row.endswith("yours (overrides built-in)")
     assert next(ln for ln in lines if ln.startswith("my-gpu ")).endswith("  yours")
     assert next(ln for ln in lines if ln.startswith("rtx-5090 ")).endswith("built-in *")
     assert "36 GPUs (data/hardware.csv adds 1 and replaces 1)." in out
+
+
+def test_a_stale_copy_of_the_table_keeps_new_columns_and_names_blanked_values(tmp_path):
+    """A full copy of the built-in table made before a column existed, with a value the
+    built-in table has since filled left blank: the missing column comes from the built-in
+    rows (every row then equals its built-in one but for the blank), the blank stays blank,
+    and `hardware list` says which values this run does not use, in one line."""
+    from test_cli_support import run_cli
+
+    rows = list(csv.DictReader(io.StringIO(bundled("hardware.csv").read_text())))
+    old = [h for h in rows[0] if h != "dense_int8_tflops"]
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=old, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({**r, "dense_bf16_tflops": "" if r["hardware"] == "rtx-a6000"
+                    else r["dense_bf16_tflops"]})
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "hardware.csv").write_text(buf.getvalue())
+    table = hardware_table(workdir=tmp_path)
+    built = {r["hardware"]: r for r in rows}
+    assert {n for n, o in table.origins.items() if o != BUILT_IN} == {"rtx-a6000"}
+    assert table.rows["rtx-4090"]["dense_int8_tflops"] == built["rtx-4090"]["dense_int8_tflops"]
+    assert table.shadowed == (("rtx-a6000", "dense_bf16_tflops"),)
+    peak, how = peak_tflops(table.rows["rtx-a6000"], "bf16")
+    assert peak is None or "derived" in how.lower() or "assumed" in how.lower()
+    code, out, err = run_cli(tmp_path, "hardware", "list")
+    assert code == 0 and err == ""
+    note = out.splitlines()[-1]
+    assert note.startswith("note: data/hardware.csv leaves blank 1 value the built-in table has "
+                           "(rtx-a6000 dense_bf16_tflops)") and "fix:" in note
 
 
 def test_the_cli_lists_every_precision_the_cards_may_name():
@@ -223,3 +264,31 @@ def test_the_cli_lists_every_precision_the_cards_may_name():
                 if isinstance(a, argparse._SubParsersAction))
     dtype = next(a for a in card.choices["add"]._actions if "--compute-dtype" in a.option_strings)
     assert tuple(dtype.choices) == tuple(PRECISIONS)
+
+
+def test_fit_names_the_values_its_hardware_file_blanks(tmp_path, monkeypatch, capsys):
+    """The one-line note reaches `fit` too (even quiet), before anything samples."""
+    from ddtree_bayes.engine import fitting
+    from ddtree_bayes.engine import remedies as R
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop
+
+    rows = list(csv.DictReader(io.StringIO(bundled("hardware.csv").read_text())))
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=list(rows[0]), lineterminator="\n")
+    w.writeheader()
+    w.writerows({**r, "dense_fp8_tflops": "" if r["hardware"] == "b300" else r["dense_fp8_tflops"]}
+                for r in rows)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "hardware.csv").write_text(buf.getvalue())
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(R, "run", stop)
+    with pytest.raises(Stop):
+        fitting.fit(workdir=tmp_path, progress=False)
+    err = capsys.readouterr().err
+    assert err.startswith("ddtree-bayes: note: data/hardware.csv leaves blank 1 value the "
+                          "built-in table has (b300 dense_fp8_tflops): this run does not use")

@@ -144,11 +144,9 @@ def default_data_path(data: str | None) -> Path:
 
 def shown_path(path: Path | str) -> str:
     """A path as the user would type it: relative when it is under the working directory."""
-    p = Path(path)
-    try:
-        return str(p.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(p)
+    from ddtree_bayes.core.paths import shown
+
+    return shown(path)
 
 
 def hardware_rows(hardware_file: str | None):

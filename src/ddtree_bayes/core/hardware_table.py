@@ -3,8 +3,12 @@
 The package ships a sourced table of the GPUs people run inference on (``_bundled/hardware.csv``,
 a copy of the repository's ``data/hardware.csv``). A working directory's ``data/hardware.csv``
 (or ``--hardware-file``) need only hold what differs: a row whose ``hardware`` name is built in
-replaces that GPU's row whole, a new name adds a GPU. Both files are validated on their own, so
-an error names the file, row and column the user typed. The effective table is what a fit
+replaces that GPU's row, a new name adds a GPU. A column the user's file does not have at all
+(a copy made before the column existed) is taken from the built-in row: the file says nothing
+about it. A cell the user's file leaves blank where the built-in row has a value stays blank
+(the user may mean it) and is listed in :attr:`HardwareTable.shadowed`, which ``fit`` and
+``hardware list`` report in one line. Both files are validated on their own, so an error names
+the file, row and column the user typed. The effective table is what a fit
 stores (:attr:`HardwareTable.text`); it is the built-in text unchanged when the user's file
 adds nothing to it. numpy-free: the standard library only.
 """
@@ -37,6 +41,26 @@ class HardwareTable:
     header: tuple[str, ...]
     text: str
     user_file: str | None
+    #: (GPU, column) cells the user's row leaves blank where the built-in row has a value
+    shadowed: tuple[tuple[str, str], ...] = ()
+
+    def shadowed_note(self, shown: str | None = None) -> str | None:
+        """One line naming the built-in values the user's file blanks (None: it blanks none);
+        ``shown``: the file's name as the user would type it (default ``user_file``).
+
+        >>> t = HardwareTable({}, {}, (), "", "data/hardware.csv",
+        ...                   (("rtx-a6000", "dense_bf16_tflops"), ("v100", "link")))
+        >>> t.shadowed_note().split(" the built-in table has ")[1].split(":")[0]
+        '(rtx-a6000 dense_bf16_tflops, v100 link)'
+        """
+        if not self.shadowed:
+            return None
+        cells = ", ".join(f"{gpu} {col}" for gpu, col in self.shadowed[:4])
+        more = f" and {len(self.shadowed) - 4} more" if len(self.shadowed) > 4 else ""
+        return (f"{shown or self.user_file} leaves blank {len(self.shadowed)} value"
+                f"{'s' * (len(self.shadowed) > 1)} the built-in table has ({cells}{more}): this "
+                "run does not use them (fix: fill those cells, or delete the rows to use the "
+                "built-in ones)")
 
 
 def user_hardware_file(workdir: str | Path | None = None,
@@ -76,17 +100,25 @@ def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
     header += [h for h in user_header if h and h not in header]
     rows = dict(base)
     origins = dict.fromkeys(base, BUILT_IN)
+    missing = [h for h in builtin_header if h and h not in user_header]
+    shadowed = []
     for name, row in own.items():
         if name not in base:
             origins[name] = ADDED
-        elif _cells(row, header) != _cells(base[name], header):
-            origins[name] = OVERRIDES
+        else:
+            # a column the user's file lacks says nothing: the built-in value stands
+            row = {**row, **{h: base[name].get(h, "") for h in missing}}
+            shadowed += [(name, h) for h in builtin_header
+                         if h in user_header and not row.get(h, "").strip()
+                         and base[name].get(h, "").strip()]
+            if _cells(row, header) != _cells(base[name], header):
+                origins[name] = OVERRIDES
         rows[name] = row
     if all(o == BUILT_IN for o in origins.values()) and len(header) == len(builtin_header):
         text = builtin_text   # the user's file adds nothing: the fit stores the built-in text
     else:
         text = _csv_text(header, rows)
-    return HardwareTable(rows, origins, tuple(header), text, user_path)
+    return HardwareTable(rows, origins, tuple(header), text, user_path, tuple(shadowed))
 
 
 def _cells(row: dict[str, str], header: list[str]) -> tuple[str, ...]:

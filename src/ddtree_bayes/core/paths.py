@@ -35,3 +35,12 @@ def priors_file(workdir: str | Path | None = None) -> Path:
 def models_dir(workdir: str | Path | None = None) -> Path:
     """Where fits are written: ``<workdir>/models``."""
     return _root(workdir) / "models"
+
+
+def shown(path: Path | str) -> str:
+    """A path as the user would type it: relative when it is under the working directory."""
+    p = Path(path)
+    try:
+        return str(p.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(p)
