@@ -366,12 +366,12 @@ def test_a_group_measured_at_one_budget_carries_its_own_spread_when_extrapolated
     assert at32.std() > 0.1
 
 
-def test_next_weighs_a_candidate_by_the_structural_step(monkeypatch):
+def test_next_weighs_a_new_candidate_structurally_and_a_repeat_conditionally(monkeypatch):
     """``next`` simulates a candidate's result and weighs the draws by its likelihood, as the
-    fit and ``update`` would: the structural step with the discrepancy at its distance, not
-    predict's anchored answer. At the measured budget-8 configuration the two differ by that
-    configuration's residual (the point mass does not fit it exactly), so the candidate's
-    log tok/s must be the structural one."""
+    fit and ``update`` would: at a configuration not measured yet (budget 32) the structural
+    step with the discrepancy at its distance; a repeat of a measured one (budget 8) is
+    conditioned on its rows, i.e. predict's anchored draw at that configuration with run-to-run
+    noise. The point mass does not fit budget 8 exactly, so the two forms differ there."""
     import dataclasses
 
     from ddtree_bayes.engine.question import AcceptSource
@@ -390,18 +390,24 @@ def test_next_weighs_a_candidate_by_the_structural_step(monkeypatch):
         return real(log_mu, noise_sd, *args)
 
     monkeypatch.setattr(N, "preposterior", spy)
-    sc8 = _ddtree_at(draws, 8, False)
-    query = D.Query(P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
-                                       method="ddtree", block=16, budget=32, verify_tokens=None,
-                                       context_tokens=0.0), "12",
-                    source=AcceptSource("given", "12", value=12.0))
-    cand8 = D.Candidate(P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
-                                           method="ddtree", block=8, budget=8,
-                                           verify_tokens=None, context_tokens=0.0), 4.0, "test")
-    D.next_measurements(draws, query, [cand8], k=4, seed=1)
-    (log_mu, log_sd), = seen
-    structural = math.log(4.0 * 1000.0 / sc8[0]["step"][0])
-    anchored = math.log(4.0 * 1000.0 / _ddtree_at(draws, 8, True)[0]["step"][0])
-    assert abs(structural - anchored) > 0.01
-    assert log_mu[0] == pytest.approx(structural)
-    assert log_sd[0] == pytest.approx(sc8[0]["log_sd"][0])
+
+    def scenario(budget):
+        return P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                  method="ddtree", block=16 if budget > 8 else 8, budget=budget,
+                                  verify_tokens=None, context_tokens=0.0)
+
+    query = D.Query(scenario(32), "12", source=AcceptSource("given", "12", value=12.0))
+    cands = [D.Candidate(scenario(b), 4.0, "test") for b in (8, 32)]
+    assert [P.at_measured_configuration(draws, c.scenario) for c in cands] == [True, False]
+    D.next_measurements(draws, query, cands, k=4, seed=1)
+    (mu8, _), (mu32, _) = seen
+    for (mu, sd), budget, anchored in ((seen[0], 8, True), (seen[1], 32, False)):
+        parts = P.step_components(draws, scenario(budget), np.random.default_rng(0),
+                                  anchor=anchored)[0]
+        assert mu[0] == pytest.approx(math.log(4.0 * 1000.0 / parts["step"][0]))
+        assert sd[0] == pytest.approx(parts["log_sd"][0])
+    structural8 = P.step_components(draws, scenario(8), np.random.default_rng(0),
+                                    anchor=False)[0]["step"]
+    assert abs(mu8[0] - math.log(4000.0 / structural8[0])) > 0.01
+    anchored32 = P.step_components(draws, scenario(32), np.random.default_rng(0))[0]["step"]
+    assert abs(mu32[0] - math.log(4000.0 / anchored32[0])) > 0.01

@@ -58,7 +58,8 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
     records = [gpu_record(name, row, table.origins[name]) for name, row in table.rows.items()]
     if args.format == "json":
         emit_json({"builtin_file": str(paths.bundled("hardware.csv")),
-               "user_file": table.user_file, "gpus": records})
+                   "user_file": table.user_file, "gpus": records,
+                   "shadowed": [{"hardware": g, "column": c} for g, c in table.shadowed]})
         return 0
     mark = {ADDED: "yours", OVERRIDES: "yours (overrides built-in)"}
     rows = [[r["hardware"], _memory(r),

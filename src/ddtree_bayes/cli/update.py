@@ -282,8 +282,10 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
     text = args.format == "table"
     prev_id = previous.meta["fit_id"]
     sampler = {**SamplerSettings().as_dict(), **previous.meta.get("sampler", {})}
+    # the previous fit's draws (an artifact without them: sized to the model, as fit does)
+    draws = args.draws or (int(sampler["draws"]) if isinstance(sampler["draws"], int) else None)
     settings = SamplerSettings(
-        chains=args.chains or int(sampler["chains"]), draws=args.draws or int(sampler["draws"]),
+        chains=args.chains or int(sampler["chains"]), draws=draws,
         tune=args.tune if args.tune is not None else int(sampler["tune"]),
         target_accept=float(sampler["target_accept"]),
         backend=args.backend or str(sampler["backend"]))
@@ -291,7 +293,7 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
         print()
         print(_way_table("refit", psis, reasons))
         print(f"refitting on all {len(measurements.rows)} measurements (exact NUTS, cold "
-              f"start; {settings.chains} chains x {settings.draws} draws, "
+              f"start; {settings.chains} chains x {settings.draws_label()} draws, "
               f"{settings.tune} tuning, seed {seed})...", flush=True)
         moe_form, step_form = forms
         if moe_form and moe_form != cfg.moe_form:

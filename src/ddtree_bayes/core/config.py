@@ -130,7 +130,7 @@ def default_draws(n_free: int) -> int:
     remedy-ladder reruns (bench/bench_corpus_gates.py; docs/performance.md). A single sweep or
     the bundled data (18-34 parameters) keeps 1000.
 
-    >>> default_draws(31), default_draws(208)
+    >>> default_draws(34), default_draws(211)
     (1000, 2000)
     """
     return LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else DEFAULT_DRAWS
@@ -165,7 +165,8 @@ class SamplerSettings:
         return "auto" if self.draws is None else str(self.draws)
 
     def as_dict(self) -> dict[str, object]:
-        return {"chains": self.chains, "draws": self.draws, "tune": self.tune,
+        return {"chains": self.chains, "draws": self.draws_label() if self.draws is None
+                else self.draws, "tune": self.tune,
                 "target_accept": self.target_accept, "backend": self.backend}
 
 

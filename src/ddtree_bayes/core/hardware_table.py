@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddtree_bayes.core import paths
-from ddtree_bayes.core.data import load_hardware, read_records
+from ddtree_bayes.core.data import HARDWARE_NUMBERS, load_hardware, read_records
 
+#: The columns the model reads (a blank the user leaves in one of them is reported).
+USED_COLUMNS = (*HARDWARE_NUMBERS, "interconnect", "compute_capability")
 #: Where a row of the effective table came from.
 BUILT_IN, ADDED, OVERRIDES = "built-in", "user", "user-override"
 
@@ -59,8 +61,8 @@ class HardwareTable:
         more = f" and {len(self.shadowed) - 4} more" if len(self.shadowed) > 4 else ""
         return (f"{shown or self.user_file} leaves blank {len(self.shadowed)} value"
                 f"{'s' * (len(self.shadowed) > 1)} the built-in table has ({cells}{more}): this "
-                "run does not use them (fix: fill those cells, or delete the rows to use the "
-                "built-in ones)")
+                "run does not use them (fix: fill those cells, or drop those columns from your "
+                "file to use the built-in values)")
 
 
 def user_hardware_file(workdir: str | Path | None = None,
@@ -108,7 +110,7 @@ def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
         else:
             # a column the user's file lacks says nothing: the built-in value stands
             row = {**row, **{h: base[name].get(h, "") for h in missing}}
-            shadowed += [(name, h) for h in builtin_header
+            shadowed += [(name, h) for h in USED_COLUMNS
                          if h in user_header and not row.get(h, "").strip()
                          and base[name].get(h, "").strip()]
             if _cells(row, header) != _cells(base[name], header):

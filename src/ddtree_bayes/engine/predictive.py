@@ -127,6 +127,15 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     return cache[key], distance, label
 
 
+def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
+    """Whether ``sc`` is a configuration the fit measured (with accept_len, not held out):
+    its anchor is itself (:func:`anchor_shift` at distance 0). False in the fraction form."""
+    if "structure_sd" not in draws.variables:
+        return False
+    found = anchor_shift(draws, sc)
+    return found is not None and found[1] == 0.0
+
+
 def keyed_rng(seed: int, key: str) -> np.random.Generator:
     """A generator determined by ``(seed, key)``: the same key always gets the same stream,
     different keys independent ones (an anchor's configuration here; an overhead group in

@@ -371,9 +371,12 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
     now = float(now_hi[0] - now_lo[0])
     rows = []
     for c in cands:
-        # a new measurement's likelihood, as the fit's and `update`'s: the structural step
-        # (not anchored) with sd = noise plus the discrepancy at its distance
-        parts, how = shared_components(draws, c.scenario, seed, anchor=False)
+        # a new measurement's likelihood, as the fit and `update` weigh it: at a configuration
+        # not measured yet the structural step, sd = noise plus the discrepancy at its
+        # distance; a repeat of a measured one is conditioned on its rows (the anchored draw
+        # of its discrepancy and own error, sd = run-to-run noise)
+        parts, how = shared_components(draws, c.scenario, seed,
+                                       anchor=P.at_measured_configuration(draws, c.scenario))
         a = 1.0 if c.accept_len is None else c.accept_len
         res = preposterior(np.log(a * 1000.0 / parts["step"]), parts["log_sd"], q, prob,
                            picks, eps)
