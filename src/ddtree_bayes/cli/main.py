@@ -46,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--chains", type=A.CHAINS, default=4,
                    help="NUTS chains, 1 to 64 (default: %(default)s)")
     f.add_argument("--draws", type=A.DRAWS, default=None,
-                   help="draws per chain (default: 1000, or 2000 for a model of more than 100 "
+                   help="draws per chain (default: 1000, or 3000 for a model of more than 100 "
                         "free parameters, such as several models in one fit: the gates take "
                         "the least bulk ESS over all of them)")
     f.add_argument("--tune", type=A.TUNE, default=1000,

@@ -116,7 +116,7 @@ ACCEPTANCE_DISTS = ("point", "uniform", "truncnormal")
 #: Draws per chain when none are asked for, and for a model of more than
 #: :data:`LARGE_MODEL` free parameters (:func:`default_draws`).
 DEFAULT_DRAWS = 1000
-LARGE_MODEL_DRAWS = 2000
+LARGE_MODEL_DRAWS = 3000
 LARGE_MODEL = 100
 
 
@@ -125,13 +125,14 @@ def default_draws(n_free: int) -> int:
 
     The gates take the least bulk ESS and the largest R-hat over every parameter, and the
     least-mixed of a few hundred hierarchical parameters falls just short in most seeds: the
-    public corpus (211 parameters) passed at once on 2 of 10 seeds with 1000 draws per chain
-    and on 7 of 10 with 2000, for 44% more sampling time on the first attempt and fewer
-    remedy-ladder reruns (bench/bench_corpus_gates.py; docs/performance.md). A single sweep or
-    the bundled data (18-34 parameters) keeps 1000.
+    public corpus (211 parameters) passed at once on 2 of 10 seeds with 1000 draws per chain,
+    7 of 10 with 2000 and 10 of 10 with 3000 (median sampling 15.1, 21.8 and 33.3 s;
+    bench/bench_corpus_gates.py, docs/performance.md): 3000 costs about what 2000 costs with
+    its reruns, and never reruns. A single sweep or the bundled data (18-34 parameters) keeps
+    1000.
 
     >>> default_draws(34), default_draws(211)
-    (1000, 2000)
+    (1000, 3000)
     """
     return LARGE_MODEL_DRAWS if n_free > LARGE_MODEL else DEFAULT_DRAWS
 

@@ -120,7 +120,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     rung) unless ``remedies=False``; the artifact's metadata records every attempt.
     ``inputs`` (already read: :class:`FitInputs`) replaces ``data``, ``priors``, ``hardware``.
     ``draws`` None: :func:`~ddtree_bayes.core.config.default_draws` for the model (1000 per
-    chain, 2000 above 100 free parameters).
+    chain, 3000 above 100 free parameters).
     """
     from ddtree_bayes.engine import inference
 
