@@ -4,6 +4,7 @@ gate the draws, save the artifact. The pipeline behind ``ddtree-bayes fit``,
 
 from __future__ import annotations
 
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -140,16 +141,12 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
     spec = S.build_spec(measurements, cfg, **inputs.structure())
     if inputs.proxy is not None:   # one line, even under --quiet: it changes what to trust
-        import sys
-
         from ddtree_bayes.core.proxy_card import describe
 
         print(f"ddtree-bayes: note: {describe(inputs.proxy)}", file=sys.stderr)
     user_file = inputs.hardware.user_file
     shadowed = inputs.hardware.shadowed_note(paths.shown(user_file) if user_file else None)
     if shadowed is not None:   # likewise: a stale copy of the table hides built-in values
-        import sys
-
         print(f"ddtree-bayes: note: {shadowed}", file=sys.stderr)
     sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)
     settings = settings.for_model(R.free_size(sampler.model()))
