@@ -7,6 +7,7 @@ draw and sampling seconds. The model is compiled once; every seed samples it aga
     .venv/bin/python bench/bench_corpus_gates.py --seeds 10                 # the corpus, auto draws
     .venv/bin/python bench/bench_corpus_gates.py --seeds 10 --draws 1000    # as before auto draws
     .venv/bin/python bench/bench_corpus_gates.py --data bundled --seeds 10
+    .venv/bin/python bench/bench_corpus_gates.py --data bundled --parameterisation offsets
 
 Writes a JSON file (default bench/results/corpus_gates-<label>.json) and prints one line
 per seed and a summary.
@@ -37,6 +38,10 @@ def main() -> int:
     ap.add_argument("--draws", type=int, default=None,
                     help="draws per chain (default: the fit's default for the model's size)")
     ap.add_argument("--tune", type=int, default=1000)
+    ap.add_argument("--parameterisation", default="default",
+                    choices=("default", "offsets", "offsets+moe"),
+                    help="the model's coordinates: the default, or rung 3's flips of the "
+                         "remedy ladder (offsets: the pooled group offsets centred)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
 
@@ -55,12 +60,14 @@ def main() -> int:
     n_free = R.free_size(sampler.model())
     settings = SamplerSettings(draws=args.draws, tune=args.tune).for_model(n_free)
     label = f"{Path(args.data).stem}-draws{settings.draws}-tune{settings.tune}"
+    if args.parameterisation != "default":
+        label += "-" + args.parameterisation.replace("+", "-")
     out = args.out or REPO / "bench" / "results" / f"corpus_gates-{label}.json"
     runs = []
     t_all = time.perf_counter()
     for seed in range(1, args.seeds + 1):
         sampler.seed = seed
-        a = sampler(settings, "default")
+        a = sampler(settings, args.parameterisation)
         steps = float(a.dt["sample_stats"]["n_steps"].values.mean())
         runs.append({"seed": seed, "passed": a.passed, "failures": a.failures,
                      "divergences": a.divergences, "steps_per_draw": round(steps, 1),
@@ -73,6 +80,7 @@ def main() -> int:
     result = {"command": " ".join([Path(sys.executable).name, *sys.argv]),
               "date": datetime.now(UTC).isoformat(timespec="seconds"),
               "load_average": os.getloadavg(), "data": args.data, "free_parameters": n_free,
+              "parameterisation": args.parameterisation,
               "settings": settings.as_dict(), "seconds": round(time.perf_counter() - t_all, 1),
               "summary": summary, "runs": runs}
     out.parent.mkdir(parents=True, exist_ok=True)

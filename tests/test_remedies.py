@@ -303,10 +303,10 @@ def test_free_size_counts_every_element_of_the_free_variables():
 
 # ------------------------------------------------------------------ the reparameterised model
 def test_the_reparameterised_model_is_the_same_posterior():
-    """Structured + roofline forms (fixed spreads: centred offsets by default) at one point:
-    the flipped model's log density differs from the default's by exactly the Jacobian of
-    the change of variables, sum(log sd) of each offset made non-centred minus
-    sum(log moe_hw_sd) of the MoE shapes made centred."""
+    """Structured + roofline forms (non-centred offsets by default) at one point: the
+    default model's log density differs from the flipped one's (offsets and MoE shapes
+    centred) by exactly the Jacobian of the change of variables, sum(log sd) of each offset
+    plus sum(log moe_hw_sd) of the MoE shapes."""
     importlib.import_module("pymc")
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.core.data import load_hardware, load_measurements
@@ -322,12 +322,15 @@ def test_the_reparameterised_model_is_the_same_posterior():
                         cards=load_model_cards(bundled("models.csv")))
     default = build_model(spec, cfg)
     flipped = build_model(spec, cfg, reparameterise=True, centre_moe=True)
+    free = {rv.name for rv in default.free_RVs}
+    assert {"moe_z", "compute_eff_z", "spec_fixed_z", "spec_pass_z", "spec_tree_z"} <= free
+    assert not free & {"moe_distinct_exponent", "compute_eff_log", "spec_fixed_log"}
+    assert {"compute_eff_log", "spec_fixed_log"} <= {d.name for d in default.deterministics}
     free = {rv.name for rv in flipped.free_RVs}
-    assert {"moe_distinct_exponent", "compute_eff_z", "spec_fixed_z", "spec_pass_z",
-            "spec_tree_z"} <= free
-    assert not free & {"moe_z", "compute_eff_log", "spec_fixed_log"}
-    assert {"moe_z", "compute_eff_log", "spec_fixed_log"} <= {d.name for d in
-                                                              flipped.deterministics}
+    assert {"moe_distinct_exponent", "compute_eff_log", "spec_fixed_log", "spec_pass_log",
+            "spec_tree_log"} <= free
+    assert not free & {"moe_z", "compute_eff_z", "spec_fixed_z"}
+    assert "moe_z" in {d.name for d in flipped.deterministics}
     sd = {n: cfg.priors[f"{n}_log_sd"].params["value"]
           for n in ("compute_eff", "spec_fixed", "spec_pass", "spec_tree")}
     point = {"step_ar_ms": np.array([7.5, 11.0]), "moe_share": np.array([0.4, 0.3]),
@@ -360,8 +363,8 @@ def test_the_reparameterised_model_is_the_same_posterior():
 
     n_groups = {n: len(point[f"{n}_log"]) for n in sd}
     jacobian = (sum(n_groups[n] * math.log(s) for n, s in sd.items())
-                - len(point["moe_z"]) * math.log(0.05))
-    assert logp(flipped, other) - logp(default, point) == pytest.approx(jacobian, abs=1e-8)
+                + len(point["moe_z"]) * math.log(0.05))
+    assert logp(default, other) - logp(flipped, other) == pytest.approx(jacobian, abs=1e-8)
 
 
 def test_rung_3_tries_only_parameterisations_that_change_the_model():

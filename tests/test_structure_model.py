@@ -105,14 +105,8 @@ def hand_mu(spec, cfg, p):
 
     def ratio(part):
         r = np.exp(p[f"spec_{part}_log"])
-        # a group measured at one number of passes / nodes takes its mean: the population's,
-        # its engine's effect, and its physical offset (ms: -log step_ar; a pass: its
-        # roofline over step_ar)
-        engine = p[f"spec_{part}_engine_sd"] * p[f"spec_{part}_engine_z"][spec.group_engine]
-        offset = -np.log(p["step_ar_ms"][spec.group_system])
-        if part == "pass":
-            offset = offset + np.log(spec.group_pass_roof_ms)
-        mean = p[f"spec_{part}_log_mu"] + engine + offset
+        # a group measured at one number of passes / nodes takes its mean
+        mean = group_mean(spec, p, part)
         vary = {"fixed": [True, True], "pass": spec.group_passes_vary,
                 "tree": spec.group_nodes_vary}[part]
         r = np.where(vary, r, np.exp(mean))
@@ -123,9 +117,30 @@ def hand_mu(spec, cfg, p):
     return np.log(spec.accept_len * 1000 / (target + spec_ms))
 
 
+def group_mean(spec, p, part):
+    """Each overhead group's mean log ``part`` ratio: the population's, its engine's effect,
+    and its physical offset (ms: -log step_ar; a pass: its roofline over step_ar)."""
+    engine = p[f"spec_{part}_engine_sd"] * p[f"spec_{part}_engine_z"][spec.group_engine]
+    offset = -np.log(p["step_ar_ms"][spec.group_system])
+    if part == "pass":
+        offset = offset + np.log(spec.group_pass_roof_ms)
+    return p[f"spec_{part}_log_mu"] + engine + offset
+
+
+def with_z(spec, p):
+    """The point with the non-centred offsets (``<name>_z``) its ``<name>_log`` values imply,
+    the coordinates the default model samples."""
+    p = dict(p, compute_eff_z=(p["compute_eff_log"] - p["compute_eff_log_mu"])
+             / p["compute_eff_log_sd"])
+    for part in ("fixed", "pass", "tree"):
+        p[f"spec_{part}_z"] = ((p[f"spec_{part}_log"] - group_mean(spec, p, part))
+                               / p[f"spec_{part}_log_sd"])
+    return p
+
+
 def test_likelihood_matches_the_numpy_formula(built):
     spec, cfg, m = built
-    p = structured_point(cfg)
+    p = with_z(spec, structured_point(cfg))
     # the default (numba) backend: Python mode cannot run the fused >32-operand kernel
     loglik = m.compile_logp(vars=[m["log_tok_s"]])(unconstrained(m, p))
     expected = np.sum(hand_row_loglik(spec, cfg, p))
@@ -151,7 +166,7 @@ def test_repeated_runs_share_the_configuration_error():
                              text=repeated_runs_csv(bundled("measurements.csv").read_text()))
     spec = S.build_spec(data, cfg, hardware=hw, cards=load_model_cards(bundled("models.csv")))
     assert spec.configs.n.tolist() == [1, 3, 1, 1, 1, 1, 1, 1, 1]
-    p = {**structured_point(cfg), "config_share": 0.4}
+    p = with_z(spec, {**structured_point(cfg), "config_share": 0.4})
     mu = hand_mu(spec, cfg, p)
     between = 0.4 * p["noise_sd"] ** 2 + (p["structure_sd"] * spec.row_distance) ** 2
 

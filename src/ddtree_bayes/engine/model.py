@@ -63,8 +63,8 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
 
     names = ["step_ar_ms", "moe_share", MOE_FORMS[moe_form], "moe_hw_sd", "moe_z",
              "ctx_ms_per_unit", "ctx_verify_exponent", *FORM_PRIORS.get(moe_form, ())]
-    def offsets(name: str) -> str:  # centred when the spread is fixed (see _pooled)
-        return f"{name}_log" if f"{name}_log_sd" in fixed and not multi_model else f"{name}_z"
+    def offsets(name: str) -> str:  # non-centred (see _pooled)
+        return f"{name}_z"
 
     if moe_form == "roofline":
         names.append(offsets("compute_eff"))
@@ -158,7 +158,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
             eff_mu = prior_rv(P["compute_eff_log_mu"], "compute_eff_log_mu")
             eff_sd = prior_rv(P["compute_eff_log_sd"], "compute_eff_log_sd")
             log_eff = _pooled("compute_eff", eff_mu, eff_sd, P["compute_eff_log_sd"], "system",
-                              flip=reparameterise, centred_if_fixed=spec.pair_roofline is None)
+                              flip=reparameterise)
             eff = pm.Deterministic("compute_eff", pt.exp(log_eff), dims="system")
             # one token's FLOPs at the achieved rate, in units of the M = 1 verify cost
             tok_ratio = pm.Deterministic("compute_tok_ratio",
@@ -311,7 +311,7 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
                                 mu + engine[spec.group_engine] + offsets[part],
                                 dims="overhead_group")
         log_ratio = _pooled(f"spec_{part}", mean, sd, P[f"spec_{part}_log_sd"], "overhead_group",
-                            flip=reparameterise, centred_if_fixed=spec.pair_roofline is None)
+                            flip=reparameterise)
         # a group measured at one number of passes (or tree nodes) cannot tell that cost from
         # its fixed cost: it takes its mean, and its own offset stays with the prior
         log_ratio = pt.where(pt.gt(pt.as_tensor_variable(varies[part]), 0.5), log_ratio, mean)
@@ -324,22 +324,21 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
                                  scale_cfg), distance)
 
 
-def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False,
-            centred_if_fixed: bool = True):
-    """Per-group log values around a population mean ``mu`` with spread ``sd``: centred
-    (``<name>_log``) when the spread is a fixed value (no funnel, and a data-informed group
-    then does not drag a non-centred offset against ``mu``), non-centred (``<name>_z``) when
-    the spread is learned; ``flip`` swaps the two (a non-centred fixed-spread offset keeps
-    ``<name>_log`` as a deterministic).
+def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):
+    """Per-group log values around a population mean ``mu`` with spread ``sd``:
+    non-centred (``<name>_z``, with ``<name>_log`` kept as a deterministic when the spread is
+    a fixed value), or centred (``<name>_log``) with ``flip`` (rung 3 of the remedy ladder).
 
-    ``centred_if_fixed=False`` (a fit of several models) makes a fixed-spread offset
-    non-centred too: such a fit has dozens of groups and pairs the data say nothing about (a
-    chain's per-node cost, a pair far below its compute knee), and centred around ``mu`` they
-    made ``mu`` mix slowly (bulk ESS 164-391 of 4000 for ``spec_tree_log_mu`` /
-    ``compute_eff_log_mu`` on the public corpus, R-hat up to 1.015)."""
+    Non-centred in every fit: most groups' offsets are barely informed (a group measured at
+    one number of passes keeps its per-pass offset at the prior; most GPUs' compute
+    efficiency sits far from their knee), and centred around a moving ``mu`` they tie it to
+    each of them. Measured (docs/performance.md, "Group offsets non-centred in every fit"):
+    the bundled fit 0 divergences in 8 seeds and 63 leapfrog steps per draw, against 1
+    divergence and 78 steps centred; single public sweeps pass their gates at once at least
+    as often; the corpus fit of several models was non-centred already (centred, its
+    ``compute_eff_log_mu`` mixed slowly: bulk ESS 164-391)."""
     fixed = sd_prior.dist == "point"
-    centred = (fixed and centred_if_fixed) != flip
-    if centred:
+    if flip:
         return pm.Normal(f"{name}_log", mu, sd, dims=dims)
     log = mu + sd * pm.Normal(f"{name}_z", 0.0, 1.0, dims=dims)
     return pm.Deterministic(f"{name}_log", log, dims=dims) if fixed else log
