@@ -171,9 +171,9 @@ def _group_means(out: dict, priors: PriorsConfig, groups: dict | None, shape: tu
 
 def _pooled_draws(out: dict, priors: PriorsConfig, name: str, shape: tuple[int, int],
                   rng: np.random.Generator, mean: np.ndarray | None = None) -> np.ndarray:
-    """Per-group log values around ``mean`` (default ``<name>_log_mu``) as the model draws
-    them (centred ``<name>_log`` for a fixed spread, non-centred ``<name>_z`` for a learned
-    one)."""
+    """Per-group log values around ``mean`` (default ``<name>_log_mu``), stored as a fit
+    stores them: ``<name>_log`` for a fixed spread (a deterministic of the model's ``_z``),
+    ``<name>_z`` for a learned one (no ``_log`` in the posterior)."""
     mu = out[f"{name}_log_mu"][:, None] if mean is None else mean
     sd = out[f"{name}_log_sd"][:, None]
     key = f"{name}_log" if priors.priors[f"{name}_log_sd"].dist == "point" else f"{name}_z"
