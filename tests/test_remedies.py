@@ -93,8 +93,8 @@ def test_every_rung_fails_keeps_the_last_attempt():
     assert [line.split("; ", 1)[1] for line in said[:5]] == [
         "remedy 1/3: tuning 1000 -> 2000", "remedy 2/3: target acceptance 0.99 -> 0.995",
         "remedy 2/3: target acceptance 0.995 -> 0.999",
-        "remedy 3/3: group offsets flipped between centred and non-centred",
-        "remedy 3/3: group offsets flipped and the MoE shapes centred"]
+        "remedy 3/3: group offsets centred",
+        "remedy 3/3: group offsets and the MoE shapes centred"]
     assert said[5].startswith("fit: still failing after remedy 3/3 (max R-hat 1.020")
     assert len(said) == 6
     assert (record["outcome"], record["remedy"]) == ("failed", None)
@@ -127,8 +127,7 @@ def test_target_acceptance_already_at_the_top_skips_rung_2():
                              (1000, 1000, 0.999, "offsets")]
     assert said == ["fit: 2 divergent transitions; remedy 1/3: tuning 0 -> 1000",
                     "fit: remedy 2/3 skipped: target acceptance already 0.999",
-                    "fit: 2 divergent transitions; remedy 3/3: group offsets flipped between "
-                    "centred and non-centred",
+                    "fit: 2 divergent transitions; remedy 3/3: group offsets centred",
                     "fit: remedy 3/3 passed the gates (0 divergences)"]
     assert record["remedy"] == 3
 
@@ -330,7 +329,16 @@ def test_the_reparameterised_model_is_the_same_posterior():
     assert {"moe_distinct_exponent", "compute_eff_log", "spec_fixed_log", "spec_pass_log",
             "spec_tree_log"} <= free
     assert not free & {"moe_z", "compute_eff_z", "spec_fixed_z"}
-    assert "moe_z" in {d.name for d in flipped.deterministics}
+    # the default form's variables stay in the posterior, as deterministics
+    assert {"moe_z", "compute_eff_z", "spec_fixed_z", "spec_pass_z", "spec_tree_z"} <= {
+        d.name for d in flipped.deterministics}
+    # a fixed spread of 0 has nothing to centre: that offset stays non-centred
+    zero = parse_priors(with_forms(bundled("priors.toml").read_text(), "roofline", "structured")
+                        .replace('[priors.spec_tree_log_sd]\ndist = "point"\nvalue = 0.8',
+                                 '[priors.spec_tree_log_sd]\ndist = "point"\nvalue = 0.0'))
+    assert zero.priors["spec_tree_log_sd"].params["value"] == 0.0
+    free = {rv.name for rv in build_model(spec, zero, reparameterise=True).free_RVs}
+    assert {"spec_tree_z", "spec_fixed_log"} <= free and "spec_tree_log" not in free
     sd = {n: cfg.priors[f"{n}_log_sd"].params["value"]
           for n in ("compute_eff", "spec_fixed", "spec_pass", "spec_tree")}
     point = {"step_ar_ms": np.array([7.5, 11.0]), "moe_share": np.array([0.4, 0.3]),

@@ -115,7 +115,8 @@ def summed_log_likelihood(draws: Fit, t: Table, which) -> np.ndarray:
 
 def group_log_ratio(draws: Fit, part: str) -> np.ndarray | None:
     """(draws, groups) each overhead group's own log per-``part`` ratio in the structured
-    form (centred ``spec_<part>_log`` or ``mu + sd * spec_<part>_z``), None if not stored."""
+    form (``spec_<part>_log``, a deterministic of the non-centred ``_z`` or rung 3's centred
+    variable, or ``mu + sd * spec_<part>_z`` for a learned spread), None if not stored."""
     v = draws.variables
     if f"spec_{part}_log" in v:
         return v[f"spec_{part}_log"]
@@ -134,8 +135,9 @@ def restructured(draws: Fit, model: dict, data_csv: str
     In the structured form a group whose drafter passes (tree nodes) did not vary in the
     fit's data uses the population's per-pass (per-node) ratio, ``exp(mu)``; once the new
     data varies them, its own, ``exp(log ratio of the group)`` (engine/model.py). The
-    deterministic ``spec_<part>_ratio`` of those groups is recomputed from the draws' free
-    parameters. Returns (the view, the recomputed variables, the groups that changed)."""
+    deterministic ``spec_<part>_ratio`` of those groups is recomputed from the draws' own log
+    ratios (:func:`group_log_ratio`). Returns (the view, the recomputed variables, the groups
+    that changed)."""
     old = draws.meta["model"].get("group_varies")
     new = model.get("group_varies")
     groups = draws.meta["coords"]["overhead_group"]

@@ -63,13 +63,10 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
 
     names = ["step_ar_ms", "moe_share", MOE_FORMS[moe_form], "moe_hw_sd", "moe_z",
              "ctx_ms_per_unit", "ctx_verify_exponent", *FORM_PRIORS.get(moe_form, ())]
-    def offsets(name: str) -> str:  # non-centred (see _pooled)
-        return f"{name}_z"
-
     if moe_form == "roofline":
-        names.append(offsets("compute_eff"))
+        names.append("compute_eff_z")   # the pooled offsets are non-centred (see _pooled)
     names += FORM_PRIORS[step_form]
-    names += ([offsets(f"spec_{p}") for p in ("fixed", "pass", "tree")]
+    names += ([f"spec_{p}_z" for p in ("fixed", "pass", "tree")]
               + [f"spec_{p}_engine_z" for p in ("fixed", "pass", "tree")]
               if step_form == "structured" else ["overhead_z"])
     if multi_model:
@@ -100,8 +97,8 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
     extra numba compilation on every fit (docs/performance.md). The two give the same
     posterior.
 
-    ``reparameterise=True`` flips the partially pooled offsets of :func:`_pooled` between
-    centred and non-centred, and ``centre_moe=True`` draws the per-system MoE shapes centred
+    ``reparameterise=True`` draws the partially pooled offsets of :func:`_pooled` centred
+    (they are non-centred by default), and ``centre_moe=True`` draws the per-system MoE shapes centred
     instead of through ``moe_z``: the same posterior, another geometry for NUTS; the last rung
     of the remedy ladder (engine/remedies.py). The variables of the default form stay in
     the posterior.
@@ -327,7 +324,9 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
 def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):
     """Per-group log values around a population mean ``mu`` with spread ``sd``:
     non-centred (``<name>_z``, with ``<name>_log`` kept as a deterministic when the spread is
-    a fixed value), or centred (``<name>_log``) with ``flip`` (rung 3 of the remedy ladder).
+    a fixed value), or centred (``<name>_log``, with ``<name>_z`` kept as a deterministic)
+    with ``flip`` (rung 3 of the remedy ladder). A fixed spread of 0 or less has nothing to
+    centre: it stays non-centred.
 
     Non-centred in every fit: most groups' offsets are barely informed (a group measured at
     one number of passes keeps its per-pass offset at the prior; most GPUs' compute
@@ -338,8 +337,10 @@ def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):
     as often; the corpus fit of several models was non-centred already (centred, its
     ``compute_eff_log_mu`` mixed slowly: bulk ESS 164-391)."""
     fixed = sd_prior.dist == "point"
-    if flip:
-        return pm.Normal(f"{name}_log", mu, sd, dims=dims)
+    if flip and not (fixed and sd_prior.params["value"] <= 0):
+        log = pm.Normal(f"{name}_log", mu, sd, dims=dims)
+        pm.Deterministic(f"{name}_z", (log - mu) / sd, dims=dims)
+        return log
     log = mu + sd * pm.Normal(f"{name}_z", 0.0, 1.0, dims=dims)
     return pm.Deterministic(f"{name}_log", log, dims=dims) if fixed else log
 

@@ -173,7 +173,7 @@ def _pooled_draws(out: dict, priors: PriorsConfig, name: str, shape: tuple[int, 
                   rng: np.random.Generator, mean: np.ndarray | None = None) -> np.ndarray:
     """Per-group log values around ``mean`` (default ``<name>_log_mu``), stored as a fit
     stores them: ``<name>_log`` for a fixed spread (a deterministic of the model's ``_z``),
-    ``<name>_z`` for a learned one (no ``_log`` in the posterior)."""
+    ``<name>_z`` for a learned one (no ``_log`` in a default fit's posterior)."""
     mu = out[f"{name}_log_mu"][:, None] if mean is None else mean
     sd = out[f"{name}_log_sd"][:, None]
     key = f"{name}_log" if priors.priors[f"{name}_log_sd"].dist == "point" else f"{name}_z"
