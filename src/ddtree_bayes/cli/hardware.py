@@ -78,7 +78,7 @@ def cmd_hardware_list(args: argparse.Namespace) -> int:
           "kernels);\n"
           "- = not in the table (then derived from another precision, or bandwidth x 200 "
           "FLOP/B); * = the row has a DERIVED figure; --format json shows every source.")
-    note = table.shadowed_note(shown_path(table.user_file) if table.user_file else None)
+    note = table.shadowed_note()
     if note is not None:
         print(f"note: {note}")
     return 0

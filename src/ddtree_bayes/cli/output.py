@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+from ddtree_bayes.core.paths import shown
+
 PROG = "ddtree-bayes"
 
 
@@ -142,11 +144,8 @@ def default_data_path(data: str | None) -> Path:
     return Path(data) if data else Path("data") / "measurements.csv"
 
 
-def shown_path(path: Path | str) -> str:
-    """A path as the user would type it: relative when it is under the working directory."""
-    from ddtree_bayes.core.paths import shown
-
-    return shown(path)
+#: A path as the user would type it: relative when it is under the working directory.
+shown_path = shown
 
 
 def hardware_rows(hardware_file: str | None):

@@ -46,9 +46,9 @@ class HardwareTable:
     #: (GPU, column) cells the user's row leaves blank where the built-in row has a value
     shadowed: tuple[tuple[str, str], ...] = ()
 
-    def shadowed_note(self, shown: str | None = None) -> str | None:
-        """One line naming the built-in values the user's file blanks (None: it blanks none);
-        ``shown``: the file's name as the user would type it (default ``user_file``).
+    def shadowed_note(self) -> str | None:
+        """One line naming the built-in values the user's file blanks (None: it blanks none),
+        the file named as the user would type it.
 
         >>> t = HardwareTable({}, {}, (), "", "data/hardware.csv",
         ...                   (("rtx-a6000", "dense_bf16_tflops"), ("v100", "link")))
@@ -59,7 +59,7 @@ class HardwareTable:
             return None
         cells = ", ".join(f"{gpu} {col}" for gpu, col in self.shadowed[:4])
         more = f" and {len(self.shadowed) - 4} more" if len(self.shadowed) > 4 else ""
-        return (f"{shown or self.user_file} leaves blank {len(self.shadowed)} value"
+        return (f"{paths.shown(self.user_file or '')} leaves blank {len(self.shadowed)} value"
                 f"{'s' * (len(self.shadowed) > 1)} the built-in table has ({cells}{more}): this "
                 "run does not use them (fix: fill those cells, or drop those columns from your "
                 "file to use the built-in values)")

@@ -144,8 +144,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         from ddtree_bayes.core.proxy_card import describe
 
         print(f"ddtree-bayes: note: {describe(inputs.proxy)}", file=sys.stderr)
-    user_file = inputs.hardware.user_file
-    shadowed = inputs.hardware.shadowed_note(paths.shown(user_file) if user_file else None)
+    shadowed = inputs.hardware.shadowed_note()
     if shadowed is not None:   # likewise: a stale copy of the table hides built-in values
         print(f"ddtree-bayes: note: {shadowed}", file=sys.stderr)
     sampler = R.ModelSampler(R.builder(spec, cfg), seed, progress)

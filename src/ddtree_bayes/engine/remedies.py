@@ -10,8 +10,8 @@ passes every gate:
 2. higher target acceptance: each of :data:`TARGET_ACCEPT_STEPS` above the current value in
    turn (smaller steps, fewer divergences; the rung is skipped when the value is already
    there);
-3. a reparameterisation: the partially pooled group offsets drawn centred (non-centred by
-   default) (``build_model(..., reparameterise=True)``), then, if that fails too, the
+3. a reparameterisation: the partially pooled group offsets, non-centred by default, drawn
+   centred (``build_model(..., reparameterise=True)``), then, if that fails too, the
    per-system MoE shapes drawn centred as well (``centre_moe=True``); a step whose model
    would be the default one (no pooled offsets in the fraction form) is left out.
 
