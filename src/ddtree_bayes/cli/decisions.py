@@ -55,6 +55,7 @@ def _carriers(model: dict) -> str:
 def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import PriorsError
+    from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.workflows import decisions as D
 
     priors_path = Path(args.priors) if args.priors else paths.priors_file()
@@ -84,7 +85,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.format == "json":
         emit_json(out)
         return 0
-    sc, c, pct = out["scenario"], out["curve"], f"{args.prob * 100:g}"
+    sc, c, pct = out["scenario"], out["curve"], P.pct_label(args.prob)
     meta = draws.meta
     print(f"{PROG} optimize: fit {out['fit_id']} ({out['draws']} draws"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}")
@@ -172,6 +173,7 @@ def _m90(v: list[float], digits: int) -> str:
 # ---------------------------------------------------------------- next
 def cmd_next(args: argparse.Namespace) -> int:
     from ddtree_bayes.cli.args import check_query
+    from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.workflows import decisions as D
 
     check_query(args.query)
@@ -192,7 +194,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                                                  else (None, str(q["accept"])))
         emit_json({**out, "query": q})
         return 0
-    q, pct = out["query"], f"{args.prob * 100:g}"
+    q, pct = out["query"], P.pct_label(args.prob)
     print(f"{PROG} next: fit {out['fit_id']} ({out['draws']} draws"
           f"{'' if draws.meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}, "
           f"{out['k']} simulated results per candidate")

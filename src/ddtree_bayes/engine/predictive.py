@@ -335,7 +335,13 @@ def interval_probs(prob: float) -> tuple[float, ...]:
 
 
 def pct_label(p: float) -> str:
-    return f"{p * 100:g}"
+    """The percent label of the interval :func:`interval_probs` computes for ``p`` (the
+    probability rounded the same way, so a label and its keys always agree).
+
+    >>> pct_label(0.9), pct_label(0.0078125)
+    ('90', '0.7812')
+    """
+    return f"{round(p, 6) * 100:g}"
 
 
 def summarize(samples: np.ndarray, probs: tuple[float, ...], target: float | None) -> dict:
