@@ -90,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=C.RESULTS_DIR / "warm_start.json")
     args = p.parse_args(argv)
 
-    from ddtree_bayes.engine import inference
+    from ddtree_bayes.engine import callbacks, inference
     inference.reproducible_pytensor()
     import nutpie
 
@@ -112,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         new_data.write_text(bundled("measurements.csv").read_text() + HYPOTHETICAL_ROW)
         data, cfg = api.load_inputs(new_data, bundled("priors.toml"), bundled("hardware.csv"))
         model = build_model(S.build_spec(data, cfg), cfg)
-        inference.patch_nutpie()
+        callbacks.patch_nutpie()
         t0 = time.perf_counter()
         cold = nutpie.compile_pymc_model(model)
         compile_s = time.perf_counter() - t0

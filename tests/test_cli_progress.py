@@ -33,7 +33,7 @@ def asked(monkeypatch):
     """nutpie's compile and sample replaced: sample records its keyword arguments and
     interrupts the fit (exit 130, nothing written)."""
     nutpie = pytest.importorskip("nutpie")
-    from ddtree_bayes.engine import inference
+    from ddtree_bayes.engine import callbacks
 
     calls: list[dict] = []
 
@@ -41,9 +41,8 @@ def asked(monkeypatch):
         calls.append(kwargs)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(nutpie, "compile_pymc_model", lambda model: "compiled")
+    monkeypatch.setattr(callbacks, "compile_model", lambda model: "compiled")
     monkeypatch.setattr(nutpie, "sample", sample)
-    monkeypatch.setattr(inference, "patch_nutpie", lambda: False)
     return calls
 
 

@@ -92,7 +92,7 @@ def test_parameters_and_held_out_budget_are_recovered(tmp_path, seed):
 
 @pytest.mark.slow
 def test_patched_wrappers_are_identical(tmp_path):
-    """The loop-copy nutpie wrappers (inference.patch_nutpie) give bit-identical draws."""
+    """The loop-copy nutpie wrappers (engine/callbacks.py) give bit-identical draws."""
     import subprocess
     import sys
 

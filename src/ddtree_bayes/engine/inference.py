@@ -25,6 +25,7 @@ from ddtree_bayes.core.config import (
     SamplerSettings,
 )
 from ddtree_bayes.core.data import Measurements
+from ddtree_bayes.engine import callbacks
 
 
 def reproducible_pytensor() -> None:
@@ -76,93 +77,6 @@ def inputs_sha256(data: Measurements, priors: PriorsConfig, hardware_text: str) 
     for part in (data.text, hardware_text, priors.text):
         h.update(hashlib.sha256(part.encode()).digest())
     return h.hexdigest()
-
-
-def _copy_loop_wrappers(ncp) -> None:
-    """Replace nutpie's two C-callback wrappers with ones that copy results by a loop.
-
-    nutpie 0.16's wrappers copy the gradient with ``out[...] = grad``; numba compiles that
-    through ``fancy_setslice`` and its shape-mismatch error path, which costs ~2 s of
-    LLVM work on every fit (it is a ``cfunc`` and cannot be cached). The replacements
-    check the length explicitly and copy element by element: the same values, so the
-    same draws bit for bit (tests/test_recovery.py::test_patched_wrappers_are_identical),
-    about 2 s faster (docs/performance.md). Set ``DDTREE_BAYES_NUTPIE_PATCH=0`` to use
-    nutpie's own wrappers.
-    """
-    import numba
-    import numpy as np
-
-    make_extraction_fn = ncp.make_extraction_fn
-    double_p = numba.types.CPointer(numba.types.double)
-
-    def make_logp(n_dim, logp_fn, user_data, shared_keys, shared_data):
-        extract = make_extraction_fn(logp_fn, shared_data, shared_keys, user_data.dtype)
-        c_sig = numba.types.int64(numba.types.uint64, double_p, double_p, double_p,
-                                  numba.types.voidptr)
-
-        def logp_numba(dim, x_, out_, logp_, user_data_):
-            if dim != n_dim:
-                return -1
-            try:
-                x = numba.carray(x_, (n_dim,))
-                out = numba.carray(out_, (n_dim,))
-                logp = numba.carray(logp_, ())
-                logp_val, grad = extract(x, user_data_)
-                logp[()] = logp_val
-                if grad.shape[0] != n_dim:
-                    return 2
-                for i in range(n_dim):
-                    out[i] = grad[i]
-                if not np.all(np.isfinite(out)):
-                    return 3
-                if not np.isfinite(logp_val):
-                    return 4
-            except Exception:  # noqa: BLE001 - a C callback must not raise
-                return 1
-            return 0
-
-        return logp_numba, c_sig
-
-    def make_expand(n_dim, n_expanded, expand_fn, user_data, shared_var_keys, shared_data):
-        extract = make_extraction_fn(expand_fn, shared_data, shared_var_keys, user_data.dtype)
-        c_sig = numba.types.int64(numba.types.uint64, numba.types.uint64, double_p, double_p,
-                                  numba.types.voidptr)
-
-        def expand_numba(dim, expanded, x_, out_, user_data_):
-            if dim != n_dim or expanded != n_expanded:
-                return -1
-            try:
-                x = numba.carray(x_, (n_dim,))
-                out = numba.carray(out_, (n_expanded,))
-                (values,) = extract(x, user_data_)
-                if values.shape[0] != n_expanded:
-                    return -2
-                for i in range(n_expanded):
-                    out[i] = values[i]
-            except Exception:  # noqa: BLE001 - a C callback must not raise
-                return -2
-            return 0
-
-        return expand_numba, c_sig
-
-    ncp._make_c_logp_func = make_logp
-    ncp._make_c_expand_func = make_expand
-
-
-def patch_nutpie() -> bool:
-    """Apply :func:`_copy_loop_wrappers` when nutpie has the functions it replaces."""
-    if os.environ.get("DDTREE_BAYES_NUTPIE_PATCH", "1") == "0":
-        return False
-    import nutpie.compile_pymc as ncp
-
-    if getattr(ncp, "_ddtree_patched", False):
-        return True
-    needed = ("_make_c_logp_func", "_make_c_expand_func", "make_extraction_fn")
-    if not all(hasattr(ncp, name) for name in needed):
-        return False
-    _copy_loop_wrappers(ncp)
-    ncp._ddtree_patched = True
-    return True
 
 
 def log(progress: bool, msg: str) -> None:
@@ -228,7 +142,7 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
     timings: dict[str, float] = {}
     if backend == "nutpie":
         try:
-            import nutpie
+            import nutpie  # noqa: F401 - only: is it installed?
         except ImportError:
             log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
             backend = "pymc"
@@ -236,9 +150,8 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
     if backend == "nutpie":
         compiled = None if cache is None else cache.get("nutpie")
         if compiled is None:
-            log(progress, "compiling the model (numba; ~5 s, ~25 s the first time on a machine)")
-            patch_nutpie()
-            compiled = nutpie.compile_pymc_model(model)
+            log(progress, "compiling the model (numba; ~4 s, ~35 s the first time on a machine)")
+            compiled = callbacks.compile_model(model)
             if cache is not None:
                 cache["nutpie"] = compiled
         timings["compile_s"] = time.perf_counter() - t0

@@ -91,18 +91,15 @@ def _compiled(inputs: Inputs):
     """(spec, priors, measurements, compiled nutpie model, its number of free parameters),
     cached per process."""
     if inputs.key not in _COMPILED:
-        import nutpie
-
         from ddtree_bayes.core import spec as S
-        from ddtree_bayes.engine import inference
+        from ddtree_bayes.engine import callbacks
         from ddtree_bayes.engine.model import build_model
         from ddtree_bayes.engine.remedies import free_size
 
         data, cfg = inputs.parse()
         spec = S.build_spec(data, cfg, **inputs.structure())
-        inference.patch_nutpie()
         model = build_model(spec, cfg, refittable=True)
-        compiled = nutpie.compile_pymc_model(model)
+        compiled = callbacks.compile_model(model)   # shared data: compiled, not cached
         _COMPILED.clear()
         _COMPILED[inputs.key] = (spec, cfg, data, compiled, free_size(model))
     return _COMPILED[inputs.key]

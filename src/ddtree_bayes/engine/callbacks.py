@@ -1,0 +1,222 @@
+"""nutpie's two C callbacks, compiled once per model and machine.
+
+nutpie runs NUTS in Rust and calls two numba ``cfunc`` C callbacks: the log density with its
+gradient, and the deterministics of each draw. Both wrap functions PyTensor compiled with
+numba. PyTensor caches its functions on disk, but nutpie 0.16 builds the callbacks as
+closures numba cannot cache: every process typed them again and LLVM generated the machine
+code of the whole log density linked into them again, 2.5-4 s of a 16-20 s warm fit
+(docs/performance.md, "The C callbacks cached").
+
+Here the two callbacks are built from fixed source with their constants as globals (no
+closure), and a cache locator registered with numba keys them on what determines their
+machine code: PyTensor's own cache key of the function they wrap (its graph, constants
+included), the callback's source, its sizes, and the versions of nutpie, PyTensor and numba.
+A second fit of the same model on the same machine loads both from
+``<PyTensor base_compiledir>/numba/ddtree_bayes`` (numba also checks its version and the CPU)
+and draws bit for bit what a fresh compile draws (tests/test_callbacks.py).
+
+Not cached: a model with shared data (``build_model(refittable=True)``: validation folds and
+SBC, which compile once and refit in the process), since nutpie names shared values by a
+random key baked into the callback; and any function PyTensor itself does not cache. Those
+compile as before. ``DDTREE_BAYES_NUTPIE_PATCH=0`` uses nutpie's own wrappers, uncached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import textwrap
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+from weakref import WeakKeyDictionary
+
+# The callbacks check the sizes nutpie passes and copy element by element. nutpie 0.16's own
+# copy the gradient with ``out[...] = grad``, which numba lowers through ``fancy_setslice`` and
+# its shape-mismatch error path (~2 s more LLVM work); the values, and so the draws, are the
+# same. Return codes as nutpie's: 0 ok, 1 an exception, 2 a wrong gradient length, 3 a
+# non-finite gradient, 4 a non-finite log density; -1 / -2 for the deterministics.
+LOGP_SOURCE = textwrap.dedent("""
+    def logp_numba(dim, x_, out_, logp_, user_data_):
+        if dim != n_dim:
+            return -1
+        try:
+            x = numba.carray(x_, (n_dim,))
+            out = numba.carray(out_, (n_dim,))
+            logp = numba.carray(logp_, ())
+            logp_val, grad = extract(x, user_data_)
+            logp[()] = logp_val
+            if grad.shape[0] != n_dim:
+                return 2
+            for i in range(n_dim):
+                out[i] = grad[i]
+            if not np.all(np.isfinite(out)):
+                return 3
+            if not np.isfinite(logp_val):
+                return 4
+        except Exception:
+            return 1
+        return 0
+""")
+
+EXPAND_SOURCE = textwrap.dedent("""
+    def expand_numba(dim, expanded, x_, out_, user_data_):
+        if dim != n_dim or expanded != n_expanded:
+            return -1
+        try:
+            x = numba.carray(x_, (n_dim,))
+            out = numba.carray(out_, (n_expanded,))
+            (values,) = extract(x, user_data_)
+            if values.shape[0] != n_expanded:
+                return -2
+            for i in range(n_expanded):
+                out[i] = values[i]
+        except Exception:
+            return -2
+        return 0
+""")
+
+# callback function -> its cache key; read by the locator numba asks for a cache directory
+_KEYS: WeakKeyDictionary[Any, str] = WeakKeyDictionary()
+_state = {"want_cache": False, "locator": False}
+# where the callbacks are cached; None: PyTensor's numba cache directory + /ddtree_bayes
+cache_root: Path | None = None
+
+
+class Uncacheable(Exception):
+    """A callback asked to be cached has no stable key (shared data, or PyTensor's key is
+    missing): :func:`compile_model` compiles the model again without the cache."""
+
+
+def cache_dir() -> Path:
+    """The directory the callbacks are cached in (inside PyTensor's, so a fresh
+    ``base_compiledir`` is a cold cache for both)."""
+    if cache_root is not None:
+        return cache_root
+    from pytensor.link.numba.cache import NUMBA_CACHE_PATH
+
+    return Path(NUMBA_CACHE_PATH) / "ddtree_bayes"
+
+
+def _register_locator() -> None:
+    """Put a numba cache locator for the callbacks of :data:`_KEYS` first in numba's list."""
+    if _state["locator"]:
+        return
+    from numba.core.caching import CacheImpl, _CacheLocator
+
+    class CallbackLocator(_CacheLocator):
+        def __init__(self, key: str):
+            self._key = key
+
+        def ensure_cache_path(self) -> None:
+            cache_dir().mkdir(parents=True, exist_ok=True)
+
+        def get_cache_path(self) -> str:
+            return str(cache_dir())
+
+        def get_source_stamp(self) -> int:
+            return 0   # the key already holds the source and the versions
+
+        def get_disambiguator(self) -> str:
+            return self._key
+
+        @classmethod
+        def from_function(cls, py_func, py_file):
+            key = _KEYS.get(py_func)
+            return None if key is None else cls(key)
+
+    CacheImpl._locator_classes.insert(0, CallbackLocator)  # type: ignore[arg-type]
+    _state["locator"] = True
+
+
+def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str | None:
+    """The cache key of a callback around PyTensor's numba function ``inner``; None when it
+    cannot be cached (shared data, or PyTensor does not cache ``inner``)."""
+    if shared_keys:
+        return None
+    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
+
+    py_func = getattr(inner, "py_func", None)
+    inner_key = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
+    if inner_key is None:
+        return None
+    versions = [f"{p}={version(p)}" for p in ("nutpie", "pytensor", "numba")]
+    text = "\n".join([source, inner_key, repr(sorted(sizes.items())), *versions])
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_keys):
+    """The callback ``name`` defined by ``source`` with ``extract`` and ``sizes`` as globals,
+    keyed for the cache when it can be (else :class:`Uncacheable` if a cache was asked)."""
+    import numba
+    import numpy as np
+
+    # __name__: numba's cache rebuilds a callback's environment by importing its module
+    namespace = {"numba": numba, "np": np, "extract": extract, "__name__": __name__, **sizes}
+    exec(compile(source, f"<ddtree_bayes-{name}>", "exec"), namespace)  # noqa: S102 - fixed source
+    func = namespace[name]
+    key = callback_key(source, inner, sizes, shared_keys)
+    if key is not None:
+        _KEYS[func] = key
+    elif _state["want_cache"]:
+        raise Uncacheable(name)
+    return func
+
+
+def _install(ncp) -> None:
+    """Replace nutpie's two callback makers with :func:`build` on the fixed sources."""
+    import numba
+
+    make_extraction_fn = ncp.make_extraction_fn
+    double_p = numba.types.CPointer(numba.types.double)
+
+    def make_logp(n_dim, logp_fn, user_data, shared_keys, shared_data):
+        extract = make_extraction_fn(logp_fn, shared_data, shared_keys, user_data.dtype)
+        c_sig = numba.types.int64(numba.types.uint64, double_p, double_p, double_p,
+                                  numba.types.voidptr)
+        return build(LOGP_SOURCE, "logp_numba", logp_fn, extract, {"n_dim": n_dim},
+                     shared_keys), c_sig
+
+    def make_expand(n_dim, n_expanded, expand_fn, user_data, shared_var_keys, shared_data):
+        extract = make_extraction_fn(expand_fn, shared_data, shared_var_keys, user_data.dtype)
+        c_sig = numba.types.int64(numba.types.uint64, numba.types.uint64, double_p, double_p,
+                                  numba.types.voidptr)
+        return build(EXPAND_SOURCE, "expand_numba", expand_fn, extract,
+                     {"n_dim": n_dim, "n_expanded": n_expanded}, shared_var_keys), c_sig
+
+    ncp._make_c_logp_func = make_logp
+    ncp._make_c_expand_func = make_expand
+
+
+def patch_nutpie() -> bool:
+    """Use this module's callbacks in nutpie (when it has the functions they replace)."""
+    if os.environ.get("DDTREE_BAYES_NUTPIE_PATCH", "1") == "0":
+        return False
+    import nutpie.compile_pymc as ncp
+
+    if getattr(ncp, "_ddtree_patched", False):
+        return True
+    needed = ("_make_c_logp_func", "_make_c_expand_func", "make_extraction_fn")
+    if not all(hasattr(ncp, name) for name in needed):
+        return False
+    _install(ncp)
+    _register_locator()
+    ncp._ddtree_patched = True
+    return True
+
+
+def compile_model(model):
+    """``nutpie.compile_pymc_model(model)`` with the callbacks loaded from the cache when
+    this model was compiled on this machine before (and saved there when not)."""
+    import nutpie
+
+    if not patch_nutpie() or getattr(model, "data_vars", None):
+        return nutpie.compile_pymc_model(model)
+    _state["want_cache"] = True
+    try:
+        return nutpie.compile_pymc_model(model, cache=True)
+    except Uncacheable:
+        pass
+    finally:
+        _state["want_cache"] = False
+    return nutpie.compile_pymc_model(model)

@@ -1,0 +1,108 @@
+"""nutpie's C callbacks cached across processes (engine/callbacks.py): a second compile of
+the same model loads them and draws bit for bit what the first drew; other constants, other
+key; shared data, no cache."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.engine import callbacks
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setattr(callbacks, "cache_root", tmp_path / "cache")
+    monkeypatch.delenv("DDTREE_BAYES_NUTPIE_PATCH", raising=False)
+    return tmp_path / "cache"
+
+
+def bundled_model(bundled_inputs, *, refittable: bool = False, data=None):
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine.model import build_model
+
+    cfg = bundled_inputs[1]
+    data = data or bundled_inputs[0]
+    return build_model(S.build_spec(data, cfg), cfg, refittable=refittable)
+
+
+def first_row_faster(tmp_path):
+    """The bundled measurements with the first row's tok_s 1% higher."""
+    import csv
+
+    from ddtree_bayes.api import load_inputs
+    from ddtree_bayes.core.paths import bundled
+
+    with open(bundled("measurements.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0]["tok_s"] = str(round(float(rows[0]["tok_s"]) * 1.01, 3))
+    path = tmp_path / "faster.csv"
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    return load_inputs(path, bundled("priors.toml"), bundled("hardware.csv"))[0]
+
+
+def hits(compiled) -> tuple[int, int]:
+    return (compiled.compiled_logp_func._cache_hits, compiled.compiled_expand_func._cache_hits)
+
+
+def index_files(cache) -> list[str]:
+    return sorted(p.name for p in cache.glob("*.nbi"))   # one per callback and key
+
+
+@pytest.mark.nuts
+def test_second_compile_loads_both_callbacks_and_draws_the_same(cache, bundled_inputs):
+    import nutpie
+
+    first = callbacks.compile_model(bundled_model(bundled_inputs))
+    assert hits(first) == (0, 0)
+    assert len(index_files(cache)) == 2          # one per callback
+    second = callbacks.compile_model(bundled_model(bundled_inputs))
+    assert hits(second) == (1, 1)
+    assert len(index_files(cache)) == 2
+
+    def draws(compiled):
+        dt = nutpie.sample(compiled, draws=100, tune=100, chains=2, cores=1, seed=3,
+                           progress_bar=False)
+        return dt["posterior"]["moe_share"].values
+
+    np.testing.assert_array_equal(draws(first), draws(second))
+
+
+@pytest.mark.nuts
+def test_other_constants_other_key_and_shared_data_not_cached(cache, bundled_inputs, tmp_path):
+    callbacks.compile_model(bundled_model(bundled_inputs))
+    assert len(index_files(cache)) == 2
+    faster = first_row_faster(tmp_path)
+    other = callbacks.compile_model(bundled_model(bundled_inputs, data=faster))
+    # the measured values are in the log density's key; the deterministics do not read them
+    assert hits(other) == (0, 1)
+    assert len(index_files(cache)) == 3
+    shared = callbacks.compile_model(bundled_model(bundled_inputs, refittable=True))
+    assert hits(shared) == (0, 0)
+    assert len(index_files(cache)) == 3          # nothing written for it
+    assert shared.n_dim == other.n_dim
+
+
+def test_callback_key_none_without_a_stable_key():
+    def inner():
+        return None
+
+    assert callbacks.callback_key("src", inner, {"n_dim": 3}, shared_keys=[]) is None
+    assert callbacks.callback_key("src", inner, {"n_dim": 3}, shared_keys=["k"]) is None
+
+
+def test_build_refuses_an_unkeyed_callback_only_when_a_cache_was_asked(monkeypatch):
+    def inner():
+        return None
+
+    func = callbacks.build(callbacks.LOGP_SOURCE, "logp_numba", inner, extract=None,
+                           sizes={"n_dim": 2}, shared_keys=[])
+    assert func.__name__ == "logp_numba" and func.__globals__["n_dim"] == 2
+    assert func.__closure__ is None              # numba keys closures by a random pickle
+    monkeypatch.setitem(callbacks._state, "want_cache", True)
+    with pytest.raises(callbacks.Uncacheable):
+        callbacks.build(callbacks.LOGP_SOURCE, "logp_numba", inner, extract=None,
+                        sizes={"n_dim": 2}, shared_keys=[])
