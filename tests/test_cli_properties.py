@@ -393,3 +393,17 @@ def test_no_command_and_an_unknown_flag_are_one_line(tmp_path):
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert what in err and "(fix: " in err
 
+
+
+def test_a_flag_before_the_subcommand_is_named(tmp_path):
+    """``hardware --format ''``: argparse reads the flag's value as the subcommand; the line
+    names the flag and gives the command in the right order."""
+    for argv, fix in ((("hardware", "--format", ""), "`ddtree-bayes hardware list --format ...`"),
+                      (("card", "--bytes-per-weight", "4"),
+                       "`ddtree-bayes card add --bytes-per-weight ...`")):
+        code, out, err = run_cli(tmp_path, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert err.startswith(f"ddtree-bayes: error: {argv[1]} comes before the subcommand"), err
+        assert fix in err, err
+    code, out, err = run_cli(tmp_path, "hardware", "lst")   # no flag: argparse's own line
+    assert code == 2 and "invalid choice: 'lst' (fix: choose from 'list')" in err, err

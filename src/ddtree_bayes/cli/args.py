@@ -10,6 +10,7 @@ import argparse
 import math
 import re
 import shlex
+import sys
 from collections.abc import Callable
 
 from ddtree_bayes.core.config import DEFAULT_SEED
@@ -35,8 +36,12 @@ def one_line(text: str) -> str:
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage error is ONE line on stderr, naming the flag, with a fix."""
 
+    def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
+        self._argv = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str):  # type: ignore[override]
-        message = one_line(message)
+        message = self._flags_first(one_line(message))
         if "(fix:" not in message:
             if " (choose from " in message:
                 message = message.replace(" (choose from ", " (fix: choose from ", 1)
@@ -44,6 +49,19 @@ class Parser(argparse.ArgumentParser):
                 message += f" (fix: see `{self.prog} --help`)"
         # one prefix for every error of the program, as the library's errors print it
         self.exit(2, f"{self.prog.split()[0]}: error: {message}\n")
+
+    def _flags_first(self, message: str) -> str:
+        """``hardware --format json`` (flags before the subcommand): argparse takes the flag's
+        value for the subcommand and names neither; say which flag goes where."""
+        bad = re.fullmatch(r"argument SUBCOMMAND: invalid choice: (.*) \(choose from (.*)\)",
+                           message)
+        flags = [t.split("=")[0] for t in getattr(self, "_argv", []) if t.startswith("--")]
+        if bad is None or not flags:
+            return message
+        first = bad.group(2).split(",")[0].strip().strip("'\"")
+        return (f"{flags[0]} comes before the subcommand (argparse read {bad.group(1)} as one)"
+                f" (fix: name the subcommand first, one of {bad.group(2)}: "
+                f"`{self.prog} {first} {' '.join(flags)} ...`)")
 
 
 def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:
