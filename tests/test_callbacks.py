@@ -106,3 +106,57 @@ def test_build_refuses_an_unkeyed_callback_only_when_a_cache_was_asked(monkeypat
     with pytest.raises(callbacks.Uncacheable):
         callbacks.build(callbacks.LOGP_SOURCE, "logp_numba", inner, extract=None,
                         sizes={"n_dim": 2}, shared_keys=[])
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """nutpie's compile replaced by a recorder of its keyword arguments (no numba): the
+    model "unreadable cache" registers a key and fails while the cache holds its file."""
+    import nutpie
+
+    calls: list[dict] = []
+
+    def compile_pymc_model(model, **kwargs):
+        calls.append(kwargs)
+        if kwargs.get("cache") and model == "broken cache":
+            raise OSError("Input/output error")
+        if kwargs.get("cache") and model == "unreadable cache":
+            callbacks._state["keys"].append("k1")
+            entry = callbacks.cache_dir() / "logp_numba-k1.py312.1.nbc"
+            if entry.exists():
+                raise EOFError("Ran out of input")   # what pickle says of a truncated file
+            entry.write_text("saved again")
+        return "compiled"
+
+    monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
+    monkeypatch.delenv("DDTREE_BAYES_NUTPIE_PATCH", raising=False)
+    return calls
+
+
+def test_the_cache_only_ever_costs_time(recorded, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setattr(callbacks, "cache_root", cache)
+    assert callbacks.compile_model("model") == "compiled"
+    assert recorded == [{"cache": True}]
+    recorded.clear()
+    # an entry that cannot be read: deleted, compiled and saved again
+    cache.mkdir(exist_ok=True)
+    (cache / "logp_numba-k1.py312.1.nbc").write_text("trunc")
+    (cache / "logp_numba-k1.py312.nbi").write_text("index")
+    (cache / "logp_numba-k2.py312.nbi").write_text("another model's")
+    assert callbacks.compile_model("unreadable cache") == "compiled"
+    assert recorded == [{"cache": True}, {"cache": True}]
+    assert sorted(p.name for p in cache.iterdir()) == ["logp_numba-k1.py312.1.nbc",
+                                                       "logp_numba-k2.py312.nbi"]
+    assert (cache / "logp_numba-k1.py312.1.nbc").read_text() == "saved again"
+    assert callbacks._state["want_cache"] is False
+    recorded.clear()
+    # failing again after that: compiled without the cache
+    assert callbacks.compile_model("broken cache") == "compiled"
+    assert recorded == [{"cache": True}, {"cache": True}, {}]
+    recorded.clear()
+    # a directory that cannot be created (a file in the way): no cache asked at all
+    (tmp_path / "file").write_text("")
+    monkeypatch.setattr(callbacks, "cache_root", tmp_path / "file" / "cache")
+    assert callbacks.compile_model("model") == "compiled"
+    assert recorded == [{}]

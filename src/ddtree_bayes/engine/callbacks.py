@@ -78,7 +78,7 @@ EXPAND_SOURCE = textwrap.dedent("""
 
 # callback function -> its cache key; read by the locator numba asks for a cache directory
 _KEYS: WeakKeyDictionary[Any, str] = WeakKeyDictionary()
-_state = {"want_cache": False, "locator": False}
+_state: dict[str, Any] = {"want_cache": False, "locator": False, "keys": []}
 # where the callbacks are cached; None: PyTensor's numba cache directory + /ddtree_bayes
 cache_root: Path | None = None
 
@@ -158,6 +158,7 @@ def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_
     key = callback_key(source, inner, sizes, shared_keys)
     if key is not None:
         _KEYS[func] = key
+        _state["keys"].append(key)
     elif _state["want_cache"]:
         raise Uncacheable(name)
     return func
@@ -205,18 +206,43 @@ def patch_nutpie() -> bool:
     return True
 
 
+def writable(path: Path) -> bool:
+    """Can the cache directory be created and written (not a read-only install)?"""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return os.access(path, os.W_OK | os.X_OK)
+
+
+def forget(keys: list[str]) -> None:
+    """Delete the cache files of ``keys`` (an entry that could not be read)."""
+    for key in keys:
+        for path in cache_dir().glob(f"*{key}*"):
+            path.unlink(missing_ok=True)
+
+
 def compile_model(model):
     """``nutpie.compile_pymc_model(model)`` with the callbacks loaded from the cache when
-    this model was compiled on this machine before (and saved there when not)."""
+    this model was compiled on this machine before (and saved there when not).
+
+    The cache is an optimisation only. A model it cannot hold and a directory that cannot be
+    written compile as nutpie would; an entry that cannot be read (say, cut short by a full
+    disk) is deleted and written again, and if that fails too the model compiles without
+    the cache, at the cost of a few seconds."""
     import nutpie
 
-    if not patch_nutpie() or getattr(model, "data_vars", None):
+    if (not patch_nutpie() or getattr(model, "data_vars", None)
+            or not writable(cache_dir())):
         return nutpie.compile_pymc_model(model)
-    _state["want_cache"] = True
-    try:
-        return nutpie.compile_pymc_model(model, cache=True)
-    except Uncacheable:
-        pass
-    finally:
-        _state["want_cache"] = False
+    for _ in range(2):
+        _state["want_cache"], _state["keys"] = True, []
+        try:
+            return nutpie.compile_pymc_model(model, cache=True)
+        except Uncacheable:
+            break
+        except Exception:  # noqa: BLE001 - an unreadable entry: forget it, try once more
+            forget(_state["keys"])
+        finally:
+            _state["want_cache"] = False
     return nutpie.compile_pymc_model(model)
