@@ -72,6 +72,31 @@ def test_second_compile_loads_both_callbacks_and_draws_the_same(cache, bundled_i
 
 
 @pytest.mark.nuts
+def test_a_new_process_loads_what_another_saved(cache, bundled_inputs):
+    """The promise is across processes: a subprocess compiles (and saves) the bundled model,
+    this one loads both callbacks from its files."""
+    import subprocess
+    import sys
+
+    code = f"""
+from pathlib import Path
+from ddtree_bayes.api import load_inputs
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import callbacks
+from ddtree_bayes.engine.model import build_model
+callbacks.cache_root = Path({str(cache)!r})
+data, cfg = load_inputs(*[bundled(n) for n in ("measurements.csv", "priors.toml", "hardware.csv")])
+c = callbacks.compile_model(build_model(S.build_spec(data, cfg), cfg))
+print(c.compiled_logp_func._cache_hits, c.compiled_expand_func._cache_hits)
+"""
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True).stdout.split()
+    assert out == ["0", "0"]
+    assert hits(callbacks.compile_model(bundled_model(bundled_inputs))) == (1, 1)
+
+
+@pytest.mark.nuts
 def test_other_constants_other_key_and_shared_data_not_cached(cache, bundled_inputs, tmp_path):
     callbacks.compile_model(bundled_model(bundled_inputs))
     assert len(index_files(cache)) == 2
@@ -119,7 +144,10 @@ def recorded(monkeypatch):
     def compile_pymc_model(model, **kwargs):
         calls.append(kwargs)
         if kwargs.get("cache") and model == "broken cache":
+            callbacks._state["keys"].append("k3")
             raise OSError("Input/output error")
+        if model == "bad model":
+            raise ValueError("a modelling error, before any callback")
         if kwargs.get("cache") and model == "unreadable cache":
             callbacks._state["keys"].append("k1")
             entry = callbacks.cache_dir() / "logp_numba-k1.py312.1.nbc"
@@ -154,6 +182,11 @@ def test_the_cache_only_ever_costs_time(recorded, tmp_path, monkeypatch):
     # failing again after that: compiled without the cache
     assert callbacks.compile_model("broken cache") == "compiled"
     assert recorded == [{"cache": True}, {"cache": True}, {}]
+    recorded.clear()
+    # an error before any callback was built is the model's: raised at once
+    with pytest.raises(ValueError, match="modelling error"):
+        callbacks.compile_model("bad model")
+    assert recorded == [{"cache": True}]
     recorded.clear()
     # a directory that cannot be created (a file in the way): no cache asked at all
     (tmp_path / "file").write_text("")

@@ -15,6 +15,7 @@ A second fit of the same model on the same machine loads both from
 ``<PyTensor base_compiledir>/numba/ddtree_bayes`` (numba also checks its version and the CPU)
 and draws bit for bit what a fresh compile draws (tests/test_callbacks.py).
 
+Single-threaded: one compile at a time per process (the fit, compare and update paths).
 Not cached: a model with shared data (``build_model(refittable=True)``: validation folds and
 SBC, which compile once and refit in the process), since nutpie names shared values by a
 random key baked into the callback; and any function PyTensor itself does not cache. Those
@@ -98,11 +99,17 @@ def cache_dir() -> Path:
     return Path(NUMBA_CACHE_PATH) / "ddtree_bayes"
 
 
-def _register_locator() -> None:
-    """Put a numba cache locator for the callbacks of :data:`_KEYS` first in numba's list."""
+def _register_locator() -> bool:
+    """Put a numba cache locator for the callbacks of :data:`_KEYS` first in numba's list;
+    False when numba's (private) caching API is not what this was written against."""
     if _state["locator"]:
-        return
-    from numba.core.caching import CacheImpl, _CacheLocator
+        return True
+    try:
+        from numba.core.caching import CacheImpl, _CacheLocator
+
+        CacheImpl._locator_classes  # noqa: B018 - present?
+    except (ImportError, AttributeError):
+        return False
 
     class CallbackLocator(_CacheLocator):
         def __init__(self, key: str):
@@ -127,6 +134,7 @@ def _register_locator() -> None:
 
     CacheImpl._locator_classes.insert(0, CallbackLocator)  # type: ignore[arg-type]
     _state["locator"] = True
+    return True
 
 
 def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str | None:
@@ -158,7 +166,8 @@ def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_
     key = callback_key(source, inner, sizes, shared_keys)
     if key is not None:
         _KEYS[func] = key
-        _state["keys"].append(key)
+        if _state["want_cache"]:
+            _state["keys"].append(key)
     elif _state["want_cache"]:
         raise Uncacheable(name)
     return func
@@ -201,9 +210,16 @@ def patch_nutpie() -> bool:
     if not all(hasattr(ncp, name) for name in needed):
         return False
     _install(ncp)
-    _register_locator()
     ncp._ddtree_patched = True
     return True
+
+
+def cache_enabled() -> bool:
+    """PyTensor caches its numba functions (``numba__cache``): without that its functions
+    have no key and nothing here could be cached."""
+    import pytensor
+
+    return bool(getattr(pytensor.config, "numba__cache", False))
 
 
 def writable(path: Path) -> bool:
@@ -232,8 +248,8 @@ def compile_model(model):
     the cache, at the cost of a few seconds."""
     import nutpie
 
-    if (not patch_nutpie() or getattr(model, "data_vars", None)
-            or not writable(cache_dir())):
+    if (not patch_nutpie() or getattr(model, "data_vars", None) or not cache_enabled()
+            or not writable(cache_dir()) or not _register_locator()):
         return nutpie.compile_pymc_model(model)
     for _ in range(2):
         _state["want_cache"], _state["keys"] = True, []
@@ -241,8 +257,10 @@ def compile_model(model):
             return nutpie.compile_pymc_model(model, cache=True)
         except Uncacheable:
             break
-        except Exception:  # noqa: BLE001 - an unreadable entry: forget it, try once more
-            forget(_state["keys"])
+        except Exception:
+            if not _state["keys"]:   # failed before any callback: the model, not the cache
+                raise
+            forget(_state["keys"])   # an unreadable entry: forget it, try once more
         finally:
             _state["want_cache"] = False
     return nutpie.compile_pymc_model(model)
