@@ -37,6 +37,15 @@ def test_pages_show_exactly_the_saved_outputs():
     assert "sglang  12 " in readme["predict"]
 
 
+def test_durations_are_masked_with_their_column_padding():
+    """A fit under 10 s is one character narrower in `history`'s fit-time column: the
+    check compares outputs with every duration (and its padding) masked."""
+    normalise = _module().normalise
+    assert normalise("9  yes    11.3 s") == normalise("9  yes     8.8 s") == "9  yes <t> s"
+    assert normalise("converged (13.7 s; sampling 3.1 s)") == "converged (<t> s; sampling <t> s)"
+    assert normalise("median 607 tok/s") == "median 607 tok/s"
+
+
 def test_a_stale_block_is_reported(tmp_path, monkeypatch):
     docs = _module()
     page = tmp_path / "page.md"
