@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import os
 import textwrap
+from functools import cache
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
@@ -107,7 +108,7 @@ def _register_locator() -> bool:
     try:
         from numba.core.caching import CacheImpl, _CacheLocator
 
-        CacheImpl._locator_classes  # noqa: B018 - present?
+        locators = CacheImpl._locator_classes
     except (ImportError, AttributeError):
         return False
 
@@ -132,9 +133,15 @@ def _register_locator() -> bool:
             key = _KEYS.get(py_func)
             return None if key is None else cls(key)
 
-    CacheImpl._locator_classes.insert(0, CallbackLocator)  # type: ignore[arg-type]
+    locators.insert(0, CallbackLocator)  # type: ignore[arg-type]
     _state["locator"] = True
     return True
+
+
+@cache
+def _versions() -> tuple[str, ...]:
+    """The packages whose code a cached callback holds (read once per process)."""
+    return tuple(f"{p}={version(p)}" for p in ("nutpie", "pytensor", "numba"))
 
 
 def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str | None:
@@ -148,8 +155,7 @@ def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str 
     inner_key = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
     if inner_key is None:
         return None
-    versions = [f"{p}={version(p)}" for p in ("nutpie", "pytensor", "numba")]
-    text = "\n".join([source, inner_key, repr(sorted(sizes.items())), *versions])
+    text = "\n".join([source, inner_key, repr(sorted(sizes.items())), *_versions()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
