@@ -28,6 +28,8 @@ import gguf_fixture
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.pairs import card_for, pair_features
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine.fitting import FitInputs
 from ddtree_bayes.workflows import card_files
 from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
 from ddtree_bayes.workflows.card_files.quant import scheme_from_config, weight_bytes
@@ -126,11 +128,15 @@ def test_deepseek_v3_mla_shared_experts_fp8_and_mtp():
     # the MTP layer (num_nextn_predict_layers 1): eh_proj 7168 x 14336 = 102,760,448, enorm,
     # hnorm, shared_head.norm 3 x 7,168, one MoE layer 11,507,286,272 -> 11,610,068,224
     # (DeepSeek: "11.5B unique parameters", the embedding and head being the main model's)
+    # Active per token: eh_proj + the 3 norms 102,781,952; MLA 187,107,328 + layer norms
+    # 14,336 + router 1,835,264 + 9 experts 396,361,728 -> 688,100,608 (the bundled
+    # DeepSeek-R1 card's 688M); the head it projects through: 7168 x 129280 = 926,679,040
     (mtp,) = d.drafters
     assert (mtp["drafter"], mtp["target_model"], mtp["method"], mtp["kind"]) == (
-        "deepseek-v3-mtp", "deepseek-v3", "mtp", "mtp")
+        "deepseek-v3-mtp", "deepseek-v3", "mtp", "mtp_module")
     assert (mtp["params_b"], mtp["layers"], mtp["shares_lm_head"], mtp["draft_vocab"]) == (
         "11.6101", "1", "true", "129280")
+    assert (mtp["params_active_b"], mtp["lm_head_params_b"]) == ("0.6881", "0.9267")
 
 
 def test_qwen3_coder_next_gdn_hybrid_in_nvfp4():
@@ -244,10 +250,13 @@ def test_eagle3_head():
     (row,) = d.drafters
     assert d.card == {} and d.facts["params"] == 424_689_664
     assert (row["drafter"], row["target_model"], row["method"], row["kind"]) == (
-        "llama3-8b-eagle3", "llama-3.1-8b-instruct", "eagle3", "head")
+        "llama3-8b-eagle3", "llama-3.1-8b-instruct", "eagle3", "eagle3_head")
     assert (row["params_b"], row["draft_vocab"], row["shares_lm_head"],
             row["shares_embeddings"], row["bytes_per_weight"]) == (
         "0.4247", "32000", "false", "true", "2")
+    # as the bundled card of the same head (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): what a pass
+    # reads, and its own head 4096 x 32000 = 131,072,000
+    assert (row["params_active_b"], row["lm_head_params_b"]) == ("0.4247", "0.1311")
 
 
 def test_eagle3_needs_its_target():
@@ -357,7 +366,25 @@ def test_json_of_a_write_and_of_a_drafter(tmp_path):
     assert payload["model_card"] is None and payload["written"][0]["row"] == 2
     header = (tmp_path / "data" / "drafters.csv").read_text().splitlines()[0]
     assert header == ",".join(card_files.DRAFTER_HEADER)
+    # the header is the bundled drafter cards' (one file format), and the fit reads the row
+    assert header == bundled("drafters.csv").read_text().splitlines()[0]
+    mine = [c for c in FitInputs.read(workdir=tmp_path).drafters
+            if c.target_model == "llama-3.1-8b-instruct" and "eagle3" in c.methods]
+    assert [(c.drafter, c.kind, c.params_active_b, c.lm_head_params_b) for c in mine] == [
+        ("llama3-8b-eagle3", "eagle3_head", 0.4247, 0.1311)]
 
+
+
+def test_a_second_drafter_for_one_target_and_method_is_refused(tmp_path):
+    """The fit picks a drafter by target model and method: a second EAGLE-3 head for one
+    target is refused before anything is written (it would have been ignored by the fit)."""
+    args = ("--hf-config", str(FIX / "llama3-8b-eagle3"), "--target", "llama-3.1-8b-instruct")
+    assert cli(tmp_path, *args)[0] == 0
+    before = (tmp_path / "data" / "drafters.csv").read_text()
+    code, out, err = cli(tmp_path, *args, "--name", "another-head")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and "a second drafter card for 'llama-3.1-8b-instruct' eagle3" in err
+    assert (tmp_path / "data" / "drafters.csv").read_text() == before
 
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
     code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")

@@ -49,6 +49,74 @@ def test_a_bad_drafter_row_names_file_row_and_column(tmp_path):
     assert header.index("layers") == 4
 
 
+
+def own_drafters(tmp_path, *rows: str):
+    """A working directory whose data/drafters.csv holds ``rows`` (after the bundled header)."""
+    header = bundled("drafters.csv").read_text().splitlines()[0]
+    (tmp_path / "data").mkdir(exist_ok=True)
+    path = tmp_path / "data" / "drafters.csv"
+    path.write_text("\n".join([header, *rows]) + "\n")
+    return path
+
+
+#: A made-up block drafter for Kimi K2.6 (which has no drafter card): 5 layers, 2 + 1 B read.
+KIMI_DDTREE = "my-kimi-ddtree,kimi-k2.6,ddtree,dflash_block,5,,,2,2,1,yes,yes,,2,,me,,"
+
+
+def test_the_working_directorys_drafter_cards_reach_the_fit(tmp_path):
+    """``card add`` writes data/drafters.csv; the fit reads it over the bundled cards (it read
+    the bundled ones only). The bundled Kimi K2.6 DDTree group then has this card's roofline:
+    8 x B300 (8 TB/s each, NVLink-class): 3 B x 2 B / 64 TB/s / 0.63 + 6 x (0.03 + 0.05) ms."""
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    before = FitInputs.read(workdir=tmp_path)
+    assert before.drafters == load_drafter_cards(bundled("drafters.csv"))
+    own_drafters(tmp_path, KIMI_DDTREE)
+    inputs = FitInputs.read(workdir=tmp_path)
+    spec = S.build_spec(inputs.measurements, inputs.priors, **inputs.structure())
+    (how,) = [h for h in spec.group_pass_how if h.startswith("b300x8/sglang/ddtree")]
+    assert "drafter card my-kimi-ddtree" in how
+    b300 = inputs.hardware.rows["b300"]
+    assert float(b300["mem_bw_tb_s"]) == 8.0
+    g = spec.coords["overhead_group"].index("b300x8/sglang/ddtree")
+    assert spec.group_pass_roof_ms[g] == pytest.approx(0.63, rel=1e-12)
+    # the bundled cards of other targets are still there
+    assert drafter_for(inputs.drafters, "llama-3.1-8b-instruct", "eagle3").layers == 1
+
+
+def test_an_own_card_takes_over_its_targets_methods_only(tmp_path):
+    """An own DDTree card for Qwen3-8B replaces the bundled DFlash block drafter for ddtree;
+    that card keeps dflash. An own card of a bundled card's name replaces it whole."""
+    from ddtree_bayes.core.drafters import drafter_table
+
+    path = own_drafters(tmp_path, "mine,qwen3-8b,ddtree,dflash_block,3,,,1,1,0.5,yes,yes,,2,,me,,")
+    cards = drafter_table(path)
+    assert drafter_for(cards, "qwen3-8b", "ddtree").drafter == "mine"
+    assert drafter_for(cards, "qwen3-8b", "dflash").drafter == "z-lab/Qwen3-8B-DFlash-b16"
+    assert len(cards) == len(load_drafter_cards(bundled("drafters.csv"))) + 1
+    renamed = own_drafters(tmp_path, "z-lab/Qwen3-8B-DFlash-b16,qwen3-8b,dflash,dflash_block,"
+                                     "2,,,1,1,0.5,yes,yes,,2,,me,,")
+    cards = drafter_table(renamed)
+    assert drafter_for(cards, "qwen3-8b", "dflash").layers == 2
+    assert drafter_for(cards, "qwen3-8b", "ddtree") is None   # the replaced card served it
+
+
+def test_two_cards_for_one_target_and_method_are_refused(tmp_path):
+    """A measurement row names a model and a method, not a drafter: two cards for one pair
+    would make the roofline the first row's by accident. One line, nothing fitted."""
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    path = own_drafters(tmp_path, KIMI_DDTREE,
+                        KIMI_DDTREE.replace("my-kimi-ddtree,kimi-k2.6,ddtree",
+                                            "other,kimi-k2.6,dflash;ddtree"))
+    with pytest.raises(DataError) as err:
+        FitInputs.read(workdir=tmp_path)
+    msg = str(err.value)
+    assert str(path) in msg and "row 3" in msg and "'method'" in msg
+    assert "'kimi-k2.6' ddtree ('other'; row 2 has 'my-kimi-ddtree')" in msg
+
+
 def test_pass_roofline_by_hand():
     """The EAGLE-3 head of Llama-3.1-8B on one H100: (0.4247 + 0.1311) B parameters x 2 B
     / 3.35 TB/s = 0.33182 ms, / 0.63 bandwidth efficiency, + 2 layers x 0.03 ms."""

@@ -217,7 +217,7 @@ def test_from_smallest_summary_by_hand(tmp_path, monkeypatch):
         "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230",
         "llama-3.1-8b-instruct,h100,1,vllm,eagle,8,8,9,2.6,,190"])
     (split,), _ = F.load_splits([path], bundled("hardware.csv").read_text())
-    res = F.run_from_smallest(split, "structured", bundled("priors.toml").read_text(), "", "",
+    res = F.run_from_smallest(split, "structured", bundled("priors.toml").read_text(), "", {},
                               1, V.SamplerSettings())
     assert held == [(2, 3)]
     assert [(r["verify_tokens"], r["ratio"], r["ratio_bin"]) for r in res["rows"]] == \
@@ -309,7 +309,7 @@ def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
         "llama-3.1-8b-instruct,h100,1,vllm,eagle,14,14,15,2.6,,190"])
     (split,), _ = F.load_splits([path], bundled("hardware.csv").read_text())
     results = [F.run_from_smallest(split, "structured", bundled("priors.toml").read_text(), "",
-                                   "", 1, V.SamplerSettings())]
+                                   {}, 1, V.SamplerSettings())]
     smallest = {"mode": "from-smallest", "seed": 1, "settings": {}, "seconds": 5.0,
                 "structures": {"structured": ["roofline", "structured"]},
                 "ratio_bins": [label for _, label in F.RATIO_BINS], "targets": F.TARGETS,

@@ -52,7 +52,8 @@ class DrafterCard:
 
 
 def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[DrafterCard, ...]:
-    """Read and validate a drafter-card CSV (errors name the file, row and column).
+    """Read and validate a drafter-card CSV (errors name the file, row and column); one card
+    per target model and method, since a measurement row names only those.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> cards = load_drafter_cards(bundled("drafters.csv"))
@@ -66,7 +67,8 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
             raise DataError("missing column", file=path, row=1, column=col,
                             fix="add it to the header (see data/drafters.csv)")
     index = {h: j for j, h in enumerate(header)}
-    out = []
+    out: list[DrafterCard] = []
+    serves: dict[tuple[str, str], tuple[int, str]] = {}   # (target, method) -> (row, drafter)
     for row, values in body:
         if not any(v.strip() for v in values):
             continue
@@ -78,10 +80,50 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
         layers, active, head, bpw = (_number(path, row, cell, col, integer=(col == "layers"))
                                      for col in ("layers", "params_active_b",
                                                  "lm_head_params_b", "bytes_per_weight"))
-        out.append(DrafterCard(cell["drafter"], cell["target_model"],
-                               tuple(m for m in cell["method"].split(";") if m), cell["kind"],
-                               int(layers), active, head, bpw, cell["source"]))
+        card = DrafterCard(cell["drafter"], cell["target_model"],
+                           tuple(m for m in cell["method"].split(";") if m), cell["kind"],
+                           int(layers), active, head, bpw, cell["source"])
+        for method in card.methods:
+            other = serves.setdefault((card.target_model, method), (row, card.drafter))
+            if other[0] != row:
+                raise DataError(
+                    f"a second drafter card for {card.target_model!r} {method} ({card.drafter!r}; "
+                    f"row {other[0]} has {other[1]!r})", file=path, row=row, column="method",
+                    fix="keep one card per target model and method: a measurement row does not "
+                        "say which drafter it used")
+        out.append(card)
     return tuple(out)
+
+
+def drafter_table(path: str | Path | None = None, text: str | None = None
+                  ) -> tuple[DrafterCard, ...]:
+    """The built-in drafter cards overlaid by a working directory's own file (``path``, e.g.
+    ``data/drafters.csv``, the file ``card add`` writes; None: the built-in cards alone). An own
+    card replaces the built-in card of the same name, and takes over the methods it serves for
+    its target from the built-in card that served them (which keeps its other methods).
+
+    >>> head = "drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+    >>> own = head + "bytes_per_weight,source\\nmy-ddtree,qwen3-8b,ddtree,dflash_block,3,0.5,0.6,2,me"
+    >>> cards = drafter_table("drafters.csv", own)
+    >>> [(c.drafter, c.methods) for c in cards if c.target_model == "qwen3-8b"]
+    [('z-lab/Qwen3-8B-DFlash-b16', ('dflash',)), ('my-ddtree', ('ddtree',))]
+    """
+    import dataclasses
+
+    from ddtree_bayes.core.paths import bundled
+
+    builtin = load_drafter_cards(bundled("drafters.csv"))
+    if path is None:
+        return builtin
+    own = load_drafter_cards(path, text)
+    names = {c.drafter for c in own}
+    taken = {(c.target_model, m) for c in own for m in c.methods}
+    kept = []
+    for card in builtin:
+        methods = tuple(m for m in card.methods if (card.target_model, m) not in taken)
+        if card.drafter not in names and methods:
+            kept.append(dataclasses.replace(card, methods=methods))
+    return tuple(kept) + own
 
 
 def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool = False

@@ -22,8 +22,13 @@ def bundled(name: str) -> Path:
 
 def data_file(name: str, workdir: str | Path | None = None) -> Path:
     """``<workdir>/data/<name>`` when the working directory has a data/ folder, else the bundled copy."""
+    return own_data_file(name, workdir) or bundled(name)
+
+
+def own_data_file(name: str, workdir: str | Path | None = None) -> Path | None:
+    """``<workdir>/data/<name>`` when it exists (the user's own file), else None."""
     local = _root(workdir) / "data" / name
-    return local if local.parent.is_dir() and local.exists() else bundled(name)
+    return local if local.parent.is_dir() and local.exists() else None
 
 
 def priors_file(workdir: str | Path | None = None) -> Path:

@@ -20,12 +20,14 @@ from ddtree_bayes.core.hardware_table import HardwareTable, hardware_table
 @dataclass(frozen=True)
 class FitInputs:
     """Everything a fit reads from disk, each file read once: the measurements, the priors,
-    the hardware table (built-in GPUs overlaid by the user's rows) and the model cards."""
+    the hardware table (built-in GPUs overlaid by the user's rows), the model cards and the
+    drafter cards (built-in ones overlaid by ``data/drafters.csv``, which ``card add`` writes)."""
 
     measurements: Measurements
     priors: PriorsConfig
     hardware: HardwareTable
     cards: dict
+    drafters: tuple
     #: the proxy card of a model without one (core/proxy_card.py), as its metadata, or None
     proxy: dict | None = None
 
@@ -36,6 +38,7 @@ class FitInputs:
         Every problem raises an :class:`~ddtree_bayes.core.errors.InputError` before anything
         runs. The priors are read before the data: their ``[methods]`` table bounds each row's
         accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
+        from ddtree_bayes.core.drafters import drafter_table
         from ddtree_bayes.core.model_cards import load_model_cards
 
         table = hardware_table(workdir, hardware)
@@ -43,6 +46,7 @@ class FitInputs:
         data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
         measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
         cards = load_model_cards(paths.data_file("models.csv", workdir))
+        drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
         proxy = None
         if not measurements.multi_model and measurements.model not in cards:
             from ddtree_bayes.core import spec as S
@@ -57,11 +61,12 @@ class FitInputs:
             if found is not None:
                 cards = {**cards, measurements.model: found.card}
                 proxy = found.as_meta()
-        return cls(measurements, cfg, table, cards, proxy)
+        return cls(measurements, cfg, table, cards, drafters, proxy)
 
     def structure(self) -> dict:
-        """The hardware table and model cards the roofline form needs (``build_spec`` kwargs)."""
-        return {"hardware": self.hardware.rows, "cards": self.cards}
+        """The hardware table, model and drafter cards the roofline form needs (``build_spec``
+        kwargs)."""
+        return {"hardware": self.hardware.rows, "cards": self.cards, "drafters": self.drafters}
 
     def with_forms(self, moe_form: str | None, step_form: str | None) -> FitInputs:
         """These inputs with the priors' MoE and/or step form overridden (:func:`with_forms`)."""

@@ -181,7 +181,6 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
                      settings: SamplerSettings | None = None, workdir: Path | None = None,
                      progress: bool = True) -> dict:
     """``validate --group pair --keep-ar``: the two refits of every pair; a JSON-ready dict."""
-    from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine.fitting import FitInputs
 
@@ -192,8 +191,7 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
         raise QueryError(f"--keep-ar: no (model, system) pair of {data.path} has both AR and "
                          "speculative rows to hold out" + (f" ({'; '.join(notes)})" if notes else ""),
                          fix="give a file with AR and speculative rows of the same pair")
-    inputs = V.Inputs(data.text, cfg.text, read.hardware.text, data.path,
-                      paths.data_file("models.csv", workdir).read_text())
+    inputs = V.Inputs(data.text, cfg.text, read.hardware.text, data.path, **V.card_texts(workdir))
     settings = settings or SamplerSettings()
     tasks = [(s, kind) for s in splits for kind in KINDS]
     cores = 1 if scheduler else max(1, (os.cpu_count() or 1) // max(jobs, 1))

@@ -29,7 +29,7 @@ from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.model_cards import load_model_cards
-from ddtree_bayes.workflows.validation import Inputs, refit_without, scored_interval
+from ddtree_bayes.workflows.validation import Inputs, card_texts, refit_without, scored_interval
 
 #: The flat band of the deterministic comparison.
 BAND = 0.30
@@ -105,7 +105,7 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
     return out
 
 
-def check_sweep(path: Path, priors_toml: str, hardware_csv: str, models_csv: str,
+def check_sweep(path: Path, priors_toml: str, hardware_csv: str, card_text: dict,
                 train_max: int, test: tuple[int, ...], seed: int,
                 settings: SamplerSettings) -> dict:
     """Fit one sweep's rows at C <= ``train_max``; score its rows at ``test``."""
@@ -115,7 +115,7 @@ def check_sweep(path: Path, priors_toml: str, hardware_csv: str, models_csv: str
 
     data = load_measurements(str(path), load_hardware("hardware.csv", text=hardware_csv),
                              text=text)
-    inputs = Inputs(text, priors_toml, hardware_csv, str(path), models_csv)
+    inputs = Inputs(text, priors_toml, hardware_csv, str(path), **card_text)
     held = tuple(i for i, m in enumerate(data.rows) if m.concurrency > train_max)
     draws, failures, data, _, _ = refit_without(inputs, held, seed, settings)
     rng = np.random.default_rng(seed)
@@ -150,8 +150,8 @@ def extrapolate_concurrency(files: list[Path] | None = None,
                         fix="pass sweep CSVs with --sweeps, or run from the repository root")
     priors = load_priors(priors_path or paths.priors_file(workdir))
     hardware_csv = hardware_table(workdir).text
-    models_csv = paths.data_file("models.csv", workdir).read_text()
-    cards = load_model_cards("models.csv", text=models_csv)
+    card_text = card_texts(workdir)
+    cards = load_model_cards("models.csv", text=card_text["models_csv"])
     settings = settings or SamplerSettings()
     sweeps, notes = [], []
     for i, path in enumerate(files, start=1):
@@ -161,7 +161,7 @@ def extrapolate_concurrency(files: list[Path] | None = None,
         if missing:
             notes.append(f"{path.name}: skipped (no model card for {', '.join(missing)})")
             continue
-        res = check_sweep(path, priors.text, hardware_csv, models_csv, train_max, test, seed,
+        res = check_sweep(path, priors.text, hardware_csv, card_text, train_max, test, seed,
                           settings)
         sweeps.append(res)
         if progress:

@@ -32,6 +32,7 @@ from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.workflows.validation import (
     Inputs,
+    card_texts,
     dispatch,
     predict_row,
     refit_without,
@@ -152,13 +153,13 @@ def with_forms(priors_toml: str, moe_form: str, step_form: str) -> str:
     return text
 
 
-def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str, models_csv: str,
+def run_split(sweep: Sweep, structure: str, priors_toml: str, hardware_csv: str, cards: dict,
               seed: int, settings: SamplerSettings) -> dict:
     """Fit one structure on a sweep's training rows; predict the held-out rows."""
     t0 = time.perf_counter()
     moe_form, step_form = STRUCTURES[structure]
     inputs = Inputs(sweep.data_csv, with_forms(priors_toml, moe_form, step_form), hardware_csv,
-                    f"{sweep.path} [{sweep.name}]", models_csv)
+                    f"{sweep.path} [{sweep.name}]", **cards)
     draws, failures, data, baseline, train = refit_without(inputs, sweep.held_out, seed, settings)
     rng = np.random.default_rng(seed)
     rows, samples = [], []
@@ -212,10 +213,10 @@ def attainability(samples: np.ndarray, medians: np.ndarray, measured: np.ndarray
 
 
 def sweep_inputs(files: list[Path] | None, workdir: Path | None,
-                 priors_path: str | Path | None) -> tuple[list[Path], str, str, PriorsConfig]:
-    """The public sweep files (default: ``data/public/*.csv``), the hardware table's and model
-    cards' texts and the priors that ``validate --extrapolate`` (and ``--from-smallest``)
-    fit them with."""
+                 priors_path: str | Path | None) -> tuple[list[Path], str, dict, PriorsConfig]:
+    """The public sweep files (default: ``data/public/*.csv``), the hardware table's text, the
+    model and drafter cards' texts (:func:`~ddtree_bayes.workflows.validation.card_texts`) and
+    the priors that ``validate --extrapolate`` (and ``--from-smallest``) fit them with."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
 
@@ -224,8 +225,7 @@ def sweep_inputs(files: list[Path] | None, workdir: Path | None,
     if not files:
         raise DataError("no public sweep files", file="data/public/",
                         fix="pass sweep CSVs with --sweeps, or run from the repository root")
-    return (files, hardware_table(workdir).text,
-            paths.data_file("models.csv", workdir).read_text(),
+    return (files, hardware_table(workdir).text, card_texts(workdir),
             load_priors(priors_path or paths.priors_file(workdir)))
 
 
@@ -234,14 +234,14 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
                 seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
                 workdir: Path | None = None, progress: bool = True) -> dict:
     """Run every (sweep, structure) split and summarise per sweep and pooled."""
-    files, hardware_csv, models_csv, priors = sweep_inputs(files, workdir, priors_path)
+    files, hardware_csv, cards, priors = sweep_inputs(files, workdir, priors_path)
     priors_toml = priors.text
     sweeps, notes = load_sweeps(files, hardware_csv, priors.methods)
     if not sweeps:
         raise DataError("no sweep can be split: " + "; ".join(notes), file=str(files[0]),
                         fix="a sweep needs 3+ speculative configurations with acceptance and tok/s")
     settings = settings or SamplerSettings()
-    tasks = [(s, st, priors_toml, hardware_csv, models_csv, seed, settings)
+    tasks = [(s, st, priors_toml, hardware_csv, cards, seed, settings)
              for s in sweeps for st in structures]
     t0 = time.perf_counter()
 

@@ -118,13 +118,13 @@ def load_splits(files: list[Path], hardware_csv: str, methods=None
 
 
 def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_csv: str,
-                      models_csv: str, seed: int, settings: SamplerSettings,
+                      cards: dict, seed: int, settings: SamplerSettings,
                       cores: int = 1) -> dict:
     """Fit one structure on a split's training rows; predict its larger configurations."""
     t0 = time.perf_counter()
     moe_form, step_form = STRUCTURES[structure]
     inputs = V.Inputs(split.data_csv, with_forms(priors_toml, moe_form, step_form), hardware_csv,
-                      f"{split.path} [{split.sweep}]", models_csv)
+                      f"{split.path} [{split.sweep}]", **cards)
     draws, failures, data, baseline, _ = V.refit_without(inputs, split.held_out, seed,
                                                          settings, cores)
     rng = np.random.default_rng(seed)
@@ -209,7 +209,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                   workdir: Path | None = None, progress: bool = True) -> dict:
     """``validate --extrapolate --from-smallest``: every (split, structure) fit; a JSON-ready
     dict."""
-    files, hardware_csv, models_csv, priors = sweep_inputs(files, workdir, priors_path)
+    files, hardware_csv, cards, priors = sweep_inputs(files, workdir, priors_path)
     splits, notes = load_splits(files, hardware_csv, priors.methods)
     if not splits:
         raise DataError("no sweep has AR rows and a method at two or more configurations: "
@@ -218,7 +218,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                             "method with acceptance and tok/s")
     settings = settings or SamplerSettings()
     cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
-    tasks = [(s, st, priors.text, hardware_csv, models_csv, seed, settings, cores)
+    tasks = [(s, st, priors.text, hardware_csv, cards, seed, settings, cores)
              for s in splits for st in structures]
     t0 = time.perf_counter()
     if progress:

@@ -44,28 +44,44 @@ class Inputs:
     hardware_csv: str
     data_name: str = "measurements.csv"
     models_csv: str = ""    # model cards (roofline form); "" = the bundled data/models.csv
+    drafters_csv: str = ""  # the user's own drafter cards over the built-in ones; "" = none
 
     @property
     def key(self) -> str:
         h = hashlib.sha256()
-        for part in (self.data_csv, self.priors_toml, self.hardware_csv, self.models_csv):
+        for part in (self.data_csv, self.priors_toml, self.hardware_csv, self.models_csv,
+                     self.drafters_csv):
             h.update(hashlib.sha256(part.encode()).digest())
         return h.hexdigest()
 
     def structure(self) -> dict:
-        """``build_spec``'s hardware table and model cards."""
+        """``build_spec``'s hardware table, model cards and drafter cards."""
+        from ddtree_bayes.core.drafters import drafter_table
         from ddtree_bayes.core.model_cards import load_model_cards
         from ddtree_bayes.core.paths import bundled
 
         cards = (load_model_cards("models.csv", text=self.models_csv) if self.models_csv
                  else load_model_cards(bundled("models.csv")))
-        return {"hardware": load_hardware("hardware.csv", text=self.hardware_csv), "cards": cards}
+        drafters = (drafter_table("drafters.csv", self.drafters_csv) if self.drafters_csv
+                    else drafter_table())
+        return {"hardware": load_hardware("hardware.csv", text=self.hardware_csv), "cards": cards,
+                "drafters": drafters}
 
     def parse(self) -> tuple[Measurements, PriorsConfig]:
         hw = load_hardware("hardware.csv", text=self.hardware_csv)
         priors = parse_priors(self.priors_toml, "priors")
         return (load_measurements(self.data_name, hw, text=self.data_csv,
                                   methods=priors.methods), priors)
+
+
+def card_texts(workdir: str | Path | None = None) -> dict[str, str]:
+    """:class:`Inputs`' card texts of a working directory (``models_csv``, ``drafters_csv``):
+    the cards its ``fit`` would use."""
+    from ddtree_bayes.core import paths
+
+    own = paths.own_data_file("drafters.csv", workdir)
+    return {"models_csv": paths.data_file("models.csv", workdir).read_text(),
+            "drafters_csv": own.read_text() if own else ""}
 
 
 @dataclass(frozen=True)
@@ -337,14 +353,12 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
              seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
              workdir: Path | None = None, progress: bool = True) -> dict:
     """Exact leave-one-out (or leave-one-group-out) validation; a JSON-ready dict."""
-    from ddtree_bayes.core import paths
     from ddtree_bayes.engine.fitting import FitInputs
 
     read = FitInputs.read(data_path, priors_path, workdir=workdir)
     data, cfg = read.measurements, read.priors
     hw_text = read.hardware.text
-    inputs = Inputs(data.text, cfg.text, hw_text, data.path,
-                    paths.data_file("models.csv", workdir).read_text())
+    inputs = Inputs(data.text, cfg.text, hw_text, data.path, **card_texts(workdir))
     folds = make_folds(data, group)
     settings = settings or SamplerSettings()
     t0 = time.perf_counter()

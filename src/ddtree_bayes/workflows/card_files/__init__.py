@@ -98,6 +98,7 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
     """Write the derived rows (a model card to ``models_file``, created from the bundled cards
     when absent; drafter rows to ``drafters_file``). Both files are checked before either is
     written: a refused name or an invalid file writes nothing."""
+    from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
 
@@ -107,7 +108,7 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
                       lambda p, text: load_model_cards(p, text=text)))
     if derived.drafters:
         plans.append((drafters_file, ",".join(DRAFTER_HEADER) + "\n", "drafter",
-                      derived.drafters, None))
+                      derived.drafters, lambda p, text: drafter_table(p, text=text)))
     for path, seed, key, rows, check in plans:      # every refusal before any write
         if path.exists() and not path.is_file():
             raise InputError("not a file", file=str(path), fix="pass a CSV file to write")

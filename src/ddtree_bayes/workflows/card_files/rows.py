@@ -19,8 +19,9 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
                "kv_bytes_per_token", "attention", "source", "notes")
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
-                  "intermediate_size", "params_b", "shares_lm_head", "shares_embeddings",
-                  "draft_vocab", "bytes_per_weight", "source", "derived", "notes")
+                  "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
+                  "shares_lm_head", "shares_embeddings", "draft_vocab", "bytes_per_weight",
+                  "sweeps", "source", "derived", "notes")
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 
 
@@ -123,18 +124,23 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
 def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> dict[str, str]:
     """The drafter row of a target's own MTP layers (they share its embedding and lm_head)."""
     wb = weight_bytes(shape, scheme, mtp=True)
-    return {"drafter": f"{name}-mtp", "target_model": name, "method": "mtp", "kind": "mtp",
+    head = shape.hidden_size * shape.vocab_size
+    return {"drafter": f"{name}-mtp", "target_model": name, "method": "mtp", "kind": "mtp_module",
             "layers": str(shape.mtp_layers), "hidden_size": str(shape.hidden_size),
             "intermediate_size": "" if shape.intermediate_size is None
             else str(shape.intermediate_size),
-            "params_b": _b(wb.total_params), "shares_lm_head": "true",
+            "params_b": _b(wb.total_params), "params_active_b": _b(wb.active_params),
+            "lm_head_params_b": _b(head), "shares_lm_head": "true",
             "shares_embeddings": "true", "draft_vocab": str(shape.vocab_size),
-            "bytes_per_weight": _bpw(wb.file_average), "source": source,
-            "derived": "params_b, bytes_per_weight",
+            "bytes_per_weight": _bpw(wb.file_average), "sweeps": "", "source": source,
+            "derived": "params_b, params_active_b, lm_head_params_b, bytes_per_weight",
             "notes": (f"the target's {shape.mtp_layers} multi-token-prediction layer(s) as its "
                       f"config declares them; params_b counts their own {wb.total_params:,} "
                       "weights (one decoder layer each plus its projection and norms; the "
-                      f"embedding and lm_head are the target's); {scheme.label}")}
+                      "embedding and lm_head are the target's), params_active_b what one token "
+                      f"uses ({wb.active_params:,.0f}: routed experts at top_k / experts), "
+                      f"lm_head_params_b the target's head it projects through ({shape.hidden_size}"
+                      f" x {shape.vocab_size}); {scheme.label}")}
 
 
 def is_eagle3(cfg: dict) -> bool:
@@ -171,11 +177,13 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
            Tensor("norm", (hidden,), "norm"), Tensor("lm_head", (draft_vocab, hidden), "lm_head")]
     params = sum(t.params for t in own)
     size, dname = dtype_bytes(cfg)
-    row = {"drafter": name, "target_model": target, "method": "eagle3", "kind": "head",
+    row = {"drafter": name, "target_model": target, "method": "eagle3", "kind": "eagle3_head",
            "layers": str(layers), "hidden_size": str(hidden), "intermediate_size": str(inter),
-           "params_b": _b(params), "shares_lm_head": "false", "shares_embeddings": "true",
-           "draft_vocab": str(draft_vocab), "bytes_per_weight": _bpw(size), "source": source,
-           "derived": "params_b",
+           "params_b": _b(params), "params_active_b": _b(params),
+           "lm_head_params_b": _b(draft_vocab * hidden), "shares_lm_head": "false",
+           "shares_embeddings": "true", "draft_vocab": str(draft_vocab),
+           "bytes_per_weight": _bpw(size), "sweeps": "", "source": source,
+           "derived": "params_b, params_active_b, lm_head_params_b",
            "notes": (f"EAGLE-3 head: fc {3 * target_hidden}->{hidden}, {layers} decoder layer(s) "
                      f"with q/k/v over 2 x {hidden} inputs, MLP {inter}, own lm_head over "
                      f"{draft_vocab} draft tokens (of the target's {vocab}); params_b counts "
