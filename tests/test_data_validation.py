@@ -151,6 +151,49 @@ def test_tok_s_must_be_positive(tmp_path, hw, raw):
                  "fix: write the measured tokens per second")
 
 
+@pytest.mark.parametrize(("raw", "step"), [
+    ("1e308", "4.4e-305 ms"),    # row 3: accept 4.4 x 1 stream / 1e308 tok/s
+    ("88001", "0.05 ms"),        # 4.4 / 88,001 = 0.049999 ms, just under the floor
+    ("0.0001", "4.4e+07 ms"),    # 4.4e7 ms = 12 hours
+])
+def test_a_tok_s_no_decoding_step_can_give_is_refused(tmp_path, hw, raw, step):
+    """tok_s implies the step (accept_len x concurrency / tok_s): 0.05 ms to 60 s. 1e308 (an
+    overflow) and 0.0001 (tokens per hour?) fit on nothing a GPU does; `add` then `update`
+    used to refit on 1e308 and predict 1.6e35 tok/s, exit 0. 88,000 tok/s (0.05 ms) is kept."""
+    load_measurements(write(tmp_path, edited(r3={"tok_s": "88000"})), hw)
+    path = write(tmp_path, edited(r3={"tok_s": raw}))
+    expect_error(path, hw, 3, "tok_s", f"tok_s {raw} means a decoding step of {step}",
+                 "a step takes 0.05 ms to 60 s", "fix: check the units")
+
+
+def test_a_column_named_twice_in_the_header_is_refused(tmp_path, hw):
+    """A second tok_s column at the end of the header: its values silently won (fit sampled
+    on them). Refused at row 1, naming the column; also in the other CSVs (hardware)."""
+    lines = [LINES[0] + ",tok_s"] + [line + ",999" for line in LINES[1:]]
+    expect_error(write(tmp_path, lines), hw, 1, "tok_s", "appears twice in the header",
+                 "fix: keep one of the two columns")
+    table = HARDWARE.read_text().splitlines()
+    bad = write(tmp_path, [table[0] + ",source"] + [t + ",x" for t in table[1:]], "hw.csv")
+    with pytest.raises(DataError, match="row 1, column 'source': appears twice"):
+        load_hardware(bad)
+
+
+def test_a_blank_acceptance_bounds_the_step_at_what_the_configuration_can_emit(tmp_path, hw):
+    """Row 3 (DDTree budget 8, 9 verified tokens) without accept_len: at 150,000 tok/s the step
+    is 0.0067 ms at acceptance 1 but 0.06 ms at 9, so it is kept; at 200,000 even 9 tokens give
+    0.045 ms: refused, with the range. A repeated run takes the same check."""
+    ok = write(tmp_path, edited(r3={"accept_len": "", "tok_s": "150000"}))
+    assert load_measurements(ok, hw).rows[1].tok_s == 150000
+    bad = write(tmp_path, edited(r3={"accept_len": "", "tok_s": "200000"}))
+    expect_error(bad, hw, 3, "tok_s", "a decoding step of 0.005-0.045 ms")
+    lines = list(LINES)
+    repeat = _fields(lines[2])
+    repeat[COLUMNS.index("tok_s")] = "1e308"
+    repeat[COLUMNS.index("notes")] = "second run"
+    expect_error(write(tmp_path, lines + [_line(repeat)]), hw, 11, "tok_s",
+                 "tok_s 1e308 means a decoding step of 4.4e-305 ms")
+
+
 @pytest.mark.parametrize("raw", ["0.5", "0", "-4.4", "0.999"])
 def test_accept_len_below_one(tmp_path, hw, raw):
     path = write(tmp_path, edited(r3={"accept_len": raw}))

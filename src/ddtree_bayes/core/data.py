@@ -194,7 +194,15 @@ def read_csv_file(path: str, text: str | None = None
                 start = reader.line_num + 1
     if not records:
         raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
-    return text, [h.strip() for h in records[0][1]], records[1:]
+    header = [h.strip() for h in records[0][1]]
+    seen: set[str] = set()
+    for name in header:
+        if name in seen and name:
+            raise DataError("appears twice in the header", file=path, row=1, column=name,
+                            fix="keep one of the two columns (the other's values would be "
+                                "dropped without a word)")
+        seen.add(name)
+    return text, header, records[1:]
 
 
 @contextmanager
@@ -297,6 +305,32 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
     return value
 
 
+#: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
+#: 20,000 times a second) and shorter than a minute (a step that slow is not decoding). A
+#: tok_s outside it is a unit slip (tokens per minute, a per-token latency, an overflow), and
+#: a fit on it would answer with throughputs no GPU reaches.
+STEP_MS_RANGE = (0.05, 60_000.0)
+
+
+def step_ms_bounds(accept_lo: float, accept_hi: float, concurrency: int, tok_s: float
+                   ) -> tuple[float, float]:
+    """The decoding step (ms) a row's tok_s implies, at the lowest and highest acceptance it
+    may have (its accept_len twice; for a blank one, 1 and what its configuration can emit).
+
+    >>> step_ms_bounds(14.0, 14.0, 1, 1e308)[0] < STEP_MS_RANGE[0]
+    True
+    >>> step_ms_bounds(2.0, 2.0, 8, 400.0)   # 8 streams, 2 tokens each per 40 ms step
+    (40.0, 40.0)
+    """
+    return (accept_lo * concurrency / tok_s * 1000.0, accept_hi * concurrency / tok_s * 1000.0)
+
+
+def step_plausible(accept_lo: float, accept_hi: float, concurrency: int, tok_s: float) -> bool:
+    """Can some acceptance the row may have give a step within :data:`STEP_MS_RANGE`?"""
+    lo, hi = step_ms_bounds(accept_lo, accept_hi, concurrency, tok_s)
+    return hi >= STEP_MS_RANGE[0] and lo <= STEP_MS_RANGE[1]
+
+
 def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]],
               methods: Mapping[str, MethodSpec] | None = None) -> Measurement:
     """Validate one raw CSV row (column -> text) into a :class:`Measurement`. ``methods`` (the
@@ -358,12 +392,24 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         raise DataError(f"must be >= 1, got {values['concurrency']}", file=path, row=row,
                         column="concurrency",
                         fix="write the number of streams decoded together (blank = 1)")
+    streams = int(concurrency or 1)
+    hi = accept if accept is not None else max_accept(method, block, budget, methods,
+                                                      int(verify)).tokens
+    if not step_plausible(accept or 1.0, hi, streams, num["tok_s"]):
+        lo_ms, hi_ms = step_ms_bounds(accept or 1.0, hi, streams, num["tok_s"])
+        step = f"{lo_ms:.3g} ms" if lo_ms == hi_ms else f"{lo_ms:.3g}-{hi_ms:.3g} ms"
+        raise DataError(
+            f"tok_s {values['tok_s']} means a decoding step of {step} (accept_len x concurrency "
+            f"/ tok_s); a step takes {STEP_MS_RANGE[0]:g} ms to {STEP_MS_RANGE[1] / 1000:g} s",
+            file=path, row=row, column="tok_s",
+            fix="check the units: output tokens per second (the streams' total at concurrency "
+                "C > 1)")
     return Measurement(row=row, model=values["model"], hardware=values["hardware"],
                        gpus=int(num["gpus"] or 0), engine=values["engine"], method=method,
                        block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
                        context_tokens=num["context_tokens"], tok_s=num["tok_s"],
                        source=values["source"], notes=values.get("notes", ""),
-                       concurrency=int(concurrency or 1))
+                       concurrency=streams)
 
 
 def _check_accept(path: str, row: int, method: str, accept: float, limit: AcceptLimit) -> None:
@@ -394,8 +440,8 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
     :func:`parse_row` runs on it and raises exactly the error it always raised.
     """
     width = len(header)
-    index = {h: j for j, h in enumerate(header)}  # a repeated header name: the last wins,
-    extra = tuple(c for c in OPTIONAL_COLUMNS if c in index)   # as dict(zip(...)) does
+    index = {h: j for j, h in enumerate(header)}   # (read_csv_file refuses a repeated name)
+    extra = tuple(c for c in OPTIONAL_COLUMNS if c in index)
     key_of = itemgetter(*(index[c] for c in COLUMNS + extra))
     config_of = itemgetter(*(index[c] for c in CONFIGURATION + extra))
     j_tok, j_source, j_notes = index["tok_s"], index["source"], index["notes"]
@@ -423,7 +469,8 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
                 tok_s = float(cells[j_tok])
             except ValueError:
                 tok_s = math.nan
-            if 0.0 < tok_s < math.inf:
+            accept = same.accept_len or 1.0   # (blank: a step below the floor re-checks)
+            if 0.0 < tok_s < math.inf and step_plausible(accept, accept, same.concurrency, tok_s):
                 rows.append(same.another_run(i, tok_s, cells[j_source], cells[j_notes]))
                 continue
         row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware, methods)
