@@ -13,7 +13,7 @@ import pytest
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import parse_priors
 from ddtree_bayes.core.data import load_hardware, load_measurements
-from ddtree_bayes.core.errors import PriorsError
+from ddtree_bayes.core.errors import PriorsError, QueryError
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
@@ -150,3 +150,46 @@ def test_decisions_give_a_transferred_system_its_all_reduce_column():
     assert tp.shape == (draws.n_draws, 2) and np.all(tp[:, 0] == 0.0)
     assert np.all((3.060736 / 60 < tp[:, 1]) & (tp[:, 1] < 3.060736 / 3))   # 3-60 GB/s
     assert "prior-driven" in how
+
+
+def test_a_transferred_one_gpu_system_gets_no_all_reduce_volume():
+    """After a multi-GPU system, a one-GPU system asked of the same draws gets a 0 column of
+    its own (it had none: `optimize --hardware h100 --gpus 1` raised an IndexError)."""
+    from ddtree_bayes.workflows.decisions.common import with_transferred_system
+
+    base = structured_point_mass()
+    n = base.n_draws
+    populations = {"moe_distinct_exponent_mu": np.full(n, 0.5), "moe_hw_sd": np.zeros(n),
+                   "compute_eff_log_mu": np.full(n, -1.2), "compute_eff_log_sd": np.zeros(n),
+                   "tp_tok_ms": np.full((n, 1), 0.01)}
+    draws = dataclasses.replace(base, meta={**base.meta, "model": {**base.meta["model"],
+                                                                   "allreduce_volume": True}},
+                                variables={**base.variables, **populations})
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=2, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    one = dataclasses.replace(sc, gpus=1)   # Kimi K2.6 fits no single GPU: asked directly
+    out, sc1, _ = with_transferred_system(draws, one, seed=3)
+    assert out.meta["coords"]["system"] == ["b300x8", "b300x1"]
+    assert out.variables["tp_tok_ms"].shape == (n, 2)
+    assert np.all(out.variables["tp_tok_ms"][:, 0] == 0.01)
+    assert np.all(out.variables["tp_tok_ms"][:, 1] == 0.0)
+
+
+def test_a_system_that_cannot_hold_the_weights_is_refused():
+    """Kimi K2.6's card: 1000B parameters at 0.5 bytes = 500 GB of weights. One RTX PRO 6000
+    (96 GB) cannot hold them: refused, with the count that could (ceil(500 / 96) = 6); six
+    can (576 GB: answered by transfer). A measured system is never refused."""
+    draws = structured_point_mass()
+
+    def ask(hw, gpus):
+        return P.resolve_scenario(draws, hardware=hw, gpus=gpus, engine="sglang", method="ar",
+                                  block=None, budget=None, verify_tokens=None,
+                                  context_tokens=0.0)
+
+    with pytest.raises(QueryError) as err:
+        ask("rtx-pro-6000", 1)
+    assert str(err.value) == ("kimi-k2.6's weights (500 GB: 1000B parameters at 0.5 bytes) do "
+                              "not fit in 1 x rtx-pro-6000 (96 GB) (fix: --gpus 6 or more of "
+                              "them, or a GPU with more memory)")
+    assert not ask("rtx-pro-6000", 6).measured
+    assert ask("b300", 8).measured

@@ -113,6 +113,32 @@ def test_a_crlf_data_file_is_not_stale(tmp_path):
     assert any("changed since fit" in w for w in P.check_fit(draws))
 
 
+def test_a_fit_of_another_data_file_says_so(tmp_path, monkeypatch):
+    """`fit --data OTHER` then `predict` in a folder with its own data/measurements.csv
+    answered from OTHER without a word; now one warning names both files (a copy of the same
+    measurements, or no data/ folder, says nothing)."""
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+
+    draws = point_mass_draws()
+    other = tmp_path / "other.csv"
+    other.write_text(bundled("measurements.csv").read_text().replace(",133,", ",266,"))
+    data = load_measurements(other, load_hardware(bundled("hardware.csv")))
+    draws.meta["data"] = {"path": str(other), "sha256": data.sha256}
+    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
+        bundled("priors.toml").read_bytes()).hexdigest()}
+    work = tmp_path / "work"
+    (work / "data").mkdir(parents=True)
+    monkeypatch.chdir(work)
+    assert P.check_fit(draws) == []                      # no data/measurements.csv here
+    (work / "data" / "measurements.csv").write_text(bundled("measurements.csv").read_text())
+    (warning,) = P.check_fit(draws, strict=True)         # a note, not a stale fit
+    assert warning == (f"fit {draws.meta['fit_id']} was made on {other}, not on "
+                       "data/measurements.csv: it answers from that file's measurements (fit "
+                       "this one to use it)")
+    (work / "data" / "measurements.csv").write_text(other.read_text())
+    assert P.check_fit(draws) == []                      # the same measurements
+
+
 def test_editing_only_the_curve_does_not_make_a_fit_stale(tmp_path):
     """fit ignores [acceptance_curve], so optimize/next do not warn when only it changed."""
     draws = point_mass_draws()

@@ -205,6 +205,14 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
                         "re-run `ddtree-bayes fit` to use it")
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+    from ddtree_bayes.core.paths import own_data_file, shown
+
+    here = own_data_file("measurements.csv")
+    made_on = Path(meta["data"]["path"])
+    if (here is not None and made_on.resolve() != here.resolve()     # `fit --data OTHER`, and
+            and meta["data"]["sha256"] not in _read_as_stored(here)[0]):   # not a copy of it
+        warnings.append(f"fit {meta['fit_id']} was made on {made_on}, not on {shown(here)}: "
+                        "it answers from that file's measurements (fit this one to use it)")
     return warnings
 
 
@@ -250,6 +258,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
         if not multi and not draws.priors.transfer:
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")
+        check_weights_fit(draws, model, hardware, gpus)
     derived = derive_verify_tokens(method, block, budget)
     if verify_tokens is None:
         if derived is None:
@@ -270,6 +279,40 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     limit = accept_limit(draws, method, block, budget, int(verify_tokens))
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency))
+
+
+def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -> None:
+    """Refuse a system never measured whose GPUs cannot hold the model's weights (the card's
+    total parameters x bytes per weight against the hardware table's ``memory_gb`` x GPUs; the
+    KV cache and activations need more, so this is a floor): a step time there would be a number
+    no deployment can reach. A measured system is proof enough; a GPU without ``memory_gb``,
+    or a fit without a card, is not checked.
+
+    >>> from types import SimpleNamespace as NS
+    >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "bytes_per_weight": 0.5}
+    >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-4090": {"memory_gb": "24"}})
+    >>> try:
+    ...     check_weights_fit(fit, None, "rtx-4090", 8)
+    ... except QueryError as err:
+    ...     print(err)
+    kimi-k2.6's weights (513 GB: 1026B parameters at 0.5 bytes) do not fit in 8 x rtx-4090 \
+(192 GB) (fix: --gpus 22 or more of them, or a GPU with more memory)
+    """
+    meta = draws.meta.get("model", {})
+    card = (meta.get("model_cards") or {}).get(model or "") or meta.get("card")
+    try:
+        memory = float(draws.hardware[hardware]["memory_gb"])
+    except (KeyError, ValueError):
+        return
+    if not card or not memory > 0:
+        return
+    weights = float(card["params_total_b"]) * float(card["bytes_per_weight"])   # GB
+    if weights > memory * gpus:
+        raise QueryError(
+            f"{card['model']}'s weights ({weights:.0f} GB: {float(card['params_total_b']):g}B "
+            f"parameters at {float(card['bytes_per_weight']):g} bytes) do not fit in {gpus} x "
+            f"{hardware} ({memory * gpus:g} GB)",
+            fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
 
 
 def row_scenario(draws: Fit, m) -> Scenario:

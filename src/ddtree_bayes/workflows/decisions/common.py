@@ -70,8 +70,9 @@ def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int
                S.SHAPE_NAMES[draws.meta["model"]["moe_form"]]: params["moe_shape"]}
     if "tok_ratio" in params:
         columns["compute_tok_ratio"] = params["tok_ratio"]
-    if "tp_tok_ms" in params:   # (a fit of single-GPU systems has no column of it yet)
-        columns["tp_tok_ms"] = params["tp_tok_ms"]
+    if "tp_tok_ms" in params or "tp_tok_ms" in variables:
+        # one GPU has no all-reduce volume (0); a fit of single-GPU systems has no column yet
+        columns["tp_tok_ms"] = params.get("tp_tok_ms", np.zeros(draws.n_draws))
         if "tp_tok_ms" not in variables:
             variables["tp_tok_ms"] = np.zeros((draws.n_draws, len(systems)))
     if sc.pair in systems:       # a system held out of this fit: replace its column
