@@ -147,6 +147,15 @@ def test_fill_query_takes_what_is_not_given():
     q, used = fill_query(DEFAULT_QUESTION, **none)   # the bundled question, as before
     assert (q["hardware"], q["gpus"], q["block"], q["budget"], q["engines"]) == (
         "b300", None, 16, 32, ("sglang", "native"))
+    # --verify-tokens alone: the default's shape at that M (a tree keeps its block 16 and
+    # verifies budget + 1; a chain is that depth), not a shapeless M that priced no tree nodes
+    # and let --accept 60 through for DDTree block 16 (at most 17 tokens a step)
+    q, _ = fill_query(DEFAULT_QUESTION, verify_tokens=100)
+    assert (q["method"], q["block"], q["budget"], q["verify_tokens"]) == ("ddtree", 16, 99, 100)
+    q, _ = fill_query(d, verify_tokens=4)
+    assert (q["method"], q["block"], q["budget"], q["verify_tokens"]) == ("mtp", 3, 3, 4)
+    q, _ = fill_query(DEFAULT_QUESTION, verify_tokens=33, method="ddtree")   # a method: as given
+    assert (q["block"], q["budget"]) == (None, None)
 
 
 # ---------------------------------------------------------------- end to end

@@ -147,8 +147,9 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
 def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict, bool]:
     """The flags with those not given taken from the default question ``d``: hardware, method
     and engines; the GPU count when the hardware is the default's; block and budget (and verify
-    tokens) unless a method or verify tokens was given (``shape`` False: not at all). Returns
-    the configuration and whether anything came from ``d``."""
+    tokens) unless a method or verify tokens was given, and with verify tokens alone the
+    default's shape at that M (``shape`` False: not at all). Returns the configuration and
+    whether anything came from ``d``."""
     out = {"hardware": flags.hardware or d.hardware, "method": flags.method or d.method,
            "engines": tuple(flags.engines or d.engines),
            "gpus": flags.gpus if flags.gpus is not None or flags.hardware is not None else d.gpus,
@@ -163,6 +164,16 @@ def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict,
             block = budget = block if block is not None else budget
         out["block"] = d.block if block is None else block
         out["budget"] = d.budget if budget is None else budget
+    elif (shape and flags.method is None and flags.verify_tokens is not None
+          and flags.verify_tokens >= 2 and flags.block is None and flags.budget is None):
+        # --verify-tokens alone reshapes the default's configuration: a tree keeps its block
+        # (no path is deeper) and verifies budget + 1 tokens; a chain (block = budget) is that
+        # depth. Dropping them priced no tree nodes and lifted the acceptance limit to M.
+        v = flags.verify_tokens
+        if d.method in TREE_METHODS and d.budget is not None:
+            out["block"], out["budget"] = d.block, v - 1
+        elif d.budget is not None and d.budget == d.block:
+            out["block"] = out["budget"] = v - 1
     # (block and budget come from d only when the method does, so this says it all)
     return out, flags.hardware is None or flags.method is None or not flags.engines
 
