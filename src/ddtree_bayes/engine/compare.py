@@ -81,7 +81,7 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
     notes: list[str] = []
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        table = azs.compare(trees, method=method, round_to=None)
+        table = azs.compare(trees, method=method, round_to="none")  # (None: 2 sig. figures)
         khat = {k: [float(x) for x in np.asarray(azs.loo(t, pointwise=True).pareto_k.values).ravel()]
                 for k, t in trees.items()}
     notes += sorted({str(w.message).split(".")[0] for w in caught})
