@@ -169,7 +169,7 @@ def test_vllm_serve_unbounded_concurrency_is_refused(tmp_path):
 
 def test_vllm_serve_appended_results_are_json_lines(tmp_path):
     raw = _json("vllm_serve.json")
-    second = dict(raw, max_concurrency=4)
+    second = dict(raw, max_concurrency=4, max_concurrent_requests=4)
     path = tmp_path / "appended.json"  # --append-result: objects separated by "\n"
     path.write_text(json.dumps(raw) + "\n" + json.dumps(second))
     # a sweep over --max-concurrency: each run at its concurrency, tok_s the C streams' total
@@ -177,10 +177,30 @@ def test_vllm_serve_appended_results_are_json_lines(tmp_path):
     both = parse_bench_file(path)
     assert [(r.index, r.batch_size) for r in both.records] == [(1, 1), (2, 4)]
     assert both.records[1].tok_s == pytest.approx(4 * 1000.0 / raw["median_tpot_ms"])
-    assert "4 x 1000/median_tpot_ms (total of max_concurrency 4 streams)" in both.records[1].notes
+    assert "4 x 1000/median_tpot_ms (total of 4 streams)" in both.records[1].notes
     got = parse_bench_file(path, single_stream_only=True)
     assert [(r.index, r.tok_s) for r in got.records] == [(1, 1000.0 / raw["median_tpot_ms"])]
     assert got.notes == [f"{path}: --single-stream-only left out line 2 (max_concurrency 4)"]
+
+
+def test_a_serving_run_counts_the_streams_that_ran_not_its_cap(tmp_path):
+    """--max-concurrency is a cap: with 8 prompts at most 8 streams ran (vLLM's
+    max_concurrent_requests says 8), so tok_s is 8 x 1000 / TPOT, not 64 x (it was 21,990 for
+    a run whose 8 streams made 2,749); an SGLang run that averaged 0.99 requests in flight
+    (its measured `concurrency`) under a cap of 4 is a single-stream run."""
+    raw = _json("vllm_serve.json")
+    path = tmp_path / "c64.json"
+    path.write_text(json.dumps(dict(raw, max_concurrency=64, num_prompts=8,
+                                    max_concurrent_requests=8)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 8
+    assert rec.tok_s == pytest.approx(8 * 1000.0 / raw["median_tpot_ms"])
+    sg = _jsonl("sglang_serving.jsonl")[0]
+    assert sg["concurrency"] == pytest.approx(0.997, abs=1e-3)
+    capped = tmp_path / "sg.jsonl"
+    capped.write_text(json.dumps(dict(sg, max_concurrency=4)))
+    (rec,) = parse_bench_file(capped).records
+    assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / sg["median_tpot_ms"])
 
 
 def test_vllm_serve_falls_back_to_mean_tpot_and_needs_tpot(tmp_path):

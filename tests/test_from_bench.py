@@ -137,6 +137,7 @@ def test_a_vllm_append_result_sweep_imports_each_concurrency(work, tmp_path):
     raw = json.loads((BENCH / "vllm_serve.json").read_text())
     src = tmp_path / "sweep.json"
     src.write_text(json.dumps(raw) + "\n" + json.dumps(dict(raw, max_concurrency=8,
+                                                             max_concurrent_requests=8,
                                                              median_tpot_ms=4.0)))
     argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
             "eagle3", "--block", "3"]

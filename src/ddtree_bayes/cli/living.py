@@ -222,7 +222,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="import a benchmark tool's result file: vllm bench latency "
                         "--output-json, vllm bench serve --save-result, sglang.bench_one_batch "
                         "--result-filename, sglang.bench_serving --output-file, llama-bench -o "
-                        "json/jsonl/csv (single-stream runs); the model and GPU come from "
+                        "json/jsonl/csv (serving runs at concurrency C > 1 go to the "
+                        "concurrency column; other batched runs are refused); the model and "
+                        "GPU come from "
                         "the file when it names them, the rest of the configuration from the "
                         "flags above")
     a.add_argument("--bench-format", choices=FORMATS,
@@ -236,8 +238,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "line imports the records picked")
     a.add_argument("--single-stream-only", action="store_true", default=None,
                    help="import only the --from-bench file's single-stream records (batch size "
-                        "or max concurrency 1) and leave out the others with a note, instead "
-                        "of refusing the file (a sweep such as --batch-size 1 8 16)")
+                        "or concurrency 1) and leave out the others with a note (a sweep "
+                        "such as --batch-size 1 8 16)")
     a.add_argument("--batch-size", type=A.whole(1, 1_000_000, "use --batch-size 1"),
                    help="vllm bench latency's --batch-size (its JSON does not record it)")
     a.add_argument("--output-len", type=A.whole(1, 10_000_000, "e.g. --output-len 128"),

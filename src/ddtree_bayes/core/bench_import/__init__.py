@@ -29,10 +29,12 @@ repository, path and function):
     ``json_printer``/``jsonl_printer``/``csv_printer``): text-generation rows (``n_prompt == 0``,
     ``n_gen > 0``) give ``tok_s = avg_ts``; prompt-processing and pp+tg rows are skipped.
 
-Only single-stream runs are imported: a batch or concurrency above 1 is refused, since the
-model predicts the decode rate of one sequence, unless the caller selects records first
+A serving run at concurrency C > 1 (vLLM ``bench serve``, SGLang ``bench_serving``) is
+imported at C (the streams that ran: ``max_concurrency`` capped by the requests, vLLM's
+``max_concurrent_requests`` and SGLang's measured mean in flight) with tok_s the C streams'
+total; another batched record is refused unless the caller selects records first
 (``records``, ``single_stream_only``): selection happens before any record is validated, so a
-sweep (``--batch-size 1 8 16``, vLLM ``--append-result``) imports its batch-1 records. A
+sweep (``--batch-size 1 8 16``) imports its batch-1 records. A
 forced format is checked against the file's keys and refused when the file is another tool's
 output. Records that differ in a setting the data has no column for (llama-bench
 ``n_gpu_layers``, ``flash_attn``, ...; SGLang ``run_name``) are refused together.

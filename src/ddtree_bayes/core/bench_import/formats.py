@@ -163,7 +163,7 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     per_stream, key = _tpot_tok_s(rec)
     streams = _streams(rec.fmt, rec) or 1
     how = (f"1000/{key}" if streams == 1 else
-           f"{streams} x 1000/{key} (total of max_concurrency {streams} streams)")
+           f"{streams} x 1000/{key} (total of {streams} streams)")
     return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
 
 
@@ -271,12 +271,23 @@ def _select(path: Path, doc: Document, records: Collection[int] | None) -> list[
 
 
 def _streams(fmt: str, rec: BenchRow) -> int | None:
-    """The record's batch size or concurrency; None when unbounded (not set)."""
+    """The record's batch size or concurrency; None when unbounded (not set). A serving run's
+    ``max_concurrency`` is a cap: no more streams than requests ran (``num_prompts``,
+    ``completed``), nor than vLLM saw at once (``max_concurrent_requests``), nor, rounded, than
+    SGLang's measured mean in flight (``concurrency``: a rate-limited run stays near 1)."""
     if fmt == "sglang-one-batch":
         return rec.integer("batch_size")
     conc = rec.integer("max_concurrency", required=False)
     if conc is None and rec.integer("completed", required=False) == 1:
         return 1  # one request: nothing could overlap
+    if conc is not None and conc > 1:
+        for key in ("num_prompts", "completed", "max_concurrent_requests"):
+            ran = rec.integer(key, required=False)
+            if ran is not None and ran >= 1:
+                conc = min(conc, ran)
+        mean = rec.number("concurrency", required=False)
+        if mean is not None and math.isfinite(mean) and mean > 0:
+            conc = min(conc, max(1, round(mean)))
     return conc
 
 
