@@ -180,3 +180,30 @@ def test_an_unwritable_path_is_exit_2_naming_it(work):
                              str(examples / "design_dense_consumer.csv"), "--out",
                              "/proc/no/sim.csv"))
     assert "--out /proc/no/sim.csv: cannot write there (No such file or directory)" in err
+
+
+@pytest.mark.parametrize(("cells", "fragment"), [
+    ({"context_tokens": "-1000000"}, "column 'context_tokens': context_tokens must be a finite "
+                                     "number >= 0, got -1000000"),   # wrote tok_s -46.01
+    ({"context_tokens": "nan"}, "context_tokens must be a finite number >= 0, got nan"),
+    ({"block": "0"}, "column 'block': block must be >= 1, got 0"),    # wrote a row at M = 1
+    (None, "fields, header has"),                                     # a KeyError before
+])
+def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
+    """simulate --design: a negative context made a negative tok/s, block 0 an EAGLE row
+    verifying 1 token, a short row an internal error; one line each, nothing written."""
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    lines = (examples / "design_dense_consumer.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    row = next(line.split(",") for line in lines[1:] if ",eagle3," in line or ",mtp," in line)
+    if cells is None:
+        row = row[:-2]
+    else:
+        for col, value in cells.items():
+            row[header.index(col)] = value
+    (work / "design.csv").write_text("\n".join([lines[0], ",".join(row)]) + "\n")
+    err = one_error(*run_cli(work, "simulate", "--truth",
+                             str(examples / "truth_dense_consumer.toml"), "--design", "design.csv",
+                             "--out", "sim.csv"))
+    assert "design.csv, row 2" in err and fragment in err
+    assert not (work / "sim.csv").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +136,10 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
     for line, values in body:
         if not any(v.strip() for v in values):
             continue
-        raw = {h: v.strip() for h, v in zip(header, values, strict=False)}
+        if len(values) != len(header):
+            raise InputError(f"{len(values)} fields, header has {len(header)}", file=path,
+                             row=line, fix="one value per column (blank where not set)")
+        raw = {h: v.strip() for h, v in zip(header, values, strict=True)}
         try:
             row: dict[str, Any] = {
                    "hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
@@ -147,6 +151,16 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
         except ValueError as err:
             raise InputError(f"not a number: {err}", file=path, row=line,
                              fix="gpus, block, budget are whole numbers; accept_len a number") from None
+        for col in ("gpus", "block", "budget"):
+            if row[col] is not None and row[col] < 1:
+                raise InputError(f"{col} must be >= 1, got {row[col]}", file=path, row=line,
+                                 column=col, fix="write a positive whole number (or blank)")
+        ctx = row["context_tokens"]
+        if ctx is not None and not (math.isfinite(ctx) and ctx >= 0):
+            raise InputError(f"context_tokens must be a finite number >= 0, got "
+                             f"{raw['context_tokens']}", file=path, row=line,
+                             column="context_tokens",
+                             fix="write the context length in tokens, or leave it blank")
         system = system_label(row["hardware"], row["gpus"])
         if system not in truth["step_ar_ms"]:
             raise InputError(f"system {system} has no [systems.\"{system}\"] in the truth file",
