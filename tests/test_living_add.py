@@ -82,6 +82,9 @@ def test_add_json_and_context_suffix(work, capsys):
     (["--hardware", "a100"], "column 'hardware': unknown hardware 'a100'"),
     (["--engine", "SGLang"], "column 'engine': 'SGLang' is not a lowercase name"),
     (["--model", "kimi-k2.5"], "column 'model': model 'kimi-k2.5', but"),
+    # written, then refused by fit ("not declared"): now refused here, with the near name
+    (["--method", "ddtreee"], "column 'method': method 'ddtreee' is not declared in the priors' "
+                              "[methods], so fit would refuse it (fix: did you mean 'ddtree'?"),
 ])
 def test_add_rejects_a_bad_row_with_one_line_and_writes_nothing(work, capsys, argv, expected):
     before = (work / "data" / "measurements.csv").read_bytes()

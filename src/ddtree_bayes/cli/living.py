@@ -41,14 +41,15 @@ def _context_tokens(text: str | None) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _methods_table() -> dict:
+def _methods_table() -> tuple[dict, bool]:
     """The ``[methods]`` table of the project's priors (``models/priors.toml``, else the
-    bundled priors): what ``fit`` will bound each row's accept_len by."""
+    bundled priors): what ``fit`` will bound each row's accept_len by; and whether ``fit``
+    refuses a speculative method the table does not declare (the structured step form)."""
     from ddtree_bayes.core import paths
-    from ddtree_bayes.core.methods import load_methods
+    from ddtree_bayes.core.config import load_priors
 
-    path = paths.priors_file()
-    return load_methods(path.read_text(encoding="utf-8"), str(path))
+    cfg = load_priors(paths.priors_file())
+    return cfg.methods, cfg.step_form == "structured"
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -64,7 +65,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                          " to --from-bench",
                          fix="add --from-bench FILE, or drop them")
     hardware = hardware_rows(args.hardware_file)
-    methods = _methods_table()   # bounds accept_len by what each row's configuration can emit
+    # bounds accept_len by what each row's configuration can emit; refuses what fit refuses
+    methods, declared = _methods_table()
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
         if given:
@@ -73,7 +75,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         rows = living.rows_from_file(Path(args.from_file))
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate, what=args.from_file,
-                                    methods=methods)
+                                    methods=methods, declared=declared)
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -103,7 +105,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
-                                    methods=methods)
+                                    methods=methods, declared=declared)
     else:
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
@@ -124,7 +126,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         row = living.NewRow(f"{data_path} (new row)", None, values)
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
-                                    fill_verify_tokens=True, methods=methods)
+                                    fill_verify_tokens=True, methods=methods,
+                                    declared=declared)
     if args.format == "json":
         emit_json({"file": str(result.path), "total_rows": result.total_rows,
                "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import difflib
 import fcntl
 import io
 import os
@@ -24,7 +25,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
-from ddtree_bayes.core.methods import MethodSpec
+from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
 
 #: Predictive percentiles outside [SURPRISE_LO, SURPRISE_HI] are flagged as surprises.
 SURPRISE_LO, SURPRISE_HI = 0.01, 0.99
@@ -187,7 +188,8 @@ def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
 def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[NewRow], *,
                 allow_duplicate: bool = False, fill_verify_tokens: bool = False,
                 what: str | None = None,
-                methods: Mapping[str, MethodSpec] | None = None) -> Appended:
+                methods: Mapping[str, MethodSpec] | None = None,
+                declared: bool = False) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -197,7 +199,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     :func:`~ddtree_bayes.core.data.load_measurements`, then replace the file atomically.
 
     ``methods`` (the priors' ``[methods]`` table) bounds each row's accept_len by what its
-    configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`).
+    configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`); with ``declared``
+    (the structured step form, which ``fit`` refuses them under) a speculative method it does
+    not declare is refused.
 
     Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
     the source in the summary line). Nothing is written on any error.
@@ -255,6 +259,14 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line,
                                                values.get("model"))
                 m = parse_row(item.origin, line, values, hardware, methods)
+                if declared and m.method != AR_METHOD and m.method not in (methods or {}):
+                    close = difflib.get_close_matches(m.method, list(methods or {}), n=1)
+                    raise DataError(f"method {m.method!r} is not declared in the priors' "
+                                    "[methods], so fit would refuse it", file=item.origin,
+                                    row=line, column="method",
+                                    fix=(f"did you mean {close[0]!r}? Or d" if close else "D")
+                                    + f"eclare [methods.{m.method}] in models/priors.toml "
+                                      "first")
                 if m.model not in current.models and m.model not in _card_names():
                     # a new model makes a file of several models: fine if the fit can read its
                     # card; a name without one is most likely a typo
