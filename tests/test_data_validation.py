@@ -796,3 +796,31 @@ def test_utf8_bom_from_excel_is_accepted(tmp_path, hw):
 def test_engine_and_method_must_be_lowercase_names(tmp_path, hw, column, raw):
     path = write(tmp_path, edited(r2={column: raw}))
     expect_error(path, hw, 2, column, "not a lowercase name", f"'{raw.lower()}'")
+
+
+@pytest.mark.parametrize(("column", "value", "fragment"), [
+    ("mem_bw_tb_s", "3350", "column 'mem_bw_tb_s': 3350 is above 100, more than any one GPU has "
+                            "(fix: write it in TB/s per GPU (3.35 for an H100))"),   # GB/s
+    ("dense_bf16_tflops", "989000000000000", "is above 100000"),                       # FLOPS
+    ("memory_gb", "640", None),                 # 8 x 80 GB is a node, but 640 GB fits a GPU row
+    ("hardware", "My GPU", "column 'hardware': 'My GPU' is not a lowercase name (fix: write it "
+                           "as --hardware takes it, e.g. 'my-gpu')"),
+    ("interconnect", "", "column 'interconnect': empty value"),   # was read as NVLink-class
+])
+def test_a_hardware_row_no_gpu_has_is_refused(tmp_path, column, value, fragment):
+    """A unit slip in a user's GPU row priced every step on it (a GB/s figure in the TB/s
+    column: a 1000x faster read); a name --hardware cannot take made the row unreachable; a
+    blank interconnect was silently read as NVLink-class (audit)."""
+    lines = HARDWARE.read_text().splitlines()
+    header = next(csv.reader([lines[0]]))
+    row = next(csv.reader([lines[1]]))
+    row[header.index("hardware")] = "my-gpu"
+    row[header.index(column)] = value
+    path = write(tmp_path, [lines[0], _line(row)], "hw.csv")
+    if fragment is None:
+        assert load_hardware(path)["my-gpu"][column] == value
+        return
+    with pytest.raises(DataError) as err:
+        load_hardware(path)
+    assert str(err.value).startswith(f"{path}, row 2, column '{column}': ")
+    assert fragment in str(err.value)

@@ -229,6 +229,13 @@ def read_records(path: str | Path, text: str | None = None
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
+#: Per-GPU ceilings no accelerator is near (the table's largest: 288 GB, 8 TB/s, 15,000
+#: dense FP4 TFLOPS): a value above one is a unit slip (GB/s in the TB/s column, FLOPS for
+#: TFLOPS, the node's total) and would price every step on that GPU wrongly.
+HARDWARE_CEILINGS = {"memory_gb": 4096.0, "mem_bw_tb_s": 100.0, "dense_bf16_tflops": 100_000.0,
+                     "dense_fp8_tflops": 100_000.0, "dense_fp4_tflops": 100_000.0,
+                     "dense_int8_tflops": 100_000.0}
+HARDWARE_UNITS = {"memory_gb": "GB per GPU", "mem_bw_tb_s": "TB/s per GPU (3.35 for an H100)"}
 
 
 def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:
@@ -261,6 +268,18 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
             if value is not None and value <= 0:
                 raise DataError(f"must be > 0, got {row[col]}", file=path, row=i, column=col,
                                 fix="write a positive number (leave a peak blank if unknown)")
+            if value is not None and value > HARDWARE_CEILINGS[col]:
+                raise DataError(f"{row[col]} is above {HARDWARE_CEILINGS[col]:g}, more than any "
+                                "one GPU has", file=path, row=i, column=col,
+                                fix=f"write it in {HARDWARE_UNITS.get(col, 'dense TFLOPS per GPU')}")
+        if not NAME_RE.fullmatch(name):
+            raise DataError(f"{name!r} is not a lowercase name", file=path, row=i,
+                            column="hardware", fix=f"write it as --hardware takes it, e.g. "
+                            f"{re.sub(r'[^a-z0-9._+-]+', '-', name.lower()).strip('-')!r}")
+        if not row.get("interconnect", "").strip():
+            raise DataError("empty value", file=path, row=i, column="interconnect",
+                            fix="say how the GPUs are linked (e.g. 'PCIe Gen5 x16' or 'NVLink5 "
+                                "1.8 TB/s'): a step's all-reduces depend on it")
         table[name] = row
     return table
 
