@@ -86,3 +86,32 @@ def test_compare_refuses_different_data():
         compare.compare_fits([a, b])
     with pytest.raises(QueryError, match="at least two"):
         compare.compare_fits([a])
+
+
+def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch):
+    """--model-average takes the latest converged fit of each form on the anchor's data: a
+    fit made before the priors file changed mixed the old priors into the answer (an audit
+    moved the native engine's median from 582 to 703 that way). Fits of another priors file
+    are passed over; with one form left it is refused."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.cli.predict import latest_per_form
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import store
+
+    def fit(fit_id, form, priors):
+        return NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},
+                        "priors": {"sha256": priors}, "model": {"moe_form": form,
+                                                                "step_form": "structured"}})
+
+    fits = {"1": fit("1", "roofline", "old"), "2": fit("2", "linear", "old"),
+            "3": fit("3", "roofline", "new")}
+    (tmp_path / "models" / "fits").mkdir(parents=True)
+    for name in fits:
+        (tmp_path / "models" / "fits" / f"{name}.nc").write_text("")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(store, "load_fit", lambda path: fits[path.stem])
+    assert [d.meta["fit_id"] for d in latest_per_form(fits["2"])] == ["1", "2"]
+    with pytest.raises(QueryError, match="two model forms on the data and priors of fit 3; "
+                                         "found 1"):
+        latest_per_form(fits["3"])

@@ -153,8 +153,9 @@ def crossover_lines(rows: list[dict]) -> list[str]:
 
 
 def latest_per_form(anchor, flag: str = "--model-average") -> list:
-    """The latest converged fit of each MoE form made on the same data as ``anchor``
-    (``flag``: what asked for them, named in the error)."""
+    """The latest converged fit of each MoE form made on the same data and priors file as
+    ``anchor`` (``flag``: what asked for them, named in the error): a fit made before the
+    priors changed would mix the old priors into the answer."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
 
@@ -165,11 +166,12 @@ def latest_per_form(anchor, flag: str = "--model-average") -> list:
             d = store.load_fit(path)
         except DDTreeBayesError:
             continue
-        if d.meta["converged"] and d.meta["data"]["sha256"] == anchor.meta["data"]["sha256"]:
+        if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
+                                       for k in ("data", "priors")):
             best[form_label(d.meta)] = d  # sorted by id = by time: the last wins
     if len(best) < 2:
-        raise QueryError(f"{flag} needs converged fits of two model forms on the data of fit "
-                         f"{anchor.meta['fit_id']}; found {len(best)}",
+        raise QueryError(f"{flag} needs converged fits of two model forms on the data and "
+                         f"priors of fit {anchor.meta['fit_id']}; found {len(best)}",
                          fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`"
                              + (", or name the fits with --fits A,B" if flag != "--model-average"
                                 else ""))
