@@ -442,6 +442,17 @@ def test_candidates_file(tmp_path):
     path.write_text("hardware,engine\nb300,sglang\n")
     with pytest.raises(DataError, match="column 'gpus'"):
         D.read_candidates(draws, path)
+    # an engine typo is named as predict names it (it was ranked as a new engine, silently);
+    # gpus 0 divided by zero; --strict makes the typo an error
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglnag,ddtree,16,64,11,\n")
+    notes: list[str] = []
+    D.read_candidates(draws, path, warnings=notes)
+    assert len(notes) == 1 and notes[0].startswith(f"{path}, row 2: ") and "sglnag" in notes[0]
+    with pytest.raises(QueryError, match="sglnag"):
+        D.read_candidates(draws, path, strict=True)
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,0,sglang,ddtree,16,64,11,\n")
+    with pytest.raises(DataError, match="row 2, column 'gpus': gpus must be >= 1, got 0"):
+        D.read_candidates(draws, path)
 
 
 # ------------------------------------------------------------------ CLI on a real fit

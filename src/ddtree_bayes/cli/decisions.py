@@ -181,8 +181,12 @@ def cmd_next(args: argparse.Namespace) -> int:
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
     for warning in query.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
-    candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model)
+    notes: list[str] = []
+    candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model,
+                                    strict=args.strict, warnings=notes)
                   if args.candidates else None)
+    for warning in notes:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
     if query.note is not None:

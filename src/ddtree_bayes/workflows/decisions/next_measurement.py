@@ -250,10 +250,15 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     return value
 
 
-def read_candidates(draws: Fit, path: str | Path, model: str | None = None) -> list[Candidate]:
+def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
+                    strict: bool = False, warnings: list[str] | None = None) -> list[Candidate]:
     """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
     accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)
-    and, optionally, model (blank or absent: ``model``, the query's)."""
+    and, optionally, model (blank or absent: ``model``, the query's). An engine or method the
+    fit never measured nor declares is named in ``warnings`` as predict names it (an error
+    with ``strict``): a typo would otherwise be ranked as a new engine."""
+    from ddtree_bayes.engine.question import Flags, check_names
+
     path = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -278,6 +283,18 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None) -> l
                                for c in ("gpus", "block", "budget"))
         accept = _csv_number(path, i, rec, "accept_len")
         ctx = _csv_number(path, i, rec, "context_tokens")
+        for column, value in (("gpus", gpus), ("block", block), ("budget", budget)):
+            if value is not None and value < 1:
+                raise DataError(f"{column} must be >= 1, got {value:g}", file=path, row=i,
+                                column=column, fix="write a positive whole number (or blank)")
+        if ctx is not None and ctx < 0:
+            raise DataError(f"context_tokens must be >= 0, got {ctx:g}", file=path, row=i,
+                            column="context_tokens", fix="write the context length in tokens")
+        found = check_names(draws, Flags(engines=(rec["engine"].strip(),),
+                                         method=rec["method"].strip()),
+                            strict=strict, prefix=f"{path}, row {i}: ")
+        if warnings is not None:
+            warnings.extend(found)
         try:
             sc = P.resolve_scenario(draws, hardware=rec["hardware"].strip(),
                                     gpus=None if gpus is None else int(gpus),
