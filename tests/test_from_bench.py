@@ -156,6 +156,23 @@ def test_a_vllm_append_result_sweep_imports_each_concurrency(work, tmp_path):
     assert "concurrency" not in (work / "data" / "measurements.csv").read_text().split("\n")[0]
 
 
+def test_a_block_the_file_contradicts_is_refused(work, tmp_path):
+    """The vLLM fixture drafted 3,906 tokens in 1,302 drafts: 3 per step. `--block 5` made a
+    row at M = 6 (audit); a run whose every request failed (completed 0) was imported too."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "serve.json"
+    src.write_text(json.dumps(raw))
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
+            "eagle3"]
+    err = one_error(work, *argv, "--block", "5")
+    assert ("the file drafted 3 tokens per step (spec_decode_draft_tokens / "
+            "spec_decode_num_drafts), but --block is 5 (fix: give --block 3") in err
+    (row,), _ = imported_rows(Path(shutil.copytree(work, tmp_path / "ok")), *argv, "--block", "3")
+    assert row["verify_tokens"] == 4
+    src.write_text(json.dumps(dict(raw, completed=0)))
+    assert "completed 0: no request finished" in one_error(work, *argv, "--block", "3")
+
+
 def test_a_forced_format_that_is_not_the_files_is_refused(work, tmp_path):
     """An SGLang EAGLE-3 record forced as vLLM's: it used to land as an `ar` row."""
     src = first_line(BENCH / "sglang_serving.jsonl", tmp_path / "eagle.jsonl")

@@ -159,7 +159,11 @@ CONCURRENT_FORMATS = frozenset({"vllm-serve", "sglang-serving"})
 
 
 def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
-    """(total decode tok/s of the record's C streams, C, how): C x 1000 / TPOT."""
+    """(total decode tok/s of the record's C streams, C, how): C x 1000 / TPOT. A run where
+    no request completed measured nothing."""
+    if rec.integer("completed", required=False) == 0:
+        raise rec.error("completed 0: no request finished, so its TPOT measures nothing",
+                        key="completed", fix="look at the server log and rerun the benchmark")
     per_stream, key = _tpot_tok_s(rec)
     streams = _streams(rec.fmt, rec) or 1
     how = (f"1000/{key}" if streams == 1 else
@@ -176,7 +180,19 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
-                       index=rec.index, setup=setup)
+                       index=rec.index, setup=setup, draft_tokens=_drafted_per_step(rec))
+
+
+def _drafted_per_step(rec: BenchRow) -> int | None:
+    """Tokens drafted per speculative step, as vLLM's serve result records them
+    (``spec_decode_draft_tokens / spec_decode_num_drafts``, a whole number for a fixed
+    depth), else None."""
+    drafts = rec.number("spec_decode_num_drafts", required=False)
+    tokens = rec.number("spec_decode_draft_tokens", required=False)
+    if not drafts or tokens is None or not math.isfinite(tokens) or drafts <= 0:
+        return None
+    per = tokens / drafts
+    return int(round(per)) if abs(per - round(per)) < 1e-9 and per >= 1 else None
 
 
 def _sglang_serving(rec: BenchRow) -> BenchRecord:

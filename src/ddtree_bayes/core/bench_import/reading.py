@@ -61,6 +61,8 @@ class BenchRecord:
     #: the run's settings that change tok/s but have no column in the data (llama-bench
     #: ``n_gpu_layers``, ``flash_attn``, ...; SGLang ``run_name``): (key, value) pairs
     setup: tuple[tuple[str, str], ...] = ()
+    #: tokens drafted per speculative step the file records (vLLM serve), if any
+    draft_tokens: int | None = None
 
 
 @dataclass(frozen=True)

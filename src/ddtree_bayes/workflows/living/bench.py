@@ -216,6 +216,14 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             raise DataError(f"the file records acceptance length {rec.accept_len:g}; --accept "
                             f"{accept} would contradict it", file=origin,
                             fix="drop --accept (the file's value is used)")
+        given = config.get("budget") or config.get("block")   # a chain drafts its block
+        if rec.draft_tokens is not None and given and int(given) != rec.draft_tokens:
+            flag = "--budget" if config.get("budget") else "--block"
+            raise DataError(f"the file drafted {rec.draft_tokens} tokens per step "
+                            f"(spec_decode_draft_tokens / spec_decode_num_drafts), but {flag} "
+                            f"is {given}", file=origin,
+                            fix=f"give {flag} {rec.draft_tokens}, the run's "
+                                "num_speculative_tokens")
         if method == AR_METHOD:
             accept_len = accept if accept is not None else "1"
         elif rec.accept_len is not None:
