@@ -824,3 +824,13 @@ def test_a_hardware_row_no_gpu_has_is_refused(tmp_path, column, value, fragment)
         load_hardware(path)
     assert str(err.value).startswith(f"{path}, row 2, column '{column}': ")
     assert fragment in str(err.value)
+
+
+def test_an_autoregressive_row_with_a_drafter_shape_or_a_huge_gpu_count_is_refused(tmp_path, hw):
+    """An `ar` row with a block (a speculative run mislabelled, or a stale cell) and 100,000
+    GPUs (predict takes at most 1024) were accepted (audit)."""
+    expect_error(write(tmp_path, edited(r2={"block": "16"})), hw, 2, "block",
+                 "an autoregressive row drafts nothing: block and budget are blank")
+    expect_error(write(tmp_path, edited(r4={"budget": "8"})), hw, 4, "budget")
+    expect_error(write(tmp_path, edited(r2={"gpus": "100000"})), hw, 2, "gpus",
+                 "100000 GPUs in one system is more than 1024")

@@ -226,6 +226,8 @@ def read_records(path: str | Path, text: str | None = None
     return read_csv_file(str(path), text)
 
 
+#: The most GPUs one measured system can have (as --gpus takes them).
+MAX_GPUS = 1024
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
@@ -399,6 +401,14 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     elif method == AR_METHOD and verify != 1:
         raise DataError(f"autoregressive rows verify 1 token, got {verify:g}", file=path, row=row,
                         column="verify_tokens", fix="set verify_tokens to 1 or fix the method")
+    if method == AR_METHOD and (block is not None or budget is not None):
+        raise DataError("an autoregressive row drafts nothing: block and budget are blank",
+                        file=path, row=row, column="block" if block is not None else "budget",
+                        fix="clear them, or give the speculative method the run used")
+    if num["gpus"] is not None and num["gpus"] > MAX_GPUS:
+        raise DataError(f"{values['gpus']} GPUs in one system is more than {MAX_GPUS}",
+                        file=path, row=row, column="gpus",
+                        fix="write the GPUs of the system that ran the model (e.g. 8)")
     accept = num["accept_len"]
     if accept is None and (method == AR_METHOD or verify == 1):
         accept = 1.0   # one token verified per step emits one: nothing to infer
