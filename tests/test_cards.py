@@ -386,6 +386,26 @@ def test_a_second_drafter_for_one_target_and_method_is_refused(tmp_path):
     assert err.count("\n") == 1 and "a second drafter card for 'llama-3.1-8b-instruct' eagle3" in err
     assert (tmp_path / "data" / "drafters.csv").read_text() == before
 
+
+@pytest.mark.parametrize(("edit", "fragment"), [
+    ({"num_attention_heads": 0}, "'num_attention_heads' is 0: a model's sizes are at least 1"),
+    ({"num_experts": 0}, "'num_experts' is 0"),
+    ({"num_key_value_heads": 64}, "64 key/value heads but 32 query heads"),
+    ({"vocab_size": 10**12}, "'vocab_size' is 1e+12, more than any model's vocabulary"),
+])
+def test_a_config_no_model_has_is_refused(tmp_path, edit, fragment):
+    """Zero sizes raised ZeroDivisionError (internal error, exit 1); more key/value heads than
+    query heads and a 1e12 vocabulary (8.2 trillion parameters) wrote a card (audit)."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    assert cfg["num_attention_heads"] == 32
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg, **edit}))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder), "--name", "bad")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert f"{folder / 'config.json'}: {fragment}" in err
+    assert not (tmp_path / "data" / "models.csv").exists()
+
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
     code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")
     assert code == 0, err

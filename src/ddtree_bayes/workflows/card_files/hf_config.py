@@ -42,7 +42,50 @@ def read_config(path: str | Path) -> tuple[dict, Path]:
                          fix="pass the model's config.json as downloaded") from None
     if not isinstance(cfg, dict):
         raise InputError("not a JSON object", file=str(path), fix="pass the model's config.json")
+    check_sizes(cfg, str(path))
     return cfg, path
+
+
+#: Config sizes a model cannot have at 0 (a division by them, or a model of nothing).
+POSITIVE_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "intermediate_size",
+                 "vocab_size", "head_dim", "num_key_value_heads", "moe_intermediate_size",
+                 "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
+                 "decoder_sparse_step", "full_attention_interval", "moe_layer_freq",
+                 "draft_vocab_size", "target_hidden_size")
+#: Above this many parameters in one embedding or head the config is not a model's
+#: (vocab_size 1e12 made a card of 8.2 trillion parameters).
+MAX_VOCAB = 10_000_000
+
+
+def check_sizes(cfg: dict, where: str) -> None:
+    """Refuse sizes no model has, in the config or its ``text_config``: a size of 0 (it
+    divided by zero or made an empty model: an internal error before), more key/value heads
+    than query heads, a vocabulary above :data:`MAX_VOCAB`.
+
+    >>> try:
+    ...     check_sizes({"num_attention_heads": 0}, "c.json")
+    ... except InputError as err:
+    ...     print(err)
+    c.json: 'num_attention_heads' is 0: a model's sizes are at least 1 (fix: pass the model's own config.json)
+    """
+    for part in (cfg, cfg.get("text_config")):
+        if not isinstance(part, dict):
+            continue
+        for key in POSITIVE_KEYS:
+            value = part.get(key)
+            if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+                raise InputError(f"{key!r} is {value}: a model's sizes are at least 1",
+                                 file=where, fix="pass the model's own config.json")
+        heads, kv = part.get("num_attention_heads"), part.get("num_key_value_heads")
+        if isinstance(heads, int) and isinstance(kv, int) and kv > heads:
+            raise InputError(f"{kv} key/value heads but {heads} query heads (each key/value "
+                             "head serves one or more query heads)", file=where,
+                             fix="pass the model's own config.json")
+        for key in ("vocab_size", "draft_vocab_size"):
+            value = part.get(key)
+            if isinstance(value, int | float) and value > MAX_VOCAB:
+                raise InputError(f"{key!r} is {value:g}, more than any model's vocabulary",
+                                 file=where, fix="pass the model's own config.json")
 
 
 def text_config(cfg: dict) -> dict:
