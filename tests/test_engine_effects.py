@@ -203,6 +203,53 @@ def test_an_unmeasured_group_takes_its_engines_effect_and_its_roofline():
     assert logs == pytest.approx(expected)
 
 
+def test_a_drafter_not_measured_costs_its_roofline_at_the_groups_multiple(tmp_path,
+                                                                        monkeypatch):
+    """`predict --drafter NAME`: the measured group b300x8/sglang/ddtree priced Kimi K2.6's
+    generic block drafter (5 target layers + a head: roofline r0); a card of another drafter
+    (roofline r1) makes its one DDTree pass cost r1 / r0 times the measured pass (the engine's
+    per-pass multiple of the roofline stays), the rest of SPEC unchanged: SPEC changes by
+    step_ar x spec_pass_ratio x (r1 / r0 - 1) = 8 ms x 0.1 x (r1 / r0 - 1). An AR question, a
+    drafter of another target or method, an unknown name and --drafter without --accept are
+    refused."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.scenario import with_drafter
+    from ddtree_bayes.engine.structure import pass_roofline
+
+    draws = structured_engine_fit()
+    monkeypatch.chdir(tmp_path)
+    own_drafters(tmp_path, KIMI_DDTREE)
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    assert sc.measured
+    mine = with_drafter(draws, sc, "my-kimi-ddtree")
+    r0, r1 = pass_roofline(draws, sc)[0], pass_roofline(draws, mine)[0]
+    # the fit's stored constants (PassRoofline(): bandwidth efficiency 0.63), 8 x 8 TB/s
+    assert r1 == pytest.approx(3 * 2 / 64 / 0.63 + 6 * (0.03 + 0.05), rel=1e-12)  # 0.629 ms
+    assert r0 == pytest.approx(6 * 32.0 / 61 * 0.5 / 64 / 0.63 + 6 * 0.08, rel=1e-12)
+    base, _ = P.step_components(draws, sc, np.random.default_rng(0), anchor=False)
+    other, how = P.step_components(draws, mine, np.random.default_rng(0), anchor=False)
+    assert other["spec"] - base["spec"] == pytest.approx(8.0 * 0.1 * (r1 / r0 - 1.0))
+    assert other["step"] - base["step"] == pytest.approx(other["spec"] - base["spec"])
+    assert "drafter my-kimi-ddtree: 0.629 ms per pass at its roofline against" in how
+    assert "verify 33, drafter my-kimi-ddtree" in mine.describe()
+    import argparse
+    assert Flags.of(argparse.Namespace(drafter="my-kimi-ddtree")).drafter == "my-kimi-ddtree"
+    for flags, fragment in [
+            (Flags(accept="14", engines=("sglang",), drafter="nope"), "no drafter card 'nope'"),
+            (Flags(engines=("sglang",), drafter="my-kimi-ddtree"), "measured no acceptance"),
+            (Flags(accept="1", engines=("sglang",), method="ar", drafter="my-kimi-ddtree"),
+             "an autoregressive step drafts nothing"),
+            (Flags(accept="3", engines=("sglang",), method="eagle3", block=3,
+                   drafter="my-kimi-ddtree"), "serves ddtree, not eagle3"),
+            (Flags(accept="3", engines=("sglang",), method="ddtree", block=16, budget=32,
+                   drafter="z-lab/Qwen3-8B-DFlash-b16"), "drafts for qwen3-8b, not kimi-k2.6")]:
+        with pytest.raises(QueryError, match=fragment):
+            resolve(draws, flags)
+
+
 def test_a_measured_group_extrapolates_around_its_own_mean():
     """A group measured at one tree budget: the nodes beyond it cost the group's own per-node
     ratio drawn around its mean (spec_tree_mean), not the population's."""

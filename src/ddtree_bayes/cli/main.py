@@ -80,6 +80,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--prob", type=A.PROB, default=0.9,
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
     add_scenario_arguments(p)
+    p.add_argument("--drafter", metavar="NAME",
+                   help="a drafter card's name (data/drafters.csv or built in) for a drafter "
+                        "you have not measured: its passes cost its roofline times the "
+                        "per-pass multiple the engine showed with the measured drafter; give "
+                        "--accept (its acceptance is not measured)")
     p.add_argument("--concurrency", type=A.int_list(1, 4096, "give stream counts, e.g. "
                                                     "--concurrency 1,4,8,16"),
                    metavar="C[,C...]",

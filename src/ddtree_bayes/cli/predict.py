@@ -70,7 +70,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                + f"{first['hardware']} x{first['gpus']}, {first['method']}"
                + (f", block {first['block']}" if first["block"] is not None else "")
                + (f", budget {first['budget']}" if first["budget"] is not None else "")
-               + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}")
+               + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}"
+               + (f", drafter {first['drafter']}" if "drafter" in first else ""))
     print(f"{PROG} predict: fit {meta['fit_id']} ({draws.n_draws} draws"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
     print(sc_line)

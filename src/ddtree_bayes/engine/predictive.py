@@ -46,6 +46,7 @@ from ddtree_bayes.engine.structure import (
     draft_structure,
     fit_rows,
     measured_configs,
+    pass_roofline,
     query_log_sd,
     tied_ratio_spread,
     unmeasured_log_ratio,
@@ -277,11 +278,22 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             else:
                 ratios.append(np.exp(unmeasured_log_ratio(draws, sc, part, engine, step_ar, rng)))
         fixed, per_pass, per_node = ratios
+        pass_factor = 1.0
+        if sc.drafter is not None and measured:   # the measured multiple of another roofline
+            new, old = (pass_roofline(draws, s)[0] for s in (sc, dataclasses.replace(sc, drafter=None)))
+            pass_factor = new / old
+            per_pass = per_pass * pass_factor
+            how += (f"; drafter {sc.drafter.drafter}: {new:.3g} ms per pass at its roofline "
+                    f"against {old:.3g} ms for the drafter the fit priced, at the group's "
+                    "measured multiple")
+        elif sc.drafter is not None:
+            how += (f"; drafter {sc.drafter.drafter}: {pass_roofline(draws, sc)[0]:.3g} ms per "
+                    "pass at its roofline")
         spec = S.structured_spec_ms(step_ar, fixed, per_pass, per_node, passes, nodes, scale)
         tied = np.zeros(draws.n_draws)
         if measured:   # fewer passes than measured cannot save more than the group's SPEC
             tied = tied + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
-                                            step_ar * scale, rng)
+                                            step_ar * scale, rng, pass_factor)
             spec = np.maximum(spec + tied, 0.0)
         # spec_tied: the part of SPEC from the group's own (unmeasured) per-pass/per-node cost
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,
@@ -443,6 +455,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             row["original_hi"] = None if seed_tok is None else seed_tok * (1 + SEED_BAND)
             row["overhead_from"] = how
             row["accept_value"] = source.value
+            if sc.drafter is not None:
+                row["drafter"] = sc.drafter.drafter
             row["accept_distribution"] = dist
             if source.kind == "posterior" and dist is not None:
                 row["accept_note"] = (f"acceptance: posterior of the {dist['rows']} measured rows "

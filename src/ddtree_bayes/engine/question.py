@@ -32,6 +32,7 @@ from ddtree_bayes.engine.scenario import (
     parse_accept,
     parse_context,
     resolve_scenario,
+    with_drafter,
 )
 
 #: The flags that name a configuration, as a note names them.
@@ -55,6 +56,8 @@ class Flags:
     #: predict --concurrency: the streams decoded together, one answer per value (None: 1,
     #: and the rows say nothing about concurrency)
     concurrency: tuple[int, ...] | None = None
+    #: predict --drafter: a drafter card's name whose roofline prices the drafter passes
+    drafter: str | None = None
 
     @classmethod
     def of(cls, source: Any, **overrides: Any) -> Flags:
@@ -65,7 +68,7 @@ class Flags:
         if isinstance(engines, str):
             engines = tuple(e for e in engines.split(",") if e)
         values = {k: get(k) for k in ("model", "hardware", "gpus", "method", "block", "budget",
-                                      "verify_tokens", "context", "accept")}
+                                      "verify_tokens", "context", "accept", "drafter")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
         conc = get("concurrency")
         values["concurrency"] = (None if not conc else tuple(conc)
@@ -271,6 +274,12 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               engine=engine, method=config["method"], block=config["block"],
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
                               context_tokens=context, model=flags.model)
+        if flags.drafter is not None:
+            sc = with_drafter(fit, sc, flags.drafter, prefix)
+            if request is None and acceptance:
+                raise QueryError(prefix + f"--drafter {flags.drafter}: the fit measured no "
+                                 "acceptance of it", fix="give the acceptance you expect "
+                                 "with --accept, e.g. --accept 3:4")
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept)

@@ -19,6 +19,7 @@ from ddtree_bayes.core.data import (
     system_label,
     unknown_hardware_fix,
 )
+from ddtree_bayes.core.drafters import DrafterCard
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.methods import AcceptLimit, max_accept
 from ddtree_bayes.core.pairs import pair_label, split_label
@@ -117,6 +118,9 @@ class Scenario:
     accept_limit: AcceptLimit | None = None
     #: streams decoded together (the step verifies C x verify_tokens tokens)
     concurrency: int = 1
+    #: ``predict --drafter``: the card whose roofline prices the drafter passes (None: the
+    #: drafter the fit priced for the model and method, core/drafters.py ``drafter_for``)
+    drafter: DrafterCard | None = None
 
     @property
     def limit(self) -> AcceptLimit:
@@ -148,6 +152,8 @@ class Scenario:
         if self.budget is not None:
             parts.append(f"budget {self.budget}")
         parts.append(f"verify {self.verify_tokens}")
+        if self.drafter is not None:
+            parts.append(f"drafter {self.drafter.drafter}")
         parts.append(f"context {self.context_tokens:g}")
         if self.concurrency != 1:
             parts.append(f"concurrency {self.concurrency}")
@@ -313,6 +319,45 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
             f"parameters at {float(card['bytes_per_weight']):g} bytes) do not fit in {gpus} x "
             f"{hardware} ({memory * gpus:g} GB)",
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
+
+
+def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scenario:
+    """``sc`` asked with the drafter card ``name`` (``predict --drafter``): looked up in the
+    working directory's drafter cards over the built-in ones (core/drafters.py
+    ``drafter_table``: a card added after the fit counts), then the fit's own; it must serve
+    the scenario's method for its target model, in a fit of the structured step (whose
+    drafter passes cost a multiple of their roofline)."""
+    from ddtree_bayes.core.drafters import drafter_for, drafter_table
+    from ddtree_bayes.core.paths import own_data_file
+
+    model = draws.meta["model"]
+    if sc.method == AR_METHOD:
+        raise QueryError(prefix + "--drafter: an autoregressive step drafts nothing",
+                         fix="drop --drafter, or ask a speculative --method")
+    if model.get("step_form") != "structured":
+        raise QueryError(prefix + "--drafter needs a fit of the structured step (its drafter "
+                         "passes are priced from their roofline)",
+                         fix="refit with --step-form structured")
+    stored = tuple(DrafterCard(**{**d, "methods": tuple(d["methods"])})
+                   for d in model.get("drafter_cards", ()))
+    cards = {c.drafter: c for c in stored}
+    cards |= {c.drafter: c for c in drafter_table(own_data_file("drafters.csv"))}
+    card = cards.get(name)
+    target = sc.model or model["card"]["model"]
+    if card is None:
+        fits = sorted(c.drafter for c in cards.values()
+                      if sc.method in c.methods and drafter_for((c,), target, sc.method))
+        raise QueryError(prefix + f"no drafter card {name!r}",
+                         fix=(f"use one of {', '.join(fits)}, or a" if fits else "a")
+                         + f"dd its card (`ddtree-bayes card add --hf-config CONFIG --target "
+                           f"{target}`)")
+    if sc.method not in card.methods:
+        raise QueryError(prefix + f"drafter {name!r} serves {', '.join(card.methods)}, not "
+                         f"{sc.method}", fix="give the --method it drafts for")
+    if drafter_for((card,), target, sc.method) is None:
+        raise QueryError(prefix + f"drafter {name!r} drafts for {card.target_model}, not "
+                         f"{target}", fix="use a drafter trained for the target model")
+    return dataclasses.replace(sc, drafter=card)
 
 
 def row_scenario(draws: Fit, m) -> Scenario:

@@ -152,7 +152,7 @@ def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
 
 
 def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
-                      rng: np.random.Generator):
+                      rng: np.random.Generator, pass_factor: float = 1.0):
     """Extra SPEC (ms per draw) for a measured group asked about at another number of drafter
     passes or tree nodes than the single one it was measured at.
 
@@ -161,7 +161,8 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     its own from its fixed cost. Its measured total stays as fitted; the passes (nodes) beyond
     (or short of) the measured value cost the group's own ratio, drawn around that mean
     ``exp(mean + sd z)``, so the step carries the group-to-group spread exactly where it
-    extrapolates. 0 where the group's passes (nodes) varied in the data.
+    extrapolates. 0 where the group's passes (nodes) varied in the data. ``pass_factor``
+    scales the pass part (``predict --drafter``: its roofline over the priced drafter's).
     """
     v = draws.variables
     varies = draws.meta["model"].get("group_varies")
@@ -181,7 +182,7 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
         if f"spec_{part}_mean" in v:   # (a fit of an earlier version: the population's)
             mu = v[f"spec_{part}_mean"][:, g]
         own = np.exp(mu + sd * rng.standard_normal(draws.n_draws))
-        extra = extra + (own - np.exp(mu)) * delta
+        extra = extra + (own - np.exp(mu)) * delta * (pass_factor if part == "pass" else 1.0)
     return extra * unit_ms
 
 
@@ -222,5 +223,6 @@ def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
     card = ModelCard(**(cards[sc.model] if sc.model in cards else model["card"]))
     name = sc.model or card.model
     constants = PassRoofline(**model.get("pass_roofline", {}))
-    return pass_roofline_ms(drafter_for(drafters, name, sc.method), card, sc.method,
+    drafter = sc.drafter or drafter_for(drafters, name, sc.method)
+    return pass_roofline_ms(drafter, card, sc.method,
                             fit.hardware[sc.hardware], sc.gpus, constants)
