@@ -187,6 +187,39 @@ def test_unmeasured_hardware_by_transfer_by_hand():
     assert b4["gpus"] == 4 and b4["median"] == pytest.approx(1000 / (4 * 2 ** 0.5 + 4))
 
 
+def test_transfer_scales_the_weight_read_with_the_bandwidth_itself():
+    """With a model card, the part of the measured step that reads the active weights at the
+    full bandwidth scales with the bandwidth itself, the rest as before (elasticity 0.5,
+    factor 1.5, no scatter; B300 x8 measured: MOE(1) = ATTN_BASE = 4 ms).
+
+    Kimi K2.6's card: 32 B active x 0.5 B = 16 GB over 8 x 8 TB/s = 0.25 ms of the 8 ms step.
+    On 8 x H200 (38.4 TB/s): 0.25 x 64 / 38.4 + 3.75 x (64 / 38.4) ** 0.5 + 4 ms. A dense 8B
+    model at 2 bytes reads the same 16 GB; on one RTX 5090 (1.792 TB/s, PCIe) that is 8.93 ms
+    of its answer: 0.25 x 64 / 1.792 + 3.75 x (64 / 1.792) ** 0.5 + 4 x 1.5 ms (the old
+    transfer scaled all of MOE(1) by the square root: a step faster than its read, 0.25 x
+    35.7 ** 0.5 = 1.5 ms for the weights)."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import ModelCard, load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    draws = point_mass_draws(transfer_bandwidth_elasticity=0.5, transfer_interconnect_factor=1.5,
+                             transfer_system_sd=0.0)
+    kimi = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    draws.meta["model"]["card"] = dataclasses.asdict(kimi)
+    ar = dict(method="ar", engines=["sglang"], accept="1")
+    h200 = P.predict(draws, hardware="h200", **ar)[0]
+    r = 64 / 38.4
+    assert h200["median"] == pytest.approx(1000 / (0.25 * r + 3.75 * r ** 0.5 + 4))
+    assert "reading the weights at the full bandwidth is 3% of the measured step" in \
+        h200["overhead_from"]
+    dense = ModelCard("dense-8b", 8, 8, 32, None, None, 2.0, "bf16", "s")
+    draws.meta["model"]["card"] = dataclasses.asdict(dense)
+    r = 64 / 1.792
+    g5090 = P.predict(draws, hardware="rtx-5090", gpus=1, **ar)[0]
+    assert g5090["median"] == pytest.approx(1000 / (0.25 * r + 3.75 * r ** 0.5 + 6))
+
+
 def test_unmeasured_hardware_intervals_are_wider():
     draws = point_mass_draws(n=4000, noise_sd=0.02)
     kw = dict(method="ar", engines=["sglang"], accept="1")
