@@ -81,22 +81,21 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     moe1_ref = v["moe_share"][:, r] * step_ref
     attn_ref = step_ref - moe1_ref
     read = weight_read_ms(draws, sc, (ref_hw, ref_gpus))
-    if read is None:
-        moe1, attn = moe1_ref * ratio * noise, attn_ref * factor ** steps * noise
-        read_how = ""
-    else:   # reading the weights scales with the bandwidth itself, the rest as before; the
-        # read comes out of MOE(1) first, then out of ATTN_BASE (a dense model's attention
-        # projections are weights too); no draw reads them faster than the full bandwidth
-        read_ref, full = read
-        part = np.minimum(read_ref, step_ref)
-        in_moe = np.minimum(part, moe1_ref)
-        scale = ref_bw / target_bw
-        moe1 = (in_moe * scale + (moe1_ref - in_moe) * ratio) * noise
-        attn = ((part - in_moe) * scale + (attn_ref - (part - in_moe)) * factor ** steps) * noise
-        moe1 = moe1 + np.maximum(full - (moe1 + attn), 0.0)
-        read_how = (f"; reading the weights at the full bandwidth is "
-                    f"{float(np.median(part / step_ref)):.0%} of the measured step and scales "
-                    "with the bandwidth")
+    # reading the weights at the full bandwidth (none without a card) scales with the
+    # bandwidth itself, the rest as before: the read comes out of MOE(1) first, then out of
+    # ATTN_BASE (a dense model's attention projections are weights too); no draw reads them
+    # faster than the full bandwidth
+    read_ref, full = read or (0.0, 0.0)
+    part = np.minimum(read_ref, step_ref)
+    in_moe = np.minimum(part, moe1_ref)
+    scale = ref_bw / target_bw
+    moe1 = (in_moe * scale + (moe1_ref - in_moe) * ratio) * noise
+    attn = ((part - in_moe) * scale + (attn_ref - (part - in_moe)) * factor ** steps) * noise
+    moe1 = moe1 + np.maximum(full - (moe1 + attn), 0.0)
+    read_how = "" if read is None else (
+        f"; reading the weights at the full bandwidth is "
+        f"{float(np.median(part / step_ref)):.0%} of the measured step and scales with the "
+        "bandwidth")
     form = meta["model"]["moe_form"]
     shape = target_models.pooled_shape(draws, rng)
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
