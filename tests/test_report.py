@@ -294,7 +294,11 @@ def test_decision_sections(built_report):
     assert dec["next"]["query"]["engine"] == "native"
     hw = {h["hardware"]: h for h in dec["hardware"]}
     assert set(hw) == set(load_hardware_names())
-    assert {k for k, h in hw.items() if h["measured"]} == {"b300", "rtx-pro-6000"}
+    # Kimi K2.6's card holds 500 GB of weights: 8 GPUs with less memory are refused, saying so
+    cannot = {k for k, h in hw.items() if "error" in h}
+    assert cannot and cannot == {k for k, h in hw.items() if h["memory_gb_total"] < 500}
+    assert all("do not fit in 8 x" in hw[k]["error"] for k in cannot)
+    assert {k for k, h in hw.items() if h.get("measured")} == {"b300", "rtx-pro-6000"}
 
     def rel_width(h):
         lo, med, hi = h["ar"]

@@ -70,8 +70,9 @@ def test_one_unsurprising_row_is_absorbed_by_reweighting_without_heavy_imports(r
     assert payload["reweight"]["fit_id"] == store.resolve(work / "models").stem
 
 
-def test_the_reweighted_fit_is_a_normal_artifact(reweighted):
+def test_the_reweighted_fit_is_a_normal_artifact(reweighted, monkeypatch):
     work, first, payload, _ = reweighted
+    monkeypatch.chdir(work)   # check_fit compares with the working directory's data file
     path = store.resolve(work / "models")
     after, before = store.load_fit(path), store.load_fit(first.path)
     meta = after.meta

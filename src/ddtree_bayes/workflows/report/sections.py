@@ -311,8 +311,10 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
             tree = P.predict(draws, hardware=hw, gpus=gpus, engines=[engine], method=d.method,
                              block=d.block, budget=d.budget, verify_tokens=d.verify_tokens,
                              accept=f"{d.accept:g}", seed=seed, model=model)[0]
-        except DDTreeBayesError as err:
-            rows.append({"hardware": hw, "gpus": gpus, "error": str(err)})
+        except DDTreeBayesError as err:   # e.g. GPUs that cannot hold the model's weights
+            rows.append({"hardware": hw, "gpus": gpus,
+                         "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
+                         "error": str(err)})
             continue
         rows.append({"hardware": hw, "gpus": gpus,
                      "measured": pair_label(model or "", f"{hw}x{gpus}", is_multi(draws))
