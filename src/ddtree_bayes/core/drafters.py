@@ -95,6 +95,16 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
     return tuple(out)
 
 
+def stored_cards(rows) -> tuple[DrafterCard, ...]:
+    """Drafter cards from the dicts a fit stores (``meta["model"]["drafter_cards"]``).
+
+    >>> stored_cards([{**DrafterCard("d", "m", ("mtp",), "k", 1, 1.0, 1.0, 2.0, "s").__dict__,
+    ...                "methods": ["mtp"]}])[0].methods
+    ('mtp',)
+    """
+    return tuple(DrafterCard(**{**d, "methods": tuple(d["methods"])}) for d in rows)
+
+
 def drafter_table(path: str | Path | None = None, text: str | None = None
                   ) -> tuple[DrafterCard, ...]:
     """The built-in drafter cards overlaid by a working directory's own file (``path``, e.g.

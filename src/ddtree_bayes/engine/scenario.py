@@ -327,7 +327,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     ``drafter_table``: a card added after the fit counts), then the fit's own; it must serve
     the scenario's method for its target model, in a fit of the structured step (whose
     drafter passes cost a multiple of their roofline)."""
-    from ddtree_bayes.core.drafters import drafter_for, drafter_table
+    from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
     from ddtree_bayes.core.paths import own_data_file
 
     model = draws.meta["model"]
@@ -338,9 +338,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
         raise QueryError(prefix + "--drafter needs a fit of the structured step (its drafter "
                          "passes are priced from their roofline)",
                          fix="refit with --step-form structured")
-    stored = tuple(DrafterCard(**{**d, "methods": tuple(d["methods"])})
-                   for d in model.get("drafter_cards", ()))
-    cards = {c.drafter: c for c in stored}
+    cards = {c.drafter: c for c in stored_cards(model.get("drafter_cards", ()))}
     cards |= {c.drafter: c for c in drafter_table(own_data_file("drafters.csv"))}
     card = cards.get(name)
     target = sc.model or model["card"]["model"]

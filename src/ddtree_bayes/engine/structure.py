@@ -214,11 +214,10 @@ def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar
 def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
     """The roofline of one drafter pass of the query's method, model and GPUs (ms, how),
     from the drafter cards and model cards stored in the fit (core/drafters.py)."""
-    from ddtree_bayes.core.drafters import DrafterCard, PassRoofline, drafter_for, pass_roofline_ms
+    from ddtree_bayes.core.drafters import PassRoofline, drafter_for, pass_roofline_ms, stored_cards
 
     model = fit.meta["model"]
-    drafters = tuple(DrafterCard(**{**d, "methods": tuple(d["methods"])})
-                     for d in model.get("drafter_cards", ()))
+    drafters = stored_cards(model.get("drafter_cards", ()))
     cards = model.get("model_cards") or {}
     card = ModelCard(**(cards[sc.model] if sc.model in cards else model["card"]))
     name = sc.model or card.model
