@@ -174,6 +174,25 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
     return cards
 
 
+def stored_card(model: dict, name: str | None = None) -> ModelCard | None:
+    """The card of model ``name`` in a fit's model metadata (``fit.meta["model"]``): its entry
+    among the cards a fit of several models stores, else the fit's own card; None when the
+    fit stores neither (one reader for every step that needs the card of a query's model).
+
+    >>> own = {"model": "a", "params_total_b": 8, "params_active_b": 8, "layers": 32,
+    ...        "experts": None, "experts_topk": None, "bytes_per_weight": 2.0,
+    ...        "compute_dtype": "bf16", "source": "s"}
+    >>> meta = {"card": own, "model_cards": {"b": dict(own, model="b", layers=40)}}
+    >>> stored_card(meta, "b").layers, stored_card(meta, "c").model, stored_card(meta).model
+    (40, 'a', 'a')
+    >>> stored_card({}, "b") is None
+    True
+    """
+    cards = model.get("model_cards") or {}
+    card = cards[name] if name in cards else model.get("card")
+    return ModelCard(**card) if card else None
+
+
 def _optional_int(value: float | None) -> int | None:
     return None if value is None else int(value)
 

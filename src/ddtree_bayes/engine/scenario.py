@@ -295,7 +295,9 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     or a fit without a card, is not checked.
 
     >>> from types import SimpleNamespace as NS
-    >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "bytes_per_weight": 0.5}
+    >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "params_active_b": 32.0,
+    ...         "layers": 61, "experts": 384, "experts_topk": 8, "bytes_per_weight": 0.5,
+    ...         "compute_dtype": "fp4", "source": "s"}
     >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-4090": {"memory_gb": "24"}})
     >>> try:
     ...     check_weights_fit(fit, None, "rtx-4090", 8)
@@ -304,19 +306,20 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     kimi-k2.6's weights (513 GB: 1026B parameters at 0.5 bytes) do not fit in 8 x rtx-4090 \
 (192 GB) (fix: --gpus 22 or more of them, or a GPU with more memory)
     """
-    meta = draws.meta.get("model", {})
-    card = (meta.get("model_cards") or {}).get(model or "") or meta.get("card")
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta.get("model", {}), model)
     try:
         memory = float(draws.hardware[hardware]["memory_gb"])
     except (KeyError, ValueError):
         return
     if not card or not memory > 0:
         return
-    weights = float(card["params_total_b"]) * float(card["bytes_per_weight"])   # GB
+    weights = card.params_total_b * card.bytes_per_weight   # GB
     if weights > memory * gpus:
         raise QueryError(
-            f"{card['model']}'s weights ({weights:.0f} GB: {float(card['params_total_b']):g}B "
-            f"parameters at {float(card['bytes_per_weight']):g} bytes) do not fit in {gpus} x "
+            f"{card.model}'s weights ({weights:.0f} GB: {card.params_total_b:g}B "
+            f"parameters at {card.bytes_per_weight:g} bytes) do not fit in {gpus} x "
             f"{hardware} ({memory * gpus:g} GB)",
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
 

@@ -102,10 +102,12 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
     tp_how = ""
     if form == "roofline":
-        from ddtree_bayes.core.model_cards import ModelCard
+        from ddtree_bayes.core.model_cards import stored_card
         from ddtree_bayes.engine.unmeasured import roofline_parameters
 
-        roof, tp_how = roofline_parameters(draws, ModelCard(**meta["model"]["card"]),
+        card = stored_card(meta["model"])
+        assert card is not None, "a fit of the roofline form stores its model card"
+        roof, tp_how = roofline_parameters(draws, card,
                                            table[sc.hardware], sc.gpus, moe1, rng)
         params.update(roof)
     how = (f"{sc.system} not measured: transferred from {ref} "
@@ -144,12 +146,11 @@ def weight_read_ms(draws: Fit, sc: Scenario, ref: tuple[str, int]
     >>> weight_read_ms(fit, NS(hardware="slow", gpus=1), ("ref", 1))   # 16 GB: 1, 0.5 TB/s
     (16.0, 32.0)
     """
-    from ddtree_bayes.core.model_cards import ModelCard
+    from ddtree_bayes.core.model_cards import stored_card
     from ddtree_bayes.core.pairs import pair_features
 
-    card = draws.meta["model"].get("card")
-    if not card:
+    model = stored_card(draws.meta["model"])
+    if model is None:
         return None
-    model = ModelCard(**card)
     return (pair_features(model, draws.hardware[ref[0]], ref[1]).stream_ms,
             pair_features(model, draws.hardware[sc.hardware], sc.gpus).stream_ms)
