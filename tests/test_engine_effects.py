@@ -118,18 +118,19 @@ def test_two_cards_for_one_target_and_method_are_refused(tmp_path):
 
 
 def test_pass_roofline_by_hand():
-    """The EAGLE-3 head of Llama-3.1-8B on one H100: (0.4247 + 0.1311) B parameters x 2 B
-    / 3.35 TB/s = 0.33182 ms, / 0.63 bandwidth efficiency, + 2 layers x 0.03 ms."""
+    """The EAGLE-3 head of Llama-3.1-8B on one H100: 0.4247 B parameters (its own draft head
+    of 0.1311 B among them: it does not share the target's) x 2 B / 3.35 TB/s = 0.25355 ms,
+    / 0.63 bandwidth efficiency, + 2 layers x 0.03 ms."""
     cards = load_model_cards(bundled("models.csv"))
     drafters = load_drafter_cards(bundled("drafters.csv"))
     head = drafter_for(drafters, "llama-3.1-8b-instruct", "eagle3")
     ms, how = pass_roofline_ms(head, cards["llama-3.1-8b-instruct"], "eagle3", HW, 1)
-    assert ms == pytest.approx(0.5558 * 2 / 3.35 / 0.63 + 2 * 0.03, rel=1e-12)
-    assert how.startswith("drafter card yuhuili/EAGLE3-LLaMA3.1-Instruct-8B")
+    assert ms == pytest.approx(0.4247 * 2 / 3.35 / 0.63 + 2 * 0.03, rel=1e-12)
+    assert how.startswith("drafter card yuhuili/EAGLE3-LLaMA3.1-Instruct-8B: 0.425 B")
     # eight GPUs on an NVLink-class link: the bytes spread over 8, each layer pays an
     # all-reduce; an MTP module (inside the target) is read at the deployment's bytes per weight
     ms8, _ = pass_roofline_ms(head, cards["llama-3.1-8b-instruct"], "eagle3", HW, 8)
-    assert ms8 == pytest.approx(0.5558 * 2 / (3.35 * 8) / 0.63 + 2 * (0.03 + 0.05), rel=1e-12)
+    assert ms8 == pytest.approx(0.4247 * 2 / (3.35 * 8) / 0.63 + 2 * (0.03 + 0.05), rel=1e-12)
     mtp = drafter_for(drafters, "qwen3.8-27b-q4_k_m", "mtp")
     q4 = cards["qwen3.8-27b-q4_k_m"]
     ms_q4, _ = pass_roofline_ms(mtp, q4, "mtp", HW, 1, PassRoofline(1.0, 0.0, 0.0, 0.0))
@@ -293,3 +294,18 @@ def test_the_reports_prior_draws_cover_the_engine_effects():
         assert np.allclose(draws[f"spec_{part}_engine_z"].sum(axis=1), 0.0)
     cols = scalar_columns(draws, coords)
     assert f"spec_fixed_engine_z[{meta['engines'][0]}]" in cols
+
+
+def test_shares_lm_head_column(tmp_path):
+    """``shares_lm_head`` no: the drafter's own head is among its parameters (read once);
+    yes or blank: the target's head is read on top; anything else is refused by row."""
+    head = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+            "bytes_per_weight,source,shares_lm_head\n")
+    cards = load_drafter_cards("d.csv", head + "a,m,eagle3,eagle3_head,1,0.4,0.1,2,s,no\n"
+                               "b,m,mtp,mtp_module,1,0.4,0.1,2,s,yes\n"
+                               "c,m,dflash,dflash_block,1,0.4,0.1,2,s,\n")
+    assert [c.pass_params_b for c in cards] == [0.4, pytest.approx(0.5), pytest.approx(0.5)]
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("d.csv", head + "a,m,eagle3,eagle3_head,1,0.4,0.1,2,s,maybe\n")
+    assert "d.csv" in str(err.value) and "row 2" in str(err.value)
+    assert "'shares_lm_head'" in str(err.value)

@@ -2,7 +2,10 @@
 
 A drafter card says what one drafter pass streams: its own (active) parameters, the LM head it
 projects through (its own reduced-vocabulary head, or the target's, read on every pass), its
-layers and the bytes per weight it is stored in. With a GPU's bandwidth that gives a roofline
+layers and the bytes per weight it is stored in. A drafter with its own head
+(``shares_lm_head`` no: EAGLE-3 heads, separate draft models) counts that head among its own
+parameters, as its checkpoint does; one that projects through the target's head (yes, the
+default) reads ``lm_head_params_b`` on top of them. With a GPU's bandwidth that gives a roofline
 prior for the per-pass cost of the structured step on any GPU:
 
     pass_roofline_ms = (drafter + LM head) bytes / (bandwidth x GPUs) / bw_eff
@@ -49,6 +52,22 @@ class DrafterCard:
     lm_head_params_b: float
     bytes_per_weight: float
     source: str
+    #: False: the drafter's own head, already among ``params_active_b`` (its checkpoint's
+    #: count); True: the target's head, read on top of them on every pass
+    shares_lm_head: bool = True
+
+    @property
+    def pass_params_b(self) -> float:
+        """Parameters one pass reads (billions): its own, plus the target's LM head when it
+        projects through it (its own head is among its own parameters).
+
+        >>> DrafterCard("e3", "m", ("eagle3",), "eagle3_head", 1, 0.42, 0.13, 2, "s",
+        ...             shares_lm_head=False).pass_params_b
+        0.42
+        >>> DrafterCard("mtp", "m", ("mtp",), "mtp_module", 1, 0.42, 1.27, 2, "s").pass_params_b
+        1.69
+        """
+        return self.params_active_b + (self.lm_head_params_b if self.shares_lm_head else 0.0)
 
 
 def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[DrafterCard, ...]:
@@ -82,7 +101,8 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
                                                  "lm_head_params_b", "bytes_per_weight"))
         card = DrafterCard(cell["drafter"], cell["target_model"],
                            tuple(m for m in cell["method"].split(";") if m), cell["kind"],
-                           int(layers), active, head, bpw, cell["source"])
+                           int(layers), active, head, bpw, cell["source"],
+                           _yes_no(path, row, cell.get("shares_lm_head", "")))
         for method in card.methods:
             other = serves.setdefault((card.target_model, method), (row, card.drafter))
             if other[0] != row:
@@ -145,6 +165,19 @@ def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool =
     return value
 
 
+def _yes_no(path: str, row: int, value: str) -> bool:
+    """``shares_lm_head``: yes/true or no/false; blank (or no such column) is yes."""
+    word = value.strip().lower()
+    if word in ("", "yes", "true"):
+        return True
+    if word in ("no", "false"):
+        return False
+    raise DataError(f"shares_lm_head must be yes or no, got {value!r}", file=path, row=row,
+                    column="shares_lm_head",
+                    fix="yes: it projects through the target's head (read on top of its own "
+                        "parameters); no: its own head, counted in params_active_b")
+
+
 def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> DrafterCard | None:
     """The card of ``model``'s drafter for ``method``: the target's own name, or the base model
     of a deployment card named ``<target>-<quantisation>`` (the longest such prefix).
@@ -195,7 +228,7 @@ def pass_roofline_ms(drafter: DrafterCard | None, model_card, method: str,
 
     bandwidth = float(hardware_row["mem_bw_tb_s"])
     if drafter is not None:
-        params = drafter.params_active_b + drafter.lm_head_params_b
+        params = drafter.pass_params_b
         bpw = (model_card.bytes_per_weight if drafter.kind in IN_TARGET_KINDS
                else drafter.bytes_per_weight)
         layers = drafter.layers
