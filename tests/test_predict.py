@@ -227,3 +227,22 @@ def test_unmeasured_hardware_intervals_are_wider():
     h200 = P.predict(draws, hardware="h200", **kw)[0]
     width = lambda r: (r["hi90"] - r["lo90"]) / r["median"]  # noqa: E731
     assert width(h200) > 3 * width(measured)
+
+
+def test_context_past_the_measured_ones_warns():
+    """The bundled point-mass fit measured contexts up to 131072 (the RTX PRO 6000 rows): up
+    to twice that is answered quietly; 8x is answered with one line saying the context cost
+    is extrapolated; the answer itself is the same either way (a warning, not a refusal)."""
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = point_mass_draws()
+    longest = max(r.context_tokens or 0.0 for r in draws.measurements.rows)
+    assert longest == 131072
+    quiet = resolve(draws, Flags(context="256k", accept="12"))
+    assert not [w for w in quiet.warnings if "--context" in w]
+    loud = resolve(draws, Flags(context="1m", accept="12"))
+    (line,) = [w for w in loud.warnings if "--context" in w]
+    assert "8x the longest context the fit measured (131072 tokens)" in line
+    row = P.predict(draws, engines=["sglang"], context="1m", accept="12")[0]
+    # the power-law context term carried to 16 units: 16 + 2 * 16 * 33**0.5, step / 0.8
+    assert row["median"] == pytest.approx(12 / ((16 + 2 * 16 * 33 ** 0.5) / 0.8) * 1000)

@@ -206,6 +206,36 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
     return tuple(warnings)
 
 
+def context_warnings(fit: Fit, context: float | None, model: str | None = None, prefix: str = ""
+                     ) -> tuple[str, ...]:
+    """A context more than twice the longest the fit measured (of ``model`` in a fit of
+    several) is answered, but its context cost is extrapolated linearly past the data (or is
+    the prior's, when the fit measured none): one line saying so.
+
+    >>> from types import SimpleNamespace as NS
+    >>> rows = [NS(model="k", context_tokens=c) for c in (None, 0.0, 131072.0)]
+    >>> fit = NS(measurements=NS(rows=rows))
+    >>> context_warnings(fit, 262144.0)
+    ()
+    >>> print(context_warnings(fit, 1048576.0)[0])
+    --context 1.04858e+06 is 8x the longest context the fit measured (131072 tokens): its \
+cost is extrapolated linearly past the measured contexts
+    """
+    if not context:
+        return ()
+    rows = [r for r in fit.measurements.rows if model is None or r.model == model]
+    longest = max((r.context_tokens or 0.0 for r in rows), default=0.0)
+    if context <= 2.0 * longest:
+        return ()
+    if longest == 0.0:
+        return (prefix + f"--context {context:g}: the fit measured no context beyond 0"
+                + (f" for {model}" if model else "") + ": its cost per context token is the "
+                "prior's (prior-driven)",)
+    return (prefix + f"--context {context:g} is {context / longest:.3g}x the longest context "
+            f"the fit measured ({longest:g} tokens): its cost is extrapolated linearly past "
+            "the measured contexts",)
+
+
 def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None
                    ) -> tuple[AcceptSource, ...]:
     """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
@@ -268,6 +298,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     note = None if asked_default is None else default_note(asked_default, flags, hint)
     request = None if flags.accept is None else parse_accept(flags.accept)
     context = parse_context(flags.context)
+    warnings += context_warnings(fit, context, flags.model, prefix)
     asked = []
     for engine in config["engines"]:
         sc = resolve_scenario(fit, hardware=config["hardware"], gpus=config["gpus"],
