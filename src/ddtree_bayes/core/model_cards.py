@@ -193,6 +193,15 @@ def stored_card(model: dict, name: str | None = None) -> ModelCard | None:
     return ModelCard(**card) if card else None
 
 
+def required_card(model: dict, name: str | None = None) -> ModelCard:
+    """:func:`stored_card` for a step that cannot be priced without it (the roofline form,
+    a drafter pass): a fit that stores none is a broken artifact, a ``KeyError``."""
+    card = stored_card(model, name)
+    if card is None:
+        raise KeyError(f"the fit stores no model card for {name or 'its model'}")
+    return card
+
+
 def _optional_int(value: float | None) -> int | None:
     return None if value is None else int(value)
 

@@ -12,7 +12,7 @@ from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
-from ddtree_bayes.core.model_cards import stored_card
+from ddtree_bayes.core.model_cards import required_card
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
 from ddtree_bayes.engine.target_models import is_multi, row_pair
@@ -22,10 +22,7 @@ from ddtree_bayes.engine.transfer import transfer_reference
 def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> float:
     """The distinct-expert ratio at M (1 for a dense model) of the fit's model card, or of
     model ``name``'s card in a fit of several models."""
-    card = stored_card(model, name)
-    if card is None:
-        raise KeyError(f"the fit stores no model card for {name or 'its model'}")
-    return float(card.distinct_ratio(verify_tokens))
+    return float(required_card(model, name).distinct_ratio(verify_tokens))
 
 
 def draft_structure(model: dict, method: str, block: int | None, budget: int | None
@@ -219,9 +216,7 @@ def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
 
     model = fit.meta["model"]
     drafters = stored_cards(model.get("drafter_cards", ()))
-    card = stored_card(model, sc.model)
-    if card is None:
-        raise KeyError(f"the fit stores no model card for {sc.model or 'its model'}")
+    card = required_card(model, sc.model)
     name = sc.model or card.model
     constants = PassRoofline(**model.get("pass_roofline", {}))
     drafter = sc.drafter or drafter_for(drafters, name, sc.method)

@@ -102,12 +102,10 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
     tp_how = ""
     if form == "roofline":
-        from ddtree_bayes.core.model_cards import stored_card
+        from ddtree_bayes.core.model_cards import required_card
         from ddtree_bayes.engine.unmeasured import roofline_parameters
 
-        card = stored_card(meta["model"])
-        assert card is not None, "a fit of the roofline form stores its model card"
-        roof, tp_how = roofline_parameters(draws, card,
+        roof, tp_how = roofline_parameters(draws, required_card(meta["model"]),
                                            table[sc.hardware], sc.gpus, moe1, rng)
         params.update(roof)
     how = (f"{sc.system} not measured: transferred from {ref} "
