@@ -151,6 +151,8 @@ def fakes():
         splits, notes = F.load_splits(files, paths.data_file("hardware.csv").read_text())
         if not splits:
             raise DataError("no split: " + "; ".join(notes), file=str(files[0]), fix="see docs")
+        if kw.get("corpus") is not None:   # the real corpus reader: refuses a bad file
+            F.with_corpus(splits, kw["corpus"], paths.data_file("hardware.csv").read_text())
         score = {**V.scores([]), "by_ratio": {}}
         return {"mode": "from-smallest", "seed": seed, "settings": {}, "seconds": 0.0,
                 "structures": {s: list(X.STRUCTURES[s]) for s in structures},
@@ -233,6 +235,7 @@ SPECS: dict[str, dict] = {
     "validate": {"--data": files("row.csv"), "--priors": files(),
                  "--group": choice("hardware", "engine", "method", "budget", "pair"),
                  "--keep-ar": FLAG, "--from-smallest": FLAG, "--sbc": INT,
+                 "--corpus": files("row.csv"),
                  "--jobs": INT, "--quiet": FLAG, "--seed": INT,
                  "--extrapolate": FLAG, "--sweeps": files("sweep.csv"),
                  "--structures": st.sampled_from(["structured", "fraction", "structured,fraction",

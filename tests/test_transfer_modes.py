@@ -188,6 +188,41 @@ def test_from_smallest_splits_by_hand(tmp_path):
     assert any(n.startswith("noar: left out (no AR row") for n in notes)
 
 
+def test_from_smallest_with_a_corpus_by_hand(tmp_path):
+    """--corpus: the corpus rows come first and always train; the rows of the sweep's own
+    (model, system) pair are dropped from it (another GPU count or model is kept); the
+    split's positions shift by the rows kept; a corpus that does not validate is refused
+    with its file, row and column."""
+    sweep = _sweep_file(tmp_path, "s", [
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,1,1,2,1.8,,200",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230"])
+    corpus = tmp_path / "corpus.csv"
+    corpus.write_text(HEADER
+                      + "llama-3.1-8b-instruct,h100,1,sglang,ar,,,1,1.0,,140,own pair,\n"
+                      + "llama-3.1-8b-instruct,h100,2,vllm,ar,,,1,1.0,,200,two gpus,\n"
+                      + "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.0,,220,own pair,\n"
+                      + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,other model,\n")
+    hw = bundled("hardware.csv").read_text()
+    (split,), _ = F.load_splits([sweep], hw)
+    assert split.trained == (0, 1) and split.predicted == (2,)
+    (both,), n = F.with_corpus([split], corpus, hw)
+    assert n == 4 and both.corpus_rows == 2
+    assert both.trained == (0, 1, 2, 3) and both.predicted == (4,) and both.n_rows == 5
+    assert both.held_out == (4,)
+    data = load_measurements("c.csv", load_hardware(bundled("hardware.csv")),
+                             text=both.data_csv)
+    assert [(m.model, m.gpus, m.tok_s) for m in data.rows] == [
+        ("llama-3.1-8b-instruct", 2, 200), ("kimi-k2.6", 8, 133),
+        ("llama-3.1-8b-instruct", 1, 141), ("llama-3.1-8b-instruct", 1, 200),
+        ("llama-3.1-8b-instruct", 1, 230)]
+    bad = tmp_path / "bad.csv"
+    bad.write_text(HEADER + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,fast,x,\n")
+    with pytest.raises(F.DataError) as err:
+        F.with_corpus([split], bad, hw)
+    assert err.value.file == str(bad) and err.value.row == 2 and err.value.column == "tok_s"
+
+
 def test_ratio_bins():
     assert [F.ratio_bin(r) for r in (1.25, 2.0, 2.01, 3.0, 3.5, 4.0, 4.3, 15.0)] == \
         ["<=2x", "<=2x", "2-3x", "2-3x", "3-4x", "3-4x", ">4x", ">4x"]
@@ -261,8 +296,10 @@ def test_flags_go_with_their_mode(tmp_path, monkeypatch, capsys):
     assert cli.main(["validate", "--keep-ar"]) == 2
     assert cli.main(["validate", "--group", "hardware", "--keep-ar"]) == 2
     assert cli.main(["validate", "--from-smallest"]) == 2
+    assert cli.main(["validate", "--extrapolate", "--corpus", "x.csv"]) == 2
     err = capsys.readouterr().err.splitlines()
-    assert len(err) == 3 and all(e.startswith("ddtree-bayes: error: ") for e in err)
+    assert len(err) == 4 and all(e.startswith("ddtree-bayes: error: ") for e in err)
+    assert "--corpus goes with --extrapolate --from-smallest" in err[3]
     assert "--keep-ar goes with --group pair" in err[0]
     assert "--from-smallest goes with --extrapolate" in err[2]
 
@@ -320,6 +357,11 @@ def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
     text = render_from_smallest(smallest)
     assert "M=3 -> 4,15" in text and "ok after remedy 1" in text
     assert "|bias| <= 5% at every ratio: worst -30.0% at >4x not met" in text
+    assert "beside the" not in text
+    smallest["corpus"] = {"file": "corpus.csv", "rows": 144}
+    jsonschema.Draft202012Validator(schema("validate")).validate(smallest)
+    assert ("beside the 144 rows of corpus.csv (less each sweep's own pairs)"
+            in render_from_smallest(smallest))
 
 
 @pytest.mark.parametrize("name", ["transfer_baseline.json", "headline_shape_baseline.json"])

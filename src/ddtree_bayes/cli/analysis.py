@@ -56,6 +56,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.from_smallest and not args.extrapolate:
         raise QueryError("--from-smallest goes with --extrapolate",
                          fix="use validate --extrapolate --from-smallest")
+    if args.corpus and not args.from_smallest:
+        raise QueryError("--corpus goes with --extrapolate --from-smallest",
+                         fix="use validate --extrapolate --from-smallest --corpus FILE")
     if args.concurrency and not args.extrapolate:
         raise QueryError("--concurrency goes with --extrapolate",
                          fix="use validate --extrapolate --concurrency")
@@ -168,7 +171,8 @@ def _validate_extrapolate(args: argparse.Namespace) -> int:
         from ddtree_bayes.workflows import from_smallest as F
 
         res = F.from_smallest(files, args.priors, structures=structures, jobs=args.jobs,
-                              seed=args.seed, progress=not args.quiet)
+                              seed=args.seed, progress=not args.quiet,
+                              corpus=Path(args.corpus) if args.corpus else None)
         emit_result(res, args.format, render_from_smallest)
         return 0
     res = X.extrapolate(files, args.priors, structures=structures, jobs=args.jobs,
@@ -352,7 +356,9 @@ def render_from_smallest(res: dict) -> str:
     structures = tuple(res["structures"])
     out = [f"from the smallest configuration: {len(res['splits'])} (sweep, method) splits x "
            f"{len(structures)} structure(s), {res['seconds']:.0f} s; fitted the sweep's AR rows "
-           "plus the method's smallest configuration, predicted every larger one"]
+           "plus the method's smallest configuration, predicted every larger one"
+           + (f", beside the {c['rows']} rows of {c['file']} (less each sweep's own pairs)"
+              if (c := res.get("corpus")) else "")]
     body = []
     for s in res["splits"]:
         for name in (*structures, "baseline"):

@@ -159,6 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --extrapolate: per sweep and method, fit AR plus the smallest "
                         "configuration only and predict every larger one; scores by "
                         "extrapolation ratio M_predicted / M_trained")
+    v.add_argument("--corpus", metavar="CSV",
+                   help="with --from-smallest: fit each sweep beside this measurement file's "
+                        "rows (e.g. data/examples/public_multi_model.csv), less those of the "
+                        "sweep's own (model, system) pairs")
     v.add_argument("--concurrency", action="store_true",
                    help="with --extrapolate: per concurrency sweep (data/public/conc/*.csv) fit "
                         "the rows at C <= --train-concurrency, predict those at "

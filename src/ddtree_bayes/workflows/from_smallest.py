@@ -12,21 +12,29 @@ rows, with its flat +-30%.
 
 A sweep without an AR row is not the headline's shape and is left out (named in ``notes``);
 so is a method measured at one configuration only.
+
+With ``corpus`` (``--corpus FILE``) each split is fitted together with that measurement file's
+rows, less those of the split's own (model, system) pairs: what a user who fits the public
+corpus beside their AR row and one configuration would get. The corpus rows are always in
+training and never scored; engines, drafter passes and compute efficiencies the corpus
+measured then inform the split through the partially pooled effects.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 import math
 import os
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
-from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows import validation as V
 from ddtree_bayes.workflows.extrapolation import STRUCTURES, sweep_inputs, usable_sweeps, with_forms
@@ -59,6 +67,7 @@ class Split:
     trained_verify: int        # M of the smallest configuration
     skipped_rows: int          # rows of the sweep without acceptance or tok/s
     n_rows: int                # rows of data_csv
+    corpus_rows: int = 0       # rows of --corpus put first in data_csv (always trained)
 
     @property
     def name(self) -> str:
@@ -115,6 +124,48 @@ def load_splits(files: list[Path], hardware_csv: str, methods=None
         splits += mine
         notes += why
     return splits, notes
+
+
+def pair_of(record: dict) -> tuple[str, str, int]:
+    """A validated CSV record's (model, hardware, gpus)."""
+    return record["model"].strip(), record["hardware"].strip(), int(float(record["gpus"]))
+
+
+def split_pairs(split: Split) -> set[tuple[str, str, int]]:
+    """The (model, hardware, gpus) pairs of a split's sweep."""
+    return {pair_of(r) for r in csv.DictReader(io.StringIO(split.data_csv))}
+
+
+def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, methods=None
+                ) -> tuple[list[Split], int]:
+    """Each split with ``corpus``'s rows put first, always in training, less the rows of the
+    split's own (model, system) pairs (so nothing of the sweep's own system leaks in); and the
+    number of corpus rows read. Raises :class:`DataError` on a corpus that does not validate."""
+    try:
+        text = corpus.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise DataError(f"cannot read: {reason}", file=str(corpus),
+                        fix="pass a measurement CSV with --corpus") from None
+    load_measurements(str(corpus), load_hardware("hardware.csv", text=hardware_csv), text=text,
+                      methods=methods)   # validates: file, row, column, fix
+    records = list(csv.DictReader(io.StringIO(text)))
+    out = []
+    for s in splits:
+        own = split_pairs(s)
+        kept = [r for r in records if pair_of(r) not in own]
+        buf = io.StringIO()
+        writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), extrasaction="ignore",
+                                restval="", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(kept)
+        writer.writerows(csv.DictReader(io.StringIO(s.data_csv)))
+        n = len(kept)
+        out.append(replace(s, data_csv=buf.getvalue(),
+                           trained=tuple(range(n)) + tuple(i + n for i in s.trained),
+                           predicted=tuple(i + n for i in s.predicted), n_rows=s.n_rows + n,
+                           corpus_rows=n))
+    return out, len(records)
 
 
 def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_csv: str,
@@ -181,7 +232,8 @@ def summarize(splits: list[Split], results: list[dict], structures: tuple[str, .
         entry = {"split": s.name, "sweep": s.sweep, "file": s.path, "method": s.method,
                  "engine": first[0]["engine"] if first else None,
                  "system": f"{first[0]['hardware']}x{first[0]['gpus']}" if first else None,
-                 "trained_rows": len(s.trained), "predicted": len(s.predicted),
+                 "trained_rows": len(s.trained) - s.corpus_rows, "corpus_rows": s.corpus_rows,
+                 "predicted": len(s.predicted),
                  "skipped_rows": s.skipped_rows, "trained_verify": s.trained_verify,
                  "predicted_verify": sorted({r["verify_tokens"] for r in first}),
                  "baseline": scored(first, baseline=True)}
@@ -206,9 +258,10 @@ def summarize(splits: list[Split], results: list[dict], structures: tuple[str, .
 def from_smallest(files: list[Path] | None = None, priors_path: str | Path | None = None, *,
                   structures: tuple[str, ...] = ("structured",), jobs: int = 1,
                   seed: int = DEFAULT_SEED, settings: SamplerSettings | None = None,
-                  workdir: Path | None = None, progress: bool = True) -> dict:
-    """``validate --extrapolate --from-smallest``: every (split, structure) fit; a JSON-ready
-    dict."""
+                  workdir: Path | None = None, progress: bool = True,
+                  corpus: Path | None = None) -> dict:
+    """``validate --extrapolate --from-smallest [--corpus FILE]``: every (split, structure)
+    fit; a JSON-ready dict."""
     files, hardware_csv, cards, priors = sweep_inputs(files, workdir, priors_path)
     splits, notes = load_splits(files, hardware_csv, priors.methods)
     if not splits:
@@ -216,15 +269,19 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                         + "; ".join(notes), file=str(files[0]),
                         fix="a sweep needs an AR row and 2+ speculative configurations of one "
                             "method with acceptance and tok/s")
+    corpus_rows = 0
+    if corpus is not None:
+        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, priors.methods)
     settings = settings or SamplerSettings()
     cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     tasks = [(s, st, priors.text, hardware_csv, cards, seed, settings, cores)
              for s in splits for st in structures]
     t0 = time.perf_counter()
     if progress:
+        beside = f", each beside {corpus}'s rows" if corpus is not None else ""
         print(f"[validate --from-smallest] {len(splits)} splits x {len(structures)} structures "
               f"= {len(tasks)} fits, {settings.chains} chains x {settings.draws_label()} draws each, "
-              f"{jobs} job(s); {sum(len(s.predicted) for s in splits)} rows predicted",
+              f"{jobs} job(s); {sum(len(s.predicted) for s in splits)} rows predicted{beside}",
               file=sys.stderr, flush=True)
         for note in notes:
             print(f"[validate --from-smallest] {note}", file=sys.stderr, flush=True)
@@ -239,6 +296,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
 
     results = V.dispatch(run_from_smallest, tasks, jobs=jobs, progress=report)
     return {"mode": "from-smallest", "seed": seed, "settings": settings.as_dict(),
+            "corpus": None if corpus is None else {"file": str(corpus), "rows": corpus_rows},
             "seconds": time.perf_counter() - t0,
             "structures": {k: list(STRUCTURES[k]) for k in structures},
             "ratio_bins": [label for _, label in RATIO_BINS],
