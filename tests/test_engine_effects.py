@@ -298,13 +298,24 @@ def test_the_reports_prior_draws_cover_the_engine_effects():
 
 def test_shares_lm_head_column(tmp_path):
     """``shares_lm_head`` no: the drafter's own head is among its parameters (read once);
-    yes or blank: the target's head is read on top; anything else is refused by row."""
+    yes: the target's head is read on top; blank: what the drafter's kind does; anything else
+    is refused by row."""
     head = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
             "bytes_per_weight,source,shares_lm_head\n")
     cards = load_drafter_cards("d.csv", head + "a,m,eagle3,eagle3_head,1,0.4,0.1,2,s,no\n"
                                "b,m,mtp,mtp_module,1,0.4,0.1,2,s,yes\n"
-                               "c,m,dflash,dflash_block,1,0.4,0.1,2,s,\n")
-    assert [c.pass_params_b for c in cards] == [0.4, pytest.approx(0.5), pytest.approx(0.5)]
+                               "c,m,dflash,dflash_block,1,0.4,0.1,2,s,\n"
+                               "d,m,eagle,eagle3_head,1,0.4,0.1,2,s,\n"
+                               "e,m,draft-model,draft_model,1,0.4,0.1,2,s,\n"
+                               "f,m,medusa,draft_model,1,0.4,0.1,2,s,YES\n")
+    # a blank reads as the kind does: an EAGLE-3 head or a draft model has its own head
+    assert [c.pass_params_b for c in cards] == [0.4, pytest.approx(0.5), pytest.approx(0.5),
+                                                0.4, 0.4, pytest.approx(0.5)]
+    # a file without the column at all: the same kind defaults
+    bare = head.replace(",shares_lm_head", "")
+    cards = load_drafter_cards("d.csv", bare + "a,m,eagle3,eagle3_head,1,0.4,0.1,2,s\n"
+                               "b,m,mtp,mtp_module,1,0.4,0.1,2,s\n")
+    assert [c.shares_lm_head for c in cards] == [False, True]
     with pytest.raises(DataError) as err:
         load_drafter_cards("d.csv", head + "a,m,eagle3,eagle3_head,1,0.4,0.1,2,s,maybe\n")
     assert "d.csv" in str(err.value) and "row 2" in str(err.value)

@@ -102,7 +102,7 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
         card = DrafterCard(cell["drafter"], cell["target_model"],
                            tuple(m for m in cell["method"].split(";") if m), cell["kind"],
                            int(layers), active, head, bpw, cell["source"],
-                           _yes_no(path, row, cell.get("shares_lm_head", "")))
+                           _yes_no(path, row, cell.get("shares_lm_head", ""), cell["kind"]))
         for method in card.methods:
             other = serves.setdefault((card.target_model, method), (row, card.drafter))
             if other[0] != row:
@@ -165,10 +165,27 @@ def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool =
     return value
 
 
-def _yes_no(path: str, row: int, value: str) -> bool:
-    """``shares_lm_head``: yes/true or no/false; blank (or no such column) is yes."""
+#: Drafter kinds that carry their own LM head: an EAGLE-3 head projects to its own draft
+#: vocabulary, a separate draft model has its own head. A blank ``shares_lm_head`` of these
+#: reads as no (the head counted once, among their parameters); of the other kinds (EAGLE-1/2
+#: heads, MTP modules, DFlash blocks, Medusa heads), which project through the target's
+#: head, as yes.
+OWN_HEAD_KINDS = frozenset({"eagle3_head", "draft_model"})
+
+
+def _yes_no(path: str, row: int, value: str, kind: str = "") -> bool:
+    """``shares_lm_head``: yes/true or no/false; blank (or no such column) is what drafters
+    of its ``kind`` do (:data:`OWN_HEAD_KINDS`: no; every other kind: yes).
+
+    >>> _yes_no("d.csv", 2, "", "eagle3_head"), _yes_no("d.csv", 2, "", "mtp_module")
+    (False, True)
+    >>> _yes_no("d.csv", 2, "Yes", "eagle3_head")
+    True
+    """
     word = value.strip().lower()
-    if word in ("", "yes", "true"):
+    if not word:
+        return kind not in OWN_HEAD_KINDS
+    if word in ("yes", "true"):
         return True
     if word in ("no", "false"):
         return False
