@@ -364,7 +364,8 @@ def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
             in render_from_smallest(smallest))
 
 
-@pytest.mark.parametrize("name", ["transfer_baseline.json", "headline_shape_baseline.json"])
+@pytest.mark.parametrize("name", ["transfer_baseline.json", "headline_shape_baseline.json",
+                                  "headline_shape_corpus.json"])
 def test_recorded_baselines_fit_the_schema_and_render(name):
     """The baselines docs/validation.md records (real runs of both modes) still pass the
     schema and render: a change of either output format shows here."""
