@@ -152,7 +152,7 @@ def fakes():
         if not splits:
             raise DataError("no split: " + "; ".join(notes), file=str(files[0]), fix="see docs")
         if kw.get("corpus") is not None:   # the real corpus reader: refuses a bad file
-            F.with_corpus(splits, kw["corpus"], paths.data_file("hardware.csv").read_text())
+            F.with_corpus(splits, kw["corpus"], paths.data_file("hardware.csv").read_text(), {})
         score = {**V.scores([]), "by_ratio": {}}
         return {"mode": "from-smallest", "seed": seed, "settings": {}, "seconds": 0.0,
                 "structures": {s: list(X.STRUCTURES[s]) for s in structures},

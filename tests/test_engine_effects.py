@@ -320,3 +320,9 @@ def test_shares_lm_head_column(tmp_path):
         load_drafter_cards("d.csv", head + "a,m,eagle3,eagle3_head,1,0.4,0.1,2,s,maybe\n")
     assert "d.csv" in str(err.value) and "row 2" in str(err.value)
     assert "'shares_lm_head'" in str(err.value)
+    # a misspelt kind would pick the other default (and the other weight width): refused
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("d.csv", head + "b,m,mtp,mtp_module,1,0.4,0.1,2,s,yes\n"
+                                           "a,m,eagle3,eagle3,1,0.4,0.1,2,s,\n")
+    assert (err.value.row, err.value.column) == (3, "kind")
+    assert "eagle3_head" in str(err.value)

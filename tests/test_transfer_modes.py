@@ -190,37 +190,57 @@ def test_from_smallest_splits_by_hand(tmp_path):
 
 def test_from_smallest_with_a_corpus_by_hand(tmp_path):
     """--corpus: the corpus rows come first and always train; the rows of the sweep's own
-    (model, system) pair are dropped from it (another GPU count or model is kept); the
-    split's positions shift by the rows kept; a corpus that does not validate is refused
-    with its file, row and column."""
+    target on its own system are dropped from it, under any deployment name of the model
+    (another GPU count or model is kept); the split's positions shift by the rows kept; the
+    corpus is read as `fit` reads a file (BOM, spaced header, blank lines, its concurrency
+    column kept)."""
     sweep = _sweep_file(tmp_path, "s", [
-        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
-        "llama-3.1-8b-instruct,h100,1,vllm,eagle,1,1,2,1.8,,200",
-        "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230"])
+        "qwen3.8-27b,rtx-5090,1,llama.cpp,ar,,,1,1.0,,60",
+        "qwen3.8-27b,rtx-5090,1,llama.cpp,mtp,1,1,2,1.8,,90",
+        "qwen3.8-27b,rtx-5090,1,llama.cpp,mtp,3,3,4,2.6,,120"])
     corpus = tmp_path / "corpus.csv"
-    corpus.write_text(HEADER
-                      + "llama-3.1-8b-instruct,h100,1,sglang,ar,,,1,1.0,,140,own pair,\n"
-                      + "llama-3.1-8b-instruct,h100,2,vllm,ar,,,1,1.0,,200,two gpus,\n"
-                      + "llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.0,,220,own pair,\n"
-                      + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,other model,\n")
+    corpus.write_text("\ufeff" + HEADER.replace(",hardware,", ", hardware ,").rstrip("\n")
+                      + ",concurrency\n"
+                      + "qwen3.8-27b-q4_k_m,rtx-5090,1,llama.cpp,ar,,,1,1.0,,61,deployment,,\n"
+                      + "qwen3.8-27b,rtx-5090,2,vllm,ar,,,1,1.0,,80,two gpus,,\n"
+                      + "\n"
+                      + "qwen3.8-27b,rtx-5090,1,vllm,mtp,2,2,3,2.0,,95,own system,,\n"
+                      + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,700,other model,,8\n",
+                      encoding="utf-8")
     hw = bundled("hardware.csv").read_text()
     (split,), _ = F.load_splits([sweep], hw)
     assert split.trained == (0, 1) and split.predicted == (2,)
-    (both,), n = F.with_corpus([split], corpus, hw)
+    (both,), n = F.with_corpus([split], corpus, hw, {})
     assert n == 4 and both.corpus_rows == 2
     assert both.trained == (0, 1, 2, 3) and both.predicted == (4,) and both.n_rows == 5
     assert both.held_out == (4,)
     data = load_measurements("c.csv", load_hardware(bundled("hardware.csv")),
                              text=both.data_csv)
-    assert [(m.model, m.gpus, m.tok_s) for m in data.rows] == [
-        ("llama-3.1-8b-instruct", 2, 200), ("kimi-k2.6", 8, 133),
-        ("llama-3.1-8b-instruct", 1, 141), ("llama-3.1-8b-instruct", 1, 200),
-        ("llama-3.1-8b-instruct", 1, 230)]
+    assert [(m.model, m.gpus, m.concurrency, m.tok_s) for m in data.rows] == [
+        ("qwen3.8-27b", 2, 1, 80), ("kimi-k2.6", 8, 8, 700), ("qwen3.8-27b", 1, 1, 60),
+        ("qwen3.8-27b", 1, 1, 90), ("qwen3.8-27b", 1, 1, 120)]
+    assert data.rows[4].accept_len == 2.6 and data.rows[4].row - both.corpus_rows == 4
+
+
+@pytest.mark.parametrize("line, row, column, words", [
+    ("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,fast,x,", 2, "tok_s", ""),
+    ("no-such-model,b300,8,sglang,ar,,,1,1.0,,133,x,", 2, "model", "no model card"),
+    # a predicted row of the split under another model's name: refused, not trained on
+    ("kimi-k2.6,rtx-5090,1,llama.cpp,mtp,3,3,4,2.6,,120,copy,", 2, None, "repeats row 4"),
+])
+def test_a_corpus_that_cannot_be_used_is_refused(tmp_path, line, row, column, words):
+    sweep = _sweep_file(tmp_path, "s", [
+        "qwen3.8-27b,rtx-5090,1,llama.cpp,ar,,,1,1.0,,60",
+        "qwen3.8-27b,rtx-5090,1,llama.cpp,mtp,1,1,2,1.8,,90",
+        "qwen3.8-27b,rtx-5090,1,llama.cpp,mtp,3,3,4,2.6,,120"])
+    hw = bundled("hardware.csv").read_text()
+    splits, _ = F.load_splits([sweep], hw)
     bad = tmp_path / "bad.csv"
-    bad.write_text(HEADER + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,fast,x,\n")
+    bad.write_text(HEADER + line + "\n")
     with pytest.raises(F.DataError) as err:
-        F.with_corpus([split], bad, hw)
-    assert err.value.file == str(bad) and err.value.row == 2 and err.value.column == "tok_s"
+        F.with_corpus(splits, bad, hw, {})
+    assert err.value.file == str(bad) and err.value.row == row and err.value.column == column
+    assert words in str(err.value)
 
 
 def test_ratio_bins():

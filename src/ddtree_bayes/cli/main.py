@@ -162,7 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--corpus", metavar="CSV",
                    help="with --from-smallest: fit each sweep beside this measurement file's "
                         "rows (e.g. data/examples/public_multi_model.csv), less those of the "
-                        "sweep's own (model, system) pairs")
+                        "sweep's own model (under any deployment name) on its own system")
     v.add_argument("--concurrency", action="store_true",
                    help="with --extrapolate: per concurrency sweep (data/public/conc/*.csv) fit "
                         "the rows at C <= --train-concurrency, predict those at "

@@ -34,6 +34,11 @@ DRAFTER_COLUMNS = ("drafter", "target_model", "method", "kind", "layers", "param
 #: Drafters stored inside the target's checkpoint (quantised with it, so a deployment card's
 #: bytes per weight applies to them); the others are separate checkpoints.
 IN_TARGET_KINDS = frozenset({"mtp_module"})
+#: The drafter kinds a card may name (data/public/README.md, "Drafter cards"): what the pass
+#: reads (``IN_TARGET_KINDS``) and whether a blank ``shares_lm_head`` is yes or no
+#: (``OWN_HEAD_KINDS``) follow from it, so a misspelt kind is refused, not read as another.
+KINDS = ("eagle_head", "eagle3_head", "mtp_module", "dflash_block", "draft_model",
+         "medusa_heads")
 #: Layers of a generic drafter, per method, when a target has no drafter card.
 GENERIC_LAYERS = {"dflash": 5, "ddtree": 5, "draft-model": 4, "pard": 4}
 GENERIC_LAYERS_DEFAULT = 1
@@ -96,6 +101,9 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
             if not cell[col]:
                 raise DataError("empty", file=path, row=row, column=col,
                                 fix=f"give the drafter's {col}")
+        if cell["kind"] not in KINDS:
+            raise DataError(f"unknown drafter kind {cell['kind']!r}", file=path, row=row,
+                            column="kind", fix="use one of " + ", ".join(KINDS))
         layers, active, head, bpw = (_number(path, row, cell, col, integer=(col == "layers"))
                                      for col in ("layers", "params_active_b",
                                                  "lm_head_params_b", "bytes_per_weight"))

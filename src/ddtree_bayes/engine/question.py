@@ -220,11 +220,17 @@ def context_warnings(fit: Fit, context: float | None, model: str | None = None, 
     >>> print(context_warnings(fit, 1048576.0)[0])
     --context 1.04858e+06 is 8x the longest context the fit measured (131072 tokens): its \
 cost is extrapolated linearly past the measured contexts
+    >>> fit.meta = {"model": {"default_context_tokens": 524288.0}}   # blank rows: 512k
+    >>> context_warnings(fit, 1048576.0)
+    ()
     """
     if not context:
         return ()
     rows = [r for r in fit.measurements.rows if model is None or r.model == model]
-    longest = max((r.context_tokens or 0.0 for r in rows), default=0.0)
+    # a blank context is the fit's default_context_tokens (the priors' [model] entry)
+    blank = float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
+    longest = max((blank if r.context_tokens is None else r.context_tokens for r in rows),
+                  default=0.0)
     if context <= 2.0 * longest:
         return ()
     if longest == 0.0:

@@ -72,6 +72,15 @@ def load_sweeps(files: list[Path], hardware_csv: str, methods=None
             for name, path, text, data, lacking, _ in found], notes
 
 
+def read_text(path: Path, fix: str) -> str:
+    """A file's UTF-8 text, or a one-line :class:`DataError` naming it (and ``fix``)."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise DataError(f"cannot read: {reason}", file=str(path), fix=fix) from None
+
+
 def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                   ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
@@ -82,13 +91,9 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     found, notes = [], []
     for path in files:
-        try:
-            with open(path, newline="", encoding="utf-8") as fh:
-                records = list(csv.DictReader(fh))
-        except (OSError, UnicodeDecodeError) as err:
-            reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-            raise DataError(f"cannot read: {reason}", file=str(path),
-                            fix="pass public sweep CSVs (data/public/*.csv) with --sweeps") from None
+        records = list(csv.DictReader(io.StringIO(
+            read_text(path, "pass public sweep CSVs (data/public/*.csv) with --sweeps"),
+            newline="")))
         missing = [c for c in ("sweep", *COLUMNS) if not records or c not in records[0]]
         if missing:
             raise DataError("not a public sweep file" + (" (no rows)" if not records else ""),

@@ -34,10 +34,16 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
-from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
+from ddtree_bayes.core.data import AR_METHOD, COLUMNS, OPTIONAL_COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows import validation as V
-from ddtree_bayes.workflows.extrapolation import STRUCTURES, sweep_inputs, usable_sweeps, with_forms
+from ddtree_bayes.workflows.extrapolation import (
+    STRUCTURES,
+    read_text,
+    sweep_inputs,
+    usable_sweeps,
+    with_forms,
+)
 
 #: Extrapolation-ratio bins (upper bound inclusive, label): M_predicted / M_trained.
 RATIO_BINS: tuple[tuple[float, str], ...] = ((2.0, "<=2x"), (3.0, "2-3x"), (4.0, "3-4x"),
@@ -126,46 +132,72 @@ def load_splits(files: list[Path], hardware_csv: str, methods=None
     return splits, notes
 
 
-def pair_of(record: dict) -> tuple[str, str, int]:
-    """A validated CSV record's (model, hardware, gpus)."""
-    return record["model"].strip(), record["hardware"].strip(), int(float(record["gpus"]))
+def same_family(a: str, b: str) -> bool:
+    """One target model under two names: equal, or a deployment card of the other
+    (``<model>-<quantisation>``: ``qwen3.8-27b-q4_k_m`` of ``qwen3.8-27b``).
+
+    >>> same_family("qwen3.8-27b", "qwen3.8-27b-q4_k_m"), same_family("qwen3.5-27b", "qwen3.8-27b")
+    (True, False)
+    """
+    return a == b or a.startswith(b + "-") or b.startswith(a + "-")
 
 
-def split_pairs(split: Split) -> set[tuple[str, str, int]]:
-    """The (model, hardware, gpus) pairs of a split's sweep."""
-    return {pair_of(r) for r in csv.DictReader(io.StringIO(split.data_csv))}
+def _measured(m) -> tuple:
+    """What a row measured: its configuration and its tok/s (a corpus row repeating a
+    predicted row of a split is that row, whatever its model is called)."""
+    return (m.hardware, m.gpus, m.engine, m.method, m.block, m.budget, m.verify_tokens,
+            m.concurrency, m.tok_s)
 
 
-def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, methods=None
-                ) -> tuple[list[Split], int]:
+def _csv_value(v) -> str:
+    return "" if v is None else repr(v) if isinstance(v, float) else str(v)
+
+
+def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dict,
+                methods=None) -> tuple[list[Split], int]:
     """Each split with ``corpus``'s rows put first, always in training, less the rows of the
-    split's own (model, system) pairs (so nothing of the sweep's own system leaks in); and the
-    number of corpus rows read. Raises :class:`DataError` on a corpus that does not validate."""
-    try:
-        text = corpus.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise DataError(f"cannot read: {reason}", file=str(corpus),
-                        fix="pass a measurement CSV with --corpus") from None
-    load_measurements(str(corpus), load_hardware("hardware.csv", text=hardware_csv), text=text,
-                      methods=methods)   # validates: file, row, column, fix
-    records = list(csv.DictReader(io.StringIO(text)))
+    split's own target on its own system (its model under any deployment name,
+    :func:`same_family`, on the same hardware and GPU count); and the number of corpus rows
+    read. Raises :class:`DataError` (file, row, column) on a corpus that does not validate,
+    that names a model without a model card, or that still holds a row a split predicts."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    text = read_text(corpus, "pass a measurement CSV with --corpus")
+    hardware = load_hardware("hardware.csv", text=hardware_csv)
+    data = load_measurements(str(corpus), hardware, text=text, methods=methods,
+                             allow_duplicates=True)   # validates: file, row, column, fix
+    known = (load_model_cards("models.csv", text=cards["models_csv"]) if cards.get("models_csv")
+             else load_model_cards(bundled("models.csv")))
+    for m in data.rows:
+        if m.model not in known:
+            raise DataError(f"no model card for {m.model!r}", file=str(corpus), row=m.row,
+                            column="model", fix="add its card (ddtree-bayes card add) or leave "
+                                                "its rows out of the corpus")
     out = []
     for s in splits:
-        own = split_pairs(s)
-        kept = [r for r in records if pair_of(r) not in own]
+        own = load_measurements(s.name, hardware, text=s.data_csv, methods=methods,
+                                allow_duplicates=True).rows
+        kept = [m for m in data.rows
+                if not any(same_family(m.model, o.model) and (m.hardware, m.gpus)
+                           == (o.hardware, o.gpus) for o in own)]
+        predicted = {_measured(own[i]): own[i].row for i in s.predicted}
+        for m in kept:
+            if _measured(m) in predicted:
+                raise DataError(f"repeats row {predicted[_measured(m)]} of {s.name}, which "
+                                "the split predicts", file=str(corpus), row=m.row,
+                                fix="leave the held-out sweeps' rows out of the corpus")
         buf = io.StringIO()
-        writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), extrasaction="ignore",
-                                restval="", lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(kept)
-        writer.writerows(csv.DictReader(io.StringIO(s.data_csv)))
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(COLUMNS + OPTIONAL_COLUMNS)
+        writer.writerows([_csv_value(getattr(m, c)) for c in COLUMNS + OPTIONAL_COLUMNS]
+                         for m in (*kept, *own))
         n = len(kept)
         out.append(replace(s, data_csv=buf.getvalue(),
                            trained=tuple(range(n)) + tuple(i + n for i in s.trained),
                            predicted=tuple(i + n for i in s.predicted), n_rows=s.n_rows + n,
                            corpus_rows=n))
-    return out, len(records)
+    return out, len(data.rows)
 
 
 def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_csv: str,
@@ -184,7 +216,8 @@ def run_from_smallest(split: Split, structure: str, priors_toml: str, hardware_c
         m = data.rows[i]
         base = baseline(m)
         ratio = m.verify_tokens / split.trained_verify
-        rows.append({"sweep": split.sweep, "structure": structure, "row": m.row,
+        rows.append({"sweep": split.sweep, "structure": structure,
+                     "row": m.row - split.corpus_rows,   # its row in the sweep's own rows
                      "hardware": m.hardware, "gpus": m.gpus, "engine": m.engine,
                      "method": m.method, "block": m.block, "budget": m.budget,
                      "verify_tokens": m.verify_tokens, "trained_verify": split.trained_verify,
@@ -271,7 +304,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                             "method with acceptance and tok/s")
     corpus_rows = 0
     if corpus is not None:
-        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, priors.methods)
+        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, cards, priors.methods)
     settings = settings or SamplerSettings()
     cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     tasks = [(s, st, priors.text, hardware_csv, cards, seed, settings, cores)
