@@ -243,6 +243,20 @@ def test_a_corpus_that_cannot_be_used_is_refused(tmp_path, line, row, column, wo
     assert words in str(err.value)
 
 
+def test_a_sweeps_concurrency_column_is_kept(tmp_path):
+    """A sweep row at C = 4 stays at C = 4 (its tok/s is the four streams' total), not one
+    stream at four times the rate."""
+    path = tmp_path / "c.csv"
+    path.write_text(SWEEP_HEADER.rstrip("\n") + ",concurrency\n"
+                    + "c,llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141,src,,,\n"
+                    + "c,llama-3.1-8b-instruct,h100,1,vllm,eagle,2,2,3,2.1,,228,src,,,4\n"
+                    + "c,llama-3.1-8b-instruct,h100,1,vllm,eagle,4,4,5,2.4,,223,src,,,\n")
+    (split,), _ = F.load_splits([path], bundled("hardware.csv").read_text())
+    data = load_measurements("c.csv", load_hardware(bundled("hardware.csv")),
+                             text=split.data_csv)
+    assert [m.concurrency for m in data.rows] == [1, 4, 1]
+
+
 def test_ratio_bins():
     assert [F.ratio_bin(r) for r in (1.25, 2.0, 2.01, 3.0, 3.5, 4.0, 4.3, 15.0)] == \
         ["<=2x", "<=2x", "2-3x", "2-3x", "3-4x", "3-4x", ">4x", ">4x"]

@@ -26,7 +26,13 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings
-from ddtree_bayes.core.data import AR_METHOD, COLUMNS, load_hardware, load_measurements
+from ddtree_bayes.core.data import (
+    AR_METHOD,
+    COLUMNS,
+    OPTIONAL_COLUMNS,
+    load_hardware,
+    load_measurements,
+)
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.core.likelihood import scatter_parts
@@ -110,8 +116,9 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
             usable = [r for r in recs if r["accept_len"].strip() and r["tok_s"].strip()
                       and r["gpus"].strip()]
             out = io.StringIO()
-            writer = csv.DictWriter(out, fieldnames=list(COLUMNS), extrasaction="ignore",
-                                    lineterminator="\n")
+            # the optional columns too: a row at C > 1 must not be read as one stream
+            writer = csv.DictWriter(out, fieldnames=[*COLUMNS, *OPTIONAL_COLUMNS], restval="",
+                                    extrasaction="ignore", lineterminator="\n")
             writer.writeheader()
             writer.writerows(usable)
             text = out.getvalue()
