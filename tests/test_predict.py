@@ -155,6 +155,33 @@ def test_same_seed_same_numbers():
     assert a[0]["lo90"] != c[0]["lo90"]
 
 
+def test_a_configuration_gets_the_same_digits_wherever_it_is_asked():
+    """The draws are keyed by what is asked, not by its place in the question: an engine
+    asked twice, an acceptance asked alone or inside a range, and concurrency 1 alone or
+    among others give the same numbers."""
+    draws = point_mass_draws(n=2000, overhead_logit_sd=0.5, noise_sd=0.03)
+    twice = P.predict(draws, accept="14", engines=["sglang", "sglang"], seed=3)
+    assert len(twice) == 2 and twice[0] == twice[1]
+    alone = by(P.predict(draws, accept="14", seed=3), "native", "14")
+    ranged = by(P.predict(draws, accept="12:16", seed=3), "native", "14")
+    assert alone == ranged
+    u1 = by(P.predict(draws, accept="12:16", engines=["sglang"], seed=3), "sglang", "U(12,16)")
+    u2 = by(P.predict(draws, accept="12:16", seed=3), "sglang", "U(12,16)")
+    assert u1 == u2
+    one = P.predict(draws, accept="14", engines=["sglang"], concurrency=[1], seed=3)
+    many = P.predict(draws, accept="14", engines=["sglang"], concurrency=[4, 1], seed=3)
+    assert one[0] == next(r for r in many if r["concurrency"] == 1)
+
+
+def test_original_estimate_only_for_its_own_question(draws):
+    """The original table is Kimi K2.6 on 8 GPUs at short context with its own drafter: at
+    another GPU count or a context it shows nothing rather than that number."""
+    assert by(P.predict(draws, accept="12"), "sglang", "12")["original"] is not None
+    for kw in ({"gpus": 4}, {"context": 131072}):
+        row = by(P.predict(draws, accept="12", **kw), "sglang", "12")
+        assert row["original"] is None and row["original_lo"] is None
+
+
 def test_check_fit_refuses_unconverged_and_flags_stale(tmp_path):
     with pytest.raises(UnconvergedError, match="--allow-unconverged"):
         P.check_fit(point_mass_draws(converged=False))

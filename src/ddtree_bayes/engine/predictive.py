@@ -145,6 +145,14 @@ def keyed_rng(seed: int, key: str) -> np.random.Generator:
     return np.random.default_rng([seed, int.from_bytes(digest[:8], "little")])
 
 
+def scenario_key(sc: Scenario) -> str:
+    """What determines a scenario's predictive draws (its acceptance aside): the key of
+    :func:`keyed_rng` for ``predict``."""
+    return repr((sc.model, sc.hardware, sc.gpus, sc.engine, sc.method, sc.block, sc.budget,
+                 sc.verify_tokens, sc.context_tokens, sc.concurrency,
+                 None if sc.drafter is None else sc.drafter.drafter))
+
+
 def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
                        rng: np.random.Generator) -> np.ndarray:
     """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
@@ -323,15 +331,23 @@ def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
 
 #: The model of the original estimates (data/seed_estimates.csv has no model column).
 SEED_MODEL = "kimi-k2.6"
+#: The original table's node: 8 GPUs (its notes), short context, the method's own drafter.
+SEED_GPUS = 8
 
 
 def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
     """The original estimator's step time for this configuration (mean of accept/tok_s over
     its 'deterministic estimate' rows, all of :data:`SEED_MODEL` unless the table has a
-    ``model`` column); tok/s at any acceptance is then accept / step."""
+    ``model`` column); tok/s at any acceptance is then accept / step. None for a question the
+    table does not answer: another GPU count (:data:`SEED_GPUS` unless the table has a
+    ``gpus`` column), a context beyond 0, or another drafter (``--drafter``)."""
+    if sc.context_tokens or sc.drafter is not None:
+        return None
     steps = []
     for row in table:
         if sc.model is not None and (row.get("model") or SEED_MODEL) != sc.model:
+            continue
+        if str(row.get("gpus") or SEED_GPUS) != str(sc.gpus):
             continue
         if (row["kind"] == "deterministic estimate" and row["hardware"] == sc.hardware
                 and row["engine"] == sc.engine and row["method"] == sc.method
@@ -419,16 +435,18 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     (``accept_kind``) and, for machines, its distribution (``accept_distribution``)."""
     probs = interval_probs(prob)
     seed_table = load_seed_table(workdir)
-    rng = np.random.default_rng(seed)
     rows = []
     streams = question.flags.concurrency
     cases = [(asked, dataclasses.replace(asked.scenario, concurrency=c))
              for asked in question.asked for c in (streams or (1,))]
     for asked, sc in cases:
+        # draws keyed by what is asked, not by its place in the question: a configuration
+        # (or an acceptance) asked twice, or in another question, gets the same digits
+        rng = keyed_rng(seed, scenario_key(sc))
         per_token, how = _per_token(fit, mixture, sc, rng)
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
-            a, dist = acceptance_draws(fit, source, rng, mixture)
+            a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
             if np.any(a < 1) or np.any(a > sc.limit.tokens) or (
                     sc.method == AR_METHOD and np.any(a != 1)):
                 raise QueryError(f"acceptance {source.label} of {sc.describe()}: "
@@ -448,7 +466,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                 row["concurrency"] = sc.concurrency
                 row["total"] = summarize(sc.concurrency * a * per_token, probs, None)
                 if sc.method != AR_METHOD and mixture is None:
-                    row["p_faster_than_ar"] = p_faster_than_ar(fit, sc, a, rng)
+                    row["p_faster_than_ar"] = p_faster_than_ar(
+                        fit, sc, a, keyed_rng(seed, f"{scenario_key(sc)} vs AR {source!r}"))
             seed_tok = None if seed_step is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
