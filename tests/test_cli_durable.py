@@ -96,3 +96,35 @@ def test_an_interrupted_save_is_cleaned_by_the_next_command(work, monkeypatch):
     assert code == 0 and "sglang  12         600       600-600       600-600" in out
     assert "note: removed models/fits/.new.nc." in err
     assert [p.name for p in fits.iterdir()] == ["20260101T000000Z-pointmss.nc"]
+
+
+def test_stdout_whose_reader_left_does_not_stop_the_command():
+    """`ddtree-bayes update | head -2`: once the reader has gone, the rest of the output goes
+    to the null device and the command carries on (its work is still saved), exit 0."""
+    import os
+
+    from ddtree_bayes.cli.main import _ReaderMayLeave
+
+    r, w = os.pipe()
+    os.close(r)   # the reader left before the first write
+    stream = os.fdopen(w, "w")
+    out = _ReaderMayLeave(stream)
+    assert out.write("a line\n" * 10000) == 70000   # (a full buffer may break it already)
+    out.flush()
+    assert out.left   # the pipe broke: what follows goes to the null device
+    assert out.write("more\n") == 5
+    out.flush()
+    stream.close()
+
+
+def test_a_closed_pipe_exits_zero_without_a_traceback(tmp_path):
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen([sys.executable, "-m", "ddtree_bayes", "hardware", "list"],
+                            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()   # `| head -0`
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0
+    assert "Traceback" not in err and "BrokenPipe" not in err

@@ -7,6 +7,7 @@ SIGTERM (nothing written).
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import sys
 
@@ -220,10 +221,59 @@ def _remove_stale_temps() -> None:
               "write (a killed fit or update); the saved fits are whole", file=sys.stderr)
 
 
+class _ReaderMayLeave(io.TextIOBase):
+    """The process's standard output, carried on after its reader leaves (``ddtree-bayes
+    update | head -2``): the rest of the output goes to the null device and the command
+    finishes its work (an update or fit is still saved), instead of stopping half-way at
+    the first write after ``head`` exits."""
+
+    def __init__(self, stream):
+        self._stream, self.left = stream, False
+
+    def _leave(self) -> None:
+        self.left = True
+        os.dup2(os.open(os.devnull, os.O_WRONLY), self._stream.fileno())
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._leave()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._leave()
+
+    def fileno(self) -> int:
+        return self._stream.fileno()
+
+    def isatty(self) -> bool:
+        return self._stream.isatty()
+
+    def writable(self) -> bool:
+        return True
+
+    @property
+    def encoding(self):  # type: ignore[override]
+        return self._stream.encoding
+
+    @property
+    def errors(self):  # type: ignore[override]
+        return self._stream.errors
+
+    def reconfigure(self, **kw) -> None:
+        self._stream.reconfigure(**kw)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one command; its exit code. SIGINT and SIGTERM stop it with exit 130 and nothing
     written (core/interrupts.py); called without ``argv`` (the console script, ``python -m``)
     it ignores both once the command is over, through the interpreter's teardown."""
+    if argv is None and sys.stdout is sys.__stdout__ and sys.stdout is not None:
+        sys.stdout = _ReaderMayLeave(sys.stdout)
     with interrupts.handled(last=argv is None) as signals:
         try:
             code = _main(argv, signals)
