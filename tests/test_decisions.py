@@ -436,6 +436,16 @@ def test_candidates_file(tmp_path):
     assert [c.describe() for c in cands] == ["b300 x8 sglang ddtree block 16 budget 64 M=65",
                                             "b300 x8 sglang ar ctx 65536"]
     assert cands[0].accept_len == 11.0 and cands[0].why == "c.csv row 2"
+    assert [c.scenario.concurrency for c in cands] == [1, 1]
+    # an optional concurrency column: the candidate is measured with that many streams
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",concurrency\n"
+                    "b300,,sglang,ddtree,16,64,11,,8\nb300,8,sglang,ar,,,1,,\n")
+    cands = D.read_candidates(draws, path)
+    assert [c.scenario.concurrency for c in cands] == [8, 1]
+    assert cands[0].describe().endswith("C=8")
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",concurrency\nb300,,sglang,ar,,,1,,0\n")
+    with pytest.raises(DataError, match="row 2, column 'concurrency'"):
+        D.read_candidates(draws, path)
     path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,,sglang,ddtree,16,64,80,\n")
     with pytest.raises(DataError, match="row 2, column 'accept_len'"):
         D.read_candidates(draws, path)

@@ -308,7 +308,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "most-measured system, in its engine); flags not given come from it")
     n.add_argument("--candidates", metavar="FILE.csv",
                    help="candidate measurements, columns hardware,gpus,engine,method,block,"
-                        "budget,accept_len,context_tokens (default: a list from the fit)")
+                        "budget,accept_len,context_tokens and optionally model, concurrency "
+                        "(default: a list from the fit)")
     n.add_argument("--k", type=A.whole(2, 10_000, "use e.g. --k 32"), default=32,
                    help="simulated results per candidate (default: %(default)s)")
     n.add_argument("--min-ess", type=A.real(0, 1e9, "use e.g. --min-ess 100"), default=100.0,

@@ -254,7 +254,8 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                     strict: bool = False, warnings: list[str] | None = None) -> list[Candidate]:
     """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
     accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)
-    and, optionally, model (blank or absent: ``model``, the query's). An engine or method the
+    and, optionally, model (blank or absent: ``model``, the query's) and concurrency (blank or
+    absent: 1; a candidate measured with C streams). An engine or method the
     fit never measured nor declares is named in ``warnings`` as predict names it (an error
     with ``strict``): a typo would otherwise be ranked as a new engine."""
     from ddtree_bayes.engine.question import Flags, check_names
@@ -279,11 +280,12 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         for column in ("hardware", "engine", "method"):
             if not (rec.get(column) or "").strip():
                 raise DataError("empty", file=path, row=i, column=column, fix=f"give the {column}")
-        gpus, block, budget = (_csv_number(path, i, rec, c, integer=True)
-                               for c in ("gpus", "block", "budget"))
+        gpus, block, budget, streams = (_csv_number(path, i, rec, c, integer=True)
+                                        for c in ("gpus", "block", "budget", "concurrency"))
         accept = _csv_number(path, i, rec, "accept_len")
         ctx = _csv_number(path, i, rec, "context_tokens")
-        for column, value in (("gpus", gpus), ("block", block), ("budget", budget)):
+        for column, value in (("gpus", gpus), ("block", block), ("budget", budget),
+                              ("concurrency", streams)):
             if value is not None and value < 1:
                 raise DataError(f"{column} must be >= 1, got {value:g}", file=path, row=i,
                                 column=column, fix="write a positive whole number (or blank)")
@@ -305,6 +307,8 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                                     model=(rec.get("model") or "").strip() or model)
         except QueryError as err:
             raise QueryError(f"{path}, row {i}: {err}") from None
+        if streams is not None:
+            sc = dataclasses.replace(sc, concurrency=int(streams))
         if accept is not None and not sc.limit.admits(accept) or (
                 sc.method == AR_METHOD and accept not in (None, 1.0)):
             raise DataError(sc.limit.refusal(f"accept_len {accept:g}") if accept >= 1 else
