@@ -204,6 +204,24 @@ def test_awq_int4_g128():
     assert round(bpw, 4) == 0.7133
 
 
+def test_string_flags_and_bit_widths_are_read_not_guessed():
+    """Some exporters write flags as strings: "false" is untied (bool("false") read it as
+    tied: 7.50 B parameters for Llama-3.1-8B instead of 8.03 B), "False" zero points are
+    none; an AWQ width of 0 bits, or a flag that is neither, is refused (it became int4)."""
+    untied = shape_from_config({**LLAMA, "tie_word_embeddings": "false"}, "x")
+    tied = shape_from_config({**LLAMA, "tie_word_embeddings": "True"}, "x")
+    assert (sum(t.params for t in untied.tensors) - sum(t.params for t in tied.tensors)
+            == 525_336_576)   # the lm_head 128256 x 4096, counted once more when untied
+    assert llama_with({"quant_method": "awq", "bits": 4, "group_size": 128,
+                       "zero_point": "False"})[0] == (32 * LINEAR_PER_LAYER * (4 + 16 / 128) / 8
+                                                      + 2 * (2 * 525_336_576 + 32 * 8_192
+                                                             + 4_096))
+    with pytest.raises(InputError, match="bits 0 is not a width"):
+        llama_with({"quant_method": "awq", "bits": 0, "group_size": 128})
+    with pytest.raises(InputError, match="'tie_word_embeddings' is 'no'"):
+        shape_from_config({**LLAMA, "tie_word_embeddings": "no"}, "x")
+
+
 def test_gptq_int4_g128_counts_g_idx():
     # GPTQ: 4 + (16 + 4)/128 bits per weight + an int32 g_idx per input channel of each linear
     total, _ = llama_with({"quant_method": "gptq", "bits": 4, "group_size": 128,

@@ -123,7 +123,22 @@ class HFConfig:
         return None if value is None else self.whole(key)
 
     def flag(self, key: str, default: bool = False) -> bool:
-        return bool(self.cfg.get(key, default))
+        return config_bool(self.cfg.get(key, default), key, self.where)
+
+
+def config_bool(value, key: str, where: str) -> bool:
+    """A config.json flag: true/false, or the strings "true"/"false" some exporters write
+    (``bool("false")`` would read as true); anything else is a one-line error.
+
+    >>> config_bool("False", "tie_word_embeddings", "c.json"), config_bool(True, "k", "c")
+    (False, True)
+    """
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise InputError(f"{key!r} is {value!r}, not true or false", file=where,
+                     fix="pass the model's own config.json")
 
 
 def shape_from_config(cfg: dict, where: str) -> ModelShape:

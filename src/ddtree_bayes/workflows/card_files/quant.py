@@ -35,6 +35,7 @@ import re
 from dataclasses import dataclass, field
 
 from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.card_files.hf_config import config_bool
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
@@ -100,7 +101,12 @@ def scheme_from_config(cfg: dict, where: str) -> Scheme:
     method = str(q.get("quant_method", "")).lower()
     skip = list(q.get("modules_to_not_convert") or [])
     if method == "awq":
-        bits, zero = int(q.get("bits") or q.get("w_bit") or 4), bool(q.get("zero_point", True))
+        given = q.get("bits", q.get("w_bit", 4))
+        if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= 16:
+            raise InputError(f"quantization_config bits {given!r} is not a width of 1-16 bits",
+                             file=where, fix="pass the checkpoint's own config.json")
+        bits: int = given
+        zero = config_bool(q.get("zero_point", True), "zero_point", where)
 
         def awq(t: Tensor) -> float:
             out, inp = t.shape[0], t.shape[-1]
@@ -157,7 +163,7 @@ def _compressed_tensors(q: dict, base: float, where: str) -> Scheme:
     w = group.get("weights") or {}
     bits = int(w.get("num_bits", 8))
     strategy = str(w.get("strategy", "tensor"))
-    symmetric = bool(w.get("symmetric", True))
+    symmetric = config_bool(w.get("symmetric", True), "symmetric", where)
     scale_bits = SCALE_BITS.get(str(w.get("scale_dtype")), 8 if strategy == "tensor_group"
                                 else int(base * 8))
     zero_bits = 0 if symmetric else bits
