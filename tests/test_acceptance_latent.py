@@ -81,7 +81,11 @@ def test_groups_key_on_model_method_block_and_verified_draft_tokens():
     assert groups[0].rows == (2, 3)
     # eagle3 block 3 has an [[acceptance]] entry; mtp has none: Uniform(1, min(2 + 1, 3))
     assert groups[0].prior.dist == "truncnormal" and groups[0].prior.params["mu"] == 1.94
-    assert "[[acceptance]] method=eagle3 block=3" in groups[0].prior_from
+    assert "[[acceptance]] model=kimi-k2.6 method=eagle3 block=3" in groups[0].prior_from
+    # the entry is Kimi K2.6's: the same configuration of another model has the default prior
+    other = load(row(model="llama-3.1-8b-instruct", hardware="h100", gpus="1"))
+    (g,), _ = AL.latent_groups(other.rows, PRIORS)
+    assert (g.prior.dist, g.prior.params) == ("uniform", {"lower": 1.0, "upper": 4.0})
     assert (groups[1].prior.dist, groups[1].prior.params) == ("uniform",
                                                               {"lower": 1.0, "upper": 3.0})
     assert groups[1].prior_from.startswith("default uniform(lower=1, upper=3)")
@@ -98,7 +102,8 @@ def test_an_acceptance_entry_wider_than_its_configuration_is_truncated_for_a_gro
     """A method-wide [[acceptance]] entry (no block) reaching past what a block-4 chain can
     emit: the group's prior stops at block + 1 = 5 and says so."""
     text = bundled("priors.toml").read_text().replace(
-        '[[acceptance]]\nmethod = "eagle3"\nblock = 3\n', '[[acceptance]]\nmethod = "eagle3"\n')
+        '[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"\nblock = 3\n',
+        '[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"\n')
     text = text.replace("lower = 1.0\nupper = 4.0", "lower = 1.0\nupper = 9.0")
     cfg = parse_priors(text, "p.toml")
     prior, where = AL.group_prior(cfg, "eagle3", 4, 4, 5)

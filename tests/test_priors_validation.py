@@ -571,7 +571,7 @@ def test_an_acceptance_entry_above_what_its_configuration_can_emit_is_refused():
 def test_a_method_wide_acceptance_entry_is_truncated_per_configuration():
     """An entry without block applies to every block: each query's draws stop at its own
     limit, and the description says so."""
-    text = TEXT.replace('[[acceptance]]\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
+    text = TEXT.replace('[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
                         '[[acceptance]]\nmethod = "ddtree"\n')
     cfg = parse_priors(text, NAME)
     wide = cfg.acceptance_for("ddtree", 4, 4)
@@ -595,3 +595,20 @@ def test_methods_depth_is_block_budget_or_absent():
         "ddtree"].depth == "block"
     expect_error(set_in_table(TEXT, "[methods.ddtree]", "depth", '"tree"'),
                  "methods.ddtree.depth", "depth must be \"block\" or \"budget\", got 'tree'")
+
+
+def test_an_acceptance_entry_of_one_model_answers_only_that_model():
+    """The bundled eagle3 block-3 entry is Kimi K2.6's (server accept rate 0.31-0.32): it
+    answers Kimi under any deployment name, or an artifact naming no model, and no other
+    model (whose query then falls to its measured acceptance or the default prior)."""
+    cfg = parse_priors(TEXT, NAME)
+    assert cfg.acceptance_for("eagle3", 3, 3, "kimi-k2.6").prior.params["mu"] == 1.94
+    assert cfg.acceptance_for("eagle3", 3, 3, "kimi-k2.6-int4") is not None
+    assert cfg.acceptance_for("eagle3", 3, 3, None) is not None
+    assert cfg.acceptance_for("eagle3", 3, 3, "llama-3.1-8b-instruct") is None
+    assert cfg.acceptance_for("ar", None, None, "llama-3.1-8b-instruct").prior.dist == "point"
+    bad = TEXT.replace('[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"',
+                       '[[acceptance]]\nmodel = 5\nmethod = "eagle3"')
+    assert bad != TEXT
+    with pytest.raises(PriorsError, match="'model' must be a model name"):
+        parse_priors(bad, NAME)

@@ -91,18 +91,19 @@ class AcceptanceGroup:
 
 
 def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: int,
-                verify_tokens: int) -> tuple[Prior, str]:
+                verify_tokens: int, model: str | None = None) -> tuple[Prior, str]:
     """(prior, where it came from) of one acceptance group: the first matching
     ``[[acceptance]]`` entry, truncated at what the configuration can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`), else :func:`default_prior`. The entry
     must be bounded below by 1 (:data:`LATENT_DISTS`)."""
     limit = max_accept(method, block, budget, priors.methods, verify_tokens)
-    entry = priors.acceptance_for(method, block, budget)
+    entry = priors.acceptance_for(method, block, budget, model)
     if entry is None:
         prior = default_prior(limit)
         return prior, f"default {describe(prior)} (no [[acceptance]] entry matches)"
     where = ("[[acceptance]] " + " ".join(f"{k}={v}" for k, v in (
-        ("method", entry.method), ("block", entry.block), ("budget", entry.budget))
+        ("model", entry.model), ("method", entry.method), ("block", entry.block),
+        ("budget", entry.budget))
         if v is not None))
     if entry.prior.dist not in LATENT_DISTS:   # (the priors file already bounds them below by 1)
         raise PriorsError(f"the acceptance prior {where} ({describe(entry.prior)}) cannot be the "
@@ -137,7 +138,7 @@ def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
     groups = []
     for m, rs in zip(firsts, members, strict=True):
         budget = m.verify_tokens - 1
-        prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens)
+        prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens, m.model)
         groups.append(AcceptanceGroup(m.model, m.method, m.block, budget, tuple(rs), prior, where))
     return tuple(groups), row_group
 

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.errors import PriorsError
 from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, parse_methods
+from ddtree_bayes.core.pairs import same_family
 
 #: Interval probabilities printed by ``predict`` (the widest is the headline interval).
 INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
@@ -219,11 +220,18 @@ class AcceptancePrior:
     budget: int | None = None
     #: the limit that truncated the file's prior (:meth:`capped`), None when it did not
     capped_by: AcceptLimit | None = None
+    #: the target model the entry was measured on (any deployment name of it matches);
+    #: None: every model. Acceptance is a property of the drafter and the target.
+    model: str | None = None
 
-    def matches(self, method: str, block: int | None, budget: int | None) -> bool:
+    def matches(self, method: str, block: int | None, budget: int | None,
+                model: str | None = None) -> bool:
+        """Does the entry answer this configuration? An entry of one ``model`` answers only
+        that model (``model`` None, an artifact that names none: any)."""
         return ((self.method is None or self.method == method)
                 and (self.block is None or self.block == block)
-                and (self.budget is None or self.budget == budget))
+                and (self.budget is None or self.budget == budget)
+                and (self.model is None or model is None or same_family(self.model, model)))
 
     def describe(self) -> str:
         p = self.prior
@@ -280,11 +288,11 @@ class PriorsConfig:
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
-    def acceptance_for(self, method: str, block: int | None,
-                       budget: int | None) -> AcceptancePrior | None:
-        """First acceptance prior matching the query, or None."""
+    def acceptance_for(self, method: str, block: int | None, budget: int | None,
+                       model: str | None = None) -> AcceptancePrior | None:
+        """First acceptance prior matching the query (of ``model``), or None."""
         for entry in self.acceptance:
-            if entry.matches(method, block, budget):
+            if entry.matches(method, block, budget, model):
                 return entry
         return None
 
@@ -431,7 +439,13 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
                 raise PriorsError(f"'{key}' must be a positive integer", file=path,
                                   column=f"acceptance[{i}].{key}", fix=f"set {key} = <integer>")
             keys[key] = spec.get(key)
-        acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys))
+        target = spec.get("model")
+        if target is not None and (not isinstance(target, str) or not target.strip()):
+            raise PriorsError("'model' must be a model name", file=path,
+                              column=f"acceptance[{i}].model",
+                              fix='set model = "<target model>" or leave it out (every model)')
+        acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys,
+                                          model=None if target is None else target.strip()))
 
     transfer = {name: parse_prior(path, name, spec, where="transfer")
                 for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}

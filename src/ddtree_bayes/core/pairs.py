@@ -161,3 +161,13 @@ def target_models_meta(data) -> dict:
     if not data.multi_model:
         return {"target_model": data.model}
     return {"target_model": None, "target_models": list(data.models)}
+
+
+def same_family(a: str, b: str) -> bool:
+    """One target model under two names: equal, or a deployment card of the other
+    (``<model>-<quantisation>``: ``qwen3.8-27b-q4_k_m`` of ``qwen3.8-27b``).
+
+    >>> same_family("qwen3.8-27b", "qwen3.8-27b-q4_k_m"), same_family("qwen3.5-27b", "qwen3.8-27b")
+    (True, False)
+    """
+    return a == b or a.startswith(b + "-") or b.startswith(a + "-")

@@ -402,7 +402,7 @@ def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | No
     """The priors file's acceptance prior of a query's configuration (the first matching
     ``[[acceptance]]`` entry, as :class:`~ddtree_bayes.core.config.AcceptancePrior`),
     truncated at what a step can emit (``sc.limit``), or None when no entry matches."""
-    entry = priors.acceptance_for(sc.method, sc.block, sc.budget)
+    entry = priors.acceptance_for(sc.method, sc.block, sc.budget, sc.model)
     return None if entry is None else entry.capped(sc.limit)
 
 
@@ -423,7 +423,7 @@ def latent_acceptance(draws: Fit, model: str | None, method: str, block: int | N
     from ddtree_bayes.core.sampling import prior_sample
 
     priors = draws.priors
-    prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens)
+    prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens, model)
     return prior_sample(prior, draws.n_draws, rng), None
 
 

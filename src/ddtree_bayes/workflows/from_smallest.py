@@ -36,6 +36,7 @@ import numpy as np
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import AR_METHOD, COLUMNS, OPTIONAL_COLUMNS, load_hardware, load_measurements
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.pairs import same_family
 from ddtree_bayes.workflows import validation as V
 from ddtree_bayes.workflows.extrapolation import (
     STRUCTURES,
@@ -130,16 +131,6 @@ def load_splits(files: list[Path], hardware_csv: str, methods=None
         splits += mine
         notes += why
     return splits, notes
-
-
-def same_family(a: str, b: str) -> bool:
-    """One target model under two names: equal, or a deployment card of the other
-    (``<model>-<quantisation>``: ``qwen3.8-27b-q4_k_m`` of ``qwen3.8-27b``).
-
-    >>> same_family("qwen3.8-27b", "qwen3.8-27b-q4_k_m"), same_family("qwen3.5-27b", "qwen3.8-27b")
-    (True, False)
-    """
-    return a == b or a.startswith(b + "-") or b.startswith(a + "-")
 
 
 def _measured(m) -> tuple:
