@@ -201,8 +201,9 @@ def test_prior_draws_stop_at_the_limit_and_say_so():
     from ddtree_bayes.engine.testing import point_mass_draws
 
     draws = point_mass_draws(n=4000)
-    text = draws.priors_toml.replace('[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
-                                     '[[acceptance]]\nmethod = "ddtree"\n')
+    text = draws.priors_toml.replace(
+        '[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
+        '[[acceptance]]\nmethod = "ddtree"\n')
     assert text != draws.priors_toml
     draws = draws.view(priors_toml=text)
     rows = P.predict(draws, hardware="b300", method="ddtree", block=4, budget=4,

@@ -207,3 +207,24 @@ def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
                              "--out", "sim.csv"))
     assert "design.csv, row 2" in err and fragment in err
     assert not (work / "sim.csv").exists()
+
+
+def test_latest_names_the_latest_fit_and_a_fit_compared_with_itself_is_refused(tmp_path):
+    """`--fit latest` is the latest fit, as `history` marks it (every command resolves fit
+    ids through store.resolve); `compare --fits A,A` compared a fit with itself (exit 0,
+    weight 1.00): refused with the id named."""
+    import argparse
+
+    from ddtree_bayes.cli import args as A
+    from ddtree_bayes.engine import store
+
+    models = tmp_path / "models"
+    (models / "fits").mkdir(parents=True)
+    (models / "fits" / "20261202T000000Z-abcdef12.nc").write_bytes(b"")
+    (models / "latest.json").write_text(json.dumps(
+        {"fit_id": "20261202T000000Z-abcdef12", "file": "fits/20261202T000000Z-abcdef12.nc"}))
+    assert store.resolve(models, "latest") == store.resolve(models) == \
+        models / "fits" / "20261202T000000Z-abcdef12.nc"
+    with pytest.raises(argparse.ArgumentTypeError, match="names A1 twice"):
+        A.fit_ids("A1,B2,A1")
+    assert A.fit_ids("A1,B2") == "A1,B2"

@@ -127,10 +127,17 @@ def test_parse_accept(text, values, uniform):
     assert req.values == values and req.uniform == uniform
 
 
-@pytest.mark.parametrize("bad", ["abc", "16:12", "12:16:0", "1:2:3:4", ""])
-def test_parse_accept_rejects(bad):
-    with pytest.raises(QueryError, match="--accept"):
+@pytest.mark.parametrize("bad, why", [
+    ("abc", "is not a number, list or range"), ("", "is not a number, list or range"),
+    ("1:2:3:4", "is not a number, list or range"),
+    ("16:12", "is a range whose end (12) is not above its start (16)"),
+    ("12:16:0", "has a step (0) that is not positive"),
+    ("1:17:0.00001", "asks 1.6e+06 values (at most 10,000: a coarser step)")])
+def test_parse_accept_rejects(bad, why):
+    """Each refusal says what is wrong (the flag's parser prints the same reason)."""
+    with pytest.raises(QueryError, match="--accept") as err:
         P.parse_accept(bad)
+    assert err.value.reason == why and why in str(err.value)
 
 
 def test_query_errors(draws):

@@ -133,6 +133,10 @@ def fit_ids(text: str) -> str:
     ids = [t.strip() for t in text.split(",") if t.strip()]
     for i in ids:
         fit_id(i)
+    twice = sorted({i for i in ids if ids.count(i) > 1})
+    if twice:
+        raise _bad(text, f"names {twice[0]} twice", "compare two or more different fits "
+                                                     "(ids from `ddtree-bayes history`)")
     if len(ids) < 2:
         raise _bad(text, "names fewer than two fits", "give two or more ids, e.g. --fits A,B "
                                                        "(ids from `ddtree-bayes history`)")
@@ -147,8 +151,8 @@ def accept(text: str) -> str:
     fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
     try:
         req = parse_accept(text)
-    except QueryError:
-        raise _bad(text, "is not a number, list or range", fix) from None
+    except QueryError as err:
+        raise _bad(text, err.reason or "is not a number, list or range", fix) from None
     values = list(req.values) + list(req.uniform or ())
     if not all(math.isfinite(v) for v in values):
         raise _bad(text, "is not finite", fix)

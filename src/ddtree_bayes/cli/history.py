@@ -60,7 +60,7 @@ def cmd_history(args: argparse.Namespace) -> int:
 def _resolve_id(models: Path, fit_id: str) -> Path:
     from ddtree_bayes.engine import store
 
-    return store.resolve(models, None if fit_id == "latest" else fit_id)
+    return store.resolve(models, fit_id)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:

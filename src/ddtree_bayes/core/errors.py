@@ -41,6 +41,9 @@ class PriorsError(InputError):
 class QueryError(InputError):
     """A predict query cannot be answered from this fit (e.g. an unmeasured system)."""
 
+    #: what is wrong with a flag's value, without the flag (its argparse type words the line)
+    reason: str | None = None
+
 
 class ArtifactError(DDTreeBayesError):
     """No usable fit artifact: missing, unreadable, or from another package version."""

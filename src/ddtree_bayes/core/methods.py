@@ -140,6 +140,11 @@ class AcceptLimit:
         step: block + 1)``."""
         return f"{what} is above what {self.subject} can emit ({self.describe()})"
 
+    def span(self) -> str:
+        """The fix of an acceptance out of range: ``tokens per step lie in 1 .. 17 (block +
+        1)``."""
+        return f"tokens per step lie in 1 .. {self.tokens:g} ({self.rule})"
+
     def fix(self, flag: str = "--accept") -> str:
         """One fix-it sentence for a refused acceptance."""
         return (f"acceptance counts accepted draft tokens plus the bonus token: give {flag} "

@@ -451,7 +451,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                     sc.method == AR_METHOD and np.any(a != 1)):
                 raise QueryError(f"acceptance {source.label} of {sc.describe()}: "
                                  + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
-                                 fix="tokens per step lie in 1 .. " + sc.limit.describe())
+                                 fix=sc.limit.span())
             a_mean = (source.value if source.value is not None
                       else sum(source.uniform) / 2 if source.uniform is not None
                       else float(np.mean(a)))   # (the original estimate's acceptance)

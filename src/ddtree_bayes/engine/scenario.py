@@ -47,21 +47,31 @@ def parse_accept(text: str) -> AcceptRequest:
     ((12.0, 12.5, 13.0), (12.0, 14.0))
     """
     fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
+
+    def refuse(reason: str) -> QueryError:
+        err = QueryError(f"--accept {text!r} {reason}", fix=fix)
+        err.reason = reason   # (the flag's own parser words its line with it)
+        return err
+
     try:
-        if ":" in text:
-            parts = [float(p) for p in text.split(":")]
-            if len(parts) not in (2, 3):
-                raise ValueError
-            lo, hi = parts[0], parts[1]
-            step = parts[2] if len(parts) == 3 else 1.0
-            if not (hi > lo and step > 0) or (hi - lo) / step > 10_000:
-                raise QueryError(f"--accept {text}: need lo < hi and a positive step", fix=fix)
-            n = int(math.floor((hi - lo) / step + 1e-9))
-            values = [round(lo + i * step, 10) for i in range(n + 1)]
-            return AcceptRequest(tuple(values), (lo, hi))
-        return AcceptRequest(tuple(float(p) for p in text.split(",")))
+        parts = [float(p) for p in text.split(":" if ":" in text else ",")]
     except ValueError:
-        raise QueryError(f"--accept {text!r} is not a number, list or range", fix=fix) from None
+        raise refuse("is not a number, list or range") from None
+    if ":" not in text:
+        return AcceptRequest(tuple(parts))
+    if len(parts) not in (2, 3):
+        raise refuse("is not a number, list or range")
+    lo, hi = parts[0], parts[1]
+    step = parts[2] if len(parts) == 3 else 1.0
+    if not hi > lo:
+        raise refuse(f"is a range whose end ({hi:g}) is not above its start ({lo:g})")
+    if not step > 0:
+        raise refuse(f"has a step ({step:g}) that is not positive")
+    if (hi - lo) / step > 10_000:
+        raise refuse(f"asks {(hi - lo) / step:.3g} values (at most 10,000: a coarser step)")
+    n = int(math.floor((hi - lo) / step + 1e-9))
+    values = [round(lo + i * step, 10) for i in range(n + 1)]
+    return AcceptRequest(tuple(values), (lo, hi))
 
 
 def check_accept(request: AcceptRequest, text: str, limit: AcceptLimit, prefix: str = "") -> None:

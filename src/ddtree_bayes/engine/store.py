@@ -242,8 +242,9 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
 
 
 def resolve(models: Path, fit_id: str | None = None) -> Path:
-    """Path of fit ``fit_id`` or of the latest fit; :class:`ArtifactError` if there is none."""
-    if fit_id:
+    """Path of fit ``fit_id`` or of the latest fit (``fit_id`` None or ``"latest"``, as
+    ``history`` marks it); :class:`ArtifactError` if there is none."""
+    if fit_id and fit_id != "latest":
         path = fits_dir(models) / f"{fit_id}.nc"
         if not path.exists():
             raise ArtifactError(f"no fit {fit_id!r} in {fits_dir(models)} "

@@ -181,7 +181,7 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
                              if row["accept_len"] >= 1 else
                              f"accept_len {row['accept_len']:g} is below 1 (the bonus token)",
                              file=path, row=line, column="accept_len",
-                             fix="tokens per step lie in 1 .. " + limit.describe())
+                             fix=limit.span())
         rows.append(row)
     return rows
 

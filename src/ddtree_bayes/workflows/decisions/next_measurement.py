@@ -115,7 +115,7 @@ def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
     if np.any(a < 1) or np.any(a > sc.limit.tokens) or (sc.method == AR_METHOD and np.any(a != 1)):
         raise QueryError(f"--query: acceptance {label} of {sc.describe()}: "
                          + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
-                         fix="tokens per step lie in 1 .. " + sc.limit.describe())
+                         fix=sc.limit.span())
     return a, label
 
 
@@ -314,7 +314,7 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
             raise DataError(sc.limit.refusal(f"accept_len {accept:g}") if accept >= 1 else
                             f"accept_len {accept:g} is below 1 (the bonus token)", file=path,
                             row=i, column="accept_len",
-                            fix="tokens per step lie in 1 .. " + sc.limit.describe())
+                            fix=sc.limit.span())
         out.append(Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, f"{Path(path).name} row {i}"))
     return out
 
