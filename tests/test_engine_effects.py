@@ -326,3 +326,10 @@ def test_shares_lm_head_column(tmp_path):
                                            "a,m,eagle3,eagle3,1,0.4,0.1,2,s,\n")
     assert (err.value.row, err.value.column) == (3, "kind")
     assert "eagle3_head" in str(err.value)
+    # a pass that reads nothing (0 layers, parameters or bytes per weight) is refused
+    for col, line in (("layers", "a,m,mtp,mtp_module,0,0.4,0.1,2,s,yes\n"),
+                      ("params_active_b", "a,m,mtp,mtp_module,1,0,0.1,2,s,yes\n"),
+                      ("bytes_per_weight", "a,m,mtp,mtp_module,1,0.4,0.1,0,s,yes\n")):
+        with pytest.raises(DataError) as err:
+            load_drafter_cards("d.csv", head + line)
+        assert (err.value.row, err.value.column) == (2, col)

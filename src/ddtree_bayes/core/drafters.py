@@ -167,8 +167,12 @@ def drafter_table(path: str | Path | None = None, text: str | None = None
 def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool = False
             ) -> float:
     value = parse_number(path, row, col, cell[col], integer=integer)
-    if value is None or not math.isfinite(value) or value < 0:
-        raise DataError(f"{col} must be a number >= 0", file=path, row=row, column=col,
+    # a drafter pass reads something: no layers, no parameters or no bytes per weight would
+    # price it at its launches alone (the LM head a drafter reads may be counted elsewhere)
+    floor_ok = (lambda v: v >= 0) if col == "lm_head_params_b" else (lambda v: v > 0)
+    if value is None or not math.isfinite(value) or not floor_ok(value):
+        bound = ">= 0" if col == "lm_head_params_b" else "above 0"
+        raise DataError(f"{col} must be a number {bound}", file=path, row=row, column=col,
                         fix="fill it in from the drafter's config.json (see its notes)")
     return value
 
