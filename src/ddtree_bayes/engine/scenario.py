@@ -192,6 +192,41 @@ def _without(text: str, sections: tuple[str, ...]) -> dict | None:
     return raw
 
 
+def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
+    """What the hardware table here (built-in and ``data/hardware.csv``) says differently
+    from the one the fit stored, which every answer of the fit uses: rows whose values
+    changed, and GPUs added since. Empty when they agree (or the table here does not load:
+    ``fit`` names that problem)."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    try:
+        now = hardware_table(workdir)
+    except InputError:
+        return []
+    stored, fit_id = draws.hardware, draws.meta["fit_id"]
+    out = []
+    changed = []
+    for name, row in stored.items():
+        new = now.rows.get(name)
+        diff = [f"{c} {row[c] or '-'} -> {new[c] or '-'}" for c in row
+                if new is not None and c in new and (row[c] or "").strip() != (new[c] or "").strip()
+                and c != "source"]
+        if diff:
+            changed.append(f"{name} ({', '.join(diff[:2])})")
+    if changed:
+        out.append(f"the hardware table here differs from the one fit {fit_id} stored for "
+                   f"{'; '.join(changed[:3])}{' and more' if len(changed) > 3 else ''}: its "
+                   "answers use the stored values; re-run `ddtree-bayes fit` to use these")
+    added = [n for n in now.rows if n not in stored]
+    if added:
+        out.append(f"{', '.join(added[:3])}{' and more' if len(added) > 3 else ''} "
+                   f"{'is' if len(added) == 1 else 'are'} in the hardware table here but not "
+                   f"in fit {fit_id}'s: re-run `ddtree-bayes fit` to ask about "
+                   f"{'it' if len(added) == 1 else 'them'}")
+    return out
+
+
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
               ignore_priors_sections: tuple[str, ...] = ()) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
@@ -219,6 +254,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
             continue
         warnings.append(f"{path} changed since fit {meta['fit_id']}; "
                         "re-run `ddtree-bayes fit` to use it")
+    warnings += hardware_changes(draws)
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
     from ddtree_bayes.core.paths import own_data_file, shown
