@@ -14,10 +14,11 @@ A sweep without an AR row is not the headline's shape and is left out (named in 
 so is a method measured at one configuration only.
 
 With ``corpus`` (``--corpus FILE``) each split is fitted together with that measurement file's
-rows, less those of the split's own (model, system) pairs: what a user who fits the public
-corpus beside their AR row and one configuration would get. The corpus rows are always in
-training and never scored; engines, drafter passes and compute efficiencies the corpus
-measured then inform the split through the partially pooled effects.
+rows, less those of the split's own model (under any deployment name) on its own system: what
+a user who fits the public corpus beside their AR row and one configuration would get. The
+corpus rows are always in training and never scored; engines, drafter passes and compute
+efficiencies the corpus measured then inform the split through the partially pooled effects.
+docs/validation.md, "The headline's shape beside the public corpus", has what that gives.
 """
 
 from __future__ import annotations
