@@ -500,3 +500,12 @@ def test_a_derived_card_gives_the_model_the_hand_written_cards_inputs(tmp_path, 
     assert b.group_pass_roof_ms == pytest.approx(a.group_pass_roof_ms, rel=0.02)
     assert b.configs.distinct == pytest.approx(a.configs.distinct, rel=0.02)
     assert a.configs.distinct[-1] > 1.5 if made.is_moe else a.configs.distinct[-1] == 1.0
+
+
+def test_a_config_with_a_bom_reads_like_one_without(tmp_path):
+    """Some editors save config.json with a UTF-8 BOM: it was refused with the decoder's
+    message; it reads as the file does without it."""
+    (tmp_path / "config.json").write_bytes(b"\xef\xbb\xbf"
+                                           + (FIX / "llama-3.1-8b" / "config.json").read_bytes())
+    cfg, _ = read_config(tmp_path)
+    assert cfg == LLAMA

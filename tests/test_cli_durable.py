@@ -128,3 +128,18 @@ def test_a_closed_pipe_exits_zero_without_a_traceback(tmp_path):
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0
     assert "Traceback" not in err and "BrokenPipe" not in err
+
+
+def test_a_full_output_device_is_one_line_naming_standard_output(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    if not os.path.exists("/dev/full"):
+        pytest.skip("no /dev/full on this system")
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run([sys.executable, "-m", "ddtree_bayes", "hardware", "list"],
+                              cwd=tmp_path, stdout=full, stderr=subprocess.PIPE, timeout=120)
+    err = proc.stderr.decode().strip().splitlines()
+    assert proc.returncode == 2 and len(err) == 1, err
+    assert "most likely standard output" in err[0] and "Traceback" not in err[0]

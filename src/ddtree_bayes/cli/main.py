@@ -328,8 +328,12 @@ def _run(args: argparse.Namespace, signals: interrupts.Session) -> int:
     except OSError as err:  # a path given on the command line that cannot be read or written
         signals.done = True
         name = err.filename2 or err.filename  # a rename: the destination is the user's path
-        where = f"{name}: " if name else ""
-        print(f"{PROG}: error: {where}{err.strerror or err} (fix: check the path and its "
+        if not name:   # no path with it: most often the output itself (`> /dev/full`)
+            print(f"{PROG}: error: {err.strerror or err}, with no file named (most likely "
+                  "standard output) (fix: check where standard output goes and its free space)",
+                  file=sys.stderr)
+            return 2
+        print(f"{PROG}: error: {name}: {err.strerror or err} (fix: check the path and its "
               "permissions)", file=sys.stderr)
         return 2
     except Exception as err:  # a bug: one line, the traceback only when asked for

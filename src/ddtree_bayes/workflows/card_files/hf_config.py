@@ -36,7 +36,7 @@ def read_config(path: str | Path) -> tuple[dict, Path]:
         raise InputError("no config.json there", file=str(path),
                          fix="pass a model's config.json, or the folder that holds it")
     try:
-        cfg = json.loads(path.read_text(encoding="utf-8"))
+        cfg = json.loads(path.read_text(encoding="utf-8-sig"))   # (a BOM some editors add)
     except (UnicodeDecodeError, json.JSONDecodeError) as err:
         raise InputError(f"not a JSON config: {err}", file=str(path),
                          fix="pass the model's config.json as downloaded") from None
