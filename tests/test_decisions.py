@@ -498,3 +498,22 @@ def test_cli_optimize_and_next_on_the_real_fit(fitted_workdir, capsys, monkeypat
 def test_cli_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     code, _, err = run(capsys, monkeypatch, tmp_path, "optimize", "--budgets", "8,x")
     assert code == 2 and "--budgets" in err and "fix:" in err and err.count("\n") == 1
+
+
+def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):
+    """[acceptance_curve] names the target it was written for: optimize of that model is
+    quiet about it, of another model (without --acceptance-file) it says the acceptances
+    are another model's prior."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "optimize", "--budgets", "8,16,32")
+    assert code == 0, err
+    assert "was written for" not in err
+    priors = work / "models" / "priors.toml"
+    priors.write_text(priors.read_text().replace('model = "kimi-k2.6"   # the target',
+                                                 'model = "qwen3-8b"   # the target'))
+    code, out, err = run_cli(work, "optimize", "--budgets", "8,16,32")
+    assert code == 0, err
+    assert "was written for qwen3-8b, not kimi-k2.6" in err
+    assert "pass --acceptance-file" in err

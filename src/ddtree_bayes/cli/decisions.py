@@ -76,6 +76,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed, model=args.model,
                      concurrency=args.concurrency)
+    from ddtree_bayes.core.pairs import same_family
+
+    asked_model = out["scenario"].get("model") or draws.meta["model"].get("target_model")
+    if (curve.model and asked_model and args.acceptance_file is None
+            and not same_family(curve.model, asked_model)):
+        print(f"{PROG}: warning: the acceptance curve ([acceptance_curve] in "
+              f"{_shown(priors_path)}) was written for {curve.model}, not {asked_model}: these "
+              "acceptances are another model's prior; pass --acceptance-file with this "
+              "drafter's measured acceptances", file=sys.stderr)
     asked = out["default_scenario"]
     if asked is not None:   # (the curve fixes the method and block)
         print(f"{PROG} optimize: {asked['why']}; asking its most-measured system: "

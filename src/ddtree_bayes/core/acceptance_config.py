@@ -40,6 +40,9 @@ class AcceptanceCurve:
     accept_ref: Prior
     gain: Prior
     decay: Prior
+    #: the target model the curve was written for (None: not said); ``optimize`` of another
+    #: model without an acceptance file says its acceptance is that model's prior
+    model: str | None = None
 
     def describe(self) -> str:
         def one(p: Prior) -> str:
@@ -72,6 +75,10 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
     if not isinstance(method, str) or not method:
         raise PriorsError("'method' must be a method name", file=path, column=f"{where}.method",
                           fix='set method = "ddtree"')
+    model = section.get("model")
+    if model is not None and (not isinstance(model, str) or not model.strip()):
+        raise PriorsError("'model' must be a model name", file=path, column=f"{where}.model",
+                          fix='set model = "<target model>" or leave it out')
     ints = {}
     for key in ("block", "reference_budget"):
         value = section.get(key)
@@ -105,4 +112,4 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
     return AcceptanceCurve(path=path, method=method, block=ints["block"],
                            reference_budget=ints["reference_budget"], measurement_sd=float(sd),
                            accept_ref=params["accept_ref"], gain=params["gain"],
-                           decay=params["decay"])
+                           decay=params["decay"], model=None if model is None else model.strip())
