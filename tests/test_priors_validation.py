@@ -612,3 +612,14 @@ def test_an_acceptance_entry_of_one_model_answers_only_that_model():
     assert bad != TEXT
     with pytest.raises(PriorsError, match="'model' must be a model name"):
         parse_priors(bad, NAME)
+
+
+def test_the_acceptance_curve_names_its_model_through_the_same_check():
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+
+    assert parse_acceptance_curve(TEXT, NAME).model == "kimi-k2.6"
+    bad = TEXT.replace('[acceptance_curve]\nmodel = "kimi-k2.6"', '[acceptance_curve]\nmodel = ""')
+    assert bad != TEXT
+    with pytest.raises(PriorsError, match="'model' must be a model name") as err:
+        parse_acceptance_curve(bad, NAME)
+    assert err.value.column == "acceptance_curve.model"

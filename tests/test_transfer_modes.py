@@ -394,7 +394,7 @@ def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
     assert "beside the" not in text
     smallest["corpus"] = {"file": "corpus.csv", "rows": 144}
     jsonschema.Draft202012Validator(schema("validate")).validate(smallest)
-    assert ("beside the 144 rows of corpus.csv (less each sweep's own pairs)"
+    assert ("beside the 144 rows of corpus.csv (less each sweep's own model on its own system)"
             in render_from_smallest(smallest))
 
 

@@ -357,7 +357,7 @@ def render_from_smallest(res: dict) -> str:
     out = [f"from the smallest configuration: {len(res['splits'])} (sweep, method) splits x "
            f"{len(structures)} structure(s), {res['seconds']:.0f} s; fitted the sweep's AR rows "
            "plus the method's smallest configuration, predicted every larger one"
-           + (f", beside the {c['rows']} rows of {c['file']} (less each sweep's own pairs)"
+           + (f", beside the {c['rows']} rows of {c['file']} (less each sweep's own model on its own system)"
               if (c := res.get("corpus")) else "")]
     body = []
     for s in res["splits"]:

@@ -7,7 +7,7 @@ import math
 import tomllib
 from dataclasses import dataclass
 
-from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, parse_prior
+from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, parse_prior, target_model
 from ddtree_bayes.core.errors import PriorsError
 
 #: Distributions each acceptance-curve parameter may use, and the support it must respect.
@@ -75,10 +75,6 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
     if not isinstance(method, str) or not method:
         raise PriorsError("'method' must be a method name", file=path, column=f"{where}.method",
                           fix='set method = "ddtree"')
-    model = section.get("model")
-    if model is not None and (not isinstance(model, str) or not model.strip()):
-        raise PriorsError("'model' must be a model name", file=path, column=f"{where}.model",
-                          fix='set model = "<target model>" or leave it out')
     ints = {}
     for key in ("block", "reference_budget"):
         value = section.get(key)
@@ -112,4 +108,5 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
     return AcceptanceCurve(path=path, method=method, block=ints["block"],
                            reference_budget=ints["reference_budget"], measurement_sd=float(sd),
                            accept_ref=params["accept_ref"], gain=params["gain"],
-                           decay=params["decay"], model=None if model is None else model.strip())
+                           decay=params["decay"],
+                           model=target_model(section, path, f"{where}.model"))

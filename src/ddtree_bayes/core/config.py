@@ -352,6 +352,18 @@ def load_priors(path: str | Path) -> PriorsConfig:
     return parse_priors(text, path)
 
 
+def target_model(spec: dict, path: str, column: str) -> str | None:
+    """The optional ``model`` an acceptance entry or curve was written for (stripped), None
+    when absent; anything but a non-empty name is a :class:`PriorsError` at ``column``."""
+    value = spec.get("model")
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise PriorsError("'model' must be a model name", file=path, column=column,
+                          fix='set model = "<target model>" or leave it out (every model)')
+    return value.strip()
+
+
 def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     """Validate priors TOML ``text``; ``path`` is only used in error messages."""
     try:
@@ -439,13 +451,9 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
                 raise PriorsError(f"'{key}' must be a positive integer", file=path,
                                   column=f"acceptance[{i}].{key}", fix=f"set {key} = <integer>")
             keys[key] = spec.get(key)
-        target = spec.get("model")
-        if target is not None and (not isinstance(target, str) or not target.strip()):
-            raise PriorsError("'model' must be a model name", file=path,
-                              column=f"acceptance[{i}].model",
-                              fix='set model = "<target model>" or leave it out (every model)')
         acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys,
-                                          model=None if target is None else target.strip()))
+                                          model=target_model(spec, path,
+                                                             f"acceptance[{i}].model")))
 
     transfer = {name: parse_prior(path, name, spec, where="transfer")
                 for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}

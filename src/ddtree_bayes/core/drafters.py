@@ -169,9 +169,9 @@ def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool =
     value = parse_number(path, row, col, cell[col], integer=integer)
     # a drafter pass reads something: no layers, no parameters or no bytes per weight would
     # price it at its launches alone (the LM head a drafter reads may be counted elsewhere)
-    floor_ok = (lambda v: v >= 0) if col == "lm_head_params_b" else (lambda v: v > 0)
-    if value is None or not math.isfinite(value) or not floor_ok(value):
-        bound = ">= 0" if col == "lm_head_params_b" else "above 0"
+    zero_ok = col == "lm_head_params_b"
+    if value is None or not math.isfinite(value) or value < 0 or (value == 0 and not zero_ok):
+        bound = ">= 0" if zero_ok else "above 0"
         raise DataError(f"{col} must be a number {bound}", file=path, row=row, column=col,
                         fix="fill it in from the drafter's config.json (see its notes)")
     return value
