@@ -203,6 +203,55 @@ def test_a_serving_run_counts_the_streams_that_ran_not_its_cap(tmp_path):
     assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / sg["median_tpot_ms"])
 
 
+def test_a_rate_limited_vllm_run_counts_the_streams_in_flight(tmp_path):
+    """--request-rate 0.05 under --max-concurrency 8: by Little's law 0.0499 req/s x 2.34 s
+    = 0.117 requests were in flight, so the run is single-stream (it was imported as 8 streams
+    at 8 x 1000 / TPOT, 8x its own output throughput)."""
+    raw = _json("vllm_serve.json")
+    path = tmp_path / "rate.json"
+    path.write_text(json.dumps(dict(raw, request_rate=0.05, max_concurrency=8, num_prompts=64,
+                                    completed=64, max_concurrent_requests=8,
+                                    request_throughput=0.0499, mean_e2el_ms=2340.0)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / raw["median_tpot_ms"])
+    assert "0.12 in flight (Little's law)" in rec.notes
+    # without mean_e2el_ms: ttft + tpot x (512 - 1) tokens = 24.87 + 2.9105 x 511 = 1512.1 ms;
+    # at 3.0 requests/s that is 4.54 in flight -> 5 streams
+    path.write_text(json.dumps(dict(raw, request_rate=4.0, max_concurrency=8, num_prompts=64,
+                                    completed=8, max_concurrent_requests=8,
+                                    request_throughput=3.0)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 5 and rec.tok_s == pytest.approx(5 * 1000.0 / raw["median_tpot_ms"])
+    # an unbounded rate keeps the cap (a closed loop of 8 streams)
+    path.write_text(json.dumps(dict(raw, max_concurrency=8, num_prompts=64, completed=64,
+                                    max_concurrent_requests=8, request_throughput=3.0)))
+    assert parse_bench_file(path).records[0].batch_size == 8
+    # a finite rate and no latency to measure the streams with: refused
+    bare = {k: v for k, v in raw.items() if k not in ("mean_ttft_ms",)}
+    path.write_text(json.dumps(dict(bare, request_rate=4.0, max_concurrency=8,
+                                    max_concurrent_requests=8)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert "request_rate is finite" in _one_line(err) and "--request-rate inf" in str(err.value)
+
+
+@pytest.mark.parametrize(("key", "value", "says"), [
+    ("max_concurrency", 0, "'max_concurrency' is 0: a count of requests cannot be below 1"),
+    ("max_concurrency", -4, "'max_concurrency' is -4"),
+    ("completed", -3, "'completed' is -3: a count of requests cannot be negative"),
+    ("num_prompts", -1, "'num_prompts' is -1"),
+])
+def test_vllm_serve_request_counts_below_their_minimum_are_refused(tmp_path, key, value, says):
+    """max_concurrency 0 was imported as one stream, completed -3 (cap 8) as 8 streams with a
+    blank context, max_concurrency -4 was refused as 'tok_s must be > 0, got -506.329'."""
+    raw = dict(_json("vllm_serve.json"), max_concurrency=8, max_concurrent_requests=8)
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(dict(raw, **{key: value})))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert says in _one_line(err)
+
+
 def test_vllm_serve_falls_back_to_mean_tpot_and_needs_tpot(tmp_path):
     raw = _json("vllm_serve.json")
     del raw["median_tpot_ms"]

@@ -168,6 +168,11 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     streams = _streams(rec.fmt, rec) or 1
     how = (f"1000/{key}" if streams == 1 else
            f"{streams} x 1000/{key} (total of {streams} streams)")
+    if (rec.fmt == "vllm-serve" and _rate_limited(rec)
+            and rec.data.get("concurrency") is None and (rec.integer("max_concurrency",
+                                                                     required=False) or 0) > 1):
+        how = (f"{how}, streams capped by request_rate {rec.data['request_rate']}: "
+               f"{_vllm_in_flight(rec):.2f} in flight (Little's law), rounded")
     return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
 
 
@@ -293,18 +298,72 @@ def _streams(fmt: str, rec: BenchRow) -> int | None:
     SGLang's measured mean in flight (``concurrency``: a rate-limited run stays near 1)."""
     if fmt == "sglang-one-batch":
         return rec.integer("batch_size")
-    conc = rec.integer("max_concurrency", required=False)
-    if conc is None and rec.integer("completed", required=False) == 1:
+    counts = {key: rec.integer(key, required=False)
+              for key in ("max_concurrency", "num_prompts", "completed", "max_concurrent_requests")}
+    for key, value in counts.items():
+        if value is not None and value < (1 if key == "max_concurrency" else 0):
+            raise rec.error(f"'{key}' is {value}: a count of requests cannot be "
+                            f"{'below 1' if key == 'max_concurrency' else 'negative'}", key=key,
+                            fix=f"pass an unedited {rec.fmt} result file")
+    conc = counts["max_concurrency"]
+    if conc is None and counts["completed"] == 1:
         return 1  # one request: nothing could overlap
     if conc is not None and conc > 1:
         for key in ("num_prompts", "completed", "max_concurrent_requests"):
-            ran = rec.integer(key, required=False)
+            ran = counts[key]
             if ran is not None and ran >= 1:
                 conc = min(conc, ran)
         mean = rec.number("concurrency", required=False)
+        if mean is None and fmt == "vllm-serve" and _rate_limited(rec):
+            mean = _vllm_in_flight(rec)
         if mean is not None and math.isfinite(mean) and mean > 0:
             conc = min(conc, max(1, round(mean)))
     return conc
+
+
+def _rate_limited(rec: BenchRow) -> bool:
+    """A vLLM serve run with a finite ``request_rate`` (Poisson arrivals): its
+    ``max_concurrency`` is only a cap, the streams in flight are set by the rate."""
+    rate = rec.data.get("request_rate")
+    if rate is None or (isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity")):
+        return False
+    try:
+        return math.isfinite(float(rate))
+    except (TypeError, ValueError):
+        return False
+
+
+def _vllm_in_flight(rec: BenchRow) -> float:
+    """Requests in flight on average over a rate-limited vLLM serve run, by Little's law:
+    ``request_throughput`` x the mean request latency (``mean_e2el_ms``, else ``mean_ttft_ms``
+    plus ``mean_tpot_ms`` per further output token).
+
+    >>> from pathlib import Path
+    >>> row = BenchRow(Path("r.json"), 1, "record", "vllm-serve",
+    ...                {"request_rate": 0.05, "request_throughput": 0.0499, "mean_e2el_ms": 2340})
+    >>> round(_vllm_in_flight(row), 3)
+    0.117
+    """
+    fix = ("rerun vllm bench serve with --request-rate inf (the default) so that "
+           "--max-concurrency sets the streams, or keep its e2el/ttft/tpot metrics")
+    throughput = rec.positive("request_throughput", fix=fix)
+    latency = rec.number("mean_e2el_ms", required=False)
+    if latency is None:
+        ttft = rec.number("mean_ttft_ms", required=False)
+        tpot = rec.number("mean_tpot_ms", required=False)
+        out = rec.number("total_output_tokens", required=False)
+        done = rec.number("completed", required=False)
+        if None in (ttft, tpot, out, done) or not done:
+            raise rec.error("request_rate is finite, so the streams in flight are set by the "
+                            "rate, and the file has no latency to measure them (mean_e2el_ms, "
+                            "or mean_ttft_ms, mean_tpot_ms and total_output_tokens)",
+                            key="request_rate", fix=fix)
+        assert ttft is not None and tpot is not None and out is not None and done is not None
+        latency = ttft + tpot * max(out / done - 1.0, 0.0)
+    if not math.isfinite(latency) or latency <= 0:
+        raise rec.error(f"mean request latency {latency:g} ms: cannot measure the streams in "
+                        "flight", key="mean_e2el_ms", fix=fix)
+    return throughput * latency / 1000.0
 
 
 def _single_stream(path: Path, doc: Document, fmt: str, chosen: list[int], only: bool,
