@@ -306,6 +306,28 @@ def test_acceptance_file_errors(tmp_path):
         D.read_acceptance_file(bad, "ddtree", 16)
 
 
+def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
+    """accept_len 30 at block 16 (at most 17 per step) collapsed the curve to accept_ref 17 and
+    recommended budget 16 at 1008 tok/s, exit 0; predict refuses the same acceptance."""
+    from ddtree_bayes.core.methods import max_accept
+
+    bad = tmp_path / "acc.csv"
+    bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,8,6\nm,ddtree,16,16,30\n")
+    with pytest.raises(DataError) as err:
+        D.read_acceptance_file(bad, "ddtree", 16, lambda b: max_accept("ddtree", 16, int(b)))
+    msg = str(err.value)
+    assert "row 3, column 'accept_len'" in msg and "accept_len 30 is above" in msg
+    assert "at most 17 tokens per step: block + 1" in msg
+    # budget 8: at most 9 (budget + 1), so 9.5 at budget 8 is refused too
+    bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,8,9.5\n")
+    with pytest.raises(DataError, match=r"accept_len 9.5 is above what ddtree with budget 8 "
+                                        r"can emit \(at most 9 tokens"):
+        D.read_acceptance_file(bad, "ddtree", 16, lambda b: max_accept("ddtree", 16, int(b)))
+    with pytest.raises(DataError, match="row 2, column 'accept_len'"):
+        D.optimize(spread_draws(), curve_of(), hardware="b300", engine="sglang",
+                   budgets=BUDGETS, acceptance_file=bad)
+
+
 # ------------------------------------------------------------------ next
 def cand(draws, engine, method, budget, accept=None):
     sc = P.resolve_scenario(draws, hardware="b300", gpus=None, engine=engine, method=method,

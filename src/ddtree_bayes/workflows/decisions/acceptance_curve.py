@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,7 +25,7 @@ from ddtree_bayes.core.config import (
     Prior,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
-from ddtree_bayes.core.methods import MethodSpec, max_accept
+from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, max_accept
 from ddtree_bayes.core.sampling import prior_sample
 
 # ------------------------------------------------------------------ priors and the curve
@@ -109,10 +109,13 @@ def sample_curve(curve: AcceptanceCurve, n: int, rng: np.random.Generator) -> Cu
                       sample_prior(curve.decay, n, rng), source=f"prior from {curve.path}")
 
 
-def read_acceptance_file(path: str | Path, method: str, block: int
+def read_acceptance_file(path: str | Path, method: str, block: int,
+                         limit: Callable[[float], AcceptLimit] | None = None
                          ) -> tuple[np.ndarray, np.ndarray, str]:
     """(budgets, accept_len, model) of the rows of an acceptance CSV (the schema of
-    data/acceptance_reference.csv) with this method and block. One model only."""
+    data/acceptance_reference.csv) with this method and block. One model only. ``limit``: what
+    a step at a budget can emit (:func:`~ddtree_bayes.core.methods.max_accept`); a row above it
+    is refused, as ``predict --accept`` refuses it."""
     path = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -141,6 +144,10 @@ def read_acceptance_file(path: str | Path, method: str, block: int
                                 column=column, fix="give a positive number")
         if numbers["block"] != block:
             continue
+        cap = None if limit is None else limit(numbers["budget"])
+        if cap is not None and not cap.admits(numbers["accept_len"]):
+            raise DataError(cap.refusal(f"accept_len {numbers['accept_len']:g}"), file=path,
+                            row=i, column="accept_len", fix=cap.fix("an accept_len"))
         budgets.append(numbers["budget"])
         values.append(numbers["accept_len"])
         models.add((rec["model"] or "").strip())

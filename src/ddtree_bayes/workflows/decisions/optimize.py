@@ -17,6 +17,7 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
+from ddtree_bayes.engine.scenario import accept_limit
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
@@ -133,7 +134,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         cd = sample_curve(curve, n, rng)
         anchored = (float(curve.reference_budget), math.inf)
     else:
-        b_obs, a_obs, model = read_acceptance_file(acceptance_file, method, block)
+        b_obs, a_obs, model = read_acceptance_file(
+            acceptance_file, method, block,
+            lambda b: accept_limit(draws, method, block, int(b) if b == int(b) else None))
         cd = update_curve(curve, b_obs, a_obs, n, rng,
                           source=f"prior from {curve.path}, updated with {len(b_obs)} {model} "
                                  f"rows of {acceptance_file}")
