@@ -366,11 +366,41 @@ def test_a_tracked_default_that_moved_is_two_rows_not_a_change(monkeypatch):
                 "context_tokens": 0.0, "accept": "4", "median": median, "lo90": median - 5,
                 "hi90": median + 5}
 
-    fits = {"before": [r(5, 150.0), r(3, 120.0)], "after": [r(6, 160.0), r(3, 121.0)]}
-    monkeypatch.setattr(T, "query_rows", lambda draws, q, seed, workdir: fits[draws])
-    out = T.compare_queries("before", "after", [T.Tracked("default", {})], seed=1)
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    before, after = point_mass_draws(), point_mass_draws()
+    fits = {id(before): [r(5, 150.0), r(3, 120.0)], id(after): [r(6, 160.0), r(3, 121.0)]}
+    monkeypatch.setattr(T, "query_rows", lambda draws, q, seed, workdir: fits[id(draws)])
+    out = T.compare_queries(before, after, [T.Tracked("default", {})], seed=1)
     by = {c["label"]: (c["before"] and c["before"]["median"], c["after"] and c["after"]["median"])
           for c in out}
     assert by == {"rtx-5090 x1 llama.cpp mtp b5/B5 accept 4": (150.0, None),
                   "rtx-5090 x1 llama.cpp mtp b3/B3 accept 4": (120.0, 121.0),
                   "rtx-5090 x1 llama.cpp mtp b6/B6 accept 4": (None, 160.0)}
+
+
+def test_tracked_queries_keep_their_model_when_another_models_rows_arrive():
+    """A query saved against a fit of Kimi alone (no --model) read "90% 122-134 -> - tok/s
+    (... holds 2 models ... say which with --model)" once a Llama row made the refit a fit of
+    two: it still asks about Kimi, and its rows under both fits are one row each."""
+    from ddtree_bayes.engine.testing import multi_model_draws, point_mass_draws
+    from ddtree_bayes.workflows.living import tracking as T
+
+    before, after = point_mass_draws(), multi_model_draws()
+    before.meta["model"]["target_model"] = "kimi-k2.6"   # as a real fit of one model stores it
+    ar = T.Tracked("b300-ar", {"hardware": "b300", "engine": "sglang", "method": "ar",
+                               "accept": "1"})
+    out = T.compare_queries(before, after, [T.Tracked("default", dict(T.DEFAULT_QUERY)), ar],
+                            seed=1)
+    assert all(c["before"] and c["after"] for c in out), out
+    (c,) = [c for c in out if c["name"] == "b300-ar"]
+    assert c["label"] == "b300 x8 sglang ar accept 1"
+    # the point masses: step_ar 8 ms before; the two-model fit's own Kimi step after
+    assert c["before"]["median"] == pytest.approx(1000 / 8.0, rel=0.02)
+    from ddtree_bayes.engine import predictive as P
+
+    kimi = P.predict(after, model="kimi-k2.6", hardware="b300", engines=["sglang"], method="ar",
+                     accept="1")[0]
+    assert c["after"]["median"] == pytest.approx(kimi["median"])
+    assert {c["label"] for c in out if c["name"] == "default"} >= {
+        "b300 x8 sglang ddtree b16/B32 accept 14"}

@@ -211,7 +211,7 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     from ddtree_bayes.engine.question import Flags, default_question, resolve
 
     q = query
-    if q == DEFAULT_QUERY:
+    if {k: v for k, v in q.items() if k != "model"} == DEFAULT_QUERY:
         d = default_question(draws, q.get("model"))
         if d.derived:
             q = {**q, "accept": f"{d.accept:g}"}
@@ -219,10 +219,11 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
                           workdir=workdir)
 
 
-def row_label(r: dict) -> str:
-    """``b300 x8 native ddtree b16/B32 accept 14`` (context shown when not 0)."""
+def row_label(r: dict, with_model: bool = True) -> str:
+    """``b300 x8 native ddtree b16/B32 accept 14`` (context shown when not 0; the model first
+    when the row names one and ``with_model``)."""
     parts = [f"{r['hardware']} x{r['gpus']}", r["engine"], r["method"]]
-    if r.get("model"):
+    if with_model and r.get("model"):
         parts.insert(0, r["model"])
     size = "/".join(s for s in ((f"b{r['block']}" if r["block"] is not None else ""),
                                 (f"B{r['budget']}" if r["budget"] is not None else "")) if s)
@@ -246,8 +247,23 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     ``after`` (median, lo90, hi90 or None) and ``before_error`` / ``after_error`` when a fit
     cannot answer the query (e.g. an unmeasured system).
     """
+    from ddtree_bayes.engine.target_models import fit_models
+
+    # a query saved without --model asks about the one model of the fit it was saved against:
+    # once rows of another model make a fit of several, that model is still the one asked
+    # (labelled without the model, so its rows under both fits are one row each)
+    single, several = set(), False
+    for draws in (before, after):
+        if draws is not None:
+            models = fit_models(draws)
+            several |= len(models) > 1
+            if len(models) == 1:
+                single.add(models[0])
     out: list[dict[str, Any]] = []
     for t in tracked:
+        query, with_model = t.query, True
+        if "model" not in query and several and len(single) == 1:
+            query, with_model = {**query, "model": next(iter(single))}, False
         results: dict[str, dict[str, dict]] = {}
         errors: dict[str, str | None] = {}
         for which, draws in (("before", before), ("after", after)):
@@ -255,10 +271,10 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
             if draws is None:
                 continue
             try:
-                for r in query_rows(draws, t.query, seed, workdir):
+                for r in query_rows(draws, query, seed, workdir):
                     # keyed by the whole configuration: a fit's own default question can move
                     # (a larger configuration measured), and then it is another row, not a change
-                    results[which][row_label(r)] = _interval(r)
+                    results[which][row_label(r, with_model)] = _interval(r)
             except QueryError as err:
                 errors[which] = without_fix(err)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
