@@ -188,10 +188,14 @@ def test_an_unwritable_path_is_exit_2_naming_it(work):
     ({"context_tokens": "nan"}, "context_tokens must be a finite number >= 0, got nan"),
     ({"block": "0"}, "column 'block': block must be >= 1, got 0"),    # wrote a row at M = 1
     (None, "fields, header has"),                                     # a KeyError before
+    # written as the truth's model at C = 1, exit 0
+    ({"model": "other-model"}, "column 'model': model 'other-model': the truth file simulates"),
+    ({"concurrency": "8"}, "column 'concurrency': concurrency 8: simulate writes single-stream"),
 ])
 def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
     """simulate --design: a negative context made a negative tok/s, block 0 an EAGLE row
-    verifying 1 token, a short row an internal error; one line each, nothing written."""
+    verifying 1 token, a short row an internal error, a model or concurrency column was
+    dropped; one line each, nothing written."""
     examples = Path(__file__).parents[1] / "data" / "examples"
     lines = (examples / "design_dense_consumer.csv").read_text().splitlines()
     header = lines[0].split(",")
@@ -200,8 +204,10 @@ def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
         row = row[:-2]
     else:
         for col, value in cells.items():
+            if col not in header:
+                header, row = [*header, col], [*row, ""]
             row[header.index(col)] = value
-    (work / "design.csv").write_text("\n".join([lines[0], ",".join(row)]) + "\n")
+    (work / "design.csv").write_text("\n".join([",".join(header), ",".join(row)]) + "\n")
     err = one_error(*run_cli(work, "simulate", "--truth",
                              str(examples / "truth_dense_consumer.toml"), "--design", "design.csv",
                              "--out", "sim.csv"))

@@ -190,7 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("simulate", help="write a synthetic measurement file from known parameters",
                        description="Simulate C=1 throughput measurements for DESIGN.csv rows "
                                    "(hardware, gpus, engine, method, block, budget, accept_len, "
-                                   "context_tokens[, model]) under the parameters in PARAMS.toml "
+                                   "context_tokens; an optional model column must name the "
+                                   "truth file's model) under the parameters in PARAMS.toml "
                                    "(see docs/validation.md), with lognormal run-to-run noise.")
     s.add_argument("--truth", required=True, help="PARAMS.toml with the true parameters")
     s.add_argument("--design", required=True, help="DESIGN.csv: the configurations to simulate")

@@ -140,6 +140,18 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
             raise InputError(f"{len(values)} fields, header has {len(header)}", file=path,
                              row=line, fix="one value per column (blank where not set)")
         raw = {h: v.strip() for h, v in zip(header, values, strict=True)}
+        # columns the simulation cannot honour are refused, not dropped: one model per truth
+        # file, single-stream rows only
+        if raw.get("model") and raw["model"] != truth["model"]:
+            raise InputError(f"model {raw['model']!r}: the truth file simulates "
+                             f"{truth['model']!r} (one model per truth file)", file=path,
+                             row=line, column="model",
+                             fix=f"leave the column blank or write {truth['model']}, or "
+                                 "simulate the other model from a truth file of its own")
+        if raw.get("concurrency") and raw["concurrency"] not in ("1", "1.0"):
+            raise InputError(f"concurrency {raw['concurrency']}: simulate writes single-stream "
+                             "(C = 1) rows only", file=path, row=line, column="concurrency",
+                             fix="leave the column blank or write 1")
         try:
             row: dict[str, Any] = {
                    "hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
