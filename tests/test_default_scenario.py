@@ -26,7 +26,7 @@ from ddtree_bayes.core.data import COLUMNS, Measurement, derive_verify_tokens
 from ddtree_bayes.core.default_question import fit_default
 from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine.question import Flags, default_question, fill
+from ddtree_bayes.engine.question import Flags, default_question, fill, resolve
 from test_cli_support import make_point_mass_workdir, run_cli
 from test_json_schemas import validate_output
 
@@ -404,3 +404,30 @@ def test_tracked_queries_keep_their_model_when_another_models_rows_arrive():
     assert c["after"]["median"] == pytest.approx(kimi["median"])
     assert {c["label"] for c in out if c["name"] == "default"} >= {
         "b300 x8 sglang ddtree b16/B32 accept 14"}
+
+
+def test_a_kv_cache_that_cannot_fit_is_warned_about():
+    """predict --context 128k --concurrency 1,64,4096 answered 1683 tok/s in total at C = 4096
+    with no word that its KV cache (18.9 TB) could never be held: a warning per concurrency
+    whose cache exceeds the memory left after the weights."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    card = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    assert card.kv_bytes_per_token == 35136     # MLA: (512 + 64) x 61 layers, one byte each
+    draws.meta["model"]["card"] = dataclasses.asdict(card)
+    q = resolve(draws, Flags(hardware="b300", engines=("sglang",), method="ar", accept="1",
+                             context="128k", concurrency=(1, 64, 512)))
+    # 8 x 288 GB - 1000B x 0.5 = 1804 GB left; 131072 x 35136 B = 4.6 GB per stream: C = 64
+    # needs 295 GB (fits), C = 512 needs 2358 GB (does not)
+    (warning,) = [w for w in q.warnings if "KV cache" in w]
+    assert warning.startswith("at C = 512 and context 131072 the KV cache needs 2358 GB")
+    assert "have 1804 GB left after the weights (500 GB)" in warning
+    # an old fit's card without the field: no check
+    del draws.meta["model"]["card"]["kv_bytes_per_token"]
+    assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
+                                                method="ar", accept="1", context="128k",
+                                                concurrency=(512,))).warnings if "KV" in w]

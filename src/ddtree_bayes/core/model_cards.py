@@ -51,6 +51,9 @@ class ModelCard:
     source: str
     #: the residual stream's width (``hidden_size``); None when the card does not give it
     hidden_size: int | None = None
+    #: bytes the KV cache holds per cached token of one sequence, at the card's cache dtype
+    #: (``kv_bytes_per_token``); None when the card does not give it
+    kv_bytes_per_token: float | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -170,7 +173,9 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             bytes_per_weight=float(num("bytes_per_weight") or 0.0), compute_dtype=dtype,
             source=raw["source"],
             hidden_size=None if "hidden_size" not in raw else _optional_int(
-                num("hidden_size", integer=True, required=False)))
+                num("hidden_size", integer=True, required=False)),
+            kv_bytes_per_token=None if "kv_bytes_per_token" not in raw else num(
+                "kv_bytes_per_token", required=False))
     return cards
 
 

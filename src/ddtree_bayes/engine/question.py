@@ -28,6 +28,7 @@ from ddtree_bayes.engine.scenario import (
     Scenario,
     acceptance_prior,
     check_accept,
+    kv_cache_warning,
     measured_acceptance,
     parse_accept,
     parse_context,
@@ -321,6 +322,9 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
             check_accept(request, str(flags.accept), sc.limit, prefix)
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept)
                            if acceptance else ()))
+    if asked:   # (the engines share model, GPUs and context: one check)
+        warnings += tuple(prefix + w for c in (flags.concurrency or (1,))
+                          if (w := kv_cache_warning(fit, asked[0].scenario, c)) is not None)
     model = asked[0].scenario.model if asked else flags.model
     return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
                     warnings=warnings, request=request, asked=tuple(asked))

@@ -370,6 +370,48 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
 
 
+def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | None:
+    """One line when the KV cache of ``concurrency`` streams at the scenario's context (the
+    card's ``kv_bytes_per_token`` x context x C) exceeds the GPUs' memory left after the
+    weights: an engine would run fewer streams at once (or refuse the context), so the answer
+    is for a deployment that cannot run as asked. A warning, not a refusal: the card's cache
+    dtype may not be the engine's (an fp8 cache holds half a bf16 one). None when it fits, or
+    when the card, the hardware table or the context cannot tell.
+
+    >>> from types import SimpleNamespace as NS
+    >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "params_active_b": 32.0,
+    ...         "layers": 61, "experts": 384, "experts_topk": 8, "bytes_per_weight": 0.5,
+    ...         "compute_dtype": "fp4", "source": "s", "kv_bytes_per_token": 35136}
+    >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-pro-6000": {"memory_gb": "96"}})
+    >>> sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=131072.0)
+    >>> kv_cache_warning(fit, sc, 8) is None      # 8 x 131072 x 35136 B = 36.8 GB of 255 GB
+    True
+    >>> print(kv_cache_warning(fit, sc, 64))
+    at C = 64 and context 131072 the KV cache needs 295 GB (35136 bytes per token, the card's \
+kv_bytes_per_token) but 8 x rtx-pro-6000 have 255 GB left after the weights (513 GB): an \
+engine would run fewer streams at once; the answer is for 64 streams decoded together
+    """
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    try:
+        memory = float(draws.hardware[sc.hardware]["memory_gb"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    if card is None or not card.kv_bytes_per_token or not memory > 0 or not sc.context_tokens:
+        return None
+    weights = card.params_total_b * card.bytes_per_weight   # GB
+    left = memory * sc.gpus - weights
+    need = card.kv_bytes_per_token * sc.context_tokens * concurrency / 1e9
+    if need <= left:
+        return None
+    return (f"at C = {concurrency} and context {sc.context_tokens:g} the KV cache needs "
+            f"{need:.0f} GB ({card.kv_bytes_per_token:g} bytes per token, the card's "
+            f"kv_bytes_per_token) but {sc.gpus} x {sc.hardware} have {max(left, 0.0):.0f} GB left "
+            f"after the weights ({weights:.0f} GB): an engine would run fewer streams at once; "
+            f"the answer is for {concurrency} stream{'s' * (concurrency != 1)} decoded together")
+
+
 def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scenario:
     """``sc`` asked with the drafter card ``name`` (``predict --drafter``): looked up in the
     working directory's drafter cards over the built-in ones (core/drafters.py
