@@ -431,3 +431,25 @@ def test_a_kv_cache_that_cannot_fit_is_warned_about():
     assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
                                                 method="ar", accept="1", context="128k",
                                                 concurrency=(512,))).warnings if "KV" in w]
+
+
+def test_diff_pairs_a_one_model_fits_parameters_with_a_several_model_fit():
+    """diff of a Kimi-only fit and its refit with a Llama row listed step_ar_ms[b300x8] as
+    removed and step_ar_ms[kimi-k2.6@b300x8] as added: no change computed for any per-system
+    or per-group parameter. They are one row now."""
+    from ddtree_bayes.engine.testing import multi_model_draws, point_mass_draws
+    from ddtree_bayes.workflows.living.fit_history import parameter_table
+
+    a, b = point_mass_draws(), multi_model_draws(step_ar_ms=[10.0, 7.0])
+    a.meta["model"]["target_model"] = "kimi-k2.6"
+    a.meta["diagnostics"] = {"parameters": [{"parameter": "step_ar_ms[b300x8]"},
+                                            {"parameter": "overhead_frac[b300x8/sglang/ddtree]"}]}
+    b.meta["diagnostics"] = {"parameters": [
+        {"parameter": "overhead_frac[kimi-k2.6@b300x8/sglang/ddtree]"}]}
+    rows = {r["parameter"]: r for r in parameter_table(a, b)}
+    step = rows["step_ar_ms[kimi-k2.6@b300x8]"]
+    assert (step["a"]["median"], step["b"]["median"]) == (8.0, 10.0)
+    assert step["median_change"] == pytest.approx(0.25)
+    assert "step_ar_ms[b300x8]" not in rows
+    assert rows["step_ar_ms[llama-3.1-8b-instruct@h100x1]"]["a"] is None   # new pair: added
+    assert rows["overhead_frac[kimi-k2.6@b300x8/sglang/ddtree]"]["a"]["median"] == 0.2
