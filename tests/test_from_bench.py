@@ -545,3 +545,16 @@ def test_predict_moves_to_the_imported_measurement(imported, fmt):
     assert abs(a["median"] - measured) < abs(b["median"] - measured) or (
         abs(a["median"] / measured - 1) < 0.05)
 
+
+
+def test_a_context_flag_says_it_replaced_the_files_prompt_length(work):
+    """--context 64k replaced the file's measured mean prompt (1024) while the row's notes
+    still read 'context_tokens = total_input_tokens/completed'."""
+    code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
+                           "--hardware", "b300", "--engine", "vllm", "--method", "eagle3",
+                           "--block", "3", "--context", "65536")
+    assert code == 0, err
+    (row,) = new_rows(work)
+    assert row["context_tokens"] == "65536"
+    assert "context_tokens = --context 65536 (the file's: 1024)" in row["notes"]
+    assert "total_input_tokens/completed" not in row["notes"]

@@ -12,6 +12,7 @@ say (GPU count, engine, method, block, budget) from the flags. The rows then go 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -182,10 +183,11 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     columns come from ``config`` (``CONFIG_KEYS``; None: the data file's GPU count for that
     hardware, the data file's model when the file names none). The acceptance length comes
     from the file when it records one, else from ``accept`` (autoregressive runs: 1); asking
-    for both is an error. ``context`` replaces the file's input length. ``source`` defaults to
-    the tool, file name and record number; the parser's note on how tok/s was computed, and
-    the model and GPU the file names, are kept in ``notes``. Raises :class:`DataError` (one
-    line naming the file and the record) on any problem; nothing is read beyond the file.
+    for both is an error. ``context`` replaces the file's input length (the notes say so).
+    ``source`` defaults to the tool, file name and record number; the parser's note on how
+    tok/s was computed, and the model and GPU the file names, are kept in ``notes``. Raises
+    :class:`DataError` (one line naming the file and the record) on any problem; nothing is
+    read beyond the file.
     """
     path = Path(path)
     try:
@@ -237,11 +239,15 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                                 "token; --accept infer lets the fit infer it), --method ar for "
                                 "a run without speculation, or pick records with "
                                 "--bench-records")
-        if context is not None:
+        ctx = "" if rec.context_tokens is None else _number(rec.context_tokens)
+        said = rec.notes
+        if context is not None and context != ctx:   # the user's figure, and the file's said
+            said = re.sub(r"context_tokens = [^;)]*", f"context_tokens = --context {context}"
+                          + (f" (the file's: {ctx})" if ctx else ""), said)
+            if "context_tokens = --context" not in said:
+                said += f"; context_tokens = --context {context}"
             ctx = context
-        else:
-            ctx = "" if rec.context_tokens is None else _number(rec.context_tokens)
-        note = (rec.notes + (f"; model in the file: {rec.model}" if rec.model else "")
+        note = (said + (f"; model in the file: {rec.model}" if rec.model else "")
                 + (f"; GPU in the file: {rec.gpu}" if rec.gpu else ""))
         values: dict[str, str | None] = {k: config.get(k) for k in CONFIG_KEYS}
         values.update({
