@@ -1,0 +1,52 @@
+"""scripts/combine_public.py: the public corpus is what the script writes, and the two prompt
+sweeps of a source with one acceptance per rung become one row per rung."""
+
+from __future__ import annotations
+
+import csv
+import importlib.util
+import io
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def combine():
+    spec = importlib.util.spec_from_file_location("combine_public",
+                                                  ROOT / "scripts" / "combine_public.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_committed_corpus_is_what_the_script_writes(combine, tmp_path):
+    out = tmp_path / "corpus.csv"
+    assert combine.main(["--out", str(out)]) == 0
+    assert out.read_text(encoding="utf-8") == \
+        (ROOT / "data" / "examples" / "public_multi_model.csv").read_text(encoding="utf-8")
+
+
+def test_club_3090_prompts_are_one_row_per_rung(combine):
+    rows = list(csv.DictReader(io.StringIO(
+        (ROOT / "data" / "examples" / "public_multi_model.csv").read_text(encoding="utf-8"))))
+    club = [r for r in rows if r["model"] == "qwen3.8-27b" and r["hardware"] == "rtx-3090"
+            and r["gpus"] == "2"]
+    # n = 0..6: one row each (the two prompt files used to give two rows per rung)
+    assert [r["method"] for r in club] == ["ar"] + ["mtp"] * 6
+    assert len({r["verify_tokens"] for r in club}) == 7
+    # n = 4: narrative 76.40 tok/s (max_tokens 1000), code 105.60 (800), AL 3.90:
+    # 1800 tokens / (1000 / 76.40 + 800 / 105.60) s = 1800 / (13.0890 + 7.5758) = 87.10
+    n4 = next(r for r in club if r["verify_tokens"] == "5")
+    assert (n4["accept_len"], n4["tok_s"]) == ("3.90", "87.10")
+    assert "harmonic mean" in n4["notes"] and "prompts pooled" in n4["notes"]
+
+
+def test_pooled_rows_refuse_a_rung_missing_from_one_prompt(combine):
+    base = {"sweep": "a", "method": "mtp", "verify_tokens": "2", "accept_len": "1.9",
+            "tok_s": "50", "derived": "", "notes": ""}
+    with pytest.raises(SystemExit, match="no row of a"):
+        combine.pooled_rows([base], [{**base, "sweep": "b", "verify_tokens": "3"}], (1, 1))
