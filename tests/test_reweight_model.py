@@ -201,3 +201,23 @@ def test_a_first_repeated_run_is_reweighted_exactly():
     for i in range(n):
         (pymc_new,), (pymc_old,) = logp_new(with_share, i), logp_old(variables, i)
         assert ratios[i] == pytest.approx(pymc_new.sum() - pymc_old.sum(), abs=1e-9)
+
+
+def test_a_card_field_the_model_never_reads_is_no_reason_to_refit():
+    """Fits store the card's kv_bytes_per_token since it warns about the KV cache; a fit made
+    before lacks it, and `update` read the difference as 'the model's card changes' and ran a
+    full refit instead of a reweight. A field the model reads still counts."""
+    cfg, old, new, spec_old, _, priors = _case("roofline-structured")
+    model = json.loads(json.dumps({"target_model": old.model, **S.model_meta(spec_old, cfg)}))
+    assert model["card"]["kv_bytes_per_token"] == 35136
+    del model["card"]["kv_bytes_per_token"]                 # as a fit made before stored it
+    for cards in model.get("model_cards", {}).values():
+        cards.pop("kv_bytes_per_token", None)
+    meta = {"fit_id": "before", "coords": {k: list(v) for k, v in spec_old.coords.items()
+                                           if k != "measurement"}, "model": model}
+    draws = Fit(path=None, meta=meta, variables={}, data_csv=old.text,  # type: ignore[arg-type]
+                priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
+    assert RW.structure_changes(draws, new, cfg, _structure())[0] == []
+    model["card"]["layers"] = 60                             # a field the model reads
+    reasons = RW.structure_changes(draws, new, cfg, _structure())[0]
+    assert len(reasons) == 1 and reasons[0].startswith("the model's card changes")

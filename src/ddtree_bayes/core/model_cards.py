@@ -36,6 +36,11 @@ INT8_MMA_MIN_CC = 7.5
 FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
 
 
+#: Card fields stored for the checks around the model, never read by it (``update``'s
+#: reweight compares cards without them: a fit stored before one existed is no other model).
+NOT_MODELLED = ("kv_bytes_per_token",)
+
+
 @dataclass(frozen=True)
 class ModelCard:
     """One target model. ``experts`` is None for a dense model."""

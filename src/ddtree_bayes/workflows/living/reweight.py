@@ -133,6 +133,9 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                "change: " + (", ".join(g["label"] for g in groups(b)) or "none")
                                + " -> "
                                + (", ".join(g["label"] for g in groups(a)) or "none"))
+        elif key in ("card", "model_cards"):   # fields the model never reads do not count
+            if _model_fields(a, key) != _model_fields(b, key):
+                reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
         elif key == "repeated_runs" and bool(a) != bool(b):
             if not a:   # (appearing: the reweight draws config_share from its prior)
                 reasons.append("no configuration has repeated runs any more: the model loses "
@@ -140,6 +143,21 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
     return reasons, spec, now
+
+
+def _model_fields(cards: Any, key: str) -> Any:
+    """A stored card (``key`` "card") or cards by model ("model_cards") without the fields
+    the model never reads (:data:`~ddtree_bayes.core.model_cards.NOT_MODELLED`): a fit made
+    before such a field was stored has the same parameters as one made after."""
+    from ddtree_bayes.core.model_cards import NOT_MODELLED
+
+    def strip(card: Any) -> Any:
+        return {k: v for k, v in card.items() if k not in NOT_MODELLED} \
+            if isinstance(card, dict) else card
+
+    if key == "model_cards" and isinstance(cards, dict):
+        return {name: strip(card) for name, card in cards.items()}
+    return strip(cards)
 
 
 @dataclass
