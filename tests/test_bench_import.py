@@ -222,6 +222,13 @@ def test_a_rate_limited_vllm_run_counts_the_streams_in_flight(tmp_path):
                                     request_throughput=3.0)))
     (rec,) = parse_bench_file(path).records
     assert rec.batch_size == 5 and rec.tok_s == pytest.approx(5 * 1000.0 / raw["median_tpot_ms"])
+    # a rate that offers more than the cap (1000 requests/s x 1.51 s) is a closed loop: the cap
+    # binds (the measured mean, 3.0 x 1.51 = 4.5, would count the ramp-down as fewer streams)
+    path.write_text(json.dumps(dict(raw, request_rate=1000.0, max_concurrency=8,
+                                    num_prompts=64, completed=8, max_concurrent_requests=8,
+                                    request_throughput=3.0)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 8 and "Little" not in rec.notes
     # an unbounded rate keeps the cap (a closed loop of 8 streams)
     path.write_text(json.dumps(dict(raw, max_concurrency=8, num_prompts=64, completed=64,
                                     max_concurrent_requests=8, request_throughput=3.0)))

@@ -168,11 +168,12 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     streams = _streams(rec.fmt, rec) or 1
     how = (f"1000/{key}" if streams == 1 else
            f"{streams} x 1000/{key} (total of {streams} streams)")
-    if (rec.fmt == "vllm-serve" and _rate_limited(rec)
-            and rec.data.get("concurrency") is None and (rec.integer("max_concurrency",
-                                                                     required=False) or 0) > 1):
-        how = (f"{how}, streams capped by request_rate {rec.data['request_rate']}: "
-               f"{_vllm_in_flight(rec):.2f} in flight (Little's law), rounded")
+    cap = rec.integer("max_concurrency", required=False) or 0
+    bound = (_rate_bound(rec, cap) if rec.fmt == "vllm-serve" and cap > 1
+             and rec.data.get("concurrency") is None else None)
+    if bound is not None and streams == max(1, round(bound)):
+        how = (f"{how}, streams set by request_rate {rec.data['request_rate']}: "
+               f"{bound:.2f} in flight (Little's law), rounded")
     return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
 
 
@@ -314,11 +315,24 @@ def _streams(fmt: str, rec: BenchRow) -> int | None:
             if ran is not None and ran >= 1:
                 conc = min(conc, ran)
         mean = rec.number("concurrency", required=False)
-        if mean is None and fmt == "vllm-serve" and _rate_limited(rec):
-            mean = _vllm_in_flight(rec)
+        if mean is None and fmt == "vllm-serve":
+            mean = _rate_bound(rec, conc)
         if mean is not None and math.isfinite(mean) and mean > 0:
             conc = min(conc, max(1, round(mean)))
     return conc
+
+
+def _rate_bound(rec: BenchRow, cap: int) -> float | None:
+    """The streams in flight of a vLLM serve run whose arrival rate, not its
+    ``max_concurrency`` ``cap``, set them (:func:`_vllm_in_flight`), or None: the rate is
+    unbounded, or it offers at least ``cap`` requests at once (``request_rate`` x mean
+    latency), so the cap bound (the measured mean would count the run's ramp-down as fewer
+    streams while TPOT was measured at the cap)."""
+    if not _rate_limited(rec):
+        return None
+    in_flight, latency_s = _vllm_in_flight(rec)
+    offered = float(rec.data["request_rate"]) * latency_s
+    return in_flight if offered < cap else None
 
 
 def _rate_limited(rec: BenchRow) -> bool:
@@ -333,16 +347,16 @@ def _rate_limited(rec: BenchRow) -> bool:
         return False
 
 
-def _vllm_in_flight(rec: BenchRow) -> float:
-    """Requests in flight on average over a rate-limited vLLM serve run, by Little's law:
-    ``request_throughput`` x the mean request latency (``mean_e2el_ms``, else ``mean_ttft_ms``
-    plus ``mean_tpot_ms`` per further output token).
+def _vllm_in_flight(rec: BenchRow) -> tuple[float, float]:
+    """(requests in flight on average over a rate-limited vLLM serve run by Little's law,
+    the mean request latency in s): ``request_throughput`` x the mean latency
+    (``mean_e2el_ms``, else ``mean_ttft_ms`` plus ``mean_tpot_ms`` per further output token).
 
     >>> from pathlib import Path
     >>> row = BenchRow(Path("r.json"), 1, "record", "vllm-serve",
     ...                {"request_rate": 0.05, "request_throughput": 0.0499, "mean_e2el_ms": 2340})
-    >>> round(_vllm_in_flight(row), 3)
-    0.117
+    >>> [round(x, 3) for x in _vllm_in_flight(row)]
+    [0.117, 2.34]
     """
     fix = ("rerun vllm bench serve with --request-rate inf (the default) so that "
            "--max-concurrency sets the streams, or keep its e2el/ttft/tpot metrics")
@@ -363,7 +377,7 @@ def _vllm_in_flight(rec: BenchRow) -> float:
     if not math.isfinite(latency) or latency <= 0:
         raise rec.error(f"mean request latency {latency:g} ms: cannot measure the streams in "
                         "flight", key="mean_e2el_ms", fix=fix)
-    return throughput * latency / 1000.0
+    return throughput * latency / 1000.0, latency / 1000.0
 
 
 def _single_stream(path: Path, doc: Document, fmt: str, chosen: list[int], only: bool,
