@@ -370,7 +370,7 @@ def test_a_tracked_default_that_moved_is_two_rows_not_a_change(monkeypatch):
 
     before, after = point_mass_draws(), point_mass_draws()
     fits = {id(before): [r(5, 150.0), r(3, 120.0)], id(after): [r(6, 160.0), r(3, 121.0)]}
-    monkeypatch.setattr(T, "query_rows", lambda draws, q, seed, workdir: fits[id(draws)])
+    monkeypatch.setattr(T, "query_rows", lambda draws, q, seed, workdir, builtin: fits[id(draws)])
     out = T.compare_queries(before, after, [T.Tracked("default", {})], seed=1)
     by = {c["label"]: (c["before"] and c["before"]["median"], c["after"] and c["after"]["median"])
           for c in out}
@@ -404,6 +404,16 @@ def test_tracked_queries_keep_their_model_when_another_models_rows_arrive():
     assert c["after"]["median"] == pytest.approx(kimi["median"])
     assert {c["label"] for c in out if c["name"] == "default"} >= {
         "b300 x8 sglang ddtree b16/B32 accept 14"}
+    # the next refit is a fit of two models too: the query still asks about Kimi (the data's
+    # first model), labelled with it now that no fit of one model stands beside
+    again = T.compare_queries(after, multi_model_draws(), [ar], seed=1)
+    assert [(c["label"], c["before"]["median"], c["after"]["median"]) for c in again] == [
+        ("kimi-k2.6 b300 x8 sglang ar accept 1", kimi["median"], kimi["median"])]
+    # a new query without --model on a fit of several models is refused, naming them
+    from ddtree_bayes.core.errors import QueryError
+
+    with pytest.raises(QueryError, match="holds 2 models .* say which with --model"):
+        T.track_add(Path("/nonexistent/models"), ar.query, draws=after)
 
 
 def test_a_kv_cache_that_cannot_fit_is_warned_about():

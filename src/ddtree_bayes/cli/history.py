@@ -175,7 +175,7 @@ def cmd_track(args: argparse.Namespace) -> int:
                 print(f"  ({now['note']})")
         else:
             now["fit_id"] = draws.meta["fit_id"]
-            for r in living.query_rows(draws, entry.query, DEFAULT_SEED):
+            for r in living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin):
                 now["rows"].append({"label": living.row_label(r), "median": r["median"],
                                     "lo90": r["lo90"], "hi90": r["hi90"]})
                 if text:

@@ -153,6 +153,11 @@ def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
     identical query, or an acceptance above what the query's configuration can emit
     (:func:`check_accept_limit`, with the fit ``draws`` when there is one)."""
     q = normalize_query(query)
+    if draws is not None and not q.get("model"):
+        from ddtree_bayes.engine.target_models import is_multi, resolve_model
+
+        if is_multi(draws):
+            resolve_model(draws, None)   # refuses, naming the fit's models
     check_accept_limit(q, draws, models)
     name = name or query_name(q)
     if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
@@ -200,23 +205,39 @@ def track_remove(models: Path, name: str) -> Tracked:
     return gone[0]
 
 
-def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None
-               ) -> list[dict]:
+def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None,
+               builtin: bool = False) -> list[dict]:
     """Posterior predictive rows for a saved query, with ``predict``'s defaults: the flags not
     given come from the fit's default question (b300 / ddtree / sglang,native, or the fit's own
     most-measured configuration when it never measured b300), resolved as ``predict`` resolves
-    them (:func:`ddtree_bayes.engine.question.resolve`); the builtin ``default`` query asks a
-    fit's own default at that question's acceptance."""
+    them (:func:`ddtree_bayes.engine.question.resolve`); the ``builtin`` default query asks a
+    fit's own default at that question's acceptance. A query saved without ``--model`` (in a
+    project of one model) asks a fit of several models about :func:`project_model`."""
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.question import Flags, default_question, resolve
 
     q = query
-    if {k: v for k, v in q.items() if k != "model"} == DEFAULT_QUERY:
+    if not q.get("model") and (model := project_model(draws)) is not None:
+        q = {**q, "model": model}
+    if builtin:
         d = default_question(draws, q.get("model"))
         if d.derived:
             q = {**q, "accept": f"{d.accept:g}"}
     return P.predict_rows(draws, resolve(draws, Flags.of(q)), prob=0.9, seed=seed,
                           workdir=workdir)
+
+
+def project_model(draws) -> str | None:
+    """The model a query without ``--model`` asks a fit of several models about: the model of
+    the fit's first measured row, the one the project started with (``add`` appends rows, so
+    a query saved while the data held one model keeps asking about it). None for a fit of
+    one model (every question is about it)."""
+    from ddtree_bayes.engine.target_models import is_multi
+
+    if not is_multi(draws):
+        return None
+    rows = draws.measurements.rows
+    return rows[0].model if rows else None
 
 
 def row_label(r: dict, with_model: bool = True) -> str:
@@ -247,23 +268,15 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     ``after`` (median, lo90, hi90 or None) and ``before_error`` / ``after_error`` when a fit
     cannot answer the query (e.g. an unmeasured system).
     """
-    from ddtree_bayes.engine.target_models import fit_models
+    from ddtree_bayes.engine.target_models import is_multi
 
-    # a query saved without --model asks about the one model of the fit it was saved against:
-    # once rows of another model make a fit of several, that model is still the one asked
-    # (labelled without the model, so its rows under both fits are one row each)
-    single, several = set(), False
-    for draws in (before, after):
-        if draws is not None:
-            models = fit_models(draws)
-            several |= len(models) > 1
-            if len(models) == 1:
-                single.add(models[0])
+    # a query saved without --model asks a fit of several models about project_model
+    # (query_rows); beside a fit of one model its rows are labelled without the model, so the
+    # answers of both fits are one row
+    one_model = any(d is not None and not is_multi(d) for d in (before, after))
     out: list[dict[str, Any]] = []
     for t in tracked:
-        query, with_model = t.query, True
-        if "model" not in query and several and len(single) == 1:
-            query, with_model = {**query, "model": next(iter(single))}, False
+        with_model = bool(t.query.get("model")) or not one_model
         results: dict[str, dict[str, dict]] = {}
         errors: dict[str, str | None] = {}
         for which, draws in (("before", before), ("after", after)):
@@ -271,7 +284,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
             if draws is None:
                 continue
             try:
-                for r in query_rows(draws, query, seed, workdir):
+                for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin):
                     # keyed by the whole configuration: a fit's own default question can move
                     # (a larger configuration measured), and then it is another row, not a change
                     results[which][row_label(r, with_model)] = _interval(r)
