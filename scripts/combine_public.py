@@ -90,11 +90,13 @@ def pooled_rows(first: list[dict], second: list[dict], weights: tuple[int, int])
         return tuple(_num(r.get(c, "")) for c in KEY if c != "tok_s")
 
     by_config = {config(r): r for r in first}
+    if len(by_config) != len(first) or {config(r) for r in second} != set(by_config) \
+            or len(second) != len(first):
+        raise SystemExit(f"{first[0]['sweep']} and {second[0]['sweep']}: not one row each per "
+                         "configuration, so they cannot be pooled rung by rung")
     out = []
     for r in second:
-        other = by_config.get(config(r))
-        if other is None:
-            raise SystemExit(f"{r['sweep']}: no row of {first[0]['sweep']} at {config(r)}")
+        other = by_config[config(r)]
         w1, w2 = weights
         t1, t2 = float(other["tok_s"]), float(r["tok_s"])
         rate = (w1 + w2) / (w1 / t1 + w2 / t2)
@@ -128,6 +130,11 @@ def read_sweeps(public: list[Path]) -> list[tuple[str, list[dict]]]:
             if a in held and b in held:
                 sweeps.append((f"{held[a][0]} + {held[b][0]} (prompts pooled)",
                                pooled_rows(held[a][1], held[b][1], weights)))
+    alone = wanted & set(held) - {s for pair in POOLED_PROMPTS if set(pair) <= set(held)
+                                  for s in pair}
+    if alone:
+        raise SystemExit(f"{', '.join(sorted(alone))}: its prompt partner (POOLED_PROMPTS) is "
+                         "missing from data/public")
     return sweeps
 
 

@@ -45,8 +45,19 @@ def test_club_3090_prompts_are_one_row_per_rung(combine):
     assert "harmonic mean" in n4["notes"] and "prompts pooled" in n4["notes"]
 
 
-def test_pooled_rows_refuse_a_rung_missing_from_one_prompt(combine):
+def test_pooled_rows_refuse_rungs_that_do_not_pair(combine):
     base = {"sweep": "a", "method": "mtp", "verify_tokens": "2", "accept_len": "1.9",
             "tok_s": "50", "derived": "", "notes": ""}
-    with pytest.raises(SystemExit, match="no row of a"):
+    with pytest.raises(SystemExit, match="not one row each per configuration"):
         combine.pooled_rows([base], [{**base, "sweep": "b", "verify_tokens": "3"}], (1, 1))
+    # a rung only in the first file, or twice in it, is refused too (it was dropped)
+    other = {**base, "verify_tokens": "3"}
+    with pytest.raises(SystemExit, match="not one row each per configuration"):
+        combine.pooled_rows([base, other], [{**base, "sweep": "b"}], (1, 1))
+    with pytest.raises(SystemExit, match="not one row each per configuration"):
+        combine.pooled_rows([base, base], [{**base, "sweep": "b"}] * 2, (1, 1))
+
+
+def test_a_prompt_file_without_its_partner_is_refused(combine):
+    with pytest.raises(SystemExit, match="its prompt partner .* is missing"):
+        combine.read_sweeps([ROOT / "data" / "public" / "vllm_mtp_qwen38_27b_rtx3090x2_narr.csv"])
