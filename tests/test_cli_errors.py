@@ -191,6 +191,7 @@ def test_an_unwritable_path_is_exit_2_naming_it(work):
     # written as the truth's model at C = 1, exit 0
     ({"model": "other-model"}, "column 'model': model 'other-model': the truth file simulates"),
     ({"concurrency": "8"}, "column 'concurrency': concurrency 8: simulate writes single-stream"),
+    ({"verify_tokens": "5"}, "column 'verify_tokens': verify_tokens 5: simulate derives"),
 ])
 def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
     """simulate --design: a negative context made a negative tok/s, block 0 an EAGLE row

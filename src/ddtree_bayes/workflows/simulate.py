@@ -121,6 +121,13 @@ def load_truth(path: str | Path) -> dict:
     return truth
 
 
+def _number_or_none(text: str) -> float | None:
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
 def load_design(path: str | Path, truth: dict) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth."""
     from ddtree_bayes.core.data import read_csv_file
@@ -148,10 +155,15 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
                              row=line, column="model",
                              fix=f"leave the column blank or write {truth['model']}, or "
                                  "simulate the other model from a truth file of its own")
-        if raw.get("concurrency") and raw["concurrency"] not in ("1", "1.0"):
-            raise InputError(f"concurrency {raw['concurrency']}: simulate writes single-stream "
-                             "(C = 1) rows only", file=path, row=line, column="concurrency",
+        conc = raw.get("concurrency")
+        if conc and _number_or_none(conc) != 1.0:
+            raise InputError(f"concurrency {conc}: simulate writes single-stream (C = 1) rows "
+                             "only", file=path, row=line, column="concurrency",
                              fix="leave the column blank or write 1")
+        if raw.get("verify_tokens"):   # derived from method, block and budget (as `add` does)
+            raise InputError(f"verify_tokens {raw['verify_tokens']}: simulate derives the "
+                             "verified tokens from method, block and budget", file=path,
+                             row=line, column="verify_tokens", fix="leave the column blank")
         try:
             row: dict[str, Any] = {
                    "hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
