@@ -65,6 +65,11 @@ class ModelCard:
         return self.experts is not None
 
     @property
+    def weights_gb(self) -> float:
+        """GB the weights take: total parameters (billions) x bytes per weight."""
+        return self.params_total_b * self.bytes_per_weight
+
+    @property
     def flops_per_token(self) -> float:
         """FLOPs of one verified token's forward pass: 2 x active parameters."""
         return 2.0 * self.params_active_b * 1e9

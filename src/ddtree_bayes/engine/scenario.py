@@ -361,7 +361,7 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
         return
     if not card or not memory > 0:
         return
-    weights = card.params_total_b * card.bytes_per_weight   # GB
+    weights = card.weights_gb
     if weights > memory * gpus:
         raise QueryError(
             f"{card.model}'s weights ({weights:.0f} GB: {card.params_total_b:g}B "
@@ -400,7 +400,7 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
         return None
     if card is None or not card.kv_bytes_per_token or not memory > 0 or not sc.context_tokens:
         return None
-    weights = card.params_total_b * card.bytes_per_weight   # GB
+    weights = card.weights_gb
     left = memory * sc.gpus - weights
     need = card.kv_bytes_per_token * sc.context_tokens * concurrency / 1e9
     if need <= left:

@@ -47,6 +47,7 @@ def _as_pairs(params: dict[str, Any], fit, other) -> dict[str, Any]:
     ``step_ar_ms[kimi-k2.6@b300x8]`` there (and a group ``b300x8/sglang/ddtree`` is
     ``kimi-k2.6@b300x8/sglang/ddtree``), so ``diff`` compares them instead of listing one as
     removed and the other as added. Unchanged otherwise."""
+    from ddtree_bayes.core.pairs import pair_label
     from ddtree_bayes.engine.target_models import fit_models
 
     mine, theirs = fit_models(fit), fit_models(other)
@@ -56,7 +57,7 @@ def _as_pairs(params: dict[str, Any], fit, other) -> dict[str, Any]:
     out = {}
     for name, value in params.items():
         var, bracket, rest = name.partition("[")
-        paired = f"{var}[{mine[0]}@{rest}"
+        paired = f"{var}[{pair_label(mine[0], rest, True)}"
         out[paired if bracket and name not in labels and paired in labels else name] = value
     return out
 
