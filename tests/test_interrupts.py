@@ -231,6 +231,22 @@ def test_an_interrupted_report_leaves_the_previous_one_whole(tmp_path, monkeypat
     assert (out_dir / "index.html").read_text() == "the new report"
 
 
+def test_an_interrupted_first_report_leaves_no_reports_folder(tmp_path, monkeypatch):
+    """'nothing was written', said the interrupted report, and left an empty reports/."""
+    import importlib
+
+    R = importlib.import_module("ddtree_bayes.workflows.report.render")
+
+    def half(summary, draws, folder, dt=None):
+        (folder / "summary.json").write_text("{}")
+        raise Interrupted("SIGINT")
+
+    monkeypatch.setattr(R, "render", half)
+    with pytest.raises(Interrupted):
+        R.render_whole({}, None, tmp_path / "reports" / "fit")
+    assert list(tmp_path.iterdir()) == []
+
+
 # ------------------------------------------------------------------ real processes
 @pytest.fixture
 def fitted_copy(fitted_workdir, tmp_path):

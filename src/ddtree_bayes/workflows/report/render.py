@@ -92,6 +92,7 @@ def render_whole(summary: dict, draws: Fit | None, out_dir: Path, dt=None) -> No
 
     from ddtree_bayes.core import interrupts
 
+    made = [p for p in (out_dir.parent, *out_dir.parent.parents) if not p.exists()]
     out_dir.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out_dir.name}.{os.getpid()}.", suffix=".tmp",
                                 dir=out_dir.parent))
@@ -109,6 +110,11 @@ def render_whole(summary: dict, draws: Fit | None, out_dir: Path, dt=None) -> No
         if old.exists() and not out_dir.exists():
             os.replace(old, out_dir)   # the previous report, back where it was
         shutil.rmtree(tmp, ignore_errors=True)
+        for folder in made:   # the folders this call made (reports/), if left empty
+            try:
+                folder.rmdir()
+            except OSError:
+                break
         raise
     shutil.rmtree(old, ignore_errors=True)
 
