@@ -235,3 +235,11 @@ def test_latest_names_the_latest_fit_and_a_fit_compared_with_itself_is_refused(t
     with pytest.raises(argparse.ArgumentTypeError, match="names A1 twice"):
         A.fit_ids("A1,B2,A1")
     assert A.fit_ids("A1,B2") == "A1,B2"
+
+
+def test_track_says_concurrency_is_not_tracked(work):
+    """`track --accept 14 --concurrency 8` said "argument action: invalid choice: '8'"."""
+    err = one_error(*run_cli(work, "track", "--accept", "14", "--concurrency", "8"))
+    assert "argument --concurrency: '8': not tracked" in err
+    assert "ddtree-bayes predict --concurrency" in err
+    assert not (work / "models" / "tracked.json").exists()

@@ -148,6 +148,13 @@ def cmd_add(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- parser
+def _untracked(fix: str):
+    """A type= function refusing any value: a predict flag a tracked query cannot hold."""
+    def refuse(text: str) -> None:
+        raise argparse.ArgumentTypeError(f"{text!r}: not tracked (fix: {fix})")
+    return refuse
+
+
 def _query_flags(p: argparse.ArgumentParser) -> None:
     from ddtree_bayes.cli.args import ACCEPT_HELP, accept, add_scenario_arguments
 
@@ -331,7 +338,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     t = sub.add_parser("track", help="save a predict query whose interval update/diff report",
                        description="`track [add] FLAGS` saves a predict-style query in "
-                                   "models/tracked.json (same flags as predict); `track list` "
+                                   "models/tracked.json (predict's configuration flags and "
+                                   "--accept, one stream: --concurrency is not tracked); `track list` "
                                    "lists them; `track remove NAME` removes one. The default "
                                    "scenario at accept 14 is always tracked.")
     t.add_argument("action", nargs="?", choices=("add", "list", "remove"),
@@ -339,5 +347,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("target", nargs="?", metavar="NAME", help="the query to remove")
     t.add_argument("--name", help="name of the new query (default: made from its flags)")
     _query_flags(t)
+    # (so that `track --concurrency 8` says so, not "invalid choice: '8'" for the action)
+    t.add_argument("--concurrency", help=argparse.SUPPRESS, type=_untracked(
+        "tracked queries answer one stream; ask `ddtree-bayes predict --concurrency` for C > 1"))
     add_format(t)
     t.set_defaults(func=cmd_track)
