@@ -509,3 +509,13 @@ def test_a_config_with_a_bom_reads_like_one_without(tmp_path):
                                            + (FIX / "llama-3.1-8b" / "config.json").read_bytes())
     cfg, _ = read_config(tmp_path)
     assert cfg == LLAMA
+
+
+def test_the_json_of_a_gguf_card_validates(tmp_path, gguf_file):
+    """card add --gguf --format json gave compute_dtype 'int8' (a quantised GGUF's), which the
+    schema's enum (bf16, fp8, fp4) refused: every quantised GGUF's JSON was invalid."""
+    code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--dry-run", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["derived"]["compute_dtype"] == "int8"
+    validate_output("card-add", payload)
