@@ -463,3 +463,26 @@ def test_diff_pairs_a_one_model_fits_parameters_with_a_several_model_fit():
     assert "step_ar_ms[b300x8]" not in rows
     assert rows["step_ar_ms[llama-3.1-8b-instruct@h100x1]"]["a"] is None   # new pair: added
     assert rows["overhead_frac[kimi-k2.6@b300x8/sglang/ddtree]"]["a"]["median"] == 0.2
+
+
+def test_a_gpu_without_memory_is_answered_with_a_warning_that_nothing_was_checked():
+    """A GPU added with a blank memory_gb skipped the weights check: Kimi K2.6 (500 GB) on one
+    such GPU answered 34 tok/s, exit 0, no word. (h200 x8 stands in for such a row: h100's 8
+    x 80 GB hold the 500 GB, so it warns of nothing.)"""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    draws.meta["model"]["card"] = dataclasses.asdict(
+        load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    draws.hardware["h200"] = {**draws.hardware["h200"], "memory_gb": ""}   # as a user's row
+    q = resolve(draws, Flags(hardware="h200", gpus=1, engines=("sglang",), method="ar",
+                             accept="1"))
+    assert ("h200 has no memory_gb in the hardware table: whether kimi-k2.6's weights "
+            "(500 GB) fit in 1 x h200 was not checked") in " ".join(q.warnings)
+    # a measured system, or a GPU with its memory, says nothing of the kind
+    for flags in (Flags(hardware="b300", engines=("sglang",), method="ar", accept="1"),
+                  Flags(hardware="h100", engines=("sglang",), method="ar", accept="1")):
+        assert not [w for w in resolve(draws, flags).warnings if "memory_gb" in w]

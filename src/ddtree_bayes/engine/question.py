@@ -33,6 +33,7 @@ from ddtree_bayes.engine.scenario import (
     parse_accept,
     parse_context,
     resolve_scenario,
+    unchecked_memory_warning,
     with_drafter,
 )
 
@@ -323,8 +324,10 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept)
                            if acceptance else ()))
     if asked:   # (the engines share model, GPUs and context: one check)
-        warnings += tuple(prefix + w for c in (flags.concurrency or (1,))
-                          if (w := kv_cache_warning(fit, asked[0].scenario, c)) is not None)
+        unchecked = unchecked_memory_warning(fit, asked[0].scenario)
+        warnings += (() if unchecked is None else (prefix + unchecked,)) + tuple(
+            prefix + w for c in (flags.concurrency or (1,))
+            if (w := kv_cache_warning(fit, asked[0].scenario, c)) is not None)
     model = asked[0].scenario.model if asked else flags.model
     return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
                     warnings=warnings, request=request, asked=tuple(asked))

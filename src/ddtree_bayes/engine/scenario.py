@@ -370,6 +370,38 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
 
 
+def unchecked_memory_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when a system never measured was answered without :func:`check_weights_fit`
+    because its hardware row gives no usable ``memory_gb``: whether the weights fit is then
+    unknown, and the answer may be for a deployment that cannot load the model.
+
+    >>> from types import SimpleNamespace as NS
+    >>> card = {"model": "kimi-k2.6", "params_total_b": 1000.0, "params_active_b": 32.0,
+    ...         "layers": 61, "experts": 384, "experts_topk": 8, "bytes_per_weight": 0.5,
+    ...         "compute_dtype": "fp4", "source": "s"}
+    >>> fit = NS(meta={"model": {"card": card}}, hardware={"my-gpu": {"memory_gb": ""}})
+    >>> print(unchecked_memory_warning(fit, NS(model=None, hardware="my-gpu", gpus=1,
+    ...                                        measured=False)))
+    my-gpu has no memory_gb in the hardware table: whether kimi-k2.6's weights (500 GB) fit \
+in 1 x my-gpu was not checked (add its memory to data/hardware.csv)
+    """
+    from ddtree_bayes.core.model_cards import stored_card
+
+    if sc.measured:
+        return None
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    row = draws.hardware.get(sc.hardware, {})
+    try:
+        memory = float(row.get("memory_gb") or "nan")
+    except (TypeError, ValueError):
+        memory = math.nan
+    if card is None or memory > 0:
+        return None
+    return (f"{sc.hardware} has no memory_gb in the hardware table: whether {card.model}'s "
+            f"weights ({card.weights_gb:.0f} GB) fit in {sc.gpus} x {sc.hardware} was not "
+            "checked (add its memory to data/hardware.csv)")
+
+
 def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | None:
     """One line when the KV cache of ``concurrency`` streams at the scenario's context (the
     card's ``kv_bytes_per_token`` x context x C) exceeds the GPUs' memory left after the
