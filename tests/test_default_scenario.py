@@ -486,3 +486,47 @@ def test_a_gpu_without_memory_is_answered_with_a_warning_that_nothing_was_checke
     for flags in (Flags(hardware="b300", engines=("sglang",), method="ar", accept="1"),
                   Flags(hardware="h100", engines=("sglang",), method="ar", accept="1")):
         assert not [w for w in resolve(draws, flags).warnings if "memory_gb" in w]
+
+
+def test_cards_edited_after_a_fit_are_named(tmp_path):
+    """Kimi's bytes_per_weight edited 0.5 -> 1.0 in data/models.csv after a fit (or a drafter
+    card added): `update` said 'up to date ... nothing to refit' and predict --strict said
+    nothing, while the answers kept the stored cards."""
+    import dataclasses
+
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import card_changes
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    draws.meta["model"]["card"] = dataclasses.asdict(
+        load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    draws.meta["model"]["drafter_cards"] = [
+        {**dataclasses.asdict(d), "methods": list(d.methods)} for d in drafter_table()]
+    (tmp_path / "data").mkdir()
+    text = bundled("models.csv").read_text()
+    (tmp_path / "data" / "models.csv").write_text(text)
+    assert card_changes(draws, tmp_path) == []
+    kimi = next(line for line in text.splitlines() if line.startswith("kimi-k2.6,"))
+    cells = kimi.split(",")
+    assert cells[8] == "0.5"                       # bytes_per_weight
+    cells[8] = "1.0"
+    (tmp_path / "data" / "models.csv").write_text(text.replace(kimi, ",".join(cells)))
+    (warning,) = card_changes(draws, tmp_path)
+    assert warning.startswith("the model card of kimi-k2.6 here differs from fit point-mass's")
+    (tmp_path / "data" / "models.csv").write_text(text)
+    # a fit's proxy card (a model without one) is in no file: no change until one is written
+    draws.meta["model"]["model_cards"] = {"my-model": {**draws.meta["model"]["card"],
+                                                       "model": "my-model"}}
+    draws.meta["model"]["proxy_card"] = {"model": "my-model"}
+    assert card_changes(draws, tmp_path) == []
+    del draws.meta["model"]["model_cards"], draws.meta["model"]["proxy_card"]
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    row = {"drafter": "my-head", "target_model": "kimi-k2.6", "method": "eagle3",
+           "kind": "eagle3_head", "layers": "1", "params_b": "1.0", "params_active_b": "1.0",
+           "lm_head_params_b": "0.9", "bytes_per_weight": "2", "source": "me"}
+    (tmp_path / "data" / "drafters.csv").write_text(
+        head + "\n" + ",".join(row.get(c, "") for c in head.split(",")) + "\n")
+    (warning,) = card_changes(draws, tmp_path)
+    assert warning.startswith("the drafter card my-head here differs")

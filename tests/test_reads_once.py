@@ -56,11 +56,13 @@ def test_one_predict_reads_each_input_once(tmp_path):
     counts = reads(opened)
     assert counts and all(n == 1 for n in counts.values()), counts
     # the fit stores the texts it was made on: predict reads the current data, priors and
-    # hardware tables only to warn when they changed (h200's row comes from the fit)
+    # hardware tables only to warn when they changed (h200's row comes from the fit), and the
+    # model cards when the fit stores cards (this point-mass fit stores none)
     assert {"data/measurements.csv", "models/priors.toml", "data/seed_estimates.csv",
             "_bundled/hardware.csv"} <= set(counts) <= {
         "data/measurements.csv", "models/priors.toml", "data/seed_estimates.csv",
-        "_bundled/hardware.csv", "data/hardware.csv"}, counts
+        "_bundled/hardware.csv", "data/hardware.csv", "data/models.csv",
+        "_bundled/models.csv"}, counts
 
 
 @pytest.mark.nuts

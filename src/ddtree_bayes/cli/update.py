@@ -136,7 +136,12 @@ def cmd_update(args: argparse.Namespace) -> int:
         other_inputs.append("priors")
     if hardware_text != previous.hardware_csv:
         other_inputs.append("hardware table")
-    up_to_date = inputs_hash == previous.meta.get("inputs_sha256")
+    from ddtree_bayes.engine.scenario import card_changes
+
+    cards_changed = bool(card_changes(previous))   # (the inputs hash has no cards)
+    if cards_changed:
+        other_inputs.append("model or drafter cards")
+    up_to_date = inputs_hash == previous.meta.get("inputs_sha256") and not cards_changed
     report: dict = {"previous_fit": prev_id, "data": str(data_path), "seed": seed,
                     "new_rows": scores, "removed_rows": [r.__dict__ for r in removed],
                     "other_changes": other_inputs, "surprises": len(surprises),
@@ -160,7 +165,7 @@ def cmd_update(args: argparse.Namespace) -> int:
         report.update(refit=None, made_by=None)
         if text:
             print(f"fit {prev_id} is up to date with {shown_path(data_path)} (no new, edited or removed "
-                  "rows; same priors and hardware table): nothing to refit (--force refits "
+                  "rows; same priors, hardware table and cards): nothing to refit (--force refits "
                   "anyway)")
         else:
             emit_json(report)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import json
 import math
 import re
 from dataclasses import dataclass
@@ -227,6 +228,61 @@ def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     return out
 
 
+def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
+    """What the model cards (``data/models.csv``, else the bundled ones) and drafter cards
+    (built in, overlaid by ``data/drafters.csv``) here say differently from the ones the fit
+    stored, which its answers use: a stored model card whose modelled fields changed or that is
+    gone (a fit's proxy card is in no file: only a card written for it since counts), and
+    drafter cards changed, added or removed. Empty when they agree, or when the
+    cards here do not load (``fit`` names that problem)."""
+    import dataclasses
+
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards
+    from ddtree_bayes.core.paths import data_file, own_data_file
+
+    model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
+    stored = dict(model.get("model_cards") or {})
+    if model.get("card"):
+        stored[model["card"]["model"]] = model["card"]
+    if not stored and "drafter_cards" not in model:   # (a fit that stores no cards)
+        return []
+    try:
+        now = load_model_cards(data_file("models.csv", workdir))
+        drafters = drafter_table(own_data_file("drafters.csv", workdir))
+    except InputError:
+        return []
+
+    def modelled(card: dict) -> dict:
+        return {k: v for k, v in card.items() if k not in NOT_MODELLED}
+
+    out = []
+    proxy = (model.get("proxy_card") or {}).get("model")   # made by the fit, in no file
+    changed = [name for name, card in stored.items()
+               if (name not in now and name != proxy)
+               or (name in now and modelled(dataclasses.asdict(now[name])) != modelled(card))]
+    if changed:
+        out.append(f"the model card{'s' * (len(changed) > 1)} of {', '.join(sorted(changed)[:3])}"
+                   f"{' and more' if len(changed) > 3 else ''} here "
+                   f"{'differ' if len(changed) > 1 else 'differs'} from fit {fit_id}'s: "
+                   "its answers use the stored cards; re-run `ddtree-bayes fit` to use these")
+    if "drafter_cards" in model:
+        def key(d: dict) -> str:
+            return json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True)
+
+        before = {key(d) for d in model["drafter_cards"]}
+        after = {key({**dataclasses.asdict(d), "methods": list(d.methods)}) for d in drafters}
+        names = sorted({json.loads(k)["drafter"] for k in before ^ after})
+        if names:
+            out.append(f"the drafter card{'s' * (len(names) > 1)} {', '.join(names[:3])}"
+                       f"{' and more' if len(names) > 3 else ''} here "
+                       f"{'differ' if len(names) > 1 else 'differs'} from fit {fit_id}'s "
+                       "(changed, added or removed): re-run `ddtree-bayes fit` to use "
+                       f"{'them' if len(names) > 1 else 'it'}")
+    return out
+
+
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
               ignore_priors_sections: tuple[str, ...] = ()) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
@@ -254,7 +310,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
             continue
         warnings.append(f"{path} changed since fit {meta['fit_id']}; "
                         "re-run `ddtree-bayes fit` to use it")
-    warnings += hardware_changes(draws)
+    warnings += hardware_changes(draws) + card_changes(draws)
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
     from ddtree_bayes.core.paths import own_data_file, shown
