@@ -60,3 +60,19 @@ def test_relation_rows_use_the_base_group(bundled_inputs, tmp_path):
     # the native row joins the sglang group, scaled by relation 0 (native)
     assert spec.groups == ("b300x8/sglang/ddtree", "rtx-pro-6000x8/vllm/eagle3")
     assert spec.row_group[-1] == 0 and spec.row_relation[-1] == 0
+
+
+def test_a_structured_fit_of_any_moe_form_stores_its_card(bundled_inputs):
+    """`fit --moe-form linear` stored no model card, so predict, next and report on an
+    unmeasured speculative group (whose drafter pass is priced from the card) ended in
+    'internal error: KeyError: the fit stores no model card for kimi-k2.6'."""
+    import json
+
+    from ddtree_bayes.engine.fitting import with_forms
+
+    data, cfg = bundled_inputs
+    for form in ("linear", "power", "roofline"):
+        spec = S.build_spec(data, with_forms(cfg, form, "structured"))
+        meta = json.loads(json.dumps(S.model_meta(spec, with_forms(cfg, form, "structured"))))
+        assert meta["card"]["model"] == "kimi-k2.6" and meta["card"]["layers"] == 61, form
+        assert ("system_flop_ms" in meta) == (form == "roofline")

@@ -498,10 +498,13 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
                                    hardware[hw], gpus, constants)
         roof.append(ms)
         hows.append(f"{label}: {ms:.3g} ms ({how})")
-    return {"engines": tuple(engines), "group_engine": np.array(group_engine, dtype=np.int64),
-            "group_system": np.array(group_system, dtype=np.int64),
-            "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
-            "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
+    out = {"engines": tuple(engines), "group_engine": np.array(group_engine, dtype=np.int64),
+           "group_system": np.array(group_system, dtype=np.int64),
+           "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
+           "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
+    if not data.multi_model:   # an unmeasured group's pass is priced from it at predict time
+        out["card"] = dataclasses.asdict(card_for(cards, data.model))
+    return out
 
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
@@ -608,8 +611,9 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     if spec.pair_models:
         meta["pair_models"] = dict(zip(spec.systems, spec.pair_models, strict=True))
         meta["model_cards"] = spec.cards
-    if spec.card is not None and spec.system_flop_ms is not None:
+    if spec.card is not None:   # (the roofline form's, or the structured step's passes')
         meta["card"] = spec.card
+    if spec.card is not None and spec.system_flop_ms is not None:
         meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),
                                           strict=True))
         meta["flops_how"] = list(spec.flops_how)

@@ -134,7 +134,7 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                + " -> "
                                + (", ".join(g["label"] for g in groups(a)) or "none"))
         elif key in ("card", "model_cards"):   # fields the model never reads do not count
-            if _model_fields(a, key) != _model_fields(b, key):
+            if b is not None and _model_fields(a, key) != _model_fields(b, key):
                 reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
         elif key == "repeated_runs" and bool(a) != bool(b):
             if not a:   # (appearing: the reweight draws config_share from its prior)
