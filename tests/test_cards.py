@@ -519,3 +519,18 @@ def test_the_json_of_a_gguf_card_validates(tmp_path, gguf_file):
     payload = json.loads(out)
     assert payload["derived"]["compute_dtype"] == "int8"
     validate_output("card-add", payload)
+
+
+@pytest.mark.parametrize(("target", "says"), [
+    ("kimi-k2.6", "reads hidden states of width 4096 (target_hidden_size), but kimi-k2.6's "
+                  "card has hidden_size 7168: it is not a drafter of kimi-k2.6"),
+    ("no-such-model", "--target no-such-model: no model card of that name"),
+])
+def test_an_eagle3_head_for_a_target_it_cannot_draft_for_is_refused(tmp_path, target, says):
+    """A Llama-3.1-8B EAGLE-3 head filed under Kimi K2.6 (hidden 7168, vocab 163840) or under a
+    model with no card was written, and predict --drafter priced it, exit 0."""
+    for extra in ((), ("--dry-run",)):
+        code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama3-8b-eagle3"), "--target",
+                             target, *extra)
+        assert code == 2 and says in err and err.count("\n") == 1, err
+        assert not (tmp_path / "data").exists()

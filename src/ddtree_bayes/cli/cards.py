@@ -74,6 +74,7 @@ def cmd_card_add(args: argparse.Namespace) -> int:
                                          bytes_per_weight=args.bytes_per_weight)
     models = Path(args.models_file) if args.models_file else Path("data") / "models.csv"
     drafters = Path(args.drafters_file) if args.drafters_file else Path("data") / "drafters.csv"
+    card_files.check_drafter_target(derived, models)
     planned = ([(models, "model", derived.card)] if derived.card else []) + \
         [(drafters, "drafter", d) for d in derived.drafters]
     conflicts: list[dict] = [{"file": str(f), "name": row[key], "row": r}

@@ -93,6 +93,32 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
     return derived
 
 
+def check_drafter_target(derived: Derived, models_file: Path) -> None:
+    """Refuse an EAGLE-3 head (``card add --hf-config HEAD --target T``) that cannot draft for
+    T: T has no model card here (``models_file``, else the bundled cards), or T's card gives a
+    hidden size other than the one the head's ``fc`` reads (``target_hidden_size``). A head of
+    Llama-3.1-8B (4096) filed under Kimi K2.6 (7168) was written and priced, exit 0."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    want = derived.facts.get("target_hidden_size")
+    if derived.facts.get("architecture") != "eagle3" or not derived.drafters:
+        return
+    target = derived.drafters[0]["target_model"]
+    path = models_file if models_file.is_file() else bundled("models.csv")
+    cards = load_model_cards(path)
+    if target not in cards:
+        raise InputError(f"--target {target}: no model card of that name in {path}",
+                         fix="add the target's card first (card add --hf-config its "
+                             f"config.json), or name one of: {', '.join(sorted(cards)[:6])}, ...")
+    have = cards[target].hidden_size
+    if want and have and int(want) != int(have):
+        raise InputError(f"the EAGLE-3 head reads hidden states of width {want} "
+                         f"(target_hidden_size), but {target}'s card has hidden_size {have}: "
+                         f"it is not a drafter of {target}",
+                         fix="--target the model the head was trained for")
+
+
 def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
                 replace: bool) -> list[Written]:
     """Write the derived rows (a model card to ``models_file``, created from the bundled cards
