@@ -243,3 +243,18 @@ def test_track_says_concurrency_is_not_tracked(work):
     assert "argument --concurrency: '8': not tracked" in err
     assert "ddtree-bayes predict --concurrency" in err
     assert not (work / "models" / "tracked.json").exists()
+
+
+def test_next_in_a_fit_of_several_models_says_to_name_the_model_in_its_query(work,
+                                                                              monkeypatch):
+    """`next` on a fit of several models said "say which with --model (fix: e.g. --model
+    kimi-k2.6)", and `next --model kimi-k2.6` is refused by its parser: the model goes inside
+    --query."""
+    from ddtree_bayes.cli import decisions
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    monkeypatch.setattr(decisions, "_load", lambda args: multi_model_draws())
+    err = one_error(*run_cli(work, "next"))
+    assert "holds 2 models (kimi-k2.6, llama-3.1-8b-instruct)" in err
+    assert 'fix: name it inside --query, e.g. --query "--model kimi-k2.6"' in err
+

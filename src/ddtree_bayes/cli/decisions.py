@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.output import emit_json
+from ddtree_bayes.core.errors import QueryError
 
 PROG = "ddtree-bayes"
 
@@ -187,7 +188,13 @@ def cmd_next(args: argparse.Namespace) -> int:
 
     check_query(args.query)
     draws = _load(args)
-    query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
+    try:
+        query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
+    except QueryError as err:   # next takes predict's flags inside --query, not beside it
+        if err.fix and err.fix.startswith("e.g. --model "):
+            raise QueryError(err.message, fix="name it inside --query, e.g. --query "
+                             f"\"{err.fix.removeprefix('e.g. ')}\"") from None
+        raise
     for warning in query.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     notes: list[str] = []
@@ -310,8 +317,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         epilog='Example: ddtree-bayes next --query "--hardware b300 --engine native --method '
                'ddtree --block 16 --budget 32 --accept 14"')
     n.add_argument("--query", default="",
-                   help="predict flags for ONE engine: --hardware --gpus --engine --method "
-                        "--block --budget --verify-tokens --context --accept (a value, or lo:hi "
+                   help="predict flags for ONE engine: --model --hardware --gpus --engine "
+                        "--method --block --budget --verify-tokens --context --accept (a value, or lo:hi "
                         "for Uniform(lo, hi); default: the acceptance prior). Default: the "
                         "default scenario in sglang (for a fit that never measured b300: its "
                         "most-measured system, in its engine); flags not given come from it")
