@@ -474,6 +474,11 @@ def test_candidates_file(tmp_path):
     path.write_text("hardware,engine\nb300,sglang\n")
     with pytest.raises(DataError, match="column 'gpus'"):
         D.read_candidates(draws, path)
+    # three identical rows were ranked 1, 2 and 3 with no note
+    row = "b300,,sglang,ddtree,16,64,11,\n"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\n" + row + "b300,8,sglang,ar,,,1,\n" + row)
+    with pytest.raises(DataError, match="row 4: repeats row 2: one candidate measurement"):
+        D.read_candidates(draws, path)
     # an engine typo is named as predict names it (it was ranked as a new engine, silently);
     # gpus 0 divided by zero; --strict makes the typo an error
     path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglnag,ddtree,16,64,11,\n")

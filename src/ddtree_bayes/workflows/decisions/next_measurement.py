@@ -276,10 +276,16 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
     if not records:
         raise DataError("no candidate rows", file=path, fix="add one row per candidate")
     out = []
+    seen: dict[tuple, int] = {}
     for i, rec in enumerate(records, start=2):
         for column in ("hardware", "engine", "method"):
             if not (rec.get(column) or "").strip():
                 raise DataError("empty", file=path, row=i, column=column, fix=f"give the {column}")
+        same = tuple(sorted((k, (v or "").strip()) for k, v in rec.items() if k is not None))
+        if same in seen:   # ranked twice, it took two places of the ranking
+            raise DataError(f"repeats row {seen[same]}: one candidate measurement, listed twice",
+                            file=path, row=i, fix="keep one row per candidate")
+        seen[same] = i
         gpus, block, budget, streams = (_csv_number(path, i, rec, c, integer=True)
                                         for c in ("gpus", "block", "budget", "concurrency"))
         accept = _csv_number(path, i, rec, "accept_len")
