@@ -258,3 +258,12 @@ def test_next_in_a_fit_of_several_models_says_to_name_the_model_in_its_query(wor
     assert "holds 2 models (kimi-k2.6, llama-3.1-8b-instruct)" in err
     assert 'fix: name it inside --query, e.g. --query "--model kimi-k2.6"' in err
 
+
+def test_a_wide_interval_on_few_draws_is_said_to_be_noisy(work):
+    """--prob 0.999 on 4000 draws rests each tail on ~2 draws and said nothing; this point-mass
+    fit's 16 draws put 0.4 of a draw in each tail of a 95% interval."""
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--prob", "0.95")
+    assert code == 0 and ("--prob 0.95: each tail of the wide interval rests on about 0.4 of "
+                          "the fit's 16 draws") in err, err
+    code, out, err = run_cli(work, "predict", "--accept", "14")
+    assert code == 0 and "tail" not in err, err
