@@ -165,15 +165,13 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
         raise rec.error("completed 0: no request finished, so its TPOT measures nothing",
                         key="completed", fix="look at the server log and rerun the benchmark")
     per_stream, key = _tpot_tok_s(rec)
-    streams = _streams(rec.fmt, rec) or 1
+    count, by_rate = _stream_count(rec.fmt, rec)
+    streams = count or 1
     how = (f"1000/{key}" if streams == 1 else
            f"{streams} x 1000/{key} (total of {streams} streams)")
-    cap = rec.integer("max_concurrency", required=False) or 0
-    bound = (_rate_bound(rec, cap) if rec.fmt == "vllm-serve" and cap > 1
-             and rec.data.get("concurrency") is None else None)
-    if bound is not None and streams == max(1, round(bound)):
+    if by_rate is not None:
         how = (f"{how}, streams set by request_rate {rec.data['request_rate']}: "
-               f"{bound:.2f} in flight (Little's law), rounded")
+               f"{by_rate:.2f} in flight (Little's law), rounded")
     return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
 
 
@@ -296,9 +294,16 @@ def _streams(fmt: str, rec: BenchRow) -> int | None:
     """The record's batch size or concurrency; None when unbounded (not set). A serving run's
     ``max_concurrency`` is a cap: no more streams than requests ran (``num_prompts``,
     ``completed``), nor than vLLM saw at once (``max_concurrent_requests``), nor, rounded, than
-    SGLang's measured mean in flight (``concurrency``: a rate-limited run stays near 1)."""
+    SGLang's measured mean in flight (``concurrency``: a rate-limited run stays near 1) or a
+    rate-limited vLLM run's (:func:`_rate_bound`)."""
+    return _stream_count(fmt, rec)[0]
+
+
+def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, float | None]:
+    """(:func:`_streams`, the streams in flight of a rate-limited vLLM run when that bound set
+    the count, else None: what the row's note says)."""
     if fmt == "sglang-one-batch":
-        return rec.integer("batch_size")
+        return rec.integer("batch_size"), None
     counts = {key: rec.integer(key, required=False)
               for key in ("max_concurrency", "num_prompts", "completed", "max_concurrent_requests")}
     for key, value in counts.items():
@@ -308,7 +313,8 @@ def _streams(fmt: str, rec: BenchRow) -> int | None:
                             fix=f"pass an unedited {rec.fmt} result file")
     conc = counts["max_concurrency"]
     if conc is None and counts["completed"] == 1:
-        return 1  # one request: nothing could overlap
+        return 1, None  # one request: nothing could overlap
+    by_rate = None
     if conc is not None and conc > 1:
         for key in ("num_prompts", "completed", "max_concurrent_requests"):
             ran = counts[key]
@@ -316,10 +322,12 @@ def _streams(fmt: str, rec: BenchRow) -> int | None:
                 conc = min(conc, ran)
         mean = rec.number("concurrency", required=False)
         if mean is None and fmt == "vllm-serve":
-            mean = _rate_bound(rec, conc)
+            mean = by_rate = _rate_bound(rec, conc)
         if mean is not None and math.isfinite(mean) and mean > 0:
+            if max(1, round(mean)) >= conc:
+                by_rate = None   # the cap or the requests that ran bound it first
             conc = min(conc, max(1, round(mean)))
-    return conc
+    return conc, by_rate
 
 
 def _rate_bound(rec: BenchRow, cap: int) -> float | None:
