@@ -256,7 +256,8 @@ def test_next_in_a_fit_of_several_models_says_to_name_the_model_in_its_query(wor
     monkeypatch.setattr(decisions, "_load", lambda args: multi_model_draws())
     err = one_error(*run_cli(work, "next"))
     assert "holds 2 models (kimi-k2.6, llama-3.1-8b-instruct)" in err
-    assert 'fix: name it inside --query, e.g. --query "--model kimi-k2.6"' in err
+    assert 'say which with --query "--model"' in err
+    assert 'fix: e.g. --query "--model kimi-k2.6"' in err
 
 
 def test_a_wide_interval_on_few_draws_is_said_to_be_noisy(work):

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.output import emit_json
-from ddtree_bayes.core.errors import QueryError
 
 PROG = "ddtree-bayes"
 
@@ -188,13 +187,7 @@ def cmd_next(args: argparse.Namespace) -> int:
 
     check_query(args.query)
     draws = _load(args)
-    try:
-        query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
-    except QueryError as err:   # next takes predict's flags inside --query, not beside it
-        if err.fix and err.fix.startswith("e.g. --model "):
-            raise QueryError(err.message, fix="name it inside --query, e.g. --query "
-                             f"\"{err.fix.removeprefix('e.g. ')}\"") from None
-        raise
+    query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
     for warning in query.warnings:
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     notes: list[str] = []

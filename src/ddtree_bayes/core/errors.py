@@ -17,7 +17,6 @@ class InputError(DDTreeBayesError):
     def __init__(self, message: str, *, file: str | None = None, row: int | None = None,
                  column: str | None = None, fix: str | None = None) -> None:
         self.file, self.row, self.column, self.fix = file, row, column, fix
-        self.message = message
         where = []
         if file is not None:
             where.append(str(file))

@@ -38,9 +38,11 @@ def model_cards(draws: Fit) -> dict:
     return draws.meta.get("model", {}).get("model_cards") or {}
 
 
-def resolve_model(draws: Fit, model: str | None) -> str | None:
+def resolve_model(draws: Fit, model: str | None, *, asked_as: str = "--model {}") -> str | None:
     """The model a query asks about: optional for a fit of one model; for a fit of several, one
-    of its models, or any model with a card (a model never measured: the pair roofline)."""
+    of its models, or any model with a card (a model never measured: the pair roofline).
+    ``asked_as``: how the command takes a model, for the fix when none is named (``next``
+    takes it inside ``--query``)."""
     models = fit_models(draws)
     fit_id = draws.meta.get("fit_id", "?")
     if not is_multi(draws):
@@ -52,7 +54,8 @@ def resolve_model(draws: Fit, model: str | None) -> str | None:
                          fix=f"drop --model, or fit a file holding {model} and other models")
     if model is None:
         raise QueryError(f"fit {fit_id} holds {len(models)} models ({', '.join(models)}); "
-                         "say which with --model", fix=f"e.g. --model {models[0]}")
+                         f"say which with {asked_as.replace(' {}', '')}",
+                         fix=f"e.g. {asked_as.format(models[0])}")
     if model not in models and model not in model_cards(draws):
         raise QueryError(f"--model {model!r} was neither measured in fit {fit_id} "
                          f"({', '.join(models)}) nor has a model card stored in it",

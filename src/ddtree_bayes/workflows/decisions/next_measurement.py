@@ -24,7 +24,7 @@ from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import run_sd
-from ddtree_bayes.engine.target_models import row_pair
+from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
     CANDIDATE_COLUMNS,
@@ -81,6 +81,8 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
     a = _query_parser().parse_args(tokens)
     if a.engine is not None and "," in a.engine:
         raise QueryError("--query takes one engine", fix="give one --engine in the query")
+    if a.model is None:   # a fit of several models: the fix names --query, where it goes
+        resolve_model(draws, None, asked_as='--query "--model {}"')
     flags = Flags.of(a)
     if flags.engines is None:   # the default question's first engine only
         flags = Flags.of(a, engines=default_question(draws, a.model).engines[:1])
