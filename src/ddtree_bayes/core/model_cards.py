@@ -41,6 +41,16 @@ FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
 NOT_MODELLED = ("kv_bytes_per_token",)
 
 
+def modelled(card: dict) -> dict:
+    """A stored card (a dict) without the fields of :data:`NOT_MODELLED`: what two fits'
+    cards must agree on for the fits to be of one model.
+
+    >>> modelled({"model": "m", "layers": 61, "kv_bytes_per_token": 35136})
+    {'model': 'm', 'layers': 61}
+    """
+    return {k: v for k, v in card.items() if k not in NOT_MODELLED}
+
+
 @dataclass(frozen=True)
 class ModelCard:
     """One target model. ``experts`` is None for a dense model."""

@@ -235,11 +235,9 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     gone (a fit's proxy card is in no file: only a card written for it since counts), and
     drafter cards changed, added or removed. Empty when they agree, or when the
     cards here do not load (``fit`` names that problem)."""
-    import dataclasses
-
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards
+    from ddtree_bayes.core.model_cards import load_model_cards, modelled
     from ddtree_bayes.core.paths import data_file, own_data_file
 
     model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
@@ -253,9 +251,6 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
         drafters = drafter_table(own_data_file("drafters.csv", workdir))
     except InputError:
         return []
-
-    def modelled(card: dict) -> dict:
-        return {k: v for k, v in card.items() if k not in NOT_MODELLED}
 
     out = []
     proxy = (model.get("proxy_card") or {}).get("model")   # made by the fit, in no file
@@ -389,6 +384,22 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
                     float(context_tokens), measured, model, multi, limit, int(concurrency))
 
 
+def memory_gb(draws: Fit, hardware: str) -> float | None:
+    """GB of memory of one GPU of ``hardware`` by the fit's hardware table, or None when the row
+    gives no usable ``memory_gb`` (missing, blank, not a number, or not above 0).
+
+    >>> from types import SimpleNamespace as NS
+    >>> fit = NS(hardware={"a": {"memory_gb": "96"}, "b": {"memory_gb": ""}, "c": {}})
+    >>> [memory_gb(fit, h) for h in ("a", "b", "c", "d")]
+    [96.0, None, None, None]
+    """
+    try:
+        memory = float(draws.hardware[hardware]["memory_gb"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return memory if memory > 0 else None
+
+
 def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -> None:
     """Refuse a system never measured whose GPUs cannot hold the model's weights (the card's
     total parameters x bytes per weight against the hardware table's ``memory_gb`` x GPUs; the
@@ -411,11 +422,8 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     from ddtree_bayes.core.model_cards import stored_card
 
     card = stored_card(draws.meta.get("model", {}), model)
-    try:
-        memory = float(draws.hardware[hardware]["memory_gb"])
-    except (KeyError, ValueError):
-        return
-    if not card or not memory > 0:
+    memory = memory_gb(draws, hardware)
+    if not card or memory is None:
         return
     weights = card.weights_gb
     if weights > memory * gpus:
@@ -446,12 +454,7 @@ in 1 x my-gpu was not checked (add its memory to data/hardware.csv)
     if sc.measured:
         return None
     card = stored_card(draws.meta.get("model", {}), sc.model)
-    row = draws.hardware.get(sc.hardware, {})
-    try:
-        memory = float(row.get("memory_gb") or "nan")
-    except (TypeError, ValueError):
-        memory = math.nan
-    if card is None or memory > 0:
+    if card is None or memory_gb(draws, sc.hardware) is not None:
         return None
     return (f"{sc.hardware} has no memory_gb in the hardware table: whether {card.model}'s "
             f"weights ({card.weights_gb:.0f} GB) fit in {sc.gpus} x {sc.hardware} was not "
@@ -482,11 +485,8 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
     from ddtree_bayes.core.model_cards import stored_card
 
     card = stored_card(draws.meta.get("model", {}), sc.model)
-    try:
-        memory = float(draws.hardware[sc.hardware]["memory_gb"])
-    except (KeyError, ValueError, TypeError):
-        return None
-    if card is None or not card.kv_bytes_per_token or not memory > 0 or not sc.context_tokens:
+    memory = memory_gb(draws, sc.hardware)
+    if card is None or not card.kv_bytes_per_token or memory is None or not sc.context_tokens:
         return None
     weights = card.weights_gb
     left = memory * sc.gpus - weights

@@ -149,11 +149,10 @@ def _model_fields(cards: Any, key: str) -> Any:
     """A stored card (``key`` "card") or cards by model ("model_cards") without the fields
     the model never reads (:data:`~ddtree_bayes.core.model_cards.NOT_MODELLED`): a fit made
     before such a field was stored has the same parameters as one made after."""
-    from ddtree_bayes.core.model_cards import NOT_MODELLED
+    from ddtree_bayes.core.model_cards import modelled
 
     def strip(card: Any) -> Any:
-        return {k: v for k, v in card.items() if k not in NOT_MODELLED} \
-            if isinstance(card, dict) else card
+        return modelled(card) if isinstance(card, dict) else card
 
     if key == "model_cards" and isinstance(cards, dict):
         return {name: strip(card) for name, card in cards.items()}
