@@ -41,19 +41,19 @@ def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
     return out
 
 
-def _as_pairs(params: dict[str, Any], fit, other) -> dict[str, Any]:
+def _as_pairs(params: dict[str, Any], fit, other, labels: set[str]) -> dict[str, Any]:
     """``params`` of a fit of one model relabelled as the (model, system) pairs of ``other``,
     a fit of several, where it holds the same label: ``step_ar_ms[b300x8]`` is
     ``step_ar_ms[kimi-k2.6@b300x8]`` there (and a group ``b300x8/sglang/ddtree`` is
     ``kimi-k2.6@b300x8/sglang/ddtree``), so ``diff`` compares them instead of listing one as
-    removed and the other as added. Unchanged otherwise."""
+    removed and the other as added (``labels``: ``other``'s parameter names). Unchanged
+    otherwise."""
     from ddtree_bayes.core.pairs import pair_label
     from ddtree_bayes.engine.target_models import fit_models
 
     mine, theirs = fit_models(fit), fit_models(other)
     if len(mine) != 1 or len(theirs) < 2:
         return params
-    labels = set(scalar_parameters(other, True))
     out = {}
     for name, value in params.items():
         var, bracket, rest = name.partition("[")
@@ -66,8 +66,8 @@ def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
     """Median and 90% interval of every scalar parameter in fits ``a`` and ``b``."""
     import numpy as np
 
-    pa = _as_pairs(scalar_parameters(a, include_auxiliary), a, b)
-    pb = _as_pairs(scalar_parameters(b, include_auxiliary), b, a)
+    pa, pb = scalar_parameters(a, include_auxiliary), scalar_parameters(b, include_auxiliary)
+    pa, pb = _as_pairs(pa, a, b, set(pb)), _as_pairs(pb, b, a, set(pa))
     rows = []
     for name in dict.fromkeys([*pb, *pa]):
         row: dict[str, Any] = {"parameter": name}

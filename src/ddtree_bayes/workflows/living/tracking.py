@@ -154,10 +154,9 @@ def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
     (:func:`check_accept_limit`, with the fit ``draws`` when there is one)."""
     q = normalize_query(query)
     if draws is not None and not q.get("model"):
-        from ddtree_bayes.engine.target_models import is_multi, resolve_model
+        from ddtree_bayes.engine.target_models import resolve_model
 
-        if is_multi(draws):
-            resolve_model(draws, None)   # refuses, naming the fit's models
+        resolve_model(draws, None)   # a fit of several models: refused, naming them
     check_accept_limit(q, draws, models)
     name = name or query_name(q)
     if not re.fullmatch(r"[A-Za-z0-9._+-]+", name):
