@@ -410,4 +410,4 @@ def test_a_flag_before_the_subcommand_is_named(tmp_path):
         assert err.startswith(f"ddtree-bayes: error: {argv[1]} comes before the subcommand"), err
         assert fix in err, err
     code, out, err = run_cli(tmp_path, "hardware", "lst")   # no flag: argparse's own line
-    assert code == 2 and "invalid choice: 'lst' (fix: choose from 'list')" in err, err
+    assert code == 2 and "invalid choice: 'lst' (fix: choose from 'list', 'add')" in err, err

@@ -259,8 +259,9 @@ def test_unknown_hardware_names_the_closest_built_in_gpus(tmp_path, hw):
     path = write(tmp_path, edited(r3={"hardware": "gb400"}))
     err = expect_error(path, hw, 3, "hardware", "unknown hardware 'gb400'")
     assert err.fix == ("use one of the 35 GPUs `ddtree-bayes hardware list` shows (closest: "
-                       "gb300, gb200, b300; names are case-sensitive) or add a row for 'gb400' to "
-                       "data/hardware.csv (mem_bw_tb_s, interconnect, source)")
+                       "gb300, gb200, b300; names are case-sensitive) or add it: `ddtree-bayes "
+                       "hardware add gb400 --like GPU --mem-bw-tb-s N --source ...` (a GPU like a "
+                       "known one) or a row in data/hardware.csv")
 
 
 def test_hardware_names_are_case_sensitive(tmp_path, hw):

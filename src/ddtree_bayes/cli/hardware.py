@@ -1,15 +1,17 @@
-"""``hardware list``: the GPUs a run knows, their key figures and where each row came from.
+"""``hardware list``: the GPUs a run knows, their key figures and where each row came from;
+``hardware add``: a row for your GPU, like a known one or from its datasheet.
 
 The table is the built-in one overlaid by the working directory's ``data/hardware.csv`` (or
 ``--hardware-file``); see :mod:`ddtree_bayes.core.hardware_table`. ``--format json`` carries every
-row's sources (``docs/json-output.md``, ``schemas/hardware-list.schema.json``).
+row's sources (``docs/json-output.md``, ``schemas/hardware-list.schema.json``,
+``schemas/hardware-add.schema.json``).
 """
 from __future__ import annotations
 
 import argparse
 import math
 
-from ddtree_bayes.cli.args import add_format
+from ddtree_bayes.cli.args import add_format, real
 from ddtree_bayes.cli.output import aligned_table, emit_json, shown_path
 
 #: A figure whose text holds this word was computed, not read (data/hardware.csv's convention).
@@ -89,6 +91,90 @@ def _memory(record: dict) -> str:
     return f"{size} {record['memory']}".strip() or "-"
 
 
+#: ``hardware add``'s figure flags: column, help, upper bound, unit hint.
+FIGURES = (
+    ("memory_gb", "memory per GPU in GB", 4096.0, "GB per GPU, e.g. 24"),
+    ("mem_bw_tb_s", "memory bandwidth per GPU in TB/s (what bounds a decoding step)", 100.0,
+     "TB/s per GPU, e.g. 1.008 for an RTX 4090 (not GB/s)"),
+    ("dense_bf16_tflops", "dense bf16 tensor TFLOPS per GPU (no sparsity; GeForce: FP32 "
+     "accumulate)", 100_000.0, "dense TFLOPS per GPU, e.g. 165.2"),
+    ("dense_fp8_tflops", "dense fp8 tensor TFLOPS per GPU", 100_000.0, "dense TFLOPS per GPU"),
+    ("dense_fp4_tflops", "dense fp4 tensor TFLOPS per GPU", 100_000.0, "dense TFLOPS per GPU"),
+    ("dense_int8_tflops", "dense int8 tensor TOPS per GPU (GGUF models in llama.cpp)",
+     100_000.0, "dense TOPS per GPU"),
+)
+TEXTS = (("memory", "memory type, e.g. GDDR7"),
+         ("interconnect", "how the GPUs of a node are linked, e.g. 'PCIe Gen5' or 'NVLink4 "
+                          "0.9 TB/s' (NVLink/fabric vs PCIe sets the all-reduce cost)"),
+         ("compute_capability", "CUDA compute capability, e.g. 8.9 (below 7.5 no int8 tensor "
+                                "cores)"))
+
+
+def _flag(column: str) -> str:
+    return "--" + column.replace("_", "-")
+
+
+def cmd_hardware_add(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ddtree_bayes.core.hardware_table import hardware_table
+    from ddtree_bayes.workflows.card_files.gpu import (
+        gpu_row,
+        planned_table,
+        target_file,
+        write_gpu_row,
+    )
+
+    path = target_file(args.hardware_file)
+    table = hardware_table(None, args.hardware_file)
+    values = {c: getattr(args, c) for c, *_ in FIGURES} | \
+        {c: getattr(args, c) for c, _ in TEXTS}
+    gpu = gpu_row(table, args.name, values, args.source, like=args.like, file=path)
+    after = planned_table(path, gpu, table.header, replace=args.replace)
+    written = [] if args.dry_run else write_gpu_row(path, gpu, table.header, replace=args.replace)
+    record = gpu_record(args.name, after.rows[args.name], after.origins[args.name])
+    if args.format == "json":
+        emit_json({"dry_run": bool(args.dry_run), "gpu": record, "like": gpu.like,
+                   "given": list(gpu.given), "effect": gpu.effect, "file": str(path),
+                   "notes": list(gpu.notes), "written": [w.__dict__ for w in written]})
+        return 0
+    print("\n".join(_gpu_lines(record, gpu)))
+    for note in gpu.notes:
+        print(f"note: {note}")
+    if args.dry_run:
+        print(f"dry run: nothing written ({shown_path(str(path))} would "
+              f"{'gain' if gpu.effect != 'replaces' else 'have replaced'} this row)")
+        return 0
+    for w in written:
+        print(f"{'replaced' if w.replaced else 'wrote'} {shown_path(w.file)} row {w.row} "
+              f"({w.name}){' (created)' if w.created else ''}")
+    print(f"next: a fit made before this knows the table it stored: re-run `ddtree-bayes fit`, "
+          f"then ask with --hardware {args.name}" if Path("models").is_dir() else
+          f"next: fit, then ask with --hardware {args.name}")
+    return 0
+
+
+def _gpu_lines(r: dict, gpu) -> list[str]:
+    def origin(*cols: str) -> str:
+        return "given" if any(c in gpu.given for c in cols) else \
+            (f"as {gpu.like}" if gpu.like else "-")
+
+    peaks = ", ".join(f"{p.split('_')[1]} {_cell(r[p])}" for p in PEAKS)
+    what = {"adds": "adds a GPU", "overrides": "overrides the built-in row",
+            "replaces": "replaces your row"}[gpu.effect]
+    like = f", like {gpu.like}" if gpu.like not in (None, r["hardware"]) else ""
+    return [f"GPU {r['hardware']}{like} ({what}):",
+            f"  memory        {_memory(r):<44} {origin('memory_gb', 'memory')}",
+            f"  bandwidth     {_cell(r['mem_bw_tb_s']) + ' TB/s per GPU':<44} "
+            f"{origin('mem_bw_tb_s')}",
+            f"  interconnect  {r['interconnect'] + ' (' + r['link'] + ')':<44} "
+            f"{origin('interconnect')}",
+            f"  compute cap.  {r['compute_capability'] or '-':<44} {origin('compute_capability')}",
+            f"  dense TFLOPS  {peaks:<44} {origin(*PEAKS)}",
+            f"  source        {r['source']}",
+            f"  flops source  {r['flops_source'] or '-'}"]
+
+
 def register(sub) -> None:
     """Add ``hardware`` (with its ``list`` subcommand) to the main parser's subcommands."""
     h = sub.add_parser("hardware", help="the GPUs this tool knows (built in and yours)",
@@ -105,3 +191,30 @@ def register(sub) -> None:
                     help="your hardware table (default: data/hardware.csv here, if any)")
     add_format(ls, ("table", "json"))
     ls.set_defaults(func=cmd_hardware_list)
+    add = hsub.add_parser(
+        "add", help="add your GPU to data/hardware.csv: like a known one, or from its datasheet",
+        description="Write a GPU's row to data/hardware.csv (or --hardware-file): --like a GPU "
+                    "the table knows, with the figures that differ (a memory overclock, a "
+                    "power-limited or cut-down edition), or a new GPU from its datasheet "
+                    "(--mem-bw-tb-s and --interconnect at least). The row names where each "
+                    "figure came from: the given ones from --source, the others as the GPU it "
+                    "copies. A fit stores the table it used: re-run `fit` to ask about the GPU.",
+        epilog="e.g. ddtree-bayes hardware add rtx-4090-oc --like rtx-4090 --mem-bw-tb-s 1.104 "
+               "--source 'memory +1000 MHz: 23 Gbps x 384 bit / 8'")
+    add.add_argument("name", metavar="NAME", help="the GPU's name as --hardware will take it "
+                                                  "(lowercase, e.g. rtx-4090-oc)")
+    add.add_argument("--like", metavar="GPU", help="start from this GPU's row (`hardware list`)")
+    for col, text, top, unit in FIGURES:
+        add.add_argument(_flag(col), dest=col, metavar="N", help=text,
+                         type=real(0, top, f"give {unit}", open_lo=True))
+    for col, text in TEXTS:
+        add.add_argument(_flag(col), dest=col, metavar="TEXT", help=text)
+    add.add_argument("--source", required=True,
+                     help="where the given figures come from (datasheet, nvidia-smi, your "
+                          "measurement): written into the row")
+    add.add_argument("--hardware-file",
+                     help="the table to write (default: data/hardware.csv here, created if absent)")
+    add.add_argument("--replace", action="store_true", help="overwrite your row of the same name")
+    add.add_argument("--dry-run", action="store_true", help="print the row, write nothing")
+    add_format(add, ("table", "json"))
+    add.set_defaults(func=cmd_hardware_add)

@@ -300,7 +300,8 @@ def unknown_hardware_fix(name: str, hardware) -> str:
     import difflib
 
     names = sorted(hardware)
-    add = f"add a row for {name!r} to data/hardware.csv (mem_bw_tb_s, interconnect, source)"
+    add = (f"add it: `ddtree-bayes hardware add {name} --like GPU --mem-bw-tb-s N --source ...` "
+           "(a GPU like a known one) or a row in data/hardware.csv")
     if len(names) < LIST_ALL_BELOW:
         return f"use a name from the hardware table ({', '.join(names)}) or {add}"
     close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)

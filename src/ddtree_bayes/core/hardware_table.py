@@ -86,10 +86,11 @@ def hardware_table(workdir: str | Path | None = None,
     return merge_tables(user_hardware_file(workdir, hardware_file))
 
 
-def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
-                 ) -> HardwareTable:
+def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None, *,
+                 user_text: str | None = None) -> HardwareTable:
     """Validate the built-in table and ``user_file`` (each with its own file, row and column in
-    errors), then overlay the user's rows on the built-in ones by name."""
+    errors), then overlay the user's rows on the built-in ones by name. ``user_text``: the
+    user's file as it would be written (not read from disk)."""
     builtin_path = Path(builtin) if builtin is not None else paths.bundled("hardware.csv")
     builtin_text, builtin_header, _ = read_records(builtin_path)
     base = load_hardware(builtin_path, text=builtin_text)
@@ -97,7 +98,7 @@ def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
     if user_file is None:
         return HardwareTable(base, dict.fromkeys(base, BUILT_IN), tuple(header), builtin_text, None)
     user_path = str(user_file)
-    user_text, user_header, _ = read_records(user_path)
+    user_text, user_header, _ = read_records(user_path, user_text)
     own = load_hardware(user_path, text=user_text)
     header += [h for h in user_header if h and h not in header]
     rows = dict(base)

@@ -1,0 +1,143 @@
+"""A GPU's row for the hardware table (``ddtree-bayes hardware add``).
+
+A user's GPU is usually a known one with a figure or two changed (a memory overclock, a
+power-limited or cut-down edition, a new name for a node) or a new one read off its datasheet.
+:func:`gpu_row` builds the row from the effective table (built-in overlaid by the user's
+``data/hardware.csv``): ``like`` copies a known GPU's row, the figures given replace its, and
+the row says where each figure came from (the given ones from ``source``, the others as the
+GPU it copies, with that row's own sources). :func:`write_gpu_row` writes it under ``card
+add``'s conventions: the file's lock, refuse or ``replace``, the whole new file validated
+before an atomic rename, nothing written on any error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ddtree_bayes.core.data import NAME_RE, unknown_hardware_fix
+from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
+from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
+
+#: Figures ``source`` covers, and the dense peaks ``flops_source`` covers (data/hardware.csv).
+MEMORY_COLUMNS = ("memory", "memory_gb", "mem_bw_tb_s", "interconnect", "compute_capability")
+PEAK_COLUMNS = ("dense_bf16_tflops", "dense_fp8_tflops", "dense_fp4_tflops", "dense_int8_tflops")
+#: What a GPU the table does not know must be given (the rest may stay blank).
+NEW_GPU_NEEDS = ("mem_bw_tb_s", "interconnect")
+
+
+@dataclass(frozen=True)
+class GpuRow:
+    """The row to write, the GPU it copies (None: from the datasheet alone), the columns the
+    user gave, and what the row will do to the table: ``"adds"`` a GPU, ``"overrides"`` a
+    built-in one, ``"replaces"`` a row of the user's file."""
+
+    row: dict[str, str]
+    like: str | None
+    given: tuple[str, ...]
+    effect: str
+    notes: tuple[str, ...]
+
+
+def _figure(value: float | str) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value).strip()
+
+
+def _provenance(source: str, given: list[str], like: str | None, like_source: str) -> str:
+    parts = [f"{source} ({', '.join(given)})"] if given else []
+    if like is not None:
+        parts.append(f"{'other figures ' if given else ''}as {like}: {like_source or '(unsourced)'}")
+    return "; ".join(parts)
+
+
+def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], source: str, *,
+            like: str | None = None, file: Path) -> GpuRow:
+    """The row of GPU ``name``: ``like``'s row (or, without ``like``, the table's own row of
+    ``name`` when it has one) with ``values`` (column -> figure) put in, sourced by ``source``;
+    ``file`` is the table it will be written to.
+    Raises InputError for a name the files cannot hold, an unknown ``like``, a new GPU without
+    its bandwidth and interconnect, or nothing to change."""
+    if not NAME_RE.fullmatch(name):
+        raise InputError(f"{name!r} is not a GPU name the data files can hold",
+                         fix="use lowercase letters, digits and . _ + - (e.g. 'rtx-4090-oc')")
+    if not source.strip():
+        raise InputError("--source is empty", fix="say where the figures come from (a datasheet, "
+                                                  "nvidia-smi, your own measurement)")
+    if like is not None and like not in table.rows:
+        raise InputError(f"--like {like}: no such GPU in the hardware table",
+                         fix=unknown_hardware_fix(like, table.rows))
+    values = {c: v for c, v in values.items() if v is not None}
+    base = like if like is not None else (name if name in table.rows else None)
+    if base is None:
+        missing = [c for c in NEW_GPU_NEEDS if c not in values]
+        if missing:
+            flags = " and ".join("--" + c.replace("_", "-") for c in missing)
+            raise InputError(f"{name} is a GPU the table does not know: it needs {flags}",
+                             fix=f"give {flags} from its datasheet, or start from a GPU like it: "
+                                 f"--like NAME (`ddtree-bayes hardware list`)")
+    elif not values and like is None:
+        raise InputError(f"{name} is in the table already and nothing was given to change",
+                         fix="give the figures that differ (e.g. --mem-bw-tb-s), or a new name "
+                             "with --like")
+    header = list(table.header)
+    row = dict(table.rows[base]) if base is not None else dict.fromkeys(header, "")
+    row["hardware"] = name
+    for col, value in values.items():
+        row[col] = _figure(value)
+    given = [c for c in (*MEMORY_COLUMNS, *PEAK_COLUMNS) if c in values]
+    from_like = like if like is not None else base
+    like_row = table.rows[base] if base is not None else {}
+    row["source"] = _provenance(source, [c for c in MEMORY_COLUMNS if c in values], from_like,
+                                like_row.get("source", ""))
+    peaks_given = [c for c in PEAK_COLUMNS if c in values]
+    row["flops_source"] = (_provenance(source, peaks_given, from_like,
+                                       like_row.get("flops_source", ""))
+                           if peaks_given or any(like_row.get(c) for c in PEAK_COLUMNS) else "")
+    notes = []
+    if not row.get("dense_bf16_tflops", "").strip():
+        notes.append(f"{name} has no dense bf16 peak: its compute knee assumes bandwidth x 200 "
+                     "FLOP/B, an assumption (give --dense-bf16-tflops from the datasheet)")
+    if not row.get("memory_gb", "").strip():
+        notes.append(f"{name} has no memory_gb: whether a model's weights fit is not checked "
+                     "(give --memory-gb)")
+    effect = ("replaces" if existing_row(file, "hardware", name) is not None else
+              "overrides" if name in table.rows else "adds")
+    return GpuRow(row, from_like, tuple(given), effect, tuple(notes))
+
+
+def target_file(hardware_file: str | Path | None) -> Path:
+    """Where ``hardware add`` writes: ``--hardware-file``, else ``data/hardware.csv`` here."""
+    return Path(hardware_file) if hardware_file else Path("data") / "hardware.csv"
+
+
+def planned_table(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
+                  replace: bool) -> HardwareTable:
+    """The effective table once ``gpu``'s row is in ``path`` (created with the table's header
+    when absent), every check of a write done and nothing written: a name the file already
+    has is refused without ``replace``; the new file is validated alone and overlaid on the
+    built-in table."""
+    if path.exists() and not path.is_file():
+        raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
+    line = existing_row(path, "hardware", gpu.row["hardware"])
+    if line is not None and not replace:
+        raise InputError(f"{gpu.row['hardware']!r} is already in {path}, row {line}",
+                         fix="pass --replace to overwrite that row, or give the GPU another name")
+    text, _ = plan_text(path, _seed(header), "hardware", [gpu.row], replace=replace)
+    return _checked(str(path), text)
+
+
+def write_gpu_row(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
+                  replace: bool) -> list[Written]:
+    """Write ``gpu``'s row to ``path`` (see :func:`planned_table`); nothing on any error."""
+    planned_table(path, gpu, header, replace=replace)
+    return write_rows(path, _seed(header), "hardware", [gpu.row], replace=replace,
+                      check=_checked)
+
+
+def _seed(header: tuple[str, ...]) -> str:
+    return ",".join(header) + "\n"
+
+
+def _checked(path: str, text: str) -> HardwareTable:
+    return merge_tables(path, user_text=text)   # the file alone, then overlaid on the built-in

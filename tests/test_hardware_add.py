@@ -1,0 +1,168 @@
+"""``hardware add``: a user's GPU without a hand-written row (the brief: "a user's own model and
+GPU need hand-written cards"). Like a known GPU with the figures that differ, or a new one from
+its datasheet; every figure sourced; refusals write nothing."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.hardware_table import ADDED, OVERRIDES, hardware_table
+from ddtree_bayes.core.paths import bundled
+from test_cli_support import listing, make_point_mass_workdir, run_cli, write_point_mass_fit
+from test_json_schemas import validate_output
+
+BUILT_IN = {r["hardware"]: r for r in csv.DictReader(io.StringIO(bundled("hardware.csv").read_text()))}
+
+
+def rows_of(path: Path) -> dict[str, dict[str, str]]:
+    return {r["hardware"]: r for r in csv.DictReader(io.StringIO(path.read_text()))}
+
+
+def test_a_gpu_like_a_known_one_keeps_its_figures_and_sources_the_new_one(tmp_path):
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090-oc", "--like", "rtx-4090",
+                             "--mem-bw-tb-s", "1.104", "--source", "memory +1000 MHz: 23 Gbps x 384 bit")
+    assert code == 0 and err == ""
+    path = tmp_path / "data" / "hardware.csv"
+    rows = rows_of(path)
+    assert list(rows) == ["rtx-4090-oc"]          # the file holds only what differs
+    row, base = rows["rtx-4090-oc"], BUILT_IN["rtx-4090"]
+    assert row["mem_bw_tb_s"] == "1.104"
+    for col in ("memory", "memory_gb", "interconnect", "compute_capability", "dense_bf16_tflops",
+                "dense_fp8_tflops", "dense_int8_tflops"):
+        assert row[col] == base[col], col
+    assert row["source"] == ("memory +1000 MHz: 23 Gbps x 384 bit (mem_bw_tb_s); other figures as "
+                             f"rtx-4090: {base['source']}")
+    assert row["flops_source"] == f"as rtx-4090: {base['flops_source']}"
+    assert "  bandwidth     1.104 TB/s per GPU" in out and "given" in out.splitlines()[2]
+    assert "wrote data/hardware.csv row 2 (rtx-4090-oc) (created)" in out
+    table = hardware_table(tmp_path)
+    assert table.origins["rtx-4090-oc"] == ADDED and table.origins["rtx-4090"] == "built-in"
+    # the next command already knows it
+    code, out, _ = run_cli(tmp_path, "hardware", "list")
+    assert next(ln for ln in out.splitlines() if ln.startswith("rtx-4090-oc ")).endswith("yours")
+
+
+def test_a_built_in_name_is_overridden_and_a_second_time_needs_replace(tmp_path):
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-3090", "--mem-bw-tb-s", "0.85",
+                             "--source", "power-limited to 250 W: measured 850 GB/s")
+    assert code == 0, err
+    assert "GPU rtx-3090 (overrides the built-in row):" in out
+    assert hardware_table(tmp_path).origins["rtx-3090"] == OVERRIDES
+    before = listing(tmp_path)
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-3090", "--mem-bw-tb-s", "0.8",
+                             "--source", "x")
+    assert code == 2 and out == ""
+    assert err.strip() == ("ddtree-bayes: error: 'rtx-3090' is already in data/hardware.csv, row 2 "
+                           "(fix: pass --replace to overwrite that row, or give the GPU another name)")
+    assert listing(tmp_path) == before
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-3090", "--mem-bw-tb-s", "0.8",
+                             "--source", "x", "--replace")
+    assert code == 0 and "replaced data/hardware.csv row 2 (rtx-3090)" in out
+    assert rows_of(tmp_path / "data" / "hardware.csv")["rtx-3090"]["mem_bw_tb_s"] == "0.8"
+
+
+def test_a_new_gpu_from_its_datasheet_says_what_it_leaves_to_assumption(tmp_path):
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
+                             "--interconnect", "PCIe Gen5", "--source", "vendor sheet",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("hardware-add", payload)
+    assert payload["like"] is None and payload["given"] == ["mem_bw_tb_s", "interconnect"]
+    assert payload["effect"] == "adds" and payload["gpu"]["origin"] == "user"
+    assert payload["gpu"]["mem_bw_tb_s"] == 2.0 and payload["gpu"]["dense_bf16_tflops"] is None
+    assert payload["gpu"]["link"] == "pcie"
+    assert payload["gpu"]["source"] == "vendor sheet (mem_bw_tb_s, interconnect)"
+    assert payload["gpu"]["flops_source"] == ""
+    assert [n.split(":")[0] for n in payload["notes"]] == [
+        "my-gpu has no dense bf16 peak", "my-gpu has no memory_gb"]
+    assert payload["written"] == [{"file": "data/hardware.csv", "name": "my-gpu", "row": 2,
+                                   "replaced": False, "created": True}]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["my-gpu", "--mem-bw-tb-s", "2"], "my-gpu is a GPU the table does not know: it needs "
+                                       "--interconnect"),
+    (["my-gpu", "--like", "rtx-4900", "--mem-bw-tb-s", "2"], "--like rtx-4900: no such GPU in the "
+                                                             "hardware table"),
+    (["My GPU", "--like", "rtx-4090"], "'My GPU' is not a GPU name the data files can hold"),
+    (["rtx-4090"], "rtx-4090 is in the table already and nothing was given to change"),
+    (["my-gpu", "--like", "rtx-4090", "--source", " "], "--source is empty"),
+])
+def test_refusals_name_the_fix_and_write_nothing(tmp_path, argv, message):
+    argv = argv if "--source" in argv else [*argv, "--source", "s"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", *argv)
+    assert code == 2 and out == "" and listing(tmp_path) == {}
+    assert err.startswith(f"ddtree-bayes: error: {message}") and "(fix: " in err
+
+
+def test_a_unit_slip_is_caught_at_the_flag(tmp_path):
+    # 1792 is GB/s: the flag takes TB/s
+    code, out, err = run_cli(tmp_path, "hardware", "add", "x", "--like", "rtx-5090",
+                             "--mem-bw-tb-s", "1792", "--source", "s")
+    assert code == 2 and listing(tmp_path) == {}
+    assert "--mem-bw-tb-s" in err and "outside (0, 100]" in err and "not GB/s" in err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "x", "--like", "rtx-5090", "--source", "s")
+    assert code == 0 and "--source" not in err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "y", "--like", "rtx-5090")
+    assert code == 2 and "--source" in err
+
+
+def test_dry_run_prints_the_row_and_writes_nothing(tmp_path):
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-slow", "--like", "h100",
+                             "--dense-bf16-tflops", "700", "--source", "clock-capped", "--dry-run")
+    assert code == 0 and err == "" and listing(tmp_path) == {}
+    assert "dry run: nothing written (data/hardware.csv would gain this row)" in out
+    assert "bf16 700" in out
+
+
+def test_an_invalid_user_table_is_named_and_left_alone(tmp_path):
+    path = tmp_path / "data" / "hardware.csv"
+    path.parent.mkdir()
+    path.write_text("hardware,mem_bw_tb_s,interconnect,source\nmy-gpu,fast,PCIe,x\n")
+    before = listing(tmp_path)
+    code, out, err = run_cli(tmp_path, "hardware", "add", "other", "--like", "h100", "--source", "s")
+    assert code == 2 and listing(tmp_path) == before
+    assert "data/hardware.csv" in err and "row 2" in err and "mem_bw_tb_s" in err
+
+
+def test_a_column_the_users_file_lacks_is_refused_not_dropped(tmp_path):
+    """A short user table (the four required columns): a new GPU copied from the H100 would
+    lose its memory and peaks, which a new name cannot take from the built-in row."""
+    path = tmp_path / "data" / "hardware.csv"
+    path.parent.mkdir()
+    path.write_text("hardware,mem_bw_tb_s,interconnect,source\nmy-gpu,1.0,PCIe,x\n")
+    before = listing(tmp_path)
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-b", "--like", "h100", "--source", "s")
+    assert code == 2 and listing(tmp_path) == before
+    assert "no column 'memory'" in err
+
+
+def test_the_added_gpu_reaches_the_model(tmp_path):
+    """After `hardware add` and a refit, predict prices the GPU by its row: an unmeasured
+    system transfers from the measured one by the bandwidth ratio the row gives (8.0 / 4.0)."""
+    root = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(root, "hardware", "add", "b300-half", "--like", "b300",
+                             "--mem-bw-tb-s", "4", "--source", "test: half the bandwidth")
+    assert code == 0, err
+    assert out.splitlines()[-1] == ("next: a fit made before this knows the table it stored: "
+                                    "re-run `ddtree-bayes fit`, then ask with --hardware b300-half")
+    code, _, err = run_cli(root, "predict", "--hardware", "b300-half", "--method", "ar")
+    assert code == 2 and "re-run `ddtree-bayes fit`" in err     # the old fit does not know it
+    write_point_mass_fit(root / "models", root / "data" / "measurements.csv",
+                         root / "models" / "priors.toml", root / "data" / "hardware.csv",
+                         fit_id="20260101T000001Z-pointms2")
+    answers = {}
+    for gpu in ("b300", "b300-half"):
+        code, out, err = run_cli(root, "predict", "--hardware", gpu, "--method", "ar",
+                                 "--format", "json")
+        assert code == 0, err
+        answers[gpu] = json.loads(out)["rows"][0]
+    assert "transferred from b300x8 (same interconnect class, bandwidth ratio 2.00)" in \
+        answers["b300-half"]["overhead_from"]
+    assert answers["b300-half"]["median"] < answers["b300"]["median"]
