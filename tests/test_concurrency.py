@@ -345,3 +345,37 @@ def test_a_new_row_at_c_streams_is_scored_on_its_total():
 def test_validate_concurrency_needs_extrapolate(tmp_path):
     code, _, err = run_cli(tmp_path, "validate", "--concurrency")
     assert code == 2 and "--concurrency goes with --extrapolate" in err
+
+
+def test_p_faster_than_ar_pairs_the_steps_of_a_system_never_measured():
+    """At acceptance 1 a speculative step (4 tokens verified plus a drafter pass) never beats
+    the AR step. On a GPU the fit never measured both steps come from transferred parameters,
+    which carry their own noise: drawn separately for the two steps they said P = 0.07."""
+    draws = point_mass_draws()
+    for hardware in ("b300", "h200"):
+        sc = P.resolve_scenario(draws, hardware=hardware, gpus=8, engine="sglang",
+                                method="ddtree", block=3, budget=3, verify_tokens=None,
+                                context_tokens=0)
+        assert P.p_faster_than_ar(draws, sc, np.full(draws.n_draws, 1.0),
+                                  np.random.default_rng(1)) == 0.0, hardware
+
+
+def test_a_target_at_c_streams_is_one_users_and_says_so(tmp_path):
+    """`--target 3000 --concurrency 1,8` printed P(>=3000) 0.00 beside a total of 3404: the
+    probability is of one user's tok/s (the row's median), and the header says so."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                             "--concurrency", "1,8", "--target", "400", "--format", "json")
+    assert code == 0, err
+    rows = json.loads(out)["rows"]
+    # the point mass: 600 tok/s for the one stream at C = 1; at C = 8 each user gets less
+    # than 400 while the 8 together get more
+    assert rows[0]["p_ge_target"] == 1.0 and rows[0]["median"] == pytest.approx(600.0)
+    assert rows[1]["median"] < 400 < rows[1]["total"]["median"]
+    assert rows[1]["p_ge_target"] == 0.0
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                             "--concurrency", "1,8", "--target", "400")
+    assert code == 0 and "P(user>=400)" in out
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                             "--target", "400")
+    assert code == 0 and "P(>=400)" in out and "user" not in out.splitlines()[2]

@@ -77,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
                                    "estimate and its +-30%% band.")
     p.add_argument("--accept", type=A.accept, help=ACCEPT_HELP)
     p.add_argument("--target", type=A.real(0, 1e9, "give a throughput in tok/s, e.g. --target 800"),
-                   help="also print P(tok/s >= TARGET)")
+                   help="also print P(tok/s >= TARGET) (with --concurrency: one user's tok/s)")
     p.add_argument("--prob", type=A.PROB, default=0.9,
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
     add_scenario_arguments(p)

@@ -87,8 +87,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     versus_ar = streams and any("p_faster_than_ar" in r for r in rows)
     if versus_ar:
         headers.append("P(> AR)")
-    if args.target is not None:
-        headers.append(f"P(>={args.target:g})")
+    if args.target is not None:   # of the row's median: one stream's tok/s at C > 1
+        headers.append(f"P(user>={args.target:g})" if streams else f"P(>={args.target:g})")
     body = []
     for r in rows:
         cells = [r["engine"], r["accept"]] + ([str(r["concurrency"])] if streams else [])
