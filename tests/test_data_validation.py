@@ -530,8 +530,9 @@ def test_blank_verify_tokens_chain_derives_block_plus_one(tmp_path, hw):
 
 
 def test_explicit_verify_tokens_is_kept(tmp_path, hw):
-    data = load_measurements(write(tmp_path, edited(r3={"verify_tokens": "12"})), hw)
-    assert data.rows[1].verify_tokens == 12
+    # (a tree whose budget is not written: its verify tokens are the only size it has)
+    data = load_measurements(write(tmp_path, edited(r3={"verify_tokens": "12", "budget": ""})), hw)
+    assert data.rows[1].verify_tokens == 12 and data.rows[1].budget is None
 
 
 def test_blank_underivable_verify_tokens_tree(tmp_path, hw):
@@ -835,3 +836,17 @@ def test_an_autoregressive_row_with_a_drafter_shape_or_a_huge_gpu_count_is_refus
     expect_error(write(tmp_path, edited(r4={"budget": "8"})), hw, 4, "budget")
     expect_error(write(tmp_path, edited(r2={"gpus": "100000"})), hw, 2, "gpus",
                  "100000 GPUs in one system is more than 1024")
+
+
+@pytest.mark.parametrize("verify", ["500", "5", "8"])
+def test_verify_tokens_that_are_not_the_budgets_are_refused(tmp_path, hw, verify):
+    """A DDTree of 8 nodes verifies 9 tokens (row 3): 500 or 5 were appended and fitted."""
+    path = write(tmp_path, edited(r3={"verify_tokens": verify}))
+    expect_error(path, hw, 3, "verify_tokens", "a budget of 8 draft tokens is verified as 9 "
+                 f"tokens per step, not {verify}", "set verify_tokens to 9")
+
+
+def test_an_eagle_tree_verifies_its_budget_plus_one(tmp_path, hw):
+    # depth 3 (the block) and 7 nodes verify 8 tokens, as the SpecForge rows write it
+    path = write(tmp_path, edited(r9={"block": "3", "budget": "7", "verify_tokens": "8"}))
+    assert load_measurements(path, hw).rows[7].verify_tokens == 8

@@ -280,3 +280,22 @@ def test_context_past_the_measured_ones_warns():
     row = P.predict(draws, engines=["sglang"], context="1m", accept="12")[0]
     # the power-law context term carried to 16 units: 16 + 2 * 16 * 33**0.5, step / 0.8
     assert row["median"] == pytest.approx(12 / ((16 + 2 * 16 * 33 ** 0.5) / 0.8) * 1000)
+
+
+def test_verify_tokens_beside_a_budget_keep_the_block_and_must_match(tmp_path):
+    """`--budget 32 --verify-tokens 33` dropped the default's block 16 (the acceptance limit
+    became M = 33 and --accept 20 was answered); 500 verify tokens for 32 nodes were priced."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--engine", "sglang", "--budget", "32",
+                             "--verify-tokens", "33", "--accept", "14")
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("b300 x8, ddtree, block 16, budget 32, verify 33")
+    code, out, err = run_cli(work, "predict", "--engine", "sglang", "--budget", "32",
+                             "--verify-tokens", "33", "--accept", "20")
+    assert code == 2 and "at most 17 tokens per step" in err
+    code, out, err = run_cli(work, "predict", "--engine", "sglang", "--block", "16", "--budget",
+                             "32", "--verify-tokens", "500", "--accept", "14")
+    assert code == 2 and out == ""
+    assert "a budget of 32 draft tokens is verified as 33 tokens per step, not 500" in err

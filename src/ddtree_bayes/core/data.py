@@ -170,6 +170,20 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
     return None if size is None else size + 1
 
 
+def verify_mismatch(method: str, budget: int | None, verify_tokens: int) -> str | None:
+    """Why ``verify_tokens`` cannot be this configuration's, or None: the budget is the draft
+    tokens verified per step, so a speculative configuration that gives one verifies budget
+    + 1 (a DDTree of 32 nodes verifies 33; an EAGLE-3 tree of depth 8 and 63 nodes, 64).
+
+    >>> verify_mismatch("ddtree", 32, 33) is None, verify_mismatch("ddtree", 32, 500)
+    (True, 'a budget of 32 draft tokens is verified as 33 tokens per step, not 500')
+    """
+    if method == AR_METHOD or budget is None or verify_tokens == budget + 1:
+        return None
+    return (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens per step, "
+            f"not {verify_tokens}")
+
+
 def read_csv_file(path: str, text: str | None = None
               ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The file's text, its header, and (file line number, fields) per record."""
@@ -402,6 +416,10 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     elif method == AR_METHOD and verify != 1:
         raise DataError(f"autoregressive rows verify 1 token, got {verify:g}", file=path, row=row,
                         column="verify_tokens", fix="set verify_tokens to 1 or fix the method")
+    elif (wrong := verify_mismatch(method, budget, int(verify))) is not None:
+        raise DataError(wrong, file=path, row=row, column="verify_tokens",
+                        fix=f"set verify_tokens to {budget + 1 if budget is not None else ''} "
+                            "(or blank), or fix the budget")
     if method == AR_METHOD and (block is not None or budget is not None):
         raise DataError("an autoregressive row drafts nothing: block and budget are blank",
                         file=path, row=row, column="block" if block is not None else "budget",

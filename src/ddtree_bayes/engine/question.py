@@ -159,7 +159,10 @@ def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict,
            "engines": tuple(flags.engines or d.engines),
            "gpus": flags.gpus if flags.gpus is not None or flags.hardware is not None else d.gpus,
            "block": flags.block, "budget": flags.budget, "verify_tokens": flags.verify_tokens}
-    if shape and flags.method is None and flags.verify_tokens is None:
+    if shape and flags.method is None and (flags.verify_tokens is None or flags.block is not None
+                                           or flags.budget is not None):
+        # (verify tokens given beside a block or budget stay as given: resolve_scenario checks
+        # them against the budget; `--budget 32 --verify-tokens 33` used to drop the block)
         block, budget = flags.block, flags.budget
         if block is None and budget is None:
             out["verify_tokens"] = d.verify_tokens

@@ -19,6 +19,7 @@ from ddtree_bayes.core.data import (
     derive_verify_tokens,
     system_label,
     unknown_hardware_fix,
+    verify_mismatch,
 )
 from ddtree_bayes.core.drafters import DrafterCard
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
@@ -370,6 +371,9 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
         verify_tokens = derived
     if method == AR_METHOD and verify_tokens != 1:
         raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
+    if (wrong := verify_mismatch(method, budget, int(verify_tokens))) is not None:
+        raise QueryError(wrong, fix="drop --verify-tokens (it follows from --budget), or give "
+                                    "the budget the configuration has")
     if verify_tokens < 1:
         raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
     if context_tokens is None:
