@@ -268,3 +268,15 @@ def test_a_wide_interval_on_few_draws_is_said_to_be_noisy(work):
                           "the fit's 16 draws") in err, err
     code, out, err = run_cli(work, "predict", "--accept", "14")
     assert code == 0 and "tail" not in err, err
+
+
+@pytest.mark.parametrize("argv, help_of", [
+    (("optimize", "--accept", "14"), "optimize"),    # was read as --acceptance-file 14
+    (("predict", "--acc", "14"), "predict"),          # was read as --accept 14
+    (("hardware", "list", "--form", "json"), "hardware list"),
+])
+def test_flags_are_never_abbreviated(tmp_path, argv, help_of):
+    code, out, err = run_cli(tmp_path, *argv)
+    assert code == 2 and out == ""
+    assert err == (f"ddtree-bayes: error: unrecognized arguments: {' '.join(argv[-2:])} "
+                   f"(fix: see `ddtree-bayes {help_of} --help`)\n")

@@ -35,7 +35,12 @@ def one_line(text: str) -> str:
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is ONE line on stderr, naming the flag, with a fix."""
+    """argparse, but a usage error is ONE line on stderr, naming the flag, with a fix; and no
+    abbreviated flags (`optimize --accept 14` was taken for --acceptance-file 14)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
         self._argv = list(sys.argv[1:] if args is None else args)
@@ -47,9 +52,30 @@ class Parser(argparse.ArgumentParser):
             if " (choose from " in message:
                 message = message.replace(" (choose from ", " (fix: choose from ", 1)
             else:
-                message += f" (fix: see `{self.prog} --help`)"
+                message += f" (fix: see `{self._command_prog()} --help`)"
         # one prefix for every error of the program, as the library's errors print it
         self.exit(2, f"{self.prog.split()[0]}: error: {message}\n")
+
+    def _command_prog(self) -> str:
+        """``ddtree-bayes optimize`` for an error the top parser raises about a subcommand's
+        arguments (an unrecognized flag), so the fix names the help that lists them."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                words = [t for t in getattr(self, "_argv", []) if not t.startswith("-")]
+                names: list[str] = []
+                choices = action.choices
+                for word in words:
+                    if word not in choices:
+                        break
+                    names.append(word)
+                    sub = choices[word]
+                    nested = [a for a in sub._actions
+                              if isinstance(a, argparse._SubParsersAction)]
+                    if not nested:
+                        break
+                    choices = nested[0].choices
+                return " ".join([self.prog, *names])
+        return self.prog
 
     def _flags_first(self, message: str) -> str:
         """``hardware --format json`` (flags before the subcommand): argparse takes the flag's
