@@ -135,6 +135,33 @@ def test_optimize_at_c_streams_by_hand():
     assert [r["step_ms"] for r in four["rows"]] == pytest.approx(
         [(4 * (1 + 0.0625 * 35) + 4) / 0.8, 40.75 / 0.8])
     assert one["rows"][1]["step_ms"] == pytest.approx(20.0)
+    # the point mass measured M = 9 at C = 1 on b300x8: budget 8 is measured at C = 1, and at
+    # C = 4 its step verifies 36 tokens, beyond any row (it was read as not extrapolated)
+    assert [r["extrapolated"] for r in one["rows"]] == [False, True]
+    assert [r["extrapolated"] for r in four["rows"]] == [True, True]
+    assert one["max_measured_verify_tokens"]["system"] == 9 and one["warnings"] == []
+    assert four["warnings"] == [
+        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1): the step's growth "
+        "with C is the roofline's (weights once per step, KV reads and tree nodes per stream), "
+        "prior-driven"]
+
+
+def test_optimize_warns_of_a_kv_cache_that_does_not_fit_as_predict_does():
+    """`optimize --concurrency 512 --context 128k` answered for 2358 GB of KV cache on 8 x B300
+    (1804 GB left after the weights) with no word; predict and next warned."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.workflows.decisions import optimize
+
+    draws = point_mass_draws()
+    card = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    draws.meta["model"]["card"] = dict(vars(card))
+    curve = parse_acceptance_curve(draws.priors_toml)
+    kw = {"hardware": "b300", "engine": "sglang", "budgets": (8,), "context_tokens": "128k"}
+    assert optimize(draws, curve, **kw, concurrency=64)["warnings"][0].startswith("C = 64 is beyond")
+    warnings = optimize(draws, curve, **kw, concurrency=512)["warnings"]
+    assert warnings[0].startswith("at C = 512 and context 131072 the KV cache needs 2358 GB "
+                                  "(35136 bytes per token")
 
 
 def test_the_model_samples_the_batch_exponent_only_with_c_above_1(tmp_path):

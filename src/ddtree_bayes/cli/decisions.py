@@ -91,6 +91,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
               f"{out['scenario']['hardware']} x{out['scenario']['gpus']} in "
               f"{out['scenario']['engine']} (pass --hardware/--engine to ask another)",
               file=sys.stderr)
+    for warning in out["warnings"]:
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     if args.format == "json":
         emit_json(out)
         return 0
@@ -137,11 +139,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     m = out["max_measured_verify_tokens"]
     extrap = [r for r in out["rows"] if r["extrapolated"]]
     if extrap:
-        where = (f"the largest measured verify tokens on {sc['system']} is {m['system']} "
-                 f"({m['any_system']} on any system)" if m["system"] is not None
-                 else f"{sc['system']} has no measurements and the largest measured verify "
-                      f"tokens on any system is {m['any_system']}")
-        print(f"step: extrapolated beyond the measured M for budgets "
+        where = (f"the most tokens verified per step (C x M) measured on {sc['system']} is "
+                 f"{m['system']} ({m['any_system']} on any system)" if m["system"] is not None
+                 else f"{sc['system']} has no measurements and the most tokens verified per "
+                      f"step (C x M) measured on any system is {m['any_system']}")
+        print(f"step: extrapolated beyond the measured C x M for budgets "
               f"{', '.join(str(r['budget']) for r in extrap)}: {where}; "
               f"{_carriers(meta.get('model', {}))} carry the step time there.")
     lo_b, hi_b = c["anchored_budgets"]

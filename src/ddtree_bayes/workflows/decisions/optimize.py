@@ -17,7 +17,7 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
-from ddtree_bayes.engine.scenario import accept_limit
+from ddtree_bayes.engine.scenario import accept_limit, kv_cache_warning, unchecked_memory_warning
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
@@ -47,11 +47,29 @@ def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
 
 
 def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
-    """Largest verify_tokens M measured on ``system`` (a pair in a fit of several models;
-    None if only elsewhere) and overall."""
+    """Most tokens verified per step, C x M, measured on ``system`` (a pair in a fit of
+    several models; None if only elsewhere) and overall: at C streams a step verifies C x M,
+    so budget 8 at C = 8 (72 tokens) is beyond rows that verified 9 at C = 1."""
     rows = draws.measurements.rows
-    on_system = [r.verify_tokens for r in rows if row_pair(draws, r) == system]
-    return (max(on_system) if on_system else None), max(r.verify_tokens for r in rows)
+    on_system = [r.verify_tokens * r.concurrency for r in rows if row_pair(draws, r) == system]
+    return ((max(on_system) if on_system else None),
+            max(r.verify_tokens * r.concurrency for r in rows))
+
+
+def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]:
+    """What an answer at ``concurrency`` streams cannot check or measure: a KV cache that
+    does not fit (as predict warns), a GPU without its memory size, and a concurrency above
+    the largest measured on the system (the step's growth with C is then the roofline's)."""
+    notes = [w for w in (unchecked_memory_warning(draws, sc),
+                         kv_cache_warning(draws, sc, concurrency)) if w is not None]
+    measured = [r.concurrency for r in draws.measurements.rows if row_pair(draws, r) == sc.pair]
+    top = max(measured) if measured else None
+    if concurrency > 1 and (top is None or concurrency > top):
+        notes.append(f"C = {concurrency} is beyond the concurrencies measured on {sc.pair} "
+                     f"({'none' if top is None else f'at most {top}'}): the step's growth with C "
+                     "is the roofline's (weights once per step, KV reads and tree nodes per "
+                     "stream), prior-driven")
+    return notes
 
 
 def parse_budgets(text: str | None) -> tuple[int, ...]:
@@ -89,9 +107,10 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     verifies C x M tokens: the knee comes sooner and the best budget shrinks; the scenario
     says C when it is not 1). Returns a dict with ``rows`` (one per
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
-    ``p_best``, ``regret``; ``extrapolated`` when M exceeds the largest M measured on the
-    system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
-    the budgets of the acceptance file) and ``recommended`` (a budget).
+    ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
+    measured on the system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
+    the budgets of the acceptance file), ``recommended`` (a budget) and ``warnings``
+    (:func:`concurrency_notes`).
 
     Examples
     --------
@@ -148,7 +167,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     tok = accept * 1000.0 / step
     dec = budget_decision(tok)
     sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
-    limit = all_max if sys_max is None else sys_max
+    limit = all_max if sys_max is None else sys_max   # tokens per step, C x M
     rows = []
     for j, sc in enumerate(scenarios):
         row = {"budget": budgets[j], "verify_tokens": sc.verify_tokens,
@@ -160,7 +179,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                "tok_s_mean": float(dec["mean"][j])}
         row.update(P.summarize(tok[:, j], probs, None))
         row.update({"p_best": float(dec["p_best"][j]), "regret": float(dec["regret"][j]),
-                    "extrapolated": sc.verify_tokens > limit,
+                    "extrapolated": sc.verify_tokens * concurrency > limit,
                     "accept_extrapolated": not anchored[0] <= budgets[j] <= anchored[1]})
         rows.append(row)
     best = int(np.argmax(dec["mean"]))
@@ -181,4 +200,5 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                            else None]},
             "overhead_from": hows[0],
             "max_measured_verify_tokens": {"system": sys_max, "any_system": all_max},
-            "rows": rows, "recommended": budgets[best], "default_scenario": asked}
+            "rows": rows, "recommended": budgets[best], "default_scenario": asked,
+            "warnings": concurrency_notes(draws, sc, concurrency)}
