@@ -406,3 +406,23 @@ def test_a_target_at_c_streams_is_one_users_and_says_so(tmp_path):
     code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
                              "--target", "400")
     assert code == 0 and "P(>=400)" in out and "user" not in out.splitlines()[2]
+
+
+def test_the_fits_check_names_a_rows_concurrency(capsys):
+    """Rows at C = 2..16 of one AR configuration read as one C = 1 row five times in the
+    fit's check ("rtx-pro-6000x8 vllm ar M=1 ctx=0 accept=1", the C = 16 one at pctile 0.04):
+    the label carries C, as the report's does."""
+    from ddtree_bayes.cli.fit import _print_ppc
+
+    row = {"configuration": 0, "system": "rtx-pro-6000x8", "engine": "vllm", "method": "ar",
+           "verify_tokens": 1, "context_tokens": 0.0, "accept_len": 1.0, "measured": 492.7,
+           "median": 500.0, "lo50": 480.0, "hi50": 520.0, "lo90": 450.0, "hi90": 550.0,
+           "percentile": 0.4}
+    _print_ppc([{**row, "row": 4, "configuration": 4, "concurrency": 1},
+                {**row, "row": 14, "configuration": 14, "concurrency": 16}])
+    out = capsys.readouterr().out.splitlines()
+    assert next(ln for ln in out if ln.startswith("row 4 ")).split()[2:7] == [
+        "rtx-pro-6000x8", "vllm", "ar", "M=1", "ctx=0"]
+    assert "rtx-pro-6000x8 vllm ar M=1 ctx=0 C=16 accept=1" in next(
+        ln for ln in out if ln.startswith("row 14 "))
+    assert "C=" not in next(ln for ln in out if ln.startswith("row 4 "))

@@ -414,8 +414,10 @@ def _odds(a: dict | None) -> str:
 
 
 def _config_label(r: dict) -> str:
-    ctx = "" if r["context_tokens"] is None else f" ctx={r['context_tokens']:g}"
-    return f"{r['system']} {r['engine']} {r['method']} M={r['verify_tokens']}{ctx}"
+    from ddtree_bayes.core.data import config_label
+
+    return config_label(r["system"], r["engine"], r["method"], r["verify_tokens"],
+                        r["context_tokens"], r.get("concurrency", 1))
 
 
 def _pct(x, digits: int = 0) -> str:

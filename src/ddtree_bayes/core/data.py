@@ -156,6 +156,18 @@ def system_label(hardware: str, gpus: int) -> str:
     return f"{hardware}x{gpus}"
 
 
+def config_label(system: str, engine: str, method: str, verify_tokens: int,
+                 context_tokens: float | None, concurrency: int = 1) -> str:
+    """A measured configuration as the fit's check, the report and validate name it.
+
+    >>> config_label("rtx-pro-6000x8", "vllm", "ar", 1, 0.0, 16)
+    'rtx-pro-6000x8 vllm ar M=1 ctx=0 C=16'
+    """
+    ctx = "" if context_tokens is None else f" ctx={context_tokens:g}"
+    streams = f" C={concurrency}" if concurrency != 1 else ""
+    return f"{system} {engine} {method} M={verify_tokens}{ctx}{streams}"
+
+
 def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> int | None:
     """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1, a chain of k -> k+1.
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import DefaultQuestion
+from ddtree_bayes.core.data import config_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 from ddtree_bayes.core.likelihood import CONFIG_SD
 from ddtree_bayes.core.methods import AcceptLimit
@@ -350,9 +351,8 @@ def step_breakdown(draws: Fit, measurements, seed: int, model: str | None = None
         sc = P.row_scenario(draws, m)
         mine = steps[mine_ix]
         runs = f" ({len(mine)} runs)" if len(mine) > 1 else ""
-        configs.append((f"row {m.row}{runs}: {sc.pair} {sc.engine} {sc.method} "
-                        f"M={sc.verify_tokens} ctx={sc.context_tokens:g}"
-                        + (f" C={sc.concurrency}" if sc.concurrency != 1 else ""), sc,
+        configs.append((f"row {m.row}{runs}: " + config_label(
+            sc.pair, sc.engine, sc.method, sc.verify_tokens, sc.context_tokens, sc.concurrency), sc,
                         None if np.isnan(mine).all() else float(np.nanmedian(mine))))
     for sc in _default_scenarios(draws, model, d):
         configs.append((f"default: {sc.pair} {sc.engine} {sc.method} M={sc.verify_tokens}", sc,
