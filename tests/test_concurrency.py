@@ -426,3 +426,23 @@ def test_the_fits_check_names_a_rows_concurrency(capsys):
     assert "rtx-pro-6000x8 vllm ar M=1 ctx=0 C=16 accept=1" in next(
         ln for ln in out if ln.startswith("row 14 "))
     assert "C=" not in next(ln for ln in out if ln.startswith("row 4 "))
+
+
+def test_predict_says_which_concurrencies_are_prior_driven_and_which_anchor_is_whose(tmp_path):
+    """The footer called every answer beyond the measured concurrencies prior-driven even when
+    each C asked was measured, and one sorted note ("anchored to ... (M = 9, 1 row)") read as
+    if it covered every C. The point mass measured C = 1 only."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                             "--concurrency", "1")
+    assert code == 0, err
+    assert "prior-driven" not in out and "sglang: overhead of measured group" in out
+    code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
+                             "--concurrency", "1,8,16")
+    assert code == 0, err
+    assert ("C = 8, 16 are beyond the concurrencies measured on this system (at most 1)"
+            in out)
+    # the point mass anchors nothing (no structural discrepancy): one note for every C; notes
+    # that differ by C name theirs (overhead_notes' doctest)
+    notes = [ln.strip() for ln in out.splitlines() if ln.startswith("  sglang")]
+    assert notes == ["sglang: overhead of measured group b300x8/sglang/ddtree"]

@@ -34,6 +34,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                                strict=args.strict):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.structure import max_measured_concurrency
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
     for warning in question.warnings:
@@ -106,12 +107,18 @@ def cmd_predict(args: argparse.Namespace) -> int:
             cells.append(f"{r['p_ge_target']:.2f}")
         body.append(cells)
     print(render_table(headers, body))
-    notes = sorted({f"{r['engine']}: {r['overhead_from']}" for r in rows})
+    notes = overhead_notes(rows)
     if streams:
+        top = max_measured_concurrency(draws, question.asked[0].scenario.pair)
+        beyond = sorted({r["concurrency"] for r in rows
+                         if r["concurrency"] > 1 and (top is None or r["concurrency"] > top)})
         print("tok/s, posterior predictive (includes run-to-run noise): per user = one stream, "
-              "total = the C streams together. Beyond the concurrencies measured the step's "
-              "growth with C is the roofline's (weights once per step, KV reads and tree nodes "
-              "per stream): prior-driven.")
+              "total = the C streams together." + (
+                  f" C = {', '.join(map(str, beyond))} "
+                  f"{'is' if len(beyond) == 1 else 'are'} beyond the concurrencies measured on "
+                  f"this system ({'none' if top is None else f'at most {top}'}): there the "
+                  "step's growth with C is the roofline's (weights once per step, KV reads and "
+                  "tree nodes per stream): prior-driven." if beyond else ""))
         for line in crossover_lines(rows):
             print(line)
     else:
@@ -127,6 +134,31 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  {note}")
     return 0
+
+
+def overhead_notes(rows: list[dict]) -> list[str]:
+    """One line per engine saying how its overhead was found; at several concurrencies whose
+    notes differ (an anchor at C = 4 and none at C = 16), one per note naming its C.
+
+    >>> rows = [{"engine": "vllm", "concurrency": c, "overhead_from": h}
+    ...         for c, h in ((1, "a"), (4, "b"), (8, "b"))]
+    >>> overhead_notes(rows)
+    ['vllm at C = 1: a', 'vllm at C = 4, 8: b']
+    """
+    if not any("concurrency" in r for r in rows):
+        return sorted({f"{r['engine']}: {r['overhead_from']}" for r in rows})
+    by_engine: dict[str, dict[str, set]] = {}
+    for r in rows:
+        by_engine.setdefault(r["engine"], {}).setdefault(r["overhead_from"], set()).add(
+            r.get("concurrency", 1))
+    out = []
+    for engine, hows in sorted(by_engine.items()):
+        if len(hows) == 1:
+            out.append(f"{engine}: {next(iter(hows))}")
+            continue
+        for how, cs in sorted(hows.items(), key=lambda kv: min(kv[1])):
+            out.append(f"{engine} at C = {', '.join(map(str, sorted(cs)))}: {how}")
+    return out
 
 
 def crossover_lines(rows: list[dict]) -> list[str]:

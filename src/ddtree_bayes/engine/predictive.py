@@ -217,7 +217,8 @@ def _nearest_measured(draws: Fit, sc: Scenario):
     d_c = S.config_distance(m_c, p_c, [m for m, _ in others], [p for _, p in others])
     r0 = best[0]
     label = (f"{r0.method} budget {r0.budget}" if r0.budget is not None else r0.method) + \
-        f" (M = {r0.verify_tokens}, {len(best)} row{'s' if len(best) > 1 else ''})"
+        f" (M = {r0.verify_tokens}{f', C = {r0.concurrency}' if r0.concurrency != 1 else ''}, " \
+        f"{len(best)} row{'s' if len(best) > 1 else ''})"
     return best, distance, d_c, label
 
 

@@ -61,6 +61,13 @@ def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]
     return cache[system]
 
 
+def max_measured_concurrency(draws: Fit, system: str) -> int | None:
+    """The most streams any row the fit learned from on ``system`` decoded together (None:
+    the system has no rows): beyond it the step's growth with C is the roofline's."""
+    measured = [r.concurrency for r in fit_rows(draws) if row_pair(draws, r) == system]
+    return max(measured) if measured else None
+
+
 def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
     system without measurements, on the system its parameters were transferred from; for a
