@@ -280,3 +280,20 @@ def test_flags_are_never_abbreviated(tmp_path, argv, help_of):
     assert code == 2 and out == ""
     assert err == (f"ddtree-bayes: error: unrecognized arguments: {' '.join(argv[-2:])} "
                    f"(fix: see `ddtree-bayes {help_of} --help`)\n")
+
+
+def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_path):
+    """`validate --sbc 2 --plot /nonexistent/dir/x.png` ran both replicates (35 s; 30 min at
+    --sbc 100) and then failed without naming the flag; `report --out FILE` after 27 s."""
+    work = make_point_mass_workdir(tmp_path / "w", n=100)
+    before = listing(work)
+    code, out, err = run_cli(work, "validate", "--sbc", "2", "--plot", "/nonexistent/dir/x.png")
+    assert code == 2 and listing(work) == before
+    assert err.startswith("ddtree-bayes: error: --plot /nonexistent/dir/x.png: cannot write "
+                          "there (no such folder /nonexistent/dir)")
+    code, out, err = run_cli(work, "validate", "--plot", "x.png")
+    assert code == 2 and "--plot draws the rank histograms of --sbc" in err
+    (work / "afile").write_text("x")
+    code, out, err = run_cli(work, "report", "--out", "afile")
+    assert code == 2 and "afile is a file, not a folder to write reports into" in err
+    assert not (work / "reports").exists()

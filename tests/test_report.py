@@ -312,3 +312,16 @@ def load_hardware_names():
     from ddtree_bayes.core.data import load_hardware
 
     return list(load_hardware(bundled("hardware.csv")))
+
+
+def test_a_fit_of_too_few_draws_is_refused_in_one_line(tmp_path):
+    """A fit of 4 x 5 draws ended in 'internal error: ValueError: n_draws_tail must be at
+    least 5' inside PSIS; it is refused, naming the fix, and nothing is written."""
+    from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", n=20)
+    before = listing(work)
+    code, out, err = run_cli(work, "report")
+    assert code == 2 and listing(work) == before, err
+    assert "has 20 posterior draws; the report (PSIS-LOO, LOO-PIT, power-scaling) needs at " \
+           "least 25" in err and "refit with more --draws" in err

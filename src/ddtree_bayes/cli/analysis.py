@@ -44,6 +44,18 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 # ---------------------------------------------------------------- validate / simulate
+def _check_writable(path: Path, flag: str) -> None:
+    """Refuse an output file that cannot be written (no such folder, a folder, read-only)."""
+    import os
+
+    folder = path.parent if str(path.parent) else Path(".")
+    if path.is_dir() or not folder.is_dir() or not os.access(folder, os.W_OK):
+        raise QueryError(f"{flag} {path}: cannot write there ("
+                         + ("a folder" if path.is_dir() else f"no such folder {folder}"
+                            if not folder.is_dir() else f"{folder} is read-only") + ")",
+                         fix=f"give {flag} a file in an existing, writable folder")
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import validation as V
 
@@ -62,6 +74,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.concurrency and not args.extrapolate:
         raise QueryError("--concurrency goes with --extrapolate",
                          fix="use validate --extrapolate --concurrency")
+    if args.plot and args.sbc is None:
+        raise QueryError("--plot draws the rank histograms of --sbc",
+                         fix="use validate --sbc N --plot FILE.png")
     if args.extrapolate:
         return _validate_extrapolate(args)
     if args.keep_ar:
@@ -69,6 +84,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.sbc is not None:
         if args.sbc < 2:
             raise QueryError("--sbc needs at least 2 replicates", fix="e.g. --sbc 100")
+        if args.plot:   # before the replicates' minutes, not after
+            _check_writable(Path(args.plot), "--plot")
         res = V.sbc(args.data, args.priors, replicates=args.sbc, jobs=args.jobs,
                     scheduler=args.scheduler, seed=args.seed, progress=not args.quiet)
         if args.plot:

@@ -16,6 +16,20 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine.posterior import Fit
 
+#: Fewest posterior draws PSIS can smooth: it fits a Pareto tail to the largest
+#: ceil(min(0.2 S, 3 sqrt(S))) importance ratios of S draws and needs at least 5 of them.
+MIN_PSIS_DRAWS = 25
+
+
+def require_psis_draws(draws: Fit, what: str) -> None:
+    """Refuse ``what`` (PSIS-LOO, PIT, power-scaling) of a fit with fewer draws than PSIS
+    smooths: arviz-stats stopped with "n_draws_tail must be at least 5", an internal error."""
+    if draws.n_draws < MIN_PSIS_DRAWS:
+        raise QueryError(f"fit {draws.meta['fit_id']} has {draws.n_draws} posterior draws; "
+                         f"{what} needs at least {MIN_PSIS_DRAWS} (PSIS fits a tail to the "
+                         "largest importance ratios)",
+                         fix="refit with more --draws (the default is 1000 per chain)")
+
 
 def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
     """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows)): per
@@ -70,6 +84,13 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
     if len(fits) < 2:
         raise QueryError("need at least two fits to compare",
                          fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`")
+    for d in fits:
+        if not d.meta["converged"]:
+            raise QueryError(f"fit {d.meta['fit_id']} failed its convergence gates "
+                             f"({'; '.join(d.meta['failures'])}): PSIS-LOO of chains that did "
+                             "not mix ranks nothing", fix="refit it (`ddtree-bayes fit`), or "
+                                                          "leave it out of --fits")
+        require_psis_draws(d, "PSIS-LOO")
     hashes = {d.meta["data"]["sha256"] for d in fits}
     if len(hashes) > 1:
         raise QueryError("the fits were made on different data; LOO compares models on the "

@@ -388,15 +388,20 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
     after it is written); an unconverged fit gets the full report under a red verdict.
     """
     from ddtree_bayes.core import paths
-    from ddtree_bayes.core.errors import ArtifactError
+    from ddtree_bayes.core.errors import ArtifactError, InputError
     from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.compare import require_psis_draws
 
     models = paths.models_dir(workdir)
     root = out_root or (workdir or Path.cwd()) / "reports"
+    if root.exists() and not root.is_dir():   # before the minutes of computing, not after
+        raise InputError(f"{root} is a file, not a folder to write reports into",
+                         fix="pass --out a folder (it is created if absent)")
     path = store.resolve(models, fit_id)
     out_dir = root / path.stem
     try:
         draws = store.load_fit(path)
+        require_psis_draws(draws, "the report (PSIS-LOO, LOO-PIT, power-scaling)")
         dt = store.load_datatree(path)
     except ArtifactError as err:
         summary = {"fit_id": path.stem, "verdict": {"converged": False, "failures": [str(err)],
