@@ -189,3 +189,30 @@ def test_validate_cli_rejects_bad_arguments(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err.splitlines()
     assert len(err) == 2 and all(e.startswith("ddtree-bayes: error: ") for e in err)
     assert not (tmp_path / "models").exists()
+
+
+def test_sbc_calibrates_the_cards_the_fit_would_use(tmp_path, monkeypatch):
+    """validate --sbc built its inputs without the working directory's cards: a model only
+    data/models.csv has was 'no model card' (a false message), and an edited card was
+    calibrated as the bundled one. Every other validation mode passes them."""
+    cards = bundled("models.csv").read_text()
+    llama = next(ln for ln in cards.splitlines() if ln.startswith("llama-3.1-8b-instruct,"))
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "models.csv").write_text(cards.rstrip("\n") + "\n"
+                                                  + llama.replace("llama-3.1-8b-instruct", "mymodel", 1)
+                                                  + "\n")
+    data = tmp_path / "mine.csv"
+    header = bundled("measurements.csv").read_text().splitlines()[0]
+    data.write_text(header + "\nmymodel,h100,1,vllm,ar,,,1,1.0,,150,s,\n"
+                    "mymodel,h100,1,vllm,eagle3,3,3,4,2.5,,300,s,\n")
+    seen = {}
+
+    def capture(fn, tasks, **kw):
+        seen["inputs"] = tasks[0][0]
+        raise KeyboardInterrupt   # stop before any sampling
+
+    monkeypatch.setattr(V, "dispatch", capture)
+    with pytest.raises(KeyboardInterrupt):
+        V.sbc(data, None, replicates=2, workdir=tmp_path, progress=False)
+    inputs = seen["inputs"]   # ("" was the bundled cards, which have no mymodel)
+    assert inputs.models_csv == (tmp_path / "data" / "models.csv").read_text()

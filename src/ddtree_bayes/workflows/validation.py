@@ -466,8 +466,7 @@ def sbc(data_path: str | Path | None = None, priors_path: str | Path | None = No
 
     read = FitInputs.read(data_path, priors_path, workdir=workdir)
     data, cfg = read.measurements, read.priors
-    inputs = Inputs(data.text, cfg.text, read.hardware.text,
-                    data.path)
+    inputs = Inputs(data.text, cfg.text, read.hardware.text, data.path, **card_texts(workdir))
     settings = settings or SamplerSettings()
     t0 = time.perf_counter()
 
