@@ -75,7 +75,11 @@ def test_compare_roofline_and_linear_fits(fitted_workdir, capsys, monkeypatch, t
     assert cli.main(["predict", "--accept", "14", "--model-average", "--format", "json"]) == 0
     out = capsys.readouterr()
     assert "model average:" in out.err
-    assert json.loads(out.out)["rows"][0]["median"] > 0
+    payload = json.loads(out.out)
+    assert payload["rows"][0]["median"] > 0
+    mixed = payload["model_average"]     # the fits mixed, the one asked for among them
+    assert payload["fit_id"] in [a["fit_id"] for a in mixed]
+    assert sum(a["weight"] for a in mixed) == pytest.approx(1.0)
 
 
 def test_compare_refuses_different_data():
@@ -115,14 +119,17 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
                         "priors": {"sha256": priors}, "model": {"moe_form": form,
                                                                 "step_form": "structured"}})
 
-    fits = {"1": fit("1", "roofline", "old"), "2": fit("2", "linear", "old"),
-            "3": fit("3", "roofline", "new")}
+    fits = {"0": fit("0", "roofline", "old"), "1": fit("1", "roofline", "old"),
+            "2": fit("2", "linear", "old"), "3": fit("3", "roofline", "new")}
     (tmp_path / "models" / "fits").mkdir(parents=True)
     for name in fits:
         (tmp_path / "models" / "fits" / f"{name}.nc").write_text("")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(store, "load_fit", lambda path: fits[path.stem])
     assert [d.meta["fit_id"] for d in latest_per_form(fits["2"])] == ["1", "2"]
+    # `--fit 0 --model-average` mixes fit 0 itself, not the later fit 1 of its form (it was
+    # named in the header while fit 1 gave the draws)
+    assert [d.meta["fit_id"] for d in latest_per_form(fits["0"])] == ["0", "2"]
     with pytest.raises(QueryError, match="two model forms on the data and priors of fit 3; "
                                          "found 1"):
         latest_per_form(fits["3"])

@@ -63,12 +63,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
                               seed=args.seed, mixture=mixture)
     P.require_finite(rows)   # never a table of nan
     meta = draws.meta
+    average = None if mixture is None else [
+        {"fit_id": d.meta["fit_id"], "form": form_label(d.meta), "weight": w} for d, w in mixture]
     if args.format != "table":
         emit_rows(typed_rows(rows), args.format,
-                      {"fit_id": meta["fit_id"], "seed": args.seed,
-                                          "interval_probs": list(P.interval_probs(args.prob)),
-                                          "target": args.target, "draws": draws.n_draws,
-                                          "default_scenario": question.default_asked})
+                  {"fit_id": meta["fit_id"], "seed": args.seed,
+                   "interval_probs": list(P.interval_probs(args.prob)),
+                   "target": args.target, "draws": draws.n_draws,
+                   "default_scenario": question.default_asked,
+                   **({"model_average": average} if average else {})})
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]
@@ -78,7 +81,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
                + (f", budget {first['budget']}" if first["budget"] is not None else "")
                + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}"
                + (f", drafter {first['drafter']}" if "drafter" in first else ""))
-    print(f"{PROG} predict: fit {meta['fit_id']} ({draws.n_draws} draws"
+    which = (f"fit {meta['fit_id']}" if average is None else "model average of fits "
+             + ", ".join(f"{a['fit_id']} ({a['form']}) {a['weight']:.2f}" for a in average))
+    print(f"{PROG} predict: {which} ({draws.n_draws} draws"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
     print(sc_line)
     streams = "concurrency" in first
@@ -191,9 +196,10 @@ def crossover_lines(rows: list[dict]) -> list[str]:
 
 
 def latest_per_form(anchor, flag: str = "--model-average") -> list:
-    """The latest converged fit of each MoE form made on the same data and priors file as
-    ``anchor`` (``flag``: what asked for them, named in the error): a fit made before the
-    priors changed would mix the old priors into the answer."""
+    """``anchor`` and the latest converged fit of each other MoE form made on the same data
+    and priors file (``flag``: what asked for them, named in the error): a fit made before the
+    priors changed would mix the old priors into the answer; `--fit X --model-average` used
+    another fit of X's form and still named X."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
 
@@ -207,6 +213,8 @@ def latest_per_form(anchor, flag: str = "--model-average") -> list:
         if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
                                        for k in ("data", "priors")):
             best[form_label(d.meta)] = d  # sorted by id = by time: the last wins
+    if anchor.meta["converged"]:   # the fit asked for (--fit) stands for its own form
+        best[form_label(anchor.meta)] = anchor
     if len(best) < 2:
         raise QueryError(f"{flag} needs converged fits of two model forms on the data and "
                          f"priors of fit {anchor.meta['fit_id']}; found {len(best)}",
