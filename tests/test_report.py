@@ -325,3 +325,22 @@ def test_a_fit_of_too_few_draws_is_refused_in_one_line(tmp_path):
     assert code == 2 and listing(work) == before, err
     assert "has 20 posterior draws; the report (PSIS-LOO, LOO-PIT, power-scaling) needs at " \
            "least 25" in err and "refit with more --draws" in err
+
+
+def test_the_reports_answer_is_predicts_digit_for_digit():
+    """The report's answer line and fan said sglang 708 (90% 586-854) where predict, and the
+    report's own transfer table, said 708 (588-851): the fan drew from its own generator."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report.sections import fan_section
+
+    draws = point_mass_draws(n=400, noise_sd=0.05)
+    fan = fan_section(draws, 20261130)
+    for engine, series in fan["engines"].items():
+        for a, q in zip(fan["accept"], series["quantiles"], strict=True):
+            (row,) = P.predict_rows(draws, resolve(draws, Flags(accept=f"{a:g}",
+                                                                 engines=(engine,))),
+                                    seed=20261130)
+            assert [q[0], q[2], q[4]] == pytest.approx([row["lo90"], row["median"], row["hi90"]],
+                                                       rel=1e-12), (engine, a)

@@ -441,10 +441,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     cases = [(asked, dataclasses.replace(asked.scenario, concurrency=c))
              for asked in question.asked for c in (streams or (1,))]
     for asked, sc in cases:
-        # draws keyed by what is asked, not by its place in the question: a configuration
-        # (or an acceptance) asked twice, or in another question, gets the same digits
-        rng = keyed_rng(seed, scenario_key(sc))
-        per_token, how = _per_token(fit, mixture, sc, rng)
+        per_token, how = per_token_draws(fit, sc, seed, mixture)
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
@@ -567,6 +564,14 @@ def acceptance_draws(fit: Fit, source: AcceptSource, rng: np.random.Generator,
     if prior.capped_by is not None:
         dist["truncated_at"] = prior.capped_by.tokens
     return sample_acceptance(prior, n, rng), dist
+
+
+def per_token_draws(fit: Fit, sc: Scenario, seed: int,
+                    mixture: list[tuple[Fit, float]] | None = None) -> tuple[np.ndarray, str]:
+    """Predictive tok/s per emitted token of ``sc`` (:func:`_per_token`), drawn from the
+    generator keyed by what is asked, not by its place in a question: a configuration asked
+    twice, in another question, or by the report, gets the same digits."""
+    return _per_token(fit, mixture, sc, keyed_rng(seed, scenario_key(sc)))
 
 
 def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario,

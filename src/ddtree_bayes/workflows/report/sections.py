@@ -133,7 +133,6 @@ def headline_log_tok(draws: Fit, seed: int, model: str | None = None,
 
 
 def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
-    rng = np.random.default_rng(seed)
     seed_table = P.load_seed_table()
     engines = {}
     d = d or default_question(draws, model)
@@ -141,9 +140,7 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
     limit = scenarios[0].limit   # (engines share the configuration, so its limit)
     grid = fan_accept(d, limit)
     for sc in scenarios:
-        parts, _ = P.step_components(draws, sc, rng)
-        noise = np.exp(parts["log_sd"] * rng.standard_normal(draws.n_draws))
-        per_token = 1000.0 / parts["step"] * noise
+        per_token, _ = P.per_token_draws(draws, sc, seed)   # predict's draws, digit for digit
         seed_step = P.seed_step_ms(seed_table, sc)
         engines[sc.engine] = {
             "scenario": sc.describe(), "measured": bool(sc.measured),
@@ -192,9 +189,7 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
         per_user, total, p_ar = [], [], []
         for c in CONCURRENCY_GRID:
             at_c = dataclasses.replace(sc, concurrency=c)
-            parts, _ = P.step_components(draws, at_c, rng)
-            tok = a * 1000.0 / parts["step"] * np.exp(parts["log_sd"]
-                                                       * rng.standard_normal(draws.n_draws))
+            tok = a * P.per_token_draws(draws, at_c, seed)[0]   # as predict --concurrency
             per_user.append(quantiles5(tok))
             total.append(quantiles5(c * tok))
             if name != "ar":
