@@ -1,7 +1,11 @@
 """The notebook API: fit -> load -> predict returns a tidy DataFrame."""
 
+import re
+
 import pandas as pd
 import pytest
+
+from ddtree_bayes import api
 
 
 def test_api_predict_returns_a_tidy_frame(fitted_workdir):
@@ -31,3 +35,21 @@ def test_api_fit_validates_before_sampling(tmp_path):
     with pytest.raises(DataError, match="missing column"):
         db.fit(bad, workdir=tmp_path, progress=False)
     assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize("kw, message", [
+    ({"accept": 1, "budget": 0}, "budget 0 is not a whole number from 1 to 1000000"),
+    ({"accept": 14, "gpus": 4.5}, "gpus 4.5 is not a whole number from 1 to 1024"),
+    ({"accept": 14, "concurrency": 0}, "concurrency 0 is not a whole number from 1 to 4096"),
+    ({"accept": 14, "concurrency": [1, -3]}, "concurrency -3 is not a whole number"),
+    ({"accept": 14, "concurrency": 2.5}, "concurrency 2.5 is not a whole number"),
+    ({"accept": 0.5}, "below 1 (a step emits at least the bonus token)"),
+])
+def test_the_api_checks_what_the_flags_check(kw, message):
+    """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI
+    refuses the flags, and met concurrency 0 with a bare ValueError."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    with pytest.raises(QueryError, match=re.escape(message)):
+        api.predict(point_mass_draws(), **kw)

@@ -45,7 +45,8 @@ def test_the_column_is_optional_and_a_c_above_1_is_its_own_configuration(tmp_pat
     assert C.offsets(data.rows) == pytest.approx(np.log([1000, 1000, 4000, 4000]))
 
 
-@pytest.mark.parametrize("cell, problem", [("0", "must be >= 1, got 0"),
+@pytest.mark.parametrize("cell, problem", [("0", "must be 1 to 4096, got 0"),
+                                           ("5000", "must be 1 to 4096, got 5000"),
                                            ("2.5", "whole number"), ("x", "number")])
 def test_a_bad_concurrency_names_row_and_column(tmp_path, cell, problem):
     with pytest.raises(DataError) as err:
@@ -312,7 +313,7 @@ def test_next_proposes_the_concurrencies_between_the_data_and_the_query():
     assert cands["AR at concurrency 4"].scenario.method == "ar"
     assert "the query at concurrency 8" not in cands and "AR at concurrency 1" not in cands
     assert cands["the query at concurrency 4"].describe().endswith("C=4")
-    with pytest.raises(QueryError, match="below 1"):
+    with pytest.raises(QueryError, match="concurrency 0 is not a whole number from 1 to 4096"):
         N.parse_query(draws, "--engine sglang --accept 14 --concurrency 0")
 
 

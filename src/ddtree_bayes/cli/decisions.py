@@ -286,7 +286,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="drafter block size; must match the curve's (default: %(default)s)")
     o.add_argument("--budgets", type=A.budgets,
                    help="comma-separated budgets (default: 8,16,32,...,1024)")
-    o.add_argument("--concurrency", type=A.whole(1, 4096, "give the stream count, e.g. "
+    o.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "
                                                  "--concurrency 8"), default=1,
                    help="streams decoded together (default: %(default)s): tok/s per user at "
                         "that concurrency; the best budget shrinks as C grows")

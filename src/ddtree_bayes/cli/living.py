@@ -210,7 +210,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
                         "context; with --from-bench: the file's input length)")
-    a.add_argument("--concurrency", type=A.whole(1, 4096, "give the stream count, e.g. "
+    a.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "
                                                  "--concurrency 8"),
                    help="streams decoded together in the run (default: 1); --tok-s is then "
                         "their total. A file without the column gets it (blank = 1)")

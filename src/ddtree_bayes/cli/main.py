@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "you have not measured: its passes cost its roofline times the "
                         "per-pass multiple the engine showed with the measured drafter; give "
                         "--accept (its acceptance is not measured)")
-    p.add_argument("--concurrency", type=A.int_list(1, 4096, "give stream counts, e.g. "
+    p.add_argument("--concurrency", type=A.int_list(1, A.MAX_CONCURRENCY, "give stream counts, e.g. "
                                                     "--concurrency 1,4,8,16"),
                    metavar="C[,C...]",
                    help="streams decoded together: one answer per value, per user (one "
@@ -169,9 +169,10 @@ def build_parser() -> argparse.ArgumentParser:
                         "the rows at C <= --train-concurrency, predict those at "
                         "--test-concurrency, and compare the crossover where speculation "
                         "stops paying")
-    v.add_argument("--train-concurrency", type=A.whole(1, 4096, "e.g. --train-concurrency 4"),
+    v.add_argument("--train-concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "e.g. --train-concurrency 4"),
                    default=4, help="with --concurrency: the largest C fitted (default: %(default)s)")
-    v.add_argument("--test-concurrency", type=A.int_list(1, 4096, "e.g. --test-concurrency 8,16"),
+    v.add_argument("--test-concurrency",
+                   type=A.int_list(1, A.MAX_CONCURRENCY, "e.g. --test-concurrency 8,16"),
                    default=[8, 16],
                    help="with --concurrency: the C predicted and scored (default: 8,16)")
     v.add_argument("--sweeps", nargs="+", metavar="CSV",

@@ -254,6 +254,9 @@ def read_records(path: str | Path, text: str | None = None
 
 #: The most GPUs one measured system can have (as --gpus takes them).
 MAX_GPUS = 1024
+#: Bounds of the other integer configuration fields (the flags, the API and the files):
+#: wide enough for any real system, narrow enough that no arithmetic downstream overflows.
+MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY = 4096, 1_000_000, 4096
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
@@ -448,9 +451,9 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                                                             int(verify)))
     concurrency = parse_number(path, row, "concurrency", values.get("concurrency", ""),
                                integer=True)
-    if concurrency is not None and concurrency < 1:
-        raise DataError(f"must be >= 1, got {values['concurrency']}", file=path, row=row,
-                        column="concurrency",
+    if concurrency is not None and not 1 <= concurrency <= MAX_CONCURRENCY:
+        raise DataError(f"must be 1 to {MAX_CONCURRENCY}, got {values['concurrency']}",
+                        file=path, row=row, column="concurrency",
                         fix="write the number of streams decoded together (blank = 1)")
     streams = int(concurrency or 1)
     hi = accept if accept is not None else max_accept(method, block, budget, methods,

@@ -416,8 +416,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
                   context=context, accept=None if accept is None else str(accept),
-                  concurrency=(None if concurrency is None else (int(concurrency),)
-                               if isinstance(concurrency, int) else tuple(concurrency)))
+                  concurrency=(None if concurrency is None else tuple(concurrency)
+                               if isinstance(concurrency, list | tuple) else (concurrency,)))
     return predict_rows(fit, resolve(fit, flags, strict=strict), target=target, prob=prob,
                         seed=seed, workdir=workdir, mixture=mixture)
 
@@ -448,7 +448,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             if np.any(a < 1) or np.any(a > sc.limit.tokens) or (
                     sc.method == AR_METHOD and np.any(a != 1)):
                 raise QueryError(f"acceptance {source.label} of {sc.describe()}: "
-                                 + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
+                                 + (sc.limit.refusal("it") if np.all(a >= 1) else
+                                    "below 1 (a step emits at least the bonus token)"),
                                  fix=sc.limit.span())
             a_mean = (source.value if source.value is not None
                       else sum(source.uniform) / 2 if source.uniform is not None

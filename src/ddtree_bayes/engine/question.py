@@ -15,11 +15,19 @@ numpy-free: the predict path.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQuestion
-from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
+from ddtree_bayes.core.data import (
+    AR_METHOD,
+    MAX_BLOCK,
+    MAX_BUDGET,
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    TREE_METHODS,
+)
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
@@ -39,6 +47,16 @@ from ddtree_bayes.engine.scenario import (
 
 #: The flags that name a configuration, as a note names them.
 CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
+
+
+def _check_whole(name: str, value: Any, top: int) -> None:
+    if value is None:
+        return
+    if (isinstance(value, bool) or not isinstance(value, numbers.Integral)
+            or not 1 <= int(value) <= top):
+        raise QueryError(f"{name} {value!r} is not a whole number from 1 to {top}",
+                         fix=f"give {name} as a whole number, e.g. "
+                             f"{ {'gpus': 8, 'block': 16, 'budget': 32}.get(name, 4)}")
 
 
 @dataclass(frozen=True)
@@ -61,6 +79,17 @@ class Flags:
     #: predict --drafter: a drafter card's name whose roofline prices the drafter passes
     drafter: str | None = None
 
+    def __post_init__(self) -> None:
+        """The bounds the CLI's flag types enforce, for every caller (the Python API passed
+        ``gpus=4.5``, ``budget=0`` and ``concurrency=0`` through: answers, or a bare
+        ValueError)."""
+        bounds = {"gpus": MAX_GPUS, "block": MAX_BLOCK, "budget": MAX_BUDGET,
+                  "verify_tokens": MAX_BUDGET + 1}
+        for name, top in bounds.items():
+            _check_whole(name, getattr(self, name), top)
+        for c in self.concurrency or ():
+            _check_whole("concurrency", c, MAX_CONCURRENCY)
+
     @classmethod
     def of(cls, source: Any, **overrides: Any) -> Flags:
         """From an ``argparse.Namespace`` (``engine`` a comma-separated list) or a dict of the
@@ -73,8 +102,9 @@ class Flags:
                                       "verify_tokens", "context", "accept", "drafter")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
         conc = get("concurrency")
-        values["concurrency"] = (None if not conc else tuple(conc)
-                                 if isinstance(conc, list | tuple) else (int(conc),))
+        values["concurrency"] = (None if conc is None or (isinstance(conc, list | tuple)
+                                                          and not conc)
+                                 else tuple(conc) if isinstance(conc, list | tuple) else (conc,))
         return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
 
     @property
