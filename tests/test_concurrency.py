@@ -447,3 +447,17 @@ def test_predict_says_which_concurrencies_are_prior_driven_and_which_anchor_is_w
     # that differ by C name theirs (overhead_notes' doctest)
     notes = [ln.strip() for ln in out.splitlines() if ln.startswith("  sglang")]
     assert notes == ["sglang: overhead of measured group b300x8/sglang/ddtree"]
+
+
+def test_validate_concurrency_at_a_c_no_sweep_measured_is_refused_before_fitting(tmp_path):
+    """--test-concurrency 4096 fitted every sweep (28 s each) and printed an empty table,
+    exit 0."""
+    from pathlib import Path
+
+    sweeps = sorted((Path(__file__).resolve().parents[1] / "data" / "public" / "conc")
+                    .glob("vllm_*.csv"))[:2]
+    code, out, err = run_cli(tmp_path, "validate", "--extrapolate", "--concurrency",
+                             "--test-concurrency", "4096", "--sweeps", *map(str, sweeps))
+    assert code == 2 and out == ""
+    assert "no sweep has a row at C = 4096 to predict" in err
+    assert f"{sweeps[0].name}: skipped (no row at C = 4096)" in err

@@ -850,3 +850,8 @@ def test_an_eagle_tree_verifies_its_budget_plus_one(tmp_path, hw):
     # depth 3 (the block) and 7 nodes verify 8 tokens, as the SpecForge rows write it
     path = write(tmp_path, edited(r9={"block": "3", "budget": "7", "verify_tokens": "8"}))
     assert load_measurements(path, hw).rows[7].verify_tokens == 8
+
+
+def test_a_fractional_context_is_refused(tmp_path, hw):
+    path = write(tmp_path, edited(r4={"context_tokens": "1.5"}))
+    expect_error(path, hw, 4, "context_tokens", "whole number")

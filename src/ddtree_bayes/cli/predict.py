@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddtree_bayes.cli.output import PROG, emit_rows, fmt_value, render_table
+from ddtree_bayes.cli.output import PROG, emit_rows, render_table
 from ddtree_bayes.core.config import form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
@@ -98,8 +98,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     body = []
     for r in rows:
         cells = [r["engine"], r["accept"]] + ([str(r["concurrency"])] if streams else [])
-        cells.append(fmt_value(r["median"]))
-        cells += [f"{r[f'lo{P.pct_label(p)}']:.0f}-{r[f'hi{P.pct_label(p)}']:.0f}" for p in probs]
+        cells.append(_tok(r["median"]))
+        cells += [f"{_tok(r[f'lo{P.pct_label(p)}'])}-{_tok(r[f'hi{P.pct_label(p)}'])}"
+                  for p in probs]
         if streams:
             t, wide = r["total"], P.pct_label(probs[-1])
             cells.append(f"{t['median']:.0f} ({t[f'lo{wide}']:.0f}-{t[f'hi{wide}']:.0f})")
@@ -139,6 +140,16 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  {note}")
     return 0
+
+
+def _tok(x: float) -> str:
+    """tok/s in the table: whole numbers, but a rate below 1 keeps two significant digits (a
+    step that cannot run printed as "0 0-0 0-1").
+
+    >>> _tok(607.4), _tok(0.5), _tok(2.1e-05)
+    ('607', '0.5', '2.1e-05')
+    """
+    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
 
 
 def overhead_notes(rows: list[dict]) -> list[str]:

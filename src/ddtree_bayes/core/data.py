@@ -396,7 +396,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
             raise DataError("empty value", file=path, row=row, column=col,
                             fix=f"fill in {col} (every row needs {', '.join(REQUIRED)})")
     num = {c: parse_number(path, row, c, values.get(c, ""), integer=c in ("gpus", "block", "budget",
-                                                                     "verify_tokens"))
+                                                                     "verify_tokens",
+                                                                     "context_tokens"))
            for c in ("gpus", "block", "budget", "verify_tokens", "accept_len", "context_tokens",
                      "tok_s")}
     for col in ("gpus", "block", "budget", "verify_tokens"):

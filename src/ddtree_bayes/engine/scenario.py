@@ -481,6 +481,9 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     >>> sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=131072.0)
     >>> kv_cache_warning(fit, sc, 8) is None      # 8 x 131072 x 35136 B = 36.8 GB of 255 GB
     True
+    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-117:])
+    cache of half the card's bytes per token, fp8 for bf16, would need 1757 GB); the answer is \
+for a step that cannot run
     >>> print(kv_cache_warning(fit, sc, 64))
     at C = 64 and context 131072 the KV cache needs 295 GB (35136 bytes per token, the card's \
 kv_bytes_per_token) but 8 x rtx-pro-6000 have 255 GB left after the weights (513 GB): an \
@@ -497,11 +500,15 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
     need = card.kv_bytes_per_token * sc.context_tokens * concurrency / 1e9
     if need <= left:
         return None
+    what = (f"an engine would run fewer streams at once; the answer is for {concurrency} "
+            "streams decoded together" if concurrency > 1 else
+            "no engine can hold this context on these GPUs (a cache of half the card's bytes "
+            f"per token, fp8 for bf16, would need {need / 2:.0f} GB); the answer is for a step "
+            "that cannot run")
     return (f"at C = {concurrency} and context {sc.context_tokens:g} the KV cache needs "
             f"{need:.0f} GB ({card.kv_bytes_per_token:g} bytes per token, the card's "
             f"kv_bytes_per_token) but {sc.gpus} x {sc.hardware} have {max(left, 0.0):.0f} GB left "
-            f"after the weights ({weights:.0f} GB): an engine would run fewer streams at once; "
-            f"the answer is for {concurrency} stream{'s' * (concurrency != 1)} decoded together")
+            f"after the weights ({weights:.0f} GB): {what}")
 
 
 def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scenario:

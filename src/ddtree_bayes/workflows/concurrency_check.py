@@ -27,7 +27,7 @@ import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, load_measurements
-from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.workflows.validation import Inputs, card_texts, refit_without, scored_interval
 
@@ -132,6 +132,15 @@ def check_sweep(path: Path, priors_toml: str, hardware_csv: str, card_text: dict
     return out
 
 
+def _streams(record: dict) -> int:
+    """A sweep row's concurrency as the file writes it (blank: 1; unreadable: 0, never a
+    test value; the loader names it when the sweep is read)."""
+    try:
+        return int(float(record.get("concurrency") or 1))
+    except ValueError:
+        return 0
+
+
 def extrapolate_concurrency(files: list[Path] | None = None,
                             priors_path: str | Path | None = None, *, train_max: int = 4,
                             test: tuple[int, ...] = (8, 16), seed: int = DEFAULT_SEED,
@@ -154,18 +163,27 @@ def extrapolate_concurrency(files: list[Path] | None = None,
     cards = load_model_cards("models.csv", text=card_text["models_csv"])
     settings = settings or SamplerSettings()
     sweeps, notes = [], []
-    for i, path in enumerate(files, start=1):
+    runnable = []
+    for path in files:   # every skip known before the first fit
         with open(path, newline="") as fh:
-            models = {r["model"] for r in csv.DictReader(fh)}
-        missing = sorted(models - set(cards))
+            records = list(csv.DictReader(fh))
+        missing = sorted({r["model"] for r in records} - set(cards))
         if missing:
             notes.append(f"{path.name}: skipped (no model card for {', '.join(missing)})")
-            continue
+        elif not any(_streams(r) in test for r in records):
+            notes.append(f"{path.name}: skipped (no row at C = {', '.join(map(str, test))})")
+        else:
+            runnable.append(path)
+    if not runnable:
+        raise QueryError(f"no sweep has a row at C = {', '.join(map(str, test))} to predict",
+                         fix="pick --test-concurrency values the sweeps measured ("
+                             + "; ".join(notes[:3]) + ")")
+    for i, path in enumerate(runnable, start=1):
         res = check_sweep(path, priors.text, hardware_csv, card_text, train_max, test, seed,
                           settings)
         sweeps.append(res)
         if progress:
-            print(f"[concurrency] {i}/{len(files)} {path.name}: {res.get('n', 0)} rows scored "
+            print(f"[concurrency] {i}/{len(runnable)} {path.name}: {res.get('n', 0)} rows scored "
                   f"({res['seconds']:.0f} s)", file=sys.stderr, flush=True)
     scored = [r for s in sweeps for r in s["rows"]]
     cross = [x for s in sweeps for x in s["crossovers"] if x["measured_crossover"] is not None]
