@@ -299,3 +299,15 @@ def test_verify_tokens_beside_a_budget_keep_the_block_and_must_match(tmp_path):
                              "32", "--verify-tokens", "500", "--accept", "14")
     assert code == 2 and out == ""
     assert "a budget of 32 draft tokens is verified as 33 tokens per step, not 500" in err
+
+
+def test_autoregressive_acceptance_is_one_not_a_prior(tmp_path):
+    """`predict --method ar` labelled its rows 'prior point(value=1)' and said "acceptance not
+    given: drawn from the acceptance prior"; one token per step is AR's definition."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--method", "ar")
+    assert code == 0, err
+    assert "prior" not in out
+    assert [ln.split()[1] for ln in out.splitlines()[4:6]] == ["1", "1"]

@@ -327,3 +327,24 @@ def test_reweighted_intervals_are_within_two_percent_of_a_real_refit(reweighted,
             assert after[c["label"]][key] == pytest.approx(c["after"][key], rel=0.02), c["label"]
             compared += 1
     assert compared == 6    # sglang and native at accept 14, three numbers each
+
+
+def test_a_first_row_at_c_above_1_is_named_as_people_read_it():
+    """`update` said "the model's concurrent changes (None -> True)"."""
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.living.reweight import structure_changes
+
+    proposal = point_mass_draws()
+    lines = [ln for ln in proposal.data_csv.rstrip("\n").splitlines()
+             if ln.startswith(("model,", "kimi-k2.6,b300,"))]   # the point mass's system
+    text = "\n".join([lines[0] + ",concurrency", *(ln + "," for ln in lines[1:]),
+                      "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,450,s,,4"]) + "\n"
+    hw = load_hardware("hardware.csv", text=proposal.hardware_csv)
+    data = load_measurements("new.csv", hw, text=text, methods=proposal.priors.methods)
+    reasons, _, _ = structure_changes(proposal, data, proposal.priors, {})
+    # (the synthetic point mass lacks other structure a real fit stores: those reasons too)
+    assert ("a row at concurrency above 1: the model gains its batch terms (the context "
+            "term's growth with C, the concurrency discrepancy)") in reasons
+    assert not any("concurrent changes" in r or "allreduce_volume changes" in r
+                   for r in reasons)

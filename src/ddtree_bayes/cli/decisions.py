@@ -214,8 +214,9 @@ def cmd_next(args: argparse.Namespace) -> int:
           f"{'' if draws.meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}, "
           f"{out['k']} simulated results per candidate")
     print(f"query: {q['describe']}, accept {q['accept']}")
-    print(f"now: median {_n(q['median'])} tok/s, {pct}% interval {_n(q['lo'])}-{_n(q['hi'])} "
-          f"(width {_n(q['width'])})")
+    per = " per user" if q.get("concurrency", 1) != 1 else ""   # (a C > 1 query: one stream's)
+    print(f"now: median {_n(q['median'])} tok/s{per}, {pct}% interval {_n(q['lo'])}-"
+          f"{_n(q['hi'])} (width {_n(q['width'])})")
     headers = ["rank", "candidate", "why", f"E[{pct}% width]", "reduction", "ESS", "note"]
     body = []
     for i, r in enumerate(out["rows"], start=1):

@@ -215,7 +215,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="streams decoded together in the run (default: 1); --tok-s is then "
                         "their total. A file without the column gets it (blank = 1)")
     a.add_argument("--tok-s",
-                   help="measured decode throughput at concurrency 1 (required)")
+                   help="measured decode throughput in tok/s (required): one stream's, or with "
+                        "--concurrency C the C streams' total")
     a.add_argument("--source", help="where the number comes from (required; with "
                                     "--from-bench default: tool, file and record)")
     a.add_argument("--notes", help="free text, e.g. driver or engine version")

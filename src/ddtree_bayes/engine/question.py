@@ -280,9 +280,10 @@ cost is extrapolated linearly past the measured contexts
 def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None
                    ) -> tuple[AcceptSource, ...]:
     """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
-    checked against ``sc.limit``) one row per value and one for a range; without it, the
-    posterior of an acceptance the fit inferred for the configuration, else the priors file's
-    acceptance prior, else the mean of the configuration's own measured rows."""
+    checked against ``sc.limit``) one row per value and one for a range; without it, 1 for
+    autoregressive decoding, the posterior of an acceptance the fit inferred for the
+    configuration, else the priors file's acceptance prior, else the mean of the
+    configuration's own measured rows."""
     from ddtree_bayes.core import acceptance_latent as AL
 
     if request is not None:
@@ -291,11 +292,12 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
             lo, hi = request.uniform
             rows.append(AcceptSource("uniform", f"U({lo:g},{hi:g})", uniform=(lo, hi)))
         return tuple(rows)
-    if sc.method != AR_METHOD:
-        found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
-        if found is not None:
-            g, group = found
-            return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
+    if sc.method == AR_METHOD:   # one token per step by definition, not a prior's draw
+        return (AcceptSource("given", "1", value=1.0),)
+    found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
+    if found is not None:
+        g, group = found
+        return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
     ap = acceptance_prior(fit.priors, sc)
     if ap is not None:
         return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)

@@ -140,9 +140,23 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
             if not a:   # (appearing: the reweight draws config_share from its prior)
                 reasons.append("no configuration has repeated runs any more: the model loses "
                                "config_sd")
+        elif key in FLAG_CHANGES and bool(a) != bool(b):
+            reasons.append(FLAG_CHANGES[key][bool(a)])
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
     return reasons, spec, now
+
+
+#: Switches of the model's structure that new rows turn on or off, as people read them
+#: (False, True): ``update`` printed "the model's concurrent changes (None -> True)".
+FLAG_CHANGES = {
+    "concurrent": ("no row runs several streams any more: the model loses its batch terms",
+                   "a row at concurrency above 1: the model gains its batch terms (the context "
+                   "term's growth with C, the concurrency discrepancy)"),
+    "allreduce_volume": ("no system has several GPUs any more: the model loses the all-reduce "
+                         "volume", "a system of several GPUs: the model gains the all-reduce "
+                                   "volume of each verified token"),
+}
 
 
 def _model_fields(cards: Any, key: str) -> Any:
