@@ -142,6 +142,15 @@ EXAMPLES: tuple[Example, ...] = (
         r"^saved")),
     Example("own-predict", "rtx5090", ("predict",)),
     Example("own-predict-accept", "rtx5090", ("predict", "--accept", "3:5")),
+    # docs/howto/own-data.md: your GPU (a memory overclock of the measured RTX 5090)
+    Example("gpu-add", "rtx5090", ("hardware", "add", "rtx-5090-oc", "--like", "rtx-5090",
+                                   "--mem-bw-tb-s", "2.048", "--source",
+                                   HYPOTHETICAL + ": memory +4 Gbps, 32 Gbps x 512 bit / 8"),
+            keep=(r"^GPU ", r"^  memory", r"^  bandwidth", r"^  interconnect", r"^  compute",
+                  r"^  dense", r"^wrote", r"^next")),
+    Example("gpu-fit", "rtx5090", ("fit", "--quiet"), quiet=True),
+    Example("gpu-predict", "rtx5090", ("predict", "--hardware", "rtx-5090-oc", "--accept",
+                                       "4.22")),
     # docs/howto/several-models.md
     Example("multi-fit", "multi", ("fit",), keep=(
         r"^fit: ", r"^\[fit\] sampling", r"^fit: remedy", r"^parameter", r"^---",
