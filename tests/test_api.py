@@ -53,3 +53,13 @@ def test_the_api_checks_what_the_flags_check(kw, message):
 
     with pytest.raises(QueryError, match=re.escape(message)):
         api.predict(point_mass_draws(), **kw)
+
+
+def test_the_api_takes_any_sequence_of_concurrencies():
+    import numpy as np
+
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    for value in (np.array([1, 8]), range(1, 3), [1, 2]):
+        assert len(api.predict(draws, accept=14, concurrency=value)) == 4   # 2 engines x 2 C

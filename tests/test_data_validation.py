@@ -497,7 +497,7 @@ def test_bundled_hardware_table():
     ("ddtree", None, None, None),
     ("eagle3", 3, None, 4),
     ("eagle3", 3, 3, 4),
-    ("eagle3", 3, 7, 4),
+    ("eagle3", 3, 7, 8),     # an EAGLE-3 tree: depth 3, 7 nodes verified as 8
     ("dflash-chain", 16, None, 17),
     ("eagle3", None, None, None),
 ])
@@ -852,6 +852,10 @@ def test_an_eagle_tree_verifies_its_budget_plus_one(tmp_path, hw):
     assert load_measurements(path, hw).rows[7].verify_tokens == 8
 
 
-def test_a_fractional_context_is_refused(tmp_path, hw):
-    path = write(tmp_path, edited(r4={"context_tokens": "1.5"}))
-    expect_error(path, hw, 4, "context_tokens", "whole number")
+
+def test_an_eagle_tree_with_a_blank_verify_count_verifies_its_budget_plus_one(tmp_path, hw):
+    """derive_verify_tokens said block + 1 for every tree but DDTree's, so a blank verify
+    count on an EAGLE-3 tree of depth 3 and 7 nodes loaded as M = 4 (and a review found the
+    new budget check then refusing every such question)."""
+    path = write(tmp_path, edited(r9={"block": "3", "budget": "7", "verify_tokens": ""}))
+    assert load_measurements(path, hw).rows[7].verify_tokens == 8

@@ -166,3 +166,35 @@ def test_the_added_gpu_reaches_the_model(tmp_path):
     assert "transferred from b300x8 (same interconnect class, bandwidth ratio 2.00)" in \
         answers["b300-half"]["overhead_from"]
     assert answers["b300-half"]["median"] < answers["b300"]["median"]
+
+
+def test_a_short_user_table_takes_a_new_gpu_and_replacing_does_not_nest_sources(tmp_path):
+    """A review: a valid table of six columns refused a new GPU for a blank compute_capability
+    it has no column for; `--replace` without --like nested 'other figures as <itself>' into
+    the source every time; `--interconnect ''` was refused as a file error."""
+    path = tmp_path / "data" / "hardware.csv"
+    path.parent.mkdir()
+    path.write_text("hardware,memory,memory_gb,mem_bw_tb_s,interconnect,source\n")
+    code, out, err = run_cli(tmp_path, "hardware", "add", "newg", "--mem-bw-tb-s", "1.1",
+                             "--interconnect", "PCIe Gen4", "--source", "oc")
+    assert code == 0, err
+    assert path.read_text().splitlines()[1] == 'newg,,,1.1,PCIe Gen4,"oc (mem_bw_tb_s, interconnect)"'
+    code, out, err = run_cli(tmp_path, "hardware", "add", "newg", "--memory-gb", "24",
+                             "--source", "second", "--replace")
+    assert code == 0, err
+    assert rows_of(path)["newg"]["source"] == ("second (memory_gb); other figures as before: "
+                                               "oc (mem_bw_tb_s, interconnect)")
+    code, out, err = run_cli(tmp_path, "hardware", "add", "newg", "--interconnect", "",
+                             "--source", "x", "--replace")
+    assert code == 2 and "--interconnect is empty" in err
+    # peaks given where the copied row has none: no "(unsourced)" half; a --hardware-file
+    # that does not exist yet is created
+    code, out, err = run_cli(tmp_path, "hardware", "add", "newg", "--mem-bw-tb-s", "1.1",
+                             "--interconnect", "PCIe Gen4", "--source", "oc",
+                             "--hardware-file", "full.csv")
+    assert code == 0 and "(created)" in out, err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "newg2", "--like", "newg",
+                             "--dense-bf16-tflops", "100", "--source", "sheet", "--dry-run",
+                             "--hardware-file", "full.csv", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["gpu"]["flops_source"] == "sheet (dense_bf16_tflops)"

@@ -415,3 +415,15 @@ def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkey
     call(work, "update", "--force", "--moe-form", "power", "--draws", "500", "--seed", "3")
     assert {k: seen[1][k] for k in ("moe_form", "draws", "seed")} == {
         "moe_form": "power", "draws": 500, "seed": 3}
+
+
+def test_track_add_refuses_verify_tokens_that_are_not_the_budgets(models_dir):
+    """`track add --budget 32 --verify-tokens 500` was saved, to be reported as a question
+    'the latest fit cannot answer yet' forever."""
+    code, out, err = call(models_dir, "track", "add", "--budget", "32", "--verify-tokens", "500",
+                          "--accept", "14")
+    assert code == 2 and "a budget of 32 draft tokens is verified as 33 tokens per step, not " \
+                         "500" in err
+    code, out, err = call(models_dir, "track", "add", "--block", "8", "--verify-tokens", "9",
+                          "--accept", "4")
+    assert code == 0, err

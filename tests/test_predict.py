@@ -299,6 +299,12 @@ def test_verify_tokens_beside_a_budget_keep_the_block_and_must_match(tmp_path):
                              "32", "--verify-tokens", "500", "--accept", "14")
     assert code == 2 and out == ""
     assert "a budget of 32 draft tokens is verified as 33 tokens per step, not 500" in err
+    # a block with verify tokens and no budget keeps the budget blank, as before (a review
+    # caught the default's budget 32 filled in and the question refused)
+    code, out, err = run_cli(work, "predict", "--engine", "sglang", "--block", "8",
+                             "--verify-tokens", "9", "--accept", "4")
+    assert code == 0, err
+    assert out.splitlines()[1].startswith("b300 x8, ddtree, block 8, verify 9 tokens")
 
 
 def test_autoregressive_acceptance_is_one_not_a_prior(tmp_path):

@@ -344,3 +344,26 @@ def test_the_reports_answer_is_predicts_digit_for_digit():
                                     seed=20261130)
             assert [q[0], q[2], q[4]] == pytest.approx([row["lo90"], row["median"], row["hi90"]],
                                                        rel=1e-12), (engine, a)
+
+
+def test_the_reports_p_faster_than_ar_is_predicts(monkeypatch):
+    """The report's per-concurrency P(faster than AR) drew from its own generator (a review):
+    now predict --concurrency's, keyed by the question and its acceptance. (On a measured
+    system the draws do not use the generator; a stand-in that returns the generator's first
+    number shows which one each side was given.)"""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report.sections import CONCURRENCY_GRID, concurrency_section
+
+    monkeypatch.setattr(P, "p_faster_than_ar", lambda fit, sc, a, rng: float(rng.random()))
+    draws = point_mass_draws(n=400, noise_sd=0.05)
+    section = concurrency_section(draws, 20261130)
+    a = section["accept"]
+    for engine, entry in section["engines"].items():
+        if engine == "ar":
+            continue
+        rows = P.predict_rows(draws, resolve(draws, Flags(accept=f"{a:g}", engines=(engine,),
+                                                          concurrency=CONCURRENCY_GRID)),
+                              seed=20261130)
+        assert entry["p_faster_than_ar"] == [r["p_faster_than_ar"] for r in rows], engine

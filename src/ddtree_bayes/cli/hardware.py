@@ -117,7 +117,7 @@ def _flag(column: str) -> str:
 def cmd_hardware_add(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from ddtree_bayes.core.hardware_table import hardware_table
+    from ddtree_bayes.core.hardware_table import merge_tables
     from ddtree_bayes.workflows.card_files.gpu import (
         gpu_row,
         planned_table,
@@ -126,7 +126,7 @@ def cmd_hardware_add(args: argparse.Namespace) -> int:
     )
 
     path = target_file(args.hardware_file)
-    table = hardware_table(None, args.hardware_file)
+    table = merge_tables(path if path.exists() else None)   # (a file to create: built-in alone)
     values = {c: getattr(args, c) for c, *_ in FIGURES} | \
         {c: getattr(args, c) for c, _ in TEXTS}
     gpu = gpu_row(table, args.name, values, args.source, like=args.like, file=path)

@@ -169,17 +169,21 @@ def config_label(system: str, engine: str, method: str, verify_tokens: int,
 
 
 def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> int | None:
-    """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1, a chain of k -> k+1.
+    """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1 (any method that
+    gives a budget), a chain of depth k (its block) -> k+1.
 
     >>> derive_verify_tokens("ddtree", 16, 32), derive_verify_tokens("eagle3", 3, None)
     (33, 4)
+    >>> derive_verify_tokens("eagle3", 8, 63), derive_verify_tokens("ddtree", 16, None)
+    (64, None)
     """
     if method == AR_METHOD:
         return 1
+    if budget is not None:   # the draft tokens verified: any tree (an EAGLE-3 tree of depth
+        return budget + 1    # 8 and 63 nodes verifies 64), a chain written as block = budget
     if method in TREE_METHODS:
-        return None if budget is None else budget + 1
-    size = block if block is not None else budget
-    return None if size is None else size + 1
+        return None
+    return None if block is None else block + 1
 
 
 def verify_mismatch(method: str, budget: int | None, verify_tokens: int) -> str | None:
@@ -396,8 +400,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
             raise DataError("empty value", file=path, row=row, column=col,
                             fix=f"fill in {col} (every row needs {', '.join(REQUIRED)})")
     num = {c: parse_number(path, row, c, values.get(c, ""), integer=c in ("gpus", "block", "budget",
-                                                                     "verify_tokens",
-                                                                     "context_tokens"))
+                                                                     "verify_tokens"))
            for c in ("gpus", "block", "budget", "verify_tokens", "accept_len", "context_tokens",
                      "tok_s")}
     for col in ("gpus", "block", "budget", "verify_tokens"):

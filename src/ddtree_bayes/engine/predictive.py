@@ -409,15 +409,14 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     >>> round(rows[0]["median"], 3)   # 12 tokens / 20 ms
     600.0
     """
-    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.question import Flags, resolve, streams_of
 
     flags = Flags(model=model, hardware=hardware, gpus=gpus,
                   engines=tuple(engines.split(",")) if isinstance(engines, str) else
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
                   context=context, accept=None if accept is None else str(accept),
-                  concurrency=(None if concurrency is None else tuple(concurrency)
-                               if isinstance(concurrency, list | tuple) else (concurrency,)))
+                  concurrency=streams_of(concurrency))
     return predict_rows(fit, resolve(fit, flags, strict=strict), target=target, prob=prob,
                         seed=seed, workdir=workdir, mixture=mixture)
 
@@ -465,8 +464,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                 row["concurrency"] = sc.concurrency
                 row["total"] = summarize(sc.concurrency * a * per_token, probs, None)
                 if sc.method != AR_METHOD and mixture is None:
-                    row["p_faster_than_ar"] = p_faster_than_ar(
-                        fit, sc, a, keyed_rng(seed, f"{scenario_key(sc)} vs AR {source!r}"))
+                    row["p_faster_than_ar"] = p_faster_than_ar(fit, sc, a,
+                                                               versus_ar_rng(seed, sc, source))
             seed_tok = None if seed_step is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
@@ -565,6 +564,12 @@ def acceptance_draws(fit: Fit, source: AcceptSource, rng: np.random.Generator,
     if prior.capped_by is not None:
         dist["truncated_at"] = prior.capped_by.tokens
     return sample_acceptance(prior, n, rng), dist
+
+
+def versus_ar_rng(seed: int, sc: Scenario, source: AcceptSource) -> np.random.Generator:
+    """The generator of P(faster than AR) for ``sc`` at acceptance ``source``, keyed by what
+    is asked (predict --concurrency and the report's figure draw the same)."""
+    return keyed_rng(seed, f"{scenario_key(sc)} vs AR {source!r}")
 
 
 def per_token_draws(fit: Fit, sc: Scenario, seed: int,

@@ -49,6 +49,19 @@ from ddtree_bayes.engine.scenario import (
 CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
 
 
+def streams_of(value: Any) -> tuple | None:
+    """``concurrency`` as a question holds it: None (not asked), or a tuple from one C or any
+    sequence of them (a list, range or numpy array; each is checked by :class:`Flags`)."""
+    import numpy as np
+
+    if value is None:
+        return None
+    if np.ndim(value) == 0:
+        return (value.item() if isinstance(value, np.generic) else value,)
+    values = tuple(value)
+    return values or None
+
+
 def _check_whole(name: str, value: Any, top: int) -> None:
     if value is None:
         return
@@ -101,10 +114,7 @@ class Flags:
         values = {k: get(k) for k in ("model", "hardware", "gpus", "method", "block", "budget",
                                       "verify_tokens", "context", "accept", "drafter")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
-        conc = get("concurrency")
-        values["concurrency"] = (None if conc is None or (isinstance(conc, list | tuple)
-                                                          and not conc)
-                                 else tuple(conc) if isinstance(conc, list | tuple) else (conc,))
+        values["concurrency"] = streams_of(get("concurrency"))
         return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
 
     @property
@@ -182,17 +192,19 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
 def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict, bool]:
     """The flags with those not given taken from the default question ``d``: hardware, method
     and engines; the GPU count when the hardware is the default's; block and budget (and verify
-    tokens) unless a method or verify tokens was given, and with verify tokens alone the
-    default's shape at that M (``shape`` False: not at all). Returns the configuration and
-    whether anything came from ``d``."""
+    tokens) unless a method or verify tokens was given; with verify tokens alone the default's
+    shape at that M, with verify tokens and a budget the default's block (``shape`` False: not
+    at all). Returns the configuration and whether anything came from ``d``."""
     out = {"hardware": flags.hardware or d.hardware, "method": flags.method or d.method,
            "engines": tuple(flags.engines or d.engines),
            "gpus": flags.gpus if flags.gpus is not None or flags.hardware is not None else d.gpus,
            "block": flags.block, "budget": flags.budget, "verify_tokens": flags.verify_tokens}
-    if shape and flags.method is None and (flags.verify_tokens is None or flags.block is not None
-                                           or flags.budget is not None):
-        # (verify tokens given beside a block or budget stay as given: resolve_scenario checks
-        # them against the budget; `--budget 32 --verify-tokens 33` used to drop the block)
+    if (shape and flags.method is None and flags.verify_tokens is not None
+            and flags.budget is not None and flags.block is None):
+        # --budget with --verify-tokens: the default's block stays (it dropped, and the
+        # acceptance limit became M); resolve_scenario checks M against the budget
+        out["block"] = d.block
+    elif shape and flags.method is None and flags.verify_tokens is None:
         block, budget = flags.block, flags.budget
         if block is None and budget is None:
             out["verify_tokens"] = d.verify_tokens

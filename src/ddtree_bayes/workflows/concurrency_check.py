@@ -175,9 +175,13 @@ def extrapolate_concurrency(files: list[Path] | None = None,
         else:
             runnable.append(path)
     if not runnable:
-        raise QueryError(f"no sweep has a row at C = {', '.join(map(str, test))} to predict",
-                         fix="pick --test-concurrency values the sweeps measured ("
-                             + "; ".join(notes[:3]) + ")")
+        no_row = [n for n in notes if "(no row at C" in n]
+        raise QueryError(
+            (f"no sweep has a row at C = {', '.join(map(str, test))} to predict" if no_row
+             else "no sweep can be checked: none has a model card"),
+            fix=("pick --test-concurrency values the sweeps measured" if no_row else
+                 "add the models' cards (`ddtree-bayes card add`)") + " (" + "; ".join(notes[:3])
+            + ")")
     for i, path in enumerate(runnable, start=1):
         res = check_sweep(path, priors.text, hardware_csv, card_text, train_max, test, seed,
                           settings)

@@ -46,8 +46,8 @@ def _figure(value: float | str) -> str:
 
 def _provenance(source: str, given: list[str], like: str | None, like_source: str) -> str:
     parts = [f"{source} ({', '.join(given)})"] if given else []
-    if like is not None:
-        parts.append(f"{'other figures ' if given else ''}as {like}: {like_source or '(unsourced)'}")
+    if like is not None and like_source:
+        parts.append(f"{'other figures ' if given else ''}as {like}: {like_source}")
     return "; ".join(parts)
 
 
@@ -68,6 +68,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         raise InputError(f"--like {like}: no such GPU in the hardware table",
                          fix=unknown_hardware_fix(like, table.rows))
     values = {c: v for c, v in values.items() if v is not None}
+    blank = [c for c, v in values.items() if isinstance(v, str) and not v.strip()]
+    if blank:
+        raise InputError(f"--{blank[0].replace('_', '-')} is empty",
+                         fix="give the value, or leave the flag out to keep the copied one")
     base = like if like is not None else (name if name in table.rows else None)
     if base is None:
         missing = [c for c in NEW_GPU_NEEDS if c not in values]
@@ -88,12 +92,15 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     given = [c for c in (*MEMORY_COLUMNS, *PEAK_COLUMNS) if c in values]
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
-    row["source"] = _provenance(source, [c for c in MEMORY_COLUMNS if c in values], from_like,
+    # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
+    # "as before" for this GPU's own (a built-in row, or the user's row being replaced)
+    said = None if from_like is None else "before" if from_like == name else from_like
+    row["source"] = _provenance(source, [c for c in MEMORY_COLUMNS if c in values], said,
                                 like_row.get("source", ""))
     peaks_given = [c for c in PEAK_COLUMNS if c in values]
-    row["flops_source"] = (_provenance(source, peaks_given, from_like,
-                                       like_row.get("flops_source", ""))
-                           if peaks_given or any(like_row.get(c) for c in PEAK_COLUMNS) else "")
+    copied_peaks = any(like_row.get(c) for c in PEAK_COLUMNS if c not in values)
+    row["flops_source"] = _provenance(source, peaks_given, said if copied_peaks else None,
+                                      like_row.get("flops_source", ""))
     notes = []
     if not row.get("dense_bf16_tflops", "").strip():
         notes.append(f"{name} has no dense bf16 peak: its compute knee assumes bandwidth x 200 "
@@ -123,7 +130,8 @@ def planned_table(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
     if line is not None and not replace:
         raise InputError(f"{gpu.row['hardware']!r} is already in {path}, row {line}",
                          fix="pass --replace to overwrite that row, or give the GPU another name")
-    text, _ = plan_text(path, _seed(header), "hardware", [gpu.row], replace=replace)
+    text, _ = plan_text(path, _seed(header), "hardware", [_for_file(path, gpu.row)],
+                        replace=replace)
     return _checked(str(path), text)
 
 
@@ -131,8 +139,19 @@ def write_gpu_row(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
                   replace: bool) -> list[Written]:
     """Write ``gpu``'s row to ``path`` (see :func:`planned_table`); nothing on any error."""
     planned_table(path, gpu, header, replace=replace)
-    return write_rows(path, _seed(header), "hardware", [gpu.row], replace=replace,
-                      check=_checked)
+    return write_rows(path, _seed(header), "hardware", [_for_file(path, gpu.row)],
+                      replace=replace, check=_checked)
+
+
+def _for_file(path: Path, row: dict[str, str]) -> dict[str, str]:
+    """``row`` without the blank cells of columns ``path``'s header lacks (a short table of
+    the required columns holds a new GPU's row; a value it has no column for is refused)."""
+    if not path.is_file():
+        return row
+    from ddtree_bayes.core.data import read_records
+
+    _, header, _ = read_records(path)
+    return {k: v for k, v in row.items() if k in header or str(v).strip()}
 
 
 def _seed(header: tuple[str, ...]) -> str:

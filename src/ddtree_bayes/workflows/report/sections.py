@@ -25,7 +25,7 @@ from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.question import Flags, default_question, resolve
+from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.engine.target_models import is_multi
 
@@ -175,7 +175,6 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
     autoregressive decoding on the same system, against concurrency C
     (:data:`CONCURRENCY_GRID`); per engine P(faster than AR) at each C and the first C where
     it falls below 0.5 (None: it pays at every C of the grid)."""
-    rng = np.random.default_rng(seed)
     d = d or default_question(draws, model)
     scenarios = _default_scenarios(draws, model, d)
     accept = float(min(d.accept, scenarios[0].limit.tokens))
@@ -192,8 +191,10 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
             tok = a * P.per_token_draws(draws, at_c, seed)[0]   # as predict --concurrency
             per_user.append(quantiles5(tok))
             total.append(quantiles5(c * tok))
-            if name != "ar":
-                p_ar.append(P.p_faster_than_ar(draws, at_c, np.full(draws.n_draws, a), rng))
+            if name != "ar":   # predict --concurrency's draws (its acceptance keys them)
+                given = AcceptSource("given", f"{a:g}", value=a)
+                p_ar.append(P.p_faster_than_ar(draws, at_c, np.full(draws.n_draws, a),
+                                               P.versus_ar_rng(seed, at_c, given)))
         entry = {"scenario": at_c.describe().rsplit(", concurrency", 1)[0],
                  "per_user": per_user, "total": total}
         if name != "ar":
