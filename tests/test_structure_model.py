@@ -426,3 +426,34 @@ def test_next_weighs_a_new_candidate_structurally_and_a_repeat_conditionally(mon
     assert abs(mu8[0] - math.log(4000.0 / structural8[0])) > 0.01
     anchored32 = P.step_components(draws, scenario(32), np.random.default_rng(0))[0]["step"]
     assert abs(mu32[0] - math.log(4000.0 / anchored32[0])) > 0.01
+
+
+def test_an_unmeasured_gpu_carries_the_measured_group_of_its_reference_system():
+    """A system never measured is transferred from a measured one; its speculative overhead
+    was drawn from the population of groups even when the reference measured the same engine
+    and method (a memory overclock of the measured RTX 5090: 90% 101-227 tok/s against the
+    stock card's 148-164). It now carries that group in physical units: fixed and per-node ms,
+    the per-pass multiple of the drafter roofline (recomputed on the new GPUs), times the
+    [transfer] system scatter (here 0: exactly the carried costs)."""
+    from ddtree_bayes.engine.structure import pass_roofline
+
+    draws = structured_point_mass()
+    n = draws.n_draws
+    # the transfer's population parameters, as a fit of the structured form has them
+    draws.variables.update(transfer_system_sd=np.zeros(n), moe_distinct_exponent_mu=np.full(n, 0.5),
+                           compute_eff_log_mu=np.full(n, -1.2), compute_eff_log_sd=np.zeros(n))
+    at = {hw: P.resolve_scenario(draws, hardware=hw, gpus=8, engine="sglang", method="ddtree",
+                                 block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+          for hw in ("b300", "h200")}
+    parts, how = P.step_components(draws, at["h200"], np.random.default_rng(0), anchor=False)
+    assert "overhead of group b300x8/sglang/ddtree carried to h200x8" in how
+    roof = pass_roofline(draws, at["h200"])[0] / pass_roofline(draws, at["b300"])[0]
+    assert roof > 1.0    # the H200 reads the drafter's weights slower than the B300
+    # the B300 step is 8 ms: 8 x (0.05 fixed + 0.1 x roof for the one pass + 0.002 x 32 nodes)
+    assert parts["spec"] == pytest.approx(8 * (0.05 + 0.1 * roof + 0.002 * 32))
+    # another engine on the H200 has no measured group on the B300 to carry
+    from ddtree_bayes.engine.structure import carried_group
+
+    assert carried_group(draws, at["h200"], "sglang")[0] == "b300x8/sglang/ddtree"
+    assert carried_group(draws, at["h200"], "vllm") is None
+    assert carried_group(draws, at["b300"], "sglang") is None   # a measured system: its own

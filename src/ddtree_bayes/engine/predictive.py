@@ -42,9 +42,12 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     row_scenario,
 )
 from ddtree_bayes.engine.structure import (
+    carried_group,
+    carried_spec_ms,
     distinct_ratio,
     draft_structure,
     fit_rows,
+    group_learned,
     measured_configs,
     pass_roofline,
     query_log_sd,
@@ -277,8 +280,20 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
     label = S.overhead_group_label(sc.pair, engine, sc.method)
     groups = meta["coords"]["overhead_group"]
     measured = label in groups
+    carried = None
+    if step_form == "structured" and not group_learned(draws, label):
+        # never measured, or measured only in rows a validation fold holds out
+        carried = carried_group(draws, sc, engine)
+        measured = measured and carried is None
     how += (f"overhead of measured group {label}" if measured else
+            f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
+            "per-pass multiple of the drafter roofline; with the [transfer] system scatter)"
+            if carried else
             f"overhead of unmeasured group {label} drawn from the pooled population")
+    if carried is not None:
+        spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng)
+        return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,
+                "spec_tied": np.zeros(draws.n_draws)}, how
     if step_form == "structured":
         ratios = []
         for part in ("fixed", "pass", "tree"):

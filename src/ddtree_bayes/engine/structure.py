@@ -156,6 +156,13 @@ def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
     return cache[label]
 
 
+def group_learned(draws: Fit, label: str) -> bool:
+    """Did the fit learn overhead group ``label`` from rows (a group of the model's structure
+    whose rows a validation fold holds out was not: its costs are its prior's)?"""
+    return (label in draws.meta["coords"]["overhead_group"]
+            and bool(group_measured_values(draws, label)["pass"]))
+
+
 def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
                       rng: np.random.Generator, pass_factor: float = 1.0):
     """Extra SPEC (ms per draw) for a measured group asked about at another number of drafter
@@ -189,6 +196,52 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
         own = np.exp(mu + sd * rng.standard_normal(draws.n_draws))
         extra = extra + (own - np.exp(mu)) * delta * (pass_factor if part == "pass" else 1.0)
     return extra * unit_ms
+
+
+def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int] | None:
+    """For a query on a system the fit never measured (answered by hardware transfer, in a
+    fit of one model): the measured overhead group of the same engine and method on the
+    measured system nearest to it (the interconnect class first, then aggregate bandwidth, as
+    :func:`~ddtree_bayes.engine.transfer.transfer_reference` picks among the systems that
+    measured that group), as (group label, GPU, count); None when no system measured it (the
+    group is then drawn from the population)."""
+    if sc.measured or is_multi(draws):
+        return None
+    with_group = [s for s in draws.measured_systems
+                  if group_learned(draws, S.overhead_group_label(s, engine, sc.method))]
+    if not with_group:
+        return None
+    ref, ref_hw, ref_gpus = transfer_reference(draws, sc.hardware, sc.gpus, among=with_group)
+    return S.overhead_group_label(ref, engine, sc.method), ref_hw, ref_gpus
+
+
+def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], passes: float,
+                    nodes: float, scale, rng: np.random.Generator) -> np.ndarray:
+    """SPEC (ms per draw) of a query on an unmeasured system whose reference system measured
+    the query's engine and method (:func:`carried_group`): that group's costs carried in
+    physical units - the fixed and per-node costs in ms, the per-pass cost as its multiple of
+    the drafter-pass roofline, recomputed on the query's GPUs - with its spread where it was
+    measured at one number of passes or nodes (:func:`tied_ratio_spread`), times the
+    ``[transfer] system_sd`` scatter a transferred system's step carries (kernel maturity,
+    drivers, engine builds: prior-driven). Drawing it from the population instead put a +-40%
+    interval on a memory overclock of the measured GPU (docs/howto/own-data.md)."""
+    import dataclasses
+
+    from ddtree_bayes.core.sampling import prior_sample
+
+    label, ref_hw, ref_gpus = carried
+    v, n = draws.variables, draws.n_draws
+    g = draws.meta["coords"]["overhead_group"].index(label)
+    ref = dataclasses.replace(sc, hardware=ref_hw, gpus=ref_gpus, measured=True)
+    ref_step = v["step_ar_ms"][:, draws.meta["coords"]["system"].index(ref.pair)]
+    roof = pass_roofline(draws, sc)[0] / pass_roofline(draws, ref)[0]
+    spec = scale * ref_step * (v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
+                               * passes + v["spec_tree_ratio"][:, g] * nodes)
+    spec = np.maximum(spec + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
+                                               ref_step * scale, rng, roof), 0.0)
+    key = "transfer_system_sd"
+    scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
+    return spec * np.exp(scatter * rng.standard_normal(n))
 
 
 def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar: np.ndarray,

@@ -26,12 +26,15 @@ def fabric(table: dict[str, dict[str, str]], hardware: str) -> bool:
     return "pcie" not in table[hardware].get("interconnect", "").lower()
 
 
-def transfer_reference(fit: Fit, hardware: str, gpus: int) -> tuple[str, str, int]:
+def transfer_reference(fit: Fit, hardware: str, gpus: int, among: list[str] | None = None
+                       ) -> tuple[str, str, int]:
     """The measured system an unmeasured ``hardware x gpus`` is transferred from: (its label,
     GPU, count). One with the same interconnect class (PCIe or an NVLink-class fabric) if one
-    was measured, the nearest in aggregate memory bandwidth among them."""
+    was measured, the nearest in aggregate memory bandwidth among them (``among``: only these
+    measured systems)."""
     table = fit.hardware
-    parsed = [(s, s.rsplit("x", 1)[0], int(s.rsplit("x", 1)[1])) for s in fit.measured_systems]
+    parsed = [(s, s.rsplit("x", 1)[0], int(s.rsplit("x", 1)[1]))
+              for s in (fit.measured_systems if among is None else among)]
     same = [p for p in parsed if fabric(table, p[1]) == fabric(table, hardware)] or parsed
     target_bw = bandwidth(table, hardware, gpus)
     return min(same, key=lambda p: abs(math.log(bandwidth(table, p[1], p[2]) / target_bw)))
