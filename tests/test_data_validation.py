@@ -530,7 +530,8 @@ def test_blank_verify_tokens_chain_derives_block_plus_one(tmp_path, hw):
 
 
 def test_explicit_verify_tokens_is_kept(tmp_path, hw):
-    # (a tree whose budget is not written: its verify tokens are the only size it has)
+    # (a tree whose budget is not written: its verify tokens are the only size it has; with
+    # the methods table the budget follows, see the test of shaped budgets below)
     data = load_measurements(write(tmp_path, edited(r3={"verify_tokens": "12", "budget": ""})), hw)
     assert data.rows[1].verify_tokens == 12 and data.rows[1].budget is None
 
@@ -859,3 +860,19 @@ def test_an_eagle_tree_with_a_blank_verify_count_verifies_its_budget_plus_one(tm
     new budget check then refusing every such question)."""
     path = write(tmp_path, edited(r9={"block": "3", "budget": "7", "verify_tokens": ""}))
     assert load_measurements(path, hw).rows[7].verify_tokens == 8
+
+
+def test_a_tree_given_only_its_verify_count_has_that_budget_and_a_chain_no_more_than_its_block(
+        tmp_path, hw):
+    """A review: a DDTree of verify 12 and no budget was priced as a tree of 0 nodes; a DFlash
+    chain of block 8 with budget 16 (verify 17) was taken, though a chain drafts at most its
+    block."""
+    from ddtree_bayes.core.config import load_priors
+
+    methods = load_priors(bundled("priors.toml")).methods
+    path = write(tmp_path, edited(r3={"verify_tokens": "12", "budget": ""}))
+    assert load_measurements(path, hw, methods=methods).rows[1].budget == 11
+    path = write(tmp_path, edited(r3={"method": "dflash", "block": "8", "budget": "16",
+                                      "verify_tokens": "", "accept_len": "4"}))
+    expect_error(path, hw, 3, "budget", "dflash drafts a chain of at most its block (8) tokens "
+                 "per step, not a budget of 16", methods=methods)

@@ -304,7 +304,9 @@ def test_verify_tokens_beside_a_budget_keep_the_block_and_must_match(tmp_path):
     code, out, err = run_cli(work, "predict", "--engine", "sglang", "--block", "8",
                              "--verify-tokens", "9", "--accept", "4")
     assert code == 0, err
-    assert out.splitlines()[1].startswith("b300 x8, ddtree, block 8, verify 9 tokens")
+    # (a DDTree always verifies a tree: 9 tokens are 8 nodes, priced as such, where they
+    # used to be priced as a tree of 0 nodes)
+    assert out.splitlines()[1].startswith("b300 x8, ddtree, block 8, budget 8, verify 9 tokens")
 
 
 def test_autoregressive_acceptance_is_one_not_a_prior(tmp_path):
@@ -317,3 +319,13 @@ def test_autoregressive_acceptance_is_one_not_a_prior(tmp_path):
     assert code == 0, err
     assert "prior" not in out
     assert [ln.split()[1] for ln in out.splitlines()[4:6]] == ["1", "1"]
+
+
+def test_a_chain_with_a_budget_above_its_block_is_refused(tmp_path):
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--engine", "sglang", "--method", "dflash",
+                             "--block", "8", "--budget", "16", "--accept", "5")
+    assert code == 2 and out == ""
+    assert "dflash drafts a chain of at most its block (8) tokens per step" in err

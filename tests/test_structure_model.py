@@ -3,6 +3,7 @@ numpy formula at a hand-picked point and a point-mass posterior computed by hand
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 
@@ -457,3 +458,32 @@ def test_an_unmeasured_gpu_carries_the_measured_group_of_its_reference_system():
     assert carried_group(draws, at["h200"], "sglang")[0] == "b300x8/sglang/ddtree"
     assert carried_group(draws, at["h200"], "vllm") is None
     assert carried_group(draws, at["b300"], "sglang") is None   # a measured system: its own
+
+
+def test_a_carried_group_prices_another_drafter_and_next_carries_it_too():
+    """A review: `--drafter` on a carried group divided by the new drafter's roofline on the
+    reference GPUs, so a drafter 7.5x heavier cost nothing more; next and optimize, which mark
+    a transferred system measured, drew the group from the population (next's 'now' 611
+    (369-976) where predict said 626 (394-924))."""
+    from ddtree_bayes.core.drafters import DrafterCard
+    from ddtree_bayes.engine.structure import pass_roofline
+    from ddtree_bayes.workflows.decisions.common import shared_components
+
+    draws = structured_point_mass()
+    n = draws.n_draws
+    draws.variables.update(transfer_system_sd=np.zeros(n), moe_distinct_exponent_mu=np.full(n, 0.5),
+                           compute_eff_log_mu=np.full(n, -1.2), compute_eff_log_sd=np.zeros(n))
+    at = {hw: P.resolve_scenario(draws, hardware=hw, gpus=8, engine="sglang", method="ddtree",
+                                 block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+          for hw in ("b300", "h200")}
+    heavy = DrafterCard("heavy", "kimi-k2.6", ("ddtree",), "block", 8, 20.0, 0.0, 2.0, "test")
+    h200_heavy = dataclasses.replace(at["h200"], drafter=heavy)
+    parts, how = P.step_components(draws, h200_heavy, np.random.default_rng(0), anchor=False)
+    factor = pass_roofline(draws, h200_heavy)[0] / pass_roofline(draws, at["b300"])[0]
+    assert factor > 3
+    assert parts["spec"] == pytest.approx(8 * (0.05 + 0.1 * factor + 0.002 * 32))
+    # next / optimize's path (the transferred system added as a column, marked measured)
+    plain, _ = P.step_components(draws, at["h200"], np.random.default_rng(0), anchor=False)
+    shared, how = shared_components(draws, at["h200"], 20261130, anchor=False)
+    assert "carried to h200x8" in how
+    assert shared["spec"] == pytest.approx(plain["spec"])

@@ -20,7 +20,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept
+from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, shaped_budget
 from ddtree_bayes.core.pairs import pair_label
 
 #: Columns of a measurement file, in order.
@@ -439,6 +439,11 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         raise DataError(wrong, file=path, row=row, column="verify_tokens",
                         fix=f"set verify_tokens to {budget + 1 if budget is not None else ''} "
                             "(or blank), or fix the budget")
+    budget, wrong = shaped_budget(method, block, budget, int(verify), methods)
+    if wrong is not None:
+        raise DataError(wrong, file=path, row=row, column="budget",
+                        fix="write the budget a step drafts (at most the block), or the method "
+                            "that verifies a tree")
     if method == AR_METHOD and (block is not None or budget is not None):
         raise DataError("an autoregressive row drafts nothing: block and budget are blank",
                         file=path, row=row, column="block" if block is not None else "budget",

@@ -152,6 +152,33 @@ class AcceptLimit:
                                                  else ", or ask a configuration that drafts more"))
 
 
+def shaped_budget(method: str, block: int | None, budget: int | None,
+                  verify_tokens: int | None, methods: Mapping[str, MethodSpec] | None
+                  ) -> tuple[int | None, str | None]:
+    """The budget a configuration's shape implies, and why it cannot be this shape (None: it
+    can). A method that always verifies a tree (``tree = true``: DDTree, Medusa, EAGLE-2)
+    given verify tokens M and no budget verifies M - 1 tree nodes (left blank, its tree was
+    priced at 0 nodes); a chain (``tree = false``: DFlash, PARD) drafts at most its block, so
+    a budget above the block is no configuration of it.
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> table = load_methods(bundled("priors.toml").read_text())
+    >>> shaped_budget("ddtree", 16, None, 257, table), shaped_budget("eagle3", 3, None, 9, table)
+    ((256, None), (None, None))
+    >>> shaped_budget("dflash", 8, 16, None, table)[1]
+    'dflash drafts a chain of at most its block (8) tokens per step, not a budget of 16'
+    """
+    spec = (methods or {}).get(method)
+    if spec is None or method == AR_METHOD:
+        return budget, None
+    if spec.tree is False and budget is not None and block is not None and budget > block:
+        return budget, (f"{method} drafts a chain of at most its block ({block}) tokens per "
+                        f"step, not a budget of {budget}")
+    if spec.tree is True and budget is None and verify_tokens is not None and verify_tokens > 1:
+        return verify_tokens - 1, None
+    return budget, None
+
+
 def max_accept(method: str, block: int | None, budget: int | None,
                methods: Mapping[str, MethodSpec] | None = None,
                verify_tokens: int | None = None) -> AcceptLimit:

@@ -282,9 +282,12 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
     measured = label in groups
     carried = None
     if step_form == "structured" and not group_learned(draws, label):
-        # never measured, or measured only in rows a validation fold holds out
+        # never measured, or measured only in rows a validation fold holds out: carried from
+        # a system that measured it, else the population's (on a system the fit did not
+        # learn either, the group's own variables are its prior offset by that system's
+        # prior-only AR step)
         carried = carried_group(draws, sc, engine)
-        measured = measured and carried is None
+        measured = measured and carried is None and sc.measured
     how += (f"overhead of measured group {label}" if measured else
             f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
             "per-pass multiple of the drafter roofline; with the [transfer] system scatter)"

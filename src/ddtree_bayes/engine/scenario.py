@@ -23,7 +23,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.drafters import DrafterCard
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
-from ddtree_bayes.core.methods import AcceptLimit, max_accept
+from ddtree_bayes.core.methods import AcceptLimit, max_accept, shaped_budget
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -374,6 +374,10 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     if (wrong := verify_mismatch(method, budget, int(verify_tokens))) is not None:
         raise QueryError(wrong, fix="drop --verify-tokens (it follows from --budget), or give "
                                     "the budget the configuration has")
+    budget, wrong = shaped_budget(method, block, budget, int(verify_tokens), draws.methods)
+    if wrong is not None:
+        raise QueryError(wrong, fix="give --budget at most --block, or a method that verifies "
+                                    "a tree")
     if verify_tokens < 1:
         raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
     if context_tokens is None:

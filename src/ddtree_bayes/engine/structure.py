@@ -199,16 +199,17 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
 
 
 def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int] | None:
-    """For a query on a system the fit never measured (answered by hardware transfer, in a
-    fit of one model): the measured overhead group of the same engine and method on the
-    measured system nearest to it (the interconnect class first, then aggregate bandwidth, as
+    """For a query whose (system, engine, method) group the fit did not learn, in a fit of one
+    model (on a GPU it never measured, or one measured with another engine or method only):
+    the measured overhead group of the same engine and method on the measured system nearest
+    to it (the interconnect class first, then aggregate bandwidth, as
     :func:`~ddtree_bayes.engine.transfer.transfer_reference` picks among the systems that
     measured that group), as (group label, GPU, count); None when no system measured it (the
     group is then drawn from the population)."""
-    if sc.measured or is_multi(draws):
+    if is_multi(draws):
         return None
-    with_group = [s for s in draws.measured_systems
-                  if group_learned(draws, S.overhead_group_label(s, engine, sc.method))]
+    with_group = [s for s in draws.measured_systems if s != sc.pair
+                  and group_learned(draws, S.overhead_group_label(s, engine, sc.method))]
     if not with_group:
         return None
     ref, ref_hw, ref_gpus = transfer_reference(draws, sc.hardware, sc.gpus, among=with_group)
@@ -232,7 +233,9 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
     label, ref_hw, ref_gpus = carried
     v, n = draws.variables, draws.n_draws
     g = draws.meta["coords"]["overhead_group"].index(label)
-    ref = dataclasses.replace(sc, hardware=ref_hw, gpus=ref_gpus, measured=True)
+    # the group's per-pass ratio is a multiple of the roofline of the drafter it measured (the
+    # fit's card for the method) on its own GPUs; the query's drafter (--drafter) on the new ones
+    ref = dataclasses.replace(sc, hardware=ref_hw, gpus=ref_gpus, measured=True, drafter=None)
     ref_step = v["step_ar_ms"][:, draws.meta["coords"]["system"].index(ref.pair)]
     roof = pass_roofline(draws, sc)[0] / pass_roofline(draws, ref)[0]
     spec = scale * ref_step * (v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
