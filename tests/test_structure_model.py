@@ -429,6 +429,20 @@ def test_next_weighs_a_new_candidate_structurally_and_a_repeat_conditionally(mon
     assert abs(mu32[0] - math.log(4000.0 / anchored32[0])) > 0.01
 
 
+def transferable_point_mass():
+    """:func:`structured_point_mass` with the transfer's population parameters a fit of the
+    structured form has (the system scatter 0: transferred costs exactly), and the DDTree 16/32
+    question on the measured B300 and the never-measured H200."""
+    draws = structured_point_mass()
+    n = draws.n_draws
+    draws.variables.update(transfer_system_sd=np.zeros(n), moe_distinct_exponent_mu=np.full(n, 0.5),
+                           compute_eff_log_mu=np.full(n, -1.2), compute_eff_log_sd=np.zeros(n))
+    at = {hw: P.resolve_scenario(draws, hardware=hw, gpus=8, engine="sglang", method="ddtree",
+                                 block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+          for hw in ("b300", "h200")}
+    return draws, at
+
+
 def test_an_unmeasured_gpu_carries_the_measured_group_of_its_reference_system():
     """A system never measured is transferred from a measured one; its speculative overhead
     was drawn from the population of groups even when the reference measured the same engine
@@ -438,14 +452,7 @@ def test_an_unmeasured_gpu_carries_the_measured_group_of_its_reference_system():
     [transfer] system scatter (here 0: exactly the carried costs)."""
     from ddtree_bayes.engine.structure import pass_roofline
 
-    draws = structured_point_mass()
-    n = draws.n_draws
-    # the transfer's population parameters, as a fit of the structured form has them
-    draws.variables.update(transfer_system_sd=np.zeros(n), moe_distinct_exponent_mu=np.full(n, 0.5),
-                           compute_eff_log_mu=np.full(n, -1.2), compute_eff_log_sd=np.zeros(n))
-    at = {hw: P.resolve_scenario(draws, hardware=hw, gpus=8, engine="sglang", method="ddtree",
-                                 block=16, budget=32, verify_tokens=None, context_tokens=0.0)
-          for hw in ("b300", "h200")}
+    draws, at = transferable_point_mass()
     parts, how = P.step_components(draws, at["h200"], np.random.default_rng(0), anchor=False)
     assert "overhead of group b300x8/sglang/ddtree carried to h200x8" in how
     roof = pass_roofline(draws, at["h200"])[0] / pass_roofline(draws, at["b300"])[0]
@@ -469,13 +476,7 @@ def test_a_carried_group_prices_another_drafter_and_next_carries_it_too():
     from ddtree_bayes.engine.structure import pass_roofline
     from ddtree_bayes.workflows.decisions.common import shared_components
 
-    draws = structured_point_mass()
-    n = draws.n_draws
-    draws.variables.update(transfer_system_sd=np.zeros(n), moe_distinct_exponent_mu=np.full(n, 0.5),
-                           compute_eff_log_mu=np.full(n, -1.2), compute_eff_log_sd=np.zeros(n))
-    at = {hw: P.resolve_scenario(draws, hardware=hw, gpus=8, engine="sglang", method="ddtree",
-                                 block=16, budget=32, verify_tokens=None, context_tokens=0.0)
-          for hw in ("b300", "h200")}
+    draws, at = transferable_point_mass()
     heavy = DrafterCard("heavy", "kimi-k2.6", ("ddtree",), "block", 8, 20.0, 0.0, 2.0, "test")
     h200_heavy = dataclasses.replace(at["h200"], drafter=heavy)
     parts, how = P.step_components(draws, h200_heavy, np.random.default_rng(0), anchor=False)
