@@ -431,10 +431,9 @@ def _odds(a: dict | None) -> str:
 
 
 def _config_label(r: dict) -> str:
-    from ddtree_bayes.core.data import config_label
+    from ddtree_bayes.core.data import row_config_label
 
-    return config_label(r["system"], r["engine"], r["method"], r["verify_tokens"],
-                        r["context_tokens"], r.get("concurrency", 1))
+    return row_config_label(r)
 
 
 def _pct(x, digits: int = 0) -> str:

@@ -65,21 +65,16 @@ def cmd_fit(args: argparse.Namespace) -> int:
     return 0
 
 
-def _label(r: dict) -> str:
-    from ddtree_bayes.core.data import config_label
-
-    return config_label(r["system"], r["engine"], r["method"], r["verify_tokens"],
-                        r["context_tokens"], r.get("concurrency", 1))
-
-
 def _print_ppc(ppc: list[dict]) -> None:
     """One line per measurement; with repeated runs, one line per configuration."""
+    from ddtree_bayes.core.data import row_config_label
+
     by_config: dict[int, list[dict]] = {}
     for r in ppc:
         by_config.setdefault(r["configuration"], []).append(r)
     if len(by_config) == len(ppc):
         print("\nposterior predictive check (tok/s):")
-        pbody = [[f"row {r['row']}", f"{_label(r)} accept="
+        pbody = [[f"row {r['row']}", f"{row_config_label(r)} accept="
                   + ("inferred" if r["accept_len"] is None else f"{r['accept_len']:g}"),
                   fmt_value(r["measured"], 1), fmt_value(r["median"], 1),
                   f"[{r['lo50']:.1f}, {r['hi50']:.1f}]", f"[{r['lo90']:.1f}, {r['hi90']:.1f}]",
@@ -97,7 +92,7 @@ def _print_ppc(ppc: list[dict]) -> None:
         r = rs[0]
         inside = {p: sum(x[f"lo{p}"] <= x["measured"] <= x[f"hi{p}"] for x in rs) / len(rs)
                   for p in (50, 90)}
-        body.append([f"row {first}", _label(r), str(len(rs)),
+        body.append([f"row {first}", row_config_label(r), str(len(rs)),
                      fmt_value(statistics.median(x["measured"] for x in rs), 1),
                      fmt_value(statistics.median(x["median"] for x in rs), 1),
                      f"{inside[50]:.0%}", f"{inside[90]:.0%}",

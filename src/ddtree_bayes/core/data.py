@@ -168,6 +168,14 @@ def config_label(system: str, engine: str, method: str, verify_tokens: int,
     return f"{system} {engine} {method} M={verify_tokens}{ctx}{streams}"
 
 
+def row_config_label(row: Mapping) -> str:
+    """:func:`config_label` of a scored row (the fit's check, validate): a dict with
+    ``system``, ``engine``, ``method``, ``verify_tokens``, ``context_tokens`` and, when not 1,
+    ``concurrency``."""
+    return config_label(row["system"], row["engine"], row["method"], row["verify_tokens"],
+                        row["context_tokens"], row.get("concurrency", 1))
+
+
 def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> int | None:
     """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1 (any method that
     gives a budget), a chain of depth k (its block) -> k+1.
@@ -184,20 +192,6 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
     if method in TREE_METHODS:
         return None
     return None if block is None else block + 1
-
-
-def verify_mismatch(method: str, budget: int | None, verify_tokens: int) -> str | None:
-    """Why ``verify_tokens`` cannot be this configuration's, or None: the budget is the draft
-    tokens verified per step, so a speculative configuration that gives one verifies budget
-    + 1 (a DDTree of 32 nodes verifies 33; an EAGLE-3 tree of depth 8 and 63 nodes, 64).
-
-    >>> verify_mismatch("ddtree", 32, 33) is None, verify_mismatch("ddtree", 32, 500)
-    (True, 'a budget of 32 draft tokens is verified as 33 tokens per step, not 500')
-    """
-    if method == AR_METHOD or budget is None or verify_tokens == budget + 1:
-        return None
-    return (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens per step, "
-            f"not {verify_tokens}")
 
 
 def read_csv_file(path: str, text: str | None = None
@@ -435,15 +429,13 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     elif method == AR_METHOD and verify != 1:
         raise DataError(f"autoregressive rows verify 1 token, got {verify:g}", file=path, row=row,
                         column="verify_tokens", fix="set verify_tokens to 1 or fix the method")
-    elif (wrong := verify_mismatch(method, budget, int(verify))) is not None:
-        raise DataError(wrong, file=path, row=row, column="verify_tokens",
-                        fix=f"set verify_tokens to {budget + 1 if budget is not None else ''} "
-                            "(or blank), or fix the budget")
-    budget, wrong = shaped_budget(method, block, budget, int(verify), methods)
-    if wrong is not None:
-        raise DataError(wrong, file=path, row=row, column="budget",
-                        fix="write the budget a step drafts (at most the block), or the method "
-                            "that verifies a tree")
+    budget, wrong, column = shaped_budget(method, block, budget, int(verify), methods)
+    if wrong is not None:   # (a verify-tokens problem has the budget it was given)
+        raise DataError(wrong, file=path, row=row, column=column, fix=(
+            f"set verify_tokens to {(budget or 0) + 1} (or blank), or fix the budget"
+            if column == "verify_tokens" else
+            "write the budget a step drafts (at most the block), or the method that verifies "
+            "a tree"))
     if method == AR_METHOD and (block is not None or budget is not None):
         raise DataError("an autoregressive row drafts nothing: block and budget are blank",
                         file=path, row=row, column="block" if block is not None else "budget",

@@ -154,29 +154,40 @@ class AcceptLimit:
 
 def shaped_budget(method: str, block: int | None, budget: int | None,
                   verify_tokens: int | None, methods: Mapping[str, MethodSpec] | None
-                  ) -> tuple[int | None, str | None]:
-    """The budget a configuration's shape implies, and why it cannot be this shape (None: it
-    can). A method that always verifies a tree (``tree = true``: DDTree, Medusa, EAGLE-2)
-    given verify tokens M and no budget verifies M - 1 tree nodes (left blank, its tree was
-    priced at 0 nodes); a chain (``tree = false``: DFlash, PARD) drafts at most its block, so
-    a budget above the block is no configuration of it.
+                  ) -> tuple[int | None, str | None, str | None]:
+    """The budget a configuration's shape implies, and why it cannot be this shape with the
+    column (flag) at fault (None, None: it can). The budget is the draft tokens verified per
+    step, so a speculative configuration that gives one verifies budget + 1 (a DDTree of 32
+    nodes verifies 33; an EAGLE-3 tree of depth 8 and 63 nodes, 64). A method that always
+    verifies a tree (``tree = true``: DDTree, Medusa, EAGLE-2) given verify tokens M and no
+    budget verifies M - 1 tree nodes (left blank, its tree was priced at 0 nodes); a chain
+    (``tree = false``: DFlash, PARD) drafts at most its block, so a budget above the block is
+    no configuration of it. Every reader of a configuration (data rows, questions, tracked
+    queries) asks this one function.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> table = load_methods(bundled("priors.toml").read_text())
     >>> shaped_budget("ddtree", 16, None, 257, table), shaped_budget("eagle3", 3, None, 9, table)
-    ((256, None), (None, None))
-    >>> shaped_budget("dflash", 8, 16, None, table)[1]
-    'dflash drafts a chain of at most its block (8) tokens per step, not a budget of 16'
+    ((256, None, None), (None, None, None))
+    >>> shaped_budget("ddtree", 16, 32, 500, table)[1:]
+    ('a budget of 32 draft tokens is verified as 33 tokens per step, not 500', 'verify_tokens')
+    >>> shaped_budget("dflash", 8, 16, None, table)[1:]
+    ('dflash drafts a chain of at most its block (8) tokens per step, not a budget of 16', 'budget')
     """
+    if method == AR_METHOD:
+        return budget, None, None
+    if budget is not None and verify_tokens is not None and verify_tokens != budget + 1:
+        return budget, (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens "
+                        f"per step, not {verify_tokens}"), "verify_tokens"
     spec = (methods or {}).get(method)
-    if spec is None or method == AR_METHOD:
-        return budget, None
+    if spec is None:
+        return budget, None, None
     if spec.tree is False and budget is not None and block is not None and budget > block:
         return budget, (f"{method} drafts a chain of at most its block ({block}) tokens per "
-                        f"step, not a budget of {budget}")
+                        f"step, not a budget of {budget}"), "budget"
     if spec.tree is True and budget is None and verify_tokens is not None and verify_tokens > 1:
-        return verify_tokens - 1, None
-    return budget, None
+        return verify_tokens - 1, None, None
+    return budget, None, None
 
 
 def max_accept(method: str, block: int | None, budget: int | None,

@@ -16,6 +16,7 @@ numpy-free: the predict path.
 from __future__ import annotations
 
 import numbers
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,12 +37,11 @@ from ddtree_bayes.engine.scenario import (
     Scenario,
     acceptance_prior,
     check_accept,
-    kv_cache_warning,
     measured_acceptance,
+    memory_warnings,
     parse_accept,
     parse_context,
     resolve_scenario,
-    unchecked_memory_warning,
     with_drafter,
 )
 
@@ -51,15 +51,20 @@ CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
 
 def streams_of(value: Any) -> tuple | None:
     """``concurrency`` as a question holds it: None (not asked), or a tuple from one C or any
-    sequence of them (a list, range or numpy array; each is checked by :class:`Flags`)."""
-    import numpy as np
+    sequence of them (a list, range or numpy array; each is checked by :class:`Flags`), whole
+    numbers as ints (a numpy integer too).
+
+    >>> streams_of(8), streams_of(range(1, 3)), streams_of([]), streams_of(2.5)
+    ((8,), (1, 2), None, (2.5,))
+    """
+    def whole(v: Any) -> Any:   # (a bool stays one, so Flags refuses it)
+        return int(v) if isinstance(v, numbers.Integral) and not isinstance(v, bool) else v
 
     if value is None:
         return None
-    if np.ndim(value) == 0:
-        return (value.item() if isinstance(value, np.generic) else value,)
-    values = tuple(value)
-    return values or None
+    if not isinstance(value, Iterable) or isinstance(value, str):
+        return (whole(value),)
+    return tuple(whole(v) for v in value) or None
 
 
 def _check_whole(name: str, value: Any, top: int) -> None:
@@ -371,10 +376,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept)
                            if acceptance else ()))
     if asked:   # (the engines share model, GPUs and context: one check)
-        unchecked = unchecked_memory_warning(fit, asked[0].scenario)
-        warnings += (() if unchecked is None else (prefix + unchecked,)) + tuple(
-            prefix + w for c in (flags.concurrency or (1,))
-            if (w := kv_cache_warning(fit, asked[0].scenario, c)) is not None)
+        warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
+                                                              flags.concurrency or (1,)))
     model = asked[0].scenario.model if asked else flags.model
     return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
                     warnings=warnings, request=request, asked=tuple(asked))

@@ -19,7 +19,6 @@ from ddtree_bayes.core.data import (
     derive_verify_tokens,
     system_label,
     unknown_hardware_fix,
-    verify_mismatch,
 )
 from ddtree_bayes.core.drafters import DrafterCard
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
@@ -371,13 +370,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
         verify_tokens = derived
     if method == AR_METHOD and verify_tokens != 1:
         raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
-    if (wrong := verify_mismatch(method, budget, int(verify_tokens))) is not None:
-        raise QueryError(wrong, fix="drop --verify-tokens (it follows from --budget), or give "
-                                    "the budget the configuration has")
-    budget, wrong = shaped_budget(method, block, budget, int(verify_tokens), draws.methods)
-    if wrong is not None:
-        raise QueryError(wrong, fix="give --budget at most --block, or a method that verifies "
-                                    "a tree")
+    budget = checked_shape(method, block, budget, int(verify_tokens), draws.methods)
     if verify_tokens < 1:
         raise QueryError("--verify-tokens must be >= 1", fix="give a positive whole number")
     if context_tokens is None:
@@ -513,6 +506,28 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
             f"{need:.0f} GB ({card.kv_bytes_per_token:g} bytes per token, the card's "
             f"kv_bytes_per_token) but {sc.gpus} x {sc.hardware} have {max(left, 0.0):.0f} GB left "
             f"after the weights ({weights:.0f} GB): {what}")
+
+
+def checked_shape(method: str, block: int | None, budget: int | None, verify_tokens: int,
+                  methods) -> int | None:
+    """A question's budget as its shape implies (:func:`~ddtree_bayes.core.methods.
+    shaped_budget`), or QueryError naming the flag to fix."""
+    budget, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
+    if wrong is not None:
+        raise QueryError(wrong, fix="drop --verify-tokens (it follows from --budget), or give "
+                                    "the budget the configuration has"
+                         if column == "verify_tokens" else
+                         "give --budget at most --block, or a method that verifies a tree")
+    return budget
+
+
+def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:
+    """What the GPUs' memory says of ``sc`` at each concurrency: the weights-fit check that
+    could not be made (:func:`unchecked_memory_warning`), and a KV cache that does not fit
+    (:func:`kv_cache_warning`); ``predict``, ``next`` and ``optimize`` say the same."""
+    unchecked = unchecked_memory_warning(draws, sc)
+    return (() if unchecked is None else (unchecked,)) + tuple(
+        w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
 
 def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scenario:

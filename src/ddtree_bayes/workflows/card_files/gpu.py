@@ -124,12 +124,7 @@ def planned_table(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
     when absent), every check of a write done and nothing written: a name the file already
     has is refused without ``replace``; the new file is validated alone and overlaid on the
     built-in table."""
-    if path.exists() and not path.is_file():
-        raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
-    line = existing_row(path, "hardware", gpu.row["hardware"])
-    if line is not None and not replace:
-        raise InputError(f"{gpu.row['hardware']!r} is already in {path}, row {line}",
-                         fix="pass --replace to overwrite that row, or give the GPU another name")
+    _refuse(path, gpu, replace)
     text, _ = plan_text(path, _seed(header), "hardware", [_for_file(path, gpu.row)],
                         replace=replace)
     return _checked(str(path), text)
@@ -137,10 +132,21 @@ def planned_table(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
 
 def write_gpu_row(path: Path, gpu: GpuRow, header: tuple[str, ...], *,
                   replace: bool) -> list[Written]:
-    """Write ``gpu``'s row to ``path`` (see :func:`planned_table`); nothing on any error."""
-    planned_table(path, gpu, header, replace=replace)
+    """Write ``gpu``'s row to ``path`` under the file's lock, the new text checked as
+    :func:`planned_table` checks it; nothing written on any error."""
+    _refuse(path, gpu, replace)
     return write_rows(path, _seed(header), "hardware", [_for_file(path, gpu.row)],
                       replace=replace, check=_checked)
+
+
+def _refuse(path: Path, gpu: GpuRow, replace: bool) -> None:
+    """A path that is not a file, or a name the file has already without ``replace``."""
+    if path.exists() and not path.is_file():
+        raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
+    line = existing_row(path, "hardware", gpu.row["hardware"])
+    if line is not None and not replace:
+        raise InputError(f"{gpu.row['hardware']!r} is already in {path}, row {line}",
+                         fix="pass --replace to overwrite that row, or give the GPU another name")
 
 
 def _for_file(path: Path, row: dict[str, str]) -> dict[str, str]:

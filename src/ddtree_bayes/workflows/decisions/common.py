@@ -86,10 +86,7 @@ def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int
         for key, col in columns.items():
             if key in variables:
                 variables[key] = np.column_stack([variables[key], col])
-    # (the system stays known as transferred: its speculative overhead is carried as predict
-    # carries it, engine/structure.carried_group)
-    meta = {**draws.meta, "coords": {**draws.meta["coords"], "system": systems},
-            "transferred_systems": [*draws.meta.get("transferred_systems", ()), sc.pair]}
+    meta = {**draws.meta, "coords": {**draws.meta["coords"], "system": systems}}
     return replace(draws, meta=meta, variables=variables), replace(sc, measured=True), how
 
 

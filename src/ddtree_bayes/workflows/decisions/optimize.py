@@ -17,7 +17,7 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
-from ddtree_bayes.engine.scenario import accept_limit, kv_cache_warning, unchecked_memory_warning
+from ddtree_bayes.engine.scenario import accept_limit, memory_warnings
 from ddtree_bayes.engine.structure import max_measured_concurrency
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
@@ -61,8 +61,7 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]
     """What an answer at ``concurrency`` streams cannot check or measure: a KV cache that
     does not fit (as predict warns), a GPU without its memory size, and a concurrency above
     the largest measured on the system (the step's growth with C is then the roofline's)."""
-    notes = [w for w in (unchecked_memory_warning(draws, sc),
-                         kv_cache_warning(draws, sc, concurrency)) if w is not None]
+    notes = list(memory_warnings(draws, sc, (concurrency,)))
     top = max_measured_concurrency(draws, sc.pair)
     if concurrency > 1 and (top is None or concurrency > top):
         notes.append(f"C = {concurrency} is beyond the concurrencies measured on {sc.pair} "

@@ -11,7 +11,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from ddtree_bayes.core.data import config_label  # noqa: E402
+from ddtree_bayes.core.data import row_config_label  # noqa: E402
 from ddtree_bayes.workflows.report.priors import (  # noqa: E402
     accept_groups_of,
     flop_ms_of,
@@ -161,9 +161,7 @@ def ppc(summary, draws, dt, path: Path) -> None:
         ax.plot([r["lo90"], r["hi90"]], [yi, yi], color=BLUE, lw=1.5, alpha=0.5)
         ax.plot([r["lo50"], r["hi50"]], [yi, yi], color=BLUE, lw=5)
         ax.plot(r["measured"], yi, "o", color=RED if r["outside_90"] else "black", ms=6)
-    ax.set_yticks(y, [f"row {r['row']}: " + config_label(
-        r["system"], r["engine"], r["method"], r["verify_tokens"], r["context_tokens"],
-        r.get("concurrency", 1)) for r in rows],
+    ax.set_yticks(y, [f"row {r['row']}: {row_config_label(r)}" for r in rows],
                   fontsize=8)
     ax.set_xscale("log")
     ax.set_xlabel("tok/s (log scale)")
