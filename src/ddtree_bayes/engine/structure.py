@@ -13,6 +13,7 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.core.model_cards import required_card
+from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
 from ddtree_bayes.engine.target_models import is_multi, row_pair
@@ -199,16 +200,18 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
 
 
 def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int] | None:
-    """For a query whose (system, engine, method) group the fit did not learn, in a fit of one
-    model (on a GPU it never measured, or one measured with another engine or method only):
-    the measured overhead group of the same engine and method on the measured system nearest
-    to it (the interconnect class first, then aggregate bandwidth, as
+    """For a query whose (system, engine, method) group the fit did not learn (on a GPU it
+    never measured, or one measured with another engine or method only): the measured overhead
+    group of the same engine and method on the measured system nearest to it (the interconnect
+    class first, then aggregate bandwidth, as
     :func:`~ddtree_bayes.engine.transfer.transfer_reference` picks among the systems that
     measured that group), as (group label, GPU, count); None when no system measured it (the
-    group is then drawn from the population)."""
-    if is_multi(draws):
-        return None
+    group is then drawn from the population). In a fit of several models only the query
+    model's own pairs are searched: another model's drafter and engine set-up are not this
+    one's, and the population with its engine effect already says what they share."""
+    multi = is_multi(draws)
     with_group = [s for s in draws.measured_systems if s != sc.pair
+                  and (not multi or split_label(s)[0] == sc.model)
                   and group_learned(draws, S.overhead_group_label(s, engine, sc.method))]
     if not with_group:
         return None

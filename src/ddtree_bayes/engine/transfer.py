@@ -32,9 +32,10 @@ def transfer_reference(fit: Fit, hardware: str, gpus: int, among: list[str] | No
     GPU, count). One with the same interconnect class (PCIe or an NVLink-class fabric) if one
     was measured, the nearest in aggregate memory bandwidth among them (``among``: only these
     measured systems)."""
+    from ddtree_bayes.core.pairs import split_label
+
     table = fit.hardware
-    parsed = [(s, s.rsplit("x", 1)[0], int(s.rsplit("x", 1)[1]))
-              for s in (fit.measured_systems if among is None else among)]
+    parsed = [(s, *split_label(s)[1:]) for s in (fit.measured_systems if among is None else among)]
     same = [p for p in parsed if fabric(table, p[1]) == fabric(table, hardware)] or parsed
     target_bw = bandwidth(table, hardware, gpus)
     return min(same, key=lambda p: abs(math.log(bandwidth(table, p[1], p[2]) / target_bw)))
