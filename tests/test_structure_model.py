@@ -488,3 +488,47 @@ def test_a_carried_group_prices_another_drafter_and_next_carries_it_too():
     shared, how = shared_components(draws, at["h200"], 20261130, anchor=False)
     assert "carried to h200x8" in how
     assert shared["spec"] == pytest.approx(plain["spec"])
+
+
+def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
+    """A fit of several models drew the overhead of a pair it never measured from the
+    population, even where the same model measured the same engine and method on another GPU
+    (a fit of that model alone carried it): adding other models' rows made the answer wider.
+    The query model's own measured group is now carried; another model's never is."""
+    from ddtree_bayes.engine.structure import carried_group, pass_roofline
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    draws = multi_model_draws(
+        moe_form="roofline", moe_distinct_exponent=[0.5, 0.5], compute_tok_ratio=[0.01, 0.01],
+        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
+        structure_sd=0.04, transfer_system_sd=0.0, moe_distinct_exponent_mu=0.5,
+        compute_eff_log_mu=-1.2, compute_eff_log_sd=0.0,
+        **{f"spec_{p}_log_{s}": v for p in ("fixed", "pass", "tree")
+           for s, v in (("mu", -3.0), ("sd", 0.0))})
+    draws.meta["model"].update({"step_form": "structured", "knee": 3.0,
+                                "methods": {"ddtree": {"passes": 1, "tree": True}}})
+
+    def ask(model, hardware):
+        return P.resolve_scenario(draws, hardware=hardware, gpus=8, engine="sglang",
+                                  method="ddtree", block=16, budget=32, verify_tokens=None,
+                                  context_tokens=0.0, model=model)
+
+    kimi_h200, kimi_b300 = ask("kimi-k2.6", "h200"), ask("kimi-k2.6", "b300")
+    assert carried_group(draws, kimi_h200, "sglang") == ("kimi-k2.6@b300x8/sglang/ddtree",
+                                                         "b300", 8)
+    parts, how = P.step_components(draws, kimi_h200, np.random.default_rng(0), anchor=False)
+    assert "group kimi-k2.6@b300x8/sglang/ddtree carried to kimi-k2.6@h200x8" in how
+    roof = pass_roofline(draws, kimi_h200)[0] / pass_roofline(draws, kimi_b300)[0]
+    assert roof > 1.0
+    # the B300 pair's AR step is 8 ms: 8 x (0.05 fixed + 0.1 x roof + 0.002 x 32 nodes)
+    assert parts["spec"] == pytest.approx(8 * (0.05 + 0.1 * roof + 0.002 * 32))
+    # Llama on 8x H200: Kimi's group is not its own; the population's ratios to its own AR
+    # step (its pair roofline's), exp(-3) per part: fixed + 1 pass + 32 nodes
+    from ddtree_bayes.engine.target_models import pair_parameters
+
+    llama = ask("llama-3.1-8b-instruct", "h200")
+    step_ar = pair_parameters(draws, llama, np.random.default_rng(0))[0]["step_ar_ms"]
+    assert carried_group(draws, llama, "sglang") is None
+    parts, how = P.step_components(draws, llama, np.random.default_rng(0), anchor=False)
+    assert "drawn from the pooled population" in how
+    assert parts["spec"] == pytest.approx(step_ar * np.exp(-3.0) * 34)
