@@ -367,3 +367,16 @@ def test_the_reports_p_faster_than_ar_is_predicts(monkeypatch):
                                                           concurrency=CONCURRENCY_GRID)),
                               seed=20261130)
         assert entry["p_faster_than_ar"] == [r["p_faster_than_ar"] for r in rows], engine
+
+
+def test_the_hardware_table_of_a_model_never_measured_is_built():
+    """A review: `report --model qwen3-8b` on a fit of several models (a card, no rows) crashed
+    with IndexError after the work: the table's GPU count came from the model's measured
+    systems only. It now falls back to the smallest count of any measured system."""
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from ddtree_bayes.workflows.report.sections import decisions_section
+
+    out = decisions_section(multi_model_draws(), seed=1, model="qwen3-8b")
+    rows = out["hardware"]
+    assert {r["gpus"] for r in rows} == {1}   # measured: 8x B300 (Kimi), 1x H100 (Llama)
+    assert any("error" not in r for r in rows)

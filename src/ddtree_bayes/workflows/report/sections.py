@@ -294,8 +294,11 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     except DDTreeBayesError as err:
         out["next_error"] = str(err)
     table = draws.hardware
-    gpus = d.gpus or sorted({split_label(s)[2] for s in draws.measured_systems
-                             if split_label(s)[0] in (None, model)})[0]
+    # the GPU count of the model's measured systems (the smallest), else of any measured
+    # system: a model never measured (a card only) has none of its own
+    parsed = [split_label(s) for s in draws.measured_systems]
+    gpus = d.gpus or min([p[2] for p in parsed if p[0] in (None, model)]
+                         or [p[2] for p in parsed])
     engine, shape = d.engines[0], "/".join(f"{k}{v}" for k, v in (("b", d.block), ("B", d.budget))
                                             if v is not None)
     out["hardware_query"] = ("DDTree b32 accept 14" if not d.derived
