@@ -809,6 +809,8 @@ def test_engine_and_method_must_be_lowercase_names(tmp_path, hw, column, raw):
     ("hardware", "My GPU", "column 'hardware': 'My GPU' is not a lowercase name (fix: write it "
                            "as --hardware takes it, e.g. 'my-gpu')"),
     ("interconnect", "", "column 'interconnect': empty value"),   # was read as NVLink-class
+    ("interconnect", "none", "column 'interconnect': 'none' names neither PCIe nor an "
+                             "NVLink-class fabric (fix: write e.g. 'PCIe Gen5'"),   # so was this
 ])
 def test_a_hardware_row_no_gpu_has_is_refused(tmp_path, column, value, fragment):
     """A unit slip in a user's GPU row priced every step on it (a GB/s figure in the TB/s

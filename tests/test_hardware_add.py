@@ -93,6 +93,10 @@ def test_a_new_gpu_from_its_datasheet_says_what_it_leaves_to_assumption(tmp_path
     (["My GPU", "--like", "rtx-4090"], "'My GPU' is not a GPU name the data files can hold"),
     (["rtx-4090"], "rtx-4090 is in the table already and nothing was given to change"),
     (["my-gpu", "--like", "rtx-4090", "--source", " "], "--source is empty"),
+    # read as an NVLink-class fabric before (anything without "pcie"): the all-reduce cost and
+    # the transfer's reference system followed
+    (["my-gpu", "--mem-bw-tb-s", "2", "--interconnect", "Ethernet 100G"],
+     "--interconnect 'Ethernet 100G' names neither PCIe nor an NVLink-class fabric"),
 ])
 def test_refusals_name_the_fix_and_write_nothing(tmp_path, argv, message):
     argv = argv if "--source" in argv else [*argv, "--source", "s"]
@@ -192,3 +196,11 @@ def test_a_short_user_table_takes_a_new_gpu_and_replacing_does_not_nest_sources(
                              "--hardware-file", "full.csv", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["gpu"]["flops_source"] == "sheet (dense_bf16_tflops)"
+
+
+@pytest.mark.parametrize("text, link", [("PCI Express 5.0", "pcie"), ("PCI-E 4.0", "pcie"),
+                                        ("Gen5 x16", "pcie"), ("NVSwitch", "fabric")])
+def test_the_link_class_reads_how_datasheets_write_it(tmp_path, text, link):
+    code, out, _ = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
+                           "--interconnect", text, "--source", "s", "--dry-run")
+    assert code == 0 and f"interconnect  {text} ({link})" in out

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, shaped_budget
-from ddtree_bayes.core.pairs import pair_label
+from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
 
 #: Columns of a measurement file, in order.
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
@@ -309,6 +309,10 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
             raise DataError("empty value", file=path, row=i, column="interconnect",
                             fix="say how the GPUs are linked (e.g. 'PCIe Gen5 x16' or 'NVLink5 "
                                 "1.8 TB/s'): a step's all-reduces depend on it")
+        if link_class(row["interconnect"]) is None:
+            raise DataError(f"{row['interconnect'].strip()!r} names neither PCIe nor an "
+                            "NVLink-class fabric", file=path, row=i, column="interconnect",
+                            fix=LINK_FIX)
         table[name] = row
     return table
 

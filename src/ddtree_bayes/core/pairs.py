@@ -20,6 +20,7 @@ split over several GPUs (slower over PCIe than over an NVLink-class fabric).
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -55,9 +56,36 @@ def split_label(label: str) -> tuple[str | None, str, int]:
     return (model or None), hardware, int(gpus)
 
 
+#: An interconnect text that names PCIe ("PCIe Gen5", "PCI-E 4.0", "PCI Express 5.0", "Gen5 x16").
+#: It is tested first: "NVLink bridge (pairs); PCIe Gen5" is a PCIe node.
+PCIE_RE = re.compile(r"\bpci|\bgen\s*\d", re.IGNORECASE)
+#: An interconnect text that names an NVLink-class fabric (NVLink, NVSwitch, AMD Infinity
+#: Fabric / xGMI).
+FABRIC_RE = re.compile(r"nvlink|nvswitch|infinity[\s_-]*fabric|xgmi", re.IGNORECASE)
+
+
+#: The fix of an interconnect text :func:`link_class` cannot read.
+LINK_FIX = ("write e.g. 'PCIe Gen5' (a card without NVLink, also alone), 'NVLink4 0.9 TB/s' or "
+            "'Infinity Fabric': the all-reduce cost and the system a prediction transfers from "
+            "depend on it")
+
+
+def link_class(interconnect: str) -> str | None:
+    """"pcie", "fabric" (NVLink-class), or None when the text names neither.
+
+    >>> [link_class(t) for t in ("PCIe Gen5", "PCI Express 5.0", "Gen5 x16", "NVLink4 0.9 TB/s",
+    ...                          "NVLink bridge; PCIe Gen5", "Infinity Fabric", "Ethernet", "")]
+    ['pcie', 'pcie', 'pcie', 'fabric', 'pcie', 'fabric', None, None]
+    """
+    if PCIE_RE.search(interconnect):
+        return "pcie"
+    return "fabric" if FABRIC_RE.search(interconnect) else None
+
+
 def is_fabric(hardware_row: dict[str, str]) -> bool:
-    """An NVLink-class fabric between the GPUs (anything whose interconnect is not PCIe)."""
-    return "pcie" not in hardware_row.get("interconnect", "").lower()
+    """An NVLink-class fabric between the GPUs (the hardware table refuses an interconnect that
+    names neither that nor PCIe: core/data.py ``load_hardware``)."""
+    return link_class(hardware_row.get("interconnect", "")) == "fabric"
 
 
 def link(hardware_row: dict[str, str], gpus: int) -> str:

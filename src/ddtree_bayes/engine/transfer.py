@@ -23,7 +23,9 @@ def bandwidth(table: dict[str, dict[str, str]], hardware: str, gpus: int) -> flo
 
 def fabric(table: dict[str, dict[str, str]], hardware: str) -> bool:
     """Whether the GPUs talk over an NVLink-class fabric (else PCIe only)."""
-    return "pcie" not in table[hardware].get("interconnect", "").lower()
+    from ddtree_bayes.core.pairs import is_fabric
+
+    return is_fabric(table[hardware])
 
 
 def transfer_reference(fit: Fit, hardware: str, gpus: int, among: list[str] | None = None

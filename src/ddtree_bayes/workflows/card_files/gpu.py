@@ -18,6 +18,7 @@ from pathlib import Path
 from ddtree_bayes.core.data import NAME_RE, unknown_hardware_fix
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
+from ddtree_bayes.core.pairs import LINK_FIX, link_class
 from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
 
 #: Figures ``source`` covers, and the dense peaks ``flops_source`` covers (data/hardware.csv).
@@ -72,6 +73,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     if blank:
         raise InputError(f"--{blank[0].replace('_', '-')} is empty",
                          fix="give the value, or leave the flag out to keep the copied one")
+    link = values.get("interconnect")
+    if isinstance(link, str) and link_class(link) is None:
+        raise InputError(f"--interconnect {link.strip()!r} names neither PCIe nor an NVLink-class "
+                         "fabric", fix=LINK_FIX)
     base = like if like is not None else (name if name in table.rows else None)
     if base is None:
         missing = [c for c in NEW_GPU_NEEDS if c not in values]
