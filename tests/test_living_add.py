@@ -51,7 +51,8 @@ def test_add_appends_one_validated_row_with_defaults_filled(work, capsys):
     new = data.rows[-1]
     assert (len(data.rows), new.row, new.gpus, new.verify_tokens) == (10, 11, 8, 33)
     assert new.step_ms == pytest.approx(13.1 / 612 * 1000)
-    assert "row 11: b300 x8 sglang ddtree b16/B32 M=33 accept 13.1: 612 tok/s, step 21.4 ms" in out
+    assert ("row 11: kimi-k2.6, b300 x8 sglang ddtree b16/B32 M=33 accept 13.1: 612 tok/s, "
+            "step 21.4 ms") in out
     # the file keeps its permissions and no temp file is left behind
     assert stat.S_IMODE((work / "data" / "measurements.csv").stat().st_mode) == 0o644
     assert not list((work / "data").glob("*.tmp"))
@@ -257,3 +258,22 @@ def test_append_rows_library_call_is_all_or_nothing(work):
     assert path.read_bytes() == before
     result = living.append_rows(path, hw, [living.NewRow("batch", 2, good)])
     assert [r.tok_s for r in result.rows] == [130.0] and result.total_rows == 10
+
+
+def test_a_row_whose_gpus_cannot_hold_the_model_is_refused(work, capsys):
+    """An exploratory pass: `add --model kimi-k2.6 --hardware h100 --gpus 1 ...` appended the
+    row (exit 0; 500 GB of weights on one 80 GB GPU) and `update` refitted with it; the line
+    confirming it did not name the model."""
+    before = (work / "data" / "measurements.csv").read_text()
+    code, out, err = run(capsys, "add", "--hardware", "h100", "--gpus", "1", "--engine", "vllm",
+                         "--method", "ar", "--accept", "1", "--tok-s", "140", "--source", "x")
+    assert (code, out) == (2, "")
+    # 1000B parameters x 0.2 bytes (1.6 bits: the smallest quantisations in use; a row may run
+    # a quantisation of its card's checkpoint) = 200 GB > 80 GB
+    assert ("row 11, column 'gpus': kimi-k2.6's 1000B parameters take 200 GB even at 1.6 bits "
+            "per weight: they do not fit in 1 x h100 (80 GB) (fix: check the GPU count (at "
+            "least 3 h100; 7 at the card's 0.5 bytes)") in err
+    assert (work / "data" / "measurements.csv").read_text() == before
+    code, out, _ = run(capsys, "add", "--hardware", "h100", "--gpus", "8", "--engine", "vllm",
+                       "--method", "ar", "--accept", "1", "--tok-s", "40", "--source", "x")
+    assert code == 0 and "row 11: kimi-k2.6, h100 x8 vllm ar" in out

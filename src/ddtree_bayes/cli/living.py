@@ -140,8 +140,9 @@ def cmd_add(args: argparse.Namespace) -> int:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
         step = ("acceptance inferred by the fit" if m.step_ms is None
                 else f"step {m.step_ms:.1f} ms")
-        model = f"{m.model}, " if args.from_bench else ""   # the file's model, as a card
-        print(f"  row {m.row}: {model}{living.describe_row(m)}, {step}{note}")
+        # the model too: a row of the wrong model read like any other (and --from-bench takes
+        # the file's model, as a card)
+        print(f"  row {m.row}: {m.model}, {living.describe_row(m)}, {step}{note}")
     print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
           "and reweights its posterior or refits")
     return 0

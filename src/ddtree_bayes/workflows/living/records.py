@@ -6,6 +6,7 @@ import csv
 import difflib
 import fcntl
 import io
+import math
 import os
 import time
 from collections.abc import Iterator, Mapping
@@ -160,16 +161,45 @@ def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
     return buf.getvalue()
 
 
-def _card_names() -> set[str]:
-    """Models with a card in data/models.csv (or the bundled copy); empty if unreadable."""
+def _cards() -> dict:
+    """The model cards of data/models.csv (or the bundled copy); empty if unreadable."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.model_cards import load_model_cards
 
     try:
-        return set(load_model_cards(paths.data_file("models.csv")))
+        return load_model_cards(paths.data_file("models.csv"))
     except InputError:
-        return set()
+        return {}
+
+
+#: Bytes per weight of the smallest quantisations in use (~1.6 bits: the 1.58-bit GGUF
+#: quants): a row's model may be a quantisation of its card's checkpoint (a GGUF Q4 run
+#: imported under the bf16 card), so the weights check of :func:`_weights_problem` assumes
+#: the smallest, not the card's bytes.
+MIN_BYTES_PER_WEIGHT = 0.2
+
+
+def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
+    """A row whose GPUs cannot hold its model's weights even at the smallest quantisation in
+    use (:data:`MIN_BYTES_PER_WEIGHT`; the card's total parameters against ``memory_gb`` x
+    GPUs): most likely a slip in --gpus or --hardware (Kimi K2.6 on one H100 was appended); a
+    run that offloads weights to the CPU is outside what the step model prices (weights read
+    from GPU memory). (message, fix), or None when it fits or cannot be checked."""
+    try:
+        memory = float(hardware[m.hardware].get("memory_gb") or 0)
+    except (KeyError, ValueError):
+        return None
+    least = None if card is None else card.params_total_b * MIN_BYTES_PER_WEIGHT
+    if least is None or memory <= 0 or least <= memory * m.gpus:
+        return None
+    return (f"{m.model}'s {card.params_total_b:g}B parameters take {least:.0f} GB even at "
+            f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
+            f"({memory * m.gpus:g} GB)",
+            f"check the GPU count (at least {math.ceil(least / memory)} {m.hardware}; "
+            f"{math.ceil(card.weights_gb / memory)} at the card's {card.bytes_per_weight:g} "
+            "bytes) and the hardware; a run that offloads weights to the CPU is outside what "
+            "the step model prices")
 
 
 def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
@@ -230,6 +260,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         body = text if text.endswith(("\n", "\r")) else text + newline
         next_line = body.count("\n") + 1
         keys = {row_key(m): m.row for m in current.rows}
+        cards = _cards()
         errors: list[DataError] = []
         lines: list[str] = []
         expected: list[int] = []
@@ -267,7 +298,11 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                                     fix=(f"did you mean {close[0]!r}? Or d" if close else "D")
                                     + f"eclare [methods.{m.method}] in models/priors.toml "
                                       "first")
-                if m.model not in current.models and m.model not in _card_names():
+                problem = _weights_problem(cards.get(m.model), hardware, m)
+                if problem is not None:
+                    raise DataError(problem[0], file=item.origin, row=line, column="gpus",
+                                    fix=problem[1])
+                if m.model not in current.models and m.model not in cards:
                     # a new model makes a file of several models: fine if the fit can read its
                     # card; a name without one is most likely a typo
                     raise DataError(f"model {m.model!r}, but {data_path} holds "
