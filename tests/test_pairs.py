@@ -94,7 +94,24 @@ def test_unmeasured_pair_says_how_it_was_obtained():
     assert row["overhead_from"].startswith(
         "qwen3-8b@h100x1 not measured: M = 1 step 7.2 ms (90% 7.2-7.2) from the pair roofline "
         "(card qwen3-8b: 16.4 GB of active weights, 36 layers; h100 x1: 3.35 TB/s per GPU, "
-        "single), efficiency and per-layer cost learned from 2 measured pairs; ")
+        "single), efficiency and per-layer cost learned from 2 measured pairs, no faster than "
+        "reading the active weights at the full bandwidth (4.9 ms); ")   # 16.4 GB / 3.35 TB/s
+
+
+def test_an_unmeasured_pair_is_never_faster_than_reading_its_weights():
+    """An exploratory pass: Llama-3.1-8B on one L4 (16.06 GB of weights at 0.300 TB/s: 53.5 ms a
+    step at least, 18.7 tok/s at most) was answered faster than that in 19% of draws. With the
+    pair scatter 1.0 and the roofline 53.5 / 0.8 + 32 x 0.03 = 67.9 ms, Phi(log(53.5 / 67.9)) =
+    41% of draws would be; the scatter is now truncated there."""
+    d = multi_model_draws(n=2000, pair_step_sd=1.0)
+    row = P.predict(d, model="llama-3.1-8b-instruct", hardware="l4", gpus=1, method="ar",
+                    engines=["vllm"], accept="1")[0]
+    # the step's 5th percentile: Phi^-1(0.406 + 0.05 x 0.594) = -0.162, 67.9 x exp(-0.162) =
+    # 57.7 ms: 17.3 tok/s (untruncated: 67.9 x exp(-1.645) = 13.1 ms, 76 tok/s)
+    assert row["hi90"] == pytest.approx(17.3, abs=0.4)
+    assert row["hi90"] <= 1000 * 0.300 / 16.06   # 18.68 tok/s
+    assert "no faster than reading the active weights at the full bandwidth (54 ms)" in (
+        row["overhead_from"])
 
 
 def test_default_scenario_of_a_model_and_the_pair_scatter_widens():
@@ -423,3 +440,32 @@ def test_two_model_fit_converges_and_an_unmeasured_pair_is_wider(tmp_path):
     new = P.predict(draws, model="llama-3.1-8b-instruct", hardware="h200", gpus=1, **q)[0]
     assert (new["hi90"] / new["lo90"]) > 2 * (measured["hi90"] / measured["lo90"])
     assert "not measured: M = 1 step" in new["overhead_from"]
+
+
+def test_a_fitted_step_faster_than_the_weights_can_be_read_is_said():
+    """An exploratory pass: the corpus fit put Qwen3.8-27B's M = 1 step on one RTX 3090 (a pair
+    with speculative rows only) at 12.9 ms, below the 14.4 ms its 13.5 GB take at 0.936 TB/s,
+    and predict answered its AR rate (78 tok/s) without a word. Llama-3.1-8B on one H100 reads
+    16.06 GB at 3.35 TB/s: 4.79 ms; a fitted 3 ms step is flagged, the 7 ms one is not."""
+    from ddtree_bayes.engine.scenario import read_floor_warning
+
+    def warning(step):
+        d = multi_model_draws(step_ar_ms=[8.0, step])
+        sc = P.resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar",
+                                block=None, budget=None, verify_tokens=None, context_tokens=0.0,
+                                model="llama-3.1-8b-instruct")
+        return read_floor_warning(d, sc)
+
+    assert warning(7.0) is None
+    assert warning(3.0).startswith(
+        "the fit's M = 1 step of llama-3.1-8b-instruct@h100x1 is shorter than reading "
+        "llama-3.1-8b-instruct's active weights at the full bandwidth (4.79 ms, 2 bytes per "
+        "weight) in 100% of its draws (median 3 ms)")
+    # predict, next and optimize print memory_warnings
+    from ddtree_bayes.engine.scenario import memory_warnings
+
+    d = multi_model_draws(step_ar_ms=[8.0, 3.0])
+    sc = P.resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="eagle3", block=3,
+                            budget=None, verify_tokens=None, context_tokens=0.0,
+                            model="llama-3.1-8b-instruct")
+    assert memory_warnings(d, sc) == (warning(3.0),)

@@ -521,12 +521,43 @@ def checked_shape(method: str, block: int | None, budget: int | None, verify_tok
     return budget
 
 
+def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str | None:
+    """One line when the fit's M = 1 step of a measured system (pair) is shorter than reading
+    the card's active weights at the full memory bandwidth in at least ``at_least`` of its
+    draws: no deployment does that, so its AR answer and P(> AR) there are too fast. It
+    happens where a pair's rows cannot tell its AR step from its speculative overhead (no AR
+    row: Qwen3.8-27B on one RTX 3090, 12.9 ms against a 14.4 ms read, an exploratory pass),
+    or where the card's bytes per weight are not the deployment's. None without a card."""
+    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.pairs import pair_features
+
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    if not sc.measured or card is None or sc.hardware not in draws.hardware:
+        return None
+    try:
+        read = pair_features(card, draws.hardware[sc.hardware], sc.gpus).stream_ms
+    except (KeyError, ValueError, QueryError):
+        return None
+    step = draws.variables["step_ar_ms"][:, draws.meta["coords"]["system"].index(sc.pair)]
+    share = float(np.mean(step < read))
+    if share < at_least:
+        return None
+    return (f"the fit's M = 1 step of {sc.pair} is shorter than reading {card.model}'s active "
+            f"weights at the full bandwidth ({read:.3g} ms, {card.bytes_per_weight:g} bytes per "
+            f"weight) in {share:.0%} of its draws (median {float(np.median(step)):.3g} ms): its "
+            "AR answers and P(> AR) here are too fast; an AR row measured there pins it (its "
+            "rows may not tell its AR step from its speculative overhead, or the card's bytes "
+            "are not the deployment's)")
+
+
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:
     """What the GPUs' memory says of ``sc`` at each concurrency: the weights-fit check that
-    could not be made (:func:`unchecked_memory_warning`), and a KV cache that does not fit
-    (:func:`kv_cache_warning`); ``predict``, ``next`` and ``optimize`` say the same."""
-    unchecked = unchecked_memory_warning(draws, sc)
-    return (() if unchecked is None else (unchecked,)) + tuple(
+    could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
+    (:func:`kv_cache_warning`), and a fitted step faster than the memory can stream the
+    weights (:func:`read_floor_warning`); ``predict``, ``next`` and ``optimize`` say the
+    same."""
+    unchecked, floor = unchecked_memory_warning(draws, sc), read_floor_warning(draws, sc)
+    return tuple(w for w in (unchecked, floor) if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
 
