@@ -544,3 +544,19 @@ def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):
     assert code == 0, err
     assert "was written for qwen3-8b, not kimi-k2.6" in err
     assert "pass --acceptance-file" in err
+
+
+def test_optimize_says_when_it_leaves_a_measured_acceptance_out():
+    """An exploratory pass: after a row measuring budget 32 at acceptance 13.1, optimize showed
+    budget 32 at the curve's 10.0 (the curve is the priors') beside "anchored to the measured
+    ddtree budget 32", without a word that the measured acceptance was not used."""
+    base = point_mass_draws()
+    extra = "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,test,\n"
+    draws = base.view(data_csv=base.data_csv + extra)
+    out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", budgets=BUDGETS)
+    accept32 = {r["budget"]: r for r in out["rows"]}[32]["accept"]
+    assert accept32 == pytest.approx(9.0)   # the curve_of() curve: 6, 8, 9, 9.5, 9.75
+    assert ("accept: the fit measured ddtree block 16 on b300x8 at budget 32 at 13.1 (1 row; "
+            "the curve: 9); the acceptance curve does not learn from rows") in out["warnings"][-1]
+    assert not any(w.startswith("accept: the fit measured") for w in D.optimize(
+        base, curve_of(), hardware="b300", engine="sglang", budgets=BUDGETS)["warnings"])

@@ -71,6 +71,29 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]
     return notes
 
 
+def unused_acceptances(draws: Fit, sc: P.Scenario, block: int, budgets: tuple[int, ...],
+                       accept: np.ndarray) -> list[str]:
+    """One line when the fit measured the acceptance of this method and block on the system at
+    budgets of the table: the curve is the priors' (or --acceptance-file's) and does not learn
+    from them, while the step there is anchored to those rows (an exploratory pass: budget 32
+    measured at 13.1, shown at the curve's 10.0 beside "anchored to the measured ddtree budget
+    32")."""
+    seen: dict[int, list[float]] = {}
+    for r in draws.measurements.rows:
+        if (row_pair(draws, r) == sc.pair and r.method == sc.method and r.block == block
+                and r.budget in budgets and r.accept_len is not None
+                and r.concurrency == sc.concurrency):
+            seen.setdefault(r.budget, []).append(r.accept_len)
+    if not seen:
+        return []
+    parts = [f"budget {b} at {np.mean(a):.3g} ({len(a)} row{'s' if len(a) > 1 else ''}; the "
+             f"curve: {np.median(accept[:, budgets.index(b)]):.3g})"
+             for b, a in sorted(seen.items())]
+    return [f"accept: the fit measured {sc.method} block {block} on {sc.pair} at "
+            f"{', '.join(parts)}; the acceptance curve does not learn from rows: pass them as "
+            "--acceptance-file FILE.csv (columns of data/acceptance_reference.csv) to update it"]
+
+
 def parse_budgets(text: str | None) -> tuple[int, ...]:
     """``--budgets 8,16,32``; None gives :data:`DEFAULT_BUDGETS`.
 
@@ -183,6 +206,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         rows.append(row)
     best = int(np.argmax(dec["mean"]))
     sc = scenarios[0]
+    notes = concurrency_notes(draws, sc, concurrency)
+    if acceptance_file is None:
+        notes += unused_acceptances(draws, sc, block, budgets, accept)
     return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed,
             "scenario": {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
@@ -200,4 +226,4 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "overhead_from": hows[0],
             "max_measured_verify_tokens": {"system": sys_max, "any_system": all_max},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
-            "warnings": concurrency_notes(draws, sc, concurrency)}
+            "warnings": notes}
