@@ -135,14 +135,27 @@ def test_several_models_and_none_named_lists_them():
                               "say which with --model (fix: e.g. --model kimi-k2.6)")
 
 
-def test_one_model_fit_model_is_optional_and_checked():
+def test_one_model_fit_model_is_optional_and_checked(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)   # no data/ here: the bundled cards
     d = point_mass_draws()
     d.meta["model"]["target_model"] = "kimi-k2.6"
     plain = P.predict(d, accept="12")
     assert P.predict(d, accept="12", model="kimi-k2.6") == plain
     assert "model" not in plain[0]
-    with pytest.raises(QueryError, match="'qwen3-8b' was never measured, nor given a model card"):
+    # qwen3-8b has a card: the fit holds one model, not "never given a model card"
+    with pytest.raises(QueryError) as err:
         P.predict(d, accept="12", model="qwen3-8b")
+    assert str(err.value) == (
+        "--model 'qwen3-8b' has a card in the bundled models.csv, but fit point-mass holds one "
+        "model (kimi-k2.6): a model it never measured needs a fit of several models (their "
+        "measured pairs teach the roofline of the model cards) (fix: drop --model, or fit a "
+        "file holding qwen3-8b and other models)")
+    with pytest.raises(QueryError) as err:
+        P.predict(d, accept="12", model="gpt-9")
+    assert str(err.value) == (
+        "--model 'gpt-9' was never measured, nor given a model card: it cannot be predicted (a "
+        "fit of several models predicts a model it never measured from its card); known: "
+        "kimi-k2.6 (fix: check the spelling)")
 
 
 def test_model_without_card_is_refused():
@@ -195,6 +208,41 @@ def test_cli_unknown_model_names_the_closest(multi_dir):
     assert code == 2 and out == "" and err.count("\n") == 1
     assert "--model 'qwen3-8' was never measured, nor given a model card" in err
     assert "did you mean qwen3-8b" in err
+
+
+def test_cli_model_carded_after_the_fit_says_so(multi_dir):
+    """`card add` of a new model after a fit of several: predict said the model was "never
+    measured, nor given a model card ... did you mean ..." although data/models.csv has it."""
+    cards = multi_dir / "data" / "models.csv"
+    qwen = next(ln for ln in cards.read_text().splitlines() if ln.startswith("qwen3-8b,"))
+    with cards.open("a") as fh:
+        fh.write(qwen.replace("qwen3-8b,", "my-model,", 1) + "\n")
+    code, out, err = run_cli(multi_dir, "predict", "--model", "my-model", "--hardware", "h100",
+                             "--method", "ar", "--engine", "vllm", "--accept", "1")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: --model 'my-model' has a card in data/models.csv, but "
+                   "fit 20260101T000000Z-pointmss does not store it (the card was written after "
+                   "the fit): it cannot be predicted from this fit (fix: re-run `ddtree-bayes "
+                   "fit` to predict my-model from its card)\n")
+
+
+def test_cli_carded_model_on_a_fit_of_one_model(tmp_path):
+    """predict, track and update word it through one function (engine.names)."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    line = ("--model 'llama-3.1-8b-instruct' has a card in the bundled models.csv, but fit "
+            "20260101T000000Z-pointmss holds one model (kimi-k2.6): a model it never measured "
+            "needs a fit of several models (their measured pairs teach the roofline of the "
+            "model cards)")
+    code, out, err = run_cli(work, "predict", "--model", "llama-3.1-8b-instruct", "--accept", "3")
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: {line} (fix: drop --model, or fit a file holding "
+                   "llama-3.1-8b-instruct and other models)\n")
+    code, out, err = run_cli(work, "track", "add", "--model", "llama-3.1-8b-instruct",
+                             "--accept", "3")
+    assert code == 0, err
+    assert f"the latest fit cannot answer it yet ({line});" in out
 
 
 def test_cli_json_rows_carry_the_model(multi_dir):

@@ -92,6 +92,45 @@ def known_names(draws: Fit) -> dict[str, set[str]]:
     return {"engine": engines, "method": methods, "model": models, "hardware": hardware}
 
 
+def card_here(name: str) -> str | None:
+    """Where the model cards here (the working directory's ``data/models.csv``, else the
+    bundled cards) give ``name`` a card, as the user would type the path; None when they do
+    not (or cannot be read). A fit stores the cards it was made with, so a card here that the
+    fit lacks was written after it, or the fit (of one model) stores none."""
+    from ddtree_bayes.core.paths import data_file, own_data_file, shown
+
+    path = data_file("models.csv")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if name not in _column(text, "model"):
+        return None
+    return shown(path) if own_data_file("models.csv") else "the bundled models.csv"
+
+
+def unknown_model_error(draws: Fit, u: UnknownName) -> tuple[str, str]:
+    """The line and the fix for a ``--model`` the fit never measured nor stored a card of
+    (``u``): what is true of it. A model with a card here is predicted only by a fit of
+    several models that stores the card: the fit holds one model (needs a fit of several), or
+    the card was written after the fit (re-run fit); else it is a misspelling or a model
+    without a card."""
+    from ddtree_bayes.engine.target_models import fit_models, is_multi
+
+    where = card_here(u.name)
+    fit_id = draws.meta.get("fit_id", "?")
+    if where is not None and not is_multi(draws):
+        return (f"--model {u.name!r} has a card in {where}, but fit {fit_id} holds one model "
+                f"({', '.join(fit_models(draws)) or 'unnamed'}): a model it never measured needs a fit of "
+                "several models (their measured pairs teach the roofline of the model cards)",
+                f"drop --model, or fit a file holding {u.name} and other models")
+    if where is not None:
+        return (f"--model {u.name!r} has a card in {where}, but fit {fit_id} does not store "
+                "it (the card was written after the fit): it cannot be predicted from this "
+                "fit", f"re-run `ddtree-bayes fit` to predict {u.name} from its card")
+    return u.message(), "check the spelling"
+
+
 def closest(name: str, known: set[str] | list[str], n: int = 3) -> list[str]:
     """Up to ``n`` known names closest to ``name`` (difflib ratio >= 0.6), best first.
 

@@ -251,9 +251,12 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
     warnings = []
     for u in N.unknown_names(fit, hardware=flags.hardware, engines=flags.engines,
                              method=flags.method, model=flags.model):
-        if u.kind in ("hardware", "model") or strict:
+        if u.kind == "model":
+            line, fix = N.unknown_model_error(fit, u)
+            raise QueryError(prefix + line, fix=fix)
+        if u.kind == "hardware" or strict:
             raise QueryError(prefix + u.message(), fix="check the spelling" + (
-                "" if u.kind in ("hardware", "model") else ", or drop --strict to answer anyway"))
+                "" if u.kind == "hardware" else ", or drop --strict to answer anyway"))
         warnings.append(prefix + u.message())
     return tuple(warnings)
 
