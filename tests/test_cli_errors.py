@@ -114,6 +114,25 @@ def test_accept_beyond_the_verified_tokens_names_the_flag(work):
     assert code == 0 and json.loads(out)["rows"][0]["median"] == pytest.approx(17 * 50)
 
 
+def test_ar_with_a_block_or_budget_is_refused_wherever_a_question_is_asked(work):
+    """`predict --method ar --budget 32` answered "ar, budget 32, verify 1 tokens"."""
+    line = ("ddtree-bayes: error: autoregressive decoding (ar) drafts nothing: {} is no "
+            "configuration of it (fix: drop --block/--budget, or give the speculative "
+            "--method)\n")
+    before = listing(work)
+    for argv, flag in ((("predict", "--method", "ar", "--budget", "32"), "--budget 32"),
+                       (("predict", "--method", "ar", "--block", "4"), "--block 4"),
+                       (("predict", "--method", "ar", "--block", "4", "--budget", "8"),
+                        "--block 4"),
+                       (("next", "--query", "--method ar --budget 32"), "--budget 32"),
+                       (("track", "add", "--method", "ar", "--block", "4"), "--block 4")):
+        assert one_error(*run_cli(work, *argv)) == line.format(flag), argv
+    assert listing(work) == before
+    code, out, err = run_cli(work, "predict", "--method", "ar", "--engine", "sglang")
+    assert code == 0, err
+    assert out.splitlines()[1] == "b300 x8, ar, verify 1 tokens, context 0"
+
+
 def test_json_numbers_are_numbers(work):
     code, out, _ = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
                            "--context", "1k", "--format", "json")

@@ -511,7 +511,21 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
 def checked_shape(method: str, block: int | None, budget: int | None, verify_tokens: int,
                   methods) -> int | None:
     """A question's budget as its shape implies (:func:`~ddtree_bayes.core.methods.
-    shaped_budget`), or QueryError naming the flag to fix."""
+    shaped_budget`), or QueryError naming the flag to fix. Autoregressive decoding drafts
+    nothing: a block or budget asked of it is refused, as a data row's is (``predict --method
+    ar --budget 32`` answered "ar, budget 32").
+
+    >>> checked_shape("ar", None, 32, 1, None)
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.QueryError: autoregressive decoding (ar) drafts nothing: --budget 32 \
+is no configuration of it (fix: drop --block/--budget, or give the speculative --method)
+    """
+    if method == AR_METHOD and (block is not None or budget is not None):
+        flag = f"--block {block}" if block is not None else f"--budget {budget}"
+        raise QueryError(f"autoregressive decoding ({AR_METHOD}) drafts nothing: {flag} is no "
+                         "configuration of it",
+                         fix="drop --block/--budget, or give the speculative --method")
     budget, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
     if wrong is not None:
         raise QueryError(wrong, fix="drop --verify-tokens (it follows from --budget), or give "
