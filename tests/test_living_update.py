@@ -206,6 +206,43 @@ def test_diff_parameters_and_tracked_queries(updated):
     assert code == 3 and "no fit 'nope'" in err
 
 
+def test_diff_shows_absolute_changes_of_real_line_parameters(tmp_path):
+    """`diff` showed `spec_tree_engine[sglang]` 0.00776 -> 0.0194 as "+150%" and
+    `spec_fixed_log_mu` -0.409 -> -0.664 as "-63%": a percentage of a log-scale value or an
+    effect centred on zero means nothing. Those show B - A, and say so."""
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w", spec_tree_engine=0.00776,
+                                   spec_fixed_log_mu=-0.409)
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         fit_id="20260102T000000Z-pointmsb", step_ar_ms=[10.0],
+                         spec_tree_engine=0.0194, spec_fixed_log_mu=-0.664)
+    code, out, err = call(work, "diff", "20260101T000000Z-pointmss", "latest",
+                          "--format", "json")
+    assert code == 0, err
+    params = {p["parameter"]: p for p in json.loads(out)["parameters"]}
+    engine, log_mu, step = (params[k] for k in ("spec_tree_engine", "spec_fixed_log_mu",
+                                                "step_ar_ms[0]"))
+    assert (engine["change_scale"], engine["median_change"]) == ("absolute", None)
+    assert engine["median_shift"] == pytest.approx(0.0194 - 0.00776)
+    assert (log_mu["change_scale"], log_mu["median_change"]) == ("absolute", None)
+    assert log_mu["median_shift"] == pytest.approx(-0.664 + 0.409)
+    assert (step["change_scale"], step["median_change"]) == ("relative", pytest.approx(0.25))
+    assert step["median_shift"] == pytest.approx(2.0)
+    # the normal prior of overhead_logit_mu: on the real line; noise_sd's lognormal: positive
+    assert params["overhead_logit_mu"]["change_scale"] == "absolute"
+    assert params["noise_sd"]["change_scale"] == "relative"
+    code, out, err = call(work, "diff", "20260101T000000Z-pointmss", "latest")
+    assert code == 0, err
+    rows = {ln.split()[0]: ln.split() for ln in out.splitlines() if ln[:1].isalpha()}
+    assert rows["spec_tree_engine"][-3:] == ["+0.0116", "abs", "-"]
+    assert rows["spec_fixed_log_mu"][-3:] == ["-0.255", "abs", "-"]
+    assert rows["step_ar_ms[0]"][-2:] == ["+25%", "-"]   # (point masses: no width)
+    assert ("median change: 'abs' is B - A for a parameter on the real line (log scale, engine "
+            "effect, offset: a percentage of it means nothing), else B vs A in %") in out
+
+
 def test_reject_surprises_stops_before_refitting(updated, tmp_path):
     work = copy_work(updated[0], tmp_path / "w")
     latest = (work / "models" / "latest.json").read_text()

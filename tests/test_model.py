@@ -242,3 +242,23 @@ def test_linear_form_builds(bundled_inputs):
     names = {rv.name for rv in m.free_RVs}
     assert "moe_slope_mu" in names and "moe_exponent_mu" not in names
     assert np.isfinite(m.compile_logp()(m.initial_point()))
+
+
+def test_real_line_parameters_are_named(bundled_inputs):
+    """`diff` shows a change of a parameter that can be 0 or negative as B - A, not in %
+    (core.spec.on_real_line: its prior's support, else a name list kept beside SHAPE_NAMES):
+    every parameter of the default model (structured overhead, roofline MoE, non-centred) that
+    takes a value <= 0 under its prior must be on that list, and every free parameter with an
+    unbounded prior too."""
+    data, cfg = bundled_inputs
+    m = build_model(S.build_spec(data, cfg), cfg)
+    names = [v.name for v in (*m.free_RVs, *m.deterministics)]
+    draws = pm.draw([m[n] for n in names], draws=300, random_seed=3)
+    seen_negative = {n for n, d in zip(names, draws, strict=True) if np.min(d) <= 0}
+    real = {n for n in names if S.on_real_line(n, cfg.priors.get(n))}
+    assert seen_negative <= real, seen_negative - real
+    assert {"spec_tree_engine", "spec_fixed_log_mu", "spec_fixed_log", "moe_distinct_exponent",
+            "compute_eff_log", "spec_tree_mean"} <= real
+    assert not real & {"step_ar_ms", "spec_tree_ratio", "compute_eff", "noise_sd",
+                       "moe_share", "structure_sd"}
+

@@ -102,13 +102,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
         mb, ib = iv(p["b"])
         mc = p.get("median_change")
         wc = p.get("width_change")
-        body.append([p["parameter"], ma, ia, mb, ib,
-                     "-" if mc is None else f"{round(mc * 100):+d}%",
+        if p.get("change_scale") == "absolute":
+            change = f"{p['median_shift']:+.3g} abs"
+        else:
+            change = "-" if mc is None else f"{round(mc * 100):+d}%"
+        body.append([p["parameter"], ma, ia, mb, ib, change,
                      "-" if wc is None else f"{round(wc * 100):+d}%"])
     print("\nposterior median and 90% interval per parameter, A -> B"
           + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
     print(aligned_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
                   "90% width change"], body, left=1))
+    if any(p.get("change_scale") == "absolute" for p in params):
+        print("median change: 'abs' is B - A for a parameter on the real line (log scale, "
+              "engine effect, offset: a percentage of it means nothing), else B vs A in %")
     print(f"\ntracked queries, fit {ida} -> {idb} (posterior predictive, seed {args.seed}):")
     for c in changes:
         print(f"  {living.format_change(c)}")

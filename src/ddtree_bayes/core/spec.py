@@ -32,6 +32,42 @@ TP_LINKS = ("pcie", "fabric")
 SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_distinct_exponent"}
 
 
+#: Parameters engine/model.py builds itself (no prior of their own in the priors file) that live
+#: on the whole real line: non-centred offsets (``*_z``), log-scale values (``*_log``: the
+#: groups' ``spec_<part>_log``, ``compute_eff_log``, ``moe_slope_log``), the zero-sum engine
+#: effects on the log scale (``spec_<part>_engine``) and the groups' log means
+#: (``spec_<part>_mean``), and the MoE exponents drawn as ``mu + sd z``. Every other parameter
+#: the model builds is positive (``exp``, a sigmoid, a positive prior). A parameter with a
+#: prior is on the real line when its prior is (:func:`on_real_line`). Keep in step with
+#: engine/model.py (tests/test_living_update.py checks it against the bundled model's prior).
+REAL_LINE_SUFFIXES = ("_z", "_log", "_engine", "_mean")
+REAL_LINE_NAMES = frozenset({"moe_exponent", "moe_distinct_exponent"})
+
+
+def on_real_line(name: str, prior=None) -> bool:
+    """Can parameter ``name`` (``step_ar_ms``, without a ``[label]``) be 0 or negative? By its
+    prior's support when it has one (``prior``: a :class:`~ddtree_bayes.core.config.Prior`),
+    else by :data:`REAL_LINE_SUFFIXES` / :data:`REAL_LINE_NAMES`. A ratio of two values of
+    such a parameter means nothing (``diff`` shows their difference instead).
+
+    >>> from ddtree_bayes.core.config import Prior
+    >>> on_real_line("spec_fixed_log_mu", Prior("spec_fixed_log_mu", "normal", {"mu": 0, "sigma": 1}))
+    True
+    >>> on_real_line("noise_sd", Prior("noise_sd", "lognormal", {"median": 0.03, "sigma": 1}))
+    False
+    >>> on_real_line("spec_tree_engine"), on_real_line("spec_tree_ratio"), on_real_line("moe_z")
+    (True, False, True)
+    """
+    if prior is not None:
+        p = prior.params
+        if prior.dist in ("truncnormal", "uniform"):
+            return p["lower"] <= 0
+        if prior.dist == "point":
+            return p["value"] <= 0
+        return prior.dist == "normal"
+    return name.endswith(REAL_LINE_SUFFIXES) or name in REAL_LINE_NAMES
+
+
 def tp_prior(link: str) -> str:
     """The name of the all-reduce bus-bandwidth prior of a link class."""
     return f"tp_busbw_{link}_gb_s"

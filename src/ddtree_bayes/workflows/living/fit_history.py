@@ -62,9 +62,27 @@ def _as_pairs(params: dict[str, Any], fit, other, labels: set[str]) -> dict[str,
     return out
 
 
+def _priors_of(draws) -> dict:
+    """The priors a fit stored (name -> Prior), or none when its priors text does not load."""
+    try:
+        return dict(draws.priors.priors)
+    except Exception:  # noqa: BLE001 - the change's scale is advice; diff must still answer
+        return {}
+
+
 def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
-    """Median and 90% interval of every scalar parameter in fits ``a`` and ``b``."""
+    """Median and 90% interval of every scalar parameter in fits ``a`` and ``b``, and from A
+    to B the change of the 90% width (relative) and of the median: relative for a positive
+    parameter, the difference B - A (``median_shift``, ``change_scale`` "absolute";
+    ``median_change`` None) for one on the real line
+    (:func:`ddtree_bayes.core.spec.on_real_line`: log-scale values, engine effects, offsets,
+    a normal prior), where a ratio means nothing (``spec_fixed_log_mu`` -0.409 -> -0.664 was
+    "-63%")."""
     import numpy as np
+
+    from ddtree_bayes.core.spec import on_real_line
+
+    priors = {**_priors_of(a), **_priors_of(b)}
 
     pa, pb = scalar_parameters(a, include_auxiliary), scalar_parameters(b, include_auxiliary)
     pa, pb = _as_pairs(pa, a, b, set(pb)), _as_pairs(pb, b, a, set(pa))
@@ -82,7 +100,11 @@ def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
             wb = row["b"]["hi90"] - row["b"]["lo90"]
             row["width_change"] = (wb / wa - 1) if wa > 0 else None
             ma = row["a"]["median"]
-            row["median_change"] = ((row["b"]["median"] - ma) / abs(ma)) if ma else None
+            var = name.partition("[")[0]
+            real = on_real_line(var, priors.get(var))
+            row["median_change"] = None if real or not ma else (row["b"]["median"] - ma) / abs(ma)
+            row["median_shift"] = row["b"]["median"] - ma
+            row["change_scale"] = "absolute" if real else "relative"
         rows.append(row)
     return rows
 
