@@ -211,6 +211,26 @@ def test_from_file_with_bad_rows_lists_every_error_and_appends_none(work, capsys
     assert path.read_bytes() == before
 
 
+def test_a_duplicate_within_the_file_names_its_row_of_the_file(work, capsys, tmp_path):
+    """Two identical rows of a --from FILE: the second was "identical to row 11 of
+    data/measurements.csv", a row that does not exist yet; it is row 2 of FILE."""
+    path = work / "data" / "measurements.csv"
+    before = path.read_bytes()
+    src = tmp_path / "twice.csv"
+    row = "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,test,\n"
+    src.write_text(",".join(COLUMNS) + "\n" + row + row)
+    code, out, err = run(capsys, "add", "--from", str(src))
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: {src}: 1 problem, nothing appended: {src}, row 3: "
+                   "identical to row 2 (fix: if it is a true repeat of that measurement, pass "
+                   "--allow-duplicate (its notes then say 'repeat of row 11': row 2 becomes "
+                   "row 11 of data/measurements.csv))\n")
+    assert path.read_bytes() == before
+    code, out, err = run(capsys, "add", "--from", str(src), "--allow-duplicate")
+    assert code == 0, err
+    assert [r.notes for r in load(work).rows[-2:]] == ["", "repeat of row 11"]
+
+
 def test_from_file_structural_errors(work, capsys, tmp_path):
     src = tmp_path / "short.csv"
     src.write_text("model,hardware,tok_s\nkimi-k2.6,b300,600\n")

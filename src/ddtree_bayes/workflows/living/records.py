@@ -261,6 +261,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         next_line = body.count("\n") + 1
         keys = {row_key(m): m.row for m in current.rows}
         cards = _cards()
+        # a row of this batch: where it came from (its file and row), which a duplicate names
+        # (its row in the data file does not exist yet)
+        batch: dict[tuple, tuple[str, int | None]] = {}
         errors: list[DataError] = []
         lines: list[str] = []
         expected: list[int] = []
@@ -315,13 +318,20 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 key = row_key(m)
                 if key in keys:
                     if not allow_duplicate:
-                        raise DataError(f"identical to row {keys[key]}" + (
-                                            "" if item.origin.startswith(str(data_path))
-                                            else f" of {data_path}"),
-                                        file=item.origin, row=line,
+                        if key in batch:
+                            origin, at = batch[key]
+                            where = (origin if at is None else f"row {at}" + (
+                                "" if origin == item.origin else f" of {origin}"))
+                            becomes = f": {where} becomes row {keys[key]} of {data_path}"
+                        else:
+                            where = f"row {keys[key]}" + (
+                                "" if item.origin.startswith(str(data_path))
+                                else f" of {data_path}")
+                            becomes = ""
+                        raise DataError(f"identical to {where}", file=item.origin, row=line,
                                         fix="if it is a true repeat of that measurement, pass "
                                             "--allow-duplicate (its notes then say "
-                                            f"'repeat of row {keys[key]}')")
+                                            f"'repeat of row {keys[key]}'{becomes})")
                     first, n, notes = keys[key], 1, values.get("notes", "")
                     while key in keys:
                         tag = f"repeat of row {first}" if n == 1 else f"repeat {n} of row {first}"
@@ -334,6 +344,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 continue
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
+            batch[key] = (item.origin, item.line)
             expected.append(next_line)
             next_line += out.count("\n")
             lines.append(out)
