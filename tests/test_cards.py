@@ -446,6 +446,21 @@ def test_errors_are_one_line(tmp_path, argv, fragment):
     assert not (tmp_path / "data").exists()
 
 
+@pytest.mark.parametrize(("name", "fix"), [("Foo", "foo"), ("foo x8", "foo-x8"),
+                                         ("Org/Foo", "foo")])
+def test_a_given_name_is_taken_as_written_or_refused(tmp_path, name, fix):
+    """`card add --name "Foo"` wrote card `foo`, `"foo x8"` card `foo-x8`, without a word;
+    `hardware add` refuses a name it would have to change, and so does --name."""
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", name)
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: --name {name!r} is not a card name (lowercase "
+                   f"letters, digits and . _ + -) (fix: give --name {fix})\n")
+    assert not (tmp_path / "data").exists()
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "foo@b",
+                         "--dry-run")
+    assert code == 2 and "'foo@b' cannot be a card name" in err
+
+
 def test_a_bad_json_config_names_the_file(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     code, _, err = cli(tmp_path, "--hf-config", str(tmp_path))

@@ -265,9 +265,14 @@ def test_unknown_hardware_names_the_closest_built_in_gpus(tmp_path, hw):
 
 
 def test_hardware_names_are_case_sensitive(tmp_path, hw):
+    # the fix said `hardware add B300`, which refuses an uppercase name: the table's own
+    # lowercase name, or the name hardware add takes
     path = write(tmp_path, edited(r7={"hardware": "RTX-PRO-6000"}))
-    expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'",
-                 "closest: rtx-pro-6000", "case-sensitive")
+    err = expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-PRO-6000'")
+    assert err.fix == "names are lowercase: write 'rtx-pro-6000'"
+    path = write(tmp_path, edited(r7={"hardware": "RTX-9090"}))
+    err = expect_error(path, hw, 7, "hardware", "unknown hardware 'RTX-9090'")
+    assert "`ddtree-bayes hardware add rtx-9090 --like GPU" in err.fix
 
 
 def test_unknown_hardware_with_a_custom_hardware_table(tmp_path):

@@ -90,7 +90,16 @@ def test_a_new_gpu_from_its_datasheet_says_what_it_leaves_to_assumption(tmp_path
                                        "--interconnect"),
     (["my-gpu", "--like", "rtx-4900", "--mem-bw-tb-s", "2"], "--like rtx-4900: no such GPU in the "
                                                              "hardware table"),
-    (["My GPU", "--like", "rtx-4090"], "'My GPU' is not a GPU name the data files can hold"),
+    (["My GPU", "--like", "rtx-4090"], "'My GPU' is not a GPU name the data files can hold "
+                                       "(fix: use lowercase letters, digits and . _ + - (e.g. "
+                                       "'my-gpu'))"),
+    (["h100@2", "--like", "h100"], "'h100@2' is not a GPU name the data files can hold"),
+    # a system is labelled <gpu>x<count>: h100x2 on 8 GPUs was h100x2x8, "h100x2 x8"
+    (["h100x2", "--like", "h100"], "'h100x2' ends in x<count>, which reads as a GPU count: a "
+                                   "system is labelled <gpu>x<count> (h100x2 on 8 GPUs: "
+                                   "h100x2x8) (fix: name the GPU alone (the count is each row's "
+                                   "gpus column), or end the name otherwise (e.g. "
+                                   "'h100-2gpu'))\n"),
     (["rtx-4090"], "rtx-4090 is in the table already and nothing was given to change"),
     (["my-gpu", "--like", "rtx-4090", "--source", " "], "--source is empty"),
     # read as an NVLink-class fabric before (anything without "pcie"): the all-reduce cost and

@@ -44,6 +44,18 @@ TREE_METHODS = frozenset({"ddtree"})
 # AR_METHOD ("ar") lives with the methods table (core/methods.py); it is imported from here too.
 #: Engine and method names: lowercase, so 'AR' is never silently a speculative method.
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
+#: A GPU name may not end in ``x<digits>``: a system's label is ``<gpu>x<count>``, so
+#: ``h100x2`` on 8 GPUs would read ``h100x2x8`` (and ``h100x2 x8``).
+GPU_COUNT_SUFFIX = re.compile(r"x[0-9]+$")
+
+
+def as_name(text: str) -> str:
+    """``text`` as a name the data files take: lowercase, other characters as '-'.
+
+    >>> as_name("B300"), as_name("RTX 4090 OC")
+    ('b300', 'rtx-4090-oc')
+    """
+    return re.sub(r"[^a-z0-9._+-]+", "-", text.lower()).strip("-")
 
 
 @dataclass(frozen=True)
@@ -304,7 +316,7 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
         if not NAME_RE.fullmatch(name):
             raise DataError(f"{name!r} is not a lowercase name", file=path, row=i,
                             column="hardware", fix=f"write it as --hardware takes it, e.g. "
-                            f"{re.sub(r'[^a-z0-9._+-]+', '-', name.lower()).strip('-')!r}")
+                            f"{as_name(name)!r}")
         if not row.get("interconnect", "").strip():
             raise DataError("empty value", file=path, row=i, column="interconnect",
                             fix="say how the GPUs are linked (e.g. 'PCIe Gen5 x16' or 'NVLink5 "
@@ -325,14 +337,26 @@ def unknown_hardware_fix(name: str, hardware) -> str:
     """The fix of an unknown GPU name: the table's names when it is short, else the closest
     ones and the command that lists them all.
 
+    A name that is not lowercase is the table's lowercase name when it has one (``B300``:
+    ``b300``), and ``hardware add`` is told the name it takes.
+
     >>> unknown_hardware_fix("h300", ["b300", "h100", "h200"])[:54]
     'use a name from the hardware table (b300, h100, h200) '
+    >>> unknown_hardware_fix("B300", ["b300", "h100", "h200"])
+    "names are lowercase: write 'b300'"
+    >>> "`ddtree-bayes hardware add h300 --like GPU" in unknown_hardware_fix("H300", ["b300"])
+    True
     """
     import difflib
 
     names = sorted(hardware)
-    add = (f"add it: `ddtree-bayes hardware add {name} --like GPU --mem-bw-tb-s N --source ...` "
-           "(a GPU like a known one) or a row in data/hardware.csv")
+    lower = as_name(name)
+    if lower != name and lower in names:
+        return f"names are lowercase: write {lower!r}"
+    fit = NAME_RE.fullmatch(lower) and not GPU_COUNT_SUFFIX.search(lower)
+    add = (f"add it: `ddtree-bayes hardware add {lower if fit else 'NAME'} --like GPU "
+           "--mem-bw-tb-s N --source ...` (a GPU like a known one) or a row in "
+           "data/hardware.csv")
     if len(names) < LIST_ALL_BELOW:
         return f"use a name from the hardware table ({', '.join(names)}) or {add}"
     close = difflib.get_close_matches(name.lower(), names, n=3, cutoff=0.5)

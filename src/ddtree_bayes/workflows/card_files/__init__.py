@@ -40,6 +40,12 @@ def _source(path: Path) -> str:
     return f"{file_label(path)} (sha256 {sha256_of(path)})"
 
 
+def _name(given: str | None, default: str) -> str:
+    """The card's name: ``--name`` as given (refused unless it is one already), else the
+    file's name made one."""
+    return card_name(given, given=True) if given else card_name(default)
+
+
 def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: str | None = None,
                           compute_dtype: str | None = None,
                           bytes_per_weight: float | None = None) -> Derived:
@@ -56,14 +62,14 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
         if not target:
             raise InputError("an EAGLE-3 draft config: which model does it draft for?",
                              file=str(file), fix="say which with --target NAME (its card)")
-        return eagle3_drafter(card_name(name or default or ""), card_name(target, "--target"),
+        return eagle3_drafter(_name(name, default or ""), card_name(target, "--target"),
                               cfg, source)
     if not (name or default):
         raise InputError("cannot tell the model's name from the file", file=str(file),
                          fix="give --name NAME")
     shape = shape_from_config(cfg, str(file))
     scheme = scheme_from_config(cfg, str(file))
-    return model_card(card_name(name or default), shape, scheme, source,
+    return model_card(_name(name, default), shape, scheme, source,
                       compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
 
 
@@ -85,8 +91,7 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
     quantised = any(s.upper() not in FLOAT_GGUF_TYPES for s in types)
     scheme = Scheme(f"GGUF per-tensor types ({', '.join(types)}; bytes read from the tensor "
                     "table)", compute_dtype="int8" if quantised else "bf16")
-    default = name or file.stem
-    derived = model_card(card_name(default), shape, scheme, _source(file),
+    derived = model_card(_name(name, file.stem), shape, scheme, _source(file),
                          compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
     derived.facts["gguf_name"] = meta.get("name")
     derived.facts["tensor_types"] = types

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import NAME_RE, unknown_hardware_fix
+from ddtree_bayes.core.data import GPU_COUNT_SUFFIX, NAME_RE, as_name, unknown_hardware_fix
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
 from ddtree_bayes.core.pairs import LINK_FIX, link_class
@@ -60,8 +60,15 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     Raises InputError for a name the files cannot hold, an unknown ``like``, a new GPU without
     its bandwidth and interconnect, or nothing to change."""
     if not NAME_RE.fullmatch(name):
+        lower = as_name(name)
         raise InputError(f"{name!r} is not a GPU name the data files can hold",
-                         fix="use lowercase letters, digits and . _ + - (e.g. 'rtx-4090-oc')")
+                         fix="use lowercase letters, digits and . _ + - (e.g. "
+                             f"{lower if NAME_RE.fullmatch(lower) else 'rtx-4090-oc'!r})")
+    if GPU_COUNT_SUFFIX.search(name):
+        raise InputError(f"{name!r} ends in x<count>, which reads as a GPU count: a system is "
+                         f"labelled <gpu>x<count> ({name} on 8 GPUs: {name}x8)",
+                         fix="name the GPU alone (the count is each row's gpus column), or "
+                             "end the name otherwise (e.g. 'h100-2gpu')")
     if not source.strip():
         raise InputError("--source is empty", fix="say where the figures come from (a datasheet, "
                                                   "nvidia-smi, your own measurement)")

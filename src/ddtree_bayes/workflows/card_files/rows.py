@@ -39,17 +39,27 @@ def file_label(path: Path) -> str:
     return f"{folder}/{path.name}" if folder else path.name
 
 
-def card_name(text: str, flag: str = "--name") -> str:
+def card_name(text: str, flag: str = "--name", *, given: bool = False) -> str:
     """A card name: lowercase, spaces and slashes as '-' (``Meta-Llama-3.1-8B`` ->
-    ``meta-llama-3.1-8b``).
+    ``meta-llama-3.1-8b``) for a name taken from a file; a name ``given`` with ``flag`` must
+    be one already (as ``hardware add`` takes a GPU's): ``--name "Foo"`` was written as
+    ``foo`` without a word.
 
     >>> card_name("Qwen/Qwen3-30B-A3B"), card_name("DeepSeek V3 Q4_K_M")
     ('qwen3-30b-a3b', 'deepseek-v3-q4_k_m')
+    >>> card_name("Foo x8", given=True)
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.InputError: --name 'Foo x8' is not a card name (lowercase \
+letters, digits and . _ + -) (fix: give --name foo-x8)
     """
     name = re.sub(r"[\s]+", "-", text.strip().split("/")[-1].lower())
     if not NAME_RE.fullmatch(name):
         raise InputError(f"{text!r} cannot be a card name", fix=f"give {flag} NAME (lowercase "
                          "letters, digits and . _ + -)")
+    if given and name != text:
+        raise InputError(f"{flag} {text!r} is not a card name (lowercase letters, digits and "
+                         ". _ + -)", fix=f"give {flag} {name}")
     return name
 
 
