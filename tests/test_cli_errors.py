@@ -256,6 +256,24 @@ def test_latest_names_the_latest_fit_and_a_fit_compared_with_itself_is_refused(t
     assert A.fit_ids("A1,B2") == "A1,B2"
 
 
+def test_a_malformed_fit_id_is_bad_input_not_a_missing_fit(work):
+    """`diff <id> garbage` and `predict --fit garbage` exited 3, which the docs keep for a
+    well-formed fit id that names no fit: a malformed one is bad input (exit 2)."""
+    line = ("ddtree-bayes: error: 'garbage' is not a fit id (they read <UTC time>-<hash>, e.g. "
+            "20261202T154255Z-d2899bb5) (fix: copy one from `ddtree-bayes history`, or say "
+            "latest)\n")
+    before = listing(work)
+    for argv in (("diff", "latest", "garbage"), ("predict", "--fit", "garbage"),
+                 ("compare", "--fits", "latest,garbage")):
+        assert one_error(*run_cli(work, *argv)) == line, argv
+    code, out, err = run_cli(work, "predict", "--fit", "20990101T000000Z-nope")
+    assert (code, out) == (3, "")
+    assert err.startswith("ddtree-bayes: error: no fit '20990101T000000Z-nope' in ")
+    code, _, err = run_cli(work, "diff", "latest", "20260101T000000Z-pointmss")   # (it exists)
+    assert code == 0, err
+    assert listing(work) == before
+
+
 def test_track_says_concurrency_is_not_tracked(work):
     """`track --accept 14 --concurrency 8` said "argument action: invalid choice: '8'"."""
     err = one_error(*run_cli(work, "track", "--accept", "14", "--concurrency", "8"))

@@ -202,8 +202,10 @@ def test_diff_parameters_and_tracked_queries(updated):
     assert "default: b300 x8 native ddtree b16/B32 accept 14: 90% " in out
     code, out, _ = call(work, "diff", first.fit_id, second, "--all", "--format", "json")
     assert any(p["parameter"].startswith("moe_z[") for p in json.loads(out)["parameters"])
-    code, _, err = call(work, "diff", first.fit_id, "nope")
-    assert code == 3 and "no fit 'nope'" in err
+    code, _, err = call(work, "diff", first.fit_id, "20990101T000000Z-nope")
+    assert code == 3 and "no fit '20990101T000000Z-nope'" in err
+    code, _, err = call(work, "diff", first.fit_id, "nope")   # not a fit id: bad input
+    assert code == 2 and "'nope' is not a fit id" in err
 
 
 def test_diff_shows_absolute_changes_of_real_line_parameters(tmp_path):

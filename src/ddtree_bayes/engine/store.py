@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.errors import ArtifactError
+from ddtree_bayes.core.errors import ArtifactError, InputError
 from ddtree_bayes.engine.posterior import Fit
 
 FORMAT_VERSION = 1
@@ -31,6 +31,9 @@ DATA_ATTR = "ddtree_bayes_data_csv"
 PRIORS_ATTR = "ddtree_bayes_priors_toml"
 HARDWARE_ATTR = "ddtree_bayes_hardware_csv"
 LATEST = "latest.json"
+#: A fit id as ``fit`` makes them (engine.inference.new_fit_id): ``<UTC time>-<hash>``, with
+#: ``-<n>`` when two fits share both.
+FIT_ID_RE = re.compile(r"[0-9]{8}T[0-9]{6}Z-[A-Za-z0-9]+(?:-[0-9]+)?")
 
 
 def fits_dir(models: Path) -> Path:
@@ -243,9 +246,15 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
 
 def resolve(models: Path, fit_id: str | None = None) -> Path:
     """Path of fit ``fit_id`` or of the latest fit (``fit_id`` None or ``"latest"``, as
-    ``history`` marks it); :class:`ArtifactError` if there is none."""
+    ``history`` marks it); :class:`ArtifactError` if there is none, :class:`InputError` for
+    an id no fit has that is not of the form fit ids take (:data:`FIT_ID_RE`)."""
     if fit_id and fit_id != "latest":
         path = fits_dir(models) / f"{fit_id}.nc"
+        if not path.exists() and not FIT_ID_RE.fullmatch(fit_id):
+            # bad input, not a missing fit (exit 3 is for a fit id that names no fit)
+            raise InputError(f"{fit_id!r} is not a fit id (they read <UTC time>-<hash>, e.g. "
+                             "20261202T154255Z-d2899bb5)",
+                             fix="copy one from `ddtree-bayes history`, or say latest")
         if not path.exists():
             raise ArtifactError(f"no fit {fit_id!r} in {fits_dir(models)} "
                                 "(fix: run `ddtree-bayes fit`, or pick an existing fit id)")
