@@ -175,6 +175,37 @@ def test_the_added_gpu_reaches_the_model(tmp_path):
     assert answers["b300-half"]["median"] < answers["b300"]["median"]
 
 
+def test_replacing_a_row_again_and_again_keeps_one_credit_per_source(tmp_path):
+    """`hardware add --replace` nested the row's previous source into the new one each time
+    ("other figures as before: s2 ...; other figures as before: s1 ...; other figures as b300:
+    ...", flops "as before: as before: as before: as b300: ..."), crediting s2 with a
+    bandwidth s4 replaced."""
+    steps = [("--like", "b300", "--mem-bw-tb-s", "7", "--source", "s1"),
+             ("--mem-bw-tb-s", "6", "--source", "s2", "--replace"),
+             ("--memory-gb", "100", "--source", "s3", "--replace"),
+             ("--mem-bw-tb-s", "5", "--dense-bf16-tflops", "2000", "--source", "s4", "--replace")]
+    for argv in steps:
+        code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", *argv)
+        assert code == 0, err
+    b300 = rows_of(bundled("hardware.csv"))["b300"]
+    row = rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
+    assert row["source"] == ("s4 (mem_bw_tb_s); s3 (memory_gb); other figures as b300: "
+                             f"{b300['source']}")
+    assert row["flops_source"] == (f"s4 (dense_bf16_tflops); other figures as b300: "
+                                   f"{b300['flops_source']}")
+    assert (row["mem_bw_tb_s"], row["memory_gb"], row["dense_bf16_tflops"]) == (
+        "5", "100", "2000")
+    # a figure copied and never given: the copied credit alone, as it was
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--memory-gb", "90",
+                             "--source", "s5", "--replace")
+    assert code == 0, err
+    row = rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
+    assert row["source"] == ("s5 (memory_gb); s4 (mem_bw_tb_s); other figures as b300: "
+                             f"{b300['source']}")
+    assert row["flops_source"] == (f"s4 (dense_bf16_tflops); other figures as b300: "
+                                   f"{b300['flops_source']}")
+
+
 def test_a_short_user_table_takes_a_new_gpu_and_replacing_does_not_nest_sources(tmp_path):
     """A review: a valid table of six columns refused a new GPU for a blank compute_capability
     it has no column for; `--replace` without --like nested 'other figures as <itself>' into
@@ -189,8 +220,7 @@ def test_a_short_user_table_takes_a_new_gpu_and_replacing_does_not_nest_sources(
     code, out, err = run_cli(tmp_path, "hardware", "add", "newg", "--memory-gb", "24",
                              "--source", "second", "--replace")
     assert code == 0, err
-    assert rows_of(path)["newg"]["source"] == ("second (memory_gb); other figures as before: "
-                                               "oc (mem_bw_tb_s, interconnect)")
+    assert rows_of(path)["newg"]["source"] == "second (memory_gb); oc (mem_bw_tb_s, interconnect)"
     code, out, err = run_cli(tmp_path, "hardware", "add", "newg", "--interconnect", "",
                              "--source", "x", "--replace")
     assert code == 2 and "--interconnect is empty" in err

@@ -12,6 +12,7 @@ before an atomic rename, nothing written on any error.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,48 @@ def _provenance(source: str, given: list[str], like: str | None, like_source: st
     parts = [f"{source} ({', '.join(given)})"] if given else []
     if like is not None and like_source:
         parts.append(f"{'other figures ' if given else ''}as {like}: {like_source}")
+    return "; ".join(parts)
+
+
+#: One credit of a row's source: ``<source> (<columns it gave>)``, then ``; `` or the end.
+_COLUMN = "|".join(MEMORY_COLUMNS + PEAK_COLUMNS)
+_CREDIT = re.compile(rf"(.+?) \(((?:{_COLUMN})(?:, (?:{_COLUMN}))*)\)(?:; |$)")
+_COPIED = "other figures as "
+
+
+def _credits(text: str) -> tuple[list[tuple[str, list[str]]], str | None] | None:
+    """A source text ``hardware add`` wrote, read back: its credits (source, columns) and
+    what the other figures are ``as`` (``"b300: <b300's source>"``), or None when the text
+    is not of that form (a hand-written or built-in source)."""
+    head, sep, copied = text.partition("; " + _COPIED)
+    if not sep:
+        if text.startswith("as "):          # only copied figures: "as b300: ..."
+            return [], text[len("as "):]
+        head, copied = text, ""
+    credits, pos = [], 0
+    while pos < len(head):
+        m = _CREDIT.match(head, pos)
+        if m is None:
+            return None
+        credits.append((m[1], m[2].split(", ")))
+        pos = m.end()
+    return credits, copied or None
+
+
+def _replacing(source: str, given: list[str], before: str) -> str | None:
+    """The source of a row that replaces this GPU's own row (its previous source ``before``):
+    one credit per source, its columns less those now given, and the copied figures' credit
+    kept as it was, so replacing a row never nests its previous text into itself ("as
+    before: as before: as b300: ..."); None when ``before`` is not a text this wrote."""
+    read = _credits(before)
+    if read is None:
+        return None
+    credits, copied = read
+    kept = [(s, [c for c in cols if c not in given]) for s, cols in credits]
+    parts = [f"{source} ({', '.join(given)})"] if given else []
+    parts += [f"{s} ({', '.join(cols)})" for s, cols in kept if cols]
+    if copied:
+        parts.append((_COPIED if parts else "as ") + copied)
     return "; ".join(parts)
 
 
@@ -107,12 +150,17 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
     # "as before" for this GPU's own (a built-in row, or the user's row being replaced)
     said = None if from_like is None else "before" if from_like == name else from_like
-    row["source"] = _provenance(source, [c for c in MEMORY_COLUMNS if c in values], said,
-                                like_row.get("source", ""))
+
+    def credit(given: list[str], copied: bool, before: str) -> str:
+        again = _replacing(source, given, before) if copied and said == "before" else None
+        return again if again is not None else _provenance(source, given,
+                                                           said if copied else None, before)
+
+    row["source"] = credit([c for c in MEMORY_COLUMNS if c in values], True,
+                           like_row.get("source", ""))
     peaks_given = [c for c in PEAK_COLUMNS if c in values]
     copied_peaks = any(like_row.get(c) for c in PEAK_COLUMNS if c not in values)
-    row["flops_source"] = _provenance(source, peaks_given, said if copied_peaks else None,
-                                      like_row.get("flops_source", ""))
+    row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""))
     notes = []
     if not row.get("dense_bf16_tflops", "").strip():
         notes.append(f"{name} has no dense bf16 peak: its compute knee assumes bandwidth x 200 "
