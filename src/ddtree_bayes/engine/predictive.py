@@ -121,9 +121,8 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
         return None
     rows, distance, d_c, label = found
     at_itself = distance == 0.0
-    # the engine of the configuration drawn back (an AR query may borrow another engine's)
-    config = (sc.pair, rows[0].engine, sc.method, sc.concurrency, sc.context_tokens,
-              rows[0].block, rows[0].budget, rows[0].verify_tokens, at_itself)
+    config = (sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens, rows[0].block,
+              rows[0].budget, rows[0].verify_tokens, at_itself)
     cache = draws.memo.setdefault("anchor_shift", {})
     key = (tuple(draws.meta.get("held_out_rows", ())), *config)
     if key not in cache:
@@ -203,15 +202,6 @@ def _nearest_measured(draws: Fit, sc: Scenario):
                                                   []).append(r)
         memo[held] = groups
     configs = groups.get((sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens))
-    if not configs and sc.method == AR_METHOD:
-        # the AR step has no engine term: another engine's AR rows on the system are the same
-        # step to the model (an exploratory pass: Kimi K2.6 AR on 8x H200 read 73 tok/s in
-        # SGLang, unanchored, and 63 in vLLM, anchored to its one row: a gap the model does
-        # not hold, shown as an engine difference)
-        configs = {k: rs for (pair, _, method, c, ctx), by in sorted(groups.items())
-                   if (pair, method, c, ctx) == (sc.pair, AR_METHOD, sc.concurrency,
-                                                 sc.context_tokens)
-                   for k, rs in by.items()}
     if not configs:
         return None
     passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
@@ -231,8 +221,7 @@ def _nearest_measured(draws: Fit, sc: Scenario):
     r0 = best[0]
     label = (f"{r0.method} budget {r0.budget}" if r0.budget is not None else r0.method) + \
         f" (M = {r0.verify_tokens}{f', C = {r0.concurrency}' if r0.concurrency != 1 else ''}, " \
-        f"{len(best)} row{'s' if len(best) > 1 else ''}" + \
-        (f" in {r0.engine})" if r0.engine != sc.engine else ")")
+        f"{len(best)} row{'s' if len(best) > 1 else ''})"
     return best, distance, d_c, label
 
 
