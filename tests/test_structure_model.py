@@ -532,3 +532,22 @@ def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
     parts, how = P.step_components(draws, llama, np.random.default_rng(0), anchor=False)
     assert "drawn from the pooled population" in how
     assert parts["spec"] == pytest.approx(step_ar * np.exp(-3.0) * 34)
+
+
+def test_an_ar_question_in_an_engine_without_ar_rows_says_whose_rows_are_there():
+    """An exploratory pass: Kimi K2.6 AR on 8x H200 read 73 tok/s in SGLang (the structural
+    step) and 63 in vLLM (anchored to its one row), with nothing saying why. Borrowing the
+    vLLM anchor was tried and reverted (engines differ at AR); the answer now says it is the
+    structural step and what the other engine's AR rows measured."""
+    draws = structured_point_mass()   # the bundled rows: SGLang AR 133 tok/s on 8x B300
+
+    def how(engine):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine=engine, method="ar",
+                                block=None, budget=None, verify_tokens=None,
+                                context_tokens=0.0)
+        return P.step_components(draws, sc, np.random.default_rng(0))[1]
+
+    assert how("sglang").endswith("anchored to the measured ar (M = 1, 1 row)")
+    assert how("vllm").endswith(
+        "; no vllm AR row on b300x8: the structural step, not anchored to the AR rows of "
+        "another engine there (sglang 133 tok/s): the model has no AR engine term")

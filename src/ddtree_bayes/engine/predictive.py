@@ -86,7 +86,7 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
         return parts, how
     found = anchor_shift(draws, sc)
     if found is None:
-        return parts, how
+        return parts, how + other_engines_ar(draws, sc)
     shift, distance, label = found
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
@@ -95,6 +95,38 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
                                    own_known=distance == 0.0)
     return parts, how + f"; anchored to the measured {label}"
+
+
+def other_engines_ar(draws: Fit, sc: Scenario) -> str:
+    """For an AR question on a measured system whose engine has no AR row there while another
+    engine has: a clause saying so (the answer is the structural step, which need not match
+    those rows; the model has no AR engine term, and engines do differ at AR: Llama-3.1-8B on
+    one H100 measured 158 tok/s in SGLang, 133 and 141 in vLLM). An exploratory pass read
+    Kimi K2.6 AR on 8x H200 at 73 tok/s in SGLang against 63 anchored to the vLLM row, with
+    nothing saying why. Empty otherwise."""
+    if sc.method != AR_METHOD or not sc.measured:
+        return ""
+    key = (sc.pair, sc.engine, sc.concurrency, sc.context_tokens)
+    memo = draws.memo.setdefault("other_engines_ar", {})
+    if key not in memo:
+        memo[key] = _other_engines_ar(draws, sc)
+    return memo[key]
+
+
+def _other_engines_ar(draws: Fit, sc: Scenario) -> str:
+    seen: dict[str, list[float]] = {}
+    for r in fit_rows(draws):
+        ctx = (draws.meta["model"]["default_context_tokens"] if r.context_tokens is None
+               else r.context_tokens)
+        if (r.method == AR_METHOD and r.engine != sc.engine and row_pair(draws, r) == sc.pair
+                and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
+            seen.setdefault(r.engine, []).append(r.tok_s)
+    if not seen:
+        return ""
+    measured = "; ".join(f"{e} {', '.join(f'{t:.3g}' for t in ts)} tok/s"
+                         for e, ts in sorted(seen.items()))
+    return (f"; no {sc.engine} AR row on {sc.pair}: the structural step, not anchored to the "
+            f"AR rows of another engine there ({measured}): the model has no AR engine term")
 
 
 #: The terms of :func:`step_components` that are ms of the step (an anchor scales them all).
