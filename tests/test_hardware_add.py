@@ -238,8 +238,32 @@ def test_a_short_user_table_takes_a_new_gpu_and_replacing_does_not_nest_sources(
 
 
 @pytest.mark.parametrize("text, link", [("PCI Express 5.0", "pcie"), ("PCI-E 4.0", "pcie"),
-                                        ("Gen5 x16", "pcie"), ("NVSwitch", "fabric")])
+                                        ("Gen5 x16", "pcie"), ("NVSwitch", "fabric"),
+                                        ("NVLink Gen5", "fabric")])
 def test_the_link_class_reads_how_datasheets_write_it(tmp_path, text, link):
     code, out, _ = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
                            "--interconnect", text, "--source", "s", "--dry-run")
     assert code == 0 and f"interconnect  {text} ({link})" in out
+
+
+def test_a_saved_fit_whose_table_holds_an_unreadable_link_still_loads():
+    """A review: a fit made before link texts were checked, whose stored table holds e.g.
+    'n/a (single card)', could no longer be opened (predict, diff, update, report: exit 2),
+    even after the user mended data/hardware.csv. A stored table is read as it was fitted
+    (not PCIe: a fabric); a table read for a new fit refuses the text."""
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.pairs import is_fabric
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    base = point_mass_draws()
+    text = base.hardware_csv.rstrip("\n").splitlines()
+    header = text[0].split(",")
+    row = ["" for _ in header]
+    row[header.index("hardware")], row[header.index("mem_bw_tb_s")] = "my-gpu", "1.0"
+    row[header.index("interconnect")], row[header.index("source")] = "n/a (single card)", "s"
+    csv_text = "\n".join([*text, ",".join(row)]) + "\n"
+    fit = base.view(hardware_csv=csv_text)
+    assert is_fabric(fit.hardware["my-gpu"])   # the older rule, as the fit was made
+    with pytest.raises(DataError, match="names neither PCIe nor an NVLink-class fabric"):
+        load_hardware("hardware.csv", text=csv_text)

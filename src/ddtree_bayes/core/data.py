@@ -279,11 +279,15 @@ HARDWARE_CEILINGS = {"memory_gb": 4096.0, "mem_bw_tb_s": 100.0, "dense_bf16_tflo
 HARDWARE_UNITS = {"memory_gb": "GB per GPU", "mem_bw_tb_s": "TB/s per GPU (3.35 for an H100)"}
 
 
-def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[str, str]]:
+def load_hardware(path: str | Path, text: str | None = None, *,
+                  stored: bool = False) -> dict[str, dict[str, str]]:
     """Read and validate one hardware table: ``{hardware: row}`` (from ``text`` if given).
 
     The table a run uses is the built-in one overlaid by the user's
-    (:func:`ddtree_bayes.core.hardware_table.hardware_table`)."""
+    (:func:`ddtree_bayes.core.hardware_table.hardware_table`). ``stored``: the table a saved
+    fit holds, read as it was fitted: an interconnect text that names neither PCIe nor an
+    NVLink-class fabric, refused in tables written since, is read by the older rule (anything
+    not PCIe is a fabric: :func:`~ddtree_bayes.core.pairs.is_fabric`)."""
     path = str(path)
     _, header, body = read_csv_file(path, text)
     for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
@@ -321,7 +325,7 @@ def load_hardware(path: str | Path, text: str | None = None) -> dict[str, dict[s
             raise DataError("empty value", file=path, row=i, column="interconnect",
                             fix="say how the GPUs are linked (e.g. 'PCIe Gen5 x16' or 'NVLink5 "
                                 "1.8 TB/s'): a step's all-reduces depend on it")
-        if link_class(row["interconnect"]) is None:
+        if link_class(row["interconnect"]) is None and not stored:
             raise DataError(f"{row['interconnect'].strip()!r} names neither PCIe nor an "
                             "NVLink-class fabric", file=path, row=i, column="interconnect",
                             fix=LINK_FIX)

@@ -56,12 +56,14 @@ def split_label(label: str) -> tuple[str | None, str, int]:
     return (model or None), hardware, int(gpus)
 
 
-#: An interconnect text that names PCIe ("PCIe Gen5", "PCI-E 4.0", "PCI Express 5.0", "Gen5 x16").
-#: It is tested first: "NVLink bridge (pairs); PCIe Gen5" is a PCIe node.
-PCIE_RE = re.compile(r"\bpci|\bgen\s*\d", re.IGNORECASE)
+#: An interconnect text that names PCIe ("PCIe Gen5", "PCI-E 4.0", "PCI Express 5.0"). It is
+#: tested first: "NVLink bridge (pairs); PCIe Gen5" is a PCIe node.
+PCIE_RE = re.compile(r"\bpci", re.IGNORECASE)
 #: An interconnect text that names an NVLink-class fabric (NVLink, NVSwitch, AMD Infinity
-#: Fabric / xGMI).
+#: Fabric / xGMI), tested second: "NVLink Gen5" is a fabric.
 FABRIC_RE = re.compile(r"nvlink|nvswitch|infinity[\s_-]*fabric|xgmi", re.IGNORECASE)
+#: A bare PCIe generation ("Gen5 x16"), tested last.
+GEN_RE = re.compile(r"\bgen\s*\d", re.IGNORECASE)
 
 
 #: The fix of an interconnect text :func:`link_class` cannot read.
@@ -74,18 +76,22 @@ def link_class(interconnect: str) -> str | None:
     """"pcie", "fabric" (NVLink-class), or None when the text names neither.
 
     >>> [link_class(t) for t in ("PCIe Gen5", "PCI Express 5.0", "Gen5 x16", "NVLink4 0.9 TB/s",
-    ...                          "NVLink bridge; PCIe Gen5", "Infinity Fabric", "Ethernet", "")]
-    ['pcie', 'pcie', 'pcie', 'fabric', 'pcie', 'fabric', None, None]
+    ...                          "NVLink bridge; PCIe Gen5", "NVLink Gen5", "Infinity Fabric",
+    ...                          "Ethernet", "")]
+    ['pcie', 'pcie', 'pcie', 'fabric', 'pcie', 'fabric', 'fabric', None, None]
     """
     if PCIE_RE.search(interconnect):
         return "pcie"
-    return "fabric" if FABRIC_RE.search(interconnect) else None
+    if FABRIC_RE.search(interconnect):
+        return "fabric"
+    return "pcie" if GEN_RE.search(interconnect) else None
 
 
 def is_fabric(hardware_row: dict[str, str]) -> bool:
-    """An NVLink-class fabric between the GPUs (the hardware table refuses an interconnect that
-    names neither that nor PCIe: core/data.py ``load_hardware``)."""
-    return link_class(hardware_row.get("interconnect", "")) == "fabric"
+    """An NVLink-class fabric between the GPUs: not PCIe. The hardware table refuses an
+    interconnect that names neither (core/data.py ``load_hardware``); a saved fit's table
+    may still hold one, read as a fabric, as it was fitted."""
+    return link_class(hardware_row.get("interconnect", "")) != "pcie"
 
 
 def link(hardware_row: dict[str, str], gpus: int) -> str:

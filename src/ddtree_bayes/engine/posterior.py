@@ -79,7 +79,8 @@ class Fit:
         """The hardware table the fit was made with (built-in GPUs plus the user's rows)."""
         from ddtree_bayes.core.data import load_hardware
 
-        return load_hardware("hardware table stored in the fit", text=self.hardware_csv)
+        return load_hardware("hardware table stored in the fit", text=self.hardware_csv,
+                             stored=True)
 
     @cached_property
     def measurements(self) -> Measurements:
