@@ -204,6 +204,13 @@ def test_replacing_a_row_again_and_again_keeps_one_credit_per_source(tmp_path):
                              f"{b300['source']}")
     assert row["flops_source"] == (f"s4 (dense_bf16_tflops); other figures as b300: "
                                    f"{b300['flops_source']}")
+    # a review: the same source again gave "s4 (...); s4 (...)"; its columns join one credit
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--memory-gb", "80",
+                             "--source", "s4", "--replace")
+    assert code == 0, err
+    row = rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
+    assert row["source"] == ("s4 (memory_gb, mem_bw_tb_s); other figures as b300: "
+                             f"{b300['source']}")
 
 
 def test_a_short_user_table_takes_a_new_gpu_and_replacing_does_not_nest_sources(tmp_path):

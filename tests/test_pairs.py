@@ -448,6 +448,11 @@ def test_tracked_query_names_its_model_only_when_given():
     rows = living.query_rows(multi_model_draws(), {**q, "gpus": 1, "method": "ar",
                                                    "engine": "vllm"}, seed=1)
     assert rows[0]["median"] == pytest.approx(1000 / (8.19 * 2 / 3.35 / 0.8 + 36 * 0.03))
+    # a review: an AR query saved with a budget before that was refused is asked without it
+    # (not "cannot answer" on every update)
+    old = living.query_rows(multi_model_draws(), {**q, "gpus": 1, "method": "ar",
+                                                  "engine": "vllm", "budget": 32}, seed=1)
+    assert old[0]["median"] == rows[0]["median"] and old[0]["budget"] is None
 
 
 def test_update_scores_a_row_of_a_model_never_measured(tmp_path):

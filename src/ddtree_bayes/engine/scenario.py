@@ -559,9 +559,9 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
     return (f"the fit's M = 1 step of {sc.pair} is shorter than reading {card.model}'s active "
             f"weights at the full bandwidth ({read:.3g} ms, {card.bytes_per_weight:g} bytes per "
             f"weight) in {share:.0%} of its draws (median {float(np.median(step)):.3g} ms): its "
-            "AR answers and P(> AR) here are too fast; an AR row measured there pins it (its "
-            "rows may not tell its AR step from its speculative overhead, or the card's bytes "
-            "are not the deployment's)")
+            "AR answers here are too fast and P(> AR) too low; an AR row measured there pins "
+            "it (its rows may not tell its AR step from its speculative overhead, or the "
+            "card's bytes are not the deployment's)")
 
 
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:

@@ -88,8 +88,10 @@ def _replacing(source: str, given: list[str], before: str) -> str | None:
         return None
     credits, copied = read
     kept = [(s, [c for c in cols if c not in given]) for s, cols in credits]
-    parts = [f"{source} ({', '.join(given)})"] if given else []
-    parts += [f"{s} ({', '.join(cols)})" for s, cols in kept if cols]
+    # the new source's earlier columns join its credit (s2 given twice: one "s2 (...)")
+    mine = [*given, *(c for s, cols in kept if s == source for c in cols)]
+    parts = [f"{source} ({', '.join(mine)})"] if mine else []
+    parts += [f"{s} ({', '.join(cols)})" for s, cols in kept if cols and s != source]
     if copied:
         parts.append((_COPIED if parts else "as ") + copied)
     return "; ".join(parts)

@@ -18,7 +18,7 @@ from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
 from ddtree_bayes.engine.scenario import accept_limit, memory_warnings
-from ddtree_bayes.engine.structure import max_measured_concurrency
+from ddtree_bayes.engine.structure import fit_rows, max_measured_concurrency
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
@@ -79,10 +79,12 @@ def unused_acceptances(draws: Fit, sc: P.Scenario, block: int, budgets: tuple[in
     measured at 13.1, shown at the curve's 10.0 beside "anchored to the measured ddtree budget
     32")."""
     seen: dict[int, list[float]] = {}
-    for r in draws.measurements.rows:
+    default_ctx = draws.meta["model"]["default_context_tokens"]
+    for r in fit_rows(draws):   # (not the rows a validation fold holds out)
+        ctx = default_ctx if r.context_tokens is None else r.context_tokens
         if (row_pair(draws, r) == sc.pair and r.method == sc.method and r.block == block
                 and r.budget in budgets and r.accept_len is not None
-                and r.concurrency == sc.concurrency):
+                and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
             seen.setdefault(r.budget, []).append(r.accept_len)
     if not seen:
         return []

@@ -220,6 +220,10 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     from ddtree_bayes.engine.question import Flags, default_question, resolve
 
     q = query
+    if q.get("method") == "ar" and (q.get("block") or q.get("budget")):
+        # saved before `--method ar` with --block/--budget was refused: they never meant
+        # anything to an AR answer, so the query is asked without them (not "cannot answer")
+        q = {**q, "block": None, "budget": None}
     if not q.get("model") and (model := project_model(draws)) is not None:
         q = {**q, "model": model}
     if builtin:

@@ -263,6 +263,20 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
     return out
 
 
+def fewest_gpus_holding(draws: Fit, model: str | None, hardware: str,
+                        counts: tuple[int, ...] = (1, 2, 4, 8)) -> int:
+    """The fewest of ``counts`` GPUs of ``hardware`` whose memory holds the model's weights
+    (by its card and the table's ``memory_gb``; the largest when none does or it cannot be
+    told, and the row then says why)."""
+    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.engine.scenario import memory_gb
+
+    card, memory = stored_card(draws.meta.get("model", {}), model), memory_gb(draws, hardware)
+    if card is None or memory is None:
+        return counts[-1]
+    return next((n for n in counts if card.weights_gb <= memory * n), counts[-1])
+
+
 #: The query of the report's "what to measure next" section.
 NEXT_QUERY = "--engine native --accept 14"
 
@@ -294,17 +308,17 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     except DDTreeBayesError as err:
         out["next_error"] = str(err)
     table = draws.hardware
-    # the GPU count of the model's measured systems (the smallest), else of any measured
-    # system: a model never measured (a card only) has none of its own
-    parsed = [split_label(s) for s in draws.measured_systems]
-    gpus = d.gpus or min([p[2] for p in parsed if p[0] in (None, model)]
-                         or [p[2] for p in parsed])
+    # the GPU count of the model's measured systems (the smallest); a model never measured
+    # (a card only) has none of its own: per GPU the fewest of 1, 2, 4, 8 holding its weights
+    own = [p[2] for p in map(split_label, draws.measured_systems) if p[0] in (None, model)]
+    count = d.gpus or (min(own) if own else None)
     engine, shape = d.engines[0], "/".join(f"{k}{v}" for k, v in (("b", d.block), ("B", d.budget))
                                             if v is not None)
     out["hardware_query"] = ("DDTree b32 accept 14" if not d.derived
                              else f"{engine} {d.method} {shape} accept {d.accept:g}")
     rows = []
     for hw in table:
+        gpus = count or fewest_gpus_holding(draws, model, hw)
         try:
             ar = P.predict(draws, hardware=hw, gpus=gpus, method="ar", engines=[engine],
                            accept="1", seed=seed, model=model)[0]
