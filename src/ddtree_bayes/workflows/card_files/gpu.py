@@ -106,9 +106,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     its bandwidth and interconnect, or nothing to change."""
     if not NAME_RE.fullmatch(name):
         lower = as_name(name)
+        usable = NAME_RE.fullmatch(lower) and not GPU_COUNT_SUFFIX.search(lower)
         raise InputError(f"{name!r} is not a GPU name the data files can hold",
                          fix="use lowercase letters, digits and . _ + - (e.g. "
-                             f"{lower if NAME_RE.fullmatch(lower) else 'rtx-4090-oc'!r})")
+                             f"{lower if usable else 'rtx-4090-oc'!r})")
     if GPU_COUNT_SUFFIX.search(name):
         raise InputError(f"{name!r} ends in x<count>, which reads as a GPU count: a system is "
                          f"labelled <gpu>x<count> ({name} on 8 GPUs: {name}x8)",
