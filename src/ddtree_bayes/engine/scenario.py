@@ -538,7 +538,7 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
 def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str | None:
     """One line when the fit's M = 1 step of a measured system (pair) is shorter than reading
     the card's active weights at the full memory bandwidth in at least ``at_least`` of its
-    draws: no deployment does that, so its AR answer and P(> AR) there are too fast. It
+    draws: no deployment does that, so its AR answer there is too fast and P(> AR) too low. It
     happens where a pair's rows cannot tell its AR step from its speculative overhead (no AR
     row: Qwen3.8-27B on one RTX 3090, 12.9 ms against a 14.4 ms read, an exploratory pass),
     or where the card's bytes per weight are not the deployment's. None without a card."""
