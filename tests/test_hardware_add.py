@@ -195,20 +195,21 @@ def test_replacing_a_row_again_and_again_keeps_one_credit_per_source(tmp_path):
                                    f"{b300['flops_source']}")
     assert (row["mem_bw_tb_s"], row["memory_gb"], row["dense_bf16_tflops"]) == (
         "5", "100", "2000")
+
+    def replaced(memory_gb, source):
+        code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--memory-gb",
+                                 memory_gb, "--source", source, "--replace")
+        assert code == 0, err
+        return rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
+
     # a figure copied and never given: the copied credit alone, as it was
-    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--memory-gb", "90",
-                             "--source", "s5", "--replace")
-    assert code == 0, err
-    row = rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
+    row = replaced("90", "s5")
     assert row["source"] == ("s5 (memory_gb); s4 (mem_bw_tb_s); other figures as b300: "
                              f"{b300['source']}")
     assert row["flops_source"] == (f"s4 (dense_bf16_tflops); other figures as b300: "
                                    f"{b300['flops_source']}")
     # a review: the same source again gave "s4 (...); s4 (...)"; its columns join one credit
-    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--memory-gb", "80",
-                             "--source", "s4", "--replace")
-    assert code == 0, err
-    row = rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
+    row = replaced("80", "s4")
     assert row["source"] == ("s4 (memory_gb, mem_bw_tb_s); other figures as b300: "
                              f"{b300['source']}")
 
