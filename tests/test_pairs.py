@@ -524,3 +524,27 @@ def test_a_fitted_step_faster_than_the_weights_can_be_read_is_said():
                             budget=None, verify_tokens=None, context_tokens=0.0,
                             model="llama-3.1-8b-instruct")
     assert memory_warnings(d, sc) == (warning(3.0),)
+
+
+def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
+    """An exploratory pass: Kimi K2.6 on 8x H100, never measured, was answered faster than the
+    measured 8x H200 (more bandwidth): the pair roofline has no model or GPU offset. Here
+    Kimi's 8x H200 roofline is 16 GB / (8 x 4.8 TB/s) / 0.8 + 61 x (0.03 + 0.05) = 5.40 ms
+    against the measured 8x B300's 8 ms (8 TB/s a GPU, same fabric class): said."""
+    from ddtree_bayes.engine.scenario import faster_than_measured_warning
+
+    d = multi_model_draws()
+
+    def ask(model, hardware, gpus):
+        return P.resolve_scenario(d, hardware=hardware, gpus=gpus, engine="sglang",
+                                  method="ar", block=None, budget=None, verify_tokens=None,
+                                  context_tokens=0.0, model=model)
+
+    line = faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 8))
+    assert line.startswith("kimi-k2.6@h200x8 was never measured: its M = 1 step from the pair "
+                           "roofline (median 5.4 ms) is shorter than the measured "
+                           "kimi-k2.6@b300x8's (8 ms)")
+    assert faster_than_measured_warning(d, ask("kimi-k2.6", "b300", 8)) is None   # measured
+    assert faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 16)) is None  # other count
+    # Llama on one H200: its measured H100 reads slower, so no peer to compare with
+    assert faster_than_measured_warning(d, ask("llama-3.1-8b-instruct", "h200", 1)) is None

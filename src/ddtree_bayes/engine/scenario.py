@@ -564,14 +564,58 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
             "card's bytes are not the deployment's)")
 
 
+def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05) -> str | None:
+    """One line when, in a fit of several models, a pair never measured gets an M = 1 step
+    (median, from the pair roofline) more than ``margin`` shorter than a measured pair of the
+    same model on as many GPUs of the same link class with at least its bandwidth: its GPUs
+    read no faster, so the answer is optimistic. The pair roofline has no model or GPU offset
+    (docs/model.md): an exploratory pass saw Kimi K2.6 on 8x H100 answered faster than the
+    measured 8x H200. None otherwise."""
+    from ddtree_bayes.core.pairs import is_fabric, split_label
+    from ddtree_bayes.engine import target_models
+
+    if sc.measured or not sc.multi or sc.hardware not in draws.hardware:
+        return None
+    table = draws.hardware
+
+    def bandwidth(hw: str) -> float:
+        try:
+            return float(table[hw]["mem_bw_tb_s"])
+        except (KeyError, ValueError):
+            return 0.0
+
+    systems = draws.meta["coords"]["system"]
+    peers = [(p, hw) for p in draws.measured_systems
+             for m, hw, g in [split_label(p)]
+             if m == sc.model and g == sc.gpus and hw in table
+             and is_fabric(table[hw]) == is_fabric(table[sc.hardware])
+             and bandwidth(hw) >= bandwidth(sc.hardware)]
+    if not peers:
+        return None
+    mine = float(np.median(target_models.pair_parameters(
+        draws, sc, np.random.default_rng(0))[0]["step_ar_ms"]))
+    slowest = max(peers, key=lambda p: float(np.median(
+        draws.variables["step_ar_ms"][:, systems.index(p[0])])))
+    theirs = float(np.median(draws.variables["step_ar_ms"][:, systems.index(slowest[0])]))
+    if mine >= theirs * (1 - margin):
+        return None
+    return (f"{sc.pair} was never measured: its M = 1 step from the pair roofline (median "
+            f"{mine:.3g} ms) is shorter than the measured {slowest[0]}'s ({theirs:.3g} ms), "
+            f"though {slowest[1]} reads at least as fast on as many GPUs of the same link class: "
+            "the pair roofline has no model or GPU offset, so this answer is likely optimistic; "
+            f"an AR row measured on {sc.hardware} pins it")
+
+
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:
     """What the GPUs' memory says of ``sc`` at each concurrency: the weights-fit check that
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
-    (:func:`kv_cache_warning`), and a fitted step faster than the memory can stream the
-    weights (:func:`read_floor_warning`); ``predict``, ``next`` and ``optimize`` say the
-    same."""
-    unchecked, floor = unchecked_memory_warning(draws, sc), read_floor_warning(draws, sc)
-    return tuple(w for w in (unchecked, floor) if w is not None) + tuple(
+    (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
+    weights (:func:`read_floor_warning`), and a pair never measured answered faster than a
+    measured one that reads at least as fast (:func:`faster_than_measured_warning`);
+    ``predict``, ``next`` and ``optimize`` say the same."""
+    notes = (unchecked_memory_warning(draws, sc), read_floor_warning(draws, sc),
+             faster_than_measured_warning(draws, sc))
+    return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
 
