@@ -333,6 +333,21 @@ def load_hardware(path: str | Path, text: str | None = None, *,
     return table
 
 
+def table_memory_gb(table: Mapping[str, Mapping[str, str]], hardware: str) -> float | None:
+    """GB of memory of one GPU of ``hardware`` by a hardware table, or None when the row gives
+    no usable ``memory_gb`` (missing, blank, not a number, or not above 0; an unknown GPU).
+
+    >>> table = {"a": {"memory_gb": "96"}, "b": {"memory_gb": ""}, "c": {}}
+    >>> [table_memory_gb(table, h) for h in ("a", "b", "c", "d")]
+    [96.0, None, None, None]
+    """
+    try:
+        memory = float(table[hardware]["memory_gb"])
+    except (KeyError, ValueError, TypeError):
+        return None
+    return memory if memory > 0 else None
+
+
 #: A table of at most this many GPUs is listed whole in an unknown-hardware error.
 LIST_ALL_BELOW = 13
 

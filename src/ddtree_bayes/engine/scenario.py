@@ -18,6 +18,7 @@ from ddtree_bayes.core.data import (
     TREE_METHODS,
     derive_verify_tokens,
     system_label,
+    table_memory_gb,
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.drafters import DrafterCard
@@ -386,19 +387,9 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
 
 
 def memory_gb(draws: Fit, hardware: str) -> float | None:
-    """GB of memory of one GPU of ``hardware`` by the fit's hardware table, or None when the row
-    gives no usable ``memory_gb`` (missing, blank, not a number, or not above 0).
-
-    >>> from types import SimpleNamespace as NS
-    >>> fit = NS(hardware={"a": {"memory_gb": "96"}, "b": {"memory_gb": ""}, "c": {}})
-    >>> [memory_gb(fit, h) for h in ("a", "b", "c", "d")]
-    [96.0, None, None, None]
-    """
-    try:
-        memory = float(draws.hardware[hardware]["memory_gb"])
-    except (KeyError, ValueError, TypeError):
-        return None
-    return memory if memory > 0 else None
+    """GB of memory of one GPU of ``hardware`` by the fit's hardware table
+    (:func:`~ddtree_bayes.core.data.table_memory_gb`)."""
+    return table_memory_gb(draws.hardware, hardware)
 
 
 def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -> None:
@@ -574,34 +565,28 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
     from ddtree_bayes.core.pairs import is_fabric, split_label
     from ddtree_bayes.engine import target_models
 
-    if sc.measured or not sc.multi or sc.hardware not in draws.hardware:
-        return None
     table = draws.hardware
-
-    def bandwidth(hw: str) -> float:
-        try:
-            return float(table[hw]["mem_bw_tb_s"])
-        except (KeyError, ValueError):
-            return 0.0
-
+    if sc.measured or not sc.multi or sc.hardware not in table:
+        return None
     systems = draws.meta["coords"]["system"]
-    peers = [(p, hw) for p in draws.measured_systems
-             for m, hw, g in [split_label(p)]
+    # measured pairs of the model on as many GPUs of the link class, reading at least as fast:
+    # their median M = 1 step
+    peers = {(p, hw): float(np.median(draws.variables["step_ar_ms"][:, systems.index(p)]))
+             for p in draws.measured_systems for m, hw, g in [split_label(p)]
              if m == sc.model and g == sc.gpus and hw in table
              and is_fabric(table[hw]) == is_fabric(table[sc.hardware])
-             and bandwidth(hw) >= bandwidth(sc.hardware)]
+             # (mem_bw_tb_s: a number in every row, load_hardware checks it)
+             and float(table[hw]["mem_bw_tb_s"]) >= float(table[sc.hardware]["mem_bw_tb_s"])}
     if not peers:
         return None
     mine = float(np.median(target_models.pair_parameters(
         draws, sc, np.random.default_rng(0))[0]["step_ar_ms"]))
-    slowest = max(peers, key=lambda p: float(np.median(
-        draws.variables["step_ar_ms"][:, systems.index(p[0])])))
-    theirs = float(np.median(draws.variables["step_ar_ms"][:, systems.index(slowest[0])]))
+    (slowest, hw), theirs = max(peers.items(), key=lambda kv: kv[1])
     if mine >= theirs * (1 - margin):
         return None
     return (f"{sc.pair} was never measured: its M = 1 step from the pair roofline (median "
-            f"{mine:.3g} ms) is shorter than the measured {slowest[0]}'s ({theirs:.3g} ms), "
-            f"though {slowest[1]} reads at least as fast on as many GPUs of the same link class: "
+            f"{mine:.3g} ms) is shorter than the measured {slowest}'s ({theirs:.3g} ms), "
+            f"though {hw} reads at least as fast on as many GPUs of the same link class: "
             "the pair roofline has no model or GPU offset, so this answer is likely optimistic; "
             f"an AR row measured on {sc.hardware} pins it")
 

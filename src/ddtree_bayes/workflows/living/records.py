@@ -186,12 +186,11 @@ def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str,
     GPUs): most likely a slip in --gpus or --hardware (Kimi K2.6 on one H100 was appended); a
     run that offloads weights to the CPU is outside what the step model prices (weights read
     from GPU memory). (message, fix), or None when it fits or cannot be checked."""
-    try:
-        memory = float(hardware[m.hardware].get("memory_gb") or 0)
-    except (KeyError, ValueError):
-        return None
+    from ddtree_bayes.core.data import table_memory_gb
+
+    memory = table_memory_gb(hardware, m.hardware)
     least = None if card is None else card.params_total_b * MIN_BYTES_PER_WEIGHT
-    if least is None or memory <= 0 or least <= memory * m.gpus:
+    if least is None or memory is None or least <= memory * m.gpus:
         return None
     return (f"{m.model}'s {card.params_total_b:g}B parameters take {least:.0f} GB even at "
             f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
