@@ -338,6 +338,46 @@ def test_flags_go_with_their_mode(tmp_path, monkeypatch, capsys):
     assert "--from-smallest goes with --extrapolate" in err[2]
 
 
+def test_flags_the_check_would_ignore_are_refused(tmp_path, monkeypatch, capsys):
+    """A flag the chosen check does not read used to be dropped silently: `validate
+    --train-concurrency 8` ran the leave-one-out refits, `--extrapolate --group pair` the
+    plain extrapolation, `--sbc 5 --extrapolate` no SBC. Now one line, exit 2, before any
+    refit."""
+    from ddtree_bayes.cli import main as cli
+
+    monkeypatch.chdir(tmp_path)
+    cases = [
+        (["--train-concurrency", "8"], "--train-concurrency does not apply to validate "
+         "(leave-one-out refits) (fix: drop --train-concurrency, or run validate --extrapolate "
+         "--concurrency)"),
+        (["--extrapolate", "--test-concurrency", "32"], "--test-concurrency does not apply to "
+         "validate --extrapolate (fix: drop --test-concurrency, or run validate --extrapolate "
+         "--concurrency)"),
+        (["--extrapolate", "--group", "pair"], "--group does not apply to validate --extrapolate "
+         "(fix: drop --group, or run validate --group G)"),
+        (["--sbc", "5", "--group", "pair"], "--group does not apply to validate --sbc (fix: drop "
+         "--group, or run validate --group G)"),
+        (["--sbc", "5", "--extrapolate"], "--sbc does not apply to validate --extrapolate (fix: "
+         "drop --sbc, or run validate --sbc N)"),
+        (["--structures", "structured"], "--structures does not apply to validate (leave-one-out "
+         "refits) (fix: drop --structures, or run validate --extrapolate)"),
+        (["--extrapolate", "--concurrency", "--structures", "fraction"], "--structures does not "
+         "apply to validate --extrapolate --concurrency (fix: drop --structures, or run validate "
+         "--extrapolate)"),
+        (["--sweeps", "a.csv"], "--sweeps does not apply to validate (leave-one-out refits) (fix: "
+         "drop --sweeps, or run validate --extrapolate)"),
+        (["--extrapolate", "--data", "m.csv"], "--data does not apply to validate --extrapolate "
+         "(fix: drop --data, or run validate --extrapolate --sweeps CSV)"),
+        (["--extrapolate", "--scheduler", "tcp://h:8786"], "--scheduler does not apply to "
+         "validate --extrapolate (fix: drop --scheduler, or run validate without --extrapolate)"),
+    ]
+    for argv, message in cases:
+        assert cli.main(["validate", *argv]) == 2, argv
+        err = capsys.readouterr().err.splitlines()
+        assert err == [f"ddtree-bayes: error: {message}"], argv
+    assert not list(tmp_path.iterdir())
+
+
 def test_tables_render_from_saved_json(monkeypatch, tmp_path, tiny):
     """Both tables render from a result built by the workflows' own summaries (the JSON a run
     saves), and the JSON passes the validate schema."""

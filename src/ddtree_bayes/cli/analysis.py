@@ -77,6 +77,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.plot and args.sbc is None:
         raise QueryError("--plot draws the rank histograms of --sbc",
                          fix="use validate --sbc N --plot FILE.png")
+    _refuse_unread(args)
+    if args.train_concurrency is None:
+        args.train_concurrency = 4
+    if args.test_concurrency is None:
+        args.test_concurrency = [8, 16]
     if args.extrapolate:
         return _validate_extrapolate(args)
     if args.keep_ar:
@@ -135,6 +140,39 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"original +-30%: scored on the {s['baseline']['n']} of {s['n']} held-out rows with an "
               "accept_len (the formula needs the acceptance; the fit infers it)")
     return 0
+
+
+#: The flags of validate that only some of its checks read (beyond --priors, --jobs, --seed,
+#: --quiet, --format), each with the checks that read it and the command that would.
+_READ_BY = {
+    "data": ({"leave-one-out", "--sbc", "--keep-ar"}, "validate --extrapolate --sweeps CSV"),
+    "group": ({"leave-one-out", "--keep-ar"}, "validate --group G"),
+    "sbc": ({"--sbc"}, "validate --sbc N"),
+    "sweeps": ({"--extrapolate", "--from-smallest", "--concurrency"}, "validate --extrapolate"),
+    "structures": ({"--extrapolate", "--from-smallest"}, "validate --extrapolate"),
+    "train_concurrency": ({"--concurrency"}, "validate --extrapolate --concurrency"),
+    "test_concurrency": ({"--concurrency"}, "validate --extrapolate --concurrency"),
+    "scheduler": ({"leave-one-out", "--sbc", "--keep-ar"}, "validate without --extrapolate"),
+}
+
+
+def _refuse_unread(args: argparse.Namespace) -> None:
+    """Refuse a flag the chosen check would ignore: `validate --train-concurrency 8` ran the
+    leave-one-out refits, `--extrapolate --group pair` the plain extrapolation."""
+    check, shown = ("--concurrency", "validate --extrapolate --concurrency")
+    if not args.extrapolate:
+        check, shown = (("--sbc", "validate --sbc") if args.sbc is not None else
+                        ("--keep-ar", "validate --group pair --keep-ar") if args.keep_ar else
+                        ("leave-one-out", "validate (leave-one-out refits)"))
+    elif args.from_smallest:
+        check, shown = "--from-smallest", "validate --extrapolate --from-smallest"
+    elif not args.concurrency:
+        check, shown = "--extrapolate", "validate --extrapolate"
+    for dest, (readers, other) in _READ_BY.items():
+        if getattr(args, dest) is not None and check not in readers:
+            flag = f"--{dest.replace('_', '-')}"
+            raise QueryError(f"{flag} does not apply to {shown}",
+                             fix=f"drop {flag}, or run {other}")
 
 
 def _per_fold_table(res: dict) -> str:

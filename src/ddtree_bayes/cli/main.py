@@ -170,10 +170,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "--test-concurrency, and compare the crossover where speculation "
                         "stops paying")
     v.add_argument("--train-concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "e.g. --train-concurrency 4"),
-                   default=4, help="with --concurrency: the largest C fitted (default: %(default)s)")
+                   help="with --concurrency: the largest C fitted (default: 4)")
     v.add_argument("--test-concurrency",
                    type=A.int_list(1, A.MAX_CONCURRENCY, "e.g. --test-concurrency 8,16"),
-                   default=[8, 16],
                    help="with --concurrency: the C predicted and scored (default: 8,16)")
     v.add_argument("--sweeps", nargs="+", metavar="CSV",
                    help="with --extrapolate: sweep files (default: data/public/*.csv; with "
