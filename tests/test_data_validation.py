@@ -799,11 +799,25 @@ def test_utf8_bom_from_excel_is_accepted(tmp_path, hw):
     assert len(load_measurements(path, hw).rows) == 9
 
 
-@pytest.mark.parametrize("column,raw", [("method", "AR"), ("engine", "SGLang"),
-                                        ("method", "dd tree")])
+@pytest.mark.parametrize("column,raw", [("method", "AR"), ("engine", "SGLang")])
 def test_engine_and_method_must_be_lowercase_names(tmp_path, hw, column, raw):
     path = write(tmp_path, edited(r2={column: raw}))
     expect_error(path, hw, 2, column, "not a lowercase name", f"'{raw.lower()}'")
+
+
+@pytest.mark.parametrize("column,raw,fix", [("method", "dd tree", "'dd-tree'"),
+                                            ("engine", "sg lang", "'sg-lang'"),
+                                            ("method", "\u00e9agle3", "'eagle3'"),
+                                            ("engine", "\u30bd\u30fc\u30b9",
+                                             "write it with those only")])
+def test_a_name_lowercasing_does_not_mend_gets_a_name_that_is_one(tmp_path, hw, column, raw, fix):
+    """'sg lang' was "not a lowercase name (fix: write it in lowercase, e.g. 'sg lang')": the
+    fix repeated the name it refused. Now the message says what a name may hold and the fix
+    gives one it takes."""
+    path = write(tmp_path, edited(r2={column: raw}))
+    err = expect_error(path, hw, 2, column, f"{raw!r} is not a name (lowercase letters, digits "
+                       "and . _ + -)", fix)
+    assert f"e.g. {raw.lower()!r}" not in str(err)
 
 
 @pytest.mark.parametrize(("column", "value", "fragment"), [

@@ -12,6 +12,7 @@ import hashlib
 import io
 import math
 import re
+import unicodedata
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -56,6 +57,21 @@ def as_name(text: str) -> str:
     ('b300', 'rtx-4090-oc')
     """
     return re.sub(r"[^a-z0-9._+-]+", "-", text.lower()).strip("-")
+
+
+def not_a_name(value: str) -> tuple[str, str]:
+    """(problem, fix) for a ``value`` :data:`NAME_RE` refuses: lowercase it when that mends
+    it, else a name it could be (accents dropped, other characters as '-').
+
+    >>> not_a_name("SGLang")[1], not_a_name("sg lang")[1], not_a_name("\u00e9agle3")[1]
+    ("write it in lowercase, e.g. 'sglang'", "write it with those only, e.g. 'sg-lang'", \
+"write it with those only, e.g. 'eagle3'")
+    """
+    if NAME_RE.fullmatch(value.lower()):
+        return f"{value!r} is not a lowercase name", f"write it in lowercase, e.g. {value.lower()!r}"
+    plain = as_name(unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode())
+    return (f"{value!r} is not a name (lowercase letters, digits and . _ + -)",
+            "write it with those only" + (f", e.g. {plain!r}" if NAME_RE.fullmatch(plain) else ""))
 
 
 @dataclass(frozen=True)
@@ -460,8 +476,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                         column="hardware", fix=unknown_hardware_fix(values["hardware"], hardware))
     for col in ("engine", "method"):
         if not NAME_RE.fullmatch(values[col]):
-            raise DataError(f"{values[col]!r} is not a lowercase name", file=path, row=row,
-                            column=col, fix=f"write it in lowercase, e.g. '{values[col].lower()}'")
+            problem, fix = not_a_name(values[col])
+            raise DataError(problem, file=path, row=row, column=col, fix=fix)
     method = values["method"]
     block = None if num["block"] is None else int(num["block"])
     budget = None if num["budget"] is None else int(num["budget"])

@@ -10,6 +10,7 @@ from typing import Any
 from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
     NAME_RE,
+    not_a_name,
 )
 from ddtree_bayes.core.errors import InputError, QueryError
 from ddtree_bayes.workflows.living.records import (
@@ -77,8 +78,8 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
             names = str(q[key]).split(",") if key == "engine" else [str(q[key])]
             for name in names:
                 if not NAME_RE.fullmatch(name):
-                    raise QueryError(f"--{key} {name!r} is not a lowercase name",
-                                     fix=f"write it in lowercase, e.g. '{name.lower()}'")
+                    problem, fix = not_a_name(name)
+                    raise QueryError(f"--{key} {problem}", fix=fix)
     if q["model"] is not None and (not isinstance(q["model"], str) or not q["model"].strip()
                                    or any(c.isspace() or c == "," for c in q["model"])):
         raise QueryError(f"--model {q['model']!r} is not a model name",
