@@ -820,6 +820,20 @@ def test_a_name_lowercasing_does_not_mend_gets_a_name_that_is_one(tmp_path, hw, 
     assert f"e.g. {raw.lower()!r}" not in str(err)
 
 
+@pytest.mark.parametrize("raw,message", [
+    ("Kimi-K2.6", "'Kimi-K2.6' is not a lowercase name (fix: write it in lowercase, e.g. "
+                  "'kimi-k2.6')"),
+    ("My Model", "'My Model' is not a name (lowercase letters, digits and . _ + -) (fix: write "
+                 "it with those only, e.g. 'my-model')")])
+def test_a_model_no_card_can_be_named_is_refused(tmp_path, hw, raw, message):
+    """The model column holds card names. 'Kimi-K2.6' was fitted without the bundled
+    kimi-k2.6 card, on a proxy card, whose note said `card add ... --name Kimi-K2.6`, a name
+    card add refuses; 'My Model' could never get a card at all."""
+    path = write(tmp_path, [line.replace("kimi-k2.6,", f"{raw},") for line in edited()])
+    err = expect_error(path, hw, 2, "model")
+    assert str(err) == f"{path}, row 2, column 'model': {message}"
+
+
 @pytest.mark.parametrize(("column", "value", "fragment"), [
     ("mem_bw_tb_s", "3350", "column 'mem_bw_tb_s': 3350 is above 100, more than any one GPU has "
                             "(fix: write it in TB/s per GPU (3.35 for an H100))"),   # GB/s

@@ -474,7 +474,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     if values["hardware"] not in hardware:
         raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
                         column="hardware", fix=unknown_hardware_fix(values["hardware"], hardware))
-    for col in ("engine", "method"):
+    for col in ("model", "engine", "method"):   # (a model is a card's name: data/models.csv)
         if not NAME_RE.fullmatch(values[col]):
             problem, fix = not_a_name(values[col])
             raise DataError(problem, file=path, row=row, column=col, fix=fix)
