@@ -328,6 +328,40 @@ def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
                    budgets=BUDGETS, acceptance_file=bad)
 
 
+@pytest.mark.parametrize("rows,clipped,ess", [
+    # acceptance falls as the tree doubles: gain < 0 lies outside its prior; every draw of
+    # (accept_ref, gain) was the clipped mean, printed as "accept 7.8 (7.8-7.8)", P(best) 1.00
+    ("m,ddtree,16,16,8\nm,ddtree,16,32,7\n", 4000, 4000),
+    # 16.9 at budget 16, 2 at 64: two effective draws of decay, and clipped too
+    ("m,ddtree,16,16,16.9\nm,ddtree,16,64,2\n", 4000, 2)])
+def test_acceptance_rows_the_curve_cannot_fit_are_named(tmp_path, rows, clipped, ess):
+    """A posterior the update could not draw (draws clipped to the prior's bounds, or few
+    effective draws of decay) was printed as a certain one, exit 0; now optimize warns."""
+    acc = tmp_path / "acc.csv"
+    acc.write_text("model,method,block,budget,accept_len\n" + rows)
+    curve = parse_acceptance_curve(bundled("priors.toml").read_text(), "bundled")
+    out = D.optimize(spread_draws(4000), curve, hardware="b300", engine="sglang",
+                     budgets=BUDGETS, acceptance_file=str(acc))
+    assert out["curve"]["clipped"] == clipped and round(out["curve"]["ess"]) == ess
+    warning = next(w for w in out["warnings"] if w.startswith("--acceptance-file"))
+    assert warning == (
+        f"--acceptance-file {acc}: its rows do not fit the curve ("
+        + ", ".join(([f"{clipped} of 4000 draws of accept_ref and gain fell outside their "
+                      "prior bounds and were set to the nearest bound"] if clipped else [])
+                    + ([f"{ess} effective draws of decay of 4000"] if ess < 100 else []))
+        + "): the acceptance intervals and P(best) below are narrower than the rows "
+          "support; check the rows (a bigger tree never accepts less, and accept_len counts "
+          "the bonus token)")
+
+
+def test_acceptance_rows_that_fit_the_curve_give_no_warning():
+    curve = parse_acceptance_curve(bundled("priors.toml").read_text(), "bundled")
+    out = D.optimize(spread_draws(4000), curve, hardware="b300", engine="sglang",
+                     budgets=BUDGETS, acceptance_file=str(REFERENCE))
+    assert out["curve"]["clipped"] == 0 and out["curve"]["ess"] > 500
+    assert not [w for w in out["warnings"] if w.startswith("--acceptance-file")]
+
+
 # ------------------------------------------------------------------ next
 def cand(draws, engine, method, budget, accept=None):
     sc = P.resolve_scenario(draws, hardware="b300", gpus=None, engine=engine, method=method,

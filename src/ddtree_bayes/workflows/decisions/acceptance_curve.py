@@ -93,6 +93,9 @@ class CurveDraws:
     source: str
     ess: float | None = None
     rows: int = 0
+    #: draws of (accept_ref, gain) whose posterior given their decay lay (almost) wholly
+    #: outside the prior's bounds: set to the clipped mean, not drawn
+    clipped: int = 0
 
     def accept(self, budgets, curve: AcceptanceCurve,
                methods: Mapping[str, MethodSpec] | None = None) -> np.ndarray:
@@ -219,7 +222,25 @@ def update_curve(curve: AcceptanceCurve, budgets: np.ndarray, accept: np.ndarray
             break
     if todo.size:
         out[todo] = np.clip(mean[todo], [lo_a, lo_g], [hi_a, hi_g])
-    return CurveDraws(out[:, 0], out[:, 1], decay[idx], source=source, ess=ess, rows=k)
+    return CurveDraws(out[:, 0], out[:, 1], decay[idx], source=source, ess=ess, rows=k,
+                      clipped=int(todo.size))
+
+
+def misfit_warning(cd: CurveDraws, path: str, min_ess: float) -> str | None:
+    """What says that an acceptance file's posterior could not be drawn (``None``: it was):
+    more than 1% of the draws clipped to the prior's bounds (:func:`update_curve`), or fewer
+    than ``min_ess`` effective draws of decay. Its intervals and P(best) would read as
+    certain."""
+    n = cd.decay.size
+    why = ([f"{cd.clipped} of {n} draws of accept_ref and gain fell outside their prior bounds "
+            "and were set to the nearest bound"] if cd.clipped > 0.01 * n else [])
+    if cd.ess is not None and cd.ess < min_ess:
+        why.append(f"{cd.ess:.0f} effective draws of decay of {n}")
+    if not why:
+        return None
+    return (f"--acceptance-file {path}: its rows do not fit the curve ({', '.join(why)}): the "
+            "acceptance intervals and P(best) below are narrower than the rows support; check "
+            "the rows (a bigger tree never accepts less, and accept_len counts the bonus token)")
 
 def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
     """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one."""

@@ -22,11 +22,17 @@ from ddtree_bayes.engine.structure import fit_rows, max_measured_concurrency
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
+    misfit_warning,
     read_acceptance_file,
     sample_curve,
     update_curve,
 )
-from ddtree_bayes.workflows.decisions.common import DEFAULT_BUDGETS, med90, shared_step
+from ddtree_bayes.workflows.decisions.common import (
+    DEFAULT_BUDGETS,
+    MIN_ESS,
+    med90,
+    shared_step,
+)
 
 
 # ------------------------------------------------------------------ decision arithmetic
@@ -211,6 +217,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     notes = concurrency_notes(draws, sc, concurrency)
     if acceptance_file is None:
         notes += unused_acceptances(draws, sc, block, budgets, accept)
+    elif (misfit := misfit_warning(cd, str(acceptance_file), MIN_ESS)) is not None:
+        notes.append(misfit)
     return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed,
             "scenario": {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
@@ -221,6 +229,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                  "(1 - decay)), d = log2(B / reference_budget)",
                       "reference_budget": curve.reference_budget, "priors": curve.describe(),
                       "source": cd.source, "ess": cd.ess, "rows": cd.rows,
+                      "clipped": cd.clipped,
                       "accept_ref": med90(cd.accept_ref), "gain": med90(cd.gain),
                       "decay": med90(cd.decay),
                       "anchored_budgets": [anchored[0], anchored[1] if math.isfinite(anchored[1])
