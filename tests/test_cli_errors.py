@@ -256,6 +256,23 @@ def test_latest_names_the_latest_fit_and_a_fit_compared_with_itself_is_refused(t
     assert A.fit_ids("A1,B2") == "A1,B2"
 
 
+@pytest.mark.parametrize("text", ["[]", '"fits/x.nc"', '{"file": 5}', '{"file": ""}',
+                                  '{"file": null}'])
+def test_a_latest_json_of_another_shape_is_unreadable(tmp_path, text):
+    """`[]` in models/latest.json was "internal error: TypeError: list indices must be
+    integers or slices, not str"; now it is the unreadable pointer, as cut-off JSON is."""
+    from ddtree_bayes.core.errors import ArtifactError
+    from ddtree_bayes.engine import store
+
+    models = tmp_path / "models"
+    (models / "fits").mkdir(parents=True)
+    (models / "latest.json").write_text(text)
+    with pytest.raises(ArtifactError) as err:
+        store.resolve(models)
+    assert str(err.value) == (f"{models / 'latest.json'} is unreadable (fix: re-run "
+                              "`ddtree-bayes fit`)")
+
+
 def test_a_malformed_fit_id_is_bad_input_not_a_missing_fit(work):
     """`diff <id> garbage` and `predict --fit garbage` exited 3, which the docs keep for a
     well-formed fit id that names no fit: a malformed one is bad input (exit 2)."""

@@ -264,8 +264,10 @@ def resolve(models: Path, fit_id: str | None = None) -> Path:
         raise ArtifactError(f"no fit found in {models} (fix: run `ddtree-bayes fit` first)")
     try:
         name = json.loads(pointer.read_text())["file"]
-    except (ValueError, KeyError, OSError):
-        raise ArtifactError(f"{pointer} is unreadable (fix: re-run `ddtree-bayes fit`)") from None
+    except (ValueError, KeyError, TypeError, OSError):   # (TypeError: a list, a string)
+        name = None
+    if not isinstance(name, str) or not name:
+        raise ArtifactError(f"{pointer} is unreadable (fix: re-run `ddtree-bayes fit`)")
     path = models / name
     if not path.exists():
         raise ArtifactError(f"{pointer} names {name}, which is missing "
