@@ -47,8 +47,9 @@ class BenchImport:
 
 
 def _number(x: float) -> str:
-    """A number as the CSV writes it: whole numbers without '.0', others to 6 digits."""
-    return str(int(x)) if float(x).is_integer() else f"{x:.6g}"
+    """A number as the CSV writes it: whole numbers without '.0', others (and whole numbers
+    of 16 digits or more, an overflow the row's checks then name) to 6 digits."""
+    return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.6g}"
 
 
 def _card_sizes() -> dict[str, float]:
