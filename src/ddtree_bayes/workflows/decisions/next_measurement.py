@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.data import AR_METHOD, MAX_CONCURRENCY
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
@@ -297,6 +297,10 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
             if value is not None and value < 1:
                 raise DataError(f"{column} must be >= 1, got {value:g}", file=path, row=i,
                                 column=column, fix="write a positive whole number (or blank)")
+        if streams is not None and streams > MAX_CONCURRENCY:   # (as every other input)
+            raise DataError(f"concurrency must be 1 to {MAX_CONCURRENCY}, got {streams:g}",
+                            file=path, row=i, column="concurrency",
+                            fix="write a positive whole number (or blank)")
         if ctx is not None and ctx < 0:
             raise DataError(f"context_tokens must be >= 0, got {ctx:g}", file=path, row=i,
                             column="context_tokens", fix="write the context length in tokens")
