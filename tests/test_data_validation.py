@@ -370,9 +370,18 @@ def test_whole_number_written_as_float_is_accepted(tmp_path, hw):
     assert data.systems == ("b300x8", "rtx-pro-6000x8")
 
 
-def test_negative_context_tokens(tmp_path, hw):
-    path = write(tmp_path, edited(r6={"context_tokens": "-32768"}))
-    expect_error(path, hw, 6, "context_tokens", "context_tokens must be >= 0")
+@pytest.mark.parametrize("raw", ["-32768", "1e30", "1099511627777"])
+def test_context_tokens_outside_what_a_question_may_ask(tmp_path, hw, raw):
+    """A row's context is bounded as --context is (2 ** 40 tokens): a CSV context of 1e30 was
+    fitted, while no question could ask for it."""
+    path = write(tmp_path, edited(r6={"context_tokens": raw}))
+    expect_error(path, hw, 6, "context_tokens",
+                 f"context_tokens must be 0 to 1099511627776 (2 ** 40), got {raw}")
+
+
+def test_the_longest_context_is_accepted(tmp_path, hw):
+    data = load_measurements(write(tmp_path, edited(r6={"context_tokens": "1099511627776"})), hw)
+    assert data.rows[4].context_tokens == 2 ** 40
 
 
 def test_too_many_fields(tmp_path, hw):

@@ -189,6 +189,7 @@ def accept(text: str) -> str:
 
 def context(text: str) -> str:
     """A type= function: a context length (``32768``, ``32k``, ``1m``); the text."""
+    from ddtree_bayes.core.data import MAX_CONTEXT_TOKENS
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine.scenario import parse_context
 
@@ -197,7 +198,7 @@ def context(text: str) -> str:
         value = parse_context(text)
     except QueryError:
         raise _bad(text, "is not a token count", fix) from None
-    if value is None or not math.isfinite(value) or value > 2**40:
+    if value is None or not math.isfinite(value) or value > MAX_CONTEXT_TOKENS:
         raise _bad(text, "is not a finite token count", fix)
     return text
 

@@ -283,6 +283,8 @@ MAX_GPUS = 1024
 #: Bounds of the other integer configuration fields (the flags, the API and the files):
 #: wide enough for any real system, narrow enough that no arithmetic downstream overflows.
 MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY = 4096, 1_000_000, 4096
+#: The longest context a row or a question may give (as --context takes it: 2 ** 40 tokens).
+MAX_CONTEXT_TOKENS = 2 ** 40
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
@@ -468,8 +470,9 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     if num["tok_s"] is None or num["tok_s"] <= 0:
         raise DataError(f"tok_s must be > 0, got {values['tok_s']}", file=path, row=row,
                         column="tok_s", fix="write the measured tokens per second")
-    if num["context_tokens"] is not None and num["context_tokens"] < 0:
-        raise DataError("context_tokens must be >= 0", file=path, row=row, column="context_tokens",
+    if num["context_tokens"] is not None and not 0 <= num["context_tokens"] <= MAX_CONTEXT_TOKENS:
+        raise DataError(f"context_tokens must be 0 to {MAX_CONTEXT_TOKENS} (2 ** 40), got "
+                        f"{values['context_tokens']}", file=path, row=row, column="context_tokens",
                         fix="write the context length in tokens, or leave it blank")
     if values["hardware"] not in hardware:
         raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
