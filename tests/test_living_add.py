@@ -297,3 +297,23 @@ def test_a_row_whose_gpus_cannot_hold_the_model_is_refused(work, capsys):
     code, out, _ = run(capsys, "add", "--hardware", "h100", "--gpus", "8", "--engine", "vllm",
                        "--method", "ar", "--accept", "1", "--tok-s", "40", "--source", "x")
     assert code == 0 and "row 11: kimi-k2.6, h100 x8 vllm ar" in out
+
+
+def test_a_context_no_gpu_can_hold_is_refused(work, capsys):
+    """An exploratory pass: `add --context 1000000000000` was appended (predict then warned
+    that its KV cache needs 35,136,000 GB). Refused when even half the card's bytes per token
+    exceed every GPU's memory; a long real context still goes in."""
+    path = work / "data" / "measurements.csv"
+    before = path.read_text()
+    flags = ("add", "--hardware", "b300", "--engine", "sglang", "--method", "ar", "--accept", "1",
+             "--tok-s", "100", "--source", "x")
+    code, out, err = run(capsys, *flags, "--context", "1000000000000")
+    assert (code, out) == (2, "")
+    # 35136 / 2 bytes x 1e12 tokens = 1.76e7 GB > 8 x 288 GB
+    assert ("row 11, column 'context_tokens': kimi-k2.6's KV cache at context 1e+12 takes "
+            "1.76e+07 GB even at half the card's 35136 bytes per token: more than 8 x b300 hold "
+            "(2304 GB) (fix: check context_tokens (tokens, not bytes or characters) and the GPU "
+            "count)") in err
+    assert path.read_text() == before
+    code, out, _ = run(capsys, *flags, "--context", "131072")
+    assert code == 0 and "row 11: kimi-k2.6, b300 x8 sglang ar" in out

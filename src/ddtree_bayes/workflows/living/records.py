@@ -201,6 +201,28 @@ def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str,
             "the step model prices")
 
 
+def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
+    """A row whose context no engine could hold: the KV cache of its streams (the card's
+    ``kv_bytes_per_token`` x context x concurrency) exceeds all the GPUs' memory even at half
+    the card's bytes (an fp8 cache for a bf16 one), the weights aside. ``predict`` warns of a
+    context that does not fit beside the weights (engine/scenario.kv_cache_warning); a measured
+    row is refused only when it cannot have run at all (a context of 10 ** 12 tokens was
+    appended). (message, fix), or None when it fits or cannot be checked."""
+    from ddtree_bayes.core.data import table_memory_gb
+
+    memory = table_memory_gb(hardware, m.hardware)
+    if card is None or not card.kv_bytes_per_token or memory is None or not m.context_tokens:
+        return None
+    least = card.kv_bytes_per_token / 2 * m.context_tokens * m.concurrency / 1e9
+    if least <= memory * m.gpus:
+        return None
+    streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
+    return (f"{m.model}'s KV cache at context {m.context_tokens:g}{streams} takes {least:.3g} GB "
+            f"even at half the card's {card.kv_bytes_per_token:g} bytes per token: more than "
+            f"{m.gpus} x {m.hardware} hold ({memory * m.gpus:g} GB)",
+            "check context_tokens (tokens, not bytes or characters) and the GPU count")
+
+
 def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
               model: str | None = None) -> str:
     counts = sorted({m.gpus for m in current.rows if m.hardware == hardware and m.model == model}
@@ -304,6 +326,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line, column="gpus",
                                     fix=problem[1])
+                problem = _kv_cache_problem(cards.get(m.model), hardware, m)
+                if problem is not None:
+                    raise DataError(problem[0], file=item.origin, row=line,
+                                    column="context_tokens", fix=problem[1])
                 if m.model not in current.models and m.model not in cards:
                     # a new model makes a file of several models: fine if the fit can read its
                     # card; a name without one is most likely a typo
