@@ -306,6 +306,26 @@ def test_acceptance_file_errors(tmp_path):
         D.read_acceptance_file(bad, "ddtree", 16)
 
 
+def test_an_acceptance_file_row_that_is_no_measurement_is_refused(tmp_path):
+    """An exploratory pass: budget 16.5 was used as a budget, and a copied row counted as a
+    second measurement (narrowing accept_ref); the measurement CSV refuses both."""
+    bad = tmp_path / "acc.csv"
+    bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,16.5,8\n")
+    with pytest.raises(DataError) as err:
+        D.read_acceptance_file(bad, "ddtree", 16)
+    assert str(err.value) == (f"{bad}, row 2, column 'budget': '16.5' is not a whole number "
+                              "(fix: a budget counts tokens: give a whole number)")
+    bad.write_text("model,method,block,budget,accept_len\n"
+                   "m,ddtree,16,16,8\nm,ddtree,16,32,9\nm,ddtree,16,16,8\n")
+    with pytest.raises(DataError) as err:
+        D.read_acceptance_file(bad, "ddtree", 16)
+    assert str(err.value).startswith(f"{bad}, row 4, column 'accept_len': repeats row 2 ")
+    bad.write_text("model,method,block,budget,accept_len\n"
+                   "m,ddtree,16,16,8\nm,ddtree,16,32,9\nm,ddtree,16,16,8.2\n")
+    b, a, _ = D.read_acceptance_file(bad, "ddtree", 16)   # a second run, another value: kept
+    assert list(b) == [16, 32, 16] and list(a) == [8, 9, 8.2]
+
+
 def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
     """accept_len 30 at block 16 (at most 17 per step) collapsed the curve to accept_ref 17 and
     recommended budget 16 at 1008 tok/s, exit 0; predict refuses the same acceptance."""

@@ -132,6 +132,7 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
             raise DataError("missing column", file=path, column=column,
                             fix="use the columns of data/acceptance_reference.csv")
     budgets, values, models = [], [], set()
+    seen: dict[tuple, int] = {}
     for i, rec in enumerate(records, start=2):
         if (rec["method"] or "").strip() != method:
             continue
@@ -145,8 +146,18 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
             if not math.isfinite(numbers[column]) or numbers[column] < 1:
                 raise DataError(f"{rec[column]!r} must be >= 1", file=path, row=i,
                                 column=column, fix="give a positive number")
+            if column != "accept_len" and not numbers[column].is_integer():
+                raise DataError(f"{rec[column]!r} is not a whole number", file=path, row=i,
+                                column=column, fix=f"a {column} counts tokens: give a whole number")
         if numbers["block"] != block:
             continue
+        key = ((rec["model"] or "").strip(), numbers["budget"], numbers["accept_len"])
+        if key in seen:   # a copied row would count as a second measurement
+            raise DataError(f"repeats row {seen[key]} (same model, method, block, budget and "
+                            "accept_len)", file=path, row=i, column="accept_len",
+                            fix="remove the copy; a second run that measured the same value "
+                                "is better written once")
+        seen[key] = i
         cap = None if limit is None else limit(numbers["budget"])
         if cap is not None and not cap.admits(numbers["accept_len"]):
             raise DataError(cap.refusal(f"accept_len {numbers['accept_len']:g}"), file=path,
