@@ -47,6 +47,8 @@ def parse_accept(text: str) -> AcceptRequest:
     AcceptRequest(values=(12.0, 13.0, 14.0, 15.0, 16.0), uniform=(12.0, 16.0))
     >>> parse_accept("12:13:0.5").values, parse_accept("12,14").values
     ((12.0, 12.5, 13.0), (12.0, 14.0))
+    >>> parse_accept("14,12,14").values   # a value asked twice is one row
+    (14.0, 12.0)
     """
     fix = "use 13.5, 12,14,16, 12:16 or 12:16:0.5"
 
@@ -60,7 +62,7 @@ def parse_accept(text: str) -> AcceptRequest:
     except ValueError:
         raise refuse("is not a number, list or range") from None
     if ":" not in text:
-        return AcceptRequest(tuple(parts))
+        return AcceptRequest(tuple(dict.fromkeys(parts)))
     if len(parts) not in (2, 3):
         raise refuse("is not a number, list or range")
     lo, hi = parts[0], parts[1]
