@@ -551,6 +551,13 @@ def test_candidates_file(tmp_path):
         D.read_candidates(draws, path)
     assert str(err.value) == (f"{path}, row 2, column 'concurrency': concurrency must be 1 to "
                               "4096, got 100000 (fix: write a positive whole number (or blank))")
+    # a context of 1e30 was ranked ("unreliable: ESS < 100"): bounded as a data row's
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglang,ar,,,1,1e30\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (f"{path}, row 2, column 'context_tokens': context_tokens must be "
+                              "0 to 1099511627776 (2 ** 40), got 1e+30 (fix: write the context "
+                              "length in tokens)")
 
 
 # ------------------------------------------------------------------ CLI on a real fit

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.data import AR_METHOD, MAX_CONCURRENCY
+from ddtree_bayes.core.data import AR_METHOD, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
@@ -301,9 +301,10 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
             raise DataError(f"concurrency must be 1 to {MAX_CONCURRENCY}, got {streams:g}",
                             file=path, row=i, column="concurrency",
                             fix="write a positive whole number (or blank)")
-        if ctx is not None and ctx < 0:
-            raise DataError(f"context_tokens must be >= 0, got {ctx:g}", file=path, row=i,
-                            column="context_tokens", fix="write the context length in tokens")
+        if ctx is not None and not 0 <= ctx <= MAX_CONTEXT_TOKENS:   # (as a data row's)
+            raise DataError(f"context_tokens must be 0 to {MAX_CONTEXT_TOKENS} (2 ** 40), got "
+                            f"{ctx:g}", file=path, row=i, column="context_tokens",
+                            fix="write the context length in tokens")
         found = check_names(draws, Flags(engines=(rec["engine"].strip(),),
                                          method=rec["method"].strip()),
                             strict=strict, prefix=f"{path}, row {i}: ")
