@@ -413,10 +413,18 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
     if not math.isfinite(value):
         raise DataError(f"not a finite number: {raw!r}", file=path, row=row, column=column,
                         fix="write a finite number or remove the row")
+    if not PLAIN_NUMBER.fullmatch(raw.strip()):   # 7_00 or fullwidth digits: Python only
+        raise DataError(f"not a plain number: {raw!r}", file=path, row=row, column=column,
+                        fix="write it with the digits 0-9, a point and an exponent only "
+                            f"(e.g. {value:g}): other CSV readers take nothing else")
     if integer and value != int(value):
         raise DataError(f"not a whole number: {raw!r}", file=path, row=row, column=column,
                         fix="write a whole number")
     return value
+
+
+#: A number as every CSV reader takes it: ASCII digits, an optional sign, point and exponent.
+PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 
 
 #: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
