@@ -103,6 +103,19 @@ def test_compare_refuses_an_unconverged_fit_and_too_few_draws():
         compare.compare_fits([good, point_mass_draws(n=20)])
 
 
+def test_compare_refuses_an_importance_resample():
+    """`compare --fits <reweighted>,<NUTS fit>` ran PSIS-LOO on update's importance resample
+    (repeated draws, 'chains' that are no Markov chains) and printed ArviZ's raw Pareto note."""
+    good, resampled = point_mass_draws(n=100), point_mass_draws(n=100)
+    resampled.meta.update(fit_id="R", reweight={"parent_fit": "P", "distinct_draws": 37})
+    with pytest.raises(QueryError) as err:
+        compare.compare_fits([good, resampled])
+    assert str(err.value) == (
+        "fit R is an importance resample of fit P (37 distinct draws of 100): its repeated draws "
+        "and chains that are no Markov chains give PSIS-LOO nothing it can trust (fix: "
+        "`ddtree-bayes update --refit` samples the same data with NUTS; compare that fit)")
+
+
 def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch):
     """--model-average takes the latest converged fit of each form on the anchor's data: a
     fit made before the priors file changed mixed the old priors into the answer (an audit

@@ -91,6 +91,14 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
                              "not mix ranks nothing", fix="refit it (`ddtree-bayes fit`), or "
                                                           "leave it out of --fits")
         require_psis_draws(d, "PSIS-LOO")
+        resample = d.meta.get("reweight")
+        if resample:   # (update's PSIS reweight: engine/importance.py, workflows/living)
+            raise QueryError(
+                f"fit {d.meta['fit_id']} is an importance resample of fit "
+                f"{resample.get('parent_fit')} ({resample.get('distinct_draws')} distinct draws "
+                f"of {d.n_draws}): its repeated draws and chains that are no Markov chains "
+                "give PSIS-LOO nothing it can trust", fix="`ddtree-bayes update --refit` samples "
+                                                          "the same data with NUTS; compare that fit")
     hashes = {d.meta["data"]["sha256"] for d in fits}
     if len(hashes) > 1:
         raise QueryError("the fits were made on different data; LOO compares models on the "
