@@ -203,6 +203,19 @@ def test_a_serving_run_counts_the_streams_that_ran_not_its_cap(tmp_path):
     assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / sg["median_tpot_ms"])
 
 
+@pytest.mark.parametrize("mean", [float("nan"), -2.0])
+def test_an_sglang_mean_in_flight_that_is_no_count_is_refused(tmp_path, mean):
+    """A trust pass: SGLang's measured mean 'concurrency' of NaN or -2 was ignored without a
+    word, and the cap (8) taken as the streams."""
+    sg = _jsonl("sglang_serving.jsonl")[0]
+    path = tmp_path / "sg.jsonl"
+    path.write_text(json.dumps(dict(sg, max_concurrency=8, concurrency=mean)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert (f"'concurrency' is {mean:g}: the mean of the streams in flight is a number >= 0"
+            in _one_line(err))
+
+
 def test_a_rate_limited_vllm_run_counts_the_streams_in_flight(tmp_path):
     """--request-rate 0.05 under --max-concurrency 8: by Little's law 0.0499 req/s x 2.34 s
     = 0.117 requests were in flight, so the run is single-stream (it was imported as 8 streams

@@ -321,6 +321,10 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, float | None]:
             if ran is not None and ran >= 1:
                 conc = min(conc, ran)
         mean = rec.number("concurrency", required=False)
+        if mean is not None and not (math.isfinite(mean) and mean >= 0):
+            raise rec.error(f"'concurrency' is {mean:g}: the mean of the streams in flight "
+                            "is a number >= 0", key="concurrency",
+                            fix=f"pass an unedited {rec.fmt} result file")
         if mean is None and fmt == "vllm-serve":
             mean = by_rate = _rate_bound(rec, conc)
         if mean is not None and math.isfinite(mean) and mean > 0:
