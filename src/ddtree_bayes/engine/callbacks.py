@@ -15,6 +15,14 @@ A second fit of the same model on the same machine loads both from
 ``<PyTensor base_compiledir>/numba/ddtree_bayes`` (numba also checks its version and the CPU)
 and draws bit for bit what a fresh compile draws (tests/test_callbacks.py).
 
+A fit compiles the free variables only (``compile_model(model, free_only=True)``): the
+deterministics and the constrained values of the transformed variables are not in the
+callback, whose deterministics callback then just copies the unconstrained point, and
+:mod:`ddtree_bayes.engine.deterministics` computes them after sampling, over all draws at
+once in numpy. That takes the deterministics' numba typing (a quarter of the compile) out
+of a first fit on a machine; the free variables' draws are the same, the deterministics the
+same to the last bits of ``exp``/``log`` (tests/test_fit_deterministics.py).
+
 Single-threaded: one compile at a time per process (the fit, compare and update paths).
 Not cached: a model with shared data (``build_model(refittable=True)``: validation folds and
 SBC, which compile once and refit in the process), since nutpie names shared values by a
@@ -78,9 +86,24 @@ EXPAND_SOURCE = textwrap.dedent("""
         return 0
 """)
 
+# The deterministics callback of a model compiled with its free variables only
+# (``var_names=[]``): what nutpie expands the point to is the point itself (the free
+# variables' unconstrained values, in order, all float64), so copy it.
+COPY_SOURCE = textwrap.dedent("""
+    def copy_numba(dim, expanded, x_, out_, user_data_):
+        if dim != n_dim or expanded != n_dim:
+            return -1
+        x = numba.carray(x_, (n_dim,))
+        out = numba.carray(out_, (n_dim,))
+        for i in range(n_dim):
+            out[i] = x[i]
+        return 0
+""")
+
 # callback function -> its cache key; read by the locator numba asks for a cache directory
 _KEYS: WeakKeyDictionary[Any, str] = WeakKeyDictionary()
-_state: dict[str, Any] = {"want_cache": False, "locator": False, "keys": []}
+_state: dict[str, Any] = {"want_cache": False, "locator": False, "keys": [],
+                         "free_only": False}
 # where the callbacks are cached; None: PyTensor's numba cache directory + /ddtree_bayes
 cache_root: Path | None = None
 
@@ -145,14 +168,17 @@ def _versions() -> tuple[str, ...]:
 
 
 def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str | None:
-    """The cache key of a callback around PyTensor's numba function ``inner``; None when it
-    cannot be cached (shared data, or PyTensor does not cache ``inner``)."""
+    """The cache key of a callback around PyTensor's numba function ``inner`` (None: a
+    callback that calls none, :data:`COPY_SOURCE`); None when it cannot be cached (shared
+    data, or PyTensor does not cache ``inner``)."""
     if shared_keys:
         return None
-    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
+    inner_key: str | None = "-"
+    if inner is not None:
+        from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
 
-    py_func = getattr(inner, "py_func", None)
-    inner_key = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
+        py_func = getattr(inner, "py_func", None)
+        inner_key = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
     if inner_key is None:
         return None
     text = "\n".join([source, inner_key, repr(sorted(sizes.items())), *_versions()])
@@ -194,9 +220,15 @@ def _install(ncp) -> None:
                      shared_keys), c_sig
 
     def make_expand(n_dim, n_expanded, expand_fn, user_data, shared_var_keys, shared_data):
-        extract = make_extraction_fn(expand_fn, shared_data, shared_var_keys, user_data.dtype)
         c_sig = numba.types.int64(numba.types.uint64, numba.types.uint64, double_p, double_p,
                                   numba.types.voidptr)
+        if _state["free_only"]:   # nothing to expand: see COPY_SOURCE
+            if n_expanded != n_dim:
+                raise RuntimeError(f"free variables only, yet {n_expanded} values to "
+                                   f"expand {n_dim} to")
+            return build(COPY_SOURCE, "copy_numba", None, None, {"n_dim": n_dim},
+                         shared_var_keys), c_sig
+        extract = make_extraction_fn(expand_fn, shared_data, shared_var_keys, user_data.dtype)
         return build(EXPAND_SOURCE, "expand_numba", expand_fn, extract,
                      {"n_dim": n_dim, "n_expanded": n_expanded}, shared_var_keys), c_sig
 
@@ -244,23 +276,49 @@ def forget(keys: list[str]) -> None:
             path.unlink(missing_ok=True)
 
 
-def compile_model(model):
+def free_only_possible(model) -> bool:
+    """Can ``model`` be compiled with its free variables only (:func:`compile_model`)? Not
+    with shared data (its deterministics would read the values nutpie is given), nor with a
+    free variable that is not float64 (the copy would not be nutpie's expansion)."""
+    return (not getattr(model, "data_vars", None)
+            and all(v.dtype == "float64" for v in model.value_vars))
+
+
+def compile_model(model, *, free_only: bool = False):
     """``nutpie.compile_pymc_model(model)`` with the callbacks loaded from the cache when
     this model was compiled on this machine before (and saved there when not).
+
+    ``free_only``: compile the log density and nothing else, so the draws hold the free
+    variables' unconstrained values only (``var_names=[]``; what else nutpie would have
+    stored, :func:`ddtree_bayes.engine.deterministics.omitted` names and
+    :func:`~ddtree_bayes.engine.deterministics.complete` computes). Honoured when nutpie
+    takes this module's callbacks and :func:`free_only_possible`; else the whole model is
+    compiled, as without it.
 
     The cache is an optimisation only. A model it cannot hold and a directory that cannot be
     written compile as nutpie would; an entry that cannot be read (say, cut short by a full
     disk) is deleted and written again, and if that fails too the model compiles without
     the cache, at the cost of a few seconds."""
+    free_only = bool(free_only and patch_nutpie() and free_only_possible(model))
+    _state["free_only"] = free_only
+    try:
+        return _compile(model, {"var_names": []} if free_only else {})
+    finally:
+        _state["free_only"] = False
+
+
+def _compile(model, kwargs: dict[str, Any]):
+    """:func:`compile_model`'s cache logic around ``nutpie.compile_pymc_model(model,
+    **kwargs)``."""
     import nutpie
 
     if (not patch_nutpie() or getattr(model, "data_vars", None) or not cache_enabled()
             or not writable(cache_dir()) or not _register_locator()):
-        return nutpie.compile_pymc_model(model)
+        return nutpie.compile_pymc_model(model, **kwargs)
     for _ in range(2):
         _state["want_cache"], _state["keys"] = True, []
         try:
-            return nutpie.compile_pymc_model(model, cache=True)
+            return nutpie.compile_pymc_model(model, cache=True, **kwargs)
         except Uncacheable:
             break
         except Exception:
@@ -269,4 +327,4 @@ def compile_model(model):
             forget(_state["keys"])   # an unreadable entry: forget it, try once more
         finally:
             _state["want_cache"] = False
-    return nutpie.compile_pymc_model(model)
+    return nutpie.compile_pymc_model(model, **kwargs)
