@@ -152,7 +152,7 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
 
         compiled = None if cache is None else cache.get("nutpie")
         if compiled is None:
-            log(progress, "compiling the model (numba; ~4 s, ~35 s the first time on a machine)")
+            log(progress, "compiling the model (numba; ~4 s, ~30 s the first time on a machine)")
             # the deterministics are computed after sampling (engine/deterministics.py)
             compiled = callbacks.compile_model(model, free_only=True)
             if cache is not None:
