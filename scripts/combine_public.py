@@ -123,8 +123,14 @@ def read_sweeps(public: list[Path]) -> list[tuple[str, list[dict]]]:
     wanted = {s for pair in POOLED_PROMPTS for s in pair}
     for path in public:
         with open(path, newline="", encoding="utf-8") as fh:
-            recs = list(csv.DictReader(fh))
+            reader = csv.DictReader(fh)
+            recs = list(reader)
         name = str(path.relative_to(ROOT))
+        for rec in recs:   # an unquoted comma shifts the cells after it (notes lost)
+            if None in rec or None in rec.values():
+                raise SystemExit(f"{name}: a row does not have the header's "
+                                 f"{len(reader.fieldnames or ())} fields (quote a cell that "
+                                 "holds a comma)")
         sweep = recs[0].get("sweep", "").strip() if recs else ""
         if sweep not in wanted:
             sweeps.append((name, recs))

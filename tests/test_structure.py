@@ -223,6 +223,28 @@ def test_public_sweeps_load_and_split():
     assert any("sglang-eagle3-llama33-70b" in n for n in notes)
 
 
+def test_every_shipped_csv_row_has_its_header_width():
+    """The MTP-vanilla sweep shipped with an unquoted comma in `derived`: its notes went to a
+    field with no name, silently (pandas shifted every column: accept_len read 1024)."""
+    import csv
+
+    for path in sorted((REPO / "data").rglob("*.csv")):
+        with open(path, newline="", encoding="utf-8-sig") as fh:
+            widths = {len(row) for row in csv.reader(fh)}
+        assert len(widths) == 1, f"{path}: rows of {sorted(widths)} fields"
+
+
+def test_a_sweep_row_with_an_unquoted_comma_is_refused(tmp_path):
+    header = "sweep," + ",".join(X.COLUMNS)
+    good = "s,kimi-k2.6,b300,8,sglang,ar,,,1,1,,133,src,"
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"{header}\n{good}\n{good}, a note, with commas\n")
+    with pytest.raises(DataError) as err:
+        X.load_sweeps([bad], bundled("hardware.csv").read_text())
+    assert str(err.value) == (f"{bad}, row 3: 16 fields where the header has 14 (fix: quote a "
+                              'cell that holds a comma ("a, b"), or fill the missing cells)')
+
+
 def test_a_chain_sweep_measures_its_pass_cost_a_tree_sweep_its_node_cost():
     """Which ratios the data can tell from the fixed cost: a chain measured at several depths
     varies its passes; a DDTree budget sweep varies its tree nodes but not its single pass."""

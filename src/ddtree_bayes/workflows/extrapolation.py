@@ -87,6 +87,24 @@ def read_text(path: Path, fix: str) -> str:
         raise DataError(f"cannot read: {reason}", file=str(path), fix=fix) from None
 
 
+def _records(path, text: str) -> list[dict]:
+    """The rows of a sweep file as dicts, each with the header's number of fields: a row with
+    more (an unquoted comma) or fewer was read with its cells shifted, a note in ``derived``
+    and the real notes lost without a word."""
+    reader = csv.DictReader(io.StringIO(text, newline=""))
+    records = []
+    for rec in reader:
+        width = len(reader.fieldnames or ())
+        got = width + len(rec.get(None) or ()) - sum(v is None for v in rec.values())  # type: ignore[call-overload]
+        if got != width:
+            raise DataError(f"{got} fields where the header has {width}", file=str(path),
+                            row=reader.line_num,
+                            fix="quote a cell that holds a comma (\"a, b\"), or fill the "
+                                "missing cells")
+        records.append(rec)
+    return records
+
+
 def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                   ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
@@ -97,9 +115,8 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     found, notes = [], []
     for path in files:
-        records = list(csv.DictReader(io.StringIO(
-            read_text(path, "pass public sweep CSVs (data/public/*.csv) with --sweeps"),
-            newline="")))
+        records = _records(path, read_text(path, "pass public sweep CSVs (data/public/*.csv) "
+                                                 "with --sweeps"))
         missing = [c for c in ("sweep", *COLUMNS) if not records or c not in records[0]]
         if missing:
             raise DataError("not a public sweep file" + (" (no rows)" if not records else ""),
