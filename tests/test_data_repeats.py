@@ -143,6 +143,7 @@ def test_a_repeat_that_differs_only_by_surrounding_spaces_is_a_duplicate():
     ("x", "not a number: 'x'"), ("0", "tok_s must be > 0, got 0"),
     ("-3", "tok_s must be > 0, got -3"), ("nan", "not a finite number: 'nan'"),
     ("inf", "not a finite number: 'inf'"), ("", "empty value"),
+    ("7_00", "not a plain number: '7_00'"),   # (the fast path read it as 700)
 ])
 def test_a_bad_tok_s_on_a_repeat_gives_the_error_of_a_first_row(tok_s, message):
     text = csv_text(BUNDLED + runs_of(BUNDLED[8], "60", tok_s))

@@ -922,11 +922,11 @@ def test_a_tree_given_only_its_verify_count_has_that_budget_and_a_chain_no_more_
                  "per step, not a budget of 16", methods=methods)
 
 
-@pytest.mark.parametrize("raw", ["7_00", "\uff16\uff15\uff10"])
+@pytest.mark.parametrize("raw", ["7_00", "\uff16\uff15\uff10", "1_048_576"])
 def test_a_number_only_python_reads_is_refused(tmp_path, hw, raw):
     """`add --tok-s 7_00` (and fullwidth digits) were written to the CSV as typed: the tool read
     them back through float(), other CSV readers do not."""
     path = write(tmp_path, edited(r6={"tok_s": raw}))
     err = expect_error(path, hw, 6, "tok_s", f"not a plain number: {raw!r}")
     assert str(err).endswith("(fix: write it with the digits 0-9, a point and an exponent only "
-                             f"(e.g. {float(raw):g}): other CSV readers take nothing else)")
+                             f"(e.g. {int(float(raw))}): other CSV readers take nothing else)")

@@ -416,7 +416,7 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
     if not PLAIN_NUMBER.fullmatch(raw.strip()):   # 7_00 or fullwidth digits: Python only
         raise DataError(f"not a plain number: {raw!r}", file=path, row=row, column=column,
                         fix="write it with the digits 0-9, a point and an exponent only "
-                            f"(e.g. {value:g}): other CSV readers take nothing else")
+                            f"(e.g. {plain_text(value)}): other CSV readers take nothing else")
     if integer and value != int(value):
         raise DataError(f"not a whole number: {raw!r}", file=path, row=row, column=column,
                         fix="write a whole number")
@@ -425,6 +425,15 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
 
 #: A number as every CSV reader takes it: ASCII digits, an optional sign, point and exponent.
 PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+def plain_text(value: float) -> str:
+    """``value`` written as :data:`PLAIN_NUMBER` takes it, every digit kept.
+
+    >>> plain_text(1048576.0), plain_text(0.1), plain_text(2.5e30)
+    ('1048576', '0.1', '2.5e+30')
+    """
+    return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
 #: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
@@ -603,8 +612,8 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
         config = config_of(cells)
         same = valid.get(config)
         if same is not None and cells[j_source]:
-            try:
-                tok_s = float(cells[j_tok])
+            try:   # (anything but a plain number takes parse_row's path and its message)
+                tok_s = float(cells[j_tok]) if PLAIN_NUMBER.fullmatch(cells[j_tok]) else math.nan
             except ValueError:
                 tok_s = math.nan
             accept = same.accept_len or 1.0   # (blank: a step below the floor re-checks)
