@@ -319,11 +319,24 @@ def test_an_acceptance_file_row_that_is_no_measurement_is_refused(tmp_path):
                    "m,ddtree,16,16,8\nm,ddtree,16,32,9\nm,ddtree,16,16,8\n")
     with pytest.raises(DataError) as err:
         D.read_acceptance_file(bad, "ddtree", 16)
-    assert str(err.value).startswith(f"{bad}, row 4, column 'accept_len': repeats row 2 ")
-    bad.write_text("model,method,block,budget,accept_len\n"
-                   "m,ddtree,16,16,8\nm,ddtree,16,32,9\nm,ddtree,16,16,8.2\n")
-    b, a, _ = D.read_acceptance_file(bad, "ddtree", 16)   # a second run, another value: kept
-    assert list(b) == [16, 32, 16] and list(a) == [8, 9, 8.2]
+    assert str(err.value).startswith(f"{bad}, row 4: repeats row 2 in every column (fix: ")
+    bad.write_text("model,method,block,budget,accept_len,dataset\n"
+                   "m,ddtree,16,16,8,math500\nm,ddtree,16,32,9,math500\nm,ddtree,16,16,8.2,\n"
+                   "m,ddtree,16,16,8,gsm8k\n")
+    b, a, _ = D.read_acceptance_file(bad, "ddtree", 16)   # another value or dataset: kept
+    assert list(b) == [16, 32, 16, 16] and list(a) == [8, 9, 8.2, 8]
+    for cells, says in (("16,2000000,8", "budget must be 1 to 1000000, got 2000000"),
+                        ("16,1_6,8", "'1_6' is not a plain number")):
+        bad.write_text(f"model,method,block,budget,accept_len\nm,ddtree,{cells}\n")
+        with pytest.raises(DataError, match=f"row 2, column 'budget': {says}"):
+            D.read_acceptance_file(bad, "ddtree", 16)
+    # the repo's own reference file has equal means of two datasets (Kimi-K2.5 5.3): kept
+    D.read_acceptance_file(REFERENCE, "dflash-chain", 8)
+    # rows are numbered by their line: a quoted two-line cell and a blank line before it
+    bad.write_text('model,method,block,budget,accept_len,source\nm,ddtree,16,16,8,"a\nb"\n\n'
+                   "m,ddtree,16,16.5,8,c\n")
+    with pytest.raises(DataError, match=r", row 5, column 'budget': '16.5' is not a whole"):
+        D.read_acceptance_file(bad, "ddtree", 16)
 
 
 def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
@@ -551,6 +564,15 @@ def test_candidates_file(tmp_path):
         D.read_candidates(draws, path)
     assert str(err.value) == (f"{path}, row 2, column 'concurrency': concurrency must be 1 to "
                               "4096, got 100000 (fix: write a positive whole number (or blank))")
+    # gpus, block and budget are bounded as everywhere else (5000 GPUs were ranked), a
+    # number Python alone reads is refused, and rows are numbered by their line
+    for cells, says in (("b300,5000,sglang,ar,,,1,", "gpus must be 1 to 1024, got 5000"),
+                        ("b300,8,sglang,ddtree,100000,64,11,", "block must be 1 to 4096"),
+                        ("b300,8,sglang,ddtree,16,5000000,11,", "budget must be 1 to 1000000"),
+                        ("b300,8,sglang,ar,,,1,7_00", "'7_00' is not a plain number")):
+        path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\n\n" + cells + "\n")
+        with pytest.raises(DataError, match=f"row 3, column '[a-z_]+': {says}"):
+            D.read_candidates(draws, path)
     # a context of 1e30 was ranked ("unreliable: ESS < 100"): bounded as a data row's
     path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglang,ar,,,1,1e30\n")
     with pytest.raises(DataError) as err:

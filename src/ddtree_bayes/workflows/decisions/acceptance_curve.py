@@ -24,6 +24,7 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import (
     Prior,
 )
+from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, PLAIN_NUMBER
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, max_accept
 from ddtree_bayes.core.sampling import prior_sample
@@ -122,8 +123,9 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
     path = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            records = list(csv.DictReader(fh))
-            header = records[0].keys() if records else []
+            reader = csv.DictReader(fh)   # (rows numbered by the line each record ends on)
+            lines = [(rec, reader.line_num) for rec in reader]
+            header = reader.fieldnames or []
     except OSError as err:
         raise DataError(f"cannot read acceptance file: {err.strerror}", file=path,
                         fix="pass an existing CSV with --acceptance-file") from None
@@ -133,7 +135,7 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
                             fix="use the columns of data/acceptance_reference.csv")
     budgets, values, models = [], [], set()
     seen: dict[tuple, int] = {}
-    for i, rec in enumerate(records, start=2):
+    for rec, i in lines:
         if (rec["method"] or "").strip() != method:
             continue
         numbers = {}
@@ -146,17 +148,24 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
             if not math.isfinite(numbers[column]) or numbers[column] < 1:
                 raise DataError(f"{rec[column]!r} must be >= 1", file=path, row=i,
                                 column=column, fix="give a positive number")
+            if not PLAIN_NUMBER.fullmatch(rec[column].strip()):   # 7_00: Python reads it
+                raise DataError(f"{rec[column]!r} is not a plain number", file=path, row=i,
+                                column=column, fix="write it with the digits 0-9, a point and "
+                                                   "an exponent only")
             if column != "accept_len" and not numbers[column].is_integer():
                 raise DataError(f"{rec[column]!r} is not a whole number", file=path, row=i,
                                 column=column, fix=f"a {column} counts tokens: give a whole number")
+            most = {"block": MAX_BLOCK, "budget": MAX_BUDGET}.get(column)
+            if most is not None and numbers[column] > most:   # (as every other input)
+                raise DataError(f"{column} must be 1 to {most}, got {rec[column]}", file=path,
+                                row=i, column=column, fix="write a positive whole number")
         if numbers["block"] != block:
             continue
-        key = ((rec["model"] or "").strip(), numbers["budget"], numbers["accept_len"])
+        key = tuple((v or "").strip() for k, v in rec.items() if k is not None)
         if key in seen:   # a copied row would count as a second measurement
-            raise DataError(f"repeats row {seen[key]} (same model, method, block, budget and "
-                            "accept_len)", file=path, row=i, column="accept_len",
-                            fix="remove the copy; a second run that measured the same value "
-                                "is better written once")
+            raise DataError(f"repeats row {seen[key]} in every column", file=path, row=i,
+                            fix="remove the copy, or say in its source or notes what differs "
+                                "(another dataset, run or drafter is another measurement)")
         seen[key] = i
         cap = None if limit is None else limit(numbers["budget"])
         if cap is not None and not cap.admits(numbers["accept_len"]):

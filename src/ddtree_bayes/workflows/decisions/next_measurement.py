@@ -17,7 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.data import AR_METHOD, MAX_CONCURRENCY, MAX_CONTEXT_TOKENS
+from ddtree_bayes.core.data import (
+    AR_METHOD,
+    MAX_BLOCK,
+    MAX_BUDGET,
+    MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
+    MAX_GPUS,
+    PLAIN_NUMBER,
+)
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
@@ -246,6 +254,9 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     except ValueError:
         raise DataError(f"{raw!r} is not a number", file=path, row=row, column=column,
                         fix="give a number or leave it blank") from None
+    if math.isfinite(value) and not PLAIN_NUMBER.fullmatch(raw):   # 7_00: Python reads it
+        raise DataError(f"{raw!r} is not a plain number", file=path, row=row, column=column,
+                        fix="write it with the digits 0-9, a point and an exponent only")
     if not math.isfinite(value) or value < 0 or (integer and value != int(value)):
         raise DataError(f"{raw!r} is not a valid {column}", file=path, row=row, column=column,
                         fix="give a non-negative " + ("whole number" if integer else "number"))
@@ -265,9 +276,9 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
     path = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.DictReader(fh)
+            reader = csv.DictReader(fh)   # (rows numbered by the line each record ends on)
             header = reader.fieldnames or []
-            records = list(reader)
+            records = [(rec, reader.line_num) for rec in reader]
     except OSError as err:
         raise DataError(f"cannot read candidates file: {err.strerror}", file=path,
                         fix="pass an existing CSV with --candidates") from None
@@ -279,7 +290,7 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         raise DataError("no candidate rows", file=path, fix="add one row per candidate")
     out = []
     seen: dict[tuple, int] = {}
-    for i, rec in enumerate(records, start=2):
+    for rec, i in records:
         for column in ("hardware", "engine", "method"):
             if not (rec.get(column) or "").strip():
                 raise DataError("empty", file=path, row=i, column=column, fix=f"give the {column}")
@@ -292,15 +303,16 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                                         for c in ("gpus", "block", "budget", "concurrency"))
         accept = _csv_number(path, i, rec, "accept_len")
         ctx = _csv_number(path, i, rec, "context_tokens")
-        for column, value in (("gpus", gpus), ("block", block), ("budget", budget),
-                              ("concurrency", streams)):
+        for column, value, most in (("gpus", gpus, MAX_GPUS), ("block", block, MAX_BLOCK),
+                                    ("budget", budget, MAX_BUDGET),
+                                    ("concurrency", streams, MAX_CONCURRENCY)):
             if value is not None and value < 1:
                 raise DataError(f"{column} must be >= 1, got {value:g}", file=path, row=i,
                                 column=column, fix="write a positive whole number (or blank)")
-        if streams is not None and streams > MAX_CONCURRENCY:   # (as every other input)
-            raise DataError(f"concurrency must be 1 to {MAX_CONCURRENCY}, got {streams:g}",
-                            file=path, row=i, column="concurrency",
-                            fix="write a positive whole number (or blank)")
+            if value is not None and value > most:   # (as every other input: core/data.py)
+                raise DataError(f"{column} must be 1 to {most}, got {value:g}", file=path,
+                                row=i, column=column,
+                                fix="write a positive whole number (or blank)")
         if ctx is not None and not 0 <= ctx <= MAX_CONTEXT_TOKENS:   # (as a data row's)
             raise DataError(f"context_tokens must be 0 to {MAX_CONTEXT_TOKENS} (2 ** 40), got "
                             f"{ctx:g}", file=path, row=i, column="context_tokens",
