@@ -146,3 +146,15 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
     with pytest.raises(QueryError, match="two model forms on the data and priors of fit 3; "
                                          "found 1"):
         latest_per_form(fits["3"])
+    # update's importance resample (fit 4, of fit 1) is passed over as another form's fit,
+    # and refused as the fit asked for, in predict's words
+    fits["4"] = fit("4", "roofline", "old")
+    fits["4"].meta["reweight"] = {"parent_fit": "1", "distinct_draws": 900}
+    (tmp_path / "models" / "fits" / "4.nc").write_text("")
+    assert [d.meta["fit_id"] for d in latest_per_form(fits["2"])] == ["1", "2"]
+    with pytest.raises(QueryError) as err:
+        latest_per_form(fits["4"])
+    assert str(err.value) == ("fit 4 is an importance resample of fit 1 (update without a "
+                              "refit): --model-average weighs fits by PSIS-LOO, which needs NUTS "
+                              "draws (fix: `ddtree-bayes update --refit` samples the same data "
+                              "with NUTS)")

@@ -214,12 +214,19 @@ def latest_per_form(anchor, flag: str = "--model-average") -> list:
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
 
+    if anchor.meta.get("reweight"):   # (compare_fits refuses it, worded for `compare`)
+        raise QueryError(f"fit {anchor.meta['fit_id']} is an importance resample of fit "
+                         f"{anchor.meta['reweight'].get('parent_fit')} (update without a "
+                         f"refit): {flag} weighs fits by PSIS-LOO, which needs NUTS draws",
+                         fix="`ddtree-bayes update --refit` samples the same data with NUTS")
     fits_dir = store.fits_dir(paths.models_dir())
     best: dict[str, object] = {}
     for path in sorted(fits_dir.glob("*.nc")):
         try:
             d = store.load_fit(path)
         except DDTreeBayesError:
+            continue
+        if d.meta.get("reweight"):   # an importance resample: no draws PSIS-LOO can weigh
             continue
         if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
                                        for k in ("data", "priors")):
