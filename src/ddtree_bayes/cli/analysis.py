@@ -142,8 +142,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The flags of validate that only some of its checks read (beyond --priors, --jobs, --seed,
-#: --quiet, --format), each with the checks that read it and the command that would.
+#: The flags of validate that only some of its checks read (beyond --priors, --seed, --quiet,
+#: --format, and --jobs, which every check but --concurrency reads), each with the checks that
+#: read it and the command that would.
 _READ_BY = {
     "data": ({"leave-one-out", "--sbc", "--keep-ar"}, "validate --extrapolate --sweeps CSV"),
     "group": ({"leave-one-out", "--keep-ar"}, "validate --group G"),

@@ -262,6 +262,7 @@ def misfit_warning(cd: CurveDraws, path: str, min_ess: float) -> str | None:
             "acceptance intervals and P(best) below are narrower than the rows support; check "
             "the rows (a bigger tree never accepts less, and accept_len counts the bonus token)")
 
+
 def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
     """The ``[acceptance_curve]`` of a priors file, or a QueryError saying how to add one."""
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
