@@ -68,7 +68,10 @@ def complete(dt, model, compiled, variables: list | None = None):
     flat = point.reshape(n_chains * n_draws, -1)
     names, slices, shapes = compiled.shape_info
     where = {n: (sl, tuple(sh)) for n, sl, sh in zip(names, slices, shapes, strict=True)}
-    inputs = [flat[:, where[v.name][0]].reshape(-1, *where[v.name][1]) for v in model.value_vars]
+    # (len(flat), not -1: a variable of size 0, the zero-sum effects of a fit of one engine,
+    # leaves -1 undetermined)
+    inputs = [flat[:, where[v.name][0]].reshape(len(flat), *where[v.name][1])
+              for v in model.value_vars]
     posterior = dt["posterior"].to_dataset()
     added: dict[str, Any] = {}
     if variables:
