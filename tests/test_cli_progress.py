@@ -41,7 +41,10 @@ def asked(monkeypatch):
         calls.append(kwargs)
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(callbacks, "compile_model", lambda model: "compiled")
+    from ddtree_bayes.engine import deterministics
+
+    monkeypatch.setattr(callbacks, "compile_model", lambda model, **kwargs: "compiled")
+    monkeypatch.setattr(deterministics, "omitted", lambda model, compiled: [])
     monkeypatch.setattr(nutpie, "sample", sample)
     return calls
 
