@@ -92,10 +92,10 @@ def _records(path, text: str) -> list[dict]:
     more (an unquoted comma) or fewer was read with its cells shifted, a note in ``derived``
     and the real notes lost without a word."""
     reader = csv.DictReader(io.StringIO(text, newline=""))
+    width = len(reader.fieldnames or ())   # (reads the header)
     records = []
     for rec in reader:
-        width = len(reader.fieldnames or ())
-        got = width + len(rec.get(None) or ()) - sum(v is None for v in rec.values())  # type: ignore[call-overload]
+        got = width + len(rec.get(None) or ()) - sum(v is None for v in rec.values())
         if got != width:
             raise DataError(f"{got} fields where the header has {width}", file=str(path),
                             row=reader.line_num,
