@@ -285,6 +285,23 @@ MAX_GPUS = 1024
 MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY = 4096, 1_000_000, 4096
 #: The longest context a row or a question may give (as --context takes it: 2 ** 40 tokens).
 MAX_CONTEXT_TOKENS = 2 ** 40
+
+
+def check_context_tokens(value: float | None, text: str, *, file, row: int,
+                         fix: str = "write the context length in tokens") -> None:
+    """DataError (``context_tokens`` of ``file`` row ``row``) unless ``value`` is blank or 0
+    to :data:`MAX_CONTEXT_TOKENS`; ``text`` is the value as written. Every file with a
+    context column (measurements, candidates) bounds it here.
+
+    >>> check_context_tokens(1e30, "1e30", file="m.csv", row=3)
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 3, column 'context_tokens': context_tokens \
+must be 0 to 1099511627776 (2 ** 40), got 1e30 (fix: write the context length in tokens)
+    """
+    if value is not None and not 0 <= value <= MAX_CONTEXT_TOKENS:
+        raise DataError(f"context_tokens must be 0 to {MAX_CONTEXT_TOKENS} (2 ** 40), got "
+                        f"{text}", file=file, row=row, column="context_tokens", fix=fix)
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
@@ -487,10 +504,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     if num["tok_s"] is None or num["tok_s"] <= 0:
         raise DataError(f"tok_s must be > 0, got {values['tok_s']}", file=path, row=row,
                         column="tok_s", fix="write the measured tokens per second")
-    if num["context_tokens"] is not None and not 0 <= num["context_tokens"] <= MAX_CONTEXT_TOKENS:
-        raise DataError(f"context_tokens must be 0 to {MAX_CONTEXT_TOKENS} (2 ** 40), got "
-                        f"{values['context_tokens']}", file=path, row=row, column="context_tokens",
-                        fix="write the context length in tokens, or leave it blank")
+    check_context_tokens(num["context_tokens"], values.get("context_tokens", ""), file=path, row=row,
+                         fix="write the context length in tokens, or leave it blank")
     if values["hardware"] not in hardware:
         raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
                         column="hardware", fix=unknown_hardware_fix(values["hardware"], hardware))

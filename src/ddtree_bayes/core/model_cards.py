@@ -79,6 +79,19 @@ class ModelCard:
         """GB the weights take: total parameters (billions) x bytes per weight."""
         return self.params_total_b * self.bytes_per_weight
 
+    def kv_cache_gb(self, context_tokens: float, streams: int = 1) -> float | None:
+        """GB the KV cache of ``streams`` sequences at ``context_tokens`` each takes at the
+        card's cache dtype (``kv_bytes_per_token`` x context x streams); None when the card
+        does not give its bytes per token.
+
+        >>> card = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s", kv_bytes_per_token=35136)
+        >>> round(card.kv_cache_gb(131072, 8), 1)   # 35136 B x 131072 x 8
+        36.8
+        """
+        if not self.kv_bytes_per_token:
+            return None
+        return self.kv_bytes_per_token * context_tokens * streams / 1e9
+
     @property
     def flops_per_token(self) -> float:
         """FLOPs of one verified token's forward pass: 2 x active parameters."""

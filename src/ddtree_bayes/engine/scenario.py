@@ -483,11 +483,13 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
 
     card = stored_card(draws.meta.get("model", {}), sc.model)
     memory = memory_gb(draws, sc.hardware)
-    if card is None or not card.kv_bytes_per_token or memory is None or not sc.context_tokens:
+    if card is None or memory is None or not sc.context_tokens:
+        return None
+    need = card.kv_cache_gb(sc.context_tokens, concurrency)
+    if need is None:
         return None
     weights = card.weights_gb
     left = memory * sc.gpus - weights
-    need = card.kv_bytes_per_token * sc.context_tokens * concurrency / 1e9
     if need <= left:
         return None
     what = (f"an engine would run fewer streams at once; the answer is for {concurrency} "

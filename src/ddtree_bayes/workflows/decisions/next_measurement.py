@@ -22,9 +22,9 @@ from ddtree_bayes.core.data import (
     MAX_BLOCK,
     MAX_BUDGET,
     MAX_CONCURRENCY,
-    MAX_CONTEXT_TOKENS,
     MAX_GPUS,
     PLAIN_NUMBER,
+    check_context_tokens,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.pairs import pair_label
@@ -313,10 +313,8 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                 raise DataError(f"{column} must be 1 to {most}, got {value:g}", file=path,
                                 row=i, column=column,
                                 fix="write a positive whole number (or blank)")
-        if ctx is not None and not 0 <= ctx <= MAX_CONTEXT_TOKENS:   # (as a data row's)
-            raise DataError(f"context_tokens must be 0 to {MAX_CONTEXT_TOKENS} (2 ** 40), got "
-                            f"{ctx:g}", file=path, row=i, column="context_tokens",
-                            fix="write the context length in tokens")
+        if ctx is not None:   # (as a data row's)
+            check_context_tokens(ctx, f"{ctx:g}", file=path, row=i)
         found = check_names(draws, Flags(engines=(rec["engine"].strip(),),
                                          method=rec["method"].strip()),
                             strict=strict, prefix=f"{path}, row {i}: ")

@@ -211,9 +211,12 @@ def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str
     from ddtree_bayes.core.data import table_memory_gb
 
     memory = table_memory_gb(hardware, m.hardware)
-    if card is None or not card.kv_bytes_per_token or memory is None or not m.context_tokens:
+    if card is None or memory is None or not m.context_tokens:
         return None
-    least = card.kv_bytes_per_token / 2 * m.context_tokens * m.concurrency / 1e9
+    full = card.kv_cache_gb(m.context_tokens, m.concurrency)
+    if full is None:
+        return None
+    least = full / 2
     if least <= memory * m.gpus:
         return None
     streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
