@@ -160,3 +160,56 @@ def test_pointwise_per_configuration_is_the_joint_of_its_rows():
     assert configs["observed"][1] == pytest.approx(np.mean(np.log([303.0, 380.0, 280.0])))
     assert M.loo_unit(M.LOO_ROW_LIMIT) == "row"
     assert M.loo_unit(M.LOO_ROW_LIMIT + 1) == "configuration"
+
+
+def test_student_t_readers_use_the_fits_likelihood():
+    """A fit with ``likelihood_nu`` 4: the pointwise log-likelihood (PSIS-LOO's input) of a
+    row is t_4(log tok_s | mu, sd) and that of a configuration of repeated runs is
+    core/likelihood.config_logp's; importance weights (update) read the same density; and the
+    same fit without it reads the normal ones. mu and sd by hand: the point mass's B300
+    DDTree step 12.5 ms, sd 0.05."""
+    from scipy import stats
+
+    from ddtree_bayes.engine import importance as I
+
+    normal = _b300_repeats(point_mass_draws(n=8, noise_sd=0.05), [(5.5, 380.0)])
+    t4 = dataclasses.replace(normal, variables={**normal.variables,
+                                                "likelihood_nu": np.full(8, 4.0)})
+    mo = M.moments(t4)
+    assert mo.nu == 4.0 and M.moments(normal).nu is None
+    rows = M.pointwise(mo, np.random.default_rng(0), "row")
+    mu = math.log(4.4 * 1000 / 12.5)
+    assert rows["loglik"][0, 1] == pytest.approx(stats.t.logpdf(math.log(303.0), 4.0, mu, 0.05),
+                                                 rel=1e-12)
+    assert M.pointwise(M.moments(normal), np.random.default_rng(0), "row")["loglik"][0, 1] \
+        == pytest.approx(stats.norm.logpdf(math.log(303.0), mu, 0.05), rel=1e-12)
+    configs = M.pointwise(mo, np.random.default_rng(0), "configuration")
+    n, zbar, s2 = mo.stats()
+    want = C.config_logp(mo.mean, mo.run, mo.between, n[None, :], zbar[None, :], s2[None, :],
+                         4.0, np.log)
+    np.testing.assert_allclose(configs["loglik"], want, rtol=1e-12)
+    # importance (update's reweighting): the rows' density under the same likelihood
+    table = I.table(t4, t4.measurements)
+    np.testing.assert_allclose(I.log_likelihood(t4, t4.measurements, t=table)[:, 1:3],
+                               rows["loglik"][:, 1:3], rtol=1e-12)
+    np.testing.assert_allclose(I.summed_log_likelihood(t4, table, [1, 2]),
+                               configs["loglik"][:, 1], rtol=1e-12)
+
+
+def test_student_t_simulation_keeps_the_runs_scatter_normal():
+    """SBC's simulated data under a t likelihood with repeated runs: each configuration's runs
+    scatter about their mean with the run-to-run sd (S2 / (n - 1) ~ run^2 on average), and
+    their mean deviates from mu with the t's heavy tails (kurtosis well above the normal's 3)."""
+    draws = _b300_repeats(point_mass_draws(n=4, noise_sd=0.05, likelihood_nu=4.5),
+                          [(4.4, 303.0)] * 3)
+    measurements, log_mu = M.measurement_log_mu(draws)
+    rng = np.random.default_rng(11)
+    sims = np.array([M.simulate_log_tok_s(draws, measurements, log_mu[0], rng, repeated=True)
+                     for _ in range(20000)])
+    ddtree = sims[:, [1, 2, 3, 4]] - log_mu[0][[1, 2, 3, 4]]
+    run2 = draws.variables["noise_sd"][0] ** 2   # no config_share in the point mass: all run
+    assert np.var(ddtree - ddtree.mean(axis=1, keepdims=True), ddof=1, axis=1).mean() \
+        == pytest.approx(run2, rel=0.02)
+    mean_dev = ddtree.mean(axis=1)
+    kurtosis = np.mean(mean_dev ** 4) / np.mean(mean_dev ** 2) ** 2
+    assert kurtosis > 5.0

@@ -262,3 +262,76 @@ def test_real_line_parameters_are_named(bundled_inputs):
     assert not real & {"step_ar_ms", "spec_tree_ratio", "compute_eff", "noise_sd",
                        "moe_share", "structure_sd"}
 
+
+
+def with_student_t(cfg, nu=4.0):
+    """The priors plus ``likelihood_nu``: a configuration's mean Student-t."""
+    import dataclasses
+
+    from ddtree_bayes.core.config import Prior
+
+    priors = {**cfg.priors, "likelihood_nu": Prior("likelihood_nu", "point", {"value": nu})}
+    return dataclasses.replace(cfg, priors=priors)
+
+
+def test_student_t_likelihood_by_hand(built):
+    """With ``likelihood_nu`` 4: a configuration of one row is t_4(z | mu, noise_sd); one of
+    three repeated runs is their normal scatter about their mean times a t_4 of the mean
+    (scale sqrt(config^2 + run^2 / 3)), the normal factorisation's second factor swapped; a
+    held-out configuration (n = 0) adds nothing. By hand with scipy, at a hand-picked point."""
+    from scipy import stats
+
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.workflows.validation import refit_data
+
+    _, cfg, _ = built
+    cfg = with_student_t(cfg)
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements("repeats.csv", hw,
+                             text=repeated_runs_csv(bundled("measurements.csv").read_text()))
+    spec = S.build_spec(data, cfg)
+    p = {**hand_point(), "config_share": 0.3}
+    mu = hand_mu(spec, p)
+    noise = p["noise_sd"]
+    run, own = noise * math.sqrt(0.7), noise * math.sqrt(0.3)
+    configs = [[0], [1, 9, 10], *[[k] for k in range(2, 9)]]
+
+    def by_hand(rows):
+        if len(rows) == 1:
+            return stats.t.logpdf(spec.log_tok_s[rows[0]], 4.0, mu[rows[0]], noise)
+        z, m = spec.log_tok_s[rows], mu[rows]
+        scale = math.sqrt(own ** 2 + run ** 2 / len(rows))
+        joint = hand_config_loglik(spec, p, rows, 0.3)          # the normal model's
+        mean_part = stats.norm.logpdf(np.mean(z - m), 0.0, scale)
+        return joint - mean_part + stats.t.logpdf(np.mean(z - m), 4.0, 0.0, scale)
+
+    want = [by_hand(rows) for rows in configs]
+    for refittable in (False, True):
+        m = build_model(spec, cfg, refittable=refittable)
+        assert float(m["likelihood_nu"].eval()) == 4.0
+        ip = unconstrained(m, p)
+        (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
+        assert per_config == pytest.approx(want, rel=1e-10)
+    w = np.ones(11)
+    w[[9, 8]] = 0.0        # one of the 3 DDTree runs; the only 128k Eagle3 row (n = 0)
+    for name, value in refit_data(spec, w).items():
+        m.set_data(name, value)
+    (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(ip)
+    assert per_config[-1] == pytest.approx(0.0, abs=1e-12)
+    assert per_config[1] == pytest.approx(by_hand([1, 10]), rel=1e-10)
+
+
+def test_student_t_without_repeats_is_one_t_per_row(built):
+    """One row per configuration: the likelihood is t_nu(log tok_s | mu, noise_sd) per row,
+    and a likelihood_nu that is not a fixed value above 2 is refused."""
+    from scipy import stats
+
+    spec, cfg, _ = built
+    p = hand_point()
+    m = build_model(spec, with_student_t(cfg, 5.0))
+    ip = unconstrained(m, p)
+    want = stats.t.logpdf(spec.log_tok_s, 5.0, hand_mu(spec, p), p["noise_sd"]).sum()
+    assert m.compile_logp(vars=[m["log_tok_s"]])(ip) == pytest.approx(want, rel=1e-10)
+    with pytest.raises(ValueError, match="a fixed value above 2"):
+        build_model(spec, with_student_t(cfg, 2.0))

@@ -623,3 +623,18 @@ def test_the_acceptance_curve_names_its_model_through_the_same_check():
     with pytest.raises(PriorsError, match="'model' must be a model name") as err:
         parse_acceptance_curve(bad, NAME)
     assert err.value.column == "acceptance_curve.model"
+
+
+@pytest.mark.parametrize("table, message", [
+    ('dist = "point"\nvalue = 2.0', "must be a fixed value above 2, not point"),
+    ('dist = "lognormal"\nmedian = 4.0\nsigma = 0.5', "must be a fixed value above 2, not lognormal"),
+])
+def test_likelihood_nu_must_be_a_fixed_value_above_2(table, message):
+    """The optional Student-t degrees of freedom: a fixed value above 2 (a finite variance),
+    refused otherwise with the entry named; a valid one is kept."""
+    entry = f'\n[priors.likelihood_nu]\n{table}\nrationale = "r"\nsource = "s"\n'
+    with pytest.raises(PriorsError, match=message) as info:
+        parse_priors(TEXT + entry, NAME)
+    assert "priors.likelihood_nu" in str(info.value)
+    ok = parse_priors(TEXT + entry.replace(table, 'dist = "point"\nvalue = 4.0'), NAME)
+    assert ok.priors["likelihood_nu"].params["value"] == 4.0

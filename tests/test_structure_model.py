@@ -278,6 +278,36 @@ def test_two_anchors_draw_independent_discrepancies():
     assert abs(np.corrcoef(dd, ar)[0, 1]) < 0.1
 
 
+def test_a_student_t_anchor_widens_with_its_residual():
+    """Under a Student-t likelihood (``likelihood_nu``) a measured configuration's
+    discrepancy given its residual r is a scale mixture: the normal's conditional mean
+    A r / T, and variance (A - A^2 / T) x E[1 / w] with w ~ Gamma((nu + 1) / 2, rate
+    (nu + r^2 / T) / 2), i.e. x (nu + r^2 / T) / (nu - 1): a row far off the model pins its
+    configuration less. A = (0.04 d_c)^2, d_c the budget-8 configuration's distance from
+    the other B300 configurations, T = A + 0.03^2 / n."""
+    import dataclasses
+
+    base = structured_point_mass()
+    n = 200_000
+    variables = {k: np.repeat(v[:1], n, axis=0) for k, v in base.variables.items()}
+    variables.update(noise_sd=np.full(n, 0.03), likelihood_nu=np.full(n, 4.0))
+    draws = dataclasses.replace(base, variables=variables, memo={})
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    shift = P.anchor_shift(draws, sc)[0]
+    rows = [r for r in draws.measurements.rows if r.engine == "sglang" and r.method == "ddtree"
+            and r.budget == 8 and r.accept_len is not None]
+    z = float(np.mean([math.log(r.tok_s / (r.accept_len * 1000.0)) for r in rows]))
+    r = z + math.log(_ddtree_at(draws, 8, False)[0]["step"][0])
+    d_c = P._nearest_measured(draws, sc)[2]
+    assert d_c == pytest.approx(math.log(9.0))      # from the AR rows' M = 1
+    a = (0.04 * d_c) ** 2
+    total = a + 0.03 ** 2 / len(rows)
+    assert np.mean(shift) == pytest.approx(a / total * r, rel=0.01)
+    normal_var = a - a ** 2 / total
+    assert np.var(shift) == pytest.approx(normal_var * (4.0 + r ** 2 / total) / 3.0, rel=0.03)
+
+
 def test_a_held_out_row_is_never_an_anchor():
     """A validation fold's held-out rows are not the fit's: with the budget-8 rows held out
     the query has no measured configuration of its group and keeps the structural step."""

@@ -414,6 +414,12 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
         if priors[name].per != per:
             raise PriorsError(f"must have per = \"{per}\"", file=path, column=f"priors.{name}",
                               fix=f'set per = "{per}"')
+    nu = priors.get("likelihood_nu")   # optional: a Student-t likelihood (core/likelihood.py)
+    if nu is not None and not (nu.dist == "point" and nu.params["value"] > 2):
+        raise PriorsError(f"must be a fixed value above 2, not {nu.dist} {nu.params}", file=path,
+                          column="priors.likelihood_nu",
+                          fix='write dist = "point" and value = 4 (or drop it for a normal '
+                              'likelihood)')
 
     relations = {}
     for engine, spec in section("relations", dict, "[relations.<engine>] tables").items():

@@ -188,6 +188,85 @@ def grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log=math.log):
             - s2 / (2.0 * run_sd ** 2) - n * (zbar - mean) ** 2 / (2.0 * total))
 
 
+#: The prior (a fixed value) of the likelihood's degrees of freedom: with it, a
+#: configuration's error is Student-t (heavy tails: one benchmark of another launch, build or
+#: thermal state does not drag the whole fit); without it (an earlier priors file or fit),
+#: normal. See :func:`config_logp`.
+LIKELIHOOD_NU = "likelihood_nu"
+
+
+def likelihood_nu(variables: dict) -> float | None:
+    """The fit's Student-t degrees of freedom (:data:`LIKELIHOOD_NU`, stored as a constant in
+    its posterior), or None for a normal likelihood (a fit without it).
+
+    >>> likelihood_nu({"likelihood_nu": np.array([4.0, 4.0])}), likelihood_nu({})
+    (4.0, None)
+    """
+    nu = variables.get(LIKELIHOOD_NU)
+    return None if nu is None else float(np.ravel(nu)[0])
+
+
+def config_logp(mean, run_sd, between_sd, n, zbar, s2, nu: float | None, log=math.log):
+    """The joint log-density of a configuration's rows from (n, zbar, S2): normal
+    (:func:`grouped_logp`) when ``nu`` is None, else with the configuration's mean Student-t.
+
+    The normal density factors into the runs' scatter about their mean (``S2``, run-to-run
+    noise only) and their mean ``zbar ~ Normal(mean, v)``, ``v = between_sd^2 + run_sd^2 /
+    n``. With ``nu`` the second factor is a Student-t of scale ``sqrt(v)`` and ``nu``
+    degrees of freedom: the configuration's deviation from the model (its discrepancy, its
+    own error and its runs' mean noise) is a scale mixture of normals, so one configuration
+    far off the others is read as an outlier of its own, not as a trend. One row (n = 1) is
+    then ``t_nu(z | mean, sqrt(run_sd^2 + between_sd^2))``; a configuration with n = 0 (rows
+    held out) adds 0. Works on numpy arrays and PyTensor tensors (``n`` is data).
+
+    >>> from scipy import stats
+    >>> n, zbar, s2 = np.array([1.0]), np.array([0.3]), np.array([0.0])
+    >>> got = config_logp(0.1, 0.05, 0.12, n, zbar, s2, 4.0, np.log)[0]
+    >>> bool(np.isclose(got, stats.t.logpdf(0.3, 4.0, 0.1, math.hypot(0.05, 0.12))))
+    True
+    >>> z = np.array([0.1, 0.4, -0.2])
+    >>> n, zbar, s2 = sufficient_stats(np.zeros(3, dtype=int), z, 1)
+    >>> bool(np.isclose(config_logp(0.05, 0.3, 0.2, n, zbar, s2, 1e9, np.log),
+    ...                 grouped_logp(0.05, 0.3, 0.2, n, zbar, s2, np.log))[0])
+    True
+    >>> config_logp(0.05, 0.3, 0.2, np.zeros(1), np.zeros(1), np.zeros(1), 4.0, np.log).tolist()
+    [0.0]
+    """
+    if nu is None:
+        return grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log)
+    held = (1.0 - n + abs(n - 1.0)) / 2.0   # 1 for a configuration whose rows are all held
+    # out (n = 0), 0 for n >= 1 (weights are whole): 1 - min(n, 1) without a boolean tensor
+    n_safe = n + held
+    within = (-(n_safe - 1.0) * (0.5 * math.log(2 * math.pi) + log(run_sd))
+              - s2 / (2.0 * run_sd ** 2) - 0.5 * log(n_safe))
+    var = between_sd ** 2 + run_sd ** 2 / n_safe
+    const = math.lgamma((nu + 1.0) / 2.0) - math.lgamma(nu / 2.0) - 0.5 * math.log(nu * math.pi)
+    mean_part = const - 0.5 * log(var) - (nu + 1.0) / 2.0 * log(1.0 + (zbar - mean) ** 2
+                                                                / (nu * var))
+    return within + (1.0 - held) * mean_part
+
+
+def row_logp(z, mean, sd, nu: float | None):
+    """(numpy) one row's log-density under its configuration's mean ``mean`` and sd ``sd``
+    (run-to-run noise and the configuration's error together): normal, or Student-t with
+    ``nu`` degrees of freedom (:func:`config_logp` with n = 1).
+
+    >>> from scipy import stats
+    >>> float(np.round(row_logp(0.3, 0.1, 0.2, None) - stats.norm.logpdf(0.3, 0.1, 0.2), 12))
+    0.0
+    >>> float(np.round(row_logp(0.3, 0.1, 0.2, 4.0) - stats.t.logpdf(0.3, 4.0, 0.1, 0.2), 12))
+    0.0
+    """
+    one = np.ones(np.shape(z))
+    return config_logp(mean, sd, 0.0, one, z, 0.0 * one, nu, np.log)
+
+
+def standard_noise(rng: np.random.Generator, shape, nu: float | None) -> np.ndarray:
+    """Draws of a configuration's standardised deviation: standard normal, or Student-t with
+    ``nu`` degrees of freedom (the fit's :func:`likelihood_nu`), as the likelihood has it."""
+    return rng.standard_normal(shape) if nu is None else rng.standard_t(nu, shape)
+
+
 def config_distance(verify_tokens: float, passes: float, rows_verify, rows_passes) -> float:
     """How far a configuration is from the nearest of some measured ones, in log units:
     ``min_r max(|log(M / M_r)|, |log((1 + passes) / (1 + passes_r))|)`` (0 with none measured).

@@ -15,7 +15,6 @@ The two coincide when no configuration is repeated. numpy only.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,6 +44,7 @@ class Moments:
     mean: np.ndarray           # (draws, configurations): -log step (+ log accept_latent)
     run: np.ndarray            # (draws, 1): run-to-run sd
     between: np.ndarray        # (draws, configurations): the configuration's own error sd
+    nu: float | None = None    # the likelihood's Student-t degrees of freedom (None: normal)
 
     @property
     def sd(self) -> np.ndarray:
@@ -97,7 +97,7 @@ def moments(draws: Fit, seed: int = DEFAULT_SEED,
     mean = np.stack(cols, axis=1)
     log_tok = np.log(np.fromiter((r.tok_s for r in rows), float, len(rows)))
     return Moments(measurements, row_config, first, C.offsets(rows), log_tok, mean,
-                   *config_sds(draws, measurements, first))
+                   *config_sds(draws, measurements, first), C.likelihood_nu(draws.variables))
 
 
 def config_sds(draws: Fit, measurements: Measurements, first: np.ndarray
@@ -152,13 +152,22 @@ def simulate_log_tok_s(draws: Fit, measurements: Measurements, log_mu: np.ndarra
     (rows,): with ``repeated`` one error per configuration (its own sd, shared by its runs)
     plus one per run; else one per row with the likelihood's sd (the noise, plus the
     structured form's discrepancy)."""
+    nu = C.likelihood_nu(draws.variables)
     if not repeated:
-        return log_mu + measurement_log_sd(draws, measurements)[0] * rng.standard_normal(
-            len(log_mu))
+        return log_mu + measurement_log_sd(draws, measurements)[0] * C.standard_noise(
+            rng, len(log_mu), nu)
     row_config, first = C.group_rows(measurements.rows)
     run, between = config_sds(draws, measurements, first)
-    shared = between[0] * rng.standard_normal(len(first))
-    return log_mu + shared[row_config] + run[0, 0] * rng.standard_normal(len(log_mu))
+    if nu is None:
+        shared = between[0] * rng.standard_normal(len(first))
+        return log_mu + shared[row_config] + run[0, 0] * rng.standard_normal(len(log_mu))
+    # Student-t: the runs' mean deviates by sqrt(between^2 + run^2 / n) t_nu, and the runs
+    # scatter about their mean as normal run-to-run noise (core/likelihood.config_logp)
+    n = np.bincount(row_config, minlength=len(first)).astype(float)
+    eps = run[0, 0] * rng.standard_normal(len(log_mu))
+    eps = eps - (np.bincount(row_config, weights=eps, minlength=len(first)) / n)[row_config]
+    shared = np.sqrt(between[0] ** 2 + run[0, 0] ** 2 / n) * rng.standard_t(nu, len(first))
+    return log_mu + shared[row_config] + eps
 
 
 def loo_unit(n_rows: int, repeated: bool = False) -> str:
@@ -175,21 +184,21 @@ def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) ->
     Per configuration the log-likelihood is its rows' joint one and the predictive and
     observed values are of their mean log tok/s."""
     unit = unit or loo_unit(len(mo.row_config), mo.repeated)
+    nu = mo.nu
     if unit == "row":
         log_mu = mo.row_log_mu()
         sd = mo.sd[:, mo.row_config]
-        loglik = (-0.5 * ((mo.log_tok_s[None, :] - log_mu) / sd) ** 2 - np.log(sd)
-                  - 0.5 * math.log(2 * math.pi))
-        pp = log_mu + sd * rng.standard_normal(log_mu.shape)
+        loglik = C.row_logp(mo.log_tok_s[None, :], log_mu, sd, nu)
+        pp = log_mu + sd * C.standard_noise(rng, log_mu.shape, nu)
         labels = [str(r.row) for r in mo.measurements.rows]
         return {"unit": unit, "labels": labels, "loglik": loglik, "pp": pp,
                 "observed": mo.log_tok_s}
     n, zbar, s2 = mo.stats()
     mean_offset = np.bincount(mo.row_config, weights=mo.offset) / n
-    loglik = C.grouped_logp(mo.mean, mo.run, mo.between, n[None, :], zbar[None, :],
-                            s2[None, :], np.log)
+    loglik = C.config_logp(mo.mean, mo.run, mo.between, n[None, :], zbar[None, :],
+                           s2[None, :], nu, np.log)
     mean_sd = np.sqrt(mo.between ** 2 + mo.run ** 2 / n[None, :])   # of the runs' mean
-    pp = mean_offset[None, :] + mo.mean + mean_sd * rng.standard_normal(mo.mean.shape)
+    pp = mean_offset[None, :] + mo.mean + mean_sd * C.standard_noise(rng, mo.mean.shape, nu)
     labels = [str(mo.measurements.rows[i].row) for i in mo.first]
     return {"unit": unit, "labels": labels, "loglik": loglik, "pp": pp,
             "observed": zbar + mean_offset}
@@ -209,7 +218,7 @@ def check_measurements(draws: Fit, prob: float = 0.9, seed: int = DEFAULT_SEED) 
     mo = moments(draws, seed)
     rng = np.random.default_rng(seed + 1)
     # tok/s per (accept_len x 1000) of a new run of each configuration
-    per_unit = np.exp(mo.mean + mo.sd * rng.standard_normal(mo.mean.shape))
+    per_unit = np.exp(mo.mean + mo.sd * C.standard_noise(rng, mo.mean.shape, mo.nu))
     qs = [0.5]
     for p in probs:
         qs += [(1 - p) / 2, (1 + p) / 2]

@@ -23,7 +23,6 @@ drafter passes or tree nodes now vary, so the group's own ratio replaces the pop
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +33,6 @@ from ddtree_bayes.engine.fitted_rows import config_sds
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.predictive import step_components
 from ddtree_bayes.engine.scenario import row_scenario
-
-LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @dataclass(frozen=True)
@@ -94,7 +91,7 @@ def log_likelihood(draws: Fit, measurements: Measurements, which: list[int] | No
     rows = [measurements.rows[i] for i in idx]
     z = np.log(np.array([r.tok_s for r in rows], dtype=float)) - C.offsets(rows)
     sd = t.sd[:, configs][:, local]
-    return -0.5 * ((z[None, :] - mean) / sd) ** 2 - np.log(sd) - LOG_SQRT_2PI
+    return C.row_logp(z[None, :], mean, sd, C.likelihood_nu(draws.variables))
 
 
 def summed_log_likelihood(draws: Fit, t: Table, which) -> np.ndarray:
@@ -110,7 +107,8 @@ def summed_log_likelihood(draws: Fit, t: Table, which) -> np.ndarray:
     z = np.log(np.array([r.tok_s for r in rows], dtype=float)) - C.offsets(rows)
     n, zbar, s2 = C.sufficient_stats(local, z, len(configs))
     mean = config_log_step(draws, t, configs)
-    return C.grouped_logp(mean, t.run, t.between[:, configs], n, zbar, s2, np.log).sum(axis=1)
+    return C.config_logp(mean, t.run, t.between[:, configs], n, zbar, s2,
+                         C.likelihood_nu(draws.variables), np.log).sum(axis=1)
 
 
 def group_log_ratio(draws: Fit, part: str) -> np.ndarray | None:

@@ -203,12 +203,29 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
                           for k, v in zip(("n", "zbar", "s2"), stats, strict=True))
         n, zbar, s2 = stats
         mean = latent_log_accept(spec) - pt.log(step)
-        if spec.repeated:
+        nu = likelihood_nu(P)
+        if nu is not None:   # a configuration's mean Student-t (core/likelihood.config_logp)
+            logp = C.config_logp(mean, run, pt.sqrt(between_var), n, zbar, s2, nu, pt.log)
+        elif spec.repeated:
             logp = C.grouped_logp(mean, run, pt.sqrt(between_var), n, zbar, s2, pt.log)
         else:   # one row per configuration: the same density, written as it always was
             logp = C.normal_logp(mean, pt.sqrt(noise ** 2 + between_var), n, zbar, s2, pt.log)
         pm.Potential("log_tok_s", logp, dims="configuration")
     return model
+
+
+def likelihood_nu(P: dict[str, Prior]) -> float | None:
+    """The likelihood's Student-t degrees of freedom: the priors' ``likelihood_nu`` (a fixed
+    value, recorded in the posterior), or None (normal) when the priors have none."""
+    prior = P.get(C.LIKELIHOOD_NU)
+    if prior is None:
+        return None
+    if prior.dist != "point" or not prior.params["value"] > 2:
+        raise ValueError(f"prior {C.LIKELIHOOD_NU}: a fixed value above 2 (dist = \"point\"), "
+                         f"got {prior.dist} {prior.params}")
+    nu = float(prior.params["value"])
+    pm.Deterministic(C.LIKELIHOOD_NU, pt.as_tensor_variable(np.float64(nu)))
+    return nu
 
 
 def allreduce_tok_ms(spec: S.ModelSpec, P: dict[str, Prior]):

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core import paths
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import (
@@ -145,7 +146,10 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     z (log tok/s - log(accept x 1000 x C)) sits ``r = zbar - (-log step_c)`` from the
     structural model. Per draw, e_c given r is Normal with mean ``A r / (A + B + run^2/n)``
     and variance ``A - A^2 / (A + B + run^2/n)`` (the likelihood integrates it out; this
-    draws it back). Drawn with a generator of its own, so the caller's draws are unchanged."""
+    draws it back); under a Student-t likelihood (``likelihood_nu``) that variance is divided
+    by the scale mixture's weight given r, ``Gamma((nu + 1) / 2, rate (nu + r^2 / T) / 2)``,
+    ``T = A + B + run^2/n``. Drawn with a generator of its own, so the caller's draws are
+    unchanged."""
     if not sc.measured:
         return None
     found = _nearest_measured(draws, sc)
@@ -207,8 +211,11 @@ def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
     if at_itself:   # the configuration itself: its own error is shared with its rows too
         a = a + np.asarray(own) ** 2
     mean = a / total * resid
-    sd = np.sqrt(np.maximum(a - a ** 2 / total, 0.0))
-    return mean + sd * rng.standard_normal(draws.n_draws)
+    var = np.maximum(a - a ** 2 / total, 0.0)
+    nu = C.likelihood_nu(v)
+    if nu is not None:   # Student-t as a scale mixture: the mixing weight given the residual
+        var = var / rng.gamma((nu + 1.0) / 2.0, 2.0 / (nu + resid ** 2 / total))
+    return mean + np.sqrt(var) * rng.standard_normal(draws.n_draws)
 
 
 #: Seed of the anchor's own draws (fixed: the same fit gives the same answer every call).
@@ -641,8 +648,8 @@ def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario
     for (d, weight), k in zip(models, counts, strict=True):
         parts_d, how = step_components(d, sc, rng)
         # measurement noise (and structural discrepancy): what a benchmark would show
-        per_token = 1000.0 / parts_d["step"] * np.exp(parts_d["log_sd"]
-                                                        * rng.standard_normal(d.n_draws))
+        per_token = 1000.0 / parts_d["step"] * np.exp(
+            parts_d["log_sd"] * C.standard_noise(rng, d.n_draws, C.likelihood_nu(d.variables)))
         parts.append(per_token if not mixture else rng.choice(per_token, size=k))
         hows.append(how if not mixture else f"{d.meta['fit_id']} ({d.meta['model']['moe_form']} "
                                             f"MoE, weight {weight:.2f}): {how}")

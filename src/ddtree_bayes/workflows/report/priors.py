@@ -6,7 +6,7 @@ import numpy as np
 
 from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
-from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, RUN_SD
+from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, LIKELIHOOD_NU, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
 from ddtree_bayes.core.spec import CTX_BATCH, SHAPE_NAMES, TP_LINKS, tp_prior
 
@@ -96,6 +96,8 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     if CTX_BATCH in P_:   # (last: the draws above are those of every earlier version)
         out[CTX_BATCH] = prior_sample(P_[CTX_BATCH], n, rng)
     out.update(_allreduce_draws(P_, coords, (groups or {}), n, rng))
+    if LIKELIHOOD_NU in P_:   # a fixed value: no draw, so every draw above is unchanged
+        out[LIKELIHOOD_NU] = prior_sample(P_[LIKELIHOOD_NU], n, rng)
     return out
 
 
