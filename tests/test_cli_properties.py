@@ -385,6 +385,7 @@ def test_help_works_everywhere(tmp_path, argv):
     code, out, err = run_cli(tmp_path, *argv)
     assert code == 0 and err == "", err
     assert out.startswith("usage: ddtree-bayes")
+    assert "%%" not in out   # (a description is printed as written: no %-formatting)
     if argv == ["--help"]:
         for command in COMMANDS:
             assert f"\n    {command} " in out, command

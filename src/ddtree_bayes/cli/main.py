@@ -73,8 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("predict", help="posterior tok/s intervals for a configuration",
                        description="Posterior predictive throughput. With no configuration "
                                    "flags: B300, DDTree block 16, budget 32 (verify 33), SGLang "
-                                   "and native engines, beside the original deterministic "
-                                   "estimate and its +-30%% band.")
+                                   "and native engines (for a fit that never measured B300: "
+                                   "its most-measured configuration), beside the original "
+                                   "deterministic estimate and its +-30% band.")
     p.add_argument("--accept", type=A.accept, help=ACCEPT_HELP)
     p.add_argument("--target", type=A.real(0, 1e9, "give a throughput in tok/s, e.g. --target 800"),
                    help="also print P(tok/s >= TARGET) (with --concurrency: one user's tok/s)")
