@@ -466,3 +466,30 @@ def test_track_add_refuses_verify_tokens_that_are_not_the_budgets(models_dir):
     code, out, err = call(models_dir, "track", "add", "--block", "8", "--verify-tokens", "9",
                           "--accept", "4")
     assert code == 0, err
+
+
+@pytest.mark.parametrize("flags, reason", [
+    (("--draws", "500"), "--draws given (sampler settings are for a refit)"),
+    (("--step-form", "fraction"), "--step-form fraction (fit 20260101T000000Z-pointmss is None)"),
+])
+def test_a_refit_flag_refits_a_fit_that_is_up_to_date(tmp_path, monkeypatch, flags, reason):
+    """`update --draws 500` (or another --moe-form/--step-form, as --help says: "giving it
+    refits") on an up-to-date fit said "nothing to refit" and ignored the flag."""
+    from ddtree_bayes import api
+    from ddtree_bayes.engine import inference
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date
+    seen = []
+
+    def fake_fit(*args, **kwargs):
+        seen.append(kwargs)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "fit", fake_fit)
+    code, out, _ = call(work, "update")
+    assert code == 0 and "nothing to refit" in out and seen == []
+    code, out, _ = call(work, "update", *flags)
+    assert code == 130 and len(seen) == 1
+    assert seen[0]["extra_meta"]["refit_reasons"] == [reason]

@@ -161,7 +161,11 @@ def cmd_update(args: argparse.Namespace) -> int:
             "nothing refitted",
             fix="check the measurement; run `ddtree-bayes update` without --reject-surprises "
                 "to absorb it")
-    if up_to_date and not (args.force or args.refit):
+    model = previous.meta.get("model", {})
+    refit_flags = [f"--{f}" for f in SAMPLER_FLAGS if getattr(args, f) is not None] + [
+        f"--{flag.replace('_', '-')}" for flag in ("moe_form", "step_form")
+        if getattr(args, flag) and getattr(args, flag) != model.get(flag)]
+    if up_to_date and not (args.force or args.refit or refit_flags):
         report.update(refit=None, made_by=None)
         if text:
             print(f"fit {prev_id} is up to date with {shown_path(data_path)} (no new, edited or removed "
@@ -170,7 +174,6 @@ def cmd_update(args: argparse.Namespace) -> int:
         else:
             emit_json(report)
         return 0
-    model = previous.meta.get("model", {})
     forms = (args.moe_form or model.get("moe_form"), args.step_form or model.get("step_form"))
     reasons = _cheap_reasons(args, previous, scores, removed, other_inputs)
     attempt = None if reasons else _try_reweight(args, previous, measurements, cfg, forms,
