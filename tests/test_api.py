@@ -44,10 +44,15 @@ def test_api_fit_validates_before_sampling(tmp_path):
     ({"accept": 14, "concurrency": [1, -3]}, "concurrency -3 is not a whole number"),
     ({"accept": 14, "concurrency": 2.5}, "concurrency 2.5 is not a whole number"),
     ({"accept": 0.5}, "below 1 (a step emits at least the bonus token)"),
+    ({"accept": float("nan")}, "--accept 'nan' is not finite"),
+    ({"accept": "12:inf"}, "--accept '12:inf' is not finite"),
+    ({"accept": 14, "target": float("nan")}, "--target nan is not a finite throughput >= 0"),
+    ({"accept": 14, "target": -5}, "--target -5 is not a finite throughput >= 0"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI
-    refuses the flags, and met concurrency 0 with a bare ValueError."""
+    refuses the flags, and met concurrency 0 with a bare ValueError; target=nan gave
+    P(tok/s >= target) = 0 and accept=nan a message blaming the step arithmetic."""
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine.testing import point_mass_draws
 

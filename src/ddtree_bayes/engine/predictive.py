@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -491,6 +492,10 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     several models carry a ``model`` key; every row says where its acceptance came from
     (``accept_kind``) and, for machines, its distribution (``accept_distribution``)."""
     probs = interval_probs(prob)
+    if target is not None and not (isinstance(target, (int, float)) and math.isfinite(target)
+                                   and target >= 0):
+        raise QueryError(f"--target {target!r} is not a finite throughput >= 0",
+                         fix="give a throughput in tok/s, e.g. --target 800")
     seed_table = load_seed_table(workdir)
     rows = []
     streams = question.flags.concurrency

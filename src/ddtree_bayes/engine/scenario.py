@@ -61,6 +61,8 @@ def parse_accept(text: str) -> AcceptRequest:
         parts = [float(p) for p in text.split(":" if ":" in text else ",")]
     except ValueError:
         raise refuse("is not a number, list or range") from None
+    if not all(math.isfinite(p) for p in parts):
+        raise refuse("is not finite")
     if ":" not in text:
         return AcceptRequest(tuple(dict.fromkeys(parts)))
     if len(parts) not in (2, 3):
