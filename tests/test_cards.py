@@ -251,6 +251,30 @@ def test_unknown_quantisation_is_one_line_with_a_fix():
     assert "'hqq'" in str(info.value) and "--bytes-per-weight" in str(info.value)
 
 
+def test_an_unknown_checkpoint_dtype_is_refused_not_read_as_two_bytes(tmp_path):
+    """torch_dtype 'float8' printed "float8 weights" over "bytes per weight 2": any dtype
+    card add did not know was read as 2 bytes. A float8 checkpoint is 1 byte a weight."""
+    cfg = json.loads((FIX / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**cfg, "torch_dtype": "float8"}))
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "m")
+    assert (code, out) == (2, "") and err == (
+        "ddtree-bayes: error: m/config.json: 'torch_dtype' is 'float8', not a checkpoint dtype "
+        "card add knows (bfloat16, float16, half, float32, float, float64, double, "
+        "float8_e4m3fn, float8_e4m3fnuz, float8_e5m2, float8_e5m2fnuz) (fix: pass "
+        "--bytes-per-weight with the bytes one weight takes, e.g. 2 for 16-bit weights)\n")
+    assert not (tmp_path / "data").exists()
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "m", "--bytes-per-weight", "1",
+                         "--dry-run", "--format", "json")
+    assert code == 0 and json.loads(out)["derived"]["file_bytes_per_weight"] == 1, err
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**cfg, "torch_dtype": "float8_e4m3fn"}))
+    assert derive_path(tmp_path / "m").card["bytes_per_weight"] == "1"
+
+
+def derive_path(path: Path) -> card_files.Derived:
+    return card_files.derive_from_hf_config(path)
+
+
 def test_unknown_architecture_is_refused():
     with pytest.raises(InputError) as info:
         shape_from_config({**LLAMA, "model_type": "rwkv7"}, "x/config.json")

@@ -68,7 +68,7 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
         raise InputError("cannot tell the model's name from the file", file=str(file),
                          fix="give --name NAME")
     shape = shape_from_config(cfg, str(file))
-    scheme = scheme_from_config(cfg, str(file))
+    scheme = scheme_from_config(cfg, str(file), bytes_per_weight)
     return model_card(_name(name, default), shape, scheme, source,
                       compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
 

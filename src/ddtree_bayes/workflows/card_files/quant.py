@@ -38,7 +38,9 @@ from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.workflows.card_files.hf_config import config_bool
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
-DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4}
+DTYPE_BYTES = {"bfloat16": 2, "float16": 2, "half": 2, "float32": 4, "float": 4, "float64": 8,
+               "double": 8, "float8_e4m3fn": 1, "float8_e4m3fnuz": 1, "float8_e5m2": 1,
+               "float8_e5m2fnuz": 1}
 SCALE_BITS = {"torch.float8_e4m3fn": 8, "float8_e4m3fn": 8, "torch.bfloat16": 16,
               "torch.float16": 16, "bfloat16": 16, "float16": 16, "torch.float32": 32,
               "float32": 32}
@@ -82,9 +84,21 @@ def _matches(pattern: str, name: str) -> bool:
     return name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
 
 
-def dtype_bytes(cfg: dict) -> tuple[float, str]:
-    name = str(cfg.get("torch_dtype") or cfg.get("dtype") or "bfloat16").replace("torch.", "")
-    return float(DTYPE_BYTES.get(name, 2)), name
+def dtype_bytes(cfg: dict, where: str, given: float | None = None) -> tuple[float, str]:
+    """Bytes of one weight at the checkpoint's dtype (``torch_dtype``, else ``dtype``, else
+    bfloat16), and its name; a dtype not in :data:`DTYPE_BYTES` takes ``given``
+    (``--bytes-per-weight``) or is refused (it was read as 2 bytes while the card printed
+    its name)."""
+    key = "torch_dtype" if cfg.get("torch_dtype") else "dtype"
+    name = str(cfg.get(key) or "bfloat16").replace("torch.", "")
+    if name in DTYPE_BYTES:
+        return float(DTYPE_BYTES[name]), name
+    if given is not None:
+        return float(given), name
+    raise InputError(f"{key!r} is {name!r}, not a checkpoint dtype card add knows "
+                     f"({', '.join(DTYPE_BYTES)})", file=where,
+                     fix="pass --bytes-per-weight with the bytes one weight takes, e.g. 2 for "
+                         "16-bit weights")
 
 
 def _group(value, inp: int) -> int:
@@ -92,9 +106,10 @@ def _group(value, inp: int) -> int:
     return inp if value <= 0 else value
 
 
-def scheme_from_config(cfg: dict, where: str) -> Scheme:
-    """The storage scheme of a config.json: unquantised (its dtype) or its quantisation."""
-    base, dtype = dtype_bytes(cfg)
+def scheme_from_config(cfg: dict, where: str, bytes_per_weight: float | None = None) -> Scheme:
+    """The storage scheme of a config.json: unquantised (its dtype) or its quantisation
+    (``bytes_per_weight``: ``--bytes-per-weight``, for a dtype it does not know)."""
+    base, dtype = dtype_bytes(cfg, where, bytes_per_weight)
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
         return Scheme(f"{dtype} weights", base)

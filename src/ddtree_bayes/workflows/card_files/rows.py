@@ -186,7 +186,7 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
            *[Tensor(t.name, t.shape, t.kind, t.linear, count=layers) for t in per_layer],
            Tensor("norm", (hidden,), "norm"), Tensor("lm_head", (draft_vocab, hidden), "lm_head")]
     params = sum(t.params for t in own)
-    size, dname = dtype_bytes(cfg)
+    size, dname = dtype_bytes(cfg, source)
     row = {"drafter": name, "target_model": target, "method": "eagle3", "kind": "eagle3_head",
            "layers": str(layers), "hidden_size": str(hidden), "intermediate_size": str(inter),
            "params_b": _b(params), "params_active_b": _b(params),
