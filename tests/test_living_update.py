@@ -493,3 +493,25 @@ def test_a_refit_flag_refits_a_fit_that_is_up_to_date(tmp_path, monkeypatch, fla
     code, out, _ = call(work, "update", *flags)
     assert code == 130 and len(seen) == 1
     assert seen[0]["extra_meta"]["refit_reasons"] == [reason]
+
+
+def test_history_marks_a_fit_of_another_format_version_unreadable(tmp_path):
+    """history listed a fit of another artifact format as readable and converged, where
+    predict, diff and update refuse it (exit 3)."""
+    import h5py
+
+    from test_cli_support import FIT_ID, make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    with h5py.File(path, "r+") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        meta["format_version"] = store.FORMAT_VERSION + 1
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    error = (f"{path} has format version {store.FORMAT_VERSION + 1}, this ddtree-bayes reads "
+             f"{store.FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
+    code, out, _ = call(work, "history", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and (row["fit_id"], row["readable"], row["error"]) == (FIT_ID, False, error)
+    code, out, err = call(work, "predict", "--accept", "14")
+    assert (code, out, err) == (3, "", f"ddtree-bayes: error: {error}\n")

@@ -302,10 +302,7 @@ def load_fit(path: Path) -> Fit:
     except (OSError, KeyError, ValueError, TypeError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
-    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
-        version = meta.get("format_version") if isinstance(meta, dict) else None
-        raise ArtifactError(f"{path} has format version {version}, this "
-                            f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
+    _check_version(meta, path)
     bad = _nonfinite(variables)
     if logp is not None and not np.isfinite(logp).all():
         bad += (", " if bad else "") + (f"log-density {int((~np.isfinite(logp)).sum())} of "
@@ -320,6 +317,14 @@ def load_fit(path: Path) -> Fit:
                  priors_toml=texts[1], hardware_csv=texts[2])
 
 
+def _check_version(meta, path: Path) -> None:
+    """Refuse metadata of another artifact format version (or none)."""
+    if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
+        version = meta.get("format_version") if isinstance(meta, dict) else None
+        raise ArtifactError(f"{path} has format version {version}, this "
+                            f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
+
+
 def load_meta(path: Path) -> dict:
     """Only the JSON metadata of a fit (h5py, root attributes: no draws are read)."""
     import h5py
@@ -331,6 +336,7 @@ def load_meta(path: Path) -> dict:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err})") from None
     if not isinstance(meta, dict):
         raise ArtifactError(f"{path} has malformed metadata")
+    _check_version(meta, path)   # (history listed such a fit as readable; predict refuses it)
     _gate_again(meta)
     return meta
 
