@@ -515,3 +515,21 @@ def test_history_marks_a_fit_of_another_format_version_unreadable(tmp_path):
     assert code == 0 and (row["fit_id"], row["readable"], row["error"]) == (FIT_ID, False, error)
     code, out, err = call(work, "predict", "--accept", "14")
     assert (code, out, err) == (3, "", f"ddtree-bayes: error: {error}\n")
+
+
+def test_track_says_the_latest_fit_is_unreadable_not_that_there_is_none(tmp_path):
+    """`track` with a latest fit it cannot read said "no fit yet"."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    path.write_bytes(b"not netcdf")
+    code, out, _ = call(work, "track", "--accept", "13", "--format", "json")
+    note = json.loads(out)["now"]["note"]
+    assert code == 0 and note.startswith(f"the latest fit cannot be read ({path} is not a "
+                                         "readable ddtree-bayes fit (")
+    assert note.endswith("; `ddtree-bayes update` and `diff` show it once a fit can")
+    (work / "models" / store.LATEST).unlink()
+    code, out, _ = call(work, "track", "--accept", "12", "--format", "json")
+    assert json.loads(out)["now"]["note"] == (
+        "no fit yet: `ddtree-bayes update` and `diff` will show it")

@@ -163,10 +163,14 @@ def cmd_track(args: argparse.Namespace) -> int:
     if query_flags["hardware"] is not None and query_flags["hardware"] not in hardware_rows(None):
         raise QueryError(f"unknown hardware {query_flags['hardware']!r}",
                          fix="use a name from data/hardware.csv")
+    unreadable = None
     try:
         draws = api.load()
-    except ArtifactError:
+    except ArtifactError as err:   # no fit yet, or a latest fit that cannot be read
         draws = None
+        from ddtree_bayes.engine import store
+
+        unreadable = str(err) if (models / store.LATEST).exists() else None
     # (an acceptance the configuration cannot emit is refused: nothing saved)
     entry = living.track_add(models, query_flags, args.name, draws=draws)
     text = args.format != "json"
@@ -176,7 +180,10 @@ def cmd_track(args: argparse.Namespace) -> int:
     now: dict = {"fit_id": None, "rows": [], "note": None}
     try:
         if draws is None:
-            now["note"] = "no fit yet: `ddtree-bayes update` and `diff` will show it"
+            now["note"] = ("no fit yet: `ddtree-bayes update` and `diff` will show it"
+                           if unreadable is None else
+                           f"the latest fit cannot be read ({unreadable}); `ddtree-bayes "
+                           "update` and `diff` show it once a fit can")
             if text:
                 print(f"  ({now['note']})")
         else:
