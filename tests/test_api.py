@@ -37,6 +37,22 @@ def test_api_fit_validates_before_sampling(tmp_path):
     assert not (tmp_path / "models").exists()
 
 
+def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
+    """db.fit(tune=0) compiled the model and then died in a nutpie PanicException
+    ("assertion failed: early_end < num_tune"), a BaseException, where fit --tune 0 is
+    refused at the flag."""
+    import ddtree_bayes as db
+    from ddtree_bayes.core.errors import DataError
+
+    with pytest.raises(DataError) as info:
+        db.fit(workdir=tmp_path, tune=0, chains=0, progress=False)
+    assert str(info.value) == ("sampler settings out of range: chains 0, tune 0 (fix: chains "
+                               ">= 1, draws >= 1, tune >= 1, 0 < target_accept < 1)")
+    with pytest.raises(DataError, match=re.escape("out of range: tune 0 (fix: ")):
+        db.fit(workdir=tmp_path, tune=0, progress=False)
+    assert not (tmp_path / "models").exists()
+
+
 @pytest.mark.parametrize("kw, message", [
     ({"accept": 1, "budget": 0}, "budget 0 is not a whole number from 1 to 1000000"),
     ({"accept": 14, "gpus": 4.5}, "gpus 4.5 is not a whole number from 1 to 1024"),

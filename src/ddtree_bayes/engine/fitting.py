@@ -138,9 +138,14 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     hardware_text = inputs.hardware.text
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
-    if chains < 1 or (draws is not None and draws < 1) or tune < 0 or not 0 < target_accept < 1:
-        raise DataError("sampler settings out of range",
-                        fix="chains >= 1, draws >= 1, tune >= 0, 0 < target_accept < 1")
+    # (nutpie panics with no tuning step: a PanicException after the compile, not an error)
+    bad = [f"{k} {v!r}" for k, v, ok in (
+        ("chains", chains, chains >= 1), ("draws", draws, draws is None or draws >= 1),
+        ("tune", tune, tune >= 1), ("target_accept", target_accept, 0 < target_accept < 1))
+        if not ok]
+    if bad:
+        raise DataError(f"sampler settings out of range: {', '.join(bad)}",
+                        fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1")
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import remedies as R
 
