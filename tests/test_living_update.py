@@ -493,6 +493,11 @@ def test_a_refit_flag_refits_a_fit_that_is_up_to_date(tmp_path, monkeypatch, fla
     code, out, _ = call(work, "update", *flags)
     assert code == 130 and len(seen) == 1
     assert seen[0]["extra_meta"]["refit_reasons"] == [reason]
+    assert "MoE form linear as in fit 20260101T000000Z-pointmss (the priors file says " \
+           "roofline; --moe-form chooses)" in out.splitlines()
+    if "--step-form" in flags:   # (it said "as in fit <id>", which had no step form)
+        assert "step form fraction from --step-form (the priors file says structured; " \
+               "--step-form chooses)" in out.splitlines()
 
 
 def test_history_marks_a_fit_of_another_format_version_unreadable(tmp_path):

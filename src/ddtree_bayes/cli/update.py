@@ -304,11 +304,15 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
               f"start; {settings.chains} chains x {settings.draws_label()} draws, "
               f"{settings.tune} tuning, seed {seed})...", flush=True)
         moe_form, step_form = forms
+        def origin(flag: str) -> str:   # (the flag's value, else the latest fit's)
+            return f"from --{flag}" if getattr(args, flag.replace("-", "_")) else \
+                f"as in fit {prev_id}"
+
         if moe_form and moe_form != cfg.moe_form:
-            print(f"MoE form {moe_form} as in fit {prev_id} (the priors file says "
+            print(f"MoE form {moe_form} {origin('moe-form')} (the priors file says "
                   f"{cfg.moe_form}; --moe-form chooses)")
         if step_form and step_form != cfg.step_form:
-            print(f"step form {step_form} as in fit {prev_id} (the priors file says "
+            print(f"step form {step_form} {origin('step-form')} (the priors file says "
                   f"{cfg.step_form}; --step-form chooses)")
     t_fit = time.perf_counter()
     extra = {"update": update_meta, "made_by": "refit", "refit_reasons": reasons}
