@@ -538,3 +538,37 @@ def test_track_says_the_latest_fit_is_unreadable_not_that_there_is_none(tmp_path
     code, out, _ = call(work, "track", "--accept", "12", "--format", "json")
     assert json.loads(out)["now"]["note"] == (
         "no fit yet: `ddtree-bayes update` and `diff` will show it")
+
+
+def test_a_transferred_rows_note_closes_its_parenthesis(tmp_path, monkeypatch):
+    """The note under a row scored by transfer cut the transfer text at its first ';',
+    inside its parenthesis when the roofline form adds a clause there: "... (same
+    interconnect class, bandwidth ratio 1.67: a wide interval; ..." (the bundled fit's
+    text, put in the point-mass fit's score: its linear form has no such clause)."""
+    from ddtree_bayes import api
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    assert call(work, "add", "--hardware", "h200", "--gpus", "8", "--engine", "sglang",
+                "--method", "ar", "--accept", "1", "--tok-s", "100", "--source", "t")[0] == 0
+    real = living.score_rows
+
+    def score_rows(*args, **kwargs):
+        scores = real(*args, **kwargs)
+        assert scores[0]["transferred"]
+        scores[0]["overhead_from"] = (
+            "h200x8 not measured: transferred from b300x8 (same interconnect class, bandwidth "
+            "ratio 1.67; reading the weights at the full bandwidth is 3% of the measured step "
+            "and scales with the bandwidth); autoregressive")
+        return scores
+
+    def fake_fit(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(living, "score_rows", score_rows)
+    monkeypatch.setattr(api, "fit", fake_fit)
+    code, out, _ = call(work, "update")
+    assert code == 130 and (
+        "  row 4: h200x8 not measured: transferred from b300x8 (same interconnect class, "
+        "bandwidth ratio 1.67): a wide interval; the refit will be the first to include this "
+        "system") in out.splitlines()

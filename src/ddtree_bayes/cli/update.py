@@ -210,7 +210,9 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
                 print(f"  row {s['row']}: fit {prev_id} cannot predict it ({s['reason']}); the "
                       "refit will be the first to include it")
             elif s.get("transferred"):
-                print(f"  row {s['row']}: {s['overhead_from'].split(';')[0]}: a wide "
+                head = s["overhead_from"].split(";")[0]   # (its first clause: close its "(")
+                head += ")" * (head.count("(") - head.count(")"))
+                print(f"  row {s['row']}: {head}: a wide "
                       "interval; the refit will be the first to include this system")
             elif "unmeasured group" in s.get("overhead_from", ""):
                 print(f"  row {s['row']}: {s['system']}/{s['engine']}/{s['method']} was not "
