@@ -251,6 +251,41 @@ def test_unknown_quantisation_is_one_line_with_a_fix():
     assert "'hqq'" in str(info.value) and "--bytes-per-weight" in str(info.value)
 
 
+def test_the_fix_an_unknown_quantisation_names_works(tmp_path):
+    """quant_method 'hqq' said "pass --bytes-per-weight", and passing it got the same refusal:
+    the given bytes per weight now stand for every weight of the file, and the card says the
+    user gave them."""
+    cfg = json.loads((FIX / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "hq").mkdir()
+    (tmp_path / "hq" / "config.json").write_text(
+        json.dumps({**cfg, "quantization_config": {"quant_method": "hqq"}}))
+    code, out, err = cli(tmp_path, "--hf-config", "hq", "--name", "hq")
+    assert (code, out) == (2, "") and err == (
+        "ddtree-bayes: error: hq/config.json, column 'quantization_config': quantization_config "
+        "quant_method 'hqq' is not one card add reads (awq, gptq, fp8, compressed-tensors, "
+        "modelopt, bitsandbytes) (fix: pass --bytes-per-weight with the checkpoint's size / "
+        "parameters)\n")
+    code, out, err = cli(tmp_path, "--hf-config", "hq", "--name", "hq", "--bytes-per-weight",
+                         "0.6", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["derived"]["storage"] == ("quant_method 'hqq' (not read by card add): 0.6 bytes "
+                                         "for every weight, as --bytes-per-weight gave")
+    assert (got["derived"]["bytes_per_weight"], got["derived"]["file_bytes_per_weight"]) == (
+        0.6, 0.6)
+    assert "; bytes_per_weight 0.6 GIVEN by the user (--bytes-per-weight) for every weight of " \
+        "the file: quant_method 'hqq', which card add does not read;" in got["model_card"]["notes"]
+    assert load_model_cards(tmp_path / "data" / "models.csv")["hq"].bytes_per_weight == 0.6
+    # the other schemes card add cannot read take the given figure the same way
+    for quant in ({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"},
+                  {"quant_method": "compressed-tensors", "config_groups": {}},
+                  {"quant_method": "compressed-tensors", "config_groups": {
+                      "g": {"weights": {"num_bits": 4, "strategy": "tensor_row"}}}}):
+        c = {**LLAMA, "quantization_config": quant}
+        wb = weight_bytes(shape_from_config(c, "x"), scheme_from_config(c, "x", 0.6))
+        assert (wb.active_average, wb.file_average) == (pytest.approx(0.6), pytest.approx(0.6))
+
+
 def test_an_unknown_checkpoint_dtype_is_refused_not_read_as_two_bytes(tmp_path):
     """torch_dtype 'float8' printed "float8 weights" over "bytes per weight 2": any dtype
     card add did not know was read as 2 bytes. A float8 checkpoint is 1 byte a weight."""

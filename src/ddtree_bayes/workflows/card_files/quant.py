@@ -58,6 +58,9 @@ class Scheme:
     skip: list[str] = field(default_factory=list)
     skip_lm_head: bool = True
     notes: list[str] = field(default_factory=list)
+    #: a quantisation card add does not read (e.g. "quant_method 'hqq'"): every weight is at
+    #: ``dtype_bytes``, as ``--bytes-per-weight`` gave
+    unread: str = ""
 
     def is_quantised(self, t: Tensor) -> bool:
         if self.quantised_bits is None or not t.linear or t.kind == "router":
@@ -99,6 +102,19 @@ def dtype_bytes(cfg: dict, where: str, given: float | None = None) -> tuple[floa
                      f"({', '.join(DTYPE_BYTES)})", file=where,
                      fix="pass --bytes-per-weight with the bytes one weight takes, e.g. 2 for "
                          "16-bit weights")
+
+
+def _unread(what: str, label: str, where: str, given: float | None, fix: str) -> Scheme:
+    """A quantisation card add does not read (``what``, the refusal; ``label``, the scheme in
+    a few words): with ``--bytes-per-weight`` (``given``) every weight of the file takes that
+    many bytes, else the refusal."""
+    if given is None:
+        raise InputError(what, file=where, column="quantization_config", fix=fix)
+    return Scheme(f"{label} (not read by card add): {given:g} bytes for every weight, as "
+                  "--bytes-per-weight gave", float(given), unread=label)
+
+
+_SIZE_FIX = "pass --bytes-per-weight with the checkpoint's size / parameters"
 
 
 def _group(value, inp: int) -> int:
@@ -154,30 +170,34 @@ def scheme_from_config(cfg: dict, where: str, bytes_per_weight: float | None = N
                       if block else "FP8 e4m3 weights, fp32 scale per tensor",
                       base, "fp8" if act else "bf16", fp8, skip)
     if method == "compressed-tensors":
-        return _compressed_tensors(q, base, where)
+        return _compressed_tensors(q, base, where, bytes_per_weight)
     if method == "modelopt":
-        return _modelopt(q, base, where)
+        return _modelopt(q, base, where, bytes_per_weight)
     if method == "bitsandbytes":
         return _bitsandbytes(q, base)
-    raise InputError(f"quantization_config quant_method {method or '(none)'!r} is not one card "
-                     "add reads (awq, gptq, fp8, compressed-tensors, modelopt, bitsandbytes)",
-                     file=where, column="quantization_config",
-                     fix="pass --bytes-per-weight with the checkpoint's size / parameters")
+    return _unread(f"quantization_config quant_method {method or '(none)'!r} is not one card "
+                   "add reads (awq, gptq, fp8, compressed-tensors, modelopt, bitsandbytes)",
+                   f"quant_method {method or '(none)'!r}", where, bytes_per_weight, _SIZE_FIX)
 
 
-def _compressed_tensors(q: dict, base: float, where: str) -> Scheme:
+def _compressed_tensors(q: dict, base: float, where: str, given: float | None) -> Scheme:
     groups = q.get("config_groups") or {}
     if not isinstance(groups, dict) or not groups:
-        raise InputError("compressed-tensors config without config_groups", file=where,
-                         column="quantization_config", fix="pass --bytes-per-weight")
+        return _unread("compressed-tensors config without config_groups",
+                       "compressed-tensors without config_groups", where, given,
+                       "pass --bytes-per-weight")
     if len(groups) > 1:
-        raise InputError(f"compressed-tensors config with {len(groups)} config_groups "
-                         "(a mixed scheme)", file=where, column="quantization_config",
-                         fix="pass --bytes-per-weight with the checkpoint's size / parameters")
+        return _unread(f"compressed-tensors config with {len(groups)} config_groups "
+                       "(a mixed scheme)", f"compressed-tensors with {len(groups)} "
+                       "config_groups", where, given, _SIZE_FIX)
     group = next(iter(groups.values()))
     w = group.get("weights") or {}
     bits = int(w.get("num_bits", 8))
     strategy = str(w.get("strategy", "tensor"))
+    if strategy not in ("tensor", "channel", "group", "tensor_group", "block"):
+        return _unread(f"compressed-tensors weight strategy {strategy!r} is not known",
+                       f"compressed-tensors strategy {strategy!r}", where, given,
+                       "pass --bytes-per-weight")
     symmetric = config_bool(w.get("symmetric", True), "symmetric", where)
     scale_bits = SCALE_BITS.get(str(w.get("scale_dtype")), 8 if strategy == "tensor_group"
                                 else int(base * 8))
@@ -216,7 +236,7 @@ def _compressed_tensors(q: dict, base: float, where: str) -> Scheme:
                   compute, ct, list(q.get("ignore") or []), skip_lm_head=False)
 
 
-def _modelopt(q: dict, base: float, where: str) -> Scheme:
+def _modelopt(q: dict, base: float, where: str, given: float | None) -> Scheme:
     nested = q.get("quantization")
     inner: dict = nested if isinstance(nested, dict) else q
     algo = str(inner.get("quant_algo", "")).upper()
@@ -229,9 +249,9 @@ def _modelopt(q: dict, base: float, where: str) -> Scheme:
         return Scheme(f"modelopt NVFP4 (fp8 scale per {g} weights, fp32 global scales)", base,
                       "fp4", lambda t: t.shape[0] * t.shape[-1] * (4 + 8 / g) + 64, skip,
                       skip_lm_head=False)
-    raise InputError(f"modelopt quant_algo {algo or '(none)'!r} is not one card add reads "
-                     "(FP8, NVFP4)", file=where, column="quantization_config",
-                     fix="pass --bytes-per-weight")
+    return _unread(f"modelopt quant_algo {algo or '(none)'!r} is not one card add reads "
+                   "(FP8, NVFP4)", f"modelopt quant_algo {algo or '(none)'!r}", where, given,
+                   "pass --bytes-per-weight")
 
 
 def _bitsandbytes(q: dict, base: float) -> Scheme:

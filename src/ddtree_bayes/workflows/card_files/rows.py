@@ -96,7 +96,10 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
            + f", {shape.layers} layers); active {wb.active_params:,.0f} = every weight a token "
            "uses" + (f", routed experts at {shape.experts_topk}/{shape.experts}" if moe else "")
            + ", the input embedding counted whole (as published totals count it)")
-    quant = (f"bytes_per_weight given by --bytes-per-weight ({_bpw(bpw)}); the file's own "
+    quant = (f"bytes_per_weight {_bpw(bpw)} GIVEN by the user (--bytes-per-weight) for every "
+             f"weight of the file: {scheme.unread}, which card add does not read"
+             if scheme.unread else
+             f"bytes_per_weight given by --bytes-per-weight ({_bpw(bpw)}); the file's own "
              f"average {_bpw(wb.file_average)}" if bytes_per_weight is not None else
              f"DERIVED: bytes_per_weight {_bpw(bpw)} = {scheme.label}, averaged over the active "
              f"weights (the whole file: {_bpw(wb.file_average)} B/weight)")
