@@ -126,6 +126,47 @@ def test_a_unit_slip_is_caught_at_the_flag(tmp_path):
     assert code == 2 and "--source" in err
 
 
+@pytest.mark.parametrize("argv, message", [
+    # a PFLOPS figure for a TFLOPS flag: a B300 at 2.25 bf16 TFLOPS was accepted
+    (["--like", "b300", "--dense-bf16-tflops", "2.25"],
+     "--dense-bf16-tflops 2.25: 2.25 TFLOPS over 8 TB/s is 0.281 FLOP per byte of bandwidth, "
+     "outside the plausible 5 to 20,000; likely a unit slip (PFLOPS for TFLOPS?) (fix: give "
+     "dense TFLOPS per GPU, e.g. 2250 for a B300's bf16 (1 PFLOPS = 1000 TFLOPS))"),
+    (["--like", "rtx-3090", "--dense-int8-tflops", "71200"],
+     "--dense-int8-tflops 71200: 71200 TOPS over 0.936 TB/s is 76,068 FLOP per byte of "
+     "bandwidth, outside the plausible 5 to 20,000; likely a unit slip (GFLOPS for TFLOPS?)"),
+    # 1e-9 TB/s was accepted: every step on the GPU would have taken hours
+    (["--mem-bw-tb-s", "1e-9", "--interconnect", "PCIe Gen4"],
+     "--mem-bw-tb-s 1e-09: under the plausible 0.01 to 100 TB/s per GPU, less than any GPU "
+     "that runs a language model has; likely a unit slip (another unit than TB/s?) (fix: give "
+     "TB/s per GPU, e.g. 1.008 for an RTX 4090 (not GB/s))"),
+    # the copied peaks against a bandwidth given in another unit
+    (["--like", "h100", "--mem-bw-tb-s", "0.04"],
+     "--mem-bw-tb-s 0.04: 989 TFLOPS over 0.04 TB/s is 24,725 FLOP per byte of bandwidth, "
+     "outside"),
+    (["--like", "rtx-4090", "--memory-gb", "0.024"],
+     "--memory-gb 0.024: under the plausible 1 to 4096 GB per GPU, less than any GPU that runs "
+     "a language model has; likely a unit slip (TB for GB?) (fix: give GB per GPU, e.g. 24)"),
+])
+def test_a_figure_a_unit_slip_explains_is_refused(tmp_path, argv, message):
+    code, out, err = run_cli(tmp_path, "hardware", "add", "x", *argv, "--source", "s")
+    assert (code, out) == (2, "") and listing(tmp_path) == {}
+    assert err.startswith(f"ddtree-bayes: error: {message}") and err.count("\n") == 1
+
+
+def test_every_built_in_gpu_and_a_small_one_pass_the_slip_check(tmp_path):
+    """The floors and the FLOP-per-byte range hold every built-in GPU, and a small one (a
+    Jetson Orin Nano: 8 GB, 68 GB/s, 20 dense int8 TOPS) is taken."""
+    from ddtree_bayes.core.data import HARDWARE_NUMBERS, hardware_slip
+
+    for name, row in BUILT_IN.items():
+        assert hardware_slip(row, HARDWARE_NUMBERS) is None, name
+    code, out, err = run_cli(tmp_path, "hardware", "add", "orin-nano", "--memory-gb", "8",
+                             "--mem-bw-tb-s", "0.068", "--dense-int8-tflops", "20",
+                             "--interconnect", "PCIe Gen4", "--source", "datasheet")
+    assert code == 0, err
+
+
 def test_dry_run_prints_the_row_and_writes_nothing(tmp_path):
     code, out, err = run_cli(tmp_path, "hardware", "add", "h100-slow", "--like", "h100",
                              "--dense-bf16-tflops", "700", "--source", "clock-capped", "--dry-run")

@@ -13,7 +13,7 @@ import io
 import math
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -312,6 +312,59 @@ HARDWARE_CEILINGS = {"memory_gb": 4096.0, "mem_bw_tb_s": 100.0, "dense_bf16_tflo
                      "dense_fp8_tflops": 100_000.0, "dense_fp4_tflops": 100_000.0,
                      "dense_int8_tflops": 100_000.0}
 HARDWARE_UNITS = {"memory_gb": "GB per GPU", "mem_bw_tb_s": "TB/s per GPU (3.35 for an H100)"}
+#: Per-GPU floors no GPU that runs a language model is under (the table's smallest: 16 GB,
+#: 0.3 TB/s; a Jetson Nano has 4 GB at 0.0256 TB/s): a value below one is a unit slip (TB for
+#: GB, PB/s or a per-pin rate for TB/s). ``hardware add`` checks the figures it is given.
+HARDWARE_FLOORS = {"memory_gb": 1.0, "mem_bw_tb_s": 0.01}
+#: Dense peak TFLOPS over bandwidth TB/s = FLOP per byte of memory traffic. The built-in GPUs
+#: span 37 (H20, bf16) to 1,875 (GB300, fp4); the plausible range is wide around that (a
+#: GPU without tensor cores sits near 20, a compute-heavy part with slow memory a few times
+#: 1,875), while a slip of 1000 (PFLOPS or GFLOPS written as TFLOPS) leaves it: 2.25 for a
+#: B300's 2,250 bf16 TFLOPS is 0.28 FLOP/B.
+FLOP_PER_BYTE = (5.0, 20_000.0)
+
+
+def hardware_slip(row: Mapping[str, str],
+                  given: Sequence[str]) -> tuple[str, str, bool] | None:
+    """The first figure of hardware row ``row`` a unit slip would explain: under
+    :data:`HARDWARE_FLOORS`, or a dense peak whose FLOP per byte of bandwidth is outside
+    :data:`FLOP_PER_BYTE`; only figures (or pairs) that involve a column in ``given`` are
+    judged. Returns (the column to blame, why, whether it is too low), or None.
+
+    >>> hardware_slip({"mem_bw_tb_s": "8", "dense_bf16_tflops": "2.25"}, ["dense_bf16_tflops"])
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ('dense_bf16_tflops', '2.25 TFLOPS over 8 TB/s is 0.281 FLOP per byte of bandwidth,
+    outside the plausible 5 to 20,000', True)
+    """
+    def num(col: str) -> float | None:
+        try:
+            value = float(row.get(col, "") or "nan")
+        except ValueError:
+            return None
+        return value if math.isfinite(value) and value > 0 else None
+
+    for col, floor in HARDWARE_FLOORS.items():
+        value = num(col)
+        if col in given and value is not None and value < floor:
+            return col, (f"under the plausible {floor:g} to {HARDWARE_CEILINGS[col]:g} "
+                         f"{HARDWARE_UNITS[col].split(' (')[0]}, less than any GPU that runs a "
+                         "language model has"), True
+    bw = num("mem_bw_tb_s")
+    lo, hi = FLOP_PER_BYTE
+    for col in HARDWARE_NUMBERS[2:]:
+        peak = num(col)
+        if bw is None or peak is None or not {col, "mem_bw_tb_s"} & set(given):
+            continue
+        ratio = peak / bw
+        if not lo <= ratio <= hi:
+            unit = "TOPS" if col == "dense_int8_tflops" else "TFLOPS"
+            shown = f"{ratio:,.0f}" if ratio >= 100 else f"{ratio:.3g}"
+            why = (f"{peak:g} {unit} over {bw:g} TB/s is {shown} FLOP per byte of "
+                   f"bandwidth, outside the plausible {lo:,g} to {hi:,g}")
+            if col in given:
+                return col, why, ratio < lo
+            return "mem_bw_tb_s", why, ratio > hi   # the bandwidth moves the ratio the other way
+    return None
 
 
 def load_hardware(path: str | Path, text: str | None = None, *,

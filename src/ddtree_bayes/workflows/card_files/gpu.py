@@ -16,7 +16,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import GPU_COUNT_SUFFIX, NAME_RE, as_name, unknown_hardware_fix
+from ddtree_bayes.core.data import (
+    GPU_COUNT_SUFFIX,
+    NAME_RE,
+    as_name,
+    hardware_slip,
+    unknown_hardware_fix,
+)
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
 from ddtree_bayes.core.pairs import LINK_FIX, link_class
@@ -148,6 +154,7 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     for col, value in values.items():
         row[col] = _figure(value)
     given = [c for c in (*MEMORY_COLUMNS, *PEAK_COLUMNS) if c in values]
+    _refuse_a_slip(row, given)
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
@@ -174,6 +181,27 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     effect = ("replaces" if existing_row(file, "hardware", name) is not None else
               "overrides" if name in table.rows else "adds")
     return GpuRow(row, from_like, tuple(given), effect, tuple(notes))
+
+
+#: What a slip in a figure's unit usually is (too low, too high), and the unit its flag takes.
+_SLIPS = {"memory_gb": (("TB for GB?", "GB for GB?"), "give GB per GPU, e.g. 24"),
+          "mem_bw_tb_s": (("another unit than TB/s?", "another unit than TB/s?"),
+                          "give TB/s per GPU, e.g. 1.008 for an RTX 4090 (not GB/s)")}
+_PEAK_SLIP = (("PFLOPS for TFLOPS?", "GFLOPS for TFLOPS?"),
+              "give dense TFLOPS per GPU, e.g. 2250 for a B300's bf16 (1 PFLOPS = 1000 TFLOPS)")
+
+
+def _refuse_a_slip(row: dict[str, str], given: list[str]) -> None:
+    """Refuse a given figure a unit slip explains (:func:`~ddtree_bayes.core.data.hardware_slip`:
+    memory or bandwidth under any GPU's, a dense peak whose FLOP per byte of bandwidth no GPU
+    has), naming its flag."""
+    slip = hardware_slip(row, given)
+    if slip is None:
+        return
+    col, why, low = slip
+    (too_low, too_high), fix = _SLIPS.get(col, _PEAK_SLIP)
+    raise InputError(f"--{col.replace('_', '-')} {row[col]}: {why}; likely a unit slip "
+                     f"({too_low if low else too_high})", fix=fix)
 
 
 def target_file(hardware_file: str | Path | None) -> Path:
