@@ -64,6 +64,12 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": "12:inf"}, "--accept '12:inf' is not finite"),
     ({"accept": 14, "target": float("nan")}, "--target nan is not a finite throughput >= 0"),
     ({"accept": 14, "target": -5}, "--target -5 is not a finite throughput >= 0"),
+    # numpy met seed=-1 with a bare ValueError and seed=1.5 with a TypeError
+    ({"accept": 14, "seed": -1}, "seed -1 is not a whole number from 0 to 4294967295 (fix: "
+                                 "give seed as a whole number, e.g. 20261130)"),
+    ({"accept": 14, "seed": 1.5}, "seed 1.5 is not a whole number from 0 to 4294967295"),
+    ({"accept": 14, "seed": True}, "seed True is not a whole number"),
+    ({"accept": 14, "seed": 2**32}, "seed 4294967296 is not a whole number"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI
@@ -74,6 +80,16 @@ def test_the_api_checks_what_the_flags_check(kw, message):
 
     with pytest.raises(QueryError, match=re.escape(message)):
         api.predict(point_mass_draws(), **kw)
+
+
+def test_the_api_takes_a_numpy_seed_as_its_int():
+    import numpy as np
+
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    pd.testing.assert_frame_equal(api.predict(draws, accept="12:16", seed=np.int64(7)),
+                                  api.predict(draws, accept="12:16", seed=7))
 
 
 def test_the_api_takes_any_sequence_of_concurrencies():

@@ -13,7 +13,7 @@ import shlex
 import sys
 from collections.abc import Callable
 
-from ddtree_bayes.core.config import DEFAULT_SEED
+from ddtree_bayes.core.config import DEFAULT_SEED, MAX_SEED
 from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY, MAX_GPUS
 from ddtree_bayes.core.query_flags import ACCEPT_HELP
 from ddtree_bayes.core.query_flags import add_scenario_arguments as _core_scenario_arguments
@@ -23,7 +23,6 @@ __all__ = ["ACCEPT_HELP", "Parser", "add_format", "add_scenario_arguments",
 
 #: Bounds of the integer flags: wide enough for any real system, narrow enough that no
 #: arithmetic downstream overflows or divides by zero.
-MAX_SEED = 2**32 - 1
 MAX_DRAWS = 1_000_000
 _NAME = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 _FIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

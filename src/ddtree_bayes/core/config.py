@@ -20,6 +20,8 @@ from ddtree_bayes.core.pairs import same_family
 INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
 #: Seed used when the user gives none; one seed flows through fit and predict.
 DEFAULT_SEED = 20261130
+#: The largest seed a command takes (--seed 0 to 4294967295; the API's the same).
+MAX_SEED = 2**32 - 1
 #: The question the original estimator answered: B300, DDTree block 16, budget 32,
 #: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it of a fit that
 #: measured B300 (for the model asked about); a fit that never did is asked its own most-measured

@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import hashlib
 import math
+import numbers
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from ddtree_bayes.core import paths
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import (
     DEFAULT_SEED,
+    MAX_SEED,
     AcceptancePrior,
 )
 from ddtree_bayes.core.data import AR_METHOD
@@ -496,6 +498,12 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                                    and target >= 0):
         raise QueryError(f"--target {target!r} is not a finite throughput >= 0",
                          fix="give a throughput in tok/s, e.g. --target 800")
+    if (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
+            or not 0 <= int(seed) <= MAX_SEED):
+        # (numpy met seed=-1 with a bare ValueError and seed=1.5 with a TypeError)
+        raise QueryError(f"seed {seed!r} is not a whole number from 0 to {MAX_SEED}",
+                         fix=f"give seed as a whole number, e.g. {DEFAULT_SEED}")
+    seed = int(seed)
     seed_table = load_seed_table(workdir)
     rows = []
     streams = question.flags.concurrency
