@@ -495,13 +495,48 @@ def test_default_candidates_cover_systems_engines_and_the_query():
     draws = point_mass_draws()
     query = D.parse_query(draws, "--hardware b300 --engine native --budget 32 --accept 14")
     whys = [(c.why, c.describe()) for c in D.default_candidates(draws, query)]
-    assert whys[0] == ("the query itself", "b300 x8 native ddtree budget 32 M=33")
-    assert ("the query in sglang", "b300 x8 sglang ddtree budget 32 M=33") in whys
+    # --budget alone keeps the default question's block 16, as predict's does
+    assert whys[0] == ("the query itself", "b300 x8 native ddtree block 16 budget 32 M=33")
+    assert ("the query in sglang", "b300 x8 sglang ddtree block 16 budget 32 M=33") in whys
     assert ("AR, context 0", "b300 x8 sglang ar") in whys
     # budget 32 in sglang is already there as "the query in sglang" (duplicates dropped)
     assert [d for w, d in whys if w.startswith("DDTree")] == [
         f"b300 x8 sglang ddtree block 16 budget {b} M={b + 1}" for b in (8, 128)]
     assert len(whys) == len({c.key() for c in D.default_candidates(draws, query)})
+
+
+@pytest.mark.parametrize("text, flags", [
+    ("--hardware h100 --gpus 8", {"hardware": "h100", "gpus": 8}),
+    ("--hardware b300", {"hardware": "b300"}),
+    ("--budget 64", {"budget": 64}),
+    ("--hardware b300 --block 8 --budget 32", {"hardware": "b300", "block": 8, "budget": 32}),
+    ("--verify-tokens 9", {"verify_tokens": 9}),
+])
+def test_next_query_fills_the_flags_not_given_as_predict_does(text, flags):
+    """next --help says the query's flags not given come from the default question, but
+    once a configuration flag was given block and budget did not: --query "--hardware h100
+    --gpus 8" was refused ("cannot tell how many tokens ddtree verifies per step") where
+    predict --hardware h100 --gpus 8 answers for block 16 / budget 32."""
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = point_mass_draws()
+    query = D.parse_query(draws, text + " --accept 6")
+    asked = resolve(draws, Flags(**flags, engines=("sglang",), accept="6")).asked[0].scenario
+    assert query.scenario == asked
+    if "--gpus" in text:
+        assert query.scenario.describe() == ("h100 x8, sglang, ddtree, block 16, budget 32, "
+                                             "verify 33, context 0")
+
+
+def test_cli_next_query_with_hardware_alone_answers(tmp_path):
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)
+    code, out, err = run_cli(work, "next", "--query", "--hardware h100 --gpus 8 --accept 10",
+                             "--k", "4")
+    assert code == 0, err
+    assert "query: h100 x8, sglang, ddtree, block 16, budget 32, verify 33, context 0, " \
+        "accept 10" in out
 
 
 @pytest.mark.parametrize("text,fragment", [

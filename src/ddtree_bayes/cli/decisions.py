@@ -317,7 +317,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "--method --block --budget --verify-tokens --context --accept (a value, or lo:hi "
                         "for Uniform(lo, hi); default: the acceptance prior). Default: the "
                         "default scenario in sglang (for a fit that never measured b300: its "
-                        "most-measured system, in its engine); flags not given come from it")
+                        "most-measured system, in its engine); flags not given come from it "
+                        "as they do for predict (--hardware h100 --gpus 8: its method, block "
+                        "and budget)")
     n.add_argument("--candidates", metavar="FILE.csv",
                    help="candidate measurements, columns hardware,gpus,engine,method,block,"
                         "budget,accept_len,context_tokens and optionally model, concurrency "

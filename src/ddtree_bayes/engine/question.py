@@ -194,22 +194,22 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     return fit_default(fit.measurements.rows, model if multi else None)
 
 
-def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict, bool]:
+def fill(d: DefaultQuestion, flags: Flags) -> tuple[dict, bool]:
     """The flags with those not given taken from the default question ``d``: hardware, method
     and engines; the GPU count when the hardware is the default's; block and budget (and verify
     tokens) unless a method or verify tokens was given; with verify tokens alone the default's
-    shape at that M, with verify tokens and a budget the default's block (``shape`` False: not
-    at all). Returns the configuration and whether anything came from ``d``."""
+    shape at that M, with verify tokens and a budget the default's block. Returns the
+    configuration and whether anything came from ``d``."""
     out = {"hardware": flags.hardware or d.hardware, "method": flags.method or d.method,
            "engines": tuple(flags.engines or d.engines),
            "gpus": flags.gpus if flags.gpus is not None or flags.hardware is not None else d.gpus,
            "block": flags.block, "budget": flags.budget, "verify_tokens": flags.verify_tokens}
-    if (shape and flags.method is None and flags.verify_tokens is not None
+    if (flags.method is None and flags.verify_tokens is not None
             and flags.budget is not None and flags.block is None):
         # --budget with --verify-tokens: the default's block stays (it dropped, and the
         # acceptance limit became M); resolve_scenario checks M against the budget
         out["block"] = d.block
-    elif shape and flags.method is None and flags.verify_tokens is None:
+    elif flags.method is None and flags.verify_tokens is None:
         block, budget = flags.block, flags.budget
         if block is None and budget is None:
             out["verify_tokens"] = d.verify_tokens
@@ -219,7 +219,7 @@ def fill(d: DefaultQuestion, flags: Flags, *, shape: bool = True) -> tuple[dict,
             block = budget = block if block is not None else budget
         out["block"] = d.block if block is None else block
         out["budget"] = d.budget if budget is None else budget
-    elif (shape and flags.method is None and flags.verify_tokens is not None
+    elif (flags.method is None and flags.verify_tokens is not None
           and flags.verify_tokens >= 2 and flags.block is None and flags.budget is None):
         # --verify-tokens alone reshapes the default's configuration: a tree keeps its block
         # (no path is deeper) and verifies budget + 1 tokens; a chain (block = budget) is that
@@ -333,15 +333,14 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
 
 
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
-            hint: str = CONFIGURATION_FLAGS, shape: bool = True, acceptance: bool = True
-            ) -> Question:
+            hint: str = CONFIGURATION_FLAGS, acceptance: bool = True) -> Question:
     """Resolve ``flags`` against ``fit``: names checked, the flags not given filled from the
     fit's default question, each engine's scenario, ``--accept`` checked against what a step can
     emit, each row's acceptance source. Raises :class:`QueryError` (one line, with a fix) for a
     question the fit cannot answer. ``prefix`` names where the flags came from (``--query: ``);
-    ``hint`` the flags a default note tells to pass; ``shape`` False fills block and budget only
-    when no configuration flag is given (``next --query``); ``acceptance`` False leaves the
-    rows' acceptance sources out (a question about the step alone: ``optimize``).
+    ``hint`` the flags a default note tells to pass; ``acceptance`` False leaves the rows'
+    acceptance sources out (a question about the step alone: ``optimize``). ``predict``,
+    ``next --query`` and ``track`` fill the flags not given alike.
 
     Examples
     --------
@@ -353,7 +352,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     """
     warnings = check_names(fit, flags, strict=strict, prefix=prefix)
     d = default_question(fit, flags.model)
-    config, from_default = fill(d, flags, shape=shape or not flags.names_configuration)
+    config, from_default = fill(d, flags)
     if config["hardware"] is None or config["method"] is None or not config["engines"]:
         raise QueryError("a configuration needs --hardware, --method and --engine",
                          fix="give all three, or none for the default question")

@@ -80,8 +80,9 @@ class Query:
 def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
     """Resolve ``--query "<predict flags>"`` (one engine) against the fit, as ``predict``
     resolves its flags (:func:`ddtree_bayes.engine.question.resolve`): no configuration flags is
-    the fit's default question in its first engine; with some flags, its hardware, method and
-    engine fill those not given (block and budget do not: the query names its configuration)."""
+    the fit's default question in its first engine; with some flags, the default question fills
+    those not given as it does for ``predict`` (``--hardware h100 --gpus 8`` asks its method at
+    its block and budget)."""
     try:
         tokens = shlex.split(text)
     except ValueError as err:
@@ -99,8 +100,7 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
         if req.uniform is None and len(req.values) != 1:
             raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
                              fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
-    q = resolve(draws, flags, strict=strict, prefix="--query: ", hint="--query flags",
-                shape=False)
+    q = resolve(draws, flags, strict=strict, prefix="--query: ", hint="--query flags")
     asked = q.asked[0]
     source = asked.accept[-1]   # a range: its Uniform row (the values are its ends)
     scenario = asked.scenario
