@@ -520,6 +520,10 @@ def test_history_marks_a_fit_of_another_format_version_unreadable(tmp_path):
     assert code == 0 and (row["fit_id"], row["readable"], row["error"]) == (FIT_ID, False, error)
     code, out, err = call(work, "predict", "--accept", "14")
     assert (code, out, err) == (3, "", f"ddtree-bayes: error: {error}\n")
+    # the table says latest too (it said only UNREADABLE while the JSON said latest: true)
+    code, out, _ = call(work, "history")
+    assert code == 0 and out.splitlines()[-1].split(None, 6) == [
+        FIT_ID, "-", "-", "-", "-", "-", f"latest, UNREADABLE: {error}"]
 
 
 def test_track_says_the_latest_fit_is_unreadable_not_that_there_is_none(tmp_path):

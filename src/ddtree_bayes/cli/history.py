@@ -25,7 +25,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     body = []
     for f in fits:
         if not f["readable"]:
-            body.append([f["fit_id"], "-", "-", "-", "-", "-", f"UNREADABLE: {f['error']}"])
+            # (the latest fit can be the unreadable one: the JSON says latest, so does this)
+            body.append([f["fit_id"], "-", "-", "-", "-", "-",
+                         ("latest, " if f["latest"] else "") + f"UNREADABLE: {f['error']}"])
             continue
         notes = []
         if f["latest"]:
