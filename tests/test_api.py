@@ -47,7 +47,8 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     with pytest.raises(DataError) as info:
         db.fit(workdir=tmp_path, tune=0, chains=0, progress=False)
     assert str(info.value) == ("sampler settings out of range: chains 0, tune 0 (fix: chains "
-                               ">= 1, draws >= 1, tune >= 1, 0 < target_accept < 1)")
+                               ">= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, seed a "
+                               "whole number 0 to 4294967295)")
     with pytest.raises(DataError, match=re.escape("out of range: tune 0 (fix: ")):
         db.fit(workdir=tmp_path, tune=0, progress=False)
     assert not (tmp_path / "models").exists()
@@ -100,3 +101,18 @@ def test_the_api_takes_any_sequence_of_concurrencies():
     draws = point_mass_draws()
     for value in (np.array([1, 8]), range(1, 3), [1, 2]):
         assert len(api.predict(draws, accept=14, concurrency=value)) == 4   # 2 engines x 2 C
+
+
+@pytest.mark.parametrize("seed", [-1, 1.5, True, 2**32])
+def test_api_fit_refuses_a_seed_out_of_range_before_compiling(tmp_path, seed):
+    """db.fit(seed=-1) reached numpy's bare ValueError after the compile; it is refused with
+    the other sampler settings, nothing written."""
+    import ddtree_bayes as db
+    from ddtree_bayes.core.errors import DataError
+
+    with pytest.raises(DataError) as info:
+        db.fit(workdir=tmp_path, seed=seed, progress=False)
+    assert str(info.value) == (f"sampler settings out of range: seed {seed!r} (fix: chains "
+                               ">= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, seed a "
+                               "whole number 0 to 4294967295)")
+    assert not (tmp_path / "models").exists()

@@ -22,6 +22,19 @@ INTERVAL_PROBS: tuple[float, ...] = (0.5, 0.9)
 DEFAULT_SEED = 20261130
 #: The largest seed a command takes (--seed 0 to 4294967295; the API's the same).
 MAX_SEED = 2**32 - 1
+
+
+def is_seed(value: object) -> bool:
+    """Whether ``value`` is a seed a command takes: a whole number (not a bool) from 0 to
+    :data:`MAX_SEED` (numpy meets -1 with a bare ValueError and 1.5 with a TypeError).
+
+    >>> [is_seed(v) for v in (0, 2**32 - 1, -1, 2**32, 1.5, True)]
+    [True, True, False, False, False, False]
+    """
+    import numbers
+
+    return (not isinstance(value, bool) and isinstance(value, numbers.Integral)
+            and 0 <= int(value) <= MAX_SEED)
 #: The question the original estimator answered: B300, DDTree block 16, budget 32,
 #: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it of a fit that
 #: measured B300 (for the model asked about); a fit that never did is asked its own most-measured

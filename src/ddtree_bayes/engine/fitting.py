@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ddtree_bayes.core import __version__, paths
-from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, load_priors
+from ddtree_bayes.core.config import (
+    DEFAULT_SEED,
+    MAX_SEED,
+    PriorsConfig,
+    SamplerSettings,
+    is_seed,
+    load_priors,
+)
 from ddtree_bayes.core.data import Measurements, load_measurements
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.gates import UNUSABLE_DRAWS
@@ -141,11 +148,12 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     # (nutpie panics with no tuning step: a PanicException after the compile, not an error)
     bad = [f"{k} {v!r}" for k, v, ok in (
         ("chains", chains, chains >= 1), ("draws", draws, draws is None or draws >= 1),
-        ("tune", tune, tune >= 1), ("target_accept", target_accept, 0 < target_accept < 1))
-        if not ok]
+        ("tune", tune, tune >= 1), ("target_accept", target_accept, 0 < target_accept < 1),
+        ("seed", seed, is_seed(seed))) if not ok]
     if bad:
         raise DataError(f"sampler settings out of range: {', '.join(bad)}",
-                        fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1")
+                        fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, "
+                            f"seed a whole number 0 to {MAX_SEED}")
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import remedies as R
 

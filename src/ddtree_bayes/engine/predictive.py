@@ -10,7 +10,6 @@ import csv
 import dataclasses
 import hashlib
 import math
-import numbers
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from ddtree_bayes.core.config import (
     DEFAULT_SEED,
     MAX_SEED,
     AcceptancePrior,
+    is_seed,
 )
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
@@ -498,9 +498,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                                    and target >= 0):
         raise QueryError(f"--target {target!r} is not a finite throughput >= 0",
                          fix="give a throughput in tok/s, e.g. --target 800")
-    if (isinstance(seed, bool) or not isinstance(seed, numbers.Integral)
-            or not 0 <= int(seed) <= MAX_SEED):
-        # (numpy met seed=-1 with a bare ValueError and seed=1.5 with a TypeError)
+    if not is_seed(seed):
         raise QueryError(f"seed {seed!r} is not a whole number from 0 to {MAX_SEED}",
                          fix=f"give seed as a whole number, e.g. {DEFAULT_SEED}")
     seed = int(seed)
