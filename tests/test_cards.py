@@ -608,3 +608,19 @@ def test_an_eagle3_head_for_a_target_it_cannot_draft_for_is_refused(tmp_path, ta
                              target, *extra)
         assert code == 2 and says in err and err.count("\n") == 1, err
         assert not (tmp_path / "data").exists()
+
+
+def test_eagle3_head_of_an_unknown_dtype_takes_bytes_per_weight(tmp_path):
+    """An EAGLE-3 config of a dtype card add does not know: refused with the fix
+    --bytes-per-weight, and that fix works (it reached a model's config only)."""
+    import json
+
+    cfg = json.loads((FIX / "llama3-8b-eagle3" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "torch_dtype": "int3"}))
+    with pytest.raises(InputError, match="--bytes-per-weight"):
+        card_files.derive_from_hf_config(tmp_path, target="llama-3.1-8b-instruct")
+    d = card_files.derive_from_hf_config(tmp_path, target="llama-3.1-8b-instruct",
+                                         bytes_per_weight=1.0)
+    assert d.drafters[0]["bytes_per_weight"] == "1"
+    assert d.drafters[0]["params_b"] == derive(
+        "llama3-8b-eagle3", target="llama-3.1-8b-instruct").drafters[0]["params_b"]

@@ -213,3 +213,37 @@ def test_student_t_simulation_keeps_the_runs_scatter_normal():
     mean_dev = ddtree.mean(axis=1)
     kurtosis = np.mean(mean_dev ** 4) / np.mean(mean_dev ** 2) ** 2
     assert kurtosis > 5.0
+
+
+def test_row_logp_without_nu_is_the_normal_written_as_before():
+    """The default (normal) per-row density feeds PSIS-LOO: the same digits as the expression
+    it always was, not only close to them."""
+    rng = np.random.default_rng(3)
+    z, mean, sd = rng.normal(size=500), rng.normal(size=500), rng.uniform(0.01, 0.2, 500)
+    old = -0.5 * ((z - mean) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
+    assert np.array_equal(C.row_logp(z, mean, sd, None), old)
+
+
+def test_update_scores_a_row_with_the_fits_likelihood():
+    """update's percentile of a new row (a configuration the fit did not measure: budget
+    32 on B300) is the mean over draws of the normal CDF, or of the t_4 CDF for a fit with
+    likelihood_nu 4 (a 3-sd row: surprise under the normal, not under the t)."""
+    from scipy import stats
+
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.workflows.living.scoring import score_rows
+
+    base = point_mass_draws(n=8, noise_sd=0.05)
+    row = dataclasses.replace(BASE, row=99, block=16, budget=32, verify_tokens=33,
+                              accept_len=10.0)
+    sc = P.row_scenario(base, row)
+    parts, _ = P.step_components(base, sc, np.random.default_rng(0))
+    log_mu = math.log(10.0 * 1000.0 / parts["step"][0])
+    sd = float(parts["log_sd"][0])
+    row = dataclasses.replace(row, tok_s=math.exp(log_mu + 3.0 * sd))
+    t4 = dataclasses.replace(base, variables={**base.variables,
+                                              "likelihood_nu": np.full(8, 4.0)})
+    normal, student = score_rows(base, [row], 1)[0], score_rows(t4, [row], 1)[0]
+    assert normal["percentile"] == pytest.approx(stats.norm.cdf(3.0), rel=1e-9)
+    assert student["percentile"] == pytest.approx(stats.t.cdf(3.0, 4.0), rel=1e-9)
+    assert (normal["status"], student["status"]) == ("surprise", "ok")

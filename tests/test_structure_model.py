@@ -308,6 +308,27 @@ def test_a_student_t_anchor_widens_with_its_residual():
     assert np.var(shift) == pytest.approx(normal_var * (4.0 + r ** 2 / total) / 3.0, rel=0.03)
 
 
+def test_student_t_noise_is_normal_at_a_measured_configuration_itself():
+    """Under likelihood_nu a new configuration's run draws t noise, but at a measured
+    configuration itself the anchor has drawn the configuration's deviation already and the
+    run's scatter about its mean is normal, as in the likelihood."""
+    import dataclasses
+
+    base = structured_point_mass()
+    draws = dataclasses.replace(base, variables={**base.variables,
+                                                 "likelihood_nu": np.full(base.n_draws, 4.0)},
+                                memo={})
+
+    def noise(budget):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                method="ddtree", block=8 if budget == 8 else 16, budget=budget,
+                                verify_tokens=None, context_tokens=0.0)
+        return P.predictive_noise(draws, sc, 5, np.random.default_rng(7))
+
+    assert np.array_equal(noise(8), np.random.default_rng(7).standard_normal(5))
+    assert np.array_equal(noise(32), np.random.default_rng(7).standard_t(4.0, 5))
+
+
 def test_a_held_out_row_is_never_an_anchor():
     """A validation fold's held-out rows are not the fit's: with the budget-8 rows held out
     the query has no measured configuration of its group and keeps the structural step."""

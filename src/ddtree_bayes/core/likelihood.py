@@ -206,7 +206,8 @@ def likelihood_nu(variables: dict) -> float | None:
     return None if nu is None else float(np.ravel(nu)[0])
 
 
-def config_logp(mean, run_sd, between_sd, n, zbar, s2, nu: float | None, log=math.log):
+def config_logp(mean, run_sd, between_sd, n, zbar, s2, nu: float | None, log=math.log,
+                between_var=None):
     """The joint log-density of a configuration's rows from (n, zbar, S2): normal
     (:func:`grouped_logp`) when ``nu`` is None, else with the configuration's mean Student-t.
 
@@ -218,6 +219,8 @@ def config_logp(mean, run_sd, between_sd, n, zbar, s2, nu: float | None, log=mat
     far off the others is read as an outlier of its own, not as a trend. One row (n = 1) is
     then ``t_nu(z | mean, sqrt(run_sd^2 + between_sd^2))``; a configuration with n = 0 (rows
     held out) adds 0. Works on numpy arrays and PyTensor tensors (``n`` is data).
+    ``between_var`` (the t only) gives ``between_sd^2`` directly: the model's is ``(tau d)^2``,
+    and the gradient of ``sqrt`` then square at d = 0 is 0 x inf.
 
     >>> from scipy import stats
     >>> n, zbar, s2 = np.array([1.0]), np.array([0.3]), np.array([0.0])
@@ -239,7 +242,7 @@ def config_logp(mean, run_sd, between_sd, n, zbar, s2, nu: float | None, log=mat
     n_safe = n + held
     within = (-(n_safe - 1.0) * (0.5 * math.log(2 * math.pi) + log(run_sd))
               - s2 / (2.0 * run_sd ** 2) - 0.5 * log(n_safe))
-    var = between_sd ** 2 + run_sd ** 2 / n_safe
+    var = (between_sd ** 2 if between_var is None else between_var) + run_sd ** 2 / n_safe
     const = math.lgamma((nu + 1.0) / 2.0) - math.lgamma(nu / 2.0) - 0.5 * math.log(nu * math.pi)
     mean_part = const - 0.5 * log(var) - (nu + 1.0) / 2.0 * log(1.0 + (zbar - mean) ** 2
                                                                 / (nu * var))
@@ -257,8 +260,22 @@ def row_logp(z, mean, sd, nu: float | None):
     >>> float(np.round(row_logp(0.3, 0.1, 0.2, 4.0) - stats.t.logpdf(0.3, 4.0, 0.1, 0.2), 12))
     0.0
     """
+    if nu is None:   # (written as it always was: the same digits)
+        return -0.5 * ((z - mean) / sd) ** 2 - np.log(sd) - 0.5 * math.log(2 * math.pi)
     one = np.ones(np.shape(z))
     return config_logp(mean, sd, 0.0, one, z, 0.0 * one, nu, np.log)
+
+
+def standard_cdf(x, nu: float | None):
+    """(numpy) the standardised deviation's CDF at ``x``: standard normal, or Student-t with
+    ``nu`` degrees of freedom (:func:`likelihood_nu`).
+
+    >>> float(np.round(standard_cdf(3.0, None), 5)), float(np.round(standard_cdf(3.0, 4.0), 5))
+    (0.99865, 0.98001)
+    """
+    from scipy import special
+
+    return special.ndtr(x) if nu is None else special.stdtr(nu, x)
 
 
 def standard_noise(rng: np.random.Generator, shape, nu: float | None) -> np.ndarray:

@@ -7,10 +7,9 @@ configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engin
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import DEFAULT_SEED, form_label
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import fitted_rows as M
@@ -38,9 +37,7 @@ def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
     mo = M.moments(draws, seed)
     log_mu = mo.row_log_mu()
     sd = mo.sd[:, mo.row_config]
-    loglik = (-0.5 * ((mo.log_tok_s[None, :] - log_mu) / sd) ** 2 - np.log(sd)
-              - 0.5 * math.log(2 * math.pi))
-    return mo.measurements, loglik, log_mu
+    return mo.measurements, C.row_logp(mo.log_tok_s[None, :], log_mu, sd, mo.nu), log_mu
 
 
 def loo_tree(draws: Fit, chains: int, seed: int = DEFAULT_SEED, unit: str | None = None):

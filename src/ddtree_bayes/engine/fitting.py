@@ -154,6 +154,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         raise DataError(f"sampler settings out of range: {', '.join(bad)}",
                         fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, "
                             f"seed a whole number 0 to {MAX_SEED}")
+    seed = int(seed)   # (a numpy integer would reach the JSON metadata after sampling)
     from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import remedies as R
 

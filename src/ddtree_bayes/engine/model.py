@@ -205,7 +205,8 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         mean = latent_log_accept(spec) - pt.log(step)
         nu = likelihood_nu(P)
         if nu is not None:   # a configuration's mean Student-t (core/likelihood.config_logp)
-            logp = C.config_logp(mean, run, pt.sqrt(between_var), n, zbar, s2, nu, pt.log)
+            logp = C.config_logp(mean, run, 0.0, n, zbar, s2, nu, pt.log,
+                                 between_var=between_var)
         elif spec.repeated:
             logp = C.grouped_logp(mean, run, pt.sqrt(between_var), n, zbar, s2, pt.log)
         else:   # one row per configuration: the same density, written as it always was

@@ -101,6 +101,17 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     return parts, how + f"; anchored to the measured {label}"
 
 
+def predictive_noise(draws: Fit, sc: Scenario, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(n,) standardised draws of one benchmark run's deviation at ``sc`` (times the parts'
+    ``log_sd``): as the fit's likelihood has it (normal, or Student-t with ``likelihood_nu``),
+    except at a measured configuration itself, where the anchor has drawn the configuration's
+    own deviation and what is left, the run's scatter about its mean, is normal in both."""
+    nu = C.likelihood_nu(draws.variables)
+    if nu is not None and at_measured_configuration(draws, sc):
+        nu = None
+    return C.standard_noise(rng, n, nu)
+
+
 def other_engines_ar(draws: Fit, sc: Scenario) -> str:
     """For an AR question on a measured system whose engine has no AR row there while another
     engine has: a clause saying so (the answer is the structural step, which need not match
@@ -660,7 +671,7 @@ def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario
         parts_d, how = step_components(d, sc, rng)
         # measurement noise (and structural discrepancy): what a benchmark would show
         per_token = 1000.0 / parts_d["step"] * np.exp(
-            parts_d["log_sd"] * C.standard_noise(rng, d.n_draws, C.likelihood_nu(d.variables)))
+            parts_d["log_sd"] * predictive_noise(d, sc, d.n_draws, rng))
         parts.append(per_token if not mixture else rng.choice(per_token, size=k))
         hows.append(how if not mixture else f"{d.meta['fit_id']} ({d.meta['model']['moe_form']} "
                                             f"MoE, weight {weight:.2f}): {how}")

@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
 from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import QueryError
@@ -171,8 +170,7 @@ def predict_row(draws: Fit, m: Measurement, rng: np.random.Generator) -> np.ndar
     its C streams, as the row measures it)."""
     sc = P.row_scenario(draws, m)
     parts, _ = P.step_components(draws, sc, rng)
-    noise = parts["log_sd"] * C.standard_noise(rng, draws.n_draws,
-                                               C.likelihood_nu(draws.variables))
+    noise = parts["log_sd"] * P.predictive_noise(draws, sc, draws.n_draws, rng)
     # a row without accept_len: the posterior of its inferred acceptance group
     return (P.row_acceptance(draws, m, rng) * 1000.0 * m.concurrency / parts["step"]
             * np.exp(noise))

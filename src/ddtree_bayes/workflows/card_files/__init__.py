@@ -63,7 +63,7 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
             raise InputError("an EAGLE-3 draft config: which model does it draft for?",
                              file=str(file), fix="say which with --target NAME (its card)")
         return eagle3_drafter(_name(name, default or ""), card_name(target, "--target"),
-                              cfg, source)
+                              cfg, source, bytes_per_weight)
     if not (name or default):
         raise InputError("cannot tell the model's name from the file", file=str(file),
                          fix="give --name NAME")

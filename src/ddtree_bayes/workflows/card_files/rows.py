@@ -161,11 +161,13 @@ def is_eagle3(cfg: dict) -> bool:
     return "Eagle3" in archs or "draft_vocab_size" in cfg
 
 
-def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
+def eagle3_drafter(name: str, target: str, cfg: dict, source: str,
+                   bytes_per_weight: float | None = None) -> Derived:
     """An EAGLE-3 head (sgl-project/SpecForge ``LlamaForCausalLMEagle3``): ``fc`` fuses three
     target hidden states (3 x target_hidden -> hidden); each decoder layer's q/k/v read the
     embedding and the hidden state concatenated (2 x hidden); its own lm_head over the draft
-    vocabulary; the embedding is the target's."""
+    vocabulary; the embedding is the target's. A dtype card add does not know takes
+    ``bytes_per_weight`` (``--bytes-per-weight``), as a model's does."""
     from ddtree_bayes.workflows.card_files.hf_config import HFConfig
 
     c = HFConfig(cfg, source)
@@ -189,7 +191,7 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str) -> Derived:
            *[Tensor(t.name, t.shape, t.kind, t.linear, count=layers) for t in per_layer],
            Tensor("norm", (hidden,), "norm"), Tensor("lm_head", (draft_vocab, hidden), "lm_head")]
     params = sum(t.params for t in own)
-    size, dname = dtype_bytes(cfg, source)
+    size, dname = dtype_bytes(cfg, source, bytes_per_weight)
     row = {"drafter": name, "target_model": target, "method": "eagle3", "kind": "eagle3_head",
            "layers": str(layers), "hidden_size": str(hidden), "intermediate_size": str(inter),
            "params_b": _b(params), "params_active_b": _b(params),

@@ -27,6 +27,7 @@ from ddtree_bayes.core.data import (
     check_context_tokens,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
@@ -363,19 +364,21 @@ def weighted_interval(sorted_values: np.ndarray, weights: np.ndarray, prob: floa
 
 
 def preposterior(log_mu: np.ndarray, noise_sd: np.ndarray, query: np.ndarray, prob: float,
-                 picks: np.ndarray, eps: np.ndarray) -> dict:
+                 picks: np.ndarray, eps: np.ndarray, nu: float | None = None) -> dict:
     """Expected ``prob`` interval width of ``query`` after one measurement.
 
     ``log_mu`` (n,): the candidate's modelled log tok/s per posterior draw; ``noise_sd``
     (n,): the fitted noise; ``query`` (n,): the query's predictive draws. The K simulated
     results are ``y_k = log_mu[picks[k]] + noise_sd[picks[k]] * eps[k]``; every draw s is
-    weighted by ``Normal(y_k | log_mu[s], noise_sd[s])``.
+    weighted by ``Normal(y_k | log_mu[s], noise_sd[s])`` (with ``nu``, the fit's Student-t
+    ``likelihood_nu``: ``eps`` are t draws and the weights t densities, as update's are).
     """
     order = np.argsort(query)
     sorted_q = query[order]
     y = log_mu[picks] + noise_sd[picks] * eps                                    # (K,)
     lm, sd = log_mu[order], noise_sd[order]
-    logw = -0.5 * ((y[:, None] - lm[None, :]) / sd[None, :]) ** 2 - np.log(sd)[None, :]
+    logw = (-0.5 * ((y[:, None] - lm[None, :]) / sd[None, :]) ** 2 - np.log(sd)[None, :]
+            if nu is None else row_logp(y[:, None], lm[None, :], sd[None, :], nu))
     w = np.exp(logw - logw.max(axis=1, keepdims=True))
     w /= w.sum(axis=1, keepdims=True)
     ess = 1.0 / np.sum(w ** 2, axis=1)
@@ -408,9 +411,12 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
     rng = np.random.default_rng([seed, 11])
     accept, accept_label = query_acceptance(draws, query, rng)
     q_parts, q_how = shared_components(draws, query.scenario, seed)
-    q = accept * 1000.0 / q_parts["step"] * np.exp(q_parts["log_sd"] * rng.standard_normal(n))
+    nu = likelihood_nu(draws.variables)   # (None: normal, the draws of every earlier version)
+    q = accept * 1000.0 / q_parts["step"] * np.exp(
+        q_parts["log_sd"] * P.predictive_noise(draws, query.scenario, n, rng))
     picks = rng.integers(0, n, size=k)
     eps = rng.standard_normal(k)
+    eps_t = None if nu is None else standard_noise(rng, k, nu)   # an unanchored candidate's
     now_lo, now_hi = weighted_interval(np.sort(q), np.full((1, n), 1.0 / n), prob)
     now = float(now_hi[0] - now_lo[0])
     rows = []
@@ -419,11 +425,13 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         # not measured yet the structural step, sd = noise plus the discrepancy at its
         # distance; a repeat of a measured one is conditioned on its rows (the anchored draw
         # of its discrepancy and own error, sd = run-to-run noise)
-        parts, how = shared_components(draws, c.scenario, seed,
-                                       anchor=P.at_measured_configuration(draws, c.scenario))
+        measured = P.at_measured_configuration(draws, c.scenario)
+        parts, how = shared_components(draws, c.scenario, seed, anchor=measured)
         a = 1.0 if c.accept_len is None else c.accept_len
+        # a Student-t fit: t for a new configuration, normal run noise about a measured one
+        t = None if eps_t is None or measured else eps_t
         res = preposterior(np.log(a * 1000.0 / parts["step"]), parts["log_sd"], q, prob,
-                           picks, eps)
+                           picks, eps if t is None else t, None if t is None else nu)
         sc = c.scenario
         rows.append({"candidate": c.describe(), "why": c.why, "hardware": sc.hardware,
                      "gpus": sc.gpus, "engine": sc.engine, "method": sc.method,

@@ -6,6 +6,7 @@ import math
 from collections import Counter
 from typing import Any
 
+from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.data import (
     Measurement,
     Measurements,
@@ -101,11 +102,15 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         log_mu = np.log(P.row_acceptance(draws, m, rng) * 1000.0 * m.concurrency
                         / parts["step"])
         diff = math.log(m.tok_s) - log_mu
+        nu = C.likelihood_nu(draws.variables)   # a Student-t fit scores with its t
+        if nu is not None and P.at_measured_configuration(draws, sc):
+            nu = None   # (the anchor drew the configuration's deviation: run noise is normal)
         with np.errstate(divide="ignore", invalid="ignore"):
-            cdf = np.where(sd > 0, _normal_cdf(diff / np.where(sd > 0, sd, 1.0)),
+            z = diff / np.where(sd > 0, sd, 1.0)
+            cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else C.standard_cdf(z, nu),
                            (diff > 0) + 0.5 * (diff == 0))
         pct = float(np.mean(cdf))
-        samples = np.exp(log_mu + sd * rng.standard_normal(sd.shape[0]))
+        samples = np.exp(log_mu + sd * C.standard_noise(rng, sd.shape[0], nu))
         summary = P.summarize(samples, (0.5, 0.9), None)
         status = "surprise" if pct < SURPRISE_LO or pct > SURPRISE_HI else "ok"
         out.append({**base, **summary, "percentile": pct, "status": status,

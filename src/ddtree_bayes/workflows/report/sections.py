@@ -20,7 +20,7 @@ from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import DefaultQuestion
 from ddtree_bayes.core.data import config_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
-from ddtree_bayes.core.likelihood import CONFIG_SD
+from ddtree_bayes.core.likelihood import CONFIG_SD, likelihood_nu
 from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
@@ -221,6 +221,9 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
         accept = rng.uniform(lo, hi, draws.n_draws)
         noise = run_sd(draws)
         eps = noise * rng.standard_normal(draws.n_draws)
+        nu = likelihood_nu(v)   # Student-t: noise and discrepancy share the mixture's scale
+        mix = 1.0 if nu is None else 1.0 / np.sqrt(rng.gamma(nu / 2.0, 2.0 / nu, draws.n_draws))
+        eps = eps * mix
         y = np.log(accept * 1000.0 / step) + eps
         # regress on scales where the step formula is close to linear in log tok/s
         factors = {f"acceptance U({lo:g},{hi:g})": np.log(accept),
@@ -231,7 +234,7 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
             factors[f"moe_share[{sc.pair}]"] = _logit(v["moe_share"][:, s])
         extra_sd = np.sqrt(np.maximum(parts["log_sd"] ** 2 - noise ** 2, 0.0))
         if np.any(extra_sd > 0):   # structured form: the distance-scaled discrepancy
-            disc = extra_sd * rng.standard_normal(draws.n_draws)
+            disc = extra_sd * rng.standard_normal(draws.n_draws) * mix
             y = y + disc
             factors["structural discrepancy"] = disc
         tied = parts.get("spec_tied")
