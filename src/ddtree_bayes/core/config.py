@@ -379,6 +379,18 @@ def target_model(spec: dict, path: str, column: str) -> str | None:
     return value.strip()
 
 
+def nu_problem(prior: Prior | None) -> str | None:
+    """Why ``prior`` cannot be the likelihood's Student-t degrees of freedom
+    (``likelihood_nu``: a fixed value above 2, a finite variance), or None (also when absent).
+
+    >>> nu_problem(Prior("likelihood_nu", "point", {"value": 2.0}))
+    "must be a fixed value above 2, not point {'value': 2.0}"
+    """
+    if prior is None or (prior.dist == "point" and prior.params["value"] > 2):
+        return None
+    return f"must be a fixed value above 2, not {prior.dist} {prior.params}"
+
+
 def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
     """Validate priors TOML ``text``; ``path`` is only used in error messages."""
     try:
@@ -429,10 +441,9 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
         if priors[name].per != per:
             raise PriorsError(f"must have per = \"{per}\"", file=path, column=f"priors.{name}",
                               fix=f'set per = "{per}"')
-    nu = priors.get("likelihood_nu")   # optional: a Student-t likelihood (core/likelihood.py)
-    if nu is not None and not (nu.dist == "point" and nu.params["value"] > 2):
-        raise PriorsError(f"must be a fixed value above 2, not {nu.dist} {nu.params}", file=path,
-                          column="priors.likelihood_nu",
+    problem = nu_problem(priors.get("likelihood_nu"))   # optional: a Student-t likelihood
+    if problem:
+        raise PriorsError(problem, file=path, column="priors.likelihood_nu",
                           fix='write dist = "point" and value = 4 (or drop it for a normal '
                               'likelihood)')
 

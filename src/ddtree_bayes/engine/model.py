@@ -17,7 +17,7 @@ import pytensor.tensor as pt
 
 from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.config import Prior, PriorsConfig
+from ddtree_bayes.core.config import Prior, PriorsConfig, nu_problem
 from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, RUN_SD
 from ddtree_bayes.core.pairs import roofline_step_ms
 from ddtree_bayes.engine.inference import reproducible_pytensor
@@ -219,11 +219,11 @@ def likelihood_nu(P: dict[str, Prior]) -> float | None:
     """The likelihood's Student-t degrees of freedom: the priors' ``likelihood_nu`` (a fixed
     value, recorded in the posterior), or None (normal) when the priors have none."""
     prior = P.get(C.LIKELIHOOD_NU)
+    problem = nu_problem(prior)   # (parse_priors refuses it in a file; a PriorsConfig built
+    if problem:                   # in code reaches here)
+        raise ValueError(f"prior {C.LIKELIHOOD_NU}: {problem}")
     if prior is None:
         return None
-    if prior.dist != "point" or not prior.params["value"] > 2:
-        raise ValueError(f"prior {C.LIKELIHOOD_NU}: a fixed value above 2 (dist = \"point\"), "
-                         f"got {prior.dist} {prior.params}")
     nu = float(prior.params["value"])
     pm.Deterministic(C.LIKELIHOOD_NU, pt.as_tensor_variable(np.float64(nu)))
     return nu

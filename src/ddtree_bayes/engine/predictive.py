@@ -101,15 +101,19 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     return parts, how + f"; anchored to the measured {label}"
 
 
+def noise_nu(draws: Fit, sc: Scenario) -> float | None:
+    """The degrees of freedom of one benchmark run's deviation at ``sc`` (None: normal): the
+    fit's ``likelihood_nu``, except at a measured configuration itself, where the anchor has
+    drawn the configuration's own deviation and what is left, the run's scatter about its
+    mean, is normal in both likelihoods."""
+    nu = C.likelihood_nu(draws.variables)
+    return None if nu is None or at_measured_configuration(draws, sc) else nu
+
+
 def predictive_noise(draws: Fit, sc: Scenario, n: int, rng: np.random.Generator) -> np.ndarray:
     """(n,) standardised draws of one benchmark run's deviation at ``sc`` (times the parts'
-    ``log_sd``): as the fit's likelihood has it (normal, or Student-t with ``likelihood_nu``),
-    except at a measured configuration itself, where the anchor has drawn the configuration's
-    own deviation and what is left, the run's scatter about its mean, is normal in both."""
-    nu = C.likelihood_nu(draws.variables)
-    if nu is not None and at_measured_configuration(draws, sc):
-        nu = None
-    return C.standard_noise(rng, n, nu)
+    ``log_sd``), as :func:`noise_nu` says."""
+    return C.standard_noise(rng, n, noise_nu(draws, sc))
 
 
 def other_engines_ar(draws: Fit, sc: Scenario) -> str:

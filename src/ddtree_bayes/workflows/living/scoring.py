@@ -102,9 +102,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         log_mu = np.log(P.row_acceptance(draws, m, rng) * 1000.0 * m.concurrency
                         / parts["step"])
         diff = math.log(m.tok_s) - log_mu
-        nu = C.likelihood_nu(draws.variables)   # a Student-t fit scores with its t
-        if nu is not None and P.at_measured_configuration(draws, sc):
-            nu = None   # (the anchor drew the configuration's deviation: run noise is normal)
+        nu = P.noise_nu(draws, sc)   # a Student-t fit scores with its t
         with np.errstate(divide="ignore", invalid="ignore"):
             z = diff / np.where(sd > 0, sd, 1.0)
             cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else C.standard_cdf(z, nu),
