@@ -42,6 +42,32 @@ def test_predict_gpus_0_is_a_usage_error_not_a_zero_division(work):
         assert "argument --gpus: " in one_error(*run_cli(work, "predict", "--gpus", bad))
 
 
+@pytest.mark.parametrize(("flag", "text", "problem"), [
+    ("--gpus", "1_6", "is not a whole number"),        # Python's int() read it as 16
+    ("--gpus", "\uff18", "is not a whole number"),      # a full-width 8, read as 8
+    ("--accept", "1_2", "is not a number, list or range"),   # read as 12
+    ("--accept", "12:1_6", "is not a number, list or range"),
+    ("--prob", "0.1_5", "is not a number"),
+])
+def test_numbers_only_python_reads_are_refused_as_a_measurement_file_refuses_them(
+        work, flag, text, problem):
+    err = one_error(*run_cli(work, "predict", flag, text))
+    assert f"argument {flag}: {text!r} {problem}" in err
+
+
+def test_numbers_a_measurement_file_takes_are_taken_by_the_flags(work):
+    """``8.0`` and ``1e5`` are numbers in a CSV row: the flags take them too (the answer of
+    ``--gpus 8.0`` is the answer of ``--gpus 8``)."""
+    code, a, _ = run_cli(work, "predict", "--gpus", "8.0", "--accept", "12", "--format", "json")
+    code2, b, _ = run_cli(work, "predict", "--gpus", "8", "--accept", "12", "--format", "json")
+    assert code == code2 == 0
+    assert json.loads(a)["rows"] == json.loads(b)["rows"]
+    code, out, err = run_cli(work, "predict", "--context", "1e3", "--accept", "12", "--format",
+                             "json")
+    assert code == 0, err
+    assert {r["context_tokens"] for r in json.loads(out)["rows"]} == {1000}
+
+
 def test_predict_budget_0_blames_the_budget(work):
     err = one_error(*run_cli(work, "predict", "--budget", "0"))
     assert "argument --budget: 0 is outside 1..1000000" in err and "prior" not in err

@@ -476,17 +476,18 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
     if raw == "":
         return None
     try:
-        value = float(raw)
+        value = plain_float(raw)
+    except NotPlain as err:
+        raise DataError(f"not a plain number: {raw!r}", file=path, row=row, column=column,
+                        fix="write it with the digits 0-9, a point and an exponent only "
+                            f"(e.g. {plain_text(err.value)}): other CSV readers take nothing "
+                            "else") from None
     except ValueError:
         raise DataError(f"not a number: {raw!r}", file=path, row=row, column=column,
                         fix="write a plain number") from None
     if not math.isfinite(value):
         raise DataError(f"not a finite number: {raw!r}", file=path, row=row, column=column,
                         fix="write a finite number or remove the row")
-    if not PLAIN_NUMBER.fullmatch(raw.strip()):   # 7_00 or fullwidth digits: Python only
-        raise DataError(f"not a plain number: {raw!r}", file=path, row=row, column=column,
-                        fix="write it with the digits 0-9, a point and an exponent only "
-                            f"(e.g. {plain_text(value)}): other CSV readers take nothing else")
     if integer and value != int(value):
         raise DataError(f"not a whole number: {raw!r}", file=path, row=row, column=column,
                         fix="write a whole number")
@@ -495,6 +496,42 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
 
 #: A number as every CSV reader takes it: ASCII digits, an optional sign, point and exponent.
 PLAIN_NUMBER = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+
+
+class NotPlain(ValueError):
+    """A number only Python reads (``7_00``, full-width digits); ``value`` is what it reads."""
+
+    def __init__(self, text: str, value: float) -> None:
+        super().__init__(f"{text!r} is not a plain number")
+        self.value = value
+
+
+def plain_float(text: str) -> float:
+    """The one number reader of every input, file or flag: ``text`` (stripped) as
+    :data:`PLAIN_NUMBER` spells a number, or ``inf`` / ``nan``, which each caller refuses in
+    its own words. :class:`NotPlain` for what only Python's ``float`` takes (other CSV readers,
+    and a user reading the value back, would read ``1_6`` as something else or nothing),
+    ``ValueError`` for no number at all.
+
+    >>> plain_float(" 16 "), plain_float("1e3"), plain_float("-.5")
+    (16.0, 1000.0, -0.5)
+    >>> for text in ("1_6", "\uff18", "1,5"):
+    ...     try:
+    ...         plain_float(text)
+    ...     except ValueError as err:
+    ...         print(type(err).__name__, err)
+    NotPlain '1_6' is not a plain number
+    NotPlain '\uff18' is not a plain number
+    ValueError '1,5' is not a number
+    """
+    stripped = text.strip()
+    try:
+        value = float(stripped)
+    except ValueError:
+        raise ValueError(f"{text!r} is not a number") from None
+    if math.isfinite(value) and not PLAIN_NUMBER.fullmatch(stripped):
+        raise NotPlain(text, value)
+    return value
 
 
 def plain_text(value: float) -> str:

@@ -17,6 +17,7 @@ from ddtree_bayes.core.data import (
     AR_METHOD,
     TREE_METHODS,
     derive_verify_tokens,
+    plain_float,
     system_label,
     table_memory_gb,
     unknown_hardware_fix,
@@ -58,7 +59,7 @@ def parse_accept(text: str) -> AcceptRequest:
         return err
 
     try:
-        parts = [float(p) for p in text.split(":" if ":" in text else ",")]
+        parts = [plain_float(p) for p in text.split(":" if ":" in text else ",")]
     except ValueError:
         raise refuse("is not a number, list or range") from None
     if not all(math.isfinite(p) for p in parts):
@@ -100,14 +101,17 @@ def check_accept(request: AcceptRequest, text: str, limit: AcceptLimit, prefix: 
 
 
 def parse_context(text: str | int | float | None) -> float | None:
-    """Context length in tokens: ``32768``, ``32k`` (x1024) or ``1m`` (x1048576).
+    """Context length in tokens: ``32768``, ``32k`` (x1024) or ``1m`` (x1048576); the
+    number as a measurement file writes one (``1e5`` too, as its context_tokens column
+    takes it).
 
-    >>> parse_context("32k"), parse_context("1000")
-    (32768.0, 1000.0)
+    >>> parse_context("32k"), parse_context("1000"), parse_context("1e5")
+    (32768.0, 1000.0, 100000.0)
     """
     if text is None or isinstance(text, int | float):
         return None if text is None else float(text)
-    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kKmM]?)\s*", text)
+    m = re.fullmatch(r"\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([kKmM]?)\s*",
+                     text)
     if not m:
         raise QueryError(f"--context {text!r} is not a token count", fix="use e.g. 32768 or 32k")
     scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]

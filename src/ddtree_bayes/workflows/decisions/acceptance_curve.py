@@ -24,7 +24,7 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import (
     Prior,
 )
-from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, PLAIN_NUMBER
+from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, NotPlain, plain_float
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, max_accept
 from ddtree_bayes.core.sampling import prior_sample
@@ -141,17 +141,17 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
         numbers = {}
         for column in ("block", "budget", "accept_len"):
             try:
-                numbers[column] = float(rec[column])
-            except (TypeError, ValueError):
+                numbers[column] = plain_float(rec[column] or "")
+            except NotPlain:
+                raise DataError(f"{rec[column]!r} is not a plain number", file=path, row=i,
+                                column=column, fix="write it with the digits 0-9, a point and "
+                                                   "an exponent only") from None
+            except ValueError:
                 raise DataError(f"{rec[column]!r} is not a number", file=path, row=i,
                                 column=column, fix="give a number") from None
             if not math.isfinite(numbers[column]) or numbers[column] < 1:
                 raise DataError(f"{rec[column]!r} must be >= 1", file=path, row=i,
                                 column=column, fix="give a positive number")
-            if not PLAIN_NUMBER.fullmatch(rec[column].strip()):   # 7_00: Python reads it
-                raise DataError(f"{rec[column]!r} is not a plain number", file=path, row=i,
-                                column=column, fix="write it with the digits 0-9, a point and "
-                                                   "an exponent only")
             if column != "accept_len" and not numbers[column].is_integer():
                 raise DataError(f"{rec[column]!r} is not a whole number", file=path, row=i,
                                 column=column, fix=f"a {column} counts tokens: give a whole number")

@@ -23,8 +23,9 @@ from ddtree_bayes.core.data import (
     MAX_BUDGET,
     MAX_CONCURRENCY,
     MAX_GPUS,
-    PLAIN_NUMBER,
+    NotPlain,
     check_context_tokens,
+    plain_float,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
@@ -251,13 +252,13 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     if not raw:
         return None
     try:
-        value = float(raw)
+        value = plain_float(raw)
+    except NotPlain:
+        raise DataError(f"{raw!r} is not a plain number", file=path, row=row, column=column,
+                        fix="write it with the digits 0-9, a point and an exponent only") from None
     except ValueError:
         raise DataError(f"{raw!r} is not a number", file=path, row=row, column=column,
                         fix="give a number or leave it blank") from None
-    if math.isfinite(value) and not PLAIN_NUMBER.fullmatch(raw):   # 7_00: Python reads it
-        raise DataError(f"{raw!r} is not a plain number", file=path, row=row, column=column,
-                        fix="write it with the digits 0-9, a point and an exponent only")
     if not math.isfinite(value) or value < 0 or (integer and value != int(value)):
         raise DataError(f"{raw!r} is not a valid {column}", file=path, row=row, column=column,
                         fix="give a non-negative " + ("whole number" if integer else "number"))
