@@ -71,6 +71,13 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": 14, "seed": 1.5}, "seed 1.5 is not a whole number from 0 to 4294967295"),
     ({"accept": 14, "seed": True}, "seed True is not a whole number"),
     ({"accept": 14, "seed": 2**32}, "seed 4294967296 is not a whole number"),
+    # context=2**50 answered 1.7e-8 tok/s where --context refuses it
+    ({"accept": 14, "context": 2**50}, "context 1125899906842624 is not a token count from 0 "
+                                       "to 1099511627776 (2 ** 40)"),
+    ({"accept": 14, "context": -1}, "context -1 is not a token count"),
+    ({"accept": 14, "context": float("nan")}, "context nan is not a token count"),
+    ({"accept": 14, "context": True}, "context True is not a token count"),
+    ({"accept": 14, "context": "32 kb"}, "--context '32 kb' is not a token count"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI

@@ -357,6 +357,9 @@ def test_whitespace_only_required_value_is_empty(tmp_path, hw):
     (4, "gpus", "-8", "must be >= 1, got -8"),
     (3, "budget", "0", "must be >= 1, got 0"),
     (4, "gpus", "eight", "not a number: 'eight'"),
+    # the bounds of predict's --block / --budget (a block of 5000 was fitted)
+    (9, "block", "5000", "block must be 1 to 4096, got 5000"),
+    (4, "gpus", "1_6", "not a plain number: '1_6'"),
 ])
 def test_integer_columns(tmp_path, hw, row, column, raw, message):
     path = write(tmp_path, edited(**{f"r{row}": {column: raw}}))

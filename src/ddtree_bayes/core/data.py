@@ -632,6 +632,12 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         raise DataError(f"{values['gpus']} GPUs in one system is more than {MAX_GPUS}",
                         file=path, row=row, column="gpus",
                         fix="write the GPUs of the system that ran the model (e.g. 8)")
+    for column, most in (("block", MAX_BLOCK), ("budget", MAX_BUDGET),
+                         ("verify_tokens", MAX_BUDGET + 1)):
+        # the bounds of predict's flags (a row of block 5000 was fitted; --block 5000 refused)
+        if num[column] is not None and num[column] > most:
+            raise DataError(f"{column} must be 1 to {most}, got {values[column]}", file=path,
+                            row=row, column=column, fix=f"write the {column} the run used")
     accept = num["accept_len"]
     if accept is None and (method == AR_METHOD or verify == 1):
         accept = 1.0   # one token verified per step emits one: nothing to infer

@@ -26,6 +26,7 @@ from ddtree_bayes.core.data import (
     MAX_BLOCK,
     MAX_BUDGET,
     MAX_CONCURRENCY,
+    MAX_CONTEXT_TOKENS,
     MAX_GPUS,
     TREE_METHODS,
 )
@@ -107,6 +108,12 @@ class Flags:
             _check_whole(name, getattr(self, name), top)
         for c in self.concurrency or ():
             _check_whole("concurrency", c, MAX_CONCURRENCY)
+        if self.context is not None:   # (the API's context=2**50 answered 1.7e-8 tok/s)
+            value = None if isinstance(self.context, bool) else parse_context(self.context)
+            if value is None or not 0 <= value <= MAX_CONTEXT_TOKENS:   # (nan fails too)
+                raise QueryError(f"context {self.context!r} is not a token count from 0 to "
+                                 f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
+                                 fix="give the context length in tokens, e.g. 32768 or '32k'")
 
     @classmethod
     def of(cls, source: Any, **overrides: Any) -> Flags:
