@@ -164,7 +164,7 @@ def test_bundled_priors_load(path):
 
 def test_acceptance_for_default_scenario():
     cfg = parse_priors(TEXT, NAME)
-    entry = cfg.acceptance_for("ddtree", 16, 32)
+    entry = cfg.acceptance_for("ddtree", 16, 33)
     assert isinstance(entry, AcceptancePrior)
     assert entry is cfg.acceptance[1]
     assert (entry.method, entry.block, entry.budget) == ("ddtree", 16, 32)
@@ -175,17 +175,17 @@ def test_acceptance_for_default_scenario():
 
 
 @pytest.mark.parametrize(("query", "expected"), [
-    (("ar", None, None), ("point", {"value": 1.0})),
-    (("ar", 16, 32), ("point", {"value": 1.0})),
-    (("ddtree", 8, 8), ("truncnormal", {"mu": 4.6, "sigma": 0.8, "lower": 1.0, "upper": 9.0})),
-    (("eagle3", 3, None), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
-                                           "upper": 4.0})),
-    (("eagle3", 3, 64), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
+    (("ar", None, 1), ("point", {"value": 1.0})),
+    (("ar", 16, 33), ("point", {"value": 1.0})),
+    (("ddtree", 8, 9), ("truncnormal", {"mu": 4.6, "sigma": 0.8, "lower": 1.0, "upper": 9.0})),
+    (("eagle3", 3, 4), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
+                                        "upper": 4.0})),
+    (("eagle3", 3, 65), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
                                          "upper": 4.0})),
-    (("ddtree", 16, 64), None),
-    (("ddtree", 8, 32), None),
-    (("eagle3", 4, None), None),
-    (("dflash-chain", 16, None), None),
+    (("ddtree", 16, 65), None),
+    (("ddtree", 8, 33), None),
+    (("eagle3", 4, 5), None),
+    (("dflash-chain", 16, 17), None),
 ])
 def test_acceptance_for_other_queries(query, expected):
     entry = parse_priors(TEXT, NAME).acceptance_for(*query)
@@ -202,8 +202,8 @@ def test_first_matching_acceptance_entry_wins():
                         catch_all + "[[acceptance]]\nmethod = \"ar\"")
     cfg = parse_priors(text, NAME)
     assert len(cfg.acceptance) == 5
-    assert cfg.acceptance_for("ddtree", 16, 32).prior.params == {"value": 2.0}
-    assert cfg.acceptance_for("anything", None, None).prior.params == {"value": 2.0}
+    assert cfg.acceptance_for("ddtree", 16, 33).prior.params == {"value": 2.0}
+    assert cfg.acceptance_for("anything", None, 1).prior.params == {"value": 2.0}
 
 
 def test_linear_moe_form_needs_the_slope_prior_only():
@@ -236,7 +236,7 @@ def test_relations_and_acceptance_are_optional():
     cfg = parse_priors(text, NAME)
     assert cfg.relations == {}
     assert cfg.acceptance == ()
-    assert cfg.acceptance_for("ddtree", 16, 32) is None
+    assert cfg.acceptance_for("ddtree", 16, 33) is None
 
 
 def test_sha256_tracks_the_text():
@@ -559,7 +559,7 @@ def test_unknown_section_is_an_error_not_ignored():
 def test_an_acceptance_entry_above_what_its_configuration_can_emit_is_refused():
     """The block-16 budget-32 entry's upper is block + 1 = 17 (core/methods.py max_accept);
     20 is more than a block-16 drafter can emit, though below the 33 tokens it verifies."""
-    assert parse_priors(TEXT, NAME).acceptance_for("ddtree", 16, 32).prior.params["upper"] == 17
+    assert parse_priors(TEXT, NAME).acceptance_for("ddtree", 16, 33).prior.params["upper"] == 17
     text = set_in_acceptance(TEXT, 2, "upper", "20.0")
     expect_error(text, "acceptance[2].upper", "upper 20 is above what ddtree with block 16 can "
                  "emit (at most 17 tokens per step: block + 1)", "fix: set upper = 17 or lower")
@@ -574,7 +574,7 @@ def test_a_method_wide_acceptance_entry_is_truncated_per_configuration():
     text = TEXT.replace('[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "ddtree"\nblock = 8\nbudget = 8\n',
                         '[[acceptance]]\nmethod = "ddtree"\n')
     cfg = parse_priors(text, NAME)
-    wide = cfg.acceptance_for("ddtree", 4, 4)
+    wide = cfg.acceptance_for("ddtree", 4, 5)
     assert wide.prior.params["upper"] == 9.0 and wide.capped_by is None
     capped = wide.capped(max_accept("ddtree", 4, 4, cfg.methods, 5))
     assert capped.prior.params == {**wide.prior.params, "upper": 5.0}
@@ -602,11 +602,11 @@ def test_an_acceptance_entry_of_one_model_answers_only_that_model():
     answers Kimi under any deployment name, or an artifact naming no model, and no other
     model (whose query then falls to its measured acceptance or the default prior)."""
     cfg = parse_priors(TEXT, NAME)
-    assert cfg.acceptance_for("eagle3", 3, 3, "kimi-k2.6").prior.params["mu"] == 1.94
-    assert cfg.acceptance_for("eagle3", 3, 3, "kimi-k2.6-int4") is not None
-    assert cfg.acceptance_for("eagle3", 3, 3, None) is not None
-    assert cfg.acceptance_for("eagle3", 3, 3, "llama-3.1-8b-instruct") is None
-    assert cfg.acceptance_for("ar", None, None, "llama-3.1-8b-instruct").prior.dist == "point"
+    assert cfg.acceptance_for("eagle3", 3, 4, "kimi-k2.6").prior.params["mu"] == 1.94
+    assert cfg.acceptance_for("eagle3", 3, 4, "kimi-k2.6-int4") is not None
+    assert cfg.acceptance_for("eagle3", 3, 4, None) is not None
+    assert cfg.acceptance_for("eagle3", 3, 4, "llama-3.1-8b-instruct") is None
+    assert cfg.acceptance_for("ar", None, 1, "llama-3.1-8b-instruct").prior.dist == "point"
     bad = TEXT.replace('[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"',
                        '[[acceptance]]\nmodel = 5\nmethod = "eagle3"')
     assert bad != TEXT
@@ -638,3 +638,23 @@ def test_likelihood_nu_must_be_a_fixed_value_above_2(table, message):
     assert "priors.likelihood_nu" in str(info.value)
     ok = parse_priors(TEXT + entry.replace(table, 'dist = "point"\nvalue = 4.0'), NAME)
     assert ok.priors["likelihood_nu"].params["value"] == 4.0
+
+
+def test_a_chain_entry_with_a_budget_is_the_prior_whether_or_not_budget_is_written():
+    """An [[acceptance]] entry's budget is the draft tokens a step verifies (M - 1): predict
+    matched a chain by its written budget, so an eagle3 entry of budget 3 answered ``--budget
+    3`` and not the same question without it, while the fit's inferred acceptance took it."""
+    from ddtree_bayes.core import acceptance_latent as AL
+    from ddtree_bayes.engine.scenario import Scenario, acceptance_prior
+
+    text = TEXT.replace('method = "eagle3"\nblock = 3\n', 'method = "eagle3"\nblock = 3\n'
+                        'budget = 3\n', 1).replace("mu = 1.94", "mu = 3.0", 1)
+    cfg = parse_priors(text, NAME)
+    asked = [Scenario("h100", 8, "vllm", "eagle3", 3, budget, 4, 0.0, model="kimi-k2.6")
+             for budget in (None, 3)]
+    found = [acceptance_prior(cfg, sc) for sc in asked]
+    assert [f.prior.params["mu"] for f in found] == [3.0, 3.0]
+    prior, _ = AL.group_prior(cfg, "eagle3", 3, 3, 4, "kimi-k2.6")
+    assert prior.params["mu"] == 3.0
+    # a chain of depth 4 (M = 5) is another configuration
+    assert cfg.acceptance_for("eagle3", 3, 5, "kimi-k2.6") is None

@@ -97,7 +97,7 @@ def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: in
     (:func:`~ddtree_bayes.core.methods.max_accept`), else :func:`default_prior`. The entry
     must be bounded below by 1 (:data:`LATENT_DISTS`)."""
     limit = max_accept(method, block, budget, priors.methods, verify_tokens)
-    entry = priors.acceptance_for(method, block, budget, model)
+    entry = priors.acceptance_for(method, block, verify_tokens, model)
     if entry is None:
         prior = default_prior(limit)
         return prior, f"default {describe(prior)} (no [[acceptance]] entry matches)"

@@ -303,9 +303,15 @@ class PriorsConfig:
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
-    def acceptance_for(self, method: str, block: int | None, budget: int | None,
+    def acceptance_for(self, method: str, block: int | None, verify_tokens: int,
                        model: str | None = None) -> AcceptancePrior | None:
-        """First acceptance prior matching the query (of ``model``), or None."""
+        """First acceptance prior matching the configuration (of ``model``), or None. An
+        entry's ``budget`` is the draft tokens verified per step, ``verify_tokens - 1``,
+        however the configuration wrote it: predict matched a chain by its written budget
+        (blank unless ``--budget`` was typed) and the fit by M - 1, so one eagle3 entry of
+        budget 3 was the prior of the inferred acceptance and of ``--budget 3``, and not of
+        the same question asked without the flag."""
+        budget = verify_tokens - 1 if verify_tokens > 1 else None
         for entry in self.acceptance:
             if entry.matches(method, block, budget, model):
                 return entry

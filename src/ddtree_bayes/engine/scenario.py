@@ -692,7 +692,7 @@ def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | No
     """The priors file's acceptance prior of a query's configuration (the first matching
     ``[[acceptance]]`` entry, as :class:`~ddtree_bayes.core.config.AcceptancePrior`),
     truncated at what a step can emit (``sc.limit``), or None when no entry matches."""
-    entry = priors.acceptance_for(sc.method, sc.block, sc.budget, sc.model)
+    entry = priors.acceptance_for(sc.method, sc.block, sc.verify_tokens, sc.model)
     return None if entry is None else entry.capped(sc.limit)
 
 
