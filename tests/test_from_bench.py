@@ -197,6 +197,23 @@ def test_vllm_latency_needs_the_runs_flags(work, tmp_path):
     assert row["tok_s"] == f"{128 / avg:.6g}" and row["context_tokens"] == "512"
 
 
+def test_vllm_latency_flags_are_refused_for_another_tools_file(work, tmp_path):
+    """--batch-size 8 --input-len 99 with an SGLang serving file appended the file's
+    single-stream row at its own context 1024, the flags dropped without a word."""
+    src = first_line(BENCH / "sglang_serving.jsonl", tmp_path / "eagle.jsonl")
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "eagle3", "--block",
+                    "3", "--batch-size", "8", "--input-len", "99")
+    assert err == (f"ddtree-bayes: error: {src}: --batch-size, --input-len apply only to vllm "
+                   "bench latency output, and this is sglang.bench_serving output "
+                   "(sglang-serving), which records its own run (fix: drop --batch-size, "
+                   "--input-len (--context sets the context))\n")
+    err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), "--engine",
+                    "llama.cpp", "--method", "ar", "--gpus", "1", "--output-len", "5")
+    assert err.endswith(": --output-len applies only to vllm bench latency output, and this is "
+                        "llama-bench output (llama-bench), which records its own run (fix: drop "
+                        "--output-len)\n")
+
+
 def test_vllm_latency_side_file_gives_the_flags_and_accept_comes_from_the_flag(work):
     err = one_error(work, "--from-bench", str(BENCH / "vllm_latency_eagle3.json"), *CONFIG,
                     "--method", "eagle3", "--block", "3")

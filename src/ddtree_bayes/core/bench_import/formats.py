@@ -12,6 +12,7 @@ from typing import Any
 from ddtree_bayes.core.bench_import.reading import (
     FIX_FORMAT,
     FORMATS,
+    TOOLS,
     BenchFile,
     BenchFormatError,
     BenchRecord,
@@ -485,6 +486,15 @@ def parse_bench_file(path: str | Path, fmt: str | None = None, *, batch_size: in
                      "result (log output)")
     chosen = _select(path, doc, records)
     fmt = detect_tool(path, doc, fmt, set(chosen))
+    run_flags = {"--batch-size": batch_size, "--output-len": output_len, "--input-len": input_len}
+    given = [flag for flag, value in run_flags.items() if value is not None]
+    if given and fmt != "vllm-latency":   # (they were dropped without a word)
+        raise BenchFormatError(
+            f"{', '.join(given)} appl{'y' if len(given) > 1 else 'ies'} only to vllm bench "
+            f"latency output, and this is {TOOLS[fmt]} output ({fmt}), which records its "
+            "own run", file=path,
+            fix=f"drop {', '.join(given)}" + (" (--context sets the context)"
+                                              if input_len is not None else ""))
     if fmt == "vllm-latency":
         return BenchFile(fmt, _parse_vllm_latency(path, doc, {
             "batch_size": batch_size, "output_len": output_len, "input_len": input_len}), notes,
