@@ -164,11 +164,12 @@ def test_same_seed_same_numbers():
 
 def test_a_configuration_gets_the_same_digits_wherever_it_is_asked():
     """The draws are keyed by what is asked, not by its place in the question: an engine
-    asked twice, an acceptance asked alone or inside a range, and concurrency 1 alone or
-    among others give the same numbers."""
+    asked first or second, an acceptance asked alone or inside a range, and concurrency 1
+    alone or among others give the same numbers."""
     draws = point_mass_draws(n=2000, overhead_logit_sd=0.5, noise_sd=0.03)
-    twice = P.predict(draws, accept="14", engines=["sglang", "sglang"], seed=3)
-    assert len(twice) == 2 and twice[0] == twice[1]
+    first = P.predict(draws, accept="14", engines=["sglang"], seed=3)
+    second = P.predict(draws, accept="14", engines=["native", "sglang"], seed=3)
+    assert first[0] == by(second, "sglang", "14")
     alone = by(P.predict(draws, accept="14", seed=3), "native", "14")
     ranged = by(P.predict(draws, accept="12:16", seed=3), "native", "14")
     assert alone == ranged
@@ -178,6 +179,25 @@ def test_a_configuration_gets_the_same_digits_wherever_it_is_asked():
     one = P.predict(draws, accept="14", engines=["sglang"], concurrency=[1], seed=3)
     many = P.predict(draws, accept="14", engines=["sglang"], concurrency=[4, 1], seed=3)
     assert one[0] == next(r for r in many if r["concurrency"] == 1)
+
+
+def test_an_engine_or_concurrency_asked_twice_is_one_row(tmp_path):
+    """`predict --engine sglang,native,sglang` printed the sglang row twice, and the API's
+    concurrency=[4, 4] each row twice (--accept 14,14 and --concurrency 1,1 were already
+    one row)."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    draws = point_mass_draws()
+    rows = P.predict(draws, accept="14", engines=["sglang", "native", "sglang"])
+    assert [r["engine"] for r in rows] == ["sglang", "native"]
+    rows = P.predict(draws, accept="14", engines="sglang", concurrency=[4, 1, 4])
+    assert [r["concurrency"] for r in rows] == [4, 1]
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--engine", "sglang,native,sglang", "--accept",
+                             "14", "--format", "json")
+    assert code == 0, err
+    assert [(r["engine"], r["median"]) for r in json.loads(out)["rows"]] == [
+        ("sglang", pytest.approx(700.0)), ("native", pytest.approx(14 / 18 * 1000))]
 
 
 def test_original_estimate_only_for_its_own_question(draws):

@@ -114,6 +114,12 @@ class Flags:
                 raise QueryError(f"context {self.context!r} is not a token count from 0 to "
                                  f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
                                  fix="give the context length in tokens, e.g. 32768 or '32k'")
+        # a value named twice is one row, as --accept's (`--engine sglang,sglang` and the
+        # API's concurrency=[4, 4] printed every row twice)
+        for name in ("engines", "concurrency"):
+            values = getattr(self, name)
+            if values is not None:
+                object.__setattr__(self, name, tuple(dict.fromkeys(values)))
 
     @classmethod
     def of(cls, source: Any, **overrides: Any) -> Flags:
