@@ -78,6 +78,7 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": 14, "context": float("nan")}, "context nan is not a token count"),
     ({"accept": 14, "context": True}, "context True is not a token count"),
     ({"accept": 14, "context": "32 kb"}, "--context '32 kb' is not a token count"),
+    ({"accept": 14, "context": [1]}, "context [1] is not a token count"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI

@@ -109,9 +109,13 @@ class Flags:
         for c in self.concurrency or ():
             _check_whole("concurrency", c, MAX_CONCURRENCY)
         if self.context is not None:   # (the API's context=2**50 answered 1.7e-8 tok/s)
-            value = None if isinstance(self.context, bool) else parse_context(self.context)
+            asked = self.context
+            if isinstance(self.context, numbers.Real) and not isinstance(self.context, bool):
+                object.__setattr__(self, "context", float(self.context))   # (numpy's too)
+            value = (parse_context(self.context) if isinstance(self.context, str | float)
+                     else None)
             if value is None or not 0 <= value <= MAX_CONTEXT_TOKENS:   # (nan fails too)
-                raise QueryError(f"context {self.context!r} is not a token count from 0 to "
+                raise QueryError(f"context {asked!r} is not a token count from 0 to "
                                  f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
                                  fix="give the context length in tokens, e.g. 32768 or '32k'")
         # a value named twice is one row, as --accept's (`--engine sglang,sglang` and the
