@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core import gates
-from ddtree_bayes.core.errors import ArtifactError, Interrupted, QueryError
+from ddtree_bayes.core.errors import ArtifactError, Interrupted, QueryError, UnconvergedError
 from ddtree_bayes.engine import inference, store
 from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli
 
@@ -223,6 +223,28 @@ def test_finite_draws_with_a_stored_nan_r_hat_are_unconverged(tmp_path):
     assert code == 5 and out == "" and "non-finite R-hat (noise_sd)" in err
     code, out, err = run_cli(work, "predict", "--allow-unconverged", "--accept", "14")
     assert code == 0 and "UNCONVERGED" in out and "nan" not in out
+
+
+def test_api_predict_refuses_an_unconverged_fit(tmp_path):
+    """db.predict answered from a fit that failed its gates, without a word, where
+    `predict` exits 5 and db.fit's docstring says predict refuses it."""
+    import ddtree_bayes as db
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    row = {"parameter": "noise_sd", "mean": 0.0, "sd": 0.0, "rhat": float("nan"),
+           "ess_bulk": 900.0, "ess_tail": 900.0, "mcse_mean": 0.0}
+    _edit_artifact(work, rows=[row])
+    fit = db.load(workdir=work)
+    with pytest.raises(UnconvergedError) as info:
+        db.predict(fit, accept=14, engines="sglang")
+    assert str(info.value) == (
+        f"fit {FIT_ID} failed its convergence gates (non-finite R-hat (noise_sd) (found when "
+        "the fit was read)) (fix: re-run the fit, or pass allow_unconverged=True to use it "
+        "anyway)")
+    with pytest.raises(UnconvergedError):
+        db.predict(accept=14, workdir=work)   # the latest fit, loaded by predict
+    table = db.predict(fit, accept=14, engines="sglang", allow_unconverged=True)
+    assert table["median"].tolist() == pytest.approx([700.0])
 
 
 # ------------------------------------------------------------------ predict never prints nan

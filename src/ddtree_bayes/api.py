@@ -57,7 +57,7 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     return store.load(fit_id, workdir)
 
 
-def predict(fit: Fit | None = None, **query: Any):
+def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, **query: Any):
     """Posterior throughput intervals as a tidy pandas DataFrame, one row per engine and
     acceptance.
 
@@ -67,11 +67,20 @@ def predict(fit: Fit | None = None, **query: Any):
     ``accept``, ``concurrency``: one C or a list, per user with ``total_*`` columns) and
     ``target``, ``prob``, ``seed``: the question is resolved as the CLI
     resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
-    non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`.
+    non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`; a fit that failed its
+    convergence gates raises :class:`~ddtree_bayes.core.errors.UnconvergedError` unless
+    ``allow_unconverged`` (the CLI's ``--allow-unconverged``).
     """
+    from ddtree_bayes.core.errors import UnconvergedError
     from ddtree_bayes.engine import predictive as P
 
     draws = fit if fit is not None else load(workdir=query.get("workdir"))
+    meta = draws.meta
+    if not meta["converged"] and not allow_unconverged:   # (it answered such a fit)
+        raise UnconvergedError(
+            f"fit {meta['fit_id']} failed its convergence gates "
+            f"({'; '.join(meta.get('failures') or [])}) (fix: re-run the fit, or pass "
+            "allow_unconverged=True to use it anyway)")
     rows = P.predict(draws, **query)
     P.require_finite(rows)   # a QueryError, not a table of NaN
     return P.to_frame(rows)
