@@ -101,6 +101,34 @@ def test_the_api_takes_a_numpy_seed_as_its_int():
                                   api.predict(draws, accept="12:16", seed=7))
 
 
+def test_the_api_warns_what_predict_warns():
+    """db.predict answered a misspelt engine from the pooled population, and a context 8x
+    the longest measured by extrapolation, without the warnings `predict` prints."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    with pytest.warns(UserWarning) as said:
+        table = api.predict(draws, accept=14, engines="sglnag")
+    assert [str(w.message) for w in said] == [
+        "--engine 'sglnag' was never measured, nor given a relation in the priors file: its "
+        "speculative overhead is drawn from the pooled population (a wide interval); did you "
+        "mean sglang?"]
+    assert table["engine"].tolist() == ["sglnag"]
+    with pytest.warns(UserWarning, match=re.escape(
+            "--context 1.04858e+06 is 8x the longest context the fit measured (131072 tokens)")):
+        api.predict(draws, accept=14, engines="sglang", context="1m")
+
+
+def test_the_api_takes_a_numpy_context_as_its_number():
+    import numpy as np
+
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    pd.testing.assert_frame_equal(api.predict(draws, accept=14, context=np.int64(65536)),
+                                  api.predict(draws, accept=14, context=65536))
+
+
 def test_the_api_takes_any_sequence_of_concurrencies():
     import numpy as np
 

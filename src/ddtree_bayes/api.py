@@ -69,7 +69,9 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, **query:
     resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
     non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`; a fit that failed its
     convergence gates raises :class:`~ddtree_bayes.core.errors.UnconvergedError` unless
-    ``allow_unconverged`` (the CLI's ``--allow-unconverged``).
+    ``allow_unconverged`` (the CLI's ``--allow-unconverged``). What the CLI prints as a
+    warning about the question (an engine never measured nor declared, a context far past
+    the measured ones) is a ``UserWarning``.
     """
     from ddtree_bayes.core.errors import UnconvergedError
     from ddtree_bayes.engine import predictive as P
@@ -81,7 +83,12 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, **query:
             f"fit {meta['fit_id']} failed its convergence gates "
             f"({'; '.join(meta.get('failures') or [])}) (fix: re-run the fit, or pass "
             "allow_unconverged=True to use it anyway)")
-    rows = P.predict(draws, **query)
+    said: list[str] = []
+    rows = P.predict(draws, **query, warnings=said)
+    import warnings
+
+    for text in said:   # what the CLI prints as warnings (they were dropped)
+        warnings.warn(text, UserWarning, stacklevel=2)
     P.require_finite(rows)   # a QueryError, not a table of NaN
     return P.to_frame(rows)
 

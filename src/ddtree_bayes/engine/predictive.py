@@ -470,12 +470,15 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             accept: str | float | None = None, target: float | None = None, prob: float = 0.9,
             seed: int = DEFAULT_SEED, workdir: Path | None = None,
             mixture: list[tuple[Fit, float]] | None = None, strict: bool = False,
-            concurrency: int | tuple[int, ...] | list[int] | None = None) -> list[dict]:
+            concurrency: int | tuple[int, ...] | list[int] | None = None,
+            warnings: list[str] | None = None) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
     flags (``concurrency``: one C or several; rows then per user with a ``total``),
     resolved (:func:`ddtree_bayes.engine.question.resolve`) and computed
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
+    ``warnings`` gets what the CLI prints as warnings (a name never measured nor declared, a
+    context far past the measured ones, ...).
 
     Examples
     --------
@@ -492,8 +495,11 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
                   context=context, accept=None if accept is None else str(accept),
                   concurrency=streams_of(concurrency))
-    return predict_rows(fit, resolve(fit, flags, strict=strict), target=target, prob=prob,
-                        seed=seed, workdir=workdir, mixture=mixture)
+    question = resolve(fit, flags, strict=strict)
+    if warnings is not None:
+        warnings.extend(question.warnings)
+    return predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
+                        mixture=mixture)
 
 
 def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
