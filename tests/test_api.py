@@ -64,6 +64,20 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": float("nan")}, "--accept 'nan' is not finite"),
     ({"accept": "12:inf"}, "--accept '12:inf' is not finite"),
     ({"accept": 14, "target": float("nan")}, "--target nan is not a finite throughput >= 0"),
+    # context=1e15 answered 0 tok/s; inf and nan blamed the step arithmetic; True was 1 token
+    ({"accept": 14, "context": 1e15}, "context 1000000000000000.0 is not a token count from 0 "
+                                      "to 1099511627776 (2 ** 40) (fix: give the context "
+                                      "length in tokens, e.g. 32768 or '32k')"),
+    ({"accept": 14, "context": float("inf")}, "context inf is not a token count from 0 to"),
+    ({"accept": 14, "context": float("nan")}, "context nan is not a token count from 0 to"),
+    ({"accept": 14, "context": True}, "context True is not a token count from 0 to"),
+    ({"accept": 14, "context": -5}, "context -5 is not a token count from 0 to"),
+    # engines="sglang," answered a row for an engine named '' (from the pooled population)
+    ({"accept": 14, "engines": "sglang,"}, "engines holds '', which is not an engine name "
+                                           "(fix: give engine names, e.g. engines=['sglang', "
+                                           "'native'])"),
+    ({"accept": 14, "engines": ["sglang", " "]}, "engines holds ' ', which is not an engine"),
+    ({"accept": 14, "engines": ["sglang", None]}, "engines holds None, which is not an engine"),
     ({"accept": 14, "target": -5}, "--target -5 is not a finite throughput >= 0"),
     # numpy met seed=-1 with a bare ValueError and seed=1.5 with a TypeError
     ({"accept": 14, "seed": -1}, "seed -1 is not a whole number from 0 to 4294967295 (fix: "

@@ -118,6 +118,10 @@ class Flags:
                 raise QueryError(f"context {asked!r} is not a token count from 0 to "
                                  f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
                                  fix="give the context length in tokens, e.g. 32768 or '32k'")
+        for engine in self.engines or ():   # (the API's engines="sglang," answered for '')
+            if not isinstance(engine, str) or not engine.strip():
+                raise QueryError(f"engines holds {engine!r}, which is not an engine name",
+                                 fix="give engine names, e.g. engines=['sglang', 'native']")
         # a value named twice is one row, as --accept's (`--engine sglang,sglang` and the
         # API's concurrency=[4, 4] printed every row twice)
         for name in ("engines", "concurrency"):
