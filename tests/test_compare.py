@@ -84,6 +84,7 @@ def test_compare_roofline_and_linear_fits(fitted_workdir, capsys, monkeypatch, t
 
 def test_compare_refuses_different_data():
     a, b = point_mass_draws(n=100), point_mass_draws(n=100)
+    b.meta["fit_id"] = "point-mass-b"
     a.meta["data"] = {"sha256": "a"}
     b.meta["data"] = {"sha256": "b"}
     with pytest.raises(QueryError, match="different data"):
@@ -92,15 +93,37 @@ def test_compare_refuses_different_data():
         compare.compare_fits([a])
 
 
+def test_compare_refuses_a_fit_named_twice(tmp_path):
+    """`compare --fits X,latest` with X the latest fit printed a one-row ranking of X with
+    weight 1.00, exit 0 (--fits X,X was already refused at the flag)."""
+    from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli
+
+    a, b = point_mass_draws(n=100), point_mass_draws(n=100)
+    with pytest.raises(QueryError) as err:
+        compare.compare_fits([a, b])
+    assert str(err.value) == (
+        "fit point-mass is named twice (as its id and as latest, say): a fit compared with "
+        "itself ranks nothing (fix: compare two or more different fits (ids from "
+        "`ddtree-bayes history`))")
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "compare", "--fits", f"{FIT_ID},latest")
+    assert code == 2 and out == "" and err == (
+        f"ddtree-bayes: error: fit {FIT_ID} is named twice (as its id and as latest, say): a "
+        "fit compared with itself ranks nothing (fix: compare two or more different fits (ids "
+        "from `ddtree-bayes history`))\n")
+
+
 def test_compare_refuses_an_unconverged_fit_and_too_few_draws():
     """`compare --fits GOOD,BAD` ranked an unconverged fit (R-hat 1.138) first with weight
     0.95, exit 0; a fit of 4 x 5 draws ended in "internal error" inside PSIS."""
     good, bad = point_mass_draws(n=100), point_mass_draws(n=100)
-    bad.meta.update(converged=False, failures=["R-hat 1.138 > 1.01 (moe_share)"])
+    bad.meta.update(fit_id="bad", converged=False, failures=["R-hat 1.138 > 1.01 (moe_share)"])
     with pytest.raises(QueryError, match=r"failed its convergence gates \(R-hat 1.138"):
         compare.compare_fits([good, bad])
     with pytest.raises(QueryError, match="has 20 posterior draws; PSIS-LOO needs at least 25"):
-        compare.compare_fits([good, point_mass_draws(n=20)])
+        few = point_mass_draws(n=20)
+        few.meta["fit_id"] = "few"
+        compare.compare_fits([good, few])
 
 
 def test_compare_refuses_an_importance_resample():

@@ -81,6 +81,13 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
     if len(fits) < 2:
         raise QueryError("need at least two fits to compare",
                          fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`")
+    named = [d.meta["fit_id"] for d in fits]
+    twice = next((i for i in named if named.count(i) > 1), None)
+    if twice is not None:   # (`--fits X,latest` with X the latest ranked X alone, weight 1)
+        raise QueryError(f"fit {twice} is named twice (as its id and as latest, say): a fit "
+                         "compared with itself ranks nothing",
+                         fix="compare two or more different fits (ids from "
+                             "`ddtree-bayes history`)")
     for d in fits:
         if not d.meta["converged"]:
             raise QueryError(f"fit {d.meta['fit_id']} failed its convergence gates "
