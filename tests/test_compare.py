@@ -113,6 +113,24 @@ def test_compare_refuses_a_fit_named_twice(tmp_path):
         "from `ddtree-bayes history`))\n")
 
 
+def test_a_library_note_keeps_its_decimal_point():
+    """compare printed ArviZ's Pareto k warning as "note: Estimated shape parameter of
+    Pareto distribution is greater than 0", cut at the decimal point of 0.70."""
+    import importlib
+    import warnings
+
+    import numpy as np
+
+    helper = importlib.import_module("arviz_stats.loo.loo_helper")   # (azs.loo is a function)
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        helper._warn_pareto_k(np.array([0.9]), 4000)
+    assert [compare.first_sentence(str(w.message)) for w in caught] == [
+        "Estimated shape parameter of Pareto distribution is greater than 0.70 for one or "
+        "more samples"]
+
+
 def test_compare_refuses_an_unconverged_fit_and_too_few_draws():
     """`compare --fits GOOD,BAD` ranked an unconverged fit (R-hat 1.138) first with weight
     0.95, exit 0; a fit of 4 x 5 draws ended in "internal error" inside PSIS."""

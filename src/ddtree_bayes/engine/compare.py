@@ -7,6 +7,8 @@ configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engin
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from ddtree_bayes.core import likelihood as C
@@ -71,6 +73,17 @@ def loo_tree(draws: Fit, chains: int, seed: int = DEFAULT_SEED, unit: str | None
 WEIGHT_METHODS = ("bb-pseudo-bma", "stacking", "pseudo-bma")
 
 
+def first_sentence(text: str) -> str:
+    """The first sentence of a library's warning, for a one-line note: cut at a full stop
+    that ends a sentence, not at a decimal point (ArviZ's Pareto k note read "greater than
+    0" for "greater than 0.70").
+
+    >>> first_sentence("k is greater than 0.70 for one or more samples. You should ...")
+    'k is greater than 0.70 for one or more samples'
+    """
+    return re.split(r"\.(?:\s|$)", text.strip(), maxsplit=1)[0]
+
+
 def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
                  method: str = WEIGHT_METHODS[0]) -> dict:
     """PSIS-LOO comparison with model weights; refuses fits of different data."""
@@ -117,7 +130,7 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
         table = azs.compare(trees, method=method, round_to="none")  # (None: 2 sig. figures)
         khat = {k: [float(x) for x in np.asarray(azs.loo(t, pointwise=True).pareto_k.values).ravel()]
                 for k, t in trees.items()}
-    notes += sorted({str(w.message).split(".")[0] for w in caught})
+    notes += sorted({first_sentence(str(w.message)) for w in caught})
     if any(t.attrs["unit"] == "configuration" for t in trees.values()):
         notes.append(f"more than {M.LOO_ROW_LIMIT} rows: PSIS-LOO leaves out one configuration "
                      "(all its repeated runs) at a time, not one row")
