@@ -635,7 +635,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     for column, most in (("block", MAX_BLOCK), ("budget", MAX_BUDGET),
                          ("verify_tokens", MAX_BUDGET + 1)):
         # the bounds of predict's flags (a row of block 5000 was fitted; --block 5000 refused)
-        if num[column] is not None and num[column] > most:
+        given = num[column]
+        if given is not None and given > most:
             raise DataError(f"{column} must be 1 to {most}, got {values[column]}", file=path,
                             row=row, column=column, fix=f"write the {column} the run used")
     accept = num["accept_len"]
