@@ -461,3 +461,27 @@ def test_validate_concurrency_at_a_c_no_sweep_measured_is_refused_before_fitting
     assert code == 2 and out == ""
     assert "no sweep has a row at C = 4096 to predict" in err
     assert f"{sweeps[0].name}: skipped (no row at C = 4096)" in err
+
+
+def test_the_crossover_check_reads_a_blank_context_as_the_fit_does():
+    """validate --concurrency's crossover check read a blank context as 0 where the fit, and
+    every other reader, read it as the priors' default_context_tokens: with a default of 64k
+    it priced the sweep's rows at context 0."""
+    from ddtree_bayes.core.data import Measurement
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.concurrency_check import crossovers
+
+    draws = point_mass_draws()
+    draws.meta["model"]["default_context_tokens"] = 65536.0
+
+    def row(i, method, c, tok_s):
+        spec = method != "ar"
+        return Measurement(i, "kimi-k2.6", "b300", 8, "sglang", method, 16 if spec else None,
+                           32 if spec else None, 33 if spec else 1, 12.0 if spec else 1.0,
+                           None, tok_s, "s", "", c)
+
+    rows = [row(2, "ar", 1, 100.0), row(3, "ar", 2, 190.0), row(4, "ddtree", 1, 500.0),
+            row(5, "ddtree", 2, 150.0)]
+    (found,) = crossovers(draws, rows, seed=0)
+    assert found["context_tokens"] == 65536.0
+    assert found["grid"] == [1, 2] and found["measured_crossover"] == 2

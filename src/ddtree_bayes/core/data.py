@@ -112,6 +112,19 @@ class Measurement:
     def is_speculative(self) -> bool:
         return self.method != AR_METHOD
 
+    def context(self, default: float) -> float:
+        """The context the row ran at, a blank one being the priors' ``default_context_tokens``
+        (``default``): every reader of a row's context asks this, so none reads blank as 0
+        where the fit reads it as the default.
+
+        >>> m = Measurement(2, "kimi-k2.6", "b300", 8, "sglang", "ar", None, None, 1, 1.0,
+        ...                 None, 150.0, "s", "")
+        >>> import dataclasses
+        >>> m.context(8192.0), dataclasses.replace(m, context_tokens=0.0).context(8192.0)
+        (8192.0, 0.0)
+        """
+        return default if self.context_tokens is None else self.context_tokens
+
     @property
     def accept_inferred(self) -> bool:
         """The row has no acceptance length: the fit infers it (a latent parameter)."""

@@ -104,11 +104,8 @@ def proxy_card(data: Measurements, hardware: dict[str, dict[str, str]], *, bw_ef
         system = max(per_system, key=lambda s: len(per_system[s]))   # first of the most
         chosen = per_system[system]
 
-        def ctx(r) -> float:
-            return default_context_tokens if r.context_tokens is None else r.context_tokens
-
-        low = min(ctx(r) for r in chosen)
-        chosen = [r for r in chosen if ctx(r) == low]
+        low = min(r.context(default_context_tokens) for r in chosen)
+        chosen = [r for r in chosen if r.context(default_context_tokens) == low]
         step = statistics.median(1000.0 / r.tok_s for r in chosen)
     else:
         steps = {i: r.step_ms for i, r in enumerate(rows) if r.step_ms is not None}

@@ -399,8 +399,8 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         first_row=first, system=system, group=group,
         relation=np.array([k if k >= 0 else n_rel for k in cfg_relation], dtype=np.int64),
         verify_tokens=verify,
-        context_units=np.array([(default_ctx if r.context_tokens is None else r.context_tokens)
-                                / priors.context_unit_tokens for r in reps]),
+        context_units=np.array([r.context(default_ctx) / priors.context_unit_tokens
+                                for r in reps]),
         passes=passes, nodes=nodes, distance=C.config_distances(system, batch, passes),
         n=n, zbar=zbar, s2=s2, distinct=distinct, concurrency=concurrency)
     return ModelSpec(

@@ -239,7 +239,7 @@ def check_measurements(draws: Fit, prob: float = 0.9, seed: int = DEFAULT_SEED) 
     for m, c, vals, pct in zip(rows, mo.row_config.tolist(), values, percentile, strict=True):
         row = {"row": m.row, "configuration": config_of[c], "system": row_pair(draws, m),
                "engine": m.engine, "method": m.method, "verify_tokens": m.verify_tokens,
-               "context_tokens": default_ctx if m.context_tokens is None else m.context_tokens,
+               "context_tokens": m.context(default_ctx),
                "concurrency": m.concurrency, "accept_len": m.accept_len, "measured": m.tok_s}
         row.update(zip(names, vals, strict=True))
         row["percentile"] = pct

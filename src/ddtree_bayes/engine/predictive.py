@@ -135,8 +135,7 @@ def other_engines_ar(draws: Fit, sc: Scenario) -> str:
 def _other_engines_ar(draws: Fit, sc: Scenario) -> str:
     seen: dict[str, list[float]] = {}
     for r in fit_rows(draws):
-        ctx = (draws.meta["model"]["default_context_tokens"] if r.context_tokens is None
-               else r.context_tokens)
+        ctx = r.context(draws.meta["model"]["default_context_tokens"])
         if (r.method == AR_METHOD and r.engine != sc.engine and row_pair(draws, r) == sc.pair
                 and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
             seen.setdefault(r.engine, []).append(r.tok_s)
@@ -253,7 +252,7 @@ def _nearest_measured(draws: Fit, sc: Scenario):
         for r in fit_rows(draws):
             if r.accept_len is None:
                 continue
-            ctx = default_ctx if r.context_tokens is None else r.context_tokens
+            ctx = r.context(default_ctx)
             key = (row_pair(draws, r), r.engine, r.method, r.concurrency, ctx)
             groups.setdefault(key, {}).setdefault((r.block, r.budget, r.verify_tokens),
                                                   []).append(r)

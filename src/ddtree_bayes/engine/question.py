@@ -305,8 +305,7 @@ cost is extrapolated linearly past the measured contexts
     rows = [r for r in fit.measurements.rows if model is None or r.model == model]
     # a blank context is the fit's default_context_tokens (the priors' [model] entry)
     blank = float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
-    longest = max((blank if r.context_tokens is None else r.context_tokens for r in rows),
-                  default=0.0)
+    longest = max((r.context(blank) for r in rows), default=0.0)
     if context <= 2.0 * longest:
         return ()
     if longest == 0.0:

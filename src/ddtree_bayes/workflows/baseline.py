@@ -53,7 +53,7 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
         assert m.accept_len is not None
         t1, ctx, slope, frac, b = unpack(p)
         s = systems.index(label(m))
-        c = (m.context_tokens if m.context_tokens is not None else cfg.default_context_tokens) / unit
+        c = m.context(cfg.default_context_tokens) / unit
         moe = share * t1[s] * (1 + slope * (m.verify_tokens - 1))
         target = moe + (1 - share) * t1[s] + ctx[s] * c * m.verify_tokens ** b
         step = target / (1 - frac) if m.is_speculative else target
@@ -76,8 +76,7 @@ def baseline_fit(rows: list[Measurement], cfg: PriorsConfig, systems: Iterable[s
         # context 0 (every row of the DeepSeek-R1 sweep is at 1k: t1 0.04 ms there, the slope
         # carrying the step)
         at_zero = {label(m) for m in known
-                   if (m.context_tokens if m.context_tokens is not None
-                       else cfg.default_context_tokens) == 0}
+                   if m.context(cfg.default_context_tokens) == 0}
         fitted = pair_roofline_fit({k: t1[systems.index(k)] for k in trained & at_zero},
                                    roofline, cfg)
         for k in set(systems) - trained:

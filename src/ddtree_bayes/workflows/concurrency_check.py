@@ -76,13 +76,15 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
 
     rng = np.random.default_rng(seed)
     out = []
-    keys = sorted({(m.method, m.block, m.budget, m.context_tokens or 0.0) for m in rows
+    # (a blank context is the fit's default, as the fit read it; this read it as 0)
+    blank = draws.meta["model"]["default_context_tokens"]
+    keys = sorted({(m.method, m.block, m.budget, m.context(blank)) for m in rows
                    if m.method != "ar"}, key=str)
     for method, block, budget, ctx in keys:
         ar = {m.concurrency: m.tok_s for m in rows
-              if m.method == "ar" and (m.context_tokens or 0.0) == ctx}
+              if m.method == "ar" and m.context(blank) == ctx}
         spec = {m.concurrency: m for m in rows if (m.method, m.block, m.budget) ==
-                (method, block, budget) and (m.context_tokens or 0.0) == ctx}
+                (method, block, budget) and m.context(blank) == ctx}
         grid = sorted(set(ar) & set(spec))
         if len(grid) < 2:
             continue
