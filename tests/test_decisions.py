@@ -543,7 +543,7 @@ def test_cli_next_query_with_hardware_alone_answers(tmp_path):
     ("--hardware b300 --bogus 3", "unrecognized arguments"),
     ("--engine sglang,native --budget 32", "one engine"),
     ("--budget 32 --accept 12,14", "one value or a range"),
-    ("--budget thirty", "invalid int"),
+    ("--budget thirty", "invalid whole number value"),
     ("--hardware tpu9 --budget 32", "never measured, nor in the hardware table"),
 ])
 def test_parse_query_errors(text, fragment):
@@ -685,3 +685,16 @@ def test_optimize_says_when_it_leaves_a_measured_acceptance_out():
             "the curve: 9); the acceptance curve does not learn from rows") in out["warnings"][-1]
     assert not any(w.startswith("accept: the fit measured") for w in D.optimize(
         base, curve_of(), hardware="b300", engine="sglang", budgets=BUDGETS)["warnings"])
+
+
+@pytest.mark.parametrize("query", ["--gpus 1_6", "--block \uff18", "--concurrency 1_6",
+                                   "--budget 3.5"])
+def test_a_query_string_reads_numbers_as_the_flags_do(query):
+    """next's --query (and the API and report paths, which skip the CLI's check) read
+    ``--gpus 1_6`` as 16 with Python's int; the query parser takes plain whole numbers only."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.decisions.next_measurement import parse_query
+
+    with pytest.raises(QueryError, match="invalid whole number value"):
+        parse_query(point_mass_draws(), query)

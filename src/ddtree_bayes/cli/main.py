@@ -20,6 +20,7 @@ from ddtree_bayes.cli.predict import cmd_predict
 from ddtree_bayes.core import __version__, interrupts
 from ddtree_bayes.core.config import SamplerSettings
 from ddtree_bayes.core.errors import DDTreeBayesError
+from ddtree_bayes.core.query_flags import whole_number
 
 
 # ---------------------------------------------------------------- parser
@@ -151,7 +152,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --group pair: hold out only each pair's speculative rows, keep its "
                         "AR rows in training (we measured AR here: what will speculative decoding "
                         "give?), beside the whole pair held out and the original +-30%%")
-    v.add_argument("--sbc", type=int, metavar="N", help="simulation-based calibration with N replicates")
+    v.add_argument("--sbc", type=whole_number, metavar="N",
+                   help="simulation-based calibration with N replicates")
     v.add_argument("--plot", help="with --sbc: write the rank histograms to this PNG")
     v.add_argument("--extrapolate", action="store_true",
                    help="per public sweep (data/public/*.csv), hold out the deepest / largest-M "
@@ -181,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--structures",
                    help="with --extrapolate: step structures to compare (default: "
                         "structured,fraction; with --from-smallest: structured)")
-    v.add_argument("--jobs", type=int, default=1, help="parallel worker processes (default: %(default)s)")
+    v.add_argument("--jobs", type=whole_number, default=1,
+                   help="parallel worker processes (default: %(default)s)")
     v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
                                        "run folds on that cluster instead")
     v.add_argument("--quiet", action="store_true", help="no progress bar")

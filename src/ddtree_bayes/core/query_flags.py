@@ -7,6 +7,33 @@ tracked queries) spell and document them the same way. argparse only.
 from __future__ import annotations
 
 import argparse
+import math
+
+
+def whole_number(text: str) -> int:
+    """argparse ``type=``: a whole number written as a measurement file writes one
+    (:func:`~ddtree_bayes.core.data.plain_float`); a query string parsed here (next's
+    ``--query``, a tracked query) read ``--gpus 1_6`` as 16 with Python's ``int``.
+
+    >>> whole_number("8"), whole_number("8.0")
+    (8, 8)
+    >>> p = argparse.ArgumentParser(exit_on_error=False)
+    >>> _ = p.add_argument("--gpus", type=whole_number)
+    >>> try:
+    ...     p.parse_args(["--gpus", "1_6"])
+    ... except argparse.ArgumentError as err:
+    ...     print(err)
+    argument --gpus: invalid whole number value: '1_6'
+    """
+    from ddtree_bayes.core.data import plain_float
+
+    value = plain_float(text)   # (a ValueError is argparse's "invalid whole number value")
+    if not (math.isfinite(value) and value.is_integer()):
+        raise ValueError(f"{text!r} is not a whole number")
+    return int(value)
+
+
+whole_number.__name__ = "whole number"
 
 
 def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
@@ -15,14 +42,15 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hardware", help="GPU name from data/hardware.csv (default scenario: b300; "
                                       "for a fit that never measured b300, its most-measured "
                                       "system)")
-    p.add_argument("--gpus", type=int, help="GPU count (default: the measured count)")
+    p.add_argument("--gpus", type=whole_number, help="GPU count (default: the measured count)")
     p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
     p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ...")
-    p.add_argument("--block", type=int, help="drafter block size / chain length")
-    p.add_argument("--budget", type=int, help="tree node budget (verify tokens = budget + 1)")
-    p.add_argument("--verify-tokens", type=int,
+    p.add_argument("--block", type=whole_number, help="drafter block size / chain length")
+    p.add_argument("--budget", type=whole_number, help="tree node budget (verify tokens = budget + 1)")
+    p.add_argument("--verify-tokens", type=whole_number,
                    help="tokens verified per step (overrides the derivation)")
-    p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+    p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: the "
+                                      "priors' default_context_tokens, 0 as bundled)")
 
 
 ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "

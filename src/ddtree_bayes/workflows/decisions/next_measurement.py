@@ -54,12 +54,12 @@ class _QueryParser(argparse.ArgumentParser):
 
 
 def _query_parser() -> _QueryParser:
-    from ddtree_bayes.core.query_flags import add_scenario_arguments
+    from ddtree_bayes.core.query_flags import add_scenario_arguments, whole_number
 
     q = _QueryParser(prog="--query", add_help=False)
     add_scenario_arguments(q)
     q.add_argument("--accept")
-    q.add_argument("--concurrency", type=int)
+    q.add_argument("--concurrency", type=whole_number)
     return q
 
 
