@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core.data import Measurement, parse_row
+from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine import store
@@ -576,3 +577,16 @@ def test_a_transferred_rows_note_closes_its_parenthesis(tmp_path, monkeypatch):
         "  row 4: h200x8 not measured: transferred from b300x8 (same interconnect class, "
         "bandwidth ratio 1.67): a wide interval; the refit will be the first to include this "
         "system") in out.splitlines()
+
+
+@pytest.mark.parametrize("query, message", [
+    ({"gpus": True}, "gpus True is not a whole number from 1 to 1024"),
+    ({"gpus": 10**9}, "gpus 1000000000 is not a whole number from 1 to 1024"),
+    ({"budget": 0}, "budget 0 is not a whole number from 1 to 1000000"),
+    ({"block": 2.5}, "block 2.5 is not a whole number from 1 to 4096"),
+])
+def test_a_tracked_query_takes_the_bounds_of_every_question(query, message):
+    """normalize_query checked ``isinstance(value, int) and value >= 1``: gpus=True (a bool
+    is an int) and gpus=10**9 were saved as queries predict refuses."""
+    with pytest.raises(QueryError, match=re.escape(message)):
+        living.normalize_query({**query, "accept": "14"})

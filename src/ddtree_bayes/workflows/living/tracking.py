@@ -65,14 +65,12 @@ def load_tracked(models: Path, *, include_default: bool = True) -> list[Tracked]
 def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     """Validate a query's syntax (not whether a fit can answer it); keys of QUERY_KEYS."""
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags
 
     q = {k: query.get(k) for k in QUERY_KEYS}
-    for key in ("gpus", "block", "budget", "verify_tokens"):
-        value = q[key]
-        if value is not None and (not isinstance(value, int) or value < 1):
-            flag = f"--{key.replace('_', '-')}"
-            raise QueryError(f"{flag} must be a positive whole number",
-                             fix=f"e.g. {flag} {dict(gpus=8, block=16, budget=32).get(key, 33)}")
+    # the bounds every question takes (gpus=True and gpus=10**9 were tracked here)
+    Flags(gpus=q["gpus"], block=q["block"], budget=q["budget"],
+          verify_tokens=q["verify_tokens"])
     for key in ("engine", "method"):
         if q[key] is not None:
             names = str(q[key]).split(",") if key == "engine" else [str(q[key])]
