@@ -617,6 +617,52 @@ def test_candidates_file(tmp_path):
                               "length in tokens)")
 
 
+def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp_path):
+    """A misspelt ``concurency`` column (8 streams) was ignored: the candidate was ranked at
+    one stream, exit 0. A verify_tokens column was ignored the same way; it is read as a
+    measurement row's (derived when blank, checked against the budget)."""
+    draws = point_mass_draws()
+    path = tmp_path / "c.csv"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",concurency\n"
+                    "b300,8,sglang,ddtree,16,32,14,0,8\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (
+        f"{path}, row 1, column 'concurency': unknown column: a candidate file has no such "
+        "column (fix: did you mean 'concurrency'? the columns are hardware,gpus,engine,method,"
+        "block,budget,accept_len,context_tokens and, optionally, model, verify_tokens, "
+        "concurrency)")
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",tok_s\nb300,8,sglang,ar,,,1,0,130\n")
+    with pytest.raises(DataError, match=r"column 'tok_s': unknown column: a candidate file has "
+                                        r"no such column \(fix: the columns are hardware,"):
+        D.read_candidates(draws, path)
+    # cells past the header were dropped the same way
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglang,ar,,,1,0,8\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (f"{path}, row 2: 9 cells, the header has 8 (fix: name every "
+                              "column in the header, or drop the extra cells)")
+    # verify_tokens: a tree of M = 33 without a budget is budget 32; blank is derived
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",verify_tokens\n"
+                    "b300,8,sglang,ddtree,16,,14,0,33\nb300,8,sglang,ddtree,16,64,14,0,\n")
+    cands = D.read_candidates(draws, path)
+    assert [c.describe() for c in cands] == ["b300 x8 sglang ddtree block 16 budget 32 M=33",
+                                            "b300 x8 sglang ddtree block 16 budget 64 M=65"]
+    for cells, message in (
+            ("b300,8,sglang,ddtree,16,32,14,0,40",
+             "column 'verify_tokens': a budget of 32 draft tokens is verified as 33 tokens per "
+             "step, not 40 (fix: set verify_tokens to 33 (or blank), or fix the budget)"),
+            ("b300,8,sglang,ar,,,1,0,4",
+             "column 'verify_tokens': autoregressive rows verify 1 token, got 4 (fix: set "
+             "verify_tokens to 1 (or blank) or fix the method)"),
+            ("b300,8,sglang,ddtree,16,32,14,0,5000000",
+             "column 'verify_tokens': verify_tokens must be 1 to 1000001, got 5e+06")):
+        path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",verify_tokens\n" + cells + "\n")
+        with pytest.raises(DataError) as err:
+            D.read_candidates(draws, path)
+        assert str(err.value).startswith(f"{path}, row 2, {message}")
+
+
 # ------------------------------------------------------------------ CLI on a real fit
 def run(capsys, monkeypatch, workdir, *argv):
     monkeypatch.chdir(workdir)

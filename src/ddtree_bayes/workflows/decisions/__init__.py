@@ -23,6 +23,7 @@ from ddtree_bayes.workflows.decisions.acceptance_curve import (  # noqa: F401
 from ddtree_bayes.workflows.decisions.common import (  # noqa: F401
     CANDIDATE_BUDGETS,
     CANDIDATE_COLUMNS,
+    CANDIDATE_OPTIONAL,
     DEFAULT_BUDGETS,
     DEFAULT_K,
     MIN_ESS,

@@ -31,6 +31,10 @@ CANDIDATE_BUDGETS = (8, 32, 128)
 #: Columns of a ``next --candidates`` file.
 CANDIDATE_COLUMNS = ("hardware", "gpus", "engine", "method", "block", "budget", "accept_len",
                      "context_tokens")
+#: Columns a ``next --candidates`` file may add (blank or absent: the query's model, verify
+#: tokens derived from block and budget as a measurement row's, one stream); any other column
+#: is refused (a misspelt ``concurency`` was ignored and its candidate ranked at C = 1).
+CANDIDATE_OPTIONAL = ("model", "verify_tokens", "concurrency")
 
 
 # ------------------------------------------------------------------ shared overhead stream

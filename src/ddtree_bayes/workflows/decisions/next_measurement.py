@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import difflib
 import math
 import shlex
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
+from ddtree_bayes.core.methods import shaped_budget
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
@@ -38,6 +40,7 @@ from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
     CANDIDATE_BUDGETS,
     CANDIDATE_COLUMNS,
+    CANDIDATE_OPTIONAL,
     DEFAULT_K,
     MIN_ESS,
     overhead_group,
@@ -269,8 +272,11 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                     strict: bool = False, warnings: list[str] | None = None) -> list[Candidate]:
     """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
     accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)
-    and, optionally, model (blank or absent: ``model``, the query's) and concurrency (blank or
-    absent: 1; a candidate measured with C streams). An engine or method the
+    and, optionally, model (blank or absent: ``model``, the query's), verify_tokens (blank or
+    absent: derived from block and budget; checked against them as a measurement row's) and
+    concurrency (blank or absent: 1; a candidate measured with C streams). Any other column
+    is refused, naming the closest known one: a misspelt ``concurency`` was ignored and its
+    candidate ranked at one stream. An engine or method the
     fit never measured nor declares is named in ``warnings`` as predict names it (an error
     with ``strict``): a typo would otherwise be ranked as a new engine."""
     from ddtree_bayes.engine.question import Flags, check_names
@@ -288,6 +294,15 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         if column not in header:
             raise DataError("missing column", file=path, column=column,
                             fix="header: " + ",".join(CANDIDATE_COLUMNS))
+    known = CANDIDATE_COLUMNS + CANDIDATE_OPTIONAL
+    for column in header:
+        if column not in known:   # (its values would be dropped without a word)
+            close = difflib.get_close_matches(column.strip().lower(), known, n=1, cutoff=0.6)
+            raise DataError("unknown column: a candidate file has no such column",
+                            file=path, row=1, column=column,
+                            fix=(f"did you mean '{close[0]}'? " if close else "")
+                            + "the columns are " + ",".join(CANDIDATE_COLUMNS)
+                            + " and, optionally, " + ", ".join(CANDIDATE_OPTIONAL))
     if not records:
         raise DataError("no candidate rows", file=path, fix="add one row per candidate")
     out = []
@@ -296,17 +311,23 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         for column in ("hardware", "engine", "method"):
             if not (rec.get(column) or "").strip():
                 raise DataError("empty", file=path, row=i, column=column, fix=f"give the {column}")
-        same = tuple(sorted((k, (v or "").strip()) for k, v in rec.items() if k is not None))
+        if None in rec:   # cells past the header: as unknown a column as a misspelt name
+            raise DataError(f"{len(header) + len(rec[None])} cells, the header has "
+                            f"{len(header)}", file=path, row=i,
+                            fix="name every column in the header, or drop the extra cells")
+        same = tuple(sorted((k, (v or "").strip()) for k, v in rec.items()))
         if same in seen:   # ranked twice, it took two places of the ranking
             raise DataError(f"repeats row {seen[same]}: one candidate measurement, listed twice",
                             file=path, row=i, fix="keep one row per candidate")
         seen[same] = i
-        gpus, block, budget, streams = (_csv_number(path, i, rec, c, integer=True)
-                                        for c in ("gpus", "block", "budget", "concurrency"))
+        gpus, block, budget, verify, streams = (
+            _csv_number(path, i, rec, c, integer=True)
+            for c in ("gpus", "block", "budget", "verify_tokens", "concurrency"))
         accept = _csv_number(path, i, rec, "accept_len")
         ctx = _csv_number(path, i, rec, "context_tokens")
         for column, value, most in (("gpus", gpus, MAX_GPUS), ("block", block, MAX_BLOCK),
                                     ("budget", budget, MAX_BUDGET),
+                                    ("verify_tokens", verify, MAX_BUDGET + 1),
                                     ("concurrency", streams, MAX_CONCURRENCY)):
             if value is not None and value < 1:
                 raise DataError(f"{column} must be >= 1, got {value:g}", file=path, row=i,
@@ -317,6 +338,21 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                                 fix="write a positive whole number (or blank)")
         if ctx is not None:   # (as a data row's)
             check_context_tokens(ctx, f"{ctx:g}", file=path, row=i)
+        method = rec["method"].strip()
+        if verify is not None:   # (as a data row's: core/data.py parse_row)
+            if method == AR_METHOD and verify != 1:
+                raise DataError(f"autoregressive rows verify 1 token, got {verify:g}",
+                                file=path, row=i, column="verify_tokens",
+                                fix="set verify_tokens to 1 (or blank) or fix the method")
+            _, wrong, at = shaped_budget(method, None if block is None else int(block),
+                                             None if budget is None else int(budget),
+                                             int(verify), draws.methods)
+            if wrong is not None:
+                raise DataError(wrong, file=path, row=i, column=at, fix=(
+                    f"set verify_tokens to {int(budget or 0) + 1} (or blank), or fix the budget"
+                    if at == "verify_tokens" else
+                    "write the budget a step drafts (at most the block), or the method that "
+                    "verifies a tree"))
         found = check_names(draws, Flags(engines=(rec["engine"].strip(),),
                                          method=rec["method"].strip()),
                             strict=strict, prefix=f"{path}, row {i}: ")
@@ -328,7 +364,8 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                                     engine=rec["engine"].strip(), method=rec["method"].strip(),
                                     block=None if block is None else int(block),
                                     budget=None if budget is None else int(budget),
-                                    verify_tokens=None, context_tokens=ctx,
+                                    verify_tokens=None if verify is None else int(verify),
+                                    context_tokens=ctx,
                                     model=(rec.get("model") or "").strip() or model)
         except QueryError as err:
             raise QueryError(f"{path}, row {i}: {err}") from None
