@@ -551,6 +551,26 @@ def test_parse_query_errors(text, fragment):
         D.parse_query(point_mass_draws(), text)
 
 
+@pytest.mark.parametrize("accept, label", [("0.5", "0.5"), ("0.5:2", "U(0.5,2)")])
+def test_next_query_acceptance_below_1_is_worded_as_predict_words_it(accept, label):
+    """--query "--accept 0.5" (through the API or a report's query, which do not go through
+    the CLI's --accept check) was refused as "it or below 1 is above what ddtree with block
+    16 can emit": 0.5 is below 1, not above 17. It is now worded as predict's refusal (one
+    shared function, AcceptLimit.out_of_range)."""
+    draws = point_mass_draws()
+    query = D.parse_query(draws, f"--budget 32 --accept {accept}")
+    with pytest.raises(QueryError) as err:
+        D.query_acceptance(draws, query, np.random.default_rng(0))
+    assert str(err.value) == (f"--query: acceptance {label} of b300 x8, sglang, ddtree, block "
+                              "16, budget 32, verify 33, context 0: below 1 (a step emits at "
+                              "least the bonus token) (fix: tokens per step lie in 1 .. 17 "
+                              "(block + 1))")
+    with pytest.raises(QueryError) as same:   # predict's words (a range: its first value's)
+        P.predict(draws, hardware="b300", engines=["sglang"], method="ddtree", block=16,
+                  budget=32, accept=accept)
+    assert str(same.value) == str(err.value).removeprefix("--query: ").replace(label, "0.5")
+
+
 def test_candidates_file(tmp_path):
     draws = point_mass_draws()
     path = tmp_path / "c.csv"

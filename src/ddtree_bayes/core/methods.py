@@ -140,6 +140,25 @@ class AcceptLimit:
         step: block + 1)``."""
         return f"{what} is above what {self.subject} can emit ({self.describe()})"
 
+    def out_of_range(self, lowest: float, highest: float) -> str | None:
+        """Why acceptances from ``lowest`` to ``highest`` cannot all be one step's (None: they
+        can), the words after ``acceptance <label> of <configuration>: `` in predict's and
+        next's refusal of an acceptance source's draws: below 1 first, then above the limit.
+
+        >>> limit = AcceptLimit(17.0, "block + 1", "ddtree with block 16")
+        >>> limit.out_of_range(0.5, 0.5)
+        'below 1 (a step emits at least the bonus token)'
+        >>> limit.out_of_range(12.0, 20.0).split(" (")[0]
+        'it is above what ddtree with block 16 can emit'
+        >>> limit.out_of_range(1.0, 17.0) is None
+        True
+        """
+        if lowest < 1:
+            return "below 1 (a step emits at least the bonus token)"
+        if highest > self.tokens:
+            return self.refusal("it")
+        return None
+
     def span(self) -> str:
         """The fix of an acceptance out of range: ``tokens per step lie in 1 .. 17 (block +
         1)``."""

@@ -532,11 +532,9 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
-            if np.any(a < 1) or np.any(a > sc.limit.tokens) or (
-                    sc.method == AR_METHOD and np.any(a != 1)):
-                raise QueryError(f"acceptance {source.label} of {sc.describe()}: "
-                                 + (sc.limit.refusal("it") if np.all(a >= 1) else
-                                    "below 1 (a step emits at least the bonus token)"),
+            why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (ar: 1 .. 1)
+            if why is not None:
+                raise QueryError(f"acceptance {source.label} of {sc.describe()}: {why}",
                                  fix=sc.limit.span())
             a_mean = (source.value if source.value is not None
                       else sum(source.uniform) / 2 if source.uniform is not None

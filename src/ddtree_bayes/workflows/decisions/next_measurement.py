@@ -127,9 +127,9 @@ def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
         raise QueryError("--query: no acceptance", fix="add --accept to the query")
     a, _ = P.acceptance_draws(draws, source, rng)
     label = source.label
-    if np.any(a < 1) or np.any(a > sc.limit.tokens) or (sc.method == AR_METHOD and np.any(a != 1)):
-        raise QueryError(f"--query: acceptance {label} of {sc.describe()}: "
-                         + sc.limit.refusal("it" if np.all(a >= 1) else "it or below 1"),
+    why = sc.limit.out_of_range(float(np.min(a)), float(np.max(a)))   # (as predict's)
+    if why is not None:
+        raise QueryError(f"--query: acceptance {label} of {sc.describe()}: {why}",
                          fix=sc.limit.span())
     return a, label
 
