@@ -718,6 +718,27 @@ def test_cli_bad_input_exits_2(tmp_path, capsys, monkeypatch):
     assert code == 2 and "--budgets" in err and "fix:" in err and err.count("\n") == 1
 
 
+def test_cli_optimize_warns_a_context_past_the_measured_ones_as_predict_does(tmp_path):
+    """optimize --context 1m said nothing where predict --context 1m warns that the context
+    is 8x the longest measured: optimize fills its own question and never asked
+    engine/question.context_warnings. The line is predict's, on stderr and in the JSON."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")   # (its B300 rows are all at context 0)
+    line = ("ddtree-bayes: warning: --context 1.04858e+06: the fit measured no context beyond "
+            "0: its cost per context token is the prior's (prior-driven)")
+    code, _, err = run_cli(work, "predict", "--accept", "14", "--context", "1m")
+    assert code == 0 and line in err.splitlines(), err
+    code, out, err = run_cli(work, "optimize", "--context", "1m", "--budgets", "8,32")
+    assert code == 0 and line in err.splitlines(), err
+    code, out, err = run_cli(work, "optimize", "--context", "1m", "--budgets", "8,32",
+                             "--format", "json")
+    assert code == 0 and json.loads(out)["warnings"] == [line.split(": warning: ", 1)[1]]
+    code, out, err = run_cli(work, "optimize", "--context", "0", "--budgets", "8,32",
+                             "--format", "json")   # a measured context: quiet, as predict
+    assert code == 0 and json.loads(out)["warnings"] == [] and "warning" not in err
+
+
 def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):
     """[acceptance_curve] names the target it was written for: optimize of that model is
     quiet about it, of another model (without --acceptance-file) it says the acceptances

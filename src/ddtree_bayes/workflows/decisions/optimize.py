@@ -16,7 +16,7 @@ from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.question import default_question
+from ddtree_bayes.engine.question import context_warnings, default_question
 from ddtree_bayes.engine.scenario import accept_limit, memory_warnings
 from ddtree_bayes.engine.structure import fit_rows, max_measured_concurrency
 from ddtree_bayes.engine.target_models import row_pair
@@ -140,7 +140,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
     measured on the system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
     the budgets of the acceptance file), ``recommended`` (a budget) and ``warnings``
-    (:func:`concurrency_notes`).
+    (:func:`~ddtree_bayes.engine.question.context_warnings` and :func:`concurrency_notes`, as
+    predict warns them).
 
     Examples
     --------
@@ -175,6 +176,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
                          "the budget", fix="use --method ddtree")
+    # a context far past the measured ones: predict's warning (engine/question.py), first as
+    # there (taken before ``model`` below is the acceptance file's)
+    context_notes = context_warnings(draws, ctx, model)
     steps, hows = zip(*(shared_step(draws, sc, seed) for sc in scenarios), strict=True)
     step = np.stack(steps, axis=1)                                        # (n, nb)
     n = draws.n_draws
@@ -214,7 +218,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         rows.append(row)
     best = int(np.argmax(dec["mean"]))
     sc = scenarios[0]
-    notes = concurrency_notes(draws, sc, concurrency)
+    notes = [*context_notes, *concurrency_notes(draws, sc, concurrency)]
     if acceptance_file is None:
         notes += unused_acceptances(draws, sc, block, budgets, accept)
     elif (misfit := misfit_warning(cd, str(acceptance_file), MIN_ESS)) is not None:
