@@ -129,7 +129,7 @@ def test_the_api_warns_what_predict_warns():
         "mean sglang?"]
     assert table["engine"].tolist() == ["sglnag"]
     with pytest.warns(UserWarning, match=re.escape(
-            "--context 1.04858e+06 is 8x the longest context the fit measured (131072 tokens)")):
+            "--context 1048576 is 8x the longest context the fit measured (131072 tokens)")):
         api.predict(draws, accept=14, engines="sglang", context="1m")
 
 

@@ -725,7 +725,7 @@ def test_cli_optimize_warns_a_context_past_the_measured_ones_as_predict_does(tmp
     from test_cli_support import make_point_mass_workdir, run_cli
 
     work = make_point_mass_workdir(tmp_path / "w")   # (its B300 rows are all at context 0)
-    line = ("ddtree-bayes: warning: --context 1.04858e+06: the fit measured no context beyond "
+    line = ("ddtree-bayes: warning: --context 1048576: the fit measured no context beyond "
             "0: its cost per context token is the prior's (prior-driven)")
     code, _, err = run_cli(work, "predict", "--accept", "14", "--context", "1m")
     assert code == 0 and line in err.splitlines(), err

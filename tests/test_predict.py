@@ -302,6 +302,34 @@ def test_context_past_the_measured_ones_warns():
     assert row["median"] == pytest.approx(12 / ((16 + 2 * 16 * 33 ** 0.5) / 0.8) * 1000)
 
 
+def test_a_context_of_millions_is_shown_in_full_in_the_headers(tmp_path):
+    """predict --accept 14 --context 2m headed its table "context 2.09715e+06" (a :g format
+    of 2097152 tokens), and optimize and next's query line alike: a whole token count is now
+    written with every digit, in the headers and the --context warning above them."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)   # (next needs noise)
+    warning = ("ddtree-bayes: warning: --context 2097152: the fit measured no context beyond 0: "
+               "its cost per context token is the prior's (prior-driven)")
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--context", "2m")
+    assert code == 0, err
+    assert out.splitlines()[1] == ("b300 x8, ddtree, block 16, budget 32, verify 33 tokens, "
+                                   "context 2097152")
+    assert warning in err.splitlines()
+    code, out, err = run_cli(work, "optimize", "--context", "2m", "--budgets", "8,32")
+    assert code == 0, err
+    assert out.splitlines()[1] == ("b300 x8, sglang, ddtree, block 16, context 2097152; verify "
+                                   "tokens M = budget + 1")
+    code, out, err = run_cli(work, "next", "--query", "--accept 14 --context 2m", "--k", "4")
+    assert code == 0, err
+    assert ("query: b300 x8, sglang, ddtree, block 16, budget 32, verify 33, context 2097152, "
+            "accept 14") in out.splitlines()
+    assert "b300 x8 sglang ar ctx 2097152 " in out and "e+06" not in out + err
+    # a context :g wrote exactly is written as before
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--context", "32k")
+    assert code == 0 and out.splitlines()[1].endswith(", context 32768")
+
+
 def test_verify_tokens_beside_a_budget_keep_the_block_and_must_match(tmp_path):
     """`--budget 32 --verify-tokens 33` dropped the default's block 16 (the acceptance limit
     became M = 33 and --accept 20 was answered); 500 verify tokens for 32 nodes were priced."""

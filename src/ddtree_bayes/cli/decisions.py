@@ -96,13 +96,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     if args.format == "json":
         emit_json(out)
         return 0
+    from ddtree_bayes.core.data import plain_text
+
     sc, c, pct = out["scenario"], out["curve"], P.pct_label(args.prob)
     meta = draws.meta
     print(f"{PROG} optimize: fit {out['fit_id']} ({out['draws']} draws"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}")
     print((f"{sc['model']}, " if "model" in sc else "")
           + f"{sc['hardware']} x{sc['gpus']}, {sc['engine']}, {sc['method']}, block {sc['block']}, "
-          f"context {sc['context_tokens']:g}; verify tokens M = budget + 1"
+          f"context {plain_text(float(sc['context_tokens']))}; verify tokens M = budget + 1"
           + (f"; concurrency {sc['concurrency']} (tok/s per user)"
              if sc.get("concurrency", 1) != 1 else ""))
     print(f"acceptance curve: {c['source']}")

@@ -75,11 +75,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]
+    from ddtree_bayes.core.data import plain_text
+
     sc_line = ((f"{first['model']}, " if "model" in first else "")
                + f"{first['hardware']} x{first['gpus']}, {first['method']}"
                + (f", block {first['block']}" if first["block"] is not None else "")
                + (f", budget {first['budget']}" if first["budget"] is not None else "")
-               + f", verify {first['verify_tokens']} tokens, context {first['context_tokens']:g}"
+               + f", verify {first['verify_tokens']} tokens, context "
+               + plain_text(float(first["context_tokens"]))   # (2097152, not 2.09715e+06)
                + (f", drafter {first['drafter']}" if "drafter" in first else ""))
     which = (f"fit {meta['fit_id']}" if average is None else "model average of fits "
              + ", ".join(f"{a['fit_id']} ({a['form']}) {a['weight']:.2f}" for a in average))

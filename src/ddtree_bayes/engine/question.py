@@ -29,6 +29,7 @@ from ddtree_bayes.core.data import (
     MAX_CONTEXT_TOKENS,
     MAX_GPUS,
     TREE_METHODS,
+    plain_text,
 )
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.pairs import split_label
@@ -294,8 +295,8 @@ def context_warnings(fit: Fit, context: float | None, model: str | None = None, 
     >>> context_warnings(fit, 262144.0)
     ()
     >>> print(context_warnings(fit, 1048576.0)[0])
-    --context 1.04858e+06 is 8x the longest context the fit measured (131072 tokens): its \
-cost is extrapolated linearly past the measured contexts
+    --context 1048576 is 8x the longest context the fit measured (131072 tokens): its cost \
+is extrapolated linearly past the measured contexts
     >>> fit.meta = {"model": {"default_context_tokens": 524288.0}}   # blank rows: 512k
     >>> context_warnings(fit, 1048576.0)
     ()
@@ -309,12 +310,12 @@ cost is extrapolated linearly past the measured contexts
     if context <= 2.0 * longest:
         return ()
     if longest == 0.0:
-        return (prefix + f"--context {context:g}: the fit measured no context beyond 0"
-                + (f" for {model}" if model else "") + ": its cost per context token is the "
-                "prior's (prior-driven)",)
-    return (prefix + f"--context {context:g} is {context / longest:.3g}x the longest context "
-            f"the fit measured ({longest:g} tokens): its cost is extrapolated linearly past "
-            "the measured contexts",)
+        return (prefix + f"--context {plain_text(float(context))}: the fit measured no context "
+                "beyond 0" + (f" for {model}" if model else "") + ": its cost per context "
+                "token is the prior's (prior-driven)",)
+    return (prefix + f"--context {plain_text(float(context))} is {context / longest:.3g}x the "
+            f"longest context the fit measured ({plain_text(float(longest))} tokens): its cost "
+            "is extrapolated linearly past the measured contexts",)
 
 
 def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None

@@ -18,6 +18,7 @@ from ddtree_bayes.core.data import (
     TREE_METHODS,
     derive_verify_tokens,
     plain_float,
+    plain_text,
     system_label,
     table_memory_gb,
     unknown_hardware_fix,
@@ -174,7 +175,7 @@ class Scenario:
         parts.append(f"verify {self.verify_tokens}")
         if self.drafter is not None:
             parts.append(f"drafter {self.drafter.drafter}")
-        parts.append(f"context {self.context_tokens:g}")
+        parts.append(f"context {plain_text(float(self.context_tokens))}")   # (2097152, not 2.09715e+06)
         if self.concurrency != 1:
             parts.append(f"concurrency {self.concurrency}")
         return ", ".join(parts)

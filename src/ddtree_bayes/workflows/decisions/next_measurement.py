@@ -27,6 +27,7 @@ from ddtree_bayes.core.data import (
     NotPlain,
     check_context_tokens,
     plain_float,
+    plain_text,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
@@ -157,7 +158,7 @@ class Candidate:
                 parts.append(f"budget {sc.budget}")
             parts.append(f"M={sc.verify_tokens}")
         if sc.context_tokens:
-            parts.append(f"ctx {sc.context_tokens:g}")
+            parts.append(f"ctx {plain_text(float(sc.context_tokens))}")
         if sc.concurrency != 1:
             parts.append(f"C={sc.concurrency}")
         return " ".join(parts)
