@@ -175,6 +175,71 @@ def test_dry_run_prints_the_row_and_writes_nothing(tmp_path):
     assert "bf16 700" in out
 
 
+def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
+    """--like b300 --compute-capability 7.0 kept B300's fp8 4500 and fp4 12600 TFLOPS, which a
+    CC 7.0 GPU has no tensor cores for (fp8 needs 8.9, fp4 10.0), without a word: they are
+    left out of the row, and a note says so."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g", "--like", "b300",
+                             "--compute-capability", "7.0", "--source", "x")
+    assert code == 0 and err == "", err
+    row = rows_of(tmp_path / "data" / "hardware.csv")["g"]
+    assert (row["compute_capability"], row["dense_bf16_tflops"], row["dense_fp8_tflops"],
+            row["dense_fp4_tflops"]) == ("7.0", "2250", "", "")
+    assert "  dense TFLOPS  bf16 2250, fp8 -, fp4 -, int8 -" in out
+    assert ("note: g: compute capability 7.0 has no fp8 or fp4 tensor cores (fp8 needs CC 8.9 "
+            "or above, fp4 10.0): the fp8 (4500 TFLOPS) and fp4 (12600 TFLOPS) peaks copied "
+            "from b300 are left out") in out.splitlines()
+    # Ada (8.9) keeps fp8 and loses fp4; below Turing a copied int8 tensor peak goes too (the
+    # int8 peak is then derived as bf16 / 2, dp4a: core/model_cards.peak_tflops)
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h", "--like", "b300",
+                             "--compute-capability", "8.9", "--source", "x", "--dry-run",
+                             "--format", "json")
+    payload = json.loads(out)
+    assert (payload["gpu"]["dense_fp8_tflops"], payload["gpu"]["dense_fp4_tflops"]) == (4500.0, None)
+    assert payload["notes"] == ["h: compute capability 8.9 has no fp4 tensor cores (fp4 needs CC "
+                                "10.0 or above): the fp4 (12600 TFLOPS) peak copied from b300 "
+                                "is left out"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", "k", "--like", "rtx-4090",
+                             "--compute-capability", "7.0", "--source", "x", "--dry-run")
+    assert code == 0 and "  dense TFLOPS  bf16 165.15, fp8 -, fp4 -, int8 -" in out
+    # an AMD gfx target is no NVIDIA capability: nothing is dropped
+    code, out, err = run_cli(tmp_path, "hardware", "add", "m", "--like", "mi300x",
+                             "--compute-capability", "gfx942", "--source", "x", "--dry-run")
+    assert code == 0 and "fp8 2610" in out and "note: m: compute" not in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--like", "b300", "--compute-capability", "sm_70"],
+     "--compute-capability 'sm_70' is not a compute capability the table can read (fix: write "
+     "it as major.minor: 7.0 (sm_70 is CC 7.0))"),
+    (["--like", "b300", "--compute-capability", "Volta"],
+     "--compute-capability 'Volta' is not a compute capability the table can read (fix: write "
+     "it as major.minor, e.g. 8.9 (nvidia-smi --query-gpu=compute_cap), or an AMD GPU's gfx "
+     "target, e.g. gfx942)"),
+    # a peak given that the capability (copied or given) cannot have is a contradiction
+    (["--like", "v100", "--dense-fp8-tflops", "100"],
+     "--dense-fp8-tflops 100: compute capability 7.0 (as v100) has no fp8 tensor cores (fp8 "
+     "needs CC 8.9 or above) (fix: leave --dense-fp8-tflops out, or give the GPU's "
+     "--compute-capability)"),
+    (["--like", "b300", "--compute-capability", "9.0", "--dense-fp4-tflops", "9000"],
+     "--dense-fp4-tflops 9000: compute capability 9.0 (given) has no fp4 tensor cores (fp4 "
+     "needs CC 10.0 or above)"),
+])
+def test_a_compute_capability_is_read_as_the_table_writes_it(tmp_path, argv, message):
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g", *argv, "--source", "s")
+    assert (code, out) == (2, "") and listing(tmp_path) == {}
+    assert err.startswith(f"ddtree-bayes: error: {message}") and err.count("\n") == 1
+
+
+def test_every_built_in_gpu_has_only_the_peaks_its_capability_has():
+    from ddtree_bayes.core.model_cards import COMPUTE_CAPABILITY_RE, precisions_without_mma
+
+    for name, row in BUILT_IN.items():
+        assert COMPUTE_CAPABILITY_RE.fullmatch(row["compute_capability"]), name
+        assert not [p for p in precisions_without_mma(row["compute_capability"])
+                    if row[f"dense_{p}_tflops"]], name
+
+
 @pytest.mark.parametrize("second_row, gpu, message", [
     # an invalid table is named and left alone
     ("my-gpu,fast,PCIe,x", "other", ("data/hardware.csv", "row 2", "mem_bw_tb_s")),

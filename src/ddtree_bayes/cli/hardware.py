@@ -106,8 +106,9 @@ FIGURES = (
 TEXTS = (("memory", "memory type, e.g. GDDR7"),
          ("interconnect", "how the GPUs of a node are linked, e.g. 'PCIe Gen5' or 'NVLink4 "
                           "0.9 TB/s' (NVLink/fabric vs PCIe sets the all-reduce cost)"),
-         ("compute_capability", "CUDA compute capability, e.g. 8.9 (below 7.5 no int8 tensor "
-                                "cores)"))
+         ("compute_capability", "CUDA compute capability as major.minor, e.g. 8.9, or an AMD "
+                                "gfx target (below 10.0 no fp4, below 8.9 no fp8, below 7.5 no "
+                                "int8 tensor cores: such peaks copied with --like are left out)"))
 
 
 def _flag(column: str) -> str:

@@ -25,6 +25,12 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
+from ddtree_bayes.core.model_cards import (
+    COMPUTE_CAPABILITY_RE,
+    MMA_MIN_CC,
+    compute_capability_fix,
+    precisions_without_mma,
+)
 from ddtree_bayes.core.pairs import LINK_FIX, link_class
 from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
 
@@ -136,6 +142,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     if isinstance(link, str) and link_class(link) is None:
         raise InputError(f"--interconnect {link.strip()!r} names neither PCIe nor an NVLink-class "
                          "fabric", fix=LINK_FIX)
+    cc = values.get("compute_capability")
+    if isinstance(cc, str) and not COMPUTE_CAPABILITY_RE.fullmatch(cc.strip()):
+        raise InputError(f"--compute-capability {cc.strip()!r} is not a compute capability the "
+                         "table can read", fix=compute_capability_fix(cc))
     base = like if like is not None else (name if name in table.rows else None)
     if base is None:
         missing = [c for c in NEW_GPU_NEEDS if c not in values]
@@ -154,6 +164,7 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     for col, value in values.items():
         row[col] = _figure(value)
     given = [c for c in (*MEMORY_COLUMNS, *PEAK_COLUMNS) if c in values]
+    unsupported = _peaks_beyond_the_capability(row, values, base)
     _refuse_a_slip(row, given)
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
@@ -169,9 +180,9 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     row["source"] = credit([c for c in MEMORY_COLUMNS if c in values], True,
                            like_row.get("source", ""))
     peaks_given = [c for c in PEAK_COLUMNS if c in values]
-    copied_peaks = any(like_row.get(c) for c in PEAK_COLUMNS if c not in values)
+    copied_peaks = any(row.get(c) for c in PEAK_COLUMNS if c not in values)
     row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""))
-    notes = []
+    notes = [] if unsupported is None else [unsupported]
     if not row.get("dense_bf16_tflops", "").strip():
         notes.append(f"{name} has no dense bf16 peak: its compute knee assumes bandwidth x 200 "
                      "FLOP/B, an assumption (give --dense-bf16-tflops from the datasheet)")
@@ -181,6 +192,39 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     effect = ("replaces" if existing_row(file, "hardware", name) is not None else
               "overrides" if name in table.rows else "adds")
     return GpuRow(row, from_like, tuple(given), effect, tuple(notes))
+
+
+def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | str],
+                                 base: str | None) -> str | None:
+    """Clear the peaks copied from ``base`` that a GPU of ``row``'s compute capability has no
+    tensor cores for (:data:`~ddtree_bayes.core.model_cards.MMA_MIN_CC`: fp8 from 8.9, fp4
+    from 10.0, int8 from 7.5), and say so (None: nothing cleared). A given fp8 or fp4 peak the
+    capability cannot have is refused; a given int8 one is kept (below 7.5 int8 runs as dp4a
+    dot products, a real int8 rate, as core/model_cards.peak_tflops derives it)."""
+    cc = row.get("compute_capability", "").strip()
+    lacks = precisions_without_mma(cc)
+    for p in lacks:
+        col = f"dense_{p}_tflops"
+        if col in values and p != "int8":
+            whence = "given" if "compute_capability" in values else f"as {base}"
+            raise InputError(f"--dense-{p}-tflops {row[col]}: compute capability {cc} ({whence}) "
+                             f"has no {p} tensor cores ({p} needs CC {MMA_MIN_CC[p]:.1f} or "
+                             "above)",
+                             fix=f"leave --dense-{p}-tflops out, or give the GPU's "
+                                 "--compute-capability")
+    cleared = [(p, row[f"dense_{p}_tflops"]) for p in lacks
+               if f"dense_{p}_tflops" not in values and row.get(f"dense_{p}_tflops", "").strip()]
+    if not cleared:
+        return None
+    for p, _ in cleared:
+        row[f"dense_{p}_tflops"] = ""
+    peaks = " and ".join(f"{p} ({value} TFLOPS)" for p, value in cleared)
+    needs = ", ".join(f"{p} {'needs CC ' if i == 0 else ''}{MMA_MIN_CC[p]:.1f}"
+                      + (" or above" if i == 0 else "") for i, (p, _) in enumerate(cleared))
+    return (f"{row['hardware']}: compute capability {cc} has no "
+            f"{' or '.join(p for p, _ in cleared)} tensor cores ({needs}): the {peaks} "
+            f"peak{'s' if len(cleared) > 1 else ''} copied from {base} "
+            f"{'are' if len(cleared) > 1 else 'is'} left out")
 
 
 #: What a slip in a figure's unit usually is (too low, too high), and the unit its flag takes.
