@@ -933,3 +933,22 @@ def test_a_number_only_python_reads_is_refused(tmp_path, hw, raw):
     err = expect_error(path, hw, 6, "tok_s", f"not a plain number: {raw!r}")
     assert str(err).endswith("(fix: write it with the digits 0-9, a point and an exponent only "
                              f"(e.g. {int(float(raw))}): other CSV readers take nothing else)")
+
+
+@pytest.mark.parametrize(("name", "meant"), [("concurency", "concurrency"),
+                                              ("Concurrency", "concurrency"),
+                                              ("verify_token", "verify_tokens")])
+def test_a_misspelt_column_is_refused_not_ignored(tmp_path, hw, name, meant):
+    """A ``concurency`` column (value 8) was ignored: every row read as one stream, exit 0."""
+    lines = list(LINES)
+    lines[0] += f",{name}"
+    lines[1:] = [line + ",8" for line in lines[1:]]
+    err = expect_error(write(tmp_path, lines), hw, 1, name, "unknown column")
+    assert f"did you mean {meant!r}?" in str(err)
+
+
+def test_other_extra_columns_stay_allowed(tmp_path, hw):
+    lines = list(LINES)
+    lines[0] += ",sweep,derived"
+    lines[1:] = [line + ",a,b" for line in lines[1:]]
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1

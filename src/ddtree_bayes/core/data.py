@@ -235,6 +235,31 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
     return None if block is None else block + 1
 
 
+def check_misspelt_columns(path: str, header: Sequence[str], known: Sequence[str]) -> None:
+    """Refuse a header cell that is not one of the ``known`` columns but reads like one
+    (``concurency``, ``Concurrency``, ``verify_token``): a column the reader does not know is
+    ignored, so a misspelt ``concurrency`` read every row as one stream, with exit 0. Other
+    extra columns (``sweep``, ``derived``, a date) stay allowed and ignored.
+
+    >>> check_misspelt_columns("m.csv", ["model", "concurency", "sweep"], ("model", "concurrency"))
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 1, column 'concurency': unknown column, read \
+as no column (fix: did you mean 'concurrency'? rename it: a column this reader does not know \
+is ignored)
+    """
+    import difflib
+
+    for col in header:
+        if col in known:
+            continue
+        close = difflib.get_close_matches(col.strip().lower(), known, n=1, cutoff=0.8)
+        if close:
+            raise DataError("unknown column, read as no column", file=path, row=1, column=col,
+                            fix=f"did you mean {close[0]!r}? rename it: a column this reader "
+                                "does not know is ignored")
+
+
 def read_csv_file(path: str, text: str | None = None
               ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The file's text, its header, and (file line number, fields) per record."""
@@ -774,6 +799,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
         if col not in header:
             raise DataError("missing column", file=path, row=1, column=col,
                             fix=f"the header must contain {','.join(COLUMNS)}")
+    check_misspelt_columns(path, header, COLUMNS + OPTIONAL_COLUMNS)
     with _no_gc():
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods)
     if not rows:
