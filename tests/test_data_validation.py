@@ -937,7 +937,7 @@ def test_a_number_only_python_reads_is_refused(tmp_path, hw, raw):
 
 @pytest.mark.parametrize(("name", "meant"), [("concurency", "concurrency"),
                                               ("Concurrency", "concurrency"),
-                                              ("verify_token", "verify_tokens")])
+                                              ("concurrenc", "concurrency")])
 def test_a_misspelt_column_is_refused_not_ignored(tmp_path, hw, name, meant):
     """A ``concurency`` column (value 8) was ignored: every row read as one stream, exit 0."""
     lines = list(LINES)
@@ -948,7 +948,10 @@ def test_a_misspelt_column_is_refused_not_ignored(tmp_path, hw, name, meant):
 
 
 def test_other_extra_columns_stay_allowed(tmp_path, hw):
+    """The public sweeps' columns, a known name with more to it, and a name near a column the
+    header already has (a review found accept_len_std and max_concurrency refused)."""
     lines = list(LINES)
-    lines[0] += ",sweep,derived"
-    lines[1:] = [line + ",a,b" for line in lines[1:]]
+    extra = ["sweep", "derived", "accept_len_std", "max_concurrency", "note", "gpu"]
+    lines[0] += "," + ",".join(extra)
+    lines[1:] = [line + ",1" * len(extra) for line in lines[1:]]
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1

@@ -236,28 +236,45 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
 
 
 def check_misspelt_columns(path: str, header: Sequence[str], known: Sequence[str]) -> None:
-    """Refuse a header cell that is not one of the ``known`` columns but reads like one
-    (``concurency``, ``Concurrency``, ``verify_token``): a column the reader does not know is
+    """Refuse a header cell that is not one of the ``known`` columns but is one the header
+    lacks, misspelt: the same name in other case or with spaces (``Concurrency``), or at most
+    two letters off it (``concurency``). A column the reader does not know is
     ignored, so a misspelt ``concurrency`` read every row as one stream, with exit 0. Other
-    extra columns (``sweep``, ``derived``, a date) stay allowed and ignored.
+    extra columns stay allowed and ignored: the public sweeps' ``sweep`` and ``derived``, and
+    a known name with more to it (``accept_len_std``, ``max_concurrency``, ``notes2``).
 
-    >>> check_misspelt_columns("m.csv", ["model", "concurency", "sweep"], ("model", "concurrency"))
+    >>> check_misspelt_columns("m.csv", ["model", "accept_len_std", "sweep"], ("model", "accept_len"))
+    >>> check_misspelt_columns("m.csv", ["model", "concurency"], ("model", "concurrency"))
     Traceback (most recent call last):
     ...
     ddtree_bayes.core.errors.DataError: m.csv, row 1, column 'concurency': unknown column, read \
 as no column (fix: did you mean 'concurrency'? rename it: a column this reader does not know \
 is ignored)
     """
-    import difflib
-
+    absent = [name for name in known if name not in header]
     for col in header:
         if col in known:
             continue
-        close = difflib.get_close_matches(col.strip().lower(), known, n=1, cutoff=0.8)
-        if close:
-            raise DataError("unknown column, read as no column", file=path, row=1, column=col,
-                            fix=f"did you mean {close[0]!r}? rename it: a column this reader "
-                                "does not know is ignored")
+        plain = col.strip().lower()
+        for name in absent:   # (a "gpu" column beside "gpus" is another column)
+            if plain == name or (name not in plain and _edits(plain, name) <= 2):
+                raise DataError("unknown column, read as no column", file=path, row=1,
+                                column=col, fix=f"did you mean {name!r}? rename it: a column "
+                                                "this reader does not know is ignored")
+
+
+def _edits(a: str, b: str) -> int:
+    """Levenshtein distance (insertions, deletions, substitutions).
+
+    >>> _edits("concurency", "concurrency"), _edits("note", "notes"), _edits("sweep", "source")
+    (1, 1, 5)
+    """
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        prev, row[0] = row[0], i
+        for j, cb in enumerate(b, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
+    return row[-1]
 
 
 def read_csv_file(path: str, text: str | None = None

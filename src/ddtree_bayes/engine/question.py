@@ -290,7 +290,9 @@ def context_warnings(fit: Fit, context: float | None, model: str | None = None, 
     the prior's, when the fit measured none): one line saying so.
 
     >>> from types import SimpleNamespace as NS
-    >>> rows = [NS(model="k", context_tokens=c) for c in (None, 0.0, 131072.0)]
+    >>> from ddtree_bayes.core.data import Measurement
+    >>> rows = [Measurement(2, "k", "b300", 8, "sglang", "ar", None, None, 1, 1.0, c, 100.0,
+    ...                     "s", "") for c in (None, 0.0, 131072.0)]
     >>> fit = NS(measurements=NS(rows=rows))
     >>> context_warnings(fit, 262144.0)
     ()
