@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import difflib
 import math
 import shlex
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from ddtree_bayes.core.data import (
     MAX_GPUS,
     NotPlain,
     check_context_tokens,
+    check_misspelt_columns,
     plain_float,
     plain_text,
 )
@@ -295,15 +295,10 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         if column not in header:
             raise DataError("missing column", file=path, column=column,
                             fix="header: " + ",".join(CANDIDATE_COLUMNS))
-    known = CANDIDATE_COLUMNS + CANDIDATE_OPTIONAL
-    for column in header:
-        if column not in known:   # (its values would be dropped without a word)
-            close = difflib.get_close_matches(column.strip().lower(), known, n=1, cutoff=0.6)
-            raise DataError("unknown column: a candidate file has no such column",
-                            file=path, row=1, column=column,
-                            fix=(f"did you mean '{close[0]}'? " if close else "")
-                            + "the columns are " + ",".join(CANDIDATE_COLUMNS)
-                            + " and, optionally, " + ", ".join(CANDIDATE_OPTIONAL))
+    # a misspelt optional column is refused (its values would be dropped without a word);
+    # other extra columns (notes, a trailing comma's blank name) are ignored, as in a
+    # measurement file
+    check_misspelt_columns(path, header, CANDIDATE_COLUMNS + CANDIDATE_OPTIONAL)
     if not records:
         raise DataError("no candidate rows", file=path, fix="add one row per candidate")
     out = []
