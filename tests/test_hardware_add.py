@@ -208,6 +208,21 @@ def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
     assert code == 0 and "fp8 2610" in out and "note: m: compute" not in out
 
 
+def test_replacing_a_row_keeps_the_int8_peak_its_owner_gave(tmp_path):
+    """An int8 peak given for a CC 7.0 GPU is kept (a dp4a rate); a later --replace of that row
+    took it for one copied and left it out, with its credit still naming the datasheet (a
+    review found it): a GPU's own row loses no peak unless its capability is given anew."""
+    code, _, err = run_cli(tmp_path, "hardware", "add", "g", "--like", "v100",
+                           "--dense-int8-tflops", "62", "--source", "d")
+    assert code == 0, err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g", "--replace", "--memory-gb", "32",
+                             "--source", "m")
+    assert code == 0, err
+    row = rows_of(tmp_path / "data" / "hardware.csv")["g"]
+    assert (row["dense_int8_tflops"], row["memory_gb"]) == ("62", "32")
+    assert "left out" not in out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--like", "b300", "--compute-capability", "sm_70"],
      "--compute-capability 'sm_70' is not a compute capability the table can read (fix: write "

@@ -212,6 +212,8 @@ def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | 
                              "above)",
                              fix=f"leave --dense-{p}-tflops out, or give the GPU's "
                                  "--compute-capability")
+    if base == row["hardware"] and "compute_capability" not in values:
+        return None   # (its own row's peaks, e.g. a given int8 rate kept before: not copied)
     cleared = [(p, row[f"dense_{p}_tflops"]) for p in lacks
                if f"dense_{p}_tflops" not in values and row.get(f"dense_{p}_tflops", "").strip()]
     if not cleared:
