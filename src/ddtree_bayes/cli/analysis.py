@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.output import PROG, emit_json, emit_result, fmt_value, render_table
+from ddtree_bayes.core.data import plain_text
 from ddtree_bayes.core.errors import QueryError
 
 
@@ -259,7 +260,7 @@ def render_concurrency(res: dict) -> str:
         for x in s["crossovers"]:
             if x["measured_crossover"] is None and x["predicted_crossover"] is None:
                 continue
-            out.append(f"  {s['sweep']} {x['method']} ctx {x['context_tokens']:g}: crossover "
+            out.append(f"  {s['sweep']} {x['method']} ctx {plain_text(x['context_tokens'])}: crossover "
                        f"measured C = {x['measured_crossover']}, predicted C = "
                        f"{x['predicted_crossover']}"
                        + (" (within one step)" if x["within_one_step"] else ""))

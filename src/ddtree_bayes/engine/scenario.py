@@ -504,7 +504,7 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
             "no engine can hold this context on these GPUs (a cache of half the card's bytes "
             f"per token, fp8 for bf16, would need {need / 2:.0f} GB); the answer is for a step "
             "that cannot run")
-    return (f"at C = {concurrency} and context {sc.context_tokens:g} the KV cache needs "
+    return (f"at C = {concurrency} and context {plain_text(sc.context_tokens)} the KV cache needs "
             f"{need:.0f} GB ({card.kv_bytes_per_token:g} bytes per token, the card's "
             f"kv_bytes_per_token) but {sc.gpus} x {sc.hardware} have {max(left, 0.0):.0f} GB left "
             f"after the weights ({weights:.0f} GB): {what}")

@@ -14,8 +14,9 @@ from typing import Any
 import numpy as np
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.data import COLUMNS, derive_verify_tokens, system_label
+from ddtree_bayes.core.data import COLUMNS, derive_verify_tokens, plain_float, system_label
 from ddtree_bayes.core.methods import max_accept
+from ddtree_bayes.core.query_flags import whole_number
 
 
 def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: str = "sim-moe",
@@ -164,14 +165,15 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
             raise InputError(f"verify_tokens {raw['verify_tokens']}: simulate derives the "
                              "verified tokens from method, block and budget", file=path,
                              row=line, column="verify_tokens", fix="leave the column blank")
-        try:
+        try:   # (numbers read as a measurement file reads them: gpus 0_4 simulated 4 GPUs)
             row: dict[str, Any] = {
-                   "hardware": raw["hardware"], "gpus": int(raw["gpus"]), "engine": raw["engine"],
-                   "method": raw["method"],
-                   "block": int(raw["block"]) if raw["block"] else None,
-                   "budget": int(raw["budget"]) if raw["budget"] else None,
-                   "accept_len": float(raw["accept_len"]),
-                   "context_tokens": float(raw["context_tokens"]) if raw["context_tokens"] else None}
+                   "hardware": raw["hardware"], "gpus": whole_number(raw["gpus"]),
+                   "engine": raw["engine"], "method": raw["method"],
+                   "block": whole_number(raw["block"]) if raw["block"] else None,
+                   "budget": whole_number(raw["budget"]) if raw["budget"] else None,
+                   "accept_len": plain_float(raw["accept_len"]),
+                   "context_tokens": (plain_float(raw["context_tokens"]) if raw["context_tokens"]
+                                      else None)}
         except ValueError as err:
             raise InputError(f"not a number: {err}", file=path, row=line,
                              fix="gpus, block, budget are whole numbers; accept_len a number") from None

@@ -333,7 +333,7 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
                                 row=i, column=column,
                                 fix="write a positive whole number (or blank)")
         if ctx is not None:   # (as a data row's)
-            check_context_tokens(ctx, f"{ctx:g}", file=path, row=i)
+            check_context_tokens(ctx, plain_text(ctx), file=path, row=i)
         method = rec["method"].strip()
         if verify is not None:   # (as a data row's: core/data.py parse_row)
             if method == AR_METHOD and verify != 1:

@@ -22,6 +22,7 @@ from ddtree_bayes.core.data import (
     Measurements,
     load_measurements,
     parse_row,
+    plain_text,
     read_records,
     unknown_hardware_fix,
 )
@@ -220,7 +221,8 @@ def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str
     if least <= memory * m.gpus:
         return None
     streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
-    return (f"{m.model}'s KV cache at context {m.context_tokens:g}{streams} takes {least:.3g} GB "
+    return (f"{m.model}'s KV cache at context {plain_text(m.context_tokens)}{streams} takes "
+            f"{least:.3g} GB "
             f"even at half the card's {card.kv_bytes_per_token:g} bytes per token: more than "
             f"{m.gpus} x {m.hardware} hold ({memory * m.gpus:g} GB)",
             "check context_tokens (tokens, not bytes or characters) and the GPU count")
@@ -434,7 +436,7 @@ def describe_config(m: Measurement) -> str:
         parts.append(size)
     parts.append(f"M={m.verify_tokens}")
     if m.context_tokens:
-        parts.append(f"ctx {m.context_tokens:g}")
+        parts.append(f"ctx {plain_text(m.context_tokens)}")
     if m.concurrency != 1:
         parts.append(f"C={m.concurrency}")
     parts.append("accept inferred" if m.accept_len is None else f"accept {m.accept_len:g}")
