@@ -108,10 +108,10 @@ def run(sweep: Path, hold_out: float, prior: str, seed: int, known: float | None
             corr = float(np.corrcoef(np.log(v[AL.NAME][:, 0]), v["ctx_verify_exponent"])[0, 1])
         block = int(held_row["block"]) if held_row["block"] else None
         budget = int(held_row["budget"]) if held_row["budget"] else None
-        pred = P.predict_rows(draws, hardware=held_row["hardware"], gpus=int(held_row["gpus"]),
-                              engines=[held_row["engine"]], method=method, block=block,
-                              budget=budget, context_tokens=hold_out, seed=seed,
-                              accept=None if known is None else f"{known:g}", workdir=work)[0]
+        pred = P.predict(draws, hardware=held_row["hardware"], gpus=int(held_row["gpus"]),
+                         engines=[held_row["engine"]], method=method, block=block,
+                         budget=budget, context=hold_out, seed=seed,
+                         accept=None if known is None else f"{known:g}", workdir=work)[0]
     measured = float(held_row["tok_s"])
     return {
         "sweep": str(sweep.relative_to(ROOT) if sweep.is_relative_to(ROOT) else sweep),
