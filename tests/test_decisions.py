@@ -672,7 +672,7 @@ def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp
              "step, not 40 (fix: set verify_tokens to 33 (or blank), or fix the budget)"),
             ("b300,8,sglang,ar,,,1,0,4",
              "column 'verify_tokens': autoregressive rows verify 1 token, got 4 (fix: set "
-             "verify_tokens to 1 (or blank) or fix the method)"),
+             "verify_tokens to 1 or fix the method)"),
             ("b300,8,sglang,ddtree,16,32,14,0,5000000",
              "column 'verify_tokens': verify_tokens must be 1 to 1000001, got 5e+06")):
         path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",verify_tokens\n" + cells + "\n")

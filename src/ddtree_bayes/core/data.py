@@ -235,6 +235,34 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> 
     return None if block is None else block + 1
 
 
+def check_verify_tokens(path: str, row: int, method: str, block: int | None, budget: int | None,
+                        verify_tokens: int, methods: Mapping[str, MethodSpec] | None) -> int | None:
+    """A row's verify_tokens against its method, block and budget, as every file with the
+    column checks it (measurements, next's candidates): an autoregressive row verifies 1
+    token, and the shape must be one a configuration has
+    (:func:`~ddtree_bayes.core.methods.shaped_budget`). Returns the budget the shape implies;
+    DataError naming the column at fault otherwise.
+
+    >>> check_verify_tokens("m.csv", 4, "ar", None, None, 2, None)
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 4, column 'verify_tokens': autoregressive \
+rows verify 1 token, got 2 (fix: set verify_tokens to 1 or fix the method)
+    """
+    if method == AR_METHOD and verify_tokens != 1:
+        raise DataError(f"autoregressive rows verify 1 token, got {verify_tokens}", file=path,
+                        row=row, column="verify_tokens", fix="set verify_tokens to 1 or fix the "
+                                                             "method")
+    budget, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
+    if wrong is not None:   # (a verify-tokens problem has the budget it was given)
+        raise DataError(wrong, file=path, row=row, column=column, fix=(
+            f"set verify_tokens to {(budget or 0) + 1} (or blank), or fix the budget"
+            if column == "verify_tokens" else
+            "write the budget a step drafts (at most the block), or the method that verifies "
+            "a tree"))
+    return budget
+
+
 def check_misspelt_columns(path: str, header: Sequence[str], known: Sequence[str]) -> None:
     """Refuse a header cell that is not one of the ``known`` columns but is one the header
     lacks, misspelt: the same name in other case or with spaces (``Concurrency``), or at most
@@ -669,16 +697,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
             raise DataError("verify_tokens is blank and cannot be derived", file=path, row=row,
                             column="verify_tokens", fix=f"fill in verify_tokens or {need}")
         verify = derived
-    elif method == AR_METHOD and verify != 1:
-        raise DataError(f"autoregressive rows verify 1 token, got {verify:g}", file=path, row=row,
-                        column="verify_tokens", fix="set verify_tokens to 1 or fix the method")
-    budget, wrong, column = shaped_budget(method, block, budget, int(verify), methods)
-    if wrong is not None:   # (a verify-tokens problem has the budget it was given)
-        raise DataError(wrong, file=path, row=row, column=column, fix=(
-            f"set verify_tokens to {(budget or 0) + 1} (or blank), or fix the budget"
-            if column == "verify_tokens" else
-            "write the budget a step drafts (at most the block), or the method that verifies "
-            "a tree"))
+    budget = check_verify_tokens(path, row, method, block, budget, int(verify), methods)
     if method == AR_METHOD and (block is not None or budget is not None):
         raise DataError("an autoregressive row drafts nothing: block and budget are blank",
                         file=path, row=row, column="block" if block is not None else "budget",

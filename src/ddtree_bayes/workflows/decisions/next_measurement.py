@@ -26,12 +26,12 @@ from ddtree_bayes.core.data import (
     NotPlain,
     check_context_tokens,
     check_misspelt_columns,
+    check_verify_tokens,
     plain_float,
     plain_text,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
-from ddtree_bayes.core.methods import shaped_budget
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
@@ -335,20 +335,10 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         if ctx is not None:   # (as a data row's)
             check_context_tokens(ctx, plain_text(ctx), file=path, row=i)
         method = rec["method"].strip()
-        if verify is not None:   # (as a data row's: core/data.py parse_row)
-            if method == AR_METHOD and verify != 1:
-                raise DataError(f"autoregressive rows verify 1 token, got {verify:g}",
-                                file=path, row=i, column="verify_tokens",
-                                fix="set verify_tokens to 1 (or blank) or fix the method")
-            _, wrong, at = shaped_budget(method, None if block is None else int(block),
-                                             None if budget is None else int(budget),
-                                             int(verify), draws.methods)
-            if wrong is not None:
-                raise DataError(wrong, file=path, row=i, column=at, fix=(
-                    f"set verify_tokens to {int(budget or 0) + 1} (or blank), or fix the budget"
-                    if at == "verify_tokens" else
-                    "write the budget a step drafts (at most the block), or the method that "
-                    "verifies a tree"))
+        if verify is not None:   # (as a data row's)
+            check_verify_tokens(path, i, method, None if block is None else int(block),
+                                None if budget is None else int(budget), int(verify),
+                                draws.methods)
         found = check_names(draws, Flags(engines=(rec["engine"].strip(),),
                                          method=rec["method"].strip()),
                             strict=strict, prefix=f"{path}, row {i}: ")
