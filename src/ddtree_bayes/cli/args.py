@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 from ddtree_bayes.core.config import DEFAULT_SEED, MAX_SEED
 from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY, MAX_GPUS, plain_float
-from ddtree_bayes.core.query_flags import ACCEPT_HELP
+from ddtree_bayes.core.query_flags import ACCEPT_HELP, whole_number
 from ddtree_bayes.core.query_flags import add_scenario_arguments as _core_scenario_arguments
 
 __all__ = ["ACCEPT_HELP", "Parser", "add_format", "add_scenario_arguments",
@@ -95,20 +95,18 @@ def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:
 
 
 def whole(lo: int, hi: int, fix: str) -> Callable[[str], int]:
-    """A type= function: a whole number in lo..hi, written as a measurement file writes one
-    (``core.data.plain_float``: ``1_6`` or full-width digits are refused, not read as 16).
+    """A type= function: a whole number in lo..hi, read as the query strings read one
+    (``core.query_flags.whole_number``: ``1_6`` or full-width digits are refused, not read
+    as 16).
 
     >>> whole(1, 64, "e.g. 8")("8")
     8
     """
     def parse(text: str) -> int:
         try:
-            number = plain_float(text)
+            value = whole_number(text)
         except ValueError:
             raise _bad(text, "is not a whole number", fix) from None
-        if not (math.isfinite(number) and number.is_integer()):
-            raise _bad(text, "is not a whole number", fix)
-        value = int(number)
         if not lo <= value <= hi:
             raise _bad(value, f"is outside {lo}..{hi}", fix)
         return value

@@ -325,7 +325,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--candidates", metavar="FILE.csv",
                    help="candidate measurements, columns hardware,gpus,engine,method,block,"
                         "budget,accept_len,context_tokens and optionally model, verify_tokens, "
-                        "concurrency; any other column is refused "
+                        "concurrency; other columns are ignored, one spelt like an optional "
+                        "column is refused "
                         "(default: a list from the fit)")
     n.add_argument("--k", type=A.whole(2, 10_000, "use e.g. --k 32"), default=32,
                    help="simulated results per candidate (default: %(default)s)")
