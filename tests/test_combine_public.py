@@ -30,6 +30,32 @@ def test_the_committed_corpus_is_what_the_script_writes(combine, tmp_path):
         (ROOT / "data" / "examples" / "public_multi_model.csv").read_text(encoding="utf-8")
 
 
+def test_a_tree_row_without_its_size_is_left_out(combine, tmp_path, monkeypatch):
+    # the SGLang PR #4247 EAGLE-2 row gives num_steps (block 8) but not the draft tokens: it
+    # verified a tree of unknown size, so the corpus leaves it out; an EAGLE-3 row of block 5
+    # reads as a chain (tree = "auto"), and an EAGLE-2 row with a budget is kept
+    assert {"ddtree", "eagle2", "medusa"} <= combine.tree_methods()
+    assert "eagle3" not in combine.tree_methods()
+    priors = tmp_path / "src" / "ddtree_bayes" / "_bundled" / "priors.toml"
+    priors.parent.mkdir(parents=True)
+    priors.write_bytes((ROOT / "src" / "ddtree_bayes" / "_bundled" / "priors.toml").read_bytes())
+    monkeypatch.setattr(combine, "ROOT", tmp_path)
+    header = "sweep,model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len," \
+             "context_tokens,tok_s,source,derived,notes"
+    rows = ["s,llama-3.1-8b-instruct,h100,1,sglang,ar,,,1,1.0,,158.34,src,,",
+            "s,llama-3.1-8b-instruct,h100,1,sglang,eagle2,8,,,3.76,,230.08,src,,",
+            "s,llama-3.1-8b-instruct,h100,1,sglang,eagle2,8,63,,3.9,,240.00,src,,",
+            "s,llama-3.1-8b-instruct,h100,1,sglang,eagle3,5,,,4.68,,361.70,src,,"]
+    sweep = tmp_path / "s.csv"
+    sweep.write_text("\n".join([header, *rows]) + "\n", encoding="utf-8")
+    bundled = tmp_path / "bundled.csv"
+    bundled.write_text(",".join(combine.COLUMNS) + "\n", encoding="utf-8")
+    text, log = combine.combine(bundled, [sweep], {"llama-3.1-8b-instruct"})
+    kept = [(r["method"], r["block"], r["budget"]) for r in csv.DictReader(io.StringIO(text))]
+    assert kept == [("ar", "", ""), ("eagle2", "8", "63"), ("eagle3", "5", "")]
+    assert log[-1] == "s.csv: 3 rows, 1 without acceptance, tok/s, GPU count or draft shape"
+
+
 def test_club_3090_prompts_are_one_row_per_rung(combine):
     rows = list(csv.DictReader(io.StringIO(
         (ROOT / "data" / "examples" / "public_multi_model.csv").read_text(encoding="utf-8"))))

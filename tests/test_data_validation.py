@@ -560,6 +560,23 @@ def test_blank_underivable_verify_tokens_tree(tmp_path, hw):
     assert err.fix == "fill in verify_tokens or budget"
 
 
+@pytest.mark.parametrize("method", ["eagle2", "medusa"])
+def test_a_tree_method_with_only_its_block_is_refused(tmp_path, hw, method):
+    # EAGLE-2 and Medusa always verify a tree (tree = true in the methods table): the block is
+    # the tree's depth, not its size. Such a row was read as a chain of block + 1 tokens (a
+    # public EAGLE-2 row of depth 8 whose draft tokens its source does not state became M = 9).
+    path = write(tmp_path, edited(r9={"method": method, "verify_tokens": "", "block": "8",
+                                      "budget": "", "accept_len": "3.76"}))
+    err = expect_error(path, hw, 9, "verify_tokens",
+                       "verify_tokens is blank and cannot be derived")
+    assert err.fix == "fill in verify_tokens or budget"
+    # with the tree's size it loads: a budget of 63 verifies 64 tokens
+    data = load_measurements(write(tmp_path, edited(r9={
+        "method": method, "verify_tokens": "", "block": "8", "budget": "63",
+        "accept_len": "3.76"})), hw)
+    assert (data.rows[7].method, data.rows[7].verify_tokens) == (method, 64)
+
+
 def test_blank_underivable_verify_tokens_chain(tmp_path, hw):
     path = write(tmp_path, edited(r9={"verify_tokens": "", "block": "", "budget": ""}))
     err = expect_error(path, hw, 9, "verify_tokens",

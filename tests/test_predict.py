@@ -148,6 +148,12 @@ def test_query_errors(draws):
         P.predict(draws, accept="40")
     with pytest.raises(QueryError, match="cannot tell how many tokens"):
         P.predict(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
+    # EAGLE-2 always verifies a tree: --block (its depth) alone does not size it (it was
+    # answered as a tree of 4 nodes verifying 5 tokens)
+    for method in ("eagle2", "medusa"):
+        with pytest.raises(QueryError, match=f"cannot tell how many tokens {method} verifies"):
+            P.predict(draws, hardware="b300", method=method, engines=["sglang"], block=4,
+                      accept="3")
     with pytest.raises(QueryError, match="--prob"):
         P.predict(draws, accept="12", prob=1.5)
 

@@ -223,6 +223,18 @@ def test_public_sweeps_load_and_split():
     assert any("sglang-eagle3-llama33-70b" in n for n in notes)
 
 
+def test_a_sweep_keeps_its_rows_when_one_tree_row_has_no_size():
+    # the SGLang Llama-3.1-8B sweep's EAGLE-2 row gives its depth (block 8) but not how many
+    # draft tokens it verified: that row is left out, and the sweep's other rows stay usable
+    path = REPO / "data" / "public" / "sglang_eagle_llama31_8b_h100.csv"
+    found, notes = X.usable_sweeps([path], bundled("hardware.csv").read_text())
+    assert notes == []
+    [(name, _, _, data, lacking, total)] = found
+    assert name == "sglang-eagle-llama31-8b-h100" and (lacking, total) == (3, 6)
+    assert [(r.method, r.block, r.verify_tokens) for r in data.rows] == [
+        ("ar", None, 1), ("eagle3", 5, 6), ("eagle3", 8, 9)]
+
+
 def test_every_shipped_csv_row_has_its_header_width():
     """The MTP-vanilla sweep shipped with an unquoted comma in `derived`: its notes went to a
     field with no name, silently (pandas shifted every column: accept_len read 1024)."""

@@ -21,7 +21,14 @@ from operator import itemgetter
 from pathlib import Path
 
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, shaped_budget
+from ddtree_bayes.core.methods import (
+    AR_METHOD,
+    AcceptLimit,
+    MethodSpec,
+    always_tree,
+    max_accept,
+    shaped_budget,
+)
 from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
 
 #: Columns of a measurement file, in order.
@@ -40,8 +47,6 @@ REQUIRED = ("model", "hardware", "gpus", "engine", "method", "tok_s", "source")
 #: once are validated again only in tok_s and source (repeated runs of one configuration).
 CONFIGURATION = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
                  "verify_tokens", "accept_len", "context_tokens")
-#: Methods that verify a tree of `budget` nodes; every other non-AR method is a chain of `block`.
-TREE_METHODS = frozenset({"ddtree"})
 # AR_METHOD ("ar") lives with the methods table (core/methods.py); it is imported from here too.
 #: Engine and method names: lowercase, so 'AR' is never silently a speculative method.
 NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
@@ -217,20 +222,25 @@ def row_config_label(row: Mapping) -> str:
                         row["context_tokens"], row.get("concurrency", 1))
 
 
-def derive_verify_tokens(method: str, block: int | None, budget: int | None) -> int | None:
+def derive_verify_tokens(method: str, block: int | None, budget: int | None,
+                         methods: Mapping[str, MethodSpec] | None = None) -> int | None:
     """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1 (any method that
-    gives a budget), a chain of depth k (its block) -> k+1.
+    gives a budget), a chain of depth k (its block) -> k+1. A method that always verifies a
+    tree (:func:`~ddtree_bayes.core.methods.always_tree`, by ``methods`` or the bundled
+    table) and gives no budget cannot say: its block is the tree's depth, not its size.
 
     >>> derive_verify_tokens("ddtree", 16, 32), derive_verify_tokens("eagle3", 3, None)
     (33, 4)
     >>> derive_verify_tokens("eagle3", 8, 63), derive_verify_tokens("ddtree", 16, None)
     (64, None)
+    >>> derive_verify_tokens("eagle2", 8, None), derive_verify_tokens("medusa", 4, None)
+    (None, None)
     """
     if method == AR_METHOD:
         return 1
     if budget is not None:   # the draft tokens verified: any tree (an EAGLE-3 tree of depth
         return budget + 1    # 8 and 63 nodes verifies 64), a chain written as block = budget
-    if method in TREE_METHODS:
+    if always_tree(method, methods):
         return None
     return None if block is None else block + 1
 
@@ -689,11 +699,11 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     method = values["method"]
     block = None if num["block"] is None else int(num["block"])
     budget = None if num["budget"] is None else int(num["budget"])
-    derived = derive_verify_tokens(method, block, budget)
+    derived = derive_verify_tokens(method, block, budget, methods)
     verify = num["verify_tokens"]
     if verify is None:
         if derived is None:
-            need = "budget" if method in TREE_METHODS else "block"
+            need = "budget" if always_tree(method, methods) else "block"
             raise DataError("verify_tokens is blank and cannot be derived", file=path, row=row,
                             column="verify_tokens", fix=f"fill in verify_tokens or {need}")
         verify = derived

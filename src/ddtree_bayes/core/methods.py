@@ -6,6 +6,7 @@ reads the depth."""
 
 from __future__ import annotations
 
+import functools
 import math
 import tomllib
 from collections.abc import Mapping
@@ -114,6 +115,31 @@ def load_methods(text: str, path: str = "<priors>") -> dict[str, MethodSpec]:
         raise PriorsError("'methods' must be a table", file=path, column="methods",
                           fix="write it as [methods.<name>] tables")
     return parse_methods(path, table)
+
+
+@functools.cache
+def bundled_methods() -> dict[str, MethodSpec]:
+    """The bundled priors' ``[methods]`` table (read once per process): what a reader with no
+    priors of its own (a measurement file read alone, simulate's design) knows of a method."""
+    from ddtree_bayes.core.paths import bundled
+
+    return load_methods(bundled("priors.toml").read_text(), "bundled priors")
+
+
+def always_tree(method: str, methods: Mapping[str, MethodSpec] | None = None) -> bool:
+    """Does ``method`` always verify a tree of ``budget`` draft nodes (``tree = true`` in the
+    methods table: DDTree, EAGLE-2, Medusa), so that its block (the tree's depth) alone does
+    not say how many tokens a step verifies? ``methods``: the priors' table; a method it lacks
+    (or no table) is looked up in the bundled one; a method in neither is a chain. The one
+    answer every reader of a configuration uses.
+
+    >>> always_tree("ddtree"), always_tree("eagle2"), always_tree("eagle3"), always_tree("new")
+    (True, True, False, False)
+    >>> always_tree("eagle2", {"eagle2": MethodSpec("eagle2", "block", False)})
+    False
+    """
+    spec = (methods or {}).get(method) or bundled_methods().get(method)
+    return spec is not None and spec.tree is True
 
 
 # ------------------------------------------------------------------ what a step can emit

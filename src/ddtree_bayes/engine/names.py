@@ -15,7 +15,8 @@ import difflib
 import io
 from dataclasses import dataclass
 
-from ddtree_bayes.core.data import AR_METHOD, TREE_METHODS
+from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.methods import bundled_methods
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -73,7 +74,7 @@ def known_names(draws: Fit) -> dict[str, set[str]]:
     engines = _column(data, "engine") | set(relations) | set(relations.values())
     engines |= {g.split("/")[1] for g in meta.get("coords", {}).get("overhead_group", [])
                 if g.count("/") == 2}
-    methods = _column(data, "method") | {AR_METHOD} | set(TREE_METHODS)
+    methods = _column(data, "method") | {AR_METHOD} | set(bundled_methods())
     try:
 
         cfg = draws.priors

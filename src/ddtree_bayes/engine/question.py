@@ -16,7 +16,7 @@ numpy-free: the predict path.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,10 +28,10 @@ from ddtree_bayes.core.data import (
     MAX_CONCURRENCY,
     MAX_CONTEXT_TOKENS,
     MAX_GPUS,
-    TREE_METHODS,
     plain_text,
 )
 from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.methods import MethodSpec, always_tree
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
@@ -216,7 +216,8 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     return fit_default(fit.measurements.rows, model if multi else None)
 
 
-def fill(d: DefaultQuestion, flags: Flags) -> tuple[dict, bool]:
+def fill(d: DefaultQuestion, flags: Flags,
+         methods: Mapping[str, MethodSpec] | None = None) -> tuple[dict, bool]:
     """The flags with those not given taken from the default question ``d``: hardware, method
     and engines; the GPU count when the hardware is the default's; block and budget (and verify
     tokens) unless a method or verify tokens was given; with verify tokens alone the default's
@@ -236,7 +237,8 @@ def fill(d: DefaultQuestion, flags: Flags) -> tuple[dict, bool]:
         if block is None and budget is None:
             out["verify_tokens"] = d.verify_tokens
         # a chain written as block = budget (its depth): --block or --budget alone sets both
-        chain = d.method not in TREE_METHODS and d.budget is not None and d.budget == d.block
+        chain = (not always_tree(d.method, methods) and d.budget is not None
+                 and d.budget == d.block)
         if chain and (block is None) != (budget is None):
             block = budget = block if block is not None else budget
         out["block"] = d.block if block is None else block
@@ -247,7 +249,7 @@ def fill(d: DefaultQuestion, flags: Flags) -> tuple[dict, bool]:
         # (no path is deeper) and verifies budget + 1 tokens; a chain (block = budget) is that
         # depth. Dropping them priced no tree nodes and lifted the acceptance limit to M.
         v = flags.verify_tokens
-        if d.method in TREE_METHODS and d.budget is not None:
+        if always_tree(d.method, methods) and d.budget is not None:
             out["block"], out["budget"] = d.block, v - 1
         elif d.budget is not None and d.budget == d.block:
             out["block"] = out["budget"] = v - 1
@@ -375,7 +377,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     """
     warnings = check_names(fit, flags, strict=strict, prefix=prefix)
     d = default_question(fit, flags.model)
-    config, from_default = fill(d, flags)
+    config, from_default = fill(d, flags, fit.methods)
     if config["hardware"] is None or config["method"] is None or not config["engines"]:
         raise QueryError("a configuration needs --hardware, --method and --engine",
                          fix="give all three, or none for the default question")

@@ -15,7 +15,6 @@ import numpy as np
 from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig
 from ddtree_bayes.core.data import (
     AR_METHOD,
-    TREE_METHODS,
     derive_verify_tokens,
     plain_float,
     plain_text,
@@ -25,7 +24,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.drafters import DrafterCard
 from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
-from ddtree_bayes.core.methods import AcceptLimit, max_accept, shaped_budget
+from ddtree_bayes.core.methods import AcceptLimit, always_tree, max_accept, shaped_budget
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -372,7 +371,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")
         check_weights_fit(draws, model, hardware, gpus)
-    derived = derive_verify_tokens(method, block, budget)
+    derived = derive_verify_tokens(method, block, budget, draws.methods)
     if verify_tokens is None:
         if derived is None:
             raise QueryError(f"cannot tell how many tokens {method} verifies per step",
@@ -668,7 +667,7 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     """What one step of this configuration can emit, by the fit's methods table
     (:func:`~ddtree_bayes.core.methods.max_accept`); ``verify_tokens`` None: derived."""
     if verify_tokens is None:
-        verify_tokens = derive_verify_tokens(method, block, budget)
+        verify_tokens = derive_verify_tokens(method, block, budget, draws.methods)
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
@@ -677,7 +676,7 @@ def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int] | None:
     budget, verify tokens) and how many rows it averages: the rows of the same system and
     engine if any, else of the same system, else of any system; None when no row of that
     configuration has an accept_len."""
-    tree = sc.method in TREE_METHODS   # a chain's budget may be written or left blank
+    tree = always_tree(sc.method, draws.methods)   # a chain's budget may be written or blank
     rows = [r for r in draws.measurements.rows
             if r.accept_len is not None and r.method == sc.method and r.block == sc.block
             and (not tree or r.budget == sc.budget) and r.verify_tokens == sc.verify_tokens

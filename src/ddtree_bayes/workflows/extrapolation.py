@@ -36,6 +36,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.core.likelihood import scatter_parts
+from ddtree_bayes.core.methods import always_tree
 from ddtree_bayes.workflows.validation import (
     Inputs,
     card_texts,
@@ -108,7 +109,7 @@ def _records(path, text: str) -> list[dict]:
 def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                   ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
-    Measurements, rows lacking acceptance or tok/s (left out), rows in all), and why the
+    Measurements, rows lacking acceptance, tok/s or a shape (left out), rows in all), and why the
     others were skipped (tok/s in relative units, rows that do not validate, or the reason
     ``skip(measurements, rows lacking)`` gives), in file order. ``methods``: the priors'
     ``[methods]`` table, which bounds each row's accept_len (core/methods.py max_accept)."""
@@ -131,7 +132,7 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                              "part needs absolute step times)")
                 continue
             usable = [r for r in recs if r["accept_len"].strip() and r["tok_s"].strip()
-                      and r["gpus"].strip()]
+                      and r["gpus"].strip() and _shaped(r, methods)]
             out = io.StringIO()
             # the optional columns too: a row at C > 1 must not be read as one stream
             writer = csv.DictWriter(out, fieldnames=[*COLUMNS, *OPTIONAL_COLUMNS], restval="",
@@ -151,6 +152,17 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                 continue
             found.append((name, path, text, data, len(recs) - len(usable), len(recs)))
     return found, notes
+
+
+def _shaped(record: dict[str, str], methods) -> bool:
+    """Does a sweep's row say how many tokens its step verifies? Not when it gives only the
+    block of a method that always verifies a tree (an EAGLE-2 run whose draft tokens the
+    source does not state): such a row is left out, as a row without acceptance is."""
+    if any(record[c].strip() for c in ("verify_tokens", "budget")):
+        return True
+    method = record["method"].strip()
+    return method == AR_METHOD or (bool(record["block"].strip())
+                                   and not always_tree(method, methods))
 
 
 def hold_out(rows) -> tuple[int, ...]:

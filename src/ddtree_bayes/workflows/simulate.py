@@ -198,7 +198,7 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
         verify = derive_verify_tokens(row["method"], row["block"], row["budget"])
         if verify is None:
             raise InputError("cannot derive verify tokens", file=path, row=line, column="block",
-                             fix="give budget (ddtree) or block (chains)")
+                             fix="give budget (a tree: ddtree, eagle2, medusa) or block (a chain)")
         # what a step can emit (core/methods.max_accept; no methods table: the block bounds
         # the depth, as for every bundled method), so the simulated file loads for fit
         limit = max_accept(row["method"], row["block"], row["budget"], None, verify)

@@ -140,8 +140,9 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
         path = models / "priors.toml" if models is not None else None
         path = path if path is not None and path.exists() else bundled("priors.toml")
         methods = load_methods(path.read_text(), str(path))
-    f, _ = fill(d, Flags.of(q))
-    verify = f["verify_tokens"] or derive_verify_tokens(f["method"], f["block"], f["budget"])
+    f, _ = fill(d, Flags.of(q), methods)
+    verify = f["verify_tokens"] or derive_verify_tokens(f["method"], f["block"], f["budget"],
+                                                         methods)
     if verify is not None:
         checked_shape(f["method"], f["block"], f["budget"], int(verify), methods)
     if q["accept"] is None:
