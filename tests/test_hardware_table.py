@@ -160,6 +160,51 @@ def test_errors_name_the_users_file_row_and_column(tmp_path, line, column, messa
     assert message in str(err) and "\n" not in str(err) and "fix:" in str(err)
 
 
+@pytest.mark.parametrize(("cells", "column", "message", "fix"), [
+    # an RTX 3090 (CC 8.6) written by hand with an fp8 peak: hardware add refuses it, the table
+    # read it, and an fp8 model's compute was priced at it
+    ("8.6,71.2,142.4,", "dense_fp8_tflops", "compute capability 8.6 has no fp8 tensor cores "
+     "(fp8 needs CC 8.9 or above)", "leave dense_fp8_tflops blank (fp8 weights then compute at "
+     "the fastest precision the GPU has), or correct compute_capability"),
+    ("9.0,989,1979,3958", "dense_fp4_tflops", "compute capability 9.0 has no fp4 tensor cores "
+     "(fp4 needs CC 10.0 or above)", None),
+    ("sm_70,112,,", "compute_capability", "compute capability 'sm_70' is not one the table can "
+     "read", "write it as major.minor: 7.0 (sm_70 is CC 7.0)"),
+])
+def test_a_hand_written_row_is_checked_as_hardware_add_checks_it(tmp_path, cells, column,
+                                                                 message, fix):
+    header = HEADER + ",compute_capability,dense_bf16_tflops,dense_fp8_tflops,dense_fp4_tflops"
+    user = write(tmp_path / "data" / "hardware.csv", [header, f"my-gpu,0.9,PCIe Gen4,x,{cells}"])
+    with pytest.raises(DataError) as info:
+        hardware_table(workdir=tmp_path)
+    err = info.value
+    assert (err.file, err.row, err.column) == (str(user), 2, column)
+    assert f": {message} (fix:" in str(err) and "\n" not in str(err)
+    if fix is not None:
+        assert err.fix == fix
+    # a row that leaves the missing precision blank is read, and int8 below 7.5 is allowed
+    write(user, [header + ",dense_int8_tflops", "my-gpu,0.9,PCIe Gen4,x,7.0,112,,,56"])
+    assert hardware_table(workdir=tmp_path).rows["my-gpu"]["dense_int8_tflops"] == "56"
+
+
+def test_an_fp8_or_fp4_model_computes_at_the_fastest_precision_the_gpu_has():
+    """Below CC 8.9 there are no fp8 tensor cores and below 10.0 no fp4 ones: the peak was
+    derived as bf16 x 2 (an A100 at 624 fp8 TFLOPS) or bf16 x 4 (an H100 at 3,956 fp4 TFLOPS),
+    twice what the GPU multiplies at; it is the fastest precision the GPU has."""
+    hw = load_hardware(bundled("hardware.csv"))
+    value, how = peak_tflops(hw["a100-80gb"], "fp8")
+    assert value == 312.0
+    assert how == ("a100-80gb: no fp8 tensor cores below CC 8.9, so fp8 computes at the bf16 "
+                   "rate (bf16 peak 312 TFLOPS from the hardware table)")
+    assert peak_tflops(hw["a100-80gb"], "fp4")[0] == 312.0
+    assert peak_tflops(hw["h100"], "fp4")[0] == 1979.0   # Hopper: fp8 tensor cores
+    assert peak_tflops(hw["rtx-4090"], "fp4")[0] == 330.3   # Ada: its own fp8 entry
+    assert peak_tflops(hw["v100"], "fp8")[0] == 112.0
+    assert peak_tflops(hw["b300"], "fp4")[0] == 4 * peak_tflops(hw["b300"], "bf16")[0] or \
+        "from the hardware table" in peak_tflops(hw["b300"], "fp4")[1]   # Blackwell: unchanged
+    assert peak_tflops(hw["h100"], "fp8")[0] == 1979.0   # its own entry, as before
+
+
 def test_a_peak_that_is_not_a_number_is_caught(tmp_path):
     user = write(tmp_path / "hw.csv", [HEADER + ",dense_fp8_tflops", "x1,1.0,PCIe,src,n/a"])
     with pytest.raises(DataError) as info:

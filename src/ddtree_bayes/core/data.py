@@ -30,6 +30,12 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
+from ddtree_bayes.core.tensor_cores import (
+    COMPUTE_CAPABILITY_RE,
+    MMA_MIN_CC,
+    compute_capability_fix,
+    precisions_without_mma,
+)
 
 #: Columns of a measurement file, in order.
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
@@ -502,6 +508,8 @@ def load_hardware(path: str | Path, text: str | None = None, *,
             raise DataError(f"{name!r} is not a lowercase name", file=path, row=i,
                             column="hardware", fix=f"write it as --hardware takes it, e.g. "
                             f"{as_name(name)!r}")
+        if not stored:   # (a saved fit's table is read as it was fitted)
+            _check_tensor_cores(path, i, row)
         if not row.get("interconnect", "").strip():
             raise DataError("empty value", file=path, row=i, column="interconnect",
                             fix="say how the GPUs are linked (e.g. 'PCIe Gen5 x16' or 'NVLink5 "
@@ -512,6 +520,25 @@ def load_hardware(path: str | Path, text: str | None = None, *,
                             fix=LINK_FIX)
         table[name] = row
     return table
+
+
+def _check_tensor_cores(path: str, i: int, row: dict[str, str]) -> None:
+    """A hardware row's compute capability as the table writes it, and no fp8 or fp4 peak a
+    GPU of that capability has no tensor cores for (the rule ``hardware add`` applies: a
+    hand-written row of an RTX 3090 with an fp8 peak priced an fp8 model's compute with it)."""
+    cc = row.get("compute_capability", "").strip()
+    if not cc:
+        return
+    if not COMPUTE_CAPABILITY_RE.fullmatch(cc):
+        raise DataError(f"compute capability {cc!r} is not one the table can read", file=path,
+                        row=i, column="compute_capability", fix=compute_capability_fix(cc))
+    for p in precisions_without_mma(cc):
+        if p != "int8" and row.get(f"dense_{p}_tflops", "").strip():
+            raise DataError(f"compute capability {cc} has no {p} tensor cores ({p} needs CC "
+                            f"{MMA_MIN_CC[p]:.1f} or above)", file=path, row=i,
+                            column=f"dense_{p}_tflops",
+                            fix=f"leave dense_{p}_tflops blank ({p} weights then compute at the "
+                                "fastest precision the GPU has), or correct compute_capability")
 
 
 def table_memory_gb(table: Mapping[str, Mapping[str, str]], hardware: str) -> float | None:

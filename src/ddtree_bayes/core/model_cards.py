@@ -9,7 +9,6 @@ numpy and the standard library only; every error names the file, row and column.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,6 +16,13 @@ import numpy as np
 
 from ddtree_bayes.core.data import parse_number, read_records
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
+    COMPUTE_CAPABILITY_RE,
+    INT8_MMA_MIN_CC,
+    MMA_MIN_CC,
+    compute_capability_fix,
+    precisions_without_mma,
+)
 
 #: Columns a model-card file must have.
 CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts", "experts_topk",
@@ -27,17 +33,6 @@ CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts
 #: MMQ kernels quantise the activations to 8-bit blocks and use int8 tensor cores
 #: (ggml-org/llama.cpp ggml/src/ggml-cuda/mmq.cuh, ``block_q8_1_mmq``).
 PRECISIONS = {"bf16": 1.0, "fp8": 2.0, "fp4": 4.0, "int8": 2.0}
-#: NVIDIA compute capability from which int8 runs on tensor cores (Turing's ``mma``); below
-#: it ggml's MMQ uses ``dp4a`` integer dot products (mmq.cuh), 4 x the FP32 rate, which is
-#: half the FP16 tensor rate on Volta (8 x FP32): int8 is then derived as bf16 / 2.
-INT8_MMA_MIN_CC = 7.5
-#: The least NVIDIA compute capability whose tensor cores run each precision the table gives a
-#: peak for beyond bf16: int8 from Turing (7.5, above), fp8 from Ada and Hopper (8.9), fp4 from
-#: Blackwell (10.0). A GPU below one has no such peak (``hardware add`` drops a copied one).
-MMA_MIN_CC = {"int8": INT8_MMA_MIN_CC, "fp8": 8.9, "fp4": 10.0}
-#: A compute capability as the hardware table writes it: NVIDIA's major.minor (7.0, 10.3) or an
-#: AMD GPU's gfx target (gfx942), which no NVIDIA threshold applies to.
-COMPUTE_CAPABILITY_RE = re.compile(r"[0-9]{1,2}\.[0-9]|gfx[0-9a-f]{3,4}")
 #: FLOPs per byte of memory bandwidth assumed when a GPU has no peak at all in the table: the
 #: roofline ridge of current datacenter and workstation GPUs is ~150-600 FLOP/B at bf16;
 #: 200 is at the low end, so an unknown GPU reaches its compute knee early (conservative).
@@ -266,40 +261,6 @@ def _below_int8_mma(hardware: dict[str, str]) -> bool:
         return False
 
 
-def compute_capability_fix(text: str) -> str:
-    """The fix of a compute capability the table cannot read (``sm_70``: 7.0).
-
-    >>> print(compute_capability_fix("sm_70"))
-    write it as major.minor: 7.0 (sm_70 is CC 7.0)
-    >>> print(compute_capability_fix("compute_100a"))
-    write it as major.minor: 10.0 (compute_100a is CC 10.0)
-    >>> compute_capability_fix("Volta").startswith("write it as major.minor, e.g. 8.9")
-    True
-    """
-    m = re.fullmatch(r"\s*(?:sm|compute)_?([0-9]{1,2})([0-9])[a-z]?\s*", text, re.IGNORECASE)
-    if m is not None:
-        return f"write it as major.minor: {m[1]}.{m[2]} ({text.strip()} is CC {m[1]}.{m[2]})"
-    return ("write it as major.minor, e.g. 8.9 (nvidia-smi --query-gpu=compute_cap), or an AMD "
-            "GPU's gfx target, e.g. gfx942")
-
-
-def precisions_without_mma(compute_capability: str) -> tuple[str, ...]:
-    """The precisions of :data:`MMA_MIN_CC` a GPU of this NVIDIA compute capability has no
-    tensor cores for, in the table's order (any other text, e.g. gfx942: none known), as
-    :func:`_below_int8_mma` reads the capability.
-
-    >>> precisions_without_mma("7.0"), precisions_without_mma("8.6"), precisions_without_mma("8.9")
-    (('fp8', 'fp4', 'int8'), ('fp8', 'fp4'), ('fp4',))
-    >>> precisions_without_mma("10.3"), precisions_without_mma("gfx942")
-    ((), ())
-    """
-    try:
-        cc = float(compute_capability)
-    except ValueError:
-        return ()
-    return tuple(p for p in ("fp8", "fp4", "int8") if cc < MMA_MIN_CC[p])
-
-
 def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
     """Dense peak TFLOPS of one GPU for ``dtype`` and how it was found.
 
@@ -314,6 +275,13 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
     >>> peak_tflops({"hardware": "v", "compute_capability": "7.0",
     ...              "dense_bf16_tflops": "112"}, "int8")[0]   # Volta: dp4a
     56.0
+    >>> peak_tflops({"hardware": "a100", "compute_capability": "8.0",
+    ...              "dense_bf16_tflops": "312"}, "fp8")   # Ampere: no fp8 tensor cores
+    ... # doctest: +ELLIPSIS
+    (312.0, 'a100: no fp8 tensor cores below CC 8.9, so fp8 computes at the bf16 rate (...)')
+    >>> peak_tflops({"hardware": "h100", "compute_capability": "9.0",
+    ...              "dense_bf16_tflops": "989", "dense_fp8_tflops": "1979"}, "fp4")[0]
+    1979.0
     """
     name = hardware.get("hardware", "?")
 
@@ -325,6 +293,14 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
             return None
         return value if math.isfinite(value) and value > 0 else None
 
+    lacks = precisions_without_mma(hardware.get("compute_capability", ""))
+    if dtype in ("fp8", "fp4") and dtype in lacks:
+        # no tensor cores for it: its weights are widened to the fastest precision the GPU
+        # multiplies (fp4 on Ada/Hopper runs as fp8; fp8 or fp4 on Ampere and older as bf16)
+        wider = "fp8" if dtype == "fp4" and "fp8" not in lacks else "bf16"
+        rate, how = peak_tflops(hardware, wider)
+        return rate, (f"{name}: no {dtype} tensor cores below CC {MMA_MIN_CC[dtype]:g}, so "
+                       f"{dtype} computes at the {wider} rate ({how.removeprefix(name + ': ')})")
     own = entry(dtype)
     if own is not None:
         return own, f"{name}: {dtype} peak {own:g} TFLOPS from the hardware table"

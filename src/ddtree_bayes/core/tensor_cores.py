@@ -1,0 +1,53 @@
+"""Which precisions a GPU's tensor cores run, by its NVIDIA compute capability: the one rule
+the hardware table's reader, ``hardware add`` and the peak-FLOPs derivation
+(:func:`ddtree_bayes.core.model_cards.peak_tflops`) share."""
+
+from __future__ import annotations
+
+import re
+
+#: NVIDIA compute capability from which int8 runs on tensor cores (Turing's ``mma``); below
+#: it ggml's MMQ uses ``dp4a`` integer dot products (mmq.cuh), 4 x the FP32 rate, which is
+#: half the FP16 tensor rate on Volta (8 x FP32): int8 is then derived as bf16 / 2.
+INT8_MMA_MIN_CC = 7.5
+#: The least NVIDIA compute capability whose tensor cores run each precision the table gives a
+#: peak for beyond bf16: int8 from Turing (7.5, above), fp8 from Ada and Hopper (8.9), fp4 from
+#: Blackwell (10.0). A GPU below one has no such peak (``hardware add`` drops a copied one).
+MMA_MIN_CC = {"int8": INT8_MMA_MIN_CC, "fp8": 8.9, "fp4": 10.0}
+#: A compute capability as the hardware table writes it: NVIDIA's major.minor (7.0, 10.3) or an
+#: AMD GPU's gfx target (gfx942), which no NVIDIA threshold applies to.
+COMPUTE_CAPABILITY_RE = re.compile(r"[0-9]{1,2}\.[0-9]|gfx[0-9a-f]{3,4}")
+
+
+def compute_capability_fix(text: str) -> str:
+    """The fix of a compute capability the table cannot read (``sm_70``: 7.0).
+
+    >>> print(compute_capability_fix("sm_70"))
+    write it as major.minor: 7.0 (sm_70 is CC 7.0)
+    >>> print(compute_capability_fix("compute_100a"))
+    write it as major.minor: 10.0 (compute_100a is CC 10.0)
+    >>> compute_capability_fix("Volta").startswith("write it as major.minor, e.g. 8.9")
+    True
+    """
+    m = re.fullmatch(r"\s*(?:sm|compute)_?([0-9]{1,2})([0-9])[a-z]?\s*", text, re.IGNORECASE)
+    if m is not None:
+        return f"write it as major.minor: {m[1]}.{m[2]} ({text.strip()} is CC {m[1]}.{m[2]})"
+    return ("write it as major.minor, e.g. 8.9 (nvidia-smi --query-gpu=compute_cap), or an AMD "
+            "GPU's gfx target, e.g. gfx942")
+
+
+def precisions_without_mma(compute_capability: str) -> tuple[str, ...]:
+    """The precisions of :data:`MMA_MIN_CC` a GPU of this NVIDIA compute capability has no
+    tensor cores for, in the table's order (any other text, e.g. gfx942: none known), as
+    ``peak_tflops`` reads the capability.
+
+    >>> precisions_without_mma("7.0"), precisions_without_mma("8.6"), precisions_without_mma("8.9")
+    (('fp8', 'fp4', 'int8'), ('fp8', 'fp4'), ('fp4',))
+    >>> precisions_without_mma("10.3"), precisions_without_mma("gfx942")
+    ((), ())
+    """
+    try:
+        cc = float(compute_capability)
+    except ValueError:
+        return ()
+    return tuple(p for p in ("fp8", "fp4", "int8") if cc < MMA_MIN_CC[p])
