@@ -135,6 +135,19 @@ def test_track_refuses_without_a_fit_from_the_priors_methods(tmp_path):
     assert BLOCK16 in err and not (root / "models" / "tracked.json").exists()
 
 
+def test_track_refuses_a_tree_method_given_only_its_depth(tmp_path):
+    """`track add --method eagle2 --block 4` was stored, and every later update then reported
+    an error for it: EAGLE-2 verifies a tree, and the block is its depth, not its size."""
+    root = tmp_path / "nofit"
+    (root / "models").mkdir(parents=True)
+    code, _, err = run_cli(root, "track", "--method", "eagle2", "--block", "4", "--engine",
+                           "sglang", "--accept", "3")
+    assert code == 2 and not (root / "models" / "tracked.json").exists()
+    assert err.strip().endswith(
+        "cannot tell how many tokens eagle2 verifies per step: eagle2 verifies a tree, and "
+        "--block is its depth (fix: give --budget (the tree's draft tokens) or --verify-tokens)")
+
+
 def test_optimize_caps_at_the_limit_predict_refuses_above(work):
     """An acceptance curve that would reach 30 tokens: optimize's acceptance stops where
     predict stops answering (17 = block + 1 from budget 16 on; B + 1 = 9 at budget 8)."""

@@ -547,10 +547,10 @@ def test_blank_verify_tokens_chain_derives_block_plus_one(tmp_path, hw):
 
 
 def test_explicit_verify_tokens_is_kept(tmp_path, hw):
-    # (a tree whose budget is not written: its verify tokens are the only size it has; with
-    # the methods table the budget follows, see the test of shaped budgets below)
+    # (a tree whose budget is not written: its verify tokens are the only size it has, so the
+    # budget follows, by the bundled methods table when the reader is given none)
     data = load_measurements(write(tmp_path, edited(r3={"verify_tokens": "12", "budget": ""})), hw)
-    assert data.rows[1].verify_tokens == 12 and data.rows[1].budget is None
+    assert data.rows[1].verify_tokens == 12 and data.rows[1].budget == 11
 
 
 def test_blank_underivable_verify_tokens_tree(tmp_path, hw):
@@ -575,6 +575,24 @@ def test_a_tree_method_with_only_its_block_is_refused(tmp_path, hw, method):
         "method": method, "verify_tokens": "", "block": "8", "budget": "63",
         "accept_len": "3.76"})), hw)
     assert (data.rows[7].method, data.rows[7].verify_tokens) == (method, 64)
+
+
+def test_a_saved_fit_reads_a_lone_tree_block_as_it_was_fitted(hw):
+    """A fit made before EAGLE-2 needed its size stored such a row (the corpus had one): the
+    stored copy is read as fitted (a chain of block + 1), so the fit still answers; a file
+    read anew refuses it."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    lines = edited(r9={"method": "eagle2", "verify_tokens": "", "block": "8", "budget": "",
+                       "accept_len": "3.76"})
+    text = "\n".join(lines) + "\n"
+    with pytest.raises(DataError, match="verify_tokens is blank and cannot be derived"):
+        load_measurements("m.csv", hw, text=text)
+    draws = point_mass_draws()
+    draws = type(draws)(**{**draws.__dict__, "data_csv": text})
+    row = draws.measurements.rows[7]
+    # (as the fit read it: M = 9, a tree of 8 draft nodes)
+    assert (row.method, row.block, row.budget, row.verify_tokens) == ("eagle2", 8, 8, 9)
 
 
 def test_blank_underivable_verify_tokens_chain(tmp_path, hw):

@@ -674,7 +674,12 @@ def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp
              "column 'verify_tokens': autoregressive rows verify 1 token, got 4 (fix: set "
              "verify_tokens to 1 or fix the method)"),
             ("b300,8,sglang,ddtree,16,32,14,0,5000000",
-             "column 'verify_tokens': verify_tokens must be 1 to 1000001, got 5e+06")):
+             "column 'verify_tokens': verify_tokens must be 1 to 1000001, got 5e+06"),
+            # an EAGLE-2 tree given only its depth: in a file's words, not the flags' (it said
+            # "give --budget ... or --verify-tokens")
+            ("b300,8,sglang,eagle2,4,,3,0,",
+             "column 'verify_tokens': verify_tokens is blank and cannot be derived (fix: fill "
+             "in verify_tokens or budget)")):
         path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",verify_tokens\n" + cells + "\n")
         with pytest.raises(DataError) as err:
             D.read_candidates(draws, path)

@@ -187,6 +187,35 @@ def test_a_hand_written_row_is_checked_as_hardware_add_checks_it(tmp_path, cells
     assert hardware_table(workdir=tmp_path).rows["my-gpu"]["dense_int8_tflops"] == "56"
 
 
+def test_a_saved_fits_table_is_read_as_it_was_fitted():
+    # a fit made before the check keeps its stored table readable (predict answers from it)
+    text = (HEADER + ",compute_capability,dense_bf16_tflops,dense_fp8_tflops\n"
+            "my-gpu,0.9,PCIe Gen4,x,8.6,71.2,142.4\n")
+    with pytest.raises(DataError, match="has no fp8 tensor cores"):
+        load_hardware("hardware.csv", text=text)
+    assert load_hardware("stored", text=text, stored=True)["my-gpu"]["dense_fp8_tflops"] == "142.4"
+
+
+def test_amd_matrix_cores_by_gfx_target(tmp_path):
+    """CDNA2 (MI250X, gfx90a) has no fp8 and CDNA3 (MI300X, gfx942) no fp4 matrix cores: their
+    peaks were derived as bf16 x 2 / x 4 (766 / 5,200 TFLOPS)."""
+    hw = load_hardware(bundled("hardware.csv"))
+    assert peak_tflops(hw["mi250x"], "fp8")[0] == 383.0
+    assert peak_tflops(hw["mi250x"], "fp4")[0] == 383.0
+    value, how = peak_tflops(hw["mi300x"], "fp4")
+    assert value == 2610.0 and how == (
+        "mi300x: no fp4 tensor cores on gfx942 (fp4 needs gfx950 (CDNA4) or later), so fp4 "
+        "computes at the fp8 rate (fp8 peak 2610 TFLOPS from the hardware table)")
+    assert peak_tflops(hw["mi355x"], "fp4")[0] == 10100.0
+    header = HEADER + ",compute_capability,dense_bf16_tflops,dense_fp8_tflops"
+    user = write(tmp_path / "data" / "hardware.csv", [header, "my-mi,3.2,PCIe Gen4,x,gfx90a,383,766"])
+    with pytest.raises(DataError) as info:
+        hardware_table(workdir=tmp_path)
+    assert (info.value.file, info.value.row, info.value.column) == (str(user), 2, "dense_fp8_tflops")
+    assert "compute capability gfx90a has no fp8 tensor cores (fp8 needs gfx942 (CDNA3) or " \
+        "later)" in str(info.value)
+
+
 def test_an_fp8_or_fp4_model_computes_at_the_fastest_precision_the_gpu_has():
     """Below CC 8.9 there are no fp8 tensor cores and below 10.0 no fp4 ones: the peak was
     derived as bf16 x 2 (an A100 at 624 fp8 TFLOPS) or bf16 x 4 (an H100 at 3,956 fp4 TFLOPS),
@@ -194,8 +223,8 @@ def test_an_fp8_or_fp4_model_computes_at_the_fastest_precision_the_gpu_has():
     hw = load_hardware(bundled("hardware.csv"))
     value, how = peak_tflops(hw["a100-80gb"], "fp8")
     assert value == 312.0
-    assert how == ("a100-80gb: no fp8 tensor cores below CC 8.9, so fp8 computes at the bf16 "
-                   "rate (bf16 peak 312 TFLOPS from the hardware table)")
+    assert how == ("a100-80gb: no fp8 tensor cores on 8.0 (fp8 needs CC 8.9 or above), so fp8 "
+                   "computes at the bf16 rate (bf16 peak 312 TFLOPS from the hardware table)")
     assert peak_tflops(hw["a100-80gb"], "fp4")[0] == 312.0
     assert peak_tflops(hw["h100"], "fp4")[0] == 1979.0   # Hopper: fp8 tensor cores
     assert peak_tflops(hw["rtx-4090"], "fp4")[0] == 330.3   # Ada: its own fp8 entry

@@ -151,9 +151,12 @@ def test_query_errors(draws):
     # EAGLE-2 always verifies a tree: --block (its depth) alone does not size it (it was
     # answered as a tree of 4 nodes verifying 5 tokens)
     for method in ("eagle2", "medusa"):
-        with pytest.raises(QueryError, match=f"cannot tell how many tokens {method} verifies"):
+        with pytest.raises(QueryError) as err:
             P.predict(draws, hardware="b300", method=method, engines=["sglang"], block=4,
                       accept="3")
+        assert str(err.value) == (f"cannot tell how many tokens {method} verifies per step: "
+                                  f"{method} verifies a tree, and --block is its depth (fix: "
+                                  "give --budget (the tree's draft tokens) or --verify-tokens)")
     with pytest.raises(QueryError, match="--prob"):
         P.predict(draws, accept="12", prob=1.5)
 

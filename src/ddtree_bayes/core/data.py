@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from operator import itemgetter
 from pathlib import Path
+from typing import NoReturn
 
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.methods import (
@@ -32,8 +33,8 @@ from ddtree_bayes.core.methods import (
 from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
-    MMA_MIN_CC,
     compute_capability_fix,
+    needs,
     precisions_without_mma,
 )
 
@@ -249,6 +250,15 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None,
     if always_tree(method, methods):
         return None
     return None if block is None else block + 1
+
+
+def underivable_verify_tokens(path: str, row: int, method: str,
+                              methods: Mapping[str, MethodSpec] | None) -> NoReturn:
+    """Refuse a row (measurement, next's candidate) whose verify_tokens is blank and cannot be
+    derived: a tree method needs its budget (its block is the tree's depth), a chain its block."""
+    need = "budget" if always_tree(method, methods) else "block"
+    raise DataError("verify_tokens is blank and cannot be derived", file=path, row=row,
+                    column="verify_tokens", fix=f"fill in verify_tokens or {need}")
 
 
 def check_verify_tokens(path: str, row: int, method: str, block: int | None, budget: int | None,
@@ -534,8 +544,8 @@ def _check_tensor_cores(path: str, i: int, row: dict[str, str]) -> None:
                         row=i, column="compute_capability", fix=compute_capability_fix(cc))
     for p in precisions_without_mma(cc):
         if p != "int8" and row.get(f"dense_{p}_tflops", "").strip():
-            raise DataError(f"compute capability {cc} has no {p} tensor cores ({p} needs CC "
-                            f"{MMA_MIN_CC[p]:.1f} or above)", file=path, row=i,
+            raise DataError(f"compute capability {cc} has no {p} tensor cores "
+                            f"({needs(p, cc)})", file=path, row=i,
                             column=f"dense_{p}_tflops",
                             fix=f"leave dense_{p}_tflops blank ({p} weights then compute at the "
                                 "fastest precision the GPU has), or correct compute_capability")
@@ -690,10 +700,13 @@ def step_plausible(accept_lo: float, accept_hi: float, concurrency: int, tok_s: 
 
 
 def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]],
-              methods: Mapping[str, MethodSpec] | None = None) -> Measurement:
+              methods: Mapping[str, MethodSpec] | None = None, stored: bool = False
+              ) -> Measurement:
     """Validate one raw CSV row (column -> text) into a :class:`Measurement`. ``methods`` (the
     priors' ``[methods]`` table) bounds ``accept_len`` by what the row's method can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`; without a table, as ``depth = "block"``).
+    ``stored``: a saved fit's data, read as it was fitted (a tree method's lone block, refused
+    since, was read as a chain of block + 1 tokens by fits made before).
 
     Its verdict may depend only on the :data:`CONFIGURATION` columns, tok_s and whether source
     is empty: :func:`load_measurements` skips it for repeated runs of a valid configuration
@@ -727,13 +740,12 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     block = None if num["block"] is None else int(num["block"])
     budget = None if num["budget"] is None else int(num["budget"])
     derived = derive_verify_tokens(method, block, budget, methods)
+    if derived is None and stored and block is not None and method not in (AR_METHOD, "ddtree"):
+        derived = block + 1   # (before EAGLE-2 and Medusa needed a budget, only ddtree did)
     verify = num["verify_tokens"]
     if verify is None:
-        if derived is None:
-            need = "budget" if always_tree(method, methods) else "block"
-            raise DataError("verify_tokens is blank and cannot be derived", file=path, row=row,
-                            column="verify_tokens", fix=f"fill in verify_tokens or {need}")
-        verify = derived
+        verify = derived if derived is not None else \
+            underivable_verify_tokens(path, row, method, methods)
     budget = check_verify_tokens(path, row, method, block, budget, int(verify), methods)
     if method == AR_METHOD and (block is not None or budget is not None):
         raise DataError("an autoregressive row drafts nothing: block and budget are blank",
@@ -800,7 +812,8 @@ def _check_accept(path: str, row: int, method: str, accept: float, limit: Accept
 
 def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]]],
                    hardware: dict[str, dict[str, str]], allow_duplicates: bool,
-                   methods: Mapping[str, MethodSpec] | None = None) -> list[Measurement]:
+                   methods: Mapping[str, MethodSpec] | None = None, stored: bool = False
+                   ) -> list[Measurement]:
     """Every non-blank record, checked in file order; the first problem raises.
 
     Per record, in this order: field count, exact duplicate of an earlier record, then
@@ -843,7 +856,8 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
             if 0.0 < tok_s < math.inf and step_plausible(accept, accept, same.concurrency, tok_s):
                 rows.append(same.another_run(i, tok_s, cells[j_source], cells[j_notes]))
                 continue
-        row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware, methods)
+        row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware, methods,
+                        stored)
         valid.setdefault(config, row)
         rows.append(row)
     return rows
@@ -851,10 +865,12 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
 
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                       allow_duplicates: bool = False, text: str | None = None,
-                      methods: Mapping[str, MethodSpec] | None = None) -> Measurements:
+                      methods: Mapping[str, MethodSpec] | None = None,
+                      stored: bool = False) -> Measurements:
     """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
     ``methods``: the priors' ``[methods]`` table, which bounds each row's accept_len
-    (:func:`~ddtree_bayes.core.methods.max_accept`).
+    (:func:`~ddtree_bayes.core.methods.max_accept`) ``stored``: a saved fit's copy, read as it was
+    fitted (:func:`parse_row`).
 
     Raises :class:`DataError` (file, row, column, fix) on the first problem found.
 
@@ -874,7 +890,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                             fix=f"the header must contain {','.join(COLUMNS)}")
     check_misspelt_columns(path, header, COLUMNS + OPTIONAL_COLUMNS)
     with _no_gc():
-        rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods)
+        rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)
     if not rows:
         raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
     return Measurements(path=path, text=text, rows=tuple(rows))

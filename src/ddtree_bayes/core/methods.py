@@ -138,8 +138,15 @@ def always_tree(method: str, methods: Mapping[str, MethodSpec] | None = None) ->
     >>> always_tree("eagle2", {"eagle2": MethodSpec("eagle2", "block", False)})
     False
     """
-    spec = (methods or {}).get(method) or bundled_methods().get(method)
+    spec = method_spec(method, methods)
     return spec is not None and spec.tree is True
+
+
+def method_spec(method: str, methods: Mapping[str, MethodSpec] | None = None
+                ) -> MethodSpec | None:
+    """How ``method`` drafts: its entry in ``methods`` (the priors' table), else in the bundled
+    table (a priors file that omits a method, or a reader with no priors), else None."""
+    return (methods or {}).get(method) or bundled_methods().get(method)
 
 
 # ------------------------------------------------------------------ what a step can emit
@@ -224,7 +231,7 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
     if budget is not None and verify_tokens is not None and verify_tokens != budget + 1:
         return budget, (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens "
                         f"per step, not {verify_tokens}"), "verify_tokens"
-    spec = (methods or {}).get(method)
+    spec = method_spec(method, methods)
     if spec is None:
         return budget, None, None
     if spec.tree is False and budget is not None and block is not None and budget > block:

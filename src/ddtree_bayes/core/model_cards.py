@@ -21,6 +21,7 @@ from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
     INT8_MMA_MIN_CC,
     MMA_MIN_CC,
     compute_capability_fix,
+    needs,
     precisions_without_mma,
 )
 
@@ -278,7 +279,7 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
     >>> peak_tflops({"hardware": "a100", "compute_capability": "8.0",
     ...              "dense_bf16_tflops": "312"}, "fp8")   # Ampere: no fp8 tensor cores
     ... # doctest: +ELLIPSIS
-    (312.0, 'a100: no fp8 tensor cores below CC 8.9, so fp8 computes at the bf16 rate (...)')
+    (312.0, 'a100: no fp8 tensor cores on 8.0 (fp8 needs CC 8.9 or above), so fp8 computes ...')
     >>> peak_tflops({"hardware": "h100", "compute_capability": "9.0",
     ...              "dense_bf16_tflops": "989", "dense_fp8_tflops": "1979"}, "fp4")[0]
     1979.0
@@ -299,7 +300,8 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
         # multiplies (fp4 on Ada/Hopper runs as fp8; fp8 or fp4 on Ampere and older as bf16)
         wider = "fp8" if dtype == "fp4" and "fp8" not in lacks else "bf16"
         rate, how = peak_tflops(hardware, wider)
-        return rate, (f"{name}: no {dtype} tensor cores below CC {MMA_MIN_CC[dtype]:g}, so "
+        cc = hardware.get("compute_capability", "").strip()
+        return rate, (f"{name}: no {dtype} tensor cores on {cc} ({needs(dtype, cc)}), so "
                        f"{dtype} computes at the {wider} rate ({how.removeprefix(name + ': ')})")
     own = entry(dtype)
     if own is not None:

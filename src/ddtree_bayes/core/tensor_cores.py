@@ -14,6 +14,12 @@ INT8_MMA_MIN_CC = 7.5
 #: peak for beyond bf16: int8 from Turing (7.5, above), fp8 from Ada and Hopper (8.9), fp4 from
 #: Blackwell (10.0). A GPU below one has no such peak (``hardware add`` drops a copied one).
 MMA_MIN_CC = {"int8": INT8_MMA_MIN_CC, "fp8": 8.9, "fp4": 10.0}
+#: AMD Instinct matrix cores by gfx target (ROCm's GPU architecture table): CDNA2 (gfx90a,
+#: MI250X) multiplies bf16 and int8 but no fp8; CDNA3 (gfx942, MI300X / MI325X) adds fp8;
+#: CDNA4 (gfx950, MI355X) adds fp4. A gfx target not listed: nothing known, nothing refused.
+AMD_WITHOUT_MMA = {"gfx90a": ("fp8", "fp4"), "gfx942": ("fp4",), "gfx950": ()}
+#: The first AMD gfx target whose matrix cores run each precision (for the messages).
+AMD_MIN_GFX = {"fp8": "gfx942 (CDNA3)", "fp4": "gfx950 (CDNA4)"}
 #: A compute capability as the hardware table writes it: NVIDIA's major.minor (7.0, 10.3) or an
 #: AMD GPU's gfx target (gfx942), which no NVIDIA threshold applies to.
 COMPUTE_CAPABILITY_RE = re.compile(r"[0-9]{1,2}\.[0-9]|gfx[0-9a-f]{3,4}")
@@ -37,17 +43,32 @@ def compute_capability_fix(text: str) -> str:
 
 
 def precisions_without_mma(compute_capability: str) -> tuple[str, ...]:
-    """The precisions of :data:`MMA_MIN_CC` a GPU of this NVIDIA compute capability has no
-    tensor cores for, in the table's order (any other text, e.g. gfx942: none known), as
-    ``peak_tflops`` reads the capability.
+    """The precisions of :data:`MMA_MIN_CC` a GPU of this compute capability has no tensor
+    (matrix) cores for, in the table's order: by NVIDIA's major.minor, or an AMD gfx target of
+    :data:`AMD_WITHOUT_MMA` (any other text, or blank: none known).
 
     >>> precisions_without_mma("7.0"), precisions_without_mma("8.6"), precisions_without_mma("8.9")
     (('fp8', 'fp4', 'int8'), ('fp8', 'fp4'), ('fp4',))
-    >>> precisions_without_mma("10.3"), precisions_without_mma("gfx942")
-    ((), ())
+    >>> precisions_without_mma("10.3"), precisions_without_mma("gfx942"), precisions_without_mma("")
+    ((), ('fp4',), ())
     """
+    cc = compute_capability.strip()
+    if cc in AMD_WITHOUT_MMA:
+        return AMD_WITHOUT_MMA[cc]
     try:
-        cc = float(compute_capability)
+        number = float(cc)
     except ValueError:
         return ()
-    return tuple(p for p in ("fp8", "fp4", "int8") if cc < MMA_MIN_CC[p])
+    return tuple(p for p in ("fp8", "fp4", "int8") if number < MMA_MIN_CC[p])
+
+
+def needs(precision: str, compute_capability: str) -> str:
+    """What a GPU needs to multiply ``precision`` on tensor cores, in the words of its kind of
+    compute capability, for one-line messages.
+
+    >>> needs("fp8", "8.6"), needs("fp4", "gfx942")
+    ('fp8 needs CC 8.9 or above', 'fp4 needs gfx950 (CDNA4) or later')
+    """
+    if compute_capability.strip().startswith("gfx") and precision in AMD_MIN_GFX:
+        return f"{precision} needs {AMD_MIN_GFX[precision]} or later"
+    return f"{precision} needs CC {MMA_MIN_CC[precision]:.1f} or above"

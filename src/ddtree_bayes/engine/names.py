@@ -2,9 +2,10 @@
 
 A name is *known* when it was measured (it appears in the data stored in the fit) or is
 declared: an engine with a relation in the priors file (``native = (1 - reduction) x
-sglang``), a GPU in the hardware table, a method with an acceptance prior or one of the
-built-in methods (``ar``, tree methods). Anything else is most likely a typo: ``predict
---engine sglnag`` would otherwise answer silently from the pooled population.
+sglang``), a GPU in the hardware table, a method with an acceptance prior or a
+``[methods]`` entry, ``ar`` or the default question's ``ddtree``. Anything else is most
+likely a typo: ``predict --engine sglnag`` would otherwise answer silently from the pooled
+population.
 Standard library only (the predict path).
 """
 
@@ -15,8 +16,8 @@ import difflib
 import io
 from dataclasses import dataclass
 
+from ddtree_bayes.core.config import DEFAULT_QUESTION
 from ddtree_bayes.core.data import AR_METHOD
-from ddtree_bayes.core.methods import bundled_methods
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -74,7 +75,7 @@ def known_names(draws: Fit) -> dict[str, set[str]]:
     engines = _column(data, "engine") | set(relations) | set(relations.values())
     engines |= {g.split("/")[1] for g in meta.get("coords", {}).get("overhead_group", [])
                 if g.count("/") == 2}
-    methods = _column(data, "method") | {AR_METHOD} | set(bundled_methods())
+    methods = _column(data, "method") | {AR_METHOD, DEFAULT_QUESTION.method}
     try:
 
         cfg = draws.priors

@@ -89,7 +89,7 @@ class Fit:
 
         where = f"{self.path} (stored data)"
         return load_measurements(where, self.hardware, text=self.data_csv,
-                                 allow_duplicates=True, methods=self.methods)
+                                 allow_duplicates=True, methods=self.methods, stored=True)
 
     @cached_property
     def measured_systems(self) -> tuple[str, ...]:

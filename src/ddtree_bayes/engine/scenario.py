@@ -371,12 +371,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")
         check_weights_fit(draws, model, hardware, gpus)
-    derived = derive_verify_tokens(method, block, budget, draws.methods)
-    if verify_tokens is None:
-        if derived is None:
-            raise QueryError(f"cannot tell how many tokens {method} verifies per step",
-                             fix="give --budget (tree), --block (chain) or --verify-tokens")
-        verify_tokens = derived
+    verify_tokens = verified(method, block, budget, verify_tokens, draws.methods)
     if method == AR_METHOD and verify_tokens != 1:
         raise QueryError("autoregressive decoding verifies 1 token", fix="drop --verify-tokens")
     budget = checked_shape(method, block, budget, int(verify_tokens), draws.methods)
@@ -392,6 +387,24 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     limit = accept_limit(draws, method, block, budget, int(verify_tokens))
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency))
+
+
+def verified(method: str, block: int | None, budget: int | None, verify_tokens: int | None,
+             methods) -> int:
+    """The tokens a question's configuration verifies per step: ``verify_tokens`` when given,
+    else derived (:func:`~ddtree_bayes.core.data.derive_verify_tokens`); QueryError when it
+    cannot be (a tree method given only its depth, or a chain given nothing)."""
+    if verify_tokens is not None:
+        return verify_tokens
+    derived = derive_verify_tokens(method, block, budget, methods)
+    if derived is None:
+        tree = always_tree(method, methods)   # (its block is the depth, not the size)
+        raise QueryError(f"cannot tell how many tokens {method} verifies per step"
+                         + (f": {method} verifies a tree, and --block is its depth" if tree
+                            and block is not None else ""),
+                         fix="give --budget (the tree's draft tokens) or --verify-tokens"
+                         if tree else "give --budget (tree), --block (chain) or --verify-tokens")
+    return derived
 
 
 def memory_gb(draws: Fit, hardware: str) -> float | None:

@@ -29,6 +29,7 @@ from ddtree_bayes.core.model_cards import (
     COMPUTE_CAPABILITY_RE,
     MMA_MIN_CC,
     compute_capability_fix,
+    needs,
     precisions_without_mma,
 )
 from ddtree_bayes.core.pairs import LINK_FIX, link_class
@@ -208,8 +209,7 @@ def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | 
         if col in values and p != "int8":
             whence = "given" if "compute_capability" in values else f"as {base}"
             raise InputError(f"--dense-{p}-tflops {row[col]}: compute capability {cc} ({whence}) "
-                             f"has no {p} tensor cores ({p} needs CC {MMA_MIN_CC[p]:.1f} or "
-                             "above)",
+                             f"has no {p} tensor cores ({needs(p, cc)})",
                              fix=f"leave --dense-{p}-tflops out, or give the GPU's "
                                  "--compute-capability")
     if base == row["hardware"] and "compute_capability" not in values:
@@ -221,10 +221,11 @@ def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | 
     for p, _ in cleared:
         row[f"dense_{p}_tflops"] = ""
     peaks = " and ".join(f"{p} ({value} TFLOPS)" for p, value in cleared)
-    needs = ", ".join(f"{p} {'needs CC ' if i == 0 else ''}{MMA_MIN_CC[p]:.1f}"
-                      + (" or above" if i == 0 else "") for i, (p, _) in enumerate(cleared))
+    needed = (", ".join(needs(p, cc) for p, _ in cleared) if cc.startswith("gfx") else
+              ", ".join(f"{p} {'needs CC ' if i == 0 else ''}{MMA_MIN_CC[p]:.1f}"
+                        + (" or above" if i == 0 else "") for i, (p, _) in enumerate(cleared)))
     return (f"{row['hardware']}: compute capability {cc} has no "
-            f"{' or '.join(p for p, _ in cleared)} tensor cores ({needs}): the {peaks} "
+            f"{' or '.join(p for p, _ in cleared)} tensor cores ({needed}): the {peaks} "
             f"peak{'s' if len(cleared) > 1 else ''} copied from {base} "
             f"{'are' if len(cleared) > 1 else 'is'} left out")
 

@@ -27,8 +27,10 @@ from ddtree_bayes.core.data import (
     check_context_tokens,
     check_misspelt_columns,
     check_verify_tokens,
+    derive_verify_tokens,
     plain_float,
     plain_text,
+    underivable_verify_tokens,
 )
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
@@ -339,6 +341,9 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
             check_verify_tokens(path, i, method, None if block is None else int(block),
                                 None if budget is None else int(budget), int(verify),
                                 draws.methods)
+        elif derive_verify_tokens(method, None if block is None else int(block),
+                                  None if budget is None else int(budget), draws.methods) is None:
+            underivable_verify_tokens(path, i, method, draws.methods)   # (as a data row's)
         found = check_names(draws, Flags(engines=(rec["engine"].strip(),),
                                          method=rec["method"].strip()),
                             strict=strict, prefix=f"{path}, row {i}: ")

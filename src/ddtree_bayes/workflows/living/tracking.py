@@ -114,19 +114,20 @@ def _stored(query: dict[str, Any]) -> dict[str, Any]:
 
 
 def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = None) -> None:
-    """Refuse a query whose shape no configuration has (verify tokens not its budget's, a
-    chain's budget above its block: :func:`~ddtree_bayes.core.methods.shaped_budget`), or whose
+    """Refuse a query whose verify tokens cannot be told (a tree method given only its depth:
+    :func:`~ddtree_bayes.engine.scenario.verified`), whose shape no configuration has (verify
+    tokens not its budget's, a chain's budget above its block:
+    :func:`~ddtree_bayes.core.methods.shaped_budget`), or whose
     ``accept`` lies above what its configuration can emit per step
     (:func:`~ddtree_bayes.core.methods.max_accept`), its flags not given filled as
     :func:`query_rows` fills them: from the fit's default scenario and methods table, or
     without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
     bundled priors when there is none)."""
     from ddtree_bayes.core.config import DEFAULT_QUESTION
-    from ddtree_bayes.core.data import derive_verify_tokens
     from ddtree_bayes.core.methods import load_methods, max_accept
     from ddtree_bayes.core.paths import bundled
     from ddtree_bayes.engine.question import Flags, default_question, fill
-    from ddtree_bayes.engine.scenario import check_accept, checked_shape, parse_accept
+    from ddtree_bayes.engine.scenario import check_accept, checked_shape, parse_accept, verified
 
     q = normalize_query(query)
     d = DEFAULT_QUESTION
@@ -141,10 +142,8 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
         path = path if path is not None and path.exists() else bundled("priors.toml")
         methods = load_methods(path.read_text(), str(path))
     f, _ = fill(d, Flags.of(q), methods)
-    verify = f["verify_tokens"] or derive_verify_tokens(f["method"], f["block"], f["budget"],
-                                                         methods)
-    if verify is not None:
-        checked_shape(f["method"], f["block"], f["budget"], int(verify), methods)
+    verify = verified(f["method"], f["block"], f["budget"], f["verify_tokens"], methods)
+    checked_shape(f["method"], f["block"], f["budget"], int(verify), methods)
     if q["accept"] is None:
         return
     check_accept(parse_accept(q["accept"]), q["accept"],
