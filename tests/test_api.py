@@ -105,6 +105,29 @@ def test_the_api_checks_what_the_flags_check(kw, message):
         api.predict(point_mass_draws(), **kw)
 
 
+def test_the_api_says_a_fit_is_stale_as_predict_does(tmp_path):
+    """db.predict answered from a fit whose measurement file had changed since, silently;
+    `predict` warns (exit 0) or, with --strict, refuses (exit 4)."""
+    import dataclasses
+
+    from ddtree_bayes.core.errors import StaleArtifactError
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    fresh = api.predict(draws, accept=14)   # (pytest turns any warning into an error)
+    data = tmp_path / "measurements.csv"
+    data.write_text(draws.data_csv + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,140.0,a new run,\n")
+    meta = {**draws.meta, "data": {**draws.meta["data"], "path": str(data)}}
+    stale = dataclasses.replace(draws, meta=meta)
+    with pytest.warns(UserWarning) as said:
+        table = api.predict(stale, accept=14)
+    assert [str(w.message) for w in said] == [
+        f"{data} changed since fit point-mass; re-run `ddtree-bayes fit` to use it"]
+    pd.testing.assert_frame_equal(table, fresh)   # (the same answer, now with its warning)
+    with pytest.raises(StaleArtifactError, match=re.escape(f"{data} changed since fit")):
+        api.predict(stale, accept=14, strict=True)
+
+
 def test_the_api_takes_a_numpy_seed_as_its_int():
     import numpy as np
 

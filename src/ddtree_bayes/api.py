@@ -57,7 +57,8 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     return store.load(fit_id, workdir)
 
 
-def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, **query: Any):
+def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: bool = False,
+            **query: Any):
     """Posterior throughput intervals as a tidy pandas DataFrame, one row per engine and
     acceptance.
 
@@ -70,8 +71,10 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, **query:
     non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`; a fit that failed its
     convergence gates raises :class:`~ddtree_bayes.core.errors.UnconvergedError` unless
     ``allow_unconverged`` (the CLI's ``--allow-unconverged``). What the CLI prints as a
-    warning about the question (an engine never measured nor declared, a context far past
-    the measured ones) is a ``UserWarning``.
+    warning (the data, priors, hardware table or model cards changed since the fit; an engine
+    never measured nor declared, a context far past the measured ones) is a ``UserWarning``;
+    with ``strict`` (the CLI's ``--strict``) a stale fit raises
+    :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead.
     """
     from ddtree_bayes.core.errors import UnconvergedError
     from ddtree_bayes.engine import predictive as P
@@ -83,8 +86,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, **query:
             f"fit {meta['fit_id']} failed its convergence gates "
             f"({'; '.join(meta.get('failures') or [])}) (fix: re-run the fit, or pass "
             "allow_unconverged=True to use it anyway)")
-    said: list[str] = []
-    rows = P.predict(draws, **query, warnings=said)
+    said = P.check_fit(draws, allow_unconverged=True, strict=strict, here=False)   # (stale:
+    rows = P.predict(draws, **query, warnings=said)   # the CLI's warnings, no longer silent)
     import warnings
 
     for text in said:   # what the CLI prints as warnings (they were dropped)

@@ -288,11 +288,13 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
 
 
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
-              ignore_priors_sections: tuple[str, ...] = ()) -> list[str]:
+              ignore_priors_sections: tuple[str, ...] = (), here: bool = True) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
     priors files changed since the fit. A priors file that differs from the fit's only in
     ``ignore_priors_sections`` (``[acceptance_curve]`` for ``optimize`` and ``next``: the fit
-    does not use it) does not make the fit stale."""
+    does not use it) does not make the fit stale. ``here``: also say when the working
+    directory's own measurement file is not the one the fit was made on (a command run here
+    answers from the fit; the Python API, whose fit may come from any directory, does not)."""
     meta = draws.meta
     if not meta["converged"] and not allow_unconverged:
         raise UnconvergedError(
@@ -319,11 +321,11 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
     from ddtree_bayes.core.paths import own_data_file, shown
 
-    here = own_data_file("measurements.csv")
+    mine = own_data_file("measurements.csv") if here else None
     made_on = Path(meta["data"]["path"])
-    if (here is not None and made_on.resolve() != here.resolve()     # `fit --data OTHER`, and
-            and meta["data"]["sha256"] not in _read_as_stored(here)[0]):   # not a copy of it
-        warnings.append(f"fit {meta['fit_id']} was made on {made_on}, not on {shown(here)}: "
+    if (mine is not None and made_on.resolve() != mine.resolve()     # `fit --data OTHER`, and
+            and meta["data"]["sha256"] not in _read_as_stored(mine)[0]):   # not a copy of it
+        warnings.append(f"fit {meta['fit_id']} was made on {made_on}, not on {shown(mine)}: "
                         "it answers from that file's measurements (fit this one to use it)")
     return warnings
 
