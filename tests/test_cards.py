@@ -469,10 +469,13 @@ def test_a_second_drafter_for_one_target_and_method_is_refused(tmp_path):
     ({"num_experts": 0}, "'num_experts' is 0"),
     ({"num_key_value_heads": 64}, "64 key/value heads but 32 query heads"),
     ({"vocab_size": 10**12}, "'vocab_size' is 1e+12, more than any model's vocabulary"),
+    ({"num_experts_per_tok": 256}, "'num_experts_per_tok' is 256 but 'num_experts' is 128"),
 ])
 def test_a_config_no_model_has_is_refused(tmp_path, edit, fragment):
     """Zero sizes raised ZeroDivisionError (internal error, exit 1); more key/value heads than
-    query heads and a 1e12 vocabulary (8.2 trillion parameters) wrote a card (audit)."""
+    query heads and a 1e12 vocabulary (8.2 trillion parameters) wrote a card (audit); top-k
+    256 of 128 experts was refused blaming data/models.csv's params_active_b (59.5B active of
+    30.5B), a row the user never wrote."""
     cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
     assert cfg["num_attention_heads"] == 32
     folder = tmp_path / "cfg"

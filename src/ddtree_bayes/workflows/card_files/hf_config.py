@@ -60,7 +60,7 @@ MAX_VOCAB = 10_000_000
 def check_sizes(cfg: dict, where: str) -> None:
     """Refuse sizes no model has, in the config or its ``text_config``: a size of 0 (it
     divided by zero or made an empty model: an internal error before), more key/value heads
-    than query heads, a vocabulary above :data:`MAX_VOCAB`.
+    than query heads, a top-k above the expert count, a vocabulary above :data:`MAX_VOCAB`.
 
     >>> try:
     ...     check_sizes({"num_attention_heads": 0}, "c.json")
@@ -81,6 +81,13 @@ def check_sizes(cfg: dict, where: str) -> None:
             raise InputError(f"{kv} key/value heads but {heads} query heads (each key/value "
                              "head serves one or more query heads)", file=where,
                              fix="pass the model's own config.json")
+        topk = part.get("num_experts_per_tok")
+        for key in ("num_experts", "num_local_experts", "n_routed_experts"):
+            experts = part.get(key)
+            if isinstance(topk, int) and isinstance(experts, int) and topk > experts:
+                raise InputError(f"'num_experts_per_tok' is {topk} but {key!r} is {experts} "
+                                 "(a token is routed to some of the experts, not more than "
+                                 "there are)", file=where, fix="pass the model's own config.json")
         for key in ("vocab_size", "draft_vocab_size"):
             value = part.get(key)
             if isinstance(value, int | float) and value > MAX_VOCAB:
