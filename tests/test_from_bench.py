@@ -489,9 +489,11 @@ IMPORTS = [  # format, file, flags: three new configurations, none measured befo
 #: The fit has one model, Kimi-K2.6, and a fit of one model cannot predict another; the
 #: llama-bench and vLLM fixtures name Llama-3.1-8B (which the import now keeps: it would be a
 #: second model, and as kimi-k2.6 it is refused). Here their runs are relabelled as Kimi-K2.6
-#: runs (llama-bench's GPU as an H200), the numbers untouched.
+#: runs (llama-bench's GPU as eight H200s: its gpu_info lists the devices it ran on, and one
+#: of them would not be the --gpus 8 of IMPORTS), the numbers untouched.
 AS_KIMI = {"llama_bench.json": {"model_filename": "/models/Kimi-K2.6-Q4_K_M.gguf",
-                                "model_n_params": 1_000_000_000_000, "gpu_info": "NVIDIA H200"},
+                                "model_n_params": 1_000_000_000_000,
+                                "gpu_info": ", ".join(["NVIDIA H200"] * 8)},
            "vllm_serve.json": {"model_id": "moonshotai/Kimi-K2.6",
                                "tokenizer_id": "moonshotai/Kimi-K2.6"}}
 
@@ -587,3 +589,34 @@ def test_a_tok_s_overflowing_the_step_range_is_named_in_a_few_digits(work, tmp_p
                     "--method", "eagle3", "--block", "3")
     assert "column 'tok_s': tok_s 1e+303 means a decoding step of 3.15e-300 ms" in err, err
     assert len(err) < 400
+
+
+def test_the_gpu_count_comes_from_the_file_when_it_says(work, tmp_path):
+    """A trust pass: a llama-bench run on one B300 (its gpu_info lists one device) was appended
+    as b300 x8, the count of the data's Kimi-K2.6 rows, and a vLLM latency run whose args say
+    tensor_parallel_size 1 likewise; --gpus 8 against either was taken as given."""
+    records = json.loads((BENCH / "llama_bench.json").read_text())
+    one = tmp_path / "one_b300.json"
+    one.write_text(json.dumps([dict(r, gpu_info="NVIDIA B300") for r in records]))
+    table = with_cards(work)
+    argv = ["--from-bench", str(one), "--engine", "llama.cpp", "--method", "ar", "--model",
+            "llama-3.1-8b-instruct", "--bench-records", "2", *table]
+    err = one_error(work, *argv, "--gpus", "8")
+    assert err == (f"ddtree-bayes: error: {one} (llama-bench, record 2): the file ran on 1 GPU "
+                   "(the devices of its gpu_info), but --gpus is 8 (fix: drop --gpus (the file's "
+                   "count is used), or import the file of the 8-GPU run)\n")
+    (row,), _ = imported_rows(work, *argv)
+    assert (row["hardware"], row["gpus"], row["tok_s"]) == ("b300", 1, 150.62)
+    # two devices: both ran it, unless split_mode none put it on one
+    two = tmp_path / "two_b300.json"
+    for split, count in (("layer", 2), ("none", 1)):
+        two.write_text(json.dumps([dict(r, gpu_info="NVIDIA B300, NVIDIA B300",
+                                        split_mode=split) for r in records]))
+        (row,), _ = imported_rows(work, *argv[:1], str(two), *argv[2:], "--allow-duplicate")
+        assert row["gpus"] == count
+    side = {"vllm_latency_eagle3.json": "lat.json", "vllm_latency_eagle3.pytorch.json": "lat.pytorch.json"}
+    for name, copy in side.items():
+        shutil.copy(BENCH / name, tmp_path / copy)
+    (row,), _ = imported_rows(work, "--from-bench", str(tmp_path / "lat.json"), *CONFIG,
+                              "--method", "eagle3", "--block", "3", "--accept", "3")
+    assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 1)

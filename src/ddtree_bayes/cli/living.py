@@ -195,8 +195,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                       "only when the file does not name a GPU of that table, "
                                       "and refused when the file names another GPU)")
     a.add_argument("--gpus",
-                   help="GPU count (default: the count already measured for that hardware in "
-                        "the file; an error if none or several)")
+                   help="GPU count (default: with --from-bench, the count the benchmark file "
+                        "records (llama-bench's gpu_info devices, vLLM latency's tensor x "
+                        "pipeline parallel size), refused when it differs; else the count "
+                        "already measured for that hardware in the file; an error if none or "
+                        "several)")
     a.add_argument("--engine", help="engine, e.g. sglang (required)")
     a.add_argument("--method", help="ar, ddtree, eagle3, ... (required)")
     a.add_argument("--block", help="drafter block size / chain length")

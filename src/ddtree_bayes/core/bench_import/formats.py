@@ -5,10 +5,12 @@ data has no column for."""
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
+from ddtree_bayes.core.bench_import.identity import gpu_devices
 from ddtree_bayes.core.bench_import.reading import (
     FIX_FORMAT,
     FORMATS,
@@ -135,7 +137,18 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
                   "records no acceptance length")
     return [BenchRecord(tok_s=tok_s, accept_len=None,
                         context_tokens=float(in_len) if in_len is not None else None,
-                        batch_size=batch, model=model or arg.text("model"), notes=notes, index=index)]
+                        batch_size=batch, model=model or arg.text("model"), notes=notes, index=index,
+                        gpus=_vllm_gpus(arg))]
+
+
+def _vllm_gpus(arg: BenchRow) -> int | None:
+    """GPUs of a vLLM run whose args the file keeps: tensor x pipeline parallel size (None
+    when the args do not say)."""
+    tp = arg.integer("tensor_parallel_size", required=False)
+    pp = arg.integer("pipeline_parallel_size", required=False)
+    if tp is None or tp < 1 or (pp is not None and pp < 1):
+        return None
+    return tp * (pp or 1)
 
 
 def _tpot_tok_s(rec: BenchRow) -> tuple[float, str]:
@@ -262,7 +275,32 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
     return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(depth), batch_size=1,
                        model=rec.text("model_filename") or model_type, notes=notes,
                        index=rec.index, model_params=params if params and params > 0 else None,
-                       gpu=gpu, setup=setup)
+                       gpu=gpu, setup=setup, gpus=_llama_gpus(gpu, settings))
+
+
+def _llama_gpus(gpu: str | None, settings: dict[str, str]) -> int | None:
+    """GPUs a llama-bench test ran on: ``gpu_info`` lists every visible GPU and the default
+    ``split_mode layer`` spreads the layers over all of them; ``split_mode none`` runs on one.
+    None (not counted) when ``devices`` or a ``tensor_split`` picks some of them.
+
+    >>> _llama_gpus("NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3", {"tensor_split": "0.00"})
+    2
+    >>> _llama_gpus("NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3", {"split_mode": "none"})
+    1
+    """
+    if gpu is None:
+        return None
+    if settings.get("split_mode") == "none":
+        return 1
+    if settings.get("devices", "auto") not in ("auto", ""):
+        return None
+    try:
+        split = [float(x) for x in re.split(r"[/,;]", settings.get("tensor_split", "")) if x.strip()]
+    except ValueError:
+        return None
+    if any(x != 0 for x in split):
+        return None
+    return len(gpu_devices(gpu))
 
 
 _PARSERS = {"vllm-serve": _vllm_serve, "sglang-serving": _sglang_serving,

@@ -63,6 +63,9 @@ class BenchRecord:
     setup: tuple[tuple[str, str], ...] = ()
     #: tokens drafted per speculative step the file records (vLLM serve), if any
     draft_tokens: int | None = None
+    #: GPUs the run used, when the file says (llama-bench ``gpu_info`` devices, vLLM latency
+    #: ``tensor_parallel_size`` x ``pipeline_parallel_size``), else None
+    gpus: int | None = None
 
 
 @dataclass(frozen=True)

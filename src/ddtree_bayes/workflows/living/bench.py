@@ -12,6 +12,7 @@ say (GPU count, engine, method, block, budget) from the flags. The rows then go 
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
@@ -165,6 +166,21 @@ def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | Non
     return {r.index: given for r in parsed}
 
 
+def _number_or_none(text: str) -> float | None:
+    """``text`` as a finite number, else None (the row's validation names the problem)."""
+    try:
+        value = float(str(text).strip())
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _gpus_said(fmt: str) -> str:
+    """Where a format records its GPU count."""
+    return ("the devices of its gpu_info" if fmt.startswith("llama-bench") else
+            "tensor_parallel_size x pipeline_parallel_size of its args")
+
+
 def rows_from_bench(path: Path, config: dict[str, str | None], *,
                     hardware_names: Collection[str], fmt: str | None = None,
                     accept: str | None = None, context: str | None = None,
@@ -251,6 +267,15 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
         note = (said + (f"; model in the file: {rec.model}" if rec.model else "")
                 + (f"; GPU in the file: {rec.gpu}" if rec.gpu else ""))
         values: dict[str, str | None] = {k: config.get(k) for k in CONFIG_KEYS}
+        if rec.gpus is not None:   # the file says how many GPUs ran it
+            given_gpus = config.get("gpus")
+            if given_gpus is None:
+                values["gpus"] = str(rec.gpus)
+            elif _number_or_none(given_gpus) not in (None, float(rec.gpus)):
+                raise DataError(f"the file ran on {rec.gpus} GPU{'s' if rec.gpus != 1 else ''} "
+                                f"({_gpus_said(fmt)}), but --gpus is {given_gpus}", file=origin,
+                                fix="drop --gpus (the file's count is used), or import the "
+                                    f"file of the {given_gpus}-GPU run")
         values.update({
             "model": model_of[rec.index], "hardware": hardware_of[rec.index],
             "block": config.get("block") or "", "budget": config.get("budget") or "",
