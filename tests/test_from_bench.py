@@ -620,3 +620,23 @@ def test_the_gpu_count_comes_from_the_file_when_it_says(work, tmp_path):
     (row,), _ = imported_rows(work, "--from-bench", str(tmp_path / "lat.json"), *CONFIG,
                               "--method", "eagle3", "--block", "3", "--accept", "3")
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 1)
+
+
+def test_a_vllm_latency_run_with_speculation_is_not_an_ar_row(work, tmp_path):
+    """A trust pass: the EAGLE-3 latency run (its .pytorch.json args hold speculative_config
+    eagle3, num_speculative_tokens 3) was appended as `--method ar` with acceptance 1, and as
+    `--block 5`."""
+    for name, copy in {"vllm_latency_eagle3.json": "lat.json",
+                       "vllm_latency_eagle3.pytorch.json": "lat.pytorch.json"}.items():
+        shutil.copy(BENCH / name, tmp_path / copy)
+    src = tmp_path / "lat.json"
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ar")
+    assert err == (f"ddtree-bayes: error: {src} (vllm-latency, record 1): the file's run decoded "
+                   "speculatively (speculative_config method eagle3), but --method is ar (fix: "
+                   "give the run's --method (and --block/--budget, and --accept), or import a run "
+                   "without speculative decoding)\n")
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "eagle3", "--block", "5",
+                    "--accept", "3")
+    assert err == (f"ddtree-bayes: error: {src} (vllm-latency, record 1): the file drafted 3 "
+                   "tokens per step (speculative_config num_speculative_tokens), but --block is 5 "
+                   "(fix: give --block 3, the run's num_speculative_tokens)\n")

@@ -131,14 +131,21 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
              f"{batch}*{out_len}/{avg:g}; batch_size/output_len from {source}; whole generation, "
              f"includes the prefill of input_len tokens and engine overhead")
     spec = args.get("speculative_config")
+    speculative, drafted = None, None
     if spec:
         method = spec.get("method") if isinstance(spec, dict) else None
+        speculative = f"speculative_config method {method}" if method else "speculative_config set"
         notes += (f"; speculative decoding ({method or 'speculative_config set'}) but the file "
                   "records no acceptance length")
+        k = spec.get("num_speculative_tokens") if isinstance(spec, dict) else None
+        if isinstance(k, int) and not isinstance(k, bool) and k >= 1:
+            drafted = k
     return [BenchRecord(tok_s=tok_s, accept_len=None,
                         context_tokens=float(in_len) if in_len is not None else None,
                         batch_size=batch, model=model or arg.text("model"), notes=notes, index=index,
-                        gpus=_vllm_gpus(arg))]
+                        gpus=_vllm_gpus(arg), draft_tokens=drafted,
+                        draft_key="speculative_config num_speculative_tokens",
+                        speculative=speculative)]
 
 
 def _vllm_gpus(arg: BenchRow) -> int | None:

@@ -63,6 +63,11 @@ class BenchRecord:
     setup: tuple[tuple[str, str], ...] = ()
     #: tokens drafted per speculative step the file records (vLLM serve), if any
     draft_tokens: int | None = None
+    #: where the file records ``draft_tokens``
+    draft_key: str = "spec_decode_draft_tokens / spec_decode_num_drafts"
+    #: the file's word that the run decoded speculatively (vLLM latency args'
+    #: ``speculative_config``), when it records no acceptance length to show it
+    speculative: str | None = None
     #: GPUs the run used, when the file says (llama-bench ``gpu_info`` devices, vLLM latency
     #: ``tensor_parallel_size`` x ``pipeline_parallel_size``), else None
     gpus: int | None = None

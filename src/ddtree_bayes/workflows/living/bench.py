@@ -231,6 +231,11 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                             "speculative run, but --method is ar", file=origin,
                             fix="give the run's --method (and --block/--budget), or pick the "
                                 "autoregressive records with --bench-records")
+        if rec.speculative is not None and method == AR_METHOD:
+            raise DataError(f"the file's run decoded speculatively ({rec.speculative}), but "
+                            "--method is ar", file=origin,
+                            fix="give the run's --method (and --block/--budget, and --accept), "
+                                "or import a run without speculative decoding")
         if rec.accept_len is not None and accept and method != AR_METHOD:  # ("": infer)
             raise DataError(f"the file records acceptance length {rec.accept_len:g}; --accept "
                             f"{accept} would contradict it", file=origin,
@@ -239,8 +244,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
         if rec.draft_tokens is not None and given and int(given) != rec.draft_tokens:
             flag = "--budget" if config.get("budget") else "--block"
             raise DataError(f"the file drafted {rec.draft_tokens} tokens per step "
-                            f"(spec_decode_draft_tokens / spec_decode_num_drafts), but {flag} "
-                            f"is {given}", file=origin,
+                            f"({rec.draft_key}), but {flag} is {given}", file=origin,
                             fix=f"give {flag} {rec.draft_tokens}, the run's "
                                 "num_speculative_tokens")
         if method == AR_METHOD:
