@@ -627,3 +627,27 @@ def test_eagle3_head_of_an_unknown_dtype_takes_bytes_per_weight(tmp_path):
     assert d.drafters[0]["bytes_per_weight"] == "1"
     assert d.drafters[0]["params_b"] == derive(
         "llama3-8b-eagle3", target="llama-3.1-8b-instruct").drafters[0]["params_b"]
+
+
+def test_a_hand_written_card_of_bits_per_weight_is_refused():
+    """A trust pass: models.csv and drafters.csv took bytes_per_weight 16 (bf16's bits, 8x the
+    bytes a step reads) without a word; `card add --bytes-per-weight 16` was refused."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import DataError
+
+    header, llama = bundled("models.csv").read_text().splitlines()[:2]
+    assert ",2,bf16," in llama
+    with pytest.raises(DataError) as err:
+        load_model_cards("models.csv", f"{header}\n{llama.replace(',2,bf16,', ',16,bf16,')}\n")
+    assert str(err.value) == (
+        "models.csv, row 2, column 'bytes_per_weight': bytes_per_weight 16 is more than any "
+        "weight takes (8 bytes, fp64); likely bits written as bytes (fix: write bytes per "
+        "weight: 2 for bf16, 1 for fp8, about 0.56 for a 4-bit scheme)")
+    assert load_model_cards("models.csv", f"{header}\n{llama}\n")[
+        "llama-3.1-8b-instruct"].bytes_per_weight == 2.0
+    drafters = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+                "bytes_per_weight,source\nmy-head,qwen3-8b,eagle3,eagle3_head,1,0.4,0.6,{},me\n")
+    assert load_drafter_cards("drafters.csv", drafters.format(2))[0].bytes_per_weight == 2.0
+    with pytest.raises(DataError, match=r"drafters.csv, row 2, column 'bytes_per_weight': "
+                                        r"bytes_per_weight 16 is more than any weight takes"):
+        load_drafter_cards("drafters.csv", drafters.format(16))

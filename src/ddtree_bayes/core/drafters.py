@@ -27,6 +27,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.data import parse_number, read_records
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.model_cards import check_bytes_per_weight
 
 #: Columns a drafter-card file must have.
 DRAFTER_COLUMNS = ("drafter", "target_model", "method", "kind", "layers", "params_active_b",
@@ -107,6 +108,7 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
         layers, active, head, bpw = (_number(path, row, cell, col, integer=(col == "layers"))
                                      for col in ("layers", "params_active_b",
                                                  "lm_head_params_b", "bytes_per_weight"))
+        check_bytes_per_weight(bpw, path, row)
         card = DrafterCard(cell["drafter"], cell["target_model"],
                            tuple(m for m in cell["method"].split(";") if m), cell["kind"],
                            int(layers), active, head, bpw, cell["source"],

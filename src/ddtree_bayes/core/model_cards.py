@@ -144,6 +144,29 @@ class ModelCard:
         return e * (1.0 - (1.0 - k / e) ** m) / k
 
 
+#: The most bytes a weight can take (fp64): a card's ``bytes_per_weight`` above it is bits
+#: written as bytes (16 for bf16). A 4-bit scheme written as 4 is that slip too, but in range.
+MAX_BYTES_PER_WEIGHT = 8.0
+
+
+def check_bytes_per_weight(value: float, path: str, row: int) -> None:
+    """Refuse a ``bytes_per_weight`` above :data:`MAX_BYTES_PER_WEIGHT` (bf16's 16 bits as
+    bytes made every step read 8x the weights' bytes).
+
+    >>> try:
+    ...     check_bytes_per_weight(16, "data/models.csv", 3)
+    ... except DataError as err:
+    ...     print(str(err)[:94])
+    data/models.csv, row 3, column 'bytes_per_weight': bytes_per_weight 16 is more than any weight
+    """
+    if value > MAX_BYTES_PER_WEIGHT:
+        raise DataError(f"bytes_per_weight {value:g} is more than any weight takes "
+                        f"({MAX_BYTES_PER_WEIGHT:g} bytes, fp64); likely bits written as bytes",
+                        file=path, row=row, column="bytes_per_weight",
+                        fix="write bytes per weight: 2 for bf16, 1 for fp8, about 0.56 for a "
+                            "4-bit scheme")
+
+
 def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, ModelCard]:
     """Read and validate a model-card CSV: ``{model: ModelCard}``.
 
@@ -195,6 +218,9 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         if experts is not None and topk is not None and topk > experts:
             raise DataError(f"top-k {topk:g} exceeds the {experts:g} experts", file=path, row=i,
                             column="experts_topk", fix="correct the expert count or top-k")
+        bytes_per_weight = num("bytes_per_weight")
+        assert bytes_per_weight is not None
+        check_bytes_per_weight(bytes_per_weight, path, i)
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
             raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
@@ -207,7 +233,7 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             layers=int(num("layers", integer=True) or 0),
             experts=None if experts is None else int(experts),
             experts_topk=None if topk is None else int(topk),
-            bytes_per_weight=float(num("bytes_per_weight") or 0.0), compute_dtype=dtype,
+            bytes_per_weight=float(bytes_per_weight), compute_dtype=dtype,
             source=raw["source"],
             hidden_size=None if "hidden_size" not in raw else _optional_int(
                 num("hidden_size", integer=True, required=False)),
