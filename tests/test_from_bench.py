@@ -640,3 +640,17 @@ def test_a_vllm_latency_run_with_speculation_is_not_an_ar_row(work, tmp_path):
     assert err == (f"ddtree-bayes: error: {src} (vllm-latency, record 1): the file drafted 3 "
                    "tokens per step (speculative_config num_speculative_tokens), but --block is 5 "
                    "(fix: give --block 3, the run's num_speculative_tokens)\n")
+
+
+def test_a_sglang_one_batch_run_is_no_speculative_row(work):
+    """A trust pass: sglang.bench_one_batch runs plain decode steps (its notes said so), yet
+    `--method ddtree --block 16 --budget 32 --accept 10` appended its 148 tok/s as a DDTree
+    run accepting 10 tokens per step (step 67.4 ms)."""
+    src = BENCH / "sglang_one_batch.jsonl"
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ddtree", "--block",
+                    "16", "--budget", "32", "--accept", "10", "--bench-records", "1")
+    assert err == (f"ddtree-bayes: error: {src} (sglang-one-batch, line 1): sglang.bench_one_batch "
+                   "runs the model's forward passes without speculative decoding, but --method "
+                   "is ddtree (fix: import it with --method ar, or import the result file of a "
+                   "tool that ran ddtree (e.g. sglang.bench_serving against a speculative "
+                   "server))\n")

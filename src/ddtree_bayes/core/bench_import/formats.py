@@ -249,7 +249,9 @@ def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
     assert in_len is not None
     return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(in_len), batch_size=1,
                        model=rec.text("model", "model_path"), notes=notes, index=rec.index,
-                       setup=(("run_name", _setting(run_name)),) if "run_name" in rec.data else ())
+                       setup=(("run_name", _setting(run_name)),) if "run_name" in rec.data else (),
+                       not_speculative="sglang.bench_one_batch runs the model's forward passes "
+                                       "without speculative decoding")
 
 
 def _llama_test(rec: BenchRow) -> str | None:

@@ -68,6 +68,9 @@ class BenchRecord:
     #: the file's word that the run decoded speculatively (vLLM latency args'
     #: ``speculative_config``), when it records no acceptance length to show it
     speculative: str | None = None
+    #: why the run cannot have decoded speculatively (a tool without speculative decoding),
+    #: else None
+    not_speculative: str | None = None
     #: GPUs the run used, when the file says (llama-bench ``gpu_info`` devices, vLLM latency
     #: ``tensor_parallel_size`` x ``pipeline_parallel_size``), else None
     gpus: int | None = None

@@ -231,6 +231,11 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                             "speculative run, but --method is ar", file=origin,
                             fix="give the run's --method (and --block/--budget), or pick the "
                                 "autoregressive records with --bench-records")
+        if rec.not_speculative is not None and method != AR_METHOD:
+            raise DataError(f"{rec.not_speculative}, but --method is {method}", file=origin,
+                            fix="import it with --method ar, or import the result file of a "
+                                f"tool that ran {method} (e.g. sglang.bench_serving against a "
+                                "speculative server)")
         if rec.speculative is not None and method == AR_METHOD:
             raise DataError(f"the file's run decoded speculatively ({rec.speculative}), but "
                             "--method is ar", file=origin,
