@@ -380,3 +380,23 @@ def test_an_output_path_that_cannot_be_written_is_refused_before_the_work(tmp_pa
     code, out, err = run_cli(work, "report", "--out", "afile")
     assert code == 2 and "afile is a file, not a folder to write reports into" in err
     assert not (work / "reports").exists()
+
+
+def test_track_gives_no_answer_from_a_fit_that_failed_its_gates(tmp_path):
+    """A trust pass: with an unconverged latest fit, `predict` exits 5 but `track` printed
+    "now (fit ...): ... median 700, 90% 700-700 tok/s" from it (exit 0)."""
+    work = make_point_mass_workdir(tmp_path / "w", converged=False)
+    code, out, err = run_cli(work, "predict", "--accept", "14")
+    assert code == 5 and out == "", err
+    code, out, err = run_cli(work, "track", "--accept", "14")
+    assert code == 0, err
+    assert out.splitlines()[1:] == [
+        "  the latest fit 20260101T000000Z-pointmss failed its convergence gates (max R-hat 1.2 "
+        "> 1.01 (moe_share[b300x8])): no answer from it; `update` and `diff` show it once a fit "
+        "passes"]
+    assert "median" not in out
+    code, out, _ = run_cli(work, "track", "--accept", "13", "--format", "json")
+    now = json.loads(out)["now"]
+    assert (code, now["fit_id"], now["rows"]) == (0, "20260101T000000Z-pointmss", [])
+    assert now["note"].startswith("the latest fit 20260101T000000Z-pointmss failed its "
+                                  "convergence gates")

@@ -188,6 +188,13 @@ def cmd_track(args: argparse.Namespace) -> int:
                            "update` and `diff` show it once a fit can")
             if text:
                 print(f"  ({now['note']})")
+        elif not draws.meta.get("converged"):   # predict refuses it (exit 5): no answer here
+            now["fit_id"] = draws.meta["fit_id"]
+            now["note"] = (f"the latest fit {draws.meta['fit_id']} failed its convergence gates "
+                           f"({'; '.join(draws.meta.get('failures') or [])}): no answer from it; "
+                           "`update` and `diff` show it once a fit passes")
+            if text:
+                print(f"  {now['note']}")
         else:
             now["fit_id"] = draws.meta["fit_id"]
             for r in living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin):
