@@ -400,3 +400,26 @@ def test_track_gives_no_answer_from_a_fit_that_failed_its_gates(tmp_path):
     assert (code, now["fit_id"], now["rows"]) == (0, "20260101T000000Z-pointmss", [])
     assert now["note"].startswith("the latest fit 20260101T000000Z-pointmss failed its "
                                   "convergence gates")
+
+
+def test_diff_gives_no_interval_from_a_fit_that_failed_its_gates(tmp_path):
+    """A trust pass: `diff <converged> <unconverged>` printed the tracked queries' intervals
+    under the unconverged fit (exit 0, "90% 700-700 -> 700-700 tok/s") that predict refuses."""
+    from test_cli_support import write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data, models = work / "data", work / "models"
+    write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",
+                         data / "hardware.csv", fit_id="20260101T000001Z-unconvgd",
+                         converged=False)
+    code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", "latest")
+    assert code == 0, err
+    gates = ("fit 20260101T000001Z-unconvgd failed its convergence gates: max R-hat 1.2 > 1.01 "
+             "(moe_share[b300x8])")
+    tracked = out[out.index("tracked queries"):].splitlines()[1:]
+    assert tracked == [
+        f"  default: b300 x8 {engine} ddtree b16/B32 accept 14: 90% {now} -> - tok/s "
+        f"(after: {gates})" for engine, now in (("sglang", "700-700"), ("native", "778-778"))]
+    out = json.loads(run_cli(work, "diff", "20260101T000000Z-pointmss", "latest", "--format",
+                             "json")[1])
+    assert [(c["after"], c["after_error"]) for c in out["tracked"]] == [(None, gates)] * 2

@@ -272,7 +272,8 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
 
     One dict per (query, engine, acceptance) row: ``name``, ``label``, ``before`` and
     ``after`` (median, lo90, hi90 or None) and ``before_error`` / ``after_error`` when a fit
-    cannot answer the query (e.g. an unmeasured system).
+    cannot answer the query (e.g. an unmeasured system, or a fit that failed its convergence
+    gates: predict refuses it, so its interval is no answer).
     """
     from ddtree_bayes.engine.target_models import is_multi
 
@@ -288,6 +289,10 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
         for which, draws in (("before", before), ("after", after)):
             results[which], errors[which] = {}, None
             if draws is None:
+                continue
+            if not draws.meta.get("converged"):   # predict refuses it: no answer to compare
+                errors[which] = (f"fit {draws.meta['fit_id']} failed its convergence gates: "
+                                 + "; ".join(draws.meta.get("failures") or ["unconverged"]))
                 continue
             try:
                 for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin):
