@@ -654,3 +654,20 @@ def test_a_sglang_one_batch_run_is_no_speculative_row(work):
                    "is ddtree (fix: import it with --method ar, or import the result file of a "
                    "tool that ran ddtree (e.g. sglang.bench_serving against a speculative "
                    "server))\n")
+
+
+def test_a_vllm_latency_side_file_is_read_with_the_flags_too(work, tmp_path):
+    """A trust pass: with --batch-size and --output-len given, the .pytorch.json beside the
+    file was not read at all: the Llama-3.1-8B EAGLE-3 run (tensor_parallel_size 1) was
+    appended as kimi-k2.6 (the data file's model), b300 x8, `--method ar`."""
+    for name, copy in {"vllm_latency_eagle3.json": "lat.json",
+                       "vllm_latency_eagle3.pytorch.json": "lat.pytorch.json"}.items():
+        shutil.copy(BENCH / name, tmp_path / copy)
+    src = tmp_path / "lat.json"
+    flags = ["--batch-size", "1", "--output-len", "128"]
+    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ar", *flags)
+    assert "the file's run decoded speculatively (speculative_config method eagle3)" in err
+    (row,), _ = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "eagle3",
+                              "--block", "3", "--accept", "3", *flags)
+    assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 1)
+    assert "batch_size/output_len from flags" in row["notes"]

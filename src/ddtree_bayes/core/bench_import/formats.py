@@ -102,7 +102,8 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
     else:
         index, data = doc.records[0]
         side = _vllm_sidecar(path)
-        if side is not None and (flags["batch_size"] is None or flags["output_len"] is None):
+        if side is not None:   # also with the flags, which override its batch and lengths:
+            # the side file still names the run's model, GPUs and speculation
             side_doc = load_document(side, read_bench_text(side))
             _, _, args, model = _vllm_pytorch_latency(side, side_doc)
             source = f"{side.name} args"
@@ -127,8 +128,10 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
     if out_len <= 0:
         raise rec.error(f"output_len {out_len} must be positive", key="output_len", fix=_VLLM_LAT_FIX)
     tok_s = batch * out_len / avg
+    told = "flags" if flags["batch_size"] is not None and flags["output_len"] is not None \
+        else source
     notes = (f"vllm bench latency (vllm-latency): tok_s = batch_size*output_len/avg_latency = "
-             f"{batch}*{out_len}/{avg:g}; batch_size/output_len from {source}; whole generation, "
+             f"{batch}*{out_len}/{avg:g}; batch_size/output_len from {told}; whole generation, "
              f"includes the prefill of input_len tokens and engine overhead")
     spec = args.get("speculative_config")
     speculative, drafted = None, None
