@@ -187,6 +187,26 @@ def test_a_hand_written_row_is_checked_as_hardware_add_checks_it(tmp_path, cells
     assert hardware_table(workdir=tmp_path).rows["my-gpu"]["dense_int8_tflops"] == "56"
 
 
+def test_a_gpu_added_after_the_fit_says_refit_not_spelling(tmp_path, monkeypatch):
+    """`hardware add mygpu` then `predict --hardware mygpu` before a refit: the warning said
+    "in the hardware table here but not in the fit's", the error "nor in the hardware table"
+    with "fix: check the spelling"."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.question import Flags, check_names
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    write(tmp_path / "data" / "hardware.csv", [HEADER, "mygpu,1.0,PCIe Gen4,x"])
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(QueryError) as info:
+        check_names(point_mass_draws(), Flags(hardware="mygpu"))
+    assert "'mygpu' was never measured, nor in the hardware table the fit stored" in str(info.value)
+    assert info.value.fix == ("re-run `ddtree-bayes fit`: mygpu is in the hardware table here, "
+                              "added after this fit")
+    with pytest.raises(QueryError) as info:   # a name in neither table: a typo
+        check_names(point_mass_draws(), Flags(hardware="mygpy"))
+    assert info.value.fix == "check the spelling"
+
+
 def test_a_saved_fits_table_is_read_as_it_was_fitted():
     # a fit made before the check keeps its stored table readable (predict answers from it)
     text = (HEADER + ",compute_capability,dense_bf16_tflops,dense_fp8_tflops\n"

@@ -132,7 +132,7 @@ def test_a_query_no_fit_can_answer_is_reported_not_fatal(updated):
         {"hardware": "gb400", "engine": "sglang", "method": "ar", "accept": "1"}))
     (c,) = living.compare_queries(before, after, [q], seed=1, workdir=work)
     assert c["before"] is None and c["after"] is None
-    assert "'gb400' was never measured, nor in the hardware table" in c["after_error"]
+    assert "'gb400' was never measured, nor in the hardware table the fit stored" in c["after_error"]
     assert "fix:" not in c["after_error"]
     assert living.format_change(c).startswith("gb400-ar: gb400-sglang-ar-a1: not predictable (")
 

@@ -141,7 +141,8 @@ def test_parse_accept_rejects(bad, why):
 
 
 def test_query_errors(draws):
-    with pytest.raises(QueryError, match="tpu-v9' was never measured, nor in the hardware table"):
+    with pytest.raises(QueryError, match="tpu-v9' was never measured, nor in the hardware "
+                                         "table the fit stored"):
         P.predict(draws, hardware="tpu-v9", method="ar", engines=["sglang"], accept="1")
     with pytest.raises(QueryError, match=r"--accept 40 is above what ddtree with block 16 can "
                                          r"emit \(at most 17 tokens per step: block \+ 1\)"):

@@ -33,7 +33,7 @@ WHERE_DECLARED = {
     "engine": "measured, nor given a relation in the priors file",
     "method": "measured, nor given an acceptance prior in the priors file",
     "model": "measured, nor given a model card",
-    "hardware": "measured, nor in the hardware table",
+    "hardware": "measured, nor in the hardware table the fit stored",
 }
 
 
@@ -92,6 +92,19 @@ def known_names(draws: Fit) -> dict[str, set[str]]:
     hardware = _column(data, "hardware") | _column(draws.hardware_csv, "hardware")
     hardware |= {split_label(s)[1] for s in meta.get("coords", {}).get("system", [])}
     return {"engine": engines, "method": methods, "model": models, "hardware": hardware}
+
+
+def hardware_here(name: str) -> bool:
+    """Is ``name`` in the hardware table here (built in, overlaid by ``data/hardware.csv``),
+    though not in the one a fit stored (a GPU added after the fit)? False when the table here
+    does not load (``fit`` names that problem)."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    try:
+        return name in hardware_table().rows
+    except (InputError, OSError):
+        return False
 
 
 def card_here(name: str) -> str | None:

@@ -367,7 +367,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
         table = draws.hardware
         if hardware not in table:
             raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
-                             "nor in the hardware table",
+                             "nor in the hardware table the fit stored",
                              fix=unknown_hardware_fix(hardware, table) + ", then re-fit")
         if not multi and not draws.priors.transfer:
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
