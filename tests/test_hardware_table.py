@@ -170,6 +170,12 @@ def test_errors_name_the_users_file_row_and_column(tmp_path, line, column, messa
      "(fp4 needs CC 10.0 or above)", None),
     ("sm_70,112,,", "compute_capability", "compute capability 'sm_70' is not one the table can "
      "read", "write it as major.minor: 7.0 (sm_70 is CC 7.0)"),
+    # `hardware add x --like rtx-4090 --dense-fp8-tflops 10` went through (bf16 is 165)
+    ("8.9,165,10,", "dense_fp8_tflops", "dense_fp8_tflops 10 is below dense_bf16_tflops 165: "
+     "tensor cores multiply a narrower precision at least as fast",
+     "write it in dense TFLOPS per GPU (not PFLOPS), or leave it blank"),
+    ("10.0,2250,4500,3000", "dense_fp4_tflops", "dense_fp4_tflops 3000 is below "
+     "dense_fp8_tflops 4500: tensor cores multiply a narrower precision at least as fast", None),
 ])
 def test_a_hand_written_row_is_checked_as_hardware_add_checks_it(tmp_path, cells, column,
                                                                  message, fix):

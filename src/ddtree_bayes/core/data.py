@@ -533,9 +533,20 @@ def load_hardware(path: str | Path, text: str | None = None, *,
 
 
 def _check_tensor_cores(path: str, i: int, row: dict[str, str]) -> None:
-    """A hardware row's compute capability as the table writes it, and no fp8 or fp4 peak a
-    GPU of that capability has no tensor cores for (the rule ``hardware add`` applies: a
-    hand-written row of an RTX 3090 with an fp8 peak priced an fp8 model's compute with it)."""
+    """A hardware row's peaks in order (fp4 >= fp8 >= bf16: an fp8 peak of 10 beside a bf16
+    of 165 is a unit slip), its compute capability as the table writes it, and no fp8 or fp4
+    peak a GPU of that capability has no tensor cores for (the rule ``hardware add`` applies:
+    a hand-written row of an RTX 3090 with an fp8 peak priced an fp8 model's compute with
+    it)."""
+    peaks = {p: float(row[f"dense_{p}_tflops"]) for p in ("bf16", "fp8", "fp4")
+             if row.get(f"dense_{p}_tflops", "").strip()}
+    for wide, narrow in (("bf16", "fp8"), ("fp8", "fp4"), ("bf16", "fp4")):
+        if wide in peaks and narrow in peaks and peaks[narrow] < peaks[wide]:
+            col = f"dense_{narrow}_tflops"
+            raise DataError(f"{col} {row[col]} is below dense_{wide}_tflops "
+                            f"{row[f'dense_{wide}_tflops']}: tensor cores multiply a narrower "
+                            "precision at least as fast", file=path, row=i, column=col,
+                            fix="write it in dense TFLOPS per GPU (not PFLOPS), or leave it blank")
     cc = row.get("compute_capability", "").strip()
     if not cc:
         return
