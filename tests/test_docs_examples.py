@@ -67,8 +67,11 @@ def test_excerpt_keeps_the_matching_lines_in_order():
     assert docs.normalise("fit took 23.6 s, sampling 2 s") == "fit took <t> s, sampling <t> s"
 
 
-@pytest.mark.nuts
+@pytest.mark.slow
 def test_a_fresh_run_reproduces_every_saved_output():
+    """Every example of the docs run again (seven fits, ~5 min on two cores): the slow tier, as
+    `scripts/docs_examples.py --check`; the fast tier checks the pages against the saved
+    outputs (test_pages_show_exactly_the_saved_outputs)."""
     out = subprocess.run([sys.executable, str(SCRIPT), "--check"], capture_output=True,
                          text=True, timeout=1800, cwd=REPO)
     assert out.returncode == 0, out.stderr[-4000:]

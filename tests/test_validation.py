@@ -134,9 +134,11 @@ def test_dispatch_with_local_processes():
     assert seen[-1] == (6, 6)
 
 
-@pytest.mark.nuts
+@pytest.mark.slow
 def test_validate_on_a_local_dask_cluster(tmp_path):
-    """The distributed path: folds run on the workers of a dask.distributed cluster."""
+    """The distributed path: folds run on the workers of a dask.distributed cluster (~60 s: a
+    cluster's start and its workers' compiles; the slow tier. The folds' own logic is the
+    default tier's, through the local process pool)."""
     distributed = importlib.import_module("distributed")
     # the CLI's --scheduler path, with small settings: one fold per engine
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
