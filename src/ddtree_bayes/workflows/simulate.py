@@ -129,6 +129,21 @@ def _number_or_none(text: str) -> float | None:
         return None
 
 
+def _cell(path, line: int, raw: dict[str, str], col: str, read, blank_ok: bool):
+    """One design cell read as a measurement file reads it (gpus 0_4 simulated 4 GPUs), its
+    column named when it is not a number; None when blank and ``blank_ok``."""
+    from ddtree_bayes.core.errors import InputError
+
+    if blank_ok and not raw[col]:
+        return None
+    try:
+        return read(raw[col])
+    except ValueError as err:
+        kind = "a whole number" if read is whole_number else "a number"
+        raise InputError(f"not a number: {err}", file=path, row=line, column=col,
+                         fix=f"write {col} as {kind}") from None
+
+
 def load_design(path: str | Path, truth: dict) -> list[dict]:
     """Read DESIGN.csv rows; every row's system and speculative group must be in the truth."""
     from ddtree_bayes.core.data import read_csv_file
@@ -165,18 +180,15 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
             raise InputError(f"verify_tokens {raw['verify_tokens']}: simulate derives the "
                              "verified tokens from method, block and budget", file=path,
                              row=line, column="verify_tokens", fix="leave the column blank")
-        try:   # (numbers read as a measurement file reads them: gpus 0_4 simulated 4 GPUs)
-            row: dict[str, Any] = {
-                   "hardware": raw["hardware"], "gpus": whole_number(raw["gpus"]),
-                   "engine": raw["engine"], "method": raw["method"],
-                   "block": whole_number(raw["block"]) if raw["block"] else None,
-                   "budget": whole_number(raw["budget"]) if raw["budget"] else None,
-                   "accept_len": plain_float(raw["accept_len"]),
-                   "context_tokens": (plain_float(raw["context_tokens"]) if raw["context_tokens"]
-                                      else None)}
-        except ValueError as err:
-            raise InputError(f"not a number: {err}", file=path, row=line,
-                             fix="gpus, block, budget are whole numbers; accept_len a number") from None
+        def number(col: str, read, blank_ok: bool = True, raw=raw, line=line):
+            return _cell(path, line, raw, col, read, blank_ok)
+
+        row: dict[str, Any] = {
+            "hardware": raw["hardware"], "gpus": number("gpus", whole_number, blank_ok=False),
+            "engine": raw["engine"], "method": raw["method"],
+            "block": number("block", whole_number), "budget": number("budget", whole_number),
+            "accept_len": number("accept_len", plain_float, blank_ok=False),
+            "context_tokens": number("context_tokens", plain_float)}
         for col in ("gpus", "block", "budget"):
             if row[col] is not None and row[col] < 1:
                 raise InputError(f"{col} must be >= 1, got {row[col]}", file=path, row=line,
