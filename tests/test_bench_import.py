@@ -126,10 +126,17 @@ def test_vllm_latency_reads_args_from_pytorch_side_file():
         assert "eagle3" in rec.notes and rec.accept_len is None
 
 
-def test_vllm_latency_flags_override_side_file():
+def test_vllm_latency_flags_that_contradict_the_side_file_are_refused():
+    """--output-len 64 against a side file recording 128 halved tok/s with exit 0 (the flags
+    overrode the run's own record); flags that agree with it are taken."""
     avg = _json("vllm_latency_eagle3.json")["avg_latency"]
-    _, (rec,) = parse(BENCH / "vllm_latency_eagle3.json", batch_size=1, output_len=64)
-    assert rec.tok_s == 64 / avg
+    with pytest.raises(BenchFormatError) as err:
+        parse(BENCH / "vllm_latency_eagle3.json", batch_size=1, output_len=64)
+    assert "--output-len 64, but vllm_latency_eagle3.pytorch.json records output_len 128 for " \
+        "this run" in str(err.value)
+    assert "drop --output-len (the file's record is the run's)" in str(err.value)
+    _, (rec,) = parse(BENCH / "vllm_latency_eagle3.json", batch_size=1, output_len=128)
+    assert rec.tok_s == 128 / avg
 
 
 def test_vllm_latency_side_file_batch8_is_refused(tmp_path):

@@ -110,6 +110,16 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
     rec = BenchRow(path, index, doc.unit, "vllm-latency", data)
     avg = rec.positive("avg_latency")
     arg = BenchRow(path, index, doc.unit, "vllm-latency", args)
+    for key in ("batch_size", "output_len", "input_len"):
+        # a flag that says otherwise than the run's own record: --output-len 64 against a
+        # side file of 128 halved tok/s, exit 0
+        recorded = arg.integer(key, required=False)
+        if flags[key] is not None and recorded is not None and flags[key] != recorded:
+            flag = "--" + key.replace("_", "-")
+            raise rec.error(f"{flag} {flags[key]}, but {source.removesuffix(' args')} records "
+                            f"{key} {recorded} for this run", key=key,
+                            fix=f"drop {flag} (the file's record is the run's), or pass the "
+                                "record of the run you mean")
     batch = flags["batch_size"] if flags["batch_size"] is not None else arg.integer(
         "batch_size", required=False)
     out_len = flags["output_len"] if flags["output_len"] is not None else arg.integer(
