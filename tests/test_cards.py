@@ -651,3 +651,26 @@ def test_a_hand_written_card_of_bits_per_weight_is_refused():
     with pytest.raises(DataError, match=r"drafters.csv, row 2, column 'bytes_per_weight': "
                                         r"bytes_per_weight 16 is more than any weight takes"):
         load_drafter_cards("drafters.csv", drafters.format(16))
+
+
+def test_hand_written_parameters_far_from_their_layers_are_refused():
+    """`params_active_b 8030` for an 8B model (millions written as billions) was read: every
+    step then streamed a thousand times the model's weights. Active parameters more than 8x
+    from 12 x layers x hidden^2 are refused; every bundled card is within 0.85-1.41x."""
+    from ddtree_bayes.core.errors import DataError
+
+    header, llama = bundled("models.csv").read_text().splitlines()[:2]
+    assert llama.startswith("llama-3.1-8b-instruct,8.03,8.03,32,4096,")
+    slip = llama.replace("8.03,8.03,32,4096,", "8030,8030,32,4096,")
+    with pytest.raises(DataError) as err:
+        load_model_cards("models.csv", f"{header}\n{slip}\n")
+    assert str(err.value) == (
+        "models.csv, row 2, column 'params_active_b': params_active_b 8030 is 1246x the 6.44 B "
+        "that 32 layers of hidden size 4096 hold (12 x layers x hidden^2): a unit slip? (fix: "
+        "write the parameters in billions (8.03 for an 8B model), and check layers and "
+        "hidden_size)")
+    # a card without a hidden size has nothing to check against (the hybrid Qwen cards)
+    no_hidden = llama.replace("8.03,8.03,32,4096,", "8030,8030,32,,")
+    assert load_model_cards("models.csv", f"{header}\n{no_hidden}\n")[
+        "llama-3.1-8b-instruct"].params_active_b == 8030
+    assert len(load_model_cards(bundled("models.csv"))) == 14

@@ -167,6 +167,40 @@ def check_bytes_per_weight(value: float, path: str, row: int) -> None:
                             "4-bit scheme")
 
 
+#: How far a card's active parameters may sit from a transformer's ``12 x layers x hidden^2``
+#: (attention 4 h^2 + an MLP of 8 h^2 per layer) before the card is refused as a unit slip:
+#: every bundled card lies within 0.85-1.41x of it (embeddings, GQA, SwiGLU widths and MoE
+#: top-k move it that far); 8x either way is millions (or bytes) written as billions.
+ACTIVE_SCALE_SLACK = 8.0
+
+
+def check_active_scale(active: float | None, layers: float | None, hidden: float | None,
+                       path: str, row: int) -> None:
+    """Refuse ``params_active_b`` more than :data:`ACTIVE_SCALE_SLACK` times off what its layers
+    and hidden size hold (``params_total_b 8030`` for an 8B model was read: every step then
+    streamed a thousand times its weights). Nothing to check without both.
+
+    >>> check_active_scale(8.03, 32, 4096, "m.csv", 2)   # Llama-3.1-8B: 1.25x
+    >>> try:
+    ...     check_active_scale(8030, 32, 4096, "m.csv", 2)
+    ... except DataError as err:
+    ...     print(str(err)[:105])
+    m.csv, row 2, column 'params_active_b': params_active_b 8030 is 1246x the 6.44 B that 32 layers of hidden
+    """
+    if not active or not layers or not hidden:
+        return
+    expected = 12.0 * layers * hidden ** 2 / 1e9
+    ratio = active / expected
+    if ratio > ACTIVE_SCALE_SLACK or ratio < 1.0 / ACTIVE_SCALE_SLACK:
+        times = f"{ratio:.0f}x" if ratio >= 10 else f"1/{1 / ratio:.0f}" if ratio < 0.1 else \
+            f"{ratio:.2g}x"
+        raise DataError(f"params_active_b {active:g} is {times} the {expected:.3g} B that "
+                        f"{layers:g} layers of hidden size {hidden:g} hold (12 x layers x "
+                        "hidden^2): a unit slip?", file=path, row=row, column="params_active_b",
+                        fix="write the parameters in billions (8.03 for an 8B model), and check "
+                            "layers and hidden_size")
+
+
 def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, ModelCard]:
     """Read and validate a model-card CSV: ``{model: ModelCard}``.
 
@@ -221,6 +255,8 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         bytes_per_weight = num("bytes_per_weight")
         assert bytes_per_weight is not None
         check_bytes_per_weight(bytes_per_weight, path, i)
+        hidden = num("hidden_size", integer=True, required=False) if "hidden_size" in raw else None
+        check_active_scale(active, num("layers", integer=True), hidden, path, i)
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
             raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
