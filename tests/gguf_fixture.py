@@ -56,8 +56,9 @@ def tensors() -> list[tuple[str, tuple[int, ...], str]]:
                   ("output.weight", (VOCAB, HIDDEN), "Q6_K")]
 
 
-def write(path: Path) -> Path:
-    """Write the synthetic file at ``path`` (header from the writer, data left sparse)."""
+def write(path: Path, extra: dict[str, int] | None = None) -> Path:
+    """Write the synthetic file at ``path`` (header from the writer, data left sparse), with
+    ``extra`` header keys (uint32) beside the model's own."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
 
     w = GGUFWriter(str(path), "llama")
@@ -68,6 +69,8 @@ def write(path: Path) -> Path:
                        ("llama.rope.dimension_count", 128), ("llama.vocab_size", VOCAB),
                        ("tokenizer.ggml.bos_token_id", 128000),
                        ("tokenizer.ggml.eos_token_id", 128009)):
+        w.add_uint32(key, value)
+    for key, value in (extra or {}).items():
         w.add_uint32(key, value)
     w.add_float32("llama.attention.layer_norm_rms_epsilon", 1e-05)
     w.add_float32("llama.rope.freq_base", 500000.0)

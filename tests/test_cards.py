@@ -674,3 +674,16 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
     assert load_model_cards("models.csv", f"{header}\n{no_hidden}\n")[
         "llama-3.1-8b-instruct"].params_active_b == 8030
     assert len(load_model_cards(bundled("models.csv"))) == 14
+
+
+def test_a_gguf_whose_top_k_exceeds_its_experts_is_refused(tmp_path):
+    """The GGUF twin of a config.json with num_experts_per_tok above num_experts: its expert
+    tensors were priced at topk / experts = 2 of themselves per token."""
+    importlib.import_module("gguf")
+    path = gguf_fixture.write(tmp_path / "moe.gguf", {"llama.expert_count": 8,
+                                                      "llama.expert_used_count": 16})
+    with pytest.raises(InputError) as err:
+        card_files.derive_from_gguf(path)
+    assert str(err.value) == (
+        f"{path}: 'llama.expert_used_count' is 16 but 'llama.expert_count' is 8: no step routes "
+        "a token to more experts than exist (fix: pass the model's own GGUF file)")

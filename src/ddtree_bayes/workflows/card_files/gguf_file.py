@@ -88,6 +88,10 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
     layers = int(blocks) - nextn
     experts = key("{arch}.expert_count")
     topk = key("{arch}.expert_used_count")
+    if experts and topk and int(topk) > int(experts):   # (as check_sizes refuses it in a config)
+        raise InputError(f"'{arch}.expert_used_count' is {int(topk)} but '{arch}.expert_count' "
+                         f"is {int(experts)}: no step routes a token to more experts than exist",
+                         file=str(path), fix="pass the model's own GGUF file")
     tensors: list[Tensor] = []
     hybrid_layers = set()
     vocab = key("{arch}.vocab_size")
