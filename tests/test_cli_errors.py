@@ -423,6 +423,11 @@ def test_diff_gives_no_interval_from_a_fit_that_failed_its_gates(tmp_path):
     assert tracked == [
         f"  default: b300 x8 {engine} ddtree b16/B32 accept 14: 90% {now} -> - tok/s "
         f"(after: {gates})" for engine, now in (("sglang", "700-700"), ("native", "778-778"))]
+    # the parameter table stays (it diagnoses the fit), flagged: it was unmarked
+    assert out.splitlines()[1] == (
+        "fit 20260101T000001Z-unconvgd failed its convergence gates (max R-hat 1.2 > 1.01 "
+        "(moe_share[b300x8])): its intervals below are not a posterior")
     out = json.loads(run_cli(work, "diff", "20260101T000000Z-pointmss", "latest", "--format",
                              "json")[1])
     assert [(c["after"], c["after_error"]) for c in out["tracked"]] == [(None, gates)] * 2
+    assert out["unconverged"] == ["20260101T000001Z-unconvgd"]

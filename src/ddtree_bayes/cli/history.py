@@ -77,13 +77,19 @@ def cmd_diff(args: argparse.Namespace) -> int:
     added, removed = living.changed_rows(living.stored_rows(a), living.stored_rows(b))
     params = living.parameter_table(a, b, include_auxiliary=args.all)
     changes = living.compare_queries(a, b, living.load_tracked(models), args.seed)
+    unconverged = [f for f in (a, b) if not f.meta["converged"]]
     if args.format == "json":
         emit_json({"fit_a": ida, "fit_b": idb, "added_rows": [r.__dict__ for r in added],
                "removed_rows": [r.__dict__ for r in removed], "parameters": params,
-               "tracked": changes, "seed": args.seed})
+               "tracked": changes, "seed": args.seed,
+               "unconverged": list(dict.fromkeys(f.meta["fit_id"] for f in unconverged))})
         return 0
     print(f"{PROG} diff: fit {ida} ({a.meta['data']['rows']} measurements) -> fit {idb} "
           f"({b.meta['data']['rows']} measurements)")
+    for f in dict((f.meta["fit_id"], f) for f in unconverged).values():   # (its table: no posterior)
+        print(f"fit {f.meta['fit_id']} failed its convergence gates "
+              f"({'; '.join(f.meta.get('failures') or [])}): its intervals below are not a "
+              "posterior")
     if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
         print("priors differ between the two fits")
     for r in added:
