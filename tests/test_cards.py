@@ -655,8 +655,9 @@ def test_a_hand_written_card_of_bits_per_weight_is_refused():
 
 def test_hand_written_parameters_far_from_their_layers_are_refused():
     """`params_active_b 8030` for an 8B model (millions written as billions) was read: every
-    step then streamed a thousand times the model's weights. Active parameters more than 8x
-    from 12 x layers x hidden^2 are refused; every bundled card is within 0.85-1.41x."""
+    step then streamed a thousand times the model's weights. Active parameters more than 100x
+    from 12 x layers x hidden^2 are refused (every bundled card is within 0.85-1.41x; a tiny
+    draft model's embeddings put it at ~15x), and a total 200x its active."""
     from ddtree_bayes.core.errors import DataError
 
     header, llama = bundled("models.csv").read_text().splitlines()[:2]
@@ -669,6 +670,17 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
         "that 32 layers of hidden size 4096 hold (12 x layers x hidden^2): a unit slip? (fix: "
         "write the parameters in billions (8.03 for an 8B model), and check layers and "
         "hidden_size)")
+    # a 2-layer, 768-wide model with a 128k vocabulary (0.216 B, 15x the formula): read
+    tiny = llama.replace("llama-3.1-8b-instruct,8.03,8.03,32,4096,", "tiny,0.2159,0.2159,2,768,")
+    assert load_model_cards("models.csv", f"{header}\n{tiny}\n")["tiny"].params_active_b == 0.2159
+    # the total alone written in millions: 1000x its active
+    total = llama.replace("8.03,8.03,32,4096,", "8030,8.03,32,4096,")
+    with pytest.raises(DataError) as err:
+        load_model_cards("models.csv", f"{header}\n{total}\n")
+    assert str(err.value) == (
+        "models.csv, row 2, column 'params_total_b': params_total_b 8030 is 1000x params_active_b "
+        "8.03: no mixture of experts is that sparse (~30x at most) (fix: write both in billions "
+        "(8.03 for an 8B model))")
     # a card without a hidden size has nothing to check against (the hybrid Qwen cards)
     no_hidden = llama.replace("8.03,8.03,32,4096,", "8030,8030,32,,")
     assert load_model_cards("models.csv", f"{header}\n{no_hidden}\n")[

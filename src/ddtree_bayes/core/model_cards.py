@@ -169,15 +169,19 @@ def check_bytes_per_weight(value: float, path: str, row: int) -> None:
 
 #: How far a card's active parameters may sit from a transformer's ``12 x layers x hidden^2``
 #: (attention 4 h^2 + an MLP of 8 h^2 per layer) before the card is refused as a unit slip:
-#: every bundled card lies within 0.85-1.41x of it (embeddings, GQA, SwiGLU widths and MoE
-#: top-k move it that far); 8x either way is millions (or bytes) written as billions.
-ACTIVE_SCALE_SLACK = 8.0
+#: every bundled card lies within 0.85-1.41x of it, but the embeddings (vocab x hidden, left
+#: out of the formula) put a tiny model with a large vocabulary at 12-40x (a 2-layer, 768-wide
+#: draft model with 128k tokens: 15x); 100x either way is millions written as billions (1000x).
+ACTIVE_SCALE_SLACK = 100.0
+#: The most total parameters per active one: MoE models reach ~30x (Kimi K2.6 1000 / 32); a
+#: total 1000x its active (8030 beside 8.03) is a unit slip in one column.
+TOTAL_PER_ACTIVE_MAX = 200.0
 
 
 def check_active_scale(active: float | None, layers: float | None, hidden: float | None,
                        path: str, row: int) -> None:
     """Refuse ``params_active_b`` more than :data:`ACTIVE_SCALE_SLACK` times off what its layers
-    and hidden size hold (``params_total_b 8030`` for an 8B model was read: every step then
+    and hidden size hold (``params_active_b 8030`` for an 8B model was read: every step then
     streamed a thousand times its weights). Nothing to check without both.
 
     >>> check_active_scale(8.03, 32, 4096, "m.csv", 2)   # Llama-3.1-8B: 1.25x
@@ -257,6 +261,11 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         check_bytes_per_weight(bytes_per_weight, path, i)
         hidden = num("hidden_size", integer=True, required=False) if "hidden_size" in raw else None
         check_active_scale(active, num("layers", integer=True), hidden, path, i)
+        if total and active and total > TOTAL_PER_ACTIVE_MAX * active:
+            raise DataError(f"params_total_b {total:g} is {total / active:.0f}x params_active_b "
+                            f"{active:g}: no mixture of experts is that sparse (~30x at most)",
+                            file=path, row=i, column="params_total_b",
+                            fix="write both in billions (8.03 for an 8B model)")
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
             raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
