@@ -396,3 +396,22 @@ def test_a_saved_fit_whose_table_holds_an_unreadable_link_still_loads():
     assert is_fabric(fit.hardware["my-gpu"])   # the older rule, as the fit was made
     with pytest.raises(DataError, match="names neither PCIe nor an NVLink-class fabric"):
         load_hardware("hardware.csv", text=csv_text)
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    # MI300X's sparse bf16 figure given: the copied fp8 peak was blamed, with a file row that
+    # a --dry-run never writes
+    (("mi300x-oam", "--like", "mi300x", "--dense-bf16-tflops", "2614.9"),
+     "--dense-bf16-tflops 2614.9 is above fp8 2610 (as mi300x): tensor cores multiply a "
+     "narrower precision at least as fast (fix: give dense (not sparse) TFLOPS per GPU, and the "
+     "other precision's peak with its flag too)"),
+    (("x", "--like", "rtx-4090", "--dense-fp8-tflops", "10"),
+     "bf16 165.15 (as rtx-4090) is above --dense-fp8-tflops 10: tensor cores multiply"),
+    (("y", "--like", "b300", "--dense-fp8-tflops", "4000", "--dense-fp4-tflops", "3000"),
+     "--dense-fp8-tflops 4000 is above --dense-fp4-tflops 3000: tensor cores multiply a narrower "
+     "precision at least as fast (fix: give dense (not sparse) TFLOPS per GPU)"),
+])
+def test_peaks_out_of_order_name_the_flag_given(tmp_path, argv, line):
+    code, out, err = run_cli(tmp_path, "hardware", "add", *argv, "--source", "s", "--dry-run")
+    assert (code, out) == (2, "") and err.startswith("ddtree-bayes: error: " + line)
+    assert err.count("\n") == 1 and not (tmp_path / "data").exists()

@@ -167,6 +167,7 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     given = [c for c in (*MEMORY_COLUMNS, *PEAK_COLUMNS) if c in values]
     unsupported = _peaks_beyond_the_capability(row, values, base)
     _refuse_a_slip(row, given)
+    _refuse_peaks_out_of_order(row, values, base)
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
@@ -228,6 +229,32 @@ def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | 
             f"{' or '.join(p for p, _ in cleared)} tensor cores ({needed}): the {peaks} "
             f"peak{'s' if len(cleared) > 1 else ''} copied from {base} "
             f"{'are' if len(cleared) > 1 else 'is'} left out")
+
+
+def _refuse_peaks_out_of_order(row: dict[str, str], values: dict, base: str | None) -> None:
+    """Refuse peaks a tensor core cannot have (fp8 below bf16, fp4 below fp8 or bf16), naming
+    the flag given rather than the figure copied from ``base`` (the table's reader refuses the
+    same row, but names its column: it blamed the fp8 peak --like copied when the given bf16
+    peak was a sparse figure)."""
+    def peak(p: str) -> float | None:
+        text = row.get(f"dense_{p}_tflops", "").strip()
+        try:
+            return float(text) if text else None
+        except ValueError:
+            return None
+
+    for wide, narrow in (("bf16", "fp8"), ("fp8", "fp4"), ("bf16", "fp4")):
+        lo, hi = peak(narrow), peak(wide)
+        if lo is None or hi is None or lo >= hi:
+            continue
+        cols = [f"dense_{wide}_tflops", f"dense_{narrow}_tflops"]
+        shown = [f"--dense-{c.split('_')[1]}-tflops {row[c]}" if c in values
+                 else f"{c.split('_')[1]} {row[c]} (as {base})" for c in cols]
+        raise InputError(f"{shown[0]} is above {shown[1]}: tensor cores multiply a narrower "
+                         "precision at least as fast",
+                         fix="give dense (not sparse) TFLOPS per GPU"
+                             + ("" if all(c in values for c in cols) else
+                                ", and the other precision's peak with its flag too"))
 
 
 #: What a slip in a figure's unit usually is (too low, too high), and the unit its flag takes.
