@@ -128,6 +128,22 @@ def test_the_api_says_a_fit_is_stale_as_predict_does(tmp_path):
         api.predict(stale, accept=14, strict=True)
 
 
+def test_the_api_does_not_judge_a_fit_by_this_directorys_cards(monkeypatch):
+    """The API's fit may come from another project: this directory's cards or hardware table
+    differing from the fit's (a review: a fit storing a user card raised StaleArtifactError
+    with strict=True, nothing having changed) are the CLI's concern, run in that project."""
+    from ddtree_bayes.core.errors import StaleArtifactError
+    from ddtree_bayes.engine import scenario
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    here = ["the model card of my-kimi-finetune here differs from fit point-mass's"]
+    monkeypatch.setattr(scenario, "card_changes", lambda draws: list(here))
+    draws = point_mass_draws()
+    with pytest.raises(StaleArtifactError, match="my-kimi-finetune here differs"):
+        scenario.check_fit(draws, strict=True)   # (the CLI, run in this directory)
+    assert len(api.predict(draws, accept=14, strict=True)) == 2   # no warning, no refusal
+
+
 def test_the_api_takes_a_numpy_seed_as_its_int():
     import numpy as np
 

@@ -238,10 +238,10 @@ def test_an_unwritable_path_is_exit_2_naming_it(work):
     ({"concurrency": "8"}, "column 'concurrency': concurrency 8: simulate writes single-stream"),
     ({"verify_tokens": "5"}, "column 'verify_tokens': verify_tokens 5: simulate derives"),
     # read by int(): simulated as 4 GPUs, exit 0
-    ({"gpus": "0_4"}, "column 'gpus': not a number: '0_4' is not a plain number"),
-    ({"accept_len": "2_5"}, "column 'accept_len': not a number: '2_5' is not a plain number"),
+    ({"gpus": "0_4"}, "column 'gpus': '0_4' is not a plain number"),
+    ({"accept_len": "2_5"}, "column 'accept_len': '2_5' is not a plain number"),
     # named no column ("row 2: not a number: '1.5' is not a whole number")
-    ({"gpus": "1.5"}, "column 'gpus': not a number: '1.5' is not a whole number (fix: write "
+    ({"gpus": "1.5"}, "column 'gpus': '1.5' is not a whole number (fix: write "
                       "gpus as a whole number)"),
 ])
 def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):

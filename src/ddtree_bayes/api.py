@@ -71,7 +71,7 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`; a fit that failed its
     convergence gates raises :class:`~ddtree_bayes.core.errors.UnconvergedError` unless
     ``allow_unconverged`` (the CLI's ``--allow-unconverged``). What the CLI prints as a
-    warning (the data, priors, hardware table or model cards changed since the fit; an engine
+    warning (the data or priors file the fit names changed since; an engine
     never measured nor declared, a context far past the measured ones) is a ``UserWarning``;
     with ``strict`` (the CLI's ``--strict``) a stale fit raises
     :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead.

@@ -68,6 +68,7 @@ def _resolve_id(models: Path, fit_id: str) -> Path:
 def cmd_diff(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.scenario import failures
     from ddtree_bayes.workflows import living
 
     models = paths.models_dir()
@@ -88,7 +89,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
           f"({b.meta['data']['rows']} measurements)")
     for f in dict((f.meta["fit_id"], f) for f in unconverged).values():   # (its table: no posterior)
         print(f"fit {f.meta['fit_id']} failed its convergence gates "
-              f"({'; '.join(f.meta.get('failures') or [])}): its intervals below are not a "
+              f"({failures(f.meta)}): its intervals below are not a "
               "posterior")
     if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
         print("priors differ between the two fits")
@@ -134,6 +135,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     from ddtree_bayes import api
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import ArtifactError, QueryError
+    from ddtree_bayes.engine.scenario import failures
     from ddtree_bayes.workflows import living
 
     models = paths.models_dir()
@@ -197,7 +199,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         elif not draws.meta.get("converged"):   # predict refuses it (exit 5): no answer here
             now["fit_id"] = draws.meta["fit_id"]
             now["note"] = (f"the latest fit {draws.meta['fit_id']} failed its convergence gates "
-                           f"({'; '.join(draws.meta.get('failures') or [])}): no answer from it; "
+                           f"({failures(draws.meta)}): no answer from it; "
                            "`update` and `diff` show it once a fit passes")
             if text:
                 print(f"  {now['note']}")

@@ -287,18 +287,25 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     return out
 
 
+def failures(meta: dict) -> str:
+    """Why a fit failed its convergence gates, as every message says it ("unconverged" when
+    the fit recorded no reason: messages printed "()")."""
+    return "; ".join(meta.get("failures") or ["unconverged"])
+
+
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
               ignore_priors_sections: tuple[str, ...] = (), here: bool = True) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
     priors files changed since the fit. A priors file that differs from the fit's only in
     ``ignore_priors_sections`` (``[acceptance_curve]`` for ``optimize`` and ``next``: the fit
-    does not use it) does not make the fit stale. ``here``: also say when the working
-    directory's own measurement file is not the one the fit was made on (a command run here
-    answers from the fit; the Python API, whose fit may come from any directory, does not)."""
+    does not use it) does not make the fit stale. ``here``: also compare the fit with the
+    working directory's hardware table, cards and measurement file (a command run here answers
+    from the fit; the Python API, whose fit may come from any directory, checks only the files
+    the fit names)."""
     meta = draws.meta
     if not meta["converged"] and not allow_unconverged:
         raise UnconvergedError(
-            f"fit {meta['fit_id']} failed its convergence gates ({'; '.join(meta['failures'])}) "
+            f"fit {meta['fit_id']} failed its convergence gates ({failures(meta)}) "
             "(fix: re-run `ddtree-bayes fit`, or pass --allow-unconverged to use it anyway)")
     warnings = []
     for what in ("data", "priors"):
@@ -316,7 +323,8 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
             continue
         warnings.append(f"{path} changed since fit {meta['fit_id']}; "
                         "re-run `ddtree-bayes fit` to use it")
-    warnings += hardware_changes(draws) + card_changes(draws)
+    if here:   # (the tables and cards here: a fit from elsewhere is not stale by them)
+        warnings += hardware_changes(draws) + card_changes(draws)
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
     from ddtree_bayes.core.paths import own_data_file, shown

@@ -140,7 +140,7 @@ def _cell(path, line: int, raw: dict[str, str], col: str, read, blank_ok: bool):
         return read(raw[col])
     except ValueError as err:
         kind = "a whole number" if read is whole_number else "a number"
-        raise InputError(f"not a number: {err}", file=path, row=line, column=col,
+        raise InputError(str(err), file=path, row=line, column=col,
                          fix=f"write {col} as {kind}") from None
 
 

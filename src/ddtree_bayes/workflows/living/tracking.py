@@ -275,6 +275,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     cannot answer the query (e.g. an unmeasured system, or a fit that failed its convergence
     gates: predict refuses it, so its interval is no answer).
     """
+    from ddtree_bayes.engine.scenario import failures
     from ddtree_bayes.engine.target_models import is_multi
 
     # a query saved without --model asks a fit of several models about project_model
@@ -292,7 +293,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                 continue
             if not draws.meta.get("converged"):   # predict refuses it: no answer to compare
                 errors[which] = (f"fit {draws.meta['fit_id']} failed its convergence gates: "
-                                 + "; ".join(draws.meta.get("failures") or ["unconverged"]))
+                                 + failures(draws.meta))
                 continue
             try:
                 for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin):
