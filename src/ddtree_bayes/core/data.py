@@ -35,6 +35,7 @@ from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
     compute_capability_fix,
     needs,
+    peaks_out_of_order,
     precisions_without_mma,
 )
 
@@ -538,15 +539,14 @@ def _check_tensor_cores(path: str, i: int, row: dict[str, str]) -> None:
     peak a GPU of that capability has no tensor cores for (the rule ``hardware add`` applies:
     a hand-written row of an RTX 3090 with an fp8 peak priced an fp8 model's compute with
     it)."""
-    peaks = {p: float(row[f"dense_{p}_tflops"]) for p in ("bf16", "fp8", "fp4")
-             if row.get(f"dense_{p}_tflops", "").strip()}
-    for wide, narrow in (("bf16", "fp8"), ("fp8", "fp4"), ("bf16", "fp4")):
-        if wide in peaks and narrow in peaks and peaks[narrow] < peaks[wide]:
-            col = f"dense_{narrow}_tflops"
-            raise DataError(f"{col} {row[col]} is below dense_{wide}_tflops "
-                            f"{row[f'dense_{wide}_tflops']}: tensor cores multiply a narrower "
-                            "precision at least as fast", file=path, row=i, column=col,
-                            fix="write it in dense TFLOPS per GPU (not PFLOPS), or leave it blank")
+    slip = peaks_out_of_order(row)
+    if slip is not None:
+        wide, narrow = slip
+        col = f"dense_{narrow}_tflops"
+        raise DataError(f"{col} {row[col]} is below dense_{wide}_tflops "
+                        f"{row[f'dense_{wide}_tflops']}: tensor cores multiply a narrower "
+                        "precision at least as fast", file=path, row=i, column=col,
+                        fix="write it in dense TFLOPS per GPU (not PFLOPS), or leave it blank")
     cc = row.get("compute_capability", "").strip()
     if not cc:
         return

@@ -260,7 +260,8 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         assert bytes_per_weight is not None
         check_bytes_per_weight(bytes_per_weight, path, i)
         hidden = num("hidden_size", integer=True, required=False) if "hidden_size" in raw else None
-        check_active_scale(active, num("layers", integer=True), hidden, path, i)
+        layers = num("layers", integer=True)
+        check_active_scale(active, layers, hidden, path, i)
         if total and active and total > TOTAL_PER_ACTIVE_MAX * active:
             raise DataError(f"params_total_b {total:g} is {total / active:.0f}x params_active_b "
                             f"{active:g}: no mixture of experts is that sparse (~30x at most)",
@@ -275,13 +276,12 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                             fix="say where the numbers come from")
         cards[name] = ModelCard(
             model=name, params_total_b=total, params_active_b=active,
-            layers=int(num("layers", integer=True) or 0),
+            layers=int(layers or 0),
             experts=None if experts is None else int(experts),
             experts_topk=None if topk is None else int(topk),
             bytes_per_weight=float(bytes_per_weight), compute_dtype=dtype,
             source=raw["source"],
-            hidden_size=None if "hidden_size" not in raw else _optional_int(
-                num("hidden_size", integer=True, required=False)),
+            hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
             kv_bytes_per_token=None if "kv_bytes_per_token" not in raw else num(
                 "kv_bytes_per_token", required=False))
     return cards

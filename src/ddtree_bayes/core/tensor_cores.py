@@ -62,6 +62,31 @@ def precisions_without_mma(compute_capability: str) -> tuple[str, ...]:
     return tuple(p for p in ("fp8", "fp4", "int8") if number < MMA_MIN_CC[p])
 
 
+def peaks_out_of_order(row: dict[str, str]) -> tuple[str, str] | None:
+    """The first (wider, narrower) pair of a hardware row's dense peaks in which the narrower
+    precision is the slower (fp8 below bf16, fp4 below fp8 or bf16): tensor cores multiply a
+    narrower precision at least as fast, so it is a unit or sparse/dense slip. None when every
+    pair given is in order (a blank or unreadable peak is no pair).
+
+    >>> peaks_out_of_order({"dense_bf16_tflops": "165", "dense_fp8_tflops": "10"})
+    ('bf16', 'fp8')
+    >>> peaks_out_of_order({"dense_bf16_tflops": "989", "dense_fp8_tflops": "1979"}) is None
+    True
+    """
+    def peak(p: str) -> float | None:
+        text = row.get(f"dense_{p}_tflops", "").strip()
+        try:
+            return float(text) if text else None
+        except ValueError:
+            return None
+
+    for wide, narrow in (("bf16", "fp8"), ("fp8", "fp4"), ("bf16", "fp4")):
+        lo, hi = peak(narrow), peak(wide)
+        if lo is not None and hi is not None and lo < hi:
+            return wide, narrow
+    return None
+
+
 def needs(precision: str, compute_capability: str) -> str:
     """What a GPU needs to multiply ``precision`` on tensor cores, in the words of its kind of
     compute capability, for one-line messages.

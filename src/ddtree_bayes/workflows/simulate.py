@@ -180,15 +180,14 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
             raise InputError(f"verify_tokens {raw['verify_tokens']}: simulate derives the "
                              "verified tokens from method, block and budget", file=path,
                              row=line, column="verify_tokens", fix="leave the column blank")
-        def number(col: str, read, blank_ok: bool = True, raw=raw, line=line):
-            return _cell(path, line, raw, col, read, blank_ok)
-
         row: dict[str, Any] = {
-            "hardware": raw["hardware"], "gpus": number("gpus", whole_number, blank_ok=False),
-            "engine": raw["engine"], "method": raw["method"],
-            "block": number("block", whole_number), "budget": number("budget", whole_number),
-            "accept_len": number("accept_len", plain_float, blank_ok=False),
-            "context_tokens": number("context_tokens", plain_float)}
+            "hardware": raw["hardware"], "engine": raw["engine"], "method": raw["method"],
+            "gpus": _cell(path, line, raw, "gpus", whole_number, blank_ok=False),
+            "block": _cell(path, line, raw, "block", whole_number, blank_ok=True),
+            "budget": _cell(path, line, raw, "budget", whole_number, blank_ok=True),
+            "accept_len": _cell(path, line, raw, "accept_len", plain_float, blank_ok=False),
+            "context_tokens": _cell(path, line, raw, "context_tokens", plain_float,
+                                    blank_ok=True)}
         for col in ("gpus", "block", "budget"):
             if row[col] is not None and row[col] < 1:
                 raise InputError(f"{col} must be >= 1, got {row[col]}", file=path, row=line,

@@ -25,14 +25,15 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
-from ddtree_bayes.core.model_cards import (
+from ddtree_bayes.core.pairs import LINK_FIX, link_class
+from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
     MMA_MIN_CC,
     compute_capability_fix,
     needs,
+    peaks_out_of_order,
     precisions_without_mma,
 )
-from ddtree_bayes.core.pairs import LINK_FIX, link_class
 from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
 
 #: Figures ``source`` covers, and the dense peaks ``flops_source`` covers (data/hardware.csv).
@@ -236,25 +237,17 @@ def _refuse_peaks_out_of_order(row: dict[str, str], values: dict, base: str | No
     the flag given rather than the figure copied from ``base`` (the table's reader refuses the
     same row, but names its column: it blamed the fp8 peak --like copied when the given bf16
     peak was a sparse figure)."""
-    def peak(p: str) -> float | None:
-        text = row.get(f"dense_{p}_tflops", "").strip()
-        try:
-            return float(text) if text else None
-        except ValueError:
-            return None
-
-    for wide, narrow in (("bf16", "fp8"), ("fp8", "fp4"), ("bf16", "fp4")):
-        lo, hi = peak(narrow), peak(wide)
-        if lo is None or hi is None or lo >= hi:
-            continue
-        cols = [f"dense_{wide}_tflops", f"dense_{narrow}_tflops"]
-        shown = [f"--dense-{c.split('_')[1]}-tflops {row[c]}" if c in values
-                 else f"{c.split('_')[1]} {row[c]} (as {base})" for c in cols]
-        raise InputError(f"{shown[0]} is above {shown[1]}: tensor cores multiply a narrower "
-                         "precision at least as fast",
-                         fix="give dense (not sparse) TFLOPS per GPU"
-                             + ("" if all(c in values for c in cols) else
-                                ", and the other precision's peak with its flag too"))
+    slip = peaks_out_of_order(row)
+    if slip is None:
+        return
+    cols = [f"dense_{p}_tflops" for p in slip]
+    shown = [f"--dense-{c.split('_')[1]}-tflops {row[c]}" if c in values
+             else f"{c.split('_')[1]} {row[c]} (as {base})" for c in cols]
+    raise InputError(f"{shown[0]} is above {shown[1]}: tensor cores multiply a narrower "
+                     "precision at least as fast",
+                     fix="give dense (not sparse) TFLOPS per GPU"
+                         + ("" if all(c in values for c in cols) else
+                            ", and the other precision's peak with its flag too"))
 
 
 #: What a slip in a figure's unit usually is (too low, too high), and the unit its flag takes.
