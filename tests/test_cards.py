@@ -629,17 +629,30 @@ def test_eagle3_head_of_an_unknown_dtype_takes_bytes_per_weight(tmp_path):
         "llama3-8b-eagle3", target="llama-3.1-8b-instruct").drafters[0]["params_b"]
 
 
+def _bundled_llama_card() -> tuple[str, str]:
+    """The bundled models.csv header and its Llama-3.1-8B row, to edit by hand."""
+    header, llama = bundled("models.csv").read_text().splitlines()[:2]
+    return header, llama
+
+
+def _card_refusal(header: str, line: str) -> str:
+    """The one-line error a models.csv of ``header`` and ``line`` gets."""
+    from ddtree_bayes.core.errors import DataError
+
+    with pytest.raises(DataError) as err:
+        load_model_cards("models.csv", f"{header}\n{line}\n")
+    return str(err.value)
+
+
 def test_a_hand_written_card_of_bits_per_weight_is_refused():
     """A trust pass: models.csv and drafters.csv took bytes_per_weight 16 (bf16's bits, 8x the
     bytes a step reads) without a word; `card add --bytes-per-weight 16` was refused."""
     from ddtree_bayes.core.drafters import load_drafter_cards
     from ddtree_bayes.core.errors import DataError
 
-    header, llama = bundled("models.csv").read_text().splitlines()[:2]
+    header, llama = _bundled_llama_card()
     assert ",2,bf16," in llama
-    with pytest.raises(DataError) as err:
-        load_model_cards("models.csv", f"{header}\n{llama.replace(',2,bf16,', ',16,bf16,')}\n")
-    assert str(err.value) == (
+    assert _card_refusal(header, llama.replace(',2,bf16,', ',16,bf16,')) == (
         "models.csv, row 2, column 'bytes_per_weight': bytes_per_weight 16 is more than any "
         "weight takes (8 bytes, fp64); likely bits written as bytes (fix: write bytes per "
         "weight: 2 for bf16, 1 for fp8, about 0.56 for a 4-bit scheme)")
@@ -658,14 +671,10 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
     step then streamed a thousand times the model's weights. Active parameters more than 100x
     from 12 x layers x hidden^2 are refused (every bundled card is within 0.85-1.41x; a tiny
     draft model's embeddings put it at ~15x), and a total 200x its active."""
-    from ddtree_bayes.core.errors import DataError
-
-    header, llama = bundled("models.csv").read_text().splitlines()[:2]
+    header, llama = _bundled_llama_card()
     assert llama.startswith("llama-3.1-8b-instruct,8.03,8.03,32,4096,")
     slip = llama.replace("8.03,8.03,32,4096,", "8030,8030,32,4096,")
-    with pytest.raises(DataError) as err:
-        load_model_cards("models.csv", f"{header}\n{slip}\n")
-    assert str(err.value) == (
+    assert _card_refusal(header, slip) == (
         "models.csv, row 2, column 'params_active_b': params_active_b 8030 is 1246x the 6.44 B "
         "that 32 layers of hidden size 4096 hold (12 x layers x hidden^2): a unit slip? (fix: "
         "write the parameters in billions (8.03 for an 8B model), and check layers and "
@@ -675,9 +684,7 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
     assert load_model_cards("models.csv", f"{header}\n{tiny}\n")["tiny"].params_active_b == 0.2159
     # the total alone written in millions: 1000x its active
     total = llama.replace("8.03,8.03,32,4096,", "8030,8.03,32,4096,")
-    with pytest.raises(DataError) as err:
-        load_model_cards("models.csv", f"{header}\n{total}\n")
-    assert str(err.value) == (
+    assert _card_refusal(header, total) == (
         "models.csv, row 2, column 'params_total_b': params_total_b 8030 is 1000x params_active_b "
         "8.03: no mixture of experts is that sparse (~30x at most) (fix: write both in billions "
         "(8.03 for an 8B model))")
