@@ -880,7 +880,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                       stored: bool = False) -> Measurements:
     """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
     ``methods``: the priors' ``[methods]`` table, which bounds each row's accept_len
-    (:func:`~ddtree_bayes.core.methods.max_accept`) ``stored``: a saved fit's copy, read as it was
+    (:func:`~ddtree_bayes.core.methods.max_accept`). ``stored``: a saved fit's copy, read as it was
     fitted (:func:`parse_row`).
 
     Raises :class:`DataError` (file, row, column, fix) on the first problem found.
