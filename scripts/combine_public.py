@@ -9,15 +9,15 @@ appended to ``notes`` as "derived: ..."); rows without tok_s or gpus are left ou
 are autoregressive rows without accept_len; a speculative row without accept_len is kept
 (the fit infers its group's acceptance; ``--known-acceptance`` leaves such rows out), unless
 it gives no block, budget or verify_tokens, or only the block of a method that always verifies
-a tree (:func:`tree_methods`: the block is the tree's depth, not its size), so its step cannot be
-placed; a
+a tree (``core.data.states_verify_tokens``, the package's own rule: the block is the tree's
+depth, not its size), so its step cannot be placed; a
 sweep in relative units (the DDTree paper's speedups) is skipped, as is a sweep whose model
 has no card in data/models.csv (a sweep in DEPLOYMENT_CARDS names its quantisation's own
 card); a public row that repeats a bundled measurement (same
 configuration and tok/s) is left out so it is not counted twice; the two prompt sweeps of
 a source that gives one acceptance per rung for both are pooled into one row per rung
 (:data:`POOLED_PROMPTS`); the files of :data:`NOT_IN_CORPUS` are not read. Prints what it
-kept and skipped; standard library only.
+kept and skipped; the standard library and the package's core.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ import argparse
 import csv
 import io
 import sys
-import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))   # (run from a checkout: the package's own rule)
+from ddtree_bayes.core.data import states_verify_tokens  # noqa: E402
+
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
            "accept_len", "context_tokens", "tok_s", "source", "notes")
 KEY = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
@@ -171,7 +173,6 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
     seen = {key(r) for r in base}
     out_rows = [{c: r.get(c, "") for c in COLUMNS} for r in base]
     log = [f"{bundled.relative_to(ROOT)}: {len(base)} rows"]
-    trees = tree_methods()
     for name, recs in read_sweeps(public):
         if not recs or "sweep" not in recs[0]:
             continue
@@ -188,11 +189,9 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
                 apart += 1
                 continue
             inferred = not r["accept_len"].strip() and r["method"].strip() != "ar"
-            shaped = (any(r.get(c, "").strip() for c in ("verify_tokens", "budget"))
-                      or (r.get("block", "").strip() and r["method"].strip() not in trees))
             if not ((r["accept_len"].strip() or (inferred and not known_only))
                     and r["tok_s"].strip() and r["gpus"].strip()
-                    and (shaped or r["method"].strip() == "ar")):
+                    and states_verify_tokens(r)):
                 continue
             if key(r) in seen:
                 repeats += 1
@@ -221,14 +220,6 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
     writer.writeheader()
     writer.writerows(out_rows)
     return buf.getvalue(), log
-
-
-def tree_methods() -> set[str]:
-    """Methods that always verify a tree (``tree = true`` in the bundled priors' ``[methods]``,
-    as ``core.methods.always_tree`` reads them): a row of one needs a budget or verify_tokens."""
-    text = (ROOT / "src" / "ddtree_bayes" / "_bundled" / "priors.toml").read_text(encoding="utf-8")
-    return {name for name, spec in tomllib.loads(text).get("methods", {}).items()
-            if isinstance(spec, dict) and spec.get("tree") is True}
 
 
 def main(argv: list[str] | None = None) -> int:

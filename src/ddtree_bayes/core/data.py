@@ -253,6 +253,34 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None,
     return None if block is None else block + 1
 
 
+def states_verify_tokens(record: Mapping[str, str],
+                        methods: Mapping[str, MethodSpec] | None = None) -> bool:
+    """Does a CSV record (a public sweep's row, text as read) say how many tokens its step
+    verifies, by :func:`derive_verify_tokens`'s rule? Not an EAGLE-2 row that gives only its
+    block (the tree's depth). A record whose block or budget is not a whole number counts as
+    saying so: the reader that loads it names that cell.
+
+    >>> states_verify_tokens({"method": "eagle2", "block": "8", "budget": ""})
+    False
+    >>> [states_verify_tokens({"method": m, "block": "8", "budget": ""}) for m in ("eagle3", "ar")]
+    [True, True]
+    >>> states_verify_tokens({"method": "eagle2", "block": "8", "verify_tokens": "64"})
+    True
+    """
+    def cell(column: str) -> int | None:
+        text = record.get(column, "").strip()
+        return int(text) if text else None
+
+    if record.get("verify_tokens", "").strip():
+        return True
+    try:
+        block, budget = cell("block"), cell("budget")
+    except ValueError:
+        return True
+    return derive_verify_tokens(record.get("method", "").strip(), block, budget,
+                                methods) is not None
+
+
 def underivable_verify_tokens(path: str, row: int, method: str,
                               methods: Mapping[str, MethodSpec] | None) -> NoReturn:
     """Refuse a row (measurement, next's candidate) whose verify_tokens is blank and cannot be

@@ -32,11 +32,11 @@ from ddtree_bayes.core.data import (
     OPTIONAL_COLUMNS,
     load_hardware,
     load_measurements,
+    states_verify_tokens,
 )
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.hardware_table import hardware_table
 from ddtree_bayes.core.likelihood import scatter_parts
-from ddtree_bayes.core.methods import always_tree
 from ddtree_bayes.workflows.validation import (
     Inputs,
     card_texts,
@@ -132,7 +132,7 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                              "part needs absolute step times)")
                 continue
             usable = [r for r in recs if r["accept_len"].strip() and r["tok_s"].strip()
-                      and r["gpus"].strip() and _shaped(r, methods)]
+                      and r["gpus"].strip() and states_verify_tokens(r, methods)]
             out = io.StringIO()
             # the optional columns too: a row at C > 1 must not be read as one stream
             writer = csv.DictWriter(out, fieldnames=[*COLUMNS, *OPTIONAL_COLUMNS], restval="",
@@ -152,17 +152,6 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                 continue
             found.append((name, path, text, data, len(recs) - len(usable), len(recs)))
     return found, notes
-
-
-def _shaped(record: dict[str, str], methods) -> bool:
-    """Does a sweep's row say how many tokens its step verifies? Not when it gives only the
-    block of a method that always verifies a tree (an EAGLE-2 run whose draft tokens the
-    source does not state): such a row is left out, as a row without acceptance is."""
-    if any(record[c].strip() for c in ("verify_tokens", "budget")):
-        return True
-    method = record["method"].strip()
-    return method == AR_METHOD or (bool(record["block"].strip())
-                                   and not always_tree(method, methods))
 
 
 def hold_out(rows) -> tuple[int, ...]:
