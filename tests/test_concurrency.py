@@ -217,6 +217,27 @@ def test_the_reports_concurrency_section_by_hand():
     assert sglang["p_faster_than_ar"][CONCURRENCY_GRID.index(8)] == 1.0
 
 
+def test_the_reports_measured_concurrency_is_the_default_systems():
+    """A trust pass: the report shaded "beyond the largest concurrency measured" from the
+    largest C of any system (16, measured on the RTX PRO 6000) while its scenario's system,
+    B300, was measured at C = 1 only, so C = 2-16 on B300, the roofline's extrapolation, read
+    as measured; predict --concurrency says "at most 1" for the same question."""
+    import dataclasses
+
+    from ddtree_bayes.workflows.report.sections import concurrency_section
+
+    draws = point_mass_draws()
+    text = draws.data_csv.splitlines()
+    text[0] += ",concurrency"
+    text[1:] = [line + "," for line in text[1:]]
+    text.append("kimi-k2.6,rtx-pro-6000,8,vllm,ar,,,1,1.0,0,492.7,s,,16")
+    draws = dataclasses.replace(draws, data_csv="\n".join(text) + "\n")
+    assert max(r.concurrency for r in draws.measurements.rows) == 16
+    out = concurrency_section(draws, seed=0)
+    assert out["engines"]["sglang"]["scenario"].startswith("b300 x8")
+    assert out["measured_max"] == 1
+
+
 def test_beyond_the_measured_concurrency_the_answer_widens_by_the_prior():
     from ddtree_bayes.engine.structure import concurrency_beyond
 

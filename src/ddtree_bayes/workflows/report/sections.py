@@ -26,7 +26,7 @@ from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
-from ddtree_bayes.engine.structure import run_sd
+from ddtree_bayes.engine.structure import max_measured_concurrency, run_sd
 from ddtree_bayes.engine.target_models import is_multi
 
 #: Acceptance grid of the fan chart.
@@ -180,8 +180,9 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
     accept = float(min(d.accept, scenarios[0].limit.tokens))
     out: dict = {"accept": accept, "concurrency": list(CONCURRENCY_GRID), "engines": {},
                  "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
-                 "measured_max": max((m.concurrency for m in draws.measurements.rows),
-                                     default=1)}
+                 # the scenario's own system, as predict --concurrency says it (another
+                 # system's C = 16 shaded B300's roofline extrapolation as measured)
+                 "measured_max": max_measured_concurrency(draws, scenarios[0].pair) or 1}
     ar = scenarios[0].autoregressive()
     series = [("ar", ar, 1.0)] + [(sc.engine, sc, accept) for sc in scenarios]
     for name, sc, a in series:
