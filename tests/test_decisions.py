@@ -612,6 +612,13 @@ def test_candidates_file(tmp_path):
     path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,0,sglang,ddtree,16,64,11,\n")
     with pytest.raises(DataError, match="row 2, column 'gpus': gpus must be >= 1, got 0"):
         D.read_candidates(draws, path)
+    # a trust pass: concurrency -2 was refused with "fix: give a non-negative whole number",
+    # and the 0 that fix invites was refused next ("must be >= 1"): one rule, one message
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",concurrency\nb300,8,sglang,ar,,,1,,-2\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (f"{path}, row 2, column 'concurrency': concurrency must be >= 1, "
+                              "got -2 (fix: write a positive whole number (or blank))")
     # C = 100000 was ranked, as no other input takes it (predict --concurrency, the data's
     # column and next --query stop at 4096)
     path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",concurrency\nb300,8,sglang,ar,,,1,,100000\n")

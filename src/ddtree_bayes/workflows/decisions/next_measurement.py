@@ -253,7 +253,8 @@ def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
 
 def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = False
                 ) -> float | None:
-    """A non-negative number (or None for blank) from one CSV record."""
+    """A number (or None for blank) from one CSV record: non-negative, or with ``integer``
+    a whole number (the caller bounds it)."""
     raw = (rec.get(column) or "").strip()
     if not raw:
         return None
@@ -265,9 +266,11 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     except ValueError:
         raise DataError(f"{raw!r} is not a number", file=path, row=row, column=column,
                         fix="give a number or leave it blank") from None
-    if not math.isfinite(value) or value < 0 or (integer and value != int(value)):
+    # (a whole-number column, each >= 1, is bounded by the caller: -2 was told "give a
+    # non-negative whole number", and the 0 that invited was refused next)
+    if not math.isfinite(value) or (value < 0 and not integer) or (integer and value != int(value)):
         raise DataError(f"{raw!r} is not a valid {column}", file=path, row=row, column=column,
-                        fix="give a non-negative " + ("whole number" if integer else "number"))
+                        fix="give a " + ("whole number" if integer else "non-negative number"))
     return value
 
 
