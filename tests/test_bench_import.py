@@ -223,6 +223,21 @@ def test_an_sglang_mean_in_flight_that_is_no_count_is_refused(tmp_path, mean):
             in _one_line(err))
 
 
+def test_an_sglang_mean_in_flight_of_0_with_completed_requests_is_refused(tmp_path):
+    """A trust pass: a measured mean 'concurrency' of 0 under a cap of 8 with 16 requests
+    completed (their latencies sum to more than 0) was passed over and the cap taken: 8
+    streams, 8 x 1000 / TPOT, where a mean of 0.4 gave 1 stream."""
+    sg = _jsonl("sglang_serving.jsonl")[0]
+    path = tmp_path / "sg.jsonl"
+    path.write_text(json.dumps(dict(sg, max_concurrency=8, concurrency=0.0)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert ("'concurrency' is 0, but 16 requests completed: the mean of the streams in "
+            "flight is above 0" in _one_line(err))
+    path.write_text(json.dumps(dict(sg, max_concurrency=8, concurrency=0.4)))
+    assert parse_bench_file(path).records[0].batch_size == 1
+
+
 def test_a_rate_limited_vllm_run_counts_the_streams_in_flight(tmp_path):
     """--request-rate 0.05 under --max-concurrency 8: by Little's law 0.0499 req/s x 2.34 s
     = 0.117 requests were in flight, so the run is single-stream (it was imported as 8 streams

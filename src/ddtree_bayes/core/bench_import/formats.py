@@ -386,6 +386,11 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, float | None]:
             raise rec.error(f"'concurrency' is {mean:g}: the mean of the streams in flight "
                             "is a number >= 0", key="concurrency",
                             fix=f"pass an unedited {rec.fmt} result file")
+        done = counts["completed"]
+        if mean == 0 and done:   # (passed over: the cap taken, where 0.4 gave 1 stream)
+            raise rec.error(f"'concurrency' is 0, but {done} request{'s' if done > 1 else ''} "
+                            "completed: the mean of the streams in flight is above 0",
+                            key="concurrency", fix=f"pass an unedited {rec.fmt} result file")
         if mean is None and fmt == "vllm-serve":
             mean = by_rate = _rate_bound(rec, conc)
         if mean is not None and math.isfinite(mean) and mean > 0:
