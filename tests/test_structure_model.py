@@ -602,3 +602,64 @@ def test_an_ar_question_in_an_engine_without_ar_rows_says_whose_rows_are_there()
     assert how("vllm").endswith(
         "; no vllm AR row on b300x8: the structural step, not anchored to the AR rows of "
         "another engine there (sglang 133 tok/s): the model has no AR engine term")
+
+
+def _with_ar_row_at(draws, concurrency: int, tok_s: float):
+    """``draws`` whose stored data gain one B300 SGLang AR row at ``concurrency``."""
+    import dataclasses
+
+    lines = draws.data_csv.rstrip("\n").split("\n")
+    rows = [lines[0] + ",concurrency", *(ln + "," for ln in lines[1:]),
+            f"kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,{tok_s},test,,{concurrency}"]
+    return dataclasses.replace(draws, data_csv="\n".join(rows) + "\n", memo={})
+
+
+def _ar_at(draws, concurrency, anchor=True):
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ar",
+                            block=None, budget=None, verify_tokens=None, context_tokens=0.0,
+                            concurrency=concurrency)
+    return P.step_components(draws, sc, np.random.default_rng(0), anchor=anchor)
+
+
+def test_an_answer_between_measured_concurrencies_carries_the_nearest_ones_discrepancy():
+    """Anchors were looked up at the query's own concurrency only: on a fit measured at C = 16
+    an AR answer at C = 17 was the structural step while C = 16 carried its measured
+    discrepancy, and per-user tok/s rose from C = 16 to C = 17 (32 -> 34 on a fit of the
+    public Kimi K2.6 sweep). An answer now carries the discrepancy of the nearest measured
+    configuration at any C (the distance is in C x M): C = 15 and C = 17 take C = 16's
+    residual r, and their discrepancy grows from there. By hand, point mass without noise."""
+    draws = _with_ar_row_at(structured_point_mass(), 16, 700.0)
+    z16 = math.log(700.0 / (1.0 * 1000.0 * 16))
+    structural = {c: _ar_at(draws, c, anchor=False)[0]["step"][0] for c in (15, 16, 17)}
+    r = z16 + math.log(structural[16])
+    assert abs(r) > 0.05                      # the row sits off the structural model
+    anchored = {c: _ar_at(draws, c) for c in (15, 16, 17)}
+    assert anchored[16][0]["step"][0] == pytest.approx(math.exp(-z16))
+    for c in (15, 17):
+        parts, how = anchored[c]
+        assert parts["step"][0] == pytest.approx(structural[c] * math.exp(-r))
+        assert "anchored to the measured ar (M = 1, C = 16, 1 row)" in how
+    assert anchored[15][0]["log_sd"][0] == pytest.approx(0.04 * math.log(16 / 15))
+    # per user (1000 / step) falls with C, and the total (C x per user) grows
+    steps = [anchored[c][0]["step"][0] for c in (15, 16, 17)]
+    assert steps[0] < steps[1] < steps[2]
+    assert 15 / steps[0] < 16 / steps[1] < 17 / steps[2]
+    # C = 1 keeps its own measured row (the bundled AR row), as before
+    assert "C = 16" not in _ar_at(draws, 1)[1]
+
+
+def test_a_neighbour_at_distance_0_is_not_the_configuration_itself():
+    """The distance (C x M, drafter passes) alone does not make a configuration: a DDTree tree
+    of budget 8 verifies 9 tokens in one drafter pass at block 8 or block 16 alike, but only
+    the measured block 8 is the configuration itself (its own error carried, normal run
+    noise); block 16 is a neighbour at distance 0."""
+    draws = structured_point_mass()
+
+    def at(block):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                method="ddtree", block=block, budget=8, verify_tokens=None,
+                                context_tokens=0.0)
+        return P.at_measured_configuration(draws, sc), P._nearest_measured(draws, sc)[1]
+
+    assert at(8) == (True, 0.0)
+    assert at(16) == (False, 0.0)

@@ -92,12 +92,13 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     if found is None:
         return parts, how + other_engines_ar(draws, sc)
     shift, distance, label = found
+    own = at_measured_configuration(draws, sc)
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
     passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
     # at the measured configuration itself its own error (config_sd) is carried too
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
-                                   own_known=distance == 0.0)
+                                   own_known=own)
     return parts, how + f"; anchored to the measured {label}"
 
 
@@ -156,8 +157,10 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     shift of log tok/s, the query's distance from it, and its label; None without one.
 
     Candidates are the configurations the fit learned from (held-out rows excluded) in the
-    query's own system, engine and method, at its context and concurrency, with a measured
-    accept_len. The model gives a configuration c a discrepancy ``e_c ~ Normal(0, A)``,
+    query's own system, engine and method, at its context, with a measured accept_len; at any
+    concurrency, as the distance is in C x M (an AR answer at C = 17 carries what the
+    measured C = 16 shows, where it was the structural step alone, and per-user tok/s rose
+    from C = 16 to 17). The model gives a configuration c a discrepancy ``e_c ~ Normal(0, A)``,
     ``A = (structure_sd d_c)^2`` (d_c: its distance from the other configurations measured on
     its system), plus with repeated runs its own error ``B = config_sd^2``; its n rows' mean
     z (log tok/s - log(accept x 1000 x C)) sits ``r = zbar - (-log step_c)`` from the
@@ -173,9 +176,11 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     if found is None:
         return None
     rows, distance, d_c, label = found
-    at_itself = distance == 0.0
-    config = (sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens, rows[0].block,
-              rows[0].budget, rows[0].verify_tokens, at_itself)
+    at_itself = is_itself(sc, rows[0])
+    # (keyed by the anchor's own concurrency: queries anchored to one configuration share its
+    # draws; for an anchor at the query's C, the key every earlier answer was drawn with)
+    config = (sc.pair, sc.engine, sc.method, rows[0].concurrency, sc.context_tokens,
+              rows[0].block, rows[0].budget, rows[0].verify_tokens, at_itself)
     cache = draws.memo.setdefault("anchor_shift", {})
     key = (tuple(draws.meta.get("held_out_rows", ())), *config)
     if key not in cache:
@@ -187,10 +192,18 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
 def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
     """Whether ``sc`` is a configuration the fit measured (with accept_len, not held out):
     its anchor is itself (:func:`anchor_shift` at distance 0). False in the fraction form."""
-    if "structure_sd" not in draws.variables:
+    if "structure_sd" not in draws.variables or not sc.measured:
         return False
-    found = anchor_shift(draws, sc)
-    return found is not None and found[1] == 0.0
+    found = _nearest_measured(draws, sc)
+    return found is not None and is_itself(sc, found[0][0])
+
+
+def is_itself(sc: Scenario, row) -> bool:
+    """Is the measured ``row``'s configuration the query's own (same draft shape and
+    concurrency)? Not merely at distance 0: a DDTree budget of another block, or C x M equal at
+    another C, is a neighbour."""
+    return ((row.block, row.budget, row.verify_tokens, row.concurrency)
+            == (sc.block, sc.budget, sc.verify_tokens, sc.concurrency))
 
 
 def keyed_rng(seed: int, key: str) -> np.random.Generator:
@@ -253,11 +266,11 @@ def _nearest_measured(draws: Fit, sc: Scenario):
             if r.accept_len is None:
                 continue
             ctx = r.context(default_ctx)
-            key = (row_pair(draws, r), r.engine, r.method, r.concurrency, ctx)
-            groups.setdefault(key, {}).setdefault((r.block, r.budget, r.verify_tokens),
-                                                  []).append(r)
+            key = (row_pair(draws, r), r.engine, r.method, ctx)
+            groups.setdefault(key, {}).setdefault(
+                (r.concurrency, r.block, r.budget, r.verify_tokens), []).append(r)
         memo[held] = groups
-    configs = groups.get((sc.pair, sc.engine, sc.method, sc.concurrency, sc.context_tokens))
+    configs = groups.get((sc.pair, sc.engine, sc.method, sc.context_tokens))
     if not configs:
         return None
     passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
@@ -267,7 +280,8 @@ def _nearest_measured(draws: Fit, sc: Scenario):
                   draft_structure(model, rs[0].method, rs[0].block, rs[0].budget)[0])
               for k, rs in configs.items()}
     distances = {k: S.config_distance(batch_q, passes_q, [m], [p]) for k, (m, p) in points.items()}
-    nearest = min(distances, key=distances.__getitem__)   # the first of equals, as listed
+    # the nearest; of equals, one at the query's own C first, then the first listed
+    nearest = min(distances, key=lambda k: (distances[k], k[0] != sc.concurrency))
     distance, best = distances[nearest], configs[nearest]
     m_c, p_c = points[nearest]
     ms, ps = measured_configs(draws, sc.pair)
