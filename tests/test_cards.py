@@ -245,6 +245,44 @@ def test_compressed_tensors_w4a16_channel_and_block_fp8():
     assert scheme_from_config(cfg, "x").compute_dtype == "fp8"
 
 
+def test_compressed_tensors_quantises_only_the_modules_its_group_targets():
+    """A config group's ``targets`` picks the modules it quantises: an experts-only int4
+    DeepSeek-V3 (``targets: ["re:.*mlp.experts.*"]``, the layout vLLM's and SGLang's tests
+    use) keeps attention, the dense and shared MLPs and the lm_head in bf16. Every linear
+    weight was read as int4 (0.5565 B/weight over the active weights instead of 1.1923: each
+    step priced at under half the bytes it streams). A class name card add cannot map to
+    module names is not guessed."""
+    def experts_only(targets: list[str]) -> dict:
+        cfg, _ = read_config(FIX / "deepseek-v3")
+        group = {"targets": targets, "weights": {"num_bits": 4, "type": "int",
+                                                 "symmetric": True, "strategy": "group",
+                                                 "group_size": 128}}
+        return {**cfg, "quantization_config": {"quant_method": "compressed-tensors",
+                                               "format": "pack-quantized",
+                                               "config_groups": {"group_0": group},
+                                               "ignore": []}}
+
+    cfg = experts_only(["re:.*mlp.experts.*"])
+    shape, scheme = shape_from_config(cfg, "x"), scheme_from_config(cfg, "x")
+    quantised = {t.kind for t in shape.tensors if scheme.is_quantised(t)}
+    assert quantised == {"expert"}
+    # an expert (out, in) stores out x in x 4 bits + a bf16 scale per 128 inputs: 4.125 bits
+    wb = weight_bytes(shape, scheme)
+    experts = sum(t.params * t.active for t in shape.tensors if t.kind == "expert" and not t.mtp)
+    rest = wb.active_params - experts
+    assert wb.active_bytes == pytest.approx(experts * 4.125 / 8 + rest * 2)
+    assert round(wb.active_average, 4) == 1.1923
+    # a numbered expert pattern matches the experts too (checkpoints number them)
+    numbered = experts_only([r"re:.*mlp\.experts\.\d+\..*"])
+    assert weight_bytes(shape, scheme_from_config(numbered, "x")).active_bytes == \
+        pytest.approx(wb.active_bytes)
+    # "Linear" is every linear layer, as before
+    every = experts_only(["Linear"])
+    assert round(weight_bytes(shape, scheme_from_config(every, "x")).active_average, 4) == 0.5565
+    with pytest.raises(InputError, match="DeepseekV3MoE"):
+        scheme_from_config(experts_only(["DeepseekV3MoE"]), "x")
+
+
 def test_unknown_quantisation_is_one_line_with_a_fix():
     with pytest.raises(InputError) as info:
         llama_with({"quant_method": "hqq"})

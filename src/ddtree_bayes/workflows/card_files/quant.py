@@ -17,7 +17,9 @@ Conventions (each from the format's own storage layout):
   an fp32 scale per ``weight_block_size`` block (one per tensor without blocks); lm_head kept.
 - compressed-tensors: ``num_bits`` per weight + a scale per tensor / output channel / group /
   block (``scale_dtype``, else the model dtype; fp8 for NVFP4's ``tensor_group``, which adds
-  one fp32 global scale per tensor) + a zero point per scale when asymmetric; ``ignore`` kept.
+  one fp32 global scale per tensor) + a zero point per scale when asymmetric; only the
+  modules the group ``targets`` (``Linear``: every linear weight; ``re:`` regexes), less
+  ``ignore``; a module class other than Linear is not read.
 - modelopt (NVIDIA TensorRT Model Optimizer): FP8 = 1 byte + fp32 per-tensor scales; NVFP4 =
   4 bits + an fp8 scale per 16 weights + fp32 global scales; ``exclude_modules`` kept.
 - bitsandbytes: 4-bit = 4 bits + an fp32 absmax per 64 weights (8-bit absmax + fp32 per 256
@@ -58,6 +60,9 @@ class Scheme:
     skip: list[str] = field(default_factory=list)
     skip_lm_head: bool = True
     notes: list[str] = field(default_factory=list)
+    #: the modules the quantiser targets (compressed-tensors ``targets``: ``re:`` regexes or
+    #: module names); None: every linear weight
+    targets: list[str] | None = None
     #: a quantisation card add does not read (e.g. "quant_method 'hqq'"): every weight is at
     #: ``dtype_bytes``, as ``--bytes-per-weight`` gave
     unread: str = ""
@@ -66,6 +71,8 @@ class Scheme:
         if self.quantised_bits is None or not t.linear or t.kind == "router":
             return False
         if t.kind == "lm_head" and self.skip_lm_head:
+            return False
+        if self.targets is not None and not any(_matches(p, t.name) for p in self.targets):
             return False
         return not any(_matches(p, t.name) for p in self.skip)
 
@@ -79,9 +86,11 @@ class Scheme:
 
 
 def _matches(pattern: str, name: str) -> bool:
-    """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix."""
+    """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix.
+    The ``*`` standing for every copy of a tensor (``experts.*.gate_proj``) is matched as a
+    checkpoint's numbered module (``experts.0.gate_proj``) by a regex."""
     if pattern.startswith("re:"):
-        return re.search(pattern[3:], name) is not None
+        return re.search(pattern[3:], name.replace(".*.", ".0.")) is not None
     if any(ch in pattern for ch in "*?["):
         return fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(name, f"*{pattern}")
     return name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
@@ -191,6 +200,14 @@ def _compressed_tensors(q: dict, base: float, where: str, given: float | None) -
                        "(a mixed scheme)", f"compressed-tensors with {len(groups)} "
                        "config_groups", where, given, _SIZE_FIX)
     group = next(iter(groups.values()))
+    targets = [str(t) for t in group.get("targets") or ["Linear"]]
+    classes = [t for t in targets if t != "Linear" and not t.startswith("re:")
+               and "." not in t and t[:1].isupper()]
+    if classes:   # a module class other than Linear: which weights it holds is not known here
+        return _unread(f"compressed-tensors targets {', '.join(classes)}: a module class card "
+                       "add cannot map to weights", f"compressed-tensors targets "
+                       f"{', '.join(classes)}", where, given, _SIZE_FIX)
+    only = None if "Linear" in targets else targets
     w = group.get("weights") or {}
     bits = int(w.get("num_bits", 8))
     strategy = str(w.get("strategy", "tensor"))
@@ -232,8 +249,10 @@ def _compressed_tensors(q: dict, base: float, where: str, given: float | None) -
     kind = w.get("type", "int")
     size = (f" g{w.get('group_size')}" if strategy in ("group", "tensor_group") else
             f" {strategy}")
-    return Scheme(f"compressed-tensors {kind}{bits}{size} ({q.get('format', 'packed')})", base,
-                  compute, ct, list(q.get("ignore") or []), skip_lm_head=False)
+    on = "" if only is None else f" on {', '.join(only)} only"
+    return Scheme(f"compressed-tensors {kind}{bits}{size} ({q.get('format', 'packed')}){on}",
+                  base, compute, ct, list(q.get("ignore") or []), skip_lm_head=False,
+                  targets=only)
 
 
 def _modelopt(q: dict, base: float, where: str, given: float | None) -> Scheme:
