@@ -56,12 +56,15 @@ def tensors() -> list[tuple[str, tuple[int, ...], str]]:
                   ("output.weight", (VOCAB, HIDDEN), "Q6_K")]
 
 
-def write(path: Path, extra: dict[str, int] | None = None) -> Path:
+def write(path: Path, extra: dict[str, int] | None = None, shards: int = 1) -> Path:
     """Write the synthetic file at ``path`` (header from the writer, data left sparse), with
-    ``extra`` header keys (uint32) beside the model's own."""
+    ``extra`` header keys (uint32) beside the model's own; ``shards`` > 1 splits it as
+    ``gguf-split`` does (``<stem>-00001-of-0000N.gguf`` ..., the metadata in the first, the
+    ``split.*`` keys in each) and returns the first shard."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
 
-    w = GGUFWriter(str(path), "llama")
+    per_shard = -(-len(tensors()) // shards) if shards > 1 else 0
+    w = GGUFWriter(str(path), "llama", split_max_tensors=per_shard)
     w.add_file_type(15)                              # LlamaFileType.MOSTLY_Q4_K_M
     for key, value in (("llama.block_count", LAYERS), ("llama.context_length", 131072),
                        ("llama.embedding_length", HIDDEN), ("llama.feed_forward_length", FFN),
@@ -76,19 +79,21 @@ def write(path: Path, extra: dict[str, int] | None = None) -> Path:
     w.add_float32("llama.rope.freq_base", 500000.0)
     w.add_string("tokenizer.ggml.model", "gpt2")
     w.add_string("tokenizer.ggml.pre", "llama-bpe")
-    data = 0
     for name, shape, kind in tensors():
         qtype = GGMLQuantizationType[kind]
         block, size = GGML_QUANT_SIZES[qtype]
         nbytes = int(np.prod(shape)) * size // block
         w.add_tensor_info(name, shape, np.dtype(np.float32), nbytes,
                           raw_dtype=None if kind == "F32" else qtype)
-        data += GGUFWriter.ggml_pad(nbytes, w.data_alignment)
+    files = w.format_shard_names(path)
+    data = [sum(GGUFWriter.ggml_pad(t.nbytes, w.data_alignment) for t in shard.values())
+            for shard in w.tensors]
     w.write_header_to_file()
     w.write_kv_data_to_file()
     w.write_ti_data_to_file()
     w.close()
-    header = path.stat().st_size
-    with open(path, "r+b") as fh:                   # sparse: no data blocks on disk
-        fh.truncate(GGUFWriter.ggml_pad(header, w.data_alignment) + data)
-    return path
+    for file, size in zip(files, data, strict=True):
+        header = file.stat().st_size
+        with open(file, "r+b") as fh:               # sparse: no data blocks on disk
+            fh.truncate(GGUFWriter.ggml_pad(header, w.data_alignment) + size)
+    return files[0]

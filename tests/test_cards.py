@@ -413,6 +413,28 @@ def test_gguf_bytes_per_weight_is_the_true_average(gguf_file, quick_hash):
     assert d.card["source"] == f"{gguf_file.parent.name}/{gguf_file.name} (sha256 {'0' * 64})"
 
 
+def test_a_split_gguf_is_read_from_every_shard(tmp_path, quick_hash):
+    """A model split by gguf-split (``-00001-of-00003.gguf`` ...; big MoE GGUFs always are)
+    keeps each shard's tensors in that shard's own table: the first shard alone was read as
+    a 2.8071 B Llama-3.1-8B with a tied lm_head (its output.weight is in the last shard),
+    exit 0. Every shard is read now, a later shard or a missing one is refused, and the
+    default name is the model's, not the shard's."""
+    first = gguf_fixture.write(tmp_path / "Llama-3.1-8B-Instruct-Q4_K_M.gguf", shards=3)
+    assert first.name == "Llama-3.1-8B-Instruct-Q4_K_M-00001-of-00003.gguf"
+    d = card_files.derive_from_gguf(first)
+    assert d.facts["params_total"] == 8_030_261_248        # as the whole file's, above
+    assert d.facts["file_bytes_per_weight"] == pytest.approx(4_912_898_048 / 8_030_261_248)
+    assert not d.facts["tied_embeddings"]
+    assert d.card["model"] == "llama-3.1-8b-instruct-q4_k_m"
+    assert d.card["source"].endswith(", the first of 3 shards")
+    with pytest.raises(InputError, match="shard 2 of 3") as info:
+        card_files.derive_from_gguf(tmp_path / "Llama-3.1-8B-Instruct-Q4_K_M-00002-of-00003.gguf")
+    assert "pass Llama-3.1-8B-Instruct-Q4_K_M-00001-of-00003.gguf" in str(info.value)
+    (tmp_path / "Llama-3.1-8B-Instruct-Q4_K_M-00003-of-00003.gguf").unlink()
+    with pytest.raises(InputError, match="00003-of-00003.gguf is not beside it"):
+        card_files.derive_from_gguf(first)
+
+
 def test_sha256_is_the_files(tmp_path):
     path = tmp_path / "config.json"
     shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)

@@ -120,7 +120,8 @@ def register(sub) -> None:
                     "by the file's name and sha256. An EAGLE-3 draft config gives a drafter row; "
                     "MTP layers a config declares give one too.")
     a.add_argument("--hf-config", metavar="PATH", help="a config.json, or a folder with one")
-    a.add_argument("--gguf", metavar="PATH", help="a .gguf model file (the first shard)")
+    a.add_argument("--gguf", metavar="PATH", help="a .gguf model file (of a split model, its "
+                   "first shard: the others are read from beside it)")
     a.add_argument("--name", help="the card's name (default: from the file)")
     a.add_argument("--target", help="for an EAGLE-3 draft config: the model card it drafts for")
     a.add_argument("--compute-dtype", choices=("bf16", "fp8", "fp4", "int8"),

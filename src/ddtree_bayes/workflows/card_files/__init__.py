@@ -13,6 +13,7 @@ GGUF file (``ddtree-bayes card add``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -91,7 +92,11 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
     quantised = any(s.upper() not in FLOAT_GGUF_TYPES for s in types)
     scheme = Scheme(f"GGUF per-tensor types ({', '.join(types)}; bytes read from the tensor "
                     "table)", compute_dtype="int8" if quantised else "bf16")
-    derived = model_card(_name(name, file.stem), shape, scheme, _source(file),
+    source = _source(file)
+    if meta["shards"] > 1:   # (the first shard holds the metadata; every shard was read)
+        source += f", the first of {meta['shards']} shards"
+    stem = re.sub(r"-\d{5}-of-\d{5}$", "", file.stem)
+    derived = model_card(_name(name, stem), shape, scheme, source,
                          compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
     derived.facts["gguf_name"] = meta.get("name")
     derived.facts["tensor_types"] = types

@@ -71,6 +71,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
     """The tensors and architecture of a GGUF file, and the metadata it was read from."""
     path = Path(path)
     reader = _reader(path)
+    shards = split_shards(reader, path)
     arch = _field(reader, "general.architecture")
     if not arch:
         raise InputError("no general.architecture in the header", file=str(path),
@@ -95,7 +96,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
     tensors: list[Tensor] = []
     hybrid_layers = set()
     vocab = key("{arch}.vocab_size")
-    for t in reader.tensors:
+    for t in (t for r in [reader, *(_reader(p) for p in shards[1:])] for t in r.tensors):
         name = str(t.name)
         kind = _kind(name)
         m = BLOCK.match(name)
@@ -142,8 +143,46 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         shape.kv_formula = (f"2 x {full} layers x {shape.kv_heads} kv heads x {head_dim} x 2 "
                             "bytes (f16 cache)")
     metadata = {"name": _field(reader, "general.name"), "file_type": _field(reader, "general.file_type"),
-                "architecture": arch}
+                "architecture": arch, "shards": len(shards)}
+    want = _field(reader, "split.tensors.count")
+    if want is not None and int(want) != len(tensors):
+        raise InputError(f"the {len(shards)} shards hold {len(tensors)} tensors, but the first "
+                         f"says the model has {int(want)}", file=str(path),
+                         fix="pass the first shard of one complete download")
     return shape, metadata
+
+
+#: gguf-split's shard names (llama.cpp ``llama_split_path``: ``%s-%05d-of-%05d.gguf``).
+SHARD = re.compile(r"(.+)-(\d{5})-of-(\d{5})\.gguf", re.IGNORECASE)
+
+
+def split_shards(reader, path: Path) -> list[Path]:
+    """The files of a model split by ``gguf-split`` (``split.count`` > 1), ``path`` (its first
+    shard) first; ``[path]`` for a whole file. A later shard, or a split with a shard missing,
+    is refused: one shard's tensor table holds only its share of the weights (the first of
+    three read as a 2.8 B Llama-3.1-8B with a tied lm_head)."""
+    count = int(_field(reader, "split.count") or 1)
+    if count <= 1:
+        return [path]
+    number = int(_field(reader, "split.no") or 0)
+    m = SHARD.fullmatch(path.name)
+    first = (path.with_name(f"{m[1]}-00001-of-{count:05d}.gguf").name if m else
+             "its -00001-of- file")
+    if number != 0:
+        raise InputError(f"shard {number + 1} of {count} of a split model: the model's metadata "
+                         "is in the first shard", file=str(path), fix=f"pass {first}")
+    if m is None:
+        raise InputError(f"the first of {count} shards, but not named as gguf-split names them "
+                         "(<name>-00001-of-NNNNN.gguf): the other shards cannot be found",
+                         file=str(path), fix="keep the shards' names as downloaded")
+    shards = [path.with_name(f"{m[1]}-{i:05d}-of-{count:05d}.gguf") for i in range(1, count + 1)]
+    missing = [p.name for p in shards if not p.is_file()]
+    if missing:
+        raise InputError(f"the first of {count} shards, but {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} not beside it: one shard "
+                         "holds only some of the model's weights", file=str(path),
+                         fix="download every shard into the same folder")
+    return shards
 
 
 def _int(value) -> int | None:
