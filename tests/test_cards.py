@@ -344,6 +344,32 @@ def test_an_unknown_checkpoint_dtype_is_refused_not_read_as_two_bytes(tmp_path):
     assert derive_path(tmp_path / "m").card["bytes_per_weight"] == "1"
 
 
+def test_a_float32_checkpoint_is_priced_as_the_16_bit_weights_engines_serve(tmp_path):
+    """vLLM and SGLang load a float32 checkpoint in 16-bit (``--dtype auto``: "we use float16
+    for float32 models"; bf16 in later versions), as llama.cpp converts one to f16: a card of
+    4 bytes a weight priced its steps at twice the bytes they read (EAGLE heads and
+    fine-tunes are often saved in float32). The note says so, and --bytes-per-weight 4 is
+    for one served in float32."""
+    cfg = json.loads((FIX / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps({**cfg, "torch_dtype": "float32"}))
+    d = derive_path(tmp_path / "m")
+    assert d.card["bytes_per_weight"] == "2" and d.facts["file_bytes_per_weight"] == 2
+    assert "served in 16-bit" in d.facts["storage"] and "--bytes-per-weight 4" in d.card["notes"]
+    assert derive_path(tmp_path / "m").card["params_total_b"] == "8.0303"
+    awq = {**cfg, "torch_dtype": "float32", "quantization_config": {
+        "quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}}
+    (tmp_path / "m" / "config.json").write_text(json.dumps(awq))
+    assert derive_path(tmp_path / "m").card["bytes_per_weight"] == "0.7133"   # as in bf16
+    given = card_files.derive_from_hf_config(tmp_path / "m", bytes_per_weight=4.0)
+    assert given.card["bytes_per_weight"] == "4"
+    head = json.loads((FIX / "llama3-8b-eagle3" / "config.json").read_text())
+    (tmp_path / "h").mkdir()
+    (tmp_path / "h" / "config.json").write_text(json.dumps({**head, "torch_dtype": "float32"}))
+    d = card_files.derive_from_hf_config(tmp_path / "h", target="llama-3.1-8b-instruct")
+    assert d.drafters[0]["bytes_per_weight"] == "2"
+
+
 def derive_path(path: Path) -> card_files.Derived:
     return card_files.derive_from_hf_config(path)
 

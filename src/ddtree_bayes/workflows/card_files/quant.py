@@ -2,10 +2,11 @@
 or the per-tensor types of a GGUF file.
 
 A quantised linear weight of shape (out, in) stores its codes plus the scales (and zero points,
-and index tables) of its scheme; everything else keeps the checkpoint's dtype. The card's
-``bytes_per_weight`` is the byte-weighted average over the weights one token uses (routed
-experts at top_k / experts), because the roofline streams ``active parameters x bytes per
-weight`` per step; the file average (over every weight) is reported beside it.
+and index tables) of its scheme; everything else keeps the checkpoint's dtype (a float32 one:
+16-bit, as engines serve it). The card's ``bytes_per_weight`` is the byte-weighted average
+over the weights one token uses (routed experts at top_k / experts), because the roofline
+streams ``active parameters x bytes per weight`` per step; the file average (over every
+weight) is reported beside it.
 
 Conventions (each from the format's own storage layout):
 
@@ -96,13 +97,25 @@ def _matches(pattern: str, name: str) -> bool:
     return name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
 
 
+#: Checkpoint dtypes no engine serves in by default: vLLM and SGLang (``--dtype auto``) load a
+#: float32 checkpoint in 16-bit ("Following the common practice, we use float16 for float32
+#: models", vllm ``_get_and_verify_dtype``; bf16 in later versions), llama.cpp converts it to
+#: f16.
+SERVED_16BIT = {"float32", "float", "float64", "double"}
+SERVED_16BIT_NOTE = ("a {name} checkpoint is priced at the 16-bit weights engines serve it in "
+                     "(vLLM and SGLang --dtype auto load float32 in fp16/bf16; llama.cpp "
+                     "converts it to f16); --bytes-per-weight 4 for one served in float32")
+
+
 def dtype_bytes(cfg: dict, where: str, given: float | None = None) -> tuple[float, str]:
-    """Bytes of one weight at the checkpoint's dtype (``torch_dtype``, else ``dtype``, else
-    bfloat16), and its name; a dtype not in :data:`DTYPE_BYTES` takes ``given``
-    (``--bytes-per-weight``) or is refused (it was read as 2 bytes while the card printed
-    its name)."""
+    """Bytes of one weight at the dtype the checkpoint is served in (``torch_dtype``, else
+    ``dtype``, else bfloat16; a float32 / float64 one in 16-bit, :data:`SERVED_16BIT`), and
+    its name; a dtype not in :data:`DTYPE_BYTES` takes ``given`` (``--bytes-per-weight``) or
+    is refused (it was read as 2 bytes while the card printed its name)."""
     key = "torch_dtype" if cfg.get("torch_dtype") else "dtype"
     name = str(cfg.get(key) or "bfloat16").replace("torch.", "")
+    if name in SERVED_16BIT:
+        return (float(given) if given is not None else 2.0), f"{name} served in 16-bit"
     if name in DTYPE_BYTES:
         return float(DTYPE_BYTES[name]), name
     if given is not None:
@@ -134,6 +147,14 @@ def _group(value, inp: int) -> int:
 def scheme_from_config(cfg: dict, where: str, bytes_per_weight: float | None = None) -> Scheme:
     """The storage scheme of a config.json: unquantised (its dtype) or its quantisation
     (``bytes_per_weight``: ``--bytes-per-weight``, for a dtype it does not know)."""
+    scheme = _scheme(cfg, where, bytes_per_weight)
+    name = dtype_bytes(cfg, where, bytes_per_weight)[1].removesuffix(" served in 16-bit")
+    if name in SERVED_16BIT:
+        scheme.notes.append(SERVED_16BIT_NOTE.format(name=name))
+    return scheme
+
+
+def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
     base, dtype = dtype_bytes(cfg, where, bytes_per_weight)
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
