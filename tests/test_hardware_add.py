@@ -85,6 +85,20 @@ def test_a_new_gpu_from_its_datasheet_says_what_it_leaves_to_assumption(tmp_path
                                    "replaced": False, "created": True}]
 
 
+def test_a_new_gpu_with_an_fp8_peak_alone_is_told_its_bf16_is_derived_from_it(tmp_path):
+    """A GPU given an fp8 peak and no bf16 one was told "its compute knee assumes bandwidth x
+    200 FLOP/B" (400 TFLOPS here), but the model derives its bf16 peak from the fp8 one
+    (fp8 / 2: 150 TFLOPS): the note now says what is assumed."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
+                             "--interconnect", "PCIe Gen5", "--dense-fp8-tflops", "300",
+                             "--memory-gb", "64", "--source", "vendor sheet", "--dry-run")
+    assert code == 0, err
+    notes = [ln for ln in out.splitlines() if ln.startswith("note:")]
+    assert notes == ["note: my-gpu has no dense bf16 peak: bf16 peak derived from fp8 300 TFLOPS "
+                     "/ 2, the Hopper/Blackwell ratio, an assumption (give --dense-bf16-tflops "
+                     "from the datasheet)"]
+
+
 @pytest.mark.parametrize("argv, message", [
     (["my-gpu", "--mem-bw-tb-s", "2"], "my-gpu is a GPU the table does not know: it needs "
                                        "--interconnect"),

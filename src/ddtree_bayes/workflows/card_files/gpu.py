@@ -187,8 +187,13 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""))
     notes = [] if unsupported is None else [unsupported]
     if not row.get("dense_bf16_tflops", "").strip():
-        notes.append(f"{name} has no dense bf16 peak: its compute knee assumes bandwidth x 200 "
-                     "FLOP/B, an assumption (give --dense-bf16-tflops from the datasheet)")
+        from ddtree_bayes.core.model_cards import peak_tflops
+
+        how = peak_tflops(row, "bf16")[1].removeprefix(f"{name}: ")   # what the model assumes
+        notes.append(f"{name} has no dense bf16 peak: "
+                     + (f"{how}, the Hopper/Blackwell ratio" if "derived from" in how else
+                        "its compute knee assumes bandwidth x 200 FLOP/B")
+                     + ", an assumption (give --dense-bf16-tflops from the datasheet)")
     if not row.get("memory_gb", "").strip():
         notes.append(f"{name} has no memory_gb: whether a model's weights fit is not checked "
                      "(give --memory-gb)")
