@@ -405,6 +405,17 @@ def test_eagle3_needs_its_target():
         derive("llama3-8b-eagle3")
 
 
+def test_target_on_a_models_config_says_which_drafters_card_add_makes():
+    """--target on a model's config (a separate draft model, an EAGLE-1 head) said only
+    "drop --target", which writes a model card, not the drafter card the user asked for (and
+    predict --drafter then sent them back to card add --target)."""
+    with pytest.raises(InputError) as info:
+        derive("llama-3.1-8b", target="llama-3.3-70b-instruct")
+    text = str(info.value)
+    assert "EAGLE-3" in text and "MTP" in text and "data/drafters.csv" in text
+    assert "draft_model" in text and "drop --target" in text
+
+
 # ---------------------------------------------------------------- GGUF (synthetic file)
 @pytest.fixture(scope="module")
 def gguf_file(tmp_path_factory):

@@ -251,6 +251,30 @@ def test_a_drafter_not_measured_costs_its_roofline_at_the_groups_multiple(tmp_pa
             resolve(draws, flags)
 
 
+def test_an_unknown_drafter_is_sent_to_a_card_add_that_can_make_it(tmp_path, monkeypatch):
+    """`predict --drafter NAME` of an unknown name said "add its card (`ddtree-bayes card add
+    --hf-config CONFIG --target kimi-k2.6`)" for every method, but card add makes drafter
+    cards of EAGLE-3 heads only with --target (MTP cards come from the target's own config)
+    and refuses --target on any other config: a DDTree block drafter was sent in a circle."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = structured_engine_fit()
+    monkeypatch.chdir(tmp_path)
+    own_drafters(tmp_path, KIMI_DDTREE)
+
+    def fix(**flags) -> str:
+        with pytest.raises(QueryError) as info:
+            resolve(draws, Flags(accept="3", engines=("sglang",), drafter="nope", **flags))
+        return str(info.value).split("(fix: ", 1)[1]
+
+    assert "card add --hf-config HEAD/config.json --target kimi-k2.6" in fix(
+        method="eagle3", block=3)
+    assert "card add --hf-config kimi-k2.6's own config.json" in fix(method="mtp", block=1)
+    ddtree = fix(method="ddtree", block=16, budget=32)
+    assert "ddtree-bayes card add" not in ddtree and "data/drafters.csv" in ddtree
+
+
 def test_a_measured_group_extrapolates_around_its_own_mean():
     """A group measured at one tree budget: the nodes beyond it cost the group's own per-node
     ratio drawn around its mean (spec_tree_mean), not the population's."""

@@ -661,10 +661,15 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     if card is None:
         fits = sorted(c.drafter for c in cards.values()
                       if sc.method in c.methods and drafter_for((c,), target, sc.method))
+        # card add makes EAGLE-3 heads' cards (--target) and a target's own MTP layers'
+        how = (f"`ddtree-bayes card add --hf-config HEAD/config.json --target {target}`"
+               if sc.method == "eagle3" else
+               f"`ddtree-bayes card add --hf-config {target}'s own config.json`, when it "
+               "declares MTP layers" if sc.method == "mtp" else
+               "a row of data/drafters.csv by hand (docs/cli.md, card add)")
         raise QueryError(prefix + f"no drafter card {name!r}",
                          fix=(f"use one of {', '.join(fits)}, or a" if fits else "a")
-                         + f"dd its card (`ddtree-bayes card add --hf-config CONFIG --target "
-                           f"{target}`)")
+                         + f"dd its card: {how}")
     if sc.method not in card.methods:
         raise QueryError(prefix + f"drafter {name!r} serves {', '.join(card.methods)}, not "
                          f"{sc.method}", fix="give the --method it drafts for")

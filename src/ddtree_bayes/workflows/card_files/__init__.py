@@ -57,8 +57,12 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
     source = _source(file)
     default = cfg.get("_name_or_path") or file.resolve().parent.name
     if target and not is_eagle3(cfg):
-        raise InputError("--target is for an EAGLE-3 draft config, and this is a model's",
-                         file=str(file), fix="drop --target")
+        raise InputError("--target is for an EAGLE-3 draft config, and this is a model's: card "
+                         "add makes drafter cards of EAGLE-3 heads (--target) and of the MTP "
+                         "layers a target's own config declares", file=str(file),
+                         fix="drop --target for this model's own card; a separate draft model "
+                             "(or an EAGLE-1/2 head) is a row of data/drafters.csv by hand, "
+                             "kind draft_model (eagle_head) (docs/cli.md, card add)")
     if is_eagle3(cfg):
         if not target:
             raise InputError("an EAGLE-3 draft config: which model does it draft for?",
