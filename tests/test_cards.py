@@ -283,6 +283,33 @@ def test_compressed_tensors_quantises_only_the_modules_its_group_targets():
         scheme_from_config(experts_only(["DeepseekV3MoE"]), "x")
 
 
+def test_ignore_names_a_multimodal_checkpoints_modules_by_their_full_path():
+    """A multimodal checkpoint's quantiser names its language model's modules by their path
+    in the whole model (``language_model.lm_head``, ``model.language_model.layers.0...``, as
+    RedHat's Mistral-Small-3.1 W4A16 ignores its head): card add names them ``lm_head`` and
+    ``model.layers.0...``, so the ignored head was read as int4 (0.5579 B/weight for
+    Mistral-Small-3.1 instead of the 0.6002 an ``lm_head`` entry gives)."""
+    group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
+                         "symmetric": True}, "targets": ["Linear"]}
+
+    def mm(ignore: list[str]) -> dict:
+        text = {k: v for k, v in LLAMA.items() if k not in ("torch_dtype", "architectures")}
+        return {"model_type": "mistral3", "torch_dtype": "bfloat16", "text_config": text,
+                "quantization_config": {"quant_method": "compressed-tensors",
+                                        "config_groups": {"group_0": group}, "ignore": ignore}}
+
+    def total(cfg: dict) -> float:
+        return weight_bytes(shape_from_config(cfg, "x"), scheme_from_config(cfg, "x")).total_bytes
+
+    plain = total(mm(["lm_head", "re:vision_tower.*"]))
+    assert total(mm(["language_model.lm_head", "re:vision_tower.*"])) == plain
+    down = 4096 * 14336   # one layer's down_proj kept in bf16 instead of 4 + 16/128 bits
+    assert total(mm(["lm_head", "model.language_model.layers.0.mlp.down_proj"])) == \
+        pytest.approx(plain + down * (2 - 4.125 / 8))
+    assert total(mm(["lm_head", "language_model.model.layers.0.mlp.down_proj"])) == \
+        pytest.approx(plain + down * (2 - 4.125 / 8))
+
+
 def test_unknown_quantisation_is_one_line_with_a_fix():
     with pytest.raises(InputError) as info:
         llama_with({"quant_method": "hqq"})

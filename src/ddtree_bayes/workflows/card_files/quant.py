@@ -94,7 +94,15 @@ def _matches(pattern: str, name: str) -> bool:
         return re.search(pattern[3:], name.replace(".*.", ".0.")) is not None
     if any(ch in pattern for ch in "*?["):
         return fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(name, f"*{pattern}")
-    return name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
+    bare, path = _LANGUAGE_MODEL.sub("", name), _LANGUAGE_MODEL.sub("", pattern)
+    return (name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
+            or bare == path)
+
+
+#: Where a multimodal checkpoint keeps its language model (``language_model.lm_head``,
+#: ``model.language_model.layers.0...``, ``language_model.model.layers.0...``): a module
+#: named by that path is the language model's own (``lm_head``, ``model.layers.0...``).
+_LANGUAGE_MODEL = re.compile(r"^(model\.)?(language_model\.)?(model\.)?")
 
 
 #: Checkpoint dtypes no engine serves in by default: vLLM and SGLang (``--dtype auto``) load a
