@@ -120,6 +120,14 @@ def test_a_new_gpu_with_an_fp8_peak_alone_is_told_its_bf16_is_derived_from_it(tm
     # the transfer's reference system followed
     (["my-gpu", "--mem-bw-tb-s", "2", "--interconnect", "Ethernet 100G"],
      "--interconnect 'Ethernet 100G' names neither PCIe nor an NVLink-class fabric"),
+    # the memory type's flag given the size too: the row read "80 GB 141 GB HBM3e" and kept
+    # h100's 80 GB for every weights-fit check
+    (["h100-141", "--like", "h100", "--memory", "141 GB HBM3e"],
+     "--memory '141 GB HBM3e' holds a size, but --memory is the memory type; the size the "
+     "weights-fit checks read is --memory-gb (80, as h100) (fix: give --memory-gb 141 "
+     "--memory HBM3e)"),
+    (["my-gpu", "--mem-bw-tb-s", "2", "--interconnect", "PCIe Gen4", "--memory", "24GB"],
+     "--memory '24GB' holds a size"),
 ])
 def test_refusals_name_the_fix_and_write_nothing(tmp_path, argv, message):
     argv = argv if "--source" in argv else [*argv, "--source", "s"]

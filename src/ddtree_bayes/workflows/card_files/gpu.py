@@ -56,6 +56,10 @@ class GpuRow:
     notes: tuple[str, ...]
 
 
+#: A memory size written into the memory type's text ("141 GB HBM3e", "24GB").
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\b", re.IGNORECASE)
+
+
 def _figure(value: float | str) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value).strip()
 
@@ -144,6 +148,20 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     if isinstance(link, str) and link_class(link) is None:
         raise InputError(f"--interconnect {link.strip()!r} names neither PCIe nor an NVLink-class "
                          "fabric", fix=LINK_FIX)
+    memory = values.get("memory")
+    size = _SIZE.search(memory) if isinstance(memory, str) else None
+    if isinstance(memory, str) and size is not None:
+        # (it was kept beside the copied memory_gb: "80 GB 141 GB HBM3e")
+        given_gb = values.get("memory_gb")
+        base_gb = (_figure(given_gb) if given_gb is not None else
+                   table.rows.get(like or name, {}).get("memory_gb", "").strip())
+        whence = ("given" if given_gb is not None else f"as {like}" if like else
+                  "as before" if base_gb else "none given")
+        kind = _SIZE.sub("", memory).strip() or "HBM3e"
+        raise InputError(f"--memory {memory.strip()!r} holds a size, but --memory is the memory "
+                         "type; the size the weights-fit checks read is --memory-gb "
+                         f"({base_gb or '-'}, {whence})",
+                         fix=f"give --memory-gb {size[1]} --memory {kind}")
     cc = values.get("compute_capability")
     if isinstance(cc, str) and not COMPUTE_CAPABILITY_RE.fullmatch(cc.strip()):
         raise InputError(f"--compute-capability {cc.strip()!r} is not a compute capability the "
