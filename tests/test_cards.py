@@ -14,6 +14,7 @@ compared with the totals the model's publishers give.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import hashlib
 import importlib
 import io
@@ -526,6 +527,44 @@ def test_issue_21_card_add_then_the_fit_has_its_card(tmp_path):
     hw = hardware_table(workdir=tmp_path).rows["rtx-4090"]
     f = pair_features(card_for(cards_now, "my-model"), {"hardware": "rtx-4090", **hw}, 1)
     assert f.stream_ms == pytest.approx(3.3530 * 2 / 1.008)   # B params x B/weight / TB/s
+
+
+def test_the_weights_fit_check_reads_the_files_bytes_not_the_active_average(tmp_path):
+    """A card's bytes_per_weight is the average over the weights a token reads (the roofline
+    streams them), but the memory the weights take is the whole file's. For Qwen3-30B-A3B in
+    AWQ int4 the active average (0.80: the bf16 embedding and head weigh on 3.35 B active) is
+    far above the file's (0.55: int4 experts), so the 16.8 GB model was "24 GB: do not fit
+    in 1 x rtx-4090 (24 GB) (fix: --gpus 2)". card add now writes the file's average
+    (file_bytes_per_weight; data/models.csv created from the bundled cards, or an older file,
+    gains the column) and the weights-fit check reads it."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.engine.scenario import check_weights_fit
+
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    awq = {**cfg, "quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                          "zero_point": True, "version": "gemm"}}
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(awq))
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "q30-awq")
+    assert code == 0, err
+    d = derive_path(tmp_path / "m")
+    wb_file, wb_active = d.facts["file_bytes_per_weight"], d.facts["bytes_per_weight"]
+    assert round(wb_active, 2) == 0.80 and round(wb_file, 2) == 0.55
+    card = load_model_cards(tmp_path / "data" / "models.csv")["q30-awq"]
+    assert card.file_bytes_per_weight == pytest.approx(wb_file, abs=1e-4)
+    assert card.weights_gb == pytest.approx(30.5321 * wb_file, rel=1e-4)      # 16.8 GB
+    fit = NS(meta={"model": {"card": dataclasses.asdict(card)}},
+             hardware={"rtx-4090": {"memory_gb": "24"}})
+    check_weights_fit(fit, None, "rtx-4090", 1)                                # fits now
+    # a file written before the column existed gains it; its rows read as before
+    (tmp_path / "data" / "models.csv").write_text(bundled("models.csv").read_text())
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "q30-awq")
+    assert code == 0, err
+    cards = load_model_cards(tmp_path / "data" / "models.csv")
+    assert cards["q30-awq"].file_bytes_per_weight == card.file_bytes_per_weight
+    assert cards["kimi-k2.6"].file_bytes_per_weight is None
+    assert cards["kimi-k2.6"].weights_gb == pytest.approx(1000 * 0.5)   # total x bytes_per_weight
 
 
 def test_refuses_an_existing_name_unless_replace(tmp_path):

@@ -42,7 +42,7 @@ FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
 
 #: Card fields stored for the checks around the model, never read by it (``update``'s
 #: reweight compares cards without them: a fit stored before one existed is no other model).
-NOT_MODELLED = ("kv_bytes_per_token",)
+NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight")
 
 
 def modelled(card: dict) -> dict:
@@ -73,6 +73,11 @@ class ModelCard:
     #: bytes the KV cache holds per cached token of one sequence, at the card's cache dtype
     #: (``kv_bytes_per_token``); None when the card does not give it
     kv_bytes_per_token: float | None = None
+    #: bytes per weight over every weight of the checkpoint (``file_bytes_per_weight``: what
+    #: the weights take in memory; ``bytes_per_weight`` averages the weights a token reads,
+    #: which differ in an MoE whose experts are quantised below its attention); None when the
+    #: card does not give it
+    file_bytes_per_weight: float | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -80,8 +85,20 @@ class ModelCard:
 
     @property
     def weights_gb(self) -> float:
-        """GB the weights take: total parameters (billions) x bytes per weight."""
-        return self.params_total_b * self.bytes_per_weight
+        """GB the weights take: total parameters (billions) x the file's bytes per weight
+        (else the card's ``bytes_per_weight``).
+
+        >>> card = ModelCard("q", 30.5, 3.35, 48, 128, 8, 0.80, "bf16", "s")
+        >>> round(card.weights_gb, 1), round(ModelCard(**{**card.__dict__,
+        ...     "file_bytes_per_weight": 0.55}).weights_gb, 1)
+        (24.4, 16.8)
+        """
+        return self.params_total_b * (self.file_bytes_per_weight or self.bytes_per_weight)
+
+    @property
+    def weights_bytes_per_weight(self) -> float:
+        """The bytes per weight :attr:`weights_gb` counts."""
+        return self.file_bytes_per_weight or self.bytes_per_weight
 
     def kv_cache_gb(self, context_tokens: float, streams: int = 1) -> float | None:
         """GB the KV cache of ``streams`` sequences at ``context_tokens`` each takes at the
@@ -259,6 +276,10 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         bytes_per_weight = num("bytes_per_weight")
         assert bytes_per_weight is not None
         check_bytes_per_weight(bytes_per_weight, path, i)
+        file_bpw = num("file_bytes_per_weight", required=False) if raw.get(
+            "file_bytes_per_weight") else None
+        if file_bpw is not None:
+            check_bytes_per_weight(file_bpw, path, i)
         hidden = num("hidden_size", integer=True, required=False) if "hidden_size" in raw else None
         layers = num("layers", integer=True)
         check_active_scale(active, layers, hidden, path, i)
@@ -283,7 +304,8 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             source=raw["source"],
             hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
             kv_bytes_per_token=None if "kv_bytes_per_token" not in raw else num(
-                "kv_bytes_per_token", required=False))
+                "kv_bytes_per_token", required=False),
+            file_bytes_per_weight=file_bpw)
     return cards
 
 

@@ -452,7 +452,7 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     if weights > memory * gpus:
         raise QueryError(
             f"{card.model}'s weights ({weights:.0f} GB: {card.params_total_b:g}B "
-            f"parameters at {card.bytes_per_weight:g} bytes) do not fit in {gpus} x "
+            f"parameters at {card.weights_bytes_per_weight:g} bytes) do not fit in {gpus} x "
             f"{hardware} ({memory * gpus:g} GB)",
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
 

@@ -23,6 +23,7 @@ from ddtree_bayes.workflows.card_files.quant import Scheme, scheme_from_config
 from ddtree_bayes.workflows.card_files.rows import (
     CARD_HEADER,
     DRAFTER_HEADER,
+    OPTIONAL_CARD_COLUMNS,
     Derived,
     card_name,
     eagle3_drafter,
@@ -149,13 +150,16 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
     if derived.drafters:
         plans.append((drafters_file, ",".join(DRAFTER_HEADER) + "\n", "drafter",
                       derived.drafters, lambda p, text: drafter_table(p, text=text)))
+    optional = {"model": OPTIONAL_CARD_COLUMNS}
     for path, seed, key, rows, check in plans:      # every refusal before any write
         if path.exists() and not path.is_file():
             raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
-        text, _ = plan_text(path, seed, key, rows, replace=replace)
+        text, _ = plan_text(path, seed, key, rows, replace=replace,
+                            optional=optional.get(key, ()))
         if check is not None:
             check(str(path), text)
     written: list[Written] = []
     for path, seed, key, rows, check in plans:
-        written += write_rows(path, seed, key, rows, replace=replace, check=check)
+        written += write_rows(path, seed, key, rows, replace=replace, check=check,
+                              optional=optional.get(key, ()))
     return written

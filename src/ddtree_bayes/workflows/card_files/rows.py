@@ -16,7 +16,10 @@ from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 #: The model-card columns card add fills (data/models.csv's header).
 CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_size", "experts",
                "experts_topk", "shared_experts", "bytes_per_weight", "compute_dtype",
-               "kv_bytes_per_token", "attention", "source", "notes")
+               "kv_bytes_per_token", "attention", "source", "notes", "file_bytes_per_weight")
+#: Columns a card row has that an older data/models.csv (one created from the bundled cards
+#: before they existed) may lack: writing the row adds them to its header.
+OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight",)
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
@@ -119,7 +122,11 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         "bytes_per_weight": _bpw(bpw), "compute_dtype": dtype,
         "kv_bytes_per_token": "" if shape.kv_bytes_per_token is None
         else str(shape.kv_bytes_per_token),
-        "attention": shape.attention, "source": source, "notes": "; ".join(notes)}
+        "attention": shape.attention, "source": source, "notes": "; ".join(notes),
+        # what the weights take in memory (the weights-fit checks); blank when the user gave
+        # the bytes per weight, which then stand for every weight
+        "file_bytes_per_weight": "" if bytes_per_weight is not None or scheme.unread
+        else _bpw(wb.file_average)}
     facts = {"architecture": shape.architecture, "params_total": wb.total_params,
              "params_active": round(wb.active_params), "embedding_params": embed,
              "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,

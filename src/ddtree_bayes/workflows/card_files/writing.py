@@ -42,13 +42,21 @@ def existing_row(path: Path, key: str, name: str) -> int | None:
 
 
 def plan_text(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], *,
-              replace: bool) -> tuple[str, list[tuple[str, int, bool]]]:
+              replace: bool, optional: tuple[str, ...] = ()) -> tuple[str, list[tuple[str, int, bool]]]:
     """The file's new text with ``rows`` appended (or, with ``replace``, put in place of the
     rows of the same ``key``), and (name, line, replaced) per row. Raises before anything is
-    written: a name that exists without ``replace``, a column the file lacks."""
+    written: a name that exists without ``replace``, a column the file lacks (but for the
+    ``optional`` columns, added to its header when a row fills them: the file's other rows
+    leave them blank)."""
     text = path.read_text(encoding="utf-8-sig") if path.is_file() else seed_text
     _, header, body = read_records(str(path), text)
-    missing = [c for c in rows[0] if c not in header] if rows else []
+    add = [c for c in optional if c not in header and any(str(r.get(c, "")).strip() for r in rows)]
+    if add:
+        head, _, rest = text.partition("\n")
+        cr = "\r" if head.endswith("\r") else ""
+        text = f"{head.removesuffix(cr)},{','.join(add)}{cr}\n{rest}"
+        _, header, body = read_records(str(path), text)
+    missing = [c for c in rows[0] if c not in header and c not in optional] if rows else []
     if missing:
         raise DataError(f"no column {missing[0]!r}; the row's value would be lost", file=str(path),
                         row=1, column=missing[0],
@@ -83,7 +91,7 @@ def plan_text(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], 
 
 
 def write_rows(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], *,
-               replace: bool, check=None) -> list[Written]:
+               replace: bool, check=None, optional: tuple[str, ...] = ()) -> list[Written]:
     """Write ``rows`` into ``path`` (created from ``seed_text`` when absent), validating the
     whole new text with ``check(path, text)`` first; nothing is written on any error."""
     if not rows:
@@ -94,7 +102,8 @@ def write_rows(path: Path, seed_text: str, key: str, rows: list[dict[str, str]],
         raise DataError("the file is read-only; nothing was written", file=str(path),
                         fix=f"make it writable (chmod u+w {path}) or pass another file")
     with exclusive_lock(path):
-        text, placed = plan_text(path, seed_text, key, rows, replace=replace)
+        text, placed = plan_text(path, seed_text, key, rows, replace=replace,
+                                 optional=optional)
         if check is not None:
             check(str(path), text)
         write_text_atomically(path, text)

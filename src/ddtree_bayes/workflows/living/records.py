@@ -197,7 +197,7 @@ def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str,
             f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
             f"({memory * m.gpus:g} GB)",
             f"check the GPU count (at least {math.ceil(least / memory)} {m.hardware}; "
-            f"{math.ceil(card.weights_gb / memory)} at the card's {card.bytes_per_weight:g} "
+            f"{math.ceil(card.weights_gb / memory)} at the card's {card.weights_bytes_per_weight:g} "
             "bytes) and the hardware; a run that offloads weights to the CPU is outside what "
             "the step model prices")
 
