@@ -97,3 +97,30 @@ def write(path: Path, extra: dict[str, int] | None = None, shards: int = 1) -> P
         with open(file, "r+b") as fh:               # sparse: no data blocks on disk
             fh.truncate(GGUFWriter.ggml_pad(header, w.data_alignment) + size)
     return files[0]
+
+
+def write_model(path: Path, arch: str, keys: dict[str, int],
+                tensors: list[tuple[str, tuple[int, ...], str]]) -> Path:
+    """A SYNTHETIC GGUF file of any architecture: ``keys`` (uint32 header values) and
+    ``tensors`` ((name, shape in numpy order, type), in file order), data left sparse."""
+    from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
+
+    w = GGUFWriter(str(path), arch)
+    for key, value in keys.items():
+        w.add_uint32(key, value)
+    data = 0
+    for name, shape, kind in tensors:
+        qtype = GGMLQuantizationType[kind]
+        block, size = GGML_QUANT_SIZES[qtype]
+        nbytes = int(np.prod(shape)) * size // block
+        w.add_tensor_info(name, shape, np.dtype(np.float32), nbytes,
+                          raw_dtype=None if kind == "F32" else qtype)
+        data += GGUFWriter.ggml_pad(nbytes, w.data_alignment)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_ti_data_to_file()
+    w.close()
+    header = path.stat().st_size
+    with open(path, "r+b") as fh:
+        fh.truncate(GGUFWriter.ggml_pad(header, w.data_alignment) + data)
+    return path

@@ -500,6 +500,39 @@ def test_a_split_gguf_is_read_from_every_shard(tmp_path, quick_hash):
         card_files.derive_from_gguf(first)
 
 
+def test_a_gguf_with_one_tensor_per_expert_counts_top_k_of_them_active(tmp_path, quick_hash):
+    """GGUF files made before llama.cpp merged the experts into one tensor (the first
+    Mixtral GGUFs: ``blk.N.ffn_gate.E.weight`` per expert E, which llama.cpp still loads)
+    had every expert counted as active: Mixtral 8x7B read as "46.7028 B total, 46.7028 B
+    active" beside "8 routed, top-2", every step priced at 3.6x the weights it reads."""
+    layers, hidden, ffn, experts, vocab = 2, 256, 512, 8, 1000
+    tensors = [("token_embd.weight", (vocab, hidden), "F16")]
+    for i in range(layers):
+        tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32"),
+                    (f"blk.{i}.attn_q.weight", (hidden, hidden), "F16"),
+                    (f"blk.{i}.attn_k.weight", (64, hidden), "F16"),
+                    (f"blk.{i}.attn_v.weight", (64, hidden), "F16"),
+                    (f"blk.{i}.attn_output.weight", (hidden, hidden), "F16"),
+                    (f"blk.{i}.ffn_norm.weight", (hidden,), "F32"),
+                    (f"blk.{i}.ffn_gate_inp.weight", (experts, hidden), "F32")]
+        for e in range(experts):
+            tensors += [(f"blk.{i}.ffn_gate.{e}.weight", (ffn, hidden), "F16"),
+                        (f"blk.{i}.ffn_down.{e}.weight", (hidden, ffn), "F16"),
+                        (f"blk.{i}.ffn_up.{e}.weight", (ffn, hidden), "F16")]
+    tensors += [("output_norm.weight", (hidden,), "F32"), ("output.weight", (vocab, hidden), "F16")]
+    path = gguf_fixture.write_model(tmp_path / "mixtral-tiny.gguf", "llama", {
+        "llama.block_count": layers, "llama.embedding_length": hidden,
+        "llama.expert_count": experts, "llama.expert_used_count": 2,
+        "llama.feed_forward_length": ffn, "llama.attention.head_count": 4,
+        "llama.attention.head_count_kv": 1, "llama.vocab_size": vocab}, tensors)
+    d = card_files.derive_from_gguf(path)
+    expert = 3 * ffn * hidden
+    total = sum(math.prod(shape) for _, shape, _ in tensors)
+    assert d.facts["params_total"] == total
+    assert d.facts["params_active"] == total - layers * (experts - 2) * expert
+    assert (d.card["experts"], d.card["experts_topk"]) == ("8", "2")
+
+
 def test_sha256_is_the_files(tmp_path):
     path = tmp_path / "config.json"
     shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)

@@ -19,6 +19,9 @@ from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
+#: One tensor per expert (``blk.N.ffn_gate.E``), as GGUF files stored experts before llama.cpp
+#: merged them into ``ffn_gate_exps`` (its loader still reads them: ``LLM_TENSOR_FFN_GATE_EXP``).
+EXPERT = re.compile(r"ffn_(gate|up|down)\.\d+(\.|$)")
 ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")
 
 
@@ -52,7 +55,7 @@ def _kind(name: str) -> str:
     part = tail.group(2) if tail else name
     if "norm" in part:
         return "norm"
-    if "_exps" in part:
+    if "_exps" in part or EXPERT.match(part):
         return "expert"
     if "shexp" in part:
         return "shared_expert"
