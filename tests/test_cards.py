@@ -232,6 +232,31 @@ def test_gptq_int4_g128_counts_g_idx():
     assert total == pytest.approx(32 * LINEAR_PER_LAYER * (4 + 20 / 128) / 8 + 4 * inputs + bf16)
 
 
+def test_gptq_dynamic_exclusions_and_a_quantised_lm_head_are_read():
+    """GPTQModel's ``dynamic`` rules: ``-:<regex>`` leaves the matched modules unquantised
+    (Qwen's own GPTQ-Int4 MoE checkpoints keep attention and the shared expert in bf16 so);
+    they were ignored, every linear read as int4. A positive rule that changes the bits is
+    not guessed (--bytes-per-weight); ``lm_head: true`` quantises the head."""
+    gptq = {"quant_method": "gptq", "bits": 4, "group_size": 128, "desc_act": False,
+            "sym": True}
+    cfg, _ = read_config(FIX / "qwen3-30b-a3b")
+
+    def scheme(q: dict):
+        c = {**cfg, "quantization_config": q}
+        return shape_from_config(c, "x"), scheme_from_config(c, "x")
+
+    shape, plain = scheme(gptq)
+    _, dyn = scheme({**gptq, "dynamic": {"-:.*attn.*": {}}})
+    attn = [t for t in shape.tensors if t.kind == "attention" and t.linear]
+    assert attn and all(plain.is_quantised(t) for t in attn)
+    assert not any(dyn.is_quantised(t) for t in attn)
+    assert all(dyn.is_quantised(t) for t in shape.tensors if t.kind == "expert")
+    head = next(t for t in shape.tensors if t.kind == "lm_head")
+    assert not plain.is_quantised(head) and scheme({**gptq, "lm_head": True})[1].is_quantised(head)
+    with pytest.raises(InputError, match="--bytes-per-weight"):
+        scheme({**gptq, "dynamic": {"+:.*down_proj.*": {"bits": 8}}})
+
+
 def test_compressed_tensors_w4a16_channel_and_block_fp8():
     group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
                          "symmetric": True}, "targets": ["Linear"]}

@@ -193,8 +193,20 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
             g = _group(q.get("group_size", 128), inp)
             return out * inp * (bits + (16 + bits) / g) + 32 * inp
 
+        # GPTQModel's per-module rules: "-:<regex>" leaves the modules it matches unquantised;
+        # a positive one ("+:<regex>" or a bare name) may give them other bits or groups
+        dynamic = q.get("dynamic") or {}
+        rules = dynamic.items() if isinstance(dynamic, dict) else ()
+        other = [k for k, v in rules if not str(k).startswith("-:") and isinstance(v, dict)
+                 and any(v.get(f) not in (None, q.get(f)) for f in ("bits", "group_size"))]
+        if other:
+            return _unread(f"GPTQ dynamic rule {other[0]!r} gives its modules other bits or "
+                           "groups", f"GPTQ with dynamic rule {other[0]!r}", where,
+                           bytes_per_weight, _SIZE_FIX)
+        skip += [f"re:{str(k)[2:]}" for k, _ in rules if str(k).startswith("-:")]
         return Scheme(f"GPTQ int{bits} g{q.get('group_size', 128)} (fp16 scale + packed zero per "
-                      "group, int32 g_idx per input)", base, "bf16", gptq, skip)
+                      "group, int32 g_idx per input)", base, "bf16", gptq, skip,
+                      skip_lm_head=not config_bool(q.get("lm_head", False), "lm_head", where))
     if method == "fp8":
         block = q.get("weight_block_size")
 
