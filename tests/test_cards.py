@@ -257,6 +257,17 @@ def test_gptq_dynamic_exclusions_and_a_quantised_lm_head_are_read():
         scheme({**gptq, "dynamic": {"+:.*down_proj.*": {"bits": 8}}})
 
 
+def test_fp8_ignored_layers_stay_in_the_checkpoint_dtype():
+    """vLLM's fp8 config names the layers it leaves unquantised ``ignored_layers`` (as FP8
+    checkpoints of GLM and MiniMax write it); card add read only ``modules_to_not_convert``
+    and priced them at one byte."""
+    fp8 = {"quant_method": "fp8", "activation_scheme": "dynamic", "weight_block_size": [128, 128]}
+    base, _ = llama_with(fp8)
+    ignored, _ = llama_with({**fp8, "ignored_layers": ["model.layers.0.mlp.down_proj"]})
+    down = 4096 * 14336          # 1 byte + an fp32 scale per 128 x 128 block -> 2 bytes
+    assert ignored == pytest.approx(base + down * 2 - (down + 4 * down / 128 ** 2))
+
+
 def test_compressed_tensors_w4a16_channel_and_block_fp8():
     group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
                          "symmetric": True}, "targets": ["Linear"]}

@@ -168,7 +168,8 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
     if not isinstance(q, dict):
         return Scheme(f"{dtype} weights", base)
     method = str(q.get("quant_method", "")).lower()
-    skip = list(q.get("modules_to_not_convert") or [])
+    # (transformers writes modules_to_not_convert; vLLM's fp8 config reads ignored_layers)
+    skip = list(q.get("modules_to_not_convert") or []) + list(q.get("ignored_layers") or [])
     if method == "awq":
         given = q.get("bits", q.get("w_bit", 4))
         if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= 16:
