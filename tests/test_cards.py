@@ -268,6 +268,27 @@ def test_fp8_ignored_layers_stay_in_the_checkpoint_dtype():
     assert ignored == pytest.approx(base + down * 2 - (down + 4 * down / 128 ** 2))
 
 
+def test_a_modelopt_checkpoint_is_read_from_its_hf_quant_config(tmp_path):
+    """A TensorRT Model Optimizer export describes its quantisation in hf_quant_config.json
+    beside a config.json that has no quantization_config (vLLM reads that file for such a
+    folder): card add read the folder as a bf16 model, 2 bytes a weight for an NVFP4
+    checkpoint (0.7506 as its quantization_config would give), every step priced at 2.7x
+    its bytes."""
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(LLAMA))
+    (tmp_path / "m" / "hf_quant_config.json").write_text(json.dumps({
+        "producer": {"name": "modelopt", "version": "0.29.0"},
+        "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
+                         "group_size": 16, "exclude_modules": ["lm_head"]}}))
+    d = derive_path(tmp_path / "m")
+    assert d.card["bytes_per_weight"] == "0.7506" and d.card["compute_dtype"] == "fp4"
+    assert "hf_quant_config.json" in d.card["notes"]
+    inline = {**LLAMA, "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4",
+                                               "group_size": 16, "exclude_modules": ["lm_head"]}}
+    assert llama_with(inline["quantization_config"])[1] == pytest.approx(
+        d.facts["bytes_per_weight"], abs=1e-6)
+
+
 def test_compressed_tensors_w4a16_channel_and_block_fp8():
     group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
                          "symmetric": True}, "targets": ["Linear"]}

@@ -13,6 +13,7 @@ GGUF file (``ddtree-bayes card add``).
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -73,10 +74,36 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
     if not (name or default):
         raise InputError("cannot tell the model's name from the file", file=str(file),
                          fix="give --name NAME")
+    sidecar = modelopt_sidecar(cfg, file)
+    if sidecar is not None:
+        cfg = {**cfg, "quantization_config": sidecar}
     shape = shape_from_config(cfg, str(file))
     scheme = scheme_from_config(cfg, str(file), bytes_per_weight)
+    if sidecar is not None:
+        scheme.notes.append("quantisation read from hf_quant_config.json beside config.json "
+                            "(a TensorRT Model Optimizer export, as vLLM reads it)")
     return model_card(_name(name, default), shape, scheme, source,
                       compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
+
+
+def modelopt_sidecar(cfg: dict, file: Path) -> dict | None:
+    """The quantisation of a TensorRT Model Optimizer export whose config.json has none: its
+    ``hf_quant_config.json`` beside it (vLLM reads it for such a folder), as a modelopt
+    ``quantization_config``; None when the config has its own or there is no such file."""
+    from ddtree_bayes.workflows.card_files.hf_config import text_config
+
+    path = file.parent / "hf_quant_config.json"
+    if isinstance(text_config(cfg).get("quantization_config"), dict) or not path.is_file():
+        return None
+    try:
+        q = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise InputError(f"not a JSON file: {err}", file=str(path),
+                         fix="pass the export's hf_quant_config.json as written") from None
+    if not isinstance(q, dict):
+        raise InputError("not a JSON object", file=str(path),
+                         fix="pass the export's hf_quant_config.json as written")
+    return {"quant_method": "modelopt", **q}
 
 
 #: GGUF tensor types ggml multiplies in floating point (everything else goes through MMQ).
