@@ -485,6 +485,31 @@ def test_eagle3_head():
     assert (row["params_active_b"], row["lm_head_params_b"]) == ("0.4247", "0.1311")
 
 
+def test_a_speculators_eagle3_config_is_read_from_its_transformer_layer_config():
+    """vLLM's speculators format (RedHatAI's *-speculator.eagle3 heads: ``Eagle3Speculator``,
+    ``speculators_model_type: eagle3``) keeps the head's layer in ``transformer_layer_config``:
+    card add refused it with "no 'hidden_size' (fix: a None config.json has hidden_size;
+    pass the model's own file)". The same head in SpecForge's layout gives the same card."""
+    spec = json.loads((FIX / "llama3-8b-eagle3" / "config.json").read_text())
+    layer = {k: spec[k] for k in ("hidden_size", "intermediate_size", "num_attention_heads",
+                                  "num_key_value_heads", "num_hidden_layers", "vocab_size",
+                                  "model_type", "rms_norm_eps")}
+    cfg = {"architectures": ["Eagle3Speculator"], "speculators_model_type": "eagle3",
+           "draft_vocab_size": spec["draft_vocab_size"], "target_hidden_size": None,
+           "torch_dtype": spec["torch_dtype"], "transformer_layer_config": layer,
+           "speculators_config": {"algorithm": "eagle3", "verifier": {
+               "name_or_path": "meta-llama/Llama-3.1-8B-Instruct"}}}
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp:
+        (Path(tmp) / "config.json").write_text(json.dumps(cfg))
+        d = card_files.derive_from_hf_config(tmp, target="llama-3.1-8b-instruct", name="e3")
+    want = derive("llama3-8b-eagle3", target="llama-3.1-8b-instruct").drafters[0]
+    got = d.drafters[0]
+    for col in ("layers", "hidden_size", "intermediate_size", "params_b", "lm_head_params_b",
+                "draft_vocab", "bytes_per_weight", "kind", "method"):
+        assert got[col] == want[col], col
+
+
 def test_eagle3_needs_its_target():
     with pytest.raises(InputError, match="--target"):
         derive("llama3-8b-eagle3")

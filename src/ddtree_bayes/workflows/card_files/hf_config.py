@@ -118,9 +118,11 @@ class HFConfig:
         value = self.cfg.get(key, default)
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             if value is None:
+                kind = self.cfg.get("model_type")
                 raise InputError(f"no {key!r}", file=self.where,
-                                 fix=f"a {self.cfg.get('model_type')} config.json has {key}; "
-                                     "pass the model's own file")
+                                 fix=(f"a {kind} config.json has {key}; " if kind else
+                                      f"its {key} is not in this config.json; ")
+                                     + "pass the model's own file")
             raise InputError(f"{key!r} is {value!r}, not a whole number", file=self.where,
                              fix="pass the model's own config.json")
         return value

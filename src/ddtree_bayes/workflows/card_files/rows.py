@@ -165,7 +165,8 @@ def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> di
 
 def is_eagle3(cfg: dict) -> bool:
     archs = " ".join(cfg.get("architectures") or [])
-    return "Eagle3" in archs or "draft_vocab_size" in cfg
+    return ("Eagle3" in archs or "draft_vocab_size" in cfg
+            or cfg.get("speculators_model_type") == "eagle3")
 
 
 def eagle3_drafter(name: str, target: str, cfg: dict, source: str,
@@ -177,6 +178,10 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str,
     ``bytes_per_weight`` (``--bytes-per-weight``), as a model's does."""
     from ddtree_bayes.workflows.card_files.hf_config import HFConfig
 
+    layer = cfg.get("transformer_layer_config")
+    if isinstance(layer, dict):   # vLLM speculators' format: the head's layer nested
+        cfg = {**layer, **{k: v for k, v in cfg.items() if k != "transformer_layer_config"
+                           and v is not None}}
     c = HFConfig(cfg, source)
     hidden, inter, layers = c.whole("hidden_size"), c.whole("intermediate_size"), c.whole("num_hidden_layers")
     heads = c.whole("num_attention_heads")
