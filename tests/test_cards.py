@@ -303,7 +303,7 @@ def test_compressed_tensors_w4a16_channel_and_block_fp8():
     assert scheme_from_config(cfg, "x").compute_dtype == "fp8"
 
 
-def test_compressed_tensors_quantises_only_the_modules_its_group_targets():
+def test_compressed_tensors_quantises_only_the_modules_its_group_targets(tmp_path):
     """A config group's ``targets`` picks the modules it quantises: an experts-only int4
     DeepSeek-V3 (``targets: ["re:.*mlp.experts.*"]``, the layout vLLM's and SGLang's tests
     use) keeps attention, the dense and shared MLPs and the lm_head in bf16. Every linear
@@ -339,6 +339,15 @@ def test_compressed_tensors_quantises_only_the_modules_its_group_targets():
     assert round(weight_bytes(shape, scheme_from_config(every, "x")).active_average, 4) == 0.5565
     with pytest.raises(InputError, match="DeepseekV3MoE"):
         scheme_from_config(experts_only(["DeepseekV3MoE"]), "x")
+    # targets that match none of the weights as card add names them (a multimodal model's
+    # full paths) are refused, not read as an unquantised model
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text(json.dumps(
+        experts_only([r"re:^model\.language_model\.layers\..*"])))
+    with pytest.raises(InputError, match="match none of the model's linear weights"):
+        derive_path(tmp_path / "m")
+    given = card_files.derive_from_hf_config(tmp_path / "m", bytes_per_weight=0.6)
+    assert given.card["bytes_per_weight"] == "0.6"                     # (the fix works)
 
 
 def test_ignore_names_a_multimodal_checkpoints_modules_by_their_full_path():

@@ -79,6 +79,12 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
         cfg = {**cfg, "quantization_config": sidecar}
     shape = shape_from_config(cfg, str(file))
     scheme = scheme_from_config(cfg, str(file), bytes_per_weight)
+    if bytes_per_weight is None and scheme.targets is not None and not any(
+            scheme.is_quantised(t) for t in shape.tensors):
+        raise InputError(f"quantization_config targets {', '.join(scheme.targets)}, which "
+                         "match none of the model's linear weights as card add names them "
+                         "(model.layers.N.self_attn.q_proj, ...)", file=str(file),
+                         fix="pass --bytes-per-weight with the checkpoint's size / parameters")
     if sidecar is not None:
         scheme.notes.append("quantisation read from hf_quant_config.json beside config.json "
                             "(a TensorRT Model Optimizer export, as vLLM reads it)")
