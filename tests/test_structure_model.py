@@ -663,3 +663,37 @@ def test_a_neighbour_at_distance_0_is_not_the_configuration_itself():
 
     assert at(8) == (True, 0.0)
     assert at(16) == (False, 0.0)
+
+
+def test_a_measured_configuration_anchors_to_itself_with_a_neighbour_listed_first():
+    """A review found the tie at distance 0 went to the first configuration listed: with a
+    DDTree block-16 budget-8 row listed before the measured block-8 one, the block-8 answer
+    was anchored to block 16's row (4.6 x 1000 / 320 = 14.375 ms) and lost its own error."""
+    import dataclasses
+
+    base = structured_point_mass()
+    lines = base.data_csv.rstrip("\n").split("\n")
+    lines.insert(1, "kimi-k2.6,b300,8,sglang,ddtree,16,8,9,4.6,,320,test,")
+    draws = dataclasses.replace(base, data_csv="\n".join(lines) + "\n", memo={})
+    rows = [r for r in draws.measurements.rows if r.method == "ddtree" and r.block == 8
+            and r.budget == 8]
+    z = float(np.mean([math.log(r.tok_s / (r.accept_len * 1000.0)) for r in rows]))
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=8, budget=8, verify_tokens=None, context_tokens=0.0)
+    assert P.at_measured_configuration(draws, sc)
+    parts, _ = P.step_components(draws, sc, np.random.default_rng(0))
+    assert parts["step"][0] == pytest.approx(math.exp(-z))       # its own row, not 14.375
+
+
+def test_an_anchor_at_another_concurrency_says_its_c():
+    """An answer at C = 8 anchored to a C = 1 configuration named it as if at C = 8's own."""
+    draws = structured_point_mass()
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0,
+                            concurrency=8)
+    assert P.step_components(draws, sc, np.random.default_rng(0))[1].endswith(
+        "anchored to the measured ddtree budget 8 (M = 9, C = 1, 1 row)")
+    sc1 = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                             block=16, budget=32, verify_tokens=None, context_tokens=0.0)
+    assert P.step_components(draws, sc1, np.random.default_rng(0))[1].endswith(
+        "anchored to the measured ddtree budget 8 (M = 9, 1 row)")

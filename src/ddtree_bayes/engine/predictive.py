@@ -280,8 +280,10 @@ def _nearest_measured(draws: Fit, sc: Scenario):
                   draft_structure(model, rs[0].method, rs[0].block, rs[0].budget)[0])
               for k, rs in configs.items()}
     distances = {k: S.config_distance(batch_q, passes_q, [m], [p]) for k, (m, p) in points.items()}
-    # the nearest; of equals, one at the query's own C first, then the first listed
-    nearest = min(distances, key=lambda k: (distances[k], k[0] != sc.concurrency))
+    # the nearest; of equals the query's own configuration, then one at its C, then the first
+    # listed (a DDTree budget at another block is at distance 0 too, and may be listed first)
+    own = (sc.concurrency, sc.block, sc.budget, sc.verify_tokens)
+    nearest = min(distances, key=lambda k: (distances[k], k != own, k[0] != sc.concurrency))
     distance, best = distances[nearest], configs[nearest]
     m_c, p_c = points[nearest]
     ms, ps = measured_configs(draws, sc.pair)
@@ -290,8 +292,9 @@ def _nearest_measured(draws: Fit, sc: Scenario):
     d_c = S.config_distance(m_c, p_c, [m for m, _ in others], [p for _, p in others])
     r0 = best[0]
     label = (f"{r0.method} budget {r0.budget}" if r0.budget is not None else r0.method) + \
-        f" (M = {r0.verify_tokens}{f', C = {r0.concurrency}' if r0.concurrency != 1 else ''}, " \
-        f"{len(best)} row{'s' if len(best) > 1 else ''})"
+        f" (M = {r0.verify_tokens}" + \
+        (f", C = {r0.concurrency}" if r0.concurrency != 1 or sc.concurrency != 1 else "") + \
+        f", {len(best)} row{'s' if len(best) > 1 else ''})"
     return best, distance, d_c, label
 
 
