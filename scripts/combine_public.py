@@ -2,7 +2,7 @@
 """One measurement file of several models: data/measurements.csv plus the public sweeps of
 data/public/ that report acceptance and absolute tok/s, in the measurement schema.
 
-    python scripts/combine_public.py [--out data/examples/public_multi_model.csv]
+    .venv/bin/python scripts/combine_public.py [--out data/examples/public_multi_model.csv]
 
 Per sweep file: the ``sweep`` and ``derived`` columns are dropped (a non-empty ``derived`` is
 appended to ``notes`` as "derived: ..."); rows without tok_s or gpus are left out, and so
@@ -30,7 +30,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))   # (run from a checkout: the package's own rule)
-from ddtree_bayes.core.data import states_verify_tokens  # noqa: E402
+try:
+    from ddtree_bayes.core.data import states_verify_tokens
+except ModuleNotFoundError as err:   # (a Python without the project's packages)
+    sys.exit(f"combine_public.py: {err} (fix: run it with the project's interpreter, "
+             ".venv/bin/python scripts/combine_public.py, after scripts/bootstrap.sh --dev)")
 
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
            "accept_len", "context_tokens", "tok_s", "source", "notes")
