@@ -128,6 +128,14 @@ def test_a_new_gpu_with_an_fp8_peak_alone_is_told_its_bf16_is_derived_from_it(tm
      "--memory HBM3e)"),
     (["my-gpu", "--mem-bw-tb-s", "2", "--interconnect", "PCIe Gen4", "--memory", "24GB"],
      "--memory '24GB' holds a size"),
+    # a review: the fix told a GDDR7 card to write HBM3e, and passed GiB on as GB
+    (["x-32", "--like", "rtx-5090", "--memory", "32GB"],
+     "--memory '32GB' holds a size, but --memory is the memory type; the size the weights-fit "
+     "checks read is --memory-gb (32, as rtx-5090) (fix: give --memory-gb 32 --memory GDDR7)"),
+    (["h100-80gib", "--like", "h100", "--memory", "80 GiB"],
+     "--memory '80 GiB' holds a size, but --memory is the memory type; the size the "
+     "weights-fit checks read is --memory-gb (80, as h100) (fix: give --memory-gb 85.9 "
+     "--memory HBM3)"),
 ])
 def test_refusals_name_the_fix_and_write_nothing(tmp_path, argv, message):
     argv = argv if "--source" in argv else [*argv, "--source", "s"]

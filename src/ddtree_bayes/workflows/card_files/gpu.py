@@ -57,7 +57,7 @@ class GpuRow:
 
 
 #: A memory size written into the memory type's text ("141 GB HBM3e", "24GB").
-_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:GB|GiB|G)\b", re.IGNORECASE)
+_SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(GB|GiB|G)\b", re.IGNORECASE)
 
 
 def _figure(value: float | str) -> str:
@@ -157,11 +157,16 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
                    table.rows.get(like or name, {}).get("memory_gb", "").strip())
         whence = ("given" if given_gb is not None else f"as {like}" if like else
                   "as before" if base_gb else "none given")
-        kind = _SIZE.sub("", memory).strip() or "HBM3e"
+        # the type written beside the size, else the copied row's (a GDDR7 card was told to
+        # write HBM3e); a size in GiB converted, as --memory-gb is decimal GB
+        kind = _SIZE.sub("", memory).strip() or \
+            table.rows.get(like or name, {}).get("memory", "").strip()
+        gb = float(size[1]) * (2 ** 30 / 1e9 if size[2].lower() == "gib" else 1.0)
         raise InputError(f"--memory {memory.strip()!r} holds a size, but --memory is the memory "
                          "type; the size the weights-fit checks read is --memory-gb "
                          f"({base_gb or '-'}, {whence})",
-                         fix=f"give --memory-gb {size[1]} --memory {kind}")
+                         fix=f"give --memory-gb {_figure(round(gb, 1))}"
+                             + (f" --memory {kind}" if kind else ""))
     cc = values.get("compute_capability")
     if isinstance(cc, str) and not COMPUTE_CAPABILITY_RE.fullmatch(cc.strip()):
         raise InputError(f"--compute-capability {cc.strip()!r} is not a compute capability the "
