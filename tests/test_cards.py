@@ -339,13 +339,22 @@ def test_compressed_tensors_quantises_only_the_modules_its_group_targets(tmp_pat
     assert round(weight_bytes(shape, scheme_from_config(every, "x")).active_average, 4) == 0.5565
     with pytest.raises(InputError, match="DeepseekV3MoE"):
         scheme_from_config(experts_only(["DeepseekV3MoE"]), "x")
-    # targets that match none of the weights as card add names them (a multimodal model's
-    # full paths) are refused, not read as an unquantised model
+    # targets that match none of the weights as card add names them are refused, not read
+    # as an unquantised model; so is each one of several that matches none (a review: with
+    # a second target matching, the idle one's modules stayed bf16, exit 0)
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text(json.dumps(
-        experts_only([r"re:^model\.language_model\.layers\..*"])))
-    with pytest.raises(InputError, match="match none of the model's linear weights"):
+        experts_only([r"re:^vision_tower\..*"])))
+    with pytest.raises(InputError, match="matches none of the model's linear weights"):
         derive_path(tmp_path / "m")
+    (tmp_path / "m" / "config.json").write_text(json.dumps(
+        experts_only([r"re:.*mlp.experts.*", r"re:.*self_atn.*"])))
+    with pytest.raises(InputError, match=r"targets re:\.\*self_atn\.\*, which matches none"):
+        derive_path(tmp_path / "m")
+    # a regex by a multimodal checkpoint's full path matches the module card add names
+    full = experts_only([r"re:^model\.language_model\.layers\.\d+\.mlp\.experts.*"])
+    assert weight_bytes(shape, scheme_from_config(full, "x")).active_bytes == \
+        pytest.approx(wb.active_bytes)
     given = card_files.derive_from_hf_config(tmp_path / "m", bytes_per_weight=0.6)
     assert given.card["bytes_per_weight"] == "0.6"                     # (the fix works)
 
@@ -375,6 +384,10 @@ def test_ignore_names_a_multimodal_checkpoints_modules_by_their_full_path():
         pytest.approx(plain + down * (2 - 4.125 / 8))
     assert total(mm(["lm_head", "language_model.model.layers.0.mlp.down_proj"])) == \
         pytest.approx(plain + down * (2 - 4.125 / 8))
+    # a regex by the full path too (a review: it matched nothing, silently)
+    assert total(mm(["lm_head", r"re:^model\.language_model\.layers\.0\.mlp\.down_proj$"])) \
+        == pytest.approx(plain + down * (2 - 4.125 / 8))
+    assert total(mm([r"re:^language_model\.lm_head$", "re:vision_tower.*"])) == plain
 
 
 def test_unknown_quantisation_is_one_line_with_a_fix():

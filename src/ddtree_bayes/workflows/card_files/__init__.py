@@ -79,12 +79,17 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
         cfg = {**cfg, "quantization_config": sidecar}
     shape = shape_from_config(cfg, str(file))
     scheme = scheme_from_config(cfg, str(file), bytes_per_weight)
-    if bytes_per_weight is None and scheme.targets is not None and not any(
-            scheme.is_quantised(t) for t in shape.tensors):
-        raise InputError(f"quantization_config targets {', '.join(scheme.targets)}, which "
-                         "match none of the model's linear weights as card add names them "
-                         "(model.layers.N.self_attn.q_proj, ...)", file=str(file),
-                         fix="pass --bytes-per-weight with the checkpoint's size / parameters")
+    if bytes_per_weight is None and scheme.targets is not None:
+        # each target must match a weight: one that matched none left its modules (say,
+        # attention by a regex of the full multimodal path) in bf16, silently
+        idle = scheme.idle_targets(shape.tensors)
+        if idle:
+            raise InputError(f"quantization_config targets {', '.join(idle)}, which "
+                             f"match{'es' if len(idle) == 1 else ''} none of the model's "
+                             "linear weights as card add names them "
+                             "(model.layers.N.self_attn.q_proj, ...)", file=str(file),
+                             fix="pass --bytes-per-weight with the checkpoint's size / "
+                                 "parameters")
     if sidecar is not None:
         scheme.notes.append("quantisation read from hf_quant_config.json beside config.json "
                             "(a TensorRT Model Optimizer export, as vLLM reads it)")

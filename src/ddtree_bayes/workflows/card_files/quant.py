@@ -77,6 +77,11 @@ class Scheme:
             return False
         return not any(_matches(p, t.name) for p in self.skip)
 
+    def idle_targets(self, tensors) -> list[str]:
+        """The ``targets`` that match none of the linear weights in ``tensors``."""
+        linear = [t for t in tensors if t.linear and t.kind != "router"]
+        return [p for p in self.targets or () if not any(_matches(p, t.name) for t in linear)]
+
     def nbytes(self, t: Tensor) -> float:
         """Bytes of one copy of ``t``."""
         if t.nbytes is not None:           # read from the file (GGUF)
@@ -90,13 +95,30 @@ def _matches(pattern: str, name: str) -> bool:
     """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix.
     The ``*`` standing for every copy of a tensor (``experts.*.gate_proj``) is matched as a
     checkpoint's numbered module (``experts.0.gate_proj``) by a regex."""
-    if pattern.startswith("re:"):
-        return re.search(pattern[3:], name.replace(".*.", ".0.")) is not None
+    if pattern.startswith("re:"):   # (against the full path of a multimodal checkpoint too)
+        return any(re.search(pattern[3:], n.replace(".*.", ".0.")) is not None
+                   for n in _full_paths(name))
     if any(ch in pattern for ch in "*?["):
         return fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(name, f"*{pattern}")
     bare, path = _LANGUAGE_MODEL.sub("", name), _LANGUAGE_MODEL.sub("", pattern)
     return (name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
             or bare == path)
+
+
+def _full_paths(name: str) -> tuple[str, ...]:
+    """``name`` as card add writes it (a text model's: ``model.layers.0.mlp.up_proj``,
+    ``lm_head``) and as a multimodal checkpoint writes it (``model.language_model.layers...``,
+    ``language_model.model.layers...``, ``language_model.lm_head``), for regexes that name
+    either (a review: an ignore regex by the full path matched nothing, silently).
+
+    >>> _full_paths("model.layers.0.mlp.up_proj")[1:]
+    ('language_model.model.layers.0.mlp.up_proj', 'model.language_model.layers.0.mlp.up_proj')
+    >>> _full_paths("lm_head")
+    ('lm_head', 'language_model.lm_head')
+    """
+    rest = name[len("model."):] if name.startswith("model.") else None
+    return (name, f"language_model.{name}",
+            *((f"model.language_model.{rest}",) if rest is not None else ()))
 
 
 #: Where a multimodal checkpoint keeps its language model (``language_model.lm_head``,
