@@ -188,24 +188,42 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     ...         for c, p in ((1, 0.99), (16, 0.7), (64, 0.2))]
     >>> crossover_lines(rows)
     ['vllm, accept 2.5: speculation stops paying at C = 64 (P(faster than AR) 0.20; 0.70 at C = 16)']
+
+    Speculation that never paid read "stops paying at C = 1":
+
+    >>> for ps in ((0.3, 0.4, 0.45), (0.3, 0.6, 0.9)):
+    ...     print(crossover_lines([{**r, "p_faster_than_ar": p} for r, p in zip(rows, ps)])[0])
+    vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= 0.45)
+    vllm, accept 2.5: speculation does not pay at C = 1 (P(faster than AR) 0.30), pays from C = 16 (0.60)
     """
     out = []
     seen: dict[tuple, list[dict]] = {}
     for r in rows:
         if "p_faster_than_ar" in r:
             seen.setdefault((r["engine"], r["accept"]), []).append(r)
+    from ddtree_bayes.engine.structure import paying
+
     for (engine, accept), rs in seen.items():
         rs = sorted(rs, key=lambda r: r["concurrency"])
-        stop = next((i for i, r in enumerate(rs) if r["p_faster_than_ar"] < 0.5), None)
+        ps = [r["p_faster_than_ar"] for r in rs]
+        kind, i = paying(ps)
         head = f"{engine}, accept {accept}: speculation "
-        if stop is None:
+        if kind == "every":
             out.append(head + f"pays at every concurrency asked (P(faster than AR) >= "
-                              f"{min(r['p_faster_than_ar'] for r in rs):.2f})")
+                              f"{min(ps):.2f})")
+        elif kind == "never":
+            out.append(head + f"pays at no concurrency asked (P(faster than AR) <= "
+                              f"{max(ps):.2f})")
+        elif kind == "starts":
+            assert i is not None
+            out.append(head + f"does not pay at C = {rs[0]['concurrency']} (P(faster than AR) "
+                              f"{ps[0]:.2f}), pays from C = {rs[i]['concurrency']} "
+                              f"({ps[i]:.2f})")
         else:
-            before = (f"; {rs[stop - 1]['p_faster_than_ar']:.2f} at C = "
-                      f"{rs[stop - 1]['concurrency']}" if stop else "")
-            out.append(head + f"stops paying at C = {rs[stop]['concurrency']} (P(faster than "
-                              f"AR) {rs[stop]['p_faster_than_ar']:.2f}{before})")
+            assert i is not None
+            out.append(head + f"stops paying at C = {rs[i]['concurrency']} (P(faster than "
+                              f"AR) {ps[i]:.2f}; {ps[i - 1]:.2f} at C = "
+                              f"{rs[i - 1]['concurrency']})")
     return out
 
 

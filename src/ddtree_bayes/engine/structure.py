@@ -62,6 +62,25 @@ def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]
     return cache[system]
 
 
+def paying(p_faster: list[float]) -> tuple[str, int | None]:
+    """Where speculation pays along increasing concurrencies, from P(faster than AR) at each
+    (paying: P >= 0.5): ("every", None); ("stops", i), paying before the i-th and not at it;
+    ("starts", i), not paying at the first, paying from the i-th (an EAGLE-3 tree on a
+    small-active MoE, slower than AR at C = 1 and faster at C = 64); ("never", None). Before,
+    a drafter that never paid read "stops paying at C = 1".
+
+    >>> paying([0.99, 0.7, 0.2]), paying([0.9, 0.8]), paying([0.3, 0.4, 0.8]), paying([0.1])
+    (('stops', 2), ('every', None), ('starts', 2), ('never', None))
+    """
+    first = next((i for i, p in enumerate(p_faster) if p < 0.5), None)
+    if first is None:
+        return "every", None
+    if first > 0:
+        return "stops", first
+    start = next((i for i, p in enumerate(p_faster) if p >= 0.5), None)
+    return ("never", None) if start is None else ("starts", start)
+
+
 def max_measured_concurrency(draws: Fit, system: str) -> int | None:
     """The most streams any row the fit learned from on ``system`` decoded together (None:
     the system has no rows): beyond it the step's growth with C is the roofline's."""

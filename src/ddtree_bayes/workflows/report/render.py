@@ -160,6 +160,24 @@ SECTION_ORDER = ("prediction", "concurrency", "variance", "budgets", "next", "ha
                  "loo", "prior_posterior", "psense", "sampling", "inferred_acceptance")
 
 
+def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
+    """Where a drafter pays along the figure's concurrencies (engine.structure.paying).
+
+    >>> _paying_text([1, 2, 4], [0.9, 0.6, 0.3]), _paying_text([1, 2], [0.2, 0.3])
+    ('stops paying at C = 4', 'pays at no C shown')
+    >>> _paying_text([1, 2, 4], [0.9, 0.8, 0.7]), _paying_text([1, 2, 4], [0.3, 0.6, 0.9])
+    ('pays at every C shown', 'does not pay at C = 1, starts paying at C = 2')
+    """
+    from ddtree_bayes.engine.structure import paying
+
+    kind, i = paying(p_faster)
+    if kind == "stops" and i is not None:
+        return f"stops paying at C = {concurrency[i]}"
+    if kind == "starts" and i is not None:
+        return f"does not pay at C = {concurrency[0]}, starts paying at C = {concurrency[i]}"
+    return "pays at every C shown" if kind == "every" else "pays at no C shown"
+
+
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
     """(numbered title, headers, rows, figure names) per section in :data:`SECTION_ORDER`;
     shared by HTML and markdown."""
@@ -232,10 +250,8 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                 rows.append([name, c, round(pu[2]), f"{pu[0]:.0f} - {pu[4]:.0f}", round(tot[2]),
                              f"{tot[0]:.0f} - {tot[4]:.0f}",
                              "-" if name == "ar" else f"{e['p_faster_than_ar'][i]:.2f}"])
-        stops = "; ".join(
-            f"{n}: " + (f"stops paying at C = {e['stops_paying_at']}" if e["stops_paying_at"]
-                        else "pays at every C shown")
-            for n, e in conc["engines"].items() if n != "ar")
+        stops = "; ".join(f"{n}: {_paying_text(conc['concurrency'], e['p_faster_than_ar'])}"
+                          for n, e in conc["engines"].items() if n != "ar")
         sec["concurrency"] = (f"Several streams at once (accept {conc['accept']:g}; {stops})",
                               ["engine", "C", "per user", "90%", "total", "90%", "P(> AR)"],
                               rows, ["concurrency"])
