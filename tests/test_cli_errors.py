@@ -431,3 +431,32 @@ def test_diff_gives_no_interval_from_a_fit_that_failed_its_gates(tmp_path):
                              "json")[1])
     assert [(c["after"], c["after_error"]) for c in out["tracked"]] == [(None, gates)] * 2
     assert out["unconverged"] == ["20260101T000001Z-unconvgd"]
+
+
+def test_diff_says_when_the_hardware_table_or_model_form_differ(tmp_path):
+    """A trust pass: `diff A B` of two fits of the same rows, B made with another hardware
+    table (b300 at 6 TB/s) and another MoE form, printed "same measurements" and the changed
+    parameters and tracked intervals without a word on why they moved (it named priors only)."""
+    from test_cli_support import write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data, models = work / "data", work / "models"
+    other = work / "data" / "hardware_slow.csv"
+    lines = (data / "hardware.csv").read_text().splitlines(keepends=True)
+    lines[1:] = [ln.replace(",288,8.0,", ",288,6.0,", 1) if ln.startswith("b300,") else ln
+                 for ln in lines[1:]]
+    other.write_text("".join(lines))
+    assert other.read_text() != (data / "hardware.csv").read_text()
+    write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml", other,
+                         fit_id="20260101T000001Z-otherhw0", moe_form="power")
+    code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", "latest")
+    assert code == 0, err
+    head = out[:out.index("posterior median")]
+    assert "  same measurements" in head
+    assert "hardware table differs between the two fits" in head
+    assert "MoE form differs between the two fits: linear -> power" in head
+    out = json.loads(run_cli(work, "diff", "20260101T000000Z-pointmss", "latest", "--format",
+                             "json")[1])
+    assert out["inputs_differ"] == ["hardware table", "moe_form"]
+    code, out, _ = run_cli(work, "diff", "20260101T000000Z-pointmss", "20260101T000000Z-pointmss")
+    assert code == 0 and "differs" not in out

@@ -65,6 +65,23 @@ def _resolve_id(models: Path, fit_id: str) -> Path:
     return store.resolve(models, fit_id)
 
 
+def _inputs_differ(a, b) -> list[tuple[str, str]]:
+    """What besides the rows differs between fits ``a`` and ``b`` (key, line): the priors, the
+    hardware table, the model forms. ``diff`` named the priors only: of two fits of the same
+    rows on different hardware tables it said "same measurements" and nothing more."""
+    out = []
+    if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
+        out.append(("priors", "priors differ between the two fits"))
+    if a.hardware_csv != b.hardware_csv:
+        out.append(("hardware table", "hardware table differs between the two fits"))
+    ma, mb = a.meta.get("model", {}), b.meta.get("model", {})
+    for key, what in (("moe_form", "MoE form"), ("step_form", "step form")):
+        if ma.get(key) != mb.get(key):
+            out.append((key, f"{what} differs between the two fits: {ma.get(key)} -> "
+                             f"{mb.get(key)}"))
+    return out
+
+
 def cmd_diff(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
@@ -79,11 +96,13 @@ def cmd_diff(args: argparse.Namespace) -> int:
     params = living.parameter_table(a, b, include_auxiliary=args.all)
     changes = living.compare_queries(a, b, living.load_tracked(models), args.seed)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
+    differ = _inputs_differ(a, b)
     if args.format == "json":
         emit_json({"fit_a": ida, "fit_b": idb, "added_rows": [r.__dict__ for r in added],
                "removed_rows": [r.__dict__ for r in removed], "parameters": params,
                "tracked": changes, "seed": args.seed,
-               "unconverged": list(dict.fromkeys(f.meta["fit_id"] for f in unconverged))})
+               "unconverged": list(dict.fromkeys(f.meta["fit_id"] for f in unconverged)),
+               "inputs_differ": [d for d, _ in differ]})
         return 0
     print(f"{PROG} diff: fit {ida} ({a.meta['data']['rows']} measurements) -> fit {idb} "
           f"({b.meta['data']['rows']} measurements)")
@@ -91,8 +110,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
         print(f"fit {f.meta['fit_id']} failed its convergence gates "
               f"({failures(f.meta)}): its intervals below are not a "
               "posterior")
-    if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
-        print("priors differ between the two fits")
+    for _, line in differ:
+        print(line)
     for r in added:
         print(f"  + row {r.row}: {living.describe_row(r)}")
     for r in removed:
