@@ -407,6 +407,11 @@ def test_track_add_list_remove(models_dir):
     (["track", "--hardware", "a100", "--accept", "1"], "unknown hardware 'a100'"),
     (["track", "--engine", "SGLang"], "argument --engine: 'SGLang' is not a name (lowercase"),
     (["track", "list", "--accept", "3"], "`track list` takes no query flags"),
+    # saved (exit 0) before, "`update` and `diff` show it once a fit can": no fit ever can
+    # (a model is a card's name, lowercase, as add and fit refuse 'Kimi-K2.6')
+    (["track", "--model", "Kimi-K2.6", "--accept", "14"],
+     "--model 'Kimi-K2.6' is not a lowercase name (fix: write it in lowercase, e.g. "
+     "'kimi-k2.6')"),
 ])
 def test_track_refuses_bad_requests(models_dir, argv, message):
     work = models_dir

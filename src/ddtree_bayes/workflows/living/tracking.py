@@ -82,6 +82,11 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
                                    or any(c.isspace() or c == "," for c in q["model"])):
         raise QueryError(f"--model {q['model']!r} is not a model name",
                          fix="use the name in the data's model column, e.g. --model kimi-k2.6")
+    if q["model"] is not None and not NAME_RE.fullmatch(q["model"]):
+        # (a model is a card's name, as the data's model column takes it: 'Kimi-K2.6' was
+        # saved, and no fit could ever answer it)
+        problem, fix = not_a_name(q["model"])
+        raise QueryError(f"--model {problem}", fix=fix)
     if q["accept"] is not None:
         P.parse_accept(str(q["accept"]))
         q["accept"] = str(q["accept"])
