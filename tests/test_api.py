@@ -205,3 +205,26 @@ def test_api_fit_refuses_a_seed_out_of_range_before_compiling(tmp_path, seed):
                                ">= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, seed a "
                                "whole number 0 to 4294967295)")
     assert not (tmp_path / "models").exists()
+
+
+@pytest.mark.parametrize("given, named", [("20261203T221535Z-a98f91af", "str"),
+                                          (20261203, "int")])
+def test_the_api_says_what_a_fit_argument_takes(given, named):
+    """A trust pass: db.predict("<fit id>") ended in AttributeError "'str' object has no
+    attribute 'meta'" (a FitResult from db.fit() likewise), db.load(20261203) in re's
+    "expected string or bytes-like object"; each now says what it takes."""
+    from ddtree_bayes.engine.inference import FitResult
+
+    with pytest.raises(TypeError, match=re.escape(
+            f"predict(fit=...) takes a Fit from ddtree_bayes.load() or None, not {named} "
+            "(fix: ")):
+        api.predict(given, accept=14)
+    result = FitResult(fit_id="20261203T221535Z-a98f91af", path=None, converged=True,
+                       failures=[], diagnostics=[], divergences=0)
+    with pytest.raises(TypeError, match=re.escape(
+            "not FitResult (fix: ddtree_bayes.load('20261203T221535Z-a98f91af'))")):
+        api.predict(result, accept=14)
+    if not isinstance(given, str):
+        with pytest.raises(TypeError, match=re.escape(
+                f"load(fit_id=...) takes a fit id string, 'latest' or None, not {named}")):
+            api.load(given)

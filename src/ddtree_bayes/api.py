@@ -54,6 +54,9 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     :class:`~ddtree_bayes.engine.posterior.Fit`."""
     from ddtree_bayes.engine import store
 
+    if fit_id is not None and not isinstance(fit_id, str):   # (re's TypeError, unexplained)
+        raise TypeError(f"load(fit_id=...) takes a fit id string, 'latest' or None, not "
+                        f"{type(fit_id).__name__} (fix: copy an id from `ddtree-bayes history`)")
     return store.load(fit_id, workdir)
 
 
@@ -78,7 +81,14 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     """
     from ddtree_bayes.core.errors import UnconvergedError
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.posterior import Fit
 
+    if fit is not None and not isinstance(fit, Fit):   # (an AttributeError on .meta before)
+        fit_id = getattr(fit, "fit_id", fit if isinstance(fit, str) else None)
+        raise TypeError(f"predict(fit=...) takes a Fit from ddtree_bayes.load() or None, not "
+                        f"{type(fit).__name__} (fix: "
+                        + (f"ddtree_bayes.load({fit_id!r})" if isinstance(fit_id, str)
+                           else "ddtree_bayes.load() the fit first") + ")")
     draws = fit if fit is not None else load(workdir=query.get("workdir"))
     meta = draws.meta
     if not meta["converged"] and not allow_unconverged:   # (it answered such a fit)
