@@ -147,6 +147,29 @@ def test_optimize_at_c_streams_by_hand():
         "prior-driven"]
 
 
+def test_optimize_says_when_autoregressive_decoding_beats_the_best_budget():
+    """optimize compared budgets with each other only: at C = 128 on the point mass it
+    recommended a budget that AR beats. AR at C = 128: 4 x (1 + 0.0625 x 127) + 4 = 39.75 ms
+    a step, 25 tok/s per user; budget 8 verifies 1152 tokens a step: (4 x (1 + 0.0625 x 1151)
+    + 4) / 0.8 = 369.69 ms for its accepted tokens, fewer than 9.3 a step."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.workflows.decisions import optimize
+
+    draws = point_mass_draws()
+    curve = parse_acceptance_curve(draws.priors_toml)
+    one = optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 32))
+    assert not [w for w in one["warnings"] if "autoregressive" in w]
+    many = optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 32),
+                    concurrency=128)
+    assert many["recommended"] == 8
+    assert many["rows"][0]["step_ms"] == pytest.approx((4 * (1 + 0.0625 * 1151) + 4) / 0.8)
+    assert many["rows"][0]["median"] < 1000 / 39.75
+    [note] = [w for w in many["warnings"] if "autoregressive" in w]
+    assert note == ("autoregressive decoding at C = 128 (25 tok/s per user, median) is "
+                    "faster than the best budget 8 in 100% of draws: speculation does not pay "
+                    "here (P(budget 8 faster than AR) 0.00)")
+
+
 def test_optimize_warns_of_a_kv_cache_that_does_not_fit_as_predict_does():
     """`optimize --concurrency 512 --context 128k` answered for 2358 GB of KV cache on 8 x B300
     (1804 GB left after the weights) with no word; predict and next warned."""

@@ -102,6 +102,24 @@ def unused_acceptances(draws: Fit, sc: P.Scenario, block: int, budgets: tuple[in
             "--acceptance-file FILE.csv (columns of data/acceptance_reference.csv) to update it"]
 
 
+def ar_beats(draws: Fit, sc: P.Scenario, tok: np.ndarray, budget: int, concurrency: int,
+             seed: int) -> list[str]:
+    """A note when autoregressive decoding on the same system, engine, context and
+    concurrency is faster than the recommended budget (``tok``: its tok/s per user, draw by
+    draw) in most draws: the best budget is then no reason to speculate. optimize compared
+    budgets only with each other, so at a high concurrency it recommended a budget that AR
+    beat, without a word (predict --concurrency says it: P(faster than AR))."""
+    step_ar, _ = shared_step(draws, sc.autoregressive(), seed)
+    ar = 1000.0 / step_ar
+    p = float(np.mean(tok > ar))
+    if p >= 0.5:
+        return []
+    at = f" at C = {concurrency}" if concurrency != 1 else ""
+    return [f"autoregressive decoding{at} ({float(np.median(ar)):.0f} tok/s per user, median) "
+            f"is faster than the best budget {budget} in {1 - p:.0%} of draws: speculation "
+            f"does not pay here (P(budget {budget} faster than AR) {p:.2f})"]
+
+
 def parse_budgets(text: str | None) -> tuple[int, ...]:
     """``--budgets 8,16,32``; None gives :data:`DEFAULT_BUDGETS`.
 
@@ -218,7 +236,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         rows.append(row)
     best = int(np.argmax(dec["mean"]))
     sc = scenarios[0]
-    notes = [*context_notes, *concurrency_notes(draws, sc, concurrency)]
+    notes = [*context_notes, *concurrency_notes(draws, sc, concurrency),
+             *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed)]
     if acceptance_file is None:
         notes += unused_acceptances(draws, sc, block, budgets, accept)
     elif (misfit := misfit_warning(cd, str(acceptance_file), MIN_ESS)) is not None:
