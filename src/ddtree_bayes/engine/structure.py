@@ -221,8 +221,8 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
 def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int] | None:
     """For a query whose (system, engine, method) group the fit did not learn (on a GPU it
     never measured, or one measured with another engine or method only): the measured overhead
-    group of the same engine and method on the measured system nearest to it (the interconnect
-    class first, then aggregate bandwidth, as
+    group of the same engine and method on the measured system nearest to it (one GPU or its
+    interconnect class first, then aggregate bandwidth, as
     :func:`~ddtree_bayes.engine.transfer.transfer_reference` picks among the systems that
     measured that group), as (group label, GPU, count); None when no system measured it (the
     group is then drawn from the population). In a fit of several models only the query

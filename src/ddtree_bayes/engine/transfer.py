@@ -31,14 +31,27 @@ def fabric(table: dict[str, dict[str, str]], hardware: str) -> bool:
 def transfer_reference(fit: Fit, hardware: str, gpus: int, among: list[str] | None = None
                        ) -> tuple[str, str, int]:
     """The measured system an unmeasured ``hardware x gpus`` is transferred from: (its label,
-    GPU, count). One with the same interconnect class (PCIe or an NVLink-class fabric) if one
-    was measured, the nearest in aggregate memory bandwidth among them (``among``: only these
-    measured systems)."""
+    GPU, count). The nearest in aggregate memory bandwidth among the measured systems (``among``:
+    only these) of its class: one GPU if it is one GPU (it runs no tensor-parallel collectives;
+    a single RTX PRO 6000 Max-Q took the MTP overhead of a 2x RTX 3090 TP2 deployment, nearer
+    in aggregate bandwidth, over a single RTX 3090's: 35 ms a step for a measured 23), else the
+    same interconnect (PCIe or an NVLink-class fabric); failing that the same interconnect, then
+    any.
+
+    >>> from types import SimpleNamespace as NS
+    >>> table = {h: {"mem_bw_tb_s": bw, "interconnect": "PCIe Gen4"}
+    ...          for h, bw in (("rtx-3090", "0.936"), ("maxq", "1.792"))}
+    >>> fit = NS(hardware=table, measured_systems=["rtx-3090x2", "rtx-3090x1"])
+    >>> transfer_reference(fit, "maxq", 1)[0], transfer_reference(fit, "maxq", 2)[0]
+    ('rtx-3090x1', 'rtx-3090x2')
+    """
     from ddtree_bayes.core.pairs import split_label
 
     table = fit.hardware
     parsed = [(s, *split_label(s)[1:]) for s in (fit.measured_systems if among is None else among)]
-    same = [p for p in parsed if fabric(table, p[1]) == fabric(table, hardware)] or parsed
+    link = [p for p in parsed if fabric(table, p[1]) == fabric(table, hardware)]
+    single = [p for p in parsed if p[2] == 1]
+    same = (single if gpus == 1 else [p for p in link if p[2] > 1]) or link or parsed
     target_bw = bandwidth(table, hardware, gpus)
     return min(same, key=lambda p: abs(math.log(bandwidth(table, p[1], p[2]) / target_bw)))
 
@@ -47,8 +60,9 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                            ) -> tuple[dict[str, np.ndarray], str]:
     """Per-draw step parameters of an unmeasured system, from a measured reference system.
 
-    The reference has the same interconnect class (PCIe or an NVLink-class fabric) if one was
-    measured, else the nearest aggregate memory bandwidth. The part of the measured step that
+    The reference is :func:`transfer_reference`'s: of the query's class (one GPU, else its
+    interconnect, PCIe or an NVLink-class fabric) where one was measured, the nearest in
+    aggregate memory bandwidth. The part of the measured step that
     reads the card's active weights at the full bandwidth scales with the bandwidth itself
     (:func:`weight_read_ms`; none without a card); the rest of MOE(1) and the context cost
     scale with (bandwidth_ref / bandwidth) ** elasticity, the rest of ATTN_BASE with the
