@@ -321,8 +321,10 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
                 and _without(text, ignore_priors_sections)
                 == _without(draws.priors_toml, ignore_priors_sections)):
             continue
-        warnings.append(f"{path} changed since fit {meta['fit_id']}; "
-                        "re-run `ddtree-bayes fit` to use it")
+        # (new measurements: `update`, which reweights when it can; priors: a refit)
+        warnings.append(f"{path} changed since fit {meta['fit_id']}; " + (
+            "run `ddtree-bayes update` (or `fit`) to use it" if what == "data"
+            else "re-run `ddtree-bayes fit` to use it"))
     if here:   # (the tables and cards here: a fit from elsewhere is not stale by them)
         warnings += hardware_changes(draws) + card_changes(draws)
     if warnings and strict:
