@@ -515,7 +515,16 @@ def test_cards_edited_after_a_fit_are_named(tmp_path):
     (tmp_path / "data" / "models.csv").write_text(text.replace(kimi, ",".join(cells)))
     (warning,) = card_changes(draws, tmp_path)
     assert warning.startswith("the model card of kimi-k2.6 here differs from fit point-mass's")
+    # a field only the memory checks read (a review: a card re-added with its checkpoint's
+    # bytes said nothing, and the fit's weights-fit check kept the stored value)
+    stored_kv = draws.meta["model"]["card"]["kv_bytes_per_token"]
+    draws.meta["model"]["card"]["kv_bytes_per_token"] = stored_kv * 2
     (tmp_path / "data" / "models.csv").write_text(text)
+    assert card_changes(draws, tmp_path) == [
+        "the model card of kimi-k2.6 here differs from fit point-mass's in kv_bytes_per_token: "
+        "its KV-cache and weights-fit checks use the stored values; re-run `ddtree-bayes fit` "
+        "to use these"]
+    draws.meta["model"]["card"]["kv_bytes_per_token"] = stored_kv
     # a fit's proxy card (a model without one) is in no file: no change until one is written
     draws.meta["model"]["model_cards"] = {"my-model": {**draws.meta["model"]["card"],
                                                        "model": "my-model"}}

@@ -246,7 +246,7 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     cards here do not load (``fit`` names that problem)."""
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.model_cards import load_model_cards, modelled
+    from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards, modelled
     from ddtree_bayes.core.paths import data_file, own_data_file
 
     model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
@@ -271,6 +271,16 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
                    f"{' and more' if len(changed) > 3 else ''} here "
                    f"{'differ' if len(changed) > 1 else 'differs'} from fit {fit_id}'s: "
                    "its answers use the stored cards; re-run `ddtree-bayes fit` to use these")
+    # fields only the memory checks read: no other model, but checks on stale values (a
+    # GPTQ card re-added with its checkpoint's bytes was still refused as not fitting)
+    checks = {name: [k for k in NOT_MODELLED if dataclasses.asdict(now[name]).get(k) is not None
+                     and dataclasses.asdict(now[name]).get(k) != card.get(k)]
+              for name, card in stored.items() if name in now and name not in changed}
+    for name, fields in sorted(checks.items()):
+        if fields:
+            out.append(f"the model card of {name} here differs from fit {fit_id}'s in "
+                       f"{', '.join(fields)}: its KV-cache and weights-fit checks use the "
+                       "stored values; re-run `ddtree-bayes fit` to use these")
     if "drafter_cards" in model:
         def key(d: dict) -> str:
             return json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True)
