@@ -697,3 +697,31 @@ def test_an_anchor_at_another_concurrency_says_its_c():
                              block=16, budget=32, verify_tokens=None, context_tokens=0.0)
     assert P.step_components(draws, sc1, np.random.default_rng(0))[1].endswith(
         "anchored to the measured ddtree budget 8 (M = 9, 1 row)")
+
+
+def test_two_single_gpus_take_no_interconnect_factor():
+    """A single GPU now takes a single-GPU reference of any interconnect (commit 49940b1), but
+    ATTN_BASE still took interconnect_factor ** +-1 (median 1.4, 'tensor-parallel all-reduces
+    over PCIe are slower') between an RTX 3090 and an H200, one GPU each, which run no
+    collectives (a review). The point mass moved to one RTX 3090: the H200's step is the same
+    whatever the factor."""
+    import dataclasses
+
+    base = point_mass_draws()
+    csv = base.data_csv.replace(",b300,8,", ",rtx-3090,1,")
+    meta = {**base.meta, "coords": {**base.meta["coords"], "system": ["rtx-3090x1"],
+                                    "overhead_group": ["rtx-3090x1/sglang/ddtree"]}}
+
+    def h200(factor):
+        variables = {**base.variables,
+                     "transfer_interconnect_factor": np.full(base.n_draws, factor),
+                     "transfer_bandwidth_elasticity": np.full(base.n_draws, 0.5),
+                     "transfer_system_sd": np.zeros(base.n_draws)}
+        draws = dataclasses.replace(base, data_csv=csv, meta=meta, variables=variables, memo={})
+        sc = P.resolve_scenario(draws, hardware="h200", gpus=1, engine="sglang", method="ar",
+                                block=None, budget=None, verify_tokens=None, context_tokens=0.0)
+        return P.step_components(draws, sc, np.random.default_rng(0), anchor=False)
+
+    (one, how), (other, _) = h200(1.4), h200(1.0)
+    assert one["step"][0] == pytest.approx(other["step"][0])
+    assert "transferred from rtx-3090x1 (one GPU each, no interconnect factor" in how

@@ -96,7 +96,13 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                                                      "interconnect_factor", "system_sd"))
     noise = np.exp(scatter * rng.standard_normal(n))
     ratio = (ref_bw / target_bw) ** elasticity
-    steps = int(fabric(table, ref_hw)) - int(fabric(table, sc.hardware))  # +1 fabric -> PCIe
+    # +1 fabric -> PCIe (tensor-parallel all-reduces slower), -1 back; 0 between two single
+    # GPUs, which run no collectives (a single H200 took 1/1.4 of a single RTX 3090's)
+    singles = sc.gpus == 1 and ref_gpus == 1
+    links = int(fabric(table, ref_hw)) - int(fabric(table, sc.hardware))
+    steps = 0 if singles else links
+    link_how = ("one GPU each, no interconnect factor" if singles and links else
+                f"{'same' if steps == 0 else 'different'} interconnect class")
     step_ref = v["step_ar_ms"][:, r]
     moe1_ref = v["moe_share"][:, r] * step_ref
     attn_ref = step_ref - moe1_ref
@@ -129,7 +135,7 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                                            table[sc.hardware], sc.gpus, moe1, rng)
         params.update(roof)
     how = (f"{sc.system} not measured: transferred from {ref} "
-           f"({'same' if steps == 0 else 'different'} interconnect class, bandwidth ratio "
+           f"({link_how}, bandwidth ratio "
            f"{ref_bw / target_bw:.2f}"
            f"{read_how}"
            f"{'; the model card is a proxy, so weaker' if 'proxy_card' in meta['model'] else ''}"
