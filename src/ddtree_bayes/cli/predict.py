@@ -195,6 +195,12 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     ...     print(crossover_lines([{**r, "p_faster_than_ar": p} for r, p in zip(rows, ps)])[0])
     vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= 0.45)
     vllm, accept 2.5: speculation does not pay at C = 1 (P(faster than AR) 0.30), pays from C = 16 (0.60)
+
+    On and off (P near 0.5), every C is named:
+
+    >>> print(crossover_lines([{**r, "p_faster_than_ar": p}
+    ...                        for r, p in zip(rows, (0.44, 0.57, 0.13))])[0])
+    vllm, accept 2.5: speculation pays at C = 16, not at C = 1, 64 (P(faster than AR) 0.13-0.57: near even)
     """
     out = []
     seen: dict[tuple, list[dict]] = {}
@@ -214,6 +220,11 @@ def crossover_lines(rows: list[dict]) -> list[str]:
         elif kind == "never":
             out.append(head + f"pays at no concurrency asked (P(faster than AR) <= "
                               f"{max(ps):.2f})")
+        elif kind == "mixed":
+            yes = [str(r["concurrency"]) for r, p in zip(rs, ps, strict=True) if p >= 0.5]
+            no = [str(r["concurrency"]) for r, p in zip(rs, ps, strict=True) if p < 0.5]
+            out.append(head + f"pays at C = {', '.join(yes)}, not at C = {', '.join(no)} "
+                              f"(P(faster than AR) {min(ps):.2f}-{max(ps):.2f}: near even)")
         elif kind == "starts":
             assert i is not None
             out.append(head + f"does not pay at C = {rs[0]['concurrency']} (P(faster than AR) "

@@ -64,21 +64,27 @@ def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]
 
 def paying(p_faster: list[float]) -> tuple[str, int | None]:
     """Where speculation pays along increasing concurrencies, from P(faster than AR) at each
-    (paying: P >= 0.5): ("every", None); ("stops", i), paying before the i-th and not at it;
-    ("starts", i), not paying at the first, paying from the i-th (an EAGLE-3 tree on a
-    small-active MoE, slower than AR at C = 1 and faster at C = 64); ("never", None). Before,
-    a drafter that never paid read "stops paying at C = 1".
+    (paying: P >= 0.5): ("every", None); ("stops", i), paying before the i-th and at none from
+    it on; ("starts", i), paying at none before the i-th and at every one from it on (an EAGLE-3
+    tree on a small-active MoE, slower than AR at C = 1 and faster at C = 64); ("never", None);
+    ("mixed", None), paying on and off (P near 0.5 at several C: a review found "pays from
+    C = 16" printed where it stopped again at 128). Before, a drafter that never paid read
+    "stops paying at C = 1".
 
     >>> paying([0.99, 0.7, 0.2]), paying([0.9, 0.8]), paying([0.3, 0.4, 0.8]), paying([0.1])
     (('stops', 2), ('every', None), ('starts', 2), ('never', None))
+    >>> paying([0.44, 0.57, 0.13]), paying([0.85, 0.44, 0.57])
+    (('mixed', None), ('mixed', None))
     """
-    first = next((i for i, p in enumerate(p_faster) if p < 0.5), None)
-    if first is None:
+    pays = [p >= 0.5 for p in p_faster]
+    if all(pays):
         return "every", None
-    if first > 0:
-        return "stops", first
-    start = next((i for i, p in enumerate(p_faster) if p >= 0.5), None)
-    return ("never", None) if start is None else ("starts", start)
+    if not any(pays):
+        return "never", None
+    turns = [i for i in range(1, len(pays)) if pays[i] != pays[i - 1]]
+    if len(turns) > 1:
+        return "mixed", None
+    return ("stops" if pays[0] else "starts"), turns[0]
 
 
 def max_measured_concurrency(draws: Fit, system: str) -> int | None:

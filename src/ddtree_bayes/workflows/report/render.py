@@ -167,6 +167,8 @@ def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
     ('stops paying at C = 4', 'pays at no C shown')
     >>> _paying_text([1, 2, 4], [0.9, 0.8, 0.7]), _paying_text([1, 2, 4], [0.3, 0.6, 0.9])
     ('pays at every C shown', 'does not pay at C = 1, starts paying at C = 2')
+    >>> _paying_text([1, 2, 4], [0.3, 0.6, 0.4])
+    'pays at C = 2 only'
     """
     from ddtree_bayes.engine.structure import paying
 
@@ -175,6 +177,9 @@ def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
         return f"stops paying at C = {concurrency[i]}"
     if kind == "starts" and i is not None:
         return f"does not pay at C = {concurrency[0]}, starts paying at C = {concurrency[i]}"
+    if kind == "mixed":
+        return "pays at C = " + ", ".join(str(c) for c, p in zip(concurrency, p_faster,
+                                                                   strict=True) if p >= 0.5) + " only"
     return "pays at every C shown" if kind == "every" else "pays at no C shown"
 
 

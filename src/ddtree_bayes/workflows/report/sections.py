@@ -26,7 +26,7 @@ from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
-from ddtree_bayes.engine.structure import max_measured_concurrency, run_sd
+from ddtree_bayes.engine.structure import max_measured_concurrency, paying, run_sd
 from ddtree_bayes.engine.target_models import is_multi
 
 #: Acceptance grid of the fan chart.
@@ -200,8 +200,10 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
                  "per_user": per_user, "total": total}
         if name != "ar":
             entry["p_faster_than_ar"] = p_ar
-            entry["stops_paying_at"] = next((c for c, p in zip(CONCURRENCY_GRID, p_ar,
-                                                               strict=True) if p < 0.5), None)
+            # the C where it stops paying after paying below it (engine.structure.paying; a
+            # drafter that never paid was written as stopping at C = 1)
+            kind, at = paying(p_ar)
+            entry["stops_paying_at"] = CONCURRENCY_GRID[at] if kind == "stops" and at else None
         out["engines"][name] = entry
     return out
 
