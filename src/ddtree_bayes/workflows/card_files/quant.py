@@ -95,18 +95,22 @@ def _matches(pattern: str, name: str) -> bool:
     """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix.
     The ``*`` standing for every copy of a tensor (``experts.*.gate_proj``) is matched as a
     checkpoint's numbered module (``experts.0.gate_proj``) by a regex."""
-    if pattern.startswith("re:"):   # (against the full path of a multimodal checkpoint too)
-        return any(re.search(pattern[3:], n.replace(".*.", ".0.")) is not None
-                   for n in _full_paths(name))
+    # a pattern naming the language model's path is tried against the full paths of a
+    # multimodal checkpoint too (only then: an unanchored "model\." matched a text model's
+    # "language_model.lm_head" variant, a review found)
+    names = _full_paths(name) if "language_model" in pattern else (name,)
+    if pattern.startswith("re:"):
+        return any(re.search(pattern[3:], n.replace(".*.", ".0.")) is not None for n in names)
     if any(ch in pattern for ch in "*?["):
-        return fnmatch.fnmatch(name, pattern) or fnmatch.fnmatch(name, f"*{pattern}")
+        return any(fnmatch.fnmatch(n, pattern) or fnmatch.fnmatch(n, f"*{pattern}")
+                   for n in names)
     bare, path = _LANGUAGE_MODEL.sub("", name), _LANGUAGE_MODEL.sub("", pattern)
     return (name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
             or bare == path)
 
 
 def _full_paths(name: str) -> tuple[str, ...]:
-    """``name`` as card add writes it (a text model's: ``model.layers.0.mlp.up_proj``,
+    r"""``name`` as card add writes it (a text model's: ``model.layers.0.mlp.up_proj``,
     ``lm_head``) and as a multimodal checkpoint writes it (``model.language_model.layers...``,
     ``language_model.model.layers...``, ``language_model.lm_head``), for regexes that name
     either (a review: an ignore regex by the full path matched nothing, silently).
@@ -115,6 +119,10 @@ def _full_paths(name: str) -> tuple[str, ...]:
     ('language_model.model.layers.0.mlp.up_proj', 'model.language_model.layers.0.mlp.up_proj')
     >>> _full_paths("lm_head")
     ('lm_head', 'language_model.lm_head')
+    >>> _matches(r"re:model\..*", "lm_head"), _matches(r"re:^language_model\.lm_head$", "lm_head")
+    (False, True)
+    >>> _matches("language_model.model.layers.*.self_attn*", "model.layers.0.self_attn.q_proj")
+    True
     """
     rest = name[len("model."):] if name.startswith("model.") else None
     return (name, f"language_model.{name}",
