@@ -460,3 +460,14 @@ def test_diff_says_when_the_hardware_table_or_model_form_differ(tmp_path):
     assert out["inputs_differ"] == ["hardware table", "moe_form"]
     code, out, _ = run_cli(work, "diff", "20260101T000000Z-pointmss", "20260101T000000Z-pointmss")
     assert code == 0 and "differs" not in out
+    # the same values in another row order, one source reworded: no difference (a review:
+    # the stored texts were compared)
+    same = work / "data" / "hardware_same.csv"
+    rows = (data / "hardware.csv").read_text().splitlines(keepends=True)
+    body = [ln.replace("NVIDIA", "Nvidia", 1) if ln.startswith("b300,") else ln
+            for ln in rows[1:]]
+    same.write_text(rows[0] + "".join(reversed(body)))
+    write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml", same,
+                         fit_id="20260101T000002Z-samehw00")
+    code, out, _ = run_cli(work, "diff", "20260101T000000Z-pointmss", "20260101T000002Z-samehw00")
+    assert code == 0 and "differs" not in out, out

@@ -72,13 +72,19 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
     out = []
     if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
         out.append(("priors", "priors differ between the two fits"))
-    if a.hardware_csv != b.hardware_csv:
+    def values(fit) -> dict:   # (as predict's hardware_changes: by GPU, sources aside; a
+        return {n: {c: (v or "").strip() for c, v in row.items() if c != "source"}  # reordered
+                for n, row in fit.hardware.items()}                               # file is one)
+
+    if values(a) != values(b):
         out.append(("hardware table", "hardware table differs between the two fits"))
     ma, mb = a.meta.get("model", {}), b.meta.get("model", {})
-    for key, what in (("moe_form", "MoE form"), ("step_form", "step form")):
-        if ma.get(key) != mb.get(key):
-            out.append((key, f"{what} differs between the two fits: {ma.get(key)} -> "
-                             f"{mb.get(key)}"))
+    # (a fit before the structured form has no step_form: fraction, as everywhere)
+    for key, what, default in (("moe_form", "MoE form", None),
+                               ("step_form", "step form", "fraction")):
+        if ma.get(key, default) != mb.get(key, default):
+            out.append((key, f"{what} differs between the two fits: {ma.get(key, default)} -> "
+                             f"{mb.get(key, default)}"))
     return out
 
 
