@@ -34,9 +34,9 @@ def transfer_reference(fit: Fit, hardware: str, gpus: int, among: list[str] | No
     GPU, count). The nearest in aggregate memory bandwidth among the measured systems (``among``:
     only these) of its class: one GPU if it is one GPU (it runs no tensor-parallel collectives;
     a single RTX PRO 6000 Max-Q took the MTP overhead of a 2x RTX 3090 TP2 deployment, nearer
-    in aggregate bandwidth, over a single RTX 3090's: 35 ms a step for a measured 23), else the
-    same interconnect (PCIe or an NVLink-class fabric); failing that the same interconnect, then
-    any.
+    in aggregate bandwidth, over a single RTX 3090's: 35 ms a step for a measured 23), else
+    several GPUs over the same interconnect (PCIe or an NVLink-class fabric); failing that any
+    system of the same interconnect, then any.
 
     >>> from types import SimpleNamespace as NS
     >>> table = {h: {"mem_bw_tb_s": bw, "interconnect": "PCIe Gen4"}
