@@ -72,9 +72,11 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
     out = []
     if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
         out.append(("priors", "priors differ between the two fits"))
-    def values(fit) -> dict:   # (as predict's hardware_changes: by GPU, sources aside; a
-        return {n: {c: (v or "").strip() for c, v in row.items() if c != "source"}  # reordered
-                for n, row in fit.hardware.items()}                               # file is one)
+    # the values by GPU, sources aside, as predict's hardware_changes compares them (a file
+    # reordered or a source reworded is the same table)
+    def values(fit) -> dict:
+        return {n: {c: (v or "").strip() for c, v in row.items() if c != "source"}
+                for n, row in fit.hardware.items()}
 
     if values(a) != values(b):
         out.append(("hardware table", "hardware table differs between the two fits"))

@@ -93,7 +93,7 @@ class ModelCard:
         ...     "file_bytes_per_weight": 0.55}).weights_gb, 1)
         (24.4, 16.8)
         """
-        return self.params_total_b * (self.file_bytes_per_weight or self.bytes_per_weight)
+        return self.params_total_b * self.weights_bytes_per_weight
 
     @property
     def weights_bytes_per_weight(self) -> float:

@@ -273,10 +273,9 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
                    "its answers use the stored cards; re-run `ddtree-bayes fit` to use these")
     # fields only the memory checks read: no other model, but checks on stale values (a
     # GPTQ card re-added with its checkpoint's bytes was still refused as not fitting)
-    checks = {name: [k for k in NOT_MODELLED if dataclasses.asdict(now[name]).get(k) is not None
-                     and dataclasses.asdict(now[name]).get(k) != card.get(k)]
-              for name, card in stored.items() if name in now and name not in changed}
-    for name, fields in sorted(checks.items()):
+    for name, card in sorted(stored.items()):
+        here = dataclasses.asdict(now[name]) if name in now and name not in changed else {}
+        fields = [k for k in NOT_MODELLED if here.get(k) is not None and here[k] != card.get(k)]
         if fields:
             out.append(f"the model card of {name} here differs from fit {fit_id}'s in "
                        f"{', '.join(fields)}: its KV-cache and weights-fit checks use the "

@@ -145,13 +145,19 @@ SERVED_16BIT_NOTE = ("a {name} checkpoint is priced at the 16-bit weights engine
                      "converts it to f16); --bytes-per-weight 4 for one served in float32")
 
 
+def checkpoint_dtype(cfg: dict) -> tuple[str, str]:
+    """The key a config.json names its weights' dtype by (``torch_dtype``, else ``dtype``) and
+    that dtype (bfloat16 when neither is given)."""
+    key = "torch_dtype" if cfg.get("torch_dtype") else "dtype"
+    return key, str(cfg.get(key) or "bfloat16").replace("torch.", "")
+
+
 def dtype_bytes(cfg: dict, where: str, given: float | None = None) -> tuple[float, str]:
     """Bytes of one weight at the dtype the checkpoint is served in (``torch_dtype``, else
     ``dtype``, else bfloat16; a float32 / float64 one in 16-bit, :data:`SERVED_16BIT`), and
     its name; a dtype not in :data:`DTYPE_BYTES` takes ``given`` (``--bytes-per-weight``) or
     is refused (it was read as 2 bytes while the card printed its name)."""
-    key = "torch_dtype" if cfg.get("torch_dtype") else "dtype"
-    name = str(cfg.get(key) or "bfloat16").replace("torch.", "")
+    key, name = checkpoint_dtype(cfg)
     if name in SERVED_16BIT:
         return (float(given) if given is not None else 2.0), f"{name} served in 16-bit"
     if name in DTYPE_BYTES:
@@ -186,7 +192,7 @@ def scheme_from_config(cfg: dict, where: str, bytes_per_weight: float | None = N
     """The storage scheme of a config.json: unquantised (its dtype) or its quantisation
     (``bytes_per_weight``: ``--bytes-per-weight``, for a dtype it does not know)."""
     scheme = _scheme(cfg, where, bytes_per_weight)
-    name = dtype_bytes(cfg, where, bytes_per_weight)[1].removesuffix(" served in 16-bit")
+    name = checkpoint_dtype(cfg)[1]
     if name in SERVED_16BIT:
         scheme.notes.append(SERVED_16BIT_NOTE.format(name=name))
     return scheme
