@@ -193,3 +193,42 @@ def test_the_cache_only_ever_costs_time(recorded, tmp_path, monkeypatch):
     monkeypatch.setattr(callbacks, "cache_root", tmp_path / "file" / "cache")
     assert callbacks.compile_model("model") == "compiled"
     assert recorded == [{}]
+
+
+@pytest.mark.nuts
+def test_compile_only_fills_the_cache_the_fit_loads(cache, tmp_path, capsys, monkeypatch):
+    """`fit --compile-only` (what scripts/bootstrap.sh runs once) compiles exactly the model a
+    fit of the same inputs samples first: that fit's compile then loads both callbacks. It
+    samples nothing and writes nothing under models/."""
+    import json
+
+    from ddtree_bayes.cli import main as cli
+    from ddtree_bayes.engine import fitting
+    from ddtree_bayes.engine import remedies as R
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert cli.main(["fit", "--compile-only", "--quiet", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["compiled"] is True and out["cache"] == str(cache) and out["compile_s"] > 0
+    assert len(index_files(cache)) == 2
+    assert list(work.iterdir()) == []      # no models/, nothing else
+
+    # the model the fit builds (engine/fitting.fit: model_spec -> remedies.builder, "default")
+    inputs = FitInputs.read(workdir=work)
+    model = R.builder(*fitting.model_spec(inputs))("default")
+    again = callbacks.compile_model(model, free_only=True)
+    assert hits(again) == (1, 1)
+    assert len(index_files(cache)) == 2
+
+
+def test_compile_only_refuses_the_pymc_backend(tmp_path, capsys, monkeypatch):
+    from ddtree_bayes.cli import main as cli
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--compile-only", "--backend", "pymc"]) == 2
+    err = capsys.readouterr().err
+    assert "--compile-only compiles nutpie's callbacks" in err and "fix:" in err
+    assert list(tmp_path.iterdir()) == []

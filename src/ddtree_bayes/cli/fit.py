@@ -14,6 +14,8 @@ def cmd_fit(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import fitted_rows as M
     from ddtree_bayes.engine import store
 
+    if args.compile_only:
+        return _compile_only(args)
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
                      backend=args.backend, hardware=args.hardware_file,
@@ -62,6 +64,26 @@ def cmd_fit(args: argparse.Namespace) -> int:
               f" ({t.get('total_s', 0):.1f} s; sampling {t.get('sample_s', 0):.1f} s)")
         print(f"saved {result.path}")
     result.raise_if_unconverged()
+    return 0
+
+
+def _compile_only(args: argparse.Namespace) -> int:
+    """``fit --compile-only``: the model's log density into the on-disk cache, nothing else."""
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.engine.fitting import FitInputs, compile_only
+
+    if args.backend != "nutpie":
+        raise DataError("--compile-only compiles nutpie's callbacks; --backend pymc compiles "
+                        "as it samples", fix="drop --backend pymc, or drop --compile-only")
+    inputs = FitInputs.read(args.data, args.priors, args.hardware_file)
+    done = compile_only(inputs, moe_form=args.moe_form, step_form=args.step_form,
+                        progress=not args.quiet)
+    if args.format == "json":
+        emit_json({"compiled": True, **done})
+    elif not args.quiet:
+        print(f"compiled the model in {done['compile_s']:.1f} s (cache {done['cache']}); "
+              "nothing sampled or saved: the next `ddtree-bayes fit` of these inputs starts "
+              "from the cache")
     return 0
 
 

@@ -68,6 +68,11 @@ def build_parser() -> argparse.ArgumentParser:
                         "a reparameterisation, one stderr line each; docs/validation.md)")
     f.add_argument("--quiet", action="store_true",
                    help="no progress messages on stderr (remedy lines still print)")
+    f.add_argument("--compile-only", action="store_true",
+                   help="compile the model these inputs give into the on-disk cache and stop: "
+                        "nothing is sampled or saved. The next fit of them loads it instead "
+                        "of spending ~30 s in numba (scripts/bootstrap.sh runs it once on the "
+                        "bundled data; docs/performance.md)")
     add_seed_and_format(f, formats=("table", "json"))
     f.set_defaults(func=cmd_fit)
 

@@ -139,9 +139,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
     t_start = time.perf_counter()
     inputs = inputs or FitInputs.read(data, priors, hardware, workdir)
-    measurements, cfg = inputs.measurements, inputs.priors
-    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
-        cfg = with_forms(cfg, moe_form, step_form)
+    measurements = inputs.measurements
     hardware_text = inputs.hardware.text
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
@@ -155,10 +153,9 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                         fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, "
                             f"seed a whole number 0 to {MAX_SEED}")
     seed = int(seed)   # (a numpy integer would reach the JSON metadata after sampling)
-    from ddtree_bayes.core import spec as S
     from ddtree_bayes.engine import remedies as R
 
-    spec = S.build_spec(measurements, cfg, **inputs.structure())
+    spec, cfg = model_spec(inputs, moe_form, step_form)
     if inputs.proxy is not None:   # one line, even under --quiet: it changes what to trust
         from ddtree_bayes.core.proxy_card import describe
 
@@ -208,6 +205,40 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                                failures=failures, diagnostics=diag_rows,
                                divergences=divergences, timings=timings, remedies=ladder,
                                measurements=measurements)
+
+
+def model_spec(inputs: FitInputs, moe_form: str | None = None, step_form: str | None = None):
+    """(spec, priors) of the model a fit of ``inputs`` samples, the priors' forms overridden
+    by ``moe_form`` / ``step_form`` (:func:`with_forms`) when given."""
+    from ddtree_bayes.core import spec as S
+
+    cfg = inputs.priors
+    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
+        cfg = with_forms(cfg, moe_form, step_form)
+    return S.build_spec(inputs.measurements, cfg, **inputs.structure()), cfg
+
+
+def compile_only(inputs: FitInputs, *, moe_form: str | None = None,
+                 step_form: str | None = None, progress: bool = True) -> dict:
+    """Compile the log density a fit of ``inputs`` samples first and sample nothing.
+
+    nutpie's callbacks are cached on disk per model and machine (engine/callbacks.py), with
+    the numba kernels of PyTensor's graph under its ``base_compiledir``: the next fit of the
+    same model loads them (a warm fit) instead of spending ~30 s in numba's typing (a first
+    fit on a machine). A model with other data but the same graph reuses the kernels and
+    compiles only its outer function (docs/performance.md, "A first fit after the install").
+    ``scripts/bootstrap.sh`` runs this once on the bundled data (``fit --compile-only``).
+    Nothing is written under ``models/``. Returns the seconds it took and the cache directory.
+    """
+    from ddtree_bayes.engine import callbacks, inference
+    from ddtree_bayes.engine import remedies as R
+
+    t0 = time.perf_counter()
+    model = R.builder(*model_spec(inputs, moe_form, step_form))("default")
+    inference.log(progress, "compiling the model (numba; ~4 s, ~30 s the first time on a "
+                            "machine); nothing is sampled or saved")
+    callbacks.compile_model(model, free_only=True)
+    return {"compile_s": time.perf_counter() - t0, "cache": str(callbacks.cache_dir())}
 
 
 def artifact_tree(dt, spec):
