@@ -213,6 +213,9 @@ def test_compile_only_fills_the_cache_the_fit_loads(cache, tmp_path, capsys, mon
     assert cli.main(["fit", "--compile-only", "--quiet", "--format", "json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["compiled"] is True and out["cache"] == str(cache) and out["compile_s"] > 0
+    from test_json_schemas import validate_output
+
+    validate_output("fit", out)
     assert len(index_files(cache)) == 2
     assert list(work.iterdir()) == []      # no models/, nothing else
 
