@@ -537,15 +537,63 @@ def test_eagle3_needs_its_target():
         derive("llama3-8b-eagle3")
 
 
-def test_target_on_a_models_config_says_which_drafters_card_add_makes():
-    """--target on a model's config (a separate draft model, an EAGLE-1 head) said only
-    "drop --target", which writes a model card, not the drafter card the user asked for (and
-    predict --drafter then sent them back to card add --target)."""
-    with pytest.raises(InputError) as info:
-        derive("llama-3.1-8b", target="llama-3.3-70b-instruct")
-    text = str(info.value)
-    assert "EAGLE-3" in text and "MTP" in text and "data/drafters.csv" in text
-    assert "draft_model" in text and "drop --target" in text
+def test_a_separate_draft_model_from_its_config():
+    """A small model's own config.json with --target: the drafter card of a separate draft
+    model (method draft-model), which users wrote by hand before (card add refused, naming
+    data/drafters.csv). Llama-3.1-8B drafting for Llama-3.3-70B (one tokenizer, vocab
+    128,256): 8,030,261,248 weights (test_llama_31_8b); a pass reads its 32 layers, final norm
+    and lm_head, of the untied 128,256 x 4096 = 525,336,576 input embedding one row:
+    8,030,261,248 - 525,336,576 = 7,504,924,672."""
+    d = derive("llama-3.1-8b", target="llama-3.3-70b-instruct")
+    (row,) = d.drafters
+    assert d.card == {}
+    assert (row["drafter"], row["target_model"], row["method"], row["kind"]) == (
+        "llama-3.1-8b", "llama-3.3-70b-instruct", "draft-model", "draft_model")
+    assert (row["params_b"], row["params_active_b"], row["lm_head_params_b"]) == (
+        "8.0303", "7.5049", "0.5253")
+    assert (row["shares_lm_head"], row["shares_embeddings"], row["draft_vocab"],
+            row["bytes_per_weight"], row["layers"]) == ("false", "false", "128256", "2", "32")
+    assert d.facts["pass_params"] == 7_504_924_672
+
+
+def test_a_tied_draft_model_reads_its_embedding_once_as_its_head(tmp_path):
+    """Tied (Llama-3.2-1B style): no lm_head tensor; the embedding is the head a pass reads
+    whole: 8,030,261,248 - 525,336,576 (the head) = 7,504,924,672 weights, all read."""
+    cfg = json.loads((FIX / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "config.json").write_text(json.dumps({**cfg, "tie_word_embeddings": True}))
+    d = card_files.derive_from_hf_config(tmp_path, target="llama-3.3-70b-instruct", name="tied")
+    (row,) = d.drafters
+    assert (row["params_b"], row["params_active_b"], row["lm_head_params_b"]) == (
+        "7.5049", "7.5049", "0.5253")
+
+
+def test_a_draft_model_for_itself_is_refused():
+    with pytest.raises(InputError, match="is this file's own model"):
+        derive("llama-3.1-8b", target="llama-3.1-8b")
+
+
+def test_a_draft_model_card_is_written_and_the_fit_reads_it(tmp_path):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--target",
+                         "llama-3.3-70b-instruct", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["model_card"] is None and payload["written"][0]["name"] == "llama-3.1-8b"
+    mine = [c for c in FitInputs.read(workdir=tmp_path).drafters
+            if c.target_model == "llama-3.3-70b-instruct" and "draft-model" in c.methods]
+    assert [(c.drafter, c.kind, c.params_active_b, c.shares_lm_head, c.pass_params_b)
+            for c in mine] == [("llama-3.1-8b", "draft_model", 7.5049, False, 7.5049)]
+
+
+@pytest.mark.parametrize(("argv", "says"), [
+    (("--target", "no-such-model"), "--target no-such-model: no model card of that name"),
+    (("--target", "llama-3.3-70b-instruct", "--compute-dtype", "fp8"),
+     "--compute-dtype is a model card's column; a drafter card (--target) has none"),
+])
+def test_a_draft_model_card_that_cannot_be_used_is_refused(tmp_path, argv, says):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), *argv)
+    assert code == 2 and says in err and err.count("\n") == 1, err
+    assert not (tmp_path / "data").exists()
 
 
 # ---------------------------------------------------------------- GGUF (synthetic file)
@@ -580,6 +628,18 @@ def test_gguf_bytes_per_weight_is_the_true_average(gguf_file, quick_hash):
     assert (d.card["model"], d.card["layers"], d.card["kv_bytes_per_token"]) == (
         "llama-3.1-8b-instruct-q4_k_m", "32", "131072")
     assert d.card["source"] == f"{gguf_file.parent.name}/{gguf_file.name} (sha256 {'0' * 64})"
+
+
+def test_a_gguf_draft_model_reads_its_tensor_table(gguf_file, quick_hash):
+    """llama.cpp --model-draft: a GGUF with --target. A pass reads the file's bytes less the
+    Q4_K token embedding (295,501,824 of 4,912,898,048, test above): 4,617,396,224 bytes over
+    7,504,924,672 weights = 0.615249 B per weight."""
+    d = card_files.derive_from_gguf(gguf_file, target="llama-3.3-70b-instruct")
+    (row,) = d.drafters
+    assert (row["kind"], row["method"], row["params_active_b"], row["bytes_per_weight"]) == (
+        "draft_model", "draft-model", "7.5049", "0.6152")
+    assert d.facts["bytes_per_weight"] == pytest.approx(4_617_396_224 / 7_504_924_672, abs=1e-6)
+    assert d.facts["tensor_types"] == ["Q4_K", "Q6_K"]
 
 
 def test_a_split_gguf_is_read_from_every_shard(tmp_path, quick_hash):

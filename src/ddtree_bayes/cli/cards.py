@@ -25,6 +25,17 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
                 "target's embedding, has its own lm_head",
                 f"  draft vocabulary  {facts['draft_vocab']:,} of {facts['vocab_size']:,}",
                 f"  bytes per weight  {d['bytes_per_weight']}"]
+    if facts.get("architecture") == "draft_model":
+        (d,) = drafters
+        return [f"drafter {d['drafter']} (a separate draft model for {d['target_model']}, "
+                f"method draft-model) from {source}:",
+                f"  architecture      {facts['model_architecture']}: {d['layers']} layers, "
+                f"hidden {d['hidden_size']}, vocab {facts['vocab_size']:,}",
+                f"  parameters        {facts['params']:,} ({d['params_b']} B); one pass reads "
+                f"{facts['pass_params']:,} ({d['params_active_b']} B: the layers and its own "
+                "lm_head" + (", tied to the embedding)" if facts["tied_embeddings"] else
+                             "; one row of its input embedding)"),
+                f"  bytes per weight  {d['bytes_per_weight']} over what a pass reads"]
     moe = facts["experts"]
     lines = [f"card {name} from {source}:",
              f"  architecture      {facts['architecture']}: {'MoE' if moe else 'dense'}, "
@@ -57,9 +68,10 @@ def cmd_card_add(args: argparse.Namespace) -> int:
     if bool(args.hf_config) == bool(args.gguf):
         raise InputError("give one file: --hf-config PATH or --gguf PATH",
                          fix="e.g. ddtree-bayes card add --hf-config ./my-model/config.json")
-    if args.gguf and args.target:
-        raise InputError("--target names the model an EAGLE-3 draft config drafts for",
-                         fix="drop --target with --gguf")
+    if args.target and args.compute_dtype:
+        raise InputError("--compute-dtype is a model card's column; a drafter card (--target) "
+                         "has none: its passes run at the target's precision",
+                         fix="drop --compute-dtype, or drop --target for a model card")
     if args.hf_config:
         derived = card_files.derive_from_hf_config(
             args.hf_config, name=args.name, target=args.target, compute_dtype=args.compute_dtype,
@@ -69,7 +81,7 @@ def cmd_card_add(args: argparse.Namespace) -> int:
         if size > 1e9 and args.format == "table":
             print(f"ddtree-bayes: note: reading {args.gguf}'s header and hashing its "
                   f"{size / 1e9:.1f} GB for the card's source (sha256)", file=sys.stderr)
-        derived = card_files.derive_from_gguf(args.gguf, name=args.name,
+        derived = card_files.derive_from_gguf(args.gguf, name=args.name, target=args.target,
                                          compute_dtype=args.compute_dtype,
                                          bytes_per_weight=args.bytes_per_weight)
     models = Path(args.models_file) if args.models_file else Path("data") / "models.csv"
@@ -118,12 +130,15 @@ def register(sub) -> None:
                     "experts), work out bytes per weight from the quantisation (quantization_"
                     "config, or each GGUF tensor's type), print it all and write the row, sourced "
                     "by the file's name and sha256. An EAGLE-3 draft config gives a drafter row; "
-                    "MTP layers a config declares give one too.")
+                    "MTP layers a config declares give one too; a small model's config.json or "
+                    "GGUF with --target gives the drafter row of a separate draft model.")
     a.add_argument("--hf-config", metavar="PATH", help="a config.json, or a folder with one")
     a.add_argument("--gguf", metavar="PATH", help="a .gguf model file (of a split model, its "
                    "first shard: the others are read from beside it)")
     a.add_argument("--name", help="the card's name (default: from the file)")
-    a.add_argument("--target", help="for an EAGLE-3 draft config: the model card it drafts for")
+    a.add_argument("--target", help="the model card the file drafts for: an EAGLE-3 draft "
+                                    "config, or a separate draft model (a small model's "
+                                    "config.json or GGUF, method draft-model)")
     a.add_argument("--compute-dtype", choices=("bf16", "fp8", "fp4", "int8"),
                    help="the precision the matmuls run in (default: from the quantisation: "
                         "fp8 / fp4 / int8 when activations are quantised too, int8 for a "

@@ -672,11 +672,14 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     if card is None:
         fits = sorted(c.drafter for c in cards.values()
                       if sc.method in c.methods and drafter_for((c,), target, sc.method))
-        # card add makes EAGLE-3 heads' cards (--target) and a target's own MTP layers'
+        # card add makes EAGLE-3 heads' cards and separate draft models' (--target) and a
+        # target's own MTP layers'
         how = (f"`ddtree-bayes card add --hf-config HEAD/config.json --target {target}`"
                if sc.method == "eagle3" else
                f"`ddtree-bayes card add --hf-config {target}'s own config.json`, when it "
                "declares MTP layers" if sc.method == "mtp" else
+               f"`ddtree-bayes card add --hf-config DRAFT/config.json --target {target}` (or "
+               "--gguf DRAFT.gguf)" if sc.method == "draft-model" else
                "a row of data/drafters.csv by hand (docs/cli.md, card add)")
         raise QueryError(prefix + f"no drafter card {name!r}",
                          fix=(f"use one of {', '.join(fits)}, or a" if fits else "a")

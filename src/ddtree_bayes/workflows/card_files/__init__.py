@@ -27,6 +27,7 @@ from ddtree_bayes.workflows.card_files.rows import (
     OPTIONAL_CARD_COLUMNS,
     Derived,
     card_name,
+    draft_model_drafter,
     eagle3_drafter,
     file_label,
     is_eagle3,
@@ -53,18 +54,12 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
                           compute_dtype: str | None = None,
                           bytes_per_weight: float | None = None) -> Derived:
     """The card rows a config.json gives: a model card (plus its MTP drafter row when the
-    config declares MTP layers), or, for an EAGLE-3 draft config, a drafter row (``target``
-    names the model card it drafts for)."""
+    config declares MTP layers), or a drafter row for the model card ``target`` names: of an
+    EAGLE-3 draft config, or of a separate draft model (a model's own config with
+    ``target``)."""
     cfg, file = read_config(path)
     source = _source(file)
     default = cfg.get("_name_or_path") or file.resolve().parent.name
-    if target and not is_eagle3(cfg):
-        raise InputError("--target is for an EAGLE-3 draft config, and this is a model's: card "
-                         "add makes drafter cards of EAGLE-3 heads (--target) and of the MTP "
-                         "layers a target's own config declares", file=str(file),
-                         fix="drop --target for this model's own card; a separate draft model "
-                             "(or an EAGLE-1/2 head) is a row of data/drafters.csv by hand, "
-                             "kind draft_model (eagle_head) (docs/cli.md, card add)")
     if is_eagle3(cfg):
         if not target:
             raise InputError("an EAGLE-3 draft config: which model does it draft for?",
@@ -93,8 +88,23 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
     if sidecar is not None:
         scheme.notes.append("quantisation read from hf_quant_config.json beside config.json "
                             "(a TensorRT Model Optimizer export, as vLLM reads it)")
+    if target:   # a model's own config with --target: a separate draft model for the target
+        return _draft_model(_name(name, default), target, shape, scheme, source, file,
+                            bytes_per_weight)
     return model_card(_name(name, default), shape, scheme, source,
                       compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
+
+
+def _draft_model(name: str, target: str, shape, scheme: Scheme, source: str, file: Path,
+                 bytes_per_weight: float | None) -> Derived:
+    """The drafter row of a separate draft model (``card add FILE --target T``)."""
+    target = card_name(target, "--target")
+    if name == target:
+        raise InputError(f"--target {target} is this file's own model: a draft model drafts for "
+                         "another, larger one", file=str(file),
+                         fix="drop --target for the model's own card, or --target the model "
+                             "it drafts for")
+    return draft_model_drafter(name, target, shape, scheme, source, bytes_per_weight)
 
 
 def modelopt_sidecar(cfg: dict, file: Path) -> dict | None:
@@ -121,10 +131,12 @@ def modelopt_sidecar(cfg: dict, file: Path) -> dict | None:
 FLOAT_GGUF_TYPES = ("F32", "F16", "BF16")
 
 
-def derive_from_gguf(path: str | Path, *, name: str | None = None,
+def derive_from_gguf(path: str | Path, *, name: str | None = None, target: str | None = None,
                      compute_dtype: str | None = None,
                      bytes_per_weight: float | None = None) -> Derived:
-    """The card rows of a GGUF file: its tensors' own types give the true bytes per weight."""
+    """The card rows of a GGUF file: its tensors' own types give the true bytes per weight.
+    With ``target``: the drafter row of a separate draft model for that model card (llama.cpp
+    ``--model-draft``)."""
     from ddtree_bayes.workflows.card_files.gguf_file import shape_from_gguf
 
     file = Path(path)
@@ -139,6 +151,11 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
     if meta["shards"] > 1:   # (the first shard holds the metadata; every shard was read)
         source += f", the first of {meta['shards']} shards"
     stem = re.sub(r"-\d{5}-of-\d{5}$", "", file.stem)
+    if target:
+        derived = _draft_model(_name(name, stem), target, shape, scheme, source, file,
+                               bytes_per_weight)
+        derived.facts["tensor_types"] = types
+        return derived
     derived = model_card(_name(name, stem), shape, scheme, source,
                          compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
     derived.facts["gguf_name"] = meta.get("name")
@@ -147,15 +164,16 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None,
 
 
 def check_drafter_target(derived: Derived, models_file: Path) -> None:
-    """Refuse an EAGLE-3 head (``card add --hf-config HEAD --target T``) that cannot draft for
-    T: T has no model card here (``models_file``, else the bundled cards), or T's card gives a
-    hidden size other than the one the head's ``fc`` reads (``target_hidden_size``). A head of
-    Llama-3.1-8B (4096) filed under Kimi K2.6 (7168) was written and priced, exit 0."""
+    """Refuse a drafter (``card add FILE --target T``: an EAGLE-3 head or a separate draft
+    model) that cannot draft for T: T has no model card here (``models_file``, else the
+    bundled cards), or, for an EAGLE-3 head, T's card gives a hidden size other than the one
+    the head's ``fc`` reads (``target_hidden_size``). A head of Llama-3.1-8B (4096) filed under
+    Kimi K2.6 (7168) was written and priced, exit 0."""
     from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
 
     want = derived.facts.get("target_hidden_size")
-    if derived.facts.get("architecture") != "eagle3" or not derived.drafters:
+    if derived.facts.get("architecture") not in ("eagle3", "draft_model") or not derived.drafters:
         return
     target = derived.drafters[0]["target_model"]
     path = models_file if models_file.is_file() else bundled("models.csv")

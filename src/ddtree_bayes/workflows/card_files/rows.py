@@ -163,6 +163,46 @@ def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> di
                       f" x {shape.vocab_size}); {scheme.label}")}
 
 
+def draft_model_drafter(name: str, target: str, shape: ModelShape, scheme: Scheme, source: str,
+                        bytes_per_weight: float | None = None) -> Derived:
+    """A separate draft model (vLLM / SGLang draft-model speculation, llama.cpp
+    ``--model-draft``): a whole small language model with its own embedding and head. One
+    pass reads every decoder layer and the head; of an untied input embedding only a row, so
+    it is not counted (tied, the embedding is the head and is read once). ``bytes_per_weight``
+    (``--bytes-per-weight``) stands for every weight, as on a model card."""
+    wb = weight_bytes(shape, scheme)
+    embedding = [t for t in shape.tensors if t.kind == "embedding" and not t.mtp]
+    skip = [] if shape.tied_embeddings else embedding
+    params = wb.active_params - sum(t.params * t.active for t in skip)
+    nbytes = wb.active_bytes - sum(scheme.nbytes(t) * t.count * t.active for t in skip)
+    bpw = bytes_per_weight if bytes_per_weight is not None else nbytes / params
+    head = shape.by_kind("lm_head") or shape.by_kind("embedding")
+    row = {"drafter": name, "target_model": target, "method": "draft-model",
+           "kind": "draft_model", "layers": str(shape.layers),
+           "hidden_size": str(shape.hidden_size),
+           "intermediate_size": "" if shape.intermediate_size is None
+           else str(shape.intermediate_size),
+           "params_b": _b(wb.total_params), "params_active_b": _b(params),
+           "lm_head_params_b": _b(head), "shares_lm_head": "false",
+           "shares_embeddings": "false", "draft_vocab": str(shape.vocab_size),
+           "bytes_per_weight": _bpw(bpw), "sweeps": "", "source": source,
+           "derived": "params_b, params_active_b, lm_head_params_b"
+                      + ("" if bytes_per_weight is not None else ", bytes_per_weight"),
+           "notes": (f"a separate draft model ({shape.architecture}, {shape.layers} layers, "
+                     f"hidden {shape.hidden_size}, vocabulary {shape.vocab_size}); params_b "
+                     f"counts its {wb.total_params:,} weights, params_active_b what one pass "
+                     f"reads ({params:,.0f}: the decoder layers and its own head"
+                     + (", tied to its embedding" if shape.tied_embeddings else
+                        "; of its untied input embedding only a row") + "); "
+                     + ("bytes_per_weight given by --bytes-per-weight" if bytes_per_weight
+                        is not None else scheme.label))}
+    facts = {"architecture": "draft_model", "model_architecture": shape.architecture,
+             "params": wb.total_params, "pass_params": round(params), "layers": shape.layers,
+             "hidden_size": shape.hidden_size, "vocab_size": shape.vocab_size,
+             "tied_embeddings": shape.tied_embeddings, "bytes_per_weight": round(bpw, 6)}
+    return Derived({}, [row], facts)
+
+
 def is_eagle3(cfg: dict) -> bool:
     archs = " ".join(cfg.get("architectures") or [])
     return ("Eagle3" in archs or "draft_vocab_size" in cfg
