@@ -40,6 +40,25 @@ def test_mixture_mixes_predictive_draws_by_weight():
     assert only_fast[0]["median"] == pytest.approx(600.0)
 
 
+def test_a_model_average_says_how_likely_speculation_beats_ar():
+    """predict --model-average --concurrency dropped the P(faster than AR) column: the mixture
+    has it, each fit's weighted. AR steps 8 ms (1/8 token per ms); DDTree budget 32 steps
+    20 ms in `fast`, 25 ms in `slow`: at acceptance 3, 3/20 > 1/8 but 3/25 < 1/8, so fast
+    says 1, slow 0, and the 0.25 / 0.75 mixture 0.25."""
+    fast = point_mass_draws(n=400)
+    slow = point_mass_draws(n=400, overhead_frac=[0.36])
+    slow.meta["fit_id"] = "slow"
+    mixture = [(fast, 0.25), (slow, 0.75)]
+    (r,) = P.predict(fast, accept="3", engines=["sglang"], concurrency=[1], mixture=mixture)
+    assert r["p_faster_than_ar"] == pytest.approx(0.25)
+    for d, want in ((fast, 1.0), (slow, 0.0)):
+        (alone,) = P.predict(d, accept="3", engines=["sglang"], concurrency=[1])
+        assert alone["p_faster_than_ar"] == want
+    (r,) = P.predict(fast, accept="3", engines=["sglang"], concurrency=[1],
+                     mixture=[(fast, 1.0), (slow, 0.0)])
+    assert r["p_faster_than_ar"] == 1.0
+
+
 def test_compare_roofline_and_linear_fits(fitted_workdir, capsys, monkeypatch, tmp_path):
     import shutil
 

@@ -566,9 +566,10 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             if streams:   # per user above; the C streams' total, draw by draw
                 row["concurrency"] = sc.concurrency
                 row["total"] = summarize(sc.concurrency * a * per_token, probs, None)
-                if sc.method != AR_METHOD and mixture is None:
-                    row["p_faster_than_ar"] = p_faster_than_ar(fit, sc, a,
-                                                               versus_ar_rng(seed, sc, source))
+                if sc.method != AR_METHOD:
+                    row["p_faster_than_ar"] = (
+                        p_faster_than_ar(fit, sc, a, versus_ar_rng(seed, sc, source))
+                        if mixture is None else mixture_p_faster(mixture, sc, source, seed))
             seed_tok = None if seed_step is None else a_mean / seed_step * 1000
             row["original"] = seed_tok
             row["original_lo"] = None if seed_tok is None else seed_tok * (1 - SEED_BAND)
@@ -631,6 +632,17 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     spec_step = step_components(fit, sc, np.random.default_rng(seed))[0]["step"]
     ar_step = step_components(fit, ar, np.random.default_rng(seed))[0]["step"]
     return float(np.mean(accept / spec_step > 1.0 / ar_step))
+
+
+def mixture_p_faster(mixture: list[tuple[Fit, float]], sc: Scenario, source: AcceptSource,
+                     seed: int) -> float:
+    """:func:`p_faster_than_ar` under a model average: each fit's own, with its own
+    acceptance draws, weighted as the mixture weighs the fits' predictive draws."""
+    return float(sum(
+        weight * p_faster_than_ar(d, sc, acceptance_draws(d, source,
+                                                          keyed_rng(seed, repr(source)))[0],
+                                  versus_ar_rng(seed, sc, source))
+        for d, weight in mixture if weight > 0))
 
 
 def acceptance_draws(fit: Fit, source: AcceptSource, rng: np.random.Generator,
