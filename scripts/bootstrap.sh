@@ -4,8 +4,9 @@
 #   scripts/bootstrap.sh --dev    plus pytest, ruff, mypy
 # Finds the interpreter itself: $DDTREE_PYTHON, then python3.13/python3.12/python3 on PATH,
 # then pyenv's versions, then /usr/bin and /usr/local/bin. Re-running is cheap: it only
-# reinstalls when pyproject.toml changed. An install also compiles the bundled model into
-# the on-disk cache (`ddtree-bayes fit --compile-only`, ~30 s; DDTREE_SKIP_COMPILE=1 skips it).
+# reinstalls when pyproject.toml changed. Once per install it also compiles the bundled model
+# into the on-disk cache (`ddtree-bayes fit --compile-only`, ~30 s; DDTREE_SKIP_COMPILE=1
+# skips it; a compile that failed is tried again on the next run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,11 +52,17 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     .venv/bin/python -m pip install --quiet --disable-pip-version-check --upgrade pip
     .venv/bin/python -m pip install --quiet --disable-pip-version-check -e ".$extras"
     touch "$stamp"
-    if [ -z "${DDTREE_SKIP_COMPILE:-}" ]; then
-        # numba types the model's log density once per machine (~30 s); doing it here, like
-        # a package's precompile step, lets the first `ddtree-bayes fit` load it from the cache
-        echo "bootstrap: compiling the model once for this machine (about 30 s)" >&2
-        .venv/bin/ddtree-bayes fit --compile-only --quiet \
-            || echo "bootstrap: the compile failed; the first fit will compile instead" >&2
+    rm -f .venv/.compiled   # new code: its model compiles again
+fi
+if [ "${DDTREE_SKIP_COMPILE:-0}" != "1" ] && [ ! -f .venv/.compiled ]; then
+    # numba types the model's log density once per machine (~30 s); doing it here, like a
+    # package's precompile step, lets the first fit of the bundled data load it from the cache
+    echo "bootstrap: compiling the model once for this machine (about 30 s)" >&2
+    if .venv/bin/ddtree-bayes fit --compile-only --quiet; then
+        touch .venv/.compiled
+    else
+        rc=$?
+        [ "$rc" -eq 130 ] && exit 130   # interrupted: stop the chain it started
+        echo "bootstrap: the compile failed (exit $rc); the first fit will compile instead" >&2
     fi
 fi

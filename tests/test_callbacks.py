@@ -195,36 +195,66 @@ def test_the_cache_only_ever_costs_time(recorded, tmp_path, monkeypatch):
     assert recorded == [{}]
 
 
+class _Compiled(Exception):
+    """Raised by the spy below once the fit has compiled: nothing is sampled."""
+
+
 @pytest.mark.nuts
-def test_compile_only_fills_the_cache_the_fit_loads(cache, tmp_path, capsys, monkeypatch):
-    """`fit --compile-only` (what scripts/bootstrap.sh runs once) compiles exactly the model a
-    fit of the same inputs samples first: that fit's compile then loads both callbacks. It
-    samples nothing and writes nothing under models/."""
+@pytest.mark.parametrize("moe_form", [None, "power"])
+def test_compile_only_fills_the_cache_the_fit_loads(cache, tmp_path, capsys, monkeypatch,
+                                                    moe_form):
+    """`fit --compile-only` (what scripts/bootstrap.sh runs once) compiles exactly the model
+    the real fit of the same inputs and forms compiles first: that fit's compile (`api.fit`,
+    spied on and stopped before sampling) loads both callbacks. It samples nothing and writes
+    nothing under models/."""
+    import json
+
+    from ddtree_bayes import api
+    from ddtree_bayes.cli import main as cli
+    from test_json_schemas import validate_output
+
+    forms = ("--moe-form", moe_form) if moe_form else ()
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert cli.main(["fit", "--compile-only", "--quiet", "--format", "json", *forms]) == 0
+    out = json.loads(capsys.readouterr().out)
+    validate_output("fit", out)
+    assert out["compiled"] is True and out["cached"] is True and out["cache"] == str(cache)
+    assert len(index_files(cache)) == 2
+    assert list(work.iterdir()) == []      # no models/, nothing else
+
+    seen = []
+    real = callbacks.compile_model
+
+    def spy(model, **kw):
+        seen.append((real(model, **kw), kw))
+        raise _Compiled
+
+    monkeypatch.setattr(callbacks, "compile_model", spy)
+    with pytest.raises(_Compiled):   # what `fit [--moe-form power]` calls
+        api.fit(workdir=work, progress=False, moe_form=moe_form)
+    ((compiled, kw),) = seen
+    assert kw == {"free_only": True} and hits(compiled) == (1, 1)
+    assert len(index_files(cache)) == 2
+    assert list(work.iterdir()) == []
+
+
+def test_compile_only_says_when_nothing_was_kept(tmp_path, capsys, monkeypatch):
+    """With the cache off (or not writable) the compile is for nothing: one warning line, and
+    `cached` false in the JSON."""
     import json
 
     from ddtree_bayes.cli import main as cli
     from ddtree_bayes.engine import fitting
-    from ddtree_bayes.engine import remedies as R
-    from ddtree_bayes.engine.fitting import FitInputs
 
-    work = tmp_path / "work"
-    work.mkdir()
-    monkeypatch.chdir(work)
-    assert cli.main(["fit", "--compile-only", "--quiet", "--format", "json"]) == 0
-    out = json.loads(capsys.readouterr().out)
-    assert out["compiled"] is True and out["cache"] == str(cache) and out["compile_s"] > 0
-    from test_json_schemas import validate_output
-
-    validate_output("fit", out)
-    assert len(index_files(cache)) == 2
-    assert list(work.iterdir()) == []      # no models/, nothing else
-
-    # the model the fit builds (engine/fitting.fit: model_spec -> remedies.builder, "default")
-    inputs = FitInputs.read(workdir=work)
-    model = R.builder(*fitting.model_spec(inputs))("default")
-    again = callbacks.compile_model(model, free_only=True)
-    assert hits(again) == (1, 1)
-    assert len(index_files(cache)) == 2
+    monkeypatch.setattr(fitting, "compile_only", lambda inputs, **kw: {
+        "compile_s": 1.0, "cache": "/nowhere", "cached": False})
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--compile-only", "--format", "json"]) == 0
+    captured = capsys.readouterr()
+    assert json.loads(captured.out)["cached"] is False
+    assert captured.err.count("\n") == 1 and "could not be kept in /nowhere" in captured.err
 
 
 def test_compile_only_refuses_the_pymc_backend(tmp_path, capsys, monkeypatch):

@@ -95,6 +95,10 @@ def fakes():
         return inference.FitResult(fit_id=path.stem, path=path, converged=True, failures=[],
                                    diagnostics=[], divergences=0, timings={}, remedies=ladder)
 
+    def compile_only(inputs, *, moe_form=None, step_form=None, progress=True):
+        fitting.forms_of(inputs.priors, moe_form, step_form)   # what the real one checks
+        return {"compile_s": 0.0, "cache": "cache", "cached": True}
+
     def write_report(fit_id=None, workdir=None, out_root=None, seed=0):
         path = store.resolve(paths.models_dir(), fit_id)
         out = (out_root or Path.cwd() / "reports") / path.stem
@@ -172,6 +176,7 @@ def fakes():
                 "method": method, "notes": []}
 
     with mock.patch.object(api, "fit", fit), \
+            mock.patch.object(fitting, "compile_only", compile_only), \
             mock.patch.object(report, "write_report", write_report), \
             mock.patch.object(V, "validate", validate), mock.patch.object(V, "sbc", sbc), \
             mock.patch.object(compare, "compare_fits", compare_fits), \
@@ -221,7 +226,8 @@ SPECS: dict[str, dict] = {
     "fit": {"--data": files("row.csv"), "--priors": files(), "--hardware-file": files(),
             "--chains": INT, "--draws": INT, "--tune": INT, "--target-accept": FLOAT,
             "--moe-form": choice("power", "linear"), "--backend": choice("nutpie", "pymc"),
-            "--quiet": FLAG, "--seed": INT, "--format": choice("table", "json")},
+            "--quiet": FLAG, "--seed": INT, "--format": choice("table", "json"),
+            "--compile-only": FLAG},
     "predict": {**SCENARIO, **COMMON, "--accept": ACCEPT, "--target": FLOAT,
                 "--model-average": FLAG, "--drafter": NAME,
                 "--format": choice("table", "json", "csv")},

@@ -78,9 +78,13 @@ def _compile_only(args: argparse.Namespace) -> int:
     inputs = FitInputs.read(args.data, args.priors, args.hardware_file)
     done = compile_only(inputs, moe_form=args.moe_form, step_form=args.step_form,
                         progress=not args.quiet)
+    if not done["cached"]:   # one line, even under --quiet: the compile was for nothing
+        print(f"ddtree-bayes: warning: the compiled model could not be kept in {done['cache']} "
+              "(the cache is off or cannot be written): the next fit compiles again",
+              file=sys.stderr)
     if args.format == "json":
         emit_json({"compiled": True, **done})
-    elif not args.quiet:
+    elif not args.quiet and done["cached"]:
         print(f"compiled the model in {done['compile_s']:.1f} s (cache {done['cache']}); "
               "nothing sampled or saved: the next `ddtree-bayes fit` of these inputs starts "
               "from the cache")

@@ -70,9 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="no progress messages on stderr (remedy lines still print)")
     f.add_argument("--compile-only", action="store_true",
                    help="compile the model these inputs give into the on-disk cache and stop: "
-                        "nothing is sampled or saved. The next fit of them loads it instead "
-                        "of spending ~30 s in numba (scripts/bootstrap.sh runs it once on the "
-                        "bundled data; docs/performance.md)")
+                        "nothing is sampled or saved, and the sampler flags (--chains, "
+                        "--draws, --tune, --target-accept, --seed, --no-remedy) do not apply. "
+                        "The next fit of the same inputs loads it instead of spending ~30 s "
+                        "in numba (scripts/bootstrap.sh runs it once on the bundled data; "
+                        "docs/performance.md)")
     add_seed_and_format(f, formats=("table", "json"))
     f.set_defaults(func=cmd_fit)
 

@@ -300,11 +300,17 @@ def compile_model(model, *, free_only: bool = False):
     disk) is deleted and written again, and if that fails too the model compiles without
     the cache, at the cost of a few seconds."""
     free_only = bool(free_only and patch_nutpie() and free_only_possible(model))
-    _state["free_only"] = free_only
+    _state["free_only"], _state["keys"] = free_only, []
     try:
         return _compile(model, {"var_names": []} if free_only else {})
     finally:
         _state["free_only"] = False
+
+
+def last_compile_cached() -> bool:
+    """Are the callbacks of this process's last :func:`compile_model` in the cache (loaded
+    from it or saved to it)? False when the model compiled without it."""
+    return bool(_state["keys"])
 
 
 def _compile(model, kwargs: dict[str, Any]):
@@ -327,4 +333,5 @@ def _compile(model, kwargs: dict[str, Any]):
             forget(_state["keys"])   # an unreadable entry: forget it, try once more
         finally:
             _state["want_cache"] = False
+    _state["keys"] = []   # compiled without the cache after all
     return nutpie.compile_pymc_model(model, **kwargs)

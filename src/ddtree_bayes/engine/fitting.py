@@ -140,6 +140,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     t_start = time.perf_counter()
     inputs = inputs or FitInputs.read(data, priors, hardware, workdir)
     measurements = inputs.measurements
+    cfg = forms_of(inputs.priors, moe_form, step_form)
     hardware_text = inputs.hardware.text
     settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
                                target_accept=target_accept, backend=backend)
@@ -155,7 +156,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     seed = int(seed)   # (a numpy integer would reach the JSON metadata after sampling)
     from ddtree_bayes.engine import remedies as R
 
-    spec, cfg = model_spec(inputs, moe_form, step_form)
+    spec = model_spec(inputs, cfg)
     if inputs.proxy is not None:   # one line, even under --quiet: it changes what to trust
         from ddtree_bayes.core.proxy_card import describe
 
@@ -207,15 +208,19 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
                                measurements=measurements)
 
 
-def model_spec(inputs: FitInputs, moe_form: str | None = None, step_form: str | None = None):
-    """(spec, priors) of the model a fit of ``inputs`` samples, the priors' forms overridden
-    by ``moe_form`` / ``step_form`` (:func:`with_forms`) when given."""
+def forms_of(cfg: PriorsConfig, moe_form: str | None, step_form: str | None) -> PriorsConfig:
+    """``cfg``, or with its forms overridden (:func:`with_forms`) when ``moe_form`` /
+    ``step_form`` ask for others than its own."""
+    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
+        return with_forms(cfg, moe_form, step_form)
+    return cfg
+
+
+def model_spec(inputs: FitInputs, cfg: PriorsConfig):
+    """The spec of the model a fit of ``inputs`` under the priors ``cfg`` samples."""
     from ddtree_bayes.core import spec as S
 
-    cfg = inputs.priors
-    if (moe_form or cfg.moe_form, step_form or cfg.step_form) != (cfg.moe_form, cfg.step_form):
-        cfg = with_forms(cfg, moe_form, step_form)
-    return S.build_spec(inputs.measurements, cfg, **inputs.structure()), cfg
+    return S.build_spec(inputs.measurements, cfg, **inputs.structure())
 
 
 def compile_only(inputs: FitInputs, *, moe_form: str | None = None,
@@ -228,17 +233,21 @@ def compile_only(inputs: FitInputs, *, moe_form: str | None = None,
     fit on a machine). A model with other data but the same graph reuses the kernels and
     compiles only its outer function (docs/performance.md, "A first fit after the install").
     ``scripts/bootstrap.sh`` runs this once on the bundled data (``fit --compile-only``).
-    Nothing is written under ``models/``. Returns the seconds it took and the cache directory.
+    Nothing is written under ``models/``. Returns the seconds it took, the cache directory and
+    whether the callbacks are in it (not when the cache is off or cannot be written: the next
+    fit then compiles again).
     """
     from ddtree_bayes.engine import callbacks, inference
     from ddtree_bayes.engine import remedies as R
 
     t0 = time.perf_counter()
-    model = R.builder(*model_spec(inputs, moe_form, step_form))("default")
+    cfg = forms_of(inputs.priors, moe_form, step_form)
+    model = R.builder(model_spec(inputs, cfg), cfg)("default")
     inference.log(progress, "compiling the model (numba; ~4 s, ~30 s the first time on a "
                             "machine); nothing is sampled or saved")
     callbacks.compile_model(model, free_only=True)
-    return {"compile_s": time.perf_counter() - t0, "cache": str(callbacks.cache_dir())}
+    return {"compile_s": time.perf_counter() - t0, "cache": str(callbacks.cache_dir()),
+            "cached": callbacks.last_compile_cached()}
 
 
 def artifact_tree(dt, spec):
