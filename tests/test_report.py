@@ -384,3 +384,23 @@ def test_the_hardware_table_of_a_model_never_measured_is_built():
     assert all("error" not in r for r in out["hardware"] if r["hardware"] in gpus)
     kimi = decisions_section(multi_model_draws(), seed=1, model="kimi-k2.6")
     assert {r["gpus"] for r in kimi["hardware"]} == {8}   # its measured count
+
+
+def test_the_budget_table_flags_an_extrapolated_acceptance_as_optimize_does():
+    """The report's "Which tree budget?" table flagged only the step as extrapolated: budget
+    8, below the acceptance curve's reference budget 16 and the budget with the highest
+    P(best) on the bundled fit, showed a blank cell where `optimize` says "accept"."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report.render import budget_rows
+    from ddtree_bayes.workflows.report.sections import decisions_section
+
+    draws = point_mass_draws(n=400, noise_sd=0.05)
+    opt = decisions_section(draws, 20261130)["optimize"]
+    rows = {(r[0], r[1]): r[-1] for r in budget_rows(opt)}
+    for engine, o in opt.items():
+        for r in o["rows"]:
+            assert rows[engine, r["budget"]] == "+".join(
+                f for f, on in (("step", r["extrapolated"]), ("accept", r["accept_extrapolated"]))
+                if on)
+    assert rows["sglang", 8] == "accept"          # below the reference budget 16, M measured
+    assert rows["sglang", 32] == "step"           # M = 33 beyond the measured 9

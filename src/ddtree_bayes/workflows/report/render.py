@@ -183,6 +183,24 @@ def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
     return "pays at every C shown" if kind == "every" else "pays at no C shown"
 
 
+def budget_rows(optimize: dict) -> list[list]:
+    """The rows of the "Which tree budget?" table, one per engine and budget; the last cell
+    flags what is extrapolated as ``optimize`` does: the step (past the measured M), the
+    acceptance (off the curve's anchored budgets), or both (``step+accept``).
+
+    >>> row = {"budget": 8, "verify_tokens": 9, "median": 586.2, "lo90": 318.4, "hi90": 640.1,
+    ...        "p_best": 0.497, "regret": 37.9, "extrapolated": False,
+    ...        "accept_extrapolated": True}
+    >>> budget_rows({"sglang": {"rows": [row]}})
+    [['sglang', 8, 9, 586, '318-640', 0.497, 37.9, 'accept']]
+    """
+    return [[e, r["budget"], r["verify_tokens"], round(r["median"]),
+             f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"],
+             "+".join(flag for flag, on in (("step", r["extrapolated"]),
+                                            ("accept", r["accept_extrapolated"])) if on)]
+            for e, o in optimize.items() for r in o["rows"]]
+
+
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
     """(numbered title, headers, rows, figure names) per section in :data:`SECTION_ORDER`;
     shared by HTML and markdown."""
@@ -274,10 +292,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                          + [b["measured_step_ms"]] for b in summary["breakdown"]],
                         ["breakdown"])
     dec = summary.get("decisions", {})
-    opt_rows = [[e, r["budget"], r["verify_tokens"], round(r["median"]),
-                 f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"],
-                 "step" if r["extrapolated"] else ""]
-                for e, o in dec.get("optimize", {}).items() for r in o["rows"]]
+    opt_rows = budget_rows(dec.get("optimize", {}))
     best = ", ".join(f"{e}: budget {o['recommended']}" for e, o in dec.get("optimize", {}).items())
     sec["budgets"] = (f"Which tree budget? (recommended: {best or dec.get('optimize_error')})",
                       ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
