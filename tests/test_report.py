@@ -404,3 +404,17 @@ def test_the_budget_table_flags_an_extrapolated_acceptance_as_optimize_does():
                 if on)
     assert rows["sglang", 8] == "accept"          # below the reference budget 16, M measured
     assert rows["sglang", 32] == "step"           # M = 33 beyond the measured 9
+
+
+def test_large_numbers_in_the_tables_are_written_in_full():
+    """The tables wrote every float to 3 significant digits: the posterior predictive check
+    read context "1.64e+04" for a row at 16384 tokens (and "1.31e+05" for 131072), the
+    transfer table memory "2.3e+03" GB for 8 x 288 GB, and a measured total of 3449.6 tok/s
+    "3.45e+03" beside its interval "3412.5 - 3801.0"."""
+    from ddtree_bayes.workflows.report.render import _fmt, _table
+
+    html_table = _table(["context", "measured", "memory GB", "noise_sd"],
+                               [[16384.0, 3449.6, 2304.0, 0.026093]])
+    assert "<td>16384</td><td>3450</td><td>2304</td><td>0.0261</td>" in html_table
+    assert [_fmt(x) for x in (131072.0, 999.4, 1000.0, -2048.0, float("inf"))] == [
+        "131072", "999", "1000", "-2048", "inf"]

@@ -126,11 +126,19 @@ def _json_default(x):
 
 
 def _fmt(x, digits=3) -> str:
+    """A table cell: ``digits`` significant digits, but a number of more digits than that
+    before the point in full (a context of 16384 tokens read "1.64e+04", 2304 GB "2.3e+03").
+
+    >>> _fmt(0.027312), _fmt(35.84), _fmt(16384.0), _fmt(2304.0), _fmt(3449.6), _fmt(None)
+    ('0.0273', '35.8', '16384', '2304', '3450', '-')
+    """
     if x is None:
         return "-"
     if isinstance(x, float):
         if math.isnan(x):
             return "nan"
+        if math.isfinite(x) and abs(x) >= 10 ** digits:
+            return f"{x:.0f}"
         return f"{x:.{digits}g}"
     return str(x)
 
