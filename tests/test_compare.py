@@ -89,8 +89,8 @@ def test_compare_roofline_and_linear_fits(fitted_workdir, capsys, monkeypatch, t
         with warnings.catch_warnings():   # (Pareto k > 0.7: compare counts them, above)
             warnings.simplefilter("ignore")
             loo = azs.loo(loo_tree(fit, int(fit.meta["sampler"]["chains"])))
-        assert (r["elpd_loo"], r["p_loo"]) == pytest.approx((float(loo.elpd), float(loo.p)),
-                                                            rel=1e-9)
+        assert (r["elpd_loo"], r["p_loo"], r["se"]) == pytest.approx(
+            (float(loo.elpd), float(loo.p), float(loo.se)), rel=1e-9)
     assert cli.main(["predict", "--accept", "14", "--model-average", "--format", "json"]) == 0
     out = capsys.readouterr()
     assert "model average:" in out.err
@@ -218,3 +218,33 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
                               "refit): --model-average weighs fits by PSIS-LOO, which needs NUTS "
                               "draws (fix: `ddtree-bayes update --refit` samples the same data "
                               "with NUTS)")
+
+
+def test_compare_se_is_each_fits_psis_loo_se_whatever_the_weights():
+    """Under the default bb-pseudo-bma weights arviz-stats puts the Bayesian bootstrap's sd of
+    elpd in "se": `compare` printed se 1.57 for the bundled fit whose report (and `compare
+    --weights stacking`) says elpd 15.61 +- 1.71. The se is now each fit's own PSIS-LOO se."""
+    import dataclasses
+    import warnings
+
+    import arviz_stats as azs
+    import numpy as np
+
+    def fit(fit_id, seed, **overrides):
+        d = point_mass_draws(n=400, noise_sd=0.05, **overrides)
+        d = dataclasses.replace(d, data_csv="\n".join(
+            line for line in d.data_csv.splitlines()
+            if line.startswith("model,") or ",b300," in line) + "\n")
+        d.variables["noise_sd"] = np.random.default_rng(seed).uniform(0.04, 0.08, 400)
+        d.meta.update(fit_id=fit_id, sampler={"chains": 4})
+        return d
+
+    a, b = fit("a", 1), fit("b", 2, overhead_frac=[0.36])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        own = {d.meta["fit_id"]: float(azs.loo(compare.loo_tree(d, 4)).se) for d in (a, b)}
+        for method in compare.WEIGHT_METHODS:
+            res = compare.compare_fits([a, b], method=method)
+            assert {r["model"].split(" ")[0]: r["se"] for r in res["rows"]} == pytest.approx(
+                own, rel=1e-12), method
+    assert own["a"] == pytest.approx(3.8438, abs=1e-4)   # bb-pseudo-bma's "se" was 2.2208

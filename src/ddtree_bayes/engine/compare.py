@@ -128,8 +128,9 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         table = azs.compare(trees, method=method, round_to="none")  # (None: 2 sig. figures)
-        khat = {k: [float(x) for x in np.asarray(azs.loo(t, pointwise=True).pareto_k.values).ravel()]
-                for k, t in trees.items()}
+        loos = {k: azs.loo(t, pointwise=True) for k, t in trees.items()}
+        khat = {k: [float(x) for x in np.asarray(loo.pareto_k.values).ravel()]
+                for k, loo in loos.items()}
     notes += sorted({first_sentence(str(w.message)) for w in caught})
     if any(t.attrs["unit"] == "configuration" for t in trees.values()):
         notes.append(f"more than {M.LOO_ROW_LIMIT} rows: PSIS-LOO leaves out one configuration "
@@ -138,7 +139,11 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
     for label, r in table.iterrows():
         rows.append({"model": label, "rank": int(r["rank"]), "elpd_loo": float(r["elpd"]),
                      "p_loo": float(r["p"]), "elpd_diff": float(r["elpd_diff"]),
-                     "se": float(r["se"]), "dse": float(r["dse"]), "weight": float(r["weight"]),
+                     # each fit's own PSIS-LOO se, as `report` gives it: under bb-pseudo-bma
+                     # arviz-stats puts the Bayesian bootstrap's sd of elpd in "se" (1.57 for
+                     # the report's 1.71 on the bundled fit), another number per --weights
+                     "se": float(loos[label].se), "dse": float(r["dse"]),
+                     "weight": float(r["weight"]),
                      "pareto_k_above_0.7": sum(k > 0.7 for k in khat[label])})
     ids = {f"{d.meta['fit_id']} ({form_label(d.meta)})": d.meta["fit_id"] for d in fits}
     return {"rows": rows, "weights": {ids[r["model"]]: r["weight"] for r in rows},
