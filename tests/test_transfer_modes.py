@@ -370,6 +370,10 @@ def test_flags_the_check_would_ignore_are_refused(tmp_path, monkeypatch, capsys)
          "(fix: drop --data, or run validate --extrapolate --sweeps CSV)"),
         (["--extrapolate", "--scheduler", "tcp://h:8786"], "--scheduler does not apply to "
          "validate --extrapolate (fix: drop --scheduler, or run validate without --extrapolate)"),
+        # (ran every sweep's fit one after another, exit 0, whatever --jobs said)
+        (["--extrapolate", "--concurrency", "--jobs", "4"], "--jobs does not apply to validate "
+         "--extrapolate --concurrency (its sweeps are fitted one after another) (fix: drop "
+         "--jobs, or run validate --extrapolate)"),
     ]
     for argv, message in cases:
         assert cli.main(["validate", *argv]) == 2, argv

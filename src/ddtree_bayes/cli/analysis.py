@@ -175,6 +175,9 @@ def _refuse_unread(args: argparse.Namespace) -> None:
             flag = f"--{dest.replace('_', '-')}"
             raise QueryError(f"{flag} does not apply to {shown}",
                              fix=f"drop {flag}, or run {other}")
+    if check == "--concurrency" and args.jobs != 1:   # (its default: no None to tell it by)
+        raise QueryError(f"--jobs does not apply to {shown} (its sweeps are fitted one after "
+                         "another)", fix="drop --jobs, or run validate --extrapolate")
 
 
 def _per_fold_table(res: dict) -> str:
