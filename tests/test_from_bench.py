@@ -671,3 +671,27 @@ def test_a_vllm_latency_side_file_is_read_with_the_flags_too(work, tmp_path):
                               "--block", "3", "--accept", "3", *flags)
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 1)
     assert "batch_size/output_len from flags" in row["notes"]
+
+
+@pytest.mark.parametrize(("setting", "problem"), [
+    ({"n_gpu_layers": 0}, "n_gpu_layers 0: the weights stayed on the CPU"),
+    ({"n_gpu_layers": 10}, "n_gpu_layers 10 of qwen2.5-7b-instruct's 28 layers: the weights of "
+                           "the others stayed on the CPU"),
+    ({"n_cpu_moe": 4}, "n_cpu_moe 4: the expert weights of those layers stayed on the CPU")])
+def test_a_run_with_weights_on_the_cpu_is_refused(work, tmp_path, setting, problem):
+    """`llama-bench -ngl 0` (or -ngl 10 of 28 layers, or -ncmoe 4) with `--hardware rtx-4080`
+    was appended as an RTX 4080 measurement, exit 0 (without --hardware the -ngl 0 error's fix
+    asked for it): a decode reading weights from host memory, priced as the GPU's step."""
+    tg = json.loads((BENCH / "llama_bench_readme.json").read_text())[1]
+    src = tmp_path / "cpu.json"
+    src.write_text(json.dumps([dict(tg, **setting)]))
+    table = with_cards(work)
+    for hardware in (["--hardware", "rtx-4080"], []):
+        err = one_error(work, "--from-bench", str(src), *README_FLAGS, *table, *hardware)
+        assert err == (f"ddtree-bayes: error: {src} (llama-bench, record 1): {problem}: the step "
+                       "is priced from the GPU's memory bandwidth, not the host's (fix: rerun "
+                       "llama-bench with every layer on the GPU (-ngl 99, without -ncmoe))\n")
+    # every layer and the output layer on the GPU (28 + 1): imported
+    src.write_text(json.dumps([dict(tg, n_gpu_layers=29, n_cpu_moe=0)]))
+    (row,), _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *table)
+    assert row["hardware"] == "rtx-4080" and row["tok_s"] == 118.882

@@ -62,6 +62,35 @@ def _card_sizes() -> dict[str, float]:
             for name, card in load_model_cards(paths.data_file("models.csv")).items()}
 
 
+def _card_layers(model: str | None) -> int | None:
+    """The layer count of ``model``'s card in data/models.csv (or the bundled copy), else None."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    card = load_model_cards(paths.data_file("models.csv")).get(model or "")
+    return None if card is None else card.layers
+
+
+def _weights_on_cpu(rec: BenchRecord, model: str | None) -> str | None:
+    """Why a llama-bench record decoded with weights left on the CPU (``n_gpu_layers`` 0, or
+    fewer than the card's layers; ``n_cpu_moe`` above 0), else None: the step prices the
+    GPU's memory bandwidth, not the host's."""
+    settings = dict(rec.setup)
+    ngl, cpu_moe = _number_or_none(settings.get("n_gpu_layers", "")), _number_or_none(
+        settings.get("n_cpu_moe", ""))
+    if cpu_moe is not None and cpu_moe > 0:
+        return f"n_cpu_moe {settings['n_cpu_moe']}: the expert weights of those layers stayed on the CPU"
+    if ngl is None:
+        return None
+    if ngl <= 0:
+        return f"n_gpu_layers {settings['n_gpu_layers']}: the weights stayed on the CPU"
+    layers = _card_layers(model)
+    if layers is not None and ngl < layers:
+        return (f"n_gpu_layers {settings['n_gpu_layers']} of {model}'s {layers} layers: the "
+                "weights of the others stayed on the CPU")
+    return None
+
+
 def _groups(parsed: list[BenchRecord], key: Callable[[BenchRecord], str | None]
             ) -> dict[str | None, list[int]]:
     out: dict[str | None, list[int]] = {}
@@ -132,11 +161,8 @@ def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | Non
     ``given``; see docs/cli.md for the rule."""
     table = ", ".join(sorted(names))
     if all(rec.gpu is None for rec in parsed):
-        if given is None:
-            cpu = [r.index for r in parsed if dict(r.setup).get("n_gpu_layers") == "0"]
-            why = (f"{numbered(unit, cpu)} ran with n_gpu_layers 0, weights on the CPU" if cpu
-                   else "the file does not name the GPU it ran on")
-            raise DataError(f"{path}: {why}",
+        if given is None:   # (n_gpu_layers 0 is refused before: the CPU decoded)
+            raise DataError(f"{path}: the file does not name the GPU it ran on",
                             fix=f"give the benchmarked GPU with --hardware (names: {table})")
         return {rec.index: given for rec in parsed}
     hw_of = {rec.gpu: match_gpu(rec.gpu, names) for rec in parsed if rec.gpu}
@@ -221,6 +247,15 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     fmt, parsed, unit = got.format, got.records, got.unit
     model_of = _models(path, unit, parsed, config.get("model"),
                        (lambda: card_sizes) if card_sizes is not None else _card_sizes)
+    for rec in parsed if fmt == "llama-bench" else ():
+        # (imported as a run of the GPU --hardware named, exit 0; the records of one import
+        # share these settings)
+        cpu = _weights_on_cpu(rec, model_of[rec.index])
+        if cpu is not None:
+            raise DataError(f"{cpu}: the step is priced from the GPU's memory bandwidth, not "
+                            "the host's", file=f"{path} ({fmt}, {unit} {rec.index})",
+                            fix="rerun llama-bench with every layer on the GPU (-ngl 99, "
+                                "without -ncmoe)")
     hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names)
     method = config.get("method")
     rows = []
