@@ -418,3 +418,17 @@ def test_large_numbers_in_the_tables_are_written_in_full():
     assert "<td>16384</td><td>3450</td><td>2304</td><td>0.0261</td>" in html_table
     assert [_fmt(x) for x in (131072.0, 999.4, 1000.0, -2048.0, float("inf"))] == [
         "131072", "999", "1000", "-2048", "inf"]
+
+
+def test_the_next_section_names_the_acceptance_its_widths_are_at():
+    """The "What to measure next" title named the query without its acceptance ("... budget
+    32, verify 33, context 0"): its widths are of the query at acceptance 14 (`next` prints
+    "query: ..., accept 14"), and a reader could not tell at which."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report.render import next_title
+    from ddtree_bayes.workflows.report.sections import decisions_section
+
+    dec = decisions_section(point_mass_draws(n=400, noise_sd=0.05), 20261130)
+    assert dec["next"]["query"]["accept"] == "14"
+    assert next_title(dec) == ("What to measure next for b300 x8, native, ddtree, block 16, "
+                               "budget 32, verify 33, context 0, accept 14")

@@ -209,6 +209,21 @@ def budget_rows(optimize: dict) -> list[list]:
             for e, o in optimize.items() for r in o["rows"]]
 
 
+def next_title(decisions: dict) -> str:
+    """The title of the "What to measure next" section: the query as `next` prints it, with
+    its acceptance (the widths are of the query at that acceptance), or the error.
+
+    >>> next_title({"next": {"query": {"describe": "b300 x8, native, ddtree", "accept": "14"}}})
+    'What to measure next for b300 x8, native, ddtree, accept 14'
+    >>> next_title({"next_error": "no fit"})
+    'What to measure next (no fit)'
+    """
+    nx = decisions.get("next")
+    if not nx:
+        return f"What to measure next ({decisions.get('next_error')})"
+    return f"What to measure next for {nx['query']['describe']}, accept {nx['query']['accept']}"
+
+
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
     """(numbered title, headers, rows, figure names) per section in :data:`SECTION_ORDER`;
     shared by HTML and markdown."""
@@ -306,8 +321,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                       ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
                        "extrapolated"], opt_rows, ["budgets"])
     nx = dec.get("next")
-    sec["next"] = (("What to measure next for " + nx["query"]["describe"]) if nx else
-                      f"What to measure next ({dec.get('next_error')})",
+    sec["next"] = (next_title(dec),
                    ["candidate", "why", "expected 90% width", "reduction", "ESS"],
                    [[r["candidate"], r["why"], round(r["expected_width"]),
                      f"{100 * r['reduction_rel']:.0f}%", round(r["ess_median"])]
