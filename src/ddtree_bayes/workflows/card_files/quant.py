@@ -25,6 +25,10 @@ Conventions (each from the format's own storage layout):
   4 bits + an fp8 scale per 16 weights + fp32 global scales; ``exclude_modules`` kept.
 - bitsandbytes: 4-bit = 4 bits + an fp32 absmax per 64 weights (8-bit absmax + fp32 per 256
   blocks with double quantisation); 8-bit = 1 byte + an fp32 scale per output row.
+- MXFP4 (``quant_method: mxfp4``, gpt-oss): the MoE experts' weights only, as transformers
+  converts them (``GptOssExperts``; ``_blocks`` + ``_scales`` in the checkpoint): 4-bit e2m1
+  values + an 8-bit e8m0 scale per 32 inputs = 4.25 bits; their biases, attention, router,
+  embedding and lm_head stay in the model dtype.
 
 Routers (an MoE layer's gate, < 0.1% of a model's weights) are counted at the model dtype
 under every scheme.
@@ -262,8 +266,11 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
         return _modelopt(q, base, where, bytes_per_weight)
     if method == "bitsandbytes":
         return _bitsandbytes(q, base)
+    if method == "mxfp4":
+        return _mxfp4(q, base)
     return _unread(f"quantization_config quant_method {method or '(none)'!r} is not one card "
-                   "add reads (awq, gptq, fp8, compressed-tensors, modelopt, bitsandbytes)",
+                   "add reads (awq, gptq, fp8, compressed-tensors, modelopt, bitsandbytes, "
+                   "mxfp4)",
                    f"quant_method {method or '(none)'!r}", where, bytes_per_weight, _SIZE_FIX)
 
 
@@ -361,6 +368,31 @@ def _bitsandbytes(q: dict, base: float) -> Scheme:
                       lambda t: t.shape[0] * t.shape[-1] * (4 + extra), skip)
     return Scheme("bitsandbytes int8", base, "bf16",
                   lambda t: t.shape[0] * t.shape[-1] * 8 + 32 * t.shape[0], skip)
+
+
+#: An MXFP4 block: 32 values share one 8-bit power-of-two (e8m0) scale (OCP MX spec).
+MXFP4_BLOCK = 32
+#: The weights transformers' MXFP4 integration converts (gpt-oss's fused expert projections).
+MXFP4_TARGETS = [r"re:\.mlp\.experts\.(gate_up_proj|down_proj)$"]
+
+
+def _mxfp4(q: dict, base: float) -> Scheme:
+    """gpt-oss's MXFP4: the experts' weights at 4 bits + an e8m0 scale per 32 inputs (a
+    (out, in) projection: out x in x 4 + out x ceil(in / 32) x 8 bits); everything else at
+    the model dtype. The config quantises no activations, so the matmuls are priced at bf16
+    (weights dequantised in the kernel), as for AWQ / GPTQ."""
+    def mxfp4(t: Tensor) -> float:
+        out, inp = t.shape[0], t.shape[-1]
+        return out * inp * 4 + out * math.ceil(inp / MXFP4_BLOCK) * 8
+
+    return Scheme(f"MXFP4 experts (e2m1 + e8m0 scale per {MXFP4_BLOCK}: 4.25 bits), the rest "
+                  "bf16", base, "bf16", mxfp4, list(q.get("modules_to_not_convert") or []),
+                  targets=list(MXFP4_TARGETS),
+                  notes=["compute_dtype bf16: the checkpoint quantises weights only, not "
+                         "activations; whether an engine multiplies the MXFP4 experts with "
+                         "8-bit activations (FlashInfer's MXFP4 x MXFP8 MoE kernels on "
+                         "Blackwell, vllm-project/vllm#35528) is its choice, not the file's, "
+                         "and not read here (--compute-dtype fp8 prices such a run)"])
 
 
 @dataclass(frozen=True)
