@@ -267,6 +267,48 @@ def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
     assert not (work / "sim.csv").exists()
 
 
+def test_a_fractional_context_is_written_as_simulated(work):
+    """simulate wrote a design row's context 100.7 as 100 (and 1.5 as 1) beside the tok/s it
+    simulated at 100.7: the file then held a row that was never simulated."""
+    import csv
+
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    lines = (examples / "design_dense_consumer.csv").read_text().splitlines()
+    header = lines[0].split(",")
+    col = header.index("context_tokens")
+    rows = []
+    for ctx in ("100.7", "1.5", "32768"):
+        row = lines[1].split(",")
+        row[col] = ctx
+        rows.append(",".join(row))
+    (work / "design.csv").write_text("\n".join([lines[0], *rows]) + "\n")
+    code, out, err = run_cli(work, "simulate", "--truth",
+                             str(examples / "truth_dense_consumer.toml"), "--design",
+                             "design.csv", "--out", "sim.csv")
+    assert code == 0, err
+    with open(work / "sim.csv", newline="") as f:
+        assert [r["context_tokens"] for r in csv.DictReader(f)] == ["100.7", "1.5", "32768"]
+
+
+@pytest.mark.parametrize(("edit", "fragment"), [
+    ("groups = 3\n", "groups must be tables [groups.\"<label>\"], got 3"),
+    ('[groups]\n"rtx-4090x1/vllm/eagle3" = 0.2\n', "groups must be tables"),
+])
+def test_a_truth_file_whose_tables_are_not_tables_is_refused(work, edit, fragment):
+    """`groups = 3` in a truth file was an internal error (AttributeError: 'int' object has no
+    attribute 'items'), exit 1."""
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    truth = (examples / "truth_dense_consumer.toml").read_text()
+    no_groups = truth[:truth.index("[groups.")]          # the file's groups come last
+    head, sep, rest = no_groups.partition("[")
+    (work / "truth.toml").write_text(head + edit + sep + rest if edit.startswith("groups")
+                                     else no_groups + edit)
+    err = one_error(*run_cli(work, "simulate", "--truth", "truth.toml", "--design",
+                             str(examples / "design_dense_consumer.csv"), "--out", "sim.csv"))
+    assert "truth.toml" in err and fragment in err
+    assert not (work / "sim.csv").exists()
+
+
 def test_latest_names_the_latest_fit_and_a_fit_compared_with_itself_is_refused(tmp_path):
     """`--fit latest` is the latest fit, as `history` marks it (every command resolves fit
     ids through store.resolve); `compare --fits A,A` compared a fit with itself (exit 0,

@@ -62,7 +62,10 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
                          "block": "" if block is None else block,
                          "budget": "" if budget is None else budget, "verify_tokens": verify,
                          "accept_len": d["accept_len"],
-                         "context_tokens": "" if d.get("context_tokens") is None else int(ctx),
+                         # as simulated: a fractional context written whole would be
+                         # another row than the one whose tok_s this is
+                         "context_tokens": "" if d.get("context_tokens") is None
+                         else str(int(ctx)) if ctx.is_integer() else repr(ctx),
                          "tok_s": f"{tok:.4g}", "source": f"simulated (seed {seed})",
                          "notes": ""})
     return out.getvalue()
@@ -103,15 +106,24 @@ def load_truth(path: str | Path) -> dict:
     if not isinstance(systems, dict) or not systems:
         raise InputError("no [systems.\"<hardware>x<gpus>\"] tables", file=path, column="systems",
                          fix="add one table per simulated system")
+    def tables(name: str, found) -> dict:
+        """``[name."<label>"]`` tables: a TOML table of tables, nothing else."""
+        if not isinstance(found, dict) or not all(isinstance(t, dict) for t in found.values()):
+            raise InputError(f"{name} must be tables [{name}.\"<label>\"], got {found!r}",
+                             file=path, column=name,
+                             fix="see data/examples/truth_dense_consumer.toml")
+        return found
+
+    systems = tables("systems", systems)
     truth: dict = {"step_ar_ms": {}, "moe_share": {}, "moe_shape": {}, "ctx_ms_per_unit": {}}
     bounds = {"step_ar_ms": (1e-3, 1e4), "moe_share": (0, 1), "moe_shape": (0, 10),
               "ctx_ms_per_unit": (0, 1e4)}
     for label, table in systems.items():
         for key, (lo, hi) in bounds.items():
-            truth[key][label] = number(f"systems.{label}.{key}", (table or {}).get(key), lo, hi)
+            truth[key][label] = number(f"systems.{label}.{key}", table.get(key), lo, hi)
     truth["overhead_frac"] = {
-        label: number(f"groups.{label}.overhead_frac", (table or {}).get("overhead_frac"), 0, 0.99)
-        for label, table in raw.get("groups", {}).items()}
+        label: number(f"groups.{label}.overhead_frac", table.get("overhead_frac"), 0, 0.99)
+        for label, table in tables("groups", raw.get("groups", {})).items()}
     truth["ctx_verify_exponent"] = number("ctx_verify_exponent", raw.get("ctx_verify_exponent"), 0, 2)
     truth["noise_sd"] = number("noise_sd", raw.get("noise_sd"), 0, 1)
     truth["model"] = str(raw.get("model", "sim-model"))
