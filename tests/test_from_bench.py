@@ -265,8 +265,10 @@ def test_the_same_file_twice_is_a_duplicate(work):
     assert run_cli(work, "add", *argv)[0] == 0
     err = run_cli(work, "add", *argv)[2]
     assert "2 problems, nothing appended" in err
+    # each record is named at the row it would be (both said "row 6": a refused record did
+    # not move the next one on)
     assert "record 2), row 6: identical to row 4" in err
-    assert "record 3), row 6: identical to row 5" in err
+    assert "record 3), row 7: identical to row 5" in err
     code, _, err = run_cli(work, "add", *argv, "--allow-duplicate")
     assert code == 0, err
     notes = [r["notes"] for r in new_rows(work)]

@@ -371,6 +371,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     repeats[next_line] = first
             except DataError as err:
                 errors.append(err)
+                if item.line is None:   # the next record would be the row after this one
+                    next_line += 1
                 continue
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
