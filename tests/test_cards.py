@@ -363,6 +363,25 @@ def test_awq_int4_g128():
     assert round(bpw, 4) == 0.7133
 
 
+@pytest.mark.parametrize("skip", ["self_attn", "model.layers.*.self_attn"])
+def test_a_skipped_module_keeps_its_children_unquantised(skip):
+    """An entry naming a parent module ("self_attn", gpt-oss's "model.layers.*.self_attn")
+    skips every weight under it, as transformers and vLLM read it; card add matched it to no
+    weight and priced the attention at 4 bits. Llama-3.1-8B AWQ with attention kept bf16:
+    32 x 41,943,040 attention weights at 2 bytes + 32 x 176,160,768 MLP weights at
+    4.15625 / 8 + the 2,101,878,784 bf16 bytes of test_awq_int4_g128: 2,684,354,560 +
+    2,928,672,768 + 2,101,878,784 = 7,714,906,112."""
+    total, _ = llama_with({"quant_method": "awq", "bits": 4, "group_size": 128,
+                           "zero_point": True, "modules_to_not_convert": [skip]})
+    assert total == (32 * 41_943_040 * 2 + 32 * 176_160_768 * 4.15625 / 8
+                     + 2 * (2 * 525_336_576 + 32 * 8_192 + 4_096))
+    assert total == 7_714_906_112
+    # a name that is only a prefix of a component skips nothing ("self_at" is no module)
+    partial, _ = llama_with({"quant_method": "awq", "bits": 4, "group_size": 128,
+                             "zero_point": True, "modules_to_not_convert": ["self_at"]})
+    assert partial == 5_727_854_592
+
+
 def test_string_flags_and_bit_widths_are_read_not_guessed():
     """Some exporters write flags as strings: "false" is untied (bool("false") read it as
     tied: 7.50 B parameters for Llama-3.1-8B instead of 8.03 B), "False" zero points are

@@ -105,12 +105,15 @@ def _matches(pattern: str, name: str) -> bool:
     names = _full_paths(name) if "language_model" in pattern else (name,)
     if pattern.startswith("re:"):
         return any(re.search(pattern[3:], n.replace(".*.", ".0.")) is not None for n in names)
+    # a module's entry covers its children (transformers and vLLM skip every weight under
+    # it: "self_attn", "model.layers.*.self_attn"), matched at dotted boundaries
     if any(ch in pattern for ch in "*?["):
-        return any(fnmatch.fnmatch(n, pattern) or fnmatch.fnmatch(n, f"*{pattern}")
-                   for n in names)
+        return any(fnmatch.fnmatch(n, p) for n in names
+                   for p in (pattern, f"*{pattern}", f"{pattern}.*", f"*.{pattern}.*"))
     bare, path = _LANGUAGE_MODEL.sub("", name), _LANGUAGE_MODEL.sub("", pattern)
     return (name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
-            or bare == path)
+            or bare == path or f".{pattern}." in f".{name}."
+            or f".{path}." in f".{bare}.")
 
 
 def _full_paths(name: str) -> tuple[str, ...]:
