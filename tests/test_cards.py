@@ -749,12 +749,19 @@ def test_a_draft_model_for_itself_is_refused():
         derive("llama-3.1-8b", target="llama-3.1-8b")
 
 
-def test_a_draft_model_card_is_written_and_the_fit_reads_it(tmp_path):
-    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--target",
-                         "llama-3.3-70b-instruct", "--format", "json")
+def written_json(work: Path, fixture: str, target: str) -> dict:
+    """``card add --hf-config FIXTURE --target TARGET --format json`` in ``work``: its JSON,
+    checked against the schema."""
+    code, out, err = cli(work, "--hf-config", str(FIX / fixture), "--target", target,
+                         "--format", "json")
     assert code == 0, err
     payload = json.loads(out)
     validate_output("card-add", payload)
+    return payload
+
+
+def test_a_draft_model_card_is_written_and_the_fit_reads_it(tmp_path):
+    payload = written_json(tmp_path, "llama-3.1-8b", "llama-3.3-70b-instruct")
     assert payload["model_card"] is None and payload["written"][0]["name"] == "llama-3.1-8b"
     mine = [c for c in FitInputs.read(workdir=tmp_path).drafters
             if c.target_model == "llama-3.3-70b-instruct" and "draft-model" in c.methods]
@@ -972,11 +979,7 @@ def test_dry_run_and_json_write_nothing(tmp_path):
 
 
 def test_json_of_a_write_and_of_a_drafter(tmp_path):
-    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama3-8b-eagle3"), "--target",
-                         "llama-3.1-8b-instruct", "--format", "json")
-    assert code == 0, err
-    payload = json.loads(out)
-    validate_output("card-add", payload)
+    payload = written_json(tmp_path, "llama3-8b-eagle3", "llama-3.1-8b-instruct")
     assert payload["model_card"] is None and payload["written"][0]["row"] == 2
     header = (tmp_path / "data" / "drafters.csv").read_text().splitlines()[0]
     assert header == ",".join(card_files.DRAFTER_HEADER)
