@@ -98,7 +98,8 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
            + (f"lm_head {head:,}" if head else "lm_head tied to the embedding")
            + f", {shape.layers} layers); active {wb.active_params:,.0f} = every weight a token "
            "uses" + (f", routed experts at {shape.experts_topk}/{shape.experts}" if moe else "")
-           + ", the input embedding counted whole (as published totals count it)")
+           + ", the input embedding counted whole (as the bundled cards and most published "
+           "totals count it; some, such as gpt-oss's model card, leave it out of active)")
     quant = (f"bytes_per_weight {_bpw(bpw)} GIVEN by the user (--bytes-per-weight) for every "
              f"weight of the file: {scheme.unread}, which card add does not read"
              if scheme.unread else
