@@ -679,7 +679,13 @@ def test_a_vllm_latency_side_file_is_read_with_the_flags_too(work, tmp_path):
     ({"n_gpu_layers": 0}, "n_gpu_layers 0: the weights stayed on the CPU"),
     ({"n_gpu_layers": 10}, "n_gpu_layers 10 of qwen2.5-7b-instruct's 28 layers: the weights of "
                            "the others stayed on the CPU"),
-    ({"n_cpu_moe": 4}, "n_cpu_moe 4: the expert weights of those layers stayed on the CPU")])
+    ({"n_cpu_moe": 4}, "n_cpu_moe 4: the expert weights of those layers stayed on the CPU"),
+    # -ngl equal to the layers: llama.cpp's "offloaded 28/29 layers", lm_head on the CPU
+    ({"n_gpu_layers": 28}, "n_gpu_layers 28: qwen2.5-7b-instruct's 28 layers, but llama.cpp "
+                           "counts the output layer as one more, so lm_head stayed on the CPU"),
+    ({"tensor_buft_overrides": "exps=CPU"}, "tensor_buft_overrides 'exps=CPU': the tensors it "
+                                            "names stayed on the CPU"),
+    ({"no_kv_offload": True}, "no_kv_offload: the KV cache stayed in host memory")])
 def test_a_run_with_weights_on_the_cpu_is_refused(work, tmp_path, setting, problem):
     """`llama-bench -ngl 0` (or -ngl 10 of 28 layers, or -ncmoe 4) with `--hardware rtx-4080`
     was appended as an RTX 4080 measurement, exit 0 (without --hardware the -ngl 0 error's fix
@@ -692,8 +698,12 @@ def test_a_run_with_weights_on_the_cpu_is_refused(work, tmp_path, setting, probl
         err = one_error(work, "--from-bench", str(src), *README_FLAGS, *table, *hardware)
         assert err == (f"ddtree-bayes: error: {src} (llama-bench, record 1): {problem}: the step "
                        "is priced from the GPU's memory bandwidth, not the host's (fix: rerun "
-                       "llama-bench with every layer on the GPU (-ngl 99, without -ncmoe))\n")
-    # every layer and the output layer on the GPU (28 + 1): imported
-    src.write_text(json.dumps([dict(tg, n_gpu_layers=29, n_cpu_moe=0)]))
-    (row,), _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *table)
-    assert row["hardware"] == "rtx-4080" and row["tok_s"] == 118.882
+                       "llama-bench with every layer on the GPU (-ngl 99, without -ncmoe, "
+                       "-ot ...=CPU or -nkvo))\n")
+    # every layer and the output layer on the GPU (28 + 1; -ngl -1, llama.cpp's "all"): imported
+    for ngl in (29, -1):
+        src.write_text(json.dumps([dict(tg, n_gpu_layers=ngl, n_cpu_moe=0)]))
+        (row,), _ = imported_rows(work, "--from-bench", str(src), *README_FLAGS, *table)
+        assert row["hardware"] == "rtx-4080" and row["tok_s"] == 118.882
+        (work / "data" / "measurements.csv").write_text(
+            (work / "data" / "measurements.csv").read_text().rsplit("\n", 2)[0] + "\n")

@@ -32,7 +32,8 @@ from ddtree_bayes.core.bench_import.reading import (
 #: of one import must agree on them (``-ngl 10,99`` or ``-fa 0,1`` sweeps are imported one
 #: setting at a time).
 LLAMA_SETUP = ("n_gpu_layers", "n_cpu_moe", "flash_attn", "type_k", "type_v", "split_mode",
-               "main_gpu", "no_kv_offload", "tensor_split", "devices", "n_threads", "backends")
+               "main_gpu", "no_kv_offload", "tensor_split", "devices", "n_threads", "backends",
+               "tensor_buft_overrides")
 #: Of those, the ones written into a row's notes.
 _LLAMA_NOTED = ("n_gpu_layers", "flash_attn", "type_k", "type_v", "n_cpu_moe", "split_mode")
 #: The key holding each format's batch size or concurrency, and how to rerun at 1.

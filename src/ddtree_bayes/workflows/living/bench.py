@@ -72,22 +72,33 @@ def _card_layers(model: str | None) -> int | None:
 
 
 def _weights_on_cpu(rec: BenchRecord, model: str | None) -> str | None:
-    """Why a llama-bench record decoded with weights left on the CPU (``n_gpu_layers`` 0, or
-    fewer than the card's layers; ``n_cpu_moe`` above 0), else None: the step prices the
-    GPU's memory bandwidth, not the host's."""
+    """Why a llama-bench record decoded with weights or its KV cache left on the CPU, else
+    None: the step prices the GPU's memory bandwidth, not the host's. ``n_gpu_layers`` 0, or
+    at most the card's layers (llama.cpp counts the output layer as one more: ``-ngl`` equal
+    to the layers leaves lm_head on the CPU; a negative value is every layer and the output
+    on the GPU); ``n_cpu_moe`` above 0; a ``tensor_buft_overrides`` (``-ot``) sending tensors
+    to the CPU; ``no_kv_offload``."""
     settings = dict(rec.setup)
     ngl, cpu_moe = _number_or_none(settings.get("n_gpu_layers", "")), _number_or_none(
         settings.get("n_cpu_moe", ""))
     if cpu_moe is not None and cpu_moe > 0:
         return f"n_cpu_moe {settings['n_cpu_moe']}: the expert weights of those layers stayed on the CPU"
-    if ngl is None:
+    overrides = str(settings.get("tensor_buft_overrides", "") or "")
+    if "=cpu" in overrides.replace(" ", "").lower():
+        return (f"tensor_buft_overrides {overrides!r}: the tensors it names stayed on the CPU")
+    if str(settings.get("no_kv_offload", "")).strip().lower() in ("1", "true", "yes"):
+        return "no_kv_offload: the KV cache stayed in host memory"
+    if ngl is None or ngl < 0:
         return None
-    if ngl <= 0:
+    if ngl == 0:
         return f"n_gpu_layers {settings['n_gpu_layers']}: the weights stayed on the CPU"
     layers = _card_layers(model)
     if layers is not None and ngl < layers:
         return (f"n_gpu_layers {settings['n_gpu_layers']} of {model}'s {layers} layers: the "
                 "weights of the others stayed on the CPU")
+    if layers is not None and ngl == layers:
+        return (f"n_gpu_layers {settings['n_gpu_layers']}: {model}'s {layers} layers, but "
+                "llama.cpp counts the output layer as one more, so lm_head stayed on the CPU")
     return None
 
 
@@ -255,7 +266,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             raise DataError(f"{cpu}: the step is priced from the GPU's memory bandwidth, not "
                             "the host's", file=f"{path} ({fmt}, {unit} {rec.index})",
                             fix="rerun llama-bench with every layer on the GPU (-ngl 99, "
-                                "without -ncmoe)")
+                                "without -ncmoe, -ot ...=CPU or -nkvo)")
     hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names)
     method = config.get("method")
     rows = []
