@@ -382,6 +382,26 @@ def test_a_skipped_module_keeps_its_children_unquantised(skip):
     assert partial == 5_727_854_592
 
 
+def test_a_compressed_tensors_ignore_entry_names_weights_exactly():
+    """compressed-tensors (and vLLM reading it) match an `ignore` entry to a module's full
+    name or a `re:` regex, never to the weights under a parent (a review of the child rule
+    above, which first covered every scheme): ignoring "model.layers.0.self_attn" keeps all
+    32 layers' attention at 4 bits, as ignoring nothing but lm_head does."""
+    group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
+                         "symmetric": True}, "targets": ["Linear"]}
+
+    def ct(ignore):
+        return llama_with({"quant_method": "compressed-tensors", "format": "pack-quantized",
+                           "config_groups": {"group_0": group}, "ignore": ignore})[0]
+
+    only_head = ct(["lm_head"])
+    assert ct(["lm_head", "model.layers.0.self_attn"]) == only_head
+    assert ct(["lm_head", "model.layers.0"]) == only_head
+    # a leaf's full name is skipped: layer 0's q_proj (4096 x 4096) at 2 bytes, not 4.125 bits
+    leaf = ct(["lm_head", "model.layers.0.self_attn.q_proj"])
+    assert leaf == only_head + 4096 * 4096 * (2 - (4 + 16 / 128) / 8)
+
+
 def test_string_flags_and_bit_widths_are_read_not_guessed():
     """Some exporters write flags as strings: "false" is untied (bool("false") read it as
     tied: 7.50 B parameters for Llama-3.1-8B instead of 8.03 B), "False" zero points are

@@ -34,7 +34,7 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
                 f"  parameters        {facts['params']:,} ({d['params_b']} B); one pass reads "
                 f"{facts['pass_params']:,} ({d['params_active_b']} B: the layers and its own "
                 "lm_head" + (", tied to the embedding)" if facts["tied_embeddings"] else
-                             "; one row of its input embedding)"),
+                             "; not its input embedding, of which a token reads one row)"),
                 f"  bytes per weight  {d['bytes_per_weight']} over what a pass reads"]
     moe = facts["experts"]
     lines = [f"card {name} from {source}:",

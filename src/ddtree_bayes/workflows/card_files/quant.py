@@ -71,6 +71,11 @@ class Scheme:
     #: a quantisation card add does not read (e.g. "quant_method 'hqq'"): every weight is at
     #: ``dtype_bytes``, as ``--bytes-per-weight`` gave
     unread: str = ""
+    #: ``skip`` entries cover the weights under the module they name (transformers'
+    #: ``modules_to_not_convert`` / bitsandbytes' ``llm_int8_skip_modules``, matched as
+    #: substrings); compressed-tensors' ``ignore``, FP8's and modelopt's lists match names
+    #: exactly (or by regex), as their loaders do
+    skip_children: bool = False
 
     def is_quantised(self, t: Tensor) -> bool:
         if self.quantised_bits is None or not t.linear or t.kind == "router":
@@ -79,7 +84,7 @@ class Scheme:
             return False
         if self.targets is not None and not any(_matches(p, t.name) for p in self.targets):
             return False
-        return not any(_matches(p, t.name) for p in self.skip)
+        return not any(_matches(p, t.name, children=self.skip_children) for p in self.skip)
 
     def idle_targets(self, tensors) -> list[str]:
         """The ``targets`` that match none of the linear weights in ``tensors``."""
@@ -95,25 +100,35 @@ class Scheme:
         return math.prod(t.shape) * self.dtype_bytes
 
 
-def _matches(pattern: str, name: str) -> bool:
-    """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix.
-    The ``*`` standing for every copy of a tensor (``experts.*.gate_proj``) is matched as a
-    checkpoint's numbered module (``experts.0.gate_proj``) by a regex."""
+def _matches(pattern: str, name: str, *, children: bool = False) -> bool:
+    """A skip/ignore entry against a module name: ``re:<regex>``, a glob, or a name suffix;
+    with ``children``, a module's entry covers the weights under it too (matched at dotted
+    boundaries). The ``*`` standing for every copy of a tensor (``experts.*.gate_proj``) is
+    matched as a checkpoint's numbered module (``experts.0.gate_proj``) by a regex.
+
+    >>> _matches("self_attn", "model.layers.0.self_attn.q_proj")
+    False
+    >>> _matches("self_attn", "model.layers.0.self_attn.q_proj", children=True)
+    True
+    >>> _matches("model.layers.*.self_attn", "model.layers.3.self_attn.o_proj", children=True)
+    True
+    >>> _matches("self_at", "model.layers.0.self_attn.q_proj", children=True)
+    False
+    """
     # a pattern naming the language model's path is tried against the full paths of a
     # multimodal checkpoint too (only then: an unanchored "model\." matched a text model's
     # "language_model.lm_head" variant, a review found)
     names = _full_paths(name) if "language_model" in pattern else (name,)
     if pattern.startswith("re:"):
         return any(re.search(pattern[3:], n.replace(".*.", ".0.")) is not None for n in names)
-    # a module's entry covers its children (transformers and vLLM skip every weight under
-    # it: "self_attn", "model.layers.*.self_attn"), matched at dotted boundaries
     if any(ch in pattern for ch in "*?["):
+        under = (f"{pattern}.*", f"*.{pattern}.*") if children else ()
         return any(fnmatch.fnmatch(n, p) for n in names
-                   for p in (pattern, f"*{pattern}", f"{pattern}.*", f"*.{pattern}.*"))
+                   for p in (pattern, f"*{pattern}", *under))
     bare, path = _LANGUAGE_MODEL.sub("", name), _LANGUAGE_MODEL.sub("", pattern)
     return (name == pattern or name.endswith("." + pattern) or name.endswith(pattern)
-            or bare == path or f".{pattern}." in f".{name}."
-            or f".{path}." in f".{bare}.")
+            or bare == path or (children and (f".{pattern}." in f".{name}."
+                                              or f".{path}." in f".{bare}.")))
 
 
 def _full_paths(name: str) -> tuple[str, ...]:
@@ -228,7 +243,8 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
 
         g = q.get("group_size", q.get("q_group_size", 128))
         per_group = f"fp16 scale + int{bits} zero" if zero else "fp16 scale"
-        return Scheme(f"AWQ int{bits} g{g} ({per_group} per group)", base, "bf16", awq, skip)
+        return Scheme(f"AWQ int{bits} g{g} ({per_group} per group)", base, "bf16", awq, skip,
+                      skip_children=True)
     if method == "gptq":
         bits = int(q.get("bits", 4))
 
@@ -250,7 +266,8 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
         skip += [f"re:{str(k)[2:]}" for k, _ in rules if str(k).startswith("-:")]
         return Scheme(f"GPTQ int{bits} g{q.get('group_size', 128)} (fp16 scale + packed zero per "
                       "group, int32 g_idx per input)", base, "bf16", gptq, skip,
-                      skip_lm_head=not config_bool(q.get("lm_head", False), "lm_head", where))
+                      skip_lm_head=not config_bool(q.get("lm_head", False), "lm_head", where),
+                      skip_children=True)
     if method == "fp8":
         block = q.get("weight_block_size")
 
@@ -368,9 +385,11 @@ def _bitsandbytes(q: dict, base: float) -> Scheme:
         extra = 8 / 64 + 32 / (64 * 256) if double else 32 / 64
         return Scheme(f"bitsandbytes {q.get('bnb_4bit_quant_type', 'nf4')} 4-bit"
                       f"{' (double quant)' if double else ''}", base, "bf16",
-                      lambda t: t.shape[0] * t.shape[-1] * (4 + extra), skip)
+                      lambda t: t.shape[0] * t.shape[-1] * (4 + extra), skip,
+                      skip_children=True)
     return Scheme("bitsandbytes int8", base, "bf16",
-                  lambda t: t.shape[0] * t.shape[-1] * 8 + 32 * t.shape[0], skip)
+                  lambda t: t.shape[0] * t.shape[-1] * 8 + 32 * t.shape[0], skip,
+                  skip_children=True)
 
 
 #: An MXFP4 block: 32 values share one 8-bit power-of-two (e8m0) scale (OCP MX spec).
@@ -390,7 +409,7 @@ def _mxfp4(q: dict, base: float) -> Scheme:
 
     return Scheme(f"MXFP4 experts (e2m1 + e8m0 scale per {MXFP4_BLOCK}: 4.25 bits), the rest "
                   "bf16", base, "bf16", mxfp4, list(q.get("modules_to_not_convert") or []),
-                  targets=list(MXFP4_TARGETS),
+                  targets=list(MXFP4_TARGETS), skip_children=True,
                   notes=["compute_dtype bf16: the checkpoint quantises weights only, not "
                          "activations; whether an engine multiplies the MXFP4 experts with "
                          "8-bit activations (FlashInfer's MXFP4 x MXFP8 MoE kernels on "

@@ -194,7 +194,8 @@ def draft_model_drafter(name: str, target: str, shape: ModelShape, scheme: Schem
                      f"counts its {wb.total_params:,} weights, params_active_b what one pass "
                      f"reads ({params:,.0f}: the decoder layers and its own head"
                      + (", tied to its embedding" if shape.tied_embeddings else
-                        "; of its untied input embedding only a row") + "); "
+                        "; its untied input embedding not counted: a token reads one row "
+                        "of it") + "); "
                      + ("bytes_per_weight given by --bytes-per-weight" if bytes_per_weight
                         is not None else scheme.label))}
     facts = {"architecture": "draft_model", "model_architecture": shape.architecture,

@@ -131,13 +131,15 @@ def _fmt(x, digits=3) -> str:
 
     >>> _fmt(0.027312), _fmt(35.84), _fmt(16384.0), _fmt(2304.0), _fmt(3449.6), _fmt(None)
     ('0.0273', '35.8', '16384', '2304', '3450', '-')
+    >>> _fmt(999.6), _fmt(999.4), _fmt(-999.6)   # rounds up to four digits: in full
+    ('1000', '999', '-1000')
     """
     if x is None:
         return "-"
     if isinstance(x, float):
         if math.isnan(x):
             return "nan"
-        if math.isfinite(x) and abs(x) >= 10 ** digits:
+        if math.isfinite(x) and abs(x) >= 10 ** digits - 0.5:
             return f"{x:.0f}"
         return f"{x:.{digits}g}"
     return str(x)
