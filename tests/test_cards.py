@@ -217,6 +217,40 @@ def test_gemma3_27b_counts_its_language_model_and_prices_full_attention_kv():
     assert "vision tower (vision_config)" in notes and "are not" in notes
     assert ("read at their transformers defaults for gemma3_text: vocab_size 262208, "
             "tie_word_embeddings true, sliding_window_pattern 6") in notes
+    # ... in two columns the memory checks read: 2 x 52 x 16 x 128 x 2 = 425,984 per token
+    assert (d.card["kv_window_bytes_per_token"], d.card["kv_window_tokens"]) == ("425984", "1024")
+
+
+def test_a_sliding_window_cache_counts_in_the_memory_checks(tmp_path):
+    """The sliding layers' bounded cache was left out of every memory check: Gemma 3 27B at
+    C = 128 and context 1024 needs (81,920 + 425,984) B x 1024 x 128 = 66.6 GB of KV, not the
+    10.7 GB of its full layers; the card as written and read back says so. Without the
+    columns (an older card) the check is the full layers' alone, as before."""
+    code, _, err = cli(tmp_path, "--hf-config", str(FIX / "gemma-3-27b-it"))
+    assert code == 0, err
+    card = load_model_cards(tmp_path / "data" / "models.csv")["gemma-3-27b-it"]
+    assert (card.kv_window_bytes_per_token, card.kv_window_tokens) == (425_984, 1024)
+    assert card.kv_cache_gb(1024, 128) == pytest.approx((81_920 + 425_984) * 1024 * 128 / 1e9)
+    assert round(card.kv_cache_gb(1024, 128), 1) == 66.6
+    # past the window only the full layers grow: 81,920 x 131,072 + 425,984 x 1024
+    assert card.kv_cache_gb(131_072) == pytest.approx((81_920 * 131_072 + 425_984 * 1024) / 1e9)
+    older = dataclasses.replace(card, kv_window_bytes_per_token=None, kv_window_tokens=None)
+    assert round(older.kv_cache_gb(1024, 128), 1) == 10.7
+    # one of the two columns without the other is refused, naming the missing one
+    path = tmp_path / "data" / "models.csv"
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        if r["model"] == "gemma-3-27b-it":
+            r["kv_window_tokens"] = ""
+    with open(path, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    with pytest.raises(InputError, match="kv_window_bytes_per_token and kv_window_tokens go "
+                                         "together") as info:
+        load_model_cards(path)
+    assert "kv_window_tokens" in str(info.value)
 
 
 def test_gemma3_4b_reads_the_sizes_its_config_leaves_out_at_their_defaults():

@@ -311,7 +311,8 @@ def test_a_context_no_gpu_can_hold_is_refused(work, capsys):
     assert (code, out) == (2, "")
     # 35136 / 2 bytes x 1e12 tokens = 1.76e7 GB > 8 x 288 GB
     assert ("row 11, column 'context_tokens': kimi-k2.6's KV cache at context 1000000000000 takes "
-            "1.76e+07 GB even at half the card's 35136 bytes per token: more than 8 x b300 hold "
+            "1.76e+07 GB even at half the card's bytes (35136 bytes per token, the card's "
+            "kv_bytes_per_token): more than 8 x b300 hold "
             "(2304 GB) (fix: check context_tokens (tokens, not bytes or characters) and the GPU "
             "count)") in err
     assert path.read_text() == before

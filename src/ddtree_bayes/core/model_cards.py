@@ -42,7 +42,8 @@ FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
 
 #: Card fields stored for the checks around the model, never read by it (``update``'s
 #: reweight compares cards without them: a fit stored before one existed is no other model).
-NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight")
+NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight", "kv_window_bytes_per_token",
+                "kv_window_tokens")
 
 
 def modelled(card: dict) -> dict:
@@ -78,6 +79,12 @@ class ModelCard:
     #: which differ in an MoE whose experts are quantised below its attention); None when the
     #: card does not give it
     file_bytes_per_weight: float | None = None
+    #: a model with sliding-window layers beside its full-attention ones (Gemma 3, gpt-oss):
+    #: what those layers cache per token (``kv_window_bytes_per_token``; not in
+    #: ``kv_bytes_per_token``, which grows with the context) and the window they cache at most
+    #: (``kv_window_tokens``); None for a model without such layers
+    kv_window_bytes_per_token: float | None = None
+    kv_window_tokens: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -102,16 +109,39 @@ class ModelCard:
 
     def kv_cache_gb(self, context_tokens: float, streams: int = 1) -> float | None:
         """GB the KV cache of ``streams`` sequences at ``context_tokens`` each takes at the
-        card's cache dtype (``kv_bytes_per_token`` x context x streams); None when the card
+        card's cache dtype (``kv_bytes_per_token`` x context, plus a sliding-window model's
+        ``kv_window_bytes_per_token`` x min(context, window), x streams); None when the card
         does not give its bytes per token.
 
         >>> card = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s", kv_bytes_per_token=35136)
         >>> round(card.kv_cache_gb(131072, 8), 1)   # 35136 B x 131072 x 8
         36.8
+        >>> gemma = ModelCard("g", 27, 27, 62, None, None, 2.0, "bf16", "s", 5376, 81920,
+        ...                   kv_window_bytes_per_token=425984, kv_window_tokens=1024)
+        >>> round(gemma.kv_cache_gb(1024, 128), 1)   # (81920 + 425984) B x 1024 x 128
+        66.6
+        >>> round(gemma.kv_cache_gb(131072, 1), 2)   # 81920 x 131072 + 425984 x 1024
+        11.17
         """
         if not self.kv_bytes_per_token:
             return None
-        return self.kv_bytes_per_token * context_tokens * streams / 1e9
+        window = (self.kv_window_bytes_per_token or 0.0) * min(
+            context_tokens, self.kv_window_tokens or 0)
+        return (self.kv_bytes_per_token * context_tokens + window) * streams / 1e9
+
+    @property
+    def kv_bytes_how(self) -> str:
+        """What :meth:`kv_cache_gb` counts, for a message.
+
+        >>> print(ModelCard("g", 27, 27, 62, None, None, 2.0, "bf16", "s", 5376, 81920,
+        ...       kv_window_bytes_per_token=425984, kv_window_tokens=1024).kv_bytes_how[52:])
+        , + 425984 x min(context, 1024) of its sliding-window layers
+        """
+        how = f"{self.kv_bytes_per_token:g} bytes per token, the card's kv_bytes_per_token"
+        if self.kv_window_bytes_per_token and self.kv_window_tokens:
+            how += (f", + {self.kv_window_bytes_per_token:g} x min(context, "
+                    f"{self.kv_window_tokens}) of its sliding-window layers")
+        return how
 
     @property
     def flops_per_token(self) -> float:
@@ -305,8 +335,23 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
             kv_bytes_per_token=None if "kv_bytes_per_token" not in raw else num(
                 "kv_bytes_per_token", required=False),
-            file_bytes_per_weight=file_bpw)
+            file_bytes_per_weight=file_bpw, **_window(raw, num, path, i))
     return cards
+
+
+def _window(raw: dict, num, path: str, row: int) -> dict:
+    """A card's sliding-window cache columns: both, or neither."""
+    got = {k: num(k, integer=k == "kv_window_tokens", required=False) if raw.get(k) else None
+           for k in ("kv_window_bytes_per_token", "kv_window_tokens")}
+    if (got["kv_window_bytes_per_token"] is None) != (got["kv_window_tokens"] is None):
+        missing = next(k for k, v in got.items() if v is None)
+        raise DataError("kv_window_bytes_per_token and kv_window_tokens go together",
+                        file=path, row=row, column=missing,
+                        fix="fill in both for a model with sliding-window layers, neither "
+                            "without")
+    tokens = got["kv_window_tokens"]
+    return {"kv_window_bytes_per_token": got["kv_window_bytes_per_token"],
+            "kv_window_tokens": None if tokens is None else int(tokens)}
 
 
 def stored_card(model: dict, name: str | None = None) -> ModelCard | None:

@@ -538,9 +538,8 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
             f"per token, fp8 for bf16, would need {need / 2:.0f} GB); the answer is for a step "
             "that cannot run")
     return (f"at C = {concurrency} and context {plain_text(sc.context_tokens)} the KV cache needs "
-            f"{need:.0f} GB ({card.kv_bytes_per_token:g} bytes per token, the card's "
-            f"kv_bytes_per_token) but {sc.gpus} x {sc.hardware} have {max(left, 0.0):.0f} GB left "
-            f"after the weights ({weights:.0f} GB): {what}")
+            f"{need:.0f} GB ({card.kv_bytes_how}) but {sc.gpus} x {sc.hardware} have "
+            f"{max(left, 0.0):.0f} GB left after the weights ({weights:.0f} GB): {what}")
 
 
 def checked_shape(method: str, block: int | None, budget: int | None, verify_tokens: int,

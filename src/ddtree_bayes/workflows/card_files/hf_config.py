@@ -430,13 +430,15 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
                 f"{sliding} sliding-window ({window} tokens) + {full} full-attention layers"
                 + (", attention sinks" if family == "gpt_oss" else ""))
         per_token = 2 * sliding * kv_heads * head_dim * 2
+        shape.kv_window_bytes_per_token, shape.kv_window_tokens = per_token, window
         shape.notes.append(
             f"kv_bytes_per_token counts the {full} full-attention layers only, whose cache "
             f"grows with the context; the {sliding} sliding-window layers cache at most "
-            f"{window} tokens: {per_token * window:,} bytes per sequence (2 x {sliding} x "
-            f"{kv_heads} x {head_dim} x 2 bytes x {window}), not counted; one sequence's cache "
-            f"at context C is kv_bytes_per_token x C + {per_token:,} x min(C, {window}) "
-            "(an engine that keeps sliding layers at the full context holds more)")
+            f"{window} tokens: kv_window_bytes_per_token {per_token:,} (2 x {sliding} x "
+            f"{kv_heads} x {head_dim} x 2 bytes) x kv_window_tokens {window} = "
+            f"{per_token * window:,} bytes per sequence; one sequence's cache at context C is "
+            f"kv_bytes_per_token x C + {per_token:,} x min(C, {window}), what the memory "
+            "checks count (an engine that keeps sliding layers at the full context holds more)")
     shape.attention = text
     shape.kv_bytes_per_token = 2 * full * kv_heads * head_dim * 2
     shape.kv_formula = (f"2 x {full} {'full-attention ' if full < len(kinds) else ''}layers x "

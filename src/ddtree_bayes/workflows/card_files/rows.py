@@ -19,7 +19,8 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
                "kv_bytes_per_token", "attention", "source", "notes", "file_bytes_per_weight")
 #: Columns a card row has that an older data/models.csv (one created from the bundled cards
 #: before they existed) may lack: writing the row adds them to its header.
-OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight",)
+OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
+                         "kv_window_tokens")
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
@@ -127,7 +128,10 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         # what the weights take in memory (the weights-fit checks); blank when the user gave
         # the bytes per weight, which then stand for every weight
         "file_bytes_per_weight": "" if bytes_per_weight is not None or scheme.unread
-        else _bpw(wb.file_average)}
+        else _bpw(wb.file_average),
+        "kv_window_bytes_per_token": "" if shape.kv_window_bytes_per_token is None
+        else str(shape.kv_window_bytes_per_token),
+        "kv_window_tokens": "" if shape.kv_window_tokens is None else str(shape.kv_window_tokens)}
     facts = {"architecture": shape.architecture, "params_total": wb.total_params,
              "params_active": round(wb.active_params), "embedding_params": embed,
              "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,

@@ -61,6 +61,9 @@ class ModelShape:
     attention: str = ""
     kv_bytes_per_token: int | None = None
     kv_formula: str = ""
+    #: sliding-window layers' cache: bytes per token and the window (None without such layers)
+    kv_window_bytes_per_token: int | None = None
+    kv_window_tokens: int | None = None
     mtp_layers: int = 0
     intermediate_size: int | None = None
     notes: list[str] = field(default_factory=list)

@@ -223,7 +223,7 @@ def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str
     streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
     return (f"{m.model}'s KV cache at context {plain_text(m.context_tokens)}{streams} takes "
             f"{least:.3g} GB "
-            f"even at half the card's {card.kv_bytes_per_token:g} bytes per token: more than "
+            f"even at half the card's bytes ({card.kv_bytes_how}): more than "
             f"{m.gpus} x {m.hardware} hold ({memory * m.gpus:g} GB)",
             "check context_tokens (tokens, not bytes or characters) and the GPU count")
 
