@@ -57,6 +57,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.core.errors import PriorsError
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.workflows.decisions.optimize import extrapolated_flags
 
     priors_path = Path(args.priors) if args.priors else paths.priors_file()
     try:
@@ -118,13 +119,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                "E[tok/s]", "P(best)", "E[regret]", "extrapolated"]
     body = []
     for r in out["rows"]:
-        flags = [f for f, on in (("step", r["extrapolated"]), ("accept", r["accept_extrapolated"]))
-                 if on]
         body.append([str(r["budget"]), str(r["verify_tokens"]),
                      f"{r['accept']:.1f} ({r['accept_lo']:.1f}-{r['accept_hi']:.1f})",
                      f"{r['step_ms']:.1f}", f"{r['median']:.0f}",
                      f"{r[f'lo{pct}']:.0f}-{r[f'hi{pct}']:.0f}", f"{r['tok_s_mean']:.0f}",
-                     f"{r['p_best']:.2f}", f"{r['regret']:.1f}", "+".join(flags) or "-"])
+                     f"{r['p_best']:.2f}", f"{r['regret']:.1f}", extrapolated_flags(r) or "-"])
     print(_table(headers, body))
     best = next(r for r in out["rows"] if r["budget"] == out["recommended"])
     print(f"recommended budget: {out['recommended']} (highest expected tok/s, "

@@ -261,3 +261,17 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "max_measured_verify_tokens": {"system": sys_max, "any_system": all_max},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
+
+
+def extrapolated_flags(row: dict) -> str:
+    """What an ``optimize`` row extrapolates, as ``optimize`` and the report print it: the
+    step (past the measured M), the acceptance (off the curve's anchored budgets), both, or
+    nothing (``""``).
+
+    >>> extrapolated_flags({"extrapolated": True, "accept_extrapolated": True})
+    'step+accept'
+    >>> extrapolated_flags({"extrapolated": False, "accept_extrapolated": False})
+    ''
+    """
+    return "+".join(flag for flag, on in (("step", row["extrapolated"]),
+                                          ("accept", row["accept_extrapolated"])) if on)

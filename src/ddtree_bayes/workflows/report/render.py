@@ -204,10 +204,10 @@ def budget_rows(optimize: dict) -> list[list]:
     >>> budget_rows({"sglang": {"rows": [row]}})
     [['sglang', 8, 9, 586, '318-640', 0.497, 37.9, 'accept']]
     """
+    from ddtree_bayes.workflows.decisions.optimize import extrapolated_flags
+
     return [[e, r["budget"], r["verify_tokens"], round(r["median"]),
-             f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"],
-             "+".join(flag for flag, on in (("step", r["extrapolated"]),
-                                            ("accept", r["accept_extrapolated"])) if on)]
+             f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"], extrapolated_flags(r)]
             for e, o in optimize.items() for r in o["rows"]]
 
 
