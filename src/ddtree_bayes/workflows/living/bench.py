@@ -62,22 +62,22 @@ def _card_sizes() -> dict[str, float]:
             for name, card in load_model_cards(paths.data_file("models.csv")).items()}
 
 
-def _card_layers(model: str | None) -> int | None:
-    """The layer count of ``model``'s card in data/models.csv (or the bundled copy), else None."""
+def _card_layers() -> dict[str, int]:
+    """Card name -> layer count, from data/models.csv (or the bundled copy)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.model_cards import load_model_cards
 
-    card = load_model_cards(paths.data_file("models.csv")).get(model or "")
-    return None if card is None else card.layers
+    return {name: card.layers
+            for name, card in load_model_cards(paths.data_file("models.csv")).items()}
 
 
-def _weights_on_cpu(rec: BenchRecord, model: str | None) -> str | None:
+def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
     """Why a llama-bench record decoded with weights or its KV cache left on the CPU, else
     None: the step prices the GPU's memory bandwidth, not the host's. ``n_gpu_layers`` 0, or
     at most the card's layers (llama.cpp counts the output layer as one more: ``-ngl`` equal
     to the layers leaves lm_head on the CPU; a negative value is every layer and the output
     on the GPU); ``n_cpu_moe`` above 0; a ``tensor_buft_overrides`` (``-ot``) sending tensors
-    to the CPU; ``no_kv_offload``."""
+    to the CPU; ``no_kv_offload``. ``layers``: those of ``model``'s card, None without one."""
     settings = dict(rec.setup)
     ngl, cpu_moe = _number_or_none(settings.get("n_gpu_layers", "")), _number_or_none(
         settings.get("n_cpu_moe", ""))
@@ -92,7 +92,6 @@ def _weights_on_cpu(rec: BenchRecord, model: str | None) -> str | None:
         return None
     if ngl == 0:
         return f"n_gpu_layers {settings['n_gpu_layers']}: the weights stayed on the CPU"
-    layers = _card_layers(model)
     if layers is not None and ngl < layers:
         return (f"n_gpu_layers {settings['n_gpu_layers']} of {model}'s {layers} layers: the "
                 "weights of the others stayed on the CPU")
@@ -258,10 +257,12 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     fmt, parsed, unit = got.format, got.records, got.unit
     model_of = _models(path, unit, parsed, config.get("model"),
                        (lambda: card_sizes) if card_sizes is not None else _card_sizes)
+    layers_of = _card_layers() if fmt == "llama-bench" else {}   # (read once, not per record)
     for rec in parsed if fmt == "llama-bench" else ():
         # (imported as a run of the GPU --hardware named, exit 0; the records of one import
         # share these settings)
-        cpu = _weights_on_cpu(rec, model_of[rec.index])
+        model = model_of[rec.index]
+        cpu = _weights_on_cpu(rec, model, layers_of.get(model or ""))
         if cpu is not None:
             raise DataError(f"{cpu}: the step is priced from the GPU's memory bandwidth, not "
                             "the host's", file=f"{path} ({fmt}, {unit} {rec.index})",
