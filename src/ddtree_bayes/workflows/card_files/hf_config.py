@@ -346,8 +346,7 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
     bias = c.flag("mlp_bias")
     if not moe_layer(c, family, i):
         return _mlp(p, hidden, c.whole("intermediate_size"), "mlp", bias=bias)
-    topk = c.whole("num_experts_per_tok") if "num_experts_per_tok" in c.cfg \
-        else c.whole("experts_per_token")
+    topk = experts_topk(c)
     if family == "gpt_oss":
         return gpt_oss_moe(c, p, hidden, topk)
     if family == "mixtral":
@@ -374,6 +373,12 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
         out += _mlp(f"{p}.shared_expert", hidden, shared_inter, "shared_expert")
         out += _lin(f"{p}.shared_expert_gate", 1, hidden, "shared_expert")
     return out
+
+
+def experts_topk(c: HFConfig) -> int:
+    """Experts per token: ``num_experts_per_tok``, or gpt-oss's ``experts_per_token``."""
+    return c.whole("num_experts_per_tok") if "num_experts_per_tok" in c.cfg \
+        else c.whole("experts_per_token")
 
 
 def gpt_oss_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
@@ -426,9 +431,8 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
     sliding = kinds.count("sliding_attention")
     if sliding:
         window = c.whole("sliding_window")
-        text = (f"{kind} {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}; "
-                f"{sliding} sliding-window ({window} tokens) + {full} full-attention layers"
-                + (", attention sinks" if family == "gpt_oss" else ""))
+        text += (f"; {sliding} sliding-window ({window} tokens) + {full} full-attention layers"
+                 + (", attention sinks" if family == "gpt_oss" else ""))
         per_token = 2 * sliding * kv_heads * head_dim * 2
         shape.kv_window_bytes_per_token, shape.kv_window_tokens = per_token, window
         shape.notes.append(
@@ -454,8 +458,7 @@ def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
         shape.experts = c.optional("num_experts")
         shape.shared_experts = 1 if c.whole("shared_expert_intermediate_size", 0) else 0
     if shape.experts:
-        shape.experts_topk = c.whole("num_experts_per_tok") if "num_experts_per_tok" in c.cfg \
-            else c.whole("experts_per_token")
+        shape.experts_topk = experts_topk(c)
         shape.intermediate_size = c.whole("intermediate_size") if family in ("mixtral", "gpt_oss") \
             else c.whole("moe_intermediate_size")
     else:
