@@ -1019,6 +1019,42 @@ def test_refuses_an_existing_name_unless_replace(tmp_path):
     assert len(rows) == len(before.splitlines()) - 1 and rows[0]["params_total_b"] == "8.0303"
 
 
+def test_drafters_only_writes_a_known_targets_mtp_card_and_keeps_its_model_card(tmp_path):
+    """The fix `predict --drafter` gives for a missing MTP card: card add of the target's own
+    config.json. For a target whose card exists (built in or data/models.csv) that was
+    refused without --replace, and --replace overwrote the hand-written model card with the
+    derived one. --drafters-only writes the drafter row alone."""
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "deepseek-v3"), "--name",
+                         "deepseek-r1", "--drafters-only", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["model_card"] is None
+    assert [(w["name"], Path(w["file"]).name) for w in payload["written"]] == [
+        ("deepseek-r1-mtp", "drafters.csv")]
+    assert not (tmp_path / "data" / "models.csv").exists()      # the card stays the bundled one
+    (row,) = csv.DictReader(io.StringIO((tmp_path / "data" / "drafters.csv").read_text()))
+    # DeepSeek-V3's MTP layer: 11.6101 B of its own, 0.6881 B read per pass (its routed
+    # experts at top-8 of 256), the target's 129,280 x 7,168 lm_head shared
+    assert (row["drafter"], row["target_model"], row["method"], row["params_b"],
+            row["params_active_b"], row["shares_lm_head"]) == (
+        "deepseek-r1-mtp", "deepseek-r1", "mtp", "11.6101", "0.6881", "true")
+    assert float(row["lm_head_params_b"]) == pytest.approx(129_280 * 7_168 / 1e9, abs=1e-4)
+
+
+@pytest.mark.parametrize("fixture, name, fragment", [
+    ("llama-3.1-8b", "llama-3.1-8b-instruct", "the file declares no drafter (no MTP layers)"),
+    ("deepseek-v3", "deepseek-v3", "no model card 'deepseek-v3' among the bundled cards"),
+    # Kimi K2.6 is a DeepSeek-V3 architecture with 384 routed experts, not 256
+    ("deepseek-v3", "kimi-k2.6", "the file gives routed experts 256, kimi-k2.6's card 384"),
+])
+def test_drafters_only_refuses_a_file_that_is_not_the_cards(tmp_path, fixture, name, fragment):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / fixture), "--name", name,
+                         "--drafters-only")
+    assert code == 2 and err.count("\n") == 1 and fragment in err, err
+    assert not (tmp_path / "data").exists()
+
+
 def test_dry_run_and_json_write_nothing(tmp_path):
     code, out, err = cli(tmp_path, "--hf-config", str(FIX / "deepseek-v3" / "config.json"),
                          "--dry-run", "--format", "json")

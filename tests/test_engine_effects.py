@@ -270,7 +270,8 @@ def test_an_unknown_drafter_is_sent_to_a_card_add_that_can_make_it(tmp_path, mon
 
     assert "card add --hf-config HEAD/config.json --target kimi-k2.6" in fix(
         method="eagle3", block=3)
-    assert "card add --hf-config kimi-k2.6's own config.json" in fix(method="mtp", block=1)
+    assert ("card add --hf-config kimi-k2.6's own config.json --name kimi-k2.6 "
+            "--drafters-only") in fix(method="mtp", block=1)   # no --replace of the card
     ddtree = fix(method="ddtree", block=16, budget=32)
     assert "ddtree-bayes card add" not in ddtree and "data/drafters.csv" in ddtree
 

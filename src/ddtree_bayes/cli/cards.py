@@ -87,22 +87,27 @@ def cmd_card_add(args: argparse.Namespace) -> int:
     models = Path(args.models_file) if args.models_file else Path("data") / "models.csv"
     drafters = Path(args.drafters_file) if args.drafters_file else Path("data") / "drafters.csv"
     card_files.check_drafter_target(derived, models)
-    planned = ([(models, "model", derived.card)] if derived.card else []) + \
-        [(drafters, "drafter", d) for d in derived.drafters]
+    # what is written: with --drafters-only the drafter rows alone (the facts still print whole)
+    rows = (card_files.drafters_only(derived, models, args.hf_config or args.gguf)
+            if args.drafters_only else derived)
+    planned = ([(models, "model", rows.card)] if rows.card else []) + \
+        [(drafters, "drafter", d) for d in rows.drafters]
     conflicts: list[dict] = [{"file": str(f), "name": row[key], "row": r}
                              for f, key, row in planned
                              if (r := card_files.existing_row(f, key, row[key])) is not None]
-    written = [] if args.dry_run else card_files.write_cards(derived, models, drafters,
+    written = [] if args.dry_run else card_files.write_cards(rows, models, drafters,
                                                        replace=args.replace)
     source = (derived.card or derived.drafters[0])["source"]
     name = derived.card["model"] if derived.card else derived.drafters[0]["drafter"]
     if args.format == "json":
-        emit_json({"dry_run": bool(args.dry_run), "model_card": derived.card or None,
+        emit_json({"dry_run": bool(args.dry_run), "model_card": rows.card or None,
                "drafters": derived.drafters, "derived": derived.facts,
                "written": [w.__dict__ for w in written],
                "conflicts": conflicts if args.dry_run else []})
         return 0
     print("\n".join(_facts_lines(name, source, derived.facts, derived.card, derived.drafters)))
+    if derived.card and not rows.card:
+        print(f"model card {name}: kept as it is (--drafters-only)")
     if args.dry_run:
         where = "; ".join(f"{shown_path(c['file'])} already has {c['name']!r} (row {c['row']}: "
                           "writing needs --replace)" for c in conflicts)
@@ -149,6 +154,9 @@ def register(sub) -> None:
                                          "created from the bundled cards when absent)")
     a.add_argument("--drafters-file", help="drafter cards to write (default: data/drafters.csv)")
     a.add_argument("--replace", action="store_true", help="overwrite a card of the same name")
+    a.add_argument("--drafters-only", action="store_true",
+                   help="write only the drafter rows the file declares (a target's MTP layers) "
+                        "for its model card already here, which stays as it is")
     a.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
     add_format(a, ("table", "json"))
     a.set_defaults(func=cmd_card_add)

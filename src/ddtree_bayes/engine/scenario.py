@@ -675,8 +675,8 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
         # target's own MTP layers'
         how = (f"`ddtree-bayes card add --hf-config HEAD/config.json --target {target}`"
                if sc.method == "eagle3" else
-               f"`ddtree-bayes card add --hf-config {target}'s own config.json`, when it "
-               "declares MTP layers" if sc.method == "mtp" else
+               f"`ddtree-bayes card add --hf-config {target}'s own config.json --name "
+               f"{target} --drafters-only`, when it declares MTP layers" if sc.method == "mtp" else
                f"`ddtree-bayes card add --hf-config DRAFT/config.json --target {target}` (or "
                "--gguf DRAFT.gguf)" if sc.method == "draft-model" else
                "a row of data/drafters.csv by hand (docs/cli.md, card add)")

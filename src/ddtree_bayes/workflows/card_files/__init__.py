@@ -13,6 +13,7 @@ GGUF file (``ddtree-bayes card add``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from collections.abc import Callable
@@ -188,6 +189,41 @@ def check_drafter_target(derived: Derived, models_file: Path) -> None:
                          f"(target_hidden_size), but {target}'s card has hidden_size {have}: "
                          f"it is not a drafter of {target}",
                          fix="--target the model the head was trained for")
+
+
+def drafters_only(derived: Derived, models_file: Path, file: str) -> Derived:
+    """``derived`` without its model card (``card add --drafters-only``): the drafter rows a
+    target's own file declares (its MTP layers) for the target's card already here
+    (``models_file``, else the bundled cards), which it must describe (the same hidden size).
+    Without this, the only way to a built-in model's MTP drafter card was ``--replace``,
+    which overwrote the model card with the derived one."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    if not derived.drafters:
+        raise InputError("--drafters-only: the file declares no drafter (no MTP layers)",
+                         file=file, fix="drop --drafters-only to write its model card")
+    if not derived.card:
+        return derived
+    name = derived.card["model"]
+    here = models_file.is_file()
+    cards = load_model_cards(models_file if here else bundled("models.csv"))
+    if name not in cards:
+        raise InputError(f"--drafters-only: no model card {name!r} "
+                         f"{f'in {models_file}' if here else 'among the bundled cards'} for "
+                         "its drafter to serve", file=file,
+                         fix="--name the card the file belongs to, or drop --drafters-only "
+                             "to write the model card too")
+    card = cards[name]
+    for what, have, want in (("hidden size", card.hidden_size, derived.card.get("hidden_size")),
+                             ("layers", card.layers, derived.card.get("layers")),
+                             ("routed experts", card.experts or 0,
+                              derived.card.get("experts") or 0)):
+        if have is not None and want not in (None, "") and int(want) != int(have):
+            raise InputError(f"--drafters-only: the file gives {what} {want}, {name}'s card "
+                             f"{have}: it is not that model's file", file=file,
+                             fix="--name the card the file belongs to")
+    return dataclasses.replace(derived, card={})
 
 
 def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
