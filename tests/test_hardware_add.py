@@ -200,6 +200,11 @@ def test_every_built_in_gpu_and_a_small_one_pass_the_slip_check(tmp_path):
 def test_dry_run_prints_the_row_and_writes_nothing(tmp_path):
     code, out, err = run_cli(tmp_path, "hardware", "add", "h100-slow", "--like", "h100",
                              "--dense-bf16-tflops", "700", "--source", "clock-capped", "--dry-run")
+    # a cap lowers every precision: the fp8 peak copied from the H100 (1979) is 2.8x 700
+    assert code == 2 and "fp8 1979 (as h100) is 2.83x --dense-bf16-tflops 700" in err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-slow", "--like", "h100",
+                             "--dense-bf16-tflops", "700", "--dense-fp8-tflops", "1400",
+                             "--source", "clock-capped", "--dry-run")
     assert code == 0 and err == "" and listing(tmp_path) == {}
     assert "dry run: nothing written (data/hardware.csv would gain this row)" in out
     assert "bf16 700" in out
@@ -445,3 +450,45 @@ def test_peaks_out_of_order_name_the_flag_given(tmp_path, argv, line):
     code, out, err = run_cli(tmp_path, "hardware", "add", *argv, "--source", "s", "--dry-run")
     assert (code, out) == (2, "") and err.startswith("ddtree-bayes: error: " + line)
     assert err.count("\n") == 1 and not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    # the RTX 4090's sparse FP8 figure (FP16 accumulate) beside its dense FP32-accumulate bf16:
+    # 8x, where every GPU's fp8 is 2x its bf16; it was written, and the compute knee of an fp8
+    # model sat 4x too far out
+    (("x", "--like", "rtx-4090", "--dense-fp8-tflops", "1321"),
+     "--dense-fp8-tflops 1321 is 8x bf16 165.15 (as rtx-4090): no tensor core multiplies fp8 "
+     "more than 2.5x as fast as bf16 at one accumulate mode (a sparse or FP16-accumulate "
+     "figure?) (fix: give dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: "
+     "FP32 accumulate), and the other precision's peak with its flag too)"),
+    (("y", "--like", "rtx-5090", "--dense-fp4-tflops", "3352"),
+     "--dense-fp4-tflops 3352 is 8x fp8 419 (as rtx-5090): no tensor core multiplies fp4 more "
+     "than 4.5x as fast as fp8"),
+    (("z", "--mem-bw-tb-s", "1", "--interconnect", "pcie", "--dense-bf16-tflops", "100",
+      "--dense-int8-tflops", "500"),
+     "--dense-int8-tflops 500 is 5x --dense-bf16-tflops 100: no tensor core multiplies int8 "
+     "more than 4.5x as fast as bf16 at one accumulate mode (a sparse or FP16-accumulate "
+     "figure?) (fix: give dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: "
+     "FP32 accumulate))"),
+])
+def test_peaks_too_far_apart_are_refused(tmp_path, argv, line):
+    code, out, err = run_cli(tmp_path, "hardware", "add", *argv, "--source", "s")
+    assert (code, out) == (2, "") and err.startswith("ddtree-bayes: error: " + line), err
+    assert err.count("\n") == 1 and not (tmp_path / "data").exists()
+
+
+def test_every_built_in_gpu_is_within_the_peak_step_limits():
+    """The limits hold the built-in table (fp4 / bf16 up to 8.0004x on the RTX 5060 Ti), and a
+    hand-written row beyond one is refused by the table's reader, naming its row and column;
+    a saved fit's table is read as it was fitted."""
+    from ddtree_bayes.core.data import DataError, load_hardware
+    from ddtree_bayes.core.tensor_cores import peaks_too_far_apart
+
+    builtin = load_hardware(bundled("hardware.csv"))
+    assert [h for h, row in builtin.items() if peaks_too_far_apart(row)] == []
+    text = ("hardware,mem_bw_tb_s,interconnect,source,dense_bf16_tflops,dense_fp8_tflops\n"
+            "zz,1,pcie,x,100,800\n")
+    with pytest.raises(DataError, match=r"row 2, column 'dense_fp8_tflops': dense_fp8_tflops "
+                                        r"800 is 8x dense_bf16_tflops 100"):
+        load_hardware("hardware.csv", text=text)
+    assert load_hardware("hardware.csv", text=text, stored=True)["zz"]["dense_fp8_tflops"] == "800"

@@ -33,9 +33,11 @@ from ddtree_bayes.core.methods import (
 from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
+    PEAK_STEP_WHY,
     compute_capability_fix,
     needs,
     peaks_out_of_order,
+    peaks_too_far_apart,
     precisions_without_mma,
 )
 
@@ -575,6 +577,15 @@ def _check_tensor_cores(path: str, i: int, row: dict[str, str]) -> None:
                         f"{row[f'dense_{wide}_tflops']}: tensor cores multiply a narrower "
                         "precision at least as fast", file=path, row=i, column=col,
                         fix="write it in dense TFLOPS per GPU (not PFLOPS), or leave it blank")
+    apart = peaks_too_far_apart(row)
+    if apart is not None:
+        wide, narrow, ratio, limit = apart
+        col = f"dense_{narrow}_tflops"
+        why = PEAK_STEP_WHY.format(n=narrow, w=wide, limit=limit)
+        raise DataError(f"{col} {row[col]} is {ratio:.3g}x dense_{wide}_tflops "
+                        f"{row[f'dense_{wide}_tflops']}: {why}", file=path, row=i, column=col,
+                        fix="write dense TFLOPS at the accumulate mode inference GEMMs run at "
+                            "(GeForce: FP32 accumulate), or leave it blank")
     cc = row.get("compute_capability", "").strip()
     if not cc:
         return

@@ -4,6 +4,7 @@ the hardware table's reader, ``hardware add`` and the peak-FLOPs derivation
 
 from __future__ import annotations
 
+import math
 import re
 
 #: NVIDIA compute capability from which int8 runs on tensor cores (Turing's ``mma``); below
@@ -84,6 +85,47 @@ def peaks_out_of_order(row: dict[str, str]) -> tuple[str, str] | None:
         lo, hi = peak(narrow), peak(wide)
         if lo is not None and hi is not None and lo < hi:
             return wide, narrow
+    return None
+
+
+#: How much faster than a wider precision a narrower one's dense peak can be, at the
+#: accumulate mode the table writes (GeForce / RTX: FP32 accumulate): fp8 is 2x bf16 on every
+#: GPU of the built-in table (1.99-2.02x), fp4 2x fp8 on data-centre Blackwell and 4x on
+#: GeForce Blackwell (whose fp8 FP32-accumulate rate is halved; RTX 5090: 209.5 / 419 / 1676),
+#: int8 2-4x bf16 (RTX 4090: 165.15 / 660.6). The limits leave room for rounding; beyond them
+#: the figure is a sparse, FP16-accumulate or other-unit one.
+PEAK_STEP_LIMITS = {("bf16", "fp8"): 2.5, ("fp8", "fp4"): 4.5, ("bf16", "fp4"): 9.0,
+                    ("bf16", "int8"): 4.5}
+
+
+#: Why a pair beyond its limit is refused (``n``, ``w``: the precisions; ``limit``).
+PEAK_STEP_WHY = ("no tensor core multiplies {n} more than {limit:g}x as fast as {w} at one "
+                 "accumulate mode (a sparse or FP16-accumulate figure?)")
+
+
+def peaks_too_far_apart(row: dict[str, str]) -> tuple[str, str, float, float] | None:
+    """The first (wider, narrower, ratio, limit) of a hardware row's dense peaks in which the
+    narrower precision's peak is more than :data:`PEAK_STEP_LIMITS` times the wider one's
+    (an RTX 4090's sparse FP8 figure, 1321, beside its bf16 165.15 is 8x: its compute knee
+    would sit 4x too far out). None when every pair given is within its limit.
+
+    >>> peaks_too_far_apart({"dense_bf16_tflops": "165.15", "dense_fp8_tflops": "1321"})
+    ('bf16', 'fp8', 7.998789, 2.5)
+    >>> peaks_too_far_apart({"dense_bf16_tflops": "209.5", "dense_fp8_tflops": "419",
+    ...                      "dense_fp4_tflops": "1676"}) is None
+    True
+    """
+    def peak(p: str) -> float | None:
+        try:
+            value = float(row.get(f"dense_{p}_tflops", "").strip() or "nan")
+        except ValueError:
+            return None
+        return value if math.isfinite(value) and value > 0 else None
+
+    for (wide, narrow), limit in PEAK_STEP_LIMITS.items():
+        lo, hi = peak(wide), peak(narrow)
+        if lo is not None and hi is not None and hi > limit * lo:
+            return wide, narrow, round(hi / lo, 6), limit
     return None
 
 

@@ -29,9 +29,11 @@ from ddtree_bayes.core.pairs import LINK_FIX, link_class
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
     MMA_MIN_CC,
+    PEAK_STEP_WHY,
     compute_capability_fix,
     needs,
     peaks_out_of_order,
+    peaks_too_far_apart,
     precisions_without_mma,
 )
 from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
@@ -265,6 +267,18 @@ def _refuse_peaks_out_of_order(row: dict[str, str], values: dict, base: str | No
     the flag given rather than the figure copied from ``base`` (the table's reader refuses the
     same row, but names its column: it blamed the fp8 peak --like copied when the given bf16
     peak was a sparse figure)."""
+    apart = peaks_too_far_apart(row)
+    if apart is not None:
+        wide, narrow, ratio, limit = apart
+        fast, slow = (f"--dense-{p}-tflops {row[f'dense_{p}_tflops']}"
+                      if f"dense_{p}_tflops" in values
+                      else f"{p} {row[f'dense_{p}_tflops']} (as {base})" for p in (narrow, wide))
+        raise InputError(f"{fast} is {ratio:.3g}x {slow}: "
+                         + PEAK_STEP_WHY.format(n=narrow, w=wide, limit=limit),
+                         fix="give dense TFLOPS at the accumulate mode inference GEMMs run at "
+                             "(GeForce: FP32 accumulate)"
+                             + ("" if all(f"dense_{p}_tflops" in values for p in (narrow, wide))
+                                else ", and the other precision's peak with its flag too"))
     slip = peaks_out_of_order(row)
     if slip is None:
         return
