@@ -277,6 +277,37 @@ def test_a_rate_limited_vllm_run_counts_the_streams_in_flight(tmp_path):
     assert "request_rate is finite" in _one_line(err) and "--request-rate inf" in str(err.value)
 
 
+def test_an_sglang_closed_loop_counts_its_cap_and_a_rate_limited_run_its_streams(tmp_path):
+    """A trust pass: an SGLang run at --request-rate inf (a closed loop) under
+    --max-concurrency 8 with 64 requests ran 8 streams, but its measured mean in flight
+    (7.3: the ramp-up and ramp-down counted) made it 7, tok_s 7 x 1000 / TPOT = 2808 where
+    vLLM's same run is 8 streams, 3210; and a run at --request-rate 2 under the cap of 8
+    from an SGLang that writes no 'concurrency' was 8 streams (3210 tok/s), where Little's
+    law gives 1.95 req/s x 1.3047 s = 2.54 in flight: 3 streams, 1204 tok/s."""
+    sg = _jsonl("sglang_serving.jsonl")[0]
+    tpot = sg["median_tpot_ms"]   # 2.492475 ms
+    path = tmp_path / "sg.jsonl"
+    path.write_text(json.dumps(dict(sg, max_concurrency=8, completed=64, concurrency=7.3)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 8 and rec.tok_s == pytest.approx(8 * 1000.0 / tpot)  # 3209.66
+    assert "measured mean in flight 7.30" in rec.notes
+    rated = {k: v for k, v in sg.items() if k != "concurrency"}
+    path.write_text(json.dumps(dict(rated, request_rate=2.0, max_concurrency=8, completed=64,
+                                    request_throughput=1.95)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 3 and rec.tok_s == pytest.approx(3 * 1000.0 / tpot)  # 1203.62
+    assert "2.54 in flight (Little's law)" in rec.notes
+    # the measured mean of a rate-limited run counts its streams (2.4 -> 2)
+    path.write_text(json.dumps(dict(sg, request_rate=2.0, max_concurrency=8, completed=64,
+                                    request_throughput=1.95, concurrency=2.4)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 2 and "2.40 in flight (the file's measured mean)" in rec.notes
+    # a rate that offers more than the cap (100 req/s x 1.30 s = 130) is a closed loop too
+    path.write_text(json.dumps(dict(sg, request_rate=100.0, max_concurrency=8, completed=64,
+                                    concurrency=7.3)))
+    assert parse_bench_file(path).records[0].batch_size == 8
+
+
 @pytest.mark.parametrize(("key", "value", "says"), [
     ("max_concurrency", 0, "'max_concurrency' is 0: a count of requests cannot be below 1"),
     ("max_concurrency", -4, "'max_concurrency' is -4"),

@@ -200,13 +200,12 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
         raise rec.error("completed 0: no request finished, so its TPOT measures nothing",
                         key="completed", fix="look at the server log and rerun the benchmark")
     per_stream, key = _tpot_tok_s(rec)
-    count, by_rate = _stream_count(rec.fmt, rec)
+    count, said = _stream_count(rec.fmt, rec)
     streams = count or 1
     how = (f"1000/{key}" if streams == 1 else
            f"{streams} x 1000/{key} (total of {streams} streams)")
-    if by_rate is not None:
-        how = (f"{how}, streams set by request_rate {rec.data['request_rate']}: "
-               f"{by_rate:.2f} in flight (Little's law), rounded")
+    if said is not None:
+        how = f"{how}, {said}"
     return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
 
 
@@ -355,15 +354,17 @@ def _select(path: Path, doc: Document, records: Collection[int] | None) -> list[
 def _streams(fmt: str, rec: BenchRow) -> int | None:
     """The record's batch size or concurrency; None when unbounded (not set). A serving run's
     ``max_concurrency`` is a cap: no more streams than requests ran (``num_prompts``,
-    ``completed``), nor than vLLM saw at once (``max_concurrent_requests``), nor, rounded, than
-    SGLang's measured mean in flight (``concurrency``: a rate-limited run stays near 1) or a
-    rate-limited vLLM run's (:func:`_rate_bound`)."""
+    ``completed``), nor than vLLM saw at once (``max_concurrent_requests``), nor, rounded,
+    than a rate-limited run kept in flight (:func:`_rate_bound`: SGLang's measured mean
+    ``concurrency``, else Little's law; a rate-limited run stays near 1)."""
     return _stream_count(fmt, rec)[0]
 
 
-def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, float | None]:
-    """(:func:`_streams`, the streams in flight of a rate-limited vLLM run when that bound set
-    the count, else None: what the row's note says)."""
+def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
+    """(:func:`_streams`, what the row's note says of how they were counted, else None): the
+    streams in flight of a rate-limited run when they set the count, or SGLang's measured
+    mean when it is below the cap of a closed loop, whose streams are the cap (as vLLM's
+    are), unless the mean says no two requests overlapped (it rounds to 1)."""
     if fmt == "sglang-one-batch":
         return rec.integer("batch_size"), None
     counts = {key: rec.integer(key, required=False)
@@ -376,7 +377,7 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, float | None]:
     conc = counts["max_concurrency"]
     if conc is None and counts["completed"] == 1:
         return 1, None  # one request: nothing could overlap
-    by_rate = None
+    said = None
     if conc is not None and conc > 1:
         for key in ("num_prompts", "completed", "max_concurrent_requests"):
             ran = counts[key]
@@ -392,30 +393,46 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, float | None]:
             raise rec.error(f"'concurrency' is 0, but {done} request{'s' if done > 1 else ''} "
                             "completed: the mean of the streams in flight is above 0",
                             key="concurrency", fix=f"pass an unedited {rec.fmt} result file")
-        if mean is None and fmt == "vllm-serve":
-            mean = by_rate = _rate_bound(rec, conc)
-        if mean is not None and math.isfinite(mean) and mean > 0:
-            if max(1, round(mean)) >= conc:
-                by_rate = None   # the cap or the requests that ran bound it first
-            conc = min(conc, max(1, round(mean)))
-    return conc, by_rate
+        bound = _rate_bound(rec, conc, mean)
+        if bound is not None and max(1, round(bound[0])) < conc:
+            in_flight, how = bound
+            conc = max(1, round(in_flight))
+            said = (f"streams set by request_rate {rec.data['request_rate']}: "
+                    f"{in_flight:.2f} in flight ({how}), rounded")
+        elif mean is not None and round(mean) <= 1:   # nothing overlapped, whatever the cap
+            conc = 1
+        elif mean is not None and round(mean) < conc:
+            # a closed loop (an unbounded rate, or one offering more than the cap): its
+            # streams are the cap; the mean also counts the ramp-up and ramp-down (it made
+            # a run of 8 streams 7, and 7 x 1000 / TPOT its total)
+            said = (f"measured mean in flight {mean:.2f} ('concurrency': a closed loop's "
+                    "ramp-up and ramp-down counted)")
+    return conc, said
 
 
-def _rate_bound(rec: BenchRow, cap: int) -> float | None:
-    """The streams in flight of a vLLM serve run whose arrival rate, not its
-    ``max_concurrency`` ``cap``, set them (:func:`_vllm_in_flight`), or None: the rate is
+def _rate_bound(rec: BenchRow, cap: int, measured: float | None) -> tuple[float, str] | None:
+    """(the streams in flight of a serving run whose arrival rate, not its
+    ``max_concurrency`` ``cap``, set them, how they were counted), or None: the rate is
     unbounded, or it offers at least ``cap`` requests at once (``request_rate`` x mean
     latency), so the cap bound (the measured mean would count the run's ramp-down as fewer
-    streams while TPOT was measured at the cap)."""
+    streams while TPOT was measured at the cap). The streams in flight are SGLang's measured
+    mean (``measured``), else Little's law (:func:`_in_flight`)."""
     if not _rate_limited(rec):
         return None
-    in_flight, latency_s = _vllm_in_flight(rec)
+    if measured is not None:
+        try:
+            latency_s = _in_flight(rec)[1]
+        except BenchFormatError:   # (no latency to weigh the rate with: the measurement)
+            return measured, "the file's measured mean"
+        offered = float(rec.data["request_rate"]) * latency_s
+        return (measured, "the file's measured mean") if offered < cap else None
+    in_flight, latency_s = _in_flight(rec)
     offered = float(rec.data["request_rate"]) * latency_s
-    return in_flight if offered < cap else None
+    return (in_flight, "Little's law") if offered < cap else None
 
 
 def _rate_limited(rec: BenchRow) -> bool:
-    """A vLLM serve run with a finite ``request_rate`` (Poisson arrivals): its
+    """A serving run with a finite ``request_rate`` (Poisson arrivals): its
     ``max_concurrency`` is only a cap, the streams in flight are set by the rate."""
     rate = rec.data.get("request_rate")
     if rate is None or (isinstance(rate, str) and rate.strip().lower() in ("inf", "infinity")):
@@ -426,21 +443,29 @@ def _rate_limited(rec: BenchRow) -> bool:
         return False
 
 
-def _vllm_in_flight(rec: BenchRow) -> tuple[float, float]:
-    """(requests in flight on average over a rate-limited vLLM serve run by Little's law,
-    the mean request latency in s): ``request_throughput`` x the mean latency
-    (``mean_e2el_ms``, else ``mean_ttft_ms`` plus ``mean_tpot_ms`` per further output token).
+#: The key of the mean request latency (ms) in each serving format.
+_E2E_KEY = {"vllm-serve": "mean_e2el_ms", "sglang-serving": "mean_e2e_latency_ms"}
+
+
+def _in_flight(rec: BenchRow) -> tuple[float, float]:
+    """(requests in flight on average over a rate-limited serving run by Little's law, the
+    mean request latency in s): ``request_throughput`` x the mean latency (vLLM's
+    ``mean_e2el_ms``, SGLang's ``mean_e2e_latency_ms``, else ``mean_ttft_ms`` plus
+    ``mean_tpot_ms`` per further output token).
 
     >>> from pathlib import Path
     >>> row = BenchRow(Path("r.json"), 1, "record", "vllm-serve",
     ...                {"request_rate": 0.05, "request_throughput": 0.0499, "mean_e2el_ms": 2340})
-    >>> [round(x, 3) for x in _vllm_in_flight(row)]
+    >>> [round(x, 3) for x in _in_flight(row)]
     [0.117, 2.34]
     """
-    fix = ("rerun vllm bench serve with --request-rate inf (the default) so that "
-           "--max-concurrency sets the streams, or keep its e2el/ttft/tpot metrics")
+    tool = {"vllm-serve": "vllm bench serve", "sglang-serving": "sglang.bench_serving"}.get(
+        rec.fmt, "the benchmark")
+    e2e = _E2E_KEY.get(rec.fmt, "mean_e2el_ms")
+    fix = (f"rerun {tool} with --request-rate inf (the default) so that "
+           "--max-concurrency sets the streams, or keep its e2e/ttft/tpot metrics")
     throughput = rec.positive("request_throughput", fix=fix)
-    latency = rec.number("mean_e2el_ms", required=False)
+    latency = rec.number(e2e, required=False)
     if latency is None:
         ttft = rec.number("mean_ttft_ms", required=False)
         tpot = rec.number("mean_tpot_ms", required=False)
@@ -448,14 +473,14 @@ def _vllm_in_flight(rec: BenchRow) -> tuple[float, float]:
         done = rec.number("completed", required=False)
         if None in (ttft, tpot, out, done) or not done:
             raise rec.error("request_rate is finite, so the streams in flight are set by the "
-                            "rate, and the file has no latency to measure them (mean_e2el_ms, "
+                            f"rate, and the file has no latency to measure them ({e2e}, "
                             "or mean_ttft_ms, mean_tpot_ms and total_output_tokens)",
                             key="request_rate", fix=fix)
         assert ttft is not None and tpot is not None and out is not None and done is not None
         latency = ttft + tpot * max(out / done - 1.0, 0.0)
     if not math.isfinite(latency) or latency <= 0:
         raise rec.error(f"mean request latency {latency:g} ms: cannot measure the streams in "
-                        "flight", key="mean_e2el_ms", fix=fix)
+                        "flight", key=e2e, fix=fix)
     return throughput * latency / 1000.0, latency / 1000.0
 
 
