@@ -122,6 +122,30 @@ def test_predict_concurrency_json_fits_its_schema(tmp_path):
     assert code == 2 and "--concurrency" in err
 
 
+def test_a_total_below_1_tok_s_keeps_its_digits(tmp_path):
+    """A trust pass: at a context of 10^9 tokens the point mass's DDTree makes 0.055 tok/s
+    per user at C = 1, and the table's total, which at C = 1 is that same figure, printed
+    "0 (0-0)" beside it (the per-user cells keep two significant digits; the total's were
+    whole numbers). JSON: C = 1 total == per user; C = 2 total == 2 x per user."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    ask = ("predict", "--accept", "12", "--engine", "sglang", "--concurrency", "1,2",
+           "--context", "1000000000")
+    code, out, err = run_cli(work, *ask, "--format", "json")
+    assert code == 0, err
+    one, two = json.loads(out)["rows"]
+    assert one["total"]["median"] == pytest.approx(one["median"]) and round(
+        one["median"], 3) == 0.055
+    assert two["total"]["median"] == pytest.approx(2 * two["median"])
+    code, out, err = run_cli(work, *ask)
+    assert code == 0, err
+    lines = [line.split() for line in out.splitlines() if line.startswith("sglang  12")]
+    assert [cells[2] for cells in lines] == ["1", "2"]
+    assert " ".join(lines[0][6:8]) == "0.055 (0.055-0.055)"   # the per-user figure
+    t = two["total"]
+    assert " ".join(lines[1][6:8]) == (f"{t['median']:.2g} ({t['lo90']:.2g}-{t['hi90']:.2g})")
+    assert "0 (0-0)" not in out
+
+
 def test_optimize_at_c_streams_by_hand():
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
     from ddtree_bayes.workflows.decisions import optimize

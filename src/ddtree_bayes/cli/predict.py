@@ -106,7 +106,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                   for p in probs]
         if streams:
             t, wide = r["total"], P.pct_label(probs[-1])
-            cells.append(f"{t['median']:.0f} ({t[f'lo{wide}']:.0f}-{t[f'hi{wide}']:.0f})")
+            # (as the per-user cells: a total below 1 tok/s printed "0 (0-0)" beside them)
+            cells.append(f"{_tok(t['median'])} ({_tok(t[f'lo{wide}'])}-{_tok(t[f'hi{wide}'])})")
         else:
             cells.append("-" if r["original"] is None else
                          f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
