@@ -553,3 +553,25 @@ def test_the_crossover_check_reads_a_blank_context_as_the_fit_does():
     (found,) = crossovers(draws, rows, seed=0)
     assert found["context_tokens"] == 65536.0
     assert found["grid"] == [1, 2] and found["measured_crossover"] == 2
+
+
+def test_a_p_faster_than_ar_below_one_half_never_reads_0_50():
+    """A trust pass: P(faster than AR) is a fraction of 4000 draws, and one of 0.4995 (below
+    0.5: speculation has stopped paying) printed as 0.50 in the crossover line ("stops paying
+    at C = 64 (P(faster than AR) 0.50; ...)") and in the table's P(> AR) column, the very
+    threshold it is judged against. It keeps the digits that tell the side: 0.499."""
+    from ddtree_bayes.cli.predict import crossover_lines
+    from ddtree_bayes.engine.structure import p_text
+
+    rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
+            for c, p in ((1, 0.99), (16, 0.7), (64, 0.4995))]
+    assert crossover_lines(rows) == [
+        "vllm, accept 2.5: speculation stops paying at C = 64 (P(faster than AR) 0.499; "
+        "0.70 at C = 16)"]
+    never = [{**r, "p_faster_than_ar": p} for r, p in zip(rows, (0.3, 0.49975, 0.2),
+                                                           strict=True)]
+    assert crossover_lines(never) == [
+        "vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= "
+        "0.4998)"]
+    assert [p_text(p) for p in (0.5, 0.4995, 0.49975, 0.9985, 0.004, 0.0)] == [
+        "0.50", "0.499", "0.4998", "1.00", "0.00", "0.00"]

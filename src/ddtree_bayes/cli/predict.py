@@ -34,7 +34,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                                strict=args.strict):
         print(f"{PROG}: warning: {warning}", file=sys.stderr)
     from ddtree_bayes.engine.question import Flags, resolve
-    from ddtree_bayes.engine.structure import max_measured_concurrency
+    from ddtree_bayes.engine.structure import max_measured_concurrency, p_text
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
     for warning in question.warnings:
@@ -112,7 +112,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             cells.append("-" if r["original"] is None else
                          f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
         if versus_ar:
-            cells.append(f"{r['p_faster_than_ar']:.2f}" if "p_faster_than_ar" in r else "-")
+            cells.append(p_text(r["p_faster_than_ar"]) if "p_faster_than_ar" in r else "-")
         if args.target is not None:
             cells.append(f"{r['p_ge_target']:.2f}")
         body.append(cells)
@@ -208,7 +208,7 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     for r in rows:
         if "p_faster_than_ar" in r:
             seen.setdefault((r["engine"], r["accept"]), []).append(r)
-    from ddtree_bayes.engine.structure import paying
+    from ddtree_bayes.engine.structure import p_text, paying
 
     for (engine, accept), rs in seen.items():
         rs = sorted(rs, key=lambda r: r["concurrency"])
@@ -217,24 +217,25 @@ def crossover_lines(rows: list[dict]) -> list[str]:
         head = f"{engine}, accept {accept}: speculation "
         if kind == "every":
             out.append(head + f"pays at every concurrency asked (P(faster than AR) >= "
-                              f"{min(ps):.2f})")
+                              f"{p_text(min(ps))})")
         elif kind == "never":
             out.append(head + f"pays at no concurrency asked (P(faster than AR) <= "
-                              f"{max(ps):.2f})")
+                              f"{p_text(max(ps))})")
         elif kind == "mixed":
             yes = [str(r["concurrency"]) for r, p in zip(rs, ps, strict=True) if p >= 0.5]
             no = [str(r["concurrency"]) for r, p in zip(rs, ps, strict=True) if p < 0.5]
             out.append(head + f"pays at C = {', '.join(yes)}, not at C = {', '.join(no)} "
-                              f"(P(faster than AR) {min(ps):.2f}-{max(ps):.2f}: near even)")
+                              f"(P(faster than AR) {p_text(min(ps))}-{p_text(max(ps))}: "
+                              "near even)")
         elif kind == "starts":
             assert i is not None
             out.append(head + f"does not pay at C = {rs[0]['concurrency']} (P(faster than AR) "
-                              f"{ps[0]:.2f}), pays from C = {rs[i]['concurrency']} "
-                              f"({ps[i]:.2f})")
+                              f"{p_text(ps[0])}), pays from C = {rs[i]['concurrency']} "
+                              f"({p_text(ps[i])})")
         else:
             assert i is not None
             out.append(head + f"stops paying at C = {rs[i]['concurrency']} (P(faster than "
-                              f"AR) {ps[i]:.2f}; {ps[i - 1]:.2f} at C = "
+                              f"AR) {p_text(ps[i])}; {p_text(ps[i - 1])} at C = "
                               f"{rs[i - 1]['concurrency']})")
     return out
 

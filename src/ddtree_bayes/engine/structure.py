@@ -87,6 +87,20 @@ def paying(p_faster: list[float]) -> tuple[str, int | None]:
     return ("stops" if pays[0] else "starts"), turns[0]
 
 
+def p_text(p: float) -> str:
+    """P(faster than AR) with two decimals, or as many more as tell its side of 0.5, the
+    line speculation pays at (a P of 0.4995 printed 0.50 beside "stops paying"; now 0.499).
+
+    >>> p_text(0.7), p_text(0.4995), p_text(0.5), p_text(0.49999999)
+    ('0.70', '0.499', '0.50', '<0.5')
+    """
+    for digits in range(2, 7):
+        text = f"{p:.{digits}f}"
+        if (float(text) >= 0.5) == (p >= 0.5):
+            return text if digits == 2 else text.rstrip("0")
+    return "<0.5"
+
+
 def max_measured_concurrency(draws: Fit, system: str) -> int | None:
     """The most streams any row the fit learned from on ``system`` decoded together (None:
     the system has no rows): beyond it the step's growth with C is the roofline's."""

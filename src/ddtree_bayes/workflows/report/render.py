@@ -16,6 +16,7 @@ from ddtree_bayes.core.config import (
     MIN_ESS_BULK,
 )
 from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.structure import p_text
 from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT, compute
 
 # ------------------------------------------------------------------ render
@@ -297,7 +298,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                 pu, tot = e["per_user"][i], e["total"][i]
                 rows.append([name, c, round(pu[2]), f"{pu[0]:.0f} - {pu[4]:.0f}", round(tot[2]),
                              f"{tot[0]:.0f} - {tot[4]:.0f}",
-                             "-" if name == "ar" else f"{e['p_faster_than_ar'][i]:.2f}"])
+                             "-" if name == "ar" else p_text(e["p_faster_than_ar"][i])])
         stops = "; ".join(f"{n}: {_paying_text(conc['concurrency'], e['p_faster_than_ar'])}"
                           for n, e in conc["engines"].items() if n != "ar")
         sec["concurrency"] = (f"Several streams at once (accept {conc['accept']:g}; {stops})",
