@@ -422,6 +422,29 @@ def test_track_refuses_bad_requests(models_dir, argv, message):
     assert (work / "models" / "tracked.json").read_text() == before
 
 
+def test_track_warns_of_names_the_fit_never_saw(tmp_path):
+    """`track --engine sglnag` saved the typo and printed its interval (drawn from the pooled
+    population) with nothing on stderr, where `predict` asking the same warns; now `track`
+    says what predict says, on stderr, and still saves the query (a name is a warning, as
+    in predict)."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    _, _, warned = call(work, "predict", "--engine", "sglnag", "--accept", "14")
+    line = next(x for x in warned.splitlines() if "'sglnag'" in x)
+    assert line.startswith("ddtree-bayes: warning: --engine 'sglnag' was never measured")
+    assert "did you mean sglang?" in line
+    for fmt in ("table", "json"):
+        name = f"typo-{fmt}"
+        code, out, err = call(work, "track", "--engine", "sglnag", "--accept", f"1{len(fmt)}",
+                              "--name", name, "--format", fmt)
+        assert code == 0 and line in err.splitlines(), err
+        assert name in (work / "models" / "tracked.json").read_text()
+    # a known name: nothing on stderr
+    code, _, err = call(work, "track", "--engine", "sglang", "--accept", "14")
+    assert code == 0 and err == ""
+
+
 def test_malformed_tracked_file_is_named(models_dir):
     work = models_dir
     (work / "models").mkdir()

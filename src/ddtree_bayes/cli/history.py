@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, hardware_rows
@@ -232,7 +233,14 @@ def cmd_track(args: argparse.Namespace) -> int:
                 print(f"  {now['note']}")
         else:
             now["fit_id"] = draws.meta["fit_id"]
-            for r in living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin):
+            # what predict warns of for these flags (`track --engine sglnag` answered from
+            # the pooled population without a word)
+            warned: list[str] = []
+            rows = living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin,
+                                     warnings=warned)
+            for warning in warned:
+                print(f"{PROG}: warning: {warning}", file=sys.stderr)
+            for r in rows:
                 now["rows"].append({"label": living.row_label(r), "median": r["median"],
                                     "lo90": r["lo90"], "hi90": r["hi90"]})
                 if text:

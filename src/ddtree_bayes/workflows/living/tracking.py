@@ -213,13 +213,15 @@ def track_remove(models: Path, name: str) -> Tracked:
 
 
 def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = None,
-               builtin: bool = False) -> list[dict]:
+               builtin: bool = False, warnings: list[str] | None = None) -> list[dict]:
     """Posterior predictive rows for a saved query, with ``predict``'s defaults: the flags not
     given come from the fit's default question (b300 / ddtree / sglang,native, or the fit's own
     most-measured configuration when it never measured b300), resolved as ``predict`` resolves
     them (:func:`ddtree_bayes.engine.question.resolve`); the ``builtin`` default query asks a
     fit's own default at that question's acceptance. A query saved without ``--model`` (in a
-    project of one model) asks a fit of several models about :func:`project_model`."""
+    project of one model) asks a fit of several models about :func:`project_model`.
+    ``warnings``, when given, gets what ``predict`` warns of for the same flags (a name the
+    fit never saw, a context past the measured ones, a cache that does not fit)."""
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.question import Flags, default_question, resolve
 
@@ -234,8 +236,10 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
         d = default_question(draws, q.get("model"))
         if d.derived:
             q = {**q, "accept": f"{d.accept:g}"}
-    return P.predict_rows(draws, resolve(draws, Flags.of(q)), prob=0.9, seed=seed,
-                          workdir=workdir)
+    question = resolve(draws, Flags.of(q))
+    if warnings is not None:
+        warnings.extend(question.warnings)
+    return P.predict_rows(draws, question, prob=0.9, seed=seed, workdir=workdir)
 
 
 def project_model(draws) -> str | None:
