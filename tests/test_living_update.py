@@ -445,6 +445,26 @@ def test_track_warns_of_names_the_fit_never_saw(tmp_path):
     assert code == 0 and err == ""
 
 
+def test_context_labels_keep_every_digit(tmp_path):
+    """A context of a million tokens or more was labelled with 6 significant digits:
+    `track --context 1m` printed "ctx 1.04858e+06" (1,048,580) for 1,048,576 tokens, in
+    track, update and diff; the fit's check, report and validate printed "ctx=1.04858e+06"."""
+    from ddtree_bayes.core.data import config_label
+    from test_cli_support import make_point_mass_workdir
+
+    assert config_label("b300x8", "sglang", "ar", 1, 1048576.0) == "b300x8 sglang ar M=1 ctx=1048576"
+    assert config_label("b300x8", "sglang", "ar", 1, 2500000.0, 4) == (
+        "b300x8 sglang ar M=1 ctx=2500000 C=4")
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, _ = call(work, "track", "--engine", "sglang", "--accept", "14", "--context", "1m")
+    assert code == 0 and "b300 x8 sglang ddtree b16/B32 ctx 1048576 accept 14: median" in out, out
+    code, out, _ = call(work, "track", "--engine", "sglang", "--accept", "14", "--context",
+                        "2500000", "--format", "json")
+    assert code == 0
+    assert json.loads(out)["now"]["rows"][0]["label"] == (
+        "b300 x8 sglang ddtree b16/B32 ctx 2500000 accept 14")
+
+
 def test_malformed_tracked_file_is_named(models_dir):
     work = models_dir
     (work / "models").mkdir()

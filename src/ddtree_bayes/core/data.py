@@ -219,7 +219,7 @@ def config_label(system: str, engine: str, method: str, verify_tokens: int,
     >>> config_label("rtx-pro-6000x8", "vllm", "ar", 1, 0.0, 16)
     'rtx-pro-6000x8 vllm ar M=1 ctx=0 C=16'
     """
-    ctx = "" if context_tokens is None else f" ctx={context_tokens:g}"
+    ctx = "" if context_tokens is None else f" ctx={plain_text(float(context_tokens))}"
     streams = f" C={concurrency}" if concurrency != 1 else ""
     return f"{system} {engine} {method} M={verify_tokens}{ctx}{streams}"
 

@@ -11,6 +11,7 @@ from ddtree_bayes.core.clock import utc_now
 from ddtree_bayes.core.data import (
     NAME_RE,
     not_a_name,
+    plain_text,
 )
 from ddtree_bayes.core.errors import InputError, QueryError
 from ddtree_bayes.workflows.living.records import (
@@ -266,7 +267,7 @@ def row_label(r: dict, with_model: bool = True) -> str:
     if size:
         parts.append(size)
     if r["context_tokens"]:
-        parts.append(f"ctx {r['context_tokens']:g}")
+        parts.append(f"ctx {plain_text(float(r['context_tokens']))}")   # (:g: 1.04858e+06)
     parts.append(f"accept {r['accept']}")
     return " ".join(parts)
 
