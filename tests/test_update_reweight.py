@@ -348,3 +348,29 @@ def test_a_first_row_at_c_above_1_is_named_as_people_read_it():
             "term's growth with C, the concurrency discrepancy)") in reasons
     assert not any("concurrent changes" in r or "allreduce_volume changes" in r
                    for r in reasons)
+
+
+def test_a_data_file_changed_only_in_form_keeps_the_draws_as_they_are(fitted_workdir, tmp_path):
+    """A blank line appended to the data file (a spreadsheet's re-save, "612" as "612.0"):
+    no row added, edited or removed, but the file's hash changed, so `update` saved a new fit
+    "reweighted by the likelihood of the 0 rows added since": its equal weights resampled
+    the draws into a random order, and every tracked interval moved by Monte Carlo noise
+    alone (the bundled fit's native row read 90% 608-989 -> 605-986, median 748 -> 751). Now
+    the draws are kept in their order: the same numbers, and said so."""
+    work0, first = fitted_workdir
+    work = copy_work(work0, tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    data.write_text(data.read_text() + "\n")
+    code, out, err = call(work, "update")
+    assert code == 0, err
+    after = store.load_fit(store.resolve(work / "models"))
+    assert after.meta["made_by"] == "psis-reweight" and after.meta["fit_id"] != first.fit_id
+    before = store.load_fit(first.path)
+    for name, value in before.variables.items():
+        np.testing.assert_array_equal(after.variables[name], value, err_msg=name)
+    changes = [x for x in out.splitlines() if x.startswith("  default: ")]
+    assert len(changes) == 2
+    for line in changes:   # "90% A-B -> A-B tok/s (median M -> M, width +0%)"
+        iv = line.split(": 90% ")[1].split(" tok/s")[0].split(" -> ")
+        assert iv[0] == iv[1] and line.endswith("width +0%)"), line
+    assert "no row was added, edited or removed since" in out, out

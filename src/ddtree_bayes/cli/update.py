@@ -263,17 +263,24 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
         print()
         print(_way_table("reweight", report["psis"], []))
         base = "" if proposal is previous else f" (the sampled fit behind {previous.meta['fit_id']})"
-        print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
-              f"{base} reweighted by the likelihood of the {n_added} row"
-              f"{'s' if n_added != 1 else ''} added since, Pareto-smoothed and resampled "
-              f"(no refit) in {weights.seconds + save_s:.2f} s")
+        if weights.uniform:
+            print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
+                  f"{base} as they are: no row was added, edited or removed since (the data "
+                  "file changed only in form), so there is nothing to reweight by (no refit; "
+                  f"{weights.seconds + save_s:.2f} s)")
+        else:
+            print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
+                  f"{base} reweighted by the likelihood of the {n_added} row"
+                  f"{'s' if n_added != 1 else ''} added since, Pareto-smoothed and resampled "
+                  f"(no refit) in {weights.seconds + save_s:.2f} s")
         for g in weights.restructured_groups:
             print(f"  {g} now measures more than one drafter depth or tree budget: its own "
                   "per-pass/per-node cost replaces the population's (recomputed from the draws)")
-        print(f"  its R-hat, ESS and divergences are fit {proposal.meta['fit_id']}'s NUTS run's;"
-              f" the resampled draws are worth about {weights.n_eff:.0f} independent draws "
+        print(f"  its R-hat, ESS and divergences are fit {proposal.meta['fit_id']}'s NUTS run's"
+              + ("; its draws unchanged." if weights.uniform else
+                 f"; the resampled draws are worth about {weights.n_eff:.0f} independent draws "
               f"(weights ESS {weights.weights_ess:.0f} x relative efficiency "
-              f"{weights.r_eff:.2f} of the NUTS draws). `update --refit` samples afresh.")
+                 f"{weights.r_eff:.2f} of the NUTS draws).") + " `update --refit` samples afresh.")
     _tracked(previous, after, tracked, seed, text, report)
     report["total_s"] = time.perf_counter() - t_start
     if text:

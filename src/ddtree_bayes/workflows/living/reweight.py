@@ -34,6 +34,8 @@ MADE_BY_REFIT = "refit"
 RESAMPLING = ("stratified resampling (Kitagawa 1996) of the proposal fit's draws with the "
               "Pareto-smoothed importance weights, as many draws as it has, in random order "
               "(seeded): equally weighted draws that predict/report/diff use as they are")
+KEPT = ("none: every importance weight is equal (no row added since the proposal fit), so "
+        "its draws are kept as they are, in their order")
 REFERENCE = ("Vehtari, Simpson, Gelman, Yao, Gabry (2024), Pareto smoothed importance "
              "sampling, JMLR 25(72):1-58")
 
@@ -197,6 +199,14 @@ class Weights:
     added_variables: list[str]
 
     @property
+    def uniform(self) -> bool:
+        """Every weight equal: nothing to reweight by (no row added, no likelihood changed)."""
+        import numpy as np
+
+        lw = np.asarray(self.log_weights, dtype=float)
+        return bool(lw.size) and bool(np.all(lw == lw.flat[0]))
+
+    @property
     def refit_reasons(self) -> list[str]:
         out = []
         if not self.pareto_k <= self.k_threshold:
@@ -276,8 +286,16 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     from ddtree_bayes.engine import inference, psis, store
     from ddtree_bayes.engine.posterior import Fit
 
-    index = psis.stratified_resample(np.exp(weights.log_weights), proposal.n_draws,
-                                     np.random.default_rng(seed))
+    resampling = RESAMPLING
+    if weights.uniform:
+        # nothing to reweight by (the data file changed only in form): resampling equal
+        # weights only shuffled the draws, and every tracked interval moved by Monte Carlo
+        # noise alone; the draws as they are
+        index = np.arange(proposal.n_draws)
+        resampling = KEPT
+    else:
+        index = psis.stratified_resample(np.exp(weights.log_weights), proposal.n_draws,
+                                         np.random.default_rng(seed))
     fit_id = inference.new_fit_id(inputs_hash, seed, models)
     base = dict(proposal.meta)
     meta = json.loads(json.dumps(base))
@@ -294,7 +312,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
         "model": weights.model,
         "made_by": MADE_BY_REWEIGHT,
         "reweight": {**weights.summary(), "parent_fit": previous.meta["fit_id"],
-                     "resampling": RESAMPLING,
+                     "resampling": resampling,
                      "distinct_draws": len(counts), "reference": REFERENCE},
         "update": update_meta,
     })
