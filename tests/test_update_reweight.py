@@ -290,6 +290,26 @@ def test_what_a_reweight_cannot_absorb_refits(reweighted, tmp_path, mocked_refit
     assert len(mocked_refit) == 1
 
 
+def test_the_same_rows_in_another_order_refit_and_say_so(fitted_workdir, tmp_path, mocked_refit):
+    """The bundled rows reversed: no row is new, but the model's coordinates follow the rows'
+    order (systems, engines, groups), so the draws are not in the new model's order and
+    `update` refits. It said "the new rows change the model: the model's engines changes
+    (['sglang', 'vllm'] -> ['vllm', 'sglang'])", and three more such lines."""
+    work = copy_work(fitted_workdir[0], tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    header, *rows = data.read_text().splitlines(keepends=True)
+    data.write_text(header + "".join(reversed(rows)))
+    code, out, err = call(work, "update", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["made_by"] == "refit" and len(mocked_refit) == 1
+    (reason,) = payload["refit_reasons"]
+    assert reason == (f"the rows are fit {fitted_workdir[1].fit_id}'s in another order (row 2 "
+                      f"is now row {len(rows) + 1}; {len(rows) - 1} moved): the model's "
+                      "coordinates follow the rows' order, so its draws are not in the new "
+                      "model's order")
+
+
 def test_a_reweighting_update_killed_while_saving_keeps_the_last_good_fit(reweighted, tmp_path):
     from test_living_safety import assert_whole, kill_at_hook, spawn
 

@@ -101,7 +101,16 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
     cfg_fit = with_forms(cfg, *forms)
     changes, spec, model = reweight.structure_changes(proposal, measurements, cfg_fit, structure)
     if changes:
-        reasons += [f"the new rows change the model: {c}" for c in changes]
+        moved = [(i, j) for i, j in kept if i != j] if not added else []
+        if moved:   # the same rows, in another order: the coordinates follow the file's order
+            i, j = moved[0]
+            reasons.append(f"the rows are fit {proposal.meta['fit_id']}'s in another order "
+                           f"(row {old.rows[i].row} is now row {measurements.rows[j].row}; "
+                           f"{len(moved)} moved): the model's coordinates follow the rows' "
+                           "order, so its draws are not in the new model's order")
+        else:
+            reasons += [f"the {'new rows change' if added else 'inputs change'} the model: {c}"
+                        for c in changes]
         return None
     seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
     weights = reweight.importance_weights(proposal, old, measurements, added, kept, model, seed)
