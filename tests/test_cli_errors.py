@@ -513,3 +513,14 @@ def test_diff_says_when_the_hardware_table_or_model_form_differ(tmp_path):
                          fit_id="20260101T000002Z-samehw00")
     code, out, _ = run_cli(work, "diff", "20260101T000000Z-pointmss", "20260101T000002Z-samehw00")
     assert code == 0 and "differs" not in out, out
+
+
+@pytest.mark.parametrize("text", ["1,,4", "1,4,", ",4", " , "])
+def test_an_empty_item_of_a_list_flag_is_refused_not_dropped(work, text):
+    """`predict --concurrency 1,,4` answered C = 1 and 4 without a word on the blank between
+    (a typo, or a number lost); `--budgets 8,,16` likewise."""
+    err = one_error(*run_cli(work, "predict", "--accept", "12", "--concurrency", text))
+    assert f"argument --concurrency: {text!r} " in err
+    assert "empty item" in err or "holds no number" in err
+    err = one_error(*run_cli(work, "optimize", "--budgets", "8,,16"))
+    assert "argument --budgets: '8,,16' has an empty item" in err

@@ -221,7 +221,8 @@ def as_text(parse: Callable[[str], object]) -> Callable[[str], str]:
 
 def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
     """A type= function: comma-separated whole numbers in lo..hi (at least one), each once
-    (``--concurrency 1,1`` printed every row twice).
+    (``--concurrency 1,1`` printed every row twice), no item empty (``--concurrency 1,,4``
+    answered 1 and 4 without a word on the blank between: a typo, or a number lost).
 
     >>> int_list(1, 64, "e.g. 1,8")("8,1,8")
     [8, 1]
@@ -229,9 +230,11 @@ def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
     one = whole(lo, hi, fix)
 
     def parse(text: str) -> list[int]:
-        parts = [p for p in text.split(",") if p.strip()]
-        if not parts:
+        parts = text.split(",")
+        if not text.strip():
             raise _bad(text, "holds no number", fix)
+        if any(not p.strip() for p in parts):
+            raise _bad(text, "has an empty item (two commas in a row, or one at an end)", fix)
         return list(dict.fromkeys(one(p) for p in parts))
 
     parse.__name__ = "list of whole numbers"
