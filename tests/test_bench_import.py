@@ -308,11 +308,46 @@ def test_an_sglang_closed_loop_counts_its_cap_and_a_rate_limited_run_its_streams
     assert parse_bench_file(path).records[0].batch_size == 8
 
 
+@pytest.mark.parametrize(("counts", "says"), [
+    ({"num_prompts": 64, "completed": 4, "failed": 60},
+     "60 of 64 requests failed, so fewer completed (4) than max_concurrency 8 streams"),
+    ({"num_prompts": 64, "completed": 32, "failed": 32},
+     "32 of 64 requests failed: the run did not decode steadily at its concurrency"),
+    ({"num_prompts": 12, "completed": 6, "failed": 6, "max_concurrency": 1},
+     "6 of 12 requests failed: the run did not decode steadily"),
+])
+def test_a_serving_run_whose_requests_mostly_failed_is_refused(tmp_path, counts, says):
+    """A trust pass: num_prompts 64, completed 4, failed 60 under max_concurrency 8 was
+    imported as 4 streams (4 x 1000 / TPOT = 1374 tok/s), exit 0: the cap cut to the
+    requests that happened to finish, of a run that never decoded steadily at its cap."""
+    raw = dict(_json("vllm_serve.json"), max_concurrency=8, max_concurrent_requests=8)
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(dict(raw, **counts)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    msg = _one_line(err)
+    assert says in msg and "serve.json" in msg and "record 1" in msg
+    assert "look at the server log" in msg and "rerun the benchmark" in msg
+
+
+def test_a_serving_run_with_a_few_failed_requests_says_so_in_its_note(tmp_path):
+    """2 of 64 requests failed under a cap of 8: 62 completed, the cap's 8 streams decoded
+    (8 x 1000 / TPOT), and the row's note says 2 failed."""
+    raw = _json("vllm_serve.json")
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(dict(raw, max_concurrency=8, max_concurrent_requests=8,
+                                    num_prompts=64, completed=62, failed=2)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 8 and rec.tok_s == pytest.approx(8 * 1000.0 / raw["median_tpot_ms"])
+    assert "2 of 64 requests failed" in rec.notes
+
+
 @pytest.mark.parametrize(("key", "value", "says"), [
     ("max_concurrency", 0, "'max_concurrency' is 0: a count of requests cannot be below 1"),
     ("max_concurrency", -4, "'max_concurrency' is -4"),
     ("completed", -3, "'completed' is -3: a count of requests cannot be negative"),
     ("num_prompts", -1, "'num_prompts' is -1"),
+    ("failed", -2, "'failed' is -2: a count of requests cannot be negative"),
 ])
 def test_vllm_serve_request_counts_below_their_minimum_are_refused(tmp_path, key, value, says):
     """max_concurrency 0 was imported as one stream, completed -3 (cap 8) as 8 streams with a

@@ -368,13 +368,25 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
     if fmt == "sglang-one-batch":
         return rec.integer("batch_size"), None
     counts = {key: rec.integer(key, required=False)
-              for key in ("max_concurrency", "num_prompts", "completed", "max_concurrent_requests")}
+              for key in ("max_concurrency", "num_prompts", "completed", "max_concurrent_requests",
+                          "failed")}
     for key, value in counts.items():
         if value is not None and value < (1 if key == "max_concurrency" else 0):
             raise rec.error(f"'{key}' is {value}: a count of requests cannot be "
                             f"{'below 1' if key == 'max_concurrency' else 'negative'}", key=key,
                             fix=f"pass an unedited {rec.fmt} result file")
     conc = counts["max_concurrency"]
+    failed, done = counts["failed"], counts["completed"]
+    if failed and done is not None and (failed >= done or (conc is not None and done < conc)):
+        # 60 of 64 requests failed under a cap of 8: the 4 that completed made "4 streams",
+        # a run that never decoded steadily at its cap, imported with exit 0
+        why = (f"{failed} of {failed + done} requests failed" + (
+            f", so fewer completed ({done}) than max_concurrency {conc} streams: how many "
+            "decoded together is unknown" if conc is not None and done < conc else
+            ": the run did not decode steadily at its concurrency"))
+        raise rec.error(why, key="failed",
+                        fix="look at the server log for why they failed (out of memory, "
+                            "timeouts, a crash) and rerun the benchmark")
     if conc is None and counts["completed"] == 1:
         return 1, None  # one request: nothing could overlap
     said = None
@@ -407,6 +419,9 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
             # a run of 8 streams 7, and 7 x 1000 / TPOT its total)
             said = (f"measured mean in flight {mean:.2f} ('concurrency': a closed loop's "
                     "ramp-up and ramp-down counted)")
+    if failed:   # a few failures beside many completed requests: the row says so
+        few = f"{failed} of {failed + (done or 0)} requests failed"
+        said = few if said is None else f"{said}; {few}"
     return conc, said
 
 
