@@ -638,3 +638,35 @@ def test_a_tracked_query_takes_the_bounds_of_every_question(query, message):
     is an int) and gpus=10**9 were saved as queries predict refuses."""
     with pytest.raises(QueryError, match=re.escape(message)):
         living.normalize_query({**query, "accept": "14"})
+
+
+def test_a_hand_edited_tracked_query_is_checked_as_track_add_checks_it(tmp_path):
+    """A trust pass: ``{"engine": "SGLANG", "accept": "14"}`` written into tracked.json by
+    hand was answered by update and diff from the pooled population (90% 463-997 on the
+    bundled fit), where predict and track refuse the name; now every command reading the
+    file refuses it in one line naming the file and the query (nothing written), and `track
+    remove` still removes it. A name predict only warns of is warned of, query named."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = work / "models" / "tracked.json"
+    entry = {"name": "shout", "query": {"engine": "SGLANG", "accept": "14"}, "added_utc": None}
+    path.write_text(json.dumps({"version": 1, "queries": [entry]}))
+    for argv in (["diff", "latest", "latest"], ["update"], ["track", "list"],
+                 ["track", "--engine", "sglang", "--accept", "13"]):
+        code, out, err = call(work, *argv)
+        assert code == 2 and out == "" and err.count("\n") == 1, (argv, out, err)
+        assert err.startswith(f"ddtree-bayes: error: {path}: tracked query 'shout': --engine "
+                              "'SGLANG' is not a lowercase name (fix: in tracked.json, write it "
+                              "in lowercase, e.g. 'sglang'; or `ddtree-bayes track remove "
+                              "shout` and track it again)"), err
+    assert len(list((work / "models" / "fits").glob("*"))) == 1   # update refitted nothing
+    code, out, _ = call(work, "track", "remove", "shout")
+    assert code == 0 and json.loads(path.read_text())["queries"] == []
+    # a name predict warns of (never measured): diff warns of it too, naming the query
+    typo = {"name": "typo", "query": {"engine": "sglnag", "accept": "14"}, "added_utc": None}
+    path.write_text(json.dumps({"version": 1, "queries": [typo]}))
+    code, out, err = call(work, "diff", "latest", "latest")
+    assert code == 0 and "  typo: b300 x8 sglnag ddtree b16/B32 accept 14: 90% " in out
+    assert ("ddtree-bayes: warning: tracked query 'typo': --engine 'sglnag' was never measured"
+            in err) and err.count("tracked query 'typo'") == 1, err

@@ -103,7 +103,11 @@ def cmd_diff(args: argparse.Namespace) -> int:
     ida, idb = a.meta["fit_id"], b.meta["fit_id"]
     added, removed = living.changed_rows(living.stored_rows(a), living.stored_rows(b))
     params = living.parameter_table(a, b, include_auxiliary=args.all)
-    changes = living.compare_queries(a, b, living.load_tracked(models), args.seed)
+    warned: list[str] = []
+    changes = living.compare_queries(a, b, living.load_tracked(models), args.seed,
+                                     warnings=warned)
+    for warning in warned:   # (what predict warns of for a tracked query's flags)
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
     differ = _inputs_differ(a, b)
     if args.format == "json":

@@ -6,6 +6,7 @@ the library side is ``workflows.living`` (``reweight`` for the importance weight
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 
@@ -243,7 +244,10 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
 def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> None:
     from ddtree_bayes.workflows import living
 
-    changes = living.compare_queries(previous, after, tracked, seed)
+    warned: list[str] = []
+    changes = living.compare_queries(previous, after, tracked, seed, warnings=warned)
+    for warning in warned:   # (what predict warns of for a tracked query's flags)
+        print(f"{PROG}: warning: {warning}", file=sys.stderr)
     report["tracked"] = changes
     if text:
         print(f"\ntracked queries, fit {previous.meta['fit_id']} -> {after.meta['fit_id']} "

@@ -41,7 +41,10 @@ def tracked_path(models: Path) -> Path:
     return models / TRACKED_FILE
 
 
-def _read_tracked_file(path: Path) -> list[Tracked]:
+def _read_tracked_file(path: Path, *, check: bool = True) -> list[Tracked]:
+    """The saved queries of ``path``; with ``check``, each refused as ``track add`` refuses
+    it (:func:`normalize_query`): a hand-edited ``{"engine": "SGLANG"}``, which predict and
+    track refuse, was answered by update and diff from the pooled population."""
     if not path.exists():
         return []
     try:
@@ -53,7 +56,25 @@ def _read_tracked_file(path: Path) -> list[Tracked]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
         raise InputError(f"cannot read tracked queries: {err}", file=str(path),
                          fix="fix the JSON by hand, or delete the file to start again") from None
+    if check:
+        out = [_checked(path, t) for t in out]
     return out
+
+
+def _checked(path: Path, t: Tracked) -> Tracked:
+    """``t`` with its query normalized as ``track add`` saves one, or an error naming the
+    file, the query and what is wrong with it."""
+    try:
+        return Tracked(t.name, normalize_query(t.query), t.added_utc, t.builtin)
+    except (QueryError, InputError) as err:
+        raise InputError(f"tracked query {t.name!r}: {without_fix(err)}", file=str(path),
+                         fix=f"in {path.name}, {err.fix or 'mend the query'}; or "
+                             f"`ddtree-bayes track remove {t.name}` and track it again"
+                         ) from None
+    except (TypeError, ValueError) as err:
+        raise InputError(f"tracked query {t.name!r}: {err}", file=str(path),
+                         fix=f"mend the query in {path.name}; or `ddtree-bayes track remove "
+                             f"{t.name}` and track it again") from None
 
 
 def load_tracked(models: Path, *, include_default: bool = True) -> list[Tracked]:
@@ -200,7 +221,8 @@ def track_remove(models: Path, name: str) -> Tracked:
         raise InputError("the default query is built in and always tracked",
                          fix="remove one of your own queries (see `ddtree-bayes track list`)")
     with exclusive_lock(path):
-        saved = _read_tracked_file(path)
+        # (unchecked: a query refused on reading can still be removed)
+        saved = _read_tracked_file(path, check=False)
         gone = [t for t in saved if t.name == name]
         if not gone:
             raise InputError(f"no tracked query called {name!r}"
@@ -277,13 +299,17 @@ def _interval(r: dict) -> dict:
 
 
 def compare_queries(before, after, tracked: list[Tracked], seed: int,
-                    workdir: Path | None = None) -> list[dict]:
+                    workdir: Path | None = None, warnings: list[str] | None = None
+                    ) -> list[dict]:
     """Each tracked query under two fits (``before`` may be None), same seed for both.
 
     One dict per (query, engine, acceptance) row: ``name``, ``label``, ``before`` and
     ``after`` (median, lo90, hi90 or None) and ``before_error`` / ``after_error`` when a fit
     cannot answer the query (e.g. an unmeasured system, or a fit that failed its convergence
-    gates: predict refuses it, so its interval is no answer).
+    gates: predict refuses it, so its interval is no answer). ``warnings``, when given, gets
+    what ``predict`` warns of for each query's flags (once each, the query named): an engine
+    never measured is answered from the pooled population, as predict answers it, not
+    without a word.
     """
     from ddtree_bayes.engine.scenario import failures
     from ddtree_bayes.engine.target_models import is_multi
@@ -305,13 +331,20 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                 errors[which] = (f"fit {draws.meta['fit_id']} failed its convergence gates: "
                                  + failures(draws.meta))
                 continue
+            warned: list[str] = []
             try:
-                for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin):
+                for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin,
+                                    warnings=warned):
                     # keyed by the whole configuration: a fit's own default question can move
                     # (a larger configuration measured), and then it is another row, not a change
                     results[which][row_label(r, with_model)] = _interval(r)
             except QueryError as err:
                 errors[which] = without_fix(err)
+            if warnings is not None:
+                for w in warned:
+                    text = f"tracked query {t.name!r}: {w}"
+                    if text not in warnings:
+                        warnings.append(text)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
         if not keys:
             out.append({"name": t.name, "label": query_name(t.query), "before": None,
