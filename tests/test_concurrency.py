@@ -261,7 +261,29 @@ def test_the_reports_concurrency_section_by_hand():
     # C = 16: DDTree (4 x (1 + 0.0625 x 527) + 4) / 0.8 = 174.7 ms -> 80.1 tok/s per user,
     # AR 4 x (1 + 0.0625 x 15) + 4 = 11.75 ms -> 85.1: the first C where it stops paying
     assert sglang["stops_paying_at"] == 16
+    assert sglang["pays"] == "stops" and sglang["pays_at"] == [1, 2, 4, 8]
+    assert sglang["starts_paying_at"] is None
     assert sglang["p_faster_than_ar"][CONCURRENCY_GRID.index(8)] == 1.0
+
+
+def test_the_reports_concurrency_section_says_a_drafter_that_never_pays():
+    """A trust pass: summary.json's ``stops_paying_at`` was null both for a drafter that pays
+    at every C of the grid (as its comment said) and for one that never pays, starts paying,
+    or pays on and off. At accept 1 DDTree emits 1 token per 20 ms step at C = 1 (50 tok/s)
+    against AR's 1 per 8 ms (125), and at C = 128 1 per (4 x (1 + 0.0625 x 4223) + 4) / 0.8
+    = 1329 ms against AR's 4 x (1 + 0.0625 x 127) + 4 = 39.75 ms: it pays at no C."""
+    import dataclasses
+
+    from ddtree_bayes.engine.question import default_question
+    from ddtree_bayes.workflows.report.sections import concurrency_section
+
+    draws = exact(point_mass_draws())
+    d = dataclasses.replace(default_question(draws), accept=1.0)
+    sglang = concurrency_section(draws, seed=0, d=d)["engines"]["sglang"]
+    assert sglang["per_user"][0][2] == pytest.approx(50.0)
+    assert sglang["p_faster_than_ar"] == [0.0] * 8
+    assert sglang["pays"] == "never" and sglang["pays_at"] == []
+    assert sglang["stops_paying_at"] is None and sglang["starts_paying_at"] is None
 
 
 def test_the_reports_measured_concurrency_is_the_default_systems():
