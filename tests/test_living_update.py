@@ -59,8 +59,9 @@ def test_update_scores_the_new_row_against_the_previous_posterior(updated):
     sc = P.resolve_scenario(before, hardware="b300", gpus=8, engine="sglang", method="ddtree",
                             block=16, budget=32, verify_tokens=None, context_tokens=None)
     # the structured step draws the group's own per-node ratio beyond the measured budget
-    # (tied_ratio_spread): the same seed as score_rows gives the same step draws
-    parts, _ = P.step_components(before, sc, np.random.default_rng(20261130))
+    # (tied_ratio_spread): predict's generator for the question, as score_rows uses it,
+    # gives the same step draws
+    parts, _ = P.step_components(before, sc, P.keyed_rng(20261130, P.scenario_key(sc)))
     step = parts["step"]
     # the likelihood's sd of this row: run-to-run noise and, for the structured step, the
     # discrepancy at its distance from the measured configurations (M = 33 vs 9)
@@ -670,3 +671,26 @@ def test_a_hand_edited_tracked_query_is_checked_as_track_add_checks_it(tmp_path)
     assert code == 0 and "  typo: b300 x8 sglnag ddtree b16/B32 accept 14: 90% " in out
     assert ("ddtree-bayes: warning: tracked query 'typo': --engine 'sglnag' was never measured"
             in err) and err.count("tracked query 'typo'") == 1, err
+
+
+def test_a_new_row_is_scored_with_predicts_draws():
+    """A trust pass: `update` scored a new B300 DDTree row at C = 4, accept 12, at a median of
+    1760 (90% 1115-2544) where `predict --accept 12 --concurrency 4 --engine sglang` says a
+    total of 1770 (1116-2524) for the same fit and seed: score_rows drew every row from one
+    generator in turn, predict from one keyed by the question. Now each row's predicted
+    figures are predict's, digit for digit, whatever rows come before it."""
+    draws = point_mass_draws(n=400, noise_sd=0.05)
+    hw = {"b300": {}}
+    rows = [parse_row("t", 10 + c, {"model": "kimi-k2.6", "hardware": "b300", "gpus": "8",
+                                    "engine": "sglang", "method": "ddtree", "block": "16",
+                                    "budget": "32", "accept_len": "12", "concurrency": str(c),
+                                    "tok_s": str(600 * c), "source": "HYPOTHETICAL"}, hw)
+            for c in (1, 4)]
+    scores = living.score_rows(draws, rows, seed=7)
+    asked = P.predict(draws, model="kimi-k2.6", accept="12", engines=["sglang"],
+                      concurrency=[1, 4], seed=7)
+    for score, r in zip(scores, asked, strict=True):
+        assert {k: score[k] for k in ("median", "lo50", "hi50", "lo90", "hi90")} == r["total"]
+    # the draws are not one generator's in turn: the C = 4 row alone scores the same
+    (alone,) = living.score_rows(draws, rows[1:], seed=7)
+    assert alone["median"] == scores[1]["median"] and alone["lo90"] == scores[1]["lo90"]

@@ -70,7 +70,6 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine import target_models
 
-    rng = np.random.default_rng(seed)
     # a fit of several models scores a row of another model from its card (the pair roofline)
     multi = target_models.is_multi(draws)
     fit_model = None if multi else draws.meta.get("model", {}).get("target_model")
@@ -91,16 +90,22 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
             continue
         try:
             sc = P.row_scenario(draws, m)
+            # predict's generator for this configuration (keyed by the question, not by the
+            # row's place among the new ones): its step and noise draws are predict's, so
+            # the row's predicted figures are `predict`'s for the same flags and seed (a C = 4
+            # row was scored at 1760 where predict's total said 1770)
+            rng = P.keyed_rng(seed, P.scenario_key(sc))
             parts, how = P.step_components(draws, sc, rng)
         except QueryError as err:
             out.append({**base, "status": "unpredictable", "reason": without_fix(err)})
             continue
         # the likelihood's sd for this row: noise, plus the structured form's discrepancy
         sd = np.asarray(parts["log_sd"], dtype=float)
-        # a row without accept_len: its inferred acceptance group's posterior (or the prior)
+        # a row without accept_len: its inferred acceptance group's posterior (or the prior),
+        # from a generator of its own (predict draws acceptance apart from the step)
         # (a row at C > 1 measures the C streams' total)
-        log_mu = np.log(P.row_acceptance(draws, m, rng) * 1000.0 * m.concurrency
-                        / parts["step"])
+        accept = P.row_acceptance(draws, m, P.keyed_rng(seed, f"{P.scenario_key(sc)} accept"))
+        log_mu = np.log(accept * 1000.0 * m.concurrency / parts["step"])
         diff = math.log(m.tok_s) - log_mu
         nu = P.noise_nu(draws, sc)   # a Student-t fit scores with its t
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -108,7 +113,9 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
             cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else C.standard_cdf(z, nu),
                            (diff > 0) + 0.5 * (diff == 0))
         pct = float(np.mean(cdf))
-        samples = np.exp(log_mu + sd * C.standard_noise(rng, sd.shape[0], nu))
+        # predict's arithmetic, draw by draw: C x accept x 1000 / step x exp(sd x noise)
+        samples = m.concurrency * accept * (
+            1000.0 / parts["step"] * np.exp(sd * C.standard_noise(rng, sd.shape[0], nu)))
         summary = P.summarize(samples, (0.5, 0.9), None)
         status = "surprise" if pct < SURPRISE_LO or pct > SURPRISE_HI else "ok"
         out.append({**base, **summary, "percentile": pct, "status": status,
