@@ -54,7 +54,8 @@ def group_rng(seed: int, label: str | None) -> np.random.Generator:
     return P.keyed_rng(seed, label or "-")
 
 
-def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int
+def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int,
+                            rng: np.random.Generator | None = None
                             ) -> tuple[Fit, P.Scenario, str]:
     """For a scenario on a system without measurements (answered by hardware transfer),
     the draws with that system's transferred parameters added as a system column of their
@@ -62,11 +63,14 @@ def with_transferred_system(draws: Fit, sc: P.Scenario, seed: int
 
     Every scenario on that system (any engine, method or budget) then sees the same
     transferred step parameters per draw, and its overhead group the same ``z`` per draw
-    (:func:`shared_step`); measured systems pass through unchanged.
+    (:func:`shared_step`); measured systems pass through unchanged. ``rng``: the stream to
+    draw them from instead (``next``: the query's, so its system's parameters are those
+    predict drew for the query).
     """
     if getattr(sc, "measured", True):
         return draws, sc, ""
-    params, how = P.transferred_parameters(draws, sc, group_rng(seed, f"system {sc.pair}"))
+    params, how = P.transferred_parameters(
+        draws, sc, group_rng(seed, f"system {sc.pair}") if rng is None else rng)
     variables = dict(draws.variables)
     systems = list(draws.meta["coords"]["system"])
     columns = {"step_ar_ms": params["step_ar_ms"], "moe_share": params["moe_share"],
@@ -103,15 +107,19 @@ def shared_step(draws: Fit, sc: P.Scenario, seed: int) -> tuple[np.ndarray, str]
     return parts["step"], how
 
 
-def shared_components(draws: Fit, sc: P.Scenario, seed: int, anchor: bool = True
-                      ) -> tuple[dict, str]:
+def shared_components(draws: Fit, sc: P.Scenario, seed: int, anchor: bool = True,
+                      system_rng: np.random.Generator | None = None,
+                      step_rng: np.random.Generator | None = None) -> tuple[dict, str]:
     """:func:`shared_step`'s step terms, with ``log_sd`` (noise and, in the structured form,
     the discrepancy for the distance from the nearest measured configuration). ``anchor``:
     as in :func:`~ddtree_bayes.engine.predictive.step_components` (False: the structural
-    step a new measurement's likelihood uses)."""
-    draws, sc, transfer_how = with_transferred_system(draws, sc, seed)
-    parts, how = P.step_components(draws, sc, group_rng(seed, overhead_group(draws, sc)),
-                                   anchor=anchor)
+    step a new measurement's likelihood uses). ``system_rng``: see
+    :func:`with_transferred_system`; ``step_rng``: the stream of the group's draws instead
+    of :func:`group_rng` (``next``: the query's, for a candidate in the query's group; one
+    generator passed as both continues as predict's does, transfer first)."""
+    draws, sc, transfer_how = with_transferred_system(draws, sc, seed, system_rng)
+    rng = group_rng(seed, overhead_group(draws, sc)) if step_rng is None else step_rng
+    parts, how = P.step_components(draws, sc, rng, anchor=anchor)
     return parts, transfer_how + how
 
 

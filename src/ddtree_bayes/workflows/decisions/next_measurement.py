@@ -380,14 +380,21 @@ def weighted_interval(sorted_values: np.ndarray, weights: np.ndarray, prob: floa
                       ) -> tuple[np.ndarray, np.ndarray]:
     """Equal-tailed ``prob`` interval of ``sorted_values`` under each row of ``weights``
     (K, n), each row summing to 1 and ordered like ``sorted_values``; the weighted CDF is
-    taken at the midpoint of each draw's mass and interpolated linearly.
+    taken at the midpoint of each draw's mass, stretched linearly so the first draw is at 0
+    and the last at 1, and interpolated linearly: with equal weights, ``np.quantile``'s
+    interval (predict's).
 
     >>> v = np.arange(1.0, 101.0)
     >>> lo, hi = weighted_interval(v, np.full((1, 100), 0.01), 0.9)
-    >>> round(float(lo[0]), 9), round(float(hi[0]), 9)
-    (5.5, 95.5)
+    >>> round(float(lo[0]), 9), round(float(hi[0]), 9)   # np.quantile: 1 + 0.05 x 99
+    (5.95, 95.05)
     """
     cdf = np.cumsum(weights, axis=1) - 0.5 * weights
+    # stretched so the first draw sits at 0 and the last at 1: under equal weights this is
+    # np.quantile's (linear) interval, predict's, so an uninformative candidate leaves the
+    # query's interval exactly as `now` (predict's digits) has it
+    first, last = cdf[:, :1], cdf[:, -1:]
+    cdf = (cdf - first) / np.where(last > first, last - first, 1.0)
     tails = ((1 - prob) / 2, (1 + prob) / 2)
     lo, hi = np.empty(len(weights)), np.empty(len(weights))
     for k in range(len(weights)):
@@ -440,17 +447,25 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                          "be infinitely informative", fix="refit with the bundled noise prior")
     n = draws.n_draws
     cands = default_candidates(draws, query) if candidates is None else candidates
-    rng = np.random.default_rng([seed, 11])
-    accept, accept_label = query_acceptance(draws, query, rng)
-    q_parts, q_how = shared_components(draws, query.scenario, seed)
+    q_sc = query.scenario
+    # the query's draws are predict's for the same flags and seed, digit for digit: its
+    # acceptance from the generator keyed by the acceptance asked, its step and noise from
+    # the one keyed by the question (they were drawn here from streams of their own, and
+    # `now` said 440 (282-636) where predict said 442 (279-631))
+    accept, accept_label = query_acceptance(draws, query, P.keyed_rng(seed, repr(query.source)))
+    per_token, q_how = P.per_token_draws(draws, q_sc, seed)
+    q = accept * per_token
+    q_key = P.scenario_key(q_sc)
+    q_group = overhead_group(draws, q_sc)
+    rng = np.random.default_rng([seed, 11])   # the simulated results
     nu = likelihood_nu(draws.variables)   # (None: normal, the draws of every earlier version)
-    q = accept * 1000.0 / q_parts["step"] * np.exp(
-        q_parts["log_sd"] * P.predictive_noise(draws, query.scenario, n, rng))
     picks = rng.integers(0, n, size=k)
     eps = rng.standard_normal(k)
     eps_t = None if nu is None else standard_noise(rng, k, nu)   # an unanchored candidate's
-    now_lo, now_hi = weighted_interval(np.sort(q), np.full((1, n), 1.0 / n), prob)
-    now = float(now_hi[0] - now_lo[0])
+    probs = P.interval_probs(prob)
+    shown = P.summarize(q, probs, None)   # predict's figures of the query
+    now_lo, now_hi = shown[f"lo{P.pct_label(prob)}"], shown[f"hi{P.pct_label(prob)}"]
+    now = now_hi - now_lo
     rows = []
     for c in cands:
         # a new measurement's likelihood, as the fit and `update` weigh it: at a configuration
@@ -458,7 +473,16 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         # distance; a repeat of a measured one is conditioned on its rows (the anchored draw
         # of its discrepancy and own error, sd = run-to-run noise)
         measured = P.at_measured_configuration(draws, c.scenario)
-        parts, how = shared_components(draws, c.scenario, seed, anchor=measured)
+        # the draws the query shares with the candidate are the query's, as predict drew
+        # them from the query's generator: an unmeasured system's transferred parameters
+        # (drawn first), then, in the query's overhead group, the group's own draws (an
+        # unmeasured group's, a measured one's beyond its budget); another group draws its own
+        q_rng = P.keyed_rng(seed, q_key)
+        same_group = q_group is not None and overhead_group(draws, c.scenario) == q_group
+        on_q_system = c.scenario.pair == q_sc.pair and not q_sc.measured
+        parts, how = shared_components(draws, c.scenario, seed, anchor=measured,
+                                       system_rng=q_rng if on_q_system else None,
+                                       step_rng=q_rng if same_group else None)
         a = 1.0 if c.accept_len is None else c.accept_len
         # a Student-t fit: t for a new configuration, normal run noise about a measured one
         t = None if eps_t is None or measured else eps_t
@@ -490,6 +514,6 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                       "context_tokens": sc.context_tokens, "accept": accept_label,
                       **({"concurrency": sc.concurrency} if sc.concurrency != 1 else {}),
                       "accept_fixed": bool(np.all(accept == accept[0])),
-                      "overhead_from": q_how, "median": float(np.median(q)),
-                      "lo": float(now_lo[0]), "hi": float(now_hi[0]), "width": now},
+                      "overhead_from": q_how, "median": shown["median"],
+                      "lo": now_lo, "hi": now_hi, "width": now},
             "rows": rows, "default_scenario": query.default_scenario}
