@@ -437,17 +437,17 @@ def test_next_uses_the_query_overhead_draw_for_a_candidate_in_its_unmeasured_gro
     query = D.parse_query(draws, "--hardware b300 --engine trt --budget 32 --accept 10")
     cands = [cand(draws, "vllm", "ddtree", 8), cand(draws, "trt", "ddtree", 8),
              cand(draws, "sglang", "ddtree", 8)]
-    # (the vllm row's reduction is Monte Carlo noise about 0: K = 32 results reweighting by an
-    # independent draw; over seeds 4-13 it spans -0.054 to 0.032 with the query's draws
-    # predict's, -0.015 to 0.044 before; seed 5 keeps the 0.05 bound away from that edge)
-    out = D.next_measurements(draws, query, cands, k=32, seed=5)
+    out = D.next_measurements(draws, query, cands, k=32, seed=4)
     rows = by_budget(out)
     assert out["rows"][0]["engine"] == "trt"
     assert rows["trt", "ddtree", 8]["shares_query_overhead"]
     assert rows["trt", "ddtree", 8]["reduction_rel"] > 0.7
-    assert abs(rows["vllm", "ddtree", 8]["reduction_rel"]) < 0.05
-    # the measured sglang group is a point mass: measuring it teaches nothing here
-    assert abs(rows["sglang", "ddtree", 8]["reduction_rel"]) < 0.05
+    # the vllm row (an independent draw) and the measured sglang group (a point mass) teach
+    # nothing: their reduction is Monte Carlo noise about 0, judged by its own standard error
+    # (K = 32 results; over seeds 4-13 the vllm row is within 2.6 of its width_se)
+    for key in (("vllm", "ddtree", 8), ("sglang", "ddtree", 8)):
+        r = rows[key]
+        assert abs(r["reduction"]) < 4 * r["width_se"] + 1e-9, (key, r)
 
 
 def test_next_shares_transferred_parameters_on_a_system_without_measurements():
