@@ -524,3 +524,16 @@ def test_an_empty_item_of_a_list_flag_is_refused_not_dropped(work, text):
     assert "empty item" in err or "holds no number" in err
     err = one_error(*run_cli(work, "optimize", "--budgets", "8,,16"))
     assert "argument --budgets: '8,,16' has an empty item" in err
+
+
+def test_an_empty_item_of_bench_records_is_refused_not_dropped():
+    """`add --from-bench F --bench-records 1,,4` took records 1 and 4 without a word on the
+    blank between, as the list flags did."""
+    import argparse
+
+    from ddtree_bayes.cli.args import record_list
+
+    assert record_list("1-3, 7") == [1, 2, 3, 7]
+    for text in ("1,,4", "1,4,", ",4"):
+        with pytest.raises(argparse.ArgumentTypeError, match="has an empty item"):
+            record_list(text)

@@ -250,10 +250,11 @@ def record_list(text: str) -> list[int]:
     """
     fix = "e.g. --bench-records 1,3 or --bench-records 2-5"
     one = whole(1, 10_000_000, fix)
+    if text.strip() and any(not p.strip() for p in text.split(",")):
+        # (1,,4 took 1 and 4 without a word on the blank between: a record lost, silently)
+        raise _bad(text, "has an empty item (two commas in a row, or one at an end)", fix)
     out: list[int] = []
     for part in (p.strip() for p in text.split(",")):
-        if not part:
-            continue
         lo, dash, hi = part.partition("-")
         first, last = one(lo), one(hi) if dash else None
         if last is None:
