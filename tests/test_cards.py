@@ -1337,3 +1337,39 @@ def test_a_gguf_whose_top_k_exceeds_its_experts_is_refused(tmp_path):
     assert str(err.value) == (
         f"{path}: 'llama.expert_used_count' is 16 but 'llama.expert_count' is 8: no step routes "
         "a token to more experts than exist (fix: pass the model's own GGUF file)")
+
+
+def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path):
+    """card add reads the longest context a model takes (config max_position_embeddings,
+    GGUF <arch>.context_length) into max_context_tokens; a context above it is a deployment
+    that does not run as configured, and predict answered it without a word."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.engine.scenario import max_context_warning, memory_warnings
+
+    assert derive("qwen3-30b-a3b").card["max_context_tokens"] == "40960"
+    assert derive("llama-3.1-8b").facts["max_context_tokens"] == 131072   # RoPE scaled (x8)
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "qwen3-30b-a3b"), "--name", "q30")
+    assert code == 0, err
+    assert "context           up to 40,960 tokens" in out
+    card = load_model_cards(tmp_path / "data" / "models.csv")["q30"]
+    assert card.max_context_tokens == 40960
+    assert load_model_cards(bundled("models.csv"))["kimi-k2.6"].max_context_tokens is None
+    fit = NS(meta={"model": {"card": dataclasses.asdict(card)}})
+    at = {c: NS(model=None, context_tokens=float(c)) for c in (40960, 40961)}
+    assert max_context_warning(fit, at[40960]) is None
+    line = max_context_warning(fit, at[40961])
+    assert line == ("context 40961 is above q30's longest, 40960 tokens (max_position_embeddings, "
+                    "its card): the model takes no such context unless its RoPE is scaled "
+                    "further, and the answer extrapolates its context cost past it")
+    # predict, next and optimize print what memory_warnings gives
+    scenario = NS(model=None, context_tokens=40961.0, measured=True, multi=False,
+                  hardware="nope", gpus=1, concurrency=1)
+    assert line in memory_warnings(NS(meta=fit.meta, hardware={}), scenario)
+    fit.meta["model"]["card"]["max_context_tokens"] = None    # a card that does not say
+    assert max_context_warning(fit, at[40961]) is None
+
+
+def test_a_gguf_card_reads_its_context_length(tmp_path, gguf_file, quick_hash):
+    d = card_files.derive_from_gguf(gguf_file)
+    assert d.card["max_context_tokens"] == "131072" and d.facts["max_context_tokens"] == 131072

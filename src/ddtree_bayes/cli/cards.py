@@ -54,6 +54,9 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
               f"  bytes per weight  {card['bytes_per_weight']} over the active weights (the "
               f"whole file: {facts['file_bytes_per_weight']:.4g})",
               f"  compute dtype     {card['compute_dtype']}"]
+    if facts.get("max_context_tokens"):
+        lines.append(f"  context           up to {facts['max_context_tokens']:,} tokens "
+                     "(max_position_embeddings: predict warns above it)")
     if facts.get("kv_bytes_per_token") is not None:
         lines.append(f"  KV cache          {facts['kv_bytes_per_token']:,} bytes per token = "
                      f"{facts['kv_formula']}")

@@ -43,7 +43,7 @@ FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
 #: Card fields stored for the checks around the model, never read by it (``update``'s
 #: reweight compares cards without them: a fit stored before one existed is no other model).
 NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight", "kv_window_bytes_per_token",
-                "kv_window_tokens")
+                "kv_window_tokens", "max_context_tokens")
 
 
 def modelled(card: dict) -> dict:
@@ -85,6 +85,9 @@ class ModelCard:
     #: (``kv_window_tokens``); None for a model without such layers
     kv_window_bytes_per_token: float | None = None
     kv_window_tokens: int | None = None
+    #: the longest context the model takes (its config's ``max_position_embeddings``: with a
+    #: RoPE scaling the config declares, the scaled length); None when the card does not say
+    max_context_tokens: int | None = None
 
     @property
     def is_moe(self) -> bool:
@@ -335,7 +338,10 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
             kv_bytes_per_token=None if "kv_bytes_per_token" not in raw else num(
                 "kv_bytes_per_token", required=False),
-            file_bytes_per_weight=file_bpw, **_window(raw, num, path, i))
+            file_bytes_per_weight=file_bpw, **_window(raw, num, path, i),
+            max_context_tokens=_optional_int(num("max_context_tokens", integer=True,
+                                                 required=False)
+                                             if raw.get("max_context_tokens") else None))
     return cards
 
 

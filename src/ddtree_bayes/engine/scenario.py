@@ -634,6 +634,23 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
             f"an AR row measured on {sc.hardware} pins it")
 
 
+def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when ``sc`` asks a context longer than the model takes (its card's
+    ``max_context_tokens``: the config's ``max_position_embeddings``, scaled RoPE included):
+    such a deployment does not run as configured, and its answer extrapolates the context
+    cost past any run. None when the card does not say (the built-in cards, a hand-written
+    card without the column)."""
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    if card is None or not card.max_context_tokens or sc.context_tokens <= card.max_context_tokens:
+        return None
+    return (f"context {sc.context_tokens:.0f} is above {card.model}'s longest, "
+            f"{card.max_context_tokens} tokens (max_position_embeddings, its card): the model "
+            "takes no such context unless its RoPE is scaled further, and the answer "
+            "extrapolates its context cost past it")
+
+
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:
     """What the GPUs' memory says of ``sc`` at each concurrency: the weights-fit check that
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
@@ -641,8 +658,8 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     weights (:func:`read_floor_warning`), and a pair never measured answered faster than a
     measured one that reads at least as fast (:func:`faster_than_measured_warning`);
     ``predict``, ``next`` and ``optimize`` say the same."""
-    notes = (unchecked_memory_warning(draws, sc), read_floor_warning(draws, sc),
-             faster_than_measured_warning(draws, sc))
+    notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
+             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 

@@ -123,6 +123,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                        shared_experts=int(key("{arch}.expert_shared_count") or 0),
                        tied_embeddings=not any(t.kind == "lm_head" for t in tensors),
                        mtp_layers=nextn,
+                       max_context_tokens=_int(key("{arch}.context_length")),
                        intermediate_size=_int(key("{arch}.expert_feed_forward_length")
                                               or key("{arch}.feed_forward_length")))
     if shape.experts and not shape.shared_experts and any(t.kind == "shared_expert"

@@ -212,7 +212,8 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     if not tied:
         tensors.append(Tensor("lm_head", (vocab, hidden), "lm_head", linear=True))
     shape = ModelShape(architecture=family, tensors=tensors, layers=layers, hidden_size=hidden,
-                       vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp)
+                       vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp,
+                       max_context_tokens=_positive_int(cfg.get("max_position_embeddings")))
     describe_attention(shape, c, family, kinds)
     describe_experts(shape, c, family)
     if multimodal:
@@ -227,6 +228,16 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                            + ", ".join(f"{k} {str(v).lower() if isinstance(v, bool) else v}"
                                        for k, v in shown.items()))
     return shape
+
+
+def _positive_int(value) -> int | None:
+    """``value`` if a whole number above 0, else None (a field the card only reports).
+
+    >>> _positive_int(131072), _positive_int(0), _positive_int("8k"), _positive_int(True)
+    (131072, None, None, None)
+    """
+    ok = isinstance(value, int) and not isinstance(value, bool) and value > 0
+    return value if ok else None
 
 
 def layer_kinds(cfg: dict, family: str, layers: int) -> list[str]:

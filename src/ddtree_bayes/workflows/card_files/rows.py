@@ -20,7 +20,7 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 #: Columns a card row has that an older data/models.csv (one created from the bundled cards
 #: before they existed) may lack: writing the row adds them to its header.
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
-                         "kv_window_tokens")
+                         "kv_window_tokens", "max_context_tokens")
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
@@ -131,7 +131,9 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         else _bpw(wb.file_average),
         "kv_window_bytes_per_token": "" if shape.kv_window_bytes_per_token is None
         else str(shape.kv_window_bytes_per_token),
-        "kv_window_tokens": "" if shape.kv_window_tokens is None else str(shape.kv_window_tokens)}
+        "kv_window_tokens": "" if shape.kv_window_tokens is None else str(shape.kv_window_tokens),
+        "max_context_tokens": "" if shape.max_context_tokens is None
+        else str(shape.max_context_tokens)}
     facts = {"architecture": shape.architecture, "params_total": wb.total_params,
              "params_active": round(wb.active_params), "embedding_params": embed,
              "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,
@@ -141,7 +143,8 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              "attention": shape.attention, "kv_bytes_per_token": shape.kv_bytes_per_token,
              "kv_formula": shape.kv_formula, "storage": scheme.label,
              "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
-             "compute_dtype": dtype, "mtp_layers": shape.mtp_layers}
+             "compute_dtype": dtype, "mtp_layers": shape.mtp_layers,
+             "max_context_tokens": shape.max_context_tokens}
     drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
     return Derived(card, drafters, facts)
 

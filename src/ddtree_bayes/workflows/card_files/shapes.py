@@ -66,6 +66,9 @@ class ModelShape:
     kv_window_tokens: int | None = None
     mtp_layers: int = 0
     intermediate_size: int | None = None
+    #: the longest context the model takes (config ``max_position_embeddings``, GGUF
+    #: ``<arch>.context_length``); None when the file does not say
+    max_context_tokens: int | None = None
     notes: list[str] = field(default_factory=list)
 
     def total(self, *, mtp: bool = False) -> int:
