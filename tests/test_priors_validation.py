@@ -555,6 +555,17 @@ def test_unknown_section_is_an_error_not_ignored():
     assert "typo" in str(err)
 
 
+@pytest.mark.parametrize("key", ["step_fom", "moeform", "knee_sharpnes"])
+def test_an_unknown_model_key_is_an_error_not_the_default_form(key):
+    """A typo in [model] was ignored: `step_fom = "structured"` left step_form at its
+    default, so `fit` sampled the fraction form without a word."""
+    old = {"step_fom": "step_form", "moeform": "moe_form",
+           "knee_sharpnes": "knee_sharpness"}[key]
+    text = TEXT.replace(f"\n{old} = ", f"\n{key} = ", 1)
+    err = expect_error(text, f"model.{key}", f"unknown key {key!r}")
+    assert old in str(err)   # the fix names the key meant
+
+
 # ------------------------------------------------------------------ what a step can emit
 def test_an_acceptance_entry_above_what_its_configuration_can_emit_is_refused():
     """The block-16 budget-32 entry's upper is block + 1 = 17 (core/methods.py max_accept);

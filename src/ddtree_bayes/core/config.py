@@ -122,6 +122,10 @@ FORM_PRIORS: dict[str, tuple[str, ...]] = {
 }
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
+#: Keys of a priors file's ``[model]`` table (a key not among them is refused: a typo such as
+#: ``step_fom`` would leave the form at its default without a word).
+MODEL_KEYS = ("moe_form", "step_form", "knee_sharpness", "context_unit_tokens",
+              "default_context_tokens")
 #: Top-level sections of a priors file.
 KNOWN_SECTIONS = frozenset({"model", "priors", "relations", "acceptance", "transfer", "methods",
                             "acceptance_curve"})
@@ -412,6 +416,15 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
         return value
 
     model = section("model", dict, "[model] with moe_form = ...")
+    for key in model:
+        if key not in MODEL_KEYS:
+            import difflib
+
+            close = difflib.get_close_matches(key, MODEL_KEYS, n=1, cutoff=0.6)
+            raise PriorsError(f"unknown key {key!r}", file=path, column=f"model.{key}",
+                              fix=(f"did you mean {close[0]}? " if close else "")
+                              + "[model] takes " + ", ".join(MODEL_KEYS)
+                              + " (a typo is never ignored)")
     moe_form = model.get("moe_form", "power")
     if not isinstance(moe_form, str) or moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown moe_form {moe_form!r}", file=path, column="model.moe_form",
