@@ -553,6 +553,37 @@ def test_validate_concurrency_at_a_c_no_sweep_measured_is_refused_before_fitting
     assert f"{sweeps[0].name}: skipped (no row at C = 4096)" in err
 
 
+@pytest.mark.parametrize("kind", ["no model column", "not UTF-8", "a row one cell short"])
+def test_validate_concurrency_names_a_sweep_file_it_cannot_read(tmp_path, kind):
+    """--extrapolate --concurrency read its --sweeps with csv.DictReader and no check: a file
+    without a model column (data/hardware.csv passed by mistake) ended in "internal error:
+    KeyError: 'model'" (exit 1), a Latin-1 file in a UnicodeDecodeError; --extrapolate's own
+    reader names the file, the row or the column."""
+    from pathlib import Path
+
+    good = sorted((Path(__file__).resolve().parents[1] / "data" / "public" / "conc")
+                  .glob("vllm_*.csv"))[0].read_text()
+    bad = tmp_path / "sweep.csv"
+    if kind == "no model column":
+        bad.write_text(bundled("hardware.csv").read_text())
+        column = "'model'"
+    elif kind == "not UTF-8":
+        bad.write_bytes(good.encode() + "x,caf\u00e9\n".encode("latin-1"))
+        column = "not UTF-8"
+    else:
+        lines = good.splitlines()
+        cells = lines[1].split(",")   # (the first cells hold no quoted comma)
+        short = ",".join(cells[:3] + cells[4:])   # the gpus cell left out: every cell shifts
+        bad.write_text("\n".join([lines[0], short, *lines[2:]]) + "\n")
+        column = "row 2"
+    code, out, err = run_cli(tmp_path, "validate", "--extrapolate", "--concurrency",
+                             "--sweeps", str(bad))
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and err.startswith("ddtree-bayes: error: "), err
+    assert str(bad) in err and column in err and "fix:" in err
+    assert "internal error" not in err
+
+
 def test_the_crossover_check_reads_a_blank_context_as_the_fit_does():
     """validate --concurrency's crossover check read a blank context as 0 where the fit, and
     every other reader, read it as the priors' default_context_tokens: with a default of 64k

@@ -35,6 +35,23 @@ from ddtree_bayes.workflows.validation import Inputs, card_texts, refit_without,
 BAND = 0.30
 
 
+def read_sweep(path: Path) -> list[dict]:
+    """A concurrency sweep file's rows, read as ``--extrapolate`` reads its sweeps (UTF-8,
+    each row with the header's number of cells); a file that is not one (no such file, not
+    UTF-8, a column of the measurement schema missing) is a one-line :class:`DataError`
+    naming it: `--sweeps data/hardware.csv` was "internal error: KeyError: 'model'"."""
+    from ddtree_bayes.workflows.extrapolation import _records, read_text
+
+    records = _records(path, read_text(path, "pass concurrency sweep CSVs "
+                                             "(data/public/conc/*.csv) with --sweeps"))
+    missing = [c for c in COLUMNS if not records or c not in records[0]]
+    if missing:
+        raise DataError("not a concurrency sweep file" + (" (no rows)" if not records else ""),
+                        file=str(path), row=1, column=missing[0],
+                        fix="see data/public/conc/README.md for the schema")
+    return records
+
+
 def sweep_csv(path: Path) -> tuple[str, int]:
     """A concurrency sweep in the measurement schema (notes dropped), and the rows skipped."""
     buf = io.StringIO()
@@ -42,12 +59,11 @@ def sweep_csv(path: Path) -> tuple[str, int]:
                        lineterminator="\n")
     w.writeheader()
     skipped = 0
-    with open(path, newline="") as fh:
-        for r in csv.DictReader(fh):
-            if r["method"] != "ar" and not r.get("verify_tokens"):
-                skipped += 1
-                continue
-            w.writerow({**r, "notes": ""})
+    for r in read_sweep(path):
+        if r["method"] != "ar" and not r.get("verify_tokens"):
+            skipped += 1
+            continue
+        w.writerow({**r, "notes": ""})
     return buf.getvalue(), skipped
 
 
@@ -167,8 +183,7 @@ def extrapolate_concurrency(files: list[Path] | None = None,
     sweeps, notes = [], []
     runnable = []
     for path in files:   # every skip known before the first fit
-        with open(path, newline="") as fh:
-            records = list(csv.DictReader(fh))
+        records = read_sweep(path)
         missing = sorted({r["model"] for r in records} - set(cards))
         if missing:
             notes.append(f"{path.name}: skipped (no model card for {', '.join(missing)})")
