@@ -584,6 +584,18 @@ def test_validate_concurrency_names_a_sweep_file_it_cannot_read(tmp_path, kind):
     assert "internal error" not in err
 
 
+def test_validate_concurrency_refuses_a_sweep_named_twice(tmp_path):
+    """--sweeps A A fitted A twice and counted its rows twice in the pooled scores."""
+    from pathlib import Path
+
+    src = sorted((Path(__file__).resolve().parents[1] / "data" / "public" / "conc")
+                 .glob("vllm_*.csv"))[0]
+    code, out, err = run_cli(tmp_path, "validate", "--extrapolate", "--concurrency",
+                             "--sweeps", str(src), str(src))
+    assert code == 2 and out == "", err
+    assert err.count("\n") == 1 and "named twice" in err and "fix:" in err
+
+
 def test_the_crossover_check_reads_a_blank_context_as_the_fit_does():
     """validate --concurrency's crossover check read a blank context as 0 where the fit, and
     every other reader, read it as the priors' default_context_tokens: with a default of 64k

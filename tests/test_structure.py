@@ -257,6 +257,25 @@ def test_a_sweep_row_with_an_unquoted_comma_is_refused(tmp_path):
                               'cell that holds a comma ("a, b"), or fill the missing cells)')
 
 
+def test_a_sweep_file_named_twice_or_a_sweep_in_two_files_is_refused(tmp_path):
+    """`validate --extrapolate --sweeps A A` (an overlapping shell glob) fitted A twice and
+    pooled its rows twice; two files holding the same sweep name were scored as one sweep,
+    each printed with the other's numbers."""
+    src = REPO / "data" / "public" / "lucebox_ddtree_qwen35_27b_rtx3090_budget.csv"
+    hw = bundled("hardware.csv").read_text()
+    assert len(X.load_sweeps([src], hw)[0]) == 1
+    with pytest.raises(DataError) as err:
+        X.load_sweeps([src, Path(str(src).replace("/data/", "/data/public/../"))], hw)
+    assert "named twice" in str(err.value) and "fix:" in str(err.value)
+    copy = tmp_path / "copy.csv"
+    copy.write_text(src.read_text())
+    with pytest.raises(DataError) as err:
+        X.load_sweeps([src, copy], hw)
+    message = str(err.value)
+    assert message.startswith(f"{copy}, column 'sweep': ") and str(src) in message
+    assert "lucebox-ddtree-qwen35-27b-rtx3090-budget" in message and "fix:" in message
+
+
 def test_a_chain_sweep_measures_its_pass_cost_a_tree_sweep_its_node_cost():
     """Which ratios the data can tell from the fixed cost: a chain measured at several depths
     varies its passes; a DDTree budget sweep varies its tree nodes but not its single pass."""

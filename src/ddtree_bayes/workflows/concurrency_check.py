@@ -175,6 +175,9 @@ def extrapolate_concurrency(files: list[Path] | None = None,
     if not files:
         raise DataError("no concurrency sweep files", file="data/public/conc/",
                         fix="pass sweep CSVs with --sweeps, or run from the repository root")
+    from ddtree_bayes.workflows.extrapolation import refuse_repeats
+
+    refuse_repeats(files)   # (a sweep named twice was fitted twice and pooled twice)
     priors = load_priors(priors_path or paths.priors_file(workdir))
     hardware_csv = hardware_table(workdir).text
     card_text = card_texts(workdir)

@@ -106,6 +106,20 @@ def _records(path, text: str) -> list[dict]:
     return records
 
 
+def refuse_repeats(files: list[Path]) -> None:
+    """A sweep file named twice (``--sweeps A A``, an overlapping shell glob, the same file
+    under two spellings) is a :class:`DataError`: its rows would be fitted and scored twice and
+    weigh double in the pooled scores."""
+    seen: dict[Path, Path] = {}
+    for path in files:
+        key = Path(path).resolve()
+        if key in seen:
+            raise DataError(f"named twice in --sweeps (also as {seen[key]})", file=str(path),
+                            fix="name each sweep file once: its rows would be scored twice "
+                                "and weigh double in the pooled scores")
+        seen[key] = Path(path)
+
+
 def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
                   ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
@@ -114,7 +128,9 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
     ``skip(measurements, rows lacking)`` gives), in file order. ``methods``: the priors'
     ``[methods]`` table, which bounds each row's accept_len (core/methods.py max_accept)."""
     hardware = load_hardware("hardware.csv", text=hardware_csv)
+    refuse_repeats(files)
     found, notes = [], []
+    where: dict[str, Path] = {}   # sweep name -> the file that holds it
     for path in files:
         records = _records(path, read_text(path, "pass public sweep CSVs (data/public/*.csv) "
                                                  "with --sweeps"))
@@ -126,6 +142,12 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
         by_sweep: dict[str, list[dict]] = {}
         for rec in records:
             by_sweep.setdefault(rec["sweep"], []).append(rec)
+        for name in by_sweep:   # (scored by name: two files' rows were mixed as one sweep)
+            if name in where:
+                raise DataError(f"sweep {name!r} is also in {where[name]}", file=str(path),
+                                column="sweep", fix="give each sweep its own name in the "
+                                                    "sweep column, or pass one of the two files")
+            where[name] = path
         for name, recs in by_sweep.items():
             if any("relative units" in r.get("derived", "").lower() for r in recs):
                 notes.append(f"{name}: skipped (tok/s in relative units: the roofline's compute "
