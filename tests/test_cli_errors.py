@@ -309,6 +309,25 @@ def test_a_truth_file_whose_tables_are_not_tables_is_refused(work, edit, fragmen
     assert not (work / "sim.csv").exists()
 
 
+@pytest.mark.parametrize(("old", "new", "column"), [
+    ('moe_form = "power"', 'moe_from = "linear"', "moe_from"),
+    ("moe_shape = 0.25", "moe_shpae = 0.25\nmoe_shape = 0.25", "systems.rtx-5090x1.moe_shpae"),
+    ("overhead_frac = 0.20", "overhead_frac = 0.20\noverhead = 0.3",
+     "groups.rtx-5090x1/vllm/eagle3.overhead"),
+])
+def test_a_truth_file_with_an_unknown_key_is_refused(work, old, new, column):
+    """A typo in a truth file was ignored: `moe_from = "linear"` simulated the power form
+    (an EAGLE-3 block-5 row at 205.6 tok/s where the linear form gives 159.7), exit 0."""
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    truth = (examples / "truth_dense_consumer.toml").read_text()
+    assert truth.count(old) == 1
+    (work / "truth.toml").write_text(truth.replace(old, new))
+    err = one_error(*run_cli(work, "simulate", "--truth", "truth.toml", "--design",
+                             str(examples / "design_dense_consumer.csv"), "--out", "sim.csv"))
+    assert f"truth.toml, column '{column}': unknown key" in err, err
+    assert not (work / "sim.csv").exists()
+
+
 def test_latest_names_the_latest_fit_and_a_fit_compared_with_itself_is_refused(tmp_path):
     """`--fit latest` is the latest fit, as `history` marks it (every command resolves fit
     ids through store.resolve); `compare --fits A,A` compared a fit with itself (exit 0,

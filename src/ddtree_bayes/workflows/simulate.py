@@ -71,6 +71,9 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
     return out.getvalue()
 
 
+#: Top-level keys of a truth file (PARAMS.toml), as :func:`load_truth` reads them.
+TRUTH_KEYS = ("model", "moe_form", "ctx_verify_exponent", "noise_sd", "systems", "groups")
+
 DESIGN_COLUMNS = ("hardware", "gpus", "engine", "method", "block", "budget", "accept_len",
                   "context_tokens")
 
@@ -102,6 +105,20 @@ def load_truth(path: str | Path) -> dict:
                              column=where, fix="correct the value")
         return float(value)
 
+    def known(where: str, table: dict, keys: tuple[str, ...]) -> None:
+        """A key the simulation does not read is refused, not ignored (`moe_from = "linear"`
+        simulated the power form)."""
+        import difflib
+
+        for key in table:
+            if key not in keys:
+                close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
+                raise InputError(f"unknown key {key!r}", file=path,
+                                 column=f"{where}.{key}" if where else key,
+                                 fix=(f"did you mean {close[0]}? " if close else "")
+                                 + "use " + ", ".join(keys) + " (a typo is never ignored)")
+
+    known("", raw, TRUTH_KEYS)
     systems = raw.get("systems")
     if not isinstance(systems, dict) or not systems:
         raise InputError("no [systems.\"<hardware>x<gpus>\"] tables", file=path, column="systems",
@@ -119,11 +136,15 @@ def load_truth(path: str | Path) -> dict:
     bounds = {"step_ar_ms": (1e-3, 1e4), "moe_share": (0, 1), "moe_shape": (0, 10),
               "ctx_ms_per_unit": (0, 1e4)}
     for label, table in systems.items():
+        known(f"systems.{label}", table, tuple(bounds))
         for key, (lo, hi) in bounds.items():
             truth[key][label] = number(f"systems.{label}.{key}", table.get(key), lo, hi)
+    groups = tables("groups", raw.get("groups", {}))
+    for label, table in groups.items():
+        known(f"groups.{label}", table, ("overhead_frac",))
     truth["overhead_frac"] = {
         label: number(f"groups.{label}.overhead_frac", table.get("overhead_frac"), 0, 0.99)
-        for label, table in tables("groups", raw.get("groups", {})).items()}
+        for label, table in groups.items()}
     truth["ctx_verify_exponent"] = number("ctx_verify_exponent", raw.get("ctx_verify_exponent"), 0, 2)
     truth["noise_sd"] = number("noise_sd", raw.get("noise_sd"), 0, 1)
     truth["model"] = str(raw.get("model", "sim-model"))
