@@ -566,6 +566,33 @@ def test_an_unknown_model_key_is_an_error_not_the_default_form(key):
     assert old in str(err)   # the fix names the key meant
 
 
+NU = ('\n[priors.likelihod_nu]\ndist = "point"\nvalue = 4\nrationale = "r"\nsource = "s"\n')
+
+
+def test_an_unknown_prior_name_is_an_error_not_ignored():
+    """A misspelt prior table was ignored: `[priors.likelihod_nu]` (the Student-t likelihood
+    the user asked for) left the fit on the normal likelihood without a word."""
+    err = expect_error(TEXT + NU, "priors.likelihod_nu", "unknown prior 'likelihod_nu'")
+    assert "did you mean likelihood_nu?" in str(err) and "typo" in str(err)
+    assert parse_priors(TEXT + NU.replace("likelihod_nu", "likelihood_nu"), NAME).priors[
+        "likelihood_nu"].params == {"value": 4.0}
+
+
+def test_every_prior_the_code_reads_is_a_known_name():
+    """KNOWN_PRIORS (config.py, below the modules that read them) holds every name they do."""
+    from ddtree_bayes.core.config import FORM_PRIORS, KNOWN_PRIORS, MOE_FORMS
+    from ddtree_bayes.core.likelihood import CONFIG_SHARE
+    from ddtree_bayes.core.pairs import PAIR_PRIORS
+    from ddtree_bayes.core.spec import CTX_BATCH, tp_prior
+    from ddtree_bayes.engine.structure import CONCURRENCY_SD
+
+    read = {*MODEL_PRIORS, *MOE_FORMS.values(), *(n for v in FORM_PRIORS.values() for n in v),
+            *PAIR_PRIORS, CTX_BATCH, CONCURRENCY_SD, CONFIG_SHARE, "likelihood_nu",
+            tp_prior("pcie"), tp_prior("fabric")}
+    assert read <= set(KNOWN_PRIORS)
+    assert set(parse_priors(TEXT, NAME).priors) <= set(KNOWN_PRIORS)
+
+
 # ------------------------------------------------------------------ what a step can emit
 def test_an_acceptance_entry_above_what_its_configuration_can_emit_is_refused():
     """The block-16 budget-32 entry's upper is block + 1 = 17 (core/methods.py max_accept);

@@ -120,6 +120,17 @@ FORM_PRIORS: dict[str, tuple[str, ...]] = {
                    "spec_tree_log_mu", "spec_tree_log_sd", "spec_tree_engine_sd", "structure_sd"),
     "fraction": ("overhead_logit_mu", "overhead_logit_sd"),
 }
+#: Every ``[priors.<name>]`` the code reads: the model's, each form's, and the optional ones
+#: (the Student-t likelihood, the concurrency terms, the all-reduce bus bandwidths, the pair
+#: roofline of a fit of several models). A name not among them is refused, not ignored: a
+#: misspelt ``[priors.likelihod_nu]`` left the fit on the normal likelihood without a word.
+#: (tests/test_priors_validation.py checks it against the constants of the modules that read
+#: them: core/spec.py, core/pairs.py, core/likelihood.py, engine/structure.py.)
+KNOWN_PRIORS = tuple(dict.fromkeys([
+    *MODEL_PRIORS, *MOE_FORMS.values(), *(n for names in FORM_PRIORS.values() for n in names),
+    "likelihood_nu", "ctx_batch_exponent", "concurrency_sd", "tp_busbw_pcie_gb_s",
+    "tp_busbw_fabric_gb_s", "pair_bw_eff", "pair_layer_ms", "pair_allreduce_fabric_ms",
+    "pair_allreduce_pcie_ms", "pair_step_sd"]))
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
 #: Keys of a priors file's ``[model]`` table (a key not among them is refused: a typo such as
@@ -460,6 +471,15 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
         if priors[name].per != per:
             raise PriorsError(f"must have per = \"{per}\"", file=path, column=f"priors.{name}",
                               fix=f'set per = "{per}"')
+    for name in priors:
+        if name not in KNOWN_PRIORS:
+            import difflib
+
+            close = difflib.get_close_matches(name, KNOWN_PRIORS, n=1, cutoff=0.6)
+            raise PriorsError(f"unknown prior {name!r}", file=path, column=f"priors.{name}",
+                              fix=(f"did you mean {close[0]}? " if close else "")
+                              + "name a prior of the bundled models/priors.toml (a typo is "
+                                "never ignored)")
     problem = nu_problem(priors.get("likelihood_nu"))   # optional: a Student-t likelihood
     if problem:
         raise PriorsError(problem, file=path, column="priors.likelihood_nu",
