@@ -265,3 +265,26 @@ def test_compile_only_refuses_the_pymc_backend(tmp_path, capsys, monkeypatch):
     err = capsys.readouterr().err
     assert "--compile-only compiles nutpie's callbacks" in err and "fix:" in err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("flags", [("--draws", "100"), ("--chains", "2"), ("--tune", "50"),
+                                   ("--target-accept", "0.9"), ("--seed", "7"),
+                                   ("--no-remedy",)])
+def test_compile_only_refuses_the_sampler_flags_it_would_ignore(tmp_path, capsys, monkeypatch,
+                                                                flags):
+    """`fit --compile-only --draws 100` compiled, exit 0, and dropped --draws without a word
+    (only --help said so); `validate` refuses a flag its check does not read, and so does
+    this: one line naming the flag, before anything is compiled."""
+    from ddtree_bayes.cli import main as cli
+    from ddtree_bayes.engine import fitting
+
+    def compile_only(inputs, **kw):
+        raise AssertionError("compiled")
+
+    monkeypatch.setattr(fitting, "compile_only", compile_only)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--compile-only", *flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("ddtree-bayes: error: "), err
+    assert f"{flags[0]} does not apply to fit --compile-only" in err and "fix:" in err
+    assert list(tmp_path.iterdir()) == []

@@ -75,6 +75,19 @@ def _compile_only(args: argparse.Namespace) -> int:
     if args.backend != "nutpie":
         raise DataError("--compile-only compiles nutpie's callbacks; --backend pymc compiles "
                         "as it samples", fix="drop --backend pymc, or drop --compile-only")
+    from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
+    from ddtree_bayes.core.errors import QueryError
+
+    for flag, value, default in (("--chains", args.chains, SamplerSettings.chains),
+                                 ("--draws", args.draws, None),
+                                 ("--tune", args.tune, SamplerSettings.tune),
+                                 ("--target-accept", args.target_accept,
+                                  SamplerSettings.target_accept),
+                                 ("--seed", args.seed, DEFAULT_SEED),
+                                 ("--no-remedy", args.no_remedy, False)):
+        if value != default:   # (--draws 100 was dropped without a word)
+            raise QueryError(f"{flag} does not apply to fit --compile-only (nothing is sampled)",
+                             fix=f"drop {flag}, or drop --compile-only to fit")
     inputs = FitInputs.read(args.data, args.priors, args.hardware_file)
     done = compile_only(inputs, moe_form=args.moe_form, step_form=args.step_form,
                         progress=not args.quiet)

@@ -45,13 +45,13 @@ def build_parser() -> argparse.ArgumentParser:
                                   "the bundled Kimi K2.6 data)")
     f.add_argument("--priors", help="priors TOML (default: models/priors.toml, else bundled)")
     f.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
-    f.add_argument("--chains", type=A.CHAINS, default=4,
+    f.add_argument("--chains", type=A.CHAINS, default=SamplerSettings.chains,
                    help="NUTS chains, 1 to 64 (default: %(default)s)")
     f.add_argument("--draws", type=A.DRAWS, default=None,
                    help="draws per chain (default: 1000, or 3000 for a model of more than 100 "
                         "free parameters, such as several models in one fit: the gates take "
                         "the least bulk ESS over all of them)")
-    f.add_argument("--tune", type=A.TUNE, default=1000,
+    f.add_argument("--tune", type=A.TUNE, default=SamplerSettings.tune,
                    help="tuning steps per chain (default: %(default)s)")
     f.add_argument("--target-accept", type=A.TARGET_ACCEPT, default=SamplerSettings.target_accept,
                    help="NUTS target acceptance (default: %(default)s; see docs/model.md)")
@@ -71,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--compile-only", action="store_true",
                    help="compile the model these inputs give into the on-disk cache and stop: "
                         "nothing is sampled or saved, and the sampler flags (--chains, "
-                        "--draws, --tune, --target-accept, --seed, --no-remedy) do not apply. "
+                        "--draws, --tune, --target-accept, --seed, --no-remedy) are refused. "
                         "The next fit of the same inputs loads it instead of spending ~30 s "
                         "in numba (scripts/bootstrap.sh runs it once on the bundled data; "
                         "docs/performance.md)")
