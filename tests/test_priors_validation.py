@@ -696,3 +696,21 @@ def test_a_chain_entry_with_a_budget_is_the_prior_whether_or_not_budget_is_writt
     assert prior.params["mu"] == 3.0
     # a chain of depth 4 (M = 5) is another configuration
     assert cfg.acceptance_for("eagle3", 3, 5, "kimi-k2.6") is None
+
+
+def test_a_saved_fits_priors_are_read_as_they_were_fitted():
+    """A key or prior name this version does not know is refused in a file given now, but a
+    saved fit that holds one (made when it was read, or by a version that read it) stays
+    readable: predict, report and update load its priors with stored=True."""
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.errors import PriorsError
+    from ddtree_bayes.core.paths import bundled
+
+    text = bundled("priors.toml").read_text()
+    old = text.replace("[model]\n", "[model]\nretired_key = 1\n", 1) + (
+        '\n[priors.retired_prior]\ndist = "point"\nvalue = 1.0\nrationale = "r"\nsource = "s"\n')
+    with pytest.raises(PriorsError, match="unknown key 'retired_key'"):
+        parse_priors(old, "p.toml")
+    stored = parse_priors(old, "priors stored in the fit", stored=True)
+    assert stored.moe_form == parse_priors(text).moe_form
+    assert "retired_prior" in stored.priors

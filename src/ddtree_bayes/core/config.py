@@ -412,8 +412,11 @@ def nu_problem(prior: Prior | None) -> str | None:
     return f"must be a fixed value above 2, not {prior.dist} {prior.params}"
 
 
-def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
-    """Validate priors TOML ``text``; ``path`` is only used in error messages."""
+def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> PriorsConfig:
+    """Validate priors TOML ``text``; ``path`` is only used in error messages. ``stored``: the
+    priors a saved fit holds, read as they were fitted: a key or prior name this version does
+    not know (a typo, refused in a file given since, or one an older version read) does not
+    make the fit unreadable."""
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
@@ -428,7 +431,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
 
     model = section("model", dict, "[model] with moe_form = ...")
     for key in model:
-        if key not in MODEL_KEYS:
+        if key not in MODEL_KEYS and not stored:
             import difflib
 
             close = difflib.get_close_matches(key, MODEL_KEYS, n=1, cutoff=0.6)
@@ -472,7 +475,7 @@ def parse_priors(text: str, path: str = "<priors>") -> PriorsConfig:
             raise PriorsError(f"must have per = \"{per}\"", file=path, column=f"priors.{name}",
                               fix=f'set per = "{per}"')
     for name in priors:
-        if name not in KNOWN_PRIORS:
+        if name not in KNOWN_PRIORS and not stored:
             import difflib
 
             close = difflib.get_close_matches(name, KNOWN_PRIORS, n=1, cutoff=0.6)

@@ -64,7 +64,7 @@ class Fit:
         """The priors file the fit was made with."""
         from ddtree_bayes.core.config import parse_priors
 
-        return parse_priors(self.priors_toml, "priors stored in the fit")
+        return parse_priors(self.priors_toml, "priors stored in the fit", stored=True)
 
     @cached_property
     def methods(self) -> dict[str, MethodSpec]:

@@ -69,7 +69,7 @@ class Inputs:
 
     def parse(self) -> tuple[Measurements, PriorsConfig]:
         hw = load_hardware("hardware.csv", text=self.hardware_csv)
-        priors = parse_priors(self.priors_toml, "priors")
+        priors = parse_priors(self.priors_toml, "priors", stored=True)
         return (load_measurements(self.data_name, hw, text=self.data_csv,
                                   methods=priors.methods), priors)
 
