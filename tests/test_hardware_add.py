@@ -457,19 +457,32 @@ def test_peaks_out_of_order_name_the_flag_given(tmp_path, argv, line):
     # 8x, where every GPU's fp8 is 2x its bf16; it was written, and the compute knee of an fp8
     # model sat 4x too far out
     (("x", "--like", "rtx-4090", "--dense-fp8-tflops", "1321"),
-     "--dense-fp8-tflops 1321 is 8x bf16 165.15 (as rtx-4090): no tensor core multiplies fp8 "
-     "more than 2.5x as fast as bf16 at one accumulate mode (a sparse or FP16-accumulate "
-     "figure?) (fix: give dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: "
-     "FP32 accumulate), and the other precision's peak with its flag too)"),
+     "--dense-fp8-tflops 1321 is 8x bf16 165.15 (as rtx-4090): no tensor core of its kind "
+     "multiplies fp8 more than 2.5x as fast as bf16 (a sparse or FP16-accumulate figure?) (fix: "
+     "give dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: FP32 "
+     "accumulate); if this GPU's bf16 peak is not rtx-4090's, give --dense-bf16-tflops too)"),
     (("y", "--like", "rtx-5090", "--dense-fp4-tflops", "3352"),
-     "--dense-fp4-tflops 3352 is 8x fp8 419 (as rtx-5090): no tensor core multiplies fp4 more "
-     "than 4.5x as fast as fp8"),
+     "--dense-fp4-tflops 3352 is 8x fp8 419 (as rtx-5090): no tensor core of its kind "
+     "multiplies fp4 more than 4.5x as fast as fp8"),
     (("z", "--mem-bw-tb-s", "1", "--interconnect", "pcie", "--dense-bf16-tflops", "100",
       "--dense-int8-tflops", "500"),
-     "--dense-int8-tflops 500 is 5x --dense-bf16-tflops 100: no tensor core multiplies int8 "
-     "more than 4.5x as fast as bf16 at one accumulate mode (a sparse or FP16-accumulate "
-     "figure?) (fix: give dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: "
-     "FP32 accumulate))"),
+     "--dense-int8-tflops 500 is 5x --dense-bf16-tflops 100: no tensor core of its kind "
+     "multiplies int8 more than 4.5x as fast as bf16 (a sparse or FP16-accumulate figure?) "
+     "(fix: give dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: FP32 "
+     "accumulate))"),
+    # data-centre parts list every precision at one accumulate mode, so a sparse figure (2x the
+    # dense) is caught at their own limits: B200's sparse FP4, H100's sparse INT8
+    (("b", "--like", "b200", "--dense-fp4-tflops", "18000"),
+     "--dense-fp4-tflops 18000 is 4x fp8 4500 (as b200): no tensor core of its kind multiplies "
+     "fp4 more than 3.5x as fast as fp8"),
+    (("h", "--like", "h100", "--dense-int8-tflops", "3958"),
+     "--dense-int8-tflops 3958 is 4x bf16 989 (as h100): no tensor core of its kind multiplies "
+     "int8 more than 2.5x as fast as bf16"),
+    # a clock cap given for bf16 leaves the copied fp8 peak the --like GPU's
+    (("c", "--like", "h100", "--dense-bf16-tflops", "700"),
+     "fp8 1979 (as h100) is 2.83x --dense-bf16-tflops 700, more than the 2.5x a tensor core of "
+     "its kind reaches: the fp8 peak is h100's, not this GPU's (fix: give --dense-fp8-tflops "
+     "too (this GPU's own), in dense TFLOPS"),
 ])
 def test_peaks_too_far_apart_are_refused(tmp_path, argv, line):
     code, out, err = run_cli(tmp_path, "hardware", "add", *argv, "--source", "s")
@@ -486,6 +499,9 @@ def test_every_built_in_gpu_is_within_the_peak_step_limits():
 
     builtin = load_hardware(bundled("hardware.csv"))
     assert [h for h, row in builtin.items() if peaks_too_far_apart(row)] == []
+    # B300's dense FP4 at 15 PFLOPS (3.33x its fp8, 6.67x its bf16) is a real figure
+    b300 = {**builtin["b300"], "dense_fp4_tflops": "15000"}
+    assert peaks_too_far_apart(b300) is None
     text = ("hardware,mem_bw_tb_s,interconnect,source,dense_bf16_tflops,dense_fp8_tflops\n"
             "zz,1,pcie,x,100,800\n")
     with pytest.raises(DataError, match=r"row 2, column 'dense_fp8_tflops': dense_fp8_tflops "

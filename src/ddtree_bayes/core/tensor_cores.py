@@ -96,11 +96,19 @@ def peaks_out_of_order(row: dict[str, str]) -> tuple[str, str] | None:
 #: the figure is a sparse, FP16-accumulate or other-unit one.
 PEAK_STEP_LIMITS = {("bf16", "fp8"): 2.5, ("fp8", "fp4"): 4.5, ("bf16", "fp4"): 9.0,
                     ("bf16", "int8"): 4.5}
+#: The limits on a data-centre part (compute capability 7.0, 8.0, 9.0, 10.x; AMD gfx90a /
+#: gfx942 / gfx950), whose tables give every precision at one accumulate mode: fp8 and int8 2x
+#: bf16 (H100 989 / 1979 / 1979, MI300X), fp4 2x fp8 on B200 and 3.33x on B300 (4500 /
+#: 15000). A sparse figure is 2x the dense one, so the GeForce limits would let B200's sparse
+#: FP4 (18000, 4x fp8) or H100's sparse INT8 (3958, 4x bf16) through.
+DATA_CENTRE_PEAK_STEP_LIMITS = {("bf16", "fp8"): 2.5, ("fp8", "fp4"): 3.5, ("bf16", "fp4"): 7.0,
+                                ("bf16", "int8"): 2.5}
+DATA_CENTRE_CC = ("7.0", "8.0", "9.0", "10.0", "10.3", "gfx90a", "gfx942", "gfx950")
 
 
 #: Why a pair beyond its limit is refused (``n``, ``w``: the precisions; ``limit``).
-PEAK_STEP_WHY = ("no tensor core multiplies {n} more than {limit:g}x as fast as {w} at one "
-                 "accumulate mode (a sparse or FP16-accumulate figure?)")
+PEAK_STEP_WHY = ("no tensor core of its kind multiplies {n} more than {limit:g}x as fast as {w} "
+                 "(a sparse or FP16-accumulate figure?)")
 
 
 def peaks_too_far_apart(row: dict[str, str]) -> tuple[str, str, float, float] | None:
@@ -114,6 +122,9 @@ def peaks_too_far_apart(row: dict[str, str]) -> tuple[str, str, float, float] | 
     >>> peaks_too_far_apart({"dense_bf16_tflops": "209.5", "dense_fp8_tflops": "419",
     ...                      "dense_fp4_tflops": "1676"}) is None
     True
+    >>> peaks_too_far_apart({"compute_capability": "10.0", "dense_bf16_tflops": "2250",
+    ...                      "dense_fp8_tflops": "4500", "dense_fp4_tflops": "18000"})
+    ('fp8', 'fp4', 4.0, 3.5)
     """
     def peak(p: str) -> float | None:
         try:
@@ -122,7 +133,9 @@ def peaks_too_far_apart(row: dict[str, str]) -> tuple[str, str, float, float] | 
             return None
         return value if math.isfinite(value) and value > 0 else None
 
-    for (wide, narrow), limit in PEAK_STEP_LIMITS.items():
+    limits = (DATA_CENTRE_PEAK_STEP_LIMITS
+              if row.get("compute_capability", "").strip() in DATA_CENTRE_CC else PEAK_STEP_LIMITS)
+    for (wide, narrow), limit in limits.items():
         lo, hi = peak(wide), peak(narrow)
         if lo is not None and hi is not None and hi > limit * lo:
             return wide, narrow, round(hi / lo, 6), limit

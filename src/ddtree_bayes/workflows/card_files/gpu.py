@@ -273,12 +273,20 @@ def _refuse_peaks_out_of_order(row: dict[str, str], values: dict, base: str | No
         fast, slow = (f"--dense-{p}-tflops {row[f'dense_{p}_tflops']}"
                       if f"dense_{p}_tflops" in values
                       else f"{p} {row[f'dense_{p}_tflops']} (as {base})" for p in (narrow, wide))
+        dense = "dense TFLOPS at the accumulate mode inference GEMMs run at (GeForce: FP32 "
+        dense += "accumulate)"
+        if f"dense_{narrow}_tflops" not in values:
+            # the wider peak was given (a clock cap, a cut-down part): the narrower one is
+            # still the --like GPU's
+            raise InputError(f"{fast} is {ratio:.3g}x {slow}, more than the {limit:g}x a "
+                             f"tensor core of its kind reaches: the {narrow} peak is {base}'s, "
+                             "not this GPU's",
+                             fix=f"give --dense-{narrow}-tflops too (this GPU's own), in {dense}")
         raise InputError(f"{fast} is {ratio:.3g}x {slow}: "
                          + PEAK_STEP_WHY.format(n=narrow, w=wide, limit=limit),
-                         fix="give dense TFLOPS at the accumulate mode inference GEMMs run at "
-                             "(GeForce: FP32 accumulate)"
-                             + ("" if all(f"dense_{p}_tflops" in values for p in (narrow, wide))
-                                else ", and the other precision's peak with its flag too"))
+                         fix=f"give {dense}" + ("" if f"dense_{wide}_tflops" in values else
+                                                 f"; if this GPU's {wide} peak is not {base}'s, "
+                                                 f"give --dense-{wide}-tflops too"))
     slip = peaks_out_of_order(row)
     if slip is None:
         return
