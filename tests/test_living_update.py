@@ -673,6 +673,31 @@ def test_a_hand_edited_tracked_query_is_checked_as_track_add_checks_it(tmp_path)
             in err) and err.count("tracked query 'typo'") == 1, err
 
 
+@pytest.mark.parametrize(("query", "line"), [
+    # a misspelt key was dropped: the default question (sglang and native) was answered
+    ({"engnie": "vllm", "accept": "14"}, "tracked query 'typo': unknown key 'engnie' (fix: in "
+     "tracked.json, use the keys hardware, gpus, engine, method, block, budget, verify_tokens, "
+     "context, accept, model; or `ddtree-bayes track remove typo` and track it again)"),
+    # predict and track refuse --hardware B300 at the flag; read here it was unpredictable later
+    ({"hardware": "B300", "accept": "14"}, "tracked query 'typo': --hardware 'B300' is not a "
+     "lowercase name"),
+])
+def test_a_hand_edited_tracked_query_with_a_wrong_key_or_name_is_refused(tmp_path, query, line):
+    """A review: after tracked.json was checked on read, a key it does not know still passed
+    (dropped without a word) and so did a hardware name predict refuses."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = work / "models" / "tracked.json"
+    path.write_text(json.dumps({"version": 1, "queries": [
+        {"name": "typo", "query": query, "added_utc": None}]}))
+    code, out, err = call(work, "diff", "latest", "latest")
+    assert code == 2 and out == "" and err.count("\n") == 1, (out, err)
+    assert err.startswith(f"ddtree-bayes: error: {path}: {line}"), err
+    code, out, _ = call(work, "track", "remove", "typo")
+    assert code == 0 and json.loads(path.read_text())["queries"] == []
+
+
 def test_a_new_row_is_scored_with_predicts_draws():
     """A trust pass: `update` scored a new B300 DDTree row at C = 4, accept 12, at a median of
     1760 (90% 1115-2544) where `predict --accept 12 --concurrency 4 --engine sglang` says a

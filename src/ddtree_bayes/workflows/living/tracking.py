@@ -57,6 +57,14 @@ def _read_tracked_file(path: Path, *, check: bool = True) -> list[Tracked]:
         raise InputError(f"cannot read tracked queries: {err}", file=str(path),
                          fix="fix the JSON by hand, or delete the file to start again") from None
     if check:
+        for e in entries:   # a misspelt key was dropped: {"engnie": "vllm"} asked the default
+            unknown = [k for k in e["query"] if k not in QUERY_KEYS]
+            if unknown:
+                raise InputError(f"tracked query {str(e['name'])!r}: unknown key "
+                                 f"{unknown[0]!r}", file=str(path),
+                                 fix=f"in {path.name}, use the keys {', '.join(QUERY_KEYS)}; "
+                                     f"or `ddtree-bayes track remove {e['name']}` and track "
+                                     "it again")
         out = [_checked(path, t) for t in out]
     return out
 
@@ -93,7 +101,7 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     # the bounds every question takes (gpus=True and gpus=10**9 were tracked here)
     Flags(gpus=q["gpus"], block=q["block"], budget=q["budget"],
           verify_tokens=q["verify_tokens"])
-    for key in ("engine", "method"):
+    for key in ("engine", "method", "hardware"):
         if q[key] is not None:
             names = str(q[key]).split(",") if key == "engine" else [str(q[key])]
             for name in names:
