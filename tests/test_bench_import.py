@@ -310,7 +310,7 @@ def test_an_sglang_closed_loop_counts_its_cap_and_a_rate_limited_run_its_streams
 
 @pytest.mark.parametrize(("counts", "says"), [
     ({"num_prompts": 64, "completed": 4, "failed": 60},
-     "60 of 64 requests failed, so fewer completed (4) than max_concurrency 8 streams"),
+     "60 of 64 requests failed, so fewer completed (4) than the 8 streams the run could keep"),
     ({"num_prompts": 64, "completed": 32, "failed": 32},
      "32 of 64 requests failed: the run did not decode steadily at its concurrency"),
     ({"num_prompts": 12, "completed": 6, "failed": 6, "max_concurrency": 1},
@@ -328,6 +328,27 @@ def test_a_serving_run_whose_requests_mostly_failed_is_refused(tmp_path, counts,
     msg = _one_line(err)
     assert says in msg and "serve.json" in msg and "record 1" in msg
     assert "look at the server log" in msg and "rerun the benchmark" in msg
+
+
+def test_failed_requests_are_weighed_against_the_streams_the_run_could_keep(tmp_path):
+    """A review: 1 of 10 requests failed under max_concurrency 64 with 10 requests sent was
+    refused as 'fewer completed (9) than max_concurrency 64 streams', though at most 10
+    could ever run: the cap bounded by the requests sent is what 9 is weighed against (9 < 10:
+    still refused, with the right count); and a file without 'completed' said '3 of 3
+    requests failed' of 3 failures."""
+    raw = _json("vllm_serve.json")
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(dict(raw, max_concurrency=64, max_concurrent_requests=10,
+                                    num_prompts=10, completed=9, failed=1)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert "1 of 10 requests failed, so fewer completed (9) than the 10 streams" in _one_line(err)
+    path.write_text(json.dumps(dict(raw, max_concurrency=8, max_concurrent_requests=8,
+                                    num_prompts=64, completed=62, failed=2)))
+    assert "2 of 64 requests failed" in parse_bench_file(path).records[0].notes
+    path.write_text(json.dumps(dict({k: v for k, v in raw.items() if k != "completed"},
+                                    max_concurrency=8, num_prompts=64, failed=3)))
+    assert ", 3 requests failed" in parse_bench_file(path).records[0].notes
 
 
 def test_a_serving_run_with_a_few_failed_requests_says_so_in_its_note(tmp_path):

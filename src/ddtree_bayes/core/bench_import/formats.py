@@ -377,12 +377,16 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
                             fix=f"pass an unedited {rec.fmt} result file")
     conc = counts["max_concurrency"]
     failed, done = counts["failed"], counts["completed"]
-    if failed and done is not None and (failed >= done or (conc is not None and done < conc)):
+    # the most streams that could run: the cap, bounded by the requests sent and seen at once
+    could = None if conc is None else min([conc] + [
+        counts[k] for k in ("num_prompts", "max_concurrent_requests") if counts[k]])
+    if failed and done is not None and (failed >= done or (could is not None and done < could)):
         # 60 of 64 requests failed under a cap of 8: the 4 that completed made "4 streams",
         # a run that never decoded steadily at its cap, imported with exit 0
         why = (f"{failed} of {failed + done} requests failed" + (
-            f", so fewer completed ({done}) than max_concurrency {conc} streams: how many "
-            "decoded together is unknown" if conc is not None and done < conc else
+            f", so fewer completed ({done}) than the {could} streams the run could keep "
+            "(max_concurrency, bounded by the requests sent): how many decoded together is "
+            "unknown" if could is not None and done < could else
             ": the run did not decode steadily at its concurrency"))
         raise rec.error(why, key="failed",
                         fix="look at the server log for why they failed (out of memory, "
@@ -420,7 +424,8 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
             said = (f"measured mean in flight {mean:.2f} ('concurrency': a closed loop's "
                     "ramp-up and ramp-down counted)")
     if failed:   # a few failures beside many completed requests: the row says so
-        few = f"{failed} of {failed + (done or 0)} requests failed"
+        few = (f"{failed} of {failed + done} requests failed" if done is not None
+               else f"{failed} requests failed")
         said = few if said is None else f"{said}; {few}"
     return conc, said
 
