@@ -103,7 +103,8 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
     changes, spec, model = reweight.structure_changes(proposal, measurements, cfg_fit, structure)
     if changes:
         moved = [(i, j) for i, j in kept if i != j] if not added else []
-        if moved:   # the same rows, in another order: the coordinates follow the file's order
+        if moved and all(c.startswith(reweight.REORDERED) for c in changes):
+            # the same rows, in another order, and nothing else: the coordinates follow it
             i, j = moved[0]
             reasons.append(f"the rows are fit {proposal.meta['fit_id']}'s in another order "
                            f"(row {old.rows[i].row} is now row {measurements.rows[j].row}; "

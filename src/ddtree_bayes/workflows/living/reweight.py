@@ -116,6 +116,7 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
     if reasons:
         return reasons, spec, now
     before = meta["model"]
+    reordered: list[str] = []
     order = meta["coords"]["overhead_group"]
     if "group_varies" in now:   # in the proposal's group order (the draws' order)
         index = [list(spec.coords["overhead_group"]).index(g) for g in order]
@@ -144,9 +145,19 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                "config_sd")
         elif key in FLAG_CHANGES and bool(a) != bool(b):
             reasons.append(FLAG_CHANGES[key][bool(a)])
+        elif isinstance(a, list) and isinstance(b, list) and a != b and sorted(
+                map(repr, a)) == sorted(map(repr, b)):
+            reordered.append(key)
         elif a != b:
             reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
+    if reordered:   # one reason for all that only moved: the rows' order moved them
+        reasons.append(f"{REORDERED} ({', '.join(reordered)})")
     return reasons, spec, now
+
+
+#: The reason :func:`structure_changes` gives for lists of the model that hold the same
+#: entries in another order (the coordinates follow the order in which rows first name them).
+REORDERED = "the rows' order reorders the model's coordinates"
 
 
 #: Switches of the model's structure that new rows turn on or off, as people read them
