@@ -379,7 +379,7 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
     failed, done = counts["failed"], counts["completed"]
     # the most streams that could run: the cap, bounded by the requests sent and seen at once
     could = None if conc is None else min([conc] + [
-        counts[k] for k in ("num_prompts", "max_concurrent_requests") if counts[k]])
+        n for k in ("num_prompts", "max_concurrent_requests") if (n := counts[k])])
     if failed and done is not None and (failed >= done or (could is not None and done < could)):
         # 60 of 64 requests failed under a cap of 8: the 4 that completed made "4 streams",
         # a run that never decoded steadily at its cap, imported with exit 0
