@@ -230,15 +230,21 @@ def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
     one = whole(lo, hi, fix)
 
     def parse(text: str) -> list[int]:
-        parts = text.split(",")
         if not text.strip():
             raise _bad(text, "holds no number", fix)
-        if any(not p.strip() for p in parts):
-            raise _bad(text, "has an empty item (two commas in a row, or one at an end)", fix)
-        return list(dict.fromkeys(one(p) for p in parts))
+        return list(dict.fromkeys(one(p) for p in _items(text, fix)))
 
     parse.__name__ = "list of whole numbers"
     return parse
+
+
+def _items(text: str, fix: str) -> list[str]:
+    """The comma-separated items of a list flag, refusing an empty one (``1,,4`` answered 1 and
+    4 without a word on the blank between: a typo, or a number lost)."""
+    parts = text.split(",")
+    if any(not p.strip() for p in parts):
+        raise _bad(text, "has an empty item (two commas in a row, or one at an end)", fix)
+    return parts
 
 
 def record_list(text: str) -> list[int]:
@@ -250,11 +256,8 @@ def record_list(text: str) -> list[int]:
     """
     fix = "e.g. --bench-records 1,3 or --bench-records 2-5"
     one = whole(1, 10_000_000, fix)
-    if text.strip() and any(not p.strip() for p in text.split(",")):
-        # (1,,4 took 1 and 4 without a word on the blank between: a record lost, silently)
-        raise _bad(text, "has an empty item (two commas in a row, or one at an end)", fix)
     out: list[int] = []
-    for part in (p.strip() for p in text.split(",")):
+    for part in (p.strip() for p in (_items(text, fix) if text.strip() else ())):
         lo, dash, hi = part.partition("-")
         first, last = one(lo), one(hi) if dash else None
         if last is None:

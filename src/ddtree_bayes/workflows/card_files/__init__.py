@@ -164,13 +164,21 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None, target: str |
     return derived
 
 
+def _cards_here(models_file: Path) -> dict:
+    """The model cards a drafter row may name: ``models_file``, else the bundled cards (the
+    file card add would start from)."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    return load_model_cards(models_file if models_file.is_file() else bundled("models.csv"))
+
+
 def check_drafter_target(derived: Derived, models_file: Path) -> None:
     """Refuse a drafter (``card add FILE --target T``: an EAGLE-3 head or a separate draft
     model) that cannot draft for T: T has no model card here (``models_file``, else the
     bundled cards), or, for an EAGLE-3 head, T's card gives a hidden size other than the one
     the head's ``fc`` reads (``target_hidden_size``). A head of Llama-3.1-8B (4096) filed under
     Kimi K2.6 (7168) was written and priced, exit 0."""
-    from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
 
     want = derived.facts.get("target_hidden_size")
@@ -178,7 +186,7 @@ def check_drafter_target(derived: Derived, models_file: Path) -> None:
         return
     target = derived.drafters[0]["target_model"]
     path = models_file if models_file.is_file() else bundled("models.csv")
-    cards = load_model_cards(path)
+    cards = _cards_here(models_file)
     if target not in cards:
         raise InputError(f"--target {target}: no model card of that name in {path}",
                          fix="add the target's card first (card add --hf-config its "
@@ -197,9 +205,6 @@ def drafters_only(derived: Derived, models_file: Path, file: str) -> Derived:
     (``models_file``, else the bundled cards), which it must describe (the same hidden size).
     Without this, the only way to a built-in model's MTP drafter card was ``--replace``,
     which overwrote the model card with the derived one."""
-    from ddtree_bayes.core.model_cards import load_model_cards
-    from ddtree_bayes.core.paths import bundled
-
     if not derived.drafters:
         raise InputError("--drafters-only: the file declares no drafter (no MTP layers)",
                          file=file, fix="drop --drafters-only to write its model card")
@@ -207,7 +212,7 @@ def drafters_only(derived: Derived, models_file: Path, file: str) -> Derived:
         return derived
     name = derived.card["model"]
     here = models_file.is_file()
-    cards = load_model_cards(models_file if here else bundled("models.csv"))
+    cards = _cards_here(models_file)
     if name not in cards:
         raise InputError(f"--drafters-only: no model card {name!r} "
                          f"{f'in {models_file}' if here else 'among the bundled cards'} for "
