@@ -7,6 +7,7 @@ file changes under it.
 
 from __future__ import annotations
 
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -532,8 +533,13 @@ def test_model_context_values_must_be_finite(key, value, fragment):
 
 
 def test_acceptance_prior_must_be_bounded_below():
+    # a truncnormal entry turned normal keeps its bounds, which a normal prior does not read
     text = set_in_acceptance(TEXT, 4, "dist", '"normal"')
-    expect_error(text, "acceptance[4]", "bounded below by 1")
+    expect_error(text, "acceptance[4]", "unknown key 'lower' in a normal prior")
+    n = len(tomllib.loads(TEXT)["acceptance"]) + 1
+    text = TEXT + ('\n[[acceptance]]\nmethod = "zz"\ndist = "normal"\nmu = 3\nsigma = 1\n'
+                   'rationale = "r"\nsource = "s"\n')
+    expect_error(text, f"acceptance[{n}]", "bounded below by 1")
 
 
 def test_acceptance_block_cannot_be_a_boolean():
@@ -714,3 +720,21 @@ def test_a_saved_fits_priors_are_read_as_they_were_fitted():
     stored = parse_priors(old, "priors stored in the fit", stored=True)
     assert stored.moe_form == parse_priors(text).moe_form
     assert "retired_prior" in stored.priors
+
+
+@pytest.mark.parametrize(("table", "typo", "column", "meant"), [
+    ("[priors.step_ar_ms]", "sigam = 0.9", "priors.step_ar_ms", "sigma"),
+    ("[relations.native]", "bsae = \"sglang\"", "relations.native", "base"),
+    ("[transfer.system_sd]", "medain = 0.3", "transfer.system_sd", "median"),
+    ("[[acceptance]]", "methdo = \"ddtree\"", "acceptance[1]", "method"),
+])
+def test_a_misspelt_key_inside_a_prior_is_an_error(table, typo, column, meant):
+    """A trust pass: `sigam = 0.2` beside `sigma` in [priors.step_ar_ms] parsed, and the key
+    was never read (a relation's, a transfer prior's and an acceptance entry's likewise)."""
+    assert table in TEXT
+    text = TEXT.replace(table + "\n", f"{table}\n{typo}\n", 1)
+    key = typo.split(" =")[0]
+    err = expect_error(text, column, f"unknown key {key!r}")
+    assert f"did you mean {meant}?" in str(err)
+    # a saved fit's priors are read as they were fitted
+    assert parse_priors(text, NAME, stored=True).moe_form == parse_priors(TEXT, NAME).moe_form

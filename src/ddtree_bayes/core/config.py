@@ -333,7 +333,11 @@ class PriorsConfig:
         return None
 
 
-def parse_prior(path: str, name: str, raw: object, *, where: str) -> Prior:
+def parse_prior(path: str, name: str, raw: object, *, where: str, extra: tuple[str, ...] = (),
+                strict: bool = False) -> Prior:
+    """One prior table. ``strict``: a key neither its distribution, the common ones
+    (``dist``, ``rationale``, ``source``, ``per``) nor ``extra`` (the section's own, e.g. a
+    relation's ``base``) is refused: ``sigam = 0.2`` beside ``sigma`` was ignored."""
     column = f"{where}.{name}" if where else name
 
     def fail(msg: str, fix: str) -> PriorsError:
@@ -347,6 +351,15 @@ def parse_prior(path: str, name: str, raw: object, *, where: str) -> Prior:
         raise fail(f"unknown dist {dist!r}",
                    "use one of " + ", ".join(sorted(DISTRIBUTIONS)))
     needed, positive = DISTRIBUTIONS[dist]
+    known = (*needed, "dist", "rationale", "source", "per", *extra)
+    unknown = [k for k in raw if k not in known] if strict else []
+    if unknown:
+        import difflib
+
+        close = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
+        raise fail(f"unknown key {unknown[0]!r} in a {dist} prior",
+                   (f"did you mean {close[0]}? " if close else "") + "it takes "
+                   + ", ".join(known) + " (a typo is never ignored)")
     params: dict[str, float] = {}
     for key in needed:
         value = raw.get(key)
@@ -462,7 +475,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
             raise PriorsError(f"bad value {value!r}", file=path, column=f"model.{key}", fix=fix)
 
     table = section("priors", dict, "[priors.<name>] tables")
-    priors = {name: parse_prior(path, name, spec, where="priors") for name, spec in table.items()}
+    priors = {name: parse_prior(path, name, spec, where="priors", strict=not stored)
+              for name, spec in table.items()}
     required = dict(MODEL_PRIORS)
     required[MOE_FORMS[moe_form]] = "global"
     for name in FORM_PRIORS.get(moe_form, ()) + FORM_PRIORS[step_form]:
@@ -491,7 +505,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
 
     relations = {}
     for engine, spec in section("relations", dict, "[relations.<engine>] tables").items():
-        prior = parse_prior(path, engine, spec, where="relations")
+        prior = parse_prior(path, engine, spec, where="relations", extra=("base",),
+                            strict=not stored)
         if prior.dist != "beta":
             raise PriorsError("a relation's reduction must be a beta prior (it is a fraction)",
                               file=path, column=f"relations.{engine}", fix='set dist = "beta"')
@@ -509,7 +524,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
 
     acceptance = []
     for i, spec in enumerate(section("acceptance", list, "[[acceptance]] tables"), start=1):
-        prior = parse_prior(path, f"acceptance[{i}]", spec, where="")
+        prior = parse_prior(path, f"acceptance[{i}]", spec, where="",
+                            extra=("method", "block", "budget", "model"), strict=not stored)
         if prior.dist not in ACCEPTANCE_DISTS:
             raise PriorsError(f"acceptance prior must be bounded below by 1, not {prior.dist}",
                               file=path, column=f"acceptance[{i}]",
@@ -529,7 +545,7 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
                                           model=target_model(spec, path,
                                                              f"acceptance[{i}].model")))
 
-    transfer = {name: parse_prior(path, name, spec, where="transfer")
+    transfer = {name: parse_prior(path, name, spec, where="transfer", strict=not stored)
                 for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}
     if transfer:
         for name in TRANSFER_PRIORS:
