@@ -652,7 +652,8 @@ def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
 
 
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:
-    """What the GPUs' memory says of ``sc`` at each concurrency: the weights-fit check that
+    """What the card and the GPUs' memory say of ``sc`` at each concurrency: a context longer
+    than the model takes (:func:`max_context_warning`), the weights-fit check that
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
     weights (:func:`read_floor_warning`), and a pair never measured answered faster than a
