@@ -556,3 +556,12 @@ def test_an_empty_item_of_bench_records_is_refused_not_dropped():
     for text in ("1,,4", "1,4,", ",4"):
         with pytest.raises(argparse.ArgumentTypeError, match="has an empty item"):
             record_list(text)
+
+
+def test_validate_jobs_is_bounded_and_not_dropped_under_a_scheduler(work):
+    """A trust pass: `validate --jobs 100000` was accepted, and `--scheduler ADDR --jobs 4`
+    dropped --jobs (the cluster's workers run the folds) without a word."""
+    err = one_error(*run_cli(work, "validate", "--jobs", "100000"))
+    assert "argument --jobs: 100000 is outside 1..1024" in err
+    err = one_error(*run_cli(work, "validate", "--jobs", "4", "--scheduler", "tcp://x:1"))
+    assert err.startswith("ddtree-bayes: error: --jobs 4 does not apply with --scheduler")

@@ -62,6 +62,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise QueryError("--jobs must be >= 1", fix="use --jobs 1 or more")
+    if args.scheduler and args.jobs != 1:   # (the cluster's workers run the folds: it was dropped)
+        raise QueryError(f"--jobs {args.jobs} does not apply with --scheduler: the cluster's "
+                         "workers run the folds", fix="drop --jobs, or drop --scheduler")
     if args.keep_ar and (args.group != "pair" or args.extrapolate or args.sbc is not None):
         raise QueryError("--keep-ar goes with --group pair (each pair's AR rows kept, its "
                          "speculative rows held out)",

@@ -190,8 +190,8 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--structures",
                    help="with --extrapolate: step structures to compare (default: "
                         "structured,fraction; with --from-smallest: structured)")
-    v.add_argument("--jobs", type=whole_number, default=1,
-                   help="parallel worker processes (default: %(default)s)")
+    v.add_argument("--jobs", type=A.whole(1, 1024, "give worker processes, e.g. --jobs 2"),
+                   default=1, help="parallel worker processes (default: %(default)s)")
     v.add_argument("--scheduler", help="dask.distributed scheduler address (e.g. tcp://host:8786): "
                                        "run folds on that cluster instead")
     v.add_argument("--quiet", action="store_true", help="no progress bar")
