@@ -370,7 +370,8 @@ def test_a_tracked_default_that_moved_is_two_rows_not_a_change(monkeypatch):
 
     before, after = point_mass_draws(), point_mass_draws()
     fits = {id(before): [r(5, 150.0), r(3, 120.0)], id(after): [r(6, 160.0), r(3, 121.0)]}
-    monkeypatch.setattr(T, "query_rows", lambda draws, q, seed, workdir, builtin: fits[id(draws)])
+    monkeypatch.setattr(T, "query_rows",
+                        lambda draws, q, seed, workdir, builtin, warnings=None: fits[id(draws)])
     out = T.compare_queries(before, after, [T.Tracked("default", {})], seed=1)
     by = {c["label"]: (c["before"] and c["before"]["median"], c["after"] and c["after"]["median"])
           for c in out}

@@ -40,9 +40,9 @@ def read_sweep(path: Path) -> list[dict]:
     each row with the header's number of cells); a file that is not one (no such file, not
     UTF-8, a column of the measurement schema missing) is a one-line :class:`DataError`
     naming it: `--sweeps data/hardware.csv` was "internal error: KeyError: 'model'"."""
-    from ddtree_bayes.workflows.extrapolation import _records, read_text
+    from ddtree_bayes.workflows.extrapolation import read_text, sweep_records
 
-    records = _records(path, read_text(path, "pass concurrency sweep CSVs "
+    records = sweep_records(path, read_text(path, "pass concurrency sweep CSVs "
                                              "(data/public/conc/*.csv) with --sweeps"))
     missing = [c for c in COLUMNS if not records or c not in records[0]]
     if missing:

@@ -88,7 +88,7 @@ def read_text(path: Path, fix: str) -> str:
         raise DataError(f"cannot read: {reason}", file=str(path), fix=fix) from None
 
 
-def _records(path, text: str) -> list[dict]:
+def sweep_records(path, text: str) -> list[dict]:
     """The rows of a sweep file as dicts, each with the header's number of fields: a row with
     more (an unquoted comma) or fewer was read with its cells shifted, a note in ``derived``
     and the real notes lost without a word."""
@@ -132,7 +132,7 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
     found, notes = [], []
     where: dict[str, Path] = {}   # sweep name -> the file that holds it
     for path in files:
-        records = _records(path, read_text(path, "pass public sweep CSVs (data/public/*.csv) "
+        records = sweep_records(path, read_text(path, "pass public sweep CSVs (data/public/*.csv) "
                                                  "with --sweeps"))
         missing = [c for c in ("sweep", *COLUMNS) if not records or c not in records[0]]
         if missing:
