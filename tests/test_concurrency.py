@@ -640,3 +640,30 @@ def test_a_p_faster_than_ar_below_one_half_never_reads_0_50():
         "0.4998)"]
     assert [p_text(p) for p in (0.5, 0.4995, 0.49975, 0.9985, 0.004, 0.0)] == [
         "0.50", "0.499", "0.4998", "1.00", "0.00", "0.00"]
+
+
+def test_validate_concurrency_reads_every_sweeps_rows_before_the_first_fit(tmp_path,
+                                                                            monkeypatch):
+    """A trust pass: a bad cell in the second sweep file (gpus 'eight') stopped the run only
+    after the first sweep's fit; now every file's rows are read as check_sweep reads them
+    before any fit, and the error names the file, row and column."""
+    from pathlib import Path
+
+    from ddtree_bayes.workflows import concurrency_check as CC
+
+    src = sorted((Path(__file__).resolve().parents[1] / "data" / "public" / "conc")
+                 .glob("vllm_mtp_*.csv"))[:2]
+    good = tmp_path / "a.csv"
+    good.write_text(src[0].read_text())
+    lines = src[1].read_text().splitlines()
+    header = lines[0].split(",")
+    cells = lines[1].split(",")   # (the first cells hold no quoted comma)
+    cells[header.index("gpus")] = "eight"
+    bad = tmp_path / "b.csv"
+    bad.write_text("\n".join([lines[0], ",".join(cells), *lines[2:]]) + "\n")
+    fitted = []
+    monkeypatch.setattr(CC, "check_sweep", lambda path, *a, **k: fitted.append(path))
+    code, out, err = run_cli(tmp_path, "validate", "--extrapolate", "--concurrency",
+                             "--sweeps", str(good), str(bad))
+    assert code == 2 and out == "" and fitted == [], (err, fitted)
+    assert err.count("\n") == 1 and str(bad) in err and "row 2" in err and "'gpus'" in err, err

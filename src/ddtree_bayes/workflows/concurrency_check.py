@@ -185,7 +185,10 @@ def extrapolate_concurrency(files: list[Path] | None = None,
     settings = settings or SamplerSettings()
     sweeps, notes = [], []
     runnable = []
-    for path in files:   # every skip known before the first fit
+    from ddtree_bayes.core.data import load_hardware
+
+    table = load_hardware("hardware.csv", text=hardware_csv)
+    for path in files:   # every skip, and every unreadable row, known before the first fit
         records = read_sweep(path)
         missing = sorted({r["model"] for r in records} - set(cards))
         if missing:
@@ -193,6 +196,9 @@ def extrapolate_concurrency(files: list[Path] | None = None,
         elif not any(_streams(r) in test for r in records):
             notes.append(f"{path.name}: skipped (no row at C = {', '.join(map(str, test))})")
         else:
+            # the rows as check_sweep reads them: a bad cell in the third file stopped the run
+            # after the first two sweeps' fits
+            load_measurements(str(path), table, text=sweep_csv(path)[0])
             runnable.append(path)
     if not runnable:
         no_row = [n for n in notes if "(no row at C" in n]
