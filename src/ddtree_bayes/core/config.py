@@ -12,7 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddtree_bayes.core.errors import PriorsError
+from ddtree_bayes.core.errors import PriorsError, typo_fix
 from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, parse_methods
 from ddtree_bayes.core.pairs import same_family
 
@@ -354,12 +354,8 @@ def parse_prior(path: str, name: str, raw: object, *, where: str, extra: tuple[s
     known = (*needed, "dist", "rationale", "source", "per", *extra)
     unknown = [k for k in raw if k not in known] if strict else []
     if unknown:
-        import difflib
-
-        close = difflib.get_close_matches(unknown[0], known, n=1, cutoff=0.6)
         raise fail(f"unknown key {unknown[0]!r} in a {dist} prior",
-                   (f"did you mean {close[0]}? " if close else "") + "it takes "
-                   + ", ".join(known) + " (a typo is never ignored)")
+                   typo_fix(unknown[0], known, "it takes " + ", ".join(known)))
     params: dict[str, float] = {}
     for key in needed:
         value = raw.get(key)
@@ -445,13 +441,9 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
     model = section("model", dict, "[model] with moe_form = ...")
     for key in model:
         if key not in MODEL_KEYS and not stored:
-            import difflib
-
-            close = difflib.get_close_matches(key, MODEL_KEYS, n=1, cutoff=0.6)
             raise PriorsError(f"unknown key {key!r}", file=path, column=f"model.{key}",
-                              fix=(f"did you mean {close[0]}? " if close else "")
-                              + "[model] takes " + ", ".join(MODEL_KEYS)
-                              + " (a typo is never ignored)")
+                              fix=typo_fix(key, MODEL_KEYS,
+                                           "[model] takes " + ", ".join(MODEL_KEYS)))
     moe_form = model.get("moe_form", "power")
     if not isinstance(moe_form, str) or moe_form not in MOE_FORMS:
         raise PriorsError(f"unknown moe_form {moe_form!r}", file=path, column="model.moe_form",
@@ -490,13 +482,9 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
                               fix=f'set per = "{per}"')
     for name in priors:
         if name not in KNOWN_PRIORS and not stored:
-            import difflib
-
-            close = difflib.get_close_matches(name, KNOWN_PRIORS, n=1, cutoff=0.6)
             raise PriorsError(f"unknown prior {name!r}", file=path, column=f"priors.{name}",
-                              fix=(f"did you mean {close[0]}? " if close else "")
-                              + "name a prior of the bundled models/priors.toml (a typo is "
-                                "never ignored)")
+                              fix=typo_fix(name, KNOWN_PRIORS, "name a prior of the bundled "
+                                                               "models/priors.toml"))
     problem = nu_problem(priors.get("likelihood_nu"))   # optional: a Student-t likelihood
     if problem:
         raise PriorsError(problem, file=path, column="priors.likelihood_nu",

@@ -71,3 +71,16 @@ class Interrupted(KeyboardInterrupt):
     draws than asked (nutpie hands back a partial trace when interrupted)."""
 
     exit_code = 130
+
+
+def typo_fix(key: str, known, takes: str) -> str:
+    """The fix of a refused key or name no reader reads: the closest of ``known`` (if one is
+    close), then what the place takes (``takes``), then that a typo is never ignored.
+
+    >>> typo_fix("sigam", ("mu", "sigma"), "it takes mu, sigma")
+    'did you mean sigma? it takes mu, sigma (a typo is never ignored)'
+    """
+    import difflib
+
+    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+    return (f"did you mean {close[0]}? " if close else "") + f"{takes} (a typo is never ignored)"

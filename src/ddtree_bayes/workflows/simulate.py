@@ -89,7 +89,7 @@ def load_truth(path: str | Path) -> dict:
     import math
     import tomllib
 
-    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.errors import InputError, typo_fix
 
     path = str(path)
     try:
@@ -108,15 +108,11 @@ def load_truth(path: str | Path) -> dict:
     def known(where: str, table: dict, keys: tuple[str, ...]) -> None:
         """A key the simulation does not read is refused, not ignored (`moe_from = "linear"`
         simulated the power form)."""
-        import difflib
-
         for key in table:
             if key not in keys:
-                close = difflib.get_close_matches(key, keys, n=1, cutoff=0.6)
                 raise InputError(f"unknown key {key!r}", file=path,
                                  column=f"{where}.{key}" if where else key,
-                                 fix=(f"did you mean {close[0]}? " if close else "")
-                                 + "use " + ", ".join(keys) + " (a typo is never ignored)")
+                                 fix=typo_fix(key, keys, "use " + ", ".join(keys)))
 
     known("", raw, TRUTH_KEYS)
     systems = raw.get("systems")
