@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import emit_json
+from ddtree_bayes.cli.output import emit_json, print_warnings
 
 PROG = "ddtree-bayes"
 
@@ -33,9 +33,8 @@ def _load(args: argparse.Namespace):
     from ddtree_bayes.engine import predictive as P
 
     draws = api.load(args.fit)
-    for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict, ignore_priors_sections=("acceptance_curve",)):
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
+                               strict=args.strict, ignore_priors_sections=("acceptance_curve",)))
     return draws
 
 
@@ -70,8 +69,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     draws = _load(args)
     from ddtree_bayes.engine.question import Flags, check_names
 
-    for warning in check_names(draws, Flags.of(args)):
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(check_names(draws, Flags.of(args)))
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
@@ -92,8 +90,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
               f"{out['scenario']['hardware']} x{out['scenario']['gpus']} in "
               f"{out['scenario']['engine']} (pass --hardware/--engine to ask another)",
               file=sys.stderr)
-    for warning in out["warnings"]:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(out["warnings"])
     if args.format == "json":
         emit_json(out)
         return 0
@@ -191,14 +188,12 @@ def cmd_next(args: argparse.Namespace) -> int:
     check_query(args.query)
     draws = _load(args)
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
-    for warning in query.warnings:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(query.warnings)
     notes: list[str] = []
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model,
                                     strict=args.strict, warnings=notes)
                   if args.candidates else None)
-    for warning in notes:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(notes)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=args.min_ess)
     if query.note is not None:

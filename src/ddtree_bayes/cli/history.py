@@ -2,10 +2,9 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, hardware_rows
+from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, hardware_rows, print_warnings
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
@@ -106,8 +105,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
     warned: list[str] = []
     changes = living.compare_queries(a, b, living.load_tracked(models), args.seed,
                                      warnings=warned)
-    for warning in warned:   # (what predict warns of for a tracked query's flags)
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(warned)   # (what predict warns of for a tracked query's flags)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
     differ = _inputs_differ(a, b)
     if args.format == "json":
@@ -242,8 +240,7 @@ def cmd_track(args: argparse.Namespace) -> int:
             warned: list[str] = []
             rows = living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin,
                                      warnings=warned)
-            for warning in warned:
-                print(f"{PROG}: warning: {warning}", file=sys.stderr)
+            print_warnings(warned)
             for r in rows:
                 now["rows"].append({"label": living.row_label(r), "median": r["median"],
                                     "lo90": r["lo90"], "hi90": r["hi90"]})

@@ -16,6 +16,12 @@ from ddtree_bayes.core.paths import shown
 PROG = "ddtree-bayes"
 
 
+def print_warnings(lines) -> None:
+    """Each of ``lines`` on stderr as ``ddtree-bayes: warning: <line>``."""
+    for line in lines:
+        print(f"{PROG}: warning: {line}", file=sys.stderr)
+
+
 def fmt_value(value, digits: int = 0) -> str:
     if value is None:
         return "-"

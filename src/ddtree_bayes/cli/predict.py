@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddtree_bayes.cli.output import PROG, emit_rows, render_table
+from ddtree_bayes.cli.output import PROG, emit_rows, print_warnings, render_table
 from ddtree_bayes.core.config import form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
@@ -30,15 +30,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import store
 
     draws = store.load(args.fit)
-    for warning in P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict):
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
+                               strict=args.strict))
     from ddtree_bayes.engine.question import Flags, resolve
     from ddtree_bayes.engine.structure import max_measured_concurrency, p_text
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
-    for warning in question.warnings:
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(question.warnings)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
     tail = (1.0 - args.prob) / 2 * draws.n_draws

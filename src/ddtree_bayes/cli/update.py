@@ -6,11 +6,10 @@ the library side is ``workflows.living`` (``reweight`` for the importance weight
 from __future__ import annotations
 
 import argparse
-import sys
 import time
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, shown_path
+from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, print_warnings, shown_path
 from ddtree_bayes.core.config import DEFAULT_SEED
 
 SAMPLER_FLAGS = ("chains", "draws", "tune", "backend")
@@ -247,8 +246,7 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
 
     warned: list[str] = []
     changes = living.compare_queries(previous, after, tracked, seed, warnings=warned)
-    for warning in warned:   # (what predict warns of for a tracked query's flags)
-        print(f"{PROG}: warning: {warning}", file=sys.stderr)
+    print_warnings(warned)   # (what predict warns of for a tracked query's flags)
     report["tracked"] = changes
     if text:
         print(f"\ntracked queries, fit {previous.meta['fit_id']} -> {after.meta['fit_id']} "
