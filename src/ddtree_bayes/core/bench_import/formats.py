@@ -439,16 +439,17 @@ def _rate_bound(rec: BenchRow, cap: int, measured: float | None) -> tuple[float,
     mean (``measured``), else Little's law (:func:`_in_flight`)."""
     if not _rate_limited(rec):
         return None
-    if measured is not None:
+    if measured is None:
+        in_flight, latency_s = _in_flight(rec)
+        how = "Little's law"
+    else:
+        in_flight, how = measured, "the file's measured mean"
         try:
             latency_s = _in_flight(rec)[1]
         except BenchFormatError:   # (no latency to weigh the rate with: the measurement)
-            return measured, "the file's measured mean"
-        offered = float(rec.data["request_rate"]) * latency_s
-        return (measured, "the file's measured mean") if offered < cap else None
-    in_flight, latency_s = _in_flight(rec)
+            return in_flight, how
     offered = float(rec.data["request_rate"]) * latency_s
-    return (in_flight, "Little's law") if offered < cap else None
+    return (in_flight, how) if offered < cap else None
 
 
 def _rate_limited(rec: BenchRow) -> bool:
