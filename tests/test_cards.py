@@ -1354,7 +1354,10 @@ def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path)
     assert "context           up to 40,960 tokens" in out
     card = load_model_cards(tmp_path / "data" / "models.csv")["q30"]
     assert card.max_context_tokens == 40960
-    assert load_model_cards(bundled("models.csv"))["kimi-k2.6"].max_context_tokens is None
+    built_in = load_model_cards(bundled("models.csv"))   # sourced where a config was found
+    assert built_in["kimi-k2.6"].max_context_tokens == 262144
+    assert built_in["qwen3-30b-a3b"].max_context_tokens == 40960
+    assert built_in["qwen3.8-27b"].max_context_tokens is None
     fit = NS(meta={"model": {"card": dataclasses.asdict(card)}})
     at = {c: NS(model=None, context_tokens=float(c)) for c in (40960, 40961)}
     assert max_context_warning(fit, at[40960]) is None
