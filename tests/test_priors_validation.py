@@ -738,3 +738,24 @@ def test_a_misspelt_key_inside_a_prior_is_an_error(table, typo, column, meant):
     assert f"did you mean {meant}?" in str(err)
     # a saved fit's priors are read as they were fitted
     assert parse_priors(text, NAME, stored=True).moe_form == parse_priors(TEXT, NAME).moe_form
+
+
+@pytest.mark.parametrize(("table", "typo", "column", "meant"), [
+    ("[acceptance_curve]", 'metod = "eagle3"', "acceptance_curve", "method"),
+    ("[acceptance_curve.gain]", "sigam = 0.9", "acceptance_curve.gain", "sigma"),
+])
+def test_a_misspelt_key_in_the_acceptance_curve_is_an_error(table, typo, column, meant):
+    """A trust pass: `metod = "eagle3"` in [acceptance_curve] was never read (optimize then
+    answered with the curve of method ddtree, the default), nor `sigam` in one of its priors.
+    A curve stored in a fit is read as it was fitted."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+
+    assert table + "\n" in TEXT
+    text = TEXT.replace(table + "\n", f"{table}\n{typo}\n", 1)
+    key = typo.split(" =")[0]
+    with pytest.raises(PriorsError) as err:
+        parse_acceptance_curve(text, NAME)
+    assert err.value.column == column
+    assert f"unknown key {key!r}" in str(err.value) and f"did you mean {meant}?" in str(err.value)
+    stored = parse_acceptance_curve(text, "priors stored in the fit", stored=True)
+    assert stored == parse_acceptance_curve(TEXT, "priors stored in the fit")

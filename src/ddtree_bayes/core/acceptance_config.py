@@ -8,7 +8,7 @@ import tomllib
 from dataclasses import dataclass
 
 from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, parse_prior, target_model
-from ddtree_bayes.core.errors import PriorsError
+from ddtree_bayes.core.errors import PriorsError, typo_fix
 
 #: Distributions each acceptance-curve parameter may use, and the support it must respect.
 CURVE_PARAMS: dict[str, tuple[tuple[str, ...], float, float]] = {
@@ -17,6 +17,8 @@ CURVE_PARAMS: dict[str, tuple[tuple[str, ...], float, float]] = {
     "gain": (("point", "uniform", "truncnormal", "halfnormal", "lognormal"), 0.0, math.inf),
     "decay": (("point", "uniform", "truncnormal", "beta"), 0.0, 1.0),
 }
+#: Keys of the ``[acceptance_curve]`` table besides its parameters' tables.
+CURVE_KEYS = ("model", "method", "block", "reference_budget", "measurement_sd")
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,11 @@ class AcceptanceCurve:
                 f"gain ~ {one(self.gain)}, decay ~ {one(self.decay)}")
 
 
-def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve | None:
+def parse_acceptance_curve(text: str, path: str = "<priors>", *,
+                           stored: bool = False) -> AcceptanceCurve | None:
     """The ``[acceptance_curve]`` section of priors TOML ``text`` (None if there is none).
+    A key it does not know is refused (``metod = "eagle3"`` left the method at ddtree),
+    unless ``stored``: the curve a saved fit holds, read as it was fitted.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> curve = parse_acceptance_curve(bundled("priors.toml").read_text())
@@ -71,6 +76,11 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
     if not isinstance(section, dict):
         raise PriorsError("must be a table", file=path, column=where,
                           fix="write it as [acceptance_curve] with [acceptance_curve.<param>] tables")
+    unknown = [k for k in section if k not in (*CURVE_KEYS, *CURVE_PARAMS)] if not stored else []
+    if unknown:
+        known = (*CURVE_KEYS, *CURVE_PARAMS)
+        raise PriorsError(f"unknown key {unknown[0]!r}", file=path, column=where,
+                          fix=typo_fix(unknown[0], known, "it takes " + ", ".join(known)))
     method = section.get("method", "ddtree")
     if not isinstance(method, str) or not method:
         raise PriorsError("'method' must be a method name", file=path, column=f"{where}.method",
@@ -92,7 +102,7 @@ def parse_acceptance_curve(text: str, path: str = "<priors>") -> AcceptanceCurve
         if name not in section:
             raise PriorsError("missing prior", file=path, column=f"{where}.{name}",
                               fix=f"add an [{where}.{name}] table (see the bundled models/priors.toml)")
-        prior = parse_prior(path, name, section[name], where=where)
+        prior = parse_prior(path, name, section[name], where=where, strict=not stored)
         if prior.dist not in dists:
             raise PriorsError(f"{name} cannot use dist {prior.dist!r}", file=path,
                               column=f"{where}.{name}", fix="use one of " + ", ".join(dists))

@@ -321,7 +321,8 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     out: dict = {}
     d = d or default_question(draws, model)
     try:
-        curve = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit")
+        curve = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit",
+                                       stored=True)
         if curve is None:
             raise QueryError("the priors have no [acceptance_curve]", fix="add one and re-fit")
         out["optimize"] = {e: D.optimize(draws, curve, hardware=d.hardware, gpus=d.gpus,
