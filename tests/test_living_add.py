@@ -299,6 +299,29 @@ def test_a_row_whose_gpus_cannot_hold_the_model_is_refused(work, capsys):
     assert code == 0 and "row 11: kimi-k2.6, h100 x8 vllm ar" in out
 
 
+def test_a_row_whose_gpus_cannot_hold_the_cards_weights_is_added_with_a_warning(work, capsys):
+    """A new-user walkthrough: a 61 GB bf16 card measured on one 16 GB GPU was appended without
+    a word (the run must have used a smaller quantisation), and the fit then learned the pair's
+    efficiency from the card's bytes. The row is kept (a quantised run is real), the warning
+    says what the fit will do with it and how to name the quantisation's card."""
+    flags = ["add", "--hardware", "h100", "--gpus", "4", "--engine", "vllm", "--method", "ar",
+             "--accept", "1", "--tok-s", "30", "--source", "x"]
+    code, out, err = run(capsys, *flags)
+    # 1000B parameters x 0.5 bytes = 500 GB > 4 x 80 GB; at 1.6 bits 200 GB would fit
+    line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 500 GB (1000B "
+            "parameters at 0.5 bytes), more than 4 x h100 hold (320 GB): the run must have "
+            "used a smaller quantisation, but a fit prices the card's bytes; give that "
+            "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
+            "name it with --model")
+    assert code == 0 and "row 11: kimi-k2.6, h100 x4 vllm ar" in out
+    assert err.splitlines() == [line]
+    code, out, err = run(capsys, *flags[:-2], "--source", "y", "--format", "json")
+    assert code == 0 and json.loads(out)["warnings"] == [line.split("warning: ", 1)[1]
+                                                         .replace("row 11", "row 12")]
+    code, out, err = run(capsys, *[f if f != "4" else "8" for f in flags])
+    assert code == 0 and err == ""            # 640 GB hold the card's 500 GB
+
+
 def test_a_context_no_gpu_can_hold_is_refused(work, capsys):
     """An exploratory pass: `add --context 1000000000000` was appended (predict then warned
     that its KV cache needs 35,136,000 GB). Refused when even half the card's bytes per token

@@ -19,6 +19,7 @@ from ddtree_bayes.cli.output import (
     default_data_path,
     emit_json,
     hardware_rows,
+    print_warnings,
     shown_path,
 )
 from ddtree_bayes.cli.update import cmd_update
@@ -130,9 +131,11 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     declared=declared)
     if args.format == "json":
         emit_json({"file": str(result.path), "total_rows": result.total_rows,
-               "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}
-                        for r in result.rows]})
+                   "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}
+                            for r in result.rows],
+                   "warnings": result.warnings})
         return 0
+    print_warnings(result.warnings)
     n = len(result.rows)
     print(f"appended {n} row{'s' if n != 1 else ''} to {shown_path(result.path)} "
           f"(now {result.total_rows} measurements):")
@@ -175,7 +178,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "data/measurements.csv) or a benchmark tool's results (--from-bench FILE) "
                     "to the measurement file, validated as "
                     "`fit` validates it, and refused when its model's card says the GPUs "
-                    "cannot hold the weights even at 1.6 bits per weight. All or nothing: "
+                    "cannot hold the weights even at 1.6 bits per weight (kept with a warning "
+                    "when they hold them only below the card's own bytes per weight: a "
+                    "fit prices the card's bytes). All or nothing: "
                     "one bad row in --from rejects the whole file, every problem listed with "
                     "its file, row and column (exit 2). "
                     "A row identical to an existing one is refused; --allow-duplicate "

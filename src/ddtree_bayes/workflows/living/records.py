@@ -138,6 +138,8 @@ class Appended:
     rows: list[Measurement]
     total_rows: int
     repeats: dict[int, int] = field(default_factory=dict)  # new row -> row it repeats
+    #: what the rows are kept with but a fit would price wrongly (:func:`_card_weights_note`)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _with_optional_columns(text: str, header: list[str], new: list[NewRow], newline: str
@@ -200,6 +202,24 @@ def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str,
             f"{math.ceil(card.weights_gb / memory)} at the card's {card.weights_bytes_per_weight:g} "
             "bytes) and the hardware; a run that offloads weights to the CPU is outside what "
             "the step model prices")
+
+
+def _card_weights_note(card, hardware: dict[str, dict[str, str]], m) -> str | None:
+    """A row :func:`_weights_problem` keeps whose GPUs cannot hold the weights at its card's own
+    bytes per weight: the run used a smaller quantisation, but a fit prices the card's bytes (a
+    61 GB bf16 card measured on one 16 GB GPU taught the fit that pair's efficiency from 61 GB).
+    The warning line (without its row), or None when they fit or cannot be checked."""
+    from ddtree_bayes.core.data import table_memory_gb
+
+    memory = table_memory_gb(hardware, m.hardware)
+    if card is None or memory is None or card.weights_gb <= memory * m.gpus:
+        return None
+    return (f"{m.model}'s card puts its weights at {card.weights_gb:.0f} GB "
+            f"({card.params_total_b:g}B parameters at {card.weights_bytes_per_weight:g} bytes), "
+            f"more than {m.gpus} x {m.hardware} hold ({memory * m.gpus:g} GB): the run must have "
+            "used a smaller quantisation, but a fit prices the card's bytes; give that "
+            "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
+            "name it with --model")
 
 
 def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
@@ -293,6 +313,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         errors: list[DataError] = []
         lines: list[str] = []
         expected: list[int] = []
+        warnings: list[str] = []
         repeats: dict[int, int] = {}
         for item in new:
             line = item.line if item.line is not None else next_line
@@ -335,6 +356,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
+                note = _card_weights_note(cards.get(m.model), hardware, m)
                 if m.model not in current.models and m.model not in cards:
                     # a new model makes a file of several models: fine if the fit can read its
                     # card; a name without one is most likely a typo
@@ -374,6 +396,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.line is None:   # the next record would be the row after this one
                     next_line += 1
                 continue
+            if note is not None:
+                warnings.append(f"row {next_line}: {note}")
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
@@ -393,7 +417,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                             f"{len(appended)}; nothing was written", file=str(data_path))
         write_text_atomically(data_path, new_text)
         _remove_stale_temps(data_path)
-    return Appended(path=data_path, rows=appended, total_rows=len(final.rows), repeats=repeats)
+    return Appended(path=data_path, rows=appended, total_rows=len(final.rows), repeats=repeats,
+                    warnings=warnings)
 
 
 def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[NewRow]:
