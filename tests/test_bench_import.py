@@ -184,7 +184,8 @@ def test_vllm_serve_appended_results_are_json_lines(tmp_path):
     both = parse_bench_file(path)
     assert [(r.index, r.batch_size) for r in both.records] == [(1, 1), (2, 4)]
     assert both.records[1].tok_s == pytest.approx(4 * 1000.0 / raw["median_tpot_ms"])
-    assert "4 x 1000/median_tpot_ms (total of 4 streams)" in both.records[1].notes
+    assert "4 x 1000/median_tpot_ms (" in both.records[1].notes
+    assert "; total of 4 streams)" in both.records[1].notes
     got = parse_bench_file(path, single_stream_only=True)
     assert [(r.index, r.tok_s) for r in got.records] == [(1, 1000.0 / raw["median_tpot_ms"])]
     assert got.notes == [f"{path}: --single-stream-only left out line 2 (max_concurrency 4)"]
@@ -361,6 +362,35 @@ def test_a_serving_run_with_a_few_failed_requests_says_so_in_its_note(tmp_path):
     (rec,) = parse_bench_file(path).records
     assert rec.batch_size == 8 and rec.tok_s == pytest.approx(8 * 1000.0 / raw["median_tpot_ms"])
     assert "2 of 64 requests failed" in rec.notes
+
+
+def test_a_serving_runs_note_keeps_the_tpot_beside_its_formula(tmp_path):
+    """The note of a run with failures (or a rate, or a ramp) read "tok_s = 8 x
+    1000/median_tpot_ms (total of 8 streams), 2 of 64 requests failed (2.91046 ms; decode
+    only, first token excluded)": the TPOT's milliseconds after the failure clause, as if the
+    failures took 2.9 ms. The milliseconds follow the formula; what the run says comes after."""
+    raw = _json("vllm_serve.json")
+    tpot = f"{raw['median_tpot_ms']:g}"
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(dict(raw, max_concurrency=8, max_concurrent_requests=8,
+                                    num_prompts=64, completed=62, failed=2)))
+    assert parse_bench_file(path).records[0].notes.startswith(
+        f"vllm bench serve (vllm-serve): tok_s = 8 x 1000/median_tpot_ms ({tpot} ms; decode "
+        "only, first token excluded; total of 8 streams), 2 of 64 requests failed; "
+        "context_tokens = total_input_tokens/completed")
+    path.write_text(json.dumps(raw))   # one stream, nothing to say: as before
+    assert parse_bench_file(path).records[0].notes.startswith(
+        f"vllm bench serve (vllm-serve): tok_s = 1000/median_tpot_ms ({tpot} ms; decode only, "
+        "first token excluded); context_tokens = ")
+    sg = _jsonl("sglang_serving.jsonl")[0]
+    sg_tpot = f"{sg['median_tpot_ms']:g}"
+    path.write_text(json.dumps(dict(sg, max_concurrency=8, completed=62, failed=2,
+                                    concurrency=7.3)))
+    assert parse_bench_file(path).records[0].notes.startswith(
+        f"sglang.bench_serving (sglang-serving): tok_s = 8 x 1000/median_tpot_ms ({sg_tpot} ms; "
+        "decode only, first token excluded; total of 8 streams), measured mean in flight 7.30 "
+        "('concurrency': a closed loop's ramp-up and ramp-down counted); 2 of 64 requests "
+        "failed; context_tokens = total_input_tokens/completed")
 
 
 @pytest.mark.parametrize(("key", "value", "says"), [

@@ -195,25 +195,26 @@ CONCURRENT_FORMATS = frozenset({"vllm-serve", "sglang-serving"})
 
 def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     """(total decode tok/s of the record's C streams, C, how): C x 1000 / TPOT. A run where
-    no request completed measured nothing."""
+    no request completed measured nothing. ``how`` is the formula with the TPOT beside it,
+    then what the run says (its streams' count, its failures): the TPOT's milliseconds once
+    followed the failure clause ("2 of 64 requests failed (2.91 ms; ...")."""
     if rec.integer("completed", required=False) == 0:
         raise rec.error("completed 0: no request finished, so its TPOT measures nothing",
                         key="completed", fix="look at the server log and rerun the benchmark")
     per_stream, key = _tpot_tok_s(rec)
     count, said = _stream_count(rec.fmt, rec)
     streams = count or 1
-    how = (f"1000/{key}" if streams == 1 else
-           f"{streams} x 1000/{key} (total of {streams} streams)")
-    if said is not None:
-        how = f"{how}, {said}"
-    return per_stream * streams, streams, f"{how} ({rec.data[key]:g} ms"
+    total = "" if streams == 1 else f"; total of {streams} streams"
+    how = (f"{'' if streams == 1 else f'{streams} x '}1000/{key} ({rec.data[key]:g} ms; "
+           f"decode only, first token excluded{total})")
+    return per_stream * streams, streams, how if said is None else f"{how}, {said}"
 
 
 def _vllm_serve(rec: BenchRow) -> BenchRecord:
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
-    notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; decode only, "
-             "first token excluded); context_tokens = total_input_tokens/completed"
+    notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
+             "context_tokens = total_input_tokens/completed"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
@@ -242,7 +243,7 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
         model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
     notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; "
-             "decode only, first token excluded); context_tokens = total_input_tokens/completed"
+             "context_tokens = total_input_tokens/completed"
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
