@@ -417,6 +417,18 @@ def test_a_wide_interval_on_few_draws_is_said_to_be_noisy(work):
     assert code == 0 and "tail" not in err, err
 
 
+@pytest.mark.parametrize("argv", [("optimize",), ("next", "--k", "2")])
+def test_optimize_and_next_say_a_wide_interval_on_few_draws_is_noisy(tmp_path, argv):
+    """optimize --prob 0.95 and next --prob 0.95 on this point-mass fit's 16 draws printed a
+    95% interval whose tails rest on 0.4 of a draw without the warning predict gives."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)   # (next reweights by it)
+    code, out, err = run_cli(work, *argv, "--prob", "0.95")
+    assert code == 0 and ("--prob 0.95: each tail of the wide interval rests on about 0.4 of "
+                          "the fit's 16 draws") in err, err
+    code, out, err = run_cli(work, *argv)
+    assert code == 0 and "tail" not in err, err
+
+
 @pytest.mark.parametrize("argv, help_of", [
     (("optimize", "--accept", "14"), "optimize"),    # was read as --acceptance-file 14
     (("predict", "--acc", "14"), "predict"),          # was read as --accept 14

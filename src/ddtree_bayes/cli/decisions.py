@@ -11,7 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import emit_json, print_warnings
+from ddtree_bayes.cli.output import emit_json, print_warnings, wide_interval_warnings
 
 PROG = "ddtree-bayes"
 
@@ -70,6 +70,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine.question import Flags, check_names
 
     print_warnings(check_names(draws, Flags.of(args)))
+    print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
@@ -189,6 +190,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     draws = _load(args)
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
     print_warnings(query.warnings)
+    print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
     notes: list[str] = []
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model,
                                     strict=args.strict, warnings=notes)

@@ -6,7 +6,13 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddtree_bayes.cli.output import PROG, emit_rows, print_warnings, render_table
+from ddtree_bayes.cli.output import (
+    PROG,
+    emit_rows,
+    print_warnings,
+    render_table,
+    wide_interval_warnings,
+)
 from ddtree_bayes.core.config import form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
@@ -39,11 +45,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print_warnings(question.warnings)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
-    tail = (1.0 - args.prob) / 2 * draws.n_draws
-    if tail < 10 and args.prob > 0.9:   # a wider interval asked than the fit's draws carry
-        print(f"{PROG}: warning: --prob {args.prob:g}: each tail of the wide interval rests on "
-              f"about {tail:.3g} of the fit's {draws.n_draws} draws, so its ends are noisy "
-              "(a fit with more --draws, or a smaller --prob)", file=sys.stderr)
+    print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
