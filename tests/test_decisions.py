@@ -825,3 +825,21 @@ def test_a_query_string_reads_numbers_as_the_flags_do(query):
 
     with pytest.raises(QueryError, match="invalid whole number value"):
         parse_query(point_mass_draws(), query)
+
+
+def test_next_refuses_a_min_ess_above_the_fits_draws(tmp_path):
+    """next --min-ess 5000 on a fit of 4000 draws ranked every candidate "unreliable: ESS <
+    5000, refit with it instead", exit 0: a reweighted posterior's effective sample size is
+    at most its draw count, so no candidate could pass. Refused, naming the draws (here the
+    point-mass fit's 16); the draw count itself is still a threshold one can give."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)
+    code, out, err = run_cli(work, "next", "--k", "2", "--min-ess", "17")
+    assert (code, out) == (2, "")
+    assert err.strip() == ("ddtree-bayes: error: --min-ess 17 is above the fit's 16 draws: a "
+                           "reweighted posterior's effective sample size is at most its "
+                           "draws, so every candidate would be flagged (fix: give --min-ess "
+                           "at most 16)")
+    code, out, err = run_cli(work, "next", "--k", "2", "--min-ess", "16")
+    assert code == 0, err

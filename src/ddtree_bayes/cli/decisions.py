@@ -181,6 +181,24 @@ def _m90(v: list[float], digits: int) -> str:
 
 
 # ---------------------------------------------------------------- next
+def _min_ess(given: float | None, n_draws: int) -> float:
+    """--min-ess, at most the fit's draws: a reweighted posterior's effective sample size
+    cannot exceed them, so --min-ess 5000 on 4000 draws flagged every candidate "unreliable"
+    (exit 0). Not given: the default (which a fit of fewer draws than it flags throughout,
+    rightly: too few draws to reweight)."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.workflows.decisions.common import MIN_ESS
+
+    if given is None:
+        return MIN_ESS
+    if given > n_draws:
+        raise QueryError(f"--min-ess {given:g} is above the fit's {n_draws} draws: a "
+                         "reweighted posterior's effective sample size is at most its draws, "
+                         "so every candidate would be flagged",
+                         fix=f"give --min-ess at most {n_draws}")
+    return given
+
+
 def cmd_next(args: argparse.Namespace) -> int:
     from ddtree_bayes.cli.args import check_query
     from ddtree_bayes.engine import predictive as P
@@ -197,7 +215,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                   if args.candidates else None)
     print_warnings(notes)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
-                              seed=args.seed, min_ess=args.min_ess)
+                              seed=args.seed, min_ess=_min_ess(args.min_ess, draws.n_draws))
     if query.note is not None:
         print(f"{PROG} next: --query: {query.note}", file=sys.stderr)
     if args.format == "json":
@@ -326,8 +344,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(default: a list from the fit)")
     n.add_argument("--k", type=A.whole(2, 10_000, "use e.g. --k 32"), default=32,
                    help="simulated results per candidate (default: %(default)s)")
-    n.add_argument("--min-ess", type=A.real(0, 1e9, "use e.g. --min-ess 100"), default=100.0,
-                   help="flag candidates whose effective sample size falls below this "
-                        "(default: %(default)s)")
+    n.add_argument("--min-ess", type=A.real(0, 1e9, "use e.g. --min-ess 100"),
+                   help="flag candidates whose effective sample size falls below this, at most "
+                        "the fit's draws (default: 100)")
     _common(n)
     n.set_defaults(func=cmd_next)
