@@ -843,3 +843,22 @@ def test_next_refuses_a_min_ess_above_the_fits_draws(tmp_path):
                            "at most 16)")
     code, out, err = run_cli(work, "next", "--k", "2", "--min-ess", "16")
     assert code == 0, err
+
+
+def test_next_says_how_its_querys_answer_was_found_as_predict_does(tmp_path):
+    """next --query on a system nobody measured (h100 x8) printed its "now" interval without
+    the line predict prints under the same answer, "sglang: h100x8 not measured: transferred
+    from b300x8 ...": a transferred, prior-driven answer read as a measured one. The line is
+    predict's, word for word."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)
+    code, said, err = run_cli(work, "predict", "--hardware", "h100", "--gpus", "8",
+                              "--engine", "sglang", "--accept", "10")
+    assert code == 0, err
+    (note,) = [ln for ln in said.splitlines() if ln.startswith("  sglang: ")]
+    assert note.startswith("  sglang: h100x8 not measured: transferred from b300x8")
+    code, out, err = run_cli(work, "next", "--query", "--hardware h100 --gpus 8 --accept 10",
+                             "--k", "2")
+    assert code == 0, err
+    assert out.splitlines().count(note) == 1, out

@@ -233,6 +233,10 @@ def cmd_next(args: argparse.Namespace) -> int:
     per = " per user" if q.get("concurrency", 1) != 1 else ""   # (a C > 1 query: one stream's)
     print(f"now: median {_n(q['median'])} tok/s{per}, {pct}% interval {_n(q['lo'])}-"
           f"{_n(q['hi'])} (width {_n(q['width'])})")
+    from ddtree_bayes.cli.predict import overhead_notes
+
+    for note in overhead_notes([q]):   # how the answer was found (transferred, a prior), as predict
+        print(f"  {note}")
     headers = ["rank", "candidate", "why", f"E[{pct}% width]", "reduction", "ESS", "note"]
     body = []
     for i, r in enumerate(out["rows"], start=1):
