@@ -432,3 +432,36 @@ def test_the_next_section_names_the_acceptance_its_widths_are_at():
     assert dec["next"]["query"]["accept"] == "14"
     assert next_title(dec) == ("What to measure next for b300 x8, native, ddtree, block 16, "
                                "budget 32, verify 33, context 0, accept 14")
+
+
+def test_a_parameter_constant_over_the_draws_is_not_diagnosed_as_sensitivity_free():
+    """The prior sensitivity table read "compute_eff_log_sd | prior nan / likelihood nan: ✓"
+    for the seven fixed scales of the bundled fit (0.4, 1, 0.5, ... in every draw): ArviZ's
+    psense_summary gives a constant NaN and diagnoses NaN as "✓", a check of nothing, and
+    summary.json held the bare NaN (not JSON). Such a row now says what it is, with null."""
+    import arviz_stats as azs
+    import xarray as xr
+
+    from ddtree_bayes.workflows.report.render import psense_table_rows
+    from ddtree_bayes.workflows.report.summary import psense_overall
+
+    rng = np.random.default_rng(0)
+    post = xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(2, 200))),
+                       "fixed_sd": (("chain", "draw"), np.full((2, 200), 0.4))})
+    tree = xr.DataTree.from_dict({
+        "posterior": post,
+        "log_prior": xr.Dataset({"a": (("chain", "draw"), -0.5 * post["a"].values ** 2)}),
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"),
+                                            rng.normal(size=(2, 200, 3)))})})
+    with np.errstate(all="ignore"):
+        rows = psense_overall(azs.psense_summary(tree))
+    assert [r["parameter"] for r in rows] == ["a", "fixed_sd"]
+    assert rows[0]["prior"] == pytest.approx(0.118, abs=5e-4)
+    assert rows[1] == {"parameter": "fixed_sd", "prior": None, "likelihood": None,
+                       "diagnosis": "constant over the draws (a fixed value): nothing to "
+                                    "power-scale"}
+    json.dumps(rows, allow_nan=False)   # (the NaN was not JSON)
+    assert psense_table_rows(rows)[1] == [
+        "(all priors) fixed_sd", "constant over the draws (a fixed value): nothing to "
+                                 "power-scale"]
+    assert psense_table_rows(rows)[0][1].startswith("prior 0.118 / likelihood ")

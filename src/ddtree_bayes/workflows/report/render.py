@@ -120,6 +120,16 @@ def render_whole(summary: dict, draws: Fit | None, out_dir: Path, dt=None) -> No
     shutil.rmtree(old, ignore_errors=True)
 
 
+def psense_table_rows(overall: list[dict]) -> list[list[str]]:
+    """The "(all priors)" rows of the prior sensitivity table: each parameter's prior and
+    likelihood sensitivity and diagnosis, or the diagnosis alone when it has none (a
+    parameter constant over the draws read "prior nan / likelihood nan: ✓")."""
+    return [["(all priors) " + r["parameter"],
+             r["diagnosis"] if r["prior"] is None else
+             f"prior {r['prior']:.3f} / likelihood {r['likelihood']:.3f}: {r['diagnosis']}"]
+            for r in overall]
+
+
 def _json_default(x):
     if isinstance(x, np.generic):
         return x.item()
@@ -272,8 +282,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                      ["prior", f"sensitivity of {ps['headline']}"],
                      [[k, val] for k, val in sorted(ps["headline_by_prior"].items(),
                                                     key=lambda kv: -kv[1])]
-                     + [["(all priors) " + r["parameter"], f"prior {r['prior']:.3f} / likelihood "
-                         f"{r['likelihood']:.3f}: {r['diagnosis']}"] for r in ps["overall"]],
+                     + psense_table_rows(ps["overall"]),
                      ["psense"])
     fan_rows = []
     fan = summary["fan"]

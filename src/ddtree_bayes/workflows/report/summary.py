@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import logging
+import math
 import time
 import warnings
 
@@ -166,9 +167,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
             azs.psense(sens_tree, var_names=["headline_log_tok_s"], group="prior",
                        group_var_names=[k])["headline_log_tok_s"].values)) for k in lp}
     summary["psense"] = {
-        "overall": [{"parameter": str(idx), "prior": float(r["prior"]),
-                     "likelihood": float(r["likelihood"]), "diagnosis": str(r["diagnosis"])}
-                    for idx, r in overall.iterrows()],
+        "overall": psense_overall(overall),
         "headline_by_prior": by_prior,
         "headline": f"log tok/s, default scenario, {default.engines[0]}, "
                     f"accept {default.accept:g}",
@@ -182,6 +181,27 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     summary["decisions"] = decisions_section(draws, seed, model, default)
     summary["compute_s"] = time.perf_counter() - t0
     return summary
+
+
+#: The diagnosis of a parameter whose power-scaling sensitivity is not a number.
+CONSTANT_DIAGNOSIS = "constant over the draws (a fixed value): nothing to power-scale"
+
+
+def psense_overall(overall) -> list[dict]:
+    """ArviZ's ``psense_summary`` table as rows of parameter, prior and likelihood
+    sensitivity and diagnosis. A parameter constant over the draws (a fixed scale such as
+    ``compute_eff_log_sd = 0.4``) has NaN sensitivities, which ArviZ diagnoses as "✓": it is
+    said as constant, with null sensitivities (summary.json held the bare NaN)."""
+    rows = []
+    for idx, r in overall.iterrows():
+        prior, likelihood = float(r["prior"]), float(r["likelihood"])
+        if math.isfinite(prior) and math.isfinite(likelihood):
+            rows.append({"parameter": str(idx), "prior": prior, "likelihood": likelihood,
+                         "diagnosis": str(r["diagnosis"])})
+        else:
+            rows.append({"parameter": str(idx), "prior": None, "likelihood": None,
+                         "diagnosis": CONSTANT_DIAGNOSIS})
+    return rows
 
 
 @contextlib.contextmanager
