@@ -862,3 +862,23 @@ def test_next_says_how_its_querys_answer_was_found_as_predict_does(tmp_path):
                              "--k", "2")
     assert code == 0, err
     assert out.splitlines().count(note) == 1, out
+
+
+def test_an_acceptance_file_of_several_drafters_is_refused_as_several_models_are(tmp_path):
+    """optimize --acceptance-file with the drafter column of data/acceptance_reference.csv
+    pooled the rows of two drafters of one model (dflash at 8.6 / 9.3 and eagle3 at 4.1 / 4.4
+    for budgets 16 / 32) into one curve, exit 0: a curve between two drafters that neither
+    has. One drafter's rows (or a blank drafter beside one name) are read as before."""
+    path = tmp_path / "acc.csv"
+    path.write_text("model,drafter,method,block,budget,accept_len\n"
+                    "m,dflash,ddtree,16,16,8.6\nm,dflash,ddtree,16,32,9.3\n"
+                    "m,eagle3,ddtree,16,16,4.1\nm,eagle3,ddtree,16,32,4.4\n")
+    with pytest.raises(QueryError) as err:
+        D.read_acceptance_file(path, "ddtree", 16)
+    assert str(err.value) == (f"{path} has ddtree block-16 rows of several drafters (dflash, "
+                              "eagle3) (fix: keep the rows of one drafter)")
+    path.write_text("model,drafter,method,block,budget,accept_len\n"
+                    "m,dflash,ddtree,16,16,8.6\nm,,ddtree,16,32,9.3\n"
+                    "m,eagle3,ddtree,8,16,4.1\n")   # (block 8: not read)
+    b, a, model = D.read_acceptance_file(path, "ddtree", 16)
+    assert (list(b), list(a), model) == ([16, 32], [8.6, 9.3], "m")

@@ -315,8 +315,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="context length in tokens, e.g. 32768 or 32k (default: 0)")
     o.add_argument("--acceptance-file", metavar="FILE.csv",
                    help="update the curve from measured acceptance (columns of "
-                        "data/acceptance_reference.csv; rows of --method and --block, one model): "
-                        "conjugate normal update, see docs/model.md")
+                        "data/acceptance_reference.csv; rows of --method and --block, one "
+                        "model and drafter): conjugate normal update, see docs/model.md")
     o.add_argument("--priors", help="priors TOML holding [acceptance_curve] (default: "
                                     "models/priors.toml, else bundled)")
     _common(o)

@@ -134,6 +134,7 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
             raise DataError("missing column", file=path, column=column,
                             fix="use the columns of data/acceptance_reference.csv")
     budgets, values, models = [], [], set()
+    drafters: set[str] = set()   # (the optional drafter column: one curve is one drafter's)
     seen: dict[tuple, int] = {}
     for rec, i in lines:
         if (rec["method"] or "").strip() != method:
@@ -174,12 +175,17 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
         budgets.append(numbers["budget"])
         values.append(numbers["accept_len"])
         models.add((rec["model"] or "").strip())
+        drafters.add((rec.get("drafter") or "").strip())
     if not budgets:
         raise QueryError(f"{path} has no {method} rows with block {block}",
                          fix=f"add rows with method {method} and block {block}, or change --block")
     if len(models) > 1:
         raise QueryError(f"{path} has {method} block-{block} rows of several models "
                          f"({', '.join(sorted(models))})", fix="keep the rows of one target model")
+    if len(drafters - {""}) > 1:
+        raise QueryError(f"{path} has {method} block-{block} rows of several drafters "
+                         f"({', '.join(sorted(drafters - {''}))})",
+                         fix="keep the rows of one drafter")
     return np.array(budgets), np.array(values), models.pop()
 
 
