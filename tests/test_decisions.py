@@ -882,3 +882,57 @@ def test_an_acceptance_file_of_several_drafters_is_refused_as_several_models_are
                     "m,eagle3,ddtree,8,16,4.1\n")   # (block 8: not read)
     b, a, model = D.read_acceptance_file(path, "ddtree", 16)
     assert (list(b), list(a), model) == ([16, 32], [8.6, 9.3], "m")
+
+
+@pytest.fixture(scope="module")
+def point_mass_work(tmp_path_factory):
+    from test_cli_support import make_point_mass_workdir
+
+    return make_point_mass_workdir(tmp_path_factory.mktemp("optimize") / "w")
+
+
+def _printed_matches(cell: str, value: float) -> bool:
+    """A printed tok/s equals the JSON's value at the printed precision, and a positive
+    rate is never printed as 0."""
+    digits = len(cell.split(".")[1]) if "." in cell and "e" not in cell else 0
+    printed = float(cell)
+    if value > 0 and printed == 0:
+        return False
+    if "e" in cell or abs(value) < 1:   # two significant digits
+        return abs(printed - value) <= 0.051 * abs(value)
+    return abs(printed - value) <= 0.5 * 10 ** -digits + 1e-9
+
+
+def test_optimize_prints_a_rate_below_one_tok_s_as_predict_does(point_mass_work):
+    """optimize --concurrency 4096 --context 128k printed per-user rates below 1 tok/s as
+    whole numbers (the bundled fit: budget 16's median 0.71 as "1", budget 32's 0.43 as "0",
+    budget 256's interval 0.0075-0.32 as "0-0"), where predict keeps two significant digits
+    ("0.5"). The cells are predict's now: each equals the JSON's value at its precision."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from test_cli_support import run_cli
+
+    @settings(max_examples=8, deadline=None)
+    @given(concurrency=st.sampled_from([1, 64, 1024, 4096]),
+           context=st.sampled_from(["0", "128k"]))
+    def check(concurrency, context):
+        argv = ("optimize", "--budgets", "8,64,1024", "--concurrency", str(concurrency),
+                "--context", context)
+        code, table, err = run_cli(point_mass_work, *argv)
+        assert code == 0, err
+        code, text, err = run_cli(point_mass_work, *argv, "--format", "json")
+        rows = json.loads(text)["rows"]
+        lines = [ln.split() for ln in table.splitlines() if ln.split()[:1] in
+                 (["8"], ["64"], ["1024"])]
+        assert [int(ln[0]) for ln in lines] == [r["budget"] for r in rows]
+        for ln, r in zip(lines, rows, strict=True):
+            # budget, M, accept (lo-hi), step ms, median, lo-hi, E[tok/s], ...
+            median, interval, mean = ln[5], ln[6], ln[7]
+            lo, hi = interval.rsplit("-", 1) if "e-" not in interval else (None, None)
+            assert _printed_matches(median, r["median"]), (median, r["median"])
+            assert _printed_matches(mean, r["tok_s_mean"]), (mean, r["tok_s_mean"])
+            if lo is not None:
+                assert _printed_matches(lo, r["lo90"]) and _printed_matches(hi, r["hi90"])
+
+    check()

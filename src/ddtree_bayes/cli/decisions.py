@@ -11,7 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import emit_json, print_warnings, wide_interval_warnings
+from ddtree_bayes.cli.output import (
+    emit_json,
+    print_warnings,
+    tok_text,
+    wide_interval_warnings,
+)
 
 PROG = "ddtree-bayes"
 
@@ -119,20 +124,21 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     for r in out["rows"]:
         body.append([str(r["budget"]), str(r["verify_tokens"]),
                      f"{r['accept']:.1f} ({r['accept_lo']:.1f}-{r['accept_hi']:.1f})",
-                     f"{r['step_ms']:.1f}", f"{r['median']:.0f}",
-                     f"{r[f'lo{pct}']:.0f}-{r[f'hi{pct}']:.0f}", f"{r['tok_s_mean']:.0f}",
+                     f"{r['step_ms']:.1f}", tok_text(r["median"]),
+                     f"{tok_text(r[f'lo{pct}'])}-{tok_text(r[f'hi{pct}'])}",
+                     tok_text(r["tok_s_mean"]),
                      f"{r['p_best']:.2f}", f"{r['regret']:.1f}", extrapolated_flags(r) or "-"])
     print(_table(headers, body))
     best = next(r for r in out["rows"] if r["budget"] == out["recommended"])
     print(f"recommended budget: {out['recommended']} (highest expected tok/s, "
-          f"{best['tok_s_mean']:.0f}; P(best) {best['p_best']:.2f}; "
+          f"{tok_text(best['tok_s_mean'])}; P(best) {best['p_best']:.2f}; "
           f"expected regret {best['regret']:.1f} tok/s)")
     if best["accept_extrapolated"]:
         anchored = [r for r in out["rows"] if not r["accept_extrapolated"]]
         alt = max(anchored, key=lambda r: r["tok_s_mean"]) if anchored else None
         print(f"caution: the acceptance of budget {best['budget']} is extrapolated from the "
               "curve" + (f"; the best budget where the curve is anchored is {alt['budget']} "
-                         f"(expected {alt['tok_s_mean']:.0f} tok/s)" if alt else "") + ".")
+                         f"(expected {tok_text(alt['tok_s_mean'])} tok/s)" if alt else "") + ".")
     print("tok/s is the expected throughput of each posterior draw (no run-to-run noise), "
           "acceptance from the curve drawn alongside; accept and step ms are medians.")
     m = out["max_measured_verify_tokens"]

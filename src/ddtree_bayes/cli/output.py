@@ -38,6 +38,16 @@ def wide_interval_warnings(prob: float, n_draws: int) -> list[str]:
             "smaller --prob)"]
 
 
+def tok_text(x: float) -> str:
+    """tok/s in a table: whole numbers, but a rate below 1 keeps two significant digits (a
+    step that cannot run printed as "0 0-0 0-1" in predict, and in optimize).
+
+    >>> tok_text(607.4), tok_text(0.5), tok_text(2.1e-05)
+    ('607', '0.5', '2.1e-05')
+    """
+    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
+
+
 def fmt_value(value, digits: int = 0) -> str:
     if value is None:
         return "-"

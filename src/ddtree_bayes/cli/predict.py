@@ -11,6 +11,7 @@ from ddtree_bayes.cli.output import (
     emit_rows,
     print_warnings,
     render_table,
+    tok_text,
     wide_interval_warnings,
 )
 from ddtree_bayes.core.config import form_label
@@ -101,13 +102,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     body = []
     for r in rows:
         cells = [r["engine"], r["accept"]] + ([str(r["concurrency"])] if streams else [])
-        cells.append(_tok(r["median"]))
-        cells += [f"{_tok(r[f'lo{P.pct_label(p)}'])}-{_tok(r[f'hi{P.pct_label(p)}'])}"
+        cells.append(tok_text(r["median"]))
+        cells += [f"{tok_text(r[f'lo{P.pct_label(p)}'])}-{tok_text(r[f'hi{P.pct_label(p)}'])}"
                   for p in probs]
         if streams:
             t, wide = r["total"], P.pct_label(probs[-1])
             # (as the per-user cells: a total below 1 tok/s printed "0 (0-0)" beside them)
-            cells.append(f"{_tok(t['median'])} ({_tok(t[f'lo{wide}'])}-{_tok(t[f'hi{wide}'])})")
+            cells.append(f"{tok_text(t['median'])} ({tok_text(t[f'lo{wide}'])}-{tok_text(t[f'hi{wide}'])})")
         else:
             cells.append("-" if r["original"] is None else
                          f"{r['original']:.0f} ({r['original_lo']:.0f}-{r['original_hi']:.0f})")
@@ -144,16 +145,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  {note}")
     return 0
-
-
-def _tok(x: float) -> str:
-    """tok/s in the table: whole numbers, but a rate below 1 keeps two significant digits (a
-    step that cannot run printed as "0 0-0 0-1").
-
-    >>> _tok(607.4), _tok(0.5), _tok(2.1e-05)
-    ('607', '0.5', '2.1e-05')
-    """
-    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
 
 
 def overhead_notes(rows: list[dict]) -> list[str]:
