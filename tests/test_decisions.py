@@ -936,3 +936,29 @@ def test_optimize_prints_a_rate_below_one_tok_s_as_predict_does(point_mass_work)
                 assert _printed_matches(lo, r["lo90"]) and _printed_matches(hi, r["hi90"])
 
     check()
+
+
+def test_next_prints_a_rate_below_one_tok_s_with_two_digits(tmp_path):
+    """next --query at 4096 streams and 128k context printed "now: median 0.1 tok/s per user,
+    90% interval 0.0-0.6" (the bundled fit): one decimal below 100 tok/s read a positive
+    lower end 0.008 as 0.0. Below 1 tok/s the figures keep two significant digits, as
+    predict's and optimize's cells do; each equals the JSON's value at its precision."""
+    import re
+
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)
+    argv = ("next", "--query", "--concurrency 4096 --context 128k --budget 256 --accept 12",
+            "--k", "2")
+    code, out, err = run_cli(work, *argv)
+    assert code == 0, err
+    code, text, err = run_cli(work, *argv, "--format", "json")
+    q = json.loads(text)["query"]
+    now = next(ln for ln in out.splitlines() if ln.startswith("now: "))
+    got = re.fullmatch(r"now: median (\S+) tok/s per user, 90% interval (\S+)-(\S+) "
+                       r"\(width (\S+)\)", now)
+    assert got is not None, now
+    assert q["hi"] < 1   # (the case this checks)
+    for cell, value in zip(got.groups(), (q["median"], q["lo"], q["hi"], q["width"]),
+                           strict=True):
+        assert _printed_matches(cell, value), (cell, value)

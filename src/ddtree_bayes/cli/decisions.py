@@ -162,8 +162,15 @@ def cmd_optimize(args: argparse.Namespace) -> int:
 
 
 def _n(x: float) -> str:
-    """tok/s with one decimal below 100 (narrow intervals), whole numbers above."""
-    return f"{x:.1f}" if abs(x) < 100 else f"{x:.0f}"
+    """tok/s with one decimal below 100 (narrow intervals), whole numbers above, and two
+    significant digits below 1 (as predict's cells: 0.008 read "0.0").
+
+    >>> _n(607.4), _n(42.25), _n(0.0317), _n(0.0)
+    ('607', '42.2', '0.032', '0')
+    """
+    if abs(x) >= 100:
+        return f"{x:.0f}"
+    return f"{x:.1f}" if abs(x) >= 1 else tok_text(x)
 
 
 def _shown(path: Path) -> str:
