@@ -667,3 +667,61 @@ def test_validate_concurrency_reads_every_sweeps_rows_before_the_first_fit(tmp_p
                              "--sweeps", str(good), str(bad))
     assert code == 2 and out == "" and fitted == [], (err, fitted)
     assert err.count("\n") == 1 and str(bad) in err and "row 2" in err and "'gpus'" in err, err
+
+
+def test_validate_concurrency_reads_and_loads_each_sweep_file_once(tmp_path, monkeypatch):
+    """validate --extrapolate --concurrency read each runnable sweep file three times (the
+    skip checks, the up-front row check, the fit) and loaded its rows twice; now once each,
+    the parsed rows passed on. The fit and the scoring are stubbed (fitting is the public
+    sweep test's job): predicted median = measured, 90% = +-10%."""
+    import csv as csv_
+    from collections import Counter
+    from pathlib import Path
+
+    from ddtree_bayes.workflows import concurrency_check as CC
+    from ddtree_bayes.workflows import extrapolation as X
+
+    conc = Path(__file__).resolve().parents[1] / "data" / "public" / "conc"
+    no_card = conc / "sglang_mtp_glm5_b12x_rtxpro6000x8_conc.csv"   # glm-5: no model card
+    sglang = conc / "sglang_mtp_qwen35_397b_b12x_rtxpro6000srvx4_conc.csv"
+    with (conc / "vllm_specdec_qwen38_27b_rtx3090_syvai_conc.csv").open(newline="") as f:
+        reader = csv_.DictReader(f)
+        records = list(reader)
+    assert (records[7]["method"], records[7]["concurrency"]) == ("mtp", "8")
+    records[7]["verify_tokens"] = ""   # file row 9, at C = 8: skipped (no draft depth)
+    mine = tmp_path / "qwen38.csv"
+    with mine.open("w", newline="") as f:
+        w = csv_.DictWriter(f, fieldnames=reader.fieldnames)
+        w.writeheader()
+        w.writerows(records)
+
+    reads: Counter = Counter()
+    loads: Counter = Counter()
+    read_text, load = X.read_text, CC.load_measurements
+    monkeypatch.setattr(X, "read_text", lambda path, fix: reads.update([Path(path).name])
+                        or read_text(path, fix))
+    monkeypatch.setattr(CC, "load_measurements", lambda path, *a, **k: loads.update(
+        [Path(path).name]) or load(path, *a, **k))
+
+    def refit(inputs, held, seed, settings):   # the fit's own parse of the rows, uncounted
+        hw = load_hardware("hardware.csv", text=inputs.hardware_csv)
+        return None, [], load(inputs.data_name, hw, text=inputs.data_csv), None, None
+
+    crossed = []
+    monkeypatch.setattr(CC, "refit_without", refit)
+    monkeypatch.setattr(CC, "scored_interval", lambda draws, m, rng: {
+        "measured": m.tok_s, "median": m.tok_s, "lo90": 0.9 * m.tok_s, "hi90": 1.1 * m.tok_s})
+    monkeypatch.setattr(CC, "crossovers", lambda draws, rows, seed: crossed.append(len(rows))
+                        or [])
+    res = CC.extrapolate_concurrency([no_card, mine, sglang], workdir=tmp_path, progress=False)
+    assert reads == {no_card.name: 1, "qwen38.csv": 1, sglang.name: 1}
+    assert loads == {"qwen38.csv": 1, sglang.name: 1}
+    assert res["notes"] == [f"{no_card.name}: skipped (no model card for glm-5)"]
+    # qwen38: 31 rows, 1 skipped; C <= 4: 4 x 6 = 24 trained; C = 8: 7 - 1 = 6 scored.
+    # the SGLang sweep: 51 rows, 10 + 10 + 10 at C <= 4; 9 at C = 8, 7 at C = 16
+    assert [(s["sweep"], s["skipped_rows"], s["trained_rows"], s["n"]) for s in res["sweeps"]] \
+        == [("qwen38.csv", 1, 24, 6), (sglang.name, 0, 30, 16)]
+    assert crossed == [30, 51]
+    assert [r["concurrency"] for r in res["sweeps"][0]["rows"]] == [8] * 6
+    assert res["pooled"]["n"] == 22 and res["pooled"]["cov90"] == 1.0
+    assert res["pooled"]["width90"] == pytest.approx(0.2)

@@ -21,12 +21,13 @@ import io
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
-from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, load_measurements
+from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, Measurements, load_measurements
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.workflows.validation import Inputs, card_texts, refit_without, scored_interval
@@ -52,19 +53,31 @@ def read_sweep(path: Path) -> list[dict]:
     return records
 
 
-def sweep_csv(path: Path) -> tuple[str, int]:
-    """A concurrency sweep in the measurement schema (notes dropped), and the rows skipped."""
+def sweep_csv(records: list[dict]) -> tuple[str, int]:
+    """A concurrency sweep's rows (:func:`read_sweep`) in the measurement schema (notes
+    dropped), and the rows skipped."""
     buf = io.StringIO()
     w = csv.DictWriter(buf, fieldnames=COLUMNS + OPTIONAL_COLUMNS, extrasaction="ignore",
                        lineterminator="\n")
     w.writeheader()
     skipped = 0
-    for r in read_sweep(path):
+    for r in records:
         if r["method"] != "ar" and not r.get("verify_tokens"):
             skipped += 1
             continue
         w.writerow({**r, "notes": ""})
     return buf.getvalue(), skipped
+
+
+@dataclass(frozen=True)
+class Sweep:
+    """A sweep file read once: its rows in the measurement schema (``text``, the fit's input),
+    the rows :func:`sweep_csv` skipped, and the rows loaded and validated (``data``)."""
+
+    path: Path
+    text: str
+    skipped: int
+    data: Measurements
 
 
 def summary(rows: list[dict]) -> dict:
@@ -123,25 +136,20 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
     return out
 
 
-def check_sweep(path: Path, priors_toml: str, hardware_csv: str, card_text: dict,
+def check_sweep(sweep: Sweep, priors_toml: str, hardware_csv: str, card_text: dict,
                 train_max: int, test: tuple[int, ...], seed: int,
                 settings: SamplerSettings) -> dict:
     """Fit one sweep's rows at C <= ``train_max``; score its rows at ``test``."""
     t0 = time.perf_counter()
-    text, skipped = sweep_csv(path)
-    from ddtree_bayes.core.data import load_hardware
-
-    data = load_measurements(str(path), load_hardware("hardware.csv", text=hardware_csv),
-                             text=text)
-    inputs = Inputs(text, priors_toml, hardware_csv, str(path), **card_text)
-    held = tuple(i for i, m in enumerate(data.rows) if m.concurrency > train_max)
+    inputs = Inputs(sweep.text, priors_toml, hardware_csv, str(sweep.path), **card_text)
+    held = tuple(i for i, m in enumerate(sweep.data.rows) if m.concurrency > train_max)
     draws, failures, data, _, _ = refit_without(inputs, held, seed, settings)
     rng = np.random.default_rng(seed)
     rows = [{"row": m.row, "method": m.method, "block": m.block,
              "context_tokens": m.context_tokens, "concurrency": m.concurrency,
              **scored_interval(draws, m, rng)}
             for m in data.rows if m.concurrency in test]
-    out = {"sweep": path.name, "skipped_rows": skipped, "converged": not failures,
+    out = {"sweep": sweep.path.name, "skipped_rows": sweep.skipped, "converged": not failures,
            "failures": failures, "train_max": train_max,
            "trained_rows": len(data.rows) - len(held), "seconds": time.perf_counter() - t0,
            "crossovers": crossovers(draws, list(data.rows), seed), "rows": rows}
@@ -184,7 +192,7 @@ def extrapolate_concurrency(files: list[Path] | None = None,
     cards = load_model_cards("models.csv", text=card_text["models_csv"])
     settings = settings or SamplerSettings()
     sweeps, notes = [], []
-    runnable = []
+    runnable: list[Sweep] = []
     from ddtree_bayes.core.data import load_hardware
 
     table = load_hardware("hardware.csv", text=hardware_csv)
@@ -196,10 +204,11 @@ def extrapolate_concurrency(files: list[Path] | None = None,
         elif not any(_streams(r) in test for r in records):
             notes.append(f"{path.name}: skipped (no row at C = {', '.join(map(str, test))})")
         else:
-            # the rows as check_sweep reads them: a bad cell in the third file stopped the run
-            # after the first two sweeps' fits
-            load_measurements(str(path), table, text=sweep_csv(path)[0])
-            runnable.append(path)
+            # loaded before any fit: a bad cell in the third file stopped the run after the
+            # first two sweeps' fits
+            text, skipped = sweep_csv(records)
+            runnable.append(Sweep(path, text, skipped,
+                                  load_measurements(str(path), table, text=text)))
     if not runnable:
         no_row = [n for n in notes if "(no row at C" in n]
         raise QueryError(
@@ -208,13 +217,13 @@ def extrapolate_concurrency(files: list[Path] | None = None,
             fix=("pick --test-concurrency values the sweeps measured" if no_row else
                  "add the models' cards (`ddtree-bayes card add`)") + " (" + "; ".join(notes[:3])
             + ")")
-    for i, path in enumerate(runnable, start=1):
-        res = check_sweep(path, priors.text, hardware_csv, card_text, train_max, test, seed,
+    for i, sweep in enumerate(runnable, start=1):
+        res = check_sweep(sweep, priors.text, hardware_csv, card_text, train_max, test, seed,
                           settings)
         sweeps.append(res)
         if progress:
-            print(f"[concurrency] {i}/{len(runnable)} {path.name}: {res.get('n', 0)} rows scored "
-                  f"({res['seconds']:.0f} s)", file=sys.stderr, flush=True)
+            print(f"[concurrency] {i}/{len(runnable)} {sweep.path.name}: {res.get('n', 0)} rows "
+                  f"scored ({res['seconds']:.0f} s)", file=sys.stderr, flush=True)
     scored = [r for s in sweeps for r in s["rows"]]
     cross = [x for s in sweeps for x in s["crossovers"] if x["measured_crossover"] is not None]
     return {"mode": "concurrency", "train_max": train_max, "test": list(test), "seed": seed,
