@@ -725,3 +725,35 @@ def test_validate_concurrency_reads_and_loads_each_sweep_file_once(tmp_path, mon
     assert [r["concurrency"] for r in res["sweeps"][0]["rows"]] == [8] * 6
     assert res["pooled"]["n"] == 22 and res["pooled"]["cov90"] == 1.0
     assert res["pooled"]["width90"] == pytest.approx(0.2)
+
+
+def test_crossover_lines_name_the_cs_paying_fields_names():
+    """predict --concurrency's crossover line and report's ``paying_fields`` answer one
+    question (where speculation pays: P(faster than AR) >= 0.5); per engine and acceptance,
+    rows in any order, each kind of answer, by hand."""
+    from ddtree_bayes.cli.predict import crossover_lines
+    from ddtree_bayes.engine.structure import paying_fields
+
+    cs = [1, 4, 16, 64]
+    cases = {"every": (0.9, 0.8, 0.7, 0.6), "never": (0.4, 0.3, 0.2, 0.1),
+             "stops": (0.9, 0.8, 0.45, 0.1), "starts": (0.2, 0.4, 0.55, 0.9),
+             "mixed": (0.6, 0.4, 0.7, 0.2)}
+    rows = [{"engine": kind, "accept": "3", "concurrency": c, "p_faster_than_ar": p}
+            for kind, ps in cases.items() for c, p in reversed(list(zip(cs, ps, strict=True)))]
+    rows.append({"engine": "every", "accept": "3", "concurrency": 1})   # (AR: no P)
+    assert crossover_lines(rows) == [
+        "every, accept 3: speculation pays at every concurrency asked (P(faster than AR) >= "
+        "0.60)",
+        "never, accept 3: speculation pays at no concurrency asked (P(faster than AR) <= 0.40)",
+        "stops, accept 3: speculation stops paying at C = 16 (P(faster than AR) 0.45; 0.80 at "
+        "C = 4)",
+        "starts, accept 3: speculation does not pay at C = 1 (P(faster than AR) 0.20), pays "
+        "from C = 16 (0.55)",
+        "mixed, accept 3: speculation pays at C = 1, 16, not at C = 4, 64 (P(faster than AR) "
+        "0.20-0.70: near even)"]
+    assert [paying_fields(cs, list(ps)) for ps in cases.values()] == [
+        {"pays": "every", "pays_at": cs, "stops_paying_at": None, "starts_paying_at": None},
+        {"pays": "never", "pays_at": [], "stops_paying_at": None, "starts_paying_at": None},
+        {"pays": "stops", "pays_at": [1, 4], "stops_paying_at": 16, "starts_paying_at": None},
+        {"pays": "starts", "pays_at": [16, 64], "stops_paying_at": None, "starts_paying_at": 16},
+        {"pays": "mixed", "pays_at": [1, 16], "stops_paying_at": None, "starts_paying_at": None}]

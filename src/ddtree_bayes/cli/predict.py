@@ -199,12 +199,15 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     for r in rows:
         if "p_faster_than_ar" in r:
             seen.setdefault((r["engine"], r["accept"]), []).append(r)
-    from ddtree_bayes.engine.structure import p_text, paying
+    from ddtree_bayes.engine.structure import p_text, paying_fields
 
     for (engine, accept), rs in seen.items():
         rs = sorted(rs, key=lambda r: r["concurrency"])
+        cs = [r["concurrency"] for r in rs]
         ps = [r["p_faster_than_ar"] for r in rs]
-        kind, i = paying(ps)
+        p_at = dict(zip(cs, ps, strict=True))
+        where = paying_fields(cs, ps)
+        kind, yes = where["pays"], where["pays_at"]
         head = f"{engine}, accept {accept}: speculation "
         if kind == "every":
             out.append(head + f"pays at every concurrency asked (P(faster than AR) >= "
@@ -213,21 +216,18 @@ def crossover_lines(rows: list[dict]) -> list[str]:
             out.append(head + f"pays at no concurrency asked (P(faster than AR) <= "
                               f"{p_text(max(ps))})")
         elif kind == "mixed":
-            yes = [str(r["concurrency"]) for r, p in zip(rs, ps, strict=True) if p >= 0.5]
-            no = [str(r["concurrency"]) for r, p in zip(rs, ps, strict=True) if p < 0.5]
-            out.append(head + f"pays at C = {', '.join(yes)}, not at C = {', '.join(no)} "
-                              f"(P(faster than AR) {p_text(min(ps))}-{p_text(max(ps))}: "
-                              "near even)")
+            no = [c for c in cs if c not in yes]
+            out.append(head + f"pays at C = {', '.join(map(str, yes))}, not at C = "
+                              f"{', '.join(map(str, no))} (P(faster than AR) "
+                              f"{p_text(min(ps))}-{p_text(max(ps))}: near even)")
         elif kind == "starts":
-            assert i is not None
-            out.append(head + f"does not pay at C = {rs[0]['concurrency']} (P(faster than AR) "
-                              f"{p_text(ps[0])}), pays from C = {rs[i]['concurrency']} "
-                              f"({p_text(ps[i])})")
-        else:
-            assert i is not None
-            out.append(head + f"stops paying at C = {rs[i]['concurrency']} (P(faster than "
-                              f"AR) {p_text(ps[i])}; {p_text(ps[i - 1])} at C = "
-                              f"{rs[i - 1]['concurrency']})")
+            c = where["starts_paying_at"]
+            out.append(head + f"does not pay at C = {cs[0]} (P(faster than AR) "
+                              f"{p_text(ps[0])}), pays from C = {c} ({p_text(p_at[c])})")
+        else:   # stops: it paid up to the last C of pays_at
+            c, last = where["stops_paying_at"], yes[-1]
+            out.append(head + f"stops paying at C = {c} (P(faster than AR) {p_text(p_at[c])}; "
+                              f"{p_text(p_at[last])} at C = {last})")
     return out
 
 

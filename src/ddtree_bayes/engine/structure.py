@@ -87,6 +87,31 @@ def paying(p_faster: list[float]) -> tuple[str, int | None]:
     return ("stops" if pays[0] else "starts"), turns[0]
 
 
+def paying_fields(concurrency: list[int], p_faster: list[float]) -> dict:
+    """Where speculation pays along ``concurrency`` (P(faster than AR) >= 0.5; :func:`paying`),
+    as summary.json, predict's crossover line and the report's figure say it: ``pays`` (every,
+    stops, starts, never or mixed), ``pays_at`` (the C where it pays), ``stops_paying_at``
+    (with ``stops``: the first C where it no longer pays, else null) and
+    ``starts_paying_at`` (with ``starts``: the first C where it pays, else null). A null
+    ``stops_paying_at`` alone read "pays at every C" for a drafter that never paid, only
+    started paying, or paid on and off.
+
+    >>> paying_fields([1, 2, 4], [0.9, 0.6, 0.3])
+    {'pays': 'stops', 'pays_at': [1, 2], 'stops_paying_at': 4, 'starts_paying_at': None}
+    >>> paying_fields([1, 2, 4], [0.2, 0.3, 0.1])["pays"], paying_fields([1, 2], [0.7, 0.9])["pays"]
+    ('never', 'every')
+    >>> paying_fields([1, 2, 4], [0.3, 0.6, 0.9])
+    {'pays': 'starts', 'pays_at': [2, 4], 'stops_paying_at': None, 'starts_paying_at': 2}
+    >>> paying_fields([1, 2, 4], [0.3, 0.6, 0.4])
+    {'pays': 'mixed', 'pays_at': [2], 'stops_paying_at': None, 'starts_paying_at': None}
+    """
+    kind, at = paying(p_faster)
+    return {"pays": kind,
+            "pays_at": [c for c, p in zip(concurrency, p_faster, strict=True) if p >= 0.5],
+            "stops_paying_at": concurrency[at] if kind == "stops" and at is not None else None,
+            "starts_paying_at": concurrency[at] if kind == "starts" and at is not None else None}
+
+
 def p_text(p: float) -> str:
     """P(faster than AR) with two decimals, or as many more as tell its side of 0.5, the
     line speculation pays at (a P of 0.4995 printed 0.50 beside "stops paying"; now 0.499).

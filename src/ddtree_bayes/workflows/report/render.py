@@ -182,7 +182,7 @@ SECTION_ORDER = ("prediction", "concurrency", "variance", "budgets", "next", "ha
 
 
 def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
-    """Where a drafter pays along the figure's concurrencies (engine.structure.paying).
+    """Where a drafter pays along the figure's concurrencies (engine.structure.paying_fields).
 
     >>> _paying_text([1, 2, 4], [0.9, 0.6, 0.3]), _paying_text([1, 2], [0.2, 0.3])
     ('stops paying at C = 4', 'pays at no C shown')
@@ -191,16 +191,17 @@ def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
     >>> _paying_text([1, 2, 4], [0.3, 0.6, 0.4])
     'pays at C = 2 only'
     """
-    from ddtree_bayes.engine.structure import paying
+    from ddtree_bayes.engine.structure import paying_fields
 
-    kind, i = paying(p_faster)
-    if kind == "stops" and i is not None:
-        return f"stops paying at C = {concurrency[i]}"
-    if kind == "starts" and i is not None:
-        return f"does not pay at C = {concurrency[0]}, starts paying at C = {concurrency[i]}"
+    where = paying_fields(concurrency, p_faster)
+    kind = where["pays"]
+    if kind == "stops":
+        return f"stops paying at C = {where['stops_paying_at']}"
+    if kind == "starts":
+        return (f"does not pay at C = {concurrency[0]}, starts paying at C = "
+                f"{where['starts_paying_at']}")
     if kind == "mixed":
-        return "pays at C = " + ", ".join(str(c) for c, p in zip(concurrency, p_faster,
-                                                                   strict=True) if p >= 0.5) + " only"
+        return "pays at C = " + ", ".join(map(str, where["pays_at"])) + " only"
     return "pays at every C shown" if kind == "every" else "pays at no C shown"
 
 

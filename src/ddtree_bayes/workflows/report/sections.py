@@ -26,7 +26,7 @@ from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
-from ddtree_bayes.engine.structure import max_measured_concurrency, paying, run_sd
+from ddtree_bayes.engine.structure import max_measured_concurrency, paying_fields, run_sd
 from ddtree_bayes.engine.target_models import is_multi
 
 #: Acceptance grid of the fan chart.
@@ -174,7 +174,8 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
     """Per-user and total tok/s of the default question at its headline acceptance, and of
     autoregressive decoding on the same system, against concurrency C
     (:data:`CONCURRENCY_GRID`); per engine P(faster than AR) at each C and where it pays
-    (:func:`paying_fields`: every, stops, starts, never or mixed, and at which C)."""
+    (:func:`~ddtree_bayes.engine.structure.paying_fields`: every, stops, starts, never or
+    mixed, and at which C)."""
     d = d or default_question(draws, model)
     scenarios = _default_scenarios(draws, model, d)
     accept = float(min(d.accept, scenarios[0].limit.tokens))
@@ -203,31 +204,6 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
             entry.update(paying_fields(list(CONCURRENCY_GRID), p_ar))
         out["engines"][name] = entry
     return out
-
-
-def paying_fields(concurrency: list[int], p_faster: list[float]) -> dict:
-    """Where speculation pays along ``concurrency`` (P(faster than AR) >= 0.5;
-    :func:`~ddtree_bayes.engine.structure.paying`), as summary.json says it: ``pays`` (every,
-    stops, starts, never or mixed), ``pays_at`` (the C where it pays), ``stops_paying_at``
-    (with ``stops``: the first C where it no longer pays, else null) and
-    ``starts_paying_at`` (with ``starts``: the first C where it pays, else null). A null
-    ``stops_paying_at`` alone read "pays at every C" for a drafter that never paid, only
-    started paying, or paid on and off.
-
-    >>> paying_fields([1, 2, 4], [0.9, 0.6, 0.3])
-    {'pays': 'stops', 'pays_at': [1, 2], 'stops_paying_at': 4, 'starts_paying_at': None}
-    >>> paying_fields([1, 2, 4], [0.2, 0.3, 0.1])["pays"], paying_fields([1, 2], [0.7, 0.9])["pays"]
-    ('never', 'every')
-    >>> paying_fields([1, 2, 4], [0.3, 0.6, 0.9])
-    {'pays': 'starts', 'pays_at': [2, 4], 'stops_paying_at': None, 'starts_paying_at': 2}
-    >>> paying_fields([1, 2, 4], [0.3, 0.6, 0.4])
-    {'pays': 'mixed', 'pays_at': [2], 'stops_paying_at': None, 'starts_paying_at': None}
-    """
-    kind, at = paying(p_faster)
-    return {"pays": kind,
-            "pays_at": [c for c, p in zip(concurrency, p_faster, strict=True) if p >= 0.5],
-            "stops_paying_at": concurrency[at] if kind == "stops" and at is not None else None,
-            "starts_paying_at": concurrency[at] if kind == "starts" and at is not None else None}
 
 
 def variance_shares(draws: Fit, seed: int, model: str | None = None,
