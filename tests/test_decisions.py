@@ -796,6 +796,10 @@ def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):
     assert code == 0, err
     assert "was written for qwen3-8b, not kimi-k2.6" in err
     assert "pass --acceptance-file" in err
+    # the program name every command prints (cli/output.py's PROG)
+    assert err.startswith("ddtree-bayes: warning: the acceptance curve ([acceptance_curve] in "
+                          "models/priors.toml) was written for")
+    assert out.startswith("ddtree-bayes optimize: fit 20260101T000000Z-pointmss (16 draws)")
 
 
 def test_optimize_says_when_it_leaves_a_measured_acceptance_out():

@@ -12,13 +12,12 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.output import (
+    PROG,
     emit_json,
     print_warnings,
     tok_text,
     wide_interval_warnings,
 )
-
-PROG = "ddtree-bayes"
 
 
 def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
@@ -86,10 +85,10 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     asked_model = out["scenario"].get("model") or draws.meta["model"].get("target_model")
     if (curve.model and asked_model and args.acceptance_file is None
             and not same_family(curve.model, asked_model)):
-        print(f"{PROG}: warning: the acceptance curve ([acceptance_curve] in "
-              f"{_shown(priors_path)}) was written for {curve.model}, not {asked_model}: these "
-              "acceptances are another model's prior; pass --acceptance-file with this "
-              "drafter's measured acceptances", file=sys.stderr)
+        print_warnings([f"the acceptance curve ([acceptance_curve] in {_shown(priors_path)}) "
+                        f"was written for {curve.model}, not {asked_model}: these acceptances "
+                        "are another model's prior; pass --acceptance-file with this drafter's "
+                        "measured acceptances"])
     asked = out["default_scenario"]
     if asked is not None:   # (the curve fixes the method and block)
         print(f"{PROG} optimize: {asked['why']}; asking its most-measured system: "
