@@ -567,6 +567,13 @@ def test_cli_next_query_with_hardware_alone_answers(tmp_path):
     assert code == 0, err
     assert "query: h100 x8, sglang, ddtree, block 16, budget 32, verify 33, context 0, " \
         "accept 10" in out
+    # the table: rank, candidate and why left-aligned, the numbers right, the note left
+    lines = out.splitlines()
+    top = lines.index(next(x for x in lines if x.startswith("rank  candidate")))
+    assert lines[top].split("  ")[-1] == "note" and lines[top].endswith("ESS  note")
+    assert lines[top + 2].startswith("1     h100 x8 sglang ddtree block 16 budget 32 M=33    "
+                                     "the query itself    ")
+    assert lines[top + 2].endswith("(84%)    2  unreliable: ESS < 100, refit with it instead")
 
 
 @pytest.mark.parametrize("text,fragment", [
@@ -789,6 +796,13 @@ def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):
     code, out, err = run_cli(work, "optimize", "--budgets", "8,16,32")
     assert code == 0, err
     assert "was written for" not in err
+    # the table: budget left-aligned, the numbers right, the flags left
+    lines = out.splitlines()
+    top = lines.index(next(x for x in lines if x.startswith("budget   M ")))
+    assert lines[top].endswith("E[regret]  extrapolated")
+    assert lines[top + 1].startswith("------  --  ----") and lines[top + 1].endswith(
+        "---------  ------------")
+    assert lines[top + 2].startswith("8        9  ") and lines[top + 2].endswith("  accept")
     priors = work / "models" / "priors.toml"
     priors.write_text(priors.read_text().replace('model = "kimi-k2.6"   # the target',
                                                  'model = "qwen3-8b"   # the target'))

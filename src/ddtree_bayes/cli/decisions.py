@@ -13,23 +13,13 @@ from pathlib import Path
 
 from ddtree_bayes.cli.output import (
     PROG,
+    aligned_table,
     emit_json,
     print_warnings,
+    shown_path,
     tok_text,
     wide_interval_warnings,
 )
-
-
-def _table(headers: list[str], rows: list[list[str]], left: int = 1) -> str:
-    """The first ``left`` columns and the last left-aligned, the rest right-aligned."""
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    last = len(headers) - 1
-
-    def line(cells: list[str]) -> str:
-        return "  ".join(c.ljust(w) if i < left or i == last else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
 
 
 def _load(args: argparse.Namespace):
@@ -68,7 +58,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     except OSError as err:
         raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(priors_path),
                           fix="pass an existing file with --priors") from None
-    curve = D.curve_for(priors_text, _shown(priors_path))
+    curve = D.curve_for(priors_text, shown_path(priors_path))
     budgets = D.parse_budgets(args.budgets)
     draws = _load(args)
     from ddtree_bayes.engine.question import Flags, check_names
@@ -85,7 +75,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     asked_model = out["scenario"].get("model") or draws.meta["model"].get("target_model")
     if (curve.model and asked_model and args.acceptance_file is None
             and not same_family(curve.model, asked_model)):
-        print_warnings([f"the acceptance curve ([acceptance_curve] in {_shown(priors_path)}) "
+        print_warnings([f"the acceptance curve ([acceptance_curve] in {shown_path(priors_path)}) "
                         f"was written for {curve.model}, not {asked_model}: these acceptances "
                         "are another model's prior; pass --acceptance-file with this drafter's "
                         "measured acceptances"])
@@ -127,7 +117,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      f"{tok_text(r[f'lo{pct}'])}-{tok_text(r[f'hi{pct}'])}",
                      tok_text(r["tok_s_mean"]),
                      f"{r['p_best']:.2f}", f"{r['regret']:.1f}", extrapolated_flags(r) or "-"])
-    print(_table(headers, body))
+    print(aligned_table(headers, body, left=1, text_last=True))
     best = next(r for r in out["rows"] if r["budget"] == out["recommended"])
     print(f"recommended budget: {out['recommended']} (highest expected tok/s, "
           f"{tok_text(best['tok_s_mean'])}; P(best) {best['p_best']:.2f}; "
@@ -170,14 +160,6 @@ def _n(x: float) -> str:
     if abs(x) >= 100:
         return f"{x:.0f}"
     return f"{x:.1f}" if abs(x) >= 1 else tok_text(x)
-
-
-def _shown(path: Path) -> str:
-    """A path relative to the working directory when it is inside it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _is_number(text) -> bool:
@@ -259,7 +241,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                      f"{_n(r['expected_width'])} +- {_n(r['width_se'])}",
                      f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
                      f"{r['ess_median']:.0f}", note or "-"])
-    print(_table(headers, body, left=3))
+    print(aligned_table(headers, body, left=3, text_last=True))
     if not q["accept_fixed"]:
         print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
               "the width it causes stays, whatever is measured.")
