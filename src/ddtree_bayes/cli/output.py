@@ -57,13 +57,9 @@ def fmt_value(value, digits: int = 0) -> str:
 
 
 def render_table(headers: list[str], rows: list[list[str]]) -> str:
-    """Left-align the first columns of text, right-align the rest; one line per row."""
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    def line(cells):
-        return "  ".join(c.ljust(w) if i < 2 else c.rjust(w)
-                         for i, (c, w) in enumerate(zip(cells, widths, strict=True))).rstrip()
-    return "\n".join([line(headers), line(["-" * w for w in widths]), *map(line, rows)])
+    """Left-align the first two columns of text, right-align the rest; one line per row
+    (:func:`aligned_table`'s default)."""
+    return aligned_table(headers, rows)
 
 
 #: Keys whose values are counts: written as JSON integers even when computed as floats.
@@ -158,7 +154,7 @@ ROW_FLAGS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_
 
 
 def aligned_table(headers: list[str], rows: list[list[str]], left: int = 2,
-           text_last: bool = False) -> str:
+                  text_last: bool = False) -> str:
     """The first ``left`` columns (and the last, with ``text_last``) left-aligned, the rest
     right-aligned."""
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
