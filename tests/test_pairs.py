@@ -548,3 +548,31 @@ def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
     assert faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 16)) is None  # other count
     # Llama on one H200: its measured H100 reads slower, so no peer to compare with
     assert faster_than_measured_warning(d, ask("llama-3.1-8b-instruct", "h200", 1)) is None
+
+
+def test_llama_cpp_on_several_gpus_says_its_layers_read_in_turn():
+    """A new-user walkthrough: `predict --hardware rtx-5090 --gpus 2 --engine llama.cpp` gave a
+    read floor and a step of two GPUs reading together, as tensor parallelism does; llama.cpp
+    splits whole layers across GPUs by default, so at one stream they read in turn. Said until
+    a llama.cpp row of that system is measured; nothing for one GPU or another engine."""
+    from ddtree_bayes.engine.scenario import layer_split_warning, memory_warnings
+
+    d = multi_model_draws()
+
+    def ask(engine, gpus, hardware="h100"):
+        return P.resolve_scenario(d, hardware=hardware, gpus=gpus, engine=engine, method="ar",
+                                  block=None, budget=None, verify_tokens=None,
+                                  context_tokens=0.0, model="llama-3.1-8b-instruct")
+
+    line = layer_split_warning(d, ask("llama.cpp", 2))
+    assert line == (
+        "llama.cpp on 2 GPUs: by default (--split-mode layer) each GPU holds whole layers and, "
+        "at one stream, they read in turn, so their bandwidth does not add up; this answer's "
+        "M = 1 step has the 2 GPUs read together, as tensor parallelism does (vLLM, SGLang, "
+        "TensorRT-LLM), and may be up to 2x too fast (less with --split-mode row); a "
+        "llama.cpp row measured on 2 x h100 pins it")
+    assert line in memory_warnings(d, ask("llama.cpp", 2))
+    assert layer_split_warning(d, ask("llama.cpp", 1)) is None
+    assert layer_split_warning(d, ask("vllm", 2)) is None
+    d.measurements.rows[-1].__dict__.update(engine="llama.cpp", gpus=2)   # measured there
+    assert layer_split_warning(d, ask("llama.cpp", 2)) is None

@@ -634,6 +634,25 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
             f"an AR row measured on {sc.hardware} pins it")
 
 
+def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when ``sc`` asks llama.cpp on several GPUs of a system where the fit has no
+    llama.cpp row: llama.cpp splits whole layers across GPUs by default (``--split-mode
+    layer``), so at one stream the GPUs read in turn, while the step model (the pair roofline,
+    or a measured pair's step, shared by its engines) has them read together as tensor
+    parallelism does: the answer may be up to GPUs x too fast. None otherwise."""
+    if sc.engine != "llama.cpp" or sc.gpus <= 1:
+        return None
+    if any(m.engine == sc.engine and m.hardware == sc.hardware and m.gpus == sc.gpus
+           and (sc.model is None or m.model == sc.model) for m in draws.measurements.rows):
+        return None
+    return (f"llama.cpp on {sc.gpus} GPUs: by default (--split-mode layer) each GPU holds whole "
+            "layers and, at one stream, they read in turn, so their bandwidth does not add up; "
+            f"this answer's M = 1 step has the {sc.gpus} GPUs read together, as tensor "
+            "parallelism does (vLLM, SGLang, TensorRT-LLM), and may be up to "
+            f"{sc.gpus}x too fast (less with --split-mode row); a llama.cpp row measured on "
+            f"{sc.gpus} x {sc.hardware} pins it")
+
+
 def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when ``sc`` asks a context longer than the model takes (its card's
     ``max_context_tokens``: the config's ``max_position_embeddings``, scaled RoPE included):
@@ -656,11 +675,13 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     than the model takes (:func:`max_context_warning`), the weights-fit check that
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
-    weights (:func:`read_floor_warning`), and a pair never measured answered faster than a
-    measured one that reads at least as fast (:func:`faster_than_measured_warning`);
+    weights (:func:`read_floor_warning`), a pair never measured answered faster than a
+    measured one that reads at least as fast (:func:`faster_than_measured_warning`), and
+    llama.cpp's GPUs reading in turn (:func:`layer_split_warning`);
     ``predict``, ``next`` and ``optimize`` say the same."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
-             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc))
+             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
+             layer_split_warning(draws, sc))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
