@@ -66,6 +66,34 @@ def test_a_built_in_name_is_overridden_and_a_second_time_needs_replace(tmp_path)
     assert rows_of(tmp_path / "data" / "hardware.csv")["rtx-3090"]["mem_bw_tb_s"] == "0.8"
 
 
+def test_a_built_in_row_in_a_checkout_says_so_and_what_to_do(tmp_path):
+    """A new-user walkthrough: in a checkout data/hardware.csv is the built-in table, so
+    `hardware add rtx-5080` with the datasheet's own figures was refused as "already in
+    data/hardware.csv, row 32" and told to --replace (rewriting the project's sourced row),
+    while `hardware list` calls the row built-in. Figures equal to the row's: nothing to add;
+    others: a name of your own, or --replace knowingly."""
+    import shutil
+
+    (tmp_path / "data").mkdir()
+    shutil.copy(bundled("hardware.csv"), tmp_path / "data" / "hardware.csv")
+    (tmp_path / "data" / "hardware.csv").chmod(0o644)
+    before = listing(tmp_path)
+    flags = ["hardware", "add", "rtx-5080", "--memory-gb", "16", "--interconnect", "PCIe Gen5",
+             "--source", "datasheet"]
+    code, out, err = run_cli(tmp_path, *flags, "--mem-bw-tb-s", "0.96")
+    assert (code, out) == (2, "")
+    assert err.strip() == ("ddtree-bayes: error: 'rtx-5080' is already in data/hardware.csv, "
+                           "row 32 (the built-in row), with the figures you gave (fix: nothing "
+                           "to add: ask with --hardware rtx-5080)")
+    code, out, err = run_cli(tmp_path, *flags, "--mem-bw-tb-s", "0.85")
+    assert (code, out) == (2, "")
+    assert err.strip() == ("ddtree-bayes: error: 'rtx-5080' is already in data/hardware.csv, "
+                           "row 32 (the built-in row) (fix: give your GPU a name of its own, "
+                           "with --like rtx-5080 and the figures that differ, or pass --replace "
+                           "to change the built-in figures in data/hardware.csv)")
+    assert listing(tmp_path) == before
+
+
 def test_a_new_gpu_from_its_datasheet_says_what_it_leaves_to_assumption(tmp_path):
     code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
                              "--interconnect", "PCIe Gen5", "--source", "vendor sheet",

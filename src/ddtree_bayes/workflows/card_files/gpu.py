@@ -26,6 +26,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
 from ddtree_bayes.core.pairs import LINK_FIX, link_class
+from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
     MMA_MIN_CC,
@@ -351,10 +352,40 @@ def _refuse(path: Path, gpu: GpuRow, replace: bool) -> None:
     """A path that is not a file, or a name the file has already without ``replace``."""
     if path.exists() and not path.is_file():
         raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
-    line = existing_row(path, "hardware", gpu.row["hardware"])
-    if line is not None and not replace:
-        raise InputError(f"{gpu.row['hardware']!r} is already in {path}, row {line}",
-                         fix="pass --replace to overwrite that row, or give the GPU another name")
+    name = gpu.row["hardware"]
+    line = existing_row(path, "hardware", name)
+    if line is None or replace:
+        return
+    theirs = _file_row(path, name)
+    built_in = theirs == _file_row(bundled("hardware.csv"), name)
+    where = f"{path}, row {line}" + (" (the built-in row)" if built_in else "")
+    figures = [c for c in gpu.given if c not in ("source", "flops_source")]
+    if figures and all(_same(theirs.get(c, ""), gpu.row.get(c, "")) for c in figures):
+        raise InputError(f"{name!r} is already in {where}, with the figures you gave",
+                         fix=f"nothing to add: ask with --hardware {name}")
+    raise InputError(f"{name!r} is already in {where}",
+                     fix=(f"give your GPU a name of its own, with --like {name} and the figures "
+                          f"that differ, or pass --replace to change the built-in figures in "
+                          f"{path}") if built_in else
+                     "pass --replace to overwrite that row, or give the GPU another name")
+
+
+def _file_row(path: Path, name: str) -> dict[str, str]:
+    """The row of GPU ``name`` in the table ``path`` (empty when it has none)."""
+    from ddtree_bayes.core.data import read_records
+
+    _, header, body = read_records(path)
+    j = header.index("hardware")
+    return next(({h: v.strip() for h, v in zip(header, cells, strict=False)}
+                 for _, cells in body if len(cells) > j and cells[j].strip() == name), {})
+
+
+def _same(a: str, b: str) -> bool:
+    """Two cells of a column: equal as numbers when both are, else as text."""
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a.strip().lower() == b.strip().lower()
 
 
 def _for_file(path: Path, row: dict[str, str]) -> dict[str, str]:
