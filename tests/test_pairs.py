@@ -576,3 +576,35 @@ def test_llama_cpp_on_several_gpus_says_its_layers_read_in_turn():
     assert layer_split_warning(d, ask("vllm", 2)) is None
     d.measurements.rows[-1].__dict__.update(engine="llama.cpp", gpus=2)   # measured there
     assert layer_split_warning(d, ask("llama.cpp", 2)) is None
+
+
+def test_a_context_cost_carried_from_another_models_rows_says_so():
+    """A new-user walkthrough: a GQA model's 17-token tree at 32k lost 14 ms a step to context
+    where its AR step lost 1.5 ms: the context cost grows as M ** ctx_verify_exponent, one
+    exponent for every model, learned from Kimi K2.6's EAGLE-3 rows at context (MLA). predict
+    said only that the per-token context cost was prior-driven. Now it says where the growth
+    with the verified tokens comes from; nothing for AR, context 0, or the model's own rows."""
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    ctx_row = "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.0,131072,250,test,\n"
+    d = multi_model_draws().view(data_csv=MULTI_DATA + ctx_row)
+
+    def said(fit, **flags):
+        q = resolve(fit, Flags(**{"hardware": "h100", "gpus": 1, "engines": ("vllm",),
+                                  "accept": "2", **flags}))
+        return [w for w in q.warnings if "verified tokens" in w]
+
+    llama = {"model": "llama-3.1-8b-instruct", "method": "eagle3", "block": 3}
+    assert said(d, context="32768", **llama) == [
+        "llama-3.1-8b-instruct at context 32768, M = 4 verified tokens: its context cost grows "
+        "as M ** b with b = 0.5 (90% 0.5-0.5), learned from the rows at context > 0 of "
+        "kimi-k2.6, not of llama-3.1-8b-instruct (another attention layout may share its KV "
+        "reads among the verified tokens more, or less)"]
+    assert said(multi_model_draws(), context="32768", **llama) == [
+        "llama-3.1-8b-instruct at context 32768, M = 4 verified tokens: its context cost grows "
+        "as M ** b with b = 0.5 (90% 0.5-0.5), the prior's: the fit has no speculative row at "
+        "context > 0 (prior-driven)"]
+    assert said(d, context="0", **llama) == []
+    assert said(d, context="32768", model="llama-3.1-8b-instruct", method="ar", accept="1") == []
+    assert said(d, context="32768", model="kimi-k2.6", hardware="b300", gpus=8,
+                engines=("sglang",), method="ddtree", block=8, budget=8) == []

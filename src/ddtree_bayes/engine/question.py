@@ -325,6 +325,30 @@ is extrapolated linearly past the measured contexts
             "is extrapolated linearly past the measured contexts",)
 
 
+def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[str, ...]:
+    """A speculative question at a context > 0 whose model has no speculative row at a
+    context > 0: its context cost grows with the verified tokens as ``M ** b``, one exponent
+    ``ctx_verify_exponent`` for every model, learned from other models' rows (another
+    attention layout: Kimi K2.6's MLA EAGLE-3 rows for a GQA model's tree) or, with no such
+    row at all, the prior's. One line saying which."""
+    import numpy as np
+
+    if sc.verify_tokens <= 1 or not sc.context_tokens:
+        return ()
+    rows = [r for r in fit.measurements.rows if r.verify_tokens > 1 and r.context_tokens]
+    model = sc.model or fit.meta.get("model", {}).get("target_model")
+    if any(r.model == model for r in rows):
+        return ()
+    lo, med, hi = np.quantile(fit.variables["ctx_verify_exponent"], [0.05, 0.5, 0.95])
+    origin = (f"learned from the rows at context > 0 of {', '.join(sorted({r.model for r in rows}))}, "
+              f"not of {model} (another attention layout may share its KV reads among the "
+              "verified tokens more, or less)" if rows else
+              "the prior's: the fit has no speculative row at context > 0 (prior-driven)")
+    return (prefix + f"{model} at context {plain_text(float(sc.context_tokens))}, M = "
+            f"{sc.verify_tokens} verified tokens: its context cost grows as M ** b with b = "
+            f"{med:.2g} (90% {lo:.2g}-{hi:.2g}), {origin}",)
+
+
 def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None
                    ) -> tuple[AcceptSource, ...]:
     """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
@@ -408,6 +432,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     if asked:   # (the engines share model, GPUs and context: one check)
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
                                                               flags.concurrency or (1,)))
+        warnings += verify_context_warnings(fit, asked[0].scenario, prefix)
     model = asked[0].scenario.model if asked else flags.model
     return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
                     warnings=warnings, request=request, asked=tuple(asked))
