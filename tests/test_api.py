@@ -93,6 +93,10 @@ def test_api_fit_refuses_no_tuning_before_compiling(tmp_path):
     ({"accept": 14, "context": True}, "context True is not a token count"),
     ({"accept": 14, "context": "32 kb"}, "--context '32 kb' is not a token count"),
     ({"accept": 14, "context": [1]}, "context [1] is not a token count"),
+    # context=0.5 answered for half a token of context, as --context 0.5 did
+    ({"accept": 14, "context": 0.5}, "--context 0.5 is 0.5 tokens, not a whole number (fix: "
+                                     "give a whole number of tokens, e.g. 32768 or 32k)"),
+    ({"accept": 14, "context": "0.3k"}, "--context '0.3k' is 307.2 tokens, not a whole number"),
 ])
 def test_the_api_checks_what_the_flags_check(kw, message):
     """The API answered budget 0 (103.5 tok/s) and gpus 4.5 (596 tok/s) where the CLI

@@ -1002,3 +1002,15 @@ def test_a_card_name_in_any_obvious_form_is_that_card(card, org, case, quant, gg
     name = org + case(card) + quant + (".gguf" if gguf else "")
     exact = (card + quant).lower()
     assert match_card(name, CARDS) == (exact if exact in CARDS else card)
+
+
+def test_a_mean_prompt_is_rounded_to_whole_tokens(tmp_path):
+    """A serving run's context is its mean prompt, total_input_tokens / completed: 3071 / 3
+    = 1023.67 tokens was written to the context_tokens column, which takes whole tokens."""
+    raw = _json("vllm_serve.json")
+    raw["total_input_tokens"], raw["completed"] = 3071, 3
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context_tokens == 1024.0
+    assert "context_tokens = total_input_tokens/completed, rounded" in rec.notes

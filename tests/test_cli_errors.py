@@ -577,3 +577,23 @@ def test_validate_jobs_is_bounded_and_not_dropped_under_a_scheduler(work):
     assert "argument --jobs: 100000 is outside 1..1024" in err
     err = one_error(*run_cli(work, "validate", "--jobs", "4", "--scheduler", "tcp://x:1"))
     assert err.startswith("ddtree-bayes: error: --jobs 4 does not apply with --scheduler")
+
+
+@pytest.mark.parametrize("command", [("predict", "--accept", "12"), ("optimize",),
+                                     ("track", "--accept", "12"), ("add",), ("next",)])
+@pytest.mark.parametrize(("text", "tokens"), [("0.5", "0.5"), ("0.3k", "307.2"),
+                                               ("1.5e2", "150")])
+def test_a_context_that_is_not_a_whole_token_count_is_refused(work, command, text, tokens):
+    """`--context 0.5` (half a token) and `--context 0.3k` (307.2 tokens) were answered: no
+    run measures a fractional context. Every flag that takes a context refuses it (next's
+    in its --query), and a whole count written with a point (1.5e2) is taken."""
+    argv = ((*command, "--context", text) if command != ("next",) else
+            ("next", "--query", f"--accept 12 --context {text}"))
+    if tokens == "150":
+        assert "argument --context" not in run_cli(work, *argv)[2]
+        return
+    err = one_error(*run_cli(work, *argv))
+    where = "" if command != ("next",) else f"--query '--accept 12 --context {text}': "
+    assert err == (f"ddtree-bayes: error: {where}argument --context: {text!r} is {tokens} "
+                   "tokens, not a whole number (fix: give a whole number of tokens, e.g. 32768 "
+                   "or 32k)\n")

@@ -382,6 +382,20 @@ def test_context_tokens_outside_what_a_question_may_ask(tmp_path, hw, raw):
                  f"context_tokens must be 0 to 1099511627776 (2 ** 40), got {raw}")
 
 
+@pytest.mark.parametrize("raw", ["0.5", "307.2"])
+def test_context_tokens_that_are_not_whole_tokens(tmp_path, hw, raw):
+    """A context of half a token was fitted (and `add --context 0.5` wrote one): a row's
+    context is a whole number of tokens, as --context takes it. A saved fit's copy is read
+    as it was fitted."""
+    path = write(tmp_path, edited(r6={"context_tokens": raw}))
+    expect_error(path, hw, 6, "context_tokens",
+                 f"context_tokens must be a whole number of tokens, got {raw} (fix: write the "
+                 "context length in tokens, or leave it blank)")
+    assert load_measurements(path, hw, stored=True).rows[4].context_tokens == float(raw)
+    data = load_measurements(write(tmp_path, edited(r6={"context_tokens": "3.2768e4"})), hw)
+    assert data.rows[4].context_tokens == 32768
+
+
 def test_the_longest_context_is_accepted(tmp_path, hw):
     data = load_measurements(write(tmp_path, edited(r6={"context_tokens": "1099511627776"})), hw)
     assert data.rows[4].context_tokens == 2 ** 40

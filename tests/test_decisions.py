@@ -679,6 +679,13 @@ def test_candidates_file(tmp_path):
     assert str(err.value) == (f"{path}, row 2, column 'context_tokens': context_tokens must be "
                               "0 to 1099511627776 (2 ** 40), got 1e+30 (fix: write the context "
                               "length in tokens)")
+    # a context of 307.2 tokens was ranked: whole tokens, as a data row's
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglang,ar,,,1,307.2\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (f"{path}, row 2, column 'context_tokens': context_tokens must be "
+                              "a whole number of tokens, got 307.2 (fix: write the context "
+                              "length in tokens)")
 
 
 def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp_path):

@@ -201,8 +201,8 @@ def context(text: str) -> str:
     fix = "use e.g. 32768 or 32k"
     try:
         value = parse_context(text)
-    except QueryError:
-        raise _bad(text, "is not a token count", fix) from None
+    except QueryError as err:
+        raise _bad(text, err.reason or "is not a token count", err.fix or fix) from None
     if value is None or not math.isfinite(value) or value > MAX_CONTEXT_TOKENS:
         raise _bad(text, "is not a finite token count", fix)
     return text

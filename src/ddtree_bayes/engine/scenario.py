@@ -105,17 +105,31 @@ def parse_context(text: str | int | float | None) -> float | None:
     number as a measurement file writes one (``1e5`` too, as its context_tokens column
     takes it).
 
+    A finite count that is not whole (``0.5``, ``0.3k``: 307.2 tokens) is refused: no run
+    measures part of a token. Infinite and NaN counts are returned, for each caller to refuse
+    in its own words.
+
     >>> parse_context("32k"), parse_context("1000"), parse_context("1e5")
     (32768.0, 1000.0, 100000.0)
     """
-    if text is None or isinstance(text, int | float):
-        return None if text is None else float(text)
-    m = re.fullmatch(r"\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([kKmM]?)\s*",
-                     text)
-    if not m:
-        raise QueryError(f"--context {text!r} is not a token count", fix="use e.g. 32768 or 32k")
-    scale = {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
-    return float(m.group(1)) * scale
+    if text is None:
+        return None
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*((?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)\s*([kKmM]?)\s*",
+                         text)
+        if not m:
+            raise QueryError(f"--context {text!r} is not a token count",
+                             fix="use e.g. 32768 or 32k")
+        value = float(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
+    if math.isfinite(value) and not value.is_integer():
+        reason = f"is {plain_text(value)} tokens, not a whole number"
+        err = QueryError(f"--context {text!r} {reason}",
+                         fix="give a whole number of tokens, e.g. 32768 or 32k")
+        err.reason = reason   # (the flag's own parser words its line with it)
+        raise err
+    return value
 
 
 @dataclass(frozen=True)

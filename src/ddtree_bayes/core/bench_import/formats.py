@@ -185,7 +185,7 @@ def _mean_prompt(rec: BenchRow) -> float | None:
     done = rec.number("completed", required=False)
     if total is None or not done or not math.isfinite(total) or done <= 0:
         return None
-    return total / done
+    return float(round(total / done))   # (the context column takes whole tokens)
 
 
 #: Formats whose runs at concurrency C > 1 are imported (into the concurrency column): a
@@ -214,7 +214,7 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
-             "context_tokens = total_input_tokens/completed"
+             "context_tokens = total_input_tokens/completed, rounded"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
@@ -243,7 +243,7 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
         model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
     notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; "
-             "context_tokens = total_input_tokens/completed"
+             "context_tokens = total_input_tokens/completed, rounded"
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
