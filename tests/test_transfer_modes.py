@@ -64,6 +64,48 @@ def test_keep_ar_folds_by_hand(tiny):
     assert any(n.startswith("llama-3.1-8b-instruct@h100x2: left out (no AR row") for n in notes)
 
 
+def test_keep_ar_names_every_pair_it_leaves_out(monkeypatch):
+    """A pair measured with AR only (kimi on h100 x8 here) was dropped without a word, in the
+    tables and in the JSON; the pairs left out for other reasons were only in ``notes``. Now
+    every pair left out is listed with why, in ``skipped_pairs`` and in the tables' notes."""
+    import jsonschema
+
+    from ddtree_bayes.cli.analysis import render_keep_ar
+    from test_json_schemas import schema
+
+    text = TINY + "kimi-k2.6,h100,8,sglang,ar,,,1,1.0,0,70,t,\n"
+    data = load_measurements("tiny.csv", load_hardware(bundled("hardware.csv")), text=text)
+    splits, notes = T.pair_splits(data)
+    assert [s.pair for s in splits] == ["kimi-k2.6@b300x8", "kimi-k2.6@h200x8"]
+    assert ("kimi-k2.6@h100x8: left out (no speculative row: nothing to predict; 1 AR row, "
+            "kept in every refit's training)") in notes
+    monkeypatch.setattr(V, "refit_without", _fake_refit([]))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.full(20, m.tok_s))
+    results = [T.run_pair_fold(V.Inputs(text, "", ""), s, kind, 1, V.SamplerSettings())
+               for s in splits for kind in T.KINDS]
+    out = T.summarize(splits, results, data)
+    assert out["skipped_pairs"] == [
+        {"pair": "llama-3.1-8b-instruct@h100x1", "ar_rows": 1, "speculative_rows": 1,
+         "reason": "none of its 1 speculative rows can be scored"},
+        {"pair": "llama-3.1-8b-instruct@h100x2", "ar_rows": 0, "speculative_rows": 1,
+         "reason": "no AR row: the question does not apply; 1 speculative rows; validate "
+                   "--group pair covers it"},
+        {"pair": "kimi-k2.6@h100x8", "ar_rows": 1, "speculative_rows": 0,
+         "reason": "no speculative row: nothing to predict; 1 AR row, kept in every refit's "
+                   "training"}]
+    keep = json.loads(json.dumps({
+        "data": "tiny.csv", "group": "pair", "keep_ar": True, "seed": 1, "settings": {},
+        "seconds": 1.0, "folds": [{"fold": r.fold, "seconds": r.seconds, "converged": r.converged,
+                                   "failures": r.failures, "remedy": r.remedy} for r in results],
+        **out, "notes": notes, "rows": [r for res in results for r in res.rows]}))
+    jsonschema.Draft202012Validator(schema("validate")).validate(keep)
+    shown = render_keep_ar(keep)
+    assert shown.splitlines()[0].endswith(
+        "speculative rows scored (2 at an inferred acceptance), 0 skipped; 3 pairs left out "
+        "(notes below)")
+    assert "  kimi-k2.6@h100x8: left out (no speculative row: nothing to predict" in shown
+
+
 class FakeDraws:
     meta = {"remedy": None}
 

@@ -358,7 +358,9 @@ def render_keep_ar(res: dict) -> str:
            f"held out, AR rows kept / every row of the pair held out), {res['seconds']:.0f} s, "
            f"{failed} of {len(res['folds'])} refits failed a gate; {s['ar_kept']['n']} "
            f"speculative rows scored ({n_inferred} at an inferred acceptance), "
-           f"{len(res['skipped_rows'])} skipped"]
+           f"{len(res['skipped_rows'])} skipped"
+           + (f"; {len(left)} pair{'s' if len(left) != 1 else ''} left out (notes below)"
+              if (left := res.get("skipped_pairs")) else "")]   # (saved before: no key)
     body = []
     for label, key, sub in (("posterior, AR kept", "ar_kept", "summary"),
                             ("posterior, whole pair held out", "whole_pair", "summary"),

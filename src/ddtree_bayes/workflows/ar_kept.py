@@ -15,9 +15,11 @@ per engine and method of the held-out rows, and pooled: 50% / 90% coverage, bias
 ``median / measured - 1``), mean and median absolute error, mean relative 90% width.
 
 A pair without AR rows does not ask the question and is left out (``validate --group pair``
-covers it); so is a held-out row without ``accept_len`` whose acceptance group has no other
-row left in training (its acceptance would be the prior alone), and a pair all of whose
-speculative rows are left out that way. Each is named in ``notes``.
+covers it), as is a pair without speculative rows (nothing to predict); so is a held-out row
+without ``accept_len`` whose acceptance group has no other row left in training (its
+acceptance would be the prior alone), and a pair all of whose speculative rows are left out
+that way. Each is named in ``notes``; the pairs also in ``skipped_pairs``, the rows in
+``skipped_rows``.
 """
 
 from __future__ import annotations
@@ -61,7 +63,8 @@ class PairSplit:
 
 def pair_splits(data: Measurements) -> tuple[list[PairSplit], list[str]]:
     """Every pair with AR and speculative rows, in order of first row; and notes on the pairs
-    and rows left out (no AR row; a blank acceptance no training row informs)."""
+    left out (:func:`pairs_left_out`) and the rows skipped (a blank acceptance no training
+    row informs)."""
     by_pair: dict[str, list[int]] = {}
     for i, m in enumerate(data.rows):
         by_pair.setdefault(data.pair(m), []).append(i)
@@ -70,10 +73,10 @@ def pair_splits(data: Measurements) -> tuple[list[PairSplit], list[str]]:
         ar = tuple(i for i in ix if not data.rows[i].is_speculative)
         spec = tuple(i for i in ix if data.rows[i].is_speculative)
         if not spec:
+            notes.append(f"{pair}: left out ({_no_speculative_row(len(ar))})")
             continue
         if not ar:
-            notes.append(f"{pair}: left out (no AR row: the question does not apply; "
-                         f"{len(spec)} speculative rows; validate --group pair covers it)")
+            notes.append(f"{pair}: left out ({_no_ar_row(len(spec))})")
             continue
         # rows with a blank accept_len elsewhere, by acceptance group: they stay in training
         informed = {group_key(m.model, m.method, m.block, m.verify_tokens)
@@ -90,11 +93,40 @@ def pair_splits(data: Measurements) -> tuple[list[PairSplit], list[str]]:
                 scored.append(i)
         notes += [f"{pair}: {why}" for _, why in skipped]
         if not scored:
-            notes.append(f"{pair}: left out (none of its {len(spec)} speculative rows can be "
-                         "scored)")
+            notes.append(f"{pair}: left out ({_none_scored(len(spec))})")
             continue
         splits.append(PairSplit(pair, ar, spec, tuple(scored), tuple(skipped)))
     return splits, notes
+
+
+def _no_speculative_row(ar: int) -> str:
+    return (f"no speculative row: nothing to predict; {ar} AR row{'s' if ar != 1 else ''}, "
+            "kept in every refit's training")
+
+
+def _no_ar_row(spec: int) -> str:
+    return (f"no AR row: the question does not apply; {spec} speculative rows; validate "
+            "--group pair covers it")
+
+
+def _none_scored(spec: int) -> str:
+    return f"none of its {spec} speculative rows can be scored"
+
+
+def pairs_left_out(splits: list[PairSplit], data: Measurements) -> list[dict]:
+    """The pairs of ``data`` that :func:`pair_splits` made no split of (``splits``), in order
+    of first row: ``pair``, ``ar_rows``, ``speculative_rows`` and the ``reason`` (no
+    speculative row; no AR row; none of its speculative rows can be scored). Their rows stay
+    in every refit's training."""
+    split = {s.pair for s in splits}
+    counts: dict[str, list[int]] = {}
+    for m in data.rows:
+        if data.pair(m) not in split:
+            counts.setdefault(data.pair(m), [0, 0])[int(m.is_speculative)] += 1
+    return [{"pair": pair, "ar_rows": ar, "speculative_rows": spec,
+             "reason": (_no_speculative_row(ar) if not spec else _no_ar_row(spec) if not ar
+                        else _none_scored(spec))}
+            for pair, (ar, spec) in counts.items()]
 
 
 def run_pair_fold(inputs: V.Inputs, split: PairSplit, kind: str, seed: int,
@@ -142,7 +174,8 @@ def kind_scores(rows: list[dict]) -> dict:
 
 def summarize(splits: list[PairSplit], results: list[V.FoldResult], data: Measurements) -> dict:
     """Pooled (all scored rows; those with a measured accept_len; those at an inferred
-    acceptance), per pair, per engine and per method; the targets; the rows skipped."""
+    acceptance), per pair, per engine and per method; the targets; the rows skipped and the
+    pairs left out."""
     rows = [r for res in results for r in res.rows]
     folds = {res.fold: res for res in results}
     by_pair = []
@@ -173,7 +206,8 @@ def summarize(splits: list[PairSplit], results: list[V.FoldResult], data: Measur
             "by_engine": breakdown(rows, lambda r: r["engine"]),
             "by_method": breakdown(rows, lambda r: r["method"]),
             "skipped_rows": [{"pair": s.pair, "row": data.rows[i].row, "reason": why}
-                             for s in splits for i, why in s.skipped]}
+                             for s in splits for i, why in s.skipped],
+            "skipped_pairs": pairs_left_out(splits, data)}
 
 
 def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Path | None = None,
