@@ -147,7 +147,8 @@ def test_validate_on_a_local_dask_cluster(tmp_path):
                          scheduler=cluster.scheduler_address, settings=SMALL, progress=False,
                          workdir=tmp_path)
     assert sorted(f["fold"] for f in res["folds"]) == ["engine=sglang", "engine=vllm"]
-    assert len(res["rows"]) == 9 and res["summary"]["n"] == 9
+    assert len(res["rows"]) == 9   # rows of a refit that failed its gates are listed, not scored
+    assert res["summary"]["n"] + len(res["summary"]["unconverged_rows"]) == 9
 
 
 @pytest.mark.nuts
@@ -218,3 +219,67 @@ def test_sbc_calibrates_the_cards_the_fit_would_use(tmp_path, monkeypatch):
         V.sbc(data, None, replicates=2, workdir=tmp_path, progress=False)
     inputs = seen["inputs"]   # ("" was the bundled cards, which have no mymodel)
     assert inputs.models_csv == (tmp_path / "data" / "models.csv").read_text()
+
+
+def test_an_unconverged_folds_rows_are_listed_not_scored(tmp_path, capsys, monkeypatch):
+    """A fold whose refit failed its convergence gates had its held-out rows counted in the
+    coverage and error as if fine (`validate --group hardware`: the B300 fold's two rows,
+    predicted at twice their measurement, made coverage 7/9 and the median error 0%). Now the
+    summary scores the converged folds' rows only and names the rows it leaves out; the JSON
+    lists them in summary.unconverged_rows. The refit is mocked: the B300 fold fails its
+    gates and predicts 2x, the other fold predicts every row exactly."""
+    import json
+
+    import numpy as np
+
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from test_json_schemas import validate_output
+
+    class Draws:
+        meta = {"remedy": None}
+
+    def refit_without(inputs, held_out, seed, settings, cores=1):
+        data = load_measurements("m.csv", load_hardware(bundled("hardware.csv")),
+                                 text=inputs.data_csv)
+        failed = 0 in held_out   # the B300 fold (rows 2 and 3)
+        draws = Draws()
+        draws.meta = {"remedy": None, "scale": 2.0 if failed else 1.0}
+        return draws, ["R-hat 1.2 > 1.01 (x)"] if failed else [], data, lambda m: None, []
+
+    monkeypatch.setattr(V, "refit_without", refit_without)
+    monkeypatch.setattr(V, "predict_row",
+                        lambda draws, m, rng: np.full(40, m.tok_s * draws.meta["scale"]))
+    monkeypatch.chdir(tmp_path)
+    res = V.validate(bundled("measurements.csv"), bundled("priors.toml"), group="hardware",
+                     progress=False, workdir=tmp_path)
+    assert [f["converged"] for f in res["folds"]] == [False, True]
+    assert len(res["rows"]) == 9   # every held-out row is still listed
+    s = res["summary"]
+    assert s["n"] == 7 and s["unconverged_rows"] == [2, 3]
+    assert s["posterior"]["coverage90"] == 1.0 and s["posterior"]["mdape"] == 0.0
+    validate_output("validate", json.loads(json.dumps(res)))
+
+    code = cli.main(["validate", "--group", "hardware", "--data", str(bundled("measurements.csv")),
+                     "--priors", str(bundled("priors.toml")), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "held out by hardware: 2 refits (1 not converged)" in out
+    assert ("not counted above: rows 2, 3, held out by hardware=b300, whose refit failed its "
+            "convergence gates (R-hat 1.2 > 1.01 (x)): their intervals are listed, not scored"
+            in out)
+    line = next(ln for ln in out.splitlines() if ln.startswith("row 2 "))
+    assert line.rstrip().endswith("GATES FAILED")
+    line = next(ln for ln in out.splitlines() if ln.startswith("row 4 "))
+    assert not line.rstrip().endswith("GATES FAILED")
+    summary = next(ln for ln in out.splitlines() if ln.startswith("posterior "))
+    assert summary.split()[1:3] == ["100%", "100%"]   # coverage 50% and 90% of the 7 rows
+
+    # every fold unconverged: nothing to score, said so (no NaN)
+    monkeypatch.setattr(V, "refit_without", lambda inputs, held_out, seed, settings, cores=1: (
+        refit_without(inputs, (0, *held_out), seed, settings, cores)))
+    res = V.validate(bundled("measurements.csv"), bundled("priors.toml"), group="hardware",
+                     progress=False, workdir=tmp_path)
+    s = res["summary"]
+    assert s["n"] == 0 and s["unconverged_rows"] == list(range(2, 11))
+    assert s["posterior"]["coverage90"] is None and s["posterior"]["mape"] is None
+    validate_output("validate", json.loads(json.dumps(res)))

@@ -115,15 +115,17 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if args.format == "json":
         emit_json(res)
         return 0
+    failed = {f["fold"]: f for f in res["folds"] if not f["converged"]}
     rows = [[f"row {r['row']}", _config_label(r), fmt_value(r["measured"], 1), fmt_value(r["median"], 1),
              f"{r['lo50']:.1f}-{r['hi50']:.1f}", f"{r['lo90']:.1f}-{r['hi90']:.1f}", f"{r['percentile']:.2f}",
              "- (no accept_len)" if r["baseline"] is None else
              f"{r['baseline']:.1f} ({r['baseline_lo']:.0f}-{r['baseline_hi']:.0f})"]
+            + (["GATES FAILED" if r["fold"] in failed else ""] if failed else [])
             for r in res["rows"]]
     print(f"held out by {res['group']}: {len(res['folds'])} refits "
-          f"({sum(not f['converged'] for f in res['folds'])} not converged), {res['seconds']:.0f} s")
+          f"({len(failed)} not converged), {res['seconds']:.0f} s")
     print(render_table(["held out", "configuration", "measured", "median", "50%", "90%",
-                        "pctile", "original +-30%"], rows))
+                        "pctile", "original +-30%"] + (["fit"] if failed else []), rows))
     s = res["summary"]
     print()
     mean = res["group"] in ("model", "pair")   # the never-measured question: mean abs error too
@@ -143,6 +145,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if s["baseline"].get("n", 0) < s.get("n", 0):
         print(f"original +-30%: scored on the {s['baseline']['n']} of {s['n']} held-out rows with an "
               "accept_len (the formula needs the acceptance; the fit infers it)")
+    for name, fold in failed.items():
+        held = [r["row"] for r in res["rows"] if r["fold"] == name]
+        if held:
+            print(f"not counted above: row{'s' if len(held) > 1 else ''} "
+                  f"{', '.join(map(str, held))}, held out by {name}, whose refit failed its "
+                  f"convergence gates ({'; '.join(fold['failures'])}): their intervals are "
+                  "listed, not scored")
     return 0
 
 

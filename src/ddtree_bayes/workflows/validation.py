@@ -290,7 +290,13 @@ def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str 
 
 def summarize_folds(rows: list[dict]) -> dict:
     """Coverage of the 50%/90% intervals, median absolute % error of the median, and mean
-    relative 90% width, for the posterior and for the baseline's +-30% band."""
+    relative 90% width, for the posterior and for the baseline's +-30% band. No rows: ``n``
+    0 and every score None."""
+    if not rows:
+        empty = {"coverage50": None, "coverage90": None, "mdape": None, "mape": None,
+                 "mean_width90_rel": None}
+        return {"n": 0, "posterior": dict(empty),
+                "baseline": {**empty, "n": 0, "mean_width90_rel": 2 * BASELINE_BAND}}
     truth = np.array([r["measured"] for r in rows])
 
     def cover(lo, hi):
@@ -382,11 +388,17 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
                                   for k, f in enumerate(folds)],
                        jobs=jobs, scheduler=scheduler, progress=report)
     rows = [r for res in results for r in res.rows]
+    # a refit that failed its gates is no posterior (predict refuses it): its rows are listed
+    # but not scored, and named (they counted in the coverage and error as if fine)
+    counted = [r for res in results if res.converged for r in res.rows]
     return {"data": str(data.path), "group": group or "row", "seed": seed,
             "settings": settings.as_dict(), "seconds": time.perf_counter() - t0,
             "folds": [{"fold": r.fold, "seconds": r.seconds, "converged": r.converged,
                        "failures": r.failures, "remedy": r.remedy} for r in results],
-            "rows": rows, "summary": summarize_folds(rows)}
+            "rows": rows,
+            "summary": {**summarize_folds(counted),
+                        "unconverged_rows": [r["row"] for res in results if not res.converged
+                                             for r in res.rows]}}
 
 
 # ------------------------------------------------------------------ SBC
