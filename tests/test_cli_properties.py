@@ -171,7 +171,8 @@ def fakes():
         w = 1 / len(fits)
         rows = [{"model": f"{d.meta['fit_id']} ({d.meta['model']['moe_form']})", "rank": i,
                  "elpd_loo": 1.0, "p_loo": 1.0, "elpd_diff": 0.0, "se": 0.1, "dse": 0.0,
-                 "weight": w, "pareto_k_above_0.7": 0} for i, d in enumerate(fits)]
+                 "weight": w, "pareto_k_above_0.7": 0, "pareto_k_threshold": 0.7,
+                 "pareto_k_above_threshold": 0} for i, d in enumerate(fits)]
         return {"rows": rows, "weights": {d.meta["fit_id"]: w for d in fits},
                 "method": method, "notes": []}
 

@@ -248,3 +248,63 @@ def test_compare_se_is_each_fits_psis_loo_se_whatever_the_weights():
             assert {r["model"].split(" ")[0]: r["se"] for r in res["rows"]} == pytest.approx(
                 own, rel=1e-12), method
     assert own["a"] == pytest.approx(3.8438, abs=1e-4)   # bb-pseudo-bma's "se" was 2.2208
+
+
+def test_pareto_k_is_counted_above_the_threshold_arviz_uses(monkeypatch, capsys):
+    """compare counted Pareto k above a fixed 0.7; arviz-stats (and the PSIS paper) trust k up
+    to min(1 - 1/log10(S), 0.7): 0.616 for S = 400 draws, where k = 0.65 and 0.69 are
+    already unreliable (arviz's own note said 'greater than 0.62' beside a count of 1). The
+    rows now carry the threshold and the count above it; `pareto_k_above_0.7` keeps its
+    meaning. The trees are synthetic (4 chains x 100 draws, 5 rows) and the k values set by
+    hand."""
+    import json
+
+    import arviz_stats as azs
+    import numpy as np
+    import xarray as xr
+
+    from ddtree_bayes.engine.psis import khat_threshold
+    from test_json_schemas import validate_output
+
+    def tree(draws, chains, seed, unit=None):
+        rng = np.random.default_rng(seed)
+        ll = rng.normal(-1.0, 0.1, size=(4, 100, 5))
+        dims = ("chain", "draw", "measurement")
+        out = xr.DataTree.from_dict({
+            "posterior": xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(4, 100)))}),
+            "log_likelihood": xr.Dataset({"log_tok_s": (dims, ll)}),
+            "posterior_predictive": xr.Dataset({"log_tok_s": (dims, ll)}),
+            "observed_data": xr.Dataset({"log_tok_s": ("measurement", np.zeros(5))})})
+        out.attrs["unit"] = "row"
+        return out
+
+    real_loo = azs.loo
+
+    def loo(t, pointwise=True, **kw):
+        out = real_loo(t, pointwise=pointwise, **kw)
+        out.pareto_k.values[:] = [0.2, 0.65, 0.69, 0.75, 0.5]
+        return out
+
+    monkeypatch.setattr(compare, "loo_tree", tree)
+    monkeypatch.setattr(azs, "loo", loo)
+    fits = [point_mass_draws(n=400), point_mass_draws(n=400, overhead_frac=[0.3])]
+    fits[1].meta["fit_id"] = "other"
+    for d in fits:
+        d.meta["sampler"] = {"chains": 4}
+    res = compare.compare_fits(fits, seed=1)
+    threshold = 1 - 1 / math.log10(400)
+    assert threshold == pytest.approx(0.6157, abs=1e-4) == khat_threshold(400)
+    for r in res["rows"]:
+        assert r["pareto_k_threshold"] == pytest.approx(threshold)
+        assert r["pareto_k_above_threshold"] == 3   # 0.65, 0.69 and 0.75
+        assert r["pareto_k_above_0.7"] == 1
+    validate_output("compare", json.loads(json.dumps(res)))
+
+    monkeypatch.setattr("ddtree_bayes.engine.compare.compare_fits", lambda fits, **kw: res)
+    monkeypatch.setattr("ddtree_bayes.api.load", lambda *a, **kw: fits[0])
+    assert cli.main(["compare", "--fits", "a,b"]) == 0
+    out = capsys.readouterr().out
+    header, _, first = out.splitlines()[:3]
+    assert header.rstrip().endswith("Pareto k > 0.62") and first.rstrip().endswith(" 3")
+    assert ("where Pareto k > 0.62 (min(1 - 1/log10(S), 0.7) for a fit's S posterior draws) "
+            "the estimate is unreliable") in out

@@ -164,13 +164,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.format == "json":
         emit_json(res)
         return 0
+    # each fit's threshold, min(1 - 1/log10(S), 0.7), as arviz-stats applies it (0.7 from
+    # S = 2154 draws on): one column head when the fits share it, else each row's own
+    limits = {f"{round(r['pareto_k_threshold'], 2):g}" for r in res["rows"]}
+    one = next(iter(limits)) if len(limits) == 1 else None
     print(render_table(["model", "", "rank", "elpd_loo", "se", "elpd_diff", "dse", "p_loo",
-                        f"weight ({res['method']})", "Pareto k > 0.7"],
+                        f"weight ({res['method']})", f"Pareto k > {one or 'limit'}"],
                        [[r["model"], "", str(r["rank"]), f"{r['elpd_loo']:.2f}", f"{r['se']:.2f}",
                          f"{r['elpd_diff']:.2f}", f"{r['dse']:.2f}", f"{r['p_loo']:.2f}",
-                         f"{r['weight']:.2f}", str(r["pareto_k_above_0.7"])] for r in res["rows"]]))
+                         f"{r['weight']:.2f}", str(r["pareto_k_above_threshold"]) + (
+                             "" if one else f" (> {round(r['pareto_k_threshold'], 2):g})")]
+                        for r in res["rows"]]))
     for note in res["notes"]:
         print(f"note: {note}")
-    print("PSIS-LOO on few points: where Pareto k > 0.7 the estimate is unreliable; "
+    limit = ("0.7" if one == "0.7" else
+             f"{one or 'its limit'} (min(1 - 1/log10(S), 0.7) for a fit's S posterior draws)")
+    print(f"PSIS-LOO on few points: where Pareto k > {limit} the estimate is unreliable; "
           "`ddtree-bayes validate` gives exact leave-one-out refits.")
     return 0

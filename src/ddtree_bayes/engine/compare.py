@@ -144,7 +144,13 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
                      # the report's 1.71 on the bundled fit), another number per --weights
                      "se": float(loos[label].se), "dse": float(r["dse"]),
                      "weight": float(r["weight"]),
-                     "pareto_k_above_0.7": sum(k > 0.7 for k in khat[label])})
+                     "pareto_k_above_0.7": sum(k > 0.7 for k in khat[label]),
+                     # the k up to which arviz-stats trusts PSIS for this fit's S draws,
+                     # min(1 - 1/log10(S), 0.7) (engine/psis.py khat_threshold): below 0.7
+                     # for S < 2154, where a count above 0.7 missed the k it warns of
+                     "pareto_k_threshold": float(loos[label].good_k),
+                     "pareto_k_above_threshold": sum(k > float(loos[label].good_k)
+                                                     for k in khat[label])})
     ids = {f"{d.meta['fit_id']} ({form_label(d.meta)})": d.meta["fit_id"] for d in fits}
     return {"rows": rows, "weights": {ids[r["model"]]: r["weight"] for r in rows},
             "method": method, "notes": notes}
