@@ -267,27 +267,35 @@ def test_a_design_row_no_run_can_have_is_refused(work, cells, fragment):
     assert not (work / "sim.csv").exists()
 
 
-def test_a_fractional_context_is_written_as_simulated(work):
-    """simulate wrote a design row's context 100.7 as 100 (and 1.5 as 1) beside the tok/s it
-    simulated at 100.7: the file then held a row that was never simulated."""
+def test_a_fractional_context_is_refused_as_a_measurement_file_refuses_it(work):
+    """simulate wrote a design row's context 100.7 (and 1.5) to its output, a file `fit` then
+    refuses (context_tokens takes whole tokens, as --context does); a context of 1e30 was
+    simulated past the 2 ** 40 every other input stops at. Both refused in one line, nothing
+    written; a whole count is written as given."""
     import csv
 
     examples = Path(__file__).parents[1] / "data" / "examples"
     lines = (examples / "design_dense_consumer.csv").read_text().splitlines()
-    header = lines[0].split(",")
-    col = header.index("context_tokens")
-    rows = []
-    for ctx in ("100.7", "1.5", "32768"):
+    col = lines[0].split(",").index("context_tokens")
+
+    def design(ctx: str) -> None:
         row = lines[1].split(",")
         row[col] = ctx
-        rows.append(",".join(row))
-    (work / "design.csv").write_text("\n".join([lines[0], *rows]) + "\n")
-    code, out, err = run_cli(work, "simulate", "--truth",
-                             str(examples / "truth_dense_consumer.toml"), "--design",
-                             "design.csv", "--out", "sim.csv")
+        (work / "design.csv").write_text("\n".join([lines[0], ",".join(row)]) + "\n")
+
+    argv = ("simulate", "--truth", str(examples / "truth_dense_consumer.toml"), "--design",
+            "design.csv", "--out", "sim.csv")
+    for ctx, says in (("100.7", "context_tokens must be a whole number of tokens, got 100.7"),
+                      ("1e30", "context_tokens must be 0 to 1099511627776 (2 ** 40), got 1e30")):
+        design(ctx)
+        err = one_error(*run_cli(work, *argv))
+        assert f"design.csv, row 2, column 'context_tokens': {says} (fix: " in err, err
+        assert not (work / "sim.csv").exists()
+    design("32768")
+    code, _, err = run_cli(work, *argv)
     assert code == 0, err
     with open(work / "sim.csv", newline="") as f:
-        assert [r["context_tokens"] for r in csv.DictReader(f)] == ["100.7", "1.5", "32768"]
+        assert [r["context_tokens"] for r in csv.DictReader(f)] == ["32768"]
 
 
 @pytest.mark.parametrize(("edit", "fragment"), [

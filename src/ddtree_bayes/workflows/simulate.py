@@ -14,7 +14,13 @@ from typing import Any
 import numpy as np
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.data import COLUMNS, derive_verify_tokens, plain_float, system_label
+from ddtree_bayes.core.data import (
+    COLUMNS,
+    check_context_tokens,
+    derive_verify_tokens,
+    plain_float,
+    system_label,
+)
 from ddtree_bayes.core.methods import max_accept
 from ddtree_bayes.core.query_flags import whole_number
 
@@ -63,7 +69,8 @@ def simulate_measurements(truth: dict, design: list[dict], *, seed: int, model: 
                          "budget": "" if budget is None else budget, "verify_tokens": verify,
                          "accept_len": d["accept_len"],
                          # as simulated: a fractional context written whole would be
-                         # another row than the one whose tok_s this is
+                         # another row than the one whose tok_s this is (read_design
+                         # refuses one; a direct caller's is written as given)
                          "context_tokens": "" if d.get("context_tokens") is None
                          else str(int(ctx)) if ctx.is_integer() else repr(ctx),
                          "tok_s": f"{tok:.4g}", "source": f"simulated (seed {seed})",
@@ -226,6 +233,10 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
             raise InputError(f"context_tokens must be a finite number >= 0, got "
                              f"{raw['context_tokens']}", file=path, row=line,
                              column="context_tokens",
+                             fix="write the context length in tokens, or leave it blank")
+        # bounded and whole as a measurement file's (the output is one): 100.7 was written
+        # to a file `fit` refuses
+        check_context_tokens(ctx, raw.get("context_tokens", ""), file=path, row=line,
                              fix="write the context length in tokens, or leave it blank")
         system = system_label(row["hardware"], row["gpus"])
         if system not in truth["step_ar_ms"]:
