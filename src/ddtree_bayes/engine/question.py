@@ -336,9 +336,10 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
     if sc.verify_tokens <= 1 or not sc.context_tokens:
         return ()
     rows = [r for r in fit.measurements.rows if r.verify_tokens > 1 and r.context_tokens]
-    model = sc.model or fit.meta.get("model", {}).get("target_model")
-    if any(r.model == model for r in rows):
+    model = sc.model   # (None: a fit of one model, whose rows are all its own)
+    if any(model is None or r.model == model for r in rows):
         return ()
+    model = model or fit.meta.get("model", {}).get("target_model") or "the model"
     lo, med, hi = np.quantile(fit.variables["ctx_verify_exponent"], [0.05, 0.5, 0.95])
     origin = (f"learned from the rows at context > 0 of {', '.join(sorted({r.model for r in rows}))}, "
               f"not of {model} (another attention layout may share its KV reads among the "
