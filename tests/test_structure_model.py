@@ -249,6 +249,11 @@ def test_a_query_carries_the_discrepancy_of_its_nearest_measured_configuration()
     anchored8, how = _ddtree_at(draws, 8, True)
     assert anchored8["step"][0] == pytest.approx(math.exp(-z))
     assert "anchored to the measured ddtree budget 8" in how
+    # the block too, where it is not the one asked (a walkthrough: a block-16 question said
+    # "anchored to the measured ddtree budget 16" of a block-8 row)
+    assert "anchored to the measured ddtree budget 8 (M = 9" in how   # asked at block 8
+    assert "anchored to the measured ddtree block 8 budget 8 (M = 9" in _ddtree_at(
+        draws, 32, True)[1]                                          # asked at block 16
     anchored32 = _ddtree_at(draws, 32, True)[0]
     assert anchored32["step"][0] == pytest.approx(_ddtree_at(draws, 32, False)[0]["step"][0]
                                                   * math.exp(-r))
@@ -692,11 +697,11 @@ def test_an_anchor_at_another_concurrency_says_its_c():
                             block=16, budget=32, verify_tokens=None, context_tokens=0.0,
                             concurrency=8)
     assert P.step_components(draws, sc, np.random.default_rng(0))[1].endswith(
-        "anchored to the measured ddtree budget 8 (M = 9, C = 1, 1 row)")
+        "anchored to the measured ddtree block 8 budget 8 (M = 9, C = 1, 1 row)")
     sc1 = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
                              block=16, budget=32, verify_tokens=None, context_tokens=0.0)
     assert P.step_components(draws, sc1, np.random.default_rng(0))[1].endswith(
-        "anchored to the measured ddtree budget 8 (M = 9, 1 row)")
+        "anchored to the measured ddtree block 8 budget 8 (M = 9, 1 row)")
 
 
 def test_two_single_gpus_take_no_interconnect_factor():

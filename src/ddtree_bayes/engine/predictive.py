@@ -291,7 +291,11 @@ def _nearest_measured(draws: Fit, sc: Scenario):
     # the likelihood's distance (core/likelihood.config_distances: 0 with no other point)
     d_c = S.config_distance(m_c, p_c, [m for m, _ in others], [p for _, p in others])
     r0 = best[0]
-    label = (f"{r0.method} budget {r0.budget}" if r0.budget is not None else r0.method) + \
+    # (its block too when it is not the query's: a block-16 tree anchored to a block-8 one read
+    # as the block asked)
+    block = f" block {r0.block}" if r0.block is not None and r0.block != sc.block else ""
+    label = (f"{r0.method}{block} budget {r0.budget}" if r0.budget is not None
+             else f"{r0.method}{block}") + \
         f" (M = {r0.verify_tokens}" + \
         (f", C = {r0.concurrency}" if r0.concurrency != 1 or sc.concurrency != 1 else "") + \
         f", {len(best)} row{'s' if len(best) > 1 else ''})"
