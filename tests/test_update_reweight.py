@@ -394,3 +394,60 @@ def test_a_data_file_changed_only_in_form_keeps_the_draws_as_they_are(fitted_wor
         iv = line.split(": 90% ")[1].split(" tok/s")[0].split(" -> ")
         assert iv[0] == iv[1] and line.endswith("width +0%)"), line
     assert "no row was added, edited or removed since" in out, out
+
+
+def _multi_model_proposal(tmp_path: Path, text: str):
+    """A point-mass fit of two models whose ``meta["model"]`` and coordinates are the ones
+    `fit` stores for ``text`` (engine.fitting.metadata), and the inputs it read."""
+    import shutil
+
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.pairs import target_models_meta
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine.fitting import FitInputs
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    (tmp_path / "data").mkdir(parents=True)
+    shutil.copy(bundled("hardware.csv"), tmp_path / "data" / "hardware.csv")
+    (tmp_path / "data" / "measurements.csv").write_text(text)
+    inputs = FitInputs.read(priors=bundled("priors.toml"), workdir=tmp_path)
+    spec = S.build_spec(inputs.measurements, inputs.priors, **inputs.structure())
+    proposal = multi_model_draws()
+    proposal.meta["model"] = json.loads(json.dumps(
+        {**target_models_meta(inputs.measurements), **S.model_meta(spec, inputs.priors)}))
+    proposal.meta["coords"] = {k: list(v) for k, v in spec.parameter_coords.items()}
+    return proposal, inputs
+
+
+def test_a_repeat_row_of_a_fit_of_two_models_changes_no_structure(tmp_path):
+    """A repeat AR row of a measured configuration of a fit of two models: `update` refitted,
+    saying "the model's target_model changes (None -> 'kimi-k2.6')" and "target_models
+    changes (['acme-moe-30b-a3b', 'kimi-k2.6'] -> None)": the new data's side named the first
+    row's model, not the fit's several. The only difference is the repeat (absorbed)."""
+    from ddtree_bayes.engine.testing import MULTI_DATA
+
+    proposal, _ = _multi_model_proposal(tmp_path / "a", MULTI_DATA)
+    _, inputs = _multi_model_proposal(
+        tmp_path / "b", MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,139,test,\n")
+    reasons, _, now = RW.structure_changes(proposal, inputs.measurements, inputs.priors,
+                                           inputs.structure())
+    assert reasons == []
+    assert now["target_model"] is None
+    assert now["target_models"] == ["kimi-k2.6", "llama-3.1-8b-instruct"]
+    assert now["repeated_runs"] is True
+
+
+def test_a_third_model_is_the_first_reason_a_fit_of_two_models_refits(tmp_path):
+    """Rows of a model the fit of two never measured: the reason says so by name (before, the
+    target_model(s) keys were compared as they are stored: "None -> 'kimi-k2.6'")."""
+    from ddtree_bayes.engine.testing import MULTI_DATA
+
+    proposal, _ = _multi_model_proposal(tmp_path / "a", MULTI_DATA)
+    _, inputs = _multi_model_proposal(
+        tmp_path / "b", MULTI_DATA + "qwen3-8b,h100,1,vllm,ar,,,1,1.0,,150,test,\n")
+    reasons, _, _ = RW.structure_changes(proposal, inputs.measurements, inputs.priors,
+                                         inputs.structure())
+    assert reasons[0] == ("the target models change (kimi-k2.6, llama-3.1-8b-instruct -> "
+                          "kimi-k2.6, llama-3.1-8b-instruct, qwen3-8b)")
+    assert reasons[1].startswith("new systems qwen3-8b@h100x1 (parameters fit ")
+    assert not any("target_model" in r for r in reasons)

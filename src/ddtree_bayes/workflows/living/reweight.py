@@ -98,22 +98,30 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
     and is no reason. ``structure``: the hardware table and model cards of the inputs
     (:meth:`ddtree_bayes.engine.fitting.FitInputs.structure`)."""
     from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.pairs import target_models_meta
+    from ddtree_bayes.engine.target_models import fit_models
 
     spec = S.build_spec(measurements, cfg, **structure)
     meta = proposal.meta
+    # the models' names as `fit` stores them (one model, or several): not the first row's
+    now = json.loads(json.dumps({**target_models_meta(measurements), **S.model_meta(spec, cfg)}))
     reasons = []
+    before_models, now_models = fit_models(proposal), list(measurements.models)
+    if before_models != now_models:
+        reasons.append(f"the target models change ({', '.join(before_models) or 'none'} -> "
+                       f"{', '.join(now_models)})")
+    parameters = []
     for key, what in (("system", "systems"), ("overhead_group", "overhead groups"),
                       ("relation", "engine relations")):
         new = [x for x in spec.coords[key] if x not in meta["coords"][key]]
         gone = [x for x in meta["coords"][key] if x not in spec.coords[key]]
         if new:
-            reasons.append(f"new {what} {', '.join(new)} (parameters fit {meta['fit_id']} "
-                           "does not have)")
+            parameters.append(f"new {what} {', '.join(new)} (parameters fit {meta['fit_id']} "
+                              "does not have)")
         if gone:
-            reasons.append(f"{what} {', '.join(gone)} no longer measured")
-    now = json.loads(json.dumps({"target_model": measurements.model,
-                                 **S.model_meta(spec, cfg)}))
-    if reasons:
+            parameters.append(f"{what} {', '.join(gone)} no longer measured")
+    reasons += parameters
+    if parameters:
         return reasons, spec, now
     before = meta["model"]
     reordered: list[str] = []
@@ -124,6 +132,8 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                                for part, flags in now["group_varies"].items()}
     for key in sorted(set(now) | set(before)):
         a, b = now.get(key), before.get(key)
+        if key in ("target_model", "target_models"):   # said above, by their names
+            continue
         if key == "group_varies" and a is not None and b is not None:
             if any(x and not y for part in a for x, y in zip(b[part], a[part], strict=True)):
                 reasons.append("the drafter passes or tree nodes of an overhead group no longer "
