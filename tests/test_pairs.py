@@ -608,3 +608,82 @@ def test_a_context_cost_carried_from_another_models_rows_says_so():
     assert said(d, context="32768", model="llama-3.1-8b-instruct", method="ar", accept="1") == []
     assert said(d, context="32768", model="kimi-k2.6", hardware="b300", gpus=8,
                 engines=("sglang",), method="ddtree", block=8, budget=8) == []
+
+
+def _drafter_dir(tmp_path: Path) -> Path:
+    """:func:`_multi_dir` whose fit stores the built-in drafter cards (as a fit of the
+    structured step does), and a drafter card for Llama-3.1-8B EAGLE-3 written after it (as
+    `card add --hf-config <draft config> --target llama-3.1-8b-instruct` writes one): it takes
+    over eagle3 from the built-in yuhuili/EAGLE3-LLaMA3.1-Instruct-8B."""
+    import dataclasses
+
+    from ddtree_bayes.core.drafters import drafter_table
+
+    work = _multi_dir(tmp_path)
+    draws = multi_model_draws(16, noise_sd=0.03)   # (`next` refuses a noiseless fit)
+    draws.meta["model"]["drafter_cards"] = [
+        {**dataclasses.asdict(d), "methods": list(d.methods)} for d in drafter_table()]
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         draws=draws)
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    row = {"drafter": "my-eagle3", "target_model": "llama-3.1-8b-instruct", "method": "eagle3",
+           "kind": "eagle3_head", "layers": "1", "params_b": "0.4247",
+           "params_active_b": "0.4247", "lm_head_params_b": "0.1311", "bytes_per_weight": "2",
+           "source": "me"}
+    (work / "data" / "drafters.csv").write_text(
+        head + "\n" + ",".join(row.get(c, "") for c in head.split(",")) + "\n")
+    return work
+
+
+CHANGED = ("the drafter cards my-eagle3, yuhuili/EAGLE3-LLaMA3.1-Instruct-8B here differ from "
+           "fit 20260101T000000Z-pointmss's (changed, added or removed)")
+
+
+def test_a_drafter_card_added_after_the_fit_is_said_only_where_it_bears(tmp_path):
+    """The walkthrough: after `card add` of a Llama drafter, every predict and next (about
+    Kimi, about AR decoding) warned that the card "differs from fit ...: re-run
+    `ddtree-bayes fit` to use it", although no drafter card bears on those answers."""
+    work = _drafter_dir(tmp_path)
+    for argv in (["predict", "--model", "kimi-k2.6", "--accept", "12"],
+                 ["predict", "--model", "llama-3.1-8b-instruct", "--hardware", "h100",
+                  "--engine", "vllm", "--method", "ar", "--accept", "1"],
+                 ["next", "--query", "--model kimi-k2.6 --hardware b300 --engine sglang "
+                  "--method ddtree --block 16 --budget 32 --accept 12"]):
+        code, out, err = run_cli(work, *argv)
+        assert code == 0, err
+        assert "drafter card" not in err, argv
+    code, out, err = run_cli(work, "predict", "--model", "llama-3.1-8b-instruct", "--hardware",
+                             "h100", "--engine", "vllm", "--method", "eagle3", "--block", "3",
+                             "--accept", "2")
+    assert code == 0, err
+    (line,) = [ln for ln in err.splitlines() if "drafter card" in ln]
+    assert line == (f"ddtree-bayes: warning: {CHANGED}: this answer prices llama-3.1-8b-"
+                    "instruct's eagle3 passes with yuhuili/EAGLE3-LLaMA3.1-Instruct-8B as fit "
+                    "20260101T000000Z-pointmss stored it (--drafter my-eagle3 prices them with "
+                    "its card here); re-run `ddtree-bayes fit` to fit with the cards here")
+    code, _, err = run_cli(work, "predict", "--model", "llama-3.1-8b-instruct", "--hardware",
+                           "h100", "--engine", "vllm", "--method", "eagle3", "--block", "3",
+                           "--accept", "2", "--strict")
+    assert code == 4 and err.startswith(f"ddtree-bayes: error: {CHANGED}")
+
+
+def test_a_question_with_drafter_says_its_card_here_prices_it(tmp_path):
+    """`predict --drafter my-eagle3` priced its passes from the card here ("drafter my-eagle3:
+    0.466 ms per pass at its roofline") under a warning that said the fit must be re-run to
+    use that card."""
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.scenario import drafter_card_changes
+
+    work = _drafter_dir(tmp_path)
+    draws = store.load_fit(store.resolve(work / "models"))
+    llama = ("llama-3.1-8b-instruct", "eagle3")
+    assert drafter_card_changes(draws, [llama], work, drafter="my-eagle3") == [
+        f"{CHANGED}: this answer prices --drafter my-eagle3 with its card here, at the multiple "
+        "of its roofline the fit learned with the cards it stored; re-run `ddtree-bayes fit` "
+        "to fit with the cards here"]
+    assert drafter_card_changes(draws, [("kimi-k2.6", "eagle3")], work) == []
+    assert drafter_card_changes(draws, [("llama-3.1-8b-instruct", "ar")], work) == []
+    # (update asks no question: every change counts)
+    assert drafter_card_changes(draws, None, work) == [
+        f"{CHANGED}: re-run `ddtree-bayes fit` to fit with the cards here"]

@@ -28,7 +28,8 @@ def _load(args: argparse.Namespace):
 
     draws = api.load(args.fit)
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict, ignore_priors_sections=("acceptance_curve",)))
+                               strict=args.strict, ignore_priors_sections=("acceptance_curve",),
+                               drafters=False))   # (those of the question: once it is known)
     return draws
 
 
@@ -49,6 +50,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import PriorsError
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.scenario import check_drafters
     from ddtree_bayes.workflows import decisions as D
     from ddtree_bayes.workflows.decisions.optimize import extrapolated_flags
 
@@ -72,6 +74,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      concurrency=args.concurrency)
     from ddtree_bayes.core.pairs import same_family
 
+    print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
+                                           out["scenario"]["method"])], strict=args.strict))
     asked_model = out["scenario"].get("model") or draws.meta["model"].get("target_model")
     if (curve.model and asked_model and args.acceptance_file is None
             and not same_family(curve.model, asked_model)):
@@ -196,11 +200,14 @@ def _min_ess(given: float | None, n_draws: int) -> float:
 def cmd_next(args: argparse.Namespace) -> int:
     from ddtree_bayes.cli.args import check_query
     from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.scenario import check_drafters
     from ddtree_bayes.workflows import decisions as D
 
     check_query(args.query)
     draws = _load(args)
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
+    print_warnings(check_drafters(draws, [(query.scenario.model, query.scenario.method)],
+                                  strict=args.strict))
     print_warnings(query.warnings)
     print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
     notes: list[str] = []

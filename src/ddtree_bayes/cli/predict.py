@@ -38,11 +38,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     draws = store.load(args.fit)
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict))
+                               strict=args.strict, drafters=False))
     from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.scenario import check_drafters
     from ddtree_bayes.engine.structure import max_measured_concurrency, p_text
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
+    print_warnings(check_drafters(draws, [(sc.model, sc.method) for sc in question.scenarios],
+                                  drafter=args.drafter, strict=args.strict))
     print_warnings(question.warnings)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)

@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -251,13 +252,15 @@ def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     return out
 
 
-def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
+def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = True
+                 ) -> list[str]:
     """What the model cards (``data/models.csv``, else the bundled ones) and drafter cards
     (built in, overlaid by ``data/drafters.csv``) here say differently from the ones the fit
     stored, which its answers use: a stored model card whose modelled fields changed or that is
     gone (a fit's proxy card is in no file: only a card written for it since counts), and
-    drafter cards changed, added or removed. Empty when they agree, or when the
-    cards here do not load (``fit`` names that problem)."""
+    drafter cards changed, added or removed (:func:`drafter_card_changes`; ``drafters`` False
+    leaves them to the caller, which says those that bear on its question). Empty when they
+    agree, or when the cards here do not load (``fit`` names that problem)."""
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards, modelled
@@ -271,7 +274,7 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
         return []
     try:
         now = load_model_cards(data_file("models.csv", workdir))
-        drafters = drafter_table(own_data_file("drafters.csv", workdir))
+        drafter_table(own_data_file("drafters.csv", workdir))
     except InputError:
         return []
 
@@ -294,20 +297,90 @@ def card_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
             out.append(f"the model card of {name} here differs from fit {fit_id}'s in "
                        f"{', '.join(fields)}: its KV-cache and weights-fit checks use the "
                        "stored values; re-run `ddtree-bayes fit` to use these")
-    if "drafter_cards" in model:
-        def key(d: dict) -> str:
-            return json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True)
-
-        before = {key(d) for d in model["drafter_cards"]}
-        after = {key({**dataclasses.asdict(d), "methods": list(d.methods)}) for d in drafters}
-        names = sorted({json.loads(k)["drafter"] for k in before ^ after})
-        if names:
-            out.append(f"the drafter card{'s' * (len(names) > 1)} {', '.join(names[:3])}"
-                       f"{' and more' if len(names) > 3 else ''} here "
-                       f"{'differ' if len(names) > 1 else 'differs'} from fit {fit_id}'s "
-                       "(changed, added or removed): re-run `ddtree-bayes fit` to use "
-                       f"{'them' if len(names) > 1 else 'it'}")
+    if drafters:
+        out += drafter_card_changes(draws, None, workdir)
     return out
+
+
+def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | None,
+                         workdir: Path | None = None, drafter: str | None = None) -> list[str]:
+    """What the drafter cards here (built in, overlaid by ``data/drafters.csv``) say
+    differently from the ones the fit stored (changed, added or removed), as one line saying
+    what the answer uses. ``asked``: the (model, method) pairs a question asks (model None:
+    the fit's one model); only cards for those models and methods count, an autoregressive
+    question none (None: every change, as ``update`` counts them). ``drafter``: the card
+    ``--drafter`` names, which the answer prices from the card here
+    (:func:`with_drafter`). Empty when the fit stores no drafter cards (a fit of the fraction
+    form prices no drafter) or the cards here do not load."""
+    from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.paths import own_data_file
+    from ddtree_bayes.engine.target_models import fit_models
+
+    model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
+    if "drafter_cards" not in model:
+        return []
+    try:
+        here = drafter_table(own_data_file("drafters.csv", workdir))
+    except InputError:
+        return []
+
+    def key(d: dict) -> str:
+        return json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True)
+
+    before = {key(d): d for d in model["drafter_cards"]}
+    after = {key(d): d for d in ({**dataclasses.asdict(c), "methods": list(c.methods)}
+                                 for c in here)}
+    serves: dict[str, tuple[str, set[str]]] = {}   # name: (target model, methods)
+    for k in before.keys() ^ after.keys():
+        d = before.get(k) or after[k]
+        serves.setdefault(d["drafter"], (d["target_model"], set()))[1].update(d["methods"])
+    fit_model = next(iter(fit_models(draws)), None)
+    pairs = {(m, method) for m, method in ((m or fit_model, method) for m, method in asked or ())
+             if m is not None}
+    if asked is not None:
+        serves = {name: (target, methods) for name, (target, methods) in serves.items()
+                  if any(_bears(m, method, target, methods) for m, method in pairs)}
+    names = sorted(serves)
+    if not names:
+        return []
+    line = (f"the drafter card{'s' * (len(names) > 1)} {', '.join(names[:3])}"
+            f"{' and more' if len(names) > 3 else ''} here "
+            f"{'differ' if len(names) > 1 else 'differs'} from fit {fit_id}'s "
+            "(changed, added or removed): ")
+    if drafter is not None:
+        line += (f"this answer prices --drafter {drafter} with its card here, at the multiple "
+                 "of its roofline the fit learned with the cards it stored; ")
+    elif asked is not None:
+        m, method = next((m, method) for m, method in sorted(pairs)
+                         if any(_bears(m, method, *serves[n]) for n in names))
+        stored = drafter_for(stored_cards(model["drafter_cards"]), m, method)
+        mine = drafter_for(here, m, method)
+        line += (f"this answer prices {m}'s {method} passes "
+                 + (f"with {stored.drafter} as fit {fit_id} stored it" if stored is not None
+                    else f"without a drafter card (fit {fit_id} stores none for them)")
+                 + (f" (--drafter {mine.drafter} prices them with its card here)"
+                    if mine is not None and mine != stored else "") + "; ")
+    return [line + "re-run `ddtree-bayes fit` to fit with the cards here"]
+
+
+def _bears(model: str, method: str, target: str, methods: set[str]) -> bool:
+    """Does a drafter card for ``target`` serving ``methods`` price ``model``'s ``method``
+    passes (the target's own name, or the base of a deployment card named
+    ``<target>-<quantisation>``: core/drafters.py ``drafter_for``)?"""
+    return (method in methods
+            and (model == target or model.startswith(target + "-")))
+
+
+def check_drafters(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
+                   drafter: str | None = None, strict: bool = False) -> list[str]:
+    """The drafter cards here that differ from the fit's and bear on a question's (model,
+    method) pairs (:func:`drafter_card_changes`), for the commands that left them out of
+    :func:`check_fit` until their question was resolved; raise with ``strict``, as it does."""
+    warnings = drafter_card_changes(draws, asked, drafter=drafter)
+    if warnings and strict:
+        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+    return warnings
 
 
 def failures(meta: dict) -> str:
@@ -317,14 +390,16 @@ def failures(meta: dict) -> str:
 
 
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
-              ignore_priors_sections: tuple[str, ...] = (), here: bool = True) -> list[str]:
+              ignore_priors_sections: tuple[str, ...] = (), here: bool = True,
+              drafters: bool = True) -> list[str]:
     """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
     priors files changed since the fit. A priors file that differs from the fit's only in
     ``ignore_priors_sections`` (``[acceptance_curve]`` for ``optimize`` and ``next``: the fit
     does not use it) does not make the fit stale. ``here``: also compare the fit with the
     working directory's hardware table, cards and measurement file (a command run here answers
     from the fit; the Python API, whose fit may come from any directory, checks only the files
-    the fit names)."""
+    the fit names). ``drafters`` False leaves the drafter cards to the caller, which says
+    only the changes that bear on its question (:func:`check_drafters`)."""
     meta = draws.meta
     if not meta["converged"] and not allow_unconverged:
         raise UnconvergedError(
@@ -349,7 +424,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
             "run `ddtree-bayes update` (or `fit`) to use it" if what == "data"
             else "re-run `ddtree-bayes fit` to use it"))
     if here:   # (the tables and cards here: a fit from elsewhere is not stale by them)
-        warnings += hardware_changes(draws) + card_changes(draws)
+        warnings += hardware_changes(draws) + card_changes(draws, drafters=drafters)
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + " (--strict)")
     from ddtree_bayes.core.paths import own_data_file, shown
