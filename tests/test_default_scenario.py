@@ -106,7 +106,17 @@ def test_several_models_ask_the_model_named():
 
 
 def test_no_speculative_rows_and_underivable_verify_tokens():
-    assert fit_default([row(2, "h100", "ar"), row(3, "h100", "ar")]) is DEFAULT_QUESTION
+    # AR rows only, never on b300: the bundled method and shape on the model's own most-
+    # measured system and its engines there (it asked 8x B300 in SGLang and native, never
+    # measured, without a word)
+    d = fit_default([row(2, "h100", "ar"), row(3, "a100", "ar", gpus=2, engine="sglang"),
+                     row(4, "a100", "ar", gpus=2), row(5, "a100", "ar", gpus=2)])
+    assert d.derived and (d.hardware, d.gpus, d.engines) == ("a100", 2, ("vllm", "sglang"))
+    assert (d.method, d.block, d.budget, d.verify_tokens, d.accept) == ("ddtree", 16, 32, None,
+                                                                         14.0)
+    assert d.why == ("the fit never measured b300, nor any speculative method: the bundled "
+                     "question's ddtree block 16 budget 32")
+    assert fit_default([]) is DEFAULT_QUESTION      # (a model of no rows: nothing measured)
     d = fit_default([row(2, "h100", "eagle3", verify=6)])    # no block: verify tokens kept
     assert (d.block, d.budget, d.verify_tokens, d.accept) == (None, None, 6, 4.0)
 
@@ -120,7 +130,11 @@ def test_default_scenario_of_a_fit_of_several_models():
 
     draws = multi_model_draws()
     assert default_scenario(draws, "kimi-k2.6") is DEFAULT_QUESTION
-    assert default_scenario(draws, "llama-3.1-8b-instruct") is DEFAULT_QUESTION   # AR only
+    ar_only = default_scenario(draws, "llama-3.1-8b-instruct")
+    assert ar_only.describe() == "vllm ddtree block 16 budget 32 on h100 x1"
+    assert ar_only.why == ("the fit never measured b300 for llama-3.1-8b-instruct, nor any "
+                           "speculative method for it: the bundled question's ddtree block 16 "
+                           "budget 32")
     with pytest.raises(QueryError, match="say which with --model"):
         default_scenario(draws)
     data = MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
@@ -232,7 +246,8 @@ def test_predict_without_accept_takes_the_configurations_measured_acceptance(rtx
     assert code == 0, err
     assert "4.22 measured (1 row)" in out
     code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--block", "9")
-    assert code == 2 and "no measured acceptance of that configuration" in err
+    assert code == 2 and "no measured acceptance for rtx-5090 x1, llama.cpp, mtp, block 9" in err
+    assert "(asked as the fit's default question: the fit never measured b300)" in err
 
 
 def test_optimize_and_next_ask_the_fits_system(rtx5090):

@@ -687,3 +687,38 @@ def test_a_question_with_drafter_says_its_card_here_prices_it(tmp_path):
     # (update asks no question: every change counts)
     assert drafter_card_changes(draws, None, work) == [
         f"{CHANGED}: re-run `ddtree-bayes fit` to fit with the cards here"]
+
+
+def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(multi_dir):
+    """Llama-3.1-8B has one AR row, on one H100: `predict --model` asked the bundled 8x B300
+    question (never measured for it) without a note, and failed with "no acceptance prior for
+    ddtree block 16 budget 32 ..." naming neither the model nor the system it tried."""
+    code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct")
+    assert (code, out) == (2, "")
+    assert err == (
+        "ddtree-bayes: error: no acceptance prior in the priors file and no measured "
+        "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, ddtree, block 16, budget 32, "
+        "verify 33, context 0 (asked as the fit's default question: the fit never measured "
+        "b300 for llama-3.1-8b-instruct, nor any speculative method for it: the bundled "
+        "question's ddtree block 16 budget 32) (fix: pass --accept, or add an [[acceptance]] "
+        "entry to the priors)\n")
+    code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
+                             "--accept", "12")
+    assert code == 0, err
+    assert out.splitlines()[1] == ("llama-3.1-8b-instruct, h100 x1, ddtree, block 16, budget 32, "
+                                   "verify 33 tokens, context 0")
+    assert out.splitlines()[4].split()[0] == "vllm" and len(out.splitlines()[4:5]) == 1
+    assert err == (
+        "ddtree-bayes predict: the fit never measured b300 for llama-3.1-8b-instruct, nor any "
+        "speculative method for it: the bundled question's ddtree block 16 budget 32; asking "
+        "its most-measured system: vllm ddtree block 16 budget 32 on h100 x1 (pass "
+        "--hardware/--method/--block/--budget to ask another)\n")
+    # a configuration given in full: the error names it, and no default question
+    code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
+                             "--hardware", "h100", "--engine", "vllm", "--method", "eagle",
+                             "--block", "3")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: no acceptance prior in the priors file and no measured "
+                   "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, eagle, block 3, verify "
+                   "4, context 0 (fix: pass --accept, or add an [[acceptance]] entry "
+                   "to the priors)\n")

@@ -20,12 +20,16 @@ Its acceptance for one-number answers (the report's answer line, the tracked def
 is the median measured acceptance of that configuration's rows, rounded to a whole number
 within [1, M] (M: its verify tokens), or the middle of [1, M] when its rows give none.
 
-A model with no speculative rows keeps the bundled default (there is no drafter to ask about).
+A model whose rows are all autoregressive (no drafter measured) is asked the bundled
+question's method, block and budget on its own most-measured system (most rows; ties: first in
+the file), in the engines that measured it there (most rows first, at most two), and ``why``
+says so. A model with no rows at all keeps the bundled default (nothing of it was measured).
 numpy-free, standard library only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections import Counter
 from collections.abc import Iterable
@@ -76,6 +80,15 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     if keeps_bundled((r.model, r.hardware) for r in mine):
         return d
     spec = [r for r in mine if r.is_speculative]
+    why = f"the fit never measured {d.hardware}" + (f" for {model}" if model is not None else "")
+    if not spec and mine:   # its own system and engines; the bundled method and shape
+        hardware, gpus = _most_common([(r.hardware, r.gpus) for r in mine])
+        counts = Counter(r.engine for r in mine if (r.hardware, r.gpus) == (hardware, gpus))
+        return dataclasses.replace(
+            d, hardware=hardware, gpus=gpus,
+            engines=tuple(sorted(counts, key=lambda e: -counts[e])[:MAX_ENGINES]),
+            why=f"{why}, nor any speculative method" + (" for it" if model is not None else "")
+                + f": the bundled question's {d.method} block {d.block} budget {d.budget}")
     if not spec:
         return d
     hardware, gpus = _most_common([(r.hardware, r.gpus) for r in spec])
@@ -93,6 +106,4 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     accept = (statistics.median(same) if same else (1 + top.verify_tokens) / 2)
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
-                    accept=float(min(max(round(accept), 1), top.verify_tokens)),
-                    why=f"the fit never measured {d.hardware}"
-                        + (f" for {model}" if model is not None else ""))
+                    accept=float(min(max(round(accept), 1), top.verify_tokens)), why=why)

@@ -350,13 +350,14 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
             f"{med:.2g} (90% {lo:.2g}-{hi:.2g}), {origin}",)
 
 
-def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None
-                   ) -> tuple[AcceptSource, ...]:
+def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None,
+                   default_why: str | None = None) -> tuple[AcceptSource, ...]:
     """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
     checked against ``sc.limit``) one row per value and one for a range; without it, 1 for
     autoregressive decoding, the posterior of an acceptance the fit inferred for the
     configuration, else the priors file's acceptance prior, else the mean of the
-    configuration's own measured rows."""
+    configuration's own measured rows. ``default_why``: why the fit's own default question was
+    asked, when ``sc`` came from it (an error says so: its note is not printed yet)."""
     from ddtree_bayes.core import acceptance_latent as AL
 
     if request is not None:
@@ -376,9 +377,9 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
     seen = measured_acceptance(fit, sc)
     if seen is None:
-        raise QueryError(f"no acceptance prior for {sc.method} block {sc.block} budget "
-                         f"{sc.budget} in the priors file, and no measured acceptance "
-                         "of that configuration",
+        asked = "" if default_why is None else f" (asked as the fit's default question: {default_why})"
+        raise QueryError("no acceptance prior in the priors file and no measured acceptance "
+                         f"for {sc.describe()}{asked}",
                          fix="pass --accept, or add an [[acceptance]] entry to the priors")
     value, n_rows = seen
     return (AcceptSource("measured", f"{value:.3g} measured ({n_rows} row{'s' * (n_rows > 1)})",
@@ -428,7 +429,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                                  "with --accept, e.g. --accept 3:4")
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)
-        asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept)
+        asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept,
+                                              None if asked_default is None else d.why)
                            if acceptance else ()))
     if asked:   # (the engines share model, GPUs and context: one check)
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
