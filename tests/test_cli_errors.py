@@ -408,7 +408,7 @@ def test_next_in_a_fit_of_several_models_says_to_name_the_model_in_its_query(wor
     from ddtree_bayes.cli import decisions
     from ddtree_bayes.engine.testing import multi_model_draws
 
-    monkeypatch.setattr(decisions, "_load", lambda args: multi_model_draws())
+    monkeypatch.setattr(decisions, "_load", lambda args, warned: multi_model_draws())
     err = one_error(*run_cli(work, "next"))
     assert "holds 2 models (kimi-k2.6, llama-3.1-8b-instruct)" in err
     assert 'say which with --query "--model"' in err

@@ -87,7 +87,7 @@ def test_a_wrong_type_is_caught():
                 "accept_kind": "given", "accept_distribution": None,
                 "median": 600.0, "lo50": 600.0, "hi50": 600.0, "lo90": 600.0, "hi90": 600.0,
                 "original": None, "original_lo": None, "original_hi": None,
-                "overhead_from": "measured"}], "default_scenario": None}
+                "overhead_from": "measured"}], "default_scenario": None, "warnings": []}
     validate_output("predict", good)
     for key, bad in (("accept", "12"), ("context_tokens", 0.5), ("gpus", 0),
                      ("accept_max", "17"), ("undocumented", 1)):
@@ -253,3 +253,50 @@ def test_hardware_list(tmp_path):
     origins = {g["hardware"]: g["origin"] for g in payload["gpus"]}
     assert origins["rtx-4090"] == "user-override" and origins["my-gpu"] == "user"
     assert origins["h100"] == "built-in"
+
+
+# ---------------------------------------------------------------- warnings in the JSON
+NO_CONTEXT = ("--context 307200: the fit measured no context beyond 0: its cost per context "
+              "token is the prior's (prior-driven)")
+SGLNAG = ("--engine 'sglnag' was never measured, nor given a relation in the priors file: its "
+          "speculative overhead is drawn from the pooled population (a wide interval); did you "
+          "mean sglang?")
+
+
+def warned_json(work: Path, *argv: str) -> tuple[dict, list[str]]:
+    """A command's JSON and the warning lines it printed on stderr, without their prefix."""
+    code, out, err = run_cli(work, *argv, "--format", "json")
+    assert code == 0, err
+    prefix = "ddtree-bayes: warning: "
+    return json.loads(out), [line.removeprefix(prefix) for line in err.splitlines()
+                             if line.startswith(prefix)]
+
+
+def test_predict_json_carries_the_warnings(work):
+    """`predict --format json` carried none of what the table warns of on stderr: a question
+    the fit cannot check read as clean numbers."""
+    out, printed = warned_json(work, "predict", "--accept", "14", "--context", "300k",
+                               "--concurrency", "1,64")
+    validate_output("predict", out)
+    assert printed == [NO_CONTEXT]
+    # the stderr lines, then the table's note on a concurrency beyond the measured ones
+    assert out["warnings"] == [
+        NO_CONTEXT,
+        "C = 64 is beyond the concurrencies measured on this system (at most 1): there the "
+        "step's growth with C is the roofline's (weights once per step, KV reads and tree "
+        "nodes per stream): prior-driven."]
+    clean, printed = warned_json(work, "predict", "--accept", "14")
+    validate_output("predict", clean)
+    assert clean["warnings"] == printed == []
+
+
+def test_next_and_optimize_json_carry_the_warnings(work):
+    out, printed = warned_json(work, "next", "--k", "4", "--query",
+                               "--accept 14 --context 300k --engine sglnag")
+    validate_output("next", out)
+    assert out["warnings"] == printed == [f"--query: {SGLNAG}", f"--query: {NO_CONTEXT}"]
+    # optimize carried its own notes but not the names warning it printed
+    out, printed = warned_json(work, "optimize", "--budgets", "8,16", "--context", "300k",
+                               "--engine", "sglnag")
+    validate_output("optimize", out)
+    assert out["warnings"] == printed == [SGLNAG, NO_CONTEXT]

@@ -22,14 +22,16 @@ from ddtree_bayes.cli.output import (
 )
 
 
-def _load(args: argparse.Namespace):
+def _load(args: argparse.Namespace, warned: list[str]):
+    """The fit asked for; what it warns of printed and appended to ``warned``."""
     from ddtree_bayes import api
     from ddtree_bayes.engine import predictive as P
 
     draws = api.load(args.fit)
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
                                strict=args.strict, ignore_priors_sections=("acceptance_curve",),
-                               drafters=False))   # (those of the question: once it is known)
+                               drafters=False),   # (those of the question: once it is known)
+                   warned)
     return draws
 
 
@@ -62,11 +64,12 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                           fix="pass an existing file with --priors") from None
     curve = D.curve_for(priors_text, shown_path(priors_path))
     budgets = D.parse_budgets(args.budgets)
-    draws = _load(args)
+    warned: list[str] = []   # (every warning line printed: the JSON's warnings)
+    draws = _load(args, warned)
     from ddtree_bayes.engine.question import Flags, check_names
 
-    print_warnings(check_names(draws, Flags.of(args)))
-    print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
+    print_warnings(check_names(draws, Flags.of(args)), warned)
+    print_warnings(wide_interval_warnings(args.prob, draws.n_draws), warned)
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
@@ -75,23 +78,24 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.core.pairs import same_family
 
     print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
-                                           out["scenario"]["method"])], strict=args.strict))
+                                           out["scenario"]["method"])], strict=args.strict),
+                   warned)
     asked_model = out["scenario"].get("model") or draws.meta["model"].get("target_model")
     if (curve.model and asked_model and args.acceptance_file is None
             and not same_family(curve.model, asked_model)):
         print_warnings([f"the acceptance curve ([acceptance_curve] in {shown_path(priors_path)}) "
                         f"was written for {curve.model}, not {asked_model}: these acceptances "
                         "are another model's prior; pass --acceptance-file with this drafter's "
-                        "measured acceptances"])
+                        "measured acceptances"], warned)
     asked = out["default_scenario"]
     if asked is not None:   # (the curve fixes the method and block)
         print(f"{PROG} optimize: {asked['why']}; asking its most-measured system: "
               f"{out['scenario']['hardware']} x{out['scenario']['gpus']} in "
               f"{out['scenario']['engine']} (pass --hardware/--engine to ask another)",
               file=sys.stderr)
-    print_warnings(out["warnings"])
+    print_warnings(out["warnings"], warned)
     if args.format == "json":
-        emit_json(out)
+        emit_json({**out, "warnings": warned})
         return 0
     from ddtree_bayes.core.data import plain_text
 
@@ -204,17 +208,18 @@ def cmd_next(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import decisions as D
 
     check_query(args.query)
-    draws = _load(args)
+    warned: list[str] = []   # (every warning line printed: the JSON's warnings)
+    draws = _load(args, warned)
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
     print_warnings(check_drafters(draws, [(query.scenario.model, query.scenario.method)],
-                                  strict=args.strict))
-    print_warnings(query.warnings)
-    print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
+                                  strict=args.strict), warned)
+    print_warnings(query.warnings, warned)
+    print_warnings(wide_interval_warnings(args.prob, draws.n_draws), warned)
     notes: list[str] = []
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model,
                                     strict=args.strict, warnings=notes)
                   if args.candidates else None)
-    print_warnings(notes)
+    print_warnings(notes, warned)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=_min_ess(args.min_ess, draws.n_draws))
     if query.note is not None:
@@ -224,7 +229,7 @@ def cmd_next(args: argparse.Namespace) -> int:
         fixed = q.get("accept_fixed") and _is_number(q["accept"])
         q["accept"], q["accept_distribution"] = ((float(q["accept"]), None) if fixed
                                                  else (None, str(q["accept"])))
-        emit_json({**out, "query": q})
+        emit_json({**out, "query": q, "warnings": warned})
         return 0
     q, pct = out["query"], P.pct_label(args.prob)
     print(f"{PROG} next: fit {out['fit_id']} ({out['draws']} draws"

@@ -16,10 +16,14 @@ from ddtree_bayes.core.paths import shown
 PROG = "ddtree-bayes"
 
 
-def print_warnings(lines) -> None:
-    """Each of ``lines`` on stderr as ``ddtree-bayes: warning: <line>``."""
+def print_warnings(lines, into: list[str] | None = None) -> None:
+    """Each of ``lines`` on stderr as ``ddtree-bayes: warning: <line>``, and appended to
+    ``into`` when given: the ``warnings`` array of a command's ``--format json`` (the same
+    lines without the prefix, so a program reading the JSON sees what the table warns of)."""
     for line in lines:
         print(f"{PROG}: warning: {line}", file=sys.stderr)
+        if into is not None:
+            into.append(line)
 
 
 def wide_interval_warnings(prob: float, n_draws: int) -> list[str]:

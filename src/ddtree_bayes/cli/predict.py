@@ -37,19 +37,20 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import store
 
     draws = store.load(args.fit)
+    warned: list[str] = []   # (what stderr says, for the JSON's warnings)
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict, drafters=False))
+                               strict=args.strict, drafters=False), warned)
     from ddtree_bayes.engine.question import Flags, resolve
     from ddtree_bayes.engine.scenario import check_drafters
-    from ddtree_bayes.engine.structure import max_measured_concurrency, p_text
+    from ddtree_bayes.engine.structure import p_text
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
     print_warnings(check_drafters(draws, [(sc.model, sc.method) for sc in question.scenarios],
-                                  drafter=args.drafter, strict=args.strict))
-    print_warnings(question.warnings)
+                                  drafter=args.drafter, strict=args.strict), warned)
+    print_warnings(question.warnings, warned)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
-    print_warnings(wide_interval_warnings(args.prob, draws.n_draws))
+    print_warnings(wide_interval_warnings(args.prob, draws.n_draws), warned)
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
@@ -75,7 +76,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    "interval_probs": list(P.interval_probs(args.prob)),
                    "target": args.target, "draws": draws.n_draws,
                    "default_scenario": question.default_asked,
-                   **({"model_average": average} if average else {})})
+                   **({"model_average": average} if average else {}),
+                   # (the table's note on a concurrency beyond the measured ones, too)
+                   "warnings": warned + [n for n in [beyond_note(draws, question, rows)] if n]})
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]
@@ -123,16 +126,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(render_table(headers, body))
     notes = overhead_notes(rows)
     if streams:
-        top = max_measured_concurrency(draws, question.asked[0].scenario.pair)
-        beyond = sorted({r["concurrency"] for r in rows
-                         if r["concurrency"] > 1 and (top is None or r["concurrency"] > top)})
+        beyond = beyond_note(draws, question, rows)
         print("tok/s, posterior predictive (includes run-to-run noise): per user = one stream, "
-              "total = the C streams together." + (
-                  f" C = {', '.join(map(str, beyond))} "
-                  f"{'is' if len(beyond) == 1 else 'are'} beyond the concurrencies measured on "
-                  f"this system ({'none' if top is None else f'at most {top}'}): there the "
-                  "step's growth with C is the roofline's (weights once per step, KV reads and "
-                  "tree nodes per stream): prior-driven." if beyond else ""))
+              "total = the C streams together." + (f" {beyond}" if beyond else ""))
         for line in crossover_lines(rows):
             print(line)
     else:
@@ -148,6 +144,24 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for note in notes:
         print(f"  {note}")
     return 0
+
+
+def beyond_note(draws, question, rows: list[dict]) -> str | None:
+    """The concurrencies of ``rows`` above the largest measured on the question's system, as
+    one sentence (their step's growth with C is the roofline's: prior-driven), or None."""
+    from ddtree_bayes.engine.structure import max_measured_concurrency
+
+    if not any("concurrency" in r for r in rows):
+        return None
+    top = max_measured_concurrency(draws, question.asked[0].scenario.pair)
+    beyond = sorted({r["concurrency"] for r in rows
+                     if r["concurrency"] > 1 and (top is None or r["concurrency"] > top)})
+    if not beyond:
+        return None
+    return (f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} beyond "
+            f"the concurrencies measured on this system ({'none' if top is None else f'at most {top}'}"
+            "): there the step's growth with C is the roofline's (weights once per step, KV "
+            "reads and tree nodes per stream): prior-driven.")
 
 
 def overhead_notes(rows: list[dict]) -> list[str]:
