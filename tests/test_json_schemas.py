@@ -300,3 +300,40 @@ def test_next_and_optimize_json_carry_the_warnings(work):
                                "--engine", "sglnag")
     validate_output("optimize", out)
     assert out["warnings"] == printed == [SGLNAG, NO_CONTEXT]
+
+
+def test_track_diff_and_update_json_carry_the_warnings(work, monkeypatch):
+    """A tracked query with a misspelt engine: track, diff and update printed predict's
+    warning on stderr but their JSON carried nothing of it."""
+    from ddtree_bayes import api
+    from ddtree_bayes.engine.inference import FitResult
+
+    added, printed = warned_json(work, "track", "--engine", "sglnag", "--accept", "14",
+                                 "--name", "typo")
+    validate_output("track", added)
+    assert added["warnings"] == printed == [SGLNAG]
+    listed, _ = warned_json(work, "track", "list")   # (no question asked: nothing to warn of)
+    validate_output("track", listed)
+    # diff and update answer the tracked queries on both fits: the warning once, named
+    typo = f"tracked query 'typo': {SGLNAG}"
+    diffed, printed = warned_json(work, "diff", "latest", FIT_ID)
+    validate_output("diff", diffed)
+    assert diffed["warnings"] == printed == [typo]
+    # update --refit (the sampling replaced by a second point-mass fit)
+    second = write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                                  work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                                  fit_id="20260101T000001Z-second")
+    (work / "models" / "latest.json").write_text(json.dumps(
+        {"fit_id": FIT_ID, "file": f"fits/{FIT_ID}.nc", "converged": True}))
+    monkeypatch.setattr(api, "fit", lambda *a, **k: FitResult(
+        fit_id="20260101T000001Z-second", path=second, converged=True, failures=[],
+        diagnostics=[], divergences=0))
+    updated, printed = warned_json(work, "update", "--refit", "--quiet")
+    validate_output("update", updated)
+    assert updated["warnings"] == printed == [typo]
+    from ddtree_bayes.engine import inference
+
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date:
+    nothing, printed = warned_json(work, "update", "--quiet")   # no question asked
+    validate_output("update", nothing)
+    assert nothing["warnings"] == printed == []

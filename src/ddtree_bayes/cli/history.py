@@ -113,7 +113,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
                "removed_rows": [r.__dict__ for r in removed], "parameters": params,
                "tracked": changes, "seed": args.seed,
                "unconverged": list(dict.fromkeys(f.meta["fit_id"] for f in unconverged)),
-               "inputs_differ": [d for d, _ in differ]})
+               "inputs_differ": [d for d, _ in differ], "warnings": warned})
         return 0
     print(f"{PROG} diff: fit {ida} ({a.meta['data']['rows']} measurements) -> fit {idb} "
           f"({b.meta['data']['rows']} measurements)")
@@ -218,6 +218,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         print(f"tracking {entry.name}: " + " ".join(
             f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
     now: dict = {"fit_id": None, "rows": [], "note": None}
+    warned: list[str] = []   # what predict warns of for these flags (also the JSON's)
     try:
         if draws is None:
             now["note"] = ("no fit yet: `ddtree-bayes update` and `diff` will show it"
@@ -235,9 +236,7 @@ def cmd_track(args: argparse.Namespace) -> int:
                 print(f"  {now['note']}")
         else:
             now["fit_id"] = draws.meta["fit_id"]
-            # what predict warns of for these flags (`track --engine sglnag` answered from
-            # the pooled population without a word)
-            warned: list[str] = []
+            # (`track --engine sglnag` answered from the pooled population without a word)
             rows = living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin,
                                      warnings=warned)
             print_warnings(warned)
@@ -254,5 +253,5 @@ def cmd_track(args: argparse.Namespace) -> int:
             print(f"  {now['note']}")
     if not text:
         emit_json({"action": "add", "file": str(living.tracked_path(models)),
-               "query": entry.__dict__, "now": now})
+               "query": entry.__dict__, "now": now, "warnings": warned})
     return 0

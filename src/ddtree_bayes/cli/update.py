@@ -155,7 +155,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     report: dict = {"previous_fit": prev_id, "data": str(data_path), "seed": seed,
                     "new_rows": scores, "removed_rows": [r.__dict__ for r in removed],
                     "other_changes": other_inputs, "surprises": len(surprises),
-                    "unpredictable": len(unpredictable)}
+                    "unpredictable": len(unpredictable),
+                    "warnings": []}   # (what the tracked queries warn of: _tracked)
     text = args.format == "table"
     if text:
         _print_scores(previous, stored, measurements, data_path, added, removed, scores,
@@ -247,7 +248,7 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
     warned: list[str] = []
     changes = living.compare_queries(previous, after, tracked, seed, warnings=warned)
     print_warnings(warned)   # (what predict warns of for a tracked query's flags)
-    report["tracked"] = changes
+    report["tracked"], report["warnings"] = changes, warned
     if text:
         print(f"\ntracked queries, fit {previous.meta['fit_id']} -> {after.meta['fit_id']} "
               f"(posterior predictive, seed {seed}):")
