@@ -555,3 +555,40 @@ def test_cards_edited_after_a_fit_are_named(tmp_path):
         head + "\n" + ",".join(row.get(c, "") for c in head.split(",")) + "\n")
     (warning,) = card_changes(draws, tmp_path)
     assert warning.startswith("the drafter card my-head here differs")
+
+
+def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
+    """predict on a GPU the fit never measured, without --gpus, said the model "could run on
+    [1, 2, 4, 8] GPUs" (the counts measured elsewhere) when 1, 2 and 4 of them cannot hold its
+    weights, the check that refuses `--gpus 1` there. Kimi K2.6's weights are 1000B x 0.5 =
+    500 GB: 8 x h100 (80 GB each) hold them, 4 x 80 = 320 GB do not; 8 x rtx-5090 (32 GB
+    each) = 256 GB do not, and --gpus 16 (512 GB) is the fewest that do."""
+    import dataclasses
+
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import resolve_scenario
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    draws.meta["model"]["card"] = dataclasses.asdict(
+        load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    draws.meta["coords"]["system"] = ["b300x1", "b300x2", "b300x4", "b300x8"]
+
+    def refusal(hardware: str) -> str:
+        with pytest.raises(QueryError) as err:
+            resolve_scenario(draws, hardware=hardware, gpus=None, engine="sglang",
+                             method="ar", block=None, budget=None, verify_tokens=None,
+                             context_tokens=None)
+        return str(err.value)
+
+    assert refusal("h100") == (
+        "h100 could run on [8] GPUs in this fit (1, 2 and 4 x 80 GB cannot hold kimi-k2.6's "
+        "weights, 500 GB) (fix: say which with --gpus)")
+    assert refusal("rtx-5090") == (
+        "rtx-5090 could run on none of the GPU counts this fit measured ([1, 2, 4, 8]): 8 x 32 "
+        "GB cannot hold kimi-k2.6's weights, 500 GB (fix: --gpus 16 or more of them, or a GPU "
+        "with more memory)")
+    # a measured GPU lists every count measured on it (its rows prove they run)
+    assert refusal("b300") == ("b300 could run on [1, 2, 4, 8] GPUs in this fit (fix: say "
+                               "which with --gpus)")

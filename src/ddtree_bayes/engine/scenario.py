@@ -466,8 +466,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
             if counts:
                 break
         if len(counts) > 1:
-            raise QueryError(f"{hardware} could run on {counts} GPUs in this fit",
-                             fix="say which with --gpus")
+            raise gpu_counts_error(draws, model, hardware, counts)
         gpus = counts[0]
     measured = pair_label(model or "", system_label(hardware, gpus), multi) in systems
     if not measured:
@@ -555,6 +554,46 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
             f"parameters at {card.weights_bytes_per_weight:g} bytes) do not fit in {gpus} x "
             f"{hardware} ({memory * gpus:g} GB)",
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
+
+
+def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[int]
+                     ) -> QueryError:
+    """The refusal of a question without ``--gpus`` whose GPU the fit measured at several
+    ``counts`` (elsewhere, for a GPU it never measured): the counts that could run, those whose
+    memory holds the model's weights (:func:`check_weights_fit`, as ``--gpus`` is checked; a
+    count measured on ``hardware`` is proof enough), or that none does."""
+    from ddtree_bayes.engine import target_models
+
+    multi = target_models.is_multi(draws)
+    systems = draws.measured_systems
+
+    def holds(g: int) -> bool:
+        if pair_label(model or "", system_label(hardware, g), multi) in systems:
+            return True
+        try:
+            check_weights_fit(draws, model, hardware, g)
+        except QueryError:
+            return False
+        return True
+
+    run = [g for g in counts if holds(g)]
+    if run == counts:
+        return QueryError(f"{hardware} could run on {counts} GPUs in this fit",
+                          fix="say which with --gpus")
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card, memory = stored_card(draws.meta.get("model", {}), model), memory_gb(draws, hardware)
+    assert card is not None and memory is not None   # (else every count holds)
+    weights = f"{card.model}'s weights, {card.weights_gb:.0f} GB"
+    if not run:
+        return QueryError(f"{hardware} could run on none of the GPU counts this fit measured "
+                          f"({counts}): {counts[-1]} x {memory:g} GB cannot hold {weights}",
+                          fix=f"--gpus {math.ceil(card.weights_gb / memory)} or more of them, "
+                              "or a GPU with more memory")
+    short = [str(g) for g in counts if g not in run]
+    listed = short[0] if len(short) == 1 else f"{', '.join(short[:-1])} and {short[-1]}"
+    return QueryError(f"{hardware} could run on {run} GPUs in this fit ({listed} x {memory:g} "
+                      f"GB cannot hold {weights})", fix="say which with --gpus")
 
 
 def unchecked_memory_warning(draws: Fit, sc: Scenario) -> str | None:
