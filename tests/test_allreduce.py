@@ -188,8 +188,8 @@ def test_a_system_that_cannot_hold_the_weights_is_refused():
 
     with pytest.raises(QueryError) as err:
         ask("rtx-pro-6000", 1)
-    assert str(err.value) == ("kimi-k2.6's weights (500 GB: 1000B parameters at 0.5 bytes) do "
-                              "not fit in 1 x rtx-pro-6000 (96 GB) (fix: --gpus 6 or more of "
+    assert str(err.value) == ("kimi-k2.6's weights (500.0 GB: 1000B parameters at 0.5 bytes) "
+                              "do not fit in 1 x rtx-pro-6000 (96.0 GB) (fix: --gpus 6 or more of "
                               "them, or a GPU with more memory)")
     assert not ask("rtx-pro-6000", 6).measured
     assert ask("b300", 8).measured

@@ -208,7 +208,7 @@ def test_optimize_warns_of_a_kv_cache_that_does_not_fit_as_predict_does():
     kw = {"hardware": "b300", "engine": "sglang", "budgets": (8,), "context_tokens": "128k"}
     assert optimize(draws, curve, **kw, concurrency=64)["warnings"][0].startswith("C = 64 is beyond")
     warnings = optimize(draws, curve, **kw, concurrency=512)["warnings"]
-    assert warnings[0].startswith("at C = 512 and context 131072 the KV cache needs 2358 GB "
+    assert warnings[0].startswith("at C = 512 and context 131072 the KV cache needs 2357.9 GB "
                                   "(35136 bytes per token")
 
 

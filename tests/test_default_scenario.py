@@ -450,8 +450,8 @@ def test_a_kv_cache_that_cannot_fit_is_warned_about():
     # 8 x 288 GB - 1000B x 0.5 = 1804 GB left; 131072 x 35136 B = 4.6 GB per stream: C = 64
     # needs 295 GB (fits), C = 512 needs 2358 GB (does not)
     (warning,) = [w for w in q.warnings if "KV cache" in w]
-    assert warning.startswith("at C = 512 and context 131072 the KV cache needs 2358 GB")
-    assert "have 1804 GB left after the weights (500 GB)" in warning
+    assert warning.startswith("at C = 512 and context 131072 the KV cache needs 2357.9 GB")
+    assert "have 1804.0 GB left after the weights (500.0 GB)" in warning
     # an old fit's card without the field: no check
     del draws.meta["model"]["card"]["kv_bytes_per_token"]
     assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
@@ -497,7 +497,7 @@ def test_a_gpu_without_memory_is_answered_with_a_warning_that_nothing_was_checke
     q = resolve(draws, Flags(hardware="h200", gpus=1, engines=("sglang",), method="ar",
                              accept="1"))
     assert ("h200 has no memory_gb in the hardware table: whether kimi-k2.6's weights "
-            "(500 GB) fit in 1 x h200 was not checked") in " ".join(q.warnings)
+            "(500.0 GB) fit in 1 x h200 was not checked") in " ".join(q.warnings)
     # a measured system, or a GPU with its memory, says nothing of the kind
     for flags in (Flags(hardware="b300", engines=("sglang",), method="ar", accept="1"),
                   Flags(hardware="h100", engines=("sglang",), method="ar", accept="1")):
@@ -583,12 +583,50 @@ def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
         return str(err.value)
 
     assert refusal("h100") == (
-        "h100 could run on [8] GPUs in this fit (1, 2 and 4 x 80 GB cannot hold kimi-k2.6's "
-        "weights, 500 GB) (fix: say which with --gpus)")
+        "h100 could run on [8] GPUs in this fit (1, 2 and 4 x 80.0 GB cannot hold "
+        "kimi-k2.6's weights, 500.0 GB) (fix: say which with --gpus)")
     assert refusal("rtx-5090") == (
-        "rtx-5090 could run on none of the GPU counts this fit measured ([1, 2, 4, 8]): 8 x 32 "
-        "GB cannot hold kimi-k2.6's weights, 500 GB (fix: --gpus 16 or more of them, or a GPU "
+        "rtx-5090 could run on none of the GPU counts this fit measured ([1, 2, 4, 8]): 8 x "
+        "32.0 GB cannot hold kimi-k2.6's weights, 500.0 GB (fix: --gpus 16 or more of them, or a GPU "
         "with more memory)")
     # a measured GPU lists every count measured on it (its rows prove they run)
     assert refusal("b300") == ("b300 could run on [1, 2, 4, 8] GPUs in this fit (fix: say "
                                "which with --gpus)")
+
+
+def test_memory_messages_tell_apart_the_figures_they_compare():
+    """A KV-cache warning read "needs 3 GB ... have 3 GB left": both figures rounded to whole
+    GB. Llama-3.1-8B's card: 8.03B x 2 bytes = 16.06 GB of weights, 131072 bytes of KV per
+    token; at context 23200 the cache is 23200 x 131072 B = 3.0409 GB, and one 19 GB GPU has
+    19 - 16.06 = 2.94 GB left: one decimal tells them apart. At 19.02 GB (2.96 left) and
+    context 23100 (3.0278 GB) one decimal reads 3.0 for both: two decimals, for every figure
+    of the message."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import check_weights_fit, kv_cache_warning
+
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["llama-3.1-8b-instruct"])
+    fit = NS(meta={"model": {"card": card}}, hardware={"gpu": {"memory_gb": "19"}})
+    sc = NS(model=None, hardware="gpu", gpus=1, context_tokens=23200.0)
+    assert kv_cache_warning(fit, sc, 1) == (
+        "at C = 1 and context 23200 the KV cache needs 3.0 GB (131072 bytes per token, the "
+        "card's kv_bytes_per_token) but 1 x gpu have 2.9 GB left after the weights (16.1 GB): "
+        "no engine can hold this context on these GPUs (a cache of half the card's bytes per "
+        "token, fp8 for bf16, would need 1.5 GB); the answer is for a step that cannot run")
+    fit.hardware["gpu"]["memory_gb"] = "19.02"
+    assert kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 23100.0}), 1) == (
+        "at C = 1 and context 23100 the KV cache needs 3.03 GB (131072 bytes per token, the "
+        "card's kv_bytes_per_token) but 1 x gpu have 2.96 GB left after the weights (16.06 "
+        "GB): no engine can hold this context on these GPUs (a cache of half the card's bytes "
+        "per token, fp8 for bf16, would need 1.51 GB); the answer is for a step that cannot "
+        "run")
+    # the weights check alike: 16.06 GB on one 16 GB GPU read "(16 GB ...) ... (16 GB)"
+    fit.hardware["gpu"]["memory_gb"] = "16"
+    with pytest.raises(QueryError) as err:
+        check_weights_fit(fit, None, "gpu", 1)
+    assert str(err.value) == (
+        "llama-3.1-8b-instruct's weights (16.1 GB: 8.03B parameters at 2 bytes) do not fit in "
+        "1 x gpu (16.0 GB) (fix: --gpus 2 or more of them, or a GPU with more memory)")

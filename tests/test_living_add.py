@@ -290,8 +290,8 @@ def test_a_row_whose_gpus_cannot_hold_the_model_is_refused(work, capsys):
     assert (code, out) == (2, "")
     # 1000B parameters x 0.2 bytes (1.6 bits: the smallest quantisations in use; a row may run
     # a quantisation of its card's checkpoint) = 200 GB > 80 GB
-    assert ("row 11, column 'gpus': kimi-k2.6's 1000B parameters take 200 GB even at 1.6 bits "
-            "per weight: they do not fit in 1 x h100 (80 GB) (fix: check the GPU count (at "
+    assert ("row 11, column 'gpus': kimi-k2.6's 1000B parameters take 200.0 GB even at 1.6 "
+            "bits per weight: they do not fit in 1 x h100 (80.0 GB) (fix: check the GPU count (at "
             "least 3 h100; 7 at the card's 0.5 bytes)") in err
     assert (work / "data" / "measurements.csv").read_text() == before
     code, out, _ = run(capsys, "add", "--hardware", "h100", "--gpus", "8", "--engine", "vllm",
@@ -334,9 +334,9 @@ def test_a_context_no_gpu_can_hold_is_refused(work, capsys):
     assert (code, out) == (2, "")
     # 35136 / 2 bytes x 1e12 tokens = 1.76e7 GB > 8 x 288 GB
     assert ("row 11, column 'context_tokens': kimi-k2.6's KV cache at context 1000000000000 takes "
-            "1.76e+07 GB even at half the card's bytes (35136 bytes per token, the card's "
+            "17568000.0 GB even at half the card's bytes (35136 bytes per token, the card's "
             "kv_bytes_per_token): more than 8 x b300 hold "
-            "(2304 GB) (fix: check context_tokens (tokens, not bytes or characters) and the GPU "
+            "(2304.0 GB) (fix: check context_tokens (tokens, not bytes or characters) and the GPU "
             "count)") in err
     assert path.read_text() == before
     code, out, _ = run(capsys, *flags, "--context", "131072")

@@ -621,6 +621,26 @@ def table_memory_gb(table: Mapping[str, Mapping[str, str]], hardware: str) -> fl
     return memory if memory > 0 else None
 
 
+def gb_texts(*values: float) -> tuple[str, ...]:
+    """The GB figures of one memory message (weights, KV cache, memory left), each with one
+    decimal, or with as many more as make two that differ read differently: whole GB printed
+    "needs 3 GB ... have 3 GB left" for a cache that did not fit.
+
+    >>> gb_texts(3.0409, 2.94, 16.06)
+    ('3.0', '2.9', '16.1')
+    >>> gb_texts(3.0278, 2.96, 16.06)      # one decimal reads 3.0 for both
+    ('3.03', '2.96', '16.06')
+    >>> gb_texts(500.0, 500.0)             # equal figures need no more digits
+    ('500.0', '500.0')
+    """
+    texts: tuple[str, ...] = ()
+    for digits in range(1, 7):
+        texts = tuple(f"{v:.{digits}f}" for v in values)
+        if len(set(texts)) == len(set(values)):
+            break
+    return texts
+
+
 #: A table of at most this many GPUs is listed whole in an unknown-hardware error.
 LIST_ALL_BELOW = 13
 

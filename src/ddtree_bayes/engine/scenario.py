@@ -17,6 +17,7 @@ from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig
 from ddtree_bayes.core.data import (
     AR_METHOD,
     derive_verify_tokens,
+    gb_texts,
     plain_float,
     plain_text,
     system_label,
@@ -538,8 +539,8 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     ...     check_weights_fit(fit, None, "rtx-4090", 8)
     ... except QueryError as err:
     ...     print(err)
-    kimi-k2.6's weights (513 GB: 1026B parameters at 0.5 bytes) do not fit in 8 x rtx-4090 \
-(192 GB) (fix: --gpus 22 or more of them, or a GPU with more memory)
+    kimi-k2.6's weights (513.0 GB: 1026B parameters at 0.5 bytes) do not fit in 8 x rtx-4090 \
+(192.0 GB) (fix: --gpus 22 or more of them, or a GPU with more memory)
     """
     from ddtree_bayes.core.model_cards import stored_card
 
@@ -549,10 +550,11 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
         return
     weights = card.weights_gb
     if weights > memory * gpus:
+        need, have = gb_texts(weights, memory * gpus)
         raise QueryError(
-            f"{card.model}'s weights ({weights:.0f} GB: {card.params_total_b:g}B "
+            f"{card.model}'s weights ({need} GB: {card.params_total_b:g}B "
             f"parameters at {card.weights_bytes_per_weight:g} bytes) do not fit in {gpus} x "
-            f"{hardware} ({memory * gpus:g} GB)",
+            f"{hardware} ({have} GB)",
             fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
 
 
@@ -584,15 +586,16 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
 
     card, memory = stored_card(draws.meta.get("model", {}), model), memory_gb(draws, hardware)
     assert card is not None and memory is not None   # (else every count holds)
-    weights = f"{card.model}'s weights, {card.weights_gb:.0f} GB"
+    need, each = gb_texts(card.weights_gb, memory)
+    weights = f"{card.model}'s weights, {need} GB"
     if not run:
         return QueryError(f"{hardware} could run on none of the GPU counts this fit measured "
-                          f"({counts}): {counts[-1]} x {memory:g} GB cannot hold {weights}",
+                          f"({counts}): {counts[-1]} x {each} GB cannot hold {weights}",
                           fix=f"--gpus {math.ceil(card.weights_gb / memory)} or more of them, "
                               "or a GPU with more memory")
     short = [str(g) for g in counts if g not in run]
     listed = short[0] if len(short) == 1 else f"{', '.join(short[:-1])} and {short[-1]}"
-    return QueryError(f"{hardware} could run on {run} GPUs in this fit ({listed} x {memory:g} "
+    return QueryError(f"{hardware} could run on {run} GPUs in this fit ({listed} x {each} "
                       f"GB cannot hold {weights})", fix="say which with --gpus")
 
 
@@ -608,7 +611,7 @@ def unchecked_memory_warning(draws: Fit, sc: Scenario) -> str | None:
     >>> fit = NS(meta={"model": {"card": card}}, hardware={"my-gpu": {"memory_gb": ""}})
     >>> print(unchecked_memory_warning(fit, NS(model=None, hardware="my-gpu", gpus=1,
     ...                                        measured=False)))
-    my-gpu has no memory_gb in the hardware table: whether kimi-k2.6's weights (500 GB) fit \
+    my-gpu has no memory_gb in the hardware table: whether kimi-k2.6's weights (500.0 GB) fit \
 in 1 x my-gpu was not checked (add its memory to data/hardware.csv)
     """
     from ddtree_bayes.core.model_cards import stored_card
@@ -619,7 +622,7 @@ in 1 x my-gpu was not checked (add its memory to data/hardware.csv)
     if card is None or memory_gb(draws, sc.hardware) is not None:
         return None
     return (f"{sc.hardware} has no memory_gb in the hardware table: whether {card.model}'s "
-            f"weights ({card.weights_gb:.0f} GB) fit in {sc.gpus} x {sc.hardware} was not "
+            f"weights ({gb_texts(card.weights_gb)[0]} GB) fit in {sc.gpus} x {sc.hardware} was not "
             "checked (add its memory to data/hardware.csv)")
 
 
@@ -639,13 +642,13 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     >>> sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=131072.0)
     >>> kv_cache_warning(fit, sc, 8) is None      # 8 x 131072 x 35136 B = 36.8 GB of 255 GB
     True
-    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-117:])
-    cache of half the card's bytes per token, fp8 for bf16, would need 1757 GB); the answer is \
-for a step that cannot run
+    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-119:])
+    cache of half the card's bytes per token, fp8 for bf16, would need 1756.8 GB); the answer \
+is for a step that cannot run
     >>> print(kv_cache_warning(fit, sc, 64))
-    at C = 64 and context 131072 the KV cache needs 295 GB (35136 bytes per token, the card's \
-kv_bytes_per_token) but 8 x rtx-pro-6000 have 255 GB left after the weights (513 GB): an \
-engine would run fewer streams at once; the answer is for 64 streams decoded together
+    at C = 64 and context 131072 the KV cache needs 294.7 GB (35136 bytes per token, the \
+card's kv_bytes_per_token) but 8 x rtx-pro-6000 have 255.0 GB left after the weights (513.0 GB): \
+an engine would run fewer streams at once; the answer is for 64 streams decoded together
     """
     from ddtree_bayes.core.model_cards import stored_card
 
@@ -660,14 +663,15 @@ engine would run fewer streams at once; the answer is for 64 streams decoded tog
     left = memory * sc.gpus - weights
     if need <= left:
         return None
+    needs, has, weighs, half = gb_texts(need, max(left, 0.0), weights, need / 2)
     what = (f"an engine would run fewer streams at once; the answer is for {concurrency} "
             "streams decoded together" if concurrency > 1 else
             "no engine can hold this context on these GPUs (a cache of half the card's bytes "
-            f"per token, fp8 for bf16, would need {need / 2:.0f} GB); the answer is for a step "
+            f"per token, fp8 for bf16, would need {half} GB); the answer is for a step "
             "that cannot run")
     return (f"at C = {concurrency} and context {plain_text(sc.context_tokens)} the KV cache needs "
-            f"{need:.0f} GB ({card.kv_bytes_how}) but {sc.gpus} x {sc.hardware} have "
-            f"{max(left, 0.0):.0f} GB left after the weights ({weights:.0f} GB): {what}")
+            f"{needs} GB ({card.kv_bytes_how}) but {sc.gpus} x {sc.hardware} have "
+            f"{has} GB left after the weights ({weighs} GB): {what}")
 
 
 def checked_shape(method: str, block: int | None, budget: int | None, verify_tokens: int,

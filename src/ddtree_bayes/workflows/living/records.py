@@ -189,15 +189,16 @@ def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str,
     GPUs): most likely a slip in --gpus or --hardware (Kimi K2.6 on one H100 was appended); a
     run that offloads weights to the CPU is outside what the step model prices (weights read
     from GPU memory). (message, fix), or None when it fits or cannot be checked."""
-    from ddtree_bayes.core.data import table_memory_gb
+    from ddtree_bayes.core.data import gb_texts, table_memory_gb
 
     memory = table_memory_gb(hardware, m.hardware)
     least = None if card is None else card.params_total_b * MIN_BYTES_PER_WEIGHT
     if least is None or memory is None or least <= memory * m.gpus:
         return None
-    return (f"{m.model}'s {card.params_total_b:g}B parameters take {least:.0f} GB even at "
+    need, have = gb_texts(least, memory * m.gpus)
+    return (f"{m.model}'s {card.params_total_b:g}B parameters take {need} GB even at "
             f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
-            f"({memory * m.gpus:g} GB)",
+            f"({have} GB)",
             f"check the GPU count (at least {math.ceil(least / memory)} {m.hardware}; "
             f"{math.ceil(card.weights_gb / memory)} at the card's {card.weights_bytes_per_weight:g} "
             "bytes) and the hardware; a run that offloads weights to the CPU is outside what "
@@ -229,7 +230,7 @@ def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str
     context that does not fit beside the weights (engine/scenario.kv_cache_warning); a measured
     row is refused only when it cannot have run at all (a context of 10 ** 12 tokens was
     appended). (message, fix), or None when it fits or cannot be checked."""
-    from ddtree_bayes.core.data import table_memory_gb
+    from ddtree_bayes.core.data import gb_texts, table_memory_gb
 
     memory = table_memory_gb(hardware, m.hardware)
     if card is None or memory is None or not m.context_tokens:
@@ -241,10 +242,11 @@ def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str
     if least <= memory * m.gpus:
         return None
     streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
+    need, have = gb_texts(least, memory * m.gpus)
     return (f"{m.model}'s KV cache at context {plain_text(m.context_tokens)}{streams} takes "
-            f"{least:.3g} GB "
+            f"{need} GB "
             f"even at half the card's bytes ({card.kv_bytes_how}): more than "
-            f"{m.gpus} x {m.hardware} hold ({memory * m.gpus:g} GB)",
+            f"{m.gpus} x {m.hardware} hold ({have} GB)",
             "check context_tokens (tokens, not bytes or characters) and the GPU count")
 
 
