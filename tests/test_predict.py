@@ -377,7 +377,8 @@ def test_autoregressive_acceptance_is_one_not_a_prior(tmp_path):
     code, out, err = run_cli(work, "predict", "--method", "ar")
     assert code == 0, err
     assert "prior" not in out
-    assert [ln.split()[1] for ln in out.splitlines()[4:6]] == ["1", "1"]
+    # (one row: the native row is left out of an AR question, see the test below)
+    assert [ln.split()[:2] for ln in out.splitlines()[4:5]] == [["sglang", "1"]]
 
 
 def test_a_chain_with_a_budget_above_its_block_is_refused(tmp_path):
@@ -388,3 +389,33 @@ def test_a_chain_with_a_budget_above_its_block_is_refused(tmp_path):
                              "--block", "8", "--budget", "16", "--accept", "5")
     assert code == 2 and out == ""
     assert "dflash drafts a chain of at most its block (8) tokens per step" in err
+
+
+def test_an_autoregressive_question_leaves_out_a_relation_engines_repeat(tmp_path):
+    """`predict --method ar` printed a native row beside sglang's: native's relation scales
+    sglang's speculative overhead, which AR has none of, so its step is sglang's (point mass:
+    step_ar_ms 8, 1000 / 8 = 125 tok/s both), at best without sglang's anchor to the measured
+    AR rows. Left out of the default engines, with a line saying why; asked for with
+    --engine, it is answered."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    draws = point_mass_draws()
+    assert [(r["engine"], r["median"]) for r in P.predict(draws, method="ar")] == [
+        ("sglang", pytest.approx(125.0))]
+    both = P.predict(draws, method="ar", engines=["sglang", "native"])
+    assert [(r["engine"], r["median"]) for r in both] == [
+        ("sglang", pytest.approx(125.0)), ("native", pytest.approx(125.0))]
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--method", "ar")
+    assert code == 0 and err == "", err
+    lines = out.splitlines()
+    assert [ln.split()[0] for ln in lines[4:]][:1] == ["sglang"] and not any(
+        ln.startswith("native ") for ln in lines)
+    assert ("  native: left out: autoregressive decoding has no speculative overhead for its "
+            "relation to sglang to scale, so its step is sglang's and its row would add "
+            "nothing (--engine sglang,native asks for it)") in lines
+    code, out, err = run_cli(work, "predict", "--method", "ar", "--format", "json")
+    assert code == 0 and [r["engine"] for r in json.loads(out)["rows"]] == ["sglang"]
+    # a speculative question keeps both
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
+    assert [r["engine"] for r in json.loads(out)["rows"]] == ["sglang", "native"]

@@ -141,7 +141,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         print(f"{note} (pass --accept to fix it).")
     if any(r["accept_kind"] == "uniform" for r in rows):
         print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
-    for note in notes:
+    for note in [*notes, *question.left_out]:
         print(f"  {note}")
     return 0
 

@@ -194,6 +194,9 @@ class Question:
     warnings: tuple[str, ...]
     request: AcceptRequest | None
     asked: tuple[Asked, ...] = field(default_factory=tuple)
+    #: a default engine left out of an autoregressive question, one line each, saying why
+    #: (:func:`ar_repeats`)
+    left_out: tuple[str, ...] = ()
 
     @property
     def scenarios(self) -> tuple[Scenario, ...]:
@@ -436,6 +439,36 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
                                                               flags.concurrency or (1,)))
         warnings += verify_context_warnings(fit, asked[0].scenario, prefix)
+    left_out: dict[str, str] = {} if flags.engines else ar_repeats(fit, asked)
+    asked = [a for a in asked if a.scenario.engine not in left_out]
     model = asked[0].scenario.model if asked else flags.model
     return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
-                    warnings=warnings, request=request, asked=tuple(asked))
+                    warnings=warnings, request=request, asked=tuple(asked),
+                    left_out=tuple(left_out.values()))
+
+
+def ar_repeats(fit: Fit, asked: list[Asked]) -> dict[str, str]:
+    """The engines of an autoregressive question whose row would repeat another's: an engine
+    with a relation (native = (1 - reduction) x sglang overhead) scales its base engine's
+    speculative overhead, which AR has none of, so at AR its step is the base engine's (the
+    model has no AR engine term), at best without the base's anchor to its measured AR rows.
+    Unless it measured AR rows of its own on the system (its anchor), its row adds nothing:
+    {engine: the line saying so}, for the default engines (``--engine`` asks for it)."""
+    from ddtree_bayes.engine.structure import fit_rows
+    from ddtree_bayes.engine.target_models import row_pair
+
+    engines = [a.scenario.engine for a in asked]
+    bases = fit.meta.get("model", {}).get("relation_bases") or {}
+    out = {}
+    for a in asked:
+        sc, base = a.scenario, bases.get(a.scenario.engine)
+        if sc.method != AR_METHOD or base is None or base == sc.engine or base not in engines:
+            continue
+        if any(r.method == AR_METHOD and r.engine == sc.engine and row_pair(fit, r) == sc.pair
+               for r in fit_rows(fit)):
+            continue
+        out[sc.engine] = (f"{sc.engine}: left out: autoregressive decoding has no speculative "
+                          f"overhead for its relation to {base} to scale, so its step is "
+                          f"{base}'s and its row would add nothing (--engine "
+                          f"{','.join(engines)} asks for it)")
+    return out
