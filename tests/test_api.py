@@ -141,7 +141,7 @@ def test_the_api_does_not_judge_a_fit_by_this_directorys_cards(monkeypatch):
     from ddtree_bayes.engine.testing import point_mass_draws
 
     here = ["the model card of my-kimi-finetune here differs from fit point-mass's"]
-    monkeypatch.setattr(scenario, "card_changes", lambda draws: list(here))
+    monkeypatch.setattr(scenario, "card_changes", lambda draws, drafters=True: list(here))
     draws = point_mass_draws()
     with pytest.raises(StaleArtifactError, match="my-kimi-finetune here differs"):
         scenario.check_fit(draws, strict=True)   # (the CLI, run in this directory)

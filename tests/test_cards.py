@@ -1367,7 +1367,7 @@ def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path)
                     "further, and the answer extrapolates its context cost past it")
     # predict, next and optimize print what memory_warnings gives
     scenario = NS(model=None, context_tokens=40961.0, measured=True, multi=False,
-                  hardware="nope", gpus=1, concurrency=1)
+                  hardware="nope", gpus=1, concurrency=1, engine="sglang")
     assert line in memory_warnings(NS(meta=fit.meta, hardware={}), scenario)
     fit.meta["model"]["card"]["max_context_tokens"] = None    # a card that does not say
     assert max_context_warning(fit, at[40961]) is None
