@@ -246,7 +246,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     headers = ["rank", "candidate", "why", f"E[{pct}% width]", "reduction", "ESS", "note"]
     body = []
     for i, r in enumerate(out["rows"], start=1):
-        note = "same overhead group" if r["shares_query_overhead"] else ""
+        note = "; ".join(n for n, on in (("same overhead group", r["shares_query_overhead"]),
+                                          ("within MC error", r["within_mc_error"])) if on)
         if r["unreliable"]:
             note = f"unreliable: ESS < {out['min_ess']:g}, refit with it instead"
         body.append([str(i), r["candidate"], r["why"],
@@ -259,7 +260,8 @@ def cmd_next(args: argparse.Namespace) -> int:
               "the width it causes stays, whatever is measured.")
     print(f"E[width]: expected width of the query's {pct}% interval (posterior predictive tok/s) "
           "after the measurement, averaged over simulated results (+- its Monte Carlo standard "
-          "error); reduction is versus now.")
+          "error); reduction is versus now; within MC error: less than 2 of those standard "
+          "errors, no effect this many simulated results can tell (more with --k).")
     print("ESS: median effective sample size of the reweighted posterior draws; a candidate "
           f"below {out['min_ess']:g} is too informative for reweighting to resolve: measure it, "
           "`ddtree-bayes add` the row and refit to see its effect.")

@@ -58,6 +58,9 @@ class _QueryParser(argparse.ArgumentParser):
                          fix='give predict flags, e.g. --query "--hardware b300 --engine native '
                              '--method ddtree --block 16 --budget 32 --accept 14"')
 
+#: Standard errors within which a candidate's reduction is Monte Carlo noise.
+MC_ERRORS = 2.0
+
 
 def _query_parser() -> _QueryParser:
     from ddtree_bayes.core.query_flags import add_scenario_arguments, whole_number
@@ -501,6 +504,10 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                      "expected_width": res["width"], "width_se": res["width_se"],
                      "reduction": now - res["width"],
                      "reduction_rel": (now - res["width"]) / now if now > 0 else 0.0,
+                     # a reduction within two Monte Carlo standard errors: no effect next can
+                     # tell from the noise of its K simulated results
+                     "within_mc_error": bool(abs(now - res["width"])
+                                             < MC_ERRORS * res["width_se"]),
                      "ess_median": res["ess_median"], "ess_min": res["ess_min"],
                      "unreliable": res["ess_median"] < min_ess})
     rows.sort(key=lambda r: r["expected_width"])
