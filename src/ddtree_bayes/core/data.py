@@ -429,11 +429,14 @@ MAX_CONTEXT_TOKENS = 2 ** 40
 
 def check_context_tokens(value: float | None, text: str, *, file, row: int,
                          fix: str = "write the context length in tokens",
-                         whole: bool = True) -> None:
+                         whole: bool = True, fraction: bool = False) -> None:
     """DataError (``context_tokens`` of ``file`` row ``row``) unless ``value`` is blank or 0
-    to :data:`MAX_CONTEXT_TOKENS` and, with ``whole``, a whole number of tokens (as
-    ``--context`` takes it); ``text`` is the value as written. Every file with a context
-    column (measurements, candidates) bounds it here.
+    to :data:`MAX_CONTEXT_TOKENS`; not a fraction of one token (unless ``fraction``: a saved
+    fit's copy, read as it was fitted); and, with ``whole``, a whole number of tokens, as
+    ``--context`` takes it (a candidate or design file's questions; a measurement row's context
+    may be a mean: a serving benchmark's input tokens per request). ``text`` is the value as
+    written. Every file with a context column (measurements, candidates, designs) bounds it
+    here.
 
     >>> check_context_tokens(1e30, "1e30", file="m.csv", row=3)
     Traceback (most recent call last):
@@ -446,6 +449,9 @@ must be 0 to 1099511627776 (2 ** 40), got 1e30 (fix: write the context length in
                         f"{text}", file=file, row=row, column="context_tokens", fix=fix)
     if whole and value is not None and not value.is_integer():
         raise DataError(f"context_tokens must be a whole number of tokens, got {text}",
+                        file=file, row=row, column="context_tokens", fix=fix)
+    if not fraction and value is not None and 0 < value < 1:
+        raise DataError(f"context_tokens must be 0 or at least 1 token, got {text}",
                         file=file, row=row, column="context_tokens", fix=fix)
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
@@ -804,7 +810,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                         column="tok_s", fix="write the measured tokens per second")
     check_context_tokens(num["context_tokens"], values.get("context_tokens", ""), file=path, row=row,
                          fix="write the context length in tokens, or leave it blank",
-                         whole=not stored)   # (a saved fit's copy is read as it was fitted)
+                         whole=False,   # (a mean of a benchmark's requests may be fractional)
+                         fraction=stored)   # (a saved fit's copy is read as it was fitted)
     if values["hardware"] not in hardware:
         raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
                         column="hardware", fix=unknown_hardware_fix(values["hardware"], hardware))
