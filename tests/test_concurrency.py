@@ -166,9 +166,9 @@ def test_optimize_at_c_streams_by_hand():
     assert [r["extrapolated"] for r in four["rows"]] == [True, True]
     assert one["max_measured_verify_tokens"]["system"] == 9 and one["warnings"] == []
     assert four["warnings"] == [
-        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1): the step's growth "
-        "with C is the roofline's (weights once per step, KV reads and tree nodes per stream), "
-        "prior-driven"]
+        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1): there the step's "
+        "growth with C is the roofline's (weights once per step, KV reads and tree nodes per "
+        "stream): prior-driven"]   # (predict's words: structure.beyond_measured_note)
 
 
 def test_optimize_says_when_autoregressive_decoding_beats_the_best_budget():
@@ -531,7 +531,7 @@ def test_predict_says_which_concurrencies_are_prior_driven_and_which_anchor_is_w
     code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
                              "--concurrency", "1,8,16")
     assert code == 0, err
-    assert ("C = 8, 16 are beyond the concurrencies measured on this system (at most 1)"
+    assert ("C = 8, 16 are beyond the concurrencies measured on b300x8 (at most 1)"
             in out)
     # the point mass anchors nothing (no structural discrepancy): one note for every C; notes
     # that differ by C name theirs (overhead_notes' doctest)

@@ -555,7 +555,7 @@ def test_llama_cpp_on_several_gpus_says_its_layers_read_in_turn():
     read floor and a step of two GPUs reading together, as tensor parallelism does; llama.cpp
     splits whole layers across GPUs by default, so at one stream they read in turn. Said until
     a llama.cpp row of that system is measured; nothing for one GPU or another engine."""
-    from ddtree_bayes.engine.scenario import layer_split_warning, memory_warnings
+    from ddtree_bayes.engine.scenario import layer_split_warning
 
     d = multi_model_draws()
 
@@ -571,7 +571,14 @@ def test_llama_cpp_on_several_gpus_says_its_layers_read_in_turn():
         "M = 1 step has the 2 GPUs read together, as tensor parallelism does (vLLM, SGLang, "
         "TensorRT-LLM), and may be up to 2x too fast (less with --split-mode row); a "
         "llama.cpp row measured on 2 x h100 pins it")
-    assert line in memory_warnings(d, ask("llama.cpp", 2))
+    # predict says it whichever engine is asked first (a review: `--engine vllm,llama.cpp`
+    # said nothing)
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    for engines in (("llama.cpp", "vllm"), ("vllm", "llama.cpp")):
+        q = resolve(d, Flags(model="llama-3.1-8b-instruct", hardware="h100", gpus=2,
+                             engines=engines, method="ar", accept="1"))
+        assert line in q.warnings
     assert layer_split_warning(d, ask("llama.cpp", 1)) is None
     assert layer_split_warning(d, ask("vllm", 2)) is None
     d.measurements.rows[-1].__dict__.update(engine="llama.cpp", gpus=2)   # measured there
@@ -600,10 +607,15 @@ def test_a_context_cost_carried_from_another_models_rows_says_so():
         "as M ** b with b = 0.5 (90% 0.5-0.5), learned from the rows at context > 0 of "
         "kimi-k2.6, not of llama-3.1-8b-instruct (another attention layout may share its KV "
         "reads among the verified tokens more, or less)"]
-    assert said(multi_model_draws(), context="32768", **llama) == [
+    # no speculative row at context anywhere: the prior's, said once the model measured a
+    # context (else predict's context warning already says the context cost is the prior's)
+    ar_ctx = "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,32768,120,test,\n"
+    assert said(multi_model_draws().view(data_csv=MULTI_DATA + ar_ctx), context="32768",
+                **llama) == [
         "llama-3.1-8b-instruct at context 32768, M = 4 verified tokens: its context cost grows "
         "as M ** b with b = 0.5 (90% 0.5-0.5), the prior's: the fit has no speculative row at "
         "context > 0 (prior-driven)"]
+    assert said(multi_model_draws(), context="32768", **llama) == []
     assert said(d, context="0", **llama) == []
     assert said(d, context="32768", model="llama-3.1-8b-instruct", method="ar", accept="1") == []
     assert said(d, context="32768", model="kimi-k2.6", hardware="b300", gpus=8,

@@ -148,20 +148,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def beyond_note(draws, question, rows: list[dict]) -> str | None:
     """The concurrencies of ``rows`` above the largest measured on the question's system, as
-    one sentence (their step's growth with C is the roofline's: prior-driven), or None."""
-    from ddtree_bayes.engine.structure import max_measured_concurrency
+    one sentence (:func:`~ddtree_bayes.engine.structure.beyond_measured_note`), or None."""
+    from ddtree_bayes.engine.structure import beyond_measured_note
 
     if not any("concurrency" in r for r in rows):
         return None
-    top = max_measured_concurrency(draws, question.asked[0].scenario.pair)
-    beyond = sorted({r["concurrency"] for r in rows
-                     if r["concurrency"] > 1 and (top is None or r["concurrency"] > top)})
-    if not beyond:
-        return None
-    return (f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} beyond "
-            f"the concurrencies measured on this system ({'none' if top is None else f'at most {top}'}"
-            "): there the step's growth with C is the roofline's (weights once per step, KV "
-            "reads and tree nodes per stream): prior-driven.")
+    note = beyond_measured_note(draws, question.asked[0].scenario.pair,
+                                [r["concurrency"] for r in rows])
+    return None if note is None else note + "."
 
 
 def overhead_notes(rows: list[dict]) -> list[str]:

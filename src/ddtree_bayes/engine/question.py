@@ -39,6 +39,7 @@ from ddtree_bayes.engine.scenario import (
     Scenario,
     acceptance_prior,
     check_accept,
+    layer_split_warning,
     measured_acceptance,
     memory_warnings,
     parse_accept,
@@ -342,6 +343,9 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
     model = sc.model   # (None: a fit of one model, whose rows are all its own)
     if any(model is None or r.model == model for r in rows):
         return ()
+    if not rows and not any(r.context_tokens and (model is None or r.model == model)
+                            for r in fit.measurements.rows):
+        return ()   # (no context measured for it at all: context_warnings says it)
     model = model or fit.meta.get("model", {}).get("target_model") or "the model"
     lo, med, hi = np.quantile(fit.variables["ctx_verify_exponent"], [0.05, 0.5, 0.95])
     origin = (f"learned from the rows at context > 0 of {', '.join(sorted({r.model for r in rows}))}, "
@@ -439,6 +443,9 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
                                                               flags.concurrency or (1,)))
         warnings += verify_context_warnings(fit, asked[0].scenario, prefix)
+        # (of each engine: llama.cpp's GPUs read in turn whichever engine is asked first)
+        warnings += tuple(prefix + w for a in asked
+                          if (w := layer_split_warning(fit, a.scenario)) is not None)
     left_out: dict[str, str] = {} if flags.engines else ar_repeats(fit, asked)
     asked = [a for a in asked if a.scenario.engine not in left_out]
     model = asked[0].scenario.model if asked else flags.model

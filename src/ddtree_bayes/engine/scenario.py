@@ -808,12 +808,10 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
     weights (:func:`read_floor_warning`), a pair never measured answered faster than a
-    measured one that reads at least as fast (:func:`faster_than_measured_warning`), and
-    llama.cpp's GPUs reading in turn (:func:`layer_split_warning`);
+    measured one that reads at least as fast (:func:`faster_than_measured_warning`);
     ``predict``, ``next`` and ``optimize`` say the same."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
-             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
-             layer_split_warning(draws, sc))
+             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 

@@ -133,6 +133,27 @@ def max_measured_concurrency(draws: Fit, system: str) -> int | None:
     return max(measured) if measured else None
 
 
+def beyond_measured_note(draws: Fit, system: str, concurrencies) -> str | None:
+    """The ``concurrencies`` above the most streams measured on ``system``, as one sentence
+    (the step's growth with C there is the roofline's: prior-driven), or None; ``predict``
+    and ``optimize`` say it alike.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 8, 16])
+    "C = 8, 16 are beyond the concurrencies measured on b300x8 (at most 1): there the step's \
+growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
+prior-driven"
+    """
+    top = max_measured_concurrency(draws, system)
+    beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
+    if not beyond:
+        return None
+    return (f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} beyond "
+            f"the concurrencies measured on {system} ({'none' if top is None else f'at most {top}'}"
+            "): there the step's growth with C is the roofline's (weights once per step, KV "
+            "reads and tree nodes per stream): prior-driven")
+
+
 def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
     system without measurements, on the system its parameters were transferred from; for a

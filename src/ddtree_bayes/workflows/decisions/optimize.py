@@ -16,9 +16,13 @@ from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.question import context_warnings, default_question
-from ddtree_bayes.engine.scenario import accept_limit, memory_warnings
-from ddtree_bayes.engine.structure import fit_rows, max_measured_concurrency
+from ddtree_bayes.engine.question import (
+    context_warnings,
+    default_question,
+    verify_context_warnings,
+)
+from ddtree_bayes.engine.scenario import accept_limit, layer_split_warning, memory_warnings
+from ddtree_bayes.engine.structure import beyond_measured_note, fit_rows
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
@@ -68,12 +72,8 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]
     does not fit (as predict warns), a GPU without its memory size, and a concurrency above
     the largest measured on the system (the step's growth with C is then the roofline's)."""
     notes = list(memory_warnings(draws, sc, (concurrency,)))
-    top = max_measured_concurrency(draws, sc.pair)
-    if concurrency > 1 and (top is None or concurrency > top):
-        notes.append(f"C = {concurrency} is beyond the concurrencies measured on {sc.pair} "
-                     f"({'none' if top is None else f'at most {top}'}): the step's growth with C "
-                     "is the roofline's (weights once per step, KV reads and tree nodes per "
-                     "stream), prior-driven")
+    notes += [w for w in (layer_split_warning(draws, sc),
+                          beyond_measured_note(draws, sc.pair, [concurrency])) if w is not None]
     return notes
 
 
@@ -236,7 +236,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         rows.append(row)
     best = int(np.argmax(dec["mean"]))
     sc = scenarios[0]
-    notes = [*context_notes, *concurrency_notes(draws, sc, concurrency),
+    notes = [*context_notes, *verify_context_warnings(draws, scenarios[-1]),
+             *concurrency_notes(draws, sc, concurrency),
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed)]
     if acceptance_file is None:
         notes += unused_acceptances(draws, sc, block, budgets, accept)
