@@ -584,7 +584,7 @@ def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
 
     assert refusal("h100") == (
         "h100 could run on [8] GPUs in this fit (1, 2 and 4 x 80.0 GB cannot hold "
-        "kimi-k2.6's weights, 500.0 GB) (fix: say which with --gpus)")
+        "kimi-k2.6's weights, 500.0 GB) (fix: --gpus 8)")   # (one count: the fix names it)
     assert refusal("rtx-5090") == (
         "rtx-5090 could run on none of the GPU counts this fit measured ([1, 2, 4, 8]): 8 x "
         "32.0 GB cannot hold kimi-k2.6's weights, 500.0 GB (fix: --gpus 16 or more of them, or a GPU "

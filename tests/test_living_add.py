@@ -308,8 +308,8 @@ def test_a_row_whose_gpus_cannot_hold_the_cards_weights_is_added_with_a_warning(
              "--accept", "1", "--tok-s", "30", "--source", "x"]
     code, out, err = run(capsys, *flags)
     # 1000B parameters x 0.5 bytes = 500 GB > 4 x 80 GB; at 1.6 bits 200 GB would fit
-    line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 500 GB (1000B "
-            "parameters at 0.5 bytes), more than 4 x h100 hold (320 GB): the run must have "
+    line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 500.0 GB (1000B "
+            "parameters at 0.5 bytes), more than 4 x h100 hold (320.0 GB): the run must have "
             "used a smaller quantisation, but a fit prices the card's bytes; give that "
             "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
             "name it with --model")

@@ -596,7 +596,8 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
     short = [str(g) for g in counts if g not in run]
     listed = short[0] if len(short) == 1 else f"{', '.join(short[:-1])} and {short[-1]}"
     return QueryError(f"{hardware} could run on {run} GPUs in this fit ({listed} x {each} "
-                      f"GB cannot hold {weights})", fix="say which with --gpus")
+                      f"GB cannot hold {weights})",
+                      fix=f"--gpus {run[0]}" if len(run) == 1 else "say which with --gpus")
 
 
 def unchecked_memory_warning(draws: Fit, sc: Scenario) -> str | None:

@@ -210,14 +210,15 @@ def _card_weights_note(card, hardware: dict[str, dict[str, str]], m) -> str | No
     bytes per weight: the run used a smaller quantisation, but a fit prices the card's bytes (a
     61 GB bf16 card measured on one 16 GB GPU taught the fit that pair's efficiency from 61 GB).
     The warning line (without its row), or None when they fit or cannot be checked."""
-    from ddtree_bayes.core.data import table_memory_gb
+    from ddtree_bayes.core.data import gb_texts, table_memory_gb
 
     memory = table_memory_gb(hardware, m.hardware)
     if card is None or memory is None or card.weights_gb <= memory * m.gpus:
         return None
-    return (f"{m.model}'s card puts its weights at {card.weights_gb:.0f} GB "
+    need, have = gb_texts(card.weights_gb, memory * m.gpus)   # (16 GB against 16 GB: apart)
+    return (f"{m.model}'s card puts its weights at {need} GB "
             f"({card.params_total_b:g}B parameters at {card.weights_bytes_per_weight:g} bytes), "
-            f"more than {m.gpus} x {m.hardware} hold ({memory * m.gpus:g} GB): the run must have "
+            f"more than {m.gpus} x {m.hardware} hold ({have} GB): the run must have "
             "used a smaller quantisation, but a fit prices the card's bytes; give that "
             "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
             "name it with --model")
