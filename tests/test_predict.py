@@ -416,6 +416,15 @@ def test_an_autoregressive_question_leaves_out_a_relation_engines_repeat(tmp_pat
             "nothing (--engine sglang,native asks for it)") in lines
     code, out, err = run_cli(work, "predict", "--method", "ar", "--format", "json")
     assert code == 0 and [r["engine"] for r in json.loads(out)["rows"]] == ["sglang"]
+    # the JSON and the API say it too (a review: only the table did)
+    left = lines[lines.index("  native: left out: autoregressive decoding has no speculative "
+                             "overhead for its relation to sglang to scale, so its step is "
+                             "sglang's and its row would add nothing (--engine sglang,native "
+                             "asks for it)")].strip()
+    assert json.loads(out)["warnings"] == [left]
+    said: list[str] = []
+    P.predict(draws, method="ar", warnings=said)
+    assert said == [left]
     # a speculative question keeps both
     code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
     assert [r["engine"] for r in json.loads(out)["rows"]] == ["sglang", "native"]

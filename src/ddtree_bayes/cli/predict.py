@@ -77,8 +77,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    "target": args.target, "draws": draws.n_draws,
                    "default_scenario": question.default_asked,
                    **({"model_average": average} if average else {}),
-                   # (the table's note on a concurrency beyond the measured ones, too)
-                   "warnings": warned + [n for n in [beyond_note(draws, question, rows)] if n]})
+                   # (the table's notes on a concurrency beyond the measured ones and on an
+                   # engine left out of an AR question, too)
+                   "warnings": warned + [n for n in [beyond_note(draws, question, rows)] if n]
+                   + list(question.left_out)})
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]

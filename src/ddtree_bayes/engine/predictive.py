@@ -516,8 +516,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   context=context, accept=None if accept is None else str(accept),
                   concurrency=streams_of(concurrency))
     question = resolve(fit, flags, strict=strict)
-    if warnings is not None:
-        warnings.extend(question.warnings)
+    if warnings is not None:   # (and an engine left out of an AR question: a row missing)
+        warnings.extend(question.warnings + question.left_out)
     return predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture)
 
