@@ -677,20 +677,15 @@ def test_candidates_file(tmp_path):
         path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\n\n" + cells + "\n")
         with pytest.raises(DataError, match=f"row 3, column '[a-z_]+': {says}"):
             D.read_candidates(draws, path)
-    # a context of 1e30 was ranked ("unreliable: ESS < 100"): bounded as a data row's
-    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglang,ar,,,1,1e30\n")
-    with pytest.raises(DataError) as err:
-        D.read_candidates(draws, path)
-    assert str(err.value) == (f"{path}, row 2, column 'context_tokens': context_tokens must be "
-                              "0 to 1099511627776 (2 ** 40), got 1e+30 (fix: write the context "
-                              "length in tokens)")
-    # a context of 307.2 tokens was ranked: whole tokens, as a data row's
-    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,sglang,ar,,,1,307.2\n")
-    with pytest.raises(DataError) as err:
-        D.read_candidates(draws, path)
-    assert str(err.value) == (f"{path}, row 2, column 'context_tokens': context_tokens must be "
-                              "a whole number of tokens, got 307.2 (fix: write the context "
-                              "length in tokens)")
+    # a context of 1e30 was ranked ("unreliable: ESS < 100"): bounded as a data row's; and one
+    # of 307.2 tokens: a candidate is a question, in whole tokens as --context takes them
+    for ctx, says in (("1e30", "0 to 1099511627776 (2 ** 40), got 1e+30"),
+                      ("307.2", "a whole number of tokens, got 307.2")):
+        path.write_text(",".join(D.CANDIDATE_COLUMNS) + f"\nb300,8,sglang,ar,,,1,{ctx}\n")
+        with pytest.raises(DataError) as err:
+            D.read_candidates(draws, path)
+        assert str(err.value) == (f"{path}, row 2, column 'context_tokens': context_tokens must "
+                                  f"be {says} (fix: write the context length in tokens)")
 
 
 def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp_path):
