@@ -149,7 +149,9 @@ def test_keep_ar_runs_both_refits_and_scores_the_same_rows(tiny, monkeypatch):
     assert results[1].converged is False and results[1].remedy == 1
     out = T.summarize(splits, results, tiny)
     s = out["summary"]
-    assert s["ar_kept"]["n"] == s["whole_pair"]["n"] == 3
+    # the B300 whole-pair refit failed its gates: its rows 3, 4 are not pooled
+    assert s["ar_kept"]["n"] == 3 and s["whole_pair"]["n"] == 1
+    assert s["unconverged_rows"] == {"kimi-k2.6@b300x8 (whole-pair)": [3, 4]}
     assert s["ar_kept"]["bias"] == pytest.approx(-0.10)
     assert s["whole_pair"]["bias"] == pytest.approx(0.20)
     assert s["ar_kept"]["mdae"] == pytest.approx(0.10)
@@ -543,7 +545,55 @@ def test_keep_ar_end_to_end(tmp_path):
                              workdir=tmp_path)
     assert [p["pair"] for p in res["by_pair"]] == ["kimi-k2.6@b300x8",
                                                    "llama-3.1-8b-instruct@h100x1"]
-    assert len(res["folds"]) == 4 and res["summary"]["ar_kept"]["n"] == 3
+    # the small sampler's refits may fail their gates: their rows are listed, not pooled
+    s = res["summary"]
+    assert len(res["folds"]) == 4 and len([r for r in res["rows"] if r["kind"] == "ar-kept"]) == 3
+    assert s["ar_kept"]["n"] + sum(len(rows) for fold, rows in s["unconverged_rows"].items()
+                                   if fold.endswith("(ar-kept)")) == 3
     ddtree = {r["kind"]: r for r in res["rows"] if r["row"] == 3}
     width = {k: (r["hi90"] - r["lo90"]) / r["median"] for k, r in ddtree.items()}
     assert width["ar-kept"] < width["whole-pair"]
+
+
+def test_keep_ar_scores_the_converged_refits_rows_only(tmp_path, monkeypatch, capsys):
+    """`validate --group pair --keep-ar` pooled the rows of a refit that failed its
+    convergence gates into the scores as if fine. The fake fails the B300 whole-pair refit
+    (it holds out 4 rows) and that refit predicts twice the measurement; the others predict
+    it exactly (90% interval +-10%). Before: summary.whole_pair scored rows 3, 4 and 6, 90%
+    coverage 1/3, mean abs error 2/3. Now the converged refits' rows only: row 6, coverage
+    100%, error 0; summary.unconverged_rows names the failed refit's rows and the table says
+    they are not pooled. The pair's own line keeps its scores (marked GATES FAILED)."""
+    from ddtree_bayes.cli import main as cli
+    from test_json_schemas import validate_output
+
+    held = []
+    monkeypatch.setattr(V, "refit_without", _fake_refit(held))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.linspace(0.9, 1.1, 21)
+                        * m.tok_s * (2.0 if len(held[-1]) >= 4 else 1.0))
+    data = tmp_path / "tiny.csv"
+    data.write_text(TINY)
+    monkeypatch.chdir(tmp_path)
+    res = T.validate_keep_ar(data, bundled("priors.toml"), workdir=tmp_path, progress=False)
+    assert [f["converged"] for f in res["folds"]] == [True, False, True, True]
+    s = res["summary"]
+    assert s["unconverged_rows"] == {"kimi-k2.6@b300x8 (whole-pair)": [3, 4]}
+    assert s["whole_pair"]["n"] == 1 and s["whole_pair"]["coverage90"] == 1.0
+    assert s["whole_pair"]["mae"] == 0.0
+    assert s["baseline_whole_pair"]["n"] == 0   # row 3 (the one with accept_len): not pooled
+    assert s["ar_kept"]["n"] == 3 and s["ar_kept"]["coverage90"] == 1.0
+    assert s["with_accept_len"]["whole_pair"]["n"] == 0
+    assert res["by_engine"]["sglang"]["whole_pair"]["n"] == 0
+    assert res["by_engine"]["sglang"]["ar_kept"]["n"] == 2
+    assert res["by_method"]["ddtree"]["whole_pair"]["n"] == 0
+    b300 = res["by_pair"][0]   # its own line: its scores, its fit's status
+    assert b300["whole_pair"]["n"] == 2 and b300["whole_pair"]["mae"] == pytest.approx(1.0)
+    assert b300["whole_pair_fit"]["converged"] is False
+    assert len(res["rows"]) == 6   # every scored row is still listed
+    validate_output("validate", json.loads(json.dumps(res)))
+
+    assert cli.main(["validate", "--group", "pair", "--keep-ar", "--data", str(data),
+                     "--priors", str(bundled("priors.toml")), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("not counted above: rows 3, 4, held out by kimi-k2.6@b300x8 (whole-pair), whose "
+            "refit failed its convergence gates (R-hat 1.02 > 1.01 (x)): scored on its own line "
+            "only, not pooled") in out

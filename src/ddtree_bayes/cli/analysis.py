@@ -145,14 +145,28 @@ def cmd_validate(args: argparse.Namespace) -> int:
     if s["baseline"].get("n", 0) < s.get("n", 0):
         print(f"original +-30%: scored on the {s['baseline']['n']} of {s['n']} held-out rows with an "
               "accept_len (the formula needs the acceptance; the fit infers it)")
-    for name, fold in failed.items():
-        held = [r["row"] for r in res["rows"] if r["fold"] == name]
-        if held:
-            print(f"not counted above: row{'s' if len(held) > 1 else ''} "
-                  f"{', '.join(map(str, held))}, held out by {name}, whose refit failed its "
-                  f"convergence gates ({'; '.join(fold['failures'])}): their intervals are "
-                  "listed, not scored")
+    for line in unscored_lines({name: [r["row"] for r in res["rows"] if r["fold"] == name]
+                                for name in failed},
+                               {name: fold["failures"] for name, fold in failed.items()},
+                               "their intervals are listed, not scored"):
+        print(line)
     return 0
+
+
+#: How the checks that pool several refits (--keep-ar, --extrapolate and its modes) say where
+#: a failed refit's rows still show.
+NOT_POOLED = "scored on its own line only, not pooled"
+
+
+def unscored_lines(unconverged: dict[str, list[int]], failures: dict[str, list[str]],
+                   shown: str = NOT_POOLED) -> list[str]:
+    """One line per refit that failed its convergence gates (``unconverged``: its name -> the
+    data rows it held out, as ``summary.unconverged_rows`` / ``unconverged_rows`` list them):
+    its rows, the gates it failed, and where they still show (``shown``)."""
+    return [f"not counted above: row{'s' if len(held) > 1 else ''} {', '.join(map(str, held))}, "
+            f"held out by {name}, whose refit failed its convergence gates "
+            f"({'; '.join(failures.get(name, ()))}): {shown}"
+            for name, held in unconverged.items() if held]
 
 
 #: The flags of validate that only some of its checks read (beyond --priors, --seed, --quiet,
@@ -421,6 +435,8 @@ def render_keep_ar(res: dict) -> str:
                                  "width", "whole pair: cov 90%", "bias", "median abs err",
                                  "width", "+-30%: cov 90% (n)", "bias", "median abs err"],
                                 body))
+    out += unscored_lines(s.get("unconverged_rows", {}),   # (saved before: no key)
+                          {f["fold"]: f["failures"] for f in res["folds"]})
     out += [f"  {note}" for note in res["notes"]]
     return "\n".join(out)
 

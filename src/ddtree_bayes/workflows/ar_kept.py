@@ -173,14 +173,16 @@ def kind_scores(rows: list[dict]) -> dict:
 
 
 def summarize(splits: list[PairSplit], results: list[V.FoldResult], data: Measurements) -> dict:
-    """Pooled (all scored rows; those with a measured accept_len; those at an inferred
-    acceptance), per pair, per engine and per method; the targets; the rows skipped and the
-    pairs left out."""
-    rows = [r for res in results for r in res.rows]
+    """Pooled (the scored rows of the refits that passed their convergence gates; those with a
+    measured accept_len; those at an inferred acceptance), per engine and per method, over the
+    same rows, with ``unconverged_rows`` (failed refit -> its rows, not pooled); per pair (each
+    refit's own rows, with its fit's status); the targets; the rows skipped and the pairs left
+    out."""
+    rows, unconverged = V.converged_only((res.fold, res.converged, res.rows) for res in results)
     folds = {res.fold: res for res in results}
     by_pair = []
     for s in splits:
-        mine = [r for r in rows if r["pair"] == s.pair]
+        mine = [r for res in results for r in res.rows if r["pair"] == s.pair]
         status = {}
         for kind in KINDS:
             res = folds.get(f"{s.pair} ({kind})")
@@ -200,7 +202,8 @@ def summarize(splits: list[PairSplit], results: list[V.FoldResult], data: Measur
                         "with_accept_len": kind_scores([r for r in rows
                                                         if r["accept_len"] is not None]),
                         "inferred_accept": kind_scores([r for r in rows
-                                                        if r["accept_len"] is None])},
+                                                        if r["accept_len"] is None]),
+                        "unconverged_rows": unconverged},
             "targets": {**TARGETS, "met": met},
             "by_pair": by_pair,
             "by_engine": breakdown(rows, lambda r: r["engine"]),

@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -288,6 +288,22 @@ def dispatch(fn: Callable, tasks: list[tuple], *, jobs: int = 1, scheduler: str 
     return results
 
 
+def converged_only(refits: Iterable[tuple[str, bool, list[dict]]]
+                   ) -> tuple[list[dict], dict[str, list[int]]]:
+    """The rows of the refits ``(name, converged, rows)`` that passed their convergence gates,
+    which the pooled scores count; and per refit that failed them, the data row numbers of its
+    rows, which are listed but not pooled: a failed refit is no posterior (``predict`` refuses
+    one), and its rows counted in the coverage and error as if fine."""
+    counted: list[dict] = []
+    unconverged: dict[str, list[int]] = {}
+    for name, converged, rows in refits:
+        if converged:
+            counted += rows
+        elif rows:
+            unconverged[name] = [r["row"] for r in rows]
+    return counted, unconverged
+
+
 def summarize_folds(rows: list[dict]) -> dict:
     """Coverage of the 50%/90% intervals, median absolute % error of the median, and mean
     relative 90% width, for the posterior and for the baseline's +-30% band. No rows: ``n``
@@ -388,17 +404,14 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
                                   for k, f in enumerate(folds)],
                        jobs=jobs, scheduler=scheduler, progress=report)
     rows = [r for res in results for r in res.rows]
-    # a refit that failed its gates is no posterior (predict refuses it): its rows are listed
-    # but not scored, and named (they counted in the coverage and error as if fine)
-    counted = [r for res in results if res.converged for r in res.rows]
+    counted, unconverged = converged_only((res.fold, res.converged, res.rows) for res in results)
     return {"data": str(data.path), "group": group or "row", "seed": seed,
             "settings": settings.as_dict(), "seconds": time.perf_counter() - t0,
             "folds": [{"fold": r.fold, "seconds": r.seconds, "converged": r.converged,
                        "failures": r.failures, "remedy": r.remedy} for r in results],
             "rows": rows,
             "summary": {**summarize_folds(counted),
-                        "unconverged_rows": [r["row"] for res in results if not res.converged
-                                             for r in res.rows]}}
+                        "unconverged_rows": [r for held in unconverged.values() for r in held]}}
 
 
 # ------------------------------------------------------------------ SBC
