@@ -757,3 +757,65 @@ def test_crossover_lines_name_the_cs_paying_fields_names():
         {"pays": "stops", "pays_at": [1, 4], "stops_paying_at": 16, "starts_paying_at": None},
         {"pays": "starts", "pays_at": [16, 64], "stops_paying_at": None, "starts_paying_at": 16},
         {"pays": "mixed", "pays_at": [1, 16], "stops_paying_at": None, "starts_paying_at": None}]
+
+
+def test_validate_concurrency_pools_the_converged_fits_only(tmp_path, monkeypatch, capsys):
+    """`validate --extrapolate --concurrency` pooled the rows of a sweep whose fit failed its
+    convergence gates into the pooled scores, and its crossovers into the counts, as if fine.
+    The fit is stubbed: the SGLang sweep's fails its gates and predicts twice the measured
+    tok/s (90% interval +-10%), the Qwen3.8 sweep's predicts it exactly; each sweep shows one
+    crossover, predicted within one step. Before: pooled n 23 (7 + 16 rows at C = 8, 16),
+    90% coverage 7/23, crossovers 2 of 2. Now pooled over the Qwen3.8 sweep: n 7, coverage
+    100%, crossovers 1 of 1; unconverged_rows names the SGLang sweep's 16 rows, and the text
+    says they are not pooled; its own line keeps its scores (GATES FAILED)."""
+    from pathlib import Path
+
+    from ddtree_bayes.cli import main as cli
+    from ddtree_bayes.workflows import concurrency_check as CC
+    from test_json_schemas import validate_output
+
+    conc = Path(__file__).resolve().parents[1] / "data" / "public" / "conc"
+    qwen = conc / "vllm_specdec_qwen38_27b_rtx3090_syvai_conc.csv"
+    sglang = conc / "sglang_mtp_qwen35_397b_b12x_rtxpro6000srvx4_conc.csv"
+
+    class Draws:
+        scale = 1.0
+
+    def refit(inputs, held, seed, settings):
+        hw = load_hardware("hardware.csv", text=inputs.hardware_csv)
+        draws = Draws()
+        failed = "sglang" in inputs.data_name
+        draws.scale = 2.0 if failed else 1.0
+        return (draws, ["max R-hat 1.05 > 1.01 (x)"] if failed else [],
+                load_measurements(inputs.data_name, hw, text=inputs.data_csv), None, None)
+
+    monkeypatch.setattr(CC, "refit_without", refit)
+    monkeypatch.setattr(CC, "scored_interval", lambda draws, m, rng: {
+        "measured": m.tok_s, "median": draws.scale * m.tok_s,
+        "lo50": 0.95 * draws.scale * m.tok_s, "hi50": 1.05 * draws.scale * m.tok_s,
+        "lo90": 0.9 * draws.scale * m.tok_s, "hi90": 1.1 * draws.scale * m.tok_s,
+        "percentile": 0.5 if draws.scale == 1.0 else 0.0})
+    monkeypatch.setattr(CC, "crossovers", lambda draws, rows, seed: [
+        {"method": "mtp", "block": 3, "context_tokens": 0, "grid": [4, 8],
+         "measured_crossover": 8, "predicted_crossover": 8, "p_faster_than_ar": [0.9, 0.1],
+         "within_one_step": True}])
+    res = CC.extrapolate_concurrency([qwen, sglang], workdir=tmp_path, progress=False)
+    assert [(s["converged"], s["n"]) for s in res["sweeps"]] == [(True, 7), (False, 16)]
+    assert res["sweeps"][1]["cov90"] == 0.0   # its own line: its scores
+    assert res["pooled"]["n"] == 7 and res["pooled"]["cov90"] == 1.0
+    assert res["pooled"]["mean_abs"] == 0.0
+    assert res["crossovers_shown"] == 1 and res["crossovers_within_one_step"] == 1
+    assert list(res["unconverged_rows"]) == [sglang.name]
+    assert res["unconverged_rows"][sglang.name] == [r["row"] for r in res["sweeps"][1]["rows"]]
+    assert len(res["unconverged_rows"][sglang.name]) == 16
+    validate_output("validate", json.loads(json.dumps(res)))
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["validate", "--extrapolate", "--concurrency", "--sweeps", str(qwen),
+                     str(sglang), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    rows = ", ".join(map(str, res["unconverged_rows"][sglang.name]))
+    assert (f"not counted above: rows {rows}, held out by {sglang.name}, whose refit failed its "
+            "convergence gates (max R-hat 1.05 > 1.01 (x)): scored on its own line only, not "
+            "pooled") in out
+    assert "crossovers shown by the sweeps: 1, predicted within one measured step: 1" in out

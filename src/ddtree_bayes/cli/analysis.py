@@ -293,8 +293,12 @@ def render_concurrency(res: dict) -> str:
                        f"measured C = {x['measured_crossover']}, predicted C = "
                        f"{x['predicted_crossover']}"
                        + (" (within one step)" if x["within_one_step"] else ""))
+    out += unscored_lines(res.get("unconverged_rows", {}),   # (saved before: no key)
+                          {s["sweep"]: s["failures"] for s in res["sweeps"]})
     out.append(f"crossovers shown by the sweeps: {res['crossovers_shown']}, predicted within one "
-               f"measured step: {res['crossovers_within_one_step']}")
+               f"measured step: {res['crossovers_within_one_step']}"
+               + (" (of the sweeps whose fit passed its gates)"
+                  if res.get("unconverged_rows") else ""))
     out.extend(f"note: {n}" for n in res["notes"])
     return "\n".join(out)
 

@@ -6,9 +6,11 @@ engine, AR and speculative rows at several concurrencies C), fit the rows at C <
 ``train_max`` and predict the rows at the ``test`` concurrencies: 90% coverage, mean signed
 and absolute error of the median and the mean 90% width of the total tok/s (the per-user
 figure is total / C draw by draw, so its relative errors are the same), beside a flat +-30%
-band around the same median. Per context and speculative method it also compares the
-crossover: the first C of the sweep at which speculation is measured slower than AR, against
-the first at which the fit's P(faster than AR) falls below 0.5.
+band around the same median, pooled over the sweeps whose fit passed its convergence gates
+(a failed fit's rows keep their sweep's own line and are named in ``unconverged_rows``). Per
+context and speculative method it also compares the crossover: the first C of the sweep at
+which speculation is measured slower than AR, against the first at which the fit's P(faster
+than AR) falls below 0.5 (counted over the converged fits too).
 
 Rows whose speculative configuration has no verify tokens (a page that does not say the
 draft depth) are skipped; a sweep whose model has no card is skipped and said.
@@ -30,7 +32,13 @@ from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, Measurements, load_measurements
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.model_cards import load_model_cards
-from ddtree_bayes.workflows.validation import Inputs, card_texts, refit_without, scored_interval
+from ddtree_bayes.workflows.validation import (
+    Inputs,
+    card_texts,
+    converged_only,
+    refit_without,
+    scored_interval,
+)
 
 #: The flat band of the deterministic comparison.
 BAND = 0.30
@@ -224,10 +232,13 @@ def extrapolate_concurrency(files: list[Path] | None = None,
         if progress:
             print(f"[concurrency] {i}/{len(runnable)} {sweep.path.name}: {res.get('n', 0)} rows "
                   f"scored ({res['seconds']:.0f} s)", file=sys.stderr, flush=True)
-    scored = [r for s in sweeps for r in s["rows"]]
-    cross = [x for s in sweeps for x in s["crossovers"] if x["measured_crossover"] is not None]
+    # a sweep whose fit failed its gates keeps its own line; its rows and crossovers are not
+    # pooled (they counted as if fine)
+    scored, unconverged = converged_only((s["sweep"], s["converged"], s["rows"]) for s in sweeps)
+    cross = [x for s in sweeps if s["converged"] for x in s["crossovers"]
+             if x["measured_crossover"] is not None]
     return {"mode": "concurrency", "train_max": train_max, "test": list(test), "seed": seed,
             "seconds": time.perf_counter() - t0, "sweeps": sweeps, "notes": notes,
-            "pooled": summary(scored) if scored else None,
+            "pooled": summary(scored) if scored else None, "unconverged_rows": unconverged,
             "crossovers_shown": len(cross),
             "crossovers_within_one_step": sum(x["within_one_step"] for x in cross)}
