@@ -358,3 +358,82 @@ def test_extrapolation_table_states_the_targets_and_their_odds():
             "probability 0.17, 0.35 for an oracle") in text
     assert "mean abs error <= 5% on 1/1 (expected 0.3; all with probability 0.28, oracle 0.004)" \
         in text
+
+
+def test_extrapolate_pools_the_converged_fits_only(tmp_path, monkeypatch, capsys):
+    """`validate --extrapolate` pooled the held-out rows of a fit that failed its convergence
+    gates into a structure's pooled scores and its per-sweep targets as if fine. The fits are
+    stubbed: sweep b's structured fit fails its gates and predicts twice the measured tok/s;
+    every other fit predicts it exactly (each sweep holds out one row, its M = 9 one, row 6).
+    Before: pooled structured n 2, bias +50%, |bias| <= 3% on 1 of 2 sweeps. Now the
+    converged fits only: n 1, bias 0, 1 of 1 sweep; the baseline beside it scores the same
+    row; fraction (converged on both) keeps n 2; unconverged_rows names b's fit and row."""
+    import json
+
+    from ddtree_bayes.cli import main as cli
+    from test_json_schemas import validate_output
+
+    header = "sweep," + ",".join(X.COLUMNS) + ",derived\n"
+    files = []
+    for name in ("a", "b"):
+        path = tmp_path / f"{name}.csv"
+        path.write_text(header + "".join(
+            f"{name},llama-3.1-8b-instruct,h100,1,vllm,{line},,{tok},src,,\n"
+            for line, tok in (("ar,,,1,1.0", 141), ("eagle,2,2,3,2.1", 228),
+                              ("eagle,3,3,4,2.3", 230), ("eagle,4,4,5,2.4", 223),
+                              ("eagle,8,8,9,2.6", 200))))
+        files.append(path)
+
+    def run_split(sweep, structure, priors_toml, hardware_csv, cards, seed, settings):
+        failed = (sweep.name, structure) == ("b", "structured")
+        scale = 2.0 if failed else 1.0
+        rows = [{"sweep": sweep.name, "structure": structure, "row": i + 2, "method": "eagle",
+                 "block": 8, "budget": 8, "verify_tokens": 9, "measured": 200.0,
+                 "median": 200.0 * scale, "lo50": 190.0 * scale, "hi50": 210.0 * scale,
+                 "lo90": 180.0 * scale, "hi90": 220.0 * scale, "baseline": 200.0}
+                for i in sweep.held_out]
+        odds = {"p_bias": 0.5, "p_mae": 0.5, "noise_p_bias": 0.9, "noise_p_mae": 0.9,
+                "noise_sd": 0.03, "bias_percentile": 0.5}
+        return {"sweep": sweep.name, "structure": structure, "seconds": 1.0,
+                "converged": not failed, "failures": ["max R-hat 1.1 > 1.01 (x)"] if failed else [],
+                "remedy": None, "rows": rows, "train_max_verify": 5, "attainability": odds}
+
+    monkeypatch.setattr(X, "run_split", run_split)
+    res = X.extrapolate(files, bundled("priors.toml"), workdir=tmp_path, progress=False)
+    assert [s["held_out"] for s in res["sweeps"]] == [1, 1]
+    structured = res["pooled"]["structured"]
+    assert structured["n"] == 1 and structured["bias"] == 0.0 and structured["coverage90"] == 1.0
+    t = structured["targets"]
+    assert (t["sweeps"], t["met_bias"], t["met_mae"]) == (1, 1, 1)
+    assert t["expected_bias"] == 0.5 and t["p_all_bias"] == 0.5
+    assert res["pooled"]["fraction"]["n"] == 2 and res["pooled"]["fraction"]["targets"]["sweeps"] == 2
+    assert res["pooled"]["baseline"]["n"] == 1
+    assert res["unconverged_rows"] == {"b (structured)": [6]}
+    b = res["sweeps"][1]["structured"]   # its own line: its scores
+    assert b["converged"] is False and b["n"] == 1 and b["bias"] == pytest.approx(1.0)
+    assert len(res["rows"]) == 4
+    validate_output("validate", json.loads(json.dumps(res)))
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["validate", "--extrapolate", "--sweeps", *map(str, files), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("not counted above: row 6, held out by b (structured), whose refit failed its "
+            "convergence gates (max R-hat 1.1 > 1.01 (x)): scored on its own line only, not "
+            "pooled") in out
+    assert "structured: |bias| <= 3% on 1/1 sweeps" in out
+
+    # no structured fit converged: nothing pooled, said so (scores null, not NaN)
+    monkeypatch.setattr(X, "run_split", lambda sweep, structure, *a: {
+        **run_split(sweep, structure, *a), "converged": structure != "structured",
+        "failures": [] if structure != "structured" else ["x"]})
+    res = X.extrapolate(files, bundled("priors.toml"), workdir=tmp_path, progress=False)
+    structured = res["pooled"]["structured"]
+    assert structured["n"] == 0 and structured["bias"] is None
+    assert structured["targets"]["sweeps"] == 0 and res["pooled"]["baseline"]["n"] == 0
+    assert res["unconverged_rows"] == {"a (structured)": [6], "b (structured)": [6]}
+    validate_output("validate", json.loads(json.dumps(res)))
+    from ddtree_bayes.cli.analysis import render_extrapolation
+
+    pooled = next(ln for ln in render_extrapolation(res, ("structured", "fraction")).splitlines()
+                  if ln.startswith("POOLED"))
+    assert pooled.split()[1:4] == ["structured", "0", "-"]

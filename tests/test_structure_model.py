@@ -397,8 +397,12 @@ def test_validate_extrapolate_end_to_end(tmp_path, monkeypatch, capsys):
     assert sc["mae"] == pytest.approx(abs(sc["bias"]))
     assert sc["coverage90"] == float(row["lo90"] <= 239.0 <= row["hi90"])
     odds, targets = sc["attainability"], out["pooled"]["structured"]["targets"]
-    assert targets["sweeps"] == 1 and targets["met_bias"] == int(abs(sc["bias"]) <= 0.03)
-    assert targets["p_all_bias"] == pytest.approx(odds["p_bias"])
+    # the small sampler's fit may fail its gates: then its sweep is not pooled, but named
+    fine = sc["converged"]
+    assert targets["sweeps"] == int(fine)
+    assert targets["met_bias"] == int(fine and abs(sc["bias"]) <= 0.03)
+    assert targets["p_all_bias"] == pytest.approx(odds["p_bias"] if fine else 1.0)
+    assert out["unconverged_rows"] == ({} if fine else {f"{s['sweep']} (structured)": [row["row"]]})
     # an oracle that knows the true mean beats any model on the same noise
     assert odds["noise_p_bias"] >= odds["p_bias"] - 0.02
     schema = json.loads((Path(__file__).resolve().parents[1]

@@ -306,9 +306,9 @@ def test_ratio_bins():
         ["<=2x", "<=2x", "2-3x", "2-3x", "3-4x", "3-4x", ">4x", ">4x"]
 
 
-def _row(split, ratio, measured, median, width=0.2, engine="vllm", baseline=None):
+def _row(split, ratio, measured, median, width=0.2, engine="vllm", baseline=None, row=2):
     half = width * median / 2
-    return {"split": split, "sweep": split.split("/")[0], "structure": "structured",
+    return {"split": split, "sweep": split.split("/")[0], "structure": "structured", "row": row,
             "engine": engine, "hardware": "h100", "gpus": 1, "verify_tokens": int(3 * ratio),
             "ratio": ratio, "ratio_bin": F.ratio_bin(ratio), "measured": measured,
             "median": median, "lo50": median - half / 2, "hi50": median + half / 2,
@@ -342,8 +342,8 @@ def test_from_smallest_summary_by_hand(tmp_path, monkeypatch):
         {"split": "a/eagle", "structure": "structured", "converged": True, "failures": [],
          "remedy": None, "rows": [_row("a/eagle", 1.5, 100, 90, baseline=100.0),
                                   _row("a/eagle", 3.5, 100, 80, width=0.4, baseline=150.0)]},
-        {"split": "b/mtp", "structure": "structured", "converged": False,
-         "failures": ["x"], "remedy": 2,
+        {"split": "b/mtp", "structure": "structured", "converged": True,   # after rung 2
+         "failures": [], "remedy": 2,
          "rows": [_row("b/mtp", 3.5, 200, 140, engine="llama.cpp"),
                   _row("b/mtp", 6.0, 100, 110, engine="llama.cpp", baseline=100.0)]}]
     splits = [F.Split("a", "a.csv", "", "eagle", (0, 1), (2, 3), 3, 0, 4),
@@ -362,7 +362,8 @@ def test_from_smallest_summary_by_hand(tmp_path, monkeypatch):
     assert out["by_engine"]["vllm"]["baseline"]["n"] == 2
     a, b = out["splits"]
     assert a["predicted_verify"] == [4, 10] and a["engine"] == "vllm"
-    assert b["structured"]["converged"] is False and b["structured"]["remedy"] == 2
+    assert b["structured"]["converged"] is True and b["structured"]["remedy"] == 2
+    assert out["unconverged_rows"] == {}
     assert b["structured"]["by_ratio"][">4x"]["bias"] == pytest.approx(0.1)
 
 
@@ -525,8 +526,13 @@ def test_from_smallest_end_to_end(monkeypatch, capsys):
     assert [r["ratio_bin"] for r in out["rows"]] == ["<=2x", "<=2x", "2-3x", "2-3x"]
     pooled = out["pooled"]["structured"]
     errors = [r["median"] / r["measured"] - 1 for r in out["rows"]]
-    assert pooled["bias"] == pytest.approx(np.mean(errors))
-    assert pooled["by_ratio"]["2-3x"]["bias"] == pytest.approx(np.mean(errors[2:]))
+    if split["structured"]["converged"]:
+        assert pooled["bias"] == pytest.approx(np.mean(errors))
+        assert pooled["by_ratio"]["2-3x"]["bias"] == pytest.approx(np.mean(errors[2:]))
+    else:   # the small sampler's fit may fail its gates: then its rows are named, not pooled
+        assert pooled["n"] == 0 and out["unconverged_rows"] == {
+            f"{split['split']} (structured)": [r["row"] for r in out["rows"]]}
+    assert split["structured"]["bias"] == pytest.approx(np.mean(errors))
     assert all(r["lo90"] < r["median"] < r["hi90"] for r in out["rows"])
 
 
@@ -597,3 +603,51 @@ def test_keep_ar_scores_the_converged_refits_rows_only(tmp_path, monkeypatch, ca
     assert ("not counted above: rows 3, 4, held out by kimi-k2.6@b300x8 (whole-pair), whose "
             "refit failed its convergence gates (R-hat 1.02 > 1.01 (x)): scored on its own line "
             "only, not pooled") in out
+
+
+def test_from_smallest_pools_the_converged_fits_only(tmp_path, monkeypatch, capsys):
+    """`validate --extrapolate --from-smallest` pooled the rows of a fit that failed its
+    convergence gates into `pooled` and `by_engine` as if fine. Two sweeps, AR + EAGLE at
+    M = 2 fitted, M = 4 predicted (row 4 of each); the refit is mocked: sweep b's fails its
+    gates and predicts twice the measured tok/s, a's predicts it exactly. Before: pooled n 2,
+    bias +50%. Now a's row only: n 1, bias 0, the baseline beside it on the same row;
+    unconverged_rows names b's fit and row, and the text says it is not pooled."""
+    from ddtree_bayes.cli import main as cli
+    from test_json_schemas import validate_output
+
+    files = [_sweep_file(tmp_path, name, [
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,1,1,2,1.8,,200",
+        "llama-3.1-8b-instruct,h100,1,vllm,eagle,3,3,4,2.3,,230"]) for name in ("a", "b")]
+
+    def refit_without(inputs, held_out, seed, settings, cores=1):
+        failed = inputs.data_name.endswith("[b]")
+        draws = FakeDraws()
+        draws.meta = {"remedy": None, "scale": 2.0 if failed else 1.0}
+        data = load_measurements("s.csv", load_hardware(bundled("hardware.csv")),
+                                 text=inputs.data_csv)
+        return (draws, ["R-hat 1.2 > 1.01 (x)"] if failed else [], data, lambda m: m.tok_s, [])
+
+    monkeypatch.setattr(V, "refit_without", refit_without)
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.linspace(0.9, 1.1, 21)
+                        * m.tok_s * draws.meta["scale"])
+    res = F.from_smallest(files, bundled("priors.toml"), workdir=tmp_path, progress=False)
+    assert [s["structured"]["converged"] for s in res["splits"]] == [True, False]
+    pooled = res["pooled"]["structured"]
+    assert pooled["n"] == 1 and pooled["bias"] == 0.0 and pooled["coverage90"] == 1.0
+    assert pooled["targets_met"] == {"mdae": True, "bias_per_ratio": True, "width90": True}
+    assert res["pooled"]["baseline"]["n"] == 1
+    assert res["by_engine"]["vllm"]["structured"]["n"] == 1
+    assert res["unconverged_rows"] == {"b/eagle (structured)": [4]}
+    b = res["splits"][1]["structured"]   # its own line: its scores
+    assert b["n"] == 1 and b["bias"] == pytest.approx(1.0)
+    assert len(res["rows"]) == 2
+    validate_output("validate", json.loads(json.dumps(res)))
+
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["validate", "--extrapolate", "--from-smallest", "--sweeps",
+                     *map(str, files), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("not counted above: row 4, held out by b/eagle (structured), whose refit failed its "
+            "convergence gates (R-hat 1.2 > 1.01 (x)): scored on its own line only, not pooled"
+            in out)

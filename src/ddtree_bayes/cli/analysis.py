@@ -326,8 +326,8 @@ def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
         body.append(["POOLED" if name == structures[0] else "", "",
                      "original +-30%" if name == "baseline" else name, str(sc["n"]),
                      "-" if sc["coverage50"] is None else _pct(sc["coverage50"]),
-                     _pct(sc["coverage90"]), f"{sc['bias'] * 100:+.1f}%", _pct(sc["mae"], 1),
-                     _pct(sc["width90"]), "", ""])
+                     _pct(sc["coverage90"]), _signed(sc["bias"]), _pct(sc["mae"], 1),
+                     _pct(sc["width90"]), "", ""])   # (no converged fit: n 0, scores null)
     out.append(render_table(["sweep", "fit -> held out (M)", "structure", "n", "cov 50%",
                              "cov 90%", "bias", "mean abs err", "90% width", "fit",
                              "P(bias, mae on target): fit / noise only"], body))
@@ -341,6 +341,9 @@ def render_extrapolation(res: dict, structures: tuple[str, ...]) -> str:
                 f"true means and faces only run-to-run noise); mean abs error <= 5% on "
                 f"{t['met_mae']}/{t['sweeps']} (expected {t['expected_mae']:.1f}; all with "
                 f"probability {_p(t['p_all_mae'])}, oracle {_p(t['noise_p_all_mae'])})")
+    out += unscored_lines(res.get("unconverged_rows", {}),   # (saved before: no key)
+                          {f"{s['sweep']} ({name})": s[name].get("failures", [])
+                           for s in res["sweeps"] for name in structures if name in s})
     out += [f"  {note}" for note in res["notes"]]
     return "\n".join(out)
 
@@ -491,6 +494,9 @@ def render_from_smallest(res: dict) -> str:
                        f"at {worst[0]} {'met' if met['bias_per_ratio'] else 'not met'}; mean 90% "
                        f"width <= {_pct(t['width90'])}: {_pct(sc['width90'])} "
                        f"{'met' if met['width90'] else 'not met'}")
+    out += unscored_lines(res.get("unconverged_rows", {}),   # (saved before: no key)
+                          {f"{s['split']} ({name})": s[name]["failures"]
+                           for s in res["splits"] for name in structures})
     out += [f"  {note}" for note in res["notes"]]
     return "\n".join(out)
 

@@ -8,7 +8,9 @@ methods' rows are left out of the fit), predict every larger configuration of th
 its measured acceptance. Scores per split, per engine and pooled, and the bias, coverage,
 error and width **by extrapolation ratio** ``M_predicted / M_trained`` (verify tokens), binned
 by :data:`RATIO_BINS`; beside them the original formula refit by least squares on the same
-rows, with its flat +-30%.
+rows, with its flat +-30%. The pooled and per-engine scores count the fits that passed their
+convergence gates only; a failed fit keeps its split's own line and is named in
+``unconverged_rows``.
 
 A sweep without an AR row is not the headline's shape and is left out (named in ``notes``);
 so is a method measured at one configuration only.
@@ -249,7 +251,9 @@ def targets_met(score: dict) -> dict | None:
 
 
 def summarize(splits: list[Split], results: list[dict], structures: tuple[str, ...]) -> dict:
-    """Per split, pooled and per engine, for each structure and the baseline."""
+    """Per split (each fit's own rows, with its status), and pooled and per engine over the
+    rows of the fits that passed their convergence gates (the baseline: the rows the first
+    structure scores), with ``unconverged_rows`` (failed fit -> its rows, not pooled)."""
     per_split = []
     for s in splits:
         mine = [r for r in results if r["split"] == s.name]
@@ -266,18 +270,21 @@ def summarize(splits: list[Split], results: list[dict], structures: tuple[str, .
             entry[r["structure"]] = {**scored(r["rows"]), "converged": r["converged"],
                                      "failures": r["failures"], "remedy": r["remedy"]}
         per_split.append(entry)
-    rows = {st: [row for r in results if r["structure"] == st for row in r["rows"]]
-            for st in structures}
+    counted, unconverged = V.converged_only((f"{r['split']} ({r['structure']})", r["converged"],
+                                             r["rows"]) for r in results)
+    rows = {st: [row for row in counted if row["structure"] == st] for st in structures}
     pooled = {st: {**scored(rows[st]), "targets_met": targets_met(scored(rows[st]))}
               for st in structures}
     pooled["baseline"] = scored(rows[structures[0]], baseline=True)
-    engines = list(dict.fromkeys(r["engine"] for r in rows[structures[0]]))
+    # (every engine predicted: one whose fits all failed shows n 0)
+    engines = list(dict.fromkeys(row["engine"] for r in results for row in r["rows"]))
     by_engine = {e: {**{st: scored([r for r in rows[st] if r["engine"] == e])
                         for st in structures},
                      "baseline": scored([r for r in rows[structures[0]] if r["engine"] == e],
                                         baseline=True)}
                  for e in engines}
-    return {"splits": per_split, "pooled": pooled, "by_engine": by_engine}
+    return {"splits": per_split, "pooled": pooled, "by_engine": by_engine,
+            "unconverged_rows": unconverged}
 
 
 def from_smallest(files: list[Path] | None = None, priors_path: str | Path | None = None, *,
