@@ -816,8 +816,8 @@ def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when ``sc`` asks a context longer than the model takes (its card's
     ``max_context_tokens``: the config's ``max_position_embeddings``, scaled RoPE included):
     such a deployment does not run as configured, and its answer extrapolates the context
-    cost past any run. None when the card does not say (the built-in cards, a hand-written
-    card without the column)."""
+    cost past any run. None when the card does not say (a blank ``max_context_tokens``, as
+    some built-in cards of data/models.csv have; a hand-written card without the column)."""
     from ddtree_bayes.core.model_cards import stored_card
 
     card = stored_card(draws.meta.get("model", {}), sc.model)
