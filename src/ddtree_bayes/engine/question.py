@@ -207,8 +207,9 @@ class Question:
 def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     """The question asked of ``fit`` when none is given: the bundled B300 question when the fit
     measured B300 for ``model``, else the fit's own most-measured speculative configuration
-    (the rule: :mod:`ddtree_bayes.core.default_question`). ``model`` is required when the fit
-    holds several."""
+    (a model measured with AR rows only: the bundled question's method and shape on its
+    most-measured system; the rule: :mod:`ddtree_bayes.core.default_question`). ``model`` is
+    required when the fit holds several."""
     from ddtree_bayes.core.default_question import fit_default, keeps_bundled
     from ddtree_bayes.engine import target_models
 
