@@ -465,3 +465,43 @@ def test_a_parameter_constant_over_the_draws_is_not_diagnosed_as_sensitivity_fre
         "(all priors) fixed_sd", "constant over the draws (a fixed value): nothing to "
                                  "power-scale"]
     assert psense_table_rows(rows)[0][1].startswith("prior 0.118 / likelihood ")
+
+
+def test_pareto_k_is_flagged_above_the_threshold_compare_uses():
+    """The report flagged Pareto k above a fixed 0.7, while `compare` (aab408f) counts above
+    arviz-stats' min(1 - 1/log10(S), 0.7): for a fit of S = 400 draws that is 0.616, and the
+    k = 0.65 and 0.69 of this synthetic tree (4 chains x 100 draws, k set by hand) were
+    counted reliable by the report and unreliable by compare (report: 1 flagged, compare: 3).
+    Now the report flags by the same threshold, stores it in summary.json
+    (thresholds.pareto_k) and says it in the LOO section's title and column."""
+    import arviz_stats as azs
+    import xarray as xr
+
+    from ddtree_bayes.engine.psis import khat_threshold
+    from ddtree_bayes.workflows.report.render import _section_map
+    from ddtree_bayes.workflows.report.summary import loo_summary
+
+    rng = np.random.default_rng(0)
+    ll = rng.normal(-1.0, 0.1, size=(4, 100, 5))
+    dims = ("chain", "draw", "measurement")
+    tree = xr.DataTree.from_dict({
+        "posterior": xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(4, 100)))}),
+        "log_likelihood": xr.Dataset({"log_tok_s": (dims, ll)}),
+        "observed_data": xr.Dataset({"log_tok_s": ("measurement", np.zeros(5))})})
+    loo = azs.loo(tree, pointwise=True)
+    loo.pareto_k.values[:] = [0.2, 0.65, 0.69, 0.75, 0.5]
+    out = loo_summary(loo, ["2", "3", "4", "5", "6"], "row", np.linspace(0.1, 0.9, 5))
+    assert out["pareto_k_threshold"] == pytest.approx(1 - 1 / np.log10(400))
+    assert out["pareto_k_threshold"] == pytest.approx(khat_threshold(400))
+    assert round(out["pareto_k_threshold"], 4) == 0.6157
+    assert [k["flag"] for k in out["pareto_k"]] == [False, True, True, True, False]
+    assert out["n_flagged"] == 3
+    assert [k["row"] for k in out["pareto_k"]] == [2, 3, 4, 5, 6]
+
+    summary = {"sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
+               "thresholds": {"pareto_k": out["pareto_k_threshold"]}, "loo": out,
+               "psense": {"headline": "x", "headline_by_prior": {}, "overall": []},
+               "fan": {"engines": {}, "accept": []}, "variance": {}, "breakdown": []}
+    title, headers, rows, _ = _section_map(summary)["loo"]
+    assert title.endswith(", 3 of 5 Pareto k > 0.62)")
+    assert headers[2] == "k > 0.62" and [r[2] for r in rows] == ["no", "YES", "YES", "YES", "no"]

@@ -174,7 +174,7 @@ def loo(summary, draws, dt, path: Path) -> None:
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.5))
     a1.scatter(range(len(k)), [x["k"] for x in k],
                c=[RED if x["flag"] else BLUE for x in k])
-    a1.axhline(PARETO_K_LIMIT, ls="--", color=GREY)
+    a1.axhline(summary["loo"].get("pareto_k_threshold", PARETO_K_LIMIT), ls="--", color=GREY)
     a1.set_xticks(range(len(k)), [str(x["row"]) for x in k])
     a1.set_xlabel("measurement row")
     a1.set_ylabel("Pareto k")

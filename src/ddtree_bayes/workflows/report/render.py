@@ -17,7 +17,7 @@ from ddtree_bayes.core.config import (
 )
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.structure import p_text
-from ddtree_bayes.workflows.report.summary import PARETO_K_LIMIT, compute
+from ddtree_bayes.workflows.report.summary import compute, pareto_k_limit
 
 # ------------------------------------------------------------------ render
 CAPTIONS = {
@@ -273,8 +273,9 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                   ["ppc"])
     loo = summary["loo"]
     sec["loo"] = (f"PSIS-LOO (elpd {loo['elpd']:.2f} +- {loo['se']:.2f}, p_loo {loo['p_loo']:.2f},"
-                  f" {loo['n_flagged']} of {len(loo['pareto_k'])} Pareto k > {PARETO_K_LIMIT})",
-                  ["row", "Pareto k", "k > 0.7", "LOO-PIT"],
+                  f" {loo['n_flagged']} of {len(loo['pareto_k'])} Pareto k > "
+                  f"{pareto_k_limit(summary)})",
+                  ["row", "Pareto k", f"k > {pareto_k_limit(summary)}", "LOO-PIT"],
                   [[k["row"], k["k"], "YES" if k["flag"] else "no", pit]
                    for k, pit in zip(loo["pareto_k"], loo["loo_pit"], strict=True)],
                   ["loo"])
@@ -393,7 +394,7 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
         flagged = summary["ppc"]["flagged"]
         parts.append(f"<p class='evidence'>Measurements outside their 90% predictive interval: "
                      f"{', '.join(map(str, flagged)) if flagged else 'none'}. Pareto k > "
-                     f"{PARETO_K_LIMIT}: {summary['loo']['n_flagged']}.</p>")
+                     f"{pareto_k_limit(summary)}: {summary['loo']['n_flagged']}.</p>")
     sections = _sections(summary)
     keys = [k for k in SECTION_ORDER if k in _section_map(summary)]
     if sections:

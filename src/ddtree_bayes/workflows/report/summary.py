@@ -41,13 +41,40 @@ from ddtree_bayes.workflows.report.sections import (
     variance_shares,
 )
 
-#: Pareto k above this makes a PSIS-LOO estimate unreliable.
+#: Pareto k above this makes a PSIS-LOO estimate unreliable from S = 2154 draws on; below,
+#: arviz-stats' (and compare's) min(1 - 1/log10(S), 0.7) (engine/psis.py khat_threshold),
+#: which the report applies and stores (summary.json thresholds.pareto_k).
 PARETO_K_LIMIT = 0.7
 #: Posterior sd / prior sd below which a parameter counts as informed by the data.
 INFORMED_RATIO = 0.5
 PRIOR_ONLY_RATIO = 0.9
 
 # ------------------------------------------------------------------ compute
+def loo_summary(loo, rows_label: list[str], unit: str, pit) -> dict:
+    """The report's PSIS-LOO numbers from arviz-stats' ``loo`` (pointwise): elpd, se, p_loo,
+    each row's (or configuration's) Pareto k, flagged above ``pareto_k_threshold`` - the
+    threshold arviz-stats applies for the fit's S draws, ``loo.good_k`` =
+    min(1 - 1/log10(S), 0.7), as ``compare`` counts (0.616 at S = 400; 0.7 from S = 2154) -
+    and the LOO-PIT values."""
+    threshold = float(loo.good_k)
+    pareto_k = [float(k) for k in np.asarray(loo.pareto_k.values).reshape(-1)]
+    return {"elpd": float(loo.elpd), "se": float(loo.se), "p_loo": float(loo.p), "unit": unit,
+            "pareto_k_threshold": threshold,
+            "pareto_k": [{"row": int(r), "k": k, "flag": k > threshold}
+                         for r, k in zip(rows_label, pareto_k, strict=True)],
+            "n_flagged": int(sum(k > threshold for k in pareto_k)),
+            "loo_pit": [float(x) for x in pit]}
+
+
+def pareto_k_limit(summary: dict) -> str:
+    """The Pareto k threshold a report's summary flagged by, as ``compare`` heads its column
+    ("0.62", "0.7"); a summary.json saved before it was stored: 0.7."""
+    limit = summary.get("loo", {}).get("pareto_k_threshold",
+                                       summary.get("thresholds", {}).get("pareto_k",
+                                                                         PARETO_K_LIMIT))
+    return f"{round(limit, 2):g}"
+
+
 def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
     """Every number of the report, as a JSON-ready dict (``model``: the target model of its
     default-scenario sections, required when the fit holds several)."""
@@ -144,13 +171,8 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     with _quiet(summary):
         loo = azs.loo(loo_tree, pointwise=True)
         pit = np.asarray(azs.loo_pit(loo_tree)["log_tok_s"].values).reshape(-1)
-    pareto_k = [float(k) for k in np.asarray(loo.pareto_k.values).reshape(-1)]
-    summary["loo"] = {"elpd": float(loo.elpd), "se": float(loo.se), "p_loo": float(loo.p),
-                      "unit": unit,
-                      "pareto_k": [{"row": int(r), "k": k, "flag": k > PARETO_K_LIMIT}
-                                   for r, k in zip(rows_label, pareto_k, strict=True)],
-                      "n_flagged": int(sum(k > PARETO_K_LIMIT for k in pareto_k)),
-                      "loo_pit": [float(x) for x in pit]}
+    summary["loo"] = loo_summary(loo, rows_label, unit, pit)
+    summary["thresholds"]["pareto_k"] = summary["loo"]["pareto_k_threshold"]
 
     # 5. prior sensitivity (power-scaling): overall, and of the headline prediction
     lp = log_prior(priors, coords, v, accept_groups_of(meta))
