@@ -424,8 +424,9 @@ def test_predict_concurrency_csv_has_a_column_per_total_figure(tmp_path):
 def test_the_python_api_answers_at_c_streams():
     from ddtree_bayes import api
 
-    frame = api.predict(exact(point_mass_draws()), accept="12", engines=["sglang"],
-                        concurrency=[1, 4])
+    with pytest.warns(UserWarning, match="C = 4 is beyond the concurrencies measured"):
+        frame = api.predict(exact(point_mass_draws()), accept="12", engines=["sglang"],
+                            concurrency=[1, 4])   # (said as predict says it: a walkthrough)
     assert list(frame["concurrency"]) == [1, 4]
     assert frame["total_median"].tolist() == pytest.approx([600.0, 4 * 12 / 50.9375 * 1000])
 
@@ -531,8 +532,9 @@ def test_predict_says_which_concurrencies_are_prior_driven_and_which_anchor_is_w
     code, out, err = run_cli(work, "predict", "--accept", "12", "--engine", "sglang",
                              "--concurrency", "1,8,16")
     assert code == 0, err
-    assert ("C = 8, 16 are beyond the concurrencies measured on b300x8 (at most 1)"
-            in out)
+    # said with the warnings, so the JSON and the API say it too
+    assert ("warning: C = 8, 16 are beyond the concurrencies measured on b300x8 (at most 1)"
+            in err and "beyond" not in out)
     # the point mass anchors nothing (no structural discrepancy): one note for every C; notes
     # that differ by C name theirs (overhead_notes' doctest)
     notes = [ln.strip() for ln in out.splitlines() if ln.startswith("  sglang")]
@@ -819,3 +821,25 @@ def test_validate_concurrency_pools_the_converged_fits_only(tmp_path, monkeypatc
             "convergence gates (max R-hat 1.05 > 1.01 (x)): scored on its own line only, not "
             "pooled") in out
     assert "crossovers shown by the sweeps: 1, predicted within one measured step: 1" in out
+
+
+def test_a_step_verifying_more_tokens_than_measured_is_prior_driven_at_a_measured_c():
+    """A serving walkthrough: budget 16 at C = 8 (8 x 17 = 136 tokens per step) was answered
+    without a note when C = 8 itself was measured (AR), though no step on the system verified
+    more than 32 tokens; optimize flagged it ("beyond the measured C x M"), predict did not."""
+    from ddtree_bayes.engine.structure import beyond_measured_note
+
+    d = point_mass_draws()
+    lines = d.data_csv.splitlines()
+    header = lines[0] + ",concurrency"
+    rows = [ln + "," for ln in lines[1:]] + [
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,800,test,,8",
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,1200,test,,32"]
+    d = d.view(data_csv="\n".join([header, *rows]) + "\n")
+    assert beyond_measured_note(d, "b300x8", [1, 8], verify_tokens=17) == (
+        "at C = 8 a step verifies 136 tokens (C x M), more than any measured on b300x8 (at most "
+        "32): there the step's growth with C is the roofline's (weights once per step, KV reads "
+        "and tree nodes per stream): prior-driven")
+    assert beyond_measured_note(d, "b300x8", [1, 2], verify_tokens=9) is None   # 18 <= 32
+    assert beyond_measured_note(d, "b300x8", [64], verify_tokens=1).startswith(
+        "C = 64 is beyond the concurrencies measured on b300x8 (at most 32)")

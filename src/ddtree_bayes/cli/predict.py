@@ -77,10 +77,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    "target": args.target, "draws": draws.n_draws,
                    "default_scenario": question.default_asked,
                    **({"model_average": average} if average else {}),
-                   # (the table's notes on a concurrency beyond the measured ones and on an
-                   # engine left out of an AR question, too)
-                   "warnings": warned + [n for n in [beyond_note(draws, question, rows)] if n]
-                   + list(question.left_out)})
+                   # (the table's note on an engine left out of an AR question, too)
+                   "warnings": warned + list(question.left_out)})
         return 0
     probs = P.interval_probs(args.prob)
     first = rows[0]
@@ -128,9 +126,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print(render_table(headers, body))
     notes = overhead_notes(rows)
     if streams:
-        beyond = beyond_note(draws, question, rows)
         print("tok/s, posterior predictive (includes run-to-run noise): per user = one stream, "
-              "total = the C streams together." + (f" {beyond}" if beyond else ""))
+              "total = the C streams together.")
         for line in crossover_lines(rows):
             print(line)
     else:
@@ -146,18 +143,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     for note in [*notes, *question.left_out]:
         print(f"  {note}")
     return 0
-
-
-def beyond_note(draws, question, rows: list[dict]) -> str | None:
-    """The concurrencies of ``rows`` above the largest measured on the question's system, as
-    one sentence (:func:`~ddtree_bayes.engine.structure.beyond_measured_note`), or None."""
-    from ddtree_bayes.engine.structure import beyond_measured_note
-
-    if not any("concurrency" in r for r in rows):
-        return None
-    note = beyond_measured_note(draws, question.asked[0].scenario.pair,
-                                [r["concurrency"] for r in rows])
-    return None if note is None else note + "."
 
 
 def overhead_notes(rows: list[dict]) -> list[str]:

@@ -133,10 +133,13 @@ def max_measured_concurrency(draws: Fit, system: str) -> int | None:
     return max(measured) if measured else None
 
 
-def beyond_measured_note(draws: Fit, system: str, concurrencies) -> str | None:
-    """The ``concurrencies`` above the most streams measured on ``system``, as one sentence
-    (the step's growth with C there is the roofline's: prior-driven), or None; ``predict``
-    and ``optimize`` say it alike.
+def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1
+                         ) -> str | None:
+    """The ``concurrencies`` above the most streams measured on ``system``, and those whose
+    step verifies more tokens (C x ``verify_tokens``) than any row measured there, as one
+    sentence (the step's growth with C there is the roofline's: prior-driven), or None;
+    ``predict`` and ``optimize`` say it alike. A serving walkthrough asked budget 16 at C = 8
+    (136 tokens per step, against at most 32 measured on the system) without a word.
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 8, 16])
@@ -144,14 +147,25 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies) -> str | None:
 growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
 prior-driven"
     """
-    top = max_measured_concurrency(draws, system)
+    rows = [r for r in fit_rows(draws) if row_pair(draws, r) == system]
+    top = max((r.concurrency for r in rows), default=None)
+    most = max((r.concurrency * r.verify_tokens for r in rows), default=None)
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
-    if not beyond:
+    verify = sorted({c for c in concurrencies if c > 1 and c not in beyond and most is not None
+                     and c * verify_tokens > most})
+    parts = []
+    if beyond:
+        parts.append(f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} "
+                     f"beyond the concurrencies measured on {system} "
+                     f"({'none' if top is None else f'at most {top}'})")
+    if verify:
+        tokens = ", ".join(f"{c * verify_tokens}" for c in verify)
+        parts.append(f"at C = {', '.join(map(str, verify))} a step verifies {tokens} tokens (C x "
+                     f"M), more than any measured on {system} (at most {most})")
+    if not parts:
         return None
-    return (f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} beyond "
-            f"the concurrencies measured on {system} ({'none' if top is None else f'at most {top}'}"
-            "): there the step's growth with C is the roofline's (weights once per step, KV "
-            "reads and tree nodes per stream): prior-driven")
+    return ("; ".join(parts) + ": there the step's growth with C is the roofline's (weights "
+            "once per step, KV reads and tree nodes per stream): prior-driven")
 
 
 def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
