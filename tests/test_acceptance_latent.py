@@ -302,7 +302,7 @@ def test_predict_json_with_posterior_acceptance_follows_the_schema():
     rows = typed_rows(P.predict(draws, engines=["sglang", "native"]))
     doc = json_ready({"fit_id": "point-mass", "seed": 1, "interval_probs": [0.5, 0.9],
                       "target": None, "draws": draws.n_draws, "rows": rows,
-                      "default_scenario": None})
+                      "default_scenario": None, "warnings": []})
     schema = json.loads((bundled("..") / "schemas" / "predict.schema.json").read_text())
     jsonschema.validate(doc, schema)
     dist = doc["rows"][0]["accept_distribution"]
