@@ -76,7 +76,7 @@ def test_a_fit_that_never_measured_b300_asks_its_most_measured_system():
     assert d.engines == ("llama.cpp", "sglang")
     # the largest configuration (eagle3 block 7 is another method), and its measured median
     assert (d.block, d.budget, d.verify_tokens) == (4, 4, None)
-    assert d.accept == 4.0          # median(3.4, 3.8) = 3.6, rounded
+    assert d.accept == 3.6          # median(3.4, 3.8)
     assert d.describe() == "llama.cpp,sglang mtp block 4 budget 4 on rtx-5090 x1"
     assert d.to_json()["asked"] == d.describe() and d.to_json()["gpus"] == 1
 
@@ -86,7 +86,7 @@ def test_ties_go_to_the_first_in_the_file_and_file_order_is_by_row():
             row(6, "h100", "dflash-chain", 8), row(4, "a100", "eagle3", 5, gpus=4)]
     d = fit_default(rows)   # two rows each; a100 x4 appears first (row 3)
     assert (d.hardware, d.gpus, d.block, d.verify_tokens) == ("a100", 4, 5, None)
-    assert d.accept == 4.0    # no measured acceptance: the middle of [1, 6], 3.5, rounded
+    assert d.accept == 3.5    # no measured acceptance: the middle of [1, 6]
 
 
 def test_several_models_ask_the_model_named():
@@ -98,7 +98,7 @@ def test_several_models_ask_the_model_named():
     assert fit_default(rows, "kimi") is DEFAULT_QUESTION
     d = fit_default(rows, "llama")
     assert (d.hardware, d.method, d.block, d.engines, d.accept) == ("h100", "eagle3", 3,
-                                                                     ("vllm",), 2.0)
+                                                                     ("vllm",), 2.5)
     assert d.why == "the fit never measured b300 for llama"
     q = fit_default(rows, "qwen")
     assert (q.method, q.block, q.budget, q.accept) == ("ddtree", 8, 16, 17.0)  # within [1, M]
@@ -118,7 +118,7 @@ def test_no_speculative_rows_and_underivable_verify_tokens():
                      "question's ddtree block 16 budget 32")
     assert fit_default([]) is DEFAULT_QUESTION      # (a model of no rows: nothing measured)
     d = fit_default([row(2, "h100", "eagle3", verify=6)])    # no block: verify tokens kept
-    assert (d.block, d.budget, d.verify_tokens, d.accept) == (None, None, 6, 4.0)
+    assert (d.block, d.budget, d.verify_tokens, d.accept) == (None, None, 6, 3.5)
 
 
 def test_default_scenario_of_a_fit_of_several_models():
@@ -139,8 +139,38 @@ def test_default_scenario_of_a_fit_of_several_models():
         default_scenario(draws)
     data = MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
     d = default_scenario(draws.view(data_csv=data), "llama-3.1-8b-instruct")
-    assert d.describe() == "vllm eagle3 block 4 on h100 x1" and d.accept == 3.0
+    assert d.describe() == "vllm eagle3 block 4 on h100 x1" and d.accept == 2.79
     assert d.why == "the fit never measured b300 for llama-3.1-8b-instruct"
+
+
+def test_the_default_question_keeps_its_measured_acceptance():
+    """A walkthrough: a Llama-3.1-8B EAGLE-3 chain measured at 2.79 became "acceptance 3"
+    (+7.5%) in the report's answer line, concurrency verdict and next query, where predict
+    at the measured 2.79 said otherwise: the median is kept, to 2 decimals."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import headline
+
+    model = "llama-3.1-8b-instruct"
+    draws = multi_model_draws().view(
+        data_csv=MULTI_DATA + f"{model},h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n")
+    d = default_question(draws, model)
+    assert d.accept == 2.79
+    # the median of three rows, to 2 decimals; within [1, M]
+    assert fit_default([row(2, "h100", "eagle3", 3, accept=a)
+                        for a in (2.1, 2.3456, 2.9)]).accept == 2.35
+    assert fit_default([row(2, "h100", "eagle3", 3, accept=4.5)]).accept == 4.0   # M = 4
+    fan = sections.fan_section(draws, 1, model, d)
+    assert fan["accept"] == [1.0, 2.0, 2.79, 3.0, 4.0, 5.0] and fan["headline_accept"] == 2.79
+    # predict at the measured 2.79 (its own default): 2.79 * 1000 / 9.843 ms = 283.4 tok/s
+    row_ = P.predict(draws, model=model, seed=1)[0]
+    assert row_["accept"] == "2.79 measured (1 row)" and round(row_["median"]) == 283
+    text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
+    assert "eagle3, block 4, verify 5, context 0) at acceptance 2.79: vllm 283 tok/s" in text
+    assert sections.concurrency_section(draws, 1, model, d)["accept"] == 2.79
+    dec = sections.decisions_section(draws, 1, model, d)   # (the next query: the same text)
+    assert dec["hardware_query"] == "vllm eagle3 b4 accept 2.79"
 
 
 def test_fill_query_takes_what_is_not_given():
@@ -220,7 +250,7 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
     assert (r["hardware"], r["gpus"], r["engine"], r["method"], r["block"], r["budget"],
             r["verify_tokens"]) == ("rtx-5090", 1, "llama.cpp", "mtp", 6, 6, 7)
     assert payload["default_scenario"]["asked"] == ASKED
-    assert payload["default_scenario"]["accept"] == 4.0      # the block-6 row's 4.222
+    assert payload["default_scenario"]["accept"] == 4.22     # the block-6 row's 4.222
     assert err.count("\n") == 1 and err == (
         "ddtree-bayes predict: the fit never measured b300; asking its most-measured system: "
         f"{ASKED} (pass --hardware/--method/--block/--budget to ask another)\n")
@@ -326,18 +356,19 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     draws = store.load(workdir=rtx5090)
     d = default_question(draws)
     fan = sections.fan_section(draws, 1, None, d)
-    assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0]       # [1, M], M = 7
-    assert fan["headline_accept"] == 4.0 and list(fan["engines"]) == ["llama.cpp"]
+    # [1, M], M = 7, and the block-6 row's measured 4.222 (to 2 decimals), the answer's
+    assert fan["accept"] == [1.0, 2.0, 3.0, 4.0, 4.22, 5.0, 6.0, 7.0]
+    assert fan["headline_accept"] == 4.22 and list(fan["engines"]) == ["llama.cpp"]
     assert "rtx-5090 x1, llama.cpp, mtp, block 6" in fan["engines"]["llama.cpp"]["scenario"]
     assert sorted(m["tok_s"] for m in fan["measured"]) == [74.8, 115.7, 144.4, 153.2, 156.0,
                                                             159.7, 162.1]
-    q = fan["engines"]["llama.cpp"]["quantiles"][3]
+    q = fan["engines"]["llama.cpp"]["quantiles"][4]
     text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
     assert text.startswith("Default scenario (rtx-5090 x1, mtp, block 6, budget 6, verify 7, "
-                           f"context 0) at acceptance 4: llama.cpp {q[2]:.0f} tok/s")
+                           f"context 0) at acceptance 4.22: llama.cpp {q[2]:.0f} tok/s")
     assert "never measured b300" in text and "no measurement on that system" not in text
     var = sections.variance_shares(draws, 1, None, d)
-    assert "acceptance U(2,6)" in var["llama.cpp"]["shares"]
+    assert "acceptance U(2.22,6.22)" in var["llama.cpp"]["shares"]
     breakdown = sections.step_breakdown(draws, draws.measurements, 1, None, d)
     assert breakdown[-1]["config"] == "default: rtx-5090x1 llama.cpp mtp M=7"
     assert fan["accept_max"] == 7.0 and fan["accept_clipped"] == [float(a) for a in range(8, 21)]
@@ -359,13 +390,13 @@ def test_report_says_so(rtx5090, tmp_path):
         f"shares, breakdown and decisions ask its most-measured system: {ASKED} (`ddtree-bayes "
         "predict` asks another)"]
     summary = json.loads(Path(payload["summary"]).read_text())
-    assert summary["fan"]["accept"] == [float(a) for a in range(1, 8)]
+    assert summary["fan"]["accept"] == [1.0, 2.0, 3.0, 4.0, 4.22, 5.0, 6.0, 7.0]
     assert summary["default_scenario"]["derived"] is True
     md = (Path(payload["summary"]).parent / "summary.md").read_text()
     assert "Default scenario (rtx-5090 x1, mtp, block 6, budget 6, verify 7, context 0) at " \
-           "acceptance 4: llama.cpp" in md
+           "acceptance 4.22: llama.cpp" in md
     hw = summary["decisions"]
-    assert hw["hardware_query"] == "llama.cpp mtp b6/B6 accept 4"
+    assert hw["hardware_query"] == "llama.cpp mtp b6/B6 accept 4.22"
     assert np.isfinite([h["ddtree"][1] for h in hw["hardware"] if "ddtree" in h]).all()
 
 

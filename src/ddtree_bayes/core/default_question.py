@@ -17,8 +17,11 @@ so it is asked its own most-measured configuration instead:
   prediction is an interpolation and speculative decoding matters most).
 
 Its acceptance for one-number answers (the report's answer line, the tracked default query)
-is the median measured acceptance of that configuration's rows, rounded to a whole number
-within [1, M] (M: its verify tokens), or the middle of [1, M] when its rows give none.
+is the median measured acceptance of that configuration's rows within [1, M] (M: its verify
+tokens), or the middle of [1, M] when its rows give none, to 2 decimals (a label reads 2.79,
+not 2.7866667). It was rounded to a whole number once, for the report's whole-number fan
+grid: a chain measured at 2.79 was answered at 3 (+7.5%) where ``predict`` used 2.79; the fan
+now adds the acceptance to its grid (workflows/report/sections.py ``fan_accept``).
 
 A model whose rows are all autoregressive (no drafter measured) is asked the bundled
 question's method, block and budget on its own most-measured system (most rows; ties: first in
@@ -71,7 +74,7 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     >>> d = fit_default([row(2, "h100", "ar"), row(3, "h100", "eagle3", 3),
     ...                  row(4, "h100", "eagle3", 5)])
     >>> d.describe(), d.why, d.accept   # no measured acceptance: the middle of [1, 6]
-    ('vllm eagle3 block 5 on h100 x1', 'the fit never measured b300', 4.0)
+    ('vllm eagle3 block 5 on h100 x1', 'the fit never measured b300', 3.5)
     >>> fit_default([row(2, "b300", "ar", gpus=8), row(3, "h100", "eagle3", 3)]) is DEFAULT_QUESTION
     True
     """
@@ -106,4 +109,4 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     accept = (statistics.median(same) if same else (1 + top.verify_tokens) / 2)
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
-                    accept=float(min(max(round(accept), 1), top.verify_tokens)), why=why)
+                    accept=round(float(min(max(accept, 1), top.verify_tokens)), 2), why=why)

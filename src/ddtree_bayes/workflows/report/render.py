@@ -292,6 +292,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
         for a, q, orig in zip(fan["accept"], f["quantiles"],
                               f["original"] or [None] * len(f["quantiles"]), strict=True):
             if (a in (4.0, 8.0, 12.0, 14.0, 16.0, 20.0) or len(fan["accept"]) <= 8
+                    or a == fan.get("headline_accept")   # the answer line's acceptance
                     or (fan.get("accept_clipped") and a == fan["accept"][-1])):
                 fan_rows.append([eng, a, round(q[2]), f"{q[1]:.0f} - {q[3]:.0f}",
                                  f"{q[0]:.0f} - {q[4]:.0f}", None if orig is None else round(orig)])

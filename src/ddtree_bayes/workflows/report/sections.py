@@ -38,20 +38,26 @@ DECOMP_ACCEPT = (12.0, 16.0)
 def fan_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, ...]:
     """The fan's acceptance grid: :data:`FAN_ACCEPT` up to what a step of the default
     configuration ``d`` can emit (``limit``, :func:`~ddtree_bayes.core.methods.max_accept`:
-    never above its verify tokens M).
+    never above its verify tokens M), with the acceptance of one-number answers
+    (``d.accept``, a measured 2.79 for a fit's own default) in its place.
 
+    >>> import dataclasses
     >>> from ddtree_bayes.core.config import DEFAULT_QUESTION
     >>> from ddtree_bayes.core.methods import max_accept
     >>> fan_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32, None, 33))[-3:]
     (15.0, 16.0, 17.0)
+    >>> fan_accept(dataclasses.replace(DEFAULT_QUESTION, accept=2.79),
+    ...            max_accept("eagle3", 3, None))
+    (1.0, 2.0, 2.79, 3.0, 4.0)
     """
-    return tuple(a for a in FAN_ACCEPT if a <= limit.tokens)
+    grid = {a for a in FAN_ACCEPT if a <= limit.tokens} | {headline_accept(d, limit)}
+    return tuple(sorted(grid))
 
 
-def headline_accept(d: DefaultQuestion, grid: tuple[float, ...]) -> float:
-    """The acceptance of one-number answers (``d.accept``: 14 for the bundled default), on
-    the fan's grid."""
-    return min(grid, key=lambda a: abs(a - d.accept))
+def headline_accept(d: DefaultQuestion, limit: AcceptLimit) -> float:
+    """The acceptance of one-number answers (``d.accept``: 14 for the bundled default, its
+    measured median for a fit's own), within 1 .. what a step can emit (``limit``)."""
+    return float(min(max(d.accept, 1.0), limit.tokens))
 
 
 def decomp_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, float]:
@@ -129,7 +135,7 @@ def headline_log_tok(draws: Fit, seed: int, model: str | None = None,
     d = d or default_question(draws, model)
     sc = _default_scenarios(draws, model, d)[0]
     step, _ = P.step_draws(draws, sc, np.random.default_rng(seed))
-    return np.log(d.accept * 1000.0 / step)
+    return np.log(headline_accept(d, sc.limit) * 1000.0 / step)
 
 
 def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuestion | None = None) -> dict:
@@ -159,7 +165,7 @@ def fan_section(draws: Fit, seed: int, model: str | None = None, d: DefaultQuest
                 and m.accept_len is not None and model in (None, m.model)]
     return {"accept": list(grid), "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
             "engines": engines, "measured": measured,
-            "headline_accept": headline_accept(d, grid),
+            "headline_accept": headline_accept(d, limit),
             # the grid stops at what a step can emit; the acceptances it left out, if any
             "accept_max": limit.tokens, "accept_max_rule": limit.rule,
             "accept_clipped": [a for a in FAN_ACCEPT if a not in grid]}
@@ -178,7 +184,7 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
     mixed, and at which C)."""
     d = d or default_question(draws, model)
     scenarios = _default_scenarios(draws, model, d)
-    accept = float(min(d.accept, scenarios[0].limit.tokens))
+    accept = headline_accept(d, scenarios[0].limit)
     out: dict = {"accept": accept, "concurrency": list(CONCURRENCY_GRID), "engines": {},
                  "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
                  # the scenario's own system, as predict --concurrency says it (another
