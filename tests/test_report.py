@@ -505,3 +505,57 @@ def test_pareto_k_is_flagged_above_the_threshold_compare_uses():
     title, headers, rows, _ = _section_map(summary)["loo"]
     assert title.endswith(", 3 of 5 Pareto k > 0.62)")
     assert headers[2] == "k > 0.62" and [r[2] for r in rows] == ["no", "YES", "YES", "YES", "no"]
+
+def _llama_chain():
+    """The walkthrough's fit: a Llama-3.1-8B EAGLE-3 chain measured at 2.79 on one H100
+    beside Kimi K2.6 (whose DDTree curve is the priors' [acceptance_curve])."""
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+
+    model = "llama-3.1-8b-instruct"
+    return model, multi_model_draws().view(
+        data_csv=MULTI_DATA + f"{model},h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n")
+
+
+def _small_summary(draws, model, **parts) -> dict:
+    """The report's summary of the default sections alone (no sampler checks to show)."""
+    from ddtree_bayes.engine.question import default_question
+    from ddtree_bayes.workflows.report import sections
+
+    d = default_question(draws, model)
+    summary = {"fit_id": "f", "verdict": {"text": "Converged."},
+               "sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
+               "loo": {"elpd": 0.0, "se": 0.0, "p_loo": 0.0, "n_flagged": 0, "pareto_k": [],
+                       "loo_pit": []},
+               "psense": {"headline": "x", "headline_by_prior": {}, "overall": []},
+               "fan": sections.fan_section(draws, 1, model, d),
+               "concurrency": sections.concurrency_section(draws, 1, model, d),
+               "variance": {}, "breakdown": [],
+               "decisions": sections.decisions_section(draws, 1, model, d),
+               "default_scenario": {**d.to_json(), "derived": d.derived}}
+    return {**summary, **parts}
+
+
+def test_the_budget_section_says_the_curve_is_another_models():
+    """optimize warns on stderr (and in its JSON's warnings) when [acceptance_curve] was
+    written for another model; the report's "Which tree budget?" section said nothing of it
+    for a Llama fit asked Kimi K2.6's DDTree curve."""
+    from ddtree_bayes.workflows.report.render import _sections, markdown
+
+    model, draws = _llama_chain()
+    summary = _small_summary(draws, model)
+    caveat = ("the acceptance curve ([acceptance_curve] in priors stored in the fit) was "
+              "written for kimi-k2.6, not llama-3.1-8b-instruct: these acceptances are another "
+              "model's prior; pass --acceptance-file with this drafter's measured acceptances")
+    assert summary["decisions"]["optimize"]["vllm"]["warnings"][0] == caveat   # summary.json
+    md = markdown(summary)
+    title = next(t for t, *_ in _sections(summary) if "Which tree budget?" in t)
+    budgets = md[md.index(f"## {title}"):]
+    budgets = budgets[:budgets.index("\n## ")]
+    assert f"Warning: {caveat}" in budgets
+    # a Kimi fit asks Kimi's curve: no such line
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    kimi = _small_summary(point_mass_draws(), None)
+    assert not any("was written for" in w for o in kimi["decisions"]["optimize"].values()
+                   for w in o["warnings"])
+    assert "was written for" not in markdown(kimi)

@@ -54,7 +54,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.scenario import check_drafters
     from ddtree_bayes.workflows import decisions as D
-    from ddtree_bayes.workflows.decisions.optimize import extrapolated_flags
+    from ddtree_bayes.workflows.decisions.optimize import curve_model_warning, extrapolated_flags
 
     priors_path = Path(args.priors) if args.priors else paths.priors_file()
     try:
@@ -75,18 +75,11 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed, model=args.model,
                      concurrency=args.concurrency)
-    from ddtree_bayes.core.pairs import same_family
-
     print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
                                            out["scenario"]["method"])], strict=args.strict),
                    warned)
-    asked_model = out["scenario"].get("model") or draws.meta["model"].get("target_model")
-    if (curve.model and asked_model and args.acceptance_file is None
-            and not same_family(curve.model, asked_model)):
-        print_warnings([f"the acceptance curve ([acceptance_curve] in {shown_path(priors_path)}) "
-                        f"was written for {curve.model}, not {asked_model}: these acceptances "
-                        "are another model's prior; pass --acceptance-file with this drafter's "
-                        "measured acceptances"], warned)
+    if (other := curve_model_warning(draws, curve, out, args.acceptance_file)) is not None:
+        print_warnings([other], warned)
     asked = out["default_scenario"]
     if asked is not None:   # (the curve fixes the method and block)
         print(f"{PROG} optimize: {asked['why']}; asking its most-measured system: "

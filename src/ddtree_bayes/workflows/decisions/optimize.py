@@ -264,6 +264,36 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "warnings": notes}
 
 
+def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
+                        acceptance_file: str | Path | None = None) -> str | None:
+    """What says that ``optimize``'s answer ``out`` took another model's acceptances: the
+    curve (``[acceptance_curve]`` in ``curve.path``) was written for a model other than the
+    one asked (``out``'s scenario, or the fit's target), and no ``acceptance_file`` of this
+    drafter's measured acceptances replaced it. None when the curve names no model, names
+    the one asked (or its family), or a file was given. ``optimize`` prints it and the
+    report's budget section carries it.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    >>> draws = point_mass_draws()
+    >>> curve = parse_acceptance_curve(draws.priors_toml, "p.toml")
+    >>> out = {"scenario": {"model": "llama-3.1-8b-instruct"}}
+    >>> curve_model_warning(draws, curve, out)[:88]
+    'the acceptance curve ([acceptance_curve] in p.toml) was written for kimi-k2.6, not llama'
+    >>> curve_model_warning(draws, curve, out, "acc.csv") is None
+    True
+    """
+    from ddtree_bayes.core.pairs import same_family
+
+    asked = out["scenario"].get("model") or draws.meta["model"].get("target_model")
+    if not curve.model or not asked or acceptance_file is not None or same_family(curve.model,
+                                                                                  asked):
+        return None
+    return (f"the acceptance curve ([acceptance_curve] in {curve.path}) was written for "
+            f"{curve.model}, not {asked}: these acceptances are another model's prior; pass "
+            "--acceptance-file with this drafter's measured acceptances")
+
+
 def extrapolated_flags(row: dict) -> str:
     """What an ``optimize`` row extrapolates, as ``optimize`` and the report print it: the
     step (past the measured M), the acceptance (off the curve's anchored budgets), both, or

@@ -238,6 +238,24 @@ def next_title(decisions: dict) -> str:
     return f"What to measure next for {nx['query']['describe']}, accept {nx['query']['accept']}"
 
 
+def section_notes(summary: dict) -> dict[str, list[str]]:
+    """The warnings printed under a section's table, per section key: the budget section's
+    are ``optimize``'s (another model's acceptance curve, a measured acceptance left out...),
+    once each, named by engine when not every engine has it.
+
+    >>> section_notes({"decisions": {"optimize": {"sglang": {"warnings": ["a", "b"]},
+    ...                                          "native": {"warnings": ["a"]}}}})
+    {'budgets': ['a', 'sglang: b']}
+    """
+    opt = summary.get("decisions", {}).get("optimize", {})
+    seen = list(dict.fromkeys(w for o in opt.values() for w in o.get("warnings", [])))
+    notes = []
+    for w in seen:
+        engines = [e for e, o in opt.items() if w in o.get("warnings", [])]
+        notes.append(w if len(engines) == len(opt) else f"{', '.join(engines)}: {w}")
+    return {"budgets": notes} if notes else {}
+
+
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
     """(numbered title, headers, rows, figure names) per section in :data:`SECTION_ORDER`;
     shared by HTML and markdown."""
@@ -366,7 +384,7 @@ color:#222}table{border-collapse:collapse;font-size:13px;margin:.5em 0}td,th{bor
 #ccc;padding:2px 6px;text-align:right}td:first-child,th:first-child{text-align:left}
 .verdict{padding:.8em 1em;border-radius:6px;font-size:1.2em;font-weight:600}.ok{background:#e3f6e3}
 .bad{background:#fde2e2}figure{margin:1em 0}img{max-width:100%;display:block;margin:.5em 0}
-figcaption{color:#555;font-size:13px}.missing{color:#b00}.answer{font-size:1.15em;
+figcaption{color:#555;font-size:13px}.missing,.warning{color:#b00}.answer{font-size:1.15em;
 font-weight:600}.evidence,.toc{font-size:13px;color:#555}"""
 
 SCRIPT = """window.addEventListener('load',function(){var im=document.images,ok=0;
@@ -402,8 +420,11 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
         parts.append("<p class='toc'>" + " &middot; ".join(
             f"<a href='#{k}'>{html.escape(t.split(' (')[0])}</a>"
             for k, (t, *_) in zip(keys, sections, strict=True)) + "</p>")
+    notes = section_notes(summary)
     for key, (title, headers, rows, figs) in zip(keys, sections, strict=True):
         parts.append(f"<h2 id='{key}'>{html.escape(title)}</h2>{_table(headers, rows)}")
+        parts.extend(f"<p class='warning'>Warning: {html.escape(w)}</p>"
+                     for w in notes.get(key, []))
         parts.extend(_img(figures, f) for f in figs)
     if summary.get("figure_errors"):
         parts.append("<h2>Figures that failed</h2>" + _table(
@@ -444,11 +465,14 @@ def markdown(summary: dict) -> str:
     lines = [f"# ddtree-bayes fit {summary['fit_id']}", "", f"**{summary['verdict']['text']}**", ""]
     if headline(summary):
         lines += [str(headline(summary)), ""]
-    for title, headers, rows, _ in _sections(summary):
+    notes = section_notes(summary)
+    keys = [k for k in SECTION_ORDER if k in _section_map(summary)]
+    for key, (title, headers, rows, _) in zip(keys, _sections(summary), strict=True):
         lines += [f"## {title}", "", "| " + " | ".join(headers) + " |",
                   "|" + "---|" * len(headers)]
         lines += ["| " + " | ".join(_fmt(c) for c in r) + " |" for r in rows]
         lines.append("")
+        lines += [line for w in notes.get(key, []) for line in (f"Warning: {w}", "")]
     return "\n".join(lines)
 
 

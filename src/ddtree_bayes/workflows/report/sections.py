@@ -293,12 +293,14 @@ NEXT_QUERY = "--engine native --accept 14"
 
 def decisions_section(draws: Fit, seed: int, model: str | None = None,
                d: DefaultQuestion | None = None) -> dict:
-    """Best budget per default engine (on the default's system), next-measurement ranking for
+    """Best budget per default engine (on the default's system; its ``warnings`` as
+    ``optimize`` prints them, another model's acceptance curve first), next-measurement ranking for
     the default query, and every GPU of the hardware table (measured or transferred) in the
     default's first engine and configuration. A failure of one part is recorded, not raised:
     the rest of the report still renders."""
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
     from ddtree_bayes.workflows import decisions as D
+    from ddtree_bayes.workflows.decisions.optimize import curve_model_warning
 
     out: dict = {}
     d = d or default_question(draws, model)
@@ -307,9 +309,14 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
                                        stored=True)
         if curve is None:
             raise QueryError("the priors have no [acceptance_curve]", fix="add one and re-fit")
-        out["optimize"] = {e: D.optimize(draws, curve, hardware=d.hardware, gpus=d.gpus,
-                                         engine=e, seed=seed, model=model)
-                           for e in d.engines}
+        out["optimize"] = {}
+        for e in d.engines:
+            opt = D.optimize(draws, curve, hardware=d.hardware, gpus=d.gpus, engine=e,
+                             seed=seed, model=model)
+            # optimize's own line for another model's curve, first as it prints it
+            other = curve_model_warning(draws, curve, opt)
+            out["optimize"][e] = {**opt, "warnings": [*([other] if other else []),
+                                                      *opt["warnings"]]}
     except DDTreeBayesError as err:
         out["optimize_error"] = str(err)
     try:
