@@ -559,3 +559,19 @@ def test_the_budget_section_says_the_curve_is_another_models():
     assert not any("was written for" in w for o in kimi["decisions"]["optimize"].values()
                    for w in o["warnings"])
     assert "was written for" not in markdown(kimi)
+
+
+def test_the_answer_line_names_the_sections_it_points_to():
+    """The answer line said "section 2 what the width comes from" where section 2 is the
+    concurrency table and section 3 the variance shares: its numbers are the sections'."""
+    from ddtree_bayes.workflows.report.render import _sections, headline
+
+    model, draws = _llama_chain()
+    summary = _small_summary(draws, model)
+    titles = [t for t, *_ in _sections(summary)]
+    assert titles[1].startswith("2. Several streams at once")
+    assert titles[2] == "3. Where the width comes from"
+    assert ". Section 1 has other acceptances, section 3 what the width comes from." in (
+        headline(summary))
+    # no sections to point to (a summary of the fan alone): no pointer
+    assert "ection" not in headline({"fan": summary["fan"]})

@@ -256,12 +256,33 @@ def section_notes(summary: dict) -> dict[str, list[str]]:
     return {"budgets": notes} if notes else {}
 
 
+def section_numbers(summary: dict) -> dict[str, int]:
+    """The number of each section the report shows (its place in :data:`SECTION_ORDER`), by
+    key: the titles and the answer line's pointers to them."""
+    sec = _section_map(summary)
+    return {k: i for i, k in enumerate(SECTION_ORDER, start=1) if k in sec}
+
+
 def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]]]:
     """(numbered title, headers, rows, figure names) per section in :data:`SECTION_ORDER`;
     shared by HTML and markdown."""
     sec = _section_map(summary)
-    return [(f"{i}. {sec[k][0]}", *sec[k][1:]) for i, k in enumerate(SECTION_ORDER, start=1)
-            if k in sec]
+    return [(f"{i}. {sec[k][0]}", *sec[k][1:]) for k, i in section_numbers(summary).items()]
+
+
+def _pointers(summary: dict) -> str:
+    """The answer line's pointers to the sections of other acceptances and of what the width
+    comes from, by their numbers ("" when the report shows neither).
+
+    >>> _pointers({})
+    ''
+    """
+    number = section_numbers(summary)
+    said = [f"section {number[k]} {what}" for k, what in (
+        ("prediction", "has other acceptances"), ("variance", "what the width comes from"))
+        if k in number]
+    text = ", ".join(said)
+    return "" if not said else f" {text[0].upper()}{text[1:]}."
 
 
 def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], list[str]]]:
@@ -457,8 +478,7 @@ def headline(summary: dict) -> str | None:
                "most-measured configuration; ask `ddtree-bayes predict` about another."
                if own.get("derived") else "")
     return (f"Default scenario ({scenario}) at acceptance {accept:g}: " + "; ".join(parts)
-            + ". Section 1 has other acceptances, section 2 what the width comes from."
-            + unmeasured + derived)
+            + "." + _pointers(summary) + unmeasured + derived)
 
 
 def markdown(summary: dict) -> str:
