@@ -171,7 +171,28 @@ def test_vllm_serve_unbounded_concurrency_is_refused(tmp_path):
     with pytest.raises(BenchFormatError) as err:
         parse_bench_file(bad)
     msg = _one_line(err)
-    assert "max_concurrency is not set" in msg and "--max-concurrency 1" in msg
+    # a serving run at any C is imported at C: the fix names C, not the single stream of old
+    assert msg == (f"{bad}, record 1: max_concurrency is not set, so requests ran concurrently "
+                   "(fix: rerun vllm bench serve with --max-concurrency C, the streams to "
+                   "measure: 1 for one stream; a run at C > 1 is imported at C)")
+
+
+@pytest.mark.parametrize("fmt, name, tool", [
+    ("vllm-serve", "vllm_serve.json", "vllm bench serve"),
+    ("sglang-serving", "sglang_serving.jsonl", "sglang.bench_serving")])
+def test_single_stream_only_of_a_file_of_c_above_1_says_it_imports_them(tmp_path, fmt, name,
+                                                                        tool):
+    """--single-stream-only of a file whose runs are all at C = 4: the fix said only "rerun
+    with --max-concurrency 1", though without the flag the runs are imported at C = 4."""
+    raw = _json(name) if name.endswith(".json") else _jsonl(name)[0]
+    path = tmp_path / name
+    path.write_text(json.dumps(dict(raw, max_concurrency=4, max_concurrent_requests=4,
+                                    num_prompts=16, completed=16, concurrency=4.0)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path, single_stream_only=True)
+    assert _one_line(err).endswith(
+        "no single-stream record (max_concurrency 4) (fix: drop --single-stream-only to import "
+        f"them at their concurrency, or rerun {tool} with --max-concurrency 1)")
 
 
 def test_vllm_serve_appended_results_are_json_lines(tmp_path):

@@ -261,7 +261,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--single-stream-only", action="store_true", default=None,
                    help="import only the --from-bench file's single-stream records (batch size "
                         "or concurrency 1) and leave out the others with a note (a sweep "
-                        "such as --batch-size 1 8 16)")
+                        "such as --batch-size 1 8 16; without it a serving run at C > 1 is "
+                        "imported at C)")
     a.add_argument("--batch-size", type=A.whole(1, 1_000_000, "use --batch-size 1"),
                    help="vllm bench latency's --batch-size (its JSON does not record it)")
     a.add_argument("--output-len", type=A.whole(1, 10_000_000, "e.g. --output-len 128"),

@@ -1,4 +1,5 @@
-"""Read single-stream decode throughput out of the result files of benchmark tools.
+"""Read decode throughput (one stream, or a serving run's C streams) out of the result files
+of benchmark tools.
 
 Pure parsing: stdlib only, no pandas/numpy, nothing written. Each supported format was
 taken from the tool's source (see ``tests/fixtures/bench/README.md`` for the exact

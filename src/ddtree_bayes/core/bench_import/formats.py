@@ -36,12 +36,31 @@ LLAMA_SETUP = ("n_gpu_layers", "n_cpu_moe", "flash_attn", "type_k", "type_v", "s
                "tensor_buft_overrides")
 #: Of those, the ones written into a row's notes.
 _LLAMA_NOTED = ("n_gpu_layers", "flash_attn", "type_k", "type_v", "n_cpu_moe", "split_mode")
-#: The key holding each format's batch size or concurrency, and how to rerun at 1.
+#: The key holding each format's batch size or concurrency, and the tool that wrote it.
 _STREAM_KEY = {"vllm-serve": "max_concurrency", "sglang-serving": "max_concurrency",
                "sglang-one-batch": "batch_size"}
-_RERUN = {"vllm-serve": "rerun vllm bench serve with --max-concurrency 1",
-          "sglang-serving": "rerun sglang.bench_serving with --max-concurrency 1",
-          "sglang-one-batch": "rerun sglang.bench_one_batch with --batch-size 1"}
+_TOOL = {"vllm-serve": "vllm bench serve", "sglang-serving": "sglang.bench_serving",
+         "sglang-one-batch": "sglang.bench_one_batch"}
+
+
+def _rerun(fmt: str, single: bool = False) -> str:
+    """How to rerun a refused record: a serving run at any concurrency C it sets (a run at
+    C > 1 is imported at C), or at one stream when ``single`` (``--single-stream-only``) or
+    the tool's batched runs are refused (``bench_one_batch``).
+
+    >>> _rerun("vllm-serve")[:74]
+    'rerun vllm bench serve with --max-concurrency C, the streams to measure: 1'
+    >>> _rerun("sglang-serving", single=True)
+    'rerun sglang.bench_serving with --max-concurrency 1'
+    >>> _rerun("sglang-one-batch")
+    'rerun sglang.bench_one_batch with --batch-size 1'
+    """
+    if fmt not in CONCURRENT_FORMATS:
+        return f"rerun {_TOOL[fmt]} with --batch-size 1"
+    if single:
+        return f"rerun {_TOOL[fmt]} with --max-concurrency 1"
+    return (f"rerun {_TOOL[fmt]} with --max-concurrency C, the streams to measure: 1 for one "
+            "stream; a run at C > 1 is imported at C")
 
 
 def _setting(value: Any) -> str:
@@ -481,8 +500,7 @@ def _in_flight(rec: BenchRow) -> tuple[float, float]:
     >>> [round(x, 3) for x in _in_flight(row)]
     [0.117, 2.34]
     """
-    tool = {"vllm-serve": "vllm bench serve", "sglang-serving": "sglang.bench_serving"}.get(
-        rec.fmt, "the benchmark")
+    tool = _TOOL.get(rec.fmt, "the benchmark")
     e2e = _E2E_KEY.get(rec.fmt, "mean_e2el_ms")
     fix = (f"rerun {tool} with --request-rate inf (the default) so that "
            "--max-concurrency sets the streams, or keep its e2e/ttft/tpot metrics")
@@ -531,7 +549,10 @@ def _single_stream(path: Path, doc: Document, fmt: str, chosen: list[int], only:
                else f"{key} {streams[first]}: only single-stream (batch 1) runs can be imported")
     if only:
         problem = f"no single-stream record ({key} {values})"
-    fix = _RERUN[fmt]
+    fix = _rerun(fmt, single=only)
+    if only and fmt in CONCURRENT_FORMATS and all(streams[i] is not None for i in others):
+        # without the flag they are imported at the concurrency they ran
+        fix = f"drop --single-stream-only to import them at their concurrency, or {fix}"
     if single:
         fix = (f"import the file's single-stream records ({numbered(doc.unit, single)}) with "
                f"--single-stream-only or --bench-records {span(single).replace(' ', '')}, or {fix}")
@@ -565,13 +586,14 @@ def parse_bench_file(path: str | Path, fmt: str | None = None, *, batch_size: in
                      output_len: int | None = None, input_len: int | None = None,
                      records: Collection[int] | None = None,
                      single_stream_only: bool = False) -> BenchFile:
-    """Parse a benchmark result file into single-stream records.
+    """Parse a benchmark result file into records of one stream, or of a serving run's C.
 
     Order: load (log lines before the JSON/CSV body skipped, with a note), select ``records``
     (indices as the messages number them; a record that cannot be read is an error only when
     selected), check the format of the selected records (``fmt`` forces one, and is refused
     when the file is another tool's output), keep the single-stream records
-    (``single_stream_only``; otherwise a batch or concurrency above 1 is an error), parse them,
+    (``single_stream_only``; otherwise a serving run at C > 1 is kept at C, an unbounded one
+    or another batch above 1 is an error), parse them,
     and refuse records that differ in a setting the data has no column for (llama-bench
     ``n_gpu_layers``, ``flash_attn``, ...). ``batch_size``, ``output_len`` and ``input_len``
     are the run's flags for ``vllm-latency``, whose JSON does not record them; they override

@@ -45,12 +45,13 @@ class BenchFormatError(Exception):
 
 @dataclass(frozen=True)
 class BenchRecord:
-    """One imported measurement: single-stream decode throughput and what the file says about it."""
+    """One imported measurement: decode throughput (one stream, or a serving run's C streams)
+    and what the file says about it."""
 
-    tok_s: float                  #: single-stream decode tokens/s
+    tok_s: float                  #: decode tokens/s: of one stream, the C streams' total at C > 1
     accept_len: float | None      #: mean tokens per verify step incl. the bonus token, if recorded
     context_tokens: float | None  #: prompt/input length when known
-    batch_size: int | None        #: batch size or max concurrency (always 1 when imported)
+    batch_size: int | None        #: streams decoded together: 1, or a serving run's C
     model: str | None             #: model name/path if the file records it
     notes: str                    #: how tok_s was computed: tool, format and keys
     index: int                    #: 1-based record (array) or line (JSON Lines/CSV) number
