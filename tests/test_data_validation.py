@@ -1007,3 +1007,20 @@ def test_other_extra_columns_stay_allowed(tmp_path, hw):
     lines[0] += "," + ",".join(extra)
     lines[1:] = [line + ",1" * len(extra) for line in lines[1:]]
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
+
+
+def test_the_own_data_page_describes_the_columns_the_reader_takes():
+    """docs/howto/own-data.md said "one row per benchmark run at concurrency 1" and "tok_s is
+    decode throughput of the one stream", though the data take a `concurrency` column (tok_s
+    the C streams' total) and `add --from-bench` imports serving runs at C > 1."""
+    from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "howto" / "own-data.md").read_text()
+    section = page[page.index("## The measurement file"):]
+    section = section[:section.index("\n## ", 1)]
+    assert "    " + ",".join(COLUMNS) + "\n" in section
+    assert OPTIONAL_COLUMNS == ("concurrency",)
+    assert "at concurrency 1:" not in section
+    assert ("an optional `concurrency` column: the streams decoded together, blank = 1"
+            in " ".join(section.split()))
+    assert "the C streams' total" in " ".join(section.split())
