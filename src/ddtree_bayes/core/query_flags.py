@@ -56,7 +56,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
 ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "
                "row) | 12:16:0.5, each at most what a step can emit (ar 1; block + 1 for a "
                "block drafter or a chain of depth block; never above the verify tokens). "
-               "Default: the scenario's acceptance prior from the priors file")
+               "Default: 1 for ar; else the posterior of the acceptance the fit inferred for "
+               "the configuration (rows without accept_len), else the priors file's "
+               "[[acceptance]] prior for it, else the mean accept_len of its measured rows "
+               "(same system and engine if any, else same system, else any); the row's accept "
+               "says which")
 
 
 MODEL_HELP = ("target model, as in the data's model column (optional when the fit holds one "
