@@ -529,15 +529,88 @@ def test_weighted_interval_and_preposterior_by_hand():
 def test_default_candidates_cover_systems_engines_and_the_query():
     draws = point_mass_draws()
     query = D.parse_query(draws, "--hardware b300 --engine native --budget 32 --accept 14")
-    whys = [(c.why, c.describe()) for c in D.default_candidates(draws, query)]
+    left_out: list = []
+    whys = [(c.why, c.describe()) for c in D.default_candidates(draws, query, left_out)]
+    # native is a relation engine (README: "a hypothetical C++/CUDA speculative loop") the
+    # fit has no row of: nobody can measure it, so neither the query itself nor any other
+    # candidate in it is proposed; each is named as left out, with why
+    assert not [d for w, d in whys if " native " in d]
+    assert [(c.why, c.describe()) for c, _ in left_out] == [
+        ("the query itself", "b300 x8 native ddtree block 16 budget 32 M=33")]
+    assert left_out[0][1] == ("native is a modelled engine (its speculative overhead is "
+                              "sglang's times 1 - reduction) with no measurement in the fit: "
+                              "there is no such engine to run")
     # --budget alone keeps the default question's block 16, as predict's does
-    assert whys[0] == ("the query itself", "b300 x8 native ddtree block 16 budget 32 M=33")
-    assert ("the query in sglang", "b300 x8 sglang ddtree block 16 budget 32 M=33") in whys
+    assert whys[0] == ("the query in sglang", "b300 x8 sglang ddtree block 16 budget 32 M=33")
     assert ("AR, context 0", "b300 x8 sglang ar") in whys
     # budget 32 in sglang is already there as "the query in sglang" (duplicates dropped)
     assert [d for w, d in whys if w.startswith("DDTree")] == [
         f"b300 x8 sglang ddtree block 16 budget {b} M={b + 1}" for b in (8, 128)]
     assert len(whys) == len({c.key() for c in D.default_candidates(draws, query)})
+    # no AR at many streams for a single-stream query
+    assert not [w for w, d in whys if "C=" in d]
+
+
+def test_default_candidates_propose_only_drafters_that_exist():
+    """A walkthrough on Llama-3.1-8B (vLLM EAGLE-3 on one H100) was offered "the query in
+    native" and "vllm ddtree block 16 budget 128": no drafter card serves Llama's DDTree and
+    the fit measured none, so nobody can run either. A speculative candidate is proposed
+    where a drafter card for the model and method exists (the bundled EAGLE-3 head) or the fit
+    measured the method for the model (Kimi's DDTree rows)."""
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    draws = multi_model_draws()
+    query = D.parse_query(draws, "--model llama-3.1-8b-instruct --hardware h100 --gpus 1 "
+                                 "--engine vllm --method eagle3 --block 3 --accept 2.5")
+    left_out: list = []
+    got = [(c.why, c.describe().removeprefix("llama-3.1-8b-instruct "))
+           for c in D.default_candidates(draws, query, left_out)]
+    assert got == [("the query itself", "h100 x1 vllm eagle3 block 3 M=4"),
+                   ("the query in sglang", "h100 x1 sglang eagle3 block 3 M=4"),
+                   ("AR, context 0", "b300 x8 sglang ar"),
+                   ("AR, context 0", "h100 x1 vllm ar")]
+    reasons = {}
+    for c, why in left_out:
+        reasons.setdefault(why, []).append(c.describe().removeprefix("llama-3.1-8b-instruct "))
+    assert reasons == {
+        "native is a modelled engine (its speculative overhead is sglang's times 1 - "
+        "reduction) with no measurement in the fit: there is no such engine to run":
+            ["h100 x1 native eagle3 block 3 M=4"],
+        "no drafter card serves llama-3.1-8b-instruct's ddtree and the fit measured none: "
+        "there is no drafter to run it with (`ddtree-bayes card add` one)":
+            [f"{s} ddtree block 16 budget {b} M={b + 1}"
+             for s in ("b300 x8 sglang", "h100 x1 vllm") for b in (8, 32, 128)]}
+    # Kimi K2.6 has no drafter card, but the fit measured its DDTree: proposed
+    kimi = D.parse_query(draws, "--model kimi-k2.6 --hardware b300 --engine sglang "
+                                "--method ddtree --block 16 --budget 32 --accept 10")
+    assert [c.why for c in D.default_candidates(draws, kimi)
+            if c.scenario.method == "ddtree"] == ["the query itself", "DDTree budget 8",
+                                                  "DDTree budget 128"]
+    # a drafter card the fit stored for Llama's DDTree makes its DDTree measurable
+    card = {"drafter": "my/llama-dflash", "target_model": "llama-3.1-8b-instruct",
+            "methods": ["ddtree"], "kind": "dflash_block", "layers": 5, "params_active_b": 1.0,
+            "lm_head_params_b": 0.5, "bytes_per_weight": 2.0, "source": "test",
+            "shares_lm_head": True}
+    draws.meta["model"]["drafter_cards"] = [card]
+    assert len([c for c in D.default_candidates(draws, query)
+                if c.scenario.method == "ddtree"]) == 6
+
+
+def test_default_candidates_offer_ar_at_many_streams_for_a_query_at_c_streams():
+    """AR at C = 32 to 128 is a cheap run that pins the compute knee (C tokens verified per
+    step); a query at C > 1 is now offered it, besides the doublings up to its C."""
+    draws = point_mass_draws()
+    query = D.parse_query(draws, "--hardware b300 --engine sglang --budget 32 --accept 14 "
+                                 "--concurrency 16")
+    got = [(c.why, c.describe()) for c in D.default_candidates(draws, query)
+           if c.scenario.concurrency != 1]
+    assert got == [("the query itself", "b300 x8 sglang ddtree block 16 budget 32 M=33 C=16"),
+                   *[x for c in (2, 4, 8) for x in (
+                       (f"the query at concurrency {c}",
+                        f"b300 x8 sglang ddtree block 16 budget 32 M=33 C={c}"),
+                       (f"AR at concurrency {c}", f"b300 x8 sglang ar C={c}"))],
+                   *[(f"AR at concurrency {c} (the compute knee)", f"b300 x8 sglang ar C={c}")
+                     for c in (32, 64, 128)]]
 
 
 @pytest.mark.parametrize("text, flags", [
@@ -763,8 +836,16 @@ def test_cli_optimize_and_next_on_the_real_fit(fitted_workdir, capsys, monkeypat
     assert code == 0, err
     assert "query: b300 x8, native, ddtree, block 16, budget 32" in out
     lines = out.splitlines()
-    first = lines[lines.index(next(x for x in lines if x.startswith("----"))) + 1]
-    assert first.startswith("1 ") and "the query itself" in first
+    top = lines.index(next(x for x in lines if x.startswith("----")))
+    first = lines[top + 1]
+    # native is only a relation (no row measured it): the query itself is no measurement to
+    # propose, its SGLang twin is, and the left-out one is named with why
+    assert first.startswith("1 ") and "the query in sglang" in first
+    table = lines[top + 1:lines.index(next(x for x in lines if x.startswith("left out")))]
+    assert table and all(" native " not in x for x in table)
+    assert ("left out: b300 x8 native ddtree block 16 budget 32 M=33: native is a modelled "
+            "engine (its speculative overhead is sglang's times 1 - reduction) with no "
+            "measurement in the fit: there is no such engine to run.") in lines
 
 
 def test_cli_bad_input_exits_2(tmp_path, capsys, monkeypatch):

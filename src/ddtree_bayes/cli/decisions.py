@@ -248,6 +248,11 @@ def cmd_next(args: argparse.Namespace) -> int:
                      f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
                      f"{r['ess_median']:.0f}", note or "-"])
     print(aligned_table(headers, body, left=3, text_last=True))
+    reasons: dict[str, list[str]] = {}   # default candidates nobody can measure, by why
+    for r in out["left_out"]:
+        reasons.setdefault(r["reason"], []).append(r["candidate"])
+    for reason, left in reasons.items():
+        print(f"left out: {'; '.join(left)}: {reason}.")
     if not q["accept_fixed"]:
         print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
               "the width it causes stays, whatever is measured.")
@@ -330,7 +335,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "by each result's likelihood, and report the expected width of the query's "
                     "interval afterwards, the reduction versus now and the effective sample size "
                     "of the weights (below --min-ess: unreliable, refit instead). Candidates "
-                    "default to a list built from the fit's measured systems and engines.",
+                    "default to a list built from the fit's measured systems and engines, leaving out "
+                    "(and naming) those nobody can make: an engine that is only a relation "
+                    "(native) and a method without a drafter for the model.",
         epilog='Example: ddtree-bayes next --query "--hardware b300 --engine native --method '
                'ddtree --block 16 --budget 32 --accept 14"')
     n.add_argument("--query", default="",

@@ -28,6 +28,9 @@ DEFAULT_K = 32
 MIN_ESS = 100.0
 #: Budgets of the default DDTree candidates of ``next``.
 CANDIDATE_BUDGETS = (8, 32, 128)
+#: Concurrencies of the AR candidates a query at C > 1 is offered: a cheap run of many tokens
+#: per step, which pins where verifying more turns compute-bound (the compute knee).
+CANDIDATE_AR_CONCURRENCIES = (32, 64, 128)
 #: Columns of a ``next --candidates`` file.
 CANDIDATE_COLUMNS = ("hardware", "gpus", "engine", "method", "block", "budget", "accept_len",
                      "context_tokens")

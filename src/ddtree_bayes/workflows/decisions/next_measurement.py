@@ -41,6 +41,7 @@ from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, 
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
+    CANDIDATE_AR_CONCURRENCIES,
     CANDIDATE_BUDGETS,
     CANDIDATE_COLUMNS,
     CANDIDATE_OPTIONAL,
@@ -175,7 +176,42 @@ class Candidate:
                 sc.concurrency)
 
 
-def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
+def unmeasurable(draws: Fit, scenario: P.Scenario) -> str | None:
+    """Why nobody can make a measurement of ``scenario`` (None: someone can): its engine is a
+    relation engine (e.g. native, "a hypothetical C++/CUDA speculative loop") the fit has no
+    row of, or its speculative method has no drafter for its model: no drafter card (the fit's
+    stored ones, the built-in ones, ``data/drafters.csv``) serves that model and method and the
+    fit measured that method for no row of that model."""
+    from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.paths import own_data_file
+
+    rows = draws.measurements.rows
+    bases = draws.meta["model"].get("relation_bases") or {}
+    engine = scenario.engine
+    if (scenario.method != AR_METHOD and engine in bases
+            and not any(r.engine == engine for r in rows)):
+        return (f"{engine} is a modelled engine (its speculative overhead is {bases[engine]}'s "
+                "times 1 - reduction) with no measurement in the fit: there is no such engine "
+                "to run")
+    if scenario.method == AR_METHOD:
+        return None
+    model = scenario.model or (rows[0].model if rows else None)
+    if model is None or any(r.method == scenario.method and r.model == model for r in rows):
+        return None
+    cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
+    try:
+        cards += drafter_table(own_data_file("drafters.csv"))
+    except InputError:   # (a broken own file: the built-in cards; fit and predict name it)
+        cards += drafter_table()
+    if drafter_for(cards, model, scenario.method) is not None:
+        return None
+    return (f"no drafter card serves {model}'s {scenario.method} and the fit measured none: "
+            "there is no drafter to run it with (`ddtree-bayes card add` one)")
+
+
+def default_candidates(draws: Fit, query: Query,
+                       left_out: list[tuple[Candidate, str]] | None = None) -> list[Candidate]:
     """A sensible list from the fit's measured systems, engines and methods:
 
     - the query's own configuration;
@@ -183,8 +219,15 @@ def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
       engine with a declared relation (e.g. native) and their base engines;
     - autoregressive on the query's system at context 0 if that system has no
       measurements (hardware transfer), and at the query's context if it is not 0;
+    - a query at C > 1: the query and autoregressive at the doublings of C between the
+      largest measured on its system and the query's, and autoregressive at C = 32, 64 and
+      128 (many tokens per step: the compute knee);
     - for every measured system: autoregressive at context 0, and DDTree budgets 8, 32
       and 128 in every engine measured on that system.
+
+    Of these, a measurement nobody can make (:func:`unmeasurable`: an engine that is only a
+    relation, a method without a drafter for the model) is left out, and appended with why
+    to ``left_out``.
     """
     q = query.scenario
     fitted = set(draws.measured_systems)
@@ -214,9 +257,14 @@ def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
         except QueryError:
             return
         c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
-        if c.key() not in seen:
-            seen.add(c.key())
+        if c.key() in seen:
+            return
+        seen.add(c.key())
+        reason = unmeasurable(draws, sc)
+        if reason is None:
             out.append(c)
+        elif left_out is not None:
+            left_out.append((c, reason))
 
     same = {"hardware": q.hardware, "gpus": q.gpus, "method": q.method, "block": q.block,
             "budget": q.budget, "context_tokens": q.context_tokens}
@@ -243,6 +291,11 @@ def default_candidates(draws: Fit, query: Query) -> list[Candidate]:
             engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
             budget=None, context_tokens=q.context_tokens, concurrency=c)
         c *= 2
+    if q.concurrency > 1:   # many tokens per step, cheaply: where verifying turns compute-bound
+        for c in CANDIDATE_AR_CONCURRENCIES:
+            add(f"AR at concurrency {c} (the compute knee)", 1.0, hardware=q.hardware,
+                gpus=q.gpus, engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD,
+                block=None, budget=None, context_tokens=q.context_tokens, concurrency=c)
     for system, (hw, gpus) in systems.items():
         add("AR, context 0", 1.0, hardware=hw, gpus=gpus, engine=engines[system][0],
             method=AR_METHOD, block=None, budget=None, context_tokens=0.0, concurrency=1)
@@ -449,7 +502,8 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         raise QueryError("the fit has draws with zero measurement noise: a measurement would "
                          "be infinitely informative", fix="refit with the bundled noise prior")
     n = draws.n_draws
-    cands = default_candidates(draws, query) if candidates is None else candidates
+    left: list[tuple[Candidate, str]] = []   # default candidates nobody can measure
+    cands = default_candidates(draws, query, left) if candidates is None else candidates
     q_sc = query.scenario
     # the query's draws are predict's for the same flags and seed, digit for digit: its
     # acceptance from the generator keyed by the acceptance asked, its step and noise from
@@ -523,4 +577,6 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                       "accept_fixed": bool(np.all(accept == accept[0])),
                       "overhead_from": q_how, "median": shown["median"],
                       "lo": now_lo, "hi": now_hi, "width": now},
-            "rows": rows, "default_scenario": query.default_scenario}
+            "rows": rows, "default_scenario": query.default_scenario,
+            "left_out": [{"candidate": c.describe(), "why": c.why, "reason": reason}
+                         for c, reason in left]}
