@@ -341,3 +341,76 @@ def test_a_context_no_gpu_can_hold_is_refused(work, capsys):
     assert path.read_text() == before
     code, out, _ = run(capsys, *flags, "--context", "131072")
     assert code == 0 and "row 11: kimi-k2.6, b300 x8 sglang ar" in out
+
+
+LLAMA_AR = ["--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--gpus", "1",
+            "--engine", "vllm", "--method", "ar", "--accept", "1", "--tok-s", "141.4",
+            "--source", "my run"]
+HEADER = ",".join(COLUMNS) + "\n"
+
+
+def test_add_data_starts_a_new_file(tmp_path, monkeypatch, capsys):
+    """In a folder without data/, `add --data m.csv ...` failed "m.csv: file not found (fix:
+    ... pass --data FILE ...)" although --data was given: the first row had to be typed by
+    hand. It now creates the file with the standard header (under the lock, atomically) and
+    says so."""
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "add", "--data", "m.csv", *LLAMA_AR)
+    assert code == 0, err
+    assert out.splitlines()[0] == "created m.csv with the standard header"
+    assert "appended 1 row to m.csv (now 1 measurements):" in out
+    path = tmp_path / "m.csv"
+    assert path.read_text() == HEADER + "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1,,141.4,my run,\n"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o644
+    assert not list(tmp_path.glob("*.tmp"))
+    # a second row appends as to any file (the GPU count now taken from the first)
+    code, out, err = run(capsys, "add", "--data", "m.csv", *LLAMA_AR[:4], *LLAMA_AR[6:-4],
+                         "--tok-s", "140.2", "--source", "my run 2")
+    assert code == 0, err
+    assert "created" not in out and "(now 2 measurements)" in out
+    # a row that fills an optional column: the header gets it too
+    code, out, err = run(capsys, "add", "--data", "c.csv", *LLAMA_AR, "--concurrency", "4")
+    assert code == 0, err
+    assert (tmp_path / "c.csv").read_text() == (
+        ",".join(COLUMNS) + ",concurrency\n"
+        "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1,,141.4,my run,,4\n")
+    # --format json says it too
+    code, out, err = run(capsys, "add", "--data", "j.csv", *LLAMA_AR, "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["created"] is True
+
+
+def test_add_data_starts_from_a_header_only_file(tmp_path, monkeypatch, capsys):
+    """A header-only file was refused "no measurement rows (fix: add at least one row under
+    the header)": it is now a start."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "m.csv"
+    path.write_text(HEADER)
+    code, out, err = run(capsys, "add", "--data", "m.csv", *LLAMA_AR)
+    assert code == 0, err
+    assert "created" not in out
+    assert path.read_text() == HEADER + "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1,,141.4,my run,\n"
+    code, out, err = run(capsys, "add", "--data", "m.csv", *LLAMA_AR, "--format", "json")
+    assert code == 2 and "identical to row 2" in err   # (as in any file)
+
+
+@pytest.mark.parametrize("argv, expected", [
+    # a folder that does not exist stays an error: nothing is created
+    (["--data", "nowhere/m.csv", *LLAMA_AR],
+     "ddtree-bayes: error: nowhere/m.csv: the folder nowhere does not exist (fix: create it "
+     "first, or give --data a file in an existing folder)"),
+    # the first row of a new file names its model and GPU count: no row to take them from
+    (["--data", "m.csv", *LLAMA_AR[2:]],
+     "ddtree-bayes: error: m.csv (new row), row 2, column 'model': m.csv has no rows yet to "
+     "take the model from (fix: name the target model with --model)"),
+    (["--data", "m.csv", *LLAMA_AR[:4], *LLAMA_AR[6:]],
+     "ddtree-bayes: error: m.csv (new row), row 2, column 'gpus': no h100 row in m.csv to take "
+     "the GPU count from (fix: pass --gpus)"),
+])
+def test_add_data_to_a_new_file_refuses_what_it_cannot_start(tmp_path, monkeypatch, capsys,
+                                                              argv, expected):
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run(capsys, "add", *argv)
+    assert code == 2 and err.strip() == expected and not out
+    # nothing written (the lock file of the folder aside, as for any add)
+    assert {p.name for p in tmp_path.rglob("*")} <= {".m.csv.lock"}

@@ -57,6 +57,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
     data_path = default_data_path(args.data)
+    create = args.data is not None   # --data NEW.csv starts a file; data/measurements.csv not
     bench_only = [f"--{f.replace('_', '-')}" for f in BENCH_FLAGS if getattr(args, f) is not None]
     if args.from_file and args.from_bench:
         raise InputError("--from and --from-bench cannot be combined",
@@ -76,7 +77,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         rows = living.rows_from_file(Path(args.from_file))
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate, what=args.from_file,
-                                    methods=methods, declared=declared)
+                                    methods=methods, declared=declared, create=create)
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -106,7 +107,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
-                                    methods=methods, declared=declared)
+                                    methods=methods, declared=declared, create=create)
     else:
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
@@ -128,14 +129,17 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
                                     fill_verify_tokens=True, methods=methods,
-                                    declared=declared)
+                                    declared=declared, create=create)
     if args.format == "json":
-        emit_json({"file": str(result.path), "total_rows": result.total_rows,
+        emit_json({"file": str(result.path), "created": result.created,
+                   "total_rows": result.total_rows,
                    "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}
                             for r in result.rows],
                    "warnings": result.warnings})
         return 0
     print_warnings(result.warnings)
+    if result.created:
+        print(f"created {shown_path(result.path)} with the standard header")
     n = len(result.rows)
     print(f"appended {n} row{'s' if n != 1 else ''} to {shown_path(result.path)} "
           f"(now {result.total_rows} measurements):")

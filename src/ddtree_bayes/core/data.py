@@ -181,8 +181,7 @@ class Measurements:
     @cached_property
     def multi_model(self) -> bool:
         """Does the file hold several target models (parameters per (model, system) pair)?"""
-        first = self.rows[0].model
-        return any(r.model != first for r in self.rows)
+        return len(self.models) > 1   # (a file with no rows yet: one model to come)
 
     @property
     def systems(self) -> tuple[str, ...]:
@@ -949,11 +948,12 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                       allow_duplicates: bool = False, text: str | None = None,
                       methods: Mapping[str, MethodSpec] | None = None,
-                      stored: bool = False) -> Measurements:
+                      stored: bool = False, allow_empty: bool = False) -> Measurements:
     """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
     ``methods``: the priors' ``[methods]`` table, which bounds each row's accept_len
     (:func:`~ddtree_bayes.core.methods.max_accept`). ``stored``: a saved fit's copy, read as it was
-    fitted (:func:`parse_row`).
+    fitted (:func:`parse_row`). ``allow_empty``: a file of its header alone is read as no rows
+    (``add`` starts a file from it) instead of refused.
 
     Raises :class:`DataError` (file, row, column, fix) on the first problem found.
 
@@ -974,6 +974,6 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
     check_misspelt_columns(path, header, COLUMNS + OPTIONAL_COLUMNS)
     with _no_gc():
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)
-    if not rows:
+    if not rows and not allow_empty:
         raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
     return Measurements(path=path, text=text, rows=tuple(rows))

@@ -140,6 +140,8 @@ class Appended:
     repeats: dict[int, int] = field(default_factory=dict)  # new row -> row it repeats
     #: what the rows are kept with but a fit would price wrongly (:func:`_card_weights_note`)
     warnings: list[str] = field(default_factory=list)
+    #: the file did not exist: it was made, with the standard header (``create``)
+    created: bool = False
 
 
 def _with_optional_columns(text: str, header: list[str], new: list[NewRow], newline: str
@@ -268,7 +270,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 allow_duplicate: bool = False, fill_verify_tokens: bool = False,
                 what: str | None = None,
                 methods: Mapping[str, MethodSpec] | None = None,
-                declared: bool = False) -> Appended:
+                declared: bool = False, create: bool = False) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -282,27 +284,38 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     (the structured step form, which ``fit`` refuses them under) a speculative method it does
     not declare is refused.
 
+    With ``create`` (``add --data FILE``) a file that does not exist in an existing folder is
+    started, under the same lock and atomic write: the standard header (:data:`COLUMNS`, plus
+    the optional columns the new rows fill), then the rows. A file of its header alone is a
+    start as well.
+
     Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
     the source in the summary line). Nothing is written on any error.
     """
     data_path = Path(data_path)
-    if not data_path.is_file():
+    if create and not data_path.exists():
+        if not data_path.parent.is_dir():
+            raise DataError(f"the folder {data_path.parent} does not exist", file=str(data_path),
+                            fix="create it first, or give --data a file in an existing folder")
+    elif not data_path.is_file():
         raise DataError("file not found", file=str(data_path),
                         fix="run in the project folder (with data/measurements.csv) or pass "
-                            "--data FILE; a new file needs its header line first")
-    if not data_path.stat().st_mode & 0o222:
+                            "--data FILE (a new file is started with its header)")
+    if data_path.exists() and not data_path.stat().st_mode & 0o222:
         # the atomic rename would replace even a read-only file: respect the protection
         raise DataError("the file is read-only; nothing was written", file=str(data_path),
                         fix="append to a writable copy with --data FILE, or make it writable "
                             f"(chmod u+w {data_path}) if it is meant to change")
     with exclusive_lock(data_path):
-        raw = data_path.read_bytes()
+        created = not data_path.exists()   # (under the lock: another add may have made it)
+        raw = ",".join(COLUMNS).encode() + b"\n" if created else data_path.read_bytes()
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
             raise DataError(f"cannot read: {err}", file=str(data_path),
                             fix="save it as UTF-8 CSV") from None
-        current = load_measurements(data_path, hardware, text=text, methods=methods)
+        current = load_measurements(data_path, hardware, text=text, methods=methods,
+                                    allow_empty=True)
         _, header, _ = read_records(data_path, text)
         newline = "\r\n" if "\r\n" in text else "\n"
         text, header = _with_optional_columns(text, header, new, newline)
@@ -328,6 +341,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                                     "lost", file=item.origin, row=line, column=extra[0],
                                     fix=f"drop the column, or add it to {data_path}'s header")
                 if item.values.get("model") is None:
+                    if not current.rows:
+                        raise DataError(f"{data_path} has no rows yet to take the model from",
+                                        file=item.origin, row=line, column="model",
+                                        fix="name the target model with --model")
                     if current.multi_model:
                         raise DataError(f"{data_path} holds {len(current.models)} models "
                                         f"({', '.join(current.models)}); which one?",
@@ -360,7 +377,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
                 note = _card_weights_note(cards.get(m.model), hardware, m)
-                if m.model not in current.models and m.model not in cards:
+                if current.rows and m.model not in current.models and m.model not in cards:
                     # a new model makes a file of several models: fine if the fit can read its
                     # card; a name without one is most likely a typo
                     raise DataError(f"model {m.model!r}, but {data_path} holds "
@@ -421,7 +438,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         write_text_atomically(data_path, new_text)
         _remove_stale_temps(data_path)
     return Appended(path=data_path, rows=appended, total_rows=len(final.rows), repeats=repeats,
-                    warnings=warnings)
+                    warnings=warnings, created=created)
 
 
 def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[NewRow]:
