@@ -559,8 +559,9 @@ def test_blank_verify_tokens_chain_derives_block_plus_one(tmp_path, hw):
     lines = edited(r9={"verify_tokens": "", "block": "5", "budget": ""})
     data = load_measurements(write(tmp_path, lines), hw)
     row = data.rows[7]
+    # (a chain's budget is its depth: a blank budget reads as the block, core.methods.shaped_budget)
     assert (row.row, row.method, row.block, row.budget, row.verify_tokens, row.accept_len) == (
-        9, "eagle3", 5, None, 6, 1.948)
+        9, "eagle3", 5, 5, 6, 1.948)
 
 
 def test_explicit_verify_tokens_is_kept(tmp_path, hw):

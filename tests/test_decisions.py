@@ -565,8 +565,8 @@ def test_default_candidates_propose_only_drafters_that_exist():
     left_out: list = []
     got = [(c.why, c.describe().removeprefix("llama-3.1-8b-instruct "))
            for c in D.default_candidates(draws, query, left_out)]
-    assert got == [("the query itself", "h100 x1 vllm eagle3 block 3 M=4"),
-                   ("the query in sglang", "h100 x1 sglang eagle3 block 3 M=4"),
+    assert got == [("the query itself", "h100 x1 vllm eagle3 block 3 budget 3 M=4"),
+                   ("the query in sglang", "h100 x1 sglang eagle3 block 3 budget 3 M=4"),
                    ("AR, context 0", "b300 x8 sglang ar"),
                    ("AR, context 0", "h100 x1 vllm ar")]
     reasons = {}
@@ -575,7 +575,7 @@ def test_default_candidates_propose_only_drafters_that_exist():
     assert reasons == {
         "native is a modelled engine (its speculative overhead is sglang's times 1 - "
         "reduction) with no measurement in the fit: there is no such engine to run":
-            ["h100 x1 native eagle3 block 3 M=4"],
+            ["h100 x1 native eagle3 block 3 budget 3 M=4"],
         "no drafter card serves llama-3.1-8b-instruct's ddtree and the fit measured none: "
         "there is no drafter to run it with (`ddtree-bayes card add` one)":
             [f"{s} ddtree block 16 budget {b} M={b + 1}"

@@ -139,7 +139,8 @@ def test_default_scenario_of_a_fit_of_several_models():
         default_scenario(draws)
     data = MULTI_DATA + "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
     d = default_scenario(draws.view(data_csv=data), "llama-3.1-8b-instruct")
-    assert d.describe() == "vllm eagle3 block 4 on h100 x1" and d.accept == 2.79
+    # (a chain's blank budget is its depth, as the rows that write it: block 4 budget 4)
+    assert d.describe() == "vllm eagle3 block 4 budget 4 on h100 x1" and d.accept == 2.79
     assert d.why == "the fit never measured b300 for llama-3.1-8b-instruct"
 
 

@@ -388,7 +388,8 @@ def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):
                    "the kimi-k2.6 run)\n")
     code, out, err = run_cli(work, "add", *argv)
     assert code == 0, err
-    assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3 M=4 ctx 1024 accept 3.14593: " in out
+    # (a chain's budget is its depth: written, and shown, as 3)
+    assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3/B3 M=4 ctx 1024 accept 3.14593: " in out
     (row,) = new_rows(work)
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", "8")
 

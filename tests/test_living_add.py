@@ -414,3 +414,25 @@ def test_add_data_to_a_new_file_refuses_what_it_cannot_start(tmp_path, monkeypat
     assert code == 2 and err.strip() == expected and not out
     # nothing written (the lock file of the folder aside, as for any add)
     assert {p.name for p in tmp_path.rglob("*")} <= {".m.csv.lock"}
+
+
+def test_a_chain_is_written_and_keyed_with_its_budget_whichever_way_it_is_added(work, capsys):
+    """`add` with --budget 3 wrote `3,3` for an EAGLE-3 depth-3 chain and `add --from-bench`
+    (no --budget) `3,` (blank): two spellings of one configuration, which predict answered
+    differently and the duplicate check told apart. A chain's budget is its depth (README
+    glossary; the bundled rows write `eagle3,3,3`): both now write it, and a row spelt either
+    way repeats the other."""
+    chain = ["--hardware", "rtx-pro-6000", "--engine", "vllm", "--method", "eagle3",
+             "--block", "3", "--accept", "1.95", "--tok-s", "124", "--source", "my run"]
+    path = work / "data" / "measurements.csv"
+    before = path.read_text()
+    code, out, err = run(capsys, "add", *chain)
+    assert code == 0, err
+    assert path.read_text()[len(before):] == (
+        "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,1.95,,124,my run,\n")
+    code, out, err = run(capsys, "add", *chain, "--budget", "3")
+    assert code == 2 and "identical to row 11" in err
+    # a hand-written row with the budget blank is the same configuration too
+    path.write_text(before + "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,,,1.95,,124,my run,\n")
+    code, out, err = run(capsys, "add", *chain, "--budget", "3")
+    assert code == 2 and "identical to row 11" in err

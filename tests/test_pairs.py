@@ -735,9 +735,10 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
                              "--block", "3")
     assert (code, out) == (2, "")
     assert err == ("ddtree-bayes: error: no acceptance prior in the priors file and no measured "
-                   "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, eagle, block 3, verify "
-                   "4, context 0 (fix: pass --accept, or add an [[acceptance]] entry "
-                   "to the priors)\n")
+                   "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, eagle, block 3, budget "
+                   "3, verify 4, context 0 (fix: pass --accept, or add an [[acceptance]] entry "
+                   "to the priors)\n")   # (a chain's budget is its depth)
+
 
 
 def test_no_step_is_shorter_than_reading_its_weights_and_kv_caches():

@@ -428,3 +428,34 @@ def test_an_autoregressive_question_leaves_out_a_relation_engines_repeat(tmp_pat
     # a speculative question keeps both
     code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
     assert [r["engine"] for r in json.loads(out)["rows"]] == ["sglang", "native"]
+
+
+def test_a_chain_asked_with_or_without_its_budget_is_one_configuration(tmp_path):
+    """A chain's budget is its depth (README glossary; the bundled EAGLE-3 rows write block 3,
+    budget 3), but `add` with --budget 3 and `add --from-bench` (budget blank) wrote two
+    spellings of one EAGLE-3 depth-3 configuration, and predict keyed its draws by the
+    spelling: --budget 3 and no budget gave two answers (117 against 119 tok/s here; 217
+    against 218 in a walkthrough). Every reader now reads a chain's blank budget as its
+    block: one scenario, one row key, one anchor."""
+    from ddtree_bayes.core.data import COLUMNS, load_hardware, load_measurements
+    from ddtree_bayes.core.paths import bundled
+
+    draws = point_mass_draws(n=400, noise_sd=0.05)
+    ask = dict(hardware="rtx-pro-6000", engines=["vllm"], method="eagle3", block=3, accept="2")
+    blank, three = (P.predict(draws, budget=b, **ask) for b in (None, 3))
+    assert blank == three
+    sc = P.resolve_scenario(draws, hardware="rtx-pro-6000", gpus=None, engine="vllm",
+                            method="eagle3", block=3, budget=None, verify_tokens=None,
+                            context_tokens=None)
+    assert (sc.block, sc.budget, sc.verify_tokens) == (3, 3, 4)
+    # the rows: one configuration, the anchor of either question
+    path = tmp_path / "m.csv"
+    path.write_text(",".join(COLUMNS) + "\n"
+                    "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,,,1.9,,125,bench,\n"
+                    "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,1.9,,125,flags,\n"
+                    "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,8,63,,3.1,,90,tree,\n")
+    rows = load_measurements(path, load_hardware(bundled("hardware.csv")),
+                             allow_duplicates=True).rows
+    assert [(r.block, r.budget, r.verify_tokens) for r in rows] == [(3, 3, 4), (3, 3, 4),
+                                                                    (8, 63, 64)]
+    assert P.is_itself(sc, rows[0]) and P.is_itself(sc, rows[1])

@@ -214,13 +214,18 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
     verifies a tree (``tree = true``: DDTree, Medusa, EAGLE-2) given verify tokens M and no
     budget verifies M - 1 tree nodes (left blank, its tree was priced at 0 nodes); a chain
     (``tree = false``: DFlash, PARD) drafts at most its block, so a budget above the block is
-    no configuration of it. Every reader of a configuration (data rows, questions, tracked
-    queries) asks this one function.
+    no configuration of it. A chain given its block k and no budget verifying k + 1 tokens has
+    budget k: a chain's budget is its depth, so ``eagle3,3,`` and ``eagle3,3,3`` are one
+    configuration (one row key, one anchor, one question), whichever way it was written.
+    Every reader of a configuration (data rows, questions, tracked queries) asks this one
+    function.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> table = load_methods(bundled("priors.toml").read_text())
     >>> shaped_budget("ddtree", 16, None, 257, table), shaped_budget("eagle3", 3, None, 9, table)
     ((256, None, None), (None, None, None))
+    >>> shaped_budget("eagle3", 3, None, 4, table), shaped_budget("mystery", 5, None, 6, table)
+    ((3, None, None), (5, None, None))
     >>> shaped_budget("ddtree", 16, 32, 500, table)[1:]
     ('a budget of 32 draft tokens is verified as 33 tokens per step, not 500', 'verify_tokens')
     >>> shaped_budget("dflash", 8, 16, None, table)[1:]
@@ -232,6 +237,9 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
         return budget, (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens "
                         f"per step, not {verify_tokens}"), "verify_tokens"
     spec = method_spec(method, methods)
+    if (budget is None and block is not None and verify_tokens == block + 1
+            and (spec is None or spec.tree is not True)):
+        return block, None, None   # a chain of depth block (a method in no table: a chain)
     if spec is None:
         return budget, None, None
     if spec.tree is False and budget is not None and block is not None and budget > block:

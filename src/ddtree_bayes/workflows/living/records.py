@@ -387,6 +387,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                                         "first (a fit of several models needs every model's card)")
                 if fill_verify_tokens and not values.get("verify_tokens"):
                     values["verify_tokens"] = str(m.verify_tokens)
+                if not values.get("budget") and m.budget is not None:
+                    # the budget the shape implies (a chain's is its depth): every writer
+                    # spells one configuration one way (core.methods.shaped_budget)
+                    values["budget"] = str(m.budget)
                 key = row_key(m)
                 if key in keys:
                     if not allow_duplicate:
