@@ -168,10 +168,11 @@ def test_the_default_question_keeps_its_measured_acceptance():
     row_ = P.predict(draws, model=model, seed=1)[0]
     assert row_["accept"] == "2.79 measured (1 row)" and round(row_["median"]) == 283
     text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
-    assert "eagle3, block 4, verify 5, context 0) at acceptance 2.79: vllm 283 tok/s" in text
+    assert ("eagle3, block 4, budget 4, verify 5, context 0) at acceptance 2.79: vllm 283 "
+            "tok/s") in text
     assert sections.concurrency_section(draws, 1, model, d)["accept"] == 2.79
     dec = sections.decisions_section(draws, 1, model, d)   # (the next query: the same text)
-    assert dec["hardware_query"] == "vllm eagle3 b4 accept 2.79"
+    assert dec["hardware_query"] == "vllm eagle3 b4/B4 accept 2.79"   # (a chain's budget)
 
 
 def test_fill_query_takes_what_is_not_given():
@@ -488,7 +489,7 @@ def test_a_kv_cache_that_cannot_fit_is_warned_about():
     del draws.meta["model"]["card"]["kv_bytes_per_token"]
     assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
                                                 method="ar", accept="1", context="128k",
-                                                concurrency=(512,))).warnings if "KV" in w]
+                                                concurrency=(512,))).warnings if "KV cache" in w]
 
 
 def test_diff_pairs_a_one_model_fits_parameters_with_a_several_model_fit():
