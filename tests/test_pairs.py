@@ -738,29 +738,3 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
                    "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, eagle, block 3, budget "
                    "3, verify 4, context 0 (fix: pass --accept, or add an [[acceptance]] entry "
                    "to the priors)\n")   # (a chain's budget is its depth)
-
-
-
-def test_no_step_is_shorter_than_reading_its_weights_and_kv_caches():
-    """A serving walkthrough: Llama-3.1-8B on one H100 at context 32k and C = 8 was answered
-    at 67 tok/s per user (90% up to 119), where one step must read the weights (8.03B x 2 B =
-    16.06 GB) and eight KV caches (8 x 32768 x 131072 B = 34.36 GB) at 3.35 TB/s: at least
-    15.04 ms, at most 66.5 tok/s. The context term grows as C ** ctx_batch_exponent (< 1, a
-    prior), as if the streams shared their KV reads; no step is shorter than that read."""
-    d = multi_model_draws()
-
-    def step(context, concurrency):
-        sc = P.resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar",
-                                block=None, budget=None, verify_tokens=None,
-                                context_tokens=float(context), model="llama-3.1-8b-instruct",
-                                concurrency=concurrency)
-        return P.step_components(d, sc, np.random.default_rng(0))[0]
-
-    floor = (8.03e9 * 2 + 8 * 32768 * 131072) / 3.35e12 * 1000
-    assert floor == pytest.approx(15.05, abs=0.01)
-    parts = step(32768, 8)
-    assert parts["step"].min() == pytest.approx(floor)   # (the point mass's own step is below)
-    assert sum(parts[k] for k in ("moe", "attn_base", "context", "spec")) == pytest.approx(
-        parts["step"])                                       # the read lands in the context term
-    # where the read does not bind, nothing changes: one stream at short context
-    assert step(0, 1)["step"] == pytest.approx(np.full(d.n_draws, 7.0))   # its step_ar_ms

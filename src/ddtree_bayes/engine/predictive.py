@@ -41,7 +41,6 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     measured_acceptance,
     parse_accept,
     parse_context,
-    read_ms,
     resolve_scenario,
     row_acceptance,
     row_scenario,
@@ -87,13 +86,11 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     (:func:`anchor_shift`), and its own discrepancy grows from there. The model's likelihood
     and the reweighting of new rows ask for the structural step alone (``anchor=False``)."""
     parts, how = _step_components(draws, sc, rng)
-    if not anchor:
+    if not anchor or "structure_sd" not in draws.variables:
         return parts, how
-    if "structure_sd" not in draws.variables:
-        return at_least_the_read(draws, sc, parts), how
     found = anchor_shift(draws, sc)
     if found is None:
-        return at_least_the_read(draws, sc, parts), how + other_engines_ar(draws, sc)
+        return parts, how + other_engines_ar(draws, sc)
     shift, distance, label = found
     own = at_measured_configuration(draws, sc)
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
@@ -102,24 +99,7 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     # at the measured configuration itself its own error (config_sd) is carried too
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
                                    own_known=own)
-    return at_least_the_read(draws, sc, parts), how + f"; anchored to the measured {label}"
-
-
-def at_least_the_read(draws: Fit, sc: Scenario, parts: dict[str, np.ndarray]
-                   ) -> dict[str, np.ndarray]:
-    """``parts`` with no step shorter than reading the weights and the streams' KV caches
-    (:func:`~ddtree_bayes.engine.scenario.read_ms`): a draw below it takes the read, the
-    difference in its context term (the KV reads; the MoE term without a context). The
-    context term grows as ``C ** ctx_batch_exponent``, below 1 (a prior: partly latency the
-    streams overlap), and at long contexts and many streams it fell below the bytes the
-    streams' caches hold (a walkthrough: 67 tok/s per user where at most 66 can be read). The
-    model's likelihood asks for the structural step (``anchor=False``), without it."""
-    floor = read_ms(draws, sc)
-    if floor is None or not (parts["step"] < floor).any():
-        return parts
-    short = np.maximum(floor - parts["step"], 0.0)
-    into = "context" if sc.context_tokens else "moe"
-    return {**parts, into: parts[into] + short, "step": parts["step"] + short}
+    return parts, how + f"; anchored to the measured {label}"
 
 
 def noise_nu(draws: Fit, sc: Scenario) -> float | None:

@@ -25,7 +25,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.drafters import DrafterCard
-from ddtree_bayes.core.errors import DataError, QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.methods import AcceptLimit, always_tree, max_accept, shaped_budget
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.posterior import Fit
@@ -702,36 +702,6 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
     return budget
 
 
-def read_ms(draws: Fit, sc: Scenario, *, kv: bool = True) -> float | None:
-    """The shortest step ``sc``'s GPUs can take: reading the card's active weights and (``kv``)
-    the KV caches of its streams at the context asked, at the full memory bandwidth of all its
-    GPUs (ms; a tree's verified tokens read their sequence's cache once). None without a card,
-    or a hardware row without its bandwidth.
-
-    >>> from ddtree_bayes.engine.testing import multi_model_draws
-    >>> from ddtree_bayes.engine.predictive import resolve_scenario
-    >>> d = multi_model_draws()
-    >>> sc = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
-    ...                       budget=None, verify_tokens=None, context_tokens=32768.0,
-    ...                       model="llama-3.1-8b-instruct", concurrency=8)
-    >>> round(read_ms(d, sc), 2)   # (16.06 GB + 8 x 32768 x 131072 B) / 3.35 TB/s
-    15.05
-    """
-    from ddtree_bayes.core.model_cards import stored_card
-    from ddtree_bayes.core.pairs import pair_features
-
-    card = stored_card(draws.meta.get("model", {}), sc.model)
-    if card is None or sc.hardware not in draws.hardware:
-        return None
-    try:
-        f = pair_features(card, draws.hardware[sc.hardware], sc.gpus)
-    except (KeyError, ValueError, QueryError, DataError):
-        return None
-    cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) if kv else None
-    # GB / (TB/s) = ms
-    return f.stream_ms + (cache or 0.0) / (f.bandwidth_tb_s * sc.gpus)
-
-
 def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str | None:
     """One line when the fit's M = 1 step of a measured system (pair) is shorter than reading
     the card's active weights at the full memory bandwidth in at least ``at_least`` of its
@@ -740,10 +710,14 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
     row: Qwen3.8-27B on one RTX 3090, 12.9 ms against a 14.4 ms read, an exploratory pass),
     or where the card's bytes per weight are not the deployment's. None without a card."""
     from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.pairs import pair_features
 
     card = stored_card(draws.meta.get("model", {}), sc.model)
-    read = read_ms(draws, sc, kv=False)
-    if not sc.measured or card is None or read is None:
+    if not sc.measured or card is None or sc.hardware not in draws.hardware:
+        return None
+    try:
+        read = pair_features(card, draws.hardware[sc.hardware], sc.gpus).stream_ms
+    except (KeyError, ValueError, QueryError):
         return None
     step = draws.variables["step_ar_ms"][:, draws.meta["coords"]["system"].index(sc.pair)]
     share = float(np.mean(step < read))
