@@ -30,7 +30,8 @@ CAPTIONS = {
                        "the grey, the measurements did not inform that parameter.",
     "ppc": "Each measurement (black) against its posterior predictive 50% and 90% intervals; "
            "red points fall outside their 90% interval.",
-    "loo": "Left: Pareto k per measurement (above the dashed line 0.7 the PSIS estimate is "
+    "loo": "Left: Pareto k per measurement (above the dashed line, min(1 - 1/log10(S), 0.7) for "
+           "S draws as compare uses, the PSIS estimate is "
            "unreliable). Right: LOO-PIT values against the uniform they should follow.",
     "psense": "Power-scaling sensitivity of the default-scenario prediction to each prior: "
               "tall bars are the assumptions the headline number leans on.",
