@@ -1068,3 +1068,28 @@ def test_next_prints_a_rate_below_one_tok_s_with_two_digits(tmp_path):
     for cell, value in zip(got.groups(), (q["median"], q["lo"], q["hi"], q["width"]),
                            strict=True):
         assert _printed_matches(cell, value), (cell, value)
+
+
+def test_next_leaves_out_a_measurement_whose_kv_cache_cannot_fit():
+    """A review: a C = 4 query at context 131072 was offered AR at C = 64 and 128 (ranked 1st
+    and 3rd), for which predict itself warns that the KV cache cannot fit (8 x 288 GB of B300
+    less 500 GB of Kimi's weights leaves 1804 GB; 128 x 131072 x 35136 B = 589.5 GB fits, but
+    at C = 512 the cache needs 2357.9 GB): a measurement nobody can make as asked."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    draws = point_mass_draws()   # (with the built-in Kimi card: the point mass stores none)
+    draws.meta["model"]["card"] = dataclasses.asdict(
+        load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+
+    def at(c):
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ar",
+                                block=None, budget=None, verify_tokens=None,
+                                context_tokens=131072.0, concurrency=c)
+        from ddtree_bayes.workflows.decisions.next_measurement import unmeasurable
+
+        return unmeasurable(draws, sc)
+
+    assert at(128) is None
+    assert at(512).startswith("at C = 512 and context 131072 the KV cache needs 2357.9 GB")

@@ -177,7 +177,9 @@ class Candidate:
 
 
 def unmeasurable(draws: Fit, scenario: P.Scenario) -> str | None:
-    """Why nobody can make a measurement of ``scenario`` (None: someone can): its engine is a
+    """Why nobody can make a measurement of ``scenario`` (None: someone can): its streams' KV
+    cache does not fit beside the weights (:func:`~ddtree_bayes.engine.scenario.kv_cache_warning`:
+    AR at C = 128 offered to a long-context query), its engine is a
     relation engine (e.g. native, "a hypothetical C++/CUDA speculative loop") the fit has no
     row of, or its speculative method has no drafter for its model: no drafter card (the fit's
     stored ones, the built-in ones, ``data/drafters.csv``) serves that model and method and the
@@ -185,8 +187,13 @@ def unmeasurable(draws: Fit, scenario: P.Scenario) -> str | None:
     from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.paths import own_data_file
+    from ddtree_bayes.engine.scenario import kv_cache_warning
 
     rows = draws.measurements.rows
+    # streams whose KV cache the GPUs cannot hold beside the weights (predict warns of it)
+    crowded = kv_cache_warning(draws, scenario, scenario.concurrency)
+    if crowded is not None:
+        return crowded
     bases = draws.meta["model"].get("relation_bases") or {}
     engine = scenario.engine
     if (scenario.method != AR_METHOD and engine in bases
