@@ -147,7 +147,7 @@ def test_default_scenario_of_a_fit_of_several_models():
 def test_the_default_question_keeps_its_measured_acceptance():
     """A walkthrough: a Llama-3.1-8B EAGLE-3 chain measured at 2.79 became "acceptance 3"
     (+7.5%) in the report's answer line, concurrency verdict and next query, where predict
-    at the measured 2.79 said otherwise: the median is kept, to 2 decimals."""
+    at the measured 2.79 said otherwise: the measured mean is kept, to 2 decimals."""
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
     from ddtree_bayes.workflows.report import sections
@@ -158,9 +158,15 @@ def test_the_default_question_keeps_its_measured_acceptance():
         data_csv=MULTI_DATA + f"{model},h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n")
     d = default_question(draws, model)
     assert d.accept == 2.79
-    # the median of three rows, to 2 decimals; within [1, M]
+    # the mean of three rows, to 2 decimals, as predict's measured default: (2.1 + 2.3456 +
+    # 2.9) / 3 = 2.4485 (the median was 2.35); within [1, M]
     assert fit_default([row(2, "h100", "eagle3", 3, accept=a)
-                        for a in (2.1, 2.3456, 2.9)]).accept == 2.35
+                        for a in (2.1, 2.3456, 2.9)]).accept == 2.45
+    # of the first engine's rows when it has some, as predict's for that engine: vllm (two
+    # rows) 2.1, not the three rows' median 2.2 or mean 2.4
+    two = [row(2, "h100", "eagle3", 3, accept=2.0), row(3, "h100", "eagle3", 3, accept=2.2),
+           row(4, "h100", "eagle3", 3, accept=3.0, engine="sglang")]
+    assert (fit_default(two).engines, fit_default(two).accept) == (("vllm", "sglang"), 2.1)
     assert fit_default([row(2, "h100", "eagle3", 3, accept=4.5)]).accept == 4.0   # M = 4
     fan = sections.fan_section(draws, 1, model, d)
     assert fan["accept"] == [1.0, 2.0, 2.79, 3.0, 4.0, 5.0] and fan["headline_accept"] == 2.79

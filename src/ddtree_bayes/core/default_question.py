@@ -17,10 +17,12 @@ so it is asked its own most-measured configuration instead:
   prediction is an interpolation and speculative decoding matters most).
 
 Its acceptance for one-number answers (the report's answer line, the tracked default query)
-is the median measured acceptance of that configuration's rows within [1, M] (M: its verify
-tokens), or the middle of [1, M] when its rows give none, to 2 decimals (a label reads 2.79,
-not 2.7866667). It was rounded to a whole number once, for the report's whole-number fan
-grid: a chain measured at 2.79 was answered at 3 (+7.5%) where ``predict`` used 2.79; the fan
+is the mean measured acceptance of that configuration's rows in its first engine (of every
+engine when that one has none: what ``predict`` takes for a measured configuration) within
+[1, M] (M: its verify tokens), or the middle of [1, M] when its rows give none, to 2 decimals
+(a label reads 2.79, not 2.7866667). It was rounded to a whole number once, for the report's
+whole-number fan grid: a chain measured at 2.79 was answered at 3 (+7.5%) where ``predict``
+used 2.79 (and it was a median across engines, where predict takes its engine's mean); the fan
 now adds the acceptance to its grid (workflows/report/sections.py ``fan_accept``).
 
 A model whose rows are all autoregressive (no drafter measured) is asked the bundled
@@ -103,10 +105,12 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     top = max(there, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
     verify = (None if derive_verify_tokens(method, top.block, top.budget) == top.verify_tokens
               else top.verify_tokens)
-    same = sorted(r.accept_len for r in there if r.accept_len is not None
-                  and (r.block, r.budget, r.verify_tokens) == (top.block, top.budget,
-                                                               top.verify_tokens))
-    accept = (statistics.median(same) if same else (1 + top.verify_tokens) / 2)
+    same = [r for r in there if r.accept_len is not None
+            and (r.block, r.budget, r.verify_tokens) == (top.block, top.budget, top.verify_tokens)]
+    # as predict's measured default for the first engine (engine/scenario.measured_acceptance):
+    # the mean of its own rows there, else of the system's
+    own = [r.accept_len for r in same if r.engine == engines[0]] or [r.accept_len for r in same]
+    accept = statistics.fmean(own) if own else (1 + top.verify_tokens) / 2
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
                     accept=round(float(min(max(accept, 1), top.verify_tokens)), 2), why=why)
