@@ -105,11 +105,11 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     top = max(there, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
     verify = (None if derive_verify_tokens(method, top.block, top.budget) == top.verify_tokens
               else top.verify_tokens)
-    same = [r for r in there if r.accept_len is not None
+    same = [(r.engine, r.accept_len) for r in there if r.accept_len is not None
             and (r.block, r.budget, r.verify_tokens) == (top.block, top.budget, top.verify_tokens)]
     # as predict's measured default for the first engine (engine/scenario.measured_acceptance):
     # the mean of its own rows there, else of the system's
-    own = [r.accept_len for r in same if r.engine == engines[0]] or [r.accept_len for r in same]
+    own = [a for e, a in same if e == engines[0]] or [a for _, a in same]
     accept = statistics.fmean(own) if own else (1 + top.verify_tokens) / 2
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
