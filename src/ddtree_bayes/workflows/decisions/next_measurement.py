@@ -176,17 +176,31 @@ class Candidate:
                 sc.concurrency)
 
 
-def unmeasurable(draws: Fit, scenario: P.Scenario) -> str | None:
+def drafter_cards(draws: Fit) -> tuple:
+    """The drafter cards a measurement could be made with: the fit's stored ones, then the
+    built-in ones overlaid by ``data/drafters.csv`` (the built-in ones alone when that file does
+    not load: fit and predict name its problem)."""
+    from ddtree_bayes.core.drafters import drafter_table, stored_cards
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.paths import own_data_file
+
+    cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
+    try:
+        return cards + drafter_table(own_data_file("drafters.csv"))
+    except InputError:
+        return cards + drafter_table()
+
+
+def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -> str | None:
     """Why nobody can make a measurement of ``scenario`` (None: someone can): its streams' KV
     cache does not fit beside the weights (:func:`~ddtree_bayes.engine.scenario.kv_cache_warning`:
     AR at C = 128 offered to a long-context query), its engine is a
     relation engine (e.g. native, "a hypothetical C++/CUDA speculative loop") the fit has no
     row of, or its speculative method has no drafter for its model: no drafter card (the fit's
-    stored ones, the built-in ones, ``data/drafters.csv``) serves that model and method and the
-    fit measured that method for no row of that model."""
-    from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
-    from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.paths import own_data_file
+    stored ones, the built-in ones, ``data/drafters.csv``: ``cards``, else
+    :func:`drafter_cards`) serves that model and method and the fit measured that method for
+    no row of that model."""
+    from ddtree_bayes.core.drafters import drafter_for
     from ddtree_bayes.engine.scenario import kv_cache_warning
 
     rows = draws.measurements.rows
@@ -206,12 +220,8 @@ def unmeasurable(draws: Fit, scenario: P.Scenario) -> str | None:
     model = scenario.model or (rows[0].model if rows else None)
     if model is None or any(r.method == scenario.method and r.model == model for r in rows):
         return None
-    cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
-    try:
-        cards += drafter_table(own_data_file("drafters.csv"))
-    except InputError:   # (a broken own file: the built-in cards; fit and predict name it)
-        cards += drafter_table()
-    if drafter_for(cards, model, scenario.method) is not None:
+    if drafter_for(drafter_cards(draws) if cards is None else cards, model,
+                   scenario.method) is not None:
         return None
     return (f"no drafter card serves {model}'s {scenario.method} and the fit measured none: "
             "there is no drafter to run it with (`ddtree-bayes card add` one)")
@@ -256,6 +266,7 @@ def default_candidates(draws: Fit, query: Query,
 
     out: list[Candidate] = []
     seen: set[tuple] = set()
+    cards = drafter_cards(draws)   # (read once, not once per candidate)
 
     def add(why: str, accept: float | None, **kw) -> None:
         try:
@@ -267,7 +278,7 @@ def default_candidates(draws: Fit, query: Query,
         if c.key() in seen:
             return
         seen.add(c.key())
-        reason = unmeasurable(draws, sc)
+        reason = unmeasurable(draws, sc, cards)
         if reason is None:
             out.append(c)
         elif left_out is not None:
