@@ -35,6 +35,7 @@ def typed_rows(rows: list[dict]) -> list[dict]:
 def cmd_predict(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.ceiling import ceiling_warnings
 
     draws = store.load(args.fit)
     warned: list[str] = []   # (what stderr says, for the JSON's warnings)
@@ -67,6 +68,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         rows = P.predict_rows(draws, question, target=args.target, prob=args.prob,
                               seed=args.seed, mixture=mixture)
     P.require_finite(rows)   # never a table of nan
+    print_warnings(ceiling_warnings(rows), warned)   # draws capped at the memory read
     meta = draws.meta
     average = None if mixture is None else [
         {"fit_id": d.meta["fit_id"], "form": form_label(d.meta), "weight": w} for d, w in mixture]

@@ -27,6 +27,7 @@ from ddtree_bayes.core.config import (
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import offsets, scatter_parts
+from ddtree_bayes.engine.ceiling import capped, ceiling_row, ceiling_warnings, read_ceiling
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
@@ -516,10 +517,11 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   context=context, accept=None if accept is None else str(accept),
                   concurrency=streams_of(concurrency))
     question = resolve(fit, flags, strict=strict)
-    if warnings is not None:   # (and an engine left out of an AR question: a row missing)
-        warnings.extend(question.warnings + question.left_out)
-    return predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
+    rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture)
+    if warnings is not None:   # (and an engine left out of an AR question: a row missing)
+        warnings.extend([*question.warnings, *ceiling_warnings(rows), *question.left_out])
+    return rows
 
 
 def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
@@ -550,6 +552,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
              for asked in question.asked for c in (streams or (1,))]
     for asked, sc in cases:
         per_token, how = per_token_draws(fit, sc, seed, mixture)
+        cap = ceiling_row(per_token, read_ceiling(fit, sc))
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
@@ -583,6 +586,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             if sc.drafter is not None:
                 row["drafter"] = sc.drafter.drafter
             row["accept_distribution"] = dist
+            if cap is not None:
+                row["read_ceiling"] = cap
             if source.kind == "posterior" and dist is not None:
                 row["accept_note"] = (f"acceptance: posterior of the {dist['rows']} measured rows "
                                       f"without accept_len ({dist['group']}: median "
@@ -712,6 +717,8 @@ def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario
         # measurement noise (and structural discrepancy): what a benchmark would show
         per_token = 1000.0 / parts_d["step"] * np.exp(
             parts_d["log_sd"] * predictive_noise(d, sc, d.n_draws, rng))
+        # no faster than reading the weights and the streams' caches (engine/ceiling.py)
+        per_token = capped(per_token, read_ceiling(d, sc))
         parts.append(per_token if not mixture else rng.choice(per_token, size=k))
         hows.append(how if not mixture else f"{d.meta['fit_id']} ({d.meta['model']['moe_form']} "
                                             f"MoE, weight {weight:.2f}): {how}")

@@ -25,7 +25,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.drafters import DrafterCard
-from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.core.errors import DataError, QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.methods import AcceptLimit, always_tree, max_accept, shaped_budget
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.posterior import Fit
@@ -702,6 +702,30 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
     return budget
 
 
+def weights_read(draws: Fit, sc: Scenario):
+    """``(card, PairFeatures)`` of ``sc``'s model on its GPUs, or None without a card, the
+    hardware row or its bandwidth."""
+    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.pairs import pair_features
+
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    if card is None or sc.hardware not in draws.hardware:
+        return None
+    try:
+        return card, pair_features(card, draws.hardware[sc.hardware], sc.gpus)
+    except (KeyError, ValueError, QueryError, DataError):
+        return None
+
+
+def measured_step_ar(draws: Fit, sc: Scenario) -> np.ndarray | None:
+    """The fit's draws of the M = 1 step of ``sc``'s measured system (ms); None for a system
+    never measured."""
+    systems = draws.meta.get("coords", {}).get("system", [])
+    if not sc.measured or sc.pair not in systems or "step_ar_ms" not in draws.variables:
+        return None
+    return draws.variables["step_ar_ms"][:, systems.index(sc.pair)]
+
+
 def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str | None:
     """One line when the fit's M = 1 step of a measured system (pair) is shorter than reading
     the card's active weights at the full memory bandwidth in at least ``at_least`` of its
@@ -709,17 +733,11 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
     happens where a pair's rows cannot tell its AR step from its speculative overhead (no AR
     row: Qwen3.8-27B on one RTX 3090, 12.9 ms against a 14.4 ms read, an exploratory pass),
     or where the card's bytes per weight are not the deployment's. None without a card."""
-    from ddtree_bayes.core.model_cards import stored_card
-    from ddtree_bayes.core.pairs import pair_features
-
-    card = stored_card(draws.meta.get("model", {}), sc.model)
-    if not sc.measured or card is None or sc.hardware not in draws.hardware:
+    found = weights_read(draws, sc)
+    step = None if found is None else measured_step_ar(draws, sc)
+    if found is None or step is None:
         return None
-    try:
-        read = pair_features(card, draws.hardware[sc.hardware], sc.gpus).stream_ms
-    except (KeyError, ValueError, QueryError):
-        return None
-    step = draws.variables["step_ar_ms"][:, draws.meta["coords"]["system"].index(sc.pair)]
+    card, read = found[0], found[1].stream_ms
     share = float(np.mean(step < read))
     if share < at_least:
         return None

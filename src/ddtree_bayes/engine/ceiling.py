@@ -1,0 +1,141 @@
+"""The memory read every decode step makes: no step is shorter than reading the weights and
+the streams' KV caches at the GPUs' full bandwidth.
+
+The model's context term grows with the streams as ``C ** ctx_batch_exponent``, an exponent
+whose prior is below 1 (part of a context's cost is latency the streams overlap). Fitted at
+short contexts, it can price many streams at a long context below the bytes their caches hold:
+a serving walkthrough was answered 67 tok/s per user, 90% up to 119, for Llama-3.1-8B on one
+H100 at 32k tokens and 8 streams, where reading the weights and eight caches allows at most
+66.5 (bf16 cache) or 100 (fp8 cache). So the *predictive* draws (what a benchmark would show,
+after the run-to-run and structural noise) are capped at the rate of that read; the model's
+likelihood, ``update``'s reweighting and ``next``'s candidates keep the structural step
+without it (a cap there would put a measured row's own probability at zero).
+
+The read counted is the least a deployment can make: the card's active weights (as the
+roofline streams them; left out where the fit's own M = 1 step of the measured system is
+shorter than that read, so the card's bytes per weight are not the deployment's) and the KV
+cache at half the card's bytes per token (an fp8 cache of a bf16 card, as ``add`` and the KV
+memory warnings assume), one read per sequence whatever the tokens it verifies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ddtree_bayes.core.data import plain_text
+from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read
+
+#: The share of the KV cache's card bytes the least deployment reads (fp8 for a bf16 card).
+KV_SHARE = 0.5
+#: Capped draws at or above this share are said (a warning, and the row's ``read_ceiling``).
+SAY_AT = 0.01
+
+
+@dataclass(frozen=True)
+class ReadCeiling:
+    """The shortest step of one scenario: ``weights_gb + kv_gb`` read at ``bandwidth_tb_s``
+    (all its GPUs together)."""
+
+    weights_gb: float        # 0 when the card's bytes are not the deployment's
+    kv_gb: float             # the C streams' caches, at KV_SHARE of the card's bytes
+    bandwidth_tb_s: float
+    weights_left_out: bool = False
+
+    @property
+    def step_ms(self) -> float:
+        return (self.weights_gb + self.kv_gb) / self.bandwidth_tb_s   # GB / (TB/s) = ms
+
+    @property
+    def rate(self) -> float:
+        """Steps per second at most (tok/s per user at one token per step)."""
+        return 1000.0 / self.step_ms
+
+
+def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
+    """The read no step of ``sc`` is shorter than (module docstring); None without a card or
+    the GPUs' bandwidth.
+
+    >>> from ddtree_bayes.engine.testing import multi_model_draws
+    >>> from ddtree_bayes.engine.scenario import resolve_scenario
+    >>> d = multi_model_draws()
+    >>> sc = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
+    ...                       budget=None, verify_tokens=None, context_tokens=32768.0,
+    ...                       model="llama-3.1-8b-instruct", concurrency=8)
+    >>> c = read_ceiling(d, sc)   # (16.06 GB + 8 x 32768 x 131072 B / 2) / 3.35 TB/s
+    >>> round(c.weights_gb, 2), round(c.kv_gb, 2), round(c.step_ms, 2), round(c.rate, 1)
+    (16.06, 17.18, 9.92, 100.8)
+    """
+    found = weights_read(draws, sc)
+    if found is None:
+        return None
+    card, f = found
+    step = measured_step_ar(draws, sc)
+    left_out = step is not None and float(np.median(step)) < f.stream_ms
+    bandwidth = f.bandwidth_tb_s * sc.gpus
+    cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
+    return ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * KV_SHARE,
+                       bandwidth, left_out)
+
+
+def capped(per_step: np.ndarray, ceiling: ReadCeiling | None) -> np.ndarray:
+    """Predictive steps per second no faster than the read allows.
+
+    >>> c = ReadCeiling(weights_gb=16.0, kv_gb=16.0, bandwidth_tb_s=3.2)   # 10 ms
+    >>> capped(np.array([50.0, 120.0]), c).tolist()
+    [50.0, 100.0]
+    """
+    if ceiling is None or ceiling.step_ms <= 0:
+        return per_step
+    return np.minimum(per_step, ceiling.rate)
+
+
+def ceiling_row(per_step: np.ndarray, ceiling: ReadCeiling | None) -> dict | None:
+    """What a predict row says of the cap (its JSON ``read_ceiling``): None when fewer than
+    :data:`SAY_AT` of the draws reached it."""
+    if ceiling is None or ceiling.step_ms <= 0:
+        return None
+    share = float(np.mean(per_step >= ceiling.rate * (1 - 1e-12)))
+    if share < SAY_AT:
+        return None
+    return {"step_ms": ceiling.step_ms, "steps_per_s": ceiling.rate,
+            "weights_gb": ceiling.weights_gb, "kv_gb": ceiling.kv_gb,
+            "bandwidth_tb_s": ceiling.bandwidth_tb_s, "capped_share": share}
+
+
+def ceiling_warnings(rows: list[dict]) -> list[str]:
+    """One line per (system, context, C) whose predict rows were capped at the read: the
+    largest share among its engines and acceptances.
+
+    >>> cap = {"step_ms": 9.92, "steps_per_s": 100.8, "weights_gb": 16.06, "kv_gb": 17.18,
+    ...        "bandwidth_tb_s": 3.35, "capped_share": 0.2}
+    >>> row = {"hardware": "h100", "gpus": 1, "context_tokens": 32768.0, "concurrency": 8,
+    ...        "read_ceiling": cap}
+    >>> print(ceiling_warnings([row, {**row, "read_ceiling": {**cap, "capped_share": 0.3}}])[0])
+    at C = 8 and context 32768 on h100 x1, 30% of the draws are capped at 101 steps/s (tok/s \
+per user at one token per step): a step reads the weights (16.1 GB) and the streams' KV caches \
+(17.2 GB, at half the card's bytes per token: an fp8 cache) at 3.35 TB/s, at least 9.92 ms; \
+the model's context term (C ** ctx_batch_exponent) would read them faster
+    """
+    worst: dict[tuple, dict] = {}
+    for r in rows:
+        cap = r.get("read_ceiling")
+        if cap is None:
+            continue
+        key = (r["hardware"], r["gpus"], r["context_tokens"], r.get("concurrency", 1))
+        if key not in worst or cap["capped_share"] > worst[key]["capped_share"]:
+            worst[key] = cap
+    out = []
+    for (hardware, gpus, context, c), cap in worst.items():
+        weights = (f"the weights ({cap['weights_gb']:.1f} GB) and " if cap["weights_gb"] else
+                   "(the weights left out: the fit's step there is shorter than the card's) ")
+        out.append(f"at C = {c} and context {plain_text(float(context))} on {hardware} x{gpus}, "
+                   f"{cap['capped_share']:.0%} of the draws are capped at "
+                   f"{cap['steps_per_s']:.0f} steps/s (tok/s per user at one token per step): "
+                   f"a step reads {weights}the streams' KV caches ({cap['kv_gb']:.1f} GB, at half "
+                   f"the card's bytes per token: an fp8 cache) at {cap['bandwidth_tb_s']:g} TB/s, "
+                   f"at least {cap['step_ms']:.3g} ms; the model's context term "
+                   "(C ** ctx_batch_exponent) would read them faster")
+    return out

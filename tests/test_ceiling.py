@@ -1,0 +1,114 @@
+"""The predictive draws' cap at the memory read (engine/ceiling.py): no step is shorter than
+reading the card's active weights and the streams' KV caches at the GPUs' full bandwidth."""
+
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import numpy as np
+import pytest
+
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.ceiling import read_ceiling
+from ddtree_bayes.engine.testing import multi_model_draws
+
+LLAMA = dict(model="llama-3.1-8b-instruct", hardware="h100", gpus=1, engines="vllm",
+             method="ar", accept="1")
+#: Llama-3.1-8B: 8.03B x 2 B of weights; 131,072 B of KV cache per token (bf16); H100 3.35 TB/s
+WEIGHTS_GB, KV_B, BW = 8.03 * 2, 131072, 3.35
+
+
+def ceiling_ms(context: int, c: int, weights: bool = True) -> float:
+    """By hand: (weights + C x context x half the card's KV bytes) / bandwidth, in ms."""
+    return ((WEIGHTS_GB if weights else 0.0) + c * context * KV_B / 2 / 1e9) / BW
+
+
+def test_a_serving_walkthroughs_question_is_capped_at_the_read():
+    """A walkthrough: Llama-3.1-8B on one H100 at 32k context was answered faster per user
+    than the GPU can read its weights and the streams' caches. At C = 16 the point-mass fit's
+    structural steps (12.5-17.5 ms, 6 of its 8 draws below the read) give 66.4 tok/s at most:
+    15.05 ms for 16.06 GB of weights and 34.36 GB of fp8 cache."""
+    d = multi_model_draws()
+    said: list[str] = []
+    rows = P.predict(d, context="32k", concurrency=[1, 16], warnings=said, **LLAMA)
+    one, sixteen = rows
+    cap = 1000 / ceiling_ms(32768, 16)
+    assert ceiling_ms(32768, 16) == pytest.approx(15.05, abs=0.01)
+    assert sixteen["hi90"] == pytest.approx(cap) and sixteen["median"] == pytest.approx(cap)
+    assert sixteen["read_ceiling"]["capped_share"] == pytest.approx(6 / 8)
+    assert sixteen["read_ceiling"]["kv_gb"] == pytest.approx(34.36, abs=0.01)
+    assert sixteen["total"]["hi90"] == pytest.approx(16 * cap)
+    # one stream: 8 ms against a 5.4 ms read; nothing capped, nothing said
+    assert "read_ceiling" not in one and one["median"] == pytest.approx(125.0)
+    capped = [w for w in said if "capped" in w]
+    assert capped == [
+        "at C = 16 and context 32768 on h100 x1, 75% of the draws are capped at 66 steps/s "
+        "(tok/s per user at one token per step): a step reads the weights (16.1 GB) and the "
+        "streams' KV caches (34.4 GB, at half the card's bytes per token: an fp8 cache) at "
+        "3.35 TB/s, at least 15.1 ms; the model's context term (C ** ctx_batch_exponent) "
+        "would read them faster"]
+
+
+def test_the_cap_comes_after_the_noise():
+    """The run-to-run noise is drawn before the cap: no draw is above it, whatever its noise
+    (a floor on the structural step left 37.5% of the draws above the read)."""
+    d = multi_model_draws(16)
+    sc = P.resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
+                            budget=None, verify_tokens=None, context_tokens=32768.0,
+                            model="llama-3.1-8b-instruct", concurrency=8)
+    per_step, _ = P.per_token_draws(d, sc, seed=1)
+    assert per_step.max() == pytest.approx(1000 / ceiling_ms(32768, 8))
+    assert (per_step < 1000 / ceiling_ms(32768, 8) - 1e-9).any()   # not every draw at it
+
+
+def test_weights_are_left_out_where_the_fits_step_is_shorter_than_the_cards_read():
+    """A measured system whose fitted M = 1 step (4 ms) is shorter than reading the card's
+    weights (16.06 GB / 3.35 TB/s = 4.79 ms) runs fewer bytes than the card says: its cap
+    counts the caches alone."""
+    d = multi_model_draws(step_ar_ms=[8.0, 4.0])
+    sc = P.resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
+                            budget=None, verify_tokens=None, context_tokens=32768.0,
+                            model="llama-3.1-8b-instruct", concurrency=16)
+    c = read_ceiling(d, sc)
+    assert c.weights_left_out and c.weights_gb == 0.0
+    assert c.step_ms == pytest.approx(ceiling_ms(32768, 16, weights=False))
+    full = read_ceiling(multi_model_draws(), sc)
+    assert not full.weights_left_out and full.step_ms == pytest.approx(ceiling_ms(32768, 16))
+
+
+def test_the_headline_question_is_not_capped():
+    """B300 x8 reads Kimi K2.6's active weights (32B x 0.5 B) in 0.26 ms; a 20 ms step is far
+    from it: the point mass's answer is its own, 12 tokens / 20 ms."""
+    rows = P.predict(multi_model_draws(), model="kimi-k2.6", accept="12", engines=["sglang"])
+    assert rows[0]["median"] == pytest.approx(600.0) and "read_ceiling" not in rows[0]
+
+
+def test_validation_scores_the_capped_draws():
+    """validate's predictive for a held-out row is predict's: capped at the read."""
+    from ddtree_bayes.core.data import load_measurements
+    from ddtree_bayes.workflows import validation as V
+
+    d = multi_model_draws()
+    text = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+            "context_tokens,concurrency,tok_s,source,notes\n"
+            "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,32768,16,1000,test,\n")
+    m = load_measurements("t.csv", d.hardware, text=text).rows[0]
+    tok = V.predict_row(d, m, np.random.default_rng(0))
+    assert tok.max() == pytest.approx(16 * 1000 / ceiling_ms(32768, 16))
+
+
+def test_the_json_row_validates_against_the_schema(tmp_path, capsys):
+    from importlib.resources import files
+
+    schema = json.loads(files("ddtree_bayes.schemas").joinpath("predict.schema.json").read_text())
+    rows = P.predict(multi_model_draws(), context="32k", concurrency=[16], **LLAMA)
+    from ddtree_bayes.cli.predict import typed_rows
+
+    item = schema["properties"]["rows"]["items"]
+    resolver_schema = {**item, "$defs": schema.get("$defs", {})}
+    for row in typed_rows(rows):
+        jsonschema.validate(row, resolver_schema)
+    bad = {**typed_rows(rows)[0], "read_ceiling": {"step_ms": 1.0}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, resolver_schema)
