@@ -225,6 +225,27 @@ def test_optimize_refuses_a_curve_for_another_drafter():
         D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)
 
 
+def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):
+    """`optimize --block 8 --acceptance-file F` was refused because the priors' curve is
+    block 16, though F's block-8 rows are what the answer rests on (as a file of another
+    model's rows is). Now the block-16 prior is updated with them and the source says so.
+    Flat accept_ref prior, gain 4, decay 0.5: one row of 6.0 at budget 16 sets accept_ref to
+    6.0, so budget 32 is 6 + 4 = 10 and budget 64 6 + 4 * 1.5 = 12, both capped at 9."""
+    acc = tmp_path / "acc.csv"
+    acc.write_text("model,method,block,budget,accept_len\nm,ddtree,8,16,6.0\n"
+                   "m,ddtree,16,16,9.0\n")
+    curve = curve_of(accept_ref='dist = "truncnormal"\nmu = 8.0\nsigma = 100.0\nlower = 1.0\n'
+                                'upper = 17.0',
+                     gain='dist = "point"\nvalue = 4.0')
+    out = D.optimize(point_mass_draws(), curve, hardware="b300", engine="sglang", block=8,
+                     budgets=(16, 32, 64), acceptance_file=str(acc))
+    assert out["scenario"]["block"] == 8
+    assert [round(r["accept"], 1) for r in out["rows"]] == [6.0, 9.0, 9.0]
+    assert [r["accept_max"] for r in out["rows"]] == [9, 9, 9]
+    assert out["curve"]["source"] == (f"prior of ddtree block 16 from curve.toml, updated "
+                                      f"with 1 m ddtree block 8 rows of {acc}")
+
+
 def test_unmeasured_group_shares_one_overhead_draw_across_budgets():
     """b300/trt/ddtree is unmeasured: its overhead fraction is drawn from the population.
     Every budget (and every query or candidate) of that group must see the same draw."""

@@ -310,7 +310,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--method", type=A.METHOD, default="ddtree",
                    help="tree method (default: %(default)s)")
     o.add_argument("--block", type=A.BLOCK, default=16,
-                   help="drafter block size; must match the curve's (default: %(default)s)")
+                   help="drafter block size; the curve's, unless --acceptance-file gives rows "
+                        "of this block (default: %(default)s)")
     o.add_argument("--budgets", type=A.budgets,
                    help="comma-separated budgets (default: 8,16,32,...,1024)")
     o.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "

@@ -148,7 +148,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     (``model``: the target model, required when the fit holds several). Without ``hardware``
     or ``engine``, the fit's default scenario's (:func:`P.default_scenario`) system and first
     engine; ``default_scenario`` in the result is that scenario when the fit's own was derived
-    (it never measured B300), else None. The method and block stay the acceptance curve's.
+    (it never measured B300), else None. The method and block are the acceptance curve's,
+    unless ``acceptance_file`` has rows of others (the curve's priors are then their prior).
 
     Per posterior draw s: ``tok_s[s, B] = accept_s(B) * 1000 / step_ms_s(M = B + 1)``
     (expected throughput: no run-to-run noise), per user at ``concurrency`` C (the step then
@@ -180,11 +181,15 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         engine = engine or d.engines[0]
     if "," in engine:
         raise QueryError("optimize compares budgets for one engine", fix="give one --engine")
-    if (method, block) != (curve.method, curve.block):
+    # another drafter's curve: its priors alone would be another drafter's acceptances, but
+    # updated with an acceptance file's rows of this method and block they are a prior only
+    other_drafter = (method, block) != (curve.method, curve.block)
+    if other_drafter and acceptance_file is None:
         raise QueryError(f"the acceptance curve in {curve.path} describes {curve.method} block "
                          f"{curve.block}, not {method} block {block}",
-                         fix="edit [acceptance_curve] (method, block and its priors) in the "
-                             "priors file for this drafter, and pass it with --priors")
+                         fix="pass --acceptance-file with measured acceptances of this drafter, "
+                             "or edit [acceptance_curve] (method, block and its priors) in the "
+                             "priors file for it, and pass it with --priors")
     probs = P.interval_probs(prob)
     ctx = P.parse_context(context_tokens)
     scenarios = [P.resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine,
@@ -208,9 +213,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         b_obs, a_obs, model = read_acceptance_file(
             acceptance_file, method, block,
             lambda b: accept_limit(draws, method, block, int(b) if b == int(b) else None))
+        whose = f" of {curve.method} block {curve.block}" if other_drafter else ""
+        rows_of = f" {method} block {block}" if other_drafter else ""
         cd = update_curve(curve, b_obs, a_obs, n, rng,
-                          source=f"prior from {curve.path}, updated with {len(b_obs)} {model} "
-                                 f"rows of {acceptance_file}")
+                          source=f"prior{whose} from {curve.path}, updated with {len(b_obs)} "
+                                 f"{model}{rows_of} rows of {acceptance_file}")
         anchored = (float(b_obs.min()), float(b_obs.max()))
     # capped per budget at what a step can emit: the scenarios' limits, as predict's
     limits = np.array([sc.limit.tokens for sc in scenarios])
