@@ -305,6 +305,18 @@ def test_duplicate_ignores_surrounding_whitespace(tmp_path, hw):
     expect_error(write(tmp_path, LINES + [spaced]), hw, 11, None, "duplicate of row 3")
 
 
+@pytest.mark.parametrize("cells", [{"budget": ""}, {"verify_tokens": ""},
+                                   {"budget": "", "verify_tokens": ""}, {"tok_s": "125"}])
+def test_duplicate_written_another_way_is_a_duplicate(tmp_path, hw, cells):
+    """Row 9 (eagle3, block 3, budget 3, verify 4, 125.0 tok/s) again with its budget blank
+    (a chain's budget is its depth, 3), its verify tokens blank (budget + 1 = 4) or 125 for
+    125.0: the same measurement, which loaded as a second one (two rows of one run)."""
+    fields = _fields(LINES[8])
+    for column, value in cells.items():
+        fields[COLUMNS.index(column)] = value
+    expect_error(write(tmp_path, LINES + [_line(fields)]), hw, 11, None, "duplicate of row 9")
+
+
 def test_rows_differing_only_in_notes_are_not_duplicates(tmp_path, hw):
     fields = _fields(LINES[5])
     fields[COLUMNS.index("notes")] = "second run"

@@ -118,6 +118,12 @@ class Measurement:
                                              "source": source, "notes": notes})
         return new
 
+    def key(self) -> tuple:
+        """What makes two measurements identical: every parsed value except the row number
+        (so ``612`` and ``612.0``, a blank and a derived verify_tokens, or a chain's blank
+        budget and its depth, are the same)."""
+        return tuple(v for k, v in self.__dict__.items() if k != "row")
+
     @property
     def system(self) -> str:
         """The system the row ran on: GPU model and count, e.g. ``b300x8``."""
@@ -899,7 +905,9 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
     """Every non-blank record, checked in file order; the first problem raises.
 
     Per record, in this order: field count, exact duplicate of an earlier record, then
-    :func:`parse_row`. A record whose :data:`CONFIGURATION` matches an earlier valid row
+    :func:`parse_row`, then a duplicate written another way (:meth:`Measurement.key`: a
+    chain's blank budget, a blank verify_tokens, ``125`` for ``125.0``). A record whose
+    :data:`CONFIGURATION` matches an earlier valid row
     (a repeated run) only needs a positive finite tok_s and a non-empty source to be valid;
     when it has them it reuses that row's validated fields, and when it does not,
     :func:`parse_row` runs on it and raises exactly the error it always raised.
@@ -912,6 +920,7 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
     j_tok, j_source, j_notes = index["tok_s"], index["source"], index["notes"]
     rows: list[Measurement] = []
     seen: dict[tuple[str, ...], int] = {}
+    parsed: dict[tuple, int] = {}   # (the same by Measurement.key, written another way)
     valid: dict[tuple[str, ...], Measurement] = {}
     for i, values in body:
         if len(values) != width:
@@ -922,11 +931,10 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
         cells = [v.strip() for v in values]
         if not any(cells):
             continue
-        key = key_of(cells)
-        first = seen.setdefault(key, i)
+        first = seen.setdefault(key_of(cells), i)
         if first != i and not allow_duplicates:
             raise DataError(f"duplicate of row {first}", file=path, row=i,
-                            fix="delete the repeat, or note what differs in the notes column")
+                            fix=DUPLICATE_FIX)
         config = config_of(cells)
         same = valid.get(config)
         if same is not None and cells[j_source]:
@@ -936,13 +944,28 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
                 tok_s = math.nan
             accept = same.accept_len or 1.0   # (blank: a step below the floor re-checks)
             if 0.0 < tok_s < math.inf and step_plausible(accept, accept, same.concurrency, tok_s):
-                rows.append(same.another_run(i, tok_s, cells[j_source], cells[j_notes]))
+                rows.append(_unique(same.another_run(i, tok_s, cells[j_source], cells[j_notes]),
+                                    parsed, path, allow_duplicates))
                 continue
         row = parse_row(path, i, dict(zip(header, cells, strict=True)), hardware, methods,
                         stored)
         valid.setdefault(config, row)
-        rows.append(row)
+        rows.append(_unique(row, parsed, path, allow_duplicates))
     return rows
+
+
+#: The fix of a data row that repeats another.
+DUPLICATE_FIX = "delete the repeat, or note what differs in the notes column"
+
+
+def _unique(row: Measurement, parsed: dict[tuple, int], path: str,
+            allow_duplicates: bool) -> Measurement:
+    """``row``, refused when an earlier row (``parsed``: key -> row) holds the same parsed
+    values written another way (a chain's budget blank in one, its depth in the other)."""
+    first = parsed.setdefault(row.key(), row.row)
+    if first != row.row and not allow_duplicates:
+        raise DataError(f"duplicate of row {first}", file=path, row=row.row, fix=DUPLICATE_FIX)
+    return row
 
 
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,

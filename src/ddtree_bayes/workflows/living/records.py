@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -111,9 +111,8 @@ def _remove_stale_temps(path: Path) -> None:
 
 # ---------------------------------------------------------------- appending rows
 def row_key(m: Measurement) -> tuple:
-    """What makes two measurements identical: every parsed value except the row number
-    (so ``612`` and ``612.0``, or a blank and a derived verify_tokens, are the same)."""
-    return tuple(getattr(m, f.name) for f in fields(m) if f.name != "row")
+    """What makes two measurements identical (:meth:`Measurement.key`)."""
+    return m.key()
 
 
 @dataclass
