@@ -506,6 +506,22 @@ def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkey
         "moe_form": "power", "draws": 500, "seed": 3}
 
 
+@pytest.mark.parametrize("shape", [("--budget", "3"), ("--verify-tokens", "4"),
+                                   ("--budget", "3", "--verify-tokens", "4")])
+def test_track_add_refuses_a_tracked_query_written_another_way(models_dir, shape):
+    """EAGLE-3 block 3 with its budget blank is a chain of depth 3 verifying 4 tokens
+    (core.methods.shaped_budget): `track add ... --budget 3` was saved as a second query."""
+    assert call(models_dir, "track", *EAGLE)[0] == 0
+    code, _, err = call(models_dir, "track", *EAGLE, *shape, "--name", "again")
+    assert code == 2
+    assert "this query is already tracked as 'rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95'" in err
+    assert [t.name for t in living.load_tracked(models_dir / "models")] == [
+        "default", "rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95"]
+    # another budget is another query
+    code, _, err = call(models_dir, "track", *EAGLE[:-2], "--budget", "2", "--accept", "1.9")
+    assert code == 0, err
+
+
 def test_track_add_refuses_verify_tokens_that_are_not_the_budgets(models_dir):
     """`track add --budget 32 --verify-tokens 500` was saved, to be reported as a question
     'the latest fit cannot answer yet' forever."""

@@ -158,13 +158,28 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     :func:`query_rows` fills them: from the fit's default scenario and methods table, or
     without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
     bundled priors when there is none)."""
-    from ddtree_bayes.core.config import DEFAULT_QUESTION
-    from ddtree_bayes.core.methods import load_methods, max_accept
-    from ddtree_bayes.core.paths import bundled
-    from ddtree_bayes.engine.question import Flags, default_question, fill
-    from ddtree_bayes.engine.scenario import check_accept, checked_shape, parse_accept, verified
+    from ddtree_bayes.core.methods import max_accept
+    from ddtree_bayes.engine.scenario import check_accept, parse_accept
 
     q = normalize_query(query)
+    _, verify, f, methods = _shape(q, draws, models)
+    if q["accept"] is None:
+        return
+    check_accept(parse_accept(q["accept"]), q["accept"],
+                 max_accept(f["method"], f["block"], f["budget"], methods, verify))
+
+
+def _shape(q: dict[str, Any], draws=None, models: Path | None = None
+           ) -> tuple[int | None, int, dict[str, Any], Any]:
+    """(budget, verify tokens, filled flags, methods table) of a normalized query, its flags
+    not given filled as :func:`check_accept_limit` says; QueryError when its shape is none a
+    configuration has."""
+    from ddtree_bayes.core.config import DEFAULT_QUESTION
+    from ddtree_bayes.core.methods import load_methods
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine.question import Flags, default_question, fill
+    from ddtree_bayes.engine.scenario import checked_shape, verified
+
     d = DEFAULT_QUESTION
     if draws is not None:
         try:
@@ -178,11 +193,26 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
         methods = load_methods(path.read_text(), str(path))
     f, _ = fill(d, Flags.of(q), methods)
     verify = verified(f["method"], f["block"], f["budget"], f["verify_tokens"], methods)
-    checked_shape(f["method"], f["block"], f["budget"], int(verify), methods)
-    if q["accept"] is None:
-        return
-    check_accept(parse_accept(q["accept"]), q["accept"],
-                 max_accept(f["method"], f["block"], f["budget"], methods, verify))
+    budget = checked_shape(f["method"], f["block"], f["budget"], int(verify), methods)
+    return budget, int(verify), f, methods
+
+
+def same_query(a: dict[str, Any], b: dict[str, Any], draws=None,
+               models: Path | None = None) -> bool:
+    """Do two normalized queries ask one question? Equal as written, or equal but for their
+    budget and verify tokens as written when their shapes are one (:func:`~ddtree_bayes.core.
+    methods.shaped_budget`: EAGLE-3 block 3 with its budget blank is the chain of depth 3,
+    budget 3, verifying 4 tokens)."""
+    if a == b:
+        return True
+    shape = ("budget", "verify_tokens")
+    if ({k: v for k, v in a.items() if k not in shape}
+            != {k: v for k, v in b.items() if k not in shape}):
+        return False
+    try:
+        return _shape(a, draws, models)[:2] == _shape(b, draws, models)[:2]
+    except QueryError:   # (a hand-edited query no configuration has: compared as written)
+        return False
 
 
 def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
@@ -205,7 +235,7 @@ def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
     with exclusive_lock(path):
         existing = load_tracked(models)
         for t in existing:
-            if t.query == q:
+            if same_query(t.query, q, draws, models):
                 raise InputError(f"this query is already tracked as {t.name!r}",
                                  fix="nothing to do")
         for t in existing:
