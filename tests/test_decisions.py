@@ -220,6 +220,18 @@ def test_optimize_flags_extrapolation():
     assert [r["accept_extrapolated"] for r in out["rows"]] == [True, False, False, False, False]
 
 
+def test_optimize_extrapolation_counts_only_the_rows_the_fit_learned_from():
+    """A validation fold holding out row 3 (b300 DDTree 8/8, M = 9) learned from b300's AR
+    row alone (M = 1) and the rtx-pro-6000 rows (at most M = 4, EAGLE-3): optimize said 9 and
+    flagged budget 8 (M = 9) as measured, where predict's note (beyond_measured_note) counts
+    the fitted rows only."""
+    draws = point_mass_draws()
+    draws.meta["held_out_rows"] = [3]
+    out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", budgets=(8, 16))
+    assert out["max_measured_verify_tokens"] == {"system": 1, "any_system": 4}
+    assert [r["extrapolated"] for r in out["rows"]] == [True, True]
+
+
 def test_optimize_refuses_a_curve_for_another_drafter():
     with pytest.raises(QueryError, match="describes ddtree block 16"):
         D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)

@@ -133,6 +133,23 @@ def max_measured_concurrency(draws: Fit, system: str) -> int | None:
     return max(measured) if measured else None
 
 
+def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
+    """Most tokens verified per step, C x M, by a row the fit learned from on ``system`` (a
+    pair in a fit of several models; None if only elsewhere) and on any system: at C streams a
+    step verifies C x M, so budget 8 at C = 8 (72 tokens) is beyond rows that verified 9 at
+    C = 1. ``optimize`` flags a budget beyond it, and :func:`beyond_measured_note` a C; rows a
+    validation fold holds out count for neither (optimize counted them).
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> max_measured_verify(point_mass_draws(), "b300x8")   # DDTree budget 8 (M = 9)
+    (9, 9)
+    """
+    rows = fit_rows(draws)
+    on_system = [r.verify_tokens * r.concurrency for r in rows if row_pair(draws, r) == system]
+    return ((max(on_system) if on_system else None),
+            max(r.verify_tokens * r.concurrency for r in rows))
+
+
 def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1
                          ) -> str | None:
     """The ``concurrencies`` above the most streams measured on ``system``, and those whose
@@ -147,9 +164,8 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
 growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
 prior-driven"
     """
-    rows = [r for r in fit_rows(draws) if row_pair(draws, r) == system]
-    top = max((r.concurrency for r in rows), default=None)
-    most = max((r.concurrency * r.verify_tokens for r in rows), default=None)
+    top = max_measured_concurrency(draws, system)
+    most = max_measured_verify(draws, system)[0]
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
     verify = sorted({c for c in concurrencies if c > 1 and c not in beyond and most is not None
                      and c * verify_tokens > most})

@@ -22,7 +22,7 @@ from ddtree_bayes.engine.question import (
     verify_context_warnings,
 )
 from ddtree_bayes.engine.scenario import accept_limit, layer_split_warning, memory_warnings
-from ddtree_bayes.engine.structure import beyond_measured_note, fit_rows
+from ddtree_bayes.engine.structure import beyond_measured_note, fit_rows, max_measured_verify
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
@@ -55,16 +55,6 @@ def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
     p_best = np.bincount(tok.argmax(axis=1), minlength=tok.shape[1]) / tok.shape[0]
     return {"mean": tok.mean(axis=0), "p_best": p_best,
             "regret": np.mean(best[:, None] - tok, axis=0)}
-
-
-def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
-    """Most tokens verified per step, C x M, measured on ``system`` (a pair in a fit of
-    several models; None if only elsewhere) and overall: at C streams a step verifies C x M,
-    so budget 8 at C = 8 (72 tokens) is beyond rows that verified 9 at C = 1."""
-    rows = draws.measurements.rows
-    on_system = [r.verify_tokens * r.concurrency for r in rows if row_pair(draws, r) == system]
-    return ((max(on_system) if on_system else None),
-            max(r.verify_tokens * r.concurrency for r in rows))
 
 
 def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]:
