@@ -646,6 +646,27 @@ def test_default_candidates_offer_ar_at_many_streams_for_a_query_at_c_streams():
                      for c in (32, 64, 128)]]
 
 
+def test_default_candidates_offer_the_doublings_of_a_native_query_in_its_base_engine():
+    """A native query at C = 16 was offered the query in sglang at C = 16, but its doublings
+    (C = 2, 4, 8) only in native, each left out (nobody can run native): a sglang query at
+    C = 16 was offered them, the native one not. They are now offered in sglang."""
+    draws = point_mass_draws()
+    query = D.parse_query(draws, "--hardware b300 --engine native --budget 32 --accept 14 "
+                                 "--concurrency 16")
+    left_out: list = []
+    got = [(c.why, c.describe()) for c in D.default_candidates(draws, query, left_out)
+           if c.scenario.concurrency != 1]
+    assert got == [("the query in sglang", "b300 x8 sglang ddtree block 16 budget 32 M=33 C=16"),
+                   *[x for c in (2, 4, 8) for x in (
+                       (f"the query in sglang at concurrency {c}",
+                        f"b300 x8 sglang ddtree block 16 budget 32 M=33 C={c}"),
+                       (f"AR at concurrency {c}", f"b300 x8 sglang ar C={c}"))],
+                   *[(f"AR at concurrency {c} (the compute knee)", f"b300 x8 sglang ar C={c}")
+                     for c in (32, 64, 128)]]
+    assert [c.describe() for c, _ in left_out] == [
+        f"b300 x8 native ddtree block 16 budget 32 M=33 C={c}" for c in (16, 2, 4, 8)]
+
+
 @pytest.mark.parametrize("text, flags", [
     ("--hardware h100 --gpus 8", {"hardware": "h100", "gpus": 8}),
     ("--hardware b300", {"hardware": "b300"}),

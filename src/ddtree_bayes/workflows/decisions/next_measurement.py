@@ -236,9 +236,10 @@ def default_candidates(draws: Fit, query: Query,
       engine with a declared relation (e.g. native) and their base engines;
     - autoregressive on the query's system at context 0 if that system has no
       measurements (hardware transfer), and at the query's context if it is not 0;
-    - a query at C > 1: the query and autoregressive at the doublings of C between the
-      largest measured on its system and the query's, and autoregressive at C = 32, 64 and
-      128 (many tokens per step: the compute knee);
+    - a query at C > 1: the query (and, in an engine with a relation, the query in its
+      base engine) and autoregressive at the doublings of C between the largest measured on
+      its system and the query's, and autoregressive at C = 32, 64 and 128 (many tokens per
+      step: the compute knee);
     - for every measured system: autoregressive at context 0, and DDTree budgets 8, 32
       and 128 in every engine measured on that system.
 
@@ -302,9 +303,13 @@ def default_candidates(draws: Fit, query: Query,
     # a query beyond the concurrencies measured: the query and AR at the doublings between
     measured_c = max((r.concurrency for r in rows if row_pair(draws, r) == q.pair), default=1)
     c = 2 * measured_c
+    base = bases.get(q.engine) if q.method != AR_METHOD else None
     while c < q.concurrency:
         add(f"the query at concurrency {c}", q_accept, engine=q.engine, **same,
             concurrency=c)
+        if base is not None:   # (a relation engine nobody runs: its base engine can be)
+            add(f"the query in {base} at concurrency {c}", q_accept, engine=base, **same,
+                concurrency=c)
         add(f"AR at concurrency {c}", 1.0, hardware=q.hardware, gpus=q.gpus,
             engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
             budget=None, context_tokens=q.context_tokens, concurrency=c)
