@@ -701,6 +701,33 @@ def test_a_question_with_drafter_says_its_card_here_prices_it(tmp_path):
         f"{CHANGED}: re-run `ddtree-bayes fit` to fit with the cards here"]
 
 
+def test_update_does_not_count_a_drafter_card_of_a_model_the_fit_has_not(tmp_path,
+                                                                         monkeypatch):
+    """A drafter card written for Qwen3-8B (not a model of this Kimi K2.6 + Llama-3.1-8B fit)
+    made `update` refit ("model or drafter cards changed since fit"), and every command
+    checking the fit warn, though no answer of the fit (nor its likelihood) prices a Qwen3-8B
+    drafter: a question about Qwen3-8B needs a refit on its rows anyway."""
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.scenario import card_changes
+
+    work = _drafter_dir(tmp_path)
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    row = {"drafter": "my-qwen-dflash", "target_model": "qwen3-8b", "method": "dflash",
+           "kind": "dflash_block", "layers": "5", "params_b": "1.0", "params_active_b": "1.0",
+           "lm_head_params_b": "0.6", "bytes_per_weight": "2", "source": "me"}
+    (work / "data" / "drafters.csv").write_text(
+        head + "\n" + ",".join(row.get(c, "") for c in head.split(",")) + "\n")
+    draws = store.load_fit(store.resolve(work / "models"))
+    assert card_changes(draws, work) == []
+    from ddtree_bayes.engine import inference
+
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date
+    code, out, err = run_cli(work, "update")
+    assert code == 0, err
+    assert "is up to date" in out and "nothing to refit" in out
+    assert "drafter card" not in out + err
+
+
 def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(multi_dir):
     """Llama-3.1-8B has one AR row, on one H100: `predict --model` asked the bundled 8x B300
     question (never measured for it) without a note, and failed with "no acceptance prior for

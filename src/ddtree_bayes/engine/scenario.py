@@ -309,7 +309,8 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     differently from the ones the fit stored (changed, added or removed), as one line saying
     what the answer uses. ``asked``: the (model, method) pairs a question asks (model None:
     the fit's one model); only cards for those models and methods count, an autoregressive
-    question none (None: every change, as ``update`` counts them). ``drafter``: the card
+    question none (None: every change of a card for a model of the fit, as ``update`` counts
+    them; a card for another model bears on no answer the fit gives). ``drafter``: the card
     ``--drafter`` names, which the answer prices from the card here
     (:func:`with_drafter`). Empty when the fit stores no drafter cards (a fit of the fraction
     form prices no drafter) or the cards here do not load."""
@@ -342,6 +343,10 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     if asked is not None:
         serves = {name: (target, methods) for name, (target, methods) in serves.items()
                   if any(_bears(m, method, target, methods) for m, method in pairs)}
+    else:   # (no question: a card of a model the fit has not bears on none of its answers)
+        models = fit_models(draws) or draws.measurements.models   # (a fit naming none)
+        serves = {name: (target, methods) for name, (target, methods) in serves.items()
+                  if any(_bears(m, method, target, methods) for m in models for method in methods)}
     names = sorted(serves)
     if not names:
         return []
