@@ -204,6 +204,34 @@ def structured_point_mass():
     return draws
 
 
+@pytest.mark.parametrize("row_ctx, asked, anchored", [
+    ("16384.4", 16384.0, True), ("16384.5", 16385.0, True), ("16384.4", 16385.0, False)])
+def test_a_whole_token_question_anchors_to_a_row_of_a_mean_context(row_ctx, asked, anchored):
+    """A serving benchmark's row holds a mean context (16384.4 tokens); --context takes whole
+    tokens only, and the anchor matched context exactly, so `--context 16384` at that row's
+    own configuration was the structural step, not anchored to the measured one. A question
+    now matches the rows whose context rounds (half up) to its whole tokens: the measured
+    step exp(-z), z = log(tok_s / (accept x 1000)), as at context 0, times the structural
+    step's ratio between the context asked and the row's (0.4 tokens: 1 - 2e-6)."""
+    draws = structured_point_mass()
+    text = draws.data_csv.replace(",4.4,,303,", f",4.4,{row_ctx},303,")
+    assert text != draws.data_csv
+    draws = dataclasses.replace(draws, data_csv=text, memo={})
+    (row,) = [r for r in draws.measurements.rows if r.method == "ddtree"]
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=8, budget=8, verify_tokens=None, context_tokens=asked)
+    parts, how = P.step_components(draws, sc, np.random.default_rng(0), anchor=True)
+    assert ("anchored to the measured ddtree budget 8 (M = 9, 1 row)" in how) == anchored
+    if anchored:
+        z = math.log(row.tok_s / (row.accept_len * 1000.0))
+        at_row = dataclasses.replace(sc, context_tokens=float(row_ctx))
+        ratio = (P.step_components(draws, sc, np.random.default_rng(0), anchor=False)[0]["step"][0]
+                 / P.step_components(draws, at_row, np.random.default_rng(0),
+                                     anchor=False)[0]["step"][0])
+        assert abs(ratio - 1) < 1e-5
+        assert parts["step"][0] == pytest.approx(math.exp(-z) * ratio, rel=1e-9)
+
+
 def test_predict_structured_step_by_hand():
     draws = structured_point_mass()
     sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",

@@ -146,6 +146,20 @@ class Measurement:
         """
         return default if self.context_tokens is None else self.context_tokens
 
+    def asked_context(self, default: float) -> float:
+        """The context a question matches this row at: :meth:`context` rounded half up to
+        whole tokens. ``--context`` takes whole tokens (no run measures part of one), while
+        a serving benchmark's row holds the mean context of its requests (16384.4): a
+        question at 16384 asks that row's configuration (its anchor, its measured acceptance).
+
+        >>> m = Measurement(2, "kimi-k2.6", "b300", 8, "sglang", "ar", None, None, 1, 1.0,
+        ...                 16384.4, 150.0, "s", "")
+        >>> import dataclasses
+        >>> m.asked_context(0.0), dataclasses.replace(m, context_tokens=16384.5).asked_context(0.0)
+        (16384.0, 16385.0)
+        """
+        return float(math.floor(self.context(default) + 0.5))
+
     @property
     def accept_inferred(self) -> bool:
         """The row has no acceptance length: the fit infers it (a latent parameter)."""

@@ -137,7 +137,7 @@ def other_engines_ar(draws: Fit, sc: Scenario) -> str:
 def _other_engines_ar(draws: Fit, sc: Scenario) -> str:
     seen: dict[str, list[float]] = {}
     for r in fit_rows(draws):
-        ctx = r.context(draws.meta["model"]["default_context_tokens"])
+        ctx = r.asked_context(draws.meta["model"]["default_context_tokens"])
         if (r.method == AR_METHOD and r.engine != sc.engine and row_pair(draws, r) == sc.pair
                 and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
             seen.setdefault(r.engine, []).append(r.tok_s)
@@ -266,7 +266,7 @@ def _nearest_measured(draws: Fit, sc: Scenario):
         for r in fit_rows(draws):
             if r.accept_len is None:
                 continue
-            ctx = r.context(default_ctx)
+            ctx = r.asked_context(default_ctx)   # (a mean context: the whole tokens asked)
             key = (row_pair(draws, r), r.engine, r.method, ctx)
             groups.setdefault(key, {}).setdefault(
                 (r.concurrency, r.block, r.budget, r.verify_tokens), []).append(r)

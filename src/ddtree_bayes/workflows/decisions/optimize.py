@@ -77,7 +77,7 @@ def unused_acceptances(draws: Fit, sc: P.Scenario, block: int, budgets: tuple[in
     seen: dict[int, list[float]] = {}
     default_ctx = draws.meta["model"]["default_context_tokens"]
     for r in fit_rows(draws):   # (not the rows a validation fold holds out)
-        ctx = r.context(default_ctx)
+        ctx = r.asked_context(default_ctx)
         if (row_pair(draws, r) == sc.pair and r.method == sc.method and r.block == block
                 and r.budget in budgets and r.accept_len is not None
                 and (r.concurrency, ctx) == (sc.concurrency, sc.context_tokens)):
