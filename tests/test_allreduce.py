@@ -165,7 +165,7 @@ def test_a_transferred_one_gpu_system_gets_no_all_reduce_volume():
     draws = dataclasses.replace(base, meta={**base.meta, "model": {**base.meta["model"],
                                                                    "allreduce_volume": True}},
                                 variables={**base.variables, **populations})
-    sc = P.resolve_scenario(draws, hardware="b300", gpus=2, engine="sglang", method="ddtree",
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=4, engine="sglang", method="ddtree",
                             block=16, budget=32, verify_tokens=None, context_tokens=0.0)
     one = dataclasses.replace(sc, gpus=1)   # Kimi K2.6 fits no single GPU: asked directly
     out, sc1, _ = with_transferred_system(draws, one, seed=3)
@@ -176,8 +176,9 @@ def test_a_transferred_one_gpu_system_gets_no_all_reduce_volume():
 
 
 def test_a_system_that_cannot_hold_the_weights_is_refused():
-    """Kimi K2.6's card: 1000B parameters at 0.5 bytes = 500 GB of weights. One RTX PRO 6000
-    (96 GB) cannot hold them: refused, with the count that could (ceil(500 / 96) = 6); six
+    """Kimi K2.6's card: 1000B parameters at 0.6 bytes in the checkpoint = 600 GB of weights.
+    One RTX PRO 6000 (96 GB) cannot hold them: refused, with the count that could
+    (ceil(600 / 96) = 7); seven
     can (576 GB: answered by transfer). A measured system is never refused."""
     draws = structured_point_mass()
 
@@ -188,8 +189,8 @@ def test_a_system_that_cannot_hold_the_weights_is_refused():
 
     with pytest.raises(QueryError) as err:
         ask("rtx-pro-6000", 1)
-    assert str(err.value) == ("kimi-k2.6's weights (500.0 GB: 1000B parameters at 0.5 bytes) "
-                              "do not fit in 1 x rtx-pro-6000 (96.0 GB) (fix: --gpus 6 or more of "
+    assert str(err.value) == ("kimi-k2.6's weights (600.0 GB: 1000B parameters at 0.6 bytes) "
+                              "do not fit in 1 x rtx-pro-6000 (96.0 GB) (fix: --gpus 7 or more of "
                               "them, or a GPU with more memory)")
-    assert not ask("rtx-pro-6000", 6).measured
+    assert not ask("rtx-pro-6000", 7).measured
     assert ask("b300", 8).measured

@@ -993,13 +993,21 @@ def test_the_weights_fit_check_reads_the_files_bytes_not_the_active_average(tmp_
              hardware={"rtx-4090": {"memory_gb": "24"}})
     check_weights_fit(fit, None, "rtx-4090", 1)                                # fits now
     # a file written before the column existed gains it; its rows read as before
-    (tmp_path / "data" / "models.csv").write_text(bundled("models.csv").read_text())
+    rows = list(csv.DictReader(io.StringIO(bundled("models.csv").read_text())))
+    older = io.StringIO()
+    writer = csv.DictWriter(older, [k for k in rows[0] if k != "file_bytes_per_weight"],
+                            extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    (tmp_path / "data" / "models.csv").write_text(older.getvalue())
     code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "q30-awq")
     assert code == 0, err
     cards = load_model_cards(tmp_path / "data" / "models.csv")
     assert cards["q30-awq"].file_bytes_per_weight == card.file_bytes_per_weight
     assert cards["kimi-k2.6"].file_bytes_per_weight is None
     assert cards["kimi-k2.6"].weights_gb == pytest.approx(1000 * 0.5)   # total x bytes_per_weight
+    # the bundled Kimi card weighs its checkpoint (int4 experts, bf16 attention): 600 GB
+    assert load_model_cards(bundled("models.csv"))["kimi-k2.6"].weights_gb == pytest.approx(600)
 
 
 def test_refuses_an_existing_name_unless_replace(tmp_path):

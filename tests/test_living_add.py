@@ -292,7 +292,7 @@ def test_a_row_whose_gpus_cannot_hold_the_model_is_refused(work, capsys):
     # a quantisation of its card's checkpoint) = 200 GB > 80 GB
     assert ("row 11, column 'gpus': kimi-k2.6's 1000B parameters take 200.0 GB even at 1.6 "
             "bits per weight: they do not fit in 1 x h100 (80.0 GB) (fix: check the GPU count (at "
-            "least 3 h100; 7 at the card's 0.5 bytes)") in err
+            "least 3 h100; 8 at the card's 0.6 bytes)") in err
     assert (work / "data" / "measurements.csv").read_text() == before
     code, out, _ = run(capsys, "add", "--hardware", "h100", "--gpus", "8", "--engine", "vllm",
                        "--method", "ar", "--accept", "1", "--tok-s", "40", "--source", "x")
@@ -307,9 +307,9 @@ def test_a_row_whose_gpus_cannot_hold_the_cards_weights_is_added_with_a_warning(
     flags = ["add", "--hardware", "h100", "--gpus", "4", "--engine", "vllm", "--method", "ar",
              "--accept", "1", "--tok-s", "30", "--source", "x"]
     code, out, err = run(capsys, *flags)
-    # 1000B parameters x 0.5 bytes = 500 GB > 4 x 80 GB; at 1.6 bits 200 GB would fit
-    line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 500.0 GB (1000B "
-            "parameters at 0.5 bytes), more than 4 x h100 hold (320.0 GB): the run must have "
+    # 1000B parameters x 0.6 bytes = 600 GB > 4 x 80 GB; at 1.6 bits 200 GB would fit
+    line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 600.0 GB (1000B "
+            "parameters at 0.6 bytes), more than 4 x h100 hold (320.0 GB): the run must have "
             "used a smaller quantisation, but a fit prices the card's bytes; give that "
             "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
             "name it with --model")
