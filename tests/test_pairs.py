@@ -765,3 +765,26 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
                    "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, eagle, block 3, budget "
                    "3, verify 4, context 0 (fix: pass --accept, or add an [[acceptance]] entry "
                    "to the priors)\n")   # (a chain's budget is its depth)
+
+
+def test_more_gpus_than_one_node_holds_is_warned(capsys):
+    """A walkthrough: `predict --hardware h200 --gpus 1024` answered 1308 tok/s, exit 0,
+    "transferred from b300x8 (same interconnect class)", pricing 1024 GPUs as one
+    tensor-parallel group on NVLink. More than 8 GPUs of a system never measured are warned
+    of; a count the fit measured on that GPU (b300 x 8) or one node's (8) is not."""
+    from ddtree_bayes.engine.scenario import memory_warnings
+
+    d = multi_model_draws()
+
+    def ask(hardware, gpus):
+        return P.resolve_scenario(d, hardware=hardware, gpus=gpus, engine="sglang",
+                                  method="ar", block=None, budget=None, verify_tokens=None,
+                                  context_tokens=0.0, model="kimi-k2.6")
+
+    said = [w for w in memory_warnings(d, ask("b300", 16)) if "one node" in w]
+    assert said == ["16 x b300 is more GPUs than one node holds (8): the answer prices them as "
+                    "one tensor-parallel group on one interconnect, reading together; across "
+                    "nodes the all-reduces cross the network, which the step model does not "
+                    "price (the fit measured b300 on 8)"]
+    assert not [w for w in memory_warnings(d, ask("b300", 8)) if "one node" in w]
+    assert not [w for w in memory_warnings(d, ask("h200", 8)) if "one node" in w]

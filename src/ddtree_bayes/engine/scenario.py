@@ -754,6 +754,41 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
             "card's bytes are not the deployment's)")
 
 
+#: GPUs one node holds on one fabric: an HGX board (NVLink) or a PCIe server (8 cards); a rack
+#: domain (GB200 NVL72) is a hardware row of its own, asked as such.
+NODE_GPUS = 8
+
+
+def node_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when a system never measured asks for more GPUs than one node holds
+    (:data:`NODE_GPUS`) and than the fit measured on that GPU: the step prices them as one
+    tensor-parallel group reading together over the node's interconnect, where across nodes
+    the all-reduces cross the network, which nothing prices (a walkthrough: 1024 x H200
+    answered 1308 tok/s, "transferred from b300x8 (same interconnect class)").
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> from types import SimpleNamespace as NS
+    >>> d = point_mass_draws()
+    >>> node_warning(d, NS(hardware="h200", gpus=8, measured=False)) is None
+    True
+    >>> print(node_warning(d, NS(hardware="h200", gpus=16, measured=False)))
+    16 x h200 is more GPUs than one node holds (8): the answer prices them as one \
+tensor-parallel group on one interconnect, reading together; across nodes the all-reduces cross \
+the network, which the step model does not price (the fit measured h200 on no count)
+    """
+    if sc.measured or sc.gpus <= NODE_GPUS:
+        return None
+    counts = sorted({gpus for _, hardware, gpus in map(split_label, draws.meta.get(
+        "coords", {}).get("system", [])) if hardware == sc.hardware})
+    if counts and sc.gpus <= counts[-1]:
+        return None
+    measured = ", ".join(map(str, counts)) if counts else "no count"
+    return (f"{sc.gpus} x {sc.hardware} is more GPUs than one node holds ({NODE_GPUS}): the "
+            "answer prices them as one tensor-parallel group on one interconnect, reading "
+            "together; across nodes the all-reduces cross the network, which the step model "
+            f"does not price (the fit measured {sc.hardware} on {measured})")
+
+
 def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05) -> str | None:
     """One line when, in a fit of several models, a pair never measured gets an M = 1 step
     (median, from the pair roofline) more than ``margin`` shorter than a measured pair of the
@@ -832,10 +867,12 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
     weights (:func:`read_floor_warning`), a pair never measured answered faster than a
-    measured one that reads at least as fast (:func:`faster_than_measured_warning`);
+    measured one that reads at least as fast (:func:`faster_than_measured_warning`), more GPUs
+    than one node holds (:func:`node_warning`);
     ``predict``, ``next`` and ``optimize`` say the same."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
-             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc))
+             read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
+             node_warning(draws, sc))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
