@@ -1384,3 +1384,38 @@ def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path)
 def test_a_gguf_card_reads_its_context_length(tmp_path, gguf_file, quick_hash):
     d = card_files.derive_from_gguf(gguf_file)
     assert d.card["max_context_tokens"] == "131072" and d.facts["max_context_tokens"] == 131072
+
+
+def test_a_card_name_in_capitals_is_refused_not_passed_over():
+    """A walkthrough: `Kimi-K2.6` in models.csv was read as a card of another model, so the
+    measurements' kimi-k2.6 had none; `fit` used a proxy card with one stderr note and the
+    headline moved ~30% (914 for 708 tok/s). The measurement and hardware readers refuse a
+    name that is not lowercase; the card readers now do too (drafters.csv: its target_model
+    and method, which the measurement rows' names are matched against)."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import DataError
+
+    header, llama = _bundled_llama_card()
+    upper = llama.replace("llama-3.1-8b-instruct,", "Llama-3.1-8B-Instruct,", 1)
+    assert upper != llama
+    assert _card_refusal(header, upper) == (
+        "models.csv, row 2, column 'model': 'Llama-3.1-8B-Instruct' is not a lowercase name "
+        "(fix: write it in lowercase, e.g. 'llama-3.1-8b-instruct')")
+    assert _card_refusal(header, llama.replace("llama-3.1-8b-instruct,", "llama 8b,", 1)) == (
+        "models.csv, row 2, column 'model': 'llama 8b' is not a name (lowercase letters, digits "
+        "and . _ + -) (fix: write it with those only, e.g. 'llama-8b')")
+    drafters = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+                "bytes_per_weight,source\nMy/Head,{},{},eagle3_head,1,0.4,0.6,2,me\n")
+    # the drafter is a repository name (capitals are its own); the target and method are not
+    assert load_drafter_cards("drafters.csv", drafters.format("qwen3-8b", "eagle3"))[
+        0].drafter == "My/Head"
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("drafters.csv", drafters.format("Qwen3-8B", "eagle3"))
+    assert str(err.value) == (
+        "drafters.csv, row 2, column 'target_model': 'Qwen3-8B' is not a lowercase name "
+        "(fix: write it in lowercase, e.g. 'qwen3-8b')")
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("drafters.csv", drafters.format("qwen3-8b", "eagle;EAGLE3"))
+    assert str(err.value) == (
+        "drafters.csv, row 2, column 'method': 'EAGLE3' is not a lowercase name "
+        "(fix: write it in lowercase, e.g. 'eagle3')")

@@ -759,3 +759,27 @@ def test_a_misspelt_key_in_the_acceptance_curve_is_an_error(table, typo, column,
     assert f"unknown key {key!r}" in str(err.value) and f"did you mean {meant}?" in str(err.value)
     stored = parse_acceptance_curve(text, "priors stored in the fit", stored=True)
     assert stored == parse_acceptance_curve(TEXT, "priors stored in the fit")
+
+
+def test_an_acceptance_model_in_capitals_is_refused():
+    """A walkthrough: `model = "Kimi-K2.6"` in an [[acceptance]] entry fitted, and `predict`
+    later failed with a misleading "no acceptance prior" (no model is named in capitals). The
+    entry and the curve's model are refused as the data files' names are; a saved fit's
+    priors are read as they were fitted."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+
+    old = '[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"'
+    bad = replace_once(TEXT, old, old.replace("kimi-k2.6", "Kimi-K2.6"))
+    i = 4   # the fourth [[acceptance]] entry
+    assert tomllib.loads(TEXT)["acceptance"][i - 1]["method"] == "eagle3"
+    expect_error(bad, f"acceptance[{i}].model", "'Kimi-K2.6' is not a lowercase name "
+                 "(fix: write it in lowercase, e.g. 'kimi-k2.6')")
+    assert parse_priors(bad, NAME, stored=True).acceptance[i - 1].model == "Kimi-K2.6"
+    curve = replace_once(TEXT, '[acceptance_curve]\nmodel = "kimi-k2.6"',
+                         '[acceptance_curve]\nmodel = "Kimi-K2.6"')
+    with pytest.raises(PriorsError) as err:
+        parse_acceptance_curve(curve, NAME)
+    assert str(err.value) == (
+        f"{NAME}, column 'acceptance_curve.model': 'Kimi-K2.6' is not a lowercase name "
+        "(fix: write it in lowercase, e.g. 'kimi-k2.6')")
+    assert parse_acceptance_curve(curve, NAME, stored=True).model == "Kimi-K2.6"

@@ -119,4 +119,4 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *,
                            reference_budget=ints["reference_budget"], measurement_sd=float(sd),
                            accept_ref=params["accept_ref"], gain=params["gain"],
                            decay=params["decay"],
-                           model=target_model(section, path, f"{where}.model"))
+                           model=target_model(section, path, f"{where}.model", stored=stored))

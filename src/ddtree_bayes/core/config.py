@@ -12,6 +12,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddtree_bayes.core.data import NAME_RE, not_a_name
 from ddtree_bayes.core.errors import PriorsError, typo_fix
 from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, parse_methods
 from ddtree_bayes.core.pairs import same_family
@@ -397,15 +398,20 @@ def load_priors(path: str | Path) -> PriorsConfig:
     return parse_priors(text, path)
 
 
-def target_model(spec: dict, path: str, column: str) -> str | None:
+def target_model(spec: dict, path: str, column: str, *, stored: bool = False) -> str | None:
     """The optional ``model`` an acceptance entry or curve was written for (stripped), None
-    when absent; anything but a non-empty name is a :class:`PriorsError` at ``column``."""
+    when absent; anything but a non-empty name is a :class:`PriorsError` at ``column``, and
+    so is one the data files cannot name (``Kimi-K2.6`` answered no model: ``predict`` then
+    said there was no acceptance prior), unless ``stored`` (a saved fit's, as it was fitted)."""
     value = spec.get("model")
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise PriorsError("'model' must be a model name", file=path, column=column,
                           fix='set model = "<target model>" or leave it out (every model)')
+    if not stored and not NAME_RE.fullmatch(value.strip()):
+        problem, fix = not_a_name(value.strip())
+        raise PriorsError(problem, file=path, column=column, fix=fix)
     return value.strip()
 
 
@@ -531,7 +537,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> 
             keys[key] = spec.get(key)
         acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys,
                                           model=target_model(spec, path,
-                                                             f"acceptance[{i}].model")))
+                                                             f"acceptance[{i}].model",
+                                                             stored=stored)))
 
     transfer = {name: parse_prior(path, name, spec, where="transfer", strict=not stored)
                 for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import parse_number, read_records
+from ddtree_bayes.core.data import NAME_RE, not_a_name, parse_number, read_records
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.model_cards import check_bytes_per_weight
 
@@ -102,6 +102,12 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
             if not cell[col]:
                 raise DataError("empty", file=path, row=row, column=col,
                                 fix=f"give the drafter's {col}")
+        # (measurement rows are matched by these names: another case is no card of theirs)
+        for col, name in [("target_model", cell["target_model"]),
+                          *(("method", m) for m in cell["method"].split(";") if m)]:
+            if not NAME_RE.fullmatch(name):
+                problem, fix = not_a_name(name)
+                raise DataError(problem, file=path, row=row, column=col, fix=fix)
         if cell["kind"] not in KINDS:
             raise DataError(f"unknown drafter kind {cell['kind']!r}", file=path, row=row,
                             column="kind", fix="use one of " + ", ".join(KINDS))

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.data import parse_number, read_records
+from ddtree_bayes.core.data import NAME_RE, not_a_name, parse_number, read_records
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
     COMPUTE_CAPABILITY_RE,
@@ -277,6 +277,9 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         name = raw["model"]
         if not name:
             raise DataError("empty value", file=path, row=i, column="model", fix="name the model")
+        if not NAME_RE.fullmatch(name):   # (measurement rows name it so: another is no card)
+            problem, fix = not_a_name(name)
+            raise DataError(problem, file=path, row=i, column="model", fix=fix)
         if name in cards:
             raise DataError(f"duplicate model {name!r}", file=path, row=i, column="model",
                             fix="keep one card per model")
