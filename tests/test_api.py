@@ -233,3 +233,40 @@ def test_the_api_says_what_a_fit_argument_takes(given, named):
         with pytest.raises(TypeError, match=re.escape(
                 f"load(fit_id=...) takes a fit id string, 'latest' or None, not {named}")):
             api.load(given)
+
+
+def test_the_api_strict_refuses_an_unknown_engine_as_predict_strict_does():
+    """A walkthrough: db.predict(engines='sglnag', accept=14, strict=True) answered from the
+    pooled population with a UserWarning, where `predict --engine sglnag --strict` exits 2
+    (api.predict gave strict only to check_fit)."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    with pytest.raises(QueryError) as err:
+        api.predict(point_mass_draws(), accept=14, engines="sglnag", strict=True)
+    assert str(err.value) == (
+        "--engine 'sglnag' was never measured, nor given a relation in the priors file: its "
+        "speculative overhead is drawn from the pooled population (a wide interval); did you "
+        "mean sglang? (fix: check the spelling, or drop --strict to answer anyway)")
+
+
+@pytest.mark.parametrize("kw, flag, name", [
+    ({"engines": "SGLANG"}, "--engine", "sglang"),
+    ({"engines": ["sglang", "Native"]}, "--engine", "native"),
+    ({"method": "DDTree"}, "--method", "ddtree"),
+    ({"hardware": "B300"}, "--hardware", "b300"),
+    ({"model": "Kimi-K2.6"}, "--model", "kimi-k2.6"),
+])
+def test_the_api_refuses_a_name_in_capitals_as_the_cli_does(kw, flag, name):
+    """A walkthrough: db.predict(engines='SGLANG', accept=14) answered 'SGLANG' from the pooled
+    population (684 tok/s, 483-811, for sglang's 690) where `predict --engine SGLANG` exits 2:
+    names are lowercase. The check is made where the CLI and the API meet (check_names)."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    given = next(iter(kw.values()))
+    upper = given if isinstance(given, str) else given[1]
+    with pytest.raises(QueryError) as err:
+        api.predict(point_mass_draws(), accept=14, **kw)
+    assert str(err.value) == (f"{flag} {upper!r} is not a lowercase name (fix: write it in "
+                              f"lowercase, e.g. {name!r})")

@@ -77,7 +77,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     warning (the data or priors file the fit names changed since; an engine
     never measured nor declared, a context far past the measured ones) is a ``UserWarning``;
     with ``strict`` (the CLI's ``--strict``) a stale fit raises
-    :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead.
+    :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead, and an engine or method
+    never measured nor declared a :class:`~ddtree_bayes.core.errors.QueryError`.
     """
     from ddtree_bayes.core.errors import UnconvergedError
     from ddtree_bayes.engine import predictive as P
@@ -97,7 +98,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
             f"({'; '.join(meta.get('failures') or [])}) (fix: re-run the fit, or pass "
             "allow_unconverged=True to use it anyway)")
     said = P.check_fit(draws, allow_unconverged=True, strict=strict, here=False)   # (stale:
-    rows = P.predict(draws, **query, warnings=said)   # the CLI's warnings, no longer silent)
+    rows = P.predict(draws, **query, strict=strict,   # the CLI's warnings, no longer silent;
+                     warnings=said)   # strict refuses an unknown engine or method, as --strict)
     import warnings
 
     for text in said:   # what the CLI prints as warnings (they were dropped)

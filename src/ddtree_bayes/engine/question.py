@@ -28,6 +28,8 @@ from ddtree_bayes.core.data import (
     MAX_CONCURRENCY,
     MAX_CONTEXT_TOKENS,
     MAX_GPUS,
+    NAME_RE,
+    not_a_name,
     plain_text,
 )
 from ddtree_bayes.core.errors import QueryError
@@ -274,9 +276,18 @@ def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS) -> 
 def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = ""
                 ) -> tuple[str, ...]:
     """Names never measured nor declared: an unknown hardware or model is an error (nothing to
-    predict from); an engine or method a warning (returned), an error with ``strict``."""
+    predict from); an engine or method a warning (returned), an error with ``strict``. A name
+    in capitals is an error whatever the fit holds: the data files name nothing so (the API's
+    ``engines="SGLANG"`` answered from the pooled population, where ``--engine SGLANG`` is
+    refused at the flag)."""
     from ddtree_bayes.engine import names as N
 
+    for flag, value in (("--model", flags.model), ("--hardware", flags.hardware),
+                        *(("--engine", e) for e in flags.engines or ()),
+                        ("--method", flags.method)):
+        if value is not None and not NAME_RE.fullmatch(value):
+            problem, fix = not_a_name(value)
+            raise QueryError(f"{prefix}{flag} {problem}", fix=fix)
     warnings = []
     for u in N.unknown_names(fit, hardware=flags.hardware, engines=flags.engines,
                              method=flags.method, model=flags.model):
