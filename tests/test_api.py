@@ -270,3 +270,42 @@ def test_the_api_refuses_a_name_in_capitals_as_the_cli_does(kw, flag, name):
         api.predict(point_mass_draws(), accept=14, **kw)
     assert str(err.value) == (f"{flag} {upper!r} is not a lowercase name (fix: write it in "
                               f"lowercase, e.g. {name!r})")
+
+
+@pytest.mark.parametrize("name, value", [("block", 16), ("budget", 32), ("gpus", 8),
+                                         ("verify_tokens", 33)])
+def test_the_api_takes_a_numpy_integer_as_its_int(name, value):
+    """A walkthrough: db.predict(engines='sglang', accept=14, block=np.int64(16)) answered
+    690.851 where block=16 answered 689.690: the flag was checked as whole but kept as numpy's,
+    and the predictive draws are keyed by the scenario's repr (`np.int64(16)` in numpy 2)."""
+    import numpy as np
+
+    from ddtree_bayes.engine.question import Flags
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    kept = getattr(Flags(**{name: np.int64(value)}), name)
+    assert kept == value and type(kept) is int
+    draws = point_mass_draws(noise_sd=0.1)   # (run noise: the draws depend on their key)
+    plain = api.predict(draws, accept=14, engines="sglang", **{name: value})
+    pd.testing.assert_frame_equal(
+        api.predict(draws, accept=14, engines="sglang", **{name: np.int64(value)}), plain)
+    pd.testing.assert_frame_equal(
+        api.predict(draws, accept=14, engines="sglang", **{name: np.int32(value)}), plain)
+
+
+def test_a_scenario_is_keyed_by_its_plain_values():
+    """The key of a scenario's predictive draws reads numpy's numbers as Python's (a numpy
+    integer reaching a scenario by any path drew other numbers)."""
+    import dataclasses
+
+    import numpy as np
+
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    sc = resolve(point_mass_draws(), Flags(accept="14", engines=("sglang",))).asked[0].scenario
+    numpy_sc = dataclasses.replace(sc, gpus=np.int64(sc.gpus), block=np.int64(sc.block),
+                                   context_tokens=np.float64(sc.context_tokens))
+    assert P.scenario_key(numpy_sc) == P.scenario_key(sc)
+    assert "np." not in P.scenario_key(numpy_sc)

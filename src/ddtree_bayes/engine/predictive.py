@@ -10,6 +10,7 @@ import csv
 import dataclasses
 import hashlib
 import math
+import numbers
 from pathlib import Path
 from typing import Any
 
@@ -217,10 +218,25 @@ def keyed_rng(seed: int, key: str) -> np.random.Generator:
 
 def scenario_key(sc: Scenario) -> str:
     """What determines a scenario's predictive draws (its acceptance aside): the key of
-    :func:`keyed_rng` for ``predict``."""
-    return repr((sc.model, sc.hardware, sc.gpus, sc.engine, sc.method, sc.block, sc.budget,
-                 sc.verify_tokens, sc.context_tokens, sc.concurrency,
-                 None if sc.drafter is None else sc.drafter.drafter))
+    :func:`keyed_rng` for ``predict``. Numbers are keyed as Python's (numpy 2 writes
+    ``np.int64(16)``, which drew other numbers than 16).
+
+    >>> import numpy as np
+    >>> from ddtree_bayes.engine.question import Flags, resolve
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> sc = resolve(point_mass_draws(), Flags(engines=("sglang",))).asked[0].scenario
+    >>> scenario_key(sc) == scenario_key(dataclasses.replace(sc, block=np.int64(sc.block)))
+    True
+    """
+    def plain(value: object) -> object:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return int(value)
+        return float(value) if isinstance(value, numbers.Real) else value
+
+    return repr(tuple(map(plain, (sc.model, sc.hardware, sc.gpus, sc.engine, sc.method,
+                                  sc.block, sc.budget, sc.verify_tokens, sc.context_tokens,
+                                  sc.concurrency,
+                                  None if sc.drafter is None else sc.drafter.drafter))))
 
 
 def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,

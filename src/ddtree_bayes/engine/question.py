@@ -109,7 +109,10 @@ class Flags:
         bounds = {"gpus": MAX_GPUS, "block": MAX_BLOCK, "budget": MAX_BUDGET,
                   "verify_tokens": MAX_BUDGET + 1}
         for name, top in bounds.items():
-            _check_whole(name, getattr(self, name), top)
+            value = getattr(self, name)
+            _check_whole(name, value, top)
+            if value is not None:   # (numpy's np.int64(16) drew other numbers than 16)
+                object.__setattr__(self, name, int(value))
         for c in self.concurrency or ():
             _check_whole("concurrency", c, MAX_CONCURRENCY)
         if self.context is not None:   # (the API's context=2**50 answered 1.7e-8 tok/s)
