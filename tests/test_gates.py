@@ -243,8 +243,37 @@ def test_api_predict_refuses_an_unconverged_fit(tmp_path):
         "anyway)")
     with pytest.raises(UnconvergedError):
         db.predict(accept=14, workdir=work)   # the latest fit, loaded by predict
-    table = db.predict(fit, accept=14, engines="sglang", allow_unconverged=True)
+    with pytest.warns(UserWarning) as said:
+        table = db.predict(fit, accept=14, engines="sglang", allow_unconverged=True)
     assert table["median"].tolist() == pytest.approx([700.0])
+    assert [str(w.message) for w in said] == [UNCONVERGED_LINE]
+
+
+#: The warning of the fit of :func:`_unconverged_workdir` used anyway.
+UNCONVERGED_LINE = (f"fit {FIT_ID} failed its convergence gates (non-finite R-hat (noise_sd) "
+                    "(found when the fit was read)) and is used anyway (--allow-unconverged): "
+                    "its draws need not be the posterior")
+
+
+def _unconverged_workdir(tmp_path):
+    """A point-mass workdir whose fit fails its gates when read (a stored NaN R-hat)."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05)   # (next needs noise)
+    row = {"parameter": "noise_sd", "mean": 0.05, "sd": 0.0, "rhat": float("nan"),
+           "ess_bulk": 900.0, "ess_tail": 900.0, "mcse_mean": 0.0}
+    _edit_artifact(work, rows=[row])
+    return work
+
+
+@pytest.mark.parametrize("argv", [["predict", "--accept", "14"], ["optimize"], ["next"]])
+def test_an_unconverged_fit_used_anyway_is_warned_of(tmp_path, argv):
+    """A walkthrough: `predict|optimize|next --allow-unconverged --format json` on a fit that
+    failed its gates exited 0 with nothing in `warnings` and no `converged` field: only the
+    table's header said UNCONVERGED. The line is one of the warnings now (stderr and JSON)."""
+    work = _unconverged_workdir(tmp_path)
+    code, out, err = run_cli(work, *argv, "--allow-unconverged", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["warnings"][0] == UNCONVERGED_LINE
+    assert f"ddtree-bayes: warning: {UNCONVERGED_LINE}\n" in err
 
 
 # ------------------------------------------------------------------ predict never prints nan

@@ -398,7 +398,8 @@ def failures(meta: dict) -> str:
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
               ignore_priors_sections: tuple[str, ...] = (), here: bool = True,
               drafters: bool = True) -> list[str]:
-    """Refuse an unconverged fit; return warnings (or raise with ``strict``) if the data or
+    """Refuse an unconverged fit (with ``allow_unconverged``, the first warning says it is one:
+    the JSON output said nothing); return warnings (or raise with ``strict``) if the data or
     priors files changed since the fit. A priors file that differs from the fit's only in
     ``ignore_priors_sections`` (``[acceptance_curve]`` for ``optimize`` and ``next``: the fit
     does not use it) does not make the fit stale. ``here``: also compare the fit with the
@@ -411,6 +412,9 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
         raise UnconvergedError(
             f"fit {meta['fit_id']} failed its convergence gates ({failures(meta)}) "
             "(fix: re-run `ddtree-bayes fit`, or pass --allow-unconverged to use it anyway)")
+    unconverged = [] if meta["converged"] else [
+        f"fit {meta['fit_id']} failed its convergence gates ({failures(meta)}) and is used "
+        "anyway (--allow-unconverged): its draws need not be the posterior"]
     warnings = []
     for what in ("data", "priors"):
         path = Path(meta[what]["path"])
@@ -441,7 +445,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
             and meta["data"]["sha256"] not in _read_as_stored(mine)[0]):   # not a copy of it
         warnings.append(f"fit {meta['fit_id']} was made on {made_on}, not on {shown(mine)}: "
                         "it answers from that file's measurements (fit this one to use it)")
-    return warnings
+    return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
 
 
 def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str, method: str,
