@@ -309,3 +309,19 @@ def test_a_scenario_is_keyed_by_its_plain_values():
                                    context_tokens=np.float64(sc.context_tokens))
     assert P.scenario_key(numpy_sc) == P.scenario_key(sc)
     assert "np." not in P.scenario_key(numpy_sc)
+
+
+def test_the_api_warns_of_a_wide_interval_on_few_draws_as_predict_does():
+    """A walkthrough: `predict --prob 0.9999` warns that each tail rests on about 0.2 of the
+    fit's 4000 draws; db.predict(..., prob=0.9999) said nothing (the line was made in the
+    CLI only). A point-mass fit has 8 draws: a 95% interval's tails rest on 8 x 0.025."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    with pytest.warns(UserWarning) as said:
+        table = api.predict(draws, accept=14, engines="sglang", prob=0.95)
+    assert [str(w.message) for w in said] == [
+        "--prob 0.95: each tail of the wide interval rests on about 0.2 of the fit's 8 draws, "
+        "so its ends are noisy (a fit with more --draws, or a smaller --prob)"]
+    assert table["lo95"].tolist() == pytest.approx([700.0])
+    assert "lo90" in api.predict(draws, accept=14, engines="sglang", prob=0.9)   # no warning

@@ -18,7 +18,6 @@ from ddtree_bayes.cli.output import (
     print_warnings,
     shown_path,
     tok_text,
-    wide_interval_warnings,
 )
 
 
@@ -69,7 +68,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine.question import Flags, check_names
 
     print_warnings(check_names(draws, Flags.of(args)), warned)
-    print_warnings(wide_interval_warnings(args.prob, draws.n_draws), warned)
+    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
@@ -207,7 +206,7 @@ def cmd_next(args: argparse.Namespace) -> int:
     print_warnings(check_drafters(draws, [(query.scenario.model, query.scenario.method)],
                                   strict=args.strict), warned)
     print_warnings(query.warnings, warned)
-    print_warnings(wide_interval_warnings(args.prob, draws.n_draws), warned)
+    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
     notes: list[str] = []
     candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model,
                                     strict=args.strict, warnings=notes)

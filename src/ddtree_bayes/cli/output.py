@@ -26,22 +26,6 @@ def print_warnings(lines, into: list[str] | None = None) -> None:
             into.append(line)
 
 
-def wide_interval_warnings(prob: float, n_draws: int) -> list[str]:
-    """The line predict, optimize and next warn when ``--prob`` asks a wider interval than the
-    fit's draws carry: each tail rests on fewer than 10 draws (optimize and next printed such
-    an interval without a word).
-
-    >>> wide_interval_warnings(0.9, 4000), len(wide_interval_warnings(0.999, 4000))
-    ([], 1)
-    """
-    tail = (1.0 - prob) / 2 * n_draws
-    if tail >= 10 or prob <= 0.9:
-        return []
-    return [f"--prob {prob:g}: each tail of the wide interval rests on about {tail:.3g} of the "
-            f"fit's {n_draws} draws, so its ends are noisy (a fit with more --draws, or a "
-            "smaller --prob)"]
-
-
 def tok_text(x: float) -> str:
     """tok/s in a table: whole numbers, but a rate below 1 keeps two significant digits (a
     step that cannot run printed as "0 0-0 0-1" in predict, and in optimize).

@@ -12,7 +12,6 @@ from ddtree_bayes.cli.output import (
     print_warnings,
     render_table,
     tok_text,
-    wide_interval_warnings,
 )
 from ddtree_bayes.core.config import form_label
 from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
@@ -51,7 +50,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print_warnings(question.warnings, warned)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
-    print_warnings(wide_interval_warnings(args.prob, draws.n_draws), warned)
+    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
     mixture = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)

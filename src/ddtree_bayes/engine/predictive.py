@@ -475,6 +475,22 @@ def interval_probs(prob: float) -> tuple[float, ...]:
     return tuple(sorted({0.5, round(prob, 6)}))
 
 
+def wide_interval_warnings(prob: float, n_draws: int) -> list[str]:
+    """The line predict (the CLI's and the API's), optimize and next warn when ``--prob`` asks
+    a wider interval than the fit's draws carry: each tail rests on fewer than 10 draws
+    (optimize and next printed such an interval without a word; the API too).
+
+    >>> wide_interval_warnings(0.9, 4000), len(wide_interval_warnings(0.999, 4000))
+    ([], 1)
+    """
+    tail = (1.0 - prob) / 2 * n_draws
+    if tail >= 10 or prob <= 0.9:
+        return []
+    return [f"--prob {prob:g}: each tail of the wide interval rests on about {tail:.3g} of the "
+            f"fit's {n_draws} draws, so its ends are noisy (a fit with more --draws, or a "
+            "smaller --prob)"]
+
+
 def pct_label(p: float) -> str:
     """The percent label of the interval :func:`interval_probs` computes for ``p`` (the
     probability rounded the same way, so a label and its keys always agree).
@@ -536,7 +552,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture)
     if warnings is not None:   # (and an engine left out of an AR question: a row missing)
-        warnings.extend([*question.warnings, *ceiling_warnings(rows), *question.left_out])
+        warnings.extend([*question.warnings, *wide_interval_warnings(prob, fit.n_draws),
+                         *ceiling_warnings(rows), *question.left_out])
     return rows
 
 
