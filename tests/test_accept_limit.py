@@ -17,18 +17,22 @@ from ddtree_bayes.core.paths import bundled
 from test_cli_support import listing, make_point_mass_workdir, run_cli
 
 METHODS = parse_priors(bundled("priors.toml").read_text(), "bundled").methods
+#: the bound of a DFlash / DDTree block, whose position 0 is the anchor (see the end)
+ANCHOR = "block - 1 drafts + 1"
 
 
 # ------------------------------------------------------------------ the rule, by hand
 @pytest.mark.parametrize(("method", "block", "budget", "verify", "tokens", "rule"), [
-    # a block-16 DDTree: 16 draft positions, a tree of 32 nodes built on them, 33 verified
-    ("ddtree", 16, 32, 33, 17, "block + 1"),
-    ("ddtree", 16, 16, 17, 17, "block + 1"),
+    # a block-16 DDTree: the anchor and 15 draft positions, a tree of 32 nodes built on them,
+    # 33 verified: 15 drafts + the bonus token
+    ("ddtree", 16, 32, 33, 16, "block - 1 drafts + 1"),
+    ("ddtree", 16, 16, 17, 16, "block - 1 drafts + 1"),
     ("ddtree", 16, 8, 9, 9, "budget + 1"),          # an 8-node tree is at most 8 deep
     ("ddtree", None, 32, 33, 33, "budget + 1"),     # depth not known: the budget bounds it
     ("ddtree", 16, 32, 10, 10, "the tokens it verifies"),   # an explicit --verify-tokens 10
     # a DFlash-16 chain verifies 16 tokens (1 anchor + 15 drafted): 15 + the bonus token
-    ("dflash", 16, 15, 16, 16, "budget + 1"),
+    # (the first of equal bounds names it: the block's)
+    ("dflash", 16, 15, 16, 16, "block - 1 drafts + 1"),
     # chains: block = depth = k draft tokens + the bonus token
     ("eagle3", 4, 4, 5, 5, "depth + 1 (block = depth)"),
     ("mtp", 3, 3, 4, 4, "depth + 1 (block = depth)"),
@@ -51,7 +55,8 @@ def test_nothing_known_is_unbounded_and_the_words_name_the_bound():
     assert math.isinf(max_accept("eagle3", None, None, METHODS).tokens)
     limit = max_accept("ddtree", 16, 32, METHODS, 33)
     assert limit.refusal("--accept 20") == ("--accept 20 is above what ddtree with block 16 can "
-                                            "emit (at most 17 tokens per step: block + 1)")
+                                            "emit (at most 16 tokens per step: block - 1 drafts "
+                                            "+ 1)")
     assert max_accept("ar", None, None).describe() == (
         "at most 1 token per step: autoregressive decoding emits exactly 1")
 
@@ -76,21 +81,21 @@ def refused(code: int, out: str, err: str) -> str:
     return err
 
 
-BLOCK16 = "ddtree with block 16 can emit (at most 17 tokens per step: block + 1)"
+BLOCK16 = "ddtree with block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1)"
 
 
-def test_predict_refuses_what_a_block16_ddtree_cannot_emit_and_answers_17(work):
-    for accept in ("20", "33", "12,14,20", "12:20", "17.5"):
+def test_predict_refuses_what_a_block16_ddtree_cannot_emit_and_answers_16(work):
+    for accept in ("20", "33", "12,14,20", "12:20", "16.5", "17"):
         err = refused(*run_cli(work, "predict", "--accept", accept, "--format", "json"))
         assert err.startswith(f"ddtree-bayes: error: --accept {accept}") and BLOCK16 in err
-    code, out, err = run_cli(work, "predict", "--accept", "17", "--engine", "sglang",
+    code, out, err = run_cli(work, "predict", "--accept", "16", "--engine", "sglang",
                              "--format", "json")
     (row,) = json.loads(out)["rows"]
-    assert code == 0 and row["accept"] == 17.0 and row["median"] == pytest.approx(17 * 50)
-    assert (row["accept_max"], row["accept_max_rule"]) == (17.0, "block + 1")
-    code, out, _ = run_cli(work, "predict", "--accept", "12:17", "--engine", "sglang",
+    assert code == 0 and row["accept"] == 16.0 and row["median"] == pytest.approx(16 * 50)
+    assert (row["accept_max"], row["accept_max_rule"]) == (16.0, ANCHOR)
+    code, out, _ = run_cli(work, "predict", "--accept", "12:16", "--engine", "sglang",
                            "--format", "json")
-    assert code == 0 and json.loads(out)["rows"][-1]["accept_distribution"]["upper"] == 17.0
+    assert code == 0 and json.loads(out)["rows"][-1]["accept_distribution"]["upper"] == 16.0
 
 
 def test_predict_refuses_more_than_a_depth4_chain_emits(work):
@@ -104,34 +109,34 @@ def test_predict_refuses_more_than_a_depth4_chain_emits(work):
 
 
 def test_next_and_track_refuse_as_predict_does(work):
-    for query in ("--accept 20", "--accept 12:18", "--method ddtree --block 16 --budget 64 "
-                  "--accept 18", "--method eagle3 --block 4 --accept 6"):
+    for query in ("--accept 20", "--accept 12:17", "--method ddtree --block 16 --budget 64 "
+                  "--accept 17", "--method eagle3 --block 4 --accept 6"):
         err = refused(*run_cli(work, "next", "--query", query))
         assert err.startswith("ddtree-bayes: error: --query: --accept") and "can emit" in err
     # (next needs measurement noise to weigh a candidate: a noisy point mass)
     noisy = make_point_mass_workdir(work.parent / "noisy", noise_sd=0.05)
-    code, out, err = run_cli(noisy, "next", "--query", "--accept 17 --engine sglang", "--format",
+    code, out, err = run_cli(noisy, "next", "--query", "--accept 16 --engine sglang", "--format",
                              "json")
     query = json.loads(out)["query"]
-    assert code == 0 and query["accept"] == 17.0
-    assert query["median"] == pytest.approx(17 * 50, rel=0.02)
+    assert code == 0 and query["accept"] == 16.0
+    assert query["median"] == pytest.approx(16 * 50, rel=0.02)
     before = listing(work)
-    err = refused(*run_cli(work, "track", "--accept", "20"))
+    err = refused(*run_cli(work, "track", "--accept", "17"))
     assert BLOCK16 in err
     err = refused(*run_cli(work, "track", "--method", "eagle3", "--block", "4",
                            "--accept", "5.5"))
     assert "(at most 5 tokens per step: depth + 1 (block = depth))" in err
     assert listing(work) == before and not (work / "models" / "tracked.json").exists()
-    code, out, _ = run_cli(work, "track", "--accept", "17", "--engine", "sglang",
+    code, out, _ = run_cli(work, "track", "--accept", "16", "--engine", "sglang",
                            "--format", "json")
     now = json.loads(out)["now"]
-    assert code == 0 and now["rows"][0]["median"] == pytest.approx(17 * 50)
+    assert code == 0 and now["rows"][0]["median"] == pytest.approx(16 * 50)
 
 
 def test_track_refuses_without_a_fit_from_the_priors_methods(tmp_path):
     root = tmp_path / "nofit"
     (root / "models").mkdir(parents=True)
-    err = refused(*run_cli(root, "track", "--accept", "18"))
+    err = refused(*run_cli(root, "track", "--accept", "17"))
     assert BLOCK16 in err and not (root / "models" / "tracked.json").exists()
 
 
@@ -150,7 +155,8 @@ def test_track_refuses_a_tree_method_given_only_its_depth(tmp_path):
 
 def test_optimize_caps_at_the_limit_predict_refuses_above(work):
     """An acceptance curve that would reach 30 tokens: optimize's acceptance stops where
-    predict stops answering (17 = block + 1 from budget 16 on; B + 1 = 9 at budget 8)."""
+    predict stops answering (16 = block from budget 16 on, the block's position 0 being the
+    anchor; B + 1 = 9 at budget 8)."""
     text = (work / "models" / "priors.toml").read_text()
     start = text.index("[acceptance_curve.accept_ref]")
     end = text.index("[acceptance_curve.gain]")
@@ -161,9 +167,9 @@ def test_optimize_caps_at_the_limit_predict_refuses_above(work):
                              "--priors", "greedy.toml", "--format", "json")
     assert code == 0, err
     rows = {r["budget"]: r for r in json.loads(out)["rows"]}
-    assert {b: r["accept"] for b, r in rows.items()} == {8: 9.0, 16: 17.0, 32: 17.0, 64: 17.0}
-    assert {b: r["accept_max"] for b, r in rows.items()} == {8: 9.0, 16: 17.0, 32: 17.0,
-                                                             64: 17.0}
+    assert {b: r["accept"] for b, r in rows.items()} == {8: 9.0, 16: 16.0, 32: 16.0, 64: 16.0}
+    assert {b: r["accept_max"] for b, r in rows.items()} == {8: 9.0, 16: 16.0, 32: 16.0,
+                                                             64: 16.0}
     for budget, row in rows.items():
         flags = ("predict", "--budget", str(budget), "--engine", "sglang", "--format", "json")
         code, out, _ = run_cli(work, *flags, "--accept", f"{row['accept_max']:g}")
@@ -175,7 +181,7 @@ def test_optimize_caps_at_the_limit_predict_refuses_above(work):
 
 
 def test_the_report_fan_and_variance_stay_within_the_limit():
-    """The bundled default's fan (1..20 asked) stops at 17 and says which it left out; the
+    """The bundled default's fan (1..20 asked) stops at 16 and says which it left out; the
     variance shares' U(12, 16) is inside already."""
     from ddtree_bayes.engine.testing import point_mass_draws
     from ddtree_bayes.workflows.report import sections
@@ -186,13 +192,13 @@ def test_the_report_fan_and_variance_stay_within_the_limit():
 
     d = default_question(draws)
     fan = sections.fan_section(draws, 1, None, d)
-    assert fan["accept"] == [float(a) for a in range(1, 18)]
-    assert (fan["accept_max"], fan["accept_max_rule"]) == (17.0, "block + 1")
-    assert fan["accept_clipped"] == [18.0, 19.0, 20.0]
+    assert fan["accept"] == [float(a) for a in range(1, 17)]
+    assert (fan["accept_max"], fan["accept_max_rule"]) == (16.0, ANCHOR)
+    assert fan["accept_clipped"] == [17.0, 18.0, 19.0, 20.0]
     for e in fan["engines"].values():
-        assert len(e["quantiles"]) == 17 and len(e["original"] or [0] * 17) == 17
-    # 17 tokens in 20 ms (SGLang): 850 tok/s at the top of the grid, nothing beyond it
-    assert fan["engines"]["sglang"]["quantiles"][-1][2] == pytest.approx(850)
+        assert len(e["quantiles"]) == 16 and len(e["original"] or [0] * 16) == 16
+    # 16 tokens in 20 ms (SGLang): 800 tok/s at the top of the grid, nothing beyond it
+    assert fan["engines"]["sglang"]["quantiles"][-1][2] == pytest.approx(800)
     assert "acceptance U(12,16)" in sections.variance_shares(draws, 1, None, d)["sglang"]["shares"]
     # the report's first table: rows at 4, 8, 12, 14, 16 and the limit, and a title saying so
     summary = {"sampling": {"parameters": []}, "prior_posterior": [], "ppc": {"rows": []},
@@ -201,13 +207,14 @@ def test_the_report_fan_and_variance_stay_within_the_limit():
                "psense": {"headline": "x", "headline_by_prior": {}, "overall": []},
                "fan": fan, "variance": {}, "breakdown": []}
     title, _, rows, _ = _section_map(summary)["prediction"]
-    assert sorted({r[1] for r in rows}) == [4.0, 8.0, 12.0, 14.0, 16.0, 17.0]
-    assert "acceptance stops at 17, the most a step can emit (block + 1)" in title
+    assert sorted({r[1] for r in rows}) == [4.0, 8.0, 12.0, 14.0, 16.0]
+    assert f"acceptance stops at 16, the most a step can emit ({ANCHOR})" in title
 
 
 def test_prior_draws_stop_at_the_limit_and_say_so():
-    """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 5. With
-    the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s per token."""
+    """A method-wide ddtree prior (no block) asked of a block-4 tree: truncated at 4 (3
+    drafts + 1). With the point mass, M = 5 is a 9 / 0.8 = 11.25 ms step in SGLang, 88.9 tok/s
+    per token."""
 
     from ddtree_bayes.cli.predict import typed_rows
     from ddtree_bayes.engine import predictive as P
@@ -222,11 +229,11 @@ def test_prior_draws_stop_at_the_limit_and_say_so():
     rows = P.predict(draws, hardware="b300", method="ddtree", block=4, budget=4,
                           engines=["sglang"])
     (row,) = rows
-    assert row["accept_kind"] == "prior" and "upper=5, truncated at block + 1" in row["accept"]
-    assert row["hi90"] <= 5 * 1000 / 11.25 + 1e-9
+    assert row["accept_kind"] == "prior" and f"upper=4, truncated at {ANCHOR}" in row["accept"]
+    assert row["hi90"] <= 4 * 1000 / 11.25 + 1e-9
     (typed,) = typed_rows(rows)
-    assert typed["accept_distribution"]["params"]["upper"] == 5.0
-    assert typed["accept_distribution"]["truncated_at"] == 5.0
+    assert typed["accept_distribution"]["params"]["upper"] == 4.0
+    assert typed["accept_distribution"]["truncated_at"] == 4.0
 
 
 def test_fit_and_add_refuse_an_accept_len_above_its_limit(work):
@@ -271,3 +278,52 @@ def test_simulate_refuses_a_design_row_no_step_can_emit(tmp_path):
     err = info.value
     assert (err.row, err.column) == (eagle + 1, "accept_len")
     assert "accept_len 4.5 is above what eagle3 with block 3 can emit (at most 4" in str(err)
+
+
+# ------------------------------------------------------------------ the anchor of a block drafter
+# A DFlash block-B drafter's block holds the anchor (the previous step's bonus token) at
+# position 0 and drafts B - 1 positions (z-lab/dflash dflash/model.py dflash_generate:
+# block_output_ids[:, 1:] holds the drafts, a step emits acceptance_length + 1 <= B); DDTree
+# builds its tree from those B - 1 distributions (liranringel/ddtree ddtree.py: draft_horizon
+# = block_size - 1 is the depth limit). So both emit at most B tokens a step, not B + 1.
+
+
+@pytest.mark.parametrize(("method", "block", "budget", "verify", "tokens"), [
+    ("ddtree", 16, 32, 33, 16), ("ddtree", 8, 8, 9, 8), ("ddtree", 16, 16, 17, 16),
+    ("dflash", 16, None, None, 16), ("dflash", 8, None, 9, 8),
+])
+def test_a_block_drafter_with_an_anchor_emits_at_most_its_block(method, block, budget, verify,
+                                                                tokens):
+    for table in (METHODS, None):   # the bundled table, and a reader with none of its own
+        limit = max_accept(method, block, budget, table, verify)
+        assert (limit.tokens, limit.rule) == (tokens, ANCHOR)
+    assert METHODS[method].depth == "block - 1"
+    # the sequential and head drafters keep block + 1 (depth + 1)
+    assert max_accept("medusa", 16, 32, METHODS, 33).tokens == 17
+    assert max_accept("pard", 16, None, METHODS, 17).tokens == 17
+    assert max_accept("eagle3", 16, 16, METHODS, 17).tokens == 17
+
+
+@pytest.mark.parametrize("flags", [
+    ("--method", "ddtree", "--block", "8", "--budget", "8", "--accept", "9"),
+    ("--method", "dflash", "--block", "16", "--accept", "17"),
+])
+def test_predict_refuses_one_token_more_than_the_block(work, flags):
+    method, block = flags[1], flags[3]
+    err = refused(*run_cli(work, "predict", "--engine", "sglang", *flags))
+    assert (f"--accept {flags[-1]} is above what {method} with block {block} can emit (at most "
+            f"{block} tokens per step: {ANCHOR})") in err
+    code, out, err = run_cli(work, "predict", "--engine", "sglang", *flags[:-1], block,
+                             "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["rows"][0]["accept_max"] == float(block)
+
+
+def test_add_refuses_accept_len_17_of_a_block16_ddtree(work):
+    before = (work / "data" / "measurements.csv").read_bytes()
+    err = refused(*run_cli(work, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                           "ddtree", "--block", "16", "--budget", "32", "--accept", "17",
+                           "--tok-s", "600", "--source", "test"))
+    assert ("column 'accept_len': accept_len 17 is above what ddtree with block 16 can emit "
+            f"(at most 16 tokens per step: {ANCHOR})") in err
+    assert (work / "data" / "measurements.csv").read_bytes() == before

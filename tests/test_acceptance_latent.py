@@ -91,8 +91,11 @@ def test_groups_key_on_model_method_block_and_verified_draft_tokens():
     assert groups[1].prior_from.startswith("default uniform(lower=1, upper=3)")
 
 
-def test_tree_bound_is_the_block_plus_one():
+def test_tree_bound_is_the_block_of_an_anchored_drafter():
+    # DDTree block 16: the anchor + 15 drafted positions, so 15 drafts + the bonus token
     assert AL.default_prior(max_accept("ddtree", 16, 32, PRIORS.methods, 33)).params == {
+        "lower": 1.0, "upper": 16.0}
+    assert AL.default_prior(max_accept("medusa", 16, 32, PRIORS.methods, 33)).params == {
         "lower": 1.0, "upper": 17.0}
     assert AL.default_prior(max_accept("ddtree", None, 8, PRIORS.methods, 9)).params[
         "upper"] == 9.0

@@ -127,17 +127,19 @@ def test_method_typo_and_query_typo_warn(work):
 # ---------------------------------------------------------------- other bounds, by hand
 def test_accept_beyond_the_verified_tokens_names_the_flag(work):
     err = one_error(*run_cli(work, "predict", "--accept", "12,40"))
-    assert ("--accept 12,40 (up to 40) is above what ddtree with block 16 can emit (at most 17 "
-            "tokens per step: block + 1)") in err
+    assert ("--accept 12,40 (up to 40) is above what ddtree with block 16 can emit (at most 16 "
+            "tokens per step: block - 1 drafts + 1)") in err
     err = one_error(*run_cli(work, "predict", "--method", "ar", "--accept", "2"))
     assert ("--accept 2 is above what ar can emit (at most 1 token per step: autoregressive "
             "decoding emits exactly 1)") in err
-    # a block-16 DDTree verifies 33 tokens but emits at most 17: 33 is refused, 17 answers
-    err = one_error(*run_cli(work, "predict", "--accept", "33", "--engine", "sglang"))
-    assert "--accept 33 is above what ddtree with block 16 can emit" in err
-    code, out, _ = run_cli(work, "predict", "--accept", "17", "--engine", "sglang",
+    # a block-16 DDTree verifies 33 tokens but emits at most 16 (15 drafts after the anchor +
+    # the bonus token): 33 and 17 are refused, 16 answers
+    for accept in ("33", "17"):
+        err = one_error(*run_cli(work, "predict", "--accept", accept, "--engine", "sglang"))
+        assert f"--accept {accept} is above what ddtree with block 16 can emit" in err
+    code, out, _ = run_cli(work, "predict", "--accept", "16", "--engine", "sglang",
                            "--format", "json")
-    assert code == 0 and json.loads(out)["rows"][0]["median"] == pytest.approx(17 * 50)
+    assert code == 0 and json.loads(out)["rows"][0]["median"] == pytest.approx(16 * 50)
 
 
 def test_ar_with_a_block_or_budget_is_refused_wherever_a_question_is_asked(work):
@@ -177,7 +179,7 @@ def test_next_query_is_checked_like_predict(work):
     err = one_error(*run_cli(work, "next", "--query", "--hardware b30"))
     assert "--query: --hardware 'b30'" in err and "did you mean b300 or gb300?" in err
     err = one_error(*run_cli(work, "next", "--query", "--accept 40"))
-    assert "--query: --accept 40 is above what ddtree with block 16 can emit (at most 17" in err
+    assert "--query: --accept 40 is above what ddtree with block 16 can emit (at most 16" in err
 
 
 def test_a_binary_priors_file_is_named(work):

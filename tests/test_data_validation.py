@@ -179,13 +179,14 @@ def test_a_column_named_twice_in_the_header_is_refused(tmp_path, hw):
 
 
 def test_a_blank_acceptance_bounds_the_step_at_what_the_configuration_can_emit(tmp_path, hw):
-    """Row 3 (DDTree budget 8, 9 verified tokens) without accept_len: at 150,000 tok/s the step
-    is 0.0067 ms at acceptance 1 but 0.06 ms at 9, so it is kept; at 200,000 even 9 tokens give
-    0.045 ms: refused, with the range. A repeated run takes the same check."""
+    """Row 3 (DDTree block 8, budget 8, 9 verified tokens, at most 8 emitted) without
+    accept_len: at 150,000 tok/s the step is 0.0067 ms at acceptance 1 but 0.053 ms at 8, so it
+    is kept; at 200,000 even 8 tokens give 0.04 ms: refused, with the range. A repeated run
+    takes the same check."""
     ok = write(tmp_path, edited(r3={"accept_len": "", "tok_s": "150000"}))
     assert load_measurements(ok, hw).rows[1].tok_s == 150000
     bad = write(tmp_path, edited(r3={"accept_len": "", "tok_s": "200000"}))
-    expect_error(bad, hw, 3, "tok_s", "a decoding step of 0.005-0.045 ms")
+    expect_error(bad, hw, 3, "tok_s", "a decoding step of 0.005-0.04 ms")
     lines = list(LINES)
     repeat = _fields(lines[2])
     repeat[COLUMNS.index("tok_s")] = "1e308"
@@ -202,42 +203,50 @@ def test_accept_len_below_one(tmp_path, hw, raw):
 
 
 def test_accept_len_exceeds_what_the_block_can_emit(tmp_path, hw):
-    path = write(tmp_path, edited(r3={"accept_len": "9.5"}))  # ddtree block 8 -> at most 9
-    expect_error(path, hw, 3, "accept_len", "accept_len 9.5 is above what ddtree with block 8 "
-                 "can emit (at most 9 tokens per step: block + 1)",
+    # ddtree block 8: the anchor and 7 drafted positions -> at most 8
+    path = write(tmp_path, edited(r3={"accept_len": "8.5"}))
+    expect_error(path, hw, 3, "accept_len", "accept_len 8.5 is above what ddtree with block 8 "
+                 "can emit (at most 8 tokens per step: block - 1 drafts + 1)",
                  "fix: accept_len counts accepted draft tokens plus the bonus token")
 
 
 def test_accept_len_above_block_plus_one_but_within_verify_tokens(tmp_path, hw):
-    """A block-16 DDTree verifying 33 tokens emits at most 17: accept_len 20 is a data error
-    (it used to pass, being below the 33 verified), with the priors' methods table or without."""
+    """A block-16 DDTree verifying 33 tokens emits at most 16 (15 drafts after the anchor + the
+    bonus token): accept_len 20, and 17, are data errors (20 used to pass, being below the 33
+    verified; 17 as block + 1), with the priors' methods table or without (the bundled one)."""
     path = write(tmp_path, edited(r3={"block": "16", "budget": "32", "verify_tokens": "33",
                                       "accept_len": "20"}))
     for methods in (None, load_priors(PRIORS).methods):
         err = expect_error(path, hw, 3, "accept_len", "accept_len 20 is above what ddtree with "
-                           "block 16 can emit (at most 17 tokens per step: block + 1)",
-                           methods=methods)
+                           "block 16 can emit (at most 16 tokens per step: block - 1 drafts "
+                           "+ 1)", methods=methods)
         assert err.column == "accept_len"
+    expect_error(write(tmp_path, edited(r3={"block": "16", "budget": "32", "verify_tokens": "33",
+                                            "accept_len": "17"})), hw, 3, "accept_len",
+                 "accept_len 17 is above what ddtree with block 16 can emit (at most 16")
     data = load_measurements(write(tmp_path, edited(r3={
-        "block": "16", "budget": "32", "verify_tokens": "33", "accept_len": "17"})), hw)
-    assert data.rows[1].accept_len == 17.0
+        "block": "16", "budget": "32", "verify_tokens": "33", "accept_len": "16"})), hw)
+    assert data.rows[1].accept_len == 16.0
 
 
 def test_accept_len_exceeds_derived_verify_tokens(tmp_path, hw):
     # eagle3 block 3, verify_tokens blank -> derived 4; a sequential drafter: the block is
-    # its depth (the methods table says so; without one, block + 1 all the same)
+    # its depth (the methods table says so; without one, the bundled table says so; a table
+    # that lacks the method: block + 1 all the same)
     path = write(tmp_path, edited(r10={"verify_tokens": "", "accept_len": "4.5"}))
     expect_error(path, hw, 10, "accept_len", "accept_len 4.5 is above what eagle3 with block 3 "
-                 "can emit (at most 4 tokens per step: block + 1)")
-    expect_error(path, hw, 10, "accept_len", "(at most 4 tokens per step: depth + 1 "
-                 "(block = depth))", methods=load_priors(PRIORS).methods)
+                 "can emit (at most 4 tokens per step: block + 1)", methods={})
+    for methods in (None, load_priors(PRIORS).methods):
+        expect_error(path, hw, 10, "accept_len", "(at most 4 tokens per step: depth + 1 "
+                     "(block = depth))", methods=methods)
 
 
 def test_accept_len_equal_to_verify_tokens_is_allowed(tmp_path, hw):
-    data = load_measurements(write(tmp_path, edited(r3={"accept_len": "9"})), hw)
-    assert data.rows[1].row == 3
-    assert data.rows[1].accept_len == 9.0
-    assert data.rows[1].verify_tokens == 9
+    # eagle3 block 3 verifying 4 tokens (a chain of depth 3) emits at most 4
+    data = load_measurements(write(tmp_path, edited(r10={"accept_len": "4"})), hw)
+    assert data.rows[8].row == 10
+    assert data.rows[8].accept_len == 4.0
+    assert data.rows[8].verify_tokens == 4
 
 
 @pytest.mark.parametrize("raw", ["1.5", "2", "4.4"])

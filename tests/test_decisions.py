@@ -56,8 +56,9 @@ def test_bundled_curve_parses_and_matches_the_budget32_prior():
 
 def test_curve_accept_by_hand():
     budgets = [8, 16, 32, 64, 1024]
-    limits = D.curve_limits(curve_of(), budgets)            # block + 1 = 17, B + 1 = 9 at B 8
-    assert limits.tolist() == [9.0, 17.0, 17.0, 17.0, 17.0]
+    # block = 16 (the anchor + 15 drafts: 15 + the bonus token), B + 1 = 9 at B 8
+    limits = D.curve_limits(curve_of(), budgets)
+    assert limits.tolist() == [9.0, 16.0, 16.0, 16.0, 16.0]
     half = D.curve_accept(budgets, np.array([8.0]), np.array([1.0]), np.array([0.5]),
                           reference_budget=16, limits=limits)[0]
     # gains 1, 0.5, 0.25, ... per doubling above 16; 2 for the halving below it
@@ -65,10 +66,10 @@ def test_curve_accept_by_hand():
     loglin = D.curve_accept(budgets, np.array([8.0]), np.array([1.0]), np.array([1.0]),
                             reference_budget=16, limits=limits)[0]
     assert loglin.tolist() == pytest.approx([7.0, 8.0, 9.0, 10.0, 14.0])
-    # capped at block + 1 and at B + 1, floored at 1
+    # capped at block (16) and at B + 1, floored at 1
     capped = D.curve_accept([4, 16, 1024], np.array([12.0]), np.array([2.0]), np.array([1.0]),
                             reference_budget=16, limits=D.curve_limits(curve_of(), [4, 16, 1024]))[0]
-    assert capped.tolist() == [5.0, 12.0, 17.0]     # raw 8, 12, 24
+    assert capped.tolist() == [5.0, 12.0, 16.0]     # raw 8, 12, 24
     floor = D.curve_accept([8], np.array([1.5]), np.array([2.0]), np.array([0.0]),
                            reference_budget=16, limits=[9.0])
     assert floor.tolist() == [[1.0]]
@@ -200,14 +201,14 @@ def test_optimize_finds_the_hand_computed_best_budget():
 
 
 def test_a_steeper_curve_moves_the_best_budget():
-    # accept 8 + 4 log2(B/16), capped at 17: 4, 8, 12, 16, 17
+    # accept 8 + 4 log2(B/16), capped at 16: 4, 8, 12, 16, 16
     # tok/s 320, 533, 600, 533, 340 -> budget 32
     curve = curve_of(gain='dist = "point"\nvalue = 4.0', decay='dist = "point"\nvalue = 1.0')
     out = D.optimize(spread_draws(), curve, hardware="b300", engine="sglang", budgets=BUDGETS)
     assert out["recommended"] == 32
     rows = {r["budget"]: r for r in out["rows"]}
     assert rows[32]["p_best"] == 1.0
-    assert rows[128]["accept"] == 17.0
+    assert rows[128]["accept"] == 16.0
 
 
 def test_optimize_flags_extrapolation():
@@ -242,7 +243,8 @@ def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):
     block 16, though F's block-8 rows are what the answer rests on (as a file of another
     model's rows is). Now the block-16 prior is updated with them and the source says so.
     Flat accept_ref prior, gain 4, decay 0.5: one row of 6.0 at budget 16 sets accept_ref to
-    6.0, so budget 32 is 6 + 4 = 10 and budget 64 6 + 4 * 1.5 = 12, both capped at 9."""
+    6.0, so budget 32 is 6 + 4 = 10 and budget 64 6 + 4 * 1.5 = 12, both capped at 8 (a
+    block-8 drafter: the anchor and 7 drafts, 7 + the bonus token)."""
     acc = tmp_path / "acc.csv"
     acc.write_text("model,method,block,budget,accept_len\nm,ddtree,8,16,6.0\n"
                    "m,ddtree,16,16,9.0\n")
@@ -252,8 +254,8 @@ def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):
     out = D.optimize(point_mass_draws(), curve, hardware="b300", engine="sglang", block=8,
                      budgets=(16, 32, 64), acceptance_file=str(acc))
     assert out["scenario"]["block"] == 8
-    assert [round(r["accept"], 1) for r in out["rows"]] == [6.0, 9.0, 9.0]
-    assert [r["accept_max"] for r in out["rows"]] == [9, 9, 9]
+    assert [round(r["accept"], 1) for r in out["rows"]] == [6.0, 8.0, 8.0]
+    assert [r["accept_max"] for r in out["rows"]] == [8, 8, 8]
     assert out["curve"]["source"] == (f"prior of ddtree block 16 from curve.toml, updated "
                                       f"with 1 m ddtree block 8 rows of {acc}")
 
@@ -373,7 +375,7 @@ def test_an_acceptance_file_row_that_is_no_measurement_is_refused(tmp_path):
 
 
 def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
-    """accept_len 30 at block 16 (at most 17 per step) collapsed the curve to accept_ref 17 and
+    """accept_len 30 at block 16 (at most 16 per step) collapsed the curve to accept_ref 17 and
     recommended budget 16 at 1008 tok/s, exit 0; predict refuses the same acceptance."""
     from ddtree_bayes.core.methods import max_accept
 
@@ -383,7 +385,7 @@ def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
         D.read_acceptance_file(bad, "ddtree", 16, lambda b: max_accept("ddtree", 16, int(b)))
     msg = str(err.value)
     assert "row 3, column 'accept_len'" in msg and "accept_len 30 is above" in msg
-    assert "at most 17 tokens per step: block + 1" in msg
+    assert "at most 16 tokens per step: block - 1 drafts + 1" in msg
     # budget 8: at most 9 (budget + 1), so 9.5 at budget 8 is refused too
     bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,8,9.5\n")
     with pytest.raises(DataError, match=r"accept_len 9.5 is above what ddtree with budget 8 "
@@ -398,8 +400,9 @@ def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
     # acceptance falls as the tree doubles: gain < 0 lies outside its prior; every draw of
     # (accept_ref, gain) was the clipped mean, printed as "accept 7.8 (7.8-7.8)", P(best) 1.00
     ("m,ddtree,16,16,8\nm,ddtree,16,32,7\n", 4000, 4000),
-    # 16.9 at budget 16, 2 at 64: two effective draws of decay, and clipped too
-    ("m,ddtree,16,16,16.9\nm,ddtree,16,64,2\n", 4000, 2)])
+    # 15.9 at budget 16 (16.9 before the block-16 bound became 16), 2 at 64: four effective
+    # draws of decay, and clipped too
+    ("m,ddtree,16,16,15.9\nm,ddtree,16,64,2\n", 4000, 4)])
 def test_acceptance_rows_the_curve_cannot_fit_are_named(tmp_path, rows, clipped, ess):
     """A posterior the update could not draw (draws clipped to the prior's bounds, or few
     effective draws of decay) was printed as a certain one, exit 0; now optimize warns."""
@@ -732,8 +735,8 @@ def test_next_query_acceptance_below_1_is_worded_as_predict_words_it(accept, lab
         D.query_acceptance(draws, query, np.random.default_rng(0))
     assert str(err.value) == (f"--query: acceptance {label} of b300 x8, sglang, ddtree, block "
                               "16, budget 32, verify 33, context 0: below 1 (a step emits at "
-                              "least the bonus token) (fix: tokens per step lie in 1 .. 17 "
-                              "(block + 1))")
+                              "least the bonus token) (fix: tokens per step lie in 1 .. 16 "
+                              "(block - 1 drafts + 1))")
     with pytest.raises(QueryError) as same:   # predict's words (a range: its first value's)
         P.predict(draws, hardware="b300", engines=["sglang"], method="ddtree", block=16,
                   budget=32, accept=accept)

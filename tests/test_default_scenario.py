@@ -380,10 +380,10 @@ def test_report_sections_ask_the_fits_question(rtx5090):
     breakdown = sections.step_breakdown(draws, draws.measurements, 1, None, d)
     assert breakdown[-1]["config"] == "default: rtx-5090x1 llama.cpp mtp M=7"
     assert fan["accept_max"] == 7.0 and fan["accept_clipped"] == [float(a) for a in range(8, 21)]
-    # the bundled question's fan (1..20) stops at what a block-16 DDTree can emit: 17
+    # the bundled question's fan (1..20) stops at what a block-16 DDTree can emit: 16
     assert sections.FAN_ACCEPT == tuple(float(a) for a in range(1, 21))
     assert sections.fan_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32, None, 33)) == tuple(
-        float(a) for a in range(1, 18))
+        float(a) for a in range(1, 17))
 
 
 def test_report_says_so(rtx5090, tmp_path):

@@ -75,10 +75,10 @@ def test_add_json_and_context_suffix(work, capsys):
     (["--tok-s", "-3"], "row 11, column 'tok_s': tok_s must be > 0, got -3"),
     (["--tok-s", "fast"], "row 11, column 'tok_s': not a number: 'fast'"),
     (["--accept", "40"], "row 11, column 'accept_len': accept_len 40 is above what ddtree with "
-                         "block 16 can emit (at most 17 tokens per step: block + 1)"),
-    # below the 33 verified, above the block + 1 a block-16 drafter can emit
-    (["--accept", "20"], "row 11, column 'accept_len': accept_len 20 is above what ddtree with "
-                         "block 16 can emit (at most 17 tokens per step: block + 1)"),
+                         "block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1)"),
+    # below the 33 verified, above the 15 drafts + 1 a block-16 DFlash drafter can emit
+    (["--accept", "17"], "row 11, column 'accept_len': accept_len 17 is above what ddtree with "
+                         "block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1)"),
     (["--hardware", "h200"], "column 'gpus': no h200 row in"),
     (["--hardware", "a100"], "column 'hardware': unknown hardware 'a100'"),
     (["--engine", "SGLang"], "column 'engine': 'SGLang' is not a lowercase name"),
@@ -206,7 +206,7 @@ def test_from_file_with_bad_rows_lists_every_error_and_appends_none(work, capsys
     assert lines[0] == f"ddtree-bayes: error: {src}: 3 problems, nothing appended:"
     assert f"{src}, row 3, column 'tok_s': tok_s must be > 0" in lines[1]
     assert (f"{src}, row 4, column 'accept_len': accept_len 99 is above what ddtree with "
-            "block 16 can emit (at most 17 tokens per step: block + 1)") in lines[2]
+            "block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1)") in lines[2]
     assert f"{src}, row 5: identical to row 2 of data/measurements.csv" in lines[3]
     assert path.read_bytes() == before
 

@@ -145,7 +145,8 @@ def test_query_errors(draws):
                                          "table the fit stored"):
         P.predict(draws, hardware="tpu-v9", method="ar", engines=["sglang"], accept="1")
     with pytest.raises(QueryError, match=r"--accept 40 is above what ddtree with block 16 can "
-                                         r"emit \(at most 17 tokens per step: block \+ 1\)"):
+                                         r"emit \(at most 16 tokens per step: block - 1 drafts "
+                                         r"\+ 1\)"):
         P.predict(draws, accept="40")
     with pytest.raises(QueryError, match="cannot tell how many tokens"):
         P.predict(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
@@ -357,7 +358,7 @@ def test_verify_tokens_beside_a_budget_keep_the_block_and_must_match(tmp_path):
     assert out.splitlines()[1].startswith("b300 x8, ddtree, block 16, budget 32, verify 33")
     code, out, err = run_cli(work, "predict", "--engine", "sglang", "--budget", "32",
                              "--verify-tokens", "33", "--accept", "20")
-    assert code == 2 and "at most 17 tokens per step" in err
+    assert code == 2 and "at most 16 tokens per step" in err
     code, out, err = run_cli(work, "predict", "--engine", "sglang", "--block", "16", "--budget",
                              "32", "--verify-tokens", "500", "--accept", "14")
     assert code == 2 and out == ""

@@ -170,15 +170,15 @@ def test_acceptance_for_default_scenario():
     assert entry is cfg.acceptance[1]
     assert (entry.method, entry.block, entry.budget) == ("ddtree", 16, 32)
     assert entry.prior.dist == "truncnormal"
-    assert entry.prior.params == {"mu": 10.0, "sigma": 2.5, "lower": 1.0, "upper": 17.0}
+    assert entry.prior.params == {"mu": 10.0, "sigma": 2.5, "lower": 1.0, "upper": 16.0}
     assert entry.prior.params["mu"] == 10
-    assert entry.describe() == "truncnormal(mu=10, sigma=2.5, lower=1, upper=17)"
+    assert entry.describe() == "truncnormal(mu=10, sigma=2.5, lower=1, upper=16)"
 
 
 @pytest.mark.parametrize(("query", "expected"), [
     (("ar", None, 1), ("point", {"value": 1.0})),
     (("ar", 16, 33), ("point", {"value": 1.0})),
-    (("ddtree", 8, 9), ("truncnormal", {"mu": 4.6, "sigma": 0.8, "lower": 1.0, "upper": 9.0})),
+    (("ddtree", 8, 9), ("truncnormal", {"mu": 4.6, "sigma": 0.8, "lower": 1.0, "upper": 8.0})),
     (("eagle3", 3, 4), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
                                         "upper": 4.0})),
     (("eagle3", 3, 65), ("truncnormal", {"mu": 1.94, "sigma": 0.15, "lower": 1.0,
@@ -601,12 +601,18 @@ def test_every_prior_the_code_reads_is_a_known_name():
 
 # ------------------------------------------------------------------ what a step can emit
 def test_an_acceptance_entry_above_what_its_configuration_can_emit_is_refused():
-    """The block-16 budget-32 entry's upper is block + 1 = 17 (core/methods.py max_accept);
-    20 is more than a block-16 drafter can emit, though below the 33 tokens it verifies."""
-    assert parse_priors(TEXT, NAME).acceptance_for("ddtree", 16, 33).prior.params["upper"] == 17
-    text = set_in_acceptance(TEXT, 2, "upper", "20.0")
-    expect_error(text, "acceptance[2].upper", "upper 20 is above what ddtree with block 16 can "
-                 "emit (at most 17 tokens per step: block + 1)", "fix: set upper = 17 or lower")
+    """The block-16 budget-32 entry's upper is block = 16 (core/methods.py max_accept: the
+    anchor and 15 drafted positions); 17 and 20 are more than a block-16 DFlash drafter can
+    emit, though below the 33 tokens it verifies."""
+    assert parse_priors(TEXT, NAME).acceptance_for("ddtree", 16, 33).prior.params["upper"] == 16
+    for upper in ("20", "17"):
+        text = set_in_acceptance(TEXT, 2, "upper", f"{upper}.0")
+        expect_error(text, "acceptance[2].upper", f"upper {upper} is above what ddtree with "
+                     "block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1)",
+                     "fix: set upper = 16 or lower")
+    text = set_in_acceptance(TEXT, 3, "upper", "9.0")   # ddtree block 8 budget 8: at most 8
+    expect_error(text, "acceptance[3].upper", "upper 9 is above what ddtree with block 8 can "
+                 "emit (at most 8 tokens per step: block - 1 drafts + 1)")
     text = set_in_acceptance(TEXT, 4, "upper", "4.5")   # eagle3 block 3: a depth-3 chain
     expect_error(text, "acceptance[4].upper", "(at most 4 tokens per step: depth + 1 "
                  "(block = depth))")
@@ -619,17 +625,19 @@ def test_a_method_wide_acceptance_entry_is_truncated_per_configuration():
                         '[[acceptance]]\nmethod = "ddtree"\n')
     cfg = parse_priors(text, NAME)
     wide = cfg.acceptance_for("ddtree", 4, 5)
-    assert wide.prior.params["upper"] == 9.0 and wide.capped_by is None
+    assert wide.prior.params["upper"] == 8.0 and wide.capped_by is None
     capped = wide.capped(max_accept("ddtree", 4, 4, cfg.methods, 5))
-    assert capped.prior.params == {**wide.prior.params, "upper": 5.0}
-    assert capped.describe() == ("truncnormal(mu=4.6, sigma=0.8, lower=1, upper=5, "
-                                 "truncated at block + 1)")
-    assert wide.capped(max_accept("ddtree", 16, 32, cfg.methods, 33)) is wide   # 9 <= 17
+    assert capped.prior.params == {**wide.prior.params, "upper": 4.0}
+    assert capped.describe() == ("truncnormal(mu=4.6, sigma=0.8, lower=1, upper=4, "
+                                 "truncated at block - 1 drafts + 1)")
+    assert wide.capped(max_accept("ddtree", 16, 32, cfg.methods, 33)) is wide   # 8 <= 16
 
 
-def test_methods_depth_is_block_budget_or_absent():
+def test_methods_depth_is_block_block_minus_1_budget_or_absent():
     cfg = parse_priors(TEXT, NAME)
-    assert {m.depth for m in cfg.methods.values()} == {"block"}
+    # DFlash and DDTree: the block's position 0 is the anchor, block - 1 positions drafted
+    assert {n for n, m in cfg.methods.items() if m.depth == "block - 1"} == {"dflash", "ddtree"}
+    assert {m.depth for m in cfg.methods.values()} == {"block", "block - 1"}
     text = set_in_table(TEXT, "[methods.ddtree]", "depth", '"budget"')
     cfg = parse_priors(text, NAME)
     # only the node budget bounds a "budget" tree: budget + 1
@@ -638,7 +646,8 @@ def test_methods_depth_is_block_budget_or_absent():
     assert parse_priors(set_in_table(TEXT, "[methods.ddtree]", "depth", None), NAME).methods[
         "ddtree"].depth == "block"
     expect_error(set_in_table(TEXT, "[methods.ddtree]", "depth", '"tree"'),
-                 "methods.ddtree.depth", "depth must be \"block\" or \"budget\", got 'tree'")
+                 "methods.ddtree.depth", "depth must be \"block\", \"block - 1\" or \"budget\", "
+                 "got 'tree'")
 
 
 def test_an_acceptance_entry_of_one_model_answers_only_that_model():

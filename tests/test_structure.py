@@ -83,11 +83,11 @@ def test_methods_table_parses():
 
 
 @pytest.mark.parametrize(("old", "new", "column"), [
-    ('passes = 1\ntree = true\ndepth = "block"\nrationale = "DDTree',
-     'passes = -1\ntree = true\ndepth = "block"\nrationale = "DDTree', "methods.ddtree.passes"),
-    ('passes = 1\ntree = true\ndepth = "block"\nrationale = "DDTree',
-     'passes = 1\ntree = "yes"\ndepth = "block"\nrationale = "DDTree', "methods.ddtree.tree"),
-    ('passes = 1\ntree = true\ndepth = "block"\nrationale = "DDTree',
+    ('passes = 1\ntree = true\ndepth = "block - 1"\nrationale = "DDTree',
+     'passes = -1\ntree = true\ndepth = "block - 1"\nrationale = "DDTree', "methods.ddtree.passes"),
+    ('passes = 1\ntree = true\ndepth = "block - 1"\nrationale = "DDTree',
+     'passes = 1\ntree = "yes"\ndepth = "block - 1"\nrationale = "DDTree', "methods.ddtree.tree"),
+    ('passes = 1\ntree = true\ndepth = "block - 1"\nrationale = "DDTree',
      'passes = 1\ntree = true\ndepth = 16\nrationale = "DDTree', "methods.ddtree.depth"),
     ('step_form = "structured"', 'step_form = "fractional"', "model.step_form"),
 ])

@@ -25,7 +25,7 @@ CURVE_KEYS = ("model", "method", "block", "reference_budget", "measurement_sd")
 class AcceptanceCurve:
     """Acceptance length as a function of the tree budget B (used by ``optimize``)::
 
-        accept(B) = min(block + 1, B + 1, accept_ref + gain * (1 - decay**d) / (1 - decay))
+        accept(B) = min(max_accept, accept_ref + gain * (1 - decay**d) / (1 - decay))
         d = log2(B / reference_budget)
 
     ``gain`` tokens for the first doubling above the reference budget, ``decay`` times the

@@ -44,7 +44,7 @@ def default_prior(limit: AcceptLimit) -> Prior:
     bonus token, at most what the configuration can emit".
 
     >>> default_prior(max_accept("ddtree", 16, 32, None, 33)).params
-    {'lower': 1.0, 'upper': 17.0}
+    {'lower': 1.0, 'upper': 16.0}
     """
     return Prior(NAME, "uniform", {"lower": 1.0, "upper": limit.tokens},
                  rationale="no [[acceptance]] entry matches: flat over the physical range "

@@ -278,7 +278,7 @@ class AcceptancePrior:
 
         >>> wide = AcceptancePrior(Prior("a", "uniform", {"lower": 1.0, "upper": 33.0}), "ddtree")
         >>> wide.capped(max_accept("ddtree", 16, 32)).describe()
-        'uniform(lower=1, upper=17, truncated at block + 1)'
+        'uniform(lower=1, upper=16, truncated at block - 1 drafts + 1)'
         """
         p = self.prior.params
         top = p.get("upper", p.get("value", 1.0))

@@ -17,10 +17,14 @@ from ddtree_bayes.core.errors import PriorsError
 #: Autoregressive decoding: no drafter, one token verified and emitted per step.
 AR_METHOD = "ar"
 #: What bounds the depth of the tree or chain a method verifies (``[methods.<name>].depth``):
-#: "block", at most ``block`` draft tokens on any path (a block drafter proposes ``block``
-#: positions; a sequential drafter drafts one depth per pass, ``block`` passes); "budget",
-#: only the node budget (the tree may be a chain of ``budget`` nodes).
-DEPTHS = ("block", "budget")
+#: "block", at most ``block`` draft tokens on any path (Medusa's heads propose ``block``
+#: positions; a sequential drafter drafts one depth per pass, ``block`` passes); "block - 1",
+#: at most ``block - 1`` (a block whose position 0 is the anchor, the previous step's bonus
+#: token, and whose other ``block - 1`` positions are drafted: DFlash, and DDTree's tree built
+#: from them); "budget", only the node budget (the tree may be a chain of ``budget`` nodes).
+DEPTHS = ("block", "block - 1", "budget")
+#: The rule of a ``depth = "block - 1"`` method's bound (:func:`max_accept`).
+ANCHORED_RULE = "block - 1 drafts + 1"
 
 
 @dataclass(frozen=True)
@@ -34,6 +38,7 @@ class MethodSpec:
     tree: bool | str
     #: what bounds the verified tree's depth (:data:`DEPTHS`; absent from the table: "block")
     depth: str = "block"
+
 
     def draft_passes(self, block: int | None, budget: int | None) -> int:
         """Sequential drafter passes of one step.
@@ -62,7 +67,7 @@ class MethodSpec:
 
 def parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
     """``[methods.<name>]``: passes = "block" | a whole number >= 0; tree = true | false | "auto";
-    depth = "block" | "budget" (optional, "block" when absent)."""
+    depth = "block" | "block - 1" | "budget" (optional, "block" when absent)."""
     methods = {}
     for name, spec in table.items():
         column = f"methods.{name}"
@@ -82,10 +87,11 @@ def parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
                               column=f"{column}.tree", fix='set tree = "auto" (a tree when budget > block)')
         depth = spec.get("depth", "block")
         if depth not in DEPTHS:
-            raise PriorsError(f"depth must be \"block\" or \"budget\", got {depth!r}", file=path,
-                              column=f"{column}.depth",
+            raise PriorsError(f"depth must be \"block\", \"block - 1\" or \"budget\", got "
+                              f"{depth!r}", file=path, column=f"{column}.depth",
                               fix='depth = "block" when no path of the verified tree is longer '
-                                  'than the block; "budget" when only the budget bounds it')
+                                  'than the block; "block - 1" when the block\'s first position '
+                                  'is the anchor; "budget" when only the budget bounds it')
         for key in ("rationale", "source"):
             if not isinstance(spec.get(key), str) or not spec[key].strip():
                 raise PriorsError(f"missing '{key}'", file=path, column=column,
@@ -104,7 +110,7 @@ def load_methods(text: str, path: str = "<priors>") -> dict[str, MethodSpec]:
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> load_methods(bundled("priors.toml").read_text())["ddtree"].depth
-    'block'
+    'block - 1'
     """
     try:
         raw = tomllib.loads(text)
@@ -165,12 +171,12 @@ class AcceptLimit:
         return 1.0 <= accept <= self.tokens
 
     def describe(self) -> str:
-        """``at most 17 tokens per step: block + 1``."""
+        """``at most 16 tokens per step: block - 1 drafts + 1``."""
         return f"at most {self.tokens:g} token{'s' * (self.tokens != 1)} per step: {self.rule}"
 
     def refusal(self, what: str) -> str:
-        """``--accept 20 is above what ddtree with block 16 can emit (at most 17 tokens per
-        step: block + 1)``."""
+        """``--accept 20 is above what ddtree with block 16 can emit (at most 16 tokens per
+        step: block - 1 drafts + 1)``."""
         return f"{what} is above what {self.subject} can emit ({self.describe()})"
 
     def out_of_range(self, lowest: float, highest: float) -> str | None:
@@ -178,12 +184,12 @@ class AcceptLimit:
         can), the words after ``acceptance <label> of <configuration>: `` in predict's and
         next's refusal of an acceptance source's draws: below 1 first, then above the limit.
 
-        >>> limit = AcceptLimit(17.0, "block + 1", "ddtree with block 16")
+        >>> limit = AcceptLimit(16.0, ANCHORED_RULE, "ddtree with block 16")
         >>> limit.out_of_range(0.5, 0.5)
         'below 1 (a step emits at least the bonus token)'
         >>> limit.out_of_range(12.0, 20.0).split(" (")[0]
         'it is above what ddtree with block 16 can emit'
-        >>> limit.out_of_range(1.0, 17.0) is None
+        >>> limit.out_of_range(1.0, 16.0) is None
         True
         """
         if lowest < 1:
@@ -193,8 +199,8 @@ class AcceptLimit:
         return None
 
     def span(self) -> str:
-        """The fix of an acceptance out of range: ``tokens per step lie in 1 .. 17 (block +
-        1)``."""
+        """The fix of an acceptance out of range: ``tokens per step lie in 1 .. 16 (block - 1
+        drafts + 1)``."""
         return f"tokens per step lie in 1 .. {self.tokens:g} ({self.rule})"
 
     def fix(self, flag: str = "--accept") -> str:
@@ -263,17 +269,23 @@ def max_accept(method: str, block: int | None, budget: int | None,
     smallest of those known applying:
 
     - autoregressive decoding (``ar``): exactly 1 (no draft, the target's own token);
+    - ``block`` when the block's position 0 is the anchor (``depth = "block - 1"``: DFlash and
+      DDTree): the block holds the previous step's bonus token and ``block - 1`` drafted
+      positions, no tree built from them is deeper, so a step emits at most ``block - 1``
+      drafts + 1 (z-lab/dflash ``dflash_generate``: ``acceptance_length + 1 <= block_size``;
+      liranringel/ddtree ``ddtree_generate``: depth limit ``block_size - 1``);
     - ``block + 1`` when the method's table says the block bounds the depth (``depth =
-      "block"``, the default, every method of the bundled priors): a block drafter (DDTree,
-      DFlash, Medusa heads, PARD: ``passes = 1``) proposes ``block`` positions, so no tree
-      built from them is deeper; a sequential drafter (EAGLE, MTP, a draft model: ``passes =
-      "block"``) drafts one depth per pass, so its chain (block = depth = k) or its top-k tree
-      is ``block`` deep, and its bound reads ``depth + 1 (block = depth)``;
+      "block"``, the default): a block drafter without an anchor (Medusa heads, PARD:
+      ``passes = 1``) proposes ``block`` positions, so no tree built from them is deeper; a
+      sequential drafter (EAGLE, MTP, a draft model: ``passes = "block"``) drafts one depth
+      per pass, so its chain (block = depth = k) or its top-k tree is ``block`` deep, and its
+      bound reads ``depth + 1 (block = depth)``;
     - ``budget + 1``: a tree of ``budget`` draft nodes is at most a chain of ``budget`` (the
       bound of a tree whose depth is not known: no block, or ``depth = "budget"``);
     - ``verify tokens``: M, when given (M = budget + 1 when derived).
 
-    A method without a table (the fraction form needs none) is bounded as ``depth = "block"``.
+    ``methods`` None (a reader with no priors of its own): the bundled table's entry. A method
+    that a given table lacks (the fraction form needs none) is bounded as ``depth = "block"``.
     Without block, budget or verify tokens nothing bounds it (``tokens`` is infinite).
 
     Examples
@@ -281,6 +293,8 @@ def max_accept(method: str, block: int | None, budget: int | None,
     >>> from ddtree_bayes.core.paths import bundled
     >>> table = load_methods(bundled("priors.toml").read_text())
     >>> max_accept("ddtree", 16, 32, table, 33).describe()
+    'at most 16 tokens per step: block - 1 drafts + 1'
+    >>> max_accept("medusa", 16, 32, table, 33).describe()
     'at most 17 tokens per step: block + 1'
     >>> chain = max_accept("eagle3", 4, 4, table, 5)
     >>> chain.refusal("--accept 6").split(" (")[0]
@@ -290,13 +304,15 @@ def max_accept(method: str, block: int | None, budget: int | None,
     >>> max_accept("eagle3", 8, 63, table).tokens, max_accept("ddtree", None, 32, table).rule
     (9.0, 'budget + 1')
     >>> max_accept("dflash", 16, 15, table, 16).describe(), max_accept("ar", None, None).tokens
-    ('at most 16 tokens per step: budget + 1', 1.0)
+    ('at most 16 tokens per step: block - 1 drafts + 1', 1.0)
     """
     if method == AR_METHOD:
         return AcceptLimit(1.0, "autoregressive decoding emits exactly 1", method)
-    spec = (methods or {}).get(method)
+    spec = method_spec(method) if methods is None else methods.get(method)
     bounds: list[tuple[float, str, str]] = []
-    if block is not None and (spec is None or spec.depth == "block"):
+    if block is not None and spec is not None and spec.depth == "block - 1":
+        bounds.append((float(block), ANCHORED_RULE, f"{method} with block {block}"))
+    elif block is not None and (spec is None or spec.depth == "block"):
         sequential = spec is not None and spec.passes == "block"
         bounds.append((block + 1.0, "depth + 1 (block = depth)" if sequential
                        else "block + 1", f"{method} with block {block}"))

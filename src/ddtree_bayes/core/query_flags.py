@@ -54,8 +54,9 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
 
 
 ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "
-               "row) | 12:16:0.5, each at most what a step can emit (ar 1; block + 1 for a "
-               "block drafter or a chain of depth block; never above the verify tokens). "
+               "row) | 12:16:0.5, each at most what a step can emit (ar 1; block for DFlash "
+               "and DDTree, whose block starts with the anchor; block + 1 for another block "
+               "drafter or a chain of depth block; never above the verify tokens). "
                "Default: 1 for ar; else the posterior of the acceptance the fit inferred for "
                "the configuration (rows without accept_len), else the priors file's "
                "[[acceptance]] prior for it, else the mean accept_len of its measured rows "

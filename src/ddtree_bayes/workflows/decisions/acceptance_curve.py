@@ -4,7 +4,7 @@
     d = log2(B / reference_budget)
 
 ``max_accept(B)``: the most tokens a step of the curve's method and block at budget B can emit
-(:func:`~ddtree_bayes.core.methods.max_accept`: block + 1 for DDTree, never above B + 1).
+(:func:`~ddtree_bayes.core.methods.max_accept`: block for DDTree, never above B + 1).
 
 Its three parameters are drawn from their priors, or from their posterior given an
 acceptance file (a conjugate Gaussian update, :func:`update_curve`).
@@ -59,7 +59,7 @@ def curve_limits(curve: AcceptanceCurve, budgets, methods: Mapping[str, MethodSp
     >>> from ddtree_bayes.core.paths import bundled
     >>> from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
     >>> curve_limits(parse_acceptance_curve(bundled("priors.toml").read_text()), [4, 16, 64])
-    array([ 5., 17., 17.])
+    array([ 5., 16., 16.])
     """
     return np.array([max_accept(curve.method, curve.block, int(b), methods, int(b) + 1).tokens
                      for b in budgets])
@@ -68,8 +68,8 @@ def curve_limits(curve: AcceptanceCurve, budgets, methods: Mapping[str, MethodSp
 def curve_accept(budgets, accept_ref, gain, decay, *, reference_budget: float,
                  limits) -> np.ndarray:
     """Acceptance per draw and budget, (n, nb): the curve of :class:`AcceptanceCurve`,
-    capped per budget at ``limits`` (what a step can emit, :func:`curve_limits`: block + 1 for
-    a block-k drafter, B + 1 for a B-node tree) and floored at 1.
+    capped per budget at ``limits`` (what a step can emit, :func:`curve_limits`: block for
+    a block-k DDTree, B + 1 for a B-node tree) and floored at 1.
 
     >>> a = curve_accept([8, 16, 32, 64, 1024], np.array([8.0]), np.array([1.0]),
     ...                  np.array([0.5]), reference_budget=16, limits=[9, 17, 17, 17, 17])

@@ -36,7 +36,7 @@ CAPTIONS = {
     "psense": "Power-scaling sensitivity of the default-scenario prediction to each prior: "
               "tall bars are the assumptions the headline number leans on.",
     "fan": "Throughput against acceptance for the default scenario, up to the most tokens a "
-           "step can emit (block + 1 for DDTree): 50% and 90% bands per engine, the original "
+           "step can emit (block for DDTree): 50% and 90% bands per engine, the original "
            "deterministic estimate (dashed) with its +-30% band, and the measured points of "
            "its system.",
     "concurrency": "Per-user (left) and total (right) tok/s of the default scenario and of "

@@ -6,7 +6,8 @@ A fit that measured B300 gets the bundled default (B300 x8 DDTree block 16 / bud
 and native; acceptance 1-20 on the fan, U(12, 16) for the variance shares, 14 for one-number
 answers); a fit that never did gets its own most-measured configuration. Either way the
 acceptances stop at what a step of the configuration can emit
-(:func:`~ddtree_bayes.core.methods.max_accept`: 17 = block + 1 for the bundled default), and
+(:func:`~ddtree_bayes.core.methods.max_accept`: 16 = block for the bundled default, whose
+block's position 0 is the anchor), and
 the fan says where it clipped its grid.
 """
 from __future__ import annotations
@@ -45,7 +46,7 @@ def fan_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, ...]:
     >>> from ddtree_bayes.core.config import DEFAULT_QUESTION
     >>> from ddtree_bayes.core.methods import max_accept
     >>> fan_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32, None, 33))[-3:]
-    (15.0, 16.0, 17.0)
+    (14.0, 15.0, 16.0)
     >>> fan_accept(dataclasses.replace(DEFAULT_QUESTION, accept=2.79),
     ...            max_accept("eagle3", 3, None))
     (1.0, 2.0, 2.79, 3.0, 4.0)
@@ -68,7 +69,7 @@ def decomp_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, float]
     >>> from ddtree_bayes.core.methods import max_accept
     >>> decomp_accept(DEFAULT_QUESTION, max_accept("ddtree", 16, 32)), decomp_accept(
     ...     DEFAULT_QUESTION, max_accept("ddtree", 13, 32))
-    ((12.0, 16.0), (12.0, 14.0))
+    ((12.0, 16.0), (12.0, 13.0))
     """
     lo, hi = DECOMP_ACCEPT if not d.derived else (d.accept - 2, d.accept + 2)
     hi = min(hi, limit.tokens)
