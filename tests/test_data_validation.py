@@ -1046,3 +1046,22 @@ def test_the_own_data_page_describes_the_columns_the_reader_takes():
     assert ("an optional `concurrency` column: the streams decoded together, blank = 1"
             in " ".join(section.split()))
     assert "the C streams' total" in " ".join(section.split())
+
+
+def test_a_chain_verifying_fewer_tokens_than_its_block_is_refused_with_a_blank_budget(tmp_path,
+                                                                                    hw):
+    """`eagle3,3,,2` was read (block 3, 2 verified); `eagle3,3,3,2` was refused. A sequential
+    drafter's blank budget is the chain of depth block, verified as block + 1 = 4 tokens."""
+    path = write(tmp_path, edited(r10={"budget": "", "verify_tokens": "2", "accept_len": "1.5"}))
+    for methods in (None, load_priors(PRIORS).methods):
+        expect_error(path, hw, 10, "verify_tokens", "eagle3 with block 3 and no budget is a "
+                     "chain of 3 draft tokens, verified as 4 tokens per step, not 2",
+                     "(fix: set verify_tokens to 4 (or blank), or give the budget of the tree "
+                     "it verifies)", methods=methods)
+    # the explicit budget is refused as before; a tree (verify above block + 1) is read
+    expect_error(write(tmp_path, edited(r10={"verify_tokens": "2", "accept_len": "1.5"})), hw,
+                 10, "verify_tokens", "a budget of 3 draft tokens is verified as 4 tokens per "
+                 "step, not 2")
+    tree = load_measurements(write(tmp_path, edited(r10={"budget": "", "verify_tokens": "9"})),
+                             hw)
+    assert (tree.rows[8].block, tree.rows[8].verify_tokens) == (3, 9)

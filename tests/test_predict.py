@@ -464,3 +464,29 @@ def test_a_chain_asked_with_or_without_its_budget_is_one_configuration(tmp_path)
     assert [(r.block, r.budget, r.verify_tokens) for r in rows] == [(3, 3, 4), (3, 3, 4),
                                                                     (8, 63, 64)]
     assert P.is_itself(sc, rows[0]) and P.is_itself(sc, rows[1])
+
+
+def test_a_chain_shape_with_a_blank_budget_is_refused_like_an_explicit_one(tmp_path):
+    """`--method eagle3 --block 3 --verify-tokens 2` was answered (a chain of 3 head passes
+    verifies 4 tokens); with `--budget 3` it was refused. Both are refused now; `add` of the
+    same row writes nothing."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    flags = ("--hardware", "b300", "--engine", "sglang", "--method", "eagle3", "--block", "3",
+             "--verify-tokens", "2")
+    code, out, err = run_cli(work, "predict", *flags, "--accept", "2")
+    assert (code, out, err.count("\n")) == (2, "", 1), (code, out, err)
+    assert err == ("ddtree-bayes: error: eagle3 with block 3 and no budget is a chain of 3 "
+                   "draft tokens, verified as 4 tokens per step, not 2 (fix: drop "
+                   "--verify-tokens (a chain of --block 3 verifies 4), or give the --budget of "
+                   "the tree it verifies)\n")
+    code, _, err = run_cli(work, "predict", *flags, "--budget", "3", "--accept", "2")
+    assert code == 2 and "a budget of 3 draft tokens is verified as 4 tokens per step" in err
+    data = work / "data" / "measurements.csv"
+    before = data.read_bytes()
+    code, out, err = run_cli(work, "add", *flags, "--accept", "1.5", "--tok-s", "300",
+                             "--source", "test")
+    assert (code, out) == (2, "") and data.read_bytes() == before
+    assert ("column 'verify_tokens': eagle3 with block 3 and no budget is a chain of 3 draft "
+            "tokens, verified as 4 tokens per step, not 2") in err

@@ -329,14 +329,16 @@ rows verify 1 token, got 2 (fix: set verify_tokens to 1 or fix the method)
         raise DataError(f"autoregressive rows verify 1 token, got {verify_tokens}", file=path,
                         row=row, column="verify_tokens", fix="set verify_tokens to 1 or fix the "
                                                              "method")
-    budget, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
-    if wrong is not None:   # (a verify-tokens problem has the budget it was given)
+    shaped, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
+    if wrong is not None:   # (a verify-tokens problem has the budget given, or a chain's)
         raise DataError(wrong, file=path, row=row, column=column, fix=(
-            f"set verify_tokens to {(budget or 0) + 1} (or blank), or fix the budget"
-            if column == "verify_tokens" else
             "write the budget a step drafts (at most the block), or the method that verifies "
-            "a tree"))
-    return budget
+            "a tree" if column != "verify_tokens" else
+            f"set verify_tokens to {(shaped or 0) + 1} (or blank), or fix the budget"
+            if budget is not None else
+            f"set verify_tokens to {(shaped or 0) + 1} (or blank), or give the budget of the "
+            "tree it verifies"))
+    return shaped
 
 
 def check_misspelt_columns(path: str, header: Sequence[str], known: Sequence[str]) -> None:

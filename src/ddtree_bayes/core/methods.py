@@ -222,7 +222,10 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
     (``tree = false``: DFlash, PARD) drafts at most its block, so a budget above the block is
     no configuration of it. A chain given its block k and no budget verifying k + 1 tokens has
     budget k: a chain's budget is its depth, so ``eagle3,3,`` and ``eagle3,3,3`` are one
-    configuration (one row key, one anchor, one question), whichever way it was written.
+    configuration (one row key, one anchor, one question), whichever way it was written; so
+    a sequential drafter's (``passes = "block"``, not always a tree: EAGLE-3, MTP) block k with
+    no budget verifying fewer than k + 1 tokens is no configuration (``eagle3,3,,2``, as
+    ``eagle3,3,3,2`` is not: the verify tokens are at fault, the budget it implies is k).
     Every reader of a configuration (data rows, questions, tracked queries) asks this one
     function.
 
@@ -236,6 +239,9 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
     ('a budget of 32 draft tokens is verified as 33 tokens per step, not 500', 'verify_tokens')
     >>> shaped_budget("dflash", 8, 16, None, table)[1:]
     ('dflash drafts a chain of at most its block (8) tokens per step, not a budget of 16', 'budget')
+    >>> shaped_budget("eagle3", 3, None, 2, table)
+    (3, 'eagle3 with block 3 and no budget is a chain of 3 draft tokens, verified as 4 tokens \
+per step, not 2', 'verify_tokens')
     """
     if method == AR_METHOD:
         return budget, None, None
@@ -248,6 +254,11 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
         return block, None, None   # a chain of depth block (a method in no table: a chain)
     if spec is None:
         return budget, None, None
+    if (budget is None and block is not None and verify_tokens is not None
+            and verify_tokens < block + 1 and spec.passes == "block" and spec.tree is not True):
+        return block, (f"{method} with block {block} and no budget is a chain of {block} draft "
+                       f"tokens, verified as {block + 1} tokens per step, not {verify_tokens}"
+                       ), "verify_tokens"
     if spec.tree is False and budget is not None and block is not None and budget > block:
         return budget, (f"{method} drafts a chain of at most its block ({block}) tokens per "
                         f"step, not a budget of {budget}"), "budget"

@@ -702,13 +702,16 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
         raise QueryError(f"autoregressive decoding ({AR_METHOD}) drafts nothing: {flag} is no "
                          "configuration of it",
                          fix="drop --block/--budget, or give the speculative --method")
-    budget, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
+    shaped, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
     if wrong is not None:
-        raise QueryError(wrong, fix="drop --verify-tokens (it follows from --budget), or give "
-                                    "the budget the configuration has"
-                         if column == "verify_tokens" else
-                         "give --budget at most --block, or a method that verifies a tree")
-    return budget
+        raise QueryError(wrong, fix=(
+            "give --budget at most --block, or a method that verifies a tree"
+            if column != "verify_tokens" else
+            "drop --verify-tokens (it follows from --budget), or give the budget the "
+            "configuration has" if budget is not None else
+            f"drop --verify-tokens (a chain of --block {block} verifies {(block or 0) + 1}), or "
+            "give the --budget of the tree it verifies"))
+    return shaped
 
 
 def weights_read(draws: Fit, sc: Scenario):
