@@ -788,3 +788,30 @@ def test_more_gpus_than_one_node_holds_is_warned(capsys):
                     "price (the fit measured b300 on 8)"]
     assert not [w for w in memory_warnings(d, ask("b300", 8)) if "one node" in w]
     assert not [w for w in memory_warnings(d, ask("h200", 8)) if "one node" in w]
+
+
+def test_the_default_note_names_only_the_flags_it_filled(multi_dir):
+    """Llama-3.1-8B measured AR only, on h100 x1 in vLLM: `predict --hardware h200 --method ar`
+    said the bundled question's "ddtree block 16 budget 32 ... vllm ddtree block 16 budget 32
+    on h100 x1" filled its flags, though only the engine came from the default. The line now
+    names what was filled, with its values; a question naming every flag gets none."""
+    base = ("ddtree-bayes predict: the fit never measured b300 for llama-3.1-8b-instruct")
+    bundled_shape = (", nor any speculative method for it: the bundled question's ddtree "
+                     "block 16 budget 32")
+    for flags, why, filled in [
+        (("--hardware", "h200", "--method", "ar"), "", "--engine vllm"),
+        (("--method", "ar"), "", "--hardware h100 --gpus 1 --engine vllm"),
+        (("--hardware", "h200"), bundled_shape,
+         "--engine vllm --method ddtree --block 16 --budget 32"),
+        (("--block", "8"), bundled_shape,
+         "--hardware h100 --gpus 1 --engine vllm --method ddtree --budget 32")]:
+        code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
+                                 *flags, "--accept", "1")
+        assert code == 0, err
+        names = "/".join(w for w in filled.split() if w.startswith("--"))
+        assert err == (f"{base}{why}; the flags not given come from its most-measured system: "
+                       f"{filled} (pass {names} to ask another)\n"), flags
+    code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
+                             "--hardware", "h200", "--method", "ar", "--engine", "vllm",
+                             "--accept", "1")
+    assert code == 0 and err == ""

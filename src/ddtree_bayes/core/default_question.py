@@ -44,6 +44,9 @@ from ddtree_bayes.core.data import Measurement, derive_verify_tokens
 
 #: At most this many engines in a derived default (the bundled one has two).
 MAX_ENGINES = 2
+#: Where ``why`` of a model measured autoregressive only goes on to say that the method and
+#: shape are the bundled question's (a question that names its method drops it).
+NO_SPECULATIVE = ", nor any speculative method"
 
 
 def _most_common[K](keys: list[K]) -> K:
@@ -92,7 +95,7 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
         return dataclasses.replace(
             d, hardware=hardware, gpus=gpus,
             engines=tuple(sorted(counts, key=lambda e: -counts[e])[:MAX_ENGINES]),
-            why=f"{why}, nor any speculative method" + (" for it" if model is not None else "")
+            why=f"{why}{NO_SPECULATIVE}" + (" for it" if model is not None else "")
                 + f": the bundled question's {d.method} block {d.block} budget {d.budget}")
     if not spec:
         return d

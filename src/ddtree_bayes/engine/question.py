@@ -267,13 +267,49 @@ def fill(d: DefaultQuestion, flags: Flags,
     return out, flags.hardware is None or flags.method is None or not flags.engines
 
 
-def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS) -> str:
+#: The configuration's flags in the order a note names them: (flag, key of :func:`fill`).
+FILLED_FLAGS = (("--hardware", "hardware"), ("--gpus", "gpus"), ("--engine", "engines"),
+                ("--method", "method"), ("--block", "block"), ("--budget", "budget"),
+                ("--verify-tokens", "verify_tokens"))
+
+
+def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
+                 config: Mapping[str, Any] | None = None) -> str:
     """One line: why a derived default question is asked (``asked``: its ``to_json()``), and
     what it is; when ``flags`` name part of the configuration, the default only fills the
-    flags not given."""
-    what = ("the flags not given come from its most-measured system" if flags.names_configuration
-            else "asking its most-measured system")
-    return f"{asked['why']}; {what}: {asked['asked']} (pass {hint} to ask another)"
+    flags not given, and the line names those (``config``: :func:`fill`'s configuration) with
+    their values, and the why of the bundled method and shape only when the method was filled
+    (``predict --hardware h200 --method ar`` took only the engine).
+
+    >>> from ddtree_bayes.core.config import DEFAULT_QUESTION
+    >>> import dataclasses
+    >>> d = dataclasses.replace(DEFAULT_QUESTION, hardware="h100", gpus=1, engines=("vllm",),
+    ...                         why="the fit never measured b300, nor any speculative method: "
+    ...                             "the bundled question's ddtree block 16 budget 32")
+    >>> flags = Flags(hardware="h200", method="ar")
+    >>> default_note(d.to_json(), flags, config=fill(d, flags)[0])
+    'the fit never measured b300; the flags not given come from its most-measured system: \
+--engine vllm (pass --engine to ask another)'
+    """
+    from ddtree_bayes.core.default_question import NO_SPECULATIVE
+
+    if not flags.names_configuration:
+        return (f"{asked['why']}; asking its most-measured system: {asked['asked']} (pass "
+                f"{hint} to ask another)")
+    filled = ([] if config is None else
+              [(flag, config[key]) for flag, key in FILLED_FLAGS
+               if not getattr(flags, key) and config.get(key) not in (None, ())])
+    if config is None or not filled:
+        return (f"{asked['why']}; the flags not given come from its most-measured system: "
+                f"{asked['asked']} (pass {hint} to ask another)")
+    why = asked["why"]
+    if flags.method is not None:   # (the bundled method and shape were not asked)
+        why = why.split(NO_SPECULATIVE)[0]
+    values = " ".join(f"{flag} {','.join(v) if isinstance(v, tuple) else v}"
+                      for flag, v in filled)
+    names = "/".join(flag for flag, _ in filled) if hint == CONFIGURATION_FLAGS else hint
+    return (f"{why}; the flags not given come from its most-measured system: {values} "
+            f"(pass {names} to ask another)")
 
 
 def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = ""
@@ -433,7 +469,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         raise QueryError("a configuration needs --hardware, --method and --engine",
                          fix="give all three, or none for the default question")
     asked_default = d.to_json() if d.derived and from_default else None
-    note = None if asked_default is None else default_note(asked_default, flags, hint)
+    note = None if asked_default is None else default_note(asked_default, flags, hint, config)
     request = None if flags.accept is None else parse_accept(flags.accept)
     context = parse_context(flags.context)
     warnings += context_warnings(fit, context, flags.model, prefix)
