@@ -708,3 +708,23 @@ def test_a_run_with_weights_on_the_cpu_is_refused(work, tmp_path, setting, probl
         assert row["hardware"] == "rtx-4080" and row["tok_s"] == 118.882
         (work / "data" / "measurements.csv").write_text(
             (work / "data" / "measurements.csv").read_text().rsplit("\n", 2)[0] + "\n")
+
+
+def test_a_configuration_the_flags_leave_underivable_names_the_flags(work):
+    """`add --from-bench vllm_serve.json --method eagle3` without --block said "column
+    'verify_tokens': verify_tokens is blank ... (fix: fill in verify_tokens or block)", CSV
+    columns the user never wrote; the flags the row came from are named now (a tree method:
+    --budget). `add` from flags alike; a CSV row keeps its columns."""
+    # (the point-mass data file: a header and two B300 rows; the new row would be row 4)
+    where = f"{BENCH / 'vllm_serve.json'} (vllm-serve, record 1), row 4, column 'verify_tokens'"
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG,
+                    "--method", "eagle3")
+    assert err == (f"ddtree-bayes: error: {where}: verify_tokens is blank and cannot be derived "
+                   "(fix: pass --block or --verify-tokens)\n")
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG,
+                    "--method", "eagle2")
+    assert err.endswith("(fix: pass --budget or --verify-tokens)\n")
+    err = one_error(work, *CONFIG, "--method", "eagle3", "--accept", "2", "--tok-s", "300",
+                    "--source", "test")
+    assert err.endswith("column 'verify_tokens': verify_tokens is blank and cannot be derived "
+                        "(fix: pass --block or --verify-tokens)\n")

@@ -125,7 +125,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             "context_tokens": _context_tokens(args.context),
             "tok_s": args.tok_s, "source": args.source, "notes": args.notes or "",
             "concurrency": str(args.concurrency) if args.concurrency else None}
-        row = living.NewRow(f"{data_path} (new row)", None, values)
+        row = living.NewRow(f"{data_path} (new row)", None, values, flags=True)
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
                                     fill_verify_tokens=True, methods=methods,

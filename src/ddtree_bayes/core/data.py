@@ -303,12 +303,23 @@ def states_verify_tokens(record: Mapping[str, str],
 
 
 def underivable_verify_tokens(path: str, row: int, method: str,
-                              methods: Mapping[str, MethodSpec] | None) -> NoReturn:
+                              methods: Mapping[str, MethodSpec] | None,
+                              flags: bool = False) -> NoReturn:
     """Refuse a row (measurement, next's candidate) whose verify_tokens is blank and cannot be
-    derived: a tree method needs its budget (its block is the tree's depth), a chain its block."""
+    derived: a tree method needs its budget (its block is the tree's depth), a chain its block.
+    ``flags``: the row's configuration came from ``add``'s flags (``--from-bench``, or the row
+    given as flags), so the fix names the flags, not the CSV columns.
+
+    >>> underivable_verify_tokens("m.csv", 4, "eagle3", None, flags=True)
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 4, column 'verify_tokens': verify_tokens is \
+blank and cannot be derived (fix: pass --block or --verify-tokens)
+    """
     need = "budget" if always_tree(method, methods) else "block"
     raise DataError("verify_tokens is blank and cannot be derived", file=path, row=row,
-                    column="verify_tokens", fix=f"fill in verify_tokens or {need}")
+                    column="verify_tokens", fix=f"pass --{need} or --verify-tokens" if flags
+                    else f"fill in verify_tokens or {need}")
 
 
 def check_verify_tokens(path: str, row: int, method: str, block: int | None, budget: int | None,
@@ -802,13 +813,14 @@ def step_plausible(accept_lo: float, accept_hi: float, concurrency: int, tok_s: 
 
 
 def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, dict[str, str]],
-              methods: Mapping[str, MethodSpec] | None = None, stored: bool = False
-              ) -> Measurement:
+              methods: Mapping[str, MethodSpec] | None = None, stored: bool = False,
+              flags: bool = False) -> Measurement:
     """Validate one raw CSV row (column -> text) into a :class:`Measurement`. ``methods`` (the
     priors' ``[methods]`` table) bounds ``accept_len`` by what the row's method can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`; without a table, as ``depth = "block"``).
     ``stored``: a saved fit's data, read as it was fitted (a tree method's lone block, refused
-    since, was read as a chain of block + 1 tokens by fits made before).
+    since, was read as a chain of block + 1 tokens by fits made before). ``flags``: the row
+    came from ``add``'s flags (a fix names the flag, :func:`underivable_verify_tokens`).
 
     Its verdict may depend only on the :data:`CONFIGURATION` columns, tok_s and whether source
     is empty: :func:`load_measurements` skips it for repeated runs of a valid configuration
@@ -849,7 +861,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     verify = num["verify_tokens"]
     if verify is None:
         verify = derived if derived is not None else \
-            underivable_verify_tokens(path, row, method, methods)
+            underivable_verify_tokens(path, row, method, methods, flags)
     budget = check_verify_tokens(path, row, method, block, budget, int(verify), methods)
     if method == AR_METHOD and (block is not None or budget is not None):
         raise DataError("an autoregressive row drafts nothing: block and budget are blank",

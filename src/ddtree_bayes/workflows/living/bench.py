@@ -340,5 +340,5 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             "concurrency": str(rec.batch_size) if (rec.batch_size or 1) > 1 else None,
             "source": source or f"{fmt} {path.name} {unit} {rec.index}",
             "notes": f"{notes}; {note}" if notes else note})
-        rows.append(NewRow(origin, None, values))
+        rows.append(NewRow(origin, None, values, flags=True))
     return BenchImport(fmt, rows, got.notes)

@@ -127,6 +127,9 @@ class NewRow:
     origin: str
     line: int | None
     values: dict[str, str | None]
+    #: the configuration came from ``add``'s flags (``--from-bench``, a row given as flags),
+    #: not a CSV row: a fix names the flag (``--block``), not the column
+    flags: bool = False
 
 
 @dataclass
@@ -358,7 +361,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.values.get("gpus") is None and values.get("hardware"):
                     values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line,
                                                values.get("model"))
-                m = parse_row(item.origin, line, values, hardware, methods)
+                m = parse_row(item.origin, line, values, hardware, methods, flags=item.flags)
                 if declared and m.method != AR_METHOD and m.method not in (methods or {}):
                     close = difflib.get_close_matches(m.method, list(methods or {}), n=1)
                     raise DataError(f"method {m.method!r} is not declared in the priors' "
