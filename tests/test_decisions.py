@@ -1150,3 +1150,22 @@ def test_next_leaves_out_a_measurement_whose_kv_cache_cannot_fit():
 
     assert at(128) is None
     assert at(512).startswith("at C = 512 and context 131072 the KV cache needs 2357.9 GB")
+
+
+def test_candidates_file_refuses_a_duplicated_header_and_a_miscased_name_needs_no_refit(
+        tmp_path):
+    """A header naming ``engine`` twice ranked the row's last engine (``vllm``), exit 0: the
+    fit, add and hardware readers refuse it. A ``B300`` said "then re-fit": fixing a
+    candidates file's spelling needs no fit."""
+    draws = point_mass_draws()
+    path = tmp_path / "c.csv"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",engine\nb300,8,sglang,ddtree,16,128,15,,vllm\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (f"{path}, row 1, column 'engine': appears twice in the header "
+                              "(fix: keep one of the two columns (the other's values would be "
+                              "dropped without a word))")
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\nB300,8,sglang,ddtree,16,128,15,\n")
+    with pytest.raises(QueryError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value).endswith("(fix: names are lowercase: write 'b300')")

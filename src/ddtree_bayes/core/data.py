@@ -419,6 +419,22 @@ def read_csv_file(path: str, text: str | None = None
     if not records:
         raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
     header = [h.strip() for h in records[0][1]]
+    check_unique_header(path, header)
+    return text, header, records[1:]
+
+
+def check_unique_header(path: str, header: Sequence[str]) -> None:
+    """Refuse a header that names a column twice: a reader keeps one of the two columns (a
+    dict reader the last) and drops the other's values without a word. Blank names (a
+    spreadsheet's trailing commas) may repeat.
+
+    >>> check_unique_header("c.csv", ["engine", "", "", "method"])
+    >>> check_unique_header("c.csv", ["engine", "method", "engine"])
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: c.csv, row 1, column 'engine': appears twice in the \
+header (fix: keep one of the two columns (the other's values would be dropped without a word))
+    """
     seen: set[str] = set()
     for name in header:
         if name in seen and name:
@@ -426,7 +442,6 @@ def read_csv_file(path: str, text: str | None = None
                             fix="keep one of the two columns (the other's values would be "
                                 "dropped without a word)")
         seen.add(name)
-    return text, header, records[1:]
 
 
 @contextmanager

@@ -16,6 +16,7 @@ import numpy as np
 from ddtree_bayes.core.config import AcceptancePrior, PriorsConfig
 from ddtree_bayes.core.data import (
     AR_METHOD,
+    as_name,
     derive_verify_tokens,
     gb_texts,
     plain_float,
@@ -483,9 +484,11 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
 
         table = draws.hardware
         if hardware not in table:
+            fix = unknown_hardware_fix(hardware, table)
+            if as_name(hardware) not in table:   # a GPU added to the table takes a re-fit;
+                fix += ", then re-fit"           # a name spelt in capitals does not
             raise QueryError(f"hardware {hardware!r} is neither measured ({', '.join(systems)}) "
-                             "nor in the hardware table the fit stored",
-                             fix=unknown_hardware_fix(hardware, table) + ", then re-fit")
+                             "nor in the hardware table the fit stored", fix=fix)
         if not multi and not draws.priors.transfer:
             raise QueryError(f"{hardware} x{gpus} has no measurements and the priors have no "
                              "[transfer] section", fix="add one (see the bundled priors) and re-fit")

@@ -26,6 +26,7 @@ from ddtree_bayes.core.data import (
     NotPlain,
     check_context_tokens,
     check_misspelt_columns,
+    check_unique_header,
     check_verify_tokens,
     derive_verify_tokens,
     plain_float,
@@ -375,6 +376,7 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
     except OSError as err:
         raise DataError(f"cannot read candidates file: {err.strerror}", file=path,
                         fix="pass an existing CSV with --candidates") from None
+    check_unique_header(path, [h.strip() for h in header])   # (as fit, add and hardware do)
     for column in CANDIDATE_COLUMNS:
         if column not in header:
             raise DataError("missing column", file=path, column=column,
