@@ -325,3 +325,28 @@ def test_the_api_warns_of_a_wide_interval_on_few_draws_as_predict_does():
         "so its ends are noisy (a fit with more --draws, or a smaller --prob)"]
     assert table["lo95"].tolist() == pytest.approx([700.0])
     assert "lo90" in api.predict(draws, accept=14, engines="sglang", prob=0.9)   # no warning
+
+
+def test_load_inputs_refuses_what_fit_refuses(tmp_path):
+    """load_inputs says every problem raises an InputError, but passed a row of an undeclared
+    method (fit: rc 2 "method 'ddtre' ... is not declared") and a model without a card (fit:
+    rc 2, naming data/models.csv instead of the row that names the model)."""
+    from ddtree_bayes.core.errors import DataError, InputError, PriorsError
+    from ddtree_bayes.core.paths import bundled
+
+    text = bundled("measurements.csv").read_text(encoding="utf-8")   # a header and 9 rows
+    typo = tmp_path / "typo.csv"
+    typo.write_text(text + "kimi-k2.6,b300,8,sglang,ddtre,8,8,9,4.4,,303,x,\n")
+    with pytest.raises(PriorsError) as err:
+        api.load_inputs(typo, bundled("priors.toml"), workdir=tmp_path)
+    assert isinstance(err.value, InputError)
+    assert f"method 'ddtre' (row 11 of {typo}) is not declared" in str(err.value)
+    nocard = tmp_path / "nocard.csv"
+    nocard.write_text(text + "kimi-k2.7,b300,8,sglang,ar,,,1,1.0,,133,x,\n")
+    with pytest.raises(DataError) as err:
+        api.load_inputs(nocard, bundled("priors.toml"), workdir=tmp_path)
+    assert str(err.value) == (
+        f"{nocard}, row 11, column 'model': no model card for 'kimi-k2.7' (fix: add its card "
+        "(`ddtree-bayes card add --hf-config PATH/config.json --name kimi-k2.7`, or --gguf "
+        "FILE.gguf, or a row in data/models.csv), or correct the name: did you mean "
+        "'kimi-k2.6'?)")

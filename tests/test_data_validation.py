@@ -771,10 +771,11 @@ def test_cli_fit_two_models_one_without_card(cli_dir, capsys):
     bad = write(cli_dir, edited(r2={"model": "other-model"}), "bad.csv")
     assert run_cli(["fit", "--data", str(bad)]) == 2
     line = one_error_line(capsys)
-    assert line == ("ddtree-bayes: error: data/models.csv, column 'model': no model card for "
-                    "'other-model' (fix: ddtree-bayes card add --hf-config PATH/config.json (or "
-                    "--gguf FILE.gguf) --name other-model, or add its row by hand (a fit of one "
-                    "model makes a proxy card from its AR row instead))")
+    # (it named data/models.csv, not the row that names the model)
+    assert line == (f"ddtree-bayes: error: {bad}, row 2, column 'model': no model card for "
+                    "'other-model' (fix: add its card (`ddtree-bayes card add --hf-config "
+                    "PATH/config.json --name other-model`, or --gguf FILE.gguf, or a row in "
+                    "data/models.csv), or correct the name)")
     nothing_written(cli_dir, bad)
 
 

@@ -112,9 +112,10 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
                 hardware: str | Path | None = None, workdir: Path | None = None
                 ) -> tuple[Measurements, PriorsConfig]:
     """Read and validate a measurement file and the priors (defaults: ``data/`` and
-    ``models/``) without fitting: every problem raises an
+    ``models/``) without fitting: every problem ``fit`` refuses before sampling (of one file,
+    or of the files together: a row's undeclared method, a model without a card) raises an
     :class:`~ddtree_bayes.core.errors.InputError`."""
     from ddtree_bayes.engine.fitting import FitInputs
 
-    inputs = FitInputs.read(data, priors, hardware, workdir)
+    inputs = FitInputs.read(data, priors, hardware, workdir).check()
     return inputs.measurements, inputs.priors

@@ -394,6 +394,18 @@ def _edits(a: str, b: str) -> int:
     return row[-1]
 
 
+def closest(name: str, known, n: int = 3) -> list[str]:
+    """Up to ``n`` known names closest to ``name`` (difflib ratio >= 0.6), best first: the
+    "did you mean" of a name never seen (predict's flags, a data file's engines and methods).
+
+    >>> closest("sglnag", {"sglang", "native", "vllm"})
+    ['sglang']
+    """
+    import difflib
+
+    return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
+
+
 def read_csv_file(path: str, text: str | None = None
               ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The file's text, its header, and (file line number, fields) per record."""

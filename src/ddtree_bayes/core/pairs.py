@@ -165,27 +165,52 @@ def roofline_step_ms(stream_ms, layers, fabric, pcie, bw_eff, layer_ms, allreduc
 
 
 def pair_inputs(pairs: tuple[str, ...], models: dict[str, str],
-                hardware: dict[str, dict[str, str]] | None, cards: dict | None) -> dict:
+                hardware: dict[str, dict[str, str]] | None, cards: dict | None,
+                data=None) -> dict:
     """Per pair (in ``pairs`` order) the roofline's arrays: ``stream_ms``, ``layers``,
-    ``fabric``, ``pcie`` (``models``: pair label -> model)."""
+    ``fabric``, ``pcie`` (``models``: pair label -> model; ``data``: the measurements, which
+    a missing card's error names)."""
     if hardware is None:
         raise DataError("a fit of several models needs the hardware table", fix="pass hardware=")
     cols: dict[str, list[float]] = {"stream_ms": [], "layers": [], "fabric": [], "pcie": []}
     for label in pairs:
         _, hw, gpus = split_label(label)
-        f = pair_features(card_for(cards, models[label]), hardware[hw], gpus)
+        f = pair_features(card_for(cards, models[label], data), hardware[hw], gpus)
         for key in cols:
             cols[key].append(float(getattr(f, key)))
     return {k: np.array(v) for k, v in cols.items()}
 
 
-def card_for(cards: dict | None, model: str):
-    """The model card of ``model``, or a one-line error naming the file and the fix."""
+def card_for(cards: dict | None, model: str, data=None):
+    """The model card of ``model``, or a one-line error naming the measurement that names the
+    model (``data``'s first row of it; without ``data``, ``data/models.csv``) and the fix: add
+    its card, or correct a misspelt name (the closest card named).
+
+    >>> from types import SimpleNamespace as NS
+    >>> rows = [NS(row=2, model="kimi-k2.6"), NS(row=5, model="kimi-k2.7")]
+    >>> card_for({"kimi-k2.6": 1}, "kimi-k2.7", NS(path="m.csv", rows=rows, multi_model=True))
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 5, column 'model': no model card for \
+'kimi-k2.7' (fix: add its card (`ddtree-bayes card add --hf-config PATH/config.json --name \
+kimi-k2.7`, or --gguf FILE.gguf, or a row in data/models.csv), or correct the name: did you \
+mean 'kimi-k2.6'?)
+    """
+    from ddtree_bayes.core.data import closest
+
     if not cards or model not in cards:
-        raise DataError(f"no model card for {model!r}", file="data/models.csv", column="model",
-                        fix=f"ddtree-bayes card add --hf-config PATH/config.json (or --gguf "
-                            f"FILE.gguf) --name {model}, or add its row by hand (a fit of one "
-                            "model makes a proxy card from its AR row instead)")
+        near = closest(model, cards or (), n=1)
+        fix = (f"add its card (`ddtree-bayes card add --hf-config PATH/config.json --name "
+               f"{model}`, or --gguf FILE.gguf, or a row in data/models.csv), or correct the "
+               "name" + (f": did you mean {near[0]!r}?" if near else ""))
+        if data is None or not data.multi_model:
+            fix += " (a fit of one model makes a proxy card from its AR row instead)"
+        if data is None:
+            raise DataError(f"no model card for {model!r}", file="data/models.csv",
+                            column="model", fix=fix)
+        row = next(r.row for r in data.rows if r.model == model)
+        raise DataError(f"no model card for {model!r}", file=data.path, row=row, column="model",
+                        fix=fix)
     return cards[model]
 
 

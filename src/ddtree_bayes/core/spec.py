@@ -529,7 +529,7 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
         group_engine.append(engines.index(engine))
         group_system.append(data.pairs.index(pair))
         _, hw, gpus = split_label(pair)
-        card = card_for(cards, r.model)
+        card = card_for(cards, r.model, data)
         ms, how = pass_roofline_ms(drafter_for(drafters, r.model, method), card, method,
                                    hardware[hw], gpus, constants)
         roof.append(ms)
@@ -539,7 +539,7 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
            "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
            "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
     if not data.multi_model:   # an unmeasured group's pass is priced from it at predict time
-        out["card"] = dataclasses.asdict(card_for(cards, data.model))
+        out["card"] = dataclasses.asdict(card_for(cards, data.model, data))
     return out
 
 
@@ -557,7 +557,7 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
 
     cards, hardware = _tables(cards, hardware)
     for model in data.models:
-        card_for(cards, model)
+        card_for(cards, model, data)
     from ddtree_bayes.core.pairs import link
 
     model_of = {data.pair(r): r.model for r in data.rows}
@@ -612,7 +612,7 @@ def multi_model_inputs(data: Measurements, priors: PriorsConfig,
     cards, hardware = _tables(cards, hardware)
     model_of = {data.pair(r): r.model for r in data.rows}
     return {"pair_models": tuple(model_of[p] for p in data.pairs),
-            "pair_roofline": pair_inputs(data.pairs, model_of, hardware, cards),
+            "pair_roofline": pair_inputs(data.pairs, model_of, hardware, cards, data),
             "cards": {name: dataclasses.asdict(card) for name, card in cards.items()}}
 
 

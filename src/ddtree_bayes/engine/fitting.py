@@ -42,8 +42,11 @@ class FitInputs:
     def read(cls, data: str | Path | None = None, priors: str | Path | None = None,
              hardware: str | Path | None = None, workdir: Path | None = None) -> FitInputs:
         """Read and validate the inputs (defaults: ``data/`` and ``models/`` of ``workdir``).
-        Every problem raises an :class:`~ddtree_bayes.core.errors.InputError` before anything
-        runs. The priors are read before the data: their ``[methods]`` table bounds each row's
+        Every problem of one file raises an :class:`~ddtree_bayes.core.errors.InputError`
+        before anything runs; those of the files together under the priors' forms (a method
+        the structured form has no ``[methods]`` table of, a model without a card) are found
+        by :meth:`check` (a fit finds them building its model, under the forms it is asked
+        for). The priors are read before the data: their ``[methods]`` table bounds each row's
         accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
         from ddtree_bayes.core.drafters import drafter_table
         from ddtree_bayes.core.model_cards import load_model_cards
@@ -69,6 +72,14 @@ class FitInputs:
                 cards = {**cards, measurements.model: found.card}
                 proxy = found.as_meta()
         return cls(measurements, cfg, table, cards, drafters, proxy)
+
+    def check(self) -> FitInputs:
+        """These inputs, once the model a fit of them under the priors' own forms would
+        sample is built (:func:`~ddtree_bayes.core.spec.build_spec`, no PyMC): every problem
+        ``fit`` refuses before sampling raises its InputError here (a row's undeclared
+        method, a model without a card, a prior the rows need)."""
+        model_spec(self, self.priors)
+        return self
 
     def structure(self) -> dict:
         """The hardware table, model and drafter cards the roofline form needs (``build_spec``

@@ -12,12 +12,11 @@ Standard library only (the predict path).
 from __future__ import annotations
 
 import csv
-import difflib
 import io
 from dataclasses import dataclass
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION
-from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.data import AR_METHOD, closest
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -144,15 +143,6 @@ def unknown_model_error(draws: Fit, u: UnknownName) -> tuple[str, str]:
                 "it (the card was written after the fit): it cannot be predicted from this "
                 "fit", f"re-run `ddtree-bayes fit` to predict {u.name} from its card")
     return u.message(), "check the spelling"
-
-
-def closest(name: str, known: set[str] | list[str], n: int = 3) -> list[str]:
-    """Up to ``n`` known names closest to ``name`` (difflib ratio >= 0.6), best first.
-
-    >>> closest("sglnag", {"sglang", "native", "vllm"})
-    ['sglang']
-    """
-    return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
 
 
 def unknown_names(draws: Fit, *, engines: list[str] | tuple[str, ...] | None = None,
