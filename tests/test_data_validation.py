@@ -1066,3 +1066,15 @@ def test_a_chain_verifying_fewer_tokens_than_its_block_is_refused_with_a_blank_b
     tree = load_measurements(write(tmp_path, edited(r10={"budget": "", "verify_tokens": "9"})),
                              hw)
     assert (tree.rows[8].block, tree.rows[8].verify_tokens) == (3, 9)
+
+
+def test_cli_fit_warns_of_an_engine_one_edit_from_another_before_sampling(cli_dir, capsys):
+    """A data file with 'sglnag' beside 'sglang' was fitted with no word: the typo became a
+    new engine. fit warns on stderr (before sampling) naming the row and the likelier name."""
+    bad = write(cli_dir, edited(r3={"engine": "sglnag"}), "bad.csv")
+    main(["fit", "--data", str(bad)])   # (cli_dir stops it where sampling would start)
+    out, err = capsys.readouterr()
+    assert "sampling was about to start" in err.splitlines()[-1]
+    assert err.splitlines()[0] == (
+        f"ddtree-bayes: warning: {bad}, row 3: engine 'sglnag' is one edit from 'sglang' "
+        "(1 row): did you mean 'sglang'? (as written it is fitted as another engine)")

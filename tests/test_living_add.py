@@ -436,3 +436,24 @@ def test_a_chain_is_written_and_keyed_with_its_budget_whichever_way_it_is_added(
     path.write_text(before + "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,,,1.95,,124,my run,\n")
     code, out, err = run(capsys, "add", *chain, "--budget", "3")
     assert code == 2 and "identical to row 11" in err
+
+
+def test_add_warns_of_an_engine_one_edit_from_a_known_one(work, capsys):
+    """`add --engine sglnag` was written with rc 0 and warnings [] (predict warns of the same
+    typo): the row is kept, and stderr and the JSON say which name it is one edit from."""
+    argv = ["add", "--hardware", "b300", "--engine", "sglnag", "--method", "ddtree", "--block",
+            "16", "--budget", "128", "--accept", "15", "--tok-s", "650", "--source", "t"]
+    code, out, err = run(capsys, *argv, "--format", "json")
+    line = ("row 11: engine 'sglnag' is one edit from 'sglang' (2 rows): did you mean 'sglang'? "
+            "(as written it is fitted as another engine)")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [line]
+    assert err == f"ddtree-bayes: warning: {line}\n"
+    assert load(work).rows[-1].engine == "sglnag"
+    # one edit from an engine the file names (vllm, 7 rows); a new engine near none: no word
+    code, out, err = run(capsys, *argv[:4], "vlm", *argv[5:])
+    assert code == 0, err
+    assert err == ("ddtree-bayes: warning: row 12: engine 'vlm' is one edit from 'vllm' "
+                   "(7 rows): did you mean 'vllm'? (as written it is fitted as another engine)\n")
+    code, out, err = run(capsys, *argv[:4], "lmdeploy", *argv[5:])
+    assert code == 0 and err == "", err

@@ -41,7 +41,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
                    "divergences": result.divergences, "remedies": result.remedies,
                    "timings": result.timings,
                    "diagnostics": result.diagnostics, "posterior_predictive": ppc,
-                   "inferred_acceptance": inferred})
+                   "inferred_acceptance": inferred, "warnings": result.warnings})
     else:
         headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
         body = [[d["parameter"], "", f"{d['mean']:.4g}", f"{d['sd']:.3g}", f"{d['rhat']:.3f}",

@@ -42,15 +42,17 @@ def _context_tokens(text: str | None) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _methods_table() -> tuple[dict, bool]:
+def _methods_table() -> tuple[dict, bool, dict[str, set[str]]]:
     """The ``[methods]`` table of the project's priors (``models/priors.toml``, else the
-    bundled priors): what ``fit`` will bound each row's accept_len by; and whether ``fit``
-    refuses a speculative method the table does not declare (the structured step form)."""
+    bundled priors): what ``fit`` will bound each row's accept_len by; whether ``fit``
+    refuses a speculative method the table does not declare (the structured step form); and
+    the engines and methods the priors declare (a new row's name one edit from one is warned
+    of)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
 
     cfg = load_priors(paths.priors_file())
-    return cfg.methods, cfg.step_form == "structured"
+    return cfg.methods, cfg.step_form == "structured", cfg.declared_names()
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -68,7 +70,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                          fix="add --from-bench FILE, or drop them")
     hardware = hardware_rows(args.hardware_file)
     # bounds accept_len by what each row's configuration can emit; refuses what fit refuses
-    methods, declared = _methods_table()
+    methods, declared, known = _methods_table()
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
         if given:
@@ -77,7 +79,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         rows = living.rows_from_file(Path(args.from_file))
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate, what=args.from_file,
-                                    methods=methods, declared=declared, create=create)
+                                    methods=methods, declared=declared, create=create,
+                                    known=known)
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -107,7 +110,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
-                                    methods=methods, declared=declared, create=create)
+                                    methods=methods, declared=declared, create=create,
+                                    known=known)
     else:
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
@@ -129,15 +133,16 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
                                     fill_verify_tokens=True, methods=methods,
-                                    declared=declared, create=create)
+                                    declared=declared, create=create, known=known)
+    warned: list[str] = []
+    print_warnings(result.warnings, warned)   # (on stderr in the JSON form too, as predict)
     if args.format == "json":
         emit_json({"file": str(result.path), "created": result.created,
                    "total_rows": result.total_rows,
                    "rows": [{**r.__dict__, "repeat_of": result.repeats.get(r.row)}
                             for r in result.rows],
-                   "warnings": result.warnings})
+                   "warnings": warned})
         return 0
-    print_warnings(result.warnings)
     if result.created:
         print(f"created {shown_path(result.path)} with the standard header")
     n = len(result.rows)

@@ -319,6 +319,15 @@ class PriorsConfig:
     def sha256(self) -> str:
         return hashlib.sha256(self.text.encode()).hexdigest()
 
+    def declared_names(self) -> dict[str, set[str]]:
+        """The engines and methods these priors name without a measurement: an engine with a
+        relation and its base; a method with an acceptance prior or a ``[methods]`` table,
+        ``ar`` and the default question's method (predict knows them unmeasured)."""
+        engines = set(self.relations) | {r.base for r in self.relations.values()}
+        methods = ({AR_METHOD, DEFAULT_QUESTION.method} | set(self.methods)
+                   | {a.method for a in self.acceptance if a.method})
+        return {"engine": engines, "method": methods}
+
     def acceptance_for(self, method: str, block: int | None, verify_tokens: int,
                        model: str | None = None) -> AcceptancePrior | None:
         """First acceptance prior matching the configuration (of ``model``), or None. An

@@ -406,6 +406,63 @@ def closest(name: str, known, n: int = 3) -> list[str]:
     return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
 
 
+def one_edit(a: str, b: str) -> bool:
+    """Are ``a`` and ``b`` different by one edit: a character added, dropped or changed, or two
+    neighbours swapped (``sglnag``, ``sglang``)?
+
+    >>> one_edit("sglnag", "sglang"), one_edit("vlm", "vllm"), one_edit("vllm", "sglang")
+    (True, True, False)
+    """
+    if a == b:
+        return False
+    if len(a) == len(b):
+        diff = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+        return len(diff) == 1 or (len(diff) == 2 and diff[1] == diff[0] + 1
+                                  and a[diff[0]] == b[diff[1]] and a[diff[1]] == b[diff[0]])
+    return _edits(a, b) == 1
+
+
+def misspelt_names(rows: Sequence[Measurement], declared: Mapping[str, set[str]], *,
+                   only: set[int] | None = None) -> list[str]:
+    """A line per engine or method name of ``rows`` that looks misspelt: not ``declared``
+    (:meth:`~ddtree_bayes.core.config.PriorsConfig.declared_names`) and one edit
+    (:func:`one_edit`) from a declared name or from a name more rows use (a tie: one the file
+    names first), the closest (:func:`closest`, predict's "did you mean") named. Kept as
+    written, it is fitted as another engine or method. ``only``: the rows (numbers) whose names
+    are looked at (the rows ``add`` appends).
+
+    >>> from types import SimpleNamespace as NS
+    >>> rows = [NS(row=i, engine=e, method="ddtree") for i, e in
+    ...         ((2, "vllm"), (3, "vllm"), (4, "sglnag"), (5, "vlm"))]
+    >>> for line in misspelt_names(rows, {"engine": {"sglang"}, "method": {"ddtree"}}):
+    ...     print(line.split("? ")[0])
+    row 4: engine 'sglnag' is one edit from 'sglang' (declared in the priors): did you mean 'sglang'
+    row 5: engine 'vlm' is one edit from 'vllm' (2 rows): did you mean 'vllm'
+    """
+    out = []
+    for kind in ("engine", "method"):
+        rows_of: dict[str, list[int]] = {}
+        for r in rows:
+            rows_of.setdefault(getattr(r, kind), []).append(r.row)
+        known = declared.get(kind, set())
+        # how likely a name is the one meant: declared, then used by more rows, then first
+        rank = {name: (name in known, len(at), -at[0]) for name, at in rows_of.items()}
+        for name, at in rows_of.items():
+            if name in known or (only is not None and not only & set(at)):
+                continue
+            near = [c for c in closest(name, (known | set(rows_of)) - {name})
+                    if one_edit(name, c) and (c in known or rank[c] > rank[name])]
+            if not near:
+                continue
+            shown = [n for n in at if only is None or n in only]
+            n = len(rows_of.get(near[0], ()))
+            where = f"{n} row{'s' if n > 1 else ''}" if n else "declared in the priors"
+            out.append(f"row{'s' if len(shown) > 1 else ''} {', '.join(map(str, shown))}: "
+                       f"{kind} {name!r} is one edit from {near[0]!r} ({where}): did you mean "
+                       f"{near[0]!r}? (as written it is fitted as another {kind})")
+    return out
+
+
 def read_csv_file(path: str, text: str | None = None
               ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The file's text, its header, and (file line number, fields) per record."""

@@ -18,7 +18,7 @@ from ddtree_bayes.core.config import (
     is_seed,
     load_priors,
 )
-from ddtree_bayes.core.data import Measurements, load_measurements
+from ddtree_bayes.core.data import Measurements, load_measurements, misspelt_names
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.gates import UNUSABLE_DRAWS
 from ddtree_bayes.core.hardware_table import HardwareTable, hardware_table
@@ -172,6 +172,12 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         from ddtree_bayes.core.proxy_card import describe
 
         print(f"ddtree-bayes: note: {describe(inputs.proxy)}", file=sys.stderr)
+    # a name one edit from another engine or method (the file's or the priors'): likewise
+    # before sampling, as predict warns of it (a typo is fitted as another engine)
+    warnings = [f"{measurements.path}, {line}"
+                for line in misspelt_names(measurements.rows, cfg.declared_names())]
+    for line in warnings:
+        print(f"ddtree-bayes: warning: {line}", file=sys.stderr)
     shadowed = inputs.hardware.shadowed_note()
     if shadowed is not None:   # likewise: a stale copy of the table hides built-in values
         print(f"ddtree-bayes: note: {shadowed}", file=sys.stderr)
@@ -216,7 +222,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     return inference.FitResult(fit_id=fit_id, path=path, converged=not failures,
                                failures=failures, diagnostics=diag_rows,
                                divergences=divergences, timings=timings, remedies=ladder,
-                               measurements=measurements)
+                               measurements=measurements, warnings=warnings)
 
 
 def forms_of(cfg: PriorsConfig, moe_form: str | None, step_form: str | None) -> PriorsConfig:

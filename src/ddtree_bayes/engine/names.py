@@ -76,10 +76,7 @@ def known_names(draws: Fit) -> dict[str, set[str]]:
                 if g.count("/") == 2}
     methods = _column(data, "method") | {AR_METHOD, DEFAULT_QUESTION.method}
     try:
-
-        cfg = draws.priors
-        methods |= {a.method for a in cfg.acceptance if a.method}
-        methods |= set(getattr(cfg, "methods", None) or {})  # [methods.<name>] tables
+        methods |= draws.priors.declared_names()["method"]   # acceptance priors, [methods]
     except Exception:  # noqa: BLE001 - names are advice; an odd priors text must not stop predict
         pass
     models = _column(data, "model")

@@ -21,6 +21,7 @@ from ddtree_bayes.core.data import (
     Measurement,
     Measurements,
     load_measurements,
+    misspelt_names,
     parse_row,
     plain_text,
     read_records,
@@ -272,7 +273,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 allow_duplicate: bool = False, fill_verify_tokens: bool = False,
                 what: str | None = None,
                 methods: Mapping[str, MethodSpec] | None = None,
-                declared: bool = False, create: bool = False) -> Appended:
+                declared: bool = False, create: bool = False,
+                known: Mapping[str, set[str]] | None = None) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -285,6 +287,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`); with ``declared``
     (the structured step form, which ``fit`` refuses them under) a speculative method it does
     not declare is refused.
+
+    A new row's engine or method one edit from another (the file's, or ``known``: the
+    priors' :meth:`~ddtree_bayes.core.config.PriorsConfig.declared_names`) is kept with a
+    warning naming it (:func:`~ddtree_bayes.core.data.misspelt_names`).
 
     With ``create`` (``add --data FILE``) a file that does not exist in an existing folder is
     started, under the same lock and atomic write: the standard header (:data:`COLUMNS`, plus
@@ -438,6 +444,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         final = load_measurements(data_path, hardware, text=new_text, methods=methods)
         wanted = set(expected)
         appended = [m for m in final.rows if m.row in wanted]
+        warnings += misspelt_names(final.rows, known or {}, only=wanted)
         if len(appended) != len(new):  # pragma: no cover - a bug, not a user error
             raise DataError(f"internal error: expected {len(new)} new rows, found "
                             f"{len(appended)}; nothing was written", file=str(data_path))
