@@ -607,3 +607,34 @@ def test_a_context_that_is_not_a_whole_token_count_is_refused(work, command, tex
     assert err == (f"ddtree-bayes: error: {where}argument --context: {text!r} is {tokens} "
                    "tokens, not a whole number (fix: give a whole number of tokens, e.g. 32768 "
                    "or 32k)\n")
+
+
+def test_each_error_names_the_right_flag_and_fix(work, tmp_path):
+    """A walkthrough found fixes pointing elsewhere: a missing --hardware-file said "pass an
+    existing CSV with --data"; a folder given to --data said "save it as UTF-8 CSV"; a
+    mis-cased --model said "check the spelling" where --hardware B300 says names are
+    lowercase; a TOK_S header said "missing column" with no word about case; a row with one
+    trailing comma said "quote fields that contain commas"."""
+    missing = tmp_path / "nonexistent.csv"
+    for argv in (("hardware", "list"), ("fit",)):
+        err = one_error(*run_cli(work, *argv, "--hardware-file", str(missing)))
+        assert err == (f"ddtree-bayes: error: {missing}: file not found (fix: pass an existing "
+                       "CSV with --hardware-file)\n")
+    err = one_error(*run_cli(work, "fit", "--data", str(tmp_path)))
+    assert err == (f"ddtree-bayes: error: {tmp_path}: is a folder, not a CSV file (fix: pass "
+                   "a CSV file with --data)\n")
+    err = one_error(*run_cli(work, "predict", "--model", "Kimi-K2.6"))
+    assert err.endswith("did you mean kimi-k2.6? (fix: names are lowercase: write "
+                        "'kimi-k2.6')\n"), err
+    lines = (work / "data" / "measurements.csv").read_text().splitlines()
+    upper = tmp_path / "upper.csv"
+    upper.write_text("\n".join([lines[0].replace("tok_s", "TOK_S"), *lines[1:]]) + "\n")
+    err = one_error(*run_cli(work, "fit", "--data", str(upper)))
+    assert err == (f"ddtree-bayes: error: {upper}, row 1, column 'tok_s': missing column "
+                   "(fix: column names are lowercase: rename 'TOK_S' to 'tok_s')\n")
+    comma = tmp_path / "comma.csv"
+    comma.write_text("\n".join([*lines, lines[1] + ","]) + "\n")
+    width = lines[0].count(",") + 1
+    err = one_error(*run_cli(work, "fit", "--data", str(comma)))
+    assert err == (f"ddtree-bayes: error: {comma}, row {len(lines) + 1}: {width + 1} fields, "
+                   f"header has {width}, the last empty (fix: drop the trailing comma)\n")

@@ -23,6 +23,7 @@ from ddtree_bayes.core.data import (
     COLUMNS,
     CONFIGURATION,
     Measurement,
+    fields_problem,
     load_hardware,
     load_measurements,
     parse_row,
@@ -51,8 +52,8 @@ def reference_load(path: str, text: str, allow_duplicates: bool = False) -> tupl
         if not any(v.strip() for v in values):
             continue
         if len(values) != len(header):
-            raise DataError(f"{len(values)} fields, header has {len(header)}", file=path, row=i,
-                            fix="quote fields that contain commas")
+            problem, fix = fields_problem(len(values), len(header), values)   # (its wording)
+            raise DataError(problem, file=path, row=i, fix=fix)
         raw = {h: v.strip() for h, v in zip(header, values, strict=True)}
         key = tuple(raw[c] for c in COLUMNS)
         if key in seen and not allow_duplicates:

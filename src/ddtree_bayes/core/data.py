@@ -463,14 +463,19 @@ def misspelt_names(rows: Sequence[Measurement], declared: Mapping[str, set[str]]
     return out
 
 
-def read_csv_file(path: str, text: str | None = None
+def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
               ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
-    """The file's text, its header, and (file line number, fields) per record."""
+    """The file's text, its header, and (file line number, fields) per record. ``flag``: the
+    flag that names the file, which a missing file's fix names."""
     try:
         if text is None:
             text = Path(path).read_text(encoding="utf-8-sig")  # tolerate Excel's BOM
     except FileNotFoundError:
-        raise DataError("file not found", file=path, fix="pass an existing CSV with --data") from None
+        raise DataError("file not found", file=path,
+                        fix=f"pass an existing CSV with {flag}") from None
+    except IsADirectoryError:
+        raise DataError("is a folder, not a CSV file", file=path,
+                        fix=f"pass a CSV file with {flag}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise DataError(f"cannot read: {err}", file=path, fix="save it as UTF-8 CSV") from None
     text = text.removeprefix("\ufeff")
@@ -527,11 +532,51 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def read_records(path: str | Path, text: str | None = None
+def read_records(path: str | Path, text: str | None = None, flag: str = "--data"
                  ) -> tuple[str, list[str], list[tuple[int, list[str]]]]:
     """The raw CSV layer :func:`load_measurements` uses: the file's text, its header
     (stripped) and (row, fields) per record, rows numbered as an editor shows them."""
-    return read_csv_file(str(path), text)
+    return read_csv_file(str(path), text, flag)
+
+
+def fields_problem(n: int, width: int, values: Sequence[str]) -> tuple[str, str]:
+    """(problem, fix) of a record of ``n`` fields (``values``) under a header of ``width``:
+    extra fields all empty are trailing commas; other extra fields, commas inside a field;
+    too few, fields left out.
+
+    >>> fields_problem(14, 13, ["x"] * 13 + [""])
+    ('14 fields, header has 13, the last empty', 'drop the trailing comma')
+    >>> fields_problem(15, 13, ["x"] * 13 + ["", " "])[1]
+    'drop the 2 trailing commas'
+    >>> fields_problem(14, 13, ["x"] * 14)[1]
+    'quote fields that contain commas'
+    >>> fields_problem(12, 13, ["x"] * 12)[1]
+    'give every column of the header a field (blank between commas when empty)'
+    """
+    problem = f"{n} fields, header has {width}"
+    if n < width:
+        return problem, "give every column of the header a field (blank between commas when empty)"
+    extra = n - width
+    if all(not v.strip() for v in values[width:]):
+        return (problem + (", the last empty" if extra == 1 else f", the last {extra} empty"),
+                "drop the trailing comma" if extra == 1 else f"drop the {extra} trailing commas")
+    return problem, "quote fields that contain commas"
+
+
+def missing_column(path: str, header: Sequence[str], column: str, fix: str) -> NoReturn:
+    """Refuse a header without ``column``: a cell naming it in other case (``TOK_S``) is
+    named, with the rename (names are lowercase), else ``fix``.
+
+    >>> missing_column("m.csv", ["model", "TOK_S"], "tok_s", "add it")
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 1, column 'tok_s': missing column (fix: \
+column names are lowercase: rename 'TOK_S' to 'tok_s')
+    """
+    cased = [h for h in header if h.strip().lower() == column]
+    if cased:
+        fix = f"column names are lowercase: rename {cased[0]!r} to {column!r}"
+    raise DataError("missing column", file=path, row=1, column=column, fix=fix)
 
 
 #: The most GPUs one measured system can have (as --gpus takes them).
@@ -647,8 +692,7 @@ def load_hardware(path: str | Path, text: str | None = None, *,
     _, header, body = read_csv_file(path, text)
     for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
         if col not in header:
-            raise DataError("missing column", file=path, row=1, column=col,
-                            fix="add it to the header (see data/hardware.csv)")
+            missing_column(path, header, col, "add it to the header (see data/hardware.csv)")
     table: dict[str, dict[str, str]] = {}
     for i, values in body:
         if not any(v.strip() for v in values):
@@ -1038,8 +1082,8 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
         if len(values) != width:
             if not any(v.strip() for v in values):
                 continue
-            raise DataError(f"{len(values)} fields, header has {width}", file=path, row=i,
-                            fix="quote fields that contain commas")
+            problem, fix = fields_problem(len(values), width, values)
+            raise DataError(problem, file=path, row=i, fix=fix)
         cells = [v.strip() for v in values]
         if not any(cells):
             continue
@@ -1104,8 +1148,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
     text, header, body = read_csv_file(path, text)
     for col in COLUMNS:
         if col not in header:
-            raise DataError("missing column", file=path, row=1, column=col,
-                            fix=f"the header must contain {','.join(COLUMNS)}")
+            missing_column(path, header, col, f"the header must contain {','.join(COLUMNS)}")
     check_misspelt_columns(path, header, COLUMNS + OPTIONAL_COLUMNS)
     with _no_gc():
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)

@@ -98,7 +98,7 @@ def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
     if user_file is None:
         return HardwareTable(base, dict.fromkeys(base, BUILT_IN), tuple(header), builtin_text, None)
     user_path = str(user_file)
-    user_text, user_header, _ = read_records(user_path, user_text)
+    user_text, user_header, _ = read_records(user_path, user_text, "--hardware-file")
     own = load_hardware(user_path, text=user_text)
     header += [h for h in user_header if h and h not in header]
     rows = dict(base)

@@ -16,7 +16,7 @@ import io
 from dataclasses import dataclass
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION
-from ddtree_bayes.core.data import AR_METHOD, closest
+from ddtree_bayes.core.data import AR_METHOD, as_name, closest
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -139,6 +139,9 @@ def unknown_model_error(draws: Fit, u: UnknownName) -> tuple[str, str]:
         return (f"--model {u.name!r} has a card in {where}, but fit {fit_id} does not store "
                 "it (the card was written after the fit): it cannot be predicted from this "
                 "fit", f"re-run `ddtree-bayes fit` to predict {u.name} from its card")
+    lower = as_name(u.name)
+    if lower != u.name and lower in u.known:   # (as --hardware B300 is told)
+        return u.message(), f"names are lowercase: write {lower!r}"
     return u.message(), "check the spelling"
 
 

@@ -20,6 +20,7 @@ from ddtree_bayes.core.data import (
     OPTIONAL_COLUMNS,
     Measurement,
     Measurements,
+    fields_problem,
     load_measurements,
     misspelt_names,
     parse_row,
@@ -475,8 +476,8 @@ def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[N
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(header):
-            errors.append(DataError(f"{len(cells)} fields, header has {len(header)}", file=name,
-                                    row=line, fix="quote fields that contain commas"))
+            problem, fix = fields_problem(len(cells), len(header), cells)
+            errors.append(DataError(problem, file=name, row=line, fix=fix))
             continue
         rows.append(NewRow(name, line, {h: c.strip() for h, c in zip(header, cells, strict=True)}))
     if errors:
