@@ -12,6 +12,7 @@ so a new field must be documented to pass.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from functools import cache
 from importlib import resources
@@ -337,3 +338,84 @@ def test_track_diff_and_update_json_carry_the_warnings(work, monkeypatch):
     nothing, printed = warned_json(work, "update", "--quiet")   # no question asked
     validate_output("update", nothing)
     assert nothing["warnings"] == printed == []
+
+
+# ------------------------------------------------------------------ docs/json-output.md
+#: A table's caption naming the object it lists: the top level, or a path of properties
+#: (``[]``: the items of an array), e.g. "`remedies.attempts`[]:" or "`psis` (when not null):"
+DOC_CAPTION = re.compile(r"^(Top level|`([\w.]+)`(\[\])?)( \(.*\))?:$")
+
+
+def doc_tables() -> dict[tuple[str, str], list[tuple[str, str]]]:
+    """docs/json-output.md's field tables: (section, caption) -> [(field, type)]. A row naming
+    several fields (`median`, `lo`, `hi`) gives each; a pattern (`^(lo|hi)...`) none."""
+    lines = (REPO / "docs" / "json-output.md").read_text(encoding="utf-8").splitlines()
+    section, out = "", {}
+    for i, line in enumerate(lines):
+        if line.startswith("## "):
+            section = line[3:].strip()
+        elif line.startswith("| field |"):
+            caption = next(x for x in reversed(lines[:i]) if x.strip())
+            rows = out.setdefault((section, caption), [])
+            for row in lines[i + 2:]:
+                if not row.startswith("|"):
+                    break
+                cells = [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+                rows += [(name, cells[1]) for name in
+                         re.findall(r"`([^`]+)`", cells[0].split(" (")[0])
+                         if not name.startswith("^")]
+    return out
+
+
+def _branch(node: dict) -> dict:
+    """The non-null branch of an ``anyOf``/``oneOf`` (a saved fit, not --compile-only)."""
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return _branch(next(b for b in node[key] if b.get("type") != "null"))
+    return node
+
+
+def _nullable(node: dict) -> bool:
+    return node.get("type") == "null" or any(
+        _nullable(b) for key in ("anyOf", "oneOf") for b in node.get(key, ()))
+
+
+def test_docs_tables_list_each_schema_field_and_whether_it_may_be_null():
+    """docs/json-output.md says its tables follow the schemas; nothing compared them: add,
+    update and diff rows documented accept_len as `number` where the schemas allow null
+    (`add --accept infer` prints null), and add, update and diff rows carried `concurrency`,
+    listed nowhere. Each table whose caption names an object of a schema lists exactly that
+    object's properties, and says "or null" exactly where the schema allows null."""
+    checked, problems = 0, []
+    for (section, caption), rows in doc_tables().items():
+        m = DOC_CAPTION.match(caption)
+        path = REPO / "src" / "ddtree_bayes" / "schemas" / f"{section.replace(' ', '-')}.schema.json"
+        if m is None or not path.exists():
+            continue   # prose captions (validate's modes, track, card add's derived values)
+        node = _branch(json.loads(path.read_text()))
+        for key in (m.group(2) or "").split(".") if m.group(2) else ():
+            node = _branch(node["properties"][key])
+            if node.get("type") == "array":
+                node = _branch(node["items"])
+        props = node["properties"]
+        documented = [name for name, _ in rows]
+        if sorted(documented) != sorted(props):
+            problems.append(f"{section} {caption} lists {sorted(set(documented) - set(props))} "
+                            f"the schema lacks and lacks {sorted(set(props) - set(documented))}")
+        problems += [f"{section} {caption} `{name}` is {kind!r}, the schema "
+                     f"{'allows' if _nullable(props[name]) else 'refuses'} null"
+                     for name, kind in rows
+                     if name in props and _nullable(props[name]) != (
+                         kind.startswith("null or ") or kind.endswith(" or null"))]
+        checked += 1
+    assert checked >= 25 and problems == [], "\n".join(problems)
+    # a measurement row (add's rows, update's removed_rows, diff's added and removed rows)
+    # is a Measurement's fields: each is in the schemas (and so in the tables)
+    import dataclasses
+
+    from ddtree_bayes.core.data import Measurement
+
+    fields = {f.name for f in dataclasses.fields(Measurement)}
+    for command, key in (("add", "rows"), ("update", "removed_rows"), ("diff", "added_rows"),
+                         ("diff", "removed_rows")):
+        assert fields - set(schema(command)["properties"][key]["items"]["properties"]) == set()
