@@ -308,3 +308,20 @@ def test_pareto_k_is_counted_above_the_threshold_arviz_uses(monkeypatch, capsys)
     assert header.rstrip().endswith("Pareto k > 0.62") and first.rstrip().endswith(" 3")
     assert ("where Pareto k > 0.62 (min(1 - 1/log10(S), 0.7) for a fit's S posterior draws) "
             "the estimate is unreliable") in out
+
+
+def test_compare_help_says_what_the_default_weighs_and_compares():
+    """`compare --help` said "stacking weights" and "each MoE form", but the default weights
+    are bb-pseudo-bma and the default fits are the latest of each model form (MoE form / step
+    form: roofline/structured beside roofline/fraction is a comparison of step forms)."""
+    import argparse
+
+    (sub,) = [a for a in cli.build_parser()._actions
+              if isinstance(a, argparse._SubParsersAction)]
+    text = sub.choices["compare"].description
+    assert "stacking weights" not in text and "each MoE form" not in text
+    assert ("PSIS-LOO (arviz-stats compare) of fits made on the same data, weighted by "
+            "--weights (default bb-pseudo-bma). Default fits: the latest converged fit of each "
+            "model form (MoE form / step form, e.g. roofline/structured and roofline/fraction) "
+            "on the latest fit's data; fit another form with `ddtree-bayes fit --step-form "
+            "fraction` or `--moe-form linear`.") in text

@@ -108,16 +108,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--allow-unconverged", action="store_true",
                    help="use a fit that failed its convergence gates")
     p.add_argument("--model-average", action="store_true",
-                   help="mix the latest converged fit of each MoE form on the same data, "
+                   help="mix the latest converged fit of each model form (MoE form / step "
+                        "form) on the same data, "
                         "weighted by PSIS-LOO pseudo-BMA+ (see `compare`)")
     add_seed_and_format(p, formats=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
 
     c = sub.add_parser("compare", help="compare model forms (e.g. power vs linear MoE) by PSIS-LOO",
-                       description="PSIS-LOO (arviz-stats compare, stacking weights) of fits made "
-                                   "on the same data. Default: the latest converged fit of each "
-                                   "MoE form on the latest fit's data; fit the other form with "
-                                   "`ddtree-bayes fit --moe-form linear`.")
+                       description="PSIS-LOO (arviz-stats compare) of fits made on the same "
+                                   "data, weighted by --weights (default bb-pseudo-bma). Default "
+                                   "fits: the latest converged fit of each model form (MoE form / "
+                                   "step form, e.g. roofline/structured and roofline/fraction) on "
+                                   "the latest fit's data; fit another form with `ddtree-bayes "
+                                   "fit --step-form fraction` or `--moe-form linear`.")
     c.add_argument("--fits", type=A.fit_ids, help="comma-separated fit ids to compare instead")
     c.add_argument("--weights", choices=("bb-pseudo-bma", "stacking", "pseudo-bma"),
                    default="bb-pseudo-bma",
