@@ -735,3 +735,21 @@ def test_a_new_row_is_scored_with_predicts_draws():
     # the draws are not one generator's in turn: the C = 4 row alone scores the same
     (alone,) = living.score_rows(draws, rows[1:], seed=7)
     assert alone["median"] == scores[1]["median"] and alone["lo90"] == scores[1]["lo90"]
+
+
+def test_history_lists_an_unreadable_fit_by_the_time_its_id_carries(tmp_path):
+    """history is "oldest first", but an unreadable fit (no metadata, so no created_utc) was
+    listed first even when it is the newest: it sorted as the empty time. Its id carries its
+    time (engine/inference.py fit_created): 2999 comes after the point mass's 2026, 1999
+    before it."""
+    from test_cli_support import FIT_ID, make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    for stem in ("29990101T000000Z-broken", "19990101T000000Z-broken"):
+        (work / "models" / "fits" / f"{stem}.nc").write_bytes(b"not netcdf")
+    rows = living.list_fits(work / "models")
+    assert [(r["fit_id"], r["readable"]) for r in rows] == [
+        ("19990101T000000Z-broken", False), (FIT_ID, True), ("29990101T000000Z-broken", False)]
+    code, out, _ = call(work, "history")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()[2:]] == [
+        "19990101T000000Z-broken", FIT_ID, "29990101T000000Z-broken"]

@@ -135,8 +135,24 @@ def list_fits(models: Path) -> list[dict]:
             "sampler": meta.get("sampler"), "total_s": meta.get("timings", {}).get("total_s"),
             "update": meta.get("update"), "made_by": meta.get("made_by"),
             "reweight": meta.get("reweight"), "latest": path.stem == latest})
-    out.sort(key=lambda r: (r["created_utc"] or "", r["fit_id"]))
+    out.sort(key=lambda r: (r["created_utc"] or _id_time(str(r["fit_id"])), r["fit_id"]))
     return out
+
+
+def _id_time(fit_id: str) -> str:
+    """The creation time a fit id carries (:func:`~ddtree_bayes.engine.inference.fit_created`),
+    "" for an id without one: an unreadable fit, whose metadata holds its created_utc, is listed
+    where its time puts it (it was listed first, the newest fit among them).
+
+    >>> _id_time("20261201T152424Z-b6b7ea56"), _id_time("mine")
+    ('2026-12-01T15:24:24+00:00', '')
+    """
+    from ddtree_bayes.engine.inference import fit_created
+
+    try:
+        return fit_created(fit_id)
+    except ValueError:
+        return ""
 
 
 def stored_rows(draws) -> Measurements:
