@@ -21,7 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NoReturn
 
-from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.errors import DataError, closest
 from ddtree_bayes.core.methods import (
     AR_METHOD,
     AcceptLimit,
@@ -392,18 +392,6 @@ def _edits(a: str, b: str) -> int:
         for j, cb in enumerate(b, 1):
             prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (ca != cb))
     return row[-1]
-
-
-def closest(name: str, known, n: int = 3) -> list[str]:
-    """Up to ``n`` known names closest to ``name`` (difflib ratio >= 0.6), best first: the
-    "did you mean" of a name never seen (predict's flags, a data file's engines and methods).
-
-    >>> closest("sglnag", {"sglang", "native", "vllm"})
-    ['sglang']
-    """
-    import difflib
-
-    return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
 
 
 def one_edit(a: str, b: str) -> bool:

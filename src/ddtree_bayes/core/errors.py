@@ -73,6 +73,20 @@ class Interrupted(KeyboardInterrupt):
     exit_code = 130
 
 
+def closest(name: str, known, n: int = 3) -> list[str]:
+    """Up to ``n`` known names closest to ``name`` (difflib ratio >= 0.6), best first: the
+    "did you mean" of a name never seen (predict's flags, a data file's engines and methods,
+    a model without a card). Here, where core/pairs.py and core/data.py both import from,
+    so they share it without an import cycle.
+
+    >>> closest("sglnag", {"sglang", "native", "vllm"})
+    ['sglang']
+    """
+    import difflib
+
+    return difflib.get_close_matches(name, sorted(known), n=n, cutoff=0.6)
+
+
 def typo_fix(key: str, known, takes: str) -> str:
     """The fix of a refused key or name no reader reads: the closest of ``known`` (if one is
     close), then what the place takes (``takes``), then that a typo is never ignored.

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.errors import DataError, closest
 
 #: Between the model and the system in a pair label.
 SEP = "@"
@@ -196,8 +196,6 @@ def card_for(cards: dict | None, model: str, data=None):
 kimi-k2.7`, or --gguf FILE.gguf, or a row in data/models.csv), or correct the name: did you \
 mean 'kimi-k2.6'?)
     """
-    from ddtree_bayes.core.data import closest
-
     if not cards or model not in cards:
         near = closest(model, cards or (), n=1)
         fix = (f"add its card (`ddtree-bayes card add --hf-config PATH/config.json --name "

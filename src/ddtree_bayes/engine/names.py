@@ -16,7 +16,8 @@ import io
 from dataclasses import dataclass
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION
-from ddtree_bayes.core.data import AR_METHOD, as_name, closest
+from ddtree_bayes.core.data import AR_METHOD, as_name
+from ddtree_bayes.core.errors import closest
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 
