@@ -996,8 +996,18 @@ def test_a_tree_given_only_its_verify_count_has_that_budget_and_a_chain_no_more_
     assert load_measurements(path, hw, methods=methods).rows[1].budget == 11
     path = write(tmp_path, edited(r3={"method": "dflash", "block": "8", "budget": "16",
                                       "verify_tokens": "", "accept_len": "4"}))
-    expect_error(path, hw, 3, "budget", "dflash drafts a chain of at most its block (8) tokens "
-                 "per step, not a budget of 16", methods=methods)
+    expect_error(path, hw, 3, "budget", "dflash drafts a chain of at most 7 tokens per step "
+                 "(block 8 less its anchor), not a budget of 16", methods=methods)
+    # a block of 8 holds its anchor: 7 drafts (dflash,8,7,8), so a budget of 8 is refused too,
+    # and a blank budget verifying 8 tokens is that chain of 7
+    path = write(tmp_path, edited(r3={"method": "dflash", "block": "8", "budget": "8",
+                                      "verify_tokens": "", "accept_len": "4"}))
+    expect_error(path, hw, 3, "budget", "(block 8 less its anchor), not a budget of 8",
+                 methods=methods)
+    path = write(tmp_path, edited(r3={"method": "dflash", "block": "8", "budget": "",
+                                      "verify_tokens": "", "accept_len": "4"}))
+    row = load_measurements(path, hw, methods=methods).rows[1]
+    assert (row.budget, row.verify_tokens) == (7, 8)
 
 
 @pytest.mark.parametrize("raw", ["7_00", "\uff16\uff15\uff10", "1_048_576"])

@@ -393,7 +393,9 @@ def test_a_chain_with_a_budget_above_its_block_is_refused(tmp_path):
     code, out, err = run_cli(work, "predict", "--engine", "sglang", "--method", "dflash",
                              "--block", "8", "--budget", "16", "--accept", "5")
     assert code == 2 and out == ""
-    assert "dflash drafts a chain of at most its block (8) tokens per step" in err
+    assert ("dflash drafts a chain of at most 7 tokens per step (block 8 less its anchor), not "
+            "a budget of 16 (fix: give --budget at most 7, or a method that verifies a tree)"
+            ) in err
 
 
 def test_an_autoregressive_question_leaves_out_a_relation_engines_repeat(tmp_path):

@@ -27,6 +27,7 @@ from ddtree_bayes.core.methods import (
     AcceptLimit,
     MethodSpec,
     always_tree,
+    chain_depth,
     max_accept,
     shaped_budget,
 )
@@ -256,7 +257,8 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None,
     """Tokens the target verifies per step: AR 1, a tree of budget B -> B+1 (any method that
     gives a budget), a chain of depth k (its block) -> k+1. A method that always verifies a
     tree (:func:`~ddtree_bayes.core.methods.always_tree`, by ``methods`` or the bundled
-    table) and gives no budget cannot say: its block is the tree's depth, not its size.
+    table) and gives no budget cannot say: its block is the tree's depth, not its size. A chain
+    whose block holds its anchor drafts ``block - 1`` (:func:`~ddtree_bayes.core.methods.chain_depth`).
 
     >>> derive_verify_tokens("ddtree", 16, 32), derive_verify_tokens("eagle3", 3, None)
     (33, 4)
@@ -264,6 +266,8 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None,
     (64, None)
     >>> derive_verify_tokens("eagle2", 8, None), derive_verify_tokens("medusa", 4, None)
     (None, None)
+    >>> derive_verify_tokens("dflash", 16, None)   # 15 drafts of a block of 16 and the anchor
+    16
     """
     if method == AR_METHOD:
         return 1
@@ -271,7 +275,7 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None,
         return budget + 1    # 8 and 63 nodes verifies 64), a chain written as block = budget
     if always_tree(method, methods):
         return None
-    return None if block is None else block + 1
+    return None if block is None else chain_depth(method, block, methods) + 1
 
 
 def states_verify_tokens(record: Mapping[str, str],
@@ -343,8 +347,8 @@ rows verify 1 token, got 2 (fix: set verify_tokens to 1 or fix the method)
     shaped, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
     if wrong is not None:   # (a verify-tokens problem has the budget given, or a chain's)
         raise DataError(wrong, file=path, row=row, column=column, fix=(
-            "write the budget a step drafts (at most the block), or the method that verifies "
-            "a tree" if column != "verify_tokens" else
+            f"write the budget a step drafts (at most {chain_depth(method, block or 0, methods)}), "
+            "or the method that verifies a tree" if column != "verify_tokens" else
             f"set verify_tokens to {(shaped or 0) + 1} (or blank), or fix the budget"
             if budget is not None else
             f"set verify_tokens to {(shaped or 0) + 1} (or blank), or give the budget of the "

@@ -155,6 +155,19 @@ def method_spec(method: str, methods: Mapping[str, MethodSpec] | None = None
     return (methods or {}).get(method) or bundled_methods().get(method)
 
 
+def chain_depth(method: str, block: int, methods: Mapping[str, MethodSpec] | None = None
+                ) -> int:
+    """Draft tokens a chain of ``block`` drafts: the block, or ``block - 1`` for a method whose
+    block's position 0 is the anchor (``depth = "block - 1"``: DFlash drafts 15 tokens of a
+    block of 16 and verifies 16, as the public rows ``dflash,16,15,16`` write it).
+
+    >>> chain_depth("dflash", 16), chain_depth("eagle3", 3), chain_depth("new", 5)
+    (15, 3, 5)
+    """
+    spec = method_spec(method, methods)
+    return block - 1 if spec is not None and spec.depth == "block - 1" else block
+
+
 # ------------------------------------------------------------------ what a step can emit
 @dataclass(frozen=True)
 class AcceptLimit:
@@ -237,8 +250,11 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
     ((3, None, None), (5, None, None))
     >>> shaped_budget("ddtree", 16, 32, 500, table)[1:]
     ('a budget of 32 draft tokens is verified as 33 tokens per step, not 500', 'verify_tokens')
-    >>> shaped_budget("dflash", 8, 16, None, table)[1:]
-    ('dflash drafts a chain of at most its block (8) tokens per step, not a budget of 16', 'budget')
+    >>> shaped_budget("dflash", 8, 8, None, table)[1:]
+    ('dflash drafts a chain of at most 7 tokens per step (block 8 less its anchor), not a \
+budget of 8', 'budget')
+    >>> shaped_budget("dflash", 16, None, 16, table)   # the public rows' dflash,16,15,16
+    (15, None, None)
     >>> shaped_budget("eagle3", 3, None, 2, table)
     (3, 'eagle3 with block 3 and no budget is a chain of 3 draft tokens, verified as 4 tokens \
 per step, not 2', 'verify_tokens')
@@ -249,9 +265,10 @@ per step, not 2', 'verify_tokens')
         return budget, (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens "
                         f"per step, not {verify_tokens}"), "verify_tokens"
     spec = method_spec(method, methods)
-    if (budget is None and block is not None and verify_tokens == block + 1
+    depth = None if block is None else chain_depth(method, block, methods)
+    if (budget is None and depth is not None and verify_tokens == depth + 1
             and (spec is None or spec.tree is not True)):
-        return block, None, None   # a chain of depth block (a method in no table: a chain)
+        return depth, None, None   # a chain of its depth (a method in no table: a chain)
     if spec is None:
         return budget, None, None
     if (budget is None and block is not None and verify_tokens is not None
@@ -259,9 +276,10 @@ per step, not 2', 'verify_tokens')
         return block, (f"{method} with block {block} and no budget is a chain of {block} draft "
                        f"tokens, verified as {block + 1} tokens per step, not {verify_tokens}"
                        ), "verify_tokens"
-    if spec.tree is False and budget is not None and block is not None and budget > block:
-        return budget, (f"{method} drafts a chain of at most its block ({block}) tokens per "
-                        f"step, not a budget of {budget}"), "budget"
+    if spec.tree is False and budget is not None and depth is not None and budget > depth:
+        return budget, (f"{method} drafts a chain of at most {depth} tokens per step (block "
+                        f"{block}{' less its anchor' if depth < block else ''}), not a budget "
+                        f"of {budget}"), "budget"
     if spec.tree is True and budget is None and verify_tokens is not None and verify_tokens > 1:
         return verify_tokens - 1, None, None
     return budget, None, None

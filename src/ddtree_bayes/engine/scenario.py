@@ -27,7 +27,13 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.drafters import DrafterCard
 from ddtree_bayes.core.errors import DataError, QueryError, StaleArtifactError, UnconvergedError
-from ddtree_bayes.core.methods import AcceptLimit, always_tree, max_accept, shaped_budget
+from ddtree_bayes.core.methods import (
+    AcceptLimit,
+    always_tree,
+    chain_depth,
+    max_accept,
+    shaped_budget,
+)
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine.posterior import Fit
 
@@ -708,8 +714,8 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
     shaped, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
     if wrong is not None:
         raise QueryError(wrong, fix=(
-            "give --budget at most --block, or a method that verifies a tree"
-            if column != "verify_tokens" else
+            f"give --budget at most {chain_depth(method, block or 0, methods)}, or a method "
+            "that verifies a tree" if column != "verify_tokens" else
             "drop --verify-tokens (it follows from --budget), or give the budget the "
             "configuration has" if budget is not None else
             f"drop --verify-tokens (a chain of --block {block} verifies {(block or 0) + 1}), or "
