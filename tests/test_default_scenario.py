@@ -240,12 +240,25 @@ def rtx5090(tmp_path_factory):
 
 
 ASKED = "llama.cpp mtp block 6 budget 6 on rtx-5090 x1"
+#: What --allow-unconverged says of the tiny fit, on every command (edca587).
+GATES = "failed its convergence gates"
+
+
+def run_unconverged(work, *args: str) -> tuple[int, str, str]:
+    """``run_cli`` of the tiny fit with ``--allow-unconverged``: its stderr without the line
+    saying the fit failed its gates (checked present), so a test counts the other lines."""
+    code, out, err = run_cli(work, *args)
+    lines = err.splitlines(keepends=True)
+    if code == 0:
+        assert any(GATES in line and "--allow-unconverged" in line for line in lines), err
+    return code, out, "".join(line for line in lines if GATES not in line)
 
 
 def predict_json(work, *flags: str) -> tuple[dict, dict, str]:
     """``predict --allow-unconverged FLAGS --format json``: its one row, the payload (checked
     against the schema) and stderr."""
-    code, out, err = run_cli(work, "predict", "--allow-unconverged", *flags, "--format", "json")
+    code, out, err = run_unconverged(work, "predict", "--allow-unconverged", *flags, "--format",
+                                     "json")
     assert code == 0, err
     payload = json.loads(out)
     validate_output("predict", payload)
@@ -263,13 +276,13 @@ def test_predict_asks_the_fit_its_own_question(rtx5090):
         "ddtree-bayes predict: the fit never measured b300; asking its most-measured system: "
         f"{ASKED} (pass --hardware/--method/--block/--budget to ask another)\n")
     # partial flags: the rest from the fit's default, not from b300 / ddtree 16 / 32
-    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--block", "3",
+    code, out, err = run_unconverged(rtx5090, "predict", "--allow-unconverged", "--block", "3",
                              "--accept", "3")
     assert code == 0, err
     assert "rtx-5090 x1, mtp, block 3, budget 3, verify 4 tokens" in out   # a chain: budget = block
     assert err.count("\n") == 1 and "the flags not given come from its most-measured" in err
     # a full query asks what it says, with no line
-    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--hardware",
+    code, out, err = run_unconverged(rtx5090, "predict", "--allow-unconverged", "--hardware",
                              "rtx-5090", "--engine", "llama.cpp", "--method", "mtp", "--block",
                              "2", "--accept", "2", "--format", "json")
     assert code == 0 and err == "" and json.loads(out)["default_scenario"] is None
@@ -280,16 +293,16 @@ def test_predict_without_accept_takes_the_configurations_measured_acceptance(rtx
     4.222 (one row) instead of an error; a configuration never measured still asks for one."""
     r, _, _ = predict_json(rtx5090)
     assert (r["accept_kind"], r["accept"], r["accept_distribution"]) == ("measured", 4.222, None)
-    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged")
+    code, out, err = run_unconverged(rtx5090, "predict", "--allow-unconverged")
     assert code == 0, err
     assert "4.22 measured (1 row)" in out
-    code, out, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--block", "9")
+    code, out, err = run_unconverged(rtx5090, "predict", "--allow-unconverged", "--block", "9")
     assert code == 2 and "no measured acceptance for rtx-5090 x1, llama.cpp, mtp, block 9" in err
     assert "(asked as the fit's default question: the fit never measured b300)" in err
 
 
 def test_optimize_and_next_ask_the_fits_system(rtx5090):
-    code, out, err = run_cli(rtx5090, "optimize", "--allow-unconverged", "--budgets", "8,16",
+    code, out, err = run_unconverged(rtx5090, "optimize", "--allow-unconverged", "--budgets", "8,16",
                              "--format", "json")
     assert code == 0, err
     payload = json.loads(out)
@@ -300,7 +313,7 @@ def test_optimize_and_next_ask_the_fits_system(rtx5090):
     # the curve is Kimi K2.6's: optimize of this Qwen fit says so (76b6388), and no more
     assert payload["default_scenario"]["asked"] == ASKED and err.count("\n") == 2
     assert "was written for kimi-k2.6, not qwen3.8-27b" in err.splitlines()[0]
-    code, out, err = run_cli(rtx5090, "next", "--allow-unconverged", "--k", "2", "--query",
+    code, out, err = run_unconverged(rtx5090, "next", "--allow-unconverged", "--k", "2", "--query",
                              "--accept 4", "--format", "json")
     assert code == 0, err
     payload = json.loads(out)
@@ -313,7 +326,7 @@ def test_optimize_and_next_ask_the_fits_system(rtx5090):
 
 def test_next_without_accept_takes_the_measured_acceptance(rtx5090):
     """Plain `next` on the RTX 5090 fit: the default question's measured 4.222, as predict."""
-    code, out, err = run_cli(rtx5090, "next", "--allow-unconverged", "--k", "2", "--format",
+    code, out, err = run_unconverged(rtx5090, "next", "--allow-unconverged", "--k", "2", "--format",
                              "json")
     assert code == 0, err
     payload = json.loads(out)
@@ -387,7 +400,7 @@ def test_report_sections_ask_the_fits_question(rtx5090):
 
 
 def test_report_says_so(rtx5090, tmp_path):
-    code, out, err = run_cli(rtx5090, "report", "--quiet", "--out", str(tmp_path / "r"),
+    code, out, err = run_unconverged(rtx5090, "report", "--quiet", "--out", str(tmp_path / "r"),
                              "--format", "json")
     assert code == 5, err             # the tiny fit is unconverged; the report says so
     payload = json.loads(out)
@@ -486,11 +499,11 @@ def test_a_kv_cache_that_cannot_fit_is_warned_about():
     draws.meta["model"]["card"] = dataclasses.asdict(card)
     q = resolve(draws, Flags(hardware="b300", engines=("sglang",), method="ar", accept="1",
                              context="128k", concurrency=(1, 64, 512)))
-    # 8 x 288 GB - 1000B x 0.5 = 1804 GB left; 131072 x 35136 B = 4.6 GB per stream: C = 64
-    # needs 295 GB (fits), C = 512 needs 2358 GB (does not)
+    # 8 x 288 GB - 1000B x 0.6 (the checkpoint's bytes) = 1704 GB left; 131072 x 35136 B =
+    # 4.6 GB per stream: C = 64 needs 295 GB (fits), C = 512 needs 2358 GB (does not)
     (warning,) = [w for w in q.warnings if "KV cache" in w]
     assert warning.startswith("at C = 512 and context 131072 the KV cache needs 2357.9 GB")
-    assert "have 1804.0 GB left after the weights (500.0 GB)" in warning
+    assert "have 1704.0 GB left after the weights (600.0 GB)" in warning
     # an old fit's card without the field: no check
     del draws.meta["model"]["card"]["kv_bytes_per_token"]
     assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
@@ -521,9 +534,9 @@ def test_diff_pairs_a_one_model_fits_parameters_with_a_several_model_fit():
 
 
 def test_a_gpu_without_memory_is_answered_with_a_warning_that_nothing_was_checked():
-    """A GPU added with a blank memory_gb skipped the weights check: Kimi K2.6 (500 GB) on one
+    """A GPU added with a blank memory_gb skipped the weights check: Kimi K2.6 (600 GB) on one
     such GPU answered 34 tok/s, exit 0, no word. (h200 x8 stands in for such a row: h100's 8
-    x 80 GB hold the 500 GB, so it warns of nothing.)"""
+    x 80 GB hold the 600 GB, so it warns of nothing.)"""
     import dataclasses
 
     from ddtree_bayes.core.model_cards import load_model_cards
@@ -536,7 +549,7 @@ def test_a_gpu_without_memory_is_answered_with_a_warning_that_nothing_was_checke
     q = resolve(draws, Flags(hardware="h200", gpus=1, engines=("sglang",), method="ar",
                              accept="1"))
     assert ("h200 has no memory_gb in the hardware table: whether kimi-k2.6's weights "
-            "(500.0 GB) fit in 1 x h200 was not checked") in " ".join(q.warnings)
+            "(600.0 GB) fit in 1 x h200 was not checked") in " ".join(q.warnings)
     # a measured system, or a GPU with its memory, says nothing of the kind
     for flags in (Flags(hardware="b300", engines=("sglang",), method="ar", accept="1"),
                   Flags(hardware="h100", engines=("sglang",), method="ar", accept="1")):
@@ -599,9 +612,9 @@ def test_cards_edited_after_a_fit_are_named(tmp_path):
 def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
     """predict on a GPU the fit never measured, without --gpus, said the model "could run on
     [1, 2, 4, 8] GPUs" (the counts measured elsewhere) when 1, 2 and 4 of them cannot hold its
-    weights, the check that refuses `--gpus 1` there. Kimi K2.6's weights are 1000B x 0.5 =
-    500 GB: 8 x h100 (80 GB each) hold them, 4 x 80 = 320 GB do not; 8 x rtx-5090 (32 GB
-    each) = 256 GB do not, and --gpus 16 (512 GB) is the fewest that do."""
+    weights, the check that refuses `--gpus 1` there. Kimi K2.6's weights are 1000B x 0.6 =
+    600 GB: 8 x h100 (80 GB each) hold them, 4 x 80 = 320 GB do not; 8 x rtx-5090 (32 GB
+    each) = 256 GB do not, and --gpus 19 (608 GB) is the fewest that do."""
     import dataclasses
 
     from ddtree_bayes.core.errors import QueryError
@@ -623,10 +636,10 @@ def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
 
     assert refusal("h100") == (
         "h100 could run on [8] GPUs in this fit (1, 2 and 4 x 80.0 GB cannot hold "
-        "kimi-k2.6's weights, 500.0 GB) (fix: --gpus 8)")   # (one count: the fix names it)
+        "kimi-k2.6's weights, 600.0 GB) (fix: --gpus 8)")   # (one count: the fix names it)
     assert refusal("rtx-5090") == (
         "rtx-5090 could run on none of the GPU counts this fit measured ([1, 2, 4, 8]): 8 x "
-        "32.0 GB cannot hold kimi-k2.6's weights, 500.0 GB (fix: --gpus 16 or more of them, or a GPU "
+        "32.0 GB cannot hold kimi-k2.6's weights, 600.0 GB (fix: --gpus 19 or more of them, or a GPU "
         "with more memory)")
     # a measured GPU lists every count measured on it (its rows prove they run)
     assert refusal("b300") == ("b300 could run on [1, 2, 4, 8] GPUs in this fit (fix: say "
