@@ -70,8 +70,8 @@ def test_vllm_serve_and_a_contradicting_accept(work):
                     "--method", "eagle3", "--block", "3", "--accept", "2")
     assert "records acceptance length 3.14593; --accept 2 would contradict it" in err
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
-                           "--hardware", "b300", "--engine", "vllm", "--method", "eagle3",
-                           "--block", "3", "--source", "my serve run")
+                           "--hardware", "b300", "--gpus", "8", "--engine", "vllm", "--method",
+                           "eagle3", "--block", "3", "--source", "my serve run")
     assert code == 0, err
     (row,) = new_rows(work)
     payload = json.loads((BENCH / "vllm_serve.json").read_text())
@@ -121,7 +121,8 @@ def imported_rows(work: Path, *argv: str) -> tuple[list[dict], str]:
 @pytest.mark.parametrize("select", [["--bench-records", "1"], ["--single-stream-only"]])
 def test_a_sweep_imports_its_batch1_record(work, select):
     src = BENCH / "sglang_one_batch_bs1_bs8.jsonl"
-    rows, err = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "ar", *select)
+    rows, err = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "ar",
+                              "--gpus", "8", *select)
     assert [(r["tok_s"], r["context_tokens"], r["accept_len"], r["source"]) for r in rows] == [
         (float(f"{1 / 0.0067413:.6g}"), 512, 1.0, "sglang-one-batch sglang_one_batch_bs1_bs8.jsonl line 1")]
     if select == ["--single-stream-only"]:
@@ -139,8 +140,8 @@ def test_a_vllm_append_result_sweep_imports_each_concurrency(work, tmp_path):
     src.write_text(json.dumps(raw) + "\n" + json.dumps(dict(raw, max_concurrency=8,
                                                              max_concurrent_requests=8,
                                                              median_tpot_ms=4.0)))
-    argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
-            "eagle3", "--block", "3"]
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--gpus", "8", "--engine", "vllm",
+            "--method", "eagle3", "--block", "3"]
     before = (work / "data" / "measurements.csv").read_text().splitlines()
     one, eight = imported_rows(Path(shutil.copytree(work, tmp_path / "both")), *argv)[0]
     assert (one["concurrency"], eight["concurrency"]) == (1, 8)
@@ -162,8 +163,8 @@ def test_a_block_the_file_contradicts_is_refused(work, tmp_path):
     raw = json.loads((BENCH / "vllm_serve.json").read_text())
     src = tmp_path / "serve.json"
     src.write_text(json.dumps(raw))
-    argv = ["--from-bench", str(src), "--hardware", "b300", "--engine", "vllm", "--method",
-            "eagle3"]
+    argv = ["--from-bench", str(src), "--hardware", "b300", "--gpus", "8", "--engine", "vllm",
+            "--method", "eagle3"]
     err = one_error(work, *argv, "--block", "5")
     assert ("the file drafted 3 tokens per step (spec_decode_draft_tokens / "
             "spec_decode_num_drafts), but --block is 5 (fix: give --block 3") in err
@@ -386,12 +387,46 @@ def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):
                    "'meta-llama/Llama-3.1-8B-Instruct' is card llama-3.1-8b-instruct, but --model "
                    "kimi-k2.6 (fix: drop --model (the file's model is used), or import the file of "
                    "the kimi-k2.6 run)\n")
-    code, out, err = run_cli(work, "add", *argv)
-    assert code == 0, err
+    # a vLLM serve JSON records no GPU count: kimi-k2.6's 8 B300 are another model's
+    err = one_error(work, *argv)
+    assert err == (f"ddtree-bayes: error: {src} (vllm-serve, record 1), row 4, column 'gpus': "
+                   "no llama-3.1-8b-instruct row on b300 in data/measurements.csv to take the "
+                   "GPU count from (only kimi-k2.6's: another model's count is no default) "
+                   "(fix: pass --gpus N, the GPUs the run used)\n")
+    code, out, err = run_cli(work, "add", *argv, "--gpus", "8")
+    assert code == 0 and err == "", err
     # (a chain's budget is its depth: written, and shown, as 3)
     assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3/B3 M=4 ctx 1024 accept 3.14593: " in out
     (row,) = new_rows(work)
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", "8")
+
+
+def test_a_defaulted_gpu_count_is_the_same_models_and_says_where_it_came_from(work):
+    """The walkthrough: `add --from-bench vllm_serve.json --hardware h200 ...` wrote
+    llama-3.1-8b-instruct on h200 x8, the 8 taken from kimi-k2.6's H200 rows, without a word.
+    A count is defaulted only from the same model's rows on that hardware, and said."""
+    assert run_cli(work, "add", "--hardware", "h200", "--gpus", "8", "--engine", "sglang",
+                   "--method", "ar", "--accept", "1", "--tok-s", "112", "--source", "walk")[0] == 0
+    src = str(BENCH / "vllm_serve.json")
+    argv = ["--from-bench", src, "--hardware", "h200", "--engine", "vllm", "--method", "eagle3",
+            "--block", "3"]
+    err = one_error(work, *argv)
+    assert ("row 5, column 'gpus': no llama-3.1-8b-instruct row on h200 in "
+            "data/measurements.csv to take the GPU count from (only kimi-k2.6's") in err
+    # kimi-k2.6's own rows: defaulted, and said (stderr; the JSON's warnings)
+    eagle = ["add", "--hardware", "h200", "--engine", "sglang", "--method", "eagle3", "--block",
+             "3", "--accept", "2.6", "--source", "walk"]
+    code, out, err = run_cli(work, *eagle, "--tok-s", "195")
+    assert code == 0, err
+    assert err == ("ddtree-bayes: warning: row 5: --gpus not given: 8, the GPU count of "
+                   "kimi-k2.6's h200 row in data/measurements.csv (row 4); pass --gpus N if the "
+                   "run used another\n")
+    code, out, err = run_cli(work, *eagle, "--tok-s", "196", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 6: --gpus not given: 8, the GPU count of kimi-k2.6's h200 rows in "
+        "data/measurements.csv (rows 4, 5); pass --gpus N if the run used another"]
+    assert [r["gpus"] for r in new_rows(work)] == ["8", "8", "8"]
 
 
 def two_models(folder: Path) -> Path:
@@ -573,8 +608,8 @@ def test_a_context_flag_says_it_replaced_the_files_prompt_length(work):
     """--context 64k replaced the file's measured mean prompt (1024) while the row's notes
     still read 'context_tokens = total_input_tokens/completed'."""
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
-                           "--hardware", "b300", "--engine", "vllm", "--method", "eagle3",
-                           "--block", "3", "--context", "65536")
+                           "--hardware", "b300", "--gpus", "8", "--engine", "vllm", "--method",
+                           "eagle3", "--block", "3", "--context", "65536")
     assert code == 0, err
     (row,) = new_rows(work)
     assert row["context_tokens"] == "65536"
@@ -588,8 +623,8 @@ def test_a_tok_s_overflowing_the_step_range_is_named_in_a_few_digits(work, tmp_p
     raw = json.loads((BENCH / "vllm_serve.json").read_text())
     src = tmp_path / "tiny.json"
     src.write_text(json.dumps(dict(raw, median_tpot_ms=1e-300)))
-    err = one_error(work, "--from-bench", str(src), "--hardware", "b300", "--engine", "vllm",
-                    "--method", "eagle3", "--block", "3")
+    err = one_error(work, "--from-bench", str(src), "--hardware", "b300", "--gpus", "8",
+                    "--engine", "vllm", "--method", "eagle3", "--block", "3")
     assert "column 'tok_s': tok_s 1e+303 means a decoding step of 3.15e-300 ms" in err, err
     assert len(err) < 400
 
@@ -717,14 +752,14 @@ def test_a_configuration_the_flags_leave_underivable_names_the_flags(work):
     --budget). `add` from flags alike; a CSV row keeps its columns."""
     # (the point-mass data file: a header and two B300 rows; the new row would be row 4)
     where = f"{BENCH / 'vllm_serve.json'} (vllm-serve, record 1), row 4, column 'verify_tokens'"
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG,
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG, "--gpus", "8",
                     "--method", "eagle3")
     assert err == (f"ddtree-bayes: error: {where}: verify_tokens is blank and cannot be derived "
                    "(fix: pass --block or --verify-tokens)\n")
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG,
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG, "--gpus", "8",
                     "--method", "eagle2")
     assert err.endswith("(fix: pass --budget or --verify-tokens)\n")
-    err = one_error(work, *CONFIG, "--method", "eagle3", "--accept", "2", "--tok-s", "300",
+    err = one_error(work, *CONFIG, "--gpus", "8", "--method", "eagle3", "--accept", "2", "--tok-s", "300",
                     "--source", "test")
     assert err.endswith("column 'verify_tokens': verify_tokens is blank and cannot be derived "
                         "(fix: pass --block or --verify-tokens)\n")

@@ -79,7 +79,7 @@ def test_add_json_and_context_suffix(work, capsys):
     # below the 33 verified, above the 15 drafts + 1 a block-16 DFlash drafter can emit
     (["--accept", "17"], "row 11, column 'accept_len': accept_len 17 is above what ddtree with "
                          "block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1)"),
-    (["--hardware", "h200"], "column 'gpus': no h200 row in"),
+    (["--hardware", "h200"], "column 'gpus': no kimi-k2.6 row on h200 in"),
     (["--hardware", "a100"], "column 'hardware': unknown hardware 'a100'"),
     (["--engine", "SGLang"], "column 'engine': 'SGLang' is not a lowercase name"),
     (["--model", "kimi-k2.5"], "column 'model': model 'kimi-k2.5', but"),
@@ -112,7 +112,7 @@ def test_gpus_default_is_refused_when_ambiguous(work, capsys):
     code, _, _ = run(capsys, "add", *ROW[:-2], "--source", "four GPUs", "--gpus", "4")
     assert code == 0
     code, _, err = run(capsys, "add", *ROW[:-2], "--source", "which?", "--tok-s", "600")
-    assert code == 2 and "b300 was measured with 4, 8 GPUs" in err and "--gpus" in err
+    assert code == 2 and "kimi-k2.6 on b300 was measured with 4, 8 GPUs" in err and "--gpus" in err
 
 
 def test_identical_row_is_refused_and_allow_duplicate_marks_a_true_repeat(work, capsys):
@@ -404,8 +404,8 @@ def test_add_data_starts_from_a_header_only_file(tmp_path, monkeypatch, capsys):
      "ddtree-bayes: error: m.csv (new row), row 2, column 'model': m.csv has no rows yet to "
      "take the model from (fix: name the target model with --model)"),
     (["--data", "m.csv", *LLAMA_AR[:4], *LLAMA_AR[6:]],
-     "ddtree-bayes: error: m.csv (new row), row 2, column 'gpus': no h100 row in m.csv to take "
-     "the GPU count from (fix: pass --gpus)"),
+     "ddtree-bayes: error: m.csv (new row), row 2, column 'gpus': no llama-3.1-8b-instruct row "
+     "on h100 in m.csv to take the GPU count from (fix: pass --gpus N, the GPUs the run used)"),
 ])
 def test_add_data_to_a_new_file_refuses_what_it_cannot_start(tmp_path, monkeypatch, capsys,
                                                               argv, expected):
@@ -442,7 +442,8 @@ def test_add_warns_of_an_engine_one_edit_from_a_known_one(work, capsys):
     """`add --engine sglnag` was written with rc 0 and warnings [] (predict warns of the same
     typo): the row is kept, and stderr and the JSON say which name it is one edit from."""
     argv = ["add", "--hardware", "b300", "--engine", "sglnag", "--method", "ddtree", "--block",
-            "16", "--budget", "128", "--accept", "15", "--tok-s", "650", "--source", "t"]
+            "16", "--budget", "128", "--accept", "15", "--tok-s", "650", "--source", "t",
+            "--gpus", "8"]   # (a defaulted GPU count is a warning of its own)
     code, out, err = run(capsys, *argv, "--format", "json")
     line = ("row 11: engine 'sglnag' is one edit from 'sglang' (2 rows): did you mean 'sglang'? "
             "(as written it is fitted as another engine)")

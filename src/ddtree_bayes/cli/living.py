@@ -212,8 +212,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="GPU count (default: with --from-bench, the count the benchmark file "
                         "records (llama-bench's gpu_info devices, vLLM latency's tensor x "
                         "pipeline parallel size), refused when it differs; else the count "
-                        "already measured for that hardware in the file; an error if none or "
-                        "several)")
+                        "of the same model's rows on that hardware in the file, said in a "
+                        "warning (never another model's); an error if none or several)")
     a.add_argument("--engine", help="engine, e.g. sglang (required)")
     a.add_argument("--method", help="ar, ddtree, eagle3, ... (required)")
     a.add_argument("--block", help="drafter block size / chain length")

@@ -257,17 +257,44 @@ def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str
             "check context_tokens (tokens, not bytes or characters) and the GPU count")
 
 
+def _unknown_model(current: Measurements, cards: dict, model: str | None, data_path: Path
+                   ) -> tuple[str, str] | None:
+    """A model neither in the file nor with a card: a new model makes a file of several
+    models, fine if the fit can read its card; a name without one is most likely a typo.
+    (message, fix), or None."""
+    if not current.rows or not model or model in current.models or model in cards:
+        return None
+    return (f"model {model!r}, but {data_path} holds {', '.join(map(repr, current.models))} "
+            "and there is no model card for it",
+            "correct the name, or add its card to data/models.csv first (a fit of several "
+            "models needs every model's card)")
+
+
 def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
-              model: str | None = None) -> str:
-    counts = sorted({m.gpus for m in current.rows if m.hardware == hardware and m.model == model}
-                    or {m.gpus for m in current.rows if m.hardware == hardware})
+              model: str | None = None) -> tuple[str, str]:
+    """The GPU count of a row added without one: the count of ``model``'s rows on
+    ``hardware`` in the data file, and the line saying so (a guess the user should see). Only
+    the same model's: another model's count is no default (a Llama 8B run imported from a vLLM
+    serve JSON, which records no GPU count, landed on 8 H200 because Kimi K2.6 ran on 8).
+    Refused (:class:`DataError`) when there is none, or several."""
+    rows = [m for m in current.rows if m.hardware == hardware and m.model == model]
+    counts = sorted({m.gpus for m in rows})
     if not counts:
-        raise DataError(f"no {hardware} row in {current.path} to take the GPU count from",
-                        file=origin, row=line, column="gpus", fix="pass --gpus")
+        others = sorted({m.model for m in current.rows if m.hardware == hardware})
+        only = (f" (only {', '.join(f'{o}' + chr(39) + 's' for o in others)}: another model's "
+                "count is no default)" if others else "")
+        raise DataError(f"no {model} row on {hardware} in {current.path} to take the GPU count "
+                        f"from{only}", file=origin, row=line, column="gpus",
+                        fix="pass --gpus N, the GPUs the run used")
     if len(counts) > 1:
-        raise DataError(f"{hardware} was measured with {', '.join(map(str, counts))} GPUs",
-                        file=origin, row=line, column="gpus", fix="say which with --gpus")
-    return str(counts[0])
+        raise DataError(f"{model} on {hardware} was measured with {', '.join(map(str, counts))} "
+                        "GPUs", file=origin, row=line, column="gpus", fix="say which with --gpus")
+    at = [m.row for m in rows]
+    where = f"row{'s' * (len(at) > 1)} {', '.join(map(str, at[:3]))}" + (
+        f" and {len(at) - 3} more" if len(at) > 3 else "")
+    return str(counts[0]), (f"--gpus not given: {counts[0]}, the GPU count of {model}'s "
+                            f"{hardware} row{'s' * (len(at) > 1)} in {current.path} ({where}); "
+                            "pass --gpus N if the run used another")
 
 
 def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[NewRow], *,
@@ -365,9 +392,15 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     raise DataError(f"unknown hardware {values['hardware']!r}", file=item.origin,
                                     row=line, column="hardware",
                                     fix=unknown_hardware_fix(values["hardware"], hardware))
+                gpus_note = None
                 if item.values.get("gpus") is None and values.get("hardware"):
-                    values["gpus"] = _gpus_for(current, values["hardware"], item.origin, line,
-                                               values.get("model"))
+                    # (a model without rows or card: that, not a GPU count, is the problem)
+                    unknown = _unknown_model(current, cards, values.get("model"), data_path)
+                    if unknown is not None:
+                        raise DataError(unknown[0], file=item.origin, row=line,
+                                        column="model", fix=unknown[1])
+                    values["gpus"], gpus_note = _gpus_for(current, values["hardware"],
+                                                          item.origin, line, values.get("model"))
                 m = parse_row(item.origin, line, values, hardware, methods, flags=item.flags)
                 if declared and m.method != AR_METHOD and m.method not in (methods or {}):
                     close = difflib.get_close_matches(m.method, list(methods or {}), n=1)
@@ -386,14 +419,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
                 note = _card_weights_note(cards.get(m.model), hardware, m)
-                if current.rows and m.model not in current.models and m.model not in cards:
-                    # a new model makes a file of several models: fine if the fit can read its
-                    # card; a name without one is most likely a typo
-                    raise DataError(f"model {m.model!r}, but {data_path} holds "
-                                    f"{', '.join(map(repr, current.models))} and there is no model "
-                                    "card for it", file=item.origin, row=line, column="model",
-                                    fix="correct the name, or add its card to data/models.csv "
-                                        "first (a fit of several models needs every model's card)")
+                unknown = _unknown_model(current, cards, m.model, data_path)
+                if unknown is not None:
+                    raise DataError(unknown[0], file=item.origin, row=line, column="model",
+                                    fix=unknown[1])
                 if fill_verify_tokens and not values.get("verify_tokens"):
                     values["verify_tokens"] = str(m.verify_tokens)
                 if not values.get("budget") and m.budget is not None:
@@ -429,8 +458,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.line is None:   # the next record would be the row after this one
                     next_line += 1
                 continue
-            if note is not None:
-                warnings.append(f"row {next_line}: {note}")
+            warnings += [f"row {next_line}: {w}" for w in (gpus_note, note) if w is not None]
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
