@@ -458,3 +458,42 @@ def test_add_warns_of_an_engine_one_edit_from_a_known_one(work, capsys):
                    "(7 rows): did you mean 'vllm'? (as written it is fitted as another engine)\n")
     code, out, err = run(capsys, *argv[:4], "lmdeploy", *argv[5:])
     assert code == 0 and err == "", err
+
+
+H200_AR = ["--hardware", "h200", "--gpus", "8", "--engine", "sglang", "--method", "ar",
+           "--accept", "1", "--source", "walkthrough", "--format", "json"]
+
+
+def test_add_warns_of_a_step_faster_than_reading_the_weights(work, capsys):
+    """Kimi K2.6 AR at 5000 tok/s on 8x H200 was appended with "step 0.2 ms" and nothing else:
+    reading its card's active weights once takes 32e9 x 0.5 B / (8 x 4.8e12 B/s) = 0.417 ms
+    (engine/scenario.weights_read_ms, the floor predict's read_floor_warning uses). Kept, with
+    a warning (stderr in the table form; the JSON's warnings): a deployment quantised below the
+    card's bytes reads less."""
+    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "5000")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 11: step 0.2 ms is shorter than reading kimi-k2.6's active weights at the full "
+        "bandwidth (0.417 ms, 0.5 bytes per weight) on 8 x h200: kept, as a deployment "
+        "quantised below the card's bytes reads less (give it its own card, `card add --gguf "
+        "FILE` or --bytes-per-weight, and name it with --model); else check --tok-s (with "
+        "--concurrency, the streams' total), --accept and --gpus"]
+    assert load(work).rows[-1].tok_s == 5000
+    # at the floor and above: nothing said (1000 / 0.41667 ms = 2400 tok/s)
+    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "2399")
+    assert code == 0 and json.loads(out)["warnings"] == [], err
+
+
+def test_add_warns_of_a_context_above_the_models_longest(work, capsys):
+    """--context 10m (10485760 tokens) on Kimi K2.6, whose card's max_context_tokens is 262144:
+    predict warned of it (engine/scenario.max_context_warning), add said nothing."""
+    code, out, err = run(capsys, "add", *H200_AR[:-2], "--tok-s", "20", "--context", "10m")
+    assert code == 0, err
+    assert err == (
+        "ddtree-bayes: warning: row 11: context 10485760 is above kimi-k2.6's longest, 262144 "
+        "tokens (max_position_embeddings, its card): the model takes no such context unless "
+        "its RoPE is scaled further: kept, as a deployment that scales it so takes it; else "
+        "check --context (tokens, not characters or bytes)\n")
+    assert "row 11: kimi-k2.6, h200 x8 sglang ar M=1 ctx 10485760 accept 1" in out
+    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "20", "--context", "256k")
+    assert code == 0 and json.loads(out)["warnings"] == [], err

@@ -723,6 +723,38 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
     return shaped
 
 
+def weights_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
+    """Reading ``card``'s active weights once at the full memory bandwidth of ``gpus`` GPUs
+    of ``hardware_row`` (ms, at the card's bytes per weight; core/pairs ``pair_features``):
+    the floor no decoding step goes below. None when the row has no bandwidth. A fit's step
+    (:func:`read_floor_warning`) and a measured row's (``add``) are held against it."""
+    from ddtree_bayes.core.pairs import pair_features
+
+    try:
+        return pair_features(card, hardware_row, gpus).stream_ms
+    except (KeyError, ValueError, QueryError, DataError):
+        return None
+
+
+def read_floor_text(card, read_ms: float) -> str:
+    """``reading kimi-k2.6's active weights at the full bandwidth (0.417 ms, 0.5 bytes per
+    weight)``: what :func:`read_floor_warning` and ``add`` say a step is shorter than."""
+    return (f"reading {card.model}'s active weights at the full bandwidth ({read_ms:.3g} ms, "
+            f"{card.bytes_per_weight:g} bytes per weight)")
+
+
+def context_above_max(card, context_tokens: float) -> str | None:
+    """One line when ``context_tokens`` is longer than ``card``'s model takes (its
+    ``max_context_tokens``: the config's ``max_position_embeddings``, scaled RoPE included);
+    None when it is not, or the card does not say. :func:`max_context_warning` (a question)
+    and ``add`` (a measured row) say it."""
+    if card is None or not card.max_context_tokens or context_tokens <= card.max_context_tokens:
+        return None
+    return (f"context {context_tokens:.0f} is above {card.model}'s longest, "
+            f"{card.max_context_tokens} tokens (max_position_embeddings, its card): the model "
+            "takes no such context unless its RoPE is scaled further")
+
+
 def weights_read(draws: Fit, sc: Scenario):
     """``(card, PairFeatures)`` of ``sc``'s model on its GPUs, or None without a card, the
     hardware row or its bandwidth."""
@@ -762,9 +794,8 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
     share = float(np.mean(step < read))
     if share < at_least:
         return None
-    return (f"the fit's M = 1 step of {sc.pair} is shorter than reading {card.model}'s active "
-            f"weights at the full bandwidth ({read:.3g} ms, {card.bytes_per_weight:g} bytes per "
-            f"weight) in {share:.0%} of its draws (median {float(np.median(step)):.3g} ms): its "
+    return (f"the fit's M = 1 step of {sc.pair} is shorter than {read_floor_text(card, read)} "
+            f"in {share:.0%} of its draws (median {float(np.median(step)):.3g} ms): its "
             "AR answers here are too fast and P(> AR) too low; an AR row measured there pins "
             "it (its rows may not tell its AR step from its speculative overhead, or the "
             "card's bytes are not the deployment's)")
@@ -868,13 +899,9 @@ def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
     some built-in cards of data/models.csv have; a hand-written card without the column)."""
     from ddtree_bayes.core.model_cards import stored_card
 
-    card = stored_card(draws.meta.get("model", {}), sc.model)
-    if card is None or not card.max_context_tokens or sc.context_tokens <= card.max_context_tokens:
-        return None
-    return (f"context {sc.context_tokens:.0f} is above {card.model}'s longest, "
-            f"{card.max_context_tokens} tokens (max_position_embeddings, its card): the model "
-            "takes no such context unless its RoPE is scaled further, and the answer "
-            "extrapolates its context cost past it")
+    above = context_above_max(stored_card(draws.meta.get("model", {}), sc.model),
+                              sc.context_tokens)
+    return None if above is None else above + ", and the answer extrapolates its context cost past it"
 
 
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:

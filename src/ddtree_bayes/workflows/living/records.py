@@ -230,6 +230,36 @@ def _card_weights_note(card, hardware: dict[str, dict[str, str]], m) -> str | No
             "name it with --model")
 
 
+def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: bool = True
+                   ) -> list[str]:
+    """What a kept row claims that no deployment of its card does, one line each (without its
+    row): a step shorter than reading the card's active weights once at the GPUs' full
+    bandwidth (engine/scenario ``weights_read_ms``, the floor predict's ``read_floor_warning``
+    holds a fit to), and a context longer than the model takes (``context_above_max``, as
+    predict's ``max_context_warning``). Warnings, not refusals: a deployment quantised below
+    the card's bytes reads less, one with its RoPE scaled further takes a longer context.
+    ``read_floor`` False leaves the first out (the card's weights do not fit the GPUs: its
+    bytes are not the run's, :func:`_card_weights_note` says so)."""
+    from ddtree_bayes.engine.scenario import context_above_max, read_floor_text, weights_read_ms
+
+    if card is None:
+        return []
+    notes = []
+    read = (None if not read_floor or m.step_ms is None or m.hardware not in hardware
+            else weights_read_ms(card, hardware[m.hardware], m.gpus))
+    if read is not None and m.step_ms < read:
+        notes.append(f"step {m.step_ms:.3g} ms is shorter than {read_floor_text(card, read)} on "
+                     f"{m.gpus} x {m.hardware}: kept, as a deployment quantised below the card's "
+                     "bytes reads less (give it its own card, `card add --gguf FILE` or "
+                     "--bytes-per-weight, and name it with --model); else check --tok-s (with "
+                     "--concurrency, the streams' total), --accept and --gpus")
+    above = context_above_max(card, m.context_tokens or 0)
+    if above is not None:
+        notes.append(above + ": kept, as a deployment that scales it so takes it; else check "
+                             "--context (tokens, not characters or bytes)")
+    return notes
+
+
 def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
     """A row whose context no engine could hold: the KV cache of its streams (the card's
     ``kv_bytes_per_token`` x context x concurrency) exceeds all the GPUs' memory even at half
@@ -458,7 +488,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.line is None:   # the next record would be the row after this one
                     next_line += 1
                 continue
-            warnings += [f"row {next_line}: {w}" for w in (gpus_note, note) if w is not None]
+            physics = _physics_notes(cards.get(m.model), hardware, m, read_floor=note is None)
+            warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics)
+                         if w is not None]
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
