@@ -122,6 +122,31 @@ def test_predict_concurrency_json_fits_its_schema(tmp_path):
     assert code == 2 and "--concurrency" in err
 
 
+def test_predict_json_carries_the_crossover_summary_the_table_prints(tmp_path):
+    """The table's "speculation stops paying at C = 16" line was missing from the JSON. The
+    point mass at accept 14 (test_the_reports_concurrency_section_by_hand): DDTree beats AR at
+    C = 1 and 8, and at C = 16 its (4 x (1 + 0.0625 x 527) + 4) / 0.8 = 174.7 ms step gives
+    80.1 tok/s per user against AR's 1000 / 11.75 = 85.1: it stops paying there. The JSON's
+    top-level ``crossover`` is the same helper's (engine/structure.paying_fields), its line the
+    table's; a question without --concurrency has no such key."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    ask = ("predict", "--accept", "14", "--engine", "sglang", "--concurrency", "1,8,16")
+    code, out, err = run_cli(work, *ask, "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("predict", payload)
+    line = ("sglang, accept 14: speculation stops paying at C = 16 (P(faster than AR) 0.00; "
+            "1.00 at C = 8)")
+    assert payload["crossover"] == [
+        {"engine": "sglang", "accept": "14", "concurrency": [1, 8, 16],
+         "p_faster_than_ar": [1.0, 1.0, 0.0], "pays": "stops", "pays_at": [1, 8],
+         "stops_paying_at": 16, "starts_paying_at": None, "line": line}]
+    code, out, err = run_cli(work, *ask)
+    assert code == 0 and line in out.splitlines(), err
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
+    assert code == 0 and "crossover" not in json.loads(out), err
+
+
 def test_a_total_below_1_tok_s_keeps_its_digits(tmp_path):
     """A trust pass: at a context of 10^9 tokens the point mass's DDTree makes 0.055 tok/s
     per user at C = 1, and the table's total, which at C = 1 is that same figure, printed

@@ -77,6 +77,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
                    "interval_probs": list(P.interval_probs(args.prob)),
                    "target": args.target, "draws": draws.n_draws,
                    "default_scenario": question.default_asked,
+                   # (the table's crossover lines, with --concurrency)
+                   **({"crossover": crossover(rows)} if question.flags.concurrency else {}),
                    **({"model_average": average} if average else {}),
                    # (the table's note on an engine left out of an AR question, too)
                    "warnings": warned + list(question.left_out)})
@@ -172,8 +174,7 @@ def overhead_notes(rows: list[dict]) -> list[str]:
 
 
 def crossover_lines(rows: list[dict]) -> list[str]:
-    """Per engine and acceptance: the first concurrency asked at which speculation stops
-    paying (P(faster than AR) < 0.5), or that it pays at every one asked.
+    """The lines of :func:`crossover`, as the table prints them.
 
     >>> rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
     ...         for c, p in ((1, 0.99), (16, 0.7), (64, 0.2))]
@@ -193,6 +194,22 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     ...                        for r, p in zip(rows, (0.44, 0.57, 0.13))])[0])
     vllm, accept 2.5: speculation pays at C = 16, not at C = 1, 64 (P(faster than AR) 0.13-0.57: near even)
     """
+    return [c["line"] for c in crossover(rows)]
+
+
+def crossover(rows: list[dict]) -> list[dict]:
+    """Per engine and acceptance of predict's rows at several concurrencies: where speculation
+    pays (P(faster than AR) >= 0.5; :func:`~ddtree_bayes.engine.structure.paying_fields`: the
+    first concurrency asked at which it stops paying, or that it pays at every one asked, ...)
+    and the line saying so: ``engine``, ``accept``, ``concurrency`` and ``p_faster_than_ar``
+    (ascending C), the paying fields and ``line``. The table prints the lines; the JSON's
+    ``crossover`` is this list.
+
+    >>> rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
+    ...         for c, p in ((16, 0.7), (1, 0.99))]
+    >>> crossover(rows)[0]["pays"], crossover(rows)[0]["concurrency"]
+    ('every', [1, 16])
+    """
     out = []
     seen: dict[tuple, list[dict]] = {}
     for r in rows:
@@ -209,24 +226,24 @@ def crossover_lines(rows: list[dict]) -> list[str]:
         kind, yes = where["pays"], where["pays_at"]
         head = f"{engine}, accept {accept}: speculation "
         if kind == "every":
-            out.append(head + f"pays at every concurrency asked (P(faster than AR) >= "
-                              f"{p_text(min(ps))})")
+            line = head + f"pays at every concurrency asked (P(faster than AR) >= {p_text(min(ps))})"
         elif kind == "never":
-            out.append(head + f"pays at no concurrency asked (P(faster than AR) <= "
-                              f"{p_text(max(ps))})")
+            line = head + f"pays at no concurrency asked (P(faster than AR) <= {p_text(max(ps))})"
         elif kind == "mixed":
             no = [c for c in cs if c not in yes]
-            out.append(head + f"pays at C = {', '.join(map(str, yes))}, not at C = "
-                              f"{', '.join(map(str, no))} (P(faster than AR) "
-                              f"{p_text(min(ps))}-{p_text(max(ps))}: near even)")
+            line = head + (f"pays at C = {', '.join(map(str, yes))}, not at C = "
+                           f"{', '.join(map(str, no))} (P(faster than AR) "
+                           f"{p_text(min(ps))}-{p_text(max(ps))}: near even)")
         elif kind == "starts":
             c = where["starts_paying_at"]
-            out.append(head + f"does not pay at C = {cs[0]} (P(faster than AR) "
-                              f"{p_text(ps[0])}), pays from C = {c} ({p_text(p_at[c])})")
+            line = head + (f"does not pay at C = {cs[0]} (P(faster than AR) "
+                           f"{p_text(ps[0])}), pays from C = {c} ({p_text(p_at[c])})")
         else:   # stops: it paid up to the last C of pays_at
             c, last = where["stops_paying_at"], yes[-1]
-            out.append(head + f"stops paying at C = {c} (P(faster than AR) {p_text(p_at[c])}; "
-                              f"{p_text(p_at[last])} at C = {last})")
+            line = head + (f"stops paying at C = {c} (P(faster than AR) {p_text(p_at[c])}; "
+                           f"{p_text(p_at[last])} at C = {last})")
+        out.append({"engine": engine, "accept": accept, "concurrency": cs,
+                    "p_faster_than_ar": ps, **where, "line": line})
     return out
 
 
