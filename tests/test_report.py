@@ -28,6 +28,10 @@ def built_report(fitted_workdir, tmp_path_factory):
 def test_files_and_verdict(built_report):
     _, result, out_dir, summary = built_report
     assert out_dir.name == result.fit_id
+    # the 7 fixed scales are said constant, without ArviZ's 56 divisions by 0 in the notes
+    assert not [n for n in summary["library_notes"] if "invalid value encountered" in n]
+    constant = [r["parameter"] for r in summary["psense"]["overall"] if r["prior"] is None]
+    assert len(constant) == 7 and "compute_eff_log_sd" in constant
     for name in ("index.html", "summary.md", "summary.json", *report.CAPTIONS):
         assert (out_dir / (name if "." in name else f"{name}.png")).exists(), name
     assert "figure_errors" not in summary
@@ -465,6 +469,46 @@ def test_a_parameter_constant_over_the_draws_is_not_diagnosed_as_sensitivity_fre
         "(all priors) fixed_sd", "constant over the draws (a fixed value): nothing to "
                                  "power-scale"]
     assert psense_table_rows(rows)[0][1].startswith("prior 0.118 / likelihood ")
+
+
+def test_power_scaling_leaves_the_constant_parameters_out_of_arviz():
+    """summary.json's library_notes held 56 "RuntimeWarning: invalid value encountered in
+    scalar divide", shown nowhere else: ArviZ's psense_summary computes, per parameter, the
+    cumulative Jensen-Shannon distance of its draws power-scaled down and up, by prior and by
+    likelihood, for the draws and their negatives, and divides by the spread of the draws
+    (arviz_stats/base/diagnostics.py _cjs_dist): 0 / 0 for a parameter constant over the
+    draws, 4 warnings x 2 directions for each of the bundled fit's 7 fixed scales. Those are
+    now said constant without asking ArviZ (the same rows, in the same place), so nothing is
+    divided by 0."""
+    import warnings
+
+    import arviz_stats as azs
+    import xarray as xr
+
+    from ddtree_bayes.workflows.report.summary import power_scaling
+
+    rng = np.random.default_rng(0)
+    post = xr.Dataset({"fixed_sd": (("chain", "draw"), np.full((2, 200), 0.4)),
+                       "a": (("chain", "draw"), rng.normal(size=(2, 200)))})
+    tree = xr.DataTree.from_dict({
+        "posterior": post,
+        "log_prior": xr.Dataset({"a": (("chain", "draw"), -0.5 * post["a"].values ** 2)}),
+        "log_likelihood": xr.Dataset({"y": (("chain", "draw", "obs"),
+                                            rng.normal(size=(2, 200, 3)))})})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        azs.psense_summary(tree)
+    assert sum("invalid value encountered in scalar divide" in str(w.message)
+               for w in caught) == 8    # (the cause, ArviZ's: one constant parameter)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        rows = power_scaling(tree)
+    assert [w for w in caught if issubclass(w.category, RuntimeWarning)] == []
+    assert rows[0] == {"parameter": "fixed_sd", "prior": None, "likelihood": None,
+                       "diagnosis": "constant over the draws (a fixed value): nothing to "
+                                    "power-scale"}
+    assert rows[1]["parameter"] == "a" and rows[1]["prior"] == pytest.approx(0.118, abs=5e-4)
+    assert len(rows) == 2
 
 
 def test_pareto_k_is_flagged_above_the_threshold_compare_uses():

@@ -184,12 +184,12 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     sens_tree = xr.DataTree.from_dict({"posterior": post_plus, "log_prior": lp_ds,
                                        "log_likelihood": loo_tree["log_likelihood"].to_dataset()})
     with _quiet(summary):
-        overall = azs.psense_summary(sens_tree)
+        overall = power_scaling(sens_tree)
         by_prior = {k: float(np.asarray(
             azs.psense(sens_tree, var_names=["headline_log_tok_s"], group="prior",
                        group_var_names=[k])["headline_log_tok_s"].values)) for k in lp}
     summary["psense"] = {
-        "overall": psense_overall(overall),
+        "overall": overall,
         "headline_by_prior": by_prior,
         "headline": f"log tok/s, default scenario, {default.engines[0]}, "
                     f"accept {default.accept:g}",
@@ -224,6 +224,35 @@ def psense_overall(overall) -> list[dict]:
             rows.append({"parameter": str(idx), "prior": None, "likelihood": None,
                          "diagnosis": CONSTANT_DIAGNOSIS})
     return rows
+
+
+def power_scaling(sens_tree) -> list[dict]:
+    """:func:`psense_overall` of ArviZ's ``psense_summary`` of ``sens_tree``, with each
+    posterior variable of one value per draw that is constant over the draws (the fixed
+    scales, such as ``compute_eff_log_sd = 0.4``) said constant in its place without asking
+    ArviZ: its cumulative Jensen-Shannon distance divides by the spread of the draws, 0 / 0
+    for a constant, a RuntimeWarning per direction, group and sign (56 in library_notes for
+    the bundled fit's 7 fixed scales). A constant element of a vector parameter still goes
+    to ArviZ, and :func:`psense_overall` says it constant from its NaN."""
+    import arviz_stats as azs
+    import xarray as xr
+
+    post = sens_tree["posterior"].to_dataset()
+    constant = {k for k, v in post.data_vars.items() if set(v.dims) == {"chain", "draw"}
+                and np.ptp(np.asarray(v.values)) == 0}
+    if not constant:
+        return psense_overall(azs.psense_summary(sens_tree))
+    varying = post.drop_vars(sorted(constant))
+    tree = sens_tree.copy()
+    tree["posterior"] = xr.DataTree(varying)
+    rows = psense_overall(azs.psense_summary(tree)) if varying.data_vars else []
+    by_name: dict[str, list[dict]] = {}
+    for r in rows:   # ArviZ's labels: name, or name[coordinate]
+        by_name.setdefault(r["parameter"].split("[", 1)[0], []).append(r)
+    out = [r for k in post.data_vars for r in (
+        [{"parameter": k, "prior": None, "likelihood": None, "diagnosis": CONSTANT_DIAGNOSIS}]
+        if k in constant else by_name.pop(str(k), []))]
+    return out + [r for rs in by_name.values() for r in rs]   # (none: every name is a variable)
 
 
 @contextlib.contextmanager
