@@ -245,13 +245,11 @@ GATES = "failed its convergence gates"
 
 
 def run_unconverged(work, *args: str) -> tuple[int, str, str]:
-    """``run_cli`` of the tiny fit with ``--allow-unconverged``: its stderr without the line
-    saying the fit failed its gates (checked present), so a test counts the other lines."""
+    """``run_cli`` with ``--allow-unconverged``: its stderr without the line saying the fit
+    failed its gates, so a test counts the other lines (the line itself: see
+    :func:`test_the_tiny_fit_is_said_to_have_failed_its_gates`)."""
     code, out, err = run_cli(work, *args)
-    lines = err.splitlines(keepends=True)
-    if code == 0:
-        assert any(GATES in line and "--allow-unconverged" in line for line in lines), err
-    return code, out, "".join(line for line in lines if GATES not in line)
+    return code, out, "".join(line for line in err.splitlines(keepends=True) if GATES not in line)
 
 
 def predict_json(work, *flags: str) -> tuple[dict, dict, str]:
@@ -264,6 +262,12 @@ def predict_json(work, *flags: str) -> tuple[dict, dict, str]:
     validate_output("predict", payload)
     (r,) = payload["rows"]
     return r, payload, err
+
+
+def test_the_tiny_fit_is_said_to_have_failed_its_gates(rtx5090):
+    code, _, err = run_cli(rtx5090, "predict", "--allow-unconverged", "--accept", "3")
+    assert code == 0 and any(GATES in line and "used anyway (--allow-unconverged)" in line
+                             for line in err.splitlines()), err
 
 
 def test_predict_asks_the_fit_its_own_question(rtx5090):
@@ -682,3 +686,36 @@ def test_memory_messages_tell_apart_the_figures_they_compare():
     assert str(err.value) == (
         "llama-3.1-8b-instruct's weights (16.1 GB: 8.03B parameters at 2 bytes) do not fit in "
         "1 x gpu (16.0 GB) (fix: --gpus 2 or more of them, or a GPU with more memory)")
+
+
+B300_DDTREE_8 = ("--hardware", "b300", "--method", "ddtree", "--block", "8", "--budget", "8")
+
+
+def test_a_measured_acceptance_of_the_exact_configuration_comes_before_a_prior(tmp_path):
+    """b300 x8 sglang ddtree 8/8 was measured at accept 4.4 (bundled row 3); the priors'
+    [[acceptance]] entry of ddtree 8/8 (TruncNormal(4.6, 0.8), with no system or engine) came
+    first and answered with its draws. The configuration's own measurement is the most direct
+    evidence: predict, `next --query` and `track` now take it, and say so; native, never
+    measured there, keeps the priors entry."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)   # (next needs noise)
+    r, _, _ = predict_json(work, *B300_DDTREE_8, "--engine", "sglang")
+    assert (r["accept_kind"], r["accept"], r["accept_distribution"]) == ("measured", 4.4, None)
+    assert r["accept_from"] == ("the mean accept_len of 1 row measured of this configuration "
+                                "on b300x8 sglang")
+    code, out, err = run_cli(work, "predict", *B300_DDTREE_8, "--engine", "sglang")
+    assert code == 0, err
+    assert "sglang  4.4 measured (1 row)" in out
+    assert ("acceptance not given: sglang: the mean accept_len of 1 row measured of this "
+            "configuration on b300x8 sglang (pass --accept to fix it).") in out.splitlines()
+    r, _, _ = predict_json(work, *B300_DDTREE_8, "--engine", "native")
+    assert (r["accept_kind"], r["accept_distribution"]["params"]["mu"]) == ("prior", 4.6)
+    assert "accept_from" not in r
+    code, out, err = run_cli(work, "next", "--k", "2", "--query",
+                             " ".join(B300_DDTREE_8) + " --engine sglang", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["query"]["accept_distribution"] == "4.4 measured (1 row)"
+    code, out, err = run_cli(work, "track", *B300_DDTREE_8, "--engine", "sglang", "--format",
+                             "json")
+    assert code == 0, err
+    (now,) = json.loads(out)["now"]["rows"]
+    assert now["label"] == "b300 x8 sglang ddtree b8/B8 accept 4.4 measured (1 row)"

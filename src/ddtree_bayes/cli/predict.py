@@ -139,6 +139,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if any(r["accept_kind"] == "prior" for r in rows):
         print("acceptance not given: drawn from the acceptance prior in the priors file "
               "(pass --accept to fix it).")
+    for note in sorted({f"{r['engine']}: {r['accept_from']}" for r in rows
+                        if r["accept_kind"] == "measured"}):
+        print(f"acceptance not given: {note} (pass --accept to fix it).")
     for note in sorted({r["accept_note"] for r in rows if r["accept_kind"] == "posterior"}):
         print(f"{note} (pass --accept to fix it).")
     if any(r["accept_kind"] == "uniform" for r in rows):

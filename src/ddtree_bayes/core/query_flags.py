@@ -53,15 +53,18 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
                                       "priors' default_context_tokens, 0 as bundled)")
 
 
+#: Where a question without --accept takes its acceptance, in order (engine/question.py
+#: ``accept_sources`` is the one place that follows it; docs/howto/ask.md says the same).
+ACCEPT_ORDER = ("1 for ar; else the mean accept_len measured of the configuration on the same "
+                "system and engine; else the posterior of the acceptance the fit inferred for "
+                "it (rows without accept_len); else the priors file's [[acceptance]] entry for "
+                "it; else the mean accept_len measured of it on the same system, else on any")
+
 ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "
                "row) | 12:16:0.5, each at most what a step can emit (ar 1; block for DFlash "
                "and DDTree, whose block starts with the anchor; block + 1 for another block "
                "drafter or a chain of depth block; never above the verify tokens). "
-               "Default: 1 for ar; else the posterior of the acceptance the fit inferred for "
-               "the configuration (rows without accept_len), else the priors file's "
-               "[[acceptance]] prior for it, else the mean accept_len of its measured rows "
-               "(same system and engine if any, else same system, else any); the row's accept "
-               "says which")
+               f"Default: {ACCEPT_ORDER}; the row's accept says which")
 
 
 MODEL_HELP = ("target model, as in the data's model column (optional when the fit holds one "

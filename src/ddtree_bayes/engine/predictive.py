@@ -619,6 +619,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             if sc.drafter is not None:
                 row["drafter"] = sc.drafter.drafter
             row["accept_distribution"] = dist
+            if source.where is not None:   # (measured: which rows the mean is of)
+                row["accept_from"] = source.where
             if cap is not None:
                 row["read_ceiling"] = cap
             if source.kind == "posterior" and dist is not None:

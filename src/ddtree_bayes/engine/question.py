@@ -164,7 +164,7 @@ class AcceptSource:
     ``kind``: ``given`` (``value``), ``uniform`` (``uniform`` = (lo, hi)), ``posterior`` (the
     fit's inferred acceptance ``group``, aligned draw by draw), ``prior`` (``prior``, the
     priors file's ``[[acceptance]]`` entry truncated at what a step can emit) or ``measured``
-    (``value``, the mean of ``rows`` measured rows of the configuration)."""
+    (``value``, the mean of ``rows`` measured rows of the configuration, ``where``)."""
 
     kind: str
     label: str
@@ -174,6 +174,9 @@ class AcceptSource:
     group: dict | None = None
     group_index: int | None = None
     rows: int | None = None
+    #: ``measured``: which rows the mean is of (``accept_from`` in predict's JSON); out of the
+    #: repr, which keys the acceptance draws' seed (predictive.keyed_rng): answers unchanged
+    where: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -411,11 +414,15 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
 def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None,
                    default_why: str | None = None) -> tuple[AcceptSource, ...]:
     """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
-    checked against ``sc.limit``) one row per value and one for a range; without it, 1 for
-    autoregressive decoding, the posterior of an acceptance the fit inferred for the
-    configuration, else the priors file's acceptance prior, else the mean of the
-    configuration's own measured rows. ``default_why``: why the fit's own default question was
-    asked, when ``sc`` came from it (an error says so: its note is not printed yet)."""
+    checked against ``sc.limit``) one row per value and one for a range. Without it, the one
+    order every command follows (``core.query_flags.ACCEPT_ORDER``, as ``--help`` says it): 1
+    for autoregressive decoding; the mean accept_len measured of this configuration on the
+    same system and engine (the most direct evidence: a priors entry has no system or engine,
+    and was taken elsewhere); the posterior of an acceptance the fit inferred for the
+    configuration; the priors file's ``[[acceptance]]`` entry; the mean measured on the same
+    system with other engines, else on other systems. ``default_why``: why the fit's own
+    default question was asked, when ``sc`` came from it (an error says so: its note is not
+    printed yet)."""
     from ddtree_bayes.core import acceptance_latent as AL
 
     if request is not None:
@@ -426,22 +433,26 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         return tuple(rows)
     if sc.method == AR_METHOD:   # one token per step by definition, not a prior's draw
         return (AcceptSource("given", "1", value=1.0),)
-    found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
-    if found is not None:
-        g, group = found
-        return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
-    ap = acceptance_prior(fit.priors, sc)
-    if ap is not None:
-        return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
-    seen = measured_acceptance(fit, sc)
+    seen = measured_acceptance(fit, sc, exact=True)
+    if seen is None:
+        found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
+        if found is not None:
+            g, group = found
+            return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
+        ap = acceptance_prior(fit.priors, sc)
+        if ap is not None:
+            return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
+        seen = measured_acceptance(fit, sc)
     if seen is None:
         asked = "" if default_why is None else f" (asked as the fit's default question: {default_why})"
         raise QueryError("no acceptance prior in the priors file and no measured acceptance "
                          f"for {sc.describe()}{asked}",
                          fix="pass --accept, or add an [[acceptance]] entry to the priors")
-    value, n_rows = seen
-    return (AcceptSource("measured", f"{value:.3g} measured ({n_rows} row{'s' * (n_rows > 1)})",
-                         value=value, rows=n_rows),)
+    value, n_rows, where = seen
+    rows_text = f"{n_rows} row{'s' * (n_rows > 1)}"
+    return (AcceptSource("measured", f"{value:.3g} measured ({rows_text})", value=value,
+                         rows=n_rows, where=f"the mean accept_len of {rows_text} measured of "
+                                            f"this configuration {where}"),)
 
 
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",

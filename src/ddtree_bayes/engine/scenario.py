@@ -985,20 +985,25 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
-def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int] | None:
+def measured_acceptance(draws: Fit, sc: Scenario, exact: bool = False
+                        ) -> tuple[float, int, str] | None:
     """The mean measured acceptance of the query's configuration (model, method, block,
-    budget, verify tokens) and how many rows it averages: the rows of the same system and
-    engine if any, else of the same system, else of any system; None when no row of that
-    configuration has an accept_len."""
+    budget, verify tokens), how many rows it averages and where they were measured (``on
+    b300x8 sglang``, ``on b300x8 (other engines)``, ``on other systems``): the rows of the same
+    system and engine if any, else (unless ``exact``) of the same system, else of any system;
+    None when no such row has an accept_len."""
     tree = always_tree(sc.method, draws.methods)   # a chain's budget may be written or blank
     rows = [r for r in draws.measurements.rows
             if r.accept_len is not None and r.method == sc.method and r.block == sc.block
             and (not tree or r.budget == sc.budget) and r.verify_tokens == sc.verify_tokens
             and (not sc.multi or r.model == sc.model)]
     same_system = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
-    for chosen in ([r for r in same_system if r.engine == sc.engine], same_system, rows):
+    levels = [([r for r in same_system if r.engine == sc.engine], f"on {sc.system} {sc.engine}")]
+    if not exact:
+        levels += [(same_system, f"on {sc.system} (other engines)"), (rows, "on other systems")]
+    for chosen, where in levels:
         if chosen:
-            return float(np.mean([r.accept_len for r in chosen])), len(chosen)
+            return float(np.mean([r.accept_len for r in chosen])), len(chosen), where
     return None
 
 
