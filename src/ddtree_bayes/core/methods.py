@@ -278,7 +278,7 @@ per step, not 2', 'verify_tokens')
                        ), "verify_tokens"
     if spec.tree is False and budget is not None and depth is not None and budget > depth:
         return budget, (f"{method} drafts a chain of at most {depth} tokens per step (block "
-                        f"{block}{' less its anchor' if depth < block else ''}), not a budget "
+                        f"{block}{' less its anchor' if depth != block else ''}), not a budget "
                         f"of {budget}"), "budget"
     if spec.tree is True and budget is None and verify_tokens is not None and verify_tokens > 1:
         return verify_tokens - 1, None, None
