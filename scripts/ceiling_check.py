@@ -1,0 +1,77 @@
+"""Every public measurement against the predictive cap (engine/ceiling.py): a row's measured
+steps per second must not exceed the rate at which its GPUs read the card's active weights and
+its streams' KV caches at half the card's bytes. A row above it would say the cap is too strict.
+
+    .venv/bin/python scripts/ceiling_check.py [--top 5]
+
+Rows without ``accept_len`` count as acceptance 1, so their steps per second are an upper bound
+(a speculative row without it may show above 1 by that alone; it is listed apart).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import glob
+from pathlib import Path
+
+from ddtree_bayes.core.model_cards import load_model_cards
+from ddtree_bayes.core.pairs import pair_features
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine.ceiling import KV_SHARE
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def rows():
+    cards = load_model_cards(bundled("models.csv"))
+    hardware = {r["hardware"]: r for r in csv.DictReader(open(bundled("hardware.csv")))}
+    files = sorted(glob.glob(str(ROOT / "data" / "public" / "**" / "*.csv"), recursive=True))
+    seen = set()
+    for path in files:
+        for line, r in enumerate(csv.DictReader(open(path)), start=2):
+            if r.get("model") not in cards or r.get("hardware") not in hardware:
+                continue
+            try:
+                gpus, tok = int(r["gpus"]), float(r["tok_s"])
+            except (KeyError, ValueError):
+                continue
+            c = int(r.get("concurrency") or 1)
+            ctx = float(r.get("context_tokens") or 0)
+            key = (r["model"], r["hardware"], gpus, r["engine"], r["method"], r.get("block"),
+                   r.get("budget"), c, ctx, tok)
+            if key in seen:   # (the corpus repeats its sweeps' rows)
+                continue
+            seen.add(key)
+            card = cards[r["model"]]
+            f = pair_features(card, hardware[r["hardware"]], gpus)
+            kv = (card.kv_cache_gb(ctx, c) or 0.0) * KV_SHARE
+            read_ms = f.stream_ms + kv / (f.bandwidth_tb_s * gpus)
+            accept = float(r["accept_len"]) if r.get("accept_len") else None
+            steps = tok / c / (accept or 1.0)
+            yield (steps * read_ms / 1000, accept is not None, Path(path).name, line, r, c, ctx)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--top", type=int, default=5)
+    top = ap.parse_args().top
+    found = sorted(rows(), key=lambda x: -x[0])
+    with_accept = [x for x in found if x[1]]
+    print(f"{len(found)} distinct public rows ({len(with_accept)} with accept_len); measured "
+          "steps/s as a share of the cap:")
+    for title, group in (("with accept_len", with_accept),
+                         ("AR rows at C > 1 or context > 0", [x for x in found if x[1] and (
+                             x[5] > 1 or x[6] > 0) and x[4]["method"] == "ar"]),
+                         ("without accept_len (counted as 1: an upper bound)",
+                          [x for x in found if not x[1]])):
+        print(f"  {title}: {len(group)} rows, above the cap: "
+              f"{sum(x[0] > 1 for x in group)}; closest:")
+        for share, _, name, line, r, c, ctx in group[:top]:
+            print(f"    {share:.3f}  {name} line {line}: {r['model']} {r['hardware']} x{r['gpus']} "
+                  f"{r['engine']} {r['method']} C={c} context {ctx:.0f}")
+    return int(any(x[0] > 1 for x in with_accept))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
