@@ -1,6 +1,7 @@
 """Every public measurement against the predictive cap (engine/ceiling.py): a row's measured
 steps per second must not exceed the rate at which its GPUs read the card's active weights and
-its streams' KV caches at half the card's bytes. A row above it would say the cap is too strict.
+its streams' KV caches at 4.5 bits per value (engine/ceiling.py KV_SHARE). A row above it
+would say the cap is too strict.
 
     .venv/bin/python scripts/ceiling_check.py [--top 5]
 

@@ -785,7 +785,7 @@ def test_more_gpus_than_one_node_holds_is_warned(capsys):
     assert said == ["16 x b300 is more GPUs than one node holds (8): the answer prices them as "
                     "one tensor-parallel group on one interconnect, reading together; across "
                     "nodes the all-reduces cross the network, which the step model does not "
-                    "price (the fit measured b300 on 8)"]
+                    "price (the fit measured b300 on 8 GPUs)"]
     assert not [w for w in memory_warnings(d, ask("b300", 8)) if "one node" in w]
     assert not [w for w in memory_warnings(d, ask("h200", 8)) if "one node" in w]
 

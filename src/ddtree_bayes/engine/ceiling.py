@@ -6,7 +6,7 @@ whose prior is below 1 (part of a context's cost is latency the streams overlap)
 short contexts, it can price many streams at a long context below the bytes their caches hold:
 a serving walkthrough was answered 67 tok/s per user, 90% up to 119, for Llama-3.1-8B on one
 H100 at 32k tokens and 8 streams, where reading the weights and eight caches allows at most
-66.5 (bf16 cache) or 100 (fp8 cache). So the *predictive* draws (what a benchmark would show,
+66.5 (bf16 cache), 101 (fp8) or 120 (a 4.5-bit cache). So the *predictive* draws (what a benchmark would show,
 after the run-to-run and structural noise) are capped at the rate of that read; the model's
 likelihood, ``update``'s reweighting and ``next``'s candidates keep the structural step
 without it (a cap there would put a measured row's own probability at zero).
@@ -14,8 +14,9 @@ without it (a cap there would put a measured row's own probability at zero).
 The read counted is the least a deployment can make: the card's active weights (as the
 roofline streams them; left out where the fit's own M = 1 step of the measured system is
 shorter than that read, so the card's bytes per weight are not the deployment's) and the KV
-cache at half the card's bytes per token (an fp8 cache of a bf16 card, as ``add`` and the KV
-memory warnings assume), one read per sequence whatever the tokens it verifies.
+cache at :data:`KV_SHARE` of the card's bytes per token (a 4.5-bit cache of a bf16 card), one
+read per sequence whatever the tokens it verifies. Every public row runs below it
+(``scripts/ceiling_check.py``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ from ddtree_bayes.core.data import plain_text
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read
 
-#: The share of the KV cache's card bytes the least deployment reads (fp8 for a bf16 card).
-KV_SHARE = 0.5
+#: The share of the KV cache's card bytes the least deployment reads: a 4.5-bit cache (llama.cpp's
+#: ``q4_0``, 32 4-bit values and one fp16 scale per block, the smallest an engine keeps) of a
+#: card whose bytes are bf16's. A card already at fp8 (Kimi K2.6's MLA cache) is read looser
+#: than it could be; never stricter than a deployment.
+KV_SHARE = 4.5 / 16
 #: Capped draws at or above this share are said (a warning, and the row's ``read_ceiling``).
 SAY_AT = 0.01
 
@@ -64,9 +68,9 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     >>> sc = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
     ...                       budget=None, verify_tokens=None, context_tokens=32768.0,
     ...                       model="llama-3.1-8b-instruct", concurrency=8)
-    >>> c = read_ceiling(d, sc)   # (16.06 GB + 8 x 32768 x 131072 B / 2) / 3.35 TB/s
+    >>> c = read_ceiling(d, sc)   # (16.06 GB + 8 x 32768 x 131072 B x 4.5 / 16) / 3.35 TB/s
     >>> round(c.weights_gb, 2), round(c.kv_gb, 2), round(c.step_ms, 2), round(c.rate, 1)
-    (16.06, 17.18, 9.92, 100.8)
+    (16.06, 9.66, 7.68, 130.2)
     """
     found = weights_read(draws, sc)
     if found is None:
@@ -76,8 +80,15 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     left_out = step is not None and float(np.median(step)) < f.stream_ms
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
-    return ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * KV_SHARE,
-                       bandwidth, left_out)
+    ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * KV_SHARE,
+                          bandwidth, left_out)
+    return ceiling if ceiling.step_ms > 0 else None   # (weights left out, no context: none)
+
+
+def step_rate(draws: Fit, sc: Scenario, step_ms: np.ndarray) -> np.ndarray:
+    """Steps per second of true (noise-free) step draws, no faster than the read: what
+    P(faster than AR) and optimize compare, as predict's draws are capped."""
+    return capped(1000.0 / step_ms, read_ceiling(draws, sc))
 
 
 def capped(per_step: np.ndarray, ceiling: ReadCeiling | None) -> np.ndarray:
@@ -87,7 +98,7 @@ def capped(per_step: np.ndarray, ceiling: ReadCeiling | None) -> np.ndarray:
     >>> capped(np.array([50.0, 120.0]), c).tolist()
     [50.0, 100.0]
     """
-    if ceiling is None or ceiling.step_ms <= 0:
+    if ceiling is None:
         return per_step
     return np.minimum(per_step, ceiling.rate)
 
@@ -95,7 +106,7 @@ def capped(per_step: np.ndarray, ceiling: ReadCeiling | None) -> np.ndarray:
 def ceiling_row(per_step: np.ndarray, ceiling: ReadCeiling | None) -> dict | None:
     """What a predict row says of the cap (its JSON ``read_ceiling``): None when fewer than
     :data:`SAY_AT` of the draws reached it."""
-    if ceiling is None or ceiling.step_ms <= 0:
+    if ceiling is None:
         return None
     share = float(np.mean(per_step >= ceiling.rate * (1 - 1e-12)))
     if share < SAY_AT:
@@ -109,15 +120,19 @@ def ceiling_warnings(rows: list[dict]) -> list[str]:
     """One line per (system, context, C) whose predict rows were capped at the read: the
     largest share among its engines and acceptances.
 
-    >>> cap = {"step_ms": 9.92, "steps_per_s": 100.8, "weights_gb": 16.06, "kv_gb": 17.18,
+    >>> cap = {"step_ms": 7.68, "steps_per_s": 130.2, "weights_gb": 16.06, "kv_gb": 9.66,
     ...        "bandwidth_tb_s": 3.35, "capped_share": 0.2}
     >>> row = {"hardware": "h100", "gpus": 1, "context_tokens": 32768.0, "concurrency": 8,
     ...        "read_ceiling": cap}
     >>> print(ceiling_warnings([row, {**row, "read_ceiling": {**cap, "capped_share": 0.3}}])[0])
-    at C = 8 and context 32768 on h100 x1, 30% of the draws are capped at 101 steps/s (tok/s \
+    at C = 8 and context 32768 on h100 x1, 30% of the draws are capped at 130 steps/s (tok/s \
 per user at one token per step): a step reads the weights (16.1 GB) and the streams' KV caches \
-(17.2 GB, at half the card's bytes per token: an fp8 cache) at 3.35 TB/s, at least 9.92 ms; \
-the model's context term (C ** ctx_batch_exponent) would read them faster
+(9.7 GB at 4.5 bits per value: the smallest cache an engine keeps, llama.cpp's q4_0) at 3.35 \
+TB/s, at least 7.68 ms; the model's context term (C ** ctx_batch_exponent) would read them faster
+    >>> print(ceiling_warnings([{**row, "context_tokens": 0.0, "concurrency": 1, "read_ceiling":
+    ...     {**cap, "kv_gb": 0.0, "capped_share": 0.02}}])[0].split("): ")[1])
+    a step reads the weights (16.1 GB) at 3.35 TB/s, at least 7.68 ms; the answer's run-to-run \
+noise reaches below that read
     """
     worst: dict[tuple, dict] = {}
     for r in rows:
@@ -129,13 +144,16 @@ the model's context term (C ** ctx_batch_exponent) would read them faster
             worst[key] = cap
     out = []
     for (hardware, gpus, context, c), cap in worst.items():
-        weights = (f"the weights ({cap['weights_gb']:.1f} GB) and " if cap["weights_gb"] else
-                   "(the weights left out: the fit's step there is shorter than the card's) ")
+        read = [f"the weights ({cap['weights_gb']:.1f} GB)" if cap["weights_gb"] else
+                "no weights (the fit's step there is shorter than the card's read)"]
+        if cap["kv_gb"]:
+            read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB at 4.5 bits per value: "
+                        "the smallest cache an engine keeps, llama.cpp's q4_0)")
+        why = ("the model's context term (C ** ctx_batch_exponent) would read them faster"
+               if cap["kv_gb"] else "the answer's run-to-run noise reaches below that read")
         out.append(f"at C = {c} and context {plain_text(float(context))} on {hardware} x{gpus}, "
                    f"{cap['capped_share']:.0%} of the draws are capped at "
                    f"{cap['steps_per_s']:.0f} steps/s (tok/s per user at one token per step): "
-                   f"a step reads {weights}the streams' KV caches ({cap['kv_gb']:.1f} GB, at half "
-                   f"the card's bytes per token: an fp8 cache) at {cap['bandwidth_tb_s']:g} TB/s, "
-                   f"at least {cap['step_ms']:.3g} ms; the model's context term "
-                   "(C ** ctx_batch_exponent) would read them faster")
+                   f"a step reads {' and '.join(read)} at {cap['bandwidth_tb_s']:g} TB/s, at "
+                   f"least {cap['step_ms']:.3g} ms; {why}")
     return out

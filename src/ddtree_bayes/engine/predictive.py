@@ -28,7 +28,13 @@ from ddtree_bayes.core.config import (
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import offsets, scatter_parts
-from ddtree_bayes.engine.ceiling import capped, ceiling_row, ceiling_warnings, read_ceiling
+from ddtree_bayes.engine.ceiling import (
+    capped,
+    ceiling_row,
+    ceiling_warnings,
+    read_ceiling,
+    step_rate,
+)
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
@@ -656,7 +662,8 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
                      rng: np.random.Generator) -> float:
     """P(the speculative configuration ``sc`` decodes faster than autoregressive decoding on
     the same system, context and concurrency): per posterior draw, ``accept x 1000 / step``
-    against ``1000 / step_ar(C)``, the true rates (no run-to-run noise), on the same draws.
+    against ``1000 / step_ar(C)``, the true rates (no run-to-run noise), on the same draws,
+    each no faster than the memory read (:func:`~ddtree_bayes.engine.ceiling.step_rate`).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> d = point_mass_draws()
@@ -675,7 +682,8 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     seed = int(rng.integers(2**63))
     spec_step = step_components(fit, sc, np.random.default_rng(seed))[0]["step"]
     ar_step = step_components(fit, ar, np.random.default_rng(seed))[0]["step"]
-    return float(np.mean(accept / spec_step > 1.0 / ar_step))
+    # both no faster than the read, as the rows beside it are (engine/ceiling.py)
+    return float(np.mean(accept * step_rate(fit, sc, spec_step) > step_rate(fit, ar, ar_step)))
 
 
 def mixture_p_faster(mixture: list[tuple[Fit, float]], sc: Scenario, source: AcceptSource,

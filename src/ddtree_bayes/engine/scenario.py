@@ -723,17 +723,24 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
     return shaped
 
 
-def weights_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
-    """Reading ``card``'s active weights once at the full memory bandwidth of ``gpus`` GPUs
-    of ``hardware_row`` (ms, at the card's bytes per weight; core/pairs ``pair_features``):
-    the floor no decoding step goes below. None when the row has no bandwidth. A fit's step
-    (:func:`read_floor_warning`) and a measured row's (``add``) are held against it."""
+def read_features(card, hardware_row: dict[str, str], gpus: int):
+    """core/pairs ``pair_features`` of ``card`` on ``gpus`` GPUs of ``hardware_row``, or None
+    when the row has no bandwidth."""
     from ddtree_bayes.core.pairs import pair_features
 
     try:
-        return pair_features(card, hardware_row, gpus).stream_ms
+        return pair_features(card, hardware_row, gpus)
     except (KeyError, ValueError, QueryError, DataError):
         return None
+
+
+def weights_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
+    """Reading ``card``'s active weights once at the full memory bandwidth of ``gpus`` GPUs
+    of ``hardware_row`` (ms, at the card's bytes per weight): the floor no decoding step goes
+    below. None when the row has no bandwidth. A fit's step (:func:`read_floor_warning`) and a
+    measured row's (``add``) are held against it."""
+    f = read_features(card, hardware_row, gpus)
+    return None if f is None else f.stream_ms
 
 
 def read_floor_text(card, read_ms: float) -> str:
@@ -759,15 +766,12 @@ def weights_read(draws: Fit, sc: Scenario):
     """``(card, PairFeatures)`` of ``sc``'s model on its GPUs, or None without a card, the
     hardware row or its bandwidth."""
     from ddtree_bayes.core.model_cards import stored_card
-    from ddtree_bayes.core.pairs import pair_features
 
     card = stored_card(draws.meta.get("model", {}), sc.model)
     if card is None or sc.hardware not in draws.hardware:
         return None
-    try:
-        return card, pair_features(card, draws.hardware[sc.hardware], sc.gpus)
-    except (KeyError, ValueError, QueryError, DataError):
-        return None
+    f = read_features(card, draws.hardware[sc.hardware], sc.gpus)
+    return None if f is None else (card, f)
 
 
 def measured_step_ar(draws: Fit, sc: Scenario) -> np.ndarray | None:
@@ -801,9 +805,21 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
             "card's bytes are not the deployment's)")
 
 
-#: GPUs one node holds on one fabric: an HGX board (NVLink) or a PCIe server (8 cards); a rack
-#: domain (GB200 NVL72) is a hardware row of its own, asked as such.
+#: GPUs one node holds on one fabric: an HGX board (NVLink) or a PCIe server (8 cards).
 NODE_GPUS = 8
+#: A Grace-Blackwell rack (GB200/GB300 NVL72: the hardware rows named gb...) is one NVLink
+#: domain of 72 GPUs (NVIDIA GB200 NVL72 product page: "72 Blackwell GPUs ... a single NVLink
+#: domain").
+RACK_GPUS = 72
+
+
+def node_gpus(hardware: str) -> int:
+    """GPUs one NVLink or PCIe domain of ``hardware`` holds.
+
+    >>> node_gpus("h200"), node_gpus("gb300")
+    (8, 72)
+    """
+    return RACK_GPUS if hardware.startswith("gb") else NODE_GPUS
 
 
 def node_warning(draws: Fit, sc: Scenario) -> str | None:
@@ -821,19 +837,23 @@ def node_warning(draws: Fit, sc: Scenario) -> str | None:
     >>> print(node_warning(d, NS(hardware="h200", gpus=16, measured=False)))
     16 x h200 is more GPUs than one node holds (8): the answer prices them as one \
 tensor-parallel group on one interconnect, reading together; across nodes the all-reduces cross \
-the network, which the step model does not price (the fit measured h200 on no count)
+the network, which the step model does not price (the fit never measured h200)
+    >>> node_warning(d, NS(hardware="gb300", gpus=16, measured=False)) is None   # NVL72
+    True
     """
-    if sc.measured or sc.gpus <= NODE_GPUS:
+    node = node_gpus(sc.hardware)
+    if sc.measured or sc.gpus <= node:
         return None
     counts = sorted({gpus for _, hardware, gpus in map(split_label, draws.meta.get(
         "coords", {}).get("system", [])) if hardware == sc.hardware})
     if counts and sc.gpus <= counts[-1]:
         return None
-    measured = ", ".join(map(str, counts)) if counts else "no count"
-    return (f"{sc.gpus} x {sc.hardware} is more GPUs than one node holds ({NODE_GPUS}): the "
+    measured = (f"the fit measured {sc.hardware} on {', '.join(map(str, counts))} GPUs"
+                if counts else f"the fit never measured {sc.hardware}")
+    return (f"{sc.gpus} x {sc.hardware} is more GPUs than one node holds ({node}): the "
             "answer prices them as one tensor-parallel group on one interconnect, reading "
             "together; across nodes the all-reduces cross the network, which the step model "
-            f"does not price (the fit measured {sc.hardware} on {measured})")
+            f"does not price ({measured})")
 
 
 def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05) -> str | None:

@@ -25,7 +25,7 @@ from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, loa
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.ceiling import read_ceiling
+from ddtree_bayes.engine.ceiling import capped, read_ceiling
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.refit import refit_data
 from ddtree_bayes.workflows.baseline import baseline_fit, pair_roofline_of  # noqa: F401
@@ -174,10 +174,9 @@ def predict_row(draws: Fit, m: Measurement, rng: np.random.Generator) -> np.ndar
     noise = parts["log_sd"] * P.predictive_noise(draws, sc, draws.n_draws, rng)
     # a row without accept_len: the posterior of its inferred acceptance group
     accept = P.row_acceptance(draws, m, rng)
-    tok = accept * 1000.0 * m.concurrency / parts["step"] * np.exp(noise)
     # no faster than the read of its weights and caches (predict's cap, engine/ceiling.py)
-    cap = read_ceiling(draws, sc)
-    return tok if cap is None else np.minimum(tok, accept * m.concurrency * cap.rate)
+    per_step = capped(1000.0 / parts["step"] * np.exp(noise), read_ceiling(draws, sc))
+    return accept * m.concurrency * per_step
 
 
 # ------------------------------------------------------------------ folds

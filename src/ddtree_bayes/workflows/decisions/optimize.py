@@ -15,6 +15,7 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.ceiling import step_rate
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import (
     context_warnings,
@@ -99,8 +100,8 @@ def ar_beats(draws: Fit, sc: P.Scenario, tok: np.ndarray, budget: int, concurren
     draw) in most draws: the best budget is then no reason to speculate. optimize compared
     budgets only with each other, so at a high concurrency it recommended a budget that AR
     beat, without a word (predict --concurrency says it: P(faster than AR))."""
-    step_ar, _ = shared_step(draws, sc.autoregressive(), seed)
-    ar = 1000.0 / step_ar
+    ar_sc = sc.autoregressive()
+    ar = step_rate(draws, ar_sc, shared_step(draws, ar_sc, seed)[0])   # (capped as predict's)
     p = float(np.mean(tok > ar))
     if p >= 0.5:
         return []
@@ -213,7 +214,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     limits = np.array([sc.limit.tokens for sc in scenarios])
     accept = curve_accept(budgets, cd.accept_ref, cd.gain, cd.decay,
                           reference_budget=curve.reference_budget, limits=limits)
-    tok = accept * 1000.0 / step
+    # no budget faster than reading the weights and caches (engine/ceiling.py), as predict
+    tok = accept * np.stack([step_rate(draws, b_sc, step[:, i])
+                             for i, b_sc in enumerate(scenarios)], axis=1)
     dec = budget_decision(tok)
     sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
     limit = all_max if sys_max is None else sys_max   # tokens per step, C x M

@@ -69,6 +69,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
 
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine import target_models
+    from ddtree_bayes.engine.ceiling import capped, read_ceiling
 
     # a fit of several models scores a row of another model from its card (the pair roofline)
     multi = target_models.is_multi(draws)
@@ -113,9 +114,12 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
             cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else C.standard_cdf(z, nu),
                            (diff > 0) + 0.5 * (diff == 0))
         pct = float(np.mean(cdf))
-        # predict's arithmetic, draw by draw: C x accept x 1000 / step x exp(sd x noise)
-        samples = m.concurrency * accept * (
-            1000.0 / parts["step"] * np.exp(sd * C.standard_noise(rng, sd.shape[0], nu)))
+        # predict's arithmetic, draw by draw: C x accept x 1000 / step x exp(sd x noise), no
+        # faster than the read of the weights and caches (engine/ceiling.py); the percentile
+        # above is the likelihood's, without it
+        samples = m.concurrency * accept * capped(
+            1000.0 / parts["step"] * np.exp(sd * C.standard_noise(rng, sd.shape[0], nu)),
+            read_ceiling(draws, sc))
         summary = P.summarize(samples, (0.5, 0.9), None)
         status = "surprise" if pct < SURPRISE_LO or pct > SURPRISE_HI else "ok"
         out.append({**base, **summary, "percentile": pct, "status": status,
