@@ -424,15 +424,17 @@ def test_a_flag_before_the_subcommand_is_named(tmp_path):
 def test_accept_help_says_where_the_default_acceptance_comes_from(tmp_path):
     """`predict --help` said the --accept default is "the scenario's acceptance prior from
     the priors file"; predict takes, in order, 1 for AR, the configuration's mean measured on
-    the same system and engine, the posterior of an acceptance the fit inferred, the priors'
-    acceptance prior, then the configuration's mean measured elsewhere
+    the same system (this engine's rows, else the other engines'), the posterior of an
+    acceptance the fit inferred, the priors' acceptance prior, then the configuration's mean
+    measured on other systems
     (engine/question.accept_sources). track's --accept shares the text."""
     for command in (("predict",), ("track",)):
         code, out, err = run_cli(tmp_path, *command, "--help")
         assert code == 0 and err == "", err
         text = " ".join(out.split())
         assert ("Default: 1 for ar; else the mean accept_len measured of the configuration on "
-                "the same system and engine; else the posterior of the acceptance the fit "
-                "inferred for it (rows without accept_len); else the priors file's "
-                "[[acceptance]] entry for it; else the mean accept_len measured of it on the "
-                "same system, else on any; the row's accept says which") in text, command
+                "the same system (this engine's rows if any, else the other engines': every "
+                "engine of a question takes the same); else the posterior of the acceptance "
+                "the fit inferred for it (rows without accept_len); else the priors file's "
+                "[[acceptance]] entry for it; else the mean accept_len measured of it on any "
+                "system; the row's accept says which") in text, command

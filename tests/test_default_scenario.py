@@ -695,8 +695,10 @@ def test_a_measured_acceptance_of_the_exact_configuration_comes_before_a_prior(t
     """b300 x8 sglang ddtree 8/8 was measured at accept 4.4 (bundled row 3); the priors'
     [[acceptance]] entry of ddtree 8/8 (TruncNormal(4.6, 0.8), with no system or engine) came
     first and answered with its draws. The configuration's own measurement is the most direct
-    evidence: predict, `next --query` and `track` now take it, and say so; native, never
-    measured there, keeps the priors entry."""
+    evidence: predict, `next --query` and `track` now take it, and say so. Native, never
+    measured there, took the priors entry (TruncNormal(4.6, ...)) while sglang in the same
+    question took 4.4: acceptance is the drafter's, target's and prompts', not the engine's,
+    so native now takes the mean measured on the same system by the other engines."""
     work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)   # (next needs noise)
     r, _, _ = predict_json(work, *B300_DDTREE_8, "--engine", "sglang")
     assert (r["accept_kind"], r["accept"], r["accept_distribution"]) == ("measured", 4.4, None)
@@ -708,8 +710,19 @@ def test_a_measured_acceptance_of_the_exact_configuration_comes_before_a_prior(t
     assert ("acceptance not given: sglang: the mean accept_len of 1 row measured of this "
             "configuration on b300x8 sglang (pass --accept to fix it).") in out.splitlines()
     r, _, _ = predict_json(work, *B300_DDTREE_8, "--engine", "native")
-    assert (r["accept_kind"], r["accept_distribution"]["params"]["mu"]) == ("prior", 4.6)
-    assert "accept_from" not in r
+    assert (r["accept_kind"], r["accept"], r["accept_distribution"]) == ("measured", 4.4, None)
+    assert r["accept_from"] == ("the mean accept_len of 1 row measured of this configuration "
+                                "on b300x8 (other engines)")
+    code, out, err = run_cli(work, "predict", *B300_DDTREE_8, "--engine", "sglang,native")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert [ln.split("  ")[0:2] for ln in lines if ln.startswith(("sglang ", "native "))] == [
+        ["sglang", "4.4 measured (1 row)"], ["native", "4.4 measured (1 row)"]]
+    assert [ln for ln in lines if ln.startswith("acceptance not given")] == [
+        "acceptance not given: native: the mean accept_len of 1 row measured of this "
+        "configuration on b300x8 (other engines) (pass --accept to fix it).",
+        "acceptance not given: sglang: the mean accept_len of 1 row measured of this "
+        "configuration on b300x8 sglang (pass --accept to fix it)."]
     code, out, err = run_cli(work, "next", "--k", "2", "--query",
                              " ".join(B300_DDTREE_8) + " --engine sglang", "--format", "json")
     assert code == 0, err
@@ -719,3 +732,25 @@ def test_a_measured_acceptance_of_the_exact_configuration_comes_before_a_prior(t
     assert code == 0, err
     (now,) = json.loads(out)["now"]["rows"]
     assert now["label"] == "b300 x8 sglang ddtree b8/B8 accept 4.4 measured (1 row)"
+
+
+def test_the_acceptance_prior_note_names_its_engines_when_engines_differ():
+    """The line under predict's table said "acceptance not given: drawn from the acceptance
+    prior in the priors file" when any row was drawn from the prior, also when another
+    engine's rows took a measured mean (b300 sglang 13.1 measured, native the prior): it read
+    as if every row were. It names the engines it applies to when they are not all."""
+    from ddtree_bayes.cli.predict import accept_notes
+
+    prior = {"accept_kind": "prior"}
+    measured = {"accept_kind": "measured", "accept_from": "the mean accept_len of 1 row "
+                "measured of this configuration on b300x8 sglang"}
+    assert accept_notes([{"engine": "sglang", **measured}, {"engine": "native", **prior},
+                         {"engine": "vllm", **prior}]) == [
+        "acceptance not given: native, vllm: drawn from the acceptance prior in the priors "
+        "file (pass --accept to fix it).",
+        "acceptance not given: sglang: the mean accept_len of 1 row measured of this "
+        "configuration on b300x8 sglang (pass --accept to fix it)."]
+    # every engine drawn from the prior: the line as before, naming none
+    assert accept_notes([{"engine": "sglang", **prior}, {"engine": "native", **prior}]) == [
+        "acceptance not given: drawn from the acceptance prior in the priors file (pass "
+        "--accept to fix it)."]

@@ -136,19 +136,32 @@ def cmd_predict(args: argparse.Namespace) -> int:
     else:
         print("tok/s, posterior predictive (includes run-to-run noise); 'original' is the "
               "deterministic estimate with its flat +-30% band.")
-    if any(r["accept_kind"] == "prior" for r in rows):
-        print("acceptance not given: drawn from the acceptance prior in the priors file "
-              "(pass --accept to fix it).")
-    for note in sorted({f"{r['engine']}: {r['accept_from']}" for r in rows
-                        if r["accept_kind"] == "measured"}):
-        print(f"acceptance not given: {note} (pass --accept to fix it).")
-    for note in sorted({r["accept_note"] for r in rows if r["accept_kind"] == "posterior"}):
-        print(f"{note} (pass --accept to fix it).")
-    if any(r["accept_kind"] == "uniform" for r in rows):
-        print("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
+    for line in accept_notes(rows):
+        print(line)
     for note in [*notes, *question.left_out]:
         print(f"  {note}")
     return 0
+
+
+def accept_notes(rows: list[dict]) -> list[str]:
+    """The lines under predict's table saying where the acceptances not given came from: the
+    priors file's prior (naming its engines when the other engines' came from elsewhere), a
+    measured mean per engine (which rows), an inferred posterior, a uniform range."""
+    out = []
+    engines = list(dict.fromkeys(r["engine"] for r in rows))
+    drawn = [e for e in engines if any(r["engine"] == e and r["accept_kind"] == "prior"
+                                       for r in rows)]
+    if drawn:
+        which = "" if drawn == engines else f"{', '.join(drawn)}: "
+        out.append(f"acceptance not given: {which}drawn from the acceptance prior in the "
+                   "priors file (pass --accept to fix it).")
+    out += [f"acceptance not given: {note} (pass --accept to fix it)." for note in sorted(
+        {f"{r['engine']}: {r['accept_from']}" for r in rows if r["accept_kind"] == "measured"})]
+    out += [f"{note} (pass --accept to fix it)." for note in sorted(
+        {r["accept_note"] for r in rows if r["accept_kind"] == "posterior"})]
+    if any(r["accept_kind"] == "uniform" for r in rows):
+        out.append("U(lo,hi) rows marginalise acceptance as Uniform(lo, hi).")
+    return out
 
 
 def overhead_notes(rows: list[dict]) -> list[str]:

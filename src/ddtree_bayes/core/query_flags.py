@@ -56,9 +56,11 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
 #: Where a question without --accept takes its acceptance, in order (engine/question.py
 #: ``accept_sources`` is the one place that follows it; docs/howto/ask.md says the same).
 ACCEPT_ORDER = ("1 for ar; else the mean accept_len measured of the configuration on the same "
-                "system and engine; else the posterior of the acceptance the fit inferred for "
-                "it (rows without accept_len); else the priors file's [[acceptance]] entry for "
-                "it; else the mean accept_len measured of it on the same system, else on any")
+                "system (this engine's rows if any, else the other engines': every engine of a "
+                "question takes the same); else the posterior of the acceptance the fit "
+                "inferred for it (rows without accept_len); else the priors file's "
+                "[[acceptance]] entry for it; else the mean accept_len measured of it on any "
+                "system")
 
 ACCEPT_HELP = ("acceptance length(s): 13.5 | 12,14,16 | 12:16 (integers, plus a Uniform(12,16) "
                "row) | 12:16:0.5, each at most what a step can emit (ar 1; block for DFlash "

@@ -417,10 +417,12 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
     checked against ``sc.limit``) one row per value and one for a range. Without it, the one
     order every command follows (``core.query_flags.ACCEPT_ORDER``, as ``--help`` says it): 1
     for autoregressive decoding; the mean accept_len measured of this configuration on the
-    same system and engine (the most direct evidence: a priors entry has no system or engine,
-    and was taken elsewhere); the posterior of an acceptance the fit inferred for the
-    configuration; the priors file's ``[[acceptance]]`` entry; the mean measured on the same
-    system with other engines, else on other systems. ``default_why``: why the fit's own
+    same system, by this engine if it has rows there, else by the other engines (the most
+    direct evidence: a priors entry has no system or engine, and was taken elsewhere; and
+    acceptance is the drafter's, target's and prompts', not the engine's, so every engine of
+    one question takes its acceptance from the same place); the posterior of an acceptance the
+    fit inferred for the configuration; the priors file's ``[[acceptance]]`` entry; the mean
+    measured on other systems. ``default_why``: why the fit's own
     default question was asked, when ``sc`` came from it (an error says so: its note is not
     printed yet)."""
     from ddtree_bayes.core import acceptance_latent as AL
@@ -433,7 +435,7 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         return tuple(rows)
     if sc.method == AR_METHOD:   # one token per step by definition, not a prior's draw
         return (AcceptSource("given", "1", value=1.0),)
-    seen = measured_acceptance(fit, sc, exact=True)
+    seen = measured_acceptance(fit, sc, same_system=True)
     if seen is None:
         found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
         if found is not None:

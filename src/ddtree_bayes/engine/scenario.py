@@ -1005,22 +1005,24 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
-def measured_acceptance(draws: Fit, sc: Scenario, exact: bool = False
+def measured_acceptance(draws: Fit, sc: Scenario, same_system: bool = False
                         ) -> tuple[float, int, str] | None:
     """The mean measured acceptance of the query's configuration (model, method, block,
     budget, verify tokens), how many rows it averages and where they were measured (``on
     b300x8 sglang``, ``on b300x8 (other engines)``, ``on other systems``): the rows of the same
-    system and engine if any, else (unless ``exact``) of the same system, else of any system;
-    None when no such row has an accept_len."""
+    system and engine if any, else of the same system (the other engines': acceptance is the
+    drafter's, target's and prompts', not the engine's), else (unless ``same_system``) of any
+    system; None when no such row has an accept_len."""
     tree = always_tree(sc.method, draws.methods)   # a chain's budget may be written or blank
     rows = [r for r in draws.measurements.rows
             if r.accept_len is not None and r.method == sc.method and r.block == sc.block
             and (not tree or r.budget == sc.budget) and r.verify_tokens == sc.verify_tokens
             and (not sc.multi or r.model == sc.model)]
-    same_system = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
-    levels = [([r for r in same_system if r.engine == sc.engine], f"on {sc.system} {sc.engine}")]
-    if not exact:
-        levels += [(same_system, f"on {sc.system} (other engines)"), (rows, "on other systems")]
+    there = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
+    levels = [([r for r in there if r.engine == sc.engine], f"on {sc.system} {sc.engine}"),
+              (there, f"on {sc.system} (other engines)")]
+    if not same_system:
+        levels.append((rows, "on other systems"))
     for chosen, where in levels:
         if chosen:
             return float(np.mean([r.accept_len for r in chosen])), len(chosen), where
