@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -434,7 +435,8 @@ def test_a_tracked_default_that_moved_is_two_rows_not_a_change(monkeypatch):
     def r(block, median):
         return {"hardware": "rtx-5090", "gpus": 1, "engine": "llama.cpp", "method": "mtp",
                 "block": block, "budget": block, "verify_tokens": block + 1,
-                "context_tokens": 0.0, "accept": "4", "median": median, "lo90": median - 5,
+                "context_tokens": 0.0, "accept": "4", "accept_kind": "given",
+                "median": median, "lo90": median - 5,
                 "hi90": median + 5}
 
     from ddtree_bayes.engine.testing import point_mass_draws
@@ -754,3 +756,42 @@ def test_the_acceptance_prior_note_names_its_engines_when_engines_differ():
     assert accept_notes([{"engine": "sglang", **prior}, {"engine": "native", **prior}]) == [
         "acceptance not given: drawn from the acceptance prior in the priors file (pass "
         "--accept to fix it)."]
+
+
+def test_a_tracked_query_whose_acceptance_source_changed_is_one_row(tmp_path):
+    """`track add` (no flags) asks b300 ddtree 16/32 without --accept: the priors entry
+    (TruncNormal(10, 2.5)) under a fit of the bundled b300 rows. A fit with that configuration
+    measured at 13.1 answers it from the measured mean: update and diff keyed the rows by
+    their label, acceptance label included, so each engine's question was two rows, "->  -
+    (after: not predicted)" and "- -> ... (new)". They are keyed by what was asked (engine,
+    and the acceptance as given, 'default' here): one row per engine, saying the acceptance's
+    source changed."""
+    from test_cli_support import FIT_ID, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, _, err = run_cli(work, "track", "add")
+    assert code == 0, err
+    data = work / "data" / "measurements.csv"
+    with data.open("a") as fh:
+        fh.write("kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,test,\n")
+    later = "20260102T000000Z-pointms2"
+    write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv", fit_id=later)
+    code, out, err = run_cli(work, "diff", FIT_ID, later, "--format", "json")
+    assert code == 0, err
+    prior = "prior truncnormal(mu=10, sigma=2.5, lower=1, upper=16)"
+    rows = [(c["name"], c["label"], c["accept_asked"], c["accept_before"], c["accept_after"],
+             c["before"] is not None, c["after"] is not None)
+            for c in json.loads(out)["tracked"] if c["name"] != "default"]
+    assert rows == [
+        ("b300-sglang+native-ddtree", f"b300 x8 {e} ddtree b16/B32 accept 13.1 measured (1 row)",
+         "default", prior, "13.1 measured (1 row)", True, True) for e in ("sglang", "native")]
+    code, out, err = run_cli(work, "diff", FIT_ID, later)
+    assert code == 0, err
+    # the point masses: a 20 ms step (accept 14: sglang 700 tok/s), so 13.1 / 20 ms = 655;
+    # native 778 at 14, so 778 x 13.1 / 14 = 728
+    lines = [ln.strip() for ln in out.splitlines() if "b300-sglang+native-ddtree:" in ln]
+    assert [re.sub(r"90% \d+-\d+ ->|median \d+ ->", "<prior> ->", ln) for ln in lines] == [
+        f"b300-sglang+native-ddtree: b300 x8 {e} ddtree b16/B32 accept 13.1 measured (1 row): "
+        f"<prior> -> {m}-{m} tok/s (<prior> -> {m}, width -100%; acceptance was {prior})"
+        for e, m in (("sglang", 655), ("native", 728))], lines

@@ -336,15 +336,27 @@ def _interval(r: dict) -> dict:
     return {"median": r["median"], "lo90": r["lo90"], "hi90": r["hi90"]}
 
 
+def asked_accept(r: dict) -> str:
+    """The acceptance a predict row was asked at: the value or range given (``14``,
+    ``U(12,16)``; ``1`` for ar), or ``default`` when none was (the row's ``accept`` then says
+    where it came from, which another fit may answer from elsewhere: a measured mean, the
+    prior)."""
+    return r["accept"] if r["accept_kind"] in ("given", "uniform") else "default"
+
+
 def compare_queries(before, after, tracked: list[Tracked], seed: int,
                     workdir: Path | None = None, warnings: list[str] | None = None
                     ) -> list[dict]:
     """Each tracked query under two fits (``before`` may be None), same seed for both.
 
-    One dict per (query, engine, acceptance) row: ``name``, ``label``, ``before`` and
-    ``after`` (median, lo90, hi90 or None) and ``before_error`` / ``after_error`` when a fit
-    cannot answer the query (e.g. an unmeasured system, or a fit that failed its convergence
-    gates: predict refuses it, so its interval is no answer). ``warnings``, when given, gets
+    One dict per (query, engine, acceptance asked) row: ``name``, ``label`` (the row's label
+    under the later fit that answers it), ``accept_asked`` (:func:`asked_accept`),
+    ``accept_before`` / ``accept_after`` (where each fit took the acceptance: without
+    ``--accept`` one fit may answer from the prior, the next from a measured mean, and it is
+    still the same question), ``before`` and ``after`` (median, lo90, hi90 or None) and
+    ``before_error`` / ``after_error`` when a fit cannot answer the query (e.g. an unmeasured
+    system, or a fit that failed its convergence gates: predict refuses it, so its interval is
+    no answer). ``warnings``, when given, gets
     what ``predict`` warns of for each query's flags (once each, the query named): an engine
     never measured is answered from the pooled population, as predict answers it, not
     without a word.
@@ -359,7 +371,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     out: list[dict[str, Any]] = []
     for t in tracked:
         with_model = bool(t.query.get("model")) or not one_model
-        results: dict[str, dict[str, dict]] = {}
+        results: dict[str, dict[str, dict[str, Any]]] = {}
         errors: dict[str, str | None] = {}
         for which, draws in (("before", before), ("after", after)):
             results[which], errors[which] = {}, None
@@ -374,8 +386,12 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                 for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin,
                                     warnings=warned):
                     # keyed by the whole configuration: a fit's own default question can move
-                    # (a larger configuration measured), and then it is another row, not a change
-                    results[which][row_label(r, with_model)] = _interval(r)
+                    # (a larger configuration measured), and then it is another row, not a
+                    # change; and by the acceptance as asked, not where a fit took it from
+                    asked = asked_accept(r)
+                    results[which][row_label({**r, "accept": asked}, with_model)] = {
+                        "label": row_label(r, with_model), "asked": asked,
+                        "accept": r["accept"], "interval": _interval(r)}
             except QueryError as err:
                 errors[which] = without_fix(err)
             if warnings is not None:
@@ -385,13 +401,18 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                         warnings.append(text)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
         if not keys:
-            out.append({"name": t.name, "label": query_name(t.query), "before": None,
+            out.append({"name": t.name, "label": query_name(t.query),
+                        "accept_asked": t.query.get("accept") or "default",
+                        "accept_before": None, "accept_after": None, "before": None,
                         "after": None, "before_error": errors["before"],
                         "after_error": errors["after"]})
         for key in keys:
-            out.append({"name": t.name, "label": key,
-                        "before": results["before"].get(key),
-                        "after": results["after"].get(key),
+            b, a = results["before"].get(key), results["after"].get(key)
+            either = a or b or {}
+            out.append({"name": t.name, "label": either["label"],
+                        "accept_asked": either["asked"],
+                        "accept_before": b and b["accept"], "accept_after": a and a["accept"],
+                        "before": b and b["interval"], "after": a and a["interval"],
                         "before_error": errors["before"], "after_error": errors["after"]})
     return out
 
@@ -407,7 +428,9 @@ def format_change(c: dict) -> str:
     if b and a:
         wb, wa = b["hi90"] - b["lo90"], a["hi90"] - a["lo90"]
         width = f"{round((wa / wb - 1) * 100):+d}%" if wb > 0 else "n/a"
-        text += f" (median {b['median']:.0f} -> {a['median']:.0f}, width {width})"
+        was = c.get("accept_before")
+        changed = f"; acceptance was {was}" if was and was != c.get("accept_after") else ""
+        text += f" (median {b['median']:.0f} -> {a['median']:.0f}, width {width}{changed})"
     elif a and not b:
         text += f" (median {a['median']:.0f}; " + (
             f"before: {c['before_error']})" if c.get("before_error") else "new)")
