@@ -1088,3 +1088,25 @@ def test_cli_fit_warns_of_an_engine_one_edit_from_another_before_sampling(cli_di
     assert err.splitlines()[0] == (
         f"ddtree-bayes: warning: {bad}, row 3: engine 'sglnag' is one edit from 'sglang' "
         "(1 row): did you mean 'sglang'? (as written it is fitted as another engine)")
+
+
+def test_a_dflash_chain_verifying_another_count_than_its_block_is_refused(tmp_path, hw):
+    """DFlash (tree = false, depth = "block - 1") with block 16 and no budget drafts a chain
+    of 15 tokens after its anchor and verifies 16; `dflash,16,,17` (the old block + 1 way of
+    writing it) and `dflash,16,,12` were read as configurations of their own. Refused, as
+    `eagle3,3,,2` is, naming verify_tokens and the count; `dflash,16,,16` (and blank) is read
+    as the chain of 15."""
+    for methods in (None, load_priors(PRIORS).methods):
+        for wrong in ("17", "12"):
+            path = write(tmp_path, edited(r3={"method": "dflash", "block": "16", "budget": "",
+                                              "verify_tokens": wrong, "accept_len": "5"}))
+            expect_error(path, hw, 3, "verify_tokens", "dflash with block 16 and no budget is "
+                         "a chain of 15 draft tokens (block 16 less its anchor), verified as 16 "
+                         f"tokens per step, not {wrong} (fix: set verify_tokens to 16 (or "
+                         "blank), or the method that verifies a tree)", methods=methods)
+    for right in ("16", ""):
+        rows = load_measurements(write(tmp_path, edited(r3={
+            "method": "dflash", "block": "16", "budget": "", "verify_tokens": right,
+            "accept_len": "5"})), hw).rows
+        assert (rows[1].method, rows[1].block, rows[1].budget, rows[1].verify_tokens) == (
+            "dflash", 16, 15, 16)

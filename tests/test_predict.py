@@ -468,6 +468,34 @@ def test_a_chain_asked_with_or_without_its_budget_is_one_configuration(tmp_path)
     assert P.is_itself(sc, rows[0]) and P.is_itself(sc, rows[1])
 
 
+def test_a_dflash_chain_verifying_another_count_than_its_block_is_refused(tmp_path):
+    """`predict --method dflash --block 16 --verify-tokens 17` (or 12) answered, and `add` of
+    it wrote `dflash,16,,17`: a DFlash chain of block 16 drafts 15 tokens after its anchor and
+    verifies 16 (depth = "block - 1", tree = false), nothing else. Refused like eagle3's
+    `--block 3 --verify-tokens 2`, naming the count; `add` writes nothing."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    before = data.read_bytes()
+    for wrong in ("17", "12"):
+        flags = ("--hardware", "b300", "--engine", "sglang", "--method", "dflash", "--block",
+                 "16", "--verify-tokens", wrong)
+        code, out, err = run_cli(work, "predict", *flags, "--accept", "5")
+        assert (code, out) == (2, ""), (code, out, err)
+        assert err == ("ddtree-bayes: error: dflash with block 16 and no budget is a chain of "
+                       "15 draft tokens (block 16 less its anchor), verified as 16 tokens per "
+                       f"step, not {wrong} (fix: drop --verify-tokens (a chain of --block 16 "
+                       "verifies 16), or give a --method that verifies a tree)\n")
+        code, out, err = run_cli(work, "add", *flags, "--accept", "5", "--tok-s", "400",
+                                 "--source", "test")
+        assert (code, out) == (2, "") and data.read_bytes() == before
+        assert ("column 'verify_tokens': dflash with block 16 and no budget is a chain of 15 "
+                f"draft tokens (block 16 less its anchor), verified as 16 tokens per step, not "
+                f"{wrong}") in err, err
+        assert err.count("\n") == 1, err
+
+
 def test_a_chain_shape_with_a_blank_budget_is_refused_like_an_explicit_one(tmp_path):
     """`--method eagle3 --block 3 --verify-tokens 2` was answered (a chain of 3 head passes
     verifies 4 tokens); with `--budget 3` it was refused. Both are refused now; `add` of the

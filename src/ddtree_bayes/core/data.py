@@ -29,6 +29,7 @@ from ddtree_bayes.core.methods import (
     always_tree,
     chain_depth,
     max_accept,
+    never_tree,
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
@@ -351,8 +352,9 @@ rows verify 1 token, got 2 (fix: set verify_tokens to 1 or fix the method)
             "or the method that verifies a tree" if column != "verify_tokens" else
             f"set verify_tokens to {(shaped or 0) + 1} (or blank), or fix the budget"
             if budget is not None else
-            f"set verify_tokens to {(shaped or 0) + 1} (or blank), or give the budget of the "
-            "tree it verifies"))
+            f"set verify_tokens to {(shaped or 0) + 1} (or blank), "
+            + ("or the method that verifies a tree" if never_tree(method, methods) else
+               "or give the budget of the tree it verifies")))
     return shaped
 
 

@@ -148,6 +148,18 @@ def always_tree(method: str, methods: Mapping[str, MethodSpec] | None = None) ->
     return spec is not None and spec.tree is True
 
 
+def never_tree(method: str, methods: Mapping[str, MethodSpec] | None = None) -> bool:
+    """Does ``method`` only ever verify a chain (``tree = false`` in the methods table:
+    DFlash, PARD), so that no budget or verify count but its chain's is a configuration of it
+    (a refusal's fix then names a tree method, not a tree's budget)?
+
+    >>> never_tree("dflash"), never_tree("eagle3"), never_tree("ddtree"), never_tree("new")
+    (True, False, False, False)
+    """
+    spec = method_spec(method, methods)
+    return spec is not None and spec.tree is False
+
+
 def method_spec(method: str, methods: Mapping[str, MethodSpec] | None = None
                 ) -> MethodSpec | None:
     """How ``method`` drafts: its entry in ``methods`` (the priors' table), else in the bundled
@@ -233,12 +245,15 @@ def shaped_budget(method: str, block: int | None, budget: int | None,
     verifies a tree (``tree = true``: DDTree, Medusa, EAGLE-2) given verify tokens M and no
     budget verifies M - 1 tree nodes (left blank, its tree was priced at 0 nodes); a chain
     (``tree = false``: DFlash, PARD) drafts at most its block, so a budget above the block is
-    no configuration of it. A chain given its block k and no budget verifying k + 1 tokens has
-    budget k: a chain's budget is its depth, so ``eagle3,3,`` and ``eagle3,3,3`` are one
-    configuration (one row key, one anchor, one question), whichever way it was written; so
-    a sequential drafter's (``passes = "block"``, not always a tree: EAGLE-3, MTP) block k with
-    no budget verifying fewer than k + 1 tokens is no configuration (``eagle3,3,,2``, as
-    ``eagle3,3,3,2`` is not: the verify tokens are at fault, the budget it implies is k).
+    no configuration of it. A chain given its block and no budget verifying its depth d + 1
+    tokens (:func:`chain_depth`: the block, or block - 1 after DFlash's anchor) has budget d: a
+    chain's budget is its depth, so ``eagle3,3,`` and ``eagle3,3,3`` are one configuration
+    (one row key, one anchor, one question), whichever way it was written. So, one rule, a
+    block with no budget verifying another count than d + 1 is no configuration when the
+    method is a chain (``tree = false``: ``dflash,16,,17``, the old block + 1 way, verifies
+    16), nor fewer than d + 1 for a sequential drafter (``passes = "block"``, not always a tree:
+    EAGLE-3, MTP; ``eagle3,3,,2``, as ``eagle3,3,3,2`` is not): the verify tokens are at fault,
+    the budget it implies is d.
     Every reader of a configuration (data rows, questions, tracked queries) asks this one
     function.
 
@@ -258,6 +273,9 @@ budget of 8', 'budget')
     >>> shaped_budget("eagle3", 3, None, 2, table)
     (3, 'eagle3 with block 3 and no budget is a chain of 3 draft tokens, verified as 4 tokens \
 per step, not 2', 'verify_tokens')
+    >>> shaped_budget("dflash", 16, None, 17, table)
+    (15, 'dflash with block 16 and no budget is a chain of 15 draft tokens (block 16 less its \
+anchor), verified as 16 tokens per step, not 17', 'verify_tokens')
     """
     if method == AR_METHOD:
         return budget, None, None
@@ -271,15 +289,18 @@ per step, not 2', 'verify_tokens')
         return depth, None, None   # a chain of its depth (a method in no table: a chain)
     if spec is None:
         return budget, None, None
-    if (budget is None and block is not None and verify_tokens is not None
-            and verify_tokens < block + 1 and spec.passes == "block" and spec.tree is not True):
-        return block, (f"{method} with block {block} and no budget is a chain of {block} draft "
-                       f"tokens, verified as {block + 1} tokens per step, not {verify_tokens}"
-                       ), "verify_tokens"
+    anchor = "" if depth == block else " less its anchor"
+    if (budget is None and depth is not None and verify_tokens is not None
+            and (verify_tokens != depth + 1 if spec.tree is False else
+                 verify_tokens < depth + 1 and spec.passes == "block" and spec.tree is not True)):
+        # (a chain verifies its depth + 1 tokens; a sequential drafter that may build a tree,
+        # at least that many)
+        return depth, (f"{method} with block {block} and no budget is a chain of {depth} draft "
+                       f"tokens{f' (block {block}{anchor})' if anchor else ''}, verified as "
+                       f"{depth + 1} tokens per step, not {verify_tokens}"), "verify_tokens"
     if spec.tree is False and budget is not None and depth is not None and budget > depth:
         return budget, (f"{method} drafts a chain of at most {depth} tokens per step (block "
-                        f"{block}{' less its anchor' if depth != block else ''}), not a budget "
-                        f"of {budget}"), "budget"
+                        f"{block}{anchor}), not a budget of {budget}"), "budget"
     if spec.tree is True and budget is None and verify_tokens is not None and verify_tokens > 1:
         return verify_tokens - 1, None, None
     return budget, None, None

@@ -32,6 +32,7 @@ from ddtree_bayes.core.methods import (
     always_tree,
     chain_depth,
     max_accept,
+    never_tree,
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import pair_label, split_label
@@ -718,8 +719,9 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
             "that verifies a tree" if column != "verify_tokens" else
             "drop --verify-tokens (it follows from --budget), or give the budget the "
             "configuration has" if budget is not None else
-            f"drop --verify-tokens (a chain of --block {block} verifies {(block or 0) + 1}), or "
-            "give the --budget of the tree it verifies"))
+            f"drop --verify-tokens (a chain of --block {block} verifies {(shaped or 0) + 1}), "
+            + ("or give a --method that verifies a tree" if never_tree(method, methods) else
+               "or give the --budget of the tree it verifies")))
     return shaped
 
 
