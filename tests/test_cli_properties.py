@@ -15,6 +15,7 @@ derandomized examples per command; ``pytest -m slow`` runs the long profile.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -438,3 +439,34 @@ def test_accept_help_says_where_the_default_acceptance_comes_from(tmp_path):
                 "the fit inferred for it (rows without accept_len); else the priors file's "
                 "[[acceptance]] entry for it; else the mean accept_len measured of it on any "
                 "system; the row's accept says which") in text, command
+
+
+def test_prose_and_help_give_the_dflash_and_ddtree_bound_of_block(tmp_path):
+    """DFlash's and DDTree's block starts with the anchor (depth = "block - 1"): a step emits
+    at most block tokens and a DFlash chain verifies its block. ask.md still said a DDTree of
+    block 16 "emits at most 17 tokens per step (16 accepted plus the bonus token)", own-data.md
+    "block + 1 for DDTree", `add --verify-tokens` "chain block+1" and json-output.md's prior
+    "upper": 17 (the bundled prior's upper is 16, never above accept_max)."""
+    from ddtree_bayes.core.methods import max_accept
+
+    assert max_accept("ddtree", 16, 32).tokens == 16 == max_accept("dflash", 16, None).tokens
+    docs = REPO / "docs"
+
+    def prose(name: str) -> str:   # (without the generated examples)
+        text = re.sub(r"<!-- example: .*?<!-- /example -->", "",
+                      (docs / name).read_text(encoding="utf-8"), flags=re.S)
+        return " ".join(text.split())
+
+    ask, own, js = prose("howto/ask.md"), prose("howto/own-data.md"), prose("json-output.md")
+    assert "17 tokens" not in ask and "block + 1 for DDTree" not in own and "17" not in js[
+        js.index("Without `--accept` the row's `accept` is `null`"):][:400]
+    assert ("a DDTree tree with block 16 emits at most 16 tokens per step (15 drafted after "
+            "the block's anchor plus the bonus token)") in ask
+    assert "(block for DFlash and DDTree, whose block starts with the anchor" in own
+    assert '"upper": 16}, "label": "prior truncnormal(mu=10, sigma=2.5, lower=1, upper=16)"}' in js
+    code, out, err = run_cli(tmp_path, "add", "--help")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "chain block+1" not in text
+    assert ("tokens verified per step (default: derived: ar 1, tree budget+1, chain depth+1: "
+            "block for DFlash, whose block starts with the anchor, else block+1)") in text

@@ -224,7 +224,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--budget", help="tree node budget")
     a.add_argument("--verify-tokens",
                    help="tokens verified per step (default: derived: ar 1, tree budget+1, "
-                        "chain block+1)")
+                        "chain depth+1: block for DFlash, whose block starts with the anchor, "
+                        "else block+1)")
     a.add_argument("--accept",
                    help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
                         "column (required; 1 for ar; with --from-bench only when the file has "
