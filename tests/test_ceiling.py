@@ -49,9 +49,10 @@ def test_a_serving_walkthroughs_question_is_capped_at_the_read():
     assert capped == [
         f"at C = 16 and context 131072 on h100 x1, {share} of the draws are capped at 36 "
         "steps/s (tok/s per user at one token per step): a step reads the weights (16.1 GB) "
-        "and the streams' KV caches (77.3 GB at 4.5 bits per value: the smallest cache an "
-        "engine keeps, llama.cpp's q4_0) at 3.35 TB/s, at least 27.9 ms; the model's context "
-        "term (C ** ctx_batch_exponent) would read them faster"]
+        "and the streams' KV caches (77.3 GB: 0.28 of the card's bytes per token, a 4.5-bit "
+        "cache of a bf16 card, llama.cpp's q4_0, the smallest an engine keeps) at 3.35 TB/s, "
+        "at least 27.9 ms; the model's context term (C ** ctx_batch_exponent) would read them "
+        "faster"]
 
 
 def test_the_cap_comes_after_the_noise():

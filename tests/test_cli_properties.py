@@ -434,8 +434,8 @@ def test_accept_help_says_where_the_default_acceptance_comes_from(tmp_path):
         assert code == 0 and err == "", err
         text = " ".join(out.split())
         assert ("Default: 1 for ar; else the mean accept_len measured of the configuration on "
-                "the same system (this engine's rows if any, else the other engines': every "
-                "engine of a question takes the same); else the posterior of the acceptance "
+                "the same system (this engine's rows if any, else the other engines': an "
+                "engine without rows there takes theirs); else the posterior of the acceptance "
                 "the fit inferred for it (rows without accept_len); else the priors file's "
                 "[[acceptance]] entry for it; else the mean accept_len measured of it on any "
                 "system; the row's accept says which") in text, command

@@ -1103,7 +1103,8 @@ def test_a_dflash_chain_verifying_another_count_than_its_block_is_refused(tmp_pa
             expect_error(path, hw, 3, "verify_tokens", "dflash with block 16 and no budget is "
                          "a chain of 15 draft tokens (block 16 less its anchor), verified as 16 "
                          f"tokens per step, not {wrong} (fix: set verify_tokens to 16 (or "
-                         "blank), or the method that verifies a tree)", methods=methods)
+                         "blank), give the budget of a shorter chain, or a method that verifies "
+                         "a tree)", methods=methods)
     for right in ("16", ""):
         rows = load_measurements(write(tmp_path, edited(r3={
             "method": "dflash", "block": "16", "budget": "", "verify_tokens": right,

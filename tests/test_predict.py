@@ -486,7 +486,8 @@ def test_a_dflash_chain_verifying_another_count_than_its_block_is_refused(tmp_pa
         assert err == ("ddtree-bayes: error: dflash with block 16 and no budget is a chain of "
                        "15 draft tokens (block 16 less its anchor), verified as 16 tokens per "
                        f"step, not {wrong} (fix: drop --verify-tokens (a chain of --block 16 "
-                       "verifies 16), or give a --method that verifies a tree)\n")
+                       "verifies 16), give --budget N for a shorter chain (verifying N + 1), "
+                       "or a --method that verifies a tree)\n")
         code, out, err = run_cli(work, "add", *flags, "--accept", "5", "--tok-s", "400",
                                  "--source", "test")
         assert (code, out) == (2, "") and data.read_bytes() == before

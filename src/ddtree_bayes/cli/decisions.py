@@ -343,7 +343,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--query", default="",
                    help="predict flags for ONE engine: --model --hardware --gpus --engine "
                         "--method --block --budget --verify-tokens --context --accept (a value, or lo:hi "
-                        "for Uniform(lo, hi); default: the acceptance prior). Default: the "
+                        "for Uniform(lo, hi); default: as predict's --accept says). Default: the "
                         "default scenario in sglang (for a fit that never measured b300: its "
                         "most-measured system, in its engine); flags not given come from it "
                         "as they do for predict (--hardware h100 --gpus 8: its method, block "

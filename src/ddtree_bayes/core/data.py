@@ -353,8 +353,8 @@ rows verify 1 token, got 2 (fix: set verify_tokens to 1 or fix the method)
             f"set verify_tokens to {(shaped or 0) + 1} (or blank), or fix the budget"
             if budget is not None else
             f"set verify_tokens to {(shaped or 0) + 1} (or blank), "
-            + ("or the method that verifies a tree" if never_tree(method, methods) else
-               "or give the budget of the tree it verifies")))
+            + ("give the budget of a shorter chain, or a method that verifies a tree"
+               if never_tree(method, methods) else "or give the budget of the tree it verifies")))
     return shaped
 
 

@@ -56,8 +56,8 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
 #: Where a question without --accept takes its acceptance, in order (engine/question.py
 #: ``accept_sources`` is the one place that follows it; docs/howto/ask.md says the same).
 ACCEPT_ORDER = ("1 for ar; else the mean accept_len measured of the configuration on the same "
-                "system (this engine's rows if any, else the other engines': every engine of a "
-                "question takes the same); else the posterior of the acceptance the fit "
+                "system (this engine's rows if any, else the other engines': an engine "
+                "without rows there takes theirs); else the posterior of the acceptance the fit "
                 "inferred for it (rows without accept_len); else the priors file's "
                 "[[acceptance]] entry for it; else the mean accept_len measured of it on any "
                 "system")

@@ -127,8 +127,9 @@ def ceiling_warnings(rows: list[dict]) -> list[str]:
     >>> print(ceiling_warnings([row, {**row, "read_ceiling": {**cap, "capped_share": 0.3}}])[0])
     at C = 8 and context 32768 on h100 x1, 30% of the draws are capped at 130 steps/s (tok/s \
 per user at one token per step): a step reads the weights (16.1 GB) and the streams' KV caches \
-(9.7 GB at 4.5 bits per value: the smallest cache an engine keeps, llama.cpp's q4_0) at 3.35 \
-TB/s, at least 7.68 ms; the model's context term (C ** ctx_batch_exponent) would read them faster
+(9.7 GB: 0.28 of the card's bytes per token, a 4.5-bit cache of a bf16 card, llama.cpp's q4_0, \
+the smallest an engine keeps) at 3.35 TB/s, at least 7.68 ms; the model's context term (C ** \
+ctx_batch_exponent) would read them faster
     >>> print(ceiling_warnings([{**row, "context_tokens": 0.0, "concurrency": 1, "read_ceiling":
     ...     {**cap, "kv_gb": 0.0, "capped_share": 0.02}}])[0].split("): ")[1])
     a step reads the weights (16.1 GB) at 3.35 TB/s, at least 7.68 ms; the answer's run-to-run \
@@ -147,8 +148,9 @@ noise reaches below that read
         read = [f"the weights ({cap['weights_gb']:.1f} GB)" if cap["weights_gb"] else
                 "no weights (the fit's step there is shorter than the card's read)"]
         if cap["kv_gb"]:
-            read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB at 4.5 bits per value: "
-                        "the smallest cache an engine keeps, llama.cpp's q4_0)")
+            read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB: 0.28 of the card's "
+                        "bytes per token, a 4.5-bit cache of a bf16 card, llama.cpp's q4_0, the "
+                        "smallest an engine keeps)")
         why = ("the model's context term (C ** ctx_batch_exponent) would read them faster"
                if cap["kv_gb"] else "the answer's run-to-run noise reaches below that read")
         out.append(f"at C = {c} and context {plain_text(float(context))} on {hardware} x{gpus}, "

@@ -720,7 +720,8 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
             "drop --verify-tokens (it follows from --budget), or give the budget the "
             "configuration has" if budget is not None else
             f"drop --verify-tokens (a chain of --block {block} verifies {(shaped or 0) + 1}), "
-            + ("or give a --method that verifies a tree" if never_tree(method, methods) else
+            + ("give --budget N for a shorter chain (verifying N + 1), or a --method that "
+               "verifies a tree" if never_tree(method, methods) else
                "or give the --budget of the tree it verifies")))
     return shaped
 
