@@ -14,7 +14,14 @@ import sys
 from collections.abc import Callable
 
 from ddtree_bayes.core.config import DEFAULT_SEED, MAX_SEED
-from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY, MAX_GPUS, plain_float
+from ddtree_bayes.core.data import (
+    MAX_BLOCK,
+    MAX_BUDGET,
+    MAX_CONCURRENCY,
+    MAX_GPUS,
+    NAME_RE,
+    plain_float,
+)
 from ddtree_bayes.core.query_flags import ACCEPT_HELP, whole_number
 from ddtree_bayes.core.query_flags import add_scenario_arguments as _core_scenario_arguments
 
@@ -24,7 +31,6 @@ __all__ = ["ACCEPT_HELP", "Parser", "add_format", "add_scenario_arguments",
 #: Bounds of the integer flags: wide enough for any real system, narrow enough that no
 #: arithmetic downstream overflows or divides by zero.
 MAX_DRAWS = 1_000_000
-_NAME = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 _FIT_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
@@ -140,9 +146,9 @@ def name(fix: str, *, several: bool = False) -> Callable[[str], str]:
     def parse(text: str) -> str:
         parts = text.split(",") if several else [text]
         for part in parts:
-            if not _NAME.fullmatch(part):
+            if not NAME_RE.fullmatch(part):
                 hint = f"names are lowercase, e.g. {part.strip().lower()!r}" if (
-                    _NAME.fullmatch(part.strip().lower())) else fix
+                    NAME_RE.fullmatch(part.strip().lower())) else fix
                 raise _bad(part if several else text,
                            "is not a name (lowercase letters, digits and . _ + -)", hint)
         return text

@@ -9,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ddtree_bayes.core.data import NAME_RE
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.workflows.card_files.quant import Scheme, dtype_bytes, weight_bytes
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
@@ -26,7 +27,6 @@ DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
                   "shares_lm_head", "shares_embeddings", "draft_vocab", "bytes_per_weight",
                   "sweeps", "source", "derived", "notes")
-NAME_RE = re.compile(r"[a-z0-9][a-z0-9._+-]*")
 
 
 def sha256_of(path: Path) -> str:
