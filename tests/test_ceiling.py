@@ -170,3 +170,113 @@ def test_nvl72_racks_are_one_node():
     assert node_warning(d, NS(hardware="gb300", gpus=72, measured=False)) is None
     assert "more GPUs than one node holds (72)" in node_warning(
         d, NS(hardware="gb300", gpus=144, measured=False))
+
+
+def test_kv_cache_bf16_reads_the_cards_whole_cache():
+    """predict --kv-cache bf16: Llama-3.1-8B's card is at bf16 (its notes: kv = ... x 2
+    bytes), so the cap reads its whole cache, not 4.5/16 of it: at 128k and C = 16
+    (16.06 GB + 16 x 131072 x 131072 B) / 3.35 TB/s = 86.85 ms, 11.5 steps/s."""
+    d = multi_model_draws()
+    said: list[str] = []
+    (row,) = P.predict(d, context="128k", concurrency=[16], kv_cache="bf16", warnings=said,
+                       **LLAMA)
+    step_ms = (WEIGHTS_GB + 16 * 131072 * KV_B / 1e9) / BW
+    assert step_ms == pytest.approx(86.85, abs=0.01)
+    cap = row["read_ceiling"]
+    assert cap["step_ms"] == pytest.approx(step_ms) and cap["kv_gb"] == pytest.approx(274.88,
+                                                                                     abs=0.01)
+    assert cap["kv_cache"] == "bf16" and cap["kv_card_bits"] == 16
+    assert row["hi90"] == pytest.approx(1000 / step_ms)
+    share = f"{cap['capped_share']:.0%}"
+    assert [w for w in said if "capped" in w] == [
+        f"at C = 16 and context 131072 on h100 x1, {share} of the draws are capped at 12 "
+        "steps/s (tok/s per user at one token per step): a step reads the weights (16.1 GB) "
+        "and the streams' KV caches (274.9 GB at bf16, as --kv-cache says: 16 of the card's "
+        "16 bits per value) at 3.35 TB/s, at least 86.8 ms; the "
+        "model's context term (C ** ctx_batch_exponent) would read them faster"]
+    # and the KV-cache memory check counts the bf16 bytes: 274.9 GB beside 16.06 GB of
+    # weights on one 80 GB H100 does not fit (the default check counts the card's bytes too)
+    assert any("the KV cache needs 274.9 GB" in w and "at bf16, as --kv-cache says" in w
+               for w in said)
+
+
+def test_kv_cache_reads_an_fp8_card_at_its_own_bits():
+    """Kimi K2.6's card is at fp8 (35136 B/token = (512 + 64) x 61 x 1 byte): --kv-cache fp8
+    reads it whole, --kv-cache bf16 twice it, q4_0 4.5/8 of it."""
+    from ddtree_bayes.core.model_cards import stored_card
+
+    d = multi_model_draws()
+    card = stored_card(d.meta["model"], "kimi-k2.6")
+    assert card.kv_cache_bits == 8
+    sc = P.resolve_scenario(d, hardware="b300", gpus=8, engine="sglang", method="ar",
+                            block=None, budget=None, verify_tokens=None,
+                            context_tokens=131072.0, model="kimi-k2.6", concurrency=64)
+    full = 64 * 131072 * 35136 / 1e9
+    for dtype, share in (("fp8", 1.0), ("bf16", 2.0), ("q4_0", 4.5 / 8), (None, 4.5 / 16)):
+        c = read_ceiling(d, dataclasses.replace(sc, kv_cache=dtype))
+        assert c.kv_gb == pytest.approx(full * share), dtype
+
+
+def test_an_unknown_kv_cache_dtype_is_one_line():
+    from ddtree_bayes.core.errors import QueryError
+
+    with pytest.raises(QueryError, match=r"kv_cache 'int4' is not a KV-cache dtype .*fix: give "
+                                         r"one of bf16, fp16, fp8, q8_0, q4_0"):
+        P.predict(multi_model_draws(), context="128k", kv_cache="int4", **LLAMA)
+
+
+def _stored_before_kv_bits():
+    """The point-mass fit as a fit stored before cards kept their cache bits."""
+    d = multi_model_draws()
+    model = d.meta["model"]
+    cards = {k: {f: v for f, v in c.items() if f != "kv_cache_bits"}
+             for k, c in model["model_cards"].items()}
+    return dataclasses.replace(d, meta={**d.meta, "model": {**model, "model_cards": cards}},
+                               memo={})
+
+
+def test_a_fit_stored_before_cards_kept_their_cache_bits():
+    """A fit stored before --kv-cache has no kv_cache_bits in its cards: it is no card change
+    (no new warning on every answer), and --kv-cache fp8 reads Kimi K2.6's card at the fp8 the
+    card here says (35136 B/token whole), not as a bf16 card's (half of it)."""
+    from ddtree_bayes.engine.scenario import card_changes
+
+    old = _stored_before_kv_bits()
+    assert "kv_cache_bits" not in old.meta["model"]["model_cards"]["kimi-k2.6"]
+    assert not [w for w in card_changes(old) if "kv_cache_bits" in w]
+    sc = P.resolve_scenario(old, hardware="b300", gpus=8, engine="sglang", method="ar",
+                            block=None, budget=None, verify_tokens=None,
+                            context_tokens=131072.0, model="kimi-k2.6", concurrency=64)
+    c = read_ceiling(old, dataclasses.replace(sc, kv_cache="fp8"))
+    assert c.kv_gb == pytest.approx(64 * 131072 * 35136 / 1e9) and c.kv_card_bits == 8
+
+
+def test_predict_kv_cache_on_the_command_line(tmp_path):
+    """`predict --kv-cache bf16` reaches the JSON's read_ceiling (the dtype and the card's
+    bits beside the by-hand 86.85 ms); without it read_ceiling says null; an unknown dtype
+    is one line naming the allowed ones, exit 2, nothing written."""
+    from importlib.resources import files
+
+    from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", draws=multi_model_draws())
+    q = ["predict", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--gpus", "1",
+         "--engine", "vllm", "--method", "ar", "--accept", "1", "--context", "128k",
+         "--concurrency", "16", "--format", "json"]
+    schema = json.loads(files("ddtree_bayes.schemas").joinpath("predict.schema.json").read_text())
+    code, out, err = run_cli(work, *q, "--kv-cache", "bf16")
+    assert code == 0, err
+    jsonschema.validate(json.loads(out), schema)
+    cap = json.loads(out)["rows"][0]["read_ceiling"]
+    assert cap["step_ms"] == pytest.approx((WEIGHTS_GB + 16 * 131072 * KV_B / 1e9) / BW)
+    assert (cap["kv_cache"], cap["kv_card_bits"]) == ("bf16", 16)
+    assert "274.9 GB at bf16, as --kv-cache says" in err
+    code, out, err = run_cli(work, *q)
+    cap = json.loads(out)["rows"][0]["read_ceiling"]
+    assert code == 0 and cap["kv_cache"] is None
+    assert cap["step_ms"] == pytest.approx(ceiling_ms(131072, 16))
+    before = listing(work)
+    code, out, err = run_cli(work, *q, "--kv-cache", "int4")
+    assert (code, out) == (2, "") and listing(work) == before
+    assert err == ("ddtree-bayes: error: argument --kv-cache: invalid choice: 'int4' (fix: "
+                   "choose from 'bf16', 'fp16', 'fp8', 'q8_0', 'q4_0')\n")

@@ -68,7 +68,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     ``fit`` is a :class:`~ddtree_bayes.engine.posterior.Fit` (from :func:`load`) or None for the
     latest fit; the keyword arguments are ``predict``'s flags (``model``, ``hardware``,
     ``gpus``, ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
-    ``accept``, ``concurrency``: one C or a list, per user with ``total_*`` columns) and
+    ``accept``, ``concurrency``: one C or a list, per user with ``total_*`` columns;
+    ``kv_cache``: the KV cache's dtype, bf16, fp16, fp8, q8_0 or q4_0, as ``--kv-cache``) and
     ``target``, ``prob``, ``seed``: the question is resolved as the CLI
     resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
     non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`; a fit that failed its

@@ -20,7 +20,7 @@ from ddtree_bayes.cli.predict import cmd_predict
 from ddtree_bayes.core import __version__, interrupts
 from ddtree_bayes.core.config import SamplerSettings
 from ddtree_bayes.core.errors import DDTreeBayesError
-from ddtree_bayes.core.query_flags import whole_number
+from ddtree_bayes.core.query_flags import add_kv_cache_argument, whole_number
 
 
 # ---------------------------------------------------------------- parser
@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "you have not measured: its passes cost its roofline times the "
                         "per-pass multiple the engine showed with the measured drafter; give "
                         "--accept (its acceptance is not measured)")
+    add_kv_cache_argument(p)
     p.add_argument("--concurrency", type=A.int_list(1, A.MAX_CONCURRENCY, "give stream counts, e.g. "
                                                     "--concurrency 1,4,8,16"),
                    metavar="C[,C...]",

@@ -16,7 +16,9 @@ roofline streams them; left out where the fit's own M = 1 step of the measured s
 shorter than that read, so the card's bytes per weight are not the deployment's) and the KV
 cache at :data:`KV_SHARE` of the card's bytes per token (a 4.5-bit cache of a bf16 card), one
 read per sequence whatever the tokens it verifies. Every public row runs below it
-(``scripts/ceiling_check.py``).
+(``scripts/ceiling_check.py``). ``predict --kv-cache DTYPE`` says the deployment's cache: the
+cap then reads the card's bytes per token x DTYPE's bits / the card's (bf16's when the card does
+not say its cache dtype).
 """
 
 from __future__ import annotations
@@ -26,8 +28,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddtree_bayes.core.data import plain_text
+from ddtree_bayes.core.model_cards import kv_dtype_text
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read
+from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read, with_kv_bits
 
 #: The share of the KV cache's card bytes the least deployment reads: a 4.5-bit cache (llama.cpp's
 #: ``q4_0``, 32 4-bit values and one fp16 scale per block, the smallest an engine keeps) of a
@@ -47,6 +50,10 @@ class ReadCeiling:
     kv_gb: float             # the C streams' caches, at KV_SHARE of the card's bytes
     bandwidth_tb_s: float
     weights_left_out: bool = False
+    #: ``--kv-cache``: the dtype the caches are read at (None: at KV_SHARE), and the card's
+    #: bits per value it is held against (None: the card does not say; bf16's taken)
+    kv_cache: str | None = None
+    kv_card_bits: float | None = None
 
     @property
     def step_ms(self) -> float:
@@ -80,8 +87,11 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     left_out = step is not None and float(np.median(step)) < f.stream_ms
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
-    ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * KV_SHARE,
-                          bandwidth, left_out)
+    if sc.kv_cache is not None:
+        card = with_kv_bits(draws, card)
+    share = KV_SHARE if sc.kv_cache is None else card.kv_share(sc.kv_cache)
+    ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * share,
+                          bandwidth, left_out, sc.kv_cache, card.kv_cache_bits)
     return ceiling if ceiling.step_ms > 0 else None   # (weights left out, no context: none)
 
 
@@ -113,7 +123,8 @@ def ceiling_row(per_step: np.ndarray, ceiling: ReadCeiling | None) -> dict | Non
         return None
     return {"step_ms": ceiling.step_ms, "steps_per_s": ceiling.rate,
             "weights_gb": ceiling.weights_gb, "kv_gb": ceiling.kv_gb,
-            "bandwidth_tb_s": ceiling.bandwidth_tb_s, "capped_share": share}
+            "bandwidth_tb_s": ceiling.bandwidth_tb_s, "capped_share": share,
+            "kv_cache": ceiling.kv_cache, "kv_card_bits": ceiling.kv_card_bits}
 
 
 def ceiling_warnings(rows: list[dict]) -> list[str]:
@@ -147,7 +158,10 @@ noise reaches below that read
     for (hardware, gpus, context, c), cap in worst.items():
         read = [f"the weights ({cap['weights_gb']:.1f} GB)" if cap["weights_gb"] else
                 "no weights (the fit's step there is shorter than the card's read)"]
-        if cap["kv_gb"]:
+        if cap["kv_gb"] and cap.get("kv_cache"):
+            read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB "
+                        f"{kv_dtype_text(cap['kv_cache'], cap.get('kv_card_bits'))})")
+        elif cap["kv_gb"]:
             read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB: 0.28 of the card's "
                         "bytes per token, a 4.5-bit cache of a bf16 card, llama.cpp's q4_0, the "
                         "smallest an engine keeps)")

@@ -224,8 +224,9 @@ def keyed_rng(seed: int, key: str) -> np.random.Generator:
 
 def scenario_key(sc: Scenario) -> str:
     """What determines a scenario's predictive draws (its acceptance aside): the key of
-    :func:`keyed_rng` for ``predict``. Numbers are keyed as Python's (numpy 2 writes
-    ``np.int64(16)``, which drew other numbers than 16).
+    :func:`keyed_rng` for ``predict``. ``kv_cache`` is not in it: the dtype moves the read
+    cap, not the draws it caps (the same draws, capped at each dtype's read). Numbers are
+    keyed as Python's (numpy 2 writes ``np.int64(16)``, which drew other numbers than 16).
 
     >>> import numpy as np
     >>> from ddtree_bayes.engine.question import Flags, resolve
@@ -530,10 +531,11 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             seed: int = DEFAULT_SEED, workdir: Path | None = None,
             mixture: list[tuple[Fit, float]] | None = None, strict: bool = False,
             concurrency: int | tuple[int, ...] | list[int] | None = None,
-            warnings: list[str] | None = None) -> list[dict]:
+            kv_cache: str | None = None, warnings: list[str] | None = None) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
-    flags (``concurrency``: one C or several; rows then per user with a ``total``),
-    resolved (:func:`ddtree_bayes.engine.question.resolve`) and computed
+    flags (``concurrency``: one C or several; rows then per user with a ``total``;
+    ``kv_cache``: the KV cache's dtype, ``--kv-cache``), resolved
+    (:func:`ddtree_bayes.engine.question.resolve`) and computed
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
     ``warnings`` gets what the CLI prints as warnings (a name never measured nor declared, a
@@ -553,7 +555,7 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
                   context=context, accept=None if accept is None else str(accept),
-                  concurrency=streams_of(concurrency))
+                  concurrency=streams_of(concurrency), kv_cache=kv_cache)
     question = resolve(fit, flags, strict=strict)
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQuestion
@@ -34,6 +34,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec, always_tree
+from ddtree_bayes.core.model_cards import KV_CACHE_BITS
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
@@ -101,6 +102,9 @@ class Flags:
     concurrency: tuple[int, ...] | None = None
     #: predict --drafter: a drafter card's name whose roofline prices the drafter passes
     drafter: str | None = None
+    #: predict --kv-cache: the KV cache's dtype (core/model_cards.py ``KV_CACHE_BITS``), which
+    #: the read cap and the memory check count the cache at
+    kv_cache: str | None = None
 
     def __post_init__(self) -> None:
         """The bounds the CLI's flag types enforce, for every caller (the Python API passed
@@ -125,6 +129,9 @@ class Flags:
                 raise QueryError(f"context {asked!r} is not a token count from 0 to "
                                  f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
                                  fix="give the context length in tokens, e.g. 32768 or '32k'")
+        if self.kv_cache is not None and self.kv_cache not in KV_CACHE_BITS:
+            raise QueryError(f"kv_cache {self.kv_cache!r} is not a KV-cache dtype this "
+                             "knows", fix="give one of " + ", ".join(KV_CACHE_BITS))
         for engine in self.engines or ():   # (the API's engines="sglang," answered for '')
             if not isinstance(engine, str) or not engine.strip():
                 raise QueryError(f"engines holds {engine!r}, which is not an engine name",
@@ -145,7 +152,8 @@ class Flags:
         if isinstance(engines, str):
             engines = tuple(e for e in engines.split(",") if e)
         values = {k: get(k) for k in ("model", "hardware", "gpus", "method", "block", "budget",
-                                      "verify_tokens", "context", "accept", "drafter")}
+                                      "verify_tokens", "context", "accept", "drafter",
+                                      "kv_cache")}
         values["accept"] = None if values["accept"] is None else str(values["accept"])
         values["concurrency"] = streams_of(get("concurrency"))
         return cls(**{**values, "engines": tuple(engines) if engines else None, **overrides})
@@ -492,6 +500,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               engine=engine, method=config["method"], block=config["block"],
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
                               context_tokens=context, model=flags.model)
+        if flags.kv_cache is not None:
+            sc = replace(sc, kv_cache=flags.kv_cache)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance:

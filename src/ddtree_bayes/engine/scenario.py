@@ -165,6 +165,10 @@ class Scenario:
     #: ``predict --drafter``: the card whose roofline prices the drafter passes (None: the
     #: drafter the fit priced for the model and method, core/drafters.py ``drafter_for``)
     drafter: DrafterCard | None = None
+    #: ``predict --kv-cache``: the KV cache's dtype (a key of core/model_cards.py
+    #: ``KV_CACHE_BITS``), which the read cap and the memory check count the cache at (None:
+    #: not given; the cap reads the least a deployment does, the memory check the card's bytes)
+    kv_cache: str | None = None
 
     @property
     def limit(self) -> AcceptLimit:
@@ -301,7 +305,10 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
     # GPTQ card re-added with its checkpoint's bytes was still refused as not fitting)
     for name, card in sorted(stored.items()):
         here = dataclasses.asdict(now[name]) if name in now and name not in changed else {}
-        fields = [k for k in NOT_MODELLED if here.get(k) is not None and here[k] != card.get(k)]
+        # (a field the stored card predates, kv_cache_bits of a fit before --kv-cache, is
+        # not a change: every answer without the flag is the same)
+        fields = [k for k in NOT_MODELLED if here.get(k) is not None and here[k] != card.get(k)
+                  and (k in card or k != "kv_cache_bits")]
         if fields:
             out.append(f"the model card of {name} here differs from fit {fit_id}'s in "
                        f"{', '.join(fields)}: its KV-cache and weights-fit checks use the "
@@ -651,8 +658,9 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     card's ``kv_bytes_per_token`` x context x C) exceeds the GPUs' memory left after the
     weights: an engine would run fewer streams at once (or refuse the context), so the answer
     is for a deployment that cannot run as asked. A warning, not a refusal: the card's cache
-    dtype may not be the engine's (an fp8 cache holds half a bf16 one). None when it fits, or
-    when the card, the hardware table or the context cannot tell.
+    dtype may not be the engine's (an fp8 cache holds half a bf16 one); ``predict --kv-cache``
+    (``sc.kv_cache``) says it, and the cache is counted at its bits over the card's. None when
+    it fits, or when the card, the hardware table or the context cannot tell.
 
     >>> from types import SimpleNamespace as NS
     >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "params_active_b": 32.0,
@@ -670,7 +678,7 @@ is for a step that cannot run
 card's kv_bytes_per_token) but 8 x rtx-pro-6000 have 255.0 GB left after the weights (513.0 GB): \
 an engine would run fewer streams at once; the answer is for 64 streams decoded together
     """
-    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.model_cards import kv_dtype_text, stored_card
 
     card = stored_card(draws.meta.get("model", {}), sc.model)
     memory = memory_gb(draws, sc.hardware)
@@ -679,6 +687,10 @@ an engine would run fewer streams at once; the answer is for 64 streams decoded 
     need = card.kv_cache_gb(sc.context_tokens, concurrency)
     if need is None:
         return None
+    dtype = getattr(sc, "kv_cache", None)
+    if dtype is not None:
+        card = with_kv_bits(draws, card)
+        need *= card.kv_share(dtype)
     weights = card.weights_gb
     left = memory * sc.gpus - weights
     if need <= left:
@@ -688,9 +700,13 @@ an engine would run fewer streams at once; the answer is for 64 streams decoded 
             "streams decoded together" if concurrency > 1 else
             "no engine can hold this context on these GPUs (a cache of half the card's bytes "
             f"per token, fp8 for bf16, would need {half} GB); the answer is for a step "
-            "that cannot run")
+            "that cannot run" if dtype is None else
+            f"no engine can hold this context on these GPUs at {dtype}; the answer is for a "
+            "step that cannot run")
+    how = card.kv_bytes_how + ("" if dtype is None else
+                               ", " + kv_dtype_text(dtype, card.kv_cache_bits))
     return (f"at C = {concurrency} and context {plain_text(sc.context_tokens)} the KV cache needs "
-            f"{needs} GB ({card.kv_bytes_how}) but {sc.gpus} x {sc.hardware} have "
+            f"{needs} GB ({how}) but {sc.gpus} x {sc.hardware} have "
             f"{has} GB left after the weights ({weighs} GB): {what}")
 
 
@@ -763,6 +779,31 @@ def context_above_max(card, context_tokens: float) -> str | None:
     return (f"context {context_tokens:.0f} is above {card.model}'s longest, "
             f"{card.max_context_tokens} tokens (max_position_embeddings, its card): the model "
             "takes no such context unless its RoPE is scaled further")
+
+
+def with_kv_bits(draws: Fit, card):
+    """``card`` with the bits per value of its ``kv_bytes_per_token``: a card a fit stored
+    before cards kept them (``kv_cache_bits`` None) takes those of the card of its name here
+    (data/models.csv, else the bundled one) when that card caches the same bytes per token
+    (Kimi K2.6's fp8 cache read as bf16 would halve its bytes at ``--kv-cache fp8``)."""
+    import dataclasses as dc
+
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import data_file
+
+    if card.kv_cache_bits is not None:
+        return card
+    memo = draws.memo
+    if "cards_here" not in memo:
+        try:
+            memo["cards_here"] = load_model_cards(data_file("models.csv"))
+        except InputError:   # (card_changes names the problem)
+            memo["cards_here"] = {}
+    here = memo["cards_here"].get(card.model)
+    if here is None or here.kv_bytes_per_token != card.kv_bytes_per_token:
+        return card
+    return dc.replace(card, kv_cache_bits=here.kv_cache_bits)
 
 
 def weights_read(draws: Fit, sc: Scenario):
