@@ -173,9 +173,9 @@ def test_nvl72_racks_are_one_node():
 
 
 def test_kv_cache_bf16_reads_the_cards_whole_cache():
-    """predict --kv-cache bf16: Llama-3.1-8B's card is at bf16 (its notes: kv = ... x 2
-    bytes), so the cap reads its whole cache, not 4.5/16 of it: at 128k and C = 16
-    (16.06 GB + 16 x 131072 x 131072 B) / 3.35 TB/s = 86.85 ms, 11.5 steps/s."""
+    """predict --kv-cache bf16: Llama-3.1-8B's card is at bf16 (its kv_cache_bits: 16), so
+    the cap reads its whole cache, not 4.5/16 of it: at 128k and C = 16 (16.06 GB + 16 x
+    131072 x 131072 B) / 3.35 TB/s = 86.85 ms, 11.5 steps/s."""
     d = multi_model_draws()
     said: list[str] = []
     (row,) = P.predict(d, context="128k", concurrency=[16], kv_cache="bf16", warnings=said,

@@ -9,7 +9,6 @@ numpy and the standard library only; every error names the file, row and column.
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,29 +47,8 @@ NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight", "kv_window_bytes_
 #: Bits per cached value of the KV-cache dtypes ``predict --kv-cache`` takes (llama.cpp's
 #: ``q8_0`` and ``q4_0``: blocks of 32 values with one fp16 scale, 8.5 and 4.5 bits).
 KV_CACHE_BITS = {"bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "q8_0": 8.5, "q4_0": 4.5}
-#: The bits a card's ``kv_bytes_per_token`` is taken at when its notes do not say (bf16).
+#: The bits a card's ``kv_bytes_per_token`` is taken at when its ``kv_cache_bits`` is blank (bf16).
 KV_CARD_BITS_ASSUMED = 16.0
-#: How a card's notes say its cache dtype: the bytes per value its ``kv = ...`` formula ends
-#: with (``kv = (512+64) x 61 x 1 byte for the fp8 KV``; ``... x 2 bytes`` at bf16).
-_KV_FORMULA_BYTES = re.compile(r"\bkv\b[^;]*?\bx (\d+(?:\.\d+)?) bytes?\b")
-
-
-def kv_cache_bits_of(notes: str) -> float | None:
-    """The bits per value of a card's ``kv_bytes_per_token``, from its notes' ``kv = ...``
-    formula; None when the notes give none.
-
-    >>> kv_cache_bits_of("kv = (512+64) x 61 x 1 byte for the fp8 KV used (70272 at bf16)")
-    8.0
-    >>> kv_cache_bits_of("kv counts only the 15 full-attention layers: 2 x 15 x 2 kv heads x "
-    ...                  "256 x 2 bytes (bf16)")
-    16.0
-    >>> kv_cache_bits_of("kv_bytes_per_token is the profile's approximate ~32 KB/tok") is None
-    True
-    """
-    found = _KV_FORMULA_BYTES.search(notes)
-    return None if found is None else 8 * float(found.group(1))
-
-
 def kv_dtype_text(dtype: str, card_bits: float | None) -> str:
     """What a message says of a cache ``predict --kv-cache`` names, against the card's bits.
 
@@ -127,8 +105,8 @@ class ModelCard:
     #: the longest context the model takes (its config's ``max_position_embeddings``: with a
     #: RoPE scaling the config declares, the scaled length); None when the card does not say
     max_context_tokens: int | None = None
-    #: bits per value of ``kv_bytes_per_token`` (its notes' ``kv = ... x N bytes``:
-    #: :func:`kv_cache_bits_of`); None when the card does not say
+    #: bits per value of ``kv_bytes_per_token`` (the ``kv_cache_bits`` column: 16 for a bf16
+    #: cache, 8 for Kimi K2.6's fp8 MLA cache); None when the card does not say
     kv_cache_bits: float | None = None
 
     def kv_share(self, dtype: str) -> float:
@@ -397,7 +375,8 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             max_context_tokens=_optional_int(num("max_context_tokens", integer=True,
                                                  required=False)
                                              if raw.get("max_context_tokens") else None),
-            kv_cache_bits=kv_cache_bits_of(raw.get("notes") or ""))
+            kv_cache_bits=num("kv_cache_bits", required=False)
+            if raw.get("kv_cache_bits") else None)
     return cards
 
 

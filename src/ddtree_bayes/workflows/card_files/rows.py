@@ -21,7 +21,7 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 #: Columns a card row has that an older data/models.csv (one created from the bundled cards
 #: before they existed) may lack: writing the row adds them to its header.
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
-                         "kv_window_tokens", "max_context_tokens")
+                         "kv_window_tokens", "max_context_tokens", "kv_cache_bits")
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
