@@ -38,6 +38,7 @@ from ddtree_bayes.core.model_cards import KV_CACHE_BITS
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
+    ON_OTHER_SYSTEMS,
     AcceptRequest,
     Scenario,
     acceptance_prior,
@@ -443,8 +444,8 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         return tuple(rows)
     if sc.method == AR_METHOD:   # one token per step by definition, not a prior's draw
         return (AcceptSource("given", "1", value=1.0),)
-    seen = measured_acceptance(fit, sc, same_system=True)
-    if seen is None:
+    seen = measured_acceptance(fit, sc)
+    if seen is None or seen[2] == ON_OTHER_SYSTEMS:   # (this system's rows come first)
         found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
         if found is not None:
             g, group = found
@@ -452,7 +453,6 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         ap = acceptance_prior(fit.priors, sc)
         if ap is not None:
             return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
-        seen = measured_acceptance(fit, sc)
     if seen is None:
         asked = "" if default_why is None else f" (asked as the fit's default question: {default_why})"
         raise QueryError("no acceptance prior in the priors file and no measured acceptance "

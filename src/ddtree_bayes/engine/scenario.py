@@ -1049,14 +1049,17 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
-def measured_acceptance(draws: Fit, sc: Scenario, same_system: bool = False
-                        ) -> tuple[float, int, str] | None:
+#: Where :func:`measured_acceptance` found rows measured elsewhere than the query's system.
+ON_OTHER_SYSTEMS = "on other systems"
+
+
+def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | None:
     """The mean measured acceptance of the query's configuration (model, method, block,
     budget, verify tokens), how many rows it averages and where they were measured (``on
-    b300x8 sglang``, ``on b300x8 (other engines)``, ``on other systems``): the rows of the same
-    system and engine if any, else of the same system (the other engines': acceptance is the
-    drafter's, target's and prompts', not the engine's), else (unless ``same_system``) of any
-    system; None when no such row has an accept_len."""
+    b300x8 sglang``, ``on b300x8 (other engines)``, :data:`ON_OTHER_SYSTEMS`): the rows of the
+    same system and engine if any, else of the same system (the other engines': acceptance is
+    the drafter's, target's and prompts', not the engine's), else of any system; None when no
+    such row has an accept_len."""
     tree = always_tree(sc.method, draws.methods)   # a chain's budget may be written or blank
     rows = [r for r in draws.measurements.rows
             if r.accept_len is not None and r.method == sc.method and r.block == sc.block
@@ -1064,9 +1067,7 @@ def measured_acceptance(draws: Fit, sc: Scenario, same_system: bool = False
             and (not sc.multi or r.model == sc.model)]
     there = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
     levels = [([r for r in there if r.engine == sc.engine], f"on {sc.system} {sc.engine}"),
-              (there, f"on {sc.system} (other engines)")]
-    if not same_system:
-        levels.append((rows, "on other systems"))
+              (there, f"on {sc.system} (other engines)"), (rows, ON_OTHER_SYSTEMS)]
     for chosen, where in levels:
         if chosen:
             return float(np.mean([r.accept_len for r in chosen])), len(chosen), where
