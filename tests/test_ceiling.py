@@ -49,8 +49,8 @@ def test_a_serving_walkthroughs_question_is_capped_at_the_read():
     assert capped == [
         f"at C = 16 and context 131072 on h100 x1, {share} of the draws are capped at 36 "
         "steps/s (tok/s per user at one token per step): a step reads the weights (16.1 GB) "
-        "and the streams' KV caches (77.3 GB: 0.28 of the card's bytes per token, a 4.5-bit "
-        "cache of a bf16 card, llama.cpp's q4_0, the smallest an engine keeps) at 3.35 TB/s, "
+        "and the streams' KV caches (77.3 GB: 4.5 of the card's 16 bits per value, llama.cpp's "
+        "q4_0, the smallest cache an engine keeps) at 3.35 TB/s, "
         "at least 27.9 ms; the model's context term (C ** ctx_batch_exponent) would read them "
         "faster"]
 
@@ -202,7 +202,8 @@ def test_kv_cache_bf16_reads_the_cards_whole_cache():
 
 def test_kv_cache_reads_an_fp8_card_at_its_own_bits():
     """Kimi K2.6's card is at fp8 (35136 B/token = (512 + 64) x 61 x 1 byte): --kv-cache fp8
-    reads it whole, --kv-cache bf16 twice it, q4_0 4.5/8 of it."""
+    reads it whole, --kv-cache bf16 twice it, q4_0 4.5/8 of it, and so does the default (the
+    least cache an engine keeps is q4_0's 4.5 bits, not 4.5/16 of an fp8 card's bytes: 2.25)."""
     from ddtree_bayes.core.model_cards import stored_card
 
     d = multi_model_draws()
@@ -212,7 +213,7 @@ def test_kv_cache_reads_an_fp8_card_at_its_own_bits():
                             block=None, budget=None, verify_tokens=None,
                             context_tokens=131072.0, model="kimi-k2.6", concurrency=64)
     full = 64 * 131072 * 35136 / 1e9
-    for dtype, share in (("fp8", 1.0), ("bf16", 2.0), ("q4_0", 4.5 / 8), (None, 4.5 / 16)):
+    for dtype, share in (("fp8", 1.0), ("bf16", 2.0), ("q4_0", 4.5 / 8), (None, 4.5 / 8)):
         c = read_ceiling(d, dataclasses.replace(sc, kv_cache=dtype))
         assert c.kv_gb == pytest.approx(full * share), dtype
 

@@ -14,8 +14,8 @@ without it (a cap there would put a measured row's own probability at zero).
 The read counted is the least a deployment can make: the card's active weights (as the
 roofline streams them; left out where the fit's own M = 1 step of the measured system is
 shorter than that read, so the card's bytes per weight are not the deployment's) and the KV
-cache at :data:`KV_SHARE` of the card's bytes per token (a 4.5-bit cache of a bf16 card), one
-read per sequence whatever the tokens it verifies. Every public row runs below it
+cache at :data:`LEAST_KV_CACHE`'s 4.5 bits per value (a bf16 card's bytes x 4.5 / 16, an fp8
+card's x 4.5 / 8), one read per sequence whatever the tokens it verifies. Every public row runs below it
 (``scripts/ceiling_check.py``). ``predict --kv-cache DTYPE`` says the deployment's cache: the
 cap then reads the card's bytes per token x DTYPE's bits / the card's (bf16's when the card does
 not say its cache dtype).
@@ -28,15 +28,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from ddtree_bayes.core.data import plain_text
-from ddtree_bayes.core.model_cards import kv_dtype_text
+from ddtree_bayes.core.model_cards import KV_CACHE_BITS, KV_CARD_BITS_ASSUMED, kv_dtype_text
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read, with_kv_bits
 
-#: The share of the KV cache's card bytes the least deployment reads: a 4.5-bit cache (llama.cpp's
-#: ``q4_0``, 32 4-bit values and one fp16 scale per block, the smallest an engine keeps) of a
-#: card whose bytes are bf16's. A card already at fp8 (Kimi K2.6's MLA cache) is read looser
-#: than it could be; never stricter than a deployment.
-KV_SHARE = 4.5 / 16
+#: The cache the least deployment reads: llama.cpp's ``q4_0`` (32 4-bit values and one fp16
+#: scale per block, 4.5 bits per value), the smallest an engine keeps; read against the card's
+#: own bits per value (:meth:`ModelCard.kv_share`: 4.5 / 16 of a bf16 card's bytes, 4.5 / 8 of
+#: Kimi K2.6's fp8 MLA cache), never stricter than a deployment.
+LEAST_KV_CACHE = "q4_0"
 #: Capped draws at or above this share are said (a warning, and the row's ``read_ceiling``).
 SAY_AT = 0.01
 
@@ -47,10 +47,10 @@ class ReadCeiling:
     (all its GPUs together)."""
 
     weights_gb: float        # 0 when the card's bytes are not the deployment's
-    kv_gb: float             # the C streams' caches, at KV_SHARE of the card's bytes
+    kv_gb: float             # the C streams' caches, at LEAST_KV_CACHE's bits or --kv-cache's
     bandwidth_tb_s: float
     weights_left_out: bool = False
-    #: ``--kv-cache``: the dtype the caches are read at (None: at KV_SHARE), and the card's
+    #: ``--kv-cache``: the dtype the caches are read at (None: at LEAST_KV_CACHE), and the card's
     #: bits per value it is held against (None: the card does not say; bf16's taken)
     kv_cache: str | None = None
     kv_card_bits: float | None = None
@@ -87,9 +87,8 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     left_out = step is not None and float(np.median(step)) < f.stream_ms
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
-    if sc.kv_cache is not None:
-        card = with_kv_bits(draws, card)
-    share = KV_SHARE if sc.kv_cache is None else card.kv_share(sc.kv_cache)
+    card = with_kv_bits(draws, card)
+    share = card.kv_share(sc.kv_cache or LEAST_KV_CACHE)
     ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * share,
                           bandwidth, left_out, sc.kv_cache, card.kv_cache_bits)
     return ceiling if ceiling.step_ms > 0 else None   # (weights left out, no context: none)
@@ -138,8 +137,8 @@ def ceiling_warnings(rows: list[dict]) -> list[str]:
     >>> print(ceiling_warnings([row, {**row, "read_ceiling": {**cap, "capped_share": 0.3}}])[0])
     at C = 8 and context 32768 on h100 x1, 30% of the draws are capped at 130 steps/s (tok/s \
 per user at one token per step): a step reads the weights (16.1 GB) and the streams' KV caches \
-(9.7 GB: 0.28 of the card's bytes per token, a 4.5-bit cache of a bf16 card, llama.cpp's q4_0, \
-the smallest an engine keeps) at 3.35 TB/s, at least 7.68 ms; the model's context term (C ** \
+(9.7 GB: 4.5 of the card's 16 bits per value, llama.cpp's q4_0, the smallest cache an engine \
+keeps) at 3.35 TB/s, at least 7.68 ms; the model's context term (C ** \
 ctx_batch_exponent) would read them faster
     >>> print(ceiling_warnings([{**row, "context_tokens": 0.0, "concurrency": 1, "read_ceiling":
     ...     {**cap, "kv_gb": 0.0, "capped_share": 0.02}}])[0].split("): ")[1])
@@ -162,9 +161,11 @@ noise reaches below that read
             read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB "
                         f"{kv_dtype_text(cap['kv_cache'], cap.get('kv_card_bits'))})")
         elif cap["kv_gb"]:
-            read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB: 0.28 of the card's "
-                        "bytes per token, a 4.5-bit cache of a bf16 card, llama.cpp's q4_0, the "
-                        "smallest an engine keeps)")
+            bits = cap.get("kv_card_bits") or KV_CARD_BITS_ASSUMED
+            read.append(f"the streams' KV caches ({cap['kv_gb']:.1f} GB: "
+                        f"{KV_CACHE_BITS[LEAST_KV_CACHE]:g} of the card's {bits:g} bits per "
+                        f"value, llama.cpp's {LEAST_KV_CACHE}, the smallest cache an engine "
+                        "keeps)")
         why = ("the model's context term (C ** ctx_batch_exponent) would read them faster"
                if cap["kv_gb"] else "the answer's run-to-run noise reaches below that read")
         out.append(f"at C = {c} and context {plain_text(float(context))} on {hardware} x{gpus}, "
