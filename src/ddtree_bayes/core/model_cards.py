@@ -64,13 +64,15 @@ does not say its cache dtype)
 
 
 def modelled(card: dict) -> dict:
-    """A stored card (a dict) without the fields of :data:`NOT_MODELLED`: what two fits'
-    cards must agree on for the fits to be of one model.
+    """A stored card (a dict) without the fields of :data:`NOT_MODELLED` nor the blank ones:
+    what two fits' cards must agree on for the fits to be of one model (a card stored before
+    a field existed, ``recurrent_layers`` say, is the same card as one with that field blank).
 
-    >>> modelled({"model": "m", "layers": 61, "kv_bytes_per_token": 35136})
+    >>> modelled({"model": "m", "layers": 61, "kv_bytes_per_token": 35136,
+    ...           "recurrent_layers": None})
     {'model': 'm', 'layers': 61}
     """
-    return {k: v for k, v in card.items() if k not in NOT_MODELLED}
+    return {k: v for k, v in card.items() if k not in NOT_MODELLED and v is not None}
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,16 @@ class ModelCard:
     #: bits per value of ``kv_bytes_per_token`` (the ``kv_cache_bits`` column: 16 for a bf16
     #: cache, 8 for Kimi K2.6's fp8 MLA cache); None when the card does not say
     kv_cache_bits: float | None = None
+    #: the layers that keep a recurrent state instead of a KV cache (``recurrent_layers``:
+    #: Gated DeltaNet, Mamba, linear attention; a hybrid such as Qwen3.5 has 48 of 64); None or
+    #: 0 for a transformer. Speculative decoding of a hybrid target pays a fixed cost per step
+    #: in some engines (engine/model.py ``spec_fixed_recurrent``)
+    recurrent_layers: int | None = None
+
+    @property
+    def recurrent(self) -> bool:
+        """Has the target recurrent (linear-attention) layers: a hybrid model."""
+        return bool(self.recurrent_layers)
 
     def kv_share(self, dtype: str) -> float:
         """What a cache of ``dtype`` (:data:`KV_CACHE_BITS`) holds of the card's bytes per
@@ -376,8 +388,24 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                                                  required=False)
                                              if raw.get("max_context_tokens") else None),
             kv_cache_bits=num("kv_cache_bits", required=False)
-            if raw.get("kv_cache_bits") else None)
+            if raw.get("kv_cache_bits") else None,
+            recurrent_layers=_recurrent_layers(raw, path, i, layers))
     return cards
+
+
+def _recurrent_layers(raw: dict, path: str, row: int, layers: float | None) -> int | None:
+    """A card's ``recurrent_layers``: blank (a transformer), or a whole number from 0 to its
+    layers."""
+    text = raw.get("recurrent_layers", "")
+    value = parse_number(path, row, "recurrent_layers", text, integer=True)
+    if value is None:
+        return None
+    if not 0 <= value <= (layers or 0):
+        raise DataError(f"recurrent_layers {text} is not between 0 and the card's "
+                        f"{layers or 0:g} layers", file=path, row=row, column="recurrent_layers",
+                        fix="count the layers with a recurrent state (Gated DeltaNet, Mamba), "
+                            "or leave it blank for a transformer")
+    return int(value)
 
 
 def _window(raw: dict, num, path: str, row: int) -> dict:

@@ -25,6 +25,9 @@ from ddtree_bayes.core.likelihood import config_distance  # noqa: F401  (S.confi
 Fn = Callable[..., Any]
 #: The exponent of concurrency in the context term (sampled only with rows at C > 1).
 CTX_BATCH = "ctx_batch_exponent"
+#: The spread of each engine's extra fixed cost for a hybrid target (recurrent layers): the
+#: prior of ``spec_fixed_recurrent`` (engine/model.py); read only when a group's target is one.
+RECURRENT_SD = "spec_fixed_recurrent_sd"
 #: Link classes whose tensor-parallel all-reduces have a bus-bandwidth prior
 #: (``tp_busbw_<link>_gb_s``; one GPU has none).
 TP_LINKS = ("pcie", "fabric")
@@ -248,6 +251,10 @@ class ModelSpec:
     group_system: np.ndarray | None = None
     group_pass_roof_ms: np.ndarray | None = None
     group_pass_how: tuple[str, ...] = ()
+    #: per group, 1.0 where its target has recurrent layers (a hybrid model: the card's
+    #: ``recurrent_layers``), else 0.0: such a group's fixed cost carries its engine's
+    #: ``spec_fixed_recurrent`` effect (engine/model.py)
+    group_recurrent: np.ndarray | None = None
     #: every drafter card (as dicts), so a prediction can find the roofline of a group the fit
     #: never measured
     drafter_cards: tuple[dict, ...] = ()
@@ -395,6 +402,15 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     if priors.step_form == "structured" and groups:
         extra.update(group_inputs(data, priors, groups, reps, cfg_group, hardware, cards,
                                   drafters))
+        if extra["group_recurrent"].any() and RECURRENT_SD not in priors.priors:
+            from ddtree_bayes.core.errors import PriorsError
+
+            g = int(np.argmax(extra["group_recurrent"]))
+            raise PriorsError(f"speculative rows of a hybrid target (group {groups[g]}, a card "
+                              f"with recurrent_layers) need this prior", file=priors.path,
+                              column=f"priors.{RECURRENT_SD}",
+                              fix=f"add [priors.{RECURRENT_SD}] (see the bundled "
+                                  "models/priors.toml)")
     configs = C.ConfigTable(
         first_row=first, system=system, group=group,
         relation=np.array([k if k >= 0 else n_rel for k in cfg_relation], dtype=np.int64),
@@ -520,7 +536,7 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
     constants = pass_roofline_constants(priors)
     first_config = {g: cfg_group.index(g) for g in range(len(groups))}
     engines: list[str] = []
-    group_engine, group_system, roof, hows = [], [], [], []
+    group_engine, group_system, roof, hows, recurrent = [], [], [], [], []
     for g, label in enumerate(groups):
         r = reps[first_config[g]]
         pair, engine, method = label.rsplit("/", 2)
@@ -534,7 +550,9 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
                                    hardware[hw], gpus, constants)
         roof.append(ms)
         hows.append(f"{label}: {ms:.3g} ms ({how})")
+        recurrent.append(float(card.recurrent))
     out = {"engines": tuple(engines), "group_engine": np.array(group_engine, dtype=np.int64),
+           "group_recurrent": np.array(recurrent),
            "group_system": np.array(group_system, dtype=np.int64),
            "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
            "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
@@ -636,6 +654,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
             meta["group_system"] = [int(x) for x in spec.group_system]
         meta["group_pass_roof_ms"] = [float(x) for x in spec.group_pass_roof_ms]
         meta["group_pass_how"] = list(spec.group_pass_how)
+        if spec.group_recurrent is not None and spec.group_recurrent.any():
+            meta["group_recurrent"] = [bool(x) for x in spec.group_recurrent]
         meta["pass_roofline"] = dataclasses.asdict(pass_roofline_constants(priors))
         meta["drafter_cards"] = [dict(d, methods=list(d["methods"])) for d in spec.drafter_cards]
     if spec.repeated:

@@ -322,9 +322,10 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
         engine = pm.Deterministic(f"spec_{part}_engine",
                                   eng_sd * pm.ZeroSumNormal(f"spec_{part}_engine_z", sigma=1.0,
                                                             dims="engine"), dims="engine")
-        mean = pm.Deterministic(f"spec_{part}_mean",
-                                mu + engine[spec.group_engine] + offsets[part],
-                                dims="overhead_group")
+        mean = mu + engine[spec.group_engine] + offsets[part]
+        if part == "fixed" and (recurrent := _recurrent_effect(spec, P)) is not None:
+            mean = mean + recurrent
+        mean = pm.Deterministic(f"spec_{part}_mean", mean, dims="overhead_group")
         log_ratio = _pooled(f"spec_{part}", mean, sd, P[f"spec_{part}_log_sd"], "overhead_group",
                             flip=reparameterise)
         # a group measured at one number of passes (or tree nodes) cannot tell that cost from
@@ -337,6 +338,24 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
     fixed, per_pass, per_node = ratios
     return (S.structured_spec_ms(step_ar[c.system], fixed, per_pass, per_node, c.passes, c.nodes,
                                  scale_cfg), distance)
+
+
+def _recurrent_effect(spec: S.ModelSpec, P: dict[str, Prior]):
+    """Per group, the extra log fixed cost of a hybrid target's speculative step in its engine:
+    ``spec_fixed_recurrent[e] = spec_fixed_recurrent_sd * z_e`` for a group whose target has
+    recurrent layers (the card's ``recurrent_layers``), 0 for the others. Learned per engine
+    where the engine ran both kinds of target (vLLM: Qwen3.5/3.8 against Llama, Kimi, Gemma;
+    docs/model.md "A hybrid target's fixed cost"); where it ran only one kind, or for an
+    engine the fit never measured, it is the prior's (said by predict). None (the graph of
+    every earlier fit) when no group's target is a hybrid."""
+    rec = spec.group_recurrent
+    if rec is None or not rec.any():
+        return None
+    sd = prior_rv(P[S.RECURRENT_SD], S.RECURRENT_SD)
+    effect = pm.Deterministic("spec_fixed_recurrent",
+                              sd * pm.Normal("spec_fixed_recurrent_z", 0.0, 1.0, dims="engine"),
+                              dims="engine")
+    return rec * effect[spec.group_engine]
 
 
 def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):

@@ -63,6 +63,7 @@ from ddtree_bayes.engine.structure import (
     measured_configs,
     pass_roofline,
     query_log_sd,
+    recurrent_note,
     tied_ratio_spread,
     unmeasured_log_ratio,
 )
@@ -393,7 +394,8 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
             "per-pass multiple of the drafter roofline; with the [transfer] system scatter)"
             if carried else
-            f"overhead of unmeasured group {label} drawn from the pooled population")
+            f"overhead of unmeasured group {label} drawn from the pooled population"
+            + recurrent_note(draws, sc, engine))
     if carried is not None:
         spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,

@@ -12,7 +12,7 @@ from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
-from ddtree_bayes.core.model_cards import required_card
+from ddtree_bayes.core.model_cards import required_card, stored_card
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
@@ -384,11 +384,69 @@ def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar
         log = log + v[f"spec_{part}_engine"][:, engines.index(engine)]
     else:
         log = log + v[f"spec_{part}_engine_sd"] * rng.standard_normal(n)
+    if part == "fixed":
+        log = log + recurrent_log_effect(fit, sc, engine, rng)
     log = log - np.log(step_ar)
     if part == "pass":
         log = log + np.log(pass_roofline(fit, sc)[0])
     return log
 
+
+def recurrent_log_effect(fit: Fit, sc: Scenario, engine: str, rng: np.random.Generator):
+    """(draws,) extra log fixed cost of an unmeasured group whose target is a hybrid (the
+    card's ``recurrent_layers``): the engine's ``spec_fixed_recurrent`` (engine/model.py),
+    drawn from its prior for an engine the fit has no effect of; 0 for a transformer target,
+    and for a fit of an earlier version whose priors have none."""
+    from ddtree_bayes.core.sampling import prior_sample
+    from ddtree_bayes.core.spec import RECURRENT_SD
+
+    card = stored_card(fit.meta["model"], sc.model)
+    if card is None or not card.recurrent:
+        return 0.0
+    v, engines = fit.variables, fit.meta["model"].get("engines", [])
+    if "spec_fixed_recurrent" in v and engine in engines:
+        return v["spec_fixed_recurrent"][:, engines.index(engine)]
+    prior = fit.priors.priors.get(RECURRENT_SD)
+    if prior is None:
+        return 0.0
+    return prior_sample(prior, fit.n_draws, rng) * rng.standard_normal(fit.n_draws)
+
+
+def recurrent_note(fit: Fit, sc: Scenario, engine: str) -> str:
+    """What an unmeasured group's answer says of the hybrid-target term of its fixed cost
+    (engine/model.py ``spec_fixed_recurrent``): for a hybrid target, learned from the engine's
+    hybrid groups or the prior's; for a transformer target in an engine the fit measured on
+    hybrids only, that the two are not told apart. '' otherwise.
+
+    >>> from ddtree_bayes.engine.testing import multi_model_draws
+    >>> from ddtree_bayes.engine.scenario import resolve_scenario
+    >>> d = multi_model_draws()
+    >>> sc = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
+    ...                       budget=None, verify_tokens=None, context_tokens=None,
+    ...                       model="llama-3.1-8b-instruct")
+    >>> recurrent_note(d, sc, "vllm")
+    ''
+    """
+    card = stored_card(fit.meta["model"], sc.model)
+    if card is None:
+        return ""
+    model = fit.meta["model"]
+    engines, group_engine = model.get("engines", []), model.get("group_engine", [])
+    # (no "group_recurrent": the fit has no hybrid group)
+    recurrent = model.get("group_recurrent") or [False] * len(group_engine)
+    kinds = {bool(rec) for e, rec in zip(group_engine, recurrent, strict=True)
+             if engines[e] == engine}
+    if card.recurrent:
+        if True in kinds:
+            return (f"; hybrid target ({card.recurrent_layers} recurrent layers): {engine}'s "
+                    "extra fixed cost for hybrids learned from its hybrid groups")
+        return (f"; hybrid target ({card.recurrent_layers} recurrent layers): {engine}'s extra "
+                f"fixed cost for hybrids is prior-driven (the fit has no {engine} group of a "
+                "hybrid; spec_fixed_recurrent_sd)")
+    if kinds == {True}:
+        return (f"; {engine}'s fixed cost for a transformer target is prior-driven (the fit "
+                f"measured {engine} on hybrid targets only)")
+    return ""
 
 def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
     """The roofline of one drafter pass of the query's method, model and GPUs (ms, how),

@@ -8,7 +8,7 @@ from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
 from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, LIKELIHOOD_NU, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
-from ddtree_bayes.core.spec import CTX_BATCH, SHAPE_NAMES, TP_LINKS, tp_prior
+from ddtree_bayes.core.spec import CTX_BATCH, RECURRENT_SD, SHAPE_NAMES, TP_LINKS, tp_prior
 
 
 # ------------------------------------------------------------------ priors as numpy
@@ -168,6 +168,15 @@ def _group_means(out: dict, priors: PriorsConfig, groups: dict | None, shape: tu
         means[part] = (out[f"spec_{part}_log_mu"][:, None] + out[f"spec_{part}_engine"][:, engine]
                        + offset)
         out[f"spec_{part}_mean"] = means[part]
+    recurrent = groups.get("group_recurrent")
+    if recurrent:   # (after the draws above: a fit without a hybrid target draws the same)
+        z = rng.standard_normal((n, len(groups["engines"])))
+        sd = prior_sample(priors.priors[RECURRENT_SD], n, rng)
+        out[RECURRENT_SD], out["spec_fixed_recurrent_z"] = sd, z
+        out["spec_fixed_recurrent"] = sd[:, None] * z
+        means["fixed"] = means["fixed"] + (out["spec_fixed_recurrent"][:, engine]
+                                           * np.asarray(recurrent, dtype=float)[None, :])
+        out["spec_fixed_mean"] = means["fixed"]
     return means
 
 
@@ -210,6 +219,8 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
             out[f"{name}_log"] = stats.norm.logpdf(v[f"{name}_log"], mu, sd).sum(axis=1)
         elif f"{name}_z" in v and v[f"{name}_z"].shape[1]:
             out[f"{name}_z"] = stats.norm.logpdf(v[f"{name}_z"]).sum(axis=1)
+    if "spec_fixed_recurrent_z" in v:   # a fit with a hybrid target (engine/model.py)
+        out["spec_fixed_recurrent_z"] = stats.norm.logpdf(v["spec_fixed_recurrent_z"]).sum(axis=1)
     for k, e in enumerate(coords["relation"]):
         out[f"reduction_{e}"] = prior_logpdf(priors.relations[e].prior, v["reduction"][:, k])
     if accept_groups:
@@ -241,6 +252,7 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
             dims[f"spec_{part}_{suffix}"] = "overhead_group"
         dims[f"spec_{part}_mean"] = "overhead_group"
         dims[f"spec_{part}_engine"] = dims[f"spec_{part}_engine_z"] = "engine"
+    dims["spec_fixed_recurrent"] = dims["spec_fixed_recurrent_z"] = "engine"
     out = {}
     for name, arr in v.items():
         if arr.ndim == 1:
