@@ -281,3 +281,76 @@ def test_predict_kv_cache_on_the_command_line(tmp_path):
     assert (code, out) == (2, "") and listing(work) == before
     assert err == ("ddtree-bayes: error: argument --kv-cache: invalid choice: 'int4' (fix: "
                    "choose from 'bf16', 'fp16', 'fp8', 'q8_0', 'q4_0')\n")
+
+
+#: optimize's question of the walkthrough: Llama-3.1-8B on one H100 at 128k and C = 16
+OPT = dict(model="llama-3.1-8b-instruct", hardware="h100", gpus=1, engine="vllm",
+           budgets=(1, 8), context_tokens="128k", concurrency=16)
+#: the bf16 read at 128k and C = 16: (16.06 GB + 16 x 131072 x 131072 B) / 3.35 TB/s
+BF16_MS = (WEIGHTS_GB + 16 * 131072 * KV_B / 1e9) / BW
+
+
+def test_optimize_kv_cache_caps_the_rates_it_compares():
+    """optimize --kv-cache bf16: budget 1 (M = 2, accept at most 2) steps in 32.8-73.1 ms on
+    the point-mass fit, all shorter than the bf16 read (86.85 ms), so its tok/s per user is
+    accept x 1000 / 86.85: median 2 x 11.51 = 23.03, the 5% end 1 x 11.51. Without the flag
+    the 4.5-bit read (27.87 ms) caps none of them: the numbers as before."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.workflows import decisions as D
+
+    d = multi_model_draws()
+    curve = parse_acceptance_curve(d.priors_toml)
+    assert BF16_MS == pytest.approx(86.85, abs=0.01)
+    out = D.optimize(d, curve, kv_cache="bf16", **OPT)
+    one = out["rows"][0]
+    assert (one["budget"], one["accept"], one["accept_lo"]) == (1, 2.0, 1.0)
+    assert one["median"] == pytest.approx(2 * 1000 / BF16_MS)   # 23.03
+    assert one["lo90"] == pytest.approx(1000 / BF16_MS)
+    assert out["scenario"]["kv_cache"] == "bf16"
+    assert any("the KV cache needs 274.9 GB" in w and "at bf16, as --kv-cache says" in w
+               for w in out["warnings"])
+    # fp8 reads half the cache: (16.06 + 137.44) GB / 3.35 TB/s = 45.82 ms, which caps part
+    fp8 = D.optimize(d, curve, kv_cache="fp8", **OPT)["rows"][0]
+    assert fp8["hi90"] <= 2 * 1000 / 45.82 + 1e-6 and fp8["median"] > one["median"]
+    default = D.optimize(d, curve, **OPT)
+    one = default["rows"][0]
+    assert (one["median"], one["lo90"], one["hi90"]) == pytest.approx(
+        (39.999564735422055, 14.030039137104835, 60.13412271284022))
+    assert "kv_cache" not in default["scenario"]
+    assert any("the KV cache needs 274.9 GB (131072 bytes per token, the card's "
+               "kv_bytes_per_token) but" in w for w in default["warnings"])
+
+
+def test_optimize_kv_cache_on_the_command_line(tmp_path):
+    """`optimize --kv-cache bf16` reaches the JSON (scenario.kv_cache, budget 1 at 2 x 1000 /
+    86.85 tok/s) and the memory warning; an unknown dtype is predict's one line, exit 2,
+    nothing written."""
+    from importlib.resources import files
+
+    from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", draws=multi_model_draws())
+    q = ["optimize", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--gpus", "1",
+         "--engine", "vllm", "--context", "128k", "--concurrency", "16", "--budgets", "1,8",
+         "--format", "json"]
+    schema = json.loads(files("ddtree_bayes.schemas").joinpath("optimize.schema.json")
+                        .read_text())
+    code, out, err = run_cli(work, *q, "--kv-cache", "bf16")
+    assert code == 0, err
+    got = json.loads(out)
+    jsonschema.validate(got, schema)
+    assert got["scenario"]["kv_cache"] == "bf16"
+    assert got["rows"][0]["median"] == pytest.approx(2 * 1000 / BF16_MS)
+    assert ("the KV cache needs 274.9 GB (131072 bytes per token, the card's "
+            "kv_bytes_per_token, at bf16, as --kv-cache says: 16 of the card's 16 bits per "
+            "value) but 1 x h100 have 63.9 GB left") in err
+    assert got["warnings"] == [w.removeprefix("ddtree-bayes: warning: ")
+                               for w in err.splitlines()]
+    code, out, err = run_cli(work, *q)
+    assert code == 0 and "kv_cache" not in json.loads(out)["scenario"]
+    assert json.loads(out)["rows"][0]["median"] == pytest.approx(39.999564735422055)
+    before = listing(work)
+    code, out, err = run_cli(work, *q, "--kv-cache", "int4")
+    assert (code, out) == (2, "") and listing(work) == before
+    assert err == ("ddtree-bayes: error: argument --kv-cache: invalid choice: 'int4' "
+                   "(fix: choose from 'bf16', 'fp16', 'fp8', 'q8_0', 'q4_0')\n")

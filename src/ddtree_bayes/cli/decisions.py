@@ -73,7 +73,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed, model=args.model,
-                     concurrency=args.concurrency)
+                     concurrency=args.concurrency, kv_cache=args.kv_cache)
     print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
                                            out["scenario"]["method"])], strict=args.strict),
                    warned)
@@ -99,7 +99,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
           + f"{sc['hardware']} x{sc['gpus']}, {sc['engine']}, {sc['method']}, block {sc['block']}, "
           f"context {plain_text(float(sc['context_tokens']))}; verify tokens M = budget + 1"
           + (f"; concurrency {sc['concurrency']} (tok/s per user)"
-             if sc.get("concurrency", 1) != 1 else ""))
+             if sc.get("concurrency", 1) != 1 else "")
+          + (f"; KV cache {sc['kv_cache']}" if "kv_cache" in sc else ""))
     print(f"acceptance curve: {c['source']}")
     print(f"  accept(B) = {c['formula']}")
     for part in c["priors"].split(", gain"):
@@ -284,7 +285,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
     from ddtree_bayes.cli import args as A
-    from ddtree_bayes.core.query_flags import MODEL_HELP
+    from ddtree_bayes.core.query_flags import MODEL_HELP, add_kv_cache_argument
 
     o = sub.add_parser(
         "optimize", help="the tree budget with the highest expected tok/s",
@@ -319,6 +320,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "that concurrency; the best budget shrinks as C grows")
     o.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: 0)")
+    add_kv_cache_argument(o, capped="each budget's tok/s and autoregressive decoding's, "
+                                    "which optimize compares")
     o.add_argument("--acceptance-file", metavar="FILE.csv",
                    help="update the curve from measured acceptance (columns of "
                         "data/acceptance_reference.csv; rows of --method and --block, one "

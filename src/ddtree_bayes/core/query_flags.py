@@ -74,14 +74,16 @@ MODEL_HELP = ("target model, as in the data's model column (optional when the fi
               "that a fit of several models never measured is predicted from its card)")
 
 
-def add_kv_cache_argument(p: argparse.ArgumentParser) -> None:
-    """--kv-cache: the KV cache's dtype (predict only, for now)."""
+def add_kv_cache_argument(p: argparse.ArgumentParser, capped: str | None = None) -> None:
+    """--kv-cache: the KV cache's dtype (predict, optimize, next's --query, track);
+    ``capped``: what the command caps at the read, when not predict's draws."""
     from ddtree_bayes.core.model_cards import KV_CACHE_BITS
 
     bits = ", ".join(f"{k} {v:g}" for k, v in KV_CACHE_BITS.items())
+    on = "" if capped is None else f" of {capped}"
     p.add_argument("--kv-cache", choices=tuple(KV_CACHE_BITS), metavar="DTYPE",
                    help=f"the deployment's KV-cache dtype ({bits} bits per value): the cap at "
-                        "the memory read (no step shorter than reading the weights and the "
+                        f"the memory read{on} (no step shorter than reading the weights and the "
                         "streams' caches) and the check that the cache fits in memory count the "
                         "card's kv_bytes_per_token x these bits / the card's (bf16's 16 when the "
                         "card does not say). Default: the cap reads the least any deployment "

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, AcceptancePrior, DefaultQuestion
@@ -34,7 +34,6 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.methods import MethodSpec, always_tree
-from ddtree_bayes.core.model_cards import KV_CACHE_BITS
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
@@ -43,6 +42,7 @@ from ddtree_bayes.engine.scenario import (
     Scenario,
     acceptance_prior,
     check_accept,
+    check_kv_cache,
     layer_split_warning,
     measured_acceptance,
     memory_warnings,
@@ -130,9 +130,7 @@ class Flags:
                 raise QueryError(f"context {asked!r} is not a token count from 0 to "
                                  f"{MAX_CONTEXT_TOKENS} (2 ** 40)",
                                  fix="give the context length in tokens, e.g. 32768 or '32k'")
-        if self.kv_cache is not None and self.kv_cache not in KV_CACHE_BITS:
-            raise QueryError(f"kv_cache {self.kv_cache!r} is not a KV-cache dtype this "
-                             "knows", fix="give one of " + ", ".join(KV_CACHE_BITS))
+        check_kv_cache(self.kv_cache)
         for engine in self.engines or ():   # (the API's engines="sglang," answered for '')
             if not isinstance(engine, str) or not engine.strip():
                 raise QueryError(f"engines holds {engine!r}, which is not an engine name",
@@ -499,9 +497,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         sc = resolve_scenario(fit, hardware=config["hardware"], gpus=config["gpus"],
                               engine=engine, method=config["method"], block=config["block"],
                               budget=config["budget"], verify_tokens=config["verify_tokens"],
-                              context_tokens=context, model=flags.model)
-        if flags.kv_cache is not None:
-            sc = replace(sc, kv_cache=flags.kv_cache)
+                              context_tokens=context, model=flags.model,
+                              kv_cache=flags.kv_cache)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
             if request is None and acceptance:

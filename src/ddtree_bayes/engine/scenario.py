@@ -463,11 +463,34 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
 
 
+def check_kv_cache(dtype: str | None) -> str | None:
+    """``dtype`` when it is a KV-cache dtype this knows (core/model_cards.py
+    ``KV_CACHE_BITS``) or None; else QueryError naming them (the API's ``kv_cache=``: the CLI's
+    ``--kv-cache`` refuses it at the flag).
+
+    >>> check_kv_cache("fp8"), check_kv_cache(None)
+    ('fp8', None)
+    >>> try:
+    ...     check_kv_cache("int4")
+    ... except QueryError as err:
+    ...     print(err)
+    kv_cache 'int4' is not a KV-cache dtype this knows (fix: give one of bf16, fp16, fp8, \
+q8_0, q4_0)
+    """
+    from ddtree_bayes.core.model_cards import KV_CACHE_BITS
+
+    if dtype is not None and dtype not in KV_CACHE_BITS:
+        raise QueryError(f"kv_cache {dtype!r} is not a KV-cache dtype this knows",
+                         fix="give one of " + ", ".join(KV_CACHE_BITS))
+    return dtype
+
+
 def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str, method: str,
                      block: int | None, budget: int | None, verify_tokens: int | None,
                      context_tokens: float | None, model: str | None = None,
-                     concurrency: int = 1) -> Scenario:
+                     concurrency: int = 1, kv_cache: str | None = None) -> Scenario:
     """Fill in defaults (model, GPU count, verify tokens, context) and check the fit can answer.
+    ``kv_cache``: the deployment's KV-cache dtype (``--kv-cache``; :attr:`Scenario.kv_cache`).
 
     A system without measurements is answered by hardware transfer (see
     :func:`transferred_parameters`) when its GPU is in the fit's hardware table and the
@@ -522,7 +545,8 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
                          fix="give the number of streams decoded together, e.g. 1,4,8")
     limit = accept_limit(draws, method, block, budget, int(verify_tokens))
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
-                    float(context_tokens), measured, model, multi, limit, int(concurrency))
+                    float(context_tokens), measured, model, multi, limit, int(concurrency),
+                    kv_cache=check_kv_cache(kv_cache))
 
 
 def verified(method: str, block: int | None, budget: int | None, verify_tokens: int | None,

@@ -134,7 +134,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              block: int = 16, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,
              prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None,
-             concurrency: int = 1) -> dict:
+             concurrency: int = 1, kv_cache: str | None = None) -> dict:
     """The tree budget with the highest expected tok/s, and per-budget decision numbers
     (``model``: the target model, required when the fit holds several). Without ``hardware``
     or ``engine``, the fit's default scenario's (:func:`P.default_scenario`) system and first
@@ -145,7 +145,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     Per posterior draw s: ``tok_s[s, B] = accept_s(B) * 1000 / step_ms_s(M = B + 1)``
     (expected throughput: no run-to-run noise), per user at ``concurrency`` C (the step then
     verifies C x M tokens: the knee comes sooner and the best budget shrinks; the scenario
-    says C when it is not 1). Returns a dict with ``rows`` (one per
+    says C when it is not 1). ``kv_cache``: the deployment's KV-cache dtype (``--kv-cache``,
+    as predict's): each budget's tok/s and autoregressive decoding's are capped at the read of
+    the weights and the caches at it (:func:`~ddtree_bayes.engine.ceiling.step_rate`; default:
+    the least read, a 4.5-bit cache), and the memory check counts the cache at it (default:
+    the card's bytes); the scenario says it when given. Returns a dict with ``rows`` (one per
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
     measured on the system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
@@ -186,7 +190,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     scenarios = [P.resolve_scenario(draws, hardware=hardware, gpus=gpus, engine=engine,
                                     method=method, block=block, budget=b, verify_tokens=None,
                                     context_tokens=ctx, model=model,
-                                    concurrency=concurrency) for b in budgets]
+                                    concurrency=concurrency, kv_cache=kv_cache)
+                 for b in budgets]
     if any(sc.verify_tokens != b + 1 for sc, b in zip(scenarios, budgets, strict=True)):
         raise QueryError(f"{method} is not a tree method: its verify tokens do not follow "
                          "the budget", fix="use --method ddtree")
@@ -247,7 +252,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "scenario": {"hardware": sc.hardware, "gpus": sc.gpus, "engine": sc.engine,
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
                          "system": sc.pair, **({"model": sc.model} if sc.multi else {}),
-                         **({"concurrency": concurrency} if concurrency != 1 else {})},
+                         **({"concurrency": concurrency} if concurrency != 1 else {}),
+                         **({"kv_cache": kv_cache} if kv_cache is not None else {})},
             "interval_prob": prob,
             "curve": {"formula": "min(accept_max(B), accept_ref + gain * (1 - decay**d) / "
                                  "(1 - decay)), d = log2(B / reference_budget)",
