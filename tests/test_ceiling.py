@@ -354,3 +354,82 @@ def test_optimize_kv_cache_on_the_command_line(tmp_path):
     assert (code, out) == (2, "") and listing(work) == before
     assert err == ("ddtree-bayes: error: argument --kv-cache: invalid choice: 'int4' "
                    "(fix: choose from 'bf16', 'fp16', 'fp8', 'q8_0', 'q4_0')\n")
+
+
+#: next's query of the walkthrough, AR at one token per step (a point-mass fit with 1% run noise:
+#: next refuses a fit without any)
+NEXT_QUERY = ("--model llama-3.1-8b-instruct --hardware h100 --gpus 1 --engine vllm --method ar "
+              "--accept 1 --context 128k --concurrency 16")
+
+
+def test_next_query_kv_cache_caps_the_interval_now():
+    """next --query "... --kv-cache bf16": the query's draws are predict's, capped at the bf16
+    read, 86.85 ms: AR steps of 19-42 ms, every draw at 1000 / 86.85 = 11.51 tok/s per user.
+    Without it the 4.5-bit read (27.87 ms, 35.88 tok/s) caps the upper end only, as before."""
+    from ddtree_bayes.workflows import decisions as D
+
+    d = multi_model_draws(noise_sd=0.01)
+    query = D.parse_query(d, NEXT_QUERY + " --kv-cache bf16")
+    assert query.scenario.kv_cache == "bf16"
+    assert any("the KV cache needs 274.9 GB" in w and "at bf16, as --kv-cache says" in w
+               for w in query.warnings)
+    now = D.next_measurements(d, query, k=8)["query"]
+    assert (now["median"], now["lo"], now["hi"]) == pytest.approx((1000 / BF16_MS,) * 3)
+    assert now["kv_cache"] == "bf16"
+    default = D.next_measurements(d, D.parse_query(d, NEXT_QUERY), k=8)["query"]
+    assert (default["median"], default["lo"], default["hi"]) == pytest.approx(
+        (34.11150634491525, 26.72898137996319, 1000 / ceiling_ms(131072, 16)))
+    assert "kv_cache" not in default
+
+
+def test_next_default_candidates_check_memory_at_the_kv_cache():
+    """The default candidates' memory check counts the query's --kv-cache: AR at C = 64 and
+    context 8k needs 64 x 8192 x 131072 B = 68.7 GB of bf16 cache beside 63.9 GB left on one
+    H100 (left out), 34.4 GB at fp8 (offered); C = 128 needs 68.7 GB at fp8 (left out)."""
+    from ddtree_bayes.workflows import decisions as D
+
+    d = multi_model_draws(noise_sd=0.01)
+    at_8k = NEXT_QUERY.replace("128k", "8k")
+
+    def left_out(text: str) -> list[str]:
+        left: list = []
+        D.default_candidates(d, D.parse_query(d, text), left)
+        return [c.describe().removeprefix("llama-3.1-8b-instruct ") for c, why in left
+                if "KV cache" in why]
+
+    assert left_out(at_8k) == ["h100 x1 vllm ar ctx 8192 C=64", "h100 x1 vllm ar ctx 8192 C=128"]
+    assert left_out(at_8k + " --kv-cache fp8") == ["h100 x1 vllm ar ctx 8192 C=128"]
+
+
+def test_next_kv_cache_on_the_command_line(tmp_path):
+    """`next --query "... --kv-cache bf16"` reaches the JSON's query (kv_cache, its interval at
+    1000 / 86.85) and the warnings; an unknown dtype is one line naming --query and the
+    dtypes, exit 2, nothing written."""
+    from importlib.resources import files
+
+    from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", draws=multi_model_draws(noise_sd=0.01))
+    schema = json.loads(files("ddtree_bayes.schemas").joinpath("next.schema.json").read_text())
+    code, out, err = run_cli(work, "next", "--query", NEXT_QUERY + " --kv-cache bf16", "--k",
+                             "8", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    jsonschema.validate(got, schema)
+    assert got["query"]["kv_cache"] == "bf16"
+    assert got["query"]["median"] == pytest.approx(1000 / BF16_MS)
+    assert any("the KV cache needs 274.9 GB" in w and "at bf16, as --kv-cache says" in w
+               for w in got["warnings"])
+    code, out, err = run_cli(work, "next", "--query", NEXT_QUERY, "--k", "8", "--format", "json")
+    assert code == 0 and "kv_cache" not in json.loads(out)["query"]
+    assert json.loads(out)["query"]["median"] == pytest.approx(34.11150634491525)
+    code, out, err = run_cli(work, "next", "--query", NEXT_QUERY, "--k", "8")
+    assert code == 0 and f"query: {got['query']['describe']}, accept 1\n" in out
+    code, out, err = run_cli(work, "next", "--query", NEXT_QUERY + " --kv-cache bf16", "--k", "8")
+    assert code == 0 and f"query: {got['query']['describe']}, accept 1, KV cache bf16\n" in out
+    before = listing(work)
+    code, out, err = run_cli(work, "next", "--query", NEXT_QUERY + " --kv-cache int4")
+    assert (code, out) == (2, "") and listing(work) == before
+    assert err == (f"ddtree-bayes: error: --query '{NEXT_QUERY} --kv-cache int4': argument "
+                   "--kv-cache: invalid choice: 'int4' (fix: choose from 'bf16', 'fp16', 'fp8', "
+                   "'q8_0', 'q4_0')\n")

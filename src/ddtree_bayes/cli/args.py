@@ -22,7 +22,7 @@ from ddtree_bayes.core.data import (
     NAME_RE,
     plain_float,
 )
-from ddtree_bayes.core.query_flags import ACCEPT_HELP, whole_number
+from ddtree_bayes.core.query_flags import ACCEPT_HELP, add_kv_cache_argument, whole_number
 from ddtree_bayes.core.query_flags import add_scenario_arguments as _core_scenario_arguments
 
 __all__ = ["ACCEPT_HELP", "Parser", "add_format", "add_scenario_arguments",
@@ -363,6 +363,8 @@ def check_query(text: str) -> argparse.Namespace:
     class _QueryParser(argparse.ArgumentParser):
         def error(self, message: str):  # type: ignore[override]
             message = one_line(message)
+            if "(fix:" not in message:   # (--kv-cache's choices, as predict's line says them)
+                message = message.replace(" (choose from ", " (fix: choose from ", 1)
             raise QueryError(f"--query {one_line(repr(text))}: {message}",
                              fix=None if "(fix:" in message else
                              "give predict flags, e.g. --query \"--hardware b300 --engine "
@@ -370,6 +372,7 @@ def check_query(text: str) -> argparse.Namespace:
 
     parser = _QueryParser(add_help=False)
     add_scenario_arguments(parser)
+    add_kv_cache_argument(parser)
     parser.add_argument("--accept", type=accept)
     parser.add_argument("--concurrency", type=whole(1, MAX_CONCURRENCY, "give the stream count, e.g. "
                                                     "--concurrency 16"))

@@ -228,7 +228,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     print(f"{PROG} next: fit {out['fit_id']} ({out['draws']} draws"
           f"{'' if draws.meta['converged'] else ', UNCONVERGED'}), seed {out['seed']}, "
           f"{out['k']} simulated results per candidate")
-    print(f"query: {q['describe']}, accept {q['accept']}")
+    print(f"query: {q['describe']}, accept {q['accept']}"
+          + (f", KV cache {q['kv_cache']}" if "kv_cache" in q else ""))
     per = " per user" if q.get("concurrency", 1) != 1 else ""   # (a C > 1 query: one stream's)
     print(f"now: median {_n(q['median'])} tok/s{per}, {pct}% interval {_n(q['lo'])}-"
           f"{_n(q['hi'])} (width {_n(q['width'])})")
@@ -346,7 +347,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--query", default="",
                    help="predict flags for ONE engine: --model --hardware --gpus --engine "
                         "--method --block --budget --verify-tokens --context --accept (a value, or lo:hi "
-                        "for Uniform(lo, hi); default: as predict's --accept says). Default: the "
+                        "for Uniform(lo, hi); default: as predict's --accept says) --concurrency "
+                        "--kv-cache (the deployment's KV-cache dtype, as predict's: the query's "
+                        "interval now is capped at reading the weights and the streams' caches "
+                        "at it, and the memory checks, the query's and the default candidates', "
+                        "count the cache at it). Default: the "
                         "default scenario in sglang (for a fit that never measured b300: its "
                         "most-measured system, in its engine); flags not given come from it "
                         "as they do for predict (--hardware h100 --gpus 8: its method, block "

@@ -65,10 +65,15 @@ MC_ERRORS = 2.0
 
 
 def _query_parser() -> _QueryParser:
-    from ddtree_bayes.core.query_flags import add_scenario_arguments, whole_number
+    from ddtree_bayes.core.query_flags import (
+        add_kv_cache_argument,
+        add_scenario_arguments,
+        whole_number,
+    )
 
     q = _QueryParser(prog="--query", add_help=False)
     add_scenario_arguments(q)
+    add_kv_cache_argument(q)
     q.add_argument("--accept")
     q.add_argument("--concurrency", type=whole_number)
     return q
@@ -245,7 +250,8 @@ def default_candidates(draws: Fit, query: Query,
       and 128 in every engine measured on that system.
 
     Of these, a measurement nobody can make (:func:`unmeasurable`: an engine that is only a
-    relation, a method without a drafter for the model) is left out, and appended with why
+    relation, a method without a drafter for the model, streams whose KV cache does not fit,
+    counted at the query's ``--kv-cache`` when it gives one) is left out, and appended with why
     to ``left_out``.
     """
     q = query.scenario
@@ -273,7 +279,7 @@ def default_candidates(draws: Fit, query: Query,
     def add(why: str, accept: float | None, **kw) -> None:
         try:
             sc = P.resolve_scenario(draws, verify_tokens=None, model=q.model,
-                                    **{"concurrency": q.concurrency, **kw})
+                                    kv_cache=q.kv_cache, **{"concurrency": q.concurrency, **kw})
         except QueryError:
             return
         c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
@@ -599,6 +605,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                       "budget": sc.budget, "verify_tokens": sc.verify_tokens,
                       "context_tokens": sc.context_tokens, "accept": accept_label,
                       **({"concurrency": sc.concurrency} if sc.concurrency != 1 else {}),
+                      **({"kv_cache": sc.kv_cache} if sc.kv_cache is not None else {}),
                       "accept_fixed": bool(np.all(accept == accept[0])),
                       "overhead_from": q_how, "median": shown["median"],
                       "lo": now_lo, "hi": now_hi, "width": now},
