@@ -433,3 +433,83 @@ def test_next_kv_cache_on_the_command_line(tmp_path):
     assert err == (f"ddtree-bayes: error: --query '{NEXT_QUERY} --kv-cache int4': argument "
                    "--kv-cache: invalid choice: 'int4' (fix: choose from 'bf16', 'fp16', 'fp8', "
                    "'q8_0', 'q4_0')\n")
+
+
+#: a tracked query (one stream) long enough for the bf16 read to cap it: Llama-3.1-8B's AR step
+#: at 512k is 7 + 8 x 2 = 23 ms on the point-mass fit; the bf16 read (16.06 GB + 524288 x
+#: 131072 B) / 3.35 TB/s = 25.31 ms caps it at 39.51 tok/s, the 4.5-bit read (10.56 ms) not
+TRACK = ["--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--gpus", "1", "--engine",
+         "vllm", "--method", "ar", "--accept", "1", "--context", "512k"]
+BF16_512K_MS = (WEIGHTS_GB + 524288 * KV_B / 1e9) / BW
+
+
+def test_track_kv_cache_is_saved_and_caps_the_tracked_intervals(tmp_path):
+    """`track ... --kv-cache bf16` saves the dtype with the query (models/tracked.json,
+    `track list`), and the query's intervals, now and as update and diff ask them
+    (query_rows), are capped at the bf16 read: 1000 / 25.31 = 39.51 tok/s, with the memory
+    warning at bf16. Without the flag: 1000 / 23 = 43.48 and the saved query as before (no
+    kv_cache key)."""
+    from importlib.resources import files
+
+    from ddtree_bayes.workflows import living
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    assert BF16_512K_MS == pytest.approx(25.31, abs=0.01)
+    d = multi_model_draws()
+    work = make_point_mass_workdir(tmp_path / "w", draws=d)
+    schema = json.loads(files("ddtree_bayes.schemas").joinpath("track.schema.json").read_text())
+    code, out, err = run_cli(work, "track", *TRACK, "--kv-cache", "bf16", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    jsonschema.validate(got, schema)
+    assert got["query"]["name"] == "llama-3.1-8b-instruct-h100-x1-vllm-ar-ctx512k-a1-kvbf16"
+    assert got["query"]["query"]["kv_cache"] == "bf16"
+    (row,) = got["now"]["rows"]
+    assert row["median"] == pytest.approx(1000 / BF16_512K_MS)   # 39.51
+    assert any("the KV cache needs 68.7 GB" in w and "at bf16, as --kv-cache says" in w
+               and "no engine can hold this context on these GPUs at bf16" in w
+               for w in got["warnings"])
+    saved = json.loads((work / "models" / "tracked.json").read_text())["queries"]
+    assert saved[0]["query"]["kv_cache"] == "bf16"
+    (tracked,) = living.load_tracked(work / "models", include_default=False)
+    (again,) = living.query_rows(d, tracked.query, 0)
+    assert again["median"] == pytest.approx(1000 / BF16_512K_MS)
+    code, out, err = run_cli(work, "track", "list")
+    assert code == 0 and "--context 512k --accept 1 --model llama-3.1-8b-instruct --kv-cache bf16" \
+        in out
+    # without the flag: another query, as before
+    code, out, err = run_cli(work, "track", *TRACK, "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    jsonschema.validate(got, schema)
+    assert "kv_cache" not in got["query"]["query"]
+    assert got["query"]["name"] == "llama-3.1-8b-instruct-h100-x1-vllm-ar-ctx512k-a1"
+    assert got["now"]["rows"][0]["median"] == pytest.approx(1000 / 23)
+    saved = json.loads((work / "models" / "tracked.json").read_text())["queries"]
+    assert "kv_cache" not in saved[1]["query"]
+    # fp8: 34.4 GB of cache fits beside the weights, and its read (15.05 ms) caps nothing
+    code, out, err = run_cli(work, "track", *TRACK, "--kv-cache", "fp8", "--format", "json")
+    got = json.loads(out)
+    assert code == 0 and got["now"]["rows"][0]["median"] == pytest.approx(1000 / 23)
+    assert not [w for w in got["warnings"] if "KV cache needs" in w]
+
+
+def test_track_refuses_an_unknown_kv_cache(tmp_path):
+    """An unknown dtype: predict's one line, exit 2, nothing written; one edited by hand into
+    models/tracked.json is refused naming the file and the query."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.workflows import living
+    from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", draws=multi_model_draws())
+    before = listing(work)
+    code, out, err = run_cli(work, "track", *TRACK, "--kv-cache", "int4")
+    assert (code, out) == (2, "") and listing(work) == before
+    assert err == ("ddtree-bayes: error: argument --kv-cache: invalid choice: 'int4' (fix: "
+                   "choose from 'bf16', 'fp16', 'fp8', 'q8_0', 'q4_0')\n")
+    (work / "models" / "tracked.json").write_text(json.dumps({"version": 1, "queries": [
+        {"name": "mine", "query": {"hardware": "h100", "kv_cache": "int4"}}]}))
+    with pytest.raises(InputError, match=r"tracked query 'mine': kv_cache 'int4' is not a "
+                                         r"KV-cache dtype this knows .*fix: in tracked.json, "
+                                         r"give one of bf16, fp16, fp8, q8_0, q4_0"):
+        living.load_tracked(work / "models")

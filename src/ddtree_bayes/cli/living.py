@@ -170,9 +170,12 @@ def _untracked(fix: str):
 
 def _query_flags(p: argparse.ArgumentParser) -> None:
     from ddtree_bayes.cli.args import ACCEPT_HELP, accept, add_scenario_arguments
+    from ddtree_bayes.core.query_flags import add_kv_cache_argument
 
     add_scenario_arguments(p)
     p.add_argument("--accept", type=accept, help=ACCEPT_HELP)
+    add_kv_cache_argument(p, capped="the query's intervals, now and as update and diff print "
+                                    "them")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -365,8 +368,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     t = sub.add_parser("track", help="save a predict query whose interval update/diff report",
                        description="`track [add] FLAGS` saves a predict-style query in "
-                                   "models/tracked.json (predict's configuration flags and "
-                                   "--accept, one stream: --concurrency is not tracked); `track list` "
+                                   "models/tracked.json (predict's configuration flags, "
+                                   "--accept and --kv-cache, one stream: --concurrency is not "
+                                   "tracked); `track list` "
                                    "lists them; `track remove NAME` removes one. The default "
                                    "scenario at accept 14 is always tracked.")
     t.add_argument("action", nargs="?", choices=("add", "list", "remove"),

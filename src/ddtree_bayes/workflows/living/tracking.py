@@ -24,7 +24,7 @@ from ddtree_bayes.workflows.living.scoring import without_fix
 
 # ---------------------------------------------------------------- tracked queries
 QUERY_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-              "context", "accept", "model")
+              "context", "accept", "model", "kv_cache")
 
 
 @dataclass(frozen=True)
@@ -98,9 +98,10 @@ def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     from ddtree_bayes.engine.question import Flags
 
     q = {k: query.get(k) for k in QUERY_KEYS}
-    # the bounds every question takes (gpus=True and gpus=10**9 were tracked here)
+    # the bounds every question takes (gpus=True and gpus=10**9 were tracked here), and the
+    # KV-cache dtypes predict --kv-cache takes (one edited by hand into tracked.json)
     Flags(gpus=q["gpus"], block=q["block"], budget=q["budget"],
-          verify_tokens=q["verify_tokens"])
+          verify_tokens=q["verify_tokens"], kv_cache=q["kv_cache"])
     for key in ("engine", "method", "hardware"):
         if q[key] is not None:
             names = str(q[key]).split(",") if key == "engine" else [str(q[key])]
@@ -136,7 +137,7 @@ def query_name(query: dict[str, Any]) -> str:
     parts.append((q.get("engine") or "sglang+native").replace(",", "+"))
     parts.append(q.get("method") or "ddtree")
     for key, tag in (("block", "b"), ("budget", "B"), ("verify_tokens", "M"), ("context", "ctx"),
-                     ("accept", "a")):
+                     ("accept", "a"), ("kv_cache", "kv")):
         if q.get(key) is not None:
             parts.append(f"{tag}{q[key]}")
     return re.sub(r"[^A-Za-z0-9._+-]+", "_", "-".join(str(p) for p in parts))
@@ -144,8 +145,9 @@ def query_name(query: dict[str, Any]) -> str:
 
 def _stored(query: dict[str, Any]) -> dict[str, Any]:
     """A query without a ``model`` key when it names none (queries of a fit of one model, in
-    ``models/tracked.json`` and in JSON output, stay as before queries could name a model)."""
-    return {k: v for k, v in query.items() if k != "model" or v is not None}
+    ``models/tracked.json`` and in JSON output, stay as before queries could name a model), and
+    without a ``kv_cache`` key when it gives no ``--kv-cache`` (as before queries could)."""
+    return {k: v for k, v in query.items() if k not in ("model", "kv_cache") or v is not None}
 
 
 def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = None) -> None:
@@ -282,7 +284,8 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     fit's own default at that question's acceptance. A query saved without ``--model`` (in a
     project of one model) asks a fit of several models about :func:`project_model`.
     ``warnings``, when given, gets what ``predict`` warns of for the same flags (a name the
-    fit never saw, a context past the measured ones, a cache that does not fit)."""
+    fit never saw, a context past the measured ones, a cache that does not fit). A query
+    saved with ``--kv-cache`` is capped, and its memory checked, at that dtype, as predict's."""
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.question import Flags, default_question, resolve
 
