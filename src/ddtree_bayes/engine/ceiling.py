@@ -16,7 +16,8 @@ roofline streams them; left out where the fit's own M = 1 step of the measured s
 shorter than that read, so the card's bytes per weight are not the deployment's) and the KV
 cache at :data:`LEAST_KV_CACHE`'s 4.5 bits per value (a bf16 card's bytes x 4.5 / 16, an fp8
 card's x 4.5 / 8), one read per sequence whatever the tokens it verifies. Every public row runs below it
-(``scripts/ceiling_check.py``). ``predict --kv-cache DTYPE`` says the deployment's cache: the
+(``scripts/ceiling_check.py``). ``--kv-cache DTYPE`` (predict, optimize, next's ``--query``,
+track) says the deployment's cache: the
 cap then reads the card's bytes per token x DTYPE's bits / the card's (bf16's when the card does
 not say its cache dtype).
 """

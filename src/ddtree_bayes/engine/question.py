@@ -103,8 +103,9 @@ class Flags:
     concurrency: tuple[int, ...] | None = None
     #: predict --drafter: a drafter card's name whose roofline prices the drafter passes
     drafter: str | None = None
-    #: predict --kv-cache: the KV cache's dtype (core/model_cards.py ``KV_CACHE_BITS``), which
-    #: the read cap and the memory check count the cache at
+    #: --kv-cache (predict, next --query, track; optimize passes it to resolve_scenario): the
+    #: KV cache's dtype (core/model_cards.py ``KV_CACHE_BITS``), which the read cap and the
+    #: memory check count the cache at
     kv_cache: str | None = None
 
     def __post_init__(self) -> None:

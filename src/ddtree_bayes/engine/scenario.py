@@ -165,9 +165,10 @@ class Scenario:
     #: ``predict --drafter``: the card whose roofline prices the drafter passes (None: the
     #: drafter the fit priced for the model and method, core/drafters.py ``drafter_for``)
     drafter: DrafterCard | None = None
-    #: ``predict --kv-cache``: the KV cache's dtype (a key of core/model_cards.py
-    #: ``KV_CACHE_BITS``), which the read cap and the memory check count the cache at (None:
-    #: not given; the cap reads the least a deployment does, the memory check the card's bytes)
+    #: ``--kv-cache`` (predict, optimize, next --query, track): the KV cache's dtype (a key of
+    #: core/model_cards.py ``KV_CACHE_BITS``), which the read cap and the memory check count
+    #: the cache at (None: not given; the cap reads the least a deployment does, the memory
+    #: check the card's bytes)
     kv_cache: str | None = None
 
     @property
