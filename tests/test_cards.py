@@ -160,6 +160,8 @@ def test_qwen3_coder_next_gdn_hybrid_in_nvfp4():
     assert d.facts["params_total"] == 79_674_391_296
     assert d.facts["params_active"] == 3_874_929_408
     assert d.card["attention"].startswith("hybrid: 36 Gated DeltaNet + 12 full-attention")
+    # a hybrid target: its speculative fixed cost carries its engine's recurrent effect
+    assert d.card["recurrent_layers"] == "36" and d.facts["recurrent_layers"] == 36
     assert d.card["kv_bytes_per_token"] == str(2 * 12 * 2 * 256 * 2)   # full layers only
     assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("512", "10", "1")
     # NVFP4 (compressed-tensors tensor_group, 16): a packed weight (out, in) stores 4 bits

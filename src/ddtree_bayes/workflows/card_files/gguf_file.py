@@ -126,6 +126,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                        max_context_tokens=_int(key("{arch}.context_length")),
                        intermediate_size=_int(key("{arch}.expert_feed_forward_length")
                                               or key("{arch}.feed_forward_length")))
+    shape.recurrent_layers = len({i for i in hybrid_layers if i < layers})
     if shape.experts and not shape.shared_experts and any(t.kind == "shared_expert"
                                                           for t in tensors):
         shape.shared_experts = 1

@@ -215,6 +215,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                        vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp,
                        max_context_tokens=_positive_int(cfg.get("max_position_embeddings")))
     describe_attention(shape, c, family, kinds)
+    shape.recurrent_layers = kinds.count("linear_attention")
     describe_experts(shape, c, family)
     if multimodal:
         shape.notes.append("a multimodal config: its language model is counted (the decode "

@@ -21,7 +21,8 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 #: Columns a card row has that an older data/models.csv (one created from the bundled cards
 #: before they existed) may lack: writing the row adds them to its header.
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
-                         "kv_window_tokens", "max_context_tokens", "kv_cache_bits")
+                         "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
+                         "recurrent_layers")
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
@@ -133,7 +134,8 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         else str(shape.kv_window_bytes_per_token),
         "kv_window_tokens": "" if shape.kv_window_tokens is None else str(shape.kv_window_tokens),
         "max_context_tokens": "" if shape.max_context_tokens is None
-        else str(shape.max_context_tokens)}
+        else str(shape.max_context_tokens),
+        "recurrent_layers": str(shape.recurrent_layers) if shape.recurrent_layers else ""}
     facts = {"architecture": shape.architecture, "params_total": wb.total_params,
              "params_active": round(wb.active_params), "embedding_params": embed,
              "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,
@@ -144,7 +146,8 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              "kv_formula": shape.kv_formula, "storage": scheme.label,
              "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
              "compute_dtype": dtype, "mtp_layers": shape.mtp_layers,
-             "max_context_tokens": shape.max_context_tokens}
+             "max_context_tokens": shape.max_context_tokens,
+             "recurrent_layers": shape.recurrent_layers}
     drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
     return Derived(card, drafters, facts)
 

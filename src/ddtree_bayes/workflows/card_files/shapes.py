@@ -69,6 +69,8 @@ class ModelShape:
     #: the longest context the model takes (config ``max_position_embeddings``, GGUF
     #: ``<arch>.context_length``); None when the file does not say
     max_context_tokens: int | None = None
+    #: layers with a recurrent state instead of a KV cache (Gated DeltaNet); 0 for a transformer
+    recurrent_layers: int = 0
     notes: list[str] = field(default_factory=list)
 
     def total(self, *, mtp: bool = False) -> int:
