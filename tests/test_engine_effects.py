@@ -5,6 +5,7 @@ at predict time, by hand on point masses."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -358,3 +359,98 @@ def test_shares_lm_head_column(tmp_path):
         with pytest.raises(DataError) as err:
             load_drafter_cards("d.csv", head + line)
         assert (err.value.row, err.value.column) == (2, col)
+
+
+#: A made-up EAGLE-3 head for Kimi K2.6 (which has no drafter card): 1 layer, 0.5 B read.
+KIMI_EAGLE3 = "my-kimi-eagle3,kimi-k2.6,eagle3,eagle3_head,1,,,0.5,0.5,0.1,no,yes,,2,,me,,"
+NO_EAGLE3 = ("no drafter card serves kimi-k2.6's eagle3 and the fit measured none: there is no "
+             "drafter to run it with (`ddtree-bayes card add` one)")
+GENERIC_EAGLE3 = ("drafter passes priced by a generic eagle3 drafter of 1 target layer and an "
+                  "LM-head-sized read (no drafter card)")
+
+
+def _b300_only(draws):
+    """The structured fit whose data are the B300 rows only: Kimi K2.6's EAGLE-3 is then
+    measured nowhere (the bundled rows measure it on RTX PRO 6000s)."""
+    return draws.view(data_csv="".join(line for line in draws.data_csv.splitlines(True)
+                                       if ",rtx-pro-6000," not in line))
+
+
+def test_predict_names_the_drafter_that_priced_each_row_and_warns_of_none(tmp_path):
+    """A new-user walkthrough (Mixtral-8x7B on 2x MI210, AR rows only): `predict --method
+    ddtree` answered 164 tok/s, P(> AR) 1.00, exit 0, while `next --query` with the same flags
+    said "no drafter card serves mixtral-8x7b-instruct's ddtree ... there is no drafter to
+    run it with"; and which drafter priced the passes (a generic one, or a drafter card) was
+    said nowhere: after `card add` of an EAGLE-3 head and a refit, the eagle3 answer moved
+    89 -> 94 tok/s with identical notes and JSON. Every speculative row now names the card
+    (``pass_drafter``, null for a generic drafter; a note under the table), and a model and
+    method with no drafter card and no measurement is warned of in next's words."""
+    from ddtree_bayes.engine import predictive as P
+
+    draws = _b300_only(structured_engine_fit())
+    eagle3 = {"hardware": "b300", "gpus": 8, "engines": ["sglang"], "method": "eagle3",
+              "block": 4, "accept": "3"}
+    said: list[str] = []
+    (row,) = P.predict(draws, **eagle3, warnings=said)
+    assert row["pass_drafter"] is None and row["pass_drafter_note"] == GENERIC_EAGLE3
+    assert said == [NO_EAGLE3]
+    # the measured DDTree group: Kimi's generic block drafter (5 layers), nothing to warn of
+    said = []
+    spread = draws.view(variables={**draws.variables, "structure_sd": np.full(4, 0.04)})
+    (row,) = P.predict(spread, hardware="b300", gpus=8, engines=["sglang"], method="ddtree",
+                       block=16, budget=32, accept="12", warnings=said)
+    assert row["pass_drafter"] is None and said == []
+    assert row["pass_drafter_note"] == ("drafter passes priced by a generic ddtree drafter of 5 "
+                                        "target layers and an LM-head-sized read (no drafter "
+                                        "card)")
+    (ar,) = P.predict(spread, hardware="b300", gpus=8, engines=["sglang"], method="ar",
+                      accept="1")
+    assert "pass_drafter" not in ar and "pass_drafter_note" not in ar
+    # a fit storing a card for it: the row names it, and nothing is warned of
+    card = load_drafter_cards("d.csv", bundled("drafters.csv").read_text().splitlines()[0]
+                              + "\n" + KIMI_EAGLE3 + "\n")[0]
+    meta = {**draws.meta, "model": {**draws.meta["model"], "drafter_cards": [
+        *draws.meta["model"]["drafter_cards"],
+        dict(dataclasses.asdict(card), methods=list(card.methods))]}}
+    said = []
+    (row,) = P.predict(draws.view(meta=meta), **eagle3, warnings=said)
+    assert row["pass_drafter"] == "my-kimi-eagle3" and said == []
+    assert row["pass_drafter_note"] == ("drafter passes priced by drafter card my-kimi-eagle3 "
+                                        "(0.5 B parameters read per pass)")
+    # the Python API: the same warning as a UserWarning, the card in the frame
+    from ddtree_bayes import api
+
+    with pytest.warns(UserWarning) as warned:
+        table = api.predict(draws, **eagle3)
+    assert [str(w.message) for w in warned] == [NO_EAGLE3]
+    assert table["pass_drafter"].isna().all()
+
+
+def test_predict_prints_the_drafter_and_the_missing_one(tmp_path):
+    """The CLI side of the walkthrough above: the note under the table, the JSON's
+    ``pass_drafter`` and ``warnings``, and the warning on stderr in next's words; a drafter
+    card written here since the fit serves the method, so nothing is warned of then."""
+    from test_cli_support import make_point_mass_workdir, run_cli, write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         draws=_b300_only(structured_engine_fit()))
+    argv = ("predict", "--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--method",
+            "eagle3", "--block", "4", "--accept", "3")
+    code, out, err = run_cli(work, *argv)
+    assert code == 0, err
+    assert f"ddtree-bayes: warning: {NO_EAGLE3}\n" in err
+    assert f"\n  {GENERIC_EAGLE3}\n" in out
+    code, out, err = run_cli(work, *argv, "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("predict", payload)
+    assert [r["pass_drafter"] for r in payload["rows"]] == [None]
+    assert NO_EAGLE3 in payload["warnings"]
+    own_drafters(work, KIMI_EAGLE3)   # (`card add` of a head since the fit)
+    code, out, err = run_cli(work, *argv)
+    assert code == 0, err
+    assert "no drafter card serves" not in err
+    assert f"\n  {GENERIC_EAGLE3}\n" in out   # (the fit prices the cards it stored)

@@ -25,7 +25,8 @@ def typed_rows(rows: list[dict]) -> list[dict]:
     emit); the prose-only fields dropped."""
     out = []
     for row in rows:
-        r = {k: v for k, v in row.items() if k not in ("accept_value", "accept_note")}
+        r = {k: v for k, v in row.items()
+             if k not in ("accept_value", "accept_note", "pass_drafter_note")}
         r["accept"] = row["accept_value"]
         out.append(r)
     return out
@@ -41,12 +42,14 @@ def cmd_predict(args: argparse.Namespace) -> int:
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
                                strict=args.strict, drafters=False), warned)
     from ddtree_bayes.engine.question import Flags, resolve
-    from ddtree_bayes.engine.scenario import check_drafters
+    from ddtree_bayes.engine.scenario import check_drafters, drafter_gap_warnings
     from ddtree_bayes.engine.structure import p_text
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
-    print_warnings(check_drafters(draws, [(sc.model, sc.method) for sc in question.scenarios],
-                                  drafter=args.drafter, strict=args.strict), warned)
+    asked = [(sc.model, sc.method) for sc in question.scenarios]
+    print_warnings(check_drafters(draws, asked, drafter=args.drafter, strict=args.strict),
+                   warned)
+    print_warnings(drafter_gap_warnings(draws, asked), warned)   # (next's words: no drafter)
     print_warnings(question.warnings, warned)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
@@ -138,7 +141,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
               "deterministic estimate with its flat +-30% band.")
     for line in accept_notes(rows):
         print(line)
-    for note in [*notes, *question.left_out]:
+    # (which drafter card, or a generic drafter, priced the speculative rows' passes)
+    drafters = list(dict.fromkeys(r["pass_drafter_note"] for r in rows if "pass_drafter_note" in r))
+    for note in [*notes, *drafters, *question.left_out]:
         print(f"  {note}")
     return 0
 

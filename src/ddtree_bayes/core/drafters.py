@@ -235,6 +235,19 @@ def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> Draf
     return best
 
 
+def generic_drafter(method: str) -> str:
+    """What prices ``method``'s drafter passes when no drafter card serves the model
+    (:func:`pass_roofline_ms`).
+
+    >>> generic_drafter("ddtree"), generic_drafter("eagle3")
+    ('a generic ddtree drafter of 5 target layers and an LM-head-sized read', \
+'a generic eagle3 drafter of 1 target layer and an LM-head-sized read')
+    """
+    layers = GENERIC_LAYERS.get(method, GENERIC_LAYERS_DEFAULT)
+    return (f"a generic {method} drafter of {layers} target layer{'s' * (layers > 1)} and an "
+            "LM-head-sized read")
+
+
 @dataclass(frozen=True)
 class PassRoofline:
     """Constants of the drafter-pass roofline: the pair roofline priors' medians."""
@@ -274,8 +287,7 @@ def pass_roofline_ms(drafter: DrafterCard | None, model_card, method: str,
         layers = GENERIC_LAYERS.get(method, GENERIC_LAYERS_DEFAULT)
         params = (layers + 1) * model_card.params_active_b / model_card.layers
         bpw = model_card.bytes_per_weight
-        how = (f"no drafter card: a generic {method} drafter of {layers} target layer"
-               f"{'s' * (layers > 1)} and an LM-head-sized read")
+        how = f"no drafter card: {generic_drafter(method)}"
     kind = link(hardware_row, gpus)
     per_layer = constants.layer_ms + (constants.allreduce_fabric_ms if kind == "fabric" else
                                       constants.allreduce_pcie_ms if kind == "pcie" else 0.0)

@@ -45,6 +45,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     acceptance_prior,
     check_accept,
     check_fit,
+    drafter_gap_warnings,
     latent_acceptance,
     measured_acceptance,
     parse_accept,
@@ -61,6 +62,7 @@ from ddtree_bayes.engine.structure import (
     fit_rows,
     group_learned,
     measured_configs,
+    pass_drafter,
     pass_roofline,
     query_log_sd,
     recurrent_note,
@@ -562,6 +564,9 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture)
     if warnings is not None:   # (and an engine left out of an AR question: a row missing)
+        # (a method without a drafter: the stored and built-in cards, not this directory's)
+        warnings.extend(drafter_gap_warnings(fit, [(sc.model, sc.method)
+                                                   for sc in question.scenarios], here=False))
         warnings.extend([*question.warnings, *wide_interval_warnings(prob, fit.n_draws),
                          *ceiling_warnings(rows), *question.left_out])
     return rows
@@ -595,6 +600,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
              for asked in question.asked for c in (streams or (1,))]
     for asked, sc in cases:
         per_token, how = per_token_draws(fit, sc, seed, mixture)
+        priced = pass_drafter(fit, sc)
         cap = ceiling_row(per_token, read_ceiling(fit, sc))
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
@@ -628,6 +634,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
             row["accept_value"] = source.value
             if sc.drafter is not None:
                 row["drafter"] = sc.drafter.drafter
+            if priced is not None:   # (which card priced the passes: generic is None)
+                row["pass_drafter"], row["pass_drafter_note"] = priced
             row["accept_distribution"] = dist
             if source.where is not None:   # (measured: which rows the mean is of)
                 row["accept_from"] = source.where

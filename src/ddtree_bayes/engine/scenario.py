@@ -405,6 +405,50 @@ def check_drafters(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
     return warnings
 
 
+def drafter_cards(draws: Fit, here: bool = True) -> tuple:
+    """The drafter cards a measurement could be made with: the fit's stored ones, then the
+    built-in ones overlaid by ``data/drafters.csv`` (the built-in ones alone when that file does
+    not load: fit and predict name its problem; or without ``here``: the Python API, whose fit
+    may come from another directory)."""
+    from ddtree_bayes.core.drafters import drafter_table, stored_cards
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.paths import own_data_file
+
+    cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
+    try:
+        return cards + drafter_table(own_data_file("drafters.csv") if here else None)
+    except InputError:
+        return cards + drafter_table()
+
+
+def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str | None:
+    """Why nobody can run ``model``'s ``method`` (model None: the fit's first row's): no
+    drafter card of ``cards`` (:func:`drafter_cards`) serves it and the fit measured that
+    method for no row of that model. None: it is autoregressive, measured, or has a drafter."""
+    from ddtree_bayes.core.drafters import drafter_for
+
+    if method == AR_METHOD:
+        return None
+    rows = draws.measurements.rows
+    model = model or (rows[0].model if rows else None)
+    if model is None or any(r.method == method and r.model == model for r in rows):
+        return None
+    if drafter_for(cards, model, method) is not None:
+        return None
+    return (f"no drafter card serves {model}'s {method} and the fit measured none: "
+            "there is no drafter to run it with (`ddtree-bayes card add` one)")
+
+
+def drafter_gap_warnings(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
+                         here: bool = True) -> list[str]:
+    """predict's warning that a question's (model, method) has no drafter to run it with
+    (:func:`no_drafter`, as ``next`` leaves such a candidate out): its answer prices a
+    drafter nobody has. ``here``: also count the cards of ``data/drafters.csv`` here."""
+    cards = drafter_cards(draws, here)
+    return list(dict.fromkeys(w for model, method in asked
+                              if (w := no_drafter(draws, model, method, cards)) is not None))
+
+
 def failures(meta: dict) -> str:
     """Why a fit failed its convergence gates, as every message says it ("unconverged" when
     the fit recorded no reason: messages printed "()")."""

@@ -451,13 +451,36 @@ def recurrent_note(fit: Fit, sc: Scenario, engine: str) -> str:
 def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
     """The roofline of one drafter pass of the query's method, model and GPUs (ms, how),
     from the drafter cards and model cards stored in the fit (core/drafters.py)."""
-    from ddtree_bayes.core.drafters import PassRoofline, drafter_for, pass_roofline_ms, stored_cards
+    from ddtree_bayes.core.drafters import PassRoofline, pass_roofline_ms
 
     model = fit.meta["model"]
-    drafters = stored_cards(model.get("drafter_cards", ()))
-    card = required_card(model, sc.model)
-    name = sc.model or card.model
     constants = PassRoofline(**model.get("pass_roofline", {}))
-    drafter = sc.drafter or drafter_for(drafters, name, sc.method)
-    return pass_roofline_ms(drafter, card, sc.method,
+    return pass_roofline_ms(pricing_drafter(fit, sc), required_card(model, sc.model), sc.method,
                             fit.hardware[sc.hardware], sc.gpus, constants)
+
+
+def pricing_drafter(fit: Fit, sc: Scenario):
+    """The drafter card whose roofline prices the query's drafter passes: ``--drafter``'s,
+    else the card the fit stored for its model and method (core/drafters.py ``drafter_for``);
+    None: a generic drafter of the method."""
+    from ddtree_bayes.core.drafters import drafter_for, stored_cards
+
+    model = fit.meta["model"]
+    name = sc.model or required_card(model, sc.model).model
+    return sc.drafter or drafter_for(stored_cards(model.get("drafter_cards", ())), name,
+                                     sc.method)
+
+
+def pass_drafter(fit: Fit, sc: Scenario) -> tuple[str | None, str] | None:
+    """Which drafter priced a speculative query's drafter passes, and the note saying so:
+    (the card's name, or None for a generic drafter of the method; the note). None for an
+    autoregressive query and for a fit of the fraction step form, which prices no pass."""
+    from ddtree_bayes.core.drafters import generic_drafter
+
+    if sc.method == AR_METHOD or fit.meta["model"].get("step_form") != "structured":
+        return None
+    card = pricing_drafter(fit, sc)
+    if card is None:
+        return None, f"drafter passes priced by {generic_drafter(sc.method)} (no drafter card)"
+    return card.drafter, (f"drafter passes priced by drafter card {card.drafter} "
+                          f"({card.pass_params_b:.3g} B parameters read per pass)")

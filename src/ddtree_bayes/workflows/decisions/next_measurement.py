@@ -39,6 +39,7 @@ from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
+from ddtree_bayes.engine.scenario import drafter_cards
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
 from ddtree_bayes.workflows.decisions.common import (
@@ -182,21 +183,6 @@ class Candidate:
                 sc.concurrency)
 
 
-def drafter_cards(draws: Fit) -> tuple:
-    """The drafter cards a measurement could be made with: the fit's stored ones, then the
-    built-in ones overlaid by ``data/drafters.csv`` (the built-in ones alone when that file does
-    not load: fit and predict name its problem)."""
-    from ddtree_bayes.core.drafters import drafter_table, stored_cards
-    from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.paths import own_data_file
-
-    cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
-    try:
-        return cards + drafter_table(own_data_file("drafters.csv"))
-    except InputError:
-        return cards + drafter_table()
-
-
 def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -> str | None:
     """Why nobody can make a measurement of ``scenario`` (None: someone can): its streams' KV
     cache does not fit beside the weights (:func:`~ddtree_bayes.engine.scenario.kv_cache_warning`:
@@ -206,8 +192,7 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
     stored ones, the built-in ones, ``data/drafters.csv``: ``cards``, else
     :func:`drafter_cards`) serves that model and method and the fit measured that method for
     no row of that model."""
-    from ddtree_bayes.core.drafters import drafter_for
-    from ddtree_bayes.engine.scenario import kv_cache_warning
+    from ddtree_bayes.engine.scenario import kv_cache_warning, no_drafter
 
     rows = draws.measurements.rows
     # streams whose KV cache the GPUs cannot hold beside the weights (predict warns of it)
@@ -221,16 +206,8 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
         return (f"{engine} is a modelled engine (its speculative overhead is {bases[engine]}'s "
                 "times 1 - reduction) with no measurement in the fit: there is no such engine "
                 "to run")
-    if scenario.method == AR_METHOD:
-        return None
-    model = scenario.model or (rows[0].model if rows else None)
-    if model is None or any(r.method == scenario.method and r.model == model for r in rows):
-        return None
-    if drafter_for(drafter_cards(draws) if cards is None else cards, model,
-                   scenario.method) is not None:
-        return None
-    return (f"no drafter card serves {model}'s {scenario.method} and the fit measured none: "
-            "there is no drafter to run it with (`ddtree-bayes card add` one)")
+    return no_drafter(draws, scenario.model, scenario.method,
+                      drafter_cards(draws) if cards is None else cards)
 
 
 def default_candidates(draws: Fit, query: Query,
