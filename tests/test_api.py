@@ -350,3 +350,87 @@ def test_load_inputs_refuses_what_fit_refuses(tmp_path):
         "(`ddtree-bayes card add --hf-config PATH/config.json --name kimi-k2.7`, or --gguf "
         "FILE.gguf, or a row in data/models.csv), or correct the name: did you mean "
         "'kimi-k2.6'?)")
+
+
+PREDICT_KEYWORDS = ("accept, block, budget, concurrency, context, drafter, engine, engines, "
+                    "gpus, hardware, kv_cache, method, model, model_average, prob, seed, target, "
+                    "verify_tokens, workdir")
+
+
+def test_the_api_takes_predicts_flags_and_names_an_unknown_keyword():
+    """A new-user walkthrough: `ddtree_bayes.api.predict(fit, engine='vllm')` (predict's flag is
+    --engine) raised a raw "TypeError: predict() got an unexpected keyword argument 'engine'"
+    from an internal function, and so did drafter= and model_average=, though the docstring
+    says the keyword arguments are predict's flags. engine is now an alias of engines, and an
+    unknown keyword a one-line QueryError naming the valid ones."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    table = api.predict(draws, engine="sglang", accept=14)
+    pd.testing.assert_frame_equal(table, api.predict(draws, engines=["sglang"], accept=14))
+    assert table["median"].tolist() == pytest.approx([700.0])   # 14 tokens / 20 ms
+    assert api.predict(draws, engine="sglang,native", accept=14)["engine"].tolist() == [
+        "sglang", "native"]
+    with pytest.raises(QueryError) as err:
+        api.predict(draws, enigne="vllm", accept=14)
+    assert str(err.value) == ("predict() got an unknown keyword argument 'enigne' (fix: give "
+                              f"predict's flags as keywords: {PREDICT_KEYWORDS})")
+    with pytest.raises(QueryError, match=re.escape("give engine= or engines=, not both")):
+        api.predict(draws, engine="sglang", engines=["native"], accept=14)
+
+
+def test_the_api_prices_another_drafter_as_predict_drafter_does(tmp_path, monkeypatch):
+    """`drafter=` is predict's --drafter: the passes priced with that card's roofline at the
+    measured group's per-pass multiple, SPEC + 8 ms x 0.1 x (r1 / r0 - 1), r0 and r1 the
+    rooflines of Kimi K2.6's generic block drafter and of the card (test_engine_effects.py)."""
+    import numpy as np
+
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.question import Flags, resolve
+    from test_engine_effects import KIMI_DDTREE, own_drafters, structured_engine_fit
+
+    base = structured_engine_fit()
+    draws = base.view(variables={**base.variables, "structure_sd": np.full(4, 0.04)})
+    monkeypatch.chdir(tmp_path)
+    own_drafters(tmp_path, KIMI_DDTREE)
+    ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
+           "accept": "12"}
+    table = api.predict(draws, engine="sglang", drafter="my-kimi-ddtree", **ask)
+    assert table["drafter"].tolist() == table["pass_drafter"].tolist() == ["my-kimi-ddtree"]
+    flags = Flags(engines=("sglang",), drafter="my-kimi-ddtree", **ask)
+    (row,) = P.predict_rows(draws, resolve(draws, flags))
+    assert table["median"].tolist() == [row["median"]]
+    assert row["median"] != api.predict(draws, engine="sglang", **ask)["median"][0]
+
+
+def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeypatch):
+    """`model_average=True` is predict's --model-average: the latest converged fit of each
+    model form on the same data and priors, weighted by PSIS-LOO. AR steps 8 ms; at acceptance
+    3 a DDTree step of 20 ms (the linear point mass) beats it, the power form's (MoE cost
+    4 x 33 ** 0.5 ms) does not: weights 0.25 / 0.75 give P(faster than AR) 0.25."""
+    from ddtree_bayes.engine import compare, store
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    fast = point_mass_draws(n=400)
+    slow = point_mass_draws(n=400, moe_form="power")
+    slow.meta["fit_id"] = "slow"
+    (tmp_path / "models" / "fits").mkdir(parents=True)
+    for name in ("fast", "slow"):
+        (tmp_path / "models" / "fits" / f"{name}.nc").write_text("")
+    monkeypatch.setattr(store, "load_fit", lambda path: {"fast": fast, "slow": slow}[path.stem])
+    seen = []
+
+    def weights(fits, seed):
+        seen.append(([d.meta["fit_id"] for d in fits], seed))
+        return {"weights": {"point-mass": 0.25, "slow": 0.75}}
+
+    monkeypatch.setattr(compare, "compare_fits", weights)
+    ask = {"engine": "sglang", "accept": "3", "concurrency": 1, "seed": 7}
+    table = api.predict(fast, model_average=True, workdir=tmp_path, **ask)
+    assert seen == [(["point-mass", "slow"], 7)]
+    assert table["p_faster_than_ar"].tolist() == [pytest.approx(0.25)]
+    assert [(a["fit_id"], a["weight"]) for a in table.attrs["model_average"]] == [
+        ("point-mass", 0.25), ("slow", 0.75)]
+    for draws, p in ((fast, 1.0), (slow, 0.0)):
+        assert api.predict(draws, **ask)["p_faster_than_ar"].tolist() == [p]

@@ -183,9 +183,9 @@ def test_model_average_mixes_only_fits_of_the_same_priors(tmp_path, monkeypatch)
     are passed over; with one form left it is refused."""
     from types import SimpleNamespace as NS
 
-    from ddtree_bayes.cli.predict import latest_per_form
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine import store
+    from ddtree_bayes.engine.compare import latest_per_form
 
     def fit(fit_id, form, priors):
         return NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "d"},

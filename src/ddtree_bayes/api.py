@@ -61,16 +61,21 @@ def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
 
 
 def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: bool = False,
-            **query: Any):
+            model_average: bool = False, **query: Any):
     """Posterior throughput intervals as a tidy pandas DataFrame, one row per engine and
     acceptance.
 
     ``fit`` is a :class:`~ddtree_bayes.engine.posterior.Fit` (from :func:`load`) or None for the
     latest fit; the keyword arguments are ``predict``'s flags (``model``, ``hardware``,
-    ``gpus``, ``engines``, ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
+    ``gpus``, ``engines`` or its alias ``engine``: a name, comma-separated names or a list,
+    ``method``, ``block``, ``budget``, ``verify_tokens``, ``context``,
     ``accept``, ``concurrency``: one C or a list, per user with ``total_*`` columns;
-    ``kv_cache``: the KV cache's dtype, bf16, fp16, fp8, q8_0 or q4_0, as ``--kv-cache``) and
-    ``target``, ``prob``, ``seed``: the question is resolved as the CLI
+    ``kv_cache``: the KV cache's dtype, bf16, fp16, fp8, q8_0 or q4_0, as ``--kv-cache``;
+    ``drafter``: a drafter card's name, as ``--drafter``; ``model_average``: mix the latest
+    converged fit of each model form, as ``--model-average``, the fits and weights in the
+    frame's ``attrs["model_average"]``) and ``target``, ``prob``, ``seed``, ``workdir``; any
+    other keyword raises :class:`~ddtree_bayes.core.errors.QueryError` naming them. The
+    question is resolved as the CLI
     resolves it (:func:`ddtree_bayes.engine.question.resolve`). A number that comes out
     non-finite raises :class:`~ddtree_bayes.core.errors.QueryError`; a fit that failed its
     convergence gates raises :class:`~ddtree_bayes.core.errors.UnconvergedError` unless
@@ -81,9 +86,26 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead, and an engine or method
     never measured nor declared a :class:`~ddtree_bayes.core.errors.QueryError`.
     """
-    from ddtree_bayes.core.errors import UnconvergedError
+    import inspect
+
+    from ddtree_bayes.core.errors import QueryError, UnconvergedError
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.posterior import Fit
+
+    # predict's flags (a name P.predict does not take raised its raw TypeError): engine is
+    # --engine, an alias of engines; mixture, warnings and strict are this function's to give
+    flags = set(inspect.signature(P.predict).parameters) - {"fit", "mixture", "warnings",
+                                                            "strict"}
+    valid = sorted(flags | {"engine", "model_average"})
+    unknown = next((k for k in query if k not in flags and k != "engine"), None)
+    if unknown is not None:
+        raise QueryError(f"predict() got an unknown keyword argument {unknown!r}",
+                         fix=f"give predict's flags as keywords: {', '.join(valid)}")
+    if "engine" in query:
+        if query.get("engines") is not None:
+            raise QueryError("predict() got engine= and engines= (engine is an alias of engines)",
+                             fix="give engine= or engines=, not both")
+        query["engines"] = query.pop("engine")
 
     if fit is not None and not isinstance(fit, Fit):   # (an AttributeError on .meta before)
         fit_id = getattr(fit, "fit_id", fit if isinstance(fit, str) else None)
@@ -98,15 +120,29 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
             f"fit {meta['fit_id']} failed its convergence gates "
             f"({'; '.join(meta.get('failures') or [])}) (fix: re-run the fit, or pass "
             "allow_unconverged=True to use it anyway)")
-    said = P.check_fit(draws, allow_unconverged=True, strict=strict, here=False)   # (stale:
-    rows = P.predict(draws, **query, strict=strict,   # the CLI's warnings, no longer silent;
-                     warnings=said)   # strict refuses an unknown engine or method, as --strict)
+    # (stale: the CLI's warnings, no longer silent; strict refuses an unknown engine or
+    # method, as --strict)
+    said = P.check_fit(draws, allow_unconverged=True, strict=strict, here=False)
+    mixture = None
+    if model_average:   # (as --model-average: the latest converged fit of each form)
+        from ddtree_bayes.engine import compare
+
+        fits = compare.latest_per_form(draws, "model_average=True", query.get("workdir"))
+        weights = compare.compare_fits(fits, seed=query.get("seed", DEFAULT_SEED))["weights"]
+        mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
+    rows = P.predict(draws, **query, strict=strict, warnings=said, mixture=mixture)
     import warnings
 
     for text in said:   # what the CLI prints as warnings (they were dropped)
         warnings.warn(text, UserWarning, stacklevel=2)
     P.require_finite(rows)   # a QueryError, not a table of NaN
-    return P.to_frame(rows)
+    table = P.to_frame(rows)
+    if mixture is not None:   # (the CLI's JSON model_average)
+        from ddtree_bayes.core.config import form_label
+
+        table.attrs["model_average"] = [{"fit_id": d.meta["fit_id"], "form": form_label(d.meta),
+                                         "weight": w} for d, w in mixture]
+    return table
 
 
 def load_inputs(data: str | Path | None = None, priors: str | Path | None = None,

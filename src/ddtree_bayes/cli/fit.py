@@ -6,7 +6,6 @@ import argparse
 import sys
 
 from ddtree_bayes.cli.output import emit_json, fmt_value, render_table
-from ddtree_bayes.cli.predict import latest_per_form
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -159,7 +158,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.fits:
         fits = [api.load(f.strip()) for f in args.fits.split(",") if f.strip()]
     else:
-        fits = latest_per_form(api.load(), flag="compare")
+        fits = compare.latest_per_form(api.load(), flag="compare")
     res = compare.compare_fits(fits, seed=args.seed, method=args.weights)
     if args.format == "json":
         emit_json(res)

@@ -14,7 +14,6 @@ from ddtree_bayes.cli.output import (
     tok_text,
 )
 from ddtree_bayes.core.config import form_label
-from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
 
 
 # ---------------------------------------------------------------- predict
@@ -58,7 +57,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
 
-        fits = latest_per_form(draws)
+        fits = compare.latest_per_form(draws)
         weights = compare.compare_fits(fits, seed=args.seed)["weights"]
         mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
         print(f"{PROG}: model average: " + ", ".join(
@@ -266,39 +265,3 @@ def crossover(rows: list[dict]) -> list[dict]:
         out.append({"engine": engine, "accept": accept, "concurrency": cs,
                     "p_faster_than_ar": ps, **where, "line": line})
     return out
-
-
-def latest_per_form(anchor, flag: str = "--model-average") -> list:
-    """``anchor`` and the latest converged fit of each other MoE form made on the same data
-    and priors file (``flag``: what asked for them, named in the error): a fit made before the
-    priors changed would mix the old priors into the answer; `--fit X --model-average` used
-    another fit of X's form and still named X."""
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.engine import store
-
-    if anchor.meta.get("reweight"):   # (compare_fits refuses it, worded for `compare`)
-        raise QueryError(f"fit {anchor.meta['fit_id']} is an importance resample of fit "
-                         f"{anchor.meta['reweight'].get('parent_fit')} (update without a "
-                         f"refit): {flag} weighs fits by PSIS-LOO, which needs NUTS draws",
-                         fix="`ddtree-bayes update --refit` samples the same data with NUTS")
-    fits_dir = store.fits_dir(paths.models_dir())
-    best: dict[str, object] = {}
-    for path in sorted(fits_dir.glob("*.nc")):
-        try:
-            d = store.load_fit(path)
-        except DDTreeBayesError:
-            continue
-        if d.meta.get("reweight"):   # an importance resample: no draws PSIS-LOO can weigh
-            continue
-        if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
-                                       for k in ("data", "priors")):
-            best[form_label(d.meta)] = d  # sorted by id = by time: the last wins
-    if anchor.meta["converged"]:   # the fit asked for (--fit) stands for its own form
-        best[form_label(anchor.meta)] = anchor
-    if len(best) < 2:
-        raise QueryError(f"{flag} needs converged fits of two model forms on the data and "
-                         f"priors of fit {anchor.meta['fit_id']}; found {len(best)}",
-                         fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`"
-                             + (", or name the fits with --fits A,B" if flag != "--model-average"
-                                else ""))
-    return list(best.values())

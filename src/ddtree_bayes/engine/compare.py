@@ -8,6 +8,7 @@ configuration (all its repeated runs) above 2,000 rows (:mod:`ddtree_bayes.engin
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import numpy as np
 
@@ -155,3 +156,40 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
     return {"rows": rows, "weights": {ids[r["model"]]: r["weight"] for r in rows},
             "method": method, "notes": notes}
 
+
+def latest_per_form(anchor: Fit, flag: str = "--model-average",
+                    workdir: Path | None = None) -> list[Fit]:
+    """``anchor`` and the latest converged fit of each other MoE form made on the same data
+    and priors file (``flag``: what asked for them, named in the error): a fit made before the
+    priors changed would mix the old priors into the answer; `--fit X --model-average` used
+    another fit of X's form and still named X. ``workdir``: where models/ is (default: here)."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import DDTreeBayesError
+    from ddtree_bayes.engine import store
+
+    if anchor.meta.get("reweight"):   # (compare_fits refuses it, worded for `compare`)
+        raise QueryError(f"fit {anchor.meta['fit_id']} is an importance resample of fit "
+                         f"{anchor.meta['reweight'].get('parent_fit')} (update without a "
+                         f"refit): {flag} weighs fits by PSIS-LOO, which needs NUTS draws",
+                         fix="`ddtree-bayes update --refit` samples the same data with NUTS")
+    fits_dir = store.fits_dir(paths.models_dir(workdir))
+    best: dict[str, Fit] = {}
+    for path in sorted(fits_dir.glob("*.nc")):
+        try:
+            d = store.load_fit(path)
+        except DDTreeBayesError:
+            continue
+        if d.meta.get("reweight"):   # an importance resample: no draws PSIS-LOO can weigh
+            continue
+        if d.meta["converged"] and all(d.meta[k]["sha256"] == anchor.meta[k]["sha256"]
+                                       for k in ("data", "priors")):
+            best[form_label(d.meta)] = d  # sorted by id = by time: the last wins
+    if anchor.meta["converged"]:   # the fit asked for (--fit) stands for its own form
+        best[form_label(anchor.meta)] = anchor
+    if len(best) < 2:
+        raise QueryError(f"{flag} needs converged fits of two model forms on the data and "
+                         f"priors of fit {anchor.meta['fit_id']}; found {len(best)}",
+                         fix="fit the other form, e.g. `ddtree-bayes fit --moe-form linear`"
+                             + (", or name the fits with --fits A,B" if flag == "compare"
+                                else ""))
+    return list(best.values())

@@ -535,10 +535,12 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             seed: int = DEFAULT_SEED, workdir: Path | None = None,
             mixture: list[tuple[Fit, float]] | None = None, strict: bool = False,
             concurrency: int | tuple[int, ...] | list[int] | None = None,
-            kv_cache: str | None = None, warnings: list[str] | None = None) -> list[dict]:
+            kv_cache: str | None = None, drafter: str | None = None,
+            warnings: list[str] | None = None) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
     flags (``concurrency``: one C or several; rows then per user with a ``total``;
-    ``kv_cache``: the KV cache's dtype, ``--kv-cache``), resolved
+    ``kv_cache``: the KV cache's dtype, ``--kv-cache``; ``drafter``: a drafter card's name,
+    ``--drafter``), resolved
     (:func:`ddtree_bayes.engine.question.resolve`) and computed
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
@@ -559,7 +561,7 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
                   context=context, accept=None if accept is None else str(accept),
-                  concurrency=streams_of(concurrency), kv_cache=kv_cache)
+                  concurrency=streams_of(concurrency), kv_cache=kv_cache, drafter=drafter)
     question = resolve(fit, flags, strict=strict)
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
                         mixture=mixture)
