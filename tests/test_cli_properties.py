@@ -441,6 +441,21 @@ def test_accept_help_says_where_the_default_acceptance_comes_from(tmp_path):
                 "system; the row's accept says which") in text, command
 
 
+def test_optimize_help_caps_the_curve_at_the_block_as_predict_does(tmp_path):
+    """A new-user walkthrough: `optimize --help` said the acceptance curve is capped at "block +
+    1 for DDTree, as predict --accept is"; predict, the README and core/methods.py max_accept
+    cap a DDTree step at its block (the block starts with the anchor: 16 for block 16)."""
+    from ddtree_bayes.core.methods import max_accept
+
+    assert max_accept("ddtree", 16, 32).tokens == 16
+    code, out, err = run_cli(tmp_path, "optimize", "--help")
+    assert code == 0, err
+    text = " ".join(out.split())
+    assert "block + 1" not in text and "block+1" not in text
+    assert ("capped at the most tokens a step can emit, as predict --accept is: the block for "
+            "DDTree, whose block starts with the anchor)") in text
+
+
 def test_prose_and_help_give_the_dflash_and_ddtree_bound_of_block(tmp_path):
     """DFlash's and DDTree's block starts with the anchor (depth = "block - 1"): a step emits
     at most block tokens and a DFlash chain verifies its block. ask.md still said a DDTree of

@@ -293,8 +293,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Compare DDTree budgets B: per posterior draw, tok/s(B) = accept(B) x 1000 / "
                     "step_ms(M = B + 1), with accept(B) from the [acceptance_curve] priors "
                     "(acceptance at a reference budget, gain of the first doubling, decay of "
-                    "later gains; saturating, capped at the most tokens a step can emit, block + "
-                    "1 for DDTree, as predict --accept is) drawn alongside the step-time "
+                    "later gains; saturating, capped at the most tokens a step can emit, as "
+                    "predict --accept is: the block for DDTree, whose block starts with the "
+                    "anchor) drawn alongside the step-time "
                     "draws. Prints each budget's median and interval, P(best) and expected regret "
                     "E[max tok/s - tok/s(B)], and the recommended budget (highest expected tok/s); "
                     "flags budgets whose M exceeds the largest measured.",
