@@ -140,7 +140,7 @@ def test_predict_json_carries_the_crossover_summary_the_table_prints(tmp_path):
     assert payload["crossover"] == [
         {"engine": "sglang", "accept": "14", "concurrency": [1, 8, 16],
          "p_faster_than_ar": [1.0, 1.0, 0.0], "pays": "stops", "pays_at": [1, 8],
-         "stops_paying_at": 16, "starts_paying_at": None, "line": line}]
+         "stops_paying_at": 16, "starts_paying_at": None, "uncertain_at": [], "line": line}]
     code, out, err = run_cli(work, *ask)
     assert code == 0 and line in out.splitlines(), err
     code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
@@ -651,20 +651,21 @@ def test_a_p_faster_than_ar_below_one_half_never_reads_0_50():
     """A trust pass: P(faster than AR) is a fraction of 4000 draws, and one of 0.4995 (below
     0.5: speculation has stopped paying) printed as 0.50 in the crossover line ("stops paying
     at C = 64 (P(faster than AR) 0.50; ...)") and in the table's P(> AR) column, the very
-    threshold it is judged against. It keeps the digits that tell the side: 0.499."""
+    threshold it is judged against. It keeps the digits that tell the side: 0.499 (and the
+    line calls such a C uncertain: test_a_coin_flip_is_called_uncertain_not_paying_or_stopping)."""
     from ddtree_bayes.cli.predict import crossover_lines
     from ddtree_bayes.engine.structure import p_text
 
     rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
             for c, p in ((1, 0.99), (16, 0.7), (64, 0.4995))]
     assert crossover_lines(rows) == [
-        "vllm, accept 2.5: speculation stops paying at C = 64 (P(faster than AR) 0.499; "
-        "0.70 at C = 16)"]
+        "vllm, accept 2.5: speculation pays at C = 1 (P(faster than AR) 0.99), is uncertain at "
+        "C = 16, 64 (0.499-0.70, between 0.25 and 0.75)"]
     never = [{**r, "p_faster_than_ar": p} for r, p in zip(rows, (0.3, 0.49975, 0.2),
                                                            strict=True)]
     assert crossover_lines(never) == [
-        "vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= "
-        "0.4998)"]
+        "vllm, accept 2.5: speculation is uncertain at C = 1, 16 (P(faster than AR) 0.30-0.4998, "
+        "between 0.25 and 0.75), does not pay at C = 64 (0.20)"]
     assert [p_text(p) for p in (0.5, 0.4995, 0.49975, 0.9985, 0.004, 0.0)] == [
         "0.50", "0.499", "0.4998", "1.00", "0.00", "0.00"]
 
@@ -757,33 +758,69 @@ def test_validate_concurrency_reads_and_loads_each_sweep_file_once(tmp_path, mon
 def test_crossover_lines_name_the_cs_paying_fields_names():
     """predict --concurrency's crossover line and report's ``paying_fields`` answer one
     question (where speculation pays: P(faster than AR) >= 0.5); per engine and acceptance,
-    rows in any order, each kind of answer, by hand."""
+    rows in any order, each kind of answer, by hand (no C uncertain: P outside 0.25-0.75)."""
     from ddtree_bayes.cli.predict import crossover_lines
     from ddtree_bayes.engine.structure import paying_fields
 
     cs = [1, 4, 16, 64]
-    cases = {"every": (0.9, 0.8, 0.7, 0.6), "never": (0.4, 0.3, 0.2, 0.1),
-             "stops": (0.9, 0.8, 0.45, 0.1), "starts": (0.2, 0.4, 0.55, 0.9),
-             "mixed": (0.6, 0.4, 0.7, 0.2)}
+    cases = {"every": (0.9, 0.8, 0.8, 0.76), "never": (0.2, 0.1, 0.1, 0.05),
+             "stops": (0.9, 0.8, 0.2, 0.1), "starts": (0.1, 0.2, 0.8, 0.9),
+             "mixed": (0.8, 0.2, 0.9, 0.1)}
     rows = [{"engine": kind, "accept": "3", "concurrency": c, "p_faster_than_ar": p}
             for kind, ps in cases.items() for c, p in reversed(list(zip(cs, ps, strict=True)))]
     rows.append({"engine": "every", "accept": "3", "concurrency": 1})   # (AR: no P)
     assert crossover_lines(rows) == [
         "every, accept 3: speculation pays at every concurrency asked (P(faster than AR) >= "
-        "0.60)",
-        "never, accept 3: speculation pays at no concurrency asked (P(faster than AR) <= 0.40)",
-        "stops, accept 3: speculation stops paying at C = 16 (P(faster than AR) 0.45; 0.80 at "
+        "0.76)",
+        "never, accept 3: speculation pays at no concurrency asked (P(faster than AR) <= 0.20)",
+        "stops, accept 3: speculation stops paying at C = 16 (P(faster than AR) 0.20; 0.80 at "
         "C = 4)",
-        "starts, accept 3: speculation does not pay at C = 1 (P(faster than AR) 0.20), pays "
-        "from C = 16 (0.55)",
+        "starts, accept 3: speculation does not pay at C = 1 (P(faster than AR) 0.10), pays "
+        "from C = 16 (0.80)",
         "mixed, accept 3: speculation pays at C = 1, 16, not at C = 4, 64 (P(faster than AR) "
-        "0.20-0.70: near even)"]
+        "0.10-0.90)"]
     assert [paying_fields(cs, list(ps)) for ps in cases.values()] == [
         {"pays": "every", "pays_at": cs, "stops_paying_at": None, "starts_paying_at": None},
         {"pays": "never", "pays_at": [], "stops_paying_at": None, "starts_paying_at": None},
         {"pays": "stops", "pays_at": [1, 4], "stops_paying_at": 16, "starts_paying_at": None},
         {"pays": "starts", "pays_at": [16, 64], "stops_paying_at": None, "starts_paying_at": 16},
         {"pays": "mixed", "pays_at": [1, 16], "stops_paying_at": None, "starts_paying_at": None}]
+
+
+def test_a_coin_flip_is_called_uncertain_not_paying_or_stopping():
+    """A new-user walkthrough: `predict --method ddtree ... --concurrency 1,8` printed
+    "accept 5: speculation pays at every concurrency asked (P(faster than AR) >= 0.63)" beside
+    "accept 4: ... stops paying at C = 8 (0.48)": odds of 0.63 and 0.48 called a verdict. A C
+    whose P(faster than AR) is strictly between 0.25 and 0.75 (odds under 3:1 either way) is
+    now called uncertain; the lines with none such are unchanged, and the JSON's fields keep
+    their 0.5 meaning, with ``uncertain_at`` added."""
+    from ddtree_bayes.cli.predict import crossover, crossover_lines
+
+    def rows(accept, *ps, cs=(1, 8)):
+        return [{"engine": "vllm", "accept": accept, "concurrency": c, "p_faster_than_ar": p}
+                for c, p in zip(cs, ps, strict=True)]
+
+    assert crossover_lines(rows("4", 0.99, 0.48) + rows("5", 1.0, 0.63)
+                           + rows("6", 0.55, 0.63)) == [
+        "vllm, accept 4: speculation pays at C = 1 (P(faster than AR) 0.99), is uncertain at "
+        "C = 8 (0.48, between 0.25 and 0.75)",
+        "vllm, accept 5: speculation pays at C = 1 (P(faster than AR) 1.00), is uncertain at "
+        "C = 8 (0.63, between 0.25 and 0.75)",
+        "vllm, accept 6: speculation is uncertain at C = 1, 8 (P(faster than AR) 0.55-0.63, "
+        "between 0.25 and 0.75)"]
+    # each kind, in the order of its first C; 0.75 and 0.25 are calls
+    (four,) = crossover(rows("3", 0.9, 0.5, 0.1, 0.3, 0.75, 0.25, cs=(1, 4, 16, 64, 128, 256)))
+    assert four["line"] == (
+        "vllm, accept 3: speculation pays at C = 1, 128 (P(faster than AR) >= 0.75), is "
+        "uncertain at C = 4, 64 (0.30-0.50, between 0.25 and 0.75), does not pay at C = 16, "
+        "256 (<= 0.25)")
+    assert four["uncertain_at"] == [4, 64]
+    (stops,) = crossover(rows("4", 0.99, 0.48))   # (the 0.5 fields as before)
+    assert (stops["pays"], stops["pays_at"], stops["stops_paying_at"], stops["uncertain_at"]) == (
+        "stops", [1], 8, [8])
+    (sure,) = crossover(rows("7", 0.99, 0.80))
+    assert sure["uncertain_at"] == [] and sure["line"] == (
+        "vllm, accept 7: speculation pays at every concurrency asked (P(faster than AR) >= 0.80)")
 
 
 def test_validate_concurrency_pools_the_converged_fits_only(tmp_path, monkeypatch, capsys):

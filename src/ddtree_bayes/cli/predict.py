@@ -197,22 +197,25 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     """The lines of :func:`crossover`, as the table prints them.
 
     >>> rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
-    ...         for c, p in ((1, 0.99), (16, 0.7), (64, 0.2))]
+    ...         for c, p in ((1, 0.99), (16, 0.8), (64, 0.2))]
     >>> crossover_lines(rows)
-    ['vllm, accept 2.5: speculation stops paying at C = 64 (P(faster than AR) 0.20; 0.70 at C = 16)']
+    ['vllm, accept 2.5: speculation stops paying at C = 64 (P(faster than AR) 0.20; 0.80 at C = 16)']
 
     Speculation that never paid read "stops paying at C = 1":
 
-    >>> for ps in ((0.3, 0.4, 0.45), (0.3, 0.6, 0.9)):
+    >>> for ps in ((0.2, 0.1, 0.05), (0.2, 0.8, 0.9)):
     ...     print(crossover_lines([{**r, "p_faster_than_ar": p} for r, p in zip(rows, ps)])[0])
-    vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= 0.45)
-    vllm, accept 2.5: speculation does not pay at C = 1 (P(faster than AR) 0.30), pays from C = 16 (0.60)
+    vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= 0.20)
+    vllm, accept 2.5: speculation does not pay at C = 1 (P(faster than AR) 0.20), pays from C = 16 (0.80)
 
-    On and off (P near 0.5), every C is named:
+    A C whose P is strictly between 0.25 and 0.75 is no verdict (:data:`UNSURE_BELOW`): it
+    is called uncertain, and every C is named with its kind:
 
-    >>> print(crossover_lines([{**r, "p_faster_than_ar": p}
-    ...                        for r, p in zip(rows, (0.44, 0.57, 0.13))])[0])
-    vllm, accept 2.5: speculation pays at C = 16, not at C = 1, 64 (P(faster than AR) 0.13-0.57: near even)
+    >>> line = crossover_lines([{**r, "p_faster_than_ar": p}
+    ...                         for r, p in zip(rows, (0.44, 0.57, 0.13))])[0]
+    >>> print(line)  # doctest: +NORMALIZE_WHITESPACE
+    vllm, accept 2.5: speculation is uncertain at C = 1, 16 (P(faster than AR) 0.44-0.57,
+    between 0.25 and 0.75), does not pay at C = 64 (0.13)
     """
     return [c["line"] for c in crossover(rows)]
 
@@ -222,8 +225,9 @@ def crossover(rows: list[dict]) -> list[dict]:
     pays (P(faster than AR) >= 0.5; :func:`~ddtree_bayes.engine.structure.paying_fields`: the
     first concurrency asked at which it stops paying, or that it pays at every one asked, ...)
     and the line saying so: ``engine``, ``accept``, ``concurrency`` and ``p_faster_than_ar``
-    (ascending C), the paying fields and ``line``. The table prints the lines; the JSON's
-    ``crossover`` is this list.
+    (ascending C), the paying fields, ``uncertain_at`` (the C whose P is strictly between 0.25
+    and 0.75, which the line calls uncertain: :func:`uncertain_line`) and ``line``. The table
+    prints the lines; the JSON's ``crossover`` is this list.
 
     >>> rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
     ...         for c, p in ((16, 0.7), (1, 0.99))]
@@ -245,7 +249,10 @@ def crossover(rows: list[dict]) -> list[dict]:
         where = paying_fields(cs, ps)
         kind, yes = where["pays"], where["pays_at"]
         head = f"{engine}, accept {accept}: speculation "
-        if kind == "every":
+        unsure = [c for c, p in zip(cs, ps, strict=True) if UNSURE_BELOW < p < 1 - UNSURE_BELOW]
+        if unsure:   # (a coin flip is no verdict: "pays at every C (>= 0.63)" was one)
+            line = head + uncertain_line(cs, ps)
+        elif kind == "every":
             line = head + f"pays at every concurrency asked (P(faster than AR) >= {p_text(min(ps))})"
         elif kind == "never":
             line = head + f"pays at no concurrency asked (P(faster than AR) <= {p_text(max(ps))})"
@@ -253,7 +260,7 @@ def crossover(rows: list[dict]) -> list[dict]:
             no = [c for c in cs if c not in yes]
             line = head + (f"pays at C = {', '.join(map(str, yes))}, not at C = "
                            f"{', '.join(map(str, no))} (P(faster than AR) "
-                           f"{p_text(min(ps))}-{p_text(max(ps))}: near even)")
+                           f"{p_text(min(ps))}-{p_text(max(ps))})")
         elif kind == "starts":
             c = where["starts_paying_at"]
             line = head + (f"does not pay at C = {cs[0]} (P(faster than AR) "
@@ -263,5 +270,39 @@ def crossover(rows: list[dict]) -> list[dict]:
             line = head + (f"stops paying at C = {c} (P(faster than AR) {p_text(p_at[c])}; "
                            f"{p_text(p_at[last])} at C = {last})")
         out.append({"engine": engine, "accept": accept, "concurrency": cs,
-                    "p_faster_than_ar": ps, **where, "line": line})
+                    "p_faster_than_ar": ps, **where, "uncertain_at": unsure, "line": line})
     return out
+
+
+#: A concurrency whose P(faster than AR) is strictly between this and 1 - this is called
+#: uncertain: odds under 3:1 either way are no verdict on whether speculation pays there.
+UNSURE_BELOW = 0.25
+
+
+def uncertain_line(cs: list[int], ps: list[float]) -> str:
+    """The crossover line (after "speculation ") of concurrencies some of which are uncertain
+    (:data:`UNSURE_BELOW`): each kind - pays, is uncertain, does not pay - with its C, in the
+    order of its first C, and its P(faster than AR) (one, or the bound or range of several).
+
+    >>> uncertain_line([1, 8], [0.99, 0.48])
+    'pays at C = 1 (P(faster than AR) 0.99), is uncertain at C = 8 (0.48, between 0.25 and 0.75)'
+    """
+    from ddtree_bayes.engine.structure import p_text
+
+    kinds: dict[str, list[tuple[int, float]]] = {}
+    for c, p in zip(cs, ps, strict=True):
+        kind = ("pays" if p >= 1 - UNSURE_BELOW else "does not pay" if p <= UNSURE_BELOW
+                else "is uncertain")
+        kinds.setdefault(kind, []).append((c, p))
+    parts: list[str] = []
+    for kind, at in kinds.items():
+        values = [p for _, p in at]
+        shown = (p_text(values[0]) if len(values) == 1
+                 else f">= {p_text(min(values))}" if kind == "pays"
+                 else f"<= {p_text(max(values))}" if kind == "does not pay"
+                 else f"{p_text(min(values))}-{p_text(max(values))}")
+        if kind == "is uncertain":
+            shown += f", between {UNSURE_BELOW:g} and {1 - UNSURE_BELOW:g}"
+        parts.append(f"{kind} at C = {', '.join(str(c) for c, _ in at)} "
+                     f"({'P(faster than AR) ' if not parts else ''}{shown})")
+    return ", ".join(parts)
