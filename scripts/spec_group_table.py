@@ -31,9 +31,10 @@ def group_table(fit) -> pd.DataFrame:
     pass_ms = v["spec_pass_ratio"] * step_ar
     tree_ms = v["spec_tree_ratio"] * step_ar
     pass_mult = pass_ms / roof
-    # group effect: log fixed ms minus (mu + engine) (the offset -log step_ar cancels)
-    eff = v["spec_fixed_log"] - v["spec_fixed_mean"]
-    pass_eff = v["spec_pass_log"] - v["spec_pass_mean"]
+    # group effect: log ratio minus its mean (mu + engine [+ hybrid effect] + offset); from
+    # the ratio, which every fit stores (spec_*_log only when the spread is fixed)
+    eff = np.log(v["spec_fixed_ratio"]) - v["spec_fixed_mean"]
+    pass_eff = np.log(v["spec_pass_ratio"]) - v["spec_pass_mean"]
     eng_ms = np.exp(v["spec_fixed_log_mu"][:, None] + v["spec_fixed_engine"])  # draws x engines
     rows = []
     for k, g in enumerate(groups):
