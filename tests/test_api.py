@@ -434,3 +434,24 @@ def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeyp
         ("point-mass", 0.25), ("slow", 0.75)]
     for draws, p in ((fast, 1.0), (slow, 0.0)):
         assert api.predict(draws, **ask)["p_faster_than_ar"].tolist() == [p]
+
+
+def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
+    """A hand-edited row at 20000 tok/s for Kimi K2.6 AR on 8 x B300 (a 0.05 ms step) was
+    fitted, exit 0, with the noise widened for every model. Reading its 32B active weights at
+    IQ1_S's 1.5625 bits over 8 x 8 TB/s takes 32e9 x 1.5625 / 8 / 64e12 s = 0.0977 ms: the
+    data file is refused, naming the row and column (fit reads its inputs the same way)."""
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.paths import bundled
+
+    text = bundled("measurements.csv").read_text(encoding="utf-8")   # a header and 9 rows
+    fast = tmp_path / "fast.csv"
+    fast.write_text(text + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,20000,x,\n")
+    with pytest.raises(DataError) as err:
+        api.load_inputs(fast, bundled("priors.toml"), workdir=tmp_path)
+    assert str(err.value) == (
+        f"{fast}, row 11, column 'tok_s': step 0.05 ms (20000 tok/s at accept 1) is shorter "
+        "than reading kimi-k2.6's 32B active weights at 1.5625 bits per weight (IQ1_S, the "
+        "fewest any quantisation stores) over 8 x b300 (64 TB/s): 0.0977 ms; no deployment "
+        "runs that fast (fix: check tok_s (tokens per second; with concurrency, the streams' "
+        "total), accept_len and gpus)")

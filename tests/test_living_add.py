@@ -497,3 +497,33 @@ def test_add_warns_of_a_context_above_the_models_longest(work, capsys):
     assert "row 11: kimi-k2.6, h200 x8 sglang ar M=1 ctx 10485760 accept 1" in out
     code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "20", "--context", "256k")
     assert code == 0 and json.loads(out)["warnings"] == [], err
+
+
+def test_add_refuses_a_step_faster_than_any_quantisation_reads(work, capsys):
+    """Mixtral AR at 2000 tok/s on 2x MI210 (0.5 ms) was kept with a warning that it might be
+    "quantised below the card's bytes", then spoilt every fit. Reading Kimi K2.6's 32B active
+    weights at IQ1_S's 1.5625 bits (the fewest any quantisation stores) over 8 x H200's 4.8
+    TB/s takes 32e9 x 1.5625 / 8 / 38.4e12 s = 0.163 ms: 10000 tok/s (a 0.1 ms AR step) is
+    impossible, refused (exit 2, nothing written); 5000 tok/s (0.2 ms) stays a warning."""
+    before = (work / "data" / "measurements.csv").read_bytes()
+    code, out, err = run(capsys, "add", *H200_AR[:-2], "--tok-s", "10000")
+    assert code == 2 and out == ""
+    assert err == (
+        "ddtree-bayes: error: data/measurements.csv (new row), row 11, column 'tok_s': step "
+        "0.1 ms (10000 tok/s at accept 1) is shorter than reading kimi-k2.6's 32B active "
+        "weights at 1.5625 bits per weight (IQ1_S, the fewest any quantisation stores) over "
+        "8 x h200 (38.4 TB/s): 0.163 ms; no deployment runs that fast (fix: check tok_s "
+        "(tokens per second; with concurrency, the streams' total), accept_len and gpus)\n")
+    assert (work / "data" / "measurements.csv").read_bytes() == before
+    # a --from file names its file and row; a speculative row without accept_len is unchecked
+    rows = work / "l.csv"
+    rows.write_text(",".join(COLUMNS) + "\n"
+                    "kimi-k2.6,h200,8,sglang,ar,,,1,1.0,,133,t,\n"
+                    "kimi-k2.6,h200,8,sglang,ddtree,16,32,33,,,20000,t,\n"
+                    "kimi-k2.6,h200,8,sglang,ar,,,1,,,12000,t,\n")
+    code, out, err = run(capsys, "add", "--from", str(rows))
+    assert code == 2
+    assert err.startswith(f"ddtree-bayes: error: {rows}: 1 problem, nothing appended: {rows}, "
+                          "row 4, column 'tok_s': step 0.0833 ms (12000 tok/s at accept 1) is "
+                          "shorter than")
+    assert (work / "data" / "measurements.csv").read_bytes() == before

@@ -151,6 +151,59 @@ def pair_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures
     return PairFeatures(stream, int(card.layers), link(hardware_row, gpus), gpus, bandwidth)
 
 
+#: The fewest bits per weight any quantisation stores: llama.cpp's IQ1_S, 1.5625 bits (the
+#: quant type table of llama.cpp's ``llama-quantize`` / ggml's ``block_iq1_s``: 256 weights in
+#: 50 bytes). A decoding step reads every active weight at least once, so no deployment of a
+#: card steps faster than reading its active weights at this many bits over all its GPUs'
+#: bandwidth (:func:`impossible_step`).
+LEAST_BITS_PER_WEIGHT = 1.5625
+
+
+def least_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
+    """Reading ``card``'s active weights once at :data:`LEAST_BITS_PER_WEIGHT` over the full
+    bandwidth of ``gpus`` GPUs of ``hardware_row`` (ms); None without a bandwidth.
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> card = ModelCard("m", 8, 8, 32, None, None, 2, "bf16", "s")
+    >>> least_read_ms(card, {"hardware": "h", "mem_bw_tb_s": "4", "interconnect": "x"}, 1)
+    0.390625
+    """
+    try:
+        f = pair_features(card, hardware_row, gpus)
+    except (KeyError, ValueError, DataError):
+        return None
+    return card.params_active_b * LEAST_BITS_PER_WEIGHT / 8 / (f.bandwidth_tb_s * gpus)
+
+
+def impossible_step(card, hardware_row: dict[str, str] | None, m) -> tuple[str, str] | None:
+    """(message, fix) when measurement ``m``'s step (1000 x accept_len x concurrency / tok_s;
+    accept 1 for autoregressive rows, unchecked for others without accept_len) is shorter
+    than :func:`least_read_ms`: faster than any quantisation of the card reads its weights,
+    so a slip of the unit or the entry (2000 tok/s for Mixtral on 2 x MI210, a 0.5 ms step
+    against 0.79 ms); None when it is not, or cannot be checked (no card, GPU or bandwidth).
+    ``add`` and ``fit`` refuse such a row; one between this floor and the card's own bytes is
+    kept with a warning (a deployment quantised below the card's bytes)."""
+    from ddtree_bayes.core.methods import AR_METHOD
+
+    accept = m.accept_len if m.accept_len is not None else (
+        1.0 if m.method == AR_METHOD else None)
+    if card is None or hardware_row is None or accept is None:
+        return None
+    least = least_read_ms(card, hardware_row, m.gpus)
+    step = 1000.0 * accept * m.concurrency / m.tok_s
+    if least is None or step >= least:
+        return None
+    bandwidth = float(hardware_row["mem_bw_tb_s"]) * m.gpus
+    return (f"step {step:.3g} ms ({m.tok_s:g} tok/s at accept {accept:g}"
+            + (f", {m.concurrency} streams" if m.concurrency > 1 else "")
+            + f") is shorter than reading {card.model}'s {card.params_active_b:.3g}B active "
+            f"weights at {LEAST_BITS_PER_WEIGHT:g} bits per weight (IQ1_S, the fewest any "
+            f"quantisation stores) over {m.gpus} x {m.hardware} ({bandwidth:.3g} TB/s): "
+            f"{least:.3g} ms; no deployment runs that fast",
+            "check tok_s (tokens per second; with concurrency, the streams' total), "
+            "accept_len and gpus")
+
+
 def roofline_step_ms(stream_ms, layers, fabric, pcie, bw_eff, layer_ms, allreduce_fabric_ms,
                      allreduce_pcie_ms):
     """The pair roofline's M = 1 step (numpy or PyTensor: only ``+ * /``).

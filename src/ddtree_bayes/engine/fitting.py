@@ -50,6 +50,7 @@ class FitInputs:
         accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
         from ddtree_bayes.core.drafters import drafter_table
         from ddtree_bayes.core.model_cards import load_model_cards
+        from ddtree_bayes.core.pairs import impossible_step
 
         table = hardware_table(workdir, hardware)
         cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
@@ -57,6 +58,11 @@ class FitInputs:
         measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
         cards = load_model_cards(paths.data_file("models.csv", workdir))
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
+        for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
+            problem = impossible_step(cards.get(m.model), table.rows.get(m.hardware), m)
+            if problem is not None:
+                raise DataError(problem[0], file=measurements.path, row=m.row, column="tok_s",
+                                fix=problem[1])
         proxy = None
         if not measurements.multi_model and measurements.model not in cards:
             from ddtree_bayes.core import spec as S

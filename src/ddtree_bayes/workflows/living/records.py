@@ -30,6 +30,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
+from ddtree_bayes.core.pairs import impossible_step
 
 #: Predictive percentiles outside [SURPRISE_LO, SURPRISE_HI] are flagged as surprises.
 SURPRISE_LO, SURPRISE_HI = 0.01, 0.99
@@ -443,6 +444,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 problem = _weights_problem(cards.get(m.model), hardware, m)
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line, column="gpus",
+                                    fix=problem[1])
+                problem = impossible_step(cards.get(m.model), hardware.get(m.hardware), m)
+                if problem is not None:
+                    raise DataError(problem[0], file=item.origin, row=line, column="tok_s",
                                     fix=problem[1])
                 problem = _kv_cache_problem(cards.get(m.model), hardware, m)
                 if problem is not None:
