@@ -455,3 +455,40 @@ def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
         "fewest any quantisation stores) over 8 x b300 (64 TB/s): 0.0977 ms; no deployment "
         "runs that fast (fix: check tok_s (tokens per second; with concurrency, the streams' "
         "total), accept_len and gpus)")
+
+
+def test_fit_warns_of_repeats_far_apart(tmp_path, monkeypatch, capsys):
+    """A 58 and a 2000 tok/s run of one Mixtral configuration were fitted as repeats (mean
+    1029), converged, exit 0, no warning, with noise_sd 0.026 -> 0.49. Runs of one
+    configuration more than 2x apart are almost always a unit or entry error: fit says so on
+    stderr before sampling, one line per configuration naming the rows (and in its JSON
+    warnings, the same list). Here Kimi AR on 8 x B300 at 133 (row 2) and 400 tok/s: 3.01x."""
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine import fitting
+    from ddtree_bayes.engine import remedies as R
+
+    text = bundled("measurements.csv").read_text(encoding="utf-8")   # a header and 9 rows
+    far = tmp_path / "far.csv"
+    far.write_text(text + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,400,x,\n")
+    line = (f"{far}, rows 2 and 11 repeat one configuration (kimi-k2.6, b300x8 sglang ar M=1) "
+            "3.01x apart: 133 and 400 tok/s; repeats that far apart are almost always a unit "
+            "or entry error, which a fit reads as the scatter of every configuration (check "
+            "tok_s: per-user or total? and the configuration columns)")
+    inputs = fitting.FitInputs.read(far, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == [line]
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop
+
+    monkeypatch.setattr(R, "ModelSampler", stop)   # (no sampling: the warning comes first)
+    with pytest.raises(Stop):
+        fitting.fit(far, bundled("priors.toml"), workdir=tmp_path, progress=False)
+    assert capsys.readouterr().err == f"ddtree-bayes: warning: {line}\n"
+    # a second run within 2x is no slip
+    near = tmp_path / "near.csv"
+    near.write_text(text + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,250,x,\n")
+    inputs = fitting.FitInputs.read(near, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == []

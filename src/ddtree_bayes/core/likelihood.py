@@ -30,7 +30,7 @@ from operator import attrgetter
 
 import numpy as np
 
-from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement
+from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, config_label
 
 #: The configuration key: every measurement column that enters ``step_ms`` or the
 #: likelihood's sd (system = hardware x gpus; overhead group and engine relation = engine and
@@ -50,6 +50,54 @@ assert set(CONFIG_COLUMNS) | set(ROW_COLUMNS) == set(COLUMNS + OPTIONAL_COLUMNS)
 #: The configuration a row belongs to, as a tuple (see :data:`CONFIG_COLUMNS`), and whether its
 #: acceptance is inferred (blank accept_len): such rows have a latent offset, the others data.
 config_key: Callable[[Measurement], tuple] = attrgetter(*CONFIG_COLUMNS, "accept_inferred")
+
+
+#: How far apart two runs of one configuration may be (ratio of their tok/s per accepted
+#: token) before fit and add call them a likely slip: run-to-run scatter is a few percent (the
+#: bundled repeats fit noise_sd 0.026), so a factor 2 is a unit or entry error (per-user tok/s
+#: typed as the total, a second run of another context), which a fit would read as the scatter
+#: of every configuration (a 58 and a 2000 tok/s run took noise_sd to 0.49).
+REPEAT_SPREAD = 2.0
+
+
+def run_rate(m: Measurement) -> float:
+    """``m``'s tok/s per accepted token (steps x streams per second): what the runs of one
+    configuration share when their accept_len differs (tok/s itself without one)."""
+    return m.tok_s / (m.accept_len or 1.0)
+
+
+def far_apart_repeats(rows: Sequence[Measurement]) -> list[str]:
+    """One line per configuration (:data:`config_key`) whose slowest and fastest runs are more
+    than :data:`REPEAT_SPREAD` apart (:func:`run_rate`), naming both rows: what ``fit`` warns of.
+
+    >>> def row(n, tok):
+    ...     return Measurement(n, "m", "mi210", 2, "vllm", "ar", None, None, 1, 1.0, None, tok,
+    ...                        "s", "")
+    >>> far_apart_repeats([row(2, 58.0), row(3, 60.0), row(4, 2000.0)])   # doctest: +ELLIPSIS
+    ['rows 2 and 4 repeat one configuration (m, mi210x2 vllm ar M=1) 34.5x apart: 58 and 2000 ...']
+    >>> far_apart_repeats([row(2, 58.0), row(3, 110.0)])
+    []
+    """
+    groups: dict[tuple, list[Measurement]] = {}
+    for m in rows:
+        groups.setdefault(config_key(m), []).append(m)
+    lines = []
+    for runs in groups.values():
+        slow, fast = min(runs, key=run_rate), max(runs, key=run_rate)
+        if run_rate(fast) <= REPEAT_SPREAD * run_rate(slow):
+            continue
+        first, last = sorted((slow, fast), key=lambda m: m.row)
+        per = ("tok/s" if first.accept_len == last.accept_len
+               else "tok/s per accepted token")
+        lines.append(
+            f"rows {first.row} and {last.row} repeat one configuration ({first.model}, "
+            f"{config_label(first.system, first.engine, first.method, first.verify_tokens,
+                            first.context_tokens, first.concurrency)}) "
+            f"{run_rate(fast) / run_rate(slow):.3g}x apart: {run_rate(first):.4g} and "
+            f"{run_rate(last):.4g} {per}; repeats that far apart are almost always a unit or "
+            "entry error, which a fit reads as the scatter of every configuration (check "
+            "tok_s: per-user or total? and the configuration columns)")
+    return lines
 
 
 def group_rows(rows: Sequence[Measurement]) -> tuple[np.ndarray, np.ndarray]:

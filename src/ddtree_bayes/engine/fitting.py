@@ -87,6 +87,19 @@ class FitInputs:
         model_spec(self, self.priors)
         return self
 
+    def warnings(self, cfg: PriorsConfig) -> list[str]:
+        """What ``fit`` warns of before sampling (stderr, and its JSON's ``warnings``), one
+        line each, naming the data file: an engine or method one edit from another (the
+        file's or ``cfg``'s: a typo is fitted as another engine), and a configuration whose
+        runs are more than 2x apart (core/likelihood ``far_apart_repeats``: a unit or entry
+        error is read as every configuration's scatter)."""
+        from ddtree_bayes.core.likelihood import far_apart_repeats
+
+        rows = self.measurements.rows
+        return [f"{self.measurements.path}, {line}"
+                for line in (*misspelt_names(rows, cfg.declared_names()),
+                             *far_apart_repeats(rows))]
+
     def structure(self) -> dict:
         """The hardware table, model and drafter cards the roofline form needs (``build_spec``
         kwargs)."""
@@ -180,8 +193,7 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
         print(f"ddtree-bayes: note: {describe(inputs.proxy)}", file=sys.stderr)
     # a name one edit from another engine or method (the file's or the priors'): likewise
     # before sampling, as predict warns of it (a typo is fitted as another engine)
-    warnings = [f"{measurements.path}, {line}"
-                for line in misspelt_names(measurements.rows, cfg.declared_names())]
+    warnings = inputs.warnings(cfg)
     for line in warnings:
         print(f"ddtree-bayes: warning: {line}", file=sys.stderr)
     shadowed = inputs.hardware.shadowed_note()
