@@ -479,8 +479,9 @@ def test_add_warns_of_a_step_faster_than_reading_the_weights(work, capsys):
         "FILE` or --bytes-per-weight, and name it with --model); else check --tok-s (with "
         "--concurrency, the streams' total), --accept and --gpus"]
     assert load(work).rows[-1].tok_s == 5000
-    # at the floor and above: nothing said (1000 / 0.41667 ms = 2400 tok/s)
-    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "2399")
+    # at the floor and above: nothing said (1000 / 0.41667 ms = 2400 tok/s; at context 0,
+    # not a second run of row 11's configuration, which is 2.08x apart)
+    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "2399", "--context", "0")
     assert code == 0 and json.loads(out)["warnings"] == [], err
 
 
@@ -527,3 +528,59 @@ def test_add_refuses_a_step_faster_than_any_quantisation_reads(work, capsys):
                           "row 4, column 'tok_s': step 0.0833 ms (12000 tok/s at accept 1) is "
                           "shorter than")
     assert (work / "data" / "measurements.csv").read_bytes() == before
+
+
+RTX_AR = ["--hardware", "rtx-pro-6000", "--gpus", "8", "--engine", "vllm", "--source", "t",
+          "--format", "json"]
+
+
+def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
+    """8 streams at 80 tok/s in total were appended without a word, though one stream of the
+    same model, system and engine runs at 84.6 tok/s at that context (row 5) and 70.5 at a
+    longer one (row 7): most likely one stream's tok/s typed as the total. Kept, warned; the
+    shorter context's 91.5 (row 4) is no comparison (a longer context is slower)."""
+    code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
+                         "--context", "16384", "--concurrency", "8", "--tok-s", "80")
+    line = ("row 11: 80 tok/s for 8 streams is below one stream's 84.6 tok/s (row 5: kimi-k2.6 "
+            "rtx-pro-6000x8 vllm ar, context 16384): was the per-stream tok/s typed as the "
+            "total? (tok_s at concurrency C is the C streams' total)")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [line]
+    assert load(work).rows[-1].tok_s == 80
+    code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
+                         "--context", "32768", "--concurrency", "8", "--tok-s", "400")
+    assert code == 0 and json.loads(out)["warnings"] == [], err
+
+
+def test_add_warns_of_a_speculative_row_at_accept_1_faster_than_ar(work, capsys):
+    """EAGLE-3 at accept_len 1 (one token a step, each step dearer than AR's) at 95 tok/s was
+    appended without a word beside AR's 91.5 (row 4, context 0): an acceptance rate typed as
+    the length? Kept, warned."""
+    code, out, err = run(capsys, "add", *RTX_AR, "--method", "eagle3", "--block", "3",
+                         "--budget", "3", "--accept", "1", "--context", "0", "--tok-s", "95")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 11: eagle3 at accept_len 1 (one token a step, each dearer than autoregressive "
+        "decoding's) at 95 tok/s is faster than ar's 91.5 tok/s (row 4: kimi-k2.6 "
+        "rtx-pro-6000x8 vllm, context 0): was an acceptance rate (0 to 1) typed as the length? "
+        "(accept_len counts the accepted draft tokens plus the bonus token)"]
+    code, out, err = run(capsys, "add", *RTX_AR, "--method", "eagle3", "--block", "3",
+                         "--budget", "3", "--accept", "1", "--context", "0", "--tok-s", "60")
+    assert code == 0 and json.loads(out)["warnings"] == [], err
+
+
+def test_add_warns_of_a_run_far_from_its_configuration(work, capsys):
+    """A second run of row 5's configuration (AR at context 16384, 84.6 tok/s) at 200 tok/s,
+    2.36x apart, was appended without a word: a fit reads it as every configuration's
+    scatter. Kept, warned, naming row 5; then 150 tok/s (1.77x row 5) is no slip."""
+    code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
+                         "--context", "16384", "--tok-s", "200")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 11: 200 tok/s is 2.36x apart from row 5's 84.6 tok/s, a run of the same configuration "
+        "(kimi-k2.6, rtx-pro-6000x8 vllm ar M=1 ctx=16384): runs that far apart are almost "
+        "always a unit or entry error (check tok_s: per-user or total? and the configuration "
+        "columns)"]
+    code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
+                         "--context", "16384", "--tok-s", "150")
+    assert code == 0 and json.loads(out)["warnings"] == [], err   # (row 11's 200: 1.33x)

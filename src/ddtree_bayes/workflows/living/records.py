@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import difflib
 import fcntl
 import io
@@ -20,6 +21,7 @@ from ddtree_bayes.core.data import (
     OPTIONAL_COLUMNS,
     Measurement,
     Measurements,
+    config_label,
     fields_problem,
     load_measurements,
     misspelt_names,
@@ -261,6 +263,76 @@ def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: boo
     return notes
 
 
+def _context_at_most(a: float | None, b: float | None) -> bool:
+    """Is context ``a`` no longer than ``b``? A blank context (the priors' default) compares
+    only with a blank one."""
+    return a is None and b is None or (a is not None and b is not None and a <= b)
+
+
+def _cross_row_notes(m: Measurement, rows: list[Measurement]) -> list[str]:
+    """What row ``m`` claims beside the rows it joins (``rows``: the file's and this batch's
+    earlier ones), one line each (without its row), naming the row it disagrees with. Warnings,
+    not refusals (any one may be the slip):
+
+    - at concurrency C > 1, a total below one stream's autoregressive tok/s of the same model,
+      system and engine at a context as long or longer (one stream's tok/s typed as the total);
+    - a speculative row at accept_len 1 (one token a step, each dearer than autoregressive
+      decoding's) faster than autoregressive decoding of the same model, system, engine and
+      concurrency at a context as short or shorter (an acceptance rate typed as the length);
+    - a run more than ``REPEAT_SPREAD`` off a run of the same configuration (its tok/s per
+      accepted token, core/likelihood ``run_rate``): a fit reads it as every configuration's
+      scatter.
+    """
+    from ddtree_bayes.core.likelihood import REPEAT_SPREAD, config_key, run_rate
+
+    notes = []
+    same = [r for r in rows if (r.model, r.hardware, r.gpus, r.engine)
+            == (m.model, m.hardware, m.gpus, m.engine)]
+    ar = [r for r in same if r.method == AR_METHOD and r.concurrency == 1]
+    if m.concurrency > 1:
+        above = [r for r in ar if r.tok_s > m.tok_s
+                 and _context_at_most(m.context_tokens, r.context_tokens)]
+        if above:
+            r = max(above, key=lambda r: r.tok_s)
+            notes.append(f"{m.tok_s:g} tok/s for {m.concurrency} streams is below one stream's "
+                         f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine} ar, "
+                         f"context {_context_text(r)}): was the per-stream tok/s typed as the "
+                         "total? (tok_s at concurrency C is the C streams' total)")
+    if m.is_speculative and m.accept_len == 1.0:
+        below = [r for r in same if r.method == AR_METHOD and r.concurrency == m.concurrency
+                 and r.tok_s < m.tok_s
+                 and _context_at_most(r.context_tokens, m.context_tokens)]
+        if below:
+            r = max(below, key=lambda r: r.tok_s)
+            notes.append(f"{m.method} at accept_len 1 (one token a step, each dearer than "
+                         f"autoregressive decoding's) at {m.tok_s:g} tok/s is faster than ar's "
+                         f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine}, "
+                         f"context {_context_text(r)}): was an acceptance rate (0 to 1) typed "
+                         "as the length? (accept_len counts the accepted draft tokens plus the "
+                         "bonus token)")
+    runs = [r for r in same if config_key(r) == config_key(m)]
+    if runs:
+        def apart(r: Measurement) -> float:
+            return max(run_rate(r) / run_rate(m), run_rate(m) / run_rate(r))
+
+        r = max(runs, key=apart)
+        ratio = apart(r)
+        if ratio > REPEAT_SPREAD:
+            per = "" if r.accept_len == m.accept_len else " per accepted token"
+            label = config_label(m.system, m.engine, m.method, m.verify_tokens,
+                                 m.context_tokens, m.concurrency)
+            notes.append(f"{run_rate(m):.4g} tok/s{per} is {ratio:.3g}x apart from row {r.row}'s "
+                         f"{run_rate(r):.4g} tok/s{per}, a run of the same configuration "
+                         f"({m.model}, {label}): runs that far apart are almost always a unit "
+                         "or entry error (check tok_s: per-user or total? and the "
+                         "configuration columns)")
+    return notes
+
+
+def _context_text(m: Measurement) -> str:
+    return "blank (the default)" if m.context_tokens is None else plain_text(m.context_tokens)
+
+
 def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
     """A row whose context no engine could hold: the KV cache of its streams (the card's
     ``kv_bytes_per_token`` x context x concurrency) exceeds all the GPUs' memory even at half
@@ -398,6 +470,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         expected: list[int] = []
         warnings: list[str] = []
         repeats: dict[int, int] = {}
+        joined: list[Measurement] = []   # this batch's rows, numbered as in the data file
         for item in new:
             line = item.line if item.line is not None else next_line
             values = {k: ("" if v is None else str(v).strip()) for k, v in item.values.items()}
@@ -494,8 +567,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     next_line += 1
                 continue
             physics = _physics_notes(cards.get(m.model), hardware, m, read_floor=note is None)
-            warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics)
+            cross = _cross_row_notes(m, [*current.rows, *joined])
+            warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics, *cross)
                          if w is not None]
+            joined.append(dataclasses.replace(m, row=next_line))
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
