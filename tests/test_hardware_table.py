@@ -399,3 +399,33 @@ def test_fit_names_the_values_its_hardware_file_blanks(tmp_path, monkeypatch, ca
     err = capsys.readouterr().err
     assert err.startswith("ddtree-bayes: note: data/hardware.csv leaves blank 1 value the "
                           "built-in table has (b300 dense_fp8_tflops): this run does not use")
+
+
+def test_a_misspelt_column_of_either_card_table_is_refused(tmp_path):
+    """`dense_bf16_tflops` spelt `dense_bf16_tflop` in data/hardware.csv was read as no
+    column, exit 0: the peak silently derived as bandwidth x 200; `kv_cache_bit` in
+    data/models.csv likewise dropped the cache's dtype. measurements.csv refuses a column
+    spelt like a known one; so do both card tables, naming file, column and fix."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    text = bundled("hardware.csv").read_text(encoding="utf-8")
+    hw = tmp_path / "hardware.csv"
+    hw.write_text(text.replace("dense_bf16_tflops", "dense_bf16_tflop", 1))
+    with pytest.raises(DataError) as err:
+        load_hardware(hw)
+    assert str(err.value) == (
+        f"{hw}, row 1, column 'dense_bf16_tflop': unknown column, read as no column (fix: did "
+        "you mean 'dense_bf16_tflops'? rename it: a column this reader does not know is "
+        "ignored)")
+    text = bundled("models.csv").read_text(encoding="utf-8")
+    models = tmp_path / "models.csv"
+    models.write_text(text.replace("kv_cache_bits", "kv_cache_bit", 1))
+    with pytest.raises(DataError) as err:
+        load_model_cards(models)
+    assert str(err.value) == (
+        f"{models}, row 1, column 'kv_cache_bit': unknown column, read as no column (fix: did "
+        "you mean 'kv_cache_bits'? rename it: a column this reader does not know is ignored)")
+    # another column, not spelt like a known one, stays allowed (and ignored)
+    models.write_text(text.replace("kv_cache_bits", "kv_cache_bits,checked_by", 1)
+                      .replace("\n", ",\n").replace(",\n", "\n", 1))
+    assert "kimi-k2.6" in load_model_cards(models)

@@ -608,6 +608,11 @@ must be 0 to 1099511627776 (2 ** 40), got 1e30 (fix: write the context length in
     if not fraction and value is not None and 0 < value < 1:
         raise DataError(f"context_tokens must be 0 or at least 1 token, got {text}",
                         file=file, row=row, column="context_tokens", fix=fix)
+#: Every column a hardware table's reader knows (data/hardware.csv's header): a header cell
+#: spelt like one it lacks is refused (:func:`check_misspelt_columns`), not ignored.
+HARDWARE_COLUMNS = ("hardware", "memory", "memory_gb", "mem_bw_tb_s", "interconnect",
+                    "compute_capability", "source", "dense_bf16_tflops", "dense_fp8_tflops",
+                    "dense_fp4_tflops", "dense_int8_tflops", "flops_source")
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
@@ -687,6 +692,8 @@ def load_hardware(path: str | Path, text: str | None = None, *,
     for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
         if col not in header:
             missing_column(path, header, col, "add it to the header (see data/hardware.csv)")
+    if not stored:   # (a saved fit's table is read as it was fitted)
+        check_misspelt_columns(path, header, HARDWARE_COLUMNS)
     table: dict[str, dict[str, str]] = {}
     for i, values in body:
         if not any(v.strip() for v in values):

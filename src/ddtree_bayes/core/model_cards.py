@@ -14,7 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.data import NAME_RE, not_a_name, parse_number, read_records
+from ddtree_bayes.core.data import (
+    NAME_RE,
+    check_misspelt_columns,
+    not_a_name,
+    parse_number,
+    read_records,
+)
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
     COMPUTE_CAPABILITY_RE,
@@ -28,6 +34,14 @@ from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
 #: Columns a model-card file must have.
 CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts", "experts_topk",
                 "bytes_per_weight", "compute_dtype", "source")
+#: Every column a model-card file's reader knows (data/models.csv's header, card add's
+#: ``CARD_HEADER`` and ``OPTIONAL_CARD_COLUMNS``): a header cell spelt like one it lacks
+#: (``kv_cache_bit``) is refused, not ignored (core/data ``check_misspelt_columns``).
+CARD_FILE_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "hidden_size",
+                     "experts", "experts_topk", "shared_experts", "bytes_per_weight",
+                     "compute_dtype", "kv_bytes_per_token", "attention", "source", "notes",
+                     "max_context_tokens", "file_bytes_per_weight", "kv_window_bytes_per_token",
+                     "kv_window_tokens", "kv_cache_bits", "recurrent_layers")
 #: Precisions the hardware table gives peaks for, and their dense-peak ratio to bf16 on the
 #: tensor cores of Hopper/Blackwell parts (used only to derive a missing entry, and said so).
 #: int8 is what ggml (llama.cpp and engines on it) multiplies quantised GGUF weights in: its
@@ -311,6 +325,7 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         if col not in header:
             raise DataError("missing column", file=path, row=1, column=col,
                             fix="the header must contain " + ",".join(CARD_COLUMNS))
+    check_misspelt_columns(path, header, CARD_FILE_COLUMNS)
     cards: dict[str, ModelCard] = {}
     for i, values in body:
         if not any(v.strip() for v in values):

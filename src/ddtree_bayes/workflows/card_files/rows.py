@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.data import NAME_RE
 from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.model_cards import CARD_FILE_COLUMNS
 from ddtree_bayes.workflows.card_files.quant import Scheme, dtype_bytes, weight_bytes
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
@@ -23,6 +24,8 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
                          "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
                          "recurrent_layers")
+assert set(CARD_HEADER + OPTIONAL_CARD_COLUMNS) == set(CARD_FILE_COLUMNS), \
+    "a column card add writes is one the card reader knows"
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
