@@ -584,3 +584,30 @@ def test_add_warns_of_a_run_far_from_its_configuration(work, capsys):
     code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
                          "--context", "16384", "--tok-s", "150")
     assert code == 0 and json.loads(out)["warnings"] == [], err   # (row 11's 200: 1.33x)
+
+
+def test_a_misspelt_column_of_a_from_file_says_which_it_means(work, capsys):
+    """`add --from` with a header `concurency` said "(fix: drop the column, or add it to
+    data/measurements.csv's header)", and with `toks` "missing column tok_s", neither naming
+    the column meant; the data file's own `toks` likewise. Each now names the misspelt column
+    and the one it means (exit 2, nothing written)."""
+    before = (work / "data" / "measurements.csv").read_bytes()
+    row = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,130,t,"
+    for typo, meant, extra in (("concurency", "concurrency", ",4"), ("toks", "tok_s", "")):
+        path = work / f"{typo}.csv"
+        header = (",".join(COLUMNS) + "," + typo if extra
+                  else ",".join(COLUMNS).replace("tok_s", typo))
+        path.write_text(f"{header}\n{row}{extra}\n")
+        code, out, err = run(capsys, "add", "--from", str(path))
+        assert code == 2 and out == ""
+        assert err == (f"ddtree-bayes: error: {path}, row 1, column '{typo}': unknown column, "
+                       f"read as no column (fix: did you mean '{meant}'? rename it: a column "
+                       "this reader does not know is ignored)\n")
+    data = work / "data" / "measurements.csv"
+    assert data.read_bytes() == before
+    data.write_text(before.decode().replace("tok_s", "toks", 1))
+    code, out, err = run(capsys, "add", *ROW)
+    assert code == 2
+    assert err == ("ddtree-bayes: error: data/measurements.csv, row 1, column 'toks': unknown "
+                   "column, read as no column (fix: did you mean 'tok_s'? rename it: a column "
+                   "this reader does not know is ignored)\n")

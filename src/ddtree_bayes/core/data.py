@@ -386,6 +386,24 @@ is ignored)
                                                 "this reader does not know is ignored")
 
 
+def check_named_columns(path: str, header: Sequence[str], required: Sequence[str],
+                        optional: Sequence[str], fix: str) -> None:
+    """Refuse a header whose cell misnames a column, before the columns it leaves missing are
+    (``toks`` is what to name, not the ``tok_s`` it leaves out): a required column in other
+    case (:func:`missing_column`'s rename), then one misspelt (:func:`check_misspelt_columns`).
+
+    >>> check_named_columns("m.csv", ["model", "toks"], ("model", "tok_s"), (), "add it")
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 1, column 'toks': unknown column, read as no \
+column (fix: did you mean 'tok_s'? rename it: a column this reader does not know is ignored)
+    """
+    for col in required:
+        if col not in header and any(h.strip().lower() == col for h in header):
+            missing_column(path, header, col, fix)
+    check_misspelt_columns(path, header, (*required, *optional))
+
+
 def _edits(a: str, b: str) -> int:
     """Levenshtein distance (insertions, deletions, substitutions).
 
@@ -1147,10 +1165,11 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
     """
     path = str(path)
     text, header, body = read_csv_file(path, text)
+    check_named_columns(path, header, COLUMNS, OPTIONAL_COLUMNS,
+                        f"the header must contain {','.join(COLUMNS)}")
     for col in COLUMNS:
         if col not in header:
             missing_column(path, header, col, f"the header must contain {','.join(COLUMNS)}")
-    check_misspelt_columns(path, header, COLUMNS + OPTIONAL_COLUMNS)
     with _no_gc():
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)
     if not rows and not allow_empty:

@@ -21,6 +21,7 @@ from ddtree_bayes.core.data import (
     OPTIONAL_COLUMNS,
     Measurement,
     Measurements,
+    check_named_columns,
     config_label,
     fields_problem,
     load_measurements,
@@ -606,6 +607,8 @@ def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[N
         raise DataError("file not found" if not Path(path).exists() else "not a file",
                         file=name, fix="pass an existing CSV with --from")
     _, header, body = read_records(path)
+    check_named_columns(name, header, COLUMNS, OPTIONAL_COLUMNS,
+                        f"the header must contain {','.join(COLUMNS)}")
     missing = [c for c in COLUMNS if c not in header]
     if missing:
         raise DataError(f"missing column{'s' if len(missing) > 1 else ''} "
