@@ -1421,3 +1421,21 @@ def test_a_card_name_in_capitals_is_refused_not_passed_over():
     assert str(err.value) == (
         "drafters.csv, row 2, column 'method': 'EAGLE3' is not a lowercase name "
         "(fix: write it in lowercase, e.g. 'eagle3')")
+
+
+def test_a_target_without_a_card_is_told_the_card_it_most_likely_means(tmp_path):
+    """`card add --target mixtral-8x7b` listed the first six cards alphabetically, cut off
+    before the obvious `mixtral-8x7b-instruct`; here `qwen3.5-397b`, whose card
+    `qwen3.5-397b-a17b` sorts after the six. The fix now starts with the closest name, as
+    --hardware's does."""
+    from ddtree_bayes.core.paths import bundled
+
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--target",
+                         "qwen3.5-397b")
+    assert code == 2 and out == ""
+    assert err == (
+        f"ddtree-bayes: error: --target qwen3.5-397b: no model card of that name in "
+        f"{bundled('models.csv')} (fix: did you mean qwen3.5-397b-a17b? Else add the target's "
+        "card first (card add --hf-config its config.json), or name one of: deepseek-r1, "
+        "gemma-4-12b-it, kimi-k2.6, llama-3.1-8b-instruct, llama-3.3-70b-instruct, "
+        "qwen3-30b-a3b, ...)\n")

@@ -19,7 +19,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.errors import InputError, closest
 from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
 from ddtree_bayes.workflows.card_files.quant import Scheme, scheme_from_config
 from ddtree_bayes.workflows.card_files.rows import (
@@ -187,10 +187,12 @@ def check_drafter_target(derived: Derived, models_file: Path) -> None:
     target = derived.drafters[0]["target_model"]
     path = models_file if models_file.is_file() else bundled("models.csv")
     cards = _cards_here(models_file)
-    if target not in cards:
+    if target not in cards:   # (the closest first: the list is cut off, alphabetically)
+        meant = closest(target, cards, n=1)
         raise InputError(f"--target {target}: no model card of that name in {path}",
-                         fix="add the target's card first (card add --hf-config its "
-                             f"config.json), or name one of: {', '.join(sorted(cards)[:6])}, ...")
+                         fix=(f"did you mean {meant[0]}? Else a" if meant else "a")
+                         + "dd the target's card first (card add --hf-config its "
+                           f"config.json), or name one of: {', '.join(sorted(cards)[:6])}, ...")
     have = cards[target].hidden_size
     if want and have and int(want) != int(have):
         raise InputError(f"the EAGLE-3 head reads hidden states of width {want} "
