@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 
 import gguf_fixture
-from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.errors import DataError, InputError
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.pairs import card_for, pair_features
 from ddtree_bayes.core.paths import bundled
@@ -1439,3 +1439,51 @@ def test_a_target_without_a_card_is_told_the_card_it_most_likely_means(tmp_path)
         "card first (card add --hf-config its config.json), or name one of: deepseek-r1, "
         "gemma-4-12b-it, kimi-k2.6, llama-3.1-8b-instruct, llama-3.3-70b-instruct, "
         "qwen3-30b-a3b, ...)\n")
+
+
+def _mixtral_csv(tmp_path: Path, **change: str) -> Path:
+    """data/models.csv of one card, Mixtral 8x7B's (as `card add` derives it), with ``change``."""
+    card = {"model": "mixtral-8x7b-instruct", "params_total_b": "46.7028",
+            "params_active_b": "12.8799", "layers": "32", "hidden_size": "4096", "experts": "8",
+            "experts_topk": "2", "bytes_per_weight": "2", "compute_dtype": "bf16",
+            "kv_bytes_per_token": "131072", "source": "config.json", **change}
+    path = tmp_path / "models.csv"
+    path.write_text(",".join(card) + "\n" + ",".join(card.values()) + "\n")
+    return path
+
+
+def test_a_hidden_size_far_above_the_active_parameters_is_refused(tmp_path):
+    """hidden_size 40960 (10x) on Mixtral was read: 12 x 32 x 40960^2 = 644 B beside 12.9 B
+    active, 1/50, inside the old 1/100 bound. The lowest real designs sit near 0.5x (a
+    pure-Mamba stack, ~6 h^2 per layer; the bundled lowest, Kimi K2.6, 0.85x), so below 1/4
+    is refused; a tiny model's large vocabulary still takes up to 100x above."""
+    assert "mixtral-8x7b-instruct" in load_model_cards(_mixtral_csv(tmp_path))   # 2.0x
+    path = _mixtral_csv(tmp_path, hidden_size="40960")
+    with pytest.raises(DataError) as err:
+        load_model_cards(path)
+    assert str(err.value) == (
+        f"{path}, row 2, column 'params_active_b': params_active_b 12.8799 is 1/50 the 644 B "
+        "that 32 layers of hidden size 40960 hold (12 x layers x hidden^2): a unit slip? (fix: "
+        "write the parameters in billions (8.03 for an 8B model), and check layers and "
+        "hidden_size)")
+    # 8192 wide: 25.8 B, 0.5x, a plausible design: kept
+    assert "mixtral-8x7b-instruct" in load_model_cards(_mixtral_csv(tmp_path, hidden_size="8192"))
+
+
+def test_a_kv_cache_smaller_than_any_attention_layout_is_refused(tmp_path):
+    """kv_bytes_per_token 4096 on 32-layer Mixtral was read: 128 bytes a layer, 64 values at
+    bf16, fewer than the smallest layout caches: K and V of one KV head of 64 dims (MQA, as
+    Falcon-7B), 128 values a layer (256 bytes at bf16, 128 at fp8)."""
+    path = _mixtral_csv(tmp_path, kv_bytes_per_token="4096")
+    with pytest.raises(DataError) as err:
+        load_model_cards(path)
+    assert str(err.value) == (
+        f"{path}, row 2, column 'kv_bytes_per_token': kv_bytes_per_token 4096 over 32 layers "
+        "is 64 values a layer at 16 bits (kv_cache_bits; blank: bf16), fewer than the "
+        "smallest attention layout caches: 128, K and V of one KV head of 64 dims (MQA, as "
+        "Falcon-7B) (fix: write the bytes per token over all layers, 2 x layers x kv_heads x "
+        "head_dim x bytes per value: 131072 for Llama-3.1-8B's 32 x 8 x 128 at bf16; and "
+        "check layers and kv_cache_bits)")
+    # the same bytes at an fp8 cache (8 bits): 128 values a layer, the MQA layout: kept
+    path = _mixtral_csv(tmp_path, kv_bytes_per_token="4096", kv_cache_bits="8")
+    assert load_model_cards(path)["mixtral-8x7b-instruct"].kv_bytes_per_token == 4096

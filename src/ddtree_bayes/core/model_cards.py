@@ -273,12 +273,24 @@ def check_bytes_per_weight(value: float, path: str, row: int) -> None:
                             "4-bit scheme")
 
 
-#: How far a card's active parameters may sit from a transformer's ``12 x layers x hidden^2``
+#: How far a card's active parameters may sit above a transformer's ``12 x layers x hidden^2``
 #: (attention 4 h^2 + an MLP of 8 h^2 per layer) before the card is refused as a unit slip:
 #: every bundled card lies within 0.85-1.41x of it, but the embeddings (vocab x hidden, left
 #: out of the formula) put a tiny model with a large vocabulary at 12-40x (a 2-layer, 768-wide
-#: draft model with 128k tokens: 15x); 100x either way is millions written as billions (1000x).
+#: draft model with 128k tokens: 15x); 100x is millions written as billions (1000x).
 ACTIVE_SCALE_SLACK = 100.0
+#: How far below it: no layer holds much less than ``12 h^2`` (a pure-Mamba stack, in and out
+#: projections of ~6 h^2 and no MLP, ~0.5x; the bundled lowest, Kimi K2.6's MLA and MoE, 0.85x;
+#: the embeddings only add), so below 1/4 the hidden size or the layers are wrong (Mixtral's
+#: hidden_size 4096 written 40960: 1/50), or the parameters were written in another unit.
+ACTIVE_SCALE_LOW = 0.25
+#: The fewest values a layer of any attention layout caches per token: K and V of one KV head
+#: of 64 dims (multi-query attention, as Falcon-7B), 128 (MLA caches 512 + 64 = 576; GQA 8 x
+#: 128 x 2 = 2048). ``kv_bytes_per_token`` over the card's layers at its ``kv_cache_bits``
+#: below this is a unit slip (:func:`check_kv_layout`). A hybrid whose linear-attention or
+#: Mamba layers cache nothing averages its attention layers' cache over all layers (Qwen3.5's
+#: 3 in 4: 256): one caching less than 1 layer in 8 with MQA would fall below it.
+LEAST_KV_VALUES_PER_LAYER = 128
 #: The most total parameters per active one: MoE models reach ~30x (Kimi K2.6 1000 / 32); a
 #: total 1000x its active (8030 beside 8.03) is a unit slip in one column.
 TOTAL_PER_ACTIVE_MAX = 200.0
@@ -286,9 +298,10 @@ TOTAL_PER_ACTIVE_MAX = 200.0
 
 def check_active_scale(active: float | None, layers: float | None, hidden: float | None,
                        path: str, row: int) -> None:
-    """Refuse ``params_active_b`` more than :data:`ACTIVE_SCALE_SLACK` times off what its layers
-    and hidden size hold (``params_active_b 8030`` for an 8B model was read: every step then
-    streamed a thousand times its weights). Nothing to check without both.
+    """Refuse ``params_active_b`` more than :data:`ACTIVE_SCALE_SLACK` times above what its
+    layers and hidden size hold, or below :data:`ACTIVE_SCALE_LOW` of it (``params_active_b
+    8030`` for an 8B model was read: every step then streamed a thousand times its weights;
+    Mixtral's hidden_size 40960, 1/50, was read too). Nothing to check without both.
 
     >>> check_active_scale(8.03, 32, 4096, "m.csv", 2)   # Llama-3.1-8B: 1.25x
     >>> try:
@@ -301,7 +314,7 @@ def check_active_scale(active: float | None, layers: float | None, hidden: float
         return
     expected = 12.0 * layers * hidden ** 2 / 1e9
     ratio = active / expected
-    if ratio > ACTIVE_SCALE_SLACK or ratio < 1.0 / ACTIVE_SCALE_SLACK:
+    if ratio > ACTIVE_SCALE_SLACK or ratio < ACTIVE_SCALE_LOW:
         times = f"{ratio:.0f}x" if ratio >= 10 else f"1/{1 / ratio:.0f}" if ratio < 0.1 else \
             f"{ratio:.2g}x"
         raise DataError(f"params_active_b {active:g} is {times} the {expected:.3g} B that "
@@ -309,6 +322,30 @@ def check_active_scale(active: float | None, layers: float | None, hidden: float
                         "hidden^2): a unit slip?", file=path, row=row, column="params_active_b",
                         fix="write the parameters in billions (8.03 for an 8B model), and check "
                             "layers and hidden_size")
+
+
+def check_kv_layout(kv_bytes: float | None, layers: float | None, bits: float | None,
+                    path: str, row: int) -> None:
+    """Refuse ``kv_bytes_per_token`` that caches fewer values a layer, at the card's
+    ``kv_cache_bits`` (blank: bf16's 16), than :data:`LEAST_KV_VALUES_PER_LAYER`, the smallest
+    attention layout (4096 bytes on 32-layer Mixtral, 64 bf16 values a layer, was read).
+
+    >>> check_kv_layout(131072, 32, None, "m.csv", 2)   # Llama-3.1-8B: 2048 a layer
+    >>> check_kv_layout(4096, 32, 8, "m.csv", 2)        # MQA of 64 dims at fp8: 128
+    """
+    if not kv_bytes or not layers:
+        return
+    bits = bits or KV_CARD_BITS_ASSUMED
+    values = kv_bytes / layers / (bits / 8)
+    if values < LEAST_KV_VALUES_PER_LAYER:
+        raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
+                        f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), fewer "
+                        "than the smallest attention layout caches: "
+                        f"{LEAST_KV_VALUES_PER_LAYER}, K and V of one KV head of 64 dims (MQA, "
+                        "as Falcon-7B)", file=path, row=row, column="kv_bytes_per_token",
+                        fix="write the bytes per token over all layers, 2 x layers x kv_heads x "
+                            "head_dim x bytes per value: 131072 for Llama-3.1-8B's 32 x 8 x 128 "
+                            "at bf16; and check layers and kv_cache_bits")
 
 
 def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, ModelCard]:
@@ -381,6 +418,10 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                             f"{active:g}: no mixture of experts is that sparse (~30x at most)",
                             file=path, row=i, column="params_total_b",
                             fix="write both in billions (8.03 for an 8B model)")
+        kv_bytes = None if "kv_bytes_per_token" not in raw else num(
+            "kv_bytes_per_token", required=False)
+        kv_bits = num("kv_cache_bits", required=False) if raw.get("kv_cache_bits") else None
+        check_kv_layout(kv_bytes, layers, kv_bits, path, i)
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
             raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
@@ -396,14 +437,12 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             bytes_per_weight=float(bytes_per_weight), compute_dtype=dtype,
             source=raw["source"],
             hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
-            kv_bytes_per_token=None if "kv_bytes_per_token" not in raw else num(
-                "kv_bytes_per_token", required=False),
+            kv_bytes_per_token=kv_bytes,
             file_bytes_per_weight=file_bpw, **_window(raw, num, path, i),
             max_context_tokens=_optional_int(num("max_context_tokens", integer=True,
                                                  required=False)
                                              if raw.get("max_context_tokens") else None),
-            kv_cache_bits=num("kv_cache_bits", required=False)
-            if raw.get("kv_cache_bits") else None,
+            kv_cache_bits=kv_bits,
             recurrent_layers=_recurrent_layers(raw, path, i, layers))
     return cards
 
