@@ -429,3 +429,13 @@ def test_a_misspelt_column_of_either_card_table_is_refused(tmp_path):
     models.write_text(text.replace("kv_cache_bits", "kv_cache_bits,checked_by", 1)
                       .replace("\n", ",\n").replace(",\n", "\n", 1))
     assert "kimi-k2.6" in load_model_cards(models)
+
+
+def test_a_column_of_another_precision_is_not_a_misspelling(tmp_path):
+    """A review found `dense_fp16_tflops` (a spec sheet's fp16 peak, in a table without an fp8
+    column) refused as 'did you mean dense_fp8_tflops?': a name that differs from a known one
+    in its digits only is another column, read as no column, as before the check."""
+    text = bundled("hardware.csv").read_text(encoding="utf-8")
+    hw = tmp_path / "hardware.csv"
+    hw.write_text(text.replace("dense_fp8_tflops", "dense_fp16_tflops", 1))
+    assert "h100" in load_hardware(hw)

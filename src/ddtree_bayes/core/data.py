@@ -364,9 +364,12 @@ def check_misspelt_columns(path: str, header: Sequence[str], known: Sequence[str
     two letters off it (``concurency``). A column the reader does not know is
     ignored, so a misspelt ``concurrency`` read every row as one stream, with exit 0. Other
     extra columns stay allowed and ignored: the public sweeps' ``sweep`` and ``derived``, and
-    a known name with more to it (``accept_len_std``, ``max_concurrency``, ``notes2``).
+    a known name with more to it (``accept_len_std``, ``max_concurrency``, ``notes2``), and one
+    that differs from a known name in its digits only (a hardware table's ``dense_fp16_tflops``
+    beside the known ``dense_fp8_tflops``: another precision, not a typo).
 
     >>> check_misspelt_columns("m.csv", ["model", "accept_len_std", "sweep"], ("model", "accept_len"))
+    >>> check_misspelt_columns("h.csv", ["dense_fp16_tflops"], ("dense_fp8_tflops",))
     >>> check_misspelt_columns("m.csv", ["model", "concurency"], ("model", "concurrency"))
     Traceback (most recent call last):
     ...
@@ -380,10 +383,16 @@ is ignored)
             continue
         plain = col.strip().lower()
         for name in absent:   # (a "gpu" column beside "gpus" is another column)
-            if plain == name or (name not in plain and _edits(plain, name) <= 2):
+            if plain == name or (name not in plain and _edits(plain, name) <= 2
+                                 and _letters(plain) != _letters(name)):
                 raise DataError("unknown column, read as no column", file=path, row=1,
                                 column=col, fix=f"did you mean {name!r}? rename it: a column "
                                                 "this reader does not know is ignored")
+
+
+def _letters(name: str) -> str:
+    """A column name without its digits (``dense_fp16_tflops`` -> ``dense_fp_tflops``)."""
+    return "".join(c for c in name if not c.isdigit())
 
 
 def check_named_columns(path: str, header: Sequence[str], required: Sequence[str],
