@@ -10,6 +10,7 @@ import jsonschema
 import numpy as np
 import pytest
 
+from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import read_ceiling
 from ddtree_bayes.engine.testing import multi_model_draws
@@ -513,3 +514,30 @@ def test_track_refuses_an_unknown_kv_cache(tmp_path):
                                          r"KV-cache dtype this knows .*fix: in tracked.json, "
                                          r"give one of bf16, fp16, fp8, q8_0, q4_0"):
         living.load_tracked(work / "models")
+
+
+def test_kv_cache_bits_in_bytes_is_refused_and_a_3_bit_card_reads_its_own_bytes():
+    """A review: kv_cache_bits 2 (2 bytes written as bits) was accepted and made the default
+    cap read 4.5 / 2 = 2.25x the card's cache; a card at 3 bits (a TurboQuant cache) read
+    4.5 / 3 = 1.5x its own bytes, stricter than its deployment. Now 2 is refused in one line,
+    and the least read of a card below q4_0's bits is its own bytes."""
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.model_cards import load_model_cards, stored_card
+
+    text = bundled("models.csv").read_text()
+    header, row = text.splitlines()[:2]   # llama-3.1-8b: kv_cache_bits 16, then recurrent_layers
+    two = header + "\n" + row.replace(",16,", ",2,") + "\n"
+    with pytest.raises(DataError, match=r"row 2, column 'kv_cache_bits': kv_cache_bits 2 is not a "
+                                        r"cache's bits per value \(3 to 32\).*write bits, not bytes"):
+        load_model_cards("m.csv", two)
+    d = multi_model_draws()
+    card = stored_card(d.meta["model"], "llama-3.1-8b-instruct")
+    three = dataclasses.replace(card, kv_cache_bits=3.0)
+    cards = {**d.meta["model"]["model_cards"], "llama-3.1-8b-instruct": dataclasses.asdict(three)}
+    d3 = dataclasses.replace(d, meta={**d.meta, "model": {**d.meta["model"],
+                                                          "model_cards": cards}}, memo={})
+    sc = P.resolve_scenario(d3, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
+                            budget=None, verify_tokens=None, context_tokens=32768.0,
+                            model="llama-3.1-8b-instruct", concurrency=8)
+    c = read_ceiling(d3, sc)
+    assert c.kv_gb == pytest.approx(8 * 32768 * 131072 / 1e9)   # the card's bytes, x 1.0

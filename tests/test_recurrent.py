@@ -107,7 +107,8 @@ def _fit_with_effect(effect: np.ndarray | None):
     from ddtree_bayes.engine.testing import multi_model_draws
 
     d = multi_model_draws()
-    model = {**d.meta["model"], "engines": ["sglang", "vllm"], "group_engine": [0]}
+    model = {**d.meta["model"], "engines": ["sglang", "vllm"], "group_engine": [0],
+             "step_form": "structured"}
     v = dict(d.variables)
     if effect is not None:
         v["spec_fixed_recurrent"] = effect
@@ -158,3 +159,20 @@ def test_the_note_says_when_a_hybrids_fixed_cost_is_prior_driven():
     llama = SimpleNamespace(model="llama-3.1-8b-instruct")
     assert "measured sglang on hybrid targets only" in recurrent_note(d2, llama, "sglang")
     assert recurrent_note(d, llama, "vllm") == ""
+
+
+def test_a_fraction_fit_says_nothing_of_a_term_it_has_not():
+    """A review found the note in a fit of the fraction step form, which has no such term."""
+    from ddtree_bayes.engine.structure import recurrent_note
+
+    d = _fit_with_effect(None)
+    d = dataclasses.replace(d, meta={**d.meta, "model": {**d.meta["model"],
+                                                         "step_form": "fraction"}}, memo={})
+    assert recurrent_note(d, _qwen_scenario(d), "vllm") == ""
+
+
+def test_recurrent_layers_0_is_a_transformer_as_blank():
+    text = bundled("models.csv").read_text()
+    header, row = text.splitlines()[:2]
+    card = load_model_cards("m.csv", header + "\n" + row + "0\n")["llama-3.1-8b-instruct"]
+    assert card.recurrent_layers is None and not card.recurrent

@@ -61,6 +61,9 @@ NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight", "kv_window_bytes_
 #: Bits per cached value of the KV-cache dtypes ``predict --kv-cache`` takes (llama.cpp's
 #: ``q8_0`` and ``q4_0``: blocks of 32 values with one fp16 scale, 8.5 and 4.5 bits).
 KV_CACHE_BITS = {"bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "q8_0": 8.5, "q4_0": 4.5}
+#: The bits per value a card's ``kv_cache_bits`` may say: 3 (vLLM's 3-bit TurboQuant caches) to
+#: 32 (an fp32 cache); 2 is "2 bytes" written as bits, which would read the cache 8x too big.
+KV_BITS_RANGE = (3.0, 32.0)
 #: The bits a card's ``kv_bytes_per_token`` is taken at when its ``kv_cache_bits`` is blank (bf16).
 KV_CARD_BITS_ASSUMED = 16.0
 def kv_dtype_text(dtype: str, card_bits: float | None) -> str:
@@ -421,6 +424,11 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         kv_bytes = None if "kv_bytes_per_token" not in raw else num(
             "kv_bytes_per_token", required=False)
         kv_bits = num("kv_cache_bits", required=False) if raw.get("kv_cache_bits") else None
+        if kv_bits is not None and not KV_BITS_RANGE[0] <= kv_bits <= KV_BITS_RANGE[1]:
+            raise DataError(f"kv_cache_bits {raw['kv_cache_bits']} is not a cache's bits per "
+                            f"value ({KV_BITS_RANGE[0]:g} to {KV_BITS_RANGE[1]:g})", file=path,
+                            row=i, column="kv_cache_bits",
+                            fix="write bits, not bytes: 16 for a bf16 cache, 8 for fp8")
         check_kv_layout(kv_bytes, layers, kv_bits, path, i)
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
@@ -453,6 +461,8 @@ def _recurrent_layers(raw: dict, path: str, row: int, layers: float | None) -> i
     text = raw.get("recurrent_layers", "")
     value = parse_number(path, row, "recurrent_layers", text, integer=True)
     if value is None:
+        return None
+    if value == 0:   # (a transformer: as blank, so a fit stored before the column is no change)
         return None
     if not 0 <= value <= (layers or 0):
         raise DataError(f"recurrent_layers {text} is not between 0 and the card's "

@@ -89,7 +89,9 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
     card = with_kv_bits(draws, card)
-    share = card.kv_share(sc.kv_cache or LEAST_KV_CACHE)
+    # (a card already below q4_0's bits, a 3-bit cache: its own bytes are the least read)
+    share = (card.kv_share(sc.kv_cache) if sc.kv_cache is not None
+             else min(card.kv_share(LEAST_KV_CACHE), 1.0))
     ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * share,
                           bandwidth, left_out, sc.kv_cache, card.kv_cache_bits)
     return ceiling if ceiling.step_ms > 0 else None   # (weights left out, no context: none)

@@ -406,10 +406,23 @@ def recurrent_log_effect(fit: Fit, sc: Scenario, engine: str, rng: np.random.Gen
     v, engines = fit.variables, fit.meta["model"].get("engines", [])
     if "spec_fixed_recurrent" in v and engine in engines:
         return v["spec_fixed_recurrent"][:, engines.index(engine)]
-    prior = fit.priors.priors.get(RECURRENT_SD)
-    if prior is None:
+    if RECURRENT_SD in v:   # (the fit's own: its posterior where the spread was learned)
+        sd = v[RECURRENT_SD]
+    elif (prior := fit.priors.priors.get(RECURRENT_SD)) is not None:
+        sd = prior_sample(prior, fit.n_draws, rng)
+    else:
         return 0.0
-    return prior_sample(prior, fit.n_draws, rng) * rng.standard_normal(fit.n_draws)
+    return sd * rng.standard_normal(fit.n_draws)
+
+
+def has_recurrent_term(fit: Fit) -> bool:
+    """Does an unmeasured group's fixed cost in ``fit`` carry a hybrid-target effect: the
+    structured form with the effect fitted or its prior in the fit's priors."""
+    from ddtree_bayes.core.spec import RECURRENT_SD
+
+    return (fit.meta["model"].get("step_form") == "structured"
+            and ("spec_fixed_recurrent" in fit.variables
+                 or RECURRENT_SD in fit.priors.priors))
 
 
 def recurrent_note(fit: Fit, sc: Scenario, engine: str) -> str:
@@ -428,7 +441,7 @@ def recurrent_note(fit: Fit, sc: Scenario, engine: str) -> str:
     ''
     """
     card = stored_card(fit.meta["model"], sc.model)
-    if card is None:
+    if card is None or not has_recurrent_term(fit):
         return ""
     model = fit.meta["model"]
     engines, group_engine = model.get("engines", []), model.get("group_engine", [])
