@@ -176,3 +176,28 @@ def test_recurrent_layers_0_is_a_transformer_as_blank():
     header, row = text.splitlines()[:2]
     card = load_model_cards("m.csv", header + "\n" + row + "0\n")["llama-3.1-8b-instruct"]
     assert card.recurrent_layers is None and not card.recurrent
+
+
+def test_fit_warns_of_a_cards_copy_from_before_the_column(tmp_path):
+    """A review: a data/models.csv copied from the bundled cards before recurrent_layers
+    (card add copies them) fitted Qwen3.8-27B as a transformer, exit 0, no word. fit now warns
+    before sampling, naming the card and the value to write."""
+    import csv
+    import io
+
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    rows = list(csv.reader(io.StringIO(bundled("models.csv").read_text())))
+    col = rows[0].index("recurrent_layers")
+    old = [[v for k, v in enumerate(r) if k != col] for r in rows if r]
+    (tmp_path / "data").mkdir()
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(old)
+    (tmp_path / "data" / "models.csv").write_text(out.getvalue())
+    (tmp_path / "data" / "measurements.csv").write_text(two_targets_csv())
+    inputs = FitInputs.read(workdir=tmp_path, priors=bundled("priors.toml"))
+    cfg = parse_priors(bundled("priors.toml").read_text())
+    assert inputs.warnings(cfg) == [
+        "the model card of qwen3.8-27b here has no recurrent_layers where the built-in card "
+        "says 48: it is fitted as a transformer, without its engine's fixed cost for a hybrid "
+        "target (fix: write 48 in its recurrent_layers column of data/models.csv)"]

@@ -487,6 +487,35 @@ def _window(raw: dict, num, path: str, row: int) -> dict:
             "kv_window_tokens": None if tokens is None else int(tokens)}
 
 
+def stale_hybrid_cards(cards: dict[str, ModelCard], models: set[str]) -> list[str]:
+    """One line per card of a measured model that says nothing of recurrent layers where the
+    bundled card of that name does: a data/models.csv copied from the bundled cards before
+    the ``recurrent_layers`` column (``card add`` copies them) fits a hybrid as a
+    transformer, without its engine's hybrid fixed cost.
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> import dataclasses
+    >>> cards = load_model_cards(bundled("models.csv"))
+    >>> old = {**cards, "qwen3.8-27b": dataclasses.replace(cards["qwen3.8-27b"],
+    ...                                                    recurrent_layers=None)}
+    >>> print(stale_hybrid_cards(old, {"qwen3.8-27b", "kimi-k2.6"})[0])
+    the model card of qwen3.8-27b here has no recurrent_layers where the built-in card says 48: it is fitted as a transformer, without its engine's fixed cost for a hybrid target (fix: write 48 in its recurrent_layers column of data/models.csv)
+    >>> stale_hybrid_cards(cards, {"qwen3.8-27b"})
+    []
+    """
+    from ddtree_bayes.core.paths import bundled
+
+    built_in = load_model_cards(bundled("models.csv"))
+    return [f"the model card of {name} here has no recurrent_layers where the built-in card "
+            f"says {built_in[name].recurrent_layers}: it is fitted as a transformer, without "
+            "its engine's fixed cost for a hybrid target (fix: write "
+            f"{built_in[name].recurrent_layers} in its recurrent_layers column of "
+            "data/models.csv)"
+            for name in sorted(models)
+            if name in cards and name in built_in and built_in[name].recurrent
+            and not cards[name].recurrent]
+
+
 def stored_card(model: dict, name: str | None = None) -> ModelCard | None:
     """The card of model ``name`` in a fit's model metadata (``fit.meta["model"]``): its entry
     among the cards a fit of several models stores, else the fit's own card; None when the

@@ -95,10 +95,13 @@ class FitInputs:
         error is read as every configuration's scatter)."""
         from ddtree_bayes.core.likelihood import far_apart_repeats
 
+        from ddtree_bayes.core.model_cards import stale_hybrid_cards
+
         rows = self.measurements.rows
-        return [f"{self.measurements.path}, {line}"
-                for line in (*misspelt_names(rows, cfg.declared_names()),
-                             *far_apart_repeats(rows))]
+        return [*(f"{self.measurements.path}, {line}"
+                  for line in (*misspelt_names(rows, cfg.declared_names()),
+                               *far_apart_repeats(rows))),
+                *stale_hybrid_cards(self.cards, {r.model for r in rows})]
 
     def structure(self) -> dict:
         """The hardware table, model and drafter cards the roofline form needs (``build_spec``
