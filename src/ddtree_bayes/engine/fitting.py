@@ -94,7 +94,6 @@ class FitInputs:
         runs are more than 2x apart (core/likelihood ``far_apart_repeats``: a unit or entry
         error is read as every configuration's scatter)."""
         from ddtree_bayes.core.likelihood import far_apart_repeats
-
         from ddtree_bayes.core.model_cards import stale_hybrid_cards
 
         rows = self.measurements.rows
