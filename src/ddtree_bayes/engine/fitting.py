@@ -37,6 +37,9 @@ class FitInputs:
     drafters: tuple
     #: the proxy card of a model without one (core/proxy_card.py), as its metadata, or None
     proxy: dict | None = None
+    #: what a data/models.csv copied before a card column says less than the built-in card
+    #: of the same name (core/model_cards.stale_hybrid_cards); () for the built-in cards
+    card_warnings: tuple[str, ...] = ()
 
     @classmethod
     def read(cls, data: str | Path | None = None, priors: str | Path | None = None,
@@ -49,14 +52,17 @@ class FitInputs:
         for). The priors are read before the data: their ``[methods]`` table bounds each row's
         accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
         from ddtree_bayes.core.drafters import drafter_table
-        from ddtree_bayes.core.model_cards import load_model_cards
+        from ddtree_bayes.core.model_cards import load_model_cards, stale_hybrid_cards
         from ddtree_bayes.core.pairs import impossible_step
 
         table = hardware_table(workdir, hardware)
         cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
         data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
         measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
-        cards = load_model_cards(paths.data_file("models.csv", workdir))
+        own_cards = paths.own_data_file("models.csv", workdir)
+        cards = load_model_cards(own_cards or paths.data_file("models.csv", workdir))
+        card_warnings = () if own_cards is None else tuple(
+            stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
             problem = impossible_step(cards.get(m.model), table.rows.get(m.hardware), m)
@@ -77,7 +83,7 @@ class FitInputs:
             if found is not None:
                 cards = {**cards, measurements.model: found.card}
                 proxy = found.as_meta()
-        return cls(measurements, cfg, table, cards, drafters, proxy)
+        return cls(measurements, cfg, table, cards, drafters, proxy, card_warnings)
 
     def check(self) -> FitInputs:
         """These inputs, once the model a fit of them under the priors' own forms would
@@ -94,13 +100,11 @@ class FitInputs:
         runs are more than 2x apart (core/likelihood ``far_apart_repeats``: a unit or entry
         error is read as every configuration's scatter)."""
         from ddtree_bayes.core.likelihood import far_apart_repeats
-        from ddtree_bayes.core.model_cards import stale_hybrid_cards
-
         rows = self.measurements.rows
         return [*(f"{self.measurements.path}, {line}"
                   for line in (*misspelt_names(rows, cfg.declared_names()),
                                *far_apart_repeats(rows))),
-                *stale_hybrid_cards(self.cards, {r.model for r in rows})]
+                *self.card_warnings]
 
     def structure(self) -> dict:
         """The hardware table, model and drafter cards the roofline form needs (``build_spec``
