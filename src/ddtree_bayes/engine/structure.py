@@ -461,6 +461,7 @@ def recurrent_note(fit: Fit, sc: Scenario, engine: str) -> str:
                 f"measured {engine} on hybrid targets only)")
     return ""
 
+
 def pass_roofline(fit: Fit, sc: Scenario) -> tuple[float, str]:
     """The roofline of one drafter pass of the query's method, model and GPUs (ms, how),
     from the drafter cards and model cards stored in the fit (core/drafters.py)."""
