@@ -208,8 +208,9 @@ def crossover_lines(rows: list[dict]) -> list[str]:
     vllm, accept 2.5: speculation pays at no concurrency asked (P(faster than AR) <= 0.20)
     vllm, accept 2.5: speculation does not pay at C = 1 (P(faster than AR) 0.20), pays from C = 16 (0.80)
 
-    A C whose P is strictly between 0.25 and 0.75 is no verdict (:data:`UNSURE_BELOW`): it
-    is called uncertain, and every C is named with its kind:
+    A C whose P is strictly between 0.25 and 0.75 is no verdict
+    (:data:`~ddtree_bayes.engine.structure.UNSURE_BELOW`): it is called uncertain, and every C
+    is named with its kind:
 
     >>> line = crossover_lines([{**r, "p_faster_than_ar": p}
     ...                         for r, p in zip(rows, (0.44, 0.57, 0.13))])[0]
@@ -226,7 +227,8 @@ def crossover(rows: list[dict]) -> list[dict]:
     first concurrency asked at which it stops paying, or that it pays at every one asked, ...)
     and the line saying so: ``engine``, ``accept``, ``concurrency`` and ``p_faster_than_ar``
     (ascending C), the paying fields, ``uncertain_at`` (the C whose P is strictly between 0.25
-    and 0.75, which the line calls uncertain: :func:`uncertain_line`) and ``line``. The table
+    and 0.75, which the line calls uncertain:
+    :func:`~ddtree_bayes.engine.structure.uncertain_line`) and ``line``. The table
     prints the lines; the JSON's ``crossover`` is this list.
 
     >>> rows = [{"engine": "vllm", "accept": "2.5", "concurrency": c, "p_faster_than_ar": p}
@@ -239,7 +241,7 @@ def crossover(rows: list[dict]) -> list[dict]:
     for r in rows:
         if "p_faster_than_ar" in r:
             seen.setdefault((r["engine"], r["accept"]), []).append(r)
-    from ddtree_bayes.engine.structure import p_text, paying_fields
+    from ddtree_bayes.engine.structure import p_text, paying_fields, uncertain_at, uncertain_line
 
     for (engine, accept), rs in seen.items():
         rs = sorted(rs, key=lambda r: r["concurrency"])
@@ -249,7 +251,7 @@ def crossover(rows: list[dict]) -> list[dict]:
         where = paying_fields(cs, ps)
         kind, yes = where["pays"], where["pays_at"]
         head = f"{engine}, accept {accept}: speculation "
-        unsure = [c for c, p in zip(cs, ps, strict=True) if UNSURE_BELOW < p < 1 - UNSURE_BELOW]
+        unsure = uncertain_at(cs, ps)
         if unsure:   # (a coin flip is no verdict: "pays at every C (>= 0.63)" was one)
             line = head + uncertain_line(cs, ps)
         elif kind == "every":
@@ -272,37 +274,3 @@ def crossover(rows: list[dict]) -> list[dict]:
         out.append({"engine": engine, "accept": accept, "concurrency": cs,
                     "p_faster_than_ar": ps, **where, "uncertain_at": unsure, "line": line})
     return out
-
-
-#: A concurrency whose P(faster than AR) is strictly between this and 1 - this is called
-#: uncertain: odds under 3:1 either way are no verdict on whether speculation pays there.
-UNSURE_BELOW = 0.25
-
-
-def uncertain_line(cs: list[int], ps: list[float]) -> str:
-    """The crossover line (after "speculation ") of concurrencies some of which are uncertain
-    (:data:`UNSURE_BELOW`): each kind - pays, is uncertain, does not pay - with its C, in the
-    order of its first C, and its P(faster than AR) (one, or the bound or range of several).
-
-    >>> uncertain_line([1, 8], [0.99, 0.48])
-    'pays at C = 1 (P(faster than AR) 0.99), is uncertain at C = 8 (0.48, between 0.25 and 0.75)'
-    """
-    from ddtree_bayes.engine.structure import p_text
-
-    kinds: dict[str, list[tuple[int, float]]] = {}
-    for c, p in zip(cs, ps, strict=True):
-        kind = ("pays" if p >= 1 - UNSURE_BELOW else "does not pay" if p <= UNSURE_BELOW
-                else "is uncertain")
-        kinds.setdefault(kind, []).append((c, p))
-    parts: list[str] = []
-    for kind, at in kinds.items():
-        values = [p for _, p in at]
-        shown = (p_text(values[0]) if len(values) == 1
-                 else f">= {p_text(min(values))}" if kind == "pays"
-                 else f"<= {p_text(max(values))}" if kind == "does not pay"
-                 else f"{p_text(min(values))}-{p_text(max(values))}")
-        if kind == "is uncertain":
-            shown += f", between {UNSURE_BELOW:g} and {1 - UNSURE_BELOW:g}"
-        parts.append(f"{kind} at C = {', '.join(str(c) for c, _ in at)} "
-                     f"({'P(faster than AR) ' if not parts else ''}{shown})")
-    return ", ".join(parts)

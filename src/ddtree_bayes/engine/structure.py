@@ -126,6 +126,47 @@ def p_text(p: float) -> str:
     return "<0.5"
 
 
+#: A concurrency whose P(faster than AR) is strictly between this and 1 - this is called
+#: uncertain: odds under 3:1 either way are no verdict on whether speculation pays there.
+UNSURE_BELOW = 0.25
+
+
+def uncertain_at(cs: list[int], ps: list[float]) -> list[int]:
+    """The concurrencies whose P(faster than AR) is no verdict (:data:`UNSURE_BELOW`).
+
+    >>> uncertain_at([1, 8, 16], [0.99, 0.48, 0.2])
+    [8]
+    """
+    return [c for c, p in zip(cs, ps, strict=True) if UNSURE_BELOW < p < 1 - UNSURE_BELOW]
+
+
+def uncertain_line(cs: list[int], ps: list[float]) -> str:
+    """The crossover line (after "speculation ") of concurrencies some of which are uncertain
+    (:data:`UNSURE_BELOW`): each kind - pays, is uncertain, does not pay - with its C, in the
+    order of its first C, and its P(faster than AR) (one, or the bound or range of several).
+
+    >>> uncertain_line([1, 8], [0.99, 0.48])
+    'pays at C = 1 (P(faster than AR) 0.99), is uncertain at C = 8 (0.48, between 0.25 and 0.75)'
+    """
+    kinds: dict[str, list[tuple[int, float]]] = {}
+    for c, p in zip(cs, ps, strict=True):
+        kind = ("pays" if p >= 1 - UNSURE_BELOW else "does not pay" if p <= UNSURE_BELOW
+                else "is uncertain")
+        kinds.setdefault(kind, []).append((c, p))
+    parts: list[str] = []
+    for kind, at in kinds.items():
+        values = [p for _, p in at]
+        shown = (p_text(values[0]) if len(values) == 1
+                 else f">= {p_text(min(values))}" if kind == "pays"
+                 else f"<= {p_text(max(values))}" if kind == "does not pay"
+                 else f"{p_text(min(values))}-{p_text(max(values))}")
+        if kind == "is uncertain":
+            shown += f", between {UNSURE_BELOW:g} and {1 - UNSURE_BELOW:g}"
+        parts.append(f"{kind} at C = {', '.join(str(c) for c, _ in at)} "
+                     f"({'P(faster than AR) ' if not parts else ''}{shown})")
+    return ", ".join(parts)
+
+
 def max_measured_concurrency(draws: Fit, system: str) -> int | None:
     """The most streams any row the fit learned from on ``system`` decoded together (None:
     the system has no rows): beyond it the step's growth with C is the roofline's."""

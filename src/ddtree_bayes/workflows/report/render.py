@@ -185,15 +185,23 @@ SECTION_ORDER = ("prediction", "concurrency", "variance", "budgets", "next", "ha
 def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
     """Where a drafter pays along the figure's concurrencies (engine.structure.paying_fields).
 
-    >>> _paying_text([1, 2, 4], [0.9, 0.6, 0.3]), _paying_text([1, 2], [0.2, 0.3])
+    >>> _paying_text([1, 2, 4], [0.9, 0.8, 0.2]), _paying_text([1, 2], [0.2, 0.1])
     ('stops paying at C = 4', 'pays at no C shown')
-    >>> _paying_text([1, 2, 4], [0.9, 0.8, 0.7]), _paying_text([1, 2, 4], [0.3, 0.6, 0.9])
+    >>> _paying_text([1, 2, 4], [0.9, 0.8, 0.76]), _paying_text([1, 2, 4], [0.2, 0.8, 0.9])
     ('pays at every C shown', 'does not pay at C = 1, starts paying at C = 2')
-    >>> _paying_text([1, 2, 4], [0.3, 0.6, 0.4])
+    >>> _paying_text([1, 2, 4], [0.1, 0.8, 0.2])
     'pays at C = 2 only'
-    """
-    from ddtree_bayes.engine.structure import paying_fields
 
+    A P(faster than AR) strictly between 0.25 and 0.75 is no verdict, as predict says (a
+    review found 0.6 called "pays" here):
+
+    >>> print(_paying_text([1, 2, 4], [0.9, 0.6, 0.3]))
+    pays at C = 1 (P(faster than AR) 0.90), is uncertain at C = 2, 4 (0.30-0.60, between 0.25 and 0.75)
+    """
+    from ddtree_bayes.engine.structure import paying_fields, uncertain_at, uncertain_line
+
+    if uncertain_at(concurrency, p_faster):
+        return uncertain_line(concurrency, p_faster)
     where = paying_fields(concurrency, p_faster)
     kind = where["pays"]
     if kind == "stops":

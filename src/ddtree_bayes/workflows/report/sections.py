@@ -27,7 +27,12 @@ from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
-from ddtree_bayes.engine.structure import max_measured_concurrency, paying_fields, run_sd
+from ddtree_bayes.engine.structure import (
+    max_measured_concurrency,
+    paying_fields,
+    run_sd,
+    uncertain_at,
+)
 from ddtree_bayes.engine.target_models import is_multi
 
 #: Acceptance grid of the fan chart.
@@ -208,7 +213,8 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
                  "per_user": per_user, "total": total}
         if name != "ar":
             entry["p_faster_than_ar"] = p_ar
-            entry.update(paying_fields(list(CONCURRENCY_GRID), p_ar))
+            entry.update(paying_fields(list(CONCURRENCY_GRID), p_ar),
+                         uncertain_at=uncertain_at(list(CONCURRENCY_GRID), p_ar))
         out["engines"][name] = entry
     return out
 
