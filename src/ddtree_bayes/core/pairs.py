@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ddtree_bayes.core.errors import DataError, closest
+from ddtree_bayes.core.errors import DataError, QueryError, closest
 
 #: Between the model and the system in a pair label.
 SEP = "@"
@@ -159,6 +159,15 @@ def pair_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures
 LEAST_BITS_PER_WEIGHT = 1.5625
 
 
+def read_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures | None:
+    """:func:`pair_features` of ``card`` on ``gpus`` GPUs of ``hardware_row``, or None when
+    the row has no bandwidth (the checks that hold a step against a read skip such a row)."""
+    try:
+        return pair_features(card, hardware_row, gpus)
+    except (KeyError, ValueError, DataError, QueryError):
+        return None
+
+
 def least_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
     """Reading ``card``'s active weights once at :data:`LEAST_BITS_PER_WEIGHT` over the full
     bandwidth of ``gpus`` GPUs of ``hardware_row`` (ms); None without a bandwidth.
@@ -168,9 +177,8 @@ def least_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None
     >>> least_read_ms(card, {"hardware": "h", "mem_bw_tb_s": "4", "interconnect": "x"}, 1)
     0.390625
     """
-    try:
-        f = pair_features(card, hardware_row, gpus)
-    except (KeyError, ValueError, DataError):
+    f = read_features(card, hardware_row, gpus)
+    if f is None:
         return None
     return card.params_active_b * LEAST_BITS_PER_WEIGHT / 8 / (f.bandwidth_tb_s * gpus)
 

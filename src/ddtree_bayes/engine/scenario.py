@@ -26,7 +26,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.drafters import DrafterCard
-from ddtree_bayes.core.errors import DataError, QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
 from ddtree_bayes.core.methods import (
     AcceptLimit,
     always_tree,
@@ -35,7 +35,7 @@ from ddtree_bayes.core.methods import (
     never_tree,
     shaped_budget,
 )
-from ddtree_bayes.core.pairs import pair_label, split_label
+from ddtree_bayes.core.pairs import pair_label, read_features, split_label
 from ddtree_bayes.engine.posterior import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
@@ -809,17 +809,6 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
                "verifies a tree" if never_tree(method, methods) else
                "or give the --budget of the tree it verifies")))
     return shaped
-
-
-def read_features(card, hardware_row: dict[str, str], gpus: int):
-    """core/pairs ``pair_features`` of ``card`` on ``gpus`` GPUs of ``hardware_row``, or None
-    when the row has no bandwidth."""
-    from ddtree_bayes.core.pairs import pair_features
-
-    try:
-        return pair_features(card, hardware_row, gpus)
-    except (KeyError, ValueError, QueryError, DataError):
-        return None
 
 
 def weights_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
