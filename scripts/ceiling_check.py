@@ -1,7 +1,7 @@
 """Every public measurement against the predictive cap (engine/ceiling.py): a row's measured
 steps per second must not exceed the rate at which its GPUs read the card's active weights and
-its streams' KV caches at 4.5 bits per value (engine/ceiling.py LEAST_KV_CACHE, against the
-card's own bits per value). A row above it
+its streams' KV caches at 4.5 bits per value (engine/ceiling.py ``least_kv_share``, against
+the card's own bits per value). A row above it
 would say the cap is too strict.
 
     .venv/bin/python scripts/ceiling_check.py [--top 5]
@@ -20,7 +20,7 @@ from pathlib import Path
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.pairs import pair_features
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine.ceiling import LEAST_KV_CACHE
+from ddtree_bayes.engine.ceiling import least_kv_share
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,7 +47,7 @@ def rows():
             seen.add(key)
             card = cards[r["model"]]
             f = pair_features(card, hardware[r["hardware"]], gpus)
-            kv = (card.kv_cache_gb(ctx, c) or 0.0) * card.kv_share(LEAST_KV_CACHE)
+            kv = (card.kv_cache_gb(ctx, c) or 0.0) * least_kv_share(card)
             read_ms = f.stream_ms + kv / (f.bandwidth_tb_s * gpus)
             accept = float(r["accept_len"]) if r.get("accept_len") else None
             steps = tok / c / (accept or 1.0)

@@ -89,12 +89,23 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
     card = with_kv_bits(draws, card)
-    # (a card already below q4_0's bits, a 3-bit cache: its own bytes are the least read)
-    share = (card.kv_share(sc.kv_cache) if sc.kv_cache is not None
-             else min(card.kv_share(LEAST_KV_CACHE), 1.0))
+    share = card.kv_share(sc.kv_cache) if sc.kv_cache is not None else least_kv_share(card)
     ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * share,
                           bandwidth, left_out, sc.kv_cache, card.kv_cache_bits)
     return ceiling if ceiling.step_ms > 0 else None   # (weights left out, no context: none)
+
+
+def least_kv_share(card) -> float:
+    """What the least deployment's cache holds of ``card``'s bytes per token: :data:`LEAST_KV_CACHE`'s
+    bits over the card's (a card already below them, a 3-bit cache, reads its own bytes).
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> card = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s", kv_cache_bits=8.0)
+    >>> least_kv_share(card), least_kv_share(ModelCard("t", 8, 8, 32, None, None, 2, "bf16",
+    ...                                                "s", kv_cache_bits=3.0))
+    (0.5625, 1.0)
+    """
+    return min(card.kv_share(LEAST_KV_CACHE), 1.0)
 
 
 def step_rate(draws: Fit, sc: Scenario, step_ms: np.ndarray) -> np.ndarray:
