@@ -127,9 +127,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     if model_average:   # (as --model-average: the latest converged fit of each form)
         from ddtree_bayes.engine import compare
 
-        fits = compare.latest_per_form(draws, "model_average=True", query.get("workdir"))
-        weights = compare.compare_fits(fits, seed=query.get("seed", DEFAULT_SEED))["weights"]
-        mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
+        mixture = compare.model_average(draws, query.get("seed", DEFAULT_SEED),
+                                        "model_average=True", query.get("workdir"))
     rows = P.predict(draws, **query, strict=strict, warnings=said, mixture=mixture)
     import warnings
 
@@ -138,10 +137,9 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     P.require_finite(rows)   # a QueryError, not a table of NaN
     table = P.to_frame(rows)
     if mixture is not None:   # (the CLI's JSON model_average)
-        from ddtree_bayes.core.config import form_label
+        from ddtree_bayes.engine.compare import mixture_entries
 
-        table.attrs["model_average"] = [{"fit_id": d.meta["fit_id"], "form": form_label(d.meta),
-                                         "weight": w} for d, w in mixture]
+        table.attrs["model_average"] = mixture_entries(mixture)
     return table
 
 

@@ -53,13 +53,12 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
     print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
-    mixture = None
+    mixture = average = None
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
 
-        fits = compare.latest_per_form(draws)
-        weights = compare.compare_fits(fits, seed=args.seed)["weights"]
-        mixture = [(d, weights[d.meta["fit_id"]]) for d in fits]
+        mixture = compare.model_average(draws, seed=args.seed)
+        average = compare.mixture_entries(mixture)   # (the JSON's model_average)
         print(f"{PROG}: model average: " + ", ".join(
             f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
@@ -71,8 +70,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     P.require_finite(rows)   # never a table of nan
     print_warnings(ceiling_warnings(rows), warned)   # draws capped at the memory read
     meta = draws.meta
-    average = None if mixture is None else [
-        {"fit_id": d.meta["fit_id"], "form": form_label(d.meta), "weight": w} for d, w in mixture]
     if args.format != "table":
         emit_rows(typed_rows(rows), args.format,
                   {"fit_id": meta["fit_id"], "seed": args.seed,

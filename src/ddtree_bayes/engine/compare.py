@@ -193,3 +193,19 @@ def latest_per_form(anchor: Fit, flag: str = "--model-average",
                              + (", or name the fits with --fits A,B" if flag == "compare"
                                 else ""))
     return list(best.values())
+
+
+def model_average(anchor: Fit, seed: int = DEFAULT_SEED, flag: str = "--model-average",
+                  workdir: Path | None = None) -> list[tuple[Fit, float]]:
+    """``--model-average``'s mixture: :func:`latest_per_form` of ``anchor``, each fit with its
+    PSIS-LOO stacking weight (:func:`compare_fits`), for ``predict`` and the API alike."""
+    fits = latest_per_form(anchor, flag, workdir)
+    weights = compare_fits(fits, seed=seed)["weights"]
+    return [(d, weights[d.meta["fit_id"]]) for d in fits]
+
+
+def mixture_entries(mixture: list[tuple[Fit, float]]) -> list[dict]:
+    """The fits and weights of a mixture as the JSON's (and the API frame's)
+    ``model_average``: ``{fit_id, form, weight}`` each."""
+    return [{"fit_id": d.meta["fit_id"], "form": form_label(d.meta), "weight": w}
+            for d, w in mixture]
