@@ -555,6 +555,48 @@ def test_an_unmeasured_gpu_carries_the_measured_group_of_its_reference_system():
     assert carried_group(draws, at["b300"], "sglang") is None   # a measured system: its own
 
 
+def test_a_hybrid_target_carried_in_an_engine_with_a_large_hybrid_effect_widens():
+    """A held-out deployment (Qwen3.8-27B MTP in vLLM on one A100, vllm-project/vllm#35387)
+    and the AR-kept check's club-3090 pair fell far outside: a hybrid's group carried from
+    another deployment took a system's scatter only, where such deployments differ as much as
+    any two groups. In an engine whose hybrid effect is credibly positive the carried SPEC now
+    scatters with hypot(system_sd, spec_fixed_log_sd); with one seed, every draw's log SPEC
+    over the carried costs is hypot(0.3, 0.8) / 0.3 times the transformer's."""
+    from ddtree_bayes.engine.structure import carried_group, carried_spec_ms, deployment_spread
+
+    draws, at = transferable_point_mass()
+    n, h200 = draws.n_draws, at["h200"]
+    draws.variables.update(transfer_system_sd=np.full(n, 0.3), spec_fixed_log_sd=np.full(n, 0.8))
+
+    def fit(recurrent_layers, effect):
+        model = {**draws.meta["model"], "engines": ["sglang"],
+                 "card": {**draws.meta["model"]["card"], "recurrent_layers": recurrent_layers}}
+        v = {**draws.variables, "spec_fixed_recurrent": np.asarray(effect).reshape(n, 1)}
+        return dataclasses.replace(draws, meta={**draws.meta, "model": model}, variables=v,
+                                   memo={})
+
+    def log_spec(f):
+        spec = carried_spec_ms(f, h200, carried_group(f, h200, "sglang"), 1.0, 32.0, 1.0,
+                               np.random.default_rng(7), "sglang")
+        roof = P.pass_roofline(f, h200)[0] / P.pass_roofline(f, at["b300"])[0]
+        return np.log(spec / (8 * (0.05 + 0.1 * roof + 0.002 * 32)))
+
+    large = np.full(n, 1.4)
+    transformer = log_spec(fit(None, large))
+    np.testing.assert_allclose(log_spec(fit(30, large)) / transformer, np.hypot(0.3, 0.8) / 0.3)
+    np.testing.assert_array_equal(deployment_spread(fit(30, large), h200, "sglang"), 0.8)
+    # an effect the data do not separate from 0 (5% quantile below 0), another engine, a
+    # transformer: the system scatter alone
+    unsure = np.linspace(-0.5, 2.0, n)
+    assert deployment_spread(fit(30, unsure), h200, "sglang") is None
+    assert deployment_spread(fit(30, large), h200, "vllm") is None
+    assert deployment_spread(fit(None, large), h200, "sglang") is None
+    np.testing.assert_allclose(log_spec(fit(30, unsure)), transformer)
+    _, how = P.step_components(fit(30, large), h200, np.random.default_rng(0), anchor=False)
+    assert ("with the [transfer] system scatter and the groups' spread spec_fixed_log_sd: a "
+            "hybrid target in sglang") in how
+
+
 def test_a_carried_group_prices_another_drafter_and_next_carries_it_too():
     """A review: `--drafter` on a carried group divided by the new drafter's roofline on the
     reference GPUs, so a drafter 7.5x heavier cost nothing more; next and optimize, which mark

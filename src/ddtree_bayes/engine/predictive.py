@@ -57,6 +57,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
 from ddtree_bayes.engine.structure import (
     carried_group,
     carried_spec_ms,
+    carry_note,
     distinct_ratio,
     draft_structure,
     fit_rows,
@@ -394,12 +395,12 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         measured = measured and carried is None and sc.measured
     how += (f"overhead of measured group {label}" if measured else
             f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
-            "per-pass multiple of the drafter roofline; with the [transfer] system scatter)"
+            f"per-pass multiple of the drafter roofline; {carry_note(draws, sc, engine)})"
             if carried else
             f"overhead of unmeasured group {label} drawn from the pooled population"
             + recurrent_note(draws, sc, engine))
     if carried is not None:
-        spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng)
+        spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, engine)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,
                 "spec_tied": np.zeros(draws.n_draws)}, how
     if step_form == "structured":

@@ -376,7 +376,8 @@ def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int]
 
 
 def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], passes: float,
-                    nodes: float, scale, rng: np.random.Generator) -> np.ndarray:
+                    nodes: float, scale, rng: np.random.Generator,
+                    engine: str | None = None) -> np.ndarray:
     """SPEC (ms per draw) of a query on an unmeasured system whose reference system measured
     the query's engine and method (:func:`carried_group`): that group's costs carried in
     physical units - the fixed and per-node costs in ms, the per-pass cost as its multiple of
@@ -384,7 +385,9 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
     measured at one number of passes or nodes (:func:`tied_ratio_spread`), times the
     ``[transfer] system_sd`` scatter a transferred system's step carries (kernel maturity,
     drivers, engine builds: prior-driven). Drawing it from the population instead put a +-40%
-    interval on a memory overclock of the measured GPU (docs/howto/own-data.md)."""
+    interval on a memory overclock of the measured GPU (docs/howto/own-data.md). A hybrid
+    target in an engine whose hybrid effect the fit learned to be large carries the groups'
+    spread besides (:func:`deployment_spread`)."""
     import dataclasses
 
     from ddtree_bayes.core.sampling import prior_sample
@@ -403,7 +406,45 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
                                                ref_step * scale, rng, roof), 0.0)
     key = "transfer_system_sd"
     scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
+    spread = deployment_spread(draws, sc, engine or sc.engine)
+    if spread is not None:
+        scatter = np.hypot(scatter, spread)
     return spec * np.exp(scatter * rng.standard_normal(n))
+
+
+def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
+    """(draws,) log spread of a carried group's SPEC between deployments, for a hybrid target
+    (the card's ``recurrent_layers``) in an engine whose learned hybrid effect
+    (``spec_fixed_recurrent``, engine/model.py) is credibly positive (its 5% quantile above
+    0): the groups' own spread ``spec_fixed_log_sd``. None otherwise: the carry's system
+    scatter alone.
+
+    Why: such an engine's hybrid overhead depends on how a deployment runs (vLLM's
+    CUDA-graph mode under speculation, its version and flags, which no row records), so two
+    deployments of one model, engine and method differ as much as any two groups: Qwen3.8-27B
+    MTP in vLLM pays 4.6, 8.1 and 14.8 ms of fixed cost on the corpus's three systems and ~28
+    ms on one A100 (vllm-project/vllm#35387), where a system's scatter allows +-40%. An
+    engine whose hybrid effect the data do not separate (measured on one kind of target
+    only: its effect stays the prior's, centred on 0) keeps the system scatter: llama.cpp's
+    MTP on Qwen3.8 costs alike on three GPUs."""
+    card = stored_card(fit.meta["model"], sc.model)
+    engines = fit.meta["model"].get("engines", [])
+    v = fit.variables
+    if (card is None or not card.recurrent or "spec_fixed_recurrent" not in v
+            or engine not in engines or "spec_fixed_log_sd" not in v):
+        return None
+    if np.quantile(v["spec_fixed_recurrent"][:, engines.index(engine)], 0.05) <= 0:
+        return None
+    return v["spec_fixed_log_sd"]
+
+
+def carry_note(fit: Fit, sc: Scenario, engine: str) -> str:
+    """How a carried group's answer scatters, for the answer's notes."""
+    if deployment_spread(fit, sc, engine) is None:
+        return "with the [transfer] system scatter"
+    return (f"with the [transfer] system scatter and the groups' spread spec_fixed_log_sd: a "
+            f"hybrid target in {engine}, whose hybrid deployments differ as much as any two "
+            "groups")
 
 
 def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar: np.ndarray,
