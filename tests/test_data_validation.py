@@ -803,6 +803,32 @@ def test_cli_fit_bad_hardware_file(cli_dir, capsys):
     nothing_written(cli_dir, bad)
 
 
+def test_cli_fit_misspelt_required_column_of_a_card_table(cli_dir, capsys):
+    """fit --hardware-file with `mem_bw_tbs`, and a working directory's data/models.csv with
+    `params_activ_b`, said "missing column 'mem_bw_tb_s'" (and 'params_active_b'): the typo is
+    named, as measurements.csv's is."""
+    text = bundled("hardware.csv").read_text(encoding="utf-8")
+    bad = cli_dir / "hw.csv"
+    bad.write_text(text.replace("mem_bw_tb_s", "mem_bw_tbs", 1))
+    assert run_cli(["fit", "--hardware-file", str(bad)]) == 2
+    assert one_error_line(capsys) == (
+        f"ddtree-bayes: error: {bad}, row 1, column 'mem_bw_tbs': unknown column, read as no "
+        "column (fix: did you mean 'mem_bw_tb_s'? rename it: a column this reader does not "
+        "know is ignored)")
+    nothing_written(cli_dir, bad)
+    bad.unlink()
+    models = cli_dir / "data" / "models.csv"
+    models.parent.mkdir()
+    models.write_text(bundled("models.csv").read_text(encoding="utf-8")
+                      .replace("params_active_b", "params_activ_b", 1))
+    assert run_cli(["fit"]) == 2
+    assert one_error_line(capsys) == (
+        f"ddtree-bayes: error: {models}, row 1, column 'params_activ_b': unknown column, read as "
+        "no column (fix: did you mean 'params_active_b'? rename it: a column this reader does "
+        "not know is ignored)")
+    nothing_written(cli_dir, models.parent)
+
+
 @pytest.mark.parametrize(("edit", "column", "message"), [
     (lambda t: t.replace('moe_form = "roofline"\n', 'moe_form = "roofline\n', 1), None,
      "not valid TOML: Illegal character '\\n' (at line 19, column 21)"),

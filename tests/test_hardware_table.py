@@ -431,6 +431,44 @@ def test_a_misspelt_column_of_either_card_table_is_refused(tmp_path):
     assert "kimi-k2.6" in load_model_cards(models)
 
 
+@pytest.mark.parametrize(("table", "typo", "meant"), [
+    ("hardware.csv", "mem_bw_tbs", "mem_bw_tb_s"),
+    ("hardware.csv", "interconect", "interconnect"),
+    ("models.csv", "params_activ_b", "params_active_b"),
+    ("models.csv", "expert_topk", "experts_topk"),
+])
+def test_a_misspelt_required_column_of_a_card_table_is_named_not_missing(tmp_path, table,
+                                                                         typo, meant):
+    """`params_activ_b` in data/models.csv (or `mem_bw_tbs` in data/hardware.csv) was refused
+    as "missing column 'params_active_b'", the typo unnamed, while measurements.csv names the
+    cell it misspelt (core/data ``check_named_columns``): the card tables now say the same."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    path = tmp_path / table
+    path.write_text(bundled(table).read_text(encoding="utf-8").replace(meant, typo, 1))
+    with pytest.raises(DataError) as err:
+        (load_hardware if table == "hardware.csv" else load_model_cards)(path)
+    assert str(err.value) == (
+        f"{path}, row 1, column {typo!r}: unknown column, read as no column (fix: did you mean "
+        f"{meant!r}? rename it: a column this reader does not know is ignored)")
+
+
+@pytest.mark.parametrize("table", ["hardware.csv", "models.csv"])
+def test_a_required_column_of_a_card_table_in_capitals_is_named_with_the_rename(tmp_path, table):
+    """`Source` for `source`: the measurements reader's fix (names are lowercase), not a bare
+    "missing column" (the model-card reader gave that)."""
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    path = tmp_path / table
+    text = bundled(table).read_text(encoding="utf-8")
+    header, rest = text.split("\n", 1)
+    path.write_text(header.replace("source", "Source", 1) + "\n" + rest)
+    with pytest.raises(DataError) as err:
+        (load_hardware if table == "hardware.csv" else load_model_cards)(path)
+    assert str(err.value) == (f"{path}, row 1, column 'source': missing column (fix: column "
+                              "names are lowercase: rename 'Source' to 'source')")
+
+
 def test_a_column_of_another_precision_is_not_a_misspelling(tmp_path):
     """A review found `dense_fp16_tflops` (a spec sheet's fp16 peak, in a table without an fp8
     column) refused as 'did you mean dense_fp8_tflops?': a name that differs from a known one

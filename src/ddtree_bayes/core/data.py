@@ -636,10 +636,12 @@ must be 0 to 1099511627776 (2 ** 40), got 1e30 (fix: write the context length in
         raise DataError(f"context_tokens must be 0 or at least 1 token, got {text}",
                         file=file, row=row, column="context_tokens", fix=fix)
 #: Every column a hardware table's reader knows (data/hardware.csv's header): a header cell
-#: spelt like one it lacks is refused (:func:`check_misspelt_columns`), not ignored.
+#: spelt like one it lacks is refused (:func:`check_named_columns`), not ignored.
 HARDWARE_COLUMNS = ("hardware", "memory", "memory_gb", "mem_bw_tb_s", "interconnect",
                     "compute_capability", "source", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops", "flops_source")
+#: The hardware table's columns a table must have (the others may be left out).
+HARDWARE_REQUIRED = ("hardware", "mem_bw_tb_s", "interconnect", "source")
 #: Hardware-table columns that hold numbers (blank = unknown, except the bandwidth).
 HARDWARE_NUMBERS = ("memory_gb", "mem_bw_tb_s", "dense_bf16_tflops", "dense_fp8_tflops",
                     "dense_fp4_tflops", "dense_int8_tflops")
@@ -716,11 +718,13 @@ def load_hardware(path: str | Path, text: str | None = None, *,
     not PCIe is a fabric: :func:`~ddtree_bayes.core.pairs.is_fabric`)."""
     path = str(path)
     _, header, body = read_csv_file(path, text)
-    for col in ("hardware", "mem_bw_tb_s", "interconnect", "source"):
-        if col not in header:
-            missing_column(path, header, col, "add it to the header (see data/hardware.csv)")
+    fix = "add it to the header (see data/hardware.csv)"
     if not stored:   # (a saved fit's table is read as it was fitted)
-        check_misspelt_columns(path, header, HARDWARE_COLUMNS)
+        check_named_columns(path, header, HARDWARE_REQUIRED,
+                            [c for c in HARDWARE_COLUMNS if c not in HARDWARE_REQUIRED], fix)
+    for col in HARDWARE_REQUIRED:
+        if col not in header:
+            missing_column(path, header, col, fix)
     table: dict[str, dict[str, str]] = {}
     for i, values in body:
         if not any(v.strip() for v in values):

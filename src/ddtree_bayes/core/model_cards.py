@@ -16,7 +16,8 @@ import numpy as np
 
 from ddtree_bayes.core.data import (
     NAME_RE,
-    check_misspelt_columns,
+    check_named_columns,
+    missing_column,
     not_a_name,
     parse_number,
     read_records,
@@ -36,7 +37,8 @@ CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts
                 "bytes_per_weight", "compute_dtype", "source")
 #: Every column a model-card file's reader knows (data/models.csv's header, card add's
 #: ``CARD_HEADER`` and ``OPTIONAL_CARD_COLUMNS``): a header cell spelt like one it lacks
-#: (``kv_cache_bit``) is refused, not ignored (core/data ``check_misspelt_columns``).
+#: (``kv_cache_bit``, ``params_activ_b``) is refused, not ignored, as measurements.csv's
+#: (core/data ``check_named_columns``).
 CARD_FILE_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "hidden_size",
                      "experts", "experts_topk", "shared_experts", "bytes_per_weight",
                      "compute_dtype", "kv_bytes_per_token", "attention", "source", "notes",
@@ -361,11 +363,12 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
     """
     path = str(path)
     _, header, body = read_records(path, text)
+    fix = "the header must contain " + ",".join(CARD_COLUMNS)
+    check_named_columns(path, header, CARD_COLUMNS,
+                        [c for c in CARD_FILE_COLUMNS if c not in CARD_COLUMNS], fix)
     for col in CARD_COLUMNS:
         if col not in header:
-            raise DataError("missing column", file=path, row=1, column=col,
-                            fix="the header must contain " + ",".join(CARD_COLUMNS))
-    check_misspelt_columns(path, header, CARD_FILE_COLUMNS)
+            missing_column(path, header, col, fix)
     cards: dict[str, ModelCard] = {}
     for i, values in body:
         if not any(v.strip() for v in values):
