@@ -1182,6 +1182,25 @@ def test_every_fixture_loads_as_a_card(tmp_path):
         assert math.isfinite(card.bytes_per_weight) and card.bytes_per_weight > 0
 
 
+def test_the_card_readers_columns_are_card_adds_columns_defined_once():
+    """The reader's CARD_FILE_COLUMNS was a third copy of card add's CARD_HEADER +
+    OPTIONAL_CARD_COLUMNS, kept equal by an import-time assert: it is now their union, in
+    order, defined beside the reader (core/model_cards), card_files re-exporting the two."""
+    from ddtree_bayes.core import model_cards
+
+    assert card_files.CARD_HEADER is model_cards.CARD_HEADER
+    assert card_files.OPTIONAL_CARD_COLUMNS is model_cards.OPTIONAL_CARD_COLUMNS
+    assert model_cards.CARD_FILE_COLUMNS == (
+        "model", "params_total_b", "params_active_b", "layers", "hidden_size", "experts",
+        "experts_topk", "shared_experts", "bytes_per_weight", "compute_dtype",
+        "kv_bytes_per_token", "attention", "source", "notes", "file_bytes_per_weight",
+        "kv_window_bytes_per_token", "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
+        "recurrent_layers")
+    # every column a card row of card add holds is one the reader knows
+    for name in ("llama-3.1-8b", "qwen3-coder-next-nvfp4", "gemma-3-27b-it", "gpt-oss-20b"):
+        assert set(derive(name).card) <= set(model_cards.CARD_FILE_COLUMNS)
+
+
 @pytest.mark.parametrize("fixture, bundled_name", [("llama-3.1-8b", "llama-3.1-8b-instruct"),
                                                    ("qwen3-30b-a3b", "qwen3-30b-a3b")])
 def test_a_derived_card_gives_the_model_the_hand_written_cards_inputs(tmp_path, fixture,

@@ -35,15 +35,19 @@ from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
 #: Columns a model-card file must have.
 CARD_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "experts", "experts_topk",
                 "bytes_per_weight", "compute_dtype", "source")
-#: Every column a model-card file's reader knows (data/models.csv's header, card add's
-#: ``CARD_HEADER`` and ``OPTIONAL_CARD_COLUMNS``): a header cell spelt like one it lacks
-#: (``kv_cache_bit``, ``params_activ_b``) is refused, not ignored, as measurements.csv's
-#: (core/data ``check_named_columns``).
-CARD_FILE_COLUMNS = ("model", "params_total_b", "params_active_b", "layers", "hidden_size",
-                     "experts", "experts_topk", "shared_experts", "bytes_per_weight",
-                     "compute_dtype", "kv_bytes_per_token", "attention", "source", "notes",
-                     "max_context_tokens", "file_bytes_per_weight", "kv_window_bytes_per_token",
-                     "kv_window_tokens", "kv_cache_bits", "recurrent_layers")
+#: The model-card columns card add fills (data/models.csv's header).
+CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_size", "experts",
+               "experts_topk", "shared_experts", "bytes_per_weight", "compute_dtype",
+               "kv_bytes_per_token", "attention", "source", "notes", "file_bytes_per_weight")
+#: Columns a card row has that an older data/models.csv (one created from the bundled cards
+#: before they existed) may lack: card add writing the row adds them to its header.
+OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
+                         "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
+                         "recurrent_layers")
+#: Every column a model-card file's reader knows, the two above: a header cell spelt like one
+#: it lacks (``kv_cache_bit``, ``params_activ_b``) is refused, not ignored, as
+#: measurements.csv's (core/data ``check_named_columns``).
+CARD_FILE_COLUMNS = tuple(dict.fromkeys(CARD_HEADER + OPTIONAL_CARD_COLUMNS))
 #: Precisions the hardware table gives peaks for, and their dense-peak ratio to bf16 on the
 #: tensor cores of Hopper/Blackwell parts (used only to derive a missing entry, and said so).
 #: int8 is what ggml (llama.cpp and engines on it) multiplies quantised GGUF weights in: its

@@ -20,12 +20,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError, closest
+from ddtree_bayes.core.model_cards import CARD_HEADER, OPTIONAL_CARD_COLUMNS
 from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
 from ddtree_bayes.workflows.card_files.quant import Scheme, scheme_from_config
 from ddtree_bayes.workflows.card_files.rows import (
-    CARD_HEADER,
     DRAFTER_HEADER,
-    OPTIONAL_CARD_COLUMNS,
     Derived,
     card_name,
     draft_model_drafter,

@@ -11,21 +11,9 @@ from pathlib import Path
 
 from ddtree_bayes.core.data import NAME_RE
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.core.model_cards import CARD_FILE_COLUMNS
 from ddtree_bayes.workflows.card_files.quant import Scheme, dtype_bytes, weight_bytes
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
-#: The model-card columns card add fills (data/models.csv's header).
-CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_size", "experts",
-               "experts_topk", "shared_experts", "bytes_per_weight", "compute_dtype",
-               "kv_bytes_per_token", "attention", "source", "notes", "file_bytes_per_weight")
-#: Columns a card row has that an older data/models.csv (one created from the bundled cards
-#: before they existed) may lack: writing the row adds them to its header.
-OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
-                         "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
-                         "recurrent_layers")
-assert set(CARD_HEADER + OPTIONAL_CARD_COLUMNS) == set(CARD_FILE_COLUMNS), \
-    "a column card add writes is one the card reader knows"
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
 DRAFTER_HEADER = ("drafter", "target_model", "method", "kind", "layers", "hidden_size",
                   "intermediate_size", "params_b", "params_active_b", "lm_head_params_b",
