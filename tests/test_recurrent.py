@@ -201,3 +201,32 @@ def test_fit_warns_of_a_cards_copy_from_before_the_column(tmp_path):
         "the model card of qwen3.8-27b here has no recurrent_layers where the built-in card "
         "says 48: it is fitted as a transformer, without its engine's fixed cost for a hybrid "
         "target (fix: write 48 in its recurrent_layers column of data/models.csv)"]
+
+
+def test_the_reports_log_prior_has_a_learned_recurrent_spread():
+    """A priors file that learns spec_fixed_recurrent_sd (LogNormal) gave the report's prior
+    sensitivity (power-scaling, log_prior) its effects' z but not the spread's own density:
+    scaling "the prior" left that prior out, and the by-prior table had no row of it."""
+    from ddtree_bayes.workflows import report
+
+    text = bundled("priors.toml").read_text()
+    point = '[priors.spec_fixed_recurrent_sd]\ndist = "point"\nvalue = 1.0\n'
+    learned = parse_priors(text.replace(point, '[priors.spec_fixed_recurrent_sd]\n'
+                                               'dist = "lognormal"\nmedian = 0.5\nsigma = 0.5\n'))
+    coords = {"system": ["a"], "overhead_group": ["llama", "qwen"], "relation": []}
+    groups = {"engines": ["vllm"], "group_engine": [0, 0], "group_system": [0, 0],
+              "group_pass_roof_ms": [1.0, 1.0], "group_recurrent": [0.0, 1.0]}
+    v = report.prior_draws(learned, coords, 3, seed=1, groups=groups)
+    v[S.RECURRENT_SD] = np.array([0.5, 1.0, 0.25])
+    lp = report.log_prior(learned, coords, v)
+    # log LogNormal(x; median 0.5, sigma 0.5) = -ln x - ln 0.5 - ln(2 pi) / 2
+    #                                           - (ln x - ln 0.5)^2 / (2 * 0.25):
+    # x = 0.5: 2 ln 2 - 0.918939 = 0.467356; x = 1: ln 2 - 0.918939 - (ln 2)^2 / 0.5 =
+    # -1.186697; x = 0.25: 3 ln 2 - 0.918939 - (ln 2)^2 / 0.5 = 0.199597
+    assert lp[S.RECURRENT_SD] == pytest.approx([0.467356, -1.186697, 0.199597], abs=1e-6)
+    assert "spec_fixed_recurrent_z" in lp
+    # the bundled point value has no density to scale, as every fixed scale
+    fixed = parse_priors(text)
+    v = report.prior_draws(fixed, coords, 3, seed=1, groups=groups)
+    assert v[S.RECURRENT_SD].tolist() == [1.0, 1.0, 1.0]
+    assert S.RECURRENT_SD not in report.log_prior(fixed, coords, v)

@@ -221,6 +221,8 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
             out[f"{name}_z"] = stats.norm.logpdf(v[f"{name}_z"]).sum(axis=1)
     if "spec_fixed_recurrent_z" in v:   # a fit with a hybrid target (engine/model.py)
         out["spec_fixed_recurrent_z"] = stats.norm.logpdf(v["spec_fixed_recurrent_z"]).sum(axis=1)
+        if RECURRENT_SD in v and P_[RECURRENT_SD].dist != "point":   # its spread, if learned
+            out[RECURRENT_SD] = prior_logpdf(P_[RECURRENT_SD], v[RECURRENT_SD])
     for k, e in enumerate(coords["relation"]):
         out[f"reduction_{e}"] = prior_logpdf(priors.relations[e].prior, v["reduction"][:, k])
     if accept_groups:
