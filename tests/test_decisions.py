@@ -818,6 +818,26 @@ def test_candidates_file(tmp_path):
                                   f"be {says} (fix: write the context length in tokens)")
 
 
+def test_candidates_file_names_a_misspelt_required_column_as_the_other_readers_do(tmp_path):
+    """A review: the candidates reader said "missing column 'accept_len'" for a header
+    spelling it ``accept_lem`` (and a bare missing column for ``Hardware``), where the
+    measurement and card readers name the misspelt cell and the rename."""
+    draws = point_mass_draws()
+    path = tmp_path / "c.csv"
+    header = ",".join(D.CANDIDATE_COLUMNS)
+    path.write_text(header.replace("accept_len", "accept_lem") + "\nb300,8,sglang,ar,,,1,0\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (
+        f"{path}, row 1, column 'accept_lem': unknown column, read as no column (fix: did you "
+        "mean 'accept_len'? rename it: a column this reader does not know is ignored)")
+    path.write_text(header.replace("hardware", "Hardware") + "\nb300,8,sglang,ar,,,1,0\n")
+    with pytest.raises(DataError) as err:
+        D.read_candidates(draws, path)
+    assert str(err.value) == (f"{path}, row 1, column 'hardware': missing column (fix: column "
+                              "names are lowercase: rename 'Hardware' to 'hardware')")
+
+
 def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp_path):
     """A misspelt ``concurency`` column (8 streams) was ignored: the candidate was ranked at
     one stream, exit 0. A verify_tokens column was ignored the same way; it is read as a

@@ -25,10 +25,11 @@ from ddtree_bayes.core.data import (
     MAX_GPUS,
     NotPlain,
     check_context_tokens,
-    check_misspelt_columns,
+    check_named_columns,
     check_unique_header,
     check_verify_tokens,
     derive_verify_tokens,
+    missing_column,
     plain_float,
     plain_text,
     underivable_verify_tokens,
@@ -360,14 +361,14 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         raise DataError(f"cannot read candidates file: {err.strerror}", file=path,
                         fix="pass an existing CSV with --candidates") from None
     check_unique_header(path, [h.strip() for h in header])   # (as fit, add and hardware do)
+    # a misspelt column is refused (its values would be dropped without a word), before the
+    # one it leaves missing, as the measurement and card readers do; other extra columns
+    # (notes, a trailing comma's blank name) are ignored, as in a measurement file
+    fix = "header: " + ",".join(CANDIDATE_COLUMNS)
+    check_named_columns(path, header, CANDIDATE_COLUMNS, CANDIDATE_OPTIONAL, fix)
     for column in CANDIDATE_COLUMNS:
         if column not in header:
-            raise DataError("missing column", file=path, column=column,
-                            fix="header: " + ",".join(CANDIDATE_COLUMNS))
-    # a misspelt optional column is refused (its values would be dropped without a word);
-    # other extra columns (notes, a trailing comma's blank name) are ignored, as in a
-    # measurement file
-    check_misspelt_columns(path, header, CANDIDATE_COLUMNS + CANDIDATE_OPTIONAL)
+            missing_column(path, header, column, fix)
     if not records:
         raise DataError("no candidate rows", file=path, fix="add one row per candidate")
     out = []
