@@ -754,3 +754,33 @@ def test_history_lists_an_unreadable_fit_by_the_time_its_id_carries(tmp_path):
     code, out, _ = call(work, "history")
     assert code == 0 and [line.split()[0] for line in out.splitlines()[2:]] == [
         "19990101T000000Z-broken", FIT_ID, "29990101T000000Z-broken"]
+
+
+def test_update_without_data_refuses_to_leave_the_file_the_fit_was_made_on(tmp_path,
+                                                                          monkeypatch):
+    """`fit --data mine.csv`, `add --data mine.csv ...`, then `update` (as predict's "mine.csv
+    changed since fit ...; run `ddtree-bayes update`" says) read the default file instead:
+    with no data/measurements.csv here, the bundled Kimi K2.6 rows. It scored them as 9 new
+    rows of another model, called the fit's own rows removed, refitted the bundled data and
+    made that the latest fit, exit 0; the row added to mine.csv was never used."""
+    from ddtree_bayes.engine import inference
+    from test_cli_support import listing, make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    mine = work / "mine.csv"
+    (work / "data" / "measurements.csv").rename(mine)
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    before = listing(work)
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: fit 20260101T000000Z-pointmss was made on mine.csv, "
+                   f"but `update` without --data reads {bundled('measurements.csv')} (no "
+                   "data/measurements.csv here: the bundled data) (fix: pass --data mine.csv to "
+                   "fold in that file's new rows, or --data "
+                   f"{bundled('measurements.csv')} to refit on the other file)\n")
+    assert listing(work) == before   # nothing written: no refit, latest.json unchanged
+    # --data names the file: the question is the fit's own file again (up to date here)
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    code, out, err = call(work, "update", "--data", "mine.csv")
+    assert code == 0 and "nothing to refit" in out, err

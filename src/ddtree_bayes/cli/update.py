@@ -119,6 +119,33 @@ def _try_reweight(args, previous, measurements, cfg, forms: tuple, models: Path,
     return proposal, spec, weights, len(added)
 
 
+def _check_default_data(meta: dict, default: Path) -> None:
+    """Refuse an ``update`` without ``--data`` whose default file is not the one the fit was
+    made on, when that file is still here to update with: the bundled copy (no
+    data/measurements.csv here) after ``fit --data mine.csv``, or another file of this
+    directory. Read silently, its rows were scored as new rows of another model, the fit's
+    own called removed, and a refit of them became the latest fit (exit 0). A fit made in
+    another directory (a copied workspace) or on the bundled copy updates from the default."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import InputError
+
+    stored = meta.get("data", {}).get("path")
+    if not stored:
+        return
+    made_on, here = Path(stored).resolve(), default.resolve()
+    bundled = paths.bundled("measurements.csv").resolve()
+    if made_on == here or made_on == bundled or not made_on.is_file():
+        return
+    if here != bundled and not made_on.is_relative_to(Path.cwd().resolve()):
+        return
+    mine, other = paths.shown(made_on), paths.shown(default)
+    raise InputError(
+        f"fit {meta['fit_id']} was made on {mine}, but `update` without --data reads {other}"
+        + (" (no data/measurements.csv here: the bundled data)" if here == bundled else ""),
+        fix=f"pass --data {mine} to fold in that file's new rows, or --data {other} to refit "
+            "on the other file")
+
+
 def cmd_update(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import inference, store
@@ -130,6 +157,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     tracked = living.load_tracked(models)  # a malformed tracked.json stops us before the refit
     prev_id = previous.meta["fit_id"]
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
+    if not args.data:
+        _check_default_data(previous.meta, data_path)
     from ddtree_bayes.engine.fitting import FitInputs
 
     inputs = FitInputs.read(data_path, args.priors, args.hardware_file)
