@@ -423,7 +423,7 @@ def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeyp
 
     def weights(fits, seed):
         seen.append(([d.meta["fit_id"] for d in fits], seed))
-        return {"weights": {"point-mass": 0.25, "slow": 0.75}}
+        return {"weights": {"point-mass": 0.25, "slow": 0.75}, "rows": []}   # (no Pareto k)
 
     monkeypatch.setattr(compare, "compare_fits", weights)
     ask = {"engine": "sglang", "accept": "3", "concurrency": 1, "seed": 7}

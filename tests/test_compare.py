@@ -325,3 +325,38 @@ def test_compare_help_says_what_the_default_weighs_and_compares():
             "model form (MoE form / step form, e.g. roofline/structured and roofline/fraction) "
             "on the latest fit's data; fit another form with `ddtree-bayes fit --step-form "
             "fraction` or `--moe-form linear`.") in text
+
+
+def test_model_average_warns_when_its_weights_rest_on_unreliable_psis_loo(monkeypatch):
+    """predict --model-average mixed two forms at PSIS-LOO weights 0.05 / 0.95 with no word
+    that 3 and 4 of the 9 rows had Pareto k above 0.7, where `compare` says the estimate is
+    unreliable: the answer leaned on weights nothing vouched for. The weights and the counts
+    are set by hand (compare_fits and latest_per_form stand in)."""
+    from types import SimpleNamespace as NS
+
+    def fit(fit_id, form):
+        return NS(meta={"fit_id": fit_id, "model": {"moe_form": "roofline", "step_form": form}})
+
+    a, b = fit("A", "structured"), fit("B", "fraction")
+
+    def row(label, weight, above):
+        return {"model": label, "weight": weight, "pareto_k_threshold": 0.7,
+                "pareto_k_above_threshold": above}
+
+    res = {"rows": [row("B (roofline/fraction)", 0.95, 4), row("A (roofline/structured)", 0.05, 3)],
+           "weights": {"A": 0.05, "B": 0.95}, "notes": []}
+    monkeypatch.setattr(compare, "latest_per_form", lambda *a_, **k: [a, b])
+    monkeypatch.setattr(compare, "compare_fits", lambda fits, **kw: res)
+    said: list[str] = []
+    mixture = compare.model_average(a, warnings=said)
+    assert [(d.meta["fit_id"], w) for d, w in mixture] == [("A", 0.05), ("B", 0.95)]
+    assert said == ["--model-average: the PSIS-LOO weights (A 0.05, B 0.95) rest on leave-one-out "
+                    "estimates with Pareto k > 0.7, unreliable, for 4 rows of fit B "
+                    "(roofline/fraction) and 3 of fit A (roofline/structured): the mixture may "
+                    "lean on the wrong form (`ddtree-bayes compare` lists them; `ddtree-bayes "
+                    "validate` refits each row left out)"]
+    for r in res["rows"]:
+        r["pareto_k_above_threshold"] = 0
+    said = []
+    compare.model_average(a, warnings=said)
+    assert said == []

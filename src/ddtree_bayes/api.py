@@ -128,7 +128,7 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
         from ddtree_bayes.engine import compare
 
         mixture = compare.model_average(draws, query.get("seed", DEFAULT_SEED),
-                                        "model_average=True", query.get("workdir"))
+                                        "model_average=True", query.get("workdir"), said)
     rows = P.predict(draws, **query, strict=strict, warnings=said, mixture=mixture)
     import warnings
 

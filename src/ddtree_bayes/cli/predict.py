@@ -57,11 +57,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if args.model_average:
         from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
 
-        mixture = compare.model_average(draws, seed=args.seed)
+        weighed: list[str] = []
+        mixture = compare.model_average(draws, seed=args.seed, warnings=weighed)
         average = compare.mixture_entries(mixture)   # (the JSON's model_average)
         print(f"{PROG}: model average: " + ", ".join(
             f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
+        print_warnings(weighed, warned)
     import numpy as np
 
     with np.errstate(all="ignore"):   # an overflow is named below, as one line

@@ -196,12 +196,46 @@ def latest_per_form(anchor: Fit, flag: str = "--model-average",
 
 
 def model_average(anchor: Fit, seed: int = DEFAULT_SEED, flag: str = "--model-average",
-                  workdir: Path | None = None) -> list[tuple[Fit, float]]:
+                  workdir: Path | None = None, warnings: list[str] | None = None
+                  ) -> list[tuple[Fit, float]]:
     """``--model-average``'s mixture: :func:`latest_per_form` of ``anchor``, each fit with its
-    PSIS-LOO stacking weight (:func:`compare_fits`), for ``predict`` and the API alike."""
+    PSIS-LOO stacking weight (:func:`compare_fits`), for ``predict`` and the API alike.
+    ``warnings`` gets a line when the weights rest on rows whose Pareto k is above the
+    threshold PSIS trusts (:func:`unreliable_weights`): `compare` says so, and the mixture
+    said nothing."""
     fits = latest_per_form(anchor, flag, workdir)
-    weights = compare_fits(fits, seed=seed)["weights"]
+    result = compare_fits(fits, seed=seed)
+    weights = result["weights"]
+    line = unreliable_weights(result, flag)
+    if line is not None and warnings is not None:
+        warnings.append(line)
     return [(d, weights[d.meta["fit_id"]]) for d in fits]
+
+
+def unreliable_weights(result: dict, flag: str = "--model-average") -> str | None:
+    """One line when any fit of :func:`compare_fits`' ``result`` has rows whose Pareto k is
+    above its threshold (their leave-one-out estimate, so the weights, unreliable), naming the
+    weights and each such fit's count; None when every k is below it.
+
+    >>> rows = [{"model": "A (roofline/structured)", "weight": 1.0, "pareto_k_threshold": 0.7,
+    ...          "pareto_k_above_threshold": 2}]
+    >>> print(unreliable_weights({"rows": rows, "weights": {"A": 1.0}}))
+    --model-average: the PSIS-LOO weights (A 1.00) rest on leave-one-out estimates with Pareto \
+k > 0.7, unreliable, for 2 rows of fit A (roofline/structured): the mixture may lean on the wrong \
+form (`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each row left out)
+    """
+    bad = [r for r in result["rows"] if r["pareto_k_above_threshold"] > 0]
+    if not bad:
+        return None
+    threshold = max(r["pareto_k_threshold"] for r in bad)
+    counts = [f"{r['pareto_k_above_threshold']}{' rows' if i == 0 else ''} of fit {r['model']}"
+              for i, r in enumerate(bad)]
+    listed = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
+    weights = ", ".join(f"{k} {w:.2f}" for k, w in sorted(result["weights"].items()))
+    return (f"{flag}: the PSIS-LOO weights ({weights}) rest on leave-one-out estimates with "
+            f"Pareto k > {threshold:.2g}, unreliable, for {listed}: the mixture may lean on the "
+            "wrong form (`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each "
+            "row left out)")
 
 
 def mixture_entries(mixture: list[tuple[Fit, float]]) -> list[dict]:
