@@ -1068,6 +1068,25 @@ def test_other_extra_columns_stay_allowed(tmp_path, hw):
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
 
 
+@pytest.mark.parametrize("name", ["max_concurrency", "batch_size", "num_streams"])
+def test_a_stream_count_column_above_one_without_concurrency_is_refused(tmp_path, hw, name):
+    """A hand-made file with a ``max_concurrency`` column of 8 (tok_s the 8 streams' total, as
+    `vllm bench serve --max-concurrency 8` reports it) and no ``concurrency`` column was
+    fitted as one stream per row, exit 0: each step priced 8x too short. Such a column is
+    refused at its first value above 1 (row 3 here); at 1 or blank it stays allowed
+    (test_other_extra_columns_stay_allowed), and beside a ``concurrency`` column too."""
+    lines = list(LINES)
+    lines[0] += f",{name}"
+    lines[1:] = [line + (",8" if i == 1 else ",1") for i, line in enumerate(lines[1:])]
+    err = expect_error(write(tmp_path, lines), hw, 3, name,
+                       f"{name} 8 but no concurrency column: the row is read as one stream")
+    assert str(err).endswith("(fix: rename the column concurrency (tok_s is then the 8 streams' "
+                             "total), or drop it if tok_s is one stream's)")
+    lines[0] += ",concurrency"
+    lines[1:] = [line + "," for line in lines[1:]]
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
+
+
 def test_the_own_data_page_describes_the_columns_the_reader_takes():
     """docs/howto/own-data.md said "one row per benchmark run at concurrency 1" and "tok_s is
     decode throughput of the one stream", though the data take a `concurrency` column (tok_s

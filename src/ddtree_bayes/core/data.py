@@ -364,7 +364,8 @@ def check_misspelt_columns(path: str, header: Sequence[str], known: Sequence[str
     two letters off it (``concurency``). A column the reader does not know is
     ignored, so a misspelt ``concurrency`` read every row as one stream, with exit 0. Other
     extra columns stay allowed and ignored: the public sweeps' ``sweep`` and ``derived``, and
-    a known name with more to it (``accept_len_std``, ``max_concurrency``, ``notes2``), and one
+    a known name with more to it (``accept_len_std``, ``max_concurrency`` at 1 (above it:
+    :func:`check_stream_columns`), ``notes2``), and one
     that differs from a known name in its digits only (a hardware table's ``dense_fp16_tflops``
     beside the known ``dense_fp8_tflops``: another precision, not a typo).
 
@@ -388,6 +389,45 @@ is ignored)
                 raise DataError("unknown column, read as no column", file=path, row=1,
                                 column=col, fix=f"did you mean {name!r}? rename it: a column "
                                                 "this reader does not know is ignored")
+
+
+#: Words of a column name that say it counts streams decoded together (``max_concurrency``,
+#: ``batch_size``, ``num_streams``): what the ``concurrency`` column holds.
+STREAM_WORDS = ("concurren", "batch", "stream")
+
+
+def check_stream_columns(path: str, header: Sequence[str],
+                         body: Sequence[tuple[int, Sequence[str]]]) -> None:
+    """Refuse, in a file without a ``concurrency`` column, an extra column whose name says it
+    counts streams (:data:`STREAM_WORDS`) at its first whole number above 1: its tok_s is
+    most likely the streams' total (what ``vllm bench serve --max-concurrency C`` reports), but
+    the reader ignores the column and fits the row as one stream, each step C times too short.
+    Blank, 1 or not a number stays allowed (:func:`check_misspelt_columns`' extra columns).
+
+    >>> check_stream_columns("m.csv", ["tok_s", "max_concurrency"], [(2, ["130", "1"])])
+    >>> check_stream_columns("m.csv", ["tok_s", "max_concurrency"], [(2, ["900", "8"])])
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 2, column 'max_concurrency': max_concurrency \
+8 but no concurrency column: the row is read as one stream (fix: rename the column concurrency \
+(tok_s is then the 8 streams' total), or drop it if tok_s is one stream's)
+    """
+    if "concurrency" in header:
+        return
+    named = [(i, col) for i, col in enumerate(header)
+             if col not in COLUMNS and any(w in col.strip().lower() for w in STREAM_WORDS)]
+    for line, fields in body:
+        for i, col in named:
+            cell = fields[i].strip() if i < len(fields) else ""
+            try:
+                value = float(cell)
+            except ValueError:
+                continue
+            if math.isfinite(value) and value > 1 and value == int(value):
+                raise DataError(f"{col} {cell} but no concurrency column: the row is read as one "
+                                "stream", file=path, row=line, column=col,
+                                fix=f"rename the column concurrency (tok_s is then the {cell} "
+                                    "streams' total), or drop it if tok_s is one stream's")
 
 
 def _letters(name: str) -> str:
@@ -1183,6 +1223,8 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
     for col in COLUMNS:
         if col not in header:
             missing_column(path, header, col, f"the header must contain {','.join(COLUMNS)}")
+    if not stored:   # (a saved fit's copy is read as it was fitted)
+        check_stream_columns(path, header, body)
     with _no_gc():
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)
     if not rows and not allow_empty:
