@@ -536,3 +536,49 @@ def test_every_built_in_gpu_is_within_the_peak_step_limits():
                                         r"800 is 8x dense_bf16_tflops 100"):
         load_hardware("hardware.csv", text=text)
     assert load_hardware("hardware.csv", text=text, stored=True)["zz"]["dense_fp8_tflops"] == "800"
+
+
+def test_a_gpus_own_row_keeps_the_sources_of_the_figures_not_given(tmp_path):
+    """s45b finding 6: `hardware add h200 --like h200 --mem-bw-tb-s 4` rewrote flops_source,
+    whose peaks it did not touch, as "as before: <its text>"; every later predict warned that
+    h200's flops_source had changed. A credit nothing was given for is kept as it was."""
+    h200 = BUILT_IN["h200"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h200", "--like", "h200",
+                             "--mem-bw-tb-s", "4", "--source", "test")
+    assert code == 0, err
+    row = rows_of(tmp_path / "data" / "hardware.csv")["h200"]
+    assert row["flops_source"] == h200["flops_source"]
+    assert row["source"] == f"test (mem_bw_tb_s); other figures as before: {h200['source']}"
+    # peaks alone given, without --like: the memory figures' source is kept as it was
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100", "--dense-bf16-tflops", "900",
+                             "--source", "clocked down")
+    assert code == 0, err
+    row, h100 = rows_of(tmp_path / "data" / "hardware.csv")["h100"], BUILT_IN["h100"]
+    assert row["source"] == h100["source"]
+    assert row["flops_source"] == (f"clocked down (dense_bf16_tflops); other figures as before: "
+                                   f"{h100['flops_source']}")
+
+
+def test_the_stale_table_warning_names_values_not_sources(tmp_path):
+    """s45b finding 6: after `hardware add h200 --like h200 --mem-bw-tb-s 4` predict's warning
+    listed h200's flops_source beside its bandwidth (the text of a source bears on no answer),
+    and a row whose sources alone were reworded made every answer warn."""
+    root = make_point_mass_workdir(tmp_path / "w")
+    (root / "data" / "hardware.csv").unlink()     # (the built-in table, as the fit stored it)
+    code, out, err = run_cli(root, "hardware", "add", "h200", "--like", "h200",
+                             "--mem-bw-tb-s", "4", "--source", "test")
+    assert code == 0, err
+    code, out, err = run_cli(root, "predict", "--method", "ar")
+    assert code == 0, err
+    assert err == ("ddtree-bayes: warning: the hardware table here differs from the one fit "
+                   "20260101T000000Z-pointmss stored for h200 (mem_bw_tb_s 4.8 -> 4): its "
+                   "answers use the stored values; re-run `ddtree-bayes fit` to use these\n")
+    # both sources reworded, no figure changed: no warning
+    path = root / "data" / "hardware.csv"
+    h200 = dict(BUILT_IN["h200"], source="reworded", flops_source="reworded too")
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=list(h200))
+        writer.writeheader()
+        writer.writerow(h200)
+    code, out, err = run_cli(root, "predict", "--method", "ar")
+    assert code == 0 and err == "", err

@@ -69,13 +69,15 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
     """What besides the rows differs between fits ``a`` and ``b`` (key, line): the priors, the
     hardware table, the model forms. ``diff`` named the priors only: of two fits of the same
     rows on different hardware tables it said "same measurements" and nothing more."""
+    from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS
+
     out = []
     if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
         out.append(("priors", "priors differ between the two fits"))
     # the values by GPU, sources aside, as predict's hardware_changes compares them (a file
     # reordered or a source reworded is the same table)
     def values(fit) -> dict:
-        return {n: {c: (v or "").strip() for c, v in row.items() if c != "source"}
+        return {n: {c: (v or "").strip() for c, v in row.items() if c not in SOURCE_COLUMNS}
                 for n, row in fit.hardware.items()}
 
     if values(a) != values(b):

@@ -25,6 +25,9 @@ from ddtree_bayes.core.data import HARDWARE_NUMBERS, load_hardware, read_records
 
 #: The columns the model reads (a blank the user leaves in one of them is reported).
 USED_COLUMNS = (*HARDWARE_NUMBERS, "interconnect", "compute_capability")
+#: The columns that say where a row's figures came from: text no answer reads (a row whose
+#: sources alone differ is the same GPU to the model).
+SOURCE_COLUMNS = ("source", "flops_source")
 #: Where a row of the effective table came from.
 BUILT_IN, ADDED, OVERRIDES = "built-in", "user", "user-override"
 

@@ -234,10 +234,10 @@ def _without(text: str, sections: tuple[str, ...]) -> dict | None:
 def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     """What the hardware table here (built-in and ``data/hardware.csv``) says differently
     from the one the fit stored, which every answer of the fit uses: rows whose values
-    changed, and GPUs added since. Empty when they agree (or the table here does not load:
-    ``fit`` names that problem)."""
+    changed (their sources aside: text no answer reads), and GPUs added since. Empty when
+    they agree (or the table here does not load: ``fit`` names that problem)."""
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.hardware_table import hardware_table
+    from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS, hardware_table
 
     try:
         now = hardware_table(workdir)
@@ -250,7 +250,7 @@ def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
         new = now.rows.get(name)
         diff = [f"{c} {row[c] or '-'} -> {new[c] or '-'}" for c in row
                 if new is not None and c in new and (row[c] or "").strip() != (new[c] or "").strip()
-                and c != "source"]
+                and c not in SOURCE_COLUMNS]
         if diff:
             changed.append(f"{name} ({', '.join(diff[:2])})")
     if changed:

@@ -202,6 +202,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     said = None if from_like is None else "before" if from_like == name else from_like
 
     def credit(given: list[str], copied: bool, before: str) -> str:
+        if not given and said == "before":
+            return before   # (its own row, none of these figures given: their credit as it was)
         again = _replacing(source, given, before) if copied and said == "before" else None
         return again if again is not None else _provenance(source, given,
                                                            said if copied else None, before)
