@@ -823,6 +823,37 @@ def test_a_coin_flip_is_called_uncertain_not_paying_or_stopping():
         "vllm, accept 7: speculation pays at every concurrency asked (P(faster than AR) >= 0.80)")
 
 
+def test_a_bound_on_p_faster_than_ar_is_true_at_the_precision_shown():
+    """s45b finding 5: `predict --engine sglang --accept 14 --concurrency 1,8` (P 1.0 and
+    0.9955) printed "pays at every concurrency asked (P(faster than AR) >= 1.00)": the least P
+    rounded up to certainty. A lower bound is rounded down, an upper bound up, a range outward
+    (predict's lines and the report's, which share structure.uncertain_line)."""
+    from ddtree_bayes.cli.predict import crossover_lines
+    from ddtree_bayes.engine.structure import uncertain_line
+
+    def rows(accept, *ps, cs=(1, 8)):
+        return [{"engine": "sglang", "accept": accept, "concurrency": c, "p_faster_than_ar": p}
+                for c, p in zip(cs, ps, strict=True)]
+
+    assert crossover_lines(rows("14", 1.0, 0.9955) + rows("2", 0.2049, 0.01)
+                           + rows("3", 0.8449, 0.2051, 0.7551, cs=(1, 8, 16))) == [
+        "sglang, accept 14: speculation pays at every concurrency asked (P(faster than AR) >= "
+        "0.99)",
+        "sglang, accept 2: speculation pays at no concurrency asked (P(faster than AR) <= 0.21)",
+        "sglang, accept 3: speculation pays at C = 1, 16, not at C = 8 (P(faster than AR) "
+        "0.20-0.85)"]
+    assert uncertain_line([1, 4, 8, 16, 32, 64], [0.9955, 0.999, 0.3049, 0.7451, 0.2001,
+                                                   0.1]) == (
+        "pays at C = 1, 4 (P(faster than AR) >= 0.99), is uncertain at C = 8, 16 (0.30-0.75, "
+        "between 0.25 and 0.75), does not pay at C = 32, 64 (<= 0.21)")
+    # a bound that rounding to two decimals would carry across 0.5 takes more digits
+    assert uncertain_line([1, 8], [0.4995, 0.26]) == (
+        "is uncertain at C = 1, 8 (P(faster than AR) 0.26-0.4995, between 0.25 and 0.75)")
+    # bounds already exact at two decimals are as before
+    assert uncertain_line([1, 8, 16], [0.75, 0.9, 0.25]) == (
+        "pays at C = 1, 8 (P(faster than AR) >= 0.75), does not pay at C = 16 (0.25)")
+
+
 def test_validate_concurrency_pools_the_converged_fits_only(tmp_path, monkeypatch, capsys):
     """`validate --extrapolate --concurrency` pooled the rows of a sweep whose fit failed its
     convergence gates into the pooled scores, and its crossovers into the counts, as if fine.

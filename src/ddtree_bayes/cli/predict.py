@@ -240,7 +240,14 @@ def crossover(rows: list[dict]) -> list[dict]:
     for r in rows:
         if "p_faster_than_ar" in r:
             seen.setdefault((r["engine"], r["accept"]), []).append(r)
-    from ddtree_bayes.engine.structure import p_text, paying_fields, uncertain_at, uncertain_line
+    from ddtree_bayes.engine.structure import (
+        p_bound,
+        p_range,
+        p_text,
+        paying_fields,
+        uncertain_at,
+        uncertain_line,
+    )
 
     for (engine, accept), rs in seen.items():
         rs = sorted(rs, key=lambda r: r["concurrency"])
@@ -254,14 +261,15 @@ def crossover(rows: list[dict]) -> list[dict]:
         if unsure:   # (a coin flip is no verdict: "pays at every C (>= 0.63)" was one)
             line = head + uncertain_line(cs, ps)
         elif kind == "every":
-            line = head + f"pays at every concurrency asked (P(faster than AR) >= {p_text(min(ps))})"
+            line = head + ("pays at every concurrency asked (P(faster than AR) >= "
+                           f"{p_bound(min(ps), upper=False)})")
         elif kind == "never":
-            line = head + f"pays at no concurrency asked (P(faster than AR) <= {p_text(max(ps))})"
+            line = head + ("pays at no concurrency asked (P(faster than AR) <= "
+                           f"{p_bound(max(ps), upper=True)})")
         elif kind == "mixed":
             no = [c for c in cs if c not in yes]
             line = head + (f"pays at C = {', '.join(map(str, yes))}, not at C = "
-                           f"{', '.join(map(str, no))} (P(faster than AR) "
-                           f"{p_text(min(ps))}-{p_text(max(ps))})")
+                           f"{', '.join(map(str, no))} (P(faster than AR) {p_range(ps)})")
         elif kind == "starts":
             c = where["starts_paying_at"]
             line = head + (f"does not pay at C = {cs[0]} (P(faster than AR) "

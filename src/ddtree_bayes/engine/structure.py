@@ -126,6 +126,38 @@ def p_text(p: float) -> str:
     return "<0.5"
 
 
+def p_bound(p: float, *, upper: bool) -> str:
+    """P(faster than AR) as a bound that holds at the precision shown: rounded up for an
+    ``upper`` bound ("<= x"), down for a lower one (">= x"), with two decimals or as many more
+    as keep its side of 0.5 (:func:`p_text`). A least P of 0.9955 printed ">= 1.00", a
+    certainty the draws do not give.
+
+    >>> p_bound(0.9955, upper=False), p_bound(0.2049, upper=True), p_bound(0.75, upper=False)
+    ('0.99', '0.21', '0.75')
+    >>> p_bound(0.4995, upper=True), p_bound(0.4995, upper=False), p_bound(0.5, upper=False)
+    ('0.4995', '0.499', '0.50')
+    """
+    for digits in range(2, 7):
+        text = f"{p:.{digits}f}"
+        if (float(text) >= 0.5) != (p >= 0.5):   # (p_text's digits first)
+            continue
+        if (float(text) < p) if upper else (float(text) > p):   # one step toward the bound
+            step = round(float(text) * 10 ** digits) + (1 if upper else -1)
+            text = f"{step / 10 ** digits:.{digits}f}"
+        if (float(text) >= 0.5) == (p >= 0.5):
+            return text if digits == 2 else text.rstrip("0")
+    return "<0.5" if p < 0.5 else ">=0.5"
+
+
+def p_range(ps: list[float]) -> str:
+    """The least to the greatest of ``ps``, widened to the precision shown (:func:`p_bound`).
+
+    >>> p_range([0.2051, 0.8449])
+    '0.20-0.85'
+    """
+    return f"{p_bound(min(ps), upper=False)}-{p_bound(max(ps), upper=True)}"
+
+
 #: A concurrency whose P(faster than AR) is strictly between this and 1 - this is called
 #: uncertain: odds under 3:1 either way are no verdict on whether speculation pays there.
 UNSURE_BELOW = 0.25
@@ -157,9 +189,9 @@ def uncertain_line(cs: list[int], ps: list[float]) -> str:
     for kind, at in kinds.items():
         values = [p for _, p in at]
         shown = (p_text(values[0]) if len(values) == 1
-                 else f">= {p_text(min(values))}" if kind == "pays"
-                 else f"<= {p_text(max(values))}" if kind == "does not pay"
-                 else f"{p_text(min(values))}-{p_text(max(values))}")
+                 else f">= {p_bound(min(values), upper=False)}" if kind == "pays"
+                 else f"<= {p_bound(max(values), upper=True)}" if kind == "does not pay"
+                 else p_range(values))
         if kind == "is uncertain":
             shown += f", between {UNSURE_BELOW:g} and {1 - UNSURE_BELOW:g}"
         parts.append(f"{kind} at C = {', '.join(str(c) for c, _ in at)} "
