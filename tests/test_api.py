@@ -126,7 +126,8 @@ def test_the_api_says_a_fit_is_stale_as_predict_does(tmp_path):
     with pytest.warns(UserWarning) as said:
         table = api.predict(stale, accept=14)
     assert [str(w.message) for w in said] == [
-        f"{data} changed since fit point-mass; run `ddtree-bayes update` (or `fit`) to use it"]
+        f"{data} changed since fit point-mass; run `ddtree-bayes update --data {data}` (or "
+        f"`fit --data {data}`) to use it"]   # (not the default file: update needs --data)
     pd.testing.assert_frame_equal(table, fresh)   # (the same answer, now with its warning)
     with pytest.raises(StaleArtifactError, match=re.escape(f"{data} changed since fit")):
         api.predict(stale, accept=14, strict=True)

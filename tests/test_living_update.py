@@ -784,3 +784,35 @@ def test_update_without_data_refuses_to_leave_the_file_the_fit_was_made_on(tmp_p
     monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
     code, out, err = call(work, "update", "--data", "mine.csv")
     assert code == 0 and "nothing to refit" in out, err
+
+
+def test_predicts_stale_data_hint_names_the_file_update_needs(tmp_path):
+    """s45b finding 11: predict on a fit of `fit --data mine.csv` whose file had gained a row
+    said "run `ddtree-bayes update` (or `fit`)", which reads another file (update now refuses
+    it, naming --data mine.csv). The hint names the command that works; a fit of the default
+    file keeps the plain one."""
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "data" / "measurements.csv"
+    new_row = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,140.0,a new run,\n"
+    mine = work / "mine.csv"
+    mine.write_text(default.read_text())
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    with open(mine, "a") as fh:
+        fh.write(new_row)
+    code, out, err = call(work, "predict", "--method", "ar")
+    assert code == 0, err
+    assert (f"ddtree-bayes: warning: {mine.resolve()} changed since fit 20260101T000000Z-pointmss; "
+            "run `ddtree-bayes update --data mine.csv` (or `fit --data mine.csv`) to use it\n"
+            ) in err
+    # a fit of data/measurements.csv: `update` alone reads it
+    write_point_mass_fit(work / "models", default, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    with open(default, "a") as fh:
+        fh.write(new_row)
+    code, out, err = call(work, "predict", "--method", "ar")
+    assert code == 0, err
+    assert err == (f"ddtree-bayes: warning: {default.resolve()} changed since fit "
+                   "20260101T000000Z-pointmss; run `ddtree-bayes update` (or `fit`) to use it\n")

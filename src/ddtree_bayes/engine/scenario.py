@@ -489,9 +489,14 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
                 and _without(text, ignore_priors_sections)
                 == _without(draws.priors_toml, ignore_priors_sections)):
             continue
-        # (new measurements: `update`, which reweights when it can; priors: a refit)
+        # (new measurements: `update`, which reweights when it can; priors: a refit). Without
+        # --data, update and fit read the default file: a fit of another is named with --data
+        from ddtree_bayes.core.paths import data_file, shown
+
+        flag = ("" if what != "data" or path.resolve() == data_file("measurements.csv").resolve()
+                else f" --data {shown(path)}")
         warnings.append(f"{path} changed since fit {meta['fit_id']}; " + (
-            "run `ddtree-bayes update` (or `fit`) to use it" if what == "data"
+            f"run `ddtree-bayes update{flag}` (or `fit{flag}`) to use it" if what == "data"
             else "re-run `ddtree-bayes fit` to use it"))
     if here:   # (the tables and cards here: a fit from elsewhere is not stale by them)
         warnings += hardware_changes(draws) + card_changes(draws, drafters=drafters)
