@@ -800,6 +800,29 @@ def test_a_tied_draft_model_reads_its_embedding_once_as_its_head(tmp_path):
         "7.5049", "7.5049", "0.5253")
 
 
+def test_card_add_says_a_tied_embedding_is_read_whole_as_the_head(tmp_path):
+    """s45b finding 7: card add on a tied-embedding model printed "... B without the input
+    embedding, of which a token reads one row", but the tied matrix is the lm_head too, read
+    whole every token; params_active counts it once, whole (8,030,261,248 - the untied head
+    525,336,576 = 7,504,924,672), which is right. Untied, the remark stays (8,030,261,248 -
+    the embedding 525,336,576 = 7,504,924,672 without it)."""
+    cfg = json.loads((FIX / "llama-3.1-8b" / "config.json").read_text())
+    (tmp_path / "tied").mkdir()
+    (tmp_path / "tied" / "config.json").write_text(json.dumps({**cfg, "tie_word_embeddings": True}))
+    code, out, err = cli(tmp_path, "--hf-config", str(tmp_path / "tied"), "--name", "tied",
+                         "--dry-run")
+    assert code == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  parameters ")]
+    assert line == ("  parameters        7.5049 B total, 7.5049 B active (the input embedding "
+                    "counted once: tied to the lm_head, which reads all of it every token)")
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "untied",
+                         "--dry-run")
+    assert code == 0, err
+    (line,) = [ln for ln in out.splitlines() if ln.startswith("  parameters ")]
+    assert line == ("  parameters        8.0303 B total, 8.0303 B active (7.5049 B without the "
+                    "input embedding, of which a token reads one row)")
+
+
 def test_a_draft_model_for_itself_is_refused():
     with pytest.raises(InputError, match="is this file's own model"):
         derive("llama-3.1-8b", target="llama-3.1-8b")

@@ -43,8 +43,12 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
              f"{facts['vocab_size']:,}",
              f"  attention         {facts['attention'] or '-'}",
              f"  parameters        {card['params_total_b']} B total, {card['params_active_b']} B "
-             f"active ({(facts['params_active'] - facts['embedding_params']) / 1e9:.4f} B without "
-             "the input embedding, of which a token reads one row)",
+             "active ("
+             # (tied, the embedding is the lm_head too: a token reads it whole, not one row)
+             + ("the input embedding counted once: tied to the lm_head, which reads all of it "
+                "every token)" if facts["tied_embeddings"] else
+                f"{(facts['params_active'] - facts['embedding_params']) / 1e9:.4f} B without "
+                "the input embedding, of which a token reads one row)"),
              f"                    input embedding {facts['embedding_params']:,}; lm_head "
              + ("tied to it" if facts["tied_embeddings"] else f"{facts['lm_head_params']:,}")]
     if moe:
