@@ -353,12 +353,12 @@ def test_add_data_starts_a_new_file(tmp_path, monkeypatch, capsys):
     """In a folder without data/, `add --data m.csv ...` failed "m.csv: file not found (fix:
     ... pass --data FILE ...)" although --data was given: the first row had to be typed by
     hand. It now creates the file with the standard header (under the lock, atomically) and
-    says so."""
+    says so (s45b finding 8: "now 1 measurements", now singular)."""
     monkeypatch.chdir(tmp_path)
     code, out, err = run(capsys, "add", "--data", "m.csv", *LLAMA_AR)
     assert code == 0, err
     assert out.splitlines()[0] == "created m.csv with the standard header"
-    assert "appended 1 row to m.csv (now 1 measurements):" in out
+    assert "appended 1 row to m.csv (now 1 measurement):" in out
     path = tmp_path / "m.csv"
     assert path.read_text() == HEADER + "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1,,141.4,my run,\n"
     assert stat.S_IMODE(path.stat().st_mode) == 0o644

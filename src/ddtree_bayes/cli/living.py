@@ -147,7 +147,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         print(f"created {shown_path(result.path)} with the standard header")
     n = len(result.rows)
     print(f"appended {n} row{'s' if n != 1 else ''} to {shown_path(result.path)} "
-          f"(now {result.total_rows} measurements):")
+          f"(now {result.total_rows} measurement{'s' if result.total_rows != 1 else ''}):")
     for m in result.rows:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
         step = ("acceptance inferred by the fit" if m.step_ms is None
