@@ -408,8 +408,7 @@ def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int]
 
 
 def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], passes: float,
-                    nodes: float, scale, rng: np.random.Generator,
-                    engine: str | None = None) -> np.ndarray:
+                    nodes: float, scale, rng: np.random.Generator, engine: str) -> np.ndarray:
     """SPEC (ms per draw) of a query on an unmeasured system whose reference system measured
     the query's engine and method (:func:`carried_group`): that group's costs carried in
     physical units - the fixed and per-node costs in ms, the per-pass cost as its multiple of
@@ -438,7 +437,7 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
                                                ref_step * scale, rng, roof), 0.0)
     key = "transfer_system_sd"
     scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
-    spread = deployment_spread(draws, sc, engine or sc.engine)
+    spread = deployment_spread(draws, sc, engine)   # (the base engine of a relation's)
     if spread is not None:
         scatter = np.hypot(scatter, spread)
     return spec * np.exp(scatter * rng.standard_normal(n))
