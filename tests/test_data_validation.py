@@ -1068,7 +1068,8 @@ def test_other_extra_columns_stay_allowed(tmp_path, hw):
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
 
 
-@pytest.mark.parametrize("name", ["max_concurrency", "batch_size", "num_streams"])
+@pytest.mark.parametrize("name", ["max_concurrency", "batch_size", "num_streams", "n_streams",
+                                  "concurrency_level", "num_concurrent", "Max-Concurrency"])
 def test_a_stream_count_column_above_one_without_concurrency_is_refused(tmp_path, hw, name):
     """A hand-made file with a ``max_concurrency`` column of 8 (tok_s the 8 streams' total, as
     `vllm bench serve --max-concurrency 8` reports it) and no ``concurrency`` column was
@@ -1080,10 +1081,23 @@ def test_a_stream_count_column_above_one_without_concurrency_is_refused(tmp_path
     lines[1:] = [line + (",8" if i == 1 else ",1") for i, line in enumerate(lines[1:])]
     err = expect_error(write(tmp_path, lines), hw, 3, name,
                        f"{name} 8 but no concurrency column: the row is read as one stream")
-    assert str(err).endswith("(fix: rename the column concurrency (tok_s is then the 8 streams' "
-                             "total), or drop it if tok_s is one stream's)")
+    assert str(err).endswith("(fix: if tok_s is the 8 streams' total, rename the column "
+                             "concurrency; if it is one stream's, rename or drop the column)")
     lines[0] += ",concurrency"
     lines[1:] = [line + "," for line in lines[1:]]
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
+
+
+@pytest.mark.parametrize("name", ["n_batch", "n_ubatch", "max_num_batched_tokens", "batch",
+                                  "cuda_streams", "stream_id"])
+def test_a_column_that_only_contains_a_stream_word_stays_allowed(tmp_path, hw, name):
+    """The stream-count names were matched as substrings: llama-bench's ``n_batch`` 2048,
+    vLLM's ``max_num_batched_tokens`` 8192, a run-id ``batch`` column were refused, with a fix
+    ("rename the column concurrency") that would price every step 2048x too long. Only a
+    whole stream-count name is read as one; these files load as before."""
+    lines = list(LINES)
+    lines[0] += f",{name}"
+    lines[1:] = [line + ",2048" for line in lines[1:]]
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
 
 

@@ -391,31 +391,44 @@ is ignored)
                                                 "this reader does not know is ignored")
 
 
-#: Words of a column name that say it counts streams decoded together (``max_concurrency``,
-#: ``batch_size``, ``num_streams``): what the ``concurrency`` column holds.
-STREAM_WORDS = ("concurren", "batch", "stream")
+#: Column names that count streams decoded together, what the ``concurrency`` column holds
+#: (compared whole, in lower case with ``-`` and spaces read as ``_``): a name that only
+#: contains such a word counts something else (llama-bench's ``n_batch``, vLLM's
+#: ``max_num_batched_tokens``, a run id ``batch``, ``cuda_streams``).
+STREAM_COLUMNS = ("max_concurrency", "max_concurrent", "concurrency_level", "concurrent",
+                  "num_concurrent", "concurrent_requests", "num_concurrent_requests",
+                  "batch_size", "streams", "num_streams", "n_streams")
+
+
+def stream_column(name: str) -> bool:
+    """Whether a column ``name`` counts streams (:data:`STREAM_COLUMNS`).
+
+    >>> stream_column("Max-Concurrency"), stream_column("n_batch"), stream_column("batch")
+    (True, False, False)
+    """
+    return "_".join(name.strip().lower().replace("-", " ").split()) in STREAM_COLUMNS
 
 
 def check_stream_columns(path: str, header: Sequence[str],
                          body: Sequence[tuple[int, Sequence[str]]]) -> None:
-    """Refuse, in a file without a ``concurrency`` column, an extra column whose name says it
-    counts streams (:data:`STREAM_WORDS`) at its first whole number above 1: its tok_s is
+    """Refuse, in a file without a ``concurrency`` column, an extra column named as counting
+    streams (:func:`stream_column`) at its first whole number above 1: its tok_s is
     most likely the streams' total (what ``vllm bench serve --max-concurrency C`` reports), but
     the reader ignores the column and fits the row as one stream, each step C times too short.
     Blank, 1 or not a number stays allowed (:func:`check_misspelt_columns`' extra columns).
 
     >>> check_stream_columns("m.csv", ["tok_s", "max_concurrency"], [(2, ["130", "1"])])
+    >>> check_stream_columns("m.csv", ["tok_s", "n_batch"], [(2, ["130", "2048"])])
     >>> check_stream_columns("m.csv", ["tok_s", "max_concurrency"], [(2, ["900", "8"])])
     Traceback (most recent call last):
     ...
     ddtree_bayes.core.errors.DataError: m.csv, row 2, column 'max_concurrency': max_concurrency \
-8 but no concurrency column: the row is read as one stream (fix: rename the column concurrency \
-(tok_s is then the 8 streams' total), or drop it if tok_s is one stream's)
+8 but no concurrency column: the row is read as one stream (fix: if tok_s is the 8 streams' \
+total, rename the column concurrency; if it is one stream's, rename or drop the column)
     """
     if "concurrency" in header:
         return
-    named = [(i, col) for i, col in enumerate(header)
-             if col not in COLUMNS and any(w in col.strip().lower() for w in STREAM_WORDS)]
+    named = [(i, col) for i, col in enumerate(header) if col not in COLUMNS and stream_column(col)]
     for line, fields in body:
         for i, col in named:
             cell = fields[i].strip() if i < len(fields) else ""
@@ -426,8 +439,9 @@ def check_stream_columns(path: str, header: Sequence[str],
             if math.isfinite(value) and value > 1 and value == int(value):
                 raise DataError(f"{col} {cell} but no concurrency column: the row is read as one "
                                 "stream", file=path, row=line, column=col,
-                                fix=f"rename the column concurrency (tok_s is then the {cell} "
-                                    "streams' total), or drop it if tok_s is one stream's")
+                                fix=f"if tok_s is the {cell} streams' total, rename the column "
+                                    "concurrency; if it is one stream's, rename or drop the "
+                                    "column")
 
 
 def _letters(name: str) -> str:
