@@ -1084,7 +1084,24 @@ def test_a_stream_count_column_above_one_without_concurrency_is_refused(tmp_path
     assert str(err).endswith("(fix: if tok_s is the 8 streams' total, rename the column "
                              "concurrency; if it is one stream's, rename or drop the column)")
     lines[0] += ",concurrency"
-    lines[1:] = [line + "," for line in lines[1:]]
+    lines[1:] = [line + (",1" if i == 1 else ",") for i, line in enumerate(lines[1:])]
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
+
+
+def test_a_stream_count_above_one_beside_a_blank_concurrency_cell_is_refused(tmp_path, hw):
+    """The check stopped at a header holding ``concurrency``: a row whose concurrency cell was
+    blank but whose max_concurrency was 8 was fitted as one stream, exit 0. Each row is
+    checked: a blank concurrency cell beside a stream count above 1 is refused (row 4 here),
+    a concurrency cell written (1 at row 3) says what tok_s is and is kept."""
+    lines = list(LINES)
+    lines[0] += ",concurrency,max_concurrency"
+    cells = {3: ",1,8", 4: ",,8"}
+    lines[1:] = [line + cells.get(row, ",,") for row, line in enumerate(lines[1:], start=2)]
+    err = expect_error(write(tmp_path, lines), hw, 4, "max_concurrency",
+                       "max_concurrency 8 but concurrency blank: the row is read as one stream")
+    assert str(err).endswith("(fix: if tok_s is the 8 streams' total, set concurrency to 8; if "
+                             "it is one stream's, set concurrency to 1)")
+    lines[3] = lines[3].removesuffix(",,8") + ",1,8"
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
 
 

@@ -411,25 +411,39 @@ def stream_column(name: str) -> bool:
 
 def check_stream_columns(path: str, header: Sequence[str],
                          body: Sequence[tuple[int, Sequence[str]]]) -> None:
-    """Refuse, in a file without a ``concurrency`` column, an extra column named as counting
-    streams (:func:`stream_column`) at its first whole number above 1: its tok_s is
-    most likely the streams' total (what ``vllm bench serve --max-concurrency C`` reports), but
-    the reader ignores the column and fits the row as one stream, each step C times too short.
-    Blank, 1 or not a number stays allowed (:func:`check_misspelt_columns`' extra columns).
+    """Refuse a row whose ``concurrency`` is not given (no such column, or its cell blank) but
+    whose extra column named as counting streams (:func:`stream_column`) holds a whole number
+    above 1: its tok_s is most likely the streams' total (what ``vllm bench serve
+    --max-concurrency C`` reports), but the reader ignores the column and fits the row as one
+    stream, each step C times too short. Blank, 1 or not a number stays allowed
+    (:func:`check_misspelt_columns`' extra columns), and so does any count beside a
+    concurrency cell written (it says what tok_s is).
 
     >>> check_stream_columns("m.csv", ["tok_s", "max_concurrency"], [(2, ["130", "1"])])
     >>> check_stream_columns("m.csv", ["tok_s", "n_batch"], [(2, ["130", "2048"])])
+    >>> check_stream_columns("m.csv", ["tok_s", "concurrency", "max_concurrency"],
+    ...                      [(2, ["900", "8", "8"])])
     >>> check_stream_columns("m.csv", ["tok_s", "max_concurrency"], [(2, ["900", "8"])])
     Traceback (most recent call last):
     ...
     ddtree_bayes.core.errors.DataError: m.csv, row 2, column 'max_concurrency': max_concurrency \
 8 but no concurrency column: the row is read as one stream (fix: if tok_s is the 8 streams' \
 total, rename the column concurrency; if it is one stream's, rename or drop the column)
+    >>> check_stream_columns("m.csv", ["tok_s", "concurrency", "max_concurrency"],
+    ...                      [(2, ["900", "", "8"])])
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 2, column 'max_concurrency': max_concurrency \
+8 but concurrency blank: the row is read as one stream (fix: if tok_s is the 8 streams' total, \
+set concurrency to 8; if it is one stream's, set concurrency to 1)
     """
-    if "concurrency" in header:
-        return
     named = [(i, col) for i, col in enumerate(header) if col not in COLUMNS and stream_column(col)]
+    if not named:
+        return
+    given = header.index("concurrency") if "concurrency" in header else None
     for line, fields in body:
+        if given is not None and given < len(fields) and fields[given].strip():
+            continue   # (the row says how many streams its tok_s is of)
         for i, col in named:
             cell = fields[i].strip() if i < len(fields) else ""
             try:
@@ -437,11 +451,16 @@ total, rename the column concurrency; if it is one stream's, rename or drop the 
             except ValueError:
                 continue
             if math.isfinite(value) and value > 1 and value == int(value):
-                raise DataError(f"{col} {cell} but no concurrency column: the row is read as one "
+                if given is None:
+                    raise DataError(f"{col} {cell} but no concurrency column: the row is read as "
+                                    "one stream", file=path, row=line, column=col,
+                                    fix=f"if tok_s is the {cell} streams' total, rename the column "
+                                        "concurrency; if it is one stream's, rename or drop the "
+                                        "column")
+                raise DataError(f"{col} {cell} but concurrency blank: the row is read as one "
                                 "stream", file=path, row=line, column=col,
-                                fix=f"if tok_s is the {cell} streams' total, rename the column "
-                                    "concurrency; if it is one stream's, rename or drop the "
-                                    "column")
+                                fix=f"if tok_s is the {cell} streams' total, set concurrency to "
+                                    f"{int(value)}; if it is one stream's, set concurrency to 1")
 
 
 def _letters(name: str) -> str:
