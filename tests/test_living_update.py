@@ -816,3 +816,51 @@ def test_predicts_stale_data_hint_names_the_file_update_needs(tmp_path):
     assert code == 0, err
     assert err == (f"ddtree-bayes: warning: {default.resolve()} changed since fit "
                    "20260101T000000Z-pointmss; run `ddtree-bayes update` (or `fit`) to use it\n")
+
+
+def test_update_without_data_reads_a_byte_identical_copy_of_the_fits_file(tmp_path,
+                                                                          monkeypatch):
+    """The refusal compared paths only: a copied workspace whose data/measurements.csv is a
+    byte-identical copy of the mine.csv the fit was made on was refused (2, "fit ... was made
+    on mine.csv, but `update` without --data reads data/measurements.csv"), though the two
+    hold the fit's rows alike (its stored sha256). The default file is read."""
+    from ddtree_bayes.engine import inference
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "data" / "measurements.csv"
+    mine = work / "mine.csv"
+    mine.write_bytes(default.read_bytes())
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    code, out, err = call(work, "update")
+    assert code == 0 and "nothing to refit" in out, err
+    # one row more in the default file: it is no copy, and the refusal stands
+    with open(default, "a") as fh:
+        fh.write("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,140.0,a new run,\n")
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err.startswith("ddtree-bayes: error: fit 20260101T000000Z-pointmss was made on "
+                          "mine.csv, but `update` without --data reads data/measurements.csv")
+
+
+def test_update_without_data_reads_the_bundled_data_a_fit_of_another_copy_was_made_on(
+        tmp_path, monkeypatch):
+    """A fit of the bundled data made by another install (its own copy of
+    _bundled/measurements.csv, same content) was refused in a folder without
+    data/measurements.csv: "fit ... was made on .../other/_bundled/measurements.csv, but
+    `update` without --data reads <this install's bundled copy>". The same rows: read."""
+    from ddtree_bayes.engine import inference
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    (work / "data" / "measurements.csv").unlink()
+    other = tmp_path / "other" / "ddtree_bayes" / "_bundled" / "measurements.csv"
+    other.parent.mkdir(parents=True)
+    other.write_bytes(bundled("measurements.csv").read_bytes())
+    write_point_mass_fit(work / "models", other, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    code, out, err = call(work, "update")
+    assert code == 0 and "nothing to refit" in out, err

@@ -125,9 +125,12 @@ def _check_default_data(meta: dict, default: Path) -> None:
     data/measurements.csv here) after ``fit --data mine.csv``, or another file of this
     directory. Read silently, its rows were scored as new rows of another model, the fit's
     own called removed, and a refit of them became the latest fit (exit 0). A fit made in
-    another directory (a copied workspace) or on the bundled copy updates from the default."""
+    another directory (a copied workspace) or on the bundled copy updates from the default,
+    and so does one whose file the default is a copy of (the fit's stored sha256: another
+    install's bundled data, a workspace's data/measurements.csv copied from mine.csv)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.engine.scenario import holds_fitted
 
     stored = meta.get("data", {}).get("path")
     if not stored:
@@ -135,6 +138,8 @@ def _check_default_data(meta: dict, default: Path) -> None:
     made_on, here = Path(stored).resolve(), default.resolve()
     bundled = paths.bundled("measurements.csv").resolve()
     if made_on == here or made_on == bundled or not made_on.is_file():
+        return
+    if here.is_file() and holds_fitted(meta["data"].get("sha256", ""), here):
         return
     if here != bundled and not made_on.is_relative_to(Path.cwd().resolve()):
         return

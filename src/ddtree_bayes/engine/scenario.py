@@ -218,6 +218,12 @@ def _read_as_stored(path: Path) -> tuple[set[str], str]:
     return {hashlib.sha256(raw).hexdigest(), hashlib.sha256(text.encode()).hexdigest()}, text
 
 
+def holds_fitted(sha256: str, path: Path) -> bool:
+    """Whether the file at ``path`` holds the text a fit stored with ``sha256`` (its
+    ``meta["data"]["sha256"]``): a copy of the file the fit was made on, wherever it lies."""
+    return sha256 in _read_as_stored(path)[0]
+
+
 def _without(text: str, sections: tuple[str, ...]) -> dict | None:
     """A priors TOML without the top-level ``sections`` (None if it does not parse)."""
     import tomllib
@@ -507,7 +513,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     mine = own_data_file("measurements.csv") if here else None
     made_on = Path(meta["data"]["path"])
     if (mine is not None and made_on.resolve() != mine.resolve()     # `fit --data OTHER`, and
-            and meta["data"]["sha256"] not in _read_as_stored(mine)[0]):   # not a copy of it
+            and not holds_fitted(meta["data"]["sha256"], mine)):   # not a copy of it
         warnings.append(f"fit {meta['fit_id']} was made on {made_on}, not on {shown(mine)}: "
                         "it answers from that file's measurements (fit this one to use it)")
     return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
