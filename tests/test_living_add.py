@@ -611,3 +611,22 @@ def test_a_misspelt_column_of_a_from_file_says_which_it_means(work, capsys):
     assert err == ("ddtree-bayes: error: data/measurements.csv, row 1, column 'toks': unknown "
                    "column, read as no column (fix: did you mean 'tok_s'? rename it: a column "
                    "this reader does not know is ignored)\n")
+
+
+NEXT = "scores it against the latest fit and reweights its posterior or refits"
+
+
+def test_adds_next_hint_names_the_file_update_needs(work, capsys):
+    """`add --data mine.csv ...` ended "next: `ddtree-bayes update` scores it ...", though that
+    update reads data/measurements.csv (and after `fit --data mine.csv` is refused). The hint
+    names --data for another file, quoted so that a path with spaces pastes; a row added to
+    the default file keeps the plain command."""
+    code, out, err = run(capsys, "add", *ROW)
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"next: `ddtree-bayes update` {NEXT}"
+    code, out, err = run(capsys, "add", "--data", "data/measurements.csv", *ROW[:-1], "again")
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"next: `ddtree-bayes update` {NEXT}"
+    code, out, err = run(capsys, "add", "--data", "my runs.csv", *LLAMA_AR)
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"next: `ddtree-bayes update --data 'my runs.csv'` {NEXT}"

@@ -864,3 +864,26 @@ def test_update_without_data_reads_the_bundled_data_a_fit_of_another_copy_was_ma
     monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
     code, out, err = call(work, "update")
     assert code == 0 and "nothing to refit" in out, err
+
+
+def test_predicts_stale_data_hint_quotes_a_path_with_spaces(tmp_path):
+    """The hint's --data path was pasted bare: `update --data my runs.csv` is two arguments."""
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    mine = work / "my runs.csv"
+    mine.write_text((work / "data" / "measurements.csv").read_text())
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    with open(mine, "a") as fh:
+        fh.write("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,140.0,a new run,\n")
+    code, out, err = call(work, "predict", "--method", "ar")
+    assert code == 0, err
+    assert ("run `ddtree-bayes update --data 'my runs.csv'` (or `fit --data 'my runs.csv'`) to "
+            "use it\n") in err
+    # and update's refusal to read data/measurements.csv (no copy of it) names it so too
+    with open(work / "data" / "measurements.csv", "a") as fh:
+        fh.write("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,150.0,another run,\n")
+    code, out, err = call(work, "update")
+    assert code == 2 and ("(fix: pass --data 'my runs.csv' to fold in that file's new rows, or "
+                          "--data data/measurements.csv to refit on the other file)\n") in err

@@ -25,6 +25,7 @@ from ddtree_bayes.cli.output import (
 from ddtree_bayes.cli.update import cmd_update
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.core.paths import data_flag
 
 #: ``add`` flags that only make sense with --from-bench.
 BENCH_FLAGS = ("bench_format", "bench_records", "single_stream_only", "batch_size", "output_len",
@@ -155,7 +156,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         # the model too: a row of the wrong model read like any other (and --from-bench takes
         # the file's model, as a card)
         print(f"  row {m.row}: {m.model}, {living.describe_row(m)}, {step}{note}")
-    print(f"next: `{PROG} update` scores {'them' if n != 1 else 'it'} against the latest fit "
+    print(f"next: `{PROG} update{data_flag(result.path)}` scores {'them' if n != 1 else 'it'} "
+          "against the latest fit "
           "and reweights its posterior or refits")
     return 0
 

@@ -6,6 +6,7 @@ the library side is ``workflows.living`` (``reweight`` for the importance weight
 from __future__ import annotations
 
 import argparse
+import shlex
 import time
 from pathlib import Path
 
@@ -147,8 +148,8 @@ def _check_default_data(meta: dict, default: Path) -> None:
     raise InputError(
         f"fit {meta['fit_id']} was made on {mine}, but `update` without --data reads {other}"
         + (" (no data/measurements.csv here: the bundled data)" if here == bundled else ""),
-        fix=f"pass --data {mine} to fold in that file's new rows, or --data {other} to refit "
-            "on the other file")
+        fix=f"pass{paths.data_flag(made_on)} to fold in that file's new rows, or --data "
+            f"{shlex.quote(other)} to refit on the other file")
 
 
 def cmd_update(args: argparse.Namespace) -> int:

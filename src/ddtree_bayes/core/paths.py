@@ -42,6 +42,21 @@ def models_dir(workdir: str | Path | None = None) -> Path:
     return _root(workdir) / "models"
 
 
+def data_flag(path: Path | str, workdir: str | Path | None = None) -> str:
+    """What ``update`` and ``fit`` need to read the measurements ``path``: nothing for the
+    default file (:func:`data_file`, which they read without --data), else `` --data PATH``
+    as the user would type it, quoted for a shell (a path with spaces pastes).
+
+    >>> data_flag("my runs.csv"), data_flag(data_file("measurements.csv"))
+    (" --data 'my runs.csv'", '')
+    """
+    import shlex
+
+    if Path(path).resolve() == data_file("measurements.csv", workdir).resolve():
+        return ""
+    return f" --data {shlex.quote(shown(path))}"
+
+
 def shown(path: Path | str) -> str:
     """A path as the user would type it: relative when it is under the working directory."""
     p = Path(path)

@@ -497,10 +497,9 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
             continue
         # (new measurements: `update`, which reweights when it can; priors: a refit). Without
         # --data, update and fit read the default file: a fit of another is named with --data
-        from ddtree_bayes.core.paths import data_file, shown
+        from ddtree_bayes.core.paths import data_flag
 
-        flag = ("" if what != "data" or path.resolve() == data_file("measurements.csv").resolve()
-                else f" --data {shown(path)}")
+        flag = data_flag(path) if what == "data" else ""
         warnings.append(f"{path} changed since fit {meta['fit_id']}; " + (
             f"run `ddtree-bayes update{flag}` (or `fit{flag}`) to use it" if what == "data"
             else "re-run `ddtree-bayes fit` to use it"))
