@@ -838,6 +838,19 @@ def test_candidates_file_names_a_misspelt_required_column_as_the_other_readers_d
                               "names are lowercase: rename 'Hardware' to 'hardware')")
 
 
+def test_candidates_file_reads_header_names_with_spaces_as_the_measurement_reader(tmp_path):
+    """A header ``hardware, gpus, engine, ...`` (a space after each comma) was refused with
+    "missing column (fix: column names are lowercase: rename ' gpus' to 'gpus')": the names
+    were not stripped, as the measurement reader strips them. They are read as written."""
+    draws = point_mass_draws()
+    path = tmp_path / "c.csv"
+    path.write_text(", ".join(D.CANDIDATE_COLUMNS) + ", concurrency\n"
+                    "b300,8,sglang,ddtree,16,64,11,,4\n")
+    (cand,) = D.read_candidates(draws, path)
+    assert cand.describe() == "b300 x8 sglang ddtree block 16 budget 64 M=65 C=4"
+    assert (cand.accept_len, cand.scenario.concurrency) == (11.0, 4)
+
+
 def test_candidates_file_refuses_an_unknown_column_and_honours_verify_tokens(tmp_path):
     """A misspelt ``concurency`` column (8 streams) was ignored: the candidate was ranked at
     one stream, exit 0. A verify_tokens column was ignored the same way; it is read as a

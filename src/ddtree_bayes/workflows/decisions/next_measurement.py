@@ -355,12 +355,14 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
             reader = csv.DictReader(fh)   # (rows numbered by the line each record ends on)
-            header = reader.fieldnames or []
+            # names stripped, as read_csv_file strips a measurement file's ("engine, method")
+            header = [h.strip() for h in reader.fieldnames or []]
+            reader.fieldnames = header
             records = [(rec, reader.line_num) for rec in reader]
     except OSError as err:
         raise DataError(f"cannot read candidates file: {err.strerror}", file=path,
                         fix="pass an existing CSV with --candidates") from None
-    check_unique_header(path, [h.strip() for h in header])   # (as fit, add and hardware do)
+    check_unique_header(path, header)   # (as fit, add and hardware do)
     # a misspelt column is refused (its values would be dropped without a word), before the
     # one it leaves missing, as the measurement and card readers do; other extra columns
     # (notes, a trailing comma's blank name) are ignored, as in a measurement file
