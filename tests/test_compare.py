@@ -334,8 +334,11 @@ def test_model_average_warns_when_its_weights_rest_on_unreliable_psis_loo(monkey
     are set by hand (compare_fits and latest_per_form stand in)."""
     from types import SimpleNamespace as NS
 
+    rows = point_mass_draws().measurements
+
     def fit(fit_id, form):
-        return NS(meta={"fit_id": fit_id, "model": {"moe_form": "roofline", "step_form": form}})
+        return NS(meta={"fit_id": fit_id, "model": {"moe_form": "roofline", "step_form": form}},
+                  measurements=rows)
 
     a, b = fit("A", "structured"), fit("B", "fraction")
 
@@ -360,3 +363,36 @@ def test_model_average_warns_when_its_weights_rest_on_unreliable_psis_loo(monkey
     said = []
     compare.model_average(a, warnings=said)
     assert said == []
+
+
+def test_model_average_warning_counts_configurations_when_loo_leaves_them_out(monkeypatch):
+    """The warning said "4 rows" where PSIS-LOO leaves out configurations (above
+    LOO_ROW_LIMIT rows, or with repeated runs; engine/fitted_rows.loo_unit): the Pareto k
+    values, so the counts, are per configuration. Here row 2 is run twice, and one
+    configuration of fit A has a k above the threshold: "1 configuration"."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    data = point_mass_draws().measurements
+    again = dataclasses.replace(data.rows[0], row=len(data.rows) + 2, tok_s=data.rows[0].tok_s * 1.01)
+    data = dataclasses.replace(data, rows=(*data.rows, again))
+
+    def fit(fit_id, form):
+        return NS(meta={"fit_id": fit_id, "model": {"moe_form": "roofline", "step_form": form}},
+                  measurements=data)
+
+    a, b = fit("A", "structured"), fit("B", "fraction")
+    res = {"rows": [{"model": "A (roofline/structured)", "weight": 1.0, "pareto_k_threshold": 0.7,
+                     "pareto_k_above_threshold": 1},
+                    {"model": "B (roofline/fraction)", "weight": 0.0, "pareto_k_threshold": 0.7,
+                     "pareto_k_above_threshold": 0}],
+           "weights": {"A": 1.0, "B": 0.0}, "notes": []}
+    monkeypatch.setattr(compare, "latest_per_form", lambda *a_, **k: [a, b])
+    monkeypatch.setattr(compare, "compare_fits", lambda fits, **kw: res)
+    said: list[str] = []
+    compare.model_average(a, warnings=said)
+    assert said == ["--model-average: the PSIS-LOO weights (A 1.00, B 0.00) rest on leave-one-out "
+                    "estimates with Pareto k > 0.7, unreliable, for 1 configuration of fit A "
+                    "(roofline/structured): the mixture may lean on the wrong form "
+                    "(`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each "
+                    "row left out)"]

@@ -206,16 +206,20 @@ def model_average(anchor: Fit, seed: int = DEFAULT_SEED, flag: str = "--model-av
     fits = latest_per_form(anchor, flag, workdir)
     result = compare_fits(fits, seed=seed)
     weights = result["weights"]
-    line = unreliable_weights(result, flag)
+    # (the fits share their data: compare_fits refuses others)
+    line = unreliable_weights(result, flag, M.data_loo_unit(fits[0].measurements))
     if line is not None and warnings is not None:
         warnings.append(line)
     return [(d, weights[d.meta["fit_id"]]) for d in fits]
 
 
-def unreliable_weights(result: dict, flag: str = "--model-average") -> str | None:
+def unreliable_weights(result: dict, flag: str = "--model-average", unit: str = "row"
+                       ) -> str | None:
     """One line when any fit of :func:`compare_fits`' ``result`` has rows whose Pareto k is
     above its threshold (their leave-one-out estimate, so the weights, unreliable), naming the
-    weights and each such fit's count; None when every k is below it.
+    weights and each such fit's count; None when every k is below it. ``unit``: what the k
+    values are of, ``"row"`` or ``"configuration"``
+    (:func:`~ddtree_bayes.engine.fitted_rows.data_loo_unit`).
 
     >>> rows = [{"model": "A (roofline/structured)", "weight": 1.0, "pareto_k_threshold": 0.7,
     ...          "pareto_k_above_threshold": 2}]
@@ -228,7 +232,8 @@ form (`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each row
     if not bad:
         return None
     threshold = max(r["pareto_k_threshold"] for r in bad)
-    counts = [f"{r['pareto_k_above_threshold']}{' rows' if i == 0 else ''} of fit {r['model']}"
+    noun = f" {unit}{'s' if bad[0]['pareto_k_above_threshold'] != 1 else ''}"   # (the first's)
+    counts = [f"{r['pareto_k_above_threshold']}{noun if i == 0 else ''} of fit {r['model']}"
               for i, r in enumerate(bad)]
     listed = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
     weights = ", ".join(f"{k} {w:.2f}" for k, w in sorted(result["weights"].items()))

@@ -177,6 +177,14 @@ def loo_unit(n_rows: int, repeated: bool = False) -> str:
     return "row" if n_rows <= LOO_ROW_LIMIT and not repeated else "configuration"
 
 
+def data_loo_unit(measurements: Measurements) -> str:
+    """:func:`loo_unit` of a fit's ``measurements``: what its PSIS-LOO leaves out, so what
+    its Pareto k values are of, without the posterior (configurations: one dict lookup a
+    row)."""
+    rows = measurements.rows
+    return loo_unit(len(rows), len(C.group_rows(rows)[1]) < len(rows))
+
+
 def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) -> dict:
     """The pointwise log-likelihood, posterior predictive draws and observed values of log
     tok/s, per row or per configuration (``unit``, default :func:`loo_unit`).
