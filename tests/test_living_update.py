@@ -887,3 +887,40 @@ def test_predicts_stale_data_hint_quotes_a_path_with_spaces(tmp_path):
     code, out, err = call(work, "update")
     assert code == 2 and ("(fix: pass --data 'my runs.csv' to fold in that file's new rows, or "
                           "--data data/measurements.csv to refit on the other file)\n") in err
+
+
+def test_update_and_diff_say_1_measurement(tmp_path, monkeypatch):
+    """`update` and `diff` printed "(1 measurements)" and "refitting on all 1 measurements"
+    for a file or fit of one row (add had it fixed: "now 1 measurement")."""
+    import json as json_
+
+    import h5py
+
+    from ddtree_bayes import api
+    from ddtree_bayes.core.errors import InputError
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    data.write_text("".join(data.read_text().splitlines(keepends=True)[:2]))   # one row left
+
+    def stop(*a, **k):   # (the refit itself: not run here)
+        raise InputError("stopped before sampling", fix="none")
+
+    monkeypatch.setattr(api, "fit", stop)
+    code, out, err = call(work, "update", "--tune", "1")
+    assert code == 2 and "stopped before sampling" in err
+    assert out.splitlines()[0] == ("ddtree-bayes update: data/measurements.csv (1 measurement) "
+                                   "vs fit 20260101T000000Z-pointmss (2 measurements)")
+    assert "refitting on all 1 measurement (exact NUTS" in out
+    # diff: a fit of the one row (its meta says so) against the two-row one
+    one = write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                               work / "data" / "hardware.csv", fit_id="20260102T000000Z-onerow1")
+    with h5py.File(one, "r+") as fh:
+        meta = json_.loads(fh.attrs[store.META_ATTR])
+        meta["data"]["rows"] = 1
+        fh.attrs[store.META_ATTR] = json_.dumps(meta)
+    code, out, err = call(work, "diff", "20260101T000000Z-pointmss", "20260102T000000Z-onerow1")
+    assert code == 0, err
+    assert out.splitlines()[0] == ("ddtree-bayes diff: fit 20260101T000000Z-pointmss (2 "
+                                   "measurements) -> fit 20260102T000000Z-onerow1 (1 measurement)")

@@ -4,7 +4,14 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, hardware_rows, print_warnings
+from ddtree_bayes.cli.output import (
+    PROG,
+    aligned_table,
+    counted,
+    emit_json,
+    hardware_rows,
+    print_warnings,
+)
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
 
@@ -117,8 +124,8 @@ def cmd_diff(args: argparse.Namespace) -> int:
                "unconverged": list(dict.fromkeys(f.meta["fit_id"] for f in unconverged)),
                "inputs_differ": [d for d, _ in differ], "warnings": warned})
         return 0
-    print(f"{PROG} diff: fit {ida} ({a.meta['data']['rows']} measurements) -> fit {idb} "
-          f"({b.meta['data']['rows']} measurements)")
+    print(f"{PROG} diff: fit {ida} ({counted(a.meta['data']['rows'], 'measurement')}) -> fit "
+          f"{idb} ({counted(b.meta['data']['rows'], 'measurement')})")
     for f in dict((f.meta["fit_id"], f) for f in unconverged).values():   # (its table: no posterior)
         print(f"fit {f.meta['fit_id']} failed its convergence gates "
               f"({failures(f.meta)}): its intervals below are not a "

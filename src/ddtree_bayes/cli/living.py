@@ -16,6 +16,7 @@ from ddtree_bayes.cli.history import cmd_diff, cmd_history, cmd_track
 from ddtree_bayes.cli.output import (
     PROG,
     ROW_FLAGS,
+    counted,
     default_data_path,
     emit_json,
     hardware_rows,
@@ -147,8 +148,8 @@ def cmd_add(args: argparse.Namespace) -> int:
     if result.created:
         print(f"created {shown_path(result.path)} with the standard header")
     n = len(result.rows)
-    print(f"appended {n} row{'s' if n != 1 else ''} to {shown_path(result.path)} "
-          f"(now {result.total_rows} measurement{'s' if result.total_rows != 1 else ''}):")
+    print(f"appended {counted(n, 'row')} to {shown_path(result.path)} "
+          f"(now {counted(result.total_rows, 'measurement')}):")
     for m in result.rows:
         note = f" (repeat of row {result.repeats[m.row]})" if m.row in result.repeats else ""
         step = ("acceptance inferred by the fit" if m.step_ms is None

@@ -10,7 +10,14 @@ import shlex
 import time
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, aligned_table, emit_json, print_warnings, shown_path
+from ddtree_bayes.cli.output import (
+    PROG,
+    aligned_table,
+    counted,
+    emit_json,
+    print_warnings,
+    shown_path,
+)
 from ddtree_bayes.core.config import DEFAULT_SEED
 
 SAMPLER_FLAGS = ("chains", "draws", "tune", "backend")
@@ -242,8 +249,8 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
 
     prev_id = previous.meta["fit_id"]
     prev_path = previous.meta.get("data", {}).get("path")
-    print(f"{PROG} update: {shown_path(data_path)} ({len(measurements.rows)} measurements) vs fit "
-          f"{prev_id} ({len(stored.rows)} measurements"
+    print(f"{PROG} update: {shown_path(data_path)} ({counted(len(measurements.rows), 'measurement')}) "
+          f"vs fit {prev_id} ({counted(len(stored.rows), 'measurement')}"
           f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
     if prev_path and Path(prev_path).resolve() != data_path.resolve():
         print(f"note: fit {prev_id} was made on {prev_path}")
@@ -357,7 +364,7 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
     if text:
         print()
         print(_way_table("refit", psis, reasons))
-        print(f"refitting on all {len(measurements.rows)} measurements (exact NUTS, cold "
+        print(f"refitting on all {counted(len(measurements.rows), 'measurement')} (exact NUTS, cold "
               f"start; {settings.chains} chains x {settings.draws_label()} draws, "
               f"{settings.tune} tuning, seed {seed})...", flush=True)
         moe_form, step_form = forms
