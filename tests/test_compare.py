@@ -396,3 +396,59 @@ def test_model_average_warning_counts_configurations_when_loo_leaves_them_out(mo
                     "(roofline/structured): the mixture may lean on the wrong form "
                     "(`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each "
                     "row left out)"]
+
+
+def test_compare_note_gives_the_reason_loo_leaves_out_configurations(monkeypatch):
+    """compare's note said "more than 2000 rows: PSIS-LOO leaves out one configuration ..."
+    whenever LOO worked per configuration, also for 10 rows of which one is a repeated run,
+    where the reason is the repeat (engine/fitted_rows.loo_unit). The trees are synthetic:
+    only the note is checked, for repeated runs, for 2001 rows each its own configuration,
+    and for both."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    import numpy as np
+    import xarray as xr
+
+    from ddtree_bayes.engine import fitted_rows as M
+
+    def tree(d, chains, seed, unit=None):
+        rng = np.random.default_rng(seed)
+        ll = rng.normal(-1.0, 0.1, size=(4, 100, 5))
+        dims = ("chain", "draw", "configuration")
+        out = xr.DataTree.from_dict({
+            "posterior": xr.Dataset({"a": (("chain", "draw"), rng.normal(size=(4, 100)))}),
+            "log_likelihood": xr.Dataset({"log_tok_s": (dims, ll)}),
+            "posterior_predictive": xr.Dataset({"log_tok_s": (dims, ll)}),
+            "observed_data": xr.Dataset({"log_tok_s": ("configuration", np.zeros(5))})})
+        out.attrs["unit"] = M.data_loo_unit(d.measurements)
+        return out
+
+    monkeypatch.setattr(compare, "loo_tree", tree)
+    monkeypatch.setattr(compare, "require_psis_draws", lambda *a, **k: None)
+    base = point_mass_draws().measurements
+    first = base.rows[0]
+    again = dataclasses.replace(first, row=len(base.rows) + 2, tok_s=first.tok_s * 1.01)
+    many = tuple(dataclasses.replace(first, row=i + 2, context_tokens=float(i))
+                 for i in range(M.LOO_ROW_LIMIT + 1))
+
+    def note(rows):
+        data = dataclasses.replace(base, rows=rows)
+        fits = [NS(meta={"fit_id": fit_id, "converged": True, "data": {"sha256": "x"},
+                         "sampler": {"chains": 4},
+                         "model": {"moe_form": "roofline", "step_form": form}},
+                   measurements=data, n_draws=400)
+                for fit_id, form in (("A", "structured"), ("B", "fraction"))]
+        return [n for n in compare.compare_fits(fits, seed=1)["notes"]
+                if "PSIS-LOO leaves out" in n]
+
+    assert len(base.rows) + 1 < M.LOO_ROW_LIMIT
+    assert note((*base.rows, again)) == [
+        "repeated runs of a configuration: PSIS-LOO leaves out one configuration (all its "
+        "repeated runs) at a time, not one row"]
+    assert note(many) == ["more than 2000 rows: PSIS-LOO leaves out one configuration at a "
+                          "time, not one row"]
+    assert note((*many, dataclasses.replace(many[0], row=len(many) + 2))) == [
+        "more than 2000 rows, with repeated runs of a configuration: PSIS-LOO leaves out one "
+        "configuration (all its repeated runs) at a time, not one row"]
+    assert note(base.rows) == []

@@ -36,7 +36,7 @@ def require_psis_draws(draws: Fit, what: str) -> None:
 def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
     """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows)): per
     row, for small data (a (draws, rows) array; :func:`loo_tree` switches to configurations
-    above :data:`~ddtree_bayes.engine.fitted_rows.LOO_ROW_LIMIT` rows)."""
+    above :data:`~ddtree_bayes.engine.fitted_rows.LOO_ROW_LIMIT` rows or with repeated runs)."""
     mo = M.moments(draws, seed)
     log_mu = mo.row_log_mu()
     sd = mo.sd[:, mo.row_config]
@@ -45,8 +45,9 @@ def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
 
 def loo_tree(draws: Fit, chains: int, seed: int = DEFAULT_SEED, unit: str | None = None):
     """A DataTree with the groups arviz-stats' LOO functions need: per row, or per
-    configuration for large data (``unit``; :func:`~ddtree_bayes.engine.fitted_rows.loo_unit`).
-    The tree's ``attrs["unit"]`` says which."""
+    configuration for large data or repeated runs (``unit``;
+    :func:`~ddtree_bayes.engine.fitted_rows.loo_unit`). The tree's ``attrs["unit"]`` says
+    which."""
     import xarray as xr
 
     mo = M.moments(draws, seed)
@@ -134,8 +135,13 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
                 for k, loo in loos.items()}
     notes += sorted({first_sentence(str(w.message)) for w in caught})
     if any(t.attrs["unit"] == "configuration" for t in trees.values()):
-        notes.append(f"more than {M.LOO_ROW_LIMIT} rows: PSIS-LOO leaves out one configuration "
-                     "(all its repeated runs) at a time, not one row")
+        # (the fits share their data: the hash check above)
+        data = fits[0].measurements
+        repeated = M.data_repeated(data)
+        reason = M.loo_unit_reason(len(data.rows), repeated)
+        runs = " (all its repeated runs)" if repeated else ""
+        notes.append(f"{reason}: PSIS-LOO leaves out one configuration{runs} at a time, "
+                     "not one row")
     rows = []
     for label, r in table.iterrows():
         rows.append({"model": label, "rank": int(r["rank"]), "elpd_loo": float(r["elpd"]),

@@ -182,7 +182,28 @@ def data_loo_unit(measurements: Measurements) -> str:
     its Pareto k values are of, without the posterior (configurations: one dict lookup a
     row)."""
     rows = measurements.rows
-    return loo_unit(len(rows), len(C.group_rows(rows)[1]) < len(rows))
+    return loo_unit(len(rows), data_repeated(measurements))
+
+
+def data_repeated(measurements: Measurements) -> bool:
+    """Whether some configuration of ``measurements`` has several rows (repeated runs)."""
+    rows = measurements.rows
+    return len(C.group_rows(rows)[1]) < len(rows)
+
+
+def loo_unit_reason(n_rows: int, repeated: bool = False) -> str | None:
+    """Why PSIS-LOO leaves out configurations (:func:`loo_unit`, same arguments): more than
+    :data:`LOO_ROW_LIMIT` rows, repeated runs, or both; None when it leaves out rows.
+
+    >>> loo_unit_reason(9, True), loo_unit_reason(9)
+    ('repeated runs of a configuration', None)
+    """
+    big = n_rows > LOO_ROW_LIMIT
+    if big and repeated:
+        return f"more than {LOO_ROW_LIMIT} rows, with repeated runs of a configuration"
+    if repeated:
+        return "repeated runs of a configuration"
+    return f"more than {LOO_ROW_LIMIT} rows" if big else None
 
 
 def pointwise(mo: Moments, rng: np.random.Generator, unit: str | None = None) -> dict:
