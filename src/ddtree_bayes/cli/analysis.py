@@ -5,7 +5,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, emit_json, emit_result, fmt_value, render_table
+from ddtree_bayes.cli.output import PROG, counted, emit_json, emit_result, fmt_value, render_table
 from ddtree_bayes.core.data import plain_text
 from ddtree_bayes.core.errors import QueryError
 
@@ -386,8 +386,9 @@ def render_keep_ar(res: dict) -> str:
     failed = sum(not f["converged"] for f in res["folds"])
     out = [f"AR kept: {len(res['by_pair'])} (model, system) pairs x 2 refits (speculative rows "
            f"held out, AR rows kept / every row of the pair held out), {res['seconds']:.0f} s, "
-           f"{failed} of {len(res['folds'])} refits failed a gate; {s['ar_kept']['n']} "
-           f"speculative rows scored ({n_inferred} at an inferred acceptance), "
+           f"{failed} of {len(res['folds'])} refits failed a gate; "
+           f"{counted(s['ar_kept']['n'], 'speculative row')} scored ({n_inferred} at an inferred "
+           "acceptance), "
            f"{len(res['skipped_rows'])} skipped"
            + (f"; {len(left)} pair{'s' if len(left) != 1 else ''} left out (notes below)"
               if (left := res.get("skipped_pairs")) else "")]   # (saved before: no key)
@@ -454,7 +455,8 @@ def render_from_smallest(res: dict) -> str:
     out = [f"from the smallest configuration: {len(res['splits'])} (sweep, method) splits x "
            f"{len(structures)} structure(s), {res['seconds']:.0f} s; fitted the sweep's AR rows "
            "plus the method's smallest configuration, predicted every larger one"
-           + (f", beside the {c['rows']} rows of {c['file']} (less each sweep's own model on its own system)"
+           + (f", beside the {counted(c['rows'], 'row')} of {c['file']} (less each sweep's own "
+              "model on its own system)"
               if (c := res.get("corpus")) else "")]
     body = []
     for s in res["splits"]:
@@ -537,7 +539,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         except OSError as err:
             raise QueryError(f"--out {args.out}: cannot write there ({err.strerror or err})",
                              fix="give a writable file path, e.g. --out sim.csv") from None
-        print(f"wrote {text.count(chr(10)) - 1} simulated measurements to {args.out}")
+        print(f"wrote {counted(text.count(chr(10)) - 1, 'simulated measurement')} to {args.out}")
     else:
         sys.stdout.write(text)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ddtree_bayes.cli.output import emit_json, fmt_value, render_table
+from ddtree_bayes.cli.output import counted, emit_json, fmt_value, render_table
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
@@ -122,8 +122,9 @@ def _print_ppc(ppc: list[dict]) -> None:
         return
     import statistics
 
-    print(f"\nposterior predictive check (tok/s), {len(ppc)} rows in {len(by_config)} "
-          "configurations (repeated runs): per configuration, the medians over its rows and "
+    print(f"\nposterior predictive check (tok/s), {counted(len(ppc), 'row')} in "
+          f"{counted(len(by_config), 'configuration')} (repeated runs): per configuration, the "
+          "medians over its rows and "
           "the share of its rows inside their own 50% / 90% predictive intervals:")
     body = []
     for first, rs in by_config.items():

@@ -77,7 +77,7 @@ def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: li
     if not previous.meta.get("converged"):
         reasons.append(f"fit {prev_id} failed its convergence gates")
     if removed:
-        reasons.append(f"{len(removed)} row{'s' if len(removed) != 1 else ''} of fit {prev_id} "
+        reasons.append(f"{counted(len(removed), 'row')} of fit {prev_id} "
                        "removed or edited")
     reasons += [f"{what} changed since fit {prev_id}" for what in other_inputs]
     for s in scores:
@@ -255,7 +255,7 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
     if prev_path and Path(prev_path).resolve() != data_path.resolve():
         print(f"note: fit {prev_id} was made on {prev_path}")
     if added:
-        print(f"\n{len(added)} new measurement{'s' if len(added) != 1 else ''}, scored "
+        print(f"\n{counted(len(added), 'new measurement')}, scored "
               f"against fit {prev_id}'s posterior predictive (seed {seed}):")
         print(_score_table(scores))
         for s in scores:
@@ -325,8 +325,8 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
                   f"{weights.seconds + save_s:.2f} s)")
         else:
             print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
-                  f"{base} reweighted by the likelihood of the {n_added} row"
-                  f"{'s' if n_added != 1 else ''} added since, Pareto-smoothed and resampled "
+                  f"{base} reweighted by the likelihood of the {counted(n_added, 'row')} "
+                  "added since, Pareto-smoothed and resampled "
                   f"(no refit) in {weights.seconds + save_s:.2f} s")
         for g in weights.restructured_groups:
             print(f"  {g} now measures more than one drafter depth or tree budget: its own "
