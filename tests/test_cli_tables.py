@@ -38,7 +38,7 @@ def test_aligned_table_left_columns_and_a_text_last_column():
 def test_counts_of_one_are_singular_in_the_cli_lines(monkeypatch, tmp_path, capsys):
     """"1 rows"-style counts where the CLI formats a count of rows, measurements or
     configurations by hand: fit's check of repeated runs ("2 rows in 1 configurations"),
-    history's update note ("+1/-0 rows"), validate's --keep-ar header ("1 speculative rows
+    validate's --keep-ar header ("1 speculative rows
     scored") and --from-smallest header ("beside the 1 rows of"), simulate --out ("wrote 1
     simulated measurements"). Counts other than 1 read as before."""
     import argparse
@@ -63,8 +63,8 @@ def test_counts_of_one_are_singular_in_the_cli_lines(monkeypatch, tmp_path, caps
            "converged": True, "total_s": 1.0, "created_utc": "2026-12-01T00:00:00+00:00",
            "data_sha256": "ab" * 32, "rows": 10}
     monkeypatch.chdir(tmp_path)
-    for added, removed, says in ((1, 0, "+1/-0 row,"), (1, 1, "+1/-1 row,"),
-                                 (2, 0, "+2/-0 rows,"), (0, 2, "+0/-2 rows,"),
+    # (history's "+added/-removed rows" names a change of two counts: plural throughout)
+    for added, removed, says in ((1, 0, "+1/-0 rows,"), (2, 0, "+2/-0 rows,"),
                                  (0, 0, "+0/-0 rows,")):
         up = {"previous_fit": "A", "added_rows": list(range(added)), "removed_rows": removed}
         monkeypatch.setattr(living, "list_fits", lambda models, up=up: [{**fit, "update": up}])

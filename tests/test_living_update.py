@@ -163,7 +163,7 @@ def test_history_lists_both_fits(updated):
     assert lines[0].split()[:4] == ["fit", "id", "created", "(UTC)"]
     assert lines[2].startswith(first.fit_id) and " 9 " in lines[2] and "yes" in lines[2]
     assert lines[3].startswith(rows[1]["fit_id"]) and lines[3].endswith(
-        f"latest, update of {first.fit_id}: +1/-0 row, refit")
+        f"latest, update of {first.fit_id}: +1/-0 rows, refit")
     assert rows[1]["made_by"] == "refit" and rows[0]["made_by"] is None
 
 

@@ -10,7 +10,6 @@ from ddtree_bayes.cli.output import (
     counted,
     emit_json,
     hardware_rows,
-    plural,
     print_warnings,
 )
 from ddtree_bayes.core.config import DEFAULT_SEED
@@ -42,9 +41,8 @@ def cmd_history(args: argparse.Namespace) -> int:
             notes.append("latest")
         up = f.get("update")
         if up:
-            added, removed = len(up.get("added_rows", [])), up.get("removed_rows", 0)
-            notes.append(f"update of {up.get('previous_fit')}: +{added}/-{removed} "
-                         f"{plural(max(added, removed), 'row')}"
+            notes.append(f"update of {up.get('previous_fit')}: +{len(up.get('added_rows', []))}"
+                         f"/-{up.get('removed_rows', 0)} rows"
                          + (f", {len(up['surprises'])} surprise(s)" if up.get("surprises") else ""))
         rw = f.get("reweight")
         if f.get("made_by") == "psis-reweight" and rw:

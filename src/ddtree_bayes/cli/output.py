@@ -32,17 +32,7 @@ def counted(n: int, noun: str) -> str:
     >>> counted(1, "measurement"), counted(9, "measurement")
     ('1 measurement', '9 measurements')
     """
-    return f"{n} {plural(n, noun)}"
-
-
-def plural(n: int, noun: str) -> str:
-    """``noun`` for a count of ``n``, plural unless ``n`` is 1 (:func:`counted` without the
-    count, for a noun after several counts: "+1/-0 row").
-
-    >>> plural(1, "row"), plural(0, "row")
-    ('row', 'rows')
-    """
-    return f"{noun}{'s' if n != 1 else ''}"
+    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def tok_text(x: float) -> str:
