@@ -593,7 +593,7 @@ def test_a_hybrid_target_carried_in_an_engine_with_a_large_hybrid_effect_widens(
     assert deployment_spread(fit(None, large), h200, "sglang") is None
     np.testing.assert_allclose(log_spec(fit(30, unsure)), transformer)
     _, how = P.step_components(fit(30, large), h200, np.random.default_rng(0), anchor=False)
-    assert ("with the [transfer] system scatter and the groups' spread spec_fixed_log_sd: a "
+    assert ("with the [transfer] system scatter and the groups' spread spec_fixed_log_sd, prior-driven: a "
             "hybrid target in sglang") in how
 
 

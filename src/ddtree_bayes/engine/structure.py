@@ -473,7 +473,7 @@ def carry_note(fit: Fit, sc: Scenario, engine: str) -> str:
     """How a carried group's answer scatters, for the answer's notes."""
     if deployment_spread(fit, sc, engine) is None:
         return "with the [transfer] system scatter"
-    return (f"with the [transfer] system scatter and the groups' spread spec_fixed_log_sd: a "
+    return (f"with the [transfer] system scatter and the groups' spread spec_fixed_log_sd, prior-driven: a "
             f"hybrid target in {engine}, whose hybrid deployments differ as much as any two "
             "groups")
 
