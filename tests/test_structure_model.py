@@ -577,7 +577,7 @@ def test_a_hybrid_target_carried_in_an_engine_with_a_large_hybrid_effect_widens(
 
     def log_spec(f):
         spec = carried_spec_ms(f, h200, carried_group(f, h200, "sglang"), 1.0, 32.0, 1.0,
-                               np.random.default_rng(7), "sglang")
+                               np.random.default_rng(7), deployment_spread(f, h200, "sglang"))
         roof = P.pass_roofline(f, h200)[0] / P.pass_roofline(f, at["b300"])[0]
         return np.log(spec / (8 * (0.05 + 0.1 * roof + 0.002 * 32)))
 

@@ -58,6 +58,7 @@ from ddtree_bayes.engine.structure import (
     carried_group,
     carried_spec_ms,
     carry_note,
+    deployment_spread,
     distinct_ratio,
     draft_structure,
     fit_rows,
@@ -393,14 +394,16 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         # prior-only AR step)
         carried = carried_group(draws, sc, engine)
         measured = measured and carried is None and sc.measured
+    # (one decision for the answer's scatter and its note; engine: a relation's base engine)
+    spread = deployment_spread(draws, sc, engine) if carried is not None else None
     how += (f"overhead of measured group {label}" if measured else
             f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
-            f"per-pass multiple of the drafter roofline; {carry_note(draws, sc, engine)})"
+            f"per-pass multiple of the drafter roofline; {carry_note(spread, engine)})"
             if carried else
             f"overhead of unmeasured group {label} drawn from the pooled population"
             + recurrent_note(draws, sc, engine))
     if carried is not None:
-        spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, engine)
+        spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, spread)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,
                 "spec_tied": np.zeros(draws.n_draws)}, how
     if step_form == "structured":

@@ -408,7 +408,8 @@ def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int]
 
 
 def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], passes: float,
-                    nodes: float, scale, rng: np.random.Generator, engine: str) -> np.ndarray:
+                    nodes: float, scale, rng: np.random.Generator,
+                    spread: np.ndarray | None) -> np.ndarray:
     """SPEC (ms per draw) of a query on an unmeasured system whose reference system measured
     the query's engine and method (:func:`carried_group`): that group's costs carried in
     physical units - the fixed and per-node costs in ms, the per-pass cost as its multiple of
@@ -416,9 +417,9 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
     measured at one number of passes or nodes (:func:`tied_ratio_spread`), times the
     ``[transfer] system_sd`` scatter a transferred system's step carries (kernel maturity,
     drivers, engine builds: prior-driven). Drawing it from the population instead put a +-40%
-    interval on a memory overclock of the measured GPU (docs/howto/own-data.md). A hybrid
-    target in an engine whose hybrid effect the fit learned to be large carries the groups'
-    spread besides (:func:`deployment_spread`)."""
+    interval on a memory overclock of the measured GPU (docs/howto/own-data.md). ``spread``:
+    the groups' spread a hybrid target in an engine whose hybrid effect the fit learned to be
+    large carries besides (:func:`deployment_spread`; None: none)."""
     import dataclasses
 
     from ddtree_bayes.core.sampling import prior_sample
@@ -437,7 +438,6 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
                                                ref_step * scale, rng, roof), 0.0)
     key = "transfer_system_sd"
     scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
-    spread = deployment_spread(draws, sc, engine)   # (the base engine of a relation's)
     if spread is not None:
         scatter = np.hypot(scatter, spread)
     return spec * np.exp(scatter * rng.standard_normal(n))
@@ -469,13 +469,14 @@ def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
     return v["spec_fixed_log_sd"]
 
 
-def carry_note(fit: Fit, sc: Scenario, engine: str) -> str:
-    """How a carried group's answer scatters, for the answer's notes."""
-    if deployment_spread(fit, sc, engine) is None:
+def carry_note(spread: np.ndarray | None, engine: str) -> str:
+    """How a carried group's answer scatters (``spread``: :func:`deployment_spread`'s), for
+    the answer's notes."""
+    if spread is None:
         return "with the [transfer] system scatter"
-    return (f"with the [transfer] system scatter and the groups' spread spec_fixed_log_sd, prior-driven: a "
-            f"hybrid target in {engine}, whose hybrid deployments differ as much as any two "
-            "groups")
+    return ("with the [transfer] system scatter and the groups' spread spec_fixed_log_sd, "
+            f"prior-driven: a hybrid target in {engine}, whose hybrid deployments differ as "
+            "much as any two groups")
 
 
 def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar: np.ndarray,
