@@ -252,6 +252,35 @@ def test_a_drafter_not_measured_costs_its_roofline_at_the_groups_multiple(tmp_pa
             resolve(draws, flags)
 
 
+def test_an_answer_reads_the_working_directorys_drafter_cards_once(tmp_path, monkeypatch):
+    """predict asked drafter_table for data/drafters.csv three times per answer (card changes,
+    drafter changes, the cards a measurement could be made with) and a fourth with --drafter;
+    now once per fit object and file content, and a card written while a Python session holds
+    the fit still counts."""
+    from ddtree_bayes.core import drafters as D
+    from ddtree_bayes.engine import scenario as S
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = structured_engine_fit()
+    monkeypatch.chdir(tmp_path)
+    own_drafters(tmp_path, KIMI_DDTREE)
+    calls = []
+    real = D.drafter_table
+    monkeypatch.setattr(D, "drafter_table", lambda *a, **k: calls.append(a) or real(*a, **k))
+    flags = Flags(accept="3", engines=("sglang",), method="ddtree", block=16, budget=32,
+                  drafter="my-kimi-ddtree")
+    resolve(draws, flags)
+    S.card_changes(draws)
+    S.drafter_card_changes(draws, None)
+    assert len(S.drafter_cards(draws)) > 0
+    assert len(calls) == 1
+    # a second card written now is read (one more parse), and serves the question
+    other = KIMI_DDTREE.replace("my-kimi-ddtree", "my-other-ddtree")
+    own_drafters(tmp_path, KIMI_DDTREE.replace(",kimi-k2.6,", ",qwen3-8b,", 1), other)
+    resolve(draws, dataclasses.replace(flags, drafter="my-other-ddtree"))
+    assert len(calls) == 2
+
+
 def test_an_unknown_drafter_is_sent_to_a_card_add_that_can_make_it(tmp_path, monkeypatch):
     """`predict --drafter NAME` of an unknown name said "add its card (`ddtree-bayes card add
     --hf-config CONFIG --target kimi-k2.6`)" for every method, but card add makes drafter

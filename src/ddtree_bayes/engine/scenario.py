@@ -272,6 +272,26 @@ def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     return out
 
 
+def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
+    """The built-in drafter cards overlaid by the working directory's ``data/drafters.csv``
+    (core/drafters.py ``drafter_table``), read once per fit object and directory: an answer
+    asks for them up to four times (card changes, drafter changes, the cards a measurement
+    could be made with, ``--drafter``). Keyed by the file's bytes, so a card added while a
+    Python session holds the fit counts; a file that does not load raises each time."""
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.core.paths import own_data_file
+
+    path = own_data_file("drafters.csv", workdir)
+    try:
+        key = (str(path), path.read_bytes() if path is not None else b"")
+    except OSError:   # (drafter_table names the problem)
+        return drafter_table(path)
+    cache = draws.memo.setdefault("here_drafters", {})
+    if key not in cache:
+        cache[key] = drafter_table(path)
+    return cache[key]
+
+
 def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = True
                  ) -> list[str]:
     """What the model cards (``data/models.csv``, else the bundled ones) and drafter cards
@@ -281,10 +301,9 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
     drafter cards changed, added or removed (:func:`drafter_card_changes`; ``drafters`` False
     leaves them to the caller, which says those that bear on its question). Empty when they
     agree, or when the cards here do not load (``fit`` names that problem)."""
-    from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards, modelled
-    from ddtree_bayes.core.paths import data_file, own_data_file
+    from ddtree_bayes.core.paths import data_file
 
     model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
     stored = dict(model.get("model_cards") or {})
@@ -294,7 +313,7 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
         return []
     try:
         now = load_model_cards(data_file("models.csv", workdir))
-        drafter_table(own_data_file("drafters.csv", workdir))
+        here_drafters(draws, workdir)
     except InputError:
         return []
 
@@ -336,16 +355,15 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     ``--drafter`` names, which the answer prices from the card here
     (:func:`with_drafter`). Empty when the fit stores no drafter cards (a fit of the fraction
     form prices no drafter) or the cards here do not load."""
-    from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
+    from ddtree_bayes.core.drafters import drafter_for, stored_cards
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.paths import own_data_file
     from ddtree_bayes.engine.target_models import fit_models
 
     model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
     if "drafter_cards" not in model:
         return []
     try:
-        here = drafter_table(own_data_file("drafters.csv", workdir))
+        here = here_drafters(draws, workdir)
     except InputError:
         return []
 
@@ -418,11 +436,10 @@ def drafter_cards(draws: Fit, here: bool = True) -> tuple:
     may come from another directory)."""
     from ddtree_bayes.core.drafters import drafter_table, stored_cards
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.paths import own_data_file
 
     cards = stored_cards(draws.meta["model"].get("drafter_cards", ()))
     try:
-        return cards + drafter_table(own_data_file("drafters.csv") if here else None)
+        return cards + (here_drafters(draws) if here else drafter_table())
     except InputError:
         return cards + drafter_table()
 
@@ -1058,8 +1075,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     ``drafter_table``: a card added after the fit counts), then the fit's own; it must serve
     the scenario's method for its target model, in a fit of the structured step (whose
     drafter passes cost a multiple of their roofline)."""
-    from ddtree_bayes.core.drafters import drafter_for, drafter_table, stored_cards
-    from ddtree_bayes.core.paths import own_data_file
+    from ddtree_bayes.core.drafters import drafter_for, stored_cards
 
     model = draws.meta["model"]
     if sc.method == AR_METHOD:
@@ -1070,7 +1086,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
                          "passes are priced from their roofline)",
                          fix="refit with --step-form structured")
     cards = {c.drafter: c for c in stored_cards(model.get("drafter_cards", ()))}
-    cards |= {c.drafter: c for c in drafter_table(own_data_file("drafters.csv"))}
+    cards |= {c.drafter: c for c in here_drafters(draws)}
     card = cards.get(name)
     target = sc.model or model["card"]["model"]
     if card is None:
