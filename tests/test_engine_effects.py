@@ -281,6 +281,31 @@ def test_an_answer_reads_the_working_directorys_drafter_cards_once(tmp_path, mon
     assert len(calls) == 2
 
 
+def test_one_owner_names_the_overhead_group_of_a_row_and_of_a_query():
+    """Which (system, base engine, method) group prices a step was decided in seven places
+    (the fit's spec, predict, the measured-values lookup, update's reweighting, decisions,
+    the report); now engine/structure.group_label for all but the fit's own, and it agrees
+    with the fit: every speculative row of the bundled data lands in the group the spec
+    built for it, a relation's engine in its base's, AR in none."""
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.spec import build_spec
+    from ddtree_bayes.engine.fitting import FitInputs
+    from ddtree_bayes.engine.structure import group_label, row_group
+
+    draws = structured_engine_fit()
+    inputs = FitInputs.read(bundled("measurements.csv"), bundled("priors.toml"))
+    spec = build_spec(inputs.measurements, load_priors(bundled("priors.toml")),
+                      **inputs.structure())
+    rows = draws.measurements.rows
+    assert [row_group(draws, r) for r in rows] == [
+        None, "b300x8/sglang/ddtree", None, None, None, None, None,
+        "rtx-pro-6000x8/vllm/eagle3", "rtx-pro-6000x8/vllm/eagle3"]
+    assert {row_group(draws, r) for r in rows} - {None} == set(spec.groups)
+    assert group_label(draws, "b300x8", "native", "ddtree") == "b300x8/sglang/ddtree"
+    assert group_label(draws, "b300x8", "vllm", "ddtree") == "b300x8/vllm/ddtree"
+    assert group_label(draws, "b300x8", "native", "ar") is None
+
+
 def test_an_unknown_drafter_is_sent_to_a_card_add_that_can_make_it(tmp_path, monkeypatch):
     """`predict --drafter NAME` of an unknown name said "add its card (`ddtree-bayes card add
     --hf-config CONFIG --target kimi-k2.6`)" for every method, but card add makes drafter

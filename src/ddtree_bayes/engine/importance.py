@@ -33,6 +33,7 @@ from ddtree_bayes.engine.fitted_rows import config_sds
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.predictive import step_components
 from ddtree_bayes.engine.scenario import row_scenario
+from ddtree_bayes.engine.structure import row_group
 
 
 @dataclass(frozen=True)
@@ -184,18 +185,6 @@ def augmented(draws: Fit, rng: np.random.Generator) -> tuple[Fit, dict[str, np.n
     return draws.view(variables={**draws.variables, **extra}), extra
 
 
-def _group_of(model: dict, m) -> str | None:
-    from ddtree_bayes.core import spec as S
-    from ddtree_bayes.core.data import AR_METHOD
-
-    if m.method == AR_METHOD:
-        return None
-    from ddtree_bayes.core.pairs import pair_label
-
-    return S.overhead_group_label(pair_label(m.model, m.system, bool(model.get("pair_models"))),
-                         model["relation_bases"].get(m.engine, m.engine), m.method)
-
-
 def log_ratios(draws: Fit, old: Measurements, new: Measurements, added: list[int],
                kept: list[tuple[int, int]], target: Fit | None = None
                ) -> tuple[np.ndarray, list[int]]:
@@ -226,7 +215,7 @@ def log_ratios(draws: Fit, old: Measurements, new: Measurements, added: list[int
             # (to rounding: a first repeat splits noise_sd into run_sd and config_sd)
             same_sd[key] = np.allclose(t_old.sd_of(key[0]), t_new.sd_of(key[1]),
                                        rtol=1e-12, atol=0.0)
-        if not same_sd[key] or _group_of(target.meta["model"], new.rows[j]) in moved:
+        if not same_sd[key] or row_group(target, new.rows[j]) in moved:
             changed.append((i, j))
     # every configuration with an added or a changed row, all its rows: new over old (the runs
     # of a configuration share its error, so its added rows' density depends on its kept ones)

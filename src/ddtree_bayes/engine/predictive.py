@@ -62,6 +62,7 @@ from ddtree_bayes.engine.structure import (
     distinct_ratio,
     draft_structure,
     fit_rows,
+    group_label,
     group_learned,
     measured_configs,
     pass_drafter,
@@ -383,7 +384,8 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         scale = 1.0 - v["reduction"][:, k]
         engine = bases[engine]
         how += f"{sc.engine} = (1 - reduction) x {engine} overhead; "
-    label = S.overhead_group_label(sc.pair, engine, sc.method)
+    label = group_label(draws, sc.pair, sc.engine, sc.method)
+    assert label is not None   # (a speculative method)
     groups = meta["coords"]["overhead_group"]
     measured = label in groups
     carried = None

@@ -43,6 +43,26 @@ def draft_structure(model: dict, method: str, block: int | None, budget: int | N
     return float(spec.draft_passes(block, budget)), float(spec.tree_nodes(block, budget))
 
 
+def base_engine(draws: Fit, engine: str) -> str:
+    """The engine whose speculative overhead prices ``engine``'s: the base of its relation
+    (``[relations.<engine>]`` in the priors, e.g. native -> sglang), else itself."""
+    return (draws.meta.get("model", {}).get("relation_bases") or {}).get(engine, engine)
+
+
+def group_label(draws: Fit, pair: str, engine: str, method: str) -> str | None:
+    """The overhead group (system, base engine, method) whose costs price a ``method`` step in
+    ``engine`` on ``pair``: the one answer to that question for fit rows, queries, decisions
+    and the report. None for autoregressive decoding, which has no speculative overhead."""
+    if method == AR_METHOD:
+        return None
+    return S.overhead_group_label(pair, base_engine(draws, engine), method)
+
+
+def row_group(draws: Fit, row) -> str | None:
+    """:func:`group_label` of a measurement row of ``draws``' data."""
+    return group_label(draws, row_pair(draws, row), row.engine, row.method)
+
+
 def fit_rows(draws: Fit) -> list:
     """The measurements the fit learned from (held-out rows of a validation fold excluded)."""
     held = set(draws.meta.get("held_out_rows", ()))
@@ -334,9 +354,7 @@ def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
         model = draws.meta["model"]
         values: dict[str, set[float]] = {"pass": set(), "tree": set()}
         for r in fit_rows(draws):
-            engine = model["relation_bases"].get(r.engine, r.engine)
-            if r.method == AR_METHOD or S.overhead_group_label(row_pair(draws, r), engine,
-                                                       r.method) != label:
+            if row_group(draws, r) != label:
                 continue
             p, n = draft_structure(model, r.method, r.block, r.budget)
             values["pass"].add(p)

@@ -16,9 +16,9 @@ from dataclasses import replace
 import numpy as np
 
 from ddtree_bayes.core import spec as S
-from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
+from ddtree_bayes.engine.structure import group_label
 
 #: Budgets ``optimize`` compares by default: powers of two from 8 to 1024.
 DEFAULT_BUDGETS: tuple[int, ...] = tuple(2 ** k for k in range(3, 11))
@@ -44,10 +44,7 @@ CANDIDATE_OPTIONAL = ("model", "verify_tokens", "concurrency")
 def overhead_group(draws: Fit, sc: P.Scenario) -> str | None:
     """The overhead group whose fraction ``step_components`` uses for ``sc`` (after mapping
     an engine with a declared relation to its base engine); None for autoregressive."""
-    if sc.method == AR_METHOD:
-        return None
-    engine = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
-    return S.overhead_group_label(sc.pair, engine, sc.method)
+    return group_label(draws, sc.pair, sc.engine, sc.method)
 
 
 def group_rng(seed: int, label: str | None) -> np.random.Generator:

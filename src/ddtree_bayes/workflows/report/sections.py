@@ -28,6 +28,7 @@ from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import (
+    group_label,
     max_measured_concurrency,
     paying_fields,
     run_sd,
@@ -261,8 +262,7 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
             factors[f"compute_eff[{sc.pair}]"] = np.log(v["compute_eff"][:, s])
         if sc.context_tokens > 0 and s is not None:
             factors[f"ctx_ms_per_unit[{sc.pair}]"] = np.log(v["ctx_ms_per_unit"][:, s])
-        base = draws.meta["model"]["relation_bases"].get(sc.engine, sc.engine)
-        label = S.overhead_group_label(sc.pair, base, sc.method)
+        label = group_label(draws, sc.pair, sc.engine, sc.method)
         if label in coords["overhead_group"]:
             g = coords["overhead_group"].index(label)
             if "overhead_frac" in v:
