@@ -463,26 +463,33 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
 
 def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
     """(draws,) log spread of a carried group's SPEC between deployments, for a hybrid target
-    (the card's ``recurrent_layers``) in an engine whose learned hybrid effect
-    (``spec_fixed_recurrent``, engine/model.py) is credibly positive (its 5% quantile above
-    0): the groups' own spread ``spec_fixed_log_sd``. None otherwise: the carry's system
-    scatter alone.
+    (the card's ``recurrent_layers``) in an engine whose hybrid effect (``spec_fixed_recurrent``,
+    engine/model.py) is credibly positive (its 5% quantile above 0) or is not separable from
+    the engine's own (the fit measured the engine on hybrid targets only): the groups' own
+    spread ``spec_fixed_log_sd``. None otherwise: the carry's system scatter alone.
 
-    Why: such an engine's hybrid overhead depends on how a deployment runs (vLLM's
-    CUDA-graph mode under speculation, its version and flags, which no row records), so two
-    deployments of one model, engine and method differ as much as any two groups: Qwen3.8-27B
-    MTP in vLLM pays 4.6, 8.1 and 14.8 ms of fixed cost on the corpus's three systems and ~28
-    ms on one A100 (vllm-project/vllm#35387), where a system's scatter allows +-40%. An
-    engine whose hybrid effect the data do not separate (measured on one kind of target
-    only: its effect stays the prior's, centred on 0) keeps the system scatter: llama.cpp's
-    MTP on Qwen3.8 costs alike on three GPUs."""
+    Why: a hybrid's speculative overhead depends on how a deployment runs (vLLM's CUDA-graph
+    mode under speculation, an engine's build, flags and power limits, which no row records),
+    so two deployments of one model, engine and method differ as much as any two groups:
+    Qwen3.8-27B MTP in vLLM pays 4.6, 8.1 and 14.8 ms of fixed cost on the corpus's three
+    systems and ~28 ms on one A100 (vllm-project/vllm#35387); in llama.cpp its MTP step costs
+    3-9 ms over AR on the corpus's GPUs and 23-37 ms on three community rigs (an RTX 3090 at
+    250 W, one on a day-one build, an RTX 5090 laptop: sudoingX/qwen38-mtp), where a
+    system's scatter allows +-40%. Only an engine measured on transformer targets too, whose
+    hybrid effect the data put near 0, keeps the system scatter."""
     card = stored_card(fit.meta["model"], sc.model)
-    engines = fit.meta["model"].get("engines", [])
+    model = fit.meta["model"]
+    engines = model.get("engines", [])
     v = fit.variables
     if (card is None or not card.recurrent or "spec_fixed_recurrent" not in v
             or engine not in engines or "spec_fixed_log_sd" not in v):
         return None
-    if np.quantile(v["spec_fixed_recurrent"][:, engines.index(engine)], 0.05) <= 0:
+    group_engine = model.get("group_engine", [])
+    recurrent = model.get("group_recurrent") or [False] * len(group_engine)
+    kinds = {bool(rec) for e, rec in zip(group_engine, recurrent, strict=True)
+             if engines[e] == engine}
+    separable = False in kinds   # the engine ran a transformer target too
+    if separable and np.quantile(v["spec_fixed_recurrent"][:, engines.index(engine)], 0.05) <= 0:
         return None
     return v["spec_fixed_log_sd"]
 
