@@ -988,9 +988,13 @@ def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):
     assert code == 0, err
     assert "was written for qwen3-8b, not kimi-k2.6" in err
     assert "pass --acceptance-file" in err
-    # the program name every command prints (cli/output.py's PROG)
-    assert err.startswith("ddtree-bayes: warning: the acceptance curve ([acceptance_curve] in "
-                          "models/priors.toml) was written for")
+    # the program name every command prints (cli/output.py's PROG); the edit (the model line)
+    # also makes the curve differ from the fit's, which the line before says
+    first, second = err.splitlines()[:2]
+    assert first.startswith("ddtree-bayes: warning: the acceptance curve ([acceptance_curve] in "
+                            "models/priors.toml) differs from the one fit")
+    assert second.startswith("ddtree-bayes: warning: the acceptance curve ([acceptance_curve] "
+                             "in models/priors.toml) was written for")
     assert out.startswith("ddtree-bayes optimize: fit 20260101T000000Z-pointmss (16 draws)")
 
 
@@ -1202,3 +1206,69 @@ def test_candidates_file_refuses_a_duplicated_header_and_a_miscased_name_needs_n
     with pytest.raises(QueryError) as err:
         D.read_candidates(draws, path)
     assert str(err.value).endswith("(fix: names are lowercase: write 'b300')")
+
+
+def _point_curve(text: str, block: int = 16) -> str:
+    """The bundled [acceptance_curve] with point priors accept_ref 5, gain 1, decay 0.5 (and
+    ``block``): accept(B) = 5 + (1 - 0.5**d) / 0.5, d = log2(B / 16): 3 at 8, 5 at 16, 6 at 32."""
+    for old, new in (('mu = 9.4\nsigma = 2.4\nlower = 1.0\nupper = 16.0\n', 'value = 5.0\n'),
+                     ('mu = 0.6\nsigma = 0.25\nlower = 0.0\nupper = 2.0\n', 'value = 1.0\n'),
+                     ('dist = "beta"\nalpha = 8.0\nbeta = 2.0\n', 'dist = "point"\nvalue = 0.5\n'),
+                     ('method = "ddtree"\nblock = 16\n', f'method = "ddtree"\nblock = {block}\n')):
+        assert old in text
+        text = text.replace(old, new, 1)
+    return text.replace('[acceptance_curve.accept_ref]\ndist = "truncnormal"',
+                        '[acceptance_curve.accept_ref]\ndist = "point"', 1).replace(
+        '[acceptance_curve.gain]\ndist = "truncnormal"', '[acceptance_curve.gain]\ndist = "point"', 1)
+
+
+def test_optimize_and_the_report_ask_one_curve_and_say_it_is_not_the_fits(tmp_path, monkeypatch):
+    """optimize read [acceptance_curve] from the priors file here, the report's budget section
+    the copy stored in the fit: with the curve edited (accept_ref 9.4 -> 5) optimize answered
+    from the edit and the report from the old curve, neither saying so (check_fit ignores the
+    section). Both now ask the current file and say it differs from the fit's."""
+    from ddtree_bayes import api
+    from ddtree_bayes.workflows.report.sections import decisions_section
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    priors = work / "models" / "priors.toml"
+    priors.write_text(_point_curve(priors.read_text()))
+    line = ("the acceptance curve ([acceptance_curve] in models/priors.toml) differs from the "
+            "one fit 20260101T000000Z-pointmss stored (accept_ref ~ truncnormal(mu=9.4, "
+            "sigma=2.4, lower=1, upper=16) (at budget 16), gain ~ truncnormal(mu=0.6, "
+            "sigma=0.25, lower=0, upper=2), decay ~ beta(alpha=8, beta=2)): this answer uses "
+            "models/priors.toml's (the curve is not fitted: editing it needs no refit)")
+    code, out, err = run_cli(work, "optimize", "--budgets", "8,16,32", "--format", "json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert [r["accept"] for r in res["rows"]] == [3.0, 5.0, 6.0]
+    assert line in res["warnings"] and f"ddtree-bayes: warning: {line}" in err.splitlines()
+    monkeypatch.chdir(work)
+    opt = decisions_section(api.load(), 20261130)["optimize"]["sglang"]
+    assert [r["accept"] for r in opt["rows"][:3]] == [3.0, 5.0, 6.0]
+    assert line in opt["warnings"]
+
+
+def test_optimize_and_the_report_take_the_curves_block(tmp_path, monkeypatch):
+    """The curve fixes the method and block, but optimize's --block defaulted to 16 and the
+    report passed 16: a block-8 curve was refused by both ("describes ddtree block 8, not
+    ddtree block 16"). Both now take the curve's: at block 8 a step emits at most 8 tokens
+    (accept_max 8), above the curve's 3, 5, 6 at budgets 8, 16, 32."""
+    from ddtree_bayes import api
+    from ddtree_bayes.workflows.report.sections import decisions_section
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    priors = work / "models" / "priors.toml"
+    priors.write_text(_point_curve(priors.read_text(), block=8))
+    code, out, err = run_cli(work, "optimize", "--budgets", "8,16,32", "--format", "json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert res["scenario"]["block"] == 8
+    assert [(r["accept"], r["accept_max"]) for r in res["rows"]] == [(3.0, 8), (5.0, 8),
+                                                                    (6.0, 8)]
+    monkeypatch.chdir(work)
+    dec = decisions_section(api.load(), 20261130)
+    assert "optimize_error" not in dec, dec.get("optimize_error")
+    assert dec["optimize"]["sglang"]["scenario"]["block"] == 8

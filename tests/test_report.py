@@ -587,8 +587,11 @@ def test_the_budget_section_says_the_curve_is_another_models():
 
     model, draws = _llama_chain()
     summary = _small_summary(draws, model)
-    caveat = ("the acceptance curve ([acceptance_curve] in priors stored in the fit) was "
-              "written for kimi-k2.6, not llama-3.1-8b-instruct: these acceptances are another "
+    from ddtree_bayes.core import paths
+
+    # (the curve optimize asks: the current priors file's, here the repository's)
+    caveat = (f"the acceptance curve ([acceptance_curve] in {paths.shown(paths.priors_file())}) "
+              "was written for kimi-k2.6, not llama-3.1-8b-instruct: these acceptances are another "
               "model's prior; pass --acceptance-file with this drafter's measured acceptances")
     assert summary["decisions"]["optimize"]["vllm"]["warnings"][0] == caveat   # summary.json
     md = markdown(summary)

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from ddtree_bayes.cli.output import (
     PROG,
     aligned_table,
     emit_json,
     print_warnings,
-    shown_path,
     tok_text,
 )
 
@@ -48,23 +46,16 @@ def _carriers(model: dict) -> str:
     verify = _VERIFY_CARRIER.get(model.get("moe_form", "power"), "the verify cost form")
     return f"{verify} and {_SPEC_CARRIER.get(model.get('step_form', 'fraction'), 'SPEC')}"
 def cmd_optimize(args: argparse.Namespace) -> int:
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.errors import PriorsError
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.scenario import check_drafters
     from ddtree_bayes.workflows import decisions as D
     from ddtree_bayes.workflows.decisions.optimize import curve_model_warning, extrapolated_flags
 
-    priors_path = Path(args.priors) if args.priors else paths.priors_file()
-    try:
-        priors_text = priors_path.read_text()
-    except OSError as err:
-        raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(priors_path),
-                          fix="pass an existing file with --priors") from None
-    curve = D.curve_for(priors_text, shown_path(priors_path))
     budgets = D.parse_budgets(args.budgets)
     warned: list[str] = []   # (every warning line printed: the JSON's warnings)
     draws = _load(args, warned)
+    curve, differs = D.acceptance_curve_for(draws, args.priors)
+    print_warnings(differs, warned)
     from ddtree_bayes.engine.question import Flags, check_names
 
     print_warnings(check_names(draws, Flags.of(args)), warned)
@@ -309,11 +300,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     o.add_argument("--engine", type=A.name("give one engine, e.g. --engine native"),
                    help="one engine, e.g. sglang or native (default: sglang; for a fit that "
                         "never measured b300, the engine of its most-measured system)")
-    o.add_argument("--method", type=A.METHOD, default="ddtree",
-                   help="tree method (default: %(default)s)")
-    o.add_argument("--block", type=A.BLOCK, default=16,
+    o.add_argument("--method", type=A.METHOD,
+                   help="tree method (default: the acceptance curve's, ddtree)")
+    o.add_argument("--block", type=A.BLOCK,
                    help="drafter block size; the curve's, unless --acceptance-file gives rows "
-                        "of this block (default: %(default)s)")
+                        "of this block (default: the curve's, 16)")
     o.add_argument("--budgets", type=A.budgets,
                    help="comma-separated budgets (default: 8,16,32,...,1024)")
     o.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from ddtree_bayes.workflows.decisions.acceptance_curve import (  # noqa: F401
     CurveDraws,
+    acceptance_curve_for,
     curve_accept,
     curve_for,
     curve_limits,

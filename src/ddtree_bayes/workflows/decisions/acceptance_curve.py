@@ -17,6 +17,7 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,9 @@ from ddtree_bayes.core.data import MAX_BLOCK, MAX_BUDGET, NotPlain, plain_float
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.core.methods import AcceptLimit, MethodSpec, max_accept
 from ddtree_bayes.core.sampling import prior_sample
+
+if TYPE_CHECKING:
+    from ddtree_bayes.engine.posterior import Fit
 
 # ------------------------------------------------------------------ priors and the curve
 sample_prior = prior_sample  # one sampler for every prior of the priors file
@@ -278,3 +282,38 @@ def curve_for(priors_text: str, path: str) -> AcceptanceCurve:
         raise QueryError(f"{path} has no [acceptance_curve] section",
                          fix="copy it from the bundled models/priors.toml, or pass --priors")
     return curve
+
+
+def _answers(curve: AcceptanceCurve) -> tuple:
+    """What of a curve its answers read: not its path, nor its priors' rationale and source."""
+    return (curve.model, curve.method, curve.block, curve.reference_budget, curve.measurement_sd,
+            *((p.dist, p.params) for p in (curve.accept_ref, curve.gain, curve.decay)))
+
+
+def acceptance_curve_for(draws: Fit, priors_path: str | Path | None = None
+                         ) -> tuple[AcceptanceCurve, list[str]]:
+    """The acceptance curve ``optimize`` and the report's budget section ask, and what to warn
+    of it. The curve is not fitted (fit and predict ignore it; editing it needs no refit): it is
+    the ``[acceptance_curve]`` of the current priors file, ``priors_path`` (``--priors``), else
+    ``models/priors.toml`` here, else the bundled priors. The warning says when it differs from
+    the curve the fit stored, naming the one used (``check_fit`` ignores the section, so
+    nothing else says it). PriorsError when the file cannot be read, QueryError when it has
+    no curve."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.core.errors import PriorsError
+
+    path = Path(priors_path) if priors_path is not None else paths.priors_file()
+    try:
+        text = path.read_text()
+    except OSError as err:
+        raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(path),
+                          fix="pass an existing file with --priors") from None
+    curve = curve_for(text, paths.shown(path))
+    stored = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit", stored=True)
+    if stored is not None and _answers(stored) == _answers(curve):
+        return curve, []
+    was = "none" if stored is None else stored.describe()
+    return curve, [f"the acceptance curve ([acceptance_curve] in {curve.path}) differs from "
+                   f"the one fit {draws.meta['fit_id']} stored ({was}): this answer uses "
+                   f"{curve.path}'s (the curve is not fitted: editing it needs no refit)"]

@@ -130,8 +130,8 @@ def parse_budgets(text: str | None) -> tuple[int, ...]:
 
 
 def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
-             gpus: int | None = None, engine: str | None = None, method: str = "ddtree",
-             block: int = 16, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
+             gpus: int | None = None, engine: str | None = None, method: str | None = None,
+             block: int | None = None, budgets: tuple[int, ...] = DEFAULT_BUDGETS,
              context_tokens: float | str | None = None, acceptance_file: str | Path | None = None,
              prob: float = 0.9, seed: int = DEFAULT_SEED, model: str | None = None,
              concurrency: int = 1, kv_cache: str | None = None) -> dict:
@@ -140,7 +140,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     or ``engine``, the fit's default scenario's (:func:`P.default_scenario`) system and first
     engine; ``default_scenario`` in the result is that scenario when the fit's own was derived
     (it never measured B300), else None. The method and block are the acceptance curve's,
-    unless ``acceptance_file`` has rows of others (the curve's priors are then their prior).
+    unless ``acceptance_file`` has rows of others (the curve's priors are then their prior):
+    ``method`` and ``block`` default to the curve's.
 
     Per posterior draw s: ``tok_s[s, B] = accept_s(B) * 1000 / step_ms_s(M = B + 1)``
     (expected throughput: no run-to-run noise), per user at ``concurrency`` C (the step then
@@ -176,6 +177,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         engine = engine or d.engines[0]
     if "," in engine:
         raise QueryError("optimize compares budgets for one engine", fix="give one --engine")
+    method, block = method or curve.method, block or curve.block
     # another drafter's curve: its priors alone would be another drafter's acceptances, but
     # updated with an acceptance file's rows of this method and block they are a prior only
     other_drafter = (method, block) != (curve.method, curve.block)

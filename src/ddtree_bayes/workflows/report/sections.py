@@ -20,7 +20,7 @@ import numpy as np
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.config import DefaultQuestion
 from ddtree_bayes.core.data import config_label
-from ddtree_bayes.core.errors import DDTreeBayesError, QueryError
+from ddtree_bayes.core.errors import DDTreeBayesError
 from ddtree_bayes.core.likelihood import CONFIG_SD, likelihood_nu
 from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
@@ -305,24 +305,21 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     the default query, and every GPU of the hardware table (measured or transferred) in the
     default's first engine and configuration. A failure of one part is recorded, not raised:
     the rest of the report still renders."""
-    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
     from ddtree_bayes.workflows import decisions as D
     from ddtree_bayes.workflows.decisions.optimize import curve_model_warning
 
     out: dict = {}
     d = d or default_question(draws, model)
     try:
-        curve = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit",
-                                       stored=True)
-        if curve is None:
-            raise QueryError("the priors have no [acceptance_curve]", fix="add one and re-fit")
+        # optimize's curve (the current priors file's), its method and block
+        curve, differs = D.acceptance_curve_for(draws)
         out["optimize"] = {}
         for e in d.engines:
             opt = D.optimize(draws, curve, hardware=d.hardware, gpus=d.gpus, engine=e,
                              seed=seed, model=model)
-            # optimize's own line for another model's curve, first as it prints it
+            # optimize's own lines: the curve not the fit's, another model's, as it prints them
             other = curve_model_warning(draws, curve, opt)
-            out["optimize"][e] = {**opt, "warnings": [*([other] if other else []),
+            out["optimize"][e] = {**opt, "warnings": [*differs, *([other] if other else []),
                                                       *opt["warnings"]]}
     except DDTreeBayesError as err:
         out["optimize_error"] = str(err)
