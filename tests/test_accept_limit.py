@@ -327,3 +327,25 @@ def test_add_refuses_accept_len_17_of_a_block16_ddtree(work):
     assert ("column 'accept_len': accept_len 17 is above what ddtree with block 16 can emit "
             f"(at most 16 tokens per step: {ANCHOR})") in err
     assert (work / "data" / "measurements.csv").read_bytes() == before
+
+
+def test_a_table_without_the_method_bounds_it_as_the_bundled_table_does(tmp_path):
+    """max_accept bounded a method its given [methods] table lacks as ``depth = "block"``
+    (block + 1 = 17 for a block-16 DDTree) where method_spec, which every other reader asks,
+    falls back to the bundled table (depth "block - 1": 16): a fraction-form priors file
+    without [methods.ddtree] (the form needs none) let `predict --accept 16.5` answer."""
+    from test_cli_support import write_point_mass_fit
+
+    without = {name: spec for name, spec in METHODS.items() if name != "ddtree"}
+    limit = max_accept("ddtree", 16, 32, without, 33)
+    assert (limit.tokens, limit.rule) == (16.0, ANCHOR)
+    work = make_point_mass_workdir(tmp_path / "w")
+    priors = work / "models" / "priors.toml"
+    text = priors.read_text().replace('step_form = "structured"', 'step_form = "fraction"', 1)
+    start = text.index("[methods.ddtree]\n")
+    end = text.index("\n[", start + 1) + 1
+    priors.write_text(text[:start] + text[end:])
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv", priors,
+                         work / "data" / "hardware.csv")
+    err = refused(*run_cli(work, "predict", "--accept", "16.5", "--format", "json"))
+    assert err.startswith("ddtree-bayes: error: --accept 16.5") and BLOCK16 in err

@@ -231,11 +231,11 @@ def test_accept_len_above_block_plus_one_but_within_verify_tokens(tmp_path, hw):
 
 def test_accept_len_exceeds_derived_verify_tokens(tmp_path, hw):
     # eagle3 block 3, verify_tokens blank -> derived 4; a sequential drafter: the block is
-    # its depth (the methods table says so; without one, the bundled table says so; a table
-    # that lacks the method: block + 1 all the same)
+    # its depth (the methods table says so; without one, or with one that lacks the method,
+    # the bundled table says so, as method_spec reads it)
     path = write(tmp_path, edited(r10={"verify_tokens": "", "accept_len": "4.5"}))
     expect_error(path, hw, 10, "accept_len", "accept_len 4.5 is above what eagle3 with block 3 "
-                 "can emit (at most 4 tokens per step: block + 1)", methods={})
+                 "can emit (at most 4 tokens per step: depth + 1 (block = depth))", methods={})
     for methods in (None, load_priors(PRIORS).methods):
         expect_error(path, hw, 10, "accept_len", "(at most 4 tokens per step: depth + 1 "
                      "(block = depth))", methods=methods)

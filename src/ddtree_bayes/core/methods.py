@@ -334,8 +334,9 @@ def max_accept(method: str, block: int | None, budget: int | None,
       bound of a tree whose depth is not known: no block, or ``depth = "budget"``);
     - ``verify tokens``: M, when given (M = budget + 1 when derived).
 
-    ``methods`` None (a reader with no priors of its own): the bundled table's entry. A method
-    that a given table lacks (the fraction form needs none) is bounded as ``depth = "block"``.
+    The method's entry is :func:`method_spec`'s: in ``methods``, else in the bundled table (a
+    reader with no priors of its own, or a table that lacks it: the fraction form needs none).
+    A method neither knows is bounded as ``depth = "block"``.
     Without block, budget or verify tokens nothing bounds it (``tokens`` is infinite).
 
     Examples
@@ -358,7 +359,7 @@ def max_accept(method: str, block: int | None, budget: int | None,
     """
     if method == AR_METHOD:
         return AcceptLimit(1.0, "autoregressive decoding emits exactly 1", method)
-    spec = method_spec(method) if methods is None else methods.get(method)
+    spec = method_spec(method, methods)
     bounds: list[tuple[float, str, str]] = []
     if block is not None and spec is not None and spec.depth == "block - 1":
         bounds.append((float(block), ANCHORED_RULE, f"{method} with block {block}"))
