@@ -1272,3 +1272,44 @@ def test_optimize_and_the_report_take_the_curves_block(tmp_path, monkeypatch):
     dec = decisions_section(api.load(), 20261130)
     assert "optimize_error" not in dec, dec.get("optimize_error")
     assert dec["optimize"]["sglang"]["scenario"]["block"] == 8
+
+
+def test_candidates_from_a_file_are_made_as_the_default_ones(tmp_path):
+    """A --candidates row was resolved on its own: at one stream and no KV cache where the
+    query asks C = 4 in fp8, and never asked whether anyone can measure it, so a native
+    candidate (a relation engine no row measured) was ranked first. The file's rows are now
+    made as the default candidates are: the query's concurrency and KV cache unless a column
+    gives them, and one nobody can make is left out with the default list's note."""
+    from ddtree_bayes import api
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, n=64)
+    (work / "c.csv").write_text(",".join(D.CANDIDATE_COLUMNS) + "\n"
+                                "b300,8,native,ddtree,16,32,14,\nb300,8,sglang,ddtree,16,32,14,\n")
+    query = ("--hardware b300 --engine sglang --method ddtree --block 16 --budget 32 "
+             "--accept 14 --concurrency 4 --kv-cache fp8")
+    code, out, err = run_cli(work, "next", "--candidates", "c.csv", "--query", query, "--k", "4",
+                             "--format", "json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert [(r["candidate"], r["why"]) for r in res["rows"]] == [
+        ("b300 x8 sglang ddtree block 16 budget 32 M=33 C=4", "c.csv row 3")]
+    assert res["left_out"] == [{
+        "candidate": "b300 x8 native ddtree block 16 budget 32 M=33 C=4", "why": "c.csv row 2",
+        "reason": "native is a modelled engine (its speculative overhead is sglang's times "
+                  "1 - reduction) with no measurement in the fit: there is no such engine to run"}]
+    draws = api.load(workdir=work)
+    left: list = []
+    (cand,) = D.read_candidates(draws, work / "c.csv", D.parse_query(draws, query),
+                                left_out=left)
+    assert (cand.scenario.concurrency, cand.scenario.kv_cache) == (4, "fp8")
+    assert [c.scenario.engine for c, _ in left] == ["native"]
+    # a file of nothing anyone can measure: refused, one line, naming the row and why
+    (work / "n.csv").write_text(",".join(D.CANDIDATE_COLUMNS) + "\nb300,8,native,ddtree,16,32,14,\n")
+    with pytest.raises(DataError) as info:
+        D.read_candidates(draws, work / "n.csv", D.parse_query(draws, query))
+    assert str(info.value) == (
+        f"{work / 'n.csv'}, row 2: no candidate anyone can measure: native is a modelled engine "
+        "(its speculative overhead is sglang's times 1 - reduction) with no measurement in the "
+        "fit: there is no such engine to run (fix: list a measurement someone can make: an "
+        "engine the fit measured, a method with a drafter for the model)")

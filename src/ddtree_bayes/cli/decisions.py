@@ -200,12 +200,14 @@ def cmd_next(args: argparse.Namespace) -> int:
     print_warnings(query.warnings, warned)
     print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
     notes: list[str] = []
-    candidates = (D.read_candidates(draws, args.candidates, model=query.scenario.model,
-                                    strict=args.strict, warnings=notes)
+    left: list = []   # (the file's candidates nobody can measure)
+    candidates = (D.read_candidates(draws, args.candidates, query, strict=args.strict,
+                                    warnings=notes, left_out=left)
                   if args.candidates else None)
     print_warnings(notes, warned)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
-                              seed=args.seed, min_ess=_min_ess(args.min_ess, draws.n_draws))
+                              seed=args.seed, min_ess=_min_ess(args.min_ess, draws.n_draws),
+                              left_out=left)
     if query.note is not None:
         print(f"{PROG} next: --query: {query.note}", file=sys.stderr)
     if args.format == "json":
@@ -240,7 +242,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                      f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
                      f"{r['ess_median']:.0f}", note or "-"])
     print(aligned_table(headers, body, left=3, text_last=True))
-    reasons: dict[str, list[str]] = {}   # default candidates nobody can measure, by why
+    reasons: dict[str, list[str]] = {}   # candidates nobody can measure, by why
     for r in out["left_out"]:
         reasons.setdefault(r["reason"], []).append(r["candidate"])
     for reason, left in reasons.items():
@@ -351,9 +353,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     n.add_argument("--candidates", metavar="FILE.csv",
                    help="candidate measurements, columns hardware,gpus,engine,method,block,"
                         "budget,accept_len,context_tokens and optionally model, verify_tokens, "
-                        "concurrency; other columns are ignored, one spelt like an optional "
-                        "column is refused "
-                        "(default: a list from the fit)")
+                        "concurrency (blank: the query's); other columns are ignored, one "
+                        "spelt like an optional column is refused; a row nobody can measure is "
+                        "left out, as from the default list (default: a list from the fit)")
     n.add_argument("--k", type=A.whole(2, 10_000, "use e.g. --k 32"), default=32,
                    help="simulated results per candidate (default: %(default)s)")
     n.add_argument("--min-ess", type=A.real(0, 1e9, "use e.g. --min-ess 100"),

@@ -211,6 +211,23 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
                       drafter_cards(draws) if cards is None else cards)
 
 
+def make_candidate(draws: Fit, query: Query | None, why: str, accept: float | None,
+                   cards: tuple, **given) -> tuple[Candidate, str | None]:
+    """One candidate measurement, as the default list and a ``--candidates`` file make it:
+    its scenario resolved with what ``given`` says (``block``/``budget`` None: none), and the
+    query's model, concurrency and KV cache (``--kv-cache``: the memory check counts the cache
+    at it) where it does not say them (``model``, ``concurrency`` and ``verify_tokens`` None:
+    the query's, 1 without one, derived); AR's acceptance is 1. With it, why nobody can make
+    it (:func:`unmeasurable`; None: someone can)."""
+    q = None if query is None else query.scenario
+    inherited = {"model": None if q is None else q.model, "verify_tokens": None,
+                 "concurrency": 1 if q is None else q.concurrency}
+    kw = {**inherited, **{k: v for k, v in given.items() if v is not None or k not in inherited}}
+    sc = P.resolve_scenario(draws, kv_cache=None if q is None else q.kv_cache, **kw)
+    c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
+    return c, unmeasurable(draws, sc, cards)
+
+
 def default_candidates(draws: Fit, query: Query,
                        left_out: list[tuple[Candidate, str]] | None = None) -> list[Candidate]:
     """A sensible list from the fit's measured systems, engines and methods:
@@ -256,15 +273,12 @@ def default_candidates(draws: Fit, query: Query,
 
     def add(why: str, accept: float | None, **kw) -> None:
         try:
-            sc = P.resolve_scenario(draws, verify_tokens=None, model=q.model,
-                                    kv_cache=q.kv_cache, **{"concurrency": q.concurrency, **kw})
+            c, reason = make_candidate(draws, query, why, accept, cards, **kw)
         except QueryError:
             return
-        c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
         if c.key() in seen:
             return
         seen.add(c.key())
-        reason = unmeasurable(draws, sc, cards)
         if reason is None:
             out.append(c)
         elif left_out is not None:
@@ -338,18 +352,23 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     return value
 
 
-def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
-                    strict: bool = False, warnings: list[str] | None = None) -> list[Candidate]:
+def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
+                    strict: bool = False, warnings: list[str] | None = None,
+                    left_out: list[tuple[Candidate, str]] | None = None) -> list[Candidate]:
     """Candidates from a CSV with columns hardware,gpus,engine,method,block,budget,
     accept_len,context_tokens (gpus, block, budget, accept_len, context_tokens may be blank)
-    and, optionally, model (blank or absent: ``model``, the query's), verify_tokens (blank or
+    and, optionally, model (blank or absent: the query's), verify_tokens (blank or
     absent: derived from block and budget; checked against them as a measurement row's) and
-    concurrency (blank or absent: 1; a candidate measured with C streams). Any other column
+    concurrency (blank or absent: the query's, 1 without one; a candidate measured with C
+    streams). Each is made as a default candidate is (:func:`make_candidate`: the query's
+    KV cache too), and one nobody can make is left out and appended with why to
+    ``left_out`` (a DataError when none is left). Any other column
     is refused, naming the closest known one: a misspelt ``concurency`` was ignored and its
     candidate ranked at one stream. An engine or method the
     fit never measured nor declares is named in ``warnings`` as predict names it (an error
     with ``strict``): a typo would otherwise be ranked as a new engine."""
     from ddtree_bayes.engine.question import Flags, check_names
+    from ddtree_bayes.engine.scenario import drafter_cards
 
     path = str(path)
     try:
@@ -374,6 +393,9 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
     if not records:
         raise DataError("no candidate rows", file=path, fix="add one row per candidate")
     out = []
+    left: list[tuple[Candidate, str]] = []
+    first_left = 0   # (the row of the first left out)
+    cards = drafter_cards(draws)   # (read once, not once per candidate)
     seen: dict[tuple, int] = {}
     for rec, i in records:
         for column in ("hardware", "engine", "method"):
@@ -420,25 +442,36 @@ def read_candidates(draws: Fit, path: str | Path, model: str | None = None, *,
         if warnings is not None:
             warnings.extend(found)
         try:
-            sc = P.resolve_scenario(draws, hardware=rec["hardware"].strip(),
-                                    gpus=None if gpus is None else int(gpus),
-                                    engine=rec["engine"].strip(), method=rec["method"].strip(),
-                                    block=None if block is None else int(block),
-                                    budget=None if budget is None else int(budget),
-                                    verify_tokens=None if verify is None else int(verify),
-                                    context_tokens=ctx,
-                                    model=(rec.get("model") or "").strip() or model)
+            c, reason = make_candidate(
+                draws, query, f"{Path(path).name} row {i}", accept, cards,
+                hardware=rec["hardware"].strip(), gpus=None if gpus is None else int(gpus),
+                engine=rec["engine"].strip(), method=rec["method"].strip(),
+                block=None if block is None else int(block),
+                budget=None if budget is None else int(budget),
+                verify_tokens=None if verify is None else int(verify), context_tokens=ctx,
+                model=(rec.get("model") or "").strip() or None,
+                concurrency=None if streams is None else int(streams))
         except QueryError as err:
             raise QueryError(f"{path}, row {i}: {err}") from None
-        if streams is not None:
-            sc = dataclasses.replace(sc, concurrency=int(streams))
+        sc = c.scenario
         if accept is not None and not sc.limit.admits(accept) or (
                 sc.method == AR_METHOD and accept not in (None, 1.0)):
             raise DataError(sc.limit.refusal(f"accept_len {accept:g}") if accept >= 1 else
                             f"accept_len {accept:g} is below 1 (the bonus token)", file=path,
                             row=i, column="accept_len",
                             fix=sc.limit.span())
-        out.append(Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, f"{Path(path).name} row {i}"))
+        if reason is None:
+            out.append(c)
+        else:
+            first_left = first_left or i
+            left.append((c, reason))
+    if not out:
+        raise DataError(f"no candidate anyone can measure: {left[0][1]}", file=path,
+                        row=first_left,
+                        fix="list a measurement someone can make: an engine the fit measured, "
+                            "a method with a drafter for the model")
+    if left_out is not None:
+        left_out.extend(left)
     return out
 
 
@@ -497,7 +530,8 @@ def preposterior(log_mu: np.ndarray, noise_sd: np.ndarray, query: np.ndarray, pr
 
 def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | None = None, *,
                       k: int = DEFAULT_K, prob: float = 0.9, seed: int = DEFAULT_SEED,
-                      min_ess: float = MIN_ESS) -> dict:
+                      min_ess: float = MIN_ESS,
+                      left_out: list[tuple[Candidate, str]] | None = None) -> dict:
     """Rank candidate measurements by the expected ``prob`` interval width of the query's
     posterior predictive tok/s after making them (smallest first).
 
@@ -513,7 +547,8 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         raise QueryError("the fit has draws with zero measurement noise: a measurement would "
                          "be infinitely informative", fix="refit with the bundled noise prior")
     n = draws.n_draws
-    left: list[tuple[Candidate, str]] = []   # default candidates nobody can measure
+    # candidates nobody can measure (``left_out``: those of a candidates file)
+    left: list[tuple[Candidate, str]] = list(left_out or [])
     cands = default_candidates(draws, query, left) if candidates is None else candidates
     q_sc = query.scenario
     # the query's draws are predict's for the same flags and seed, digit for digit: its
