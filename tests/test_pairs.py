@@ -10,6 +10,7 @@ and 0.1 ms (PCIe) per layer, no scatter, no noise.
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -455,6 +456,31 @@ def test_tracked_query_names_its_model_only_when_given():
     assert old[0]["median"] == rows[0]["median"] and old[0]["budget"] is None
 
 
+def test_a_tracked_query_is_checked_as_it_is_asked():
+    """track's checks (check_accept_limit, same_query) filled a query's flags from the
+    bundled question when the fit holds several models, while query_rows asks the project's
+    model (its first row's) about its own default: with a Llama EAGLE-3 block-4 chain first,
+    `--accept 5.5` was saved (a block-16 DDTree emits 16) and then refused on every update
+    (depth 4 emits at most 5); `--accept 5` and `--budget 4 --accept 5`, one question of
+    the chain, were two tracked queries. One helper (asked_query) fills all three."""
+    from ddtree_bayes.workflows import living
+    from ddtree_bayes.workflows.living.tracking import same_query
+
+    head, kimi_ar, kimi_dd, llama_ar = MULTI_DATA.splitlines(keepends=True)
+    chain = "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n"
+    draws = multi_model_draws().view(data_csv=head + llama_ar + chain + kimi_ar + kimi_dd)
+    q = living.normalize_query({"accept": "5.5"})
+    says = ("--accept 5.5 is above what eagle3 with block 4 can emit (at most 5 tokens per "
+            "step: depth + 1 (block = depth))")
+    with pytest.raises(QueryError, match=re.escape(says)):
+        living.query_rows(draws, q, seed=1)
+    with pytest.raises(QueryError, match=re.escape(says)):
+        living.check_accept_limit(q, draws)
+    a = living.normalize_query({"accept": "5"})
+    assert same_query(a, {**a, "budget": 4}, draws)
+    assert not same_query(a, {**a, "budget": 3}, draws)
+
+
 def test_update_scores_a_row_of_a_model_never_measured(tmp_path):
     from ddtree_bayes.workflows import living
 
@@ -821,3 +847,4 @@ def test_the_default_note_names_only_the_flags_it_filled(multi_dir):
                              "--hardware", "h200", "--method", "ar", "--engine", "vllm",
                              "--accept", "1")
     assert code == 0 and err == ""
+

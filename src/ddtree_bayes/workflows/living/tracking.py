@@ -157,7 +157,8 @@ def check_accept_limit(query: dict[str, Any], draws=None, models: Path | None = 
     :func:`~ddtree_bayes.core.methods.shaped_budget`), or whose
     ``accept`` lies above what its configuration can emit per step
     (:func:`~ddtree_bayes.core.methods.max_accept`), its flags not given filled as
-    :func:`query_rows` fills them: from the fit's default scenario and methods table, or
+    :func:`query_rows` fills them (:func:`asked_query`: the fit's default question for the
+    query's model, the project's when it names none, and the fit's methods table), or
     without a fit (``draws`` None) from the bundled default and ``models/priors.toml`` (the
     bundled priors when there is none)."""
     from ddtree_bayes.core.methods import max_accept
@@ -184,6 +185,7 @@ def _shape(q: dict[str, Any], draws=None, models: Path | None = None
 
     d = DEFAULT_QUESTION
     if draws is not None:
+        q = asked_query(draws, q)   # (as query_rows asks it)
         try:
             d = default_question(draws, q.get("model"))
         except QueryError:   # (the fit cannot answer it yet: query_rows says so later)
@@ -287,8 +289,20 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     fit never saw, a context past the measured ones, a cache that does not fit). A query
     saved with ``--kv-cache`` is capped, and its memory checked, at that dtype, as predict's."""
     from ddtree_bayes.engine import predictive as P
-    from ddtree_bayes.engine.question import Flags, default_question, resolve
+    from ddtree_bayes.engine.question import Flags, resolve
 
+    question = resolve(draws, Flags.of(asked_query(draws, query, builtin)))
+    if warnings is not None:
+        warnings.extend(question.warnings)
+    return P.predict_rows(draws, question, prob=0.9, seed=seed, workdir=workdir)
+
+
+def asked_query(draws, query: dict[str, Any], builtin: bool = False) -> dict[str, Any]:
+    """The flags a saved query asks the fit ``draws``, before the default question fills the
+    rest: an AR query's block and budget dropped, the project's model (:func:`project_model`)
+    when it names none, and for the ``builtin`` default query a derived default's acceptance.
+    :func:`query_rows` asks it, and track's checks (:func:`check_accept_limit`,
+    :func:`same_query`) check it, so a query is refused or matched as it is answered."""
     q = query
     if q.get("method") == "ar" and (q.get("block") or q.get("budget")):
         # saved before `--method ar` with --block/--budget was refused: they never meant
@@ -297,13 +311,12 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     if not q.get("model") and (model := project_model(draws)) is not None:
         q = {**q, "model": model}
     if builtin:
+        from ddtree_bayes.engine.question import default_question
+
         d = default_question(draws, q.get("model"))
         if d.derived:
             q = {**q, "accept": f"{d.accept:g}"}
-    question = resolve(draws, Flags.of(q))
-    if warnings is not None:
-        warnings.extend(question.warnings)
-    return P.predict_rows(draws, question, prob=0.9, seed=seed, workdir=workdir)
+    return q
 
 
 def project_model(draws) -> str | None:
