@@ -630,3 +630,22 @@ def test_adds_next_hint_names_the_file_update_needs(work, capsys):
     code, out, err = run(capsys, "add", "--data", "my runs.csv", *LLAMA_AR)
     assert code == 0, err
     assert out.splitlines()[-1] == f"next: `ddtree-bayes update --data 'my runs.csv'` {NEXT}"
+
+
+def test_a_blank_context_is_checked_at_the_priors_default(work, capsys):
+    """A row without --context runs at the priors' default_context_tokens (the fit reads it
+    so, core/data.py Measurement.context), but add checked its context against the card as 0:
+    at a default of 300000 tokens, above Kimi K2.6's 262144, it said nothing."""
+    (work / "models").mkdir()
+    priors = bundled("priors.toml").read_text()
+    assert "\ndefault_context_tokens = 0\n" in priors
+    (work / "models" / "priors.toml").write_text(
+        priors.replace("\ndefault_context_tokens = 0\n", "\ndefault_context_tokens = 300000\n", 1))
+    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "20")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 11: context 300000 is above kimi-k2.6's longest, 262144 tokens "
+        "(max_position_embeddings, its card): the model takes no such context unless its RoPE "
+        "is scaled further: kept, as a deployment that scales it so takes it; else check "
+        "--context (tokens, not characters or bytes)"]
+    assert load(work).rows[-1].context_tokens is None   # (written blank, as given)

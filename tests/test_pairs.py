@@ -848,3 +848,28 @@ def test_the_default_note_names_only_the_flags_it_filled(multi_dir):
                              "--accept", "1")
     assert code == 0 and err == ""
 
+
+def test_a_blank_context_is_the_fits_default_when_a_verify_cost_is_learned():
+    """verify_context_warnings read a blank context_tokens as 0 where the fit reads it as the
+    priors' default_context_tokens (Measurement.context): with the default at 8192, a Llama
+    EAGLE-3 row left blank is a speculative row at context 8192, so Kimi's tree at 16384
+    learns its M ** b from Llama's row; the warning said the exponent was the prior's."""
+    from ddtree_bayes.engine.question import verify_context_warnings
+
+    head = MULTI_DATA.splitlines(keepends=True)[0]
+    data = (head + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,4096,133,test,\n"
+            "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,0,303,test,\n"
+            "llama-3.1-8b-instruct,h100,1,vllm,ar,,,1,1.0,,141.44,test,\n"
+            "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,2.79,,225,test,\n")
+    draws = multi_model_draws()
+    meta = {**draws.meta, "model": {**draws.meta["model"], "default_context_tokens": 8192.0}}
+    draws = draws.view(data_csv=data, meta=meta)
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=8, budget=8, verify_tokens=None, context_tokens=16384.0,
+                            model="kimi-k2.6")
+    (line,) = verify_context_warnings(draws, sc)
+    assert line.startswith("kimi-k2.6 at context 16384, M = 9 verified tokens: its context "
+                           "cost grows as M ** b with b = ")
+    assert line.endswith("learned from the rows at context > 0 of llama-3.1-8b-instruct, not "
+                         "of kimi-k2.6 (another attention layout may share its KV reads among "
+                         "the verified tokens more, or less)")

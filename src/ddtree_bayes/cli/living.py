@@ -44,17 +44,18 @@ def _context_tokens(text: str | None) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _methods_table() -> tuple[dict, bool, dict[str, set[str]]]:
+def _methods_table() -> tuple[dict, bool, dict[str, set[str]], float]:
     """The ``[methods]`` table of the project's priors (``models/priors.toml``, else the
     bundled priors): what ``fit`` will bound each row's accept_len by; whether ``fit``
-    refuses a speculative method the table does not declare (the structured step form); and
+    refuses a speculative method the table does not declare (the structured step form);
     the engines and methods the priors declare (a new row's name one edit from one is warned
-    of)."""
+    of); and the context ``fit`` reads a blank one at (``default_context_tokens``)."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.config import load_priors
 
     cfg = load_priors(paths.priors_file())
-    return cfg.methods, cfg.step_form == "structured", cfg.declared_names()
+    return (cfg.methods, cfg.step_form == "structured", cfg.declared_names(),
+            cfg.default_context_tokens)
 
 
 def cmd_add(args: argparse.Namespace) -> int:
@@ -72,7 +73,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                          fix="add --from-bench FILE, or drop them")
     hardware = hardware_rows(args.hardware_file)
     # bounds accept_len by what each row's configuration can emit; refuses what fit refuses
-    methods, declared, known = _methods_table()
+    methods, declared, known, blank_context = _methods_table()
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
         if given:
@@ -82,7 +83,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate, what=args.from_file,
                                     methods=methods, declared=declared, create=create,
-                                    known=known)
+                                    known=known, default_context=blank_context)
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -113,7 +114,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
                                     methods=methods, declared=declared, create=create,
-                                    known=known)
+                                    known=known, default_context=blank_context)
     else:
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
@@ -135,7 +136,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate,
                                     fill_verify_tokens=True, methods=methods,
-                                    declared=declared, create=create, known=known)
+                                    declared=declared, create=create, known=known,
+                                    default_context=blank_context)
     warned: list[str] = []
     print_warnings(result.warnings, warned)   # (on stderr in the JSON form too, as predict)
     if args.format == "json":

@@ -401,11 +401,13 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
 
     if sc.verify_tokens <= 1 or not sc.context_tokens:
         return ()
-    rows = [r for r in fit.measurements.rows if r.verify_tokens > 1 and r.context_tokens]
+    # a blank context is the fit's default_context_tokens, as context_warnings reads it
+    blank = float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
+    rows = [r for r in fit.measurements.rows if r.verify_tokens > 1 and r.context(blank)]
     model = sc.model   # (None: a fit of one model, whose rows are all its own)
     if any(model is None or r.model == model for r in rows):
         return ()
-    if not rows and not any(r.context_tokens and (model is None or r.model == model)
+    if not rows and not any(r.context(blank) and (model is None or r.model == model)
                             for r in fit.measurements.rows):
         return ()   # (no context measured for it at all: context_warnings says it)
     model = model or fit.meta.get("model", {}).get("target_model") or "the model"

@@ -234,8 +234,8 @@ def _card_weights_note(card, hardware: dict[str, dict[str, str]], m) -> str | No
             "name it with --model")
 
 
-def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: bool = True
-                   ) -> list[str]:
+def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: bool = True,
+                   default_context: float = 0.0) -> list[str]:
     """What a kept row claims that no deployment of its card does, one line each (without its
     row): a step shorter than reading the card's active weights once at the GPUs' full
     bandwidth (engine/scenario ``weights_read_ms``, the floor predict's ``read_floor_warning``
@@ -243,7 +243,8 @@ def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: boo
     predict's ``max_context_warning``). Warnings, not refusals: a deployment quantised below
     the card's bytes reads less, one with its RoPE scaled further takes a longer context.
     ``read_floor`` False leaves the first out (the card's weights do not fit the GPUs: its
-    bytes are not the run's, :func:`_card_weights_note` says so)."""
+    bytes are not the run's, :func:`_card_weights_note` says so). A blank context is the
+    priors' ``default_context``, as the fit reads it (:meth:`Measurement.context`)."""
     from ddtree_bayes.engine.scenario import context_above_max, read_floor_text, weights_read_ms
 
     if card is None:
@@ -257,7 +258,7 @@ def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: boo
                      "bytes reads less (give it its own card, `card add --gguf FILE` or "
                      "--bytes-per-weight, and name it with --model); else check --tok-s (with "
                      "--concurrency, the streams' total), --accept and --gpus")
-    above = context_above_max(card, m.context_tokens or 0)
+    above = context_above_max(card, m.context(default_context))
     if above is not None:
         notes.append(above + ": kept, as a deployment that scales it so takes it; else check "
                              "--context (tokens, not characters or bytes)")
@@ -406,7 +407,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 what: str | None = None,
                 methods: Mapping[str, MethodSpec] | None = None,
                 declared: bool = False, create: bool = False,
-                known: Mapping[str, set[str]] | None = None) -> Appended:
+                known: Mapping[str, set[str]] | None = None,
+                default_context: float = 0.0) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -422,7 +424,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
 
     A new row's engine or method one edit from another (the file's, or ``known``: the
     priors' :meth:`~ddtree_bayes.core.config.PriorsConfig.declared_names`) is kept with a
-    warning naming it (:func:`~ddtree_bayes.core.data.misspelt_names`).
+    warning naming it (:func:`~ddtree_bayes.core.data.misspelt_names`). A row's context is
+    checked against its model's card at the context the fit will read it at: a blank one is
+    ``default_context`` (the priors' ``default_context_tokens``).
 
     With ``create`` (``add --data FILE``) a file that does not exist in an existing folder is
     started, under the same lock and atomic write: the standard header (:data:`COLUMNS`, plus
@@ -567,7 +571,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.line is None:   # the next record would be the row after this one
                     next_line += 1
                 continue
-            physics = _physics_notes(cards.get(m.model), hardware, m, read_floor=note is None)
+            physics = _physics_notes(cards.get(m.model), hardware, m, read_floor=note is None,
+                                     default_context=default_context)
             cross = _cross_row_notes(m, [*current.rows, *joined])
             warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics, *cross)
                          if w is not None]
