@@ -90,6 +90,19 @@ def test_ties_go_to_the_first_in_the_file_and_file_order_is_by_row():
     assert d.accept == 3.5    # no measured acceptance: the middle of [1, 6]
 
 
+def test_the_defaults_acceptance_is_predicts_measured_one():
+    """fit_default copied predict's measured acceptance (engine/scenario.measured_acceptance)
+    but stopped at the system: EAGLE-3 block 3 measured at 3.0 on an A100 only, its H100 rows
+    inferred (blank accept_len), gave the middle of [1, 4], 2.5, where predict's measured
+    acceptance of the configuration is the A100's 3.0 ("on other systems"). One owner
+    (core/data.measured_accept) answers both."""
+    rows = [row(2, "h100", "eagle3", 3), row(3, "h100", "eagle3", 3),
+            row(4, "a100", "eagle3", 3, accept=3.0)]
+    d = fit_default(rows)
+    assert (d.hardware, d.method, d.block, d.verify_tokens) == ("h100", "eagle3", 3, None)
+    assert d.accept == 3.0
+
+
 def test_several_models_ask_the_model_named():
     rows = [row(2, "b300", "ar", gpus=8, model="kimi"), row(3, "b300", "ddtree", 16, 32,
                                                            gpus=8, model="kimi", accept=10),

@@ -13,7 +13,7 @@ import io
 import math
 import re
 import unicodedata
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -277,6 +277,41 @@ def derive_verify_tokens(method: str, block: int | None, budget: int | None,
     if always_tree(method, methods):
         return None
     return None if block is None else chain_depth(method, block, methods) + 1
+
+
+#: Where :func:`measured_accept` found rows measured elsewhere than the asked system.
+ON_OTHER_SYSTEMS = "on other systems"
+
+
+def measured_accept(rows: Iterable[Measurement], *, model: str | None, method: str,
+                    block: int | None, budget: int | None, verify_tokens: int, hardware: str,
+                    gpus: int, engine: str, methods: Mapping[str, MethodSpec] | None = None
+                    ) -> tuple[list[Measurement], str] | None:
+    """The rows whose accept_len is the measured acceptance of a configuration (``model``,
+    None: any; method, block, budget, verify tokens) and where they were measured (``on
+    b300x8 sglang``, ``on b300x8 (other engines)``, :data:`ON_OTHER_SYSTEMS`): the rows of the
+    same system and engine if any, else of the same system (the other engines': acceptance is
+    the drafter's, target's and prompts', not the engine's), else of any system; None when no
+    such row has an accept_len. A chain's budget may be written or blank (``methods``:
+    whether the method is a tree; None, the bundled table's). predict's measured acceptance
+    and a fit's default question both take their mean.
+
+    >>> r = Measurement(2, "m", "h100", 1, "vllm", "eagle3", 3, None, 4, 3.0, None, 90.0, "s", "")
+    >>> found = measured_accept([r], model=None, method="eagle3", block=3, budget=3,
+    ...                         verify_tokens=4, hardware="a100", gpus=1, engine="vllm")
+    >>> [m.row for m in found[0]], found[1]
+    ([2], 'on other systems')
+    """
+    tree = always_tree(method, methods)
+    mine = [r for r in rows
+            if r.accept_len is not None and r.method == method and r.block == block
+            and (not tree or r.budget == budget) and r.verify_tokens == verify_tokens
+            and (model is None or r.model == model)]
+    there = [r for r in mine if (r.hardware, r.gpus) == (hardware, gpus)]
+    system = system_label(hardware, gpus)
+    levels = [([r for r in there if r.engine == engine], f"on {system} {engine}"),
+              (there, f"on {system} (other engines)"), (mine, ON_OTHER_SYSTEMS)]
+    return next(((chosen, where) for chosen, where in levels if chosen), None)
 
 
 def states_verify_tokens(record: Mapping[str, str],

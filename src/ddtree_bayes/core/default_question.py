@@ -17,9 +17,10 @@ so it is asked its own most-measured configuration instead:
   prediction is an interpolation and speculative decoding matters most).
 
 Its acceptance for one-number answers (the report's answer line, the tracked default query)
-is the mean measured acceptance of that configuration's rows in its first engine (of every
-engine when that one has none: what ``predict`` takes for a measured configuration) within
-[1, M] (M: its verify tokens), or the middle of [1, M] when its rows give none, to 2 decimals
+is ``predict``'s measured acceptance of that configuration (``core/data.measured_accept``):
+the mean of its rows in its first engine, else in every engine on its system, else on other
+systems, within [1, M] (M: its verify tokens), or the middle of [1, M] when no row gives one,
+to 2 decimals
 (a label reads 2.79, not 2.7866667). It was rounded to a whole number once, for the report's
 whole-number fan grid: a chain measured at 2.79 was answered at 3 (+7.5%) where ``predict``
 used 2.79 (and it was a median across engines, where predict takes its engine's mean); the fan
@@ -40,7 +41,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from ddtree_bayes.core.config import DEFAULT_QUESTION, DefaultQuestion
-from ddtree_bayes.core.data import Measurement, derive_verify_tokens
+from ddtree_bayes.core.data import Measurement, derive_verify_tokens, measured_accept
 
 #: At most this many engines in a derived default (the bundled one has two).
 MAX_ENGINES = 2
@@ -108,12 +109,13 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     top = max(there, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
     verify = (None if derive_verify_tokens(method, top.block, top.budget) == top.verify_tokens
               else top.verify_tokens)
-    same = [(r.engine, r.accept_len) for r in there if r.accept_len is not None
-            and (r.block, r.budget, r.verify_tokens) == (top.block, top.budget, top.verify_tokens)]
-    # as predict's measured default for the first engine (engine/scenario.measured_acceptance):
-    # the mean of its own rows there, else of the system's
-    own = [a for e, a in same if e == engines[0]] or [a for _, a in same]
-    accept = statistics.fmean(own) if own else (1 + top.verify_tokens) / 2
+    # predict's measured acceptance of it in the first engine (core/data.measured_accept: its
+    # own rows there, else the system's, else other systems'); none: the middle of [1, M]
+    found = measured_accept(mine, model=None, method=method, block=top.block,
+                            budget=top.budget, verify_tokens=top.verify_tokens,
+                            hardware=hardware, gpus=gpus, engine=engines[0])
+    accept = (statistics.fmean(r.accept_len for r in found[0] if r.accept_len is not None)
+              if found else (1 + top.verify_tokens) / 2)
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
                     accept=round(float(min(max(accept, 1), top.verify_tokens)), 2), why=why)

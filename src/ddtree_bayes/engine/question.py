@@ -29,6 +29,7 @@ from ddtree_bayes.core.data import (
     MAX_CONTEXT_TOKENS,
     MAX_GPUS,
     NAME_RE,
+    ON_OTHER_SYSTEMS,
     not_a_name,
     plain_text,
 )
@@ -37,7 +38,6 @@ from ddtree_bayes.core.methods import MethodSpec, always_tree
 from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
-    ON_OTHER_SYSTEMS,
     AcceptRequest,
     Scenario,
     acceptance_prior,

@@ -19,6 +19,7 @@ from ddtree_bayes.core.data import (
     as_name,
     derive_verify_tokens,
     gb_texts,
+    measured_accept,
     plain_float,
     plain_text,
     system_label,
@@ -1133,29 +1134,19 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
-#: Where :func:`measured_acceptance` found rows measured elsewhere than the query's system.
-ON_OTHER_SYSTEMS = "on other systems"
-
-
 def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | None:
-    """The mean measured acceptance of the query's configuration (model, method, block,
-    budget, verify tokens), how many rows it averages and where they were measured (``on
-    b300x8 sglang``, ``on b300x8 (other engines)``, :data:`ON_OTHER_SYSTEMS`): the rows of the
-    same system and engine if any, else of the same system (the other engines': acceptance is
-    the drafter's, target's and prompts', not the engine's), else of any system; None when no
-    such row has an accept_len."""
-    tree = always_tree(sc.method, draws.methods)   # a chain's budget may be written or blank
-    rows = [r for r in draws.measurements.rows
-            if r.accept_len is not None and r.method == sc.method and r.block == sc.block
-            and (not tree or r.budget == sc.budget) and r.verify_tokens == sc.verify_tokens
-            and (not sc.multi or r.model == sc.model)]
-    there = [r for r in rows if (r.hardware, r.gpus) == (sc.hardware, sc.gpus)]
-    levels = [([r for r in there if r.engine == sc.engine], f"on {sc.system} {sc.engine}"),
-              (there, f"on {sc.system} (other engines)"), (rows, ON_OTHER_SYSTEMS)]
-    for chosen, where in levels:
-        if chosen:
-            return float(np.mean([r.accept_len for r in chosen])), len(chosen), where
-    return None
+    """The mean measured acceptance of the query's configuration, how many rows it averages
+    and where they were measured (:func:`~ddtree_bayes.core.data.measured_accept`'s rows: the
+    same system and engine's, else the system's, else other systems'), by the fit's methods
+    table; None when no such row has an accept_len."""
+    found = measured_accept(draws.measurements.rows, model=sc.model if sc.multi else None,
+                            method=sc.method, block=sc.block, budget=sc.budget,
+                            verify_tokens=sc.verify_tokens, hardware=sc.hardware, gpus=sc.gpus,
+                            engine=sc.engine, methods=draws.methods)
+    if found is None:
+        return None
+    chosen, where = found
+    return float(np.mean([r.accept_len for r in chosen])), len(chosen), where
 
 
 def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | None:
