@@ -473,10 +473,10 @@ def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
     so two deployments of one model, engine and method differ as much as any two groups:
     Qwen3.8-27B MTP in vLLM pays 4.6, 8.1 and 14.8 ms of fixed cost on the corpus's three
     systems and ~28 ms on one A100 (vllm-project/vllm#35387); in llama.cpp its MTP step costs
-    3-9 ms over AR on the corpus's GPUs and 23-37 ms on three community rigs (an RTX 3090 at
-    250 W, one on a day-one build, an RTX 5090 laptop: sudoingX/qwen38-mtp), where a
-    system's scatter allows +-40%. Only an engine measured on transformer targets too, whose
-    hybrid effect the data put near 0, keeps the system scatter."""
+    3-9 ms over AR at n = 1-4 on the corpus's RTX 3090 and 5090 and 23-37 ms at n = 2-4 on
+    three community rigs (an RTX 3090 at 250 W, one on a day-one build, an RTX 5090 laptop:
+    sudoingX/qwen38-mtp), where a system's scatter allows +-40%. Only an engine measured on
+    transformer targets too, whose hybrid effect the data put near 0, keeps the system scatter."""
     card = stored_card(fit.meta["model"], sc.model)
     model = fit.meta["model"]
     engines = model.get("engines", [])
