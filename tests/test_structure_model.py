@@ -656,7 +656,7 @@ def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
 
     kimi_h200, kimi_b300 = ask("kimi-k2.6", "h200"), ask("kimi-k2.6", "b300")
     assert carried_group(draws, kimi_h200, "sglang") == ("kimi-k2.6@b300x8/sglang/ddtree",
-                                                         "b300", 8)
+                                                         "b300", 8, "kimi-k2.6")
     parts, how = P.step_components(draws, kimi_h200, np.random.default_rng(0), anchor=False)
     assert "group kimi-k2.6@b300x8/sglang/ddtree carried to kimi-k2.6@h200x8" in how
     roof = pass_roofline(draws, kimi_h200)[0] / pass_roofline(draws, kimi_b300)[0]
@@ -673,6 +673,39 @@ def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
     parts, how = P.step_components(draws, llama, np.random.default_rng(0), anchor=False)
     assert "drawn from the pooled population" in how
     assert parts["spec"] == pytest.approx(step_ar * np.exp(-3.0) * 34)
+
+
+def test_a_deployment_card_of_a_measured_model_carries_its_group():
+    """A held-out community rig (Qwen3.8-27B at IQ2_XXS on an RTX 3080, sudoingX/qwen38-mtp)
+    was answered from the population, 37-53% too fast, though the fit measured the same
+    model's llama.cpp MTP at Q4_K_M on three GPUs: a deployment card of a measured model (its
+    name, or a sibling card of one the fit knows) runs the same drafter in the same engine,
+    so its group is carried, priced with the measured pair's own drafter roofline."""
+    from ddtree_bayes.engine.structure import carried_group, pass_roofline
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    draws = multi_model_draws(
+        moe_form="roofline", moe_distinct_exponent=[0.5, 0.5], compute_tok_ratio=[0.01, 0.01],
+        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
+        structure_sd=0.04, transfer_system_sd=0.0, moe_distinct_exponent_mu=0.5,
+        compute_eff_log_mu=-1.2, compute_eff_log_sd=0.0,
+        **{f"spec_{p}_log_{s}": v for p in ("fixed", "pass", "tree")
+           for s, v in (("mu", -3.0), ("sd", 0.0))})
+    draws.meta["model"].update({"step_form": "structured", "knee": 3.0,
+                                "methods": {"ddtree": {"passes": 1, "tree": True}}})
+    cards = draws.meta["model"]["model_cards"]
+    cards["kimi-k2.6-int4"] = dict(cards["kimi-k2.6"], model="kimi-k2.6-int4")
+    sc = P.resolve_scenario(draws, hardware="h200", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0,
+                            model="kimi-k2.6-int4")
+    assert carried_group(draws, sc, "sglang") == ("kimi-k2.6@b300x8/sglang/ddtree", "b300", 8,
+                                                  "kimi-k2.6")
+    parts, how = P.step_components(draws, sc, np.random.default_rng(0), anchor=False)
+    assert "group kimi-k2.6@b300x8/sglang/ddtree carried to kimi-k2.6-int4@h200x8" in how
+    b300 = dataclasses.replace(sc, hardware="b300", model="kimi-k2.6")
+    roof = pass_roofline(draws, sc)[0] / pass_roofline(draws, b300)[0]
+    # the B300 pair's AR step is 8 ms: 8 x (0.05 fixed + 0.1 x roof + 0.002 x 32 nodes)
+    assert parts["spec"] == pytest.approx(8 * (0.05 + 0.1 * roof + 0.002 * 32))
 
 
 def test_an_ar_question_in_an_engine_without_ar_rows_says_whose_rows_are_there():

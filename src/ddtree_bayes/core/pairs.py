@@ -289,3 +289,17 @@ def same_family(a: str, b: str) -> bool:
     (True, False)
     """
     return a == b or a.startswith(b + "-") or b.startswith(a + "-")
+
+
+def same_target(a: str, b: str, names) -> bool:
+    """One target model under two deployment names: :func:`same_family`, or two deployment
+    cards of one model among ``names`` (the fit's models: ``qwen3.8-27b-iq2_xxs`` and
+    ``qwen3.8-27b-q4_k_m`` when ``qwen3.8-27b`` is one of them). Only a name the fit knows is
+    a common root, so two cards of unrelated models never match by a shared prefix.
+
+    >>> same_target("qwen3.8-27b-iq2_xxs", "qwen3.8-27b-q4_k_m", ["qwen3.8-27b"])
+    True
+    >>> same_target("qwen3.8-27b-iq2_xxs", "qwen3.8-27b-q4_k_m", ["qwen3.8-27b-q8_0"])
+    False
+    """
+    return same_family(a, b) or any(same_family(r, a) and same_family(r, b) for r in names)

@@ -13,10 +13,10 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.core.model_cards import required_card, stored_card
-from ddtree_bayes.core.pairs import split_label
+from ddtree_bayes.core.pairs import same_target, split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
-from ddtree_bayes.engine.target_models import is_multi, row_pair
+from ddtree_bayes.engine.target_models import fit_models, is_multi, row_pair
 from ddtree_bayes.engine.transfer import transfer_reference
 
 
@@ -405,28 +405,37 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     return extra * unit_ms
 
 
-def carried_group(draws: Fit, sc: Scenario, engine: str) -> tuple[str, str, int] | None:
+def carried_group(draws: Fit, sc: Scenario, engine: str
+                  ) -> tuple[str, str, int, str | None] | None:
     """For a query whose (system, engine, method) group the fit did not learn (on a GPU it
     never measured, or one measured with another engine or method only): the measured overhead
     group of the same engine and method on the measured system nearest to it (one GPU or its
     interconnect class first, then aggregate bandwidth, as
     :func:`~ddtree_bayes.engine.transfer.transfer_reference` picks among the systems that
-    measured that group), as (group label, GPU, count); None when no system measured it (the
-    group is then drawn from the population). In a fit of several models only the query
-    model's own pairs are searched: another model's drafter and engine set-up are not this
-    one's, and the population with its engine effect already says what they share."""
+    measured that group), as (group label, GPU, count, the pair's model: None in a fit of one
+    model); None when no system measured it (the group is then drawn from the population). In
+    a fit of several models only the query model's own pairs are searched, or failing them
+    those of another deployment card of the same model (:func:`~ddtree_bayes.core.pairs.
+    same_target`: Qwen3.8-27B at IQ2_XXS carries its Q4_K_M group, the same MTP module in the
+    same engine): another model's drafter and engine set-up are not this one's, and the
+    population with its engine effect already says what they share."""
     multi = is_multi(draws)
     with_group = [s for s in draws.measured_systems if s != sc.pair
-                  and (not multi or split_label(s)[0] == sc.model)
                   and group_learned(draws, S.overhead_group_label(s, engine, sc.method))]
+    if multi:
+        names = fit_models(draws)
+        own = [s for s in with_group if split_label(s)[0] == sc.model]
+        with_group = own or [s for s in with_group
+                             if same_target(str(split_label(s)[0]), str(sc.model), names)]
     if not with_group:
         return None
     ref, ref_hw, ref_gpus = transfer_reference(draws, sc.hardware, sc.gpus, among=with_group)
-    return S.overhead_group_label(ref, engine, sc.method), ref_hw, ref_gpus
+    return (S.overhead_group_label(ref, engine, sc.method), ref_hw, ref_gpus,
+            split_label(ref)[0] if multi else None)
 
 
-def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], passes: float,
-                    nodes: float, scale, rng: np.random.Generator,
+def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str | None],
+                    passes: float, nodes: float, scale, rng: np.random.Generator,
                     spread: np.ndarray | None) -> np.ndarray:
     """SPEC (ms per draw) of a query on an unmeasured system whose reference system measured
     the query's engine and method (:func:`carried_group`): that group's costs carried in
@@ -442,12 +451,14 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int], pas
 
     from ddtree_bayes.core.sampling import prior_sample
 
-    label, ref_hw, ref_gpus = carried
+    label, ref_hw, ref_gpus, ref_model = carried
     v, n = draws.variables, draws.n_draws
     g = draws.meta["coords"]["overhead_group"].index(label)
     # the group's per-pass ratio is a multiple of the roofline of the drafter it measured (the
-    # fit's card for the method) on its own GPUs; the query's drafter (--drafter) on the new ones
-    ref = dataclasses.replace(sc, hardware=ref_hw, gpus=ref_gpus, measured=True, drafter=None)
+    # fit's card for the method, of the pair's own model card) on its own GPUs; the query's
+    # drafter (--drafter) on the new ones
+    ref = dataclasses.replace(sc, hardware=ref_hw, gpus=ref_gpus, measured=True, drafter=None,
+                              model=ref_model if ref_model is not None else sc.model)
     ref_step = v["step_ar_ms"][:, draws.meta["coords"]["system"].index(ref.pair)]
     roof = pass_roofline(draws, sc)[0] / pass_roofline(draws, ref)[0]
     spec = scale * ref_step * (v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
