@@ -211,6 +211,43 @@ def test_a_steeper_curve_moves_the_best_budget():
     assert rows[128]["accept"] == 16.0
 
 
+def test_optimize_says_when_the_best_budget_is_at_the_edge_of_those_compared():
+    """P(best) and E[regret] are among the budgets compared: at C = 256 on the bundled fit
+    the default grid (8 to 1024) recommended budget 8 with P(best) 1.00, where budget 4, not
+    compared, was the best in a third of the draws (8 falls to P(best) 0.53 once 1, 2 and 4
+    are compared). A best budget at the edge of three or more compared now says so; two
+    budgets are a question about those two.
+
+    Point mass with acceptance 8 at every budget (gain 0): steps 12.5, 15, 20, 30 ms at
+    budgets 8, 16, 32, 64 (10 x (1 + B / 32)) -> 640, 533, 400, 267 tok/s."""
+    draws = point_mass_draws()
+    flat = curve_of(gain='dist = "point"\nvalue = 0.0')
+    out = D.optimize(draws, flat, hardware="b300", engine="sglang", budgets=(16, 32, 64))
+    assert out["recommended"] == 16 and out["rows"][0]["p_best"] == 1.0
+    assert out["rows"][0]["tok_s_mean"] == pytest.approx(8000 / 15)
+    wider = D.optimize(draws, flat, hardware="b300", engine="sglang", budgets=(8, 16, 32, 64))
+    assert wider["recommended"] == 8
+    assert wider["rows"][0]["tok_s_mean"] == pytest.approx(640.0)   # faster than 16's 533
+    assert ("budget 16 is the smallest of the budgets compared, and its P(best) 1.00 is among "
+            "them: a smaller budget may be faster still (--budgets 4,8,16,32 compares "
+            "smaller ones)") in out["warnings"]
+    assert "budget 8 is the smallest" in " ".join(wider["warnings"])
+    # the largest edge: accept 4, 8, 12 at budgets 8, 16, 32 (gain 4, decay 1) -> 320, 533, 600
+    steep = curve_of(gain='dist = "point"\nvalue = 4.0', decay='dist = "point"\nvalue = 1.0')
+    up = D.optimize(draws, steep, hardware="b300", engine="sglang", budgets=(8, 16, 32))
+    assert up["recommended"] == 32
+    assert ("budget 32 is the largest of the budgets compared, and its P(best) 1.00 is among "
+            "them: a larger budget may be faster still (--budgets 16,32,64,128 compares "
+            "larger ones)") in up["warnings"]
+    # inside the budgets compared, or one of two: no note
+    for curve, budgets in ((curve_of(), BUDGETS), (flat, (16, 32))):
+        quiet = D.optimize(draws, curve, hardware="b300", engine="sglang", budgets=budgets)
+        assert not [w for w in quiet["warnings"] if "of the budgets compared" in w]
+    # budget 1 is the smallest there is
+    one = D.optimize(draws, flat, hardware="b300", engine="sglang", budgets=(1, 2, 4))
+    assert not [w for w in one["warnings"] if "smallest" in w]
+
+
 def test_optimize_flags_extrapolation():
     out = D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang",
                      budgets=BUDGETS)
