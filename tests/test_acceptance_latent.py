@@ -429,6 +429,24 @@ def test_add_without_accept_is_refused_and_names_infer(work, capsys):
     assert (work / "data" / "measurements.csv").read_bytes() == before
 
 
+def test_add_ar_without_accept_names_accept_1_not_infer(work, capsys):
+    """`add --method ar` without --accept said "(fix: ... --accept infer when the run did not
+    report its acceptance ...)", and --accept infer with --method ar is refused in turn: the
+    fix led to a second error. An autoregressive step emits one token: the fix names
+    --accept 1."""
+    from ddtree_bayes.cli import main as cli
+
+    before = (work / "data" / "measurements.csv").read_bytes()
+    ar = ["add", "--hardware", "rtx-pro-6000", "--engine", "vllm", "--method", "ar",
+          "--context", "16k", "--tok-s", "84.6", "--source", "TEST ar no accept"]
+    assert cli.main(ar) == 2
+    err = capsys.readouterr().err
+    assert err == ("ddtree-bayes: error: missing --accept (fix: give --accept 1: "
+                   "autoregressive decoding emits 1 token per step)\n")
+    assert (work / "data" / "measurements.csv").read_bytes() == before
+    assert cli.main([*ar, "--accept", "1"]) == 0   # (the fix works)
+
+
 # ------------------------------------------------------------------ recovery (real NUTS fit)
 @pytest.mark.slow
 def test_inferred_acceptance_is_recovered_from_a_context_sweep(tmp_path):

@@ -120,10 +120,17 @@ def cmd_add(args: argparse.Namespace) -> int:
                                                         "tok_s", "source")
                    if getattr(args, f) is None]
         if missing:
+            from ddtree_bayes.core.data import AR_METHOD
+
+            # (--accept infer is refused for ar: naming it there led to a second error)
+            hint = ("--accept 1: autoregressive decoding emits 1 token per step"
+                    if args.method == AR_METHOD else
+                    "--accept infer when the run did not report its acceptance")
             raise InputError(f"missing {', '.join(missing)}",
-                             fix="give the measured configuration and result (--accept infer "
-                                 "when the run did not report its acceptance), or --from "
-                                 "FILE.csv")
+                             fix=f"give {hint}" if missing == ["--accept"]
+                             and args.method == AR_METHOD else
+                             f"give the measured configuration and result ({hint}), or "
+                             "--from FILE.csv")
         values: dict[str, str | None] = {
             "model": args.model, "hardware": args.hardware, "gpus": args.gpus,
             "engine": args.engine, "method": args.method, "block": args.block or "",
