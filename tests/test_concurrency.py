@@ -823,6 +823,27 @@ def test_a_coin_flip_is_called_uncertain_not_paying_or_stopping():
         "vllm, accept 7: speculation pays at every concurrency asked (P(faster than AR) >= 0.80)")
 
 
+def test_an_uncertain_p_faster_than_ar_never_reads_as_0_75_or_0_25():
+    """`predict --engine sglang --accept 14 --drafter D --model-average --concurrency 1,8` on
+    the bundled data (a P of 0.74998) printed "is uncertain at C = 8 (0.75, between 0.25 and
+    0.75)", and 0.75 in the P(> AR) column: the threshold at which the line calls it paying. As
+    at 0.5 (test_a_p_faster_than_ar_below_one_half_never_reads_0_50), every P shown keeps the
+    digits that put it in its own verdict: does not pay (<= 0.25), uncertain, pays (>= 0.75)."""
+    from ddtree_bayes.cli.predict import crossover_lines
+    from ddtree_bayes.engine.structure import p_bound, p_text
+
+    rows = [{"engine": "sglang", "accept": "14", "concurrency": c, "p_faster_than_ar": p}
+            for c, p in ((1, 1.0), (8, 0.7499822912617329))]
+    assert crossover_lines(rows) == [
+        "sglang, accept 14: speculation pays at C = 1 (P(faster than AR) 1.00), is uncertain at "
+        "C = 8 (0.74998, between 0.25 and 0.75)"]
+    # the table's cells: a verdict's own threshold rounds to it, the other side does not
+    assert [p_text(p) for p in (0.74998, 0.7503, 0.2504, 0.2496, 0.7499999, 0.2500001)] == [
+        "0.74998", "0.75", "0.2504", "0.25", "<0.75", ">0.25"]
+    # (a range of several is a bound, true as shown: test_a_bound_on_p_faster_than_ar_...)
+    assert p_bound(0.7451, upper=True) == "0.75"
+
+
 def test_a_bound_on_p_faster_than_ar_is_true_at_the_precision_shown():
     """s45b finding 5: `predict --engine sglang --accept 14 --concurrency 1,8` (P 1.0 and
     0.9955) printed "pays at every concurrency asked (P(faster than AR) >= 1.00)": the least P

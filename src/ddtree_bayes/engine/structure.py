@@ -133,17 +133,28 @@ def paying_fields(concurrency: list[int], p_faster: list[float]) -> dict:
 
 
 def p_text(p: float) -> str:
-    """P(faster than AR) with two decimals, or as many more as tell its side of 0.5, the
-    line speculation pays at (a P of 0.4995 printed 0.50 beside "stops paying"; now 0.499).
+    """P(faster than AR) with two decimals, or as many more as keep it in its own verdict:
+    does not pay (at most :data:`UNSURE_BELOW`), uncertain below or from 0.5, pays (from
+    1 - :data:`UNSURE_BELOW`). A P of 0.4995 printed 0.50 beside "stops paying" (now 0.499),
+    one of 0.74998 printed 0.75 beside "is uncertain ... between 0.25 and 0.75" (now 0.74998).
 
     >>> p_text(0.7), p_text(0.4995), p_text(0.5), p_text(0.49999999)
     ('0.70', '0.499', '0.50', '<0.5')
+    >>> p_text(0.74998), p_text(0.7503), p_text(0.2504), p_text(0.2496)
+    ('0.74998', '0.75', '0.2504', '0.25')
     """
     for digits in range(2, 7):
         text = f"{p:.{digits}f}"
-        if (float(text) >= 0.5) == (p >= 0.5):
+        if _verdict(float(text)) == _verdict(p):
             return text if digits == 2 else text.rstrip("0")
-    return "<0.5"
+    cut = min(VERDICT_CUTS, key=lambda c: abs(p - c))   # (p is a hair beside it)
+    return f"{'<' if p < cut else '>'}{cut:g}"
+
+
+def _verdict(p: float) -> int:
+    """Which side of each of :data:`VERDICT_CUTS` ``p`` is on, as the lines judge it: 0 does
+    not pay (<= 0.25), 1 and 2 uncertain (below and from 0.5), 3 pays (>= 0.75)."""
+    return int(p > UNSURE_BELOW) + int(p >= 0.5) + int(p >= 1 - UNSURE_BELOW)
 
 
 def p_bound(p: float, *, upper: bool) -> str:
@@ -181,6 +192,8 @@ def p_range(ps: list[float]) -> str:
 #: A concurrency whose P(faster than AR) is strictly between this and 1 - this is called
 #: uncertain: odds under 3:1 either way are no verdict on whether speculation pays there.
 UNSURE_BELOW = 0.25
+#: The P(faster than AR) at which a line's verdict changes (:func:`p_text` keeps each side).
+VERDICT_CUTS = (UNSURE_BELOW, 0.5, 1 - UNSURE_BELOW)
 
 
 def uncertain_at(cs: list[int], ps: list[float]) -> list[int]:
