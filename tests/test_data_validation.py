@@ -1133,6 +1133,11 @@ def test_the_own_data_page_describes_the_columns_the_reader_takes():
     assert ("an optional `concurrency` column: the streams decoded together, blank = 1"
             in " ".join(section.split()))
     assert "the C streams' total" in " ".join(section.split())
+    # it said "as `vllm bench serve --max-concurrency C` and SGLang `bench_serving` report it":
+    # their output throughput counts the prefill and the ramp-up, where add --from-bench takes
+    # the decode rate, C x 1000 / TPOT (a hand-copied row would be below an imported one)
+    assert "`bench_serving` report it" not in " ".join(section.split())
+    assert "C x 1000 / TPOT" in " ".join(section.split())
 
 
 def test_a_chain_verifying_fewer_tokens_than_its_block_is_refused_with_a_blank_budget(tmp_path,
