@@ -1201,6 +1201,30 @@ def test_next_prints_a_rate_below_one_tok_s_with_two_digits(tmp_path):
         assert _printed_matches(cell, value), (cell, value)
 
 
+def test_next_says_a_query_beyond_the_measured_concurrency_keeps_a_part_reweighting_cannot_remove(
+        tmp_path):
+    """`next --query '--method ar --concurrency 32'` on the bundled fit ranked DDTree budget 32
+    (at C = 1) first, cutting the width by 16%, and "the query itself" third at 8%: most of a
+    C = 32 answer's width there is the prior-driven discrepancy per doubling of C beyond the
+    measured (concurrency_sd, 5 doublings x 0.06), which reweighting the draws cannot remove
+    and a refit with the row at C = 32 does. docs/howto/decide.md said so; the output did
+    not. Point mass: rows at C = 1 on b300x8, a query at C = 8 is 3 doublings beyond."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)
+    line = ("--query: C = 8 is 3 doublings beyond the concurrencies measured on b300x8 (at "
+            "most 1): its interval carries a prior-driven discrepancy for them (concurrency_sd "
+            "0.06 per doubling: sd 0.18 of log tok/s) that reweighting the draws cannot remove, "
+            "so E[width] understates what a candidate above C = 1 does once added and refitted")
+    argv = ("next", "--query", "--engine sglang --accept 14 --concurrency 8", "--k", "2")
+    code, _, err = run_cli(work, *argv)
+    assert code == 0 and f"ddtree-bayes: warning: {line}" in err.splitlines(), err
+    code, text, _ = run_cli(work, *argv, "--format", "json")
+    assert code == 0 and line in json.loads(text)["warnings"]
+    code, _, err = run_cli(work, "next", "--query", "--engine sglang --accept 14", "--k", "2")
+    assert code == 0 and "doublings beyond" not in err
+
+
 def test_next_leaves_out_a_measurement_whose_kv_cache_cannot_fit():
     """A review: a C = 4 query at context 131072 was offered AR at C = 64 and 128 (ranked 1st
     and 3rd), for which predict itself warns that the KV cache cannot fit (8 x 288 GB of B300

@@ -210,6 +210,10 @@ def cmd_next(args: argparse.Namespace) -> int:
                               left_out=left)
     if query.note is not None:
         print(f"{PROG} next: --query: {query.note}", file=sys.stderr)
+    from ddtree_bayes.engine.structure import reweight_understates
+
+    if (understated := reweight_understates(draws, query.scenario)) is not None:
+        print_warnings([f"--query: {understated}"], warned)
     if args.format == "json":
         q = dict(out["query"])  # acceptance: a number, or null and what it is drawn from
         fixed = q.get("accept_fixed") and _is_number(q["accept"])

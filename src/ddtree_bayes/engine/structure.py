@@ -349,6 +349,14 @@ def concurrency_beyond(draws: Fit, sc: Scenario) -> float:
     system (or on the system its parameters come from): ``log2(C / C_max)``, 0 within."""
     if sc.concurrency <= 1:
         return 0.0
+    top = concurrency_reference(draws, sc)[1]
+    return max(0.0, float(np.log2(sc.concurrency / top)))
+
+
+def concurrency_reference(draws: Fit, sc: Scenario) -> tuple[str, int]:
+    """(the system whose measured concurrencies :func:`concurrency_beyond` counts from: the
+    query's own, or the one its parameters are transferred from; the largest C measured there,
+    1 without rows)."""
     cache = draws.memo.setdefault("max_concurrency", {})
     if sc.measured or is_multi(draws):
         system = sc.pair
@@ -357,7 +365,24 @@ def concurrency_beyond(draws: Fit, sc: Scenario) -> float:
     if system not in cache:
         cache[system] = max((r.concurrency for r in fit_rows(draws)
                              if row_pair(draws, r) == system), default=1)
-    return max(0.0, float(np.log2(sc.concurrency / cache[system])))
+    return system, cache[system]
+
+
+def reweight_understates(draws: Fit, sc: Scenario) -> str | None:
+    """One line when ``sc`` is beyond the concurrencies measured (:func:`concurrency_beyond`)
+    and the priors give that a discrepancy (:data:`CONCURRENCY_SD`): ``next`` reweights the
+    fit's draws, which cannot remove it, so its E[width] of a candidate at a higher C than
+    measured understates what the row does once added and refitted. None otherwise."""
+    beyond, sd = concurrency_beyond(draws, sc), concurrency_sd(draws)
+    if not beyond or not sd:
+        return None
+    system, top = concurrency_reference(draws, sc)
+    return (f"C = {sc.concurrency} is {beyond:.3g} doubling{'' if beyond == 1 else 's'} beyond "
+            f"the concurrencies measured on {system} (at most {top}): its interval carries a "
+            f"prior-driven discrepancy for them ({CONCURRENCY_SD} {sd:g} per doubling: sd "
+            f"{beyond * sd:.2g} of log tok/s) that reweighting the draws cannot remove, so "
+            f"E[width] understates what a candidate above C = {top} does once added and "
+            "refitted")
 
 
 def group_measured_values(draws: Fit, label: str) -> dict[str, set[float]]:
