@@ -523,11 +523,14 @@ def test_a_kv_cache_that_cannot_fit_is_warned_about():
     (warning,) = [w for w in q.warnings if "KV cache" in w]
     assert warning.startswith("at C = 512 and context 131072 the KV cache needs 2357.9 GB")
     assert "have 1704.0 GB left after the weights (600.0 GB)" in warning
-    # an old fit's card without the field: no check
+    # an old fit's card without the field: no check, and it says so
     del draws.meta["model"]["card"]["kv_bytes_per_token"]
-    assert not [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
-                                                method="ar", accept="1", context="128k",
-                                                concurrency=(512,))).warnings if "KV cache" in w]
+    (note,) = [w for w in resolve(draws, Flags(hardware="b300", engines=("sglang",),
+                                               method="ar", accept="1", context="128k",
+                                               concurrency=(512,))).warnings if "KV cache" in w]
+    assert note.startswith("kimi-k2.6's card gives no kv_bytes_per_token: whether the KV cache "
+                           "of 512 streams at context 131072 fits in the 1704.0 GB 8 x b300 "
+                           "have left after the weights was not checked")
 
 
 def test_diff_pairs_a_one_model_fits_parameters_with_a_several_model_fit():
@@ -701,6 +704,37 @@ def test_memory_messages_tell_apart_the_figures_they_compare():
     assert str(err.value) == (
         "llama-3.1-8b-instruct's weights (16.1 GB: 8.03B parameters at 2 bytes) do not fit in "
         "1 x gpu (16.0 GB) (fix: --gpus 2 or more of them, or a GPU with more memory)")
+
+
+def test_a_card_without_kv_bytes_says_the_cache_was_not_checked():
+    """A fit of a model without a card (the proxy card: no KV bytes per token) answered
+    `predict --context 32k --concurrency 1,4,16` on one RTX 4090 with 800 tok/s in total at
+    C = 16 and no word on memory, where a Llama-3.1-8B-sized model's 16 caches of 32k tokens
+    hold 68.7 GB beside 16 GB of weights on a 24 GB GPU: kv_cache_warning cannot tell without
+    the card's bytes, and said nothing. It says the check was not made, once, at the most
+    streams asked (Llama-3.1-8B's card without them: 24 - 16.06 = 7.94 GB left)."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import unchecked_kv_warning
+
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["llama-3.1-8b-instruct"])
+    card["kv_bytes_per_token"] = None
+    fit = NS(meta={"model": {"card": card}}, hardware={"gpu": {"memory_gb": "24"}})
+    sc = NS(model=None, hardware="gpu", gpus=1, context_tokens=32768.0)
+    assert unchecked_kv_warning(fit, sc, (1, 4, 16)) == (
+        "llama-3.1-8b-instruct's card gives no kv_bytes_per_token: whether the KV cache of 16 "
+        "streams at context 32768 fits in the 7.9 GB 1 x gpu have left after the weights was "
+        "not checked, and the memory-read cap counts the weights alone (a card from "
+        "`ddtree-bayes card add` gives the bytes)")
+    assert unchecked_kv_warning(fit, sc, (1,)).startswith(
+        "llama-3.1-8b-instruct's card gives no kv_bytes_per_token: whether the KV cache of 1 "
+        "stream at context 32768 fits")
+    # no context, or a card with the bytes (kv_cache_warning checks it): nothing to say
+    assert unchecked_kv_warning(fit, NS(**{**vars(sc), "context_tokens": 0.0}), (16,)) is None
+    card["kv_bytes_per_token"] = 131072
+    assert unchecked_kv_warning(fit, sc, (16,)) is None
 
 
 B300_DDTREE_8 = ("--hardware", "b300", "--method", "ddtree", "--block", "8", "--budget", "8")

@@ -807,6 +807,29 @@ an engine would run fewer streams at once; the answer is for 64 streams decoded 
             f"{has} GB left after the weights ({weighs} GB): {what}")
 
 
+def unchecked_kv_warning(draws: Fit, sc: Scenario, concurrencies=(1,)) -> str | None:
+    """One line when the card gives no ``kv_bytes_per_token`` (a proxy card, or one written by
+    hand without it) and the question has a context: :func:`kv_cache_warning` cannot check
+    whether the caches of the most streams asked fit beside the weights, and the read cap
+    (engine/ceiling.py) counts the weights alone; said rather than passed over. None when the
+    card, the hardware table or the context leave nothing unchecked."""
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    memory = memory_gb(draws, sc.hardware)
+    if card is None or memory is None or not sc.context_tokens:
+        return None
+    if card.kv_cache_gb(sc.context_tokens, 1) is not None:
+        return None
+    streams = max(concurrencies)
+    left = gb_texts(max(memory * sc.gpus - card.weights_gb, 0.0))[0]
+    return (f"{card.model}'s card gives no kv_bytes_per_token: whether the KV cache of "
+            f"{streams} stream{'' if streams == 1 else 's'} at context "
+            f"{plain_text(sc.context_tokens)} fits in the {left} GB {sc.gpus} x {sc.hardware} "
+            "have left after the weights was not checked, and the memory-read cap counts the "
+            "weights alone (a card from `ddtree-bayes card add` gives the bytes)")
+
+
 def checked_shape(method: str, block: int | None, budget: int | None, verify_tokens: int,
                   methods) -> int | None:
     """A question's budget as its shape implies (:func:`~ddtree_bayes.core.methods.
@@ -1065,7 +1088,7 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     ``predict``, ``next`` and ``optimize`` say the same."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
              read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
-             node_warning(draws, sc))
+             node_warning(draws, sc), unchecked_kv_warning(draws, sc, concurrencies))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
