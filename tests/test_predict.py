@@ -318,6 +318,30 @@ def test_context_past_the_measured_ones_warns():
     assert row["median"] == pytest.approx(12 / ((16 + 2 * 16 * 33 ** 0.5) / 0.8) * 1000)
 
 
+def test_a_context_on_a_system_that_measured_none_says_its_cost_is_the_prior():
+    """`predict --accept 14 --context 32k` (the bundled question, B300) answered 357 tok/s,
+    90% 103-612, against 708 at context 0, and said nothing of where the context cost came
+    from: the fit measured context only on the RTX PRO 6000 (up to 131072), so the B300's
+    ctx_ms_per_unit is its prior, LogNormal(median 3, sigma 1) per system (docs/model.md lists
+    it as prior-only). The extrapolation warning looks at the longest context of any system;
+    one more line names the system that measured none."""
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = point_mass_draws()
+    line = ("context 32768 on b300x8: the fit measured no context beyond 0 there (only on "
+            "rtx-pro-6000x8): its context cost per token there is the prior's "
+            "(ctx_ms_per_unit[b300x8], prior-driven)")
+    assert line in resolve(draws, Flags(context="32k", accept="12")).warnings
+    assert line.replace("context 32768", "--query: context 32768") in resolve(
+        draws, Flags(context="32k", accept="12"), prefix="--query: ").warnings
+    # the system that measured it, or context 0: nothing to say
+    rtx = resolve(draws, Flags(hardware="rtx-pro-6000", engines=("vllm",), method="eagle3",
+                               block=3, context="32k", accept="1.95"))
+    assert not [w for w in rtx.warnings if "measured no context" in w]
+    assert not [w for w in resolve(draws, Flags(accept="12")).warnings
+                if "measured no context" in w]
+
+
 def test_a_context_of_millions_is_shown_in_full_in_the_headers(tmp_path):
     """predict --accept 14 --context 2m headed its table "context 2.09715e+06" (a :g format
     of 2097152 tokens), and optimize and next's query line alike: a whole token count is now

@@ -391,6 +391,27 @@ is extrapolated linearly past the measured contexts
             "is extrapolated linearly past the measured contexts",)
 
 
+def system_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[str, ...]:
+    """A question at a context > 0 on a measured system whose rows are all at context 0, when
+    other systems measured one: the context cost per token is per system
+    (``ctx_ms_per_unit``), so that system's is its prior (docs/model.md lists the B300's as
+    prior-only), which :func:`context_warnings`, looking at the longest context of any
+    system, does not say. One line naming the system and those that measured one."""
+    from ddtree_bayes.engine.structure import fit_rows
+    from ddtree_bayes.engine.target_models import row_pair
+
+    if not sc.context_tokens or not sc.measured:
+        return ()
+    blank = float(fit.meta.get("model", {}).get("default_context_tokens") or 0.0)
+    with_context = {row_pair(fit, r) for r in fit_rows(fit) if r.context(blank) > 0}
+    if not with_context or sc.pair in with_context:
+        return ()
+    return (prefix + f"context {plain_text(float(sc.context_tokens))} on {sc.pair}: the fit "
+            f"measured no context beyond 0 there (only on {', '.join(sorted(with_context))}): "
+            f"its context cost per token there is the prior's (ctx_ms_per_unit[{sc.pair}], "
+            "prior-driven)",)
+
+
 def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[str, ...]:
     """A speculative question at a context > 0 whose model has no speculative row at a
     context > 0: its context cost grows with the verified tokens as ``M ** b``, one exponent
@@ -517,6 +538,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
                                                               flags.concurrency or (1,)))
         warnings += verify_context_warnings(fit, asked[0].scenario, prefix)
+        warnings += system_context_warnings(fit, asked[0].scenario, prefix)
         # (of each engine: llama.cpp's GPUs read in turn whichever engine is asked first)
         warnings += tuple(prefix + w for a in asked
                           if (w := layer_split_warning(fit, a.scenario)) is not None)

@@ -20,6 +20,7 @@ from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import (
     context_warnings,
     default_question,
+    system_context_warnings,
     verify_context_warnings,
 )
 from ddtree_bayes.engine.scenario import accept_limit, layer_split_warning, memory_warnings
@@ -272,7 +273,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     notes = [*context_notes, *verify_context_warnings(draws, scenarios[-1]),
              *concurrency_notes(draws, sc, concurrency),
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed),
-             *edge_note(budgets, best, float(dec["p_best"][best]))]
+             *edge_note(budgets, best, float(dec["p_best"][best])),
+             *system_context_warnings(draws, sc)]
     if acceptance_file is None:
         notes += unused_acceptances(draws, sc, block, budgets, accept)
     elif (misfit := misfit_warning(cd, str(acceptance_file), MIN_ESS)) is not None:
