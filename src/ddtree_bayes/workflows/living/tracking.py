@@ -185,7 +185,8 @@ def _shape(q: dict[str, Any], draws=None, models: Path | None = None
 
     d = DEFAULT_QUESTION
     if draws is not None:
-        q = asked_query(draws, q)   # (as query_rows asks it)
+        # (as query_rows asks it, but a new query's AR block or budget is refused, below)
+        q = asked_query(draws, q, drop_ar_flags=False)
         try:
             d = default_question(draws, q.get("model"))
         except QueryError:   # (the fit cannot answer it yet: query_rows says so later)
@@ -297,14 +298,16 @@ def query_rows(draws, query: dict[str, Any], seed: int, workdir: Path | None = N
     return P.predict_rows(draws, question, prob=0.9, seed=seed, workdir=workdir)
 
 
-def asked_query(draws, query: dict[str, Any], builtin: bool = False) -> dict[str, Any]:
+def asked_query(draws, query: dict[str, Any], builtin: bool = False,
+                drop_ar_flags: bool = True) -> dict[str, Any]:
     """The flags a saved query asks the fit ``draws``, before the default question fills the
-    rest: an AR query's block and budget dropped, the project's model (:func:`project_model`)
+    rest: an AR query's block and budget dropped (not with ``drop_ar_flags`` False: track's
+    checks refuse them in a query being added), the project's model (:func:`project_model`)
     when it names none, and for the ``builtin`` default query a derived default's acceptance.
     :func:`query_rows` asks it, and track's checks (:func:`check_accept_limit`,
     :func:`same_query`) check it, so a query is refused or matched as it is answered."""
     q = query
-    if q.get("method") == "ar" and (q.get("block") or q.get("budget")):
+    if drop_ar_flags and q.get("method") == "ar" and (q.get("block") or q.get("budget")):
         # saved before `--method ar` with --block/--budget was refused: they never meant
         # anything to an AR answer, so the query is asked without them (not "cannot answer")
         q = {**q, "block": None, "budget": None}
