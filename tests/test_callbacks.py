@@ -1,6 +1,6 @@
 """nutpie's C callbacks cached across processes (engine/callbacks.py): a second compile of
 the same model loads them and draws bit for bit what the first drew; other constants, other
-key; shared data, no cache."""
+key; shared data keyed by their layout, not their values."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ print(c.compiled_logp_func._cache_hits, c.compiled_expand_func._cache_hits)
 
 
 @pytest.mark.nuts
-def test_other_constants_other_key_and_shared_data_not_cached(cache, bundled_inputs, tmp_path):
+def test_other_constants_other_key(cache, bundled_inputs, tmp_path):
     callbacks.compile_model(bundled_model(bundled_inputs))
     assert len(index_files(cache)) == 2
     faster = first_row_faster(tmp_path)
@@ -105,10 +105,82 @@ def test_other_constants_other_key_and_shared_data_not_cached(cache, bundled_inp
     # the measured values are in the log density's key; the deterministics do not read them
     assert hits(other) == (0, 1)
     assert len(index_files(cache)) == 3
+
+
+@pytest.mark.nuts
+def test_shared_data_cached_by_layout_and_read_at_run_time(cache, bundled_inputs, tmp_path):
+    """A model with shared data (validation folds, SBC) is cached too, keyed without its
+    values: the same graph on other values loads both callbacks, and they read the values
+    nutpie passes, not the ones of the compile that saved them (they draw what a fresh
+    compile of the other values draws)."""
+    import nutpie
+
+    def draws(compiled):
+        dt = nutpie.sample(compiled, draws=60, tune=60, chains=1, cores=1, seed=5,
+                           progress_bar=False)
+        return dt["posterior"]["moe_share"].values
+
     shared = callbacks.compile_model(bundled_model(bundled_inputs, refittable=True))
     assert hits(shared) == (0, 0)
-    assert len(index_files(cache)) == 3          # nothing written for it
-    assert shared.n_dim == other.n_dim
+    assert len(index_files(cache)) == 2
+    faster = first_row_faster(tmp_path)
+    loaded = callbacks.compile_model(bundled_model(bundled_inputs, refittable=True,
+                                                   data=faster))
+    assert hits(loaded) == (1, 1)
+    assert len(index_files(cache)) == 2          # one key for both values
+    callbacks.cache_root = cache.parent / "fresh"   # (the fixture restores it)
+    fresh = callbacks.compile_model(bundled_model(bundled_inputs, refittable=True,
+                                                  data=faster))
+    assert hits(fresh) == (0, 0)
+    assert len(index_files(cache.parent / "fresh")) == 2
+    np.testing.assert_array_equal(draws(loaded), draws(fresh))
+    assert not np.array_equal(draws(loaded), draws(shared))   # (the values do matter)
+
+
+class _Var:
+    """What nutpie's record reads of a shared variable: its rank."""
+
+    def __init__(self, ndim: int):
+        self.ndim = ndim
+
+
+def nutpie_record(values: dict[str, np.ndarray]):
+    """nutpie's record of shared ``values`` (its names: the dict's keys)."""
+    from nutpie.compile_pymc import make_user_data
+
+    return make_user_data({_Var(v.ndim): k for k, v in values.items()}, values)
+
+
+def test_stable_names_by_position_in_nutpies_record():
+    """nutpie's record of shared values under random names, renamed by position: the same
+    layout; the same key whatever the names and values, another for another layout."""
+    values = {"9f1c": np.array([1.0, 2.0, 3.0]), "03ab": np.array([0.5])}
+    record = nutpie_record(values)
+    keys, data, dtype, layout = callbacks.stable_names(record, ["03ab"], values)
+    assert keys == ["shared1"]
+    assert data["shared1"] is values["03ab"] and sorted(data) == ["shared0", "shared1"]
+    assert dtype["shared"]["data"].names == ("shared0", "shared1")
+    assert dtype.itemsize == record.dtype.itemsize
+    for part in ("data", "size", "shape"):   # every field at its old offset
+        assert [dtype["shared"][part].fields[f"shared{i}"][1] for i in (0, 1)] == \
+            [record.dtype["shared"][part].fields[k][1] for k in ("9f1c", "03ab")]
+    other = {"77aa": np.array([7.0, 8.0, 9.0, 10.0]), "e2e2": np.array([4.0])}
+    assert callbacks.stable_names(nutpie_record(other), ["e2e2"], other)[3] == layout
+    rank2 = {"77aa": np.ones((1, 3)), "e2e2": np.array([4.0])}
+    assert callbacks.stable_names(nutpie_record(rank2), ["e2e2"], rank2)[3] != layout
+
+    def inner():
+        return None
+
+    from types import SimpleNamespace
+
+    from pytensor.link.numba.cache import CACHED_SRC_FUNCTIONS
+
+    jitted = SimpleNamespace(py_func=inner)   # a numba dispatcher of PyTensor's
+    CACHED_SRC_FUNCTIONS[inner] = "graph key"
+    assert callbacks.callback_key("src", jitted, {"n_dim": 3}, ["shared1"]) is None
+    key = callbacks.callback_key("src", jitted, {"n_dim": 3}, ["shared1"], layout)
+    assert key is not None and key != callbacks.callback_key("src", jitted, {"n_dim": 3}, [])
 
 
 def test_callback_key_none_without_a_stable_key():

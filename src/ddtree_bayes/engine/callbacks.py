@@ -23,11 +23,16 @@ once in numpy. That takes the deterministics' numba typing (a quarter of the com
 of a first fit on a machine; the free variables' draws are the same, the deterministics the
 same to the last bits of ``exp``/``log`` (tests/test_fit_deterministics.py).
 
+A model with shared data (``build_model(refittable=True)``: validation folds and SBC) is
+cached too: nutpie names each shared value by a random ``uuid4`` that its callback reads the
+value's pointer by, so the callbacks here read them by their position instead
+(:func:`stable_names`), and the key holds the values' layout, not the values (nutpie passes
+them at run time). The same graph on other values, or in another process, loads the same
+callbacks.
+
 Single-threaded: one compile at a time per process (the fit, compare and update paths).
-Not cached: a model with shared data (``build_model(refittable=True)``: validation folds and
-SBC, which compile once and refit in the process), since nutpie names shared values by a
-random key baked into the callback; and any function PyTensor itself does not cache. Those
-compile as before. ``DDTREE_BAYES_NUTPIE_PATCH=0`` uses nutpie's own wrappers, uncached.
+Not cached: any function PyTensor itself does not cache; it compiles as before.
+``DDTREE_BAYES_NUTPIE_PATCH=0`` uses nutpie's own wrappers, uncached.
 """
 
 from __future__ import annotations
@@ -167,11 +172,17 @@ def _versions() -> tuple[str, ...]:
     return tuple(f"{p}={version(p)}" for p in ("nutpie", "pytensor", "numba"))
 
 
-def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str | None:
+def callback_key(source: str, inner, sizes: dict[str, int], shared_keys,
+                 shared: str = "") -> str | None:
     """The cache key of a callback around PyTensor's numba function ``inner`` (None: a
     callback that calls none, :data:`COPY_SOURCE`); None when it cannot be cached (shared
-    data, or PyTensor does not cache ``inner``)."""
-    if shared_keys:
+    values under nutpie's random names, or PyTensor does not cache ``inner``).
+
+    ``shared``: the layout of the shared values the callback reads, once
+    :func:`stable_names` has named them by position (``shared_keys`` then holds those
+    names): their values are not in the key, as they are not in the machine code (nutpie
+    passes them at run time), so one graph on other data loads the same callback."""
+    if shared_keys and not shared:
         return None
     inner_key: str | None = "-"
     if inner is not None:
@@ -181,11 +192,46 @@ def callback_key(source: str, inner, sizes: dict[str, int], shared_keys) -> str 
         inner_key = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
     if inner_key is None:
         return None
-    text = "\n".join([source, inner_key, repr(sorted(sizes.items())), *_versions()])
+    # (no line for no shared values: the keys of the callbacks cached before stay valid)
+    text = "\n".join([source, inner_key, repr(sorted(sizes.items())),
+                      *([shared] if shared else []), *_versions()])
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_keys):
+#: what :func:`stable_names` calls the shared value at position i of nutpie's record
+SHARED_NAME = "shared{}"
+
+
+def stable_names(user_data, shared_keys, shared_data):
+    """nutpie's shared values renamed by their position in its record of them.
+
+    nutpie names each shared value (``pm.Data``) by a random ``uuid4`` and the callback
+    reads it from a numpy record by that name, so the name is in the machine code and a
+    callback could never be loaded from the cache. The record's layout depends on the
+    order, number and ranks of the values only: read by positional names, the same record
+    nutpie passes at run time gives the same pointers, and the same graph the same code.
+    Returns (keys, data, record dtype) under the new names and the layout for
+    :func:`callback_key` (names, ranks, dtypes and the record's descr)."""
+    import numpy as np
+
+    order = user_data.dtype["shared"]["data"].names   # nutpie's names, in record order
+    name = {key: SHARED_NAME.format(i) for i, key in enumerate(order)}
+
+    def renamed(descr):
+        return [(name.get(field, field), renamed(kind) if isinstance(kind, list) else kind,
+                 *rest) for field, kind, *rest in descr]
+
+    dtype = np.dtype(renamed(user_data.dtype.descr))
+    if dtype.itemsize != user_data.dtype.itemsize:   # (cannot happen: same fields, order)
+        raise RuntimeError("the renamed record of shared values has another layout")
+    data = {name[k]: v for k, v in shared_data.items()}
+    keys = [name[k] for k in shared_keys]
+    layout = repr([(k, data[k].ndim, data[k].dtype.str) for k in keys]) + repr(dtype.descr)
+    return keys, data, dtype, layout
+
+
+def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_keys,
+          shared: str = ""):
     """The callback ``name`` defined by ``source`` with ``extract`` and ``sizes`` as globals,
     keyed for the cache when it can be (else :class:`Uncacheable` if a cache was asked)."""
     import numba
@@ -195,7 +241,7 @@ def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_
     namespace = {"numba": numba, "np": np, "extract": extract, "__name__": __name__, **sizes}
     exec(compile(source, f"<ddtree_bayes-{name}>", "exec"), namespace)  # noqa: S102 - fixed source
     func = namespace[name]
-    key = callback_key(source, inner, sizes, shared_keys)
+    key = callback_key(source, inner, sizes, shared_keys, shared)
     if key is not None:
         _KEYS[func] = key
         if _state["want_cache"]:
@@ -212,12 +258,18 @@ def _install(ncp) -> None:
     make_extraction_fn = ncp.make_extraction_fn
     double_p = numba.types.CPointer(numba.types.double)
 
+    def extraction(fn, user_data, shared_keys, shared_data):
+        if not shared_keys:
+            return make_extraction_fn(fn, shared_data, shared_keys, user_data.dtype), [], ""
+        keys, data, dtype, layout = stable_names(user_data, shared_keys, shared_data)
+        return make_extraction_fn(fn, data, keys, dtype), keys, layout
+
     def make_logp(n_dim, logp_fn, user_data, shared_keys, shared_data):
-        extract = make_extraction_fn(logp_fn, shared_data, shared_keys, user_data.dtype)
+        extract, keys, layout = extraction(logp_fn, user_data, shared_keys, shared_data)
         c_sig = numba.types.int64(numba.types.uint64, double_p, double_p, double_p,
                                   numba.types.voidptr)
         return build(LOGP_SOURCE, "logp_numba", logp_fn, extract, {"n_dim": n_dim},
-                     shared_keys), c_sig
+                     keys, layout), c_sig
 
     def make_expand(n_dim, n_expanded, expand_fn, user_data, shared_var_keys, shared_data):
         c_sig = numba.types.int64(numba.types.uint64, numba.types.uint64, double_p, double_p,
@@ -227,10 +279,10 @@ def _install(ncp) -> None:
                 raise RuntimeError(f"free variables only, yet {n_expanded} values to "
                                    f"expand {n_dim} to")
             return build(COPY_SOURCE, "copy_numba", None, None, {"n_dim": n_dim},
-                         shared_var_keys), c_sig
-        extract = make_extraction_fn(expand_fn, shared_data, shared_var_keys, user_data.dtype)
+                         []), c_sig
+        extract, keys, layout = extraction(expand_fn, user_data, shared_var_keys, shared_data)
         return build(EXPAND_SOURCE, "expand_numba", expand_fn, extract,
-                     {"n_dim": n_dim, "n_expanded": n_expanded}, shared_var_keys), c_sig
+                     {"n_dim": n_dim, "n_expanded": n_expanded}, keys, layout), c_sig
 
     ncp._make_c_logp_func = make_logp
     ncp._make_c_expand_func = make_expand
@@ -318,8 +370,8 @@ def _compile(model, kwargs: dict[str, Any]):
     **kwargs)``."""
     import nutpie
 
-    if (not patch_nutpie() or getattr(model, "data_vars", None) or not cache_enabled()
-            or not writable(cache_dir()) or not _register_locator()):
+    if (not patch_nutpie() or not cache_enabled() or not writable(cache_dir())
+            or not _register_locator()):
         return nutpie.compile_pymc_model(model, **kwargs)
     for _ in range(2):
         _state["want_cache"], _state["keys"] = True, []
