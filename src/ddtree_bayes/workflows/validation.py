@@ -116,7 +116,7 @@ def _compiled(inputs: Inputs):
         data, cfg = inputs.parse()
         spec = S.build_spec(data, cfg, **inputs.structure())
         model = build_model(spec, cfg, refittable=True)
-        compiled = callbacks.compile_model(model)   # shared data: compiled, not cached
+        compiled = callbacks.compile_model(model)   # cached by its data's layout (callbacks.py)
         _COMPILED.clear()
         _COMPILED[inputs.key] = (spec, cfg, data, compiled, free_size(model))
     return _COMPILED[inputs.key]
