@@ -572,10 +572,10 @@ def test_a_hybrid_target_carried_in_an_engine_with_a_large_hybrid_effect_widens(
     n, h200 = draws.n_draws, at["h200"]
     draws.variables.update(transfer_system_sd=np.full(n, 0.3), spec_fixed_log_sd=np.full(n, 0.8))
 
-    def fit(recurrent_layers, effect, kinds=(True, False)):
-        # kinds: whether each of the engine's groups has a hybrid target (the measured
-        # b300x8/sglang/ddtree and another one); (True, False): the engine ran both kinds
-        model = {**draws.meta["model"], "engines": ["sglang"], "group_engine": [0] * len(kinds),
+    def fit(recurrent_layers, effect, kinds=(False,)):
+        # kinds: whether the engine's measured group (b300x8/sglang/ddtree) has a hybrid
+        # target; (False,): the engine ran a transformer (its hybrid effect is separable)
+        model = {**draws.meta["model"], "engines": ["sglang"], "group_engine": [0],
                  "group_recurrent": list(kinds),
                  "card": {**draws.meta["model"]["card"], "recurrent_layers": recurrent_layers}}
         v = {**draws.variables, "spec_fixed_recurrent": np.asarray(effect).reshape(n, 1)}
@@ -603,6 +603,11 @@ def test_a_hybrid_target_carried_in_an_engine_with_a_large_hybrid_effect_widens(
     hybrids_only = fit(30, unsure, kinds=(True,))
     np.testing.assert_array_equal(deployment_spread(hybrids_only, h200, "sglang"), 0.8)
     np.testing.assert_allclose(log_spec(hybrids_only) / transformer, np.hypot(0.3, 0.8) / 0.3)
+    # a transformer group a validation fold holds out told the fit nothing: not separable
+    held = fit(30, unsure)
+    held.meta["held_out_rows"] = [r.row for r in held.measurements.rows
+                                  if r.method == "ddtree"]
+    np.testing.assert_array_equal(deployment_spread(held, h200, "sglang"), 0.8)
     _, how = P.step_components(fit(30, large), h200, np.random.default_rng(0), anchor=False)
     assert ("with the [transfer] system scatter and the groups' spread spec_fixed_log_sd, prior-driven: a "
             "hybrid target in sglang") in how
@@ -706,6 +711,12 @@ def test_a_deployment_card_of_a_measured_model_carries_its_group():
     roof = pass_roofline(draws, sc)[0] / pass_roofline(draws, b300)[0]
     # the B300 pair's AR step is 8 ms: 8 x (0.05 fixed + 0.1 x roof + 0.002 x 32 nodes)
     assert parts["spec"] == pytest.approx(8 * (0.05 + 0.1 * roof + 0.002 * 32))
+    # and nothing then says nobody can run it (a reviewer: predict warned "no drafter card
+    # serves kimi-k2.6-int4's ddtree and the fit measured none", next left the query out)
+    from ddtree_bayes.engine.scenario import no_drafter
+
+    assert no_drafter(draws, "kimi-k2.6-int4", "ddtree", ()) is None
+    assert "no drafter card serves qwen3-8b's ddtree" in no_drafter(draws, "qwen3-8b", "ddtree", ())
 
 
 def test_an_ar_question_in_an_engine_without_ar_rows_says_whose_rows_are_there():

@@ -535,8 +535,11 @@ def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
         return None
     group_engine = model.get("group_engine", [])
     recurrent = model.get("group_recurrent") or [False] * len(group_engine)
-    kinds = {bool(rec) for e, rec in zip(group_engine, recurrent, strict=True)
-             if engines[e] == engine}
+    groups = fit.meta["coords"]["overhead_group"]
+    # the kinds of target the engine's groups the fit learned ran (not a validation fold's
+    # held-out group: its rows told the fit nothing)
+    kinds = {bool(rec) for label, e, rec in zip(groups, group_engine, recurrent, strict=True)
+             if engines[e] == engine and group_learned(fit, label)}
     separable = False in kinds   # the engine ran a transformer target too
     if separable and np.quantile(v["spec_fixed_recurrent"][:, engines.index(engine)], 0.05) <= 0:
         return None
