@@ -716,6 +716,13 @@ def test_a_deployment_card_of_a_measured_model_carries_its_group():
     from ddtree_bayes.engine.scenario import no_drafter
 
     assert no_drafter(draws, "kimi-k2.6-int4", "ddtree", ()) is None
+    # a network named after the measured one but not it (a reviewer: deepseek-r1-distill-*
+    # matched deepseek-r1 by name): another architecture, nothing carried
+    cards["kimi-k2.6-distill"] = dict(cards["kimi-k2.6"], model="kimi-k2.6-distill",
+                                      params_total_b=32.0, experts=None, experts_topk=None)
+    distill = dataclasses.replace(sc, model="kimi-k2.6-distill")
+    assert carried_group(draws, distill, "sglang") is None
+    assert no_drafter(draws, "kimi-k2.6-distill", "ddtree", ()) is not None
     assert "no drafter card serves qwen3-8b's ddtree" in no_drafter(draws, "qwen3-8b", "ddtree", ())
 
 

@@ -144,6 +144,23 @@ class ModelCard:
         """Has the target recurrent (linear-attention) layers: a hybrid model."""
         return bool(self.recurrent_layers)
 
+    def same_architecture(self, other: ModelCard) -> bool:
+        """Do the two cards describe one network (parameters, layers, experts, hidden size,
+        recurrent layers), whatever their weights' bytes, compute precision or caches: two
+        deployment cards of one model (a quantisation), not a distillation into another.
+
+        >>> from dataclasses import replace
+        >>> q4 = ModelCard("m-q4", 27, 27, 64, None, None, 0.61, "int8", "s", recurrent_layers=48)
+        >>> q8 = replace(q4, model="m-q8", bytes_per_weight=1.06)
+        >>> q4.same_architecture(q8), q4.same_architecture(replace(q8, layers=48))
+        (True, False)
+        """
+        def shape(c: ModelCard) -> tuple:
+            return (c.params_total_b, c.params_active_b, c.layers, c.experts, c.experts_topk,
+                    c.hidden_size, c.recurrent_layers)
+
+        return shape(self) == shape(other)
+
     def kv_share(self, dtype: str) -> float:
         """What a cache of ``dtype`` (:data:`KV_CACHE_BITS`) holds of the card's bytes per
         token: its bits over the card's (bf16's when the card does not say).

@@ -449,18 +449,16 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     """Why nobody can run ``model``'s ``method`` (model None: the fit's first row's): no
     drafter card of ``cards`` (:func:`drafter_cards`) serves it and the fit measured that
     method for no row of that model under any of its deployment cards
-    (:func:`~ddtree_bayes.core.pairs.same_target`, whose measured group an answer carries).
-    None: it is autoregressive, measured, or has a drafter."""
+    (:func:`~ddtree_bayes.engine.target_models.deployments_of_one_model`, whose measured
+    group an answer carries). None: it is autoregressive, measured, or has a drafter."""
     from ddtree_bayes.core.drafters import drafter_for
-    from ddtree_bayes.core.pairs import same_target
-    from ddtree_bayes.engine.target_models import fit_models
+    from ddtree_bayes.engine.target_models import deployments_of_one_model
 
     if method == AR_METHOD:
         return None
     rows = draws.measurements.rows
     model = model or (rows[0].model if rows else None)
-    names = fit_models(draws)
-    if model is None or any(r.method == method and same_target(r.model, model, names)
+    if model is None or any(r.method == method and deployments_of_one_model(draws, r.model, model)
                             for r in rows):
         return None
     if drafter_for(cards, model, method) is not None:

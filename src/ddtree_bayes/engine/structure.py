@@ -13,10 +13,10 @@ from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.core.model_cards import required_card, stored_card
-from ddtree_bayes.core.pairs import same_target, split_label
+from ddtree_bayes.core.pairs import split_label
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
-from ddtree_bayes.engine.target_models import fit_models, is_multi, row_pair
+from ddtree_bayes.engine.target_models import deployments_of_one_model, is_multi, row_pair
 from ddtree_bayes.engine.transfer import transfer_reference
 
 
@@ -453,18 +453,18 @@ def carried_group(draws: Fit, sc: Scenario, engine: str
     measured that group), as (group label, GPU, count, the pair's model: None in a fit of one
     model); None when no system measured it (the group is then drawn from the population). In
     a fit of several models only the query model's own pairs are searched, or failing them
-    those of another deployment card of the same model (:func:`~ddtree_bayes.core.pairs.
-    same_target`: Qwen3.8-27B at IQ2_XXS carries its Q4_K_M group, the same MTP module in the
-    same engine): another model's drafter and engine set-up are not this one's, and the
-    population with its engine effect already says what they share."""
+    those of another deployment card of the same model (:func:`~ddtree_bayes.engine.
+    target_models.deployments_of_one_model`: Qwen3.8-27B at IQ2_XXS carries its Q4_K_M
+    group, the same MTP module in the same engine): another model's drafter and engine
+    set-up are not this one's, and the population with its engine effect already says what
+    they share."""
     multi = is_multi(draws)
     with_group = [s for s in draws.measured_systems if s != sc.pair
                   and group_learned(draws, S.overhead_group_label(s, engine, sc.method))]
     if multi:
-        names = fit_models(draws)
         own = [s for s in with_group if split_label(s)[0] == sc.model]
-        with_group = own or [s for s in with_group
-                             if same_target(str(split_label(s)[0]), str(sc.model), names)]
+        with_group = own or [s for s in with_group if deployments_of_one_model(
+            draws, str(split_label(s)[0]), str(sc.model))]
     if not with_group:
         return None
     ref, ref_hw, ref_gpus = transfer_reference(draws, sc.hardware, sc.gpus, among=with_group)

@@ -26,6 +26,24 @@ def is_multi(draws: Fit) -> bool:
     return bool(draws.meta.get("model", {}).get("pair_models"))
 
 
+def deployments_of_one_model(draws: Fit, a: str, b: str) -> bool:
+    """Are ``a`` and ``b`` one target model under two deployment cards of the fit: the same
+    name, or related names (:func:`~ddtree_bayes.core.pairs.same_target`) whose stored cards
+    describe one network (:meth:`~ddtree_bayes.core.model_cards.ModelCard.same_architecture`:
+    a quantisation, not a distillation named after its teacher). Such cards run the same
+    drafter in the same engine, so a measured group of one carries to the other."""
+    from ddtree_bayes.core.model_cards import ModelCard
+    from ddtree_bayes.core.pairs import same_target
+
+    if a == b:
+        return True
+    if not same_target(a, b, fit_models(draws)):
+        return False
+    cards = draws.meta.get("model", {}).get("model_cards") or {}
+    return (a in cards and b in cards
+            and ModelCard(**cards[a]).same_architecture(ModelCard(**cards[b])))
+
+
 def row_pair(draws: Fit, row) -> str:
     """The label of the fit's parameters a measurement row belongs to."""
     from ddtree_bayes.core.pairs import pair_label
