@@ -636,12 +636,10 @@ def test_a_carried_group_prices_another_drafter_and_next_carries_it_too():
     assert shared["spec"] == pytest.approx(plain["spec"])
 
 
-def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
-    """A fit of several models drew the overhead of a pair it never measured from the
-    population, even where the same model measured the same engine and method on another GPU
-    (a fit of that model alone carried it): adding other models' rows made the answer wider.
-    The query model's own measured group is now carried; another model's never is."""
-    from ddtree_bayes.engine.structure import carried_group, pass_roofline
+def structured_multi_model_draws():
+    """The point mass of Kimi K2.6 on 8x B300 and Llama-3.1-8B on one H100 in the structured
+    form: one measured group, kimi-k2.6@b300x8/sglang/ddtree, ratios 0.05 / 0.1 / 0.002 of an
+    8 ms AR step; population means exp(-3) per part, spreads 0, no transfer scatter."""
     from ddtree_bayes.engine.testing import multi_model_draws
 
     draws = multi_model_draws(
@@ -653,6 +651,17 @@ def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
            for s, v in (("mu", -3.0), ("sd", 0.0))})
     draws.meta["model"].update({"step_form": "structured", "knee": 3.0,
                                 "methods": {"ddtree": {"passes": 1, "tree": True}}})
+    return draws
+
+
+def test_a_fit_of_several_models_carries_the_query_models_own_group_only():
+    """A fit of several models drew the overhead of a pair it never measured from the
+    population, even where the same model measured the same engine and method on another GPU
+    (a fit of that model alone carried it): adding other models' rows made the answer wider.
+    The query model's own measured group is now carried; another model's never is."""
+    from ddtree_bayes.engine.structure import carried_group, pass_roofline
+
+    draws = structured_multi_model_draws()
 
     def ask(model, hardware):
         return P.resolve_scenario(draws, hardware=hardware, gpus=8, engine="sglang",
@@ -687,17 +696,8 @@ def test_a_deployment_card_of_a_measured_model_carries_its_group():
     name, or a sibling card of one the fit knows) runs the same drafter in the same engine,
     so its group is carried, priced with the measured pair's own drafter roofline."""
     from ddtree_bayes.engine.structure import carried_group, pass_roofline
-    from ddtree_bayes.engine.testing import multi_model_draws
 
-    draws = multi_model_draws(
-        moe_form="roofline", moe_distinct_exponent=[0.5, 0.5], compute_tok_ratio=[0.01, 0.01],
-        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
-        structure_sd=0.04, transfer_system_sd=0.0, moe_distinct_exponent_mu=0.5,
-        compute_eff_log_mu=-1.2, compute_eff_log_sd=0.0,
-        **{f"spec_{p}_log_{s}": v for p in ("fixed", "pass", "tree")
-           for s, v in (("mu", -3.0), ("sd", 0.0))})
-    draws.meta["model"].update({"step_form": "structured", "knee": 3.0,
-                                "methods": {"ddtree": {"passes": 1, "tree": True}}})
+    draws = structured_multi_model_draws()
     cards = draws.meta["model"]["model_cards"]
     cards["kimi-k2.6-int4"] = dict(cards["kimi-k2.6"], model="kimi-k2.6-int4")
     sc = P.resolve_scenario(draws, hardware="h200", gpus=8, engine="sglang", method="ddtree",
