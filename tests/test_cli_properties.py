@@ -100,7 +100,7 @@ def fakes():
         fitting.forms_of(inputs.priors, moe_form, step_form)   # what the real one checks
         return {"compile_s": 0.0, "cache": "cache", "cached": True}
 
-    def write_report(fit_id=None, workdir=None, out_root=None, seed=0):
+    def write_report(fit_id=None, workdir=None, out_root=None, seed=0, priors=None):
         path = store.resolve(paths.models_dir(), fit_id)
         out = (out_root or Path.cwd() / "reports") / path.stem
         return out, {"fit_id": path.stem, "verdict": {
@@ -239,7 +239,8 @@ SPECS: dict[str, dict] = {
                 "--seed": INT, "--format": choice("table", "json")},
     "report": {"--fit": FIT, "--out": st.one_of(st.sampled_from(
         ["out", "inputs/binary.csv", "/proc/forbidden", "inputs/dir.csv"]), TEXT),
-        "--quiet": FLAG, "--seed": INT, "--format": choice("table", "json")},
+        "--priors": files(), "--quiet": FLAG, "--seed": INT,
+        "--format": choice("table", "json")},
     "validate": {"--data": files("row.csv"), "--priors": files(),
                  "--group": choice("hardware", "engine", "method", "budget", "pair"),
                  "--keep-ar": FLAG, "--from-smallest": FLAG, "--sbc": INT,

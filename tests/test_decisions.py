@@ -1374,3 +1374,91 @@ def test_candidates_from_a_file_are_made_as_the_default_ones(tmp_path):
         "(its speculative overhead is sglang's times 1 - reduction) with no measurement in the "
         "fit: there is no such engine to run (fix: list a measurement someone can make: an "
         "engine the fit measured, a method with a drafter for the model)")
+
+
+def _custom_curve_workdir(root: Path) -> Path:
+    """A point-mass workdir whose fit was made with ``--priors custom.toml`` (the point curve
+    of :func:`_point_curve`: accept 3, 5, 6 at budgets 8, 16, 32) while models/priors.toml
+    holds the bundled curve."""
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(root)
+    custom = work / "custom.toml"
+    custom.write_text(_point_curve((work / "models" / "priors.toml").read_text()))
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv", custom,
+                         work / "data" / "hardware.csv")
+    return work
+
+
+#: The warning when models/priors.toml (the bundled curve) answers for the custom.toml fit.
+_NOT_THE_FITS = ("the acceptance curve ([acceptance_curve] in models/priors.toml) differs from "
+                 "the one fit 20260101T000000Z-pointmss stored (accept_ref ~ point(value=5) (at "
+                 "budget 16), gain ~ point(value=1), decay ~ point(value=0.5)): this answer uses "
+                 "models/priors.toml's (the curve is not fitted: editing it needs no refit)")
+
+
+def test_optimize_and_the_report_default_to_the_priors_file_of_the_fit(tmp_path, monkeypatch):
+    """After `fit --priors custom.toml`, optimize and the report's budget section read the
+    curve of models/priors.toml here (the bundled one) and said it was not the fit's; the
+    report had no --priors to ask custom.toml's. Both now default to the file the fit was made
+    with (meta priors.path, the one check_fit compares) while it exists: accept 3, 5, 6 at
+    8, 16, 32, nothing warned; the report's priors_path asks another, as --priors does."""
+    from ddtree_bayes import api
+    from ddtree_bayes.workflows.report.sections import decisions_section
+    from test_cli_support import run_cli
+
+    work = _custom_curve_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "optimize", "--budgets", "8,16,32", "--format", "json")
+    assert code == 0, err
+    res = json.loads(out)
+    assert [r["accept"] for r in res["rows"]] == [3.0, 5.0, 6.0]
+    assert not any("acceptance curve" in w for w in res["warnings"]), res["warnings"]
+    monkeypatch.chdir(work)
+    draws = api.load()
+    assert D.curve_priors_file(draws) == work / "custom.toml"
+    assert D.curve_priors_file(draws, "models/priors.toml") == Path("models/priors.toml")
+    opt = decisions_section(draws, 20261130)["optimize"]["sglang"]
+    assert [r["accept"] for r in opt["rows"][:3]] == [3.0, 5.0, 6.0]
+    assert not any("acceptance curve" in w for w in opt["warnings"]), opt["warnings"]
+    other = decisions_section(draws, 20261130, priors_path="models/priors.toml")
+    assert other["optimize"]["sglang"]["warnings"][0] == _NOT_THE_FITS
+    # the fit's file gone: the working directory's, saying it is not the fit's curve
+    (work / "custom.toml").unlink()
+    assert D.curve_priors_file(draws) == work / "models" / "priors.toml"
+    assert decisions_section(draws, 20261130)["optimize"]["sglang"]["warnings"][0] == _NOT_THE_FITS
+
+
+def test_report_priors_flag_asks_that_curve_and_refuses_a_missing_file(tmp_path, monkeypatch):
+    """report had no --priors (optimize has): its budget section could not ask the curve
+    optimize --priors FILE answers from. It is passed to write_report; a file that cannot be
+    read is refused before anything is computed or written (exit 2, one line)."""
+    from ddtree_bayes.workflows import report
+    from test_cli_support import run_cli
+
+    work = _custom_curve_workdir(tmp_path / "w")
+    calls: list[dict] = []
+
+    def write_report(fit_id=None, **kw):
+        calls.append(kw)
+        return work / "reports" / "x", {"fit_id": "x", "verdict": {
+            "converged": True, "failures": [], "text": "converged"}}
+
+    monkeypatch.setattr(report, "write_report", write_report)
+    code, out, err = run_cli(work, "report", "--priors", "models/priors.toml", "--quiet")
+    assert code == 0, err
+    assert calls[-1]["priors"] == "models/priors.toml"
+    code, out, err = run_cli(work, "report", "--quiet")
+    assert code == 0, err
+    assert calls[-1].get("priors") is None
+    n = len(calls)
+    code, out, err = run_cli(work, "report", "--priors", "nope.toml", "--quiet")
+    assert (code, out, len(calls)) == (2, "", n)
+    assert err == ("ddtree-bayes: error: nope.toml: cannot read priors file: No such file or "
+                   "directory (fix: pass an existing file with --priors)\n")
+    (work / "flat.toml").write_text("[model]\n")
+    code, out, err = run_cli(work, "report", "--priors", "flat.toml", "--quiet")
+    assert (code, len(calls)) == (2, n)
+    assert err == ("ddtree-bayes: error: flat.toml has no [acceptance_curve] section (fix: copy "
+                   "it from the bundled models/priors.toml, or pass --priors)\n")
+    assert not (work / "reports").exists()
+

@@ -588,9 +588,10 @@ def test_the_budget_section_says_the_curve_is_another_models():
     model, draws = _llama_chain()
     summary = _small_summary(draws, model)
     from ddtree_bayes.core import paths
+    from ddtree_bayes.workflows.decisions import curve_priors_file
 
-    # (the curve optimize asks: the current priors file's, here the repository's)
-    caveat = (f"the acceptance curve ([acceptance_curve] in {paths.shown(paths.priors_file())}) "
+    # (the curve optimize asks: the fit's priors file's while it exists, here the bundled one)
+    caveat = (f"the acceptance curve ([acceptance_curve] in {paths.shown(curve_priors_file(draws))}) "
               "was written for kimi-k2.6, not llama-3.1-8b-instruct: these acceptances are another "
               "model's prior; pass --acceptance-file with this drafter's measured acceptances")
     assert summary["decisions"]["optimize"]["vllm"]["warnings"][0] == caveat   # summary.json

@@ -17,10 +17,15 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import report
 
     t0 = time.perf_counter()
+    named = {"model": args.model} if args.model else {}   # (a fit of several models needs it)
+    if args.priors is not None:   # (refused now, not after minutes in the budget section)
+        from ddtree_bayes.workflows.decisions import read_curve
+
+        read_curve(args.priors)
+        named["priors"] = args.priors
     if not args.quiet:
         print(f"[report] computing diagnostics, LOO and sensitivity for "
               f"{args.fit or 'the latest fit'}", file=sys.stderr, flush=True)
-    named = {"model": args.model} if args.model else {}   # (a fit of several models needs it)
     out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
                                            seed=args.seed, **named)
     own = summary.get("default_scenario") or {}

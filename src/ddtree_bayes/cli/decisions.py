@@ -325,8 +325,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="update the curve from measured acceptance (columns of "
                         "data/acceptance_reference.csv; rows of --method and --block, one "
                         "model and drafter): conjugate normal update, see docs/model.md")
-    o.add_argument("--priors", help="priors TOML holding [acceptance_curve] (default: "
-                                    "models/priors.toml, else bundled)")
+    o.add_argument("--priors", help="priors TOML holding [acceptance_curve] (default: the "
+                                    "fit's priors file, else models/priors.toml, else "
+                                    "bundled)")
     _common(o)
     o.set_defaults(func=cmd_optimize)
 

@@ -142,6 +142,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="target model of the default-scenario sections (required when the fit "
                         "holds several models)")
     r.add_argument("--out", help="folder to write <fit-id>/ into (default: reports/)")
+    r.add_argument("--priors", help="priors TOML holding [acceptance_curve] for the budget "
+                                    "section (default: the fit's priors file, else "
+                                    "models/priors.toml, else bundled)")
     r.add_argument("--quiet", action="store_true", help="no progress messages on stderr")
     add_seed_and_format(r, formats=("table", "json"))
     r.set_defaults(func=cmd_report)

@@ -290,26 +290,48 @@ def _answers(curve: AcceptanceCurve) -> tuple:
             *((p.dist, p.params) for p in (curve.accept_ref, curve.gain, curve.decay)))
 
 
+def curve_priors_file(draws: Fit, priors_path: str | Path | None = None) -> Path:
+    """The priors file whose ``[acceptance_curve]`` ``optimize`` and the report's budget
+    section ask: ``priors_path`` (``--priors``), else the file the fit was made with (its
+    ``meta["priors"]["path"]``, the one ``check_fit`` compares) while it exists, else
+    ``models/priors.toml`` here, else the bundled priors. (After ``fit --priors custom.toml``
+    both answer from custom.toml's curve unless told otherwise.)"""
+    from ddtree_bayes.core import paths
+
+    if priors_path is not None:
+        return Path(priors_path)
+    made_with = draws.meta.get("priors", {}).get("path")
+    if made_with and Path(made_with).is_file():
+        return Path(made_with)
+    return paths.priors_file()
+
+
+def read_curve(path: str | Path) -> AcceptanceCurve:
+    """The ``[acceptance_curve]`` of the priors file ``path`` (``--priors``): PriorsError when
+    the file cannot be read, QueryError when it has no curve."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import PriorsError
+
+    try:
+        text = Path(path).read_text()
+    except OSError as err:
+        raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(path),
+                          fix="pass an existing file with --priors") from None
+    return curve_for(text, paths.shown(path))
+
+
 def acceptance_curve_for(draws: Fit, priors_path: str | Path | None = None
                          ) -> tuple[AcceptanceCurve, list[str]]:
     """The acceptance curve ``optimize`` and the report's budget section ask, and what to warn
     of it. The curve is not fitted (fit and predict ignore it; editing it needs no refit): it is
-    the ``[acceptance_curve]`` of the current priors file, ``priors_path`` (``--priors``), else
-    ``models/priors.toml`` here, else the bundled priors. The warning says when it differs from
-    the curve the fit stored, naming the one used (``check_fit`` ignores the section, so
-    nothing else says it). PriorsError when the file cannot be read, QueryError when it has
-    no curve."""
-    from ddtree_bayes.core import paths
+    the ``[acceptance_curve]`` of the priors file :func:`curve_priors_file` names
+    (``priors_path``, ``--priors``; else the fit's own file while it exists; else the working
+    directory's). The warning says when it differs from the curve the fit stored, naming the
+    one used (``check_fit`` ignores the section, so nothing else says it). PriorsError when the
+    file cannot be read, QueryError when it has no curve."""
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
-    from ddtree_bayes.core.errors import PriorsError
 
-    path = Path(priors_path) if priors_path is not None else paths.priors_file()
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise PriorsError(f"cannot read priors file: {err.strerror}", file=str(path),
-                          fix="pass an existing file with --priors") from None
-    curve = curve_for(text, paths.shown(path))
+    curve = read_curve(curve_priors_file(draws, priors_path))
     stored = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit", stored=True)
     if stored is not None and _answers(stored) == _answers(curve):
         return curve, []

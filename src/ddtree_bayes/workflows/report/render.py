@@ -507,8 +507,10 @@ def markdown(summary: dict) -> str:
 
 def write_report(fit_id: str | None = None, workdir: Path | None = None,
                  out_root: Path | None = None, seed: int = DEFAULT_SEED,
-                 model: str | None = None) -> tuple[Path, dict]:
-    """Compute and render the report of a fit into ``reports/<fit-id>/``.
+                 model: str | None = None, priors: str | Path | None = None
+                 ) -> tuple[Path, dict]:
+    """Compute and render the report of a fit into ``reports/<fit-id>/`` (``priors``: the
+    priors file of the budget section's acceptance curve, ``report --priors``).
 
     A fit that cannot be read still gets a page that says so (and the error is re-raised
     after it is written); an unconverged fit gets the full report under a red verdict.
@@ -534,6 +536,6 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
                                                     "text": f"fit could not be read: {err}"}}
         render_whole(summary, None, out_dir)
         raise
-    summary = compute(draws, dt, seed=seed, model=model)
+    summary = compute(draws, dt, seed=seed, model=model, priors_path=priors)
     render_whole(summary, draws, out_dir, dt)
     return out_dir, summary

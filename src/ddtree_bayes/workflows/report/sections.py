@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import numpy as np
 
@@ -299,20 +300,22 @@ NEXT_QUERY = "--engine native --accept 14"
 
 
 def decisions_section(draws: Fit, seed: int, model: str | None = None,
-               d: DefaultQuestion | None = None) -> dict:
+               d: DefaultQuestion | None = None, priors_path: str | Path | None = None) -> dict:
     """Best budget per default engine (on the default's system; its ``warnings`` as
     ``optimize`` prints them, another model's acceptance curve first), next-measurement ranking for
     the default query, and every GPU of the hardware table (measured or transferred) in the
-    default's first engine and configuration. A failure of one part is recorded, not raised:
-    the rest of the report still renders."""
+    default's first engine and configuration. ``priors_path`` (``report --priors``): the
+    priors file of the acceptance curve, as ``optimize --priors`` (default: the fit's own
+    file while it exists, :func:`~ddtree_bayes.workflows.decisions.curve_priors_file`). A
+    failure of one part is recorded, not raised: the rest of the report still renders."""
     from ddtree_bayes.workflows import decisions as D
     from ddtree_bayes.workflows.decisions.optimize import curve_model_warning
 
     out: dict = {}
     d = d or default_question(draws, model)
     try:
-        # optimize's curve (the current priors file's), its method and block
-        curve, differs = D.acceptance_curve_for(draws)
+        # optimize's curve (the same priors file's), its method and block
+        curve, differs = D.acceptance_curve_for(draws, priors_path)
         out["optimize"] = {}
         for e in d.engines:
             opt = D.optimize(draws, curve, hardware=d.hardware, gpus=d.gpus, engine=e,

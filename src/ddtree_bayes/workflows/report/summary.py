@@ -10,6 +10,7 @@ import logging
 import math
 import time
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -75,9 +76,11 @@ def pareto_k_limit(summary: dict) -> str:
     return f"{round(limit, 2):g}"
 
 
-def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None = None) -> dict:
+def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None = None,
+            priors_path: str | Path | None = None) -> dict:
     """Every number of the report, as a JSON-ready dict (``model``: the target model of its
-    default-scenario sections, required when the fit holds several)."""
+    default-scenario sections, required when the fit holds several; ``priors_path``: the priors
+    file of the budget section's acceptance curve, ``report --priors``)."""
     import arviz_stats as azs
     import xarray as xr
 
@@ -200,7 +203,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     summary["concurrency"] = concurrency_section(draws, seed, model, default)
     summary["variance"] = variance_shares(draws, seed, model, default)
     summary["breakdown"] = step_breakdown(draws, measurements, seed, model, default)
-    summary["decisions"] = decisions_section(draws, seed, model, default)
+    summary["decisions"] = decisions_section(draws, seed, model, default, priors_path)
     summary["compute_s"] = time.perf_counter() - t0
     return summary
 
