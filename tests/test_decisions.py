@@ -1462,3 +1462,40 @@ def test_report_priors_flag_asks_that_curve_and_refuses_a_missing_file(tmp_path,
                    "it from the bundled models/priors.toml, or pass --priors)\n")
     assert not (work / "reports").exists()
 
+
+def test_candidates_that_make_the_same_measurement_are_refused(tmp_path):
+    """Repeats were found on the raw cells, but a blank concurrency is the query's C: a blank
+    row and one with C = 4 (the query's) are one measurement, and were ranked 1 and 2. Rows
+    are now compared as made (the default list's key): the second is refused, one line,
+    naming both rows and the measurement; nothing is ranked (exit 2, stdout empty)."""
+    from ddtree_bayes import api
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05, n=64)
+    path = work / "c.csv"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + ",concurrency\n"
+                    "b300,8,sglang,ddtree,16,32,14,,\nb300,8,sglang,ddtree,16,32,14,,4\n")
+    query = ("--hardware b300 --engine sglang --method ddtree --block 16 --budget 32 "
+             "--accept 14 --concurrency 4")
+    line = ("repeats row 2: one candidate measurement (b300 x8 sglang ddtree block 16 budget 32 "
+            "M=33 C=4), listed twice (fix: keep one row per candidate; a blank cell takes the "
+            "query's value, and accept_len does not make another measurement)")
+    code, out, err = run_cli(work, "next", "--candidates", "c.csv", "--query", query, "--k", "4",
+                             "--format", "json")
+    assert (code, out) == (2, "")
+    assert [x for x in err.splitlines() if "error" in x] == [
+        f"ddtree-bayes: error: c.csv, row 3: {line}"]   # (after the query's C warning)
+    draws = api.load(workdir=work)
+    with pytest.raises(DataError) as info:
+        D.read_candidates(draws, path, D.parse_query(draws, query))
+    assert str(info.value) == f"{path}, row 3: {line}"
+    # at one stream (no query C) the blank row is C = 1, another measurement than C = 4
+    cands = D.read_candidates(draws, path, D.parse_query(draws, query.replace(
+        " --concurrency 4", "")))
+    assert [c.scenario.concurrency for c in cands] == [1, 4]
+    # accept_len only shifts log tok/s: the same measurement at another acceptance
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\n"
+                    "b300,8,sglang,ddtree,16,32,14,\nb300,8,sglang,ddtree,16,32,12,\n")
+    with pytest.raises(DataError, match=r"row 3: repeats row 2: one candidate measurement "
+                                        r"\(b300 x8 sglang ddtree block 16 budget 32 M=33\)"):
+        D.read_candidates(draws, path)

@@ -405,11 +405,6 @@ def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
             raise DataError(f"{len(header) + len(rec[None])} cells, the header has "
                             f"{len(header)}", file=path, row=i,
                             fix="name every column in the header, or drop the extra cells")
-        same = tuple(sorted((k, (v or "").strip()) for k, v in rec.items()))
-        if same in seen:   # ranked twice, it took two places of the ranking
-            raise DataError(f"repeats row {seen[same]}: one candidate measurement, listed twice",
-                            file=path, row=i, fix="keep one row per candidate")
-        seen[same] = i
         gpus, block, budget, verify, streams = (
             _csv_number(path, i, rec, c, integer=True)
             for c in ("gpus", "block", "budget", "verify_tokens", "concurrency"))
@@ -453,6 +448,15 @@ def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
                 concurrency=None if streams is None else int(streams))
         except QueryError as err:
             raise QueryError(f"{path}, row {i}: {err}") from None
+        # ranked twice, it took two places of the ranking: compared as made (the default
+        # list's key), since a blank cell takes the query's value (a blank concurrency and
+        # the query's C are one measurement) and accept_len only shifts log tok/s
+        if c.key() in seen:
+            raise DataError(f"repeats row {seen[c.key()]}: one candidate measurement "
+                            f"({c.describe()}), listed twice", file=path, row=i,
+                            fix="keep one row per candidate; a blank cell takes the query's "
+                                "value, and accept_len does not make another measurement")
+        seen[c.key()] = i
         sc = c.scenario
         if accept is not None and not sc.limit.admits(accept) or (
                 sc.method == AR_METHOD and accept not in (None, 1.0)):
