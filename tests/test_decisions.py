@@ -956,7 +956,12 @@ def test_cli_optimize_and_next_on_the_real_fit(fitted_workdir, capsys, monkeypat
     assert res["recommended"] == max(res["rows"], key=lambda r: r["tok_s_mean"])["budget"]
     assert res["fit_id"] == result.fit_id
     assert [r["extrapolated"] for r in res["rows"]] == [False] + [True] * 7
-    assert "warning" not in err
+    # budget 16 is recommended, but 8, the smallest compared, is the most likely best: said
+    p8 = res["rows"][0]["p_best"]
+    assert res["recommended"] == 16 and p8 == max(r["p_best"] for r in res["rows"])
+    assert err == (f"ddtree-bayes: warning: budget 8 is the smallest of the budgets compared, "
+                   f"and its P(best) {p8:.2f} is among them: a smaller budget may be faster "
+                   "still (--budgets 2,4,8,16 compares smaller ones)\n")
     code, out, err = run(capsys, monkeypatch, work, "next", "--query",
                          "--hardware b300 --engine native --method ddtree --block 16 "
                          "--budget 32 --accept 14", "--fit", result.fit_id)
@@ -1499,3 +1504,36 @@ def test_candidates_that_make_the_same_measurement_are_refused(tmp_path):
     with pytest.raises(DataError, match=r"row 3: repeats row 2: one candidate measurement "
                                         r"\(b300 x8 sglang ddtree block 16 budget 32 M=33\)"):
         D.read_candidates(draws, path)
+
+
+def test_optimize_says_when_the_most_likely_best_budget_is_at_the_edge():
+    """The edge note fired only when the recommended budget (highest E[tok/s]) was at the edge:
+    `optimize --hardware b300 --engine native` on the bundled fit recommends 16 (P(best) 0.43)
+    while 8, the smallest compared, is the best in 52% of the draws, and nothing warned. The
+    edge budget with the highest P(best) now says so too, in the same words.
+
+    Five point-mass draws, acceptance 6, 8, 10 at budgets 8, 16, 32 (accept_ref 8, gain 2,
+    decay 1); the MoE slope s per draw gives step = (8 + 4 s B) / 0.8 = 10 + 5 s B ms:
+      s = 0.15 (3 draws): steps 16, 22, 34 -> 375, 363.6, 294.1 tok/s (8 best)
+      s = 0.0625 (2):     steps 12.5, 15, 20 -> 480, 533.3, 500 tok/s (16 best)
+    E[tok/s]: 8 (3 x 375 + 2 x 480) / 5 = 417; 16 (3 x 8000 / 22 + 2 x 8000 / 15) / 5 = 431.5;
+    so 16 is recommended with P(best) 0.40 and 8 has P(best) 0.60."""
+    draws = point_mass_draws(n=5)
+    draws.variables["moe_slope"] = np.array([[0.15], [0.15], [0.15], [0.0625], [0.0625]])
+    curve = curve_of(gain='dist = "point"\nvalue = 2.0', decay='dist = "point"\nvalue = 1.0')
+    out = D.optimize(draws, curve, hardware="b300", engine="sglang", budgets=(8, 16, 32))
+    rows = {r["budget"]: r for r in out["rows"]}
+    assert [rows[b]["accept"] for b in (8, 16, 32)] == [6.0, 8.0, 10.0]
+    assert rows[8]["tok_s_mean"] == pytest.approx(417.0)
+    assert rows[16]["tok_s_mean"] == pytest.approx((3 * 8000 / 22 + 2 * 8000 / 15) / 5)
+    assert out["recommended"] == 16
+    assert [rows[b]["p_best"] for b in (8, 16, 32)] == [0.6, 0.4, 0.0]
+    edge = [w for w in out["warnings"] if "of the budgets compared" in w]
+    assert edge == ["budget 8 is the smallest of the budgets compared, and its P(best) 0.60 is "
+                    "among them: a smaller budget may be faster still (--budgets 2,4,8,16 "
+                    "compares smaller ones)"]
+    # with 4 as well, 8 is neither the edge nor recommended: nothing to say of the edges
+    # (4: accept 4, steps 13, 11.25 -> 307.7, 355.6 tok/s: never best)
+    wider = D.optimize(draws, curve, hardware="b300", engine="sglang", budgets=(4, 8, 16, 32))
+    assert [r["p_best"] for r in wider["rows"]] == [0.0, 0.6, 0.4, 0.0]
+    assert not [w for w in wider["warnings"] if "of the budgets compared" in w]
