@@ -1529,3 +1529,31 @@ def test_a_kv_cache_smaller_than_any_attention_layout_is_refused(tmp_path):
     # the same bytes at an fp8 cache (8 bits): 128 values a layer, the MQA layout: kept
     path = _mixtral_csv(tmp_path, kv_bytes_per_token="4096", kv_cache_bits="8")
     assert load_model_cards(path)["mixtral-8x7b-instruct"].kv_bytes_per_token == 4096
+
+
+def test_a_sliding_window_model_with_few_full_layers_passes_the_kv_layout_check(tmp_path):
+    """`card add` of Gemma 3 1B (google/gemma-3-1b-it, model_type gemma3_text: 26 layers, 1 KV
+    head of 256 dims, every 6th layer full) wrote a card its own reader refused (exit 2,
+    nothing written): kv_bytes_per_token counts the 4 full layers only, 2 x 4 x 1 x 256 x 2
+    = 4,096, and 4,096 over all 26 layers is 78.8 bf16 values a layer, below the MQA floor
+    of 128. The 22 sliding layers cache 2 x 22 x 1 x 256 x 2 = 22,528 bytes per token inside
+    their window: (4,096 + 22,528) / 26 / 2 = 512 values a layer, one MQA head's K and V."""
+    folder = tmp_path / "gemma-3-1b-it"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "architectures": ["Gemma3ForCausalLM"], "model_type": "gemma3_text",
+        "hidden_size": 1152, "intermediate_size": 6912, "num_hidden_layers": 26,
+        "num_attention_heads": 4, "num_key_value_heads": 1, "head_dim": 256,
+        "vocab_size": 262144, "torch_dtype": "bfloat16", "max_position_embeddings": 32768,
+        "sliding_window": 512, "sliding_window_pattern": 6}))
+    code, _, err = cli(tmp_path, "--hf-config", str(folder))
+    assert code == 0, err
+    card = load_model_cards(tmp_path / "data" / "models.csv")["gemma-3-1b-it"]
+    assert card.kv_bytes_per_token == 4096
+    assert (card.kv_window_bytes_per_token, card.kv_window_tokens) == (22_528, 512)
+    # the same full-layer bytes without the window columns are still a unit slip
+    path = _mixtral_csv(tmp_path, model="g", layers="26", hidden_size="1152",
+                        params_total_b="1", params_active_b="1", experts="", experts_topk="",
+                        kv_bytes_per_token="4096")
+    with pytest.raises(DataError, match="4096 over 26 layers is 78.8 values a layer"):
+        load_model_cards(path)

@@ -351,18 +351,21 @@ def check_active_scale(active: float | None, layers: float | None, hidden: float
 
 
 def check_kv_layout(kv_bytes: float | None, layers: float | None, bits: float | None,
-                    path: str, row: int) -> None:
+                    path: str, row: int, window_bytes: float | None = None) -> None:
     """Refuse ``kv_bytes_per_token`` that caches fewer values a layer, at the card's
     ``kv_cache_bits`` (blank: bf16's 16), than :data:`LEAST_KV_VALUES_PER_LAYER`, the smallest
     attention layout (4096 bytes on 32-layer Mixtral, 64 bf16 values a layer, was read).
+    A card with sliding-window layers counts their per-token cache (``window_bytes``, its
+    ``kv_window_bytes_per_token``) too: ``kv_bytes_per_token`` holds its full layers only.
 
     >>> check_kv_layout(131072, 32, None, "m.csv", 2)   # Llama-3.1-8B: 2048 a layer
     >>> check_kv_layout(4096, 32, 8, "m.csv", 2)        # MQA of 64 dims at fp8: 128
+    >>> check_kv_layout(4096, 26, None, "m.csv", 2, 22528)   # Gemma 3 1B: 4 full + 22 sliding
     """
     if not kv_bytes or not layers:
         return
     bits = bits or KV_CARD_BITS_ASSUMED
-    values = kv_bytes / layers / (bits / 8)
+    values = (kv_bytes + (window_bytes or 0.0)) / layers / (bits / 8)
     if values < LEAST_KV_VALUES_PER_LAYER:
         raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
                         f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), fewer "
@@ -453,7 +456,8 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                             f"value ({KV_BITS_RANGE[0]:g} to {KV_BITS_RANGE[1]:g})", file=path,
                             row=i, column="kv_cache_bits",
                             fix="write bits, not bytes: 16 for a bf16 cache, 8 for fp8")
-        check_kv_layout(kv_bytes, layers, kv_bits, path, i)
+        window = _window(raw, num, path, i)
+        check_kv_layout(kv_bytes, layers, kv_bits, path, i, window["kv_window_bytes_per_token"])
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
             raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
@@ -470,7 +474,7 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             source=raw["source"],
             hidden_size=None if "hidden_size" not in raw else _optional_int(hidden),
             kv_bytes_per_token=kv_bytes,
-            file_bytes_per_weight=file_bpw, **_window(raw, num, path, i),
+            file_bytes_per_weight=file_bpw, **window,
             max_context_tokens=_optional_int(num("max_context_tokens", integer=True,
                                                  required=False)
                                              if raw.get("max_context_tokens") else None),
