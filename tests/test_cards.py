@@ -1557,3 +1557,21 @@ def test_a_sliding_window_model_with_few_full_layers_passes_the_kv_layout_check(
                         kv_bytes_per_token="4096")
     with pytest.raises(DataError, match="4096 over 26 layers is 78.8 values a layer"):
         load_model_cards(path)
+
+
+def test_a_given_bytes_per_weight_is_printed_as_standing_for_every_weight(tmp_path):
+    """`card add --bytes-per-weight 0.5625` on a bf16 config wrote a card whose weights-fit
+    checks take 0.5625 for every weight (file_bytes_per_weight blank), yet printed "bytes per
+    weight 0.5625 over the active weights (the whole file: 2)": the whole file at 2 B/weight,
+    3.6x what the card holds. Llama-3.1-8B: 8,030,261,248 weights x 0.5625 = 4.52 GB."""
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8",
+                         "--bytes-per-weight", "0.5625")
+    assert code == 0, err
+    assert ("  bytes per weight  0.5625 for every weight, as --bytes-per-weight gave (the "
+            "file's own: 2)\n") in out
+    card = load_model_cards(tmp_path / "data" / "models.csv")["l8"]
+    assert card.file_bytes_per_weight is None and card.bytes_per_weight == 0.5625
+    assert round(card.weights_gb, 2) == 4.52
+    # without the flag the derived figures print as before
+    code, out, _ = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8b")
+    assert "  bytes per weight  2 over the active weights (the whole file: 2)\n" in out

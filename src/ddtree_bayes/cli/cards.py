@@ -54,9 +54,15 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
     if moe:
         lines.append(f"  experts           {moe} routed, top-{facts['experts_topk']}, "
                      f"{facts['shared_experts']} shared")
+    own = facts["file_bytes_per_weight"]
+    # a given bytes per weight (the card's file column blank) stands for every weight: the
+    # weights-fit checks take it, not the file's own average
+    given = "" if card["file_bytes_per_weight"] else (
+        "for every weight, as --bytes-per-weight gave"
+        + ("" if own == facts["bytes_per_weight"] else f" (the file's own: {own:.4g})"))
     lines += [f"  weights           {facts['storage']}",
-              f"  bytes per weight  {card['bytes_per_weight']} over the active weights (the "
-              f"whole file: {facts['file_bytes_per_weight']:.4g})",
+              f"  bytes per weight  {card['bytes_per_weight']} "
+              + (given or f"over the active weights (the whole file: {own:.4g})"),
               f"  compute dtype     {card['compute_dtype']}"]
     if facts.get("max_context_tokens"):
         lines.append(f"  context           up to {facts['max_context_tokens']:,} tokens "
