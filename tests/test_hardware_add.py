@@ -47,6 +47,24 @@ def test_a_gpu_like_a_known_one_keeps_its_figures_and_sources_the_new_one(tmp_pa
     assert next(ln for ln in out.splitlines() if ln.startswith("rtx-4090-oc ")).endswith("yours")
 
 
+def test_a_whole_nodes_figure_given_as_a_gpus_is_noted(tmp_path):
+    """A walkthrough: `hardware add --like h100 --mem-bw-tb-s 26.8` (8 x 3.35, a node's total)
+    was written as one GPU's bandwidth without a word, so every step on it would be priced as
+    if each GPU read eight times faster. A figure 4, 8 or 16 times the --like GPU's is now
+    noted (a GPU may truly hold four times another's memory: a note, not a refusal)."""
+    bw = float(BUILT_IN["h100"]["mem_bw_tb_s"])
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-node", "--like", "h100",
+                             "--mem-bw-tb-s", f"{8 * bw:g}", "--source", "x", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        f"--mem-bw-tb-s {8 * bw:g} is 8 x h100's {bw:g}: a whole node's total? The table takes "
+        f"figures per GPU (the count is --gpus when asking); if so, re-run with --mem-bw-tb-s "
+        f"{bw:g} --replace"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-fast", "--like", "h100",
+                             "--mem-bw-tb-s", f"{1.5 * bw:g}", "--source", "x", "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+
+
 def test_a_built_in_name_is_overridden_and_a_second_time_needs_replace(tmp_path):
     code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-3090", "--mem-bw-tb-s", "0.85",
                              "--source", "power-limited to 250 W: measured 850 GB/s")

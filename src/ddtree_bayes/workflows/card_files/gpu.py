@@ -118,6 +118,40 @@ def _replacing(source: str, given: list[str], before: str) -> str | None:
     return "; ".join(parts)
 
 
+#: GPUs per node whose whole-node total a per-GPU figure may have been given as.
+NODE_SIZES = (4, 8, 16)
+
+
+def _node_totals(values: dict[str, float | str], like: str, like_row: dict[str, str]
+                 ) -> list[str]:
+    """A note per figure given that is 4, 8 or 16 times the ``--like`` GPU's own (to 0.5%):
+    the table takes figures per GPU, and a node's total (``--like h100 --mem-bw-tb-s 26.8``,
+    8 x 3.35) would price every step of that GPU 8x too fast. A note, not a refusal: a GPU
+    may truly hold four times another's memory (96 GB against 24).
+
+    >>> for note in _node_totals({"mem_bw_tb_s": 26.8, "memory_gb": 94.0}, "h100",
+    ...                          {"mem_bw_tb_s": "3.35", "memory_gb": "80"}):
+    ...     print(note)
+    --mem-bw-tb-s 26.8 is 8 x h100's 3.35: a whole node's total? The table takes figures per GPU \
+(the count is --gpus when asking); if so, re-run with --mem-bw-tb-s 3.35 --replace
+    """
+    notes = []
+    for col, given in values.items():
+        mine = like_row.get(col, "").strip()
+        try:
+            ratio = float(given) / float(mine)
+        except (TypeError, ValueError, ZeroDivisionError):
+            continue
+        n = round(ratio)
+        if n in NODE_SIZES and abs(ratio - n) <= 0.005 * n:
+            flag = "--" + col.replace("_", "-")
+            notes.append(f"{flag} {float(given):g} is {n} x {like}'s {float(mine):g}: a whole "
+                         f"node's total? The table takes figures per GPU (the count is --gpus "
+                         f"when asking); if so, re-run with {flag} {float(given) / n:g} "
+                         "--replace")
+    return notes
+
+
 def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], source: str, *,
             like: str | None = None, file: Path) -> GpuRow:
     """The row of GPU ``name``: ``like``'s row (or, without ``like``, the table's own row of
@@ -214,6 +248,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     copied_peaks = any(row.get(c) for c in PEAK_COLUMNS if c not in values)
     row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""))
     notes = [] if unsupported is None else [unsupported]
+    if like is not None:
+        notes.extend(_node_totals(values, like, table.rows[like]))
     if not row.get("dense_bf16_tflops", "").strip():
         from ddtree_bayes.core.model_cards import peak_tflops
 
