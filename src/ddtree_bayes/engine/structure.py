@@ -483,8 +483,8 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
     ``[transfer] system_sd`` scatter a transferred system's step carries (kernel maturity,
     drivers, engine builds: prior-driven). Drawing it from the population instead put a +-40%
     interval on a memory overclock of the measured GPU (docs/howto/own-data.md). ``spread``:
-    the groups' spread a hybrid target in an engine whose hybrid effect the fit learned to be
-    large carries besides (:func:`deployment_spread`; None: none)."""
+    the groups' spread a hybrid target carries besides in an engine whose hybrid effect the
+    fit learned to be large or could not separate (:func:`deployment_spread`; None: none)."""
     import dataclasses
 
     from ddtree_bayes.core.sampling import prior_sample
@@ -510,6 +510,20 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
     return spec * np.exp(scatter * rng.standard_normal(n))
 
 
+def target_kinds(fit: Fit, engine: str, learned: bool = False) -> set[bool]:
+    """Which kinds of target the fit's overhead groups of ``engine`` ran: True for a hybrid
+    (the group's ``group_recurrent``), False for a transformer; ``learned``: only the groups
+    the fit learned from rows (:func:`group_learned`: not a validation fold's held-out ones).
+    Empty when the fit has no group of ``engine``."""
+    model = fit.meta["model"]
+    engines, group_engine = model.get("engines", []), model.get("group_engine", [])
+    # (no "group_recurrent": the fit has no hybrid group)
+    recurrent = model.get("group_recurrent") or [False] * len(group_engine)
+    groups = fit.meta["coords"]["overhead_group"]
+    return {bool(rec) for g, (e, rec) in enumerate(zip(group_engine, recurrent, strict=True))
+            if engines[e] == engine and (not learned or group_learned(fit, groups[g]))}
+
+
 def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
     """(draws,) log spread of a carried group's SPEC between deployments, for a hybrid target
     (the card's ``recurrent_layers``) in an engine whose hybrid effect (``spec_fixed_recurrent``,
@@ -533,14 +547,8 @@ def deployment_spread(fit: Fit, sc: Scenario, engine: str) -> np.ndarray | None:
     if (card is None or not card.recurrent or "spec_fixed_recurrent" not in v
             or engine not in engines or "spec_fixed_log_sd" not in v):
         return None
-    group_engine = model.get("group_engine", [])
-    recurrent = model.get("group_recurrent") or [False] * len(group_engine)
-    groups = fit.meta["coords"]["overhead_group"]
-    # the kinds of target the engine's groups the fit learned ran (not a validation fold's
-    # held-out group: its rows told the fit nothing)
-    kinds = {bool(rec) for label, e, rec in zip(groups, group_engine, recurrent, strict=True)
-             if engines[e] == engine and group_learned(fit, label)}
-    separable = False in kinds   # the engine ran a transformer target too
+    # not a validation fold's held-out group: its rows told the fit nothing
+    separable = False in target_kinds(fit, engine, learned=True)   # a transformer target too
     if separable and np.quantile(v["spec_fixed_recurrent"][:, engines.index(engine)], 0.05) <= 0:
         return None
     return v["spec_fixed_log_sd"]
@@ -634,12 +642,7 @@ def recurrent_note(fit: Fit, sc: Scenario, engine: str) -> str:
     card = stored_card(fit.meta["model"], sc.model)
     if card is None or not has_recurrent_term(fit):
         return ""
-    model = fit.meta["model"]
-    engines, group_engine = model.get("engines", []), model.get("group_engine", [])
-    # (no "group_recurrent": the fit has no hybrid group)
-    recurrent = model.get("group_recurrent") or [False] * len(group_engine)
-    kinds = {bool(rec) for e, rec in zip(group_engine, recurrent, strict=True)
-             if engines[e] == engine}
+    kinds = target_kinds(fit, engine)
     if card.recurrent:
         if True in kinds:
             return (f"; hybrid target ({card.recurrent_layers} recurrent layers): {engine}'s "
