@@ -354,6 +354,13 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
     return tuple(warnings)
 
 
+def blank_context(fit: Fit) -> float:
+    """The context a row with a blank ``context_tokens`` was fitted at: the fit's
+    ``default_context_tokens`` (the priors' ``[model]`` entry; 0 for a stand-in without it),
+    as :meth:`~ddtree_bayes.core.data.Measurement.context` reads it."""
+    return float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
+
+
 def context_warnings(fit: Fit, context: float | None, model: str | None = None, prefix: str = ""
                      ) -> tuple[str, ...]:
     """A context more than twice the longest the fit measured (of ``model`` in a fit of
@@ -377,8 +384,7 @@ is extrapolated linearly past the measured contexts
     if not context:
         return ()
     rows = [r for r in fit.measurements.rows if model is None or r.model == model]
-    # a blank context is the fit's default_context_tokens (the priors' [model] entry)
-    blank = float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
+    blank = blank_context(fit)
     longest = max((r.context(blank) for r in rows), default=0.0)
     if context <= 2.0 * longest:
         return ()
@@ -402,7 +408,7 @@ def system_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
 
     if not sc.context_tokens or not sc.measured:
         return ()
-    blank = float(fit.meta.get("model", {}).get("default_context_tokens") or 0.0)
+    blank = blank_context(fit)
     with_context = {row_pair(fit, r) for r in fit_rows(fit) if r.context(blank) > 0}
     if not with_context or sc.pair in with_context:
         return ()
@@ -422,8 +428,7 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
 
     if sc.verify_tokens <= 1 or not sc.context_tokens:
         return ()
-    # a blank context is the fit's default_context_tokens, as context_warnings reads it
-    blank = float(getattr(fit, "meta", {}).get("model", {}).get("default_context_tokens") or 0.0)
+    blank = blank_context(fit)
     rows = [r for r in fit.measurements.rows if r.verify_tokens > 1 and r.context(blank)]
     model = sc.model   # (None: a fit of one model, whose rows are all its own)
     if any(model is None or r.model == model for r in rows):
