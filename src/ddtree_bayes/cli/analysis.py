@@ -395,7 +395,7 @@ def render_keep_ar(res: dict) -> str:
            f"{counted(s['ar_kept']['n'], 'speculative row')} scored ({n_inferred} at an inferred "
            "acceptance), "
            f"{len(res['skipped_rows'])} skipped"
-           + (f"; {len(left)} pair{'s' if len(left) != 1 else ''} left out (notes below)"
+           + (f"; {counted(len(left), 'pair')} left out (notes below)"
               if (left := res.get("skipped_pairs")) else "")]   # (saved before: no key)
     body = []
     for label, key, sub in (("posterior, AR kept", "ar_kept", "summary"),
