@@ -78,3 +78,42 @@ def test_one_fit_reads_each_input_once(tmp_path):
     assert all(n == 1 for n in counts.values()), counts
     assert {"data/measurements.csv", "models/priors.toml", "data/hardware.csv",
             "_bundled/hardware.csv", "_bundled/models.csv"} <= set(counts), counts
+
+
+@contextlib.contextmanager
+def counting_parses(monkeypatch):
+    """Count every CSV parse (``csv.reader``, which ``csv.DictReader`` calls too) of an
+    in-memory text and every ``tomllib.loads``, by the text parsed."""
+    import csv
+    import tomllib
+
+    parsed: Counter[tuple[str, str]] = Counter()
+    real_reader, real_loads = csv.reader, tomllib.loads
+
+    def reader(f, *args, **kwargs):
+        if isinstance(f, io.StringIO):
+            parsed["csv", f.getvalue()] += 1
+        return real_reader(f, *args, **kwargs)
+
+    def loads(text, *args, **kwargs):
+        parsed["toml", text] += 1
+        return real_loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(csv, "reader", reader)
+    monkeypatch.setattr(tomllib, "loads", loads)
+    yield parsed
+
+
+def test_one_predict_parses_the_stored_measurements_once(tmp_path, monkeypatch):
+    """The measurement text a fit stores is parsed once per predict (it was parsed five
+    times: once validated, and four times more for the engine, method, model and hardware
+    names the fit knows; a 100,000-row file takes a second to parse)."""
+    from ddtree_bayes.engine.store import load
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    stored = load(workdir=work)
+    with counting_parses(monkeypatch) as parsed:
+        code, out, err = run_cli(work, "predict", "--accept", "12:16", "--format", "json")
+    assert code == 0, err
+    assert parsed["csv", stored.data_csv] == 1
+

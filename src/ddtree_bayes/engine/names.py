@@ -59,34 +59,56 @@ class UnknownName:
                 f"{CONSEQUENCE[self.kind]}; {hint}")
 
 
-def _column(text: str, column: str) -> set[str]:
+def _columns(text: str, *columns: str) -> list[set[str]]:
+    """The non-blank values of each of ``columns`` in the CSV ``text``, from one parse (all
+    empty if it does not parse)."""
+    out: list[set[str]] = [set() for _ in columns]
     try:
-        return {row[column].strip() for row in csv.DictReader(io.StringIO(text))
-                if row.get(column) and row[column].strip()}
-    except (csv.Error, KeyError):
-        return set()
+        for row in csv.DictReader(io.StringIO(text)):
+            for values, column in zip(out, columns, strict=True):
+                if row.get(column) and row[column].strip():
+                    values.add(row[column].strip())
+    except csv.Error:
+        return [set() for _ in columns]
+    return out
+
+
+def _column(text: str, column: str) -> set[str]:
+    return _columns(text, column)[0]
+
+
+def _data_names(draws: Fit) -> list[set[str]]:
+    """The engines, methods, models and hardware of the fit's measurements: from its validated
+    rows (parsed once per fit, and every answer reads them), else (a stored text this version no
+    longer validates) from the text's columns."""
+    from ddtree_bayes.core.errors import InputError
+
+    try:
+        rows = draws.measurements.rows
+    except InputError:
+        return _columns(draws.data_csv, "engine", "method", "model", "hardware")
+    return [{getattr(r, c) for r in rows} for c in ("engine", "method", "model", "hardware")]
 
 
 def known_names(draws: Fit) -> dict[str, set[str]]:
     """Every name the fit knows, per kind (engine, method, model, hardware)."""
     meta = draws.meta
-    data = draws.data_csv
     relations = meta.get("model", {}).get("relation_bases", {}) or {}
-    engines = _column(data, "engine") | set(relations) | set(relations.values())
+    engines, methods, models, hardware = _data_names(draws)
+    engines |= set(relations) | set(relations.values())
     engines |= {g.split("/")[1] for g in meta.get("coords", {}).get("overhead_group", [])
                 if g.count("/") == 2}
-    methods = _column(data, "method") | {AR_METHOD, DEFAULT_QUESTION.method}
+    methods |= {AR_METHOD, DEFAULT_QUESTION.method}
     try:
         methods |= draws.priors.declared_names()["method"]   # acceptance priors, [methods]
     except Exception:  # noqa: BLE001 - names are advice; an odd priors text must not stop predict
         pass
-    models = _column(data, "model")
     target = meta.get("model", {}).get("target_model")
     if target:
         models.add(str(target))
     models |= set(meta.get("model", {}).get("target_models") or ())
     models |= set(meta.get("model", {}).get("model_cards") or ())   # declared: a card
-    hardware = _column(data, "hardware") | _column(draws.hardware_csv, "hardware")
+    hardware |= _column(draws.hardware_csv, "hardware")
     hardware |= {split_label(s)[1] for s in meta.get("coords", {}).get("system", [])}
     return {"engine": engines, "method": methods, "model": models, "hardware": hardware}
 
