@@ -117,3 +117,16 @@ def test_one_predict_parses_the_stored_measurements_once(tmp_path, monkeypatch):
     assert code == 0, err
     assert parsed["csv", stored.data_csv] == 1
 
+
+def test_one_predict_parses_the_stored_priors_once(tmp_path, monkeypatch):
+    """The priors TOML a fit stores is parsed once per predict (it was parsed twice: for the
+    priors, and again for their [methods] table)."""
+    from ddtree_bayes.engine.store import load
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    stored = load(workdir=work)
+    with counting_parses(monkeypatch) as parsed:
+        code, out, err = run_cli(work, "predict", "--accept", "12:16", "--format", "json")
+    assert code == 0, err
+    assert parsed["toml", stored.priors_toml] == 1
+

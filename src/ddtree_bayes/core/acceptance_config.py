@@ -4,11 +4,11 @@ budget, used only by ``optimize`` (fit and predict ignore it)."""
 from __future__ import annotations
 
 import math
-import tomllib
 from dataclasses import dataclass
 
 from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, parse_prior, target_model
 from ddtree_bayes.core.errors import PriorsError, typo_fix
+from ddtree_bayes.core.methods import toml_tables
 
 #: Distributions each acceptance-curve parameter may use, and the support it must respect.
 CURVE_PARAMS: dict[str, tuple[tuple[str, ...], float, float]] = {
@@ -54,8 +54,8 @@ class AcceptanceCurve:
                 f"gain ~ {one(self.gain)}, decay ~ {one(self.decay)}")
 
 
-def parse_acceptance_curve(text: str, path: str = "<priors>", *,
-                           stored: bool = False) -> AcceptanceCurve | None:
+def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = False,
+                           tables: dict | None = None) -> AcceptanceCurve | None:
     """The ``[acceptance_curve]`` section of priors TOML ``text`` (None if there is none).
     A key it does not know is refused (``metod = "eagle3"`` left the method at ddtree),
     unless ``stored``: the curve a saved fit holds, read as it was fitted.
@@ -65,10 +65,7 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *,
     >>> curve.method, curve.block, curve.reference_budget, curve.decay.dist
     ('ddtree', 16, 16, 'beta')
     """
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
+    raw = tables if tables is not None else toml_tables(text, path)
     section = raw.get("acceptance_curve")
     if section is None:
         return None

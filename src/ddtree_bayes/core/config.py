@@ -8,13 +8,19 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddtree_bayes.core.data import NAME_RE, not_a_name
 from ddtree_bayes.core.errors import PriorsError, typo_fix
-from ddtree_bayes.core.methods import AR_METHOD, AcceptLimit, MethodSpec, max_accept, parse_methods
+from ddtree_bayes.core.methods import (
+    AR_METHOD,
+    AcceptLimit,
+    MethodSpec,
+    max_accept,
+    parse_methods,
+    toml_tables,
+)
 from ddtree_bayes.core.pairs import same_family
 
 #: Interval probabilities printed by ``predict`` (the widest is the headline interval).
@@ -436,15 +442,13 @@ def nu_problem(prior: Prior | None) -> str | None:
     return f"must be a fixed value above 2, not {prior.dist} {prior.params}"
 
 
-def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False) -> PriorsConfig:
+def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
+                 tables: dict | None = None) -> PriorsConfig:
     """Validate priors TOML ``text``; ``path`` is only used in error messages. ``stored``: the
     priors a saved fit holds, read as they were fitted: a key or prior name this version does
     not know (a typo, refused in a file given since, or one an older version read) does not
-    make the fit unreadable."""
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
+    make the fit unreadable. ``tables``: ``text`` already parsed (``toml_tables``)."""
+    raw = tables if tables is not None else toml_tables(text, path)
 
     def section(key: str, kind: type, example: str):
         value = raw.get(key, kind())

@@ -104,18 +104,27 @@ def parse_methods(path: str, table: dict) -> dict[str, MethodSpec]:
     return methods
 
 
-def load_methods(text: str, path: str = "<priors>") -> dict[str, MethodSpec]:
+def toml_tables(text: str, path: str = "<priors>") -> dict:
+    """The tables of priors TOML ``text`` (PriorsError naming ``path`` when it does not parse):
+    what :func:`load_methods`, ``parse_priors`` and ``parse_acceptance_curve`` read, parsed once
+    when a caller holds them (a fit's stored priors: ``Fit.priors_tables``). Read-only to them."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
+
+
+def load_methods(text: str, path: str = "<priors>", *, tables: dict | None = None
+                 ) -> dict[str, MethodSpec]:
     """The ``[methods.<name>]`` tables of priors TOML ``text`` alone (``add`` checks a row's
-    acceptance against them without needing the rest of the priors).
+    acceptance against them without needing the rest of the priors). ``tables``: ``text``
+    already parsed (:func:`toml_tables`).
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> load_methods(bundled("priors.toml").read_text())["ddtree"].depth
     'block - 1'
     """
-    try:
-        raw = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as err:
-        raise PriorsError(f"not valid TOML: {err}", file=path, fix="correct the TOML syntax") from None
+    raw = tables if tables is not None else toml_tables(text, path)
     table = raw.get("methods", {})
     if not isinstance(table, dict):
         raise PriorsError("'methods' must be a table", file=path, column="methods",

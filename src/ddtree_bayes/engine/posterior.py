@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from ddtree_bayes.core.methods import MethodSpec
 
 #: The cached attributes a view shares with its fit when it keeps the same input texts.
-_SHARED_BY_TEXT = {"priors": "priors_toml", "methods": "priors_toml",
+_SHARED_BY_TEXT = {"priors_tables": "priors_toml", "priors": "priors_toml", "methods": "priors_toml",
                    "hardware": "hardware_csv"}
 
 
@@ -60,11 +60,20 @@ class Fit:
         return str(self.meta.get("fit_id", self.path.stem if self.path else "?"))
 
     @cached_property
+    def priors_tables(self) -> dict:
+        """The stored priors TOML parsed (read-only): what :attr:`priors`, :attr:`methods` and
+        the stored acceptance curve are read from, so one answer parses it once."""
+        from ddtree_bayes.core.methods import toml_tables
+
+        return toml_tables(self.priors_toml, "priors stored in the fit")
+
+    @cached_property
     def priors(self) -> PriorsConfig:
         """The priors file the fit was made with."""
         from ddtree_bayes.core.config import parse_priors
 
-        return parse_priors(self.priors_toml, "priors stored in the fit", stored=True)
+        return parse_priors(self.priors_toml, "priors stored in the fit", stored=True,
+                            tables=self.priors_tables)
 
     @cached_property
     def methods(self) -> dict[str, MethodSpec]:
@@ -72,7 +81,8 @@ class Fit:
         that no longer validates as a whole still has to give)."""
         from ddtree_bayes.core.methods import load_methods
 
-        return load_methods(self.priors_toml, "priors stored in the fit")
+        return load_methods(self.priors_toml, "priors stored in the fit",
+                            tables=self.priors_tables)
 
     @cached_property
     def hardware(self) -> dict[str, dict[str, str]]:

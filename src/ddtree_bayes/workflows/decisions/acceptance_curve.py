@@ -332,7 +332,8 @@ def acceptance_curve_for(draws: Fit, priors_path: str | Path | None = None
     from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
 
     curve = read_curve(curve_priors_file(draws, priors_path))
-    stored = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit", stored=True)
+    stored = parse_acceptance_curve(draws.priors_toml, "priors stored in the fit", stored=True,
+                                    tables=draws.priors_tables)
     if stored is not None and _answers(stored) == _answers(curve):
         return curve, []
     was = "none" if stored is None else stored.describe()
