@@ -130,3 +130,22 @@ def test_one_predict_parses_the_stored_priors_once(tmp_path, monkeypatch):
     assert code == 0, err
     assert parsed["toml", stored.priors_toml] == 1
 
+
+def test_the_hardware_tables_are_parsed_once_each(tmp_path, monkeypatch):
+    """hardware_table parses the built-in table and the user's once each (it parsed each
+    twice: once for its header, once more to validate it)."""
+    from ddtree_bayes.core import data as D
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    work = copy_bundled_data(tmp_path / "w")
+    parsed: Counter[str] = Counter()
+    real = D.read_csv_file
+
+    def read_csv_file(path, *args, **kwargs):
+        parsed[Path(path).parent.name] += 1
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(D, "read_csv_file", read_csv_file)
+    table = hardware_table(work)
+    assert table.rows["b300"]["mem_bw_tb_s"] == "8.0"
+    assert dict(parsed) == {"_bundled": 1, "data": 1}

@@ -815,17 +815,19 @@ def hardware_slip(row: Mapping[str, str],
     return None
 
 
-def load_hardware(path: str | Path, text: str | None = None, *,
-                  stored: bool = False) -> dict[str, dict[str, str]]:
+def load_hardware(path: str | Path, text: str | None = None, *, stored: bool = False,
+                  records: tuple[str, list[str], list[tuple[int, list[str]]]] | None = None
+                  ) -> dict[str, dict[str, str]]:
     """Read and validate one hardware table: ``{hardware: row}`` (from ``text`` if given).
 
     The table a run uses is the built-in one overlaid by the user's
     (:func:`ddtree_bayes.core.hardware_table.hardware_table`). ``stored``: the table a saved
     fit holds, read as it was fitted: an interconnect text that names neither PCIe nor an
     NVLink-class fabric, refused in tables written since, is read by the older rule (anything
-    not PCIe is a fabric: :func:`~ddtree_bayes.core.pairs.is_fabric`)."""
+    not PCIe is a fabric: :func:`~ddtree_bayes.core.pairs.is_fabric`). ``records``: the file
+    already read by :func:`read_records` (its text, header and rows), not parsed again."""
     path = str(path)
-    _, header, body = read_csv_file(path, text)
+    _, header, body = records if records is not None else read_csv_file(path, text)
     fix = "add it to the header (see data/hardware.csv)"
     if not stored:   # (a saved fit's table is read as it was fitted)
         check_named_columns(path, header, HARDWARE_REQUIRED,

@@ -95,14 +95,16 @@ def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
     errors), then overlay the user's rows on the built-in ones by name. ``user_text``: the
     user's file as it would be written (not read from disk)."""
     builtin_path = Path(builtin) if builtin is not None else paths.bundled("hardware.csv")
-    builtin_text, builtin_header, _ = read_records(builtin_path)
-    base = load_hardware(builtin_path, text=builtin_text)
+    builtin_records = read_records(builtin_path)
+    builtin_text, builtin_header, _ = builtin_records
+    base = load_hardware(builtin_path, records=builtin_records)
     header = list(builtin_header)
     if user_file is None:
         return HardwareTable(base, dict.fromkeys(base, BUILT_IN), tuple(header), builtin_text, None)
     user_path = str(user_file)
-    user_text, user_header, _ = read_records(user_path, user_text, "--hardware-file")
-    own = load_hardware(user_path, text=user_text)
+    user_records = read_records(user_path, user_text, "--hardware-file")
+    user_text, user_header, _ = user_records
+    own = load_hardware(user_path, records=user_records)
     header += [h for h in user_header if h and h not in header]
     rows = dict(base)
     origins = dict.fromkeys(base, BUILT_IN)
