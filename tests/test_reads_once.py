@@ -149,3 +149,21 @@ def test_the_hardware_tables_are_parsed_once_each(tmp_path, monkeypatch):
     table = hardware_table(work)
     assert table.rows["b300"]["mem_bw_tb_s"] == "8.0"
     assert dict(parsed) == {"_bundled": 1, "data": 1}
+
+
+def test_the_names_a_fit_knows_are_read_once_per_fit(tmp_path, monkeypatch):
+    """Every question checks its names against the fit's (engine/names.py): the names are
+    read once per fit, not once per question (``report`` asks about 60 questions of one fit
+    and parsed the stored hardware table once per question)."""
+    from ddtree_bayes.engine import names as N
+    from ddtree_bayes.engine.store import load
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    fit = load(workdir=work)
+    with counting_parses(monkeypatch) as parsed:
+        first = N.unknown_names(fit, hardware="b30", engines=["sglang"])
+        again = N.unknown_names(fit, hardware="b30", engines=["sglang"])
+    assert [(u.kind, u.name, u.suggestions) for u in first] == [("hardware", "b30", ("b300", "gb300"))]
+    assert [(u.kind, u.name, u.suggestions) for u in again] == [("hardware", "b30", ("b300", "gb300"))]
+    assert parsed["csv", fit.hardware_csv] == 1
+

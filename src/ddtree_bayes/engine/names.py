@@ -78,20 +78,33 @@ def _column(text: str, column: str) -> set[str]:
 
 
 def _data_names(draws: Fit) -> list[set[str]]:
-    """The engines, methods, models and hardware of the fit's measurements: from its validated
-    rows (parsed once per fit, and every answer reads them), else (a stored text this version no
-    longer validates) from the text's columns."""
+    """The engines, methods, models and hardware of the fit's measurements, and the GPUs of
+    its hardware table: from its validated rows and table (parsed once per fit, and every
+    answer reads them), else (a stored text this version no longer validates) from the texts'
+    columns."""
     from ddtree_bayes.core.errors import InputError
 
     try:
         rows = draws.measurements.rows
+        out = [{getattr(r, c) for r in rows} for c in ("engine", "method", "model", "hardware")]
     except InputError:
-        return _columns(draws.data_csv, "engine", "method", "model", "hardware")
-    return [{getattr(r, c) for r in rows} for c in ("engine", "method", "model", "hardware")]
+        out = _columns(draws.data_csv, "engine", "method", "model", "hardware")
+    try:
+        out[3] |= set(draws.hardware)
+    except InputError:
+        out[3] |= _column(draws.hardware_csv, "hardware")
+    return out
 
 
 def known_names(draws: Fit) -> dict[str, set[str]]:
-    """Every name the fit knows, per kind (engine, method, model, hardware)."""
+    """Every name the fit knows, per kind (engine, method, model, hardware): computed once per
+    fit (every question checks its names: ``report`` asks about 60), a copy each call."""
+    if "known_names" not in draws.memo:
+        draws.memo["known_names"] = _known_names(draws)
+    return {kind: set(names) for kind, names in draws.memo["known_names"].items()}
+
+
+def _known_names(draws: Fit) -> dict[str, set[str]]:
     meta = draws.meta
     relations = meta.get("model", {}).get("relation_bases", {}) or {}
     engines, methods, models, hardware = _data_names(draws)
@@ -108,7 +121,6 @@ def known_names(draws: Fit) -> dict[str, set[str]]:
         models.add(str(target))
     models |= set(meta.get("model", {}).get("target_models") or ())
     models |= set(meta.get("model", {}).get("model_cards") or ())   # declared: a card
-    hardware |= _column(draws.hardware_csv, "hardware")
     hardware |= {split_label(s)[1] for s in meta.get("coords", {}).get("system", [])}
     return {"engine": engines, "method": methods, "model": models, "hardware": hardware}
 
