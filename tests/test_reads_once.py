@@ -167,3 +167,21 @@ def test_the_names_a_fit_knows_are_read_once_per_fit(tmp_path, monkeypatch):
     assert [(u.kind, u.name, u.suggestions) for u in again] == [("hardware", "b30", ("b300", "gb300"))]
     assert parsed["csv", fit.hardware_csv] == 1
 
+
+def test_the_seed_table_is_read_once_until_it_changes(tmp_path):
+    """The original estimates (data/seed_estimates.csv) are read once per process while the
+    file is unchanged (``report`` read them 39 times, once per question), and again once it
+    changes."""
+    from ddtree_bayes.engine.predictive import load_seed_table
+
+    work = copy_bundled_data(tmp_path / "w")
+    seeds = work / "data" / "seed_estimates.csv"
+    with counting_opens() as opened:
+        tables = [load_seed_table(work) for _ in range(3)]
+    assert opened[seeds.resolve()] == 1
+    assert tables[0] == tables[2] and len(tables[0]) == len(seeds.read_text().splitlines()) - 1
+    seeds.chmod(0o644)
+    seeds.write_text(seeds.read_text() + ",".join(["x"] * len(tables[0][0])) + "\n")
+    with counting_opens() as opened:
+        grown = load_seed_table(work)
+    assert opened[seeds.resolve()] == 1 and len(grown) == len(tables[0]) + 1

@@ -453,10 +453,27 @@ def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) 
     return prior_sample(prior.prior, n, rng)
 
 
+#: The seed tables read, by (path, modification time, size): each read once per process
+#: while unchanged (``report`` asks about 60 questions, each wanting the table).
+_SEED_TABLES: dict[tuple[str, int, int], list[dict[str, str]]] = {}
+
+
 def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
-    """The original deterministic estimates (data/seed_estimates.csv or the bundled copy)."""
-    with open(paths.data_file("seed_estimates.csv", workdir), newline="") as fh:
-        return list(csv.DictReader(fh))
+    """The original deterministic estimates (data/seed_estimates.csv or the bundled copy),
+    read once per process while the file is unchanged (callers only read the rows)."""
+    path = paths.data_file("seed_estimates.csv", workdir)
+    try:
+        stat = path.stat()
+        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
+    except OSError:   # (open names the problem)
+        key = None
+    if key is None or key not in _SEED_TABLES:
+        with open(path, newline="") as fh:
+            table = list(csv.DictReader(fh))
+        if key is None:
+            return table
+        _SEED_TABLES[key] = table
+    return list(_SEED_TABLES[key])
 
 
 #: The model of the original estimates (data/seed_estimates.csv has no model column).
