@@ -1375,7 +1375,26 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
     no_hidden = llama.replace("8.03,8.03,32,4096,", "8030,8030,32,,")
     assert load_model_cards("models.csv", f"{header}\n{no_hidden}\n")[
         "llama-3.1-8b-instruct"].params_active_b == 8030
-    assert len(load_model_cards(bundled("models.csv"))) == 14
+    assert len(load_model_cards(bundled("models.csv"))) == 15
+
+
+def test_the_bundled_glm5_card():
+    """The two GLM-5 sweeps of data/public/conc/ (sglang_mtp_glm5_*) were skipped by
+    validate --concurrency: "no model card for glm-5". The card, from zai-org/GLM-5's config
+    (kvcache-blog models.yaml, xllm glm5.h) and the technical report's table: 744B / 40B,
+    3 dense + 75 MoE layers of hidden 6144, 256 experts, top-8 + 1 shared."""
+    card = load_model_cards(bundled("models.csv"))["glm-5"]
+    assert (card.params_total_b, card.params_active_b, card.layers, card.hidden_size) == (
+        744, 40, 78, 6144)
+    assert (card.experts, card.experts_topk, card.compute_dtype) == (256, 8, "fp4")
+    # MLA caches kv_lora_rank 512 + qk_rope_head_dim 64 per layer: 576 x 78 x 2 bytes (bf16,
+    # the KV the sweeps ran: fp8 KV does not work on SM120) = 89,856
+    assert card.kv_bytes_per_token == 89_856 and card.kv_cache_bits == 16
+    assert card.max_context_tokens == 202_752
+    # NVFP4 at 0.5 B/weight prices the step; the checkpoint weighs ~440-459 GB: 744 x 0.6
+    assert card.weights_gb == pytest.approx(446.4)
+    repo = Path(__file__).resolve().parents[1] / "data" / "models.csv"
+    assert load_model_cards(repo)["glm-5"] == card   # the repository's table has it too
 
 
 def test_a_gguf_whose_top_k_exceeds_its_experts_is_refused(tmp_path):
@@ -1479,8 +1498,8 @@ def test_a_target_without_a_card_is_told_the_card_it_most_likely_means(tmp_path)
         f"ddtree-bayes: error: --target qwen3.5-397b: no model card of that name in "
         f"{bundled('models.csv')} (fix: did you mean qwen3.5-397b-a17b? Else add the target's "
         "card first (card add --hf-config its config.json), or name one of: deepseek-r1, "
-        "gemma-4-12b-it, kimi-k2.6, llama-3.1-8b-instruct, llama-3.3-70b-instruct, "
-        "qwen3-30b-a3b, ...)\n")
+        "gemma-4-12b-it, glm-5, kimi-k2.6, llama-3.1-8b-instruct, llama-3.3-70b-instruct, "
+        "...)\n")
 
 
 def _mixtral_csv(tmp_path: Path, **change: str) -> Path:

@@ -710,7 +710,10 @@ def test_validate_concurrency_reads_and_loads_each_sweep_file_once(tmp_path, mon
     from ddtree_bayes.workflows import extrapolation as X
 
     conc = Path(__file__).resolve().parents[1] / "data" / "public" / "conc"
-    no_card = conc / "sglang_mtp_glm5_b12x_rtxpro6000x8_conc.csv"   # glm-5: no model card
+    # a sweep of a model without a card: the GLM-5 sweep, its model renamed (glm-5 has one)
+    no_card = tmp_path / "glm9.csv"
+    no_card.write_text((conc / "sglang_mtp_glm5_b12x_rtxpro6000x8_conc.csv").read_text()
+                       .replace(",glm-5,", ",glm-9,"))
     sglang = conc / "sglang_mtp_qwen35_397b_b12x_rtxpro6000srvx4_conc.csv"
     with (conc / "vllm_specdec_qwen38_27b_rtx3090_syvai_conc.csv").open(newline="") as f:
         reader = csv_.DictReader(f)
@@ -744,7 +747,7 @@ def test_validate_concurrency_reads_and_loads_each_sweep_file_once(tmp_path, mon
     res = CC.extrapolate_concurrency([no_card, mine, sglang], workdir=tmp_path, progress=False)
     assert reads == {no_card.name: 1, "qwen38.csv": 1, sglang.name: 1}
     assert loads == {"qwen38.csv": 1, sglang.name: 1}
-    assert res["notes"] == [f"{no_card.name}: skipped (no model card for glm-5)"]
+    assert res["notes"] == [f"{no_card.name}: skipped (no model card for glm-9)"]
     # qwen38: 31 rows, 1 skipped; C <= 4: 4 x 6 = 24 trained; C = 8: 7 - 1 = 6 scored.
     # the SGLang sweep: 51 rows, 10 + 10 + 10 at C <= 4; 9 at C = 8, 7 at C = 16
     assert [(s["sweep"], s["skipped_rows"], s["trained_rows"], s["n"]) for s in res["sweeps"]] \
