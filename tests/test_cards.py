@@ -1594,3 +1594,59 @@ def test_a_given_bytes_per_weight_is_printed_as_standing_for_every_weight(tmp_pa
     # without the flag the derived figures print as before
     code, out, _ = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8b")
     assert "  bytes per weight  2 over the active weights (the whole file: 2)\n" in out
+
+
+def _sliding_gguf(path: Path, arch: str, layers: int, hidden: int, heads: int, kv_heads: int,
+                  head_dim: int, window: int) -> Path:
+    """A SYNTHETIC dense GGUF header of ``arch`` whose config llama.cpp reads with sliding-window
+    layers (``{arch}.attention.sliding_window``; the layer pattern is llama.cpp's for the arch)."""
+    tensors = [("token_embd.weight", (1000, hidden), "F16")]
+    for i in range(layers):
+        tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32"),
+                    (f"blk.{i}.attn_q.weight", (heads * head_dim, hidden), "F16"),
+                    (f"blk.{i}.attn_k.weight", (kv_heads * head_dim, hidden), "F16"),
+                    (f"blk.{i}.attn_v.weight", (kv_heads * head_dim, hidden), "F16"),
+                    (f"blk.{i}.attn_output.weight", (hidden, heads * head_dim), "F16"),
+                    (f"blk.{i}.ffn_norm.weight", (hidden,), "F32"),
+                    (f"blk.{i}.ffn_gate.weight", (4 * hidden, hidden), "F16"),
+                    (f"blk.{i}.ffn_up.weight", (4 * hidden, hidden), "F16"),
+                    (f"blk.{i}.ffn_down.weight", (hidden, 4 * hidden), "F16")]
+    tensors += [("output_norm.weight", (hidden,), "F32")]
+    return gguf_fixture.write_model(path, arch, {
+        f"{arch}.block_count": layers, f"{arch}.embedding_length": hidden,
+        f"{arch}.feed_forward_length": 4 * hidden, f"{arch}.attention.head_count": heads,
+        f"{arch}.attention.head_count_kv": kv_heads, f"{arch}.attention.key_length": head_dim,
+        f"{arch}.attention.value_length": head_dim, f"{arch}.attention.sliding_window": window,
+        f"{arch}.vocab_size": 1000}, tensors)
+
+
+def test_a_gguf_of_gemma_3_27b_caches_as_its_config_says(tmp_path, quick_hash):
+    """A Gemma 3 GGUF's card counted every layer's KV cache as growing with the context:
+    Gemma-3-27B read "507,904 bytes per token = 2 x 62 layers x 16 kv heads x 128 x 2 bytes",
+    6.2x the 81,920 the same model's config.json gives (10 full-attention layers; the other
+    52 cache at most the 1024-token window), so predict's memory check and read ceiling
+    priced a 128k context at 66.6 GB of cache for 11.2. llama.cpp reads the window from
+    ``gemma3.attention.sliding_window`` and sets the pattern itself (every 6th layer full)."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "gemma-3-27b-it-q4.gguf", "gemma3", 62, 5376, 32, 16, 128,
+                         1024)
+    d = card_files.derive_from_gguf(path)
+    hf = card_files.derive_from_hf_config(FIX / "gemma-3-27b-it", name="g")
+    # full layers 5, 11, ..., 59: 10 -> 2 x 10 x 16 x 128 x 2 = 81,920 bytes per token;
+    # 52 sliding layers: 2 x 52 x 16 x 128 x 2 = 425,984 bytes per token, at most 1024 tokens
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("81920", "425984", "1024")
+    assert [hf.card[k] for k in ("kv_bytes_per_token", "kv_window_bytes_per_token",
+                                 "kv_window_tokens")] == ["81920", "425984", "1024"]
+    assert "52 sliding-window (1024 tokens) + 10 full-attention layers" in d.card["attention"]
+
+
+def test_a_gguf_of_gpt_oss_caches_its_sliding_layers_at_the_window(tmp_path, quick_hash):
+    """gpt-oss in llama.cpp: every other layer slides over ``gpt-oss.attention.sliding_window``
+    tokens (layers 0, 2, ...), as transformers' GptOss builds it."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "gpt-oss-tiny.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128)
+    d = card_files.derive_from_gguf(path)
+    # 3 full layers (1, 3, 5): 2 x 3 x 2 x 64 x 2 = 1,536; 3 sliding: the same, at most 128
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("1536", "1536", "128")

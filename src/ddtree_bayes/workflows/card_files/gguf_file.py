@@ -16,12 +16,17 @@ import re
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
+from ddtree_bayes.workflows.card_files.hf_config import describe_window, sliding_kinds
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
 #: One tensor per expert (``blk.N.ffn_gate.E``), as GGUF files stored experts before llama.cpp
 #: merged them into ``ffn_gate_exps`` (its loader still reads them: ``LLM_TENSOR_FFN_GATE_EXP``).
 EXPERT = re.compile(r"ffn_(gate|up|down)\.\d+(\.|$)")
+#: Architectures whose layers llama.cpp sets sliding-window by a fixed pattern (every N-th
+#: layer full attention; ``hparams.set_swa_pattern(N)`` in its ``llama-model.cpp``), over the
+#: ``{arch}.attention.sliding_window`` tokens the file gives.
+SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}
 ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")
 
 
@@ -144,9 +149,17 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                            f"hybrid: {layers - full} linear-attention + {full} full-attention "
                            f"layers, {heads} q heads / {shape.kv_heads} kv heads, head_dim "
                            f"{head_dim}")
+        window = _int(key("{arch}.attention.sliding_window"))
+        if window and str(arch) in SWA_PATTERN and full == layers:
+            # the sliding layers cache at most the window (llama.cpp's iSWA cache), not the
+            # context: only the full-attention layers' cache grows with it
+            sliding = sliding_kinds(SWA_PATTERN[str(arch)], layers).count("sliding_attention")
+            full = layers - sliding
+            shape.attention += describe_window(shape, sliding, full, int(shape.kv_heads or 0),
+                                               int(head_dim or 0), window)
         shape.kv_bytes_per_token = 2 * full * int(shape.kv_heads or 0) * int(head_dim or 0) * 2
-        shape.kv_formula = (f"2 x {full} layers x {shape.kv_heads} kv heads x {head_dim} x 2 "
-                            "bytes (f16 cache)")
+        shape.kv_formula = (f"2 x {full} {'full-attention ' if full < layers else ''}layers x "
+                            f"{shape.kv_heads} kv heads x {head_dim} x 2 bytes (f16 cache)")
     metadata = {"name": _field(reader, "general.name"), "file_type": _field(reader, "general.file_type"),
                 "architecture": arch, "shards": len(shards)}
     want = _field(reader, "split.tensors.count")

@@ -255,9 +255,7 @@ def layer_kinds(cfg: dict, family: str, layers: int) -> list[str]:
         if isinstance(types, list) and len(types) == layers:
             return ["sliding_attention" if t == "sliding_attention" else "full_attention"
                     for t in types]
-        pattern = int(cfg.get("sliding_window_pattern") or 1)
-        return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
-                for i in range(layers)]
+        return sliding_kinds(int(cfg.get("sliding_window_pattern") or 1), layers)
     if family not in HYBRID:
         return ["full_attention"] * layers
     types = cfg.get("layer_types")
@@ -412,6 +410,36 @@ def gpt_oss_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
                    active=share)]
 
 
+def sliding_kinds(pattern: int, layers: int) -> list[str]:
+    """Every ``pattern``-th layer full attention, the others sliding-window: transformers'
+    Gemma 3 (6) and gpt-oss (2) layouts, which llama.cpp sets the same way
+    (``hparams.set_swa_pattern``: layer i slides when i % pattern < pattern - 1).
+
+    >>> sliding_kinds(2, 3)
+    ['sliding_attention', 'full_attention', 'sliding_attention']
+    """
+    return ["full_attention" if (i + 1) % pattern == 0 else "sliding_attention"
+            for i in range(layers)]
+
+
+def describe_window(shape: ModelShape, sliding: int, full: int, kv_heads: int, head_dim: int,
+                    window: int) -> str:
+    """Set the card's sliding-window cache (``kv_window_bytes_per_token``, ``kv_window_tokens``)
+    of ``sliding`` layers beside ``full`` full-attention ones, note it, and return the
+    attention text's clause for them."""
+    per_token = 2 * sliding * kv_heads * head_dim * 2
+    shape.kv_window_bytes_per_token, shape.kv_window_tokens = per_token, window
+    shape.notes.append(
+        f"kv_bytes_per_token counts the {full} full-attention layers only, whose cache "
+        f"grows with the context; the {sliding} sliding-window layers cache at most "
+        f"{window} tokens: kv_window_bytes_per_token {per_token:,} (2 x {sliding} x "
+        f"{kv_heads} x {head_dim} x 2 bytes) x kv_window_tokens {window} = "
+        f"{per_token * window:,} bytes per sequence; one sequence's cache at context C is "
+        f"kv_bytes_per_token x C + {per_token:,} x min(C, {window}), what the memory "
+        "checks count (an engine that keeps sliding layers at the full context holds more)")
+    return f"; {sliding} sliding-window ({window} tokens) + {full} full-attention layers"
+
+
 def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[str]) -> None:
     """The card's attention text and KV bytes per token (bf16 / fp16 cache)."""
     heads = c.whole("num_attention_heads")
@@ -442,19 +470,9 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
                            "values per layer")
     sliding = kinds.count("sliding_attention")
     if sliding:
-        window = c.whole("sliding_window")
-        text += (f"; {sliding} sliding-window ({window} tokens) + {full} full-attention layers"
+        text += (describe_window(shape, sliding, full, kv_heads, head_dim,
+                                 c.whole("sliding_window"))
                  + (", attention sinks" if family == "gpt_oss" else ""))
-        per_token = 2 * sliding * kv_heads * head_dim * 2
-        shape.kv_window_bytes_per_token, shape.kv_window_tokens = per_token, window
-        shape.notes.append(
-            f"kv_bytes_per_token counts the {full} full-attention layers only, whose cache "
-            f"grows with the context; the {sliding} sliding-window layers cache at most "
-            f"{window} tokens: kv_window_bytes_per_token {per_token:,} (2 x {sliding} x "
-            f"{kv_heads} x {head_dim} x 2 bytes) x kv_window_tokens {window} = "
-            f"{per_token * window:,} bytes per sequence; one sequence's cache at context C is "
-            f"kv_bytes_per_token x C + {per_token:,} x min(C, {window}), what the memory "
-            "checks count (an engine that keeps sliding layers at the full context holds more)")
     shape.attention = text
     shape.kv_bytes_per_token = 2 * full * kv_heads * head_dim * 2
     shape.kv_formula = (f"2 x {full} {'full-attention ' if full < len(kinds) else ''}layers x "
