@@ -842,3 +842,33 @@ def test_a_tracked_query_whose_acceptance_source_changed_is_one_row(tmp_path):
         f"b300-sglang+native-ddtree: b300 x8 {e} ddtree b16/B32 accept 13.1 measured (1 row): "
         f"<prior> -> {m}-{m} tok/s (<prior> -> {m}, width -100%; acceptance was {prior})"
         for e, m in (("sglang", 655), ("native", 728))], lines
+
+
+def test_a_tracked_default_whose_measured_acceptance_moved_is_one_row():
+    """The built-in `default` query of a fit that never measured b300 asks the fit's own
+    question at its measured mean acceptance. A second run of that configuration moved the
+    mean (2.79 -> 2.89), and update / diff printed the same question as two rows, "90%
+    283-283 -> - tok/s (after: not predicted)" and "- -> 294-294 (new)": it was keyed by the
+    acceptance value the default took, not by what was asked (the default's). One row now,
+    saying the acceptance moved."""
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from ddtree_bayes.workflows.living import tracking as T
+
+    head, *rows = MULTI_DATA.splitlines(keepends=True)
+    llama = "".join(r for r in rows if r.startswith("llama"))   # first: the project's model
+    kimi = "".join(r for r in rows if not r.startswith("llama"))
+    eagle = "llama-3.1-8b-instruct,h100,1,vllm,eagle3,4,,5,{},,{},test,\n"
+    before = multi_model_draws().view(data_csv=head + llama + eagle.format(2.79, 225) + kimi)
+    after = multi_model_draws().view(
+        data_csv=head + llama + eagle.format(2.79, 225) + eagle.format(2.99, 240) + kimi)
+    out = T.compare_queries(before, after, [T.Tracked("default", dict(T.DEFAULT_QUERY),
+                                                      builtin=True)], seed=1)
+    (c,) = out
+    # the point mass: a 9.843 ms step at M = 5, so 2.79 x 1000 / 9.843 = 283.4 tok/s before,
+    # (2.79 + 2.99) / 2 = 2.89 -> 293.6 after
+    assert (c["accept_asked"], c["accept_before"], c["accept_after"]) == ("default", "2.79",
+                                                                          "2.89")
+    assert (round(c["before"]["median"], 1), round(c["after"]["median"], 1)) == (283.4, 293.6)
+    assert T.format_change(c) == (
+        "default: llama-3.1-8b-instruct h100 x1 vllm eagle3 b4/B4 accept 2.89: 90% 283-283 -> "
+        "294-294 tok/s (median 283 -> 294, width n/a; acceptance was 2.79)")

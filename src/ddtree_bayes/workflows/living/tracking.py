@@ -380,6 +380,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     never measured is answered from the pooled population, as predict answers it, not
     without a word.
     """
+    from ddtree_bayes.engine.question import default_question
     from ddtree_bayes.engine.scenario import failures
     from ddtree_bayes.engine.target_models import is_multi
 
@@ -402,12 +403,16 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                 continue
             warned: list[str] = []
             try:
+                # the built-in query asks a derived default at the acceptance its fit measured
+                # (asked_query): what was asked is the default's, wherever each fit took it from
+                derived = t.builtin and default_question(
+                    draws, asked_query(draws, t.query).get("model")).derived
                 for r in query_rows(draws, t.query, seed, workdir, builtin=t.builtin,
                                     warnings=warned):
                     # keyed by the whole configuration: a fit's own default question can move
                     # (a larger configuration measured), and then it is another row, not a
                     # change; and by the acceptance as asked, not where a fit took it from
-                    asked = asked_accept(r)
+                    asked = "default" if derived else asked_accept(r)
                     results[which][row_label({**r, "accept": asked}, with_model)] = {
                         "label": row_label(r, with_model), "asked": asked,
                         "accept": r["accept"], "interval": _interval(r)}
