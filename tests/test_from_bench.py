@@ -763,3 +763,37 @@ def test_a_configuration_the_flags_leave_underivable_names_the_flags(work):
                     "--source", "test")
     assert err.endswith("column 'verify_tokens': verify_tokens is blank and cannot be derived "
                         "(fix: pass --block or --verify-tokens)\n")
+
+
+def test_a_llama_bench_file_of_another_quantisation_than_the_card_is_warned_of(work):
+    """llama-bench records its model's bytes (``model_size``) beside its parameters: the
+    fixture's Llama-3.1-8B Q4_K_M takes 4,912,898,304 bytes for 8,030,261,312 parameters,
+    0.612 bytes per weight. Imported with --model llama-3.1-8b-instruct, a bf16 card (2 bytes
+    per weight, 8.03B x 2 = 16.1 GB), it was appended without a word, and a fit priced that
+    pair's step as reading 16.1 GB where the run read 4.9 (3.3x): on an H100 the step (6.6 ms)
+    is longer than either read, so no other check fires. Kept, with a warning; a card at the
+    file's bytes imports it silently."""
+    argv = ["--from-bench", str(BENCH / "llama_bench.json"), "--engine", "llama.cpp",
+            "--method", "ar", "--gpus", "1", *with_cards(work)]
+    code, out, err = run_cli(work, "add", *argv, "--model", "llama-3.1-8b-instruct",
+                             "--format", "json")
+    assert code == 0, err
+    warning = (f"{BENCH / 'llama_bench.json'}: the file's model "
+               "'/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf' takes 4.91 GB for 8.03B "
+               "parameters (0.612 bytes per weight: model_size / model_n_params), but card "
+               "llama-3.1-8b-instruct prices 2 bytes per weight (16.1 GB): kept, but a fit "
+               "prices the card's bytes, 3.3x what the run read (give the quantisation its own "
+               "card, `ddtree-bayes card add --gguf FILE.gguf --name NAME`, and import it with "
+               "--model NAME)")
+    assert json.loads(out)["warnings"] == [warning]   # once for the file's two records
+    assert err.count(f"ddtree-bayes: warning: {warning}\n") == 1
+    assert len(new_rows(work)) == 2
+    # a card of the file's quantisation (its bytes per weight to 4 digits: 0.6118)
+    (work / "data" / "models.csv").write_text(
+        (work / "data" / "models.csv").read_text()
+        + "llama-3.1-8b-instruct-q4_k_m,8.03,8.03,32,4096,,,,0.6118,int8,131072,GQA,test card,\n")
+    code, out, err = run_cli(work, "add", *argv, "--model", "llama-3.1-8b-instruct-q4_k_m",
+                             "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [] and "warning" not in err
+    assert [r["model"] for r in new_rows(work)][-2:] == ["llama-3.1-8b-instruct-q4_k_m"] * 2

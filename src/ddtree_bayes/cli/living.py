@@ -74,6 +74,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     hardware = hardware_rows(args.hardware_file)
     # bounds accept_len by what each row's configuration can emit; refuses what fit refuses
     methods, declared, known, blank_context = _methods_table()
+    kept: list[str] = []   # warnings on rows a benchmark file gave
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
         if given:
@@ -110,6 +111,7 @@ def cmd_add(args: argparse.Namespace) -> int:
         rows = got.rows
         for note in got.notes:
             print(f"{PROG}: note: {note}", file=sys.stderr)
+        kept = got.warnings   # (said once the rows are in: an error is one line)
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
@@ -146,7 +148,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     declared=declared, create=create, known=known,
                                     default_context=blank_context)
     warned: list[str] = []
-    print_warnings(result.warnings, warned)   # (on stderr in the JSON form too, as predict)
+    print_warnings([*kept, *result.warnings], warned)   # (on stderr in the JSON form too)
     if args.format == "json":
         emit_json({"file": str(result.path), "created": result.created,
                    "total_rows": result.total_rows,

@@ -314,9 +314,11 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
              f"context_tokens = n_depth; model_type {model_type!r}"
              + (f"; {noted}" if noted else ""))
     params = rec.number("model_n_params", required=False)
+    size = rec.number("model_size", required=False)
     return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(depth), batch_size=1,
                        model=rec.text("model_filename") or model_type, notes=notes,
                        index=rec.index, model_params=params if params and params > 0 else None,
+                       model_bytes=size if size and math.isfinite(size) and size > 0 else None,
                        gpu=gpu, setup=setup, gpus=_llama_gpus(gpu, settings))
 
 

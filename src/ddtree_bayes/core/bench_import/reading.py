@@ -57,6 +57,8 @@ class BenchRecord:
     index: int                    #: 1-based record (array) or line (JSON Lines/CSV) number
     #: parameter count the file records for its model (llama-bench ``model_n_params``), if any
     model_params: float | None = None
+    #: bytes the file records its model's weights take (llama-bench ``model_size``), if any
+    model_bytes: float | None = None
     #: the GPU(s) the file says the run used (llama-bench ``gpu_info``), if any
     gpu: str | None = None
     #: the run's settings that change tok/s but have no column in the data (llama-bench

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ddtree_bayes.core.bench_import import BenchFormatError, BenchRecord, parse_bench_file, span
@@ -38,13 +38,20 @@ CONFIG_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verif
                "model")
 
 
+#: Bytes per weight of a benchmark file's model and of the card it is imported as, more than
+#: this far apart: another quantisation (Q4_K_M 0.61 against bf16 2, Q8_0 1.06, Q6_K 0.82).
+BYTES_RATIO = 1.2
+
+
 @dataclass(frozen=True)
 class BenchImport:
-    """The rows of a benchmark file, its format, and notes on what was skipped."""
+    """The rows of a benchmark file, its format, notes on what was skipped and warnings on
+    what was kept."""
 
     format: str
     rows: list[NewRow]
     notes: list[str]
+    warnings: list[str] = field(default_factory=list)
 
 
 def _number(x: float) -> str:
@@ -53,22 +60,37 @@ def _number(x: float) -> str:
     return str(int(x)) if float(x).is_integer() and abs(x) < 1e15 else f"{x:.6g}"
 
 
+def _cards() -> dict:
+    """Card name -> :class:`~ddtree_bayes.core.model_cards.ModelCard`, from data/models.csv (or
+    the bundled copy)."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    return dict(load_model_cards(paths.data_file("models.csv")))
+
+
 def _card_sizes() -> dict[str, float]:
     """Card name -> total parameters (billions), from data/models.csv (or the bundled copy)."""
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.model_cards import load_model_cards
-
-    return {name: card.params_total_b
-            for name, card in load_model_cards(paths.data_file("models.csv")).items()}
+    return {name: card.params_total_b for name, card in _cards().items()}
 
 
-def _card_layers() -> dict[str, int]:
-    """Card name -> layer count, from data/models.csv (or the bundled copy)."""
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.model_cards import load_model_cards
-
-    return {name: card.layers
-            for name, card in load_model_cards(paths.data_file("models.csv")).items()}
+def _other_quantisation(path: Path, rec: BenchRecord, model: str | None, card) -> str | None:
+    """A warning when the file records its model's bytes (llama-bench ``model_size``) at a
+    bytes per weight more than :data:`BYTES_RATIO` from what ``card`` prices
+    (:attr:`~ddtree_bayes.core.model_cards.ModelCard.weights_bytes_per_weight`): a fit prices
+    the card's bytes, so the pair's step would read another quantisation's weights."""
+    if card is None or not rec.model_bytes or not rec.model_params:
+        return None
+    mine, theirs = rec.model_bytes / rec.model_params, card.weights_bytes_per_weight
+    ratio = theirs / mine
+    if max(ratio, 1 / ratio) <= BYTES_RATIO:
+        return None
+    return (f"{path}: the file's model {rec.model!r} takes {rec.model_bytes / 1e9:.3g} GB for "
+            f"{rec.model_params / 1e9:.3g}B parameters ({mine:.3g} bytes per weight: model_size "
+            f"/ model_n_params), but card {model} prices {theirs:g} bytes per weight "
+            f"({card.weights_gb:.3g} GB): kept, but a fit prices the card's bytes, {ratio:.2g}x "
+            "what the run read (give the quantisation its own card, `ddtree-bayes card add "
+            "--gguf FILE.gguf --name NAME`, and import it with --model NAME)")
 
 
 def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
@@ -257,12 +279,17 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     fmt, parsed, unit = got.format, got.records, got.unit
     model_of = _models(path, unit, parsed, config.get("model"),
                        (lambda: card_sizes) if card_sizes is not None else _card_sizes)
-    layers_of = _card_layers() if fmt == "llama-bench" else {}   # (read once, not per record)
+    cards = _cards() if fmt == "llama-bench" else {}   # (read once, not per record)
+    warnings: list[str] = []
     for rec in parsed if fmt == "llama-bench" else ():
         # (imported as a run of the GPU --hardware named, exit 0; the records of one import
         # share these settings)
         model = model_of[rec.index]
-        cpu = _weights_on_cpu(rec, model, layers_of.get(model or ""))
+        card = cards.get(model or "")
+        slip = _other_quantisation(path, rec, model, card)
+        if slip is not None and slip not in warnings:
+            warnings.append(slip)
+        cpu = _weights_on_cpu(rec, model, card.layers if card is not None else None)
         if cpu is not None:
             raise DataError(f"{cpu}: the step is priced from the GPU's memory bandwidth, not "
                             "the host's", file=f"{path} ({fmt}, {unit} {rec.index})",
@@ -341,4 +368,4 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             "source": source or f"{fmt} {path.name} {unit} {rec.index}",
             "notes": f"{notes}; {note}" if notes else note})
         rows.append(NewRow(origin, None, values, flags=True))
-    return BenchImport(fmt, rows, got.notes)
+    return BenchImport(fmt, rows, got.notes, warnings)
