@@ -600,3 +600,27 @@ def test_the_stale_table_warning_names_values_not_sources(tmp_path):
         writer.writerow(h200)
     code, out, err = run_cli(root, "predict", "--method", "ar")
     assert code == 0 and err == "", err
+
+
+def test_a_new_gpus_figure_beyond_every_gpu_and_a_multiple_of_one_is_noted(tmp_path):
+    """Without --like, a DGX A100 node's totals typed as one GPU's (8 x 2.039 = 16.3 TB/s,
+    8 x 80 = 640 GB) were written without a word: every step priced as if each GPU read 8x
+    faster, every weights-fit check passed on 640 GB a GPU. A figure above every GPU in the
+    table that is 4, 8 or 16 times one of theirs is noted, as with --like; one above them all
+    that is no such multiple (a newer GPU's 22 TB/s) is not."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "dgx-a100", "--mem-bw-tb-s", "16.3",
+                             "--memory-gb", "640", "--interconnect", "NVLink3",
+                             "--dense-bf16-tflops", "312", "--source", "x", "--format", "json")
+    assert code == 0, err
+    # the table's largest: 288 GB (b300), 8 TB/s; 640 = 8 x h100's 80 (the first 80 GB row),
+    # 16.3 = 8 x a100-80gb's 2.039 (16.312, within 0.5%)
+    assert json.loads(out)["notes"] == [
+        "--memory-gb 640 is 8 x h100's 80: a whole node's total? The table takes figures per "
+        "GPU (the count is --gpus when asking); if so, re-run with --memory-gb 80 --replace",
+        "--mem-bw-tb-s 16.3 is 8 x a100-80gb's 2.039: a whole node's total? The table takes "
+        "figures per GPU (the count is --gpus when asking); if so, re-run with --mem-bw-tb-s "
+        "2.0375 --replace"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", "next-gen", "--mem-bw-tb-s", "22",
+                             "--memory-gb", "288", "--interconnect", "NVLink6",
+                             "--dense-bf16-tflops", "4000", "--source", "x", "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err

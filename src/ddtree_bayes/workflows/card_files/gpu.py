@@ -152,6 +152,30 @@ def _node_totals(values: dict[str, float | str], like: str, like_row: dict[str, 
     return notes
 
 
+def _node_totals_of_any(values: dict[str, float | str], table: HardwareTable, name: str
+                        ) -> list[str]:
+    """:func:`_node_totals` for a GPU given without ``--like``: a figure above every other GPU's
+    in ``table`` that is 4, 8 or 16 times one of theirs (the first in the table), a node's
+    total typed as one GPU's (``--mem-bw-tb-s 16.3``: 8 x an A100's 2.039). A figure above
+    them all that is no such multiple (a newer GPU) is left alone."""
+    notes = []
+    others = {gpu: row for gpu, row in table.rows.items() if gpu != name}
+    for col, given in values.items():
+        try:
+            value = float(given)
+            top = max(float(r[col]) for r in others.values() if r.get(col, "").strip())
+        except (TypeError, ValueError, KeyError):
+            continue
+        if value <= top:
+            continue
+        for gpu, row in others.items():
+            found = _node_totals({col: given}, gpu, row)
+            if found:
+                notes.extend(found)
+                break
+    return notes
+
+
 def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], source: str, *,
             like: str | None = None, file: Path) -> GpuRow:
     """The row of GPU ``name``: ``like``'s row (or, without ``like``, the table's own row of
@@ -250,6 +274,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     notes = [] if unsupported is None else [unsupported]
     if like is not None:
         notes.extend(_node_totals(values, like, table.rows[like]))
+    else:
+        notes.extend(_node_totals_of_any(values, table, name))
     if not row.get("dense_bf16_tflops", "").strip():
         from ddtree_bayes.core.model_cards import peak_tflops
 
