@@ -99,15 +99,19 @@ def write(path: Path, extra: dict[str, int] | None = None, shards: int = 1) -> P
     return files[0]
 
 
-def write_model(path: Path, arch: str, keys: dict[str, int],
+def write_model(path: Path, arch: str, keys: dict[str, int | list[bool]],
                 tensors: list[tuple[str, tuple[int, ...], str]]) -> Path:
-    """A SYNTHETIC GGUF file of any architecture: ``keys`` (uint32 header values) and
-    ``tensors`` ((name, shape in numpy order, type), in file order), data left sparse."""
+    """A SYNTHETIC GGUF file of any architecture: ``keys`` (uint32 header values, or a list:
+    an array, as of bools) and ``tensors`` ((name, shape in numpy order, type), in file
+    order), data left sparse."""
     from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFWriter
 
     w = GGUFWriter(str(path), arch)
     for key, value in keys.items():
-        w.add_uint32(key, value)
+        if isinstance(value, list):
+            w.add_array(key, value)
+        else:
+            w.add_uint32(key, value)
     data = 0
     for name, shape, kind in tensors:
         qtype = GGMLQuantizationType[kind]

@@ -1597,9 +1597,11 @@ def test_a_given_bytes_per_weight_is_printed_as_standing_for_every_weight(tmp_pa
 
 
 def _sliding_gguf(path: Path, arch: str, layers: int, hidden: int, heads: int, kv_heads: int,
-                  head_dim: int, window: int) -> Path:
+                  head_dim: int, window: int | None,
+                  pattern: int | list[bool] | None = None) -> Path:
     """A SYNTHETIC dense GGUF header of ``arch`` whose config llama.cpp reads with sliding-window
-    layers (``{arch}.attention.sliding_window``; the layer pattern is llama.cpp's for the arch)."""
+    layers (``{arch}.attention.sliding_window``, left out when None; the layer pattern is
+    llama.cpp's for the arch, or ``{arch}.attention.sliding_window_pattern`` when given)."""
     tensors = [("token_embd.weight", (1000, hidden), "F16")]
     for i in range(layers):
         tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32"),
@@ -1612,12 +1614,16 @@ def _sliding_gguf(path: Path, arch: str, layers: int, hidden: int, heads: int, k
                     (f"blk.{i}.ffn_up.weight", (4 * hidden, hidden), "F16"),
                     (f"blk.{i}.ffn_down.weight", (hidden, 4 * hidden), "F16")]
     tensors += [("output_norm.weight", (hidden,), "F32")]
-    return gguf_fixture.write_model(path, arch, {
+    keys: dict[str, int | list[bool]] = {
         f"{arch}.block_count": layers, f"{arch}.embedding_length": hidden,
         f"{arch}.feed_forward_length": 4 * hidden, f"{arch}.attention.head_count": heads,
         f"{arch}.attention.head_count_kv": kv_heads, f"{arch}.attention.key_length": head_dim,
-        f"{arch}.attention.value_length": head_dim, f"{arch}.attention.sliding_window": window,
-        f"{arch}.vocab_size": 1000}, tensors)
+        f"{arch}.attention.value_length": head_dim, f"{arch}.vocab_size": 1000}
+    if window is not None:
+        keys[f"{arch}.attention.sliding_window"] = window
+    if pattern is not None:
+        keys[f"{arch}.attention.sliding_window_pattern"] = pattern
+    return gguf_fixture.write_model(path, arch, keys, tensors)
 
 
 def test_a_gguf_of_gemma_3_27b_caches_as_its_config_says(tmp_path, quick_hash):
@@ -1650,3 +1656,51 @@ def test_a_gguf_of_gpt_oss_caches_its_sliding_layers_at_the_window(tmp_path, qui
     # 3 full layers (1, 3, 5): 2 x 3 x 2 x 64 x 2 = 1,536; 3 sliding: the same, at most 128
     assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
             d.card["kv_window_tokens"]) == ("1536", "1536", "128")
+
+
+def test_a_gguf_reads_its_own_sliding_window_pattern(tmp_path, quick_hash):
+    """A GGUF that states ``{arch}.attention.sliding_window_pattern`` was read at the arch's
+    default period: a gemma3 file of 62 layers with pattern 2 priced 10 full-attention layers
+    (81,920 bytes per token) where llama.cpp (``ml.get_key_or_arr(LLM_KV_ATTENTION_SLIDING_
+    WINDOW_PATTERN, swa_period, false)`` over the default 6) caches 31 growing with the
+    context. A number is the period (layer i slides when i % period < period - 1); an array
+    is one flag a layer, true = sliding."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "g2.gguf", "gemma3", 62, 5376, 32, 16, 128, 1024, pattern=2)
+    d = card_files.derive_from_gguf(path)
+    # every 2nd layer full: 31 full -> 2 x 31 x 16 x 128 x 2 = 253,952; 31 sliding the same
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("253952", "253952", "1024")
+    assert "31 sliding-window (1024 tokens) + 31 full-attention layers" in d.card["attention"]
+    # per-layer flags: gpt-oss, 6 layers, only layers 0 and 1 sliding -> 4 full:
+    # 2 x 4 x 2 x 64 x 2 = 2,048 per token; 2 sliding: 2 x 2 x 2 x 64 x 2 = 1,024
+    flags = [True, True, False, False, False, False]
+    path = _sliding_gguf(tmp_path / "o.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128, pattern=flags)
+    d = card_files.derive_from_gguf(path)
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("2048", "1024", "128")
+    # period 1: every layer full (no sliding layer; no window columns): 2 x 6 x 2 x 64 x 2
+    path = _sliding_gguf(tmp_path / "p1.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128, pattern=1)
+    d = card_files.derive_from_gguf(path)
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"]) == ("3072", "")
+
+
+def test_a_gguf_of_gemma2_without_a_window_key_slides_over_4096(tmp_path, quick_hash):
+    """llama.cpp's gemma2 sets n_swa = 4096 (gemma 2's default) and reads the key only to
+    replace it: a file without ``gemma2.attention.sliding_window`` still slides every other
+    layer. 4 layers, 4 kv heads x 64: 2 full -> 2 x 2 x 4 x 64 x 2 = 2,048 bytes per token."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "g.gguf", "gemma2", 4, 256, 8, 4, 64, None)
+    d = card_files.derive_from_gguf(path)
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("2048", "2048", "4096")
+
+
+def test_a_gguf_whose_pattern_flags_are_fewer_than_its_layers_is_refused(tmp_path, quick_hash):
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "o.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128,
+                         pattern=[True, False])
+    with pytest.raises(InputError) as err:
+        card_files.derive_from_gguf(path)
+    assert str(err.value) == (f"{path}: sliding_window_pattern has 2 per-layer flags for 6 "
+                              "layers (fix: pass the model's own, complete GGUF file)")

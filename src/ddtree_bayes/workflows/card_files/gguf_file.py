@@ -23,10 +23,15 @@ BLOCK = re.compile(r"blk\.(\d+)\.(.+)")
 #: One tensor per expert (``blk.N.ffn_gate.E``), as GGUF files stored experts before llama.cpp
 #: merged them into ``ffn_gate_exps`` (its loader still reads them: ``LLM_TENSOR_FFN_GATE_EXP``).
 EXPERT = re.compile(r"ffn_(gate|up|down)\.\d+(\.|$)")
-#: Architectures whose layers llama.cpp sets sliding-window by a fixed pattern (every N-th
-#: layer full attention; ``hparams.set_swa_pattern(N)`` in its ``llama-model.cpp``), over the
-#: ``{arch}.attention.sliding_window`` tokens the file gives.
+#: Architectures whose layers llama.cpp sets sliding-window by a pattern (every N-th layer full
+#: attention; ``hparams.set_swa_pattern(N)`` in its ``llama-model.cpp``), over the
+#: ``{arch}.attention.sliding_window`` tokens the file gives: N is the arch's default period,
+#: which the file's own ``{arch}.attention.sliding_window_pattern`` replaces (see
+#: :func:`sliding_layers`).
 SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}
+#: The window llama.cpp gives an arch whose file leaves ``{arch}.attention.sliding_window`` out
+#: (gemma2: ``hparams.n_swa = 4096; // default value of gemma 2``); the others then have none.
+SWA_WINDOW = {"gemma2": 4096}
 ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")
 
 
@@ -149,14 +154,17 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                            f"hybrid: {layers - full} linear-attention + {full} full-attention "
                            f"layers, {heads} q heads / {shape.kv_heads} kv heads, head_dim "
                            f"{head_dim}")
-        window = _int(key("{arch}.attention.sliding_window"))
+        window = _int(key("{arch}.attention.sliding_window")) or SWA_WINDOW.get(str(arch))
         if window and str(arch) in SWA_PATTERN and full == layers:
             # the sliding layers cache at most the window (llama.cpp's iSWA cache), not the
             # context: only the full-attention layers' cache grows with it
-            sliding = sliding_kinds(SWA_PATTERN[str(arch)], layers).count("sliding_attention")
+            sliding = sliding_layers(key("{arch}.attention.sliding_window_pattern"),
+                                     SWA_PATTERN[str(arch)], layers, path)
             full = layers - sliding
-            shape.attention += describe_window(shape, sliding, full, int(shape.kv_heads or 0),
-                                               int(head_dim or 0), window)
+            if sliding:
+                shape.attention += describe_window(shape, sliding, full,
+                                                   int(shape.kv_heads or 0),
+                                                   int(head_dim or 0), window)
         shape.kv_bytes_per_token = 2 * full * int(shape.kv_heads or 0) * int(head_dim or 0) * 2
         shape.kv_formula = (f"2 x {full} {'full-attention ' if full < layers else ''}layers x "
                             f"{shape.kv_heads} kv heads x {head_dim} x 2 bytes (f16 cache)")
@@ -168,6 +176,29 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                          f"says the model has {int(want)}", file=str(path),
                          fix="pass the first shard of one complete download")
     return shape, metadata
+
+
+def sliding_layers(pattern, default: int, layers: int, path: Path) -> int:
+    """How many of ``layers`` slide, as llama.cpp reads ``{arch}.attention.sliding_window_pattern``
+    (``ml.get_key_or_arr(..., swa_period, false)``): absent, the arch's ``default`` period; a
+    number, the period (layer i slides when i % period < period - 1; 0: every layer); an array
+    (the ``gguf`` reader gives it as a list), one flag a layer, true = sliding.
+
+    >>> sliding_layers(None, 6, 62, Path("g.gguf")), sliding_layers(2, 6, 62, Path("g.gguf"))
+    (52, 31)
+    >>> sliding_layers(0, 6, 4, Path("g.gguf")), sliding_layers([True, False, True], 2, 3, Path("g"))
+    (4, 2)
+    """
+    if isinstance(pattern, list):
+        if len(pattern) < layers:
+            raise InputError(f"sliding_window_pattern has {len(pattern)} per-layer flags for "
+                             f"{layers} layers", file=str(path),
+                             fix="pass the model's own, complete GGUF file")
+        return sum(bool(flag) for flag in pattern[:layers])
+    period = default if pattern in (None, "") else int(pattern)
+    if period == 0:
+        return layers
+    return sliding_kinds(period, layers).count("sliding_attention")
 
 
 #: gguf-split's shard names (llama.cpp ``llama_split_path``: ``%s-%05d-of-%05d.gguf``).
