@@ -781,10 +781,10 @@ def test_a_llama_bench_file_of_another_quantisation_than_the_card_is_warned_of(w
     warning = (f"{BENCH / 'llama_bench.json'}: the file's model "
                "'/models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf' takes 4.91 GB for 8.03B "
                "parameters (0.612 bytes per weight: model_size / model_n_params), but card "
-               "llama-3.1-8b-instruct prices 2 bytes per weight (16.1 GB): kept, but a fit "
-               "prices the card's bytes, 3.3x what the run read (give the quantisation its own "
-               "card, `ddtree-bayes card add --gguf FILE.gguf --name NAME`, and import it with "
-               "--model NAME)")
+               "llama-3.1-8b-instruct's checkpoint is 2 bytes per weight (16.1 GB), 3.3x: "
+               "kept, but a fit prices the card's bytes_per_weight, 2, not the run's (give the "
+               "quantisation its own card, `ddtree-bayes card add --gguf FILE.gguf --name "
+               "NAME`, and import it with --model NAME)")
     assert json.loads(out)["warnings"] == [warning]   # once for the file's two records
     assert err.count(f"ddtree-bayes: warning: {warning}\n") == 1
     assert len(new_rows(work)) == 2
@@ -797,3 +797,27 @@ def test_a_llama_bench_file_of_another_quantisation_than_the_card_is_warned_of(w
     assert code == 0, err
     assert json.loads(out)["warnings"] == [] and "warning" not in err
     assert [r["model"] for r in new_rows(work)][-2:] == ["llama-3.1-8b-instruct-q4_k_m"] * 2
+
+
+def test_the_quantisation_warning_names_the_checkpoint_and_what_the_fit_prices():
+    """The warning compared the run's bytes per weight with the card's checkpoint average
+    (``weights_bytes_per_weight``: ``file_bytes_per_weight`` when given, a memory-check column)
+    but said that was what the card "prices": Kimi K2.6's card prices 0.5 bytes per active
+    weight (``bytes_per_weight``) and keeps 0.6 for its ~600 GB file. It printed a 1 T-weight
+    run as "1e+03B parameters". Kimi-K2.6 Q2_K_XL: 381 GB / 1,000 B weights = 0.381 bytes per
+    weight; the card's checkpoint 0.6 x 1,000 B = 600 GB, 0.6 / 0.381 = 1.6x."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.workflows.living.bench import _other_quantisation
+
+    card = load_model_cards(paths.bundled("models.csv"))["kimi-k2.6"]
+    assert (card.bytes_per_weight, card.file_bytes_per_weight) == (0.5, 0.6)
+    rec = NS(model="/models/Kimi-K2.6-UD-Q2_K_XL.gguf", model_bytes=381e9, model_params=1.0e12)
+    assert _other_quantisation(Path("kimi_bench.json"), rec, "kimi-k2.6", card) == (
+        "kimi_bench.json: the file's model '/models/Kimi-K2.6-UD-Q2_K_XL.gguf' takes 381 GB for "
+        "1,000B parameters (0.381 bytes per weight: model_size / model_n_params), but card "
+        "kimi-k2.6's checkpoint is 0.6 bytes per weight (600 GB), 1.6x: kept, but a fit prices "
+        "the card's bytes_per_weight, 0.5, not the run's (give the quantisation its own card, "
+        "`ddtree-bayes card add --gguf FILE.gguf --name NAME`, and import it with --model NAME)")

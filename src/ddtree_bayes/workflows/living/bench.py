@@ -74,23 +74,35 @@ def _card_sizes() -> dict[str, float]:
     return {name: card.params_total_b for name, card in _cards().items()}
 
 
+def _size(x: float) -> str:
+    """A GB or billions figure in a message: 3 significant digits, whole with thousands
+    separators from 100 up (``.3g`` printed 1,000 as "1e+03").
+
+    >>> _size(8.03), _size(381.2), _size(1000.0)
+    ('8.03', '381', '1,000')
+    """
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def _other_quantisation(path: Path, rec: BenchRecord, model: str | None, card) -> str | None:
     """A warning when the file records its model's bytes (llama-bench ``model_size``) at a
-    bytes per weight more than :data:`BYTES_RATIO` from what ``card`` prices
-    (:attr:`~ddtree_bayes.core.model_cards.ModelCard.weights_bytes_per_weight`): a fit prices
-    the card's bytes, so the pair's step would read another quantisation's weights."""
+    bytes per weight more than :data:`BYTES_RATIO` from ``card``'s checkpoint's
+    (:attr:`~ddtree_bayes.core.model_cards.ModelCard.weights_bytes_per_weight`, both averages
+    over every weight): the card is of another quantisation, so the pair's step, priced at
+    the card's ``bytes_per_weight``, would read another quantisation's weights."""
     if card is None or not rec.model_bytes or not rec.model_params:
         return None
     mine, theirs = rec.model_bytes / rec.model_params, card.weights_bytes_per_weight
     ratio = theirs / mine
     if max(ratio, 1 / ratio) <= BYTES_RATIO:
         return None
-    return (f"{path}: the file's model {rec.model!r} takes {rec.model_bytes / 1e9:.3g} GB for "
-            f"{rec.model_params / 1e9:.3g}B parameters ({mine:.3g} bytes per weight: model_size "
-            f"/ model_n_params), but card {model} prices {theirs:g} bytes per weight "
-            f"({card.weights_gb:.3g} GB): kept, but a fit prices the card's bytes, {ratio:.2g}x "
-            "what the run read (give the quantisation its own card, `ddtree-bayes card add "
-            "--gguf FILE.gguf --name NAME`, and import it with --model NAME)")
+    return (f"{path}: the file's model {rec.model!r} takes {_size(rec.model_bytes / 1e9)} GB "
+            f"for {_size(rec.model_params / 1e9)}B parameters ({mine:.3g} bytes per weight: "
+            f"model_size / model_n_params), but card {model}'s checkpoint is {theirs:g} bytes "
+            f"per weight ({_size(card.weights_gb)} GB), {ratio:.2g}x: kept, but a fit prices "
+            f"the card's bytes_per_weight, {card.bytes_per_weight:g}, not the run's (give the "
+            "quantisation its own card, `ddtree-bayes card add --gguf FILE.gguf --name NAME`, "
+            "and import it with --model NAME)")
 
 
 def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
