@@ -605,17 +605,17 @@ def test_the_stale_table_warning_names_values_not_sources(tmp_path):
 def test_a_new_gpus_figure_beyond_every_gpu_and_a_multiple_of_one_is_noted(tmp_path):
     """Without --like, a DGX A100 node's totals typed as one GPU's (8 x 2.039 = 16.3 TB/s,
     8 x 80 = 640 GB) were written without a word: every step priced as if each GPU read 8x
-    faster, every weights-fit check passed on 640 GB a GPU. A figure above every GPU in the
-    table that is 4, 8 or 16 times one of theirs is noted, as with --like; one above them all
-    that is no such multiple (a newer GPU's 22 TB/s) is not."""
+    faster, every weights-fit check passed on 640 GB a GPU. Figures above every GPU in the
+    table of which two are the same multiple (4, 8 or 16) of one GPU's are noted, as with
+    --like; one above them all that is no such multiple (a newer GPU's 22 TB/s) is not."""
     code, out, err = run_cli(tmp_path, "hardware", "add", "dgx-a100", "--mem-bw-tb-s", "16.3",
                              "--memory-gb", "640", "--interconnect", "NVLink3",
                              "--dense-bf16-tflops", "312", "--source", "x", "--format", "json")
     assert code == 0, err
-    # the table's largest: 288 GB (b300), 8 TB/s; 640 = 8 x h100's 80 (the first 80 GB row),
-    # 16.3 = 8 x a100-80gb's 2.039 (16.312, within 0.5%)
+    # the table's largest: 288 GB (b300), 8 TB/s; 640 = 8 x a100-80gb's 80 and 16.3 = 8 x
+    # its 2.039 (16.312, within 0.5%): two figures, one GPU, one multiple
     assert json.loads(out)["notes"] == [
-        "--memory-gb 640 is 8 x h100's 80: a whole node's total? The table takes figures per "
+        "--memory-gb 640 is 8 x a100-80gb's 80: a whole node's total? The table takes figures per "
         "GPU (the count is --gpus when asking); if so, re-run with --memory-gb 80 --replace",
         "--mem-bw-tb-s 16.3 is 8 x a100-80gb's 2.039: a whole node's total? The table takes "
         "figures per GPU (the count is --gpus when asking); if so, re-run with --mem-bw-tb-s "
@@ -623,4 +623,21 @@ def test_a_new_gpus_figure_beyond_every_gpu_and_a_multiple_of_one_is_noted(tmp_p
     code, out, err = run_cli(tmp_path, "hardware", "add", "next-gen", "--mem-bw-tb-s", "22",
                              "--memory-gb", "288", "--interconnect", "NVLink6",
                              "--dense-bf16-tflops", "4000", "--source", "x", "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+
+
+def test_a_next_generation_gpus_figures_are_not_taken_for_a_nodes_totals(tmp_path):
+    """Any figure above the table's largest that was 4, 8 or 16 x any GPU's (within 0.5%) was
+    noted, and with ~20 GPUs in the table that is many plausible new figures: 1 TB of HBM,
+    32 TB/s and 5 PFLOPS drew three notes, each naming another GPU (8 x mi250x's 128 GB,
+    4 x b300's 8 TB/s, 16 x a100-80gb's 312). A node's totals are all the same multiple of
+    the same GPU's, so a note now needs two figures that agree."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rubin-ultra", "--mem-bw-tb-s", "32",
+                             "--memory-gb", "1024", "--interconnect", "NVLink7 3.6 TB/s",
+                             "--dense-bf16-tflops", "5000", "--source", "x", "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+    # one figure alone, however exact a multiple (640 = 8 x 80), is not enough
+    code, out, err = run_cli(tmp_path, "hardware", "add", "big-hbm", "--mem-bw-tb-s", "7",
+                             "--memory-gb", "640", "--interconnect", "NVLink5",
+                             "--dense-bf16-tflops", "2000", "--source", "x", "--format", "json")
     assert code == 0 and json.loads(out)["notes"] == [], err

@@ -138,12 +138,8 @@ def _node_totals(values: dict[str, float | str], like: str, like_row: dict[str, 
     notes = []
     for col, given in values.items():
         mine = like_row.get(col, "").strip()
-        try:
-            ratio = float(given) / float(mine)
-        except (TypeError, ValueError, ZeroDivisionError):
-            continue
-        n = round(ratio)
-        if n in NODE_SIZES and abs(ratio - n) <= 0.005 * n:
+        n = _node_multiple(given, mine)
+        if n is not None:
             flag = "--" + col.replace("_", "-")
             notes.append(f"{flag} {float(given):g} is {n} x {like}'s {float(mine):g}: a whole "
                          f"node's total? The table takes figures per GPU (the count is --gpus "
@@ -152,28 +148,49 @@ def _node_totals(values: dict[str, float | str], like: str, like_row: dict[str, 
     return notes
 
 
+def _node_multiple(given: float | str, mine: str) -> int | None:
+    """The node size (:data:`NODE_SIZES`) that ``given`` is of ``mine`` to within 0.5%, else
+    None (as for a blank or non-numeric figure).
+
+    >>> _node_multiple(16.3, "2.039"), _node_multiple(22, "2.039"), _node_multiple(640, "")
+    (8, None, None)
+    """
+    try:
+        ratio = float(given) / float(mine)
+    except (TypeError, ValueError, ZeroDivisionError):
+        return None
+    n = round(ratio)
+    return n if n in NODE_SIZES and abs(ratio - n) <= 0.005 * n else None
+
+
 def _node_totals_of_any(values: dict[str, float | str], table: HardwareTable, name: str
                         ) -> list[str]:
-    """:func:`_node_totals` for a GPU given without ``--like``: a figure above every other GPU's
-    in ``table`` that is 4, 8 or 16 times one of theirs (the first in the table), a node's
-    total typed as one GPU's (``--mem-bw-tb-s 16.3``: 8 x an A100's 2.039). A figure above
-    them all that is no such multiple (a newer GPU) is left alone."""
-    notes = []
+    """:func:`_node_totals` for a GPU given without ``--like``: figures above every other GPU's
+    in ``table`` of which at least two are the same multiple (4, 8 or 16) of the same GPU's
+    (the first in the table that has such a pair), a node's totals typed as one GPU's
+    (``--memory-gb 640 --mem-bw-tb-s 16.3``: 8 x an A100's 80 GB and 2.039 TB/s). One such
+    figure alone is left alone: with many GPUs in the table, a newer GPU's figure is often
+    near some multiple of one of theirs (1,024 GB: 8 x an MI250X's 128), but not two at once."""
     others = {gpu: row for gpu, row in table.rows.items() if gpu != name}
+    above = {}
     for col, given in values.items():
         try:
             value = float(given)
             top = max(float(r[col]) for r in others.values() if r.get(col, "").strip())
         except (TypeError, ValueError, KeyError):
             continue
-        if value <= top:
-            continue
-        for gpu, row in others.items():
-            found = _node_totals({col: given}, gpu, row)
-            if found:
-                notes.extend(found)
-                break
-    return notes
+        if value > top:
+            above[col] = given
+    for gpu, row in others.items():
+        by_multiple: dict[int, dict[str, float | str]] = {}
+        for col, given in above.items():
+            n = _node_multiple(given, row.get(col, "").strip())
+            if n is not None:
+                by_multiple.setdefault(n, {})[col] = given
+        agreeing = next((cols for cols in by_multiple.values() if len(cols) >= 2), None)
+        if agreeing:
+            return _node_totals(agreeing, gpu, row)
+    return []
 
 
 def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], source: str, *,
