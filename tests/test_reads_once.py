@@ -168,20 +168,58 @@ def test_the_names_a_fit_knows_are_read_once_per_fit(tmp_path, monkeypatch):
     assert parsed["csv", fit.hardware_csv] == 1
 
 
-def test_the_seed_table_is_read_once_until_it_changes(tmp_path):
-    """The original estimates (data/seed_estimates.csv) are read once per process while the
-    file is unchanged (``report`` read them 39 times, once per question), and again once it
-    changes."""
+def test_the_seed_table_is_parsed_once_until_it_changes(tmp_path, monkeypatch):
+    """The original estimates (data/seed_estimates.csv) are parsed once per process while the
+    file is unchanged (``report`` parsed them 39 times, once per question), and again once it
+    changes. Each call reads the small file's bytes (one open) to know that exactly."""
     from ddtree_bayes.engine.predictive import load_seed_table
 
     work = copy_bundled_data(tmp_path / "w")
     seeds = work / "data" / "seed_estimates.csv"
-    with counting_opens() as opened:
+    with counting_opens() as opened, counting_parses(monkeypatch) as parsed:
         tables = [load_seed_table(work) for _ in range(3)]
-    assert opened[seeds.resolve()] == 1
+    assert parsed["csv", seeds.read_text()] == 1 and opened[seeds.resolve()] == 3
     assert tables[0] == tables[2] and len(tables[0]) == len(seeds.read_text().splitlines()) - 1
     seeds.chmod(0o644)
     seeds.write_text(seeds.read_text() + ",".join(["x"] * len(tables[0][0])) + "\n")
-    with counting_opens() as opened:
+    with counting_opens() as opened, counting_parses(monkeypatch) as parsed:
         grown = load_seed_table(work)
-    assert opened[seeds.resolve()] == 1 and len(grown) == len(tables[0]) + 1
+    assert parsed["csv", seeds.read_text()] == 1 and opened[seeds.resolve()] == 1
+    assert len(grown) == len(tables[0]) + 1
+
+
+def test_a_seed_table_rewritten_at_the_same_size_and_time_is_read_again(tmp_path):
+    """The memo was keyed by (path, mtime, size): a same-size rewrite within a coarse
+    filesystem's timestamp tick (1 s on HFS+ / ext3 / NFS, 2 s on FAT), or a copy that keeps
+    the mtime, was served stale; and every version ever read stayed in it. Now one entry a
+    file, checked against the bytes' hash."""
+    import os
+
+    from ddtree_bayes.engine import predictive as P
+
+    work = copy_bundled_data(tmp_path / "w")
+    seeds = work / "data" / "seed_estimates.csv"
+    seeds.chmod(0o644)
+    text = seeds.read_text()
+    before = os.stat(seeds)
+    assert P.load_seed_table(work)[0]["tok_s"] == "133"
+    seeds.write_text(text.replace(",133,", ",134,", 1))          # the same size ...
+    os.utime(seeds, ns=(before.st_atime_ns, before.st_mtime_ns))   # ... and modification time
+    assert os.stat(seeds).st_size == before.st_size
+    assert P.load_seed_table(work)[0]["tok_s"] == "134"
+    for i in range(20):
+        seeds.write_text(text + "#" * i)
+        P.load_seed_table(work)
+    assert [k for k in P._SEED_TABLES if k == str(seeds.resolve())] == [str(seeds.resolve())]
+    assert sum(str(work) in k for k in P._SEED_TABLES) == 1
+
+
+def test_a_seed_table_row_edited_by_one_caller_is_not_the_next_callers(tmp_path):
+    """load_seed_table handed out a new list of the same row dicts: a caller that edited a
+    row edited every later caller's table until the file changed."""
+    from ddtree_bayes.engine.predictive import load_seed_table
+
+    work = copy_bundled_data(tmp_path / "w")
+    first = load_seed_table(work)
+    first[0]["tok_s"] = "999"
+    assert load_seed_table(work)[0]["tok_s"] == "133"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import dataclasses
 import hashlib
+import io
 import math
 import numbers
 from pathlib import Path
@@ -453,27 +454,27 @@ def sample_acceptance(prior: AcceptancePrior, n: int, rng: np.random.Generator) 
     return prior_sample(prior.prior, n, rng)
 
 
-#: The seed tables read, by (path, modification time, size): each read once per process
-#: while unchanged (``report`` asks about 60 questions, each wanting the table).
-_SEED_TABLES: dict[tuple[str, int, int], list[dict[str, str]]] = {}
+#: The seed tables parsed, by resolved path: (sha256 of the file's bytes, its rows), one entry
+#: a file, parsed once per process while its bytes are unchanged (``report`` asks about 60
+#: questions, each wanting the table). The file is small, so each call reads it to compare
+#: the hash: exact where a modification time is not (a same-size rewrite inside a coarse
+#: filesystem's tick, a copy that keeps the mtime).
+_SEED_TABLES: dict[str, tuple[str, list[dict[str, str]]]] = {}
 
 
 def load_seed_table(workdir: Path | None = None) -> list[dict[str, str]]:
     """The original deterministic estimates (data/seed_estimates.csv or the bundled copy),
-    read once per process while the file is unchanged (callers only read the rows)."""
+    parsed once per process while the file's bytes are unchanged; each call gets its own
+    copy of the rows."""
     path = paths.data_file("seed_estimates.csv", workdir)
-    try:
-        stat = path.stat()
-        key = (str(path.resolve()), stat.st_mtime_ns, stat.st_size)
-    except OSError:   # (open names the problem)
-        key = None
-    if key is None or key not in _SEED_TABLES:
-        with open(path, newline="") as fh:
-            table = list(csv.DictReader(fh))
-        if key is None:
-            return table
-        _SEED_TABLES[key] = table
-    return list(_SEED_TABLES[key])
+    with open(path, "rb") as fh:
+        data = fh.read()
+    digest, key = hashlib.sha256(data).hexdigest(), str(path.resolve())
+    held = _SEED_TABLES.get(key)
+    if held is None or held[0] != digest:
+        text = data.decode("utf-8")
+        held = _SEED_TABLES[key] = (digest, list(csv.DictReader(io.StringIO(text, newline=""))))
+    return [dict(row) for row in held[1]]
 
 
 #: The model of the original estimates (data/seed_estimates.csv has no model column).
