@@ -873,3 +873,36 @@ def test_a_blank_context_is_the_fits_default_when_a_verify_cost_is_learned():
     assert line.endswith("learned from the rows at context > 0 of llama-3.1-8b-instruct, not "
                          "of kimi-k2.6 (another attention layout may share its KV reads among "
                          "the verified tokens more, or less)")
+
+
+def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
+    """A held-out collection (docs/validation.md, "A third held-out collection"): on AMD rigs
+    every speculative row ran slower than predicted from its own AR row (8-139%), the
+    overhead coming from CUDA deployments. A speculative question on an AMD GPU of a fit
+    with none says so, in predict's warnings; AR, an NVIDIA GPU, or a fit with an AMD system
+    say nothing."""
+    from ddtree_bayes.engine.question import Flags, resolve
+    from ddtree_bayes.engine.scenario import amd_overhead_warning
+
+    d = multi_model_draws()
+
+    def ask(hardware, method="eagle", gpus=1):
+        return P.resolve_scenario(d, hardware=hardware, gpus=gpus, engine="vllm", method=method,
+                                  block=3 if method != "ar" else None, budget=None,
+                                  verify_tokens=None, context_tokens=0.0,
+                                  model="llama-3.1-8b-instruct")
+
+    line = amd_overhead_warning(d, ask("mi300x"))
+    assert line is not None and line.startswith("mi300x is an AMD GPU and the fit measured none")
+    assert "by 8-139% (median 39%)" in line
+    q = resolve(d, Flags(model="llama-3.1-8b-instruct", hardware="mi300x", gpus=1,
+                         engines=("vllm",), method="eagle", block=3, accept="2"))
+    assert line in q.warnings
+    assert amd_overhead_warning(d, ask("mi300x", method="ar")) is None
+    assert amd_overhead_warning(d, ask("h200")) is None
+    lines = d.hardware_csv.splitlines()
+    (i,) = [k for k, row in enumerate(lines) if row.startswith("h100,")]
+    lines[i] = lines[i].replace(",9.0,", ",gfx942,", 1)   # the measured H100 read as AMD
+    assert lines[i] != d.hardware_csv.splitlines()[i]
+    amd = d.view(hardware_csv="\n".join(lines) + "\n")
+    assert amd_overhead_warning(amd, ask("mi300x")) is None

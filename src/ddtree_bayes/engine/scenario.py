@@ -1049,6 +1049,34 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
             f"an AR row measured on {sc.hardware} pins it")
 
 
+def is_amd(hardware_row: dict[str, str]) -> bool:
+    """An AMD GPU: its ``compute_capability`` is a gfx target (gfx942, gfx1151...)."""
+    return hardware_row.get("compute_capability", "").strip().lower().startswith("gfx")
+
+
+def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when a speculative question asks an AMD GPU and the fit measured none: every
+    overhead the answer prices comes from CUDA deployments. On public AMD rigs kept outside
+    the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
+    slower than predicted from their own AR rows, by 8-139% (median 39%), where the CUDA
+    pairs of that set were within -14% to -4%. None otherwise (AR, a GPU that is not AMD, or
+    a fit with an AMD system)."""
+    from ddtree_bayes.core.pairs import split_label
+
+    table = draws.hardware
+    if sc.method == "ar" or sc.hardware not in table or not is_amd(table[sc.hardware]):
+        return None
+    if any(hw in table and is_amd(table[hw])
+           for _, hw, _ in map(split_label, draws.measured_systems)):
+        return None
+    return (f"{sc.hardware} is an AMD GPU and the fit measured none: the speculative overhead "
+            "is priced from CUDA deployments, and on public AMD rigs (llama.cpp on ROCm and "
+            "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "
+            "row ran slower than so predicted from its own AR row, by 8-139% (median 39%): "
+            f"this answer is likely optimistic; a speculative row measured on {sc.hardware} "
+            "pins it")
+
+
 def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when ``sc`` asks llama.cpp on several GPUs of a system where the fit has no
     llama.cpp row: llama.cpp splits whole layers across GPUs by default (``--split-mode
@@ -1087,12 +1115,14 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
     weights (:func:`read_floor_warning`), a pair never measured answered faster than a
-    measured one that reads at least as fast (:func:`faster_than_measured_warning`), more GPUs
-    than one node holds (:func:`node_warning`);
+    measured one that reads at least as fast (:func:`faster_than_measured_warning`), a
+    speculative question on an AMD GPU the fit has none of (:func:`amd_overhead_warning`),
+    more GPUs than one node holds (:func:`node_warning`);
     ``predict``, ``next`` and ``optimize`` say the same."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
              read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
-             node_warning(draws, sc), unchecked_kv_warning(draws, sc, concurrencies))
+             amd_overhead_warning(draws, sc), node_warning(draws, sc),
+             unchecked_kv_warning(draws, sc, concurrencies))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
 
