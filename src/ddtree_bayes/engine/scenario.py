@@ -1058,8 +1058,8 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when a speculative question asks an AMD GPU and the fit measured none: every
     overhead the answer prices comes from CUDA deployments. On public AMD rigs kept outside
     the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
-    slower than predicted from their own AR rows, by 8-139% (median 39%), where the CUDA
-    pairs of that set were within -14% to -4%. None otherwise (AR, a GPU that is not AMD, or
+    slower than predicted from their own AR rows, by 8-139% (median 39%); of its two CUDA
+    rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU that is not AMD, or
     a fit with an AMD system)."""
     from ddtree_bayes.core.pairs import split_label
 
