@@ -104,10 +104,12 @@ def counting_parses(monkeypatch):
     yield parsed
 
 
-def test_one_predict_parses_the_stored_measurements_once(tmp_path, monkeypatch):
-    """The measurement text a fit stores is parsed once per predict (it was parsed five
-    times: once validated, and four times more for the engine, method, model and hardware
-    names the fit knows; a 100,000-row file takes a second to parse)."""
+@pytest.mark.parametrize("kind, field", [("csv", "data_csv"), ("toml", "priors_toml")])
+def test_one_predict_parses_the_stored_texts_once(tmp_path, monkeypatch, kind, field):
+    """The measurement text and the priors TOML a fit stores are each parsed once per predict
+    (the measurements were parsed five times: once validated, and four times more for the
+    engine, method, model and hardware names the fit knows, where a 100,000-row file takes a
+    second to parse; the priors twice: for the priors, and again for their [methods] table)."""
     from ddtree_bayes.engine.store import load
 
     work = make_point_mass_workdir(tmp_path / "w")
@@ -115,20 +117,7 @@ def test_one_predict_parses_the_stored_measurements_once(tmp_path, monkeypatch):
     with counting_parses(monkeypatch) as parsed:
         code, out, err = run_cli(work, "predict", "--accept", "12:16", "--format", "json")
     assert code == 0, err
-    assert parsed["csv", stored.data_csv] == 1
-
-
-def test_one_predict_parses_the_stored_priors_once(tmp_path, monkeypatch):
-    """The priors TOML a fit stores is parsed once per predict (it was parsed twice: for the
-    priors, and again for their [methods] table)."""
-    from ddtree_bayes.engine.store import load
-
-    work = make_point_mass_workdir(tmp_path / "w")
-    stored = load(workdir=work)
-    with counting_parses(monkeypatch) as parsed:
-        code, out, err = run_cli(work, "predict", "--accept", "12:16", "--format", "json")
-    assert code == 0, err
-    assert parsed["toml", stored.priors_toml] == 1
+    assert parsed[kind, getattr(stored, field)] == 1
 
 
 def test_the_hardware_tables_are_parsed_once_each(tmp_path, monkeypatch):
