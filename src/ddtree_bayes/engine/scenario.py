@@ -1064,7 +1064,7 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     from ddtree_bayes.core.pairs import split_label
 
     table = draws.hardware
-    if sc.method == "ar" or sc.hardware not in table or not is_amd(table[sc.hardware]):
+    if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == "ar":
         return None
     if any(hw in table and is_amd(table[hw])
            for _, hw, _ in map(split_label, draws.measured_systems)):
