@@ -1704,3 +1704,17 @@ def test_a_gguf_whose_pattern_flags_are_fewer_than_its_layers_is_refused(tmp_pat
         card_files.derive_from_gguf(path)
     assert str(err.value) == (f"{path}: sliding_window_pattern has 2 per-layer flags for 6 "
                               "layers (fix: pass the model's own, complete GGUF file)")
+
+
+def test_a_gguf_whose_values_are_narrower_than_its_keys_caches_both_widths(tmp_path, quick_hash):
+    """llama.cpp sizes a layer's K cache by ``{arch}.attention.key_length`` and its V cache
+    by ``value_length`` (DeepSeek-V2-style non-MLA files: 192 / 128); the card read the key
+    width for both. The synthetic Llama-3.1-8B header with key 128 and value 64: 32 layers x
+    8 kv heads x (128 + 64) x 2 bytes = 98,304 bytes per token (131,072 with both 128)."""
+    path = gguf_fixture.write(tmp_path / "narrow-v.gguf", {"llama.attention.key_length": 128,
+                                                           "llama.attention.value_length": 64})
+    d = card_files.derive_from_gguf(path)
+    assert d.card["kv_bytes_per_token"] == "98304"
+    same = gguf_fixture.write(tmp_path / "same.gguf", {"llama.attention.key_length": 128,
+                                                       "llama.attention.value_length": 128})
+    assert card_files.derive_from_gguf(same).card["kv_bytes_per_token"] == "131072"
