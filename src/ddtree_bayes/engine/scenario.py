@@ -1059,12 +1059,12 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     overhead the answer prices comes from CUDA deployments. On public AMD rigs kept outside
     the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
     slower than predicted from their own AR rows, by 8-139% (median 39%); of its two CUDA
-    rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU that is not AMD, or
-    a fit with an AMD system)."""
+    rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU
+    that is not AMD, or a fit with an AMD system)."""
     from ddtree_bayes.core.pairs import split_label
 
     table = draws.hardware
-    if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == "ar":
+    if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == AR_METHOD:
         return None
     if any(hw in table and is_amd(table[hw])
            for _, hw, _ in map(split_label, draws.measured_systems)):

@@ -168,16 +168,14 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         # llama.cpp sizes K by key_length and V by value_length (192 / 128 in DeepSeek-V2-style
         # files without MLA); a file without value_length has V as wide as K
         value_dim = _int(key("{arch}.attention.value_length")) or head_dim
-        kv_heads, which = int(shape.kv_heads or 0), "full-attention " if full < layers else ""
-        if value_dim == head_dim:
-            shape.kv_bytes_per_token = 2 * full * kv_heads * int(head_dim or 0) * 2
-            shape.kv_formula = (f"2 x {full} {which}layers x {shape.kv_heads} kv heads x "
-                                f"{head_dim} x 2 bytes (f16 cache)")
-        else:
-            shape.kv_bytes_per_token = full * kv_heads * (int(head_dim or 0)
-                                                          + int(value_dim or 0)) * 2
-            shape.kv_formula = (f"{full} {which}layers x {shape.kv_heads} kv heads x ({head_dim} "
-                                f"keys + {value_dim} values) x 2 bytes (f16 cache)")
+        which = "full-attention " if full < layers else ""
+        shape.kv_bytes_per_token = (full * int(shape.kv_heads or 0)
+                                    * (int(head_dim or 0) + int(value_dim or 0)) * 2)
+        widths = (f"2 x {full} {which}layers x {shape.kv_heads} kv heads x {head_dim}"
+                  if value_dim == head_dim else
+                  f"{full} {which}layers x {shape.kv_heads} kv heads x ({head_dim} keys + "
+                  f"{value_dim} values)")
+        shape.kv_formula = f"{widths} x 2 bytes (f16 cache)"
     metadata = {"name": _field(reader, "general.name"), "file_type": _field(reader, "general.file_type"),
                 "architecture": arch, "shards": len(shards)}
     want = _field(reader, "split.tensors.count")
