@@ -136,11 +136,12 @@ def test_bundled_priors_load(path):
 
     every_form = {n for names in FORM_PRIORS.values() for n in names}
     from ddtree_bayes.core.pairs import PAIR_PRIORS
-    from ddtree_bayes.core.spec import CTX_BATCH, RECURRENT_SD, TP_LINKS, tp_prior
+    from ddtree_bayes.core.spec import AMD_MU, AMD_SD, CTX_BATCH, RECURRENT_SD, TP_LINKS, tp_prior
     from ddtree_bayes.engine.structure import CONCURRENCY_SD
 
     assert set(cfg.priors) == (set(MODEL_PRIORS) | set(MOE_FORMS.values()) | every_form
                                | set(PAIR_PRIORS) | {CTX_BATCH, CONCURRENCY_SD, RECURRENT_SD}
+                               | {AMD_MU, AMD_SD}
                                | {tp_prior(link) for link in TP_LINKS})
     for name, per in MODEL_PRIORS.items():
         assert cfg.priors[name].per == per, name
@@ -589,11 +590,12 @@ def test_every_prior_the_code_reads_is_a_known_name():
     from ddtree_bayes.core.config import FORM_PRIORS, KNOWN_PRIORS, MOE_FORMS
     from ddtree_bayes.core.likelihood import CONFIG_SHARE
     from ddtree_bayes.core.pairs import PAIR_PRIORS
-    from ddtree_bayes.core.spec import CTX_BATCH, RECURRENT_SD, tp_prior
+    from ddtree_bayes.core.spec import AMD_MU, AMD_SD, CTX_BATCH, RECURRENT_SD, tp_prior
     from ddtree_bayes.engine.structure import CONCURRENCY_SD
 
     read = {*MODEL_PRIORS, *MOE_FORMS.values(), *(n for v in FORM_PRIORS.values() for n in v),
             *PAIR_PRIORS, CTX_BATCH, CONCURRENCY_SD, CONFIG_SHARE, "likelihood_nu", RECURRENT_SD,
+            AMD_MU, AMD_SD,
             tp_prior("pcie"), tp_prior("fabric")}
     assert read <= set(KNOWN_PRIORS)
     assert set(parse_priors(TEXT, NAME).priors) <= set(KNOWN_PRIORS)

@@ -137,7 +137,8 @@ KNOWN_PRIORS = tuple(dict.fromkeys([
     *MODEL_PRIORS, *MOE_FORMS.values(), *(n for names in FORM_PRIORS.values() for n in names),
     "likelihood_nu", "ctx_batch_exponent", "concurrency_sd", "tp_busbw_pcie_gb_s",
     "tp_busbw_fabric_gb_s", "pair_bw_eff", "pair_layer_ms", "pair_allreduce_fabric_ms",
-    "pair_allreduce_pcie_ms", "pair_step_sd", "spec_fixed_recurrent_sd"]))
+    "pair_allreduce_pcie_ms", "pair_step_sd", "spec_fixed_recurrent_sd",
+    "spec_amd_log_mu", "spec_amd_engine_sd"]))
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
 #: Keys of a priors file's ``[model]`` table (a key not among them is refused: a typo such as

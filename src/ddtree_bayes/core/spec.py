@@ -21,6 +21,7 @@ from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import PriorsConfig
 from ddtree_bayes.core.data import AR_METHOD, Measurements
 from ddtree_bayes.core.likelihood import config_distance  # noqa: F401  (S.config_distance)
+from ddtree_bayes.core.tensor_cores import is_amd
 
 Fn = Callable[..., Any]
 #: The exponent of concurrency in the context term (sampled only with rows at C > 1).
@@ -28,6 +29,9 @@ CTX_BATCH = "ctx_batch_exponent"
 #: The spread of each engine's extra fixed cost for a hybrid target (recurrent layers): the
 #: prior of ``spec_fixed_recurrent`` (engine/model.py); read only when a group's target is one.
 RECURRENT_SD = "spec_fixed_recurrent_sd"
+#: The priors of the AMD effect on a speculative step's fixed and per-pass costs: its mean over
+#: engines and their spread around it (engine/model.py ``spec_amd``).
+AMD_MU, AMD_SD = "spec_amd_log_mu", "spec_amd_engine_sd"
 #: Link classes whose tensor-parallel all-reduces have a bus-bandwidth prior
 #: (``tp_busbw_<link>_gb_s``; one GPU has none).
 TP_LINKS = ("pcie", "fabric")
@@ -255,6 +259,9 @@ class ModelSpec:
     #: ``recurrent_layers``), else 0.0: such a group's fixed cost carries its engine's
     #: ``spec_fixed_recurrent`` effect (engine/model.py)
     group_recurrent: np.ndarray | None = None
+    #: per group, 1.0 where its GPU is an AMD one (a gfx ``compute_capability``), else 0.0:
+    #: such a group's fixed and per-pass costs carry its engine's ``spec_amd`` effect
+    group_amd: np.ndarray | None = None
     #: every drafter card (as dicts), so a prediction can find the roofline of a group the fit
     #: never measured
     drafter_cards: tuple[dict, ...] = ()
@@ -411,6 +418,15 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
                               column=f"priors.{RECURRENT_SD}",
                               fix=f"add [priors.{RECURRENT_SD}] (see the bundled "
                                   "models/priors.toml)")
+        if extra["group_amd"].any() and (missing := [n for n in (AMD_MU, AMD_SD)
+                                                     if n not in priors.priors]):
+            from ddtree_bayes.core.errors import PriorsError
+
+            g = int(np.argmax(extra["group_amd"]))
+            raise PriorsError(f"speculative rows on an AMD GPU (group {groups[g]}) need this "
+                              "prior", file=priors.path, column=f"priors.{missing[0]}",
+                              fix=f"add [priors.{missing[0]}] (see the bundled "
+                                  "models/priors.toml)")
     configs = C.ConfigTable(
         first_row=first, system=system, group=group,
         relation=np.array([k if k >= 0 else n_rel for k in cfg_relation], dtype=np.int64),
@@ -536,7 +552,7 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
     constants = pass_roofline_constants(priors)
     first_config = {g: cfg_group.index(g) for g in range(len(groups))}
     engines: list[str] = []
-    group_engine, group_system, roof, hows, recurrent = [], [], [], [], []
+    group_engine, group_system, roof, hows, recurrent, amd = [], [], [], [], [], []
     for g, label in enumerate(groups):
         r = reps[first_config[g]]
         pair, engine, method = label.rsplit("/", 2)
@@ -551,8 +567,9 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
         roof.append(ms)
         hows.append(f"{label}: {ms:.3g} ms ({how})")
         recurrent.append(float(card.recurrent))
+        amd.append(float(is_amd(hardware[hw])))
     out = {"engines": tuple(engines), "group_engine": np.array(group_engine, dtype=np.int64),
-           "group_recurrent": np.array(recurrent),
+           "group_recurrent": np.array(recurrent), "group_amd": np.array(amd),
            "group_system": np.array(group_system, dtype=np.int64),
            "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
            "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
@@ -656,6 +673,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
         meta["group_pass_how"] = list(spec.group_pass_how)
         if spec.group_recurrent is not None and spec.group_recurrent.any():
             meta["group_recurrent"] = [bool(x) for x in spec.group_recurrent]
+        if spec.group_amd is not None and spec.group_amd.any():
+            meta["group_amd"] = [bool(x) for x in spec.group_amd]
         meta["pass_roofline"] = dataclasses.asdict(pass_roofline_constants(priors))
         meta["drafter_cards"] = [dict(d, methods=list(d["methods"])) for d in spec.drafter_cards]
     if spec.repeated:

@@ -26,6 +26,15 @@ AMD_MIN_GFX = {"fp8": "gfx942 (CDNA3)", "fp4": "gfx950 (CDNA4)"}
 COMPUTE_CAPABILITY_RE = re.compile(r"[0-9]{1,2}\.[0-9]|gfx[0-9a-f]{3,4}")
 
 
+def is_amd(hardware_row: dict[str, str]) -> bool:
+    """An AMD GPU: its ``compute_capability`` is a gfx target (gfx942, gfx1151...).
+
+    >>> is_amd({"compute_capability": "gfx942"}), is_amd({"compute_capability": "9.0"})
+    (True, False)
+    """
+    return hardware_row.get("compute_capability", "").strip().lower().startswith("gfx")
+
+
 def compute_capability_fix(text: str) -> str:
     """The fix of a compute capability the table cannot read (``sm_70``: 7.0).
 

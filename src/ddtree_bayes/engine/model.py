@@ -306,8 +306,10 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
             varies[part] = pm.Data(f"group_{part}_varies",
                                    np.asarray(varies[part], dtype=float), dims="overhead_group")
     ratios = []
+    amd = None
     if spec.groups:
         assert spec.group_pass_roof_ms is not None and spec.group_engine is not None
+        amd = _amd_effect(spec, P)
         log_step_ar = pt.log(step_ar[spec.group_system])
         offsets = {"fixed": -log_step_ar, "tree": -log_step_ar,
                    "pass": np.log(spec.group_pass_roof_ms) - log_step_ar}
@@ -325,6 +327,8 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
         mean = mu + engine[spec.group_engine] + offsets[part]
         if part == "fixed" and (recurrent := _recurrent_effect(spec, P)) is not None:
             mean = mean + recurrent
+        if part != "tree" and amd is not None:
+            mean = mean + amd
         mean = pm.Deterministic(f"spec_{part}_mean", mean, dims="overhead_group")
         log_ratio = _pooled(f"spec_{part}", mean, sd, P[f"spec_{part}_log_sd"], "overhead_group",
                             flip=reparameterise)
@@ -356,6 +360,27 @@ def _recurrent_effect(spec: S.ModelSpec, P: dict[str, Prior]):
                               sd * pm.Normal("spec_fixed_recurrent_z", 0.0, 1.0, dims="engine"),
                               dims="engine")
     return rec * effect[spec.group_engine]
+
+
+def _amd_effect(spec: S.ModelSpec, P: dict[str, Prior]):
+    """Per group, the extra log fixed and per-pass cost of a speculative step on an AMD GPU
+    (ROCm, HIP or Vulkan; a gfx ``compute_capability``) in its engine:
+    ``spec_amd[e] = spec_amd_log_mu + spec_amd_engine_sd * z_e`` for a group on an AMD GPU,
+    0 for the others. Each engine's AMD backend is its own code (kernels, graph capture, the
+    drafter's launches), so the effect is per engine around a mean shared by every engine:
+    what the corpus measured of one engine on AMD informs the others. Where the fit has no
+    AMD group the term is absent (the graph of every fit of CUDA deployments); an AMD question
+    then draws it from the priors (engine/structure.py, said by predict). None without an
+    AMD group."""
+    flag = spec.group_amd
+    if flag is None or not flag.any():
+        return None
+    mu = prior_rv(P[S.AMD_MU], S.AMD_MU)
+    sd = prior_rv(P[S.AMD_SD], S.AMD_SD)
+    effect = pm.Deterministic("spec_amd",
+                              mu + sd * pm.Normal("spec_amd_z", 0.0, 1.0, dims="engine"),
+                              dims="engine")
+    return flag * effect[spec.group_engine]
 
 
 def _pooled(name: str, mu, sd, sd_prior: Prior, dims: str, flip: bool = False):

@@ -56,6 +56,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     row_scenario,
 )
 from ddtree_bayes.engine.structure import (
+    amd_note,
     carried_group,
     carried_spec_ms,
     carry_note,
@@ -405,6 +406,8 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             if carried else
             f"overhead of unmeasured group {label} drawn from the pooled population"
             + recurrent_note(draws, sc, engine))
+    if not measured:
+        how += amd_note(draws, sc, engine)
     if carried is not None:
         spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, spread)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,

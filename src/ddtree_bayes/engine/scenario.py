@@ -37,6 +37,7 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import pair_label, read_features, split_label
+from ddtree_bayes.core.tensor_cores import is_amd
 from ddtree_bayes.engine.posterior import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
@@ -1049,11 +1050,6 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
             f"an AR row measured on {sc.hardware} pins it")
 
 
-def is_amd(hardware_row: dict[str, str]) -> bool:
-    """An AMD GPU: its ``compute_capability`` is a gfx target (gfx942, gfx1151...)."""
-    return hardware_row.get("compute_capability", "").strip().lower().startswith("gfx")
-
-
 def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when a speculative question asks an AMD GPU and the fit measured none: every
     overhead the answer prices comes from CUDA deployments. On public AMD rigs kept outside
@@ -1070,11 +1066,12 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
            for _, hw, _ in map(split_label, draws.measured_systems)):
         return None
     return (f"{sc.hardware} is an AMD GPU and the fit measured none: the speculative overhead "
-            "is priced from CUDA deployments, and on public AMD rigs (llama.cpp on ROCm and "
-            "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "
-            "row ran slower than so predicted from its own AR row, by 8-139% (median 39%): "
-            f"this answer is likely optimistic; a speculative row measured on {sc.hardware} "
-            "pins it")
+            "is priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
+            "(spec_amd_log_mu), and on public AMD rigs (llama.cpp on ROCm and Vulkan, vLLM on "
+            "ROCm, a HIP DDTree engine; docs/validation.md) every speculative row ran slower "
+            "than predicted from CUDA deployments and its own AR row, by 8-139% (median 39%): "
+            f"this answer is likely optimistic; a speculative row measured on an AMD GPU "
+            "teaches the fit the factor")
 
 
 def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:

@@ -499,10 +499,15 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
                               model=ref_model if ref_model is not None else sc.model)
     ref_step = v["step_ar_ms"][:, draws.meta["coords"]["system"].index(ref.pair)]
     roof = pass_roofline(draws, sc)[0] / pass_roofline(draws, ref)[0]
-    spec = scale * ref_step * (v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
-                               * passes + v["spec_tree_ratio"][:, g] * nodes)
+    # the fixed and per-pass costs move by the AMD effect between the two GPUs (0 when both
+    # or neither are AMD GPUs in one engine's fit)
+    engine = label.rsplit("/", 2)[1]
+    amd = np.exp(amd_log_effect(draws, sc.hardware, engine, rng)
+                 - amd_log_effect(draws, ref_hw, engine, rng))
+    spec = scale * ref_step * ((v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
+                                * passes) * amd + v["spec_tree_ratio"][:, g] * nodes)
     spec = np.maximum(spec + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
-                                               ref_step * scale, rng, roof), 0.0)
+                                               ref_step * scale, rng, roof * amd), 0.0)
     key = "transfer_system_sd"
     scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
     if spread is not None:
@@ -585,6 +590,8 @@ def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar
         log = log + v[f"spec_{part}_engine_sd"] * rng.standard_normal(n)
     if part == "fixed":
         log = log + recurrent_log_effect(fit, sc, engine, rng)
+    if part != "tree":
+        log = log + amd_log_effect(fit, sc.hardware, engine, rng)
     log = log - np.log(step_ar)
     if part == "pass":
         log = log + np.log(pass_roofline(fit, sc)[0])
@@ -612,6 +619,59 @@ def recurrent_log_effect(fit: Fit, sc: Scenario, engine: str, rng: np.random.Gen
     else:
         return 0.0
     return sd * rng.standard_normal(fit.n_draws)
+
+
+def amd_log_effect(fit: Fit, hardware: str, engine: str, rng: np.random.Generator):
+    """(draws,) extra log fixed and per-pass cost of a speculative step of ``engine`` on GPU
+    ``hardware`` when it is an AMD one (engine/model.py ``spec_amd``): the engine's effect where
+    the fit has AMD groups (learned for an engine measured on AMD, the learned mean and the
+    engines' spread for another), the learned mean and spread for an engine the fit never
+    ran, both priors where the fit has no AMD group; 0 for another GPU, and for a fit whose
+    priors have no such term. The same draws for every call of one fit: a carried group's
+    reference and query on AMD GPUs of one engine differ by nothing."""
+    from ddtree_bayes.core.sampling import prior_sample
+    from ddtree_bayes.core.spec import AMD_MU, AMD_SD
+    from ddtree_bayes.core.tensor_cores import is_amd
+
+    row = fit.hardware.get(hardware)
+    if row is None or not is_amd(row):
+        return 0.0
+    v, engines, n = fit.variables, fit.meta["model"].get("engines", []), fit.n_draws
+    if "spec_amd" in v and engine in engines:
+        return v["spec_amd"][:, engines.index(engine)]
+    if AMD_MU in v:
+        return v[AMD_MU] + v[AMD_SD] * rng.standard_normal(n)
+    priors = fit.priors.priors
+    if AMD_MU not in priors or AMD_SD not in priors:
+        return 0.0
+    return (prior_sample(priors[AMD_MU], n, rng)
+            + prior_sample(priors[AMD_SD], n, rng) * rng.standard_normal(n))
+
+
+def amd_note(fit: Fit, sc: Scenario, engine: str) -> str:
+    """What an answer on an AMD GPU says of its AMD term (:func:`amd_log_effect`): learned
+    from the engine's AMD groups, from other engines' (the mean, with the engines' spread), or
+    prior-driven. '' for another GPU or an AR question."""
+    from ddtree_bayes.core.spec import AMD_MU
+    from ddtree_bayes.core.tensor_cores import is_amd
+
+    row = fit.hardware.get(sc.hardware)
+    if row is None or not is_amd(row) or sc.method == AR_METHOD:
+        return ""
+    model = fit.meta["model"]
+    engines, flags = model.get("engines", []), model.get("group_amd") or []
+    own = [e for e, f in zip(model.get("group_engine", []), flags, strict=False) if f]
+    if "spec_amd" in fit.variables and engine in engines and engines.index(engine) in own:
+        return (f"; AMD GPU: {engine}'s extra fixed and per-pass cost on AMD learned from its "
+                "AMD groups (spec_amd)")
+    if AMD_MU in fit.variables:
+        return (f"; AMD GPU: {engine}'s extra fixed and per-pass cost on AMD from the mean of "
+                f"the fit's AMD engines with the engines' spread (spec_amd_engine_sd; the fit "
+                f"has no {engine} group on AMD)")
+    if AMD_MU in fit.priors.priors:
+        return ("; AMD GPU: the extra fixed and per-pass cost on AMD is prior-driven (the fit "
+                "has no AMD group; spec_amd_log_mu, spec_amd_engine_sd)")
+    return ""
 
 
 def has_recurrent_term(fit: Fit) -> bool:

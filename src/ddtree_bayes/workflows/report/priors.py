@@ -8,7 +8,7 @@ from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS, Prior, PriorsConfig
 from ddtree_bayes.core.likelihood import CONFIG_SD, CONFIG_SHARE, LIKELIHOOD_NU, RUN_SD
 from ddtree_bayes.core.sampling import prior_sample
-from ddtree_bayes.core.spec import CTX_BATCH, RECURRENT_SD, SHAPE_NAMES, TP_LINKS, tp_prior
+from ddtree_bayes.core.spec import AMD_MU, AMD_SD, CTX_BATCH, RECURRENT_SD, SHAPE_NAMES, TP_LINKS, tp_prior
 
 
 # ------------------------------------------------------------------ priors as numpy
@@ -177,6 +177,16 @@ def _group_means(out: dict, priors: PriorsConfig, groups: dict | None, shape: tu
         means["fixed"] = means["fixed"] + (out["spec_fixed_recurrent"][:, engine]
                                            * np.asarray(recurrent, dtype=float)[None, :])
         out["spec_fixed_mean"] = means["fixed"]
+    amd = groups.get("group_amd")
+    if amd:   # (after the draws above: a fit without an AMD group draws the same)
+        z = rng.standard_normal((n, len(groups["engines"])))
+        mu, sd = (prior_sample(priors.priors[k], n, rng) for k in (AMD_MU, AMD_SD))
+        out[AMD_MU], out[AMD_SD], out["spec_amd_z"] = mu, sd, z
+        out["spec_amd"] = mu[:, None] + sd[:, None] * z
+        flag = np.asarray(amd, dtype=float)[None, :]
+        for part in ("fixed", "pass"):
+            means[part] = means[part] + out["spec_amd"][:, engine] * flag
+            out[f"spec_{part}_mean"] = means[part]
     return means
 
 
@@ -223,6 +233,11 @@ def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
         out["spec_fixed_recurrent_z"] = stats.norm.logpdf(v["spec_fixed_recurrent_z"]).sum(axis=1)
         if RECURRENT_SD in v and P_[RECURRENT_SD].dist != "point":   # its spread, if learned
             out[RECURRENT_SD] = prior_logpdf(P_[RECURRENT_SD], v[RECURRENT_SD])
+    if "spec_amd_z" in v:   # a fit with AMD groups (engine/model.py)
+        out["spec_amd_z"] = stats.norm.logpdf(v["spec_amd_z"]).sum(axis=1)
+        for name in (AMD_MU, AMD_SD):
+            if name in v and P_[name].dist != "point":
+                out[name] = prior_logpdf(P_[name], v[name])
     for k, e in enumerate(coords["relation"]):
         out[f"reduction_{e}"] = prior_logpdf(priors.relations[e].prior, v["reduction"][:, k])
     if accept_groups:
@@ -255,6 +270,7 @@ def scalar_columns(v: dict[str, np.ndarray], coords: dict) -> dict[str, np.ndarr
         dims[f"spec_{part}_mean"] = "overhead_group"
         dims[f"spec_{part}_engine"] = dims[f"spec_{part}_engine_z"] = "engine"
     dims["spec_fixed_recurrent"] = dims["spec_fixed_recurrent_z"] = "engine"
+    dims["spec_amd"] = dims["spec_amd_z"] = "engine"
     out = {}
     for name, arr in v.items():
         if arr.ndim == 1:
