@@ -879,8 +879,11 @@ def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
     """A held-out collection (docs/validation.md, "A third held-out collection"): on AMD rigs
     every speculative row ran slower than predicted from its own AR row (8-139%), the
     overhead coming from CUDA deployments. A speculative question on an AMD GPU of a fit
-    with none says so, in predict's warnings; AR, an NVIDIA GPU, or a fit with an AMD system
-    say nothing."""
+    with no speculative row on one says so, in predict's warnings, even when it measured the
+    AMD GPU at AR (the held-out pairs' own shape); AR, an NVIDIA GPU, or a fit with an AMD
+    speculative group say nothing."""
+    from dataclasses import replace
+
     from ddtree_bayes.engine.question import Flags, resolve
     from ddtree_bayes.engine.scenario import amd_overhead_warning
 
@@ -905,4 +908,11 @@ def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
     lines[i] = lines[i].replace(",9.0,", ",gfx942,", 1)   # the measured H100 read as AMD
     assert lines[i] != d.hardware_csv.splitlines()[i]
     amd = d.view(hardware_csv="\n".join(lines) + "\n")
-    assert amd_overhead_warning(amd, ask("mi300x")) is None
+    # an AMD system measured: its AR rows say nothing of a speculative step on AMD (the
+    # held-out pairs' own shape: AR measured on the rig, speculation asked); still warned
+    assert amd_overhead_warning(amd, ask("mi300x")) == line
+    # a speculative group on an AMD GPU: the fit's AMD term learned from it, no warning
+    learned = replace(amd, meta={**amd.meta, "model": {**amd.meta["model"],
+                                                                   "group_amd": [True]}},
+                                  memo={})
+    assert amd_overhead_warning(learned, ask("mi300x")) is None

@@ -1051,19 +1051,20 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
 
 
 def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
-    """One line when a speculative question asks an AMD GPU and the fit measured none: every
-    overhead the answer prices comes from CUDA deployments. On public AMD rigs kept outside
+    """One line when a speculative question asks an AMD GPU and the fit measured no speculative
+    row on one: every overhead the answer prices comes from CUDA deployments (times the AMD
+    term's prior, centred on no effect). On public AMD rigs kept outside
     the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
     slower than predicted from their own AR rows, by 8-139% (median 39%); of its two CUDA
     rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU
-    that is not AMD, or a fit with an AMD system)."""
-    from ddtree_bayes.core.pairs import split_label
-
+    that is not AMD, or a fit with a speculative group on an AMD GPU, which taught it the AMD
+    term: engine/model.py ``spec_amd``). An AMD system measured at AR only is the held-out
+    pairs' own shape (AR on the rig, speculation asked): its rows say nothing of the overhead,
+    so it still warns."""
     table = draws.hardware
     if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == AR_METHOD:
         return None
-    if any(hw in table and is_amd(table[hw])
-           for _, hw, _ in map(split_label, draws.measured_systems)):
+    if any(draws.meta["model"].get("group_amd") or ()):
         return None
     return (f"{sc.hardware} is an AMD GPU and the fit measured none: the speculative overhead "
             "is priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
