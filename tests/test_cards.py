@@ -1375,7 +1375,7 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
     no_hidden = llama.replace("8.03,8.03,32,4096,", "8030,8030,32,,")
     assert load_model_cards("models.csv", f"{header}\n{no_hidden}\n")[
         "llama-3.1-8b-instruct"].params_active_b == 8030
-    assert len(load_model_cards(bundled("models.csv"))) == 15
+    assert len(load_model_cards(bundled("models.csv"))) == 16
 
 
 def test_the_bundled_glm5_card():
@@ -1498,7 +1498,7 @@ def test_a_target_without_a_card_is_told_the_card_it_most_likely_means(tmp_path)
         f"ddtree-bayes: error: --target qwen3.5-397b: no model card of that name in "
         f"{bundled('models.csv')} (fix: did you mean qwen3.5-397b-a17b? Else add the target's "
         "card first (card add --hf-config its config.json), or name one of: deepseek-r1, "
-        "gemma-4-12b-it, glm-5, kimi-k2.6, llama-3.1-8b-instruct, llama-3.3-70b-instruct, "
+        "gemma-4-12b-it, glm-5, kimi-k2.5-w4a8, kimi-k2.6, llama-3.1-8b-instruct, "
         "...)\n")
 
 
