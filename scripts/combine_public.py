@@ -84,8 +84,11 @@ POOLED_PROMPTS = {
 #: score them. Adding them is its own, measured step. The TensorRT-LLM "MTP vanilla" sweep also
 #: measures DeepSeek-R1 on 8x B200 in another build than the corpus's tech-blog sweep (AR 151
 #: against 111 tok/s): in one file the two would read as repeated runs 0.31 apart in log tok/s.
+#: The AMD MI300X draft-model rows (ssd_draft_*) name neither the draft length (7 assumed) nor
+#: the acceptance, so a corpus fit could not tell their overhead from their acceptance; they
+#: are there for ``fit --data`` and a later, measured step.
 NOT_IN_CORPUS = ("lucebox_", "trtllm_mtp_vanilla_", "sglang_eagle3_qwen3_30b_a3b_h100x4_angelslim",
-                 "sglang_mtp_qwen38_27b_gb300_")
+                 "sglang_mtp_qwen38_27b_gb300_", "ssd_draft_")
 
 
 def pooled_rows(first: list[dict], second: list[dict], weights: tuple[int, int]) -> list[dict]:
