@@ -451,3 +451,32 @@ def test_a_third_model_is_the_first_reason_a_fit_of_two_models_refits(tmp_path):
                           "kimi-k2.6, llama-3.1-8b-instruct, qwen3-8b)")
     assert reasons[1].startswith("new systems qwen3-8b@h100x1 (parameters fit ")
     assert not any("target_model" in r for r in reasons)
+
+
+def _with_rows(draws, *rows: str):
+    """``draws`` over its data plus ``rows`` (a concurrency column added, blank = 1)."""
+    lines = draws.data_csv.rstrip("\n").splitlines()
+    text = "\n".join([lines[0] + ",concurrency", *(ln + "," for ln in lines[1:]), *rows]) + "\n"
+    return draws.view(data_csv=text)
+
+
+def test_a_tree_measured_at_another_concurrency_is_not_called_another_budget():
+    """The B300 DDTree group measured at block 8 / budget 8 only, then the same tree at C = 8:
+    its paid tree nodes per step vary (8 x 8 against 8), so its own per-node ratio replaces the
+    population's, and `update` said it "now measures more than one drafter depth or tree
+    budget" - there is still one (block 8, budget 8). A budget-32 row is another budget."""
+    from ddtree_bayes.engine.structure import restructured_line
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    group = "b300x8/sglang/ddtree"
+    same_tree = _with_rows(point_mass_draws(),
+                           "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,,1900,HYPOTHETICAL,,8")
+    assert restructured_line(same_tree, group) == (
+        f"{group} now measures its one tree (block 8, budget 8) at more than one concurrency "
+        "(C = 1, 8; C streams pay C x its tree nodes per step): its own per-node cost replaces "
+        "the population's (recomputed from the draws)")
+    budget_32 = _with_rows(point_mass_draws(),
+                           "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,HYPOTHETICAL,,")
+    assert restructured_line(budget_32, group) == (
+        f"{group} now measures more than one drafter depth or tree budget: its own "
+        "per-pass/per-node cost replaces the population's (recomputed from the draws)")

@@ -300,6 +300,7 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
 
 def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_text, inputs_hash,
                 seed, models, update_meta, tracked, t_start) -> int:
+    from ddtree_bayes.engine.structure import restructured_line
     from ddtree_bayes.workflows.living import reweight
 
     proposal, spec, weights, n_added = attempt
@@ -329,8 +330,7 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
                   "added since, Pareto-smoothed and resampled "
                   f"(no refit) in {weights.seconds + save_s:.2f} s")
         for g in weights.restructured_groups:
-            print(f"  {g} now measures more than one drafter depth or tree budget: its own "
-                  "per-pass/per-node cost replaces the population's (recomputed from the draws)")
+            print(f"  {restructured_line(after, g)}")
         print(f"  its R-hat, ESS and divergences are fit {proposal.meta['fit_id']}'s NUTS run's"
               + ("; its draws unchanged." if weights.uniform else
                  f"; the resampled draws are worth about {weights.n_eff:.0f} independent draws "

@@ -69,6 +69,25 @@ def fit_rows(draws: Fit) -> list:
     return [r for r in draws.measurements.rows if r.row not in held]
 
 
+def restructured_line(draws: Fit, group: str) -> str:
+    """What ``update`` says of an overhead ``group`` whose drafter passes or tree nodes per
+    step now vary in ``draws``' data (its own ratio replaces the population's:
+    :func:`ddtree_bayes.engine.importance.restructured`). The tree nodes a step pays are
+    C x the tree's (core/spec.py), so one tree measured at two concurrencies varies them too:
+    that was called "more than one drafter depth or tree budget", which the data did not hold.
+    """
+    rows = [r for r in fit_rows(draws) if row_group(draws, r) == group]
+    shapes = sorted({(r.block, r.budget) for r in rows}, key=str)
+    if len(shapes) == 1:
+        (block, budget), = shapes
+        cs = ", ".join(map(str, sorted({r.concurrency for r in rows})))
+        return (f"{group} now measures its one tree (block {block}, budget {budget}) at more than "
+                f"one concurrency (C = {cs}; C streams pay C x its tree nodes per step): its own "
+                "per-node cost replaces the population's (recomputed from the draws)")
+    return (f"{group} now measures more than one drafter depth or tree budget: its own "
+            "per-pass/per-node cost replaces the population's (recomputed from the draws)")
+
+
 def measured_configs(draws: Fit, system: str) -> tuple[list[float], list[float]]:
     """(tokens verified per step, C x M, and drafter passes) of the rows the fit learned from
     on ``system``."""
