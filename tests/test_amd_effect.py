@@ -195,3 +195,53 @@ def test_a_group_carried_to_an_amd_gpu_scales_its_fixed_and_pass_costs_only():
     for sc, factor in ((mi, np.exp(0.6)), (at["h200"], 1.0)):
         roof = pass_roofline(f, sc)[0] / pass_roofline(f, at["b300"])[0]
         np.testing.assert_allclose(spec(sc), 8 * ((0.05 + 0.1 * roof) * factor + 0.002 * 32))
+
+
+def _unmeasured_amd_fit(n: int):
+    """:func:`test_structure_model.structured_multi_model_draws` with ``n`` draws, one engine
+    (sglang, effects 0) and no AMD group, and Llama-3.1-8B's DDTree 16/32 question on one
+    MI300X (no group of its own to carry): the AMD term is prior-driven."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    draws = multi_model_draws(
+        n, moe_form="roofline", moe_distinct_exponent=[0.5, 0.5], compute_tok_ratio=[0.01, 0.01],
+        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
+        structure_sd=0.04, transfer_system_sd=0.0, moe_distinct_exponent_mu=0.5,
+        compute_eff_log_mu=-1.2, compute_eff_log_sd=0.0,
+        **{f"spec_{p}_{s}": v for p in ("fixed", "pass", "tree")
+           for s, v in (("log_mu", -3.0), ("log_sd", 0.0), ("engine", [0.0]),
+                        ("engine_sd", 0.0))})
+    draws.meta["model"].update({"step_form": "structured", "knee": 3.0,
+                                "methods": {"ddtree": {"passes": 1, "tree": True}},
+                                "engines": ["sglang"], "group_engine": [0]})
+    sc = P.resolve_scenario(draws, hardware="mi300x", gpus=1, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0.0,
+                            model="llama-3.1-8b-instruct")
+    return draws, sc
+
+
+def test_an_unmeasured_groups_fixed_and_pass_costs_share_one_amd_draw():
+    """The model adds one spec_amd[e] to a group's fixed and per-pass log means; predict drew
+    it twice, independently, for the two parts of a group the fit never measured (a fit with
+    no AMD group: every AMD question on the public corpus), so their sum scattered less than
+    the model says. Here the fixed and the one pass cost exp(-3) ms each before the term and the
+    32 nodes exp(-3) ms each: SPEC = exp(-3) (2 exp(a) + 32), so log((SPEC e^3 - 32) / 2) is
+    the draw a itself, Normal(0, sqrt(0.7^2 + 0.5^2) = 0.860); two independent draws gave
+    log((e^a1 + e^a2) / 2), of sd about 0.63."""
+    import math
+
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.structure import pass_roofline
+
+    n = 4000
+    draws, sc = _unmeasured_amd_fit(n)
+    roof = pass_roofline(draws, sc)[0]
+    # the per-pass population mean that makes the pass cost exp(-3) ms, as the fixed one
+    draws.variables["spec_pass_log_mu"] = np.full(n, -3.0 - math.log(roof))
+    parts, how = P.step_components(draws, sc, np.random.default_rng(5), anchor=False)
+    assert "drawn from the pooled population" in how and "prior-driven" in how
+    a = np.log((parts["spec"] * math.exp(3.0) - 32.0) / 2.0)
+    sd = math.sqrt(0.7 ** 2 + 0.5 ** 2)
+    assert abs(a.mean()) < 5 * sd / math.sqrt(n)
+    assert abs(a.std() - sd) < 5 * sd / math.sqrt(2 * n)

@@ -56,6 +56,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     row_scenario,
 )
 from ddtree_bayes.engine.structure import (
+    amd_log_effect,
     amd_note,
     carried_group,
     carried_spec_ms,
@@ -414,11 +415,14 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
                 "spec_tied": np.zeros(draws.n_draws)}, how
     if step_form == "structured":
         ratios = []
+        # one AMD effect for the fixed and per-pass costs, as the model's groups share it
+        amd = 0.0 if measured else amd_log_effect(draws, sc.hardware, engine, rng)
         for part in ("fixed", "pass", "tree"):
             if measured:
                 ratios.append(v[f"spec_{part}_ratio"][:, groups.index(label)])
             else:
-                ratios.append(np.exp(unmeasured_log_ratio(draws, sc, part, engine, step_ar, rng)))
+                ratios.append(np.exp(unmeasured_log_ratio(draws, sc, part, engine, step_ar, rng,
+                                                          amd)))
         fixed, per_pass, per_node = ratios
         pass_factor = 1.0
         if sc.drafter is not None and measured:   # the measured multiple of another roofline

@@ -589,14 +589,16 @@ def carry_note(spread: np.ndarray | None, engine: str) -> str:
 
 
 def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar: np.ndarray,
-                         rng: np.random.Generator) -> np.ndarray:
+                         rng: np.random.Generator, amd=None) -> np.ndarray:
     """(draws,) log ratio (to the AR step) of the ``part`` cost (fixed, pass, tree) of an
     overhead group the fit never measured: drawn around its mean, as the model writes a group
     (engine/model.py): the population's ``mu``, the engine's learned effect (an engine the fit
     never measured: drawn from the engines' spread), the physical offset (``-log step_ar``;
     for a drafter pass also ``+ log`` its roofline on the query's GPUs, core/drafters.py), and
-    the group-to-group spread ``sd z``. A fit of an earlier version has no engine effects nor
-    offsets: the population's ratio."""
+    the group-to-group spread ``sd z``, and for the fixed and per-pass parts the query's AMD
+    effect ``amd`` (:func:`amd_log_effect`), which they share as the model's groups do: a
+    caller asking both draws it once and passes it (None: drawn here, for one part alone). A
+    fit of an earlier version has no engine effects nor offsets: the population's ratio."""
     v, model, n = fit.variables, fit.meta["model"], fit.n_draws
     mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
     log = mu + sd * rng.standard_normal(n)
@@ -610,7 +612,7 @@ def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar
     if part == "fixed":
         log = log + recurrent_log_effect(fit, sc, engine, rng)
     if part != "tree":
-        log = log + amd_log_effect(fit, sc.hardware, engine, rng)
+        log = log + (amd_log_effect(fit, sc.hardware, engine, rng) if amd is None else amd)
     log = log - np.log(step_ar)
     if part == "pass":
         log = log + np.log(pass_roofline(fit, sc)[0])
@@ -646,8 +648,9 @@ def amd_log_effect(fit: Fit, hardware: str, engine: str, rng: np.random.Generato
     the fit has AMD groups (learned for an engine measured on AMD, the learned mean and the
     engines' spread for another), the learned mean and spread for an engine the fit never
     ran, both priors where the fit has no AMD group; 0 for another GPU, and for a fit whose
-    priors have no such term. The same draws for every call of one fit: a carried group's
-    reference and query on AMD GPUs of one engine differ by nothing."""
+    priors have no such term. A learned effect is the same draws at every call (a carried
+    group's reference and query on AMD GPUs of one engine differ by nothing); a drawn one is
+    new draws at each call, so one answer draws it once for its fixed and per-pass costs."""
     from ddtree_bayes.core.sampling import prior_sample
     from ddtree_bayes.core.spec import AMD_MU, AMD_SD
     from ddtree_bayes.core.tensor_cores import is_amd
