@@ -896,7 +896,8 @@ def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
                                   model="llama-3.1-8b-instruct")
 
     line = amd_overhead_warning(d, ask("mi300x"))
-    assert line is not None and line.startswith("mi300x is an AMD GPU and the fit measured none")
+    assert line is not None and line.startswith(
+        "mi300x is an AMD GPU and the fit measured no speculative row on one")
     assert "by 8-139% (median 39%)" in line
     q = resolve(d, Flags(model="llama-3.1-8b-instruct", hardware="mi300x", gpus=1,
                          engines=("vllm",), method="eagle", block=3, accept="2"))
@@ -916,3 +917,29 @@ def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
                                                                    "group_amd": [True]}},
                                   memo={})
     assert amd_overhead_warning(learned, ask("mi300x")) is None
+
+
+def test_the_amd_warning_names_the_amd_factor_only_where_the_answer_carries_it():
+    """A fit made before the AMD term (2f259a7), or with a priors file without its priors,
+    prices an AMD question with no AMD factor (engine/structure.amd_log_effect: 0), yet the
+    warning said the overhead was "priced from CUDA deployments times a prior-driven AMD
+    factor centred on 1". It now says so only where the answer carries it, and otherwise that
+    the fit's priors have no AMD term."""
+    import re
+
+    from ddtree_bayes.engine.scenario import amd_overhead_warning
+    from ddtree_bayes.engine.structure import amd_log_effect
+
+    d = multi_model_draws()
+    sc = P.resolve_scenario(d, hardware="mi300x", gpus=1, engine="vllm", method="eagle",
+                            block=3, budget=None, verify_tokens=None, context_tokens=0.0,
+                            model="llama-3.1-8b-instruct")
+    assert "times a prior-driven AMD factor centred on 1" in amd_overhead_warning(d, sc)
+    old = d.view(priors_toml=re.sub(r"\[priors\.spec_amd_[a-z_]+\][^\[]*", "", d.priors_toml))
+    assert "spec_amd" not in old.priors_toml
+    assert amd_log_effect(old, "mi300x", "vllm", np.random.default_rng(0)) == 0.0
+    line = amd_overhead_warning(old, sc)
+    assert line.startswith("mi300x is an AMD GPU and the fit measured no speculative row on one")
+    assert "AMD factor" not in line
+    assert ("priced from CUDA deployments with no AMD term (the fit's priors have no "
+            "spec_amd_log_mu: a fit made before it, or a priors file without it)") in line

@@ -1066,13 +1066,20 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
         return None
     if any(draws.meta["model"].get("group_amd") or ()):
         return None
-    return (f"{sc.hardware} is an AMD GPU and the fit measured none: the speculative overhead "
-            "is priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
-            "(spec_amd_log_mu), and on public AMD rigs (llama.cpp on ROCm and Vulkan, vLLM on "
-            "ROCm, a HIP DDTree engine; docs/validation.md) every speculative row ran slower "
-            "than predicted from CUDA deployments and its own AR row, by 8-139% (median 39%): "
-            f"this answer is likely optimistic; a speculative row measured on an AMD GPU "
-            "teaches the fit the factor")
+    from ddtree_bayes.core.spec import AMD_MU
+
+    # (the term is drawn from its priors only where the fit's priors have it: a fit made
+    # before it, or with a priors file without it, prices no AMD factor at all)
+    priced = ("priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
+              f"({AMD_MU})" if AMD_MU in draws.priors.priors else
+              f"priced from CUDA deployments with no AMD term (the fit's priors have no "
+              f"{AMD_MU}: a fit made before it, or a priors file without it)")
+    return (f"{sc.hardware} is an AMD GPU and the fit measured no speculative row on one: the "
+            f"speculative overhead is {priced}, and on public AMD rigs (llama.cpp on ROCm and "
+            "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "
+            "row ran slower than predicted from CUDA deployments and its own AR row, by 8-139% "
+            "(median 39%): this answer is likely optimistic; a speculative row measured on an "
+            "AMD GPU teaches the fit the factor")
 
 
 def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
