@@ -245,3 +245,32 @@ def test_an_unmeasured_groups_fixed_and_pass_costs_share_one_amd_draw():
     sd = math.sqrt(0.7 ** 2 + 0.5 ** 2)
     assert abs(a.mean()) < 5 * sd / math.sqrt(n)
     assert abs(a.std() - sd) < 5 * sd / math.sqrt(2 * n)
+
+
+def test_a_folds_held_out_amd_group_teaches_nothing_and_says_so():
+    """A validation fold keeps the full data's model (meta group_amd, the spec_amd variables)
+    with the held-out rows' weight 0. Its only AMD group held out, the fit learned no AMD
+    term, yet the warning stayed silent (any group_amd) and the note said sglang's AMD cost
+    was "learned from its AMD groups". Both now count the groups the fit learned from
+    (engine/structure.group_learned), as the carried-group search does."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.scenario import amd_overhead_warning
+    from ddtree_bayes.engine.structure import amd_note
+
+    n = _fit().n_draws
+    d = _fit({"spec_amd": np.zeros((n, 2)), S.AMD_MU: np.zeros(n), S.AMD_SD: np.full(n, 0.5)},
+             group_amd=[True])
+    sc = P.resolve_scenario(d, hardware="mi300x", gpus=8, engine="sglang", method="ddtree",
+                            block=8, budget=8, verify_tokens=None, context_tokens=0.0,
+                            model="kimi-k2.6")
+    assert amd_overhead_warning(d, sc) is None
+    assert "sglang's extra fixed and per-pass cost on AMD learned from its AMD groups" in (
+        amd_note(d, sc, "sglang"))
+    (row,) = [r.row for r in d.measurements.rows if r.method == "ddtree"]
+    fold = d.view(meta={**d.meta, "held_out_rows": [row]})
+    line = amd_overhead_warning(fold, sc)
+    assert line is not None and line.startswith("mi300x is an AMD GPU and the fit measured no "
+                                                "speculative row on one")
+    assert amd_note(fold, sc, "sglang") == (
+        "; AMD GPU: the extra fixed and per-pass cost on AMD is prior-driven (the fit has no "
+        "AMD group; spec_amd_log_mu, spec_amd_engine_sd)")

@@ -1064,9 +1064,11 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     table = draws.hardware
     if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == AR_METHOD:
         return None
-    if any(draws.meta["model"].get("group_amd") or ()):
-        return None
     from ddtree_bayes.core.spec import AMD_MU
+    from ddtree_bayes.engine.structure import learned_amd_groups
+
+    if learned_amd_groups(draws):   # (a validation fold's held-out AMD group taught nothing)
+        return None
 
     # (the term is drawn from its priors only where the fit's priors have it: a fit made
     # before it, or with a priors file without it, prices no AMD factor at all)

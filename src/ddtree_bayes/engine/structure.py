@@ -680,20 +680,32 @@ def amd_note(fit: Fit, sc: Scenario, engine: str) -> str:
     row = fit.hardware.get(sc.hardware)
     if row is None or not is_amd(row) or sc.method == AR_METHOD:
         return ""
-    model = fit.meta["model"]
-    engines, flags = model.get("engines", []), model.get("group_amd") or []
-    own = [e for e, f in zip(model.get("group_engine", []), flags, strict=False) if f]
+    engines = fit.meta["model"].get("engines", [])
+    group_engine = fit.meta["model"].get("group_engine", [])
+    own = [group_engine[g] for g in learned_amd_groups(fit)]
     if "spec_amd" in fit.variables and engine in engines and engines.index(engine) in own:
         return (f"; AMD GPU: {engine}'s extra fixed and per-pass cost on AMD learned from its "
                 "AMD groups (spec_amd)")
-    if AMD_MU in fit.variables:
+    if AMD_MU in fit.variables and own:
         return (f"; AMD GPU: {engine}'s extra fixed and per-pass cost on AMD from the mean of "
                 f"the fit's AMD engines with the engines' spread (spec_amd_engine_sd; the fit "
                 f"has no {engine} group on AMD)")
-    if AMD_MU in fit.priors.priors:
+    if AMD_MU in fit.variables or AMD_MU in fit.priors.priors:
         return ("; AMD GPU: the extra fixed and per-pass cost on AMD is prior-driven (the fit "
                 "has no AMD group; spec_amd_log_mu, spec_amd_engine_sd)")
     return ""
+
+
+def learned_amd_groups(fit: Fit) -> list[int]:
+    """The speculative groups on an AMD GPU (meta ``group_amd``; indices into the fit's
+    overhead groups) that the fit learned from rows: not a validation fold's held-out ones,
+    which keep the model's term but taught it nothing (every group of a fit without held-out
+    rows has rows)."""
+    groups = fit.meta["coords"].get("overhead_group", [])
+    taught = ({row_group(fit, r) for r in fit_rows(fit)} if fit.meta.get("held_out_rows")
+              else set(groups))
+    return [g for g, f in enumerate(fit.meta["model"].get("group_amd") or [])
+            if f and groups[g] in taught]
 
 
 def has_recurrent_term(fit: Fit) -> bool:
