@@ -274,3 +274,32 @@ def test_a_folds_held_out_amd_group_teaches_nothing_and_says_so():
     assert amd_note(fold, sc, "sglang") == (
         "; AMD GPU: the extra fixed and per-pass cost on AMD is prior-driven (the fit has no "
         "AMD group; spec_amd_log_mu, spec_amd_engine_sd)")
+
+
+def test_a_group_carried_from_an_amd_gpu_to_another_says_its_amd_effect_is_taken_out():
+    """A group measured on an AMD GPU carries its engine's AMD effect in its fixed and
+    per-pass costs; carried to a CUDA GPU they are divided by exp(effect) (here 0.6: the B300
+    group read as one on a gfx950 GPU, carried to the H200), but the answer's notes said
+    nothing of it (amd_note speaks only of a query on an AMD GPU). They now say so."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.structure import pass_roofline
+    from test_structure_model import transferable_point_mass
+
+    draws, at = transferable_point_mass()
+    n = draws.n_draws
+    lines = draws.hardware_csv.splitlines()
+    (i,) = [k for k, row in enumerate(lines) if row.startswith("b300,")]
+    lines[i] = lines[i].replace(",10.3,", ",gfx950,", 1)
+    assert lines[i] != draws.hardware_csv.splitlines()[i]
+    model = {**draws.meta["model"], "engines": ["sglang"], "group_engine": [0],
+             "group_amd": [True]}
+    f = draws.view(hardware_csv="\n".join(lines) + "\n", meta={**draws.meta, "model": model},
+                   variables={**draws.variables, "spec_amd": np.full((n, 1), 0.6),
+                              S.AMD_MU: np.full(n, 0.6), S.AMD_SD: np.full(n, 0.5)})
+    parts, how = P.step_components(f, at["h200"], np.random.default_rng(0), anchor=False)
+    roof = pass_roofline(f, at["h200"])[0] / pass_roofline(f, at["b300"])[0]
+    np.testing.assert_allclose(parts["spec"],
+                               8 * ((0.05 + 0.1 * roof) * np.exp(-0.6) + 0.002 * 32))
+    assert "carried to h200x8" in how
+    assert how.endswith("; carried from an AMD GPU (b300): sglang's extra fixed and per-pass "
+                        "cost on AMD (spec_amd) taken out of the group's")

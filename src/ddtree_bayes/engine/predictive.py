@@ -408,7 +408,7 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
             f"overhead of unmeasured group {label} drawn from the pooled population"
             + recurrent_note(draws, sc, engine))
     if not measured:
-        how += amd_note(draws, sc, engine)
+        how += amd_note(draws, sc, engine, carried[1] if carried is not None else None)
     if carried is not None:
         spec = carried_spec_ms(draws, sc, carried, passes, nodes, scale, rng, spread)
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,

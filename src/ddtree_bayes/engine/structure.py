@@ -670,15 +670,24 @@ def amd_log_effect(fit: Fit, hardware: str, engine: str, rng: np.random.Generato
             + prior_sample(priors[AMD_SD], n, rng) * rng.standard_normal(n))
 
 
-def amd_note(fit: Fit, sc: Scenario, engine: str) -> str:
+def amd_note(fit: Fit, sc: Scenario, engine: str, carried_from: str | None = None) -> str:
     """What an answer on an AMD GPU says of its AMD term (:func:`amd_log_effect`): learned
     from the engine's AMD groups, from other engines' (the mean, with the engines' spread), or
-    prior-driven. '' for another GPU or an AR question."""
+    prior-driven; for a group carried from an AMD GPU (``carried_from``, its GPU) to another,
+    that the engine's effect is taken out of its costs (:func:`carried_spec_ms`). '' for
+    another GPU or an AR question."""
     from ddtree_bayes.core.spec import AMD_MU
     from ddtree_bayes.core.tensor_cores import is_amd
 
     row = fit.hardware.get(sc.hardware)
-    if row is None or not is_amd(row) or sc.method == AR_METHOD:
+    if sc.method == AR_METHOD:
+        return ""
+    ref = fit.hardware.get(carried_from) if carried_from is not None else None
+    if (row is not None and not is_amd(row) and ref is not None and is_amd(ref)
+            and "spec_amd" in fit.variables):
+        return (f"; carried from an AMD GPU ({carried_from}): {engine}'s extra fixed and "
+                "per-pass cost on AMD (spec_amd) taken out of the group's")
+    if row is None or not is_amd(row):
         return ""
     engines = fit.meta["model"].get("engines", [])
     group_engine = fit.meta["model"].get("group_engine", [])
