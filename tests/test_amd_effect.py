@@ -169,6 +169,21 @@ def test_the_note_says_where_the_amd_term_comes_from():
     assert "the fit has no vllm group on AMD" in amd_note(learned, ask("mi300x"), "vllm")
 
 
+def test_a_fit_of_the_fraction_form_notes_no_amd_term():
+    """The fraction step form prices an unmeasured group's overhead as a share of the step,
+    with no AMD term (engine/predictive.py), yet its notes said "the extra fixed and per-pass
+    cost on AMD is prior-driven": `predict --accept 3 --hardware mi300x --engine trtllm
+    --method eagle3 --block 3` on a `fit --step-form fraction` of the bundled data. A fit of
+    that form now notes nothing."""
+    from ddtree_bayes.engine.structure import amd_note
+
+    d = _fit()
+    fraction = d.view(meta={**d.meta, "model": {**d.meta["model"], "step_form": "fraction"}})
+    sc = SimpleNamespace(hardware="mi300x", method="eagle")
+    assert "prior-driven" in amd_note(d, sc, "vllm")
+    assert amd_note(fraction, sc, "vllm") == ""
+
+
 def test_a_group_carried_to_an_amd_gpu_scales_its_fixed_and_pass_costs_only():
     """The B300 DDTree group (8 ms step: 0.05 fixed, 0.1 per pass, 0.002 per node, as ratios
     of the step) carried to 8 x MI355X in a fit whose sglang engine learned an AMD effect of

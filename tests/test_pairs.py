@@ -921,20 +921,26 @@ def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
 
 def test_the_amd_warning_names_the_amd_factor_only_where_the_answer_carries_it():
     """A fit made before the AMD term (2f259a7), or with a priors file without its priors,
-    prices an AMD question with no AMD factor (engine/structure.amd_log_effect: 0), yet the
-    warning said the overhead was "priced from CUDA deployments times a prior-driven AMD
-    factor centred on 1". It now says so only where the answer carries it, and otherwise that
-    the fit's priors have no AMD term."""
+    or of the fraction step form (which has no overhead groups to carry it), prices an AMD
+    question with no AMD factor (engine/structure.amd_log_effect: 0), yet the warning said
+    the overhead was "priced from CUDA deployments times a prior-driven AMD factor centred on
+    1". It now says so only where the answer carries it, and otherwise why it has none."""
     import re
 
     from ddtree_bayes.engine.scenario import amd_overhead_warning
     from ddtree_bayes.engine.structure import amd_log_effect
 
-    d = multi_model_draws()
+    fraction = multi_model_draws()   # (the fraction step form: no AMD term at all)
+    d = fraction.view(meta={**fraction.meta, "model": {**fraction.meta["model"],
+                                                         "step_form": "structured"}})
     sc = P.resolve_scenario(d, hardware="mi300x", gpus=1, engine="vllm", method="eagle",
                             block=3, budget=None, verify_tokens=None, context_tokens=0.0,
                             model="llama-3.1-8b-instruct")
     assert "times a prior-driven AMD factor centred on 1" in amd_overhead_warning(d, sc)
+    line = amd_overhead_warning(fraction, sc)
+    assert "AMD factor" not in line
+    assert ("priced from CUDA deployments with no AMD term (the fit's fraction step form has "
+            "none)") in line
     old = d.view(priors_toml=re.sub(r"\[priors\.spec_amd_[a-z_]+\][^\[]*", "", d.priors_toml))
     assert "spec_amd" not in old.priors_toml
     assert amd_log_effect(old, "mi300x", "vllm", np.random.default_rng(0)) == 0.0

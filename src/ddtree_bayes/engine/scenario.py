@@ -1070,12 +1070,18 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     if learned_amd_groups(draws):   # (a validation fold's held-out AMD group taught nothing)
         return None
 
-    # (the term is drawn from its priors only where the fit's priors have it: a fit made
-    # before it, or with a priors file without it, prices no AMD factor at all)
-    priced = ("priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
-              f"({AMD_MU})" if AMD_MU in draws.priors.priors else
-              f"priced from CUDA deployments with no AMD term (the fit's priors have no "
-              f"{AMD_MU}: a fit made before it, or a priors file without it)")
+    # (the term is drawn from its priors only in the structured form and where the fit's
+    # priors have it: the fraction form, a fit made before it, or with a priors file without
+    # it, prices no AMD factor at all)
+    if draws.meta["model"].get("step_form", "fraction") != "structured":
+        priced = ("priced from CUDA deployments with no AMD term (the fit's fraction step "
+                  "form has none)")
+    elif AMD_MU not in draws.priors.priors:
+        priced = ("priced from CUDA deployments with no AMD term (the fit's priors have no "
+                  f"{AMD_MU}: a fit made before it, or a priors file without it)")
+    else:
+        priced = ("priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
+                  f"({AMD_MU})")
     return (f"{sc.hardware} is an AMD GPU and the fit measured no speculative row on one: the "
             f"speculative overhead is {priced}, and on public AMD rigs (llama.cpp on ROCm and "
             "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "

@@ -680,8 +680,8 @@ def amd_note(fit: Fit, sc: Scenario, engine: str, carried_from: str | None = Non
     from ddtree_bayes.core.tensor_cores import is_amd
 
     row = fit.hardware.get(sc.hardware)
-    if sc.method == AR_METHOD:
-        return ""
+    if sc.method == AR_METHOD or fit.meta["model"].get("step_form", "fraction") != "structured":
+        return ""   # (the fraction form prices no AMD term)
     ref = fit.hardware.get(carried_from) if carried_from is not None else None
     if (row is not None and not is_amd(row) and ref is not None and is_amd(ref)
             and "spec_amd" in fit.variables):
