@@ -269,8 +269,7 @@ def test_a_folds_held_out_amd_group_teaches_nothing_and_says_so():
     was "learned from its AMD groups". Both now count the groups the fit learned from
     (engine/structure.group_learned), as the carried-group search does."""
     from ddtree_bayes.engine import predictive as P
-    from ddtree_bayes.engine.scenario import amd_overhead_warning
-    from ddtree_bayes.engine.structure import amd_note
+    from ddtree_bayes.engine.structure import amd_note, amd_overhead_warning
 
     n = _fit().n_draws
     d = _fit({"spec_amd": np.zeros((n, 2)), S.AMD_MU: np.zeros(n), S.AMD_SD: np.full(n, 0.5)},

@@ -885,7 +885,7 @@ def test_a_speculative_question_on_an_amd_gpu_the_fit_never_measured_says_so():
     from dataclasses import replace
 
     from ddtree_bayes.engine.question import Flags, resolve
-    from ddtree_bayes.engine.scenario import amd_overhead_warning
+    from ddtree_bayes.engine.structure import amd_overhead_warning
 
     d = multi_model_draws()
 
@@ -927,8 +927,7 @@ def test_the_amd_warning_names_the_amd_factor_only_where_the_answer_carries_it()
     1". It now says so only where the answer carries it, and otherwise why it has none."""
     import re
 
-    from ddtree_bayes.engine.scenario import amd_overhead_warning
-    from ddtree_bayes.engine.structure import amd_log_effect
+    from ddtree_bayes.engine.structure import amd_log_effect, amd_overhead_warning
 
     fraction = multi_model_draws()   # (the fraction step form: no AMD term at all)
     d = fraction.view(meta={**fraction.meta, "model": {**fraction.meta["model"],

@@ -51,6 +51,7 @@ from ddtree_bayes.engine.scenario import (
     resolve_scenario,
     with_drafter,
 )
+from ddtree_bayes.engine.structure import amd_overhead_warning
 
 #: The flags that name a configuration, as a note names them.
 CONFIGURATION_FLAGS = "--hardware/--method/--block/--budget"
@@ -542,6 +543,9 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     if asked:   # (the engines share model, GPUs and context: one check)
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,
                                                               flags.concurrency or (1,)))
+        # (of each engine: an AMD GPU's overhead is priced per engine)
+        warnings += tuple(dict.fromkeys(prefix + w for a in asked
+                                        if (w := amd_overhead_warning(fit, a.scenario))))
         warnings += verify_context_warnings(fit, asked[0].scenario, prefix)
         warnings += system_context_warnings(fit, asked[0].scenario, prefix)
         # (of each engine: llama.cpp's GPUs read in turn whichever engine is asked first)

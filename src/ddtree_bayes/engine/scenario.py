@@ -37,7 +37,6 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import pair_label, read_features, split_label
-from ddtree_bayes.core.tensor_cores import is_amd
 from ddtree_bayes.engine.posterior import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
@@ -1050,46 +1049,6 @@ def faster_than_measured_warning(draws: Fit, sc: Scenario, margin: float = 0.05)
             f"an AR row measured on {sc.hardware} pins it")
 
 
-def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
-    """One line when a speculative question asks an AMD GPU and the fit measured no speculative
-    row on one: every overhead the answer prices comes from CUDA deployments (times the AMD
-    term's prior, centred on no effect). On public AMD rigs kept outside
-    the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
-    slower than predicted from their own AR rows, by 8-139% (median 39%); of its two CUDA
-    rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU
-    that is not AMD, or a fit with a speculative group on an AMD GPU, which taught it the AMD
-    term: engine/model.py ``spec_amd``). An AMD system measured at AR only is the held-out
-    pairs' own shape (AR on the rig, speculation asked): its rows say nothing of the overhead,
-    so it still warns."""
-    table = draws.hardware
-    if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == AR_METHOD:
-        return None
-    from ddtree_bayes.core.spec import AMD_MU
-    from ddtree_bayes.engine.structure import learned_amd_groups
-
-    if learned_amd_groups(draws):   # (a validation fold's held-out AMD group taught nothing)
-        return None
-
-    # (the term is drawn from its priors only in the structured form and where the fit's
-    # priors have it: the fraction form, a fit made before it, or with a priors file without
-    # it, prices no AMD factor at all)
-    if draws.meta["model"].get("step_form", "fraction") != "structured":
-        priced = ("priced from CUDA deployments with no AMD term (the fit's fraction step "
-                  "form has none)")
-    elif AMD_MU not in draws.priors.priors:
-        priced = ("priced from CUDA deployments with no AMD term (the fit's priors have no "
-                  f"{AMD_MU}: a fit made before it, or a priors file without it)")
-    else:
-        priced = ("priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
-                  f"({AMD_MU})")
-    return (f"{sc.hardware} is an AMD GPU and the fit measured no speculative row on one: the "
-            f"speculative overhead is {priced}, and on public AMD rigs (llama.cpp on ROCm and "
-            "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "
-            "row ran slower than predicted from CUDA deployments and its own AR row, by 8-139% "
-            "(median 39%): this answer is likely optimistic; a speculative row measured on an "
-            "AMD GPU teaches the fit the factor")
-
-
 def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when ``sc`` asks llama.cpp on several GPUs of a system where the fit has no
     llama.cpp row: llama.cpp splits whole layers across GPUs by default (``--split-mode
@@ -1128,13 +1087,13 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     could not be made (:func:`unchecked_memory_warning`), a KV cache that does not fit
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
     weights (:func:`read_floor_warning`), a pair never measured answered faster than a
-    measured one that reads at least as fast (:func:`faster_than_measured_warning`), a
-    speculative question on an AMD GPU the fit has none of (:func:`amd_overhead_warning`),
+    measured one that reads at least as fast (:func:`faster_than_measured_warning`),
     more GPUs than one node holds (:func:`node_warning`);
-    ``predict``, ``next`` and ``optimize`` say the same."""
+    ``predict``, ``next`` and ``optimize`` say the same (with engine/structure.py's
+    ``amd_overhead_warning``, which needs the groups the fit learned)."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
              read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
-             amd_overhead_warning(draws, sc), node_warning(draws, sc),
+             node_warning(draws, sc),
              unchecked_kv_warning(draws, sc, concurrencies))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)

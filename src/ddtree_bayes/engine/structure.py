@@ -14,6 +14,7 @@ from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.core.model_cards import required_card, stored_card
 from ddtree_bayes.core.pairs import split_label
+from ddtree_bayes.core.tensor_cores import is_amd
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
 from ddtree_bayes.engine.target_models import deployments_of_one_model, is_multi, row_pair
@@ -653,7 +654,6 @@ def amd_log_effect(fit: Fit, hardware: str, engine: str, rng: np.random.Generato
     new draws at each call, so one answer draws it once for its fixed and per-pass costs."""
     from ddtree_bayes.core.sampling import prior_sample
     from ddtree_bayes.core.spec import AMD_MU, AMD_SD
-    from ddtree_bayes.core.tensor_cores import is_amd
 
     row = fit.hardware.get(hardware)
     if row is None or not is_amd(row):
@@ -677,7 +677,6 @@ def amd_note(fit: Fit, sc: Scenario, engine: str, carried_from: str | None = Non
     that the engine's effect is taken out of its costs (:func:`carried_spec_ms`). '' for
     another GPU or an AR question."""
     from ddtree_bayes.core.spec import AMD_MU
-    from ddtree_bayes.core.tensor_cores import is_amd
 
     row = fit.hardware.get(sc.hardware)
     if sc.method == AR_METHOD or fit.meta["model"].get("step_form", "fraction") != "structured":
@@ -715,6 +714,44 @@ def learned_amd_groups(fit: Fit) -> list[int]:
               else set(groups))
     return [g for g, f in enumerate(fit.meta["model"].get("group_amd") or [])
             if f and groups[g] in taught]
+
+
+def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
+    """One line when a speculative question asks an AMD GPU and the fit measured no speculative
+    row on one: every overhead the answer prices comes from CUDA deployments (times the AMD
+    term's prior, centred on no effect). On public AMD rigs kept outside
+    the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
+    slower than predicted from their own AR rows, by 8-139% (median 39%); of its two CUDA
+    rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU
+    that is not AMD, or a fit with a speculative group on an AMD GPU, which taught it the AMD
+    term: engine/model.py ``spec_amd``). An AMD system measured at AR only is the held-out
+    pairs' own shape (AR on the rig, speculation asked): its rows say nothing of the overhead,
+    so it still warns."""
+    table = draws.hardware
+    if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == AR_METHOD:
+        return None
+    from ddtree_bayes.core.spec import AMD_MU
+    if learned_amd_groups(draws):   # (a validation fold's held-out AMD group taught nothing)
+        return None
+
+    # (the term is drawn from its priors only in the structured form and where the fit's
+    # priors have it: the fraction form, a fit made before it, or with a priors file without
+    # it, prices no AMD factor at all)
+    if draws.meta["model"].get("step_form", "fraction") != "structured":
+        priced = ("priced from CUDA deployments with no AMD term (the fit's fraction step "
+                  "form has none)")
+    elif AMD_MU not in draws.priors.priors:
+        priced = ("priced from CUDA deployments with no AMD term (the fit's priors have no "
+                  f"{AMD_MU}: a fit made before it, or a priors file without it)")
+    else:
+        priced = ("priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
+                  f"({AMD_MU})")
+    return (f"{sc.hardware} is an AMD GPU and the fit measured no speculative row on one: the "
+            f"speculative overhead is {priced}, and on public AMD rigs (llama.cpp on ROCm and "
+            "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "
+            "row ran slower than predicted from CUDA deployments and its own AR row, by 8-139% "
+            "(median 39%): this answer is likely optimistic; a speculative row measured on an "
+            "AMD GPU teaches the fit the factor")
 
 
 def has_recurrent_term(fit: Fit) -> bool:

@@ -25,7 +25,12 @@ from ddtree_bayes.engine.question import (
     verify_context_warnings,
 )
 from ddtree_bayes.engine.scenario import accept_limit, layer_split_warning, memory_warnings
-from ddtree_bayes.engine.structure import beyond_measured_note, fit_rows, max_measured_verify
+from ddtree_bayes.engine.structure import (
+    amd_overhead_warning,
+    beyond_measured_note,
+    fit_rows,
+    max_measured_verify,
+)
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
@@ -65,7 +70,7 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]
     does not fit (as predict warns), a GPU without its memory size, and a concurrency above
     the largest measured on the system (the step's growth with C is then the roofline's)."""
     notes = list(memory_warnings(draws, sc, (concurrency,)))
-    notes += [w for w in (layer_split_warning(draws, sc),
+    notes += [w for w in (layer_split_warning(draws, sc), amd_overhead_warning(draws, sc),
                           beyond_measured_note(draws, sc.pair, [concurrency])) if w is not None]
     return notes
 
