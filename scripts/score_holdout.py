@@ -49,6 +49,22 @@ def amd_gpus(folder: Path) -> set[str]:
     return names
 
 
+def with_rows(base: Path, extra: list[Path], out: Path) -> Path:
+    """``base``'s rows and every ``extra`` file's in one CSV (the union of their columns, a
+    cell a file has no column for left blank) at ``out``."""
+    tables = []
+    for path in (base, *extra):
+        with path.open(newline="") as f:
+            tables.append(list(csv.DictReader(f)))
+    columns = list(dict.fromkeys(c for t in tables for r in t[:1] for c in r))
+    with out.open("w", newline="") as f:
+        writer = csv.DictWriter(f, columns, restval="")
+        writer.writeheader()
+        for t in tables:
+            writer.writerows(t)
+    return out
+
+
 def score(rows: list[dict], name: str) -> dict:
     answers = [(r[name], r["measured"]) for r in rows if "median" in r[name]]
     if not answers:
@@ -68,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, required=True, help="the JSON of every answer")
     ap.add_argument("--also", action="append", default=[], metavar="NAME=SRC",
                     help="another code's src tree to ask the same fits with")
+    ap.add_argument("--extra-data", nargs="+", type=Path, default=[], metavar="CSV",
+                    help="measurement files added to every pair's fit (an experiment: what "
+                         "rows the corpus lacks would teach)")
     args = ap.parse_args(argv)
     codes = {"this": ROOT / "src"}
     for item in args.also:
@@ -82,7 +101,10 @@ def main(argv: list[str] | None = None) -> int:
         questions = QUESTION.findall(section)
         if not questions:
             continue
-        res = run(codes["this"], ["fit", "--data", str(args.folder / "fits" / f"data_{pair}.csv"),
+        data = args.folder / "fits" / f"data_{pair}.csv"
+        if args.extra_data:
+            data = with_rows(data, args.extra_data, args.workdir / f"data_{pair}.csv")
+        res = run(codes["this"], ["fit", "--data", str(data),
                                   "--hardware-file", str(args.folder / "hardware.csv"),
                                   "--quiet", "--format", "json"], args.workdir)
         if res.returncode:
@@ -106,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
                       "amd": score([r for r in rows if r["amd"]], name),
                       "other": score([r for r in rows if not r["amd"]], name)}
                for name in codes}
-    args.out.write_text(json.dumps({"folder": str(args.folder), "fits": fits, "rows": rows,
+    args.out.write_text(json.dumps({"folder": str(args.folder), "fits": fits,
+                                    "extra_data": [str(p) for p in args.extra_data], "rows": rows,
                                     "summary": summary}, indent=1) + "\n")
     print("| pair | question | measured | " + " | ".join(codes) + " |")
     print("|---|---|---:|" + "---|" * len(codes))
