@@ -722,7 +722,9 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     term's prior, centred on no effect). On public AMD rigs kept outside
     the repo (docs/validation.md, "A third held-out collection") all 15 speculative rows ran
     slower than predicted from their own AR rows, by 8-139% (median 39%); of its two CUDA
-    rows one was within 6%, the other (a small-active MoE) +49%. None otherwise (AR, a GPU
+    rows one was within 6%, the other (a small-active MoE) +49%; the in-repo MI325X SGLang
+    EAGLE-3 sweep ran faster than so predicted (185 tok/s per user, 90% 87-191, median 143),
+    so the line says the answer may be off either way. None otherwise (AR, a GPU
     that is not AMD, or a fit with a speculative group on an AMD GPU, which taught it the AMD
     term: engine/model.py ``spec_amd``). An AMD system measured at AR only is the held-out
     pairs' own shape (AR on the rig, speculation asked): its rows say nothing of the overhead,
@@ -730,7 +732,6 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     table = draws.hardware
     if sc.hardware not in table or not is_amd(table[sc.hardware]) or sc.method == AR_METHOD:
         return None
-    from ddtree_bayes.core.spec import AMD_MU
     if learned_amd_groups(draws):   # (a validation fold's held-out AMD group taught nothing)
         return None
 
@@ -740,18 +741,19 @@ def amd_overhead_warning(draws: Fit, sc: Scenario) -> str | None:
     if draws.meta["model"].get("step_form", "fraction") != "structured":
         priced = ("priced from CUDA deployments with no AMD term (the fit's fraction step "
                   "form has none)")
-    elif AMD_MU not in draws.priors.priors:
+    elif S.AMD_MU not in draws.priors.priors:
         priced = ("priced from CUDA deployments with no AMD term (the fit's priors have no "
-                  f"{AMD_MU}: a fit made before it, or a priors file without it)")
+                  f"{S.AMD_MU}: a fit made before it, or a priors file without it)")
     else:
         priced = ("priced from CUDA deployments times a prior-driven AMD factor centred on 1 "
-                  f"({AMD_MU})")
+                  f"({S.AMD_MU})")
     return (f"{sc.hardware} is an AMD GPU and the fit measured no speculative row on one: the "
-            f"speculative overhead is {priced}, and on public AMD rigs (llama.cpp on ROCm and "
-            "Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every speculative "
-            "row ran slower than predicted from CUDA deployments and its own AR row, by 8-139% "
-            "(median 39%): this answer is likely optimistic; a speculative row measured on an "
-            "AMD GPU teaches the fit the factor")
+            f"speculative overhead is {priced}; on public consumer AMD rigs (llama.cpp on ROCm "
+            "and Vulkan, vLLM on ROCm, a HIP DDTree engine; docs/validation.md) every "
+            "speculative row ran slower than predicted from CUDA deployments and its own AR "
+            "row, by 8-139% (median 39%), and an MI325X SGLang deployment ran faster: this "
+            "answer may be far off either way; a speculative row measured on an AMD GPU "
+            "teaches the fit the factor")
 
 
 def has_recurrent_term(fit: Fit) -> bool:
