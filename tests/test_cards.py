@@ -177,6 +177,78 @@ def test_qwen3_coder_next_gdn_hybrid_in_nvfp4():
     assert d.card["compute_dtype"] == "fp4"   # fp4 input activations: W4A4
 
 
+def _qwen35_27b_with(quantization_config: dict, tmp_path: Path) -> Path:
+    """tests/fixtures/cards/qwen3.5-27b (the release's config.json) with a quantisation."""
+    cfg, _ = read_config(FIX / "qwen3.5-27b")
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "config.json").write_text(
+        json.dumps({**cfg, "quantization_config": quantization_config}))
+    return tmp_path / "q"
+
+
+def test_qwen35_gdn_projections_carry_the_checkpoints_names(tmp_path):
+    """Qwen3.5's Gated DeltaNet (transformers ``Qwen3_5GatedDeltaNet``) stores four input
+    projections, ``in_proj_qkv``, ``in_proj_z``, ``in_proj_b`` and ``in_proj_a``, where
+    Qwen3-Next fuses them into ``in_proj_qkvz`` and ``in_proj_ba``; its quantised exports
+    name them so in their ignore lists (the Qwen3.5/3.6 NVFP4 exports keep every GDN
+    projection in bf16, the official FP8 ones ``in_proj_a`` and ``in_proj_b``). card add
+    named them as Qwen3-Next's, so none of those entries matched and the bf16 GDN was read as
+    NVFP4: 0.7792 B/weight for Qwen3.5-27B instead of 0.9957 (a step priced at 78% of the
+    bytes it streams), exit 0."""
+    # Qwen3.5-27B: H 5120, 64 layers (48 GDN + 16 gated full attention), V 248320, untied
+    # GDN: key_dim 16 x 128 = 2048, value_dim 48 x 128 = 6144: in_proj_qkv (2 x 2048 + 6144)
+    #   x 5120 52,428,800; in_proj_z 6144 x 5120 31,457,280; in_proj_b, in_proj_a 48 x 5120
+    #   245,760 each; conv1d 10240 x 4 40,960; dt_bias, A_log 48 each; norm 128; out_proj
+    #   5120 x 6144 31,457,280
+    # MLP 3 x 5120 x 17408 267,386,880; norms 10,240 -> GDN layer 383,273,184
+    # attention: q 5120 x (2 x 24 x 256) 62,914,560; k, v 1024 x 5120 each; o 5120 x 6144;
+    #   q/k norms 512 -> full layer 372,255,232
+    # 48 x 383,273,184 + 16 x 372,255,232 + 2 x 1,271,398,400 + 5,120 = 26,895,998,464
+    # (published: 27 B)
+    d = derive("qwen3.5-27b")
+    assert d.facts["params_total"] == 26_895_998_464
+    shape = shape_from_config(read_config(FIX / "qwen3.5-27b")[0], "x")
+    gdn = {t.name.rsplit(".", 1)[-1]: t.shape for t in shape.tensors
+           if t.name.startswith("model.layers.0.linear_attn.")}
+    assert gdn["in_proj_qkv"] == (10240, 5120) and gdn["in_proj_z"] == (6144, 5120)
+    assert gdn["in_proj_b"] == gdn["in_proj_a"] == (48, 5120)
+    assert "in_proj_qkvz" not in gdn and "in_proj_ba" not in gdn
+
+    linear = [i for i, t in enumerate(read_config(FIX / "qwen3.5-27b")[0]["text_config"]
+                                      ["layer_types"]) if t == "linear_attention"]
+    ignore = ["lm_head"] + [f"model.language_model.layers.{i}.linear_attn.{m}" for i in linear
+                            for m in ("in_proj_qkv", "in_proj_z", "in_proj_b", "in_proj_a",
+                                      "out_proj")]
+    scheme = {"num_bits": 4, "type": "float", "group_size": 16, "strategy": "tensor_group",
+              "symmetric": True, "dynamic": False}
+    nvfp4 = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized",
+             "ignore": ignore,
+             "config_groups": {"group_0": {"targets": ["Linear"], "weights": scheme,
+                                           "input_activations": {**scheme, "dynamic": "local"},
+                                           "format": "nvfp4-pack-quantized"}}}
+    # NVFP4 (out, in): out x in / 2 + out x in / 16 + 8 bytes; attention and MLP packed,
+    # the GDN, norms, embedding and lm_head bf16:
+    # GDN layer: bf16 GDN 231,752,128 + MLP 150,405,144 + norms 20,480 = 382,177,752
+    # full layer: q, k, v, o 58,982,432 + q/k norms 1,024 + MLP 150,405,144 + norms 20,480
+    #   = 209,409,080
+    # 48 x 382,177,752 + 16 x 209,409,080 + 4 x 1,271,398,400 + 10,240 = 26,780,681,216
+    #   / 26,895,998,464 = 0.9957
+    d = derive_path(_qwen35_27b_with(nvfp4, tmp_path))
+    assert d.card["bytes_per_weight"] == "0.9957"
+    # the official FP8 export keeps in_proj_a and in_proj_b (its modules_to_not_convert)
+    fp8 = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
+           "weight_block_size": [128, 128],
+           "modules_to_not_convert": ["lm_head"] + [
+               f"model.language_model.layers.{i}.linear_attn.{m}" for i in linear
+               for m in ("in_proj_a", "in_proj_b")]}
+    cfg = {**read_config(FIX / "qwen3.5-27b")[0], "quantization_config": fp8}
+    fp8_scheme = scheme_from_config(cfg, "x")
+    kept = {t.name for t in shape_from_config(cfg, "x").tensors
+            if t.linear and not fp8_scheme.is_quantised(t)}
+    assert kept == {"lm_head"} | {f"model.layers.{i}.linear_attn.{m}" for i in linear
+                                  for m in ("in_proj_a", "in_proj_b")}
+
+
 def test_hybrid_notes_the_linear_attention_state():
     d = derive("qwen3-coder-next-nvfp4")
     # per GDN layer: 32 value heads x 128 x 128 recurrent values; conv state 8192 x (4 - 1)

@@ -196,7 +196,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                       Tensor(f"{prefix}.eh_proj", (hidden, 2 * hidden), "other", linear=True),
                       Tensor(f"{prefix}.shared_head.norm", (hidden,), "norm")]
         kind = "full_attention" if is_mtp else kinds[i]
-        block += (linear_attention(c, prefix, hidden) if kind == "linear_attention"
+        block += (linear_attention(c, family, prefix, hidden) if kind == "linear_attention"
                   else attention(c, family, prefix, hidden))
         block += feed_forward(c, family, prefix, hidden, i)
         block += [Tensor(f"{prefix}.input_layernorm", (hidden,), "norm"),
@@ -304,18 +304,29 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
     return out
 
 
-def linear_attention(c: HFConfig, prefix: str, hidden: int) -> list[Tensor]:
+def linear_attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor]:
     """A Gated DeltaNet layer (transformers ``Qwen3NextGatedDeltaNet``): fused qkvz and ba
     projections, a depthwise causal conv over q, k, v, per-value-head dt bias and A, a gated
-    RMSNorm over a value head, the output projection."""
+    RMSNorm over a value head, the output projection. Qwen3.5 (``Qwen3_5GatedDeltaNet``)
+    stores the same weights as four projections, ``in_proj_qkv``, ``in_proj_z``,
+    ``in_proj_b`` and ``in_proj_a``: named so, as its quantised exports' ignore lists name
+    them (a bf16 ``in_proj_qkv`` was read as quantised under the fused name)."""
     p = f"{prefix}.linear_attn"
     k_heads, v_heads = c.whole("linear_num_key_heads"), c.whole("linear_num_value_heads")
     key_dim = k_heads * c.whole("linear_key_head_dim")
     v_head_dim = c.whole("linear_value_head_dim")
     value_dim = v_heads * v_head_dim
     conv_dim = 2 * key_dim + value_dim
-    return (_lin(f"{p}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, hidden, "linear_attention")
-            + _lin(f"{p}.in_proj_ba", 2 * v_heads, hidden, "linear_attention")
+    kind = "linear_attention"
+    if family == "qwen3_next":
+        inputs = (_lin(f"{p}.in_proj_qkvz", 2 * key_dim + 2 * value_dim, hidden, kind)
+                  + _lin(f"{p}.in_proj_ba", 2 * v_heads, hidden, kind))
+    else:
+        inputs = (_lin(f"{p}.in_proj_qkv", conv_dim, hidden, kind)
+                  + _lin(f"{p}.in_proj_z", value_dim, hidden, kind)
+                  + _lin(f"{p}.in_proj_b", v_heads, hidden, kind)
+                  + _lin(f"{p}.in_proj_a", v_heads, hidden, kind))
+    return (inputs
             + [Tensor(f"{p}.conv1d", (conv_dim, 1, c.whole("linear_conv_kernel_dim")),
                       "linear_attention"),
                Tensor(f"{p}.dt_bias", (v_heads,), "linear_attention"),
