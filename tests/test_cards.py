@@ -249,6 +249,26 @@ def test_qwen35_gdn_projections_carry_the_checkpoints_names(tmp_path):
                                   for m in ("in_proj_a", "in_proj_b")}
 
 
+def test_a_qwen35_config_without_attn_output_gate_is_read_gated(tmp_path):
+    """Qwen3.5's and Qwen3-Next's full-attention q_proj carries an output gate (transformers
+    ``Qwen3NextAttention``, which ``Qwen3_5Attention`` is, always builds 2 x heads x head_dim
+    outputs; vLLM and SGLang read ``attn_output_gate`` with a default of true). A Qwen3.5
+    config that leaves the field out was read ungated: Qwen3.5-27B at 26,392,681,984
+    parameters (16 layers x 24 x 256 x 5120 = 503,316,480 fewer), its attention text without
+    "(gated)", exit 0."""
+    cfg, _ = read_config(FIX / "qwen3.5-27b")
+    text = {k: v for k, v in cfg["text_config"].items() if k != "attn_output_gate"}
+    (tmp_path / "q").mkdir()
+    (tmp_path / "q" / "config.json").write_text(json.dumps({**cfg, "text_config": text}))
+    d = derive_path(tmp_path / "q")
+    assert d.facts["params_total"] == 26_895_998_464            # as with the field (above)
+    assert "(gated)" in d.card["attention"]
+    # a config that says false is read so (vLLM and SGLang build no gate then)
+    (tmp_path / "q" / "config.json").write_text(json.dumps(
+        {**cfg, "text_config": {**text, "attn_output_gate": False}}))
+    assert derive_path(tmp_path / "q").facts["params_total"] == 26_895_998_464 - 503_316_480
+
+
 def test_hybrid_notes_the_linear_attention_state():
     d = derive("qwen3-coder-next-nvfp4")
     # per GDN layer: 32 value heads x 128 x 128 recurrent values; conv state 8192 x (4 - 1)

@@ -290,7 +290,7 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
                 + _lin(f"{p}.o_proj", hidden, heads * v_dim, "attention"))
     kv_heads = c.whole("num_key_value_heads", heads)
     head_dim = c.whole("head_dim", hidden // heads) if c.cfg.get("head_dim") else hidden // heads
-    gate = 2 if family == "qwen3_next" or c.flag("attn_output_gate") else 1
+    gate = 2 if output_gate(c, family) else 1
     qkv_bias = family in QKV_BIAS or c.flag("attention_bias")
     out = (_lin(f"{p}.q_proj", gate * heads * head_dim, hidden, "attention", bias=qkv_bias)
            + _lin(f"{p}.k_proj", kv_heads * head_dim, hidden, "attention", bias=qkv_bias)
@@ -302,6 +302,14 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
     if family == "gpt_oss":   # a learned sink logit per head
         out.append(Tensor(f"{p}.sinks", (heads,), "attention"))
     return out
+
+
+def output_gate(c: HFConfig, family: str) -> bool:
+    """Does the full-attention q_proj carry an output gate (2 x heads x head_dim outputs)?
+    The Gated DeltaNet hybrids' attention does unless the config says otherwise (transformers
+    ``Qwen3NextAttention`` always; vLLM and SGLang read ``attn_output_gate``, default true);
+    other families only when the config says so."""
+    return c.flag("attn_output_gate", default=family in HYBRID)
 
 
 def linear_attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor]:
@@ -469,7 +477,7 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
     text = f"{kind} {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}"
     linear = kinds.count("linear_attention")
     if linear:
-        gated = " (gated)" if family == "qwen3_next" or c.flag("attn_output_gate") else ""
+        gated = " (gated)" if output_gate(c, family) else ""
         text = (f"hybrid: {linear} Gated DeltaNet + {full} full-attention layers"
                 f"{gated}, {heads} q heads / {kv_heads} kv heads, head_dim {head_dim}")
         v_heads = c.whole("linear_num_value_heads")
