@@ -1241,6 +1241,34 @@ def test_a_config_no_model_has_is_refused(tmp_path, edit, fragment):
     assert f"{folder / 'config.json'}: {fragment}" in err
     assert not (tmp_path / "data" / "models.csv").exists()
 
+@pytest.mark.parametrize(("fixture", "edit", "fragment"), [
+    # a layer-pruned export that kept its 64 layer types: the list was passed over and the
+    # 48 layers read by the interval pattern (36 GDN + 12 full), whatever the list said
+    ("qwen3.5-27b", {"num_hidden_layers": 48},
+     "'layer_types' lists 64 layers but 'num_hidden_layers' is 48"),
+    # a type card add does not know was read as full attention
+    ("qwen3.5-27b", {"layer_types": ["linear_attention"] * 63 + ["mamba"]},
+     "'layer_types' entry 63 is 'mamba', not linear_attention or full_attention"),
+    ("gemma-3-27b-it", {"layer_types": ["sliding_attention"] * 61 + ["chunked_attention"]},
+     "'layer_types' entry 61 is 'chunked_attention', not sliding_attention or full_attention"),
+])
+def test_layer_types_that_disagree_with_the_model_are_refused(tmp_path, fixture, edit,
+                                                              fragment):
+    """``layer_types`` says which layers are linear (or sliding-window) attention, so which
+    cache per token: a list of another length than the model's layers, or with a type card
+    add does not know, was passed over or read as full attention, exit 0 (transformers refuses
+    both). Now one line, exit 2, nothing written."""
+    cfg = json.loads((FIX / fixture / "config.json").read_text())
+    cfg["text_config"] = {**cfg["text_config"], **edit}
+    folder = tmp_path / "cfg"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(cfg))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder), "--name", "bad")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert f"{folder / 'config.json'}: {fragment}" in err
+    assert not (tmp_path / "data" / "models.csv").exists()
+
+
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
     code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")
     assert code == 0, err

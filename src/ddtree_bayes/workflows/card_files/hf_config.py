@@ -184,7 +184,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
     tied = c.flag("tie_word_embeddings")
     tensors = [Tensor("model.embed_tokens", (vocab, hidden), "embedding")]
-    kinds = layer_kinds(cfg, family, layers)
+    kinds = layer_kinds(cfg, family, layers, where)
     mtp = c.whole("num_nextn_predict_layers", 0) or c.whole("mtp_num_hidden_layers", 0)
     for i in range(layers + mtp):
         is_mtp = i >= layers
@@ -241,7 +241,28 @@ def _positive_int(value) -> int | None:
     return value if ok else None
 
 
-def layer_kinds(cfg: dict, family: str, layers: int) -> list[str]:
+def checked_layer_types(types, layers: int, other: str, where: str) -> list[str]:
+    """A config's ``layer_types``, refused unless it gives each of the ``layers`` layers
+    ``full_attention`` or the family's ``other`` kind (a list of another length was passed
+    over, an unknown type read as full attention; transformers refuses both).
+
+    >>> checked_layer_types(["sliding_attention", "full_attention"], 2, "sliding_attention", "c")
+    ['sliding_attention', 'full_attention']
+    """
+    if not isinstance(types, list) or len(types) != layers:
+        size = f"lists {len(types)} layers" if isinstance(types, list) else f"is {types!r}"
+        raise InputError(f"'layer_types' {size} but 'num_hidden_layers' is {layers}",
+                         file=where, fix="pass the model's own config.json (one type a layer)")
+    for i, kind in enumerate(types):
+        if kind not in (other, "full_attention"):
+            raise InputError(f"'layer_types' entry {i} is {kind!r}, not {other} or "
+                             "full_attention", file=where,
+                             fix="pass the model's own config.json, or write the card's row "
+                                 "by hand (docs/cli.md, card add)")
+    return list(types)
+
+
+def layer_kinds(cfg: dict, family: str, layers: int, where: str = "config.json") -> list[str]:
     """``full_attention``, ``linear_attention`` (the Gated DeltaNet hybrids) or
     ``sliding_attention`` (Gemma 3, gpt-oss) per layer: the config's ``layer_types``, else
     the family's pattern (every ``sliding_window_pattern``-th layer full, as transformers
@@ -250,18 +271,14 @@ def layer_kinds(cfg: dict, family: str, layers: int) -> list[str]:
     >>> layer_kinds({"sliding_window_pattern": 6}, "gemma3_text", 7)[4:]
     ['sliding_attention', 'full_attention', 'sliding_attention']
     """
-    if family in SLIDING:
-        types = cfg.get("layer_types")
-        if isinstance(types, list) and len(types) == layers:
-            return ["sliding_attention" if t == "sliding_attention" else "full_attention"
-                    for t in types]
-        return sliding_kinds(int(cfg.get("sliding_window_pattern") or 1), layers)
-    if family not in HYBRID:
+    if family not in SLIDING | HYBRID:
         return ["full_attention"] * layers
+    other = "sliding_attention" if family in SLIDING else "linear_attention"
     types = cfg.get("layer_types")
-    if isinstance(types, list) and len(types) == layers:
-        return ["linear_attention" if t == "linear_attention" else "full_attention"
-                for t in types]
+    if types is not None:
+        return checked_layer_types(types, layers, other, where)
+    if family in SLIDING:
+        return sliding_kinds(int(cfg.get("sliding_window_pattern") or 1), layers)
     interval = int(cfg.get("full_attention_interval", 4))
     return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
             for i in range(layers)]
