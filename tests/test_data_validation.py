@@ -45,7 +45,7 @@ KNOWN_HARDWARE = ("a100-40gb, a100-80gb, a100-pcie-40gb, a100-pcie-80gb, b200, b
                   "h100, h100-nvl, h100-pcie, h20, h200, h200-nvl, l4, l40s, mi250x, mi300x, "
                   "mi325x, mi355x, rtx-3090, rtx-3090-ti, rtx-4080, rtx-4090, rtx-5060-ti, "
                   "rtx-5070-ti, rtx-5080, rtx-5090, rtx-6000-ada, rtx-a6000, rtx-pro-6000, "
-                  "rtx-pro-6000-maxq, rtx-pro-6000-server, rx-7900-xtx, v100, v100-sxm2")
+                  "rtx-pro-6000-maxq, rtx-pro-6000-server, rx-7900-xt, rx-7900-xtx, v100, v100-sxm2")
 
 
 # ------------------------------------------------------------------ helpers
@@ -267,7 +267,7 @@ def test_ar_row_verify_tokens_must_be_one(tmp_path, hw, raw):
 def test_unknown_hardware_names_the_closest_built_in_gpus(tmp_path, hw):
     path = write(tmp_path, edited(r3={"hardware": "gb400"}))
     err = expect_error(path, hw, 3, "hardware", "unknown hardware 'gb400'")
-    assert err.fix == ("use one of the 36 GPUs `ddtree-bayes hardware list` shows (closest: "
+    assert err.fix == ("use one of the 37 GPUs `ddtree-bayes hardware list` shows (closest: "
                        "gb300, gb200, b300; names are case-sensitive) or add it: `ddtree-bayes "
                        "hardware add gb400 --like GPU --mem-bw-tb-s N --source ...` (a GPU like a "
                        "known one) or a row in data/hardware.csv")
@@ -535,7 +535,7 @@ def test_hardware_duplicate_and_empty_names(tmp_path):
 
 def test_bundled_hardware_table():
     table = load_hardware(HARDWARE)
-    assert len(table) == 36
+    assert len(table) == 37
     assert table["b300"]["mem_bw_tb_s"] == "8.0"
     assert table["b300"]["dense_bf16_tflops"] == "2250"   # peak FLOPs for the roofline form
     assert table["rtx-pro-6000"]["interconnect"] == "PCIe Gen5 (no NVLink)"

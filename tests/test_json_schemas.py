@@ -243,7 +243,7 @@ def test_hardware_list(tmp_path):
     """The built-in table alone, then with a user's file that overrides one GPU and adds one."""
     payload = json_of(tmp_path, "hardware", "list")
     validate_output("hardware-list", payload)
-    assert payload["user_file"] is None and len(payload["gpus"]) == 36
+    assert payload["user_file"] is None and len(payload["gpus"]) == 37
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "hardware.csv").write_text(
         "hardware,mem_bw_tb_s,interconnect,source\n"
