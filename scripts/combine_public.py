@@ -86,9 +86,11 @@ POOLED_PROMPTS = {
 #: against 111 tok/s): in one file the two would read as repeated runs 0.31 apart in log tok/s.
 #: The AMD MI300X draft-model rows (ssd_draft_*) name neither the draft length (7 assumed) nor
 #: the acceptance, so a corpus fit could not tell their overhead from their acceptance; they
-#: are there for ``fit --data`` and a later, measured step.
+#: are there for ``fit --data`` and a later, measured step. So are the consumer-AMD (Radeon RX
+#: 7900 XTX / XT) llama.cpp MTP sweeps (llamacpp_mtp_qwen38_27b_rx7900*), first for an AMD
+#: experiment: the corpus figures of docs/validation.md were measured without them.
 NOT_IN_CORPUS = ("lucebox_", "trtllm_mtp_vanilla_", "sglang_eagle3_qwen3_30b_a3b_h100x4_angelslim",
-                 "sglang_mtp_qwen38_27b_gb300_", "ssd_draft_")
+                 "sglang_mtp_qwen38_27b_gb300_", "ssd_draft_", "llamacpp_mtp_qwen38_27b_rx7900")
 
 
 def pooled_rows(first: list[dict], second: list[dict], weights: tuple[int, int]) -> list[dict]:
