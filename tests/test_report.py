@@ -623,3 +623,49 @@ def test_the_answer_line_names_the_sections_it_points_to():
         headline(summary))
     # no sections to point to (a summary of the fan alone): no pointer
     assert "ection" not in headline({"fan": summary["fan"]})
+
+
+def test_the_reports_priors_are_the_fits_forms_not_the_files():
+    """`fit --step-form fraction` (or `--moe-form`) overrides the priors file's forms: the
+    report's prior draws and log prior take the fit's forms. The point-mass fit is a linear,
+    fraction fit made with the bundled (roofline, structured) file; the prior of its
+    overhead_logit_mu is normal(-1.1, 0.75)."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()
+    assert (draws.priors.moe_form, draws.priors.step_form) == ("roofline", "structured")
+    priors = report.fit_priors(draws)
+    assert (priors.moe_form, priors.step_form) == ("linear", "fraction")
+    coords = draws.meta["coords"]
+    prior = report.prior_draws(priors, coords, 100_000, seed=1)
+    assert "overhead_frac" in prior and "spec_fixed_ratio" not in prior
+    assert np.quantile(prior["overhead_logit_mu"], [0.05, 0.95]) == pytest.approx(
+        [-1.1 - 1.645 * 0.75, -1.1 + 1.645 * 0.75], abs=0.01)
+    x = prior["overhead_logit_mu"][:5]
+    lp = report.log_prior(priors, coords, {k: a[:5] for k, a in prior.items()})
+    assert "spec_fixed_log_mu" not in lp and "overhead_z" in lp
+    assert lp["overhead_logit_mu"] == pytest.approx(
+        -np.log(0.75 * np.sqrt(2 * np.pi)) - 0.5 * ((x + 1.1) / 0.75) ** 2)
+
+
+@pytest.mark.nuts
+def test_a_report_of_a_fit_of_another_step_form_than_the_priors_file(tmp_path, capsys,
+                                                                       monkeypatch):
+    """`fit --step-form fraction` beside a priors file of the structured form: `report`
+    ended in "internal error: KeyError: 'spec_fixed_log_mu'"."""
+    from test_cli_support import copy_bundled_data
+
+    copy_bundled_data(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["fit", "--step-form", "fraction", "--quiet"]) == 0
+    capsys.readouterr()
+    assert cli.main(["report", "--quiet"]) == 0
+    summary = json.loads(next((tmp_path / "reports").glob("*/summary.json")).read_text())
+    assert "figure_errors" not in summary
+    rows = {r["parameter"]: r for r in summary["prior_posterior"]}
+    # normal(-1.1, 0.75): 5% and 95% at -1.1 -+ 1.645 x 0.75 (4000 prior draws)
+    assert rows["overhead_logit_mu"]["prior_q"][0] == pytest.approx(-2.334, abs=0.06)
+    assert rows["overhead_logit_mu"]["prior_q"][4] == pytest.approx(0.134, abs=0.06)
+    assert "overhead_frac[b300x8/sglang/ddtree]" in rows
+    assert not [k for k in rows if k.startswith("spec_")]
+    assert {"overhead_logit_mu", "overhead_z"} <= set(summary["psense"]["headline_by_prior"])

@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 from ddtree_bayes.workflows.report.priors import (  # noqa: F401
+    fit_priors,
     log_prior,
     prior_draws,
     prior_logpdf,

@@ -14,6 +14,7 @@ import numpy as np  # noqa: E402
 from ddtree_bayes.core.data import row_config_label  # noqa: E402
 from ddtree_bayes.workflows.report.priors import (  # noqa: E402
     accept_groups_of,
+    fit_priors,
     flop_ms_of,
     prior_draws,
     repeated_of,
@@ -127,7 +128,7 @@ def trace(summary, draws, dt, path: Path) -> list[Path]:
 
 def prior_posterior(summary, draws, dt, path: Path) -> None:
     meta = draws.meta
-    priors = draws.priors
+    priors = fit_priors(draws)   # (as the summary's prior_posterior table draws them)
     prior = scalar_columns(prior_draws(priors, meta["coords"], draws.n_draws, summary["seed"],
                                        flop_ms_of(meta), varies_of(meta),
                                        accept_groups_of(meta), repeated_of(meta),

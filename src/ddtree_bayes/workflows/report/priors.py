@@ -12,6 +12,18 @@ from ddtree_bayes.core.spec import AMD_MU, AMD_SD, CTX_BATCH, RECURRENT_SD, SHAP
 
 
 # ------------------------------------------------------------------ priors as numpy
+def fit_priors(draws) -> PriorsConfig:
+    """The priors of a fit (:class:`~ddtree_bayes.engine.posterior.Fit`) in the forms it was
+    fitted in: its stored priors file, with the MoE and SPEC forms of ``meta["model"]``
+    (``fit --moe-form`` / ``--step-form`` override the file's; a fit that stored no step form
+    is of the fraction form, as predict reads it). The file's forms drew the prior of another
+    model's parameters: a fraction fit's report ended in ``KeyError: 'spec_fixed_log_mu'``."""
+    from ddtree_bayes.engine.fitting import forms_of
+
+    model = draws.meta["model"]
+    return forms_of(draws.priors, model["moe_form"], model.get("step_form", "fraction"))
+
+
 def prior_logpdf(prior: Prior, x: np.ndarray) -> np.ndarray:
     """Log density of one prior at ``x`` (elementwise)."""
     from scipy import stats

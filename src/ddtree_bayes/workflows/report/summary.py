@@ -25,6 +25,7 @@ from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import default_question
 from ddtree_bayes.workflows.report.priors import (
     accept_groups_of,
+    fit_priors,
     flop_ms_of,
     log_prior,
     prior_draws,
@@ -91,11 +92,7 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     model = resolve_model(draws, model)
     meta, v = draws.meta, draws.variables
     coords = meta["coords"]
-    priors = draws.priors
-    if priors.moe_form != meta["model"]["moe_form"]:  # fit --moe-form overrode the file
-        import dataclasses
-
-        priors = dataclasses.replace(priors, moe_form=meta["model"]["moe_form"])
+    priors = fit_priors(draws)   # (fit --moe-form / --step-form override the file's forms)
     dt = dt if dt is not None else store.load_datatree(draws.path)
     n = draws.n_draws
     chains = int(dt["posterior"].sizes["chain"])
