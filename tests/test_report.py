@@ -669,3 +669,17 @@ def test_a_report_of_a_fit_of_another_step_form_than_the_priors_file(tmp_path, c
     assert "overhead_frac[b300x8/sglang/ddtree]" in rows
     assert not [k for k in rows if k.startswith("spec_")]
     assert {"overhead_logit_mu", "overhead_z"} <= set(summary["psense"]["headline_by_prior"])
+
+
+def test_the_hardware_sections_question_names_block_and_budget_as_predict_asks_it():
+    """The bundled default is DDTree block 16, budget 32 at acceptance 14: its column read
+    "DDTree b32 accept 14", which in the notation of a fit's own default and of `diff`'s
+    tracked queries (b block / B budget) is block 32. The point mass: 14 tokens per 20 ms
+    step, 700 tok/s in sglang."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report import sections
+
+    dec = sections.decisions_section(point_mass_draws(), 1)
+    assert dec["hardware_query"] == "sglang ddtree b16/B32 accept 14"
+    assert dec["hardware"][0]["hardware"] == "b300"
+    assert dec["hardware"][0]["ddtree"] == pytest.approx([700.0, 700.0, 700.0])

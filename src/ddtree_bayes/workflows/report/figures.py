@@ -335,10 +335,9 @@ def hardware(summary, draws, dt, path: Path) -> None:
     rows = [h for h in summary["decisions"]["hardware"] if "ar" in h]
     fig, axes = plt.subplots(1, 2, figsize=(11, 0.4 * len(rows) + 1.5), sharey=True)
     y = np.arange(len(rows))
-    own = (summary["decisions"].get("hardware_query") if summary.get("default_scenario", {})
-           .get("derived") else None)   # a fit's own default (it never measured b300)
+    asked = summary["decisions"].get("hardware_query")   # (the table's column)
     for ax, key, title in ((axes[0], "ar", "autoregressive"),
-                           (axes[1], "ddtree", own or "DDTree budget 32, accept 14")):
+                           (axes[1], "ddtree", asked or "DDTree budget 32, accept 14")):
         for yi, h in zip(y, rows, strict=True):
             lo, med, hi = h[key]
             c = "black" if h["measured"] else BLUE

@@ -391,7 +391,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                     for r in (nx["rows"] if nx else [])], ["next"])
     sec["hardware"] = ("Hardware never measured (transfer)",
                        ["GPU", "GPUs", "memory GB", "measured", "AR tok/s (90%)",
-                        f"{dec.get('hardware_query', 'DDTree b32 accept 14')} (90%)"],
+                        f"{dec.get('hardware_query', 'DDTree budget 32 accept 14')} (90%)"],
                        [[h["hardware"], h["gpus"], h.get("memory_gb_total"),
                          "yes" if h.get("measured") else "no",
                          "-" if "ar" not in h else f"{h['ar'][1]:.0f} ({h['ar'][0]:.0f}-{h['ar'][2]:.0f})",

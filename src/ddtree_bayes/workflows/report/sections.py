@@ -339,8 +339,9 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     count = d.gpus or (min(own) if own else None)
     engine, shape = d.engines[0], "/".join(f"{k}{v}" for k, v in (("b", d.block), ("B", d.budget))
                                             if v is not None)
-    out["hardware_query"] = ("DDTree b32 accept 14" if not d.derived
-                             else f"{engine} {d.method} {shape} accept {d.accept:g}")
+    # (b block / B budget, as a fit's own default and `diff`'s tracked queries say them:
+    # the bundled default's "DDTree b32" read as block 32)
+    out["hardware_query"] = f"{engine} {d.method} {shape} accept {d.accept:g}"
     rows = []
     for hw in table:
         gpus = count or fewest_gpus_holding(draws, model, hw)
