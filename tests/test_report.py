@@ -683,3 +683,26 @@ def test_the_hardware_sections_question_names_block_and_budget_as_predict_asks_i
     assert dec["hardware_query"] == "sglang ddtree b16/B32 accept 14"
     assert dec["hardware"][0]["hardware"] == "b300"
     assert dec["hardware"][0]["ddtree"] == pytest.approx([700.0, 700.0, 700.0])
+
+
+def test_the_hardware_caption_says_the_gpus_that_cannot_hold_the_weights_are_left_out(
+        monkeypatch, tmp_path):
+    """The section refuses a GPU count whose memory cannot hold the model's weights (Kimi
+    K2.6's 600 GB on 8 x rtx-5090, 256 GB): its table row is "-" and the figure leaves it out.
+    The caption said "Memory capacity is not checked"."""
+    from ddtree_bayes.workflows.report import figures
+    from ddtree_bayes.workflows.report.render import CAPTIONS
+
+    assert "not checked" not in CAPTIONS["hardware"]
+    assert "cannot hold the model's weights" in CAPTIONS["hardware"]
+    figs = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: figs.append(fig))
+    rows = [{"hardware": "b300", "gpus": 8, "measured": True, "ar": [1.0, 2.0, 3.0],
+             "ddtree": [4.0, 5.0, 6.0]},
+            {"hardware": "rtx-5090", "gpus": 8, "memory_gb_total": 256.0,
+             "error": "kimi-k2.6's weights (600.0 GB) do not fit in 8 x rtx-5090 (256.0 GB)"}]
+    figures.hardware({"decisions": {"hardware": rows,
+                                    "hardware_query": "sglang ddtree b16/B32 accept 14"}},
+                     None, None, tmp_path / "hardware.png")
+    labels = [t.get_text() for t in figs[0].axes[0].get_yticklabels()]
+    assert labels == ["b300 x8"]

@@ -57,8 +57,8 @@ CAPTIONS = {
     "hardware": "Every GPU of the hardware table at the measured GPU count: measured systems "
                 "(black) and systems predicted by hardware transfer (blue), AR and the default "
                 "scenario (DDTree budget 32 at acceptance 14, or a fit's own), 90% intervals. "
-                "Memory capacity is not checked: compare the table's total memory with the "
-                "model's weights.",
+                "A GPU count whose memory cannot hold the model's weights is not predicted: "
+                "the figure leaves it out, the table shows '-' (summary.json says why).",
 }
 
 
