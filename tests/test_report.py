@@ -706,3 +706,20 @@ def test_the_hardware_caption_says_the_gpus_that_cannot_hold_the_weights_are_lef
                      None, None, tmp_path / "hardware.png")
     labels = [t.get_text() for t in figs[0].axes[0].get_yticklabels()]
     assert labels == ["b300 x8"]
+
+
+def test_the_variance_figure_says_shapley_shares_not_explained_alone(monkeypatch, tmp_path):
+    """The shares are Shapley values of R^2 (a * x + b * x for one x shared by two factors
+    splits it half and half, each factor explaining all of it alone): the axis read "share of
+    variance explained alone"."""
+    from ddtree_bayes.workflows.report import figures
+
+    figs = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: figs.append(fig))
+    x = np.random.default_rng(0).normal(size=1000)
+    dec = report.shapley_variance_shares(2 * x, {"a": x, "b": x})
+    assert dec["shares"] == pytest.approx({"a": 0.5, "b": 0.5})   # each alone: R^2 = 1
+    figures.variance({"variance": {"sglang": {"var_log_tok_s": float(np.var(2 * x)),
+                                              "shares": dec["shares"]}}},
+                     None, None, tmp_path / "variance.png")
+    assert figs[0].axes[0].get_xlabel() == "share of Var(log tok/s) (Shapley value of R^2)"

@@ -268,7 +268,7 @@ def variance(summary, draws, dt, path: Path) -> None:
         ax.set_title(f"{eng}: Var(log tok/s) = {d['var_log_tok_s']:.4f}", fontsize=9)
         ax.set_xlim(0, 1)
         ax.tick_params(labelsize=8)
-        ax.set_xlabel("share of variance explained alone")
+        ax.set_xlabel("share of Var(log tok/s) (Shapley value of R^2)")
     _save(fig, path)
 
 

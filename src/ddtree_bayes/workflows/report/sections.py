@@ -223,7 +223,8 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
 
 def variance_shares(draws: Fit, seed: int, model: str | None = None,
               d: DefaultQuestion | None = None) -> dict:
-    """First-order variance shares of log tok/s in the default scenario, per engine."""
+    """Shapley shares of the variance of log tok/s in the default scenario, per engine
+    (:func:`shapley_variance_shares`: correlated factors share credit)."""
     v, coords = draws.variables, draws.meta["coords"]
     rng = np.random.default_rng(seed)
     out: dict = {}
