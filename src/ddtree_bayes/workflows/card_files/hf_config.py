@@ -3,8 +3,9 @@
 Supported families (``model_type``): Llama / Mistral, Qwen2 / Qwen3 (dense and MoE, with or
 without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full attention),
 DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
-layers), Mixtral, Gemma 3 (sliding-window + full attention, a multimodal config's language
-model) and gpt-oss (MoE with attention sinks, sliding-window + full attention). The shapes
+layers), GLM-4.5 / 4.6 (``glm4_moe``: GQA with DeepSeek-style routed + shared experts),
+Mixtral, Gemma 3 (sliding-window + full attention, a multimodal config's language model) and
+gpt-oss (MoE with attention sinks, sliding-window + full attention). The shapes
 follow the families' modeling code in huggingface/transformers
 (``models/<family>/modeling_<family>.py``); every count is the product of config fields, so a
 card's numbers can be checked by hand (tests/test_cards.py does, against published totals).
@@ -22,9 +23,16 @@ LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
 HYBRID = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
 MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
+#: GLM-4.5 / 4.6 (transformers models/glm4_moe): GQA attention (q/k/v bias with
+#: attention_bias, o_proj never; a q/k RMSNorm with use_qk_norm) and DeepSeek's MoE fields.
+GLM_MOE = {"glm4_moe"}
+#: Families whose MoE is DeepSeek's: n_routed_experts + n_shared_experts experts of
+#: moe_intermediate_size, a sigmoid router, dense MLPs in the first_k_dense_replace layers.
+ROUTED_SHARED = MLA | GLM_MOE
 #: Families with sliding-window layers beside full-attention ones (``layer_types``).
 SLIDING = {"gemma3_text", "gpt_oss"}
-SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | MLA | SLIDING | {"mixtral", "gemma3"})
+SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING
+                   | {"mixtral", "gemma3"})
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
 #: Families with a per-head RMSNorm on q and k.
@@ -313,8 +321,8 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
            + _lin(f"{p}.k_proj", kv_heads * head_dim, hidden, "attention", bias=qkv_bias)
            + _lin(f"{p}.v_proj", kv_heads * head_dim, hidden, "attention", bias=qkv_bias)
            + _lin(f"{p}.o_proj", hidden, heads * head_dim, "attention",
-                  bias=c.flag("attention_bias")))
-    if family in QK_NORM:
+                  bias=c.flag("attention_bias") and family not in GLM_MOE))
+    if family in QK_NORM or (family in GLM_MOE and c.flag("use_qk_norm")):
         out += [Tensor(f"{p}.q_norm", (head_dim,), "norm"), Tensor(f"{p}.k_norm", (head_dim,), "norm")]
     if family == "gpt_oss":   # a learned sink logit per head
         out.append(Tensor(f"{p}.sinks", (heads,), "attention"))
@@ -372,7 +380,11 @@ def _mlp(name: str, hidden: int, inter: int, kind: str, *, bias: bool = False, c
 
 
 def moe_layer(c: HFConfig, family: str, i: int) -> bool:
-    """Does layer ``i`` hold experts (else a dense MLP)?"""
+    """Does layer ``i`` hold experts (else a dense MLP)? A glm4_moe config must give its
+    expert count and dense layers (transformers ``Glm4MoeDecoderLayer``: experts from layer
+    first_k_dense_replace on); left out, they are refused rather than read at 0."""
+    if family in GLM_MOE:
+        return c.whole("n_routed_experts") > 0 and i >= c.whole("first_k_dense_replace")
     if family in MLA:
         experts = c.optional("n_routed_experts")
         return bool(experts) and i >= c.whole("first_k_dense_replace", 0) and \
@@ -401,10 +413,12 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
                 + _mlp(f"{prefix}.block_sparse_moe.experts.*", hidden, c.whole("intermediate_size"),
                        "expert", count=experts, active=topk / experts))
     inter = c.whole("moe_intermediate_size")
-    if family in MLA:
-        experts, shared = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
+    if family in ROUTED_SHARED:
+        experts = c.whole("n_routed_experts")
+        shared = c.whole("n_shared_experts", None if family in GLM_MOE else 0)
         out = [Tensor(f"{p}.gate", (experts, hidden), "router")]
-        if c.cfg.get("topk_method") == "noaux_tc":   # the load-balancing bias of V3 / K2
+        # the load-balancing bias of V3 / K2; GLM's router (Glm4MoeTopkRouter) always has it
+        if c.cfg.get("topk_method") == "noaux_tc" or family in GLM_MOE:
             out.append(Tensor(f"{p}.gate.e_score_correction_bias", (experts,), "router"))
         out += _mlp(f"{p}.experts.*", hidden, inter, "expert", count=experts,
                     active=topk / experts)
@@ -516,7 +530,7 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
 
 
 def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
-    if family in MLA and c.optional("n_routed_experts"):
+    if family in ROUTED_SHARED and c.optional("n_routed_experts"):
         shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
     elif family in ("mixtral", "gpt_oss"):
         shape.experts = c.whole("num_local_experts")
