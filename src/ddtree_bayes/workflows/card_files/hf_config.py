@@ -4,11 +4,12 @@ Supported families (``model_type``): Llama / Mistral, Qwen2 / Qwen3 (dense and M
 without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full attention),
 DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
 layers), GLM-4.5 / 4.6 (``glm4_moe``: GQA with DeepSeek-style routed + shared experts),
-Mixtral, Gemma 3 (sliding-window + full attention, a multimodal config's language model) and
-gpt-oss (MoE with attention sinks, sliding-window + full attention). The shapes
-follow the families' modeling code in huggingface/transformers
-(``models/<family>/modeling_<family>.py``); every count is the product of config fields, so a
-card's numbers can be checked by hand (tests/test_cards.py does, against published totals).
+Phi-3 / 3.5 / 4 (``phi3``: fused qkv and gate/up projections), Mixtral, Gemma 3
+(sliding-window + full attention, a multimodal config's language model) and gpt-oss (MoE
+with attention sinks, sliding-window + full attention). The shapes follow the families'
+modeling code in huggingface/transformers (``models/<family>/modeling_<family>.py``); every
+count is the product of config fields, so a card's numbers can be checked by hand
+(tests/test_cards.py does, against published totals).
 """
 
 from __future__ import annotations
@@ -29,9 +30,12 @@ GLM_MOE = {"glm4_moe"}
 #: Families whose MoE is DeepSeek's: n_routed_experts + n_shared_experts experts of
 #: moe_intermediate_size, a sigmoid router, dense MLPs in the first_k_dense_replace layers.
 ROUTED_SHARED = MLA | GLM_MOE
+#: Families storing q, k, v as one ``qkv_proj`` and gate, up as one ``gate_up_proj``, with no
+#: biases (transformers ``Phi3Attention`` / ``Phi3MLP``): Phi-3, Phi-3.5, Phi-4.
+FUSED = {"phi3"}
 #: Families with sliding-window layers beside full-attention ones (``layer_types``).
 SLIDING = {"gemma3_text", "gpt_oss"}
-SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING
+SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING | FUSED
                    | {"mixtral", "gemma3"})
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
@@ -189,6 +193,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     defaulted = {k: v for k, v in FAMILY_DEFAULTS.get(family, {}).items() if cfg.get(k) is None}
     cfg = {**cfg, **defaulted}
     c = HFConfig(cfg, where)
+    fused_notes = fused_family_checks(c, where) if family in FUSED else []
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
     tied = c.flag("tie_word_embeddings")
     tensors = [Tensor("model.embed_tokens", (vocab, hidden), "embedding")]
@@ -225,6 +230,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     describe_attention(shape, c, family, kinds)
     shape.recurrent_layers = kinds.count("linear_attention")
     describe_experts(shape, c, family)
+    shape.notes += fused_notes
     if multimodal:
         shape.notes.append("a multimodal config: its language model is counted (the decode "
                            "step); the vision tower (vision_config) and the projector that "
@@ -237,6 +243,35 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                            + ", ".join(f"{k} {str(v).lower() if isinstance(v, bool) else v}"
                                        for k, v in shown.items()))
     return shape
+
+
+def fused_family_checks(c: HFConfig, where: str) -> list[str]:
+    """Refuse what a Phi-3 config may say that its card cannot hold, naming the field: a bias
+    (``Phi3Attention`` and ``Phi3MLP`` have none, so a config asking for one is not a model
+    card add can count), or a ``sliding_window`` below ``max_position_embeddings``
+    (Phi-3-mini-4k's 2047 of 4096: every layer's cache would be a window, which the card's
+    kv_bytes_per_token, the cache growing with the context, cannot say). A window at or above
+    the context (Phi-3-mini-128k's and Phi-3.5's 262144 of 131072) bounds nothing: the notes
+    say so, and every layer counts as full attention."""
+    for key in ("attention_bias", "mlp_bias", "lm_head_bias"):
+        if c.flag(key):
+            raise InputError(f"{key} is true, but Phi-3's layers (transformers Phi3Attention, "
+                             "Phi3MLP) carry no bias", file=where, column=key,
+                             fix="pass the model's own config.json, or write the card's row by "
+                                 "hand (docs/cli.md, card add)")
+    window = c.optional("sliding_window")
+    if not window:
+        return []
+    context = c.whole("max_position_embeddings")
+    if window < context:
+        raise InputError(f"sliding_window {window} is below max_position_embeddings {context}: "
+                         f"every layer would cache a {window}-token window, which a card "
+                         "cannot hold (its kv_bytes_per_token is the cache that grows with the "
+                         "context)", file=where, column="sliding_window",
+                         fix="write the card's row by hand (docs/cli.md, card add), pricing the "
+                             "cache as the engine serving it keeps it")
+    return [f"sliding_window {window} is not below max_position_embeddings {context}: it "
+            "bounds no layer's cache, so every layer counts as full attention"]
 
 
 def _positive_int(value) -> int | None:
@@ -315,6 +350,9 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
                 + _lin(f"{p}.o_proj", hidden, heads * v_dim, "attention"))
     kv_heads = c.whole("num_key_value_heads", heads)
     head_dim = c.whole("head_dim", hidden // heads) if c.cfg.get("head_dim") else hidden // heads
+    if family in FUSED:   # one qkv_proj: the q heads, then the k and v heads
+        return (_lin(f"{p}.qkv_proj", (heads + 2 * kv_heads) * head_dim, hidden, "attention")
+                + _lin(f"{p}.o_proj", hidden, heads * head_dim, "attention"))
     gate = 2 if output_gate(c, family) else 1
     qkv_bias = family in QKV_BIAS or c.flag("attention_bias")
     out = (_lin(f"{p}.q_proj", gate * heads * head_dim, hidden, "attention", bias=qkv_bias)
@@ -369,14 +407,17 @@ def linear_attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list
 
 
 def _mlp(name: str, hidden: int, inter: int, kind: str, *, bias: bool = False, count: int = 1,
-         active: float = 1.0) -> list[Tensor]:
+         active: float = 1.0, fused: bool = False) -> list[Tensor]:
+    """A gated MLP: gate_proj, up_proj, down_proj (``fused``: gate and up as one
+    ``gate_up_proj`` of 2 x ``inter`` outputs, as Phi-3 stores them)."""
     def one(part: str, out: int, inp: int) -> list[Tensor]:
         w = [Tensor(f"{name}.{part}", (out, inp), kind, linear=True, count=count, active=active)]
         return w + ([Tensor(f"{name}.{part}.bias", (out,), kind, count=count, active=active)]
                     if bias else [])
 
-    return one("gate_proj", inter, hidden) + one("up_proj", inter, hidden) + \
-        one("down_proj", hidden, inter)
+    inputs = one("gate_up_proj", 2 * inter, hidden) if fused else \
+        one("gate_proj", inter, hidden) + one("up_proj", inter, hidden)
+    return inputs + one("down_proj", hidden, inter)
 
 
 def moe_layer(c: HFConfig, family: str, i: int) -> bool:
@@ -403,7 +444,8 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
     p = f"{prefix}.mlp"
     bias = c.flag("mlp_bias")
     if not moe_layer(c, family, i):
-        return _mlp(p, hidden, c.whole("intermediate_size"), "mlp", bias=bias)
+        return _mlp(p, hidden, c.whole("intermediate_size"), "mlp", bias=bias,
+                    fused=family in FUSED)
     topk = experts_topk(c)
     if family == "gpt_oss":
         return gpt_oss_moe(c, p, hidden, topk)
