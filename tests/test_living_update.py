@@ -924,3 +924,29 @@ def test_update_and_diff_say_1_measurement(tmp_path, monkeypatch):
     assert code == 0, err
     assert out.splitlines()[0] == ("ddtree-bayes diff: fit 20260101T000000Z-pointmss (2 "
                                    "measurements) -> fit 20260102T000000Z-onerow1 (1 measurement)")
+
+
+def test_diff_names_the_model_of_each_changed_row_when_the_fits_hold_several(updated, monkeypatch):
+    """`diff` of two fits of the public corpus printed `+ row 138: rx-7900-xtx x1 llama.cpp ar
+    M=1 accept 1: 28.8 tok/s`: in a fit of several models the line did not say which model the
+    row measures (`add` and `update` do). With one model it stays as it was."""
+    import dataclasses
+
+    work, first, _ = updated
+    second = store.resolve(work / "models").stem
+    real = living.stored_rows
+
+    def two_models(fit):
+        rows = real(fit)
+        if fit.meta["fit_id"] != second:
+            return rows
+        other = dataclasses.replace(rows.rows[0], row=len(rows.rows) + 2,
+                                    model="llama-3.1-8b-instruct", tok_s=99.0)
+        return dataclasses.replace(rows, rows=(*rows.rows, other))
+
+    monkeypatch.setattr(living, "stored_rows", two_models)
+    code, out, err = call(work, "diff", first.fit_id, second)
+    assert code == 0, err
+    assert ("  + row 11: kimi-k2.6, b300 x8 sglang ddtree b16/B32 M=33 accept 13.1: 612 tok/s"
+            in out)
+    assert "  + row 12: llama-3.1-8b-instruct, b300 x8 sglang ar M=1 accept 1: 99 tok/s" in out

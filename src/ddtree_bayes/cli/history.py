@@ -109,7 +109,10 @@ def cmd_diff(args: argparse.Namespace) -> int:
     a = store.load_fit(_resolve_id(models, args.fit_a))
     b = store.load_fit(_resolve_id(models, args.fit_b))
     ida, idb = a.meta["fit_id"], b.meta["fit_id"]
-    added, removed = living.changed_rows(living.stored_rows(a), living.stored_rows(b))
+    rows_a, rows_b = living.stored_rows(a), living.stored_rows(b)
+    added, removed = living.changed_rows(rows_a, rows_b)
+    # a row's model, where the two fits hold several: its configuration alone does not say it
+    several = len({r.model for r in (*rows_a.rows, *rows_b.rows)}) > 1
     params = living.parameter_table(a, b, include_auxiliary=args.all)
     warned: list[str] = []
     changes = living.compare_queries(a, b, living.load_tracked(models), args.seed,
@@ -133,9 +136,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
     for _, line in differ:
         print(line)
     for r in added:
-        print(f"  + row {r.row}: {living.describe_row(r)}")
+        print(f"  + row {r.row}: {living.describe_row(r, several)}")
     for r in removed:
-        print(f"  - row {r.row}: {living.describe_row(r)}")
+        print(f"  - row {r.row}: {living.describe_row(r, several)}")
     if not added and not removed:
         print("  same measurements")
 

@@ -652,6 +652,7 @@ def describe_config(m: Measurement) -> str:
     return " ".join(parts)
 
 
-def describe_row(m: Measurement) -> str:
-    """One line: configuration, acceptance and throughput of a measurement."""
-    return f"{describe_config(m)}: {m.tok_s:g} tok/s"
+def describe_row(m: Measurement, model: bool = False) -> str:
+    """One line: configuration, acceptance and throughput of a measurement; ``model``: its
+    model first (a file of several models, where the configuration alone does not say it)."""
+    return f"{f'{m.model}, ' if model else ''}{describe_config(m)}: {m.tok_s:g} tok/s"
