@@ -317,3 +317,20 @@ def test_a_group_carried_from_an_amd_gpu_to_another_says_its_amd_effect_is_taken
     assert "carried to h200x8" in how
     assert how.endswith("; carried from an AMD GPU (b300): sglang's extra fixed and per-pass "
                         "cost on AMD (spec_amd) taken out of the group's")
+
+
+def test_the_amd_and_hybrid_effects_change_by_their_difference_in_diff():
+    """`diff` showed `spec_amd[llama.cpp]` 0.1 -> -0.151 as "-251%" and
+    `spec_fixed_recurrent[trtllm]` -6.93e-05 -> -0.0115 as "-16548%": both are log-scale
+    effects centred on 0 (core.spec.on_real_line said they were positive). Every parameter of
+    a model with an AMD group and a hybrid target that takes a value <= 0 under its priors is
+    on the real line (the bundled data's model, which has neither: tests/test_model.py)."""
+    spec, cfg = _spec()
+    m = build_model(spec, cfg)
+    names = [v.name for v in (*m.free_RVs, *m.deterministics)]
+    assert {"spec_amd", "spec_fixed_recurrent"} <= set(names)
+    draws = pm.draw([m[n] for n in names], draws=300, random_seed=3)
+    seen_negative = {n for n, d in zip(names, draws, strict=True) if np.min(d) <= 0}
+    real = {n for n in names if S.on_real_line(n, cfg.priors.get(n))}
+    assert {"spec_amd", "spec_fixed_recurrent"} <= seen_negative
+    assert seen_negative <= real, seen_negative - real

@@ -43,12 +43,15 @@ SHAPE_NAMES = {"power": "moe_exponent", "linear": "moe_slope", "roofline": "moe_
 #: on the whole real line: non-centred offsets (``*_z``), log-scale values (``*_log``: the
 #: groups' ``spec_<part>_log``, ``compute_eff_log``, ``moe_slope_log``), the zero-sum engine
 #: effects on the log scale (``spec_<part>_engine``) and the groups' log means
-#: (``spec_<part>_mean``), and the MoE exponents drawn as ``mu + sd z``. Every other parameter
-#: the model builds is positive (``exp``, a sigmoid, a positive prior). A parameter with a
-#: prior is on the real line when its prior is (:func:`on_real_line`). Keep in step with
-#: engine/model.py (tests/test_living_update.py checks it against the bundled model's prior).
+#: (``spec_<part>_mean``), the MoE exponents drawn as ``mu + sd z``, and the per-engine log
+#: effects of a hybrid target and of an AMD GPU (``spec_fixed_recurrent``, ``spec_amd``).
+#: Every other parameter the model builds is positive (``exp``, a sigmoid, a positive prior).
+#: A parameter with a prior is on the real line when its prior is (:func:`on_real_line`). Keep
+#: in step with engine/model.py (tests/test_model.py checks it against the bundled model's
+#: prior, tests/test_amd_effect.py against a model with an AMD group and a hybrid target).
 REAL_LINE_SUFFIXES = ("_z", "_log", "_engine", "_mean")
-REAL_LINE_NAMES = frozenset({"moe_exponent", "moe_distinct_exponent"})
+REAL_LINE_NAMES = frozenset({"moe_exponent", "moe_distinct_exponent", "spec_fixed_recurrent",
+                             "spec_amd"})
 
 
 def on_real_line(name: str, prior=None) -> bool:
