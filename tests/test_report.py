@@ -723,3 +723,23 @@ def test_the_variance_figure_says_shapley_shares_not_explained_alone(monkeypatch
                                               "shares": dec["shares"]}}},
                      None, None, tmp_path / "variance.png")
     assert figs[0].axes[0].get_xlabel() == "share of Var(log tok/s) (Shapley value of R^2)"
+
+
+def test_the_hardware_section_names_the_amd_gpus_priced_without_a_learned_amd_term():
+    """The hardware table priced the speculative column of the table's six AMD GPUs (gfx
+    targets: mi355x, mi250x, mi300x, mi325x, rx-7900-xtx, rx-7900-xt) without a word, where
+    `predict` on any of them warns that a fit with no AMD speculative row prices the overhead
+    from CUDA deployments. The section says it once under its table, naming them; the NVIDIA
+    rows are not named."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import section_notes
+
+    dec = sections.decisions_section(point_mass_draws(), 1)
+    (line,) = dec["hardware_warnings"]
+    assert line.startswith(
+        "sglang ddtree b16/B32 accept 14 on mi355x, mi250x, mi300x, mi325x, rx-7900-xtx, "
+        "rx-7900-xt: each is an AMD GPU and the fit measured no speculative row on one: the "
+        "speculative overhead is priced from CUDA deployments with no AMD term (the fit's "
+        "fraction step form has none)")
+    assert section_notes({"decisions": dec})["hardware"] == [line]

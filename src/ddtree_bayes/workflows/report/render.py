@@ -250,19 +250,25 @@ def next_title(decisions: dict) -> str:
 def section_notes(summary: dict) -> dict[str, list[str]]:
     """The warnings printed under a section's table, per section key: the budget section's
     are ``optimize``'s (another model's acceptance curve, a measured acceptance left out...),
-    once each, named by engine when not every engine has it.
+    once each, named by engine when not every engine has it; the hardware section's say which
+    GPUs' speculative column ``predict`` would warn of (an AMD GPU without a learned AMD term).
 
     >>> section_notes({"decisions": {"optimize": {"sglang": {"warnings": ["a", "b"]},
-    ...                                          "native": {"warnings": ["a"]}}}})
-    {'budgets': ['a', 'sglang: b']}
+    ...                                          "native": {"warnings": ["a"]}},
+    ...                              "hardware_warnings": ["c"]}})
+    {'budgets': ['a', 'sglang: b'], 'hardware': ['c']}
     """
-    opt = summary.get("decisions", {}).get("optimize", {})
+    decisions = summary.get("decisions", {})
+    opt = decisions.get("optimize", {})
     seen = list(dict.fromkeys(w for o in opt.values() for w in o.get("warnings", [])))
     notes = []
     for w in seen:
         engines = [e for e, o in opt.items() if w in o.get("warnings", [])]
         notes.append(w if len(engines) == len(opt) else f"{', '.join(engines)}: {w}")
-    return {"budgets": notes} if notes else {}
+    out = {"budgets": notes} if notes else {}
+    if decisions.get("hardware_warnings"):
+        out["hardware"] = list(decisions["hardware_warnings"])
+    return out
 
 
 def section_numbers(summary: dict) -> dict[str, int]:

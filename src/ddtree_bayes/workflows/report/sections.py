@@ -344,14 +344,17 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
     # the bundled default's "DDTree b32" read as block 32)
     out["hardware_query"] = f"{engine} {d.method} {shape} accept {d.accept:g}"
     rows = []
+    amd: dict[str, list[str]] = {}   # predict's AMD warning (past its GPU's name): the GPUs
     for hw in table:
         gpus = count or fewest_gpus_holding(draws, model, hw)
+        warned: list[str] = []
         try:
             ar = P.predict(draws, hardware=hw, gpus=gpus, method="ar", engines=[engine],
                            accept="1", seed=seed, model=model)[0]
             tree = P.predict(draws, hardware=hw, gpus=gpus, engines=[engine], method=d.method,
                              block=d.block, budget=d.budget, verify_tokens=d.verify_tokens,
-                             accept=f"{d.accept:g}", seed=seed, model=model)[0]
+                             accept=f"{d.accept:g}", seed=seed, model=model,
+                             warnings=warned)[0]
         except DDTreeBayesError as err:   # e.g. GPUs that cannot hold the model's weights
             rows.append({"hardware": hw, "gpus": gpus,
                          "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
@@ -364,7 +367,14 @@ def decisions_section(draws: Fit, seed: int, model: str | None = None,
                      "memory_gb_total": _float(table[hw].get("memory_gb")) * gpus,
                      "ar": [ar["lo90"], ar["median"], ar["hi90"]],
                      "ddtree": [tree["lo90"], tree["median"], tree["hi90"]]})
+        # an AMD GPU priced with no learned AMD term: said once for all of them, as predict
+        # says it for one (engine/structure.py amd_overhead_warning)
+        for w in warned:
+            if w.startswith(f"{hw} is an AMD GPU"):
+                amd.setdefault(w[len(hw):], []).append(hw)
     out["hardware"] = rows
+    out["hardware_warnings"] = [f"{out['hardware_query']} on {', '.join(hws)}: each{rest}"
+                                for rest, hws in amd.items()]
     return out
 
 
