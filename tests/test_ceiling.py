@@ -284,6 +284,38 @@ def test_predict_kv_cache_on_the_command_line(tmp_path):
                    "choose from 'bf16', 'fp16', 'fp8', 'q8_0', 'q4_0')\n")
 
 
+def test_predict_csv_keeps_a_capped_rows_columns_after_an_uncapped_one(tmp_path):
+    """`predict --format csv --concurrency 1,16`: C = 1 is not capped (no read_ceiling) and
+    C = 16 is, so the second row has columns the first lacks. The CSV writer took its header
+    from the first row alone and stopped: `internal error: ValueError: dict contains fields
+    not in fieldnames: 'read_ceiling_step_ms', ...`, exit 1. The header is every row's
+    columns; the C = 1 row leaves the cap's cells blank, the C = 16 row carries the bf16 read
+    by hand."""
+    import csv as csv_
+    import io
+
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", draws=multi_model_draws())
+    q = ["predict", "--model", "llama-3.1-8b-instruct", "--hardware", "h100", "--gpus", "1",
+         "--engine", "vllm", "--method", "ar", "--accept", "1", "--context", "128k",
+         "--concurrency", "1,16", "--kv-cache", "bf16"]
+    code, out, err = run_cli(work, *q, "--format", "csv")
+    assert code == 0, err
+    one, sixteen = csv_.DictReader(io.StringIO(out))
+    assert (one["concurrency"], sixteen["concurrency"]) == ("1", "16")
+    assert one["read_ceiling_step_ms"] == "" and one["read_ceiling_capped_share"] == ""
+    assert float(sixteen["read_ceiling_step_ms"]) == pytest.approx(BF16_MS)
+    assert sixteen["read_ceiling_kv_cache"] == "bf16"
+    # the same numbers as the JSON, cell for cell
+    code, js, err = run_cli(work, *q, "--format", "json")
+    assert code == 0, err
+    rows = json.loads(js)["rows"]
+    assert float(sixteen["median"]) == rows[1]["median"]
+    assert float(sixteen["total_hi90"]) == rows[1]["total"]["hi90"]
+    assert float(sixteen["read_ceiling_capped_share"]) == rows[1]["read_ceiling"]["capped_share"]
+
+
 #: optimize's question of the walkthrough: Llama-3.1-8B on one H100 at 128k and C = 16
 OPT = dict(model="llama-3.1-8b-instruct", hardware="h100", gpus=1, engine="vllm",
            budgets=(1, 8), context_tokens="128k", concurrency=16)

@@ -117,14 +117,18 @@ def emit_result(result: dict, fmt: str, render: Callable[[dict], str]) -> None:
 
 def emit_rows(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
     """Rows as JSON (``{**extra, "rows": rows}``) or CSV (rows only; a nested value as
-    its ``label``, or without one as a column per key: ``total`` -> ``total_median``, ...)."""
+    its ``label``, or without one as a column per key: ``total`` -> ``total_median``, ...).
+    The CSV header is every row's columns in order of first appearance (a row capped at the
+    memory read has ``read_ceiling_*`` columns the rows before it lack; the header was the
+    first row's, and the writer stopped); a row without a column leaves its cell blank."""
     if fmt == "json":
         emit_json({**(extra or {}), "rows": rows})
     else:
         flat = [dict(_flat_cells(json_ready(r))) for r in rows]
         buf = io.StringIO()
         if flat:
-            writer = csv.DictWriter(buf, fieldnames=list(flat[0]))
+            columns = list(dict.fromkeys(k for row in flat for k in row))
+            writer = csv.DictWriter(buf, fieldnames=columns)
             writer.writeheader()
             writer.writerows(flat)
         sys.stdout.write(buf.getvalue())
