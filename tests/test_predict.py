@@ -220,6 +220,22 @@ def test_original_estimate_only_for_its_own_question(draws):
         assert row["original"] is None and row["original_lo"] is None
 
 
+def test_original_estimate_only_for_its_own_drafter_block(draws):
+    """The original estimates are of a block-16 drafter (seed table: ddtree block 16, budget
+    32). A block-8 or block-32 tree of budget 32 verifies the same 33 tokens, and the column
+    showed the block-16 estimate beside it: `predict --block 8 --budget 32 --accept 8` printed
+    original 381 (267-496), 8 / 20.984 ms, an estimate nobody made of that drafter. Another
+    block is another drafter: nothing is shown, as for --drafter."""
+    step = (12 / 570 + 16 / 765) / 2 * 1000   # the block-16 rows' mean step, 20.984 ms
+    row = by(P.predict(draws, accept="8", block=16, budget=32), "sglang", "8")
+    assert row["original"] == pytest.approx(8 / step * 1000)
+    for block in (8, 32):
+        rows = P.predict(draws, accept="8", block=block, budget=32)
+        assert [r["verify_tokens"] for r in rows] == [33, 33]
+        assert [(r["original"], r["original_lo"], r["original_hi"]) for r in rows] == [
+            (None, None, None)] * 2
+
+
 def test_check_fit_refuses_unconverged_and_flags_stale(tmp_path):
     with pytest.raises(UnconvergedError, match="--allow-unconverged"):
         P.check_fit(point_mass_draws(converged=False))

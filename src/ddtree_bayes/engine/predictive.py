@@ -495,7 +495,9 @@ def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
     its 'deterministic estimate' rows, all of :data:`SEED_MODEL` unless the table has a
     ``model`` column); tok/s at any acceptance is then accept / step. None for a question the
     table does not answer: another GPU count (:data:`SEED_GPUS` unless the table has a
-    ``gpus`` column), a context beyond 0, or another drafter (``--drafter``)."""
+    ``gpus`` column), a context beyond 0, or another drafter (``--drafter``, or a block or
+    budget other than a row's: a block-8 tree of budget 32 verifies the 33 tokens of the
+    block-16 estimate, and was shown it)."""
     if sc.context_tokens or sc.drafter is not None:
         return None
     steps = []
@@ -504,6 +506,9 @@ def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
             continue
         if str(row.get("gpus") or SEED_GPUS) != str(sc.gpus):
             continue
+        if any((row.get(k) or "").strip() and (row.get(k) or "").strip() != str(v)
+               for k, v in (("block", sc.block), ("budget", sc.budget))):
+            continue   # (a blank cell, as an AR row's, does not say)
         if (row["kind"] == "deterministic estimate" and row["hardware"] == sc.hardware
                 and row["engine"] == sc.engine and row["method"] == sc.method
                 and row["verify_tokens"] == str(sc.verify_tokens)):
