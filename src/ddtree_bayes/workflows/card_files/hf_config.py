@@ -3,7 +3,8 @@
 Supported families (``model_type``): Llama / Mistral, Qwen2 / Qwen3 (dense and MoE, with or
 without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full attention),
 DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
-layers), GLM-4.5 / 4.6 (``glm4_moe``: GQA with DeepSeek-style routed + shared experts),
+layers), DeepSeek-V3.2 (``deepseek_v32``: V3 plus the lightning indexer of DeepSeek Sparse
+Attention), GLM-4.5 / 4.6 (``glm4_moe``: GQA with DeepSeek-style routed + shared experts),
 Phi-3 / 3.5 / 4 (``phi3``: fused qkv and gate/up projections), Mixtral, Gemma 3
 (sliding-window + full attention, a multimodal config's language model) and gpt-oss (MoE
 with attention sinks, sliding-window + full attention). The shapes follow the families'
@@ -15,6 +16,7 @@ count is the product of config fields, so a card's numbers can be checked by han
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from ddtree_bayes.core.errors import InputError
@@ -23,7 +25,9 @@ from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 LLAMA_LIKE = {"llama", "mistral", "qwen2", "qwen3"}
 QWEN_MOE = {"qwen2_moe", "qwen3_moe"}
 HYBRID = {"qwen3_next", "qwen3_5_text", "qwen3_5_moe_text"}
-MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2"}
+MLA = {"deepseek_v2", "deepseek_v3", "kimi_k2", "deepseek_v32"}
+#: Families whose attention layers carry DeepSeek Sparse Attention's lightning indexer.
+INDEXER = {"deepseek_v32"}
 #: GLM-4.5 / 4.6 (transformers models/glm4_moe): GQA attention (q/k/v bias with
 #: attention_bias, o_proj never; a q/k RMSNorm with use_qk_norm) and DeepSeek's MoE fields.
 GLM_MOE = {"glm4_moe"}
@@ -347,7 +351,8 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
         return (q + _lin(f"{p}.kv_a_proj_with_mqa", kv_rank + rope, hidden, "attention")
                 + [Tensor(f"{p}.kv_a_layernorm", (kv_rank,), "norm")]
                 + _lin(f"{p}.kv_b_proj", heads * (nope + v_dim), kv_rank, "attention")
-                + _lin(f"{p}.o_proj", hidden, heads * v_dim, "attention"))
+                + _lin(f"{p}.o_proj", hidden, heads * v_dim, "attention")
+                + (indexer(c, p, hidden) if family in INDEXER else []))
     kv_heads = c.whole("num_key_value_heads", heads)
     head_dim = c.whole("head_dim", hidden // heads) if c.cfg.get("head_dim") else hidden // heads
     if family in FUSED:   # one qkv_proj: the q heads, then the k and v heads
@@ -365,6 +370,21 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
     if family == "gpt_oss":   # a learned sink logit per head
         out.append(Tensor(f"{p}.sinks", (heads,), "attention"))
     return out
+
+
+def indexer(c: HFConfig, p: str, hidden: int) -> list[Tensor]:
+    """DeepSeek Sparse Attention's lightning indexer (transformers ``DeepseekV32Indexer``):
+    ``wq_b`` (index_n_heads x index_head_dim outputs from the q_lora_rank latent), ``wk``
+    (index_head_dim outputs from the hidden state), ``k_norm`` (a LayerNorm: weight and bias)
+    and ``weights_proj`` (a weight per index head), which no quantiser packs: DeepSeek's FP8
+    release stores it in bf16 and transformers keeps it in fp32 (``_keep_in_fp32_modules``)."""
+    heads, dim = c.whole("index_n_heads"), c.whole("index_head_dim")
+    name = f"{p}.indexer"
+    return (_lin(f"{name}.wq_b", heads * dim, c.whole("q_lora_rank"), "attention")
+            + _lin(f"{name}.wk", dim, hidden, "attention")
+            + [Tensor(f"{name}.k_norm", (dim,), "norm"),
+               Tensor(f"{name}.k_norm.bias", (dim,), "norm"),
+               Tensor(f"{name}.weights_proj", (heads, hidden), "attention")])
 
 
 def output_gate(c: HFConfig, family: str) -> bool:
@@ -542,6 +562,8 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
         shape.attention = f"MLA (kv_lora_rank {rank} + qk_rope_head_dim {rope}), {heads} heads"
         shape.kv_bytes_per_token = (rank + rope) * shape.layers * 2
         shape.kv_formula = f"({rank} + {rope}) x {shape.layers} layers x 2 bytes"
+        if family in INDEXER:
+            describe_indexer(shape, c, rank, rope)
         return
     kv_heads = c.whole("num_key_value_heads", heads)
     head_dim = c.whole("head_dim") if c.cfg.get("head_dim") else shape.hidden_size // heads
@@ -569,6 +591,25 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
     shape.kv_bytes_per_token = 2 * full * kv_heads * head_dim * 2
     shape.kv_formula = (f"2 x {full} {'full-attention ' if full < len(kinds) else ''}layers x "
                         f"{kv_heads} kv heads x {head_dim} x 2 bytes")
+
+
+def describe_indexer(shape: ModelShape, c: HFConfig, rank: int, rope: int) -> None:
+    """Add the lightning indexer's key cache to an MLA card: each layer caches one key of
+    index_head_dim values per token beside its latent (transformers' ``update_indexer``),
+    counted at 2 bytes as the latent is; the notes give what engines keep instead."""
+    heads, dim, topk = (c.whole("index_n_heads"), c.whole("index_head_dim"),
+                        c.whole("index_topk"))
+    layers = shape.layers
+    shape.attention += f"; DSA lightning indexer {heads} heads x {dim}, top-{topk} tokens"
+    shape.kv_bytes_per_token = (rank + rope + dim) * layers * 2
+    shape.kv_formula = f"({rank} + {rope} + {dim} indexer key) x {layers} layers x 2 bytes"
+    fp8 = (dim + 4 * math.ceil(dim / 128)) * layers
+    shape.notes.append(
+        f"kv_bytes_per_token holds the lightning indexer's key cache: {dim} x {layers} x 2 = "
+        f"{dim * layers * 2:,} bytes per token of it (DeepSeek's reference code and vLLM keep "
+        f"those keys in fp8 with an fp32 scale per 128 values: {fp8:,} bytes per token); "
+        f"attention reads the latents of the top {topk} tokens the indexer picks, not of the "
+        "whole context")
 
 
 def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
