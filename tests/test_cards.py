@@ -8,8 +8,8 @@ hybrid, compressed-tensors), the SpecForge EAGLE-3 head for Llama 3 8B (sgl-proj
 configs/llama3-8B-eagle3.json), Gemma 3 27B and 4B (multimodal configs, sliding-window layers),
 gpt-oss-20b and 120b (MXFP4 experts, attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA
 with routed + shared experts), Phi-4 and Phi-3.5-mini (phi3: fused qkv and gate/up
-projections), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says what
-it mirrors).
+projections), MiniMax-M2.7 (minimax_m2), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M
+(tests/gguf_fixture.py says what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -568,6 +568,78 @@ def test_glm46_counts_its_qk_norms_and_three_dense_layers():
     assert d.card["max_context_tokens"] == "202752"
     (mtp,) = d.drafters
     assert mtp["params_b"] == "3.9881"
+
+
+def test_minimax_m2_counts_per_layer_qk_norms_and_sigmoid_routed_experts():
+    """MiniMax-M2 / M2.1 / M2.5 / M2.7 (model_type minimax_m2; transformers
+    models/minimax_m2/modular_minimax_m2.py): the fixture is M2.7's release config.json,
+    M2's sizes (M2's max_position_embeddings is 196608). V 200064, H 3072, 62 layers, all full
+    attention (attn_type_list all 1), 48 q / 8 kv heads x 128, no biases, a q RMSNorm over all
+    48 x 128 and a k RMSNorm over 8 x 128 (qk_norm_type per_layer: ``MiniMaxM2Attention``'s
+    FlexOlmo norms); every layer MoE: 256 experts top-8, each w1, w3 3072 -> 1536 and w2 back
+    (the checkpoint's names), a router with its e_score_correction_bias, no shared expert;
+    untied.
+
+    attention: q 3072 x 6144 18,874,368 + k, v 3072 x 1024 3,145,728 each + o 18,874,368
+      = 44,040,192; q/k norms 6,144 + 1,024 = 7,168
+    router 256 x 3072 + 256 = 786,688; an expert 3 x 3072 x 1536 = 14,155,776; norms 6,144
+    layer 44,040,192 + 7,168 + 786,688 + 256 x 14,155,776 + 6,144 = 3,668,718,848; x 62
+      = 227,460,568,576; + 2 x 200064 x 3072 (1,229,193,216) + 3,072 = 228,689,764,864
+      (published: 230B total; a public listing of MiniMax-M2.7's safetensors, stored file
+      index id 62693775865, sums to 228,703,644,928 = this + 13,880,064 fp32 block scales:
+      62 x (256 x 3 x 288 + 2,688))
+    active layer: 8 experts -> 158,086,400; x 62 = 9,801,356,800 -> 11,030,553,088; without
+      the input embedding 10,415,956,480 (published: 10B active)
+    KV: 2 x 62 x 8 x 128 x 2 = 253,952 bytes per token"""
+    d = derive("minimax-m2.7")
+    assert d.facts["params_total"] == 228_689_764_864
+    assert d.facts["params_total"] + 62 * (256 * 3 * 288 + 2_688) == 228_703_644_928
+    assert d.facts["params_active"] == 11_030_553_088
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 10_415_956_480
+    assert (d.card["params_total_b"], d.card["params_active_b"]) == ("228.6898", "11.0306")
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("256", "8", "0")
+    assert (d.card["layers"], d.card["hidden_size"]) == ("62", "3072")
+    assert d.card["kv_bytes_per_token"] == "253952"
+    assert d.card["attention"] == "GQA 48 q heads / 8 kv heads, head_dim 128"
+    assert d.card["max_context_tokens"] == "204800"
+    # num_mtp_modules 3 (use_mtp): the release holds no MTP weights (the listing above has
+    # none), so no drafter is written and the notes say why
+    assert d.drafters == []
+    assert "num_mtp_modules 3" in d.card["notes"]
+    shape, scheme = _shape_and_scheme("minimax-m2.7")
+    names = {t.name for t in shape.tensors}
+    assert {"model.layers.0.block_sparse_moe.experts.*.w1",
+            "model.layers.0.block_sparse_moe.e_score_correction_bias",
+            "model.layers.61.self_attn.q_norm"} <= names
+    # FP8 (128x128 blocks; gate, e_score_correction_bias, lm_head not converted): q and o
+    # 18,874,368 + 4 x 48 x 24 = 18,878,976 bytes each, k and v 3,145,728 + 4 x 8 x 24 =
+    # 3,146,496 each -> 44,050,944; an expert 3 x (4,718,592 + 4 x 288) = 14,159,232; router,
+    # norms, embedding and head bf16. Active: 62 x (44,050,944 + 2 x (7,168 + 786,688 + 6,144)
+    # + 8 x 14,159,232) + 2 x 2 x 614,596,608 + 2 x 3,072 = 12,311,730,176 bytes
+    # / 11,030,553,088 = 1.1161
+    wb = weight_bytes(shape, scheme)
+    assert wb.active_bytes == 12_311_730_176 and d.card["bytes_per_weight"] == "1.1161"
+    # the file: 230,024,081,408 bytes; the listing's 230,121,630,720 (214.32 GiB) is this
+    # + 62 x (786,432 + 256) x 2: its routers stored in fp32, counted here at bf16
+    assert wb.total_bytes == 230_024_081_408
+    assert wb.total_bytes + 62 * (786_432 + 256) * 2 == 230_121_630_720
+    assert d.card["compute_dtype"] == "fp8"
+
+
+@pytest.mark.parametrize("edit, field", [
+    ({"attn_type_list": [0] + [1] * 61}, "attn_type_list"),
+    ({"qk_norm_type": "per_head"}, "qk_norm_type"),
+    ({"shared_intermediate_size": 1536}, "shared_intermediate_size")])
+def test_what_a_minimax_m2_card_cannot_count_is_refused_naming_the_field(edit, field):
+    """A minimax_m2 config asking for what transformers' MiniMaxM2 does not build - a linear
+    (lightning) attention layer (attn_type_list 0, MiniMax-01's), per-head q/k norms, a shared
+    expert - is refused naming the field, not counted as M2's layers."""
+    cfg, _ = read_config(FIX / "minimax-m2.7")
+    with pytest.raises(InputError) as info:
+        shape_from_config({**cfg, **edit}, "m/config.json")
+    message = str(info.value)
+    assert message.startswith(f"m/config.json, column '{field}': ")
+    assert "\n" not in message and "(fix: " in message
 
 
 def test_a_glm4_moe_config_without_its_dense_or_shared_expert_count_is_refused():

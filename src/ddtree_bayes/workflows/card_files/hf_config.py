@@ -5,7 +5,8 @@ without a shared expert), Qwen3-Next and Qwen3.5 (Gated DeltaNet + gated full at
 DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared experts, MTP
 layers), DeepSeek-V3.2 (``deepseek_v32``: V3 plus the lightning indexer of DeepSeek Sparse
 Attention), GLM-4.5 / 4.6 (``glm4_moe``: GQA with DeepSeek-style routed + shared experts),
-Phi-3 / 3.5 / 4 (``phi3``: fused qkv and gate/up projections), Mixtral, Gemma 3
+Phi-3 / 3.5 / 4 (``phi3``: fused qkv and gate/up projections), Mixtral, MiniMax-M2
+(``minimax_m2``: GQA with q/k norms over all heads, sigmoid-routed experts), Gemma 3
 (sliding-window + full attention, a multimodal config's language model) and gpt-oss (MoE
 with attention sinks, sliding-window + full attention). The shapes follow the families'
 modeling code in huggingface/transformers (``models/<family>/modeling_<family>.py``); every
@@ -39,8 +40,11 @@ ROUTED_SHARED = MLA | GLM_MOE
 FUSED = {"phi3"}
 #: Families with sliding-window layers beside full-attention ones (``layer_types``).
 SLIDING = {"gemma3_text", "gpt_oss"}
-SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING | FUSED
-                   | {"mixtral", "gemma3"})
+#: Families whose every layer is MoE, the experts ``num_local_experts`` of
+#: ``intermediate_size`` (no dense MLP, no shared expert).
+ALL_MOE = {"mixtral", "gpt_oss", "minimax_m2"}
+SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING | FUSED | ALL_MOE
+                   | {"gemma3"})
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
 #: Families with a per-head RMSNorm on q and k.
@@ -198,6 +202,8 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     cfg = {**cfg, **defaulted}
     c = HFConfig(cfg, where)
     fused_notes = fused_family_checks(c, where) if family in FUSED else []
+    if family == "minimax_m2":
+        fused_notes = minimax_checks(c, where)
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
     tied = c.flag("tie_word_embeddings")
     tensors = [Tensor("model.embed_tokens", (vocab, hidden), "embedding")]
@@ -276,6 +282,33 @@ def fused_family_checks(c: HFConfig, where: str) -> list[str]:
                              "cache as the engine serving it keeps it")
     return [f"sliding_window {window} is not below max_position_embeddings {context}: it "
             "bounds no layer's cache, so every layer counts as full attention"]
+
+
+def minimax_checks(c: HFConfig, where: str) -> list[str]:
+    """Refuse what a minimax_m2 config may ask for that transformers' MiniMaxM2 does not build,
+    naming the field: a linear ("lightning") attention layer (``attn_type_list`` 0, MiniMax-01's
+    kind; M2's are all 1, softmax attention), q/k norms other than ``per_layer`` (one RMSNorm
+    over all the heads' q, one over all the k), a shared expert (``shared_intermediate_size``).
+    The notes say the MTP modules the config names are not counted: the released checkpoints
+    hold no weights for them."""
+    fix = "pass the model's own config.json, or write the card's row by hand (docs/cli.md, card add)"
+    types = c.cfg.get("attn_type_list")
+    if types is not None and (not isinstance(types, list) or any(t != 1 for t in types)):
+        raise InputError(f"attn_type_list {types!r} is not all 1: a linear (lightning) "
+                         "attention layer is not one card add counts for minimax_m2",
+                         file=where, column="attn_type_list", fix=fix)
+    norm = c.cfg.get("qk_norm_type", "per_layer")
+    if c.flag("use_qk_norm", default=True) and norm != "per_layer":
+        raise InputError(f"qk_norm_type {norm!r}: transformers' MiniMaxM2Attention has "
+                         "per_layer q/k norms only", file=where, column="qk_norm_type", fix=fix)
+    if c.whole("shared_intermediate_size", 0):
+        raise InputError(f"shared_intermediate_size {c.whole('shared_intermediate_size')}: "
+                         "transformers' MiniMaxM2 has no shared expert", file=where,
+                         column="shared_intermediate_size", fix=fix)
+    modules = c.whole("num_mtp_modules", 0) if c.flag("use_mtp") else 0
+    return [f"num_mtp_modules {modules} (use_mtp) are not counted and give no drafter: the "
+            "released checkpoints carry no MTP weights (MiniMax-M2.7's tensor list has "
+            "none)"] if modules else []
 
 
 def _positive_int(value) -> int | None:
@@ -367,6 +400,9 @@ def attention(c: HFConfig, family: str, prefix: str, hidden: int) -> list[Tensor
                   bias=c.flag("attention_bias") and family not in GLM_MOE))
     if family in QK_NORM or (family in GLM_MOE and c.flag("use_qk_norm")):
         out += [Tensor(f"{p}.q_norm", (head_dim,), "norm"), Tensor(f"{p}.k_norm", (head_dim,), "norm")]
+    if family == "minimax_m2" and c.flag("use_qk_norm", default=True):   # over all the heads
+        out += [Tensor(f"{p}.q_norm", (heads * head_dim,), "norm"),
+                Tensor(f"{p}.k_norm", (kv_heads * head_dim,), "norm")]
     if family == "gpt_oss":   # a learned sink logit per head
         out.append(Tensor(f"{p}.sinks", (heads,), "attention"))
     return out
@@ -450,7 +486,7 @@ def moe_layer(c: HFConfig, family: str, i: int) -> bool:
         experts = c.optional("n_routed_experts")
         return bool(experts) and i >= c.whole("first_k_dense_replace", 0) and \
             i % c.whole("moe_layer_freq", 1) == 0
-    if family in ("mixtral", "gpt_oss"):
+    if family in ALL_MOE:
         return True
     experts = c.optional("num_experts")
     if not experts or family == "qwen3_5_text":
@@ -469,6 +505,8 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
     topk = experts_topk(c)
     if family == "gpt_oss":
         return gpt_oss_moe(c, p, hidden, topk)
+    if family == "minimax_m2":
+        return minimax_moe(c, f"{prefix}.block_sparse_moe", hidden, topk)
     if family == "mixtral":
         experts = c.whole("num_local_experts")
         return ([Tensor(f"{prefix}.block_sparse_moe.gate", (experts, hidden), "router")]
@@ -520,6 +558,23 @@ def gpt_oss_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
                    count=experts, active=share),
             Tensor(f"{p}.experts.down_proj_bias", (hidden,), "expert", count=experts,
                    active=share)]
+
+
+def minimax_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
+    """MiniMax-M2's MoE (transformers ``MiniMaxM2SparseMoeBlock``): a router and its
+    ``e_score_correction_bias`` (the sigmoid router's load-balancing bias, a buffer
+    transformers always registers), experts of ``intermediate_size`` under the checkpoint's
+    names (w1 gate, w3 up, w2 down, as quantised exports name them)."""
+    experts, inter = c.whole("num_local_experts"), c.whole("intermediate_size")
+    share = topk / experts
+    return [Tensor(f"{p}.gate", (experts, hidden), "router"),
+            Tensor(f"{p}.e_score_correction_bias", (experts,), "router"),
+            Tensor(f"{p}.experts.*.w1", (inter, hidden), "expert", linear=True,
+                   count=experts, active=share),
+            Tensor(f"{p}.experts.*.w3", (inter, hidden), "expert", linear=True,
+                   count=experts, active=share),
+            Tensor(f"{p}.experts.*.w2", (hidden, inter), "expert", linear=True,
+                   count=experts, active=share)]
 
 
 def sliding_kinds(pattern: int, layers: int) -> list[str]:
@@ -615,14 +670,14 @@ def describe_indexer(shape: ModelShape, c: HFConfig, rank: int, rope: int) -> No
 def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
     if family in ROUTED_SHARED and c.optional("n_routed_experts"):
         shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
-    elif family in ("mixtral", "gpt_oss"):
+    elif family in ALL_MOE:
         shape.experts = c.whole("num_local_experts")
     elif family in QWEN_MOE or family in {"qwen3_next", "qwen3_5_moe_text"}:
         shape.experts = c.optional("num_experts")
         shape.shared_experts = 1 if c.whole("shared_expert_intermediate_size", 0) else 0
     if shape.experts:
         shape.experts_topk = experts_topk(c)
-        shape.intermediate_size = c.whole("intermediate_size") if family in ("mixtral", "gpt_oss") \
+        shape.intermediate_size = c.whole("intermediate_size") if family in ALL_MOE \
             else c.whole("moe_intermediate_size")
     else:
         shape.intermediate_size = c.optional("intermediate_size")
