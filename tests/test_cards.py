@@ -8,8 +8,9 @@ hybrid, compressed-tensors), the SpecForge EAGLE-3 head for Llama 3 8B (sgl-proj
 configs/llama3-8B-eagle3.json), Gemma 3 27B and 4B (multimodal configs, sliding-window layers),
 gpt-oss-20b and 120b (MXFP4 experts, attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA
 with routed + shared experts), Phi-4 and Phi-3.5-mini (phi3: fused qkv and gate/up
-projections), MiniMax-M2.7 (minimax_m2), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M
-(tests/gguf_fixture.py says what it mirrors).
+projections), MiniMax-M2.7 (minimax_m2), Llama 4 Scout (llama4: routed + shared experts,
+chunked attention), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says
+what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -640,6 +641,70 @@ def test_what_a_minimax_m2_card_cannot_count_is_refused_naming_the_field(edit, f
     message = str(info.value)
     assert message.startswith(f"m/config.json, column '{field}': ")
     assert "\n" not in message and "(fix: " in message
+
+
+def test_llama4_scout_counts_routed_and_shared_experts_and_caches_chunks_at_their_size():
+    """Llama 4 Scout (model_type llama4, its text_config llama4_text; transformers
+    models/llama4/modeling_llama4.py): V 202048, H 5120, 48 layers, 40 q / 8 kv heads x 128, no
+    biases, q/k L2 norms without weights (``Llama4TextL2Norm``); every layer MoE (moe_layers
+    0..47): a router, 16 experts top-1 each a fused gate_up_proj 5120 -> 2 x 8192 and a
+    down_proj back, and a shared expert of 8192 (``Llama4TextMoe``); untied. RoPE layers
+    (no_rope_layers 1) attend within 8192-token chunks, the NoPE ones (every 4th) to all.
+
+    attention: q 5120 x 5120 26,214,400 + k, v 5120 x 1024 5,242,880 each + o 26,214,400
+      = 62,914,560
+    router 16 x 5120 = 81,920; an expert 3 x 5120 x 8192 = 125,829,120 (the shared one too)
+    layer 62,914,560 + 81,920 + 17 x 125,829,120 + norms 10,240 = 2,202,101,760; x 48
+      = 105,700,884,480; + 2 x 202048 x 5120 (1,034,485,760) + 5,120 = 107,769,861,120
+    Published: 109B total, 17B active (meta-llama's model card). The vision encoder and
+    projector the card leaves out (a decode step does not run them) are 871,932,416 by the
+    per-tensor table of a public Llama-4 notes file (stored file, index id 41112263523):
+    107,769,861,120 + 871,932,416 = 108,641,793,536, Meta's 109B.
+    active: 62,914,560 + 81,920 + 2 x 125,829,120 + 10,240 = 314,664,960; x 48
+      = 15,103,918,080 -> 17,172,894,720 (17B); without the input embedding 16,138,408,960
+    KV: the 12 NoPE layers, full attention: 2 x 12 x 8 x 128 x 2 = 49,152 bytes per token;
+      the 36 chunked layers hold at most a chunk: 147,456 x 8192 = 1,207,959,552 per sequence"""
+    d = derive("llama-4-scout")
+    assert d.facts["params_total"] == 107_769_861_120
+    assert d.facts["params_total"] + 871_932_416 == 108_641_793_536
+    assert d.facts["params_active"] == 17_172_894_720
+    assert d.facts["params_active"] - d.facts["embedding_params"] == 16_138_408_960
+    assert (d.card["experts"], d.card["experts_topk"], d.card["shared_experts"]) == ("16", "1", "1")
+    assert d.card["kv_bytes_per_token"] == "49152"
+    assert (d.card["kv_window_bytes_per_token"], d.card["kv_window_tokens"]) == ("147456", "8192")
+    assert d.card["attention"] == ("GQA 40 q heads / 8 kv heads, head_dim 128; 36 "
+                                   "chunked-attention (8192-token chunks) + 12 full-attention "
+                                   "layers")
+    notes = d.card["notes"]
+    assert "1,207,959,552 bytes per sequence" in notes and "vision tower" in notes
+    assert "kv = 2 x 12 full-attention layers x 8 kv heads x 128 x 2 bytes" in notes
+    shape, _ = _shape_and_scheme("llama-4-scout")
+    names = {t.name for t in shape.tensors}
+    assert {"model.layers.0.feed_forward.router", "model.layers.0.feed_forward.experts.gate_up_proj",
+            "model.layers.47.feed_forward.shared_expert.down_proj"} <= names
+
+
+def test_llama4_interleaved_moe_layers_are_dense_between():
+    """Maverick's layout on the Scout file: 128 experts, interleave_moe_layer_step 2 and no
+    moe_layers list, so transformers' Llama4TextConfig makes layers 1, 3, ..., 47 MoE and the
+    other 24 dense MLPs of intermediate_size_mlp 16384 (Maverick's published config says the
+    same). A dense layer: 62,914,560 + 3 x 5120 x 16384 (251,658,240) + 10,240 = 314,583,040;
+    an MoE layer 62,914,560 + 128 x 5120 + 129 x 125,829,120 + 10,240 = 16,295,536,640;
+    24 of each + 2,068,971,520 + 5,120 = 400,711,848,960 (Maverick published: 400B total);
+    active 24 x 314,583,040 + 24 x (62,914,560 + 655,360 + 2 x 125,829,120 + 10,240)
+    + 2,068,976,640 = 17,184,691,200 (published: 17B active)."""
+    cfg, _ = read_config(FIX / "llama-4-scout")
+    text = {k: v for k, v in cfg["text_config"].items() if k != "moe_layers"}
+    text.update(num_local_experts=128, interleave_moe_layer_step=2)
+    shape = shape_from_config({**cfg, "text_config": text}, "m/config.json")
+    assert shape.total() == 400_711_848_960 and shape.active() == 17_184_691_200
+    dense = [t.name for t in shape.tensors if t.kind == "mlp"]
+    assert dense[0] == "model.layers.0.feed_forward.gate_proj" and len(dense) == 24 * 3
+    for edit, field in (({"moe_layers": [48]}, "moe_layers"),
+                        ({"no_rope_layers": [1, 0]}, "no_rope_layers")):
+        with pytest.raises(InputError) as info:
+            shape_from_config({**cfg, "text_config": {**cfg["text_config"], **edit}}, "m/c.json")
+        assert str(info.value).startswith(f"m/c.json, column '{field}': ")
 
 
 def test_a_glm4_moe_config_without_its_dense_or_shared_expert_count_is_refused():

@@ -3,8 +3,8 @@ GGUF file (``ddtree-bayes card add``).
 
 ``shapes``     a model as weight tensors (shared by both readers)
 ``hf_config``  config.json -> tensors (Llama, Qwen2/3 dense and MoE, Qwen3-Next / Qwen3.5 GDN
-               hybrids, DeepSeek-V2/V3/V3.2 / Kimi K2 MLA, Mixtral, MiniMax-M2, Gemma 3,
-               gpt-oss)
+               hybrids, DeepSeek-V2/V3/V3.2 / Kimi K2 MLA, Mixtral, MiniMax-M2, Llama 4,
+               Gemma 3, gpt-oss)
 ``gguf_file``  a GGUF header -> tensors with their stored types and bytes (the gguf package)
 ``quant``      bytes per weight from quantization_config (AWQ, GPTQ, FP8, compressed-tensors,
                modelopt, bitsandbytes, MXFP4)

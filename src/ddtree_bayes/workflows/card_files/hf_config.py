@@ -6,7 +6,9 @@ DeepSeek-V2 / V3 and Kimi K2 (multi-head latent attention, routed + shared exper
 layers), DeepSeek-V3.2 (``deepseek_v32``: V3 plus the lightning indexer of DeepSeek Sparse
 Attention), GLM-4.5 / 4.6 (``glm4_moe``: GQA with DeepSeek-style routed + shared experts),
 Phi-3 / 3.5 / 4 (``phi3``: fused qkv and gate/up projections), Mixtral, MiniMax-M2
-(``minimax_m2``: GQA with q/k norms over all heads, sigmoid-routed experts), Gemma 3
+(``minimax_m2``: GQA with q/k norms over all heads, sigmoid-routed experts), Llama 4
+(``llama4``'s ``llama4_text``: routed + shared experts on ``moe_layers``, dense MLPs between,
+chunked attention on the RoPE layers), Gemma 3
 (sliding-window + full attention, a multimodal config's language model) and gpt-oss (MoE
 with attention sinks, sliding-window + full attention). The shapes follow the families'
 modeling code in huggingface/transformers (``models/<family>/modeling_<family>.py``); every
@@ -43,8 +45,10 @@ SLIDING = {"gemma3_text", "gpt_oss"}
 #: Families whose every layer is MoE, the experts ``num_local_experts`` of
 #: ``intermediate_size`` (no dense MLP, no shared expert).
 ALL_MOE = {"mixtral", "gpt_oss", "minimax_m2"}
+#: Llama 4 (transformers models/llama4): chunked attention on its RoPE layers.
+LLAMA4 = {"llama4_text"}
 SUPPORTED = sorted(LLAMA_LIKE | QWEN_MOE | HYBRID | ROUTED_SHARED | SLIDING | FUSED | ALL_MOE
-                   | {"gemma3"})
+                   | LLAMA4 | {"gemma3"})
 #: Families whose q, k and v projections always carry a bias.
 QKV_BIAS = {"qwen2", "qwen2_moe"}
 #: Families with a per-head RMSNorm on q and k.
@@ -87,7 +91,8 @@ POSITIVE_KEYS = ("hidden_size", "num_attention_heads", "num_hidden_layers", "int
                  "vocab_size", "head_dim", "num_key_value_heads", "moe_intermediate_size",
                  "num_experts", "num_local_experts", "n_routed_experts", "num_experts_per_tok",
                  "decoder_sparse_step", "full_attention_interval", "moe_layer_freq",
-                 "draft_vocab_size", "target_hidden_size")
+                 "draft_vocab_size", "target_hidden_size", "interleave_moe_layer_step",
+                 "no_rope_layer_interval")
 #: Above this many parameters in one embedding or head the config is not a model's
 #: (vocab_size 1e12 made a card of 8.2 trillion parameters).
 MAX_VOCAB = 10_000_000
@@ -351,6 +356,8 @@ def layer_kinds(cfg: dict, family: str, layers: int, where: str = "config.json")
     >>> layer_kinds({"sliding_window_pattern": 6}, "gemma3_text", 7)[4:]
     ['sliding_attention', 'full_attention', 'sliding_attention']
     """
+    if family in LLAMA4:
+        return llama4_kinds(cfg, layers, where)
     if family not in SLIDING | HYBRID:
         return ["full_attention"] * layers
     other = "sliding_attention" if family in SLIDING else "linear_attention"
@@ -362,6 +369,42 @@ def layer_kinds(cfg: dict, family: str, layers: int, where: str = "config.json")
     interval = int(cfg.get("full_attention_interval", 4))
     return ["full_attention" if (i + 1) % interval == 0 else "linear_attention"
             for i in range(layers)]
+
+
+def llama4_kinds(cfg: dict, layers: int, where: str) -> list[str]:
+    """Llama 4's layers (transformers ``Llama4TextConfig``): ``chunked_attention`` where
+    ``no_rope_layers`` is 1 (a RoPE layer; by default every layer but each
+    ``no_rope_layer_interval``-th), ``full_attention`` on the NoPE layers; all full without an
+    ``attention_chunk_size``. ``layer_types``, when given, says it directly."""
+    if not cfg.get("attention_chunk_size"):
+        return ["full_attention"] * layers
+    if cfg.get("layer_types") is not None:
+        return checked_layer_types(cfg["layer_types"], layers, "chunked_attention", where)
+    flags = cfg.get("no_rope_layers")
+    if not flags:
+        interval = HFConfig(cfg, where).whole("no_rope_layer_interval", 4)
+        flags = [int((i + 1) % interval != 0) for i in range(layers)]
+    if not isinstance(flags, list) or len(flags) < layers or any(f not in (0, 1) for f in flags):
+        raise InputError(f"no_rope_layers {flags!r} does not give each of the {layers} layers "
+                         "a 1 (RoPE, chunked attention) or a 0 (NoPE, full attention)",
+                         file=where, column="no_rope_layers",
+                         fix="pass the model's own config.json (one flag a layer)")
+    return ["chunked_attention" if flag else "full_attention" for flag in flags[:layers]]
+
+
+def llama4_moe_layers(c: HFConfig, layers: int) -> set[int]:
+    """The layers holding experts: ``moe_layers``, else every ``interleave_moe_layer_step``-th
+    from step - 1 on (transformers ``Llama4TextConfig``: Scout's step 1 makes all 48 MoE,
+    Maverick's 2 the odd ones)."""
+    given = c.cfg.get("moe_layers")
+    if given is None:
+        step = c.whole("interleave_moe_layer_step", 1)
+        return set(range(step - 1, layers, step))
+    if not isinstance(given, list) or any(isinstance(i, bool) or not isinstance(i, int)
+                                          or not 0 <= i < layers for i in given):
+        raise InputError(f"moe_layers {given!r} is not a list of layer numbers 0 to {layers - 1}",
+                         file=c.where, column="moe_layers", fix="pass the model's own config.json")
+    return set(given)
 
 
 def _lin(name: str, out: int, inp: int, kind: str, *, bias: bool = False) -> list[Tensor]:
@@ -488,6 +531,8 @@ def moe_layer(c: HFConfig, family: str, i: int) -> bool:
             i % c.whole("moe_layer_freq", 1) == 0
     if family in ALL_MOE:
         return True
+    if family in LLAMA4:
+        return i in llama4_moe_layers(c, c.whole("num_hidden_layers"))
     experts = c.optional("num_experts")
     if not experts or family == "qwen3_5_text":
         return False
@@ -497,12 +542,14 @@ def moe_layer(c: HFConfig, family: str, i: int) -> bool:
 
 def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> list[Tensor]:
     """The layer's dense MLP, or its router, routed experts and shared expert(s)."""
-    p = f"{prefix}.mlp"
+    p = f"{prefix}.feed_forward" if family in LLAMA4 else f"{prefix}.mlp"
     bias = c.flag("mlp_bias")
     if not moe_layer(c, family, i):
-        return _mlp(p, hidden, c.whole("intermediate_size"), "mlp", bias=bias,
-                    fused=family in FUSED)
+        dense = "intermediate_size_mlp" if family in LLAMA4 else "intermediate_size"
+        return _mlp(p, hidden, c.whole(dense), "mlp", bias=bias, fused=family in FUSED)
     topk = experts_topk(c)
+    if family in LLAMA4:
+        return llama4_moe(c, p, hidden, topk)
     if family == "gpt_oss":
         return gpt_oss_moe(c, p, hidden, topk)
     if family == "minimax_m2":
@@ -577,6 +624,21 @@ def minimax_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
                    count=experts, active=share)]
 
 
+def llama4_moe(c: HFConfig, p: str, hidden: int, topk: int) -> list[Tensor]:
+    """Llama 4's MoE (transformers ``Llama4TextMoe``): a router, experts of
+    ``intermediate_size`` stored fused (``experts.gate_up_proj`` 2 x intermediate outputs,
+    ``experts.down_proj``; all experts in one tensor each, counted as ``count`` copies of one
+    expert's) and a shared expert of the same size every token runs."""
+    experts, inter = c.whole("num_local_experts"), c.whole("intermediate_size")
+    share = topk / experts
+    return ([Tensor(f"{p}.router", (experts, hidden), "router"),
+             Tensor(f"{p}.experts.gate_up_proj", (2 * inter, hidden), "expert", linear=True,
+                    count=experts, active=share),
+             Tensor(f"{p}.experts.down_proj", (hidden, inter), "expert", linear=True,
+                    count=experts, active=share)]
+            + _mlp(f"{p}.shared_expert", hidden, inter, "shared_expert"))
+
+
 def sliding_kinds(pattern: int, layers: int) -> list[str]:
     """Every ``pattern``-th layer full attention, the others sliding-window: transformers'
     Gemma 3 (6) and gpt-oss (2) layouts, which llama.cpp sets the same way
@@ -590,7 +652,7 @@ def sliding_kinds(pattern: int, layers: int) -> list[str]:
 
 
 def describe_window(shape: ModelShape, sliding: int, full: int, kv_heads: int, head_dim: int,
-                    window: int) -> str:
+                    window: int, label: str = "sliding-window") -> str:
     """Set the card's sliding-window cache (``kv_window_bytes_per_token``, ``kv_window_tokens``)
     of ``sliding`` layers beside ``full`` full-attention ones, note it, and return the
     attention text's clause for them."""
@@ -598,13 +660,14 @@ def describe_window(shape: ModelShape, sliding: int, full: int, kv_heads: int, h
     shape.kv_window_bytes_per_token, shape.kv_window_tokens = per_token, window
     shape.notes.append(
         f"kv_bytes_per_token counts the {full} full-attention layers only, whose cache "
-        f"grows with the context; the {sliding} sliding-window layers cache at most "
+        f"grows with the context; the {sliding} {label} layers cache at most "
         f"{window} tokens: kv_window_bytes_per_token {per_token:,} (2 x {sliding} x "
         f"{kv_heads} x {head_dim} x 2 bytes) x kv_window_tokens {window} = "
         f"{per_token * window:,} bytes per sequence; one sequence's cache at context C is "
         f"kv_bytes_per_token x C + {per_token:,} x min(C, {window}), what the memory "
-        "checks count (an engine that keeps sliding layers at the full context holds more)")
-    return f"; {sliding} sliding-window ({window} tokens) + {full} full-attention layers"
+        f"checks count (an engine that keeps {label} layers at the full context holds more)")
+    span = f"{window}-token chunks" if label == "chunked-attention" else f"{window} tokens"
+    return f"; {sliding} {label} ({span}) + {full} full-attention layers"
 
 
 def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[str]) -> None:
@@ -637,6 +700,10 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
         shape.notes.append(f"the {linear} Gated DeltaNet layers keep a fixed state "
                            f"per sequence instead of a KV cache: {state} recurrent + {conv} conv "
                            "values per layer")
+    chunked = kinds.count("chunked_attention")
+    if chunked:   # Llama 4: a token attends within its chunk, so a layer holds one chunk at most
+        text += describe_window(shape, chunked, full, kv_heads, head_dim,
+                                c.whole("attention_chunk_size"), "chunked-attention")
     sliding = kinds.count("sliding_attention")
     if sliding:
         text += (describe_window(shape, sliding, full, kv_heads, head_dim,
@@ -672,12 +739,14 @@ def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
         shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
     elif family in ALL_MOE:
         shape.experts = c.whole("num_local_experts")
+    elif family in LLAMA4 and llama4_moe_layers(c, shape.layers):
+        shape.experts, shape.shared_experts = c.whole("num_local_experts"), 1
     elif family in QWEN_MOE or family in {"qwen3_next", "qwen3_5_moe_text"}:
         shape.experts = c.optional("num_experts")
         shape.shared_experts = 1 if c.whole("shared_expert_intermediate_size", 0) else 0
     if shape.experts:
         shape.experts_topk = experts_topk(c)
-        shape.intermediate_size = c.whole("intermediate_size") if family in ALL_MOE \
+        shape.intermediate_size = c.whole("intermediate_size") if family in ALL_MOE | LLAMA4 \
             else c.whole("moe_intermediate_size")
     else:
         shape.intermediate_size = c.optional("intermediate_size")
