@@ -8,9 +8,9 @@ hybrid, compressed-tensors), the SpecForge EAGLE-3 head for Llama 3 8B (sgl-proj
 configs/llama3-8B-eagle3.json), Gemma 3 27B and 4B (multimodal configs, sliding-window layers),
 gpt-oss-20b and 120b (MXFP4 experts, attention sinks), GLM-4.5-Air and GLM-4.6 (glm4_moe: GQA
 with routed + shared experts), Phi-4 and Phi-3.5-mini (phi3: fused qkv and gate/up
-projections), MiniMax-M2.7 (minimax_m2), Llama 4 Scout (llama4: routed + shared experts,
-chunked attention), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M (tests/gguf_fixture.py says
-what it mirrors).
+projections), MiniMax-M2.7 (minimax_m2), Mistral Small 3.1 (mistral3), Llama 4 Scout (llama4:
+routed + shared experts, chunked attention), and a SYNTHETIC GGUF file of Llama-3.1-8B Q4_K_M
+(tests/gguf_fixture.py says what it mirrors).
 
 Every count below is worked out by hand in the comments from the config's fields, and
 compared with the totals the model's publishers give.
@@ -364,6 +364,31 @@ def test_gemma3_27b_counts_its_language_model_and_prices_full_attention_kv():
             "tie_word_embeddings true, sliding_window_pattern 6") in notes
     # ... in two columns the memory checks read: 2 x 52 x 16 x 128 x 2 = 425,984 per token
     assert (d.card["kv_window_bytes_per_token"], d.card["kv_window_tokens"]) == ("425984", "1024")
+
+
+def test_a_mistral3_config_counts_its_mistral_language_model_not_the_pixtral_tower():
+    """Mistral Small 3.1 (model_type mistral3, transformers models/mistral3): its text_config is
+    a plain ``mistral`` model, which card add counts; the Pixtral vision tower and the
+    projector encode images at prefill and are not streamed per decoded token, so they are
+    left out and the notes say so (as for Gemma 3's wrapper).
+    V 131072, H 5120, 40 layers, 32 q / 8 kv heads x 128 (head_dim given: q is 4096 wide), MLP
+    32768, untied (tie_word_embeddings absent: false).
+    attention: q 5120 x 4096 20,971,520 + k, v 5120 x 1024 5,242,880 each + o 20,971,520
+      = 52,428,800; MLP 3 x 5120 x 32768 = 503,316,480; norms 10,240 -> layer 555,755,520;
+      x 40 = 22,230,220,800 + 2 x 131072 x 5120 (671,088,640) + 5,120 = 23,572,403,200
+    Left out: the Pixtral tower (patch_conv 1024 x 3 x 14 x 14 602,112 + ln_pre 1,024 + 24
+      layers of 4 x 1024^2 + 3 x 1024 x 4096 + 2 x 1,024 = 16,779,264) 403,305,472, and the
+      projector (norm 1,024 + patch merger 4096 x 1024 + linear_1 1024 x 5120 + linear_2
+      5120 x 5120) 35,652,608: 438,958,080 -> 24,011,361,280 with them, Mistral's "24B".
+    KV: 2 x 40 x 8 x 128 x 2 = 163,840 bytes per token."""
+    d = derive("mistral-small-3.1-24b")
+    assert d.facts["params_total"] == 23_572_403_200 == d.facts["params_active"]
+    assert d.facts["params_total"] + 403_305_472 + 35_652_608 == 24_011_361_280
+    assert (d.card["layers"], d.card["hidden_size"], d.card["experts"]) == ("40", "5120", "")
+    assert d.card["kv_bytes_per_token"] == "163840"
+    assert d.card["attention"] == "GQA 32 q heads / 8 kv heads, head_dim 128"
+    assert d.facts["architecture"] == "mistral" and d.card["max_context_tokens"] == "131072"
+    assert "vision tower (vision_config) and the projector" in d.card["notes"]
 
 
 def test_a_sliding_window_cache_counts_in_the_memory_checks(tmp_path):
