@@ -468,6 +468,28 @@ def test_acceptance_rows_that_fit_the_curve_give_no_warning():
     assert not [w for w in out["warnings"] if w.startswith("--acceptance-file")]
 
 
+def test_an_acceptance_file_of_another_model_is_warned_of():
+    """`optimize --acceptance-file data/acceptance_reference.csv` (qwen3-8b rows, the help's
+    own example) answered a kimi-k2.6 question with no warning: the curve's "written for
+    another model" line was skipped whenever a file was given, whatever model its rows were.
+    Now the file's model is compared with the one asked, as the curve's is; its own rows of
+    the model asked (or its family) say nothing."""
+    draws = point_mass_draws()
+    draws.meta["model"]["target_model"] = "kimi-k2.6"   # (as a fit of the bundled rows has it)
+    curve = parse_acceptance_curve(bundled("priors.toml").read_text(), "bundled")
+    out = D.optimize(draws, curve, hardware="b300", engine="sglang", budgets=BUDGETS,
+                     acceptance_file=str(REFERENCE))
+    assert out["curve"]["acceptance_model"] == "qwen3-8b"
+    from ddtree_bayes.workflows.decisions.optimize import curve_model_warning
+
+    assert curve_model_warning(draws, curve, out, str(REFERENCE)) == (
+        f"the acceptance file's rows ({REFERENCE}) are of qwen3-8b, not kimi-k2.6: these "
+        "acceptances are another model's; pass --acceptance-file with measured acceptances "
+        "of this target and drafter")
+    own = {**out, "curve": {**out["curve"], "acceptance_model": "kimi-k2.6"}}
+    assert curve_model_warning(draws, curve, own, str(REFERENCE)) is None
+
+
 # ------------------------------------------------------------------ next
 def cand(draws, engine, method, budget, accept=None):
     sc = P.resolve_scenario(draws, hardware="b300", gpus=None, engine=engine, method=method,

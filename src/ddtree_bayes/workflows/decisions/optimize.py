@@ -249,18 +249,19 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     step = np.stack(steps, axis=1)                                        # (n, nb)
     n = draws.n_draws
     rng = np.random.default_rng([seed, 7])
+    file_model = None   # (whose acceptances the file's rows are: curve_model_warning)
     if acceptance_file is None:
         cd = sample_curve(curve, n, rng)
         anchored = (float(curve.reference_budget), math.inf)
     else:
-        b_obs, a_obs, model = read_acceptance_file(
+        b_obs, a_obs, file_model = read_acceptance_file(
             acceptance_file, method, block,
             lambda b: accept_limit(draws, method, block, int(b) if b == int(b) else None))
         whose = f" of {curve.method} block {curve.block}" if other_drafter else ""
         rows_of = f" {method} block {block}" if other_drafter else ""
         cd = update_curve(curve, b_obs, a_obs, n, rng,
                           source=f"prior{whose} from {curve.path}, updated with {len(b_obs)} "
-                                 f"{model}{rows_of} rows of {acceptance_file}")
+                                 f"{file_model}{rows_of} rows of {acceptance_file}")
         anchored = (float(b_obs.min()), float(b_obs.max()))
     # capped per budget at what a step can emit: the scenarios' limits, as predict's
     limits = np.array([sc.limit.tokens for sc in scenarios])
@@ -308,6 +309,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                  "(1 - decay)), d = log2(B / reference_budget)",
                       "reference_budget": curve.reference_budget, "priors": curve.describe(),
                       "source": cd.source, "ess": cd.ess, "rows": cd.rows,
+                      "acceptance_model": file_model or curve.model,
                       "clipped": cd.clipped,
                       "accept_ref": med90(cd.accept_ref), "gain": med90(cd.gain),
                       "decay": med90(cd.decay),
@@ -323,10 +325,10 @@ def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
                         acceptance_file: str | Path | None = None) -> str | None:
     """What says that ``optimize``'s answer ``out`` took another model's acceptances: the
     curve (``[acceptance_curve]`` in ``curve.path``) was written for a model other than the
-    one asked (``out``'s scenario, or the fit's target), and no ``acceptance_file`` of this
-    drafter's measured acceptances replaced it. None when the curve names no model, names
-    the one asked (or its family), or a file was given. ``optimize`` prints it and the
-    report's budget section carries it.
+    one asked (``out``'s scenario, or the fit's target) and no ``acceptance_file`` replaced
+    it, or the file's rows (``out["curve"]["acceptance_model"]``) are another model's. None
+    when the curve (the file) names no model or names the one asked (or its family).
+    ``optimize`` prints it and the report's budget section carries it.
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
@@ -335,14 +337,20 @@ def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
     >>> out = {"scenario": {"model": "llama-3.1-8b-instruct"}}
     >>> curve_model_warning(draws, curve, out)[:88]
     'the acceptance curve ([acceptance_curve] in p.toml) was written for kimi-k2.6, not llama'
-    >>> curve_model_warning(draws, curve, out, "acc.csv") is None
+    >>> curve_model_warning(draws, curve, out, "acc.csv") is None   # (its rows' model unknown)
     True
     """
     from ddtree_bayes.core.pairs import same_family
 
     asked = out["scenario"].get("model") or draws.meta["model"].get("target_model")
-    if not curve.model or not asked or acceptance_file is not None or same_family(curve.model,
-                                                                                  asked):
+    if acceptance_file is not None:
+        rows_of = out.get("curve", {}).get("acceptance_model")
+        if not rows_of or not asked or same_family(rows_of, asked):
+            return None
+        return (f"the acceptance file's rows ({acceptance_file}) are of {rows_of}, not "
+                f"{asked}: these acceptances are another model's; pass --acceptance-file "
+                "with measured acceptances of this target and drafter")
+    if not curve.model or not asked or same_family(curve.model, asked):
         return None
     return (f"the acceptance curve ([acceptance_curve] in {curve.path}) was written for "
             f"{curve.model}, not {asked}: these acceptances are another model's prior; pass "
