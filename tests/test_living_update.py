@@ -950,3 +950,44 @@ def test_diff_names_the_model_of_each_changed_row_when_the_fits_hold_several(upd
     assert ("  + row 11: kimi-k2.6, b300 x8 sglang ddtree b16/B32 M=33 accept 13.1: 612 tok/s"
             in out)
     assert "  + row 12: llama-3.1-8b-instruct, b300 x8 sglang ar M=1 accept 1: 99 tok/s" in out
+
+
+def test_update_without_priors_refuses_to_leave_the_priors_the_fit_was_made_with(
+        tmp_path, monkeypatch):
+    """`fit --priors mine.toml`, a row added, then `update`: it read models/priors.toml
+    instead, said "priors changed since fit ..." (mine.toml had not changed) and refitted on
+    the other priors, exit 0; the tracked queries' change (-40% in width on a real fit of
+    the bundled data with noise_sd's median at 0.10) read as the new row's. As for --data:
+    refused, naming the flag; with --priors mine.toml the fit's own priors are read."""
+    from ddtree_bayes.engine import inference
+    from test_cli_support import listing, make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "models" / "priors.toml"
+    mine = work / "mine.toml"
+    mine.write_text(default.read_text().replace("median = 0.03\n", "median = 0.10\n", 1))
+    assert mine.read_text() != default.read_text()
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv", mine,
+                         work / "data" / "hardware.csv")
+    before = listing(work)
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: fit 20260101T000000Z-pointmss was made with the priors "
+                   "mine.toml, but `update` without --priors reads models/priors.toml (fix: pass "
+                   "--priors mine.toml to keep that fit's priors, or --priors models/priors.toml "
+                   "to refit on the other file)\n")
+    assert listing(work) == before   # nothing written: no refit, latest.json unchanged
+    # without models/priors.toml here the default is the bundled file, and the line says so
+    default.unlink()
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert (f"but `update` without --priors reads {bundled('priors.toml')} (no models/priors.toml "
+            "here: the bundled priors) (fix: pass --priors mine.toml") in err
+    # --priors names the file: the fit's own priors again (up to date here)
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    code, out, err = call(work, "update", "--priors", "mine.toml")
+    assert code == 0 and "nothing to refit" in out, err
+    # a byte-identical copy of mine.toml as the default is the same priors: read
+    default.write_bytes(mine.read_bytes())
+    code, out, err = call(work, "update")
+    assert code == 0 and "nothing to refit" in out, err

@@ -136,27 +136,47 @@ def _check_default_data(meta: dict, default: Path) -> None:
     another directory (a copied workspace) or on the bundled copy updates from the default,
     and so does one whose file the default is a copy of (the fit's stored sha256: another
     install's bundled data, a workspace's data/measurements.csv copied from mine.csv)."""
+    _check_default_file(meta, "data", default, "measurements.csv",
+                        "made on {mine}", "data/measurements.csv", "data",
+                        "to fold in that file's new rows")
+
+
+def _check_default_priors(meta: dict, default: Path) -> None:
+    """The same for ``--priors``: after ``fit --priors mine.toml``, an ``update`` without it
+    read models/priors.toml (or the bundled priors), said "priors changed since fit ..." of
+    a file that had not changed, and refitted on the other priors (exit 0)."""
+    _check_default_file(meta, "priors", default, "priors.toml",
+                        "made with the priors {mine}", "models/priors.toml", "priors",
+                        "to keep that fit's priors")
+
+
+def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, made: str,
+                        local: str, what: str, keep: str) -> None:
+    """Refuse to read ``default`` (``update`` without ``--<key>``) in place of the file
+    ``meta[key]`` names, while that file is here and the default holds other text."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.scenario import holds_fitted
 
-    stored = meta.get("data", {}).get("path")
+    stored = meta.get(key, {}).get("path")
     if not stored:
         return
     made_on, here = Path(stored).resolve(), default.resolve()
-    bundled = paths.bundled("measurements.csv").resolve()
+    bundled = paths.bundled(bundled_name).resolve()
     if made_on == here or made_on == bundled or not made_on.is_file():
         return
-    if here.is_file() and holds_fitted(meta["data"].get("sha256", ""), here):
+    if here.is_file() and holds_fitted(meta[key].get("sha256", ""), here):
         return
     if here != bundled and not made_on.is_relative_to(Path.cwd().resolve()):
         return
-    mine, other = paths.shown(made_on), paths.shown(default)
+    flag = paths.data_flag(made_on) if key == "data" else \
+        f" --{key} {shlex.quote(paths.shown(made_on))}"
+    other = paths.shown(default)
     raise InputError(
-        f"fit {meta['fit_id']} was made on {mine}, but `update` without --data reads {other}"
-        + (" (no data/measurements.csv here: the bundled data)" if here == bundled else ""),
-        fix=f"pass{paths.data_flag(made_on)} to fold in that file's new rows, or --data "
-            f"{shlex.quote(other)} to refit on the other file")
+        f"fit {meta['fit_id']} was {made.format(mine=paths.shown(made_on))}, but `update` "
+        f"without --{key} reads {other}"
+        + (f" (no {local} here: the bundled {what})" if here == bundled else ""),
+        fix=f"pass{flag} {keep}, or --{key} {shlex.quote(other)} to refit on the other file")
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -172,6 +192,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     data_path = Path(args.data) if args.data else paths.data_file("measurements.csv")
     if not args.data:
         _check_default_data(previous.meta, data_path)
+    if not args.priors:
+        _check_default_priors(previous.meta, paths.priors_file())
     from ddtree_bayes.engine.fitting import FitInputs
 
     inputs = FitInputs.read(data_path, args.priors, args.hardware_file)
