@@ -556,6 +556,59 @@ def test_diff_says_when_the_hardware_table_or_model_form_differ(tmp_path):
     assert code == 0 and "differs" not in out, out
 
 
+def test_diff_says_when_the_model_or_drafter_cards_differ(tmp_path):
+    """A trust pass: two fits of the same rows, B made after data/models.csv gave Kimi K2.6
+    1.0 bytes per weight (0.5 built in): `diff A B` printed "same measurements" and the
+    moved parameters without a word on why (inputs_differ []), as it did for the hardware
+    table before. So for a drafter card added between the fits."""
+    import dataclasses
+
+    import h5py
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine import store
+    from test_cli_support import write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data, models = work / "data", work / "models"
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    assert card["bytes_per_weight"] == 0.5
+    drafter = {"drafter": "my-kimi-5l", "target_model": "kimi-k2.6", "methods": ["ddtree"],
+               "kind": "dflash_block", "layers": 5, "params_active_b": 5.2}
+
+    def with_cards(fit_id: str, model_card: dict, drafters: list[dict]) -> None:
+        path = store.fits_dir(models) / f"{fit_id}.nc"
+        with h5py.File(path, "r+") as fh:
+            meta = json.loads(fh.attrs[store.META_ATTR])
+            meta["model"].update(card=model_card, drafter_cards=drafters)
+            fh.attrs[store.META_ATTR] = json.dumps(meta)
+
+    with_cards("20260101T000000Z-pointmss", card, [])
+    for fit_id, model_card, drafters in (
+            ("20260101T000001Z-heavier0", {**card, "bytes_per_weight": 1.0}, []),
+            ("20260101T000002Z-drafter0", card, [drafter]),
+            # only a field no answer reads (the memory checks'): the same model
+            ("20260101T000003Z-kvonly00", {**card, "kv_bytes_per_token": 70272.0}, [])):
+        write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",
+                             data / "hardware.csv", fit_id=fit_id)
+        with_cards(fit_id, model_card, drafters)
+    expect = {"20260101T000001Z-heavier0": (
+                  ["model cards"], "the model card of kimi-k2.6 differs between the two fits"),
+              "20260101T000002Z-drafter0": (
+                  ["drafter cards"], "the drafter card my-kimi-5l differs between the two fits "
+                                     "(changed, added or removed)"),
+              "20260101T000003Z-kvonly00": ([], None)}
+    for fit_id, (keys, line) in expect.items():
+        code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", fit_id)
+        assert code == 0, err
+        head = out[:out.index("posterior median")].splitlines()
+        assert head[1:] == ([line] if line else []) + ["  same measurements", ""], head
+        code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", fit_id, "--format",
+                                 "json")
+        assert code == 0 and json.loads(out)["inputs_differ"] == keys, err
+
+
 @pytest.mark.parametrize("text", ["1,,4", "1,4,", ",4", " , "])
 def test_an_empty_item_of_a_list_flag_is_refused_not_dropped(work, text):
     """`predict --concurrency 1,,4` answered C = 1 and 4 without a word on the blank between

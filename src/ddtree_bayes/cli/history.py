@@ -90,12 +90,55 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
     if values(a) != values(b):
         out.append(("hardware table", "hardware table differs between the two fits"))
     ma, mb = a.meta.get("model", {}), b.meta.get("model", {})
+    out += _cards_differ(a, b)
     # (a fit before the structured form has no step_form: fraction, as everywhere)
     for key, what, default in (("moe_form", "MoE form", None),
                                ("step_form", "step form", "fraction")):
         if ma.get(key, default) != mb.get(key, default):
             out.append((key, f"{what} differs between the two fits: {ma.get(key, default)} -> "
                              f"{mb.get(key, default)}"))
+    return out
+
+
+def _cards_differ(a, b) -> list[tuple[str, str]]:
+    """The model cards (their modelled fields: :func:`~ddtree_bayes.core.model_cards.modelled`)
+    of a model both fits stored, and the drafter cards for a model of either fit, that differ
+    between fits ``a`` and ``b`` (key, line). A proxy card is made from the rows, which the
+    diff lists: it is left out."""
+    import json
+
+    from ddtree_bayes.core.model_cards import modelled
+
+    def models(fit) -> dict:
+        model = fit.meta.get("model", {})
+        stored = dict(model.get("model_cards") or {})
+        if model.get("card"):
+            stored[model["card"]["model"]] = model["card"]
+        proxy = (model.get("proxy_card") or {}).get("model")
+        return {name: modelled(card) for name, card in stored.items() if name != proxy}
+
+    def drafters(fit) -> dict[str, str]:
+        return {json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True): d["drafter"]
+                for d in fit.meta.get("model", {}).get("drafter_cards", [])}
+
+    out = []
+    ca, cb = models(a), models(b)
+    changed = sorted(n for n in ca.keys() & cb.keys() if ca[n] != cb[n])
+    if changed:
+        out.append(("model cards", f"the model card{'s' * (len(changed) > 1)} of "
+                    f"{', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} "
+                    "between the two fits"))
+    if all("drafter_cards" in f.meta.get("model", {}) for f in (a, b)):
+        targets = {r.model for f in (a, b) for r in f.measurements.rows}
+        da, db = drafters(a), drafters(b)
+        names = sorted({name for key, name in {**da, **db}.items() if (key in da) != (key in db)
+                        and any(m == json.loads(key)["target_model"]
+                                or m.startswith(json.loads(key)["target_model"] + "-")
+                                for m in targets)})
+        if names:
+            out.append(("drafter cards", f"the drafter card{'s' * (len(names) > 1)} "
+                        f"{', '.join(names)} {'differ' if len(names) > 1 else 'differs'} "
+                        "between the two fits (changed, added or removed)"))
     return out
 
 
