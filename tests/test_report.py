@@ -743,3 +743,51 @@ def test_the_hardware_section_names_the_amd_gpus_priced_without_a_learned_amd_te
         "speculative overhead is priced from CUDA deployments with no AMD term (the fit's "
         "fraction step form has none)")
     assert section_notes({"decisions": dec})["hardware"] == [line]
+
+
+def test_a_report_of_a_stale_fit_says_so_as_predict_does(tmp_path, monkeypatch, capsys):
+    """A trust pass: after a row was added to data/measurements.csv, `predict` warns
+    "data/measurements.csv changed since fit ...; run `ddtree-bayes update` ...", but
+    `report` of the same fit printed "converged: every gate passed", exit 0, and its page,
+    whose answer line and budget / next / hardware sections answer from that fit, said
+    nothing of it. The same warnings (the acceptance curve aside: the budget section says
+    its own) go to stderr, under the page's verdict and into summary.md / summary.json."""
+    import importlib
+
+    from ddtree_bayes.engine import compare
+    from test_cli_support import make_point_mass_workdir
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    with open(data, "a") as fh:
+        fh.write("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,140.0,a new run,\n")
+    line = (f"{data.resolve()} changed since fit 20260101T000000Z-pointmss; run "
+            "`ddtree-bayes update` (or `fit`) to use it")
+    # the sampling-heavy parts left out (a point mass has too few draws for PSIS-LOO):
+    # what is checked is which warnings reach the summary, the page and stderr
+    made: dict = {}
+    monkeypatch.setattr(compare, "require_psis_draws", lambda *a: None)
+    monkeypatch.setattr(store, "load_datatree", lambda path: None)
+    monkeypatch.setattr(render, "compute", lambda draws, dt, **kw: {
+        "fit_id": draws.meta["fit_id"],
+        "verdict": {"converged": True, "failures": [], "text": "converged: every gate passed"}})
+    monkeypatch.setattr(render, "render_whole",
+                        lambda summary, draws, out_dir, dt=None: made.update(summary))
+    monkeypatch.chdir(work)
+    assert cli.main(["report", "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("converged: every gate passed\n")
+    assert err == f"ddtree-bayes: warning: {line}\n"
+    assert made["stale"] == [line]
+    page = render.page(made, {})
+    verdict = "<p class='verdict ok'>converged: every gate passed</p>"
+    assert f"{verdict}\n<p class='warning'>Warning: {line}</p>" in page
+    assert render.markdown(made).startswith(f"# ddtree-bayes fit 20260101T000000Z-pointmss\n\n"
+                                            f"**converged: every gate passed**\n\n"
+                                            f"Warning: {line}\n")
+    # the files the fit was made on, unchanged: nothing to say
+    data.write_text("".join(data.read_text().splitlines(keepends=True)[:-1]))
+    assert cli.main(["report", "--quiet"]) == 0
+    assert capsys.readouterr().err == "" and made["stale"] == []
+    assert "class='warning'" not in render.page(made, {})

@@ -5,7 +5,15 @@ import argparse
 import sys
 from pathlib import Path
 
-from ddtree_bayes.cli.output import PROG, counted, emit_json, emit_result, fmt_value, render_table
+from ddtree_bayes.cli.output import (
+    PROG,
+    counted,
+    emit_json,
+    emit_result,
+    fmt_value,
+    print_warnings,
+    render_table,
+)
 from ddtree_bayes.core.data import plain_text
 from ddtree_bayes.core.errors import QueryError
 
@@ -28,6 +36,7 @@ def cmd_report(args: argparse.Namespace) -> int:
               f"{args.fit or 'the latest fit'}", file=sys.stderr, flush=True)
     out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
                                            seed=args.seed, **named)
+    print_warnings(summary.get("stale", []))   # (as predict warns of the same fit)
     own = summary.get("default_scenario") or {}
     asked = {k: v for k, v in own.items() if k != "derived"} if own.get("derived") else None
     if asked is not None:

@@ -435,6 +435,8 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
              f"<script>{SCRIPT}</script></head><body>",
              f"<h1>ddtree-bayes fit {html.escape(summary['fit_id'])}</h1>",
              f"<p class='verdict {'ok' if v['converged'] else 'bad'}'>{html.escape(v['text'])}</p>"]
+    parts.extend(f"<p class='warning'>Warning: {html.escape(w)}</p>"
+                 for w in summary.get("stale", []))
     answer = headline(summary)
     if answer:
         parts.append(f"<p class='answer'>{html.escape(answer)}</p>")
@@ -498,6 +500,7 @@ def headline(summary: dict) -> str | None:
 
 def markdown(summary: dict) -> str:
     lines = [f"# ddtree-bayes fit {summary['fit_id']}", "", f"**{summary['verdict']['text']}**", ""]
+    lines += [line for w in summary.get("stale", []) for line in (f"Warning: {w}", "")]
     if headline(summary):
         lines += [str(headline(summary)), ""]
     notes = section_notes(summary)
@@ -543,5 +546,18 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
         render_whole(summary, None, out_dir)
         raise
     summary = compute(draws, dt, seed=seed, model=model, priors_path=priors)
+    summary["stale"] = stale_warnings(draws, here=workdir is None)
     render_whole(summary, draws, out_dir, dt)
     return out_dir, summary
+
+
+def stale_warnings(draws: Fit, here: bool = True) -> list[str]:
+    """What ``predict`` warns of the fit (``check_fit``): its data, priors, hardware table or
+    cards changed since it was made. Not its convergence (the verdict says it) nor the
+    acceptance curve (the budget section says which it uses). ``here``: compare with the
+    working directory's tables and cards too (a report written from the command line)."""
+    from ddtree_bayes.engine.scenario import check_fit
+
+    said = check_fit(draws, allow_unconverged=True, here=here,
+                     ignore_priors_sections=("acceptance_curve",))
+    return said if draws.meta["converged"] else said[1:]
