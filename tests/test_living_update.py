@@ -991,3 +991,75 @@ def test_update_without_priors_refuses_to_leave_the_priors_the_fit_was_made_with
     default.write_bytes(mine.read_bytes())
     code, out, err = call(work, "update")
     assert code == 0 and "nothing to refit" in out, err
+
+
+def test_update_without_hardware_file_refuses_to_leave_the_table_the_fit_was_made_with(
+        tmp_path, monkeypatch):
+    """`fit --hardware-file myhw.csv` (h200 at 9.6 TB/s), a row added, then `update`: it read
+    data/hardware.csv, said "hardware table changed since fit ..." (myhw.csv had not changed)
+    and refitted on the other table, exit 0 (an h200 answer of 739 tok/s became one at 4.8
+    TB/s). The fit records the file it was made with; as for --data and --priors, `update`
+    without the flag refuses to swap it."""
+    import hashlib
+
+    import h5py
+
+    from ddtree_bayes.engine import inference, store
+    from test_cli_support import FIT_ID, listing, make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "data" / "hardware.csv"
+    mine = work / "myhw.csv"
+    mine.write_text(default.read_text().replace("\nh200,HBM3e,141,4.8,", "\nh200,HBM3e,141,9.6,",
+                                                1))
+    assert mine.read_text() != default.read_text()
+    path = write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                                work / "models" / "priors.toml", mine)
+    with h5py.File(path, "r+") as fh:   # what `fit --hardware-file myhw.csv` records
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        meta["hardware"] = {"path": str(mine.resolve()),
+                            "sha256": hashlib.sha256(mine.read_bytes()).hexdigest()}
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    before = listing(work)
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: fit {FIT_ID} was made with the hardware table "
+                   "myhw.csv, but `update` without --hardware-file reads data/hardware.csv (fix: "
+                   "pass --hardware-file myhw.csv to keep that fit's table, or --hardware-file "
+                   "data/hardware.csv to refit on the other file)\n")
+    assert listing(work) == before   # nothing written: no refit, latest.json unchanged
+    # without data/hardware.csv here the default is the built-in table, and the line says so
+    default.unlink()
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert (f"but `update` without --hardware-file reads {bundled('hardware.csv')} (no "
+            "data/hardware.csv here: the bundled hardware table) (fix: pass --hardware-file "
+            "myhw.csv") in err
+    # --hardware-file names the file: the fit's own table again (up to date here)
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    code, out, err = call(work, "update", "--hardware-file", "myhw.csv")
+    assert code == 0 and "nothing to refit" in out, err
+    # a byte-identical copy of myhw.csv as the default is the same table: read
+    default.write_bytes(mine.read_bytes())
+    code, out, err = call(work, "update")
+    assert code == 0 and "nothing to refit" in out, err
+
+
+@pytest.mark.parametrize("own", [False, True])
+def test_a_fit_records_the_hardware_file_it_was_made_with(tmp_path, monkeypatch, own):
+    """What the check above reads: the fit's user hardware file (--hardware-file, else
+    data/hardware.csv), its path and sha256; none for the built-in table alone."""
+    import hashlib
+
+    from ddtree_bayes.engine import fitting
+
+    work = tmp_path / "w"
+    (work / "data").mkdir(parents=True)
+    mine = work / "myhw.csv"
+    mine.write_bytes(bundled("hardware.csv").read_bytes())
+    monkeypatch.chdir(work)
+    inputs = fitting.FitInputs.read(bundled("measurements.csv"), bundled("priors.toml"),
+                                    "myhw.csv" if own else None)
+    expected = {"path": str(mine.resolve()),
+                "sha256": hashlib.sha256(mine.read_bytes()).hexdigest()} if own else None
+    assert fitting.hardware_meta(inputs.hardware) == expected

@@ -150,15 +150,32 @@ def _check_default_priors(meta: dict, default: Path) -> None:
                         "to keep that fit's priors")
 
 
+def _check_default_hardware(meta: dict) -> None:
+    """The same for ``--hardware-file``: after ``fit --hardware-file myhw.csv``, an ``update``
+    without it read data/hardware.csv (or the built-in table), said "hardware table changed
+    since fit ..." and refitted on the other table (exit 0). A fit records its user file
+    (``meta["hardware"]``, :func:`~ddtree_bayes.engine.fitting.hardware_meta`); one made on
+    the built-in table alone, or before fits recorded it, is not checked."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.hardware_table import user_hardware_file
+
+    default = user_hardware_file() or paths.bundled("hardware.csv")
+    _check_default_file(meta, "hardware", default, "hardware.csv",
+                        "made with the hardware table {mine}", "data/hardware.csv",
+                        "hardware table", "to keep that fit's table", flag="hardware-file")
+
+
 def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, made: str,
-                        local: str, what: str, keep: str) -> None:
-    """Refuse to read ``default`` (``update`` without ``--<key>``) in place of the file
-    ``meta[key]`` names, while that file is here and the default holds other text."""
+                        local: str, what: str, keep: str, flag: str | None = None) -> None:
+    """Refuse to read ``default`` (``update`` without ``--<flag>``, by default ``--<key>``) in
+    place of the file ``meta[key]`` names, while that file is here and the default holds
+    other text."""
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.scenario import holds_fitted
 
-    stored = meta.get(key, {}).get("path")
+    flag = flag or key
+    stored = (meta.get(key) or {}).get("path")
     if not stored:
         return
     made_on, here = Path(stored).resolve(), default.resolve()
@@ -169,14 +186,14 @@ def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, 
         return
     if here != bundled and not made_on.is_relative_to(Path.cwd().resolve()):
         return
-    flag = paths.data_flag(made_on) if key == "data" else \
-        f" --{key} {shlex.quote(paths.shown(made_on))}"
+    given = paths.data_flag(made_on) if key == "data" else \
+        f" --{flag} {shlex.quote(paths.shown(made_on))}"
     other = paths.shown(default)
     raise InputError(
         f"fit {meta['fit_id']} was {made.format(mine=paths.shown(made_on))}, but `update` "
-        f"without --{key} reads {other}"
+        f"without --{flag} reads {other}"
         + (f" (no {local} here: the bundled {what})" if here == bundled else ""),
-        fix=f"pass{flag} {keep}, or --{key} {shlex.quote(other)} to refit on the other file")
+        fix=f"pass{given} {keep}, or --{flag} {shlex.quote(other)} to refit on the other file")
 
 
 def cmd_update(args: argparse.Namespace) -> int:
@@ -194,6 +211,8 @@ def cmd_update(args: argparse.Namespace) -> int:
         _check_default_data(previous.meta, data_path)
     if not args.priors:
         _check_default_priors(previous.meta, paths.priors_file())
+    if not args.hardware_file:
+        _check_default_hardware(previous.meta)
     from ddtree_bayes.engine.fitting import FitInputs
 
     inputs = FitInputs.read(data_path, args.priors, args.hardware_file)

@@ -233,6 +233,9 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     meta = metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
                      diag_rows, divergences, failures, timings)
     meta["remedies"] = ladder
+    hardware_file = hardware_meta(inputs.hardware)
+    if hardware_file is not None:
+        meta["hardware"] = hardware_file
     if inputs.proxy is not None:
         meta["model"]["proxy_card"] = inputs.proxy
     meta.update(extra_meta or {})
@@ -289,6 +292,19 @@ def compile_only(inputs: FitInputs, *, moe_form: str | None = None,
     callbacks.compile_model(model, free_only=True)
     return {"compile_s": time.perf_counter() - t0, "cache": str(callbacks.cache_dir()),
             "cached": callbacks.last_compile_cached()}
+
+
+def hardware_meta(table) -> dict | None:
+    """The user's hardware file a fit was made with (``--hardware-file``, else
+    data/hardware.csv), as ``meta["hardware"]``: its resolved path and the sha256 of its bytes,
+    so that ``update`` without ``--hardware-file`` can tell the default table from the one
+    the fit read. None for the built-in table alone."""
+    import hashlib
+
+    if table.user_file is None:
+        return None
+    path = Path(table.user_file).resolve()
+    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
 
 
 def artifact_tree(dt, spec):
