@@ -561,3 +561,35 @@ def test_a_chain_shape_with_a_blank_budget_is_refused_like_an_explicit_one(tmp_p
     assert (code, out) == (2, "") and data.read_bytes() == before
     assert ("column 'verify_tokens': eagle3 with block 3 and no budget is a chain of 3 draft "
             "tokens, verified as 4 tokens per step, not 2") in err
+
+
+def test_editing_only_the_acceptance_curve_does_not_make_predict_call_the_fit_stale(
+        tmp_path, monkeypatch):
+    """A trust pass: docs/model.md says the [acceptance_curve] is not fitted, "so editing it
+    needs no refit", and optimize/next ignore it (test_decisions). But `predict`, which does
+    not read it either, warned "models/priors.toml changed since fit ...; re-run `ddtree-bayes
+    fit` to use it" of such an edit, and `predict --strict` refused the fit (exit 4); so did
+    the Python API with strict=True. Another prior edited still makes the fit stale."""
+    import warnings
+
+    import ddtree_bayes as db
+    from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    priors = work / "models" / "priors.toml"
+    text = priors.read_text()
+    curve = text.index("[acceptance_curve.accept_ref]")
+    priors.write_text(text[:curve] + text[curve:].replace("mu = 9.4\n", "mu = 9.0\n", 1))
+    assert priors.read_text() != text
+    code, out, err = run_cli(work, "predict", "--method", "ar", "--strict")
+    assert (code, err) == (0, ""), err
+    fit = db.load(workdir=work)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        db.predict(fit, method="ar", engine="sglang", strict=True)
+    # a prior the fit does use: stale, and --strict refuses it
+    priors.write_text(text.replace("median = 0.03\n", "median = 0.10\n", 1))
+    code, out, err = run_cli(work, "predict", "--method", "ar", "--strict")
+    assert (code, out) == (4, "")
+    assert err == (f"ddtree-bayes: error: {priors.resolve()} changed since fit {FIT_ID}; re-run "
+                   "`ddtree-bayes fit` to use it (--strict)\n")

@@ -122,7 +122,8 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
             "allow_unconverged=True to use it anyway)")
     # (stale: the CLI's warnings, no longer silent; strict refuses an unknown engine or
     # method, as --strict)
-    said = P.check_fit(draws, allow_unconverged=True, strict=strict, here=False)
+    said = P.check_fit(draws, allow_unconverged=True, strict=strict, here=False,
+                       ignore_priors_sections=P.NOT_FITTED_PRIORS)
     mixture = None
     if model_average:   # (as --model-average: the latest converged fit of each form)
         from ddtree_bayes.engine import compare

@@ -26,7 +26,7 @@ def _load(args: argparse.Namespace, warned: list[str]):
 
     draws = api.load(args.fit)
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict, ignore_priors_sections=("acceptance_curve",),
+                               strict=args.strict, ignore_priors_sections=P.NOT_FITTED_PRIORS,
                                drafters=False),   # (those of the question: once it is known)
                    warned)
     return draws

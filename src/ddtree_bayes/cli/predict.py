@@ -39,7 +39,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     draws = store.load(args.fit)
     warned: list[str] = []   # (what stderr says, for the JSON's warnings)
     print_warnings(P.check_fit(draws, allow_unconverged=args.allow_unconverged,
-                               strict=args.strict, drafters=False), warned)
+                               strict=args.strict, drafters=False,
+                               ignore_priors_sections=P.NOT_FITTED_PRIORS), warned)
     from ddtree_bayes.engine.question import Flags, resolve
     from ddtree_bayes.engine.scenario import check_drafters, drafter_gap_warnings
     from ddtree_bayes.engine.structure import p_text

@@ -39,6 +39,7 @@ from ddtree_bayes.engine.ceiling import (
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
+    NOT_FITTED_PRIORS,
     SEED_BAND,
     AcceptRequest,
     Scenario,

@@ -483,6 +483,13 @@ def failures(meta: dict) -> str:
     return "; ".join(meta.get("failures") or ["unconverged"])
 
 
+#: Sections of a priors file no fit reads: ``[acceptance_curve]`` (``optimize``, ``next`` and
+#: the report's budget section read it from the file when asked; docs/model.md: "editing it
+#: needs no refit"). An edit of them alone does not make a fit stale (``ignore_priors_sections``
+#: of :func:`check_fit`, for every command that answers from a fit).
+NOT_FITTED_PRIORS = ("acceptance_curve",)
+
+
 def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = False,
               ignore_priors_sections: tuple[str, ...] = (), here: bool = True,
               drafters: bool = True) -> list[str]:

@@ -556,8 +556,8 @@ def stale_warnings(draws: Fit, here: bool = True) -> list[str]:
     cards changed since it was made. Not its convergence (the verdict says it) nor the
     acceptance curve (the budget section says which it uses). ``here``: compare with the
     working directory's tables and cards too (a report written from the command line)."""
-    from ddtree_bayes.engine.scenario import check_fit
+    from ddtree_bayes.engine.scenario import NOT_FITTED_PRIORS, check_fit
 
     said = check_fit(draws, allow_unconverged=True, here=here,
-                     ignore_priors_sections=("acceptance_curve",))
+                     ignore_priors_sections=NOT_FITTED_PRIORS)
     return said if draws.meta["converged"] else said[1:]
