@@ -577,11 +577,14 @@ def test_diff_says_when_the_model_or_drafter_cards_differ(tmp_path):
     drafter = {"drafter": "my-kimi-5l", "target_model": "kimi-k2.6", "methods": ["ddtree"],
                "kind": "dflash_block", "layers": 5, "params_active_b": 5.2}
 
-    def with_cards(fit_id: str, model_card: dict, drafters: list[dict]) -> None:
+    def with_cards(fit_id: str, model_card: dict, drafters: list[dict],
+                   proxy: bool = False) -> None:
         path = store.fits_dir(models) / f"{fit_id}.nc"
         with h5py.File(path, "r+") as fh:
             meta = json.loads(fh.attrs[store.META_ATTR])
             meta["model"].update(card=model_card, drafter_cards=drafters)
+            if proxy:   # (a fit of rows without a card: core/proxy_card.py, as_meta)
+                meta["model"]["proxy_card"] = {"model": "kimi-k2.6", "rows": [2]}
             fh.attrs[store.META_ATTR] = json.dumps(meta)
 
     with_cards("20260101T000000Z-pointmss", card, [])
@@ -589,16 +592,22 @@ def test_diff_says_when_the_model_or_drafter_cards_differ(tmp_path):
             ("20260101T000001Z-heavier0", {**card, "bytes_per_weight": 1.0}, []),
             ("20260101T000002Z-drafter0", card, [drafter]),
             # only a field no answer reads (the memory checks'): the same model
-            ("20260101T000003Z-kvonly00", {**card, "kv_bytes_per_token": 70272.0}, [])):
+            ("20260101T000003Z-kvonly00", {**card, "kv_bytes_per_token": 70272.0}, []),
+            # a proxy card made from the rows (no card here) against the real card
+            ("20260101T000004Z-proxy000", {**card, "layers": 40, "bytes_per_weight": 2.0}, [])):
         write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",
                              data / "hardware.csv", fit_id=fit_id)
-        with_cards(fit_id, model_card, drafters)
+        with_cards(fit_id, model_card, drafters, proxy=fit_id.endswith("proxy000"))
     expect = {"20260101T000001Z-heavier0": (
                   ["model cards"], "the model card of kimi-k2.6 differs between the two fits"),
               "20260101T000002Z-drafter0": (
                   ["drafter cards"], "the drafter card my-kimi-5l differs between the two fits "
                                      "(changed, added or removed)"),
-              "20260101T000003Z-kvonly00": ([], None)}
+              "20260101T000003Z-kvonly00": ([], None),
+              "20260101T000004Z-proxy000": (
+                  ["model cards"], "the model card of kimi-k2.6 differs between the two fits "
+                                   "(fit 20260101T000004Z-proxy000's is a proxy made from its "
+                                   "rows)")}
     for fit_id, (keys, line) in expect.items():
         code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", fit_id)
         assert code == 0, err

@@ -103,19 +103,20 @@ def _inputs_differ(a, b) -> list[tuple[str, str]]:
 def _cards_differ(a, b) -> list[tuple[str, str]]:
     """The model cards (their modelled fields: :func:`~ddtree_bayes.core.model_cards.modelled`)
     of a model both fits stored, and the drafter cards for a model of either fit, that differ
-    between fits ``a`` and ``b`` (key, line). A proxy card is made from the rows, which the
-    diff lists: it is left out."""
+    between fits ``a`` and ``b`` (key, line). Two proxy cards are made from the rows, which the
+    diff lists: they are not compared; a proxy against a real card is named."""
     import json
 
     from ddtree_bayes.core.model_cards import modelled
 
-    def models(fit) -> dict:
+    def models(fit) -> dict[str, tuple[bool, dict]]:
+        """name: (a proxy card?, its modelled fields)"""
         model = fit.meta.get("model", {})
         stored = dict(model.get("model_cards") or {})
         if model.get("card"):
             stored[model["card"]["model"]] = model["card"]
         proxy = (model.get("proxy_card") or {}).get("model")
-        return {name: modelled(card) for name, card in stored.items() if name != proxy}
+        return {name: (name == proxy, modelled(card)) for name, card in stored.items()}
 
     def drafters(fit) -> dict[str, str]:
         return {json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True): d["drafter"]
@@ -123,11 +124,15 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
 
     out = []
     ca, cb = models(a), models(b)
-    changed = sorted(n for n in ca.keys() & cb.keys() if ca[n] != cb[n])
+    changed = sorted(n for n in ca.keys() & cb.keys()
+                     if ca[n] != cb[n] and not (ca[n][0] and cb[n][0]))
+    proxies = [f"fit {f.meta['fit_id']}'s" for f, c in ((a, ca), (b, cb))
+               if any(c[n][0] for n in changed)]
     if changed:
         out.append(("model cards", f"the model card{'s' * (len(changed) > 1)} of "
                     f"{', '.join(changed)} {'differ' if len(changed) > 1 else 'differs'} "
-                    "between the two fits"))
+                    "between the two fits" + (f" ({proxies[0]} is a proxy made from its rows)"
+                                              if proxies else "")))
     if all("drafter_cards" in f.meta.get("model", {}) for f in (a, b)):
         targets = {r.model for f in (a, b) for r in f.measurements.rows}
         da, db = drafters(a), drafters(b)
