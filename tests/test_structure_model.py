@@ -222,6 +222,9 @@ def test_a_whole_token_question_anchors_to_a_row_of_a_mean_context(row_ctx, aske
                             block=8, budget=8, verify_tokens=None, context_tokens=asked)
     parts, how = P.step_components(draws, sc, np.random.default_rng(0), anchor=True)
     assert ("anchored to the measured ddtree budget 8 (M = 9, 1 row)" in how) == anchored
+    # (a question of other whole tokens is anchored to that row as to a neighbour: the whole
+    # tokens it was asked at)
+    assert ("(M = 9, 1 row, at context 16384)" in how) != anchored
     if anchored:
         z = math.log(row.tok_s / (row.accept_len * 1000.0))
         at_row = dataclasses.replace(sc, context_tokens=float(row_ctx))
@@ -230,6 +233,39 @@ def test_a_whole_token_question_anchors_to_a_row_of_a_mean_context(row_ctx, aske
                                      anchor=False)[0]["step"][0])
         assert abs(ratio - 1) < 1e-5
         assert parts["step"][0] == pytest.approx(math.exp(-z) * ratio, rel=1e-9)
+
+
+def test_a_question_at_an_unmeasured_context_anchors_to_the_nearest_measured_one():
+    """A configuration measured at one context only was anchored to its measurement there and
+    answered by the structural step alone at any other context, so a longer context could
+    come out faster: on the public corpus, DeepSeek-R1 AR on 8x B200 gave 114 tok/s at its
+    measured 1024 tokens (measured 111) and 116 at 2048 (a hunt's finding). Now a question
+    with no configuration measured at its context anchors to the nearest measured context's,
+    as one at another concurrency does: the measured step exp(-z) times the structural step's
+    ratio between the two contexts (noise 0: the whole residual is the configuration's). It
+    is not that configuration itself (another context), and the answer says which it is."""
+    draws = structured_point_mass()
+    (row,) = [r for r in draws.measurements.rows if r.method == "ddtree"]
+    z = math.log(row.tok_s / (row.accept_len * 1000.0))
+
+    def asked(ctx):
+        return P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                  method="ddtree", block=8, budget=8, verify_tokens=None,
+                                  context_tokens=ctx)
+
+    def structural(ctx):
+        return P.step_components(draws, asked(ctx), np.random.default_rng(0),
+                                 anchor=False)[0]["step"][0]
+
+    at_row, _ = P.step_components(draws, asked(0.0), np.random.default_rng(0))
+    parts, how = P.step_components(draws, asked(2048.0), np.random.default_rng(0))
+    ratio = structural(2048.0) / structural(0.0)
+    assert ratio > 1.0
+    assert at_row["step"][0] == pytest.approx(math.exp(-z), rel=1e-9)
+    assert parts["step"][0] == pytest.approx(math.exp(-z) * ratio, rel=1e-9)
+    assert how.endswith("anchored to the measured ddtree budget 8 (M = 9, 1 row, at context 0)")
+    assert not P.at_measured_configuration(draws, asked(2048.0))
+    assert P.at_measured_configuration(draws, asked(0.0))
 
 
 def test_predict_structured_step_by_hand():
