@@ -223,21 +223,72 @@ def _one_tg_record(gpu_info: str) -> list[dict]:
             if r["n_gen"] > 0]
 
 
-@pytest.mark.xfail(strict=True, reason="llama-bench measures llama.cpp only; --engine is "
-                   "taken as given")
 def test_a_llama_bench_file_is_refused_under_another_engine(tmp_path):
     root = workdir(tmp_path)
     before = (root / "data" / "measurements.csv").read_bytes()
-    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "llama_bench_readme.json"),
+    bench = BENCH / "llama_bench_readme.json"
+    code, _, err = run_cli(root, "add", "--from-bench", str(bench),
                            "--engine", "vllm", "--method", "ar", "--model", "qwen3-8b")
     assert code == 2, err
+    assert err == (f"ddtree-bayes: error: {bench}, record 2: llama-bench measures llama.cpp "
+                   "only, so the run is llama.cpp's, but --engine vllm (fix: drop --engine "
+                   "(the file's engine, llama.cpp, is used), or import the result file of the "
+                   "vllm run)\n")
     assert (root / "data" / "measurements.csv").read_bytes() == before
 
 
-@pytest.mark.xfail(strict=True, reason="vllm bench latency measures vLLM only, and its side "
-                   "file names the speculative method; neither is checked")
-@pytest.mark.parametrize("argv", [["--engine", "sglang", "--method", "eagle3"],
-                                  ["--engine", "vllm", "--method", "mtp"]])
+def test_a_file_that_names_its_engine_gives_the_rows_engine(tmp_path):
+    """Without --engine, a format one engine writes is that engine's, and a serving result
+    its backend's; the engine spelt otherwise (llamacpp) agrees with the file's."""
+    root = workdir(tmp_path)
+    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "llama_bench_readme.json"),
+                           "--method", "ar", "--model", "qwen3-8b")
+    assert code == 0, err
+    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
+                           "--hardware", "h100", "--gpus", "1", "--method", "eagle3",
+                           "--block", "3")
+    assert code == 0, err
+    rows = rows_of(root)
+    assert [(r.engine, r.hardware) for r in rows[-2:]] == [("llama.cpp", "rtx-4080"),
+                                                                 ("vllm", "h100")]
+    assert run_cli(workdir(tmp_path / "b"), "add", "--from-bench",
+                   str(BENCH / "llama_bench_readme.json"), "--engine", "llamacpp",
+                   "--method", "ar", "--model", "qwen3-8b")[0] == 0
+
+
+def test_a_serving_backend_that_names_no_engine_needs_engine(tmp_path):
+    """backend 'openai' (vLLM's default client) speaks an API several engines serve: the
+    file names no engine, so --engine is needed and taken as given."""
+    root = workdir(tmp_path)
+    rec = json.loads((BENCH / "vllm_serve.json").read_text())
+    bench = tmp_path / "openai.json"
+    bench.write_text(json.dumps(dict(rec, backend="openai", endpoint_type="openai")))
+    argv = ["add", "--from-bench", str(bench), "--hardware", "h100", "--gpus", "1",
+            "--method", "eagle3", "--block", "3"]
+    code, _, err = run_cli(root, *argv)
+    assert code == 2
+    assert err == (f"ddtree-bayes: error: {bench}, record 1: its backend 'openai', an API "
+                   "several engines serve, names no engine (fix: give the engine of the server "
+                   "it measured with --engine (e.g. --engine vllm))\n")
+    code, _, err = run_cli(root, *argv, "--engine", "sglang")
+    assert code == 0, err
+    assert rows_of(root)[-1].engine == "sglang"
+
+
+def test_from_bench_without_method_says_what_is_missing(tmp_path):
+    root = workdir(tmp_path)
+    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "llama_bench_readme.json"))
+    assert code == 2
+    assert err == ("ddtree-bayes: error: --from-bench needs --method, the data's name of the "
+                   "decoding method the run used (ar, eagle3, mtp, ddtree, ...) (fix: give the "
+                   "benchmarked configuration, e.g. --method ddtree --budget 32 (and --engine "
+                   "when the file does not name it, --hardware when it does not name its GPU))\n")
+
+
+@pytest.mark.parametrize("argv", [
+    ["--engine", "sglang", "--method", "eagle3"],
+    pytest.param(["--engine", "vllm", "--method", "mtp"], marks=pytest.mark.xfail(
+        strict=True, reason="the side file names the speculative method; it is not checked"))])
 def test_a_vllm_latency_run_is_refused_under_another_engine_or_method(tmp_path, argv):
     root = workdir(tmp_path)
     code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "vllm_latency_eagle3.json"),
@@ -245,14 +296,16 @@ def test_a_vllm_latency_run_is_refused_under_another_engine_or_method(tmp_path, 
     assert code == 2, err
 
 
-@pytest.mark.xfail(strict=True, reason="the serving result's 'backend' (the engine the "
-                   "client spoke to) is not compared with --engine")
 def test_a_serving_file_of_another_backend_is_at_least_warned(tmp_path):
     root = workdir(tmp_path)
-    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
+    bench = BENCH / "vllm_serve.json"
+    code, _, err = run_cli(root, "add", "--from-bench", str(bench),
                            "--hardware", "h100", "--gpus", "1", "--engine", "sglang",
                            "--method", "eagle3", "--block", "3")
     assert code == 2 or "backend" in err, err
+    assert err == (f"ddtree-bayes: error: {bench}, record 1: its backend 'vllm', so the run is "
+                   "vllm's, but --engine sglang (fix: drop --engine (the file's engine, vllm, is "
+                   "used), or import the result file of the sglang run)\n")
 
 
 @pytest.mark.xfail(strict=True, reason="gpu_number_agrees reads the whole gpu_info, so one "

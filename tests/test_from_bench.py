@@ -18,6 +18,7 @@ from test_cli_support import listing, make_point_mass_workdir, run_cli
 
 BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
 CONFIG = ["--hardware", "b300", "--engine", "sglang"]
+VLLM = ["--hardware", "b300", "--engine", "vllm"]   # (a vLLM file names its engine)
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +67,7 @@ def test_sglang_serving_acceptance_from_the_file(work, tmp_path):
 
 
 def test_vllm_serve_and_a_contradicting_accept(work):
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG,
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *VLLM,
                     "--method", "eagle3", "--block", "3", "--accept", "2")
     assert "records acceptance length 3.14593; --accept 2 would contradict it" in err
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
@@ -186,11 +187,11 @@ def test_a_forced_format_that_is_not_the_files_is_refused(work, tmp_path):
 
 
 def test_vllm_latency_needs_the_runs_flags(work, tmp_path):
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_latency.json"), *CONFIG,
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_latency.json"), *VLLM,
                     "--method", "ar")
     assert "batch_size is unknown" in err and "pass the run's --batch-size and --output-len" in err
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_latency.json"),
-                           *CONFIG, "--method", "ar", "--batch-size", "1", "--output-len", "128",
+                           *VLLM, "--method", "ar", "--batch-size", "1", "--output-len", "128",
                            "--input-len", "512")
     assert code == 0, err
     (row,) = new_rows(work)
@@ -216,11 +217,11 @@ def test_vllm_latency_flags_are_refused_for_another_tools_file(work, tmp_path):
 
 
 def test_vllm_latency_side_file_gives_the_flags_and_accept_comes_from_the_flag(work):
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_latency_eagle3.json"), *CONFIG,
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_latency_eagle3.json"), *VLLM,
                     "--method", "eagle3", "--block", "3")
     assert "records no acceptance length" in err and "pass --accept" in err
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_latency_eagle3.json"),
-                           *CONFIG, "--method", "eagle3", "--block", "3", "--accept", "2.6")
+                           *VLLM, "--method", "eagle3", "--block", "3", "--accept", "2.6")
     assert code == 0, err
     (row,) = new_rows(work)
     assert row["accept_len"] == "2.6" and row["context_tokens"] == "1024"  # from the side file
@@ -249,8 +250,8 @@ def test_errors_are_one_line(work, tmp_path):
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
                     "--method", "ar", "--bench-format", "vllm-serve")
     assert "llama_bench.json, record 1: --bench-format vllm-serve, but this is llama-bench output" in err
-    err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), "--method", "ar")
-    assert "--from-bench needs --engine (a benchmark file does not record them)" in err
+    err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), "--engine", "llama.cpp")
+    assert "--from-bench needs --method, the data's name of the decoding method" in err
     err = one_error(work, "--from-bench", str(BENCH / "llama_bench.json"), *CONFIG,
                     "--method", "ar", "--tok-s", "5")
     assert "--tok-s comes from the --from-bench file" in err
@@ -655,7 +656,7 @@ def test_the_gpu_count_comes_from_the_file_when_it_says(work, tmp_path):
     side = {"vllm_latency_eagle3.json": "lat.json", "vllm_latency_eagle3.pytorch.json": "lat.pytorch.json"}
     for name, copy in side.items():
         shutil.copy(BENCH / name, tmp_path / copy)
-    (row,), _ = imported_rows(work, "--from-bench", str(tmp_path / "lat.json"), *CONFIG,
+    (row,), _ = imported_rows(work, "--from-bench", str(tmp_path / "lat.json"), *VLLM,
                               "--method", "eagle3", "--block", "3", "--accept", "3")
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 1)
 
@@ -668,12 +669,12 @@ def test_a_vllm_latency_run_with_speculation_is_not_an_ar_row(work, tmp_path):
                        "vllm_latency_eagle3.pytorch.json": "lat.pytorch.json"}.items():
         shutil.copy(BENCH / name, tmp_path / copy)
     src = tmp_path / "lat.json"
-    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ar")
+    err = one_error(work, "--from-bench", str(src), *VLLM, "--method", "ar")
     assert err == (f"ddtree-bayes: error: {src} (vllm-latency, record 1): the file's run decoded "
                    "speculatively (speculative_config method eagle3), but --method is ar (fix: "
                    "give the run's --method (and --block/--budget, and --accept), or import a run "
                    "without speculative decoding)\n")
-    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "eagle3", "--block", "5",
+    err = one_error(work, "--from-bench", str(src), *VLLM, "--method", "eagle3", "--block", "5",
                     "--accept", "3")
     assert err == (f"ddtree-bayes: error: {src} (vllm-latency, record 1): the file drafted 3 "
                    "tokens per step (speculative_config num_speculative_tokens), but --block is 5 "
@@ -703,9 +704,9 @@ def test_a_vllm_latency_side_file_is_read_with_the_flags_too(work, tmp_path):
         shutil.copy(BENCH / name, tmp_path / copy)
     src = tmp_path / "lat.json"
     flags = ["--batch-size", "1", "--output-len", "128"]
-    err = one_error(work, "--from-bench", str(src), *CONFIG, "--method", "ar", *flags)
+    err = one_error(work, "--from-bench", str(src), *VLLM, "--method", "ar", *flags)
     assert "the file's run decoded speculatively (speculative_config method eagle3)" in err
-    (row,), _ = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "eagle3",
+    (row,), _ = imported_rows(work, "--from-bench", str(src), *VLLM, "--method", "eagle3",
                               "--block", "3", "--accept", "3", *flags)
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", 1)
     assert "batch_size/output_len from flags" in row["notes"]
@@ -752,11 +753,11 @@ def test_a_configuration_the_flags_leave_underivable_names_the_flags(work):
     --budget). `add` from flags alike; a CSV row keeps its columns."""
     # (the point-mass data file: a header and two B300 rows; the new row would be row 4)
     where = f"{BENCH / 'vllm_serve.json'} (vllm-serve, record 1), row 4, column 'verify_tokens'"
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG, "--gpus", "8",
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *VLLM, "--gpus", "8",
                     "--method", "eagle3")
     assert err == (f"ddtree-bayes: error: {where}: verify_tokens is blank and cannot be derived "
                    "(fix: pass --block or --verify-tokens)\n")
-    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *CONFIG, "--gpus", "8",
+    err = one_error(work, "--from-bench", str(BENCH / "vllm_serve.json"), *VLLM, "--gpus", "8",
                     "--method", "eagle2")
     assert err.endswith("(fix: pass --budget or --verify-tokens)\n")
     err = one_error(work, *CONFIG, "--gpus", "8", "--method", "eagle3", "--accept", "2", "--tok-s", "300",

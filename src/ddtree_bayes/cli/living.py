@@ -93,12 +93,12 @@ def cmd_add(args: argparse.Namespace) -> int:
                 raise InputError(f"--{flag.replace('_', '-')} comes from the --from-bench file",
                                  fix=f"drop --{flag.replace('_', '-')}, or add the row without "
                                      "--from-bench")
-        missing = [f"--{f}" for f in ("engine", "method") if getattr(args, f) is None]
-        if missing:
-            raise InputError(f"--from-bench needs {', '.join(missing)} (a benchmark file does "
-                             "not record them)", fix="give the benchmarked configuration, e.g. "
-                             "--engine sglang --method ddtree --budget 32 (and --hardware b300 "
-                             "when the file does not name its GPU)")
+        if args.method is None:   # (the engine comes from a file that names it)
+            raise InputError("--from-bench needs --method, the data's name of the decoding "
+                             "method the run used (ar, eagle3, mtp, ddtree, ...)",
+                             fix="give the benchmarked configuration, e.g. --method ddtree "
+                             "--budget 32 (and --engine when the file does not name it, "
+                             "--hardware when it does not name its GPU)")
         got = rows_from_bench(
             Path(args.from_bench), {k: getattr(args, k) for k in CONFIG_KEYS},
             hardware_names=set(hardware), fmt=args.bench_format,
@@ -238,7 +238,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "pipeline parallel size), refused when it differs; else the count "
                         "of the same model's rows on that hardware in the file, said in a "
                         "warning (never another model's); an error if none or several)")
-    a.add_argument("--engine", help="engine, e.g. sglang (required)")
+    a.add_argument("--engine", help="engine, e.g. sglang (required; with --from-bench only "
+                                    "when the file does not name it: llama-bench is llama.cpp, "
+                                    "vllm bench latency vllm, sglang.bench_one_batch sglang, a "
+                                    "serving result its backend; refused when it names another)")
     a.add_argument("--method", help="ar, ddtree, eagle3, ... (required)")
     a.add_argument("--block", help="drafter block size / chain length")
     a.add_argument("--budget", help="tree node budget")

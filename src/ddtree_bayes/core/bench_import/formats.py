@@ -10,7 +10,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
-from ddtree_bayes.core.bench_import.identity import gpu_devices
+from ddtree_bayes.core.bench_import.identity import engine_of_backend, gpu_devices
 from ddtree_bayes.core.bench_import.reading import (
     FIX_FORMAT,
     FORMATS,
@@ -178,7 +178,8 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
                         batch_size=batch, model=model or arg.text("model"), notes=notes, index=index,
                         gpus=_vllm_gpus(arg), draft_tokens=drafted,
                         draft_key="speculative_config num_speculative_tokens",
-                        speculative=speculative)]
+                        speculative=speculative, engine="vllm",
+                        engine_said=_ONE_ENGINE["vllm-latency"])]
 
 
 def _vllm_gpus(arg: BenchRow) -> int | None:
@@ -189,6 +190,24 @@ def _vllm_gpus(arg: BenchRow) -> int | None:
     if tp is None or tp < 1 or (pp is not None and pp < 1):
         return None
     return tp * (pp or 1)
+
+
+#: Why each format that only one engine writes is that engine's (its tool runs the engine
+#: in-process): the record's ``engine_said``.
+_ONE_ENGINE = {"vllm-latency": "vllm bench latency runs vLLM's engine in-process",
+               "sglang-one-batch": "sglang.bench_one_batch runs SGLang's model runner in-process",
+               "llama-bench": "llama-bench measures llama.cpp only"}
+
+
+def _backend_engine(rec: BenchRow) -> tuple[str | None, str]:
+    """(``engine``, ``engine_said``) of a serving result: the engine its ``backend`` (vLLM's
+    older files: ``endpoint_type``) names (:func:`engine_of_backend`), else None; the backend
+    is said even when it names none ("" without one)."""
+    key = "backend" if rec.text("backend") is not None else "endpoint_type"
+    backend = rec.text(key)
+    if backend is None:
+        return None, ""
+    return engine_of_backend(backend), f"its {key} {backend!r}"
 
 
 def _tpot_tok_s(rec: BenchRow) -> tuple[float, str]:
@@ -230,6 +249,7 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
 
 
 def _vllm_serve(rec: BenchRow) -> BenchRecord:
+    engine, said = _backend_engine(rec)
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
@@ -238,7 +258,8 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
-                       index=rec.index, setup=setup, draft_tokens=_drafted_per_step(rec))
+                       index=rec.index, setup=setup, draft_tokens=_drafted_per_step(rec),
+                       engine=engine, engine_said=said)
 
 
 def _drafted_per_step(rec: BenchRow) -> int | None:
@@ -254,6 +275,7 @@ def _drafted_per_step(rec: BenchRow) -> int | None:
 
 
 def _sglang_serving(rec: BenchRow) -> BenchRecord:
+    engine, said = _backend_engine(rec)
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("accept_length")
     info = rec.data.get("server_info")
@@ -266,7 +288,8 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                       batch_size=streams, model=model, notes=notes, index=rec.index)
+                       batch_size=streams, model=model, notes=notes, index=rec.index,
+                       engine=engine, engine_said=said)
 
 
 def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
@@ -284,7 +307,8 @@ def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
                        model=rec.text("model", "model_path"), notes=notes, index=rec.index,
                        setup=(("run_name", _setting(run_name)),) if "run_name" in rec.data else (),
                        not_speculative="sglang.bench_one_batch runs the model's forward passes "
-                                       "without speculative decoding")
+                                       "without speculative decoding", engine="sglang",
+                       engine_said=_ONE_ENGINE["sglang-one-batch"])
 
 
 def _llama_test(rec: BenchRow) -> str | None:
@@ -319,7 +343,8 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
                        model=rec.text("model_filename") or model_type, notes=notes,
                        index=rec.index, model_params=params if params and params > 0 else None,
                        model_bytes=size if size and math.isfinite(size) and size > 0 else None,
-                       gpu=gpu, setup=setup, gpus=_llama_gpus(gpu, settings))
+                       gpu=gpu, setup=setup, gpus=_llama_gpus(gpu, settings),
+                       engine="llama.cpp", engine_said=_ONE_ENGINE["llama-bench"])
 
 
 def _llama_gpus(gpu: str | None, settings: dict[str, str]) -> int | None:

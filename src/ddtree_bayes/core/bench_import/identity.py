@@ -163,3 +163,41 @@ def gpu_number_agrees(name: str, gpu_info: str) -> bool:
     """
     words = set(gpu_words(gpu_info))
     return all(w in words for w in name.lower().split("-") if any(c.isdigit() for c in w))
+
+
+#: A serving benchmark's ``backend`` (the client's ``--backend``: vLLM's ``bench serve``
+#: writes it as ``backend`` and, older, ``endpoint_type``; SGLang's ``bench_serving`` as
+#: ``backend``) -> the engine of the server it was pointed at, as the data names engines.
+#: A backend by its engine's name (``sglang-oai`` is SGLang's OpenAI-compatible API) names
+#: that engine; ``openai``, ``openai-chat``, ``truss``, ``gserver`` and any value not listed
+#: speak an API many engines serve, and name none.
+_BACKEND_ENGINES = (("sglang", "sglang"), ("vllm", "vllm"), ("lmdeploy", "lmdeploy"),
+                    ("tensorrt-llm", "trtllm"), ("trt", "trtllm"), ("tgi", "tgi"),
+                    ("llama.cpp", "llama.cpp"), ("deepspeed-mii", "deepspeed-mii"),
+                    ("scalellm", "scalellm"))
+
+
+def engine_of_backend(backend: str) -> str | None:
+    """The engine a serving benchmark's ``backend`` names (the backend, or the backend and
+    an API suffix: ``-chat``, ``-oai``, ``-native``), or None for a backend that names no
+    engine.
+
+    >>> [engine_of_backend(b) for b in ("vllm", "sglang-oai-chat", "trt", "openai", "openai-chat")]
+    ['vllm', 'sglang', 'trtllm', None, None]
+    """
+    value = backend.strip().lower()
+    for name, engine in _BACKEND_ENGINES:
+        if value == name or value.startswith(name + "-"):
+            return engine
+    return None
+
+
+def engine_key(name: str) -> str:
+    """An engine name as compared with a file's: lower case, without separators, TensorRT-LLM
+    spelt one way (``llama.cpp`` and ``llamacpp``, ``trt-llm`` and ``trtllm`` agree).
+
+    >>> engine_key("llama.cpp"), engine_key("TensorRT-LLM"), engine_key("trt-llm")
+    ('llamacpp', 'trtllm', 'trtllm')
+    """
+    key = re.sub(r"[^a-z0-9]", "", name.lower())
+    return "trtllm" if key in ("tensorrtllm", "trt") else key

@@ -77,6 +77,11 @@ class BenchRecord:
     #: GPUs the run used, when the file says (llama-bench ``gpu_info`` devices, vLLM latency
     #: ``tensor_parallel_size`` x ``pipeline_parallel_size``), else None
     gpus: int | None = None
+    #: the engine the file says ran (the data's name: ``vllm``, ``sglang``, ``llama.cpp``,
+    #: ...): the only engine its tool runs, or a serving result's ``backend``; else None
+    engine: str | None = None
+    #: how the file says ``engine`` (for messages)
+    engine_said: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ tool). Here each imported record becomes a :class:`~ddtree_bayes.workflows.livin
 the throughput (and acceptance length and context, when the file records them) from the file;
 the model and the GPU from the file when it names them, as card names
 (:mod:`~ddtree_bayes.core.bench_import.identity`: ``--model``/``--hardware`` map a name that is
-no card, and are refused when they clearly contradict the file); everything the file does not
-say (GPU count, engine, method, block, budget) from the flags. The rows then go through
+no card, and are refused when they clearly contradict the file); the engine from the file
+when it names it (a tool that runs one engine, a serving result's ``backend``; ``--engine``
+is refused when it differs); everything the file does not say (GPU count, method, block,
+budget) from the flags. The rows then go through
 :func:`append_rows` like any other: validated, all or nothing, under the file's lock.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.bench_import import BenchFormatError, BenchRecord, parse_bench_file, span
 from ddtree_bayes.core.bench_import.identity import (
+    engine_key,
     gpu_number_agrees,
     match_card,
     match_gpu,
@@ -236,6 +239,38 @@ def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | Non
     return {r.index: given for r in parsed}
 
 
+def _engine(path: Path, unit: str, parsed: list[BenchRecord], given: str | None) -> str:
+    """The rows' engine: the one the file names (a tool that runs one engine, a serving
+    result's ``backend``), which a contradicting ``given`` (``--engine``) is refused against,
+    else ``given``; a file that names none needs ``given``."""
+    for rec in parsed:
+        where = f"{path}, {unit} {rec.index}"
+        if given is not None and rec.engine is not None \
+                and engine_key(rec.engine) != engine_key(given):
+            raise DataError(f"{where}: {rec.engine_said}, so the run is {rec.engine}'s, but "
+                            f"--engine {given}", fix=f"drop --engine (the file's engine, "
+                            f"{rec.engine}, is used), or import the result file of the {given} run")
+    if given is not None:
+        return given
+    engines = _groups(parsed, lambda r: r.engine)
+    if None in engines:
+        rec = next(r for r in parsed if r.engine is None)
+        said = (f"{rec.engine_said}, an API several engines serve, names no engine"
+                if rec.engine_said else "the file does not name the engine the server ran")
+        raise DataError(f"{path}, {unit} {rec.index}: {said}",
+                        fix="give the engine of the server it measured with --engine (e.g. "
+                            "--engine vllm)")
+    if len(engines) > 1:
+        shown = "; ".join(f"{name}: {numbered(unit, idx)}" for name, idx in engines.items())
+        first = next(iter(engines.values()))
+        raise DataError(f"{path}: the records are runs of {len(engines)} engines ({shown})",
+                        fix=f"import one at a time: --bench-records {span(first).replace(' ', '')}, "
+                            "and so on")
+    (name,) = engines
+    assert name is not None
+    return name
+
+
 def _number_or_none(text: str) -> float | None:
     """``text`` as a finite number, else None (the row's validation names the problem)."""
     try:
@@ -289,6 +324,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                    "save them), or keep the FILE.pytorch.json it writes beside the file")
         raise DataError(f"{where}: {err.problem}", fix=fix) from None
     fmt, parsed, unit = got.format, got.records, got.unit
+    engine = _engine(path, unit, parsed, config.get("engine"))
     model_of = _models(path, unit, parsed, config.get("model"),
                        (lambda: card_sizes) if card_sizes is not None else _card_sizes)
     cards = _cards() if fmt == "llama-bench" else {}   # (read once, not per record)
@@ -362,6 +398,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
         note = (said + (f"; model in the file: {rec.model}" if rec.model else "")
                 + (f"; GPU in the file: {rec.gpu}" if rec.gpu else ""))
         values: dict[str, str | None] = {k: config.get(k) for k in CONFIG_KEYS}
+        values["engine"] = engine
         if rec.gpus is not None:   # the file says how many GPUs ran it
             given_gpus = config.get("gpus")
             if given_gpus is None:
