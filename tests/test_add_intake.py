@@ -285,15 +285,62 @@ def test_from_bench_without_method_says_what_is_missing(tmp_path):
                    "when the file does not name it, --hardware when it does not name its GPU))\n")
 
 
-@pytest.mark.parametrize("argv", [
-    ["--engine", "sglang", "--method", "eagle3"],
-    pytest.param(["--engine", "vllm", "--method", "mtp"], marks=pytest.mark.xfail(
-        strict=True, reason="the side file names the speculative method; it is not checked"))])
+@pytest.mark.parametrize("argv", [["--engine", "sglang", "--method", "eagle3"],
+                                  ["--engine", "vllm", "--method", "mtp"]])
 def test_a_vllm_latency_run_is_refused_under_another_engine_or_method(tmp_path, argv):
     root = workdir(tmp_path)
     code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "vllm_latency_eagle3.json"),
                            "--hardware", "h100", *argv, "--block", "3", "--accept", "2.5")
     assert code == 2, err
+
+
+def _latency_run(tmp_path: Path, spec: dict | None) -> Path:
+    """The EAGLE-3 latency fixture and its side file, with ``speculative_config`` ``spec``."""
+    side = json.loads((BENCH / "vllm_latency_eagle3.pytorch.json").read_text())
+    side[0]["benchmark"]["extra_info"]["args"]["speculative_config"] = spec
+    (tmp_path / "lat.pytorch.json").write_text(json.dumps(side))
+    (tmp_path / "lat.json").write_bytes((BENCH / "vllm_latency_eagle3.json").read_bytes())
+    return tmp_path / "lat.json"
+
+
+@pytest.mark.parametrize(("spec", "argv", "problem"), [
+    ({"method": "eagle3", "num_speculative_tokens": 3}, ["--method", "mtp", "--block", "3"],
+     "the file's run used speculative_config method 'eagle3' (the data's eagle3), but "
+     "--method is mtp (fix: give --method eagle3, or import the result file of the mtp run)"),
+    ({"method": "deepseek_mtp", "num_speculative_tokens": 3}, ["--method", "eagle3",
+                                                               "--block", "3"],
+     "the file's run used speculative_config method 'deepseek_mtp' (the data's mtp), but "
+     "--method is eagle3 (fix: give --method mtp, or import the result file of the eagle3 run)"),
+    (None, ["--method", "eagle3", "--block", "3"],
+     "the run's args hold no speculative_config: vLLM decoded without speculation, but "
+     "--method is eagle3 (fix: import it with --method ar, or import the result file of a tool "
+     "that ran eagle3 (e.g. sglang.bench_serving against a speculative server))")])
+def test_a_vllm_latency_run_is_refused_under_another_method(tmp_path, spec, argv, problem):
+    root = workdir(tmp_path)
+    src = _latency_run(tmp_path, spec)
+    code, _, err = run_cli(root, "add", "--from-bench", str(src), "--hardware", "h100",
+                           *argv, "--accept", "2.5")
+    assert code == 2
+    assert err == f"ddtree-bayes: error: {src} (vllm-latency, record 1): {problem}\n"
+
+
+@pytest.mark.parametrize(("method", "given"), [("deepseek_mtp", "mtp"), ("eagle3", "eagle3"),
+                                               ("dflash", "ddtree"), ("ngram", "ngram")])
+def test_a_vllm_latency_run_imports_under_its_method(tmp_path, method, given):
+    """vLLM's names map to the data's: any *_mtp is mtp, dflash is dflash or ddtree (a tree
+    built from DFlash's drafts), a name without a mapping is itself with '-' for '_'."""
+    root = workdir(tmp_path)
+    src = _latency_run(tmp_path, {"method": method, "num_speculative_tokens": 3})
+    code, _, err = run_cli(root, "add", "--from-bench", str(src), "--hardware", "h100",
+                           "--method", given, "--block", "3" if given != "ddtree" else "4",
+                           *(["--budget", "3"] if given == "ddtree" else []),
+                           "--accept", "2.5")
+    assert "speculative_config method" not in err, err
+    if given == "ngram":   # (the repo's priors declare no ngram method: fit would refuse it)
+        assert code == 2 and "method 'ngram' is not declared in the priors' [methods]" in err
+    else:
+        assert code == 0, err
+        assert rows_of(root)[-1].method == given
 
 
 def test_a_serving_file_of_another_backend_is_at_least_warned(tmp_path):

@@ -164,7 +164,9 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
              f"{batch}*{out_len}/{avg:g}; batch_size/output_len from {told}; whole generation, "
              f"includes the prefill of input_len tokens and engine overhead")
     spec = args.get("speculative_config")
-    speculative, drafted = None, None
+    speculative, drafted, plain, method = None, None, None, None
+    if args and not spec:   # (the side file's args: the run's engine arguments)
+        plain = "the run's args hold no speculative_config: vLLM decoded without speculation"
     if spec:
         method = spec.get("method") if isinstance(spec, dict) else None
         speculative = f"speculative_config method {method}" if method else "speculative_config set"
@@ -178,7 +180,9 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
                         batch_size=batch, model=model or arg.text("model"), notes=notes, index=index,
                         gpus=_vllm_gpus(arg), draft_tokens=drafted,
                         draft_key="speculative_config num_speculative_tokens",
-                        speculative=speculative, engine="vllm",
+                        speculative=speculative, not_speculative=plain,
+                        spec_method=method if isinstance(method, str) else None,
+                        engine="vllm",
                         engine_said=_ONE_ENGINE["vllm-latency"])]
 
 

@@ -201,3 +201,26 @@ def engine_key(name: str) -> str:
     """
     key = re.sub(r"[^a-z0-9]", "", name.lower())
     return "trtllm" if key in ("tensorrtllm", "trt") else key
+
+
+#: vLLM's ``speculative_config.method`` -> the methods of the data it can be (core/methods.py,
+#: the priors' ``[methods]``): ``dflash`` is also ``ddtree``, a tree built from DFlash's
+#: drafts; every ``*_mtp`` (``deepseek_mtp``, ``qwen3_next_mtp``, ...) is ``mtp``; a name not
+#: listed is itself, ``_`` written ``-`` (``ngram``, ``suffix``).
+_VLLM_METHODS = {"eagle": ("eagle",), "eagle3": ("eagle3",), "medusa": ("medusa",),
+                 "draft_model": ("draft-model",), "dflash": ("dflash", "ddtree"),
+                 "mtp": ("mtp",)}
+
+
+def data_methods(engine_method: str) -> tuple[str, ...]:
+    """The data's method names a vLLM ``speculative_config.method`` can be.
+
+    >>> data_methods("eagle3"), data_methods("qwen3_next_mtp"), data_methods("dflash")
+    (('eagle3',), ('mtp',), ('dflash', 'ddtree'))
+    >>> data_methods("mlp_speculator")
+    ('mlp-speculator',)
+    """
+    name = engine_method.strip().lower()
+    if name.endswith("_mtp"):
+        name = "mtp"
+    return _VLLM_METHODS.get(name, (name.replace("_", "-"),))

@@ -71,6 +71,9 @@ class BenchRecord:
     #: the file's word that the run decoded speculatively (vLLM latency args'
     #: ``speculative_config``), when it records no acceptance length to show it
     speculative: str | None = None
+    #: the speculative method the file names, in the engine's words (vLLM latency args'
+    #: ``speculative_config.method``), if any
+    spec_method: str | None = None
     #: why the run cannot have decoded speculatively (a tool without speculative decoding),
     #: else None
     not_speculative: str | None = None

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.bench_import import BenchFormatError, BenchRecord, parse_bench_file, span
 from ddtree_bayes.core.bench_import.identity import (
+    data_methods,
     engine_key,
     gpu_number_agrees,
     match_card,
@@ -363,6 +364,13 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                             "--method is ar", file=origin,
                             fix="give the run's --method (and --block/--budget, and --accept), "
                                 "or import a run without speculative decoding")
+        can_be = data_methods(rec.spec_method) if rec.spec_method else ()
+        if can_be and method != AR_METHOD and method not in can_be:   # (ar: refused above)
+            raise DataError(f"the file's run used speculative_config method "
+                            f"{rec.spec_method!r} (the data's {' or '.join(can_be)}), but "
+                            f"--method is {method}", file=origin,
+                            fix=f"give --method {can_be[0]}, or import the result file of the "
+                                f"{method} run")
         if rec.accept_len is not None and accept and method != AR_METHOD:  # ("": infer)
             raise DataError(f"the file records acceptance length {rec.accept_len:g}; --accept "
                             f"{accept} would contradict it", file=origin,
