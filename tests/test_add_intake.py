@@ -355,15 +355,44 @@ def test_a_serving_file_of_another_backend_is_at_least_warned(tmp_path):
                    "used), or import the result file of the sglang run)\n")
 
 
-@pytest.mark.xfail(strict=True, reason="gpu_number_agrees reads the whole gpu_info, so one "
-                   "device of a mixed box agreeing is enough")
+MIXED = "NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090"
+
+
 def test_a_mixed_gpu_llama_bench_run_is_refused_as_n_of_one_gpu(tmp_path):
     root = workdir(tmp_path)
     bench = tmp_path / "mixed.json"
-    bench.write_text(json.dumps(_one_tg_record("NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090")))
-    code, _, err = run_cli(root, "add", "--from-bench", str(bench), "--engine", "llama.cpp",
-                           "--method", "ar", "--model", "qwen3-8b", "--hardware", "rtx-4090")
-    assert code == 2, err
+    bench.write_text(json.dumps(_one_tg_record(MIXED)))
+    for hardware in (["--hardware", "rtx-4090"], []):
+        code, _, err = run_cli(root, "add", "--from-bench", str(bench), "--engine", "llama.cpp",
+                               "--method", "ar", "--model", "qwen3-8b", *hardware)
+        assert code == 2, err
+        assert err == (f"ddtree-bayes: error: {bench}, record 1: the file ran on 2 kinds of GPU "
+                       f"({MIXED}), its layers split over all 2, but a row holds one kind (fix: "
+                       "rerun llama-bench on GPUs of one kind (CUDA_VISIBLE_DEVICES or -dev), "
+                       "or on one with -sm none)\n")
+
+
+def test_a_mixed_gpu_run_on_one_of_them_needs_hardware_that_is_one_of_them(tmp_path):
+    """-sm none ran on one of the GPUs gpu_info lists, which one the file does not say:
+    --hardware names it, and must be one of them."""
+    root = workdir(tmp_path)
+    bench = tmp_path / "mixed.json"
+    bench.write_text(json.dumps([dict(r, split_mode="none") for r in _one_tg_record(MIXED)]))
+    argv = ["add", "--from-bench", str(bench), "--engine", "llama.cpp", "--method", "ar",
+            "--model", "qwen3-8b"]
+    code, _, err = run_cli(root, *argv)
+    assert code == 2
+    assert err == (f"ddtree-bayes: error: {bench}, record 1: the file lists 2 kinds of GPU "
+                   f"({MIXED}) and ran on one, but does not say which (fix: give the GPU it ran "
+                   "on with --hardware)\n")
+    code, _, err = run_cli(root, *argv, "--hardware", "rtx-5090")
+    assert code == 2
+    assert err == (f"ddtree-bayes: error: {bench}, record 1: the file ran on one of {MIXED}, "
+                   "none a rtx-5090 (fix: give the GPU the file ran on with --hardware, or add "
+                   "it to data/hardware.csv (or --hardware-file))\n")
+    code, _, err = run_cli(root, *argv, "--hardware", "rtx-3090")
+    assert code == 0, err
+    assert (rows_of(root)[-1].hardware, rows_of(root)[-1].gpus) == ("rtx-3090", 1)
 
 
 @pytest.mark.xfail(strict=True, reason="the duplicate check compares source, which holds the "

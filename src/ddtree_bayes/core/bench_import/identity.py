@@ -155,14 +155,18 @@ def match_gpu(gpu_info: str, names: Iterable[str]) -> str | None:
 
 def gpu_number_agrees(name: str, gpu_info: str) -> bool:
     """Whether the model-number words of a hardware name (its words with a digit: ``h100``,
-    ``5090``, ``a6000``) all appear in ``gpu_info``; True when the name has none.
+    ``5090``, ``a6000``) all appear in every device of ``gpu_info``; True when the name has
+    none. (The whole string once passed a mixed box of one such GPU and another.)
 
     >>> gpu_number_agrees("rtx-5090", "NVIDIA GeForce RTX 4080"), gpu_number_agrees(
     ...     "h100-sxm", "NVIDIA H100 80GB HBM3")
     (False, True)
+    >>> gpu_number_agrees("rtx-4090", "NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090")
+    False
     """
-    words = set(gpu_words(gpu_info))
-    return all(w in words for w in name.lower().split("-") if any(c.isdigit() for c in w))
+    numbers = [w for w in name.lower().split("-") if any(c.isdigit() for c in w)]
+    return all(all(w in set(gpu_words(device)) for w in numbers)
+               for device in gpu_devices(gpu_info) or [gpu_info])
 
 
 #: A serving benchmark's ``backend`` (the client's ``--backend``: vLLM's ``bench serve``

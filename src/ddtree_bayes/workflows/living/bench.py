@@ -24,6 +24,7 @@ from ddtree_bayes.core.bench_import import BenchFormatError, BenchRecord, parse_
 from ddtree_bayes.core.bench_import.identity import (
     data_methods,
     engine_key,
+    gpu_devices,
     gpu_number_agrees,
     match_card,
     match_gpu,
@@ -223,6 +224,9 @@ def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | Non
     assert rec.gpu is not None
     gpu, hw = rec.gpu, hw_of[rec.gpu]
     where = f"{path}, {unit} {rec.index}"
+    kinds = list({d.lower(): d for d in gpu_devices(gpu)}.values())
+    if len(kinds) > 1:   # a mixed box: each device is checked, a row holds one kind
+        return _mixed_hardware(where, parsed, kinds, given)
     if given is None:
         if hw is None:
             raise DataError(f"{where}: the file ran on {gpu!r}, which is no name in the hardware "
@@ -270,6 +274,29 @@ def _engine(path: Path, unit: str, parsed: list[BenchRecord], given: str | None)
     (name,) = engines
     assert name is not None
     return name
+
+
+def _mixed_hardware(where: str, parsed: list[BenchRecord], kinds: list[str],
+                    given: str | None) -> dict[int, str]:
+    """The hardware of a run whose ``gpu_info`` lists several kinds of GPU: refused when its
+    layers were split over all of them; a run on one of them (``split_mode none``, or
+    ``devices``/``tensor_split`` picking some) is ``given``'s when one of its devices is a
+    ``given`` (:func:`gpu_number_agrees`), as the file does not say which ran it."""
+    shown, rec = ", ".join(kinds), parsed[0]
+    if rec.gpus is not None and rec.gpus > 1:
+        raise DataError(f"{where}: the file ran on {len(kinds)} kinds of GPU ({shown}), its "
+                        f"layers split over all {rec.gpus}, but a row holds one kind",
+                        fix="rerun llama-bench on GPUs of one kind (CUDA_VISIBLE_DEVICES or "
+                            "-dev), or on one with -sm none")
+    if given is None:
+        raise DataError(f"{where}: the file lists {len(kinds)} kinds of GPU ({shown}) and ran "
+                        "on one, but does not say which",
+                        fix="give the GPU it ran on with --hardware")
+    if not any(gpu_number_agrees(given, kind) for kind in kinds):
+        raise DataError(f"{where}: the file ran on one of {shown}, none a {given}",
+                        fix="give the GPU the file ran on with --hardware, or add it to "
+                            "data/hardware.csv (or --hardware-file)")
+    return {r.index: given for r in parsed}
 
 
 def _number_or_none(text: str) -> float | None:
