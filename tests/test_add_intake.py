@@ -395,14 +395,37 @@ def test_a_mixed_gpu_run_on_one_of_them_needs_hardware_that_is_one_of_them(tmp_p
     assert (rows_of(root)[-1].hardware, rows_of(root)[-1].gpus) == ("rtx-3090", 1)
 
 
-@pytest.mark.xfail(strict=True, reason="the duplicate check compares source, which holds the "
-                   "file's name: a copy of the same result imports as a second run")
 def test_the_same_result_under_another_file_name_is_not_a_second_run(tmp_path):
     root = workdir(tmp_path)
     argv = ["--hardware", "h100", "--gpus", "1", "--engine", "sglang", "--method", "ar",
             "--model", "llama-3.1-8b-instruct"]
     assert run_cli(root, "add", "--from-bench", str(BENCH / "sglang_one_batch.jsonl"), *argv)[0] == 0
+    first = len(rows_of(root)) + 1   # (the header is line 1: the rows are lines 2..)
     copy = tmp_path / "copy-of-run.jsonl"
     copy.write_bytes((BENCH / "sglang_one_batch.jsonl").read_bytes())
-    code, _, err = run_cli(root, "add", "--from-bench", str(copy), *argv)
-    assert code == 2 or "same" in err, err
+    before = (root / "data" / "measurements.csv").read_bytes()
+    for extra in ([], ["--allow-duplicate"]):
+        code, _, err = run_cli(root, "add", "--from-bench", str(copy), *argv, *extra)
+        assert code == 2 or "same" in err, err
+        assert code == 2
+        assert err.startswith(f"ddtree-bayes: error: {copy}: 2 problems, nothing appended:")
+        assert (f"{copy} (sglang-one-batch, line 1), row {first + 1}: the same benchmark result as "
+                f"row {first - 1} (bench result " in err)
+        assert ("imported again, one run would count as two (fix: it is in the data already; "
+                f"to import it with other flags, delete row {first - 1} first)") in err
+        assert f"line 2), row {first + 2}: the same benchmark result as row {first} " in err
+    assert (root / "data" / "measurements.csv").read_bytes() == before
+
+
+def test_a_result_twice_in_one_file_is_one_run(tmp_path):
+    """A record appended twice (`>> results.jsonl` of the same output) is one run."""
+    root = workdir(tmp_path)
+    line = (BENCH / "sglang_one_batch.jsonl").read_text().splitlines()[0]
+    bench = tmp_path / "twice.jsonl"
+    bench.write_text(line + "\n" + line + "\n")
+    code, _, err = run_cli(root, "add", "--from-bench", str(bench), "--hardware", "h100",
+                           "--gpus", "1", "--engine", "sglang", "--method", "ar",
+                           "--model", "llama-3.1-8b-instruct")
+    assert code == 2
+    assert (f"{bench} (sglang-one-batch, line 2), row {len(rows_of(root)) + 3}: the same "
+            f"benchmark result as {bench} (sglang-one-batch, line 1)") in err

@@ -262,21 +262,26 @@ def test_errors_are_one_line(work, tmp_path):
 
 
 def test_the_same_file_twice_is_a_duplicate(work):
+    """The same file twice is one run twice: refused by its result (the notes' `bench result
+    <id>`), with or without --allow-duplicate, which is for a true repeat (another run that
+    measured the same numbers); before, --allow-duplicate appended it as 'repeat of row 4'."""
     argv = ["--from-bench", str(BENCH / "llama_bench.json"), "--model", "llama-3.1-8b-instruct",
             "--gpus", "1", "--engine", "llama.cpp", "--method", "ar"]
     assert run_cli(work, "add", *argv)[0] == 0
-    err = run_cli(work, "add", *argv)[2]
-    assert "2 problems, nothing appended" in err
-    # each record is named at the row it would be (both said "row 6": a refused record did
-    # not move the next one on)
-    assert "record 2), row 6: identical to row 4" in err
-    assert "record 3), row 7: identical to row 5" in err
-    code, _, err = run_cli(work, "add", *argv, "--allow-duplicate")
-    assert code == 0, err
     notes = [r["notes"] for r in new_rows(work)]
     assert all("; model in the file: /models/Meta-Llama-3.1-8B-Instruct-Q4_K_M.gguf; GPU in the "
                "file: NVIDIA H100 80GB HBM3" in n for n in notes)
-    assert [n[-15:] for n in notes[2:]] == ["repeat of row 4", "repeat of row 5"]
+    ids = [n.split("; bench result ")[1][:12] for n in notes]
+    for extra in ([], ["--allow-duplicate"]):
+        code, _, err = run_cli(work, "add", *argv, *extra)
+        assert code == 2 and "2 problems, nothing appended" in err
+        # each record is named at the row it would be (both said "row 6": a refused record
+        # did not move the next one on)
+        assert (f"record 2), row 6: the same benchmark result as row 4 (bench result {ids[0]}):"
+                " imported again, one run would count as two (fix: it is in the data already; "
+                "to import it with other flags, delete row 4 first)") in err
+        assert f"record 3), row 7: the same benchmark result as row 5 (bench result {ids[1]})" in err
+    assert len(new_rows(work)) == 2
 
 
 # ---------------------------------------------------------------- the file's model and GPU
@@ -776,6 +781,8 @@ def test_a_llama_bench_file_of_another_quantisation_than_the_card_is_warned_of(w
     file's bytes imports it silently."""
     argv = ["--from-bench", str(BENCH / "llama_bench.json"), "--engine", "llama.cpp",
             "--method", "ar", "--gpus", "1", *with_cards(work)]
+    data = work / "data" / "measurements.csv"
+    before = data.read_bytes()
     code, out, err = run_cli(work, "add", *argv, "--model", "llama-3.1-8b-instruct",
                              "--format", "json")
     assert code == 0, err
@@ -789,7 +796,9 @@ def test_a_llama_bench_file_of_another_quantisation_than_the_card_is_warned_of(w
     assert json.loads(out)["warnings"] == [warning]   # once for the file's two records
     assert err.count(f"ddtree-bayes: warning: {warning}\n") == 1
     assert len(new_rows(work)) == 2
-    # a card of the file's quantisation (its bytes per weight to 4 digits: 0.6118)
+    # a card of the file's quantisation (its bytes per weight to 4 digits: 0.6118), the rows
+    # of the first import deleted (one run is imported once)
+    data.write_bytes(before)
     (work / "data" / "models.csv").write_text(
         (work / "data" / "models.csv").read_text()
         + "llama-3.1-8b-instruct-q4_k_m,8.03,8.03,32,4096,,,,0.6118,int8,131072,GQA,test card,\n")

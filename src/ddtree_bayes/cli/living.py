@@ -308,7 +308,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="vllm bench latency's --input-len, the context (not in its JSON)")
     a.add_argument("--allow-duplicate", action="store_true",
                    help="append a row identical to an existing one as a true repeat; its notes "
-                        "get 'repeat of row N' so the file stays valid")
+                        "get 'repeat of row N' so the file stays valid (a --from-bench result "
+                        "already imported, under any file name, is one run and still refused)")
     a.add_argument("--data", help="measurement file (default: ./data/measurements.csv)")
     a.add_argument("--hardware-file", help="hardware table CSV (default: data/hardware.csv)")
     add_format(a)

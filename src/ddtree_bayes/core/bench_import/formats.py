@@ -263,7 +263,7 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
                        index=rec.index, setup=setup, draft_tokens=_drafted_per_step(rec),
-                       engine=engine, engine_said=said)
+                       engine=engine, engine_said=said, stamp=rec.text("date"))
 
 
 def _drafted_per_step(rec: BenchRow) -> int | None:
@@ -348,7 +348,8 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
                        index=rec.index, model_params=params if params and params > 0 else None,
                        model_bytes=size if size and math.isfinite(size) and size > 0 else None,
                        gpu=gpu, setup=setup, gpus=_llama_gpus(gpu, settings),
-                       engine="llama.cpp", engine_said=_ONE_ENGINE["llama-bench"])
+                       engine="llama.cpp", engine_said=_ONE_ENGINE["llama-bench"],
+                       stamp=rec.text("test_time"))
 
 
 def _llama_gpus(gpu: str | None, settings: dict[str, str]) -> int | None:

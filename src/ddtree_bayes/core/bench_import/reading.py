@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 import re
@@ -85,6 +86,27 @@ class BenchRecord:
     engine: str | None = None
     #: how the file says ``engine`` (for messages)
     engine_said: str = ""
+    #: the file's own date of the run (llama-bench ``test_time``, vLLM serve ``date``), if any
+    stamp: str | None = None
+
+    def result_id(self) -> str:
+        """What tells this result from another run's, whatever the file is called: 12 hex
+        digits of a SHA-256 over the measured values, the configuration the file records and
+        its own date of the run (not the file's name, the record's number or how the notes
+        word it). A renamed copy, or the same llama-bench run saved as JSON and as CSV, has
+        the same id.
+
+        >>> a = BenchRecord(150.62, None, 0.0, 1, "m.gguf", "llama-bench json ...", 2)
+        >>> b = BenchRecord(150.62, None, 0.0, 1, "m.gguf", "llama-bench csv ...", 3)
+        >>> a.result_id() == b.result_id(), a.result_id() == BenchRecord(
+        ...     150.63, None, 0.0, 1, "m.gguf", "", 2).result_id()
+        (True, False)
+        """
+        measured = (repr(self.tok_s), repr(self.accept_len), repr(self.context_tokens),
+                    self.batch_size, self.model, repr(self.model_params), repr(self.model_bytes),
+                    self.gpu, self.setup, self.draft_tokens, self.speculative, self.gpus,
+                    self.engine, self.stamp)
+        return hashlib.sha256(repr(measured).encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True)

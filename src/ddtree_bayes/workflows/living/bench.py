@@ -35,7 +35,7 @@ from ddtree_bayes.core.bench_import.identity import (
 from ddtree_bayes.core.bench_import.reading import numbered
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.workflows.living.records import NewRow
+from ddtree_bayes.workflows.living.records import NewRow, result_tag
 
 #: The configuration flags of ``add`` that a benchmark file does not hold (``model`` and
 #: ``hardware`` only when the file does not name them).
@@ -430,7 +430,8 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             if "context_tokens = --context" not in said:
                 said += f"; context_tokens = --context {context}"
             ctx = context
-        note = (said + (f"; model in the file: {rec.model}" if rec.model else "")
+        rid = rec.result_id()
+        note = (f"{said}; {result_tag(rid)}" + (f"; model in the file: {rec.model}" if rec.model else "")
                 + (f"; GPU in the file: {rec.gpu}" if rec.gpu else ""))
         values: dict[str, str | None] = {k: config.get(k) for k in CONFIG_KEYS}
         values["engine"] = engine
@@ -451,5 +452,5 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             "concurrency": str(rec.batch_size) if (rec.batch_size or 1) > 1 else None,
             "source": source or f"{fmt} {path.name} {unit} {rec.index}",
             "notes": f"{notes}; {note}" if notes else note})
-        rows.append(NewRow(origin, None, values, flags=True))
+        rows.append(NewRow(origin, None, values, flags=True, result_id=rid))
     return BenchImport(fmt, rows, got.notes, warnings)

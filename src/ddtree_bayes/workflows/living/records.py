@@ -9,6 +9,7 @@ import fcntl
 import io
 import math
 import os
+import re
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -136,6 +137,22 @@ class NewRow:
     #: the configuration came from ``add``'s flags (``--from-bench``, a row given as flags),
     #: not a CSV row: a fix names the flag (``--block``), not the column
     flags: bool = False
+    #: a benchmark result's id (``BenchRecord.result_id``), which its notes carry as
+    #: ``bench result <id>`` (:func:`result_tag`): the same result is refused a second time
+    result_id: str | None = None
+
+
+#: How a row's notes name the benchmark result it was imported from (``add --from-bench``).
+_RESULT_TAG = re.compile(r"\bbench result ([0-9a-f]{12})\b")
+
+
+def result_tag(result_id: str) -> str:
+    """The words a row's notes name its benchmark result by.
+
+    >>> result_tag("0123456789ab"), _RESULT_TAG.findall("x; bench result 0123456789ab; y")
+    ('bench result 0123456789ab', ['0123456789ab'])
+    """
+    return f"bench result {result_id}"
 
 
 @dataclass
@@ -466,6 +483,12 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         body = text if text.endswith(("\n", "\r")) else text + newline
         next_line = body.count("\n") + 1
         keys = {row_key(m): m.row for m in current.rows}
+        # the benchmark results the rows were imported from: one run imported twice (a
+        # renamed copy: its source differs) would count as two repeats
+        results: dict[str, tuple[str, int | None]] = {}
+        for m in current.rows:
+            for rid in _RESULT_TAG.findall(m.notes):
+                results.setdefault(rid, (str(data_path), m.row))
         cards = _cards()
         # a row of this batch: where it came from (its file and row), which a duplicate names
         # (its row in the data file does not exist yet)
@@ -480,6 +503,16 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             line = item.line if item.line is not None else next_line
             values = {k: ("" if v is None else str(v).strip()) for k, v in item.values.items()}
             try:
+                if item.result_id is not None and item.result_id in results:
+                    origin, at = results[item.result_id]
+                    where = (f"row {at}" if origin == str(data_path) else
+                             origin if at is None else f"row {at} of {origin}")
+                    fix = ("it is in the data already; to import it with other flags, delete "
+                           f"{where} first" if origin == str(data_path) else
+                           "import each result once (--bench-records picks records)")
+                    raise DataError(f"the same benchmark result as {where} "
+                                    f"({result_tag(item.result_id)}): imported again, one run "
+                                    "would count as two", file=item.origin, row=line, fix=fix)
                 extra = [c for c in values if c not in header and values[c]]
                 if extra:
                     raise DataError(f"{data_path} has no column {extra[0]!r}; its value would be "
@@ -580,6 +613,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
+            if item.result_id is not None:
+                results[item.result_id] = (item.origin, item.line)
             expected.append(next_line)
             next_line += out.count("\n")
             lines.append(out)
