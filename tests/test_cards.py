@@ -2198,3 +2198,41 @@ def test_a_gguf_whose_values_are_narrower_than_its_keys_caches_both_widths(tmp_p
     same = gguf_fixture.write(tmp_path / "same.gguf", {"llama.attention.key_length": 128,
                                                        "llama.attention.value_length": 128})
     assert card_files.derive_from_gguf(same).card["kv_bytes_per_token"] == "131072"
+
+
+def test_a_dry_run_fails_where_the_write_would(tmp_path):
+    """`card add --dry-run` said "dry run: nothing written", exit 0, where the write was
+    refused (a second drafter card for llama-3.1-8b-instruct eagle3, or a name the file holds
+    without --replace); with --replace it still said "writing needs --replace"."""
+    from ddtree_bayes.core.paths import bundled
+
+    (tmp_path / "data").mkdir()
+    for name in ("models.csv", "drafters.csv"):
+        (tmp_path / "data" / name).write_bytes(bundled(name).read_bytes())
+    before = {p.name: p.read_bytes() for p in (tmp_path / "data").iterdir()}
+    head = ["--hf-config", str(FIX / "llama3-8b-eagle3"), "--target", "llama-3.1-8b-instruct",
+            "--name", "my-head"]
+    same = ["--hf-config", str(FIX / "llama-3.1-8b"), "--name", "llama-3.1-8b-instruct"]
+    row = next(i for i, line in enumerate(bundled("models.csv").read_text().splitlines(), 1)
+               if line.startswith("llama-3.1-8b-instruct,"))
+    for argv in (head, same):
+        results = [cli(tmp_path, *argv, *extra) for extra in ((), ("--dry-run",))]
+        (code, out, err), dry = results
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert dry == results[0]
+    assert "a second drafter card for 'llama-3.1-8b-instruct' eagle3 ('my-head'; row 3 has " \
+           "'yuhuili/EAGLE3-LLaMA3.1-Instruct-8B')" in cli(tmp_path, *head)[2]
+    assert cli(tmp_path, *same)[2] == (
+        f"ddtree-bayes: error: 'llama-3.1-8b-instruct' is already in data/models.csv, row {row} "
+        "(fix: pass --replace to overwrite that row, or --name to add it under another name)\n")
+    code, out, err = cli(tmp_path, *same, "--replace", "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[-1] == (f"dry run: nothing written - data/models.csv row {row} "
+                                    "('llama-3.1-8b-instruct') would be replaced")
+    code, out, err = cli(tmp_path, *same, "--replace", "--dry-run", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["conflicts"] == [{"file": "data/models.csv", "name": "llama-3.1-8b-instruct",
+                                     "row": row}]
+    assert {p.name: p.read_bytes() for p in (tmp_path / "data").iterdir()} == before

@@ -108,6 +108,8 @@ def cmd_card_add(args: argparse.Namespace) -> int:
     conflicts: list[dict] = [{"file": str(f), "name": row[key], "row": r}
                              for f, key, row in planned
                              if (r := card_files.existing_row(f, key, row[key])) is not None]
+    if args.dry_run:   # the write's every check: a dry run fails where the write would
+        card_files.check_cards(rows, models, drafters, replace=args.replace)
     written = [] if args.dry_run else card_files.write_cards(rows, models, drafters,
                                                        replace=args.replace)
     source = (derived.card or derived.drafters[0])["source"]
@@ -121,9 +123,9 @@ def cmd_card_add(args: argparse.Namespace) -> int:
     print("\n".join(_facts_lines(name, source, derived.facts, derived.card, derived.drafters)))
     if derived.card and not rows.card:
         print(f"model card {name}: kept as it is (--drafters-only)")
-    if args.dry_run:
-        where = "; ".join(f"{shown_path(c['file'])} already has {c['name']!r} (row {c['row']}: "
-                          "writing needs --replace)" for c in conflicts)
+    if args.dry_run:   # (a conflict without --replace was refused, as the write is)
+        where = "; ".join(f"{shown_path(c['file'])} row {c['row']} ({c['name']!r}) would be "
+                          "replaced" for c in conflicts)
         print(f"dry run: nothing written{' - ' + where if where else ''}")
     for w in written:
         how = "replaced" if w.replaced else "wrote"

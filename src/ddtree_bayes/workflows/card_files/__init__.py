@@ -37,7 +37,7 @@ from ddtree_bayes.workflows.card_files.rows import (
 )
 from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
 
-__all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "derive_from_gguf",
+__all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "check_cards", "derive_from_gguf",
            "derive_from_hf_config", "existing_row", "write_cards"]
 
 
@@ -237,7 +237,23 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
                 replace: bool) -> list[Written]:
     """Write the derived rows (a model card to ``models_file``, created from the bundled cards
     when absent; drafter rows to ``drafters_file``). Both files are checked before either is
-    written: a refused name or an invalid file writes nothing."""
+    written (:func:`check_cards`): a refused name or an invalid file writes nothing."""
+    plans = check_cards(derived, models_file, drafters_file, replace=replace)
+    optional = {"model": OPTIONAL_CARD_COLUMNS}
+    written: list[Written] = []
+    for path, seed, key, rows, check in plans:
+        written += write_rows(path, seed, key, rows, replace=replace, check=check,
+                              optional=optional.get(key, ()))
+    return written
+
+
+def check_cards(derived: Derived, models_file: Path, drafters_file: Path, *, replace: bool
+                ) -> list[tuple[Path, str, str, list[dict[str, str]], Callable | None]]:
+    """Every check :func:`write_cards` makes before it writes (a name the file holds without
+    ``replace``, a column the file lacks, the new file's validation: a second drafter card of
+    a target and method, ...), raising as it would; nothing is written. ``card add
+    --dry-run`` runs it, so that a dry run fails where the write would. Returns the plans
+    (file, seed text, key column, rows, the file's check) :func:`write_cards` writes."""
     from ddtree_bayes.core.drafters import drafter_table
     from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled
@@ -257,8 +273,4 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
                             optional=optional.get(key, ()))
         if check is not None:
             check(str(path), text)
-    written: list[Written] = []
-    for path, seed, key, rows, check in plans:
-        written += write_rows(path, seed, key, rows, replace=replace, check=check,
-                              optional=optional.get(key, ()))
-    return written
+    return plans
