@@ -112,6 +112,37 @@ def test_a_built_in_row_in_a_checkout_says_so_and_what_to_do(tmp_path):
     assert listing(tmp_path) == before
 
 
+def test_replace_of_a_built_in_row_in_a_checkout_says_it_overrides_the_built_in_row(tmp_path):
+    """`hardware add rtx-5080 ... --replace` in a checkout (data/hardware.csv is the built-in
+    table) printed "GPU rtx-5080 (replaces your row)", a row the user never wrote; it overrides
+    the built-in row. A row of the user's own (one hardware add wrote) stays "your row"."""
+    import shutil
+
+    (tmp_path / "data").mkdir()
+    shutil.copy(bundled("hardware.csv"), tmp_path / "data" / "hardware.csv")
+    (tmp_path / "data" / "hardware.csv").chmod(0o644)
+    flags = ["hardware", "add", "rtx-5080", "--memory-gb", "16", "--interconnect", "PCIe Gen5",
+             "--source", "datasheet", "--mem-bw-tb-s", "0.85", "--replace"]
+    code, out, err = run_cli(tmp_path, *flags, "--dry-run")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "GPU rtx-5080 (overrides the built-in row):"
+    assert lines[-1] == ("dry run: nothing written (data/hardware.csv would have this row in "
+                         "place of the built-in one, its row 32)")
+    code, out, err = run_cli(tmp_path, *flags, "--dry-run", "--format", "json")
+    assert code == 0 and json.loads(out)["effect"] == "overrides", err
+    code, out, err = run_cli(tmp_path, *flags)
+    assert code == 0, err
+    assert out.splitlines()[0] == "GPU rtx-5080 (overrides the built-in row):"
+    assert "replaced data/hardware.csv row 32 (rtx-5080)" in out
+    # now the row is the user's: replacing it again replaces "your row"
+    code, out, err = run_cli(tmp_path, *flags[:-2], "0.86", "--replace", "--dry-run")
+    assert code == 0, err
+    assert out.splitlines()[0] == "GPU rtx-5080 (replaces your row):"
+    assert out.splitlines()[-1] == ("dry run: nothing written (data/hardware.csv would have "
+                                    "replaced this row)")
+
+
 def test_a_new_gpu_from_its_datasheet_says_what_it_leaves_to_assumption(tmp_path):
     code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
                              "--interconnect", "PCIe Gen5", "--source", "vendor sheet",

@@ -125,6 +125,7 @@ def cmd_hardware_add(args: argparse.Namespace) -> int:
         target_file,
         write_gpu_row,
     )
+    from ddtree_bayes.workflows.card_files.writing import existing_row
 
     path = target_file(args.hardware_file)
     table = merge_tables(path if path.exists() else None)   # (a file to create: built-in alone)
@@ -143,8 +144,11 @@ def cmd_hardware_add(args: argparse.Namespace) -> int:
     for note in gpu.notes:
         print(f"note: {note}")
     if args.dry_run:
-        print(f"dry run: nothing written ({shown_path(str(path))} would "
-              f"{'gain' if gpu.effect != 'replaces' else 'have replaced'} this row)")
+        line = existing_row(path, "hardware", args.name)
+        would = ("gain this row" if line is None else "have replaced this row"
+                 if gpu.effect == "replaces" else
+                 f"have this row in place of the built-in one, its row {line}")
+        print(f"dry run: nothing written ({shown_path(str(path))} would {would})")
         return 0
     for w in written:
         print(f"{'replaced' if w.replaced else 'wrote'} {shown_path(w.file)} row {w.row} "

@@ -304,8 +304,11 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     if not row.get("memory_gb", "").strip():
         notes.append(f"{name} has no memory_gb: whether a model's weights fit is not checked "
                      "(give --memory-gb)")
-    effect = ("replaces" if existing_row(file, "hardware", name) is not None else
-              "overrides" if name in table.rows else "adds")
+    # (a checkout's data/hardware.csv holds the built-in rows: replacing one of those, as it
+    # stands, overrides the built-in row; it is no row of the user's)
+    in_file = existing_row(file, "hardware", name) is not None
+    effect = ("overrides" if (in_file and holds_built_in_row(file, name))
+              or (not in_file and name in table.rows) else "replaces" if in_file else "adds")
     return GpuRow(row, from_like, tuple(given), effect, tuple(notes))
 
 
@@ -438,7 +441,7 @@ def _refuse(path: Path, gpu: GpuRow, replace: bool) -> None:
     if line is None or replace:
         return
     theirs = _file_row(path, name)
-    built_in = theirs == _file_row(bundled("hardware.csv"), name)
+    built_in = holds_built_in_row(path, name)
     where = f"{path}, row {line}" + (" (the built-in row)" if built_in else "")
     figures = [c for c in gpu.given if c not in ("source", "flops_source")]
     if figures and all(_same(theirs.get(c, ""), gpu.row.get(c, "")) for c in figures):
@@ -449,6 +452,13 @@ def _refuse(path: Path, gpu: GpuRow, replace: bool) -> None:
                           f"that differ, or pass --replace to change the built-in figures in "
                           f"{path}") if built_in else
                      "pass --replace to overwrite that row, or give the GPU another name")
+
+
+def holds_built_in_row(path: Path, name: str) -> bool:
+    """Whether the table ``path`` holds GPU ``name``'s built-in row as it stands (a checkout's
+    data/hardware.csv is the built-in table)."""
+    theirs = _file_row(path, name)
+    return bool(theirs) and theirs == _file_row(bundled("hardware.csv"), name)
 
 
 def _file_row(path: Path, name: str) -> dict[str, str]:
