@@ -429,3 +429,24 @@ def test_a_result_twice_in_one_file_is_one_run(tmp_path):
     assert code == 2
     assert (f"{bench} (sglang-one-batch, line 2), row {len(rows_of(root)) + 3}: the same "
             f"benchmark result as {bench} (sglang-one-batch, line 1)") in err
+
+
+def test_a_vllm_latency_run_of_a_long_prompt_is_warned_of_as_a_lower_bound(tmp_path):
+    """`vllm bench latency --input-len 32768 --output-len 128` was imported as decode tok/s =
+    128 / avg_latency without a word, though avg_latency includes the prefill of the 32768
+    prompt tokens: kept, with a warning that the figure is a lower bound."""
+    root = workdir(tmp_path)
+    bench = BENCH / "vllm_latency.json"
+    avg = json.loads(bench.read_text())["avg_latency"]
+    argv = ["add", "--from-bench", str(bench), "--hardware", "h100", "--gpus", "1",
+            "--method", "ar", "--model", "llama-3.1-8b-instruct", "--batch-size", "1",
+            "--output-len", "128"]
+    code, _, err = run_cli(root, *argv, "--input-len", "32768")
+    assert code == 0, err
+    assert err == (f"ddtree-bayes: warning: {bench}, record 1: tok_s = output_len/avg_latency "
+                   f"= 128/{avg:g} s includes the prefill of input_len 32768 tokens, 256x the "
+                   "128 decoded: kept as a lower bound of the decode rate (vllm bench serve's "
+                   "TPOT, which leaves out the first token, measures decode alone)\n")
+    assert rows_of(root)[-1].tok_s == float(f"{128 / avg:.6g}")
+    code, _, err = run_cli(root, *argv, "--input-len", "128")   # no longer than the output
+    assert code == 0 and err == "", err

@@ -181,9 +181,25 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
                         gpus=_vllm_gpus(arg), draft_tokens=drafted,
                         draft_key="speculative_config num_speculative_tokens",
                         speculative=speculative, not_speculative=plain,
+                        caveat=_prefill_caveat(out_len, in_len, avg),
                         spec_method=method if isinstance(method, str) else None,
                         engine="vllm",
                         engine_said=_ONE_ENGINE["vllm-latency"])]
+
+
+def _prefill_caveat(out_len: int, in_len: int | None, avg: float) -> str | None:
+    """The warning on a vLLM latency run whose prompt is longer than its output: its
+    avg_latency is one whole generation, the prefill of ``in_len`` tokens included, so
+    ``out_len / avg_latency`` is a lower bound of the decode rate, by a share the file cannot
+    tell (it keeps no prefill time). None for a prompt no longer than the output. (One
+    stream: a batch above 1 is refused before.)"""
+    if in_len is None or in_len <= out_len:
+        return None
+    return (f"tok_s = output_len/avg_latency = {out_len}/{avg:g} s includes the prefill of "
+            f"input_len {in_len} tokens, "
+            f"{in_len / out_len:.3g}x the {out_len} decoded: kept as a lower bound of the "
+            "decode rate (vllm bench serve's TPOT, which leaves out the first token, measures "
+            "decode alone)")
 
 
 def _vllm_gpus(arg: BenchRow) -> int | None:

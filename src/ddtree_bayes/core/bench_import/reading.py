@@ -88,6 +88,9 @@ class BenchRecord:
     engine_said: str = ""
     #: the file's own date of the run (llama-bench ``test_time``, vLLM serve ``date``), if any
     stamp: str | None = None
+    #: what the row's tok/s does not measure, said as a warning when it is imported (a vLLM
+    #: latency run whose prompt is longer than its output: the prefill is in avg_latency)
+    caveat: str | None = None
 
     def result_id(self) -> str:
         """What tells this result from another run's, whatever the file is called: 12 hex

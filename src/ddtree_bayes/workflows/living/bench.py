@@ -371,6 +371,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                             "the host's", file=f"{path} ({fmt}, {unit} {rec.index})",
                             fix="rerun llama-bench with every layer on the GPU (-ngl 99, "
                                 "without -ncmoe, -ot ...=CPU or -nkvo)")
+    warnings += [f"{path}, {unit} {rec.index}: {rec.caveat}" for rec in parsed if rec.caveat]
     hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names)
     method = config.get("method")
     rows = []
