@@ -275,9 +275,11 @@ def test_what_a_reweight_cannot_absorb_refits(reweighted, tmp_path, mocked_refit
         assert call(work, "add", "--hardware", "b300", "--engine", "vllm", "--method", "eagle3",
                     "--block", "3", "--accept", "2.1", "--tok-s", "165", "--source",
                     "HYPOTHETICAL")[0] == 0
-    elif setup == "priors":
+    elif setup == "priors":   # (a prior the fit reads: a comment or the curve is no reason)
         priors = work / "models" / "priors.toml"
-        priors.write_text(priors.read_text() + "\n# edited\n")
+        text = priors.read_text()
+        assert text.count("median = 10.0\n") == 1
+        priors.write_text(text.replace("median = 10.0\n", "median = 11.0\n"))
     else:
         assert call(work, "add", *EAGLE_ROW)[0] == 0
         argv = ["--draws", "500"]
@@ -394,6 +396,40 @@ def test_a_data_file_changed_only_in_form_keeps_the_draws_as_they_are(fitted_wor
         iv = line.split(": 90% ")[1].split(" tok/s")[0].split(" -> ")
         assert iv[0] == iv[1] and line.endswith("width +0%)"), line
     assert "no row was added, edited or removed since" in out, out
+
+
+def test_an_edit_of_the_acceptance_curve_alone_keeps_the_draws_and_stores_the_new_priors(
+        fitted_workdir, tmp_path):
+    """docs/model.md: the acceptance curve is not fitted, "editing it needs no refit", and
+    predict/optimize/next/report do not call a fit stale for it (NOT_FITTED_PRIORS). `update`
+    said "priors changed since fit ..." and refitted (a full NUTS run). Now it keeps the draws
+    as they are and saves a fit that stores the file's current priors text: predict warns of
+    nothing, optimize does not say the curve differs from the fit's."""
+    work0, first = fitted_workdir
+    work = copy_work(work0, tmp_path / "w")
+    priors = work / "models" / "priors.toml"
+    text = priors.read_text()
+    assert text.count("mu = 0.6\n") == 1   # [acceptance_curve.gain]
+    priors.write_text(text.replace("mu = 0.6\n", "mu = 0.7\n") + "# curve edited\n")
+    code, out, err = call(work, "update")
+    assert code == 0, err
+    assert "refitting on" not in out and "\nreweight " in out, out
+    assert "priors changed" not in out, out
+    assert ("the priors file changed only in what no fit reads ([acceptance_curve], "
+            "comments)") in out, out
+    after = store.load_fit(store.resolve(work / "models"))
+    assert after.meta["made_by"] == "psis-reweight" and after.meta["fit_id"] != first.fit_id
+    assert after.priors_toml == priors.read_text()
+    before = store.load_fit(first.path)
+    for name, value in before.variables.items():
+        np.testing.assert_array_equal(after.variables[name], value, err_msg=name)
+    code, out, err = call(work, "predict", "--accept", "12", "--strict")
+    assert code == 0 and "changed since fit" not in err, err
+    code, out, err = call(work, "optimize", "--format", "json")
+    assert code == 0, err
+    assert not [w for w in json.loads(out)["warnings"] if "acceptance curve" in w], out
+    code, out, err = call(work, "update")   # and the fit is now up to date with the file
+    assert code == 0 and "is up to date" in out, out
 
 
 def _multi_model_proposal(tmp_path: Path, text: str):

@@ -22,6 +22,9 @@ from ddtree_bayes.core.config import DEFAULT_SEED
 
 SAMPLER_FLAGS = ("chains", "draws", "tune", "backend")
 
+#: What ``update`` says of a priors file edited only where no fit reads it.
+UNFITTED_PRIORS = "the priors file changed only in what no fit reads ([acceptance_curve], comments)"
+
 
 def _score_table(scores: list[dict]) -> str:
     from ddtree_bayes.workflows import living
@@ -225,12 +228,17 @@ def cmd_update(args: argparse.Namespace) -> int:
     surprises = [s for s in scores if s["status"] == "surprise"]
     unpredictable = [s for s in scores if s["status"] == "unpredictable"]
     other_inputs = []
-    if cfg.sha256 != previous.meta.get("priors", {}).get("sha256"):
+    from ddtree_bayes.engine.scenario import card_changes, fitted_priors_same
+
+    # an edit of what no fit reads ([acceptance_curve], comments: NOT_FITTED_PRIORS, which
+    # predict and optimize ignore too) is no reason to refit: the draws are kept as they are
+    # in a fit that stores the file's text (the reweight below, with nothing to reweight by)
+    unfitted = (cfg.sha256 != previous.meta.get("priors", {}).get("sha256")
+                and fitted_priors_same(cfg.text, previous.priors_toml))
+    if cfg.sha256 != previous.meta.get("priors", {}).get("sha256") and not unfitted:
         other_inputs.append("priors")
     if hardware_text != previous.hardware_csv:
         other_inputs.append("hardware table")
-    from ddtree_bayes.engine.scenario import card_changes
-
     cards_changed = bool(card_changes(previous))   # (the inputs hash has no cards)
     if cards_changed:
         other_inputs.append("model or drafter cards")
@@ -244,6 +252,8 @@ def cmd_update(args: argparse.Namespace) -> int:
     if text:
         _print_scores(previous, stored, measurements, data_path, added, removed, scores,
                       other_inputs, seed)
+        if unfitted:
+            print(f"{UNFITTED_PRIORS} since fit {prev_id}: no reason to refit")
     if surprises and args.reject_surprises:
         report["rejected"] = True
         if not text:
@@ -361,10 +371,14 @@ def _reweighted(args, report, previous, attempt, measurements, cfg, hardware_tex
         print(_way_table("reweight", report["psis"], []))
         base = "" if proposal is previous else f" (the sampled fit behind {previous.meta['fit_id']})"
         if weights.uniform:
+            changed = [what for what, now, key in (
+                ("the data file changed only in form", measurements.sha256, "data"),
+                (UNFITTED_PRIORS, cfg.sha256, "priors"))
+                if now != previous.meta.get(key, {}).get("sha256")]
             print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
-                  f"{base} as they are: no row was added, edited or removed since (the data "
-                  "file changed only in form), so there is nothing to reweight by (no refit; "
-                  f"{weights.seconds + save_s:.2f} s)")
+                  f"{base} as they are: no row was added, edited or removed since ("
+                  f"{'; '.join(changed) or 'the inputs changed only in form'}), so there is "
+                  f"nothing to reweight by (no refit; {weights.seconds + save_s:.2f} s)")
         else:
             print(f"fit {fit_id}: fit {proposal.meta['fit_id']}'s {weights.n_draws} NUTS draws"
                   f"{base} reweighted by the likelihood of the {counted(n_added, 'row')} "
