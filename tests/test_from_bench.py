@@ -241,8 +241,33 @@ def test_a_mixed_file_is_all_or_nothing_and_records_pick(work):
     assert row["accept_len"] == "1" and row["source"] == "sglang-serving sglang_serving.jsonl line 2"
 
 
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be"])
+def test_a_utf16_file_with_a_bom_is_read_as_its_text(work, tmp_path, codec):
+    """Windows PowerShell 5's `>` writes UTF-16 LE with a byte-order mark: it was refused as
+    "not UTF-8 text (byte 0)", pointing at the wrong fix. A UTF-16 file (LE or BE) with its
+    BOM is decoded: the same row as the UTF-8 file's (test_sglang_serving_...)."""
+    line = (BENCH / "sglang_serving.jsonl").read_text().splitlines()[0] + "\r\n"
+    src = tmp_path / "eagle.jsonl"
+    src.write_bytes((b"\xfe\xff" if codec == "utf-16-be" else b"") + line.encode(codec))
+    assert src.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+    code, out, err = run_cli(work, "add", "--from-bench", str(src), *CONFIG,
+                             "--method", "eagle3", "--block", "3")
+    assert code == 0, err
+    (row,) = new_rows(work)
+    assert row["tok_s"] == "401.208" and row["accept_len"] == "3.4172"
+    assert row["context_tokens"] == "1024" and row["source"] == "sglang-serving eagle.jsonl record 1"
+
+
+def test_a_utf16_file_that_does_not_decode_says_to_resave_it_as_utf8(work, tmp_path):
+    (tmp_path / "odd.json").write_bytes(b"\xff\xfe{\x00\x00")   # a BOM, then 3 bytes
+    err = one_error(work, "--from-bench", str(tmp_path / "odd.json"), *CONFIG, "--method", "ar")
+    assert err == (f"ddtree-bayes: error: {tmp_path / 'odd.json'}: not UTF-16 text though it "
+                   "starts with a UTF-16 byte-order mark (byte 4) (fix: re-save the file as "
+                   "UTF-8, e.g. PowerShell's `Out-File -Encoding utf8`)\n")
+
+
 def test_errors_are_one_line(work, tmp_path):
-    (tmp_path / "bin.json").write_bytes(b"\xff\xfe\x00")
+    (tmp_path / "bin.json").write_bytes(b"{\xff\x00")
     assert "not UTF-8 text" in one_error(work, "--from-bench", str(tmp_path / "bin.json"),
                                          *CONFIG, "--method", "ar")
     assert "cannot read the file" in one_error(work, "--from-bench", str(tmp_path / "no.json"),

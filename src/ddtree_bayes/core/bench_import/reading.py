@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import csv
 import hashlib
 import json
@@ -177,9 +178,17 @@ def read_bench_text(path: Path) -> str:
     except OSError as err:
         raise BenchFormatError(f"cannot read the file: {err.strerror or err}", file=path,
                                fix="check the path and its permissions") from None
+    # UTF-16 with its byte-order mark (LE or BE): what Windows PowerShell 5's `>` writes
+    utf16 = raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE))
     try:
-        text = raw.decode("utf-8-sig")
+        text = raw.decode("utf-16" if utf16 else "utf-8-sig")
     except UnicodeDecodeError as err:
+        if utf16:
+            raise BenchFormatError(
+                f"not UTF-16 text though it starts with a UTF-16 byte-order mark (byte "
+                f"{err.start})", file=path,
+                fix="re-save the file as UTF-8, e.g. PowerShell's `Out-File -Encoding utf8`"
+            ) from None
         raise BenchFormatError(f"not UTF-8 text (byte {err.start})", file=path,
                                fix="pass the JSON/JSONL/CSV file the benchmark tool wrote") from None
     if not text.strip():
