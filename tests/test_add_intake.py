@@ -177,6 +177,24 @@ def test_a_user_csv_of_odd_but_valid_content_imports_its_values(
         assert after.startswith(before if file["last_newline"] else before + newline)
 
 
+def test_a_user_csv_context_of_32k_is_refused_naming_32768(tmp_path):
+    """`add --from FILE` reads its rows as the data file does: `32k` is refused with the
+    exact token count to write, one line, nothing written (`--context 32k` is taken)."""
+    root = workdir(tmp_path / "w")
+    user = root / "mine.csv"
+    user.write_text("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+                    "context_tokens,tok_s,source,notes\n"
+                    "kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,32k,612,mine,\n")
+    path = root / "data" / "measurements.csv"
+    before = path.read_bytes()
+    code, out, err = run_cli(root, "add", "--from", str(user))
+    assert (code, out) == (2, "") and path.read_bytes() == before
+    assert err == (f"ddtree-bayes: error: {user}: 1 problem, nothing appended: {user}, row 2, "
+                   "column 'context_tokens': not a number: "
+                   "'32k' (fix: write 32768: 32k is 32768 tokens as --context reads it "
+                   "(k = 1024, m = 1048576), and a data file holds plain numbers)\n")
+
+
 # ---------------------------------------------------------------- serving benchmarks
 def serving_record(fmt: str, streams: int, tpot_ms: float, accept: float) -> dict:
     if fmt == "vllm-serve":

@@ -139,6 +139,18 @@ def test_non_numeric_tok_s(tmp_path, hw, raw):
     expect_error(path, hw, 5, "tok_s", f"not a number: {raw!r}", "fix: write a plain number")
 
 
+@pytest.mark.parametrize(("raw", "tokens"), [("32k", "32768"), ("1m", "1048576"),
+                                             ("0.5K", "512"), ("1.5 k", "1536")])
+def test_a_context_with_a_k_suffix_is_refused_naming_its_token_count(tmp_path, hw, raw, tokens):
+    """`--context 32k` is 32768 tokens; a data cell `32k` was "not a number" with the fix
+    "write a plain number", which left the user to work out that --context's k is 1024.
+    The fix now says the exact number (a data file holds plain numbers: docs/cli.md)."""
+    path = write(tmp_path, edited(r5={"context_tokens": raw}))
+    err = expect_error(path, hw, 5, "context_tokens", f"not a number: {raw!r}")
+    assert err.fix == (f"write {tokens}: {raw} is {tokens} tokens as --context reads it "
+                       "(k = 1024, m = 1048576), and a data file holds plain numbers")
+
+
 def test_non_numeric_accept_len(tmp_path, hw):
     path = write(tmp_path, edited(r3={"accept_len": "four"}))
     expect_error(path, hw, 3, "accept_len", "not a number: 'four'")

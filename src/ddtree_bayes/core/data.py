@@ -997,7 +997,8 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
                             "else") from None
     except ValueError:
         raise DataError(f"not a number: {raw!r}", file=path, row=row, column=column,
-                        fix="write a plain number") from None
+                        fix=(column == "context_tokens" and suffixed_context_fix(raw))
+                        or "write a plain number") from None
     if not math.isfinite(value):
         raise DataError(f"not a finite number: {raw!r}", file=path, row=row, column=column,
                         fix="write a finite number or remove the row")
@@ -1005,6 +1006,25 @@ def parse_number(path: str, row: int, column: str, raw: str, *, integer: bool = 
         raise DataError(f"not a whole number: {raw!r}", file=path, row=row, column=column,
                         fix="write a whole number")
     return value
+
+
+def suffixed_context_fix(raw: str) -> str | None:
+    """The fix for a context cell written as ``--context`` takes it (``32k``, ``1m``): the
+    token count to write, as a file's cells are plain numbers (other CSV readers take nothing
+    else); None for any other text.
+
+    >>> suffixed_context_fix("32k")
+    'write 32768: 32k is 32768 tokens as --context reads it (k = 1024, m = 1048576), and a \
+data file holds plain numbers'
+    >>> suffixed_context_fix("32 tokens") is None
+    True
+    """
+    m = re.fullmatch(r"([0-9]+\.?[0-9]*|\.[0-9]+)\s*([kKmM])", raw.strip())
+    if not m:
+        return None
+    tokens = plain_text(float(m.group(1)) * (1024 if m.group(2) in "kK" else 1024 * 1024))
+    return (f"write {tokens}: {raw} is {tokens} tokens as --context reads it (k = 1024, "
+            "m = 1048576), and a data file holds plain numbers")
 
 
 #: A number as every CSV reader takes it: ASCII digits, an optional sign, point and exponent.
