@@ -141,7 +141,7 @@ def test_deepseek_v3_mla_shared_experts_fp8_and_mtp():
     assert (mtp["drafter"], mtp["target_model"], mtp["method"], mtp["kind"]) == (
         "deepseek-v3-mtp", "deepseek-v3", "mtp", "mtp_module")
     assert (mtp["params_b"], mtp["layers"], mtp["shares_lm_head"], mtp["draft_vocab"]) == (
-        "11.6101", "1", "true", "129280")
+        "11.6101", "1", "yes", "129280")
     assert (mtp["params_active_b"], mtp["lm_head_params_b"]) == ("0.6881", "0.9267")
 
 
@@ -1186,7 +1186,7 @@ def test_eagle3_head():
         "llama3-8b-eagle3", "llama-3.1-8b-instruct", "eagle3", "eagle3_head")
     assert (row["params_b"], row["draft_vocab"], row["shares_lm_head"],
             row["shares_embeddings"], row["bytes_per_weight"]) == (
-        "0.4247", "32000", "false", "true", "2")
+        "0.4247", "32000", "no", "yes", "2")
     # as the bundled card of the same head (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): what a pass
     # reads, and its own head 4096 x 32000 = 131,072,000
     assert (row["params_active_b"], row["lm_head_params_b"]) == ("0.4247", "0.1311")
@@ -1237,7 +1237,7 @@ def test_a_separate_draft_model_from_its_config():
     assert (row["params_b"], row["params_active_b"], row["lm_head_params_b"]) == (
         "8.0303", "7.5049", "0.5253")
     assert (row["shares_lm_head"], row["shares_embeddings"], row["draft_vocab"],
-            row["bytes_per_weight"], row["layers"]) == ("false", "false", "128256", "2", "32")
+            row["bytes_per_weight"], row["layers"]) == ("no", "no", "128256", "2", "32")
     assert d.facts["pass_params"] == 7_504_924_672
 
 
@@ -1523,8 +1523,39 @@ def test_drafters_only_writes_a_known_targets_mtp_card_and_keeps_its_model_card(
     # experts at top-8 of 256), the target's 129,280 x 7,168 lm_head shared
     assert (row["drafter"], row["target_model"], row["method"], row["params_b"],
             row["params_active_b"], row["shares_lm_head"]) == (
-        "deepseek-r1-mtp", "deepseek-r1", "mtp", "11.6101", "0.6881", "true")
+        "deepseek-r1-mtp", "deepseek-r1", "mtp", "11.6101", "0.6881", "yes")
     assert float(row["lm_head_params_b"]) == pytest.approx(129_280 * 7_168 / 1e9, abs=1e-4)
+
+
+def test_written_drafter_rows_say_yes_or_no_as_the_bundled_rows_do(tmp_path):
+    """The bundled data/drafters.csv writes shares_lm_head and shares_embeddings as yes/no;
+    card add wrote true/false, so a user's file mixed two spellings of one column. Both read
+    the same (core/drafters.py `_yes_no`): the written rows read back to the cards their
+    true/false spelling did."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+
+    bundled_values = {r["shares_lm_head"] for r in csv.DictReader(
+        io.StringIO(bundled("drafters.csv").read_text()))} | {r["shares_embeddings"] for r in
+                                                              csv.DictReader(io.StringIO(
+        bundled("drafters.csv").read_text()))}
+    assert bundled_values == {"yes", "no"}
+    assert cli(tmp_path, "--hf-config", str(FIX / "deepseek-v3"), "--name", "deepseek-r1",
+               "--drafters-only")[0] == 0
+    assert cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--target",
+               "llama-3.3-70b-instruct")[0] == 0
+    assert cli(tmp_path, "--hf-config", str(FIX / "llama3-8b-eagle3"), "--name", "my-eagle3",
+               "--target", "llama-3.1-8b-instruct")[0] == 0
+    path = tmp_path / "data" / "drafters.csv"
+    text = path.read_text()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    assert [(r["drafter"], r["shares_lm_head"], r["shares_embeddings"]) for r in rows] == [
+        ("deepseek-r1-mtp", "yes", "yes"), ("llama-3.1-8b", "no", "no"),
+        ("my-eagle3", "no", "yes")]
+    as_true_false = text.replace(",yes,", ",true,").replace(",no,", ",false,")
+    assert as_true_false != text
+    cards = load_drafter_cards(path)
+    assert cards == load_drafter_cards(path, as_true_false)
+    assert [c.shares_lm_head for c in cards] == [True, False, False]
 
 
 @pytest.mark.parametrize("fixture, name, fragment", [

@@ -152,8 +152,8 @@ def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> di
             "intermediate_size": "" if shape.intermediate_size is None
             else str(shape.intermediate_size),
             "params_b": _b(wb.total_params), "params_active_b": _b(wb.active_params),
-            "lm_head_params_b": _b(head), "shares_lm_head": "true",
-            "shares_embeddings": "true", "draft_vocab": str(shape.vocab_size),
+            "lm_head_params_b": _b(head), "shares_lm_head": "yes",
+            "shares_embeddings": "yes", "draft_vocab": str(shape.vocab_size),
             "bytes_per_weight": _bpw(wb.file_average), "sweeps": "", "source": source,
             "derived": "params_b, params_active_b, lm_head_params_b, bytes_per_weight",
             "notes": (f"the target's {shape.mtp_layers} multi-token-prediction layer(s) as its "
@@ -185,8 +185,8 @@ def draft_model_drafter(name: str, target: str, shape: ModelShape, scheme: Schem
            "intermediate_size": "" if shape.intermediate_size is None
            else str(shape.intermediate_size),
            "params_b": _b(wb.total_params), "params_active_b": _b(params),
-           "lm_head_params_b": _b(head), "shares_lm_head": "false",
-           "shares_embeddings": "false", "draft_vocab": str(shape.vocab_size),
+           "lm_head_params_b": _b(head), "shares_lm_head": "no",
+           "shares_embeddings": "no", "draft_vocab": str(shape.vocab_size),
            "bytes_per_weight": _bpw(bpw), "sweeps": "", "source": source,
            "derived": "params_b, params_active_b, lm_head_params_b"
                       + ("" if bytes_per_weight is not None else ", bytes_per_weight"),
@@ -250,8 +250,8 @@ def eagle3_drafter(name: str, target: str, cfg: dict, source: str,
     row = {"drafter": name, "target_model": target, "method": "eagle3", "kind": "eagle3_head",
            "layers": str(layers), "hidden_size": str(hidden), "intermediate_size": str(inter),
            "params_b": _b(params), "params_active_b": _b(params),
-           "lm_head_params_b": _b(draft_vocab * hidden), "shares_lm_head": "false",
-           "shares_embeddings": "true", "draft_vocab": str(draft_vocab),
+           "lm_head_params_b": _b(draft_vocab * hidden), "shares_lm_head": "no",
+           "shares_embeddings": "yes", "draft_vocab": str(draft_vocab),
            "bytes_per_weight": _bpw(size), "sweeps": "", "source": source,
            "derived": "params_b, params_active_b, lm_head_params_b",
            "notes": (f"EAGLE-3 head: fc {3 * target_hidden}->{hidden}, {layers} decoder layer(s) "
