@@ -167,7 +167,7 @@ def test_a_user_csv_of_odd_but_valid_content_imports_its_values(
     assert new.concurrency == (4 if conc == "4" else 1)
     assert (new.source, new.notes, new.verify_tokens) == (source.strip(), 'a "quoted", note', 33)
     after = path.read_bytes()
-    if conc:   # a filled concurrency cell adds the column: every row keeps its cells
+    if conc == "4":   # a concurrency above 1 adds the column: every row keeps its cells
         old_cells, new_cells = cells_of(before), cells_of(after)
         assert new_cells[0] == old_cells[0] + ["concurrency"]
         assert [r[:-1] for r in new_cells[1:len(old_cells)]] == old_cells[1:]
@@ -193,6 +193,26 @@ def test_a_user_csv_context_of_32k_is_refused_naming_32768(tmp_path):
                    "column 'context_tokens': not a number: "
                    "'32k' (fix: write 32768: 32k is 32768 tokens as --context reads it "
                    "(k = 1024, m = 1048576), and a data file holds plain numbers)\n")
+
+
+@pytest.mark.parametrize("one", ["1", "1.0", " 1 "])
+def test_a_user_csv_concurrency_of_1_adds_no_column(tmp_path, one):
+    """Concurrency 1 is the default (a blank cell or no column): a `concurrency` cell of 1 in
+    an `add --from` row added the column to a data file that had none, re-serialising every
+    row (each gained a trailing comma). Now the file gains the new line alone; a value above
+    1 still adds the column (test_a_user_csv_of_odd_but_valid_content_imports_its_values)."""
+    root = workdir(tmp_path / "w")
+    user = root / "mine.csv"
+    user.write_text("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+                    "context_tokens,tok_s,source,notes,concurrency\n"
+                    f"kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,612,mine,,{one}\n")
+    path = root / "data" / "measurements.csv"
+    before = path.read_bytes()
+    assert b"concurrency" not in before
+    code, _, err = run_cli(root, "add", "--from", str(user))
+    assert code == 0, err
+    assert path.read_bytes() == before + b"kimi-k2.6,b300,8,sglang,ddtree,16,32,,13.1,,612,mine,\n"
+    assert rows_of(root)[-1].concurrency == 1
 
 
 # ---------------------------------------------------------------- serving benchmarks

@@ -50,6 +50,8 @@ COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "
 #: streams decoded together (default 1); at C > 1 ``tok_s`` is the total output throughput of
 #: the C streams, as ``vllm bench serve`` and SGLang ``bench_serving`` report it.
 OPTIONAL_COLUMNS = ("concurrency",)
+#: What each of :data:`OPTIONAL_COLUMNS` reads as when blank or absent.
+OPTIONAL_DEFAULTS = {"concurrency": 1.0}
 #: Columns that must hold a value in every row. ``accept_len`` may be blank: an
 #: autoregressive row then emits 1 token per step, a speculative row's acceptance is inferred
 #: by the fit (a latent parameter per (model, method, block, budget); core/acceptance_latent.py).

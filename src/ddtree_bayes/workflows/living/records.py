@@ -20,6 +20,7 @@ from typing import Any
 from ddtree_bayes.core.data import (
     COLUMNS,
     OPTIONAL_COLUMNS,
+    OPTIONAL_DEFAULTS,
     Measurement,
     Measurements,
     check_named_columns,
@@ -28,6 +29,7 @@ from ddtree_bayes.core.data import (
     load_measurements,
     misspelt_names,
     parse_row,
+    plain_float,
     plain_text,
     read_records,
     unknown_hardware_fix,
@@ -172,9 +174,11 @@ class Appended:
 def _with_optional_columns(text: str, header: list[str], new: list[NewRow], newline: str
                            ) -> tuple[str, list[str]]:
     """The file's text and header with each optional column (``concurrency``) a new row fills
-    and the file lacks added at the end, blank (= its default) in every existing row."""
+    with other than its default and the file lacks added at the end, blank (= its default) in
+    every existing row. A cell of the default (concurrency 1: ``1``, ``1.0``) adds nothing:
+    the row reads the same without it, and every row of the file was re-serialised."""
     missing = [c for c in OPTIONAL_COLUMNS if c not in header
-               and any(str(item.values.get(c) or "").strip() for item in new)]
+               and any(not _is_default(c, item.values.get(c)) for item in new)]
     if not missing:
         return text, header
     rows = list(csv.reader(io.StringIO(text)))
@@ -183,6 +187,22 @@ def _with_optional_columns(text: str, header: list[str], new: list[NewRow], newl
     for i, row in enumerate(rows):
         writer.writerow(row + (missing if i == 0 else [""] * len(missing)) if any(row) else row)
     return buf.getvalue(), [*header, *missing]
+
+
+def _is_default(column: str, value: object) -> bool:
+    """Whether an optional column's cell is blank or its default (:data:`OPTIONAL_DEFAULTS`);
+    a cell that is no number is not (the row's check refuses it).
+
+    >>> [_is_default("concurrency", v) for v in (" 1.0 ", "", "4", "x")]
+    [True, True, False, False]
+    """
+    text = str(value or "").strip()
+    if not text:
+        return True
+    try:
+        return plain_float(text) == OPTIONAL_DEFAULTS[column]
+    except ValueError:
+        return False
 
 
 def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
@@ -513,7 +533,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                     raise DataError(f"the same benchmark result as {where} "
                                     f"({result_tag(item.result_id)}): imported again, one run "
                                     "would count as two", file=item.origin, row=line, fix=fix)
-                extra = [c for c in values if c not in header and values[c]]
+                extra = [c for c in values if c not in header and values[c]
+                         and not (c in OPTIONAL_DEFAULTS and _is_default(c, values[c]))]
                 if extra:
                     raise DataError(f"{data_path} has no column {extra[0]!r}; its value would be "
                                     "lost", file=item.origin, row=line, column=extra[0],
