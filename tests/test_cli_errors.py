@@ -42,6 +42,28 @@ def test_predict_gpus_0_is_a_usage_error_not_a_zero_division(work):
         assert "argument --gpus: " in one_error(*run_cli(work, "predict", "--gpus", bad))
 
 
+def test_a_value_starting_with_a_dash_says_to_write_flag_equals_value(work):
+    """argparse reads `--source -x` as a flag and refused it with "expected one argument"
+    and `see --help`, which does not say the way that works: `--source=-x`. The fix says it
+    (the dry part: nothing written); `--source=-x` is taken."""
+    row = ["--hardware", "b300", "--engine", "sglang", "--method", "ar", "--accept", "1",
+           "--tok-s", "100"]
+    before = listing(work)
+    err = one_error(*run_cli(work, "add", *row, "--source", "-x"))
+    assert err == ("ddtree-bayes: error: argument --source: expected one argument: '-x' "
+                   "starts with '-' and was read as a flag (fix: write --source=-x to give a "
+                   "value that starts with '-')\n")
+    assert listing(work) == before
+    err = one_error(*run_cli(work, "add", *row, "--source", "-x", "--notes", "-a b c"))
+    assert "(fix: write --source=-x to give a value that starts with '-')" in err
+    err = one_error(*run_cli(work, "predict", "--context", "--gpus", "8"))   # no value at all
+    assert err == ("ddtree-bayes: error: argument --context: expected one argument (fix: see "
+                   "`ddtree-bayes predict --help`)\n")
+    code, _, err = run_cli(work, "add", *row, "--source=-x")
+    assert code == 0, err
+    assert (work / "data" / "measurements.csv").read_text().splitlines()[-1].endswith(",-x,")
+
+
 @pytest.mark.parametrize(("flag", "text", "problem"), [
     ("--gpus", "1_6", "is not a whole number"),        # Python's int() read it as 16
     ("--gpus", "\uff18", "is not a whole number"),      # a full-width 8, read as 8

@@ -52,7 +52,7 @@ class Parser(argparse.ArgumentParser):
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str):  # type: ignore[override]
-        message = self._flags_first(one_line(message))
+        message = self._dash_value(self._flags_first(one_line(message)))
         if "(fix:" not in message:
             if " (choose from " in message:
                 message = message.replace(" (choose from ", " (fix: choose from ", 1)
@@ -81,6 +81,24 @@ class Parser(argparse.ArgumentParser):
                     choices = nested[0].choices
                 return " ".join([self.prog, *names])
         return self.prog
+
+    def _dash_value(self, message: str) -> str:
+        """``--source -x``: argparse reads a value that starts with '-' as a flag and says
+        only "expected one argument"; name the value and the spelling it takes
+        (``--source=-x``). A next word that is one of the flags (``--context --gpus 8``) is
+        a missing value, left as argparse says it."""
+        bad = re.fullmatch(r"argument (\S+): expected one argument", message)
+        argv = getattr(self, "_argv", [])
+        if bad is None:
+            return message
+        names = bad.group(1).split("/")
+        for word, value in zip(argv, argv[1:], strict=False):
+            if (word in names and value.startswith("-")
+                    and value.split("=")[0] not in self._option_string_actions):
+                return (f"{message}: {value!r} starts with '-' and was read as a flag (fix: "
+                        f"write {shlex.quote(f'{names[-1]}={value}')} to give a value that "
+                        "starts with '-')")
+        return message
 
     def _flags_first(self, message: str) -> str:
         """``hardware --format json`` (flags before the subcommand): argparse takes the flag's
