@@ -594,7 +594,7 @@ def test_missing_file(tmp_path):
 
 def test_unreadable_bytes(tmp_path):
     path = tmp_path / "bin.json"
-    path.write_bytes(b"\xff\xfe\x00garbage")
+    path.write_bytes(b"{\xff\x00garbage")   # (\xff\xfe would be UTF-16's byte-order mark)
     with pytest.raises(BenchFormatError, match=r"not UTF-8 text"):
         parse_bench_file(path)
 
