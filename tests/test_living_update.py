@@ -993,6 +993,60 @@ def test_update_without_priors_refuses_to_leave_the_priors_the_fit_was_made_with
     assert code == 0 and "nothing to refit" in out, err
 
 
+def test_update_without_priors_refuses_a_swap_of_priors_kept_outside_the_workspace(
+        tmp_path, monkeypatch):
+    """`fit --priors /shared/tight.toml` (a file outside the working directory), then
+    `update` here: the refusal exempted every file outside the working directory as "a fit
+    made in another directory", so update read models/priors.toml, said "priors changed since
+    fit ..." and refitted on them, exit 0 (a real fit of the bundled data with noise_sd's
+    median at 0.10 in the shared file). A fit records where it was made; only a fit made
+    elsewhere (a copied workspace) updates from this directory's default."""
+    import h5py
+
+    from ddtree_bayes.engine import inference
+    from test_cli_support import FIT_ID, listing, make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "models" / "priors.toml"
+    shared = tmp_path / "shared" / "tight.toml"
+    shared.parent.mkdir()
+    shared.write_text(default.read_text().replace("median = 0.03\n", "median = 0.10\n", 1))
+    path = write_point_mass_fit(work / "models", work / "data" / "measurements.csv", shared,
+                                work / "data" / "hardware.csv")
+
+    def made_in(where: Path) -> None:   # what `fit` run in ``where`` records
+        with h5py.File(path, "r+") as fh:
+            meta = json.loads(fh.attrs[store.META_ATTR])
+            meta["workdir"] = str(where.resolve())
+            fh.attrs[store.META_ATTR] = json.dumps(meta)
+
+    made_in(work)
+    before = listing(work)
+    code, out, err = call(work, "update")
+    assert (code, out) == (2, "")
+    assert err == (f"ddtree-bayes: error: fit {FIT_ID} was made with the priors "
+                   f"{shared.resolve()}, but `update` without --priors reads models/priors.toml "
+                   f"(fix: pass --priors {shared.resolve()} to keep that fit's priors, or "
+                   "--priors models/priors.toml to refit on the other file)\n")
+    assert listing(work) == before   # nothing written
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    code, out, err = call(work, "update", "--priors", str(shared))
+    assert code == 0 and "nothing to refit" in out, err
+    # a fit made in another directory (a copied workspace) still updates from this one's
+    made_in(tmp_path / "elsewhere")
+    code, out, err = call(work, "update")
+    assert code == 0 and "error" not in err, err
+
+
+def test_fit_records_the_directory_it_was_made_in(tmp_path):
+    """`update` tells a fit made here from one made in a copied workspace by it."""
+    from ddtree_bayes.engine import fitting
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    assert fitting.made_in(work) == {"workdir": str(work.resolve())}
+
+
 def test_update_without_hardware_file_refuses_to_leave_the_table_the_fit_was_made_with(
         tmp_path, monkeypatch):
     """`fit --hardware-file myhw.csv` (h200 at 9.6 TB/s), a row added, then `update`: it read

@@ -136,7 +136,8 @@ def _check_default_data(meta: dict, default: Path) -> None:
     data/measurements.csv here) after ``fit --data mine.csv``, or another file of this
     directory. Read silently, its rows were scored as new rows of another model, the fit's
     own called removed, and a refit of them became the latest fit (exit 0). A fit made in
-    another directory (a copied workspace) or on the bundled copy updates from the default,
+    another directory (a copied workspace: its ``meta["workdir"]``, or for a fit that does
+    not record it, its file outside this one) or on the bundled copy updates from the default,
     and so does one whose file the default is a copy of (the fit's stored sha256: another
     install's bundled data, a workspace's data/measurements.csv copied from mine.csv)."""
     _check_default_file(meta, "data", default, "measurements.csv",
@@ -187,7 +188,13 @@ def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, 
         return
     if here.is_file() and holds_fitted(meta[key].get("sha256", ""), here):
         return
-    if here != bundled and not made_on.is_relative_to(Path.cwd().resolve()):
+    # a fit made in another directory (a copied workspace) updates from this one's default;
+    # a fit made here does not, wherever its file is (`fit --priors /shared/tight.toml`). A fit
+    # that does not record where it was made: its file outside this directory says elsewhere
+    cwd = Path.cwd().resolve()
+    made_in = meta.get("workdir")
+    elsewhere = Path(made_in).resolve() != cwd if made_in else not made_on.is_relative_to(cwd)
+    if here != bundled and elsewhere:
         return
     given = paths.data_flag(made_on) if key == "data" else \
         f" --{flag} {shlex.quote(paths.shown(made_on))}"
