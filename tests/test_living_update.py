@@ -993,6 +993,41 @@ def test_update_without_priors_refuses_to_leave_the_priors_the_fit_was_made_with
     assert code == 0 and "nothing to refit" in out, err
 
 
+def test_a_fit_of_a_hardware_file_is_not_stale_by_the_default_table(tmp_path):
+    """`fit --hardware-file myhw.csv` (h200 at 9.6 TB/s), nothing changed since: predict warned
+    "the hardware table here differs from the one fit ... stored for h200 (mem_bw_tb_s 9.6 ->
+    4.8) ...; re-run `ddtree-bayes fit` to use these", --strict refused it (exit 4) and
+    report called it stale, though `update` keeps that fit's file; the fit records its file,
+    which is the table to compare with. An edit of that file is still named."""
+    import hashlib
+
+    import h5py
+
+    from test_cli_support import FIT_ID, make_point_mass_workdir, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    default = work / "data" / "hardware.csv"
+    mine = work / "myhw.csv"
+    mine.write_text(default.read_text().replace("\nh200,HBM3e,141,4.8,", "\nh200,HBM3e,141,9.6,",
+                                                1))
+    path = write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                                work / "models" / "priors.toml", mine)
+    with h5py.File(path, "r+") as fh:   # what `fit --hardware-file myhw.csv` records here
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        meta["hardware"] = {"path": str(mine.resolve()),
+                            "sha256": hashlib.sha256(mine.read_bytes()).hexdigest()}
+        meta["workdir"] = str(work.resolve())
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    code, out, err = call(work, "predict", "--method", "ar", "--strict")
+    assert code == 0 and "hardware table" not in err, err
+    mine.write_text(mine.read_text().replace("\nh200,HBM3e,141,9.6,", "\nh200,HBM3e,141,9.7,", 1))
+    code, out, err = call(work, "predict", "--method", "ar")
+    assert code == 0, err
+    assert (f"the hardware table here differs from the one fit {FIT_ID} stored for h200 "
+            "(mem_bw_tb_s 9.6 -> 9.7): its answers use the stored values; re-run `ddtree-bayes "
+            "fit --hardware-file myhw.csv` to use these") in err
+
+
 def test_update_without_priors_refuses_a_swap_of_priors_kept_outside_the_workspace(
         tmp_path, monkeypatch):
     """`fit --priors /shared/tight.toml` (a file outside the working directory), then

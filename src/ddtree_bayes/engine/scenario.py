@@ -7,6 +7,7 @@ import hashlib
 import json
 import math
 import re
+import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -242,12 +243,19 @@ def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     """What the hardware table here (built-in and ``data/hardware.csv``) says differently
     from the one the fit stored, which every answer of the fit uses: rows whose values
     changed (their sources aside: text no answer reads), and GPUs added since. Empty when
-    they agree (or the table here does not load: ``fit`` names that problem)."""
+    they agree (or the table here does not load: ``fit`` names that problem). A fit made here
+    with ``fit --hardware-file FILE`` (``meta["hardware"]``, ``meta["workdir"]``) is compared
+    with FILE, the table ``update`` keeps for it, not with data/hardware.csv."""
+    from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS, hardware_table
+    from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS, hardware_table, user_hardware_file
 
+    own = _own_hardware_file(draws.meta, workdir)
+    default = user_hardware_file(workdir)
+    flag = ("" if own is None or (default is not None and own == default.resolve())
+            else f" --hardware-file {shlex.quote(paths.shown(own))}")
     try:
-        now = hardware_table(workdir)
+        now = hardware_table(workdir, own)
     except InputError:
         return []
     stored, fit_id = draws.hardware, draws.meta["fit_id"]
@@ -263,14 +271,28 @@ def hardware_changes(draws: Fit, workdir: Path | None = None) -> list[str]:
     if changed:
         out.append(f"the hardware table here differs from the one fit {fit_id} stored for "
                    f"{'; '.join(changed[:3])}{' and more' if len(changed) > 3 else ''}: its "
-                   "answers use the stored values; re-run `ddtree-bayes fit` to use these")
+                   f"answers use the stored values; re-run `ddtree-bayes fit{flag}` to use these")
     added = [n for n in now.rows if n not in stored]
     if added:
         out.append(f"{', '.join(added[:3])}{' and more' if len(added) > 3 else ''} "
                    f"{'is' if len(added) == 1 else 'are'} in the hardware table here but not "
-                   f"in fit {fit_id}'s: re-run `ddtree-bayes fit` to ask about "
+                   f"in fit {fit_id}'s: re-run `ddtree-bayes fit{flag}` to ask about "
                    f"{'it' if len(added) == 1 else 'them'}")
     return out
+
+
+def _own_hardware_file(meta: dict, workdir: Path | None = None) -> Path | None:
+    """The user hardware file (resolved) a fit made in ``workdir`` (default: here) read, while
+    it exists; None for a fit of the built-in table alone, one made in another directory (a
+    copied workspace compares with its own table) or one whose file is gone."""
+    stored = (meta.get("hardware") or {}).get("path")
+    if not stored or not Path(stored).is_file():
+        return None
+    made_in = meta.get("workdir")
+    here = Path.cwd() if workdir is None else Path(workdir)
+    if made_in and Path(made_in).resolve() != here.resolve():
+        return None
+    return Path(stored).resolve()
 
 
 def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
