@@ -381,6 +381,31 @@ def test_a_vllm_latency_run_imports_under_its_method(tmp_path, method, given):
         assert rows_of(root)[-1].method == given
 
 
+def test_a_vllm_latency_run_of_pard_imports_as_pard_not_as_a_draft_model(tmp_path):
+    """vLLM runs PARD as speculative_config {"method": "draft_model", "parallel_drafting":
+    true} (vllm-project/vllm PR #32887, the priors' source of [methods.pard]). The method
+    check read draft_model alone and refused --method pard, its fix naming --method
+    draft-model: a sequential draft model, one pass per drafted token where PARD runs one.
+    A parallel-drafting draft_model run is pard, and only pard."""
+    root = workdir(tmp_path)
+    spec = {"method": "draft_model", "model": "amd/PARD-Llama-3.2-1B",
+            "num_speculative_tokens": 8, "parallel_drafting": True}
+    src = _latency_run(tmp_path, spec)
+    code, _, err = run_cli(root, "add", "--from-bench", str(src), "--hardware", "h100",
+                           "--method", "pard", "--block", "8", "--accept", "3.5")
+    assert code == 0, err
+    assert rows_of(root)[-1].method == "pard"
+    (tmp_path / "r2").mkdir()
+    root = workdir(tmp_path / "r2")
+    code, _, err = run_cli(root, "add", "--from-bench", str(src), "--hardware", "h100",
+                           "--method", "draft-model", "--block", "8", "--accept", "3.5")
+    assert code == 2
+    assert err == (f"ddtree-bayes: error: {src} (vllm-latency, record 1): the file's run used "
+                   "speculative_config method 'draft_model' with parallel_drafting (the data's "
+                   "pard), but --method is draft-model (fix: give --method pard, or import the "
+                   "result file of the draft-model run)\n")
+
+
 def test_a_serving_file_of_another_backend_is_at_least_warned(tmp_path):
     root = workdir(tmp_path)
     bench = BENCH / "vllm_serve.json"

@@ -183,6 +183,7 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
                         speculative=speculative, not_speculative=plain,
                         caveat=_prefill_caveat(out_len, in_len, avg),
                         spec_method=method if isinstance(method, str) else None,
+                        spec_parallel=isinstance(spec, dict) and spec.get("parallel_drafting") is True,
                         engine="vllm",
                         engine_said=_ONE_ENGINE["vllm-latency"])]
 

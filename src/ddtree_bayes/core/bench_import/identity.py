@@ -213,18 +213,23 @@ def engine_key(name: str) -> str:
 #: listed is itself, ``_`` written ``-`` (``ngram``, ``suffix``).
 _VLLM_METHODS = {"eagle": ("eagle",), "eagle3": ("eagle3",), "medusa": ("medusa",),
                  "draft_model": ("draft-model",), "dflash": ("dflash", "ddtree"),
-                 "mtp": ("mtp",)}
+                 "mtp": ("mtp",), "pard": ("pard",), "pard2": ("pard",)}
 
 
-def data_methods(engine_method: str) -> tuple[str, ...]:
-    """The data's method names a vLLM ``speculative_config.method`` can be.
+def data_methods(engine_method: str, parallel: bool = False) -> tuple[str, ...]:
+    """The data's method names a vLLM ``speculative_config.method`` can be; ``parallel``:
+    the config's ``parallel_drafting`` is true, which makes a ``draft_model`` PARD (vLLM runs
+    PARD as a draft model drafting in one pass: vllm-project/vllm PR #32887), no sequential
+    draft model.
 
     >>> data_methods("eagle3"), data_methods("qwen3_next_mtp"), data_methods("dflash")
     (('eagle3',), ('mtp',), ('dflash', 'ddtree'))
-    >>> data_methods("mlp_speculator")
-    ('mlp-speculator',)
+    >>> data_methods("mlp_speculator"), data_methods("draft_model", parallel=True)
+    (('mlp-speculator',), ('pard',))
     """
     name = engine_method.strip().lower()
     if name.endswith("_mtp"):
         name = "mtp"
+    if parallel and name == "draft_model":
+        name = "pard"
     return _VLLM_METHODS.get(name, (name.replace("_", "-"),))

@@ -76,6 +76,9 @@ class BenchRecord:
     #: the speculative method the file names, in the engine's words (vLLM latency args'
     #: ``speculative_config.method``), if any
     spec_method: str | None = None
+    #: the file says the drafter proposed its tokens in one pass (vLLM latency args'
+    #: ``speculative_config.parallel_drafting``: PARD, P-EAGLE)
+    spec_parallel: bool = False
     #: why the run cannot have decoded speculatively (a tool without speculative decoding),
     #: else None
     not_speculative: str | None = None

@@ -392,10 +392,12 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                             "--method is ar", file=origin,
                             fix="give the run's --method (and --block/--budget, and --accept), "
                                 "or import a run without speculative decoding")
-        can_be = data_methods(rec.spec_method) if rec.spec_method else ()
+        can_be = data_methods(rec.spec_method, rec.spec_parallel) if rec.spec_method else ()
         if can_be and method != AR_METHOD and method not in can_be:   # (ar: refused above)
             raise DataError(f"the file's run used speculative_config method "
-                            f"{rec.spec_method!r} (the data's {' or '.join(can_be)}), but "
+                            f"{rec.spec_method!r}"
+                            f"{' with parallel_drafting' if rec.spec_parallel else ''} (the "
+                            f"data's {' or '.join(can_be)}), but "
                             f"--method is {method}", file=origin,
                             fix=f"give --method {can_be[0]}, or import the result file of the "
                                 f"{method} run")
