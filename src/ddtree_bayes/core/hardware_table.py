@@ -16,6 +16,7 @@ adds nothing to it. numpy-free: the standard library only.
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +49,9 @@ class HardwareTable:
     user_file: str | None
     #: (GPU, column) cells the user's row leaves blank where the built-in row has a value
     shadowed: tuple[tuple[str, str], ...] = ()
+    #: sha256 of the user's file as the loaders read it (universal newlines, no BOM; what
+    #: ``engine/scenario.holds_fitted`` compares), from the text read once; None without one
+    user_sha256: str | None = None
 
     def shadowed_note(self) -> str | None:
         """One line naming the built-in values the user's file blanks (None: it blanks none),
@@ -126,7 +130,8 @@ def merge_tables(user_file: str | Path | None, builtin: str | Path | None = None
         text = builtin_text   # the user's file adds nothing: the fit stores the built-in text
     else:
         text = _csv_text(header, rows)
-    return HardwareTable(rows, origins, tuple(header), text, user_path, tuple(shadowed))
+    return HardwareTable(rows, origins, tuple(header), text, user_path, tuple(shadowed),
+                         hashlib.sha256(user_text.encode()).hexdigest())
 
 
 def _cells(row: dict[str, str], header: list[str]) -> tuple[str, ...]:

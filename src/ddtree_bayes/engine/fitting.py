@@ -304,15 +304,13 @@ def made_in(workdir: Path) -> dict[str, str]:
 
 def hardware_meta(table) -> dict | None:
     """The user's hardware file a fit was made with (``--hardware-file``, else
-    data/hardware.csv), as ``meta["hardware"]``: its resolved path and the sha256 of its bytes,
-    so that ``update`` without ``--hardware-file`` can tell the default table from the one
-    the fit read. None for the built-in table alone."""
-    import hashlib
-
+    data/hardware.csv), as ``meta["hardware"]``: its resolved path and the sha256 of its text
+    as the table read it (the file is not read again: a fit reads each input once), so that
+    ``update`` without ``--hardware-file`` can tell the default table from the one the fit
+    read. None for the built-in table alone."""
     if table.user_file is None:
         return None
-    path = Path(table.user_file).resolve()
-    return {"path": str(path), "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    return {"path": str(Path(table.user_file).resolve()), "sha256": table.user_sha256}
 
 
 def artifact_tree(dt, spec):
