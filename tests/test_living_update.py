@@ -1074,12 +1074,15 @@ def test_update_without_priors_refuses_a_swap_of_priors_kept_outside_the_workspa
 
 
 def test_fit_records_the_directory_it_was_made_in(tmp_path):
-    """`update` tells a fit made here from one made in a copied workspace by it."""
-    from ddtree_bayes.engine import fitting
+    """`update` tells a fit made here from one made in a copied workspace by it (the record
+    lives in engine/store.py: update's reweighting writes it too, and must not import the
+    sampler, tests/test_layers.py)."""
+    from ddtree_bayes.engine import store
     from test_cli_support import make_point_mass_workdir
 
     work = make_point_mass_workdir(tmp_path / "w")
-    assert fitting.made_in(work) == {"workdir": str(work.resolve())}
+    assert store.made_in(work) == {"workdir": str(work.resolve())}
+    assert store.made_in(work / "models" / "..") == {"workdir": str(work.resolve())}
 
 
 def test_update_without_hardware_file_refuses_to_leave_the_table_the_fit_was_made_with(

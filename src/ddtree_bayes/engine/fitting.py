@@ -233,15 +233,15 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     meta = metadata(fit_id, measurements, cfg, spec, settings, used_backend, seed, inputs_hash,
                      diag_rows, divergences, failures, timings)
     meta["remedies"] = ladder
-    meta.update(made_in(models.parent))
+    from ddtree_bayes.engine import store
+
+    meta.update(store.made_in(models.parent))
     hardware_file = hardware_meta(inputs.hardware)
     if hardware_file is not None:
         meta["hardware"] = hardware_file
     if inputs.proxy is not None:
         meta["model"]["proxy_card"] = inputs.proxy
     meta.update(extra_meta or {})
-    from ddtree_bayes.engine import store
-
     t_save = time.perf_counter()
     inference.log(progress, f"saving fit {fit_id}")
     path = store.save(dt, meta, {"data": measurements.text, "priors": cfg.text,
@@ -293,13 +293,6 @@ def compile_only(inputs: FitInputs, *, moe_form: str | None = None,
     callbacks.compile_model(model, free_only=True)
     return {"compile_s": time.perf_counter() - t0, "cache": str(callbacks.cache_dir()),
             "cached": callbacks.last_compile_cached()}
-
-
-def made_in(workdir: Path) -> dict[str, str]:
-    """Where a fit was made (``meta["workdir"]``: the resolved working directory whose
-    ``models/`` holds it), so that ``update`` tells a fit made here, whose files may live
-    anywhere (``fit --priors /shared/tight.toml``), from one made in a copied workspace."""
-    return {"workdir": str(Path(workdir).resolve())}
 
 
 def hardware_meta(table) -> dict | None:

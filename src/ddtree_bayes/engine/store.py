@@ -417,3 +417,12 @@ def _point_latest(models: Path, meta: dict, target: Path) -> Path:
               "converged": meta["converged"]}
     atomic_write_bytes(models / LATEST, (json.dumps(latest, indent=2) + "\n").encode())
     return target
+
+
+def made_in(workdir: Path) -> dict[str, str]:
+    """Where a fit was made (``meta["workdir"]``: the resolved working directory whose
+    ``models/`` holds it), so that ``update`` tells a fit made here, whose files may live
+    anywhere (``fit --priors /shared/tight.toml``), from one made in a copied workspace.
+    Here, not in engine/fitting.py: update's reweighting records it too and must not import
+    the sampler."""
+    return {"workdir": str(Path(workdir).resolve())}

@@ -305,7 +305,6 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
 
     from ddtree_bayes.core import __version__
     from ddtree_bayes.engine import inference, psis, store
-    from ddtree_bayes.engine.fitting import made_in
     from ddtree_bayes.engine.posterior import Fit
 
     resampling = RESAMPLING
@@ -337,7 +336,7 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
                      "resampling": resampling,
                      "distinct_draws": len(counts), "reference": REFERENCE},
         "update": update_meta,
-        **made_in(Path(models).parent),   # (here, not where the proposal was made)
+        **store.made_in(Path(models).parent),   # (here, not where the proposal was made)
     })
     meta["diagnostics"] = {**base.get("diagnostics", {}), "of_fit": proposal.meta["fit_id"],
                            "note": (f"R-hat, ESS, MCSE and divergences are those of fit "
