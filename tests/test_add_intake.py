@@ -282,13 +282,13 @@ def test_a_file_that_names_its_engine_gives_the_rows_engine(tmp_path):
     code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "llama_bench_readme.json"),
                            "--method", "ar", "--model", "qwen3-8b")
     assert code == 0, err
-    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
-                           "--hardware", "h100", "--gpus", "1", "--method", "eagle3",
-                           "--block", "3")
+    code, _, err = run_cli(root, "add", "--from-bench", str(BENCH / "sglang_serving.jsonl"),
+                           "--bench-records", "1", "--hardware", "b300", "--gpus", "8",
+                           "--method", "eagle3", "--block", "3", "--model", "kimi-k2.6")
     assert code == 0, err
     rows = rows_of(root)
     assert [(r.engine, r.hardware) for r in rows[-2:]] == [("llama.cpp", "rtx-4080"),
-                                                                 ("vllm", "h100")]
+                                                                 ("sglang", "b300")]
     assert run_cli(workdir(tmp_path / "b"), "add", "--from-bench",
                    str(BENCH / "llama_bench_readme.json"), "--engine", "llamacpp",
                    "--method", "ar", "--model", "qwen3-8b")[0] == 0
@@ -406,16 +406,29 @@ def test_a_vllm_latency_run_of_pard_imports_as_pard_not_as_a_draft_model(tmp_pat
                    "result file of the draft-model run)\n")
 
 
-def test_a_serving_file_of_another_backend_is_at_least_warned(tmp_path):
+def test_a_vllm_client_backend_of_vllm_names_no_engine(tmp_path):
+    """vLLM's benchmark client sends every backend's requests to one OpenAI-compatible API,
+    and its older versions wrote backend 'vllm' by default: such a file may be an SGLang
+    server's run. It was refused under --engine sglang (a review); its backend now names no
+    engine, so --engine is taken as given, and a missing --engine is asked for, saying why.
+    (SGLang's bench_serving picks the server's own endpoint by its backend: that one still
+    names the engine.)"""
     root = workdir(tmp_path)
     bench = BENCH / "vllm_serve.json"
     code, _, err = run_cli(root, "add", "--from-bench", str(bench),
                            "--hardware", "h100", "--gpus", "1", "--engine", "sglang",
                            "--method", "eagle3", "--block", "3")
-    assert code == 2 or "backend" in err, err
-    assert err == (f"ddtree-bayes: error: {bench}, record 1: its backend 'vllm', so the run is "
-                   "vllm's, but --engine sglang (fix: drop --engine (the file's engine, vllm, is "
-                   "used), or import the result file of the sglang run)\n")
+    assert code == 0, err
+    row = (root / "data" / "measurements.csv").read_text().splitlines()[-1]
+    assert row.startswith("llama-3.1-8b-instruct,h100,1,sglang,eagle3,3,"), row
+    code, _, err = run_cli(root, "add", "--from-bench", str(bench),
+                           "--hardware", "h100", "--gpus", "1", "--method", "eagle3",
+                           "--block", "3")
+    assert code == 2
+    assert err == (f"ddtree-bayes: error: {bench}, record 1: its backend 'vllm' (the default "
+                   "of vLLM's older benchmark client, whose requests any OpenAI-compatible "
+                   "server answers), an API several engines serve, names no engine (fix: give "
+                   "the engine of the server it measured with --engine (e.g. --engine vllm))\n")
 
 
 MIXED = "NVIDIA GeForce RTX 4090, NVIDIA GeForce RTX 3090"

@@ -269,8 +269,18 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     return per_stream * streams, streams, how if said is None else f"{how}, {said}"
 
 
+#: What vLLM's benchmark client says of its backend 'vllm': the default of its older versions
+#: (now 'openai'), sent to one OpenAI-compatible API like every other backend it has, so a
+#: run with it may be any engine's server (SGLang's bench_serving, by contrast, picks the
+#: server's own endpoint by its backend).
+VLLM_CLIENT_DEFAULT = ("the default of vLLM's older benchmark client, whose requests any "
+                       "OpenAI-compatible server answers")
+
+
 def _vllm_serve(rec: BenchRow) -> BenchRecord:
     engine, said = _backend_engine(rec)
+    if engine == "vllm" and said.endswith(" 'vllm'"):   # (the client's default: any server)
+        engine, said = None, f"{said} ({VLLM_CLIENT_DEFAULT})"
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
