@@ -490,6 +490,24 @@ def test_an_acceptance_file_of_another_model_is_warned_of():
     assert curve_model_warning(draws, curve, own, str(REFERENCE)) is None
 
 
+def test_an_acceptance_file_of_another_deployment_of_the_model_is_not_warned_of():
+    """Rows of one deployment card of a model asked about another (Q4_K_M rows for an
+    IQ2_XXS question, both cards of the fit's qwen3.8-27b) were called another model's (a
+    review): cards of one target among the fit's models are one model, as for a carried
+    group (core/pairs.same_target); a card of an unrelated model still warns."""
+    from ddtree_bayes.workflows.decisions.optimize import curve_model_warning
+
+    draws = point_mass_draws()
+    draws.meta["model"]["target_models"] = ["qwen3.8-27b"]
+    curve = parse_acceptance_curve(bundled("priors.toml").read_text(), "bundled")
+    out = {"scenario": {"model": "qwen3.8-27b-iq2_xxs"},
+           "curve": {"acceptance_model": "qwen3.8-27b-q4_k_m"}}
+    assert curve_model_warning(draws, curve, out, "acc.csv") is None
+    out["curve"]["acceptance_model"] = "qwen3.5-27b-q4_k_m"
+    assert curve_model_warning(draws, curve, out, "acc.csv").startswith(
+        "the acceptance file's rows (acc.csv) are of qwen3.5-27b-q4_k_m, not qwen3.8-27b-iq2_xxs")
+
+
 # ------------------------------------------------------------------ next
 def cand(draws, engine, method, budget, accept=None):
     sc = P.resolve_scenario(draws, hardware="b300", gpus=None, engine=engine, method=method,

@@ -327,7 +327,8 @@ def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
     curve (``[acceptance_curve]`` in ``curve.path``) was written for a model other than the
     one asked (``out``'s scenario, or the fit's target) and no ``acceptance_file`` replaced
     it, or the file's rows (``out["curve"]["acceptance_model"]``) are another model's. None
-    when the curve (the file) names no model or names the one asked (or its family).
+    when the curve (the file) names no model or names the one asked (or another deployment
+    card of it among the fit's models: :func:`~ddtree_bayes.core.pairs.same_target`).
     ``optimize`` prints it and the report's budget section carries it.
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
@@ -340,17 +341,21 @@ def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
     >>> curve_model_warning(draws, curve, out, "acc.csv") is None   # (its rows' model unknown)
     True
     """
-    from ddtree_bayes.core.pairs import same_family
+    from ddtree_bayes.core.pairs import same_target
+    from ddtree_bayes.engine.target_models import fit_models
+
+    def one_model(a: str, b: str) -> bool:   # (deployment cards of one of the fit's models)
+        return same_target(a, b, fit_models(draws))
 
     asked = out["scenario"].get("model") or draws.meta["model"].get("target_model")
     if acceptance_file is not None:
         rows_of = out.get("curve", {}).get("acceptance_model")
-        if not rows_of or not asked or same_family(rows_of, asked):
+        if not rows_of or not asked or one_model(rows_of, asked):
             return None
         return (f"the acceptance file's rows ({acceptance_file}) are of {rows_of}, not "
                 f"{asked}: these acceptances are another model's; pass --acceptance-file "
                 "with measured acceptances of this target and drafter")
-    if not curve.model or not asked or same_family(curve.model, asked):
+    if not curve.model or not asked or one_model(curve.model, asked):
         return None
     return (f"the acceptance curve ([acceptance_curve] in {curve.path}) was written for "
             f"{curve.model}, not {asked}: these acceptances are another model's prior; pass "
