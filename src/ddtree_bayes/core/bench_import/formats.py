@@ -220,15 +220,20 @@ _ONE_ENGINE = {"vllm-latency": "vllm bench latency runs vLLM's engine in-process
                "llama-bench": "llama-bench measures llama.cpp only"}
 
 
-def _backend_engine(rec: BenchRow) -> tuple[str | None, str]:
+def _backend_engine(rec: BenchRow, generic: tuple[str, str] | None = None
+                    ) -> tuple[str | None, str]:
     """(``engine``, ``engine_said``) of a serving result: the engine its ``backend`` (vLLM's
     older files: ``endpoint_type``) names (:func:`engine_of_backend`), else None; the backend
-    is said even when it names none ("" without one)."""
+    is said even when it names none ("" without one). ``generic``: (a backend, why) the
+    format's client sends to any server, which names no engine there."""
     key = "backend" if rec.text("backend") is not None else "endpoint_type"
     backend = rec.text(key)
     if backend is None:
         return None, ""
-    return engine_of_backend(backend), f"its {key} {backend!r}"
+    said = f"its {key} {backend!r}"
+    if generic is not None and backend.strip().lower() == generic[0]:
+        return None, f"{said} ({generic[1]})"
+    return engine_of_backend(backend), said
 
 
 def _tpot_tok_s(rec: BenchRow) -> tuple[float, str]:
@@ -278,9 +283,7 @@ VLLM_CLIENT_DEFAULT = ("the default of vLLM's older benchmark client, whose requ
 
 
 def _vllm_serve(rec: BenchRow) -> BenchRecord:
-    engine, said = _backend_engine(rec)
-    if engine == "vllm" and said.endswith(" 'vllm'"):   # (the client's default: any server)
-        engine, said = None, f"{said} ({VLLM_CLIENT_DEFAULT})"
+    engine, said = _backend_engine(rec, ("vllm", VLLM_CLIENT_DEFAULT))
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
