@@ -177,6 +177,7 @@ def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, 
     from ddtree_bayes.core import paths
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.scenario import holds_fitted
+    from ddtree_bayes.engine.store import made_elsewhere
 
     flag = flag or key
     stored = (meta.get(key) or {}).get("path")
@@ -192,8 +193,9 @@ def _check_default_file(meta: dict, key: str, default: Path, bundled_name: str, 
     # a fit made here does not, wherever its file is (`fit --priors /shared/tight.toml`). A fit
     # that does not record where it was made: its file outside this directory says elsewhere
     cwd = Path.cwd().resolve()
-    made_in = meta.get("workdir")
-    elsewhere = Path(made_in).resolve() != cwd if made_in else not made_on.is_relative_to(cwd)
+    elsewhere = made_elsewhere(meta, cwd)
+    if elsewhere is None:
+        elsewhere = not made_on.is_relative_to(cwd)
     if here != bundled and elsewhere:
         return
     given = paths.data_flag(made_on) if key == "data" else \

@@ -285,12 +285,12 @@ def _own_hardware_file(meta: dict, workdir: Path | None = None) -> Path | None:
     """The user hardware file (resolved) a fit made in ``workdir`` (default: here) read, while
     it exists; None for a fit of the built-in table alone, one made in another directory (a
     copied workspace compares with its own table) or one whose file is gone."""
+    from ddtree_bayes.engine.store import made_elsewhere
+
     stored = (meta.get("hardware") or {}).get("path")
     if not stored or not Path(stored).is_file():
         return None
-    made_in = meta.get("workdir")
-    here = Path.cwd() if workdir is None else Path(workdir)
-    if made_in and Path(made_in).resolve() != here.resolve():
+    if made_elsewhere(meta, Path.cwd() if workdir is None else Path(workdir)):
         return None
     return Path(stored).resolve()
 

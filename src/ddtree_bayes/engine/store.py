@@ -426,3 +426,10 @@ def made_in(workdir: Path) -> dict[str, str]:
     Here, not in engine/fitting.py: update's reweighting records it too and must not import
     the sampler."""
     return {"workdir": str(Path(workdir).resolve())}
+
+
+def made_elsewhere(meta: dict, here: Path) -> bool | None:
+    """Whether a fit was made in another directory than ``here`` (a copied workspace), by the
+    record :func:`made_in` keeps; None for a fit made before fits recorded it."""
+    made = meta.get("workdir")
+    return None if not made else Path(made).resolve() != Path(here).resolve()
