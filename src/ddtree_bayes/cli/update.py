@@ -242,9 +242,9 @@ def cmd_update(args: argparse.Namespace) -> int:
     # an edit of what no fit reads ([acceptance_curve], comments: NOT_FITTED_PRIORS, which
     # predict and optimize ignore too) is no reason to refit: the draws are kept as they are
     # in a fit that stores the file's text (the reweight below, with nothing to reweight by)
-    unfitted = (cfg.sha256 != previous.meta.get("priors", {}).get("sha256")
-                and fitted_priors_same(cfg.text, previous.priors_toml))
-    if cfg.sha256 != previous.meta.get("priors", {}).get("sha256") and not unfitted:
+    priors_edited = cfg.sha256 != previous.meta.get("priors", {}).get("sha256")
+    unfitted = priors_edited and fitted_priors_same(cfg.text, previous.priors_toml)
+    if priors_edited and not unfitted:
         other_inputs.append("priors")
     if hardware_text != previous.hardware_csv:
         other_inputs.append("hardware table")
