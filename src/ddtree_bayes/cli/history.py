@@ -107,6 +107,7 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
     diff lists: they are not compared; a proxy against a real card is named."""
     import json
 
+    from ddtree_bayes.core.drafters import drafts_for
     from ddtree_bayes.core.model_cards import modelled
 
     def models(fit) -> dict[str, tuple[bool, dict]]:
@@ -118,8 +119,10 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
         proxy = (model.get("proxy_card") or {}).get("model")
         return {name: (name == proxy, modelled(card)) for name, card in stored.items()}
 
-    def drafters(fit) -> dict[str, str]:
-        return {json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True): d["drafter"]
+    def drafters(fit) -> dict[str, tuple[str, str]]:
+        """a card's every field: (its name, its target)"""
+        return {json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True):
+                (d["drafter"], d["target_model"])
                 for d in fit.meta.get("model", {}).get("drafter_cards", [])}
 
     out = []
@@ -136,10 +139,9 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
     if all("drafter_cards" in f.meta.get("model", {}) for f in (a, b)):
         targets = {r.model for f in (a, b) for r in f.measurements.rows}
         da, db = drafters(a), drafters(b)
-        names = sorted({name for key, name in {**da, **db}.items() if (key in da) != (key in db)
-                        and any(m == json.loads(key)["target_model"]
-                                or m.startswith(json.loads(key)["target_model"] + "-")
-                                for m in targets)})
+        names = sorted({name for key, (name, target) in {**da, **db}.items()
+                        if (key in da) != (key in db)
+                        and any(drafts_for(target, m) for m in targets)})
         if names:
             out.append(("drafter cards", f"the drafter card{'s' * (len(names) > 1)} "
                         f"{', '.join(names)} {'differ' if len(names) > 1 else 'differs'} "

@@ -215,6 +215,17 @@ def _yes_no(path: str, row: int, value: str, kind: str = "") -> bool:
                         "parameters); no: its own head, counted in params_active_b")
 
 
+def drafts_for(target: str, model: str) -> bool:
+    """Does a drafter card of ``target`` serve ``model``: the target itself, or a deployment
+    card of it named ``<target>-<quantisation>`` (:func:`drafter_for` picks the longest such
+    target).
+
+    >>> drafts_for("qwen3.8-27b", "qwen3.8-27b-q4_k_m"), drafts_for("qwen3.8-27b", "qwen3")
+    (True, False)
+    """
+    return model == target or model.startswith(target + "-")
+
+
 def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> DrafterCard | None:
     """The card of ``model``'s drafter for ``method``: the target's own name, or the base model
     of a deployment card named ``<target>-<quantisation>`` (the longest such prefix).
@@ -229,7 +240,7 @@ def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> Draf
             continue
         if model == card.target_model:
             return card
-        if model.startswith(card.target_model + "-") and (
+        if drafts_for(card.target_model, model) and (
                 best is None or len(card.target_model) > len(best.target_model)):
             best = card
     return best
