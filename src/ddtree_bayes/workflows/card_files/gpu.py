@@ -306,9 +306,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
                      "(give --memory-gb)")
     # (a checkout's data/hardware.csv holds the built-in rows: replacing one of those, as it
     # stands, overrides the built-in row; it is no row of the user's)
-    in_file = existing_row(file, "hardware", name) is not None
-    effect = ("overrides" if (in_file and holds_built_in_row(file, name))
-              or (not in_file and name in table.rows) else "replaces" if in_file else "adds")
+    if existing_row(file, "hardware", name) is not None:
+        effect = "overrides" if holds_built_in_row(file, name) else "replaces"
+    else:
+        effect = "overrides" if name in table.rows else "adds"
     return GpuRow(row, from_like, tuple(given), effect, tuple(notes))
 
 
