@@ -552,6 +552,35 @@ def test_a_fitted_step_faster_than_the_weights_can_be_read_is_said():
     assert memory_warnings(d, sc) == (warning(3.0),)
 
 
+def test_the_read_floor_warning_names_the_measured_ar_row_it_cannot_be_pinned_by():
+    """A user's own data (2026-12-05 session): Qwen3-30B-A3B's bf16 card on one RTX 4090 and
+    one AR row at 150 tok/s (6.67 ms, 99.7% of reading the 3.3 B active weights' 6.6 GB at
+    1.008 TB/s). predict said "an AR row measured there pins it" of a pair whose AR row was
+    measured: the row is itself at the read, so the run read fewer bytes than the card's (a
+    quantisation), which is the fix to give. Here Llama-3.1-8B on one H100 (read 4.79 ms) is
+    measured at 141.44 tok/s (7.07 ms, row 4): a fitted 3 ms step names that row instead."""
+    from ddtree_bayes.engine.scenario import read_floor_warning
+
+    d = multi_model_draws(step_ar_ms=[8.0, 3.0])
+    sc = P.resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar",
+                            block=None, budget=None, verify_tokens=None, context_tokens=0.0,
+                            model="llama-3.1-8b-instruct")
+    line = read_floor_warning(d, sc)
+    assert "pins it" not in line
+    assert line.endswith(
+        "its AR answers here are too fast and P(> AR) too low; its AR row measured there (row "
+        "4: 141 tok/s, a 7.07 ms step) is slower than that read: the fit's step does not follow "
+        "it (check the pair's other rows)")
+    # the measured row itself within 5% of the read (4.79 ms: 210 tok/s) -> a quantisation
+    assert d.data_csv.count(",141.44,") == 1
+    line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",210,")), sc)
+    assert line.endswith(
+        "its AR answers here are too fast and P(> AR) too low; its AR row measured there (row "
+        "4: 210 tok/s, a 4.76 ms step) is itself within 5% of that read, which no run reaches "
+        "at the card's bytes: the deployment read fewer (a quantisation); give it its own card "
+        "(`card add --gguf FILE`, or --bytes-per-weight) and name it with --model")
+
+
 def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
     """An exploratory pass: Kimi K2.6 on 8x H100, never measured, was answered faster than the
     measured 8x H200 (more bandwidth): the pair roofline has no model or GPU offset. Here

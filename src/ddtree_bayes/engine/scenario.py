@@ -999,9 +999,30 @@ def read_floor_warning(draws: Fit, sc: Scenario, at_least: float = 0.05) -> str 
         return None
     return (f"the fit's M = 1 step of {sc.pair} is shorter than {read_floor_text(card, read)} "
             f"in {share:.0%} of its draws (median {float(np.median(step)):.3g} ms): its "
-            "AR answers here are too fast and P(> AR) too low; an AR row measured there pins "
-            "it (its rows may not tell its AR step from its speculative overhead, or the "
-            "card's bytes are not the deployment's)")
+            f"AR answers here are too fast and P(> AR) too low; {_read_floor_cause(draws, sc, read)}")
+
+
+def _read_floor_cause(draws: Fit, sc: Scenario, read_ms: float, near: float = 0.05) -> str:
+    """Why a measured pair's fitted M = 1 step falls under the weights' read, by its fastest
+    AR row at one stream: none (its rows cannot tell the AR step from the speculative
+    overhead), one itself within ``near`` of the read (the run read fewer bytes than the
+    card's: a quantisation), or one slower (the fit's step does not follow it)."""
+    ar = [(step, m) for m in draws.measurements.rows
+          if m.method == AR_METHOD and m.concurrency == 1 and m.hardware == sc.hardware
+          and m.gpus == sc.gpus and (sc.model is None or m.model == sc.model)
+          and (step := m.step_ms) is not None]
+    if not ar:
+        return ("an AR row measured there pins it (its rows may not tell its AR step from "
+                "its speculative overhead, or the card's bytes are not the deployment's)")
+    step, fastest = min(ar, key=lambda sm: sm[0])
+    row = (f"its AR row measured there (row {fastest.row}: {fastest.tok_s:.3g} tok/s, a "
+           f"{step:.3g} ms step)")
+    if step < read_ms * (1 + near):
+        return (f"{row} is itself within {near:.0%} of that read, which no run reaches at the "
+                "card's bytes: the deployment read fewer (a quantisation); give it its own "
+                "card (`card add --gguf FILE`, or --bytes-per-weight) and name it with --model")
+    return (f"{row} is slower than that read: the fit's step does not follow it (check the "
+            "pair's other rows)")
 
 
 #: GPUs one node holds on one fabric: an HGX board (NVLink) or a PCIe server (8 cards).
