@@ -615,6 +615,14 @@ def test_cards_edited_after_a_fit_are_named(tmp_path):
         "its KV-cache and weights-fit checks use the stored values; re-run `ddtree-bayes fit` "
         "to use these"]
     draws.meta["model"]["card"]["kv_bytes_per_token"] = stored_kv
+    # a card gone from the file is said to be gone, not to differ (a user's own card removed
+    # after its fit: "the model card of my-moe here differs")
+    (tmp_path / "data" / "models.csv").write_text(text.replace(kimi + "\n", ""))
+    assert card_changes(draws, tmp_path) == [
+        "the model card of kimi-k2.6 is not in data/models.csv here (fit point-mass stored it): "
+        "its answers use the stored card; write it again (`ddtree-bayes card add`) or re-run "
+        "`ddtree-bayes fit` without its rows"]
+    (tmp_path / "data" / "models.csv").write_text(text)
     # a fit's proxy card (a model without one) is in no file: no change until one is written
     draws.meta["model"]["model_cards"] = {"my-model": {**draws.meta["model"]["card"],
                                                        "model": "my-model"}}

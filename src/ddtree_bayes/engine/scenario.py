@@ -334,17 +334,27 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
         stored[model["card"]["model"]] = model["card"]
     if not stored and "drafter_cards" not in model:   # (a fit that stores no cards)
         return []
+    cards_file = data_file("models.csv", workdir)
     try:
-        now = load_model_cards(data_file("models.csv", workdir))
+        now = load_model_cards(cards_file)
         here_drafters(draws, workdir)
     except InputError:
         return []
 
     out = []
     proxy = (model.get("proxy_card") or {}).get("model")   # made by the fit, in no file
+    gone = sorted(name for name in stored if name not in now and name != proxy)
+    if gone:
+        where = ("data/models.csv" if cards_file.parent.name == "data" else "the built-in cards")
+        out.append(f"the model card{'s' * (len(gone) > 1)} of {', '.join(gone[:3])}"
+                   f"{' and more' if len(gone) > 3 else ''} "
+                   f"{'are' if len(gone) > 1 else 'is'} not in {where} here (fit {fit_id} "
+                   f"stored {'them' if len(gone) > 1 else 'it'}): its answers use the stored "
+                   f"card{'s' * (len(gone) > 1)}; write {'them' if len(gone) > 1 else 'it'} "
+                   "again (`ddtree-bayes card add`) or re-run `ddtree-bayes fit` without "
+                   f"{'their' if len(gone) > 1 else 'its'} rows")
     changed = [name for name, card in stored.items()
-               if (name not in now and name != proxy)
-               or (name in now and modelled(dataclasses.asdict(now[name])) != modelled(card))]
+               if name in now and modelled(dataclasses.asdict(now[name])) != modelled(card)]
     if changed:
         out.append(f"the model card{'s' * (len(changed) > 1)} of {', '.join(sorted(changed)[:3])}"
                    f"{' and more' if len(changed) > 3 else ''} here "
