@@ -1697,6 +1697,80 @@ def test_a_given_name_is_taken_as_written_or_refused(tmp_path, name, fix):
     assert code == 2 and "'foo@b' cannot be a card name" in err
 
 
+def test_a_name_of_another_size_than_the_file_is_refused(tmp_path):
+    """`card add --hf-config llama-3.1-8b --name llama-3.1-70b` wrote card llama-3.1-70b of
+    8.0303 B parameters, exit 0: every question about "llama-3.1-70b" was then priced as a
+    model of 8 B (steps ~9x too short). A size the name says (70B) more than 1.5x from both
+    the file's total (8.03 B) and its active count is refused, nothing written."""
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name",
+                         "llama-3.1-70b")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"ddtree-bayes: error: {FIX / 'llama-3.1-8b' / 'config.json'}: --name llama-3.1-70b "
+        "says 70 B parameters, but the file describes a model of 8.03 B (8.03 B active): "
+        "another model's file? (fix: pass llama-3.1-70b's own file, or give --name a name "
+        "without a size the model does not have)\n")
+    assert not (tmp_path / "data").exists()
+    code, _, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name",
+                       "llama-3.1-70b", "--dry-run")
+    assert code == 2 and "says 70 B parameters" in err
+
+
+def test_a_size_from_the_files_own_name_is_checked_too(tmp_path):
+    """The name a card takes from the file (``_name_or_path``) is held to the same rule; the
+    fix then names --name."""
+    cfg = json.loads((FIX / "llama-3.1-8b" / "config.json").read_text())
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**cfg,
+                                                    "_name_or_path": "meta-llama/Llama-3.1-405B"}))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"ddtree-bayes: error: {folder / 'config.json'}: the name llama-3.1-405b (from the "
+        "file) says 405 B parameters, but the file describes a model of 8.03 B (8.03 B "
+        "active): another model's file? (fix: pass llama-3.1-405b's own file, or give "
+        "--name a name without a size the model does not have)\n")
+    assert not (tmp_path / "data").exists()
+
+
+@pytest.mark.parametrize(("fixture", "name", "total_b"), [
+    ("llama-3.1-8b", "llama-3.1-8b-instruct-copy", 8.0303),   # 8 B: its total
+    ("qwen3-30b-a3b", "qwen3-30b-a3b-mine", 30.5321),         # 30 B total (A3B not a size)
+    ("llama-4-scout", "llama-4-scout-17b-16e", 107.7699),     # 17 B: Meta names it by active
+    ("qwen2.5-7b", "qwen2.5-7b-mine", 7.6156),                # 7 B for 7.62 B: within 1.5x
+])
+def test_a_name_whose_size_is_the_files_is_kept(tmp_path, fixture, name, total_b):
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / fixture), "--name", name)
+    assert code == 0, err
+    card = load_model_cards(tmp_path / "data" / "models.csv")[name]
+    assert card.params_total_b == pytest.approx(total_b)
+
+
+def test_a_gguf_or_draft_model_named_another_size_is_refused(tmp_path, gguf_file, quick_hash):
+    """The GGUF reader (its file name or --name) and a separate draft model (--target) too:
+    an 8 B file written as a 1 B draft model would price each draft pass 8x too cheap. An
+    EAGLE-3 head is named after its target's size (llama3-8b-eagle3, 0.42 B) and is not
+    held to it."""
+    code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "qwen3-32b-q4_k_m")
+    assert (code, out) == (2, "") and "--name qwen3-32b-q4_k_m says 32 B parameters, but " \
+        "the file describes a model of 8.03 B (8.03 B active)" in err, err
+    renamed = gguf_file.parent / "llama-3.1-70b-instruct-q4_k_m.gguf"
+    if not renamed.exists():
+        renamed.symlink_to(gguf_file)
+    code, out, err = cli(tmp_path, "--gguf", str(renamed))
+    assert (code, out) == (2, "") and "the name llama-3.1-70b-instruct-q4_k_m (from the " \
+        "file) says 70 B parameters" in err, err
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name",
+                         "llama-3.2-1b", "--target", "llama-3.3-70b-instruct")
+    assert (code, out) == (2, "") and "--name llama-3.2-1b says 1 B parameters, but the " \
+        "file describes a model of 8.03 B" in err, err
+    assert not (tmp_path / "data").exists()
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama3-8b-eagle3"), "--target",
+                         "llama-3.1-8b-instruct")
+    assert code == 0, err
+
+
 def test_a_bad_json_config_names_the_file(tmp_path):
     (tmp_path / "config.json").write_text("{not json")
     code, _, err = cli(tmp_path, "--hf-config", str(tmp_path))

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from ddtree_bayes.core.bench_import.identity import size_in_name, sizes_differ
 from ddtree_bayes.core.errors import InputError, closest
 from ddtree_bayes.core.model_cards import CARD_HEADER, OPTIONAL_CARD_COLUMNS
 from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
@@ -43,6 +44,33 @@ __all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "check_cards",
 
 def _source(path: Path) -> str:
     return f"{file_label(path)} (sha256 {sha256_of(path)})"
+
+
+def check_name_size(derived: Derived, file: Path, given: bool) -> Derived:
+    """``derived``, refused when its name says a parameter count (``70b``: core/bench_import
+    ``size_in_name``) that is clearly neither the file's total nor its active count
+    (``sizes_differ``: more than 1.5x apart; Llama 4 is named by its active 17 B): the file
+    is another model's, and a card of that name would price every question about the named
+    model with this one's weights. ``given``: the name came from --name (else from the
+    file). An EAGLE-3 head is named after its target (llama3-8b-eagle3) and is not checked."""
+    facts = derived.facts
+    if facts.get("architecture") == "eagle3":
+        return derived
+    if derived.card:
+        name, total, active = (derived.card["model"], facts["params_total"],
+                               facts["params_active"])
+    else:   # a separate draft model: its whole count, and what one pass reads
+        name, total, active = (derived.drafters[0]["drafter"], facts["params"],
+                               facts["pass_params"])
+    said = size_in_name(name)
+    if said is None or not all(sizes_differ(said, n / 1e9) for n in (total, active)):
+        return derived
+    who = f"--name {name}" if given else f"the name {name} (from the file)"
+    raise InputError(f"{who} says {said:g} B parameters, but the file describes a model of "
+                     f"{total / 1e9:.3g} B ({active / 1e9:.3g} B active): another model's "
+                     "file?", file=str(file),
+                     fix=f"pass {name}'s own file, or give --name a name without a size the "
+                         "model does not have")
 
 
 def _name(given: str | None, default: str) -> str:
@@ -90,10 +118,11 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
         scheme.notes.append("quantisation read from hf_quant_config.json beside config.json "
                             "(a TensorRT Model Optimizer export, as vLLM reads it)")
     if target:   # a model's own config with --target: a separate draft model for the target
-        return _draft_model(_name(name, default), target, shape, scheme, source, file,
-                            bytes_per_weight)
-    return model_card(_name(name, default), shape, scheme, source,
-                      compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
+        return check_name_size(_draft_model(_name(name, default), target, shape, scheme,
+                                            source, file, bytes_per_weight), file, bool(name))
+    return check_name_size(model_card(_name(name, default), shape, scheme, source,
+                                      compute_dtype=compute_dtype,
+                                      bytes_per_weight=bytes_per_weight), file, bool(name))
 
 
 def _draft_model(name: str, target: str, shape, scheme: Scheme, source: str, file: Path,
@@ -156,12 +185,12 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None, target: str |
         derived = _draft_model(_name(name, stem), target, shape, scheme, source, file,
                                bytes_per_weight)
         derived.facts["tensor_types"] = types
-        return derived
+        return check_name_size(derived, file, bool(name))
     derived = model_card(_name(name, stem), shape, scheme, source,
                          compute_dtype=compute_dtype, bytes_per_weight=bytes_per_weight)
     derived.facts["gguf_name"] = meta.get("name")
     derived.facts["tensor_types"] = types
-    return derived
+    return check_name_size(derived, file, bool(name))
 
 
 def _cards_here(models_file: Path) -> dict:
