@@ -462,6 +462,38 @@ def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
         "total), accept_len and gpus)")
 
 
+@pytest.mark.parametrize(("row", "column", "says"), [
+    # 1000B x 0.2 bytes (1.6 bits) = 200 GB > 1 x 96 GB; the card's 0.6 bytes need 600 / 96
+    # -> 7 GPUs, 1.6 bits 200 / 96 -> 3
+    ("kimi-k2.6,rtx-pro-6000,1,vllm,ar,,,1,1.0,0,10,x,", "gpus",
+     "kimi-k2.6's 1000B parameters take 200.0 GB even at 1.6 bits per weight: they do not "
+     "fit in 1 x rtx-pro-6000 (96.0 GB) (fix: check the GPU count (at least 3 rtx-pro-6000; 7 "
+     "at the card's 0.6 bytes) and the hardware; a run that offloads weights to the CPU is "
+     "outside what the step model prices)"),
+    # 35136 B x 1e9 tokens / 2 (an fp8 cache of the card's bf16) = 17,568 GB > 8 x 288 GB
+    ("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,1000000000,100,x,", "context_tokens",
+     "kimi-k2.6's KV cache at context 1000000000 takes 17568.0 GB even at half the card's "
+     "bytes (35136 bytes per token, the card's kv_bytes_per_token): more than 8 x b300 hold "
+     "(2304.0 GB) (fix: check context_tokens (tokens, not bytes or characters) and the GPU "
+     "count)"),
+])
+def test_load_inputs_refuses_a_row_its_gpus_cannot_hold(tmp_path, row, column, says):
+    """`add` refuses a row whose GPUs cannot hold its card's weights even at 1.6 bits per
+    weight, or whose KV cache no engine could hold; the same row written into the CSV by hand
+    was fitted by `fit --data`, exit 0 (Kimi K2.6 on one RTX PRO 6000: a system of its own,
+    its step priced from 1000B of weights on 96 GB). fit reads its inputs as `add` does:
+    refused, naming the row and column."""
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.paths import bundled
+
+    text = bundled("measurements.csv").read_text(encoding="utf-8")   # a header and 9 rows
+    path = tmp_path / "edited.csv"
+    path.write_text(text + row + "\n")
+    with pytest.raises(DataError) as err:
+        api.load_inputs(path, bundled("priors.toml"), workdir=tmp_path)
+    assert str(err.value) == f"{path}, row 11, column '{column}': {says}"
+
+
 def test_fit_warns_of_repeats_far_apart(tmp_path, monkeypatch, capsys):
     """A 58 and a 2000 tok/s run of one Mixtral configuration were fitted as repeats (mean
     1029), converged, exit 0, no warning, with noise_sd 0.026 -> 0.49. Runs of one

@@ -951,6 +951,58 @@ def gb_texts(*values: float) -> tuple[str, ...]:
     return texts
 
 
+#: Bytes per weight of the smallest quantisations in use (~1.6 bits: the 1.58-bit GGUF
+#: quants): a row's model may be a quantisation of its card's checkpoint (a GGUF Q4 run
+#: imported under the bf16 card), so the weights check of :func:`weights_problem` assumes
+#: the smallest, not the card's bytes.
+MIN_BYTES_PER_WEIGHT = 0.2
+
+
+def weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
+    """A row whose GPUs cannot hold its model's weights even at the smallest quantisation in
+    use (:data:`MIN_BYTES_PER_WEIGHT`; the card's total parameters against ``memory_gb`` x
+    GPUs): most likely a slip in --gpus or --hardware (Kimi K2.6 on one H100 was appended); a
+    run that offloads weights to the CPU is outside what the step model prices (weights read
+    from GPU memory). (message, fix), or None when it fits or cannot be checked."""
+    memory = table_memory_gb(hardware, m.hardware)
+    least = None if card is None else card.params_total_b * MIN_BYTES_PER_WEIGHT
+    if least is None or memory is None or least <= memory * m.gpus:
+        return None
+    need, have = gb_texts(least, memory * m.gpus)
+    return (f"{m.model}'s {card.params_total_b:g}B parameters take {need} GB even at "
+            f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
+            f"({have} GB)",
+            f"check the GPU count (at least {math.ceil(least / memory)} {m.hardware}; "
+            f"{math.ceil(card.weights_gb / memory)} at the card's {card.weights_bytes_per_weight:g} "
+            "bytes) and the hardware; a run that offloads weights to the CPU is outside what "
+            "the step model prices")
+
+
+def kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
+    """A row whose context no engine could hold: the KV cache of its streams (the card's
+    ``kv_bytes_per_token`` x context x concurrency) exceeds all the GPUs' memory even at half
+    the card's bytes (an fp8 cache for a bf16 one), the weights aside. ``predict`` warns of a
+    context that does not fit beside the weights (engine/scenario.kv_cache_warning); a measured
+    row is refused only when it cannot have run at all (a context of 10 ** 12 tokens was
+    appended). (message, fix), or None when it fits or cannot be checked."""
+    memory = table_memory_gb(hardware, m.hardware)
+    if card is None or memory is None or not m.context_tokens:
+        return None
+    full = card.kv_cache_gb(m.context_tokens, m.concurrency)
+    if full is None:
+        return None
+    least = full / 2
+    if least <= memory * m.gpus:
+        return None
+    streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
+    need, have = gb_texts(least, memory * m.gpus)
+    return (f"{m.model}'s KV cache at context {plain_text(m.context_tokens)}{streams} takes "
+            f"{need} GB "
+            f"even at half the card's bytes ({card.kv_bytes_how}): more than "
+            f"{m.gpus} x {m.hardware} hold ({have} GB)",
+            "check context_tokens (tokens, not bytes or characters) and the GPU count")
+
+
 #: A table of at most this many GPUs is listed whole in an unknown-hardware error.
 LIST_ALL_BELOW = 13
 

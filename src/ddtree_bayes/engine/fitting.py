@@ -18,7 +18,13 @@ from ddtree_bayes.core.config import (
     is_seed,
     load_priors,
 )
-from ddtree_bayes.core.data import Measurements, load_measurements, misspelt_names
+from ddtree_bayes.core.data import (
+    Measurements,
+    kv_cache_problem,
+    load_measurements,
+    misspelt_names,
+    weights_problem,
+)
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.gates import UNUSABLE_DRAWS
 from ddtree_bayes.core.hardware_table import HardwareTable, hardware_table
@@ -65,10 +71,14 @@ class FitInputs:
             stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
-            problem = impossible_step(cards.get(m.model), table.rows.get(m.hardware), m)
-            if problem is not None:
-                raise DataError(problem[0], file=measurements.path, row=m.row, column="tok_s",
-                                fix=problem[1])
+            card = cards.get(m.model)   # (the rows `add` refuses, refused in a hand-edited file)
+            for column, problem in (
+                    ("gpus", weights_problem(card, table.rows, m)),
+                    ("tok_s", impossible_step(card, table.rows.get(m.hardware), m)),
+                    ("context_tokens", kv_cache_problem(card, table.rows, m))):
+                if problem is not None:
+                    raise DataError(problem[0], file=measurements.path, row=m.row,
+                                    column=column, fix=problem[1])
         proxy = None
         if not measurements.multi_model and measurements.model not in cards:
             from ddtree_bayes.core import spec as S

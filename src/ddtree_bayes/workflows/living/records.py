@@ -7,7 +7,6 @@ import dataclasses
 import difflib
 import fcntl
 import io
-import math
 import os
 import re
 import time
@@ -26,6 +25,7 @@ from ddtree_bayes.core.data import (
     check_named_columns,
     config_label,
     fields_problem,
+    kv_cache_problem,
     load_measurements,
     misspelt_names,
     parse_row,
@@ -33,6 +33,7 @@ from ddtree_bayes.core.data import (
     plain_text,
     read_records,
     unknown_hardware_fix,
+    weights_problem,
 )
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
@@ -223,39 +224,11 @@ def _cards() -> dict:
         return {}
 
 
-#: Bytes per weight of the smallest quantisations in use (~1.6 bits: the 1.58-bit GGUF
-#: quants): a row's model may be a quantisation of its card's checkpoint (a GGUF Q4 run
-#: imported under the bf16 card), so the weights check of :func:`_weights_problem` assumes
-#: the smallest, not the card's bytes.
-MIN_BYTES_PER_WEIGHT = 0.2
-
-
-def _weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
-    """A row whose GPUs cannot hold its model's weights even at the smallest quantisation in
-    use (:data:`MIN_BYTES_PER_WEIGHT`; the card's total parameters against ``memory_gb`` x
-    GPUs): most likely a slip in --gpus or --hardware (Kimi K2.6 on one H100 was appended); a
-    run that offloads weights to the CPU is outside what the step model prices (weights read
-    from GPU memory). (message, fix), or None when it fits or cannot be checked."""
-    from ddtree_bayes.core.data import gb_texts, table_memory_gb
-
-    memory = table_memory_gb(hardware, m.hardware)
-    least = None if card is None else card.params_total_b * MIN_BYTES_PER_WEIGHT
-    if least is None or memory is None or least <= memory * m.gpus:
-        return None
-    need, have = gb_texts(least, memory * m.gpus)
-    return (f"{m.model}'s {card.params_total_b:g}B parameters take {need} GB even at "
-            f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
-            f"({have} GB)",
-            f"check the GPU count (at least {math.ceil(least / memory)} {m.hardware}; "
-            f"{math.ceil(card.weights_gb / memory)} at the card's {card.weights_bytes_per_weight:g} "
-            "bytes) and the hardware; a run that offloads weights to the CPU is outside what "
-            "the step model prices")
-
-
 def _card_weights_note(card, hardware: dict[str, dict[str, str]], m) -> str | None:
-    """A row :func:`_weights_problem` keeps whose GPUs cannot hold the weights at its card's own
-    bytes per weight: the run used a smaller quantisation, but a fit prices the card's bytes (a
-    61 GB bf16 card measured on one 16 GB GPU taught the fit that pair's efficiency from 61 GB).
+    """A row :func:`~ddtree_bayes.core.data.weights_problem` keeps whose GPUs cannot hold the
+    weights at its card's own bytes per weight: the run used a smaller quantisation, but a fit
+    prices the card's bytes (a 61 GB bf16 card measured on one 16 GB GPU taught the fit that
+    pair's efficiency from 61 GB).
     The warning line (without its row), or None when they fit or cannot be checked."""
     from ddtree_bayes.core.data import gb_texts, table_memory_gb
 
@@ -370,33 +343,6 @@ def _cross_row_notes(m: Measurement, rows: list[Measurement]) -> list[str]:
 
 def _context_text(m: Measurement) -> str:
     return "blank (the default)" if m.context_tokens is None else plain_text(m.context_tokens)
-
-
-def _kv_cache_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
-    """A row whose context no engine could hold: the KV cache of its streams (the card's
-    ``kv_bytes_per_token`` x context x concurrency) exceeds all the GPUs' memory even at half
-    the card's bytes (an fp8 cache for a bf16 one), the weights aside. ``predict`` warns of a
-    context that does not fit beside the weights (engine/scenario.kv_cache_warning); a measured
-    row is refused only when it cannot have run at all (a context of 10 ** 12 tokens was
-    appended). (message, fix), or None when it fits or cannot be checked."""
-    from ddtree_bayes.core.data import gb_texts, table_memory_gb
-
-    memory = table_memory_gb(hardware, m.hardware)
-    if card is None or memory is None or not m.context_tokens:
-        return None
-    full = card.kv_cache_gb(m.context_tokens, m.concurrency)
-    if full is None:
-        return None
-    least = full / 2
-    if least <= memory * m.gpus:
-        return None
-    streams = f" x {m.concurrency} streams" if m.concurrency > 1 else ""
-    need, have = gb_texts(least, memory * m.gpus)
-    return (f"{m.model}'s KV cache at context {plain_text(m.context_tokens)}{streams} takes "
-            f"{need} GB "
-            f"even at half the card's bytes ({card.kv_bytes_how}): more than "
-            f"{m.gpus} x {m.hardware} hold ({have} GB)",
-            "check context_tokens (tokens, not bytes or characters) and the GPU count")
 
 
 def _unknown_model(current: Measurements, cards: dict, model: str | None, data_path: Path
@@ -573,7 +519,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                                     fix=(f"did you mean {close[0]!r}? Or d" if close else "D")
                                     + f"eclare [methods.{m.method}] in models/priors.toml "
                                       "first")
-                problem = _weights_problem(cards.get(m.model), hardware, m)
+                problem = weights_problem(cards.get(m.model), hardware, m)
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line, column="gpus",
                                     fix=problem[1])
@@ -581,7 +527,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line, column="tok_s",
                                     fix=problem[1])
-                problem = _kv_cache_problem(cards.get(m.model), hardware, m)
+                problem = kv_cache_problem(cards.get(m.model), hardware, m)
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
