@@ -1527,6 +1527,36 @@ def test_drafters_only_writes_a_known_targets_mtp_card_and_keeps_its_model_card(
     assert float(row["lm_head_params_b"]) == pytest.approx(129_280 * 7_168 / 1e9, abs=1e-4)
 
 
+@pytest.mark.parametrize("models_exists", [False, True])
+def test_a_card_and_its_drafter_are_written_both_or_neither(tmp_path, models_exists):
+    """DeepSeek-V3's config gives a model card and its MTP drafter row. With
+    data/drafters.csv read-only, card add wrote the model card to data/models.csv (creating
+    it from the bundled cards), then refused the drafter file with "nothing was written",
+    exit 2; a retry after chmod was refused as "'my-dsv3' is already in data/models.csv".
+    Every file is checked before either is written: both files stay byte-identical (or
+    absent)."""
+    data = tmp_path / "data"
+    data.mkdir()
+    drafters = data / "drafters.csv"
+    drafters.write_text(",".join(card_files.DRAFTER_HEADER) + "\n")
+    drafters.chmod(0o444)
+    models = data / "models.csv"
+    if models_exists:
+        models.write_text(bundled("models.csv").read_text())
+    before = {p.name: p.read_bytes() for p in (models, drafters) if p.exists()}
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "deepseek-v3"), "--name", "my-dsv3")
+    drafters.chmod(0o644)
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: data/drafters.csv: the file is read-only; nothing was "
+                   "written (fix: make it writable (chmod u+w data/drafters.csv) or pass "
+                   "another file)\n")
+    assert {p.name: p.read_bytes() for p in (models, drafters) if p.exists()} == before
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "deepseek-v3"), "--name", "my-dsv3")
+    assert code == 0, err
+    assert "my-dsv3" in load_model_cards(models)
+    assert "my-dsv3-mtp" in drafters.read_text()
+
+
 def test_written_drafter_rows_say_yes_or_no_as_the_bundled_rows_do(tmp_path):
     """The bundled data/drafters.csv writes shares_lm_head and shares_embeddings as yes/no;
     card add wrote true/false, so a user's file mixed two spellings of one column. Both read

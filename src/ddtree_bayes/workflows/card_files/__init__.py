@@ -36,7 +36,12 @@ from ddtree_bayes.workflows.card_files.rows import (
     model_card,
     sha256_of,
 )
-from ddtree_bayes.workflows.card_files.writing import Written, existing_row, plan_text, write_rows
+from ddtree_bayes.workflows.card_files.writing import (
+    Written,
+    existing_row,
+    plan_text,
+    write_plans,
+)
 
 __all__ = ["CARD_HEADER", "DRAFTER_HEADER", "Derived", "Written", "check_cards", "derive_from_gguf",
            "derive_from_hf_config", "existing_row", "write_cards"]
@@ -269,11 +274,9 @@ def write_cards(derived: Derived, models_file: Path, drafters_file: Path, *,
     written (:func:`check_cards`): a refused name or an invalid file writes nothing."""
     plans = check_cards(derived, models_file, drafters_file, replace=replace)
     optional = {"model": OPTIONAL_CARD_COLUMNS}
-    written: list[Written] = []
-    for path, seed, key, rows, check in plans:
-        written += write_rows(path, seed, key, rows, replace=replace, check=check,
-                              optional=optional.get(key, ()))
-    return written
+    return write_plans([(path, seed, key, rows, check, optional.get(key, ()))
+                        for path, seed, key, rows, check in plans], replace=replace,
+                       what="card add")
 
 
 def check_cards(derived: Derived, models_file: Path, drafters_file: Path, *, replace: bool

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Callable
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -90,21 +92,53 @@ def plan_text(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], 
     return new_text, [(name, line_of[name], rep) for name, _, rep in placed]
 
 
+def check_writable(path: Path) -> None:
+    """Refuse a file a write would have to overwrite against its protection: a read-only
+    file (the atomic rename would replace it all the same) or a folder."""
+    if path.exists() and not path.is_file():
+        raise InputError("not a file", file=str(path), fix="pass a CSV file to write")
+    if path.exists() and not path.stat().st_mode & 0o222:
+        raise DataError("the file is read-only; nothing was written", file=str(path),
+                        fix=f"make it writable (chmod u+w {path}) or pass another file")
+
+
+#: One file's rows to write: (file, seed text when absent, key column, rows, the new text's
+#: check (path, text) or None, optional columns).
+Plan = tuple[Path, str, str, list[dict[str, str]], Callable | None, tuple[str, ...]]
+
+
+def write_plans(plans: list[Plan], *, replace: bool, what: str) -> list[Written]:
+    """Write every plan's rows, all or nothing: every file is checked (writable, each new
+    text planned and validated, under every file's lock) before any is written, and the
+    renames are one commit (:func:`~ddtree_bayes.core.interrupts.commit`, ``what``), so a
+    refusal or a signal leaves every file as it was. A model card written without the
+    drafter row its config declares (a read-only data/drafters.csv) was refused "nothing was
+    written" after data/models.csv had been written."""
+    from ddtree_bayes.core import interrupts
+
+    plans = [p for p in plans if p[3]]
+    for path, *_ in plans:
+        check_writable(path)
+    with ExitStack() as locks:
+        for path, *_ in plans:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            locks.enter_context(exclusive_lock(path))
+        ready = []
+        for path, seed, key, rows, check, optional in plans:
+            text, placed = plan_text(path, seed, key, rows, replace=replace, optional=optional)
+            if check is not None:
+                check(str(path), text)
+            ready.append((path, text, placed, not path.exists()))
+        with interrupts.commit(what):
+            for path, text, _, _ in ready:
+                write_text_atomically(path, text)
+    return [Written(str(path), n, line, rep, created)
+            for path, _, placed, created in ready for n, line, rep in placed]
+
+
 def write_rows(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], *,
                replace: bool, check=None, optional: tuple[str, ...] = ()) -> list[Written]:
     """Write ``rows`` into ``path`` (created from ``seed_text`` when absent), validating the
     whole new text with ``check(path, text)`` first; nothing is written on any error."""
-    if not rows:
-        return []
-    path.parent.mkdir(parents=True, exist_ok=True)
-    created = not path.exists()
-    if not created and not path.stat().st_mode & 0o222:
-        raise DataError("the file is read-only; nothing was written", file=str(path),
-                        fix=f"make it writable (chmod u+w {path}) or pass another file")
-    with exclusive_lock(path):
-        text, placed = plan_text(path, seed_text, key, rows, replace=replace,
-                                 optional=optional)
-        if check is not None:
-            check(str(path), text)
-        write_text_atomically(path, text)
-    return [Written(str(path), n, line, rep, created) for n, line, rep in placed]
+    return write_plans([(path, seed_text, key, rows, check, optional)], replace=replace,
+                       what=path.name)
