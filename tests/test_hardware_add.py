@@ -50,19 +50,50 @@ def test_a_gpu_like_a_known_one_keeps_its_figures_and_sources_the_new_one(tmp_pa
 def test_a_whole_nodes_figure_given_as_a_gpus_is_noted(tmp_path):
     """A walkthrough: `hardware add --like h100 --mem-bw-tb-s 26.8` (8 x 3.35, a node's total)
     was written as one GPU's bandwidth without a word, so every step on it would be priced as
-    if each GPU read eight times faster. A figure 4, 8 or 16 times the --like GPU's is now
-    noted (a GPU may truly hold four times another's memory: a note, not a refusal)."""
-    bw = float(BUILT_IN["h100"]["mem_bw_tb_s"])
+    if each GPU read eight times faster. A memory size 4, 8 or 16 times the --like GPU's is
+    noted (a GPU may truly hold four times another's memory: a note, not a refusal); a
+    bandwidth or peak that far from it is refused (test below)."""
+    gb = float(BUILT_IN["h100"]["memory_gb"])
     code, out, err = run_cli(tmp_path, "hardware", "add", "h100-node", "--like", "h100",
-                             "--mem-bw-tb-s", f"{8 * bw:g}", "--source", "x", "--format", "json")
+                             "--memory-gb", f"{8 * gb:g}", "--source", "x", "--format", "json")
     assert code == 0, err
     assert json.loads(out)["notes"] == [
-        f"--mem-bw-tb-s {8 * bw:g} is 8 x h100's {bw:g}: a whole node's total? The table takes "
-        f"figures per GPU (the count is --gpus when asking); if so, re-run with --mem-bw-tb-s "
-        f"{bw:g} --replace"]
+        f"--memory-gb {8 * gb:g} is 8 x h100's {gb:g}: a whole node's total? The table takes "
+        f"figures per GPU (the count is --gpus when asking); if so, re-run with --memory-gb "
+        f"{gb:g} --replace"]
+    bw = float(BUILT_IN["h100"]["mem_bw_tb_s"])
     code, out, err = run_cli(tmp_path, "hardware", "add", "h100-fast", "--like", "h100",
                              "--mem-bw-tb-s", f"{1.5 * bw:g}", "--source", "x", "--format", "json")
     assert code == 0 and json.loads(out)["notes"] == [], err
+
+
+@pytest.mark.parametrize(("flag", "factor", "why"), [
+    ("--mem-bw-tb-s", 10, "10 x h100's 3.35: a decimal or unit slip?"),
+    ("--mem-bw-tb-s", 8, "8 x h100's 3.35: a whole node's total? The table takes figures per "
+                         "GPU (the count is --gpus when asking)"),
+    ("--mem-bw-tb-s", 0.1, "0.1 x h100's 3.35: a decimal or unit slip?"),
+    ("--dense-bf16-tflops", 10, "10 x h100's 989: a decimal or unit slip?"),
+])
+def test_a_bandwidth_or_peak_far_from_the_like_gpus_is_refused(tmp_path, flag, factor, why):
+    """A hunt (2026-12-05): `hardware add h100-oc --like h100 --mem-bw-tb-s 33.5` (a decimal
+    slip: 3.35) was written, exit 0, though no GPU reads 33.5 TB/s and every answer on it
+    would be ~10x too fast; 989 TFLOPS / 33.5 TB/s is inside the plausible FLOP-per-byte band
+    and 33.5 under the 100 TB/s ceiling, so no check caught it. A GPU like another (an
+    overclock, a power cap, a cut-down edition) reads and computes within a few times of it:
+    4x or more away (or a quarter or less) is refused, nothing written."""
+    column = flag.removeprefix("--").replace("-", "_")
+    figure = float(BUILT_IN["h100"][column]) * factor
+    # (a bf16 peak given alone above the copied fp8 one is refused as out of order first)
+    fp8 = (["--dense-fp8-tflops", f"{float(BUILT_IN['h100']['dense_fp8_tflops']) * factor:g}"]
+           if column == "dense_bf16_tflops" else [])
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-oc", "--like", "h100",
+                             flag, f"{figure:g}", *fp8, "--source", "x")
+    assert code == 2 and out == ""
+    assert err.strip() == (
+        f"ddtree-bayes: error: {flag} {figure:g} is {why} (fix: give the figure per GPU in "
+        f"{'TB/s' if column == 'mem_bw_tb_s' else 'TFLOPS'} as the datasheet has it; a GPU "
+        "that far from h100 is no variant of it: give its own figures without --like)")
+    assert not (tmp_path / "data" / "hardware.csv").exists()
 
 
 def test_a_built_in_name_is_overridden_and_a_second_time_needs_replace(tmp_path):

@@ -270,6 +270,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     unsupported = _peaks_beyond_the_capability(row, values, base)
     _refuse_a_slip(row, given)
     _refuse_peaks_out_of_order(row, values, base)
+    if like is not None:
+        _refuse_far_from_like(values, like, table.rows[like])
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
@@ -392,6 +394,36 @@ _SLIPS = {"memory_gb": (("TB for GB?", "GB for GB?"), "give GB per GPU, e.g. 24"
                           "give TB/s per GPU, e.g. 1.008 for an RTX 4090 (not GB/s)")}
 _PEAK_SLIP = (("PFLOPS for TFLOPS?", "GFLOPS for TFLOPS?"),
               "give dense TFLOPS per GPU, e.g. 2250 for a B300's bf16 (1 PFLOPS = 1000 TFLOPS)")
+
+
+#: How far (a factor either way) a bandwidth or dense peak given with ``--like`` may be from
+#: that GPU's: a variant (an overclock, a power cap, a cut-down edition) is within a few times.
+LIKE_FACTOR = 4.0
+
+
+def _refuse_far_from_like(values: dict[str, float | str], like: str,
+                          like_row: dict[str, str]) -> None:
+    """Refuse a bandwidth or dense peak given with ``--like`` that is :data:`LIKE_FACTOR` times
+    the ``like`` GPU's or more, or that fraction or less: a decimal or unit slip (``--like h100
+    --mem-bw-tb-s 33.5``), or a node's total (8 x), and no variant of that GPU. Memory sizes
+    are only noted (:func:`_node_totals`: a GPU may hold four times another's memory)."""
+    for col in ("mem_bw_tb_s", *PEAK_COLUMNS):
+        try:
+            given, mine = float(values[col]), float(like_row.get(col, ""))
+            ratio = given / mine
+        except (KeyError, ValueError, ZeroDivisionError):   # (not given, or blank in like's)
+            continue
+        if 1 / LIKE_FACTOR < ratio < LIKE_FACTOR:
+            continue
+        flag = "--" + col.replace("_", "-")
+        why = ("a whole node's total? The table takes figures per GPU (the count is --gpus "
+               "when asking)" if _node_multiple(given, str(mine)) is not None
+               else "a decimal or unit slip?")
+        unit = "TB/s" if col == "mem_bw_tb_s" else "TFLOPS"
+        raise InputError(f"{flag} {given:g} is {ratio:.2g} x {like}'s {mine:g}: {why}",
+                         fix=f"give the figure per GPU in {unit} as the datasheet has it; a GPU "
+                             f"that far from {like} is no variant of it: give its own figures "
+                             "without --like")
 
 
 def _refuse_a_slip(row: dict[str, str], given: list[str]) -> None:
