@@ -722,3 +722,23 @@ def test_each_error_names_the_right_flag_and_fix(work, tmp_path):
     err = one_error(*run_cli(work, "fit", "--data", str(comma)))
     assert err == (f"ddtree-bayes: error: {comma}, row {len(lines) + 1}: {width + 1} fields, "
                    f"header has {width}, the last empty (fix: drop the trailing comma)\n")
+
+
+@pytest.mark.parametrize("argv", [("predict", "--accept", "14"), ("optimize",),
+                                  ("next", "--k", "2")])
+@pytest.mark.parametrize(("text", "rounded"), [("0.9999999", "1"), ("0.0000001", "0")])
+def test_a_prob_that_rounds_to_0_or_1_is_refused(tmp_path, argv, text, rounded):
+    """Intervals are labelled and keyed at 6 decimals of --prob: `predict --prob 0.9999999`
+    printed a "100% interval" (the draws' min to max, 243-989 tok/s on the bundled fit) with
+    exit 0 and JSON interval_probs [0.5, 1.0], and `--prob 0.0000001` a "0% interval" of
+    width 0 (708-708). An interval of probability 1 or 0 is no answer: refused at the flag."""
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.01)   # (next reweights by it)
+    err = one_error(*run_cli(work, *argv, "--prob", text))
+    assert err == (f"ddtree-bayes: error: argument --prob: {float(text)!r} rounds to {rounded} "
+                   "at the 6 "
+                   "decimals intervals are labelled with, and an interval of probability 0 or "
+                   "1 is none (fix: give a probability from 0.000001 to 0.999999, e.g. --prob "
+                   "0.8)\n")
+    # the ends themselves are taken: 6 decimals label them
+    code, out, err = run_cli(work, *argv, "--prob", "0.999999", "--format", "json")
+    assert code == 0, err

@@ -593,3 +593,15 @@ def test_editing_only_the_acceptance_curve_does_not_make_predict_call_the_fit_st
     assert (code, out) == (4, "")
     assert err == (f"ddtree-bayes: error: {priors.resolve()} changed since fit {FIT_ID}; re-run "
                    "`ddtree-bayes fit` to use it (--strict)\n")
+
+
+@pytest.mark.parametrize("prob", [0.9999999, 1e-7])
+def test_the_api_refuses_a_prob_that_rounds_to_0_or_1(draws, prob):
+    """The Python API's prob=0.9999999 answered a "100% interval" (lo100/hi100: the draws'
+    min and max) and prob=1e-7 a "0% interval" (lo0 = hi0 = the median)."""
+    with pytest.raises(QueryError) as err:
+        P.predict(draws, accept="12", prob=prob)
+    assert str(err.value).startswith(f"--prob {prob!r} rounds to {round(prob):d} at the 6 "
+                                     "decimals intervals are labelled with")
+    rows = P.predict(draws, accept="12", prob=0.999999)
+    assert "lo99.9999" in rows[0]

@@ -303,7 +303,23 @@ GPUS = whole(1, MAX_GPUS, "give the GPU count, e.g. --gpus 8")
 BLOCK = whole(1, MAX_BLOCK, "give the drafter block size, e.g. --block 16")
 BUDGET = whole(1, MAX_BUDGET, "give the tree node budget, e.g. --budget 32")
 VERIFY = whole(1, MAX_BUDGET + 1, "give the tokens verified per step, e.g. --verify-tokens 33")
-PROB = real(0, 1, "use e.g. --prob 0.8", open_lo=True, open_hi=True)
+
+
+def PROB(text: str) -> float:
+    """A type= function: the probability of an interval, strictly between 0 and 1 and not
+    rounding to either at the decimals its interval is labelled with
+    (:func:`~ddtree_bayes.engine.predictive.prob_problem`: --prob 0.9999999 printed a "100%
+    interval")."""
+    from ddtree_bayes.engine.predictive import PROB_FIX, prob_problem
+
+    value = real(0, 1, PROB_FIX, open_lo=True, open_hi=True)(text)
+    problem = prob_problem(value)
+    if problem is not None:
+        raise _bad(value, problem.split(" ", 1)[1], PROB_FIX)
+    return value
+
+
+PROB.__name__ = "number"
 CHAINS = whole(1, 64, "use e.g. --chains 4")
 DRAWS = whole(1, MAX_DRAWS, "use e.g. --draws 1000")
 #: nutpie panics with no tuning step at all (and no fit passes its gates with a handful)

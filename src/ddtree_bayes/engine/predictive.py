@@ -529,10 +529,36 @@ def seed_step_ms(table: list[dict[str, str]], sc: Scenario) -> float | None:
     return float(np.mean(steps)) if steps else None
 
 
-def interval_probs(prob: float) -> tuple[float, ...]:
+#: The decimals of a probability that label and key its interval (``lo90``, "90% interval").
+PROB_DECIMALS = 6
+
+
+def prob_problem(prob: float) -> str | None:
+    """What is wrong with ``prob`` as the probability of an interval, or None. A probability
+    strictly between 0 and 1 that rounds to 0 or 1 at :data:`PROB_DECIMALS` was answered as a
+    "100% interval" (the draws' min to max) or a "0% interval" (the median twice).
+
+    >>> prob_problem(0.9), prob_problem(0.9999999)[:42]
+    (None, '0.9999999 rounds to 1 at the 6 decimals in')
+    """
     if not 0 < prob < 1:
-        raise QueryError(f"--prob {prob} is not between 0 and 1", fix="use e.g. --prob 0.8")
-    return tuple(sorted({0.5, round(prob, 6)}))
+        return f"{prob!r} is not between 0 and 1"
+    rounded = round(prob, PROB_DECIMALS)
+    if not 0 < rounded < 1:
+        return (f"{prob!r} rounds to {rounded:g} at the {PROB_DECIMALS} decimals intervals are "
+                "labelled with, and an interval of probability 0 or 1 is none")
+    return None
+
+
+#: The fix of a refused probability.
+PROB_FIX = "give a probability from 0.000001 to 0.999999, e.g. --prob 0.8"
+
+
+def interval_probs(prob: float) -> tuple[float, ...]:
+    problem = prob_problem(prob)
+    if problem is not None:
+        raise QueryError(f"--prob {problem}", fix=PROB_FIX)
+    return tuple(sorted({0.5, round(prob, PROB_DECIMALS)}))
 
 
 def wide_interval_warnings(prob: float, n_draws: int) -> list[str]:
@@ -558,7 +584,7 @@ def pct_label(p: float) -> str:
     >>> pct_label(0.9), pct_label(0.0078125)
     ('90', '0.7812')
     """
-    return f"{round(p, 6) * 100:g}"
+    return f"{round(p, PROB_DECIMALS) * 100:g}"
 
 
 def summarize(samples: np.ndarray, probs: tuple[float, ...], target: float | None) -> dict:
