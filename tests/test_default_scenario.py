@@ -696,15 +696,16 @@ def test_memory_messages_tell_apart_the_figures_they_compare():
     assert kv_cache_warning(fit, sc, 1) == (
         "at C = 1 and context 23200 the KV cache needs 3.0 GB (131072 bytes per token, the "
         "card's kv_bytes_per_token) but 1 x gpu have 2.9 GB left after the weights (16.1 GB): "
-        "no engine can hold this context on these GPUs (a cache of half the card's bytes per "
-        "token, fp8 for bf16, would need 1.5 GB); the answer is for a step that cannot run")
+        "an engine holding the cache at the card's bytes cannot run this context on these "
+        "GPUs; at half of them (fp8 for a bf16 card) it needs 1.5 GB, which fits: the answer "
+        "is for such a deployment (--kv-cache says the deployment's cache)")
     fit.hardware["gpu"]["memory_gb"] = "19.02"
     assert kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 23100.0}), 1) == (
         "at C = 1 and context 23100 the KV cache needs 3.03 GB (131072 bytes per token, the "
         "card's kv_bytes_per_token) but 1 x gpu have 2.96 GB left after the weights (16.06 "
-        "GB): no engine can hold this context on these GPUs (a cache of half the card's bytes "
-        "per token, fp8 for bf16, would need 1.51 GB); the answer is for a step that cannot "
-        "run")
+        "GB): an engine holding the cache at the card's bytes cannot run this context on "
+        "these GPUs; at half of them (fp8 for a bf16 card) it needs 1.51 GB, which fits: the "
+        "answer is for such a deployment (--kv-cache says the deployment's cache)")
     # the weights check alike: 16.06 GB on one 16 GB GPU read "(16 GB ...) ... (16 GB)"
     fit.hardware["gpu"]["memory_gb"] = "16"
     with pytest.raises(QueryError) as err:
@@ -880,3 +881,32 @@ def test_a_tracked_default_whose_measured_acceptance_moved_is_one_row():
     assert T.format_change(c) == (
         "default: llama-3.1-8b-instruct h100 x1 vllm eagle3 b4/B4 accept 2.89: 90% 283-283 -> "
         "294-294 tok/s (median 283 -> 294, width n/a; acceptance was 2.79)")
+
+
+def test_a_cache_that_fits_at_half_its_bytes_is_not_said_to_fit_no_engine():
+    """At C = 1 a KV cache that does not fit at the card's bytes per token read "no engine
+    can hold this context on these GPUs (a cache of half the card's bytes per token, fp8 for
+    bf16, would need 6.7 GB)" beside "7.9 GB left": Llama-3.1-8B on one RTX 4090 (24 GB) at
+    context 102400 (102400 x 131072 B = 13.42 GB; 24 - 16.06 = 7.94 GB left; half 6.71 GB
+    fits). Only a cache too big at half its bytes too is one no engine can hold."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import kv_cache_warning
+
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["llama-3.1-8b-instruct"])
+    fit = NS(meta={"model": {"card": card}}, hardware={"rtx-4090": {"memory_gb": "24"}})
+    sc = NS(model=None, hardware="rtx-4090", gpus=1, context_tokens=102400.0)
+    assert kv_cache_warning(fit, sc, 1) == (
+        "at C = 1 and context 102400 the KV cache needs 13.4 GB (131072 bytes per token, the "
+        "card's kv_bytes_per_token) but 1 x rtx-4090 have 7.9 GB left after the weights (16.1 "
+        "GB): an engine holding the cache at the card's bytes cannot run this context on these "
+        "GPUs; at half of them (fp8 for a bf16 card) it needs 6.7 GB, which fits: the answer "
+        "is for such a deployment (--kv-cache says the deployment's cache)")
+    # at 131072 tokens half the bytes (8.59 GB) do not fit in 7.94 GB either: no engine can
+    assert kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 131072.0}), 1) == (
+        "at C = 1 and context 131072 the KV cache needs 17.2 GB (131072 bytes per token, the "
+        "card's kv_bytes_per_token) but 1 x rtx-4090 have 7.9 GB left after the weights (16.1 "
+        "GB): no engine can hold this context on these GPUs (a cache of half the card's bytes "
+        "per token, fp8 for bf16, would need 8.6 GB); the answer is for a step that cannot run")

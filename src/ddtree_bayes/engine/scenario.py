@@ -811,7 +811,8 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     card's ``kv_bytes_per_token`` x context x C) exceeds the GPUs' memory left after the
     weights: an engine would run fewer streams at once (or refuse the context), so the answer
     is for a deployment that cannot run as asked. A warning, not a refusal: the card's cache
-    dtype may not be the engine's (an fp8 cache holds half a bf16 one); ``predict --kv-cache``
+    dtype may not be the engine's (an fp8 cache holds half a bf16 one: at C = 1 a cache that
+    fits at half the card's bytes is said to, not to fit no engine); ``predict --kv-cache``
     (``sc.kv_cache``) says it, and the cache is counted at its bits over the card's. None when
     it fits, or when the card, the hardware table or the context cannot tell.
 
@@ -849,8 +850,13 @@ an engine would run fewer streams at once; the answer is for 64 streams decoded 
     if need <= left:
         return None
     needs, has, weighs, half = gb_texts(need, max(left, 0.0), weights, need / 2)
+    # (a cache that fits at half the card's bytes was said to fit no engine, beside its figure)
     what = (f"an engine would run fewer streams at once; the answer is for {concurrency} "
             "streams decoded together" if concurrency > 1 else
+            "an engine holding the cache at the card's bytes cannot run this context on these "
+            f"GPUs; at half of them (fp8 for a bf16 card) it needs {half} GB, which fits: the "
+            "answer is for such a deployment (--kv-cache says the deployment's cache)"
+            if dtype is None and need / 2 <= left else
             "no engine can hold this context on these GPUs (a cache of half the card's bytes "
             f"per token, fp8 for bf16, would need {half} GB); the answer is for a step "
             "that cannot run" if dtype is None else
