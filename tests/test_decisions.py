@@ -1577,3 +1577,22 @@ def test_optimize_says_when_the_most_likely_best_budget_is_at_the_edge():
     wider = D.optimize(draws, curve, hardware="b300", engine="sglang", budgets=(4, 8, 16, 32))
     assert [r["p_best"] for r in wider["rows"]] == [0.0, 0.6, 0.4, 0.0]
     assert not [w for w in wider["warnings"] if "of the budgets compared" in w]
+
+
+def test_optimize_of_one_budget_says_there_is_nothing_to_compare(tmp_path):
+    """A hunt (helper h1, 2026-12-05): `optimize --budgets 32` printed "recommended budget: 32
+    (highest expected tok/s, ...; P(best) 1.00; expected regret 0.0 tok/s)", a certainty that
+    only says one budget was asked. One budget is now said to be the only one compared."""
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "optimize", "--budgets", "32")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("recommended budget")]
+    assert line.startswith("recommended budget: 32 (the only budget asked: nothing to compare; "
+                           "expected ")
+    assert "P(best)" not in line and line.endswith(" tok/s)")
+    code, out, err = run_cli(work, "optimize", "--budgets", "8,32")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if x.startswith("recommended budget")]
+    assert "(highest expected tok/s, " in line and "; P(best) " in line

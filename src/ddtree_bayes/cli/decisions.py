@@ -111,9 +111,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                      f"{r['p_best']:.2f}", f"{r['regret']:.1f}", extrapolated_flags(r) or "-"])
     print(aligned_table(headers, body, left=1, text_last=True))
     best = next(r for r in out["rows"] if r["budget"] == out["recommended"])
-    print(f"recommended budget: {out['recommended']} (highest expected tok/s, "
-          f"{tok_text(best['tok_s_mean'])}; P(best) {best['p_best']:.2f}; "
-          f"expected regret {best['regret']:.1f} tok/s)")
+    if len(out["rows"]) == 1:   # (P(best) 1 and no regret say only that)
+        print(f"recommended budget: {out['recommended']} (the only budget asked: nothing to "
+              f"compare; expected {tok_text(best['tok_s_mean'])} tok/s)")
+    else:
+        print(f"recommended budget: {out['recommended']} (highest expected tok/s, "
+              f"{tok_text(best['tok_s_mean'])}; P(best) {best['p_best']:.2f}; "
+              f"expected regret {best['regret']:.1f} tok/s)")
     if best["accept_extrapolated"]:
         anchored = [r for r in out["rows"] if not r["accept_extrapolated"]]
         alt = max(anchored, key=lambda r: r["tok_s_mean"]) if anchored else None
