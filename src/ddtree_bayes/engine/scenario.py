@@ -830,7 +830,12 @@ is for a step that cannot run
     >>> print(kv_cache_warning(fit, sc, 64))
     at C = 64 and context 131072 the KV cache needs 294.7 GB (35136 bytes per token, the \
 card's kv_bytes_per_token) but 8 x rtx-pro-6000 have 255.0 GB left after the weights (513.0 GB): \
-an engine would run fewer streams at once; the answer is for 64 streams decoded together
+an engine holding the caches at the card's bytes would run fewer streams at once; at half of \
+them (fp8 for a bf16 card) the 64 streams need 147.4 GB, which fits: the answer is for such a \
+deployment (--kv-cache says the deployment's cache)
+    >>> print(kv_cache_warning(fit, sc, 128)[-100:])   # 589.5 GB, half 294.7 > 255.0
+    513.0 GB): an engine would run fewer streams at once; the answer is for 128 streams decoded \
+together
     """
     from ddtree_bayes.core.model_cards import kv_dtype_text, stored_card
 
@@ -851,7 +856,11 @@ an engine would run fewer streams at once; the answer is for 64 streams decoded 
         return None
     needs, has, weighs, half = gb_texts(need, max(left, 0.0), weights, need / 2)
     # (a cache that fits at half the card's bytes was said to fit no engine, beside its figure)
-    what = (f"an engine would run fewer streams at once; the answer is for {concurrency} "
+    what = (f"an engine holding the caches at the card's bytes would run fewer streams at "
+            f"once; at half of them (fp8 for a bf16 card) the {concurrency} streams need {half} "
+            "GB, which fits: the answer is for such a deployment (--kv-cache says the "
+            "deployment's cache)" if concurrency > 1 and dtype is None and need / 2 <= left else
+            f"an engine would run fewer streams at once; the answer is for {concurrency} "
             "streams decoded together" if concurrency > 1 else
             "an engine holding the cache at the card's bytes cannot run this context on these "
             f"GPUs; at half of them (fp8 for a bf16 card) it needs {half} GB, which fits: the "
