@@ -106,6 +106,8 @@ EXAMPLES: tuple[Example, ...] = (
     # docs/howto/ask.md
     Example("predict-target", "main", ("predict", "--accept", "12,14,16", "--target", "800")),
     Example("predict-h200", "main", ("predict", "--hardware", "h200", "--accept", "14")),
+    Example("predict-explain", "main", ("predict", "--hardware", "h200", "--engine", "sglang",
+                                        "--accept", "14", "--explain")),
     Example("predict-context", "main", ("predict", "--hardware", "rtx-pro-6000", "--engine", "vllm",
                                         "--method", "eagle3", "--block", "3", "--context", "32k",
                                         "--accept", "1.95")),

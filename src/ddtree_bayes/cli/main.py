@@ -112,6 +112,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="mix the latest converged fit of each model form (MoE form / step "
                         "form) on the same data, "
                         "weighted by PSIS-LOO pseudo-BMA+ (see `compare`)")
+    p.add_argument("--explain", action="store_true",
+                   help="say why each interval is as wide as it is: the share of its variance "
+                        "from the acceptance, the target step, the speculative overhead and "
+                        "the run noise, each with where its draws come from (fitted, "
+                        "transferred, carried or prior-driven); JSON: each row's 'explain'")
     add_seed_and_format(p, formats=("table", "json", "csv"))
     p.set_defaults(func=cmd_predict)
 

@@ -8,6 +8,7 @@ import sys
 
 from ddtree_bayes.cli.output import (
     PROG,
+    aligned_table,
     emit_rows,
     print_warnings,
     render_table,
@@ -69,7 +70,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     with np.errstate(all="ignore"):   # an overflow is named below, as one line
         rows = P.predict_rows(draws, question, target=args.target, prob=args.prob,
-                              seed=args.seed, mixture=mixture)
+                              seed=args.seed, mixture=mixture,
+                              explain=getattr(args, "explain", False))
     P.require_finite(rows)   # never a table of nan
     print_warnings(ceiling_warnings(rows), warned)   # draws capped at the memory read
     meta = draws.meta
@@ -144,7 +146,58 @@ def cmd_predict(args: argparse.Namespace) -> int:
     drafters = list(dict.fromkeys(r["pass_drafter_note"] for r in rows if "pass_drafter_note" in r))
     for note in [*notes, *drafters, *question.left_out]:
         print(f"  {note}")
+    if any("explain" in r for r in rows):
+        print()
+        for line in explain_lines(rows, probs[-1]):
+            print(line)
     return 0
+
+
+def explain_lines(rows: list[dict], prob: float) -> list[str]:
+    r"""``--explain``'s table: per row, each term's share of the variance of log tok/s, its
+    median and interval, and where its draws come from (engine/explain.py).
+
+    >>> term = {"term": "acceptance", "share": 0.5, "unit": "tokens per step", "median": 14.0,
+    ...         "lo": 12.2, "hi": 15.8, "from": "given range, uniform"}
+    >>> noise = {"term": "noise and discrepancy", "share": 0.1, "unit": "sd of log tok/s",
+    ...          "median": 0.05, "lo": None, "hi": None, "from": "the fit's scatter"}
+    >>> rows = [{"engine": "sglang", "accept": "U(12,16)",
+    ...          "explain": {"r2": 0.99, "terms": [term, noise]}}]
+    >>> print("\n".join(explain_lines(rows, 0.9)))
+    why the intervals are as wide as they are (shares of the variance of log tok/s, draw by draw):
+    engine  accept    term                   share     median        90%  from
+    ------  --------  ---------------------  -----  ---------  ---------  --------------------
+    sglang  U(12,16)  acceptance               50%  14 tokens  12.2-15.8  given range, uniform
+                      noise and discrepancy    10%   sd 0.050          -  the fit's scatter
+                      (memory-read cap)         1%          -          -  -
+    """
+    from ddtree_bayes.engine.predictive import pct_label
+
+    def number(x: float) -> str:
+        return f"{x:.3g}"
+
+    headers = ["engine", "accept", "term", "share", "median", f"{pct_label(prob)}%", "from"]
+    body = []
+    for r in rows:
+        if "explain" not in r:
+            continue
+        first = True
+        ex = r["explain"]
+        for t in ex["terms"]:
+            if t["unit"] == "sd of log tok/s":
+                mid, span = f"sd {t['median']:.3f}", "-"
+            else:
+                unit = " tokens" if t["unit"] == "tokens per step" else f" {t['unit']}"
+                mid = number(t["median"]) + unit
+                span = f"{number(t['lo'])}-{number(t['hi'])}"
+            body.append([r["engine"] if first else "", r["accept"] if first else "", t["term"],
+                         f"{t['share']:.0%}", mid, span, t["from"]])
+            first = False
+        left = 1.0 - ex["r2"]
+        if left >= 0.005:   # what no term explains: the draws capped at the memory read
+            body.append(["", "", "(memory-read cap)", f"{left:.0%}", "-", "-", "-"])
+    return ["why the intervals are as wide as they are (shares of the variance of log tok/s, "
+            "draw by draw):", aligned_table(headers, body, left=3, text_last=True)]
 
 
 def accept_notes(rows: list[dict]) -> list[str]:

@@ -36,6 +36,7 @@ from ddtree_bayes.engine.ceiling import (
     read_ceiling,
     step_rate,
 )
+from ddtree_bayes.engine.explain import explain_row
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Question
 from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenario, P.check_fit, ...)
@@ -68,6 +69,7 @@ from ddtree_bayes.engine.structure import (
     fit_rows,
     group_label,
     group_learned,
+    max_measured_verify,
     measured_configs,
     pass_drafter,
     pass_roofline,
@@ -651,7 +653,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
 
 def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                  prob: float = 0.9, seed: int = DEFAULT_SEED, workdir: Path | None = None,
-                 mixture: list[tuple[Fit, float]] | None = None) -> list[dict]:
+                 mixture: list[tuple[Fit, float]] | None = None,
+                 explain: bool = False) -> list[dict]:
     """The numbers of a resolved question (:class:`~ddtree_bayes.engine.question.Question`):
     per engine and acceptance source, the median tok/s, the 50% and ``prob`` intervals,
     P(tok/s >= target) and the original estimate with its +-30% band.
@@ -675,8 +678,12 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     streams = question.flags.concurrency
     cases = [(asked, dataclasses.replace(asked.scenario, concurrency=c))
              for asked in question.asked for c in (streams or (1,))]
+    if explain and mixture is not None:
+        raise QueryError("--explain splits one fit's draws, not a model average's",
+                         fix="drop --model-average, or ask --explain of each fit (--fit ID)")
     for asked, sc in cases:
         per_token, how = per_token_draws(fit, sc, seed, mixture)
+        split = explain_parts(fit, sc, seed) if explain else None
         priced = pass_drafter(fit, sc)
         cap = ceiling_row(per_token, read_ceiling(fit, sc))
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
@@ -718,6 +725,9 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                 row["accept_from"] = source.where
             if cap is not None:
                 row["read_ceiling"] = cap
+            if split is not None:
+                row["explain"] = explain_row(split[0], split[1], a, per_token,
+                                             explain_sources(fit, sc, source, how), prob)
             if source.kind == "posterior" and dist is not None:
                 row["accept_note"] = (f"acceptance: posterior of the {dist['rows']} measured rows "
                                       f"without accept_len ({dist['group']}: median "
@@ -826,6 +836,32 @@ def versus_ar_rng(seed: int, sc: Scenario, source: AcceptSource) -> np.random.Ge
     """The generator of P(faster than AR) for ``sc`` at acceptance ``source``, keyed by what
     is asked (predict --concurrency and the report's figure draw the same)."""
     return keyed_rng(seed, f"{scenario_key(sc)} vs AR {source!r}")
+
+
+def explain_parts(fit: Fit, sc: Scenario, seed: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """The step's draws and the standardised run deviations :func:`per_token_draws` computes
+    ``sc``'s answer from (the same keyed generator, in the same order), for ``--explain``."""
+    rng = keyed_rng(seed, scenario_key(sc))
+    parts, _ = step_components(fit, sc, rng)
+    return parts, predictive_noise(fit, sc, fit.n_draws, rng)
+
+
+def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> dict[str, str]:
+    """Where each term of ``--explain`` comes from, in words (engine/explain.py)."""
+    from ddtree_bayes.engine.explain import acceptance_from, overhead_from, target_from
+
+    noise = "run-to-run scatter"
+    if "structure_sd" in fit.variables:
+        noise += " + structural discrepancy (grows with the distance from measured configurations)"
+    # an engine scaling its base engine's overhead (native = (1 - reduction) x sglang) that no
+    # row measured: the reduction is its prior's
+    relation = (sc.engine if sc.engine in fit.meta["model"].get("relation_bases", {})
+                and not any(m.engine == sc.engine for m in fit_rows(fit)) else None)
+    most = max_measured_verify(fit, sc.pair)[0] if sc.measured else None
+    return {"acceptance": acceptance_from(source), "target step": target_from(sc, most),
+            "speculative overhead": ("none: autoregressive" if sc.method == AR_METHOD
+                                     else overhead_from(how, relation)),
+            "noise and discrepancy": noise}
 
 
 def per_token_draws(fit: Fit, sc: Scenario, seed: int,

@@ -13,7 +13,6 @@ the fan says where it clipped its grid.
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ from ddtree_bayes.core.likelihood import CONFIG_SD, likelihood_nu
 from ddtree_bayes.core.methods import AcceptLimit
 from ddtree_bayes.core.pairs import pair_label, split_label
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.explain import shapley_variance_shares  # noqa: F401  (report's)
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import (
@@ -81,46 +81,6 @@ def decomp_accept(d: DefaultQuestion, limit: AcceptLimit) -> tuple[float, float]
     lo, hi = DECOMP_ACCEPT if not d.derived else (d.accept - 2, d.accept + 2)
     hi = min(hi, limit.tokens)
     return max(1.0, min(lo, hi - 1.0)), max(hi, 1.0)
-
-
-def shapley_variance_shares(y: np.ndarray, factors: dict[str, np.ndarray]) -> dict:
-    """Split Var(y) among correlated factors: Shapley values of a linear regression's R^2.
-
-    Regress ``y`` on every subset of the factors; factor j's share is its marginal R^2 gain
-    averaged over all orders of adding factors (Lindeman-Merenda-Gold). The shares sum to
-    the full model's R^2 exactly, whatever the correlation between factors (a first-order
-    Sobol index would double-count correlated factors), and ``1 - R^2`` is what a linear
-    fit cannot attribute (non-linearity and interactions).
-
-    >>> rng = np.random.default_rng(0)
-    >>> a, b = rng.normal(size=(2, 100_000))
-    >>> out = shapley_variance_shares(3 * a + 4 * b, {"a": a, "b": b})
-    >>> round(out["shares"]["a"], 2), round(out["shares"]["b"], 2), round(out["r2"], 3)
-    (0.36, 0.64, 1.0)
-    """
-    names = list(factors)
-    p = len(names)
-    X = np.column_stack([factors[k] for k in names])
-    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
-    yc = y - y.mean()
-    tss = float(yc @ yc)
-    r2: dict[int, float] = {0: 0.0}
-    for mask in range(1, 2 ** p):
-        cols = [j for j in range(p) if mask >> j & 1]
-        beta, *_ = np.linalg.lstsq(X[:, cols], yc, rcond=None)
-        resid = yc - X[:, cols] @ beta
-        r2[mask] = 1.0 - float(resid @ resid) / tss if tss > 0 else 0.0
-    fact = [math.factorial(k) for k in range(p + 1)]
-    shares = {}
-    for j, name in enumerate(names):
-        total = 0.0
-        for mask in range(2 ** p):
-            if mask >> j & 1:
-                continue
-            k = bin(mask).count("1")
-            total += fact[k] * fact[p - k - 1] / fact[p] * (r2[mask | 1 << j] - r2[mask])
-        shares[name] = total
-    return {"shares": shares, "r2": r2[2 ** p - 1]}
 
 
 def _logit(x: np.ndarray) -> np.ndarray:

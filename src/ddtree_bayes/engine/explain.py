@@ -1,0 +1,177 @@
+"""Why an answer's interval is as wide as it is: ``predict --explain``.
+
+For each row ``predict`` answers, the variance of its predictive log tok/s is split among the
+terms of the step model, draw by draw, on the very draws the row's interval is read from
+(the same keyed generators as :func:`~ddtree_bayes.engine.predictive.per_token_draws` and the
+acceptance draws):
+
+    log tok/s = log accept + log 1000 - log target - log(1 + spec / target) + noise
+
+``target`` is the target model's verify step (MoE + attention + context, ms), ``spec`` the
+speculative overhead (ms), ``noise`` one benchmark run's deviation with the structural
+discrepancy (its sd grows with the distance from the nearest measured configuration). The
+four terms are correlated (the overhead scales with the system's AR step), so the shares are
+Shapley values of a linear regression's R^2 (:func:`shapley_variance_shares`, as the report's
+variance shares); ``1 - R^2`` is what the memory-read cap takes (engine/ceiling.py).
+
+Each term says where its draws come from, so a user sees which part of the width is the data's
+and which is the priors' (the brief: "say which term is prior-driven"): the acceptance given,
+measured, inferred or a prior; the target step fitted to the system's rows or transferred from
+a measured system; the overhead fitted to its group, carried from a group measured elsewhere,
+or drawn from the population of groups.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+#: The terms, in the order they are shown.
+TERMS = ("acceptance", "target step", "speculative overhead", "noise and discrepancy")
+
+
+def shapley_variance_shares(y: np.ndarray, factors: dict[str, np.ndarray]) -> dict:
+    """Split Var(y) among correlated factors: Shapley values of a linear regression's R^2.
+
+    Regress ``y`` on every subset of the factors; factor j's share is its marginal R^2 gain
+    averaged over all orders of adding factors (Lindeman-Merenda-Gold). The shares sum to
+    the full model's R^2 exactly, whatever the correlation between factors (a first-order
+    Sobol index would double-count correlated factors), and ``1 - R^2`` is what a linear
+    fit cannot attribute (non-linearity and interactions).
+
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.normal(size=(2, 100_000))
+    >>> out = shapley_variance_shares(3 * a + 4 * b, {"a": a, "b": b})
+    >>> round(out["shares"]["a"], 2), round(out["shares"]["b"], 2), round(out["r2"], 3)
+    (0.36, 0.64, 1.0)
+    """
+    names = list(factors)
+    p = len(names)
+    X = np.column_stack([factors[k] for k in names])
+    X = (X - X.mean(axis=0)) / np.where(X.std(axis=0) > 0, X.std(axis=0), 1.0)
+    yc = y - y.mean()
+    tss = float(yc @ yc)
+    r2: dict[int, float] = {0: 0.0}
+    for mask in range(1, 2 ** p):
+        cols = [j for j in range(p) if mask >> j & 1]
+        beta, *_ = np.linalg.lstsq(X[:, cols], yc, rcond=None)
+        resid = yc - X[:, cols] @ beta
+        r2[mask] = 1.0 - float(resid @ resid) / tss if tss > 0 else 0.0
+    fact = [math.factorial(k) for k in range(p + 1)]
+    shares = {}
+    for j, name in enumerate(names):
+        total = 0.0
+        for mask in range(2 ** p):
+            if mask >> j & 1:
+                continue
+            k = bin(mask).count("1")
+            total += fact[k] * fact[p - k - 1] / fact[p] * (r2[mask | 1 << j] - r2[mask])
+        shares[name] = total
+    return {"shares": shares, "r2": r2[2 ** p - 1]}
+
+
+def acceptance_from(source) -> str:
+    """Where a row's acceptance draws come from (an :class:`~ddtree_bayes.engine.question.
+    AcceptSource`), in words; ``prior-driven`` where no row of the fit informs it."""
+    if source.kind == "given":
+        return "given (no spread)"
+    if source.kind == "uniform":
+        return "given range, uniform"
+    if source.kind == "measured":
+        return f"measured: the mean of {source.rows} row{'s' * (source.rows != 1)}"
+    if source.kind == "posterior":
+        return "inferred by the fit from rows without accept_len"
+    return "the priors' acceptance (prior-driven)"
+
+
+def target_from(sc, most_verified: int | None) -> str:
+    """Where the target step's draws come from: the system's own rows (``most_verified``: the
+    most tokens, C x M, a row there verified in one step; beyond it the step's growth is the
+    roofline's, partly prior-driven), or a transfer.
+
+    >>> from types import SimpleNamespace as NS
+    >>> sc = NS(measured=True, pair="b300x8", verify_tokens=33, concurrency=1)
+    >>> print(target_from(sc, 9))
+    fitted to b300x8's rows (at most 9 tokens verified a step); 33 is the roofline's \
+growth past them (compute knee, experts: partly prior-driven)
+    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9}), 9))
+    fitted to b300x8's rows
+    """
+    if not sc.measured:
+        return (f"{sc.pair} not measured: transferred (prior-driven roofline and transfer "
+                "spread)")
+    asked = sc.verify_tokens * sc.concurrency
+    if most_verified is None or asked <= most_verified:
+        return f"fitted to {sc.pair}'s rows"
+    return (f"fitted to {sc.pair}'s rows (at most {most_verified} tokens verified a step); "
+            f"{asked} is the roofline's growth past them (compute knee, experts: partly "
+            "prior-driven)")
+
+
+def overhead_from(how: str, relation: str | None = None) -> str:
+    """Where the speculative overhead's draws come from, read off the answer's
+    ``overhead_from`` (engine/predictive ``_step_components`` writes it). ``relation``: the
+    engine's ``1 - reduction`` scaling of its base engine's overhead, when no row of that
+    engine informs it (the relation's prior).
+
+    >>> print(overhead_from("overhead of measured group b300x8/sglang/ddtree"))
+    fitted to its group's rows
+    >>> print(overhead_from("native = (1 - reduction) x sglang overhead; overhead of measured "
+    ...                     "group b300x8/sglang/ddtree", "native"))
+    fitted to its group's rows, x (1 - reduction[native]): the relation's prior (prior-driven)
+    """
+    base = ("fitted to its group's rows" if "overhead of measured group" in how else
+            "carried from a group measured elsewhere, with the deployments' spread"
+            if " carried to " in how else
+            "no group measured: drawn from the population of groups (prior- and corpus-driven)"
+            if "drawn from the pooled population" in how else "see overhead_from")
+    if relation is None:
+        return base
+    return f"{base}, x (1 - reduction[{relation}]): the relation's prior (prior-driven)"
+
+
+def explain_row(parts: dict[str, np.ndarray], noise: np.ndarray, accept: np.ndarray,
+                per_token: np.ndarray, sources: dict[str, str], prob: float = 0.9) -> dict:
+    """The split of one row's predictive variance (module docstring). ``parts``: the step's
+    draws (:func:`~ddtree_bayes.engine.predictive.step_components`), ``noise`` the standardised
+    run deviations drawn beside them, ``accept`` the acceptance draws, ``per_token`` the row's
+    capped tok/s per token (its answer is ``accept x per_token``), ``sources`` each term's
+    origin in words.
+
+    >>> n = 40_000
+    >>> rng = np.random.default_rng(1)
+    >>> a = rng.uniform(12, 16, n)
+    >>> parts = {"step": np.full(n, 20.0), "spec": np.full(n, 5.0), "log_sd": np.full(n, 0.05)}
+    >>> z = rng.standard_normal(n)
+    >>> out = explain_row(parts, z, a, 1000 / 20.0 * np.exp(0.05 * z),
+    ...                   dict.fromkeys(TERMS, "x"))
+    >>> # Var(log U(12,16)) = 0.00683; noise 0.05^2 = 0.0025: shares 0.73 and 0.27
+    >>> [(t["term"], round(t["share"], 2)) for t in out["terms"]]
+    [('acceptance', 0.73), ('target step', 0.0), ('speculative overhead', 0.0), \
+('noise and discrepancy', 0.27)]
+    """
+    step, spec = parts["step"], parts["spec"]
+    target = step - spec
+    eps = parts["log_sd"] * noise
+    y = np.log(accept * per_token)
+    factors = {"acceptance": np.log(accept), "target step": -np.log(target),
+               "speculative overhead": -np.log1p(spec / target),
+               "noise and discrepancy": eps}
+    dec = shapley_variance_shares(y, factors)
+    lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
+
+    def summary(x: np.ndarray) -> dict:
+        lo, mid, hi = np.quantile(x, (lo_q, 0.5, hi_q))
+        return {"median": float(mid), "lo": float(lo), "hi": float(hi)}
+
+    values = {"acceptance": summary(accept), "target step": summary(target),
+              "speculative overhead": summary(spec),
+              "noise and discrepancy": {"median": float(np.median(parts["log_sd"])),
+                                        "lo": None, "hi": None}}
+    units = {"acceptance": "tokens per step", "target step": "ms", "speculative overhead": "ms",
+             "noise and discrepancy": "sd of log tok/s"}
+    var = float(np.var(y))   # (nothing varies: nothing is left unexplained either)
+    return {"var_log_tok_s": var, "r2": float(dec["r2"]) if var > 0 else 1.0,
+            "terms": [{"term": t, "share": float(max(dec["shares"][t], 0.0)), "unit": units[t],
+                       **values[t], "from": sources[t]} for t in TERMS]}

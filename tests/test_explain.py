@@ -1,0 +1,133 @@
+"""``predict --explain``: each row's predictive variance split among the step's terms, on the
+very draws its interval is read from, each term saying where its draws come from (the brief:
+"widen only where the physics is unknown, and say which term is prior-driven")."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.question import Flags, resolve
+from ddtree_bayes.engine.testing import multi_model_draws, point_mass_draws
+from test_cli_support import make_point_mass_workdir, run_cli
+from test_json_schemas import validate_output
+
+pytestmark = pytest.mark.fast
+
+
+def var_log_uniform(a: float, b: float) -> float:
+    """Var(log X), X ~ U(a, b), by hand: E log X = [x ln x - x] / (b - a), E (log X)^2 =
+    [x ((ln x)^2 - 2 ln x + 2)] / (b - a)."""
+    m1 = ((b * math.log(b) - b) - (a * math.log(a) - a)) / (b - a)
+    m2 = ((b * (math.log(b) ** 2 - 2 * math.log(b) + 2))
+          - (a * (math.log(a) ** 2 - 2 * math.log(a) + 2))) / (b - a)
+    return m2 - m1 ** 2
+
+
+def explained(draws, **flags):
+    question = resolve(draws, Flags(**flags))
+    return P.predict_rows(draws, question, explain=True)
+
+
+def terms(row) -> dict:
+    return {t["term"]: t for t in row["explain"]["terms"]}
+
+
+def test_the_split_is_of_the_rows_own_draws_and_adds_up_by_hand():
+    """The point-mass fit: every parameter one value (SGLang's step 20 ms: a 16 ms target
+    step, an overhead fraction of 0.2, 4 ms), here with a run-to-run sd of 0.05, so only the
+    acceptance and the run noise vary. A given acceptance leaves all the variance to the
+    noise; U(12, 16) splits it as Var(log U) : 0.05^2, computed by hand."""
+    d = point_mass_draws(n=20_000, noise_sd=0.05)
+    (given,) = explained(d, engines=("sglang",), accept="12")
+    t = terms(given)
+    assert t["acceptance"]["share"] == pytest.approx(0.0, abs=1e-9)
+    assert t["noise and discrepancy"]["share"] == pytest.approx(1.0, abs=1e-6)
+    assert t["target step"]["median"] == pytest.approx(16.0) and t["target step"]["unit"] == "ms"
+    assert t["speculative overhead"]["median"] == pytest.approx(4.0)
+    assert given["explain"]["r2"] == pytest.approx(1.0, abs=1e-6)
+    # the row's own draws: its variance is the noise's, sd^2
+    sd = t["noise and discrepancy"]["median"]
+    assert sd == pytest.approx(0.05)
+    assert given["explain"]["var_log_tok_s"] == pytest.approx(sd ** 2, rel=0.05)
+    uniform = explained(d, engines=("sglang",), accept="12:16")[-1]   # (12, ..., 16, U)
+    assert uniform["accept"] == "U(12,16)"
+    u = terms(uniform)
+    va = var_log_uniform(12.0, 16.0)   # (a midpoint sum of 200,000 slices: 0.0068683)
+    assert va == pytest.approx(0.0068683, abs=1e-7)
+    assert u["acceptance"]["share"] == pytest.approx(va / (va + sd ** 2), abs=0.02)
+    assert u["acceptance"]["share"] + u["noise and discrepancy"]["share"] == pytest.approx(
+        1.0, abs=1e-6)
+    assert u["acceptance"]["lo"] == pytest.approx(12.2, abs=0.05)   # the 5th percentile
+    assert u["acceptance"]["from"] == "given range, uniform"
+    assert t["acceptance"]["from"] == "given (no spread)"
+    # the numbers of the answer itself are unchanged by --explain
+    plain = P.predict_rows(d, resolve(d, Flags(engines=("sglang",), accept="12:16")))
+    assert {k: v for k, v in uniform.items() if k != "explain"} == plain[-1]
+
+
+def test_each_term_says_where_its_draws_come_from():
+    """Fitted to the measured system's rows (past the most tokens a row verified: the
+    roofline's, partly prior-driven), the measured group's overhead, native's overhead
+    scaled by the relation's prior (no native row), and a system never measured
+    (transferred)."""
+    d = point_mass_draws()
+    rows = explained(d, accept="14")
+    sglang, native = (terms(r) for r in rows)
+    assert sglang["target step"]["from"] == (
+        "fitted to b300x8's rows (at most 9 tokens verified a step); 33 is the roofline's "
+        "growth past them (compute knee, experts: partly prior-driven)")
+    assert sglang["speculative overhead"]["from"] == "fitted to its group's rows"
+    assert native["speculative overhead"]["from"] == (
+        "fitted to its group's rows, x (1 - reduction[native]): the relation's prior "
+        "(prior-driven)")
+    (at_budget_8,) = explained(d, engines=("sglang",), budget=8, accept="6")
+    assert terms(at_budget_8)["target step"]["from"] == "fitted to b300x8's rows"
+    m = multi_model_draws()
+    (h200,) = explained(m, model="kimi-k2.6", hardware="h200", gpus=8, engines=("sglang",),
+                        accept="14")
+    assert terms(h200)["target step"]["from"].startswith(
+        "kimi-k2.6@h200x8 not measured: transferred")
+    (ar,) = explained(m, model="llama-3.1-8b-instruct", hardware="h100", gpus=1,
+                      engines=("vllm",), method="ar", accept="1")
+    assert terms(ar)["speculative overhead"]["from"] == "none: autoregressive"
+    assert terms(ar)["speculative overhead"]["share"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_explain_of_a_model_average_is_refused():
+    d = point_mass_draws()
+    with pytest.raises(QueryError, match="--explain splits one fit's draws"):
+        P.predict_rows(d, resolve(d, Flags(accept="14")), mixture=[(d, 1.0)], explain=True)
+
+
+def test_the_cli_prints_the_split_and_its_json_fits_the_schema(tmp_path):
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "12:16", "--engine", "sglang",
+                             "--explain")
+    assert code == 0, err
+    lines = out.splitlines()
+    top = lines.index("why the intervals are as wide as they are (shares of the variance of "
+                      "log tok/s, draw by draw):")
+    assert lines[top + 1].split() == ["engine", "accept", "term", "share", "median", "90%",
+                                      "from"]
+    assert any(x.startswith("sglang  U(12,16)  acceptance ") for x in lines[top + 3:])
+    assert "(memory-read cap)" not in out   # (the point mass: nothing varies, nothing capped)
+    code, out, err = run_cli(work, "predict", "--accept", "12:16", "--engine", "sglang",
+                             "--explain", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("predict", payload)
+    u = payload["rows"][-1]
+    assert u["accept_kind"] == "uniform"
+    shares = [t["share"] for t in u["explain"]["terms"]]
+    # the point mass: only the acceptance varies, so it takes all of it
+    assert shares == pytest.approx([1.0, 0.0, 0.0, 0.0], abs=1e-6)
+    assert sum(shares) == pytest.approx(u["explain"]["r2"], abs=1e-9)
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
+    assert "explain" not in json.loads(out)["rows"][0]   # only when asked
+    assert np.isfinite(shares).all()
