@@ -108,12 +108,24 @@ class FitInputs:
         line each, naming the data file: an engine or method one edit from another (the
         file's or ``cfg``'s: a typo is fitted as another engine), and a configuration whose
         runs are more than 2x apart (core/likelihood ``far_apart_repeats``: a unit or entry
-        error is read as every configuration's scatter)."""
+        error is read as every configuration's scatter), and what ``add`` warns of a row it
+        keeps (core/row_notes ``row_notes``: a step shorter than reading the card's weights, a
+        context above the card's longest, weights the GPUs hold only at a smaller quantisation,
+        a C > 1 total below one stream's AR tok/s, a speculative row at accept_len 1 faster
+        than AR), one line per row: a row typed in by hand is said as ``add`` would say it.
+        A model fitted on a proxy card (core/proxy_card.py, read off its own rows) is held
+        against no card."""
         from ddtree_bayes.core.likelihood import far_apart_repeats
+        from ddtree_bayes.core.row_notes import row_notes
+
         rows = self.measurements.rows
+        cards = self.cards if self.proxy is None else {
+            k: v for k, v in self.cards.items() if k != self.measurements.model}
+        notes = row_notes(rows, cards, self.hardware.rows, cfg.default_context_tokens)
         return [*(f"{self.measurements.path}, {line}"
                   for line in (*misspelt_names(rows, cfg.declared_names()),
-                               *far_apart_repeats(rows))),
+                               *far_apart_repeats(rows),
+                               *(f"row {row}: {note}" for row, note in notes))),
                 *self.card_warnings]
 
     def structure(self) -> dict:

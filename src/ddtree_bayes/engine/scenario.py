@@ -38,6 +38,7 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import pair_label, read_features, split_label
+from ddtree_bayes.core.row_notes import context_above_max, read_floor_text
 from ddtree_bayes.engine.posterior import Fit
 
 SEED_BAND = 0.30  # the original estimator's flat +-30%
@@ -931,34 +932,6 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
                "verifies a tree" if never_tree(method, methods) else
                "or give the --budget of the tree it verifies")))
     return shaped
-
-
-def weights_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
-    """Reading ``card``'s active weights once at the full memory bandwidth of ``gpus`` GPUs
-    of ``hardware_row`` (ms, at the card's bytes per weight): the floor no decoding step goes
-    below. None when the row has no bandwidth. A fit's step (:func:`read_floor_warning`) and a
-    measured row's (``add``) are held against it."""
-    f = read_features(card, hardware_row, gpus)
-    return None if f is None else f.stream_ms
-
-
-def read_floor_text(card, read_ms: float) -> str:
-    """``reading kimi-k2.6's active weights at the full bandwidth (0.417 ms, 0.5 bytes per
-    weight)``: what :func:`read_floor_warning` and ``add`` say a step is shorter than."""
-    return (f"reading {card.model}'s active weights at the full bandwidth ({read_ms:.3g} ms, "
-            f"{card.bytes_per_weight:g} bytes per weight)")
-
-
-def context_above_max(card, context_tokens: float) -> str | None:
-    """One line when ``context_tokens`` is longer than ``card``'s model takes (its
-    ``max_context_tokens``: the config's ``max_position_embeddings``, scaled RoPE included);
-    None when it is not, or the card does not say. :func:`max_context_warning` (a question)
-    and ``add`` (a measured row) say it."""
-    if card is None or not card.max_context_tokens or context_tokens <= card.max_context_tokens:
-        return None
-    return (f"context {context_tokens:.0f} is above {card.model}'s longest, "
-            f"{card.max_context_tokens} tokens (max_position_embeddings, its card): the model "
-            "takes no such context unless its RoPE is scaled further")
 
 
 def with_kv_bits(draws: Fit, card):

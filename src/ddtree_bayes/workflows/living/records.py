@@ -23,7 +23,6 @@ from ddtree_bayes.core.data import (
     Measurement,
     Measurements,
     check_named_columns,
-    config_label,
     fields_problem,
     kv_cache_problem,
     load_measurements,
@@ -38,6 +37,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
 from ddtree_bayes.core.pairs import impossible_step
+from ddtree_bayes.core.row_notes import card_weights_note, cross_row_notes, physics_notes
 
 #: Predictive percentiles outside [SURPRISE_LO, SURPRISE_HI] are flagged as surprises.
 SURPRISE_LO, SURPRISE_HI = 0.01, 0.99
@@ -166,7 +166,7 @@ class Appended:
     rows: list[Measurement]
     total_rows: int
     repeats: dict[int, int] = field(default_factory=dict)  # new row -> row it repeats
-    #: what the rows are kept with but a fit would price wrongly (:func:`_card_weights_note`)
+    #: what the rows are kept with but a fit would price wrongly (core/row_notes)
     warnings: list[str] = field(default_factory=list)
     #: the file did not exist: it was made, with the standard header (``create``)
     created: bool = False
@@ -222,127 +222,6 @@ def _cards() -> dict:
         return load_model_cards(paths.data_file("models.csv"))
     except InputError:
         return {}
-
-
-def _card_weights_note(card, hardware: dict[str, dict[str, str]], m) -> str | None:
-    """A row :func:`~ddtree_bayes.core.data.weights_problem` keeps whose GPUs cannot hold the
-    weights at its card's own bytes per weight: the run used a smaller quantisation, but a fit
-    prices the card's bytes (a 61 GB bf16 card measured on one 16 GB GPU taught the fit that
-    pair's efficiency from 61 GB).
-    The warning line (without its row), or None when they fit or cannot be checked."""
-    from ddtree_bayes.core.data import gb_texts, table_memory_gb
-
-    memory = table_memory_gb(hardware, m.hardware)
-    if card is None or memory is None or card.weights_gb <= memory * m.gpus:
-        return None
-    need, have = gb_texts(card.weights_gb, memory * m.gpus)   # (16 GB against 16 GB: apart)
-    return (f"{m.model}'s card puts its weights at {need} GB "
-            f"({card.params_total_b:g}B parameters at {card.weights_bytes_per_weight:g} bytes), "
-            f"more than {m.gpus} x {m.hardware} hold ({have} GB): the run must have "
-            "used a smaller quantisation, but a fit prices the card's bytes; give that "
-            "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
-            "name it with --model")
-
-
-def _physics_notes(card, hardware: dict[str, dict[str, str]], m, read_floor: bool = True,
-                   default_context: float = 0.0) -> list[str]:
-    """What a kept row claims that no deployment of its card does, one line each (without its
-    row): a step shorter than reading the card's active weights once at the GPUs' full
-    bandwidth (engine/scenario ``weights_read_ms``, the floor predict's ``read_floor_warning``
-    holds a fit to), and a context longer than the model takes (``context_above_max``, as
-    predict's ``max_context_warning``). Warnings, not refusals: a deployment quantised below
-    the card's bytes reads less, one with its RoPE scaled further takes a longer context.
-    ``read_floor`` False leaves the first out (the card's weights do not fit the GPUs: its
-    bytes are not the run's, :func:`_card_weights_note` says so). A blank context is the
-    priors' ``default_context``, as the fit reads it (:meth:`Measurement.context`)."""
-    from ddtree_bayes.engine.scenario import context_above_max, read_floor_text, weights_read_ms
-
-    if card is None:
-        return []
-    notes = []
-    read = (None if not read_floor or m.step_ms is None or m.hardware not in hardware
-            else weights_read_ms(card, hardware[m.hardware], m.gpus))
-    if read is not None and m.step_ms < read:
-        notes.append(f"step {m.step_ms:.3g} ms is shorter than {read_floor_text(card, read)} on "
-                     f"{m.gpus} x {m.hardware}: kept, as a deployment quantised below the card's "
-                     "bytes reads less (give it its own card, `card add --gguf FILE` or "
-                     "--bytes-per-weight, and name it with --model); else check --tok-s (with "
-                     "--concurrency, the streams' total), --accept and --gpus")
-    above = context_above_max(card, m.context(default_context))
-    if above is not None:
-        notes.append(above + ": kept, as a deployment that scales it so takes it; else check "
-                             "--context (tokens, not characters or bytes)")
-    return notes
-
-
-def _context_at_most(a: float | None, b: float | None) -> bool:
-    """Is context ``a`` no longer than ``b``? A blank context (the priors' default) compares
-    only with a blank one."""
-    return a is None and b is None or (a is not None and b is not None and a <= b)
-
-
-def _cross_row_notes(m: Measurement, rows: list[Measurement]) -> list[str]:
-    """What row ``m`` claims beside the rows it joins (``rows``: the file's and this batch's
-    earlier ones), one line each (without its row), naming the row it disagrees with. Warnings,
-    not refusals (any one may be the slip):
-
-    - at concurrency C > 1, a total below one stream's autoregressive tok/s of the same model,
-      system and engine at a context as long or longer (one stream's tok/s typed as the total);
-    - a speculative row at accept_len 1 (one token a step, each dearer than autoregressive
-      decoding's) faster than autoregressive decoding of the same model, system, engine and
-      concurrency at a context as short or shorter (an acceptance rate typed as the length);
-    - a run more than ``REPEAT_SPREAD`` off a run of the same configuration (its tok/s per
-      accepted token, core/likelihood ``run_rate``): a fit reads it as every configuration's
-      scatter.
-    """
-    from ddtree_bayes.core.likelihood import REPEAT_SPREAD, config_key, run_rate
-
-    notes = []
-    same = [r for r in rows if (r.model, r.hardware, r.gpus, r.engine)
-            == (m.model, m.hardware, m.gpus, m.engine)]
-    ar = [r for r in same if r.method == AR_METHOD and r.concurrency == 1]
-    if m.concurrency > 1:
-        above = [r for r in ar if r.tok_s > m.tok_s
-                 and _context_at_most(m.context_tokens, r.context_tokens)]
-        if above:
-            r = max(above, key=lambda r: r.tok_s)
-            notes.append(f"{m.tok_s:g} tok/s for {m.concurrency} streams is below one stream's "
-                         f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine} ar, "
-                         f"context {_context_text(r)}): was the per-stream tok/s typed as the "
-                         "total? (tok_s at concurrency C is the C streams' total)")
-    if m.is_speculative and m.accept_len == 1.0:
-        below = [r for r in same if r.method == AR_METHOD and r.concurrency == m.concurrency
-                 and r.tok_s < m.tok_s
-                 and _context_at_most(r.context_tokens, m.context_tokens)]
-        if below:
-            r = max(below, key=lambda r: r.tok_s)
-            notes.append(f"{m.method} at accept_len 1 (one token a step, each dearer than "
-                         f"autoregressive decoding's) at {m.tok_s:g} tok/s is faster than ar's "
-                         f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine}, "
-                         f"context {_context_text(r)}): was an acceptance rate (0 to 1) typed "
-                         "as the length? (accept_len counts the accepted draft tokens plus the "
-                         "bonus token)")
-    runs = [r for r in same if config_key(r) == config_key(m)]
-    if runs:
-        def apart(r: Measurement) -> float:
-            return max(run_rate(r) / run_rate(m), run_rate(m) / run_rate(r))
-
-        r = max(runs, key=apart)
-        ratio = apart(r)
-        if ratio > REPEAT_SPREAD:
-            per = "" if r.accept_len == m.accept_len else " per accepted token"
-            label = config_label(m.system, m.engine, m.method, m.verify_tokens,
-                                 m.context_tokens, m.concurrency)
-            notes.append(f"{run_rate(m):.4g} tok/s{per} is {ratio:.3g}x apart from row {r.row}'s "
-                         f"{run_rate(r):.4g} tok/s{per}, a run of the same configuration "
-                         f"({m.model}, {label}): runs that far apart are almost always a unit "
-                         "or entry error (check tok_s: per-user or total? and the "
-                         "configuration columns)")
-    return notes
-
-
-def _context_text(m: Measurement) -> str:
-    return "blank (the default)" if m.context_tokens is None else plain_text(m.context_tokens)
 
 
 def _unknown_model(current: Measurements, cards: dict, model: str | None, data_path: Path
@@ -531,7 +410,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
-                note = _card_weights_note(cards.get(m.model), hardware, m)
+                note = card_weights_note(cards.get(m.model), hardware, m)
                 unknown = _unknown_model(current, cards, m.model, data_path)
                 if unknown is not None:
                     raise DataError(unknown[0], file=item.origin, row=line, column="model",
@@ -571,9 +450,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if item.line is None:   # the next record would be the row after this one
                     next_line += 1
                 continue
-            physics = _physics_notes(cards.get(m.model), hardware, m, read_floor=note is None,
-                                     default_context=default_context)
-            cross = _cross_row_notes(m, [*current.rows, *joined])
+            physics = physics_notes(cards.get(m.model), hardware, m, read_floor=note is None,
+                                    default_context=default_context)
+            cross = cross_row_notes(m, [*current.rows, *joined])
             warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics, *cross)
                          if w is not None]
             joined.append(dataclasses.replace(m, row=next_line))

@@ -1,0 +1,199 @@
+"""What a kept measurement row claims that no deployment of its card does, or that the rows
+beside it contradict: the warnings ``add`` gives a new row and ``fit`` gives every row of its
+file (a row typed in by hand). Warnings, not refusals: the rows ``add`` and ``fit`` refuse
+(core/data ``weights_problem``, ``kv_cache_problem``; core/pairs ``impossible_step``) are
+refused there. numpy and the standard library only.
+
+Each function returns the line(s) without the row; the caller names it (``add``: ``row N: ``,
+``fit``: ``<file>, row N: ``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from ddtree_bayes.core.data import Measurement, config_label, plain_text
+from ddtree_bayes.core.methods import AR_METHOD
+from ddtree_bayes.core.pairs import read_features
+
+
+def weights_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None:
+    """Reading ``card``'s active weights once at the full memory bandwidth of ``gpus`` GPUs
+    of ``hardware_row`` (ms, at the card's bytes per weight): the floor no decoding step goes
+    below. None when the row has no bandwidth. A fit's step (engine/scenario
+    ``read_floor_warning``) and a measured row's (:func:`physics_notes`) are held against it.
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> card = ModelCard("m", 8, 8, 32, None, None, 2, "bf16", "s")
+    >>> weights_read_ms(card, {"hardware": "h", "mem_bw_tb_s": "4", "interconnect": "x"}, 1)
+    4.0
+    """
+    f = read_features(card, hardware_row, gpus)
+    return None if f is None else f.stream_ms
+
+
+def read_floor_text(card, read_ms: float) -> str:
+    """``reading kimi-k2.6's active weights at the full bandwidth (0.417 ms, 0.5 bytes per
+    weight)``: what engine/scenario ``read_floor_warning`` and :func:`physics_notes` say a
+    step is shorter than."""
+    return (f"reading {card.model}'s active weights at the full bandwidth ({read_ms:.3g} ms, "
+            f"{card.bytes_per_weight:g} bytes per weight)")
+
+
+def context_above_max(card, context_tokens: float) -> str | None:
+    """One line when ``context_tokens`` is longer than ``card``'s model takes (its
+    ``max_context_tokens``: the config's ``max_position_embeddings``, scaled RoPE included);
+    None when it is not, or the card does not say. engine/scenario ``max_context_warning`` (a
+    question) and :func:`physics_notes` (a measured row) say it."""
+    if card is None or not card.max_context_tokens or context_tokens <= card.max_context_tokens:
+        return None
+    return (f"context {context_tokens:.0f} is above {card.model}'s longest, "
+            f"{card.max_context_tokens} tokens (max_position_embeddings, its card): the model "
+            "takes no such context unless its RoPE is scaled further")
+
+
+def card_weights_note(card, hardware: dict[str, dict[str, str]], m: Measurement) -> str | None:
+    """A row :func:`~ddtree_bayes.core.data.weights_problem` keeps whose GPUs cannot hold the
+    weights at its card's own bytes per weight: the run used a smaller quantisation, but a fit
+    prices the card's bytes (a 61 GB bf16 card measured on one 16 GB GPU taught the fit that
+    pair's efficiency from 61 GB).
+    The warning line (without its row), or None when they fit or cannot be checked."""
+    from ddtree_bayes.core.data import gb_texts, table_memory_gb
+
+    memory = table_memory_gb(hardware, m.hardware)
+    if card is None or memory is None or card.weights_gb <= memory * m.gpus:
+        return None
+    need, have = gb_texts(card.weights_gb, memory * m.gpus)   # (16 GB against 16 GB: apart)
+    return (f"{m.model}'s card puts its weights at {need} GB "
+            f"({card.params_total_b:g}B parameters at {card.weights_bytes_per_weight:g} bytes), "
+            f"more than {m.gpus} x {m.hardware} hold ({have} GB): the run must have "
+            "used a smaller quantisation, but a fit prices the card's bytes; give that "
+            "quantisation its own card (`card add --gguf FILE`, or --bytes-per-weight) and "
+            "name it with --model")
+
+
+def physics_notes(card, hardware: dict[str, dict[str, str]], m: Measurement,
+                  read_floor: bool = True, default_context: float = 0.0) -> list[str]:
+    """What a kept row claims that no deployment of its card does, one line each (without its
+    row): a step shorter than reading the card's active weights once at the GPUs' full
+    bandwidth (:func:`weights_read_ms`, the floor predict's ``read_floor_warning`` holds a fit
+    to), and a context longer than the model takes (:func:`context_above_max`, as predict's
+    ``max_context_warning``). Warnings, not refusals: a deployment quantised below the card's
+    bytes reads less, one with its RoPE scaled further takes a longer context.
+    ``read_floor`` False leaves the first out (the card's weights do not fit the GPUs: its
+    bytes are not the run's, :func:`card_weights_note` says so). A blank context is the
+    priors' ``default_context``, as the fit reads it (:meth:`Measurement.context`)."""
+    if card is None:
+        return []
+    notes = []
+    step = m.step_ms
+    read = (None if not read_floor or step is None or m.hardware not in hardware
+            else weights_read_ms(card, hardware[m.hardware], m.gpus))
+    if step is not None and read is not None and step < read:
+        notes.append(f"step {step:.3g} ms is shorter than {read_floor_text(card, read)} on "
+                     f"{m.gpus} x {m.hardware}: kept, as a deployment quantised below the card's "
+                     "bytes reads less (give it its own card, `card add --gguf FILE` or "
+                     "--bytes-per-weight, and name it with --model); else check --tok-s (with "
+                     "--concurrency, the streams' total), --accept and --gpus")
+    above = context_above_max(card, m.context(default_context))
+    if above is not None:
+        notes.append(above + ": kept, as a deployment that scales it so takes it; else check "
+                             "--context (tokens, not characters or bytes)")
+    return notes
+
+
+def _context_at_most(a: float | None, b: float | None) -> bool:
+    """Is context ``a`` no longer than ``b``? A blank context (the priors' default) compares
+    only with a blank one."""
+    return a is None and b is None or (a is not None and b is not None and a <= b)
+
+
+def context_text(m: Measurement) -> str:
+    """A row's context as the notes name it: ``16384``, or ``blank (the default)``."""
+    return "blank (the default)" if m.context_tokens is None else plain_text(m.context_tokens)
+
+
+def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True
+                    ) -> list[str]:
+    """What row ``m`` claims beside ``rows`` (``add``: the file's and this batch's earlier
+    ones; ``fit``: every other row of the file), one line each (without its row), naming the
+    row it disagrees with. Warnings, not refusals (any one may be the slip):
+
+    - at concurrency C > 1, a total below one stream's autoregressive tok/s of the same model,
+      system and engine at a context as long or longer (one stream's tok/s typed as the total);
+    - a speculative row at accept_len 1 (one token a step, each dearer than autoregressive
+      decoding's) faster than autoregressive decoding of the same model, system, engine and
+      concurrency at a context as short or shorter (an acceptance rate typed as the length);
+    - with ``repeats``, a run more than ``REPEAT_SPREAD`` off a run of the same configuration
+      (its tok/s per accepted token, core/likelihood ``run_rate``): a fit reads it as every
+      configuration's scatter (``fit`` says it per configuration, core/likelihood
+      ``far_apart_repeats``).
+    """
+    from ddtree_bayes.core.likelihood import REPEAT_SPREAD, config_key, run_rate
+
+    notes = []
+    same = [r for r in rows if (r.model, r.hardware, r.gpus, r.engine)
+            == (m.model, m.hardware, m.gpus, m.engine)]
+    ar = [r for r in same if r.method == AR_METHOD and r.concurrency == 1]
+    if m.concurrency > 1:
+        above = [r for r in ar if r.tok_s > m.tok_s
+                 and _context_at_most(m.context_tokens, r.context_tokens)]
+        if above:
+            r = max(above, key=lambda r: r.tok_s)
+            notes.append(f"{m.tok_s:g} tok/s for {m.concurrency} streams is below one stream's "
+                         f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine} ar, "
+                         f"context {context_text(r)}): was the per-stream tok/s typed as the "
+                         "total? (tok_s at concurrency C is the C streams' total)")
+    if m.is_speculative and m.accept_len == 1.0:
+        below = [r for r in same if r.method == AR_METHOD and r.concurrency == m.concurrency
+                 and r.tok_s < m.tok_s
+                 and _context_at_most(r.context_tokens, m.context_tokens)]
+        if below:
+            r = max(below, key=lambda r: r.tok_s)
+            notes.append(f"{m.method} at accept_len 1 (one token a step, each dearer than "
+                         f"autoregressive decoding's) at {m.tok_s:g} tok/s is faster than ar's "
+                         f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine}, "
+                         f"context {context_text(r)}): was an acceptance rate (0 to 1) typed "
+                         "as the length? (accept_len counts the accepted draft tokens plus the "
+                         "bonus token)")
+    runs = [r for r in same if config_key(r) == config_key(m)] if repeats else []
+    if runs:
+        def apart(r: Measurement) -> float:
+            return max(run_rate(r) / run_rate(m), run_rate(m) / run_rate(r))
+
+        r = max(runs, key=apart)
+        ratio = apart(r)
+        if ratio > REPEAT_SPREAD:
+            per = "" if r.accept_len == m.accept_len else " per accepted token"
+            label = config_label(m.system, m.engine, m.method, m.verify_tokens,
+                                 m.context_tokens, m.concurrency)
+            notes.append(f"{run_rate(m):.4g} tok/s{per} is {ratio:.3g}x apart from row {r.row}'s "
+                         f"{run_rate(r):.4g} tok/s{per}, a run of the same configuration "
+                         f"({m.model}, {label}): runs that far apart are almost always a unit "
+                         "or entry error (check tok_s: per-user or total? and the "
+                         "configuration columns)")
+    return notes
+
+
+def row_notes(rows: Sequence[Measurement], cards: dict, hardware: dict[str, dict[str, str]],
+              default_context: float = 0.0) -> list[tuple[int, str]]:
+    """(row, line) of every row of a file, in row order: :func:`card_weights_note`,
+    :func:`physics_notes` (the read floor only where the card's weights fit the GPUs) and
+    :func:`cross_row_notes` against every other row of the same model, system and engine
+    (without the repeats, which core/likelihood ``far_apart_repeats`` says per
+    configuration). What ``fit`` warns of; ``cards``: model -> card (a model without one is
+    not checked against a card)."""
+    groups: dict[tuple, list[Measurement]] = {}
+    for m in rows:
+        groups.setdefault((m.model, m.hardware, m.gpus, m.engine), []).append(m)
+    found = []
+    for m in rows:
+        card = cards.get(m.model)
+        note = card_weights_note(card, hardware, m)
+        others = [r for r in groups[(m.model, m.hardware, m.gpus, m.engine)] if r is not m]
+        found += [(m.row, line) for line in (
+            *([] if note is None else [note]),
+            *physics_notes(card, hardware, m, read_floor=note is None,
+                           default_context=default_context),
+            *cross_row_notes(m, others, repeats=False))]
+    return found

@@ -1,0 +1,107 @@
+"""`fit` warns of what `add` warns of, for rows written into the CSV by hand.
+
+`add` keeps (exit 0) but warns of a row whose card's weights do not fit its GPUs, a step
+shorter than reading the card's active weights at full bandwidth, a context above the card's
+max_context_tokens, a C > 1 total below one stream's AR tok/s and a speculative row at
+accept_len 1 faster than AR. The same rows typed into data/measurements.csv (or a
+`fit --data edited.csv`) were fitted without a word. fit now says each before sampling, one
+line naming the file and row, in the words `add` uses (core/row_notes.py holds them both).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.paths import bundled
+from ddtree_bayes.engine import fitting
+from test_cli_support import copy_bundled_data, run_cli
+
+#: Kimi K2.6 (card: 32B active at 0.5 bytes per weight, max_context_tokens 262144) on 8 x B300
+#: (8 TB/s each): rows 11-13 of the bundled file (a header and 9 rows) plus a concurrency column.
+CONTEXT = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,10000000,100,x,,"
+# 100 tok/s for 4 streams against row 2's 133 tok/s for one (both context blank)
+TOTAL = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,100,x,,4"
+# 1000 / 5000 = 0.2 ms against 32e9 x 0.5 B / (8 x 8 TB/s) = 0.25 ms (the 1.6-bit read,
+# 0.1 ms, which fit refuses below, is shorter); context 1024: no repeat of row 2
+STEP = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,1024,5000,x,,"
+
+SAYS = {
+    11: "context 10000000 is above kimi-k2.6's longest, 262144 tokens (max_position_embeddings,"
+        " its card): the model takes no such context unless its RoPE is scaled further: kept, "
+        "as a deployment that scales it so takes it; else check --context (tokens, not "
+        "characters or bytes)",
+    12: "100 tok/s for 4 streams is below one stream's 133 tok/s (row 2: kimi-k2.6 b300x8 "
+        "sglang ar, context blank (the default)): was the per-stream tok/s typed as the total? "
+        "(tok_s at concurrency C is the C streams' total)",
+    13: "step 0.2 ms is shorter than reading kimi-k2.6's active weights at the full bandwidth "
+        "(0.25 ms, 0.5 bytes per weight) on 8 x b300: kept, as a deployment quantised below "
+        "the card's bytes reads less (give it its own card, `card add --gguf FILE` or "
+        "--bytes-per-weight, and name it with --model); else check --tok-s (with "
+        "--concurrency, the streams' total), --accept and --gpus",
+}
+
+
+def edited(path: Path, *rows: str) -> Path:
+    """The bundled measurements with a concurrency column (blank = 1) and ``rows`` after."""
+    header, *body = bundled("measurements.csv").read_text(encoding="utf-8").splitlines()
+    path.write_text("\n".join([header + ",concurrency", *(r + "," for r in body), *rows])
+                    + "\n")
+    return path
+
+
+def test_fit_warns_of_a_hand_edited_row_as_add_does(tmp_path):
+    path = edited(tmp_path / "edited.csv", CONTEXT, TOTAL, STEP)
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == [f"{path}, row {n}: {SAYS[n]}" for n in (11, 12, 13)]
+
+
+@pytest.mark.parametrize("row,n", [(CONTEXT, 11), (TOTAL, 12), (STEP, 13)])
+def test_add_says_the_same_words(tmp_path, row, n):
+    """`add` of the same row says what fit says of it (its messages are unchanged)."""
+    root = copy_bundled_data(tmp_path / "w", writable=True)
+    argv = ["--model", "kimi-k2.6", "--hardware", "b300", "--gpus", "8", "--engine",
+            "sglang", "--method", "ar", "--accept", "1", "--tok-s", row.split(",")[10],
+            "--source", "x"]
+    cells = row.split(",")
+    if cells[9]:
+        argv += ["--context", cells[9]]
+    if cells[13]:
+        argv += ["--concurrency", cells[13]]
+    code, _, err = run_cli(root, "add", *argv)
+    assert code == 0
+    assert f"ddtree-bayes: warning: row 11: {SAYS[n]}\n" in err
+
+
+def test_fit_prints_them_before_sampling(tmp_path, monkeypatch, capsys):
+    from ddtree_bayes.engine import remedies as R
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args, **kwargs):
+        raise Stop
+
+    path = edited(tmp_path / "edited.csv", CONTEXT)
+    monkeypatch.setattr(R, "ModelSampler", stop)   # (no sampling: the warning comes first)
+    with pytest.raises(Stop):
+        fitting.fit(path, bundled("priors.toml"), workdir=tmp_path, progress=False)
+    assert capsys.readouterr().err == f"ddtree-bayes: warning: {path}, row 11: {SAYS[11]}\n"
+
+
+def test_a_row_checked_against_a_later_row(tmp_path):
+    """A hand-edited file has no order: a C > 1 row above the AR row it undercuts is warned of
+    too (add checks a new row against the rows already there), and said once."""
+    header, *body = bundled("measurements.csv").read_text(encoding="utf-8").splitlines()
+    path = tmp_path / "above.csv"
+    path.write_text("\n".join([header + ",concurrency", TOTAL, *(r + "," for r in body)]) + "\n")
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == [
+        f"{path}, row 2: " + SAYS[12].replace("(row 2:", "(row 3:")]
+
+
+def test_the_bundled_file_is_fitted_without_a_word(tmp_path):
+    inputs = fitting.FitInputs.read(bundled("measurements.csv"), bundled("priors.toml"),
+                                    workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == []
