@@ -6,8 +6,8 @@
 - A refused row leaves the file byte-identical.
 - A user CSV of odd but valid content (BOM, CRLF, quoting, padding, another column order, a
   concurrency column, a blank accept_len) imports the values it holds.
-- Adding the first C > 1 row adds the concurrency column: every other row is rewritten, and
-  each keeps every cell.
+- Adding the first C > 1 row adds the concurrency column: every other row keeps its text
+  (quoting, line ends) and every cell, plus an empty one.
 - A serving benchmark's row holds C x 1000 / median_tpot_ms (the C streams' total), its C in
   the concurrency column, and the file's acceptance length.
 
@@ -172,6 +172,11 @@ def test_a_user_csv_of_odd_but_valid_content_imports_its_values(
         assert new_cells[0] == old_cells[0] + ["concurrency"]
         assert [r[:-1] for r in new_cells[1:len(old_cells)]] == old_cells[1:]
         assert all(r[-1] == "" for r in new_cells[1:len(old_cells)])
+        # ... and its text: the header gains ",concurrency", each row "," (the bundled rows
+        # are one line each; a quoted field that needs no quotes keeps them)
+        lines = before.decode("utf-8").split("\r\n" if file["crlf"] else "\n")
+        kept = [lines[0] + ",concurrency", *(line + "," if line else line for line in lines[1:])]
+        assert after.startswith(("\r\n" if file["crlf"] else "\n").join(kept).encode("utf-8"))
     else:
         newline = b"\r\n" if file["crlf"] else b"\n"
         assert after.startswith(before if file["last_newline"] else before + newline)

@@ -649,3 +649,31 @@ def test_a_blank_context_is_checked_at_the_priors_default(work, capsys):
         "is scaled further: kept, as a deployment that scales it so takes it; else check "
         "--context (tokens, not characters or bytes)"]
     assert load(work).rows[-1].context_tokens is None   # (written blank, as given)
+
+
+@pytest.mark.parametrize("newline,last", [("\n", True), ("\r\n", True), ("\n", False)])
+def test_adding_the_concurrency_column_keeps_each_rows_text(work, capsys, newline, last):
+    """The first C > 1 row adds the concurrency column to the header. The rows already there
+    were re-serialised: the bundled row 4's `"vLLM TP8 DCP1 TRITON_MLA fp8 KV; C=1; INT4
+    experts"` lost its quotes (it needs none), a padded cell its blanks. The CSV meant the same,
+    but a user's file should change only by the column: each record keeps its text (a quoted
+    notes field over two lines included), plus one empty cell; the header, `,concurrency`."""
+    path = work / "data" / "measurements.csv"
+    header, *rows = bundled("measurements.csv").read_text(encoding="utf-8").splitlines()
+    assert '"vLLM TP8 DCP1 TRITON_MLA fp8 KV; C=1; INT4 experts"' in rows[2]
+    two_lines = ('kimi-k2.6,b300,8,sglang,ar,,,1,1.0,4096, 130 ,mine,"a note""s\n'
+                 'second line"')
+    records = [header, *rows[:3], "", *rows[3:], two_lines]   # (a blank line stays blank)
+    text = newline.join(records) + (newline if last else "")
+    path.write_bytes(text.encode())
+    code, _, err = run(capsys, "add", "--hardware", "b300", "--engine", "sglang", "--method",
+                       "ar", "--accept", "1", "--concurrency", "4", "--tok-s", "400",
+                       "--source", "x")
+    assert code == 0, err
+    kept = newline.join([header + ",concurrency", *(r + "," for r in rows[:3]), "",
+                         *(r + "," for r in rows[3:]), two_lines + ","]) + (newline if last else "")
+    after = path.read_bytes()
+    assert after[:len(kept.encode())] == kept.encode()
+    assert after[len(kept.encode()):] == (
+        ("" if last else newline)
+        + f"kimi-k2.6,b300,8,sglang,ar,,,1,1,,400,x,,4{newline}").encode()

@@ -174,20 +174,40 @@ class Appended:
 
 def _with_optional_columns(text: str, header: list[str], new: list[NewRow], newline: str
                            ) -> tuple[str, list[str]]:
-    """The file's text and header with each optional column (``concurrency``) a new row fills
+    r"""The file's text and header with each optional column (``concurrency``) a new row fills
     with other than its default and the file lacks added at the end, blank (= its default) in
     every existing row. A cell of the default (concurrency 1: ``1``, ``1.0``) adds nothing:
-    the row reads the same without it, and every row of the file was re-serialised."""
+    the row reads the same without it, and every row of the file would change.
+
+    Each record keeps its text (its quoting, blanks, line ends, a quoted field over several
+    lines): the header gains ``,concurrency``, every other record a ``,`` before its end, a
+    blank line nothing (a user's file changes only by the column).
+
+    >>> _with_optional_columns('a,b\r\n"x",\r\n\r\n"1\n2" ,z', ["a", "b"],
+    ...                        [NewRow("f", 2, {"concurrency": "4"})], "\r\n")[0]
+    'a,b,concurrency\r\n"x",,\r\n\r\n"1\n2" ,z,'
+    """
     missing = [c for c in OPTIONAL_COLUMNS if c not in header
                and any(not _is_default(c, item.values.get(c)) for item in new)]
     if not missing:
         return text, header
-    rows = list(csv.reader(io.StringIO(text)))
     buf = io.StringIO()
-    writer = csv.writer(buf, lineterminator=newline)
-    for i, row in enumerate(rows):
-        writer.writerow(row + (missing if i == 0 else [""] * len(missing)) if any(row) else row)
-    return buf.getvalue(), [*header, *missing]
+    csv.writer(buf, lineterminator="").writerow(missing)
+    named, blank = "," + buf.getvalue(), "," * len(missing)
+    # the file's lines as the loader reads them (core/data read_csv_file), each with its end
+    lines = io.StringIO(text, newline="").readlines()
+    reader = csv.reader(iter(lines))
+    out, done = [], 0
+    for i, row in enumerate(reader):
+        record = lines[done:reader.line_num]
+        done = reader.line_num
+        if any(row):   # the record's last line: the cells go before its line end
+            last = record[-1]
+            body = last.rstrip("\r\n")
+            record[-1] = body + (named if i == 0 else blank) + last[len(body):]
+        out += record
+    out += lines[done:]
+    return "".join(out), [*header, *missing]
 
 
 def _is_default(column: str, value: object) -> bool:
