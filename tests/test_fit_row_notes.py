@@ -105,3 +105,19 @@ def test_the_bundled_file_is_fitted_without_a_word(tmp_path):
     inputs = fitting.FitInputs.read(bundled("measurements.csv"), bundled("priors.toml"),
                                     workdir=tmp_path)
     assert inputs.warnings(inputs.priors) == []
+
+
+def test_a_model_without_a_card_is_held_against_no_card(tmp_path):
+    """A model without a card is fitted on a proxy card read off its own rows (2 bytes per
+    weight assumed): `add` holds such a row against no card, and so does fit (its 0.2 ms step
+    is no slip against an assumed read); the rows beside it still say what they say."""
+    header, *body = bundled("measurements.csv").read_text(encoding="utf-8").splitlines()
+    rows = [r.replace("kimi-k2.6,", "mymodel,") + "," for r in body]
+    path = tmp_path / "proxy.csv"
+    path.write_text("\n".join([header + ",concurrency", *rows,
+                               *(r.replace("kimi-k2.6,", "mymodel,") for r in (STEP, TOTAL))])
+                    + "\n")
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.proxy is not None
+    assert inputs.warnings(inputs.priors) == [
+        f"{path}, row 12: " + SAYS[12].replace("kimi-k2.6", "mymodel")]
