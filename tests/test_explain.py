@@ -131,3 +131,16 @@ def test_the_cli_prints_the_split_and_its_json_fits_the_schema(tmp_path):
     code, out, err = run_cli(work, "predict", "--accept", "14", "--format", "json")
     assert "explain" not in json.loads(out)["rows"][0]   # only when asked
     assert np.isfinite(shares).all()
+
+
+def test_the_api_takes_explain_and_a_list_of_acceptances():
+    """The Python API: ``explain=True`` gives each row's split, as --explain; ``accept`` as a
+    list of numbers (refused before: "'[12, 14]' is not a number, list or range") is the
+    same question as "12,14"."""
+    d = point_mass_draws()
+    listed = P.predict(d, engines=["sglang"], accept=[12, 14])
+    assert [r["median"] for r in listed] == [r["median"] for r in P.predict(
+        d, engines=["sglang"], accept="12,14")] == pytest.approx([600.0, 700.0])
+    (row,) = P.predict(d, engines=["sglang"], accept=14, explain=True)
+    assert [t["term"] for t in row["explain"]["terms"]] == [
+        "acceptance", "target step", "speculative overhead", "noise and discrepancy"]

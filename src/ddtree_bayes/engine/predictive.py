@@ -613,11 +613,12 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
             mixture: list[tuple[Fit, float]] | None = None, strict: bool = False,
             concurrency: int | tuple[int, ...] | list[int] | None = None,
             kv_cache: str | None = None, drafter: str | None = None,
-            warnings: list[str] | None = None) -> list[dict]:
+            warnings: list[str] | None = None, explain: bool = False) -> list[dict]:
     """Posterior predictive throughput for one question: the keyword form of ``predict``'s
     flags (``concurrency``: one C or several; rows then per user with a ``total``;
     ``kv_cache``: the KV cache's dtype, ``--kv-cache``; ``drafter``: a drafter card's name,
-    ``--drafter``), resolved
+    ``--drafter``; ``accept``: as ``--accept``, or a list of numbers; ``explain``: each row's
+    ``explain``, as ``--explain``), resolved
     (:func:`ddtree_bayes.engine.question.resolve`) and computed
     (:func:`predict_rows`). With no configuration arguments this is the fit's default question
     (B300 DDTree block 16, budget 32, SGLang and native, unless the fit never measured B300).
@@ -637,11 +638,11 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
                   engines=tuple(engines.split(",")) if isinstance(engines, str) else
                   (tuple(engines) if engines else None),
                   method=method, block=block, budget=budget, verify_tokens=verify_tokens,
-                  context=context, accept=None if accept is None else str(accept),
+                  context=context, accept=accept_text(accept),
                   concurrency=streams_of(concurrency), kv_cache=kv_cache, drafter=drafter)
     question = resolve(fit, flags, strict=strict)
     rows = predict_rows(fit, question, target=target, prob=prob, seed=seed, workdir=workdir,
-                        mixture=mixture)
+                        mixture=mixture, explain=explain)
     if warnings is not None:   # (and an engine left out of an AR question: a row missing)
         # (a method without a drafter: the stored and built-in cards, not this directory's)
         warnings.extend(drafter_gap_warnings(fit, [(sc.model, sc.method)
@@ -649,6 +650,20 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
         warnings.extend([*question.warnings, *wide_interval_warnings(prob, fit.n_draws),
                          *ceiling_warnings(rows), *question.left_out])
     return rows
+
+
+def accept_text(accept: object) -> str | None:
+    """``predict``'s ``accept`` as ``--accept`` writes it: a list or tuple of numbers (the
+    API's natural form, refused as "not a number, list or range" before) joined by commas.
+
+    >>> accept_text([12, 14.5]), accept_text("12:16"), accept_text(None), accept_text(13.5)
+    ('12,14.5', '12:16', None, '13.5')
+    """
+    if accept is None:
+        return None
+    if isinstance(accept, list | tuple):
+        return ",".join(str(a) for a in accept)
+    return str(accept)
 
 
 def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
