@@ -31,7 +31,8 @@ def var_log_uniform(a: float, b: float) -> float:
 
 def explained(draws, **flags):
     question = resolve(draws, Flags(**flags))
-    return P.predict_rows(draws, question, explain=True)
+    with np.errstate(invalid="ignore", divide="ignore"):   # (as the CLI: a spread of 0 is 0/0)
+        return P.predict_rows(draws, question, explain=True)
 
 
 def terms(row) -> dict:
@@ -88,6 +89,7 @@ def test_each_term_says_where_its_draws_come_from():
         "(prior-driven)")
     (at_budget_8,) = explained(d, engines=("sglang",), budget=8, accept="6")
     assert terms(at_budget_8)["target step"]["from"] == "fitted to b300x8's rows"
+    assert terms(at_budget_8)["speculative overhead"]["from"] == "fitted to its group's rows"
     m = multi_model_draws()
     (h200,) = explained(m, model="kimi-k2.6", hardware="h200", gpus=8, engines=("sglang",),
                         accept="14")
@@ -97,6 +99,28 @@ def test_each_term_says_where_its_draws_come_from():
                       engines=("vllm",), method="ar", accept="1")
     assert terms(ar)["speculative overhead"]["from"] == "none: autoregressive"
     assert terms(ar)["speculative overhead"]["share"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_a_measured_group_asked_past_its_rows_says_whose_cost_prices_the_rest():
+    """The structured form: the bundled B300 DDTree group measured one tree (budget 8: 8 tree
+    nodes, one drafter pass), so its own per-node cost is not identified (it takes the
+    population's, engine/model.py): a budget-32 question's 32 nodes, or budget 8 at C = 8
+    (8 streams' trees: 64 nodes), are priced past its rows by that population cost."""
+    from test_engine_effects import structured_engine_fit
+
+    d = structured_engine_fit()
+    d.variables["noise_sd"] = np.full(d.n_draws, 0.02)   # (a scatter: no 0 / 0 in the anchor)
+    (at_8,) = explained(d, engines=("sglang",), budget=8, accept="6")
+    assert terms(at_8)["speculative overhead"]["from"] == "fitted to its group's rows"
+    (at_32,) = explained(d, engines=("sglang",), accept="14")
+    assert terms(at_32)["speculative overhead"]["from"] == (
+        "fitted to its group's rows (at most 8 tree nodes a step; 32 here: the cost of the "
+        "rest is the population's per-node cost, prior- and corpus-driven)")
+    at_c8 = explained(d, engines=("sglang",), budget=8, accept="6", concurrency=(1, 8))
+    assert terms(at_c8[0])["speculative overhead"]["from"] == "fitted to its group's rows"
+    assert terms(at_c8[1])["speculative overhead"]["from"] == (
+        "fitted to its group's rows (at most 8 tree nodes a step; 64 here: the cost of the "
+        "rest is the population's per-node cost, prior- and corpus-driven)")
 
 
 def test_explain_of_a_model_average_is_refused():
@@ -116,6 +140,14 @@ def test_the_cli_prints_the_split_and_its_json_fits_the_schema(tmp_path):
     assert lines[top + 1].split() == ["engine", "accept", "term", "share", "median", "90%",
                                       "from"]
     assert any(x.startswith("sglang  U(12,16)  acceptance ") for x in lines[top + 3:])
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--engine", "sglang",
+                             "--concurrency", "1,8", "--explain")
+    assert code == 0, err
+    lines = out.splitlines()
+    top = next(i for i, x in enumerate(lines) if x.startswith("why the intervals"))
+    assert lines[top + 1].split()[:4] == ["engine", "accept", "C", "term"]
+    assert lines[top + 3].startswith("sglang  14      1  acceptance ")
+    assert lines[top + 7].startswith("sglang  14      8  acceptance ")
     assert "(memory-read cap)" not in out   # (the point mass: nothing varies, nothing capped)
     code, out, err = run_cli(work, "predict", "--accept", "12:16", "--engine", "sglang",
                              "--explain", "--format", "json")

@@ -176,12 +176,15 @@ def explain_lines(rows: list[dict], prob: float) -> list[str]:
     def number(x: float) -> str:
         return f"{x:.3g}"
 
-    headers = ["engine", "accept", "term", "share", "median", f"{pct_label(prob)}%", "from"]
+    streams = any("concurrency" in r for r in rows)   # (a C column, as the answer's table)
+    headers = ["engine", "accept", *(["C"] if streams else []), "term", "share", "median",
+               f"{pct_label(prob)}%", "from"]
     body = []
     for r in rows:
         if "explain" not in r:
             continue
         first = True
+        lead = [r["engine"], r["accept"], *([str(r["concurrency"])] if streams else [])]
         ex = r["explain"]
         for t in ex["terms"]:
             if t["unit"] == "sd of log tok/s":
@@ -190,14 +193,14 @@ def explain_lines(rows: list[dict], prob: float) -> list[str]:
                 unit = " tokens" if t["unit"] == "tokens per step" else f" {t['unit']}"
                 mid = number(t["median"]) + unit
                 span = f"{number(t['lo'])}-{number(t['hi'])}"
-            body.append([r["engine"] if first else "", r["accept"] if first else "", t["term"],
+            body.append([*(lead if first else [""] * len(lead)), t["term"],
                          f"{t['share']:.0%}", mid, span, t["from"]])
             first = False
         left = 1.0 - ex["r2"]
         if left >= 0.005:   # what no term explains: the draws capped at the memory read
-            body.append(["", "", "(memory-read cap)", f"{left:.0%}", "-", "-", "-"])
+            body.append([*[""] * len(lead), "(memory-read cap)", f"{left:.0%}", "-", "-", "-"])
     return ["why the intervals are as wide as they are (shares of the variance of log tok/s, "
-            "draw by draw):", aligned_table(headers, body, left=3, text_last=True)]
+            "draw by draw):", aligned_table(headers, body, left=len(lead) + 1, text_last=True)]
 
 
 def accept_notes(rows: list[dict]) -> list[str]:

@@ -158,7 +158,13 @@ def explain_row(parts: dict[str, np.ndarray], noise: np.ndarray, accept: np.ndar
     factors = {"acceptance": np.log(accept), "target step": -np.log(target),
                "speculative overhead": -np.log1p(spec / target),
                "noise and discrepancy": eps}
-    dec = shapley_variance_shares(y, factors)
+    finite = np.isfinite(y) & np.all([np.isfinite(f) for f in factors.values()], axis=0)
+    shares: dict[str, float] = dict.fromkeys(factors, 0.0)
+    r2 = 0.0
+    if finite.sum() >= 2:   # (predict refuses a non-finite answer: nothing to split)
+        dec = shapley_variance_shares(y[finite], {k: f[finite] for k, f in factors.items()})
+        shares, r2 = dec["shares"], float(dec["r2"])
+        y = y[finite]
     lo_q, hi_q = (1 - prob) / 2, 1 - (1 - prob) / 2
 
     def summary(x: np.ndarray) -> dict:
@@ -172,6 +178,6 @@ def explain_row(parts: dict[str, np.ndarray], noise: np.ndarray, accept: np.ndar
     units = {"acceptance": "tokens per step", "target step": "ms", "speculative overhead": "ms",
              "noise and discrepancy": "sd of log tok/s"}
     var = float(np.var(y))   # (nothing varies: nothing is left unexplained either)
-    return {"var_log_tok_s": var, "r2": float(dec["r2"]) if var > 0 else 1.0,
-            "terms": [{"term": t, "share": float(max(dec["shares"][t], 0.0)), "unit": units[t],
+    return {"var_log_tok_s": var, "r2": r2 if var > 0 else 1.0,
+            "terms": [{"term": t, "share": float(max(shares[t], 0.0)), "unit": units[t],
                        **values[t], "from": sources[t]} for t in TERMS]}

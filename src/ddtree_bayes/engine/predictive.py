@@ -873,10 +873,43 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
     relation = (sc.engine if sc.engine in fit.meta["model"].get("relation_bases", {})
                 and not any(m.engine == sc.engine for m in fit_rows(fit)) else None)
     most = max_measured_verify(fit, sc.pair)[0] if sc.measured else None
+    overhead = "none: autoregressive"
+    if sc.method != AR_METHOD:
+        overhead = overhead_from(how, relation)
+        if overhead.startswith("fitted to its group's rows"):
+            overhead = overhead.replace("fitted to its group's rows",
+                                        "fitted to its group's rows" + _past_group(fit, sc), 1)
     return {"acceptance": acceptance_from(source), "target step": target_from(sc, most),
-            "speculative overhead": ("none: autoregressive" if sc.method == AR_METHOD
-                                     else overhead_from(how, relation)),
-            "noise and discrepancy": noise}
+            "speculative overhead": overhead, "noise and discrepancy": noise}
+
+
+def _past_group(fit: Fit, sc: Scenario) -> str:
+    """For ``--explain``: where ``sc`` asks more drafter passes or tree nodes a step (C x the
+    tree's) than its measured group's rows paid, whose cost prices the rest: the group's own
+    per-pass / per-node cost where its rows vary them, else the population's
+    (engine/model.py: a group measured at one count takes the population's mean). Empty when
+    the question is within the rows (or the form prices no passes and nodes)."""
+    model = fit.meta["model"]
+    label = group_label(fit, sc.pair, sc.engine, sc.method)
+    seen = [(p, n * r.concurrency) for r in fit_rows(fit)
+            if r.method != AR_METHOD and group_label(fit, row_pair(fit, r), r.engine,
+                                                     r.method) == label
+            for p, n in [draft_structure(model, r.method, r.block, r.budget)]]
+    passes, nodes = draft_structure(model, sc.method, sc.block, sc.budget)
+    nodes *= sc.concurrency
+    if not seen:
+        return ""
+    out = []
+    for kind, asked, counts in (("drafter passes", passes, [p for p, _ in seen]),
+                                ("tree nodes", nodes, [n for _, n in seen])):
+        if asked <= max(counts):
+            continue
+        whose = ("the group's own per-{}, fitted from its rows" if len(set(counts)) > 1 else
+                 "the population's per-{}, prior- and corpus-driven")
+        unit = "pass cost" if kind == "drafter passes" else "node cost"
+        out.append(f"at most {max(counts):g} {kind} a step; {asked:g} here: the cost of the rest "
+                   f"is {whose.format(unit)}")
+    return f" ({'; '.join(out)})" if out else ""
 
 
 def per_token_draws(fit: Fit, sc: Scenario, seed: int,
