@@ -36,6 +36,40 @@ def test_folds(bundled_inputs):
         V.make_folds(data, "colour")
 
 
+def _rows_of(path, lines):
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+
+    rows = bundled("measurements.csv").read_text().splitlines()
+    path.write_text("\n".join([rows[0]] + [rows[i] for i in lines]) + "\n")
+    return load_measurements(path, load_hardware(bundled("hardware.csv")))
+
+
+@pytest.mark.parametrize("group, said", [
+    ("hardware", "every row of {path} has hardware rtx-pro-6000"),
+    ("engine", "every row of {path} has engine vllm"),
+    ("pair", "every row of {path} has pair rtx-pro-6000x8"),
+])
+def test_a_fold_holding_out_every_row_is_refused(tmp_path, group, said):
+    """validate --group hardware on a file of one GPU held out all three rows: the fold's
+    refit was the prior alone (36 s of sampling), then an internal error (exit 1). Refused
+    before any refit, naming the group and the file."""
+    from ddtree_bayes.core.errors import QueryError
+
+    data = _rows_of(tmp_path / "one.csv", [3, 8, 9])   # rtx-pro-6000: AR + two eagle3
+    with pytest.raises(QueryError) as err:
+        V.make_folds(data, group)
+    assert f"--group {group}: {said.format(path=data.path)}" in str(err.value)
+    assert "leaves nothing to fit" in str(err.value)
+    assert err.value.exit_code == 2
+    # leave-one-out of a file of one row: the same
+    with pytest.raises(QueryError, match="one.csv holds 1 measurement: leaving it out leaves "
+                                         "nothing to fit") as err:
+        V.make_folds(_rows_of(tmp_path / "one.csv", [3]), None)
+    assert err.value.exit_code == 2
+    # a group that leaves rows to fit is no reason
+    assert [f.held_out for f in V.make_folds(data, "method")] == [(0,), (1, 2)]
+
+
 def test_summary_arithmetic_by_hand():
     rows = [  # truth 100 each; medians 90, 100, 120
         {"measured": 100, "median": 90, "lo50": 95, "hi50": 105, "lo90": 80, "hi90": 110,

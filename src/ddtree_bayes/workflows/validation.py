@@ -184,6 +184,11 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
     """One fold per measurement (exact LOO), or per value of ``group`` (``pair``: the
     (model, system) pair, the system in a file of one model)."""
     if group is None:
+        if len(data.rows) < 2:
+            # (its one fold refitted the prior alone, then failed predicting it: exit 1)
+            raise QueryError(f"{data.path} holds {len(data.rows)} measurement: leaving it out "
+                             "leaves nothing to fit",
+                             fix="validate a file of two or more measurements")
         return [Fold(f"row {m.row}", (i,)) for i, m in enumerate(data.rows)]
     if group not in GROUP_KEYS:
         raise QueryError(f"--group {group!r} is not one of {', '.join(GROUP_KEYS)}",
@@ -196,6 +201,13 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
     for i, m in enumerate(data.rows):
         value = data.pair(m) if group == "pair" else str(getattr(m, group))
         values.setdefault(value, []).append(i)
+    if len(values) == 1:
+        # one fold holding out every row: its refit was the prior alone (minutes of sampling),
+        # then predicting it failed with an internal error
+        raise QueryError(f"--group {group}: every row of {data.path} has {group} "
+                         f"{next(iter(values))}; leaving it out leaves nothing to fit",
+                         fix="use a file with rows of another " + group + ", or validate "
+                             "without --group (leave-one-out)")
     return [Fold(f"{group}={v}", tuple(ix)) for v, ix in values.items()]
 
 
