@@ -625,6 +625,28 @@ def test_the_answer_line_names_the_sections_it_points_to():
     assert "ection" not in headline({"fan": summary["fan"]})
 
 
+def test_the_answer_line_of_a_model_says_what_the_fit_measured():
+    """`report --model llama-3.1-8b-instruct` of a fit that measured Kimi K2.6 on b300 said
+    "This fit never measured b300" at the top of the page (it did, for kimi-k2.6), and of a
+    model measured autoregressive only called the bundled question's DDTree block 16 budget
+    32 "its own most-measured configuration". The line says the default question's own why."""
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from ddtree_bayes.workflows.report.render import headline
+
+    model, draws = _llama_chain()
+    line = headline(_small_summary(draws, model))
+    assert "This fit never measured b300," not in line
+    assert line.endswith(" The fit never measured b300 for llama-3.1-8b-instruct, so this "
+                         "asks its own most-measured configuration; ask `ddtree-bayes "
+                         "predict` about another.")
+    ar_only = multi_model_draws()   # llama measured AR only: the bundled method and shape
+    line = headline(_small_summary(ar_only, model))
+    assert line.endswith(" The fit never measured b300 for llama-3.1-8b-instruct, nor any "
+                         "speculative method for it: the bundled question's ddtree block 16 "
+                         "budget 32, so this asks it on its own most-measured system; ask "
+                         "`ddtree-bayes predict` about another.")
+
+
 def test_the_reports_priors_are_the_fits_forms_not_the_files():
     """`fit --step-form fraction` (or `--moe-form`) overrides the priors file's forms: the
     report's prior draws and log prior take the fit's forms. The point-mass fit is a linear,

@@ -15,6 +15,7 @@ from ddtree_bayes.core.config import (
     MAX_RHAT,
     MIN_ESS_BULK,
 )
+from ddtree_bayes.core.default_question import NO_SPECULATIVE
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.structure import p_text
 from ddtree_bayes.workflows.report.summary import compute, pareto_k_limit
@@ -491,9 +492,15 @@ def headline(summary: dict) -> str | None:
         "hardware transfer or the model card's roofline, so ask `ddtree-bayes predict` about a "
         "configuration you measured.")
     own = summary.get("default_scenario") or {}
-    derived = (f" This fit never measured {DEFAULT_QUESTION.hardware}, so this is its own "
-               "most-measured configuration; ask `ddtree-bayes predict` about another."
-               if own.get("derived") else "")
+    derived = ""
+    if own.get("derived"):
+        # its own why ("... for llama-3.1-8b-instruct": a fit of several models may have
+        # measured b300 for another; "nor any speculative method": the shape is the bundled's)
+        why = own.get("why") or f"the fit never measured {DEFAULT_QUESTION.hardware}"
+        mine = ("it on its own most-measured system" if NO_SPECULATIVE in why
+                else "its own most-measured configuration")
+        derived = (f" {why[:1].upper()}{why[1:]}, so this asks {mine}; ask "
+                   "`ddtree-bayes predict` about another.")
     return (f"Default scenario ({scenario}) at acceptance {accept:g}: " + "; ".join(parts)
             + "." + _pointers(summary) + unmeasured + derived)
 
