@@ -124,6 +124,45 @@ def _fake_refit(record):
     return refit_without
 
 
+def test_keep_ar_of_a_file_of_one_pair_makes_no_whole_pair_refit(tmp_path, monkeypatch):
+    """A user's own file of one pair (one AR row, two Eagle3 rows on their one GPU):
+    `validate --group pair --keep-ar` sampled its whole-pair refit with every row held out
+    (the prior alone), then died predicting it ("internal error: ValueError: min() iterable
+    argument is empty", exit 1) and the AR-kept answer was lost. Now that refit is not made,
+    the notes say why, and the AR-kept refit is scored."""
+    import jsonschema
+
+    from ddtree_bayes.cli.analysis import render_keep_ar
+    from test_json_schemas import schema
+
+    text = HEADER + ("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,0,133,t,\n"
+                     "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,2.0,0,180,t,\n"
+                     "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,0,303,t,\n")
+    (tmp_path / "tiny.csv").write_text(text)
+    monkeypatch.chdir(tmp_path)
+    held: list[tuple] = []
+    monkeypatch.setattr(V, "refit_without", _fake_refit(held))
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.full(20, m.tok_s * 0.9))
+    res = json.loads(json.dumps(T.validate_keep_ar("tiny.csv", progress=False)))
+    assert held == [(1, 2)]   # the AR-kept refit only: nothing held out that leaves nothing
+    assert [f["fold"] for f in res["folds"]] == ["b300x8 (ar-kept)"]
+    note = ("b300x8: no whole-pair refit (every row of tiny.csv is this pair's: "
+            "holding them all out leaves nothing to fit); add another pair's rows for that "
+            "reference")
+    assert note in res["notes"]
+    s = res["summary"]
+    assert s["ar_kept"]["n"] == 2 and s["ar_kept"]["bias"] == pytest.approx(-0.10)
+    assert s["whole_pair"]["n"] == 0 and s["whole_pair"]["bias"] is None
+    assert res["by_pair"][0]["whole_pair_fit"] is None
+    jsonschema.Draft202012Validator(schema("validate")).validate(res)
+    shown = render_keep_ar(res)
+    assert shown.splitlines()[0].startswith(
+        "AR kept: 1 (model, system) pair, 1 refit (speculative rows held out, AR rows kept; "
+        "no whole-pair refit of 1 pair: notes below), ")
+    assert f"  {note}" in shown
+    assert " ok / not made\n" in shown   # the pair's fits (AR kept / whole)
+
+
 def test_keep_ar_runs_both_refits_and_scores_the_same_rows(tiny, monkeypatch):
     """The two refits of a pair hold out what they should, predict the same speculative rows,
     and the summary scores them by hand: every predictive draw is 90% of the measured tok/s

@@ -386,8 +386,8 @@ _SCORE_HEAD = ["n", "cov 50%", "cov 90%", "bias", "mean abs err", "median abs er
 
 
 def _fit_status(status: dict | None) -> str:
-    if status is None:
-        return ""
+    if status is None:   # (a refit not made: a whole pair of a file of one pair)
+        return "not made"
     if not status["converged"]:
         return "GATES FAILED"
     return "ok" if not status.get("remedy") else f"ok after remedy {status['remedy']}"
@@ -398,8 +398,15 @@ def render_keep_ar(res: dict) -> str:
     s = res["summary"]
     n_inferred = s["inferred_accept"]["ar_kept"]["n"]
     failed = sum(not f["converged"] for f in res["folds"])
-    out = [f"AR kept: {len(res['by_pair'])} (model, system) pairs x 2 refits (speculative rows "
-           f"held out, AR rows kept / every row of the pair held out), {res['seconds']:.0f} s, "
+    pairs, refits = len(res["by_pair"]), len(res["folds"])
+    # (a whole-pair refit that would hold out every row is not made: ar_kept.refits)
+    missing = sum(p.get("whole_pair_fit") is None for p in res["by_pair"])
+    out = [(f"AR kept: {pairs} (model, system) pairs x 2 refits (speculative rows held out, AR "
+            "rows kept / every row of the pair held out)" if refits == 2 * pairs else
+            f"AR kept: {counted(pairs, '(model, system) pair')}, {counted(refits, 'refit')} "
+            f"(speculative rows held out, AR rows kept; no whole-pair refit of "
+            f"{counted(missing, 'pair')}: notes below)")
+           + f", {res['seconds']:.0f} s, "
            f"{failed} of {len(res['folds'])} refits failed a gate; "
            f"{counted(s['ar_kept']['n'], 'speculative row')} scored ({n_inferred} at an inferred "
            "acceptance), "

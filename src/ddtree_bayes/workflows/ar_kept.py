@@ -129,6 +129,24 @@ def pairs_left_out(splits: list[PairSplit], data: Measurements) -> list[dict]:
             for pair, (ar, spec) in counts.items()]
 
 
+def refits(splits: list[PairSplit], data: Measurements
+           ) -> tuple[list[tuple[PairSplit, str]], list[str]]:
+    """The refits to make, ``(split, kind)`` of every split and kind, but a whole-pair refit
+    that would hold out every row of ``data`` (a file of one pair: its refit was the prior
+    alone, and predicting from it failed with an internal error); and a note per refit not
+    made."""
+    tasks, notes = [], []
+    for s in splits:
+        for kind in KINDS:
+            if len(s.held_out(kind)) < len(data.rows):
+                tasks.append((s, kind))
+            else:   # (only whole-pair can: an AR-kept refit keeps the pair's AR rows)
+                notes.append(f"{s.pair}: no {kind} refit (every row of {data.path} is this "
+                             "pair's: holding them all out leaves nothing to fit); add another "
+                             "pair's rows for that reference")
+    return tasks, notes
+
+
 def run_pair_fold(inputs: V.Inputs, split: PairSplit, kind: str, seed: int,
                   settings: SamplerSettings, cores: int = 1) -> V.FoldResult:
     """Refit without ``split.held_out(kind)``; predict the scored speculative rows with the
@@ -230,12 +248,14 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
                          fix="give a file with AR and speculative rows of the same pair")
     inputs = V.Inputs(data.text, cfg.text, read.hardware.text, data.path, **V.card_texts(workdir))
     settings = settings or SamplerSettings()
-    tasks = [(s, kind) for s in splits for kind in KINDS]
+    tasks, not_made = refits(splits, data)
+    notes = notes + not_made
     cores = 1 if scheduler else max(1, (os.cpu_count() or 1) // max(jobs, 1))
     t0 = time.perf_counter()
     if progress:
-        print(f"[validate --keep-ar] {len(splits)} pairs x 2 refits (AR kept, whole pair) = "
-              f"{len(tasks)} folds, {settings.chains} chains x {settings.draws_label()} draws each, "
+        print(f"[validate --keep-ar] {len(splits)} pairs x 2 refits (AR kept, whole pair)"
+              f"{f' less {len(not_made)}' if not_made else ''} = {len(tasks)} folds, "
+              f"{settings.chains} chains x {settings.draws_label()} draws each, "
               f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}; "
               f"{sum(len(s.scored) for s in splits)} speculative rows scored", file=sys.stderr,
               flush=True)
