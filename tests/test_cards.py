@@ -1777,6 +1777,35 @@ def test_a_name_whose_size_is_the_files_is_kept(tmp_path, fixture, name, total_b
     assert card.params_total_b == pytest.approx(total_b)
 
 
+#: Qwen/Qwen1.5-MoE-A2.7B's config.json (the shape's keys as the Hub has them): 14.3 B total,
+#: 2.7 B active; "A2.7B" names the active count, as "A3B" does.
+QWEN15_MOE = {"_name_or_path": "Qwen/Qwen1.5-MoE-A2.7B", "architectures": ["Qwen2MoeForCausalLM"],
+              "model_type": "qwen2_moe", "hidden_size": 2048, "intermediate_size": 5632,
+              "moe_intermediate_size": 1408, "shared_expert_intermediate_size": 5632,
+              "num_experts": 60, "num_experts_per_tok": 4, "num_hidden_layers": 24,
+              "num_attention_heads": 16, "num_key_value_heads": 16, "vocab_size": 151936,
+              "max_position_embeddings": 8192, "decoder_sparse_step": 1,
+              "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize("name", [None, "qwen1.5-moe-a2.7b-chat"])
+def test_an_active_count_with_a_decimal_is_no_size(tmp_path, name):
+    """Qwen1.5-MoE-A2.7B's own config.json was refused: size_in_name read the "7b" after the
+    decimal point of "A2.7B" as a size of 7 B, 2x from its 14.3 B total and 2.6x from its
+    2.69 B active ("says 7 B parameters, but the file describes a model of 14.3 B (2.69 B
+    active): another model's file?"). A2.7B is an active count, as A3B is: no size."""
+    folder = tmp_path / "qwen1.5-moe"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(QWEN15_MOE))
+    code, out, err = cli(tmp_path, "--hf-config", str(folder),
+                         *(("--name", name) if name else ()))
+    assert code == 0, err
+    card = load_model_cards(tmp_path / "data" / "models.csv")[name or "qwen1.5-moe-a2.7b"]
+    # 24 x (4 x 2048^2 attention + 60 x 3 x 2048 x 1408 experts + 3 x 2048 x 5632 shared
+    # + 2048 x 61 gates) + 2 x 151936 x 2048 embeddings, about 14.3 B
+    assert card.params_total_b == pytest.approx(14.3, abs=0.05)
+
+
 def test_a_gguf_or_draft_model_named_another_size_is_refused(tmp_path, gguf_file, quick_hash):
     """The GGUF reader (its file name or --name) and a separate draft model (--target) too:
     an 8 B file written as a 1 B draft model would price each draft pass 8x too cheap. An

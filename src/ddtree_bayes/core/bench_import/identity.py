@@ -39,7 +39,10 @@ _QUANT_TAG = re.compile(r"[-_.](?:i?q\d(?:_[a-z0-9]+)*|f16|bf16|f32|fp8|fp4|fp16
                         r"int4|int8|w4a16|w8a8|awq|gptq|gguf)$", re.IGNORECASE)
 _SHARD = re.compile(r"-\d{5}-of-\d{5}$")
 #: A parameter count written in a name: a number and B or M, standing alone between separators.
-_SIZE = re.compile(r"(?:^|(?<=[\s/\\_.\-]))(\d+(?:\.\d+)?)([bm])(?=$|[\s/\\_.\-])", re.IGNORECASE)
+#: (a size starts after a separator, but not after a decimal point: the "7b" of "A2.7B",
+#: Qwen1.5-MoE's active count, is no size of 7 B)
+_SIZE = re.compile(r"(?:^|(?<=[\s/\\_.\-]))(?<!\d\.)(\d+(?:\.\d+)?)([bm])(?=$|[\s/\\_.\-])",
+                   re.IGNORECASE)
 #: Words of a GPU description that qualify it without making it another GPU.
 _QUALIFIER = re.compile(r"(nvidia|geforce|amd|radeon|instinct|tesla|quadro|intel|\d+gb|hbm\d*e?|"
                         r"gddr\d+x?|sxm\d*|pcie|nvl|oam|blackwell|hopper|ampere|volta|ada|"
@@ -84,8 +87,9 @@ def size_in_name(name: str) -> float | None:
     """The parameter count (billions) written in ``name``; None if none or several.
 
     >>> [size_in_name(n) for n in ("Llama-3.3-70B-Instruct", "Qwen3-30B-A3B", "Mixtral-8x7B",
-    ...                            "qwen2 7B Q4_K - Medium", "SmolLM2-135M", "kimi-k2.6")]
-    [70.0, 30.0, None, 7.0, 0.135, None]
+    ...                            "qwen2 7B Q4_K - Medium", "SmolLM2-135M", "kimi-k2.6",
+    ...                            "Qwen1.5-MoE-A2.7B", "qwen2.5-0.5b", "DeepSeek-R1-Distill-Qwen-1.5B")]
+    [70.0, 30.0, None, 7.0, 0.135, None, None, 0.5, 1.5]
     """
     sizes = {float(n) * (1.0 if unit.lower() == "b" else 1e-3) for n, unit in _SIZE.findall(name)}
     return sizes.pop() if len(sizes) == 1 else None
