@@ -176,3 +176,52 @@ def test_the_api_takes_explain_and_a_list_of_acceptances():
     (row,) = P.predict(d, engines=["sglang"], accept=14, explain=True)
     assert [t["term"] for t in row["explain"]["terms"]] == [
         "acceptance", "target step", "speculative overhead", "noise and discrepancy"]
+
+
+def test_the_split_of_each_concurrency_says_its_c(tmp_path):
+    """`predict --concurrency 1,16 --explain` printed two blocks both headed "sglang  14",
+    with different shares (on the bundled fit the target step 66% at C = 1, 22% at C = 16)
+    and nothing saying which C each was. Each row's block names its C, as the answer's
+    table does."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--engine", "sglang",
+                             "--concurrency", "1,4", "--explain")
+    assert code == 0, err
+    lines = out.splitlines()
+    why = ("why the intervals are as wide as they are (shares of the variance of log tok/s, "
+           "draw by draw):")
+    top = lines.index(why)
+    assert lines[top + 1].split() == ["engine", "accept", "C", "term", "share", "median", "90%",
+                                      "from"]
+    firsts = [x.split()[:4] for x in lines[top + 3:] if x.startswith("sglang")]
+    assert firsts == [["sglang", "14", "1", "acceptance"], ["sglang", "14", "4", "acceptance"]]
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--engine", "sglang",
+                             "--explain")
+    assert code == 0, err
+    lines = out.splitlines()
+    top = lines.index(why)
+    assert lines[top + 1].split()[:3] == ["engine", "accept", "term"]   # (no --concurrency)
+
+
+def test_a_context_the_system_never_measured_is_said_prior_driven():
+    """`predict --accept 14 --engine sglang --context 131072 --explain` on the bundled fit gave
+    the target step 83% of the variance (92.6 ms, 90% 30.4-483) "fitted to b300x8's rows",
+    though every b300x8 row is at context 0: its context cost per token there is the prior's
+    (predict's own warning: ctx_ms_per_unit[b300x8], prior-driven). The source says so; with
+    a b300x8 row at 65536 a context up to it stays fitted, and 131072 is extrapolated."""
+    d = point_mass_draws()
+    (b300,) = explained(d, engines=("sglang",), budget=8, accept="6", context="131072")
+    assert terms(b300)["target step"]["from"] == (
+        "fitted to b300x8's rows; their contexts reach 0: the context term at 131072 is the "
+        "prior's (ctx_ms_per_unit[b300x8], prior-driven)")
+    (short,) = explained(d, engines=("sglang",), budget=8, accept="6")   # (context 0)
+    assert terms(short)["target step"]["from"] == "fitted to b300x8's rows"
+    ddtree = "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,,303,"
+    assert d.data_csv.count(ddtree) == 1
+    long = d.view(data_csv=d.data_csv.replace(ddtree, ddtree.replace(",,303,", ",65536,303,")))
+    (at,) = explained(long, engines=("sglang",), budget=8, accept="6", context="65536")
+    assert terms(at)["target step"]["from"] == "fitted to b300x8's rows"
+    (far,) = explained(long, engines=("sglang",), budget=8, accept="6", context="131072")
+    assert terms(far)["target step"]["from"] == (
+        "fitted to b300x8's rows; their contexts reach 65536: the context term at 131072 is "
+        "extrapolated linearly past them")

@@ -85,10 +85,13 @@ def acceptance_from(source) -> str:
     return "the priors' acceptance (prior-driven)"
 
 
-def target_from(sc, most_verified: int | None) -> str:
+def target_from(sc, most_verified: int | None, longest_context: float | None = None) -> str:
     """Where the target step's draws come from: the system's own rows (``most_verified``: the
     most tokens, C x M, a row there verified in one step; beyond it the step's growth is the
-    roofline's, partly prior-driven), or a transfer.
+    roofline's, partly prior-driven; ``longest_context``: the longest context a row there
+    measured, past which the context term is the prior's, when that is 0, or extrapolated
+    linearly), or a transfer. A context of 131072 on a system measured at 0 only was said
+    "fitted to b300x8's rows", its context term being the prior's (predict warns of it).
 
     >>> from types import SimpleNamespace as NS
     >>> sc = NS(measured=True, pair="b300x8", verify_tokens=33, concurrency=1)
@@ -97,16 +100,28 @@ def target_from(sc, most_verified: int | None) -> str:
 growth past them (compute knee, experts: partly prior-driven)
     >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9}), 9))
     fitted to b300x8's rows
+    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9, "context_tokens": 8192.0}), 9,
+    ...                   0.0))
+    fitted to b300x8's rows; their contexts reach 0: the context term at 8192 is the prior's \
+(ctx_ms_per_unit[b300x8], prior-driven)
     """
+    from ddtree_bayes.core.data import plain_text
+
     if not sc.measured:
         return (f"{sc.pair} not measured: transferred (prior-driven roofline and transfer "
                 "spread)")
     asked = sc.verify_tokens * sc.concurrency
-    if most_verified is None or asked <= most_verified:
-        return f"fitted to {sc.pair}'s rows"
-    return (f"fitted to {sc.pair}'s rows (at most {most_verified} tokens verified a step); "
-            f"{asked} is the roofline's growth past them (compute knee, experts: partly "
-            "prior-driven)")
+    out = f"fitted to {sc.pair}'s rows"
+    if most_verified is not None and asked > most_verified:
+        out += (f" (at most {most_verified} tokens verified a step); {asked} is the roofline's "
+                "growth past them (compute knee, experts: partly prior-driven)")
+    context = getattr(sc, "context_tokens", 0.0) or 0.0
+    if longest_context is not None and context > longest_context:
+        out += (f"; their contexts reach {plain_text(longest_context)}: the context term at "
+                f"{plain_text(context)} is "
+                + (f"the prior's (ctx_ms_per_unit[{sc.pair}], prior-driven)"
+                   if longest_context == 0 else "extrapolated linearly past them"))
+    return out
 
 
 def overhead_from(how: str, relation: str | None = None) -> str:

@@ -879,7 +879,11 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
         if overhead.startswith("fitted to its group's rows"):
             overhead = overhead.replace("fitted to its group's rows",
                                         "fitted to its group's rows" + _past_group(fit, sc), 1)
-    return {"acceptance": acceptance_from(source), "target step": target_from(sc, most),
+    # the longest context a row there measured (a blank one at the priors' default, as fitted)
+    blank = float(fit.meta["model"].get("default_context_tokens") or 0.0)
+    longest = (max((r.context(blank) for r in fit_rows(fit) if row_pair(fit, r) == sc.pair),
+                   default=None) if sc.measured else None)
+    return {"acceptance": acceptance_from(source), "target step": target_from(sc, most, longest),
             "speculative overhead": overhead, "noise and discrepancy": noise}
 
 
