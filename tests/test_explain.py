@@ -225,3 +225,25 @@ def test_a_context_the_system_never_measured_is_said_prior_driven():
     assert terms(far)["target step"]["from"] == (
         "fitted to b300x8's rows; their contexts reach 65536: the context term at 131072 is "
         "extrapolated linearly past them")
+
+
+def test_an_engine_relation_measured_by_rows_is_said_fitted_to_them():
+    """native's overhead is (1 - reduction[native]) x SGLang's group's. With no native row
+    the reduction is its prior's, and the source says so; with one (a native DDTree row on
+    b300x8) it said only "fitted to its group's rows", as if native's overhead were the
+    group's own. It names the relation and the rows that fit it."""
+    d = point_mass_draws()
+    native = "kimi-k2.6,b300,8,native,ddtree,8,8,9,4.4,,330,x,\n"
+    v = d.view(data_csv=d.data_csv.rstrip("\n") + "\n" + native)
+    (row,) = explained(v, engines=("native",), accept="14")
+    assert terms(row)["speculative overhead"]["from"] == (
+        "fitted to its group's rows, x (1 - reduction[native]): fitted to native's 1 row")
+    (sglang,) = explained(v, engines=("sglang",), accept="14")
+    assert terms(sglang)["speculative overhead"]["from"] == "fitted to its group's rows"
+    # a native AR row alone has no overhead to scale: the reduction stays the prior's (it was
+    # said fitted, "prior-driven" dropped, by any native row)
+    ar = d.view(data_csv=d.data_csv.rstrip("\n") + "\nkimi-k2.6,b300,8,native,ar,,,1,1.0,,140,x,\n")
+    (row,) = explained(ar, engines=("native",), accept="14")
+    assert terms(row)["speculative overhead"]["from"] == (
+        "fitted to its group's rows, x (1 - reduction[native]): the relation's prior "
+        "(prior-driven)")

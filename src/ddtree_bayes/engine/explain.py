@@ -124,11 +124,12 @@ growth past them (compute knee, experts: partly prior-driven)
     return out
 
 
-def overhead_from(how: str, relation: str | None = None) -> str:
+def overhead_from(how: str, relation: str | None = None, relation_rows: int = 0) -> str:
     """Where the speculative overhead's draws come from, read off the answer's
     ``overhead_from`` (engine/predictive ``_step_components`` writes it). ``relation``: the
-    engine's ``1 - reduction`` scaling of its base engine's overhead, when no row of that
-    engine informs it (the relation's prior).
+    engine's ``1 - reduction`` scaling of its base engine's overhead: the relation's prior
+    when no row of that engine informs it, else fitted to its ``relation_rows`` (a native row
+    left it "fitted to its group's rows", as if native's overhead were the group's own).
 
     >>> print(overhead_from("overhead of measured group b300x8/sglang/ddtree"))
     fitted to its group's rows
@@ -143,6 +144,9 @@ def overhead_from(how: str, relation: str | None = None) -> str:
             if "drawn from the pooled population" in how else "see overhead_from")
     if relation is None:
         return base
+    if relation_rows:
+        return (f"{base}, x (1 - reduction[{relation}]): fitted to {relation}'s "
+                f"{relation_rows} row{'s' * (relation_rows != 1)}")
     return f"{base}, x (1 - reduction[{relation}]): the relation's prior (prior-driven)"
 
 

@@ -868,14 +868,17 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
     noise = "run-to-run scatter"
     if "structure_sd" in fit.variables:
         noise += " + structural discrepancy (grows with the distance from measured configurations)"
-    # an engine scaling its base engine's overhead (native = (1 - reduction) x sglang) that no
-    # row measured: the reduction is its prior's
+    # an engine scaling its base engine's overhead (native = (1 - reduction) x sglang): the
+    # reduction is its prior's, or fitted to that engine's speculative rows (an AR row has
+    # no overhead to scale)
     relation = (sc.engine if sc.engine in fit.meta["model"].get("relation_bases", {})
-                and not any(m.engine == sc.engine for m in fit_rows(fit)) else None)
+                else None)
+    relation_rows = (sum(m.engine == sc.engine and m.is_speculative for m in fit_rows(fit))
+                     if relation else 0)
     most = max_measured_verify(fit, sc.pair)[0] if sc.measured else None
     overhead = "none: autoregressive"
     if sc.method != AR_METHOD:
-        overhead = overhead_from(how, relation)
+        overhead = overhead_from(how, relation, relation_rows)
         if overhead.startswith("fitted to its group's rows"):
             overhead = overhead.replace("fitted to its group's rows",
                                         "fitted to its group's rows" + _past_group(fit, sc), 1)
