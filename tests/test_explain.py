@@ -98,6 +98,9 @@ def test_each_term_says_where_its_draws_come_from():
     (ar,) = explained(m, model="llama-3.1-8b-instruct", hardware="h100", gpus=1,
                       engines=("vllm",), method="ar", accept="1")
     assert terms(ar)["speculative overhead"]["from"] == "none: autoregressive"
+    from ddtree_bayes.cli.predict import explain_lines
+
+    assert "  1 token  " in "\n".join(explain_lines([ar], 0.9))   # (not "1 tokens")
     assert terms(ar)["speculative overhead"]["share"] == pytest.approx(0.0, abs=1e-9)
 
 

@@ -571,12 +571,16 @@ def test_the_read_floor_warning_names_the_measured_ar_row_it_cannot_be_pinned_by
         "its AR answers here are too fast and P(> AR) too low; its AR row measured there (row "
         "4: 141 tok/s, a 7.07 ms step) is slower than that read: the fit's step does not follow "
         "it (check the pair's other rows)")
-    # the measured row itself within 5% of the read (4.79 ms: 210 tok/s) -> a quantisation
+    # the measured row itself within 5% of the read (4.79 ms: 205 tok/s, 4.88 ms) -> a
+    # quantisation
+    # a row faster than the read itself (4.79 ms: 250 tok/s is 4 ms) is said to be shorter
+    line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",250,")), sc)
+    assert "(row 4: 250 tok/s, a 4 ms step) is itself shorter than that read, which" in line
     assert d.data_csv.count(",141.44,") == 1
-    line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",210,")), sc)
+    line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",205,")), sc)
     assert line.endswith(
         "its AR answers here are too fast and P(> AR) too low; its AR row measured there (row "
-        "4: 210 tok/s, a 4.76 ms step) is itself within 5% of that read, which no run reaches "
+        "4: 205 tok/s, a 4.88 ms step) is itself within 5% of that read, which no run reaches "
         "at the card's bytes: the deployment read fewer (a quantisation); give it its own card "
         "(`card add --gguf FILE`, or --bytes-per-weight) and name it with --model")
 

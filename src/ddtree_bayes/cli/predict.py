@@ -190,7 +190,8 @@ def explain_lines(rows: list[dict], prob: float) -> list[str]:
             if t["unit"] == "sd of log tok/s":
                 mid, span = f"sd {t['median']:.3f}", "-"
             else:
-                unit = " tokens" if t["unit"] == "tokens per step" else f" {t['unit']}"
+                unit = (f" {t['unit']}" if t["unit"] != "tokens per step" else
+                        " token" if t["median"] == 1 else " tokens")
                 mid = number(t["median"]) + unit
                 span = f"{number(t['lo'])}-{number(t['hi'])}"
             body.append([*(lead if first else [""] * len(lead)), t["term"],

@@ -1016,7 +1016,8 @@ def _read_floor_cause(draws: Fit, sc: Scenario, read_ms: float, near: float = 0.
     row = (f"its AR row measured there (row {fastest.row}: {fastest.tok_s:.3g} tok/s, a "
            f"{step:.3g} ms step)")
     if step < read_ms * (1 + near):
-        return (f"{row} is itself within {near:.0%} of that read, which no run reaches at the "
+        at = "shorter than" if step < read_ms else f"within {near:.0%} of"
+        return (f"{row} is itself {at} that read, which no run reaches at the "
                 "card's bytes: the deployment read fewer (a quantisation); give it its own "
                 "card (`card add --gguf FILE`, or --bytes-per-weight) and name it with --model")
     return (f"{row} is slower than that read: the fit's step does not follow it (check the "
