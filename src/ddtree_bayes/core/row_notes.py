@@ -10,6 +10,7 @@ Each function returns the line(s) without the row; the caller names it (``add``:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from ddtree_bayes.core.data import Measurement, config_label, plain_text
@@ -175,6 +176,23 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
     return notes
 
 
+#: ``add``'s flags a note names, and the measurement file's columns they fill (``fit`` says
+#: its notes of a file's rows, which have no flags).
+FLAG_COLUMNS = {"--tok-s": "tok_s", "--concurrency": "concurrency", "--accept": "accept_len",
+                "--gpus": "gpus", "--context": "context_tokens"}
+_FLAG = re.compile(r"--(?:tok-s|concurrency|accept|gpus|context)\b")
+
+
+def as_columns(line: str) -> str:
+    """A note in the words of a file's rows: ``add``'s flags as the columns they fill.
+
+    >>> as_columns("name it with --model); else check --tok-s (with --concurrency), --accept")
+    'name it in the model column); else check tok_s (with concurrency), accept_len'
+    """
+    line = line.replace("name it with --model", "name it in the model column")
+    return _FLAG.sub(lambda m: FLAG_COLUMNS[m.group(0)], line)
+
+
 def row_notes(rows: Sequence[Measurement], cards: dict, hardware: dict[str, dict[str, str]],
               default_context: float = 0.0) -> list[tuple[int, str]]:
     """(row, line) of every row of a file, in row order: :func:`card_weights_note`,
@@ -191,7 +209,7 @@ def row_notes(rows: Sequence[Measurement], cards: dict, hardware: dict[str, dict
         card = cards.get(m.model)
         note = card_weights_note(card, hardware, m)
         others = [r for r in groups[(m.model, m.hardware, m.gpus, m.engine)] if r is not m]
-        found += [(m.row, line) for line in (
+        found += [(m.row, as_columns(line)) for line in (
             *([] if note is None else [note]),
             *physics_notes(card, hardware, m, read_floor=note is None,
                            default_context=default_context),
