@@ -1412,6 +1412,67 @@ def test_a_gguf_with_one_tensor_per_expert_counts_top_k_of_them_active(tmp_path,
     assert (d.card["experts"], d.card["experts_topk"]) == ("8", "2")
 
 
+def _tiny_moe_gguf(path: Path, keys: dict) -> tuple[Path, list]:
+    """A SYNTHETIC two-layer MoE GGUF (qwen3moe tensor names, experts merged into one
+    ``ffn_*_exps`` tensor each), with ``keys`` beside its block count and sizes."""
+    layers, hidden, ffn, experts, vocab = 2, 256, 256, 8, 1000
+    tensors = [("token_embd.weight", (vocab, hidden), "Q4_K")]
+    for i in range(layers):
+        tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32"),
+                    (f"blk.{i}.attn_q.weight", (hidden, hidden), "Q4_K"),
+                    (f"blk.{i}.attn_k.weight", (64, hidden), "Q4_K"),
+                    (f"blk.{i}.attn_v.weight", (64, hidden), "Q6_K"),
+                    (f"blk.{i}.attn_output.weight", (hidden, hidden), "Q4_K"),
+                    (f"blk.{i}.ffn_norm.weight", (hidden,), "F32"),
+                    (f"blk.{i}.ffn_gate_inp.weight", (experts, hidden), "F32"),
+                    (f"blk.{i}.ffn_gate_exps.weight", (experts, ffn, hidden), "Q4_K"),
+                    (f"blk.{i}.ffn_up_exps.weight", (experts, ffn, hidden), "Q4_K"),
+                    (f"blk.{i}.ffn_down_exps.weight", (experts, hidden, ffn), "Q6_K")]
+    tensors += [("output_norm.weight", (hidden,), "F32"), ("output.weight", (vocab, hidden), "Q6_K")]
+    return gguf_fixture.write_model(path, "qwen3moe", {
+        "qwen3moe.block_count": layers, "qwen3moe.embedding_length": hidden,
+        "qwen3moe.attention.head_count": 4, "qwen3moe.attention.head_count_kv": 1,
+        "qwen3moe.attention.key_length": 64, **keys}, tensors), tensors
+
+
+def test_a_gguf_moe_counts_its_routed_experts_at_their_own_bytes(tmp_path, quick_hash):
+    """Active bytes per weight of an MoE GGUF: the routed experts at top_k / experts, each
+    tensor at its own type (Q4_K 144 bytes per 256 weights, Q6_K 210, F32 4 per weight).
+    Per layer: attn_q, attn_output Q4_K 65,536 weights -> 36,864 bytes each, attn_k Q4_K
+    16,384 -> 9,216, attn_v Q6_K 16,384 -> 13,440; norms 512 F32 -> 2,048; router 2,048 F32
+    -> 8,192: 166,400 weights, 106,624 bytes. Experts: gate, up Q4_K 8 x 65,536 -> 8 x 36,864
+    each, down Q6_K 8 x 65,536 -> 8 x 53,760; 2 of 8 active: 393,216 weights, 254,976 bytes.
+    Embedding Q4_K 256,000 -> 144,000, output Q6_K 256,000 -> 210,000, output_norm 1,024:
+    active 2 x 559,616 + 512,256 = 1,631,488 weights, 2 x 361,600 + 355,024 = 1,078,224
+    bytes -> 0.660884 B/weight; total 1,631,488 + 2 x 6 x 3 x 65,536 = 3,990,784."""
+    importlib.import_module("gguf")
+    path, _ = _tiny_moe_gguf(tmp_path / "moe-tiny.gguf", {"qwen3moe.expert_count": 8,
+                                                          "qwen3moe.expert_used_count": 2})
+    d = card_files.derive_from_gguf(path)
+    assert d.facts["params_active"] == 1_631_488
+    assert d.facts["params_total"] == 3_990_784
+    assert d.facts["bytes_per_weight"] == pytest.approx(1_078_224 / 1_631_488, abs=1e-6)
+    assert (d.card["experts"], d.card["experts_topk"]) == ("8", "2")
+
+
+@pytest.mark.parametrize("missing", ["qwen3moe.expert_used_count", "qwen3moe.expert_count"])
+def test_a_gguf_moe_without_its_expert_counts_is_refused(tmp_path, missing, quick_hash):
+    """An MoE GGUF whose header left out expert_used_count (or expert_count) was read with
+    every expert active: a Qwen3-30B-A3B Q4_K_M header without it made a card of "30.5321 B
+    total, 30.5321 B active" (3.353 B with it) and experts_topk 'None', each step priced at
+    9x the weights it reads, exit 0. llama.cpp refuses such a file too (n_expert_used > 0)."""
+    importlib.import_module("gguf")
+    keys = {"qwen3moe.expert_count": 8, "qwen3moe.expert_used_count": 2}
+    del keys[missing]
+    path, _ = _tiny_moe_gguf(tmp_path / "moe-tiny.gguf", keys)
+    with pytest.raises(InputError) as info:
+        card_files.derive_from_gguf(path)
+    assert str(info.value) == (
+        f"{path}: expert tensors (blk.0.ffn_gate_exps.weight) but no '{missing}' in the header: "
+        "how many experts a token uses is unknown (fix: pass the model's own, complete GGUF "
+        "file; llama.cpp loads none without it)")
+
+
 def test_sha256_is_the_files(tmp_path):
     path = tmp_path / "config.json"
     shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)

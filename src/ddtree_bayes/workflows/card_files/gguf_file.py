@@ -123,6 +123,14 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                               linear=kind not in ("norm", "embedding"),
                               active=active, mtp=layer is not None and layer >= layers,
                               nbytes=int(t.n_bytes), storage=t.tensor_type.name))
+    routed = next((t.name for t in tensors if t.kind == "expert"), None)
+    if routed and not (experts and topk):
+        # every expert would count as active: a 30.5 B Qwen3-30B-A3B read as 30.5 B active
+        missing = f"{arch}.expert_used_count" if experts else f"{arch}.expert_count"
+        raise InputError(f"expert tensors ({routed}) but no '{missing}' in the header: how "
+                         "many experts a token uses is unknown", file=str(path),
+                         fix="pass the model's own, complete GGUF file; llama.cpp loads none "
+                             "without it")
     heads = _int(key("{arch}.attention.head_count"))
     kv_heads = _int(key("{arch}.attention.head_count_kv"))
     head_dim = _int(key("{arch}.attention.key_length")) or (int(hidden) // heads if heads else None)
