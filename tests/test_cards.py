@@ -1473,6 +1473,57 @@ def test_a_gguf_moe_without_its_expert_counts_is_refused(tmp_path, missing, quic
         "file; llama.cpp loads none without it)")
 
 
+def _hybrid_gguf(path: Path, arch: str, pattern: str, kv_heads) -> Path:
+    """A SYNTHETIC hybrid GGUF, one layer a letter of ``pattern``: ``A`` attention, ``M`` a
+    Mamba mixer (``ssm_*``), ``P`` both in parallel (Falcon-H1), ``F`` an MLP only
+    (Nemotron-H), ``C`` a short convolution (LFM2's ``shortconv.*``); ``kv_heads`` the
+    header's head_count_kv (a number, or llama.cpp's per-layer array, 0 off attention)."""
+    hidden, vocab = 256, 1000
+    attn = [("attn_q", (hidden, hidden)), ("attn_k", (128, hidden)), ("attn_v", (128, hidden)),
+            ("attn_output", (hidden, hidden))]
+    parts = {"A": attn, "M": [("ssm_in", (2 * hidden, hidden)), ("ssm_out", (hidden, hidden))],
+             "F": [("ffn_up", (512, hidden)), ("ffn_down", (hidden, 512))],
+             "C": [("shortconv.in_proj", (3 * hidden, hidden)),
+                   ("shortconv.out_proj", (hidden, hidden))]}
+    parts["P"] = attn + parts["M"]
+    tensors = [("token_embd.weight", (vocab, hidden), "F16")]
+    for i, letter in enumerate(pattern):
+        tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32")]
+        tensors += [(f"blk.{i}.{name}.weight", shape, "F16") for name, shape in parts[letter]]
+    tensors += [("output_norm.weight", (hidden,), "F32"), ("output.weight", (vocab, hidden), "F16")]
+    return gguf_fixture.write_model(path, arch, {
+        f"{arch}.block_count": len(pattern), f"{arch}.embedding_length": hidden,
+        f"{arch}.attention.head_count": 4, f"{arch}.attention.head_count_kv": kv_heads,
+        f"{arch}.attention.key_length": 64, f"{arch}.attention.value_length": 64}, tensors)
+
+
+@pytest.mark.parametrize(("arch", "pattern", "kv_heads", "kv", "recurrent"), [
+    # Qwen3-Next-style: 3 Gated DeltaNet + 1 attention layer (read right before too)
+    ("qwen3next", "MMMA", 2, 512, 3),
+    # Falcon-H1: attention and Mamba in parallel in every layer, both cached
+    ("falcon-h1", "PPPP", 2, 4 * 512, 4),
+    # Nemotron-H: Mamba, attention and MLP-only layers; KV heads per layer
+    ("nemotron_h", "MAFMFA", [0, 2, 0, 0, 0, 2], 2 * 512, 2),
+    # LFM2: short-convolution and attention layers; KV heads per layer
+    ("lfm2", "CCACCA", [0, 0, 2, 0, 0, 2], 2 * 512, 4),
+])
+def test_a_hybrid_gguf_caches_kv_in_its_attention_layers_only(tmp_path, quick_hash, arch,
+                                                              pattern, kv_heads, kv, recurrent):
+    """A hybrid GGUF's KV cache is its attention layers' (llama.cpp's hybrid memory: a layer's
+    cache is n_head_kv(il) x (key + value) wide, so none where it is 0): 2 KV heads x (64 +
+    64) x 2 bytes = 512 per attention layer. Falcon-H1, whose every layer runs attention
+    beside its Mamba mixer, read as caching nothing (kv_bytes_per_token 0, "4 linear-attention
+    + 0 full-attention"); Nemotron-H's MLP-only layers and LFM2's convolution layers read as
+    attention at the array's largest head count: 2x and 3x the cache here (7x on
+    Nemotron-H-8B's 4 attention layers of 52). LFM2's convolution layers keep a state, as
+    llama.cpp's recurrent layers (n_head_kv 0)."""
+    importlib.import_module("gguf")
+    d = card_files.derive_from_gguf(_hybrid_gguf(tmp_path / f"{arch}.gguf", arch, pattern,
+                                                 kv_heads))
+    assert (d.card["kv_bytes_per_token"], d.card["recurrent_layers"]) == (str(kv), str(recurrent))
+    assert d.facts["kv_bytes_per_token"] == kv
+
+
 def test_sha256_is_the_files(tmp_path):
     path = tmp_path / "config.json"
     shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)

@@ -33,6 +33,10 @@ SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}
 #: (gemma2: ``hparams.n_swa = 4096; // default value of gemma 2``); the others then have none.
 SWA_WINDOW = {"gemma2": 4096}
 ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")
+#: The attention tensors that make keys for the cache: a layer holding one caches K and V
+#: (llama.cpp's hybrid memory gives a KV cache to its attention layers only; Falcon-H1 runs
+#: attention beside its Mamba mixer in every layer, Nemotron-H has MLP-only layers too).
+KEYS = re.compile(r"attn_(k|qkv|kv_a_mqa|k_b)(\.|$)")
 
 
 def _reader(path: Path):
@@ -73,7 +77,7 @@ def _kind(name: str) -> str:
         return "router"
     if part.startswith("ffn_"):
         return "mlp"
-    if part.startswith("ssm_"):
+    if part.startswith(("ssm_", "shortconv.")):   # (Mamba; LFM2's short convolution)
         return "linear_attention"
     if ATTENTION.match(part):
         return "attention"
@@ -108,6 +112,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                          file=str(path), fix="pass the model's own GGUF file")
     tensors: list[Tensor] = []
     hybrid_layers = set()
+    key_layers = set()
     vocab = key("{arch}.vocab_size")
     for t in (t for r in [reader, *(_reader(p) for p in shards[1:])] for t in r.tensors):
         name = str(t.name)
@@ -116,6 +121,8 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         layer = int(m.group(1)) if m else None
         if kind == "linear_attention" and layer is not None:
             hybrid_layers.add(layer)
+        if m and KEYS.match(m.group(2)) and layer is not None:
+            key_layers.add(layer)
         if kind == "embedding" and not vocab:
             vocab = int(max(t.shape))
         active = (int(topk) / int(experts)) if kind == "expert" and experts and topk else 1.0
@@ -132,7 +139,8 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                          fix="pass the model's own, complete GGUF file; llama.cpp loads none "
                              "without it")
     heads = _int(key("{arch}.attention.head_count"))
-    kv_heads = _int(key("{arch}.attention.head_count_kv"))
+    kv_per_layer = key("{arch}.attention.head_count_kv")
+    kv_heads = _int(kv_per_layer)
     head_dim = _int(key("{arch}.attention.key_length")) or (int(hidden) // heads if heads else None)
     shape = ModelShape(architecture=str(arch), tensors=tensors, layers=layers,
                        hidden_size=int(hidden), vocab_size=int(vocab or 0),
@@ -155,13 +163,21 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         shape.kv_bytes_per_token = (int(rank) + rope) * layers * 2
         shape.kv_formula = f"({rank} + {rope}) x {layers} layers x 2 bytes"
     elif heads and kv_heads is not None:
-        full = layers - len({i for i in hybrid_layers if i < layers})
+        recurrent = {i for i in hybrid_layers if i < layers}
+        cached = cached_heads(kv_per_layer, int(shape.kv_heads or 0), layers, recurrent,
+                              key_layers, path)
+        full = len(cached)
         kind = "MHA" if shape.kv_heads == shape.heads else "GQA"
+        both = len(recurrent & set(cached))
+        neither = layers - len(recurrent | set(cached))
         shape.attention = (f"{kind} {heads} q heads / {shape.kv_heads} kv heads, head_dim "
-                           f"{head_dim}" if full == layers else
-                           f"hybrid: {layers - full} linear-attention + {full} full-attention "
-                           f"layers, {heads} q heads / {shape.kv_heads} kv heads, head_dim "
+                           f"{head_dim}" if full == layers and not recurrent else
+                           f"hybrid: {len(recurrent)} linear-attention + {full} full-attention "
+                           "layers" + (f" ({both} layers run both in parallel)" if both else "")
+                           + (f", {neither} with neither (MLP only)" if neither else "")
+                           + f", {heads} q heads / {shape.kv_heads} kv heads, head_dim "
                            f"{head_dim}")
+        kv_total = sum(cached.values())
         window = _int(key("{arch}.attention.sliding_window")) or SWA_WINDOW.get(str(arch))
         if window and str(arch) in SWA_PATTERN and full == layers:
             # the sliding layers cache at most the window (llama.cpp's iSWA cache), not the
@@ -169,6 +185,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
             sliding = sliding_layers(key("{arch}.attention.sliding_window_pattern"),
                                      SWA_PATTERN[str(arch)], layers, path)
             full = layers - sliding
+            kv_total = full * int(shape.kv_heads or 0)
             if sliding:
                 shape.attention += describe_window(shape, sliding, full,
                                                    int(shape.kv_heads or 0),
@@ -177,12 +194,12 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         # files without MLA); a file without value_length has V as wide as K
         value_dim = _int(key("{arch}.attention.value_length")) or head_dim
         which = "full-attention " if full < layers else ""
-        shape.kv_bytes_per_token = (full * int(shape.kv_heads or 0)
-                                    * (int(head_dim or 0) + int(value_dim or 0)) * 2)
-        widths = (f"2 x {full} {which}layers x {shape.kv_heads} kv heads x {head_dim}"
+        shape.kv_bytes_per_token = kv_total * (int(head_dim or 0) + int(value_dim or 0)) * 2
+        count = (f"{shape.kv_heads} kv heads" if kv_total == full * int(shape.kv_heads or 0)
+                 else f"{kv_total} kv heads in all")
+        widths = (f"2 x {full} {which}layers x {count} x {head_dim}"
                   if value_dim == head_dim else
-                  f"{full} {which}layers x {shape.kv_heads} kv heads x ({head_dim} keys + "
-                  f"{value_dim} values)")
+                  f"{full} {which}layers x {count} x ({head_dim} keys + {value_dim} values)")
         shape.kv_formula = f"{widths} x 2 bytes (f16 cache)"
     metadata = {"name": _field(reader, "general.name"), "file_type": _field(reader, "general.file_type"),
                 "architecture": arch, "shards": len(shards)}
@@ -192,6 +209,28 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                          f"says the model has {int(want)}", file=str(path),
                          fix="pass the first shard of one complete download")
     return shape, metadata
+
+
+def cached_heads(per_layer, kv_heads: int, layers: int, recurrent: set[int], keys: set[int],
+                 path: Path) -> dict[int, int]:
+    """The layers that cache keys and values, each with its KV heads: those whose tensors
+    make keys (``keys``; when none does, as in a table of names this reader does not know,
+    every layer but the ``recurrent`` ones), less those llama.cpp's per-layer
+    ``head_count_kv`` array (``per_layer``, a list; a number is every layer's ``kv_heads``)
+    gives no KV head.
+
+    >>> cached_heads([0, 2, 0, 2], 2, 4, {0, 2}, {1, 3}, Path("h.gguf"))
+    {1: 2, 3: 2}
+    >>> cached_heads(8, 8, 3, {0}, set(), Path("h.gguf"))
+    {1: 8, 2: 8}
+    """
+    if isinstance(per_layer, list) and len(per_layer) < layers:
+        raise InputError(f"head_count_kv has {len(per_layer)} per-layer entries for {layers} "
+                         "layers", file=str(path), fix="pass the model's own, complete GGUF file")
+    where = sorted(i for i in keys if i < layers) or [i for i in range(layers)
+                                                      if i not in recurrent]
+    heads = {i: int(per_layer[i]) if isinstance(per_layer, list) else kv_heads for i in where}
+    return {i: n for i, n in heads.items() if n > 0}
 
 
 def sliding_layers(pattern, default: int, layers: int, path: Path) -> int:
