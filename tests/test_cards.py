@@ -1477,10 +1477,12 @@ def _hybrid_gguf(path: Path, arch: str, pattern: str, kv_heads) -> Path:
     """A SYNTHETIC hybrid GGUF, one layer a letter of ``pattern``: ``A`` attention, ``M`` a
     Mamba mixer (``ssm_*``), ``P`` both in parallel (Falcon-H1), ``F`` an MLP only
     (Nemotron-H), ``C`` a short convolution (LFM2's ``shortconv.*``); ``kv_heads`` the
-    header's head_count_kv (a number, or llama.cpp's per-layer array, 0 off attention)."""
+    header's head_count_kv (a number, or llama.cpp's per-layer array, 0 off attention; None:
+    left out) of 4 heads of 64 dims."""
     hidden, vocab = 256, 1000
-    attn = [("attn_q", (hidden, hidden)), ("attn_k", (128, hidden)), ("attn_v", (128, hidden)),
-            ("attn_output", (hidden, hidden))]
+    kv_rows = 64 * (2 if isinstance(kv_heads, list) else kv_heads or 4)
+    attn = [("attn_q", (hidden, hidden)), ("attn_k", (kv_rows, hidden)),
+            ("attn_v", (kv_rows, hidden)), ("attn_output", (hidden, hidden))]
     parts = {"A": attn, "M": [("ssm_in", (2 * hidden, hidden)), ("ssm_out", (hidden, hidden))],
              "F": [("ffn_up", (512, hidden)), ("ffn_down", (hidden, 512))],
              "C": [("shortconv.in_proj", (3 * hidden, hidden)),
@@ -1491,10 +1493,11 @@ def _hybrid_gguf(path: Path, arch: str, pattern: str, kv_heads) -> Path:
         tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32")]
         tensors += [(f"blk.{i}.{name}.weight", shape, "F16") for name, shape in parts[letter]]
     tensors += [("output_norm.weight", (hidden,), "F32"), ("output.weight", (vocab, hidden), "F16")]
-    return gguf_fixture.write_model(path, arch, {
-        f"{arch}.block_count": len(pattern), f"{arch}.embedding_length": hidden,
-        f"{arch}.attention.head_count": 4, f"{arch}.attention.head_count_kv": kv_heads,
-        f"{arch}.attention.key_length": 64, f"{arch}.attention.value_length": 64}, tensors)
+    keys = {f"{arch}.block_count": len(pattern), f"{arch}.embedding_length": hidden,
+            f"{arch}.attention.head_count": 4, f"{arch}.attention.head_count_kv": kv_heads,
+            f"{arch}.attention.key_length": 64, f"{arch}.attention.value_length": 64}
+    return gguf_fixture.write_model(path, arch, {k: v for k, v in keys.items() if v is not None},
+                                    tensors)
 
 
 @pytest.mark.parametrize(("arch", "pattern", "kv_heads", "kv", "recurrent"), [
@@ -1522,6 +1525,17 @@ def test_a_hybrid_gguf_caches_kv_in_its_attention_layers_only(tmp_path, quick_ha
                                                  kv_heads))
     assert (d.card["kv_bytes_per_token"], d.card["recurrent_layers"]) == (str(kv), str(recurrent))
     assert d.facts["kv_bytes_per_token"] == kv
+
+
+def test_a_gguf_without_head_count_kv_caches_every_head(tmp_path, quick_hash):
+    """llama.cpp reads a header without ``{arch}.attention.head_count_kv`` as multi-head
+    attention (n_head_kv defaults to n_head). Such a file got no KV cache at all (blank
+    kv_bytes_per_token: no memory check, no cache in the read cap): 4 layers x 2 x 4 heads x
+    64 x 2 bytes = 4,096 bytes per token."""
+    importlib.import_module("gguf")
+    d = card_files.derive_from_gguf(_hybrid_gguf(tmp_path / "mha.gguf", "llama", "AAAA", None))
+    assert d.card["kv_bytes_per_token"] == "4096"
+    assert d.card["attention"] == "MHA 4 q heads / 4 kv heads, head_dim 64"
 
 
 def test_sha256_is_the_files(tmp_path):

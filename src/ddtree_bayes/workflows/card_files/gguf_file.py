@@ -162,10 +162,10 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         shape.attention = f"MLA (kv_lora_rank {rank} + rope dims {rope}), {heads} heads"
         shape.kv_bytes_per_token = (int(rank) + rope) * layers * 2
         shape.kv_formula = f"({rank} + {rope}) x {layers} layers x 2 bytes"
-    elif heads and kv_heads is not None:
+    elif heads:   # (no head_count_kv: llama.cpp's n_head_kv defaults to n_head, MHA)
         recurrent = {i for i in hybrid_layers if i < layers}
-        cached = cached_heads(kv_per_layer, int(shape.kv_heads or 0), layers, recurrent,
-                              key_layers, path)
+        cached = cached_heads(kv_per_layer, heads if kv_heads is None else kv_heads, layers,
+                              recurrent, key_layers, path)
         full = len(cached)
         kind = "MHA" if shape.kv_heads == shape.heads else "GQA"
         both = len(recurrent & set(cached))
