@@ -1538,6 +1538,41 @@ def test_a_gguf_without_head_count_kv_caches_every_head(tmp_path, quick_hash):
     assert d.card["attention"] == "MHA 4 q heads / 4 kv heads, head_dim 64"
 
 
+def test_an_mla_gguf_caches_its_latent_in_its_mla_layers_only(tmp_path, quick_hash):
+    """An MLA GGUF counted its latent cache in every layer: a hybrid of linear-attention and
+    MLA layers (Kimi-Linear, 3 KDA : 1 MLA, which llama.cpp reads) was carded at 4x its
+    cache. The latent is cached where the layer makes it (attn_kv_a_mqa): 1 MLA layer of 4
+    here, (512 + 64) x 1 x 2 = 1,152 bytes per token; a DeepSeek-style file, every layer MLA,
+    4,608 as before."""
+    importlib.import_module("gguf")
+    hidden, vocab = 256, 1000
+
+    def write(name: str, mla: list[bool]) -> Path:
+        tensors = [("token_embd.weight", (vocab, hidden), "F16")]
+        for i, latent in enumerate(mla):
+            tensors += [(f"blk.{i}.attn_norm.weight", (hidden,), "F32")]
+            tensors += ([(f"blk.{i}.attn_q.weight", (4 * 192, hidden), "F16"),
+                         (f"blk.{i}.attn_kv_a_mqa.weight", (512 + 64, hidden), "F16"),
+                         (f"blk.{i}.attn_kv_a_norm.weight", (512,), "F32"),
+                         (f"blk.{i}.attn_kv_b.weight", (4 * 256, 512), "F16"),
+                         (f"blk.{i}.attn_output.weight", (hidden, 4 * 128), "F16")] if latent else
+                        [(f"blk.{i}.ssm_in.weight", (2 * hidden, hidden), "F16"),
+                         (f"blk.{i}.ssm_out.weight", (hidden, hidden), "F16")])
+        tensors += [("output_norm.weight", (hidden,), "F32"), ("output.weight", (vocab, hidden), "F16")]
+        return gguf_fixture.write_model(tmp_path / name, "deepseek2", {
+            "deepseek2.block_count": len(mla), "deepseek2.embedding_length": hidden,
+            "deepseek2.attention.head_count": 4, "deepseek2.attention.head_count_kv": 4,
+            "deepseek2.attention.kv_lora_rank": 512, "deepseek2.rope.dimension_count": 64},
+            tensors)
+
+    hybrid = card_files.derive_from_gguf(write("hybrid.gguf", [False, False, False, True]))
+    assert hybrid.card["kv_bytes_per_token"] == "1152"
+    assert hybrid.facts["kv_formula"] == "(512 + 64) x 1 MLA layers x 2 bytes"
+    dense = card_files.derive_from_gguf(write("dense.gguf", [True] * 4))
+    assert dense.card["kv_bytes_per_token"] == "4608"
+    assert dense.facts["kv_formula"] == "(512 + 64) x 4 layers x 2 bytes"
+
+
 def test_sha256_is_the_files(tmp_path):
     path = tmp_path / "config.json"
     shutil.copy(FIX / "llama-3.1-8b" / "config.json", path)

@@ -113,6 +113,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
     tensors: list[Tensor] = []
     hybrid_layers = set()
     key_layers = set()
+    latent_layers = set()
     vocab = key("{arch}.vocab_size")
     for t in (t for r in [reader, *(_reader(p) for p in shards[1:])] for t in r.tensors):
         name = str(t.name)
@@ -123,6 +124,8 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
             hybrid_layers.add(layer)
         if m and KEYS.match(m.group(2)) and layer is not None:
             key_layers.add(layer)
+            if m.group(2).startswith("attn_kv_a_mqa"):   # (MLA: the latent it caches)
+                latent_layers.add(layer)
         if kind == "embedding" and not vocab:
             vocab = int(max(t.shape))
         active = (int(topk) / int(experts)) if kind == "expert" and experts and topk else 1.0
@@ -159,9 +162,15 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
     rank = key("{arch}.attention.kv_lora_rank")
     if rank:
         rope = int(key("{arch}.rope.dimension_count") or 0)
-        shape.attention = f"MLA (kv_lora_rank {rank} + rope dims {rope}), {heads} heads"
-        shape.kv_bytes_per_token = (int(rank) + rope) * layers * 2
-        shape.kv_formula = f"({rank} + {rope}) x {layers} layers x 2 bytes"
+        # the latent is cached where a layer makes it: every layer of a DeepSeek-style file,
+        # 1 in 4 of a hybrid of linear-attention and MLA layers (Kimi-Linear)
+        mla = len({i for i in latent_layers if i < layers}) or layers
+        shape.attention = (f"MLA (kv_lora_rank {rank} + rope dims {rope}), {heads} heads"
+                           + (f", in {mla} of {layers} layers (the others linear attention)"
+                              if mla < layers else ""))
+        shape.kv_bytes_per_token = (int(rank) + rope) * mla * 2
+        shape.kv_formula = (f"({rank} + {rope}) x {mla} {'MLA ' if mla < layers else ''}"
+                            "layers x 2 bytes")
     elif heads:   # (no head_count_kv: llama.cpp's n_head_kv defaults to n_head, MHA)
         recurrent = {i for i in hybrid_layers if i < layers}
         cached = cached_heads(kv_per_layer, heads if kv_heads is None else kv_heads, layers,
