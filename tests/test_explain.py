@@ -250,3 +250,21 @@ def test_an_engine_relation_measured_by_rows_is_said_fitted_to_them():
     assert terms(row)["speculative overhead"]["from"] == (
         "fitted to its group's rows, x (1 - reduction[native]): the relation's prior "
         "(prior-driven)")
+
+
+def test_the_csv_has_a_column_per_term(tmp_path):
+    """`--explain --format csv` wrote the terms as one cell of Python's repr (single quotes,
+    no column per share); each term's fields are now columns."""
+    import csv
+    import io
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = run_cli(work, "predict", "--accept", "12:16", "--engine", "sglang",
+                             "--explain", "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(out)))
+    u = rows[-1]
+    assert u["accept_kind"] == "uniform" and "explain_terms" not in u
+    assert float(u["explain_terms_acceptance_share"]) == pytest.approx(1.0, abs=1e-6)
+    assert u["explain_terms_speculative_overhead_from"] == "fitted to its group's rows"
+    assert float(u["explain_r2"]) == pytest.approx(1.0, abs=1e-6)

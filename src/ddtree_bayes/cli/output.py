@@ -136,14 +136,23 @@ def emit_rows(rows: list[dict], fmt: str, extra: dict | None = None) -> None:
 
 def _flat_cells(row: dict):
     """A row's CSV cells: a nested dict with a ``label`` is that label, any other nested dict
-    a column per key (``total`` -> ``total_median``, ``total_lo90``, ...).
+    a column per key (``total`` -> ``total_median``, ``total_lo90``, ...), and a list of dicts
+    named by their ``term`` (``--explain``'s terms) a column per term and key
+    (``explain_terms_target_step_share``; it was one cell of Python's repr).
 
     >>> dict(_flat_cells({"a": 1, "d": {"label": "U(1,2)"}, "total": {"median": 9}}))
     {'a': 1, 'd': 'U(1,2)', 'total_median': 9}
+    >>> dict(_flat_cells({"explain": {"r2": 1.0, "terms": [{"term": "target step",
+    ...                                                     "share": 0.6, "from": "x"}]}}))
+    {'explain_r2': 1.0, 'explain_terms_target_step_share': 0.6, 'explain_terms_target_step_from': 'x'}
     """
     for k, v in row.items():
         if isinstance(v, dict) and "label" not in v:
-            yield from ((f"{k}_{sub}", x) for sub, x in v.items())
+            yield from ((f"{k}_{sub}", x) for sub, x in _flat_cells(v))
+        elif isinstance(v, list) and v and all(isinstance(t, dict) and "term" in t for t in v):
+            for t in v:
+                name = str(t["term"]).replace(" ", "_")
+                yield from ((f"{k}_{name}_{sub}", x) for sub, x in t.items() if sub != "term")
         else:
             yield k, (v.get("label") if isinstance(v, dict) else v)
 
