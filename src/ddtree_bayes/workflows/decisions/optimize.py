@@ -24,7 +24,12 @@ from ddtree_bayes.engine.question import (
     system_context_warnings,
     verify_context_warnings,
 )
-from ddtree_bayes.engine.scenario import accept_limit, layer_split_warning, memory_warnings
+from ddtree_bayes.engine.scenario import (
+    accept_limit,
+    drafter_gap_warnings,
+    layer_split_warning,
+    memory_warnings,
+)
 from ddtree_bayes.engine.structure import (
     amd_overhead_warning,
     beyond_measured_note,
@@ -200,7 +205,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
     measured on the system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
     the budgets of the acceptance file), ``recommended`` (a budget) and ``warnings``
-    (:func:`~ddtree_bayes.engine.question.context_warnings` and :func:`concurrency_notes`, as
+    (a tree no drafter card serves for the model and the fit never measured:
+    :func:`~ddtree_bayes.engine.scenario.drafter_gap_warnings`;
+    :func:`~ddtree_bayes.engine.question.context_warnings` and :func:`concurrency_notes`, as
     predict warns them).
 
     Examples
@@ -289,7 +296,10 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         rows.append(row)
     best = int(np.argmax(dec["mean"]))
     sc = scenarios[0]
-    notes = [*context_notes, *verify_context_warnings(draws, scenarios[-1]),
+    # a tree no drafter card serves for the model and the fit never measured: predict warns
+    # it and next leaves it out; a recommended budget of it prices a drafter nobody has
+    notes = [*drafter_gap_warnings(draws, [(sc.model, sc.method)]),
+             *context_notes, *verify_context_warnings(draws, scenarios[-1]),
              *concurrency_notes(draws, sc, concurrency),
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed),
              *edge_note(budgets, best, [float(p) for p in dec["p_best"]]),
