@@ -831,6 +831,29 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
                    "to the priors)\n")   # (a chain's budget is its depth)
 
 
+def test_next_without_an_acceptance_names_the_query_for_it(multi_dir):
+    """`next --query "--model gemma-3-27b-it"` on a model measured only autoregressively failed
+    with predict's "(fix: pass --accept, ...)"; `next --accept 3` is then "unrecognized
+    arguments": next takes --accept inside --query. Its error says so and names the query,
+    as its other --query errors do; predict's stays as it was."""
+    code, out, err = run_cli(multi_dir, "next", "--query", "--model llama-3.1-8b-instruct")
+    assert (code, out) == (2, "")
+    assert err == (
+        "ddtree-bayes: error: --query: no acceptance prior in the priors file and no measured "
+        "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, ddtree, block 16, budget 32, "
+        "verify 33, context 0 (asked as the fit's default question: the fit never measured "
+        "b300 for llama-3.1-8b-instruct, nor any speculative method for it: the bundled "
+        "question's ddtree block 16 budget 32) (fix: add --accept to the query, e.g. --query "
+        "\"--model llama-3.1-8b-instruct --accept 3\", or add an [[acceptance]] entry to the "
+        "priors)\n")
+    # the query the fix names resolves (this point-mass fit has no noise for next to run on)
+    from ddtree_bayes.engine.store import load
+    from ddtree_bayes.workflows.decisions import parse_query
+
+    query = parse_query(load(workdir=multi_dir), "--model llama-3.1-8b-instruct --accept 3")
+    assert (query.accept, query.source.value) == ("3", 3.0)
+
+
 def test_more_gpus_than_one_node_holds_is_warned(capsys):
     """A walkthrough: `predict --hardware h200 --gpus 1024` answered 1308 tok/s, exit 0,
     "transferred from b300x8 (same interconnect class)", pricing 1024 GPUs as one

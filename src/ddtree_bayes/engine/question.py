@@ -449,7 +449,8 @@ def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
 
 
 def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: str | None,
-                   default_why: str | None = None) -> tuple[AcceptSource, ...]:
+                   default_why: str | None = None, *, prefix: str = "",
+                   query: str | None = None) -> tuple[AcceptSource, ...]:
     """Where the rows of ``sc`` take their acceptance: ``request`` (``--accept``, already
     checked against ``sc.limit``) one row per value and one for a range. Without it, the one
     order every command follows (``core.query_flags.ACCEPT_ORDER``, as ``--help`` says it): 1
@@ -461,7 +462,8 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
     fit inferred for the configuration; the priors file's ``[[acceptance]]`` entry; the mean
     measured on other systems. ``default_why``: why the fit's own
     default question was asked, when ``sc`` came from it (an error says so: its note is not
-    printed yet)."""
+    printed yet). ``prefix`` and ``query``: the flags came from ``next --query QUERY``, whose
+    --accept goes inside the query (the error's fix says so: ``next --accept`` is refused)."""
     from ddtree_bayes.core import acceptance_latent as AL
 
     if request is not None:
@@ -483,9 +485,12 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
             return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
     if seen is None:
         asked = "" if default_why is None else f" (asked as the fit's default question: {default_why})"
-        raise QueryError("no acceptance prior in the priors file and no measured acceptance "
-                         f"for {sc.describe()}{asked}",
-                         fix="pass --accept, or add an [[acceptance]] entry to the priors")
+        give = ("pass --accept" if query is None else
+                f'add --accept to the query, e.g. --query "{query} '
+                f'--accept {min(3.0, sc.limit.tokens):g}"')
+        raise QueryError(prefix + "no acceptance prior in the priors file and no measured "
+                         f"acceptance for {sc.describe()}{asked}",
+                         fix=f"{give}, or add an [[acceptance]] entry to the priors")
     value, n_rows, where = seen
     rows_text = f"{n_rows} row{'s' * (n_rows > 1)}"
     return (AcceptSource("measured", f"{value:.3g} measured ({rows_text})", value=value,
@@ -494,7 +499,8 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
 
 
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
-            hint: str = CONFIGURATION_FLAGS, acceptance: bool = True) -> Question:
+            hint: str = CONFIGURATION_FLAGS, acceptance: bool = True,
+            query: str | None = None) -> Question:
     """Resolve ``flags`` against ``fit``: names checked, the flags not given filled from the
     fit's default question, each engine's scenario, ``--accept`` checked against what a step can
     emit, each row's acceptance source. Raises :class:`QueryError` (one line, with a fix) for a
@@ -538,7 +544,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept,
-                                              None if asked_default is None else d.why)
+                                              None if asked_default is None else d.why,
+                                              prefix=prefix, query=query)
                            if acceptance else ()))
     if asked:   # (the engines share model, GPUs and context: one check)
         warnings += tuple(prefix + w for w in memory_warnings(fit, asked[0].scenario,

@@ -120,7 +120,8 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
         if req.uniform is None and len(req.values) != 1:
             raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
                              fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
-    q = resolve(draws, flags, strict=strict, prefix="--query: ", hint="--query flags")
+    q = resolve(draws, flags, strict=strict, prefix="--query: ", hint="--query flags",
+                query=text.strip())
     asked = q.asked[0]
     source = asked.accept[-1]   # a range: its Uniform row (the values are its ends)
     scenario = asked.scenario
