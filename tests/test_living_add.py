@@ -616,11 +616,21 @@ def test_a_misspelt_column_of_a_from_file_says_which_it_means(work, capsys):
 NEXT = "scores it against the latest fit and reweights its posterior or refits"
 
 
+def fake_latest_fit(work) -> None:
+    """A models/latest.json naming a fit file that exists: what `add` looks for (it loads
+    no fit)."""
+    (work / "models" / "fits").mkdir(parents=True)
+    (work / "models" / "fits" / "20260101T000000Z-pointmss.nc").write_bytes(b"")
+    (work / "models" / "latest.json").write_text(
+        json.dumps({"file": "fits/20260101T000000Z-pointmss.nc"}))
+
+
 def test_adds_next_hint_names_the_file_update_needs(work, capsys):
     """`add --data mine.csv ...` ended "next: `ddtree-bayes update` scores it ...", though that
     update reads data/measurements.csv (and after `fit --data mine.csv` is refused). The hint
     names --data for another file, quoted so that a path with spaces pastes; a row added to
     the default file keeps the plain command."""
+    fake_latest_fit(work)
     code, out, err = run(capsys, "add", *ROW)
     assert code == 0, err
     assert out.splitlines()[-1] == f"next: `ddtree-bayes update` {NEXT}"
@@ -630,6 +640,28 @@ def test_adds_next_hint_names_the_file_update_needs(work, capsys):
     code, out, err = run(capsys, "add", "--data", "my runs.csv", *LLAMA_AR)
     assert code == 0, err
     assert out.splitlines()[-1] == f"next: `ddtree-bayes update --data 'my runs.csv'` {NEXT}"
+
+
+def test_adds_next_hint_before_any_fit_is_fit(work, capsys):
+    """A first session (README, "Adding your own data": card add, add --from-bench, fit) in a
+    folder with no fit yet: add ended "next: `ddtree-bayes update` scores them against the
+    latest fit ...", and that update fails "no fit found in .../models (fix: run
+    `ddtree-bayes fit` first)" (exit 3). With no fit here the hint is `fit`, with the --data
+    the file needs; once a fit exists it is `update` again."""
+    code, out, err = run(capsys, "add", *ROW)
+    assert code == 0, err
+    assert out.splitlines()[-1] == ("next: `ddtree-bayes fit` fits the file (there is no fit "
+                                    "here yet for `ddtree-bayes update` to score it against)")
+    code, out, err = run(capsys, "add", "--data", "my runs.csv", *LLAMA_AR)
+    assert code == 0, err
+    assert out.splitlines()[-1] == ("next: `ddtree-bayes fit --data 'my runs.csv'` fits the "
+                                    "file (there is no fit here yet for `ddtree-bayes update` "
+                                    "to score it against)")
+    assert not (work / "models").exists()   # (nothing made by looking)
+    fake_latest_fit(work)
+    code, out, err = run(capsys, "add", *ROW[:-1], "again")
+    assert code == 0, err
+    assert out.splitlines()[-1] == f"next: `ddtree-bayes update` {NEXT}"
 
 
 def test_a_blank_context_is_checked_at_the_priors_default(work, capsys):

@@ -168,10 +168,28 @@ def cmd_add(args: argparse.Namespace) -> int:
         # the model too: a row of the wrong model read like any other (and --from-bench takes
         # the file's model, as a card)
         print(f"  row {m.row}: {m.model}, {living.describe_row(m)}, {step}{note}")
-    print(f"next: `{PROG} update{data_flag(result.path)}` scores {'them' if n != 1 else 'it'} "
-          "against the latest fit "
-          "and reweights its posterior or refits")
+    pronoun = 'them' if n != 1 else 'it'
+    if _has_fit():
+        print(f"next: `{PROG} update{data_flag(result.path)}` scores {pronoun} against the latest "
+              "fit and reweights its posterior or refits")
+    else:   # (update would stop: "no fit found ... run `ddtree-bayes fit` first")
+        print(f"next: `{PROG} fit{data_flag(result.path)}` fits the file (there is no fit here "
+              f"yet for `{PROG} update` to score {pronoun} against)")
     return 0
+
+
+def _has_fit() -> bool:
+    """Is there a latest fit here for `update` to score new rows against (engine/store.py
+    ``resolve``, which update starts with)?"""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.errors import ArtifactError
+    from ddtree_bayes.engine import store
+
+    try:
+        store.resolve(paths.models_dir())
+    except ArtifactError:
+        return False
+    return True
 
 
 # ---------------------------------------------------------------- parser
