@@ -47,6 +47,29 @@ def test_a_gpu_like_a_known_one_keeps_its_figures_and_sources_the_new_one(tmp_pa
     assert next(ln for ln in out.splitlines() if ln.startswith("rtx-4090-oc ")).endswith("yours")
 
 
+def test_a_line_of_figures_given_in_part_says_which_were_given(tmp_path):
+    """An RTX 4090 D added --like rtx-4090 with its bf16 peak alone printed "dense TFLOPS  bf16
+    147, fp8 330.3, fp4 -, int8 660.6   given": the fp8 and int8 peaks are the RTX 4090's,
+    copied (the row's flops source says so), not given. A line whose figures were given in
+    part names the given ones and where the rest came from; all given, "given"; none, "as"."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                             "--dense-bf16-tflops", "147", "--memory-gb", "48", "--source", "x",
+                             "--dry-run")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert f"  dense TFLOPS  {'bf16 147, fp8 330.3, fp4 -, int8 660.6':<44} bf16 given, the " \
+           "rest as rtx-4090" in lines
+    assert f"  memory        {'48 GB GDDR6X':<44} size given, type as rtx-4090" in lines
+    assert f"  bandwidth     {'1.008 TB/s per GPU':<44} as rtx-4090" in lines
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-5090-pl", "--like", "rtx-5090",
+                             "--dense-bf16-tflops", "200", "--dense-fp8-tflops", "400",
+                             "--dense-fp4-tflops", "1600", "--dense-int8-tflops", "800",
+                             "--source", "x", "--dry-run")
+    assert code == 0, err
+    assert f"  dense TFLOPS  {'bf16 200, fp8 400, fp4 1600, int8 800':<44} given" in \
+        out.splitlines()
+
+
 def test_a_whole_nodes_figure_given_as_a_gpus_is_noted(tmp_path):
     """A walkthrough: `hardware add --like h100 --mem-bw-tb-s 26.8` (8 x 3.35, a node's total)
     was written as one GPU's bandwidth without a word, so every step on it would be priced as

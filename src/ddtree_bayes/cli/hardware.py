@@ -160,22 +160,36 @@ def cmd_hardware_add(args: argparse.Namespace) -> int:
 
 
 def _gpu_lines(r: dict, gpu) -> list[str]:
-    def origin(*cols: str) -> str:
-        return "given" if any(c in gpu.given for c in cols) else \
-            (f"as {gpu.like}" if gpu.like else "-")
+    def origin(*cols: str, names: tuple[str, ...] = ()) -> str:
+        """Where a line's figures came from: "given", "as <like>", or, given in part, which
+        were given and where the rest came from (a bf16 peak given beside the copied fp8 and
+        int8 ones read "given")."""
+        copied = f"as {gpu.like}" if gpu.like else "-"
+        named = list(zip(cols, names or cols, strict=True))
+        given = [name for c, name in named if c in gpu.given]
+        rest = [name for c, name in named if c not in gpu.given]
+        if not given:
+            return copied
+        if not rest:
+            return "given"
+        if not gpu.like:   # (the rest are blank: the row's "-")
+            return f"{', '.join(given)} given"
+        return (f"{', '.join(given)} given, "
+                + (f"{rest[0]} " if len(rest) == 1 else "the rest ") + copied)
 
     peaks = ", ".join(f"{p.split('_')[1]} {_cell(r[p])}" for p in PEAKS)
     what = {"adds": "adds a GPU", "overrides": "overrides the built-in row",
             "replaces": "replaces your row"}[gpu.effect]
     like = f", like {gpu.like}" if gpu.like not in (None, r["hardware"]) else ""
     return [f"GPU {r['hardware']}{like} ({what}):",
-            f"  memory        {_memory(r):<44} {origin('memory_gb', 'memory')}",
+            f"  memory        {_memory(r):<44} {origin('memory_gb', 'memory', names=('size', 'type'))}",
             f"  bandwidth     {_cell(r['mem_bw_tb_s']) + ' TB/s per GPU':<44} "
             f"{origin('mem_bw_tb_s')}",
             f"  interconnect  {r['interconnect'] + ' (' + r['link'] + ')':<44} "
             f"{origin('interconnect')}",
             f"  compute cap.  {r['compute_capability'] or '-':<44} {origin('compute_capability')}",
-            f"  dense TFLOPS  {peaks:<44} {origin(*PEAKS)}",
+            f"  dense TFLOPS  {peaks:<44} "
+            f"{origin(*PEAKS, names=tuple(p.split('_')[1] for p in PEAKS))}",
             f"  source        {r['source']}",
             f"  flops source  {r['flops_source'] or '-'}"]
 
