@@ -126,6 +126,26 @@ def test_a_measured_group_asked_past_its_rows_says_whose_cost_prices_the_rest():
         "rest is the population's per-node cost, prior- and corpus-driven)")
 
 
+def test_a_dense_models_target_step_names_no_experts():
+    """A walkthrough on Gemma 3 27B (dense; two AR rows on one H100) asked a draft-model chain
+    of depth 4 with --explain: "fitted to gemma-3-27b-it@h100x1's rows (at most 1 tokens
+    verified a step); 5 is the roofline's growth past them (compute knee, experts: partly
+    prior-driven)". A dense model has no experts for the growth to come from, and one token is
+    no "tokens": Llama-3.1-8B (dense, one AR row on one H100) says the compute knee alone; an
+    MoE (Kimi K2.6) keeps both."""
+    m = multi_model_draws()
+    (eagle,) = explained(m, model="llama-3.1-8b-instruct", hardware="h100", gpus=1,
+                         engines=("vllm",), method="eagle3", block=3, accept="2.5")
+    assert terms(eagle)["target step"]["from"] == (
+        "fitted to llama-3.1-8b-instruct@h100x1's rows (at most 1 token verified a step); 4 "
+        "is the roofline's growth past them (compute knee: partly prior-driven)")
+    (kimi,) = explained(m, model="kimi-k2.6", hardware="b300", gpus=8, engines=("sglang",),
+                        accept="14")
+    assert terms(kimi)["target step"]["from"] == (
+        "fitted to kimi-k2.6@b300x8's rows (at most 9 tokens verified a step); 33 is the "
+        "roofline's growth past them (compute knee, experts: partly prior-driven)")
+
+
 def test_explain_of_a_model_average_is_refused():
     d = point_mass_draws()
     with pytest.raises(QueryError, match="--explain splits one fit's draws"):

@@ -85,10 +85,12 @@ def acceptance_from(source) -> str:
     return "the priors' acceptance (prior-driven)"
 
 
-def target_from(sc, most_verified: int | None, longest_context: float | None = None) -> str:
+def target_from(sc, most_verified: int | None, longest_context: float | None = None,
+                moe: bool = True) -> str:
     """Where the target step's draws come from: the system's own rows (``most_verified``: the
     most tokens, C x M, a row there verified in one step; beyond it the step's growth is the
-    roofline's, partly prior-driven; ``longest_context``: the longest context a row there
+    roofline's, partly prior-driven: the compute knee, and the distinct experts M tokens read
+    when the model is an MoE, ``moe``; ``longest_context``: the longest context a row there
     measured, past which the context term is the prior's, when that is 0, or extrapolated
     linearly), or a transfer. A context of 131072 on a system measured at 0 only was said
     "fitted to b300x8's rows", its context term being the prior's (predict warns of it).
@@ -98,6 +100,9 @@ def target_from(sc, most_verified: int | None, longest_context: float | None = N
     >>> print(target_from(sc, 9))
     fitted to b300x8's rows (at most 9 tokens verified a step); 33 is the roofline's \
 growth past them (compute knee, experts: partly prior-driven)
+    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 4}), 1, moe=False))
+    fitted to b300x8's rows (at most 1 token verified a step); 4 is the roofline's growth \
+past them (compute knee: partly prior-driven)
     >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9}), 9))
     fitted to b300x8's rows
     >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9, "context_tokens": 8192.0}), 9,
@@ -113,8 +118,9 @@ growth past them (compute knee, experts: partly prior-driven)
     asked = sc.verify_tokens * sc.concurrency
     out = f"fitted to {sc.pair}'s rows"
     if most_verified is not None and asked > most_verified:
-        out += (f" (at most {most_verified} tokens verified a step); {asked} is the roofline's "
-                "growth past them (compute knee, experts: partly prior-driven)")
+        out += (f" (at most {most_verified} token{'s' * (most_verified != 1)} verified a "
+                f"step); {asked} is the roofline's growth past them (compute "
+                f"knee{', experts' if moe else ''}: partly prior-driven)")
     context = getattr(sc, "context_tokens", 0.0) or 0.0
     if longest_context is not None and context > longest_context:
         out += (f"; their contexts reach {plain_text(longest_context)}: the context term at "

@@ -863,6 +863,7 @@ def explain_parts(fit: Fit, sc: Scenario, seed: int) -> tuple[dict[str, np.ndarr
 
 def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> dict[str, str]:
     """Where each term of ``--explain`` comes from, in words (engine/explain.py)."""
+    from ddtree_bayes.core.model_cards import stored_card
     from ddtree_bayes.engine.explain import acceptance_from, overhead_from, target_from
 
     noise = "run-to-run scatter"
@@ -886,7 +887,12 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
     blank = float(fit.meta["model"].get("default_context_tokens") or 0.0)
     longest = (max((r.context(blank) for r in fit_rows(fit) if row_pair(fit, r) == sc.pair),
                    default=None) if sc.measured else None)
-    return {"acceptance": acceptance_from(source), "target step": target_from(sc, most, longest),
+    # (a dense card has no experts for the growth past the measured M to come from; a fit
+    # storing no card for the model - a proxy's - keeps the general words)
+    card = stored_card(fit.meta["model"], sc.model)
+    moe = card is None or card.experts is not None
+    return {"acceptance": acceptance_from(source),
+            "target step": target_from(sc, most, longest, moe),
             "speculative overhead": overhead, "noise and discrepancy": noise}
 
 
