@@ -1620,3 +1620,17 @@ def test_optimize_says_when_no_drafter_serves_the_models_tree(tmp_path, monkeypa
     kimi = D.optimize(draws, curve, model="kimi-k2.6", hardware="b300", engine="sglang",
                       budgets=(8, 16, 32))
     assert not [w for w in kimi["warnings"] if "no drafter card serves" in w]
+
+
+def test_optimize_names_no_experts_for_a_dense_model():
+    """A walkthrough (helper u) on Gemma 3 27B read optimize's 'the roofline verify cost
+    (distinct experts, compute knee) ... carry the step time there' for a dense model. A dense
+    card (Llama-3.1-8B's) names the compute knee alone; an MoE (Kimi K2.6) keeps both."""
+    from ddtree_bayes.cli.decisions import _carriers
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    model = dict(multi_model_draws().meta["model"], moe_form="roofline", step_form="structured")
+    assert _carriers(model, "llama-3.1-8b-instruct").startswith(
+        "the roofline verify cost (compute knee) and the tree/drafter costs")
+    assert _carriers(model, "kimi-k2.6").startswith(
+        "the roofline verify cost (distinct experts, compute knee) and")

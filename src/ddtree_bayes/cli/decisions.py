@@ -41,9 +41,20 @@ _SPEC_CARRIER = {"fraction": "the overhead fraction",
                                "distance-scaled discrepancy)"}
 
 
-def _carriers(model: dict) -> str:
-    """'the roofline verify cost (...) and the tree/drafter costs ...' for a fit's forms."""
+def _carriers(model: dict, asked: str | None = None) -> str:
+    """'the roofline verify cost (...) and the tree/drafter costs ...' for a fit's forms;
+    ``asked``: the question's model, whose card, if dense, has no experts to name (a
+    walkthrough on Gemma 3 27B read "distinct experts").
+
+    >>> _carriers({"moe_form": "roofline", "step_form": "structured"})[:56]
+    'the roofline verify cost (distinct experts, compute knee'
+    """
+    from ddtree_bayes.core.model_cards import stored_card
+
     verify = _VERIFY_CARRIER.get(model.get("moe_form", "power"), "the verify cost form")
+    card = stored_card(model, asked)
+    if card is not None and card.experts is None:
+        verify = verify.replace("distinct experts, compute knee", "compute knee")
     return f"{verify} and {_SPEC_CARRIER.get(model.get('step_form', 'fraction'), 'SPEC')}"
 def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
@@ -135,7 +146,7 @@ def cmd_optimize(args: argparse.Namespace) -> int:
                       f"step (C x M) measured on any system is {m['any_system']}")
         print(f"step: extrapolated beyond the measured C x M for budgets "
               f"{', '.join(str(r['budget']) for r in extrap)}: {where}; "
-              f"{_carriers(meta.get('model', {}))} carry the step time there.")
+              f"{_carriers(meta.get('model', {}), sc.get('model'))} carry the step time there.")
     lo_b, hi_b = c["anchored_budgets"]
     acc_x = [r for r in out["rows"] if r["accept_extrapolated"]]
     if acc_x:
