@@ -813,3 +813,31 @@ def test_a_report_of_a_stale_fit_says_so_as_predict_does(tmp_path, monkeypatch, 
     assert cli.main(["report", "--quiet"]) == 0
     assert capsys.readouterr().err == "" and made["stale"] == []
     assert "class='warning'" not in render.page(made, {})
+
+
+@pytest.mark.filterwarnings("ignore:The 'phony_dims' kwarg")   # (an h5py-written test fit)
+def test_a_fit_of_several_models_without_model_is_refused_before_the_diagnostics(
+        tmp_path, monkeypatch):
+    """A walkthrough (helper u): `report` of a fit of two models spent its diagnostics (~6 s
+    on a real fit) before refusing for want of --model. It is refused before any of it."""
+    import importlib
+
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from test_cli_support import make_point_mass_workdir, run_cli, write_point_mass_fit
+
+    render = importlib.import_module("ddtree_bayes.workflows.report.render")
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         draws=multi_model_draws(n=64), jitter=0.01)
+
+    def no_diagnostics(*args, **kwargs):
+        raise AssertionError("the diagnostics ran before the refusal")
+
+    monkeypatch.setattr(render, "compute", no_diagnostics)
+    code, out, err = run_cli(work, "report", "--quiet")
+    assert code == 2 and out == ""
+    assert err.strip().endswith("holds 2 models (kimi-k2.6, llama-3.1-8b-instruct); say which "
+                                "with --model (fix: e.g. --model kimi-k2.6)")
+    assert not (work / "reports").exists()

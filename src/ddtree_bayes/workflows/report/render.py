@@ -552,6 +552,11 @@ def write_report(fit_id: str | None = None, workdir: Path | None = None,
                                                     "text": f"fit could not be read: {err}"}}
         render_whole(summary, None, out_dir)
         raise
+    from ddtree_bayes.engine.question import default_question
+
+    # a fit of several models needs --model for its default sections: refused now, not after
+    # the seconds of diagnostics (a walkthrough waited ~6 s for it)
+    default_question(draws, model)
     summary = compute(draws, dt, seed=seed, model=model, priors_path=priors)
     summary["stale"] = stale_warnings(draws, here=workdir is None)
     render_whole(summary, draws, out_dir, dt)
