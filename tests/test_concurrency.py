@@ -937,7 +937,45 @@ def test_validate_concurrency_pools_the_converged_fits_only(tmp_path, monkeypatc
     assert (f"not counted above: rows {rows}, held out by {sglang.name}, whose refit failed its "
             "convergence gates (max R-hat 1.05 > 1.01 (x)): scored on its own line only, not "
             "pooled") in out
-    assert "crossovers shown by the sweeps: 1, predicted within one measured step: 1" in out
+    assert ("crossovers shown by the sweeps: 1, predicted within one measured step: 1 (beyond "
+            "the fitted C <= 4: 1, of them within one step: 1)") in out
+
+
+def test_crossovers_at_a_fitted_concurrency_are_counted_apart(tmp_path, monkeypatch):
+    """A held-out review (2026-12-05): the crossover tally counted a crossover the sweep shows
+    at a concurrency the fit trained on (C <= 4) as "within one step" like one it predicted:
+    11 of the recorded 21 (all right) are such, and of the 10 beyond C = 4 the fit predicted
+    7. Each crossover now says whether it lies in the fitted range, and the counts are split.
+    Stubbed: one sweep, two crossovers, at C = 4 (right) and at C = 16 (predicted C = 64,
+    two steps off)."""
+    from pathlib import Path
+
+    from ddtree_bayes.workflows import concurrency_check as CC
+    from test_json_schemas import validate_output
+
+    qwen = (Path(__file__).resolve().parents[1] / "data" / "public" / "conc"
+            / "vllm_specdec_qwen38_27b_rtx3090_syvai_conc.csv")
+
+    def refit(inputs, held, seed, settings):
+        hw = load_hardware("hardware.csv", text=inputs.hardware_csv)
+        return (object(), [], load_measurements(inputs.data_name, hw, text=inputs.data_csv),
+                None, None)
+
+    monkeypatch.setattr(CC, "refit_without", refit)
+    monkeypatch.setattr(CC, "scored_interval", lambda draws, m, rng: {
+        "measured": m.tok_s, "median": m.tok_s, "lo50": m.tok_s, "hi50": m.tok_s,
+        "lo90": m.tok_s, "hi90": m.tok_s, "percentile": 0.5})
+    grid = [1, 2, 4, 8, 16, 32, 64]
+    monkeypatch.setattr(CC, "crossovers", lambda draws, rows, seed: [
+        {"method": "mtp", "block": 3, "context_tokens": c, "grid": grid,
+         "measured_crossover": m, "predicted_crossover": p, "p_faster_than_ar": [0.5] * 7,
+         "within_one_step": abs(grid.index(m) - grid.index(p)) <= 1}
+        for c, m, p in ((0, 4, 4), (16384, 16, 64))])
+    res = CC.extrapolate_concurrency([qwen], workdir=tmp_path, progress=False)
+    assert [x["fitted_range"] for x in res["sweeps"][0]["crossovers"]] == [True, False]
+    assert (res["crossovers_shown"], res["crossovers_within_one_step"]) == (2, 1)
+    assert (res["crossovers_beyond_fit"], res["crossovers_beyond_fit_within_one_step"]) == (1, 0)
+    validate_output("validate", json.loads(json.dumps(res)))
 
 
 def test_a_step_verifying_more_tokens_than_measured_is_prior_driven_at_a_measured_c():

@@ -309,8 +309,11 @@ def render_concurrency(res: dict) -> str:
                        + (" (within one step)" if x["within_one_step"] else ""))
     out += unscored_lines(res.get("unconverged_rows", {}),   # (saved before: no key)
                           {s["sweep"]: s["failures"] for s in res["sweeps"]})
+    beyond = ("" if "crossovers_beyond_fit" not in res else   # (a saved result before it)
+              f" (beyond the fitted C <= {res['train_max']}: {res['crossovers_beyond_fit']}, of "
+              f"them within one step: {res['crossovers_beyond_fit_within_one_step']})")
     out.append(f"crossovers shown by the sweeps: {res['crossovers_shown']}, predicted within one "
-               f"measured step: {res['crossovers_within_one_step']}"
+               f"measured step: {res['crossovers_within_one_step']}{beyond}"
                + (" (of the sweeps whose fit passed its gates)"
                   if res.get("unconverged_rows") else ""))
     out.extend(f"note: {n}" for n in res["notes"])

@@ -10,7 +10,8 @@ band around the same median, pooled over the sweeps whose fit passed its converg
 (a failed fit's rows keep their sweep's own line and are named in ``unconverged_rows``). Per
 context and speculative method it also compares the crossover: the first C of the sweep at
 which speculation is measured slower than AR, against the first at which the fit's P(faster
-than AR) falls below 0.5 (counted over the converged fits too).
+than AR) falls below 0.5 (counted over the converged fits too; those the sweep shows at a
+fitted C, in the training rows, apart: ``crossovers_beyond_fit``).
 
 Rows whose speculative configuration has no verify tokens (a page that does not say the
 draft depth) are skipped; a sweep whose model has no card is skipped and said.
@@ -160,7 +161,12 @@ def check_sweep(sweep: Sweep, priors_toml: str, hardware_csv: str, card_text: di
     out = {"sweep": sweep.path.name, "skipped_rows": sweep.skipped, "converged": not failures,
            "failures": failures, "train_max": train_max,
            "trained_rows": len(data.rows) - len(held), "seconds": time.perf_counter() - t0,
-           "crossovers": crossovers(draws, list(data.rows), seed), "rows": rows}
+           "crossovers": [
+               # (a crossover the sweep shows at a fitted C is in the training rows: counted
+               # apart from those the fit had to predict)
+               {**x, "fitted_range": x["measured_crossover"] is not None
+                and x["measured_crossover"] <= train_max}
+               for x in crossovers(draws, list(data.rows), seed)], "rows": rows}
     if rows:
         out.update(summary(rows))
     return out
@@ -241,4 +247,7 @@ def extrapolate_concurrency(files: list[Path] | None = None,
             "seconds": time.perf_counter() - t0, "sweeps": sweeps, "notes": notes,
             "pooled": summary(scored) if scored else None, "unconverged_rows": unconverged,
             "crossovers_shown": len(cross),
-            "crossovers_within_one_step": sum(x["within_one_step"] for x in cross)}
+            "crossovers_within_one_step": sum(x["within_one_step"] for x in cross),
+            "crossovers_beyond_fit": sum(not x["fitted_range"] for x in cross),
+            "crossovers_beyond_fit_within_one_step": sum(
+                x["within_one_step"] for x in cross if not x["fitted_range"])}
