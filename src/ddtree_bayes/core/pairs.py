@@ -61,15 +61,15 @@ def split_label(label: str) -> tuple[str | None, str, int]:
 PCIE_RE = re.compile(r"\bpci", re.IGNORECASE)
 #: An interconnect text that names an NVLink-class fabric (NVLink, NVSwitch, AMD Infinity
 #: Fabric / xGMI), tested second: "NVLink Gen5" is a fabric.
-FABRIC_RE = re.compile(r"nvlink|nvswitch|infinity[\s_-]*fabric|xgmi", re.IGNORECASE)
+FABRIC_RE = re.compile(r"nvlink|nvswitch|infinity[\s_-]*fabric|xgmi|\bici\b", re.IGNORECASE)
 #: A bare PCIe generation ("Gen5 x16"), tested last.
 GEN_RE = re.compile(r"\bgen\s*\d", re.IGNORECASE)
 
 
 #: The fix of an interconnect text :func:`link_class` cannot read.
 LINK_FIX = ("write e.g. 'PCIe Gen5' (a card without NVLink, also alone), 'NVLink4 0.9 TB/s' or "
-            "'Infinity Fabric': the all-reduce cost and the system a prediction transfers from "
-            "depend on it")
+            "'Infinity Fabric' (a TPU's 'ICI'): the all-reduce cost and the system a prediction "
+            "transfers from depend on it")
 
 
 def link_class(interconnect: str) -> str | None:
@@ -79,6 +79,8 @@ def link_class(interconnect: str) -> str | None:
     ...                          "NVLink bridge; PCIe Gen5", "NVLink Gen5", "Infinity Fabric",
     ...                          "Ethernet", "")]
     ['pcie', 'pcie', 'pcie', 'fabric', 'pcie', 'fabric', 'fabric', None, None]
+    >>> link_class("ICI 1.2 TB/s (TPU inter-chip)"), link_class("Bicycle")   # TPU's fabric
+    ('fabric', None)
     """
     if PCIE_RE.search(interconnect):
         return "pcie"
