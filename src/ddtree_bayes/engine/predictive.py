@@ -112,7 +112,8 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     if found is None:
         return parts, how + other_engines_ar(draws, sc)
     shift, distance, label = found
-    own = at_measured_configuration(draws, sc)
+    # the measured deployment's own error is known at any context and concurrency of it
+    own = carries_own_error(draws, sc)
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
     passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
@@ -196,7 +197,8 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     if found is None:
         return None
     rows, distance, d_c, label, ctx = found
-    at_itself = is_itself(sc, rows[0], ctx)
+    # (its own error too when the query is the measured deployment: at_itself in the draws)
+    at_itself = same_deployment(sc, rows[0])
     # (keyed by the anchor's own concurrency and context: queries anchored to one
     # configuration share its draws; for an anchor at the query's C and context, the key every
     # earlier answer was drawn with)
@@ -217,6 +219,27 @@ def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
         return False
     found = _nearest_measured(draws, sc)
     return found is not None and is_itself(sc, found[0][0], found[4])
+
+
+def carries_own_error(draws: Fit, sc: Scenario) -> bool:
+    """Whether ``sc``'s anchor carries its configuration's own error (config_sd) besides the
+    structural discrepancy: the query is the measured deployment (:func:`same_deployment`) at
+    any context and concurrency. False in the fraction form."""
+    if "structure_sd" not in draws.variables or not sc.measured:
+        return False
+    found = _nearest_measured(draws, sc)
+    return found is not None and same_deployment(sc, found[0][0])
+
+
+def same_deployment(sc: Scenario, row) -> bool:
+    """Is the measured ``row`` (of the query's system, engine and method) the deployment
+    ``sc`` asks, at whatever context and concurrency: the same draft shape (block, budget,
+    verify tokens)? Its own error (config_sd: the engine build, the harness, what the
+    structural step does not describe of that deployment) is then the query's too. Carried at
+    the configuration itself only, one token more context or a second stream dropped it and
+    could come out faster (Kimi K2.6 AR on 8x H200 in the public corpus: 63.15 tok/s at
+    context 0, 63.79 at 512)."""
+    return (row.block, row.budget, row.verify_tokens) == (sc.block, sc.budget, sc.verify_tokens)
 
 
 def is_itself(sc: Scenario, row, context: float | None = None) -> bool:
@@ -264,8 +287,9 @@ def scenario_key(sc: Scenario) -> str:
 def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
                        rng: np.random.Generator) -> np.ndarray:
     """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
-    posterior (:func:`anchor_shift`); asked at that configuration itself (``at_itself``),
-    its own error ``config_sd`` too (a new run shares it with the rows). Each configuration
+    posterior (:func:`anchor_shift`); asked of that deployment (``at_itself``: the configuration
+    itself, or it at another context or concurrency, :func:`same_deployment`), its own error
+    ``config_sd`` too (a new run shares it with the rows). Each configuration
     draws with a generator of its own (``rng``, :func:`keyed_rng`): the likelihood makes their
     discrepancies independent given the parameters, so two anchored answers (a tree and AR,
     say) must not share one."""
@@ -277,7 +301,7 @@ def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
     run, own = scatter_parts(v)
     a = (v["structure_sd"] * d_c) ** 2
     total = a + np.asarray(own) ** 2 + np.asarray(run) ** 2 / n
-    if at_itself:   # the configuration itself: its own error is shared with its rows too
+    if at_itself:   # the deployment measured: its own error is shared with its rows too
         a = a + np.asarray(own) ** 2
     mean = a / total * resid
     var = np.maximum(a - a ** 2 / total, 0.0)
