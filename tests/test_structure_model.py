@@ -308,6 +308,39 @@ def test_the_measured_deployment_carries_its_own_error_to_other_contexts_and_str
         np.sqrt(0.03 ** 2 + (0.06 * doublings) ** 2 + (0.04 * distance) ** 2))
 
 
+def test_more_streams_of_a_measured_deployment_stay_anchored_to_it():
+    """The anchor was the measured configuration nearest in C x M, of any draft shape: on the
+    public corpus Qwen3.8-27B MTP k=2 in vLLM on one RTX PRO 6000 Max-Q (measured 96.1 tok/s
+    at accept 2.18, M = 3) gave 134.46 tok/s per user at C = 1 and 135.88 at C = 2, whose
+    C x M = 6 sat nearer the k=4 row (M = 5, 116.3 at 2.68, faster than the model) than its
+    own. A question of a deployment the fit measured (its draft shape) is anchored to it at
+    any concurrency, its own error carried: here DDTree budget 8 at C = 2 (C x M = 18) to the
+    measured budget 8 (M = 9), not to a budget-16 row (M = 17) measured faster than the model;
+    each draw the measured configuration's anchored step times the structural ratio."""
+    draws = structured_point_mass(run_sd=0.03, config_sd=0.02)
+    row = "kimi-k2.6,b300,8,sglang,ddtree,16,16,17,6.0,,560,test,\n"
+    draws = dataclasses.replace(draws, data_csv=draws.data_csv + row, memo={})
+
+    def asked(block, budget, c):
+        return P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                  method="ddtree", block=block, budget=budget,
+                                  verify_tokens=None, context_tokens=0.0, concurrency=c)
+
+    def step(sc, anchor=True):
+        return P.step_components(draws, sc, np.random.default_rng(0), anchor=anchor)
+
+    one, two = asked(8, 8, 1), asked(8, 8, 2)
+    parts, how = step(two)
+    assert "anchored to the measured ddtree budget 8 (M = 9, C = 1, 1 row)" in how, how
+    ratio = step(two, False)[0]["step"] / step(one, False)[0]["step"]
+    assert parts["step"] == pytest.approx(step(one)[0]["step"] * ratio, rel=1e-9)
+    # (the budget-16 row is still its own question's anchor, and a budget 32's: not budget 8's)
+    assert step(asked(16, 16, 1))[1].endswith(
+        "anchored to the measured ddtree budget 16 (M = 17, 1 row)")
+    assert step(asked(16, 32, 1))[1].endswith(
+        "anchored to the measured ddtree budget 16 (M = 17, 1 row)")
+
+
 def test_predict_structured_step_by_hand():
     draws = structured_point_mass()
     sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
