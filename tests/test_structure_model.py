@@ -975,3 +975,39 @@ def test_two_single_gpus_take_no_interconnect_factor():
     (one, how), (other, _) = h200(1.4), h200(1.0)
     assert one["step"][0] == pytest.approx(other["step"][0])
     assert "transferred from rtx-3090x1 (one GPU each, no interconnect factor" in how
+
+
+def test_between_two_measured_contexts_the_anchor_is_interpolated():
+    """h6's property tests (2026-12-05): between two measured contexts a question was anchored
+    to the nearer one's residual, so the answer jumped at the midpoint (the public corpus:
+    Qwen3.5-397B AR on 4x RTX PRO 6000 Server, 75.07 tok/s at 98304 tokens, 76.55 at 98305,
+    faster than at 131072). Here the structured point mass (4000 draws, run sd 0.02, structure
+    sd 0.05) with SGLang AR on 8x B300 measured at context 0 (133 tok/s) and at 65536 (150,
+    far above the model's step there): before, 117.96 tok/s at 32767 and 164.5 at 32769; now
+    the two anchors are interpolated linearly in context, drawn from one stream, so the
+    answer is continuous (32767 and 32769 within 0.1%) and equals each end's at the measured
+    contexts themselves."""
+    from ddtree_bayes.engine.question import Flags, resolve
+    from test_engine_effects import structured_engine_fit
+
+    d = structured_engine_fit(4000)
+    d.variables["noise_sd"] = np.full(d.n_draws, 0.02)
+    d.variables["structure_sd"] = np.full(d.n_draws, 0.05)
+    ar = next(ln for ln in d.data_csv.splitlines()
+              if ln.startswith("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,"))
+    d = d.view(data_csv=d.data_csv + ar.replace(",,133,", ",65536,150,", 1) + "\n")
+
+    def at(context):
+        q = resolve(d, Flags(engines=("sglang",), method="ar", context=str(context), accept="1"))
+        with np.errstate(all="ignore"):
+            return P.predict_rows(d, q)[0]
+
+    left, right = at(32767), at(32769)
+    assert right["median"] == pytest.approx(left["median"], rel=1e-3)
+    assert "interpolated in context" in left["overhead_from"]
+    assert "at context 0) and ar (M = 1, 1 row, at context 65536)" in left["overhead_from"]
+    assert "interpolated" not in at(65536)["overhead_from"]   # (a measured context: itself)
+    assert "interpolated" not in at(70000)["overhead_from"]   # (outside: the nearest)
+    # halfway, the shift is the two anchors' mean: between the two ends' answers
+    ends = sorted((at(0)["median"], at(65536)["median"]))
+    assert ends[0] < at(32768)["median"] < ends[1]

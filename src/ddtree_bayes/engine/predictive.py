@@ -193,10 +193,33 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     unchanged."""
     if not sc.measured:
         return None
+    bracket = _bracketing_contexts(draws, sc)
+    if bracket is not None:
+        # between two measured contexts: each one's anchor, interpolated linearly in context,
+        # drawn from one shared stream (the two deviations of one deployment move together).
+        # The nearer one's alone made the answer jump at the midpoint, a token more context
+        # faster (Qwen3.5-397B AR on 4x RTX PRO 6000 Server, measured at 65536 and 131072:
+        # 75.07 tok/s at 98304, 76.55 at 98305)
+        lo, hi = bracket
+        w = (sc.context_tokens - lo) / (hi - lo)
+        ends = [_nearest_measured(draws, sc, at_context=c) for c in bracket]
+        shifts = [_anchor_draws(draws, sc, found, shared=bracket) for found in ends
+                  if found is not None]
+        if len(shifts) == 2 and ends[0] is not None and ends[1] is not None:
+            return ((1.0 - w) * shifts[0] + w * shifts[1],
+                    (1.0 - w) * ends[0][1] + w * ends[1][1],
+                    f"{ends[0][3]} and {ends[1][3]}, interpolated in context")
     found = _nearest_measured(draws, sc)
     if found is None:
         return None
-    rows, distance, d_c, label, ctx = found
+    return _anchor_draws(draws, sc, found), found[1], found[3]
+
+
+def _anchor_draws(draws: Fit, sc: Scenario, found, shared: tuple | None = None) -> np.ndarray:
+    """(draws,) the discrepancy of the measured configuration ``found``
+    (:func:`_nearest_measured`) as :func:`anchor_shift` carries it; ``shared``: the two
+    contexts of a bracket, whose two anchors draw from one stream keyed by it."""
+    rows, _, d_c, _, ctx = found
     # (its own error too when the query is the measured deployment: at_itself in the draws)
     at_itself = same_deployment(sc, rows[0])
     # (keyed by the anchor's own concurrency and context: queries anchored to one
@@ -204,12 +227,28 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     # earlier answer was drawn with)
     config = (sc.pair, sc.engine, sc.method, rows[0].concurrency, ctx,
               rows[0].block, rows[0].budget, rows[0].verify_tokens, at_itself)
+    stream = config if shared is None else (sc.pair, sc.engine, sc.method, rows[0].concurrency,
+                                            shared, rows[0].block, rows[0].budget,
+                                            rows[0].verify_tokens, at_itself)
     cache = draws.memo.setdefault("anchor_shift", {})
-    key = (tuple(draws.meta.get("held_out_rows", ())), *config)
+    key = (tuple(draws.meta.get("held_out_rows", ())), *config, shared)
     if key not in cache:
         cache[key] = _drawn_discrepancy(draws, rows, d_c, at_itself,
-                                        keyed_rng(ANCHOR_SEED, repr(config)))
-    return cache[key], distance, label
+                                        keyed_rng(ANCHOR_SEED, repr(stream)))
+    return cache[key]
+
+
+def _bracketing_contexts(draws: Fit, sc: Scenario) -> tuple[float, float] | None:
+    """The measured contexts just below and above ``sc``'s, of its system, engine and method
+    (configurations with accept_len the fit learned from), when it lies strictly between two;
+    else None (at a measured context, or outside them: the nearest one anchors)."""
+    groups = _anchor_candidates(draws)
+    measured = sorted({k[3] for k in groups if k[:3] == (sc.pair, sc.engine, sc.method)})
+    below = [c for c in measured if c < sc.context_tokens]
+    above = [c for c in measured if c > sc.context_tokens]
+    if sc.context_tokens in measured or not below or not above:
+        return None
+    return below[-1], above[0]
 
 
 def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
@@ -315,15 +354,10 @@ def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
 ANCHOR_SEED = 20261202
 
 
-def _nearest_measured(draws: Fit, sc: Scenario):
-    """(rows of the nearest measured configuration, the query's distance from it, that
-    configuration's distance from the other ones on its system, its label, its context), or
-    None. The configurations at the query's context, or with none there the nearest measured
-    context's (of equal distances): a configuration measured at one context only was anchored
-    there and answered by the structural step elsewhere, so a longer context could come out
-    faster (DeepSeek-R1 AR on 8x B200: 114 tok/s at its measured 1024 tokens, 116 at 2048)."""
-    model = draws.meta["model"]
-    default_ctx = model["default_context_tokens"]
+def _anchor_candidates(draws: Fit) -> dict:
+    """Every measured configuration with accept_len the fit learned from, by (pair, engine,
+    method, context): {(C, block, budget, verify tokens): rows}."""
+    default_ctx = draws.meta["model"]["default_context_tokens"]
     held = tuple(draws.meta.get("held_out_rows", ()))
     memo = draws.memo.setdefault("anchor_candidates", {})
     groups = memo.get(held)
@@ -337,7 +371,20 @@ def _nearest_measured(draws: Fit, sc: Scenario):
             groups.setdefault(key, {}).setdefault(
                 (r.concurrency, r.block, r.budget, r.verify_tokens), []).append(r)
         memo[held] = groups
-    ctx = sc.context_tokens
+    return groups
+
+
+def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None):
+    """(rows of the nearest measured configuration, the query's distance from it, that
+    configuration's distance from the other ones on its system, its label, its context), or
+    None. The configurations at the query's context (``at_context``: at that measured one),
+    or with none there the nearest measured context's (of equal distances): a configuration
+    measured at one context only was anchored there and answered by the structural step
+    elsewhere, so a longer context could come out faster (DeepSeek-R1 AR on 8x B200: 114 tok/s
+    at its measured 1024 tokens, 116 at 2048)."""
+    model = draws.meta["model"]
+    groups = _anchor_candidates(draws)
+    ctx = sc.context_tokens if at_context is None else at_context
     if (sc.pair, sc.engine, sc.method, ctx) not in groups:
         measured = [k[3] for k in groups if k[:3] == (sc.pair, sc.engine, sc.method)]
         if not measured:
