@@ -118,21 +118,20 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     methods=methods, declared=declared, create=create,
                                     known=known, default_context=blank_context)
     else:
+        from ddtree_bayes.core.data import AR_METHOD
+
+        if args.method == AR_METHOD and args.accept is None:
+            args.accept = "1"   # (the only acceptance an autoregressive step has)
         missing = [f"--{f.replace('_', '-')}" for f in ("hardware", "engine", "method", "accept",
                                                         "tok_s", "source")
                    if getattr(args, f) is None]
         if missing:
-            from ddtree_bayes.core.data import AR_METHOD
-
-            # (--accept infer is refused for ar: naming it there led to a second error)
-            hint = ("--accept 1: autoregressive decoding emits 1 token per step"
-                    if args.method == AR_METHOD else
-                    "--accept infer when the run did not report its acceptance")
+            # (--accept infer is refused for ar, whose acceptance is 1 without the flag)
+            hint = ("" if args.method == AR_METHOD else
+                    " (--accept infer when the run did not report its acceptance)")
             raise InputError(f"missing {', '.join(missing)}",
-                             fix=f"give {hint}" if missing == ["--accept"]
-                             and args.method == AR_METHOD else
-                             f"give the measured configuration and result ({hint}), or "
-                             "--from FILE.csv")
+                             fix=f"give the measured configuration and result{hint}, or "
+                                 "--from FILE.csv")
         values: dict[str, str | None] = {
             "model": args.model, "hardware": args.hardware, "gpus": args.gpus,
             "engine": args.engine, "method": args.method, "block": args.block or "",
@@ -269,10 +268,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "else block+1)")
     a.add_argument("--accept",
                    help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
-                        "column (required; 1 for ar; with --from-bench only when the file has "
-                        "no acceptance length). 'infer' leaves it blank for a speculative run "
-                        "that did not report it: the fit infers one acceptance per (model, "
-                        "method, block, budget) from such rows")
+                        "column (required, but 1 and the default for ar; with --from-bench "
+                        "only when the file has no acceptance length). 'infer' leaves it "
+                        "blank for a speculative run that did not report it: the fit infers "
+                        "one acceptance per (model, method, block, budget) from such rows")
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
                         "context; with --from-bench: the file's input length)")
