@@ -61,32 +61,10 @@ def _structured(n: int):
     """tests/test_engine_effects.py's structured point mass with engine effects (one measured
     group, b300x8/sglang/ddtree), with a discrepancy and repeated-run scatter: structure_sd
     0.04, run_sd 0.03, config_sd 0.02."""
-    import dataclasses
+    from test_engine_effects import structured_engine_fit
 
-    from ddtree_bayes.core.drafters import PassRoofline, load_drafter_cards
-    from ddtree_bayes.core.model_cards import load_model_cards
-    from ddtree_bayes.core.paths import bundled
-    from ddtree_bayes.engine.testing import point_mass_draws
-
-    cards = load_model_cards(bundled("models.csv"))
-    draws = point_mass_draws(
-        n=n, moe_form="roofline", moe_distinct_exponent=[0.5], compute_tok_ratio=[0.01],
-        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
-        spec_fixed_log_mu=0.0, spec_pass_log_mu=0.7, spec_tree_log_mu=-4.6,
-        spec_fixed_log_sd=0.0, spec_pass_log_sd=0.0, spec_tree_log_sd=0.0,
-        spec_fixed_engine=[0.4], spec_pass_engine=[-0.2], spec_tree_engine=[0.1],
-        spec_fixed_engine_sd=1.0, spec_pass_engine_sd=0.5, spec_tree_engine_sd=0.5,
-        structure_sd=0.04, run_sd=0.03, config_sd=0.02, noise_sd=0.036)
-    drafters = load_drafter_cards(bundled("drafters.csv"))
-    draws.meta["model"].update({
-        "step_form": "structured", "knee": 3.0, "card": dataclasses.asdict(cards["kimi-k2.6"]),
-        "methods": {"ddtree": {"passes": 1, "tree": True},
-                    "eagle3": {"passes": "block", "tree": "auto"}},
-        "engines": ["sglang"], "group_engine": [0], "group_system": [0],
-        "drafter_cards": [dict(dataclasses.asdict(d), methods=list(d.methods)) for d in drafters],
-        "pass_roofline": dataclasses.asdict(PassRoofline())})
-    draws.meta["coords"]["engine"] = ["sglang"]
-    return draws
+    return structured_engine_fit(n, structure_sd=0.04, run_sd=0.03, config_sd=0.02,
+                                 noise_sd=0.036)
 
 
 def _fixtures():

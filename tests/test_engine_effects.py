@@ -146,21 +146,21 @@ def test_pass_roofline_by_hand():
     assert ms_b == pytest.approx(6 * 32.0 / 61 * 0.5 / 3.35, rel=1e-12)   # 5 layers + head
 
 
-def structured_engine_fit(n: int = 4):
+def structured_engine_fit(n: int = 4, **overrides):
     """The point mass on B300 (Kimi K2.6's card) in the structured form with engine effects:
     one measured group, b300x8/sglang/ddtree, whose engine sglang has log effects (fixed,
     pass, tree) = (0.4, -0.2, 0.1); population means mu = (0.0, 0.7, -4.6), spreads 0."""
     from ddtree_bayes.engine.testing import point_mass_draws
 
     cards = load_model_cards(bundled("models.csv"))
-    draws = point_mass_draws(
-        n=n, moe_form="roofline", moe_distinct_exponent=[0.5], compute_tok_ratio=[0.01],
-        spec_fixed_ratio=[0.05], spec_pass_ratio=[0.1], spec_tree_ratio=[0.002],
-        spec_fixed_log_mu=0.0, spec_pass_log_mu=0.7, spec_tree_log_mu=-4.6,
-        spec_fixed_log_sd=0.0, spec_pass_log_sd=0.0, spec_tree_log_sd=0.0,
-        spec_fixed_engine=[0.4], spec_pass_engine=[-0.2], spec_tree_engine=[0.1],
-        spec_fixed_engine_sd=1.0, spec_pass_engine_sd=0.5, spec_tree_engine_sd=0.5,
-        structure_sd=0.0, noise_sd=0.0)
+    draws = point_mass_draws(n=n, moe_form="roofline", **{
+        "moe_distinct_exponent": [0.5], "compute_tok_ratio": [0.01],
+        "spec_fixed_ratio": [0.05], "spec_pass_ratio": [0.1], "spec_tree_ratio": [0.002],
+        "spec_fixed_log_mu": 0.0, "spec_pass_log_mu": 0.7, "spec_tree_log_mu": -4.6,
+        "spec_fixed_log_sd": 0.0, "spec_pass_log_sd": 0.0, "spec_tree_log_sd": 0.0,
+        "spec_fixed_engine": [0.4], "spec_pass_engine": [-0.2], "spec_tree_engine": [0.1],
+        "spec_fixed_engine_sd": 1.0, "spec_pass_engine_sd": 0.5, "spec_tree_engine_sd": 0.5,
+        "structure_sd": 0.0, "noise_sd": 0.0, **overrides})
     drafters = load_drafter_cards(bundled("drafters.csv"))
     draws.meta["model"].update({
         "step_form": "structured", "knee": 3.0, "card": dataclasses.asdict(cards["kimi-k2.6"]),
