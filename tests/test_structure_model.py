@@ -1011,3 +1011,42 @@ def test_between_two_measured_contexts_the_anchor_is_interpolated():
     # halfway, the shift is the two anchors' mean: between the two ends' answers
     ends = sorted((at(0)["median"], at(65536)["median"]))
     assert ends[0] < at(32768)["median"] < ends[1]
+
+
+@pytest.mark.parametrize("other_at, own_also_at", [(65536, None), (65536, 131072)])
+def test_a_measured_deployment_is_not_interpolated_with_another_shape(other_at, own_also_at):
+    """The context bracket took the measured contexts of any draft shape, so a question of a
+    measured deployment was interpolated between its own row and another shape's: DDTree
+    budget 8 (measured at context 0, with run_sd 0.03 and config_sd 0.02) and a budget-16 row
+    at 65536 gave log_sd 0.0326 at 32768 and 0.0382 at 32769 (its own error dropped past the
+    midpoint), and with budget 8 measured at 131072 too, at 65536 it was anchored to the
+    budget-16 row alone (log_sd 0.0441). The contexts of the query's own deployment, when it
+    has any, are the ones it is anchored and bracketed by: at distance 0 its log_sd is run_sd
+    alone (0.03) everywhere, and measured at one context only, each draw's step is the
+    measured one's times the structural step's ratio."""
+    draws = structured_point_mass(run_sd=0.03, config_sd=0.02)
+    extra = f"kimi-k2.6,b300,8,sglang,ddtree,16,16,17,6.0,{other_at},300,test,\n"
+    if own_also_at is not None:
+        extra += f"kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,{own_also_at},150,test,\n"
+    draws = dataclasses.replace(draws, data_csv=draws.data_csv + extra, memo={})
+
+    def asked(ctx):
+        return P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                  method="ddtree", block=8, budget=8, verify_tokens=None,
+                                  context_tokens=ctx)
+
+    def step(ctx, anchor=True):
+        return P.step_components(draws, asked(ctx), np.random.default_rng(0), anchor=anchor)
+
+    itself = step(0.0)[0]["step"]
+    for ctx in (32768.0, 32769.0, 65535.0, 65536.0, 98304.0):
+        parts, how = step(ctx)
+        assert "budget 16" not in how, (ctx, how)
+        assert P.carries_own_error(draws, asked(ctx)), ctx
+        assert parts["log_sd"] == pytest.approx(np.full(draws.n_draws, 0.03)), ctx
+        if own_also_at is None:   # its one measured context anchors it everywhere
+            ratio = step(ctx, False)[0]["step"] / step(0.0, False)[0]["step"]
+            assert parts["step"] == pytest.approx(itself * ratio, rel=1e-9), ctx
+            assert "(M = 9, 1 row, at context 0)" in how, how
+        else:
+            assert "interpolated in context" in how, how

@@ -242,13 +242,26 @@ def _bracketing_contexts(draws: Fit, sc: Scenario) -> tuple[float, float] | None
     """The measured contexts just below and above ``sc``'s, of its system, engine and method
     (configurations with accept_len the fit learned from), when it lies strictly between two;
     else None (at a measured context, or outside them: the nearest one anchors)."""
-    groups = _anchor_candidates(draws)
-    measured = sorted({k[3] for k in groups if k[:3] == (sc.pair, sc.engine, sc.method)})
+    measured = sorted(_anchor_contexts(draws, sc))
     below = [c for c in measured if c < sc.context_tokens]
     above = [c for c in measured if c > sc.context_tokens]
     if sc.context_tokens in measured or not below or not above:
         return None
     return below[-1], above[0]
+
+
+def _anchor_contexts(draws: Fit, sc: Scenario) -> set[float]:
+    """The measured contexts that may anchor ``sc`` (:func:`_anchor_candidates` of its system,
+    engine and method): those holding its own deployment (:func:`same_deployment`, at any C)
+    when any does, else all. Of any shape, a budget-8 tree measured at context 0 with a
+    budget-16 row at 65536 was interpolated between the two, its own error dropped past the
+    midpoint (log_sd 0.0326 at 32768, 0.0382 at 32769), and with budget 8 measured at 131072
+    too it was anchored at 65536 to the budget-16 row alone."""
+    groups = _anchor_candidates(draws)
+    keys = [k for k in groups if k[:3] == (sc.pair, sc.engine, sc.method)]
+    own = {k[3] for k in keys
+           if any(c[1:] == (sc.block, sc.budget, sc.verify_tokens) for c in groups[k])}
+    return own or {k[3] for k in keys}
 
 
 def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
@@ -385,8 +398,9 @@ def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None)
     model = draws.meta["model"]
     groups = _anchor_candidates(draws)
     ctx = sc.context_tokens if at_context is None else at_context
-    if (sc.pair, sc.engine, sc.method, ctx) not in groups:
-        measured = [k[3] for k in groups if k[:3] == (sc.pair, sc.engine, sc.method)]
+    # (of the contexts its own deployment was measured at, when any: _anchor_contexts)
+    measured = _anchor_contexts(draws, sc)
+    if ctx not in measured:
         if not measured:
             return None
         ctx = min(measured, key=lambda c: (abs(c - sc.context_tokens), c))
