@@ -810,6 +810,29 @@ def test_what_a_phi3_card_cannot_represent_is_refused_naming_the_field(change, f
     assert "\n" not in message and "(fix: " in message
 
 
+def test_a_mistral_window_under_its_context_is_refused_as_phi3s_is():
+    """A GGUF review (h5, 2026-12-05): a `mistral` config with sliding_window 4096 under its
+    32768-token context (Mistral-7B-v0.1) was carded as full attention, so its KV cache was
+    counted growing with the whole context (8x too big at 32k). Phi-3 refused the same case;
+    every llama-like family now does, naming the field. A window off (Qwen2.5's
+    use_sliding_window false), absent (Mistral v0.2+: null) or not below the context bounds
+    nothing and is carded as before."""
+    llama, _ = read_config(FIX / "llama-3.1-8b")
+    mistral = {**llama, "model_type": "mistral", "max_position_embeddings": 32768}
+    with pytest.raises(InputError) as info:
+        shape_from_config({**mistral, "sliding_window": 4096}, "m/config.json")
+    message = str(info.value)
+    assert message.startswith("m/config.json, column 'sliding_window': sliding_window 4096 is "
+                              "below max_position_embeddings 32768: every layer would cache a "
+                              "4096-token window")
+    assert "\n" not in message and "(fix: " in message
+    full = shape_from_config({**mistral, "sliding_window": None}, "m/config.json")
+    assert shape_from_config({**mistral, "sliding_window": 32768}, "m/config.json"
+                             ).kv_bytes_per_token == full.kv_bytes_per_token == 131072
+    qwen, _ = read_config(FIX / "qwen2.5-7b")   # (use_sliding_window false: no window)
+    shape_from_config({**qwen, "sliding_window": 4096}, "q/config.json")
+
+
 def _shape_and_scheme(name: str):
     cfg, _ = read_config(FIX / name)
     return shape_from_config(cfg, name), scheme_from_config(cfg, name)

@@ -206,7 +206,8 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     defaulted = {k: v for k, v in FAMILY_DEFAULTS.get(family, {}).items() if cfg.get(k) is None}
     cfg = {**cfg, **defaulted}
     c = HFConfig(cfg, where)
-    fused_notes = fused_family_checks(c, where) if family in FUSED else []
+    fused_notes = (fused_family_checks(c, where) if family in FUSED else
+                   window_checks(c, where) if family in LLAMA_LIKE else [])
     if family == "minimax_m2":
         fused_notes = minimax_checks(c, where)
     vocab, hidden, layers = c.whole("vocab_size"), c.whole("hidden_size"), c.whole("num_hidden_layers")
@@ -274,6 +275,18 @@ def fused_family_checks(c: HFConfig, where: str) -> list[str]:
                              "Phi3MLP) carry no bias", file=where, column=key,
                              fix="pass the model's own config.json, or write the card's row by "
                                  "hand (docs/cli.md, card add)")
+    return window_checks(c, where)
+
+
+def window_checks(c: HFConfig, where: str) -> list[str]:
+    """A ``sliding_window`` below ``max_position_embeddings`` on a family whose every layer
+    slides (Phi-3-mini-4k's 2047 of 4096; a ``mistral`` config's 4096 of 32768, Mistral-7B-v0.1):
+    refused, naming the field, since the card's kv_bytes_per_token (the cache that grows with
+    the context) cannot say a window; a Mistral one was carded as full attention, its cache
+    counted 8x too big at 32k. A window switched off (Qwen2's ``use_sliding_window`` false),
+    absent, or at or above the context bounds nothing: a note at most."""
+    if c.cfg.get("model_type") in ("qwen2", "qwen3") and not c.flag("use_sliding_window"):
+        return []
     window = c.optional("sliding_window")
     if not window:
         return []
