@@ -331,6 +331,27 @@ def test_an_unknown_drafter_is_sent_to_a_card_add_that_can_make_it(tmp_path, mon
     assert "ddtree-bayes card add" not in ddtree and "data/drafters.csv" in ddtree
 
 
+def test_an_unknown_drafter_names_the_card_it_is_one_typo_from(tmp_path, monkeypatch):
+    """A docs review (h7, 2026-12-05): `predict --drafter` of a name one letter or one case
+    off a known card said "no drafter card" and sent the user to write one. The closest known
+    card is named first; a name close to none still gets the card-add fix alone."""
+    from ddtree_bayes.core.errors import QueryError
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    draws = structured_engine_fit()
+    monkeypatch.chdir(tmp_path)
+
+    def fix(name: str) -> str:
+        with pytest.raises(QueryError) as info:
+            resolve(draws, Flags(accept="2", engines=("sglang",), method="eagle3", block=3,
+                                 drafter=name))
+        return str(info.value).split("(fix: ", 1)[1]
+
+    assert fix("yuhuili/EAGLE3-LLaMA3.1-Instruct-8b").startswith(
+        "did you mean 'yuhuili/EAGLE3-LLaMA3.1-Instruct-8B'? ")
+    assert not fix("nope").startswith("did you mean")
+
+
 def test_a_measured_group_extrapolates_around_its_own_mean():
     """A group measured at one tree budget: the nodes beyond it cost the group's own per-node
     ratio drawn around its mean (spec_tree_mean), not the population's."""

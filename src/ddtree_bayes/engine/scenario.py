@@ -28,7 +28,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.drafters import DrafterCard
-from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError
+from ddtree_bayes.core.errors import QueryError, StaleArtifactError, UnconvergedError, closest
 from ddtree_bayes.core.methods import (
     AcceptLimit,
     always_tree,
@@ -1193,8 +1193,13 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
                f"`ddtree-bayes card add --hf-config DRAFT/config.json --target {target}` (or "
                "--gguf DRAFT.gguf)" if sc.method == "draft-model" else
                "a row of data/drafters.csv by hand (docs/cli.md, card add)")
+        # a name one case or letter off a known card: that card first
+        lower = {c.lower(): c for c in cards}
+        close = ([lower[name.lower()]] if name.lower() in lower else
+                 [lower[c] for c in closest(name.lower(), lower, n=1)])
+        said = f"did you mean {close[0]!r}? " if close else ""
         raise QueryError(prefix + f"no drafter card {name!r}",
-                         fix=(f"use one of {', '.join(fits)}, or a" if fits else "a")
+                         fix=said + (f"use one of {', '.join(fits)}, or a" if fits else "a")
                          + f"dd its card: {how}")
     if sc.method not in card.methods:
         raise QueryError(prefix + f"drafter {name!r} serves {', '.join(card.methods)}, not "
