@@ -231,6 +231,12 @@ def cmd_update(args: argparse.Namespace) -> int:
     measurements, cfg, hardware_text = inputs.measurements, inputs.priors, inputs.hardware.text
     stored = previous.measurements
     added, removed = living.changed_rows(stored, measurements)
+    from ddtree_bayes.engine.target_models import is_multi
+
+    if is_multi(previous) or measurements.multi_model:
+        # a fit of several models: the default question of each model the changed rows
+        # measure, not the project's first model's (unchanged when no row changed)
+        tracked = living.for_models(tracked, [r.model for r in (*added, *removed)])
     inputs_hash = inference.inputs_sha256(measurements, cfg, hardware_text)
     seed = args.seed if args.seed is not None else int(previous.meta.get("seed", DEFAULT_SEED))
     scores = living.score_rows(previous, added, seed)

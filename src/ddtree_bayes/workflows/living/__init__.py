@@ -45,6 +45,7 @@ from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     Tracked,
     check_accept_limit,
     compare_queries,
+    for_models,
     format_change,
     load_tracked,
     normalize_query,

@@ -92,6 +92,24 @@ def load_tracked(models: Path, *, include_default: bool = True) -> list[Tracked]
     return default + saved
 
 
+def for_models(tracked: list[Tracked], models: list[str]) -> list[Tracked]:
+    """``tracked`` with its built-in default query asked of each of ``models`` in turn, in
+    place of the project's model (:func:`project_model`): ``update`` of a fit of several models
+    asks the default question of the models its new (or removed) rows measure, so a row of the
+    second model shows how that model's answer moved, not the first's. No ``models``: as it
+    is."""
+    if not models:
+        return list(tracked)
+    out: list[Tracked] = []
+    for t in tracked:
+        if t.builtin and not t.query.get("model"):
+            out += [Tracked(t.name, {**t.query, "model": m}, t.added_utc, t.builtin)
+                    for m in dict.fromkeys(models)]
+        else:
+            out.append(t)
+    return out
+
+
 def normalize_query(query: dict[str, Any]) -> dict[str, Any]:
     """Validate a query's syntax (not whether a fit can answer it); keys of QUERY_KEYS."""
     from ddtree_bayes.engine import predictive as P
@@ -368,7 +386,8 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                     ) -> list[dict]:
     """Each tracked query under two fits (``before`` may be None), same seed for both.
 
-    One dict per (query, engine, acceptance asked) row: ``name``, ``label`` (the row's label
+    One dict per (query, engine, acceptance asked) row: ``name``, ``model`` (only when a fit
+    holds several models: the model the query asks it about), ``label`` (the row's label
     under the later fit that answers it), ``accept_asked`` (:func:`asked_accept`),
     ``accept_before`` / ``accept_after`` (where each fit took the acceptance: without
     ``--accept`` one fit may answer from the prior, the next from a measured mean, and it is
@@ -391,6 +410,11 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     out: list[dict[str, Any]] = []
     for t in tracked:
         with_model = bool(t.query.get("model")) or not one_model
+        # the model asked, as the later fit of several models asks it (a query without --model:
+        # the project's model), named beside the label
+        model = next((asked_query(d, t.query).get("model") for d in (after, before)
+                      if d is not None and is_multi(d)), None)
+        named = {} if model is None else {"model": model}
         results: dict[str, dict[str, dict[str, Any]]] = {}
         errors: dict[str, str | None] = {}
         for which, draws in (("before", before), ("after", after)):
@@ -425,7 +449,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                         warnings.append(text)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
         if not keys:
-            out.append({"name": t.name, "label": query_name(t.query),
+            out.append({"name": t.name, **named, "label": query_name(t.query),
                         "accept_asked": t.query.get("accept") or "default",
                         "accept_before": None, "accept_after": None, "before": None,
                         "after": None, "before_error": errors["before"],
@@ -433,7 +457,7 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
         for key in keys:
             b, a = results["before"].get(key), results["after"].get(key)
             either = a or b or {}
-            out.append({"name": t.name, "label": either["label"],
+            out.append({"name": t.name, **named, "label": either["label"],
                         "accept_asked": either["asked"],
                         "accept_before": b and b["accept"], "accept_after": a and a["accept"],
                         "before": b and b["interval"], "after": a and a["interval"],
