@@ -680,7 +680,8 @@ def test_default_candidates_propose_only_drafters_that_exist():
            for c in D.default_candidates(draws, query, left_out)]
     assert got == [("the query itself", "h100 x1 vllm eagle3 block 3 budget 3 M=4"),
                    ("the query in sglang", "h100 x1 sglang eagle3 block 3 budget 3 M=4"),
-                   ("AR, context 0", "b300 x8 sglang ar"),
+                   ("AR, context 0 (by transfer: measured there with kimi-k2.6 only)",
+                    "b300 x8 sglang ar"),
                    ("AR, context 0", "h100 x1 vllm ar")]
     reasons = {}
     for c, why in left_out:

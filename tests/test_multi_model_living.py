@@ -125,3 +125,101 @@ def test_update_without_new_rows_tracks_the_projects_model_as_before(tmp_path, r
     assert defaults == [("kimi-k2.6", "kimi-k2.6 b300 x8 sglang ddtree b16/B32 accept 14"),
                         ("kimi-k2.6", "kimi-k2.6 b300 x8 native ddtree b16/B32 accept 14")]
 
+
+# ------------------------------------------------------------------ next
+LLAMA_QUERY = (f"--model {LLAMA} --hardware h100 --gpus 1 --engine vllm --method eagle3 "
+               "--block 3 --accept 2.5")
+#: what a candidate on B300 says of Llama there: the fit measured only Kimi on it
+LLAMA_ON_B300 = "by transfer: measured there with kimi-k2.6 only"
+
+
+def test_next_says_a_candidate_on_another_models_system_is_by_transfer(tmp_path):
+    """`next` for Llama on its H100 proposed "llama-3.1-8b-instruct b300 x8 sglang ar" with
+    why "AR, context 0", as a measured system's candidate reads: the fit measured only Kimi on
+    the B300, so Llama's step there is the pair roofline's (transferred), and the JSON row
+    named neither the model nor that. Its why says so now, the JSON rows carry the model and
+    `transferred`; the candidates on Llama's own H100 stay as they were."""
+    work = _workdir(tmp_path / "w", noise_sd=0.03)
+    code, out, err = run_cli(work, "next", "--query", LLAMA_QUERY, "--k", "4",
+                             "--format", "json")
+    assert code == 0, err
+    validate_output("next", json.loads(out))
+    rows = {r["candidate"]: r for r in json.loads(out)["rows"]}
+    assert {c: (r["why"], r["model"], r["transferred"]) for c, r in rows.items()} == {
+        f"{LLAMA} b300 x8 sglang ar": (f"AR, context 0 ({LLAMA_ON_B300})", LLAMA, True),
+        f"{LLAMA} h100 x1 vllm eagle3 block 3 budget 3 M=4": ("the query itself", LLAMA, False),
+        f"{LLAMA} h100 x1 sglang eagle3 block 3 budget 3 M=4": ("the query in sglang", LLAMA,
+                                                               False),
+        f"{LLAMA} h100 x1 vllm ar": ("AR, context 0", LLAMA, False)}
+    # predict answers the transferred candidate (it is no proposal the tool then refuses)
+    code, out, err = run_cli(work, "predict", "--model", LLAMA, "--hardware", "b300", "--gpus",
+                             "8", "--engine", "sglang", "--method", "ar", "--accept", "1")
+    assert code == 0, err
+    assert f"{LLAMA}@b300x8 not measured" in out
+    code, out, err = run_cli(work, "next", "--query", LLAMA_QUERY, "--k", "4")
+    assert code == 0, err
+    (line,) = [x for x in out.splitlines() if f"{LLAMA} b300 x8 sglang ar" in x]
+    assert f"AR, context 0 ({LLAMA_ON_B300})" in line
+
+
+def test_next_names_the_model_of_each_candidate_of_a_file(tmp_path):
+    """A candidates file may name another model than the query's: its JSON row said only
+    hardware, engine and method, so a Kimi row read as a candidate for the Llama query's
+    model. Each row carries its model; one on a system its model was never measured on (Kimi
+    on 8x H200, measured by no model) says it is by transfer."""
+    work = _workdir(tmp_path / "w", noise_sd=0.03)
+    (work / "c.csv").write_text(
+        "model,hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+        "kimi-k2.6,b300,8,sglang,ar,,,,\n"
+        "kimi-k2.6,h200,8,sglang,ar,,,,\n"
+        ",h100,1,vllm,ar,,,,\n")
+    code, out, err = run_cli(work, "next", "--query", LLAMA_QUERY, "--k", "4",
+                             "--candidates", "c.csv", "--format", "json")
+    assert code == 0, err
+    got = sorted((r["model"], r["hardware"], r["why"], r["transferred"])
+                 for r in json.loads(out)["rows"])
+    assert got == [
+        ("kimi-k2.6", "b300", "c.csv row 2", False),
+        ("kimi-k2.6", "h200", "c.csv row 3 (by transfer: h200 x8 never measured)",
+         True),
+        (LLAMA, "h100", "c.csv row 4", False)]
+
+
+def test_next_of_one_model_carries_no_model_and_says_transfer_of_a_file_row(tmp_path):
+    """A fit of one model: the JSON rows carry no model (as its query carries none) and
+    `transferred` for a file's row on a system the fit never measured."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.03)
+    (work / "c.csv").write_text(
+        "hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+        "b300,8,sglang,ar,,,,\n"
+        "h200,8,sglang,ar,,,,\n")
+    code, out, err = run_cli(work, "next", "--query", "--engine sglang --accept 14", "--k", "4",
+                             "--candidates", "c.csv", "--format", "json")
+    assert code == 0, err
+    got = sorted((r["hardware"], r["why"], r["transferred"], "model" in r)
+                 for r in json.loads(out)["rows"])
+    assert got == [("b300", "c.csv row 2", False, False),
+                   ("h200", "c.csv row 3 (by transfer: h200 x8 never measured)", True, False)]
+
+
+def test_the_transfer_note_counts_the_other_models_measured_there():
+    """The note names the first model that measured the system and counts the rest; a
+    configuration the fit measured has none."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.workflows.decisions.next_measurement import transfer_note
+
+    d = multi_model_draws()
+    d = d.view(data_csv=MULTI_DATA + "qwen3-8b,b300,8,sglang,ar,,,1,1.0,,300,test,\n"
+               "gemma-3-27b-it,b300,8,sglang,ar,,,1,1.0,,200,test,\n")
+
+    def on(model, hardware, gpus):
+        return P.resolve_scenario(d, model=model, hardware=hardware, gpus=gpus,
+                                  engine="sglang", method="ar", block=None, budget=None,
+                                  verify_tokens=None, context_tokens=0.0)
+
+    assert transfer_note(d, on(LLAMA, "b300", 8)) == (
+        "by transfer: measured there with kimi-k2.6 and 2 other models")
+    assert transfer_note(d, on(LLAMA, "h200", 1)) == "by transfer: h200 x1 never measured"
+    assert transfer_note(d, on("kimi-k2.6", "b300", 8)) is None

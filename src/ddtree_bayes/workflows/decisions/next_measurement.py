@@ -212,6 +212,23 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
                       drafter_cards(draws) if cards is None else cards)
 
 
+def transfer_note(draws: Fit, scenario: P.Scenario) -> str | None:
+    """What a candidate on a system its model was never measured on says of it (None: the fit
+    measured that model there): ``by transfer: measured there with kimi-k2.6 only`` in a fit
+    of several models whose other models measured that system (the default candidates'
+    systems are every measured one, whichever model measured it: the candidate names its own
+    model), ``by transfer: h200 x8 never measured`` where no model was."""
+    if scenario.measured:
+        return None
+    others = list(dict.fromkeys(r.model for r in draws.measurements.rows
+                                if r.system == scenario.system)) if scenario.multi else []
+    if not others:
+        return f"by transfer: {scenario.hardware} x{scenario.gpus} never measured"
+    more = len(others) - 1
+    return (f"by transfer: measured there with {others[0]} "
+            + (f"and {more} other model{'s' if more > 1 else ''}" if more else "only"))
+
+
 def make_candidate(draws: Fit, query: Query | None, why: str, accept: float | None,
                    cards: tuple, **given) -> tuple[Candidate, str | None]:
     """One candidate measurement, as the default list and a ``--candidates`` file make it:
@@ -219,12 +236,18 @@ def make_candidate(draws: Fit, query: Query | None, why: str, accept: float | No
     query's model, concurrency and KV cache (``--kv-cache``: the memory check counts the cache
     at it) where it does not say them (``model``, ``concurrency`` and ``verify_tokens`` None:
     the query's, 1 without one, derived); AR's acceptance is 1. With it, why nobody can make
-    it (:func:`unmeasurable`; None: someone can)."""
+    it (:func:`unmeasurable`; None: someone can). A candidate on a system its model was never
+    measured on, other than the query's own (whose transfer the query's line says), says so
+    after ``why`` (:func:`transfer_note`): in a fit of several models the default list proposes
+    the query's model on every system another model measured."""
     q = None if query is None else query.scenario
     inherited = {"model": None if q is None else q.model, "verify_tokens": None,
                  "concurrency": 1 if q is None else q.concurrency}
     kw = {**inherited, **{k: v for k, v in given.items() if v is not None or k not in inherited}}
     sc = P.resolve_scenario(draws, kv_cache=None if q is None else q.kv_cache, **kw)
+    note = None if q is not None and sc.pair == q.pair else transfer_note(draws, sc)
+    if note is not None:
+        why = f"{why} ({note})"
     c = Candidate(sc, 1.0 if sc.method == AR_METHOD else accept, why)
     return c, unmeasurable(draws, sc, cards)
 
@@ -597,7 +620,9 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         res = preposterior(np.log(a * 1000.0 / parts["step"]), parts["log_sd"], q, prob,
                            picks, eps if t is None else t, None if t is None else nu)
         sc = c.scenario
-        rows.append({"candidate": c.describe(), "why": c.why, "hardware": sc.hardware,
+        rows.append({"candidate": c.describe(), "why": c.why,
+                     **({"model": sc.model} if sc.multi else {}),
+                     "transferred": not sc.measured, "hardware": sc.hardware,
                      "gpus": sc.gpus, "engine": sc.engine, "method": sc.method,
                      "block": sc.block, "budget": sc.budget, "verify_tokens": sc.verify_tokens,
                      "context_tokens": sc.context_tokens, "accept_len": c.accept_len,
