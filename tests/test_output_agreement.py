@@ -393,6 +393,8 @@ NEXT = [
     ["--k", "6", "--query", "--accept 12:16 --concurrency 4", "--prob", "0.8"],
     ["--k", "6", "--query", "--accept 14 --context 300k --engine sglnag"],
     ["--k", "6", "--query", "--hardware h100 --gpus 8 --accept 14", "--min-ess", "10"],
+    ["--k", "6", "--query", "--block 8 --budget 8"],       # the measured acceptance, 4.4
+    ["--k", "6", "--query", "--method ar"],
 ]
 
 
@@ -405,8 +407,17 @@ def test_next_forms_agree(work, flags):
     lines = table.splitlines()
     assert lines[0] == (f"ddtree-bayes next: fit {out['fit_id']} ({out['draws']} draws), "
                         f"seed {out['seed']}, {out['k']} simulated results per candidate")
-    accept = f"{q['accept']:g}" if q["accept"] is not None else q["accept_distribution"]
-    assert lines[1].startswith(f"query: {q['describe']}, accept {accept}")
+    # one number (given, or measured: "4.4 measured (1 row)") is the JSON's accept; a range
+    # or a prior its accept_distribution
+    head = f"query: {q['describe']}, accept "
+    assert lines[1].startswith(head)
+    shown = lines[1][len(head):].split(", KV cache")[0]
+    if q["accept_fixed"]:
+        assert q["accept"] is not None and q["accept_distribution"] is None
+        assert shown.split(" ")[0] == f"{q['accept']:g}"
+        assert (shown != f"{q['accept']:g}") == (q["accept_kind"] == "measured")
+    else:
+        assert q["accept"] is None and shown == q["accept_distribution"]
     label = f"{round(out['interval_prob'] * 100, 4):g}"
     per = " per user" if q.get("concurrency", 1) != 1 else ""
     assert lines[2] == (f"now: median {n_text(q['median'])} tok/s{per}, {label}% interval "
@@ -430,3 +441,20 @@ def test_next_forms_agree(work, flags):
     for left in out["left_out"]:
         assert left["candidate"] in table and left["reason"] in table
 
+
+def test_next_json_says_a_measured_acceptance_as_its_number(work):
+    """`next --query "--block 8 --budget 8"` asks at the mean accept_len measured of that
+    configuration (the bundled B300 DDTree row: 4.4, one row). The table said "accept 4.4
+    measured (1 row)" but the JSON said accept null and accept_fixed true, the 4.4 only in
+    accept_distribution's text; predict's JSON of the same question says accept 4.4."""
+    code, out, err = run_cli(work, "next", "--k", "4", "--query", "--block 8 --budget 8",
+                             "--format", "json")
+    assert code == 0, err
+    q = json.loads(out)["query"]
+    assert (q["accept"], q["accept_distribution"], q["accept_fixed"]) == (4.4, None, True)
+    assert q["accept_kind"] == "measured"
+    code, out, err = run_cli(work, "predict", "--block", "8", "--budget", "8", "--engine",
+                             "sglang", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert (row["accept"], row["accept_kind"]) == (q["accept"], q["accept_kind"])
+    assert row["median"] == q["median"] and (row["lo90"], row["hi90"]) == (q["lo"], q["hi"])

@@ -169,14 +169,6 @@ def _n(x: float) -> str:
     return f"{x:.1f}" if abs(x) >= 1 else tok_text(x)
 
 
-def _is_number(text) -> bool:
-    try:
-        float(text)
-    except (TypeError, ValueError):
-        return False
-    return True
-
-
 def _m90(v: list[float], digits: int) -> str:
     return f"{v[0]:.{digits}f} ({v[1]:.{digits}f}-{v[2]:.{digits}f})"
 
@@ -230,10 +222,15 @@ def cmd_next(args: argparse.Namespace) -> int:
     if (understated := reweight_understates(draws, query.scenario)) is not None:
         print_warnings([f"--query: {understated}"], warned)
     if args.format == "json":
-        q = dict(out["query"])  # acceptance: a number, or null and what it is drawn from
-        fixed = q.get("accept_fixed") and _is_number(q["accept"])
-        q["accept"], q["accept_distribution"] = ((float(q["accept"]), None) if fixed
+        # acceptance: a number (given, or the mean measured: the table's "4.4 measured (1
+        # row)" was null here, its number only in the label), or null and what it is drawn
+        # from; accept_kind as predict's
+        q, source = dict(out["query"]), query.source
+        assert source is not None   # (next_measurements refuses a query without one)
+        number = source.value if q.get("accept_fixed") else None
+        q["accept"], q["accept_distribution"] = ((float(number), None) if number is not None
                                                  else (None, str(q["accept"])))
+        q["accept_kind"] = source.kind
         emit_json({**out, "query": q, "warnings": warned})
         return 0
     q, pct = out["query"], P.pct_label(args.prob)
