@@ -458,3 +458,28 @@ def test_next_json_says_a_measured_acceptance_as_its_number(work):
     (row,) = json.loads(out)["rows"]
     assert (row["accept"], row["accept_kind"]) == (q["accept"], q["accept_kind"])
     assert row["median"] == q["median"] and (row["lo90"], row["hi90"]) == (q["lo"], q["hi"])
+
+
+# ---------------------------------------------------------------- report
+def test_report_json_carries_the_warnings_its_table_prints(work, monkeypatch, tmp_path):
+    """`report` of a fit whose data file changed since warns of it on stderr, in both
+    formats, but its JSON had no `warnings` (predict, optimize and next carry theirs), and a
+    figure that could not be drawn was a stderr warning under the table only: with --format
+    json nothing said it but figure_errors. The report itself (minutes on a real fit) is
+    replaced by its summary: the CLI's part is what is checked."""
+    from ddtree_bayes.workflows import report
+
+    stale = (f"{work / 'data' / 'measurements.csv'} changed since fit x; run `ddtree-bayes "
+             "update` (or `fit`) to use it")
+    summary = {"fit_id": "x", "stale": [stale], "figure_errors": {"trace": "ValueError: no"},
+               "verdict": {"converged": True, "failures": [],
+                           "text": "converged: every gate passed"}}
+    monkeypatch.setattr(report, "write_report", lambda *a, **k: (tmp_path, summary))
+    code, table, err = run_cli(work, "report", "--quiet")
+    assert code == 0 and table.startswith("converged: every gate passed\n")
+    code, out, err_json = run_cli(work, "report", "--quiet", "--format", "json")
+    assert code == 0
+    payload = json.loads(out)
+    validate_output("report", payload)
+    printed = [stale, "figure trace failed: ValueError: no"]
+    assert warned(err) == warned(err_json) == payload["warnings"] == printed

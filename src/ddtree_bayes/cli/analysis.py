@@ -36,7 +36,11 @@ def cmd_report(args: argparse.Namespace) -> int:
               f"{args.fit or 'the latest fit'}", file=sys.stderr, flush=True)
     out_dir, summary = report.write_report(args.fit, out_root=Path(args.out) if args.out else None,
                                            seed=args.seed, **named)
-    print_warnings(summary.get("stale", []))   # (as predict warns of the same fit)
+    warned: list[str] = []   # (every warning line printed: the JSON's warnings, as predict's)
+    print_warnings(summary.get("stale", []), warned)   # (as predict warns of the same fit)
+    # (a figure not drawn: said on stderr whatever the format; it was under the table only)
+    print_warnings([f"figure {name} failed: {err}"
+                    for name, err in summary.get("figure_errors", {}).items()], warned)
     own = summary.get("default_scenario") or {}
     asked = {k: v for k, v in own.items() if k != "derived"} if own.get("derived") else None
     if asked is not None:
@@ -47,14 +51,12 @@ def cmd_report(args: argparse.Namespace) -> int:
         emit_json({"fit_id": summary["fit_id"], "report": str(out_dir / "index.html"),
                    "summary": str(out_dir / "summary.json"), "verdict": summary["verdict"],
                    "figure_errors": summary.get("figure_errors", {}),
-                   "default_scenario": asked})
+                   "default_scenario": asked, "warnings": warned})
     else:
         print(f"{summary['verdict']['text']}")
         print(f"report: {out_dir / 'index.html'}")
         print(f"numbers: {out_dir / 'summary.json'} and summary.md "
               f"({time.perf_counter() - t0:.1f} s)")
-        for name, err in summary.get("figure_errors", {}).items():
-            print(f"{PROG}: warning: figure {name} failed: {err}", file=sys.stderr)
     return 0 if summary["verdict"]["converged"] else 5
 
 
