@@ -483,3 +483,146 @@ def test_report_json_carries_the_warnings_its_table_prints(work, monkeypatch, tm
     validate_output("report", payload)
     printed = [stale, "figure trace failed: ValueError: no"]
     assert warned(err) == warned(err_json) == payload["warnings"] == printed
+
+
+# ---------------------------------------------------------------- two model forms
+@pytest.fixture(scope="module")
+def two_forms(tmp_path_factory) -> Path:
+    """The point-mass directory with two more fits, power and linear MoE forms (400 draws,
+    jittered so PSIS-LOO has spread), as tests/test_json_schemas.py compares them."""
+    from test_cli_support import write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path_factory.mktemp("forms") / "w", noise_sd=0.05,
+                                   n=64, jitter=0.02)
+    for form, fit_id in (("power", "20260101T000001Z-power"), ("linear", "20260101T000002Z-lin")):
+        write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                             work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                             fit_id=fit_id, n=400, moe_form=form, noise_sd=0.05, jitter=0.02)
+    return work
+
+
+def test_compare_forms_agree(two_forms):
+    table, _, out, _, printed = forms(two_forms, "compare", "--fits",
+                                      "20260101T000001Z-power,20260101T000002Z-lin")
+    validate_output("compare", out)
+    assert printed == []
+    limits = {f"{round(r['pareto_k_threshold'], 2):g}" for r in out["rows"]}
+    k_head = f"Pareto k > {limits.pop() if len(limits) == 1 else 'limit'}"
+    cells = table_of(table, "model")
+    assert len(cells) == len(out["rows"]) == 2
+    for cell, r in zip(cells, out["rows"], strict=True):
+        assert cell["model"] == r["model"] and cell["rank"] == str(r["rank"])
+        for key in ("elpd_loo", "se", "elpd_diff", "dse", "p_loo"):
+            assert cell[key] == f"{r[key]:.2f}", key
+        assert cell[f"weight ({out['method']})"] == f"{r['weight']:.2f}"
+        assert cell[k_head].split()[0] == str(r["pareto_k_above_threshold"])
+        assert out["weights"][r["model"].split(" ")[0]] == r["weight"]
+    for note in out["notes"]:
+        assert f"note: {note}" in table.splitlines()
+
+
+def test_predict_model_average_forms_agree(two_forms):
+    """--model-average: the table's header names the fits and weights of the JSON's
+    model_average (and the API's attrs), and the numbers agree in every form."""
+    question = {"accept": "12:14", "model_average": True}
+    table, err, payload, csv_out, printed = forms(two_forms, "predict", "--accept", "12:14",
+                                                  "--model-average")
+    validate_output("predict", payload)
+    check_predict_table(table, payload, question)
+    check_predict_csv(csv_out, payload)
+    average = payload["model_average"]
+    assert table.splitlines()[0].startswith(
+        "ddtree-bayes predict: model average of fits " + ", ".join(
+            f"{a['fit_id']} ({a['form']}) {a['weight']:.2f}" for a in average))
+    assert payload["warnings"] == printed
+    frame, said = api_answer(two_forms, question)
+    check_api(frame, payload)
+    assert frame.attrs["model_average"] == average
+    # (the API names its keyword where the CLI names its flag)
+    assert said == [w.replace("--model-average", "model_average=True", 1)
+                    for w in payload["warnings"]]
+
+
+# ---------------------------------------------------------------- errors
+ERRORS = [
+    ["predict", "--accept", "3", "--method", "ar"],
+    ["predict", "--accept", "99"],
+    ["predict", "--prob", "1.5"],
+    ["predict", "--hardware", "nosuch"],
+    ["predict", "--accept", "14", "--engine", "vllm", "--block", "4", "--budget", "64"],
+    ["predict", "--model-average"],                  # one form only
+    ["optimize", "--budgets", "0"],
+    ["optimize", "--hardware", "nosuch"],
+    ["next", "--min-ess", "1e6"],
+    ["next", "--query", "--accept 99"],
+    ["next", "--candidates", "missing.csv"],
+    ["compare", "--fits", "a"],
+]
+
+
+@pytest.mark.parametrize("argv", ERRORS, ids=" ".join)
+def test_an_error_is_one_line_exit_2_and_nothing_on_stdout_in_every_format(work, argv):
+    formats = ("table", "json", "csv") if argv[0] == "predict" else ("table", "json")
+    said = set()
+    for fmt in formats:
+        code, out, err = run_cli(work, *argv, "--format", fmt)
+        errors = [line for line in err.splitlines() if line.startswith("ddtree-bayes: error: ")]
+        assert (code, out, len(errors)) == (2, "", 1), (fmt, err)
+        assert "(fix: " in errors[0]
+        said.add(err)
+    assert len(said) == 1   # (the same lines whatever the format)
+
+
+def test_report_summary_parts_are_the_commands_answers(work):
+    """The report's summary.json parts that answer a command's question say that command's
+    JSON numbers for the same fit and seed: the several-streams section is predict
+    --concurrency 1,...,128 (5/25/50/75/95% quantiles and where speculation pays), the budget
+    section optimize, the next section next, the hardware table predict on each GPU."""
+    import numpy as np
+
+    from ddtree_bayes.engine import store
+    from ddtree_bayes.workflows.report.sections import (
+        CONCURRENCY_GRID,
+        NEXT_QUERY,
+        concurrency_section,
+        decisions_section,
+    )
+
+    draws = store.load(None, work)
+    seed = "20261130"
+    conc = concurrency_section(draws, int(seed))
+    grid = ",".join(map(str, CONCURRENCY_GRID))
+    for engine, entry in conc["engines"].items():
+        flags = (["--method", "ar", "--engine", "sglang"] if engine == "ar" else
+                 ["--engine", engine, "--accept", f"{conc['accept']:g}"])
+        out = json.loads(run_cli(work, "predict", *flags, "--concurrency", grid, "--seed", seed,
+                                 "--format", "json")[1])
+        for q, t, row in zip(entry["per_user"], entry["total"], out["rows"], strict=True):
+            assert q == pytest.approx([row[k] for k in ("lo90", "lo50", "median", "hi50",
+                                                          "hi90")], rel=1e-12)
+            assert t == pytest.approx([row["total"][k] for k in ("lo90", "lo50", "median",
+                                                                   "hi50", "hi90")], rel=1e-12)
+        if engine != "ar":
+            (x,) = out["crossover"]
+            assert entry["p_faster_than_ar"] == x["p_faster_than_ar"]
+            for key in ("pays", "pays_at", "stops_paying_at", "starts_paying_at",
+                        "uncertain_at"):
+                assert entry[key] == x[key], key
+    dec = decisions_section(draws, int(seed))
+    for engine, opt in dec["optimize"].items():
+        out = json.loads(run_cli(work, "optimize", "--engine", engine, "--seed", seed,
+                                 "--format", "json")[1])
+        assert opt["rows"] == out["rows"] and opt["recommended"] == out["recommended"]
+        assert opt["warnings"] == out["warnings"]
+    out = json.loads(run_cli(work, "next", "--query", NEXT_QUERY, "--seed", seed,
+                             "--format", "json")[1])
+    assert dec["next"]["rows"] == out["rows"]
+    assert [dec["next"]["query"][k] for k in ("median", "lo", "hi", "width")] == [
+        out["query"][k] for k in ("median", "lo", "hi", "width")]
+    hardware = [r for r in dec["hardware"] if "error" not in r]
+    for r in hardware[:: max(1, len(hardware) // 6)]:   # (six GPUs, measured and transferred)
+        (row,) = json.loads(run_cli(
+            work, "predict", "--hardware", r["hardware"], "--gpus", str(r["gpus"]), "--engine",
+            "sglang", "--accept", "14", "--seed", seed, "--format", "json")[1])["rows"]
+        assert r["ddtree"] == [row["lo90"], row["median"], row["hi90"]], r["hardware"]
+    assert np.isfinite([r["ddtree"] for r in hardware]).all()
