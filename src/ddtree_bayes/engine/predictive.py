@@ -190,23 +190,25 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     draws it back); under a Student-t likelihood (``likelihood_nu``) that variance is divided
     by the scale mixture's weight given r, ``Gamma((nu + 1) / 2, rate (nu + r^2 / T) / 2)``,
     ``T = A + B + run^2/n``. Drawn with a generator of its own, so the caller's draws are
-    unchanged."""
+    unchanged.
+
+    Between two measured contexts of the deployment (:func:`_bracketing_contexts`) the two
+    ends' discrepancies are interpolated linearly in context (:func:`_interpolated_anchor`),
+    drawn from the ends' own streams rotated together: one token inside a measured context the
+    answer is that context's own, draw by draw, and halfway it is no narrower."""
     if not sc.measured:
         return None
     bracket = _bracketing_contexts(draws, sc)
     if bracket is not None:
-        # between two measured contexts: each one's anchor, interpolated linearly in context,
-        # drawn from one shared stream (the two deviations of one deployment move together).
-        # The nearer one's alone made the answer jump at the midpoint, a token more context
-        # faster (Qwen3.5-397B AR on 4x RTX PRO 6000 Server, measured at 65536 and 131072:
+        # between two measured contexts: each one's anchor, interpolated linearly in context
+        # (the nearer one's alone made the answer jump at the midpoint, a token more context
+        # faster: Qwen3.5-397B AR on 4x RTX PRO 6000 Server, measured at 65536 and 131072,
         # 75.07 tok/s at 98304, 76.55 at 98305)
         lo, hi = bracket
         w = (sc.context_tokens - lo) / (hi - lo)
         ends = [_nearest_measured(draws, sc, at_context=c) for c in bracket]
-        shifts = [_anchor_draws(draws, sc, found, shared=bracket) for found in ends
-                  if found is not None]
-        if len(shifts) == 2 and ends[0] is not None and ends[1] is not None:
-            return ((1.0 - w) * shifts[0] + w * shifts[1],
+        if ends[0] is not None and ends[1] is not None:
+            return (_interpolated_anchor(draws, sc, ends[0], ends[1], w),
                     (1.0 - w) * ends[0][1] + w * ends[1][1],
                     f"{ends[0][3]} and {ends[1][3]}, interpolated in context")
     found = _nearest_measured(draws, sc)
@@ -215,10 +217,23 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     return _anchor_draws(draws, sc, found), found[1], found[3]
 
 
-def _anchor_draws(draws: Fit, sc: Scenario, found, shared: tuple | None = None) -> np.ndarray:
+def _anchor_draws(draws: Fit, sc: Scenario, found) -> np.ndarray:
     """(draws,) the discrepancy of the measured configuration ``found``
-    (:func:`_nearest_measured`) as :func:`anchor_shift` carries it; ``shared``: the two
-    contexts of a bracket, whose two anchors draw from one stream keyed by it."""
+    (:func:`_nearest_measured`) as :func:`anchor_shift` carries it: its posterior at its own
+    stream's standard draws (:func:`_anchor_end`)."""
+    posterior, standard = _anchor_end(draws, sc, found)[1:]
+    return posterior.at(*standard)
+
+
+def _anchor_end(draws: Fit, sc: Scenario, found
+                ) -> tuple[tuple, DiscrepancyPosterior, tuple[np.ndarray | None, np.ndarray]]:
+    """The measured configuration ``found`` (:func:`_nearest_measured`) as an anchor of
+    ``sc``: (its key, the posterior of its discrepancy, its own stream's standard draws
+    (:func:`_standard_draws`)). The stream is keyed by the configuration alone, so every
+    query anchored to it, at its context or in a bracket beside it, sees the same draws; and
+    each configuration has a stream of its own: the likelihood makes their discrepancies
+    independent given the parameters, so two anchored answers (a tree and AR, say) must not
+    share one."""
     rows, _, d_c, _, ctx = found
     # (its own error too when the query is the measured deployment: at_itself in the draws)
     at_itself = same_deployment(sc, rows[0])
@@ -227,14 +242,32 @@ def _anchor_draws(draws: Fit, sc: Scenario, found, shared: tuple | None = None) 
     # earlier answer was drawn with)
     config = (sc.pair, sc.engine, sc.method, rows[0].concurrency, ctx,
               rows[0].block, rows[0].budget, rows[0].verify_tokens, at_itself)
-    stream = config if shared is None else (sc.pair, sc.engine, sc.method, rows[0].concurrency,
-                                            shared, rows[0].block, rows[0].budget,
-                                            rows[0].verify_tokens, at_itself)
     cache = draws.memo.setdefault("anchor_shift", {})
-    key = (tuple(draws.meta.get("held_out_rows", ())), *config, shared)
+    key = (tuple(draws.meta.get("held_out_rows", ())), *config)
     if key not in cache:
-        cache[key] = _drawn_discrepancy(draws, rows, d_c, at_itself,
-                                        keyed_rng(ANCHOR_SEED, repr(stream)))
+        posterior = _discrepancy_posterior(draws, rows, d_c, at_itself)
+        cache[key] = (key, posterior, _standard_draws(keyed_rng(ANCHOR_SEED, repr(config)),
+                                                      draws.n_draws, posterior.shape))
+    return cache[key]
+
+
+def _interpolated_anchor(draws: Fit, sc: Scenario, lo, hi, w: float) -> np.ndarray:
+    """(draws,) the anchor between two measured contexts ``lo`` and ``hi``
+    (:func:`_nearest_measured` at each), ``w`` of the way from ``lo``: ``(1 - w) e_lo(w) +
+    w e_hi(w)``, both ends' discrepancies at the same standard draws, rotated from the ends'
+    own streams (:func:`_rotated_draws`, ``theta = pi w / 2``). At ``w`` -> 0 these are the
+    ``lo`` stream's, so one token inside a measured context answers as it does, draw by draw
+    (drawn from one stream keyed by the bracket, the answer jumped there by 0.04-0.2% in its
+    median and 90% ends); at every ``w`` each end's term has its own posterior, and the two
+    move together, so the mix does not narrow halfway (the mean of two independent draws would,
+    to sqrt(sd_lo^2 + sd_hi^2) / 2)."""
+    key_lo, post_lo, std_lo = _anchor_end(draws, sc, lo)
+    key_hi, post_hi, std_hi = _anchor_end(draws, sc, hi)
+    cache = draws.memo.setdefault("anchor_shift", {})
+    key = ("interpolated", key_lo, key_hi, w)
+    if key not in cache:
+        standard = _rotated_draws(std_lo, std_hi, post_lo.shape, 0.5 * math.pi * w)
+        cache[key] = (1.0 - w) * post_lo.at(*standard) + w * post_hi.at(*standard)
     return cache[key]
 
 
@@ -336,15 +369,33 @@ def scenario_key(sc: Scenario) -> str:
                                   None if sc.drafter is None else sc.drafter.drafter))))
 
 
-def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
-                       rng: np.random.Generator) -> np.ndarray:
-    """(draws,) the structural discrepancy of the configuration of ``rows`` drawn from its
-    posterior (:func:`anchor_shift`); asked of that deployment (``at_itself``: the configuration
-    itself, or it at another context or concurrency, :func:`same_deployment`), its own error
-    ``config_sd`` too (a new run shares it with the rows). Each configuration
-    draws with a generator of its own (``rng``, :func:`keyed_rng`): the likelihood makes their
-    discrepancies independent given the parameters, so two anchored answers (a tree and AR,
-    say) must not share one."""
+@dataclasses.dataclass(frozen=True)
+class DiscrepancyPosterior:
+    """The posterior of a measured configuration's discrepancy given its rows, per draw
+    (:func:`anchor_shift`): Normal(``mean``, ``var``), under a Student-t likelihood with
+    ``var`` divided by a mixing weight ``scale x Gamma(shape)`` (``shape`` ``(nu + 1) / 2``,
+    ``scale`` ``2 / (nu + r^2 / T)``; both None with a normal likelihood)."""
+
+    mean: np.ndarray
+    var: np.ndarray
+    shape: float | None = None
+    scale: np.ndarray | None = None
+
+    def at(self, gamma: np.ndarray | None, z: np.ndarray) -> np.ndarray:
+        """(draws,) the discrepancy at standard draws (:func:`_standard_draws`): ``mean +
+        sqrt(var / (scale gamma)) z`` (``gamma`` None: normal)."""
+        var = self.var
+        if gamma is not None:   # (scale x gamma: the digits numpy's gamma(shape, scale) draws)
+            var = var / (self.scale * gamma)
+        return self.mean + np.sqrt(var) * z
+
+
+def _discrepancy_posterior(draws: Fit, rows: list, d_c: float, at_itself: bool
+                           ) -> DiscrepancyPosterior:
+    """The posterior of the structural discrepancy of the configuration of ``rows``
+    (:func:`anchor_shift`); asked of that deployment (``at_itself``: the configuration itself,
+    or it at another context or concurrency, :func:`same_deployment`), its own error
+    ``config_sd`` too (a new run shares it with the rows)."""
     v = draws.variables
     at, _ = _step_components(draws, row_scenario(draws, rows[0]), np.random.default_rng(0))
     n = len(rows)
@@ -358,9 +409,48 @@ def _drawn_discrepancy(draws: Fit, rows: list, d_c: float, at_itself: bool,
     mean = a / total * resid
     var = np.maximum(a - a ** 2 / total, 0.0)
     nu = C.likelihood_nu(v)
-    if nu is not None:   # Student-t as a scale mixture: the mixing weight given the residual
-        var = var / rng.gamma((nu + 1.0) / 2.0, 2.0 / (nu + resid ** 2 / total))
-    return mean + np.sqrt(var) * rng.standard_normal(draws.n_draws)
+    if nu is None:
+        return DiscrepancyPosterior(mean, var)
+    # Student-t as a scale mixture: the mixing weight given the residual
+    return DiscrepancyPosterior(mean, var, (nu + 1.0) / 2.0,
+                                np.broadcast_to(2.0 / (nu + resid ** 2 / total), (draws.n_draws,)))
+
+
+def _standard_draws(rng: np.random.Generator, n: int, shape: float | None
+                    ) -> tuple[np.ndarray | None, np.ndarray]:
+    """(n,) standard Gamma(``shape``) draws (None with a normal likelihood, ``shape`` None)
+    and then (n,) standard normals, from ``rng``: the draws of one anchor's stream, in the
+    order its digits were always drawn (the Gamma weights first)."""
+    gamma = None if shape is None else rng.standard_gamma(shape, n)
+    return gamma, rng.standard_normal(n)
+
+
+def _rotated_draws(lo: tuple[np.ndarray | None, np.ndarray],
+                   hi: tuple[np.ndarray | None, np.ndarray], shape: float | None,
+                   theta: float) -> tuple[np.ndarray | None, np.ndarray]:
+    """Standard draws (:func:`_standard_draws`) between two independent sets ``lo`` and
+    ``hi``: ``cos(theta) z_lo + sin(theta) z_hi``, standard normal at every ``theta`` and
+    ``lo``'s at 0, ``hi``'s at pi / 2. The Gamma weights (a Student-t likelihood) rotate
+    the same way in normal scores: each mapped by its CDF to a uniform and that to a normal,
+    rotated, and mapped back (a Gaussian copula), Gamma(``shape``) at every ``theta`` and
+    ``lo``'s at 0 (to ~1e-14 relative). A linear mix of two Gamma draws is no Gamma (its mean is
+    right, its spread narrower); one of the two picked at random per draw keeps the marginal
+    but jumps, draw by draw, at the first token inside a measured context."""
+    (gamma_lo, z_lo), (gamma_hi, z_hi) = lo, hi
+    c, s = math.cos(theta), math.sin(theta)
+    z = c * z_lo + s * z_hi
+    if shape is None or gamma_lo is None or gamma_hi is None:
+        return None, z
+    from scipy import special
+
+    def score(g: np.ndarray) -> np.ndarray:   # (each tail from its own side: no 1 - p)
+        p, q = special.gammainc(shape, g), special.gammaincc(shape, g)
+        return np.where(p < 0.5, special.ndtri(p), -special.ndtri(q))
+
+    x = c * score(gamma_lo) + s * score(gamma_hi)
+    gamma = np.where(x < 0.0, special.gammaincinv(shape, special.ndtr(x)),
+                     special.gammainccinv(shape, special.ndtr(-x)))
+    return gamma, z
 
 
 #: Seed of the anchor's own draws (fixed: the same fit gives the same answer every call).
