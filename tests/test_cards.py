@@ -997,6 +997,108 @@ def test_a_modelopt_checkpoint_is_read_from_its_hf_quant_config(tmp_path):
         d.facts["bytes_per_weight"], abs=1e-6)
 
 
+#: Llama-3.1-8B FP8 W8A8 with an fp8 KV cache, as llm-compressor writes it (its
+#: quantization_kv_cache example: ``kv_cache_scheme`` num_bits 8, type float, strategy tensor)
+FP8_KV = {"quant_method": "compressed-tensors", "format": "float-quantized",
+          "config_groups": {"group_0": {
+              "targets": ["Linear"],
+              "weights": {"num_bits": 8, "type": "float", "strategy": "channel",
+                          "symmetric": True, "dynamic": False},
+              "input_activations": {"num_bits": 8, "type": "float", "strategy": "token",
+                                    "symmetric": True, "dynamic": True}}},
+          "ignore": ["lm_head"],
+          "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor",
+                              "dynamic": False, "symmetric": True}}
+
+
+def _config_dir(tmp_path: Path, quant: dict | None, sidecar: dict | None = None) -> Path:
+    folder = tmp_path / "m"
+    folder.mkdir(exist_ok=True)
+    cfg = dict(LLAMA) if quant is None else {**LLAMA, "quantization_config": quant}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    if sidecar is not None:
+        (folder / "hf_quant_config.json").write_text(json.dumps(sidecar))
+    return folder
+
+
+def test_a_declared_fp8_kv_cache_is_read_not_priced_at_16_bits(tmp_path):
+    """A checkpoint that declares its KV cache fp8 (compressed-tensors ``kv_cache_scheme``;
+    TensorRT Model Optimizer's ``kv_cache_quant_algo: FP8``, which vLLM's
+    ``--kv-cache-dtype auto`` follows) was carded at a 16-bit cache: Llama-3.1-8B's
+    2 x 32 layers x 8 kv heads x 128 = 65,536 values a token at 2 bytes, 131,072, and
+    kv_cache_bits blank (read as bf16's 16), so the memory check counted twice the cache,
+    exit 0. Read: 65,536 values x 1 byte = 65,536 bytes a token, kv_cache_bits 8."""
+    d = derive_path(_config_dir(tmp_path, FP8_KV))
+    assert d.card["kv_bytes_per_token"] == "65536" and d.card["kv_cache_bits"] == "8"
+    assert d.facts["kv_bytes_per_token"] == 65_536 and d.facts["kv_cache_bits"] == 8
+    assert d.facts["kv_formula"].startswith("2 x 32 layers x 8 kv heads x 128 x 2 bytes x 8/16")
+    assert "kv_cache_scheme" in d.card["notes"] and d.warnings == []
+    # the card the fit reads: 8 x 131,072 tokens x 65,536 B = 68.7 GB, half the 16-bit cache
+    code, _, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-fp8-kv")
+    assert code == 0, err
+    card = load_model_cards(tmp_path / "data" / "models.csv")["llama-fp8-kv"]
+    assert (card.kv_bytes_per_token, card.kv_cache_bits) == (65_536, 8.0)
+    assert round(card.kv_cache_gb(131_072, 8), 1) == 68.7
+    assert card.kv_share("bf16") == 2.0      # predict --kv-cache bf16: twice the card's bytes
+    # a modelopt export: kv_cache_quant_algo FP8 in hf_quant_config.json, or inline
+    modelopt = {"producer": {"name": "modelopt", "version": "0.29.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                                 "exclude_modules": ["lm_head"]}}
+    (tmp_path / "o").mkdir()
+    o = derive_path(_config_dir(tmp_path / "o", None, modelopt))
+    assert (o.card["kv_bytes_per_token"], o.card["kv_cache_bits"]) == ("65536", "8")
+    inline = derive_path(_config_dir(tmp_path / "o", {"quant_method": "modelopt",
+                                                      "quant_algo": "FP8",
+                                                      "kv_cache_quant_algo": "FP8"}))
+    assert (inline.card["kv_bytes_per_token"], inline.card["kv_cache_bits"]) == ("65536", "8")
+    # none declared (kv_cache_scheme null, kv_cache_quant_algo null): the 16-bit cache, blank
+    for q in ({**FP8_KV, "kv_cache_scheme": None},
+              {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": None}):
+        plain = derive_path(_config_dir(tmp_path / "o", q))
+        assert (plain.card["kv_bytes_per_token"], plain.card["kv_cache_bits"]) == ("131072", "")
+        assert plain.warnings == []
+
+
+def test_a_sliding_window_models_window_cache_is_read_at_the_declared_bits(tmp_path):
+    """gpt-oss-20b with an fp8 KV cache declared: both caches halve, the full layers'
+    24,576 bytes a token to 12,288 and the sliding layers' to 12,288 too."""
+    cfg, _ = read_config(FIX / "gpt-oss-20b")
+    q = {**cfg["quantization_config"], "kv_cache_scheme": FP8_KV["kv_cache_scheme"]}
+    (tmp_path / "g").mkdir()
+    (tmp_path / "g" / "config.json").write_text(json.dumps({**cfg, "quantization_config": q}))
+    d = derive_path(tmp_path / "g")
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_cache_bits"]) == ("12288", "12288", "8")
+
+
+@pytest.mark.parametrize(("quant", "says"), [
+    ({**FP8_KV, "kv_cache_scheme": {"num_bits": 8, "type": "int", "strategy": "tensor"}},
+     "kv_cache_scheme int8 (strategy tensor)"),
+    ({**FP8_KV, "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "token"}},
+     "kv_cache_scheme float8 (strategy token)"),
+    ({"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "NVFP4"},
+     "kv_cache_quant_algo 'NVFP4'"),
+])
+def test_a_declared_kv_cache_card_add_cannot_read_is_said_in_one_line(tmp_path, quant, says):
+    """A KV-cache quantisation the checkpoint declares that card add does not read is not
+    priced silently at 16 bits as if none were declared: the card keeps the 16-bit figure
+    with kv_cache_bits blank (predict then says it assumed bf16), its notes say why, and
+    card add warns in one line (stderr; the JSON's ``warnings``)."""
+    d = derive_path(_config_dir(tmp_path, quant))
+    assert (d.card["kv_bytes_per_token"], d.card["kv_cache_bits"]) == ("131072", "")
+    assert len(d.warnings) == 1 and says in d.warnings[0]
+    assert says in d.card["notes"]
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-kv", "--dry-run")
+    assert code == 0, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("ddtree-bayes: warning: ") and says in lines[0]
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-kv", "--dry-run",
+                         "--format", "json")
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert len(payload["warnings"]) == 1 and says in payload["warnings"][0]
+
+
 def test_compressed_tensors_w4a16_channel_and_block_fp8():
     group = {"weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 128,
                          "symmetric": True}, "targets": ["Linear"]}

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.args import add_format, real
-from ddtree_bayes.cli.output import emit_json, shown_path
+from ddtree_bayes.cli.output import emit_json, print_warnings, shown_path
 from ddtree_bayes.core.errors import InputError
 
 
@@ -118,8 +118,10 @@ def cmd_card_add(args: argparse.Namespace) -> int:
         emit_json({"dry_run": bool(args.dry_run), "model_card": rows.card or None,
                "drafters": derived.drafters, "derived": derived.facts,
                "written": [w.__dict__ for w in written],
-               "conflicts": conflicts if args.dry_run else []})
+               "conflicts": conflicts if args.dry_run else [],
+               "warnings": derived.warnings})
         return 0
+    print_warnings(derived.warnings)
     print("\n".join(_facts_lines(name, source, derived.facts, derived.card, derived.drafters)))
     if derived.card and not rows.card:
         print(f"model card {name}: kept as it is (--drafters-only)")

@@ -24,7 +24,11 @@ from ddtree_bayes.core.bench_import.identity import size_in_name, sizes_differ
 from ddtree_bayes.core.errors import InputError, closest
 from ddtree_bayes.core.model_cards import CARD_HEADER, OPTIONAL_CARD_COLUMNS
 from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
-from ddtree_bayes.workflows.card_files.quant import Scheme, scheme_from_config
+from ddtree_bayes.workflows.card_files.quant import (
+    Scheme,
+    kv_cache_from_config,
+    scheme_from_config,
+)
 from ddtree_bayes.workflows.card_files.rows import (
     DRAFTER_HEADER,
     Derived,
@@ -127,7 +131,8 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
                                             source, file, bytes_per_weight), file, bool(name))
     return check_name_size(model_card(_name(name, default), shape, scheme, source,
                                       compute_dtype=compute_dtype,
-                                      bytes_per_weight=bytes_per_weight), file, bool(name))
+                                      bytes_per_weight=bytes_per_weight,
+                                      kv=kv_cache_from_config(cfg)), file, bool(name))
 
 
 def _draft_model(name: str, target: str, shape, scheme: Scheme, source: str, file: Path,

@@ -417,6 +417,75 @@ def _mxfp4(q: dict, base: float) -> Scheme:
                          "and not read here (--compute-dtype fp8 prices such a run)"])
 
 
+#: The strategies of an fp8 ``kv_cache_scheme`` card add reads (compressed-tensors; vLLM's
+#: fp8 caches take one scale per tensor or per attention head): scales per layer, none per
+#: token, so a token's cache is its values at 8 bits.
+KV_FP8_STRATEGIES = ("tensor", "attn_head")
+#: The KV caches card add reads, for its messages.
+KV_READ = ("fp8: compressed-tensors kv_cache_scheme of 8-bit floats per tensor or attention "
+           "head, modelopt kv_cache_quant_algo FP8")
+
+
+@dataclass(frozen=True)
+class KvCache:
+    """The KV cache a checkpoint's ``quantization_config`` declares: ``bits`` per cached value
+    (None: declared, but not a cache card add reads; ``unread`` says so in one line) and
+    ``label``, what was declared."""
+
+    bits: float | None
+    label: str
+    unread: str = ""
+
+
+def kv_cache_from_config(cfg: dict) -> KvCache | None:
+    """The KV cache ``cfg``'s ``quantization_config`` declares (compressed-tensors'
+    ``kv_cache_scheme``; TensorRT Model Optimizer's ``kv_cache_quant_algo``, in config.json
+    or in hf_quant_config.json's ``quantization``, or its ``kv_cache_scheme``, as vLLM's
+    ``get_kv_cache_quant_algo_string`` reads them); None when it declares none (no
+    quantization_config, or the keys absent or null).
+
+    >>> kv_cache_from_config({"quantization_config": {"quant_method": "compressed-tensors",
+    ...     "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"}}}).bits
+    8.0
+    >>> print(kv_cache_from_config({"quantization_config": {"quant_method": "modelopt",
+    ...     "kv_cache_quant_algo": "NVFP4"}}).unread[:65])
+    quantization_config kv_cache_quant_algo 'NVFP4' is not a KV cache
+    >>> kv_cache_from_config({"quantization_config": {"kv_cache_scheme": None}}) is None
+    True
+    """
+    q = cfg.get("quantization_config")
+    if not isinstance(q, dict):
+        return None
+    nested = q.get("quantization")
+    inner: dict = nested if isinstance(nested, dict) else {}
+    scheme = inner.get("kv_cache_scheme") or q.get("kv_cache_scheme")
+    algo = inner.get("kv_cache_quant_algo") or q.get("kv_cache_quant_algo")
+    if isinstance(scheme, dict):
+        kind = str(scheme.get("type", "int")).lower()
+        bits = scheme.get("num_bits", 8)
+        strategy = str(scheme.get("strategy") or "tensor")
+        label = f"kv_cache_scheme {kind}{bits} (strategy {strategy})"
+        if kind == "float" and bits == 8 and not isinstance(bits, bool) \
+                and strategy in KV_FP8_STRATEGIES:
+            return KvCache(8.0, label)
+        return _kv_unread(label)
+    if scheme:
+        return _kv_unread(f"kv_cache_scheme {scheme!r}")
+    if algo:
+        if str(algo).upper() == "FP8":
+            return KvCache(8.0, "kv_cache_quant_algo FP8")
+        return _kv_unread(f"kv_cache_quant_algo {algo!r}")
+    return None
+
+
+def _kv_unread(label: str) -> KvCache:
+    return KvCache(None, label, unread=(
+        f"quantization_config {label} is not a KV cache card add reads ({KV_READ}): "
+        "kv_bytes_per_token is the 16-bit cache's and kv_cache_bits is left blank (bf16 "
+        "assumed); predict --kv-cache prices the cache a deployment keeps, or write the "
+        "card's kv_bytes_per_token and kv_cache_bits"))
+
+
 @dataclass(frozen=True)
 class WeightBytes:
     """Bytes of the main model's weights: in the file, and per token (routed experts at top_k /

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ddtree_bayes.core.data import NAME_RE
 from ddtree_bayes.core.errors import InputError
-from ddtree_bayes.workflows.card_files.quant import Scheme, dtype_bytes, weight_bytes
+from ddtree_bayes.workflows.card_files.quant import KvCache, Scheme, dtype_bytes, weight_bytes
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
 
 #: data/drafters.csv, shared with the drafter-card collection (one row per drafter).
@@ -76,12 +76,24 @@ class Derived:
     drafters: list[dict[str, str]]
     facts: dict
     lines: list[str] = field(default_factory=list)
+    #: what card add could not read and says in one line (stderr; the JSON's ``warnings``)
+    warnings: list[str] = field(default_factory=list)
 
 
 def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
-               compute_dtype: str | None = None, bytes_per_weight: float | None = None) -> Derived:
-    """The model-card row of ``shape`` stored as ``scheme`` (overrides as given)."""
+               compute_dtype: str | None = None, bytes_per_weight: float | None = None,
+               kv: KvCache | None = None) -> Derived:
+    """The model-card row of ``shape`` stored as ``scheme`` (overrides as given); ``kv``: the
+    KV cache the checkpoint declares (:func:`~ddtree_bayes.workflows.card_files.quant.
+    kv_cache_from_config`), whose bits scale the shape's 16-bit cache."""
     wb = weight_bytes(shape, scheme)
+    bits = kv.bits if kv is not None else None
+    kv_bytes, kv_window, kv_formula = (shape.kv_bytes_per_token,
+                                       shape.kv_window_bytes_per_token, shape.kv_formula)
+    if bits is not None:   # (the shapes count 2 bytes a value: a whole number of bytes at 8 bits)
+        kv_bytes = None if kv_bytes is None else int(kv_bytes * bits) // 16
+        kv_window = None if kv_window is None else int(kv_window * bits) // 16
+        kv_formula = kv_formula and f"{kv_formula} x {bits:g}/16"
     bpw = bytes_per_weight if bytes_per_weight is not None else wb.active_average
     dtype = compute_dtype or scheme.compute_dtype
     embed, head = shape.by_kind("embedding"), shape.by_kind("lm_head")
@@ -101,8 +113,18 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              f"DERIVED: bytes_per_weight {_bpw(bpw)} = {scheme.label}, averaged over the active "
              f"weights (the whole file: {_bpw(wb.file_average)} B/weight)")
     notes = [how, quant]
-    if shape.kv_formula:
-        notes.append(f"DERIVED: kv = {shape.kv_formula}")
+    if kv_formula:
+        notes.append(f"DERIVED: kv = {kv_formula}")
+    if kv is not None and bits is not None:
+        notes.append(
+            f"DERIVED: kv_cache_bits {bits:g}, the KV cache the checkpoint declares "
+            f"(quantization_config {kv.label}): the 16-bit cache's bytes per token "
+            f"x {bits:g}/16{' (the sliding-window layers too)' if kv_window else ''}. vLLM "
+            "keeps a compressed-tensors checkpoint's cache in 16 bits unless given "
+            "--kv-cache-dtype fp8 (its auto follows a modelopt checkpoint's declaration): "
+            "predict --kv-cache bf16 prices a 16-bit cache")
+    elif kv is not None:
+        notes.append(kv.unread)
     notes += shape.notes + scheme.notes
     if shape.mtp_layers:
         notes.append(f"{shape.mtp_layers} MTP layer(s) not counted here (see data/drafters.csv)")
@@ -114,33 +136,35 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         "experts_topk": str(shape.experts_topk) if moe else "",
         "shared_experts": str(shape.shared_experts) if moe else "",
         "bytes_per_weight": _bpw(bpw), "compute_dtype": dtype,
-        "kv_bytes_per_token": "" if shape.kv_bytes_per_token is None
-        else str(shape.kv_bytes_per_token),
+        "kv_bytes_per_token": "" if kv_bytes is None else str(kv_bytes),
         "attention": shape.attention, "source": source, "notes": "; ".join(notes),
         # what the weights take in memory (the weights-fit checks); blank when the user gave
         # the bytes per weight, which then stand for every weight
         "file_bytes_per_weight": "" if bytes_per_weight is not None or scheme.unread
         else _bpw(wb.file_average),
-        "kv_window_bytes_per_token": "" if shape.kv_window_bytes_per_token is None
-        else str(shape.kv_window_bytes_per_token),
+        "kv_window_bytes_per_token": "" if kv_window is None else str(kv_window),
         "kv_window_tokens": "" if shape.kv_window_tokens is None else str(shape.kv_window_tokens),
         "max_context_tokens": "" if shape.max_context_tokens is None
         else str(shape.max_context_tokens),
-        "recurrent_layers": str(shape.recurrent_layers) if shape.recurrent_layers else ""}
+        "recurrent_layers": str(shape.recurrent_layers) if shape.recurrent_layers else "",
+        # the bits a value of kv_bytes_per_token takes: the cache the checkpoint declares;
+        # blank when it declares none (bf16's 16 is taken)
+        "kv_cache_bits": "" if bits is None else f"{bits:g}"}
     facts = {"architecture": shape.architecture, "params_total": wb.total_params,
              "params_active": round(wb.active_params), "embedding_params": embed,
              "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,
              "layers": shape.layers, "hidden_size": shape.hidden_size,
              "vocab_size": shape.vocab_size, "experts": shape.experts,
              "experts_topk": shape.experts_topk, "shared_experts": shape.shared_experts,
-             "attention": shape.attention, "kv_bytes_per_token": shape.kv_bytes_per_token,
-             "kv_formula": shape.kv_formula, "storage": scheme.label,
+             "attention": shape.attention, "kv_bytes_per_token": kv_bytes,
+             "kv_formula": kv_formula, "kv_cache_bits": bits, "storage": scheme.label,
              "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
              "compute_dtype": dtype, "mtp_layers": shape.mtp_layers,
              "max_context_tokens": shape.max_context_tokens,
              "recurrent_layers": shape.recurrent_layers}
     drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
-    return Derived(card, drafters, facts)
+    return Derived(card, drafters, facts,
+                   warnings=[kv.unread] if kv is not None and kv.unread else [])
 
 
 def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> dict[str, str]:
