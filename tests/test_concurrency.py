@@ -504,6 +504,53 @@ def test_p_faster_than_ar_pairs_the_steps_of_a_system_never_measured():
                                   np.random.default_rng(1)) == 0.0, hardware
 
 
+def test_p_faster_than_ar_of_nan_steps_is_refused_not_zero(monkeypatch):
+    """``accept x rate > rate_ar`` is False for a NaN step, so P(faster than AR) came out 0.0
+    whenever a step draw was NaN: a drafter at 12 tokens per 20 ms step (600 tok/s) against
+    AR's 1 per 8 ms (125) read "0.00" when AR's step was NaN in 2 of 8 draws (the 6 others
+    faster: 6/8), and 0.00 with every AR draw NaN. Refused in one line, naming the step and
+    its NaN draws, as predict refuses a NaN answer (require_finite)."""
+    draws = point_mass_draws()
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",
+                            block=16, budget=32, verify_tokens=None, context_tokens=0)
+    assert P.p_faster_than_ar(draws, sc, np.full(8, 12.0), np.random.default_rng(0)) == 1.0
+    real = P.step_components
+
+    def with_nan(where):
+        def components(fit, scenario, rng, anchor=True):
+            parts, how = real(fit, scenario, rng, anchor=anchor)
+            if scenario.method == "ar":
+                parts = {**parts, "step": np.where(where, np.nan, parts["step"])}
+            return parts, how
+        return components
+
+    for nan, says in ((np.arange(8) < 2, "2 of 8 draws"), (np.ones(8, bool), "8 of 8 draws")):
+        monkeypatch.setattr(P, "step_components", with_nan(nan))
+        with pytest.raises(QueryError) as err:
+            P.p_faster_than_ar(draws, sc, np.full(8, 12.0), np.random.default_rng(0))
+        text = str(err.value)
+        assert "\n" not in text and err.value.exit_code == 2
+        assert text.startswith("P(faster than AR) of b300 x8, sglang, ddtree, block 16, "
+                               "budget 32, verify 33, context 0: ")
+        assert f"the autoregressive step is not a number in {says}" in text
+
+
+def test_p_faster_than_ar_of_a_zero_noise_fit_is_refused_through_predict():
+    """Reachable through the API (not through a NUTS fit, whose sd draws are positive): a fit
+    whose structure_sd and noise draws are all 0 (engine/testing.py's point masses) anchors a
+    measured configuration's step at 0/0 = NaN. B300 SGLang AR is anchored to its measured
+    row, NaN; EAGLE-3 there is unmeasured, not anchored, finite (3 tokens per 14.2 ms step,
+    211 tok/s). predict --concurrency printed P(faster than AR) 0.00 beside that 211 against
+    AR's ~125; now the question is refused."""
+    from test_engine_effects import structured_engine_fit
+
+    draws = structured_engine_fit(n=8)
+    with np.errstate(invalid="ignore"), pytest.raises(QueryError) as err:   # (the 0/0)
+        P.predict(draws, engines=["sglang"], method="eagle3", block=3, accept="3",
+                  concurrency=[1, 2])
+    assert "the autoregressive step is not a number in 8 of 8 draws" in str(err.value)
+
+
 def test_a_target_at_c_streams_is_one_users_and_says_so(tmp_path):
     """`--target 3000 --concurrency 1,8` printed P(>=3000) 0.00 beside a total of 3404: the
     probability is of one user's tok/s (the row's median), and the header says so."""

@@ -959,6 +959,9 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     the same system, context and concurrency): per posterior draw, ``accept x 1000 / step``
     against ``1000 / step_ar(C)``, the true rates (no run-to-run noise), on the same draws,
     each no faster than the memory read (:func:`~ddtree_bayes.engine.ceiling.step_rate`).
+    A step that is not a number in some draw (a comparison with NaN is False, which read as
+    "not faster": 0.0) is a :class:`QueryError` naming the step and its draws, as predict
+    refuses a NaN answer (:func:`require_finite`).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> d = point_mass_draws()
@@ -978,7 +981,17 @@ def p_faster_than_ar(fit: Fit, sc: Scenario, accept: np.ndarray,
     spec_step = step_components(fit, sc, np.random.default_rng(seed))[0]["step"]
     ar_step = step_components(fit, ar, np.random.default_rng(seed))[0]["step"]
     # both no faster than the read, as the rows beside it are (engine/ceiling.py)
-    return float(np.mean(accept * step_rate(fit, sc, spec_step) > step_rate(fit, ar, ar_step)))
+    rate, rate_ar = accept * step_rate(fit, sc, spec_step), step_rate(fit, ar, ar_step)
+    nan = [(what, int(np.count_nonzero(np.isnan(r)))) for what, r in
+           (("the autoregressive step", rate_ar), ("its own step and acceptance", rate))]
+    if any(k for _, k in nan):
+        said = "; ".join(f"{what} is not a number in {k} of {len(rate)} draws"
+                         for what, k in nan if k)
+        raise QueryError(f"P(faster than AR) of {sc.describe()}: {said}; nothing reported",
+                         fix="the fit's draws give no step there (a fit whose noise and "
+                             "structure_sd draws are all 0 anchors a measured configuration "
+                             "at 0/0): use a fit of NUTS draws (`ddtree-bayes fit`)")
+    return float(np.mean(rate > rate_ar))
 
 
 def mixture_p_faster(mixture: list[tuple[Fit, float]], sc: Scenario, source: AcceptSource,
