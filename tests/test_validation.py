@@ -317,3 +317,82 @@ def test_an_unconverged_folds_rows_are_listed_not_scored(tmp_path, capsys, monke
     assert s["n"] == 0 and s["unconverged_rows"] == list(range(2, 11))
     assert s["posterior"]["coverage90"] is None and s["posterior"]["mape"] is None
     validate_output("validate", json.loads(json.dumps(res)))
+
+
+def test_a_row_whose_acceptance_would_be_the_prior_is_skipped_in_every_mode(tmp_path, capsys,
+                                                                            monkeypatch):
+    """A held-out row without accept_len whose acceptance group (model, method, block,
+    budget) has no row left in training was scored by plain `validate` (and `--group`) at
+    its group's posterior: with every row of the group at likelihood weight 0, the prior
+    alone, and its interval counted in the coverage. `--keep-ar` skips such rows; now every
+    mode does, listing them in `skipped_rows` (and a leave-one-out fold with nothing left
+    to score is not refitted). test_transfer_modes.TINY (data rows 2-10): rows 4 and 7 are
+    Eagle3 k=3 on kimi-k2.6 without accept_len (one group, on b300 and h200), row 9 Eagle3
+    k=5 on llama h100x1 without accept_len (a group of its own). The refit is mocked: it
+    records what it holds out, and every row is predicted exactly."""
+    import json
+
+    import numpy as np
+
+    from ddtree_bayes.core.errors import QueryError
+    from test_json_schemas import validate_output
+    from test_transfer_modes import TINY
+
+    refits: list[tuple[int, ...]] = []
+
+    class Draws:
+        meta = {"remedy": None}
+
+    def refit_without(inputs, held_out, seed, settings, cores=1):
+        from ddtree_bayes.core.data import load_hardware, load_measurements
+
+        refits.append(tuple(held_out))
+        data = load_measurements("tiny.csv", load_hardware(bundled("hardware.csv")),
+                                 text=inputs.data_csv)
+        return Draws(), [], data, lambda m: None, []
+
+    monkeypatch.setattr(V, "refit_without", refit_without)
+    monkeypatch.setattr(V, "predict_row", lambda draws, m, rng: np.full(40, m.tok_s))
+    (tmp_path / "tiny.csv").write_text(TINY)
+    monkeypatch.chdir(tmp_path)
+
+    def run(group):
+        refits.clear()
+        res = V.validate(tmp_path / "tiny.csv", bundled("priors.toml"), group=group,
+                         progress=False, workdir=tmp_path)
+        validate_output("validate", json.loads(json.dumps(res)))
+        return res
+
+    why = ("no accept_len and no training row of its acceptance group (model, method, block, "
+           "budget) left: its acceptance would be the prior")
+    # leave-one-out: row 4 is predicted with row 7 in training (and 7 with 4); row 9 alone
+    res = run(None)
+    assert [r["row"] for r in res["rows"]] == [2, 3, 4, 5, 6, 7, 8, 10]
+    assert res["skipped_rows"] == [{"fold": "row 9", "row": 9,
+                                    "reason": f"row 9 (eagle3 M=6): {why}"}]
+    assert res["summary"]["n"] == 8 and len(refits) == 8 and (7,) not in refits
+    # --group pair: each kimi Eagle3 row keeps the other pair's in training; row 9 does not
+    res = run("pair")
+    assert [r["row"] for r in res["rows"]] == [2, 3, 4, 5, 6, 7, 8, 10]
+    assert [s["row"] for s in res["skipped_rows"]] == [9]
+    assert res["skipped_rows"][0]["fold"] == "pair=llama-3.1-8b-instruct@h100x1"
+    # --group method: the Eagle3 fold holds out both rows of the kimi group and row 9
+    res = run("method")
+    assert [(s["fold"], s["row"]) for s in res["skipped_rows"]] == [
+        ("method=eagle3", 4), ("method=eagle3", 7), ("method=eagle3", 9)]
+    assert [r["row"] for r in res["rows"]] == [2, 5, 6, 8, 3, 10]
+    assert res["summary"]["n"] == 6
+    code = cli.main(["validate", "--group", "method", "--data", str(tmp_path / "tiny.csv"),
+                     "--priors", str(bundled("priors.toml")), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert (f"not scored: row 7 (eagle3 M=4), held out by method=eagle3: {why}"
+            in out.splitlines())
+    # nothing left to score in any fold: refused before any refit
+    (tmp_path / "lone.csv").write_text(TINY.splitlines()[0] + "\n" + TINY.splitlines()[8]
+                                       + "\n" + TINY.splitlines()[3] + "\n")
+    refits.clear()
+    with pytest.raises(QueryError, match="no held-out row of .*lone.csv can be scored") as err:
+        V.validate(tmp_path / "lone.csv", bundled("priors.toml"), progress=False,
+                   workdir=tmp_path)
+    assert err.value.exit_code == 2 and refits == []

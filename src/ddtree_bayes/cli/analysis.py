@@ -166,6 +166,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                                {name: fold["failures"] for name, fold in failed.items()},
                                "their intervals are listed, not scored"):
         print(line)
+    for skip in res.get("skipped_rows", ()):   # (a result saved before it: no key)
+        which, _, why = skip["reason"].partition(": ")
+        print(f"not scored: {which}, held out by {skip['fold']}: {why}")
     return 0
 
 

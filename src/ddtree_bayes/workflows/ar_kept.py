@@ -33,7 +33,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ddtree_bayes.core.acceptance_latent import group_key
 from ddtree_bayes.core.config import DEFAULT_SEED, SamplerSettings
 from ddtree_bayes.core.data import Measurements
 from ddtree_bayes.workflows import validation as V
@@ -78,19 +77,10 @@ def pair_splits(data: Measurements) -> tuple[list[PairSplit], list[str]]:
         if not ar:
             notes.append(f"{pair}: left out ({_no_ar_row(len(spec))})")
             continue
-        # rows with a blank accept_len elsewhere, by acceptance group: they stay in training
-        informed = {group_key(m.model, m.method, m.block, m.verify_tokens)
-                    for j, m in enumerate(data.rows) if j not in ix and m.accept_len is None}
-        scored, skipped = [], []
-        for i in spec:
-            m = data.rows[i]
-            key = group_key(m.model, m.method, m.block, m.verify_tokens)
-            if m.accept_len is None and key not in informed:
-                skipped.append((i, f"row {m.row} ({m.method} M={m.verify_tokens}): no accept_len "
-                                   "and no training row of its acceptance group (model, method, "
-                                   "block, budget) left: its acceptance would be the prior"))
-            else:
-                scored.append(i)
+        # rows with a blank accept_len of other pairs stay in training (the pair's own all
+        # leave the whole-pair refit): validate's rule in every mode
+        skipped = V.prior_only_rows(data, spec + ar)
+        scored = [i for i in spec if i not in {j for j, _ in skipped}]
         notes += [f"{pair}: {why}" for _, why in skipped]
         if not scored:
             notes.append(f"{pair}: left out ({_none_scored(len(spec))})")

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ddtree_bayes.core.acceptance_latent import group_key
 from ddtree_bayes.core.config import DEFAULT_SEED, PriorsConfig, SamplerSettings, parse_priors
 from ddtree_bayes.core.data import Measurement, Measurements, load_hardware, load_measurements
 from ddtree_bayes.core.errors import QueryError
@@ -89,6 +90,35 @@ def card_texts(workdir: str | Path | None = None) -> dict[str, str]:
 class Fold:
     name: str
     held_out: tuple[int, ...]   # positions in the measurement list
+    #: held-out rows not predicted, (position, why): :func:`prior_only_rows`
+    skipped: tuple[tuple[int, str], ...] = ()
+
+    @property
+    def scored(self) -> tuple[int, ...]:
+        """The held-out rows the fold predicts and scores."""
+        skipped = {i for i, _ in self.skipped}
+        return tuple(i for i in self.held_out if i not in skipped)
+
+
+def prior_only_rows(data: Measurements, held_out: Iterable[int]) -> list[tuple[int, str]]:
+    """The rows of ``held_out`` (positions in ``data.rows``) whose acceptance a refit without
+    them would give by its prior alone, with why: no accept_len, and no row of their
+    acceptance group (model, method, block, budget: core/acceptance_latent.py) left in
+    training, the rows that infer a group's acceptance being those without accept_len. They
+    are not scored, in any mode (``--keep-ar`` skipped them first): their intervals are the
+    prior's acceptance, not a test of the fit."""
+    held = tuple(held_out)
+    informed = {group_key(m.model, m.method, m.block, m.verify_tokens)
+                for j, m in enumerate(data.rows) if j not in held and m.accept_len is None}
+    out = []
+    for i in held:
+        m = data.rows[i]
+        if m.accept_len is None and group_key(m.model, m.method, m.block,
+                                              m.verify_tokens) not in informed:
+            out.append((i, f"row {m.row} ({m.method} M={m.verify_tokens}): no accept_len and no "
+                           "training row of its acceptance group (model, method, block, budget) "
+                           "left: its acceptance would be the prior"))
+    return out
 
 
 @dataclass
@@ -189,7 +219,8 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
             raise QueryError(f"{data.path} holds {len(data.rows)} measurement: leaving it out "
                              "leaves nothing to fit",
                              fix="validate a file of two or more measurements")
-        return [Fold(f"row {m.row}", (i,)) for i, m in enumerate(data.rows)]
+        return [Fold(f"row {m.row}", (i,), tuple(prior_only_rows(data, (i,))))
+                for i, m in enumerate(data.rows)]
     if group not in GROUP_KEYS:
         raise QueryError(f"--group {group!r} is not one of {', '.join(GROUP_KEYS)}",
                          fix=f"use --group {' | '.join(GROUP_KEYS)}")
@@ -208,7 +239,8 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
                          f"{next(iter(values))}; leaving it out leaves nothing to fit",
                          fix="use a file with rows of another " + group + ", or validate "
                              "without --group (leave-one-out)")
-    return [Fold(f"{group}={v}", tuple(ix)) for v, ix in values.items()]
+    return [Fold(f"{group}={v}", tuple(ix), tuple(prior_only_rows(data, ix)))
+            for v, ix in values.items()]
 
 
 def refit_without(inputs: Inputs, held_out: tuple[int, ...], seed: int, settings: SamplerSettings,
@@ -250,7 +282,7 @@ def run_fold(inputs: Inputs, fold: Fold, seed: int, settings: SamplerSettings,
     draws, failures, data, baseline, _ = refit_without(inputs, fold.held_out, seed, settings, cores)
     rng = np.random.default_rng(seed)
     rows = []
-    for i in fold.held_out:
+    for i in fold.scored:   # (not a row whose acceptance would be the prior: prior_only_rows)
         m = data.rows[i]
         base = baseline(m)   # None: the original formula needs the row's acceptance
         rows.append({**({"model": m.model} if data.multi_model else {}),
@@ -397,7 +429,16 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
     data, cfg = read.measurements, read.priors
     hw_text = read.hardware.text
     inputs = Inputs(data.text, cfg.text, hw_text, data.path, **card_texts(workdir))
-    folds = make_folds(data, group)
+    every = make_folds(data, group)
+    # a fold with no row left to score is not refitted (leave-one-out of such a row)
+    folds = [f for f in every if f.scored]
+    skipped = [{"fold": f.name, "row": data.rows[i].row, "reason": why}
+               for f in every for i, why in f.skipped]
+    if not folds:
+        raise QueryError(f"no held-out row of {data.path} can be scored: "
+                         + "; ".join(why for f in every for _, why in f.skipped),
+                         fix="write those rows' accept_len, or add rows of their acceptance "
+                             "groups (model, method, block, budget) without it")
     settings = settings or SamplerSettings()
     t0 = time.perf_counter()
 
@@ -411,7 +452,9 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
     if progress:
         print(f"[validate] {len(folds)} folds ({'exact leave-one-out' if group is None else 'leave '
               f'one {group} out'}), {settings.chains} chains x {settings.draws_label()} draws each, "
-              f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}", file=sys.stderr)
+              f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}"
+              + (f"; {len(skipped)} held-out row(s) not scored (their acceptance would be the "
+                 "prior)" if skipped else ""), file=sys.stderr)
     import os
 
     cores = 1 if scheduler else max(1, (os.cpu_count() or 1) // max(jobs, 1))
@@ -426,7 +469,8 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
                        "failures": r.failures, "remedy": r.remedy} for r in results],
             "rows": rows,
             "summary": {**summarize_folds(counted),
-                        "unconverged_rows": [r for held in unconverged.values() for r in held]}}
+                        "unconverged_rows": [r for held in unconverged.values() for r in held]},
+            "skipped_rows": skipped}
 
 
 # ------------------------------------------------------------------ SBC
