@@ -223,3 +223,63 @@ def test_the_transfer_note_counts_the_other_models_measured_there():
         "by transfer: measured there with kimi-k2.6 and 2 other models")
     assert transfer_note(d, on(LLAMA, "h200", 1)) == "by transfer: h200 x1 never measured"
     assert transfer_note(d, on("kimi-k2.6", "b300", 8)) is None
+
+
+# ------------------------------------------------------------------ update: the row notes
+#: Llama's EAGLE-3 chain b3/B3 on its H100 (M = 4): MOE = 3.5 x (1 + 0.0625 x 3) = 4.156 ms,
+#: + ATTN_BASE 3.5 = 7.656 ms, / (1 - 0.2) (the pooled overhead: no group of Llama's
+#: measured it) = 9.57 ms; at acceptance 2.5: 261 tok/s, so 230 is ln(230/261) = -0.127,
+#: -4.2 noise sd (0.03) below it (a surprise). Llama's AR on 8x B300, which only Kimi ran on,
+#: is the pair roofline's: 16.1 GB / (8 x 8 TB/s) / 0.8 + 32 x (0.03 + 0.05) ms = 2.87 ms,
+#: 348 tok/s.
+LLAMA_ROWS = (f"{LLAMA},h100,1,vllm,eagle3,3,3,4,2.5,,230,test,\n"
+              f"{LLAMA},b300,8,sglang,ar,,,1,1.0,,348,test,\n")
+
+
+def test_update_names_the_model_in_its_row_notes(tmp_path, refit_to):
+    """A fit of Kimi and Llama: `update`'s notes under the score table said "row 5:
+    h100x1/vllm/eagle3 was not measured in that fit" and "row 5: h100 x1 vllm eagle3 ...:
+    230 tok/s is at the <0.1% percentile", a removed row "h100 x1 vllm ar ...", and the refit
+    reason "row 6 is on b300x8, not measured in fit ..." of a system the fit measured (with
+    Kimi): none said which model. Each names it now."""
+    work = _workdir(tmp_path / "w", noise_sd=0.03)
+    data = work / "data" / "measurements.csv"
+    # Llama's AR row edited (141.44 -> 140 tok/s: 1000 / 7 ms = 143, ok), two rows added
+    data.write_text(MULTI_DATA.replace(",141.44,", ",140,") + LLAMA_ROWS)
+    refit_to(work, noise_sd=0.03)
+    code, out, err = run_cli(work, "update", "--refit", "--quiet")
+    assert code == 0, err
+    notes = [x for x in out.splitlines()
+             if x.startswith("  row ") or x.startswith("row ") and " of fit " in x]
+    assert notes[0] == (f"  row 5: {LLAMA}@h100x1/vllm/eagle3 was not measured in that fit: "
+                        "its overhead fraction comes from the pooled population (a wide "
+                        "interval)")
+    assert notes[1].startswith(f"  row 6: {LLAMA}@b300x8 not measured: M = 1 step 2.9 ms")
+    assert notes[2].startswith(f"  row 5: {LLAMA}, h100 x1 vllm eagle3 b3/B3 M=4 accept 2.5: "
+                               "230 tok/s is at the <0.1% percentile of the prediction")
+    assert notes[3] == (f"row 4 of fit {FIT_ID} is no longer in the data (edited or deleted): "
+                        f"{LLAMA}, h100 x1 vllm ar M=1 accept 1: 141.44 tok/s")
+    assert len(notes) == 4
+    code, out, err = run_cli(work, "update", "--refit", "--quiet", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    assert report["refit_reasons"] == [
+        "--refit", f"1 row of fit {FIT_ID} removed or edited", "row 5 is a surprise",
+        f"row 6 is on b300x8, where fit {FIT_ID} never measured {LLAMA}"]
+
+
+def test_update_of_one_model_keeps_its_row_notes(tmp_path):
+    """A fit of one model: the notes name no model, as before."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.03)
+    code, _, err = run_cli(work, "add", "--hardware", "b300", "--gpus", "8", "--engine",
+                           "sglang", "--method", "eagle3", "--block", "3", "--accept", "2.5",
+                           "--tok-s", "100", "--source", "HYPOTHETICAL test")
+    assert code == 0, err
+    code, out, err = run_cli(work, "update", "--reject-surprises")
+    assert code != 0
+    notes = [x for x in out.splitlines() if x.startswith("  row ")]
+    assert notes[0].startswith("  row 4: b300x8/sglang/eagle3 was not measured in that fit")
+    assert notes[1].startswith("  row 4: b300 x8 sglang eagle3 b3/B3 M=4 accept 2.5: 100 tok/s "
+                               "is at the <0.1% percentile")

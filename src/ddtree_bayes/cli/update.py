@@ -89,7 +89,10 @@ def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: li
         elif s["status"] == "surprise":
             reasons.append(f"row {s['row']} is a surprise")
         elif s.get("transferred"):
-            reasons.append(f"row {s['row']} is on {s['system']}, not measured in fit {prev_id}")
+            # (a fit of several models may have measured the system with another model)
+            reasons.append(f"row {s['row']} is on {s['system']}, " + (
+                f"where fit {prev_id} never measured {s['model']}" if "model" in s else
+                f"not measured in fit {prev_id}"))
     return reasons
 
 
@@ -311,9 +314,14 @@ def cmd_update(args: argparse.Namespace) -> int:
 
 def _print_scores(previous, stored, measurements, data_path, added, removed, scores,
                   other_inputs, seed: int) -> None:
+    from ddtree_bayes.core.pairs import pair_label
+    from ddtree_bayes.engine.target_models import is_multi
     from ddtree_bayes.workflows import living
 
     prev_id = previous.meta["fit_id"]
+    # a fit (or data) of several models: each note names its row's model, as the score
+    # table's configuration does (its configuration alone does not say it)
+    several = is_multi(previous) or measurements.multi_model
     prev_path = previous.meta.get("data", {}).get("path")
     print(f"{PROG} update: {shown_path(data_path)} ({counted(len(measurements.rows), 'measurement')}) "
           f"vs fit {prev_id} ({counted(len(stored.rows), 'measurement')}"
@@ -334,18 +342,20 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
                 print(f"  row {s['row']}: {head}: a wide "
                       "interval; the refit will be the first to include this system")
             elif "unmeasured group" in s.get("overhead_from", ""):
-                print(f"  row {s['row']}: {s['system']}/{s['engine']}/{s['method']} was not "
+                system = pair_label(s.get("model") or "", s["system"], "model" in s)
+                print(f"  row {s['row']}: {system}/{s['engine']}/{s['method']} was not "
                       "measured in that fit: its overhead fraction comes from the pooled "
                       "population (a wide interval)")
         for s in scores:
             if s["status"] == "surprise":
-                print(f"  row {s['row']}: {s['description']} is at the "
+                model = f"{s['model']}, " if "model" in s else ""
+                print(f"  row {s['row']}: {model}{s['description']} is at the "
                       f"{living.format_percentile(s['percentile'])} percentile of the "
                       "prediction: a possible regime change (new driver, kernel or engine "
                       "version?) or a data-entry error. Check it before trusting the refit.")
     for r in removed:
         print(f"row {r.row} of fit {prev_id} is no longer in the data (edited or deleted): "
-              f"{living.describe_row(r)}")
+              f"{living.describe_row(r, several)}")
     if other_inputs:
         print(f"changed since fit {prev_id}: {', '.join(other_inputs)}")
 
