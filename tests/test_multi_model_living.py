@@ -283,3 +283,25 @@ def test_update_of_one_model_keeps_its_row_notes(tmp_path):
     assert notes[0].startswith("  row 4: b300x8/sglang/eagle3 was not measured in that fit")
     assert notes[1].startswith("  row 4: b300 x8 sglang eagle3 b3/B3 M=4 accept 2.5: 100 tok/s "
                                "is at the <0.1% percentile")
+
+
+# ------------------------------------------------------------------ tracked-query warnings
+def test_update_names_the_model_a_tracked_query_warns_of(tmp_path, refit_to):
+    """A Llama row added and a refit whose Llama M = 1 step is 1 ms, shorter than reading its
+    16.1 GB of weights at the H100's 3.35 TB/s (4.79 ms): predict warns of it, and so did
+    update, as `tracked query 'default': ...`, though there is one default question per
+    model the rows measure (Kimi's warns of nothing). The warning names the model now, on
+    stderr and in the JSON; a fit of one model keeps `tracked query 'NAME': `."""
+    work = _workdir(tmp_path / "w")
+    _add_llama_ar(work)
+    refit_to(work, step_ar_ms=[8.0, 1.0])
+    code, out, err = run_cli(work, "update", "--refit", "--quiet", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("update", report)
+    head = f"tracked query 'default' of {LLAMA}: the fit's M = 1 step of {LLAMA}@h100x1 is shorter"
+    assert [w[:len(head)] for w in report["warnings"]] == [head]
+    assert f"ddtree-bayes: warning: {report['warnings'][0]}" in err
+    # the default answer it warns of: 14 x 1000 / ((1 x 0.5 x 3 + 0.5) / 0.8 ms) = 5600 tok/s
+    (c,) = [c for c in report["tracked"] if c["model"] == LLAMA]
+    assert c["after"]["median"] == pytest.approx(5600.0)

@@ -395,9 +395,10 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     ``before_error`` / ``after_error`` when a fit cannot answer the query (e.g. an unmeasured
     system, or a fit that failed its convergence gates: predict refuses it, so its interval is
     no answer). ``warnings``, when given, gets
-    what ``predict`` warns of for each query's flags (once each, the query named): an engine
-    never measured is answered from the pooled population, as predict answers it, not
-    without a word.
+    what ``predict`` warns of for each query's flags (once each, the query named, and in a fit
+    of several models the model it asks: ``tracked query 'default' of llama-3.1-8b-instruct:
+    ...``): an engine never measured is answered from the pooled population, as predict
+    answers it, not without a word.
     """
     from ddtree_bayes.engine.question import default_question
     from ddtree_bayes.engine.scenario import failures
@@ -444,7 +445,10 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                 errors[which] = without_fix(err)
             if warnings is not None:
                 for w in warned:
-                    text = f"tracked query {t.name!r}: {w}"
+                    # (in a fit of several models the query's model too: the built-in
+                    # default is asked of each model the rows measure, one name for all)
+                    text = (f"tracked query {t.name!r}"
+                            + ("" if model is None else f" of {model}") + f": {w}")
                     if text not in warnings:
                         warnings.append(text)
         keys = list(dict.fromkeys([*results["before"], *results["after"]]))
