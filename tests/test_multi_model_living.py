@@ -305,3 +305,49 @@ def test_update_names_the_model_a_tracked_query_warns_of(tmp_path, refit_to):
     # the default answer it warns of: 14 x 1000 / ((1 x 0.5 x 3 + 0.5) / 0.8 ms) = 5600 tok/s
     (c,) = [c for c in report["tracked"] if c["model"] == LLAMA]
     assert c["after"]["median"] == pytest.approx(5600.0)
+
+
+# ------------------------------------------------------------------ diff
+def _second_fit(work: Path, **overrides) -> None:
+    """A second point-mass fit (``SECOND``, ``overrides``: its parameters) of the data file
+    as it is now."""
+    write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
+                         work / "models" / "priors.toml", work / "data" / "hardware.csv",
+                         fit_id=SECOND, draws=multi_model_draws(16, **overrides))
+
+
+def test_diff_tracks_the_default_question_of_the_models_whose_rows_differ(tmp_path):
+    """Two fits of Kimi and Llama, the second with a Llama row more: `diff` asked Kimi's
+    default question (the project's first model: 700 -> 700 tok/s, nothing), as update did
+    before it followed the rows; it asks Llama's now (800 -> 700: its M = 1 step 7 -> 8 ms),
+    in the table and the JSON."""
+    work = _workdir(tmp_path / "w")
+    _add_llama_ar(work)
+    _second_fit(work, step_ar_ms=[8.0, 8.0])
+    code, out, err = run_cli(work, "diff", FIT_ID, SECOND, "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("diff", report)
+    assert [r["row"] for r in report["added_rows"]] == [5]
+    defaults = [(c["model"], c["label"], round(c["before"]["median"]),
+                 round(c["after"]["median"]))
+                for c in report["tracked"] if c["name"] == "default"]
+    assert defaults == [(LLAMA, f"{LLAMA} h100 x1 vllm ddtree b16/B32 accept 14", 800, 700)]
+    code, out, err = run_cli(work, "diff", FIT_ID, SECOND)
+    assert code == 0, err
+    assert out[out.index("tracked queries"):].splitlines()[1:] == [
+        f"  default: {LLAMA} h100 x1 vllm ddtree b16/B32 accept 14: 90% 800-800 -> 700-700 "
+        "tok/s (median 800 -> 700, width n/a)"]
+
+
+def test_diff_of_the_same_rows_tracks_the_projects_model_as_before(tmp_path):
+    """Two fits of the same rows: the project's model's default question (Kimi's, its first
+    row's), as before."""
+    work = _workdir(tmp_path / "w")
+    _second_fit(work, step_ar_ms=[8.0, 8.0])
+    code, out, err = run_cli(work, "diff", FIT_ID, SECOND, "--format", "json")
+    assert code == 0, err
+    defaults = [(c["model"], c["label"], round(c["after"]["median"]))
+                for c in json.loads(out)["tracked"] if c["name"] == "default"]
+    assert defaults == [("kimi-k2.6", "kimi-k2.6 b300 x8 sglang ddtree b16/B32 accept 14", 700),
+                        ("kimi-k2.6", "kimi-k2.6 b300 x8 native ddtree b16/B32 accept 14", 778)]

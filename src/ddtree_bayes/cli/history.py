@@ -175,9 +175,15 @@ def cmd_diff(args: argparse.Namespace) -> int:
     # a row's model, where the two fits hold several: its configuration alone does not say it
     several = len({r.model for r in (*rows_a.rows, *rows_b.rows)}) > 1
     params = living.parameter_table(a, b, include_auxiliary=args.all)
+    tracked = living.load_tracked(models)
+    from ddtree_bayes.engine.target_models import is_multi
+
+    if is_multi(a) or is_multi(b):
+        # a fit of several models: the default question of each model whose rows differ, as
+        # update asks it (the project's first model's when the rows are the same)
+        tracked = living.for_models(tracked, [r.model for r in (*added, *removed)])
     warned: list[str] = []
-    changes = living.compare_queries(a, b, living.load_tracked(models), args.seed,
-                                     warnings=warned)
+    changes = living.compare_queries(a, b, tracked, args.seed, warnings=warned)
     print_warnings(warned)   # (what predict warns of for a tracked query's flags)
     unconverged = [f for f in (a, b) if not f.meta["converged"]]
     differ = _inputs_differ(a, b)

@@ -96,8 +96,8 @@ def for_models(tracked: list[Tracked], models: list[str]) -> list[Tracked]:
     """``tracked`` with its built-in default query asked of each of ``models`` in turn, in
     place of the project's model (:func:`project_model`): ``update`` of a fit of several models
     asks the default question of the models its new (or removed) rows measure, so a row of the
-    second model shows how that model's answer moved, not the first's. No ``models``: as it
-    is."""
+    second model shows how that model's answer moved, not the first's, and ``diff`` of the
+    models whose rows differ between its two fits. No ``models``: as it is."""
     if not models:
         return list(tracked)
     out: list[Tracked] = []
