@@ -351,3 +351,44 @@ def test_diff_of_the_same_rows_tracks_the_projects_model_as_before(tmp_path):
                 for c in json.loads(out)["tracked"] if c["name"] == "default"]
     assert defaults == [("kimi-k2.6", "kimi-k2.6 b300 x8 sglang ddtree b16/B32 accept 14", 700),
                         ("kimi-k2.6", "kimi-k2.6 b300 x8 native ddtree b16/B32 accept 14", 778)]
+
+
+# ------------------------------------------------------------------ next: left out
+#: Kimi K2.6's card: 1000 B parameters at 0.6 bytes, 600 GB; one H100 holds 80 GB
+KIMI_ON_H100 = ("kimi-k2.6's weights (600.0 GB: 1000B parameters at 0.6 bytes) do not fit in "
+                "1 x h100 (80.0 GB)")
+
+
+def test_next_lists_the_candidates_whose_weights_do_not_fit(tmp_path):
+    """`next` for Kimi takes it to every measured system, Llama's one H100 too, where its
+    600 GB of weights do not fit in 80 GB: those candidates (AR, and DDTree budgets 8, 32
+    and 128 in vLLM, the engine measured there) were dropped without a word, while a native
+    one was listed under `left out:` with its reason. They are listed now, with theirs, in
+    the table and the JSON; the ranked rows are as they were."""
+    work = _workdir(tmp_path / "w", noise_sd=0.03)
+    query = "--model kimi-k2.6 --engine sglang --accept 14"
+    code, out, err = run_cli(work, "next", "--query", query, "--k", "4", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("next", report)
+    assert [r["candidate"] for r in report["rows"]] and all(
+        r["hardware"] == "b300" for r in report["rows"])
+    native = ("native is a modelled engine (its speculative overhead is sglang's times 1 - "
+              "reduction) with no measurement in the fit: there is no such engine to run")
+    assert [(x["candidate"], x["why"], x["reason"]) for x in report["left_out"]] == [
+        ("kimi-k2.6 b300 x8 native ddtree block 16 budget 32 M=33", "the query in native",
+         native),
+        ("kimi-k2.6 h100 x1 vllm ar", "AR, context 0", KIMI_ON_H100),
+        ("kimi-k2.6 h100 x1 vllm ddtree block 16 budget 8 M=9", "DDTree budget 8",
+         KIMI_ON_H100),
+        ("kimi-k2.6 h100 x1 vllm ddtree block 16 budget 32 M=33", "DDTree budget 32",
+         KIMI_ON_H100),
+        ("kimi-k2.6 h100 x1 vllm ddtree block 16 budget 128 M=129", "DDTree budget 128",
+         KIMI_ON_H100)]
+    code, out, err = run_cli(work, "next", "--query", query, "--k", "4")
+    assert code == 0, err
+    assert [x for x in out.splitlines() if x.startswith("left out:")] == [
+        "left out: kimi-k2.6 b300 x8 native ddtree block 16 budget 32 M=33: " + native + ".",
+        "left out: kimi-k2.6 h100 x1 vllm ar; kimi-k2.6 h100 x1 vllm ddtree block 16 budget 8 "
+        "M=9; kimi-k2.6 h100 x1 vllm ddtree block 16 budget 32 M=33; kimi-k2.6 h100 x1 vllm "
+        f"ddtree block 16 budget 128 M=129: {KIMI_ON_H100}."]

@@ -163,26 +163,74 @@ class Candidate:
 
     def describe(self) -> str:
         sc = self.scenario
-        parts = [f"{sc.hardware} x{sc.gpus}", sc.engine, sc.method]
-        if sc.multi:
-            parts.insert(0, str(sc.model))
-        if sc.method != AR_METHOD:
-            if sc.block is not None:
-                parts.append(f"block {sc.block}")
-            if sc.budget is not None:
-                parts.append(f"budget {sc.budget}")
-            parts.append(f"M={sc.verify_tokens}")
-        if sc.context_tokens:
-            parts.append(f"ctx {plain_text(float(sc.context_tokens))}")
-        if sc.concurrency != 1:
-            parts.append(f"C={sc.concurrency}")
-        return " ".join(parts)
+        return describe_candidate(sc.model if sc.multi else None, sc.hardware, sc.gpus,
+                                  sc.engine, sc.method, sc.block, sc.budget, sc.verify_tokens,
+                                  sc.context_tokens, sc.concurrency)
 
     def key(self) -> tuple:
         sc = self.scenario
         engine = "-" if sc.method == AR_METHOD else sc.engine
         return (sc.pair, engine, sc.method, sc.verify_tokens, sc.context_tokens,
                 sc.concurrency)
+
+
+def describe_candidate(model: str | None, hardware: str, gpus: int, engine: str, method: str,
+                       block: int | None, budget: int | None, verify_tokens: int | None,
+                       context_tokens: float | None, concurrency: int) -> str:
+    """A candidate as the table and the JSON name it: ``kimi-k2.6 h100 x1 vllm ddtree block 16
+    budget 8 M=9`` (the model first in a fit of several models: ``model`` None in a fit of
+    one; ``M=`` left out when ``verify_tokens`` is None).
+
+    >>> describe_candidate(None, "b300", 8, "sglang", "ar", None, None, 1, 0.0, 1)
+    'b300 x8 sglang ar'
+    >>> describe_candidate("qwen3-8b", "h100", 1, "vllm", "eagle3", 3, 3, 4, 65536.0, 4)
+    'qwen3-8b h100 x1 vllm eagle3 block 3 budget 3 M=4 ctx 65536 C=4'
+    """
+    parts = [f"{hardware} x{gpus}", engine, method]
+    if model is not None:
+        parts.insert(0, model)
+    if method != AR_METHOD:
+        if block is not None:
+            parts.append(f"block {block}")
+        if budget is not None:
+            parts.append(f"budget {budget}")
+        if verify_tokens is not None:
+            parts.append(f"M={verify_tokens}")
+    if context_tokens:
+        parts.append(f"ctx {plain_text(float(context_tokens))}")
+    if concurrency != 1:
+        parts.append(f"C={concurrency}")
+    return " ".join(parts)
+
+
+@dataclass(frozen=True)
+class Unbuilt:
+    """A default candidate no scenario can be made of (its model's weights do not fit in its
+    GPUs: the default list takes the query's model to every system any model measured, Kimi
+    K2.6's 600 GB to one H100 too), named by what it asks (:func:`describe_candidate`); left
+    out with why, as one nobody can measure is (:func:`default_candidates`)."""
+
+    description: str
+    why: str
+
+    def describe(self) -> str:
+        return self.description
+
+
+def unbuilt(draws: Fit, query: Query, why: str, given: dict) -> Unbuilt:
+    """The default candidate ``given`` (:func:`make_candidate`'s keywords) of ``query``, whose
+    scenario cannot be made, as :class:`Unbuilt`: the query's model and concurrency where it
+    does not say them, its verify tokens derived from its shape."""
+    from ddtree_bayes.core.data import derive_verify_tokens
+
+    q = query.scenario
+    verify = given.get("verify_tokens") or derive_verify_tokens(
+        given["method"], given.get("block"), given.get("budget"), draws.methods)
+    return Unbuilt(describe_candidate(
+        (given.get("model") or q.model) if q.multi else None, given["hardware"],
+        given["gpus"], given["engine"], given["method"], given.get("block"),
+        given.get("budget"), verify, given.get("context_tokens"),
+        given.get("concurrency") or q.concurrency), why)
 
 
 def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -> str | None:
@@ -253,7 +301,8 @@ def make_candidate(draws: Fit, query: Query | None, why: str, accept: float | No
 
 
 def default_candidates(draws: Fit, query: Query,
-                       left_out: list[tuple[Candidate, str]] | None = None) -> list[Candidate]:
+                       left_out: list[tuple[Candidate | Unbuilt, str]] | None = None
+                       ) -> list[Candidate]:
     """A sensible list from the fit's measured systems, engines and methods:
 
     - the query's own configuration;
@@ -271,7 +320,9 @@ def default_candidates(draws: Fit, query: Query,
     Of these, a measurement nobody can make (:func:`unmeasurable`: an engine that is only a
     relation, a method without a drafter for the model, streams whose KV cache does not fit,
     counted at the query's ``--kv-cache`` when it gives one) is left out, and appended with why
-    to ``left_out``.
+    to ``left_out``; so is one no scenario can be made of (:class:`Unbuilt`: in a fit of
+    several models, the query's model on a system whose GPUs cannot hold its weights), with
+    what refused it.
     """
     q = query.scenario
     fitted = set(draws.measured_systems)
@@ -292,13 +343,22 @@ def default_candidates(draws: Fit, query: Query,
         q_accept = req.values[0] if req.uniform is None else sum(req.uniform) / 2
 
     out: list[Candidate] = []
-    seen: set[tuple] = set()
+    seen: set[tuple | str] = set()
     cards = drafter_cards(draws)   # (read once, not once per candidate)
 
     def add(why: str, accept: float | None, **kw) -> None:
         try:
             c, reason = make_candidate(draws, query, why, accept, cards, **kw)
-        except QueryError:
+        except QueryError as err:
+            # (it was dropped without a word: Kimi K2.6 on one H100, 45 candidates in a fit
+            # of 10 models, while a native candidate was listed with its reason)
+            u = unbuilt(draws, query, why, kw)
+            if u.description not in seen:
+                seen.add(u.description)
+                if left_out is not None:
+                    text, tail = str(err), f" (fix: {err.fix})"
+                    left_out.append((u, text[:-len(tail)] if err.fix and text.endswith(tail)
+                                     else text))
             return
         if c.key() in seen:
             return
@@ -559,7 +619,7 @@ def preposterior(log_mu: np.ndarray, noise_sd: np.ndarray, query: np.ndarray, pr
 def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | None = None, *,
                       k: int = DEFAULT_K, prob: float = 0.9, seed: int = DEFAULT_SEED,
                       min_ess: float = MIN_ESS,
-                      left_out: list[tuple[Candidate, str]] | None = None) -> dict:
+                      left_out: list[tuple[Candidate | Unbuilt, str]] | None = None) -> dict:
     """Rank candidate measurements by the expected ``prob`` interval width of the query's
     posterior predictive tok/s after making them (smallest first).
 
@@ -576,7 +636,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                          "be infinitely informative", fix="refit with the bundled noise prior")
     n = draws.n_draws
     # candidates nobody can measure (``left_out``: those of a candidates file)
-    left: list[tuple[Candidate, str]] = list(left_out or [])
+    left: list[tuple[Candidate | Unbuilt, str]] = list(left_out or [])
     cands = default_candidates(draws, query, left) if candidates is None else candidates
     q_sc = query.scenario
     # the query's draws are predict's for the same flags and seed, digit for digit: its
