@@ -114,6 +114,11 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     shift, distance, label = found
     # the measured deployment's own error is known at any context and concurrency of it
     own = carries_own_error(draws, sc)
+    carried = anchor_scenario(draws, sc).engine
+    if carried != sc.engine:   # (a relation's engine without rows: its base's anchor, whole)
+        label = (f"{carried} {label}, carried from {carried} (no {sc.engine} {sc.method} row "
+                 "there): " + ("its step, with no overhead to cut" if sc.method == AR_METHOD
+                               else "its target step and its overhead x (1 - reduction)"))
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
     passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
@@ -129,7 +134,8 @@ def noise_nu(draws: Fit, sc: Scenario) -> float | None:
     drawn the configuration's own deviation and what is left, the run's scatter about its
     mean, is normal in both likelihoods."""
     nu = C.likelihood_nu(draws.variables)
-    return None if nu is None or at_measured_configuration(draws, sc) else nu
+    return (None if nu is None or at_measured_configuration(draws, anchor_scenario(draws, sc))
+            else nu)
 
 
 def predictive_noise(draws: Fit, sc: Scenario, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -195,9 +201,13 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     Between two measured contexts of the deployment (:func:`_bracketing_contexts`) the two
     ends' discrepancies are interpolated linearly in context (:func:`_interpolated_anchor`),
     drawn from the ends' own streams rotated together: one token inside a measured context the
-    answer is that context's own, draw by draw, and halfway it is no narrower."""
+    answer is that context's own, draw by draw, and halfway it is no narrower.
+
+    An engine with a relation and no such configuration of its own (native, whose overhead is
+    SGLang's x (1 - reduction)) is anchored as its base engine is (:func:`anchor_scenario`)."""
     if not sc.measured:
         return None
+    sc = anchor_scenario(draws, sc)
     bracket = _bracketing_contexts(draws, sc)
     if bracket is not None:
         # between two measured contexts: each one's anchor, interpolated linearly in context
@@ -297,6 +307,25 @@ def _anchor_contexts(draws: Fit, sc: Scenario) -> set[float]:
     return own or {k[3] for k in keys}
 
 
+def anchor_scenario(draws: Fit, sc: Scenario) -> Scenario:
+    """The scenario whose measured configurations anchor ``sc``: ``sc`` itself, or, for an
+    engine with a relation (``native = (1 - reduction) x sglang`` overhead) that has no
+    measured configuration of its own in ``sc``'s system and method (:func:`_anchor_contexts`),
+    ``sc`` in its base engine. The relation defines native's step as SGLang's with the
+    overhead cut, so native carries SGLang's anchor whole, at the same draws: the measured
+    deployment's discrepancy scales the target step (the system's, shared by any engine on
+    it) and SGLang's overhead alike, and native pays ``1 - reduction`` of that anchored
+    overhead. Unanchored, the structural step with the cut came out slower than SGLang's
+    anchored one wherever the measurement is faster than the structural step (the bundled
+    B300 DDTree row: 490 against 550 tok/s at acceptance 12 on the structured point mass,
+    tests/test_native_anchor.py). Carried only to a prediction: a native measurement would
+    still be a configuration of its own (:func:`at_measured_configuration` is unchanged)."""
+    base = (draws.meta["model"].get("relation_bases") or {}).get(sc.engine)
+    if base is None or base == sc.engine or _anchor_contexts(draws, sc):
+        return sc
+    return dataclasses.replace(sc, engine=base)
+
+
 def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
     """Whether ``sc`` is a configuration the fit measured (with accept_len, not held out):
     its anchor is itself (:func:`anchor_shift` at distance 0). False in the fraction form."""
@@ -312,6 +341,7 @@ def carries_own_error(draws: Fit, sc: Scenario) -> bool:
     any context and concurrency. False in the fraction form."""
     if "structure_sd" not in draws.variables or not sc.measured:
         return False
+    sc = anchor_scenario(draws, sc)   # (native carries SGLang's anchor whole)
     found = _nearest_measured(draws, sc)
     return found is not None and same_deployment(sc, found[0][0])
 

@@ -576,7 +576,7 @@ def ar_repeats(fit: Fit, asked: list[Asked]) -> dict[str, str]:
     """The engines of an autoregressive question whose row would repeat another's: an engine
     with a relation (native = (1 - reduction) x sglang overhead) scales its base engine's
     speculative overhead, which AR has none of, so at AR its step is the base engine's (the
-    model has no AR engine term), at best without the base's anchor to its measured AR rows.
+    model has no AR engine term), anchored to the base's AR rows as the base's is.
     Unless it measured AR rows of its own on the system (its anchor), its row adds nothing:
     {engine: the line saying so}, for the default engines (``--engine`` asks for it)."""
     from ddtree_bayes.engine.structure import fit_rows
