@@ -377,9 +377,20 @@ def keyed_rng(seed: int, key: str) -> np.random.Generator:
 
 def scenario_key(sc: Scenario) -> str:
     """What determines a scenario's predictive draws (its acceptance aside): the key of
-    :func:`keyed_rng` for ``predict``. ``kv_cache`` is not in it: the dtype moves the read
-    cap, not the draws it caps (the same draws, capped at each dtype's read). Numbers are
-    keyed as Python's (numpy 2 writes ``np.int64(16)``, which drew other numbers than 16).
+    :func:`keyed_rng` for ``predict`` (its step and run-to-run noise, ``--explain``'s split,
+    P(faster than AR), ``next``'s query, the scoring of a new row). ``kv_cache`` is not in it:
+    the dtype moves the read cap, not the draws it caps (the same draws, capped at each dtype's
+    read). Numbers are keyed as Python's (numpy 2 writes ``np.int64(16)``, which drew other
+    numbers than 16).
+
+    Nor are the context and the concurrency: the key is the configuration's at context 0 and
+    C = 1 (the key every context-0, single-stream answer always had), so its answers along
+    both axes share their random numbers and differ by what the step does. Keyed apart, one
+    token of context moved an answer by Monte Carlo noise, ~0.1% either way, and a longer
+    context could come out faster (Qwen3.5-397B AR on 4x RTX PRO 6000 Server, public corpus:
+    76.636 tok/s at 65536, 76.721 at 65537). The step draws as many numbers at every context
+    and C as at context 0 and C = 1 (:func:`~ddtree_bayes.engine.structure.tied_ratio_spread`),
+    so the noise drawn after it is common too.
 
     >>> import numpy as np
     >>> from ddtree_bayes.engine.question import Flags, resolve
@@ -387,15 +398,18 @@ def scenario_key(sc: Scenario) -> str:
     >>> sc = resolve(point_mass_draws(), Flags(engines=("sglang",))).asked[0].scenario
     >>> scenario_key(sc) == scenario_key(dataclasses.replace(sc, block=np.int64(sc.block)))
     True
+    >>> scenario_key(sc) == scenario_key(dataclasses.replace(sc, context_tokens=65537.0,
+    ...                                                      concurrency=8))
+    True
     """
     def plain(value: object) -> object:
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
             return int(value)
         return float(value) if isinstance(value, numbers.Real) else value
 
+    # (context 0.0 and C 1 as a resolved context-0, single-stream scenario writes them)
     return repr(tuple(map(plain, (sc.model, sc.hardware, sc.gpus, sc.engine, sc.method,
-                                  sc.block, sc.budget, sc.verify_tokens, sc.context_tokens,
-                                  sc.concurrency,
+                                  sc.block, sc.budget, sc.verify_tokens, 0.0, 1,
                                   None if sc.drafter is None else sc.drafter.drafter))))
 
 
@@ -600,8 +614,8 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
     context = ctx_ms * (units * (streams if ctx_streams is None else ctx_streams)
                         ) * M ** v["ctx_verify_exponent"]
     parts = {"moe": target - attn_base - context, "attn_base": attn_base, "context": context}
-    passes, nodes = draft_structure(model, sc.method, sc.block, sc.budget)
-    nodes = nodes * streams   # every stream builds its own tree (engine/model.py)
+    passes, stream_nodes = draft_structure(model, sc.method, sc.block, sc.budget)
+    nodes = stream_nodes * streams   # every stream builds its own tree (engine/model.py)
     log_sd = query_log_sd(draws, sc, passes)
     if sc.method == AR_METHOD:
         return ({**parts, "spec": np.zeros_like(target), "step": target, "log_sd": log_sd},
@@ -664,8 +678,10 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         spec = S.structured_spec_ms(step_ar, fixed, per_pass, per_node, passes, nodes, scale)
         tied = np.zeros(draws.n_draws)
         if measured:   # fewer passes than measured cannot save more than the group's SPEC
+            # (what it draws from rng is decided at C = 1: the same at every C)
             tied = tied + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
-                                            step_ar * scale, rng, pass_factor)
+                                            step_ar * scale, rng, pass_factor,
+                                            {"pass": passes, "tree": stream_nodes})
             spec = np.maximum(spec + tied, 0.0)
         # spec_tied: the part of SPEC from the group's own (unmeasured) per-pass/per-node cost
         return {**parts, "spec": spec, "step": target + spec, "log_sd": log_sd,

@@ -5,6 +5,8 @@ configuration. numpy only (the predict path)."""
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from ddtree_bayes.core import spec as S
@@ -429,7 +431,8 @@ def group_learned(draws: Fit, label: str) -> bool:
 
 
 def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
-                      rng: np.random.Generator, pass_factor: float = 1.0):
+                      rng: np.random.Generator, pass_factor: float = 1.0,
+                      one_stream: dict[str, float] | None = None):
     """Extra SPEC (ms per draw) for a measured group asked about at another number of drafter
     passes or tree nodes than the single one it was measured at.
 
@@ -440,7 +443,16 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     ``exp(mean + sd z)``, so the step carries the group-to-group spread exactly where it
     extrapolates. 0 where the group's passes (nodes) varied in the data. ``pass_factor``
     scales the pass part (``predict --drafter``: its roofline over the priced drafter's).
-    """
+
+    ``one_stream``: the passes and nodes of the query's configuration at C = 1 (default
+    ``query``), which decide whether ``z`` is drawn from ``rng``: where they differ from the
+    measured ones, as it always was there; else, when ``query``'s nodes do (C streams of the
+    measured tree), from a stream jumped from ``rng``'s state, which leaves ``rng`` as it
+    is. So the step draws as many numbers from ``rng`` at every C as at C = 1, and the
+    run-to-run noise drawn after it from the same generator is common to the configuration's
+    concurrencies (predictive.scenario_key); drawn from ``rng`` at C = 2 and not at C = 1,
+    it shifted that noise, and per-user tok/s could rise with a stream more. Every C where
+    the nodes differ reads the same ``z``."""
     v = draws.variables
     varies = draws.meta["model"].get("group_varies")
     groups = draws.meta["coords"]["overhead_group"]
@@ -452,13 +464,21 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     for part in ("pass", "tree"):
         if varies[part][g] or len(measured[part]) != 1:
             continue
-        delta = query[part] - next(iter(measured[part]))
-        if delta == 0:
+        at = next(iter(measured[part]))
+        delta = query[part] - at
+        if (one_stream or query)[part] != at:   # drawn from rng at C = 1: at every C
+            z = rng.standard_normal(draws.n_draws)
+        elif delta != 0:   # (a stream of each part's own: jumps 1 for passes, 2 for nodes;
+            # default_rng's PCG64, as every generator here is, can jump)
+            bits = cast(np.random.PCG64, rng.bit_generator)
+            z = np.random.Generator(bits.jumped(1 + (part == "tree"))).standard_normal(
+                draws.n_draws)
+        if delta == 0:   # (z unused: the measured passes or nodes cost as fitted)
             continue
         mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
         if f"spec_{part}_mean" in v:   # (a fit of an earlier version: the population's)
             mu = v[f"spec_{part}_mean"][:, g]
-        own = np.exp(mu + sd * rng.standard_normal(draws.n_draws))
+        own = np.exp(mu + sd * z)
         extra = extra + (own - np.exp(mu)) * delta * (pass_factor if part == "pass" else 1.0)
     return extra * unit_ms
 
@@ -526,8 +546,11 @@ def carried_spec_ms(draws: Fit, sc: Scenario, carried: tuple[str, str, int, str 
                  - amd_log_effect(draws, ref_hw, engine, rng))
     spec = scale * ref_step * ((v["spec_fixed_ratio"][:, g] + v["spec_pass_ratio"][:, g] * roof
                                 * passes) * amd + v["spec_tree_ratio"][:, g] * nodes)
+    # (C = 1's nodes decide what it draws: the same at every C, tied_ratio_spread)
     spec = np.maximum(spec + tied_ratio_spread(draws, label, {"pass": passes, "tree": nodes},
-                                               ref_step * scale, rng, roof * amd), 0.0)
+                                               ref_step * scale, rng, roof * amd,
+                                               {"pass": passes, "tree": nodes / sc.concurrency}),
+                      0.0)
     key = "transfer_system_sd"
     scatter = v[key] if key in v else prior_sample(draws.priors.transfer["system_sd"], n, rng)
     if spread is not None:

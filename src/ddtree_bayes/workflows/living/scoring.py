@@ -103,7 +103,9 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         # the likelihood's sd for this row: noise, plus the structured form's discrepancy
         sd = np.asarray(parts["log_sd"], dtype=float)
         # a row without accept_len: its inferred acceptance group's posterior (or the prior),
-        # from a generator of its own (predict draws acceptance apart from the step)
+        # from a generator of its own (predict draws acceptance apart from the step), keyed by
+        # the configuration as predict's (P.scenario_key: its rows at several contexts and
+        # concurrencies share it, as the model's acceptance does not depend on them)
         # (a row at C > 1 measures the C streams' total)
         accept = P.row_acceptance(draws, m, P.keyed_rng(seed, f"{P.scenario_key(sc)} accept"))
         log_mu = np.log(accept * 1000.0 * m.concurrency / parts["step"])
