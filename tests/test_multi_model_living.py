@@ -66,6 +66,16 @@ def _add_llama_ar(work: Path, tok_s: str = "160") -> None:
                            "--tok-s", tok_s, "--source", "HYPOTHETICAL test")
     assert code == 0, err
 
+def _refit_json(work):
+    """`update --refit --quiet --format json` in ``work``: its report, schema-checked, and
+    its stderr."""
+    code, out, err = run_cli(work, "update", "--refit", "--quiet", "--format", "json")
+    assert code == 0, err
+    report = json.loads(out)
+    validate_output("update", report)
+    return report, err
+
+
 
 def test_update_tracks_the_default_question_of_the_new_rows_model(tmp_path, refit_to):
     """A fit of Kimi and Llama, a Llama row added: `update` showed how Kimi's default question
@@ -74,10 +84,7 @@ def test_update_tracks_the_default_question_of_the_new_rows_model(tmp_path, refi
     work = _workdir(tmp_path / "w")
     _add_llama_ar(work)
     refit_to(work, step_ar_ms=[8.0, 8.0])
-    code, out, err = run_cli(work, "update", "--refit", "--quiet", "--format", "json")
-    assert code == 0, err
-    report = json.loads(out)
-    validate_output("update", report)
+    report, err = _refit_json(work)
     assert [r["row"] for r in report["new_rows"]] == [5]
     defaults = [c for c in report["tracked"] if c["name"] == "default"]
     assert [c["label"] for c in defaults] == [
@@ -295,10 +302,7 @@ def test_update_names_the_model_a_tracked_query_warns_of(tmp_path, refit_to):
     work = _workdir(tmp_path / "w")
     _add_llama_ar(work)
     refit_to(work, step_ar_ms=[8.0, 1.0])
-    code, out, err = run_cli(work, "update", "--refit", "--quiet", "--format", "json")
-    assert code == 0, err
-    report = json.loads(out)
-    validate_output("update", report)
+    report, err = _refit_json(work)
     head = f"tracked query 'default' of {LLAMA}: the fit's M = 1 step of {LLAMA}@h100x1 is shorter"
     assert [w[:len(head)] for w in report["warnings"]] == [head]
     assert f"ddtree-bayes: warning: {report['warnings'][0]}" in err
