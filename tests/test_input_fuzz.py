@@ -1,0 +1,237 @@
+"""Bad input files never give a number, a traceback or a half-written file.
+
+On a bad measurement file (``fit --data F``, ``validate --data F``, ``add --from F``, ``add
+--data F`` appending to it) or benchmark file (``add --from-bench F``) the CLI prints ONE line
+naming the file, the row (or record) and the column, with a fix, exits 2 and writes nothing:
+no fit, no change to any data file. The refusal comes before any sampling: here the sampler
+and validate's folds are replaced by :class:`SamplerReached` (exit 99), so a file that gets
+as far as NUTS shows as 99, never as a fit.
+
+What a file may hold by design (docs/howto/own-data.md, core/data.py) is accepted: a UTF-8
+byte-order mark, CRLF line ends, blank lines, extra columns a reader does not know (not one a
+known name misspelt), plain numbers with an exponent or a sign (``1e3``, ``+303``), ``8.0``
+for a whole number, a blank ``accept_len`` (inferred by the fit).
+
+The hand-made cases below are a table (case, command, what happens); the property tests
+mutate one cell (or one benchmark key) at a time with hypothesis (few examples here, many
+with ``-m slow``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.errors import DDTreeBayesError
+from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+BENCH = Path(__file__).resolve().parent / "fixtures" / "bench"
+
+
+class SamplerReached(DDTreeBayesError):
+    """What the sampler (and validate's folds) do here: stop with exit 99, so a file that
+    would be fitted is told apart from a refused one, without sampling."""
+
+    exit_code = 99
+
+
+@pytest.fixture(autouse=True)
+def _no_sampling(monkeypatch):
+    def reached(*args, **kwargs):
+        raise SamplerReached("the sampler was reached")
+
+    monkeypatch.setattr("ddtree_bayes.engine.remedies.ModelSampler", reached)
+    monkeypatch.setattr("ddtree_bayes.workflows.validation.dispatch", reached)
+
+
+@pytest.fixture(scope="module")
+def template(tmp_path_factory):
+    return make_point_mass_workdir(tmp_path_factory.mktemp("fuzz") / "w")
+
+
+@pytest.fixture
+def work(template, tmp_path):
+    return Path(shutil.copytree(template, tmp_path / "w"))
+
+
+def base_text(work: Path) -> str:
+    """The point-mass working directory's data: the header and the two B300 rows (AR at
+    133 tok/s, DDTree block 8 budget 8 at accept 4.4 and 303 tok/s)."""
+    return (work / "data" / "measurements.csv").read_text()
+
+
+def with_cell(text: str, row: int, column: str, value: str) -> str:
+    """``text`` (a measurement CSV) with the cell of data row ``row`` (0 = the first under
+    the header) in ``column`` replaced by ``value``, written back by the csv module."""
+    records = list(csv.reader(io.StringIO(text)))
+    records[row + 1][records[0].index(column)] = value
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(records)
+    return out.getvalue()
+
+
+def unchanged(before: dict, after: dict) -> bool:
+    """Listings equal but for a lock file ``add`` leaves (documented: held across
+    read-validate-write, empty)."""
+    def drop(listed):
+        return {k: v for k, v in listed.items() if not k.endswith(".lock")}
+    return drop(before) == drop(after)
+
+
+def one_line_refusal(work: Path, *argv: str) -> str:
+    """Run ``argv``: exit 2, one line on stderr with a fix, nothing on stdout, nothing written.
+    Returns the line."""
+    before = listing(work)
+    code, out, err = run_cli(work, *argv)
+    assert code == 2, (code, err)
+    assert out == "" and err.count("\n") == 1, err
+    assert err.startswith("ddtree-bayes: error: ") and "(fix: " in err, err
+    assert "internal error" not in err and "Traceback" not in err, err
+    assert unchanged(before, listing(work)), err
+    return err
+
+
+# ---------------------------------------------------------------- the commands, one file
+ROW = ["--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--method", "ddtree", "--block",
+       "8", "--budget", "8", "--accept", "4.5", "--tok-s", "305", "--source", "fuzz", "--model",
+       "kimi-k2.6"]
+
+
+def commands(path: Path) -> dict[str, list[str]]:
+    """The four commands that read a measurement file ``path`` (``add --data`` appends the
+    flags' row to it; ``add --from`` appends its rows to data/measurements.csv)."""
+    return {"fit": ["fit", "--data", str(path), "--quiet"],
+            "validate": ["validate", "--data", str(path), "--quiet"],
+            "add-from": ["add", "--from", str(path)],
+            "add-data": ["add", "--data", str(path), *ROW]}
+
+
+def as_new_rows(text: str) -> str:
+    """``text`` with each row's source changed, so ``add --from`` appends it as new rows rather
+    than refusing the point-mass file's own rows as duplicates."""
+    return text.replace("(seed)", "(fuzz)")
+
+
+def outcome(work: Path, command: str, content: str | bytes) -> tuple[int, str]:
+    """(exit code, stderr) of ``command`` on a file holding ``content``; asserts what every
+    outcome must keep: never exit 1 (an internal error); exit 2 writes nothing."""
+    path = work / "in" / "m.csv"
+    path.parent.mkdir(exist_ok=True)
+    if command == "add-from" and isinstance(content, str):
+        content = as_new_rows(content)
+    if isinstance(content, bytes):
+        path.write_bytes(content)
+    else:
+        path.write_text(content, newline="")
+    before = listing(work)
+    code, out, err = run_cli(work, *commands(path)[command])
+    assert code in (0, 2, 99), (code, err)
+    assert "internal error" not in err and "Traceback" not in err, err
+    if code == 2:
+        assert unchanged(before, listing(work)), err
+        assert "(fix: " in err, err
+    return code, err
+
+
+#: Accepted by design: each reaches the sampler (fit, validate) or is appended (add).
+ACCEPTED = {
+    "utf-8 byte-order mark": lambda t: "\ufeff" + t,
+    "CRLF line ends": lambda t: t.replace("\n", "\r\n"),
+    "a trailing blank line": lambda t: t + "\n",
+    "no newline at the end": lambda t: t.rstrip("\n"),
+    "an extra unknown column": lambda t: t.replace("notes\n", "notes,sweep\n", 1).replace(
+        '"\n', '",a\n'),
+    "tok_s 1e3": lambda t: with_cell(t, 1, "tok_s", "1e3"),
+    "tok_s +303": lambda t: with_cell(t, 1, "tok_s", "+303"),
+    "gpus 8.0": lambda t: with_cell(t, 1, "gpus", "8.0"),
+    "accept_len blank (inferred)": lambda t: with_cell(t, 1, "accept_len", " "),
+    "context_tokens 1e3": lambda t: with_cell(t, 1, "context_tokens", "1e3"),
+    "budget 8 under block 16 (a tree of 8 nodes)": lambda t: with_cell(t, 1, "block", "16"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(ACCEPTED))
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_accepted_by_design(work, case, command):
+    code, err = outcome(work, command, ACCEPTED[case](base_text(work)))
+    if (case, command) == ("an extra unknown column", "add-from"):
+        # appended to data/measurements.csv, which has no such column: refused, not dropped
+        assert code == 2 and "has no column 'sweep'; its value would be lost" in err, err
+        return
+    assert code == (0 if command.startswith("add") else 99), err
+    if command == "add-data":   # the row appended, in the file's own line ends
+        raw = (work / "in" / "m.csv").read_bytes()
+        newline = b"\r\n" if b"\r\n" in raw else b"\n"
+        assert raw.endswith(b",305,fuzz," + b"," * (case == "an extra unknown column") + newline)
+        assert raw.replace(b"\r\n", b"").count(b"\r") == 0 and (
+            newline == b"\n" or raw.count(b"\n") == raw.count(b"\r\n"))
+
+
+#: Refused: (what the file holds, the words the one line must contain).
+REFUSED = {
+    "a column missing": (lambda t: t.replace(",tok_s,", ",", 1), "column 'tok_s': missing column"),
+    "a column duplicated": (lambda t: t.replace("notes\n", "notes,tok_s\n", 1),
+                            "column 'tok_s': appears twice in the header"),
+    "a column renamed by case": (lambda t: t.replace(",tok_s,", ",Tok_S,", 1),
+                                 "rename 'Tok_S' to 'tok_s'"),
+    "a column misspelt": (lambda t: t.replace("notes\n", "notes,concurency\n", 1).replace(
+        '"\n', '",8\n'), "did you mean 'concurrency'?"),
+    "tok_s '133 tok/s'": (lambda t: with_cell(t, 1, "tok_s", "133 tok/s"),
+                          "row 3, column 'tok_s': not a number: '133 tok/s'"),
+    "tok_s '1,234'": (lambda t: with_cell(t, 1, "tok_s", "1,234"),
+                      "row 3, column 'tok_s': not a number: '1,234'"),
+    "tok_s nan": (lambda t: with_cell(t, 1, "tok_s", "nan"), "not a finite number: 'nan'"),
+    "tok_s inf": (lambda t: with_cell(t, 1, "tok_s", "inf"), "not a finite number: 'inf'"),
+    "tok_s -5": (lambda t: with_cell(t, 1, "tok_s", "-5"), "tok_s must be > 0, got -5"),
+    "tok_s 0": (lambda t: with_cell(t, 1, "tok_s", "0"), "tok_s must be > 0, got 0"),
+    "tok_s empty": (lambda t: with_cell(t, 1, "tok_s", ""), "column 'tok_s': empty value"),
+    "tok_s whitespace": (lambda t: with_cell(t, 1, "tok_s", "  "), "column 'tok_s': empty value"),
+    "tok_s 1_000": (lambda t: with_cell(t, 1, "tok_s", "1_000"), "not a plain number"),
+    "accept_len 0.5 (< 1)": (lambda t: with_cell(t, 1, "accept_len", "0.5"),
+                             "accept_len must be >= 1 (the bonus token), got 0.5"),
+    "accept_len 9 (> block 8)": (lambda t: with_cell(t, 1, "accept_len", "9"),
+                                 "accept_len 9 is above what ddtree with block 8 can emit"),
+    "accept_len 9.5 (> verify 9)": (
+        lambda t: with_cell(with_cell(t, 1, "block", "16"), 1, "accept_len", "9.5"),
+        "accept_len 9.5 is above what ddtree with budget 8 can emit (at most 9"),
+    "budget 4 with verify_tokens 9": (lambda t: with_cell(t, 1, "budget", "4"),
+                                      "column 'verify_tokens'"),
+    "gpus 0": (lambda t: with_cell(t, 1, "gpus", "0"), "column 'gpus': must be >= 1, got 0"),
+    "context_tokens -1": (lambda t: with_cell(t, 1, "context_tokens", "-1"),
+                          "context_tokens must be 0 to"),
+    "context_tokens 32k": (lambda t: with_cell(t, 1, "context_tokens", "32k"), "write 32768"),
+    "concurrency 0": (lambda t: t.replace("notes\n", "notes,concurrency\n", 1).replace(
+        '"\n', '",0\n'), "column 'concurrency': must be 1 to 4096, got 0"),
+    "concurrency 1.5": (lambda t: t.replace("notes\n", "notes,concurrency\n", 1).replace(
+        '"\n', '",1.5\n'), "column 'concurrency': not a whole number: '1.5'"),
+    "hardware without a row": (lambda t: with_cell(t, 1, "hardware", "h999"),
+                               "unknown hardware 'h999'"),
+    "hardware in capitals": (lambda t: with_cell(t, 1, "hardware", "B300"), "write 'b300'"),
+    "method in capitals": (lambda t: with_cell(t, 1, "method", "DDTree"),
+                           "'DDTree' is not a lowercase name"),
+    "a duplicated row": (lambda t: t + t.splitlines()[1] + "\n", "duplicate of row 2"),
+    "a row short of fields": (lambda t: t + "kimi-k2.6,b300\n", "2 fields, header has 13"),
+    "empty": (lambda t: "", "empty file"),
+    "header only": (lambda t: t.splitlines()[0] + "\n", "no measurement rows"),
+}
+#: ``add --data F`` with F's header alone starts the file (docs/howto/own-data.md).
+HEADER_ONLY_STARTS = ("header only",)
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_refused_in_one_line(work, case, command):
+    make, words = REFUSED[case]
+    if command == "add-data" and case in HEADER_ONLY_STARTS:
+        pytest.skip("add --data starts a file of its header alone")
+    code, err = outcome(work, command, make(base_text(work)))
+    assert code == 2, err
+    if (case, command) == ("a duplicated row", "add-from"):
+        words = "identical to row 2"   # (add's own words for a row it would append twice)
+    assert words in err and "m.csv" in err, err
+    # add --from lists every problem of its file, one line each (documented in `add --help`)
+    assert err.count("\n") == 1 or (command == "add-from" and "problems, nothing appended" in err)
