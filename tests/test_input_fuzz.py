@@ -235,3 +235,23 @@ def test_refused_in_one_line(work, case, command):
     assert words in err and "m.csv" in err, err
     # add --from lists every problem of its file, one line each (documented in `add --help`)
     assert err.count("\n") == 1 or (command == "add-from" and "problems, nothing appended" in err)
+
+
+# ---------------------------------------------------------------- the CSV layer
+def unclosed_quote_then_rows(text: str, rows: int) -> str:
+    """``text`` with a row whose notes open a quote never closed (row 4), then ``rows`` AR
+    rows: the csv module reads the rest of the file into that one field."""
+    more = "".join(f"kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,run {i},\n" for i in range(rows))
+    return text + 'kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,my run,"forgot to close\n' + more
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_a_field_over_the_csv_limit_is_a_row_not_an_internal_error(work, command):
+    """A quote never closed in a file of a few thousand rows reads the rest of the file as
+    one field; past the csv module's 131072 characters it raised ``_csv.Error``, printed as
+    an internal error (exit 1). Now: the row where that field starts, exit 2."""
+    text = unclosed_quote_then_rows(base_text(work), 3000)
+    assert len(text) > 131072
+    code, err = outcome(work, command, text)
+    assert code == 2 and err.count("\n") == 1, err
+    assert "m.csv, row 4: a field longer than 131072 characters starts in this row" in err, err

@@ -612,20 +612,45 @@ def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
     text = text.removeprefix("\ufeff")
     reader = csv.reader(io.StringIO(text, newline=""))
     with _no_gc():
-        fields_list = list(reader)
+        try:
+            fields_list = list(reader)
+        except csv.Error:   # (only one is possible here: a field over the csv module's limit)
+            numbered_records(path, text)   # raises, naming the row where that field starts
+            raise
         if reader.line_num == len(fields_list):  # every record on one line: row = line
             records = list(enumerate(fields_list, 1))
         else:  # a quoted field spans lines: number each record by its first line
-            reader = csv.reader(io.StringIO(text, newline=""))
-            records, start = [], 1
-            for fields in reader:
-                records.append((start, fields))
-                start = reader.line_num + 1
+            records = numbered_records(path, text)
     if not records:
         raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
     header = [h.strip() for h in records[0][1]]
     check_unique_header(path, header)
     return text, header, records[1:]
+
+
+def numbered_records(path: str, text: str) -> list[tuple[int, list[str]]]:
+    """(first line, fields) of every record of CSV ``text`` (a quoted field may span lines).
+    A field longer than the csv module's limit (131072 characters; most often a quote never
+    closed, which reads the rest of the file as one field) is a :class:`DataError` naming
+    the row where it starts, not the module's ``_csv.Error``.
+
+    >>> numbered_records("m.csv", 'a,b\\n"x\\ny",1\\n2,3\\n')
+    [(1, ['a', 'b']), (2, ['x\\ny', '1']), (4, ['2', '3'])]
+    """
+    reader = csv.reader(io.StringIO(text, newline=""))
+    records: list[tuple[int, list[str]]] = []
+    start = 1
+    try:
+        for fields in reader:
+            records.append((start, fields))
+            start = reader.line_num + 1
+    except csv.Error:
+        limit = csv.field_size_limit()
+        raise DataError(f"a field longer than {limit} characters starts in this row", file=path,
+                        row=start, fix="close the quote (\") opened in this row: a quote never "
+                                       "closed reads the rest of the file as one field (a field "
+                                       f"holds at most {limit} characters)") from None
+    return records
 
 
 def check_unique_header(path: str, header: Sequence[str]) -> None:
