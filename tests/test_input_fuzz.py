@@ -255,3 +255,24 @@ def test_a_field_over_the_csv_limit_is_a_row_not_an_internal_error(work, command
     code, err = outcome(work, command, text)
     assert code == 2 and err.count("\n") == 1, err
     assert "m.csv, row 4: a field longer than 131072 characters starts in this row" in err, err
+
+
+OPEN_QUOTE = 'kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,my run,"forgot to close\n'
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+@pytest.mark.parametrize("after", ["", 'kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,134,run 2,"a note"\n'])
+def test_a_quote_never_closed_is_named_not_a_field_count(work, command, after):
+    """A row whose last field opens a quote and never closes it (the end of the file, or the
+    next row's quote taken for its end) was refused as "12 fields, header has 13 (fix: give
+    every column of the header a field ...)" or "quote fields that contain commas": a fix
+    for a problem the row does not have. Now the quote is named, with the row it opens in."""
+    code, err = outcome(work, command, base_text(work) + OPEN_QUOTE + after)
+    assert code == 2, err
+    line = err.splitlines()[-1]
+    if after:
+        assert ("m.csv, row 4: a quoted field opened in this row runs on to line 5, where a "
+                'quote (") ends it mid-field') in line, err
+    else:
+        assert 'm.csv, row 4: a quote (") opened in this row is never closed' in line, err
+    assert "(fix: close the quote" in line, err

@@ -617,7 +617,10 @@ def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
         except csv.Error:   # (only one is possible here: a field over the csv module's limit)
             numbered_records(path, text)   # raises, naming the row where that field starts
             raise
-        if reader.line_num == len(fields_list):  # every record on one line: row = line
+        single = reader.line_num == len(fields_list)
+        if not single or text.count('"') % 2:   # (an odd count: maybe a quote left open)
+            check_quotes(path, text)
+        if single:  # every record on one line: row = line
             records = list(enumerate(fields_list, 1))
         else:  # a quoted field spans lines: number each record by its first line
             records = numbered_records(path, text)
@@ -651,6 +654,49 @@ def numbered_records(path: str, text: str) -> list[tuple[int, list[str]]]:
                                        "closed reads the rest of the file as one field (a field "
                                        f"holds at most {limit} characters)") from None
     return records
+
+
+#: The fix of a quote left open.
+QUOTE_FIX = ("close the quote at the end of the field (a quote inside a quoted field is "
+             "written twice: \"\")")
+
+
+def check_quotes(path: str, text: str) -> None:
+    """Refuse CSV ``text`` whose quoted field is never closed, or closes mid-field on a later
+    line: its own closing quote left out, the next quote in the file taken for it. The csv
+    module reads either without a word, the rows that follow becoming part of that field (a
+    measurement lost, or ``add``'s new row swallowed). Called when a record spans lines or the
+    quotes are odd in number; a quote inside an unquoted field (``5" screen``) stays as the
+    csv module reads it.
+
+    >>> check_quotes("m.csv", 'a,b\\n1,"x\\n')
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 2: a quote (") opened in this row is never \
+closed: the rest of the file reads as one field (fix: close the quote at the end of the field \
+(a quote inside a quoted field is written twice: ""))
+    >>> check_quotes("m.csv", 'a,b\\n1,"x\\n2,"y"\\n')
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 2: a quoted field opened in this row runs on \
+to line 3, where a quote (") ends it mid-field (fix: close the quote at the end of the field (a \
+quote inside a quoted field is written twice: ""))
+    >>> check_quotes("m.csv", 'a,b\\n1,"x\\ny"\\n2,5" screen\\n')
+    """
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    start = 1
+    try:
+        for _ in reader:
+            start = reader.line_num + 1
+    except csv.Error as err:
+        if "unexpected end of data" in str(err):
+            raise DataError("a quote (\") opened in this row is never closed: the rest of the "
+                            "file reads as one field", file=path, row=start,
+                            fix=QUOTE_FIX) from None
+        if reader.line_num > start:   # ('"a"b' on one line: read as the csv module reads it)
+            raise DataError(f"a quoted field opened in this row runs on to line "
+                            f"{reader.line_num}, where a quote (\") ends it mid-field",
+                            file=path, row=start, fix=QUOTE_FIX) from None
 
 
 def check_unique_header(path: str, header: Sequence[str]) -> None:
