@@ -276,3 +276,23 @@ def test_a_quote_never_closed_is_named_not_a_field_count(work, command, after):
     else:
         assert 'm.csv, row 4: a quote (") opened in this row is never closed' in line, err
     assert "(fix: close the quote" in line, err
+
+
+def delimited(text: str, delimiter: str) -> str:
+    out = io.StringIO()
+    csv.writer(out, delimiter=delimiter, lineterminator="\n").writerows(
+        csv.reader(io.StringIO(text)))
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+@pytest.mark.parametrize(("delimiter", "name"), [("\t", "tabs"), (";", "semicolons")])
+def test_a_tab_or_semicolon_separated_file_is_named_as_such(work, command, delimiter, name):
+    """A file saved with tabs (a spreadsheet's "Text (tab delimited)") or semicolons (a
+    spreadsheet's CSV in a locale whose decimal mark is a comma) has a one-cell header: it
+    was refused as "column 'model': missing column (fix: the header must contain model,
+    hardware, ...)" though every column is there. Now the separator is named."""
+    code, err = outcome(work, command, delimited(base_text(work), delimiter))
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"m.csv, row 1: the header is separated by {name}, not commas" in err, err
+    assert "(fix: save the file as comma-separated CSV" in err, err

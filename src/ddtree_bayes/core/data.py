@@ -517,10 +517,38 @@ def check_named_columns(path: str, header: Sequence[str], required: Sequence[str
     ddtree_bayes.core.errors.DataError: m.csv, row 1, column 'toks': unknown column, read as no \
 column (fix: did you mean 'tok_s'? rename it: a column this reader does not know is ignored)
     """
+    check_separator(path, header, required)
     for col in required:
         if col not in header and any(h.strip().lower() == col for h in header):
             missing_column(path, header, col, fix)
     check_misspelt_columns(path, header, (*required, *optional))
+
+
+#: Separators a spreadsheet may save a "CSV" with, and their names.
+OTHER_SEPARATORS = (("\t", "tabs"), (";", "semicolons"), ("|", "vertical bars"))
+
+
+def check_separator(path: str, header: Sequence[str], required: Sequence[str]) -> None:
+    """Refuse a header of one cell that splits on a tab, a semicolon or a vertical bar into
+    names of which one is ``required``: the file was saved with that separator (a
+    spreadsheet's "Text (tab delimited)", or its CSV in a locale whose decimal mark is a
+    comma), and every column would be reported missing.
+
+    >>> check_separator("m.csv", ["model;tok_s"], ("model", "tok_s"))
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 1: the header is separated by semicolons, \
+not commas (fix: save the file as comma-separated CSV (a spreadsheet's "CSV (comma delimited)"): \
+the reader takes commas only)
+    """
+    if len(header) != 1:
+        return
+    for separator, name in OTHER_SEPARATORS:
+        cells = [c.strip() for c in header[0].split(separator)]
+        if len(cells) > 1 and any(c in required for c in cells):
+            raise DataError(f"the header is separated by {name}, not commas", file=path, row=1,
+                            fix="save the file as comma-separated CSV (a spreadsheet's \"CSV "
+                                "(comma delimited)\"): the reader takes commas only")
 
 
 def _edits(a: str, b: str) -> int:
