@@ -296,3 +296,23 @@ def test_a_tab_or_semicolon_separated_file_is_named_as_such(work, command, delim
     assert code == 2 and err.count("\n") == 1, err
     assert f"m.csv, row 1: the header is separated by {name}, not commas" in err, err
     assert "(fix: save the file as comma-separated CSV" in err, err
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+@pytest.mark.parametrize("comment", ["# measured on 2026-12-01", "#,,,,,,,,,,,,",
+                                     "  # a, b"])
+def test_a_comment_line_is_named(work, command, comment):
+    """A '#' line (a comment, as many tools write them) was refused as "1 fields, header has
+    13 (fix: give every column of the header a field ...)", or, with 13 fields, as a model
+    name; before the header, as "column 'model': missing column". Now it is named as a
+    comment, with the row."""
+    header, *rows = base_text(work).splitlines()
+    code, err = outcome(work, command, "\n".join([header, comment, *rows]) + "\n")
+    assert code == 2, err
+    assert "m.csv, row 2: a comment line (it starts with '#'): a measurement file holds none" in (
+        err), err
+    assert "(fix: delete the line, or put the text in a row's notes column)" in err, err
+    code, err = outcome(work, command, "\n".join([comment, header, *rows]) + "\n")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "m.csv, row 1: a comment line (it starts with '#'): the first line is the header" in (
+        err), err

@@ -517,6 +517,9 @@ def check_named_columns(path: str, header: Sequence[str], required: Sequence[str
     ddtree_bayes.core.errors.DataError: m.csv, row 1, column 'toks': unknown column, read as no \
 column (fix: did you mean 'tok_s'? rename it: a column this reader does not know is ignored)
     """
+    if header and header[0].startswith("#"):   # (read_csv_file strips header names)
+        raise DataError("a comment line (it starts with '#'): the first line is the header",
+                        file=path, row=1, fix="delete the line: a data file holds no comments")
     check_separator(path, header, required)
     for col in required:
         if col not in header and any(h.strip().lower() == col for h in header):
@@ -791,6 +794,22 @@ def fields_problem(n: int, width: int, values: Sequence[str]) -> tuple[str, str]
         return (problem + (", the last empty" if extra == 1 else f", the last {extra} empty"),
                 "drop the trailing comma" if extra == 1 else f"drop the {extra} trailing commas")
     return problem, "quote fields that contain commas"
+
+
+def comment_problem(values: Sequence[str]) -> tuple[str, str] | None:
+    """(problem, fix) of a data record that is a comment line (its first field starts with
+    '#', which no name in a data file does), else None. A data file holds no comments: other
+    CSV readers would take the line for a row.
+
+    >>> comment_problem(["# measured on 2026-12-01"])[0]
+    "a comment line (it starts with '#'): a measurement file holds none"
+    >>> comment_problem(["kimi-k2.6", "b300"]) is None
+    True
+    """
+    if not values or not values[0].lstrip().startswith("#"):
+        return None
+    return ("a comment line (it starts with '#'): a measurement file holds none",
+            "delete the line, or put the text in a row's notes column")
 
 
 def missing_column(path: str, header: Sequence[str], column: str, fix: str) -> NoReturn:
@@ -1394,6 +1413,9 @@ def _validate_rows(path: str, header: list[str], body: list[tuple[int, list[str]
     parsed: dict[tuple, int] = {}   # (the same by Measurement.key, written another way)
     valid: dict[tuple[str, ...], Measurement] = {}
     for i, values in body:
+        comment = comment_problem(values) if values[:1] and "#" in values[0] else None
+        if comment is not None:
+            raise DataError(comment[0], file=path, row=i, fix=comment[1])
         if len(values) != width:
             if not any(v.strip() for v in values):
                 continue

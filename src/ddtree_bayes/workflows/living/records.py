@@ -23,6 +23,7 @@ from ddtree_bayes.core.data import (
     Measurement,
     Measurements,
     check_named_columns,
+    comment_problem,
     fields_problem,
     kv_cache_problem,
     load_measurements,
@@ -522,6 +523,10 @@ def rows_from_file(path: Path, data_header: tuple[str, ...] = COLUMNS) -> list[N
                         column=missing[0], fix=f"the header must contain {','.join(COLUMNS)}")
     rows, errors = [], []
     for line, cells in body:
+        comment = comment_problem(cells)
+        if comment is not None:
+            errors.append(DataError(comment[0], file=name, row=line, fix=comment[1]))
+            continue
         if not any(c.strip() for c in cells):
             continue
         if len(cells) != len(header):
