@@ -316,3 +316,28 @@ def test_a_comment_line_is_named(work, command, comment):
     assert code == 2 and err.count("\n") == 1, err
     assert "m.csv, row 1: a comment line (it starts with '#'): the first line is the header" in (
         err), err
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_an_unreadable_file_says_permission_not_utf8(work, command, monkeypatch):
+    """A measurement file the user may not read was refused with the fix "save it as UTF-8
+    CSV", and the path twice ("F: cannot read: [Errno 13] Permission denied: 'F'"). Reading is
+    denied here by the reader itself (the tests may run as root, whom chmod does not stop)."""
+    path = work / "in" / "m.csv"
+    path.parent.mkdir()
+    path.write_text(as_new_rows(base_text(work)))
+    for method in ("read_text", "read_bytes"):
+        real = getattr(Path, method)
+
+        def denied(self, *args, _real=real, **kwargs):
+            if self.name == "m.csv":
+                raise PermissionError(13, "Permission denied", str(self))
+            return _real(self, *args, **kwargs)
+
+        monkeypatch.setattr(Path, method, denied)
+    err = one_line_refusal(work, *commands(path)[command])
+    assert f"error: {path}: " in err and "UTF-8" not in err and "[Errno" not in err, err
+    assert "ermission denied" in err and "(fix: " in err, err
+    if command != "add-data":   # (add --data: the CLI's own line for a file it cannot open)
+        assert err.endswith(f"cannot read: permission denied (fix: make it readable (chmod u+r "
+                            f"{path}), or give a copy you can read)\n"), err

@@ -638,7 +638,14 @@ def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
     except IsADirectoryError:
         raise DataError("is a folder, not a CSV file", file=path,
                         fix=f"pass a CSV file with {flag}") from None
-    except (OSError, UnicodeDecodeError) as err:
+    except PermissionError:
+        raise DataError("cannot read: permission denied", file=path,
+                        fix=f"make it readable (chmod u+r {path}), or give a copy you can "
+                            "read") from None
+    except OSError as err:   # (the message without the path: the line names it already)
+        raise DataError(f"cannot read: {err.strerror or err}", file=path,
+                        fix="check the path and the disk it is on") from None
+    except UnicodeDecodeError as err:
         raise DataError(f"cannot read: {err}", file=path, fix="save it as UTF-8 CSV") from None
     text = text.removeprefix("\ufeff")
     reader = csv.reader(io.StringIO(text, newline=""))
