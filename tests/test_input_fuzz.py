@@ -341,3 +341,25 @@ def test_an_unreadable_file_says_permission_not_utf8(work, command, monkeypatch)
     if command != "add-data":   # (add --data: the CLI's own line for a file it cannot open)
         assert err.endswith(f"cannot read: permission denied (fix: make it readable (chmod u+r "
                             f"{path}), or give a copy you can read)\n"), err
+
+
+@pytest.mark.parametrize("mode", [[], ["--group", "method"], ["--sbc", "2"],
+                                  ["--group", "pair", "--keep-ar"]])
+@pytest.mark.parametrize(("column", "value", "words"), [
+    ("method", "ddtre", "column 'methods.ddtre': method 'ddtre' (row 3 of "),
+    ("model", "qwen9-unknown", "row 3, column 'model': no model card for 'qwen9-unknown'")])
+def test_validate_refuses_what_fit_refuses_before_its_folds(work, mode, column, value, words):
+    """A method the priors do not declare, or a second model without a card, is refused by
+    ``fit`` before sampling, naming models/priors.toml. ``validate`` found it only inside its
+    first fold: after printing "[validate] 2 folds ...", naming the priors "priors" (the
+    fold's copy), and with --jobs N in N worker processes. Now it is the line fit prints,
+    before any fold."""
+    path = work / "in" / "m.csv"
+    path.parent.mkdir()
+    path.write_text(with_cell(base_text(work), 1, column, value))
+    _, _, fitted = run_cli(work, "fit", "--data", str(path), "--quiet")
+    assert words in fitted and fitted.count("\n") == 1, fitted
+    err = one_line_refusal(work, "validate", "--data", str(path), *mode)
+    assert err == fitted, err
+    if column == "method":
+        assert f"error: {work / 'models' / 'priors.toml'}, column" in err, err

@@ -229,7 +229,9 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
     from ddtree_bayes.core.errors import QueryError
     from ddtree_bayes.engine.fitting import FitInputs
 
-    read = FitInputs.read(data_path, priors_path, workdir=workdir)
+    # what fit refuses before sampling (a method the priors do not declare, a model
+    # without a card), refused here before any fold, as fit words it
+    read = FitInputs.read(data_path, priors_path, workdir=workdir).check()
     data, cfg = read.measurements, read.priors
     splits, notes = pair_splits(data)
     if not splits:

@@ -425,7 +425,9 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
     """Exact leave-one-out (or leave-one-group-out) validation; a JSON-ready dict."""
     from ddtree_bayes.engine.fitting import FitInputs
 
-    read = FitInputs.read(data_path, priors_path, workdir=workdir)
+    # what fit refuses before sampling (a method the priors do not declare, a model
+    # without a card), refused here before any fold, as fit words it
+    read = FitInputs.read(data_path, priors_path, workdir=workdir).check()
     data, cfg = read.measurements, read.priors
     hw_text = read.hardware.text
     inputs = Inputs(data.text, cfg.text, hw_text, data.path, **card_texts(workdir))
@@ -548,7 +550,9 @@ def sbc(data_path: str | Path | None = None, priors_path: str | Path | None = No
     acceptance): ``replicates`` prior draws, each simulated, fitted and ranked."""
     from ddtree_bayes.engine.fitting import FitInputs
 
-    read = FitInputs.read(data_path, priors_path, workdir=workdir)
+    # what fit refuses before sampling (a method the priors do not declare, a model
+    # without a card), refused here before any fold, as fit words it
+    read = FitInputs.read(data_path, priors_path, workdir=workdir).check()
     data, cfg = read.measurements, read.priors
     inputs = Inputs(data.text, cfg.text, read.hardware.text, data.path, **card_texts(workdir))
     settings = settings or SamplerSettings()
