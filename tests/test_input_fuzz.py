@@ -363,3 +363,24 @@ def test_validate_refuses_what_fit_refuses_before_its_folds(work, mode, column, 
     assert err == fitted, err
     if column == "method":
         assert f"error: {work / 'models' / 'priors.toml'}, column" in err, err
+
+
+# ---------------------------------------------------------------- add's flags
+@pytest.mark.parametrize("blank", ["", "  "])
+def test_add_accept_blank_is_refused_not_read_as_infer(work, blank):
+    """``--accept`` is required for a speculative row; a blank acceptance is written only on
+    the explicit ``--accept infer``. An empty value (``--accept "$ACC"`` with ACC unset) was
+    taken as a blank cell: the row was appended, exit 0, its acceptance left to the fit."""
+    row = [a for a in ROW]
+    row[row.index("--accept") + 1] = blank
+    err = one_line_refusal(work, "add", *row)
+    assert err == ("ddtree-bayes: error: --accept is empty (fix: give the accepted tokens per "
+                   "step incl. the bonus token, e.g. --accept 4.5, or --accept infer when the "
+                   "run did not report it)\n"), err
+    src = work / "in" / "plain.jsonl"   # an SGLang serving run that records no acceptance
+    src.parent.mkdir()
+    src.write_text((BENCH / "sglang_serving.jsonl").read_text().splitlines()[1] + "\n")
+    err = one_line_refusal(work, "add", "--from-bench", str(src), "--hardware", "b300",
+                           "--gpus", "8", "--engine", "sglang", "--method", "eagle3", "--block",
+                           "3", "--accept", blank)
+    assert "--accept is empty" in err, err

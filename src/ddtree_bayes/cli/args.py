@@ -438,11 +438,18 @@ ACCEPT_INFER = "infer"
 
 def accept_cell(text: str | None, method: str | None) -> str | None:
     """The accept_len cell of ``add``: the number given, or blank for ``--accept infer``
-    (refused for --method ar: one token per step, nothing to infer)."""
+    (refused for --method ar: one token per step, nothing to infer). An empty value is
+    refused: a blank cell is written only when asked for by name (``--accept "$ACC"`` with
+    ACC unset would otherwise leave the acceptance to the fit without a word)."""
+    from ddtree_bayes.core.errors import InputError
+
+    if text is not None and not text.strip():
+        raise InputError("--accept is empty",
+                         fix="give the accepted tokens per step incl. the bonus token, e.g. "
+                             "--accept 4.5, or --accept infer when the run did not report it")
     if text is None or text.strip().lower() != ACCEPT_INFER:
         return text
     from ddtree_bayes.core.data import AR_METHOD
-    from ddtree_bayes.core.errors import InputError
 
     if method == AR_METHOD:
         raise InputError("--accept infer: autoregressive decoding emits 1 token per step",
