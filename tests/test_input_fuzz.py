@@ -384,3 +384,22 @@ def test_add_accept_blank_is_refused_not_read_as_infer(work, blank):
                            "--gpus", "8", "--engine", "sglang", "--method", "eagle3", "--block",
                            "3", "--accept", blank)
     assert "--accept is empty" in err, err
+
+
+def test_add_appends_to_a_file_with_cr_line_ends(work):
+    """A file whose lines end in a bare CR (what older spreadsheets on a Mac save) reads like
+    any other for fit (the csv module takes CR as a line end). ``add --data F`` counted the
+    file's lines by LF, so the new row's number was wrong and it stopped with "internal error:
+    expected 1 new rows, found 0" (exit 2, no fix). It now appends the row in the file's own
+    line end, numbered as fit numbers it."""
+    path = work / "in" / "m.csv"
+    path.parent.mkdir()
+    path.write_text(base_text(work).replace("\n", "\r"), newline="")
+    code, out, err = run_cli(work, *commands(path)["add-data"])
+    assert code == 0, err
+    assert "row 4: kimi-k2.6, b300 x8 sglang ddtree b8/B8 M=9 accept 4.5: 305 tok/s" in out, out
+    raw = path.read_bytes()
+    assert b"\n" not in raw and raw.endswith(b"\rkimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.5,,305,"
+                                             b"fuzz,\r"), raw[-120:]
+    code, _, err = run_cli(work, "fit", "--data", str(path), "--quiet")
+    assert code == 99, err   # (the file, three rows now, is fitted as written)

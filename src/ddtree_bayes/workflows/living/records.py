@@ -227,6 +227,28 @@ def _is_default(column: str, value: object) -> bool:
         return False
 
 
+def line_end(text: str) -> str:
+    r"""The line end of a data file's ``text``, which appended rows take: CRLF, a bare CR
+    (what older spreadsheets on a Mac save; the csv module reads it as a line end), else LF.
+
+    >>> [line_end(t) for t in ("a\r\nb\r\n", "a\rb\r", "a\nb\n", "a")]
+    ['\r\n', '\r', '\n', '\n']
+    """
+    if "\r\n" in text:
+        return "\r\n"
+    return "\r" if "\r" in text and "\n" not in text else "\n"
+
+
+def count_lines(text: str) -> int:
+    r"""Lines of ``text`` as the csv module counts them (its rows' numbers): ended by LF, CRLF
+    or a bare CR.
+
+    >>> count_lines("h\r1\r"), count_lines("h\r\n1\r\n"), count_lines('h\n"a\nb"\n')
+    (2, 2, 3)
+    """
+    return len(io.StringIO(text, newline="").readlines())
+
+
 def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
     buf = io.StringIO()
     csv.writer(buf, lineterminator=newline).writerow([values.get(h, "") for h in header])
@@ -344,10 +366,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         current = load_measurements(data_path, hardware, text=text, methods=methods,
                                     allow_empty=True)
         _, header, _ = read_records(data_path, text)
-        newline = "\r\n" if "\r\n" in text else "\n"
+        newline = line_end(text)
         text, header = _with_optional_columns(text, header, new, newline)
         body = text if text.endswith(("\n", "\r")) else text + newline
-        next_line = body.count("\n") + 1
+        next_line = count_lines(body) + 1
         keys = {row_key(m): m.row for m in current.rows}
         # the benchmark results the rows were imported from: one run imported twice (a
         # renamed copy: its source differs) would count as two repeats
@@ -483,7 +505,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             if item.result_id is not None:
                 results[item.result_id] = (item.origin, item.line)
             expected.append(next_line)
-            next_line += out.count("\n")
+            next_line += count_lines(out)
             lines.append(out)
         if errors:
             if len(errors) == 1 and what is None:
