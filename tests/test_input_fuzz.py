@@ -403,3 +403,13 @@ def test_add_appends_to_a_file_with_cr_line_ends(work):
                                              b"fuzz,\r"), raw[-120:]
     code, _, err = run_cli(work, "fit", "--data", str(path), "--quiet")
     assert code == 99, err   # (the file, three rows now, is fitted as written)
+
+
+def test_add_data_a_folder_says_folder(work):
+    """``add --data DIR`` said "file not found (fix: run in the project folder ... or pass
+    --data FILE)" of a path that exists; fit --data DIR says it is a folder. Now add does."""
+    (work / "in").mkdir()
+    err = one_line_refusal(work, "add", "--data", str(work / "in"), *ROW)
+    assert err == (f"ddtree-bayes: error: {work / 'in'}: is a folder, not a CSV file (fix: pass "
+                   "a CSV file with --data)\n"), err
+    assert one_line_refusal(work, "fit", "--data", str(work / "in")) == err

@@ -342,6 +342,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     the source in the summary line). Nothing is written on any error.
     """
     data_path = Path(data_path)
+    if data_path.is_dir():   # (as fit --data words it: core/data read_csv_file)
+        raise DataError("is a folder, not a CSV file", file=str(data_path),
+                        fix="pass a CSV file with --data")
     if create and not data_path.exists():
         if not data_path.parent.is_dir():
             raise DataError(f"the folder {data_path.parent} does not exist", file=str(data_path),
