@@ -413,3 +413,37 @@ def test_add_data_a_folder_says_folder(work):
     assert err == (f"ddtree-bayes: error: {work / 'in'}: is a folder, not a CSV file (fix: pass "
                    "a CSV file with --data)\n"), err
     assert one_line_refusal(work, "fit", "--data", str(work / "in")) == err
+
+
+# ---------------------------------------------------------------- benchmark files
+VLLM_FLAGS = ["--hardware", "b300", "--gpus", "8", "--engine", "vllm", "--method", "eagle3",
+              "--block", "3"]
+
+
+def bench_file(work: Path, name: str, payload: dict | str) -> Path:
+    import json
+
+    path = work / "in" / name
+    path.parent.mkdir(exist_ok=True)
+    path.write_text(payload if isinstance(payload, str) else json.dumps(payload) + "\n")
+    return path
+
+
+def vllm_serve() -> dict:
+    import json
+
+    return json.loads((BENCH / "vllm_serve.json").read_text())
+
+
+def test_bench_tpot_written_as_a_string_is_read_as_the_number(work):
+    """The bench reader takes a number written as a JSON string ("2.91") as the number (a CSV
+    holds nothing else); but the note on how tok/s was computed formatted the key's raw
+    value with ':g' and raised ValueError: exit 1, "internal error". vllm_serve.json's
+    median_tpot_ms 2.9104591499999994 ms -> 1000 / 2.91046 = 343.588 tok/s."""
+    payload = {**vllm_serve(), "median_tpot_ms": "2.9104591499999994"}
+    code, out, err = run_cli(work, "add", "--from-bench",
+                             str(bench_file(work, "s.json", payload)), *VLLM_FLAGS)
+    assert code == 0, err
+    row = list(csv.DictReader(io.StringIO(base_text(work))))[-1]
+    assert row["tok_s"] == "343.588" and row["accept_len"] == "3.14593", row
+    assert "tok_s = 1000/median_tpot_ms (2.91046 ms; decode only" in row["notes"], row

@@ -269,7 +269,7 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     count, said = _stream_count(rec.fmt, rec)
     streams = count or 1
     total = "" if streams == 1 else f"; total of {streams} streams"
-    how = (f"{'' if streams == 1 else f'{streams} x '}1000/{key} ({rec.data[key]:g} ms; "
+    how = (f"{'' if streams == 1 else f'{streams} x '}1000/{key} ({rec.number(key):g} ms; "
            f"decode only, first token excluded{total})")
     return per_stream * streams, streams, how if said is None else f"{how}, {said}"
 
