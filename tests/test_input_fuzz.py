@@ -447,3 +447,17 @@ def test_bench_tpot_written_as_a_string_is_read_as_the_number(work):
     row = list(csv.DictReader(io.StringIO(base_text(work))))[-1]
     assert row["tok_s"] == "343.588" and row["accept_len"] == "3.14593", row
     assert "tok_s = 1000/median_tpot_ms (2.91046 ms; decode only" in row["notes"], row
+
+
+@pytest.mark.parametrize("drafts", [float("nan"), float("inf"), "nan"])
+def test_bench_a_draft_count_not_finite_is_no_draft_count(work, drafts):
+    """vLLM serve's drafted tokens per step (spec_decode_draft_tokens / spec_decode_num_drafts)
+    is read only when both are counts; a NaN count (JSON NaN, or "nan") reached
+    ``round(nan)``: ValueError, exit 1, "internal error". A count that is not finite now
+    tells nothing, as a zero or missing one does: the row is the fixture's own."""
+    payload = {**vllm_serve(), "spec_decode_num_drafts": drafts}
+    code, _, err = run_cli(work, "add", "--from-bench",
+                           str(bench_file(work, "d.json", payload)), *VLLM_FLAGS)
+    assert code == 0, err
+    row = list(csv.DictReader(io.StringIO(base_text(work))))[-1]
+    assert (row["tok_s"], row["accept_len"], row["block"]) == ("343.588", "3.14593", "3"), row

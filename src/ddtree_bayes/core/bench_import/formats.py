@@ -302,7 +302,8 @@ def _drafted_per_step(rec: BenchRow) -> int | None:
     depth), else None."""
     drafts = rec.number("spec_decode_num_drafts", required=False)
     tokens = rec.number("spec_decode_draft_tokens", required=False)
-    if not drafts or tokens is None or not math.isfinite(tokens) or drafts <= 0:
+    if (drafts is None or tokens is None or not math.isfinite(drafts)
+            or not math.isfinite(tokens) or drafts <= 0):
         return None
     per = tokens / drafts
     return int(round(per)) if abs(per - round(per)) < 1e-9 and per >= 1 else None
