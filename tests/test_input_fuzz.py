@@ -461,3 +461,38 @@ def test_bench_a_draft_count_not_finite_is_no_draft_count(work, drafts):
     assert code == 0, err
     row = list(csv.DictReader(io.StringIO(base_text(work))))[-1]
     assert (row["tok_s"], row["accept_len"], row["block"]) == ("343.588", "3.14593", "3"), row
+
+
+def huge_llama_bench_csv() -> str:
+    """llama_bench.csv with the first test's model_filename 200,000 characters long."""
+    lines = (BENCH / "llama_bench.csv").read_text().splitlines()
+    cells = next(csv.reader([lines[1]]))
+    cells[5] = "x" * 200_000
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerow(cells)
+    return "\n".join([lines[0], out.getvalue().rstrip("\n"), *lines[2:]]) + "\n"
+
+
+#: vllm_serve.json with a count of 5000 digits (Python converts at most 4300 by default).
+DIGITS = (BENCH / "vllm_serve.json").read_text().replace('"completed": 8',
+                                                         '"completed": ' + "9" * 5000)
+
+
+@pytest.mark.parametrize(("name", "content", "words"), [
+    ("deep.json", "[" * 100_000 + "]" * 100_000,
+     "deep.json, line 1: invalid JSON: nested deeper than Python's JSON reader goes"),
+    ("digits.json", DIGITS,
+     "digits.json, line 1: invalid JSON: a whole number of more than 4300 digits"),
+    ("digits.jsonl", "\n".join([DIGITS.strip()] * 2) + "\n",
+     "digits.jsonl, line 1: invalid JSON: a whole number of more than 4300 digits"),
+    ("huge.csv", huge_llama_bench_csv(),
+     "huge.csv, line 2: a field longer than 131072 characters"),
+])
+def test_bench_files_beyond_the_parsers_limits_are_one_line(work, name, content, words):
+    """JSON nested past the recursion limit, an integer of more digits than Python converts,
+    and a CSV field past the csv module's limit raised RecursionError, ValueError and
+    _csv.Error: exit 1, "internal error". Each is now a line naming the file and line."""
+    err = one_line_refusal(work, "add", "--from-bench", str(bench_file(work, name, content)),
+                           "--hardware", "b300", "--engine", "llama.cpp" if "csv" in name
+                           else "vllm", "--method", "ar")
+    assert words in err, err

@@ -8,6 +8,7 @@ import hashlib
 import json
 import math
 import re
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -284,6 +285,17 @@ def _json_error(path: Path, err: json.JSONDecodeError, lineno: int, *, last: boo
                                 "or delete it, or import the other records with --bench-records")
 
 
+def _beyond_limits(path: Path, err: ValueError | RecursionError, lineno: int
+                   ) -> BenchFormatError:
+    """The error of JSON that Python's reader stops on before its syntax: nested past the
+    recursion limit, or a whole number of more digits than it converts (4300 by default)."""
+    problem = ("nested deeper than Python's JSON reader goes" if isinstance(err, RecursionError)
+               else f"a whole number of more than {sys.get_int_max_str_digits()} digits"
+               if "digits" in str(err) else str(err))
+    return BenchFormatError(f"invalid JSON: {problem}", file=path, index=lineno, unit="line",
+                            fix="pass the result file the benchmark tool wrote, unedited")
+
+
 def _load_json(path: Path, body: list[str], offset: int) -> Document:
     text = "\n".join(body)
     try:
@@ -294,6 +306,11 @@ def _load_json(path: Path, body: list[str], offset: int) -> Document:
             return _load_jsonl(path, body, offset)  # JSON Lines: one object per line
         # one document (an array, or a pretty-printed object)
         raise _json_error(path, err, err.lineno + offset, last=True, text=text) from None
+    except (ValueError, RecursionError) as err:
+        nonblank = [ln.strip() for ln in body if ln.strip()]
+        if len(nonblank) >= 2 and nonblank[0].startswith("{") and nonblank[0] != "{":
+            return _load_jsonl(path, body, offset)
+        raise _beyond_limits(path, err, offset + 1) from None
     return Document("record", _as_records(path, obj, "record"), "json")
 
 
@@ -310,6 +327,9 @@ def _load_jsonl(path: Path, body: list[str], offset: int) -> Document:
         except json.JSONDecodeError as err:
             broken[lineno] = _json_error(path, err, lineno, last=i == last, text=line)
             continue
+        except (ValueError, RecursionError) as err:
+            broken[lineno] = _beyond_limits(path, err, lineno)
+            continue
         if not isinstance(obj, dict):
             broken[lineno] = BenchFormatError(
                 f"expected a JSON object, got {type(obj).__name__}", file=path, index=lineno,
@@ -319,11 +339,24 @@ def _load_jsonl(path: Path, body: list[str], offset: int) -> Document:
     return Document("line", records, "jsonl", broken)
 
 
+def _csv_row(path: Path, line: str, lineno: int) -> list[str]:
+    """The fields of one CSV ``line``; a field past the csv module's limit (131072
+    characters) is a :class:`BenchFormatError` naming the line, not ``_csv.Error``."""
+    try:
+        return next(csv.reader([line]))
+    except csv.Error:
+        raise BenchFormatError(f"a field longer than {csv.field_size_limit()} characters",
+                               file=path, index=lineno, unit="line",
+                               fix="the line was edited or two outputs were mixed; repair or "
+                                   "delete it, or import the other lines with --bench-records"
+                               ) from None
+
+
 def _load_csv(path: Path, body: list[str], offset: int) -> Document:
     """llama-bench -o csv: a header, then one row per test. ``-o csv >>`` appends a new header
     per run; each header line starts a new block (its columns may differ between versions)."""
-    header = next(csv.reader([body[0]]))
     header_line = offset + 1
+    header = _csv_row(path, body[0], header_line)
     records: list[tuple[int, dict[str, Any]]] = []
     broken: dict[int, BenchFormatError] = {}
     last = max(i for i, ln in enumerate(body) if ln.strip())
@@ -331,7 +364,11 @@ def _load_csv(path: Path, body: list[str], offset: int) -> Document:
         if not line.strip():
             continue
         lineno = offset + i + 1
-        row = next(csv.reader([line]))
+        try:
+            row = _csv_row(path, line, lineno)
+        except BenchFormatError as err:
+            broken[lineno] = err
+            continue
         if _is_csv_header(line.strip()):
             header, header_line = row, lineno
             continue
