@@ -496,3 +496,16 @@ def test_bench_files_beyond_the_parsers_limits_are_one_line(work, name, content,
                            "--hardware", "b300", "--engine", "llama.cpp" if "csv" in name
                            else "vllm", "--method", "ar")
     assert words in err, err
+
+
+@pytest.mark.parametrize("total", [-5, -8192])
+def test_bench_a_negative_token_count_is_named_in_the_file(work, total):
+    """A negative ``total_input_tokens`` was divided by the requests and refused as the row's
+    "column 'context_tokens': ... got -1" (or -1024): a value the file does not hold, in a
+    column it does not have. It is now refused by its key, as a negative request count is."""
+    payload = {**vllm_serve(), "total_input_tokens": total}
+    err = one_line_refusal(work, "add", "--from-bench", str(bench_file(work, "n.json", payload)),
+                           *VLLM_FLAGS)
+    assert err == (f"ddtree-bayes: error: {work / 'in' / 'n.json'}, record 1: "
+                   f"'total_input_tokens' is {total}: a count of tokens cannot be negative "
+                   "(fix: pass an unedited vllm-serve result file)\n"), err

@@ -246,6 +246,10 @@ def _tpot_tok_s(rec: BenchRow) -> tuple[float, str]:
 
 def _mean_prompt(rec: BenchRow) -> float | None:
     total = rec.number("total_input_tokens", required=False)
+    if total is not None and total < 0:   # (else refused as the row's context, a value of -1)
+        raise rec.error(f"'total_input_tokens' is {total:g}: a count of tokens cannot be "
+                        "negative", key="total_input_tokens",
+                        fix=f"pass an unedited {rec.fmt} result file")
     done = rec.number("completed", required=False)
     if total is None or not done or not math.isfinite(total) or done <= 0:
         return None
