@@ -509,3 +509,17 @@ def test_bench_a_negative_token_count_is_named_in_the_file(work, total):
     assert err == (f"ddtree-bayes: error: {work / 'in' / 'n.json'}, record 1: "
                    f"'total_input_tokens' is {total}: a count of tokens cannot be negative "
                    "(fix: pass an unedited vllm-serve result file)\n"), err
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_blank_lines_where_the_header_should_be(work, command):
+    """A file of blank lines (spaces, newlines) was refused as "row 1, column 'model': missing
+    column (fix: the header must contain ...)", and so was a file whose header follows a blank
+    line. The first is now an empty file; the second names the blank line."""
+    code, err = outcome(work, command, "  \n\n \n")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "m.csv: empty file (fix: start with the header model,hardware," in err, err
+    code, err = outcome(work, command, "\n" + base_text(work))
+    assert code == 2 and err.count("\n") == 1, err
+    assert ("m.csv, row 1: a blank line where the header should be (fix: delete the blank "
+            "lines above the header)") in err, err

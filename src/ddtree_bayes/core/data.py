@@ -662,8 +662,12 @@ def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
             records = list(enumerate(fields_list, 1))
         else:  # a quoted field spans lines: number each record by its first line
             records = numbered_records(path, text)
-    if not records:
-        raise DataError("empty file", file=path, fix=f"start with the header {','.join(COLUMNS)}")
+    if not records or not any(c.strip() for c in records[0][1]):
+        if all(not any(c.strip() for c in fields) for _, fields in records):   # (blank lines)
+            raise DataError("empty file", file=path,
+                            fix=f"start with the header {','.join(COLUMNS)}")
+        raise DataError("a blank line where the header should be", file=path, row=1,
+                        fix="delete the blank lines above the header")
     header = [h.strip() for h in records[0][1]]
     check_unique_header(path, header)
     return text, header, records[1:]
