@@ -21,10 +21,13 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from ddtree_bayes.core.errors import DDTreeBayesError
 from test_cli_support import listing, make_point_mass_workdir, run_cli
@@ -50,6 +53,10 @@ def _no_sampling(monkeypatch):
 
 @pytest.fixture(scope="module")
 def template(tmp_path_factory):
+    # fit imports PyMC, which raises the recursion limit (to 10000); imported inside a
+    # hypothesis example, that change fails the test (HypothesisWarning): import it first
+    import pymc  # noqa: F401
+
     return make_point_mass_workdir(tmp_path_factory.mktemp("fuzz") / "w")
 
 
@@ -421,8 +428,6 @@ VLLM_FLAGS = ["--hardware", "b300", "--gpus", "8", "--engine", "vllm", "--method
 
 
 def bench_file(work: Path, name: str, payload: dict | str) -> Path:
-    import json
-
     path = work / "in" / name
     path.parent.mkdir(exist_ok=True)
     path.write_text(payload if isinstance(payload, str) else json.dumps(payload) + "\n")
@@ -430,8 +435,6 @@ def bench_file(work: Path, name: str, payload: dict | str) -> Path:
 
 
 def vllm_serve() -> dict:
-    import json
-
     return json.loads((BENCH / "vllm_serve.json").read_text())
 
 
@@ -523,3 +526,232 @@ def test_blank_lines_where_the_header_should_be(work, command):
     assert code == 2 and err.count("\n") == 1, err
     assert ("m.csv, row 1: a blank line where the header should be (fix: delete the blank "
             "lines above the header)") in err, err
+
+
+# ---------------------------------------------------------------- property tests
+FAST = settings(max_examples=30, deadline=None, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+LONG = settings(max_examples=400, deadline=None, database=None,
+                suppress_health_check=[HealthCheck.too_slow])
+#: The measurement columns, and ``concurrency`` (added as a column when an edit names it).
+CELL_COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
+                "verify_tokens", "accept_len", "context_tokens", "tok_s", "source", "notes",
+                "concurrency")
+#: Cells as people and tools write them wrong (units, separators, specials), beside
+#: hypothesis's own text.
+CELLS = st.one_of(
+    st.sampled_from(["", " ", "0", "-0", "-5", "1", "1.5", "8.0", "1e3", "1e400", "-1e-400",
+                     "nan", "NaN", "inf", "-inf", "133 tok/s", "1,234", "1_000", "0x10", "３０３",
+                     "+303", ".5", "5.", "1e", "4097", "2e40", "9" * 30, "ar", "ddtree", "ddtre",
+                     "eagle3", "DDTree", "b300", "B300", "h999", "rtx-pro-6000", "kimi-k2.6",
+                     "qwen3-8b", "no-card-model", "sglang", "sglnag", "vllm", "#", "# c", '"',
+                     "a\nb", "a\rb", "\t", ";", "\x00", "é"]),
+    st.text(max_size=10))
+
+
+def mutated(text: str, edits: list[tuple[int, str, str]]) -> str:
+    records = list(csv.reader(io.StringIO(text)))
+    for row, column, value in edits:
+        if column not in records[0]:
+            records[0].append(column)
+            for r in records[1:]:
+                r.append("")
+        records[row + 1][records[0].index(column)] = value
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(records)
+    return out.getvalue()
+
+
+def library_verdict(work: Path, path: Path) -> str | None:
+    """What the library says of the file fit reads: None when fit would sample it, else
+    the one line of its refusal (FitInputs.check: every problem fit refuses before NUTS)."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    try:
+        FitInputs.read(path, workdir=work).check()
+    except InputError as err:
+        return str(err)
+    return None
+
+
+def fresh(template: Path):
+    """A copy of the point-mass working directory per example (and its clean-up)."""
+    import contextlib
+    import tempfile
+
+    @contextlib.contextmanager
+    def made():
+        base = Path(tempfile.mkdtemp(prefix="ddtree-fuzz-"))
+        try:
+            yield Path(shutil.copytree(template, base / "w"))
+        finally:
+            shutil.rmtree(base, ignore_errors=True)
+    return made()
+
+
+def check_cells(template: Path, command: str, edits) -> None:
+    """One example: the point-mass file with ``edits`` through ``command``. Never exit 1;
+    exit 2 writes nothing and is one line naming the file (``add --from``: one line per
+    problem); fit's verdict is the library's (no sampling on a refused file, no refusal of
+    one the library reads); an appended file still loads."""
+    with fresh(template) as work:
+        text = mutated(base_text(work), edits)
+        code, err = outcome(work, command, text)
+        path = work / "in" / "m.csv"
+        if code == 2:
+            assert str(path) in err, err
+            assert err.count("\n") == 1 or (command == "add-from" and "nothing appended" in err)
+        if command == "fit":
+            verdict = library_verdict(work, path)
+            assert (code == 99) == (verdict is None), (code, err, verdict)
+            if verdict is not None:
+                assert err == f"ddtree-bayes: error: {verdict}\n", (err, verdict)
+        if command == "add-from" and code == 0:
+            from ddtree_bayes.core.data import load_measurements
+            from ddtree_bayes.core.hardware_table import hardware_table
+
+            load_measurements(work / "data" / "measurements.csv",
+                              hardware_table(work, None).rows)
+
+
+EDITS = st.lists(st.tuples(st.integers(0, 1), st.sampled_from(CELL_COLUMNS), CELLS),
+                 min_size=1, max_size=3)
+
+
+@pytest.mark.parametrize("command", ["fit", "add-from"])
+@FAST
+@given(edits=EDITS)
+def test_a_mutated_cell_is_refused_in_one_line_or_read(template, command, edits):
+    check_cells(template, command, edits)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+@LONG
+@given(edits=EDITS)
+def test_a_mutated_cell_is_refused_in_one_line_or_read_long(template, command, edits):
+    check_cells(template, command, edits)
+
+
+#: Characters that change how a CSV reads, inserted at the places they matter most (beside a
+#: comma, a quote or a line end); a quote is the likeliest (a quote left open).
+STRUCTURE = st.sampled_from(['"', '"', '"', '"', ",", "\n", "\r", "\r\n", "\t", ";", "#",
+                             "\ufeff", "\x00", " ", '""', "\n\n"])
+
+
+def boundaries(text: str) -> list[int]:
+    """Offsets beside every comma, quote and line end of ``text`` (before and after each)."""
+    at = [i for i, c in enumerate(text) if c in ',"\n']
+    return sorted({i for a in at for i in (a, a + 1)})
+
+
+def check_structure(template: Path, inserts) -> None:
+    """The point-mass file with characters inserted (``inserts``: (which boundary, as a share
+    of them, text)) through fit: never exit 1; exit 2 is one line naming the file; a file fit
+    would sample is one the library reads, and holds both measurements (133 and 303 tok/s): no
+    row swallowed by a quote, none split off."""
+    from ddtree_bayes.core.data import load_measurements
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    with fresh(template) as work:
+        text = base_text(work)
+        spots = boundaries(text)
+        for at, piece in sorted(((spots[min(int(share * len(spots)), len(spots) - 1)], piece)
+                                 for share, piece in inserts), reverse=True):
+            text = text[:at] + piece + text[at:]
+        code, err = outcome(work, "fit", text)
+        path = work / "in" / "m.csv"
+        if code == 2:
+            assert err.count("\n") == 1 and str(path) in err, err
+        assert (code == 99) == (library_verdict(work, path) is None), err
+        if code == 99:
+            rows = load_measurements(path, hardware_table(work, None).rows).rows
+            assert sorted(m.tok_s for m in rows) == [133.0, 303.0], (text, rows)
+
+
+INSERTS = st.lists(st.tuples(st.floats(0, 1), STRUCTURE), min_size=1, max_size=4)
+
+
+@FAST
+@given(inserts=INSERTS)
+def test_a_broken_structure_is_refused_in_one_line_or_read(template, inserts):
+    check_structure(template, inserts)
+
+
+@pytest.mark.slow
+@LONG
+@given(inserts=INSERTS)
+def test_a_broken_structure_is_refused_in_one_line_or_read_long(template, inserts):
+    check_structure(template, inserts)
+
+
+#: (fixture, how its records are written, the engine and method flags of its run).
+BENCH_FILES = {
+    "vllm_serve.json": ("json", ["--engine", "vllm", "--method", "eagle3", "--block", "3"]),
+    "sglang_serving.jsonl": ("jsonl", ["--engine", "sglang", "--method", "eagle3", "--block",
+                                       "3", "--bench-records", "1"]),
+    "vllm_latency.json": ("json", ["--engine", "vllm", "--method", "ar"]),
+    "sglang_one_batch.jsonl": ("jsonl", ["--engine", "sglang", "--method", "ar",
+                                         "--bench-records", "1"]),
+    "llama_bench.json": ("json", ["--engine", "llama.cpp", "--method", "ar",
+                                  "--bench-records", "2"]),
+}
+VALUES = st.one_of(st.sampled_from([None, "", "2.9", "abc", "nan", "inf", -1, 0, 1, 1.5, 1e308,
+                                    float("nan"), float("inf"), 10 ** 30, True, [], {}, [1],
+                                    {"a": 1}]),
+                   st.floats(allow_nan=True), st.floats(allow_nan=True).map(str),
+                   st.integers(), st.text(max_size=6))
+
+
+def check_bench(template: Path, name: str, data) -> None:
+    """One key of a benchmark fixture's record set to another value (None: removed) through
+    ``add --from-bench``: exit 0 with a data file that still loads, or exit 2 in one line
+    naming the file, nothing written; never exit 1."""
+    text = (BENCH / name).read_text()
+    kind, flags = BENCH_FILES[name]
+    if kind == "json":
+        obj = json.loads(text)
+        records = obj if isinstance(obj, list) else [obj]
+    else:
+        records = [json.loads(line) for line in text.splitlines() if line.strip()]
+    target = records[1] if name == "llama_bench.json" else records[0]
+    key = data.draw(st.sampled_from(sorted(target)))
+    value = data.draw(VALUES)
+    if value is None:
+        target.pop(key)
+    else:
+        target[key] = value
+    body = (json.dumps(obj if isinstance(obj, list) else records[0]) if kind == "json"
+            else "".join(json.dumps(r) + "\n" for r in records))
+    with fresh(template) as work:
+        path = bench_file(work, name, body)
+        before = listing(work)
+        code, out, err = run_cli(work, "add", "--from-bench", str(path), "--hardware", "b300",
+                                 "--gpus", "8", *flags)
+        assert code in (0, 2), (key, value, code, err)
+        assert "internal error" not in err, (key, value, err)
+        if code == 2:
+            assert unchanged(before, listing(work)), err
+            assert err.count("\n") == 1 and str(path) in err and "(fix: " in err, err
+        else:
+            from ddtree_bayes.core.data import load_measurements
+            from ddtree_bayes.core.hardware_table import hardware_table
+
+            load_measurements(work / "data" / "measurements.csv",
+                              hardware_table(work, None).rows)
+
+
+@pytest.mark.parametrize("name", sorted(BENCH_FILES))
+@FAST
+@given(data=st.data())
+def test_a_mutated_bench_key_is_refused_in_one_line_or_imported(template, name, data):
+    check_bench(template, name, data)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(BENCH_FILES))
+@LONG
+@given(data=st.data())
+def test_a_mutated_bench_key_is_refused_in_one_line_or_imported_long(template, name, data):
+    check_bench(template, name, data)
