@@ -755,3 +755,16 @@ def test_a_mutated_bench_key_is_refused_in_one_line_or_imported(template, name, 
 @given(data=st.data())
 def test_a_mutated_bench_key_is_refused_in_one_line_or_imported_long(template, name, data):
     check_bench(template, name, data)
+
+
+def test_a_long_closed_cell_is_not_called_an_open_quote(work):
+    """A cell over the csv module's 131072 characters (here 200,000 in a properly quoted
+    notes field) is refused at its row, like a quote left open (test above); its fix said
+    "close the quote (") opened in this row", which this row does not have. It now gives
+    both causes."""
+    code, err = outcome(work, "fit", with_cell(base_text(work), 1, "notes", "x" * 200_000))
+    assert code == 2 and err.count("\n") == 1, err
+    assert err.endswith(
+        "m.csv, row 3: a field longer than 131072 characters starts in this row (a quote (\") "
+        "left open there reads the rest of the file as one field) (fix: close the quote if one "
+        "is open; a field holds at most 131072 characters)\n"), err

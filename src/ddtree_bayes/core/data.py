@@ -675,9 +675,9 @@ def read_csv_file(path: str, text: str | None = None, flag: str = "--data"
 
 def numbered_records(path: str, text: str) -> list[tuple[int, list[str]]]:
     """(first line, fields) of every record of CSV ``text`` (a quoted field may span lines).
-    A field longer than the csv module's limit (131072 characters; most often a quote never
-    closed, which reads the rest of the file as one field) is a :class:`DataError` naming
-    the row where it starts, not the module's ``_csv.Error``.
+    A field longer than the csv module's limit (131072 characters: a cell that long, or, far
+    more often, a quote never closed, which reads the rest of the file as one field) is a
+    :class:`DataError` naming the row where it starts, not the module's ``_csv.Error``.
 
     >>> numbered_records("m.csv", 'a,b\\n"x\\ny",1\\n2,3\\n')
     [(1, ['a', 'b']), (2, ['x\\ny', '1']), (4, ['2', '3'])]
@@ -691,10 +691,10 @@ def numbered_records(path: str, text: str) -> list[tuple[int, list[str]]]:
             start = reader.line_num + 1
     except csv.Error:
         limit = csv.field_size_limit()
-        raise DataError(f"a field longer than {limit} characters starts in this row", file=path,
-                        row=start, fix="close the quote (\") opened in this row: a quote never "
-                                       "closed reads the rest of the file as one field (a field "
-                                       f"holds at most {limit} characters)") from None
+        raise DataError(f"a field longer than {limit} characters starts in this row (a quote "
+                        "(\") left open there reads the rest of the file as one field)",
+                        file=path, row=start, fix="close the quote if one is open; a field "
+                                                  f"holds at most {limit} characters") from None
     return records
 
 
