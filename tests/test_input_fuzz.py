@@ -295,6 +295,26 @@ def test_a_quote_never_closed_is_named_not_a_field_count(work, command, after):
     assert "(fix: close the quote" in line, err
 
 
+#: A row whose notes start with a quoted word (`"turbo" mode`): the csv module reads it as
+#: 'turbo mode'; its strict pass stops there ("',' expected after '\"'"), on the same line.
+QUOTED_WORD = 'kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,134,run 2,"turbo" mode\n'
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_a_quote_never_closed_after_a_quoted_word_is_still_named(work, command):
+    """A quoted word earlier in the file (`"turbo" mode`, row 4) stopped the check for a quote
+    left open at that row, so an open quote in row 5 read the AR row after it (row 6, 135
+    tok/s) into its notes: fit sampled one measurement short, add --from appended one row of
+    two, exit 0. The quoted word alone is read as before (fit reaches the sampler)."""
+    after = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,135,run 3,plain\n"
+    base = base_text(work)   # (before add --from appends to it)
+    alone, _ = outcome(work, command, base + QUOTED_WORD + after)
+    assert alone == (0 if command.startswith("add") else 99)
+    code, err = outcome(work, command, base + QUOTED_WORD + OPEN_QUOTE + after)
+    assert code == 2 and err.count("\n") == 1, err
+    assert 'm.csv, row 5: a quote (") opened in this row is never closed' in err, err
+
+
 def delimited(text: str, delimiter: str) -> str:
     out = io.StringIO()
     csv.writer(out, delimiter=delimiter, lineterminator="\n").writerows(

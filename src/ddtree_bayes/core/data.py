@@ -727,18 +727,24 @@ quote inside a quoted field is written twice: ""))
     """
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     start = 1
-    try:
-        for _ in reader:
-            start = reader.line_num + 1
-    except csv.Error as err:
-        if "unexpected end of data" in str(err):
-            raise DataError("a quote (\") opened in this row is never closed: the rest of the "
-                            "file reads as one field", file=path, row=start,
-                            fix=QUOTE_FIX) from None
-        if reader.line_num > start:   # ('"a"b' on one line: read as the csv module reads it)
-            raise DataError(f"a quoted field opened in this row runs on to line "
-                            f"{reader.line_num}, where a quote (\") ends it mid-field",
-                            file=path, row=start, fix=QUOTE_FIX) from None
+    while True:
+        try:
+            next(reader)
+        except StopIteration:
+            return
+        except csv.Error as err:
+            if "unexpected end of data" in str(err):
+                raise DataError("a quote (\") opened in this row is never closed: the rest of "
+                                "the file reads as one field", file=path, row=start,
+                                fix=QUOTE_FIX) from None
+            if reader.line_num > start:
+                raise DataError(f"a quoted field opened in this row runs on to line "
+                                f"{reader.line_num}, where a quote (\") ends it mid-field",
+                                file=path, row=start, fix=QUOTE_FIX) from None
+            # ('"a"b' on one line, a notes cell '"turbo" mode': read as the csv module reads
+            # it, and the check goes on at the next line; it stopped here, and a quote left
+            # open further down swallowed the rows after it without a word)
+        start = reader.line_num + 1
 
 
 def check_unique_header(path: str, header: Sequence[str]) -> None:
