@@ -122,13 +122,43 @@ def test_a_measured_native_row_anchors_native_itself():
     assert how.endswith("; anchored to the measured ddtree budget 8 (M = 9, 1 row)")
 
 
-def test_student_t_noise_at_sglangs_measured_configuration_is_normal_for_native_too():
+def test_native_at_sglangs_measured_shape_has_its_own_configuration_error():
+    """Native is another engine build: at SGLang's measured budget 8 it carries the structural
+    discrepancy SGLang's row shows of the deployment, not SGLang's own configuration error
+    (config_sd), which is SGLang's build's and harness's. Its own is new, in its spread:
+    run 0.03 and config 0.02 give sqrt(0.03^2 + 0.02^2) = 0.036 at distance 0 (SGLang,
+    whose own error the anchor has drawn, 0.030). It was 0.030 for native too, with SGLang's
+    own error drawn into native's step."""
+    draws = structured_point_mass(run_sd=0.03, config_sd=0.02)
+    sglang, _ = _step(draws, "sglang", 8)
+    native, _ = _step(draws, "native", 8)
+    assert sglang["log_sd"][0] == pytest.approx(0.03, rel=1e-9)
+    assert native["log_sd"][0] == pytest.approx(math.hypot(0.03, 0.02), rel=1e-9)
+    assert native["log_sd"][0] == pytest.approx(0.036, abs=5e-4)
+    assert P.carries_own_error(draws, _asked(draws, "sglang", 8))
+    assert not P.carries_own_error(draws, _asked(draws, "native", 8))
+
+    # the anchor native carries is the row's structural discrepancy alone: per draw the
+    # factor SGLang's budget 32 (another shape, none of the row's own error) carries, not
+    # the one SGLang's budget 8 carries (its own error too)
+    def factor(engine: str, budget: int) -> np.ndarray:
+        asked = _asked(draws, engine, budget)
+        rng = np.random.default_rng(0)
+        return (P.step_components(draws, asked, rng)[0]["step"]
+                / P.step_components(draws, asked, rng, anchor=False)[0]["step"])
+
+    np.testing.assert_allclose(factor("native", 8), factor("sglang", 32), rtol=1e-12)
+    assert not np.allclose(factor("native", 8), factor("sglang", 8), rtol=1e-6)
+
+
+def test_student_t_noise_at_sglangs_measured_configuration_is_t_for_native():
     """Under a Student-t likelihood the anchor of a measured configuration has drawn its own
-    deviation, and a run about it is normal: native, carrying that anchor, too; at budget 32
-    both are t."""
+    deviation, and a run about it is normal (SGLang at budget 8). Native's own configuration
+    error is not drawn (its build is another), so its run deviates as a new configuration's
+    does, t with the fit's nu, at budget 8 as at 32."""
     draws = structured_point_mass(likelihood_nu=4.0)
     assert P.noise_nu(draws, _asked(draws, "sglang", 8)) is None
-    assert P.noise_nu(draws, _asked(draws, "native", 8)) is None
+    assert P.noise_nu(draws, _asked(draws, "native", 8)) == 4.0
     assert P.noise_nu(draws, _asked(draws, "native", 32)) == 4.0
     # a native measurement would still be a new configuration (next's candidates)
     assert not P.at_measured_configuration(draws, _asked(draws, "native", 8))

@@ -134,8 +134,10 @@ def noise_nu(draws: Fit, sc: Scenario) -> float | None:
     drawn the configuration's own deviation and what is left, the run's scatter about its
     mean, is normal in both likelihoods."""
     nu = C.likelihood_nu(draws.variables)
-    return (None if nu is None or at_measured_configuration(draws, anchor_scenario(draws, sc))
-            else nu)
+    # (not through anchor_scenario: native at SGLang's measured shape has drawn none of its
+    # own configuration's deviation, which is its build's, so its run deviates as a new
+    # configuration's does)
+    return None if nu is None or at_measured_configuration(draws, sc) else nu
 
 
 def predictive_noise(draws: Fit, sc: Scenario, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -204,10 +206,15 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     answer is that context's own, draw by draw, and halfway it is no narrower.
 
     An engine with a relation and no such configuration of its own (native, whose overhead is
-    SGLang's x (1 - reduction)) is anchored as its base engine is (:func:`anchor_scenario`)."""
+    SGLang's x (1 - reduction)) is anchored as its base engine is (:func:`anchor_scenario`),
+    to the structural discrepancy alone: the measured configuration's own error (config_sd)
+    is its engine build's, not native's, so it is not drawn in even at that configuration's
+    shape (:func:`carries_own_error`)."""
     if not sc.measured:
         return None
-    sc = anchor_scenario(draws, sc)
+    anchored = anchor_scenario(draws, sc)
+    own = anchored.engine == sc.engine   # (a carried anchor: none of its own error)
+    sc = anchored
     bracket = _bracketing_contexts(draws, sc)
     if bracket is not None:
         # between two measured contexts: each one's anchor, interpolated linearly in context
@@ -218,24 +225,24 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
         w = (sc.context_tokens - lo) / (hi - lo)
         ends = [_nearest_measured(draws, sc, at_context=c) for c in bracket]
         if ends[0] is not None and ends[1] is not None:
-            return (_interpolated_anchor(draws, sc, ends[0], ends[1], w),
+            return (_interpolated_anchor(draws, sc, ends[0], ends[1], w, own=own),
                     (1.0 - w) * ends[0][1] + w * ends[1][1],
                     f"{ends[0][3]} and {ends[1][3]}, interpolated in context")
     found = _nearest_measured(draws, sc)
     if found is None:
         return None
-    return _anchor_draws(draws, sc, found), found[1], found[3]
+    return _anchor_draws(draws, sc, found, own=own), found[1], found[3]
 
 
-def _anchor_draws(draws: Fit, sc: Scenario, found) -> np.ndarray:
+def _anchor_draws(draws: Fit, sc: Scenario, found, own: bool = True) -> np.ndarray:
     """(draws,) the discrepancy of the measured configuration ``found``
     (:func:`_nearest_measured`) as :func:`anchor_shift` carries it: its posterior at its own
     stream's standard draws (:func:`_anchor_end`)."""
-    posterior, standard = _anchor_end(draws, sc, found)[1:]
+    posterior, standard = _anchor_end(draws, sc, found, own=own)[1:]
     return posterior.at(*standard)
 
 
-def _anchor_end(draws: Fit, sc: Scenario, found
+def _anchor_end(draws: Fit, sc: Scenario, found, own: bool = True
                 ) -> tuple[tuple, DiscrepancyPosterior, tuple[np.ndarray | None, np.ndarray]]:
     """The measured configuration ``found`` (:func:`_nearest_measured`) as an anchor of
     ``sc``: (its key, the posterior of its discrepancy, its own stream's standard draws
@@ -243,10 +250,11 @@ def _anchor_end(draws: Fit, sc: Scenario, found
     query anchored to it, at its context or in a bracket beside it, sees the same draws; and
     each configuration has a stream of its own: the likelihood makes their discrepancies
     independent given the parameters, so two anchored answers (a tree and AR, say) must not
-    share one."""
+    share one. ``own`` False: the query is another engine's carrying this anchor
+    (:func:`anchor_scenario`), whose own error the row's is not, at any shape."""
     rows, _, d_c, _, ctx = found
     # (its own error too when the query is the measured deployment: at_itself in the draws)
-    at_itself = same_deployment(sc, rows[0])
+    at_itself = own and same_deployment(sc, rows[0])
     # (keyed by the anchor's own concurrency and context: queries anchored to one
     # configuration share its draws; for an anchor at the query's C and context, the key every
     # earlier answer was drawn with)
@@ -261,7 +269,8 @@ def _anchor_end(draws: Fit, sc: Scenario, found
     return cache[key]
 
 
-def _interpolated_anchor(draws: Fit, sc: Scenario, lo, hi, w: float) -> np.ndarray:
+def _interpolated_anchor(draws: Fit, sc: Scenario, lo, hi, w: float, own: bool = True
+                         ) -> np.ndarray:
     """(draws,) the anchor between two measured contexts ``lo`` and ``hi``
     (:func:`_nearest_measured` at each), ``w`` of the way from ``lo``: ``(1 - w) e_lo(w) +
     w e_hi(w)``, both ends' discrepancies at the same standard draws, rotated from the ends'
@@ -271,8 +280,8 @@ def _interpolated_anchor(draws: Fit, sc: Scenario, lo, hi, w: float) -> np.ndarr
     median and 90% ends); at every ``w`` each end's term has its own posterior, and the two
     move together, so the mix does not narrow halfway (the mean of two independent draws would,
     to sqrt(sd_lo^2 + sd_hi^2) / 2)."""
-    key_lo, post_lo, std_lo = _anchor_end(draws, sc, lo)
-    key_hi, post_hi, std_hi = _anchor_end(draws, sc, hi)
+    key_lo, post_lo, std_lo = _anchor_end(draws, sc, lo, own=own)
+    key_hi, post_hi, std_hi = _anchor_end(draws, sc, hi, own=own)
     cache = draws.memo.setdefault("anchor_shift", {})
     key = ("interpolated", key_lo, key_hi, w)
     if key not in cache:
@@ -318,8 +327,12 @@ def anchor_scenario(draws: Fit, sc: Scenario) -> Scenario:
     overhead. Unanchored, the structural step with the cut came out slower than SGLang's
     anchored one wherever the measurement is faster than the structural step (the bundled
     B300 DDTree row: 490 against 550 tok/s at acceptance 12 on the structured point mass,
-    tests/test_native_anchor.py). Carried only to a prediction: a native measurement would
-    still be a configuration of its own (:func:`at_measured_configuration` is unchanged)."""
+    tests/test_native_anchor.py). What carries is the deployment's structural discrepancy,
+    not the SGLang configuration's own error (config_sd: its engine build and harness), which
+    native, another build, has new and in its spread even at that configuration's shape
+    (:func:`carries_own_error`, :func:`noise_nu`). Carried only to a prediction: a native
+    measurement would still be a configuration of its own (:func:`at_measured_configuration`
+    is unchanged)."""
     base = (draws.meta["model"].get("relation_bases") or {}).get(sc.engine)
     if base is None or base == sc.engine or _anchor_contexts(draws, sc):
         return sc
@@ -338,11 +351,12 @@ def at_measured_configuration(draws: Fit, sc: Scenario) -> bool:
 def carries_own_error(draws: Fit, sc: Scenario) -> bool:
     """Whether ``sc``'s anchor carries its configuration's own error (config_sd) besides the
     structural discrepancy: the query is the measured deployment (:func:`same_deployment`) at
-    any context and concurrency. False in the fraction form."""
+    any context and concurrency. False in the fraction form, and for an engine carrying its
+    base engine's anchor (:func:`anchor_scenario`: native at SGLang's measured shape is
+    another build, whose own error is new)."""
     if "structure_sd" not in draws.variables or not sc.measured:
         return False
-    sc = anchor_scenario(draws, sc)   # (native carries SGLang's anchor whole)
-    found = _nearest_measured(draws, sc)
+    found = _nearest_measured(draws, sc)   # (None for native without rows of its own)
     return found is not None and same_deployment(sc, found[0][0])
 
 
