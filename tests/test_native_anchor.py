@@ -151,6 +151,30 @@ def test_native_at_sglangs_measured_shape_has_its_own_configuration_error():
     assert not np.allclose(factor("native", 8), factor("sglang", 8), rtol=1e-6)
 
 
+def test_a_native_row_without_accept_len_leaves_the_carry_and_the_note_says_so():
+    """A native row with a blank accept_len (330 tok/s at budget 8) cannot anchor native: the
+    anchor turns a row's tok/s into its step through the measured acceptance. Native still
+    carries SGLang's anchor (budget 8: 14.521 - 0.5 x 0.8622 x 1.328 = 13.949 ms, not the
+    structural 16.178), and the note no longer says there is no native row there."""
+    base = structured_point_mass()
+    row = "kimi-k2.6,b300,8,native,ddtree,8,8,9,,,330,test,\n"
+    text = base.data_csv if base.data_csv.endswith("\n") else base.data_csv + "\n"
+    draws = dataclasses.replace(base, data_csv=text + row, memo={})
+    f = MEASURED_B8_MS / (_verify(9) + 4 + _spec(8))
+    for budget in (8, 32):
+        native, how = _step(draws, "native", budget)
+        assert "(no native ddtree row there)" not in how
+        assert how.endswith("carried from sglang (no native ddtree row with a measured "
+                            "acceptance there): its target step and its overhead x "
+                            "(1 - reduction)")
+    native, _ = _step(draws, "native", 8)
+    assert native["step"][0] == pytest.approx(MEASURED_B8_MS - 0.5 * f * _spec(8), rel=1e-9)
+    # with no native row at all the words are as they were
+    _, how = _step(base, "native", 8)
+    assert how.endswith("carried from sglang (no native ddtree row there): its target step "
+                        "and its overhead x (1 - reduction)")
+
+
 def test_student_t_noise_at_sglangs_measured_configuration_is_t_for_native():
     """Under a Student-t likelihood the anchor of a measured configuration has drawn its own
     deviation, and a run about it is normal (SGLang at budget 8). Native's own configuration

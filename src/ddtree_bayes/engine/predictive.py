@@ -116,9 +116,9 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     own = carries_own_error(draws, sc)
     carried = anchor_scenario(draws, sc).engine
     if carried != sc.engine:   # (a relation's engine without rows: its base's anchor, whole)
-        label = (f"{carried} {label}, carried from {carried} (no {sc.engine} {sc.method} row "
-                 "there): " + ("its step, with no overhead to cut" if sc.method == AR_METHOD
-                               else "its target step and its overhead x (1 - reduction)"))
+        label = (f"{carried} {label}, carried from {carried} ({_no_own_row(draws, sc)}): "
+                 + ("its step, with no overhead to cut" if sc.method == AR_METHOD
+                    else "its target step and its overhead x (1 - reduction)"))
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
     passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
@@ -126,6 +126,22 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
                                    own_known=own)
     return parts, how + f"; anchored to the measured {label}"
+
+
+def _no_own_row(draws: Fit, sc: Scenario) -> str:
+    """Why ``sc``'s engine carries its base engine's anchor (:func:`anchor_scenario`), for the
+    note: no row of its own on the system and method, or rows there none of which has a
+    measured acceptance (a blank accept_len: the anchor turns a row's tok/s into its step
+    through the acceptance, so such a row anchors nothing, and native still carries
+    SGLang's; "no native row there" was said of them too)."""
+    memo = draws.memo.setdefault("own_rows", {})
+    key = (tuple(draws.meta.get("held_out_rows", ())), sc.pair, sc.engine, sc.method)
+    if key not in memo:
+        memo[key] = any(r.engine == sc.engine and r.method == sc.method
+                        and row_pair(draws, r) == sc.pair for r in fit_rows(draws))
+    rows = memo[key]
+    return (f"no {sc.engine} {sc.method} row" + (" with a measured acceptance" if rows else "")
+            + " there")
 
 
 def noise_nu(draws: Fit, sc: Scenario) -> float | None:
