@@ -1021,54 +1021,93 @@ def _config_dir(tmp_path: Path, quant: dict | None, sidecar: dict | None = None)
     return folder
 
 
-def test_a_declared_fp8_kv_cache_is_read_not_priced_at_16_bits(tmp_path):
-    """A checkpoint that declares its KV cache fp8 (compressed-tensors ``kv_cache_scheme``;
-    TensorRT Model Optimizer's ``kv_cache_quant_algo: FP8``, which vLLM's
-    ``--kv-cache-dtype auto`` follows) was carded at a 16-bit cache: Llama-3.1-8B's
+def test_a_modelopt_fp8_kv_cache_is_read_not_priced_at_16_bits(tmp_path):
+    """A TensorRT Model Optimizer checkpoint that declares its KV cache fp8
+    (``kv_cache_quant_algo: FP8``, in hf_quant_config.json or inline), which vLLM's and
+    SGLang's ``--kv-cache-dtype auto`` follow, was carded at a 16-bit cache: Llama-3.1-8B's
     2 x 32 layers x 8 kv heads x 128 = 65,536 values a token at 2 bytes, 131,072, and
     kv_cache_bits blank (read as bf16's 16), so the memory check counted twice the cache,
     exit 0. Read: 65,536 values x 1 byte = 65,536 bytes a token, kv_cache_bits 8."""
-    d = derive_path(_config_dir(tmp_path, FP8_KV))
+    modelopt = {"producer": {"name": "modelopt", "version": "0.29.0"},
+                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
+                                 "exclude_modules": ["lm_head"]}}
+    d = derive_path(_config_dir(tmp_path, None, modelopt))
     assert d.card["kv_bytes_per_token"] == "65536" and d.card["kv_cache_bits"] == "8"
     assert d.facts["kv_bytes_per_token"] == 65_536 and d.facts["kv_cache_bits"] == 8
     assert d.facts["kv_formula"].startswith("2 x 32 layers x 8 kv heads x 128 x 2 bytes x 8/16")
-    assert "kv_cache_scheme" in d.card["notes"] and d.warnings == []
+    assert "kv_cache_quant_algo FP8" in d.card["notes"] and d.warnings == []
     # the card the fit reads: 8 x 131,072 tokens x 65,536 B = 68.7 GB, half the 16-bit cache
     code, _, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-fp8-kv")
     assert code == 0, err
+    assert err == ""
     card = load_model_cards(tmp_path / "data" / "models.csv")["llama-fp8-kv"]
     assert (card.kv_bytes_per_token, card.kv_cache_bits) == (65_536, 8.0)
     assert round(card.kv_cache_gb(131_072, 8), 1) == 68.7
     assert card.kv_share("bf16") == 2.0      # predict --kv-cache bf16: twice the card's bytes
-    # a modelopt export: kv_cache_quant_algo FP8 in hf_quant_config.json, or inline
-    modelopt = {"producer": {"name": "modelopt", "version": "0.29.0"},
-                "quantization": {"quant_algo": "FP8", "kv_cache_quant_algo": "FP8",
-                                 "exclude_modules": ["lm_head"]}}
-    (tmp_path / "o").mkdir()
-    o = derive_path(_config_dir(tmp_path / "o", None, modelopt))
-    assert (o.card["kv_bytes_per_token"], o.card["kv_cache_bits"]) == ("65536", "8")
-    inline = derive_path(_config_dir(tmp_path / "o", {"quant_method": "modelopt",
+    inline = derive_path(_config_dir(tmp_path / "m", {"quant_method": "modelopt",
                                                       "quant_algo": "FP8",
                                                       "kv_cache_quant_algo": "FP8"}))
     assert (inline.card["kv_bytes_per_token"], inline.card["kv_cache_bits"]) == ("65536", "8")
     # none declared (kv_cache_scheme null, kv_cache_quant_algo null): the 16-bit cache, blank
     for q in ({**FP8_KV, "kv_cache_scheme": None},
               {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": None}):
-        plain = derive_path(_config_dir(tmp_path / "o", q))
+        plain = derive_path(_config_dir(tmp_path / "m", q))
         assert (plain.card["kv_bytes_per_token"], plain.card["kv_cache_bits"]) == ("131072", "")
         assert plain.warnings == []
 
 
+def test_a_compressed_tensors_fp8_kv_scheme_keeps_the_16_bit_cache(tmp_path):
+    """A compressed-tensors checkpoint's ``kv_cache_scheme`` (fp8 per tensor, as llm-compressor
+    writes it) is used by vLLM only when launched with ``--kv-cache-dtype fp8``: its ``auto``
+    follows modelopt's declaration alone (``get_kv_cache_quant_algo_string``), and SGLang's
+    ``auto`` a quant config's ``kv_cache_quant_algo`` FP8, which compressed-tensors' does not
+    set. A default launch keeps the cache in 16 bits, so a card at 8 bits (65,536 bytes a
+    token) counted half of it: 68.7 GB at 8 streams x 131,072 tokens where the engine holds
+    137.4. The card keeps the 16-bit 131,072 with kv_cache_bits blank, and its notes and one
+    line on stderr (the JSON's ``warnings``) say the fp8 launch is ``predict --kv-cache fp8``'s
+    question (half: 65,536 bytes a token)."""
+    d = derive_path(_config_dir(tmp_path, FP8_KV))
+    assert (d.card["kv_bytes_per_token"], d.card["kv_cache_bits"]) == ("131072", "")
+    assert d.facts["kv_bytes_per_token"] == 131_072 and d.facts["kv_cache_bits"] is None
+    assert len(d.warnings) == 1
+    line = d.warnings[0]
+    for said in ("kv_cache_scheme float8 (strategy tensor)", "--kv-cache-dtype fp8",
+                 "predict --kv-cache fp8"):
+        assert said in line and said in d.card["notes"], said
+    code, _, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-ct-kv")
+    assert code == 0, err
+    lines = err.splitlines()
+    assert len(lines) == 1 and lines[0] == f"ddtree-bayes: warning: {line}"
+    card = load_model_cards(tmp_path / "data" / "models.csv")["llama-ct-kv"]
+    assert (card.kv_bytes_per_token, card.kv_cache_bits) == (131_072, None)
+    assert round(card.kv_cache_gb(131_072, 8), 1) == 137.4
+    assert card.kv_share("fp8") == 0.5      # predict --kv-cache fp8: the fp8 launch's cache
+    code, out, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-ct-kv2", "--dry-run",
+                         "--format", "json")
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["warnings"] == [line]
+    assert payload["derived"]["kv_cache_bits"] is None
+
+
 def test_a_sliding_window_models_window_cache_is_read_at_the_declared_bits(tmp_path):
-    """gpt-oss-20b with an fp8 KV cache declared: both caches halve, the full layers'
-    24,576 bytes a token to 12,288 and the sliding layers' to 12,288 too."""
+    """gpt-oss-20b with an fp8 KV cache declared by modelopt: both caches halve, the full
+    layers' 24,576 bytes a token to 12,288 and the sliding layers' to 12,288 too. The same
+    cache declared by a compressed-tensors ``kv_cache_scheme`` beside its MXFP4 experts keeps
+    both at 16 bits (24,576), said in one line."""
     cfg, _ = read_config(FIX / "gpt-oss-20b")
-    q = {**cfg["quantization_config"], "kv_cache_scheme": FP8_KV["kv_cache_scheme"]}
     (tmp_path / "g").mkdir()
-    (tmp_path / "g" / "config.json").write_text(json.dumps({**cfg, "quantization_config": q}))
+    (tmp_path / "g" / "config.json").write_text(json.dumps({**cfg, "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}))
     d = derive_path(tmp_path / "g")
     assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
             d.card["kv_cache_bits"]) == ("12288", "12288", "8")
+    q = {**cfg["quantization_config"], "kv_cache_scheme": FP8_KV["kv_cache_scheme"]}
+    (tmp_path / "g" / "config.json").write_text(json.dumps({**cfg, "quantization_config": q}))
+    d = derive_path(tmp_path / "g")
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_cache_bits"]) == ("24576", "24576", "")
+    assert len(d.warnings) == 1 and "--kv-cache-dtype fp8" in d.warnings[0]
 
 
 @pytest.mark.parametrize(("quant", "says"), [

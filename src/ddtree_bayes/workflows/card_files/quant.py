@@ -429,12 +429,13 @@ KV_READ = ("fp8: compressed-tensors kv_cache_scheme of 8-bit floats per tensor o
 @dataclass(frozen=True)
 class KvCache:
     """The KV cache a checkpoint's ``quantization_config`` declares: ``bits`` per cached value
-    (None: declared, but not a cache card add reads; ``unread`` says so in one line) and
-    ``label``, what was declared."""
+    of a default launch (None: the 16-bit cache, for a declaration card add does not read or
+    one the engines follow only when told to; ``said`` says which in one line, on stderr, in
+    the JSON's ``warnings`` and in the card's notes) and ``label``, what was declared."""
 
     bits: float | None
     label: str
-    unread: str = ""
+    said: str = ""
 
 
 def kv_cache_from_config(cfg: dict) -> KvCache | None:
@@ -444,11 +445,24 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
     ``get_kv_cache_quant_algo_string`` reads them); None when it declares none (no
     quantization_config, or the keys absent or null).
 
-    >>> kv_cache_from_config({"quantization_config": {"quant_method": "compressed-tensors",
-    ...     "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"}}}).bits
+    Only a modelopt declaration sets the cache of a default launch (8 bits): vLLM's
+    ``--kv-cache-dtype auto`` follows a ``quant_method`` starting ``modelopt`` alone
+    (``get_kv_cache_quant_algo_string``), SGLang's a quant config's ``kv_cache_quant_algo``
+    FP8, which its modelopt configs set and its compressed-tensors one does not. Any other
+    fp8 declaration (compressed-tensors' ``kv_cache_scheme``, as llm-compressor writes it)
+    is used only when the engine is launched with ``--kv-cache-dtype fp8``: the card keeps
+    the 16-bit cache, which a default launch holds, and says so (an 8-bit card counted half
+    of that cache in the memory check and the read).
+
+    >>> kv = kv_cache_from_config({"quantization_config": {"quant_method": "compressed-tensors",
+    ...     "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"}}})
+    >>> kv.bits is None, "--kv-cache-dtype fp8" in kv.said
+    (True, True)
+    >>> kv_cache_from_config({"quantization_config": {"quant_method": "modelopt",
+    ...     "kv_cache_quant_algo": "FP8"}}).bits
     8.0
     >>> print(kv_cache_from_config({"quantization_config": {"quant_method": "modelopt",
-    ...     "kv_cache_quant_algo": "NVFP4"}}).unread[:65])
+    ...     "kv_cache_quant_algo": "NVFP4"}}).said[:65])
     quantization_config kv_cache_quant_algo 'NVFP4' is not a KV cache
     >>> kv_cache_from_config({"quantization_config": {"kv_cache_scheme": None}}) is None
     True
@@ -460,6 +474,8 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
     inner: dict = nested if isinstance(nested, dict) else {}
     scheme = inner.get("kv_cache_scheme") or q.get("kv_cache_scheme")
     algo = inner.get("kv_cache_quant_algo") or q.get("kv_cache_quant_algo")
+    # (vLLM: quant_method.startswith("modelopt"); the sidecar reads as "modelopt")
+    modelopt = str(q.get("quant_method") or "").lower().startswith("modelopt")
     if isinstance(scheme, dict):
         kind = str(scheme.get("type", "int")).lower()
         bits = scheme.get("num_bits", 8)
@@ -467,23 +483,35 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
         label = f"kv_cache_scheme {kind}{bits} (strategy {strategy})"
         if kind == "float" and bits == 8 and not isinstance(bits, bool) \
                 and strategy in KV_FP8_STRATEGIES:
-            return KvCache(8.0, label)
+            return KvCache(8.0, label) if modelopt else _kv_at_launch(label)
         return _kv_unread(label)
     if scheme:
         return _kv_unread(f"kv_cache_scheme {scheme!r}")
     if algo:
         if str(algo).upper() == "FP8":
-            return KvCache(8.0, "kv_cache_quant_algo FP8")
+            label = "kv_cache_quant_algo FP8"
+            return KvCache(8.0, label) if modelopt else _kv_at_launch(label)
         return _kv_unread(f"kv_cache_quant_algo {algo!r}")
     return None
 
 
 def _kv_unread(label: str) -> KvCache:
-    return KvCache(None, label, unread=(
+    return KvCache(None, label, said=(
         f"quantization_config {label} is not a KV cache card add reads ({KV_READ}): "
         "kv_bytes_per_token is the 16-bit cache's and kv_cache_bits is left blank (bf16 "
         "assumed); predict --kv-cache prices the cache a deployment keeps, or write the "
         "card's kv_bytes_per_token and kv_cache_bits"))
+
+
+def _kv_at_launch(label: str) -> KvCache:
+    """An fp8 KV cache declared outside modelopt (:func:`kv_cache_from_config`): the 16-bit
+    cache of a default launch, and the line saying what the fp8 launch is."""
+    return KvCache(None, label, said=(
+        f"quantization_config {label} declares an fp8 KV cache, which vLLM and SGLang use only "
+        "when launched with --kv-cache-dtype fp8 (SGLang: fp8_e4m3; their auto follows a "
+        "modelopt declaration only): kv_bytes_per_token is the 16-bit cache a default launch "
+        "keeps and kv_cache_bits is left blank; predict --kv-cache fp8 answers for the fp8 "
+        "launch"))
 
 
 @dataclass(frozen=True)

@@ -119,12 +119,11 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         notes.append(
             f"DERIVED: kv_cache_bits {bits:g}, the KV cache the checkpoint declares "
             f"(quantization_config {kv.label}): the 16-bit cache's bytes per token "
-            f"x {bits:g}/16{' (the sliding-window layers too)' if kv_window else ''}. vLLM "
-            "keeps a compressed-tensors checkpoint's cache in 16 bits unless given "
-            "--kv-cache-dtype fp8 (its auto follows a modelopt checkpoint's declaration): "
-            "predict --kv-cache bf16 prices a 16-bit cache")
+            f"x {bits:g}/16{' (the sliding-window layers too)' if kv_window else ''}. vLLM's "
+            "and SGLang's --kv-cache-dtype auto follow a modelopt checkpoint's declaration; "
+            "predict --kv-cache bf16 prices a launch that keeps a 16-bit cache")
     elif kv is not None:
-        notes.append(kv.unread)
+        notes.append(kv.said)
     notes += shape.notes + scheme.notes
     if shape.mtp_layers:
         notes.append(f"{shape.mtp_layers} MTP layer(s) not counted here (see data/drafters.csv)")
@@ -164,7 +163,7 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              "recurrent_layers": shape.recurrent_layers}
     drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
     return Derived(card, drafters, facts,
-                   warnings=[kv.unread] if kv is not None and kv.unread else [])
+                   warnings=[kv.said] if kv is not None and kv.said else [])
 
 
 def mtp_drafter(name: str, shape: ModelShape, scheme: Scheme, source: str) -> dict[str, str]:
