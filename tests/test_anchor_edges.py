@@ -111,8 +111,9 @@ def test_one_token_inside_a_measured_context_answers_as_it_draw_by_draw(nu):
 
 
 def test_one_token_inside_a_measured_context_the_predictive_quantiles_agree():
-    """The predictive draws with run noise (the same generator at both contexts: predict keys
-    its noise by the scenario, context included), median and 90% interval within 0.01%."""
+    """The predictive draws with run noise, from the same generator at both contexts (as
+    predict draws them: its key, scenario_key, leaves the context out, so one configuration's
+    answers at every context share their noise), median and 90% interval within 0.01%."""
     d = _fit()
     for edge, inside in ((LO, LO + 1), (HI, HI - 1)):
         with np.errstate(all="ignore"):
