@@ -30,6 +30,17 @@ class InputError(DDTreeBayesError):
         super().__init__(text)
 
 
+def without_fix(err: InputError) -> str:
+    """The error's text without its ``(fix: ...)`` tail (which speaks to the command that
+    raised it), for a line that quotes the error inside another answer.
+
+    >>> without_fix(QueryError("no such system", fix="use b300"))
+    'no such system'
+    """
+    text, tail = str(err), f" (fix: {err.fix})"
+    return text[: -len(tail)] if err.fix and text.endswith(tail) else text
+
+
 class DataError(InputError):
     """The measurement, hardware or seed file is malformed (file, row and column named)."""
 

@@ -34,7 +34,7 @@ from ddtree_bayes.core.data import (
     plain_text,
     underivable_verify_tokens,
 )
-from ddtree_bayes.core.errors import DataError, QueryError
+from ddtree_bayes.core.errors import DataError, QueryError, without_fix
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
@@ -356,9 +356,7 @@ def default_candidates(draws: Fit, query: Query,
             if u.description not in seen:
                 seen.add(u.description)
                 if left_out is not None:
-                    text, tail = str(err), f" (fix: {err.fix})"
-                    left_out.append((u, text[:-len(tail)] if err.fix and text.endswith(tail)
-                                     else text))
+                    left_out.append((u, without_fix(err)))
             return
         if c.key() in seen:
             return

@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from ddtree_bayes.core.errors import without_fix  # noqa: F401  (cli/history.py quotes an error)
 from ddtree_bayes.workflows.living.fit_history import (  # noqa: F401
     list_fits,
     parameter_table,
@@ -38,7 +39,6 @@ from ddtree_bayes.workflows.living.scoring import (  # noqa: F401
     changed_rows,
     format_percentile,
     score_rows,
-    without_fix,
 )
 from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     QUERY_KEYS,

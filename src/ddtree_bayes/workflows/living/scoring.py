@@ -11,7 +11,7 @@ from ddtree_bayes.core.data import (
     Measurement,
     Measurements,
 )
-from ddtree_bayes.core.errors import InputError, QueryError
+from ddtree_bayes.core.errors import QueryError, without_fix
 from ddtree_bayes.workflows.living.records import (
     SURPRISE_HI,
     SURPRISE_LO,
@@ -40,12 +40,6 @@ def changed_rows(stored: Measurements, current: Measurements
         return out
 
     return unmatched(current.rows, stored.rows), unmatched(stored.rows, current.rows)
-
-
-def without_fix(err: InputError) -> str:
-    """The error's text without its ``(fix: ...)`` tail (which speaks to ``predict``)."""
-    text, tail = str(err), f" (fix: {err.fix})"
-    return text[: -len(tail)] if err.fix and text.endswith(tail) else text
 
 
 def _normal_cdf(z):

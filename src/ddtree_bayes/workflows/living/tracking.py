@@ -13,14 +13,13 @@ from ddtree_bayes.core.data import (
     not_a_name,
     plain_text,
 )
-from ddtree_bayes.core.errors import InputError, QueryError
+from ddtree_bayes.core.errors import InputError, QueryError, without_fix
 from ddtree_bayes.workflows.living.records import (
     DEFAULT_QUERY,
     TRACKED_FILE,
     exclusive_lock,
     write_text_atomically,
 )
-from ddtree_bayes.workflows.living.scoring import without_fix
 
 # ---------------------------------------------------------------- tracked queries
 QUERY_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
