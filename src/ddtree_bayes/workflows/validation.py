@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,21 +101,32 @@ class Fold:
         return tuple(i for i in self.held_out if i not in skipped)
 
 
-def prior_only_rows(data: Measurements, held_out: Iterable[int]) -> list[tuple[int, str]]:
+def blank_groups(data: Measurements) -> Counter:
+    """How many rows without accept_len each acceptance group (model, method, block,
+    budget: core/acceptance_latent.py) holds: the rows that infer its acceptance."""
+    return Counter(_acceptance_group(m) for m in data.rows if m.accept_len is None)
+
+
+def _acceptance_group(m: Measurement) -> tuple:
+    return group_key(m.model, m.method, m.block, m.verify_tokens)
+
+
+def prior_only_rows(data: Measurements, held_out: Iterable[int],
+                    blank: Counter | None = None) -> list[tuple[int, str]]:
     """The rows of ``held_out`` (positions in ``data.rows``) whose acceptance a refit without
     them would give by its prior alone, with why: no accept_len, and no row of their
     acceptance group (model, method, block, budget: core/acceptance_latent.py) left in
     training, the rows that infer a group's acceptance being those without accept_len. They
     are not scored, in any mode (``--keep-ar`` skipped them first): their intervals are the
-    prior's acceptance, not a test of the fit."""
-    held = tuple(held_out)
-    informed = {group_key(m.model, m.method, m.block, m.verify_tokens)
-                for j, m in enumerate(data.rows) if j not in held and m.accept_len is None}
+    prior's acceptance, not a test of the fit. ``blank``: :func:`blank_groups` of ``data``,
+    counted once for many folds (each call counting every row made leave-one-out's folds
+    quadratic in the rows: 4.2 s for 5,440)."""
+    blank = blank_groups(data) if blank is None else blank
+    held = [(i, data.rows[i]) for i in held_out]
+    gone = Counter(_acceptance_group(m) for _, m in held if m.accept_len is None)
     out = []
-    for i in held:
-        m = data.rows[i]
-        if m.accept_len is None and group_key(m.model, m.method, m.block,
-                                              m.verify_tokens) not in informed:
+    for i, m in held:
+        if m.accept_len is None and blank[_acceptance_group(m)] == gone[_acceptance_group(m)]:
             out.append((i, f"row {m.row} ({m.method} M={m.verify_tokens}): no accept_len and no "
                            "training row of its acceptance group (model, method, block, budget) "
                            "left: its acceptance would be the prior"))
@@ -219,7 +231,8 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
             raise QueryError(f"{data.path} holds {len(data.rows)} measurement: leaving it out "
                              "leaves nothing to fit",
                              fix="validate a file of two or more measurements")
-        return [Fold(f"row {m.row}", (i,), tuple(prior_only_rows(data, (i,))))
+        blank = blank_groups(data)
+        return [Fold(f"row {m.row}", (i,), tuple(prior_only_rows(data, (i,), blank)))
                 for i, m in enumerate(data.rows)]
     if group not in GROUP_KEYS:
         raise QueryError(f"--group {group!r} is not one of {', '.join(GROUP_KEYS)}",
@@ -239,7 +252,8 @@ def make_folds(data: Measurements, group: str | None) -> list[Fold]:
                          f"{next(iter(values))}; leaving it out leaves nothing to fit",
                          fix="use a file with rows of another " + group + ", or validate "
                              "without --group (leave-one-out)")
-    return [Fold(f"{group}={v}", tuple(ix), tuple(prior_only_rows(data, ix)))
+    blank = blank_groups(data)
+    return [Fold(f"{group}={v}", tuple(ix), tuple(prior_only_rows(data, ix, blank)))
             for v, ix in values.items()]
 
 
