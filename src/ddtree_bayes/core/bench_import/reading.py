@@ -300,18 +300,21 @@ def _load_json(path: Path, body: list[str], offset: int) -> Document:
     text = "\n".join(body)
     try:
         obj = json.loads(text)
-    except json.JSONDecodeError as err:
-        nonblank = [ln.strip() for ln in body if ln.strip()]
-        if len(nonblank) >= 2 and nonblank[0].startswith("{") and nonblank[0] != "{":
+    except (ValueError, RecursionError) as err:   # (JSONDecodeError is a ValueError)
+        if _json_lines(body):
             return _load_jsonl(path, body, offset)  # JSON Lines: one object per line
         # one document (an array, or a pretty-printed object)
-        raise _json_error(path, err, err.lineno + offset, last=True, text=text) from None
-    except (ValueError, RecursionError) as err:
-        nonblank = [ln.strip() for ln in body if ln.strip()]
-        if len(nonblank) >= 2 and nonblank[0].startswith("{") and nonblank[0] != "{":
-            return _load_jsonl(path, body, offset)
+        if isinstance(err, json.JSONDecodeError):
+            raise _json_error(path, err, err.lineno + offset, last=True, text=text) from None
         raise _beyond_limits(path, err, offset + 1) from None
     return Document("record", _as_records(path, obj, "record"), "json")
+
+
+def _json_lines(body: list[str]) -> bool:
+    """Whether text that is not one JSON document reads as JSON Lines: two or more lines, the
+    first a whole object on its line (not a pretty-printed object's lone ``{``)."""
+    nonblank = [ln.strip() for ln in body if ln.strip()]
+    return len(nonblank) >= 2 and nonblank[0].startswith("{") and nonblank[0] != "{"
 
 
 def _load_jsonl(path: Path, body: list[str], offset: int) -> Document:
