@@ -516,3 +516,31 @@ def test_a_tree_measured_at_another_concurrency_is_not_called_another_budget():
     assert restructured_line(budget_32, group) == (
         f"{group} now measures more than one drafter depth or tree budget: its own "
         "per-pass/per-node cost replaces the population's (recomputed from the draws)")
+
+
+def test_the_report_of_a_resample_computes_no_psis_loo_or_power_scaling(reweighted, tmp_path):
+    """PSIS-LOO and power-scaling weigh a fit's draws as independent draws of one posterior;
+    a reweighted fit's are a resample of another fit's, repeated (`compare` refuses them for
+    that). The report said elpd and 4 flagged Pareto k (3 on its NUTS parent) and turned the
+    headline's prior sensitivity from "weak likelihood" to "prior-data conflict": both now
+    say they were not computed, why, and the fix, in every form of the report."""
+    from ddtree_bayes.workflows import report
+
+    work, first, _, _ = reweighted
+    out_dir, summary = report.write_report(workdir=work, out_root=tmp_path)
+    assert "loo" not in summary and "psense" not in summary
+    why = summary["not_computed"]
+    assert set(why) == {"loo", "psense"}
+    for text in why.values():
+        assert f"an importance resample of fit {first.fit_id}" in text
+        assert "update --refit" in text
+    assert "figure_errors" not in summary
+    assert not (out_dir / "loo.png").exists() and not (out_dir / "psense.png").exists()
+    page, md = (out_dir / "index.html").read_text(), (out_dir / "summary.md").read_text()
+    for form in (page, md):
+        assert "PSIS-LOO: not computed" in form and "Prior sensitivity (power scaling): not " \
+            "computed" in form
+    assert "Pareto k &gt; 0.7: " not in page and "PSIS-LOO not computed" in page
+    # the other sections are there as for a sampled fit
+    for key in ("ppc", "prior_posterior", "sampling", "fan"):
+        assert key in summary

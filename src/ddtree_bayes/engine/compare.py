@@ -33,6 +33,32 @@ def require_psis_draws(draws: Fit, what: str) -> None:
                          fix="refit with more --draws (the default is 1000 per chain)")
 
 
+#: What to do instead of weighing a resample's draws (compare's fix and the report's).
+RESAMPLE_FIX = "`ddtree-bayes update --refit` samples the same data with NUTS"
+
+
+def resample_reason(meta: dict, n_draws: int, what: str = "PSIS-LOO") -> str | None:
+    """Why ``what`` (PSIS-LOO, or power-scaling, which weighs draws the same way) cannot use
+    a fit's ``n_draws`` draws, or None: an ``update`` that reweighted a NUTS fit's draws and
+    resampled them (engine/importance.py) holds repeated draws in chains that are no Markov
+    chains.
+
+    >>> why = resample_reason({"fit_id": "b", "reweight": {"parent_fit": "a",
+    ...                        "distinct_draws": 900}}, 4000, "power-scaling")
+    >>> why.split(": ")[0], why.endswith("give power-scaling nothing it can trust")
+    ('fit b is an importance resample of fit a (900 distinct draws of 4000)', True)
+    >>> resample_reason({"fit_id": "a"}, 4000) is None
+    True
+    """
+    resample = meta.get("reweight")
+    if not resample:
+        return None
+    return (f"fit {meta['fit_id']} is an importance resample of fit "
+            f"{resample.get('parent_fit')} ({resample.get('distinct_draws')} distinct draws of "
+            f"{n_draws}): its repeated draws and chains that are no Markov chains give {what} "
+            "nothing it can trust")
+
+
 def pointwise_loglik(draws: Fit, seed: int = DEFAULT_SEED):
     """(measurements, log-likelihood (draws, rows), modelled log tok/s (draws, rows)): per
     row, for small data (a (draws, rows) array; :func:`loo_tree` switches to configurations
@@ -110,14 +136,9 @@ def compare_fits(fits: list[Fit], seed: int = DEFAULT_SEED,
                              "not mix ranks nothing", fix="refit it (`ddtree-bayes fit`), or "
                                                           "leave it out of --fits")
         require_psis_draws(d, "PSIS-LOO")
-        resample = d.meta.get("reweight")
-        if resample:   # (update's PSIS reweight: engine/importance.py, workflows/living)
-            raise QueryError(
-                f"fit {d.meta['fit_id']} is an importance resample of fit "
-                f"{resample.get('parent_fit')} ({resample.get('distinct_draws')} distinct draws "
-                f"of {d.n_draws}): its repeated draws and chains that are no Markov chains "
-                "give PSIS-LOO nothing it can trust", fix="`ddtree-bayes update --refit` samples "
-                                                          "the same data with NUTS; compare that fit")
+        why = resample_reason(d.meta, d.n_draws)
+        if why:   # (update's PSIS reweight: engine/importance.py, workflows/living)
+            raise QueryError(why, fix=f"{RESAMPLE_FIX}; compare that fit")
     hashes = {d.meta["data"]["sha256"] for d in fits}
     if len(hashes) > 1:
         raise QueryError("the fits were made on different data; LOO compares models on the "

@@ -74,6 +74,8 @@ def render(summary: dict, draws: Fit | None, out_dir: Path, dt=None) -> dict[str
         from ddtree_bayes.workflows.report import figures as F
 
         for name, fn in F.FIGURES.items():
+            if name in summary.get("not_computed", {}):
+                continue   # (its section says why)
             path = out_dir / f"{name}.png"
             try:
                 figures[name] = fn(summary, draws, dt, path) or [path]  # several when split
@@ -326,21 +328,27 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
                     f"{r['lo90']:.1f} - {r['hi90']:.1f}", "YES" if r["outside_90"] else "no"]
                    for r in summary["ppc"]["rows"]],
                   ["ppc"])
-    loo = summary["loo"]
-    sec["loo"] = (f"PSIS-LOO (elpd {loo['elpd']:.2f} +- {loo['se']:.2f}, p_loo {loo['p_loo']:.2f},"
-                  f" {loo['n_flagged']} of {len(loo['pareto_k'])} Pareto k > "
-                  f"{pareto_k_limit(summary)})",
-                  ["row", "Pareto k", f"k > {pareto_k_limit(summary)}", "LOO-PIT"],
-                  [[k["row"], k["k"], "YES" if k["flag"] else "no", pit]
-                   for k, pit in zip(loo["pareto_k"], loo["loo_pit"], strict=True)],
-                  ["loo"])
-    ps = summary["psense"]
-    sec["psense"] = ("Prior sensitivity (power scaling)",
-                     ["prior", f"sensitivity of {ps['headline']}"],
-                     [[k, val] for k, val in sorted(ps["headline_by_prior"].items(),
-                                                    key=lambda kv: -kv[1])]
-                     + psense_table_rows(ps["overall"]),
-                     ["psense"])
+    for key, title in (("loo", "PSIS-LOO"), ("psense", "Prior sensitivity (power scaling)")):
+        why = summary.get("not_computed", {}).get(key)
+        if why:
+            sec[key] = (f"{title}: not computed", ["why"], [[why]], [])
+    if "loo" in summary:
+        loo = summary["loo"]
+        sec["loo"] = (f"PSIS-LOO (elpd {loo['elpd']:.2f} +- {loo['se']:.2f}, "
+                      f"p_loo {loo['p_loo']:.2f}, {loo['n_flagged']} of {len(loo['pareto_k'])} "
+                      f"Pareto k > {pareto_k_limit(summary)})",
+                      ["row", "Pareto k", f"k > {pareto_k_limit(summary)}", "LOO-PIT"],
+                      [[k["row"], k["k"], "YES" if k["flag"] else "no", pit]
+                       for k, pit in zip(loo["pareto_k"], loo["loo_pit"], strict=True)],
+                      ["loo"])
+    if "psense" in summary:
+        ps = summary["psense"]
+        sec["psense"] = ("Prior sensitivity (power scaling)",
+                         ["prior", f"sensitivity of {ps['headline']}"],
+                         [[k, val] for k, val in sorted(ps["headline_by_prior"].items(),
+                                                        key=lambda kv: -kv[1])]
+                         + psense_table_rows(ps["overall"]),
+                         ["psense"])
     fan_rows = []
     fan = summary["fan"]
     for eng, f in fan["engines"].items():
@@ -450,9 +458,10 @@ def page(summary: dict, figures: dict[str, list[Path]]) -> str:
                      f"{', '.join(f'{b:.2f}' for b in s['ebfmi_per_chain'])}, tree-depth "
                      f"saturation {_fmt(s['tree_depth_saturation'])}.</p>")
         flagged = summary["ppc"]["flagged"]
+        k_text = (f"Pareto k > {pareto_k_limit(summary)}: {summary['loo']['n_flagged']}"
+                  if "loo" in summary else "PSIS-LOO not computed (an importance resample)")
         parts.append(f"<p class='evidence'>Measurements outside their 90% predictive interval: "
-                     f"{', '.join(map(str, flagged)) if flagged else 'none'}. Pareto k > "
-                     f"{pareto_k_limit(summary)}: {summary['loo']['n_flagged']}.</p>")
+                     f"{', '.join(map(str, flagged)) if flagged else 'none'}. {k_text}.</p>")
     sections = _sections(summary)
     keys = [k for k in SECTION_ORDER if k in _section_map(summary)]
     if sections:

@@ -83,7 +83,6 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     default-scenario sections, required when the fit holds several; ``priors_path``: the priors
     file of the budget section's acceptance curve, ``report --priors``)."""
     import arviz_stats as azs
-    import xarray as xr
 
     from ddtree_bayes.engine import store
     from ddtree_bayes.engine.target_models import resolve_model
@@ -158,10 +157,41 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
         r["outside_90"] = not (r["lo90"] <= r["measured"] <= r["hi90"])
     summary["ppc"] = {"rows": ppc, "flagged": [r["row"] for r in ppc if r["outside_90"]]}
 
-    # 4. PSIS-LOO with the pointwise log-likelihood of log tok/s
+    # 4. PSIS-LOO with the pointwise log-likelihood of log tok/s, 5. prior sensitivity
+    # (power-scaling): both weigh the draws as independent draws of one posterior, which
+    # an `update`'s importance resample is not (compare refuses it too): said, not computed
+    from ddtree_bayes.engine.compare import RESAMPLE_FIX, resample_reason
+
+    default = default_question(draws, model)
+    summary["default_scenario"] = {**default.to_json(), "derived": default.derived}
+    why = {k: resample_reason(meta, n, what) for k, what in (("loo", "PSIS-LOO"),
+                                                            ("psense", "power-scaling"))}
+    if why["loo"]:
+        summary["not_computed"] = {k: f"{w}; {RESAMPLE_FIX}, or read the report of fit "
+                                      f"{meta['reweight'].get('parent_fit')}"
+                                   for k, w in why.items() if w}
+    else:
+        _psis_sections(summary, draws, dt, priors, coords, v, model, default, chains, n, seed)
+
+    # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
+    summary["fan"] = fan_section(draws, seed, model, default)
+    summary["concurrency"] = concurrency_section(draws, seed, model, default)
+    summary["variance"] = variance_shares(draws, seed, model, default)
+    summary["breakdown"] = step_breakdown(draws, draws.measurements, seed, model, default)
+    summary["decisions"] = decisions_section(draws, seed, model, default, priors_path)
+    summary["compute_s"] = time.perf_counter() - t0
+    return summary
+
+
+def _psis_sections(summary: dict, draws: Fit, dt, priors, coords, v, model: str | None,
+                   default, chains: int, n: int, seed: int) -> None:
+    """The report's PSIS-LOO (``summary["loo"]``, its Pareto k threshold) and power-scaling
+    prior sensitivity (``summary["psense"]``) of a fit whose draws NUTS sampled."""
+    import arviz_stats as azs
+    import xarray as xr
+
     from ddtree_bayes.engine.compare import loo_tree as make_loo_tree
 
-    measurements = draws.measurements
     loo_tree = make_loo_tree(draws, chains, seed)
     unit = loo_tree.attrs["unit"]   # "row", or "configuration" for large data
     rows_label = [str(x) for x in loo_tree["observed_data"]["log_tok_s"].coords[
@@ -174,10 +204,8 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
     summary["loo"] = loo_summary(loo, rows_label, unit, pit)
     summary["thresholds"]["pareto_k"] = summary["loo"]["pareto_k_threshold"]
 
-    # 5. prior sensitivity (power-scaling): overall, and of the headline prediction
-    lp = log_prior(priors, coords, v, accept_groups_of(meta))
-    default = default_question(draws, model)
-    summary["default_scenario"] = {**default.to_json(), "derived": default.derived}
+    # prior sensitivity (power-scaling): overall, and of the headline prediction
+    lp = log_prior(priors, coords, v, accept_groups_of(draws.meta))
     headline = headline_log_tok(draws, seed, model, default)
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})
@@ -194,15 +222,6 @@ def compute(draws: Fit, dt=None, *, seed: int = DEFAULT_SEED, model: str | None 
         "headline": f"log tok/s, default scenario, {default.engines[0]}, "
                     f"accept {default.accept:g}",
     }
-
-    # 6. throughput fan chart, 7. variance decomposition, 8. step breakdown
-    summary["fan"] = fan_section(draws, seed, model, default)
-    summary["concurrency"] = concurrency_section(draws, seed, model, default)
-    summary["variance"] = variance_shares(draws, seed, model, default)
-    summary["breakdown"] = step_breakdown(draws, measurements, seed, model, default)
-    summary["decisions"] = decisions_section(draws, seed, model, default, priors_path)
-    summary["compute_s"] = time.perf_counter() - t0
-    return summary
 
 
 #: The diagnosis of a parameter whose power-scaling sensitivity is not a number.
