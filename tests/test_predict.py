@@ -273,6 +273,41 @@ def test_unmeasured_hardware_by_transfer_by_hand():
     assert b4["gpus"] == 4 and b4["median"] == pytest.approx(1000 / (4 * 2 ** 0.5 + 4))
 
 
+def on(system: str):
+    """The point-mass fit of test_unmeasured_hardware_by_transfer_by_hand, measured on
+    ``system`` instead of b300x8 (the same MOE(1) = ATTN_BASE = 4 ms)."""
+    draws = point_mass_draws(transfer_bandwidth_elasticity=0.5, transfer_interconnect_factor=1.5,
+                             transfer_system_sd=0.0)
+    draws.meta["coords"]["system"] = [system]
+    return draws
+
+
+@pytest.mark.parametrize("system, gpus, attn", [
+    # an NVLink node to one GPU: neither pays PCIe collectives, no factor
+    ("b300x8", 1, 4.0),
+    # a PCIe node to one GPU: one GPU runs no collectives, the PCIe excess comes out
+    ("rtx-pro-6000x8", 1, 4 / 1.5),
+    # one GPU to eight: over NVLink no factor; over PCIe the collectives' x 1.5 (below)
+    ("rtx-5090x1", 8, 4.0)])
+def test_one_gpu_runs_no_collectives_whatever_its_link_is_called(system, gpus, attn):
+    """One H200 SXM and one H200 NVL (4.8 TB/s each; the SXM's link NVLink, the NVL's PCIe)
+    run no tensor-parallel collectives, so a transfer to one of either is the same answer;
+    eight of them differ by the interconnect factor (1.5 here). A single GPU took the factor
+    by the name of the link it does not use: from 8 x B300, one H200 NVL 48.5 tok/s against
+    one H200 SXM's 53.7; from one RTX 5090, 8 x H200 over NVLink 283 (its fixed work 1.5 x
+    less than the one GPU's, which ran none) and 206 over PCIe (by hand: 206 and 146)."""
+    draws = on(system)
+    ref = {"b300x8": 64.0, "rtx-pro-6000x8": 8 * 1.792, "rtx-5090x1": 1.792}[system]
+    moe = 4 * (ref / (4.8 * gpus)) ** 0.5
+    ar = dict(method="ar", engines=["sglang"], accept="1", gpus=gpus)
+    sxm = P.predict(draws, hardware="h200", **ar)[0]
+    nvl = P.predict(draws, hardware="h200-nvl", **ar)[0]
+    assert f"transferred from {system}" in sxm["overhead_from"]
+    assert sxm["median"] == pytest.approx(1000 / (moe + attn))
+    pcie = 1.5 if gpus > 1 else 1.0   # several H200 NVL talk over PCIe
+    assert nvl["median"] == pytest.approx(1000 / (moe + attn * pcie))
+
+
 def test_transfer_scales_the_weight_read_with_the_bandwidth_itself():
     """With a model card, the part of the measured step that reads the active weights at the
     full bandwidth scales with the bandwidth itself, the rest as before (elasticity 0.5,
@@ -280,8 +315,9 @@ def test_transfer_scales_the_weight_read_with_the_bandwidth_itself():
 
     Kimi K2.6's card: 32 B active x 0.5 B = 16 GB over 8 x 8 TB/s = 0.25 ms of the 8 ms step.
     On 8 x H200 (38.4 TB/s): 0.25 x 64 / 38.4 + 3.75 x (64 / 38.4) ** 0.5 + 4 ms. A dense 8B
-    model at 2 bytes reads the same 16 GB; on one RTX 5090 (1.792 TB/s, PCIe) that is 8.93 ms
-    of its answer: 0.25 x 64 / 1.792 + 3.75 x (64 / 1.792) ** 0.5 + 4 x 1.5 ms (the old
+    model at 2 bytes reads the same 16 GB; on one RTX 5090 (1.792 TB/s; one GPU runs no
+    collectives, so no interconnect factor) that is 8.93 ms of its answer: 0.25 x 64 / 1.792
+    + 3.75 x (64 / 1.792) ** 0.5 + 4 ms (the old
     transfer scaled all of MOE(1) by the square root: a step faster than its read, 0.25 x
     35.7 ** 0.5 = 1.5 ms for the weights)."""
     import dataclasses
@@ -303,7 +339,7 @@ def test_transfer_scales_the_weight_read_with_the_bandwidth_itself():
     draws.meta["model"]["card"] = dataclasses.asdict(dense)
     r = 64 / 1.792
     g5090 = P.predict(draws, hardware="rtx-5090", gpus=1, **ar)[0]
-    assert g5090["median"] == pytest.approx(1000 / (0.25 * r + 3.75 * r ** 0.5 + 6))
+    assert g5090["median"] == pytest.approx(1000 / (0.25 * r + 3.75 * r ** 0.5 + 4))
 
 
 def test_unmeasured_hardware_intervals_are_wider():

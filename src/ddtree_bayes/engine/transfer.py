@@ -79,6 +79,7 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     if target_models.is_multi(draws):
         return target_models.pair_parameters(draws, sc, rng)
 
+    from ddtree_bayes.core.pairs import link
     from ddtree_bayes.core.sampling import prior_sample
 
     v, meta, n = draws.variables, draws.meta, draws.n_draws
@@ -96,13 +97,22 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                                                      "interconnect_factor", "system_sd"))
     noise = np.exp(scatter * rng.standard_normal(n))
     ratio = (ref_bw / target_bw) ** elasticity
-    # +1 fabric -> PCIe (tensor-parallel all-reduces slower), -1 back; 0 between two single
-    # GPUs, which run no collectives (a single H200 took 1/1.4 of a single RTX 3090's)
-    singles = sc.gpus == 1 and ref_gpus == 1
-    links = int(fabric(table, ref_hw)) - int(fabric(table, sc.hardware))
-    steps = 0 if singles else links
-    link_how = ("one GPU each, no interconnect factor" if singles and links else
-                f"{'same' if steps == 0 else 'different'} interconnect class")
+    # +1 to PCIe collectives (tensor-parallel all-reduces slower than a fabric's), -1 away
+    # from them; one GPU runs none, whatever its link is called (a single H200 took 1/1.4 of
+    # a single RTX 3090's; one H200 NVL, 1.4 x one H200 SXM's from a B300 node), as the pair
+    # and drafter-pass rooflines price it (core/pairs.link)
+    ref_link, link_ = link(table[ref_hw], ref_gpus), link(table[sc.hardware], sc.gpus)
+    steps = int(link_ == "pcie") - int(ref_link == "pcie")
+    if ref_link == link_:
+        link_how = ("one GPU each, no interconnect factor" if link_ == "single"
+                    and fabric(table, ref_hw) != fabric(table, sc.hardware)
+                    else "same interconnect class")
+    elif "single" in (ref_link, link_):
+        several = "PCIe" if "pcie" in (ref_link, link_) else "an NVLink-class fabric"
+        link_how = (f"one GPU, no collectives, against {several}"
+                    + (", no interconnect factor" if steps == 0 else ""))
+    else:
+        link_how = "different interconnect class"
     step_ref = v["step_ar_ms"][:, r]
     moe1_ref = v["moe_share"][:, r] * step_ref
     attn_ref = step_ref - moe1_ref
