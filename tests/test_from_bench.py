@@ -432,6 +432,50 @@ def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", "8")
 
 
+#: The user's card of Qwen3-30B-A3B's FP8 checkpoint, as `card add --hf-config` writes it from
+#: the published config.json (30,532,122,624 parameters; 3,353,032,704 active, the input
+#: embedding counted whole; e4m3 weights with a fp32 scale per 128 x 128 block, embedding,
+#: lm_head, router and norms bf16: 1.1896 bytes over the active weights).
+FP8_CARD = ('my-qwen3-30b-a3b-fp8,30.5321,3.353,48,2048,128,8,0,1.1896,fp8,98304,"GQA 32 q heads '
+            '/ 4 kv heads, head_dim 128",Qwen3-30B-A3B-FP8/config.json (a test card),,40960,1.021,,\n')
+
+
+def test_a_quantised_checkpoints_own_card_is_taken_with_model(work, tmp_path):
+    """A vLLM run of Qwen/Qwen3-30B-A3B-FP8: without its tag the name is the bundled card
+    qwen3-30b-a3b (bf16, 2 bytes per weight). `--model` naming the user's card of the FP8
+    checkpoint was refused ("drop --model"), and without it the run landed as the bf16 card,
+    whose warning (weights that do not fit) says to give the quantisation its own card and
+    name it with --model: no way in for the right card. A card of the same size (a
+    quantisation of the model the name says) is taken; another size, or a name that is a card
+    exactly, is still refused."""
+    table = with_cards(work, qwen=False)
+    with open(work / "data" / "models.csv", "a") as fh:
+        fh.write(FP8_CARD)
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    argv = ["--hardware", "h100", "--gpus", "1", "--engine", "vllm", "--method", "eagle3",
+            "--block", "3", *table]
+    for name, model_id in (("fp8", "Qwen/Qwen3-30B-A3B-FP8"), ("bf16", "Qwen/Qwen3-30B-A3B")):
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {**raw, "model_id": model_id, "tokenizer_id": model_id}))
+    fp8, bf16 = str(tmp_path / "fp8.json"), str(tmp_path / "bf16.json")
+    err = one_error(work, "--from-bench", fp8, *argv, "--model", "kimi-k2.6")
+    assert err == (f"ddtree-bayes: error: {fp8}, record 1: the file's model "
+                   "'Qwen/Qwen3-30B-A3B-FP8' is card qwen3-30b-a3b, but --model kimi-k2.6 (fix: "
+                   "drop --model (the file's model is used), or import the file of the kimi-k2.6 "
+                   "run)\n")
+    err = one_error(work, "--from-bench", bf16, *argv, "--model", "my-qwen3-30b-a3b-fp8")
+    assert "the file's model 'Qwen/Qwen3-30B-A3B' is card qwen3-30b-a3b, but --model " \
+           "my-qwen3-30b-a3b-fp8" in err
+    (row,), err = imported_rows(work, "--from-bench", fp8, *argv, "--model",
+                                "my-qwen3-30b-a3b-fp8")
+    assert row["model"] == "my-qwen3-30b-a3b-fp8"
+    assert row["notes"].endswith("; model in the file: Qwen/Qwen3-30B-A3B-FP8")
+    # 1000 / median_tpot_ms, the file's acceptance
+    assert (row["tok_s"], row["accept_len"]) == (float(f"{1000 / raw['median_tpot_ms']:.6g}"),
+                                                 pytest.approx(3.14593, abs=1e-5))
+    (data_row,) = new_rows(work)
+    assert data_row["model"] == "my-qwen3-30b-a3b-fp8"
+
 def test_a_defaulted_gpu_count_is_the_same_models_and_says_where_it_came_from(work):
     """The walkthrough: `add --from-bench vllm_serve.json --hardware h200 ...` wrote
     llama-3.1-8b-instruct on h200 x8, the 8 taken from kimi-k2.6's H200 rows, without a word.

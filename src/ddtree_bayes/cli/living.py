@@ -291,7 +291,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "With --from-bench: the card of the model the benchmark file "
                                    "names (default: the card whose name that is; refused when the "
                                    "file names another card's model or one of a clearly "
-                                   "different size)")
+                                   "different size; a card of the size of the model a "
+                                   "quantised name is without its tag, such as your card of "
+                                   "Qwen3-30B-A3B-FP8, is taken)")
     a.add_argument("--from", dest="from_file", metavar="FILE.csv",
                    help="append every row of this CSV (header as in data/measurements.csv)")
     a.add_argument("--from-bench", metavar="FILE",

@@ -189,7 +189,7 @@ def _models(path: Path, unit: str, parsed: list[BenchRecord], given: str | None,
                                 + ", ".join(sorted(sizes)) + "), or add its card to "
                                 "data/models.csv first")
         return {r.index: card for r in parsed}
-    if card is not None and card != given:
+    if card is not None and card != given and not _own_quantisation(name, card, given, sizes):
         raise DataError(f"{where}: the file's model {name!r} is card {card}, but --model {given}",
                         fix=f"drop --model (the file's model is used), or import the file of "
                             f"the {given} run")
@@ -202,6 +202,24 @@ def _models(path: Path, unit: str, parsed: list[BenchRecord], given: str | None,
                             fix="give the card of the model the file ran with --model, or add "
                                 "its card to data/models.csv first")
     return {r.index: given for r in parsed}
+
+
+def _own_quantisation(name: str, card: str, given: str, sizes: Mapping[str, float]) -> bool:
+    """Whether ``--model given`` may stand for a file's model ``name`` that is ``card`` only
+    without its quantisation tag (``Qwen/Qwen3-30B-A3B-FP8`` is card ``qwen3-30b-a3b``, a bf16
+    card): the file ran a quantisation of ``card``'s model, and ``given`` is a card of the
+    same size, its own (what the weights-fit warning tells the user to make and name). A name
+    that is a card exactly, or a card of another size, is not.
+
+    >>> sizes = {"qwen3-30b-a3b": 30.5, "my-fp8": 30.5321, "kimi-k2.6": 1000.0}
+    >>> [_own_quantisation(n, "qwen3-30b-a3b", g, sizes) for n, g in (
+    ...     ("Qwen/Qwen3-30B-A3B-FP8", "my-fp8"), ("Qwen/Qwen3-30B-A3B", "my-fp8"),
+    ...     ("Qwen/Qwen3-30B-A3B-FP8", "kimi-k2.6"), ("Qwen/Qwen3-30B-A3B-FP8", "no-card"))]
+    [True, False, False, False]
+    """
+    exact = model_name_forms(name)[0] == card.lower()
+    return (not exact and given in sizes and card in sizes
+            and not sizes_differ(sizes[given], sizes[card]))
 
 
 def _hardware(path: Path, unit: str, parsed: list[BenchRecord], given: str | None,
