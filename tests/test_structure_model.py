@@ -977,6 +977,35 @@ def test_two_single_gpus_take_no_interconnect_factor():
     assert "transferred from rtx-3090x1 (one GPU each, no interconnect factor" in how
 
 
+def test_an_unmeasured_gpu_without_a_peak_says_its_compute_knee_is_assumed():
+    """A GPU added without its peak FLOPs (`hardware add` notes it once, then) was priced at
+    bandwidth x 200 FLOP/B with nothing said by predict: an H20-like row (4 TB/s, its 148
+    bf16 TFLOPS left out) was answered 1973 tok/s total at C = 64 (Llama-3.1-70B AWQ from 2 x
+    A40; 710 with the peak), an assumed 800 TFLOPS. Now the answer's note says the peak is
+    assumed. Kimi K2.6's card (32 B active, bf16 compute: 64 GFLOP a token) on 8 GPUs of 8
+    TB/s and no peak: 1600 TFLOPS each, 0.005 ms a token; at efficiency exp(-1.2) and MOE(1)
+    = 4 ms the compute ratio is 0.005 / exp(-1.2) / 4."""
+    import math
+
+    from ddtree_bayes.core.model_cards import ModelCard
+    from ddtree_bayes.engine.unmeasured import roofline_parameters
+
+    draws = structured_point_mass(compute_eff_log_mu=-1.2, compute_eff_log_sd=0.0)
+    card = ModelCard(**draws.meta["model"]["card"])
+    row = {"hardware": "nopeak", "mem_bw_tb_s": "8", "interconnect": "NVLink5"}
+    params, how = roofline_parameters(draws, card, row, 8, np.full(draws.n_draws, 4.0),
+                                      np.random.default_rng(0))
+    flop_ms = 2 * 32e9 / (8 * 1600e12) * 1e3
+    assert flop_ms == pytest.approx(0.005)
+    assert params["tok_ratio"][0] == pytest.approx(flop_ms / math.exp(-1.2) / 4.0)
+    assert ("the compute peak is assumed: no peak FLOPs for nopeak in the hardware table, "
+            "1600 TFLOPS = bandwidth x 200 FLOP/B (prior-driven; fix: its dense_bf16_tflops "
+            "in data/hardware.csv)") in how
+    _, given = roofline_parameters(draws, card, {**row, "dense_bf16_tflops": "2250"}, 8,
+                                   np.full(draws.n_draws, 4.0), np.random.default_rng(0))
+    assert "assumed" not in given
+
+
 def test_between_two_measured_contexts_the_anchor_is_interpolated():
     """h6's property tests (2026-12-05): between two measured contexts a question was anchored
     to the nearer one's residual, so the answer jumped at the midpoint (the public corpus:
