@@ -8,6 +8,12 @@ would say the cap is too strict.
 
 Rows without ``accept_len`` count as acceptance 1, so their steps per second are an upper bound
 (a speculative row without it may show above 1 by that alone; it is listed apart).
+
+Then every row at C >= 2 of an MoE card against the rate of reading the experts balanced
+routing touches (engine/ceiling.py ``balanced_read``: one token per stream picking top-k of the
+experts per layer at random, beside the other active weights, at the full bandwidth): the least
+ratio of its measured step to that read is what ``PUBLIC_ROUTING_MARGIN`` records, and the exit
+code is 1 when it is below 1 (a row faster than balanced routing allows: routing concentrated).
 """
 
 from __future__ import annotations
@@ -54,6 +60,38 @@ def rows():
             yield (steps * read_ms / 1000, accept is not None, Path(path).name, line, r, c, ctx)
 
 
+def routing_rows():
+    """(measured step / balanced-routing read, file, line, row, C) of every distinct public row
+    at C >= 2 of an MoE card (rows without accept_len count as acceptance 1: a speculative
+    one's step is then a lower bound, listed apart)."""
+    cards = load_model_cards(bundled("models.csv"))
+    hardware = {r["hardware"]: r for r in csv.DictReader(open(bundled("hardware.csv")))}
+    files = sorted(glob.glob(str(ROOT / "data" / "public" / "**" / "*.csv"), recursive=True))
+    seen = set()
+    for path in files:
+        for line, r in enumerate(csv.DictReader(open(path)), start=2):
+            card = cards.get(r.get("model", ""))
+            c = int(r.get("concurrency") or 1)
+            if card is None or not card.experts or c < 2 or r.get("hardware") not in hardware:
+                continue
+            key = tuple(r.get(k) for k in ("model", "hardware", "gpus", "engine", "method",
+                                           "block", "budget", "concurrency", "context_tokens",
+                                           "tok_s"))
+            if key in seen:
+                continue
+            seen.add(key)
+            gpus = int(r["gpus"])
+            f = pair_features(card, hardware[r["hardware"]], gpus)
+            e, k = card.experts, card.experts_topk
+            touched = e * (1.0 - (1.0 - k / e) ** c)
+            per_expert = (card.params_total_b - card.params_active_b) / (e - k)
+            read_ms = f.stream_ms * (1.0 + (touched - k) * per_expert / card.params_active_b)
+            accept = float(r["accept_len"]) if r.get("accept_len") else None
+            step = 1000.0 * (accept or 1.0) * c / float(r["tok_s"])
+            yield step / read_ms, accept is not None or r["method"] == "ar", Path(path).name, \
+                line, r, c
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--top", type=int, default=5)
@@ -72,7 +110,14 @@ def main() -> int:
         for share, _, name, line, r, c, ctx in group[:top]:
             print(f"    {share:.3f}  {name} line {line}: {r['model']} {r['hardware']} x{r['gpus']} "
                   f"{r['engine']} {r['method']} C={c} context {ctx:.0f}")
-    return int(any(x[0] > 1 for x in with_accept))
+    routed = sorted(routing_rows(), key=lambda x: x[0])
+    sure = [x for x in routed if x[1]]
+    print(f"{len(routed)} distinct public rows at C >= 2 of an MoE card ({len(sure)} AR or with "
+          "accept_len); measured step / balanced-routing read, least first:")
+    for ratio, _, name, line, r, c in sure[:top]:
+        print(f"    {ratio:.2f}  {name} line {line}: {r['model']} {r['hardware']} x{r['gpus']} "
+              f"{r['engine']} {r['method']} C={c} context {r.get('context_tokens') or 0}")
+    return int(any(x[0] > 1 for x in with_accept) or any(x[0] < 1 for x in sure))
 
 
 if __name__ == "__main__":

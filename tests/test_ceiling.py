@@ -125,6 +125,14 @@ def test_the_json_row_validates_against_the_schema(tmp_path, capsys):
     bad = {**typed_rows(rows)[0], "read_ceiling": {"step_ms": 1.0}}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(bad, resolver_schema)
+    # a row faster than balanced MoE routing reads (test below) carries its figures
+    kimi = P.predict(multi_model_draws(), model="kimi-k2.6", hardware="h100", gpus=8,
+                     engines="sglang", method="ar", concurrency=[64])
+    (row,) = typed_rows(kimi)
+    assert "balanced_routing" in row
+    jsonschema.validate(row, resolver_schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({**row, "balanced_routing": {"streams": 64}}, resolver_schema)
 
 
 def test_p_faster_than_ar_compares_rates_capped_as_the_rows_are():
@@ -575,3 +583,59 @@ def test_kv_cache_bits_in_bytes_is_refused_and_a_3_bit_card_reads_its_own_bytes(
                             model="llama-3.1-8b-instruct", concurrency=8)
     c = read_ceiling(d3, sc)
     assert c.kv_gb == pytest.approx(8 * 32768 * 131072 / 1e9)   # the card's bytes, x 1.0
+
+
+#: Kimi K2.6's card: 1000B parameters, 32B active, 384 experts, top-8, 0.5 B per weight
+KIMI_E, KIMI_K, KIMI_TOTAL, KIMI_ACTIVE, KIMI_BPW = 384, 8, 1000.0, 32.0, 0.5
+
+
+def balanced_ms(streams: int, gpus: int, tb_s: float) -> tuple[float, float]:
+    """By hand: (experts touched per layer, ms to read them with the other active weights)."""
+    touched = KIMI_E * (1 - (1 - KIMI_K / KIMI_E) ** streams)
+    per_expert = (KIMI_TOTAL - KIMI_ACTIVE) / (KIMI_E - KIMI_K)   # B parameters, every layer
+    gb = (KIMI_ACTIVE + (touched - KIMI_K) * per_expert) * KIMI_BPW
+    return touched, gb / (gpus * tb_s)
+
+
+def test_an_answer_faster_than_balanced_routing_reads_its_experts_is_said():
+    """An audit asked a 30B-A3B MoE at C = 64 on one L40 of its own fit: 67 tok/s per user,
+    where 64 streams' tokens touch ~126 of the 128 experts of each layer under balanced
+    routing, a read that allows ~30. The point-mass fit of several models answers Kimi K2.6
+    on 8x H100 (never measured) at C = 64 with 79.8 steps/s; by hand 64 tokens touch 284.2 of
+    384 experts, 371.5 GB at 8 x 3.35 TB/s: 13.86 ms, 72.1 steps/s. The row says so, the
+    warning too; at C = 16 (slower than its read) and at one stream nothing is said."""
+    d = multi_model_draws()
+    said: list[str] = []
+    rows = P.predict(d, model="kimi-k2.6", hardware="h100", gpus=8, engines="sglang",
+                     method="ar", concurrency=[1, 16, 64], warnings=said)
+    one, sixteen, many = rows
+    touched, ms = balanced_ms(64, 8, 3.35)
+    assert touched == pytest.approx(284.19, abs=0.01) and ms == pytest.approx(13.86, abs=0.01)
+    b = many["balanced_routing"]
+    assert b["experts_touched"] == pytest.approx(touched)
+    assert b["step_ms"] == pytest.approx(ms) and b["steps_per_s"] == pytest.approx(1000 / ms)
+    assert b["median_steps_per_s"] == pytest.approx(many["median"])
+    assert many["median"] > 1000 / ms
+    assert "balanced_routing" not in one and "balanced_routing" not in sixteen
+    assert sixteen["median"] < 1000 / balanced_ms(16, 8, 3.35)[1]
+    lines = [w for w in said if "balanced routing" in w]
+    assert lines == [
+        f"at C = 64 on h100 x8, the median answer takes {many['median']:.0f} steps/s (tok/s per "
+        "user at one token per step), faster than balanced routing allows: one token per "
+        "stream touches about 284 of the 384 experts of each layer, and reading them with the "
+        "other active weights (371.5 GB) at 26.8 TB/s takes at least 13.9 ms, 72 steps/s; "
+        "every public MoE row at C >= 2 whose step is known runs at most 1 / 1.49 of that rate "
+        "(scripts/ceiling_check.py). The answer reads as if the streams shared far fewer "
+        "experts: likely optimistic (the MoE term's growth with C here is the fit's exponent, "
+        "not this read)"]
+
+
+def test_balanced_routing_is_no_question_of_a_dense_model_or_one_stream():
+    """Llama-3.1-8B is dense: no experts to spread; and one stream reads top-k experts only,
+    which the memory-read cap already holds the answer to."""
+    d = multi_model_draws()
+    rows = P.predict(d, concurrency=[1, 64], **LLAMA)
+    assert all("balanced_routing" not in r for r in rows)
+    kimi = P.predict(d, model="kimi-k2.6", hardware="h100", gpus=8, engines="sglang",
+                     method="ar", concurrency=[1])
+    assert "balanced_routing" not in kimi[0]

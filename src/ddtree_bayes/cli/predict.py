@@ -35,7 +35,7 @@ def typed_rows(rows: list[dict]) -> list[dict]:
 def cmd_predict(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine import store
-    from ddtree_bayes.engine.ceiling import ceiling_warnings
+    from ddtree_bayes.engine.ceiling import ceiling_warnings, routing_warnings
 
     draws = store.load(args.fit)
     warned: list[str] = []   # (what stderr says, for the JSON's warnings)
@@ -74,6 +74,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                               explain=getattr(args, "explain", False))
     P.require_finite(rows)   # never a table of nan
     print_warnings(ceiling_warnings(rows), warned)   # draws capped at the memory read
+    print_warnings(routing_warnings(rows), warned)   # faster than balanced MoE routing
     meta = draws.meta
     if args.format != "table":
         emit_rows(typed_rows(rows), args.format,

@@ -40,6 +40,10 @@ from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_rea
 LEAST_KV_CACHE = "q4_0"
 #: Capped draws at or above this share are said (a warning, and the row's ``read_ceiling``).
 SAY_AT = 0.01
+#: The least ratio of a public row's measured step at C >= 2 to its balanced-routing read
+#: (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Qwen3.5-397B AWQ AR at
+#: C = 64 on 4x RTX PRO 6000 Server: 33.5 ms against 22.5 ms)
+PUBLIC_ROUTING_MARGIN = 1.49
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,128 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * share,
                           bandwidth, left_out, sc.kv_cache, card.kv_cache_bits)
     return ceiling if ceiling.step_ms > 0 else None   # (weights left out, no context: none)
+
+
+@dataclass(frozen=True)
+class BalancedRead:
+    """What ``streams`` streams' tokens read of an MoE when routing is balanced: each token
+    picks ``topk`` of ``experts`` experts per layer at random, so one step touches
+    ``touched = experts (1 - (1 - topk / experts) ** streams)`` of them per layer (one token
+    per stream: a speculative step's further tokens touch more), and reads those experts'
+    weights beside the rest of the active weights: ``weights_gb`` at ``bandwidth_tb_s``."""
+
+    streams: int
+    experts: int
+    topk: int
+    touched: float
+    weights_gb: float
+    bandwidth_tb_s: float
+
+    @property
+    def step_ms(self) -> float:
+        return self.weights_gb / self.bandwidth_tb_s   # GB / (TB/s) = ms
+
+    @property
+    def rate(self) -> float:
+        """Steps per second at most under balanced routing."""
+        return 1000.0 / self.step_ms
+
+
+def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
+    """:class:`BalancedRead` of ``sc`` at C >= 2 streams of an MoE card, or None (one
+    stream, a dense model, no card or bandwidth, or the fit's M = 1 step of the measured
+    system shorter than the card's read: its bytes are not the deployment's).
+
+    The read is no cap: routing that concentrates the streams on fewer experts reads less.
+    But a trained router balances its experts' load, and every public MoE row at C >= 2 whose
+    step is known (AR, or with accept_len) runs at most 1 / 1.49 of this rate
+    (``scripts/ceiling_check.py``), so an answer faster than it
+    is said (:func:`routing_warnings`).
+
+    >>> from ddtree_bayes.engine.testing import multi_model_draws
+    >>> from ddtree_bayes.engine.scenario import resolve_scenario
+    >>> d = multi_model_draws()
+    >>> sc = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar",
+    ...                       block=None, budget=None, verify_tokens=None, context_tokens=0.0,
+    ...                       model="llama-3.1-8b-instruct", concurrency=8)
+    >>> balanced_read(d, sc) is None   # dense
+    True
+    """
+    if sc.concurrency < 2:
+        return None
+    found = weights_read(draws, sc)
+    if found is None:
+        return None
+    card, f = found
+    e, k = card.experts, card.experts_topk
+    if not e or not k or e <= k or card.params_total_b <= card.params_active_b:
+        return None
+    step = measured_step_ar(draws, sc)
+    if step is not None and float(np.median(step)) < f.stream_ms:
+        return None
+    touched = e * (1.0 - (1.0 - k / e) ** sc.concurrency)
+    per_expert = (card.params_total_b - card.params_active_b) / (e - k)   # B, every layer
+    bandwidth = f.bandwidth_tb_s * sc.gpus
+    active_gb = f.stream_ms * bandwidth
+    weights = active_gb * (1.0 + (touched - k) * per_expert / card.params_active_b)
+    return BalancedRead(sc.concurrency, e, k, touched, weights, bandwidth)
+
+
+def routing_row(per_step: np.ndarray, read: BalancedRead | None) -> dict | None:
+    """What a predict row says of :func:`balanced_read` (its JSON ``balanced_routing``): None
+    unless the median steps per second exceed its rate."""
+    if read is None:
+        return None
+    median = float(np.median(per_step))
+    if median <= read.rate:
+        return None
+    return {"streams": read.streams, "experts": read.experts, "experts_topk": read.topk,
+            "experts_touched": read.touched, "weights_gb": read.weights_gb,
+            "bandwidth_tb_s": read.bandwidth_tb_s, "step_ms": read.step_ms,
+            "steps_per_s": read.rate, "median_steps_per_s": median}
+
+
+def routing_warnings(rows: list[dict]) -> list[str]:
+    """One line per (system, context, C) whose median answer is faster than reading the
+    experts balanced routing touches (:func:`balanced_read`), the fastest of its rows.
+
+    >>> b = {"streams": 64, "experts": 128, "experts_topk": 8, "experts_touched": 126.0,
+    ...      "weights_gb": 28.5, "bandwidth_tb_s": 0.864, "step_ms": 33.0, "steps_per_s": 30.3,
+    ...      "median_steps_per_s": 67.0}
+    >>> row = {"hardware": "l40", "gpus": 1, "context_tokens": 0.0, "concurrency": 64,
+    ...        "balanced_routing": b}
+    >>> print(routing_warnings([row, {**row, "balanced_routing": {**b,
+    ...                                "median_steps_per_s": 60.0}}])[0])
+    at C = 64 on l40 x1, the median answer takes 67 steps/s (tok/s per user at one token per \
+step), faster than balanced routing allows: one token per stream touches about 126 of the 128 \
+experts of each layer, and reading them with the other active weights (28.5 GB) at 0.864 TB/s \
+takes at least 33 ms, 30 steps/s; every public MoE row at C >= 2 whose step is known runs at \
+most 1 / 1.49 of that rate (scripts/ceiling_check.py). The answer reads as if the streams \
+shared far fewer experts: likely optimistic (the MoE term's growth with C here is the fit's \
+exponent, not this read)
+    """
+    fastest: dict[tuple, dict] = {}
+    for r in rows:
+        b = r.get("balanced_routing")
+        if b is None:
+            continue
+        key = (r["hardware"], r["gpus"], r["context_tokens"], r.get("concurrency", 1))
+        if key not in fastest or b["median_steps_per_s"] > fastest[key]["median_steps_per_s"]:
+            fastest[key] = b
+    return [f"at C = {c} on {hardware} x{gpus}"
+            + (f" and context {plain_text(float(context))}" if context else "")
+            + f", the median answer takes {b['median_steps_per_s']:.0f} steps/s (tok/s per "
+              "user at one token per step), faster than balanced routing allows: one token "
+              f"per stream touches about {b['experts_touched']:.0f} of the {b['experts']} "
+              "experts of each layer, and reading them with the other active weights "
+              f"({b['weights_gb']:.1f} GB) at {b['bandwidth_tb_s']:g} TB/s takes at least "
+              f"{b['step_ms']:.3g} ms, {b['steps_per_s']:.0f} steps/s; every public MoE row "
+              "at C >= 2 whose step is known runs at most 1 / "
+              f"{PUBLIC_ROUTING_MARGIN:g} of that rate "
+              "(scripts/ceiling_check.py). The answer reads as if the streams shared far "
+              "fewer experts: likely optimistic (the MoE term's growth with C here is the "
+              "fit's exponent, not this read)"
+            for (hardware, gpus, context, c), b in fastest.items()]
 
 
 def least_kv_share(card) -> float:

@@ -30,10 +30,13 @@ from ddtree_bayes.core.data import AR_METHOD, plain_text
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.core.likelihood import offsets, scatter_parts
 from ddtree_bayes.engine.ceiling import (
+    balanced_read,
     capped,
     ceiling_row,
     ceiling_warnings,
     read_ceiling,
+    routing_row,
+    routing_warnings,
     step_rate,
 )
 from ddtree_bayes.engine.explain import explain_row
@@ -905,7 +908,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
         warnings.extend(drafter_gap_warnings(fit, [(sc.model, sc.method)
                                                    for sc in question.scenarios], here=False))
         warnings.extend([*question.warnings, *wide_interval_warnings(prob, fit.n_draws),
-                         *ceiling_warnings(rows), *question.left_out])
+                         *ceiling_warnings(rows), *routing_warnings(rows),
+                         *question.left_out])
     return rows
 
 
@@ -958,6 +962,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
         split = explain_parts(fit, sc, seed) if explain else None
         priced = pass_drafter(fit, sc)
         cap = ceiling_row(per_token, read_ceiling(fit, sc))
+        routing = routing_row(per_token, balanced_read(fit, sc))
         seed_step = seed_step_ms(seed_table, sc) if sc.concurrency == 1 else None
         for source in asked.accept:
             a, dist = acceptance_draws(fit, source, keyed_rng(seed, repr(source)), mixture)
@@ -997,6 +1002,8 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                 row["accept_from"] = source.where
             if cap is not None:
                 row["read_ceiling"] = cap
+            if routing is not None:
+                row["balanced_routing"] = routing
             if split is not None:
                 row["explain"] = explain_row(split[0], split[1], a, per_token,
                                              explain_sources(fit, sc, source, how), prob)
