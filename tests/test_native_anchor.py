@@ -175,14 +175,24 @@ def test_a_native_row_without_accept_len_leaves_the_carry_and_the_note_says_so()
                         "and its overhead x (1 - reduction)")
 
 
-def test_student_t_noise_at_sglangs_measured_configuration_is_t_for_native():
+def test_student_t_noise_at_sglangs_measured_configuration_is_t_for_natives_own_error():
     """Under a Student-t likelihood the anchor of a measured configuration has drawn its own
-    deviation, and a run about it is normal (SGLang at budget 8). Native's own configuration
-    error is not drawn (its build is another), so its run deviates as a new configuration's
-    does, t with the fit's nu, at budget 8 as at 32."""
-    draws = structured_point_mass(likelihood_nu=4.0)
-    assert P.noise_nu(draws, _asked(draws, "sglang", 8)) is None
-    assert P.noise_nu(draws, _asked(draws, "native", 8)) == 4.0
-    assert P.noise_nu(draws, _asked(draws, "native", 32)) == 4.0
+    deviation, and a run about it is normal (SGLang at budget 8: run 0.03, nothing as t).
+    Native's own configuration error is not drawn (its build is another): it deviates as a
+    new configuration's error does, t with the fit's nu (config 0.02), and its run's scatter
+    about that is normal, as SGLang's is; at budget 32 its discrepancy for the distance from
+    the anchor (0.04 x log(33 / 9)) is t too."""
+    draws = structured_point_mass(likelihood_nu=4.0, run_sd=0.03, config_sd=0.02)
+
+    def parts(engine, budget):
+        sc = _asked(draws, engine, budget)
+        log_sd = P.step_components(draws, sc, np.random.default_rng(0))[0]["log_sd"]
+        normal, heavy, nu = P.noise_parts(draws, sc, log_sd)
+        return float(normal[0]), float(heavy[0]), nu
+
+    assert parts("sglang", 8) == (pytest.approx(0.03), 0.0, 4.0)
+    assert parts("native", 8) == (pytest.approx(0.03), pytest.approx(0.02), 4.0)
+    assert parts("native", 32) == (pytest.approx(0.03),
+                                   pytest.approx(math.hypot(0.02, 0.04 * math.log(33 / 9))), 4.0)
     # a native measurement would still be a new configuration (next's candidates)
     assert not P.at_measured_configuration(draws, _asked(draws, "native", 8))

@@ -451,9 +451,10 @@ def test_a_student_t_anchor_widens_with_its_residual():
 
 
 def test_student_t_noise_is_normal_at_a_measured_configuration_itself():
-    """Under likelihood_nu a new configuration's run draws t noise, but at a measured
+    """Under likelihood_nu a new configuration's deviation is t, but at a measured
     configuration itself the anchor has drawn the configuration's deviation already and the
-    run's scatter about its mean is normal, as in the likelihood."""
+    run's scatter about its mean is normal, as in the likelihood. (No run-to-run noise here:
+    budget 32's sd is its discrepancy alone, all t.)"""
     import dataclasses
 
     base = structured_point_mass()
@@ -465,10 +466,12 @@ def test_student_t_noise_is_normal_at_a_measured_configuration_itself():
         sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
                                 method="ddtree", block=8 if budget == 8 else 16, budget=budget,
                                 verify_tokens=None, context_tokens=0.0)
-        return P.predictive_noise(draws, sc, 5, np.random.default_rng(7))
+        log_sd = P.step_components(draws, sc, np.random.default_rng(0))[0]["log_sd"]
+        return P.predictive_noise(draws, sc, log_sd, np.random.default_rng(7))
 
-    assert np.array_equal(noise(8), np.random.default_rng(7).standard_normal(5))
-    assert np.array_equal(noise(32), np.random.default_rng(7).standard_t(4.0, 5))
+    n = draws.n_draws
+    assert np.array_equal(noise(8), np.random.default_rng(7).standard_normal(n))
+    assert np.array_equal(noise(32), np.random.default_rng(7).standard_t(4.0, n))
 
 
 def test_a_held_out_row_is_never_an_anchor():

@@ -332,6 +332,59 @@ def standard_noise(rng: np.random.Generator, shape, nu: float | None) -> np.ndar
     return rng.standard_normal(shape) if nu is None else rng.standard_t(nu, shape)
 
 
+def split_noise(rng: np.random.Generator, normal_sd: np.ndarray, t_sd: np.ndarray,
+                nu: float) -> np.ndarray:
+    """(numpy) draws of ``normal_sd x Normal + t_sd x t_nu``, one per element: a run's
+    scatter about its configuration's mean (normal, the likelihood's ``S2`` factor) plus a
+    configuration's deviation (Student-t). The normals are drawn first and the t draws only
+    where some ``t_sd`` is above 0, so with ``t_sd`` 0 these are ``standard_normal``'s digits
+    times ``normal_sd``, and a ``t_sd`` near 0 moves them by near 0, draw by draw.
+
+    >>> sd = np.array([0.5, 0.5])
+    >>> got = split_noise(np.random.default_rng(1), sd, np.zeros(2), 4.0)
+    >>> bool(np.array_equal(got, 0.5 * np.random.default_rng(1).standard_normal(2)))
+    True
+    """
+    normal_sd, t_sd = np.broadcast_arrays(np.asarray(normal_sd, float), np.asarray(t_sd, float))
+    out = normal_sd * rng.standard_normal(normal_sd.shape)
+    if np.any(t_sd > 0):
+        out = out + t_sd * rng.standard_t(nu, t_sd.shape)
+    return out
+
+
+def split_cdf(x: np.ndarray, normal_sd: np.ndarray, t_sd: np.ndarray, nu: float) -> np.ndarray:
+    """(numpy) the CDF at ``x`` of ``normal_sd x Normal + t_sd x t_nu`` (:func:`split_noise`),
+    elementwise; at least one of the two sds above 0. Normal or t exactly when the other sd is
+    0; else through the t's scale mixture, ``E_W[Phi(x / sqrt(normal_sd^2 + t_sd^2 / W))]``,
+    ``W ~ Gamma(nu / 2, rate nu / 2)``, by the trapezoid rule in ``log W`` (an analytic
+    integrand decaying at both ends: its error is below 1e-5 for nu from 2.1 to 200).
+
+    >>> from scipy import integrate, special, stats
+    >>> got = split_cdf(np.array([0.9]), np.array([1.0]), np.array([0.7]), 4.0)[0]
+    >>> want = integrate.quad(lambda t: stats.t.pdf(t, 4.0) * special.ndtr(0.9 - 0.7 * t),
+    ...                       -np.inf, np.inf)[0]
+    >>> round(float(got), 6) == round(want, 6)
+    True
+    >>> split_cdf(np.array([1.0, 1.0]), np.array([0.0, 2.0]), np.array([0.5, 0.0]), 4.0).round(5)
+    array([0.94194, 0.69146])
+    """
+    from scipy import special
+
+    x, normal_sd, t_sd = np.broadcast_arrays(np.asarray(x, float), np.asarray(normal_sd, float),
+                                             np.asarray(t_sd, float))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(t_sd > 0, special.stdtr(nu, x / t_sd), special.ndtr(x / normal_sd))
+    mixed = (normal_sd > 0) & (t_sd > 0)
+    if np.any(mixed):
+        k = nu / 2.0   # log W's density: k log k - lgamma(k) + k s - k e^s
+        step = min(0.1, 0.5 / math.sqrt(k))
+        s = np.arange(-50.0 / k - 1.0, math.log1p(50.0 / k) + 1.0, step)
+        weight = step * np.exp(k * math.log(k) - math.lgamma(k) + k * s - k * np.exp(s))
+        scale = np.sqrt(normal_sd[mixed, None] ** 2 + t_sd[mixed, None] ** 2 * np.exp(-s))
+        out[mixed] = special.ndtr(x[mixed, None] / scale) @ weight
+    return out
+
+
 def config_distance(verify_tokens: float, passes: float, rows_verify, rows_passes) -> float:
     """How far a configuration is from the nearest of some measured ones, in log units:
     ``min_r max(|log(M / M_r)|, |log((1 + passes) / (1 + passes_r))|)`` (0 with none measured).

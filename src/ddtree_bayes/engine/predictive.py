@@ -147,22 +147,55 @@ def _no_own_row(draws: Fit, sc: Scenario) -> str:
             + " there")
 
 
-def noise_nu(draws: Fit, sc: Scenario) -> float | None:
-    """The degrees of freedom of one benchmark run's deviation at ``sc`` (None: normal): the
-    fit's ``likelihood_nu``, except at a measured configuration itself, where the anchor has
-    drawn the configuration's own deviation and what is left, the run's scatter about its
-    mean, is normal in both likelihoods."""
+def noise_parts(draws: Fit, sc: Scenario, log_sd: np.ndarray
+                ) -> tuple[np.ndarray, np.ndarray, float | None]:
+    """(normal sd, t sd, nu) of one benchmark run's deviation of log tok/s at ``sc``, per
+    draw, of the parts' ``log_sd`` (:func:`step_components`): ``normal x Normal + t x
+    t_nu``, ``normal^2 + t^2 = log_sd^2``. Under a normal likelihood (``nu`` None) all of it
+    is normal. Under a Student-t one (``likelihood_nu``) the run's scatter about its
+    configuration's mean is normal (the likelihood's ``S2`` factor) and a configuration's
+    deviation from the model is t: an anchored answer (:func:`anchor_shift`, which has drawn
+    the measured configuration's deviation) adds the run-to-run sd as normal and the rest
+    (its discrepancy for the distance from the anchor, an own error the anchor does not carry,
+    the spread beyond the measured concurrencies) as t; at the measured configuration, or one
+    token of context from it, the rest is 0 and the noise normal, one budget from it near 0
+    (one token above it drew all of it as t: on the structured point mass at nu 4 its 90%
+    interval jumped 1.3% wider, tests/test_left_followups.py).
+    An unanchored answer is the likelihood's one row of a new configuration: all t."""
+    log_sd = np.asarray(log_sd, dtype=float)
     nu = C.likelihood_nu(draws.variables)
-    # (not through anchor_scenario: native at SGLang's measured shape has drawn none of its
-    # own configuration's deviation, which is its build's, so its run deviates as a new
-    # configuration's does)
-    return None if nu is None or at_measured_configuration(draws, sc) else nu
+    if nu is None:
+        return log_sd, np.zeros_like(log_sd), None
+    if not is_anchored(draws, sc):
+        return np.zeros_like(log_sd), log_sd, nu
+    run = np.minimum(np.asarray(scatter_parts(draws.variables)[0], dtype=float), log_sd)
+    rest = log_sd ** 2 - run ** 2   # (0 to rounding at the measured deployment itself)
+    return run, np.sqrt(np.where(rest > 1e-12 * log_sd ** 2, rest, 0.0)), nu
 
 
-def predictive_noise(draws: Fit, sc: Scenario, n: int, rng: np.random.Generator) -> np.ndarray:
-    """(n,) standardised draws of one benchmark run's deviation at ``sc`` (times the parts'
-    ``log_sd``), as :func:`noise_nu` says."""
-    return C.standard_noise(rng, n, noise_nu(draws, sc))
+def is_anchored(draws: Fit, sc: Scenario) -> bool:
+    """Whether ``sc``'s answer is anchored to a measured configuration (:func:`anchor_shift`
+    finds one: its own, or its base engine's carried)."""
+    return ("structure_sd" in draws.variables and sc.measured
+            and _nearest_measured(draws, anchor_scenario(draws, sc)) is not None)
+
+
+def predictive_noise(draws: Fit, sc: Scenario, log_sd: np.ndarray,
+                     rng: np.random.Generator) -> np.ndarray:
+    """(draws,) standardised draws of one benchmark run's deviation at ``sc`` (times the
+    parts' ``log_sd`` it is), as :func:`noise_parts` splits it: standard normal (a normal
+    likelihood, the digits it always drew; at a measured configuration), t (unanchored under a
+    Student-t likelihood, the digits it always drew), or the normal then the t part
+    (:func:`~ddtree_bayes.core.likelihood.split_noise`)."""
+    log_sd = np.asarray(log_sd, dtype=float)
+    normal, heavy, nu = noise_parts(draws, sc, log_sd)
+    if nu is None or not np.any(heavy > 0):   # (no sd at all: either; normal's digits)
+        return rng.standard_normal(log_sd.shape)
+    if not np.any(normal > 0):
+        return rng.standard_t(nu, log_sd.shape)
+    deviation = C.split_noise(rng, normal, heavy, nu)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(log_sd > 0, deviation / log_sd, 0.0)
 
 
 def other_engines_ar(draws: Fit, sc: Scenario) -> str:
@@ -349,7 +382,7 @@ def anchor_scenario(draws: Fit, sc: Scenario) -> Scenario:
     tests/test_native_anchor.py). What carries is the deployment's structural discrepancy,
     not the SGLang configuration's own error (config_sd: its engine build and harness), which
     native, another build, has new and in its spread even at that configuration's shape
-    (:func:`carries_own_error`, :func:`noise_nu`). Carried only to a prediction: a native
+    (:func:`carries_own_error`, :func:`noise_parts`). Carried only to a prediction: a native
     measurement would still be a configuration of its own (:func:`at_measured_configuration`
     is unchanged)."""
     base = (draws.meta["model"].get("relation_bases") or {}).get(sc.engine)
@@ -1135,7 +1168,7 @@ def explain_parts(fit: Fit, sc: Scenario, seed: int) -> tuple[dict[str, np.ndarr
     ``sc``'s answer from (the same keyed generator, in the same order), for ``--explain``."""
     rng = keyed_rng(seed, scenario_key(sc))
     parts, _ = step_components(fit, sc, rng)
-    return parts, predictive_noise(fit, sc, fit.n_draws, rng)
+    return parts, predictive_noise(fit, sc, parts["log_sd"], rng)
 
 
 def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> dict[str, str]:
@@ -1222,7 +1255,7 @@ def _per_token(draws: Fit, mixture: list[tuple[Fit, float]] | None, sc: Scenario
         parts_d, how = step_components(d, sc, rng)
         # measurement noise (and structural discrepancy): what a benchmark would show
         per_token = 1000.0 / parts_d["step"] * np.exp(
-            parts_d["log_sd"] * predictive_noise(d, sc, d.n_draws, rng))
+            parts_d["log_sd"] * predictive_noise(d, sc, parts_d["log_sd"], rng))
         # no faster than reading the weights and the streams' caches (engine/ceiling.py)
         per_token = capped(per_token, read_ceiling(d, sc))
         parts.append(per_token if not mixture else rng.choice(per_token, size=k))

@@ -213,7 +213,7 @@ def predict_row(draws: Fit, m: Measurement, rng: np.random.Generator) -> np.ndar
     its C streams, as the row measures it)."""
     sc = P.row_scenario(draws, m)
     parts, _ = P.step_components(draws, sc, rng)
-    noise = parts["log_sd"] * P.predictive_noise(draws, sc, draws.n_draws, rng)
+    noise = parts["log_sd"] * P.predictive_noise(draws, sc, parts["log_sd"], rng)
     # a row without accept_len: the posterior of its inferred acceptance group
     accept = P.row_acceptance(draws, m, rng)
     # no faster than the read of its weights and caches (predict's cap, engine/ceiling.py)

@@ -104,17 +104,19 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         accept = P.row_acceptance(draws, m, P.keyed_rng(seed, f"{P.scenario_key(sc)} accept"))
         log_mu = np.log(accept * 1000.0 * m.concurrency / parts["step"])
         diff = math.log(m.tok_s) - log_mu
-        nu = P.noise_nu(draws, sc)   # a Student-t fit scores with its t
+        # a Student-t fit scores with predict's split of the noise (P.noise_parts)
+        normal, heavy, nu = P.noise_parts(draws, sc, sd)
         with np.errstate(divide="ignore", invalid="ignore"):
             z = diff / np.where(sd > 0, sd, 1.0)
-            cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else C.standard_cdf(z, nu),
+            cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else
+                           C.split_cdf(diff, np.where(sd > 0, normal, 1.0), heavy, nu),
                            (diff > 0) + 0.5 * (diff == 0))
         pct = float(np.mean(cdf))
         # predict's arithmetic, draw by draw: C x accept x 1000 / step x exp(sd x noise), no
         # faster than the read of the weights and caches (engine/ceiling.py); the percentile
         # above is the likelihood's, without it
         samples = m.concurrency * accept * capped(
-            1000.0 / parts["step"] * np.exp(sd * C.standard_noise(rng, sd.shape[0], nu)),
+            1000.0 / parts["step"] * np.exp(sd * P.predictive_noise(draws, sc, sd, rng)),
             read_ceiling(draws, sc))
         summary = P.summarize(samples, (0.5, 0.9), None)
         status = "surprise" if pct < SURPRISE_LO or pct > SURPRISE_HI else "ok"
