@@ -315,6 +315,44 @@ def test_a_quote_never_closed_after_a_quoted_word_is_still_named(work, command):
     assert 'm.csv, row 5: a quote (") opened in this row is never closed' in err, err
 
 
+#: A row whose source is a quoted word (`"turbo" mode`) and whose notes, on the same line,
+#: open a quote never closed: the csv module reads the rows after it into those notes.
+QUOTED_WORD_THEN_OPEN = 'kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,134,"turbo" mode,"oops\n'
+
+
+@pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
+def test_a_quote_opened_after_a_quoted_word_on_its_line_is_named(work, command):
+    """The strict pass stops at the quoted word (`"turbo" mode`: "',' expected after '\"'")
+    and went on at the next line, so a quote opened later on that line went unseen: its
+    field read the AR row after it (row 5, 135 tok/s) into row 4's notes, and fit sampled one
+    measurement short, add --from appended one row of two, exit 0. A quote after a quoted
+    word in the same field (`"turbo" mode then "x`) is a character of it, as the csv module
+    reads it: read as before."""
+    after = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,135,run 3,plain\n"
+    base = base_text(work)   # (before add --from appends to it)
+    code, err = outcome(work, command, base + QUOTED_WORD_THEN_OPEN + after)
+    assert code == 2 and err.count("\n") == 1, err
+    assert 'm.csv, row 4: a quote (") opened in this row is never closed' in err, err
+    # the next row's quote taken for its end: named as the one running on
+    closed = after.replace(",plain\n", ',"plain"\n')
+    code, err = outcome(work, command, base + QUOTED_WORD_THEN_OPEN + closed)
+    assert code == 2 and err.count("\n") == 1, err
+    assert ('m.csv, row 4: a quoted field opened in this row runs on to line 5, where a quote '
+            '(") ends it mid-field') in err, err
+    inside = QUOTED_WORD_THEN_OPEN.replace('mode,"oops', 'mode then "x,oops')
+    code, _ = outcome(work, command, base + inside + after)
+    assert code == (0 if command.startswith("add") else 99)
+
+
+def test_valid_quoting_after_a_quoted_word_is_read():
+    """RFC 4180 quoting on the line of a quoted word, and on the lines after: a quoted field
+    with commas, one with a doubled quote, one over two lines, are read, not refused."""
+    from ddtree_bayes.core.data import check_quotes
+
+    check_quotes("m.csv", 'a,b,c\n"turbo" mode,"x, y","say ""hi"""\n1,"two\nlines",3\n'
+                          '"turbo" x,"a\r\nb","c"\r\n')
+
+
 def delimited(text: str, delimiter: str) -> str:
     out = io.StringIO()
     csv.writer(out, delimiter=delimiter, lineterminator="\n").writerows(
@@ -798,3 +836,4 @@ def test_a_long_closed_cell_is_not_called_an_open_quote(work):
         "m.csv, row 3: a field longer than 131072 characters starts in this row (a quote (\") "
         "left open there reads the rest of the file as one field) (fix: close the quote if one "
         "is open; a field holds at most 131072 characters)\n"), err
+

@@ -724,27 +724,62 @@ closed: the rest of the file reads as one field (fix: close the quote at the end
 to line 3, where a quote (") ends it mid-field (fix: close the quote at the end of the field (a \
 quote inside a quoted field is written twice: ""))
     >>> check_quotes("m.csv", 'a,b\\n1,"x\\ny"\\n2,5" screen\\n')
+    >>> check_quotes("m.csv", 'a,b,c\\n1,"turbo" mode,"oops\\n2,3,4\\n')
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 2: a quote (") opened in this row is never \
+closed: the rest of the file reads as one field (fix: close the quote at the end of the field \
+(a quote inside a quoted field is written twice: ""))
+
+    Read as the csv module reads a file (its default dialect, not strict): a field is quoted
+    when its first character is a quote; a quote inside an unquoted field is a character,
+    and so is one after a quoted field's closing quote on its own line (``"turbo" mode``, read
+    ``turbo mode``), whose field then runs to the next comma unquoted. Lines holding no quote
+    outside a quoted field are passed over whole. (A strict csv pass stopped at a quoted
+    word's error and went on at the next line, missing a quote opened later on that line.)
     """
-    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
-    start = 1
+    lines = io.StringIO(text, newline="").readlines()   # (the lines the csv module reads)
+    i = 0
+    while i < len(lines):
+        if '"' not in lines[i]:
+            i += 1
+            continue
+        i = _record_end(path, lines, i)
+
+
+def _record_end(path: str, lines: list[str], first: int) -> int:
+    """The index of the line after the record starting at ``lines[first]``, read field by
+    field as :func:`check_quotes` says; a quote left open or closed mid-field on a later line
+    is a :class:`DataError` naming the record's first line (row ``first + 1``)."""
+    i, line, pos = first, lines[first], 0
     while True:
-        try:
-            next(reader)
-        except StopIteration:
-            return
-        except csv.Error as err:
-            if "unexpected end of data" in str(err):
-                raise DataError("a quote (\") opened in this row is never closed: the rest of "
-                                "the file reads as one field", file=path, row=start,
-                                fix=QUOTE_FIX) from None
-            if reader.line_num > start:
-                raise DataError(f"a quoted field opened in this row runs on to line "
-                                f"{reader.line_num}, where a quote (\") ends it mid-field",
-                                file=path, row=start, fix=QUOTE_FIX) from None
-            # ('"a"b' on one line, a notes cell '"turbo" mode': read as the csv module reads
-            # it, and the check goes on at the next line; it stopped here, and a quote left
-            # open further down swallowed the rows after it without a word)
-        start = reader.line_num + 1
+        if line.startswith('"', pos):   # a quoted field: to its closing quote, maybe lines on
+            pos += 1
+            spans = False
+            while True:
+                q = line.find('"', pos)
+                if q < 0:   # the line ends inside the quotes: the field goes on
+                    i += 1
+                    if i == len(lines):
+                        raise DataError("a quote (\") opened in this row is never closed: the "
+                                        "rest of the file reads as one field", file=path,
+                                        row=first + 1, fix=QUOTE_FIX)
+                    line, pos, spans = lines[i], 0, True
+                elif line.startswith('"', q + 1):   # a doubled quote: one quote character
+                    pos = q + 2
+                else:
+                    pos = q + 1
+                    break
+            if pos < len(line) and line[pos] not in ",\r\n":   # closed mid-field
+                if spans:
+                    raise DataError(f"a quoted field opened in this row runs on to line "
+                                    f"{i + 1}, where a quote (\") ends it mid-field",
+                                    file=path, row=first + 1, fix=QUOTE_FIX)
+        # (the rest of the field, unquoted: its quotes are characters) to a comma or the end
+        comma = line.find(",", pos)
+        if comma < 0:
+            return i + 1
+        pos = comma + 1
 
 
 def check_unique_header(path: str, header: Sequence[str]) -> None:
