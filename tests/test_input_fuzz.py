@@ -837,3 +837,24 @@ def test_a_long_closed_cell_is_not_called_an_open_quote(work):
         "left open there reads the rest of the file as one field) (fix: close the quote if one "
         "is open; a field holds at most 131072 characters)\n"), err
 
+
+@pytest.mark.parametrize(("column", "value", "words"), [
+    ("tok_s", "50000", "row 3, column 'tok_s': step 0.088 ms (50000 tok/s at accept 4.4) is "
+                       "shorter than reading kimi-k2.6's"),
+    ("context_tokens", "1000000000", "row 3, column 'context_tokens': kimi-k2.6's KV cache at "
+                                     "context 1000000000 takes"),
+    ("method", "ddtre", "column 'methods.ddtre': method 'ddtre' (row 3 of "),
+    ("model", "qwen9-unknown", "row 3, column 'model': no model card for 'qwen9-unknown'")])
+def test_add_data_refuses_what_fit_refuses_in_the_files_rows(work, column, value, words):
+    """`add --data F` checked F's rows as the loader does, so it appended a new row to a file
+    whose row 3 `fit` refuses (a step faster than reading the weights, a KV cache no GPU
+    holds: checked by fit, not by the loader; a method the priors do not declare, a second
+    model without a card: fit's model), exit 0: the file still would not fit. Now add refuses
+    first, in fit's line, and writes nothing."""
+    path = work / "in" / "m.csv"
+    path.parent.mkdir()
+    path.write_text(with_cell(base_text(work), 1, column, value))
+    _, _, fitted = run_cli(work, "fit", "--data", str(path), "--quiet")
+    assert words in fitted and fitted.count("\n") == 1, fitted
+    err = one_line_refusal(work, "add", "--data", str(path), *ROW)
+    assert err == fitted, err

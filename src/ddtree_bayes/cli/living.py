@@ -58,6 +58,16 @@ def _methods_table() -> tuple[dict, bool, dict[str, set[str]], float]:
             cfg.default_context_tokens)
 
 
+def _as_fit(hardware_file: str | None):
+    """What ``fit`` refuses of a measurement file before sampling, as a check ``add`` runs on
+    the file it appends to (the same call: ``FitInputs.read`` and ``check``)."""
+    def check(path: Path) -> None:
+        from ddtree_bayes.engine.fitting import FitInputs
+
+        FitInputs.read(path, hardware=hardware_file).check()
+    return check
+
+
 def cmd_add(args: argparse.Namespace) -> int:
     from ddtree_bayes.workflows import living
 
@@ -84,7 +94,8 @@ def cmd_add(args: argparse.Namespace) -> int:
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate, what=args.from_file,
                                     methods=methods, declared=declared, create=create,
-                                    known=known, default_context=blank_context)
+                                    known=known, default_context=blank_context,
+                                    check_existing=_as_fit(args.hardware_file))
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -116,7 +127,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
                                     methods=methods, declared=declared, create=create,
-                                    known=known, default_context=blank_context)
+                                    known=known, default_context=blank_context,
+                                    check_existing=_as_fit(args.hardware_file))
     else:
         from ddtree_bayes.core.data import AR_METHOD
 
@@ -145,7 +157,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     allow_duplicate=args.allow_duplicate,
                                     fill_verify_tokens=True, methods=methods,
                                     declared=declared, create=create, known=known,
-                                    default_context=blank_context)
+                                    default_context=blank_context,
+                                    check_existing=_as_fit(args.hardware_file))
     warned: list[str] = []
     print_warnings([*kept, *result.warnings], warned)   # (on stderr in the JSON form too)
     if args.format == "json":

@@ -10,7 +10,7 @@ import io
 import os
 import re
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -313,7 +313,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 methods: Mapping[str, MethodSpec] | None = None,
                 declared: bool = False, create: bool = False,
                 known: Mapping[str, set[str]] | None = None,
-                default_context: float = 0.0) -> Appended:
+                default_context: float = 0.0,
+                check_existing: Callable[[Path], object] | None = None) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -337,6 +338,14 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     started, under the same lock and atomic write: the standard header (:data:`COLUMNS`, plus
     the optional columns the new rows fill), then the rows. A file of its header alone is a
     start as well.
+
+    ``check_existing`` (``add``: ``fit``'s own check before sampling,
+    :class:`~ddtree_bayes.engine.fitting.FitInputs` ``read`` and ``check``) is called on the
+    file under the lock when it holds rows: a row the loader reads and fit refuses (a step
+    faster than reading the weights, a KV cache the GPUs cannot hold, a method the priors do
+    not declare, a second model without a card) is refused in fit's words, not appended to
+    (the file would still not fit). Called, not imported: fit's module reaches PyMC, which
+    this one (update's reweighting path) must not.
 
     Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
     the source in the summary line). Nothing is written on any error.
@@ -368,6 +377,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                             fix="save it as UTF-8 CSV") from None
         current = load_measurements(data_path, hardware, text=text, methods=methods,
                                     allow_empty=True)
+        if check_existing is not None and current.rows:   # (fit's check of the file as it is)
+            check_existing(data_path)
         _, header, _ = read_records(data_path, text)
         newline = line_end(text)
         text, header = _with_optional_columns(text, header, new, newline)
