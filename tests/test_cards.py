@@ -1110,6 +1110,47 @@ def test_a_sliding_window_models_window_cache_is_read_at_the_declared_bits(tmp_p
     assert len(d.warnings) == 1 and "--kv-cache-dtype fp8" in d.warnings[0]
 
 
+#: A modelopt checkpoint's config.json ``quantization_config`` as ModelOpt exports it: an
+#: fp8 KV cache as a ``kv_cache_scheme`` dict with ``dynamic`` false (static scales).
+MODELOPT_KV = {"quant_method": "modelopt", "quant_algo": "FP8", "ignore": ["lm_head"],
+               "kv_cache_scheme": {"num_bits": 8, "type": "float", "dynamic": False}}
+
+
+def test_a_modelopt_kv_scheme_not_static_keeps_the_16_bit_cache_and_says_so(tmp_path):
+    """A modelopt ``kv_cache_scheme`` of 8-bit floats was carded at 8 bits whatever its other
+    fields said (65,536 bytes a token for Llama-3.1-8B, no warning). vLLM's
+    ``--kv-cache-dtype auto`` takes such a scheme as fp8 only when its ``dynamic`` is false
+    (``get_kv_cache_quant_algo_string``; ``dynamic`` true, or left out, falls back to the
+    16-bit cache with a warning of its own); SGLang's reads its type and bits alone. So a
+    scheme with ``dynamic`` true is an fp8 cache in one engine's default launch and a 16-bit
+    one in the other's: the card keeps the 16-bit 131,072 bytes (kv_cache_bits blank, the
+    memory check on the larger cache) and one line says why and what ``predict --kv-cache
+    fp8`` answers. The export's own form (``dynamic`` false) is 8 bits, as before. A field
+    the reader does not read (``symmetric`` false, ``group_size``) is said in that line
+    instead of assumed without a word."""
+    d = derive_path(_config_dir(tmp_path, MODELOPT_KV))
+    assert (d.card["kv_bytes_per_token"], d.card["kv_cache_bits"]) == ("65536", "8")
+    assert d.warnings == []
+    for dynamic in ({"dynamic": True}, {}):
+        scheme = {"num_bits": 8, "type": "float", **dynamic}
+        d = derive_path(_config_dir(tmp_path, {**MODELOPT_KV, "kv_cache_scheme": scheme}))
+        assert (d.card["kv_bytes_per_token"], d.card["kv_cache_bits"]) == ("131072", "")
+        assert len(d.warnings) == 1, d.warnings
+        line = d.warnings[0]
+        for said in (f"dynamic {'true' if dynamic else 'not given'}",
+                     "vLLM's --kv-cache-dtype auto", "SGLang's", "predict --kv-cache fp8"):
+            assert said in line and said in d.card["notes"], (said, line)
+    # fields the reader does not read: said in one line, the bits as the rest decides
+    scheme = {"num_bits": 8, "type": "float", "dynamic": False, "symmetric": False,
+              "group_size": 64}
+    d = derive_path(_config_dir(tmp_path, {**MODELOPT_KV, "kv_cache_scheme": scheme}))
+    assert d.card["kv_cache_bits"] == "8" and len(d.warnings) == 1, d.warnings
+    assert "symmetric False, group_size 64" in d.warnings[0]
+    assert d.warnings[0] in d.card["notes"]
+    code, _, err = cli(tmp_path, "--hf-config", "m", "--name", "llama-kv-fields", "--dry-run")
+    assert code == 0 and err == f"ddtree-bayes: warning: {d.warnings[0]}\n", err
+
+
 @pytest.mark.parametrize(("quant", "says"), [
     ({**FP8_KV, "kv_cache_scheme": {"num_bits": 8, "type": "int", "strategy": "tensor"}},
      "kv_cache_scheme int8 (strategy tensor)"),

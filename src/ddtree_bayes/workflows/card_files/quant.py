@@ -421,6 +421,14 @@ def _mxfp4(q: dict, base: float) -> Scheme:
 #: fp8 caches take one scale per tensor or per attention head): scales per layer, none per
 #: token, so a token's cache is its values at 8 bits.
 KV_FP8_STRATEGIES = ("tensor", "attn_head")
+#: The fields of a ``kv_cache_scheme`` card add reads; those it takes at the value it assumes
+#: (symmetric scales per tensor or attention head, none per group: a token's cache is its
+#: values' bits); and those that leave a token's cached bytes as they are (calibration, and
+#: dtypes of the per-tensor scales). compressed-tensors' QuantizationArgs fields.
+KV_SCHEME_READ = ("num_bits", "type", "strategy", "dynamic")
+KV_SCHEME_ASSUMED: dict[str, object] = {"symmetric": True, "group_size": None,
+                                        "block_structure": None}
+KV_SCHEME_IGNORED = ("observer", "observer_kwargs", "actorder", "scale_dtype", "zp_dtype")
 #: The KV caches card add reads, for its messages.
 KV_READ = ("fp8: compressed-tensors kv_cache_scheme of 8-bit floats per tensor or attention "
            "head, modelopt kv_cache_quant_algo FP8")
@@ -431,7 +439,8 @@ class KvCache:
     """The KV cache a checkpoint's ``quantization_config`` declares: ``bits`` per cached value
     of a default launch (None: the 16-bit cache, for a declaration card add does not read or
     one the engines follow only when told to; ``said`` says which in one line, on stderr, in
-    the JSON's ``warnings`` and in the card's notes) and ``label``, what was declared."""
+    the JSON's ``warnings`` and in the card's notes, as it does a field of the declaration
+    card add does not read at 8 bits too) and ``label``, what was declared."""
 
     bits: float | None
     label: str
@@ -452,7 +461,11 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
     fp8 declaration (compressed-tensors' ``kv_cache_scheme``, as llm-compressor writes it)
     is used only when the engine is launched with ``--kv-cache-dtype fp8``: the card keeps
     the 16-bit cache, which a default launch holds, and says so (an 8-bit card counted half
-    of that cache in the memory check and the read).
+    of that cache in the memory check and the read). A modelopt ``kv_cache_scheme`` is fp8 to
+    vLLM's auto only with ``dynamic`` false (true or left out: the 16-bit cache), to SGLang's
+    by its type and bits alone: with ``dynamic`` not false the card keeps 16 bits and says
+    the two differ. A scheme's field card add does not read (:func:`_unread_fields`) is said
+    in the same line, or in a line of its own at 8 bits.
 
     >>> kv = kv_cache_from_config({"quantization_config": {"quant_method": "compressed-tensors",
     ...     "kv_cache_scheme": {"num_bits": 8, "type": "float", "strategy": "tensor"}}})
@@ -466,6 +479,14 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
     quantization_config kv_cache_quant_algo 'NVFP4' is not a KV cache
     >>> kv_cache_from_config({"quantization_config": {"kv_cache_scheme": None}}) is None
     True
+    >>> modelopt = {"quant_method": "modelopt", "quant_algo": "FP8"}
+    >>> kv_cache_from_config({"quantization_config": {**modelopt, "kv_cache_scheme": {
+    ...     "num_bits": 8, "type": "float", "dynamic": False}}}).bits
+    8.0
+    >>> kv = kv_cache_from_config({"quantization_config": {**modelopt, "kv_cache_scheme": {
+    ...     "num_bits": 8, "type": "float", "dynamic": True}}})
+    >>> kv.bits is None, kv.said[:74]
+    (True, 'quantization_config kv_cache_scheme float8 (strategy tensor), dynamic true')
     """
     q = cfg.get("quantization_config")
     if not isinstance(q, dict):
@@ -481,10 +502,16 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
         bits = scheme.get("num_bits", 8)
         strategy = str(scheme.get("strategy") or "tensor")
         label = f"kv_cache_scheme {kind}{bits} (strategy {strategy})"
+        unread = _unread_fields(scheme)
         if kind == "float" and bits == 8 and not isinstance(bits, bool) \
                 and strategy in KV_FP8_STRATEGIES:
-            return KvCache(8.0, label) if modelopt else _kv_at_launch(label)
-        return _kv_unread(label)
+            if not modelopt:
+                return _kv_at_launch(label, unread)
+            if scheme.get("dynamic") is not False:   # (as vLLM reads it: false, not absent)
+                return _kv_engines_differ(label, scheme.get("dynamic", None), unread)
+            return KvCache(8.0, label, said=(f"quantization_config {label}{unread}"
+                                             if unread else ""))
+        return _kv_unread(label, unread)
     if scheme:
         return _kv_unread(f"kv_cache_scheme {scheme!r}")
     if algo:
@@ -495,23 +522,60 @@ def kv_cache_from_config(cfg: dict) -> KvCache | None:
     return None
 
 
-def _kv_unread(label: str) -> KvCache:
+def _unread_fields(scheme: dict) -> str:
+    """A clause naming the fields of a ``kv_cache_scheme`` card add neither reads nor may pass
+    over (:data:`KV_SCHEME_READ`, :data:`KV_SCHEME_ASSUMED` at its value,
+    :data:`KV_SCHEME_IGNORED`), '' when there are none.
+
+    >>> _unread_fields({"num_bits": 8, "symmetric": True, "observer": "minmax"})
+    ''
+    >>> _unread_fields({"num_bits": 8, "symmetric": False, "group_size": 64})
+    ': its fields symmetric False, group_size 64 are not read (the card assumes symmetric \
+scales per tensor or attention head, none per group)'
+    """
+    unread = [f"{k} {v}" for k, v in scheme.items()
+              if k not in KV_SCHEME_READ and k not in KV_SCHEME_IGNORED
+              and not (k in KV_SCHEME_ASSUMED and v is KV_SCHEME_ASSUMED[k])]
+    if not unread:
+        return ""
+    return (f": its field{'s' if len(unread) > 1 else ''} {', '.join(unread)} "
+            f"{'are' if len(unread) > 1 else 'is'} not read (the card assumes symmetric scales "
+            "per tensor or attention head, none per group)")
+
+
+def _kv_unread(label: str, unread: str = "") -> KvCache:
     return KvCache(None, label, said=(
-        f"quantization_config {label} is not a KV cache card add reads ({KV_READ}): "
+        f"quantization_config {label} is not a KV cache card add reads ({KV_READ}){unread}: "
         "kv_bytes_per_token is the 16-bit cache's and kv_cache_bits is left blank (bf16 "
         "assumed); predict --kv-cache prices the cache a deployment keeps, or write the "
         "card's kv_bytes_per_token and kv_cache_bits"))
 
 
-def _kv_at_launch(label: str) -> KvCache:
+def _kv_at_launch(label: str, unread: str = "") -> KvCache:
     """An fp8 KV cache declared outside modelopt (:func:`kv_cache_from_config`): the 16-bit
     cache of a default launch, and the line saying what the fp8 launch is."""
     return KvCache(None, label, said=(
         f"quantization_config {label} declares an fp8 KV cache, which vLLM and SGLang use only "
         "when launched with --kv-cache-dtype fp8 (SGLang: fp8_e4m3; their auto follows a "
         "modelopt declaration only): kv_bytes_per_token is the 16-bit cache a default launch "
-        "keeps and kv_cache_bits is left blank; predict --kv-cache fp8 answers for the fp8 "
-        "launch"))
+        f"keeps and kv_cache_bits is left blank; predict --kv-cache fp8 answers for the fp8 "
+        f"launch{unread.replace(': its', '; its', 1)}"))
+
+
+def _kv_engines_differ(label: str, dynamic: object, unread: str = "") -> KvCache:
+    """A modelopt ``kv_cache_scheme`` of 8-bit floats whose ``dynamic`` is not false: vLLM's
+    auto keeps the 16-bit cache (``get_kv_cache_quant_algo_string`` takes a scheme as fp8
+    only with ``dynamic`` false, and warns), SGLang's takes it as fp8 (its modelopt configs
+    read the type and bits alone). The card keeps the 16-bit cache, the larger of the two a
+    default launch holds, and says so."""
+    given = "not given" if dynamic is None else str(dynamic).lower()
+    return KvCache(None, label, said=(
+        f"quantization_config {label}, dynamic {given}, declares an fp8 KV cache that "
+        "vLLM's --kv-cache-dtype auto does not follow (it takes a modelopt kv_cache_scheme as "
+        "fp8 only when dynamic is false, else keeps the 16-bit cache) and SGLang's does (its "
+        "type and bits alone): kv_bytes_per_token is the 16-bit cache and kv_cache_bits is "
+        "left blank; predict --kv-cache fp8 answers for SGLang's default launch (and vLLM's "
+        f"with --kv-cache-dtype fp8){unread.replace(': its', '; its', 1)}"))
 
 
 @dataclass(frozen=True)

@@ -122,7 +122,7 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
             f"x {bits:g}/16{' (the sliding-window layers too)' if kv_window else ''}. vLLM's "
             "and SGLang's --kv-cache-dtype auto follow a modelopt checkpoint's declaration; "
             "predict --kv-cache bf16 prices a launch that keeps a 16-bit cache")
-    elif kv is not None:
+    if kv is not None and kv.said:   # (at 8 bits too: a field it does not read)
         notes.append(kv.said)
     notes += shape.notes + scheme.notes
     if shape.mtp_layers:
