@@ -314,18 +314,6 @@ def row_logp(z, mean, sd, nu: float | None):
     return config_logp(mean, sd, 0.0, one, z, 0.0 * one, nu, np.log)
 
 
-def standard_cdf(x, nu: float | None):
-    """(numpy) the standardised deviation's CDF at ``x``: standard normal, or Student-t with
-    ``nu`` degrees of freedom (:func:`likelihood_nu`).
-
-    >>> float(np.round(standard_cdf(3.0, None), 5)), float(np.round(standard_cdf(3.0, 4.0), 5))
-    (0.99865, 0.98003)
-    """
-    from scipy import special
-
-    return special.ndtr(x) if nu is None else special.stdtr(nu, x)
-
-
 def standard_noise(rng: np.random.Generator, shape, nu: float | None) -> np.ndarray:
     """Draws of a configuration's standardised deviation: standard normal, or Student-t with
     ``nu`` degrees of freedom (the fit's :func:`likelihood_nu`), as the likelihood has it."""
