@@ -476,6 +476,36 @@ def test_a_quantised_checkpoints_own_card_is_taken_with_model(work, tmp_path):
     (data_row,) = new_rows(work)
     assert data_row["model"] == "my-qwen3-30b-a3b-fp8"
 
+def test_a_quantised_name_matched_to_a_card_of_other_bytes_is_said(work, tmp_path):
+    """An audit: a vLLM run of Qwen/Qwen3-30B-A3B-FP8 without --model lands, silently, as
+    the bundled bf16 card qwen3-30b-a3b (2 bytes per weight) on a GPU that holds its bf16
+    weights, so a fit prices twice the bytes the run read. The name's tag says ~8 bits per
+    weight against the card's 16: kept, as llama-bench's own byte count already is, but said
+    in one line with the fix. A name that is the card itself, or whose tag agrees with the
+    card's bytes, says nothing."""
+    table = with_cards(work, qwen=False)
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    argv = ["--hardware", "h100", "--gpus", "1", "--engine", "vllm", "--method", "eagle3",
+            "--block", "3", *table]
+    for name, model_id in (("fp8", "Qwen/Qwen3-30B-A3B-FP8"), ("bf16", "Qwen/Qwen3-30B-A3B"),
+                           ("tagged_bf16", "Qwen/Qwen3-30B-A3B-BF16")):
+        (tmp_path / f"{name}.json").write_text(json.dumps(
+            {**raw, "model_id": model_id, "tokenizer_id": model_id}))
+    fp8 = str(tmp_path / "fp8.json")
+    (row,), err = imported_rows(work, "--from-bench", fp8, *argv)
+    assert row["model"] == "qwen3-30b-a3b"
+    assert err == (f"ddtree-bayes: warning: {fp8}: the file's model 'Qwen/Qwen3-30B-A3B-FP8' "
+                   "is a quantisation (FP8: ~8 bits per weight) of card qwen3-30b-a3b, whose "
+                   "bytes_per_weight is 2 (16 bits), 2x: kept as qwen3-30b-a3b, but a fit "
+                   "prices the card's bytes, not the run's (give the quantisation its own "
+                   "card, `ddtree-bayes card add --hf-config config.json --name NAME`, and "
+                   "import it with --model NAME)\n")
+    for name in ("bf16", "tagged_bf16"):
+        (row,), err = imported_rows(work, "--from-bench", str(tmp_path / f"{name}.json"), *argv,
+                                    "--allow-duplicate")
+        assert row["model"] == "qwen3-30b-a3b" and err == "", err
+
+
 def test_a_defaulted_gpu_count_is_the_same_models_and_says_where_it_came_from(work):
     """The walkthrough: `add --from-bench vllm_serve.json --hardware h200 ...` wrote
     llama-3.1-8b-instruct on h200 x8, the 8 taken from kimi-k2.6's H200 rows, without a word.

@@ -68,6 +68,42 @@ def model_name_forms(name: str) -> tuple[str, ...]:
     return tuple(forms)
 
 
+def quantisation_tag(name: str) -> str | None:
+    """The trailing quantisation / precision tag of a file's model name, as written, or None.
+
+    >>> quantisation_tag("Qwen/Qwen3-30B-A3B-FP8"), quantisation_tag("m/Qwen2.5-7B-Q4_K_M.gguf")
+    ('FP8', 'Q4_K_M')
+    >>> quantisation_tag("meta-llama/Llama-3.1-8B-Instruct") is None
+    True
+    """
+    last = re.split(r"[\\/]", name.strip().rstrip("/\\"))[-1]
+    last = _SHARD.sub("", re.sub(r"\.gguf$", "", last, flags=re.IGNORECASE))
+    found = _QUANT_TAG.search(last)
+    return None if found is None else found.group(0)[1:]
+
+
+def tag_bits(tag: str) -> float | None:
+    """About how many bits per weight a quantisation tag stores (None: the tag does not say,
+    as ``gguf``): ``f32`` 32, ``f16``/``bf16``/``fp16`` 16, ``fp8``/``int8``/``w8a8`` 8,
+    the 4-bit formats (``fp4``, ``nvfp4``, ``mxfp4``, ``int4``, ``w4a16``, ``awq``, ``gptq``)
+    4.25 with their scales, a GGUF ``Qn_...`` n + 0.5 and an ``IQn_...`` n + 0.3 (block
+    scales; a rough figure for a 1.2x test, not a card's bytes).
+
+    >>> [tag_bits(t) for t in ("FP8", "bf16", "AWQ", "Q4_K_M", "IQ2_XS", "Q8_0", "gguf")]
+    [8.0, 16.0, 4.25, 4.5, 2.3, 8.5, None]
+    """
+    t = tag.lower()
+    fixed = {"f32": 32.0, "f16": 16.0, "bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "int8": 8.0,
+             "w8a8": 8.0, "fp4": 4.25, "nvfp4": 4.25, "mxfp4": 4.25, "int4": 4.25,
+             "w4a16": 4.25, "awq": 4.25, "gptq": 4.25}
+    if t in fixed:
+        return fixed[t]
+    gguf = re.match(r"(i?)q(\d)", t)
+    if gguf is None:
+        return None
+    return int(gguf.group(2)) + (0.3 if gguf.group(1) else 0.5)
+
+
 def match_card(name: str, cards: Iterable[str]) -> str | None:
     """The card ``name`` is (see the module's rule), or None.
 

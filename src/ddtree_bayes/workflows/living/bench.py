@@ -29,8 +29,10 @@ from ddtree_bayes.core.bench_import.identity import (
     match_card,
     match_gpu,
     model_name_forms,
+    quantisation_tag,
     size_in_name,
     sizes_differ,
+    tag_bits,
 )
 from ddtree_bayes.core.bench_import.reading import numbered
 from ddtree_bayes.core.data import AR_METHOD
@@ -108,6 +110,28 @@ def _other_quantisation(path: Path, rec: BenchRecord, model: str | None, card) -
             f"the card's bytes_per_weight, {card.bytes_per_weight:g}, not the run's (give the "
             "quantisation its own card, `ddtree-bayes card add --gguf FILE.gguf --name NAME`, "
             "and import it with --model NAME)")
+
+
+def _tagged_quantisation(path: Path, rec: BenchRecord, model: str | None, card) -> str | None:
+    """A warning when the file's model name ends in a quantisation tag
+    (:func:`~ddtree_bayes.core.bench_import.identity.quantisation_tag`: ``-FP8``, ``-AWQ``,
+    ``Q4_K_M`` ...) whose bits per weight (:func:`tag_bits`) are more than :data:`BYTES_RATIO`
+    from ``card``'s ``bytes_per_weight``: the name matched the card only without its tag, so
+    the fit would price the card's bytes, not the run's (a vLLM run of
+    ``Qwen/Qwen3-30B-A3B-FP8`` landed as the bf16 card ``qwen3-30b-a3b``, silently)."""
+    tag = quantisation_tag(rec.model or "")
+    bits = None if tag is None else tag_bits(tag)
+    if card is None or bits is None:
+        return None
+    ratio = card.bytes_per_weight * 8 / bits
+    if max(ratio, 1 / ratio) <= BYTES_RATIO:
+        return None
+    return (f"{path}: the file's model {rec.model!r} is a quantisation ({tag}: ~{bits:g} bits "
+            f"per weight) of card {model}, whose bytes_per_weight is {card.bytes_per_weight:g} "
+            f"({card.bytes_per_weight * 8:g} bits), {ratio:.2g}x: kept as {model}, but a fit "
+            "prices the card's bytes, not the run's (give the quantisation its own card, "
+            "`ddtree-bayes card add --hf-config config.json --name NAME`, and import it with "
+            "--model NAME)")
 
 
 def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
@@ -373,16 +397,23 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     engine = _engine(path, unit, parsed, config.get("engine"))
     model_of = _models(path, unit, parsed, config.get("model"),
                        (lambda: card_sizes) if card_sizes is not None else _card_sizes)
-    cards = _cards() if fmt == "llama-bench" else {}   # (read once, not per record)
+    tagged = any(rec.model and quantisation_tag(rec.model) for rec in parsed)
+    cards = _cards() if fmt == "llama-bench" or tagged else {}   # (read once, not per record)
     warnings: list[str] = []
+    for rec in parsed:
+        # (what the file's name or bytes say of its quantisation against the card's: the
+        # file's own byte count, llama-bench's, when it has one, else its name's tag)
+        model = model_of[rec.index]
+        card = cards.get(model or "")
+        slip = (_other_quantisation(path, rec, model, card) if rec.model_bytes
+                else _tagged_quantisation(path, rec, model, card))
+        if slip is not None and slip not in warnings:
+            warnings.append(slip)
     for rec in parsed if fmt == "llama-bench" else ():
         # (imported as a run of the GPU --hardware named, exit 0; the records of one import
         # share these settings)
         model = model_of[rec.index]
         card = cards.get(model or "")
-        slip = _other_quantisation(path, rec, model, card)
-        if slip is not None and slip not in warnings:
-            warnings.append(slip)
         cpu = _weights_on_cpu(rec, model, card.layers if card is not None else None)
         if cpu is not None:
             raise DataError(f"{cpu}: the step is priced from the GPU's memory bandwidth, not "
