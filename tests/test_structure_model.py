@@ -874,31 +874,40 @@ def _ar_at(draws, concurrency, anchor=True):
     return P.step_components(draws, sc, np.random.default_rng(0), anchor=anchor)
 
 
-def test_an_answer_between_measured_concurrencies_carries_the_nearest_ones_discrepancy():
+def test_an_answer_beside_a_measured_concurrency_carries_its_discrepancy():
     """Anchors were looked up at the query's own concurrency only: on a fit measured at C = 16
     an AR answer at C = 17 was the structural step while C = 16 carried its measured
     discrepancy, and per-user tok/s rose from C = 16 to C = 17 (32 -> 34 on a fit of the
-    public Kimi K2.6 sweep). An answer now carries the discrepancy of the nearest measured
-    configuration at any C (the distance is in C x M): C = 15 and C = 17 take C = 16's
-    residual r, and their discrepancy grows from there. By hand, point mass without noise."""
+    public Kimi K2.6 sweep). Beyond the largest measured C an answer carries the discrepancy
+    of the nearest measured configuration (the distance is in C x M): C = 17 takes C = 16's
+    residual r, and its discrepancy grows from there. Between two measured concurrencies the
+    two are interpolated in log C (tests/test_anchor_concurrency.py): C = 15, between the
+    bundled C = 1 row and C = 16, carries ``(1 - w) r_1 + w r_16``, w = log 15 / log 16, its
+    distance the nearer end's. By hand, point mass without noise."""
     draws = _with_ar_row_at(structured_point_mass(), 16, 700.0)
     z16 = math.log(700.0 / (1.0 * 1000.0 * 16))
-    structural = {c: _ar_at(draws, c, anchor=False)[0]["step"][0] for c in (15, 16, 17)}
+    z1 = math.log(133.0 / 1000.0)
+    structural = {c: _ar_at(draws, c, anchor=False)[0]["step"][0] for c in (1, 15, 16, 17)}
     r = z16 + math.log(structural[16])
-    assert abs(r) > 0.05                      # the row sits off the structural model
+    r1 = z1 + math.log(structural[1])
+    assert abs(r) > 0.05 and abs(r - r1) > 0.05   # the rows sit off the model, unequally
     anchored = {c: _ar_at(draws, c) for c in (15, 16, 17)}
     assert anchored[16][0]["step"][0] == pytest.approx(math.exp(-z16))
-    for c in (15, 17):
-        parts, how = anchored[c]
-        assert parts["step"][0] == pytest.approx(structural[c] * math.exp(-r))
-        assert "anchored to the measured ar (M = 1, C = 16, 1 row)" in how
+    parts, how = anchored[17]
+    assert parts["step"][0] == pytest.approx(structural[17] * math.exp(-r))
+    assert how.endswith("anchored to the measured ar (M = 1, C = 16, 1 row)")
+    w = math.log(15.0) / math.log(16.0)
+    parts, how = anchored[15]
+    assert parts["step"][0] == pytest.approx(structural[15] * math.exp(-((1 - w) * r1 + w * r)))
+    assert how.endswith("anchored to the measured ar (M = 1, C = 1, 1 row) and ar (M = 1, "
+                        "C = 16, 1 row), interpolated in concurrency")
     assert anchored[15][0]["log_sd"][0] == pytest.approx(0.04 * math.log(16 / 15))
     # per user (1000 / step) falls with C, and the total (C x per user) grows
     steps = [anchored[c][0]["step"][0] for c in (15, 16, 17)]
     assert steps[0] < steps[1] < steps[2]
     assert 15 / steps[0] < 16 / steps[1] < 17 / steps[2]
     # C = 1 keeps its own measured row (the bundled AR row), as before
-    assert "C = 16" not in _ar_at(draws, 1)[1]
+    assert _ar_at(draws, 1)[1].endswith("anchored to the measured ar (M = 1, 1 row)")
 
 
 def test_a_neighbour_at_distance_0_is_not_the_configuration_itself():

@@ -253,9 +253,15 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
     unchanged.
 
     Between two measured contexts of the deployment (:func:`_bracketing_contexts`) the two
-    ends' discrepancies are interpolated linearly in context (:func:`_interpolated_anchor`),
+    ends' discrepancies are interpolated linearly in context (:func:`_interpolated_end`),
     drawn from the ends' own streams rotated together: one token inside a measured context the
-    answer is that context's own, draw by draw, and halfway it is no narrower.
+    answer is that context's own, draw by draw, and halfway it is no narrower. Between two
+    measured concurrencies of the deployment (:func:`_bracketing_concurrencies`: its draft
+    shape, at the context that anchors it) likewise, linearly in log C
+    (:func:`_concurrency_end`). Between two contexts and two concurrencies, nested: in log C
+    at each of the two contexts, then in context (bilinear in (context, log C), the four
+    corners' streams rotated together), so the answer is continuous along both axes and
+    each edge of the rectangle is the one-axis interpolation along it.
 
     An engine with a relation and no such configuration of its own (native, whose overhead is
     SGLang's x (1 - reduction)) is anchored as its base engine is (:func:`anchor_scenario`),
@@ -275,23 +281,48 @@ def anchor_shift(draws: Fit, sc: Scenario) -> tuple[np.ndarray, float, str] | No
         # 75.07 tok/s at 98304, 76.55 at 98305)
         lo, hi = bracket
         w = (sc.context_tokens - lo) / (hi - lo)
-        ends = [_nearest_measured(draws, sc, at_context=c) for c in bracket]
+        ends = [_concurrency_end(draws, sc, own, at_context=c) for c in bracket]
         if ends[0] is not None and ends[1] is not None:
-            return (_interpolated_anchor(draws, sc, ends[0], ends[1], w, own=own),
-                    (1.0 - w) * ends[0][1] + w * ends[1][1],
-                    f"{ends[0][3]} and {ends[1][3]}, interpolated in context")
-    found = _nearest_measured(draws, sc)
+            end = _interpolated_end(draws, ends[0], ends[1], w,
+                                    (1.0 - w) * ends[0].distance + w * ends[1].distance,
+                                    f"{ends[0].part} and {ends[1].part}, interpolated in context")
+            return end.value, end.distance, end.label
+    found = _concurrency_end(draws, sc, own)
     if found is None:
         return None
-    return _anchor_draws(draws, sc, found, own=own), found[1], found[3]
+    return found.value, found.distance, found.label
 
 
-def _anchor_draws(draws: Fit, sc: Scenario, found, own: bool = True) -> np.ndarray:
-    """(draws,) the discrepancy of the measured configuration ``found``
-    (:func:`_nearest_measured`) as :func:`anchor_shift` carries it: its posterior at its own
-    stream's standard draws (:func:`_anchor_end`)."""
-    posterior, standard = _anchor_end(draws, sc, found, own=own)[1:]
-    return posterior.at(*standard)
+@dataclasses.dataclass(frozen=True)
+class AnchorEnd:
+    """What anchors a query (:func:`anchor_shift`): one measured configuration
+    (:func:`_measured_end`), or two such interpolated (:func:`_interpolated_end`). ``terms``:
+    (weight, the posterior of a measured configuration's discrepancy); ``standard``: the
+    standard draws (:func:`_standard_draws`) every term is drawn at, a configuration's own
+    stream or several rotated together; ``value``: the (draws,) anchor, ``sum weight x
+    posterior.at(standard)``. ``key`` names it in the memo; ``distance`` is the query's from
+    it and ``label`` says what it is."""
+
+    key: tuple
+    terms: tuple[tuple[float, DiscrepancyPosterior], ...]
+    standard: tuple[np.ndarray | None, np.ndarray]
+    value: np.ndarray
+    distance: float
+    label: str
+
+    @property
+    def part(self) -> str:
+        """The label as one end of a wider interpolation (an interpolated one bracketed)."""
+        return f"({self.label})" if len(self.terms) > 1 else self.label
+
+
+def _measured_end(draws: Fit, sc: Scenario, found, own: bool = True) -> AnchorEnd:
+    """The measured configuration ``found`` (:func:`_nearest_measured`) as an anchor of ``sc``:
+    its discrepancy at its own stream's standard draws (:func:`_anchor_end`), the digits every
+    answer anchored to it alone has drawn."""
+    key, posterior, standard = _anchor_end(draws, sc, found, own=own)
+    return AnchorEnd(key, ((1.0, posterior),), standard, posterior.at(*standard), found[1],
+                     found[3])
 
 
 def _anchor_end(draws: Fit, sc: Scenario, found, own: bool = True
@@ -321,25 +352,87 @@ def _anchor_end(draws: Fit, sc: Scenario, found, own: bool = True
     return cache[key]
 
 
-def _interpolated_anchor(draws: Fit, sc: Scenario, lo, hi, w: float, own: bool = True
-                         ) -> np.ndarray:
-    """(draws,) the anchor between two measured contexts ``lo`` and ``hi``
-    (:func:`_nearest_measured` at each), ``w`` of the way from ``lo``: ``(1 - w) e_lo(w) +
-    w e_hi(w)``, both ends' discrepancies at the same standard draws, rotated from the ends'
-    own streams (:func:`_rotated_draws`, ``theta = pi w / 2``). At ``w`` -> 0 these are the
-    ``lo`` stream's, so one token inside a measured context answers as it does, draw by draw
-    (drawn from one stream keyed by the bracket, the answer jumped there by 0.04-0.2% in its
-    median and 90% ends); at every ``w`` each end's term has its own posterior, and the two
-    move together, so the mix does not narrow halfway (the mean of two independent draws would,
-    to sqrt(sd_lo^2 + sd_hi^2) / 2)."""
-    key_lo, post_lo, std_lo = _anchor_end(draws, sc, lo, own=own)
-    key_hi, post_hi, std_hi = _anchor_end(draws, sc, hi, own=own)
+def _interpolated_end(draws: Fit, lo: AnchorEnd, hi: AnchorEnd, w: float, distance: float,
+                      label: str) -> AnchorEnd:
+    """The anchor ``w`` of the way from ``lo`` to ``hi`` (two measured contexts, or two
+    measured concurrencies, or two such interpolations: :func:`anchor_shift`): ``(1 - w)
+    e_lo(w) + w e_hi(w)``, every term of both ends at the same standard draws, rotated from
+    the ends' own (:func:`_rotated_draws`, ``theta = pi w / 2``). At ``w`` -> 0 these are
+    ``lo``'s, so one token inside a measured context (or the interpolation's start above a
+    measured concurrency) answers as it does, draw by draw (drawn from one stream keyed by the
+    bracket, the answer jumped there by 0.04-0.2% in its median and 90% ends); at every ``w``
+    each end's term has its own posterior, and the two move together, so the mix does not
+    narrow halfway (the mean of two independent draws would, to sqrt(sd_lo^2 + sd_hi^2) / 2).
+    ``distance`` and ``label`` are the caller's (each axis has its own)."""
     cache = draws.memo.setdefault("anchor_shift", {})
-    key = ("interpolated", key_lo, key_hi, w)
+    key = ("interpolated", lo.key, hi.key, w)
     if key not in cache:
-        standard = _rotated_draws(std_lo, std_hi, post_lo.shape, 0.5 * math.pi * w)
-        cache[key] = (1.0 - w) * post_lo.at(*standard) + w * post_hi.at(*standard)
-    return cache[key]
+        shape = lo.terms[0][1].shape   # (nu is the fit's: one Gamma shape for every end)
+        standard = _rotated_draws(lo.standard, hi.standard, shape, 0.5 * math.pi * w)
+        terms = (tuple(((1.0 - w) * a, p) for a, p in lo.terms)
+                 + tuple((w * a, p) for a, p in hi.terms))
+        (a0, p0), *rest = terms
+        value = a0 * p0.at(*standard)
+        for a, p in rest:
+            value = value + a * p.at(*standard)
+        cache[key] = (terms, standard, value)
+    terms, standard, value = cache[key]
+    return AnchorEnd(key, terms, standard, value, distance, label)
+
+
+def _concurrency_end(draws: Fit, sc: Scenario, own: bool = True,
+                     at_context: float | None = None) -> AnchorEnd | None:
+    """The anchor of ``sc`` at the measured context that anchors it (``at_context``, else as
+    :func:`_nearest_measured` finds it): the nearest measured configuration there, or between
+    two measured concurrencies of the deployment there (:func:`_bracketing_concurrencies`)
+    the two interpolated linearly in log C, ``w = log(C / C_lo) / log(C_hi / C_lo)``
+    (:func:`_interpolated_end`). None without a measured configuration to anchor to.
+
+    In log C, not C: the model's distance is in log(C x M) (``config_distance``) and
+    concurrencies are swept in doublings (1, 2, 4, 8, ...), so the weight moves by the same
+    step at every doubling and halfway is the geometric midpoint, where the nearest end's
+    anchor used to switch to the other's. Linear in C, C = 2 between 1 and 8 would be 1/7 of
+    the way (1/3 in log C) and C = 32 between 16 and 256 1/15 (1/4): nearly all of the lower
+    end's anchor after a doubling of the streams, and most of the move crowded into the top
+    of the bracket. The nearest one alone jumped at the midpoint: Qwen3-30B-A3B-FP8 AR on one
+    L40 (HYPOTHETICAL rows at C = 1 and C = 8, a black-box audit's fit) answered 97 tok/s per
+    user at C = 2 and 82 at C = 3 (-16%, against -9% from C = 3 to 4). The distance is the
+    nearer end's, as it was, ``min(log(C / C_lo), log(C_hi / C))`` (M alike): the anchor
+    moves smoothly, and the discrepancy the query adds for its distance from what was
+    measured stays the model's for the nearest measurement (crediting the interpolation with
+    less would be a claim the model does not make)."""
+    ctx = _anchor_context(draws, sc, at_context)
+    if ctx is None:
+        return None
+    bracket = _bracketing_concurrencies(draws, sc, ctx)
+    if bracket is None:
+        found = _nearest_measured(draws, sc, at_context=at_context)
+        return None if found is None else _measured_end(draws, sc, found, own=own)
+    c_lo, c_hi = bracket
+    lo, hi = (_measured_end(draws, sc, _nearest_measured(draws, sc, at_context=ctx,
+                                                          at_concurrency=c), own=own)
+              for c in bracket)
+    w = math.log(sc.concurrency / c_lo) / math.log(c_hi / c_lo)
+    return _interpolated_end(draws, lo, hi, w, min(lo.distance, hi.distance),
+                             f"{lo.label} and {hi.label}, interpolated in concurrency")
+
+
+def _bracketing_concurrencies(draws: Fit, sc: Scenario, ctx: float) -> tuple[int, int] | None:
+    """The concurrencies just below and above ``sc``'s at which its own deployment (system,
+    engine, method and draft shape: block, budget, verify tokens; :func:`same_deployment`) was
+    measured at context ``ctx`` (configurations with accept_len the fit learned from), when it
+    lies strictly between two; else None (at a measured C, below the least or beyond the
+    largest: the nearest one anchors, as every answer at C = 1 and beyond the concurrencies
+    measured always was). Other shapes are not interpolated with: a neighbour's discrepancy is
+    its build's, the deployment's own is known."""
+    configs = _anchor_candidates(draws).get((sc.pair, sc.engine, sc.method, ctx), {})
+    shape = (sc.block, sc.budget, sc.verify_tokens)
+    measured = sorted({k[0] for k in configs if k[1:] == shape})
+    below = [c for c in measured if c < sc.concurrency]
+    above = [c for c in measured if c > sc.concurrency]
+    if sc.concurrency in measured or not below or not above:
+        return None
+    return below[-1], above[0]
 
 
 def _bracketing_contexts(draws: Fit, sc: Scenario) -> tuple[float, float] | None:
@@ -352,6 +445,19 @@ def _bracketing_contexts(draws: Fit, sc: Scenario) -> tuple[float, float] | None
     if sc.context_tokens in measured or not below or not above:
         return None
     return below[-1], above[0]
+
+
+def _anchor_context(draws: Fit, sc: Scenario, at_context: float | None = None) -> float | None:
+    """The measured context whose configurations anchor ``sc``: ``at_context``, else the
+    query's own when measured (:func:`_anchor_contexts`), else the nearest measured one in
+    tokens (of equal distances the shorter); None with none measured."""
+    ctx = sc.context_tokens if at_context is None else at_context
+    measured = _anchor_contexts(draws, sc)
+    if ctx not in measured:
+        if not measured:
+            return None
+        ctx = min(measured, key=lambda c: (abs(c - sc.context_tokens), c))
+    return ctx
 
 
 def _anchor_contexts(draws: Fit, sc: Scenario) -> set[float]:
@@ -587,23 +693,23 @@ def _anchor_candidates(draws: Fit) -> dict:
     return groups
 
 
-def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None):
+def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None,
+                      at_concurrency: int | None = None):
     """(rows of the nearest measured configuration, the query's distance from it, that
     configuration's distance from the other ones on its system, its label, its context), or
-    None. The configurations at the query's context (``at_context``: at that measured one),
-    or with none there the nearest measured context's (of equal distances): a configuration
+    None; ``at_concurrency``: the query's own deployment measured at that C there (one end of
+    :func:`_bracketing_concurrencies`), not the nearest. The configurations at the query's
+    context (``at_context``: at that measured one), or with none there the nearest measured
+    context's (of equal distances, :func:`_anchor_context`): a configuration
     measured at one context only was anchored there and answered by the structural step
     elsewhere, so a longer context could come out faster (DeepSeek-R1 AR on 8x B200: 114 tok/s
     at its measured 1024 tokens, 116 at 2048)."""
     model = draws.meta["model"]
     groups = _anchor_candidates(draws)
-    ctx = sc.context_tokens if at_context is None else at_context
     # (of the contexts its own deployment was measured at, when any: _anchor_contexts)
-    measured = _anchor_contexts(draws, sc)
-    if ctx not in measured:
-        if not measured:
-            return None
-        ctx = min(measured, key=lambda c: (abs(c - sc.context_tokens), c))
+    ctx = _anchor_context(draws, sc, at_context)
+    if ctx is None:
+        return None
     configs = groups[(sc.pair, sc.engine, sc.method, ctx)]
     passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
     batch_q = float(sc.verify_tokens * sc.concurrency)
@@ -620,8 +726,9 @@ def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None)
     # stream (Qwen3.8-27B MTP k=2 on an RTX PRO 6000 Max-Q, public corpus: 134.46 tok/s per
     # user at C = 1, 135.88 at C = 2, anchored to the k=4 row)
     own = (sc.concurrency, sc.block, sc.budget, sc.verify_tokens)
-    nearest = min(distances, key=lambda k: (k[1:] != own[1:], distances[k], k != own,
-                                            k[0] != sc.concurrency))
+    nearest = (min(distances, key=lambda k: (k[1:] != own[1:], distances[k], k != own,
+                                             k[0] != sc.concurrency))
+               if at_concurrency is None else (at_concurrency, *own[1:]))
     distance, best = distances[nearest], configs[nearest]
     m_c, p_c = points[nearest]
     ms, ps = measured_configs(draws, sc.pair)
