@@ -6,6 +6,10 @@ import pandas as pd
 import pytest
 
 from ddtree_bayes import api
+from test_cli_support import BEYOND_M33
+
+#: The default question's one warning on the point-mass fit (budget 32 past the rows' 8).
+PAST_M9 = re.escape(BEYOND_M33)
 
 
 def test_api_predict_returns_a_tidy_frame(fitted_workdir):
@@ -14,7 +18,8 @@ def test_api_predict_returns_a_tidy_frame(fitted_workdir):
     work, result = fitted_workdir
     draws = db.load(workdir=work)
     assert draws.meta["fit_id"] == result.fit_id and draws.n_draws == 4000
-    table = db.predict(draws, accept="12:16", target=800, workdir=work)
+    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32 past the measured 8)
+        table = db.predict(draws, accept="12:16", target=800, workdir=work)
     assert isinstance(table, pd.DataFrame)
     assert len(table) == 12
     assert {"engine", "accept", "median", "lo50", "hi50", "lo90", "hi90", "p_ge_target",
@@ -22,7 +27,8 @@ def test_api_predict_returns_a_tidy_frame(fitted_workdir):
     assert table["p_ge_target"].between(0, 1).all()
     assert (table["lo90"] < table["median"]).all() and (table["median"] < table["hi90"]).all()
     # the same numbers through the latest-fit shortcut
-    again = db.predict(accept="12:16", target=800, workdir=work)
+    with pytest.warns(UserWarning, match=PAST_M9):
+        again = db.predict(accept="12:16", target=800, workdir=work)
     pd.testing.assert_frame_equal(table, again)
 
 
@@ -118,7 +124,9 @@ def test_the_api_says_a_fit_is_stale_as_predict_does(tmp_path):
     from ddtree_bayes.engine.testing import point_mass_draws
 
     draws = point_mass_draws()
-    fresh = api.predict(draws, accept=14)   # (pytest turns any warning into an error)
+    with pytest.warns(UserWarning) as said:   # (pytest turns any other warning into an error)
+        fresh = api.predict(draws, accept=14)
+    assert [str(w.message) for w in said] == [BEYOND_M33]
     data = tmp_path / "measurements.csv"
     data.write_text(draws.data_csv + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,140.0,a new run,\n")
     meta = {**draws.meta, "data": {**draws.meta["data"], "path": str(data)}}
@@ -127,7 +135,7 @@ def test_the_api_says_a_fit_is_stale_as_predict_does(tmp_path):
         table = api.predict(stale, accept=14)
     assert [str(w.message) for w in said] == [
         f"{data} changed since fit point-mass; run `ddtree-bayes update --data {data}` (or "
-        f"`fit --data {data}`) to use it"]   # (not the default file: update needs --data)
+        f"`fit --data {data}`) to use it", BEYOND_M33]   # (update needs --data: not the default)
     pd.testing.assert_frame_equal(table, fresh)   # (the same answer, now with its warning)
     with pytest.raises(StaleArtifactError, match=re.escape(f"{data} changed since fit")):
         api.predict(stale, accept=14, strict=True)
@@ -146,7 +154,9 @@ def test_the_api_does_not_judge_a_fit_by_this_directorys_cards(monkeypatch):
     draws = point_mass_draws()
     with pytest.raises(StaleArtifactError, match="my-kimi-finetune here differs"):
         scenario.check_fit(draws, strict=True)   # (the CLI, run in this directory)
-    assert len(api.predict(draws, accept=14, strict=True)) == 2   # no warning, no refusal
+    with pytest.warns(UserWarning) as said:
+        assert len(api.predict(draws, accept=14, strict=True)) == 2   # no refusal
+    assert [str(w.message) for w in said] == [BEYOND_M33]   # (nothing of the cards)
 
 
 def test_the_api_takes_a_numpy_seed_as_its_int():
@@ -155,8 +165,9 @@ def test_the_api_takes_a_numpy_seed_as_its_int():
     from ddtree_bayes.engine.testing import point_mass_draws
 
     draws = point_mass_draws()
-    pd.testing.assert_frame_equal(api.predict(draws, accept="12:16", seed=np.int64(7)),
-                                  api.predict(draws, accept="12:16", seed=7))
+    with pytest.warns(UserWarning, match=PAST_M9):
+        pd.testing.assert_frame_equal(api.predict(draws, accept="12:16", seed=np.int64(7)),
+                                      api.predict(draws, accept="12:16", seed=7))
 
 
 def test_the_api_warns_what_predict_warns():
@@ -170,14 +181,14 @@ def test_the_api_warns_what_predict_warns():
     assert [str(w.message) for w in said] == [
         "--engine 'sglnag' was never measured, nor given a relation in the priors file: its "
         "speculative overhead is drawn from the pooled population (a wide interval); did you "
-        "mean sglang?"]
+        "mean sglang?", BEYOND_M33]
     assert table["engine"].tolist() == ["sglnag"]
     with pytest.warns(UserWarning) as said:
         api.predict(draws, accept=14, engines="sglang", context="1m")
     # (and that B300's context cost is the prior's: only the RTX PRO 6000 measured context)
     assert [str(w.message).split(":")[0] for w in said] == [
         "--context 1048576 is 8x the longest context the fit measured (131072 tokens)",
-        "context 1048576 on b300x8"]
+        "context 1048576 on b300x8", BEYOND_M33.split(":")[0]]
 
 
 def test_the_api_takes_a_numpy_context_as_its_number():
@@ -186,9 +197,12 @@ def test_the_api_takes_a_numpy_context_as_its_number():
     from ddtree_bayes.engine.testing import point_mass_draws
 
     draws = point_mass_draws()
-    with pytest.warns(UserWarning, match="measured no context beyond 0 there"):   # (B300)
+    with pytest.warns(UserWarning) as said:
         pd.testing.assert_frame_equal(api.predict(draws, accept=14, context=np.int64(65536)),
                                       api.predict(draws, accept=14, context=65536))
+    assert {str(w.message) for w in said} == {   # (B300's context; budget 32 past the rows)
+        next(str(w.message) for w in said if "measured no context beyond 0 there" in
+             str(w.message)), BEYOND_M33}
 
 
 def test_the_api_takes_any_sequence_of_concurrencies():
@@ -291,11 +305,12 @@ def test_the_api_takes_a_numpy_integer_as_its_int(name, value):
     kept = getattr(Flags(**{name: np.int64(value)}), name)
     assert kept == value and type(kept) is int
     draws = point_mass_draws(noise_sd=0.1)   # (run noise: the draws depend on their key)
-    plain = api.predict(draws, accept=14, engines="sglang", **{name: value})
-    pd.testing.assert_frame_equal(
-        api.predict(draws, accept=14, engines="sglang", **{name: np.int64(value)}), plain)
-    pd.testing.assert_frame_equal(
-        api.predict(draws, accept=14, engines="sglang", **{name: np.int32(value)}), plain)
+    with pytest.warns(UserWarning, match=PAST_M9):   # (each: budget 32, M = 33)
+        plain = api.predict(draws, accept=14, engines="sglang", **{name: value})
+        pd.testing.assert_frame_equal(
+            api.predict(draws, accept=14, engines="sglang", **{name: np.int64(value)}), plain)
+        pd.testing.assert_frame_equal(
+            api.predict(draws, accept=14, engines="sglang", **{name: np.int32(value)}), plain)
 
 
 def test_a_scenario_is_keyed_by_its_plain_values():
@@ -326,10 +341,13 @@ def test_the_api_warns_of_a_wide_interval_on_few_draws_as_predict_does():
     with pytest.warns(UserWarning) as said:
         table = api.predict(draws, accept=14, engines="sglang", prob=0.95)
     assert [str(w.message) for w in said] == [
+        BEYOND_M33,
         "--prob 0.95: each tail of the wide interval rests on about 0.2 of the fit's 8 draws, "
         "so its ends are noisy (a fit with more --draws, or a smaller --prob)"]
     assert table["lo95"].tolist() == pytest.approx([700.0])
-    assert "lo90" in api.predict(draws, accept=14, engines="sglang", prob=0.9)   # no warning
+    with pytest.warns(UserWarning) as said:
+        assert "lo90" in api.predict(draws, accept=14, engines="sglang", prob=0.9)
+    assert [str(w.message) for w in said] == [BEYOND_M33]   # (nothing of the tails)
 
 
 def test_load_inputs_refuses_what_fit_refuses(tmp_path):
@@ -372,11 +390,12 @@ def test_the_api_takes_predicts_flags_and_names_an_unknown_keyword():
     from ddtree_bayes.engine.testing import point_mass_draws
 
     draws = point_mass_draws()
-    table = api.predict(draws, engine="sglang", accept=14)
-    pd.testing.assert_frame_equal(table, api.predict(draws, engines=["sglang"], accept=14))
+    with pytest.warns(UserWarning, match=PAST_M9):
+        table = api.predict(draws, engine="sglang", accept=14)
+        pd.testing.assert_frame_equal(table, api.predict(draws, engines=["sglang"], accept=14))
+        assert api.predict(draws, engine="sglang,native", accept=14)["engine"].tolist() == [
+            "sglang", "native"]
     assert table["median"].tolist() == pytest.approx([700.0])   # 14 tokens / 20 ms
-    assert api.predict(draws, engine="sglang,native", accept=14)["engine"].tolist() == [
-        "sglang", "native"]
     with pytest.raises(QueryError) as err:
         api.predict(draws, enigne="vllm", accept=14)
     assert str(err.value) == ("predict() got an unknown keyword argument 'enigne' (fix: give "
@@ -401,12 +420,14 @@ def test_the_api_prices_another_drafter_as_predict_drafter_does(tmp_path, monkey
     own_drafters(tmp_path, KIMI_DDTREE)
     ask = {"hardware": "b300", "gpus": 8, "method": "ddtree", "block": 16, "budget": 32,
            "accept": "12"}
-    table = api.predict(draws, engine="sglang", drafter="my-kimi-ddtree", **ask)
+    with pytest.warns(UserWarning, match=PAST_M9):   # (budget 32: M = 33)
+        table = api.predict(draws, engine="sglang", drafter="my-kimi-ddtree", **ask)
+        other = api.predict(draws, engine="sglang", **ask)["median"][0]
     assert table["drafter"].tolist() == table["pass_drafter"].tolist() == ["my-kimi-ddtree"]
     flags = Flags(engines=("sglang",), drafter="my-kimi-ddtree", **ask)
     (row,) = P.predict_rows(draws, resolve(draws, flags))
     assert table["median"].tolist() == [row["median"]]
-    assert row["median"] != api.predict(draws, engine="sglang", **ask)["median"][0]
+    assert row["median"] != other
 
 
 def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeypatch):
@@ -432,13 +453,15 @@ def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeyp
 
     monkeypatch.setattr(compare, "compare_fits", weights)
     ask = {"engine": "sglang", "accept": "3", "concurrency": 1, "seed": 7}
-    table = api.predict(fast, model_average=True, workdir=tmp_path, **ask)
+    with pytest.warns(UserWarning, match=PAST_M9):   # (the default question: M = 33)
+        table = api.predict(fast, model_average=True, workdir=tmp_path, **ask)
     assert seen == [(["point-mass", "slow"], 7)]
     assert table["p_faster_than_ar"].tolist() == [pytest.approx(0.25)]
     assert [(a["fit_id"], a["weight"]) for a in table.attrs["model_average"]] == [
         ("point-mass", 0.25), ("slow", 0.75)]
     for draws, p in ((fast, 1.0), (slow, 0.0)):
-        assert api.predict(draws, **ask)["p_faster_than_ar"].tolist() == [p]
+        with pytest.warns(UserWarning, match=PAST_M9):
+            assert api.predict(draws, **ask)["p_faster_than_ar"].tolist() == [p]
 
 
 def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):

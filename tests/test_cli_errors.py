@@ -13,7 +13,7 @@ import pytest
 
 from ddtree_bayes.engine import names as N
 from ddtree_bayes.engine.testing import point_mass_draws
-from test_cli_support import listing, make_point_mass_workdir, run_cli
+from test_cli_support import BEYOND_M33, listing, make_point_mass_workdir, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,8 @@ def test_predict_engine_typo_warns_with_the_closest_name(work):
     assert code == 0
     assert err == ("ddtree-bayes: warning: --engine 'sglnag' was never measured, nor given a "
                    "relation in the priors file: its speculative overhead is drawn from the "
-                   "pooled population (a wide interval); did you mean sglang?\n")
+                   "pooled population (a wide interval); did you mean sglang?\n"
+                   f"ddtree-bayes: warning: {BEYOND_M33}\n")   # (budget 32 past the rows' 8)
     assert "sglnag  12" in out  # still answered, from the pooled population
     err = one_error(*run_cli(work, "predict", "--engine", "sglnag", "--accept", "12",
                              "--strict"))
@@ -226,8 +227,8 @@ def test_a_bug_is_one_line_and_the_traceback_is_opt_in(work, monkeypatch):
     def boom(*args, **kwargs):
         raise ZeroDivisionError("float division by zero")
 
-    monkeypatch.setattr(P, "predict_rows", boom)
-    code, out, err = run_cli(work, "predict", "--accept", "12")
+    monkeypatch.setattr(P, "predict_rows", boom)   # (budget 8: measured, nothing to warn of)
+    code, out, err = run_cli(work, "predict", "--accept", "4", "--block", "8", "--budget", "8")
     assert code == 1 and out == ""
     assert err == ("ddtree-bayes: internal error: ZeroDivisionError: float division by zero "
                    "(fix: this is a bug; rerun with DDTREE_BAYES_TRACEBACK=1 and report the "

@@ -22,6 +22,12 @@ from pathlib import Path
 from ddtree_bayes.core.paths import bundled
 
 B300_ROWS = 2  # the bundled file's B300 rows (AR and DDTree budget 8)
+#: What predict warns of the default question (DDTree budget 32, M = 33) asked of a fit of the
+#: bundled B300 rows (budget 8, M = 9, the most tokens a step there verified): its step's
+#: growth past them is the roofline's (engine/structure.py ``beyond_measured_note``).
+BEYOND_M33 = ("at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 "
+              "(at most 9): there the step's growth with M is the roofline's (compute knee, "
+              "and for an MoE the distinct experts read): partly prior-driven")
 
 
 def copy_bundled_data(root: Path, writable: bool = False) -> Path:

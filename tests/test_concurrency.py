@@ -1045,3 +1045,35 @@ def test_a_step_verifying_more_tokens_than_measured_is_prior_driven_at_a_measure
     assert beyond_measured_note(d, "b300x8", [1, 2], verify_tokens=9) is None   # 18 <= 32
     assert beyond_measured_note(d, "b300x8", [64], verify_tokens=1).startswith(
         "C = 64 is beyond the concurrencies measured on b300x8 (at most 32)")
+
+
+def test_one_stream_verifying_more_tokens_than_measured_is_said_as_at_c_above_1():
+    """An audit: eagle3 measured at M = 4 on rtx-pro-6000x8 (the bundled rows), asked block 64
+    budget 64 (M = 65) at one stream, warned of nothing, while the same tree at C = 2 was
+    flagged (beyond_measured_note skipped C = 1). One stream verifying 65 tokens is as far past
+    the rows as two streams verifying 65 each: the growth there is the roofline's."""
+    from ddtree_bayes.engine.structure import beyond_measured_note
+
+    d = point_mass_draws()   # (the bundled rows: eagle3 block 3 budget 3, M = 4, C = 1)
+    eagle = dict(hardware="rtx-pro-6000", engines=("vllm",), method="eagle3", block=64,
+                 budget=64, accept="3")
+    c1 = ("at C = 1 a step verifies 65 tokens (C x M), more than any measured on "
+          "rtx-pro-6000x8 (at most 4): there the step's growth with M is the roofline's "
+          "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
+    assert beyond_measured_note(d, "rtx-pro-6000x8", [1], verify_tokens=65) == c1
+    assert resolve(d, Flags(**eagle)).warnings == (c1,)   # predict without --concurrency
+    assert resolve(d, Flags(**eagle, concurrency=(1,))).warnings == (c1,)
+    # at C = 1 and 2: one sentence, C = 2 beyond the concurrencies, C = 1 beyond the tokens
+    assert resolve(d, Flags(**eagle, concurrency=(1, 2))).warnings == (
+        "C = 2 is beyond the concurrencies measured on rtx-pro-6000x8 (at most 1); at C = 1 a "
+        "step verifies 65 tokens (C x M), more than any measured on rtx-pro-6000x8 (at most "
+        "4): there the step's growth with C is the roofline's (weights once per step, KV reads "
+        "and tree nodes per stream): prior-driven",)
+    # within the rows: the measured M = 4 itself, and B300's measured budget 8 (M = 9)
+    assert resolve(d, Flags(**{**eagle, "block": 3, "budget": 3})).warnings == ()
+    assert beyond_measured_note(d, "b300x8", [1], verify_tokens=9) is None
+    # the bundled default question (budget 32, M = 33, against budget 8's M = 9) says it too
+    assert resolve(d, Flags(accept="14")).warnings == (
+        "at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 (at most "
+        "9): there the step's growth with M is the roofline's (compute knee, and for an MoE "
+        "the distinct experts read): partly prior-driven",)

@@ -470,11 +470,14 @@ def test_predict_names_the_drafter_that_priced_each_row_and_warns_of_none(tmp_pa
     assert row["pass_drafter"] is None and row["pass_drafter_note"] == GENERIC_EAGLE3
     assert said == [NO_EAGLE3]
     # the measured DDTree group: Kimi's generic block drafter (5 layers), nothing to warn of
+    # but budget 32's tree past the measured budget 8 (M = 33 against 9)
+    from test_cli_support import BEYOND_M33
+
     said = []
     spread = draws.view(variables={**draws.variables, "structure_sd": np.full(4, 0.04)})
     (row,) = P.predict(spread, hardware="b300", gpus=8, engines=["sglang"], method="ddtree",
                        block=16, budget=32, accept="12", warnings=said)
-    assert row["pass_drafter"] is None and said == []
+    assert row["pass_drafter"] is None and said == [BEYOND_M33]
     assert row["pass_drafter_note"] == ("drafter passes priced by a generic ddtree drafter of 5 "
                                         "target layers and an LM-head-sized read (no drafter "
                                         "card)")

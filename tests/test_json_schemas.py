@@ -21,7 +21,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from test_cli_support import FIT_ID, make_point_mass_workdir, run_cli, write_point_mass_fit
+from test_cli_support import (
+    BEYOND_M33,
+    FIT_ID,
+    make_point_mass_workdir,
+    run_cli,
+    write_point_mass_fit,
+)
 
 REPO = Path(__file__).resolve().parents[1]
 BENCH = REPO / "tests" / "fixtures" / "bench"
@@ -280,13 +286,19 @@ def test_predict_json_carries_the_warnings(work):
                                "--concurrency", "1,64")
     validate_output("predict", out)
     # (not also its tree's growth with M: one prior-driven line); a concurrency beyond the
-    # measured ones is one of the warnings
+    # measured ones is one of the warnings, and so is budget 32's tree at C = 1 (33 tokens a
+    # step, against budget 8's 9 measured): one sentence
     assert out["warnings"] == printed == [
         NO_CONTEXT,
-        "C = 64 is beyond the concurrencies measured on b300x8 (at most 1): there the "
+        "C = 64 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1 a step "
+        "verifies 33 tokens (C x M), more than any measured on b300x8 (at most 9): there the "
         "step's growth with C is the roofline's (weights once per step, KV reads and tree "
         "nodes per stream): prior-driven"]
-    clean, printed = warned_json(work, "predict", "--accept", "14")
+    one, printed = warned_json(work, "predict", "--accept", "14")
+    validate_output("predict", one)
+    assert one["warnings"] == printed == [BEYOND_M33]
+    clean, printed = warned_json(work, "predict", "--accept", "4", "--block", "8", "--budget",
+                                 "8")   # (the measured budget 8)
     validate_output("predict", clean)
     assert clean["warnings"] == printed == []
 
@@ -295,7 +307,8 @@ def test_next_and_optimize_json_carry_the_warnings(work):
     out, printed = warned_json(work, "next", "--k", "4", "--query",
                                "--accept 14 --context 300k --engine sglnag")
     validate_output("next", out)
-    assert out["warnings"] == printed == [f"--query: {SGLNAG}", f"--query: {NO_CONTEXT}"]
+    assert out["warnings"] == printed == [f"--query: {SGLNAG}", f"--query: {NO_CONTEXT}",
+                                          f"--query: {BEYOND_M33}"]
     # optimize carried its own notes but not the names warning it printed
     out, printed = warned_json(work, "optimize", "--budgets", "8,16", "--context", "300k",
                                "--engine", "sglnag")
@@ -312,14 +325,16 @@ def test_track_diff_and_update_json_carry_the_warnings(work, monkeypatch):
     added, printed = warned_json(work, "track", "--engine", "sglnag", "--accept", "14",
                                  "--name", "typo")
     validate_output("track", added)
-    assert added["warnings"] == printed == [SGLNAG]
+    assert added["warnings"] == printed == [SGLNAG, BEYOND_M33]   # (budget 32 past 8)
     listed, _ = warned_json(work, "track", "list")   # (no question asked: nothing to warn of)
     validate_output("track", listed)
-    # diff and update answer the tracked queries on both fits: the warning once, named
-    typo = f"tracked query 'typo': {SGLNAG}"
+    # diff and update answer the tracked queries on both fits: the warning once, named (and
+    # both queries' budget 32 past the measured 8)
+    typo = [f"tracked query 'default': {BEYOND_M33}", f"tracked query 'typo': {SGLNAG}",
+            f"tracked query 'typo': {BEYOND_M33}"]
     diffed, printed = warned_json(work, "diff", "latest", FIT_ID)
     validate_output("diff", diffed)
-    assert diffed["warnings"] == printed == [typo]
+    assert diffed["warnings"] == printed == typo
     # update --refit (the sampling replaced by a second point-mass fit)
     second = write_point_mass_fit(work / "models", work / "data" / "measurements.csv",
                                   work / "models" / "priors.toml", work / "data" / "hardware.csv",
@@ -331,7 +346,7 @@ def test_track_diff_and_update_json_carry_the_warnings(work, monkeypatch):
         diagnostics=[], divergences=0))
     updated, printed = warned_json(work, "update", "--refit", "--quiet")
     validate_output("update", updated)
-    assert updated["warnings"] == printed == [typo]
+    assert updated["warnings"] == printed == typo
     from ddtree_bayes.engine import inference
 
     monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date:

@@ -304,8 +304,13 @@ def test_update_names_the_model_a_tracked_query_warns_of(tmp_path, refit_to):
     refit_to(work, step_ar_ms=[8.0, 1.0])
     report, err = _refit_json(work)
     head = f"tracked query 'default' of {LLAMA}: the fit's M = 1 step of {LLAMA}@h100x1 is shorter"
-    assert [w[:len(head)] for w in report["warnings"]] == [head]
-    assert f"ddtree-bayes: warning: {report['warnings'][0]}" in err
+    # (and, first, that its default DDTree budget 32 verifies 33 tokens where Llama's rows, AR
+    # only, verified 1)
+    beyond = (f"tracked query 'default' of {LLAMA}: at C = 1 a step verifies 33 tokens (C x M), "
+              f"more than any measured on {LLAMA}@h100x1 (at most 1): ")
+    assert [w[:len(x)] for w, x in zip(report["warnings"], (beyond, head), strict=True)] == [
+        beyond, head]
+    assert f"ddtree-bayes: warning: {report['warnings'][1]}" in err
     # the default answer it warns of: 14 x 1000 / ((1 x 0.5 x 3 + 0.5) / 0.8 ms) = 5600 tok/s
     (c,) = [c for c in report["tracked"] if c["model"] == LLAMA]
     assert c["after"]["median"] == pytest.approx(5600.0)

@@ -789,6 +789,11 @@ def test_update_does_not_count_a_drafter_card_of_a_model_the_fit_has_not(tmp_pat
 
 NO_LLAMA_DDTREE = ("no drafter card serves llama-3.1-8b-instruct's ddtree and the fit measured "
                    "none: there is no drafter to run it with (`ddtree-bayes card add` one)")
+#: A DDTree budget 32 on Llama's h100 x1, measured AR only (1 token a step).
+LLAMA_M33 = ("at C = 1 a step verifies 33 tokens (C x M), more than any measured on "
+             "llama-3.1-8b-instruct@h100x1 (at most 1): there the step's growth with M is the "
+             "roofline's (compute knee, and for an MoE the distinct experts read): partly "
+             "prior-driven")
 
 
 def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(multi_dir):
@@ -816,6 +821,7 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
     assert [line.split()[0] for line in lines[4:end]] == ["vllm"]
     assert err == (   # (no drafter card serves Llama's DDTree: said as `next` says it)
         f"ddtree-bayes: warning: {NO_LLAMA_DDTREE}\n"
+        f"ddtree-bayes: warning: {LLAMA_M33}\n"
         "ddtree-bayes predict: the fit never measured b300 for llama-3.1-8b-instruct, nor any "
         "speculative method for it: the bundled question's ddtree block 16 budget 32; asking "
         "its most-measured system: vllm ddtree block 16 budget 32 on h100 x1 (pass "
@@ -897,6 +903,8 @@ def test_the_default_note_names_only_the_flags_it_filled(multi_dir):
         assert code == 0, err
         names = "/".join(w for w in filled.split() if w.startswith("--"))
         gap = f"ddtree-bayes: warning: {NO_LLAMA_DDTREE}\n" if why else ""   # (a ddtree)
+        if why and "--hardware" not in flags:   # (its tree on the h100 measured AR only)
+            gap += f"ddtree-bayes: warning: {LLAMA_M33}\n"
         assert err == (f"{gap}{base}{why}; the flags not given come from its most-measured system: "
                        f"{filled} (pass {names} to ask another)\n"), flags
     code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",

@@ -201,6 +201,8 @@ def cmd_next(args: argparse.Namespace) -> int:
     check_query(args.query)
     warned: list[str] = []   # (every warning line printed: the JSON's warnings)
     draws = _load(args, warned)
+    # (refused before the query's warnings: a flag's error is one line)
+    min_ess = _min_ess(args.min_ess, draws.n_draws)
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
     print_warnings(check_drafters(draws, [(query.scenario.model, query.scenario.method)],
                                   strict=args.strict), warned)
@@ -213,7 +215,7 @@ def cmd_next(args: argparse.Namespace) -> int:
                   if args.candidates else None)
     print_warnings(notes, warned)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
-                              seed=args.seed, min_ess=_min_ess(args.min_ess, draws.n_draws),
+                              seed=args.seed, min_ess=min_ess,
                               left_out=left)
     if query.note is not None:
         print(f"{PROG} next: --query: {query.note}", file=sys.stderr)

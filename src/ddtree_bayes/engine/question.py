@@ -558,12 +558,13 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         # (of each engine: llama.cpp's GPUs read in turn whichever engine is asked first)
         warnings += tuple(prefix + w for a in asked
                           if (w := layer_split_warning(fit, a.scenario)) is not None)
-        if flags.concurrency:   # (C or C x M beyond the measured: said with the warnings)
-            from ddtree_bayes.engine.structure import beyond_measured_note
+        # C or C x M beyond the measured, at one stream too (M = 65 against M = 4 measured
+        # was said at C = 2 only): said with the warnings
+        from ddtree_bayes.engine.structure import beyond_measured_note
 
-            beyond = beyond_measured_note(fit, asked[0].scenario.pair, flags.concurrency,
-                                          asked[0].scenario.verify_tokens)
-            warnings += () if beyond is None else (prefix + beyond,)
+        beyond = beyond_measured_note(fit, asked[0].scenario.pair, flags.concurrency or (1,),
+                                      asked[0].scenario.verify_tokens)
+        warnings += () if beyond is None else (prefix + beyond,)
     left_out: dict[str, str] = {} if flags.engines else ar_repeats(fit, asked)
     asked = [a for a in asked if a.scenario.engine not in left_out]
     model = asked[0].scenario.model if asked else flags.model

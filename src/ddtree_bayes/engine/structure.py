@@ -281,10 +281,12 @@ def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
 def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1
                          ) -> str | None:
     """The ``concurrencies`` above the most streams measured on ``system``, and those whose
-    step verifies more tokens (C x ``verify_tokens``) than any row measured there, as one
-    sentence (the step's growth with C there is the roofline's: prior-driven), or None;
-    ``predict`` and ``optimize`` say it alike. A serving walkthrough asked budget 16 at C = 8
-    (136 tokens per step, against at most 32 measured on the system) without a word.
+    step verifies more tokens (C x ``verify_tokens``) than any row measured there, C = 1
+    among them, as one sentence (the step's growth with C, or at C = 1 with M, there is the
+    roofline's: prior-driven), or None; ``predict`` and ``optimize`` say it alike. A serving
+    walkthrough asked budget 16 at C = 8 (136 tokens per step, against at most 32 measured on
+    the system) without a word, and one stream of eagle3 budget 64 (M = 65, against M = 4
+    measured) was not flagged where two streams of it were.
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 8, 16])
@@ -295,7 +297,7 @@ prior-driven"
     top = max_measured_concurrency(draws, system)
     most = max_measured_verify(draws, system)[0]
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
-    verify = sorted({c for c in concurrencies if c > 1 and c not in beyond and most is not None
+    verify = sorted({c for c in concurrencies if c not in beyond and most is not None
                      and c * verify_tokens > most})
     parts = []
     if beyond:
@@ -308,6 +310,9 @@ prior-driven"
                      f"M), more than any measured on {system} (at most {most})")
     if not parts:
         return None
+    if not beyond and verify == [1]:   # one stream: past the rows in M alone
+        return ("; ".join(parts) + ": there the step's growth with M is the roofline's "
+                "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
     return ("; ".join(parts) + ": there the step's growth with C is the roofline's (weights "
             "once per step, KV reads and tree nodes per stream): prior-driven")
 
