@@ -467,6 +467,40 @@ def test_context_labels_keep_every_digit(tmp_path):
         "b300 x8 sglang ddtree b16/B32 ctx 2500000 accept 14")
 
 
+def test_track_list_describes_the_fits_own_default_question(models_dir, tmp_path):
+    """An audit: a fit of RTX PRO 6000 rows only (vLLM EAGLE-3 block 3, accept 1.948 and 1.927
+    measured) asks its own default question, vllm eagle3 at their mean 1.94 (update answered
+    it so), but `track list` described the built-in query as "--accept 14 (default scenario,
+    sglang and native)", the bundled question's. It now says the latest fit's, as asked."""
+    from test_cli_support import make_point_mass_workdir, write_point_mass_fit
+
+    code, out, _ = call(models_dir, "track", "list")   # no fit yet: nothing to say which
+    assert code == 0 and out.splitlines()[2] == (
+        "default  --accept 14 (the latest fit's default question; no fit yet)  built in")
+    bundled_fit = make_point_mass_workdir(tmp_path / "b300")   # (it measured B300)
+    code, out, _ = call(bundled_fit, "track", "list")
+    assert code == 0 and out.splitlines()[2] == (
+        "default  --accept 14 (default question: sglang,native ddtree block 16 budget 32 on "
+        "b300)  built in")
+    work = tmp_path / "rtx"
+    (work / "models").mkdir(parents=True)
+    shutil.copytree(models_dir / "data", work / "data")
+    lines = bundled("measurements.csv").read_text().splitlines(keepends=True)
+    data = work / "data" / "measurements.csv"
+    data.write_text(lines[0] + "".join(ln for ln in lines[1:] if ",rtx-pro-6000," in ln))
+    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
+    draws = point_mass_draws(n=16)   # (a fit of those rows: its one system theirs)
+    draws.meta["coords"].update({"system": ["rtx-pro-6000x8"],
+                                 "overhead_group": ["rtx-pro-6000x8/vllm/eagle3"]})
+    write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv", draws=draws)
+    code, out, _ = call(work, "track", "list")
+    # (1.948 + 1.927) / 2 = 1.9375, to 2 decimals
+    assert code == 0 and out.splitlines()[2] == (
+        "default  --accept 1.94 (default question: vllm eagle3 block 3 budget 3 on "
+        "rtx-pro-6000 x8)  built in")
+
+
 def test_malformed_tracked_file_is_named(models_dir):
     work = models_dir
     (work / "models").mkdir()

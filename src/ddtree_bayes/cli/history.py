@@ -259,9 +259,11 @@ def cmd_track(args: argparse.Namespace) -> int:
             emit_json({"file": str(living.tracked_path(models)),
                    "rows": [t.__dict__ for t in tracked]})
             return 0
-        body = [[t.name, " ".join(f"--{k.replace('_', '-')} {v}" for k, v in t.query.items()
-                                  if v is not None) + (" (default scenario, sglang and native)"
-                                                       if t.builtin else ""),
+        try:   # (the built-in query asks the latest fit's own default question)
+            latest = api.load() if any(t.builtin for t in tracked) else None
+        except ArtifactError:   # no fit yet, or one that cannot be read
+            latest = None
+        body = [[t.name, living.describe_tracked(latest, t),
                  "built in" if t.builtin else (t.added_utc or "-")] for t in tracked]
         print(aligned_table(["name", "query", "added (UTC)"], body, text_last=True))
         return 0

@@ -45,6 +45,7 @@ from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     Tracked,
     check_accept_limit,
     compare_queries,
+    describe_tracked,
     for_models,
     format_change,
     load_tracked,

@@ -339,6 +339,28 @@ def asked_query(draws, query: dict[str, Any], builtin: bool = False,
     return q
 
 
+def query_flags(query: dict[str, Any]) -> str:
+    """``--hardware rtx-pro-6000 --accept 1.95``: a query's flags as given (None left out)."""
+    return " ".join(f"--{k.replace('_', '-')} {v}" for k, v in query.items() if v is not None)
+
+
+def describe_tracked(draws, t: Tracked) -> str:
+    """A tracked query as ``track list`` shows it: its flags, and for the built-in default
+    query the flags it asks the fit ``draws`` (:func:`asked_query`: a derived default's
+    acceptance, a fit of several models' project model) and that fit's own default question
+    (``None``: no fit to say which). It read "--accept 14 (default scenario, sglang and
+    native)" for a fit whose default question is vllm eagle3 at its measured 1.94."""
+    if not t.builtin:
+        return query_flags(t.query)
+    if draws is None:
+        return f"{query_flags(t.query)} (the latest fit's default question; no fit yet)"
+    from ddtree_bayes.engine.question import default_question
+
+    asked = asked_query(draws, t.query, builtin=True)
+    return (f"{query_flags(asked)} (default question: "
+            f"{default_question(draws, asked.get('model')).describe()})")
+
+
 def project_model(draws) -> str | None:
     """The model a query without ``--model`` asks a fit of several models about: the model of
     the fit's first measured row, the one the project started with (``add`` appends rows, so
