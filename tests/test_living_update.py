@@ -501,6 +501,55 @@ def test_track_list_describes_the_fits_own_default_question(models_dir, tmp_path
         "rtx-pro-6000 x8)  built in")
 
 
+def test_diff_labels_every_vector_parameter_by_its_coordinate(tmp_path):
+    """An audit: `diff` of two fits of one user's vLLM EAGLE-3 rows printed
+    `spec_fixed_engine[0]`: a parameter missing from the stored diagnostics (a constant one:
+    one engine's effect) was labelled by the coordinate of its length, and with the engine,
+    relation, system and overhead group all of length 1 no coordinate was the one: its index
+    was printed. The artifact names each variable's dimension (netCDF dimension scales, as
+    xarray writes them): every label is its coordinate's."""
+    import h5py
+
+    from test_cli_support import write_point_mass_fit
+
+    work = tmp_path / "w"
+    (work / "models").mkdir(parents=True)
+    shutil.copytree(bundled("hardware.csv").parent, work / "data", dirs_exist_ok=True,
+                    ignore=lambda *_: ["measurements.csv"])
+    lines = bundled("measurements.csv").read_text().splitlines(keepends=True)
+    data = work / "data" / "measurements.csv"
+    data.write_text(lines[0] + "".join(ln for ln in lines[1:] if ",rtx-pro-6000," in ln))
+    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
+    coords = {"system": ["rtx-pro-6000x8"], "overhead_group": ["rtx-pro-6000x8/vllm/eagle3"],
+              "relation": ["native"], "engine": ["vllm"]}
+    dims = {**dict.fromkeys(("step_ar_ms", "moe_share", "moe_slope", "moe_exponent",
+                             "ctx_ms_per_unit"), "system"),
+            "reduction": "relation", "spec_fixed_engine": "engine",
+            "overhead_frac": "overhead_group"}
+    draws = point_mass_draws(n=16, spec_fixed_engine=[0.0])
+    draws.meta["coords"] = coords
+    path = write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                                work / "data" / "hardware.csv", draws=draws)
+    with h5py.File(path, "r+") as fh:   # (the scales xarray's netCDF writer attaches)
+        post = fh["posterior"]
+        for dim, labels in coords.items():
+            post.create_dataset(dim, data=np.array(labels, dtype=object),
+                                dtype=h5py.string_dtype())
+            post[dim].make_scale(dim)
+        for name, dim in dims.items():
+            post[name].dims[2].attach_scale(post[dim])
+    code, out, err = call(work, "diff", "latest", "latest", "--format", "json")
+    assert code == 0, err
+    names = [p["parameter"] for p in json.loads(out)["parameters"]]
+    assert [n for n in names if "[" in n] == [
+        "ctx_ms_per_unit[rtx-pro-6000x8]", "moe_exponent[rtx-pro-6000x8]",
+        "moe_share[rtx-pro-6000x8]", "moe_slope[rtx-pro-6000x8]",
+        "overhead_frac[rtx-pro-6000x8/vllm/eagle3]", "reduction[native]",
+        "spec_fixed_engine[vllm]", "step_ar_ms[rtx-pro-6000x8]"]
+    code, out, err = call(work, "diff", "latest", "latest")
+    assert code == 0 and "spec_fixed_engine[vllm] " in out and "[0]" not in out, out
+
+
 def test_malformed_tracked_file_is_named(models_dir):
     work = models_dir
     (work / "models").mkdir()

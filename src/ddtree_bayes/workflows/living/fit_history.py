@@ -12,9 +12,35 @@ from ddtree_bayes.core.errors import DDTreeBayesError
 
 
 # ---------------------------------------------------------------- parameters, history
+def variable_dims(path: Path) -> dict[str, tuple[str, ...]]:
+    """Each posterior variable's dimensions after (chain, draw), as the artifact at ``path``
+    names them (the netCDF dimension scales xarray attaches: ``spec_fixed_engine`` ->
+    ``("engine",)``); a variable without them, or a file that is not such an artifact (an
+    in-memory fit), is left out."""
+    import h5py
+
+    out: dict[str, tuple[str, ...]] = {}
+    try:
+        with h5py.File(path, "r") as fh:
+            for name, ds in fh["posterior"].items():
+                dims = [ds.dims[i][0].name.rsplit("/", 1)[-1] if len(ds.dims[i]) else None
+                        for i in range(2, ds.ndim)]
+                if all(dims):
+                    out[name] = tuple(d for d in dims if d)
+    except (OSError, KeyError, ValueError, TypeError, AttributeError):
+        return {}
+    return out
+
+
 def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
     """``{"moe_share[b300x8]": draws, ...}`` for every scalar of the posterior, labelled by
-    coordinate. The non-centred auxiliaries (``*_z``) are left out unless asked for."""
+    coordinate: the variable's own dimensions as its artifact names them
+    (:func:`variable_dims`), else the labels of the fit's diagnostics, else the one
+    coordinate of its length. The non-centred auxiliaries (``*_z``) are left out unless asked
+    for. A constant parameter the diagnostics leave out (one engine's ``spec_fixed_engine``),
+    with every coordinate of length 1, was labelled by its index: ``spec_fixed_engine[0]``."""
+    import itertools
+
     import numpy as np
 
     labels_by_var: dict[str, list[str]] = {}
@@ -23,6 +49,7 @@ def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
         if rest:
             labels_by_var.setdefault(name, []).append(rest[:-1])
     coords = draws.meta.get("coords", {})
+    dims = variable_dims(draws.path) if draws.path is not None and draws.path.is_file() else {}
     out: dict[str, Any] = {}
     for name, arr in draws.variables.items():
         if name.endswith("_z") and not include_auxiliary:
@@ -31,7 +58,11 @@ def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
         if arr.ndim == 1:
             out[name] = arr
             continue
+        own = dims.get(name, ())
         labels = labels_by_var.get(name, [])
+        if own and all(d in coords for d in own):   # (several dimensions: "a, b", as arviz)
+            labels = [", ".join(map(str, combo))
+                      for combo in itertools.product(*(coords[d] for d in own))]
         if len(labels) != arr.shape[1]:
             same = [v for v in coords.values() if len(v) == arr.shape[1]]
             labels = [str(x) for x in same[0]] if len(same) == 1 else [
