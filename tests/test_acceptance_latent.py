@@ -245,6 +245,17 @@ def _ddtree_group_draws(n=8):
     return draws
 
 
+def test_the_note_of_a_group_of_one_row_is_singular():
+    """"acceptance: posterior of the 1 measured rows without accept_len": one row, one row."""
+    from ddtree_bayes.engine import predictive as P
+
+    draws = _ddtree_group_draws()
+    draws.meta["model"]["acceptance_groups"][0]["rows"] = [11]
+    (r,) = P.predict(draws, engines=["sglang"])
+    assert r["accept_note"].startswith("acceptance: posterior of the 1 measured row without "
+                                       "accept_len (kimi-k2.6/ddtree/b16/B32: median 12.00")
+
+
 def test_predict_without_accept_uses_the_posterior_draw_by_draw():
     from ddtree_bayes.engine import predictive as P
 

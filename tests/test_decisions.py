@@ -294,7 +294,7 @@ def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):
     assert [round(r["accept"], 1) for r in out["rows"]] == [6.0, 8.0, 8.0]
     assert [r["accept_max"] for r in out["rows"]] == [8, 8, 8]
     assert out["curve"]["source"] == (f"prior of ddtree block 16 from curve.toml, updated "
-                                      f"with 1 m ddtree block 8 rows of {acc}")
+                                      f"with 1 m ddtree block 8 row of {acc}")
 
 
 def test_unmeasured_group_shares_one_overhead_draw_across_budgets():

@@ -159,8 +159,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
                         + ([_pct(s["baseline"]["mape"], 1)] if mean else [])
                         + [_pct(s["baseline"]["mean_width90_rel"])]]))
     if s["baseline"].get("n", 0) < s.get("n", 0):
-        print(f"original +-30%: scored on the {s['baseline']['n']} of {s['n']} held-out rows with an "
-              "accept_len (the formula needs the acceptance; the fit infers it)")
+        print(f"original +-30%: scored on the {s['baseline']['n']} of "
+              f"{counted(s['n'], 'held-out row')} with an accept_len (the formula needs the "
+              "acceptance; the fit infers it)")
     for line in unscored_lines({name: [r["row"] for r in res["rows"] if r["fold"] == name]
                                 for name in failed},
                                {name: fold["failures"] for name, fold in failed.items()},

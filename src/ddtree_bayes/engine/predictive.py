@@ -1148,8 +1148,10 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
                 row["explain"] = explain_row(split[0], split[1], a, per_token,
                                              explain_sources(fit, sc, source, how), prob)
             if source.kind == "posterior" and dist is not None:
-                row["accept_note"] = (f"acceptance: posterior of the {dist['rows']} measured rows "
-                                      f"without accept_len ({dist['group']}: median "
+                n_rows = dist["rows"]
+                row["accept_note"] = (f"acceptance: posterior of the {n_rows} measured "
+                                      f"row{'s' * (n_rows != 1)} without accept_len "
+                                      f"({dist['group']}: median "
                                       f"{dist['median']:.2f}, 90% {dist['lo90']:.2f}-"
                                       f"{dist['hi90']:.2f})")
             rows.append(row)

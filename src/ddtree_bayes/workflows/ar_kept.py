@@ -95,12 +95,13 @@ def _no_speculative_row(ar: int) -> str:
 
 
 def _no_ar_row(spec: int) -> str:
-    return (f"no AR row: the question does not apply; {spec} speculative rows; validate "
-            "--group pair covers it")
+    return (f"no AR row: the question does not apply; {spec} speculative "
+            f"row{'s' * (spec != 1)}; validate --group pair covers it")
 
 
 def _none_scored(spec: int) -> str:
-    return f"none of its {spec} speculative rows can be scored"
+    return ("its 1 speculative row cannot be scored" if spec == 1 else
+            f"none of its {spec} speculative rows can be scored")
 
 
 def pairs_left_out(splits: list[PairSplit], data: Measurements) -> list[dict]:
@@ -245,11 +246,12 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
     cores = 1 if scheduler else max(1, (os.cpu_count() or 1) // max(jobs, 1))
     t0 = time.perf_counter()
     if progress:
+        scored = sum(len(s.scored) for s in splits)
         print(f"[validate --keep-ar] {len(splits)} pairs x 2 refits (AR kept, whole pair)"
               f"{f' less {len(not_made)}' if not_made else ''} = {len(tasks)} folds, "
               f"{settings.chains} chains x {settings.draws_label()} draws each, "
               f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}; "
-              f"{sum(len(s.scored) for s in splits)} speculative rows scored", file=sys.stderr,
+              f"{scored} speculative row{'s' * (scored != 1)} scored", file=sys.stderr,
               flush=True)
         for note in notes:
             print(f"[validate --keep-ar] {note}", file=sys.stderr, flush=True)

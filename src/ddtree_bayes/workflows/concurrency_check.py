@@ -236,8 +236,10 @@ def extrapolate_concurrency(files: list[Path] | None = None,
                           settings)
         sweeps.append(res)
         if progress:
-            print(f"[concurrency] {i}/{len(runnable)} {sweep.path.name}: {res.get('n', 0)} rows "
-                  f"scored ({res['seconds']:.0f} s)", file=sys.stderr, flush=True)
+            n = res.get("n", 0)
+            print(f"[concurrency] {i}/{len(runnable)} {sweep.path.name}: {n} "
+                  f"row{'s' * (n != 1)} scored ({res['seconds']:.0f} s)", file=sys.stderr,
+                  flush=True)
     # a sweep whose fit failed its gates keeps its own line; its rows and crossovers are not
     # pooled (they counted as if fine)
     scored, unconverged = converged_only((s["sweep"], s["converged"], s["rows"]) for s in sweeps)

@@ -75,8 +75,8 @@ def load_sweeps(files: list[Path], hardware_csv: str, methods=None
     """The sweeps in ``files`` (grouped by their ``sweep`` column) and why any was skipped."""
     def too_few(data, lacking: int) -> str | None:
         return None if hold_out(data.rows) else (
-            f"fewer than 3 speculative configurations with acceptance and tok/s; {lacking} rows "
-            "lack them")
+            f"fewer than 3 speculative configurations with acceptance and tok/s; {lacking} "
+            f"{'row lacks' if lacking == 1 else 'rows lack'} them")
 
     found, notes = usable_sweeps(files, hardware_csv, skip=too_few, methods=methods)
     return [Sweep(name, str(path), text, hold_out(data.rows), lacking)

@@ -108,7 +108,7 @@ def splits_of(name: str, path: str, text: str, data, skipped_rows: int
                     f"configuration; methods {', '.join(by_method) or 'none'})"]
     if not by_method:
         return [], [f"{name}: left out (no speculative row with acceptance and tok/s; "
-                    f"{skipped_rows} rows lack them)"]
+                    f"{skipped_rows} {'row lacks' if skipped_rows == 1 else 'rows lack'} them)"]
     splits, notes = [], []
     for method, ix in by_method.items():
         configs = sorted({config_key(rows[i]) for i in ix})
@@ -311,9 +311,10 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
     t0 = time.perf_counter()
     if progress:
         beside = f", each beside {corpus}'s rows" if corpus is not None else ""
+        predicted = sum(len(s.predicted) for s in splits)
         print(f"[validate --from-smallest] {len(splits)} splits x {len(structures)} structures "
               f"= {len(tasks)} fits, {settings.chains} chains x {settings.draws_label()} draws each, "
-              f"{jobs} job(s); {sum(len(s.predicted) for s in splits)} rows predicted{beside}",
+              f"{jobs} job(s); {predicted} row{'s' * (predicted != 1)} predicted{beside}",
               file=sys.stderr, flush=True)
         for note in notes:
             print(f"[validate --from-smallest] {note}", file=sys.stderr, flush=True)

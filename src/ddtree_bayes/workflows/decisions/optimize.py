@@ -268,7 +268,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         rows_of = f" {method} block {block}" if other_drafter else ""
         cd = update_curve(curve, b_obs, a_obs, n, rng,
                           source=f"prior{whose} from {curve.path}, updated with {len(b_obs)} "
-                                 f"{file_model}{rows_of} rows of {acceptance_file}")
+                                 f"{file_model}{rows_of} row{'s' * (len(b_obs) != 1)} of "
+                                 f"{acceptance_file}")
         anchored = (float(b_obs.min()), float(b_obs.max()))
     # capped per budget at what a step can emit: the scenarios' limits, as predict's
     limits = np.array([sc.limit.tokens for sc in scenarios])

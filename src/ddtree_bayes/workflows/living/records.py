@@ -531,7 +531,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         appended = [m for m in final.rows if m.row in wanted]
         warnings += misspelt_names(final.rows, known or {}, only=wanted)
         if len(appended) != len(new):  # pragma: no cover - a bug, not a user error
-            raise DataError(f"internal error: expected {len(new)} new rows, found "
+            raise DataError(f"internal error: expected {len(new)} new "
+                            f"row{'s' * (len(new) != 1)}, found "
                             f"{len(appended)}; nothing was written", file=str(data_path))
         write_text_atomically(data_path, new_text)
         _remove_stale_temps(data_path)
