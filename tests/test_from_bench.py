@@ -60,7 +60,7 @@ def test_sglang_serving_acceptance_from_the_file(work, tmp_path):
     (row,) = new_rows(work)
     # median_tpot_ms 2.4924749999999998 -> 1000 / 2.492475 = 401.2076 tok/s; 16384 / 16 tokens
     assert row["tok_s"] == "401.208" and row["accept_len"] == "3.4172"
-    assert row["context_tokens"] == "1024" and row["verify_tokens"] == ""
+    assert row["context_tokens"] == "1024" and row["verify_tokens"] == "4"   # (as add writes)
     assert row["source"] == "sglang-serving eagle.jsonl record 1"
     assert row["notes"].startswith("sglang.bench_serving (sglang-serving): tok_s = 1000/median_tpot_ms")
     assert "appended 1 row" in out and "M=4 ctx 1024 accept 3.4172: 401.208 tok/s" in out
@@ -80,6 +80,28 @@ def test_vllm_serve_and_a_contradicting_accept(work):
     assert float(row["accept_len"]) == pytest.approx(
         payload["spec_decode_acceptance_length"], rel=1e-5)
     assert row["context_tokens"] == "1024" and row["source"] == "my serve run"
+
+
+def test_a_row_imported_from_a_bench_file_is_the_row_add_writes_from_flags(pm, tmp_path):
+    """An audit: `add --method eagle3 --block 3 ...` wrote verify_tokens 4 (derived, as the
+    row is checked), `add --from-bench` of the same run left the cell blank: one
+    configuration spelled two ways in data/measurements.csv. Both fill it alike now: the
+    imported row and the same values given as flags are the same bytes."""
+    bench, flags = (Path(shutil.copytree(pm, tmp_path / name)) for name in ("bench", "flags"))
+    code, _, err = run_cli(bench, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
+                           "--hardware", "b300", "--gpus", "8", "--engine", "vllm", "--method",
+                           "eagle3", "--block", "3", "--source", "my serve run")
+    assert code == 0, err
+    (row,) = new_rows(bench)
+    assert (row["block"], row["budget"], row["verify_tokens"]) == ("3", "3", "4")   # 3 + 1
+    code, _, err = run_cli(flags, "add", "--model", row["model"], "--hardware", "b300",
+                           "--gpus", "8", "--engine", "vllm", "--method", "eagle3", "--block",
+                           "3", "--accept",
+                           row["accept_len"], "--context", row["context_tokens"], "--tok-s",
+                           row["tok_s"], "--source", row["source"], "--notes", row["notes"])
+    assert code == 0, err
+    assert ((bench / "data" / "measurements.csv").read_bytes()
+            == (flags / "data" / "measurements.csv").read_bytes())
 
 
 @pytest.mark.parametrize("name", ["llama_bench.json", "llama_bench.csv"])

@@ -154,8 +154,7 @@ def cmd_add(args: argparse.Namespace) -> int:
             "concurrency": str(args.concurrency) if args.concurrency else None}
         row = living.NewRow(f"{data_path} (new row)", None, values, flags=True)
         result = living.append_rows(data_path, hardware, [row],
-                                    allow_duplicate=args.allow_duplicate,
-                                    fill_verify_tokens=True, methods=methods,
+                                    allow_duplicate=args.allow_duplicate, methods=methods,
                                     declared=declared, create=create, known=known,
                                     default_context=blank_context,
                                     check_existing=_as_fit(args.hardware_file))

@@ -308,7 +308,7 @@ def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
 
 
 def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[NewRow], *,
-                allow_duplicate: bool = False, fill_verify_tokens: bool = False,
+                allow_duplicate: bool = False,
                 what: str | None = None,
                 methods: Mapping[str, MethodSpec] | None = None,
                 declared: bool = False, create: bool = False,
@@ -322,6 +322,12 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
     row identical to an existing one (``allow_duplicate`` appends it with "repeat of row
     N" in its notes instead, so the file stays valid), check the whole new file with
     :func:`~ddtree_bayes.core.data.load_measurements`, then replace the file atomically.
+
+    A row whose configuration came from ``add``'s flags (``NewRow.flags``: a row given as
+    flags, or imported with ``--from-bench``) is written with its verify tokens and budget
+    derived when not given, so one configuration is spelled one way whichever way it came
+    (``--from-bench`` left verify_tokens blank where ``add --block 3`` wrote 4); a ``--from``
+    CSV row keeps its cells as written (its budget aside).
 
     ``methods`` (the priors' ``[methods]`` table) bounds each row's accept_len by what its
     configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`); with ``declared``
@@ -472,7 +478,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if unknown is not None:
                     raise DataError(unknown[0], file=item.origin, row=line, column="model",
                                     fix=unknown[1])
-                if fill_verify_tokens and not values.get("verify_tokens"):
+                if item.flags and not values.get("verify_tokens"):
                     values["verify_tokens"] = str(m.verify_tokens)
                 if not values.get("budget") and m.budget is not None:
                     # the budget the shape implies (a chain's is its depth): every writer
