@@ -308,9 +308,10 @@ def test_update_names_the_model_a_tracked_query_warns_of(tmp_path, refit_to):
     # only, verified 1)
     beyond = (f"tracked query 'default' of {LLAMA}: at C = 1 a step verifies 33 tokens (C x M), "
               f"more than any measured on {LLAMA}@h100x1 (at most 1): ")
-    assert [w[:len(x)] for w, x in zip(report["warnings"], (beyond, head), strict=True)] == [
-        beyond, head]
-    assert f"ddtree-bayes: warning: {report['warnings'][1]}" in err
+    # (under the refit, the fit the user now has: predict's order, its step first)
+    assert [w[:len(x)] for w, x in zip(report["warnings"], (head, beyond), strict=True)] == [
+        head, beyond]
+    assert f"ddtree-bayes: warning: {report['warnings'][0]}" in err
     # the default answer it warns of: 14 x 1000 / ((1 x 0.5 x 3 + 0.5) / 0.8 ms) = 5600 tok/s
     (c,) = [c for c in report["tracked"] if c["model"] == LLAMA]
     assert c["after"]["median"] == pytest.approx(5600.0)
@@ -401,3 +402,29 @@ def test_next_lists_the_candidates_whose_weights_do_not_fit(tmp_path):
         "left out: kimi-k2.6 h100 x1 vllm ar; kimi-k2.6 h100 x1 vllm ddtree block 16 budget 8 "
         "M=9; kimi-k2.6 h100 x1 vllm ddtree block 16 budget 32 M=33; kimi-k2.6 h100 x1 vllm "
         f"ddtree block 16 budget 128 M=129: {KIMI_ON_H100}."]
+
+
+def test_tracked_query_warnings_are_the_fit_the_user_now_has(monkeypatch):
+    """`update` printed what predict warns of under both fits: after a budget-32 row was
+    added, the default question was still warned "more than any measured on b300x8 (at most
+    9)", the older fit's words. Now the later fit's warnings are said (the earlier one's only
+    when there is no later fit)."""
+    import dataclasses
+
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.living import tracking
+
+    def rows(draws, query, seed, workdir=None, builtin=False, warnings=None):
+        warnings.append(f"said under {draws.meta['fit_id']}")
+        return []
+
+    monkeypatch.setattr(tracking, "query_rows", rows)
+    before, after = point_mass_draws(), point_mass_draws()
+    before.meta["fit_id"], after.meta["fit_id"] = "old", "new"
+    t = tracking.Tracked("q", {"accept": "14"})
+    said: list[str] = []
+    tracking.compare_queries(before, after, [t], 1, warnings=said)
+    assert said == ["tracked query 'q': said under new"]
+    said.clear()
+    tracking.compare_queries(before, None, [dataclasses.replace(t)], 1, warnings=said)
+    assert said == ["tracked query 'q': said under old"]

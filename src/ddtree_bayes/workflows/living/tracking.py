@@ -415,11 +415,11 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
     still the same question), ``before`` and ``after`` (median, lo90, hi90 or None) and
     ``before_error`` / ``after_error`` when a fit cannot answer the query (e.g. an unmeasured
     system, or a fit that failed its convergence gates: predict refuses it, so its interval is
-    no answer). ``warnings``, when given, gets
-    what ``predict`` warns of for each query's flags (once each, the query named, and in a fit
-    of several models the model it asks: ``tracked query 'default' of llama-3.1-8b-instruct:
-    ...``): an engine never measured is answered from the pooled population, as predict
-    answers it, not without a word.
+    no answer). ``warnings``, when given, gets what ``predict`` warns of for each query's
+    flags under ``after`` (``before`` without it; once each, the query named, and in a fit
+    of several models the model it asks: ``tracked query 'default' of
+    llama-3.1-8b-instruct: ...``): an engine never measured is answered from the pooled
+    population, as predict answers it, not without a word.
     """
     from ddtree_bayes.engine.question import default_question
     from ddtree_bayes.engine.scenario import failures
@@ -464,7 +464,10 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                         "accept": r["accept"], "interval": _interval(r)}
             except QueryError as err:
                 errors[which] = without_fix(err)
-            if warnings is not None:
+            # (what predict warns of under the fit the user now has: ``after``'s; ``before``'s
+            # only without one. Both were said: the default of a fit that had just measured
+            # budget 32 was warned "more than any measured (at most 9)", the older fit's words)
+            if warnings is not None and (which == "after" or after is None):
                 for w in warned:
                     # (in a fit of several models the query's model too: the built-in
                     # default is asked of each model the rows measure, one name for all)
