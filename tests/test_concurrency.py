@@ -1067,8 +1067,9 @@ def test_one_stream_verifying_more_tokens_than_measured_is_said_as_at_c_above_1(
     assert resolve(d, Flags(**eagle, concurrency=(1, 2))).warnings == (
         "C = 2 is beyond the concurrencies measured on rtx-pro-6000x8 (at most 1); at C = 1 a "
         "step verifies 65 tokens (C x M), more than any measured on rtx-pro-6000x8 (at most "
-        "4): there the step's growth with C is the roofline's (weights once per step, KV reads "
-        "and tree nodes per stream): prior-driven",)
+        "4): there the step's growth with C and M is the roofline's (weights once per step, "
+        "KV reads and tree nodes per stream, the compute knee, and for an MoE the distinct "
+        "experts read): prior-driven",)
     # within the rows: the measured M = 4 itself, and B300's measured budget 8 (M = 9)
     assert resolve(d, Flags(**{**eagle, "block": 3, "budget": 3})).warnings == ()
     assert beyond_measured_note(d, "b300x8", [1], verify_tokens=9) is None

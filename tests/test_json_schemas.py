@@ -292,8 +292,9 @@ def test_predict_json_carries_the_warnings(work):
         NO_CONTEXT,
         "C = 64 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1 a step "
         "verifies 33 tokens (C x M), more than any measured on b300x8 (at most 9): there the "
-        "step's growth with C is the roofline's (weights once per step, KV reads and tree "
-        "nodes per stream): prior-driven"]
+        "step's growth with C and M is the roofline's (weights once per step, KV reads and "
+        "tree nodes per stream, the compute knee, and for an MoE the distinct experts read): "
+        "prior-driven"]
     one, printed = warned_json(work, "predict", "--accept", "14")
     validate_output("predict", one)
     assert one["warnings"] == printed == [BEYOND_M33]

@@ -293,6 +293,11 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
     "C = 8, 16 are beyond the concurrencies measured on b300x8 (at most 1): there the step's \
 growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
 prior-driven"
+    >>> print(beyond_measured_note(point_mass_draws(), "b300x8", [1, 8], verify_tokens=33))
+    C = 8 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1 a step verifies \
+33 tokens (C x M), more than any measured on b300x8 (at most 9): there the step's growth with C \
+and M is the roofline's (weights once per step, KV reads and tree nodes per stream, the compute \
+knee, and for an MoE the distinct experts read): prior-driven
     """
     top = max_measured_concurrency(draws, system)
     most = max_measured_verify(draws, system)[0]
@@ -313,6 +318,10 @@ prior-driven"
     if not beyond and verify == [1]:   # one stream: past the rows in M alone
         return ("; ".join(parts) + ": there the step's growth with M is the roofline's "
                 "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
+    if 1 in verify:   # (several streams beyond, and one stream past the rows in M too)
+        return ("; ".join(parts) + ": there the step's growth with C and M is the roofline's "
+                "(weights once per step, KV reads and tree nodes per stream, the compute knee, "
+                "and for an MoE the distinct experts read): prior-driven")
     return ("; ".join(parts) + ": there the step's growth with C is the roofline's (weights "
             "once per step, KV reads and tree nodes per stream): prior-driven")
 
