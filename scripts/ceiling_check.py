@@ -31,7 +31,10 @@ from ddtree_bayes.engine.ceiling import least_kv_share
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def rows():
+def public_rows():
+    """(file name, line, row, card, hardware row, GPUs, tok/s, C, context) of every distinct
+    public row with a bundled card and hardware row and numeric gpus and tok_s (the corpus
+    repeats its sweeps' rows: each once)."""
     cards = load_model_cards(bundled("models.csv"))
     hardware = {r["hardware"]: r for r in csv.DictReader(open(bundled("hardware.csv")))}
     files = sorted(glob.glob(str(ROOT / "data" / "public" / "**" / "*.csv"), recursive=True))
@@ -48,48 +51,38 @@ def rows():
             ctx = float(r.get("context_tokens") or 0)
             key = (r["model"], r["hardware"], gpus, r["engine"], r["method"], r.get("block"),
                    r.get("budget"), c, ctx, tok)
-            if key in seen:   # (the corpus repeats its sweeps' rows)
-                continue
-            seen.add(key)
-            card = cards[r["model"]]
-            f = pair_features(card, hardware[r["hardware"]], gpus)
-            kv = (card.kv_cache_gb(ctx, c) or 0.0) * least_kv_share(card)
-            read_ms = f.stream_ms + kv / (f.bandwidth_tb_s * gpus)
-            accept = float(r["accept_len"]) if r.get("accept_len") else None
-            steps = tok / c / (accept or 1.0)
-            yield (steps * read_ms / 1000, accept is not None, Path(path).name, line, r, c, ctx)
-
-
-def routing_rows():
-    """(measured step / balanced-routing read, file, line, row, C) of every distinct public row
-    at C >= 2 of an MoE card (rows without accept_len count as acceptance 1: a speculative
-    one's step is then a lower bound, listed apart)."""
-    cards = load_model_cards(bundled("models.csv"))
-    hardware = {r["hardware"]: r for r in csv.DictReader(open(bundled("hardware.csv")))}
-    files = sorted(glob.glob(str(ROOT / "data" / "public" / "**" / "*.csv"), recursive=True))
-    seen = set()
-    for path in files:
-        for line, r in enumerate(csv.DictReader(open(path)), start=2):
-            card = cards.get(r.get("model", ""))
-            c = int(r.get("concurrency") or 1)
-            if card is None or not card.experts or c < 2 or r.get("hardware") not in hardware:
-                continue
-            key = tuple(r.get(k) for k in ("model", "hardware", "gpus", "engine", "method",
-                                           "block", "budget", "concurrency", "context_tokens",
-                                           "tok_s"))
             if key in seen:
                 continue
             seen.add(key)
-            gpus = int(r["gpus"])
-            f = pair_features(card, hardware[r["hardware"]], gpus)
-            e, k = card.experts, card.experts_topk
-            touched = e * (1.0 - (1.0 - k / e) ** c)
-            per_expert = (card.params_total_b - card.params_active_b) / (e - k)
-            read_ms = f.stream_ms * (1.0 + (touched - k) * per_expert / card.params_active_b)
-            accept = float(r["accept_len"]) if r.get("accept_len") else None
-            step = 1000.0 * (accept or 1.0) * c / float(r["tok_s"])
-            yield step / read_ms, accept is not None or r["method"] == "ar", Path(path).name, \
-                line, r, c
+            yield (Path(path).name, line, r, cards[r["model"]], hardware[r["hardware"]], gpus,
+                   tok, c, ctx)
+
+
+def rows():
+    for name, line, r, card, hw, gpus, tok, c, ctx in public_rows():
+        f = pair_features(card, hw, gpus)
+        kv = (card.kv_cache_gb(ctx, c) or 0.0) * least_kv_share(card)
+        read_ms = f.stream_ms + kv / (f.bandwidth_tb_s * gpus)
+        accept = float(r["accept_len"]) if r.get("accept_len") else None
+        steps = tok / c / (accept or 1.0)
+        yield (steps * read_ms / 1000, accept is not None, name, line, r, c, ctx)
+
+
+def routing_rows():
+    """(measured step / balanced-routing read, AR or with accept_len, file, line, row, C) of
+    every distinct public row at C >= 2 of an MoE card (rows without accept_len count as
+    acceptance 1: a speculative one's step is then a lower bound, listed apart)."""
+    for name, line, r, card, hw, gpus, tok, c, _ in public_rows():
+        if not card.experts or c < 2:
+            continue
+        f = pair_features(card, hw, gpus)
+        e, k = card.experts, card.experts_topk
+        touched = e * (1.0 - (1.0 - k / e) ** c)
+        per_expert = (card.params_total_b - card.params_active_b) / (e - k)
+        read_ms = f.stream_ms * (1.0 + (touched - k) * per_expert / card.params_active_b)
+        accept = float(r["accept_len"]) if r.get("accept_len") else None
+        step = 1000.0 * (accept or 1.0) * c / tok
+        yield step / read_ms, accept is not None or r["method"] == "ar", name, line, r, c
 
 
 def main() -> int:

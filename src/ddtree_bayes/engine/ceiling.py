@@ -178,6 +178,27 @@ def routing_row(per_step: np.ndarray, read: BalancedRead | None) -> dict | None:
             "steps_per_s": read.rate, "median_steps_per_s": median}
 
 
+def _largest_per_system(rows: list[dict], field: str, by: str) -> dict[tuple, dict]:
+    """Per (hardware, GPUs, context, C) of the predict rows carrying ``field``, the one whose
+    ``field[by]`` is largest: a warning line per system and question, its worst engine or
+    acceptance.
+
+    >>> rows = [{"hardware": "h", "gpus": 1, "context_tokens": 0.0, "x": {"s": s}}
+    ...         for s in (0.2, 0.5, 0.3)]
+    >>> _largest_per_system(rows, "x", "s")
+    {('h', 1, 0.0, 1): {'s': 0.5}}
+    """
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        item = r.get(field)
+        if item is None:
+            continue
+        key = (r["hardware"], r["gpus"], r["context_tokens"], r.get("concurrency", 1))
+        if key not in out or item[by] > out[key][by]:
+            out[key] = item
+    return out
+
+
 def routing_warnings(rows: list[dict]) -> list[str]:
     """One line per (system, context, C) whose median answer is faster than reading the
     experts balanced routing touches (:func:`balanced_read`), the fastest of its rows.
@@ -197,14 +218,7 @@ most 1 / 1.49 of that rate (scripts/ceiling_check.py). The answer reads as if th
 shared far fewer experts: likely optimistic (the MoE term's growth with C here is the fit's \
 exponent, not this read)
     """
-    fastest: dict[tuple, dict] = {}
-    for r in rows:
-        b = r.get("balanced_routing")
-        if b is None:
-            continue
-        key = (r["hardware"], r["gpus"], r["context_tokens"], r.get("concurrency", 1))
-        if key not in fastest or b["median_steps_per_s"] > fastest[key]["median_steps_per_s"]:
-            fastest[key] = b
+    fastest = _largest_per_system(rows, "balanced_routing", "median_steps_per_s")
     return [f"at C = {c} on {hardware} x{gpus}"
             + (f" and context {plain_text(float(context))}" if context else "")
             + f", the median answer takes {b['median_steps_per_s']:.0f} steps/s (tok/s per "
@@ -285,14 +299,7 @@ ctx_batch_exponent) would read them faster
     a step reads the weights (16.1 GB) at 3.35 TB/s, at least 7.68 ms; the answer's run-to-run \
 noise reaches below that read
     """
-    worst: dict[tuple, dict] = {}
-    for r in rows:
-        cap = r.get("read_ceiling")
-        if cap is None:
-            continue
-        key = (r["hardware"], r["gpus"], r["context_tokens"], r.get("concurrency", 1))
-        if key not in worst or cap["capped_share"] > worst[key]["capped_share"]:
-            worst[key] = cap
+    worst = _largest_per_system(rows, "read_ceiling", "capped_share")
     out = []
     for (hardware, gpus, context, c), cap in worst.items():
         read = [f"the weights ({cap['weights_gb']:.1f} GB)" if cap["weights_gb"] else
