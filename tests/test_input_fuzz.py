@@ -418,6 +418,17 @@ def test_an_unreadable_file_says_permission_not_utf8(work, command, monkeypatch)
                             f"{path}), or give a copy you can read)\n"), err
 
 
+def fit_refusal(work, column: str, value: str, words: str):
+    """A copy of the bundled rows with row 3's ``column`` set to ``value`` (in/m.csv), and the
+    one line ``fit`` refuses it with, which holds ``words``."""
+    path = work / "in" / "m.csv"
+    path.parent.mkdir()
+    path.write_text(with_cell(base_text(work), 1, column, value))
+    _, _, fitted = run_cli(work, "fit", "--data", str(path), "--quiet")
+    assert words in fitted and fitted.count("\n") == 1, fitted
+    return path, fitted
+
+
 @pytest.mark.parametrize("mode", [[], ["--group", "method"], ["--sbc", "2"],
                                   ["--group", "pair", "--keep-ar"]])
 @pytest.mark.parametrize(("column", "value", "words"), [
@@ -429,11 +440,7 @@ def test_validate_refuses_what_fit_refuses_before_its_folds(work, mode, column, 
     first fold: after printing "[validate] 2 folds ...", naming the priors "priors" (the
     fold's copy), and with --jobs N in N worker processes. Now it is the line fit prints,
     before any fold."""
-    path = work / "in" / "m.csv"
-    path.parent.mkdir()
-    path.write_text(with_cell(base_text(work), 1, column, value))
-    _, _, fitted = run_cli(work, "fit", "--data", str(path), "--quiet")
-    assert words in fitted and fitted.count("\n") == 1, fitted
+    path, fitted = fit_refusal(work, column, value, words)
     err = one_line_refusal(work, "validate", "--data", str(path), *mode)
     assert err == fitted, err
     if column == "method":
@@ -851,10 +858,6 @@ def test_add_data_refuses_what_fit_refuses_in_the_files_rows(work, column, value
     holds: checked by fit, not by the loader; a method the priors do not declare, a second
     model without a card: fit's model), exit 0: the file still would not fit. Now add refuses
     first, in fit's line, and writes nothing."""
-    path = work / "in" / "m.csv"
-    path.parent.mkdir()
-    path.write_text(with_cell(base_text(work), 1, column, value))
-    _, _, fitted = run_cli(work, "fit", "--data", str(path), "--quiet")
-    assert words in fitted and fitted.count("\n") == 1, fitted
+    path, fitted = fit_refusal(work, column, value, words)
     err = one_line_refusal(work, "add", "--data", str(path), *ROW)
     assert err == fitted, err
