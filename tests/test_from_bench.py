@@ -8,6 +8,7 @@ to the imported numbers."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import json
 import shutil
 from pathlib import Path
@@ -517,16 +518,54 @@ def test_a_quantised_name_matched_to_a_card_of_other_bytes_is_said(work, tmp_pat
     (row,), err = imported_rows(work, "--from-bench", fp8, *argv)
     assert row["model"] == "qwen3-30b-a3b"
     assert err == (f"ddtree-bayes: warning: {fp8}: the file's model 'Qwen/Qwen3-30B-A3B-FP8' "
-                   "is a quantisation (FP8: ~8 bits per weight) of card qwen3-30b-a3b, whose "
-                   "bytes_per_weight is 2 (16 bits), 2x: kept as qwen3-30b-a3b, but a fit "
-                   "prices the card's bytes, not the run's (give the quantisation its own "
-                   "card, `ddtree-bayes card add --hf-config config.json --name NAME`, and "
-                   "import it with --model NAME)\n")
+                   "is a quantisation (FP8: ~8 bits per weight) and card qwen3-30b-a3b's "
+                   "checkpoint is 2 bytes per weight (16 bits), 2x: kept as qwen3-30b-a3b, but "
+                   "a fit prices the card's bytes_per_weight, 2, not the run's (give the "
+                   "quantisation its own card, `ddtree-bayes card add --hf-config config.json "
+                   "--name NAME`, and import it with --model NAME)\n")
     for name in ("bf16", "tagged_bf16"):
         (row,), err = imported_rows(work, "--from-bench", str(tmp_path / f"{name}.json"), *argv,
                                     "--allow-duplicate")
         assert row["model"] == "qwen3-30b-a3b" and err == "", err
 
+
+def test_a_quantised_checkpoints_own_card_is_not_told_to_make_one(work, tmp_path):
+    """A review: a vLLM run of RedHatAI/Qwen3-Coder-Next-NVFP4 imported as the card `card add
+    --hf-config` made of that very checkpoint (named as the file names it) was warned that it
+    "is a quantisation (NVFP4: ~4.25 bits per weight) of card qwen3-coder-next-nvfp4, whose
+    bytes_per_weight is 1.2625 (10.1 bits), 2.4x", and told to do what it had done: the tag
+    was held against ``bytes_per_weight``, the average over the weights a token reads (in
+    this small-active MoE mostly the bf16 attention, router and lm_head), not against the
+    checkpoint's, 0.5965 bytes (4.77 bits, 1.12x), which llama-bench's byte count is held
+    against. A name that is its card says nothing; a card named with --model is held against
+    its checkpoint's bytes."""
+    from ddtree_bayes.core.bench_import.reading import BenchRecord
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.workflows.living.bench import _tagged_quantisation
+
+    table = with_cards(work, qwen=False)
+    config = Path(__file__).resolve().parent / "fixtures" / "cards" / "qwen3-coder-next-nvfp4"
+    code, _, err = run_cli(work, "card", "add", "--hf-config", str(config / "config.json"),
+                           "--name", "qwen3-coder-next-nvfp4")
+    assert code == 0, err
+    card = dict(load_model_cards(work / "data" / "models.csv"))["qwen3-coder-next-nvfp4"]
+    assert (card.bytes_per_weight, card.file_bytes_per_weight) == (1.2625, 0.5965)
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    name = "RedHatAI/Qwen3-Coder-Next-NVFP4"
+    src = tmp_path / "nvfp4.json"
+    src.write_text(json.dumps({**raw, "model_id": name, "tokenizer_id": name}))
+    (row,), err = imported_rows(work, "--from-bench", str(src), "--hardware", "h100", "--gpus",
+                                "1", "--engine", "vllm", "--method", "eagle3", "--block", "3",
+                                *table)
+    assert row["model"] == "qwen3-coder-next-nvfp4" and err == "", err
+    # the same card under another name (--model): its checkpoint's 4.77 bits against ~4.25
+    rec = BenchRecord(tok_s=300.0, accept_len=None, context_tokens=None, batch_size=1,
+                      model=name, notes="", index=1)
+    assert _tagged_quantisation(src, rec, "my-coder", card) is None
+    # a card of other bytes is still said, by its checkpoint's bytes
+    bf16 = dataclasses.replace(card, bytes_per_weight=2.0, file_bytes_per_weight=1.9)
+    said = _tagged_quantisation(src, rec, "my-coder", bf16)
+    assert said is not None and "card my-coder's checkpoint is 1.9 bytes per weight" in said
 
 def test_a_defaulted_gpu_count_is_the_same_models_and_says_where_it_came_from(work):
     """The walkthrough: `add --from-bench vllm_serve.json --hardware h200 ...` wrote

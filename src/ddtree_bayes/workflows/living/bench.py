@@ -116,22 +116,31 @@ def _tagged_quantisation(path: Path, rec: BenchRecord, model: str | None, card) 
     """A warning when the file's model name ends in a quantisation tag
     (:func:`~ddtree_bayes.core.bench_import.identity.quantisation_tag`: ``-FP8``, ``-AWQ``,
     ``Q4_K_M`` ...) whose bits per weight (:func:`tag_bits`) are more than :data:`BYTES_RATIO`
-    from ``card``'s ``bytes_per_weight``: the name matched the card only without its tag, so
-    the fit would price the card's bytes, not the run's (a vLLM run of
-    ``Qwen/Qwen3-30B-A3B-FP8`` landed as the bf16 card ``qwen3-30b-a3b``, silently)."""
+    from the bytes per weight of ``card``'s checkpoint
+    (:attr:`~ddtree_bayes.core.model_cards.ModelCard.weights_bytes_per_weight`, what
+    llama-bench's byte count is held against): the name matched the card only without its tag,
+    or --model named another, so the fit would price the card's bytes, not the run's (a vLLM
+    run of ``Qwen/Qwen3-30B-A3B-FP8`` landed as the bf16 card ``qwen3-30b-a3b``, silently). A
+    name that is the card itself says nothing (its card is the quantisation's own); nor does a
+    card of the checkpoint whose ``bytes_per_weight``, an average over the weights a token
+    reads, is mostly unquantised layers (``card add`` of RedHatAI/Qwen3-Coder-Next-NVFP4: 1.26
+    bytes per active weight, 0.60 over the checkpoint's)."""
     tag = quantisation_tag(rec.model or "")
     bits = None if tag is None else tag_bits(tag)
-    if card is None or bits is None:
+    if card is None or bits is None or model is None:
         return None
-    ratio = card.bytes_per_weight * 8 / bits
+    if model_name_forms(rec.model or "")[0] == model.lower():
+        return None
+    theirs = card.weights_bytes_per_weight
+    ratio = theirs * 8 / bits
     if max(ratio, 1 / ratio) <= BYTES_RATIO:
         return None
     return (f"{path}: the file's model {rec.model!r} is a quantisation ({tag}: ~{bits:g} bits "
-            f"per weight) of card {model}, whose bytes_per_weight is {card.bytes_per_weight:g} "
-            f"({card.bytes_per_weight * 8:g} bits), {ratio:.2g}x: kept as {model}, but a fit "
-            "prices the card's bytes, not the run's (give the quantisation its own card, "
-            "`ddtree-bayes card add --hf-config config.json --name NAME`, and import it with "
-            "--model NAME)")
+            f"per weight) and card {model}'s checkpoint is {theirs:g} bytes per weight "
+            f"({theirs * 8:g} bits), {ratio:.2g}x: kept as {model}, but a fit prices the card's "
+            f"bytes_per_weight, {card.bytes_per_weight:g}, not the run's (give the "
+            "quantisation its own card, `ddtree-bayes card add --hf-config config.json --name "
+            "NAME`, and import it with --model NAME)")
 
 
 def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
