@@ -10,10 +10,11 @@ Rows without ``accept_len`` count as acceptance 1, so their steps per second are
 (a speculative row without it may show above 1 by that alone; it is listed apart).
 
 Then every row at C >= 2 of an MoE card against the rate of reading the experts balanced
-routing touches (engine/ceiling.py ``balanced_read``: one token per stream picking top-k of the
-experts per layer at random, beside the other active weights, at the full bandwidth): the least
-ratio of its measured step to that read is what ``PUBLIC_ROUTING_MARGIN`` records, and the exit
-code is 1 when it is below 1 (a row faster than balanced routing allows: routing concentrated).
+routing touches (engine/ceiling.py ``balanced_weights``, the read predict's
+``balanced_read`` answers with: one token per stream picking top-k of the experts per layer
+at random, beside the other active weights, at the full bandwidth): the least ratio of its
+measured step to that read is what ``PUBLIC_ROUTING_MARGIN`` records, and the exit code is 1
+when it is below 1 (a row faster than balanced routing allows: routing concentrated).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pathlib import Path
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.pairs import pair_features
 from ddtree_bayes.core.paths import bundled
-from ddtree_bayes.engine.ceiling import least_kv_share
+from ddtree_bayes.engine.ceiling import balanced_weights, least_kv_share
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -73,16 +74,12 @@ def routing_rows():
     every distinct public row at C >= 2 of an MoE card (rows without accept_len count as
     acceptance 1: a speculative one's step is then a lower bound, listed apart)."""
     for name, line, r, card, hw, gpus, tok, c, _ in public_rows():
-        if not card.experts or c < 2:
+        read = balanced_weights(card, pair_features(card, hw, gpus), c)
+        if read is None:   # (one stream, or a dense card)
             continue
-        f = pair_features(card, hw, gpus)
-        e, k = card.experts, card.experts_topk
-        touched = e * (1.0 - (1.0 - k / e) ** c)
-        per_expert = (card.params_total_b - card.params_active_b) / (e - k)
-        read_ms = f.stream_ms * (1.0 + (touched - k) * per_expert / card.params_active_b)
         accept = float(r["accept_len"]) if r.get("accept_len") else None
         step = 1000.0 * (accept or 1.0) * c / tok
-        yield step / read_ms, accept is not None or r["method"] == "ar", name, line, r, c
+        yield step / read.step_ms, accept is not None or r["method"] == "ar", name, line, r, c
 
 
 def main() -> int:

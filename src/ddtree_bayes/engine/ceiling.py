@@ -150,18 +150,35 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
     if found is None:
         return None
     card, f = found
-    e, k = card.experts, card.experts_topk
-    if not e or not k or e <= k or card.params_total_b <= card.params_active_b:
-        return None
     step = measured_step_ar(draws, sc)
     if step is not None and float(np.median(step)) < f.stream_ms:
         return None
-    touched = e * (1.0 - (1.0 - k / e) ** sc.concurrency)
+    return balanced_weights(card, f, sc.concurrency)
+
+
+def balanced_weights(card, f, streams: int) -> BalancedRead | None:
+    """:class:`BalancedRead` of ``streams`` streams of ``card`` on the GPUs of ``f``
+    (:func:`~ddtree_bayes.core.pairs.pair_features`), or None (one stream, or a card without
+    routed experts to spread): the arithmetic :func:`balanced_read` answers with and
+    ``scripts/ceiling_check.py`` holds the public rows against.
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> from ddtree_bayes.core.pairs import pair_features
+    >>> kimi = ModelCard("kimi", 1000, 32, 61, 384, 8, 0.5, "bf16", "s")
+    >>> h100 = {"hardware": "h100", "mem_bw_tb_s": "3.35", "interconnect": "NVLink4"}
+    >>> read = balanced_weights(kimi, pair_features(kimi, h100, 8), 64)
+    >>> round(read.touched, 2), round(read.weights_gb, 1), round(read.step_ms, 2)
+    (284.19, 371.5, 13.86)
+    """
+    e, k = card.experts, card.experts_topk
+    if streams < 2 or not e or not k or e <= k or card.params_total_b <= card.params_active_b:
+        return None
+    touched = e * (1.0 - (1.0 - k / e) ** streams)
     per_expert = (card.params_total_b - card.params_active_b) / (e - k)   # B, every layer
-    bandwidth = f.bandwidth_tb_s * sc.gpus
+    bandwidth = f.bandwidth_tb_s * f.gpus
     active_gb = f.stream_ms * bandwidth
     weights = active_gb * (1.0 + (touched - k) * per_expert / card.params_active_b)
-    return BalancedRead(sc.concurrency, e, k, touched, weights, bandwidth)
+    return BalancedRead(streams, e, k, touched, weights, bandwidth)
 
 
 def routing_row(per_step: np.ndarray, read: BalancedRead | None) -> dict | None:
