@@ -37,11 +37,14 @@ def public_rows():
     public row with a bundled card and hardware row and numeric gpus and tok_s (the corpus
     repeats its sweeps' rows: each once)."""
     cards = load_model_cards(bundled("models.csv"))
-    hardware = {r["hardware"]: r for r in csv.DictReader(open(bundled("hardware.csv")))}
+    with open(bundled("hardware.csv"), newline="") as fh:
+        hardware = {r["hardware"]: r for r in csv.DictReader(fh)}
     files = sorted(glob.glob(str(ROOT / "data" / "public" / "**" / "*.csv"), recursive=True))
     seen = set()
     for path in files:
-        for line, r in enumerate(csv.DictReader(open(path)), start=2):
+        with open(path, newline="") as fh:   # (closed before the rows are handed out)
+            records = list(csv.DictReader(fh))
+        for line, r in enumerate(records, start=2):
             if r.get("model") not in cards or r.get("hardware") not in hardware:
                 continue
             try:

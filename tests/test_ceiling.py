@@ -639,3 +639,31 @@ def test_balanced_routing_is_no_question_of_a_dense_model_or_one_stream():
     kimi = P.predict(d, model="kimi-k2.6", hardware="h100", gpus=8, engines="sglang",
                      method="ar", concurrency=[1])
     assert "balanced_routing" not in kimi[0]
+
+
+def test_the_routing_margin_is_the_public_rows_least_and_every_text_says_it_alike():
+    """The warning's "every public MoE row at C >= 2 whose step is known runs at most 1 / 1.49
+    of that rate" is scripts/ceiling_check.py's least ratio over those rows (AR, or with
+    accept_len: a speculative row without it counts acceptance 1, a lower bound of its step,
+    and one at 1.09 says nothing against the claim). PUBLIC_ROUTING_MARGIN holds the figure;
+    the predict schema's field description said "every public row at C >= 2", dense rows and
+    rows of unknown step included, which the script does not check."""
+    import importlib.util
+    from importlib.resources import files
+
+    from conftest import REPO
+    from ddtree_bayes.engine.ceiling import PUBLIC_ROUTING_MARGIN
+
+    spec = importlib.util.spec_from_file_location("ceiling_check",
+                                                  REPO / "scripts" / "ceiling_check.py")
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    known = [ratio for ratio, sure, *_ in script.routing_rows() if sure]
+    assert len(known) >= 260 and round(min(known), 2) == PUBLIC_ROUTING_MARGIN
+    clause = ("every public MoE row at C >= 2 whose step is known runs at most 1 / "
+              f"{PUBLIC_ROUTING_MARGIN:g} of that rate")
+    schema = json.loads(files("ddtree_bayes.schemas").joinpath("predict.schema.json").read_text())
+    field = schema["properties"]["rows"]["items"]["properties"]["balanced_routing"]
+    assert clause in field["description"]
+    docs = (REPO / "docs" / "json-output.md").read_text()
+    assert clause in docs
