@@ -427,24 +427,29 @@ def _bracketing_concurrencies(draws: Fit, sc: Scenario, ctx: float) -> tuple[int
     its build's, the deployment's own is known."""
     configs = _anchor_candidates(draws).get((sc.pair, sc.engine, sc.method, ctx), {})
     shape = (sc.block, sc.budget, sc.verify_tokens)
-    measured = sorted({k[0] for k in configs if k[1:] == shape})
-    below = [c for c in measured if c < sc.concurrency]
-    above = [c for c in measured if c > sc.concurrency]
-    if sc.concurrency in measured or not below or not above:
-        return None
-    return below[-1], above[0]
+    return _between({k[0] for k in configs if k[1:] == shape}, sc.concurrency)
 
 
 def _bracketing_contexts(draws: Fit, sc: Scenario) -> tuple[float, float] | None:
     """The measured contexts just below and above ``sc``'s, of its system, engine and method
     (configurations with accept_len the fit learned from), when it lies strictly between two;
     else None (at a measured context, or outside them: the nearest one anchors)."""
-    measured = sorted(_anchor_contexts(draws, sc))
-    below = [c for c in measured if c < sc.context_tokens]
-    above = [c for c in measured if c > sc.context_tokens]
-    if sc.context_tokens in measured or not below or not above:
+    return _between(_anchor_contexts(draws, sc), sc.context_tokens)
+
+
+def _between(measured: set[Any], x: Any) -> tuple[Any, Any] | None:
+    """The measured values just below and above ``x`` when ``x`` lies strictly between two of
+    them, else None (``x`` itself measured, below the least or beyond the largest): the
+    bracket of :func:`_bracketing_contexts` and :func:`_bracketing_concurrencies`.
+
+    >>> _between({1, 8, 64}, 2), _between({1, 8, 64}, 8), _between({1, 8}, 16)
+    ((1, 8), None, None)
+    """
+    below = [v for v in measured if v < x]
+    above = [v for v in measured if v > x]
+    if x in measured or not below or not above:
         return None
-    return below[-1], above[0]
+    return max(below), min(above)
 
 
 def _anchor_context(draws: Fit, sc: Scenario, at_context: float | None = None) -> float | None:
