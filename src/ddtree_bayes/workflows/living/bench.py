@@ -106,10 +106,16 @@ def _other_quantisation(path: Path, rec: BenchRecord, model: str | None, card) -
     return (f"{path}: the file's model {rec.model!r} takes {_size(rec.model_bytes / 1e9)} GB "
             f"for {_size(rec.model_params / 1e9)}B parameters ({mine:.3g} bytes per weight: "
             f"model_size / model_n_params), but card {model}'s checkpoint is {theirs:g} bytes "
-            f"per weight ({_size(card.weights_gb)} GB), {ratio:.2g}x: kept, but a fit prices "
-            f"the card's bytes_per_weight, {card.bytes_per_weight:g}, not the run's (give the "
-            "quantisation its own card, `ddtree-bayes card add --gguf FILE.gguf --name NAME`, "
-            "and import it with --model NAME)")
+            f"per weight ({_size(card.weights_gb)} GB), {ratio:.2g}x: kept, "
+            + _priced_at_the_cards(card, "--gguf FILE.gguf"))
+
+
+def _priced_at_the_cards(card, source: str) -> str:
+    """The end of a warning that a run's weights are not its card's bytes: what a fit prices
+    and the fix (``source``: the ``card add`` flag that reads the run's checkpoint)."""
+    return (f"but a fit prices the card's bytes_per_weight, {card.bytes_per_weight:g}, not the "
+            f"run's (give the quantisation its own card, `ddtree-bayes card add {source} --name "
+            "NAME`, and import it with --model NAME)")
 
 
 def _tagged_quantisation(path: Path, rec: BenchRecord, model: str | None, card) -> str | None:
@@ -137,10 +143,8 @@ def _tagged_quantisation(path: Path, rec: BenchRecord, model: str | None, card) 
         return None
     return (f"{path}: the file's model {rec.model!r} is a quantisation ({tag}: ~{bits:g} bits "
             f"per weight) and card {model}'s checkpoint is {theirs:g} bytes per weight "
-            f"({theirs * 8:g} bits), {ratio:.2g}x: kept as {model}, but a fit prices the card's "
-            f"bytes_per_weight, {card.bytes_per_weight:g}, not the run's (give the "
-            "quantisation its own card, `ddtree-bayes card add --hf-config config.json --name "
-            "NAME`, and import it with --model NAME)")
+            f"({theirs * 8:g} bits), {ratio:.2g}x: kept as {model}, "
+            + _priced_at_the_cards(card, "--hf-config config.json"))
 
 
 def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
