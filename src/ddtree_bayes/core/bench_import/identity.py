@@ -82,15 +82,32 @@ def quantisation_tag(name: str) -> str | None:
     return None if found is None else found.group(0)[1:]
 
 
+#: llama.cpp's quantisation types as ``llama-quantize --help`` lists them (tools/quantize/
+#: quantize.cpp, QUANT_OPTIONS): the k-quants and legacy types by the size of Llama-3-8B (GiB,
+#: 8.03B parameters: a whole file's bits per weight, its embedding and output included), the
+#: IQ and TQ types by their bits per weight; Q3_K, Q4_K, Q5_K are aliases of the _M types.
+_GGUF_GIB_AT_LLAMA3_8B = {"q2_k": 2.96, "q2_k_s": 2.96, "q3_k_s": 3.41, "q3_k_m": 3.74,
+                          "q3_k_l": 4.03, "q4_0": 4.34, "q4_1": 4.78, "q4_k_s": 4.37,
+                          "q4_k_m": 4.58, "q5_0": 5.21, "q5_1": 5.65, "q5_k_s": 5.21,
+                          "q5_k_m": 5.33, "q6_k": 6.14, "q8_0": 7.96}
+_GGUF_BPW = {"iq1_s": 1.56, "iq1_m": 1.75, "tq1_0": 1.69, "tq2_0": 2.06, "iq2_xxs": 2.06,
+             "iq2_xs": 2.31, "iq2_s": 2.5, "iq2_m": 2.7, "iq3_xxs": 3.06, "iq3_xs": 3.3,
+             "iq3_s": 3.44, "iq3_m": 3.66, "iq4_xs": 4.25, "iq4_nl": 4.5}
+_GGUF_ALIAS = {"q3_k": "q3_k_m", "q4_k": "q4_k_m", "q5_k": "q5_k_m"}
+
+
 def tag_bits(tag: str) -> float | None:
     """About how many bits per weight a quantisation tag stores (None: the tag does not say,
     as ``gguf``): ``f32`` 32, ``f16``/``bf16``/``fp16`` 16, ``fp8``/``int8``/``w8a8`` 8,
     the 4-bit formats (``fp4``, ``nvfp4``, ``mxfp4``, ``int4``, ``w4a16``, ``awq``, ``gptq``)
-    4.25 with their scales, a GGUF ``Qn_...`` n + 0.5 and an ``IQn_...`` n + 0.3 (block
-    scales; a rough figure for a 1.2x test, not a card's bytes).
+    4.25 with their scales; a GGUF type as llama-quantize lists it (:data:`_GGUF_BPW`, or its
+    Llama-3-8B size x 2^30 x 8 / 8.03e9); another ``Qn_...`` n + 0.5 and ``IQn_...`` n + 0.3,
+    never below IQ1_S's 1.56 (a rough figure for a 1.2x test, not a card's bytes).
 
-    >>> [tag_bits(t) for t in ("FP8", "bf16", "AWQ", "Q4_K_M", "IQ2_XS", "Q8_0", "gguf")]
-    [8.0, 16.0, 4.25, 4.5, 2.3, 8.5, None]
+    >>> [tag_bits(t) for t in ("FP8", "bf16", "AWQ", "Q4_K_M", "IQ2_XS", "Q8_0", "IQ1_S")]
+    [8.0, 16.0, 4.25, 4.9, 2.31, 8.52, 1.56]
+    >>> [tag_bits(t) for t in ("Q3_K", "Q4_K_XL", "IQ1_X", "gguf")]
+    [4.0, 4.5, 1.56, None]
     """
     t = tag.lower()
     fixed = {"f32": 32.0, "f16": 16.0, "bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "int8": 8.0,
@@ -98,10 +115,15 @@ def tag_bits(tag: str) -> float | None:
              "w4a16": 4.25, "awq": 4.25, "gptq": 4.25}
     if t in fixed:
         return fixed[t]
+    t = _GGUF_ALIAS.get(t, t)
+    if t in _GGUF_BPW:
+        return _GGUF_BPW[t]
+    if t in _GGUF_GIB_AT_LLAMA3_8B:
+        return round(_GGUF_GIB_AT_LLAMA3_8B[t] * 2 ** 30 * 8 / 8.03e9, 2)
     gguf = re.match(r"(i?)q(\d)", t)
     if gguf is None:
         return None
-    return int(gguf.group(2)) + (0.3 if gguf.group(1) else 0.5)
+    return max(int(gguf.group(2)) + (0.3 if gguf.group(1) else 0.5), _GGUF_BPW["iq1_s"])
 
 
 def match_card(name: str, cards: Iterable[str]) -> str | None:
