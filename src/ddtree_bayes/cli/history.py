@@ -296,8 +296,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     entry = living.track_add(models, query_flags, args.name, draws=draws)
     text = args.format != "json"
     if text:
-        print(f"tracking {entry.name}: " + " ".join(
-            f"--{k.replace('_', '-')} {v}" for k, v in entry.query.items() if v is not None))
+        print(f"tracking {entry.name}: {living.query_flags(entry.query)}")
     now: dict = {"fit_id": None, "rows": [], "note": None}
     warned: list[str] = []   # what predict warns of for these flags (also the JSON's)
     try:

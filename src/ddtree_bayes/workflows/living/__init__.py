@@ -50,6 +50,7 @@ from ddtree_bayes.workflows.living.tracking import (  # noqa: F401
     format_change,
     load_tracked,
     normalize_query,
+    query_flags,
     query_name,
     query_rows,
     row_label,
