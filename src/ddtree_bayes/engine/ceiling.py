@@ -88,8 +88,7 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     if found is None:
         return None
     card, f = found
-    step = measured_step_ar(draws, sc)
-    left_out = step is not None and float(np.median(step)) < f.stream_ms
+    left_out = bytes_not_deployments(draws, sc, f.stream_ms)
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
     card = with_kv_bits(draws, card)
@@ -150,8 +149,7 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
     if found is None:
         return None
     card, f = found
-    step = measured_step_ar(draws, sc)
-    if step is not None and float(np.median(step)) < f.stream_ms:
+    if bytes_not_deployments(draws, sc, f.stream_ms):
         return None
     return balanced_weights(card, f, sc.concurrency)
 
@@ -250,6 +248,15 @@ exponent, not this read)
               "fewer experts: likely optimistic (the MoE term's growth with C here is the "
               "fit's exponent, not this read)"
             for (hardware, gpus, context, c), b in fastest.items()]
+
+
+def bytes_not_deployments(draws: Fit, sc: Scenario, stream_ms: float) -> bool:
+    """Whether the fit's M = 1 step of ``sc``'s measured system is, at its median, shorter
+    than reading the card's active weights (``stream_ms``): the card's bytes per weight are
+    not the deployment's, so a read priced at them is left out (:func:`read_ceiling`'s
+    weights, :func:`balanced_read` whole)."""
+    step = measured_step_ar(draws, sc)
+    return step is not None and float(np.median(step)) < stream_ms
 
 
 def least_kv_share(card) -> float:
