@@ -190,9 +190,9 @@ def predictive_noise(draws: Fit, sc: Scenario, log_sd: np.ndarray,
     log_sd = np.asarray(log_sd, dtype=float)
     normal, heavy, nu = noise_parts(draws, sc, log_sd)
     if nu is None or not np.any(heavy > 0):   # (no sd at all: either; normal's digits)
-        return rng.standard_normal(log_sd.shape)
+        return C.standard_noise(rng, log_sd.shape, None)
     if not np.any(normal > 0):
-        return rng.standard_t(nu, log_sd.shape)
+        return C.standard_noise(rng, log_sd.shape, nu)
     deviation = C.split_noise(rng, normal, heavy, nu)
     with np.errstate(divide="ignore", invalid="ignore"):
         return np.where(log_sd > 0, deviation / log_sd, 0.0)
