@@ -317,6 +317,26 @@ def load_fit(path: Path) -> Fit:
                  priors_toml=texts[1], hardware_csv=texts[2])
 
 
+def variable_dims(path: Path) -> dict[str, tuple[str, ...]]:
+    """Each posterior variable's dimensions after (chain, draw), as the artifact at ``path``
+    names them (the netCDF dimension scales xarray attaches: ``spec_fixed_engine`` ->
+    ``("engine",)``); a variable without them, or a file that is not such an artifact (an
+    in-memory fit), is left out."""
+    import h5py
+
+    out: dict[str, tuple[str, ...]] = {}
+    try:
+        with h5py.File(path, "r") as fh:
+            for name, ds in fh["posterior"].items():
+                dims = [ds.dims[i][0].name.rsplit("/", 1)[-1] if len(ds.dims[i]) else None
+                        for i in range(2, ds.ndim)]
+                if all(dims):
+                    out[name] = tuple(d for d in dims if d)
+    except (OSError, KeyError, ValueError, TypeError, AttributeError):
+        return {}
+    return out
+
+
 def _check_version(meta, path: Path) -> None:
     """Refuse metadata of another artifact format version (or none)."""
     if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:

@@ -12,30 +12,10 @@ from ddtree_bayes.core.errors import DDTreeBayesError
 
 
 # ---------------------------------------------------------------- parameters, history
-def variable_dims(path: Path) -> dict[str, tuple[str, ...]]:
-    """Each posterior variable's dimensions after (chain, draw), as the artifact at ``path``
-    names them (the netCDF dimension scales xarray attaches: ``spec_fixed_engine`` ->
-    ``("engine",)``); a variable without them, or a file that is not such an artifact (an
-    in-memory fit), is left out."""
-    import h5py
-
-    out: dict[str, tuple[str, ...]] = {}
-    try:
-        with h5py.File(path, "r") as fh:
-            for name, ds in fh["posterior"].items():
-                dims = [ds.dims[i][0].name.rsplit("/", 1)[-1] if len(ds.dims[i]) else None
-                        for i in range(2, ds.ndim)]
-                if all(dims):
-                    out[name] = tuple(d for d in dims if d)
-    except (OSError, KeyError, ValueError, TypeError, AttributeError):
-        return {}
-    return out
-
-
 def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
     """``{"moe_share[b300x8]": draws, ...}`` for every scalar of the posterior, labelled by
     coordinate: the variable's own dimensions as its artifact names them
-    (:func:`variable_dims`), else the labels of the fit's diagnostics, else the one
+    (:func:`~ddtree_bayes.engine.store.variable_dims`), else the labels of the fit's diagnostics, else the one
     coordinate of its length. The non-centred auxiliaries (``*_z``) are left out unless asked
     for. A constant parameter the diagnostics leave out (one engine's ``spec_fixed_engine``),
     with every coordinate of length 1, was labelled by its index: ``spec_fixed_engine[0]``."""
@@ -49,6 +29,8 @@ def scalar_parameters(draws, include_auxiliary: bool = False) -> dict[str, Any]:
         if rest:
             labels_by_var.setdefault(name, []).append(rest[:-1])
     coords = draws.meta.get("coords", {})
+    from ddtree_bayes.engine.store import variable_dims
+
     dims = variable_dims(draws.path) if draws.path is not None and draws.path.is_file() else {}
     out: dict[str, Any] = {}
     for name, arr in draws.variables.items():
