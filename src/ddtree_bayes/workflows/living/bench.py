@@ -422,11 +422,10 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                 else _tagged_quantisation(path, rec, model, card))
         if slip is not None and slip not in warnings:
             warnings.append(slip)
-    for rec in parsed if fmt == "llama-bench" else ():
+        if fmt != "llama-bench":
+            continue
         # (imported as a run of the GPU --hardware named, exit 0; the records of one import
         # share these settings)
-        model = model_of[rec.index]
-        card = cards.get(model or "")
         cpu = _weights_on_cpu(rec, model, card.layers if card is not None else None)
         if cpu is not None:
             raise DataError(f"{cpu}: the step is priced from the GPU's memory bandwidth, not "
