@@ -58,6 +58,9 @@ PRECISIONS = {"bf16": 1.0, "fp8": 2.0, "fp4": 4.0, "int8": 2.0}
 #: roofline ridge of current datacenter and workstation GPUs is ~150-600 FLOP/B at bf16;
 #: 200 is at the low end, so an unknown GPU reaches its compute knee early (conservative).
 FALLBACK_RIDGE_FLOP_PER_BYTE = 200.0
+#: What :func:`peak_tflops` says of a peak taken at :data:`FALLBACK_RIDGE_FLOP_PER_BYTE` (the
+#: words a note of an assumed peak is found by: engine/unmeasured.py)
+NO_PEAK = "no peak FLOPs in the table"
 
 
 #: Card fields stored for the checks around the model, never read by it (``update``'s
@@ -652,7 +655,7 @@ def peak_tflops(hardware: dict[str, str], dtype: str) -> tuple[float, str]:
         raise DataError(f"no peak FLOPs and no bandwidth for {name}", column="dense_bf16_tflops",
                         fix="fill in dense_bf16_tflops (or mem_bw_tb_s) in data/hardware.csv")
     guess = bandwidth * FALLBACK_RIDGE_FLOP_PER_BYTE
-    return guess, (f"{name}: no peak FLOPs in the table; assumed {guess:g} TFLOPS = bandwidth x "
+    return guess, (f"{name}: {NO_PEAK}; assumed {guess:g} TFLOPS = bandwidth x "
                    f"{FALLBACK_RIDGE_FLOP_PER_BYTE:g} FLOP/B (prior-driven)")
 
 

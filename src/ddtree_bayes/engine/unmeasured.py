@@ -41,7 +41,11 @@ def roofline_parameters(draws: Fit, card, hardware_row: dict[str, str], gpus: in
     units of the M = 1 verify cost ``moe1``) and, on several GPUs, ``tp_tok_ms``
     (:func:`allreduce_tok_ms`), with what to say about them: a row without peak FLOPs (its
     compute knee at bandwidth x 200 FLOP/B, which `hardware add` notes once) is said too."""
-    from ddtree_bayes.core.model_cards import FALLBACK_RIDGE_FLOP_PER_BYTE, flop_ms_per_token
+    from ddtree_bayes.core.model_cards import (
+        FALLBACK_RIDGE_FLOP_PER_BYTE,
+        NO_PEAK,
+        flop_ms_per_token,
+    )
 
     v, n = draws.variables, draws.n_draws
     flop_ms, flop_how = flop_ms_per_token(card, hardware_row, gpus)
@@ -50,7 +54,7 @@ def roofline_parameters(draws: Fit, card, hardware_row: dict[str, str], gpus: in
     tp, how = allreduce_tok_ms(draws, card, hardware_row, gpus, rng)
     if tp is not None:
         params["tp_tok_ms"] = tp
-    if "no peak FLOPs in the table" in flop_how:
+    if NO_PEAK in flop_how:
         name = hardware_row.get("hardware", "?")
         peak = float(hardware_row["mem_bw_tb_s"]) * FALLBACK_RIDGE_FLOP_PER_BYTE
         how += (f"the compute peak is assumed: no peak FLOPs for {name} in the hardware table, "
