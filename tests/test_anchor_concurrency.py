@@ -325,7 +325,7 @@ def test_a_carried_anchor_is_interpolated_too():
     """native, with no rows of its own, carries SGLang's anchor whole (anchor_scenario): at
     C = 2 between SGLang's measured DDTree budget-8 tree at C = 1 and C = 8, the same
     interpolated draws as SGLang's own question there, without its own error (at_itself
-    False in both ends' keys)."""
+    False in both ends' keys), a third of the way in log C, draw by draw."""
     d = _fit(())
     row = "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,4.4,,1500,test,,8\n"
     d = dataclasses.replace(d, data_csv=d.data_csv + row, memo={})
@@ -342,3 +342,12 @@ def test_a_carried_anchor_is_interpolated_too():
     assert np.all(np.isfinite(native[0])) and np.std(native[0]) > 0
     keys = [k for k in d.memo["anchor_shift"] if k[0] != "interpolated"]
     assert {k[-1] for k in keys} == {True, False}   # (SGLang's own ends, native's carried)
+    # draw by draw: SGLang's C = 1 and C = 8 ends without their own error, a third of the way
+    # in log C (log 2 / log 8), and not SGLang's own answer (which carries that error)
+    sc = tree("sglang", 2)
+    lo, hi = (P._measured_end(d, sc, P._nearest_measured(d, sc, at_context=0.0,
+                                                          at_concurrency=c), own=False)
+              for c in (1, 8))
+    carried = P._interpolated_end(d, lo, hi, math.log(2.0) / math.log(8.0), 0.0, "c").value
+    np.testing.assert_allclose(native[0], carried, rtol=1e-12, atol=1e-15)
+    assert not np.allclose(native[0], sglang[0])
