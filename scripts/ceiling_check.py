@@ -9,9 +9,10 @@ would say the cap is too strict.
 Rows without ``accept_len`` count as acceptance 1, so their steps per second are an upper bound
 (a speculative row without it may show above 1 by that alone; it is listed apart).
 
-Then every row at C >= 2 of an MoE card against the rate of reading the experts balanced
-routing touches (engine/ceiling.py ``balanced_weights``, the read predict's
-``balanced_read`` answers with: one token per stream picking top-k of the experts per layer
+Then every row of an MoE card whose step routes two or more tokens (C >= 2 streams, or one
+stream's tree or chain: the larger of C and M, engine/ceiling.py ``routed_tokens``) against
+the rate of reading the experts balanced routing touches (``balanced_weights``, the read
+predict's ``balanced_read`` answers with: each token picking top-k of the experts per layer
 at random, beside the other active weights, at the full bandwidth): the least ratio of its
 measured step to that read is what ``PUBLIC_ROUTING_MARGIN`` records, and the exit code is 1
 when it is below 1 (a row faster than balanced routing allows: routing concentrated).
@@ -74,11 +75,13 @@ def rows():
 
 def routing_rows():
     """(measured step / balanced-routing read, AR or with accept_len, file, line, row, C) of
-    every distinct public row at C >= 2 of an MoE card (rows without accept_len count as
-    acceptance 1: a speculative one's step is then a lower bound, listed apart)."""
+    every distinct public row of an MoE card routing two or more tokens a step (rows without
+    accept_len count as acceptance 1: a speculative one's step is then a lower bound, listed
+    apart)."""
     for name, line, r, card, hw, gpus, tok, c, _ in public_rows():
-        read = balanced_weights(card, pair_features(card, hw, gpus), c)
-        if read is None:   # (one stream, or a dense card)
+        m = int(r.get("verify_tokens") or 1)
+        read = balanced_weights(card, pair_features(card, hw, gpus), c, m)
+        if read is None:   # (one token a step, or a dense card)
             continue
         accept = float(r["accept_len"]) if r.get("accept_len") else None
         step = 1000.0 * (accept or 1.0) * c / tok
@@ -105,8 +108,9 @@ def main() -> int:
                   f"{r['engine']} {r['method']} C={c} context {ctx:.0f}")
     routed = sorted(routing_rows(), key=lambda x: x[0])
     sure = [x for x in routed if x[1]]
-    print(f"{len(routed)} distinct public rows at C >= 2 of an MoE card ({len(sure)} AR or with "
-          "accept_len); measured step / balanced-routing read, least first:")
+    print(f"{len(routed)} distinct public rows of an MoE card routing two or more tokens a step "
+          f"({len(sure)} AR or with accept_len); measured step / balanced-routing read of the "
+          "larger of C and M tokens, least first:")
     for ratio, _, name, line, r, c in sure[:top]:
         print(f"    {ratio:.2f}  {name} line {line}: {r['model']} {r['hardware']} x{r['gpus']} "
               f"{r['engine']} {r['method']} C={c} context {r.get('context_tokens') or 0}")

@@ -40,10 +40,13 @@ from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_rea
 LEAST_KV_CACHE = "q4_0"
 #: Capped draws at or above this share are said (a warning, and the row's ``read_ceiling``).
 SAY_AT = 0.01
-#: The least ratio of a public row's measured step at C >= 2 to its balanced-routing read
-#: (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Qwen3.5-397B AWQ AR at
-#: C = 64 on 4x RTX PRO 6000 Server: 33.5 ms against 22.5 ms)
+#: The least ratio of a public row's measured step to its balanced-routing read of two or more
+#: tokens (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Qwen3.5-397B AWQ
+#: AR at C = 64 on 4x RTX PRO 6000 Server: 33.5 ms against 22.5 ms; a tree at C = 1: 2.02)
 PUBLIC_ROUTING_MARGIN = 1.49
+#: What the warning, the predict schema and docs/json-output.md claim of it, alike
+ROUTING_CLAIM = ("every public MoE row routing two or more tokens a step whose step is known "
+                 f"runs at most 1 / {PUBLIC_ROUTING_MARGIN:g} of that rate")
 
 
 @dataclass(frozen=True)
@@ -100,13 +103,16 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
 
 @dataclass(frozen=True)
 class BalancedRead:
-    """What ``streams`` streams' tokens read of an MoE when routing is balanced: each token
-    picks ``topk`` of ``experts`` experts per layer at random, so one step touches
-    ``touched = experts (1 - (1 - topk / experts) ** streams)`` of them per layer (one token
-    per stream: a speculative step's further tokens touch more), and reads those experts'
-    weights beside the rest of the active weights: ``weights_gb`` at ``bandwidth_tb_s``."""
+    """What ``tokens`` tokens of a step read of an MoE when routing is balanced: each token
+    picks ``topk`` of ``experts`` experts per layer at random, so the step touches
+    ``touched = experts (1 - (1 - topk / experts) ** tokens)`` of them per layer, and reads
+    those experts' weights beside the rest of the active weights: ``weights_gb`` at
+    ``bandwidth_tb_s``. ``tokens`` is the larger of ``streams`` (C: one token per stream) and
+    one stream's verified tokens M (:func:`routed_tokens`); the step's C x M tokens touch
+    more."""
 
     streams: int
+    tokens: int
     experts: int
     topk: int
     touched: float
@@ -123,14 +129,30 @@ class BalancedRead:
         return 1000.0 / self.step_ms
 
 
-def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
-    """:class:`BalancedRead` of ``sc`` at C >= 2 streams of an MoE card, or None (one
-    stream, a dense model, no card or bandwidth, or the fit's M = 1 step of the measured
-    system shorter than the card's read: its bytes are not the deployment's).
+def routed_tokens(streams: int, verify_tokens: int) -> int:
+    """The tokens a step of ``streams`` streams verifying ``verify_tokens`` each is held to
+    route at random (:class:`BalancedRead`): the larger of C (one token per stream) and M (one
+    stream's tree or chain), each a subset of the step's C x M tokens that the public rows
+    bear out on its own (``scripts/ceiling_check.py``: at C >= 2 one token per stream, least
+    ratio 1.49 over 260 rows; at C = 1 a tree's M tokens, 2.02 over 24). Tokens of one tree
+    share a context and may route alike, the streams' trees too: C x M is not claimed.
 
-    The read is no cap: routing that concentrates the streams on fewer experts reads less.
-    But a trained router balances its experts' load, and every public MoE row at C >= 2 whose
-    step is known (AR, or with accept_len) runs at most 1 / 1.49 of this rate
+    >>> routed_tokens(64, 1), routed_tokens(1, 16), routed_tokens(4, 16), routed_tokens(1, 1)
+    (64, 16, 16, 1)
+    """
+    return max(streams, verify_tokens)
+
+
+def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
+    """:class:`BalancedRead` of ``sc``'s step on an MoE card when it routes two or more tokens
+    (:func:`routed_tokens`: C >= 2 streams, or one stream's tree or chain), or None (one token
+    a step, a dense model, no card or bandwidth, or the fit's M = 1 step of the measured system
+    shorter than the card's read: its bytes are not the deployment's).
+
+    The read is no cap: routing that concentrates the tokens on fewer experts reads less.
+    But a trained router balances its experts' load, and every public MoE row routing two or
+    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.49 of
+    this rate
     (``scripts/ceiling_check.py``), so an answer faster than it
     is said (:func:`routing_warnings`).
 
@@ -143,7 +165,7 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
     >>> balanced_read(d, sc) is None   # dense
     True
     """
-    if sc.concurrency < 2:
+    if routed_tokens(sc.concurrency, sc.verify_tokens) < 2:
         return None
     found = weights_read(draws, sc)
     if found is None:
@@ -151,14 +173,15 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
     card, f = found
     if bytes_not_deployments(draws, sc, f.stream_ms):
         return None
-    return balanced_weights(card, f, sc.concurrency)
+    return balanced_weights(card, f, sc.concurrency, sc.verify_tokens)
 
 
-def balanced_weights(card, f, streams: int) -> BalancedRead | None:
-    """:class:`BalancedRead` of ``streams`` streams of ``card`` on the GPUs of ``f``
-    (:func:`~ddtree_bayes.core.pairs.pair_features`), or None (one stream, or a card without
-    routed experts to spread): the arithmetic :func:`balanced_read` answers with and
-    ``scripts/ceiling_check.py`` holds the public rows against.
+def balanced_weights(card, f, streams: int, verify_tokens: int = 1) -> BalancedRead | None:
+    """:class:`BalancedRead` of ``streams`` streams verifying ``verify_tokens`` each of
+    ``card`` on the GPUs of ``f`` (:func:`~ddtree_bayes.core.pairs.pair_features`), or None
+    (one token a step, or a card without routed experts to spread): the arithmetic
+    :func:`balanced_read` answers with and ``scripts/ceiling_check.py`` holds the public rows
+    against.
 
     >>> from ddtree_bayes.core.model_cards import ModelCard
     >>> from ddtree_bayes.core.pairs import pair_features
@@ -169,14 +192,15 @@ def balanced_weights(card, f, streams: int) -> BalancedRead | None:
     (284.19, 371.5, 13.86)
     """
     e, k = card.experts, card.experts_topk
-    if streams < 2 or not e or not k or e <= k or card.params_total_b <= card.params_active_b:
+    tokens = routed_tokens(streams, verify_tokens)
+    if tokens < 2 or not e or not k or e <= k or card.params_total_b <= card.params_active_b:
         return None
-    touched = e * (1.0 - (1.0 - k / e) ** streams)
+    touched = e * (1.0 - (1.0 - k / e) ** tokens)
     per_expert = (card.params_total_b - card.params_active_b) / (e - k)   # B, every layer
     bandwidth = f.bandwidth_tb_s * f.gpus
     active_gb = f.stream_ms * bandwidth
     weights = active_gb * (1.0 + (touched - k) * per_expert / card.params_active_b)
-    return BalancedRead(streams, e, k, touched, weights, bandwidth)
+    return BalancedRead(streams, tokens, e, k, touched, weights, bandwidth)
 
 
 def routing_row(per_step: np.ndarray, read: BalancedRead | None) -> dict | None:
@@ -187,7 +211,8 @@ def routing_row(per_step: np.ndarray, read: BalancedRead | None) -> dict | None:
     median = float(np.median(per_step))
     if median <= read.rate:
         return None
-    return {"streams": read.streams, "experts": read.experts, "experts_topk": read.topk,
+    return {"streams": read.streams, "tokens": read.tokens, "experts": read.experts,
+            "experts_topk": read.topk,
             "experts_touched": read.touched, "weights_gb": read.weights_gb,
             "bandwidth_tb_s": read.bandwidth_tb_s, "step_ms": read.step_ms,
             "steps_per_s": read.rate, "median_steps_per_s": median}
@@ -218,9 +243,9 @@ def routing_warnings(rows: list[dict]) -> list[str]:
     """One line per (system, context, C) whose median answer is faster than reading the
     experts balanced routing touches (:func:`balanced_read`), the fastest of its rows.
 
-    >>> b = {"streams": 64, "experts": 128, "experts_topk": 8, "experts_touched": 126.0,
-    ...      "weights_gb": 28.5, "bandwidth_tb_s": 0.864, "step_ms": 33.0, "steps_per_s": 30.3,
-    ...      "median_steps_per_s": 67.0}
+    >>> b = {"streams": 64, "tokens": 64, "experts": 128, "experts_topk": 8,
+    ...      "experts_touched": 126.0, "weights_gb": 28.5, "bandwidth_tb_s": 0.864,
+    ...      "step_ms": 33.0, "steps_per_s": 30.3, "median_steps_per_s": 67.0}
     >>> row = {"hardware": "l40", "gpus": 1, "context_tokens": 0.0, "concurrency": 64,
     ...        "balanced_routing": b}
     >>> print(routing_warnings([row, {**row, "balanced_routing": {**b,
@@ -228,26 +253,41 @@ def routing_warnings(rows: list[dict]) -> list[str]:
     at C = 64 on l40 x1, the median answer takes 67 steps/s (tok/s per user at one token per \
 step), faster than balanced routing allows: one token per stream touches about 126 of the 128 \
 experts of each layer, and reading them with the other active weights (28.5 GB) at 0.864 TB/s \
-takes at least 33 ms, 30 steps/s; every public MoE row at C >= 2 whose step is known runs at \
-most 1 / 1.49 of that rate (scripts/ceiling_check.py). The answer reads as if the streams \
-shared far fewer experts: likely optimistic (the MoE term's growth with C here is the fit's \
-exponent, not this read)
+takes at least 33 ms, 30 steps/s; every public MoE row routing two or more tokens a step whose \
+step is known runs at most 1 / 1.49 of that rate (scripts/ceiling_check.py). The answer reads \
+as if the streams shared far fewer experts: likely optimistic (the MoE term's growth with C \
+here is the fit's exponent, not this read)
+    >>> tree = {**row, "concurrency": 2, "balanced_routing": {**b, "streams": 2, "tokens": 16}}
+    >>> print(routing_warnings([tree])[0])   # doctest: +ELLIPSIS
+    at C = 2 on l40 x1, ... allows: one stream's 16 verified tokens touch about 126 of the 128 \
+experts ... as if the tokens shared far fewer experts: likely optimistic (the MoE term's \
+growth with C x M here is the fit's exponent, not this read)
     """
     fastest = _largest_per_system(rows, "balanced_routing", "median_steps_per_s")
     return [f"at C = {c} on {hardware} x{gpus}"
             + (f" and context {plain_text(float(context))}" if context else "")
             + f", the median answer takes {b['median_steps_per_s']:.0f} steps/s (tok/s per "
-              "user at one token per step), faster than balanced routing allows: one token "
-              f"per stream touches about {b['experts_touched']:.0f} of the {b['experts']} "
+              f"user at one token per step), faster than balanced routing allows: {_who(b)} "
+              f"about {b['experts_touched']:.0f} of the {b['experts']} "
               "experts of each layer, and reading them with the other active weights "
               f"({b['weights_gb']:.1f} GB) at {b['bandwidth_tb_s']:g} TB/s takes at least "
-              f"{b['step_ms']:.3g} ms, {b['steps_per_s']:.0f} steps/s; every public MoE row "
-              "at C >= 2 whose step is known runs at most 1 / "
-              f"{PUBLIC_ROUTING_MARGIN:g} of that rate "
-              "(scripts/ceiling_check.py). The answer reads as if the streams shared far "
-              "fewer experts: likely optimistic (the MoE term's growth with C here is the "
-              "fit's exponent, not this read)"
+              f"{b['step_ms']:.3g} ms, {b['steps_per_s']:.0f} steps/s; {ROUTING_CLAIM} "
+              "(scripts/ceiling_check.py). The answer reads as if the "
+              f"{'streams' if b['tokens'] == b['streams'] else 'tokens'} shared far fewer "
+              "experts: likely optimistic (the MoE term's growth with "
+              f"{'C' if b['tokens'] == b['streams'] else 'C x M'} here is the fit's exponent, "
+              "not this read)"
             for (hardware, gpus, context, c), b in fastest.items()]
+
+
+def _who(b: dict) -> str:
+    """Whose tokens a :func:`routing_warnings` line routes: one per stream, or one stream's
+    tree or chain (:func:`routed_tokens`)."""
+    if b["tokens"] == b["streams"]:
+        return "one token per stream touches"
+    if b["streams"] == 1:
+        return f"the {b['tokens']} tokens a step verifies touch"
+    return f"one stream's {b['tokens']} verified tokens touch"
 
 
 def bytes_not_deployments(draws: Fit, sc: Scenario, stream_ms: float) -> bool:
