@@ -717,3 +717,40 @@ def test_one_streams_tree_faster_than_balanced_routing_reads_is_said():
     ar = P.predict(d, model="qwen3-30b-a3b", hardware="h100", gpus=1, engines="sglang",
                    method="ar", concurrency=[1])
     assert "balanced_routing" not in ar[0]
+
+
+def test_optimize_says_budgets_faster_than_balanced_routing_reads():
+    """optimize ranks budgets by tok/s: an MoE whose larger trees are priced below the read of
+    the experts their tokens touch ranks them too high. The point-mass fit recommends DDTree
+    budget 16 for Qwen3-30B-A3B on one H100 at a 6.66 ms step, where 17 tokens touch 85.27 of
+    128 experts, 41.6 GB at 3.35 TB/s, 12.43 ms (test above); budget 4's 5 tokens touch
+    128 (1 - (120/128)^5) = 35.6 experts. Every budget whose median steps/s beats its read is
+    named, the recommended one with its figures."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.workflows.decisions.optimize import optimize
+
+    d = multi_model_draws()
+    out = optimize(d, parse_acceptance_curve(d.priors_toml), model="qwen3-30b-a3b",
+                   hardware="h100", gpus=1, engine="sglang", budgets=(4, 8, 16))
+    assert out["recommended"] == 16
+    gb = {m: (3.3 + (128 * (1 - (1 - 8 / 128) ** m) - 8) * (30.5 - 3.3) / 120) * 2.0
+          for m in (5, 9, 17)}
+    steps = {r["budget"]: r["step_ms"] for r in out["rows"]}
+    fast = [b for b in (4, 8, 16) if 1000 / steps[b] > 3350 / gb[b + 1]]
+    assert fast == [4, 8, 16]
+    best = next(r for r in out["rows"] if r["budget"] == 16)
+    lines = [w for w in out["warnings"] if "balanced routing" in w]
+    assert lines == [
+        "on h100 x1, budgets 4, 8, 16 answer faster than balanced routing allows: the "
+        f"recommended budget 16's 17 tokens touch about 85 of the 128 experts of each layer, and "
+        f"reading them with the other active weights ({gb[17]:.1f} GB) at 3.35 TB/s takes at "
+        f"least {gb[17] / 3.35:.3g} ms, {3350 / gb[17]:.0f} steps/s, where its answer takes "
+        f"{1000 / best['step_ms']:.0f}; every public MoE row routing two or more tokens "
+        "a step whose step is known runs at most 1 / 1.49 of that rate "
+        "(scripts/ceiling_check.py). A larger tree's tokens touch more experts: these budgets' "
+        "tok/s are likely optimistic, the largest most, and the recommended budget may be too "
+        "large"]
+    # a dense model's trees route nothing: no such line
+    dense = optimize(d, parse_acceptance_curve(d.priors_toml), model="llama-3.1-8b-instruct",
+                     hardware="h100", gpus=1, engine="vllm", budgets=(4, 8, 16))
+    assert not [w for w in dense["warnings"] if "balanced routing" in w]

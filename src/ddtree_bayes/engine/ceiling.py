@@ -290,6 +290,38 @@ def _who(b: dict) -> str:
     return f"one stream's {b['tokens']} verified tokens touch"
 
 
+def budget_routing_warning(fast: list[tuple[int, BalancedRead, float]], recommended: int,
+                           where: str) -> str | None:
+    """optimize's line for the budgets whose median steps per second (the third item) beat
+    their :func:`balanced_read` (``fast``: (budget, read, median) in budget order), on the
+    system ``where`` ("h100 x1"): the recommended budget's read in figures when it is one of
+    them, else the largest's. None when none is. A larger tree's tokens touch more experts, so
+    such a table ranks its larger trees too high.
+
+    >>> r = BalancedRead(1, 17, 128, 8, 85.27, 41.63, 3.35)
+    >>> print(budget_routing_warning([(16, r, 150.0)], 8, "h100 x1"))   # doctest: +ELLIPSIS
+    on h100 x1, budget 16 answers faster than balanced routing allows: budget 16's 17 tokens \
+touch about 85 of the 128 experts of each layer, ... takes at least 12.4 ms, 80 steps/s, where \
+its answer takes 150; every public MoE row ... may be too large
+    """
+    if not fast:
+        return None
+    named = {b: (read, median) for b, read, median in fast}
+    shown = recommended if recommended in named else fast[-1][0]
+    read, median = named[shown]
+    budgets = ", ".join(str(b) for b, _, _ in fast)
+    return (f"on {where}, budget{'s' * (len(fast) > 1)} {budgets} "
+            f"answer{'s' * (len(fast) == 1)} faster than balanced routing allows: "
+            f"{'the recommended ' if shown == recommended else ''}budget {shown}'s "
+            f"{read.tokens} tokens touch about {read.touched:.0f} of the {read.experts} experts "
+            "of each layer, and reading them with the other active weights "
+            f"({read.weights_gb:.1f} GB) at {read.bandwidth_tb_s:g} TB/s takes at least "
+            f"{read.step_ms:.3g} ms, {read.rate:.0f} steps/s, where its answer takes "
+            f"{median:.0f}; {ROUTING_CLAIM} (scripts/ceiling_check.py). A larger tree's tokens "
+            "touch more experts: these budgets' tok/s are likely optimistic, the largest most, "
+            "and the recommended budget may be too large")
+
+
 def bytes_not_deployments(draws: Fit, sc: Scenario, stream_ms: float) -> bool:
     """Whether the fit's M = 1 step of ``sc``'s measured system is, at its median, shorter
     than reading the card's active weights (``stream_ms``): the card's bytes per weight are

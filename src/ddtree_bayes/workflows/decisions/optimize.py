@@ -16,7 +16,7 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.ceiling import step_rate
+from ddtree_bayes.engine.ceiling import balanced_read, budget_routing_warning, step_rate
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import (
     context_warnings,
@@ -279,6 +279,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     tok = accept * np.stack([step_rate(draws, b_sc, step[:, i])
                              for i, b_sc in enumerate(scenarios)], axis=1)
     dec = budget_decision(tok)
+    # budgets priced faster than reading the experts their tokens touch at balanced routing
+    fast = [(budgets[j], read, rate)
+            for j, b_sc in enumerate(scenarios)
+            if (read := balanced_read(draws, b_sc)) is not None
+            and (rate := float(np.median(tok[:, j] / accept[:, j]))) > read.rate]
     sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
     limit = all_max if sys_max is None else sys_max   # tokens per step, C x M
     rows = []
@@ -305,6 +310,10 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed),
              *edge_note(budgets, best, [float(p) for p in dec["p_best"]]),
              *system_context_warnings(draws, sc)]
+    routing = budget_routing_warning(fast, budgets[best], f"{sc.hardware} x{sc.gpus}" + (
+        f" at C = {concurrency}" if concurrency != 1 else ""))
+    if routing is not None:
+        notes.append(routing)
     if acceptance_file is None:
         notes += unused_acceptances(draws, sc, block, budgets, accept)
     elif (misfit := misfit_warning(cd, str(acceptance_file), MIN_ESS)) is not None:
