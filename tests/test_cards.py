@@ -1249,6 +1249,79 @@ def test_compressed_tensors_quantises_only_the_modules_its_group_targets(tmp_pat
     assert given.card["bytes_per_weight"] == "0.6"                     # (the fix works)
 
 
+#: Kimi K2.6's language model (moonshotai/Kimi-K2.6 config.json, ``text_config``): DeepSeek-V3's
+#: shapes with 384 routed experts, 64 heads, one dense layer, vocabulary 163840, no MTP layer,
+#: and its quantisation INSIDE ``text_config``: compressed-tensors int4, group 32, symmetric,
+#: on the routed experts only (attention, shared experts, the dense MLP and lm_head ignored).
+#: The fields are those a public K2.6 adapter checks against the release's file (``text.get(
+#: "quantization_config")``: pack-quantized, 4 bits, group 32; stored file, index id
+#: 56001785629) and a public K2.5 transcription (index id 4289690615); the ignore list is
+#: Kimi-K2-Thinking's, whose checkpoint (594 GB) this scheme prices to the gigabyte.
+KIMI_INT4 = {"quant_method": "compressed-tensors", "format": "pack-quantized",
+             "config_groups": {"group_0": {
+                 "targets": ["Linear"], "input_activations": None, "output_activations": None,
+                 "weights": {"num_bits": 4, "type": "int", "symmetric": True,
+                             "strategy": "group", "group_size": 32, "dynamic": False}}},
+             "ignore": ["lm_head", "re:.*self_attn.*", "re:.*shared_experts.*",
+                        r"re:.*mlp\.(gate|up|gate_up|down)_proj.*"],
+             "kv_cache_scheme": None}
+
+
+def kimi_k26_config() -> dict:
+    ds, _ = read_config(FIX / "deepseek-v3")
+    text = {k: v for k, v in ds.items() if k not in ("architectures", "auto_map")}
+    text.update({"model_type": "kimi_k2", "n_routed_experts": 384, "num_attention_heads": 64,
+                 "num_key_value_heads": 64, "first_k_dense_replace": 1,
+                 "num_nextn_predict_layers": 0, "n_group": 1, "topk_group": 1,
+                 "vocab_size": 163840, "max_position_embeddings": 262144,
+                 "quantization_config": KIMI_INT4})
+    return {"architectures": ["KimiK25ForConditionalGeneration"], "model_type": "kimi_k25",
+            "text_config": text, "vision_config": {"model_type": "moonvit"}}
+
+
+def test_a_quantization_config_inside_text_config_is_read(tmp_path):
+    """Kimi K2.5 / K2.6 keep their ``quantization_config`` in ``text_config`` (the language
+    model's fields): card add read the top level only, so the int4 checkpoint was carded as
+    bf16, 2 B/weight over the active weights and the file (a 2.05 TB model, not 594 GB).
+
+    By hand (V 163840, H 7168, 61 layers: 1 dense + 60 MoE, 64 heads, MLA as DeepSeek-V3's):
+    MLA linear weights per layer q_a 11,010,048 + q_b 1536 x (64 x 192) 18,874,368 + kv_a
+    4,128,768 + kv_b 512 x (64 x 256) 8,388,608 + o 7168 x 8192 58,720,256 = 101,122,048,
+    + norms 2,048, + layer norms 14,336; dense MLP 396,361,728; expert 44,040,192; router
+    384 x 7168 + 384 = 2,752,896; embedding = lm_head = 1,174,405,120.
+    active = 2 x 1,174,405,120 + 7,168 + 61 x 101,138,432 + 396,361,728
+             + 60 x (2,752,896 + 9 x 44,040,192) = 32,861,500,928
+    routed experts int4 + a bf16 scale per 32 inputs: 4.5 bits, 24,772,608 bytes each;
+    everything else bf16. Active bytes = 2 x (32,861,500,928 - 60 x 8 x 44,040,192)
+             + 60 x 8 x 24,772,608 = 35,335,269,376 -> 1.0753 B/weight
+    file = 2 x (1,026,408,232,448 - 60 x 384 x 44,040,192) + 60 x 384 x 24,772,608
+         = 594,205,305,856 bytes -> 0.5789 B/weight (Kimi-K2-Thinking's int4 checkpoint, the
+         same scheme on the same shapes: 594 GB)"""
+    cfg = kimi_k26_config()
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "config.json").write_text(json.dumps(cfg))
+    d = card_files.derive_from_hf_config(tmp_path / "k", name="kimi-k2.6-int4")
+    assert d.facts["params_total"] == 1_026_408_232_448
+    assert d.facts["params_active"] == 32_861_500_928
+    assert d.facts["bytes_per_weight"] == pytest.approx(35_335_269_376 / 32_861_500_928)
+    assert d.facts["file_bytes_per_weight"] == pytest.approx(
+        594_205_305_856 / 1_026_408_232_448)
+    assert (d.card["bytes_per_weight"], d.card["file_bytes_per_weight"]) == ("1.0753", "0.5789")
+    assert d.card["compute_dtype"] == "bf16"   # weights only: int4 dequantised in the kernel
+    # the same config with the quantisation at the top level is the same card
+    flat = {**cfg["text_config"]}
+    (tmp_path / "k" / "config.json").write_text(json.dumps(flat))
+    same = card_files.derive_from_hf_config(tmp_path / "k", name="kimi-k2.6-int4")
+    assert same.card["bytes_per_weight"] == d.card["bytes_per_weight"]
+    # a KV cache the text_config declares is read there too (a modelopt fp8 cache: 8 bits)
+    nested = {**cfg, "text_config": {**cfg["text_config"], "quantization_config": {
+        "quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8"}}}
+    (tmp_path / "k" / "config.json").write_text(json.dumps(nested))
+    fp8 = card_files.derive_from_hf_config(tmp_path / "k", name="kimi-k2.6-int4")
+    assert (fp8.card["kv_bytes_per_token"], fp8.card["kv_cache_bits"]) == ("35136", "8")
+    assert fp8.card["compute_dtype"] == "fp8"
+
+
 def test_ignore_names_a_multimodal_checkpoints_modules_by_their_full_path():
     """A multimodal checkpoint's quantiser names its language model's modules by their path
     in the whole model (``language_model.lm_head``, ``model.language_model.layers.0...``, as

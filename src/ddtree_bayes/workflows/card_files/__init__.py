@@ -23,7 +23,11 @@ from pathlib import Path
 from ddtree_bayes.core.bench_import.identity import size_in_name, sizes_differ
 from ddtree_bayes.core.errors import InputError, closest
 from ddtree_bayes.core.model_cards import CARD_HEADER, OPTIONAL_CARD_COLUMNS
-from ddtree_bayes.workflows.card_files.hf_config import read_config, shape_from_config
+from ddtree_bayes.workflows.card_files.hf_config import (
+    read_config,
+    shape_from_config,
+    storage_fields,
+)
 from ddtree_bayes.workflows.card_files.quant import (
     Scheme,
     kv_cache_from_config,
@@ -111,6 +115,7 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
     if sidecar is not None:
         cfg = {**cfg, "quantization_config": sidecar}
     shape = shape_from_config(cfg, str(file))
+    cfg = storage_fields(cfg)   # (a multimodal config may quantise in its text_config)
     scheme = scheme_from_config(cfg, str(file), bytes_per_weight)
     if bytes_per_weight is None and scheme.targets is not None:
         # each target must match a weight: one that matched none left its modules (say,

@@ -149,6 +149,34 @@ def text_config(cfg: dict) -> dict:
     return merged
 
 
+def storage_fields(cfg: dict) -> dict:
+    """``cfg`` with the fields that say how its weights are stored (``quantization_config``,
+    and ``torch_dtype`` / ``dtype``) taken from its ``text_config`` where the top level has
+    none: Kimi K2.5 / K2.6 keep their int4 ``quantization_config`` in ``text_config``, which
+    was passed over (the checkpoint carded as bf16: 2 B/weight instead of 1.0753). The top
+    level wins when both give one, as vLLM reads a config (``hf_config`` first, then its
+    ``hf_text_config``).
+
+    >>> storage_fields({"text_config": {"quantization_config": {"quant_method": "fp8"}}})[
+    ...     "quantization_config"]
+    {'quant_method': 'fp8'}
+    >>> storage_fields({"dtype": "bfloat16", "text_config": {"torch_dtype": "float32"}})
+    ... # doctest: +ELLIPSIS
+    {'dtype': 'bfloat16', 'text_config': ...}
+    """
+    inner = cfg.get("text_config")
+    if not isinstance(inner, dict):
+        return cfg
+    out = dict(cfg)
+    if out.get("quantization_config") is None and inner.get("quantization_config") is not None:
+        out["quantization_config"] = inner["quantization_config"]
+    if not (out.get("torch_dtype") or out.get("dtype")):
+        for key in ("torch_dtype", "dtype"):
+            if inner.get(key):
+                out[key] = inner[key]
+    return out
+
+
 class HFConfig:
     """Typed access to a config's fields; a missing or wrong one is a one-line error."""
 
