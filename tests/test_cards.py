@@ -2768,6 +2768,39 @@ def test_a_gguf_reads_its_own_sliding_window_pattern(tmp_path, quick_hash):
     assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"]) == ("3072", "")
 
 
+def test_a_gguf_of_llama4_caches_its_chunked_layers_at_the_chunk(tmp_path, quick_hash):
+    """llama.cpp's llama4 (src/llama-model.cpp, LLM_ARCH_LLAMA4): ``swa_type`` CHUNKED,
+    ``n_swa = 8192`` whatever the file says, ``set_swa_pattern(4)`` ("3 chunked - 1 full");
+    only ``llama4.attention.sliding_window`` 0 turns it off. A Llama 4 GGUF was carded with
+    every layer's cache growing with the context: Scout's 48 layers x 8 kv heads x 128,
+    196,608 bytes per token, 4x the 49,152 its config.json gives (12 full-attention layers;
+    the 36 chunked ones cache at most an 8192-token chunk), so a 128k context's cache was
+    priced at 25.8 GB per sequence instead of 7.6."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "llama-4-scout-q4.gguf", "llama4", 48, 5120, 40, 8, 128,
+                         None)
+    d = card_files.derive_from_gguf(path)
+    hf = card_files.derive_from_hf_config(FIX / "llama-4-scout", name="s")
+    # full layers 3, 7, ..., 47: 12 -> 2 x 12 x 8 x 128 x 2 = 49,152 bytes per token;
+    # 36 chunked layers: 2 x 36 x 8 x 128 x 2 = 147,456 bytes per token, at most 8192 tokens
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("49152", "147456", "8192")
+    assert [hf.card[k] for k in ("kv_bytes_per_token", "kv_window_bytes_per_token",
+                                 "kv_window_tokens")] == ["49152", "147456", "8192"]
+    assert "36 chunked-attention (8192-token chunks) + 12 full-attention layers" in \
+        d.card["attention"]
+    # a window the file gives does not change the chunk (llama.cpp sets 8192 over it) ...
+    path = _sliding_gguf(tmp_path / "w.gguf", "llama4", 8, 256, 8, 2, 32, 4096)
+    d = card_files.derive_from_gguf(path)
+    # 2 full (3, 7): 2 x 2 x 2 x 32 x 2 = 512; 6 chunked: 1,536 at most 8192 tokens
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
+            d.card["kv_window_tokens"]) == ("512", "1536", "8192")
+    # ... and 0 turns chunking off: every layer full, 2 x 8 x 2 x 32 x 2 = 2,048
+    path = _sliding_gguf(tmp_path / "off.gguf", "llama4", 8, 256, 8, 2, 32, 0)
+    d = card_files.derive_from_gguf(path)
+    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"]) == ("2048", "")
+
+
 def test_a_gguf_of_gemma2_without_a_window_key_slides_over_4096(tmp_path, quick_hash):
     """llama.cpp's gemma2 sets n_swa = 4096 (gemma 2's default) and reads the key only to
     replace it: a file without ``gemma2.attention.sliding_window`` still slides every other

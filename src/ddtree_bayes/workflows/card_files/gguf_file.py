@@ -28,10 +28,15 @@ EXPERT = re.compile(r"ffn_(gate|up|down)\.\d+(\.|$)")
 #: ``{arch}.attention.sliding_window`` tokens the file gives: N is the arch's default period,
 #: which the file's own ``{arch}.attention.sliding_window_pattern`` replaces (see
 #: :func:`sliding_layers`).
-SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2}
+SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "llama4": 4}
 #: The window llama.cpp gives an arch whose file leaves ``{arch}.attention.sliding_window`` out
 #: (gemma2: ``hparams.n_swa = 4096; // default value of gemma 2``); the others then have none.
 SWA_WINDOW = {"gemma2": 4096}
+#: Architectures whose "sliding" layers are chunked attention at a chunk llama.cpp sets itself,
+#: whatever ``{arch}.attention.sliding_window`` says (only 0 there turns chunking off): llama4,
+#: ``swa_type = LLAMA_SWA_TYPE_CHUNKED; n_swa = 8192; set_swa_pattern(4)`` ("3 chunked - 1
+#: full"), as transformers' Llama 4 chunks its RoPE layers at ``attention_chunk_size`` 8192.
+CHUNKED = {"llama4": 8192}
 ATTENTION = re.compile(r"attn_(q|k|v|output|qkv|q_a|q_b|kv_a_mqa|kv_b|k_b|v_b|gate)(\.|$)")
 #: The attention tensors that make keys for the cache: a layer holding one caches K and V
 #: (llama.cpp's hybrid memory gives a KV cache to its attention layers only; Falcon-H1 runs
@@ -187,7 +192,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                            + f", {heads} q heads / {shape.kv_heads} kv heads, head_dim "
                            f"{head_dim}")
         kv_total = sum(cached.values())
-        window = _int(key("{arch}.attention.sliding_window")) or SWA_WINDOW.get(str(arch))
+        window = swa_window(str(arch), key("{arch}.attention.sliding_window"))
         if window and str(arch) in SWA_PATTERN and full == layers:
             # the sliding layers cache at most the window (llama.cpp's iSWA cache), not the
             # context: only the full-attention layers' cache grows with it
@@ -196,9 +201,9 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
             full = layers - sliding
             kv_total = full * int(shape.kv_heads or 0)
             if sliding:
-                shape.attention += describe_window(shape, sliding, full,
-                                                   int(shape.kv_heads or 0),
-                                                   int(head_dim or 0), window)
+                shape.attention += describe_window(
+                    shape, sliding, full, int(shape.kv_heads or 0), int(head_dim or 0), window,
+                    "chunked-attention" if str(arch) in CHUNKED else "sliding-window")
         # llama.cpp sizes K by key_length and V by value_length (192 / 128 in DeepSeek-V2-style
         # files without MLA); a file without value_length has V as wide as K
         value_dim = _int(key("{arch}.attention.value_length")) or head_dim
@@ -218,6 +223,20 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                          f"says the model has {int(want)}", file=str(path),
                          fix="pass the first shard of one complete download")
     return shape, metadata
+
+
+def swa_window(arch: str, given) -> int | None:
+    """The tokens a sliding (or chunked) layer of ``arch`` caches at most, as llama.cpp sets
+    them from the file's ``{arch}.attention.sliding_window`` (``given``; None when absent).
+
+    >>> swa_window("gemma3", 1024), swa_window("gemma2", None), swa_window("llama", None)
+    (1024, 4096, None)
+    >>> swa_window("llama4", None), swa_window("llama4", 4096), swa_window("llama4", 0)
+    (8192, 8192, None)
+    """
+    if arch in CHUNKED:
+        return None if given is not None and _int(given) == 0 else CHUNKED[arch]
+    return _int(given) or SWA_WINDOW.get(arch)
 
 
 def cached_heads(per_layer, kv_heads: int, layers: int, recurrent: set[int], keys: set[int],
