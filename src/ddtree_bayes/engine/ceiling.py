@@ -41,9 +41,9 @@ LEAST_KV_CACHE = "q4_0"
 #: Capped draws at or above this share are said (a warning, and the row's ``read_ceiling``).
 SAY_AT = 0.01
 #: The least ratio of a public row's measured step to its balanced-routing read of two or more
-#: tokens (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Qwen3.5-397B AWQ
-#: AR at C = 64 on 4x RTX PRO 6000 Server: 33.5 ms against 22.5 ms; a tree at C = 1: 2.02)
-PUBLIC_ROUTING_MARGIN = 1.49
+#: tokens (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Kimi K2.6 AR at
+#: C = 64 on 8x RTX PRO 6000: 45.8 ms against 31.0 ms; a tree at C = 1: 2.02)
+PUBLIC_ROUTING_MARGIN = 1.47
 #: What the warning, the predict schema and docs/json-output.md claim of it, alike
 ROUTING_CLAIM = ("every public MoE row routing two or more tokens a step whose step is known "
                  f"runs at most 1 / {PUBLIC_ROUTING_MARGIN:g} of that rate")
@@ -106,10 +106,10 @@ class BalancedRead:
     """What ``tokens`` tokens of a step read of an MoE when routing is balanced: each token
     picks ``topk`` of ``experts`` experts per layer at random, so the step touches
     ``touched = experts (1 - (1 - topk / experts) ** tokens)`` of them per layer, and reads
-    those experts' weights beside the rest of the active weights: ``weights_gb`` at
-    ``bandwidth_tb_s``. ``tokens`` is the larger of ``streams`` (C: one token per stream) and
-    one stream's verified tokens M (:func:`routed_tokens`); the step's C x M tokens touch
-    more."""
+    those experts' weights (at their own bytes, :func:`expert_gb`) beside the rest of the
+    active weights: ``weights_gb`` at ``bandwidth_tb_s``. ``tokens`` is the larger of
+    ``streams`` (C: one token per stream) and one stream's verified tokens M
+    (:func:`routed_tokens`); the step's C x M tokens touch more."""
 
     streams: int
     tokens: int
@@ -134,7 +134,7 @@ def routed_tokens(streams: int, verify_tokens: int) -> int:
     route at random (:class:`BalancedRead`): the larger of C (one token per stream) and M (one
     stream's tree or chain), each a subset of the step's C x M tokens that the public rows
     bear out on its own (``scripts/ceiling_check.py``: at C >= 2 one token per stream, least
-    ratio 1.49 over 260 rows; at C = 1 a tree's M tokens, 2.02 over 24). Tokens of one tree
+    ratio 1.47 over 260 rows; at C = 1 a tree's M tokens, 2.02 over 24). Tokens of one tree
     share a context and may route alike, the streams' trees too: C x M is not claimed.
 
     >>> routed_tokens(64, 1), routed_tokens(1, 16), routed_tokens(4, 16), routed_tokens(1, 1)
@@ -151,7 +151,7 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
 
     The read is no cap: routing that concentrates the tokens on fewer experts reads less.
     But a trained router balances its experts' load, and every public MoE row routing two or
-    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.49 of
+    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.47 of
     this rate
     (``scripts/ceiling_check.py``), so an answer faster than it
     is said (:func:`routing_warnings`).
@@ -196,11 +196,34 @@ def balanced_weights(card, f, streams: int, verify_tokens: int = 1) -> BalancedR
     if tokens < 2 or not e or not k or e <= k or card.params_total_b <= card.params_active_b:
         return None
     touched = e * (1.0 - (1.0 - k / e) ** tokens)
-    per_expert = (card.params_total_b - card.params_active_b) / (e - k)   # B, every layer
     bandwidth = f.bandwidth_tb_s * f.gpus
     active_gb = f.stream_ms * bandwidth
-    weights = active_gb * (1.0 + (touched - k) * per_expert / card.params_active_b)
+    per_expert = expert_gb(card) / (e - k)   # GB, every layer
+    weights = active_gb + (touched - k) * per_expert
     return BalancedRead(streams, tokens, e, k, touched, weights, bandwidth)
+
+
+def expert_gb(card) -> float:
+    """GB of the routed experts a token does not read (the card's weights beyond its active
+    ones): the checkpoint's bytes (``file_bytes_per_weight`` over every weight) less the
+    active weights' (``bytes_per_weight``, their average), so experts quantised below the
+    attention and shared layers are read at their own bytes; at ``bytes_per_weight`` when the
+    card does not give the checkpoint's (or gives less than its active weights take).
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> nvfp4 = ModelCard("q", 79.6744, 3.8749, 48, 512, 10, 1.2625, "fp4", "s",
+    ...                   file_bytes_per_weight=0.5965)   # 79.6744 x 0.5965 - 3.8749 x 1.2625
+    >>> round(expert_gb(nvfp4), 3), round(expert_gb(ModelCard(**{**nvfp4.__dict__,
+    ...     "file_bytes_per_weight": None})), 3)   # 75.7995 x 1.2625
+    (42.634, 95.697)
+    """
+    rest_b = card.params_total_b - card.params_active_b
+    active_gb = card.params_active_b * card.bytes_per_weight
+    if card.file_bytes_per_weight:
+        file_gb = card.params_total_b * card.file_bytes_per_weight - active_gb
+        if file_gb > 0:
+            return file_gb
+    return rest_b * card.bytes_per_weight
 
 
 def routing_row(per_step: np.ndarray, read: BalancedRead | None) -> dict | None:
@@ -254,7 +277,7 @@ def routing_warnings(rows: list[dict]) -> list[str]:
 step), faster than balanced routing allows: one token per stream touches about 126 of the 128 \
 experts of each layer, and reading them with the other active weights (28.5 GB) at 0.864 TB/s \
 takes at least 33 ms, 30 steps/s; every public MoE row routing two or more tokens a step whose \
-step is known runs at most 1 / 1.49 of that rate (scripts/ceiling_check.py). The answer reads \
+step is known runs at most 1 / 1.47 of that rate (scripts/ceiling_check.py). The answer reads \
 as if the streams shared far fewer experts: likely optimistic (the MoE term's growth with C \
 here is the fit's exponent, not this read)
     >>> tree = {**row, "concurrency": 2, "balanced_routing": {**b, "streams": 2, "tokens": 16}}
