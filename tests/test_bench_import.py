@@ -992,6 +992,38 @@ def test_match_card(name, card):
     assert match_card(name, CARDS) == card
 
 
+@pytest.mark.parametrize(("tag", "bits"), [
+    # llama-quantize --help (ggml-org/llama.cpp tools/quantize/quantize.cpp, QUANT_OPTIONS):
+    # "Q1_0 : 1.125 bpw quantization", "Q2_0 : 2.25 bpw quantization (group 64)"
+    ("Q1_0", 1.125), ("q2_0", 2.25),
+    # listed in bits per weight, as before; an unlisted IQ1 type no lower than IQ1_S
+    ("IQ1_S", 1.56), ("TQ1_0", 1.69), ("IQ1_X", 1.56)])
+def test_a_gguf_tag_is_read_at_its_listed_bits(tag, bits):
+    """tag_bits took llama-quantize's table for the IQ and k-quant types but read the 1- and
+    2-bit legacy types, listed there as Q1_0 1.125 and Q2_0 2.25 bits per weight, by the
+    "Qn: n + 0.5" rule and the IQ1_S floor: Q1_0 as 1.56 (1.39x its bits), Q2_0 as 2.5."""
+    from ddtree_bayes.core.bench_import.identity import tag_bits
+
+    assert tag_bits(tag) == bits
+
+
+def test_a_q1_0_name_on_its_own_cards_bytes_is_not_said(tmp_path):
+    """A Q1_0 run (1.125 bits per weight) imported as a card of that checkpoint under another
+    name (0.140625 bytes = 1.125 bits per weight) agrees with its tag: nothing said. Read as
+    1.56 bits the tag was 1.39x the card's, past the 1.2x test, and the warning told the user
+    to make the card they had."""
+    from ddtree_bayes.core.model_cards import ModelCard
+    from ddtree_bayes.workflows.living.bench import _tagged_quantisation
+
+    card = ModelCard("my-bonsai", 8.19, 8.19, 36, None, None, 0.140625, "bf16", "s")
+    rec = BenchRecord(tok_s=300.0, accept_len=None, context_tokens=None, batch_size=1,
+                      model="prism-ml/Bonsai-8B-Q1_0", notes="", index=1)
+    assert _tagged_quantisation(tmp_path / "b.json", rec, "my-bonsai", card) is None
+    bf16 = ModelCard("qwen3-8b", 8.19, 8.19, 36, None, None, 2.0, "bf16", "s")
+    said = _tagged_quantisation(tmp_path / "b.json", rec, "qwen3-8b", bf16)
+    assert said is not None and "(Q1_0: ~1.125 bits per weight)" in said and "14x" in said
+
+
 @pytest.mark.parametrize(("gpu_info", "hardware"), [
     ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H100 80GB HBM3, NVIDIA H100 80GB HBM3", "h100"),
     ("NVIDIA H100 80GB HBM3/NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200", "h200"),

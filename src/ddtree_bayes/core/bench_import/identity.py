@@ -85,12 +85,14 @@ def quantisation_tag(name: str) -> str | None:
 #: llama.cpp's quantisation types as ``llama-quantize --help`` lists them (tools/quantize/
 #: quantize.cpp, QUANT_OPTIONS): the k-quants and legacy types by the size of Llama-3-8B (GiB,
 #: 8.03B parameters: a whole file's bits per weight, its embedding and output included), the
-#: IQ and TQ types by their bits per weight; Q3_K, Q4_K, Q5_K are aliases of the _M types.
+#: IQ and TQ types and the 1- and 2-bit legacy types (Q1_0, Q2_0) by their bits per weight;
+#: Q3_K, Q4_K, Q5_K are aliases of the _M types.
 _GGUF_GIB_AT_LLAMA3_8B = {"q2_k": 2.96, "q2_k_s": 2.96, "q3_k_s": 3.41, "q3_k_m": 3.74,
                           "q3_k_l": 4.03, "q4_0": 4.34, "q4_1": 4.78, "q4_k_s": 4.37,
                           "q4_k_m": 4.58, "q5_0": 5.21, "q5_1": 5.65, "q5_k_s": 5.21,
                           "q5_k_m": 5.33, "q6_k": 6.14, "q8_0": 7.96}
-_GGUF_BPW = {"iq1_s": 1.56, "iq1_m": 1.75, "tq1_0": 1.69, "tq2_0": 2.06, "iq2_xxs": 2.06,
+_GGUF_BPW = {"q1_0": 1.125, "q2_0": 2.25,
+             "iq1_s": 1.56, "iq1_m": 1.75, "tq1_0": 1.69, "tq2_0": 2.06, "iq2_xxs": 2.06,
              "iq2_xs": 2.31, "iq2_s": 2.5, "iq2_m": 2.7, "iq3_xxs": 3.06, "iq3_xs": 3.3,
              "iq3_s": 3.44, "iq3_m": 3.66, "iq4_xs": 4.25, "iq4_nl": 4.5}
 _GGUF_ALIAS = {"q3_k": "q3_k_m", "q4_k": "q4_k_m", "q5_k": "q5_k_m"}
@@ -106,6 +108,8 @@ def tag_bits(tag: str) -> float | None:
 
     >>> [tag_bits(t) for t in ("FP8", "bf16", "AWQ", "Q4_K_M", "IQ2_XS", "Q8_0", "IQ1_S")]
     [8.0, 16.0, 4.25, 4.9, 2.31, 8.52, 1.56]
+    >>> [tag_bits(t) for t in ("Q1_0", "Q2_0")]   # listed: 1.125 and 2.25 bpw
+    [1.125, 2.25]
     >>> [tag_bits(t) for t in ("Q3_K", "Q4_K_XL", "IQ1_X", "gguf")]
     [4.0, 4.5, 1.56, None]
     """
