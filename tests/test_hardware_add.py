@@ -352,9 +352,10 @@ def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
     assert (row["compute_capability"], row["dense_bf16_tflops"], row["dense_fp8_tflops"],
             row["dense_fp4_tflops"]) == ("7.0", "2250", "", "")
     assert "  dense TFLOPS  bf16 2250, fp8 -, fp4 -, int8 -" in out
-    assert ("note: g: compute capability 7.0 has no fp8 or fp4 tensor cores (fp8 needs CC 8.9 "
-            "or above, fp4 10.0): the fp8 (4500 TFLOPS) and fp4 (12600 TFLOPS) peaks copied "
-            "from b300 are left out") in out.splitlines()
+    # (b300's int8 peak, 150, goes too: int8 tensor cores need 7.5)
+    assert ("note: g: compute capability 7.0 has no fp8 or fp4 or int8 tensor cores (fp8 needs "
+            "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS) and fp4 (12600 TFLOPS) "
+            "and int8 (150 TFLOPS) peaks copied from b300 are left out") in out.splitlines()
     # Ada (8.9) keeps fp8 and loses fp4; below Turing a copied int8 tensor peak goes too (the
     # int8 peak is then derived as bf16 / 2, dp4a: core/model_cards.peak_tflops)
     code, out, err = run_cli(tmp_path, "hardware", "add", "h", "--like", "b300",

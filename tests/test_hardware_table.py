@@ -101,6 +101,24 @@ def test_int8_peaks_and_their_derivations():
     assert "int8:" in hw["rtx-4090"]["flops_source"]
 
 
+def test_blackwell_ultra_int8_is_its_own_cut_rate_not_twice_bf16():
+    """Blackwell Ultra cut its INT8 tensor rate: 0.15 POPS dense per B300 and 0.165 per GB300
+    (verda.com's per-GPU table, without sparsity; NVIDIA's HGX B300 table: 2 POPS sparse for 8
+    GPUs, 125 dense each), against 4.5 on a B200. The rows had no int8 peak, so a GGUF model
+    on them computed at the bf16 x 2 derivation, 4500 and 5000: 30x the real rate."""
+    hw = load_hardware(bundled("hardware.csv"))
+    assert peak_tflops(hw["b300"], "int8") == (150.0, "b300: int8 peak 150 TFLOPS from the "
+                                                      "hardware table")
+    assert peak_tflops(hw["gb300"], "int8") == (165.0, "gb300: int8 peak 165 TFLOPS from the "
+                                                       "hardware table")
+    # the B200 and GB200 keep the full rate, 2 x bf16 (HGX B200: 72 POPS sparse / 8 / 2)
+    assert peak_tflops(hw["b200"], "int8")[0] == 4500.0
+    assert peak_tflops(hw["gb200"], "int8")[0] == 5000.0
+    for name in ("b300", "gb300"):
+        assert "verda.com/blog/gb300-nvl72-architecture" in \
+            hw[name]["flops_source"].split(INT8_SOURCE)[1]
+
+
 def test_a_user_row_overrides_a_built_in_gpu_and_a_new_name_adds_one(tmp_path):
     user = write(tmp_path / "data" / "hardware.csv", [
         HEADER + ",dense_bf16_tflops,notes",
