@@ -119,6 +119,18 @@ def test_blackwell_ultra_int8_is_its_own_cut_rate_not_twice_bf16():
             hw[name]["flops_source"].split(INT8_SOURCE)[1]
 
 
+def test_mi250x_int8_runs_at_its_bf16_rate():
+    """CDNA2's matrix cores multiply int8 at the bf16 rate: 383 TOPS and 383 TFLOPS for an
+    MI250X (stas00/ml-engineering's TFLOPS table, row 'AMD MI250X', from AMD's datasheet). The
+    row had no int8 peak, so a GGUF model on it computed at the bf16 x 2 derivation, 766."""
+    hw = load_hardware(bundled("hardware.csv"))
+    assert peak_tflops(hw["mi250x"], "int8") == (383.0, "mi250x: int8 peak 383 TFLOPS from the "
+                                                        "hardware table")
+    assert "int8 383" in hw["mi250x"]["flops_source"].split(INT8_SOURCE)[1]
+    # CDNA3 keeps int8 at 2x bf16: the derivation stands (AMD: 2614.9 TOPS for an MI300X)
+    assert peak_tflops(hw["mi300x"], "int8")[0] == 2600.0
+
+
 def test_a_user_row_overrides_a_built_in_gpu_and_a_new_name_adds_one(tmp_path):
     user = write(tmp_path / "data" / "hardware.csv", [
         HEADER + ",dense_bf16_tflops,notes",
