@@ -642,6 +642,49 @@ def test_every_built_in_gpu_is_within_the_peak_step_limits():
     assert load_hardware("hardware.csv", text=text, stored=True)["zz"]["dense_fp8_tflops"] == "800"
 
 
+@pytest.mark.parametrize(("argv", "line"), [
+    # an RTX A4000 (datasheet: bf16 76.7, int8 153.4 dense) like an RTX A6000: the A6000's
+    # int8 309.7 was written beside the given bf16, 4.04x it (under GeForce's 4.5x limit), so a
+    # GGUF model on the A4000 computed twice as fast as the card can
+    (("rtx-a4000", "--like", "rtx-a6000", "--mem-bw-tb-s", "0.448", "--memory-gb", "16",
+      "--dense-bf16-tflops", "76.7"),
+     "--dense-bf16-tflops 76.7 is 0.495x rtx-a6000's 154.8, but int8 309.7 is rtx-a6000's, "
+     "copied: a GPU's tensor peaks scale together (fix: give --dense-int8-tflops too, this "
+     "GPU's own (153.4 if it scales as bf16 does))"),
+    # the FP16-accumulate figure of a GeForce card given for bf16: 2x the table's
+    (("g", "--like", "rtx-4090", "--dense-bf16-tflops", "330.3"),
+     "--dense-bf16-tflops 330.3 is 2x rtx-4090's 165.15, but fp8 330.3 and int8 660.6 are "
+     "rtx-4090's, copied: a GPU's tensor peaks scale together (fix: give --dense-fp8-tflops and "
+     "--dense-int8-tflops too, this GPU's own (660.6 and 1321.2 if they scale as bf16 does))"),
+    # a GPU's own row: the peaks not given are its own as before
+    (("h100", "--dense-fp8-tflops", "1000"),
+     "--dense-fp8-tflops 1000 is 0.505x h100's 1979, but bf16 989 is h100's, copied: a GPU's "
+     "tensor peaks scale together (fix: give --dense-bf16-tflops too, this GPU's own (499.7 if "
+     "it scales as fp8 does))"),
+])
+def test_a_peak_given_far_from_the_copied_gpus_leaves_no_copied_peak_behind(tmp_path, argv,
+                                                                              line):
+    code, out, err = run_cli(tmp_path, "hardware", "add", *argv, "--source", "s")
+    assert (code, out) == (2, "") and err.startswith("ddtree-bayes: error: " + line), err
+    assert err.count("\n") == 1 and not (tmp_path / "data").exists()
+
+
+def test_a_variant_within_a_quarter_of_the_copied_gpu_keeps_the_copied_peaks(tmp_path):
+    """A cut-down or clocked variant given its bf16 peak alone (an RTX 4090 D, 0.89x) keeps the
+    copied peaks, labelled as copied; every peak given, none copied, nothing is checked."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                             "--dense-bf16-tflops", "147", "--source", "x", "--dry-run")
+    assert code == 0, err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-a4000", "--like", "rtx-a6000",
+                             "--mem-bw-tb-s", "0.448", "--memory-gb", "16",
+                             "--dense-bf16-tflops", "76.7", "--dense-int8-tflops", "153.4",
+                             "--source", "NVIDIA RTX A4000 datasheet", "--format", "json")
+    assert code == 0, err
+    gpu = json.loads(out)["gpu"]
+    assert (gpu["dense_bf16_tflops"], gpu["dense_int8_tflops"], gpu["dense_fp8_tflops"]) == (
+        76.7, 153.4, None)
+
+
 def test_a_gpus_own_row_keeps_the_sources_of_the_figures_not_given(tmp_path):
     """s45b finding 6: `hardware add h200 --like h200 --mem-bw-tb-s 4` rewrote flops_source,
     whose peaks it did not touch, as "as before: <its text>"; every later predict warned that

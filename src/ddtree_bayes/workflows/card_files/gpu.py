@@ -272,6 +272,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     _refuse_peaks_out_of_order(row, values, base)
     if like is not None:
         _refuse_far_from_like(values, like, table.rows[like])
+    if base is not None:
+        _refuse_copied_peaks_left_behind(values, base, table.rows[base], row)
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
@@ -386,6 +388,41 @@ def _refuse_peaks_out_of_order(row: dict[str, str], values: dict, base: str | No
                      fix="give dense (not sparse) TFLOPS per GPU"
                          + ("" if all(c in values for c in cols) else
                             ", and the other precision's peak with its flag too"))
+
+
+#: How far (a factor either way) a dense peak given beside copied ones may be from the copied
+#: GPU's own: a variant of it (a cut-down edition, a clock cap: an RTX 4090 D is 0.89x an RTX
+#: 4090) keeps the copied peaks of the other precisions within this; beyond it they are
+#: another GPU's.
+COPIED_PEAK_FACTOR = 1.25
+
+
+def _refuse_copied_peaks_left_behind(values: dict[str, float | str], base: str,
+                                     base_row: dict[str, str], row: dict[str, str]) -> None:
+    """Refuse a dense peak given :data:`COPIED_PEAK_FACTOR` or more from ``base``'s own while
+    peaks of other precisions stay copied from ``base``: a GPU's tensor peaks scale together
+    (SMs x clock), so the copied ones are ``base``'s, not this GPU's (``--like rtx-a6000
+    --dense-bf16-tflops 76.7`` for an RTX A4000 kept the A6000's int8 309.7, 2x the A4000's).
+    The fix names each copied peak scaled as the given one moved."""
+    copied = [c for c in PEAK_COLUMNS if c not in values and row.get(c, "").strip()]
+    for col in PEAK_COLUMNS:
+        try:
+            given, theirs = float(values[col]), float(base_row.get(col, ""))
+            ratio = given / theirs
+        except (KeyError, ValueError, ZeroDivisionError):   # (not given, or blank in base's)
+            continue
+        if not copied or 1 / COPIED_PEAK_FACTOR < ratio < COPIED_PEAK_FACTOR:
+            continue
+        short = col.split("_")[1]
+        them = [f"{c.split('_')[1]} {row[c]}" for c in copied]
+        flags = " and ".join(f"--dense-{c.split('_')[1]}-tflops" for c in copied)
+        scaled = " and ".join(f"{round(float(row[c]) * ratio, 1):g}" for c in copied)
+        one = len(copied) == 1
+        raise InputError(f"--dense-{short}-tflops {given:g} is {ratio:.3g}x {base}'s {theirs:g}, "
+                         f"but {' and '.join(them)} {'is' if one else 'are'} {base}'s, copied: "
+                         "a GPU's tensor peaks scale together",
+                         fix=f"give {flags} too, this GPU's own ({scaled} if "
+                             f"{'it scales' if one else 'they scale'} as {short} does)")
 
 
 #: What a slip in a figure's unit usually is (too low, too high), and the unit its flag takes.
