@@ -342,7 +342,7 @@ def test_dry_run_prints_the_row_and_writes_nothing(tmp_path):
 
 
 def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
-    """--like b300 --compute-capability 7.0 kept B300's fp8 4500 and fp4 12600 TFLOPS, which a
+    """--like b300 --compute-capability 7.0 kept B300's fp8 4500 and fp4 13500 TFLOPS, which a
     CC 7.0 GPU has no tensor cores for (fp8 needs 8.9, fp4 10.0), without a word: they are
     left out of the row, and a note says so."""
     code, out, err = run_cli(tmp_path, "hardware", "add", "g", "--like", "b300",
@@ -354,7 +354,7 @@ def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
     assert "  dense TFLOPS  bf16 2250, fp8 -, fp4 -, int8 -" in out
     # (b300's int8 peak, 150, goes too: int8 tensor cores need 7.5)
     assert ("note: g: compute capability 7.0 has no fp8 or fp4 or int8 tensor cores (fp8 needs "
-            "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS) and fp4 (12600 TFLOPS) "
+            "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS) and fp4 (13500 TFLOPS) "
             "and int8 (150 TFLOPS) peaks copied from b300 are left out") in out.splitlines()
     # Ada (8.9) keeps fp8 and loses fp4; below Turing a copied int8 tensor peak goes too (the
     # int8 peak is then derived as bf16 / 2, dp4a: core/model_cards.peak_tflops)
@@ -364,7 +364,7 @@ def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
     payload = json.loads(out)
     assert (payload["gpu"]["dense_fp8_tflops"], payload["gpu"]["dense_fp4_tflops"]) == (4500.0, None)
     assert payload["notes"] == ["h: compute capability 8.9 has no fp4 tensor cores (fp4 needs CC "
-                                "10.0 or above): the fp4 (12600 TFLOPS) peak copied from b300 "
+                                "10.0 or above): the fp4 (13500 TFLOPS) peak copied from b300 "
                                 "is left out"]
     code, out, err = run_cli(tmp_path, "hardware", "add", "k", "--like", "rtx-4090",
                              "--compute-capability", "7.0", "--source", "x", "--dry-run")

@@ -107,9 +107,10 @@ PEAK_STEP_LIMITS = {("bf16", "fp8"): 2.5, ("fp8", "fp4"): 4.5, ("bf16", "fp4"): 
                     ("bf16", "int8"): 4.5}
 #: The limits on a data-centre part (compute capability 7.0, 8.0, 9.0, 10.x; AMD gfx90a /
 #: gfx942 / gfx950), whose tables give every precision at one accumulate mode: fp8 and int8 2x
-#: bf16 (H100 989 / 1979 / 1979, MI300X), fp4 2x fp8 on B200 and 3.33x on B300 (4500 /
-#: 15000). A sparse figure is 2x the dense one, so the GeForce limits would let B200's sparse
-#: FP4 (18000, 4x fp8) or H100's sparse INT8 (3958, 4x bf16) through.
+#: bf16 (H100 989 / 1979 / 1979, MI300X), fp4 2x fp8 on B200 and 3x on B300 (4500 /
+#: 13500; 3.33x at the 15000 some tables give). A sparse figure is 2x the dense one, so the
+#: GeForce limits would let B200's sparse FP4 (18000, 4x fp8) or H100's sparse INT8 (3958, 4x
+#: bf16) through.
 DATA_CENTRE_PEAK_STEP_LIMITS = {("bf16", "fp8"): 2.5, ("fp8", "fp4"): 3.5, ("bf16", "fp4"): 7.0,
                                 ("bf16", "int8"): 2.5}
 DATA_CENTRE_CC = ("7.0", "8.0", "9.0", "10.0", "10.3", "gfx90a", "gfx942", "gfx950")
