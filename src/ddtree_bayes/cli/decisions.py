@@ -69,7 +69,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     print_warnings(differs, warned)
     from ddtree_bayes.engine.question import Flags, check_names
 
-    print_warnings(check_names(draws, Flags.of(args)), warned)
+    # (--strict: a name never measured nor declared is an error, as in predict and next)
+    print_warnings(check_names(draws, Flags.of(args), strict=args.strict), warned)
     print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
@@ -289,7 +290,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
     add_seed_and_format(p, formats=("table", "json"))
     p.add_argument("--strict", action="store_true",
-                   help="error (exit 4) instead of warning if data or priors changed since the fit")
+                   help="error (exit 4) instead of warning if data or priors changed since the "
+                        "fit; error (exit 2) for an engine, method or hardware name that was "
+                        "never measured nor declared")
     p.add_argument("--allow-unconverged", action="store_true",
                    help="use a fit that failed its convergence gates")
 
