@@ -66,17 +66,19 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     warned: list[str] = []   # (every warning line printed: the JSON's warnings)
     draws = _load(args, warned)
     curve, differs = D.acceptance_curve_for(draws, args.priors)
-    print_warnings(differs, warned)
     from ddtree_bayes.engine.question import Flags, check_names
 
     # (--strict: a name never measured nor declared is an error, as in predict and next)
-    print_warnings(check_names(draws, Flags.of(args), strict=args.strict), warned)
-    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
+    pending = [*differs, *check_names(draws, Flags.of(args), strict=args.strict),
+               *P.wide_interval_warnings(args.prob, draws.n_draws)]
     out = D.optimize(draws, curve, hardware=args.hardware, gpus=args.gpus, engine=args.engine,
                      method=args.method, block=args.block, budgets=budgets,
                      context_tokens=args.context, acceptance_file=args.acceptance_file,
                      prob=args.prob, seed=args.seed, model=args.model,
                      concurrency=args.concurrency, kv_cache=args.kv_cache)
+    # (the question's warnings once it is answered: an error in it or in --acceptance-file is
+    # one line, not a warning of a question that is then refused)
+    print_warnings(pending, warned)
     print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
                                            out["scenario"]["method"])], strict=args.strict),
                    warned)
@@ -205,19 +207,19 @@ def cmd_next(args: argparse.Namespace) -> int:
     # (refused before the query's warnings: a flag's error is one line)
     min_ess = _min_ess(args.min_ess, draws.n_draws)
     query = D.parse_query(draws, args.query, strict=args.strict)   # resolved as predict's
-    print_warnings(check_drafters(draws, [(query.scenario.model, query.scenario.method)],
-                                  strict=args.strict), warned)
-    print_warnings(query.warnings, warned)
-    print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
-    notes: list[str] = []
+    # (the query's warnings are printed once it is answered: an error in --candidates is one
+    # line, not warnings of a query that is then refused)
+    pending = [*check_drafters(draws, [(query.scenario.model, query.scenario.method)],
+                               strict=args.strict),
+               *query.warnings, *P.wide_interval_warnings(args.prob, draws.n_draws)]
     left: list = []   # (the file's candidates nobody can measure)
     candidates = (D.read_candidates(draws, args.candidates, query, strict=args.strict,
-                                    warnings=notes, left_out=left)
+                                    warnings=pending, left_out=left)
                   if args.candidates else None)
-    print_warnings(notes, warned)
     out = D.next_measurements(draws, query, candidates, k=args.k, prob=args.prob,
                               seed=args.seed, min_ess=min_ess,
                               left_out=left)
+    print_warnings(pending, warned)
     if query.note is not None:
         print(f"{PROG} next: --query: {query.note}", file=sys.stderr)
     from ddtree_bayes.engine.structure import reweight_understates
