@@ -207,6 +207,10 @@ INVALID = [
     ["--block", "16", "--budget", "1", "--accept", "14"],
     ["--method", "dflash", "--block", "16", "--budget", "32", "--accept", "4"],
     ["--seed", "-1"], ["--fit", "../x"], ["--fit", "20990101T000000Z-nope"],
+    # (one model form only: --model-average refused, after questions that warn)
+    ["--model-average"], ["--engine", "nosuch", "--accept", "14", "--model-average"],
+    ["--accept", "14", "--context", "1m", "--model-average"],
+    ["--accept", "14", "--prob", "0.999", "--model-average"],
 ]
 
 

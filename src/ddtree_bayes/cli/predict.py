@@ -48,20 +48,22 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     question = resolve(draws, Flags.of(args), strict=args.strict)
     asked = [(sc.model, sc.method) for sc in question.scenarios]
-    print_warnings(check_drafters(draws, asked, drafter=args.drafter, strict=args.strict),
-                   warned)
-    print_warnings(drafter_gap_warnings(draws, asked), warned)   # (next's words: no drafter)
-    print_warnings(question.warnings, warned)
+    pending = [*check_drafters(draws, asked, drafter=args.drafter, strict=args.strict),
+               *drafter_gap_warnings(draws, asked),   # (next's words: no drafter)
+               *question.warnings]
+    mixture = average = None
+    weighed: list[str] = []
+    if args.model_average:   # (weighed before the question's warnings print: its refusal,
+        # e.g. one model form only, is one line; they print in the order they always did)
+        from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
+
+        mixture = compare.model_average(draws, seed=args.seed, warnings=weighed)
+        average = compare.mixture_entries(mixture)   # (the JSON's model_average)
+    print_warnings(pending, warned)
     if question.note is not None:
         print(f"{PROG} predict: {question.note}", file=sys.stderr)
     print_warnings(P.wide_interval_warnings(args.prob, draws.n_draws), warned)
-    mixture = average = None
-    if args.model_average:
-        from ddtree_bayes.engine import compare  # only with --model-average (PSIS-LOO weights)
-
-        weighed: list[str] = []
-        mixture = compare.model_average(draws, seed=args.seed, warnings=weighed)
-        average = compare.mixture_entries(mixture)   # (the JSON's model_average)
+    if mixture is not None:
         print(f"{PROG}: model average: " + ", ".join(
             f"{d.meta['fit_id']} ({form_label(d.meta)}) {w:.2f}" for d, w in mixture),
             file=sys.stderr)
