@@ -183,6 +183,15 @@ def test_diff_json_is_its_table(work, extra):
             assert cells["noise_sd"]["median change"] == f"{p['median_change']:+.0%}"
     if "--all" not in extra:
         assert not any(p["parameter"].endswith("_z") for p in out["parameters"])
+    assert out["seed"] == (int(extra[1]) if "--seed" in extra else 20261130)
+    assert out["tracked"]   # (the built-in default question, in each engine)
+    lines = table.splitlines()
+    for t in out["tracked"]:
+        a, b = t["before"], t["after"]
+        head = (f"  {t['name']}: {t['label']}: 90% {span(a['lo90'], a['hi90'])} -> "
+                f"{span(b['lo90'], b['hi90'])} tok/s (median {tok(a['median'])} -> "
+                f"{tok(b['median'])}, width ")
+        assert any(line.startswith(head) for line in lines), head
 
 
 def test_compare_weights_sum_to_one_and_match_the_table(work):
