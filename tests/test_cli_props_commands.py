@@ -222,6 +222,14 @@ def test_track_add_list_remove(work):
         (now,) = added["now"]["rows"]
         assert (now["median"], now["lo90"], now["hi90"]) == (pred["median"], pred["lo90"],
                                                               pred["hi90"])
+        # and the table's now line (the same query, added as a table) says those numbers
+        assert run_cli(w, "track", "remove", "q13")[0] == 0
+        code, table, err = run_cli(w, "track", "--accept", "13", "--engine", "sglang",
+                                   "--name", "q13")
+        assert code == 0, err
+        assert (f"  now (fit {added['now']['fit_id']}): {now['label']}: median "
+                f"{tok(now['median'])}, 90% {span(now['lo90'], now['hi90'])} tok/s"
+                ) in table.splitlines(), table
         code, out, err = run_cli(w, "track", "remove", "q13")
         assert code == 0, err
         _, listed = ok_json(w, "track", "list")

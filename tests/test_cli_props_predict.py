@@ -191,6 +191,40 @@ def test_predict_at_the_measured_configuration_says_measured(work, argv):
     assert row["overhead_from"] == "overhead of measured group b300x8/sglang/ddtree"
 
 
+@pytest.fixture(scope="module")
+def anchored(tmp_path_factory):
+    """A structured-form fit (tests/test_engine_effects.py's, as test_output_agreement builds
+    it): a question near a measured configuration is anchored to it."""
+    from test_output_agreement import _fit
+
+    return make_point_mass_workdir(tmp_path_factory.mktemp("props_anchor") / "w",
+                                   draws=_fit("structured"))
+
+
+@pytest.mark.parametrize(("flags", "anchor"), [
+    (["--block", "8", "--budget", "8"], "anchored to the measured ddtree budget 8 (M = 9, 1 row)"),
+    (["--method", "ar"], "anchored to the measured ar (M = 1, 1 row)"),
+    (["--block", "8", "--budget", "8", "--concurrency", "1,4"],
+     "anchored to the measured ddtree budget 8 (M = 9, 1 row)"),
+], ids=lambda v: " ".join(v) if isinstance(v, list) else None)
+def test_predict_at_a_measured_configuration_names_its_anchor(anchored, flags, anchor):
+    """At the measured b300 x8 sglang rows (AR 133 tok/s; DDTree 8/8 303 tok/s, accept 4.4)
+    the structured fit's answer names the measurement it is anchored to, in table, JSON and
+    CSV alike, and its 90% interval holds the measured tok/s; at C = 4, never measured, the
+    note says the anchor's C = 1."""
+    argv = ["predict", *flags, "--engine", "sglang"]
+    table, payload, csv_out = three_forms(anchored, argv)
+    measured = 133 if "ar" in flags else 303
+    for row, line in zip(payload["rows"], csv.DictReader(io.StringIO(csv_out)), strict=True):
+        assert line["overhead_from"] == row["overhead_from"]
+        if row.get("concurrency", 1) == 1:
+            assert row["overhead_from"].endswith(anchor), row["overhead_from"]
+            assert row["lo90"] <= measured <= row["hi90"], row
+        else:
+            assert row["overhead_from"].endswith(anchor.replace("1 row", "C = 1, 1 row"))
+        assert row["overhead_from"] in table
+
+
 # ---------------------------------------------------------------- invalid questions
 INVALID = [
     ["--hardware", "nosuch"], ["--hardware", "B300"], ["--model", "nosuch"],
