@@ -322,13 +322,13 @@ def unconverged(tmp_path_factory) -> Path:
 def test_stale_fit_with_strict_exits_4(stale, argv):
     code, out, err = run_cli(stale, *argv)
     assert code == 0 and "changed since fit" in err, err   # a warning without --strict
-    # (one line naming the file and what to run; its fix is not written "(fix: ...)": the
-    # line is engine/scenario.py's check_fit warnings joined, left as it is)
+    # (one line naming the file, what to run, and its fix as every error writes it)
     before = unlocked(listing(stale))
     code, out, err = run_cli(stale, *argv, "--strict")
     assert (code, out, len(err.splitlines())) == (4, "", 1), err
     assert err.startswith("ddtree-bayes: error: ") and "data/measurements.csv changed since fit" \
-        in err and "run `ddtree-bayes update` (or `fit`) to use it (--strict)" in err, err
+        in err and "run `ddtree-bayes update` (or `fit`) to use it: --strict refuses it (fix: " \
+        in err and err.rstrip().endswith(")"), err
     assert unlocked(listing(stale)) == before
 
 

@@ -628,7 +628,8 @@ def test_editing_only_the_acceptance_curve_does_not_make_predict_call_the_fit_st
     code, out, err = run_cli(work, "predict", "--method", "ar", "--strict")
     assert (code, out) == (4, "")
     assert err == (f"ddtree-bayes: error: {priors.resolve()} changed since fit {FIT_ID}; re-run "
-                   "`ddtree-bayes fit` to use it (--strict)\n")
+                   "`ddtree-bayes fit` to use it: --strict refuses it (fix: do as said, or drop "
+                   "--strict to answer from this fit with a warning)\n")
 
 
 @pytest.mark.parametrize("prob", [0.9999999, 1e-7])

@@ -452,6 +452,11 @@ def _bears(model: str, method: str, target: str, methods: set[str]) -> bool:
             and (model == target or model.startswith(target + "-")))
 
 
+#: How a stale fit refused under ``--strict`` ends: what refused it and the fix, as every error
+STRICT_FIX = (": --strict refuses it (fix: do as said, or drop --strict to answer from this fit "
+              "with a warning)")
+
+
 def check_drafters(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
                    drafter: str | None = None, strict: bool = False) -> list[str]:
     """The drafter cards here that differ from the fit's and bear on a question's (model,
@@ -459,7 +464,7 @@ def check_drafters(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
     :func:`check_fit` until their question was resolved; raise with ``strict``, as it does."""
     warnings = drafter_card_changes(draws, asked, drafter=drafter)
     if warnings and strict:
-        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+        raise StaleArtifactError("; ".join(warnings) + STRICT_FIX)
     return warnings
 
 
@@ -581,7 +586,7 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     if here:   # (the tables and cards here: a fit from elsewhere is not stale by them)
         warnings += hardware_changes(draws) + card_changes(draws, drafters=drafters)
     if warnings and strict:
-        raise StaleArtifactError("; ".join(warnings) + " (--strict)")
+        raise StaleArtifactError("; ".join(warnings) + STRICT_FIX)
     from ddtree_bayes.core.paths import own_data_file, shown
 
     mine = own_data_file("measurements.csv") if here else None
