@@ -467,7 +467,7 @@ def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeyp
 def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
     """A hand-edited row at 20000 tok/s for Kimi K2.6 AR on 8 x B300 (a 0.05 ms step) was
     fitted, exit 0, with the noise widened for every model. Reading its 32B active weights at
-    IQ1_S's 1.5625 bits over 8 x 8 TB/s takes 32e9 x 1.5625 / 8 / 64e12 s = 0.0977 ms: the
+    Q1_0's 1.125 bits over 8 x 8 TB/s takes 32e9 x 1.125 / 8 / 64e12 s = 0.0703 ms: the
     data file is refused, naming the row and column (fit reads its inputs the same way)."""
     from ddtree_bayes.core.errors import DataError
     from ddtree_bayes.core.paths import bundled
@@ -479,18 +479,19 @@ def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
         api.load_inputs(fast, bundled("priors.toml"), workdir=tmp_path)
     assert str(err.value) == (
         f"{fast}, row 11, column 'tok_s': step 0.05 ms (20000 tok/s at accept 1) is shorter "
-        "than reading kimi-k2.6's 32B active weights at 1.5625 bits per weight (IQ1_S, the "
-        "fewest any quantisation stores) over 8 x b300 (64 TB/s): 0.0977 ms; no deployment "
+        "than reading kimi-k2.6's 32B active weights at 1.125 bits per weight (Q1_0, the "
+        "fewest any quantisation stores) over 8 x b300 (64 TB/s): 0.0703 ms; no deployment "
         "runs that fast (fix: check tok_s (tokens per second; with concurrency, the streams' "
         "total), accept_len and gpus)")
 
 
 @pytest.mark.parametrize(("row", "column", "says"), [
-    # 1000B x 0.2 bytes (1.6 bits) = 200 GB > 1 x 96 GB; the card's 0.6 bytes need 600 / 96
-    # -> 7 GPUs, 1.6 bits 200 / 96 -> 3
+    # 1000B x 0.140625 bytes (1.125 bits) = 140.6 GB > 1 x 96 GB; the card's 0.6 bytes need
+    # 600 / 96 -> 7 GPUs, 1.125 bits 140.6 / 96 -> 2
     ("kimi-k2.6,rtx-pro-6000,1,vllm,ar,,,1,1.0,0,10,x,", "gpus",
-     "kimi-k2.6's 1000B parameters take 200.0 GB even at 1.6 bits per weight: they do not "
-     "fit in 1 x rtx-pro-6000 (96.0 GB) (fix: check the GPU count (at least 3 rtx-pro-6000; 7 "
+     "kimi-k2.6's 1000B parameters take 140.6 GB even at 1.125 bits per weight (Q1_0, the "
+     "fewest any quantisation stores): they do not fit in 1 x rtx-pro-6000 (96.0 GB) (fix: "
+     "check the GPU count (at least 2 rtx-pro-6000; 7 "
      "at the card's 0.6 bytes) and the hardware; a run that offloads weights to the CPU is "
      "outside what the step model prices)"),
     # 35136 B x 1e9 tokens / 2 (an fp8 cache of the card's bf16) = 17,568 GB > 8 x 288 GB
@@ -501,7 +502,7 @@ def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
      "count)"),
 ])
 def test_load_inputs_refuses_a_row_its_gpus_cannot_hold(tmp_path, row, column, says):
-    """`add` refuses a row whose GPUs cannot hold its card's weights even at 1.6 bits per
+    """`add` refuses a row whose GPUs cannot hold its card's weights even at 1.125 bits per
     weight, or whose KV cache no engine could hold; the same row written into the CSV by hand
     was fitted by `fit --data`, exit 0 (Kimi K2.6 on one RTX PRO 6000: a system of its own,
     its step priced from 1000B of weights on 96 GB). fit reads its inputs as `add` does:

@@ -288,11 +288,12 @@ def test_a_row_whose_gpus_cannot_hold_the_model_is_refused(work, capsys):
     code, out, err = run(capsys, "add", "--hardware", "h100", "--gpus", "1", "--engine", "vllm",
                          "--method", "ar", "--accept", "1", "--tok-s", "140", "--source", "x")
     assert (code, out) == (2, "")
-    # 1000B parameters x 0.2 bytes (1.6 bits: the smallest quantisations in use; a row may run
-    # a quantisation of its card's checkpoint) = 200 GB > 80 GB
-    assert ("row 11, column 'gpus': kimi-k2.6's 1000B parameters take 200.0 GB even at 1.6 "
-            "bits per weight: they do not fit in 1 x h100 (80.0 GB) (fix: check the GPU count (at "
-            "least 3 h100; 8 at the card's 0.6 bytes)") in err
+    # 1000B parameters x 0.140625 bytes (Q1_0's 1.125 bits: the fewest any quantisation
+    # stores; a row may run a quantisation of its card's checkpoint) = 140.6 GB > 80 GB
+    assert ("row 11, column 'gpus': kimi-k2.6's 1000B parameters take 140.6 GB even at 1.125 "
+            "bits per weight (Q1_0, the fewest any quantisation stores): they do not fit in 1 x "
+            "h100 (80.0 GB) (fix: check the GPU count (at least 2 h100; 8 at the card's 0.6 "
+            "bytes)") in err
     assert (work / "data" / "measurements.csv").read_text() == before
     code, out, _ = run(capsys, "add", "--hardware", "h100", "--gpus", "8", "--engine", "vllm",
                        "--method", "ar", "--accept", "1", "--tok-s", "40", "--source", "x")
@@ -307,7 +308,7 @@ def test_a_row_whose_gpus_cannot_hold_the_cards_weights_is_added_with_a_warning(
     flags = ["add", "--hardware", "h100", "--gpus", "4", "--engine", "vllm", "--method", "ar",
              "--accept", "1", "--tok-s", "30", "--source", "x"]
     code, out, err = run(capsys, *flags)
-    # 1000B parameters x 0.6 bytes = 600 GB > 4 x 80 GB; at 1.6 bits 200 GB would fit
+    # 1000B parameters x 0.6 bytes = 600 GB > 4 x 80 GB; at 1.125 bits 140.6 GB would fit
     line = ("ddtree-bayes: warning: row 11: kimi-k2.6's card puts its weights at 600.0 GB (1000B "
             "parameters at 0.6 bytes), more than 4 x h100 hold (320.0 GB): the run must have "
             "used a smaller quantisation, but a fit prices the card's bytes; give that "
@@ -503,19 +504,24 @@ def test_add_warns_of_a_context_above_the_models_longest(work, capsys):
 def test_add_refuses_a_step_faster_than_any_quantisation_reads(work, capsys):
     """Mixtral AR at 2000 tok/s on 2x MI210 (0.5 ms) was kept with a warning that it might be
     "quantised below the card's bytes", then spoilt every fit. Reading Kimi K2.6's 32B active
-    weights at IQ1_S's 1.5625 bits (the fewest any quantisation stores) over 8 x H200's 4.8
-    TB/s takes 32e9 x 1.5625 / 8 / 38.4e12 s = 0.163 ms: 10000 tok/s (a 0.1 ms AR step) is
-    impossible, refused (exit 2, nothing written); 5000 tok/s (0.2 ms) stays a warning."""
+    weights at Q1_0's 1.125 bits (the fewest any quantisation stores: llama.cpp's 1-bit type,
+    18 bytes per 128 weights) over 8 x H200's 4.8 TB/s takes 32e9 x 1.125 / 8 / 38.4e12 s =
+    0.117 ms: 10000 tok/s (a 0.1 ms AR step) is impossible, refused (exit 2, nothing
+    written); 7000 tok/s (0.143 ms, refused while the floor was IQ1_S's 1.5625 bits: 0.163
+    ms) and 5000 tok/s (0.2 ms) stay warnings."""
     before = (work / "data" / "measurements.csv").read_bytes()
     code, out, err = run(capsys, "add", *H200_AR[:-2], "--tok-s", "10000")
     assert code == 2 and out == ""
     assert err == (
         "ddtree-bayes: error: data/measurements.csv (new row), row 11, column 'tok_s': step "
         "0.1 ms (10000 tok/s at accept 1) is shorter than reading kimi-k2.6's 32B active "
-        "weights at 1.5625 bits per weight (IQ1_S, the fewest any quantisation stores) over "
-        "8 x h200 (38.4 TB/s): 0.163 ms; no deployment runs that fast (fix: check tok_s "
+        "weights at 1.125 bits per weight (Q1_0, the fewest any quantisation stores) over "
+        "8 x h200 (38.4 TB/s): 0.117 ms; no deployment runs that fast (fix: check tok_s "
         "(tokens per second; with concurrency, the streams' total), accept_len and gpus)\n")
     assert (work / "data" / "measurements.csv").read_bytes() == before
+    code, out, err = run(capsys, "add", *H200_AR[:-2], "--tok-s", "7000")
+    assert code == 0 and "shorter than reading" in err, err   # (kept: a warning)
+    before = (work / "data" / "measurements.csv").read_bytes()
     # a --from file names its file and row; a speculative row without accept_len is unchecked
     rows = work / "l.csv"
     rows.write_text(",".join(COLUMNS) + "\n"

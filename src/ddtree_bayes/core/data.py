@@ -32,7 +32,13 @@ from ddtree_bayes.core.methods import (
     never_tree,
     shaped_budget,
 )
-from ddtree_bayes.core.pairs import LINK_FIX, link_class, pair_label
+from ddtree_bayes.core.pairs import (
+    LEAST_BITS_PER_WEIGHT,
+    LEAST_QUANTISATION,
+    LINK_FIX,
+    link_class,
+    pair_label,
+)
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
     PEAK_STEP_WHY,
@@ -1121,11 +1127,11 @@ def gb_texts(*values: float) -> tuple[str, ...]:
     return texts
 
 
-#: Bytes per weight of the smallest quantisations in use (~1.6 bits: the 1.58-bit GGUF
-#: quants): a row's model may be a quantisation of its card's checkpoint (a GGUF Q4 run
-#: imported under the bf16 card), so the weights check of :func:`weights_problem` assumes
-#: the smallest, not the card's bytes.
-MIN_BYTES_PER_WEIGHT = 0.2
+#: Bytes per weight of the smallest quantisation (core/pairs ``LEAST_BITS_PER_WEIGHT``,
+#: llama.cpp's Q1_0: 1.125 bits): a row's model may be a quantisation of its card's checkpoint
+#: (a GGUF Q4 run imported under the bf16 card), so the weights check of
+#: :func:`weights_problem` assumes the smallest, not the card's bytes.
+MIN_BYTES_PER_WEIGHT = LEAST_BITS_PER_WEIGHT / 8
 
 
 def weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, str] | None:
@@ -1140,7 +1146,8 @@ def weights_problem(card, hardware: dict[str, dict[str, str]], m) -> tuple[str, 
         return None
     need, have = gb_texts(least, memory * m.gpus)
     return (f"{m.model}'s {card.params_total_b:g}B parameters take {need} GB even at "
-            f"1.6 bits per weight: they do not fit in {m.gpus} x {m.hardware} "
+            f"{LEAST_BITS_PER_WEIGHT:g} bits per weight ({LEAST_QUANTISATION}): they do not "
+            f"fit in {m.gpus} x {m.hardware} "
             f"({have} GB)",
             f"check the GPU count (at least {math.ceil(least / memory)} {m.hardware}; "
             f"{math.ceil(card.weights_gb / memory)} at the card's {card.weights_bytes_per_weight:g} "

@@ -153,12 +153,17 @@ def pair_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures
     return PairFeatures(stream, int(card.layers), link(hardware_row, gpus), gpus, bandwidth)
 
 
-#: The fewest bits per weight any quantisation stores: llama.cpp's IQ1_S, 1.5625 bits (the
-#: quant type table of llama.cpp's ``llama-quantize`` / ggml's ``block_iq1_s``: 256 weights in
-#: 50 bytes). A decoding step reads every active weight at least once, so no deployment of a
-#: card steps faster than reading its active weights at this many bits over all its GPUs'
-#: bandwidth (:func:`impossible_step`).
-LEAST_BITS_PER_WEIGHT = 1.5625
+#: The fewest bits per weight any quantisation stores: llama.cpp's Q1_0, 1.125 bits (ggml's
+#: ``GGML_TYPE_Q1_0``: one sign bit per weight and an fp16 scale per 128, 18 bytes per 128
+#: weights; ``llama-quantize``'s table "Q1_0: 1.125 bpw", upstream since ggml-org/llama.cpp
+#: #21273, 2026-04; PrismML's Bonsai models ship in it). IQ1_S's 1.5625 was the floor before
+#: it, and an honest Q1_0 run was refused. A decoding step reads every active weight at least
+#: once, so no deployment of a card steps faster than reading its active weights at this many
+#: bits over all its GPUs' bandwidth (:func:`impossible_step`), and no GPUs hold a card's
+#: weights in fewer than its parameters at it (core/data ``weights_problem``).
+LEAST_BITS_PER_WEIGHT = 1.125
+#: How the floor is named in what refuses a row against it
+LEAST_QUANTISATION = "Q1_0, the fewest any quantisation stores"
 
 
 def read_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures | None:
@@ -177,7 +182,7 @@ def least_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None
     >>> from ddtree_bayes.core.model_cards import ModelCard
     >>> card = ModelCard("m", 8, 8, 32, None, None, 2, "bf16", "s")
     >>> least_read_ms(card, {"hardware": "h", "mem_bw_tb_s": "4", "interconnect": "x"}, 1)
-    0.390625
+    0.28125
     """
     f = read_features(card, hardware_row, gpus)
     if f is None:
@@ -207,8 +212,8 @@ def impossible_step(card, hardware_row: dict[str, str] | None, m) -> tuple[str, 
     return (f"step {step:.3g} ms ({m.tok_s:g} tok/s at accept {accept:g}"
             + (f", {m.concurrency} streams" if m.concurrency > 1 else "")
             + f") is shorter than reading {card.model}'s {card.params_active_b:.3g}B active "
-            f"weights at {LEAST_BITS_PER_WEIGHT:g} bits per weight (IQ1_S, the fewest any "
-            f"quantisation stores) over {m.gpus} x {m.hardware} ({bandwidth:.3g} TB/s): "
+            f"weights at {LEAST_BITS_PER_WEIGHT:g} bits per weight ({LEAST_QUANTISATION}) "
+            f"over {m.gpus} x {m.hardware} ({bandwidth:.3g} TB/s): "
             f"{least:.3g} ms; no deployment runs that fast",
             "check tok_s (tokens per second; with concurrency, the streams' total), "
             "accept_len and gpus")
