@@ -2679,6 +2679,13 @@ def test_a_given_bytes_per_weight_is_printed_as_standing_for_every_weight(tmp_pa
     assert "  bytes per weight  2 over the active weights (the whole file: 2)\n" in out
 
 
+def kv_columns(derived) -> tuple[str, str, str]:
+    """A derived card's KV columns: bytes per token growing with the context, bytes per token
+    of the sliding or chunked layers, and their window."""
+    return tuple(derived.card[k] for k in ("kv_bytes_per_token", "kv_window_bytes_per_token",
+                                           "kv_window_tokens"))
+
+
 def _sliding_gguf(path: Path, arch: str, layers: int, hidden: int, heads: int, kv_heads: int,
                   head_dim: int, window: int | None,
                   pattern: int | list[bool] | None = None) -> Path:
@@ -2723,10 +2730,8 @@ def test_a_gguf_of_gemma_3_27b_caches_as_its_config_says(tmp_path, quick_hash):
     hf = card_files.derive_from_hf_config(FIX / "gemma-3-27b-it", name="g")
     # full layers 5, 11, ..., 59: 10 -> 2 x 10 x 16 x 128 x 2 = 81,920 bytes per token;
     # 52 sliding layers: 2 x 52 x 16 x 128 x 2 = 425,984 bytes per token, at most 1024 tokens
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("81920", "425984", "1024")
-    assert [hf.card[k] for k in ("kv_bytes_per_token", "kv_window_bytes_per_token",
-                                 "kv_window_tokens")] == ["81920", "425984", "1024"]
+    assert kv_columns(d) == ("81920", "425984", "1024")
+    assert kv_columns(hf) == ("81920", "425984", "1024")
     assert "52 sliding-window (1024 tokens) + 10 full-attention layers" in d.card["attention"]
 
 
@@ -2737,8 +2742,7 @@ def test_a_gguf_of_gpt_oss_caches_its_sliding_layers_at_the_window(tmp_path, qui
     path = _sliding_gguf(tmp_path / "gpt-oss-tiny.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128)
     d = card_files.derive_from_gguf(path)
     # 3 full layers (1, 3, 5): 2 x 3 x 2 x 64 x 2 = 1,536; 3 sliding: the same, at most 128
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("1536", "1536", "128")
+    assert kv_columns(d) == ("1536", "1536", "128")
 
 
 def test_a_gguf_reads_its_own_sliding_window_pattern(tmp_path, quick_hash):
@@ -2752,16 +2756,14 @@ def test_a_gguf_reads_its_own_sliding_window_pattern(tmp_path, quick_hash):
     path = _sliding_gguf(tmp_path / "g2.gguf", "gemma3", 62, 5376, 32, 16, 128, 1024, pattern=2)
     d = card_files.derive_from_gguf(path)
     # every 2nd layer full: 31 full -> 2 x 31 x 16 x 128 x 2 = 253,952; 31 sliding the same
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("253952", "253952", "1024")
+    assert kv_columns(d) == ("253952", "253952", "1024")
     assert "31 sliding-window (1024 tokens) + 31 full-attention layers" in d.card["attention"]
     # per-layer flags: gpt-oss, 6 layers, only layers 0 and 1 sliding -> 4 full:
     # 2 x 4 x 2 x 64 x 2 = 2,048 per token; 2 sliding: 2 x 2 x 2 x 64 x 2 = 1,024
     flags = [True, True, False, False, False, False]
     path = _sliding_gguf(tmp_path / "o.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128, pattern=flags)
     d = card_files.derive_from_gguf(path)
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("2048", "1024", "128")
+    assert kv_columns(d) == ("2048", "1024", "128")
     # period 1: every layer full (no sliding layer; no window columns): 2 x 6 x 2 x 64 x 2
     path = _sliding_gguf(tmp_path / "p1.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128, pattern=1)
     d = card_files.derive_from_gguf(path)
@@ -2783,18 +2785,15 @@ def test_a_gguf_of_llama4_caches_its_chunked_layers_at_the_chunk(tmp_path, quick
     hf = card_files.derive_from_hf_config(FIX / "llama-4-scout", name="s")
     # full layers 3, 7, ..., 47: 12 -> 2 x 12 x 8 x 128 x 2 = 49,152 bytes per token;
     # 36 chunked layers: 2 x 36 x 8 x 128 x 2 = 147,456 bytes per token, at most 8192 tokens
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("49152", "147456", "8192")
-    assert [hf.card[k] for k in ("kv_bytes_per_token", "kv_window_bytes_per_token",
-                                 "kv_window_tokens")] == ["49152", "147456", "8192"]
+    assert kv_columns(d) == ("49152", "147456", "8192")
+    assert kv_columns(hf) == ("49152", "147456", "8192")
     assert "36 chunked-attention (8192-token chunks) + 12 full-attention layers" in \
         d.card["attention"]
     # a window the file gives does not change the chunk (llama.cpp sets 8192 over it) ...
     path = _sliding_gguf(tmp_path / "w.gguf", "llama4", 8, 256, 8, 2, 32, 4096)
     d = card_files.derive_from_gguf(path)
     # 2 full (3, 7): 2 x 2 x 2 x 32 x 2 = 512; 6 chunked: 1,536 at most 8192 tokens
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("512", "1536", "8192")
+    assert kv_columns(d) == ("512", "1536", "8192")
     # ... and 0 turns chunking off: every layer full, 2 x 8 x 2 x 32 x 2 = 2,048
     path = _sliding_gguf(tmp_path / "off.gguf", "llama4", 8, 256, 8, 2, 32, 0)
     d = card_files.derive_from_gguf(path)
@@ -2808,8 +2807,7 @@ def test_a_gguf_of_gemma2_without_a_window_key_slides_over_4096(tmp_path, quick_
     importlib.import_module("gguf")
     path = _sliding_gguf(tmp_path / "g.gguf", "gemma2", 4, 256, 8, 4, 64, None)
     d = card_files.derive_from_gguf(path)
-    assert (d.card["kv_bytes_per_token"], d.card["kv_window_bytes_per_token"],
-            d.card["kv_window_tokens"]) == ("2048", "2048", "4096")
+    assert kv_columns(d) == ("2048", "2048", "4096")
 
 
 def test_a_gguf_whose_pattern_flags_are_fewer_than_its_layers_is_refused(tmp_path, quick_hash):
