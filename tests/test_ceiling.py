@@ -629,14 +629,16 @@ def test_an_answer_faster_than_balanced_routing_reads_its_experts_is_said():
     assert sixteen["median"] < 1000 / balanced_ms(16, 8, 3.35)[1]
     lines = [w for w in said if "balanced routing" in w]
     assert lines == [
-        f"at C = 64 on h100 x8, the median answer takes {many['median']:.0f} steps/s (tok/s per "
-        "user at one token per step), faster than balanced routing allows: one token per "
-        "stream touches about 284 of the 384 experts of each layer, and reading them with the "
-        "other active weights (445.0 GB) at 26.8 TB/s takes at least 16.6 ms, 60 steps/s; "
-        "every public MoE row routing two or more tokens a step whose step is known runs at "
-        "most 1 / 1.47 of that rate (scripts/ceiling_check.py). The answer reads as if the "
-        "streams shared far fewer experts: likely optimistic (the MoE term's growth with C "
-        "here is the fit's exponent, not this read)"]
+        f"at C = 64 on h100 x8, the median answer runs {many['median']:.0f} steps/s (tok/s per "
+        "user over the tokens a step accepts), faster than reading the experts its tokens "
+        "touch under balanced routing: one token per stream touches about 284 of the 384 "
+        "experts of each layer, and reading them and the other active weights, 445.0 GB in "
+        "all, at 26.8 TB/s takes 16.6 ms, 60 steps/s. No cap (routing that concentrates reads "
+        "less), but "
+        "every MoE row of data/public routing two or more tokens a step whose step is known (AR, "
+        "or with accept_len) runs at most 1 / 1.47 of that rate (scripts/ceiling_check.py): "
+        "the answer is likely optimistic (its MoE term grows with C by the fit's exponent, "
+        "not by this read); a row measured at C = 64 on h100 x8 would settle it"]
 
 
 def test_balanced_routing_reads_the_experts_at_their_own_bytes():
@@ -704,8 +706,9 @@ def test_the_routing_margin_is_the_public_rows_least_and_every_text_says_it_alik
              if sure and c == 1 and r["method"] != "ar"]
     assert len(trees) >= 24 and min(trees) >= PUBLIC_ROUTING_MARGIN
     clause = ROUTING_CLAIM
-    assert clause == ("every public MoE row routing two or more tokens a step whose step is "
-                      "known runs at most 1 / 1.47 of that rate")
+    assert clause == ("every MoE row of data/public routing two or more tokens a step whose "
+                      "step is known (AR, or with accept_len) runs at most 1 / 1.47 of that "
+                      "rate (scripts/ceiling_check.py)")
     schema = json.loads(files("ddtree_bayes.schemas").joinpath("predict.schema.json").read_text())
     field = schema["properties"]["rows"]["items"]["properties"]["balanced_routing"]
     assert clause in field["description"]
@@ -737,15 +740,17 @@ def test_one_streams_tree_faster_than_balanced_routing_reads_is_said():
     assert b["median_steps_per_s"] == pytest.approx(rows[0]["median"] / 2.0)
     lines = [w for w in said if "balanced routing" in w]
     assert lines == [
-        f"at C = 1 on h100 x1, the median answer takes {rows[0]['median'] / 2.0:.0f} steps/s "
-        "(tok/s per user at one token per step), faster than balanced routing allows: the 17 "
-        "tokens a step verifies touch about 85 of the 128 experts of each layer, and reading "
-        f"them with the other active weights ({gb:.1f} GB) at 3.35 TB/s takes at least "
-        f"{gb / 3.35:.3g} ms, {3350 / gb:.0f} steps/s; every public MoE row routing two or "
-        "more tokens a step whose step is known runs at most 1 / 1.47 of that rate "
-        "(scripts/ceiling_check.py). The answer reads as if the tokens shared far fewer "
-        "experts: likely optimistic (the MoE term's growth with C x M here is the fit's "
-        "exponent, not this read)"]
+        f"at C = 1 on h100 x1, the median answer runs {rows[0]['median'] / 2.0:.0f} steps/s "
+        "(tok/s per user over the tokens a step accepts), faster than reading the experts its "
+        "tokens touch under balanced routing: the 17 tokens a step verifies touch about 85 of "
+        "the 128 experts of each layer, and reading them and the other active weights, "
+        f"{gb:.1f} GB in all, at 3.35 TB/s takes {gb / 3.35:.3g} ms, {3350 / gb:.0f} steps/s. "
+        "No cap (routing that concentrates reads less), but "
+        "every MoE row of data/public routing two or more tokens a step whose step is known (AR, "
+        "or with accept_len) runs at most 1 / 1.47 of that rate (scripts/ceiling_check.py): "
+        "the answer is likely optimistic (its MoE term grows with C x M by the fit's "
+        "exponent, not by this read); a row of this tree measured at C = 1 on h100 x1 would "
+        "settle it"]
     # AR on the same system routes one token a step: no question of routing
     ar = P.predict(d, model="qwen3-30b-a3b", hardware="h100", gpus=1, engines="sglang",
                    method="ar", concurrency=[1])
@@ -774,16 +779,49 @@ def test_optimize_says_budgets_faster_than_balanced_routing_reads():
     best = next(r for r in out["rows"] if r["budget"] == 16)
     lines = [w for w in out["warnings"] if "balanced routing" in w]
     assert lines == [
-        "on h100 x1, budgets 4, 8, 16 answer faster than balanced routing allows: the "
-        f"recommended budget 16's 17 tokens touch about 85 of the 128 experts of each layer, and "
-        f"reading them with the other active weights ({gb[17]:.1f} GB) at 3.35 TB/s takes at "
-        f"least {gb[17] / 3.35:.3g} ms, {3350 / gb[17]:.0f} steps/s, where its answer takes "
-        f"{1000 / best['step_ms']:.0f}; every public MoE row routing two or more tokens "
-        "a step whose step is known runs at most 1 / 1.47 of that rate "
-        "(scripts/ceiling_check.py). A larger tree's tokens touch more experts: these budgets' "
-        "tok/s are likely optimistic, the largest most, and the recommended budget may be too "
-        "large"]
+        "on h100 x1, budgets 4, 8, 16 answer faster than reading the experts their tokens "
+        "touch under balanced routing: the recommended budget 16's 17 tokens touch about 85 of "
+        "the 128 experts of each layer, and reading them and the other active weights, "
+        f"{gb[17]:.1f} GB in all, at 3.35 TB/s takes {gb[17] / 3.35:.3g} ms, "
+        f"{3350 / gb[17]:.0f} steps/s, where its answer runs {1000 / best['step_ms']:.0f} "
+        "steps/s. No cap (routing that concentrates reads less), but "
+        "every MoE row of data/public routing two or more tokens a step whose step is known (AR, "
+        "or with accept_len) runs at most 1 / 1.47 of that rate (scripts/ceiling_check.py): "
+        "a larger tree's tokens touch more experts, so these budgets' tok/s are likely "
+        "optimistic, the largest most, and the recommended budget may be too large"]
     # a dense model's trees route nothing: no such line
     dense = optimize(d, parse_acceptance_curve(d.priors_toml), model="llama-3.1-8b-instruct",
                      hardware="h100", gpus=1, engine="vllm", budgets=(4, 8, 16))
     assert not [w for w in dense["warnings"] if "balanced routing" in w]
+
+
+def test_next_says_of_its_query_what_predict_says_of_balanced_routing(tmp_path):
+    """A walkthrough: `next --query` on an MoE answered "now: median 131 tok/s" for the EAGLE-3
+    tree that predict warned of (faster than the balanced read of its 17 tokens), and said
+    nothing. Its query now carries predict's balanced_routing (the JSON) and the same warning
+    line, word for word, from the same draws."""
+    from importlib.resources import files
+
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    flags = ("--model qwen3-30b-a3b --hardware h100 --gpus 1 --engine sglang --method eagle3 "
+             "--block 3 --budget 16 --accept 2")
+    work = make_point_mass_workdir(tmp_path / "w", draws=multi_model_draws(noise_sd=0.01))
+    code, out, err = run_cli(work, "next", "--query", flags, "--k", "8", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    jsonschema.validate(got, json.loads(files("ddtree_bayes.schemas").joinpath(
+        "next.schema.json").read_text()))
+    code, pout, perr = run_cli(work, "predict", *flags.split(), "--format", "json")
+    assert code == 0, perr
+    (row,) = json.loads(pout)["rows"]
+    assert got["query"]["balanced_routing"] == row["balanced_routing"]
+    line = [w for w in json.loads(pout)["warnings"] if "balanced routing" in w]
+    assert len(line) == 1 and line[0] in got["warnings"]
+    # a dense model's query: null, nothing said
+    code, out, err = run_cli(work, "next", "--query", "--model llama-3.1-8b-instruct --hardware "
+                             "h100 --engine vllm --method ar", "--k", "8", "--format", "json")
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["query"]["balanced_routing"] is None
+    assert not [w for w in got["warnings"] if "balanced routing" in w]

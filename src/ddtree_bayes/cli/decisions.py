@@ -226,6 +226,10 @@ def cmd_next(args: argparse.Namespace) -> int:
 
     if (understated := reweight_understates(draws, query.scenario)) is not None:
         print_warnings([f"--query: {understated}"], warned)
+    from ddtree_bayes.engine.ceiling import routing_warnings
+
+    # faster than reading the experts its tokens touch: predict's line, word for word
+    print_warnings(routing_warnings([out["query"]]), warned)
     if args.format == "json":
         # acceptance: a number (given, or the mean measured: the table's "4.4 measured (1
         # row)" was null here, its number only in the label), or null and what it is drawn

@@ -45,8 +45,9 @@ SAY_AT = 0.01
 #: C = 64 on 8x RTX PRO 6000: 45.8 ms against 31.0 ms; a tree at C = 1: 2.02)
 PUBLIC_ROUTING_MARGIN = 1.47
 #: What the warning, the predict schema and docs/json-output.md claim of it, alike
-ROUTING_CLAIM = ("every public MoE row routing two or more tokens a step whose step is known "
-                 f"runs at most 1 / {PUBLIC_ROUTING_MARGIN:g} of that rate")
+ROUTING_CLAIM = ("every MoE row of data/public routing two or more tokens a step whose step is "
+                 "known (AR, or with accept_len) runs at most 1 / "
+                 f"{PUBLIC_ROUTING_MARGIN:g} of that rate (scripts/ceiling_check.py)")
 
 
 @dataclass(frozen=True)
@@ -273,34 +274,41 @@ def routing_warnings(rows: list[dict]) -> list[str]:
     ...        "balanced_routing": b}
     >>> print(routing_warnings([row, {**row, "balanced_routing": {**b,
     ...                                "median_steps_per_s": 60.0}}])[0])
-    at C = 64 on l40 x1, the median answer takes 67 steps/s (tok/s per user at one token per \
-step), faster than balanced routing allows: one token per stream touches about 126 of the 128 \
-experts of each layer, and reading them with the other active weights (28.5 GB) at 0.864 TB/s \
-takes at least 33 ms, 30 steps/s; every public MoE row routing two or more tokens a step whose \
-step is known runs at most 1 / 1.47 of that rate (scripts/ceiling_check.py). The answer reads \
-as if the streams shared far fewer experts: likely optimistic (the MoE term's growth with C \
-here is the fit's exponent, not this read)
+    at C = 64 on l40 x1, the median answer runs 67 steps/s (tok/s per user over the tokens a \
+step accepts), faster than reading the experts its tokens touch under balanced routing: one \
+token per stream touches about 126 of the 128 experts of each layer, and reading them and the \
+other active weights, 28.5 GB in all, at 0.864 TB/s takes 33 ms, 30 steps/s. No cap (routing \
+that concentrates reads less), but every MoE row of data/public routing two or more tokens a \
+step whose step is known (AR, or with accept_len) runs at most 1 / 1.47 of that rate \
+(scripts/ceiling_check.py): the answer is likely optimistic (its MoE term grows with C by the \
+fit's exponent, not by this read); a row measured at C = 64 on l40 x1 would settle it
     >>> tree = {**row, "concurrency": 2, "balanced_routing": {**b, "streams": 2, "tokens": 16}}
     >>> print(routing_warnings([tree])[0])   # doctest: +ELLIPSIS
-    at C = 2 on l40 x1, ... allows: one stream's 16 verified tokens touch about 126 of the 128 \
-experts ... as if the tokens shared far fewer experts: likely optimistic (the MoE term's \
-growth with C x M here is the fit's exponent, not this read)
+    at C = 2 on l40 x1, ... routing: one stream's 16 verified tokens touch about 126 of the 128 \
+experts ... (its MoE term grows with C x M by the fit's exponent, not by this read); a row of \
+this tree measured at C = 2 on l40 x1 would settle it
     """
     fastest = _largest_per_system(rows, "balanced_routing", "median_steps_per_s")
     return [f"at C = {c} on {hardware} x{gpus}"
             + (f" and context {plain_text(float(context))}" if context else "")
-            + f", the median answer takes {b['median_steps_per_s']:.0f} steps/s (tok/s per "
-              f"user at one token per step), faster than balanced routing allows: {_who(b)} "
-              f"about {b['experts_touched']:.0f} of the {b['experts']} "
-              "experts of each layer, and reading them with the other active weights "
-              f"({b['weights_gb']:.1f} GB) at {b['bandwidth_tb_s']:g} TB/s takes at least "
-              f"{b['step_ms']:.3g} ms, {b['steps_per_s']:.0f} steps/s; {ROUTING_CLAIM} "
-              "(scripts/ceiling_check.py). The answer reads as if the "
-              f"{'streams' if b['tokens'] == b['streams'] else 'tokens'} shared far fewer "
-              "experts: likely optimistic (the MoE term's growth with "
-              f"{'C' if b['tokens'] == b['streams'] else 'C x M'} here is the fit's exponent, "
-              "not this read)"
+            + f", the median answer runs {b['median_steps_per_s']:.0f} steps/s (tok/s per user "
+              "over the tokens a step accepts), faster than reading the experts its tokens "
+              f"touch under balanced routing: {_who(b)} {_read_text(b)}. No cap (routing that "
+              f"concentrates reads less), but {ROUTING_CLAIM}: the answer is likely "
+              f"optimistic (its MoE term grows with {'C' if b['tokens'] == b['streams'] else 'C x M'}"
+              " by the fit's exponent, not by this read); a row "
+              f"{'' if b['tokens'] == b['streams'] else 'of this tree '}measured at C = {c} on "
+              f"{hardware} x{gpus} would settle it"
             for (hardware, gpus, context, c), b in fastest.items()]
+
+
+def _read_text(b: dict) -> str:
+    """The balanced read in words: experts touched, the bytes in all, the time and rate (a
+    :func:`routing_row` dict)."""
+    return (f"about {b['experts_touched']:.0f} of the {b['experts']} experts of each layer, "
+            f"and reading them and the other active weights, {b['weights_gb']:.1f} GB in all, "
+            f"at {b['bandwidth_tb_s']:g} TB/s takes {b['step_ms']:.3g} ms, "
+            f"{b['steps_per_s']:.0f} steps/s")
 
 
 def _who(b: dict) -> str:
@@ -323,9 +331,9 @@ def budget_routing_warning(fast: list[tuple[int, BalancedRead, float]], recommen
 
     >>> r = BalancedRead(1, 17, 128, 8, 85.27, 41.63, 3.35)
     >>> print(budget_routing_warning([(16, r, 150.0)], 8, "h100 x1"))   # doctest: +ELLIPSIS
-    on h100 x1, budget 16 answers faster than balanced routing allows: budget 16's 17 tokens \
-touch about 85 of the 128 experts of each layer, ... takes at least 12.4 ms, 80 steps/s, where \
-its answer takes 150; every public MoE row ... may be too large
+    on h100 x1, budget 16 answers faster than reading the experts its tokens touch under \
+balanced routing: budget 16's 17 tokens touch about 85 of the 128 experts of each layer, ... \
+takes 12.4 ms, 80 steps/s, where its answer runs 150 steps/s. No cap ... may be too large
     """
     if not fast:
         return None
@@ -333,16 +341,18 @@ its answer takes 150; every public MoE row ... may be too large
     shown = recommended if recommended in named else fast[-1][0]
     read, median = named[shown]
     budgets = ", ".join(str(b) for b, _, _ in fast)
+    figures = {"experts_touched": read.touched, "experts": read.experts,
+               "weights_gb": read.weights_gb, "bandwidth_tb_s": read.bandwidth_tb_s,
+               "step_ms": read.step_ms, "steps_per_s": read.rate}
     return (f"on {where}, budget{'s' * (len(fast) > 1)} {budgets} "
-            f"answer{'s' * (len(fast) == 1)} faster than balanced routing allows: "
+            f"answer{'s' * (len(fast) == 1)} faster than reading the experts "
+            f"{'their' if len(fast) > 1 else 'its'} tokens touch under balanced routing: "
             f"{'the recommended ' if shown == recommended else ''}budget {shown}'s "
-            f"{read.tokens} tokens touch about {read.touched:.0f} of the {read.experts} experts "
-            "of each layer, and reading them with the other active weights "
-            f"({read.weights_gb:.1f} GB) at {read.bandwidth_tb_s:g} TB/s takes at least "
-            f"{read.step_ms:.3g} ms, {read.rate:.0f} steps/s, where its answer takes "
-            f"{median:.0f}; {ROUTING_CLAIM} (scripts/ceiling_check.py). A larger tree's tokens "
-            "touch more experts: these budgets' tok/s are likely optimistic, the largest most, "
-            "and the recommended budget may be too large")
+            f"{read.tokens} tokens touch {_read_text(figures)}, where its answer runs "
+            f"{median:.0f} steps/s. No cap (routing that concentrates reads less), but "
+            f"{ROUTING_CLAIM}: a larger tree's tokens touch more experts, so these budgets' "
+            "tok/s are likely optimistic, the largest most, and the recommended budget may be "
+            "too large")
 
 
 def bytes_not_deployments(draws: Fit, sc: Scenario, stream_ms: float) -> bool:

@@ -38,6 +38,7 @@ from ddtree_bayes.core.errors import DataError, QueryError, without_fix
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
 from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
+from ddtree_bayes.engine.ceiling import balanced_read, routing_row
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.scenario import drafter_cards
@@ -711,7 +712,9 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                       **({"kv_cache": sc.kv_cache} if sc.kv_cache is not None else {}),
                       "accept_fixed": bool(np.all(accept == accept[0])),
                       "overhead_from": q_how, "median": shown["median"],
-                      "lo": now_lo, "hi": now_hi, "width": now},
+                      "lo": now_lo, "hi": now_hi, "width": now,
+                      # predict's, from the same draws (engine/ceiling.py; None: not faster)
+                      "balanced_routing": routing_row(per_token, balanced_read(draws, q_sc))},
             "rows": rows, "default_scenario": query.default_scenario,
             "left_out": [{"candidate": c.describe(), "why": c.why, "reason": reason}
                          for c, reason in left]}
