@@ -51,14 +51,15 @@ def test_a_line_of_figures_given_in_part_says_which_were_given(tmp_path):
     """An RTX 4090 D added --like rtx-4090 with its bf16 peak alone printed "dense TFLOPS  bf16
     147, fp8 330.3, fp4 -, int8 660.6   given": the fp8 and int8 peaks are the RTX 4090's,
     copied (the row's flops source says so), not given. A line whose figures were given in
-    part names the given ones and where the rest came from; all given, "given"; none, "as"."""
+    part names the given ones and the copied ones (rtx-4090 has no fp4 peak to copy); all
+    given, "given"; none, "as"."""
     code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
                              "--dense-bf16-tflops", "147", "--memory-gb", "48", "--source", "x",
                              "--dry-run")
     assert code == 0, err
     lines = out.splitlines()
-    assert f"  dense TFLOPS  {'bf16 147, fp8 330.3, fp4 -, int8 660.6':<44} bf16 given, the " \
-           "rest as rtx-4090" in lines
+    assert f"  dense TFLOPS  {'bf16 147, fp8 330.3, fp4 -, int8 660.6':<44} bf16 given, fp8 " \
+           "and int8 as rtx-4090" in lines
     assert f"  memory        {'48 GB GDDR6X':<44} size given, type as rtx-4090" in lines
     assert f"  bandwidth     {'1.008 TB/s per GPU':<44} as rtx-4090" in lines
     code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-5090-pl", "--like", "rtx-5090",
@@ -353,8 +354,8 @@ def test_peaks_the_compute_capability_cannot_have_are_not_copied(tmp_path):
             row["dense_fp4_tflops"]) == ("7.0", "2250", "", "")
     assert "  dense TFLOPS  bf16 2250, fp8 -, fp4 -, int8 -" in out
     # (b300's int8 peak, 150, goes too: int8 tensor cores need 7.5)
-    assert ("note: g: compute capability 7.0 has no fp8 or fp4 or int8 tensor cores (fp8 needs "
-            "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS) and fp4 (13500 TFLOPS) "
+    assert ("note: g: compute capability 7.0 has no fp8, fp4 or int8 tensor cores (fp8 needs "
+            "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS), fp4 (13500 TFLOPS) "
             "and int8 (150 TFLOPS) peaks copied from b300 are left out") in out.splitlines()
     # Ada (8.9) keeps fp8 and loses fp4; below Turing a copied int8 tensor peak goes too (the
     # int8 peak is then derived as bf16 / 2, dp4a: core/model_cards.peak_tflops)
@@ -770,3 +771,36 @@ def test_a_next_generation_gpus_figures_are_not_taken_for_a_nodes_totals(tmp_pat
                              "--memory-gb", "640", "--interconnect", "NVLink5",
                              "--dense-bf16-tflops", "2000", "--source", "x", "--format", "json")
     assert code == 0 and json.loads(out)["notes"] == [], err
+
+
+def test_peaks_line_names_only_the_figures_it_copies(tmp_path):
+    """`--like l40s` with bf16, fp8 and int8 given printed "bf16, fp8, int8 given, fp4 as
+    l40s": l40s has no fp4 peak, so nothing was copied. And `--like l40s --compute-capability
+    7.0` printed "bf16 362, fp8 -, fp4 -, int8 -  as l40s" though fp8 and int8 were left out,
+    not copied. The line names only the peaks copied; the note lists three precisions as
+    English does ("fp8, fp4 or int8"), not "fp8 or fp4 or int8" and "... and ... and"."""
+    def line(*argv):
+        code, out, err = run_cli(tmp_path, "hardware", "add", "g", *argv, "--source", "x",
+                                 "--dry-run")
+        assert code == 0, err
+        return out.splitlines()
+
+    lines = line("--like", "l40s", "--dense-bf16-tflops", "350", "--dense-fp8-tflops", "700",
+                 "--dense-int8-tflops", "700")
+    assert f"  dense TFLOPS  {'bf16 350, fp8 700, fp4 -, int8 700':<44} bf16, fp8, int8 " \
+           "given" in lines
+    lines = line("--like", "l40s", "--dense-bf16-tflops", "350", "--dense-fp8-tflops", "700")
+    assert f"  dense TFLOPS  {'bf16 350, fp8 700, fp4 -, int8 733':<44} bf16, fp8 given, " \
+           "int8 as l40s" in lines
+    lines = line("--like", "l40s", "--compute-capability", "7.0")
+    assert f"  dense TFLOPS  {'bf16 362, fp8 -, fp4 -, int8 -':<44} bf16 as l40s" in lines
+    lines = line("--like", "l40s", "--compute-capability", "8.0")
+    assert f"  dense TFLOPS  {'bf16 362, fp8 -, fp4 -, int8 733':<44} bf16 and int8 as " \
+           "l40s" in lines
+    # nothing left out: the whole line is as the GPU copied, its blank fp4 too
+    lines = line("--like", "l40s", "--memory-gb", "24")
+    assert f"  dense TFLOPS  {'bf16 362, fp8 733, fp4 -, int8 733':<44} as l40s" in lines
+    lines = line("--like", "b300", "--compute-capability", "7.0")
+    assert ("note: g: compute capability 7.0 has no fp8, fp4 or int8 tensor cores (fp8 needs "
+            "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS), fp4 (13500 TFLOPS) "
+            "and int8 (150 TFLOPS) peaks copied from b300 are left out") in lines

@@ -140,7 +140,7 @@ def cmd_hardware_add(args: argparse.Namespace) -> int:
                    "given": list(gpu.given), "effect": gpu.effect, "file": str(path),
                    "notes": list(gpu.notes), "written": [w.__dict__ for w in written]})
         return 0
-    print("\n".join(_gpu_lines(record, gpu)))
+    print("\n".join(_gpu_lines(record, gpu, table.rows.get(gpu.like or "", {}))))
     for note in gpu.notes:
         print(f"note: {note}")
     if args.dry_run:
@@ -159,23 +159,29 @@ def cmd_hardware_add(args: argparse.Namespace) -> int:
     return 0
 
 
-def _gpu_lines(r: dict, gpu) -> list[str]:
+def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
     def origin(*cols: str, names: tuple[str, ...] = ()) -> str:
         """Where a line's figures came from: "given", "as <like>", or, given in part, which
-        were given and where the rest came from (a bf16 peak given beside the copied fp8 and
-        int8 ones read "given")."""
+        were given and which were copied (a bf16 peak given beside the copied fp8 and int8
+        ones read "given"). A figure blank in the row was not copied: one blank in the GPU
+        copied too stays out of the line's credit (l40s's fp4 read "fp4 as l40s"), and one
+        the capability left out makes the line name the peaks it did copy."""
         copied = f"as {gpu.like}" if gpu.like else "-"
         named = list(zip(cols, names or cols, strict=True))
         given = [name for c, name in named if c in gpu.given]
-        rest = [name for c, name in named if c not in gpu.given]
+        rest = [c for c, _ in named if c not in gpu.given]
+        kept = [name for c, name in named if c in rest and gpu.row.get(c, "").strip()]
+        whole = all(gpu.row.get(c, "").strip() == like_row.get(c, "").strip() for c in rest)
         if not given:
-            return copied
-        if not rest:
-            return "given"
+            return copied if whole or not gpu.like else (
+                f"{_listed(kept)} {copied}" if kept else "-")
+        if not kept:
+            return "given" if not rest else f"{', '.join(given)} given"
         if not gpu.like:   # (the rest are blank: the row's "-")
             return f"{', '.join(given)} given"
         return (f"{', '.join(given)} given, "
-                + (f"{rest[0]} " if len(rest) == 1 else "the rest ") + copied)
+                + ("the rest " if len(kept) == len(rest) > 1 else f"{_listed(kept)} ")
+                + copied)
 
     peaks = ", ".join(f"{p.split('_')[1]} {_cell(r[p])}" for p in PEAKS)
     what = {"adds": "adds a GPU", "overrides": "overrides the built-in row",
@@ -192,6 +198,11 @@ def _gpu_lines(r: dict, gpu) -> list[str]:
             f"{origin(*PEAKS, names=tuple(p.split('_')[1] for p in PEAKS))}",
             f"  source        {r['source']}",
             f"  flops source  {r['flops_source'] or '-'}"]
+
+
+def _listed(words: list[str]) -> str:
+    """``words`` as a list in English: "a", "a and b", "a, b and c"."""
+    return " and ".join(w for w in (", ".join(words[:-1]), words[-1]) if w)
 
 
 def register(sub) -> None:
