@@ -205,6 +205,21 @@ def test_next_query_is_checked_like_predict(work):
     assert "--query: --accept 40 is above what ddtree with block 16 can emit (at most 16" in err
 
 
+def test_next_query_refuses_a_range_step_it_would_not_use(work):
+    """`next --query "--accept 12:16:1"` answered for U(12,16) with the step dropped without a
+    word (`--accept 12:16:3` too): a step sets the rows predict tabulates beside its U(12,16)
+    row, but next answers one acceptance, the range's Uniform. Refused, the fix the range
+    alone; the range and a single value are answered as before."""
+    for text, lo_hi in (("12:16:1", "12:16"), ("12:16:0.5", "12:16"), ("13.5:15:1", "13.5:15")):
+        before = listing(work)
+        err = one_error(*run_cli(work, "next", "--query", f"--accept {text}"))
+        assert err == (f"ddtree-bayes: error: --query --accept {text}: a step sets the rows "
+                       "predict tabulates, but next answers one acceptance, the range as "
+                       f"Uniform({lo_hi.replace(':', ', ')}) (fix: give --accept {lo_hi}, "
+                       "or one value)\n")
+        assert listing(work) == before
+
+
 def test_a_binary_priors_file_is_named(work):
     (work / "bad.toml").write_bytes(b"\xff\xfe\x00")
     for argv in (("fit", "--priors", "bad.toml"), ("optimize", "--priors", "bad.toml"),

@@ -121,6 +121,12 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
         if req.uniform is None and len(req.values) != 1:
             raise QueryError(f"--query --accept {a.accept}: one value or a range lo:hi",
                              fix="e.g. --accept 14 or --accept 12:16 (Uniform(12, 16))")
+        if req.uniform is not None and a.accept.count(":") == 2:
+            # (predict's step sets its table's rows; the Uniform row, next's answer, has none)
+            lo, hi = (plain_text(v) for v in req.uniform)
+            raise QueryError(f"--query --accept {a.accept}: a step sets the rows predict "
+                             "tabulates, but next answers one acceptance, the range as "
+                             f"Uniform({lo}, {hi})", fix=f"give --accept {lo}:{hi}, or one value")
     q = resolve(draws, flags, strict=strict, prefix="--query: ", hint="--query flags",
                 query=text.strip())
     asked = q.asked[0]
