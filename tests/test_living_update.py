@@ -467,6 +467,34 @@ def test_context_labels_keep_every_digit(tmp_path):
         "b300 x8 sglang ddtree b16/B32 ctx 2500000 accept 14")
 
 
+def test_a_querys_kv_cache_is_in_its_labels(tmp_path):
+    """Two tracked queries differing only in --kv-cache were labelled alike in track's now
+    line and in diff's (and update's) lines: "b300 x8 sglang ddtree b16/B32 ctx 32768
+    accept 14" for both. The label names the cache's dtype when the query gives one."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    flags = ("track", "--engine", "sglang", "--accept", "14", "--context", "32k")
+    code, out, err = call(work, *flags, "--name", "plain")
+    assert code == 0, err
+    assert "  now (fit 20260101T000000Z-pointmss): b300 x8 sglang ddtree b16/B32 ctx 32768 " \
+        "accept 14: median" in out
+    code, out, err = call(work, *flags, "--kv-cache", "fp8", "--name", "fp8")
+    assert code == 0, err
+    assert "  now (fit 20260101T000000Z-pointmss): b300 x8 sglang ddtree b16/B32 ctx 32768 " \
+        "kv-cache fp8 accept 14: median" in out
+    code, out, err = call(work, *flags, "--kv-cache", "q8_0", "--name", "q8", "--format", "json")
+    assert code == 0 and json.loads(out)["now"]["rows"][0]["label"] == (
+        "b300 x8 sglang ddtree b16/B32 ctx 32768 kv-cache q8_0 accept 14"), err
+    code, out, err = call(work, "diff", "latest", "latest")
+    assert code == 0, err
+    lines = [ln.split(": 90% ")[0] for ln in out.splitlines()
+             if ln.startswith(("  plain: ", "  fp8: ", "  q8: "))]
+    assert lines == ["  plain: b300 x8 sglang ddtree b16/B32 ctx 32768 accept 14",
+                     "  fp8: b300 x8 sglang ddtree b16/B32 ctx 32768 kv-cache fp8 accept 14",
+                     "  q8: b300 x8 sglang ddtree b16/B32 ctx 32768 kv-cache q8_0 accept 14"]
+
+
 def test_track_list_describes_the_fits_own_default_question(models_dir, tmp_path):
     """An audit: a fit of RTX PRO 6000 rows only (vLLM EAGLE-3 block 3, accept 1.948 and 1.927
     measured) asks its own default question, vllm eagle3 at their mean 1.94 (update answered

@@ -320,11 +320,13 @@ def cmd_track(args: argparse.Namespace) -> int:
             rows = living.query_rows(draws, entry.query, DEFAULT_SEED, builtin=entry.builtin,
                                      warnings=warned)
             print_warnings(warned)
+            kv = entry.query.get("kv_cache")
             for r in rows:
-                now["rows"].append({"label": living.row_label(r), "median": r["median"],
+                label = living.row_label(r, kv_cache=kv)
+                now["rows"].append({"label": label, "median": r["median"],
                                     "lo90": r["lo90"], "hi90": r["hi90"]})
                 if text:
-                    print(f"  now (fit {draws.meta['fit_id']}): {living.row_label(r)}: median "
+                    print(f"  now (fit {draws.meta['fit_id']}): {label}: median "
                           f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
     except QueryError as err:
         now["note"] = (f"the latest fit cannot answer it yet ({living.without_fix(err)}); "

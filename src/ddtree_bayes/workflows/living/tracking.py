@@ -374,9 +374,11 @@ def project_model(draws) -> str | None:
     return rows[0].model if rows else None
 
 
-def row_label(r: dict, with_model: bool = True) -> str:
+def row_label(r: dict, with_model: bool = True, kv_cache: str | None = None) -> str:
     """``b300 x8 native ddtree b16/B32 accept 14`` (context shown when not 0; the model first
-    when the row names one and ``with_model``)."""
+    when the row names one and ``with_model``; ``kv-cache fp8`` when the query gives
+    ``kv_cache``, which a predict row does not carry: two queries differing only in it were
+    labelled alike)."""
     parts = [f"{r['hardware']} x{r['gpus']}", r["engine"], r["method"]]
     if with_model and r.get("model"):
         parts.insert(0, r["model"])
@@ -386,6 +388,8 @@ def row_label(r: dict, with_model: bool = True) -> str:
         parts.append(size)
     if r["context_tokens"]:
         parts.append(f"ctx {plain_text(float(r['context_tokens']))}")   # (:g: 1.04858e+06)
+    if kv_cache is not None:
+        parts.append(f"kv-cache {kv_cache}")
     parts.append(f"accept {r['accept']}")
     return " ".join(parts)
 
@@ -459,8 +463,9 @@ def compare_queries(before, after, tracked: list[Tracked], seed: int,
                     # (a larger configuration measured), and then it is another row, not a
                     # change; and by the acceptance as asked, not where a fit took it from
                     asked = "default" if derived else asked_accept(r)
-                    results[which][row_label({**r, "accept": asked}, with_model)] = {
-                        "label": row_label(r, with_model), "asked": asked,
+                    kv = t.query.get("kv_cache")
+                    results[which][row_label({**r, "accept": asked}, with_model, kv)] = {
+                        "label": row_label(r, with_model, kv), "asked": asked,
                         "accept": r["accept"], "interval": _interval(r)}
             except QueryError as err:
                 errors[which] = without_fix(err)
