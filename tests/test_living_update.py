@@ -495,6 +495,32 @@ def test_a_querys_kv_cache_is_in_its_labels(tmp_path):
                      "  q8: b300 x8 sglang ddtree b16/B32 ctx 32768 kv-cache q8_0 accept 14"]
 
 
+def test_tracked_query_rates_below_one_keep_their_digits(tmp_path):
+    """diff's and update's tracked-query lines, and track's now line, printed tok/s as whole
+    numbers: a rate below 1 read "90% 0-0 -> 0-0 tok/s (median 0 -> 0)" where predict prints
+    0.5 (cli/output.tok_text). An AR step at context 64k (1 unit) with 2000 ms per unit takes
+    8 + 2000 ms: 1000 / 2008 = 0.498 tok/s."""
+    from test_cli_support import make_point_mass_workdir
+
+    work = make_point_mass_workdir(tmp_path / "w", ctx_ms_per_unit=[2000.0])
+    code, out, err = call(work, "track", "--name", "slow", "--method", "ar", "--engine",
+                          "sglang", "--context", "64k")
+    assert code == 0, err
+    assert ("  now (fit 20260101T000000Z-pointmss): b300 x8 sglang ar ctx 65536 accept 1: "
+            "median 0.5, 90% 0.5-0.5 tok/s") in out.splitlines()
+    code, out, err = call(work, "diff", "latest", "latest")
+    assert code == 0, err
+    assert ("  slow: b300 x8 sglang ar ctx 65536 accept 1: 90% 0.5-0.5 -> 0.5-0.5 tok/s "
+            "(median 0.5 -> 0.5, width n/a)") in out.splitlines()
+    c = {"name": "q", "label": "L", "before": {"median": 0.5, "lo90": 0.4, "hi90": 0.6},
+         "after": {"median": 0.55, "lo90": 0.5, "hi90": 0.6}}
+    assert living.format_change(c) == ("q: L: 90% 0.4-0.6 -> 0.5-0.6 tok/s (median 0.5 -> "
+                                       "0.55, width -50%)")
+    c = {**c, "after": {"median": 612.4, "lo90": 580.2, "hi90": 640.7}}
+    assert living.format_change(c) == ("q: L: 90% 0.4-0.6 -> 580-641 tok/s (median 0.5 -> "
+                                       "612, width +30150%)")
+
+
 def test_track_list_describes_the_fits_own_default_question(models_dir, tmp_path):
     """An audit: a fit of RTX PRO 6000 rows only (vLLM EAGLE-3 block 3, accept 1.948 and 1.927
     measured) asks its own default question, vllm eagle3 at their mean 1.94 (update answered

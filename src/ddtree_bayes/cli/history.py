@@ -11,6 +11,7 @@ from ddtree_bayes.cli.output import (
     emit_json,
     hardware_rows,
     print_warnings,
+    tok_text,
 )
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import InputError
@@ -327,7 +328,8 @@ def cmd_track(args: argparse.Namespace) -> int:
                                     "lo90": r["lo90"], "hi90": r["hi90"]})
                 if text:
                     print(f"  now (fit {draws.meta['fit_id']}): {label}: median "
-                          f"{r['median']:.0f}, 90% {r['lo90']:.0f}-{r['hi90']:.0f} tok/s")
+                          f"{tok_text(r['median'])}, 90% {tok_text(r['lo90'])}-"
+                          f"{tok_text(r['hi90'])} tok/s")
     except QueryError as err:
         now["note"] = (f"the latest fit cannot answer it yet ({living.without_fix(err)}); "
                        "`update` and `diff` show it once a fit can")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
+from ddtree_bayes.core.data import tok_text as tok_text  # (re-exported: the CLI uses it)
 from ddtree_bayes.core.paths import shown
 
 PROG = "ddtree-bayes"
@@ -33,16 +34,6 @@ def counted(n: int, noun: str) -> str:
     ('1 measurement', '9 measurements')
     """
     return f"{n} {noun}{'s' if n != 1 else ''}"
-
-
-def tok_text(x: float) -> str:
-    """tok/s in a table: whole numbers, but a rate below 1 keeps two significant digits (a
-    step that cannot run printed as "0 0-0 0-1" in predict, and in optimize).
-
-    >>> tok_text(607.4), tok_text(0.5), tok_text(2.1e-05)
-    ('607', '0.5', '2.1e-05')
-    """
-    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
 
 
 def fmt_value(value, digits: int = 0) -> str:

@@ -1307,6 +1307,17 @@ def plain_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
+def tok_text(x: float) -> str:
+    """tok/s in a table: whole numbers, but a rate below 1 keeps two significant digits (a
+    step that cannot run printed as "0 0-0 0-1" in predict, and in optimize; diff's tracked
+    queries too).
+
+    >>> tok_text(607.4), tok_text(0.5), tok_text(2.1e-05)
+    ('607', '0.5', '2.1e-05')
+    """
+    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
+
+
 #: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
 #: 20,000 times a second) and shorter than a minute (a step that slow is not decoding). A
 #: tok_s outside it is a unit slip (tokens per minute, a per-token latency, an overflow), and

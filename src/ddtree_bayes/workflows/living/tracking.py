@@ -12,6 +12,7 @@ from ddtree_bayes.core.data import (
     NAME_RE,
     not_a_name,
     plain_text,
+    tok_text,
 )
 from ddtree_bayes.core.errors import InputError, QueryError, without_fix
 from ddtree_bayes.workflows.living.records import (
@@ -502,7 +503,7 @@ def format_change(c: dict) -> str:
     """``default: b300 x8 native ddtree b16/B32 accept 14: 90% 640-1180 -> 780-960 tok/s
     (median 890 -> 860, width -60%)``."""
     def iv(x: dict | None) -> str:
-        return "-" if x is None else f"{x['lo90']:.0f}-{x['hi90']:.0f}"
+        return "-" if x is None else f"{tok_text(x['lo90'])}-{tok_text(x['hi90'])}"
 
     b, a = c["before"], c["after"]
     text = f"{c['name']}: {c['label']}: 90% {iv(b)} -> {iv(a)} tok/s"
@@ -511,9 +512,10 @@ def format_change(c: dict) -> str:
         width = f"{round((wa / wb - 1) * 100):+d}%" if wb > 0 else "n/a"
         was = c.get("accept_before")
         changed = f"; acceptance was {was}" if was and was != c.get("accept_after") else ""
-        text += f" (median {b['median']:.0f} -> {a['median']:.0f}, width {width}{changed})"
+        text += (f" (median {tok_text(b['median'])} -> {tok_text(a['median'])}, width "
+                 f"{width}{changed})")
     elif a and not b:
-        text += f" (median {a['median']:.0f}; " + (
+        text += f" (median {tok_text(a['median'])}; " + (
             f"before: {c['before_error']})" if c.get("before_error") else "new)")
     elif b and not a:
         text += f" (after: {c.get('after_error') or 'not predicted'})"
