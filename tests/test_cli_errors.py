@@ -181,7 +181,7 @@ def test_ar_with_a_block_or_budget_is_refused_wherever_a_question_is_asked(work)
     assert listing(work) == before
     code, out, err = run_cli(work, "predict", "--method", "ar", "--engine", "sglang")
     assert code == 0, err
-    assert out.splitlines()[1] == "b300 x8, ar, verify 1 tokens, context 0"
+    assert out.splitlines()[1] == "b300 x8, ar, verify 1 token, context 0"
 
 
 def test_json_numbers_are_numbers(work):

@@ -133,7 +133,8 @@ def scenario_line(row: dict) -> str:
     return (f"{row['hardware']} x{row['gpus']}, {row['method']}"
             + (f", block {row['block']}" if row["block"] is not None else "")
             + (f", budget {row['budget']}" if row["budget"] is not None else "")
-            + f", verify {row['verify_tokens']} tokens, context {ctx}")
+            + f", verify {row['verify_tokens']} token{'s' * (row['verify_tokens'] != 1)}, "
+            f"context {ctx}")
 
 
 @FAST

@@ -199,7 +199,7 @@ def test_cli_predict_model(multi_dir):
                              "--accept", "1")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[1] == "llama-3.1-8b-instruct, h200 x1, ar, verify 1 tokens, context 0"
+    assert lines[1] == "llama-3.1-8b-instruct, h200 x1, ar, verify 1 token, context 0"
     assert lines[4].split()[:3] == ["vllm", "1", "194"]      # 1000 / 5.1423 ms
     assert "llama-3.1-8b-instruct@h200x1 not measured: M = 1 step 5.1 ms" in out
 

@@ -9,6 +9,7 @@ import sys
 from ddtree_bayes.cli.output import (
     PROG,
     aligned_table,
+    counted,
     emit_rows,
     print_warnings,
     render_table,
@@ -98,7 +99,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
                + f"{first['hardware']} x{first['gpus']}, {first['method']}"
                + (f", block {first['block']}" if first["block"] is not None else "")
                + (f", budget {first['budget']}" if first["budget"] is not None else "")
-               + f", verify {first['verify_tokens']} tokens, context "
+               + f", verify {counted(first['verify_tokens'], 'token')}, context "
                + plain_text(float(first["context_tokens"]))   # (2097152, not 2.09715e+06)
                + (f", drafter {first['drafter']}" if "drafter" in first else ""))
     which = (f"fit {meta['fit_id']}" if average is None else "model average of fits "
