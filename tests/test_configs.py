@@ -247,3 +247,35 @@ def test_update_scores_a_row_with_the_fits_likelihood():
     assert normal["percentile"] == pytest.approx(stats.norm.cdf(3.0), rel=1e-9)
     assert student["percentile"] == pytest.approx(stats.t.cdf(3.0, 4.0), rel=1e-9)
     assert (normal["status"], student["status"]) == ("surprise", "ok")
+
+
+def test_a_count_of_one_is_singular():
+    """Texts that counted with a fixed plural read "a budget of 1 draft tokens", "a chain of
+    at most 1 tokens per step", "eagle3 verifying 1 tokens per step", "the fit measured h100
+    on 1 GPUs" and "sampling 1 chains x 1 draws"."""
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core.config import SamplerSettings
+    from ddtree_bayes.core.methods import load_methods, max_accept, shaped_budget
+    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.engine.scenario import node_warning
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    table = load_methods(bundled("priors.toml").read_text())
+    assert shaped_budget("ddtree", 16, 1, 5, table)[1] == (
+        "a budget of 1 draft token is verified as 2 tokens per step, not 5")
+    assert shaped_budget("eagle3", 1, None, 1, table)[1] == (
+        "eagle3 with block 1 and no budget is a chain of 1 draft token, verified as 2 tokens "
+        "per step, not 1")
+    assert shaped_budget("dflash", 2, 2, None, table)[1] == (
+        "dflash drafts a chain of at most 1 token per step (block 2 less its anchor), not a "
+        "budget of 2")
+    assert max_accept("eagle3", None, None, table, 1).refusal("--accept 2") == (
+        "--accept 2 is above what eagle3 verifying 1 token per step can emit (at most 1 token "
+        "per step: the tokens it verifies)")
+    # (llama-3.1-8b-instruct measured on one H100: 16 of them are more than a node's 8)
+    said = node_warning(multi_model_draws(), NS(hardware="h100", gpus=16, measured=False))
+    assert said is not None and said.endswith("(the fit measured h100 on 1 GPU)")
+    assert SamplerSettings(chains=1, draws=1).chains_x_draws() == "1 chain x 1 draw"
+    assert SamplerSettings(chains=4).chains_x_draws() == "4 chains x auto draws"
+    assert SamplerSettings(chains=4, draws=1000).chains_x_draws() == "4 chains x 1000 draws"

@@ -991,3 +991,19 @@ def test_the_quantisation_warning_names_the_checkpoint_and_what_the_fit_prices()
         "kimi-k2.6's checkpoint is 0.6 bytes per weight (600 GB), 1.6x: kept, but a fit prices "
         "the card's bytes_per_weight, 0.5, not the run's (give the quantisation its own card, "
         "`ddtree-bayes card add --gguf FILE.gguf --name NAME`, and import it with --model NAME)")
+
+
+def test_one_token_drafted_per_step_is_singular(work, tmp_path):
+    """A run drafting one token per step (1,302 tokens in 1,302 drafts) was refused with "the
+    file drafted 1 tokens per step"."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    src = tmp_path / "serve.json"
+    src.write_text(json.dumps(dict(raw, spec_decode_draft_tokens=1302,
+                                   spec_decode_accepted_tokens=1000,
+                                   spec_decode_acceptance_length=1000 / 1302 + 1,
+                                   spec_decode_per_position_acceptance_rates=[1000 / 1302],
+                                   spec_decode_acceptance_rate=1000 / 1302 * 100)))
+    err = one_error(work, "--from-bench", str(src), "--hardware", "b300", "--gpus", "8",
+                    "--engine", "vllm", "--method", "eagle3", "--block", "5")
+    assert ("the file drafted 1 token per step (spec_decode_draft_tokens / "
+            "spec_decode_num_drafts), but --block is 5 (fix: give --block 1") in err

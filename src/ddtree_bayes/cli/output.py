@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import tok_text as tok_text  # (re-exported: the CLI uses it)
+from ddtree_bayes.core.data import counted as counted  # (re-exported: the CLI uses them)
+from ddtree_bayes.core.data import tok_text as tok_text
 from ddtree_bayes.core.paths import shown
 
 PROG = "ddtree-bayes"
@@ -25,15 +26,6 @@ def print_warnings(lines, into: list[str] | None = None) -> None:
         print(f"{PROG}: warning: {line}", file=sys.stderr)
         if into is not None:
             into.append(line)
-
-
-def counted(n: int, noun: str) -> str:
-    """``n`` and ``noun``, plural unless ``n`` is 1.
-
-    >>> counted(1, "measurement"), counted(9, "measurement")
-    ('1 measurement', '9 measurements')
-    """
-    return f"{n} {noun}{'s' if n != 1 else ''}"
 
 
 def fmt_value(value, digits: int = 0) -> str:

@@ -445,7 +445,7 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
         print()
         print(_way_table("refit", psis, reasons))
         print(f"refitting on all {counted(len(measurements.rows), 'measurement')} (exact NUTS, cold "
-              f"start; {settings.chains} chains x {settings.draws_label()} draws, "
+              f"start; {settings.chains_x_draws()}, "
               f"{settings.tune} tuning, seed {seed})...", flush=True)
         moe_form, step_form = forms
         def origin(flag: str) -> str:   # (the flag's value, else the latest fit's)

@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddtree_bayes.core.data import NAME_RE, not_a_name
+from ddtree_bayes.core.data import NAME_RE, counted, not_a_name
 from ddtree_bayes.core.errors import PriorsError, typo_fix
 from ddtree_bayes.core.methods import (
     AR_METHOD,
@@ -203,6 +203,12 @@ class SamplerSettings:
     def draws_label(self) -> str:
         """``draws`` for a progress line ("auto" before it is resolved)."""
         return "auto" if self.draws is None else str(self.draws)
+
+    def chains_x_draws(self) -> str:
+        """``4 chains x 1000 draws`` for a progress line (``1 chain x 1 draw``; ``auto draws``
+        before ``draws`` is resolved)."""
+        draws = "auto draws" if self.draws is None else counted(self.draws, "draw")
+        return f"{counted(self.chains, 'chain')} x {draws}"
 
     def as_dict(self) -> dict[str, object]:
         return {"chains": self.chains, "draws": self.draws_label() if self.draws is None

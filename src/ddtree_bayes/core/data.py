@@ -1307,6 +1307,15 @@ def plain_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
+def counted(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1.
+
+    >>> counted(1, "measurement"), counted(9, "measurement")
+    ('1 measurement', '9 measurements')
+    """
+    return f"{n} {noun}{'s' if n != 1 else ''}"
+
+
 def tok_text(x: float) -> str:
     """tok/s in a table: whole numbers, but a rate below 1 keeps two significant digits (a
     step that cannot run printed as "0 0-0 0-1" in predict, and in optimize; diff's tracked

@@ -289,8 +289,8 @@ anchor), verified as 16 tokens per step, not 17', 'verify_tokens')
     if method == AR_METHOD:
         return budget, None, None
     if budget is not None and verify_tokens is not None and verify_tokens != budget + 1:
-        return budget, (f"a budget of {budget} draft tokens is verified as {budget + 1} tokens "
-                        f"per step, not {verify_tokens}"), "verify_tokens"
+        return budget, (f"a budget of {budget} draft token{'s' * (budget != 1)} is verified as "
+                        f"{budget + 1} tokens per step, not {verify_tokens}"), "verify_tokens"
     spec = method_spec(method, methods)
     depth = None if block is None else chain_depth(method, block, methods)
     if (budget is None and depth is not None and verify_tokens == depth + 1
@@ -305,10 +305,12 @@ anchor), verified as 16 tokens per step, not 17', 'verify_tokens')
         # (a chain verifies its depth + 1 tokens; a sequential drafter that may build a tree,
         # at least that many)
         return depth, (f"{method} with block {block} and no budget is a chain of {depth} draft "
-                       f"tokens{f' (block {block}{anchor})' if anchor else ''}, verified as "
+                       f"token{'s' * (depth != 1)}{f' (block {block}{anchor})' if anchor else ''}"
+                       ", verified as "
                        f"{depth + 1} tokens per step, not {verify_tokens}"), "verify_tokens"
     if spec.tree is False and budget is not None and depth is not None and budget > depth:
-        return budget, (f"{method} drafts a chain of at most {depth} tokens per step (block "
+        return budget, (f"{method} drafts a chain of at most {depth} token{'s' * (depth != 1)} "
+                        "per step (block "
                         f"{block}{anchor}), not a budget of {budget}"), "budget"
     if spec.tree is True and budget is None and verify_tokens is not None and verify_tokens > 1:
         return verify_tokens - 1, None, None
@@ -380,7 +382,8 @@ def max_accept(method: str, block: int | None, budget: int | None,
         bounds.append((budget + 1.0, "budget + 1", f"{method} with budget {budget}"))
     if verify_tokens is not None:
         bounds.append((float(verify_tokens), "the tokens it verifies",
-                       f"{method} verifying {verify_tokens} tokens per step"))
+                       f"{method} verifying {verify_tokens} token{'s' * (verify_tokens != 1)} "
+                       "per step"))
     if not bounds:
         return AcceptLimit(math.inf, "unbounded: no block, budget or verify tokens", method)
     tokens, rule, subject = min(bounds, key=lambda b: b[0])   # (the first of equal bounds)

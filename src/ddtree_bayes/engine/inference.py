@@ -162,8 +162,8 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
                 cache["nutpie"] = compiled
         timings["compile_s"] = time.perf_counter() - t0
         omitted = deterministics.omitted(model, compiled)
-        log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
-                       f"(+{settings.tune} tuning) with nutpie")
+        log(progress, f"sampling {settings.chains_x_draws()} (+{settings.tune} tuning) "
+                       "with nutpie")
         t1 = time.perf_counter()
         bar = progress and sys.stderr.isatty()
         dt = run_nutpie(compiled, draws=settings.n_draws, tune=settings.tune,
@@ -177,8 +177,8 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
     elif backend == "pymc":
         import pymc as pm
 
-        log(progress, f"sampling {settings.chains} chains x {settings.draws} draws "
-                       f"(+{settings.tune} tuning) with PyMC's NUTS")
+        log(progress, f"sampling {settings.chains_x_draws()} (+{settings.tune} tuning) "
+                       "with PyMC's NUTS")
         dt = pm.sample(draws=settings.n_draws, tune=settings.tune, chains=settings.chains,
                        cores=min(settings.chains, os.cpu_count() or 1),
                        target_accept=settings.target_accept, random_seed=seed, model=model,

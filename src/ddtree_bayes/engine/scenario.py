@@ -1072,7 +1072,8 @@ the network, which the step model does not price (the fit never measured h200)
         "coords", {}).get("system", [])) if hardware == sc.hardware})
     if counts and sc.gpus <= counts[-1]:
         return None
-    measured = (f"the fit measured {sc.hardware} on {', '.join(map(str, counts))} GPUs"
+    measured = (f"the fit measured {sc.hardware} on {', '.join(map(str, counts))} "
+                f"GPU{'s' * (counts != [1])}"
                 if counts else f"the fit never measured {sc.hardware}")
     return (f"{sc.gpus} x {sc.hardware} is more GPUs than one node holds ({node}): the "
             "answer prices them as one tensor-parallel group on one interconnect, reading "

@@ -249,7 +249,7 @@ def validate_keep_ar(data_path: str | Path | None = None, priors_path: str | Pat
         scored = sum(len(s.scored) for s in splits)
         print(f"[validate --keep-ar] {len(splits)} pairs x 2 refits (AR kept, whole pair)"
               f"{f' less {len(not_made)}' if not_made else ''} = {len(tasks)} folds, "
-              f"{settings.chains} chains x {settings.draws_label()} draws each, "
+              f"{settings.chains_x_draws()} each, "
               f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}; "
               f"{scored} speculative row{'s' * (scored != 1)} scored", file=sys.stderr,
               flush=True)

@@ -313,7 +313,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
         beside = f", each beside {corpus}'s rows" if corpus is not None else ""
         predicted = sum(len(s.predicted) for s in splits)
         print(f"[validate --from-smallest] {len(splits)} splits x {len(structures)} structures "
-              f"= {len(tasks)} fits, {settings.chains} chains x {settings.draws_label()} draws each, "
+              f"= {len(tasks)} fits, {settings.chains_x_draws()} each, "
               f"{jobs} job(s); {predicted} row{'s' * (predicted != 1)} predicted{beside}",
               file=sys.stderr, flush=True)
         for note in notes:

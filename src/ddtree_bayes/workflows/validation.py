@@ -467,7 +467,7 @@ def validate(data_path: str | Path | None = None, priors_path: str | Path | None
 
     if progress:
         print(f"[validate] {len(folds)} folds ({'exact leave-one-out' if group is None else 'leave '
-              f'one {group} out'}), {settings.chains} chains x {settings.draws_label()} draws each, "
+              f'one {group} out'}), {settings.chains_x_draws()} each, "
               f"{'scheduler ' + scheduler if scheduler else f'{jobs} job(s)'}"
               + (f"; {len(skipped)} held-out row(s) not scored (their acceptance would be the "
                  "prior)" if skipped else ""), file=sys.stderr)

@@ -35,7 +35,7 @@ from ddtree_bayes.core.bench_import.identity import (
     tag_bits,
 )
 from ddtree_bayes.core.bench_import.reading import numbered
-from ddtree_bayes.core.data import AR_METHOD
+from ddtree_bayes.core.data import AR_METHOD, counted
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.workflows.living.records import NewRow, result_tag
 
@@ -469,7 +469,7 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
         given = config.get("budget") or config.get("block")   # a chain drafts its block
         if rec.draft_tokens is not None and given and int(given) != rec.draft_tokens:
             flag = "--budget" if config.get("budget") else "--block"
-            raise DataError(f"the file drafted {rec.draft_tokens} tokens per step "
+            raise DataError(f"the file drafted {counted(rec.draft_tokens, 'token')} per step "
                             f"({rec.draft_key}), but {flag} is {given}", file=origin,
                             fix=f"give {flag} {rec.draft_tokens}, the run's "
                                 "num_speculative_tokens")
