@@ -365,3 +365,35 @@ def test_tuned_callback_says_once_when_every_chain_has_tuned():
     callback([chain(tuning=False), chain(tuning=False)])
     callback([chain(tuning=False), chain(tuning=False)])
     assert len(said) == 1 and said[0].startswith("tuning done after ")
+
+
+def test_every_artifact_refusal_ends_with_its_fix(tmp_path):
+    """An audit of the error lines: `fit`'s (and `update`'s) unconverged refusal ended "(the
+    artifact is saved but marked unconverged; predict refuses it without
+    --allow-unconverged)", and a fit file whose metadata cannot be read, or whose netCDF
+    cannot, was named without a fix; every other such line ends "(fix: ...)"."""
+    from pathlib import Path
+
+    result = inference.FitResult("f1", Path("f1.nc"), False, ["max R-hat 1.2 > 1.01 (x)"], [],
+                                 0)
+    with pytest.raises(UnconvergedError) as err:
+        result.raise_if_unconverged()
+    assert str(err.value) == ("fit f1 failed its convergence gates: max R-hat 1.2 > 1.01 (x); "
+                              "the artifact is saved, marked unconverged (fix: re-run "
+                              "`ddtree-bayes fit`, or pass --allow-unconverged to predict to "
+                              "answer from it anyway)")
+    junk = tmp_path / "junk.nc"
+    junk.write_bytes(b"not a fit")
+    for read in (store.load_meta, store.load_datatree):
+        with pytest.raises(ArtifactError) as err:
+            read(junk)
+        assert str(err.value).startswith(f"{junk} is not a readable ")
+        assert str(err.value).endswith(" (fix: re-run `ddtree-bayes fit`)")
+    import h5py
+
+    listed = tmp_path / "listed.nc"
+    with h5py.File(listed, "w") as fh:
+        fh.attrs[store.META_ATTR] = "[1, 2]"
+    with pytest.raises(ArtifactError) as err:
+        store.load_meta(listed)
+    assert str(err.value) == f"{listed} has malformed metadata (fix: re-run `ddtree-bayes fit`)"

@@ -70,8 +70,9 @@ class FitResult:
 
             raise UnconvergedError(f"fit {self.fit_id} failed its convergence gates: "
                                    + "; ".join(self.failures)
-                                   + " (the artifact is saved but marked unconverged; predict "
-                                   "refuses it without --allow-unconverged)")
+                                   + "; the artifact is saved, marked unconverged (fix: re-run "
+                                   "`ddtree-bayes fit`, or pass --allow-unconverged to predict "
+                                   "to answer from it anyway)")
 
 
 def inputs_sha256(data: Measurements, priors: PriorsConfig, hardware_text: str) -> str:

@@ -353,9 +353,10 @@ def load_meta(path: Path) -> dict:
         with h5py.File(path, "r") as fh:
             meta = json.loads(_attr_text(fh.attrs[META_ATTR]))
     except (OSError, KeyError, ValueError) as err:
-        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err})") from None
+        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
+                            "(fix: re-run `ddtree-bayes fit`)") from None
     if not isinstance(meta, dict):
-        raise ArtifactError(f"{path} has malformed metadata")
+        raise ArtifactError(f"{path} has malformed metadata (fix: re-run `ddtree-bayes fit`)")
     _check_version(meta, path)   # (history listed such a fit as readable; predict refuses it)
     _gate_again(meta)
     return meta
@@ -407,7 +408,8 @@ def load_datatree(path: Path):
     try:
         return xr.open_datatree(path, engine="h5netcdf").load()
     except (OSError, ValueError) as err:
-        raise ArtifactError(f"{path} is not a readable netCDF fit ({err})") from None
+        raise ArtifactError(f"{path} is not a readable netCDF fit ({err}) "
+                            "(fix: re-run `ddtree-bayes fit`)") from None
 
 
 def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
