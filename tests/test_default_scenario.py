@@ -667,14 +667,14 @@ def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
         return str(err.value)
 
     assert refusal("h100") == (
-        "h100 could run on [8] GPUs in this fit (1, 2 and 4 x 80.0 GB cannot hold "
+        "h100 could run on 8 GPUs in this fit (1, 2 and 4 x 80.0 GB cannot hold "
         "kimi-k2.6's weights, 600.0 GB) (fix: --gpus 8)")   # (one count: the fix names it)
     assert refusal("rtx-5090") == (
-        "rtx-5090 could run on none of the GPU counts this fit measured ([1, 2, 4, 8]): 8 x "
+        "rtx-5090 could run on none of the GPU counts this fit measured (1, 2, 4 and 8): 8 x "
         "32.0 GB cannot hold kimi-k2.6's weights, 600.0 GB (fix: --gpus 19 or more of them, or a GPU "
         "with more memory)")
     # a measured GPU lists every count measured on it (its rows prove they run)
-    assert refusal("b300") == ("b300 could run on [1, 2, 4, 8] GPUs in this fit (fix: say "
+    assert refusal("b300") == ("b300 could run on 1, 2, 4 or 8 GPUs in this fit (fix: say "
                                "which with --gpus)")
 
 
@@ -913,3 +913,4 @@ def test_a_cache_that_fits_at_half_its_bytes_is_not_said_to_fit_no_engine():
         "card's kv_bytes_per_token) but 1 x rtx-4090 have 7.9 GB left after the weights (16.1 "
         "GB): no engine can hold this context on these GPUs (a cache of half the card's bytes "
         "per token, fp8 for bf16, would need 8.6 GB); the answer is for a step that cannot run")
+
