@@ -914,3 +914,18 @@ def test_a_cache_that_fits_at_half_its_bytes_is_not_said_to_fit_no_engine():
         "GB): no engine can hold this context on these GPUs (a cache of half the card's bytes "
         "per token, fp8 for bf16, would need 8.6 GB); the answer is for a step that cannot run")
 
+
+def test_update_scores_a_rate_below_one_with_two_digits():
+    """update's table of new rows printed tok/s with ':.0f', so a row scored at 0.498 tok/s
+    (an AR step of 2 s at a long context) read "predicted 0, 50% 0-1"; predict's and diff's
+    tables keep two significant digits below 1 (cli/output.tok_text), and so does this one."""
+    from ddtree_bayes.cli.update import _score_table
+
+    row = {"row": 11, "configuration": "x", "measured": 0.4, "status": "ok", "median": 0.498,
+           "lo50": 0.45, "hi50": 0.55, "lo90": 0.4, "hi90": 0.6, "percentile": 0.3}
+    assert _score_table([row]).splitlines()[2].split() == [
+        "row", "11", "x", "0.4", "0.5", "0.45-0.55", "0.4-0.6", "30.0%", "ok"]
+    big = {**row, "measured": 330, "median": 304.2, "lo50": 292.1, "hi50": 316.3, "lo90": 273,
+           "hi90": 336, "percentile": 0.906}
+    assert _score_table([big]).splitlines()[2].split()[3:7] == ["330", "304", "292-316",
+                                                                "273-336"]

@@ -27,6 +27,7 @@ UNFITTED_PRIORS = "the priors file changed only in what no fit reads ([acceptanc
 
 
 def _score_table(scores: list[dict]) -> str:
+    from ddtree_bayes.cli.output import tok_text
     from ddtree_bayes.workflows import living
 
     body = []
@@ -40,8 +41,8 @@ def _score_table(scores: list[dict]) -> str:
             f"SURPRISE ({'below the 1st' if low else 'above the 99th'} percentile)")
         if s.get("transferred"):
             verdict += " (by transfer)"
-        body.append(head + [f"{s['median']:.0f}", f"{s['lo50']:.0f}-{s['hi50']:.0f}",
-                            f"{s['lo90']:.0f}-{s['hi90']:.0f}",
+        body.append(head + [tok_text(s["median"]), f"{tok_text(s['lo50'])}-{tok_text(s['hi50'])}",
+                            f"{tok_text(s['lo90'])}-{tok_text(s['hi90'])}",
                             living.format_percentile(s["percentile"]), verdict])
     return aligned_table(["row", "configuration", "measured", "predicted", "50%", "90%",
                    "percentile", "verdict"], body, text_last=True)
