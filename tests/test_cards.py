@@ -2870,3 +2870,25 @@ def test_a_dry_run_fails_where_the_write_would(tmp_path):
     assert payload["conflicts"] == [{"file": "data/models.csv", "name": "llama-3.1-8b-instruct",
                                      "row": row}]
     assert {p.name: p.read_bytes() for p in (tmp_path / "data").iterdir()} == before
+
+
+def test_a_compression_config_is_read_as_vllm_reads_it(tmp_path):
+    """compressed-tensors checkpoints of 2024 (llm-compressor before its rename) write their
+    scheme under ``compression_config``, which vLLM reads when neither the top level nor
+    ``text_config`` has a ``quantization_config`` (its ``get_quant_config``: "compressed-tensors
+    uses a compressions_config"). `card add` read only ``quantization_config``: Llama-3.1-8B
+    FP8 W8A8 under that key was carded at bf16's 2 bytes per active weight, twice its read,
+    exit 0. Read now: the same bytes as the same scheme under ``quantization_config``; a
+    ``quantization_config`` given beside it wins, as in vLLM."""
+    folder = tmp_path / "m"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({**LLAMA, "compression_config": FP8_KV}))
+    old = derive_path(folder)
+    assert old.facts["bytes_per_weight"] == pytest.approx(llama_with(FP8_KV)[1], abs=1e-6)
+    assert old.facts["bytes_per_weight"] < 1.2 and old.card["kv_cache_bits"] == ""
+    awq = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
+           "version": "gemm"}
+    (folder / "config.json").write_text(json.dumps({**LLAMA, "compression_config": FP8_KV,
+                                                    "quantization_config": awq}))
+    assert derive_path(folder).facts["bytes_per_weight"] == pytest.approx(
+        llama_with(awq)[1], abs=1e-6)

@@ -155,7 +155,9 @@ def storage_fields(cfg: dict) -> dict:
     none: Kimi K2.5 / K2.6 keep their int4 ``quantization_config`` in ``text_config``, which
     was passed over (the checkpoint carded as bf16: 2 B/weight instead of 1.0753). The top
     level wins when both give one, as vLLM reads a config (``hf_config`` first, then its
-    ``hf_text_config``).
+    ``hf_text_config``). Failing both, a ``compression_config`` (compressed-tensors checkpoints
+    of 2024 write their scheme under it: vLLM's ``get_quant_config`` reads it last, "compressed-
+    tensors uses a compressions_config"); such a checkpoint was carded at bf16's 2 bytes.
 
     >>> storage_fields({"text_config": {"quantization_config": {"quant_method": "fp8"}}})[
     ...     "quantization_config"]
@@ -163,13 +165,19 @@ def storage_fields(cfg: dict) -> dict:
     >>> storage_fields({"dtype": "bfloat16", "text_config": {"torch_dtype": "float32"}})
     ... # doctest: +ELLIPSIS
     {'dtype': 'bfloat16', 'text_config': ...}
+    >>> storage_fields({"compression_config": {"quant_method": "compressed-tensors"}})[
+    ...     "quantization_config"]
+    {'quant_method': 'compressed-tensors'}
     """
     inner = cfg.get("text_config")
-    if not isinstance(inner, dict):
-        return cfg
     out = dict(cfg)
+    if not isinstance(inner, dict):
+        inner = {}
     if out.get("quantization_config") is None and inner.get("quantization_config") is not None:
         out["quantization_config"] = inner["quantization_config"]
+    if out.get("quantization_config") is None and isinstance(out.get("compression_config"),
+                                                              dict):
+        out["quantization_config"] = out["compression_config"]
     if not (out.get("torch_dtype") or out.get("dtype")):
         for key in ("torch_dtype", "dtype"):
             if inner.get(key):
