@@ -13,6 +13,7 @@ import math
 
 from ddtree_bayes.cli.args import add_format, real
 from ddtree_bayes.cli.output import aligned_table, emit_json, shown_path
+from ddtree_bayes.core.data import listed
 
 #: A figure whose text holds this word was computed, not read (data/hardware.csv's convention).
 DERIVED_MARK = "DERIVED"
@@ -174,13 +175,13 @@ def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
         whole = all(gpu.row.get(c, "").strip() == like_row.get(c, "").strip() for c in rest)
         if not given:
             return copied if whole or not gpu.like else (
-                f"{_listed(kept)} {copied}" if kept else "-")
+                f"{listed(kept)} {copied}" if kept else "-")
         if not kept:
             return "given" if not rest else f"{', '.join(given)} given"
         if not gpu.like:   # (the rest are blank: the row's "-")
             return f"{', '.join(given)} given"
         return (f"{', '.join(given)} given, "
-                + ("the rest " if len(kept) == len(rest) > 1 else f"{_listed(kept)} ")
+                + ("the rest " if len(kept) == len(rest) > 1 else f"{listed(kept)} ")
                 + copied)
 
     peaks = ", ".join(f"{p.split('_')[1]} {_cell(r[p])}" for p in PEAKS)
@@ -198,11 +199,6 @@ def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
             f"{origin(*PEAKS, names=tuple(p.split('_')[1] for p in PEAKS))}",
             f"  source        {r['source']}",
             f"  flops source  {r['flops_source'] or '-'}"]
-
-
-def _listed(words: list[str]) -> str:
-    """``words`` as a list in English: "a", "a and b", "a, b and c"."""
-    return " and ".join(w for w in (", ".join(words[:-1]), words[-1]) if w)
 
 
 def register(sub) -> None:

@@ -1307,6 +1307,17 @@ def plain_text(value: float) -> str:
     return str(int(value)) if value.is_integer() and abs(value) < 1e16 else repr(value)
 
 
+def listed(words, last: str = "and") -> str:
+    """``words`` (strings or numbers) as a list in English: "a", "a and b", "a, b and c"
+    (``last``: "or" for alternatives).
+
+    >>> listed(["fp8"]), listed(["fp8", "int8"], "or"), listed([1, 2, 4, 8], "or")
+    ('fp8', 'fp8 or int8', '1, 2, 4 or 8')
+    """
+    words = [str(w) for w in words]
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
+
+
 def counted(n: int, noun: str) -> str:
     """``n`` and ``noun``, plural unless ``n`` is 1.
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import DEFAULT_SEED, form_label
+from ddtree_bayes.core.data import listed
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import fitted_rows as M
 from ddtree_bayes.engine.posterior import Fit
@@ -262,11 +263,10 @@ form (`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each row
     noun = f" {unit}{'s' if bad[0]['pareto_k_above_threshold'] != 1 else ''}"   # (the first's)
     counts = [f"{r['pareto_k_above_threshold']}{noun if i == 0 else ''} of fit {r['model']}"
               for i, r in enumerate(bad)]
-    listed = counts[0] if len(counts) == 1 else f"{', '.join(counts[:-1])} and {counts[-1]}"
     weights = ", ".join(f"{k} {w:.2f}" for k, w in sorted(result["weights"].items()))
     return (f"{flag}: the PSIS-LOO weights ({weights}) rest on leave-one-out estimates with "
-            f"Pareto k > {threshold:.2g}, unreliable, for {listed}: the mixture may lean on the "
-            "wrong form (`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each "
+            f"Pareto k > {threshold:.2g}, unreliable, for {listed(counts)}: the mixture may "
+            "lean on the wrong form (`ddtree-bayes compare` lists them; `ddtree-bayes validate` refits each "
             "row left out)")
 
 

@@ -20,6 +20,7 @@ from ddtree_bayes.core.data import (
     as_name,
     derive_verify_tokens,
     gb_texts,
+    listed,
     measured_accept,
     plain_float,
     plain_text,
@@ -765,7 +766,7 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
 
     run = [g for g in counts if holds(g)]
     if run == counts:
-        return QueryError(f"{hardware} could run on {_listed(counts, 'or')} GPUs in this fit",
+        return QueryError(f"{hardware} could run on {listed(counts, 'or')} GPUs in this fit",
                           fix="say which with --gpus")
     from ddtree_bayes.core.model_cards import stored_card
 
@@ -775,24 +776,14 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
     weights = f"{card.model}'s weights, {need} GB"
     if not run:
         return QueryError(f"{hardware} could run on none of the GPU counts this fit measured "
-                          f"({_listed(counts, 'and')}): {counts[-1]} x {each} GB cannot hold "
+                          f"({listed(counts, 'and')}): {counts[-1]} x {each} GB cannot hold "
                           f"{weights}",
                           fix=f"--gpus {math.ceil(card.weights_gb / memory)} or more of them, "
                               "or a GPU with more memory")
-    listed = _listed([g for g in counts if g not in run], "and")
-    return QueryError(f"{hardware} could run on {_listed(run, 'or')} GPUs in this fit ({listed} x {each} "
-                      f"GB cannot hold {weights})",
+    return QueryError(f"{hardware} could run on {listed(run, 'or')} GPUs in this fit "
+                      f"({listed([g for g in counts if g not in run])} x {each} GB cannot hold "
+                      f"{weights})",
                       fix=f"--gpus {run[0]}" if len(run) == 1 else "say which with --gpus")
-
-
-def _listed(values: list, last: str) -> str:
-    """``values`` in words, ``last`` ("and", "or") before the last.
-
-    >>> _listed([8], "or"), _listed([1, 8], "or"), _listed([1, 2, 4], "and")
-    ('8', '1 or 8', '1, 2 and 4')
-    """
-    words = [str(v) for v in values]
-    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} {last} {words[-1]}"
 
 
 def unchecked_memory_warning(draws: Fit, sc: Scenario) -> str | None:

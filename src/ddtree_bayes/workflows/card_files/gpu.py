@@ -21,6 +21,7 @@ from ddtree_bayes.core.data import (
     NAME_RE,
     as_name,
     hardware_slip,
+    listed,
     unknown_hardware_fix,
 )
 from ddtree_bayes.core.errors import InputError
@@ -342,23 +343,14 @@ def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | 
         return None
     for p, _ in cleared:
         row[f"dense_{p}_tflops"] = ""
-    peaks = _listed([f"{p} ({value} TFLOPS)" for p, value in cleared])
+    peaks = listed([f"{p} ({value} TFLOPS)" for p, value in cleared])
     needed = (", ".join(needs(p, cc) for p, _ in cleared) if cc.startswith("gfx") else
               ", ".join(f"{p} {'needs CC ' if i == 0 else ''}{MMA_MIN_CC[p]:.1f}"
                         + (" or above" if i == 0 else "") for i, (p, _) in enumerate(cleared)))
     return (f"{row['hardware']}: compute capability {cc} has no "
-            f"{_listed([p for p, _ in cleared], 'or')} tensor cores ({needed}): the {peaks} "
+            f"{listed([p for p, _ in cleared], 'or')} tensor cores ({needed}): the {peaks} "
             f"peak{'s' if len(cleared) > 1 else ''} copied from {base} "
             f"{'are' if len(cleared) > 1 else 'is'} left out")
-
-
-def _listed(words: list[str], last: str = "and") -> str:
-    """``words`` as a list in English: "a", "a and b", "a, b and c" (``last`` for "and").
-
-    >>> _listed(["fp8"]), _listed(["fp8", "int8"], "or"), _listed(["fp8", "fp4", "int8"], "or")
-    ('fp8', 'fp8 or int8', 'fp8, fp4 or int8')
-    """
-    return f" {last} ".join(w for w in (", ".join(words[:-1]), words[-1]) if w)
 
 
 def _refuse_peaks_out_of_order(row: dict[str, str], values: dict, base: str | None) -> None:
