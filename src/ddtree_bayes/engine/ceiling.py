@@ -321,35 +321,32 @@ def _who(b: dict) -> str:
     return f"one stream's {b['tokens']} verified tokens touch"
 
 
-def budget_routing_warning(fast: list[tuple[int, BalancedRead, float]], recommended: int,
+def budget_routing_warning(fast: list[tuple[int, dict]], recommended: int,
                            where: str) -> str | None:
-    """optimize's line for the budgets whose median steps per second (the third item) beat
-    their :func:`balanced_read` (``fast``: (budget, read, median) in budget order), on the
+    """optimize's line for the budgets whose median steps per second beat their
+    :func:`balanced_read` (``fast``: (budget, its :func:`routing_row`) in budget order), on the
     system ``where`` ("h100 x1"): the recommended budget's read in figures when it is one of
     them, else the largest's. None when none is. A larger tree's tokens touch more experts, so
     such a table ranks its larger trees too high.
 
-    >>> r = BalancedRead(1, 17, 128, 8, 85.27, 41.63, 3.35)
-    >>> print(budget_routing_warning([(16, r, 150.0)], 8, "h100 x1"))   # doctest: +ELLIPSIS
+    >>> r = routing_row(np.array([150.0]), BalancedRead(1, 17, 128, 8, 85.27, 41.63, 3.35))
+    >>> print(budget_routing_warning([(16, r)], 8, "h100 x1"))   # doctest: +ELLIPSIS
     on h100 x1, budget 16 answers faster than reading the experts its tokens touch under \
 balanced routing: budget 16's 17 tokens touch about 85 of the 128 experts of each layer, ... \
 takes 12.4 ms, 80 steps/s, where its answer runs 150 steps/s. No cap ... may be too large
     """
     if not fast:
         return None
-    named = {b: (read, median) for b, read, median in fast}
+    named = dict(fast)
     shown = recommended if recommended in named else fast[-1][0]
-    read, median = named[shown]
-    budgets = ", ".join(str(b) for b, _, _ in fast)
-    figures = {"experts_touched": read.touched, "experts": read.experts,
-               "weights_gb": read.weights_gb, "bandwidth_tb_s": read.bandwidth_tb_s,
-               "step_ms": read.step_ms, "steps_per_s": read.rate}
+    b = named[shown]
+    budgets = ", ".join(str(budget) for budget, _ in fast)
     return (f"on {where}, budget{'s' * (len(fast) > 1)} {budgets} "
             f"answer{'s' * (len(fast) == 1)} faster than reading the experts "
             f"{'their' if len(fast) > 1 else 'its'} tokens touch under balanced routing: "
             f"{'the recommended ' if shown == recommended else ''}budget {shown}'s "
-            f"{read.tokens} tokens touch {_read_text(figures)}, where its answer runs "
-            f"{median:.0f} steps/s. No cap (routing that concentrates reads less), but "
+            f"{b['tokens']} tokens touch {_read_text(b)}, where its answer runs "
+            f"{b['median_steps_per_s']:.0f} steps/s. No cap (routing that concentrates reads less), but "
             f"{ROUTING_CLAIM}: a larger tree's tokens touch more experts, so these budgets' "
             "tok/s are likely optimistic, the largest most, and the recommended budget may be "
             "too large")

@@ -16,7 +16,12 @@ from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
 from ddtree_bayes.core.errors import QueryError
 from ddtree_bayes.engine import predictive as P
-from ddtree_bayes.engine.ceiling import balanced_read, budget_routing_warning, step_rate
+from ddtree_bayes.engine.ceiling import (
+    balanced_read,
+    budget_routing_warning,
+    routing_row,
+    step_rate,
+)
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import (
     context_warnings,
@@ -276,14 +281,14 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     accept = curve_accept(budgets, cd.accept_ref, cd.gain, cd.decay,
                           reference_budget=curve.reference_budget, limits=limits)
     # no budget faster than reading the weights and caches (engine/ceiling.py), as predict
-    tok = accept * np.stack([step_rate(draws, b_sc, step[:, i])
-                             for i, b_sc in enumerate(scenarios)], axis=1)
+    rates = np.stack([step_rate(draws, b_sc, step[:, i]) for i, b_sc in enumerate(scenarios)],
+                     axis=1)
+    tok = accept * rates
     dec = budget_decision(tok)
     # budgets priced faster than reading the experts their tokens touch at balanced routing
-    fast = [(budgets[j], read, rate)
-            for j, b_sc in enumerate(scenarios)
-            if (read := balanced_read(draws, b_sc)) is not None
-            and (rate := float(np.median(tok[:, j] / accept[:, j]))) > read.rate]
+    # (predict's row for each: routing_row says whether and with what figures)
+    fast = [(budgets[j], routed) for j, b_sc in enumerate(scenarios)
+            if (routed := routing_row(rates[:, j], balanced_read(draws, b_sc))) is not None]
     sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
     limit = all_max if sys_max is None else sys_max   # tokens per step, C x M
     rows = []
