@@ -630,7 +630,7 @@ def test_diff_says_when_the_model_or_drafter_cards_differ(tmp_path):
             ("20260101T000001Z-heavier0", {**card, "bytes_per_weight": 1.0}, []),
             ("20260101T000002Z-drafter0", card, [drafter]),
             # only a field no answer reads (the memory checks'): the same model
-            ("20260101T000003Z-kvonly00", {**card, "kv_bytes_per_token": 70272.0}, []),
+            ("20260101T000003Z-kvonly00", {**card, "max_context_tokens": 131072}, []),
             # a proxy card made from the rows (no card here) against the real card
             ("20260101T000004Z-proxy000", {**card, "layers": 40, "bytes_per_weight": 2.0}, [])):
         write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",

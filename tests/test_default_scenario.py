@@ -609,14 +609,20 @@ def test_cards_edited_after_a_fit_are_named(tmp_path):
     assert warning.startswith("the model card of kimi-k2.6 here differs from fit point-mass's")
     # a field only the memory checks read (a review: a card re-added with its checkpoint's
     # bytes said nothing, and the fit's weights-fit check kept the stored value)
-    stored_kv = draws.meta["model"]["card"]["kv_bytes_per_token"]
-    draws.meta["model"]["card"]["kv_bytes_per_token"] = stored_kv * 2
+    stored = draws.meta["model"]["card"]["max_context_tokens"]
+    draws.meta["model"]["card"]["max_context_tokens"] = stored // 2
     (tmp_path / "data" / "models.csv").write_text(text)
     assert card_changes(draws, tmp_path) == [
-        "the model card of kimi-k2.6 here differs from fit point-mass's in kv_bytes_per_token: "
+        "the model card of kimi-k2.6 here differs from fit point-mass's in max_context_tokens: "
         "its KV-cache and weights-fit checks use the stored values; re-run `ddtree-bayes fit` "
         "to use these"]
-    draws.meta["model"]["card"]["kv_bytes_per_token"] = stored_kv
+    # the KV bytes per token price the context cost's prior (core/context_cost.py): a change
+    # is the model's
+    draws.meta["model"]["card"].update(max_context_tokens=stored,
+                                       kv_bytes_per_token=2 * 35136.0)
+    (warning,) = card_changes(draws, tmp_path)
+    assert warning.startswith("the model card of kimi-k2.6 here differs from fit point-mass's:")
+    draws.meta["model"]["card"]["kv_bytes_per_token"] = 35136.0
     # a card gone from the file is said to be gone, not to differ (a user's own card removed
     # after its fit: "the model card of my-moe here differs")
     (tmp_path / "data" / "models.csv").write_text(text.replace(kimi + "\n", ""))

@@ -51,7 +51,8 @@ def test_the_bundled_cards_say_which_targets_are_hybrids():
 def test_recurrent_layers_above_the_cards_layers_is_one_line():
     text = bundled("models.csv").read_text()
     header, row = text.splitlines()[:2]
-    bad = header + "\n" + row + "33\n"   # llama-3.1-8b: 32 layers, its blank column last
+    assert row.endswith(",,8")   # llama-3.1-8b: 32 layers, recurrent_layers blank, 8 kv heads
+    bad = header + "\n" + row[:-len(",,8")] + ",33,8\n"
     with pytest.raises(DataError, match=r"row 2.*recurrent_layers.*recurrent_layers 33 is not "
                                         r"between 0 and the card's 32 layers"):
         load_model_cards("m.csv", bad)

@@ -204,20 +204,24 @@ def test_a_first_repeated_run_is_reweighted_exactly():
 
 
 def test_a_card_field_the_model_never_reads_is_no_reason_to_refit():
-    """Fits store the card's kv_bytes_per_token since it warns about the KV cache; a fit made
+    """Fits store the card's max_context_tokens since it warns about the context; a fit made
     before lacks it, and `update` read the difference as 'the model's card changes' and ran a
-    full refit instead of a reweight. A field the model reads still counts."""
+    full refit instead of a reweight (as once for kv_bytes_per_token, which the context
+    cost's prior reads now). A field the model reads still counts."""
     cfg, old, new, spec_old, _, priors = _case("roofline-structured")
     model = json.loads(json.dumps({"target_model": old.model, **S.model_meta(spec_old, cfg)}))
-    assert model["card"]["kv_bytes_per_token"] == 35136
-    del model["card"]["kv_bytes_per_token"]                 # as a fit made before stored it
+    assert model["card"]["max_context_tokens"] == 262144
+    del model["card"]["max_context_tokens"]                 # as a fit made before stored it
     for cards in model.get("model_cards", {}).values():
-        cards.pop("kv_bytes_per_token", None)
+        cards.pop("max_context_tokens", None)
     meta = {"fit_id": "before", "coords": {k: list(v) for k, v in spec_old.coords.items()
                                            if k != "measurement"}, "model": model}
     draws = Fit(path=None, meta=meta, variables={}, data_csv=old.text,  # type: ignore[arg-type]
                 priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
     assert RW.structure_changes(draws, new, cfg, _structure())[0] == []
-    model["card"]["layers"] = 60                             # a field the model reads
-    reasons = RW.structure_changes(draws, new, cfg, _structure())[0]
-    assert len(reasons) == 1 and reasons[0].startswith("the model's card changes")
+    for field, value in (("layers", 60), ("kv_bytes_per_token", 70272.0), ("kv_heads", 2)):
+        before = model["card"][field]
+        model["card"][field] = value                         # a field the model reads
+        reasons = RW.structure_changes(draws, new, cfg, _structure())[0]
+        assert len(reasons) == 1 and reasons[0].startswith("the model's card changes"), field
+        model["card"][field] = before

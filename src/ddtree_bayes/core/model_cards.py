@@ -43,7 +43,7 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 #: before they existed) may lack: card add writing the row adds them to its header.
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
                          "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
-                         "recurrent_layers")
+                         "recurrent_layers", "kv_heads")
 #: Every column a model-card file's reader knows, the two above: a header cell spelt like one
 #: it lacks (``kv_cache_bit``, ``params_activ_b``) is refused, not ignored, as
 #: measurements.csv's (core/data ``check_named_columns``).
@@ -65,7 +65,8 @@ NO_PEAK = "no peak FLOPs in the table"
 
 #: Card fields stored for the checks around the model, never read by it (``update``'s
 #: reweight compares cards without them: a fit stored before one existed is no other model).
-NOT_MODELLED = ("kv_bytes_per_token", "file_bytes_per_weight", "kv_window_bytes_per_token",
+#: ``kv_bytes_per_token`` is not one: with ``kv_heads`` it sets the context cost's prior.
+NOT_MODELLED = ("file_bytes_per_weight", "kv_window_bytes_per_token",
                 "kv_window_tokens", "max_context_tokens", "kv_cache_bits")
 #: Bits per cached value of the KV-cache dtypes ``predict --kv-cache`` takes (llama.cpp's
 #: ``q8_0`` and ``q4_0``: blocks of 32 values with one fp16 scale, 8.5 and 4.5 bits).
@@ -94,7 +95,7 @@ def modelled(card: dict) -> dict:
     what two fits' cards must agree on for the fits to be of one model (a card stored before
     a field existed, ``recurrent_layers`` say, is the same card as one with that field blank).
 
-    >>> modelled({"model": "m", "layers": 61, "kv_bytes_per_token": 35136,
+    >>> modelled({"model": "m", "layers": 61, "file_bytes_per_weight": 0.6,
     ...           "recurrent_layers": None})
     {'model': 'm', 'layers': 61}
     """
@@ -141,6 +142,11 @@ class ModelCard:
     #: 0 for a transformer. Speculative decoding of a hybrid target pays a fixed cost per step
     #: in some engines (engine/model.py ``spec_fixed_recurrent``)
     recurrent_layers: int | None = None
+    #: KV heads of a full-attention layer (the ``kv_heads`` column): g tensor-parallel GPUs
+    #: split them, each holding max(1, kv_heads / g) (vLLM and SGLang replicate a head when g
+    #: exceeds them); an MLA cache is one latent head, which every GPU holds whole. None when
+    #: the card does not say (its context cost is then the generic prior's)
+    kv_heads: int | None = None
 
     @property
     def recurrent(self) -> bool:
@@ -216,6 +222,25 @@ class ModelCard:
         window = (self.kv_window_bytes_per_token or 0.0) * min(
             context_tokens, self.kv_window_tokens or 0)
         return (self.kv_bytes_per_token * context_tokens + window) * streams / 1e9
+
+    def context_read_gb(self, context_tokens: float, gpus: int) -> float | None:
+        """GB of one sequence's KV cache each of ``gpus`` tensor-parallel GPUs reads at
+        ``context_tokens`` of context: the part that grows with the context
+        (``kv_bytes_per_token``, at the card's cache dtype) over min(GPUs, ``kv_heads``);
+        None when the card gives neither.
+
+        >>> mla = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s",
+        ...                 kv_bytes_per_token=35136, kv_heads=1)
+        >>> round(mla.context_read_gb(65536, 8), 3)   # every GPU reads the whole latent cache
+        2.303
+        >>> gqa = ModelCard("l", 70.6, 70.6, 80, None, None, 2.0, "bf16", "s",
+        ...                 kv_bytes_per_token=327680, kv_heads=8)
+        >>> [round(gqa.context_read_gb(65536, g), 2) for g in (1, 4, 16)]   # 21.47 GB / min(g, 8)
+        [21.47, 5.37, 2.68]
+        """
+        if not self.kv_bytes_per_token or not self.kv_heads:
+            return None
+        return self.kv_bytes_per_token * context_tokens / 1e9 / min(gpus, self.kv_heads)
 
     @property
     def kv_bytes_how(self) -> str:
@@ -482,7 +507,9 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                                                  required=False)
                                              if raw.get("max_context_tokens") else None),
             kv_cache_bits=kv_bits,
-            recurrent_layers=_recurrent_layers(raw, path, i, layers))
+            recurrent_layers=_recurrent_layers(raw, path, i, layers),
+            kv_heads=_optional_int(num("kv_heads", integer=True, required=False)
+                                   if raw.get("kv_heads") else None))
     return cards
 
 

@@ -10,6 +10,7 @@ model is built (``engine/model.py``) and on numpy posterior draws when predictin
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ import numpy as np
 from ddtree_bayes.core import acceptance_latent as AL
 from ddtree_bayes.core import likelihood as C
 from ddtree_bayes.core.config import PriorsConfig
+from ddtree_bayes.core.context_cost import ctx_prior, ctx_prior_how, uses_read
 from ddtree_bayes.core.data import AR_METHOD, Measurements
 from ddtree_bayes.core.likelihood import config_distance  # noqa: F401  (S.config_distance)
 from ddtree_bayes.core.tensor_cores import is_amd
@@ -234,6 +236,10 @@ class ModelSpec:
     system_tp_mb: np.ndarray | None = None
     system_link: tuple[str, ...] = ()
     tp_how: tuple[str, ...] = ()
+    #: ms each system's GPUs take to read one sequence's KV cache per unit of context at the
+    #: full bandwidth (NaN: the card does not say its KV layout); the context cost's prior
+    #: (core/context_cost.py, roofline form)
+    system_ctx_read_ms: np.ndarray | None = None
     #: the target model's card as a dict (roofline form)
     card: dict | None = None
     #: a fit of several models: each pair's model, every model card as a dict, and the pair
@@ -404,7 +410,8 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
-        extra = roofline_inputs(data, batch, hardware, cards, reps)
+        extra = roofline_inputs(data, batch, hardware, cards, reps,
+                                unit_tokens=priors.context_unit_tokens)
         distinct = extra.pop("row_distinct")
         _require_tp_priors(extra, priors, data)
     if data.multi_model:
@@ -583,10 +590,11 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
                     hardware: dict[str, dict[str, str]] | None, cards: dict | None,
-                    rows=None) -> dict:
+                    rows=None, unit_tokens: float = 65536.0) -> dict:
     """The distinct-expert ratio of each of ``rows`` (default: the data's rows; ``verify``
     holds their verify tokens) from its own model's card, and each system's (pair's) FLOP time
-    per token.
+    per token and KV read per ``unit_tokens`` of context (ms, NaN where the card does not say
+    its KV layout: core/context_cost.py).
 
     ``cards`` / ``hardware`` None: the bundled tables (``api.fit`` always passes the working
     directory's own)."""
@@ -599,10 +607,14 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
     from ddtree_bayes.core.pairs import link
 
     model_of = {data.pair(r): r.model for r in data.rows}
-    flop_ms, hows, tp_mb, links, tp_hows = [], [], [], [], []
+    from ddtree_bayes.core.context_cost import context_read_ms
+
+    flop_ms, hows, tp_mb, links, tp_hows, ctx_read = [], [], [], [], [], []
     for label in data.pairs:
         _, hw, gpus = split_label(label)
         card = cards[model_of[label]]
+        read = context_read_ms(card, hardware[hw], gpus, unit_tokens)
+        ctx_read.append(math.nan if read is None else read)
         ms, how = flop_ms_per_token(card, hardware[hw], gpus)
         flop_ms.append(ms)
         hows.append(f"{label}: {how}")
@@ -618,7 +630,7 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
     return {"row_distinct": distinct, "system_flop_ms": np.array(flop_ms),
             "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model]),
             "system_tp_mb": np.array(tp_mb), "system_link": tuple(links),
-            "tp_how": tuple(tp_hows)}
+            "tp_how": tuple(tp_hows), "system_ctx_read_ms": np.array(ctx_read)}
 
 
 def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
@@ -652,6 +664,18 @@ def multi_model_inputs(data: Measurements, priors: PriorsConfig,
     return {"pair_models": tuple(model_of[p] for p in data.pairs),
             "pair_roofline": pair_inputs(data.pairs, model_of, hardware, cards, data),
             "cards": {name: dataclasses.asdict(card) for name, card in cards.items()}}
+
+
+def _reads(ms: np.ndarray) -> list[float | None]:
+    """Per-system KV reads with NaN (unknown) as None."""
+    return [None if not math.isfinite(x) else float(x) for x in ms]
+
+
+def system_ctx_priors(spec: ModelSpec, priors: PriorsConfig) -> list:
+    """Each system's ``ctx_ms_per_unit`` prior (core/context_cost.py ``ctx_prior``)."""
+    reads = (_reads(spec.system_ctx_read_ms) if spec.system_ctx_read_ms is not None
+             else [None] * len(spec.systems))
+    return [ctx_prior(priors, r) for r in reads]
 
 
 def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
@@ -695,6 +719,10 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
         meta["system_flop_ms"] = dict(zip(spec.systems, map(float, spec.system_flop_ms),
                                           strict=True))
         meta["flops_how"] = list(spec.flops_how)
+    if spec.system_ctx_read_ms is not None and uses_read(priors):
+        meta["system_ctx_prior"] = {
+            system: {**ctx_prior(priors, read).params, "how": ctx_prior_how(priors, read)}
+            for system, read in zip(spec.systems, _reads(spec.system_ctx_read_ms), strict=True)}
     if spec.system_tp_mb is not None:   # the verify cost has the all-reduce volume term
         meta["allreduce_volume"] = True
     if spec.system_tp_mb is not None and np.any(spec.system_tp_mb > 0):

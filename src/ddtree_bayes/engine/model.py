@@ -46,6 +46,18 @@ def prior_rv(prior: Prior, name: str, **kwargs) -> pt.TensorVariable:
     raise ValueError(f"prior {name}: dist {prior.dist!r} cannot be a model parameter")
 
 
+def ctx_prior_rv(spec: S.ModelSpec, priors: PriorsConfig) -> pt.TensorVariable:
+    """``ctx_ms_per_unit`` per system: LogNormal around its card's KV read x
+    ``ctx_read_ratio`` where the card gives its KV layout, else the generic prior
+    (core/context_cost.py); the generic prior's variable when no system has a read."""
+    each = S.system_ctx_priors(spec, priors)
+    generic = priors.priors["ctx_ms_per_unit"]
+    if all(p is generic for p in each):
+        return prior_rv(generic, "ctx_ms_per_unit", dims="system")
+    return pm.LogNormal("ctx_ms_per_unit", mu=np.log([p.params["median"] for p in each]),
+                        sigma=np.array([p.params["sigma"] for p in each]), dims="system")
+
+
 #: Free parameters sampled by NUTS (the others in the posterior are deterministic).
 def free_parameter_names(moe_form: str, step_form: str = "fraction",
                          priors: PriorsConfig | None = None, *,
@@ -135,7 +147,7 @@ def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = F
         else:
             moe_shape = pm.Deterministic(S.SHAPE_NAMES[spec.moe_form], mu + moe_hw_sd * moe_z,
                                          dims="system")
-        ctx_ms = prior_rv(P["ctx_ms_per_unit"], "ctx_ms_per_unit", dims="system")
+        ctx_ms = ctx_prior_rv(spec, priors)
         ctx_exp = prior_rv(P["ctx_verify_exponent"], "ctx_verify_exponent")
         # (the fraction form's variables keep their original order: same seed, same draws)
         fraction = spec.step_form == "fraction"

@@ -413,10 +413,11 @@ def system_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[s
     with_context = {row_pair(fit, r) for r in fit_rows(fit) if r.context(blank) > 0}
     if not with_context or sc.pair in with_context:
         return ()
+    how = (fit.meta["model"].get("system_ctx_prior") or {}).get(sc.pair, {}).get("how")
     return (prefix + f"context {plain_text(float(sc.context_tokens))} on {sc.pair}: the fit "
             f"measured no context beyond 0 there (only on {', '.join(sorted(with_context))}): "
             f"its context cost per token there is the prior's (ctx_ms_per_unit[{sc.pair}], "
-            "prior-driven)",)
+            "prior-driven" + (f": {how}" if how else "") + ")",)
 
 
 def verify_context_warnings(fit: Fit, sc: Scenario, prefix: str = "") -> tuple[str, ...]:

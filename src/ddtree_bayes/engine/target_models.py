@@ -142,8 +142,9 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
     step_ar = above_the_read(roof, v["pair_step_sd"], f.stream_ms, rng)
     priors = draws.priors.priors
     share = prior_sample(priors["moe_share"], n, rng)
+    ctx, ctx_how = unmeasured_ctx_prior(draws, card, table[sc.hardware], sc.gpus)
     params = {"step_ar_ms": step_ar, "moe_share": share, "moe_shape": pooled_shape(draws, rng),
-              "ctx_ms_per_unit": prior_sample(priors["ctx_ms_per_unit"], n, rng)}
+              "ctx_ms_per_unit": prior_sample(ctx, n, rng)}
     tp_how = ""
     if meta["model"]["moe_form"] == "roofline":
         from ddtree_bayes.engine.unmeasured import roofline_parameters
@@ -157,5 +158,22 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
     how = (f"{sc.pair} not measured: M = 1 step {med:.1f} ms (90% {lo:.1f}-{hi:.1f}) from the "
            f"pair roofline ({f.describe(sc.model, sc.hardware)}), efficiency and per-layer cost "
            f"learned from {k} measured pair{'s' if k != 1 else ''}, no faster than reading the "
-           f"active weights at the full bandwidth ({f.stream_ms:.2g} ms); {tp_how}")
+           f"active weights at the full bandwidth ({f.stream_ms:.2g} ms); "
+           + (f"its context cost from {ctx_how} (prior-driven); " if sc.context_tokens else "")
+           + tp_how)
     return params, how
+
+
+def unmeasured_ctx_prior(draws: Fit, card, hardware_row: dict[str, str], gpus: int):
+    """The ``ctx_ms_per_unit`` prior of a pair the fit has no rows of, and what to say of it:
+    its card's KV read x ``ctx_read_ratio`` as the fit's systems had it (core/context_cost.py);
+    the generic prior for a fit made before that (``system_ctx_prior`` not in its metadata:
+    its answers stay what they were)."""
+    from ddtree_bayes.core.context_cost import context_read_ms, ctx_prior, ctx_prior_how
+
+    priors = draws.priors
+    if "system_ctx_prior" not in draws.meta["model"]:
+        return (priors.priors["ctx_ms_per_unit"],
+                "the generic ctx_ms_per_unit (a fit made before the KV read priced it)")
+    read = context_read_ms(card, hardware_row, gpus, draws.meta["model"]["context_unit_tokens"])
+    return ctx_prior(priors, read), ctx_prior_how(priors, read)

@@ -176,6 +176,7 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
         shape.kv_bytes_per_token = (int(rank) + rope) * mla * 2
         shape.kv_formula = (f"({rank} + {rope}) x {mla} {'MLA ' if mla < layers else ''}"
                             "layers x 2 bytes")
+        shape.kv_heads = 1   # (the latent: one head every tensor-parallel GPU holds whole)
     elif heads:   # (no head_count_kv: llama.cpp's n_head_kv defaults to n_head, MHA)
         recurrent = {i for i in hybrid_layers if i < layers}
         cached = cached_heads(kv_per_layer, heads if kv_heads is None else kv_heads, layers,

@@ -729,6 +729,7 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
         shape.attention = f"MLA (kv_lora_rank {rank} + qk_rope_head_dim {rope}), {heads} heads"
         shape.kv_bytes_per_token = (rank + rope) * shape.layers * 2
         shape.kv_formula = f"({rank} + {rope}) x {shape.layers} layers x 2 bytes"
+        shape.kv_heads = 1   # (the latent: one head every tensor-parallel GPU holds whole)
         if family in INDEXER:
             describe_indexer(shape, c, rank, rope)
         return

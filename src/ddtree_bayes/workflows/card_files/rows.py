@@ -146,6 +146,9 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         "max_context_tokens": "" if shape.max_context_tokens is None
         else str(shape.max_context_tokens),
         "recurrent_layers": str(shape.recurrent_layers) if shape.recurrent_layers else "",
+        # KV heads of a full-attention layer (an MLA latent: 1), how tensor parallelism splits
+        # the cache each step reads (the context cost's prior, core/context_cost.py)
+        "kv_heads": str(shape.kv_heads) if shape.kv_heads else "",
         # the bits a value of kv_bytes_per_token takes: the cache the checkpoint declares;
         # blank when it declares none (bf16's 16 is taken)
         "kv_cache_bits": "" if bits is None else f"{bits:g}"}
@@ -160,7 +163,7 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
              "compute_dtype": dtype, "mtp_layers": shape.mtp_layers,
              "max_context_tokens": shape.max_context_tokens,
-             "recurrent_layers": shape.recurrent_layers}
+             "recurrent_layers": shape.recurrent_layers, "kv_heads": shape.kv_heads}
     drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
     return Derived(card, drafters, facts,
                    warnings=[kv.said] if kv is not None and kv.said else [])

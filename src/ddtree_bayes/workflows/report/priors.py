@@ -62,8 +62,10 @@ def prior_draws(priors: PriorsConfig, coords: dict, n: int, seed: int,
     P_ = priors.priors
     n_sys, n_grp = len(coords["system"]), len(coords["overhead_group"])
     out: dict[str, np.ndarray] = {}
+    ctx = ctx_priors(priors, coords, groups)
     for name in ("step_ar_ms", "moe_share", "ctx_ms_per_unit"):
-        out[name] = np.stack([prior_sample(P_[name], n, rng) for _ in range(n_sys)], axis=1)
+        out[name] = np.stack([prior_sample(ctx[k] if name == "ctx_ms_per_unit" else P_[name],
+                                           n, rng) for k in range(n_sys)], axis=1)
     for name in ("moe_hw_sd", "ctx_verify_exponent", *FORM_PRIORS[priors.step_form],
                  *FORM_PRIORS.get(priors.moe_form, ()), "noise_sd"):
         out[name] = prior_sample(P_[name], n, rng)
@@ -215,15 +217,30 @@ def _pooled_draws(out: dict, priors: PriorsConfig, name: str, shape: tuple[int, 
     return mu + sd * z
 
 
+def ctx_priors(priors: PriorsConfig, coords: dict, model_meta: dict | None) -> list[Prior]:
+    """Each system's ``ctx_ms_per_unit`` prior as the fit had it (``model_meta``: a fit's
+    ``meta["model"]``, whose ``system_ctx_prior`` prices it from the card's KV read,
+    core/context_cost.py), else the generic prior."""
+    own = (model_meta or {}).get("system_ctx_prior") or {}
+    generic = priors.priors["ctx_ms_per_unit"]
+    return [Prior("ctx_ms_per_unit", "lognormal", {"median": own[s]["median"],
+                                                   "sigma": own[s]["sigma"]}, per="system")
+            if s in own else generic for s in coords["system"]]
+
+
 def log_prior(priors: PriorsConfig, coords: dict, v: dict[str, np.ndarray],
-              accept_groups: list[dict] | None = None) -> dict[str, np.ndarray]:
-    """Log prior density of each free parameter at every draw (for power-scaling)."""
+              accept_groups: list[dict] | None = None, model_meta: dict | None = None
+              ) -> dict[str, np.ndarray]:
+    """Log prior density of each free parameter at every draw (for power-scaling);
+    ``model_meta`` (a fit's ``meta["model"]``) gives each system's context-cost prior."""
     from scipy import stats
 
     P_ = priors.priors
     out = {}
-    for name in ("step_ar_ms", "moe_share", "ctx_ms_per_unit"):
+    for name in ("step_ar_ms", "moe_share"):
         out[name] = prior_logpdf(P_[name], v[name]).sum(axis=1)
+    out["ctx_ms_per_unit"] = np.sum([prior_logpdf(p, v["ctx_ms_per_unit"][:, k]) for k, p in
+                                     enumerate(ctx_priors(priors, coords, model_meta))], axis=0)
     for name in ("moe_hw_sd", "ctx_verify_exponent", *FORM_PRIORS[priors.step_form],
                  *FORM_PRIORS.get(priors.moe_form, ()), "noise_sd", MOE_FORMS[priors.moe_form]):
         if P_[name].dist != "point":

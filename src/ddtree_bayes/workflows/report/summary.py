@@ -205,7 +205,7 @@ def _psis_sections(summary: dict, draws: Fit, dt, priors, coords, v, model: str 
     summary["thresholds"]["pareto_k"] = summary["loo"]["pareto_k_threshold"]
 
     # prior sensitivity (power-scaling): overall, and of the headline prediction
-    lp = log_prior(priors, coords, v, accept_groups_of(draws.meta))
+    lp = log_prior(priors, coords, v, accept_groups_of(draws.meta), draws.meta["model"])
     headline = headline_log_tok(draws, seed, model, default)
     post_plus = post_ds.assign(headline_log_tok_s=(("chain", "draw"), headline.reshape(shape[:2])))
     lp_ds = xr.Dataset({k: (("chain", "draw"), a.reshape(shape[:2])) for k, a in lp.items()})

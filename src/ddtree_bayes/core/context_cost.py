@@ -1,0 +1,97 @@
+"""The context cost's prior from the card's KV cache: what a step reads of it, and at what
+multiple of that read attention runs (docs/model.md "Context length").
+
+A decoding step at context c reads every cached token of its sequence: ``kv_bytes_per_token``
+x c over the GPUs that hold the cache (a tensor-parallel group of g GPUs splits its KV heads,
+min(g, ``kv_heads``) ways; an MLA cache is one latent head every GPU holds whole). At the full
+bandwidth that read is ``context_read_ms`` per ``context_unit_tokens``; the system's context
+cost ``ctx_ms_per_unit`` has the prior LogNormal(median = read x ``ctx_read_ratio``'s median,
+sigma = its sigma). A system whose card lacks ``kv_bytes_per_token`` or ``kv_heads``, or whose
+GPU has no bandwidth, keeps the generic ``ctx_ms_per_unit`` prior, and so does every system when
+the priors file has no ``[priors.ctx_read_ratio]`` or either prior is not log-normal.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ddtree_bayes.core.config import Prior, PriorsConfig
+
+#: The prior of the context cost over the card's KV read at the full bandwidth.
+CTX_READ = "ctx_read_ratio"
+#: The generic prior of the context cost per unit of context (ms).
+CTX_PRIOR = "ctx_ms_per_unit"
+
+
+def context_read_ms(card, hardware_row: dict[str, str], gpus: int, unit_tokens: float
+                    ) -> float | None:
+    """ms each GPU takes to read one sequence's KV cache of ``unit_tokens`` at its full
+    bandwidth (:meth:`~ddtree_bayes.core.model_cards.ModelCard.context_read_gb`), or None
+    when the card or the hardware row does not say enough.
+
+    >>> from ddtree_bayes.core.model_cards import ModelCard
+    >>> kimi = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s",
+    ...                  kv_bytes_per_token=35136, kv_heads=1)
+    >>> round(context_read_ms(kimi, {"mem_bw_tb_s": "1.792"}, 8, 65536), 3)   # 2.303 GB
+    1.285
+    >>> context_read_ms(kimi, {"mem_bw_tb_s": ""}, 8, 65536) is None
+    True
+    """
+    gb = card.context_read_gb(unit_tokens, gpus)
+    try:
+        bandwidth = float(hardware_row.get("mem_bw_tb_s") or "nan")
+    except ValueError:
+        return None
+    if gb is None or not math.isfinite(bandwidth) or bandwidth <= 0:
+        return None
+    return gb / bandwidth   # GB / (TB/s) = ms
+
+
+def uses_read(priors: PriorsConfig) -> bool:
+    """Whether the priors price a system's context cost from its KV read (both priors
+    log-normal, the ratio's present)."""
+    p = priors.priors
+    return (CTX_READ in p and p[CTX_READ].dist == "lognormal"
+            and p[CTX_PRIOR].dist == "lognormal")
+
+
+def ctx_prior(priors: PriorsConfig, read_ms: float | None) -> Prior:
+    """A system's ``ctx_ms_per_unit`` prior: the read times the ratio's, else the generic one.
+
+    >>> from ddtree_bayes.core.config import load_priors
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> P = load_priors(bundled("priors.toml"))
+    >>> p = ctx_prior(P, 1.285)
+    >>> p.dist, round(p.params["median"], 3), p.params["sigma"]   # 1.285 ms x 1.2
+    ('lognormal', 1.542, 0.8)
+    >>> ctx_prior(P, None) is P.priors["ctx_ms_per_unit"]
+    True
+    """
+    generic = priors.priors[CTX_PRIOR]
+    if read_ms is None or not math.isfinite(read_ms) or read_ms <= 0 or not uses_read(priors):
+        return generic
+    ratio = priors.priors[CTX_READ]
+    return Prior(CTX_PRIOR, "lognormal", {"median": read_ms * ratio.params["median"],
+                                          "sigma": ratio.params["sigma"]}, per="system",
+                 rationale=ratio.rationale, source=ratio.source)
+
+
+def ctx_prior_how(priors: PriorsConfig, read_ms: float | None) -> str:
+    """What a message says of a system's context-cost prior.
+
+    >>> from ddtree_bayes.core.config import load_priors
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> P = load_priors(bundled("priors.toml"))
+    >>> print(ctx_prior_how(P, 1.285))
+    the card's KV read, 1.28 ms per unit of context at the full bandwidth, x ctx_read_ratio \
+(median 1.2)
+    >>> print(ctx_prior_how(P, None))
+    the generic ctx_ms_per_unit (the card gives no kv_bytes_per_token and kv_heads)
+    """
+    if ctx_prior(priors, read_ms) is priors.priors[CTX_PRIOR]:
+        why = ("the card gives no kv_bytes_per_token and kv_heads" if read_ms is None
+               else f"no log-normal [priors.{CTX_READ}]")
+        return f"the generic {CTX_PRIOR} ({why})"
+    assert read_ms is not None
+    return (f"the card's KV read, {read_ms:.3g} ms per unit of context at the full bandwidth, "
+            f"x {CTX_READ} (median {priors.priors[CTX_READ].params['median']:g})")

@@ -1,0 +1,138 @@
+"""The context cost's prior from the card's KV read (core/context_cost.py): per system in the
+model, for a pair the fit never measured, in the report's prior draws, and what card add
+writes for it. Numbers by hand from the cards' kv_bytes_per_token and the hardware table."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from ddtree_bayes.core import spec as S
+from ddtree_bayes.core.config import load_priors
+from ddtree_bayes.core.context_cost import CTX_READ, context_read_ms, ctx_prior
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.model_cards import load_model_cards
+from ddtree_bayes.core.paths import bundled
+
+pytestmark = pytest.mark.fast
+
+PRIORS = load_priors(bundled("priors.toml"))
+CARDS = load_model_cards(bundled("models.csv"))
+HW = load_hardware(bundled("hardware.csv"))
+
+
+def test_the_read_splits_gqa_heads_and_keeps_mla_whole():
+    # Kimi K2.6 (MLA, fp8 cache): 35,136 B x 65,536 = 2.3027 GB on every GPU of 8; at the
+    # RTX PRO 6000's 1.792 TB/s 1.285 ms, at the B300's 8.0 0.288 ms
+    kimi = CARDS["kimi-k2.6"]
+    assert context_read_ms(kimi, HW["rtx-pro-6000"], 8, 65536) == pytest.approx(
+        35136 * 65536 / 1e9 / 1.792)
+    assert context_read_ms(kimi, HW["b300"], 8, 65536) == pytest.approx(0.28783, rel=1e-4)
+    # Qwen3.5-397B: 2 kv heads on 4 GPUs, each holds one: 30,720 B / 2 per token
+    qwen = CARDS["qwen3.5-397b-a17b"]
+    assert context_read_ms(qwen, HW["rtx-pro-6000-server"], 4, 65536) == pytest.approx(
+        15360 * 65536 / 1e9 / 1.597)
+    # Llama-3.3-70B, 8 kv heads: one GPU reads all 21.47 GB, four a quarter
+    llama = CARDS["llama-3.3-70b-instruct"]
+    one, four = (context_read_ms(llama, HW["h100"], g, 65536) for g in (1, 4))
+    assert one == pytest.approx(327680 * 65536 / 1e9 / float(HW["h100"]["mem_bw_tb_s"]))
+    assert four == pytest.approx(one / 4)
+    # a card without kv_heads has no read: the generic prior
+    gemma = CARDS["gemma-4-12b-it"]
+    assert gemma.kv_heads is None and context_read_ms(gemma, HW["rtx-3090"], 1, 65536) is None
+    assert ctx_prior(PRIORS, None) is PRIORS.priors["ctx_ms_per_unit"]
+
+
+def _spec(csv_text: str):
+    data = load_measurements("m.csv", HW, text=csv_text)
+    return S.build_spec(data, PRIORS, hardware=HW, cards=CARDS)
+
+
+def test_the_model_prices_each_systems_context_cost_from_its_read():
+    """The bundled fit's two systems: ctx_ms_per_unit's log density in the PyMC model is
+    LogNormal(log(read x 1.2), 0.8) at each, by hand."""
+    from ddtree_bayes.engine.model import build_model
+
+    spec = _spec(bundled("measurements.csv").read_text())
+    assert spec.systems == ("b300x8", "rtx-pro-6000x8")
+    reads = [35136 * 65536 / 1e9 / 8.0, 35136 * 65536 / 1e9 / 1.792]
+    np.testing.assert_allclose(spec.system_ctx_read_ms, reads)
+    model = build_model(spec, PRIORS)
+    rv = model["ctx_ms_per_unit"]
+    value = np.array([0.5, 2.0])
+    (logp,) = model.replace_rvs_by_values([model.logp(vars=[rv], sum=False)[0]])
+    f = model.compile_fn(logp, inputs=model.value_vars, on_unused_input="ignore",
+                         point_fn=False)
+    point = {**model.initial_point(), "ctx_ms_per_unit_log__": np.log(value)}
+    got = f(**point)
+    want = (stats.lognorm.logpdf(value, 0.8, scale=np.array(reads) * 1.2) + np.log(value))
+    np.testing.assert_allclose(got, want, rtol=1e-9)   # (+ log|jacobian| of the log transform)
+    meta = S.model_meta(spec, PRIORS)["system_ctx_prior"]
+    assert meta["b300x8"]["median"] == pytest.approx(reads[0] * 1.2)
+    assert meta["rtx-pro-6000x8"]["how"].startswith("the card's KV read, 1.28 ms")
+
+
+def test_without_the_ratio_prior_every_system_keeps_the_generic_one():
+    from ddtree_bayes.core.config import parse_priors
+
+    text = PRIORS.text
+    start = text.index(f"[priors.{CTX_READ}]")
+    end = text.index("[priors.", start + 1)
+    without = parse_priors(text[:start] + text[end:], "p.toml")
+    data = load_measurements("m.csv", HW, text=bundled("measurements.csv").read_text())
+    spec = S.build_spec(data, without, hardware=HW, cards=CARDS)
+    assert all(p is without.priors["ctx_ms_per_unit"] for p in S.system_ctx_priors(spec, without))
+    assert "system_ctx_prior" not in S.model_meta(spec, without)
+
+
+def test_an_unmeasured_pair_draws_its_context_cost_around_its_cards_read():
+    """Llama-3.3-70B on one RTX PRO 6000 (never measured in the two-model fit): its draws'
+    median is 21.47 GB / 1.792 TB/s x 1.2 = 14.38 ms per 64k, not the generic 3 ms."""
+    from ddtree_bayes.engine.target_models import unmeasured_ctx_prior
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    draws = multi_model_draws()
+    card = CARDS["llama-3.3-70b-instruct"]
+    prior, how = unmeasured_ctx_prior(draws, card, HW["rtx-pro-6000"], 1)
+    assert prior == PRIORS.priors["ctx_ms_per_unit"]          # a fit made before the read
+    assert how.endswith("(a fit made before the KV read priced it)")
+    draws.meta["model"]["system_ctx_prior"] = {}
+    prior, how = unmeasured_ctx_prior(draws, card, HW["rtx-pro-6000"], 1)
+    assert prior.params["median"] == pytest.approx(327680 * 65536 / 1e9 / 1.792 * 1.2)
+    assert math.isclose(prior.params["median"], 14.38, rel_tol=1e-3)
+    assert prior.params["sigma"] == 0.8 and how.startswith("the card's KV read, 12 ms")
+
+
+def test_the_reports_prior_draws_follow_the_fits_per_system_prior():
+    from ddtree_bayes.workflows.report.priors import ctx_priors
+
+    coords = {"system": ["b300x8", "rtx-pro-6000x8"]}
+    meta = {"system_ctx_prior": {"b300x8": {"median": 0.3454, "sigma": 0.8, "how": "x"}}}
+    b300, rtx = ctx_priors(PRIORS, coords, meta)
+    assert (b300.dist, b300.params) == ("lognormal", {"median": 0.3454, "sigma": 0.8})
+    assert rtx is PRIORS.priors["ctx_ms_per_unit"]
+    assert all(p is PRIORS.priors["ctx_ms_per_unit"] for p in ctx_priors(PRIORS, coords, {}))
+
+
+def test_card_add_writes_the_kv_heads_the_read_splits():
+    from test_cards import derive
+
+    assert derive("llama-3.1-8b").card["kv_heads"] == "8"     # num_key_value_heads
+    assert derive("qwen3-30b-a3b").card["kv_heads"] == "4"
+    assert derive("deepseek-v3").card["kv_heads"] == "1"      # the MLA latent
+
+
+def test_a_kv_heads_cell_that_is_no_whole_positive_number_is_one_line():
+    from ddtree_bayes.core.errors import DataError
+
+    text = bundled("models.csv").read_text()
+    header, row = text.splitlines()[:2]
+    assert row.endswith(",8")
+    for bad in ("0", "2.5", "x"):
+        with pytest.raises(DataError, match=r"row 2.*kv_heads"):
+            load_model_cards("m.csv", header + "\n" + row[:-1] + bad + "\n")
+    assert dataclasses.asdict(CARDS["kimi-k2.6"])["kv_heads"] == 1
