@@ -18,8 +18,6 @@ from ddtree_bayes.core.data import load_hardware, load_measurements
 from ddtree_bayes.core.model_cards import load_model_cards
 from ddtree_bayes.core.paths import bundled
 
-pytestmark = pytest.mark.fast
-
 PRIORS = load_priors(bundled("priors.toml"))
 CARDS = load_model_cards(bundled("models.csv"))
 HW = load_hardware(bundled("hardware.csv"))
@@ -136,3 +134,31 @@ def test_a_kv_heads_cell_that_is_no_whole_positive_number_is_one_line():
         with pytest.raises(DataError, match=r"row 2.*kv_heads"):
             load_model_cards("m.csv", header + "\n" + row[:-1] + bad + "\n")
     assert dataclasses.asdict(CARDS["kimi-k2.6"])["kv_heads"] == 1
+
+
+@pytest.mark.slow
+def test_the_context_check_scores_a_sweep_against_its_cards_read():
+    """scripts/context_check.py on the GLM-5 cutlass sweep (8 x RTX PRO 6000): fitted at
+    context 0 only, its rows at 16k-128k are scored, and the context cost the fit holds is
+    the card's read prior untouched: 89,856 B x 65,536 / 1.792 TB/s = 3.286 ms x 1.2 = 3.94 ms
+    per 64k at the median, 90% x/ e^(1.645 x 0.8) = 3.73 (1.06-14.7)."""
+    import importlib.util
+
+    from ddtree_bayes.core.hardware_table import hardware_table
+    from ddtree_bayes.workflows.validation import card_texts
+
+    repo = bundled("priors.toml").parents[3]
+    spec = importlib.util.spec_from_file_location("context_check",
+                                                  repo / "scripts" / "context_check.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    sweep = repo / "data" / "public" / "conc" / "sglang_mtp_glm5_cutlass_rtxpro6000x8_conc.csv"
+    res = mod.check(sweep, 0, PRIORS.text, hardware_table(repo).text, card_texts(repo), 20261130)
+    assert res["converged"] and len(res["rows"]) == 10
+    assert all(r["context_tokens"] > 0 for r in res["rows"])
+    lo, med, hi = res["ctx_ms_per_unit"]["rtx-pro-6000x8"]
+    read = 89856 * 65536 / 1e9 / 1.792
+    assert med == pytest.approx(read * 1.2, rel=0.06)
+    assert lo == pytest.approx(read * 1.2 / math.exp(1.645 * 0.8), rel=0.12)
+    assert hi == pytest.approx(read * 1.2 * math.exp(1.645 * 0.8), rel=0.12)
