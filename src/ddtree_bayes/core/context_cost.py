@@ -83,15 +83,16 @@ def ctx_prior_how(priors: PriorsConfig, read_ms: float | None) -> str:
     >>> from ddtree_bayes.core.paths import bundled
     >>> P = load_priors(bundled("priors.toml"))
     >>> print(ctx_prior_how(P, 1.285))
-    the card's KV read, 1.28 ms per unit of context at the full bandwidth, x ctx_read_ratio \
-(median 1.2)
+    the card's KV read, 1.28 ms per 65536 tokens of context at the full bandwidth, x \
+ctx_read_ratio (median 1.2)
     >>> print(ctx_prior_how(P, None))
-    the generic ctx_ms_per_unit (the card gives no kv_bytes_per_token and kv_heads)
+    the generic ctx_ms_per_unit (the card does not give both kv_bytes_per_token and kv_heads)
     """
     if ctx_prior(priors, read_ms) is priors.priors[CTX_PRIOR]:
-        why = ("the card gives no kv_bytes_per_token and kv_heads" if read_ms is None
+        why = ("the card does not give both kv_bytes_per_token and kv_heads" if read_ms is None
                else f"no log-normal [priors.{CTX_READ}]")
         return f"the generic {CTX_PRIOR} ({why})"
     assert read_ms is not None
-    return (f"the card's KV read, {read_ms:.3g} ms per unit of context at the full bandwidth, "
-            f"x {CTX_READ} (median {priors.priors[CTX_READ].params['median']:g})")
+    return (f"the card's KV read, {read_ms:.3g} ms per {priors.context_unit_tokens:.0f} tokens "
+            f"of context at the full bandwidth, x {CTX_READ} (median "
+            f"{priors.priors[CTX_READ].params['median']:g})")
