@@ -219,16 +219,18 @@ def test_a_context_0_single_stream_answer_keeps_its_key_and_digits():
 @pytest.mark.nuts
 def test_the_readme_headline_keeps_its_digits(fitted_workdir):
     """The README's first answer (``predict --accept 12:16`` on the bundled data: U(12,16)
-    710 (568-880) in SGLang, 755 (591-993) native since native carries SGLang's anchor,
-    docs/model.md "The native rows anchored as SGLang's") is a context-0, single-stream
-    answer: the same table, digit for digit, as docs/examples/predict.txt saved before."""
+    712 (563-890) in SGLang, 755 (592-1005) native since native carries SGLang's anchor,
+    docs/model.md "The native rows anchored as SGLang's"; re-derived with the context cost's
+    KV-read prior, "The headline with the context cost's prior from the KV read", from 710
+    (568-880) and 755 (591-993)) is a context-0, single-stream answer: the same table, digit
+    for digit, as docs/examples/predict.txt saved before."""
     work, _ = fitted_workdir
     out = subprocess.run([sys.executable, "-m", "ddtree_bayes", "predict", "--accept", "12:16"],
                          cwd=work, capture_output=True, text=True, check=True).stdout
     saved = (REPO / "docs" / "examples" / "predict.txt").read_text().splitlines()[1:]
     saved = [line for line in saved if not line.startswith("ddtree-bayes: warning: ")]   # stderr
     assert out.splitlines()[1:] == saved[1:]   # (the first line names the fit)
-    assert any(line.split()[:5] == ["sglang", "U(12,16)", "710", "646-779", "568-880"]
+    assert any(line.split()[:5] == ["sglang", "U(12,16)", "712", "646-783", "563-890"]
                for line in saved)
-    assert any(line.split()[:5] == ["native", "U(12,16)", "755", "680-842", "591-993"]
+    assert any(line.split()[:5] == ["native", "U(12,16)", "755", "680-846", "592-1005"]
                for line in saved)
