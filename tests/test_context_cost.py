@@ -162,3 +162,37 @@ def test_the_context_check_scores_a_sweep_against_its_cards_read():
     assert med == pytest.approx(read * 1.2, rel=0.06)
     assert lo == pytest.approx(read * 1.2 / math.exp(1.645 * 0.8), rel=0.12)
     assert hi == pytest.approx(read * 1.2 * math.exp(1.645 * 0.8), rel=0.12)
+
+
+@pytest.mark.parametrize("form", ["power", "linear"])
+def test_every_moe_form_prices_the_context_cost_from_the_cards_read(form):
+    """`fit --moe-form power` (or linear; `compare` fits them against the roofline form) read
+    the card's KV layout nowhere: both systems kept the generic LogNormal(3 ms, 1.0) though
+    the card gives kv_bytes_per_token and kv_heads, so the forms differed in their context
+    prior too. Kimi K2.6 (35,136 B x 65,536, one latent head on every GPU) x 1.2: B300 x8
+    2.3027 GB / 8.0 TB/s x 1.2 = 0.3454 ms, RTX PRO 6000 x8 / 1.792 x 1.2 = 1.542 ms."""
+    from ddtree_bayes.engine.model import build_model
+
+    priors = dataclasses.replace(PRIORS, moe_form=form)
+    data = load_measurements("m.csv", HW, text=bundled("measurements.csv").read_text())
+    spec = S.build_spec(data, priors, hardware=HW, cards=CARDS)
+    reads = np.array([35136 * 65536 / 1e9 / 8.0, 35136 * 65536 / 1e9 / 1.792])
+    got = [p.params["median"] for p in S.system_ctx_priors(spec, priors)]
+    np.testing.assert_allclose(got, reads * 1.2)
+    assert math.isclose(got[0], 0.3454, rel_tol=1e-3)
+    meta = S.model_meta(spec, priors)["system_ctx_prior"]
+    assert meta["rtx-pro-6000x8"]["median"] == pytest.approx(1.542, rel=1e-3)
+    model = build_model(spec, priors)
+    rv = model["ctx_ms_per_unit"]
+    assert np.allclose(np.exp(rv.owner.inputs[-2].eval()), reads * 1.2)   # LogNormal's mu
+
+
+def test_an_other_form_without_the_models_card_keeps_the_generic_prior():
+    """A power-form fit of a model with no card (its proxy is read off the rows) keeps the
+    generic prior, as a card without kv_heads does (the fraction step form: the structured
+    one prices drafter passes from the card)."""
+    priors = dataclasses.replace(PRIORS, moe_form="power", step_form="fraction")
+    text = bundled("measurements.csv").read_text().replace("kimi-k2.6", "no-card-model")
+    data = load_measurements("m.csv", HW, text=text)
+    spec = S.build_spec(data, priors, hardware=HW, cards=CARDS)
+    assert all(p is PRIORS.priors["ctx_ms_per_unit"] for p in S.system_ctx_priors(spec, priors))

@@ -237,8 +237,8 @@ class ModelSpec:
     system_link: tuple[str, ...] = ()
     tp_how: tuple[str, ...] = ()
     #: ms each system's GPUs take to read one sequence's KV cache per unit of context at the
-    #: full bandwidth (NaN: the card does not say its KV layout); the context cost's prior
-    #: (core/context_cost.py, roofline form)
+    #: full bandwidth (NaN: no card, or it does not say its KV layout); the context cost's
+    #: prior in every form (core/context_cost.py, :func:`context_reads`)
     system_ctx_read_ms: np.ndarray | None = None
     #: the target model's card as a dict (roofline form)
     card: dict | None = None
@@ -414,6 +414,9 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
                                 unit_tokens=priors.context_unit_tokens)
         distinct = extra.pop("row_distinct")
         _require_tp_priors(extra, priors, data)
+    else:   # (the context cost's prior is the card's read in every form)
+        extra = {"system_ctx_read_ms": context_reads(data, hardware, cards,
+                                                     priors.context_unit_tokens)}
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
     if priors.step_form == "structured" and groups:
@@ -607,14 +610,10 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
     from ddtree_bayes.core.pairs import link
 
     model_of = {data.pair(r): r.model for r in data.rows}
-    from ddtree_bayes.core.context_cost import context_read_ms
-
-    flop_ms, hows, tp_mb, links, tp_hows, ctx_read = [], [], [], [], [], []
+    flop_ms, hows, tp_mb, links, tp_hows = [], [], [], [], []
     for label in data.pairs:
         _, hw, gpus = split_label(label)
         card = cards[model_of[label]]
-        read = context_read_ms(card, hardware[hw], gpus, unit_tokens)
-        ctx_read.append(math.nan if read is None else read)
         ms, how = flop_ms_per_token(card, hardware[hw], gpus)
         flop_ms.append(ms)
         hows.append(f"{label}: {how}")
@@ -630,7 +629,29 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
     return {"row_distinct": distinct, "system_flop_ms": np.array(flop_ms),
             "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model]),
             "system_tp_mb": np.array(tp_mb), "system_link": tuple(links),
-            "tp_how": tuple(tp_hows), "system_ctx_read_ms": np.array(ctx_read)}
+            "tp_how": tuple(tp_hows),
+            "system_ctx_read_ms": context_reads(data, hardware, cards, unit_tokens)}
+
+
+def context_reads(data: Measurements, hardware: dict[str, dict[str, str]] | None,
+                  cards: dict | None, unit_tokens: float) -> np.ndarray:
+    """Each system's (pair's) KV read per ``unit_tokens`` of context at the full bandwidth
+    (ms, core/context_cost.py ``context_read_ms``), in ``data.pairs`` order; NaN where its
+    model has no card (a proxy's) or the card does not say its KV layout. ``cards`` /
+    ``hardware`` None: the bundled tables."""
+    from ddtree_bayes.core.context_cost import context_read_ms
+    from ddtree_bayes.core.pairs import split_label
+
+    cards, hardware = _tables(cards, hardware)
+    model_of = {data.pair(r): r.model for r in data.rows}
+    out = []
+    for label in data.pairs:
+        _, hw, gpus = split_label(label)
+        card = cards.get(model_of[label])
+        read = (None if card is None or hw not in hardware
+                else context_read_ms(card, hardware[hw], gpus, unit_tokens))
+        out.append(math.nan if read is None else read)
+    return np.array(out, dtype=float)
 
 
 def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
