@@ -196,3 +196,22 @@ def test_an_other_form_without_the_models_card_keeps_the_generic_prior():
     data = load_measurements("m.csv", HW, text=text)
     spec = S.build_spec(data, priors, hardware=HW, cards=CARDS)
     assert all(p is PRIORS.priors["ctx_ms_per_unit"] for p in S.system_ctx_priors(spec, priors))
+
+
+def test_an_unmeasured_pair_under_priors_without_the_ratio_says_so():
+    """A fit whose priors file has no [priors.ctx_read_ratio] (a workspace's priors.toml from
+    before it existed) stores no per-system context prior however new it is: an unmeasured
+    pair's note said "(a fit made before the KV read priced it)"; it is the priors' choice."""
+    from ddtree_bayes.engine.target_models import unmeasured_ctx_prior
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    draws = multi_model_draws()
+    text = draws.priors_toml
+    start = text.index(f"[priors.{CTX_READ}]")
+    end = text.index("[priors.", start + 1)
+    draws = dataclasses.replace(draws, priors_toml=text[:start] + text[end:])
+    assert CTX_READ not in draws.priors.priors
+    prior, how = unmeasured_ctx_prior(draws, CARDS["llama-3.3-70b-instruct"],
+                                      HW["rtx-pro-6000"], 2)
+    assert prior.params == {"median": 3.0, "sigma": 1.0}
+    assert how == f"the generic ctx_ms_per_unit (no log-normal [priors.{CTX_READ}])"

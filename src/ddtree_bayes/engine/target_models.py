@@ -167,12 +167,18 @@ def pair_parameters(draws: Fit, sc, rng: np.random.Generator
 def unmeasured_ctx_prior(draws: Fit, card, hardware_row: dict[str, str], gpus: int):
     """The ``ctx_ms_per_unit`` prior of a pair the fit has no rows of, and what to say of it:
     its card's KV read x ``ctx_read_ratio`` as the fit's systems had it (core/context_cost.py);
-    the generic prior for a fit made before that (``system_ctx_prior`` not in its metadata:
-    its answers stay what they were)."""
-    from ddtree_bayes.core.context_cost import context_read_ms, ctx_prior, ctx_prior_how
+    the generic prior for a fit made before that (``system_ctx_prior`` not in its metadata
+    although its priors price the read: its answers stay what they were), and for a fit whose
+    priors do not (no log-normal ``ctx_read_ratio``: ``ctx_prior_how`` says so)."""
+    from ddtree_bayes.core.context_cost import (
+        context_read_ms,
+        ctx_prior,
+        ctx_prior_how,
+        uses_read,
+    )
 
     priors = draws.priors
-    if "system_ctx_prior" not in draws.meta["model"]:
+    if "system_ctx_prior" not in draws.meta["model"] and uses_read(priors):
         return (priors.priors["ctx_ms_per_unit"],
                 "the generic ctx_ms_per_unit (a fit made before the KV read priced it)")
     read = context_read_ms(card, hardware_row, gpus, draws.meta["model"]["context_unit_tokens"])
