@@ -215,3 +215,34 @@ def test_an_unmeasured_pair_under_priors_without_the_ratio_says_so():
                                       HW["rtx-pro-6000"], 2)
     assert prior.params == {"median": 3.0, "sigma": 1.0}
     assert how == f"the generic ctx_ms_per_unit (no log-normal [priors.{CTX_READ}])"
+
+
+@pytest.mark.parametrize("cell, says", [
+    ("0", "kv_heads 0 is not a whole number of KV heads of 1 or more"),
+    ("2.5", "kv_heads 2.5 is not a whole number of KV heads of 1 or more"),
+    ("-1", "kv_heads -1 is not a whole number of KV heads of 1 or more")])
+def test_a_bad_kv_heads_cell_says_what_the_column_holds(cell, says):
+    """The generic 'must be > 0 (fix: write a positive number)' did not say what kv_heads is."""
+    from ddtree_bayes.core.errors import DataError
+
+    text = bundled("models.csv").read_text()
+    header, row = text.splitlines()[:2]
+    with pytest.raises(DataError) as e:
+        load_model_cards("m.csv", header + "\n" + row[:-1] + cell + "\n")
+    assert says in str(e.value) and "row 2" in str(e.value)
+    assert e.value.fix == ("the KV heads of one full-attention layer (the config's "
+                           "num_key_value_heads; 1 for an MLA latent cache), or blank")
+
+
+def test_an_mla_card_with_more_than_one_kv_head_is_refused():
+    """An MLA cache is one latent head every GPU holds whole: a hand-written card that copied
+    DeepSeek's num_key_value_heads (128) split its read 8 ways on 8 GPUs, 8x too cheap, exit 0."""
+    from ddtree_bayes.core.errors import DataError
+
+    text = bundled("models.csv").read_text()
+    kimi = next(line for line in text.splitlines() if line.startswith("kimi-k2.6,"))
+    assert kimi.endswith(",1")
+    with pytest.raises(DataError, match=r"row 6.*kv_heads.*an MLA cache is one latent head "
+                                        r"every GPU holds whole, not 128"):
+        load_model_cards("m.csv", text.replace(kimi, kimi[:-1] + "128"))
+    assert load_model_cards("m.csv", text.replace(kimi, kimi[:-1]))["kimi-k2.6"].kv_heads is None

@@ -508,9 +508,31 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                                              if raw.get("max_context_tokens") else None),
             kv_cache_bits=kv_bits,
             recurrent_layers=_recurrent_layers(raw, path, i, layers),
-            kv_heads=_optional_int(num("kv_heads", integer=True, required=False)
-                                   if raw.get("kv_heads") else None))
+            kv_heads=_kv_heads(raw, path, i))
     return cards
+
+
+def _kv_heads(raw: dict, path: str, row: int) -> int | None:
+    """A card's ``kv_heads``: blank, or a whole number >= 1, and 1 for an MLA card (its
+    ``attention`` says MLA: one latent head that every GPU holds whole; a card that copied
+    DeepSeek's ``num_key_value_heads``, 128, priced its context read 8x too cheap on 8 GPUs)."""
+    text = raw.get("kv_heads", "")
+    value = parse_number(path, row, "kv_heads", text)
+    if value is None:
+        return None
+    if value < 1 or value != int(value):
+        raise DataError(f"kv_heads {text} is not a whole number of KV heads of 1 or more",
+                        file=path, row=row, column="kv_heads", fix=KV_HEADS_FIX)
+    if raw.get("attention", "").lstrip().upper().startswith("MLA") and value != 1:
+        raise DataError(f"an MLA cache is one latent head every GPU holds whole, not {text} "
+                        "(the card's attention says MLA)", file=path, row=row,
+                        column="kv_heads", fix="write kv_heads 1 (or leave it blank)")
+    return int(value)
+
+
+#: What a bad ``kv_heads`` cell's error says to write.
+KV_HEADS_FIX = ("the KV heads of one full-attention layer (the config's num_key_value_heads; "
+                "1 for an MLA latent cache), or blank")
 
 
 def _recurrent_layers(raw: dict, path: str, row: int, layers: float | None) -> int | None:
