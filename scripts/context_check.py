@@ -37,10 +37,10 @@ from ddtree_bayes.workflows.validation import (
 
 
 def check(path: Path, train_context: int, priors_text: str, hardware_csv: str, cards_text: dict,
-          seed: int) -> dict | None:
-    """One sweep: fit its rows at context <= ``train_context``, score the others."""
-    records = read_sweep(path)
-    text, _ = sweep_csv(records)
+          seed: int, records: list[dict] | None = None) -> dict | None:
+    """One sweep: fit its rows at context <= ``train_context``, score the others
+    (``records``: the file's rows if already read, :func:`read_sweep`)."""
+    text, _ = sweep_csv(read_sweep(path) if records is None else records)
     data = load_measurements(str(path), load_hardware("hardware.csv", text=hardware_csv),
                              text=text)
     held = tuple(i for i, m in enumerate(data.rows) if (m.context_tokens or 0) > train_context)
@@ -75,9 +75,11 @@ def main() -> int:
     cards = load_model_cards("models.csv", text=cards_text["models_csv"])
     out, t0 = [], time.perf_counter()
     for path in files:
-        if any(r["model"] not in cards for r in read_sweep(path)):
+        records = read_sweep(path)
+        if any(r["model"] not in cards for r in records):
             continue
-        res = check(path, args.train_context, priors.text, hardware_csv, cards_text, args.seed)
+        res = check(path, args.train_context, priors.text, hardware_csv, cards_text, args.seed,
+                    records)
         if res is None:
             continue
         out.append(res)

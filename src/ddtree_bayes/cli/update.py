@@ -17,6 +17,7 @@ from ddtree_bayes.cli.output import (
     emit_json,
     print_warnings,
     shown_path,
+    tok_text,
 )
 from ddtree_bayes.core.config import DEFAULT_SEED
 
@@ -27,7 +28,6 @@ UNFITTED_PRIORS = "the priors file changed only in what no fit reads ([acceptanc
 
 
 def _score_table(scores: list[dict]) -> str:
-    from ddtree_bayes.cli.output import tok_text
     from ddtree_bayes.workflows import living
 
     body = []

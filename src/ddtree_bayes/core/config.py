@@ -207,7 +207,8 @@ class SamplerSettings:
     def chains_x_draws(self) -> str:
         """``4 chains x 1000 draws`` for a progress line (``1 chain x 1 draw``; ``auto draws``
         before ``draws`` is resolved)."""
-        draws = "auto draws" if self.draws is None else counted(self.draws, "draw")
+        draws = f"{self.draws_label()} draws" if self.draws is None else counted(self.draws,
+                                                                                 "draw")
         return f"{counted(self.chains, 'chain')} x {draws}"
 
     def as_dict(self) -> dict[str, object]:

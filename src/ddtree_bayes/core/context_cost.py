@@ -32,19 +32,17 @@ def context_read_ms(card, hardware_row: dict[str, str], gpus: int, unit_tokens: 
     >>> from ddtree_bayes.core.model_cards import ModelCard
     >>> kimi = ModelCard("k", 1000, 32, 61, 384, 8, 0.5, "bf16", "s",
     ...                  kv_bytes_per_token=35136, kv_heads=1)
-    >>> round(context_read_ms(kimi, {"mem_bw_tb_s": "1.792"}, 8, 65536), 3)   # 2.303 GB
+    >>> row = {"hardware": "rtx-pro-6000", "mem_bw_tb_s": "1.792", "interconnect": "PCIe"}
+    >>> round(context_read_ms(kimi, row, 8, 65536), 3)   # 2.303 GB
     1.285
-    >>> context_read_ms(kimi, {"mem_bw_tb_s": ""}, 8, 65536) is None
+    >>> context_read_ms(kimi, {**row, "mem_bw_tb_s": ""}, 8, 65536) is None
     True
     """
+    from ddtree_bayes.core.pairs import read_features
+
     gb = card.context_read_gb(unit_tokens, gpus)
-    try:
-        bandwidth = float(hardware_row.get("mem_bw_tb_s") or "nan")
-    except ValueError:
-        return None
-    if gb is None or not math.isfinite(bandwidth) or bandwidth <= 0:
-        return None
-    return gb / bandwidth   # GB / (TB/s) = ms
+    f = None if gb is None else read_features(card, hardware_row, gpus)
+    return None if f is None else gb / f.bandwidth_tb_s   # GB / (TB/s) = ms (each GPU's)
 
 
 def uses_read(priors: PriorsConfig) -> bool:

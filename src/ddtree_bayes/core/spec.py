@@ -410,13 +410,11 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     extra: dict[str, Any] = {}
     distinct = None
     if priors.moe_form == "roofline":
-        extra = roofline_inputs(data, batch, hardware, cards, reps,
-                                unit_tokens=priors.context_unit_tokens)
+        extra = roofline_inputs(data, batch, hardware, cards, reps)
         distinct = extra.pop("row_distinct")
         _require_tp_priors(extra, priors, data)
-    else:   # (the context cost's prior is the card's read in every form)
-        extra = {"system_ctx_read_ms": context_reads(data, hardware, cards,
-                                                     priors.context_unit_tokens)}
+    # (the context cost's prior is the card's read in every form)
+    extra["system_ctx_read_ms"] = context_reads(data, hardware, cards, priors.context_unit_tokens)
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
     if priors.step_form == "structured" and groups:
@@ -593,11 +591,10 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
 
 def roofline_inputs(data: Measurements, verify: np.ndarray,
                     hardware: dict[str, dict[str, str]] | None, cards: dict | None,
-                    rows=None, unit_tokens: float = 65536.0) -> dict:
+                    rows=None) -> dict:
     """The distinct-expert ratio of each of ``rows`` (default: the data's rows; ``verify``
     holds their verify tokens) from its own model's card, and each system's (pair's) FLOP time
-    per token and KV read per ``unit_tokens`` of context (ms, NaN where the card does not say
-    its KV layout: core/context_cost.py).
+    per token.
 
     ``cards`` / ``hardware`` None: the bundled tables (``api.fit`` always passes the working
     directory's own)."""
@@ -629,8 +626,7 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
     return {"row_distinct": distinct, "system_flop_ms": np.array(flop_ms),
             "flops_how": tuple(hows), "card": dataclasses.asdict(cards[data.model]),
             "system_tp_mb": np.array(tp_mb), "system_link": tuple(links),
-            "tp_how": tuple(tp_hows),
-            "system_ctx_read_ms": context_reads(data, hardware, cards, unit_tokens)}
+            "tp_how": tuple(tp_hows)}
 
 
 def context_reads(data: Measurements, hardware: dict[str, dict[str, str]] | None,
