@@ -642,3 +642,34 @@ def test_the_api_refuses_a_prob_that_rounds_to_0_or_1(draws, prob):
                                      "decimals intervals are labelled with")
     rows = P.predict(draws, accept="12", prob=0.999999)
     assert "lo99.9999" in rows[0]
+
+
+@pytest.mark.parametrize("card_name, gpus, kv_ratio", [
+    # MLA: every GPU reads the whole latent cache (kv_heads 1), on 4 GPUs as on 8
+    ("kimi-k2.6", 4, 1.0),
+    # GQA with 8 KV heads: 8 -> 4 GPUs doubles each GPU's share of the cache, as the
+    # aggregate bandwidth halves
+    ("llama-3.3-70b-instruct", 4, 2.0),
+    # ... and 8 -> 16 GPUs cannot split 8 heads further: each GPU reads what it read on 8
+    ("llama-3.3-70b-instruct", 16, 1.0)])
+def test_transfer_scales_the_context_cost_with_each_gpus_kv_read(card_name, gpus, kv_ratio):
+    """A transfer to another GPU count scales the measured context cost by how each GPU's
+    read of the KV cache changes (``context_read_ms``: the card's kv_bytes_per_token over
+    min(GPUs, kv_heads), at one GPU's bandwidth), ** elasticity as before; not by the
+    aggregate bandwidth, which for an MLA cache on 4 B300 instead of 8 made the context cost
+    2 ** 0.5 x too dear. Point mass (B300 x8 measured, elasticity 0.5, no scatter): the
+    context part of an AR step is ctx_ms_per_unit 2 ms x (64k / 64k) = 2 ms on 8 GPUs, so
+    2 x kv_ratio ** 0.5 on the queried count."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    draws = point_mass_draws(transfer_bandwidth_elasticity=0.5, transfer_interconnect_factor=1.5,
+                             transfer_system_sd=0.0)
+    card = load_model_cards(bundled("models.csv"))[card_name]
+    draws.meta["model"]["card"] = dataclasses.asdict(card)
+    ar = dict(method="ar", engines=["sglang"], accept="1", hardware="b300", gpus=gpus)
+    step0 = 1000 / P.predict(draws, context=0, **ar)[0]["median"]
+    step = 1000 / P.predict(draws, context=65536, **ar)[0]["median"]
+    assert step - step0 == pytest.approx(2.0 * kv_ratio ** 0.5)

@@ -134,8 +134,12 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
         "bandwidth")
     form = meta["model"]["moe_form"]
     shape = target_models.pooled_shape(draws, rng)
+    kv = kv_read_ratio(draws, sc, (ref_hw, ref_gpus))
+    ctx_ratio = ratio if kv is None else kv ** elasticity
+    ctx_how = "" if kv is None or not sc.context_tokens else (
+        f"; the context cost scales with each GPU's KV read (x{kv:.2f}) ** elasticity")
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
-              "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ratio * noise}
+              "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ctx_ratio * noise}
     tp_how = ""
     if form == "roofline":
         from ddtree_bayes.core.model_cards import required_card
@@ -147,7 +151,7 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     how = (f"{sc.system} not measured: transferred from {ref} "
            f"({link_how}, bandwidth ratio "
            f"{ref_bw / target_bw:.2f}"
-           f"{read_how}"
+           f"{read_how}{ctx_how}"
            f"{'; the model card is a proxy, so weaker' if 'proxy_card' in meta['model'] else ''}"
            f"); {tp_how}")
     return params, how
@@ -188,3 +192,34 @@ def weight_read_ms(draws: Fit, sc: Scenario, ref: tuple[str, int]
         return None
     return (pair_features(model, draws.hardware[ref[0]], ref[1]).stream_ms,
             pair_features(model, draws.hardware[sc.hardware], sc.gpus).stream_ms)
+
+
+def kv_read_ratio(draws: Fit, sc: Scenario, ref: tuple[str, int]) -> float | None:
+    """How much longer each of the query's GPUs takes to read one sequence's KV cache than
+    each of the reference's (:func:`~ddtree_bayes.core.context_cost.context_read_ms`: the
+    card's ``kv_bytes_per_token`` over min(GPUs, ``kv_heads``), at one GPU's bandwidth);
+    None when the card or a hardware row does not say enough (the transfer then scales the
+    context cost by the aggregate bandwidth, as it did before the card had ``kv_heads``).
+
+    An MLA cache (one latent head) is read whole by every GPU, so on 4 GPUs as on 8 the
+    read takes as long; 8 KV heads cannot split over 16 GPUs further than over 8.
+
+    >>> from types import SimpleNamespace as NS
+    >>> card = {"model": "m", "params_total_b": 8, "params_active_b": 8, "layers": 32,
+    ...         "experts": None, "experts_topk": None, "bytes_per_weight": 2.0,
+    ...         "compute_dtype": "bf16", "source": "s", "kv_bytes_per_token": 131072,
+    ...         "kv_heads": 8}
+    >>> hw = {"g": {"mem_bw_tb_s": "2.0", "interconnect": "NVLink"}}
+    >>> fit = NS(meta={"model": {"card": card}}, hardware=hw)
+    >>> [kv_read_ratio(fit, NS(hardware="g", gpus=n), ("g", 8)) for n in (4, 8, 16)]
+    [2.0, 1.0, 1.0]
+    """
+    from ddtree_bayes.core.context_cost import context_read_ms
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta["model"])
+    if card is None:
+        return None
+    query = context_read_ms(card, draws.hardware[sc.hardware], sc.gpus, 65536.0)
+    base = context_read_ms(card, draws.hardware[ref[0]], ref[1], 65536.0)
+    return None if query is None or not base else query / base
