@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import stat
+from pathlib import Path
 
 import pytest
 
@@ -149,6 +150,59 @@ def test_add_never_writes_the_bundled_copy(tmp_path, monkeypatch, capsys):
     code, _, err = run(capsys, "add", *ROW)
     assert code == 2 and "data/measurements.csv: file not found" in err
     assert "--data FILE" in err
+
+
+CARD_DIR = Path(__file__).parent / "fixtures" / "cards" / "llama-3.1-8b"
+AR_150 = ["--model", "llama-3.1-8b", "--hardware", "h100", "--gpus", "1", "--engine", "vllm",
+          "--method", "ar", "--tok-s", "150", "--source", "my run"]
+
+
+@pytest.mark.parametrize("start", [
+    ["card", "add", "--hf-config", str(CARD_DIR)],
+    ["hardware", "add", "h100-pl", "--like", "h100", "--mem-bw-tb-s", "3.0", "--source", "t"],
+])
+def test_add_starts_the_measurements_of_a_folder_card_add_made_a_workspace(
+        tmp_path, monkeypatch, capsys, start):
+    """In an empty folder, `card add --hf-config ...` wrote data/models.csv and the next command
+    the README shows, `add --model llama-3.1-8b ...`, failed "data/measurements.csv: file not
+    found (fix: ... pass --data FILE ...)" with exit 2. A data/ folder holding a file this
+    tool wrote (models.csv, hardware.csv, drafters.csv under its own header) is a workspace:
+    `add` starts data/measurements.csv with the standard header and says, in one line, that
+    this folder's fits read it from now on instead of the bundled measurements."""
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, *start)
+    assert code == 0, err
+    marker = "data/models.csv" if start[0] == "card" else "data/hardware.csv"
+    code, out, err = run(capsys, "add", *AR_150)
+    assert code == 0, err
+    path = tmp_path / "data" / "measurements.csv"
+    assert path.read_text() == HEADER + "llama-3.1-8b,h100,1,vllm,ar,,,1,1,,150,my run,\n"
+    assert out.splitlines()[0] == (
+        f"created data/measurements.csv with the standard header ({marker} makes this folder "
+        "a workspace: its fits read this file from now on, not the bundled measurements)")
+    # 1000 / 150 = 6.67 ms a step
+    assert "row 2: llama-3.1-8b, h100 x1 vllm ar M=1 accept 1: 150 tok/s, step 6.7 ms" in out
+    # the second row appends, as to any file
+    code, out, err = run(capsys, "add", *AR_150[:-4], "--tok-s", "148", "--source", "run 2")
+    assert code == 0, err
+    assert "created" not in out and "(now 2 measurements)" in out
+
+
+@pytest.mark.parametrize("files", [
+    {},                                           # an empty data/ folder
+    {"models.csv": "id,name\n1,resnet\n"},       # someone else's models.csv
+    {"notes.txt": "x\n"},
+])
+def test_add_still_refuses_to_start_measurements_in_an_unrelated_folder(
+        tmp_path, monkeypatch, capsys, files):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "data").mkdir()
+    for name, text in files.items():
+        (tmp_path / "data" / name).write_text(text)
+    code, out, err = run(capsys, "add", *AR_150)
+    assert code == 2 and not out
+    assert err.startswith("ddtree-bayes: error: data/measurements.csv: file not found")
+    assert not (tmp_path / "data" / "measurements.csv").exists()
 
 
 def test_invalid_hand_edit_blocks_the_append(work, capsys):

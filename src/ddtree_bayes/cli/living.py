@@ -69,10 +69,14 @@ def _as_fit(hardware_file: str | None):
 
 
 def cmd_add(args: argparse.Namespace) -> int:
+    from ddtree_bayes.core import paths
     from ddtree_bayes.workflows import living
 
     data_path = default_data_path(args.data)
-    create = args.data is not None   # --data NEW.csv starts a file; data/measurements.csv not
+    # --data NEW.csv starts a file; data/measurements.csv only in a workspace (a data/ that
+    # card add or hardware add wrote to), never in a folder of someone else's data/
+    workspace = None if args.data is not None or data_path.exists() else paths.workspace_file()
+    create = args.data is not None or workspace is not None
     bench_only = [f"--{f.replace('_', '-')}" for f in BENCH_FLAGS if getattr(args, f) is not None]
     if args.from_file and args.from_bench:
         raise InputError("--from and --from-bench cannot be combined",
@@ -168,7 +172,10 @@ def cmd_add(args: argparse.Namespace) -> int:
                    "warnings": warned})
         return 0
     if result.created:
-        print(f"created {shown_path(result.path)} with the standard header")
+        print(f"created {shown_path(result.path)} with the standard header"
+              + ("" if workspace is None else
+                 f" ({shown_path(workspace)} makes this folder a workspace: its fits read this "
+                 "file from now on, not the bundled measurements)"))
     n = len(result.rows)
     print(f"appended {counted(n, 'row')} to {shown_path(result.path)} "
           f"(now {counted(result.total_rows, 'measurement')}):")

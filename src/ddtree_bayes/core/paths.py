@@ -31,6 +31,33 @@ def own_data_file(name: str, workdir: str | Path | None = None) -> Path | None:
     return local if local.parent.is_dir() and local.exists() else None
 
 
+#: The files of data/ that ``card add`` and ``hardware add`` write: each by its name, the column
+#: its header starts with and one only its header has. A data/ folder holding one of them is
+#: this tool's workspace (:func:`workspace_file`).
+WORKSPACE_FILES = (("models.csv", "model", "params_active_b"),
+                   ("hardware.csv", "hardware", "mem_bw_tb_s"),
+                   ("drafters.csv", "drafter", "target_model"))
+
+
+def workspace_file(workdir: str | Path | None = None) -> Path | None:
+    """The first of ``<workdir>/data/``'s models.csv, hardware.csv or drafters.csv with this
+    tool's header (``card add`` / ``hardware add`` wrote it, or a copy of the bundled one),
+    else None: the folder is a workspace whose measurements ``add`` may start, where a data/
+    of someone else's files is not."""
+    for name, first, own in WORKSPACE_FILES:
+        path = _root(workdir) / "data" / name
+        if not path.is_file():
+            continue
+        try:
+            with path.open(encoding="utf-8-sig", errors="replace", newline="") as f:
+                header = [c.strip() for c in f.readline().split(",")]
+        except OSError:
+            continue
+        if header[0] == first and own in header:
+            return path
+    return None
+
+
 def priors_file(workdir: str | Path | None = None) -> Path:
     """``<workdir>/models/priors.toml`` when present, else the bundled default priors."""
     local = _root(workdir) / "models" / "priors.toml"
