@@ -188,6 +188,29 @@ def test_add_starts_the_measurements_of_a_folder_card_add_made_a_workspace(
     assert "created" not in out and "(now 2 measurements)" in out
 
 
+def test_add_warns_of_a_model_one_edit_from_a_card_it_has_none_of(tmp_path, monkeypatch, capsys):
+    """After `card add` wrote llama-3.1-8b, `add --model llama-3.1-8 ...` (one letter short)
+    was appended with rc 0 and no word: the first row of a file may name a model without a
+    card (a fit makes it a proxy card), so the typo showed only at fit, as a proxy card whose
+    fix said to make the card the user had just made. The row is kept (a model without a card
+    is allowed), with a warning naming the card it is one edit from; a name near no card says
+    nothing, as before."""
+    monkeypatch.chdir(tmp_path)
+    assert run(capsys, "card", "add", "--hf-config", str(CARD_DIR))[0] == 0
+    typo = ["--model", "llama-3.1-8", *AR_150[2:]]
+    code, out, err = run(capsys, "add", *typo, "--format", "json")
+    assert code == 0, err
+    line = ("row 2: model 'llama-3.1-8' has no model card, and is one edit from the card "
+            "'llama-3.1-8b' (data/models.csv): did you mean 'llama-3.1-8b'? (as written a fit "
+            "makes it a proxy card from its AR step: transfer to other GPUs is weaker)")
+    assert json.loads(out)["warnings"] == [line]
+    assert err == f"ddtree-bayes: warning: {line}\n"
+    # a name near no card: a model of the user's own, proxied by the fit without a warning here
+    (tmp_path / "data" / "measurements.csv").unlink()
+    code, out, err = run(capsys, "add", "--model", "my-own-model", *AR_150[2:])
+    assert code == 0 and err == "", err
+
+
 @pytest.mark.parametrize("files", [
     {},                                           # an empty data/ folder
     {"models.csv": "id,name\n1,resnet\n"},       # someone else's models.csv

@@ -28,6 +28,7 @@ from ddtree_bayes.core.data import (
     kv_cache_problem,
     load_measurements,
     misspelt_names,
+    one_edit,
     parse_row,
     plain_float,
     plain_text,
@@ -35,7 +36,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
     weights_problem,
 )
-from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError
+from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError, closest
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
 from ddtree_bayes.core.pairs import impossible_step
 from ddtree_bayes.core.row_notes import card_weights_note, cross_row_notes, physics_notes
@@ -278,6 +279,32 @@ def _unknown_model(current: Measurements, cards: dict, model: str | None, data_p
             "and there is no model card for it",
             "correct the name, or add its card to data/models.csv first (a fit of several "
             "models needs every model's card)")
+
+
+def _cardless_near_a_card(rows: list[Measurement], cards: dict) -> list[str]:
+    """A line per model of ``rows`` (the rows ``add`` appends) with no card but one edit
+    (:func:`~ddtree_bayes.core.data.one_edit`, or only its case) from a card's name: kept, as a
+    model without a card may be (a fit of one model makes it a proxy card), but most likely a
+    typo of the card the user made."""
+    from ddtree_bayes.core import paths
+
+    own = paths.own_data_file("models.csv")
+    where = f" ({paths.shown(own)})" if own is not None else " (the bundled cards)"
+    rows_of: dict[str, list[int]] = {}
+    for m in rows:
+        rows_of.setdefault(m.model, []).append(m.row)
+    out = []
+    for name, at in rows_of.items():
+        if name in cards:
+            continue
+        near = [c for c in cards if c.lower() == name.lower()] or \
+            [c for c in closest(name, cards) if one_edit(name, c)]
+        if near:
+            out.append(f"row{'s' if len(at) > 1 else ''} {', '.join(map(str, at))}: model "
+                       f"{name!r} has no model card, and is one edit from the card {near[0]!r}"
+                       f"{where}: did you mean {near[0]!r}? (as written a fit makes it a proxy "
+                       "card from its AR step: transfer to other GPUs is weaker)")
+    return out
 
 
 def _gpus_for(current: Measurements, hardware: str, origin: str, line: int,
@@ -536,6 +563,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         wanted = set(expected)
         appended = [m for m in final.rows if m.row in wanted]
         warnings += misspelt_names(final.rows, known or {}, only=wanted)
+        warnings += _cardless_near_a_card(appended, cards)
         if len(appended) != len(new):  # pragma: no cover - a bug, not a user error
             raise DataError(f"internal error: expected {len(new)} new "
                             f"row{'s' * (len(new) != 1)}, found "
