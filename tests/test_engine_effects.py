@@ -532,3 +532,48 @@ def test_predict_prints_the_drafter_and_the_missing_one(tmp_path):
     assert code == 0, err
     assert "no drafter card serves" not in err
     assert f"\n  {GENERIC_EAGLE3}\n" in out   # (the fit prices the cards it stored)
+
+
+def test_a_fit_of_plain_rows_only_prices_an_unmeasured_group_in_physical_units():
+    """A fit whose rows are all autoregressive has no overhead group, but a speculative
+    question still draws one: its meta must carry the structured step's inputs (the fit's
+    engines, none; the drafter roofline's constants and cards; the card), or the group was
+    drawn as a fit of an earlier version does, the population's log ms read as a log multiple
+    of the AR step: Llama-3.1-8B AR at 146 tok/s on one H100 (a 6.85 ms step), asked EAGLE-3
+    block 3 at acceptance 2.8, answered 44 tok/s (14-115) with exit 0.
+
+    Here the fixed cost is exp(mu_fixed) ms, not exp(mu_fixed) x the AR step (mu 0.0, all
+    spreads 0): 1 ms, where the old path gave 8 ms."""
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.structure import unmeasured_log_ratio
+
+    hw = load_hardware(bundled("hardware.csv"))
+    text = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+            "context_tokens,tok_s,source,notes\n"
+            "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,test,\n")
+    priors = load_priors(bundled("priors.toml"))
+    cards = load_model_cards(bundled("models.csv"))
+    data = load_measurements("m.csv", hw, text=text, methods=priors.methods)
+    spec = S.build_spec(data, priors, hardware=hw, cards=cards)
+    assert not spec.groups
+    meta = S.model_meta(spec, priors)
+    assert meta["engines"] == [] and meta["group_engine"] == []
+    assert {"pass_roofline", "drafter_cards", "card"} <= set(meta)
+
+    draws = structured_engine_fit()
+    draws.meta["model"].update({k: meta[k] for k in ("engines", "group_engine", "group_system",
+                                                      "group_pass_roof_ms", "group_pass_how")})
+    draws.meta["coords"]["overhead_group"], draws.meta["coords"]["engine"] = [], []
+    for k in ("spec_fixed_ratio", "spec_pass_ratio", "spec_tree_ratio", "spec_fixed_engine",
+              "spec_pass_engine", "spec_tree_engine"):
+        del draws.variables[k]
+    for k in ("spec_fixed_engine_sd", "spec_pass_engine_sd", "spec_tree_engine_sd"):
+        draws.variables[k] = np.zeros(draws.n_draws)
+    sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="eagle3",
+                            block=3, budget=None, verify_tokens=None, context_tokens=0.0)
+    fixed = np.exp(unmeasured_log_ratio(draws, sc, "fixed", "sglang", np.full(4, 8.0),
+                                        np.random.default_rng(0))) * 8.0
+    assert fixed == pytest.approx(1.0)

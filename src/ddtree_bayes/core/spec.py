@@ -417,7 +417,9 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
     extra["system_ctx_read_ms"] = context_reads(data, hardware, cards, priors.context_unit_tokens)
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
-    if priors.step_form == "structured" and groups:
+    if priors.step_form == "structured":
+        # (without groups too: a speculative question about a fit of plain rows draws an
+        # unmeasured group from the engines, drafter cards and roofline constants stored here)
         extra.update(group_inputs(data, priors, groups, reps, cfg_group, hardware, cards,
                                   drafters))
         if extra["group_recurrent"].any() and RECURRENT_SD not in priors.priors:
@@ -708,7 +710,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     if spec.step_form == "structured" and passes_vary is not None and nodes_vary is not None:
         meta["group_varies"] = {"pass": [bool(x) for x in passes_vary],
                                 "tree": [bool(x) for x in nodes_vary]}
-    if spec.engines and spec.group_engine is not None and spec.group_pass_roof_ms is not None:
+    if (spec.step_form == "structured" and spec.group_engine is not None
+            and spec.group_pass_roof_ms is not None):
         meta["engines"] = list(spec.engines)
         meta["group_engine"] = [int(x) for x in spec.group_engine]
         if spec.group_system is not None:

@@ -166,7 +166,7 @@ def _group_means(out: dict, priors: PriorsConfig, groups: dict | None, shape: tu
     engine effect ``engine_sd * z`` and the physical offset (``-log step_ar``; a pass: its
     roofline over step_ar); drawn into ``out`` as the model's ``spec_<part>_engine(_z)`` and
     ``spec_<part>_mean``. Empty without the groups' inputs (a fit of an earlier version)."""
-    if not groups or "group_engine" not in groups:
+    if not groups or not groups.get("group_engine"):
         return {}
     n = shape[0]
     engine = np.asarray(groups["group_engine"], dtype=int)
