@@ -544,3 +544,51 @@ def test_the_report_of_a_resample_computes_no_psis_loo_or_power_scaling(reweight
     # the other sections are there as for a sampled fit
     for key in ("ppc", "prior_posterior", "sampling", "fan"):
         assert key in summary
+
+
+#: HYPOTHETICAL, typed into the file by hand: AR on the measured RTX PRO 6000 node at a
+#: context past Kimi K2.6's longest (its card's max_position_embeddings, 262144 tokens), at
+#: 38 tok/s, about the session fit's median there (unsurprising: a reweight absorbs it)
+LONG_ROW = "kimi-k2.6,rtx-pro-6000,8,vllm,ar,,,1,1.0,300000,38,HYPOTHETICAL by hand,\n"
+LONG_NOTE = ("row 11: context 300000 is above kimi-k2.6's longest, 262144 tokens "
+             "(max_position_embeddings, its card)")
+
+
+@pytest.mark.parametrize("way", ["psis-reweight", "refit"])
+def test_update_says_what_fit_warns_of_the_data(fitted_workdir, tmp_path, monkeypatch, way):
+    """What `fit` warns of a data file (and `add` of a row it keeps) was lost by `update`: a
+    reweight read the file and said nothing of a row at context 300000 > 262144, the model's
+    longest (exit 0, the line nowhere), and a refit printed fit's lines on stderr but its JSON
+    `warnings` held only the tracked queries' (the lines it printed, the doc says). Both
+    ways now say the data's lines on stderr and in `warnings`, before the tracked queries'."""
+    from ddtree_bayes import api
+
+    work = copy_work(fitted_workdir[0], tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    data.write_text(data.read_text() + LONG_ROW)
+    argv = ["update", "--format", "json"]
+    if way == "refit":   # (the refit mocked: the session fit, with the lines fit printed)
+        import dataclasses
+
+        def fake_fit(*args, **kwargs):
+            line = f"{data.resolve()}, {LONG_NOTE}: kept"
+            print(f"ddtree-bayes: warning: {line}", file=sys.stderr)
+            return dataclasses.replace(fitted_workdir[1], warnings=[line])
+
+        monkeypatch.setattr(api, "fit", fake_fit)
+        argv.append("--refit")
+    code, out, err = call(work, *argv)
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("update", payload)
+    assert payload["made_by"] == way, payload["refit_reasons"]
+    said = [w for w in payload["warnings"] if LONG_NOTE in w]
+    assert len(said) == 1 and said[0].startswith(str(data.resolve())), payload["warnings"]
+    assert payload["warnings"].index(said[0]) == 0   # (the data's lines first, as printed)
+    assert err.count(LONG_NOTE) == 1, err   # (printed once: a refit's fit prints it itself)
+    if way == "psis-reweight":   # the table form says it too
+        data.write_text(data.read_text() + LONG_ROW.replace(",38,", ",37.5,"))
+        code, out, err = call(work, "update")
+        assert code == 0 and "made_by" not in out and "reweighted by the likelihood" in out, out
+        assert f"ddtree-bayes: warning: {data.resolve()}, {LONG_NOTE}" in err, err
+        assert "row 12: context 300000 is above" in err, err

@@ -266,7 +266,9 @@ def cmd_update(args: argparse.Namespace) -> int:
                     "new_rows": scores, "removed_rows": [r.__dict__ for r in removed],
                     "other_changes": other_inputs, "surprises": len(surprises),
                     "unpredictable": len(unpredictable),
-                    "warnings": []}   # (what the tracked queries warn of: _tracked)
+                    # (every line printed: what fit warns of the data, as a reweight or the
+                    # refit prints it, then what the tracked queries warn of: _tracked)
+                    "warnings": []}
     text = args.format == "table"
     if text:
         _print_scores(previous, stored, measurements, data_path, added, removed, scores,
@@ -307,6 +309,8 @@ def cmd_update(args: argparse.Namespace) -> int:
                    "other_changes": other_inputs}
     report.update(refit_reasons=reasons, psis=psis, refit=None, reweight=None)
     if attempt and not reasons:
+        # what fit warns of the data (a refit's fit prints it itself, and _refit keeps it)
+        print_warnings(inputs.warnings(cfg), report["warnings"])
         return _reweighted(args, report, previous, attempt, measurements, cfg, hardware_text,
                            inputs_hash, seed, models, update_meta, tracked, t_start)
     return _refit(args, report, previous, data_path, measurements, cfg, forms, seed,
@@ -367,7 +371,8 @@ def _tracked(previous, after, tracked, seed: int, text: bool, report: dict) -> N
     warned: list[str] = []
     changes = living.compare_queries(previous, after, tracked, seed, warnings=warned)
     print_warnings(warned)   # (what predict warns of for a tracked query's flags)
-    report["tracked"], report["warnings"] = changes, warned
+    report["tracked"] = changes
+    report["warnings"] = [*report["warnings"], *warned]   # (after the data's: as printed)
     if text:
         print(f"\ntracked queries, fit {previous.meta['fit_id']} -> {after.meta['fit_id']} "
               f"(posterior predictive, seed {seed}):")
@@ -470,6 +475,7 @@ def _refit(args, report, previous, data_path, measurements, cfg, forms, seed, up
                      target_accept=settings.target_accept, backend=settings.backend,
                      extra_meta=extra)
     fit_s = time.perf_counter() - t_fit
+    report["warnings"] = list(result.warnings)   # (what the fit printed of the data)
     after = store.load_fit(result.path)
     t = result.timings
     report["made_by"] = "refit"
