@@ -758,3 +758,26 @@ def test_a_prob_that_rounds_to_0_or_1_is_refused(tmp_path, argv, text, rounded):
     # the ends themselves are taken: 6 decimals label them
     code, out, err = run_cli(work, *argv, "--prob", "0.999999", "--format", "json")
     assert code == 0, err
+
+
+def test_a_method_a_structured_fit_never_declared_is_refused_in_one_line(fitted_workdir,
+                                                                        tmp_path):
+    """A structured fit (the bundled data's) prices a method's drafter passes and tree nodes
+    from its [methods] entry: one it never declared cannot be answered. predict printed two
+    warnings that it would be ("no drafter card serves kimi-k2.6's mystery", "its overhead
+    is drawn from the pooled population") and then refused it (exit 2, three lines); with
+    --strict it refused it in the warning's words (pooled population), not for its reason."""
+    work = Path(shutil.copytree(fitted_workdir[0], tmp_path / "w"))
+    before = listing(work)
+    for argv in (("predict", "--method", "mystery", "--block", "4", "--accept", "5"),
+                 ("predict", "--method", "mystery", "--block", "4", "--accept", "5",
+                  "--engine", "sglang", "--strict", "--format", "json"),
+                 ("next", "--query", "--method mystery --block 4 --accept 5")):
+        err = one_error(*run_cli(work, *argv))
+        assert "method 'mystery' is not declared in the fit's priors ([methods])" in err, err
+        assert "pooled population" not in err and "use one of ddtree, dflash" in err, err
+    assert listing(work) == before
+    # a declared method never measured is answered, as before (its overhead pooled)
+    code, out, err = run_cli(work, "predict", "--method", "medusa", "--block", "4",
+                             "--budget", "4", "--accept", "5", "--engine", "sglang")
+    assert code == 0 and "sglang  5 " in out, err

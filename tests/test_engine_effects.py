@@ -164,8 +164,10 @@ def structured_engine_fit(n: int = 4, **overrides):
     drafters = load_drafter_cards(bundled("drafters.csv"))
     draws.meta["model"].update({
         "step_form": "structured", "knee": 3.0, "card": dataclasses.asdict(cards["kimi-k2.6"]),
+        # (as the bundled priors' [methods]: a structured fit refuses a method it lacks)
         "methods": {"ddtree": {"passes": 1, "tree": True},
-                    "eagle3": {"passes": "block", "tree": "auto"}},
+                    "eagle3": {"passes": "block", "tree": "auto"},
+                    "mtp": {"passes": "block", "tree": "auto"}},
         "engines": ["sglang"], "group_engine": [0], "group_system": [0],
         "drafter_cards": [dict(dataclasses.asdict(d), methods=list(d.methods)) for d in drafters],
         "pass_roofline": dataclasses.asdict(PassRoofline())})

@@ -327,7 +327,9 @@ def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
 def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = ""
                 ) -> tuple[str, ...]:
     """Names never measured nor declared: an unknown hardware or model is an error (nothing to
-    predict from); an engine or method a warning (returned), an error with ``strict``. A name
+    predict from), and so is a method a structured fit has no ``[methods]`` entry of (it
+    cannot price its drafter passes: :func:`~ddtree_bayes.engine.structure.check_declared`);
+    an engine or method a warning (returned), an error with ``strict``. A name
     in capitals is an error whatever the fit holds: the data files name nothing so (the API's
     ``engines="SGLANG"`` answered from the pooled population, where ``--engine SGLANG`` is
     refused at the flag)."""
@@ -339,6 +341,10 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
         if value is not None and not NAME_RE.fullmatch(value):
             problem, fix = not_a_name(value)
             raise QueryError(f"{prefix}{flag} {problem}", fix=fix)
+    if flags.method is not None:   # (refused before the warnings of a question answered)
+        from ddtree_bayes.engine.structure import check_declared
+
+        check_declared(fit.meta.get("model", {}), flags.method, prefix)
     warnings = []
     for u in N.unknown_names(fit, hardware=flags.hardware, engines=flags.engines,
                              method=flags.method, model=flags.model):

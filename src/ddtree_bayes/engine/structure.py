@@ -29,6 +29,20 @@ def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> 
     return float(required_card(model, name).distinct_ratio(verify_tokens))
 
 
+def check_declared(model: dict, method: str, prefix: str = "") -> None:
+    """QueryError when the fit's structured step form (``model``: its ``meta["model"]``)
+    cannot price ``method``: a speculative method without a ``[methods]`` entry, whose drafter
+    passes and tree nodes it cannot count (the fraction form prices any method).
+    ``prefix`` names where the question came from (``--query: ``)."""
+    methods = model.get("methods", {})
+    if (method == AR_METHOD or method in methods
+            or model.get("step_form", "fraction") != "structured"):
+        return
+    raise QueryError(prefix + f"method {method!r} is not declared in the fit's priors "
+                     "([methods])", fix=f"use one of {', '.join(sorted(methods))}, or declare "
+                                        f"[methods.{method}] and refit")
+
+
 def draft_structure(model: dict, method: str, block: int | None, budget: int | None
                     ) -> tuple[float, float]:
     """Sequential drafter passes and paid tree nodes of a configuration, from the fit's
@@ -37,11 +51,8 @@ def draft_structure(model: dict, method: str, block: int | None, budget: int | N
         return 0.0, 0.0
     methods = model.get("methods", {})
     if method not in methods:
-        if model.get("step_form", "fraction") != "structured":
-            return 0.0, 0.0
-        raise QueryError(f"method {method!r} is not declared in the fit's priors ([methods])",
-                         fix=f"use one of {', '.join(sorted(methods))}, or declare "
-                             f"[methods.{method}] and refit")
+        check_declared(model, method)
+        return 0.0, 0.0   # (the fraction form)
     spec = MethodSpec(method, methods[method]["passes"], methods[method]["tree"])
     return float(spec.draft_passes(block, budget)), float(spec.tree_nodes(block, budget))
 
