@@ -45,11 +45,19 @@ def test_blank_accept_on_a_speculative_row_is_inferred():
     assert m.verify_tokens == 4
 
 
-def test_blank_accept_on_an_ar_or_one_token_row_is_one():
-    ar, one = load(row(method="ar", block="", budget=""),
-                   row(method="eagle3", block="", budget="", verify="1", ctx="5")).rows
-    assert (ar.accept_len, one.accept_len) == (1.0, 1.0)
+def test_blank_accept_on_an_ar_row_is_one():
+    (ar,) = load(row(method="ar", block="", budget="")).rows
+    assert ar.accept_len == 1.0
     assert ar.step_ms == pytest.approx(10.0)       # 1 token / 100 tok/s
+
+
+def test_a_speculative_row_verifying_one_token_is_refused():
+    """It drafts nothing (its draft tokens plus one is 1): no engine runs it. It was read as
+    accept_len 1, a speculative step no drafter makes (core/data.py ``drafts_nothing``)."""
+    with pytest.raises(DataError) as info:
+        load(row(method="eagle3", block="", budget="", verify="1", ctx="5"))
+    assert (info.value.row, info.value.column) == (2, "verify_tokens")
+    assert "eagle3 verifying 1 token per step drafts nothing" in str(info.value)
 
 
 @pytest.mark.parametrize(("accept", "message"), [

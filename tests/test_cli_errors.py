@@ -781,3 +781,42 @@ def test_a_method_a_structured_fit_never_declared_is_refused_in_one_line(fitted_
     code, out, err = run_cli(work, "predict", "--method", "medusa", "--block", "4",
                              "--budget", "4", "--accept", "5", "--engine", "sglang")
     assert code == 0 and "sglang  5 " in out, err
+
+
+@pytest.mark.parametrize(("argv", "line"), [
+    # --verify-tokens 1 of the default DDTree: a tree of no nodes, 10.3 ms in a step
+    (("--verify-tokens", "1", "--accept", "1"),
+     "ddtree verifying 1 token per step drafts nothing: a speculative step verifies its "
+     "draft tokens plus one"),
+    # DDTree block 1: position 0 is the anchor, so 0 drafts, yet a tree of 32 nodes
+    (("--block", "1", "--accept", "1"),
+     "ddtree with block 1 drafts nothing: position 0 of its block is the anchor, so a step "
+     "drafts block - 1 = 0 tokens"),
+    (("--method", "dflash", "--block", "1", "--accept", "1"),
+     "dflash with block 1 drafts nothing: position 0 of its block is the anchor, so a step "
+     "drafts block - 1 = 0 tokens"),
+])
+def test_a_speculative_configuration_that_drafts_nothing_is_refused(work, argv, line):
+    """No engine runs a speculative step that drafts nothing; predict answered one (exit 0):
+    `--verify-tokens 1` as "ddtree, verify 1 token" (the drafter's pass and the fixed
+    overhead over an AR step), `--block 1` as DDTree block 1 budget 32 (33 tokens verified
+    of a block that drafts none), and `add` appended such rows. Refused now, naming the
+    flag (or column) and the fix, as the other impossible shapes are."""
+    before = listing(work)
+    err = one_error(*run_cli(work, "predict", *argv))
+    assert err.startswith(f"ddtree-bayes: error: {line} (fix: "), err
+    assert "--method ar" in err
+    column = "verify_tokens" if "verify" in line else "block"
+    head = "model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+    method, block = ("dflash", "1") if "dflash" in line else ("ddtree", "1" if "block" in
+                                                                         column else "")
+    budget, verify = ("", "1") if column == "verify_tokens" else (
+        ("", "") if method == "dflash" else ("8", "9"))
+    rows = work / "rows.csv"
+    rows.write_text(head + "context_tokens,tok_s,source,notes\nkimi-k2.6,b300,8,sglang,"
+                    f"{method},{block},{budget},{verify},1,,100,HYPOTHETICAL,\n")
+    err = one_error(*run_cli(work, "add", "--from", str(rows)))
+    assert f"row 2, column '{column}': {line} (fix: " in err, err
+    after = listing(work)   # (add's lock file aside: the measurement file untouched)
+    assert {k: v for k, v in after.items() if k not in ("rows.csv",
+                                                         "data/.measurements.csv.lock")} == before

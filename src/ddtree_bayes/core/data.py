@@ -370,6 +370,30 @@ blank and cannot be derived (fix: pass --block or --verify-tokens)
                     else f"fill in verify_tokens or {need}")
 
 
+def drafts_nothing(method: str, block: int | None, verify_tokens: int | None,
+                   methods: Mapping[str, MethodSpec] | None = None) -> tuple[str, str] | None:
+    """(the problem, the column at fault) of a speculative configuration that drafts nothing,
+    which no engine runs: a block of 1 of a method whose block's position 0 is the anchor
+    (DFlash, DDTree: block - 1 = 0 drafts, whatever tree budget is written), or a step that
+    verifies 1 token (its draft tokens plus one: none); None for any other. Data rows,
+    candidates and questions (engine/scenario.py ``checked_shape``) ask this one function.
+
+    >>> drafts_nothing("ddtree", 1, 9)[1], drafts_nothing("ddtree", None, 1)[1]
+    ('block', 'verify_tokens')
+    >>> drafts_nothing("mtp", 1, 2), drafts_nothing("ar", None, 1)   # MTP's block is its depth
+    (None, None)
+    """
+    if method == AR_METHOD:
+        return None
+    if block is not None and chain_depth(method, block, methods) < 1:
+        return (f"{method} with block {block} drafts nothing: position 0 of its block is the "
+                f"anchor, so a step drafts block - 1 = {block - 1} tokens", "block")
+    if verify_tokens is not None and verify_tokens < 2:
+        return (f"{method} verifying {verify_tokens} token per step drafts nothing: a "
+                "speculative step verifies its draft tokens plus one", "verify_tokens")
+    return None
+
+
 def check_verify_tokens(path: str, row: int, method: str, block: int | None, budget: int | None,
                         verify_tokens: int, methods: Mapping[str, MethodSpec] | None) -> int | None:
     """A row's verify_tokens against its method, block and budget, as every file with the
@@ -388,6 +412,13 @@ rows verify 1 token, got 2 (fix: set verify_tokens to 1 or fix the method)
         raise DataError(f"autoregressive rows verify 1 token, got {verify_tokens}", file=path,
                         row=row, column="verify_tokens", fix="set verify_tokens to 1 or fix the "
                                                              "method")
+    nothing = drafts_nothing(method, block, verify_tokens, methods)
+    if nothing is not None:
+        problem, at = nothing
+        raise DataError(problem, file=path, row=row, column=at, fix=(
+            "write the block the drafter proposes (2 or more), or method ar for plain decoding"
+            if at == "block" else "write the tokens a step verifies (its draft tokens plus "
+            "one, 2 or more), or method ar for plain decoding"))
     shaped, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
     if wrong is not None:   # (a verify-tokens problem has the budget given, or a chain's)
         raise DataError(wrong, file=path, row=row, column=column, fix=(

@@ -19,6 +19,7 @@ from ddtree_bayes.core.data import (
     AR_METHOD,
     as_name,
     derive_verify_tokens,
+    drafts_nothing,
     gb_texts,
     listed,
     measured_accept,
@@ -926,6 +927,13 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
         raise QueryError(f"autoregressive decoding ({AR_METHOD}) drafts nothing: {flag} is no "
                          "configuration of it",
                          fix="drop --block/--budget, or give the speculative --method")
+    nothing = drafts_nothing(method, block, verify_tokens, methods)
+    if nothing is not None:   # (a speculative step that drafts nothing: no engine runs it)
+        problem, at = nothing
+        raise QueryError(problem, fix=(
+            "give --block 2 or more" if at == "block" else
+            "drop --verify-tokens, or give 2 or more (the draft tokens plus one)")
+            + ", or --method ar for plain decoding")
     shaped, wrong, column = shaped_budget(method, block, budget, verify_tokens, methods)
     if wrong is not None:
         raise QueryError(wrong, fix=(
