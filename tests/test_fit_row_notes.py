@@ -135,3 +135,32 @@ def test_a_model_without_a_card_is_held_against_no_card(tmp_path):
     assert inputs.proxy is not None
     assert inputs.warnings(inputs.priors) == [
         f"{path}, row 12: " + SAYS[12].replace("kimi-k2.6", "mymodel")]
+
+
+#: HYPOTHETICAL: 16 x B300, two 8-GPU NVLink nodes, at 150 tok/s (0.6 TB of weights fit 4.6 TB)
+NODES = "kimi-k2.6,b300,16,sglang,ar,,,1,1.0,,150,x,,"
+NODES_SAYS = ("16 x b300 is more GPUs than one node holds (8): kept, but a fit prices them as "
+              "one tensor-parallel group on one interconnect, reading together, where across "
+              "nodes the all-reduces cross the network, which the step model does not price; "
+              "else check --gpus")
+
+
+def test_a_row_on_more_gpus_than_a_node_holds_is_said(tmp_path):
+    """predict says of 16 x B300 (never measured) that one node holds 8 and the network
+    between nodes is not priced; `add` and `fit` kept such a row without a word, and once
+    fitted the system counts as measured: predict was silent there too. A GB300 rack (one
+    NVLink domain of 72) and 8 x B300 are no such rows."""
+    path = edited(tmp_path / "nodes.csv", NODES, NODES.replace(",16,", ",72,").replace(
+        "b300", "gb300"), NODES.replace(",16,", ",8,").replace(",150,", ",131,"))
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == [
+        f"{path}, row 11: " + NODES_SAYS.replace("check --gpus", "check gpus")]
+    root = copy_bundled_data(tmp_path / "w", writable=True)
+    code, out, err = run_cli(root, "add", "--hardware", "b300", "--gpus", "16", "--engine",
+                             "sglang", "--method", "ar", "--accept", "1", "--tok-s", "150",
+                             "--source", "x", "--format", "json")
+    assert code == 0, err
+    assert err == f"ddtree-bayes: warning: row 11: {NODES_SAYS}\n"
+    import json
+
+    assert json.loads(out)["warnings"] == [f"row 11: {NODES_SAYS}"]

@@ -925,6 +925,23 @@ MAX_BLOCK, MAX_BUDGET, MAX_CONCURRENCY = 4096, 1_000_000, 4096
 #: The longest context a row or a question may give (as --context takes it: 2 ** 40 tokens).
 MAX_CONTEXT_TOKENS = 2 ** 40
 
+#: GPUs one node holds on one fabric: an HGX board (NVLink) or a PCIe server (8 cards).
+NODE_GPUS = 8
+#: A Grace-Blackwell rack (GB200/GB300 NVL72: the hardware rows named gb...) is one NVLink
+#: domain of 72 GPUs (NVIDIA GB200 NVL72 product page: "72 Blackwell GPUs ... a single NVLink
+#: domain").
+RACK_GPUS = 72
+
+
+def node_gpus(hardware: str) -> int:
+    """GPUs one NVLink or PCIe domain of ``hardware`` holds (predict warns of a question on
+    more, never measured; add and fit of a row on more: core/row_notes.py).
+
+    >>> node_gpus("h200"), node_gpus("gb300")
+    (8, 72)
+    """
+    return RACK_GPUS if hardware.startswith("gb") else NODE_GPUS
+
 
 def check_context_tokens(value: float | None, text: str, *, file, row: int,
                          fix: str = "write the context length in tokens",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from ddtree_bayes.core.data import Measurement, config_label, plain_text
+from ddtree_bayes.core.data import Measurement, config_label, node_gpus, plain_text
 from ddtree_bayes.core.methods import AR_METHOD
 from ddtree_bayes.core.pairs import read_features
 
@@ -76,17 +76,24 @@ def card_weights_note(card, hardware: dict[str, dict[str, str]], m: Measurement)
 def physics_notes(card, hardware: dict[str, dict[str, str]], m: Measurement,
                   read_floor: bool = True, default_context: float = 0.0) -> list[str]:
     """What a kept row claims that no deployment of its card does, one line each (without its
-    row): a step shorter than reading the card's active weights once at the GPUs' full
-    bandwidth (:func:`weights_read_ms`, the floor predict's ``read_floor_warning`` holds a fit
-    to), and a context longer than the model takes (:func:`context_above_max`, as predict's
-    ``max_context_warning``). Warnings, not refusals: a deployment quantised below the card's
-    bytes reads less, one with its RoPE scaled further takes a longer context.
-    ``read_floor`` False leaves the first out (the card's weights do not fit the GPUs: its
-    bytes are not the run's, :func:`card_weights_note` says so). A blank context is the
-    priors' ``default_context``, as the fit reads it (:meth:`Measurement.context`)."""
+    row): more GPUs than one node holds (:func:`~ddtree_bayes.core.data.node_gpus`: priced as
+    one group on one interconnect, whatever the card), a step shorter than reading the card's
+    active weights once at the GPUs' full bandwidth (:func:`weights_read_ms`, the floor
+    predict's ``read_floor_warning`` holds a fit to), and a context longer than the model
+    takes (:func:`context_above_max`, as predict's ``max_context_warning``). Warnings, not
+    refusals: a deployment quantised below the card's bytes reads less, one with its RoPE
+    scaled further takes a longer context. ``read_floor`` False leaves the read floor out (the
+    card's weights do not fit the GPUs: its bytes are not the run's, :func:`card_weights_note`
+    says so). A blank context is the priors' ``default_context``, as the fit reads it
+    (:meth:`Measurement.context`)."""
+    node = node_gpus(m.hardware)
+    notes = [] if m.gpus <= node else [   # (predict says it of such a question never measured)
+        f"{m.gpus} x {m.hardware} is more GPUs than one node holds ({node}): kept, but a fit "
+        "prices them as one tensor-parallel group on one interconnect, reading together, "
+        "where across nodes the all-reduces cross the network, which the step model does not "
+        "price; else check --gpus"]
     if card is None:
-        return []
-    notes = []
+        return notes
     step = m.step_ms
     read = (None if not read_floor or step is None or m.hardware not in hardware
             else weights_read_ms(card, hardware[m.hardware], m.gpus))

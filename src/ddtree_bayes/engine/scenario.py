@@ -23,6 +23,7 @@ from ddtree_bayes.core.data import (
     gb_texts,
     listed,
     measured_accept,
+    node_gpus,
     plain_float,
     plain_text,
     system_label,
@@ -1038,29 +1039,12 @@ def _read_floor_cause(draws: Fit, sc: Scenario, read_ms: float, near: float = 0.
             "pair's other rows)")
 
 
-#: GPUs one node holds on one fabric: an HGX board (NVLink) or a PCIe server (8 cards).
-NODE_GPUS = 8
-#: A Grace-Blackwell rack (GB200/GB300 NVL72: the hardware rows named gb...) is one NVLink
-#: domain of 72 GPUs (NVIDIA GB200 NVL72 product page: "72 Blackwell GPUs ... a single NVLink
-#: domain").
-RACK_GPUS = 72
-
-
-def node_gpus(hardware: str) -> int:
-    """GPUs one NVLink or PCIe domain of ``hardware`` holds.
-
-    >>> node_gpus("h200"), node_gpus("gb300")
-    (8, 72)
-    """
-    return RACK_GPUS if hardware.startswith("gb") else NODE_GPUS
-
-
 def node_warning(draws: Fit, sc: Scenario) -> str | None:
     """One line when a system never measured asks for more GPUs than one node holds
-    (:data:`NODE_GPUS`) and than the fit measured on that GPU: the step prices them as one
-    tensor-parallel group reading together over the node's interconnect, where across nodes
-    the all-reduces cross the network, which nothing prices (a walkthrough: 1024 x H200
-    answered 1308 tok/s, "transferred from b300x8 (same interconnect class)").
+    (:data:`~ddtree_bayes.core.data.NODE_GPUS`) and than the fit measured on that GPU: the step
+    prices them as one tensor-parallel group reading together over the node's interconnect,
+    where across nodes the all-reduces cross the network, which nothing prices (a walkthrough:
+    1024 x H200 answered 1308 tok/s, "transferred from b300x8 (same interconnect class)").
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> from types import SimpleNamespace as NS
