@@ -52,7 +52,8 @@ def _spec(csv_text: str):
 
 def test_the_model_prices_each_systems_context_cost_from_its_read():
     """The bundled fit's two systems: ctx_ms_per_unit's log density in the PyMC model is
-    LogNormal(log(read x 1.2), 0.8) at each, by hand."""
+    LogNormal(log(read x 2.5), 0.8) at each, by hand: Kimi K2.6's MLA cache is one KV head
+    (ctx_read_ratio_one_head, median 2.5)."""
     from ddtree_bayes.engine.model import build_model
 
     spec = _spec(bundled("measurements.csv").read_text())
@@ -67,11 +68,38 @@ def test_the_model_prices_each_systems_context_cost_from_its_read():
                          point_fn=False)
     point = {**model.initial_point(), "ctx_ms_per_unit_log__": np.log(value)}
     got = f(**point)
-    want = (stats.lognorm.logpdf(value, 0.8, scale=np.array(reads) * 1.2) + np.log(value))
+    want = (stats.lognorm.logpdf(value, 0.8, scale=np.array(reads) * 2.5) + np.log(value))
     np.testing.assert_allclose(got, want, rtol=1e-9)   # (+ log|jacobian| of the log transform)
     meta = S.model_meta(spec, PRIORS)["system_ctx_prior"]
-    assert meta["b300x8"]["median"] == pytest.approx(reads[0] * 1.2)
+    assert meta["b300x8"]["median"] == pytest.approx(reads[0] * 2.5)
     assert meta["rtx-pro-6000x8"]["how"].startswith("the card's KV read, 1.28 ms")
+    assert meta["rtx-pro-6000x8"]["how"].endswith("x ctx_read_ratio_one_head (median 2.5)")
+
+
+def test_a_cache_of_several_kv_heads_keeps_ctx_read_ratio():
+    """Llama-3.3-70B (GQA, 8 KV heads) on one H100: read x 1.2; Kimi K2.6 (MLA, one latent
+    head) on 8 B300: read x 2.5; a priors file without ctx_read_ratio_one_head (written before
+    it) prices both at 1.2, so a fit made then keeps its answers."""
+    from ddtree_bayes.core.config import parse_priors
+
+    text = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+            "context_tokens,tok_s,source,notes\n"
+            "llama-3.3-70b-instruct,h100,1,vllm,ar,,,1,1.0,,20,test,\n"
+            "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,test,\n")
+    data = load_measurements("m.csv", HW, text=text)
+    spec = S.build_spec(data, PRIORS, hardware=HW, cards=CARDS)
+    llama = 327680 * 65536 / 1e9 / float(HW["h100"]["mem_bw_tb_s"])
+    kimi = 35136 * 65536 / 1e9 / 8.0
+    by_system = dict(zip(spec.systems, S.system_ctx_priors(spec, PRIORS), strict=True))
+    assert by_system["llama-3.3-70b-instruct@h100x1"].params["median"] == pytest.approx(
+        llama * 1.2)
+    assert by_system["kimi-k2.6@b300x8"].params["median"] == pytest.approx(kimi * 2.5)
+    start = PRIORS.text.index("[priors.ctx_read_ratio_one_head]")
+    end = PRIORS.text.index("[priors.", start + 1)
+    old = parse_priors(PRIORS.text[:start] + PRIORS.text[end:], "old.toml")
+    assert "ctx_read_ratio_one_head" not in old.priors
+    by_system = dict(zip(spec.systems, S.system_ctx_priors(spec, old), strict=True))
+    assert by_system["kimi-k2.6@b300x8"].params["median"] == pytest.approx(kimi * 1.2)
 
 
 def test_without_the_ratio_prior_every_system_keeps_the_generic_one():
@@ -140,8 +168,9 @@ def test_a_kv_heads_cell_that_is_no_whole_positive_number_is_one_line():
 def test_the_context_check_scores_a_sweep_against_its_cards_read():
     """scripts/context_check.py on the GLM-5 cutlass sweep (8 x RTX PRO 6000): fitted at
     context 0 only, its rows at 16k-128k are scored, and the context cost the fit holds is
-    the card's read prior untouched: 89,856 B x 65,536 / 1.792 TB/s = 3.286 ms x 1.2 = 3.94 ms
-    per 64k at the median, 90% x/ e^(1.645 x 0.8) = 3.73 (1.06-14.7)."""
+    the card's read prior untouched: 89,856 B x 65,536 / 1.792 TB/s = 3.286 ms x 2.5 = 8.21 ms
+    per 64k at the median (GLM-5 is MLA: ctx_read_ratio_one_head), 90% x/ e^(1.645 x 0.8) =
+    3.73 (2.20-30.6)."""
     import importlib.util
 
     from ddtree_bayes.core.hardware_table import hardware_table
@@ -159,9 +188,9 @@ def test_the_context_check_scores_a_sweep_against_its_cards_read():
     assert all(r["context_tokens"] > 0 for r in res["rows"])
     lo, med, hi = res["ctx_ms_per_unit"]["rtx-pro-6000x8"]
     read = 89856 * 65536 / 1e9 / 1.792
-    assert med == pytest.approx(read * 1.2, rel=0.06)
-    assert lo == pytest.approx(read * 1.2 / math.exp(1.645 * 0.8), rel=0.12)
-    assert hi == pytest.approx(read * 1.2 * math.exp(1.645 * 0.8), rel=0.12)
+    assert med == pytest.approx(read * 2.5, rel=0.06)   # GLM-5's MLA: one KV head
+    assert lo == pytest.approx(read * 2.5 / math.exp(1.645 * 0.8), rel=0.12)
+    assert hi == pytest.approx(read * 2.5 * math.exp(1.645 * 0.8), rel=0.12)
 
 
 @pytest.mark.parametrize("form", ["power", "linear"])
@@ -169,8 +198,9 @@ def test_every_moe_form_prices_the_context_cost_from_the_cards_read(form):
     """`fit --moe-form power` (or linear; `compare` fits them against the roofline form) read
     the card's KV layout nowhere: both systems kept the generic LogNormal(3 ms, 1.0) though
     the card gives kv_bytes_per_token and kv_heads, so the forms differed in their context
-    prior too. Kimi K2.6 (35,136 B x 65,536, one latent head on every GPU) x 1.2: B300 x8
-    2.3027 GB / 8.0 TB/s x 1.2 = 0.3454 ms, RTX PRO 6000 x8 / 1.792 x 1.2 = 1.542 ms."""
+    prior too. Kimi K2.6 (35,136 B x 65,536, one latent head on every GPU) x 2.5
+    (ctx_read_ratio_one_head): B300 x8 2.3027 GB / 8.0 TB/s x 2.5 = 0.7196 ms, RTX PRO 6000 x8
+    / 1.792 x 2.5 = 3.212 ms."""
     from ddtree_bayes.engine.model import build_model
 
     priors = dataclasses.replace(PRIORS, moe_form=form)
@@ -178,13 +208,13 @@ def test_every_moe_form_prices_the_context_cost_from_the_cards_read(form):
     spec = S.build_spec(data, priors, hardware=HW, cards=CARDS)
     reads = np.array([35136 * 65536 / 1e9 / 8.0, 35136 * 65536 / 1e9 / 1.792])
     got = [p.params["median"] for p in S.system_ctx_priors(spec, priors)]
-    np.testing.assert_allclose(got, reads * 1.2)
-    assert math.isclose(got[0], 0.3454, rel_tol=1e-3)
+    np.testing.assert_allclose(got, reads * 2.5)
+    assert math.isclose(got[0], 0.7196, rel_tol=1e-3)
     meta = S.model_meta(spec, priors)["system_ctx_prior"]
-    assert meta["rtx-pro-6000x8"]["median"] == pytest.approx(1.542, rel=1e-3)
+    assert meta["rtx-pro-6000x8"]["median"] == pytest.approx(3.212, rel=1e-3)
     model = build_model(spec, priors)
     rv = model["ctx_ms_per_unit"]
-    assert np.allclose(np.exp(rv.owner.inputs[-2].eval()), reads * 1.2)   # LogNormal's mu
+    assert np.allclose(np.exp(rv.owner.inputs[-2].eval()), reads * 2.5)   # LogNormal's mu
 
 
 def test_an_other_form_without_the_models_card_keeps_the_generic_prior():

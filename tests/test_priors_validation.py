@@ -135,14 +135,14 @@ def test_bundled_priors_load(path):
     from ddtree_bayes.core.config import FORM_PRIORS, MOE_FORMS
 
     every_form = {n for names in FORM_PRIORS.values() for n in names}
-    from ddtree_bayes.core.context_cost import CTX_READ
+    from ddtree_bayes.core.context_cost import CTX_READ, CTX_READ_ONE_HEAD
     from ddtree_bayes.core.pairs import PAIR_PRIORS
     from ddtree_bayes.core.spec import AMD_MU, AMD_SD, CTX_BATCH, RECURRENT_SD, TP_LINKS, tp_prior
     from ddtree_bayes.engine.structure import CONCURRENCY_SD
 
     assert set(cfg.priors) == (set(MODEL_PRIORS) | set(MOE_FORMS.values()) | every_form
                                | set(PAIR_PRIORS) | {CTX_BATCH, CONCURRENCY_SD, RECURRENT_SD}
-                               | {AMD_MU, AMD_SD, CTX_READ}
+                               | {AMD_MU, AMD_SD, CTX_READ, CTX_READ_ONE_HEAD}
                                | {tp_prior(link) for link in TP_LINKS})
     for name, per in MODEL_PRIORS.items():
         assert cfg.priors[name].per == per, name

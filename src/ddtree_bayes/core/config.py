@@ -138,7 +138,8 @@ KNOWN_PRIORS = tuple(dict.fromkeys([
     "likelihood_nu", "ctx_batch_exponent", "concurrency_sd", "tp_busbw_pcie_gb_s",
     "tp_busbw_fabric_gb_s", "pair_bw_eff", "pair_layer_ms", "pair_allreduce_fabric_ms",
     "pair_allreduce_pcie_ms", "pair_step_sd", "spec_fixed_recurrent_sd",
-    "spec_amd_log_mu", "spec_amd_engine_sd", "ctx_read_ratio"]))
+    "spec_amd_log_mu", "spec_amd_engine_sd", "ctx_read_ratio",
+    "ctx_read_ratio_one_head"]))
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
 #: Keys of a priors file's ``[model]`` table (a key not among them is refused: a typo such as

@@ -19,6 +19,9 @@ from ddtree_bayes.core.config import Prior, PriorsConfig
 
 #: The prior of the context cost over the card's KV read at the full bandwidth.
 CTX_READ = "ctx_read_ratio"
+#: The same for a cache of one KV head that every query head reads (``kv_heads`` 1: MLA's
+#: latent, or multi-query attention); a priors file without it uses :data:`CTX_READ`.
+CTX_READ_ONE_HEAD = "ctx_read_ratio_one_head"
 #: The generic prior of the context cost per unit of context (ms).
 CTX_PRIOR = "ctx_ms_per_unit"
 
@@ -53,8 +56,32 @@ def uses_read(priors: PriorsConfig) -> bool:
             and p[CTX_PRIOR].dist == "lognormal")
 
 
-def ctx_prior(priors: PriorsConfig, read_ms: float | None) -> Prior:
-    """A system's ``ctx_ms_per_unit`` prior: the read times the ratio's, else the generic one.
+def ratio_name(card) -> str:
+    """Which ratio prices ``card``'s context cost: :data:`CTX_READ_ONE_HEAD` for a cache of
+    one KV head (``kv_heads`` 1), :data:`CTX_READ` otherwise.
+
+    Decode attention reads each cached token once for every query head that shares its KV
+    head: a GQA layer of 32 query and 8 KV heads does ~4 FLOP per byte read, MLA's latent
+    (576 values; 2 x (576 + 512) FLOP per query head) ~2 x its query heads, ~120 at 64 heads,
+    so its kernels run at a multiple of the read (docs/model.md "Context length").
+
+    >>> from types import SimpleNamespace as NS
+    >>> ratio_name(NS(kv_heads=1)), ratio_name(NS(kv_heads=8)), ratio_name(NS(kv_heads=None))
+    ('ctx_read_ratio_one_head', 'ctx_read_ratio', 'ctx_read_ratio')
+    """
+    return CTX_READ_ONE_HEAD if getattr(card, "kv_heads", None) == 1 else CTX_READ
+
+
+def _ratio(priors: PriorsConfig, ratio: str) -> Prior:
+    """The ratio prior ``ratio`` names, :data:`CTX_READ`'s where the priors have no log-normal
+    one of that name (a priors file written before it)."""
+    p = priors.priors.get(ratio)
+    return p if p is not None and p.dist == "lognormal" else priors.priors[CTX_READ]
+
+
+def ctx_prior(priors: PriorsConfig, read_ms: float | None, ratio: str = CTX_READ) -> Prior:
+    """A system's ``ctx_ms_per_unit`` prior: the read times the ratio's (``ratio``:
+    :func:`ratio_name`'s), else the generic one.
 
     >>> from ddtree_bayes.core.config import load_priors
     >>> from ddtree_bayes.core.paths import bundled
@@ -62,19 +89,22 @@ def ctx_prior(priors: PriorsConfig, read_ms: float | None) -> Prior:
     >>> p = ctx_prior(P, 1.285)
     >>> p.dist, round(p.params["median"], 3), p.params["sigma"]   # 1.285 ms x 1.2
     ('lognormal', 1.542, 0.8)
+    >>> p = ctx_prior(P, 1.285, CTX_READ_ONE_HEAD)
+    >>> round(p.params["median"], 3), p.params["sigma"]   # 1.285 ms x 2.5
+    (3.212, 0.8)
     >>> ctx_prior(P, None) is P.priors["ctx_ms_per_unit"]
     True
     """
     generic = priors.priors[CTX_PRIOR]
     if read_ms is None or not math.isfinite(read_ms) or read_ms <= 0 or not uses_read(priors):
         return generic
-    ratio = priors.priors[CTX_READ]
-    return Prior(CTX_PRIOR, "lognormal", {"median": read_ms * ratio.params["median"],
-                                          "sigma": ratio.params["sigma"]}, per="system",
-                 rationale=ratio.rationale, source=ratio.source)
+    r = _ratio(priors, ratio)
+    return Prior(CTX_PRIOR, "lognormal", {"median": read_ms * r.params["median"],
+                                          "sigma": r.params["sigma"]}, per="system",
+                 rationale=r.rationale, source=r.source)
 
 
-def ctx_prior_how(priors: PriorsConfig, read_ms: float | None) -> str:
+def ctx_prior_how(priors: PriorsConfig, read_ms: float | None, ratio: str = CTX_READ) -> str:
     """What a message says of a system's context-cost prior.
 
     >>> from ddtree_bayes.core.config import load_priors
@@ -83,6 +113,8 @@ def ctx_prior_how(priors: PriorsConfig, read_ms: float | None) -> str:
     >>> print(ctx_prior_how(P, 1.285))
     the card's KV read, 1.28 ms per 65536 tokens of context at the full bandwidth, x \
 ctx_read_ratio (median 1.2)
+    >>> print(ctx_prior_how(P, 1.285, CTX_READ_ONE_HEAD)[-49:])
+    bandwidth, x ctx_read_ratio_one_head (median 2.5)
     >>> print(ctx_prior_how(P, None))
     the generic ctx_ms_per_unit (the card does not give both kv_bytes_per_token and kv_heads)
     """
@@ -91,6 +123,6 @@ ctx_read_ratio (median 1.2)
                else f"no log-normal [priors.{CTX_READ}]")
         return f"the generic {CTX_PRIOR} ({why})"
     assert read_ms is not None
+    r = _ratio(priors, ratio)
     return (f"the card's KV read, {read_ms:.3g} ms per {priors.context_unit_tokens:.0f} tokens "
-            f"of context at the full bandwidth, x {CTX_READ} (median "
-            f"{priors.priors[CTX_READ].params['median']:g})")
+            f"of context at the full bandwidth, x {r.name} (median {r.params['median']:g})")

@@ -240,6 +240,9 @@ class ModelSpec:
     #: full bandwidth (NaN: no card, or it does not say its KV layout); the context cost's
     #: prior in every form (core/context_cost.py, :func:`context_reads`)
     system_ctx_read_ms: np.ndarray | None = None
+    #: the ratio prior that prices each system's read (context_cost.ratio_name: one KV head
+    #: or several); empty: ``ctx_read_ratio`` for every system
+    system_ctx_ratio: tuple[str, ...] = ()
     #: the target model's card as a dict (roofline form)
     card: dict | None = None
     #: a fit of several models: each pair's model, every model card as a dict, and the pair
@@ -414,7 +417,8 @@ def build_spec(data: Measurements, priors: PriorsConfig, *,
         distinct = extra.pop("row_distinct")
         _require_tp_priors(extra, priors, data)
     # (the context cost's prior is the card's read in every form)
-    extra["system_ctx_read_ms"] = context_reads(data, hardware, cards, priors.context_unit_tokens)
+    extra["system_ctx_read_ms"], extra["system_ctx_ratio"] = context_reads(
+        data, hardware, cards, priors.context_unit_tokens)
     if data.multi_model:
         extra.update(multi_model_inputs(data, priors, hardware, cards))
     if priors.step_form == "structured":
@@ -632,24 +636,26 @@ def roofline_inputs(data: Measurements, verify: np.ndarray,
 
 
 def context_reads(data: Measurements, hardware: dict[str, dict[str, str]] | None,
-                  cards: dict | None, unit_tokens: float) -> np.ndarray:
+                  cards: dict | None, unit_tokens: float) -> tuple[np.ndarray, tuple[str, ...]]:
     """Each system's (pair's) KV read per ``unit_tokens`` of context at the full bandwidth
-    (ms, core/context_cost.py ``context_read_ms``), in ``data.pairs`` order; NaN where its
-    model has no card (a proxy's) or the card does not say its KV layout. ``cards`` /
-    ``hardware`` None: the bundled tables."""
-    from ddtree_bayes.core.context_cost import context_read_ms
+    (ms, core/context_cost.py ``context_read_ms``), in ``data.pairs`` order, NaN where its
+    model has no card (a proxy's) or the card does not say its KV layout; and the ratio prior
+    that prices it (``ratio_name``: one KV head or several). ``cards`` / ``hardware`` None:
+    the bundled tables."""
+    from ddtree_bayes.core.context_cost import CTX_READ, context_read_ms, ratio_name
     from ddtree_bayes.core.pairs import split_label
 
     cards, hardware = _tables(cards, hardware)
     model_of = {data.pair(r): r.model for r in data.rows}
-    out = []
+    out, ratios = [], []
     for label in data.pairs:
         _, hw, gpus = split_label(label)
         card = cards.get(model_of[label])
         read = (None if card is None or hw not in hardware
                 else context_read_ms(card, hardware[hw], gpus, unit_tokens))
         out.append(math.nan if read is None else read)
-    return np.array(out, dtype=float)
+        ratios.append(CTX_READ if card is None else ratio_name(card))
+    return np.array(out, dtype=float), tuple(ratios)
 
 
 def _tables(cards: dict | None, hardware: dict[str, dict[str, str]] | None
@@ -692,9 +698,17 @@ def _reads(ms: np.ndarray) -> list[float | None]:
 
 def system_ctx_priors(spec: ModelSpec, priors: PriorsConfig) -> list:
     """Each system's ``ctx_ms_per_unit`` prior (core/context_cost.py ``ctx_prior``)."""
+    return [ctx_prior(priors, r, q) for r, q in _system_reads(spec)]
+
+
+def _system_reads(spec: ModelSpec) -> list[tuple[float | None, str]]:
+    """Each system's KV read (None: unknown) and the ratio prior that prices it."""
+    from ddtree_bayes.core.context_cost import CTX_READ
+
+    n = len(spec.systems)
     reads = (_reads(spec.system_ctx_read_ms) if spec.system_ctx_read_ms is not None
-             else [None] * len(spec.systems))
-    return [ctx_prior(priors, r) for r in reads]
+             else [None] * n)
+    return list(zip(reads, spec.system_ctx_ratio or (CTX_READ,) * n, strict=True))
 
 
 def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
@@ -741,8 +755,9 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
         meta["flops_how"] = list(spec.flops_how)
     if spec.system_ctx_read_ms is not None and uses_read(priors):
         meta["system_ctx_prior"] = {
-            system: {**ctx_prior(priors, read).params, "how": ctx_prior_how(priors, read)}
-            for system, read in zip(spec.systems, _reads(spec.system_ctx_read_ms), strict=True)}
+            system: {**ctx_prior(priors, read, ratio).params,
+                     "how": ctx_prior_how(priors, read, ratio)}
+            for system, (read, ratio) in zip(spec.systems, _system_reads(spec), strict=True)}
     if spec.system_tp_mb is not None:   # the verify cost has the all-reduce volume term
         meta["allreduce_volume"] = True
     if spec.system_tp_mb is not None and np.any(spec.system_tp_mb > 0):
