@@ -52,8 +52,9 @@ def _spec(csv_text: str):
 
 def test_the_model_prices_each_systems_context_cost_from_its_read():
     """The bundled fit's two systems: ctx_ms_per_unit's log density in the PyMC model is
-    LogNormal(log(read x 2.5), 0.8) at each, by hand: Kimi K2.6's MLA cache is one KV head
-    (ctx_read_ratio_one_head, median 2.5)."""
+    LogNormal(log(read x ratio), 0.8) at each, by hand: Kimi K2.6's MLA cache is one KV head,
+    priced at ctx_read_ratio_one_head (2.5) on the RTX PRO 6000 (compute capability 12.0) and
+    at ctx_read_ratio (1.2) on the B300 (10.3: FlashMLA-class kernels at the bandwidth)."""
     from ddtree_bayes.engine.model import build_model
 
     spec = _spec(bundled("measurements.csv").read_text())
@@ -68,38 +69,45 @@ def test_the_model_prices_each_systems_context_cost_from_its_read():
                          point_fn=False)
     point = {**model.initial_point(), "ctx_ms_per_unit_log__": np.log(value)}
     got = f(**point)
-    want = (stats.lognorm.logpdf(value, 0.8, scale=np.array(reads) * 2.5) + np.log(value))
+    want = (stats.lognorm.logpdf(value, 0.8, scale=np.array(reads) * [1.2, 2.5])
+            + np.log(value))
     np.testing.assert_allclose(got, want, rtol=1e-9)   # (+ log|jacobian| of the log transform)
     meta = S.model_meta(spec, PRIORS)["system_ctx_prior"]
-    assert meta["b300x8"]["median"] == pytest.approx(reads[0] * 2.5)
+    assert meta["b300x8"]["median"] == pytest.approx(reads[0] * 1.2)
+    assert meta["rtx-pro-6000x8"]["median"] == pytest.approx(reads[1] * 2.5)
     assert meta["rtx-pro-6000x8"]["how"].startswith("the card's KV read, 1.28 ms")
     assert meta["rtx-pro-6000x8"]["how"].endswith("x ctx_read_ratio_one_head (median 2.5)")
 
 
 def test_a_cache_of_several_kv_heads_keeps_ctx_read_ratio():
-    """Llama-3.3-70B (GQA, 8 KV heads) on one H100: read x 1.2; Kimi K2.6 (MLA, one latent
-    head) on 8 B300: read x 2.5; a priors file without ctx_read_ratio_one_head (written before
-    it) prices both at 1.2, so a fit made then keeps its answers."""
+    """Llama-3.3-70B (GQA, 8 KV heads) on one RTX 4090: read x 1.2; Kimi K2.6 (MLA, one
+    latent head) on 8 RTX PRO 6000: read x 2.5, on 8 B300 x 1.2; a priors file without
+    ctx_read_ratio_one_head (written before it) prices all at 1.2, so a fit made then keeps
+    its answers."""
     from ddtree_bayes.core.config import parse_priors
 
     text = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
             "context_tokens,tok_s,source,notes\n"
-            "llama-3.3-70b-instruct,h100,1,vllm,ar,,,1,1.0,,20,test,\n"
+            "llama-3.3-70b-instruct,rtx-4090,1,llama.cpp,ar,,,1,1.0,,20,test,\n"
+            "kimi-k2.6,rtx-pro-6000,8,vllm,ar,,,1,1.0,,91,test,\n"
             "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,133,test,\n")
     data = load_measurements("m.csv", HW, text=text)
     spec = S.build_spec(data, PRIORS, hardware=HW, cards=CARDS)
-    llama = 327680 * 65536 / 1e9 / float(HW["h100"]["mem_bw_tb_s"])
-    kimi = 35136 * 65536 / 1e9 / 8.0
+    llama = 327680 * 65536 / 1e9 / float(HW["rtx-4090"]["mem_bw_tb_s"])
+    kimi, kimi_rtx = 35136 * 65536 / 1e9 / 8.0, 35136 * 65536 / 1e9 / 1.792
     by_system = dict(zip(spec.systems, S.system_ctx_priors(spec, PRIORS), strict=True))
-    assert by_system["llama-3.3-70b-instruct@h100x1"].params["median"] == pytest.approx(
+    assert by_system["llama-3.3-70b-instruct@rtx-4090x1"].params["median"] == pytest.approx(
         llama * 1.2)
-    assert by_system["kimi-k2.6@b300x8"].params["median"] == pytest.approx(kimi * 2.5)
+    assert by_system["kimi-k2.6@rtx-pro-6000x8"].params["median"] == pytest.approx(
+        kimi_rtx * 2.5)
+    assert by_system["kimi-k2.6@b300x8"].params["median"] == pytest.approx(kimi * 1.2)
     start = PRIORS.text.index("[priors.ctx_read_ratio_one_head]")
     end = PRIORS.text.index("[priors.", start + 1)
     old = parse_priors(PRIORS.text[:start] + PRIORS.text[end:], "old.toml")
     assert "ctx_read_ratio_one_head" not in old.priors
     by_system = dict(zip(spec.systems, S.system_ctx_priors(spec, old), strict=True))
-    assert by_system["kimi-k2.6@b300x8"].params["median"] == pytest.approx(kimi * 1.2)
+    assert by_system["kimi-k2.6@rtx-pro-6000x8"].params["median"] == pytest.approx(
+        kimi_rtx * 1.2)
 
 
 def test_without_the_ratio_prior_every_system_keeps_the_generic_one():
@@ -198,9 +206,9 @@ def test_every_moe_form_prices_the_context_cost_from_the_cards_read(form):
     """`fit --moe-form power` (or linear; `compare` fits them against the roofline form) read
     the card's KV layout nowhere: both systems kept the generic LogNormal(3 ms, 1.0) though
     the card gives kv_bytes_per_token and kv_heads, so the forms differed in their context
-    prior too. Kimi K2.6 (35,136 B x 65,536, one latent head on every GPU) x 2.5
-    (ctx_read_ratio_one_head): B300 x8 2.3027 GB / 8.0 TB/s x 2.5 = 0.7196 ms, RTX PRO 6000 x8
-    / 1.792 x 2.5 = 3.212 ms."""
+    prior too. Kimi K2.6 (35,136 B x 65,536, one latent head on every GPU): B300 x8 2.3027 GB
+    / 8.0 TB/s x 1.2 = 0.3454 ms, RTX PRO 6000 x8 / 1.792 x 2.5 (ctx_read_ratio_one_head: no
+    FlashMLA-class kernel on compute capability 12.0) = 3.212 ms."""
     from ddtree_bayes.engine.model import build_model
 
     priors = dataclasses.replace(PRIORS, moe_form=form)
@@ -208,13 +216,13 @@ def test_every_moe_form_prices_the_context_cost_from_the_cards_read(form):
     spec = S.build_spec(data, priors, hardware=HW, cards=CARDS)
     reads = np.array([35136 * 65536 / 1e9 / 8.0, 35136 * 65536 / 1e9 / 1.792])
     got = [p.params["median"] for p in S.system_ctx_priors(spec, priors)]
-    np.testing.assert_allclose(got, reads * 2.5)
-    assert math.isclose(got[0], 0.7196, rel_tol=1e-3)
+    np.testing.assert_allclose(got, reads * [1.2, 2.5])
+    assert math.isclose(got[0], 0.3454, rel_tol=1e-3)
     meta = S.model_meta(spec, priors)["system_ctx_prior"]
     assert meta["rtx-pro-6000x8"]["median"] == pytest.approx(3.212, rel=1e-3)
     model = build_model(spec, priors)
     rv = model["ctx_ms_per_unit"]
-    assert np.allclose(np.exp(rv.owner.inputs[-2].eval()), reads * 2.5)   # LogNormal's mu
+    assert np.allclose(np.exp(rv.owner.inputs[-2].eval()), reads * [1.2, 2.5])   # its mu
 
 
 def test_an_other_form_without_the_models_card_keeps_the_generic_prior():

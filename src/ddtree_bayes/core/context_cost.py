@@ -56,20 +56,45 @@ def uses_read(priors: PriorsConfig) -> bool:
             and p[CTX_PRIOR].dist == "lognormal")
 
 
-def ratio_name(card) -> str:
-    """Which ratio prices ``card``'s context cost: :data:`CTX_READ_ONE_HEAD` for a cache of
-    one KV head (``kv_heads`` 1), :data:`CTX_READ` otherwise.
+def ratio_name(card, hardware_row: dict[str, str] | None = None) -> str:
+    """Which ratio prices ``card``'s context cost on the GPU of ``hardware_row``:
+    :data:`CTX_READ_ONE_HEAD` for a cache of one KV head (``kv_heads`` 1: MLA's latent, or
+    MQA) on a GPU without MLA decode kernels that run at its bandwidth, :data:`CTX_READ`
+    otherwise.
 
-    Decode attention reads each cached token once for every query head that shares its KV
-    head: a GQA layer of 32 query and 8 KV heads does ~4 FLOP per byte read, MLA's latent
-    (576 values; 2 x (576 + 512) FLOP per query head) ~2 x its query heads, ~120 at 64 heads,
-    so its kernels run at a multiple of the read (docs/model.md "Context length").
+    Every MLA deployment measured on an RTX PRO 6000 or a consumer GPU (vLLM's Triton MLA,
+    SGLang, llama.cpp) ran its context cost at 2-20x its read. On Hopper and Blackwell
+    datacenter GPUs (compute capability 9.x and 10.x) FlashMLA-class kernels, which vLLM and
+    SGLang run there, decode at ~90% of the bandwidth (FlashMLA's own benchmark: 3000 GB/s
+    of the H800's 3350), so those keep ``ctx_read_ratio`` (docs/model.md "Context length").
 
     >>> from types import SimpleNamespace as NS
-    >>> ratio_name(NS(kv_heads=1)), ratio_name(NS(kv_heads=8)), ratio_name(NS(kv_heads=None))
+    >>> mla, gqa = NS(kv_heads=1), NS(kv_heads=8)
+    >>> rtx, b300 = {"compute_capability": "12.0"}, {"compute_capability": "10.3"}
+    >>> ratio_name(mla, rtx), ratio_name(mla, b300), ratio_name(gqa, rtx)
     ('ctx_read_ratio_one_head', 'ctx_read_ratio', 'ctx_read_ratio')
+    >>> ratio_name(mla, {"compute_capability": "gfx942"}), ratio_name(mla)
+    ('ctx_read_ratio_one_head', 'ctx_read_ratio_one_head')
     """
-    return CTX_READ_ONE_HEAD if getattr(card, "kv_heads", None) == 1 else CTX_READ
+    if getattr(card, "kv_heads", None) != 1:
+        return CTX_READ
+    return CTX_READ if mla_at_bandwidth(hardware_row) else CTX_READ_ONE_HEAD
+
+
+def mla_at_bandwidth(hardware_row: dict[str, str] | None) -> bool:
+    """Does the GPU of ``hardware_row`` have MLA decode kernels that run at its bandwidth
+    (FlashMLA and its kin: CUDA compute capability 9.x or 10.x)? False when the row does not
+    say, and for any other GPU.
+
+    >>> [mla_at_bandwidth({"compute_capability": c}) for c in ("9.0", "10.3", "12.0", "", "x")]
+    [True, True, False, False, False]
+    """
+    text = (hardware_row or {}).get("compute_capability", "") or ""
+    try:
+        major = int(float(text))
+    except ValueError:
+        return False
+    return major in (9, 10)
 
 
 def _ratio(priors: PriorsConfig, ratio: str) -> Prior:

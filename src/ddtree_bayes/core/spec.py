@@ -654,7 +654,8 @@ def context_reads(data: Measurements, hardware: dict[str, dict[str, str]] | None
         read = (None if card is None or hw not in hardware
                 else context_read_ms(card, hardware[hw], gpus, unit_tokens))
         out.append(math.nan if read is None else read)
-        ratios.append(CTX_READ if card is None else ratio_name(card))
+        ratios.append(CTX_READ if card is None or hw not in hardware
+                      else ratio_name(card, hardware[hw]))
     return np.array(out, dtype=float), tuple(ratios)
 
 

@@ -183,4 +183,5 @@ def unmeasured_ctx_prior(draws: Fit, card, hardware_row: dict[str, str], gpus: i
         return (priors.priors["ctx_ms_per_unit"],
                 "the generic ctx_ms_per_unit (a fit made before the KV read priced it)")
     read = context_read_ms(card, hardware_row, gpus, draws.meta["model"]["context_unit_tokens"])
-    return ctx_prior(priors, read, ratio_name(card)), ctx_prior_how(priors, read, ratio_name(card))
+    ratio = ratio_name(card, hardware_row)
+    return ctx_prior(priors, read, ratio), ctx_prior_how(priors, read, ratio)
