@@ -26,6 +26,12 @@ whole-number fan grid: a chain measured at 2.79 was answered at 3 (+7.5%) where 
 used 2.79 (and it was a median across engines, where predict takes its engine's mean); the fan
 now adds the acceptance to its grid (workflows/report/sections.py ``fan_accept``).
 
+A question that names a measured system other than that one (``--hardware``, with ``--gpus``
+or its one measured GPU count) is completed from that system's own rows first
+(:func:`system_default`): the same rules on its rows, narrowed to the method and engines
+asked; the fit's default filled the engine from another system (llama.cpp, measured on an RTX
+5090, for two RTX 3090s that measured vLLM).
+
 A model whose rows are all autoregressive (no drafter measured) is asked the bundled
 question's method, block and budget on its own most-measured system (most rows; ties: first in
 the file), in the engines that measured it there (most rows first, at most two), and ``why``
@@ -101,7 +107,15 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     if not spec:
         return d
     hardware, gpus = _most_common([(r.hardware, r.gpus) for r in spec])
-    there = [r for r in spec if (r.hardware, r.gpus) == (hardware, gpus)]
+    return _configuration(mine, [r for r in spec if (r.hardware, r.gpus) == (hardware, gpus)],
+                          why)
+
+
+def _configuration(mine: list[Measurement], there: list[Measurement], why: str
+                   ) -> DefaultQuestion:
+    """The most-measured speculative configuration of ``there`` (speculative rows of one
+    system; ``mine``: every row of the model, for its measured acceptance)."""
+    hardware, gpus = there[0].hardware, there[0].gpus
     method = _most_common([r.method for r in there])
     there = [r for r in there if r.method == method]
     counts = Counter(r.engine for r in there)
@@ -119,3 +133,53 @@ def fit_default(rows: Iterable[Measurement], model: str | None = None) -> Defaul
     return DefaultQuestion(hardware=hardware, method=method, block=top.block, budget=top.budget,
                     engines=engines, gpus=gpus, verify_tokens=verify,
                     accept=round(float(min(max(accept, 1), top.verify_tokens)), 2), why=why)
+
+
+def system_default(rows: Iterable[Measurement], hardware: str, gpus: int,
+                   base: DefaultQuestion, model: str | None = None, *, method: str | None = None,
+                   engines: Iterable[str] = ()) -> DefaultQuestion | None:
+    """The default question of one asked system (``hardware`` x ``gpus``, of ``model``; None:
+    every row) that has measurements: the flags not given come from its own rows before any
+    other system's (``base``: the fit's default question, :func:`fit_default`, which is
+    another system's). None when the system has no row. The bundled question when the system
+    is its own (a fit that measured B300 keeps it, as :func:`fit_default` does). Its rows are
+    narrowed to the ``method`` and ``engines`` asked, where it measured them; then, as
+    :func:`fit_default` does for the fit: its most-measured speculative method, the engines
+    that measured it (most rows first, at most two) and its largest configuration; a system
+    measured autoregressive only (or asked ``--method ar``) gives its engines, and
+    ``base``'s method and shape.
+
+    >>> from ddtree_bayes.core.data import Measurement
+    >>> def row(i, hw, gpus, engine, method, block=None):
+    ...     verify = derive_verify_tokens(method, block, block)
+    ...     return Measurement(i, "m", hw, gpus, engine, method, block, block, verify,
+    ...                        None if block is None else 1.9, None, 100.0, "test", "")
+    >>> rows = [row(2, "rtx-5090", 1, "llama.cpp", "mtp", b) for b in (1, 2, 3)] + [
+    ...         row(5, "rtx-3090", 2, "vllm", "mtp", 1), row(6, "rtx-3090", 2, "vllm", "ar")]
+    >>> base = fit_default(rows)
+    >>> base.describe()
+    'llama.cpp mtp block 3 budget 3 on rtx-5090 x1'
+    >>> d = system_default(rows, "rtx-3090", 2, base)
+    >>> d.describe(), d.why
+    ('vllm mtp block 1 budget 1 on rtx-3090 x2', 'rtx-3090 x2 has measurements')
+    >>> system_default(rows, "rtx-3090", 1, base) is None   # (another GPU count)
+    True
+    """
+    mine = sorted((r for r in rows if model is None or r.model == model), key=lambda r: r.row)
+    there = [r for r in mine if (r.hardware, r.gpus) == (hardware, gpus)]
+    if not there:
+        return None
+    if keeps_bundled((r.model, r.hardware) for r in there):
+        return DEFAULT_QUESTION
+    why = f"{hardware} x{gpus} has measurements" + (f" of {model}" if model is not None else "")
+    engines = set(engines)
+    for keep in (lambda r: r.method == method, lambda r: r.engine in engines):
+        narrowed = [r for r in there if keep(r)]
+        there = narrowed or there
+    spec = [r for r in there if r.is_speculative]
+    if spec:
+        return _configuration(mine, spec, why)
+    counts = Counter(r.engine for r in there)
+    return dataclasses.replace(base, hardware=hardware, gpus=gpus,
+                               engines=tuple(sorted(counts, key=lambda e: -counts[e])[:MAX_ENGINES]),
+                               why=why)

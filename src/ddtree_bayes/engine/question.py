@@ -238,6 +238,34 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
     return fit_default(fit.measurements.rows, model if multi else None)
 
 
+def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:
+    """The default question the flags not given of ``flags`` are filled from, and whether it
+    is the asked system's own: when ``--hardware`` (with ``--gpus``, or the one GPU count the
+    fit measured of the model on it) names a measured system other than the fit's default
+    question's, that system's own rows (its most-measured engine and method configuration,
+    narrowed to the method and engines asked; :func:`~ddtree_bayes.core.default_question.
+    system_default`) come before any other system's: ``--hardware rtx-3090 --gpus 2 --method
+    mtp`` took llama.cpp from the model's most-measured system, where the 3090s measured
+    vLLM. Else :func:`default_question`."""
+    from ddtree_bayes.core.default_question import system_default
+    from ddtree_bayes.engine import target_models
+
+    d = default_question(fit, flags.model)
+    if flags.hardware is None:
+        return d, False
+    model = target_models.resolve_model(fit, flags.model)
+    multi = target_models.is_multi(fit)
+    counts = sorted({g for m, hw, g in map(split_label, fit.measured_systems)
+                     if hw == flags.hardware and (not multi or m == model)})
+    gpus = flags.gpus if flags.gpus is not None else counts[0] if len(counts) == 1 else None
+    if gpus is None or gpus not in counts or (flags.hardware, gpus) == (d.hardware, d.gpus):
+        return d, False
+    own = system_default(fit.measurements.rows, flags.hardware, gpus, d,
+                         model if multi else None, method=flags.method,
+                         engines=flags.engines or ())
+    return (d, False) if own is None else (own, own.derived)
+
+
 def fill(d: DefaultQuestion, flags: Flags,
          methods: Mapping[str, MethodSpec] | None = None) -> tuple[dict, bool]:
     """The flags with those not given taken from the default question ``d``: hardware, method
@@ -286,12 +314,13 @@ FILLED_FLAGS = (("--hardware", "hardware"), ("--gpus", "gpus"), ("--engine", "en
 
 
 def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
-                 config: Mapping[str, Any] | None = None) -> str:
+                 config: Mapping[str, Any] | None = None, own: bool = False) -> str:
     """One line: why a derived default question is asked (``asked``: its ``to_json()``), and
     what it is; when ``flags`` name part of the configuration, the default only fills the
     flags not given, and the line names those (``config``: :func:`fill`'s configuration) with
     their values, and the why of the bundled method and shape only when the method was filled
-    (``predict --hardware h200 --method ar`` took only the engine).
+    (``predict --hardware h200 --method ar`` took only the engine). ``own``: the default is
+    the asked system's own (:func:`question_default`), and the line says they come from its rows.
 
     >>> from ddtree_bayes.core.config import DEFAULT_QUESTION
     >>> import dataclasses
@@ -320,7 +349,8 @@ def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
     values = " ".join(f"{flag} {','.join(v) if isinstance(v, tuple) else v}"
                       for flag, v in filled)
     names = "/".join(flag for flag, _ in filled) if hint == CONFIGURATION_FLAGS else hint
-    return (f"{why}; the flags not given come from its most-measured system: {values} "
+    source = "its own rows" if own else "its most-measured system"
+    return (f"{why}; the flags not given come from {source}: {values} "
             f"(pass {names} to ask another)")
 
 
@@ -509,7 +539,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
             hint: str = CONFIGURATION_FLAGS, acceptance: bool = True,
             query: str | None = None) -> Question:
     """Resolve ``flags`` against ``fit``: names checked, the flags not given filled from the
-    fit's default question, each engine's scenario, ``--accept`` checked against what a step can
+    fit's default question (a measured system's own rows first: :func:`question_default`),
+    each engine's scenario, ``--accept`` checked against what a step can
     emit, each row's acceptance source. Raises :class:`QueryError` (one line, with a fix) for a
     question the fit cannot answer. ``prefix`` names where the flags came from (``--query: ``);
     ``hint`` the flags a default note tells to pass; ``acceptance`` False leaves the rows'
@@ -525,13 +556,14 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     [('sglang', 33, ['12', '13', 'U(12,13)']), ('native', 33, ['12', '13', 'U(12,13)'])]
     """
     warnings = check_names(fit, flags, strict=strict, prefix=prefix)
-    d = default_question(fit, flags.model)
+    d, own = question_default(fit, flags)
     config, from_default = fill(d, flags, fit.methods)
     if config["hardware"] is None or config["method"] is None or not config["engines"]:
         raise QueryError("a configuration needs --hardware, --method and --engine",
                          fix="give all three, or none for the default question")
     asked_default = d.to_json() if d.derived and from_default else None
-    note = None if asked_default is None else default_note(asked_default, flags, hint, config)
+    note = (None if asked_default is None else
+            default_note(asked_default, flags, hint, config, own=own))
     request = None if flags.accept is None else parse_accept(flags.accept)
     context = parse_context(flags.context)
     warnings += context_warnings(fit, context, flags.model, prefix)

@@ -40,7 +40,7 @@ from ddtree_bayes.core.pairs import pair_label
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import balanced_read, routing_row
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
+from ddtree_bayes.engine.question import AcceptSource, Flags, question_default, resolve
 from ddtree_bayes.engine.scenario import drafter_cards
 from ddtree_bayes.engine.structure import run_sd
 from ddtree_bayes.engine.target_models import resolve_model, row_pair
@@ -115,7 +115,7 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
         resolve_model(draws, None, asked_as='--query "--model {}"')
     flags = Flags.of(a)
     if flags.engines is None:   # the default question's first engine only
-        flags = Flags.of(a, engines=default_question(draws, a.model).engines[:1])
+        flags = Flags.of(a, engines=question_default(draws, flags)[0].engines[:1])
     if a.accept is not None:
         req = P.parse_accept(a.accept)
         if req.uniform is None and len(req.values) != 1:

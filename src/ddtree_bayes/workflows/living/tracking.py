@@ -198,7 +198,7 @@ def _shape(q: dict[str, Any], draws=None, models: Path | None = None
     from ddtree_bayes.core.config import DEFAULT_QUESTION
     from ddtree_bayes.core.methods import load_methods
     from ddtree_bayes.core.paths import bundled
-    from ddtree_bayes.engine.question import Flags, default_question, fill
+    from ddtree_bayes.engine.question import Flags, fill, question_default
     from ddtree_bayes.engine.scenario import checked_shape, verified
 
     d = DEFAULT_QUESTION
@@ -206,7 +206,7 @@ def _shape(q: dict[str, Any], draws=None, models: Path | None = None
         # (as query_rows asks it, but a new query's AR block or budget is refused, below)
         q = asked_query(draws, q, drop_ar_flags=False)
         try:
-            d = default_question(draws, q.get("model"))
+            d = question_default(draws, Flags.of(q))[0]   # (a measured system's own first)
         except QueryError:   # (the fit cannot answer it yet: query_rows says so later)
             pass
         methods = draws.methods
