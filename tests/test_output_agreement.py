@@ -83,8 +83,8 @@ def table_of(text: str, first_header: str) -> list[dict[str, str]]:
 
 
 def tok(x: float) -> str:
-    """tok/s as the tables print it: a whole number from 1 up, two significant digits below."""
-    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
+    """tok/s as the tables print it: a whole number from 10 up, two significant digits below."""
+    return f"{x:.0f}" if abs(x) >= 9.95 else f"{x:.2g}"
 
 
 def span(lo: float, hi: float) -> str:

@@ -1376,14 +1376,14 @@ def counted(n: int, noun: str) -> str:
 
 
 def tok_text(x: float) -> str:
-    """tok/s in a table: whole numbers, but a rate below 1 keeps two significant digits (a
-    step that cannot run printed as "0 0-0 0-1" in predict, and in optimize; diff's tracked
-    queries too).
+    """tok/s in a table: whole numbers from 10, but a rate below 10 keeps two significant
+    digits (a step that cannot run printed as "0 0-0 0-1" in predict, and in optimize; diff's
+    tracked queries too; and 1.4 printed "1", 2.6 "3", where JSON has the exact value).
 
-    >>> tok_text(607.4), tok_text(0.5), tok_text(2.1e-05)
-    ('607', '0.5', '2.1e-05')
+    >>> tok_text(607.4), tok_text(12.0), tok_text(2.6), tok_text(3.0), tok_text(2.1e-05)
+    ('607', '12', '2.6', '3', '2.1e-05')
     """
-    return f"{x:.0f}" if abs(x) >= 1 else f"{x:.2g}"
+    return f"{x:.0f}" if abs(x) >= 9.95 else f"{x:.2g}"
 
 
 #: How long one decoding step can take (ms): longer than 0.05 ms (no LLM forward pass runs
