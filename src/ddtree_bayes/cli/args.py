@@ -165,6 +165,12 @@ def name(fix: str, *, several: bool = False) -> Callable[[str], str]:
         parts = text.split(",") if several else [text]
         for part in parts:
             if not NAME_RE.fullmatch(part):
+                mended = [p.strip().lower() for p in parts]
+                if part != part.strip() and all(NAME_RE.fullmatch(p) for p in mended):
+                    # (a space, "sglang, native", was answered "names are lowercase")
+                    raise _bad(part, "has a space in it", (
+                        "write the list without spaces" if several else "drop the spaces")
+                        + f", e.g. {','.join(mended)!r}")
                 hint = f"names are lowercase, e.g. {part.strip().lower()!r}" if (
                     NAME_RE.fullmatch(part.strip().lower())) else fix
                 raise _bad(part if several else text,
