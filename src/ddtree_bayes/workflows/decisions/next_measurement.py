@@ -10,6 +10,7 @@ import argparse
 import csv
 import dataclasses
 import math
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -441,6 +442,40 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     return value
 
 
+#: predict's flags as a candidates file's columns: a row's error, written for the flags,
+#: names the column instead (``--kv-cache`` is the query's, and stays)
+FLAG_COLUMNS = {"--hardware": "hardware", "--gpus": "gpus", "--engine": "engine",
+                "--method": "method", "--block": "block", "--budget": "budget",
+                "--verify-tokens": "verify_tokens", "--context": "context_tokens",
+                "--model": "model", "--concurrency": "concurrency"}
+_FLAG_RE = re.compile(r"(with )?(" + "|".join(map(re.escape, FLAG_COLUMNS)) + r")\b(?!-)")
+
+
+def candidate_error(path: str, row: int, err: QueryError) -> QueryError:
+    """A candidate row's scenario error as the file's: its file, row and column (the first
+    flag its fix or message names, else the column its message starts with), and the flags
+    it names written as columns ("fix: --gpus 5 or more" told to pass a flag).
+
+    >>> e = QueryError("the weights do not fit in 1 x h200", fix="--gpus 5 or more of them")
+    >>> print(candidate_error("c.csv", 3, e))
+    c.csv, row 3, column 'gpus': the weights do not fit in 1 x h200 (fix: gpus 5 or more of them)
+    >>> print(candidate_error("c.csv", 2, QueryError("h200 could run on 1 or 2 GPUs",
+    ...                                             fix="say which with --gpus")))
+    c.csv, row 2, column 'gpus': h200 could run on 1 or 2 GPUs (fix: say which in column gpus)
+    """
+    def columns(text: str) -> str:
+        return _FLAG_RE.sub(lambda m: ("in column " if m.group(1) else "")
+                            + FLAG_COLUMNS[m.group(2)], text)
+
+    message = without_fix(err)
+    named = [m.group(2) for m in _FLAG_RE.finditer(f"{err.fix or ''} {message}")]
+    first = message.split(" ", 1)[0]
+    column = (FLAG_COLUMNS[named[0]] if named else
+              first if first in CANDIDATE_COLUMNS + CANDIDATE_OPTIONAL else None)
+    return QueryError(columns(message), file=path, row=row, column=column,
+                      fix=None if err.fix is None else columns(err.fix))
+
+
 def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
                     strict: bool = False, warnings: list[str] | None = None,
                     left_out: list[tuple[Candidate, str]] | None = None) -> list[Candidate]:
@@ -536,7 +571,7 @@ def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
                 model=(rec.get("model") or "").strip() or None,
                 concurrency=None if streams is None else int(streams))
         except QueryError as err:
-            raise QueryError(f"{path}, row {i}: {err}") from None
+            raise candidate_error(path, i, err) from None
         # ranked twice, it took two places of the ranking: compared as made (the default
         # list's key), since a blank cell takes the query's value (a blank concurrency and
         # the query's C are one measurement) and accept_len only shifts log tok/s
