@@ -60,9 +60,31 @@ def _way_table(way: str, psis: dict | None, reasons: list[str]) -> str:
                   text_last=True)
 
 
-def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: list[str]
-                   ) -> list[str]:
-    """Why a refit is needed, from what is known before any likelihood is computed."""
+def _made_on_other_file(previous, data_path: Path) -> str | None:
+    """The data file ``previous`` was fitted on, with its row count, when it is another file
+    than ``data_path`` (a fit of the bundled data, then a first `add` started
+    data/measurements.csv); None when it is the same file or not recorded.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> _made_on_other_file(point_mass_draws(), Path("data/m.csv")).startswith(
+    ...     "the bundled data (/"), _made_on_other_file(point_mass_draws(), Path("data/m.csv"))[-9:]
+    (True, ', 9 rows)')
+    """
+    from ddtree_bayes.core.paths import bundled
+
+    made_on = previous.meta.get("data", {}).get("path")
+    if not made_on or Path(made_on).resolve() == Path(data_path).resolve():
+        return None
+    rows = counted(len(previous.measurements.rows), "row")
+    if Path(made_on).resolve() == bundled("measurements.csv").resolve():
+        return f"the bundled data ({made_on}, {rows})"
+    return f"{made_on} ({rows})"
+
+
+def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: list[str],
+                   *, data_path: Path | None = None) -> list[str]:
+    """Why a refit is needed, from what is known before any likelihood is computed
+    (``data_path``: the file this update reads, which the fit may not have been made on)."""
     prev_id = previous.meta["fit_id"]
     reasons = []
     if args.refit:
@@ -80,7 +102,10 @@ def _cheap_reasons(args, previous, scores: list[dict], removed, other_inputs: li
                            f"{model.get(key)})")
     if not previous.meta.get("converged"):
         reasons.append(f"fit {prev_id} failed its convergence gates")
-    if removed:
+    if removed and data_path is not None and _made_on_other_file(previous, data_path):
+        reasons.append(f"fit {prev_id} was made on another data file: {len(removed)} of its "
+                       f"rows are not in {shown_path(data_path)}")
+    elif removed:
         reasons.append(f"{counted(len(removed), 'row')} of fit {prev_id} "
                        "removed or edited")
     reasons += [f"{what} changed since fit {prev_id}" for what in other_inputs]
@@ -300,7 +325,8 @@ def cmd_update(args: argparse.Namespace) -> int:
             emit_json(report)
         return 0
     forms = (args.moe_form or model.get("moe_form"), args.step_form or model.get("step_form"))
-    reasons = _cheap_reasons(args, previous, scores, removed, other_inputs)
+    reasons = _cheap_reasons(args, previous, scores, removed, other_inputs,
+                             data_path=data_path)
     attempt = None if reasons else _try_reweight(args, previous, measurements, cfg, forms,
                                                  models, reasons, inputs.structure())
     psis = attempt[2].summary() if attempt else None
@@ -331,7 +357,17 @@ def _print_scores(previous, stored, measurements, data_path, added, removed, sco
     print(f"{PROG} update: {shown_path(data_path)} ({counted(len(measurements.rows), 'measurement')}) "
           f"vs fit {prev_id} ({counted(len(stored.rows), 'measurement')}"
           f"{', UNCONVERGED' if not previous.meta.get('converged') else ''})")
-    if prev_path and Path(prev_path).resolve() != data_path.resolve():
+    other_file = _made_on_other_file(previous, data_path)
+    if other_file and removed:   # (its rows were not edited or deleted: they are elsewhere)
+        kept = len(stored.rows) - len(removed)
+        here = shown_path(data_path)
+        print(f"fit {prev_id} was made on {other_file}, "
+              f"not on {here}, which holds {'none' if not kept else kept} of its rows: the "
+              f"refit fits {here} alone (copy the rows to keep into it):")
+        for r in removed:
+            print(f"  row {r.row}: {living.describe_row(r, several)}")
+        removed = []
+    elif other_file:
         print(f"note: fit {prev_id} was made on {prev_path}")
     if added:
         print(f"\n{counted(len(added), 'new measurement')}, scored "
