@@ -21,3 +21,23 @@ def test_a_space_in_an_engine_list_is_named(tmp_path):
     code, _, err = run_cli(work, "predict", "--engine", "SGLang", "--accept", "14")
     assert code == 2 and "names are lowercase, e.g. 'sglang'" in err
 
+
+
+def test_a_gpu_added_after_the_fit_suggests_no_other_gpu(tmp_path):
+    """After `hardware add` without a refit, `predict --hardware <it>` said to re-run fit, and
+    also "did you mean rtx-5090 or rtx-5080 or rtx-4090?": GPUs the user did not mean (the
+    name is right; the fit is older than it)."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, _, err = run_cli(work, "hardware", "add", "rtx-5090-oc", "--like", "rtx-5090",
+                           "--mem-bw-tb-s", "2.048", "--source", "test")
+    assert code == 0, err
+    code, out, err = run_cli(work, "predict", "--hardware", "rtx-5090-oc", "--accept", "4")
+    assert code == 2 and out == ""
+    error = err.splitlines()[-1]
+    assert error == ("ddtree-bayes: error: --hardware 'rtx-5090-oc' was never measured, nor in "
+                     "the hardware table the fit stored: it cannot be predicted (no measurement, "
+                     "no hardware-table row to transfer from) (fix: re-run `ddtree-bayes fit`: "
+                     "rtx-5090-oc is in the hardware table here, added after this fit)")
+    # a misspelt GPU keeps its suggestions
+    code, _, err = run_cli(work, "predict", "--hardware", "rtx-5090-ox", "--accept", "4")
+    assert code == 2 and "did you mean rtx-5090" in err

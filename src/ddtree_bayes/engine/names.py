@@ -51,12 +51,14 @@ class UnknownName:
     def flag(self) -> str:
         return f"--{self.kind}"
 
-    def message(self) -> str:
-        """One line: what is unknown, what that means, and the closest known names."""
+    def message(self, suggest: bool = True) -> str:
+        """One line: what is unknown, what that means, and the closest known names (not with
+        ``suggest`` False: the name is right, as a GPU added to the hardware table after the
+        fit, and "did you mean rtx-5090" named GPUs nobody meant)."""
         hint = (f"did you mean {' or '.join(self.suggestions)}?" if self.suggestions
                 else f"known: {', '.join(self.known) or 'none'}")
         return (f"{self.flag} {self.name!r} was never {WHERE_DECLARED[self.kind]}: "
-                f"{CONSEQUENCE[self.kind]}; {hint}")
+                f"{CONSEQUENCE[self.kind]}" + (f"; {hint}" if suggest else ""))
 
 
 def _columns(text: str, *columns: str) -> list[set[str]]:

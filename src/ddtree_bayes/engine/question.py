@@ -382,7 +382,7 @@ def check_names(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "
             line, fix = N.unknown_model_error(fit, u)
             raise QueryError(prefix + line, fix=fix)
         if u.kind == "hardware" and N.hardware_here(u.name):
-            raise QueryError(prefix + u.message(), fix=f"re-run `ddtree-bayes fit`: {u.name} is "
+            raise QueryError(prefix + u.message(suggest=False), fix=f"re-run `ddtree-bayes fit`: {u.name} is "
                              "in the hardware table here, added after this fit")
         if u.kind == "hardware" or strict:
             raise QueryError(prefix + u.message(), fix="check the spelling" + (
