@@ -284,3 +284,22 @@ def test_an_mla_card_with_more_than_one_kv_head_is_refused():
                                         r"every GPU holds whole, not 128"):
         load_model_cards("m.csv", text.replace(kimi, kimi[:-1] + "128"))
     assert load_model_cards("m.csv", text.replace(kimi, kimi[:-1]))["kimi-k2.6"].kv_heads is None
+
+
+@pytest.mark.parametrize("name", ["ctx_read_ratio", "ctx_read_ratio_one_head"])
+def test_a_ratio_prior_that_is_not_log_normal_is_refused_in_one_line(name):
+    """A KV-read ratio written as, say, a point value was dropped without a word: the read
+    fell back to the generic prior (ctx_read_ratio) or to the other ratio (one head). A
+    priors file that says so is refused, naming the table and the fix; a fit's stored
+    priors are read as they are."""
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.errors import PriorsError
+
+    text = PRIORS.text
+    start = text.index(f"[priors.{name}]\n")
+    end = text.index("\nrationale", start)
+    bad = text[:start] + f'[priors.{name}]\ndist = "point"\nvalue = 1.5' + text[end:]
+    with pytest.raises(PriorsError, match=f"priors.{name}") as err:
+        parse_priors(bad, "p.toml")
+    assert "log-normal" in str(err.value) and 'dist = "lognormal"' in str(err.value)
+    assert parse_priors(bad, "p.toml", stored=True).priors[name].dist == "point"

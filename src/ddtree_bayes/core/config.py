@@ -513,6 +513,13 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
             raise PriorsError(f"unknown prior {name!r}", file=path, column=f"priors.{name}",
                               fix=typo_fix(name, KNOWN_PRIORS, "name a prior of the bundled "
                                                                "models/priors.toml"))
+    for name in ("ctx_read_ratio", "ctx_read_ratio_one_head"):   # (core/context_cost.py)
+        if name in priors and priors[name].dist != "lognormal" and not stored:
+            raise PriorsError("a KV-read ratio is a log-normal multiple of the read (as "
+                              f"written, {priors[name].dist!r}, it would be ignored)", file=path,
+                              column=f"priors.{name}",
+                              fix='set dist = "lognormal" with median and sigma (a narrow '
+                                  'sigma fixes it), or drop the table')
     problem = nu_problem(priors.get("likelihood_nu"))   # optional: a Student-t likelihood
     if problem:
         raise PriorsError(problem, file=path, column="priors.likelihood_nu",
