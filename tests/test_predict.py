@@ -673,3 +673,26 @@ def test_transfer_scales_the_context_cost_with_each_gpus_kv_read(card_name, gpus
     step0 = 1000 / P.predict(draws, context=0, **ar)[0]["median"]
     step = 1000 / P.predict(draws, context=65536, **ar)[0]["median"]
     assert step - step0 == pytest.approx(2.0 * kv_ratio ** 0.5)
+
+
+def test_transfer_moves_an_mla_context_cost_between_kernel_classes():
+    """Kimi K2.6 (MLA) measured on 8 RTX PRO 6000 (compute capability 12.0: its context cost
+    priced at ctx_read_ratio_one_head, 2.5 x its read) and asked on 8 H100 PCIe (9.0: FlashMLA-
+    class kernels, ctx_read_ratio, 1.2 x): the transferred context cost takes the KV read's
+    ratio ** elasticity and the two ratios' medians, 1.2 / 2.5. Point mass: 2 ms per 64k on
+    the reference, elasticity 0.5, no scatter: 2 x (read_h100 / read_rtx) ** 0.5 x 1.2 / 2.5."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    draws = point_mass_draws(transfer_bandwidth_elasticity=0.5, transfer_interconnect_factor=1.5,
+                             transfer_system_sd=0.0)
+    draws.meta["coords"]["system"] = ["rtx-pro-6000x8"]
+    card = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    draws.meta["model"]["card"] = dataclasses.asdict(card)
+    ar = dict(method="ar", engines=["sglang"], accept="1", hardware="h100-pcie", gpus=8)
+    step0 = 1000 / P.predict(draws, context=0, **ar)[0]["median"]
+    step = 1000 / P.predict(draws, context=65536, **ar)[0]["median"]
+    bw_h100 = float(draws.hardware["h100-pcie"]["mem_bw_tb_s"])
+    assert step - step0 == pytest.approx(2.0 * (1.792 / bw_h100) ** 0.5 * 1.2 / 2.5)

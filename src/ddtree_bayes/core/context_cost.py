@@ -97,7 +97,7 @@ def mla_at_bandwidth(hardware_row: dict[str, str] | None) -> bool:
     return major in (9, 10)
 
 
-def _ratio(priors: PriorsConfig, ratio: str) -> Prior:
+def ratio_prior(priors: PriorsConfig, ratio: str) -> Prior:
     """The ratio prior ``ratio`` names, :data:`CTX_READ`'s where the priors have no log-normal
     one of that name (a priors file written before it)."""
     p = priors.priors.get(ratio)
@@ -123,7 +123,7 @@ def ctx_prior(priors: PriorsConfig, read_ms: float | None, ratio: str = CTX_READ
     generic = priors.priors[CTX_PRIOR]
     if read_ms is None or not math.isfinite(read_ms) or read_ms <= 0 or not uses_read(priors):
         return generic
-    r = _ratio(priors, ratio)
+    r = ratio_prior(priors, ratio)
     return Prior(CTX_PRIOR, "lognormal", {"median": read_ms * r.params["median"],
                                           "sigma": r.params["sigma"]}, per="system",
                  rationale=r.rationale, source=r.source)
@@ -148,6 +148,6 @@ ctx_read_ratio (median 1.2)
                else f"no log-normal [priors.{CTX_READ}]")
         return f"the generic {CTX_PRIOR} ({why})"
     assert read_ms is not None
-    r = _ratio(priors, ratio)
+    r = ratio_prior(priors, ratio)
     return (f"the card's KV read, {read_ms:.3g} ms per {priors.context_unit_tokens:.0f} tokens "
             f"of context at the full bandwidth, x {r.name} (median {r.params['median']:g})")

@@ -135,9 +135,12 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     form = meta["model"]["moe_form"]
     shape = target_models.pooled_shape(draws, rng)
     kv = kv_read_ratio(draws, sc, (ref_hw, ref_gpus))
-    ctx_ratio = ratio if kv is None else kv ** elasticity
+    kernels = kernel_class_ratio(draws, sc, ref_hw)
+    ctx_ratio = (ratio if kv is None else kv ** elasticity) * kernels
     ctx_how = "" if kv is None or not sc.context_tokens else (
-        f"; the context cost scales with each GPU's KV read (x{kv:.2f}) ** elasticity")
+        f"; the context cost scales with each GPU's KV read (x{kv:.2f}) ** elasticity"
+        + ("" if kernels == 1.0 else f", x{kernels:.2f} for the attention kernels' class "
+           "(ctx_read_ratio over ctx_read_ratio_one_head, or back)"))
     params = {"step_ar_ms": moe1 + attn, "moe_share": moe1 / (moe1 + attn), "moe_shape": shape,
               "ctx_ms_per_unit": v["ctx_ms_per_unit"][:, r] * ctx_ratio * noise}
     tp_how = ""
@@ -223,3 +226,35 @@ def kv_read_ratio(draws: Fit, sc: Scenario, ref: tuple[str, int]) -> float | Non
     query = context_read_ms(card, draws.hardware[sc.hardware], sc.gpus, 65536.0)
     base = context_read_ms(card, draws.hardware[ref[0]], ref[1], 65536.0)
     return None if query is None or not base else query / base
+
+
+def kernel_class_ratio(draws: Fit, sc: Scenario, ref_hw: str) -> float:
+    """How the context cost's multiple of its KV read moves from the reference GPU to the
+    query's: the ratio of the two ratio priors' medians the card takes there
+    (core/context_cost.ratio_name: an MLA cache at 2.5 x its read on a GPU without
+    FlashMLA-class kernels, 1.2 x on one with them; 1.2 / 2.5 from an RTX PRO 6000 to an
+    H100). 1.0 when both GPUs take the same ratio, without a card, and for a fit whose priors
+    have no second ratio.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from ddtree_bayes.core.config import load_priors
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> fit = NS(meta={"model": {"card": {"model": "m", "params_total_b": 1,
+    ...     "params_active_b": 1, "layers": 1, "experts": None, "experts_topk": None,
+    ...     "bytes_per_weight": 2.0, "compute_dtype": "bf16", "source": "s", "kv_heads": 1}}},
+    ...     hardware={"h100": {"compute_capability": "9.0"},
+    ...               "rtx": {"compute_capability": "12.0"}},
+    ...     priors=load_priors(bundled("priors.toml")))
+    >>> to_h100 = kernel_class_ratio(fit, NS(hardware="h100"), "rtx")
+    >>> to_h100, round(kernel_class_ratio(fit, NS(hardware="rtx"), "h100"), 3)
+    (0.48, 2.083)
+    """
+    from ddtree_bayes.core.context_cost import ratio_name, ratio_prior
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta["model"])
+    if card is None:
+        return 1.0
+    query, ref = (ratio_prior(draws.priors, ratio_name(card, draws.hardware[hw]))
+                  for hw in (sc.hardware, ref_hw))
+    return 1.0 if query is ref else query.params["median"] / ref.params["median"]
