@@ -134,8 +134,7 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
         "bandwidth")
     form = meta["model"]["moe_form"]
     shape = target_models.pooled_shape(draws, rng)
-    kv = kv_read_ratio(draws, sc, (ref_hw, ref_gpus))
-    kernels = kernel_class_ratio(draws, sc, ref_hw)
+    kv, kernels = context_scale(draws, sc, (ref_hw, ref_gpus))
     ctx_ratio = (ratio if kv is None else kv ** elasticity) * kernels
     ctx_how = "" if kv is None or not sc.context_tokens else (
         f"; the context cost scales with each GPU's KV read (x{kv:.2f}) ** elasticity"
@@ -197,64 +196,52 @@ def weight_read_ms(draws: Fit, sc: Scenario, ref: tuple[str, int]
             pair_features(model, draws.hardware[sc.hardware], sc.gpus).stream_ms)
 
 
-def kv_read_ratio(draws: Fit, sc: Scenario, ref: tuple[str, int]) -> float | None:
-    """How much longer each of the query's GPUs takes to read one sequence's KV cache than
-    each of the reference's (:func:`~ddtree_bayes.core.context_cost.context_read_ms`: the
-    card's ``kv_bytes_per_token`` over min(GPUs, ``kv_heads``), at one GPU's bandwidth);
-    None when the card or a hardware row does not say enough (the transfer then scales the
-    context cost by the aggregate bandwidth, as it did before the card had ``kv_heads``).
+def context_scale(draws: Fit, sc: Scenario, ref: tuple[str, int]) -> tuple[float | None, float]:
+    """How the context cost moves from the reference ``ref`` (GPU, count) to the query's GPUs,
+    from the card (core/context_cost.py): (how much longer each of the query's GPUs takes to
+    read one sequence's KV cache than each of the reference's, ``context_read_ms``: the card's
+    ``kv_bytes_per_token`` over min(GPUs, ``kv_heads``) at one GPU's bandwidth; the ratio of
+    the two ratio priors' medians the card takes there, ``ratio_name``).
 
-    An MLA cache (one latent head) is read whole by every GPU, so on 4 GPUs as on 8 the
-    read takes as long; 8 KV heads cannot split over 16 GPUs further than over 8.
-
-    >>> from types import SimpleNamespace as NS
-    >>> card = {"model": "m", "params_total_b": 8, "params_active_b": 8, "layers": 32,
-    ...         "experts": None, "experts_topk": None, "bytes_per_weight": 2.0,
-    ...         "compute_dtype": "bf16", "source": "s", "kv_bytes_per_token": 131072,
-    ...         "kv_heads": 8}
-    >>> hw = {"g": {"mem_bw_tb_s": "2.0", "interconnect": "NVLink"}}
-    >>> fit = NS(meta={"model": {"card": card}}, hardware=hw)
-    >>> [kv_read_ratio(fit, NS(hardware="g", gpus=n), ("g", 8)) for n in (4, 8, 16)]
-    [2.0, 1.0, 1.0]
-    """
-    from ddtree_bayes.core.context_cost import context_read_ms
-    from ddtree_bayes.core.model_cards import stored_card
-
-    card = stored_card(draws.meta["model"])
-    if card is None:
-        return None
-    query = context_read_ms(card, draws.hardware[sc.hardware], sc.gpus, 65536.0)
-    base = context_read_ms(card, draws.hardware[ref[0]], ref[1], 65536.0)
-    return None if query is None or not base else query / base
-
-
-def kernel_class_ratio(draws: Fit, sc: Scenario, ref_hw: str) -> float:
-    """How the context cost's multiple of its KV read moves from the reference GPU to the
-    query's: the ratio of the two ratio priors' medians the card takes there
-    (core/context_cost.ratio_name: an MLA cache at 2.5 x its read on a GPU without
-    FlashMLA-class kernels, 1.2 x on one with them; 1.2 / 2.5 from an RTX PRO 6000 to an
-    H100). 1.0 when both GPUs take the same ratio, without a card, and for a fit whose priors
-    have no second ratio.
+    The read's ratio is None when the card or a hardware row does not say enough (the
+    transfer then scales the context cost by the aggregate bandwidth, as it did before the
+    card had ``kv_heads``). An MLA cache (one latent head) is read whole by every GPU, so on 4
+    GPUs as on 8 the read takes as long; 8 KV heads cannot split over 16 GPUs further than
+    over 8. The medians' ratio moves an MLA cache between 2.5 x its read on a GPU without
+    FlashMLA-class kernels and 1.2 x on one with them (1.2 / 2.5 from an RTX PRO 6000 to an
+    H100); it is 1.0 when both GPUs take the same ratio, without a card, and for a fit whose
+    priors have no second ratio.
 
     >>> from types import SimpleNamespace as NS
     >>> from ddtree_bayes.core.config import load_priors
     >>> from ddtree_bayes.core.paths import bundled
-    >>> fit = NS(meta={"model": {"card": {"model": "m", "params_total_b": 1,
-    ...     "params_active_b": 1, "layers": 1, "experts": None, "experts_topk": None,
-    ...     "bytes_per_weight": 2.0, "compute_dtype": "bf16", "source": "s", "kv_heads": 1}}},
-    ...     hardware={"h100": {"compute_capability": "9.0"},
-    ...               "rtx": {"compute_capability": "12.0"}},
-    ...     priors=load_priors(bundled("priors.toml")))
-    >>> to_h100 = kernel_class_ratio(fit, NS(hardware="h100"), "rtx")
-    >>> to_h100, round(kernel_class_ratio(fit, NS(hardware="rtx"), "h100"), 3)
-    (0.48, 2.083)
+    >>> card = {"model": "m", "params_total_b": 8, "params_active_b": 8, "layers": 32,
+    ...         "experts": None, "experts_topk": None, "bytes_per_weight": 2.0,
+    ...         "compute_dtype": "bf16", "source": "s", "kv_bytes_per_token": 131072,
+    ...         "kv_heads": 8}
+    >>> hw = {"g": {"mem_bw_tb_s": "2.0", "interconnect": "NVLink"},
+    ...       "h100": {"mem_bw_tb_s": "2.0", "interconnect": "PCIe", "compute_capability": "9.0"},
+    ...       "rtx": {"mem_bw_tb_s": "2.0", "interconnect": "PCIe", "compute_capability": "12.0"}}
+    >>> fit = NS(meta={"model": {"card": card, "context_unit_tokens": 65536.0}}, hardware=hw,
+    ...          priors=load_priors(bundled("priors.toml")))
+    >>> [context_scale(fit, NS(hardware="g", gpus=n), ("g", 8)) for n in (4, 8, 16)]
+    [(2.0, 1.0), (1.0, 1.0), (1.0, 1.0)]
+    >>> card["kv_heads"] = 1
+    >>> context_scale(fit, NS(hardware="h100", gpus=8), ("rtx", 8))
+    (1.0, 0.48)
+    >>> round(context_scale(fit, NS(hardware="rtx", gpus=8), ("h100", 8))[1], 3)
+    2.083
     """
-    from ddtree_bayes.core.context_cost import ratio_name, ratio_prior
+    from ddtree_bayes.core.context_cost import context_read_ms, ratio_name, ratio_prior
     from ddtree_bayes.core.model_cards import stored_card
 
     card = stored_card(draws.meta["model"])
     if card is None:
-        return 1.0
-    query, ref = (ratio_prior(draws.priors, ratio_name(card, draws.hardware[hw]))
-                  for hw in (sc.hardware, ref_hw))
-    return 1.0 if query is ref else query.params["median"] / ref.params["median"]
+        return None, 1.0
+    unit = draws.meta["model"]["context_unit_tokens"]
+    (query, q_ratio), (base, r_ratio) = (
+        (context_read_ms(card, draws.hardware[hw], gpus, unit),
+         ratio_prior(draws.priors, ratio_name(card, draws.hardware[hw])))
+        for hw, gpus in ((sc.hardware, sc.gpus), ref))
+    kv = None if query is None or not base else query / base
+    return kv, 1.0 if q_ratio is r_ratio else q_ratio.params["median"] / r_ratio.params["median"]
