@@ -650,12 +650,14 @@ def context_reads(data: Measurements, hardware: dict[str, dict[str, str]] | None
     out, ratios = [], []
     for label in data.pairs:
         _, hw, gpus = split_label(label)
-        card = cards.get(model_of[label])
-        read = (None if card is None or hw not in hardware
-                else context_read_ms(card, hardware[hw], gpus, unit_tokens))
+        card, row = cards.get(model_of[label]), hardware.get(hw)
+        if card is None or row is None:
+            out.append(math.nan)
+            ratios.append(CTX_READ)
+            continue
+        read = context_read_ms(card, row, gpus, unit_tokens)
         out.append(math.nan if read is None else read)
-        ratios.append(CTX_READ if card is None or hw not in hardware
-                      else ratio_name(card, hardware[hw]))
+        ratios.append(ratio_name(card, row))
     return np.array(out, dtype=float), tuple(ratios)
 
 
