@@ -183,11 +183,17 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
     return notes
 
 
-#: ``add``'s flags a note names, and the measurement file's columns they fill (``fit`` says
-#: its notes of a file's rows, which have no flags).
+#: The flags of ``add`` and ``predict`` that name a measurement file's (or a candidates
+#: file's) column, and that column: an error or note written for flags, said of a file's row,
+#: names the column (:func:`as_columns`; ``next --candidates``' row errors).
 FLAG_COLUMNS = {"--tok-s": "tok_s", "--concurrency": "concurrency", "--accept": "accept_len",
-                "--gpus": "gpus", "--context": "context_tokens"}
-_FLAG = re.compile(r"--(?:tok-s|concurrency|accept|gpus|context)\b")
+                "--gpus": "gpus", "--context": "context_tokens", "--hardware": "hardware",
+                "--engine": "engine", "--method": "method", "--block": "block",
+                "--budget": "budget", "--verify-tokens": "verify_tokens", "--model": "model"}
+#: The flags ``add``'s notes name (``fit`` says its notes of a file's rows, which have no
+#: flags).
+NOTE_FLAGS = ("--tok-s", "--concurrency", "--accept", "--gpus", "--context")
+_FLAG = re.compile("(?:" + "|".join(map(re.escape, NOTE_FLAGS)) + r")\b")
 
 
 def as_columns(line: str) -> str:

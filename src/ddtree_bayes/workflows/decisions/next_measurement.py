@@ -38,6 +38,7 @@ from ddtree_bayes.core.data import (
 from ddtree_bayes.core.errors import DataError, QueryError, without_fix
 from ddtree_bayes.core.likelihood import likelihood_nu, row_logp, standard_noise
 from ddtree_bayes.core.pairs import pair_label
+from ddtree_bayes.core.row_notes import FLAG_COLUMNS
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import balanced_read, routing_row
 from ddtree_bayes.engine.posterior import Fit
@@ -442,13 +443,12 @@ def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = 
     return value
 
 
-#: predict's flags as a candidates file's columns: a row's error, written for the flags,
-#: names the column instead (``--kv-cache`` is the query's, and stays)
-FLAG_COLUMNS = {"--hardware": "hardware", "--gpus": "gpus", "--engine": "engine",
-                "--method": "method", "--block": "block", "--budget": "budget",
-                "--verify-tokens": "verify_tokens", "--context": "context_tokens",
-                "--model": "model", "--concurrency": "concurrency"}
-_FLAG_RE = re.compile(r"(with )?(" + "|".join(map(re.escape, FLAG_COLUMNS)) + r")\b(?!-)")
+#: predict's flags that are a candidates file's columns (core/row_notes ``FLAG_COLUMNS``): a
+#: row's error, written for the flags, names the column instead (``--kv-cache`` is the
+#: query's, and stays)
+CANDIDATE_FLAGS = ("--hardware", "--gpus", "--engine", "--method", "--block", "--budget",
+                   "--verify-tokens", "--context", "--model", "--concurrency")
+_FLAG_RE = re.compile(r"(with )?(" + "|".join(map(re.escape, CANDIDATE_FLAGS)) + r")\b(?!-)")
 
 
 def candidate_error(path: str, row: int, err: QueryError) -> QueryError:
