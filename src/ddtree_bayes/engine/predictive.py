@@ -113,6 +113,10 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
         return parts, how
     found = anchor_shift(draws, sc)
     if found is None:
+        own_point = unanchored_distance(draws, sc)
+        if own_point is not None:   # (at a measured point nothing here anchors)
+            passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
+            parts = {**parts, "log_sd": query_log_sd(draws, sc, passes, distance=own_point)}
         return parts, how + other_engines_ar(draws, sc)
     shift, distance, label = found
     # the measured deployment's own error is known at any context and concurrency of it
@@ -129,6 +133,33 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
                                    own_known=own)
     return parts, how + f"; anchored to the measured {label}"
+
+
+def unanchored_distance(draws: Fit, sc: Scenario) -> float | None:
+    """The distance an answer nothing anchors (:func:`anchor_shift` None) at a point measured
+    on its system carries its discrepancy for: the likelihood's for a configuration there, its
+    distance from the *other* points measured (core/likelihood ``config_distances``); None
+    where the query's point was not measured (its distance from the nearest is the
+    likelihood's for a new configuration already, :func:`query_distance`).
+
+    The structural step's discrepancy at a measured point is known only through an anchor,
+    the configuration's rows with a measured accept_len. Rows with a blank accept_len anchor
+    nothing, and another configuration at the same point (an engine with no AR row of its own
+    on a system another engine measured AR on) has a discrepancy of its own; at distance 0
+    from "the nearest measured configuration", itself, both answered the structural step with
+    the run-to-run noise alone, narrower than the fit's own posterior predictive check there
+    (tests/test_unanchored_discrepancy.py)."""
+    if not sc.measured:
+        return None
+    passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
+    point = (float(sc.verify_tokens * sc.concurrency), passes)
+    ms, ps = measured_configs(draws, sc.pair)
+    points = list(zip(ms, ps, strict=True))
+    if point not in points:
+        return None
+    others = [q for q in points if q != point]
+    return S.config_distance(point[0], point[1], [m for m, _ in others],
+                             [p for _, p in others])
 
 
 def _no_own_row(draws: Fit, sc: Scenario) -> str:
