@@ -1078,3 +1078,21 @@ def test_one_stream_verifying_more_tokens_than_measured_is_said_as_at_c_above_1(
         "at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 (at most "
         "9): there the step's growth with M is the roofline's (compute knee, and for an MoE "
         "the distinct experts read): partly prior-driven",)
+
+
+def test_next_proposes_one_stream_of_ar_on_a_system_the_query_transfers_to():
+    """A query on a system the fit never measured gets "AR on the query's system", one stream
+    at context 0 (the measurement that pins the transferred M = 1 step; the docstring's list),
+    whatever the query's concurrency. It inherited the query's C: at C = 8 on 8x H100 it was
+    AR at C = 8, a copy of "AR at concurrency C" rows' kind, and one stream of AR there was
+    proposed by nothing (by hand with --candidates: width 377 against the query's 425, 11%)."""
+    from ddtree_bayes.workflows.decisions import next_measurement as N
+
+    draws = point_mass_draws()   # B300 measured, at C = 1 only
+    for text in ("--hardware h100 --engine sglang --accept 14 --concurrency 8",
+                 "--hardware h100 --engine sglang --method ar --concurrency 8 --context 32768"):
+        query = N.parse_query(draws, text)
+        cands = {c.why: c for c in N.default_candidates(draws, query)}
+        ar = cands["AR on the query's system"].scenario
+        assert (ar.hardware, ar.method, ar.concurrency, ar.context_tokens) == ("h100", "ar", 1, 0.0)
+        assert cands["AR on the query's system"].describe() == "h100 x8 sglang ar"

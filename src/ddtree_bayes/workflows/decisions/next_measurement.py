@@ -317,8 +317,9 @@ def default_candidates(draws: Fit, query: Query,
     - the query's own configuration;
     - the query's configuration in every other engine measured on its system, every
       engine with a declared relation (e.g. native) and their base engines;
-    - autoregressive on the query's system at context 0 if that system has no
-      measurements (hardware transfer), and at the query's context if it is not 0;
+    - autoregressive on the query's system, one stream at context 0, if that system has no
+      measurements (hardware transfer), and at the query's context and concurrency if the
+      context is not 0;
     - a query at C > 1: the query (and, in an engine with a relation, the query in its
       base engine) and autoregressive at the doublings of C between the largest measured on
       its system and the query's, and autoregressive at C = 32, 64 and 128 (many tokens per
@@ -383,9 +384,9 @@ def default_candidates(draws: Fit, query: Query,
     for e in dict.fromkeys(others):
         if e != q.engine and q.method != AR_METHOD:
             add(f"the query in {e}", q_accept, engine=e, **same)
-    if not getattr(q, "measured", True):
+    if not getattr(q, "measured", True):   # (one stream: the query's C was inherited)
         add("AR on the query's system", 1.0, hardware=q.hardware, gpus=q.gpus, engine=q.engine,
-            method=AR_METHOD, block=None, budget=None, context_tokens=0.0)
+            method=AR_METHOD, block=None, budget=None, context_tokens=0.0, concurrency=1)
     if q.context_tokens:
         add("AR at the query's context", 1.0, hardware=q.hardware, gpus=q.gpus,
             engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
