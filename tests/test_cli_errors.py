@@ -42,6 +42,19 @@ def test_predict_gpus_0_is_a_usage_error_not_a_zero_division(work):
         assert "argument --gpus: " in one_error(*run_cli(work, "predict", "--gpus", bad))
 
 
+def test_an_out_of_range_value_is_echoed_as_typed(work):
+    """20 nines were read through a float and echoed as 1 followed by 20 zeros; 1e30 tokens
+    of context was called "not a finite token count"."""
+    err = one_error(*run_cli(work, "predict", "--concurrency", "9" * 20))
+    assert err.startswith(f"ddtree-bayes: error: argument --concurrency: {'9' * 20} is "
+                          "outside 1..4096 (fix: ")
+    err = one_error(*run_cli(work, "predict", "--context", "1e30"))
+    assert err.startswith("ddtree-bayes: error: argument --context: '1e30' is above the "
+                          "longest context taken (1,099,511,627,776 tokens) (fix: ")
+    err = one_error(*run_cli(work, "predict", "--context", "nan"))
+    assert "'nan' is not a token count" in err
+
+
 def test_a_value_starting_with_a_dash_says_to_write_flag_equals_value(work):
     """argparse reads `--source -x` as a flag and refused it with "expected one argument"
     and `see --help`, which does not say the way that works: `--source=-x`. The fix says it

@@ -132,7 +132,9 @@ def whole(lo: int, hi: int, fix: str) -> Callable[[str], int]:
         except ValueError:
             raise _bad(text, "is not a whole number", fix) from None
         if not lo <= value <= hi:
-            raise _bad(value, f"is outside {lo}..{hi}", fix)
+            typed = text.strip()   # (as typed: 20 nines read as 1e20 echoed 100...0)
+            raise _bad(int(typed) if typed.isascii() and typed.isdigit() else value,
+                       f"is outside {lo}..{hi}", fix)
         return value
 
     parse.__name__ = "whole number"
@@ -233,8 +235,11 @@ def context(text: str) -> str:
         value = parse_context(text)
     except QueryError as err:
         raise _bad(text, err.reason or "is not a token count", err.fix or fix) from None
-    if value is None or not math.isfinite(value) or value > MAX_CONTEXT_TOKENS:
+    if value is None or not math.isfinite(value):
         raise _bad(text, "is not a finite token count", fix)
+    if value > MAX_CONTEXT_TOKENS:
+        raise _bad(text, f"is above the longest context taken ({MAX_CONTEXT_TOKENS:,} "
+                         "tokens)", fix)
     return text
 
 
