@@ -1269,6 +1269,12 @@ def test_next_says_a_query_beyond_the_measured_concurrency_keeps_a_part_reweight
     assert code == 0 and line in json.loads(text)["warnings"]
     code, _, err = run_cli(work, "next", "--query", "--engine sglang --accept 14", "--k", "2")
     assert code == 0 and "doublings beyond" not in err
+    # a query on a GPU never measured counts from the system its answer is transferred from,
+    # and says so (it named b300x8 for an H100 question without a word on why)
+    code, _, err = run_cli(work, "next", "--query", "--hardware h100 --method ar --concurrency 8",
+                           "--k", "2")
+    assert code == 0 and ("C = 8 is 3 doublings beyond the concurrencies measured on b300x8 (at "
+                          "most 1, which h100x8's answer is transferred from): ") in err, err
 
 
 def test_next_leaves_out_a_measurement_whose_kv_cache_cannot_fit():

@@ -424,8 +424,10 @@ def reweight_understates(draws: Fit, sc: Scenario) -> str | None:
     if not beyond or not sd:
         return None
     system, top = concurrency_reference(draws, sc)
+    source = "" if system == sc.pair else f", which {sc.pair}'s answer is transferred from"
     return (f"C = {sc.concurrency} is {beyond:.3g} doubling{'' if beyond == 1 else 's'} beyond "
-            f"the concurrencies measured on {system} (at most {top}): its interval carries a "
+            f"the concurrencies measured on {system} (at most {top}{source}): its interval "
+            "carries a "
             f"prior-driven discrepancy for them ({CONCURRENCY_SD} {sd:g} per doubling: sd "
             f"{beyond * sd:.2g} of log tok/s) that reweighting the draws cannot remove, so "
             f"E[width] understates what a candidate above C = {top} does once added and "
