@@ -918,7 +918,29 @@ def test_a_cache_that_fits_at_half_its_bytes_is_not_said_to_fit_no_engine():
         "at C = 1 and context 131072 the KV cache needs 17.2 GB (131072 bytes per token, the "
         "card's kv_bytes_per_token) but 1 x rtx-4090 have 7.9 GB left after the weights (16.1 "
         "GB): no engine can hold this context on these GPUs (a cache of half the card's bytes "
-        "per token, fp8 for bf16, would need 8.6 GB); the answer is for a step that cannot run")
+        "per token, fp8 for a bf16 card, would need 8.6 GB); the answer is for a step that "
+        "cannot run")
+
+
+def test_half_a_cache_that_is_fp8_already_is_not_called_fp8():
+    """Kimi K2.6's card gives its MLA cache at 8 bits (kv_cache_bits 8): half of it is a 4-bit
+    cache, but the warning said "at half of them (fp8 for a bf16 card)". 8 x RTX PRO 6000, C =
+    128 at context 65536: 128 x 65536 x 35136 B = 294.7 GB against 768 - 600 = 168 GB left;
+    half, 147.4 GB, fits."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import kv_cache_warning
+
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    assert card["kv_cache_bits"] == 8
+    fit = NS(meta={"model": {"card": card}}, hardware={"rtx-pro-6000": {"memory_gb": "96"}})
+    sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=65536.0)
+    text = kv_cache_warning(fit, sc, 128)
+    assert ("294.7 GB (35136 bytes per token" in text and "168.0 GB left" in text
+            and "at half of them (4 bits for the card's 8-bit cache) the 128 streams need "
+                "147.4 GB, which fits" in text), text
 
 
 def test_update_scores_a_rate_below_one_with_two_digits():

@@ -833,9 +833,9 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     >>> sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=131072.0)
     >>> kv_cache_warning(fit, sc, 8) is None      # 8 x 131072 x 35136 B = 36.8 GB of 255 GB
     True
-    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-119:])
-    cache of half the card's bytes per token, fp8 for bf16, would need 1756.8 GB); the answer \
-is for a step that cannot run
+    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-126:])
+    cache of half the card's bytes per token, fp8 for a bf16 card, would need 1756.8 GB); the \
+answer is for a step that cannot run
     >>> print(kv_cache_warning(fit, sc, 64))
     at C = 64 and context 131072 the KV cache needs 294.7 GB (35136 bytes per token, the \
 card's kv_bytes_per_token) but 8 x rtx-pro-6000 have 255.0 GB left after the weights (513.0 GB): \
@@ -864,19 +864,20 @@ together
     if need <= left:
         return None
     needs, has, weighs, half = gb_texts(need, max(left, 0.0), weights, need / 2)
+    halved = half_cache_text(card.kv_cache_bits)
     # (a cache that fits at half the card's bytes was said to fit no engine, beside its figure)
     what = (f"an engine holding the caches at the card's bytes would run fewer streams at "
-            f"once; at half of them (fp8 for a bf16 card) the {concurrency} streams need {half} "
+            f"once; at half of them ({halved}) the {concurrency} streams need {half} "
             "GB, which fits: the answer is for such a deployment (--kv-cache says the "
             "deployment's cache)" if concurrency > 1 and dtype is None and need / 2 <= left else
             f"an engine would run fewer streams at once; the answer is for {concurrency} "
             "streams decoded together" if concurrency > 1 else
             "an engine holding the cache at the card's bytes cannot run this context on these "
-            f"GPUs; at half of them (fp8 for a bf16 card) it needs {half} GB, which fits: the "
+            f"GPUs; at half of them ({halved}) it needs {half} GB, which fits: the "
             "answer is for such a deployment (--kv-cache says the deployment's cache)"
             if dtype is None and need / 2 <= left else
             "no engine can hold this context on these GPUs (a cache of half the card's bytes "
-            f"per token, fp8 for bf16, would need {half} GB); the answer is for a step "
+            f"per token, {halved}, would need {half} GB); the answer is for a step "
             "that cannot run" if dtype is None else
             f"no engine can hold this context on these GPUs at {dtype}; the answer is for a "
             "step that cannot run")
@@ -885,6 +886,22 @@ together
     return (f"at C = {concurrency} and context {plain_text(sc.context_tokens)} the KV cache needs "
             f"{needs} GB ({how}) but {sc.gpus} x {sc.hardware} have "
             f"{has} GB left after the weights ({weighs} GB): {what}")
+
+
+def half_cache_text(card_bits: float | None) -> str:
+    """What half a card's KV bytes per token is, for the memory warnings: fp8 for a 16-bit
+    cache (a blank ``kv_cache_bits`` is taken as bf16's), half the bits for another (Kimi
+    K2.6's card is an fp8 cache already: "fp8 for a bf16 card" misread it).
+
+    >>> half_cache_text(None), half_cache_text(16.0), half_cache_text(8.0)
+    ('fp8 for a bf16 card', 'fp8 for a bf16 card', "4 bits for the card's 8-bit cache")
+    """
+    from ddtree_bayes.core.model_cards import KV_CARD_BITS_ASSUMED
+
+    bits = card_bits or KV_CARD_BITS_ASSUMED
+    if bits == 16:
+        return "fp8 for a bf16 card"
+    return f"{bits / 2:g} bits for the card's {bits:g}-bit cache"
 
 
 def unchecked_kv_warning(draws: Fit, sc: Scenario, concurrencies=(1,)) -> str | None:
