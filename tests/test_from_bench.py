@@ -887,11 +887,19 @@ def test_a_vllm_latency_side_file_is_read_with_the_flags_too(work, tmp_path):
                            "counts the output layer as one more, so lm_head stayed on the CPU"),
     ({"tensor_buft_overrides": "exps=CPU"}, "tensor_buft_overrides 'exps=CPU': the tensors it "
                                             "names stayed on the CPU"),
-    ({"no_kv_offload": True}, "no_kv_offload: the KV cache stayed in host memory")])
+    ({"no_kv_offload": True}, "no_kv_offload: the KV cache stayed in host memory"),
+    # a build without a GPU backend: llama-bench's get_backend() writes "CPU" when no other
+    # backend registered (a BLAS build: "BLAS"), gpu_info is empty, -ngl 99 offloads nothing
+    ({"backends": "CPU", "gpu_info": ""},
+     "backends 'CPU': a llama.cpp build without a GPU backend, so the CPU decoded"),
+    ({"backends": "BLAS", "gpu_info": ""},
+     "backends 'BLAS': a llama.cpp build without a GPU backend, so the CPU decoded")])
 def test_a_run_with_weights_on_the_cpu_is_refused(work, tmp_path, setting, problem):
     """`llama-bench -ngl 0` (or -ngl 10 of 28 layers, or -ncmoe 4) with `--hardware rtx-4080`
     was appended as an RTX 4080 measurement, exit 0 (without --hardware the -ngl 0 error's fix
-    asked for it): a decode reading weights from host memory, priced as the GPU's step."""
+    asked for it): a decode reading weights from host memory, priced as the GPU's step. So was
+    the run of a CPU-only build (`backends` "CPU", no gpu_info) with `--hardware rtx-4080`:
+    150.62 tok/s of a CPU appended as the GPU's."""
     tg = json.loads((BENCH / "llama_bench_readme.json").read_text())[1]
     src = tmp_path / "cpu.json"
     src.write_text(json.dumps([dict(tg, **setting)]))

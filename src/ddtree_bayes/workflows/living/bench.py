@@ -147,14 +147,25 @@ def _tagged_quantisation(path: Path, rec: BenchRecord, model: str | None, card) 
             + _priced_at_the_cards(card, "--hf-config config.json"))
 
 
+#: ggml backends that run on the host CPU: llama-bench's ``backends`` lists the registered
+#: backends other than CPU, and "CPU" when there is none (``get_backend()``), so a build
+#: without CUDA, ROCm, Metal, Vulkan, SYCL ... writes "CPU" (or "BLAS", a CPU BLAS library).
+CPU_BACKENDS = frozenset({"CPU", "BLAS"})
+
+
 def _weights_on_cpu(rec: BenchRecord, model: str | None, layers: int | None) -> str | None:
     """Why a llama-bench record decoded with weights or its KV cache left on the CPU, else
-    None: the step prices the GPU's memory bandwidth, not the host's. ``n_gpu_layers`` 0, or
+    None: the step prices the GPU's memory bandwidth, not the host's. ``backends`` of a build
+    without a GPU backend (:data:`CPU_BACKENDS`); ``n_gpu_layers`` 0, or
     at most the card's layers (llama.cpp counts the output layer as one more: ``-ngl`` equal
     to the layers leaves lm_head on the CPU; a negative value is every layer and the output
     on the GPU); ``n_cpu_moe`` above 0; a ``tensor_buft_overrides`` (``-ot``) sending tensors
     to the CPU; ``no_kv_offload``. ``layers``: those of ``model``'s card, None without one."""
     settings = dict(rec.setup)
+    backends = [b.strip() for b in str(settings.get("backends", "")).split(",") if b.strip()]
+    if backends and all(b.upper() in CPU_BACKENDS for b in backends):
+        return (f"backends {settings['backends']!r}: a llama.cpp build without a GPU backend, "
+                "so the CPU decoded")
     ngl, cpu_moe = _number_or_none(settings.get("n_gpu_layers", "")), _number_or_none(
         settings.get("n_cpu_moe", ""))
     if cpu_moe is not None and cpu_moe > 0:
