@@ -860,6 +860,26 @@ def test_a_sglang_one_batch_run_is_no_speculative_row(work):
                    "server))\n")
 
 
+def test_a_llama_bench_run_is_no_speculative_row(work):
+    """A trust pass: llama-bench's tg test decodes one token per forward pass (the tool loads
+    no draft model), yet `--method eagle3 --block 3 --accept 2.5` appended its 150.62 tok/s as
+    an EAGLE-3 run accepting 2.5 tokens per step (step 16.6 ms), exit 0; `--method draft-model
+    --accept infer` alike. As sglang.bench_one_batch's, it is an `ar` row or none."""
+    src = BENCH / "llama_bench.json"
+    flags = ["--model", "llama-3.1-8b-instruct", "--bench-records", "2", *with_cards(work)]
+    for method, more in (("eagle3", ["--block", "3", "--accept", "2.5"]),
+                         ("draft-model", ["--block", "4", "--accept", "infer"])):
+        err = one_error(work, "--from-bench", str(src), *flags, "--method", method, *more)
+        assert err == (f"ddtree-bayes: error: {src} (llama-bench, record 2): llama-bench's "
+                       "text-generation test decodes one token per forward pass, without "
+                       "speculative decoding (it loads no draft model), but --method is "
+                       f"{method} (fix: import it with --method ar, or import the result file "
+                       f"of a tool that ran {method} (e.g. sglang.bench_serving against a "
+                       "speculative server))\n")
+    (row,), _ = imported_rows(work, "--from-bench", str(src), *flags, "--method", "ar")
+    assert (row["method"], row["accept_len"], row["tok_s"]) == ("ar", 1, 150.62)
+
+
 def test_a_vllm_latency_side_file_is_read_with_the_flags_too(work, tmp_path):
     """A trust pass: with --batch-size and --output-len given, the .pytorch.json beside the
     file was not read at all: the Llama-3.1-8B EAGLE-3 run (tensor_parallel_size 1) was

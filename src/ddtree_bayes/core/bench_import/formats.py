@@ -383,6 +383,9 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
                        index=rec.index, model_params=params if params and params > 0 else None,
                        model_bytes=size if size and math.isfinite(size) and size > 0 else None,
                        gpu=gpu, setup=setup, gpus=_llama_gpus(gpu, settings),
+                       not_speculative="llama-bench's text-generation test decodes one token "
+                                       "per forward pass, without speculative decoding (it "
+                                       "loads no draft model)",
                        engine="llama.cpp", engine_said=_ONE_ENGINE["llama-bench"],
                        stamp=rec.text("test_time"))
 
