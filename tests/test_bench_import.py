@@ -1042,6 +1042,28 @@ def test_match_gpu(gpu_info, hardware):
     assert match_gpu(gpu_info, HARDWARE) == hardware
 
 
+@pytest.mark.parametrize(("gpu_info", "hardware"), [
+    # nvidia-smi's names: the A100 PCIe 80GB writes its memory before its form factor
+    ("NVIDIA A100 80GB PCIe", "a100-pcie-80gb"), ("NVIDIA A100-PCIE-40GB", "a100-pcie-40gb"),
+    ("NVIDIA A100-SXM4-80GB", "a100-80gb"), ("NVIDIA A100-SXM4-40GB", "a100-40gb"),
+    ("NVIDIA H100 PCIe", "h100-pcie"), ("NVIDIA H100 NVL", "h100-nvl"),
+    ("NVIDIA H100 80GB HBM3", "h100"), ("NVIDIA H200 NVL", "h200-nvl"),
+    ("Tesla V100-SXM2-32GB", "v100-sxm2"), ("Tesla V100-PCIE-32GB", "v100"),
+    ("NVIDIA GeForce RTX 3090 Ti", "rtx-3090-ti"), ("NVIDIA GeForce RTX 4080 SUPER", None)])
+def test_match_gpu_on_the_built_in_table(gpu_info, hardware):
+    """Against every built-in name. "NVIDIA A100 80GB PCIe" (nvidia-smi's name of the A100
+    PCIe 80GB) was a100-80gb, the SXM4 row (2.039 TB/s, NVLink fabric) rather than
+    a100-pcie-80gb (1.935 TB/s, PCIe): the name's words were matched in order, and its memory
+    size stands after the form factor there, before it in the description; an import of such
+    a run was priced with the SXM part's bandwidth and link, exit 0."""
+    from ddtree_bayes.core.bench_import.identity import match_gpu
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    names = list(hardware_table(workdir="/nonexistent").rows)
+    assert {"a100-80gb", "a100-pcie-80gb", "h100-pcie", "v100-sxm2"} <= set(names)
+    assert match_gpu(gpu_info, names) == hardware
+
+
 @settings(max_examples=80, deadline=None, database=None)
 @given(card=st.sampled_from(CARDS), org=st.sampled_from(["", "org/", "/mnt/models/", "C:\\models\\"]),
        case=st.sampled_from([str.lower, str.upper, str.title]),

@@ -20,13 +20,14 @@ Model size
     in the name (``8B``, ``70b``, ``1.5B``, ``135M``; not ``A3B`` nor ``8x7B``), in billions.
 GPU
     A GPU description (one device of llama-bench's ``gpu_info``, which lists devices separated
-    by ``, `` or ``/``) matches a hardware name when the name's ``-``-separated words appear in
-    order among the description's words (lower case; a hyphen between letters dropped, so
-    ``Max-Q`` is ``maxq``) and every other word of the description is a vendor, memory,
+    by ``, `` or ``/``) matches a hardware name when the name's ``-``-separated words appear
+    among the description's words (lower case; a hyphen between letters dropped, so ``Max-Q``
+    is ``maxq``), in order but for its memory and form-factor words (``a100-pcie-80gb`` is
+    "NVIDIA A100 80GB PCIe"), and every other word of the description is a vendor, memory,
     form-factor or edition word (``NVIDIA``, ``GeForce``, ``80GB``, ``HBM3``, ``SXM``, ``PCIe``,
     ``Blackwell``, ``Workstation Edition``, ...). The name with the most words wins
-    (``rtx-pro-6000-server`` over ``rtx-pro-6000``). ``RTX 3090 Ti`` matches no ``rtx-3090``:
-    ``Ti`` is not a qualifier.
+    (``rtx-pro-6000-server`` over ``rtx-pro-6000``, ``a100-pcie-80gb`` over ``a100-80gb``).
+    ``RTX 3090 Ti`` matches no ``rtx-3090``: ``Ti`` is not a qualifier.
 """
 
 from __future__ import annotations
@@ -187,14 +188,30 @@ def gpu_words(description: str) -> list[str]:
 
 
 def _matches(name: str, words: list[str]) -> bool:
+    """Whether hardware ``name`` is the GPU of a description's ``words``: the name's model
+    words in order, its qualifier words (a memory size, a form factor) anywhere, every other
+    word of the description a qualifier. (nvidia-smi's "NVIDIA A100 80GB PCIe" is
+    ``a100-pcie-80gb``: in order it matched only ``a100-80gb``, the SXM4 part.)
+
+    >>> words = gpu_words("NVIDIA A100 80GB PCIe")
+    >>> _matches("a100-pcie-80gb", words), _matches("a100-80gb", words), _matches(
+    ...     "a100-pcie-40gb", words)
+    (True, True, False)
+    """
     want = name.lower().split("-")
-    pos, rest = 0, []
-    for word in words:
-        if pos < len(want) and word == want[pos]:
+    rest = list(words)
+    for word in (w for w in want if _QUALIFIER.fullmatch(w)):
+        if word not in rest:
+            return False
+        rest.remove(word)
+    model = [w for w in want if not _QUALIFIER.fullmatch(w)]
+    pos, left = 0, []
+    for word in rest:
+        if pos < len(model) and word == model[pos]:
             pos += 1
         else:
-            rest.append(word)
-    return pos == len(want) and all(_QUALIFIER.fullmatch(w) for w in rest)
+            left.append(word)
+    return pos == len(model) and all(_QUALIFIER.fullmatch(w) for w in left)
 
 
 def match_gpu(gpu_info: str, names: Iterable[str]) -> str | None:
