@@ -1081,13 +1081,17 @@ def test_other_extra_columns_stay_allowed(tmp_path, hw):
 
 
 @pytest.mark.parametrize("name", ["max_concurrency", "batch_size", "num_streams", "n_streams",
-                                  "concurrency_level", "num_concurrent", "Max-Concurrency"])
+                                  "concurrency_level", "num_concurrent", "Max-Concurrency",
+                                  "users", "concurrent_users", "num_users", "Concurrent Users",
+                                  "clients", "num_clients"])
 def test_a_stream_count_column_above_one_without_concurrency_is_refused(tmp_path, hw, name):
     """A hand-made file with a ``max_concurrency`` column of 8 (tok_s the 8 streams' total, as
     `vllm bench serve --max-concurrency 8` reports it) and no ``concurrency`` column was
     fitted as one stream per row, exit 0: each step priced 8x too short. Such a column is
     refused at its first value above 1 (row 3 here); at 1 or blank it stays allowed
-    (test_other_extra_columns_stay_allowed), and beside a ``concurrency`` column too."""
+    (test_other_extra_columns_stay_allowed), and beside a ``concurrency`` column too. A load
+    test's ``users`` / ``concurrent_users`` / ``clients`` (what a results table copied from a
+    load generator calls the streams) were read as no column, the same wrong number."""
     lines = list(LINES)
     lines[0] += f",{name}"
     lines[1:] = [line + (",8" if i == 1 else ",1") for i, line in enumerate(lines[1:])]

@@ -468,10 +468,13 @@ is ignored)
 #: Column names that count streams decoded together, what the ``concurrency`` column holds
 #: (compared whole, in lower case with ``-`` and spaces read as ``_``): a name that only
 #: contains such a word counts something else (llama-bench's ``n_batch``, vLLM's
-#: ``max_num_batched_tokens``, a run id ``batch``, ``cuda_streams``).
+#: ``max_num_batched_tokens``, a run id ``batch``, ``cuda_streams``). A load generator's
+#: ``users`` / ``clients`` are its streams too.
 STREAM_COLUMNS = ("max_concurrency", "max_concurrent", "concurrency_level", "concurrent",
                   "num_concurrent", "concurrent_requests", "num_concurrent_requests",
-                  "batch_size", "streams", "num_streams", "n_streams")
+                  "batch_size", "streams", "num_streams", "n_streams", "users", "num_users",
+                  "n_users", "concurrent_users", "clients", "num_clients", "n_clients",
+                  "concurrent_clients")
 
 
 def stream_column(name: str) -> bool:
