@@ -232,6 +232,33 @@ def test_a_serving_run_counts_the_streams_that_ran_not_its_cap(tmp_path):
     assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / sg["median_tpot_ms"])
 
 
+def test_a_vllm_run_with_a_ramped_request_rate_is_no_one_concurrency(tmp_path):
+    """`vllm bench serve --ramp-up-strategy linear --ramp-up-start-rps 1 --ramp-up-end-rps 20
+    --max-concurrency 8` writes request_rate "inf" (a ramp takes no --request-rate) beside
+    ramp_up_strategy: its arrivals rose from 1 to 20 requests/s, so the streams in flight
+    rose over the run, and its median TPOT is no one concurrency's. It was imported as a
+    closed loop of 8 streams, 8 x 1000 / TPOT, exit 0. A ramped run at one stream stays
+    single-stream, and --single-stream-only leaves a ramped run at 8 out as any other."""
+    raw = _json("vllm_serve.json")
+    ramp = dict(raw, max_concurrency=8, num_prompts=64, completed=64, max_concurrent_requests=8,
+                ramp_up_strategy="linear", ramp_up_start_rps=1.0, ramp_up_end_rps=20.0)
+    path = tmp_path / "ramp.json"
+    path.write_text(json.dumps(ramp))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    assert _one_line(err) == (
+        f"{path}, record 1: ramp_up_strategy 'linear': the request rate ramped from 1 to 20 "
+        "requests/s, so the streams in flight (up to 8) changed over the run and its TPOT is "
+        "no one concurrency's (fix: rerun vllm bench serve without --ramp-up-strategy: "
+        "--max-concurrency C with the default --request-rate inf)")
+    path.write_text(json.dumps(dict(ramp, max_concurrency=1, max_concurrent_requests=1)))
+    (rec,) = parse_bench_file(path).records
+    assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / raw["median_tpot_ms"])
+    path.write_text(json.dumps(raw) + "\n" + json.dumps(ramp))
+    got = parse_bench_file(path, single_stream_only=True)
+    assert [r.index for r in got.records] == [1]
+
+
 @pytest.mark.parametrize("mean", [float("nan"), -2.0])
 def test_an_sglang_mean_in_flight_that_is_no_count_is_refused(tmp_path, mean):
     """A trust pass: SGLang's measured mean 'concurrency' of NaN or -2 was ignored without a

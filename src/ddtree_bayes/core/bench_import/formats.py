@@ -272,10 +272,29 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     per_stream, key = _tpot_tok_s(rec)
     count, said = _stream_count(rec.fmt, rec)
     streams = count or 1
+    _steady_rate(rec, streams)
     total = "" if streams == 1 else f"; total of {streams} streams"
     how = (f"{'' if streams == 1 else f'{streams} x '}1000/{key} ({rec.number(key):g} ms; "
            f"decode only, first token excluded{total})")
     return per_stream * streams, streams, how if said is None else f"{how}, {said}"
+
+
+def _steady_rate(rec: BenchRow, streams: int) -> None:
+    """Refuse a serving run of more than one stream whose request rate ramped (vLLM's
+    ``--ramp-up-strategy``, written as ``ramp_up_strategy`` beside a ``request_rate`` of
+    "inf", since a ramp takes no fixed rate): the streams in flight rose with the rate, so
+    its TPOT is no one concurrency's. At one stream nothing overlapped, whatever the rate."""
+    strategy = rec.data.get("ramp_up_strategy")
+    if strategy is None or streams <= 1:
+        return
+    start, end = (rec.number(k, required=False) for k in ("ramp_up_start_rps", "ramp_up_end_rps"))
+    rates = f" from {start:g} to {end:g} requests/s" if start is not None and end is not None else ""
+    raise rec.error(f"ramp_up_strategy {strategy!r}: the request rate ramped{rates}, so the "
+                    f"streams in flight (up to {streams}) changed over the run and its TPOT is "
+                    "no one concurrency's", key="ramp_up_strategy",
+                    fix=f"rerun {_TOOL.get(rec.fmt, 'the benchmark')} without "
+                        "--ramp-up-strategy: --max-concurrency C with the default "
+                        "--request-rate inf")
 
 
 #: What vLLM's benchmark client says of its backend 'vllm': the default of its older versions
