@@ -38,6 +38,22 @@ def census_module():
     return module
 
 
+@pytest.fixture(autouse=True)
+def _signals_as_a_terminal_gives_them():
+    """Every test here starts with SIGINT and SIGTERM as a shell in the foreground gives them
+    (Python's KeyboardInterrupt, the default), and leaves them as it found them. A test run
+    started as a background job without job control (``pytest ... &`` in a script, as some CI
+    runners do) inherits SIGINT ignored, which ``interrupts.handled`` rightly keeps (a
+    ``nohup`` run), so 9 of these tests failed there and passed in a terminal; the real
+    ``ddtree-bayes`` subprocesses they signal inherited the ignore as well."""
+    before = {s: signal.getsignal(s) for s in interrupts.SIGNALS}
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    yield
+    for sig, old in before.items():
+        signal.signal(sig, old)
+
+
 def send(sig: int = signal.SIGINT) -> None:
     """Signal this process and give Python the chance to run the handler."""
     os.kill(os.getpid(), sig)
