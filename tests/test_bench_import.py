@@ -165,7 +165,8 @@ def test_vllm_serve():
 
 def test_vllm_serve_unbounded_concurrency_is_refused(tmp_path):
     raw = _json("vllm_serve.json")
-    raw["max_concurrency"] = None
+    raw["max_concurrency"] = None   # all 8 prompts at once (rate inf): vLLM saw 8 at its peak
+    raw["max_concurrent_requests"] = 8
     bad = tmp_path / "serve.json"
     bad.write_text(json.dumps(raw))
     with pytest.raises(BenchFormatError) as err:
@@ -175,6 +176,22 @@ def test_vllm_serve_unbounded_concurrency_is_refused(tmp_path):
     assert msg == (f"{bad}, record 1: max_concurrency is not set, so requests ran concurrently "
                    "(fix: rerun vllm bench serve with --max-concurrency C, the streams to "
                    "measure: 1 for one stream; a run at C > 1 is imported at C)")
+
+
+def test_vllm_serve_without_a_cap_that_saw_one_request_at_once_is_one_stream(tmp_path):
+    """No --max-concurrency, but vLLM saw at most one request at once (a slow request rate):
+    refused as "requests ran concurrently", though nothing overlapped (an audit's find). Its
+    TPOT is one stream's, so it imports at C = 1; with two at once it stays refused."""
+    raw = dict(_json("vllm_serve.json"), max_concurrency=None, request_rate=0.2,
+               max_concurrent_requests=1)
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    rec = parse_bench_file(path).records[0]
+    assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / raw["median_tpot_ms"])
+    path.write_text(json.dumps(dict(raw, max_concurrent_requests=2)))
+    with pytest.raises(BenchFormatError, match="max_concurrency is not set, so requests ran "
+                                               "concurrently"):
+        parse_bench_file(path)
 
 
 @pytest.mark.parametrize("fmt, name, tool", [
@@ -1116,3 +1133,19 @@ def test_a_mean_prompt_is_rounded_to_whole_tokens(tmp_path):
     _, (rec,) = parse(path)
     assert rec.context_tokens == 1024.0
     assert "context_tokens = total_input_tokens/completed, rounded" in rec.notes
+
+
+def test_two_appended_llama_bench_documents_say_so(tmp_path):
+    """Two `llama-bench -o json` outputs appended to one file were refused as a line "edited
+    or holding another program's output", with --bench-records as the fix, which cannot help
+    a file that is not one document (an audit's find)."""
+    one = (BENCH / "llama_bench.json").read_text()
+    path = tmp_path / "two.json"
+    path.write_text(one + one)
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    line = len(one.splitlines()) + 1
+    assert _one_line(err) == (
+        f"{path}, line {line}: holds 2 JSON documents one after another (the outputs of "
+        "several runs appended, `>>`?), where a result file is one (fix: split it into one "
+        "file per run and import each)")

@@ -500,8 +500,8 @@ def _stream_count(fmt: str, rec: BenchRow) -> tuple[int | None, str | None]:
         raise rec.error(why, key="failed",
                         fix="look at the server log for why they failed (out of memory, "
                             "timeouts, a crash) and rerun the benchmark")
-    if conc is None and counts["completed"] == 1:
-        return 1, None  # one request: nothing could overlap
+    if conc is None and 1 in (counts["completed"], counts["max_concurrent_requests"]):
+        return 1, None  # one request, or vLLM never saw two at once: nothing overlapped
     said = None
     if conc is not None and conc > 1:
         for key in ("num_prompts", "completed", "max_concurrent_requests"):
