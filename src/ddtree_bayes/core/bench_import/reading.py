@@ -305,9 +305,32 @@ def _load_json(path: Path, body: list[str], offset: int) -> Document:
             return _load_jsonl(path, body, offset)  # JSON Lines: one object per line
         # one document (an array, or a pretty-printed object)
         if isinstance(err, json.JSONDecodeError):
+            if err.msg == "Extra data" and (count := _documents(text)) > 1:
+                raise BenchFormatError(
+                    f"holds {count} JSON documents one after another (the outputs of several "
+                    "runs appended, `>>`?), where a result file is one", file=path,
+                    index=err.lineno + offset, unit="line",
+                    fix="split it into one file per run and import each") from None
             raise _json_error(path, err, err.lineno + offset, last=True, text=text) from None
         raise _beyond_limits(path, err, offset + 1) from None
     return Document("record", _as_records(path, obj, "record"), "json")
+
+
+def _documents(text: str) -> int:
+    """How many whole JSON documents ``text`` holds one after another (0 when any part is
+    not JSON): two `llama-bench -o json` outputs appended to one file read as "Extra data".
+
+    >>> _documents('[{"a": 1}]\\n[{"a": 2}]\\n'), _documents('{"a": 1} x')
+    (2, 0)
+    """
+    decoder, count, pos = json.JSONDecoder(), 0, 0
+    while (pos := len(text) - len(text[pos:].lstrip())) < len(text):
+        try:
+            _, pos = decoder.raw_decode(text, pos)
+        except ValueError:
+            return 0
+        count += 1
+    return count
 
 
 def _json_lines(body: list[str]) -> bool:
