@@ -7,7 +7,8 @@ g = (model, method, block, budget); ``budget`` here is the number of draft token
 verifies, ``verify_tokens - 1`` (the budget of a tree, k of a k-token chain), so a chain row
 written with or without its budget lands in one group. There is no drafter column: two
 drafters of one method and size on one target model share a group (split them by method name,
-e.g. ``eagle3-k25``, if they should not). Rows that give their acceptance keep it as data; they
+e.g. ``eagle3-k25`` declared as ``[methods.eagle3-k25]`` in the priors file, if they should
+not). Rows that give their acceptance keep it as data; they
 do not inform a latent group.
 
 Prior of a group: the first ``[[acceptance]]`` entry of the priors file matching its method,
