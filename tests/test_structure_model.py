@@ -485,6 +485,26 @@ def test_a_held_out_row_is_never_an_anchor():
     assert "anchored" not in how
 
 
+def test_a_held_out_group_is_not_called_measured():
+    """A validation fold whose held-out rows are a whole overhead group (the AR-kept check:
+    the pair's speculative rows) drew that group's costs around the population's mean, yet the
+    note said "overhead of measured group b300x8/sglang/ddtree" (a helper's AR-kept driver).
+    The note now says the fit holds its rows out; the numbers are the same draws."""
+    draws = structured_point_mass()
+    fitted, how = _ddtree_at(draws, 32, False)
+    assert "overhead of measured group b300x8/sglang/ddtree" in how
+    fold = draws.view(meta={**draws.meta, "held_out_rows": [
+        r.row for r in draws.measurements.rows if r.method == "ddtree"]})
+    held, how = _ddtree_at(fold, 32, False)
+    assert "overhead of measured group" not in how
+    assert ("overhead of group b300x8/sglang/ddtree, whose rows this fit holds out: drawn "
+            "from the pooled population") in how
+    from ddtree_bayes.engine.explain import overhead_from
+    assert overhead_from(how).startswith("no group measured: drawn from the population")
+    # the same variables priced (a point mass is not refit: a real fold's are its prior's)
+    assert np.array_equal(held["spec"], fitted["spec"])
+
+
 def test_interpolation_is_narrower_than_extrapolation():
     draws = structured_point_mass()
     sc8 = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang", method="ddtree",

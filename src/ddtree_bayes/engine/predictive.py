@@ -840,8 +840,9 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
     assert label is not None   # (a speculative method)
     groups = meta["coords"]["overhead_group"]
     measured = label in groups
-    carried = None
+    carried, held_out = None, False
     if step_form == "structured" and not group_learned(draws, label):
+        held_out = measured   # a group whose rows a validation fold holds out (weight 0)
         # never measured, or measured only in rows a validation fold holds out: carried from
         # a system that measured it, else the population's (on a system the fit did not
         # learn either, the group's own variables are its prior offset by that system's
@@ -850,7 +851,9 @@ def _step_components(draws: Fit, sc: Scenario, rng: np.random.Generator
         measured = measured and carried is None and sc.measured
     # (one decision for the answer's scatter and its note; engine: a relation's base engine)
     spread = deployment_spread(draws, sc, engine) if carried is not None else None
-    how += (f"overhead of measured group {label}" if measured else
+    how += (f"overhead of group {label}, whose rows this fit holds out: drawn from the "
+            "pooled population" if measured and held_out else
+            f"overhead of measured group {label}" if measured else
             f"overhead of group {carried[0]} carried to {sc.pair} (fixed and per-node ms, "
             f"per-pass multiple of the drafter roofline; {carry_note(spread, engine)})"
             if carried else
