@@ -51,8 +51,9 @@ def test_the_bundled_cards_say_which_targets_are_hybrids():
 def test_recurrent_layers_above_the_cards_layers_is_one_line():
     text = bundled("models.csv").read_text()
     header, row = text.splitlines()[:2]
-    assert row.endswith(",,8")   # llama-3.1-8b: 32 layers, recurrent_layers blank, 8 kv heads
-    bad = header + "\n" + row[:-len(",,8")] + ",33,8\n"
+    # llama-3.1-8b: 32 layers, recurrent_layers blank, 32 q heads, 8 kv heads
+    assert row.endswith(",,32,8")
+    bad = header + "\n" + row[:-len(",,32,8")] + ",33,32,8\n"
     with pytest.raises(DataError, match=r"row 2.*recurrent_layers.*recurrent_layers 33 is not "
                                         r"between 0 and the card's 32 layers"):
         load_model_cards("m.csv", bad)
@@ -175,8 +176,12 @@ def test_a_fraction_fit_says_nothing_of_a_term_it_has_not():
 def test_recurrent_layers_0_is_a_transformer_as_blank():
     text = bundled("models.csv").read_text()
     header, row = text.splitlines()[:2]
-    card = load_model_cards("m.csv", header + "\n" + row + "0\n")["llama-3.1-8b-instruct"]
-    assert card.recurrent_layers is None and not card.recurrent
+    # (its recurrent_layers cell, before q_heads and kv_heads: appending "0" to the row made
+    # kv_heads 80 once kv_heads followed it, and left recurrent_layers blank)
+    assert row.endswith(",,32,8")
+    row = row[:-len(",,32,8")] + ",0,32,8"
+    card = load_model_cards("m.csv", header + "\n" + row + "\n")["llama-3.1-8b-instruct"]
+    assert card.recurrent_layers is None and not card.recurrent and card.kv_heads == 8
 
 
 def test_fit_warns_of_a_cards_copy_from_before_the_column(tmp_path):

@@ -43,7 +43,7 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 #: before they existed) may lack: card add writing the row adds them to its header.
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
                          "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
-                         "recurrent_layers", "kv_heads")
+                         "recurrent_layers", "kv_heads", "q_heads")
 #: Every column a model-card file's reader knows, the two above: a header cell spelt like one
 #: it lacks (``kv_cache_bit``, ``params_activ_b``) is refused, not ignored, as
 #: measurements.csv's (core/data ``check_named_columns``).
@@ -67,7 +67,7 @@ NO_PEAK = "no peak FLOPs in the table"
 #: reweight compares cards without them: a fit stored before one existed is no other model).
 #: ``kv_bytes_per_token`` is not one: with ``kv_heads`` it sets the context cost's prior.
 NOT_MODELLED = ("file_bytes_per_weight", "kv_window_bytes_per_token",
-                "kv_window_tokens", "max_context_tokens", "kv_cache_bits")
+                "kv_window_tokens", "max_context_tokens", "kv_cache_bits", "q_heads")
 #: Bits per cached value of the KV-cache dtypes ``predict --kv-cache`` takes (llama.cpp's
 #: ``q8_0`` and ``q4_0``: blocks of 32 values with one fp16 scale, 8.5 and 4.5 bits).
 KV_CACHE_BITS = {"bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "q8_0": 8.5, "q4_0": 4.5}
@@ -147,6 +147,11 @@ class ModelCard:
     #: exceeds them); an MLA cache is one latent head, which every GPU holds whole. None when
     #: the card does not say (its context cost is then the generic prior's)
     kv_heads: int | None = None
+    #: query (attention) heads of a full-attention layer (the ``q_heads`` column: the config's
+    #: ``num_attention_heads``, a GGUF's ``head_count``; an MLA model's heads): tensor
+    #: parallelism shards them evenly, so a GPU count that does not divide them runs no
+    #: tensor-parallel group (:func:`tensor_parallel_rule`). None when the card does not say
+    q_heads: int | None = None
 
     @property
     def recurrent(self) -> bool:
@@ -302,6 +307,39 @@ class ModelCard:
             return np.ones_like(m)
         e, k = float(self.experts), float(self.experts_topk)  # type: ignore[arg-type]
         return e * (1.0 - (1.0 - k / e) ** m) / k
+
+
+def tensor_parallel_rule(card: ModelCard, gpus: int) -> str | None:
+    """What stops ``gpus`` tensor-parallel GPUs from sharding ``card``'s attention, or None
+    when they can (or the card does not give its ``q_heads``: unknown). vLLM and SGLang
+    (``QKVParallelLinear``) give each GPU ``q_heads / gpus`` query heads, which must be whole,
+    and ``kv_heads / gpus`` KV heads when ``gpus`` is below them, else replicate each KV head
+    on ``gpus / kv_heads`` GPUs, which must be whole too; an MLA latent (``kv_heads`` 1) is one
+    head every GPU holds. TensorRT-LLM's mapping shards the heads alike.
+
+    >>> kimi = ModelCard("kimi-k2.6", 1000, 32, 61, 384, 8, 0.5, "bf16", "s", kv_heads=1,
+    ...                  q_heads=64)
+    >>> print(tensor_parallel_rule(kimi, 3))
+    shards kimi-k2.6's 64 attention heads evenly, and 3 does not divide 64
+    >>> [tensor_parallel_rule(kimi, g) for g in (1, 2, 4, 8)]
+    [None, None, None, None]
+    >>> qwen = ModelCard("q", 27, 27, 64, None, None, 0.6, "int8", "s", kv_heads=4, q_heads=24)
+    >>> print(tensor_parallel_rule(qwen, 6))   # 24 / 6 = 4 query heads, but 4 KV heads on 6
+    splits q's 4 KV heads evenly or replicates each on a whole number of GPUs, and 6 is neither \
+a divisor nor a multiple of 4
+    """
+    q, kv = card.q_heads, card.kv_heads
+    if not q or gpus <= 1:
+        return None
+    said = []
+    if q % gpus:
+        said.append(f"shards {card.model}'s {q} attention heads evenly, and {gpus} does not "
+                    f"divide {q}")
+    if kv and kv > 1 and kv % gpus and gpus % kv:
+        whose = "its" if said else f"{card.model}'s"
+        said.append(f"splits {whose} {kv} KV heads evenly or replicates each on a whole number "
+                    f"of GPUs, and {gpus} is neither a divisor nor a multiple of {kv}")
+    return "; it ".join(said) or None
 
 
 #: The most bytes a weight can take (fp64): a card's ``bytes_per_weight`` above it is bits
@@ -508,8 +546,33 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                                              if raw.get("max_context_tokens") else None),
             kv_cache_bits=kv_bits,
             recurrent_layers=_recurrent_layers(raw, path, i, layers),
-            kv_heads=_kv_heads(raw, path, i))
+            kv_heads=_kv_heads(raw, path, i),
+            q_heads=_q_heads(raw, path, i))
     return cards
+
+
+def _q_heads(raw: dict, path: str, row: int) -> int | None:
+    """A card's ``q_heads``: blank, or a whole number >= 1 that its ``kv_heads`` (when given,
+    and not an MLA latent) divides: grouped-query attention gives each KV head a whole group
+    of query heads (transformers' ``num_key_value_groups``)."""
+    text = raw.get("q_heads", "")
+    value = parse_number(path, row, "q_heads", text)
+    if value is None:
+        return None
+    if value < 1 or value != int(value):
+        raise DataError(f"q_heads {text} is not a whole number of attention heads of 1 or more",
+                        file=path, row=row, column="q_heads", fix=Q_HEADS_FIX)
+    kv = parse_number(path, row, "kv_heads", raw.get("kv_heads", ""))
+    if kv and kv > 1 and int(value) % int(kv):
+        raise DataError(f"q_heads {text} is not a multiple of the card's {int(kv)} KV heads: "
+                        "grouped-query attention gives each KV head a whole group of query "
+                        "heads", file=path, row=row, column="q_heads", fix=Q_HEADS_FIX)
+    return int(value)
+
+
+#: What a bad ``q_heads`` cell's error says to write.
+Q_HEADS_FIX = ("the query heads of one full-attention layer (the config's num_attention_heads, "
+               "a GGUF's head_count), a multiple of kv_heads, or blank")
 
 
 def _kv_heads(raw: dict, path: str, row: int) -> int | None:

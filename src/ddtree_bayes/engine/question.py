@@ -49,6 +49,7 @@ from ddtree_bayes.engine.scenario import (
     parse_accept,
     parse_context,
     resolve_scenario,
+    tensor_parallel_warning,
     with_drafter,
 )
 from ddtree_bayes.engine.structure import amd_overhead_warning
@@ -606,6 +607,11 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         warnings += () if beyond is None else (prefix + beyond,)
     left_out: dict[str, str] = {} if flags.engines else ar_repeats(fit, asked)
     asked = [a for a in asked if a.scenario.engine not in left_out]
+    # a GPU count the model's heads cannot be sharded over, in the engines answered (one line
+    # for them all: they share model, GPUs and card)
+    if asked and (tp := tensor_parallel_warning(fit, asked[0].scenario,
+                                                [a.scenario.engine for a in asked])):
+        warnings += (prefix + tp,)
     model = asked[0].scenario.model if asked else flags.model
     return Question(flags=flags, model=model, default=d, default_asked=asked_default, note=note,
                     warnings=warnings, request=request, asked=tuple(asked),

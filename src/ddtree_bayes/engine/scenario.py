@@ -369,13 +369,17 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
     for name, card in sorted(stored.items()):
         here = dataclasses.asdict(now[name]) if name in now and name not in changed else {}
         # (a field the stored card predates, kv_cache_bits of a fit before --kv-cache, is
-        # not a change: every answer without the flag is the same)
+        # not a change: every answer without the flag is the same; q_heads of a fit before
+        # the column is taken from the card here, heads_card)
         fields = [k for k in NOT_MODELLED if here.get(k) is not None and here[k] != card.get(k)
-                  and (k in card or k != "kv_cache_bits")]
+                  and (k in card or k not in ("kv_cache_bits", "q_heads"))]
         if fields:
+            checks = ("its tensor-parallel check uses" if fields == ["q_heads"] else
+                      "its KV-cache, weights-fit and tensor-parallel checks use"
+                      if "q_heads" in fields else "its KV-cache and weights-fit checks use")
             out.append(f"the model card of {name} here differs from fit {fit_id}'s in "
-                       f"{', '.join(fields)}: its KV-cache and weights-fit checks use the "
-                       "stored values; re-run `ddtree-bayes fit` to use these")
+                       f"{', '.join(fields)}: {checks} the stored values; re-run "
+                       "`ddtree-bayes fit` to use these")
     if drafters:
         out += drafter_card_changes(draws, None, workdir)
     return out
@@ -1133,7 +1137,7 @@ def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
     layer``), so at one stream the GPUs read in turn, while the step model (the pair roofline,
     or a measured pair's step, shared by its engines) has them read together as tensor
     parallelism does: the answer may be up to GPUs x too fast. None otherwise."""
-    if sc.engine != "llama.cpp" or sc.gpus <= 1:
+    if sc.engine not in LAYER_SPLIT_ENGINES or sc.gpus <= 1:
         return None
     if any(m.engine == sc.engine and m.hardware == sc.hardware and m.gpus == sc.gpus
            and (sc.model is None or m.model == sc.model) for m in draws.measurements.rows):
@@ -1144,6 +1148,66 @@ def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
             "parallelism does (vLLM, SGLang, TensorRT-LLM), and may be up to "
             f"{sc.gpus}x too fast (less with --split-mode row); a llama.cpp row measured on "
             f"{sc.gpus} x {sc.hardware} pins it")
+
+
+#: Engines that split a model across GPUs by whole layers, not by tensor parallelism
+#: (:func:`layer_split_warning`); every other engine shards the attention heads.
+LAYER_SPLIT_ENGINES = ("llama.cpp",)
+
+
+def heads_card(draws: Fit, sc: Scenario):
+    """The card of ``sc``'s model as the fit stored it (None without one); a card stored
+    before cards kept ``q_heads`` (the key absent) takes those of the card of its name here
+    (data/models.csv, else the bundled one) when that card is of the same network with the
+    same KV heads, so a fit made before the column still warns of a GPU count its heads
+    cannot be sharded over."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.model_cards import load_model_cards, stored_card
+    from ddtree_bayes.core.paths import data_file
+
+    model = draws.meta.get("model", {})
+    card = stored_card(model, sc.model)
+    if card is None:
+        return None
+    cards = model.get("model_cards") or {}
+    raw = cards[sc.model] if sc.model in cards else model.get("card") or {}
+    if "q_heads" in raw:
+        return card
+    memo = draws.memo
+    if "cards_here" not in memo:
+        try:
+            memo["cards_here"] = load_model_cards(data_file("models.csv"))
+        except InputError:   # (card_changes names the problem)
+            memo["cards_here"] = {}
+    here = memo["cards_here"].get(card.model)
+    if here is None or not here.same_architecture(card) or here.kv_heads != card.kv_heads:
+        return card
+    return dataclasses.replace(card, q_heads=here.q_heads)
+
+
+def tensor_parallel_warning(draws: Fit, sc: Scenario,
+                            engines: Iterable[str] | None = None) -> str | None:
+    """One line when ``sc``'s GPU count cannot be one tensor-parallel group of its model: the
+    engines of ``engines`` (default: ``sc.engine``) that shard by tensor parallelism (all but
+    :data:`LAYER_SPLIT_ENGINES`) split the attention heads evenly over the GPUs
+    (core/model_cards.py ``tensor_parallel_rule``: Kimi K2.6's 64 heads on 3 GPUs), so a
+    deployment on that many GPUs runs pipeline or expert parallelism, which the step model
+    does not price: it prices the GPUs as one tensor-parallel group reading together. None on
+    one GPU, for a system (model and GPU count) the fit measured, or when the card does not
+    give its ``q_heads`` (unknown)."""
+    from ddtree_bayes.core.model_cards import tensor_parallel_rule
+
+    sharding = [e for e in dict.fromkeys(engines or (sc.engine,))
+                if e not in LAYER_SPLIT_ENGINES]
+    if not sharding or sc.gpus <= 1 or sc.measured:
+        return None
+    card = heads_card(draws, sc)
+    rule = None if card is None else tensor_parallel_rule(card, sc.gpus)
+    if rule is None:
+        return None
+    return (f"{sc.gpus} x {sc.hardware} in {', '.join(sharding)}: tensor parallelism {rule}; "
+            f"a deployment on {sc.gpus} GPUs runs pipeline or expert parallel, which the step "
+            "model does not price (it treats them as one tensor-parallel group)")
 
 
 def max_context_warning(draws: Fit, sc: Scenario) -> str | None:

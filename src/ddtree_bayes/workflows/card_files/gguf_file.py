@@ -161,6 +161,10 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                        intermediate_size=_int(key("{arch}.expert_feed_forward_length")
                                               or key("{arch}.feed_forward_length")))
     shape.recurrent_layers = len({i for i in hybrid_layers if i < layers})
+    # (a per-layer head_count, as OpenELM's, of unequal entries: no one count to shard)
+    raw_heads = key("{arch}.attention.head_count")
+    if not isinstance(raw_heads, list) or len(set(raw_heads)) == 1:
+        shape.q_heads = _int(raw_heads)
     if shape.experts and not shape.shared_experts and any(t.kind == "shared_expert"
                                                           for t in tensors):
         shape.shared_experts = 1

@@ -723,7 +723,7 @@ def describe_attention(shape: ModelShape, c: HFConfig, family: str, kinds: list[
     """The card's attention text and KV bytes per token (bf16 / fp16 cache)."""
     heads = c.whole("num_attention_heads")
     full = kinds.count("full_attention")
-    shape.heads = heads
+    shape.heads = shape.q_heads = heads
     if family in MLA:
         rank, rope = c.whole("kv_lora_rank"), c.whole("qk_rope_head_dim")
         shape.attention = f"MLA (kv_lora_rank {rank} + qk_rope_head_dim {rope}), {heads} heads"

@@ -149,6 +149,9 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         # KV heads of a full-attention layer (an MLA latent: 1), how tensor parallelism splits
         # the cache each step reads (the context cost's prior, core/context_cost.py)
         "kv_heads": str(shape.kv_heads) if shape.kv_heads else "",
+        # query heads of a full-attention layer, which tensor parallelism shards evenly (a
+        # GPU count that does not divide them is warned of: scenario.tensor_parallel_warning)
+        "q_heads": str(shape.q_heads) if shape.q_heads else "",
         # the bits a value of kv_bytes_per_token takes: the cache the checkpoint declares;
         # blank when it declares none (bf16's 16 is taken)
         "kv_cache_bits": "" if bits is None else f"{bits:g}"}
@@ -163,7 +166,8 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
              "compute_dtype": dtype, "mtp_layers": shape.mtp_layers,
              "max_context_tokens": shape.max_context_tokens,
-             "recurrent_layers": shape.recurrent_layers, "kv_heads": shape.kv_heads}
+             "recurrent_layers": shape.recurrent_layers, "kv_heads": shape.kv_heads,
+             "q_heads": shape.q_heads}
     drafters = [mtp_drafter(name, shape, scheme, source)] if shape.mtp_layers else []
     return Derived(card, drafters, facts,
                    warnings=[kv.said] if kv is not None and kv.said else [])

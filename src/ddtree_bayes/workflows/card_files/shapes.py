@@ -53,6 +53,9 @@ class ModelShape:
     vocab_size: int
     heads: int | None = None
     kv_heads: int | None = None
+    #: the query heads tensor parallelism shards (``num_attention_heads``, a GGUF's uniform
+    #: ``head_count``); None when a file gives them per layer, unequal
+    q_heads: int | None = None
     head_dim: int | None = None
     experts: int | None = None
     experts_topk: int | None = None

@@ -34,6 +34,7 @@ from ddtree_bayes.engine.scenario import (
     drafter_gap_warnings,
     layer_split_warning,
     memory_warnings,
+    tensor_parallel_warning,
 )
 from ddtree_bayes.engine.structure import (
     amd_overhead_warning,
@@ -80,7 +81,8 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]
     does not fit (as predict warns), a GPU without its memory size, and a concurrency above
     the largest measured on the system (the step's growth with C is then the roofline's)."""
     notes = list(memory_warnings(draws, sc, (concurrency,)))
-    notes += [w for w in (layer_split_warning(draws, sc), amd_overhead_warning(draws, sc),
+    notes += [w for w in (layer_split_warning(draws, sc), tensor_parallel_warning(draws, sc),
+                          amd_overhead_warning(draws, sc),
                           beyond_measured_note(draws, sc.pair, [concurrency])) if w is not None]
     return notes
 
