@@ -191,6 +191,8 @@ def test_a_system_that_cannot_hold_the_weights_is_refused():
         ask("rtx-pro-6000", 1)
     assert str(err.value) == ("kimi-k2.6's weights (600.0 GB: 1000B parameters at 0.6 bytes) "
                               "do not fit in 1 x rtx-pro-6000 (96.0 GB) (fix: --gpus 7 or more of "
-                              "them, or a GPU with more memory)")
+                              "them (8, 16 or 32 for a tensor-parallel engine, which shards "
+                              "kimi-k2.6's 64 heads evenly; llama.cpp splits layers over any "
+                              "count), or a GPU with more memory)")
     assert not ask("rtx-pro-6000", 7).measured
     assert ask("b300", 8).measured

@@ -22,7 +22,9 @@ def test_a_candidates_rows_error_names_its_file_row_and_column(tmp_path):
     assert code == 2 and out == ""
     assert err == (f"ddtree-bayes: error: {cands}, row 3, column 'gpus': kimi-k2.6's weights "
                    "(600.0 GB: 1000B parameters at 0.6 bytes) do not fit in 1 x h200 (141.0 "
-                   "GB) (fix: gpus 5 or more of them, or a GPU with more memory)\n")
+                   "GB) (fix: gpus 5 or more of them (8, 16 or 32 for a tensor-parallel "
+                   "engine, which shards kimi-k2.6's 64 heads evenly; llama.cpp splits layers "
+                   "over any count), or a GPU with more memory)\n")
     # an unknown GPU: its column, though the message names no flag
     cands.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
                      "h100,1,vllm,ar,,,,0\nh999,1,vllm,ar,,,,0\n")

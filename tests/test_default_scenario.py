@@ -677,8 +677,9 @@ def test_gpu_counts_offered_for_an_unmeasured_gpu_hold_the_weights():
         "kimi-k2.6's weights, 600.0 GB) (fix: --gpus 8)")   # (one count: the fix names it)
     assert refusal("rtx-5090") == (
         "rtx-5090 could run on none of the GPU counts this fit measured (1, 2, 4 and 8): 8 x "
-        "32.0 GB cannot hold kimi-k2.6's weights, 600.0 GB (fix: --gpus 19 or more of them, or a GPU "
-        "with more memory)")
+        "32.0 GB cannot hold kimi-k2.6's weights, 600.0 GB (fix: --gpus 19 or more of them (32 "
+        "or 64 for a tensor-parallel engine, which shards kimi-k2.6's 64 heads evenly; llama.cpp "
+        "splits layers over any count), or a GPU with more memory)")
     # a measured GPU lists every count measured on it (its rows prove they run)
     assert refusal("b300") == ("b300 could run on 1, 2, 4 or 8 GPUs in this fit (fix: say "
                                "which with --gpus)")

@@ -342,6 +342,32 @@ a divisor nor a multiple of 4
     return "; it ".join(said) or None
 
 
+def more_gpus_fix(card: ModelCard, memory_gb: float) -> str:
+    """The fix of a question whose GPUs of ``memory_gb`` each cannot hold ``card``'s weights:
+    the fewest that can, and, when that count cannot shard the model's heads
+    (:func:`tensor_parallel_rule`), the three smallest tensor-parallel sizes above it that can
+    (the fix said "--gpus 3 or more" for Kimi K2.6's 64 heads, which no TP engine runs).
+
+    >>> kimi = ModelCard("kimi-k2.6", 1026, 32, 61, 384, 8, 0.5, "fp4", "s", kv_heads=1,
+    ...                  q_heads=64)
+    >>> print(more_gpus_fix(kimi, 141.0))
+    --gpus 4 or more of them, or a GPU with more memory
+    >>> print(more_gpus_fix(kimi, 120.0))
+    --gpus 5 or more of them (8, 16 or 32 for a tensor-parallel engine, which shards \
+kimi-k2.6's 64 heads evenly; llama.cpp splits layers over any count), or a GPU with more memory
+    """
+    from ddtree_bayes.core.data import listed
+
+    need = max(1, math.ceil(card.weights_gb / memory_gb))
+    sizes = ([g for g in range(need, (card.q_heads or 0) + 1)
+              if tensor_parallel_rule(card, g) is None][:3]
+             if tensor_parallel_rule(card, need) else [])
+    shard = (f" ({listed(sizes, 'or')} for a tensor-parallel engine, which shards "
+             f"{card.model}'s {card.q_heads} heads evenly; llama.cpp splits layers over any "
+             "count)" if sizes else "")
+    return f"--gpus {need} or more of them{shard}, or a GPU with more memory"
+
+
 #: The most bytes a weight can take (fp64): a card's ``bytes_per_weight`` above it is bits
 #: written as bytes (16 for bf16). A 4-bit scheme written as 4 is that slip too, but in range.
 MAX_BYTES_PER_WEIGHT = 8.0

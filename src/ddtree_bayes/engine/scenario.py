@@ -734,7 +734,7 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     kimi-k2.6's weights (513.0 GB: 1026B parameters at 0.5 bytes) do not fit in 8 x rtx-4090 \
 (192.0 GB) (fix: --gpus 22 or more of them, or a GPU with more memory)
     """
-    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.model_cards import more_gpus_fix, stored_card
 
     card = stored_card(draws.meta.get("model", {}), model)
     memory = memory_gb(draws, hardware)
@@ -747,7 +747,7 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
             f"{card.model}'s weights ({need} GB: {card.params_total_b:g}B "
             f"parameters at {card.weights_bytes_per_weight:g} bytes) do not fit in {gpus} x "
             f"{hardware} ({have} GB)",
-            fix=f"--gpus {math.ceil(weights / memory)} or more of them, or a GPU with more memory")
+            fix=more_gpus_fix(card, memory))
 
 
 def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[int]
@@ -774,7 +774,7 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
     if run == counts:
         return QueryError(f"{hardware} could run on {listed(counts, 'or')} GPUs in this fit",
                           fix="say which with --gpus")
-    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.model_cards import more_gpus_fix, stored_card
 
     card, memory = stored_card(draws.meta.get("model", {}), model), memory_gb(draws, hardware)
     assert card is not None and memory is not None   # (else every count holds)
@@ -784,8 +784,7 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
         return QueryError(f"{hardware} could run on none of the GPU counts this fit measured "
                           f"({listed(counts, 'and')}): {counts[-1]} x {each} GB cannot hold "
                           f"{weights}",
-                          fix=f"--gpus {math.ceil(card.weights_gb / memory)} or more of them, "
-                              "or a GPU with more memory")
+                          fix=more_gpus_fix(card, memory))
     return QueryError(f"{hardware} could run on {listed(run, 'or')} GPUs in this fit "
                       f"({listed([g for g in counts if g not in run])} x {each} GB cannot hold "
                       f"{weights})",
