@@ -30,6 +30,9 @@ def cmd_history(args: argparse.Namespace) -> int:
     if not fits:
         print(f"no fits in {models / 'fits'} (run `{PROG} fit`)")
         return 0
+    # two forms on disk (`fit --moe-form power --step-form fraction` beside the default, to
+    # `compare`): each fit says its own, since their ids (the data's hash) do not
+    forms = len({f.get("form") for f in fits if f["readable"]}) > 1
     body = []
     for f in fits:
         if not f["readable"]:
@@ -40,6 +43,8 @@ def cmd_history(args: argparse.Namespace) -> int:
         notes = []
         if f["latest"]:
             notes.append("latest")
+        if forms:
+            notes.append(f"{f['form']} form")
         up = f.get("update")
         if up:
             notes.append(f"update of {up.get('previous_fit')}: +{len(up.get('added_rows', []))}"

@@ -123,7 +123,9 @@ def parameter_table(a, b, include_auxiliary: bool = False) -> list[dict]:
 
 
 def list_fits(models: Path) -> list[dict]:
-    """Every saved fit, oldest first, from its metadata only (h5py attributes)."""
+    """Every saved fit, oldest first, from its metadata only (h5py attributes); ``form`` is its
+    model forms as ``compare`` names them ("roofline/structured")."""
+    from ddtree_bayes.core.config import form_label
     from ddtree_bayes.engine import store
 
     latest = None
@@ -147,7 +149,8 @@ def list_fits(models: Path) -> list[dict]:
             "failures": meta.get("failures", []), "seed": meta.get("seed"),
             "sampler": meta.get("sampler"), "total_s": meta.get("timings", {}).get("total_s"),
             "update": meta.get("update"), "made_by": meta.get("made_by"),
-            "reweight": meta.get("reweight"), "latest": path.stem == latest})
+            "reweight": meta.get("reweight"), "form": form_label(meta),
+            "latest": path.stem == latest})
     out.sort(key=lambda r: (r["created_utc"] or _id_time(str(r["fit_id"])), r["fit_id"]))
     return out
 
