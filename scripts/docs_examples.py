@@ -22,7 +22,7 @@ by the reproducible clock (``SOURCE_DATE_EPOCH``, :mod:`ddtree_bayes.core.clock`
 and dates are the same on every run. The one thing that differs from run to run is
 wall-clock seconds (``23.6 s``), which ``--check`` leaves out of the comparison.
 ``tests/test_docs_examples.py`` checks the pages against the saved outputs on every test run,
-and (in the nuts tier) that a fresh run of this script reproduces them.
+and (in the slow tier, `pytest -m slow`) that a fresh run of this script reproduces them.
 """
 
 from __future__ import annotations
