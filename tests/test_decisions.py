@@ -691,7 +691,9 @@ def test_default_candidates_propose_only_drafters_that_exist():
         "reduction) with no measurement in the fit: there is no such engine to run":
             ["h100 x1 native eagle3 block 3 budget 3 M=4"],
         "no drafter card serves llama-3.1-8b-instruct's ddtree and the fit measured none: "
-        "there is no drafter to run it with (`ddtree-bayes card add` one)":
+        "there is no drafter to run it with (`ddtree-bayes card add` one; "
+        "llama-3.1-8b-instruct's drafter cards serve eagle (yuhuili/EAGLE-LLaMA3.1-Instruct-8B), "
+        "eagle3 (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): ask --method eagle or eagle3)":
             [f"{s} ddtree block 16 budget {b} M={b + 1}"
              for s in ("b300 x8 sglang", "h100 x1 vllm") for b in (8, 32, 128)]}
     # Kimi K2.6 has no drafter card, but the fit measured its DDTree: proposed
@@ -1621,7 +1623,9 @@ def test_optimize_says_when_no_drafter_serves_the_models_tree(tmp_path, monkeypa
     out = D.optimize(draws, curve, model="llama-3.1-8b-instruct", hardware="h100", gpus=1,
                      engine="vllm", budgets=(8, 16, 32))
     gap = ("no drafter card serves llama-3.1-8b-instruct's ddtree and the fit measured none: "
-           "there is no drafter to run it with (`ddtree-bayes card add` one)")
+           "there is no drafter to run it with (`ddtree-bayes card add` one; "
+           "llama-3.1-8b-instruct's drafter cards serve eagle (yuhuili/EAGLE-LLaMA3.1-Instruct-8B), "
+           "eagle3 (yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): ask --method eagle or eagle3)")
     assert out["warnings"][0] == gap
     assert out["warnings"].count(gap) == 1
     kimi = D.optimize(draws, curve, model="kimi-k2.6", hardware="b300", engine="sglang",

@@ -787,8 +787,12 @@ def test_update_does_not_count_a_drafter_card_of_a_model_the_fit_has_not(tmp_pat
     assert "drafter card" not in out + err
 
 
+#: (with the methods Llama's built-in drafter cards serve: the question that can be asked)
 NO_LLAMA_DDTREE = ("no drafter card serves llama-3.1-8b-instruct's ddtree and the fit measured "
-                   "none: there is no drafter to run it with (`ddtree-bayes card add` one)")
+                   "none: there is no drafter to run it with (`ddtree-bayes card add` one; "
+                   "llama-3.1-8b-instruct's drafter cards serve eagle "
+                   "(yuhuili/EAGLE-LLaMA3.1-Instruct-8B), eagle3 "
+                   "(yuhuili/EAGLE3-LLaMA3.1-Instruct-8B): ask --method eagle or eagle3)")
 #: A DDTree budget 32 on Llama's h100 x1, measured AR only (1 token a step).
 LLAMA_M33 = ("at C = 1 a step verifies 33 tokens (C x M), more than any measured on "
              "llama-3.1-8b-instruct@h100x1 (at most 1): there the step's growth with M is the "

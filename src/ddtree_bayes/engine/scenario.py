@@ -508,8 +508,20 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
         return None
     if drafter_for(cards, model, method) is not None:
         return None
+    # the methods the model's own cards serve (an EAGLE-3 head just added with `card add
+    # --target`, while the question asks the bundled DDTree): the question that can be asked
+    serves: dict[str, list[str]] = {}
+    for card in cards:
+        for m in card.methods:
+            if m != method and drafter_for((card,), model, m) is not None:
+                serves.setdefault(m, []).append(card.drafter)
+    other = ""
+    if serves:
+        listed = ", ".join(f"{m} ({', '.join(dict.fromkeys(serves[m]))})" for m in sorted(serves))
+        other = (f"; {model}'s drafter cards serve {listed}: ask --method "
+                 + " or ".join(sorted(serves)))
     return (f"no drafter card serves {model}'s {method} and the fit measured none: "
-            "there is no drafter to run it with (`ddtree-bayes card add` one)")
+            f"there is no drafter to run it with (`ddtree-bayes card add` one{other})")
 
 
 def drafter_gap_warnings(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
