@@ -40,6 +40,13 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     unconverged, and ``predict`` refuses it). ``moe_form`` / ``step_form`` override the
     priors file's model forms; ``remedies=False`` samples once. See
     :func:`ddtree_bayes.engine.fitting.fit`.
+
+    Example::
+
+        import ddtree_bayes as db
+        result = db.fit()                       # data/measurements.csv, ~10-30 s of sampling
+        result.fit_id, result.converged         # ('20261201T000000Z-3bd953e0', True)
+        db.fit("mine.csv", step_form="fraction")   # another file, the earlier SPEC form
     """
     from ddtree_bayes.engine import fitting
 
@@ -51,7 +58,15 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
 
 def load(fit_id: str | None = None, workdir: Path | None = None) -> Fit:
     """A saved fit (latest by default): its draws, metadata and stored inputs, as a
-    :class:`~ddtree_bayes.engine.posterior.Fit`."""
+    :class:`~ddtree_bayes.engine.posterior.Fit`.
+
+    Example::
+
+        import ddtree_bayes as db
+        fit = db.load()                                  # models/latest.json's fit
+        fit.meta["fit_id"], fit.meta["converged"]
+        older = db.load("20261201T000000Z-3bd953e0")     # an id from `ddtree-bayes history`
+    """
     from ddtree_bayes.engine import store
 
     if fit_id is not None and not isinstance(fit_id, str):   # (re's TypeError, unexplained)
@@ -86,6 +101,13 @@ def predict(fit: Fit | None = None, *, allow_unconverged: bool = False, strict: 
     with ``strict`` (the CLI's ``--strict``) a stale fit raises
     :class:`~ddtree_bayes.core.errors.StaleArtifactError` instead, and an engine or method
     never measured nor declared a :class:`~ddtree_bayes.core.errors.QueryError`.
+
+    Example::
+
+        import ddtree_bayes as db
+        table = db.predict(db.load(), accept="12:16", target=800)   # the README's question
+        table[["engine", "accept", "median", "lo90", "hi90", "p_ge_target"]]
+        db.predict(hardware="h200", engine="sglang", accept=14, explain=True)
     """
     import inspect
 
@@ -151,7 +173,15 @@ def load_inputs(data: str | Path | None = None, priors: str | Path | None = None
     """Read and validate a measurement file and the priors (defaults: ``data/`` and
     ``models/``) without fitting: every problem ``fit`` refuses before sampling (of one file,
     or of the files together: a row's undeclared method, a model without a card) raises an
-    :class:`~ddtree_bayes.core.errors.InputError`."""
+    :class:`~ddtree_bayes.core.errors.InputError`.
+
+    Example::
+
+        import ddtree_bayes as db
+        measurements, priors = db.load_inputs()          # data/ and models/ here
+        len(measurements.rows), priors.moe_form          # (9, 'roofline') on the bundled data
+        db.load_inputs("mine.csv")                       # InputError: file, row, column, fix
+    """
     from ddtree_bayes.engine.fitting import FitInputs
 
     inputs = FitInputs.read(data, priors, hardware, workdir).check()
