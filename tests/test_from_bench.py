@@ -121,6 +121,19 @@ def test_llama_bench_imports_its_generation_tests(work, name):
     assert err.count("ddtree-bayes: note: ") == 1 and "(pp512) measures prompt processing" in err
 
 
+def test_a_refused_import_is_one_line_without_the_files_notes(tmp_path):
+    """An import refused after the file was read (here: in an empty folder, no
+    data/measurements.csv) printed the file's "pp512 ... not imported" note before its
+    one-line error (a docs walk); the notes are now said with the warnings, once the rows are
+    in."""
+    code, out, err = run_cli(tmp_path, "add", "--from-bench", str(BENCH / "llama_bench.json"),
+                             "--gpus", "1", "--model", "llama-3.1-8b-instruct", "--engine",
+                             "llama.cpp", "--method", "ar")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert err.startswith("ddtree-bayes: error: data/measurements.csv: file not found (fix: ")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_sglang_one_batch_and_a_batch_sweep(work):
     src = str(BENCH / "sglang_one_batch_bs1_bs8.jsonl")   # line 1 batch 1, line 2 batch 8
     err = one_error(work, "--from-bench", src, *CONFIG, "--method", "ar")

@@ -89,6 +89,7 @@ def cmd_add(args: argparse.Namespace) -> int:
     # bounds accept_len by what each row's configuration can emit; refuses what fit refuses
     methods, declared, known, blank_context = _methods_table()
     kept: list[str] = []   # warnings on rows a benchmark file gave
+    noted: list[str] = []  # what the file held and was not imported
     if args.from_file:
         given = [f"--{f.replace('_', '-')}" for f in ROW_FLAGS if getattr(args, f) is not None]
         if given:
@@ -123,10 +124,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             output_len=args.output_len, input_len=args.input_len,
             records=None if args.bench_records is None else set(args.bench_records),
             single_stream_only=bool(args.single_stream_only))
-        rows = got.rows
-        for note in got.notes:
-            print(f"{PROG}: note: {note}", file=sys.stderr)
-        kept = got.warnings   # (said once the rows are in: an error is one line)
+        rows, noted = got.rows, got.notes
+        kept = got.warnings   # (both said once the rows are in: an error is one line)
         result = living.append_rows(data_path, hardware, rows,
                                     allow_duplicate=args.allow_duplicate,
                                     what=args.from_bench if len(rows) > 1 else None,
@@ -162,6 +161,8 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     declared=declared, create=create, known=known,
                                     default_context=blank_context,
                                     check_existing=_as_fit(args.hardware_file))
+    for note in noted:
+        print(f"{PROG}: note: {note}", file=sys.stderr)
     warned: list[str] = []
     print_warnings([*kept, *result.warnings], warned)   # (on stderr in the JSON form too)
     if args.format == "json":
