@@ -981,6 +981,24 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
     return shaped
 
 
+def cards_here(draws: Fit) -> dict:
+    """The model cards of the working directory (data/models.csv, else the bundled ones),
+    read once per fit object: what a fit stored before a card column existed borrows from
+    (:func:`with_kv_bits`, :func:`heads_card`); {} when they do not load (card_changes names
+    the problem)."""
+    from ddtree_bayes.core.errors import InputError
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import data_file
+
+    memo = draws.memo
+    if "cards_here" not in memo:
+        try:
+            memo["cards_here"] = load_model_cards(data_file("models.csv"))
+        except InputError:
+            memo["cards_here"] = {}
+    return memo["cards_here"]
+
+
 def with_kv_bits(draws: Fit, card):
     """``card`` with the bits per value of its ``kv_bytes_per_token``: a card a fit stored
     before cards kept them (``kv_cache_bits`` None) takes those of the card of its name here
@@ -988,19 +1006,9 @@ def with_kv_bits(draws: Fit, card):
     (Kimi K2.6's fp8 cache read as bf16 would halve its bytes at ``--kv-cache fp8``)."""
     import dataclasses as dc
 
-    from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.model_cards import load_model_cards
-    from ddtree_bayes.core.paths import data_file
-
     if card.kv_cache_bits is not None:
         return card
-    memo = draws.memo
-    if "cards_here" not in memo:
-        try:
-            memo["cards_here"] = load_model_cards(data_file("models.csv"))
-        except InputError:   # (card_changes names the problem)
-            memo["cards_here"] = {}
-    here = memo["cards_here"].get(card.model)
+    here = cards_here(draws).get(card.model)
     if here is None or here.kv_bytes_per_token != card.kv_bytes_per_token:
         return card
     return dc.replace(card, kv_cache_bits=here.kv_cache_bits)
@@ -1172,9 +1180,7 @@ def heads_card(draws: Fit, sc: Scenario):
     (data/models.csv, else the bundled one) when that card is of the same network with the
     same KV heads, so a fit made before the column still warns of a GPU count its heads
     cannot be sharded over."""
-    from ddtree_bayes.core.errors import InputError
-    from ddtree_bayes.core.model_cards import load_model_cards, stored_card
-    from ddtree_bayes.core.paths import data_file
+    from ddtree_bayes.core.model_cards import stored_card
 
     model = draws.meta.get("model", {})
     card = stored_card(model, sc.model)
@@ -1184,13 +1190,7 @@ def heads_card(draws: Fit, sc: Scenario):
     raw = cards[sc.model] if sc.model in cards else model.get("card") or {}
     if "q_heads" in raw:
         return card
-    memo = draws.memo
-    if "cards_here" not in memo:
-        try:
-            memo["cards_here"] = load_model_cards(data_file("models.csv"))
-        except InputError:   # (card_changes names the problem)
-            memo["cards_here"] = {}
-    here = memo["cards_here"].get(card.model)
+    here = cards_here(draws).get(card.model)
     if here is None or not here.same_architecture(card) or here.kv_heads != card.kv_heads:
         return card
     return dataclasses.replace(card, q_heads=here.q_heads)
