@@ -944,6 +944,28 @@ def test_half_a_cache_that_is_fp8_already_is_not_called_fp8():
                 "147.4 GB, which fits" in text), text
 
 
+def test_half_a_cache_of_a_fit_stored_before_its_bits_is_the_card_heres():
+    """A fit stored before cards kept ``kv_cache_bits`` (the key absent) has Kimi K2.6's 35136
+    bytes per token without its 8 bits; ``--kv-cache`` takes the bits of the card here
+    (with_kv_bits), but the warning's "half of them" text read the stored None as bf16's 16:
+    "fp8 for a bf16 card" for a cache that is fp8 already, the text 0e75be4 fixed for new
+    fits. The same case as above, the card stored without the key."""
+    import dataclasses
+    from types import SimpleNamespace as NS
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.engine.scenario import kv_cache_warning
+
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    del card["kv_cache_bits"]
+    fit = NS(meta={"model": {"card": card}}, hardware={"rtx-pro-6000": {"memory_gb": "96"}},
+             memo={})
+    sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=65536.0)
+    text = kv_cache_warning(fit, sc, 128)
+    assert ("at half of them (4 bits for the card's 8-bit cache) the 128 streams need "
+            "147.4 GB, which fits" in text), text
+
+
 def test_update_scores_a_rate_below_one_with_two_digits():
     """update's table of new rows printed tok/s with ':.0f', so a row scored at 0.498 tok/s
     (an AR step of 2 s at a long context) read "predicted 0, 50% 0-1"; predict's and diff's

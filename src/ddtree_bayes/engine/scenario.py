@@ -843,20 +843,21 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     >>> from types import SimpleNamespace as NS
     >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "params_active_b": 32.0,
     ...         "layers": 61, "experts": 384, "experts_topk": 8, "bytes_per_weight": 0.5,
-    ...         "compute_dtype": "fp4", "source": "s", "kv_bytes_per_token": 35136}
+    ...         "compute_dtype": "fp4", "source": "s", "kv_bytes_per_token": 35136,
+    ...         "kv_cache_bits": 8.0}
     >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-pro-6000": {"memory_gb": "96"}})
     >>> sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=131072.0)
     >>> kv_cache_warning(fit, sc, 8) is None      # 8 x 131072 x 35136 B = 36.8 GB of 255 GB
     True
-    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-126:])
-    cache of half the card's bytes per token, fp8 for a bf16 card, would need 1756.8 GB); the \
-answer is for a step that cannot run
+    >>> print(kv_cache_warning(fit, NS(**{**vars(sc), "context_tokens": 1e8}), 1)[-140:])
+    cache of half the card's bytes per token, 4 bits for the card's 8-bit cache, would need \
+1756.8 GB); the answer is for a step that cannot run
     >>> print(kv_cache_warning(fit, sc, 64))
     at C = 64 and context 131072 the KV cache needs 294.7 GB (35136 bytes per token, the \
 card's kv_bytes_per_token) but 8 x rtx-pro-6000 have 255.0 GB left after the weights (513.0 GB): \
 an engine holding the caches at the card's bytes would run fewer streams at once; at half of \
-them (fp8 for a bf16 card) the 64 streams need 147.4 GB, which fits: the answer is for such a \
-deployment (--kv-cache says the deployment's cache)
+them (4 bits for the card's 8-bit cache) the 64 streams need 147.4 GB, which fits: the answer is \
+for such a deployment (--kv-cache says the deployment's cache)
     >>> print(kv_cache_warning(fit, sc, 128)[-100:])   # 589.5 GB, half 294.7 > 255.0
     513.0 GB): an engine would run fewer streams at once; the answer is for 128 streams decoded \
 together
@@ -879,7 +880,8 @@ together
     if need <= left:
         return None
     needs, has, weighs, half = gb_texts(need, max(left, 0.0), weights, need / 2)
-    halved = half_cache_text(card.kv_cache_bits)
+    # (a card stored before kv_cache_bits takes the card here's: Kimi K2.6's cache is fp8)
+    halved = half_cache_text(with_kv_bits(draws, card).kv_cache_bits)
     # (a cache that fits at half the card's bytes was said to fit no engine, beside its figure)
     what = (f"an engine holding the caches at the card's bytes would run fewer streams at "
             f"once; at half of them ({halved}) the {concurrency} streams need {half} "
