@@ -182,3 +182,25 @@ def test_card_add_from_a_gguf_writes_its_head_count(tmp_path, monkeypatch, heads
     d = card_files.derive_from_gguf(gguf_fixture.write_model(tmp_path / "m.gguf", "llama", keys,
                                                              tensors))
     assert d.card["q_heads"] == want and d.facts["q_heads"] == (int(want) if want else None)
+
+
+def test_a_fit_made_before_the_column_names_shardable_counts_in_the_weights_fix():
+    """The weights-fit fix names the GPU counts tensor parallelism can shard (b395fdc), from
+    the card's q_heads; a fit made before the column (the key absent) takes them from the card
+    here for its warning (heads_card), so its fix must too: it said "--gpus 5 or more" for
+    Kimi K2.6 on H200 (600 GB of weights over 141 GB: ceil 4.26 = 5), then warned of 5 once
+    asked. 5 does not divide 64; the three smallest counts from 5 that do: 8, 16, 32."""
+    from ddtree_bayes.core.errors import QueryError
+
+    want = ("--gpus 5 or more of them (8, 16 or 32 for a tensor-parallel engine, which shards "
+            "kimi-k2.6's 64 heads evenly; llama.cpp splits layers over any count), or a GPU "
+            "with more memory")
+    for old in (False, True):
+        d = multi_model_draws()
+        if old:
+            for stored in d.meta["model"]["model_cards"].values():
+                del stored["q_heads"]
+        with pytest.raises(QueryError) as e:
+            P.check_weights_fit(d, "kimi-k2.6", "h200", 4)
+        assert e.value.fix == want, (old, e.value.fix)
+        assert P.gpu_counts_error(d, "kimi-k2.6", "h200", [2, 4]).fix == want, old

@@ -738,7 +738,8 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "params_active_b": 32.0,
     ...         "layers": 61, "experts": 384, "experts_topk": 8, "bytes_per_weight": 0.5,
     ...         "compute_dtype": "fp4", "source": "s"}
-    >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-4090": {"memory_gb": "24"}})
+    >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-4090": {"memory_gb": "24"}},
+    ...          memo={})
     >>> try:
     ...     check_weights_fit(fit, None, "rtx-4090", 8)
     ... except QueryError as err:
@@ -746,9 +747,9 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     kimi-k2.6's weights (513.0 GB: 1026B parameters at 0.5 bytes) do not fit in 8 x rtx-4090 \
 (192.0 GB) (fix: --gpus 22 or more of them, or a GPU with more memory)
     """
-    from ddtree_bayes.core.model_cards import more_gpus_fix, stored_card
+    from ddtree_bayes.core.model_cards import more_gpus_fix
 
-    card = stored_card(draws.meta.get("model", {}), model)
+    card = heads_card(draws, model)   # (a fit before q_heads: the card here's, as warned)
     memory = memory_gb(draws, hardware)
     if not card or memory is None:
         return
@@ -786,9 +787,9 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
     if run == counts:
         return QueryError(f"{hardware} could run on {listed(counts, 'or')} GPUs in this fit",
                           fix="say which with --gpus")
-    from ddtree_bayes.core.model_cards import more_gpus_fix, stored_card
+    from ddtree_bayes.core.model_cards import more_gpus_fix
 
-    card, memory = stored_card(draws.meta.get("model", {}), model), memory_gb(draws, hardware)
+    card, memory = heads_card(draws, model), memory_gb(draws, hardware)
     assert card is not None and memory is not None   # (else every count holds)
     need, each = gb_texts(card.weights_gb, memory)
     weights = f"{card.model}'s weights, {need} GB"
@@ -1176,20 +1177,21 @@ def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
 LAYER_SPLIT_ENGINES = ("llama.cpp",)
 
 
-def heads_card(draws: Fit, sc: Scenario):
-    """The card of ``sc``'s model as the fit stored it (None without one); a card stored
+def heads_card(draws: Fit, name: str | None):
+    """The card of model ``name`` as the fit stored it (None without one); a card stored
     before cards kept ``q_heads`` (the key absent) takes those of the card of its name here
     (data/models.csv, else the bundled one) when that card is of the same network with the
     same KV heads, so a fit made before the column still warns of a GPU count its heads
-    cannot be sharded over."""
+    cannot be sharded over, and the weights-fit fix names the counts it can be
+    (:func:`check_weights_fit`)."""
     from ddtree_bayes.core.model_cards import stored_card
 
     model = draws.meta.get("model", {})
-    card = stored_card(model, sc.model)
+    card = stored_card(model, name)
     if card is None:
         return None
     cards = model.get("model_cards") or {}
-    raw = cards[sc.model] if sc.model in cards else model.get("card") or {}
+    raw = cards[name] if name in cards else model.get("card") or {}
     if "q_heads" in raw:
         return card
     here = cards_here(draws).get(card.model)
@@ -1214,7 +1216,7 @@ def tensor_parallel_warning(draws: Fit, sc: Scenario,
                 if e not in LAYER_SPLIT_ENGINES]
     if not sharding or sc.gpus <= 1 or sc.measured:
         return None
-    card = heads_card(draws, sc)
+    card = heads_card(draws, sc.model)
     rule = None if card is None else tensor_parallel_rule(card, sc.gpus)
     if rule is None:
         return None
