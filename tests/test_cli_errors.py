@@ -48,6 +48,8 @@ def test_an_out_of_range_value_is_echoed_as_typed(work):
     err = one_error(*run_cli(work, "predict", "--concurrency", "9" * 20))
     assert err.startswith(f"ddtree-bayes: error: argument --concurrency: {'9' * 20} is "
                           "outside 1..4096 (fix: ")
+    err = one_error(*run_cli(work, "predict", "--concurrency", "+" + "9" * 20))
+    assert f"--concurrency: {'9' * 20} is outside 1..4096" in err
     err = one_error(*run_cli(work, "predict", "--context", "1e30"))
     assert err.startswith("ddtree-bayes: error: argument --context: '1e30' is above the "
                           "longest context taken (1,099,511,627,776 tokens) (fix: ")

@@ -132,7 +132,7 @@ def whole(lo: int, hi: int, fix: str) -> Callable[[str], int]:
         except ValueError:
             raise _bad(text, "is not a whole number", fix) from None
         if not lo <= value <= hi:
-            typed = text.strip()   # (as typed: 20 nines read as 1e20 echoed 100...0)
+            typed = text.strip().removeprefix("+")   # (20 nines read as 1e20 echoed 100...0)
             raise _bad(int(typed) if typed.isascii() and typed.isdigit() else value,
                        f"is outside {lo}..{hi}", fix)
         return value
