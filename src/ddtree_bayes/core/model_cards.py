@@ -572,28 +572,33 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                                              if raw.get("max_context_tokens") else None),
             kv_cache_bits=kv_bits,
             recurrent_layers=_recurrent_layers(raw, path, i, layers),
-            kv_heads=_kv_heads(raw, path, i),
-            q_heads=_q_heads(raw, path, i))
+            kv_heads=(kv_heads := _kv_heads(raw, path, i)),
+            q_heads=_q_heads(raw, path, i, kv_heads))
     return cards
 
 
-def _q_heads(raw: dict, path: str, row: int) -> int | None:
-    """A card's ``q_heads``: blank, or a whole number >= 1 that its ``kv_heads`` (when given,
-    and not an MLA latent) divides: grouped-query attention gives each KV head a whole group
-    of query heads (transformers' ``num_key_value_groups``)."""
-    text = raw.get("q_heads", "")
-    value = parse_number(path, row, "q_heads", text)
+def _heads(raw: dict, path: str, row: int, column: str, what: str, fix: str) -> int | None:
+    """A card's count of heads in ``column``: blank (None), or a whole number >= 1."""
+    text = raw.get(column, "")
+    value = parse_number(path, row, column, text)
     if value is None:
         return None
     if value < 1 or value != int(value):
-        raise DataError(f"q_heads {text} is not a whole number of attention heads of 1 or more",
-                        file=path, row=row, column="q_heads", fix=Q_HEADS_FIX)
-    kv = parse_number(path, row, "kv_heads", raw.get("kv_heads", ""))
-    if kv and kv > 1 and int(value) % int(kv):
-        raise DataError(f"q_heads {text} is not a multiple of the card's {int(kv)} KV heads: "
-                        "grouped-query attention gives each KV head a whole group of query "
-                        "heads", file=path, row=row, column="q_heads", fix=Q_HEADS_FIX)
+        raise DataError(f"{column} {text} is not a whole number of {what} of 1 or more",
+                        file=path, row=row, column=column, fix=fix)
     return int(value)
+
+
+def _q_heads(raw: dict, path: str, row: int, kv: int | None) -> int | None:
+    """A card's ``q_heads``: blank, or a whole number >= 1 that its ``kv_heads`` ``kv`` (when
+    given, and not an MLA latent) divides: grouped-query attention gives each KV head a whole
+    group of query heads (transformers' ``num_key_value_groups``)."""
+    value = _heads(raw, path, row, "q_heads", "attention heads", Q_HEADS_FIX)
+    if value is not None and kv and kv > 1 and value % kv:
+        raise DataError(f"q_heads {raw['q_heads']} is not a multiple of the card's {kv} KV "
+                        "heads: grouped-query attention gives each KV head a whole group of "
+                        "query heads", file=path, row=row, column="q_heads", fix=Q_HEADS_FIX)
+    return value
 
 
 #: What a bad ``q_heads`` cell's error says to write.
@@ -605,18 +610,13 @@ def _kv_heads(raw: dict, path: str, row: int) -> int | None:
     """A card's ``kv_heads``: blank, or a whole number >= 1, and 1 for an MLA card (its
     ``attention`` says MLA: one latent head that every GPU holds whole; a card that copied
     DeepSeek's ``num_key_value_heads``, 128, priced its context read 8x too cheap on 8 GPUs)."""
-    text = raw.get("kv_heads", "")
-    value = parse_number(path, row, "kv_heads", text)
-    if value is None:
-        return None
-    if value < 1 or value != int(value):
-        raise DataError(f"kv_heads {text} is not a whole number of KV heads of 1 or more",
-                        file=path, row=row, column="kv_heads", fix=KV_HEADS_FIX)
-    if raw.get("attention", "").lstrip().upper().startswith("MLA") and value != 1:
-        raise DataError(f"an MLA cache is one latent head every GPU holds whole, not {text} "
-                        "(the card's attention says MLA)", file=path, row=row,
+    value = _heads(raw, path, row, "kv_heads", "KV heads", KV_HEADS_FIX)
+    if value is not None and value != 1 and (
+            raw.get("attention", "").lstrip().upper().startswith("MLA")):
+        raise DataError(f"an MLA cache is one latent head every GPU holds whole, not "
+                        f"{raw['kv_heads']} (the card's attention says MLA)", file=path, row=row,
                         column="kv_heads", fix="write kv_heads 1 (or leave it blank)")
-    return int(value)
+    return value
 
 
 #: What a bad ``kv_heads`` cell's error says to write.
