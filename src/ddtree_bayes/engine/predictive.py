@@ -111,11 +111,11 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     parts, how = _step_components(draws, sc, rng)
     if not anchor or "structure_sd" not in draws.variables:
         return parts, how
+    passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
     found = anchor_shift(draws, sc)
     if found is None:
-        own_point = unanchored_distance(draws, sc)
+        own_point = unanchored_distance(draws, sc, passes)
         if own_point is not None:   # (at a measured point nothing here anchors)
-            passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
             parts = {**parts, "log_sd": query_log_sd(draws, sc, passes, distance=own_point)}
         return parts, how + other_engines_ar(draws, sc)
     shift, distance, label = found
@@ -128,14 +128,13 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
                     else "its target step and its overhead x (1 - reduction)"))
     factor = np.exp(-shift)   # a log tok/s shift of +shift is a step x exp(-shift)
     parts = {k: (v * factor if k in STEP_PARTS else v) for k, v in parts.items()}
-    passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
     # at the measured configuration itself its own error (config_sd) is carried too
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
                                    own_known=own)
     return parts, how + f"; anchored to the measured {label}"
 
 
-def unanchored_distance(draws: Fit, sc: Scenario) -> float | None:
+def unanchored_distance(draws: Fit, sc: Scenario, passes: float) -> float | None:
     """The distance an answer nothing anchors (:func:`anchor_shift` None) at a point measured
     on its system carries its discrepancy for: the likelihood's for a configuration there, its
     distance from the *other* points measured (core/likelihood ``config_distances``); None
@@ -148,10 +147,9 @@ def unanchored_distance(draws: Fit, sc: Scenario) -> float | None:
     on a system another engine measured AR on) has a discrepancy of its own; at distance 0
     from "the nearest measured configuration", itself, both answered the structural step with
     the run-to-run noise alone, narrower than the fit's own posterior predictive check there
-    (tests/test_unanchored_discrepancy.py)."""
+    (tests/test_unanchored_discrepancy.py). ``passes``: the query's drafter passes."""
     if not sc.measured:
         return None
-    passes = draft_structure(draws.meta["model"], sc.method, sc.block, sc.budget)[0]
     point = (float(sc.verify_tokens * sc.concurrency), passes)
     ms, ps = measured_configs(draws, sc.pair)
     points = list(zip(ms, ps, strict=True))
