@@ -872,17 +872,17 @@ together
     need = card.kv_cache_gb(sc.context_tokens, concurrency)
     if need is None:
         return None
+    # (a card stored before kv_cache_bits takes the card here's: Kimi K2.6's cache is fp8)
+    card = with_kv_bits(draws, card)
     dtype = getattr(sc, "kv_cache", None)
     if dtype is not None:
-        card = with_kv_bits(draws, card)
         need *= card.kv_share(dtype)
     weights = card.weights_gb
     left = memory * sc.gpus - weights
     if need <= left:
         return None
     needs, has, weighs, half = gb_texts(need, max(left, 0.0), weights, need / 2)
-    # (a card stored before kv_cache_bits takes the card here's: Kimi K2.6's cache is fp8)
-    halved = half_cache_text(with_kv_bits(draws, card).kv_cache_bits)
+    halved = half_cache_text(card.kv_cache_bits)
     # (a cache that fits at half the card's bytes was said to fit no engine, beside its figure)
     what = (f"an engine holding the caches at the card's bytes would run fewer streams at "
             f"once; at half of them ({halved}) the {concurrency} streams need {half} "
