@@ -947,7 +947,7 @@ def test_half_a_cache_that_is_fp8_already_is_not_called_fp8():
 def test_half_a_cache_of_a_fit_stored_before_its_bits_is_the_card_heres():
     """A fit stored before cards kept ``kv_cache_bits`` (the key absent) has Kimi K2.6's 35136
     bytes per token without its 8 bits; ``--kv-cache`` takes the bits of the card here
-    (with_kv_bits), but the warning's "half of them" text read the stored None as bf16's 16:
+    (fit_card), but the warning's "half of them" text read the stored None as bf16's 16:
     "fp8 for a bf16 card" for a cache that is fp8 already, the text 0e75be4 fixed for new
     fits. The same case as above, the card stored without the key."""
     import dataclasses

@@ -187,7 +187,7 @@ def test_card_add_from_a_gguf_writes_its_head_count(tmp_path, monkeypatch, heads
 def test_a_fit_made_before_the_column_names_shardable_counts_in_the_weights_fix():
     """The weights-fit fix names the GPU counts tensor parallelism can shard (b395fdc), from
     the card's q_heads; a fit made before the column (the key absent) takes them from the card
-    here for its warning (heads_card), so its fix must too: it said "--gpus 5 or more" for
+    here for its warning (fit_card), so its fix must too: it said "--gpus 5 or more" for
     Kimi K2.6 on H200 (600 GB of weights over 141 GB: ceil 4.26 = 5), then warned of 5 once
     asked. 5 does not divide 64; the three smallest counts from 5 that do: 8, 16, 32."""
     from ddtree_bayes.core.errors import QueryError

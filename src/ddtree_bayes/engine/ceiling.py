@@ -31,7 +31,7 @@ import numpy as np
 from ddtree_bayes.core.data import plain_text
 from ddtree_bayes.core.model_cards import KV_CACHE_BITS, KV_CARD_BITS_ASSUMED, kv_dtype_text
 from ddtree_bayes.engine.posterior import Fit
-from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read, with_kv_bits
+from ddtree_bayes.engine.scenario import Scenario, measured_step_ar, weights_read
 
 #: The cache the least deployment reads: llama.cpp's ``q4_0`` (32 4-bit values and one fp16
 #: scale per block, 4.5 bits per value), the smallest an engine keeps; read against the card's
@@ -95,7 +95,6 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     left_out = bytes_not_deployments(draws, sc, f.stream_ms)
     bandwidth = f.bandwidth_tb_s * sc.gpus
     cache = card.kv_cache_gb(sc.context_tokens or 0.0, sc.concurrency) or 0.0
-    card = with_kv_bits(draws, card)
     share = card.kv_share(sc.kv_cache) if sc.kv_cache is not None else least_kv_share(card)
     ceiling = ReadCeiling(0.0 if left_out else f.stream_ms * bandwidth, cache * share,
                           bandwidth, left_out, sc.kv_cache, card.kv_cache_bits)

@@ -370,9 +370,9 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
         here = dataclasses.asdict(now[name]) if name in now and name not in changed else {}
         # (a field the stored card predates, kv_cache_bits of a fit before --kv-cache, is
         # not a change: every answer without the flag is the same; q_heads of a fit before
-        # the column is taken from the card here, heads_card)
+        # the column is taken from the card here, fit_card)
         fields = [k for k in NOT_MODELLED if here.get(k) is not None and here[k] != card.get(k)
-                  and (k in card or k not in ("kv_cache_bits", "q_heads"))]
+                  and (k in card or k not in PREDATED_FIELDS)]
         if fields:
             checks = ("its tensor-parallel check uses" if fields == ["q_heads"] else
                       "its KV-cache, weights-fit and tensor-parallel checks use"
@@ -749,7 +749,7 @@ def check_weights_fit(draws: Fit, model: str | None, hardware: str, gpus: int) -
     """
     from ddtree_bayes.core.model_cards import more_gpus_fix
 
-    card = heads_card(draws, model)   # (a fit before q_heads: the card here's, as warned)
+    card = fit_card(draws, model)   # (a fit before q_heads: the card here's, as warned)
     memory = memory_gb(draws, hardware)
     if not card or memory is None:
         return
@@ -789,7 +789,7 @@ def gpu_counts_error(draws: Fit, model: str | None, hardware: str, counts: list[
                           fix="say which with --gpus")
     from ddtree_bayes.core.model_cards import more_gpus_fix
 
-    card, memory = heads_card(draws, model), memory_gb(draws, hardware)
+    card, memory = fit_card(draws, model), memory_gb(draws, hardware)
     assert card is not None and memory is not None   # (else every count holds)
     need, each = gb_texts(card.weights_gb, memory)
     weights = f"{card.model}'s weights, {need} GB"
@@ -845,7 +845,7 @@ def kv_cache_warning(draws: Fit, sc: Scenario, concurrency: int = 1) -> str | No
     >>> card = {"model": "kimi-k2.6", "params_total_b": 1026.0, "params_active_b": 32.0,
     ...         "layers": 61, "experts": 384, "experts_topk": 8, "bytes_per_weight": 0.5,
     ...         "compute_dtype": "fp4", "source": "s", "kv_bytes_per_token": 35136,
-    ...         "kv_cache_bits": 8.0}
+    ...         "kv_cache_bits": 8.0, "q_heads": 64}
     >>> fit = NS(meta={"model": {"card": card}}, hardware={"rtx-pro-6000": {"memory_gb": "96"}})
     >>> sc = NS(model=None, hardware="rtx-pro-6000", gpus=8, context_tokens=131072.0)
     >>> kv_cache_warning(fit, sc, 8) is None      # 8 x 131072 x 35136 B = 36.8 GB of 255 GB
@@ -863,17 +863,15 @@ for such a deployment (--kv-cache says the deployment's cache)
     513.0 GB): an engine would run fewer streams at once; the answer is for 128 streams decoded \
 together
     """
-    from ddtree_bayes.core.model_cards import kv_dtype_text, stored_card
+    from ddtree_bayes.core.model_cards import kv_dtype_text
 
-    card = stored_card(draws.meta.get("model", {}), sc.model)
+    card = fit_card(draws, sc.model)
     memory = memory_gb(draws, sc.hardware)
     if card is None or memory is None or not sc.context_tokens:
         return None
     need = card.kv_cache_gb(sc.context_tokens, concurrency)
     if need is None:
         return None
-    # (a card stored before kv_cache_bits takes the card here's: Kimi K2.6's cache is fp8)
-    card = with_kv_bits(draws, card)
     dtype = getattr(sc, "kv_cache", None)
     if dtype is not None:
         need *= card.kv_share(dtype)
@@ -987,7 +985,7 @@ is no configuration of it (fix: drop --block/--budget, or give the speculative -
 def cards_here(draws: Fit) -> dict:
     """The model cards of the working directory (data/models.csv, else the bundled ones),
     read once per fit object: what a fit stored before a card column existed borrows from
-    (:func:`with_kv_bits`, :func:`heads_card`); {} when they do not load (card_changes names
+    (:func:`fit_card`); {} when they do not load (card_changes names
     the problem)."""
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.model_cards import load_model_cards
@@ -1002,27 +1000,11 @@ def cards_here(draws: Fit) -> dict:
     return memo["cards_here"]
 
 
-def with_kv_bits(draws: Fit, card):
-    """``card`` with the bits per value of its ``kv_bytes_per_token``: a card a fit stored
-    before cards kept them (``kv_cache_bits`` None) takes those of the card of its name here
-    (data/models.csv, else the bundled one) when that card caches the same bytes per token
-    (Kimi K2.6's fp8 cache read as bf16 would halve its bytes at ``--kv-cache fp8``)."""
-    import dataclasses as dc
-
-    if card.kv_cache_bits is not None:
-        return card
-    here = cards_here(draws).get(card.model)
-    if here is None or here.kv_bytes_per_token != card.kv_bytes_per_token:
-        return card
-    return dc.replace(card, kv_cache_bits=here.kv_cache_bits)
-
-
 def weights_read(draws: Fit, sc: Scenario):
     """``(card, PairFeatures)`` of ``sc``'s model on its GPUs, or None without a card, the
-    hardware row or its bandwidth."""
-    from ddtree_bayes.core.model_cards import stored_card
-
-    card = stored_card(draws.meta.get("model", {}), sc.model)
+    hardware row or its bandwidth (the card :func:`fit_card` gives: the read ceiling prices
+    ``--kv-cache`` at its cache's bits)."""
+    card = fit_card(draws, sc.model)
     if card is None or sc.hardware not in draws.hardware:
         return None
     f = read_features(card, draws.hardware[sc.hardware], sc.gpus)
@@ -1177,13 +1159,33 @@ def layer_split_warning(draws: Fit, sc: Scenario) -> str | None:
 LAYER_SPLIT_ENGINES = ("llama.cpp",)
 
 
-def heads_card(draws: Fit, name: str | None):
-    """The card of model ``name`` as the fit stored it (None without one); a card stored
-    before cards kept ``q_heads`` (the key absent) takes those of the card of its name here
-    (data/models.csv, else the bundled one) when that card is of the same network with the
-    same KV heads, so a fit made before the column still warns of a GPU count its heads
-    cannot be sharded over, and the weights-fit fix names the counts it can be
-    (:func:`check_weights_fit`)."""
+#: Card columns a fit's stored card may predate (the key absent from it): only the memory and
+#: tensor-parallel checks read them, and :func:`fit_card` takes them from the card here.
+PREDATED_FIELDS = ("kv_cache_bits", "q_heads")
+
+
+def fit_card(draws: Fit, name: str | None):
+    """The card of model ``name`` as the fit stored it (None without one); the columns a card
+    stored before they existed lacks (:data:`PREDATED_FIELDS`, the key absent) are those of the
+    card of its name here (data/models.csv, else the bundled one) when that card is of the same
+    network with the same KV heads and bytes per token: Kimi K2.6's cache is fp8 (a stored None
+    read as bf16 would halve its bytes at ``--kv-cache fp8``), and a fit made before
+    ``q_heads`` still warns of a GPU count its heads cannot be sharded over, and the
+    weights-fit fix names the counts they can be (:func:`check_weights_fit`). One reader for
+    every check of an old fit, so they borrow alike.
+
+    >>> from types import SimpleNamespace as NS
+    >>> from ddtree_bayes.core.model_cards import load_model_cards
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> kimi = dataclasses.asdict(load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    >>> old = {k: v for k, v in kimi.items() if k not in PREDATED_FIELDS}
+    >>> fit = NS(meta={"model": {"card": old}}, memo={})
+    >>> c = fit_card(fit, None); (c.kv_cache_bits, c.q_heads)     # the bundled card's
+    (8.0, 64)
+    >>> fit = NS(meta={"model": {"card": dict(old, layers=60)}}, memo={})
+    >>> c = fit_card(fit, None); (c.kv_cache_bits, c.q_heads)     # another network: none
+    (None, None)
+    """
     from ddtree_bayes.core.model_cards import stored_card
 
     model = draws.meta.get("model", {})
@@ -1192,12 +1194,12 @@ def heads_card(draws: Fit, name: str | None):
         return None
     cards = model.get("model_cards") or {}
     raw = cards[name] if name in cards else model.get("card") or {}
-    if "q_heads" in raw:
+    missing = [k for k in PREDATED_FIELDS if k not in raw]
+    here = cards_here(draws).get(card.model) if missing else None
+    if (here is None or not here.same_architecture(card)
+            or (here.kv_heads, here.kv_bytes_per_token) != (card.kv_heads, card.kv_bytes_per_token)):
         return card
-    here = cards_here(draws).get(card.model)
-    if here is None or not here.same_architecture(card) or here.kv_heads != card.kv_heads:
-        return card
-    return dataclasses.replace(card, q_heads=here.q_heads)
+    return dataclasses.replace(card, **{k: getattr(here, k) for k in missing})
 
 
 def tensor_parallel_warning(draws: Fit, sc: Scenario,
@@ -1216,7 +1218,7 @@ def tensor_parallel_warning(draws: Fit, sc: Scenario,
                 if e not in LAYER_SPLIT_ENGINES]
     if not sharding or sc.gpus <= 1 or sc.measured:
         return None
-    card = heads_card(draws, sc.model)
+    card = fit_card(draws, sc.model)
     rule = None if card is None else tensor_parallel_rule(card, sc.gpus)
     if rule is None:
         return None
