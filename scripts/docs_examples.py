@@ -144,6 +144,11 @@ EXAMPLES: tuple[Example, ...] = (
         r"^saved")),
     Example("own-predict", "rtx5090", ("predict",)),
     Example("own-predict-accept", "rtx5090", ("predict", "--accept", "3:5")),
+    # docs/howto/own-data.md: the cards a run knows
+    Example("card-list", "main", ("card", "list"), keep=(
+        r"^model ", r"^---", r"^llama-3.1-8b", r"^kimi-k2.6 ", r"^qwen3.8-27b ", r"^$",
+        r"^drafter ", r"^---", r"^yuhuili/EAGLE3", r"^Qwen/Qwen3.8-27B MTP", r"^\d+ model cards",
+        r"^pass B")),
     # docs/howto/own-data.md: your GPU (a memory overclock of the measured RTX 5090)
     Example("gpu-add", "rtx5090", ("hardware", "add", "rtx-5090-oc", "--like", "rtx-5090",
                                    "--mem-bw-tb-s", "2.048", "--source",

@@ -78,7 +78,8 @@ def test_one_valid_schema_per_json_command():
                if p.name.endswith(".schema.json")}
     assert shipped == json_commands() == {
         "fit", "predict", "compare", "report", "validate", "add", "update", "history", "diff",
-        "track", "optimize", "next", "hardware-list", "hardware-add", "card-add"}
+        "track", "optimize", "next", "hardware-list", "hardware-add", "card-add",
+        "card-list"}
     for command in shipped:
         jsonschema.Draft202012Validator.check_schema(schema(command))
         assert schema(command)["title"] == f"ddtree-bayes {command.replace('-', ' ')} --format json"

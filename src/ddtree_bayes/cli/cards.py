@@ -1,8 +1,9 @@
-"""``card add``: a model card (and drafter cards) from a config.json or a GGUF file.
+"""``card add``: a model card (and drafter cards) from a config.json or a GGUF file;
+``card list``: the model and drafter cards a run knows, and which are yours.
 
-Prints what it derived and writes the rows to data/models.csv / data/drafters.csv (``--dry-run``
-prints only). The library side is ``workflows.cards``; ``--format json`` is described by
-``schemas/card-add.schema.json``.
+``card add`` prints what it derived and writes the rows to data/models.csv / data/drafters.csv
+(``--dry-run`` prints only). The library side is ``workflows.cards``; ``--format json`` is
+described by ``schemas/card-add.schema.json`` and ``schemas/card-list.schema.json``.
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 from ddtree_bayes.cli.args import add_format, real
-from ddtree_bayes.cli.output import emit_json, print_warnings, shown_path
+from ddtree_bayes.cli.output import aligned_table, emit_json, print_warnings, shown_path
 from ddtree_bayes.core.errors import InputError
 
 
@@ -136,8 +137,110 @@ def cmd_card_add(args: argparse.Namespace) -> int:
     return 0
 
 
+def card_origin(card, builtin: dict) -> str:
+    """Where a card of the files a run reads comes from, as ``hardware list`` says it
+    (core/hardware_table.py): the bundled card of that name unchanged (``built-in``), a name
+    the bundled cards lack (``user``) or a bundled name with other values (``user-override``,
+    e.g. a card added again with ``card add --replace``). A built-in drafter card whose
+    methods an own card took over for its target (core/drafters.py ``drafter_table``) is
+    still the built-in card, serving fewer methods.
+
+    >>> from types import SimpleNamespace as NS
+    >>> known = {"m": NS(model="m", layers=4)}
+    >>> [card_origin(NS(model=n, layers=k), known) for n, k in (("m", 4), ("m", 8), ("x", 4))]
+    ['built-in', 'user-override', 'user']
+    """
+    import dataclasses
+
+    from ddtree_bayes.core.hardware_table import ADDED, BUILT_IN, OVERRIDES
+
+    name = getattr(card, "model", None) or card.drafter
+    if name not in builtin:
+        return ADDED
+    known = builtin[name]
+    if hasattr(known, "methods"):
+        known = dataclasses.replace(known, methods=card.methods)
+    return BUILT_IN if known == card else OVERRIDES
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:g}"
+
+
+def _heads(card) -> str:
+    if card.q_heads is None and card.kv_heads is None:
+        return "-"
+    return f"{card.q_heads or '?'}/{card.kv_heads or '?'}"
+
+
+def cmd_card_list(args: argparse.Namespace) -> int:
+    import dataclasses
+
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.drafters import drafter_table, load_drafter_cards
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    models_file = (Path(args.models_file) if args.models_file
+                   else paths.own_data_file("models.csv"))
+    drafters_file = (Path(args.drafters_file) if args.drafters_file
+                     else paths.own_data_file("drafters.csv"))
+    for given, flag in ((args.models_file, "--models-file"), (args.drafters_file,
+                                                              "--drafters-file")):
+        if given and not Path(given).is_file():
+            raise InputError(f"{flag} {given}: no such file",
+                             fix="give the path of a card file (card add writes them)")
+    builtin_models = load_model_cards(paths.bundled("models.csv"))
+    models = load_model_cards(models_file) if models_file else builtin_models
+    builtin_drafters = {c.drafter: c for c in load_drafter_cards(paths.bundled("drafters.csv"))}
+    drafters = drafter_table(drafters_file)
+    model_rows = [{**dataclasses.asdict(c), "origin": card_origin(c, builtin_models)}
+                  for c in models.values()]
+    drafter_rows = [{**dataclasses.asdict(c), "methods": list(c.methods),
+                     "pass_params_b": c.pass_params_b,
+                     "origin": card_origin(c, builtin_drafters)} for c in drafters]
+    if args.format == "json":
+        emit_json({"builtin_models_file": str(paths.bundled("models.csv")),
+                   "models_file": None if models_file is None else str(models_file),
+                   "builtin_drafters_file": str(paths.bundled("drafters.csv")),
+                   "drafters_file": None if drafters_file is None else str(drafters_file),
+                   "models": model_rows, "drafters": drafter_rows})
+        return 0
+    from ddtree_bayes.core.hardware_table import ADDED, OVERRIDES
+
+    mark = {ADDED: "yours", OVERRIDES: "yours (overrides built-in)"}
+    print(aligned_table(
+        ["model", "total B", "active B", "layers", "experts", "B/weight", "compute",
+         "KV B/token", "heads q/kv", "max context", "row"],
+        [[r["model"], _num(r["params_total_b"]), _num(r["params_active_b"]), str(r["layers"]),
+          "-" if r["experts"] is None else f"{r['experts']}/top-{r['experts_topk']}",
+          _num(r["bytes_per_weight"]), r["compute_dtype"], _num(r["kv_bytes_per_token"]),
+          _heads(c), _num(r["max_context_tokens"]), mark.get(r["origin"], r["origin"])]
+         for r, c in zip(model_rows, models.values(), strict=True)], left=1, text_last=True))
+    print()
+    print(aligned_table(
+        ["drafter", "target", "methods", "kind", "layers", "pass B", "B/weight", "row"],
+        [[r["drafter"], r["target_model"], ",".join(r["methods"]), r["kind"], str(r["layers"]),
+          f"{r['pass_params_b']:g}", _num(r["bytes_per_weight"]), mark.get(r["origin"], r["origin"])]
+         for r in drafter_rows], left=4, text_last=True))
+    def counted(rows: list[dict], path: Path | None, what: str) -> str | None:
+        if path is None:
+            return None
+        return (f"{shown_path(str(path))} adds {sum(r['origin'] == ADDED for r in rows)} and "
+                f"replaces {sum(r['origin'] == OVERRIDES for r in rows)} {what}")
+
+    where = "; ".join(c for c in (counted(model_rows, models_file, "model cards"),
+                                  counted(drafter_rows, drafters_file, "drafter cards")) if c
+                      ) or "no card files here: the built-in cards alone"
+    print(f"\n{len(model_rows)} model cards, {len(drafter_rows)} drafter cards ({where}).\n"
+          "pass B = parameters one drafter pass reads (its own, plus the target's LM head when "
+          "it shares it); --format json shows every column and source. A model without a "
+          "card: `ddtree-bayes card add --hf-config its config.json`.")
+    return 0
+
+
 def register(sub) -> None:
-    """Add ``card`` (with its ``add`` subcommand) to the main parser's subcommands."""
+    """Add ``card`` (with its ``add`` and ``list`` subcommands) to the main parser's
+    subcommands."""
     c = sub.add_parser("card", help="model and drafter cards from config.json or GGUF files",
                        description="Model cards (data/models.csv: parameters, layers, experts, "
                                    "bytes per weight, compute dtype, KV bytes per token) and "
@@ -177,3 +280,17 @@ def register(sub) -> None:
     a.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
     add_format(a, ("table", "json"))
     a.set_defaults(func=cmd_card_add)
+    ls = csub.add_parser(
+        "list", help="list the model and drafter cards, their key figures and whose each is",
+        description="One row per model card (parameters, layers, experts, bytes per weight, "
+                    "compute dtype, KV bytes per token, attention heads, longest context) and "
+                    "per drafter card (target, methods, kind, what a pass reads), and whether "
+                    "each is built in or yours: data/models.csv here replaces the built-in "
+                    "model cards (card add creates it from them), data/drafters.csv adds to "
+                    "and replaces built-in drafter cards.")
+    ls.add_argument("--models-file", help="model cards to list (default: data/models.csv here, "
+                                          "else the built-in ones)")
+    ls.add_argument("--drafters-file", help="your drafter cards (default: data/drafters.csv "
+                                            "here, if any)")
+    add_format(ls, ("table", "json"))
+    ls.set_defaults(func=cmd_card_list)
