@@ -2075,7 +2075,7 @@ def test_a_second_drafter_for_one_target_and_method_is_refused(tmp_path):
     before = (tmp_path / "data" / "drafters.csv").read_text()
     code, out, err = cli(tmp_path, *args, "--name", "another-head")
     assert code == 2 and out == ""
-    assert err.count("\n") == 1 and "a second drafter card for 'llama-3.1-8b-instruct' eagle3" in err
+    assert err.count("\n") == 1 and "a second default drafter card for 'llama-3.1-8b-instruct' eagle3" in err
     assert (tmp_path / "data" / "drafters.csv").read_text() == before
 
 
@@ -2854,7 +2854,7 @@ def test_a_dry_run_fails_where_the_write_would(tmp_path):
         (code, out, err), dry = results
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert dry == results[0]
-    assert "a second drafter card for 'llama-3.1-8b-instruct' eagle3 ('my-head'; row 3 has " \
+    assert "a second default drafter card for 'llama-3.1-8b-instruct' eagle3 ('my-head'; row 3 has " \
            "'yuhuili/EAGLE3-LLaMA3.1-Instruct-8B')" in cli(tmp_path, *head)[2]
     assert cli(tmp_path, *same)[2] == (
         f"ddtree-bayes: error: 'llama-3.1-8b-instruct' is already in data/models.csv, row {row} "

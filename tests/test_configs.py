@@ -33,7 +33,7 @@ BASE = Measurement(row=2, model="kimi-k2.6", hardware="b300", gpus=8, engine="sg
 #: another valid value for every column that enters step_ms or the likelihood's sd
 OTHER = {"model": "qwen3-8b", "hardware": "rtx-pro-6000", "gpus": 4, "engine": "vllm",
          "method": "eagle3", "block": 16, "budget": 32, "verify_tokens": 33,
-         "context_tokens": 0.0, "concurrency": 8}
+         "context_tokens": 0.0, "concurrency": 8, "drafter": "test/k25-head"}
 
 
 def test_every_column_is_classified():

@@ -1144,8 +1144,9 @@ def test_the_own_data_page_describes_the_columns_the_reader_takes():
     section = page[page.index("## The measurement file"):]
     section = section[:section.index("\n## ", 1)]
     assert "    " + ",".join(COLUMNS) + "\n" in section
-    assert OPTIONAL_COLUMNS == ("concurrency",)
+    assert OPTIONAL_COLUMNS == ("concurrency", "drafter")
     assert "at concurrency 1:" not in section
+    assert "an optional `drafter` column: the drafter card" in " ".join(section.split())
     assert ("an optional `concurrency` column: the streams decoded together, blank = 1"
             in " ".join(section.split()))
     assert "the C streams' total" in " ".join(section.split())

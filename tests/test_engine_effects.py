@@ -104,8 +104,9 @@ def test_an_own_card_takes_over_its_targets_methods_only(tmp_path):
 
 
 def test_two_cards_for_one_target_and_method_are_refused(tmp_path):
-    """A measurement row names a model and a method, not a drafter: two cards for one pair
-    would make the roofline the first row's by accident. One line, nothing fitted."""
+    """A measurement row with a blank drafter column names a model and a method only: two
+    default cards for one pair would make the roofline the first row's by accident. One
+    line, nothing fitted (a second card with default no is one rows name)."""
     from ddtree_bayes.engine.fitting import FitInputs
 
     path = own_drafters(tmp_path, KIMI_DDTREE,
@@ -114,7 +115,7 @@ def test_two_cards_for_one_target_and_method_are_refused(tmp_path):
     with pytest.raises(DataError) as err:
         FitInputs.read(workdir=tmp_path)
     msg = str(err.value)
-    assert str(path) in msg and "row 3" in msg and "'method'" in msg
+    assert str(path) in msg and "row 3" in msg and "'default'" in msg
     assert "'kimi-k2.6' ddtree ('other'; row 2 has 'my-kimi-ddtree')" in msg
 
 

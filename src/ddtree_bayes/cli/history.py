@@ -127,7 +127,10 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
 
     def drafters(fit) -> dict[str, tuple[str, str]]:
         """a card's every field: (its name, its target)"""
-        return {json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True):
+        from ddtree_bayes.core.drafters import stored_card_dict
+
+        return {json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
+                           sort_keys=True):
                 (d["drafter"], d["target_model"])
                 for d in fit.meta.get("model", {}).get("drafter_cards", [])}
 

@@ -154,7 +154,8 @@ def cmd_add(args: argparse.Namespace) -> int:
             "accept_len": accept_cell(args.accept, args.method),
             "context_tokens": _context_tokens(args.context),
             "tok_s": args.tok_s, "source": args.source, "notes": args.notes or "",
-            "concurrency": str(args.concurrency) if args.concurrency else None}
+            "concurrency": str(args.concurrency) if args.concurrency else None,
+            "drafter": args.drafter}
         row = living.NewRow(f"{data_path} (new row)", None, values, flags=True)
         result = living.append_rows(data_path, hardware, [row],
                                     allow_duplicate=args.allow_duplicate, methods=methods,
@@ -299,6 +300,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                                                  "--concurrency 8"),
                    help="streams decoded together in the run (default: 1); --tok-s is then "
                         "their total. A file without the column gets it (blank = 1)")
+    a.add_argument("--drafter", metavar="NAME",
+                   help="the drafter card (data/drafters.csv or built in) the run drafted "
+                        "with, when not its target's default card for the method: the row's "
+                        "drafter column (refused unless the card drafts that method for that "
+                        "model). A file without the column gets it (blank = the default card)")
     a.add_argument("--tok-s",
                    help="measured decode throughput in tok/s (required): one stream's, or with "
                         "--concurrency C the C streams' total")

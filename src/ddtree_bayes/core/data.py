@@ -54,9 +54,14 @@ COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "
            "accept_len", "context_tokens", "tok_s", "source", "notes")
 #: Columns a measurement file may add (blank or absent: the default). ``concurrency``: the
 #: streams decoded together (default 1); at C > 1 ``tok_s`` is the total output throughput of
-#: the C streams, as ``vllm bench serve`` and SGLang ``bench_serving`` report it.
-OPTIONAL_COLUMNS = ("concurrency",)
-#: What each of :data:`OPTIONAL_COLUMNS` reads as when blank or absent.
+#: the C streams, as ``vllm bench serve`` and SGLang ``bench_serving`` report it. ``drafter``:
+#: the drafter card (data/drafters.csv or built in) the run drafted with, when it is not the
+#: default card of its target model and method (blank: that card, or a generic drafter;
+#: core/drafters.py ``row_drafter``); it keys the row's inferred acceptance and prices its
+#: drafter passes.
+OPTIONAL_COLUMNS = ("concurrency", "drafter")
+#: What each numeric one of :data:`OPTIONAL_COLUMNS` reads as when blank or absent (a blank
+#: ``drafter`` is the default card).
 OPTIONAL_DEFAULTS = {"concurrency": 1.0}
 #: Columns that must hold a value in every row. ``accept_len`` may be blank: an
 #: autoregressive row then emits 1 token per step, a speculative row's acceptance is inferred
@@ -118,6 +123,9 @@ class Measurement:
     source: str
     notes: str
     concurrency: int = 1   # streams decoded together; tok_s is their total at C > 1
+    #: the drafter card the run used (the ``drafter`` column); None: the default card of the
+    #: model and method (core/drafters.py ``drafter_for``), or a generic drafter
+    drafter: str | None = None
 
     def another_run(self, row: int, tok_s: float, source: str, notes: str) -> Measurement:
         """This configuration measured again: the same validated fields with another row,
@@ -1494,6 +1502,11 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                         file=path, row=row, column="concurrency",
                         fix="write the number of streams decoded together (blank = 1)")
     streams = int(concurrency or 1)
+    drafter = values.get("drafter", "").strip() or None
+    if drafter is not None and method == AR_METHOD:
+        raise DataError("an autoregressive row drafts nothing: its drafter is blank", file=path,
+                        row=row, column="drafter",
+                        fix="clear the drafter, or give the speculative method the run used")
     hi = accept if accept is not None else max_accept(method, block, budget, methods,
                                                       int(verify)).tokens
     if not step_plausible(accept or 1.0, hi, streams, num["tok_s"]):
@@ -1510,7 +1523,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
                        block=block, budget=budget, verify_tokens=int(verify), accept_len=accept,
                        context_tokens=num["context_tokens"], tok_s=num["tok_s"],
                        source=values["source"], notes=values.get("notes", ""),
-                       concurrency=streams)
+                       concurrency=streams, drafter=drafter)
 
 
 def _check_accept(path: str, row: int, method: str, accept: float, limit: AcceptLimit) -> None:

@@ -25,7 +25,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import NAME_RE, not_a_name, parse_number, read_records
+from ddtree_bayes.core.data import AR_METHOD, NAME_RE, not_a_name, parse_number, read_records
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.model_cards import check_bytes_per_weight
 
@@ -61,6 +61,11 @@ class DrafterCard:
     #: False: the drafter's own head, already among ``params_active_b`` (its checkpoint's
     #: count); True: the target's head, read on top of them on every pass
     shares_lm_head: bool = True
+    #: True: the card of its target and methods that a measurement row with a blank
+    #: ``drafter`` uses (:func:`drafter_for`; at most one per target and method); False
+    #: (``default`` no): only the rows that name it in their ``drafter`` column, and
+    #: ``predict --drafter``
+    default: bool = True
 
     @property
     def pass_params_b(self) -> float:
@@ -77,8 +82,9 @@ class DrafterCard:
 
 
 def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[DrafterCard, ...]:
-    """Read and validate a drafter-card CSV (errors name the file, row and column); one card
-    per target model and method, since a measurement row names only those.
+    """Read and validate a drafter-card CSV (errors name the file, row and column); one
+    default card per target model and method (the one a row with a blank ``drafter`` uses),
+    and any number of cards with ``default`` no, which rows name in their ``drafter`` column.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> cards = load_drafter_cards(bundled("drafters.csv"))
@@ -94,6 +100,7 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
     index = {h: j for j, h in enumerate(header)}
     out: list[DrafterCard] = []
     serves: dict[tuple[str, str], tuple[int, str]] = {}   # (target, method) -> (row, drafter)
+    names: dict[str, int] = {}   # drafter -> its row
     for row, values in body:
         if not any(v.strip() for v in values):
             continue
@@ -115,18 +122,26 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
                                      for col in ("layers", "params_active_b",
                                                  "lm_head_params_b", "bytes_per_weight"))
         check_bytes_per_weight(bpw, path, row)
+        if cell["drafter"] in names:
+            raise DataError(f"a second drafter card named {cell['drafter']!r} (row "
+                            f"{names[cell['drafter']]} has it)", file=path, row=row,
+                            column="drafter", fix="give each drafter card its own name: a "
+                                                  "measurement row's drafter column names one")
+        names[cell["drafter"]] = row
         card = DrafterCard(cell["drafter"], cell["target_model"],
                            tuple(m for m in cell["method"].split(";") if m), cell["kind"],
                            int(layers), active, head, bpw, cell["source"],
-                           _yes_no(path, row, cell.get("shares_lm_head", ""), cell["kind"]))
-        for method in card.methods:
+                           _yes_no(path, row, cell.get("shares_lm_head", ""), cell["kind"]),
+                           _default(path, row, cell.get("default", "")))
+        for method in card.methods if card.default else ():
             other = serves.setdefault((card.target_model, method), (row, card.drafter))
             if other[0] != row:
                 raise DataError(
-                    f"a second drafter card for {card.target_model!r} {method} ({card.drafter!r}; "
-                    f"row {other[0]} has {other[1]!r})", file=path, row=row, column="method",
-                    fix="keep one card per target model and method: a measurement row does not "
-                        "say which drafter it used")
+                    f"a second default drafter card for {card.target_model!r} {method} "
+                    f"({card.drafter!r}; row {other[0]} has {other[1]!r})", file=path, row=row,
+                    column="default",
+                    fix="set default to no on every card but the one a row with a blank "
+                        "drafter column used (rows name the others in their drafter column)")
         out.append(card)
     return tuple(out)
 
@@ -139,6 +154,17 @@ def stored_cards(rows) -> tuple[DrafterCard, ...]:
     ('mtp',)
     """
     return tuple(DrafterCard(**{**d, "methods": tuple(d["methods"])}) for d in rows)
+
+
+def stored_card_dict(d: dict) -> dict:
+    """A stored card's dict as a fit of this version stores it (one made before the
+    ``default`` column stored none: every card then was its target's default), to compare
+    the cards of two fits or of a fit and the files here.
+
+    >>> stored_card_dict({"drafter": "d"})
+    {'drafter': 'd', 'default': True}
+    """
+    return {**d, "default": d.get("default", True)}
 
 
 def drafter_table(path: str | Path | None = None, text: str | None = None
@@ -163,7 +189,7 @@ def drafter_table(path: str | Path | None = None, text: str | None = None
         return builtin
     own = load_drafter_cards(path, text)
     names = {c.drafter for c in own}
-    taken = {(c.target_model, m) for c in own for m in c.methods}
+    taken = {(c.target_model, m) for c in own if c.default for m in c.methods}
     kept = []
     for card in builtin:
         methods = tuple(m for m in card.methods if (card.target_model, m) not in taken)
@@ -191,6 +217,25 @@ def _number(path: str, row: int, cell: dict[str, str], col: str, integer: bool =
 #: heads, MTP modules, DFlash blocks, Medusa heads), which project through the target's
 #: head, as yes.
 OWN_HEAD_KINDS = frozenset({"eagle3_head", "draft_model"})
+
+
+def _default(path: str, row: int, value: str) -> bool:
+    """``default``: yes/true or blank (or no such column): the card a row with a blank
+    ``drafter`` uses for its target and methods; no/false: only rows that name it.
+
+    >>> _default("d.csv", 2, ""), _default("d.csv", 2, "no")
+    (True, False)
+    """
+    word = value.strip().lower()
+    if word in ("", "yes", "true"):
+        return True
+    if word in ("no", "false"):
+        return False
+    raise DataError(f"default must be yes or no, got {value!r}", file=path, row=row,
+                    column="default",
+                    fix="yes (or blank): rows with a blank drafter column use this card for "
+                        "its target and methods; no: only rows that name it in their drafter "
+                        "column")
 
 
 def _yes_no(path: str, row: int, value: str, kind: str = "") -> bool:
@@ -227,8 +272,10 @@ def drafts_for(target: str, model: str) -> bool:
 
 
 def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> DrafterCard | None:
-    """The card of ``model``'s drafter for ``method``: the target's own name, or the base model
-    of a deployment card named ``<target>-<quantisation>`` (the longest such prefix).
+    """The default card of ``model``'s drafter for ``method`` (the one a row with a blank
+    ``drafter`` column ran): the target's own name, or the base model of a deployment card
+    named ``<target>-<quantisation>`` (the longest such prefix). A card with ``default`` no is
+    used only where a row or ``--drafter`` names it (:func:`row_drafter`).
 
     >>> c = DrafterCard("d", "qwen3.8-27b", ("mtp",), "mtp_module", 1, 0.4, 1.3, 2, "s")
     >>> drafter_for((c,), "qwen3.8-27b-q4_k_m", "mtp") is c, drafter_for((c,), "qwen3", "mtp")
@@ -236,7 +283,7 @@ def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> Draf
     """
     best: DrafterCard | None = None
     for card in cards:
-        if method not in card.methods:
+        if method not in card.methods or not card.default:
             continue
         if model == card.target_model:
             return card
@@ -244,6 +291,66 @@ def drafter_for(cards: tuple[DrafterCard, ...], model: str, method: str) -> Draf
                 best is None or len(card.target_model) > len(best.target_model)):
             best = card
     return best
+
+
+def serves(card: DrafterCard, model: str, method: str) -> bool:
+    """Does ``card`` draft ``method`` for ``model`` (its target, or a deployment card of it),
+    default or not."""
+    return method in card.methods and drafts_for(card.target_model, model)
+
+
+def row_drafter(cards: tuple[DrafterCard, ...], model: str, method: str,
+                drafter: str | None) -> DrafterCard | None:
+    """The card that prices a row's drafter passes: the one its ``drafter`` column names
+    (:func:`check_row_drafters` has checked it serves the row), else :func:`drafter_for`'s
+    default (None: a generic drafter of the method)."""
+    if drafter is None:
+        return drafter_for(cards, model, method)
+    return next((c for c in reversed(cards) if c.drafter == drafter), None)
+
+
+def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, drafter: str
+                    ) -> tuple[str, str] | None:
+    """(problem, fix) of a measurement row's (or ``add --drafter``'s) drafter name: it must
+    name a card of ``cards`` (built in, overlaid by the working directory's
+    data/drafters.csv) that drafts ``method`` for ``model``; None when it does.
+
+    >>> c = DrafterCard("d", "m", ("eagle3",), "eagle3_head", 1, 0.4, 0.1, 2, "s")
+    >>> drafter_problem((c,), "m", "eagle3", "d") is None
+    True
+    >>> drafter_problem((c,), "m", "mtp", "d")[0]
+    "drafter 'd' drafts eagle3, not mtp"
+    """
+    if method == AR_METHOD:
+        return ("an autoregressive row drafts nothing: its drafter is blank",
+                "clear the drafter, or give the speculative method the run used")
+    card = next((c for c in reversed(cards) if c.drafter == drafter), None)
+    if card is None:
+        known = sorted(c.drafter for c in cards if serves(c, model, method))
+        return (f"no drafter card {drafter!r}",
+                (f"name one of {', '.join(known)}, or a" if known else "a")
+                + "dd its card to data/drafters.csv (`ddtree-bayes card add`, default no); "
+                  "blank: the target's own drafter card for the method")
+    if method not in card.methods:
+        return (f"drafter {drafter!r} drafts {', '.join(card.methods)}, not {method}",
+                "give the method the drafter ran, or name a drafter of this method")
+    if not drafts_for(card.target_model, model):
+        return (f"drafter {drafter!r} drafts for {card.target_model}, not {model}",
+                f"name a drafter card whose target_model is {model} (a head trained for "
+                "another model but run against this one needs its own card for this target)")
+    return None
+
+
+def check_row_drafters(rows, cards: tuple[DrafterCard, ...], path: str) -> None:
+    """Refuse the first row (a :class:`~ddtree_bayes.core.data.Measurement`) whose ``drafter``
+    names no card of ``cards`` that drafts its method for its model (file, row, column
+    ``drafter``, fix)."""
+    for m in rows:
+        if m.drafter is not None:
+            problem = drafter_problem(cards, m.model, m.method, m.drafter)
+            if problem is not None:
+                raise DataError(problem[0], file=path, row=m.row, column="drafter",
+                                fix=problem[1])
 
 
 def generic_drafter(method: str) -> str:

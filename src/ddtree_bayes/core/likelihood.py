@@ -34,12 +34,13 @@ from ddtree_bayes.core.data import COLUMNS, OPTIONAL_COLUMNS, Measurement, confi
 
 #: The configuration key: every measurement column that enters ``step_ms`` or the
 #: likelihood's sd (system = hardware x gpus; overhead group and engine relation = engine and
-#: method; verify tokens; context; drafter passes and tree nodes = method, block, budget; the
+#: method; verify tokens; context; drafter passes and tree nodes = method, block, budget (and
+#: the drafter: its card prices the passes, its acceptance is its own); the
 #: roofline's distinct experts = model card and verify tokens; the structured discrepancy's
 #: distance = system, verify tokens, passes). Values are compared after parsing (``16`` and
 #: ``16.0`` agree; a blank context and ``0`` do not, which is conservative, never wrong).
 CONFIG_COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
-                  "verify_tokens", "context_tokens", "concurrency")
+                  "verify_tokens", "context_tokens", "concurrency", "drafter")
 #: Columns in which the rows of one configuration may differ: ``accept_len`` is the known
 #: offset, ``tok_s`` the observation, ``source``/``notes`` are not modelled.
 ROW_COLUMNS = ("accept_len", "tok_s", "source", "notes")

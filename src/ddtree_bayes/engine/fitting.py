@@ -57,7 +57,7 @@ class FitInputs:
         by :meth:`check` (a fit finds them building its model, under the forms it is asked
         for). The priors are read before the data: their ``[methods]`` table bounds each row's
         accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
-        from ddtree_bayes.core.drafters import drafter_table
+        from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
         from ddtree_bayes.core.model_cards import load_model_cards, stale_hybrid_cards
         from ddtree_bayes.core.pairs import impossible_step
 
@@ -70,6 +70,7 @@ class FitInputs:
         card_warnings = () if own_cards is None else tuple(
             stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
+        check_row_drafters(measurements.rows, drafters, measurements.path)
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
             card = cards.get(m.model)   # (the rows `add` refuses, refused in a hand-edited file)
             for column, problem in (

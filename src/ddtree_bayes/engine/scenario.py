@@ -396,7 +396,7 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     ``--drafter`` names, which the answer prices from the card here
     (:func:`with_drafter`). Empty when the fit stores no drafter cards (a fit of the fraction
     form prices no drafter) or the cards here do not load."""
-    from ddtree_bayes.core.drafters import drafter_for, stored_cards
+    from ddtree_bayes.core.drafters import drafter_for, stored_card_dict, stored_cards
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.target_models import fit_models
 
@@ -408,8 +408,9 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     except InputError:
         return []
 
-    def key(d: dict) -> str:
-        return json.dumps({**d, "methods": sorted(d["methods"])}, sort_keys=True)
+    def key(d: dict) -> str:   # (a fit made before the default column stored none)
+        return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
+                          sort_keys=True)
 
     before = {key(d): d for d in model["drafter_cards"]}
     after = {key(d): d for d in ({**dataclasses.asdict(c), "methods": list(c.methods)}

@@ -131,8 +131,12 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
     others were skipped (tok/s in relative units, rows that do not validate, or the reason
     ``skip(measurements, rows lacking)`` gives), in file order. ``methods``: the priors'
     ``[methods]`` table, which bounds each row's accept_len (core/methods.py max_accept)."""
+    from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
+    from ddtree_bayes.core.paths import own_data_file
+
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     refuse_repeats(files)
+    drafters = drafter_table(own_data_file("drafters.csv"))
     found, notes = [], []
     where: dict[str, Path] = {}   # sweep name -> the file that holds it
     for path in files:
@@ -169,6 +173,7 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None
             try:
                 data = load_measurements(f"{path} [{name}]", hardware, text=text,
                                          allow_duplicates=True, methods=methods)
+                check_row_drafters(data.rows, drafters, data.path)
             except DataError as err:
                 notes.append(f"{name}: skipped ({err})")
                 continue

@@ -154,13 +154,15 @@ def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dic
     :func:`same_family`, on the same hardware and GPU count); and the number of corpus rows
     read. Raises :class:`DataError` (file, row, column) on a corpus that does not validate,
     that names a model without a model card, or that still holds a row a split predicts."""
+    from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
     from ddtree_bayes.core.model_cards import load_model_cards
-    from ddtree_bayes.core.paths import bundled
+    from ddtree_bayes.core.paths import bundled, own_data_file
 
     text = read_text(corpus, "pass a measurement CSV with --corpus")
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     data = load_measurements(str(corpus), hardware, text=text, methods=methods,
                              allow_duplicates=True)   # validates: file, row, column, fix
+    check_row_drafters(data.rows, drafter_table(own_data_file("drafters.csv")), data.path)
     known = (load_model_cards("models.csv", text=cards["models_csv"]) if cards.get("models_csv")
              else load_model_cards(bundled("models.csv")))
     for m in data.rows:

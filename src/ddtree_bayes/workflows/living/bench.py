@@ -42,7 +42,7 @@ from ddtree_bayes.workflows.living.records import NewRow, result_tag
 #: The configuration flags of ``add`` that a benchmark file does not hold (``model`` and
 #: ``hardware`` only when the file does not name them).
 CONFIG_KEYS = ("hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-               "model")
+               "model", "drafter")
 
 
 #: Bytes per weight of a benchmark file's model and of the card it is imported as, more than

@@ -36,6 +36,7 @@ from ddtree_bayes.core.data import (
     unknown_hardware_fix,
     weights_problem,
 )
+from ddtree_bayes.core.drafters import drafter_problem
 from ddtree_bayes.core.errors import DataError, DDTreeBayesError, InputError, closest
 from ddtree_bayes.core.methods import AR_METHOD, MethodSpec
 from ddtree_bayes.core.pairs import impossible_step
@@ -222,6 +223,8 @@ def _is_default(column: str, value: object) -> bool:
     text = str(value or "").strip()
     if not text:
         return True
+    if column not in OPTIONAL_DEFAULTS:   # (a drafter's name: any name is not the default)
+        return False
     try:
         return plain_float(text) == OPTIONAL_DEFAULTS[column]
     except ValueError:
@@ -266,6 +269,16 @@ def _cards() -> dict:
         return load_model_cards(paths.data_file("models.csv"))
     except InputError:
         return {}
+
+
+def _drafter_cards() -> tuple:
+    """The drafter cards a row's ``drafter`` may name: the built-in ones overlaid by
+    data/drafters.csv (core/drafters.py ``drafter_table``; a file that does not load raises,
+    naming its problem)."""
+    from ddtree_bayes.core import paths
+    from ddtree_bayes.core.drafters import drafter_table
+
+    return drafter_table(paths.own_data_file("drafters.csv"))
 
 
 def _unknown_model(current: Measurements, cards: dict, model: str | None, data_path: Path
@@ -425,6 +438,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             for rid in _RESULT_TAG.findall(m.notes):
                 results.setdefault(rid, (str(data_path), m.row))
         cards = _cards()
+        drafters = _drafter_cards()
         # a row of this batch: where it came from (its file and row), which a duplicate names
         # (its row in the data file does not exist yet)
         batch: dict[tuple, tuple[str, int | None]] = {}
@@ -500,6 +514,10 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 if problem is not None:
                     raise DataError(problem[0], file=item.origin, row=line,
                                     column="context_tokens", fix=problem[1])
+                if m.drafter is not None and (problem := drafter_problem(
+                        drafters, m.model, m.method, m.drafter)) is not None:
+                    raise DataError(problem[0], file=item.origin, row=line, column="drafter",
+                                    fix=problem[1])
                 note = card_weights_note(cards.get(m.model), hardware, m)
                 unknown = _unknown_model(current, cards, m.model, data_path)
                 if unknown is not None:
@@ -625,6 +643,8 @@ def describe_config(m: Measurement) -> str:
         parts.append(f"ctx {plain_text(m.context_tokens)}")
     if m.concurrency != 1:
         parts.append(f"C={m.concurrency}")
+    if m.drafter is not None:
+        parts.append(f"drafter {m.drafter}")
     parts.append("accept inferred" if m.accept_len is None else f"accept {m.accept_len:g}")
     return " ".join(parts)
 

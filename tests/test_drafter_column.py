@@ -1,0 +1,172 @@
+"""The optional ``drafter`` column of a measurement file: which drafter card a run drafted
+with, when it is not its target's default card for the method (two EAGLE-3 heads, Kimi K2.5's
+and K2.6's, both run against Kimi K2.6 in vLLM on 8x RTX PRO 6000)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.data import load_hardware, load_measurements
+from ddtree_bayes.core.drafters import (
+    DRAFTER_COLUMNS,
+    check_row_drafters,
+    drafter_for,
+    drafter_table,
+    load_drafter_cards,
+    row_drafter,
+)
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.likelihood import group_rows
+from ddtree_bayes.core.paths import bundled
+from test_cli_support import copy_bundled_data, run_cli
+
+HEADER = ("model,hardware,gpus,engine,method,block,budget,verify_tokens,accept_len,"
+          "context_tokens,tok_s,source,notes,drafter\n")
+AR = "kimi-k2.6,rtx-pro-6000,8,vllm,ar,,,1,1.0,0,91.5,s,,\n"
+K26 = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,,0,125.0,s,,\n"
+K25 = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,,0,112.5,s,,test/k25-head\n"
+#: a drafter-card file with a second, not-default, EAGLE-3 head for kimi-k2.6
+CARDS = (",".join(DRAFTER_COLUMNS) + ",default\n"
+         "test/k26-head,kimi-k2.6,eagle3,eagle3_head,1,0.9,0.15,1,s,\n"
+         "test/k25-head,kimi-k2.6,eagle3,eagle3_head,1,1.8,0.15,1,s,no\n")
+
+
+@pytest.fixture(scope="module")
+def hw():
+    return load_hardware(bundled("hardware.csv"))
+
+
+def test_a_row_names_its_drafter_and_a_blank_one_is_the_default(hw):
+    data = load_measurements("m.csv", hw, text=HEADER + AR + K26 + K25)
+    assert [m.drafter for m in data.rows] == [None, None, "test/k25-head"]
+    # the K2.5 head's row is another configuration than the default head's (same shape)
+    codes, _ = group_rows(data.rows)
+    assert codes.tolist() == [0, 1, 2]
+
+
+def test_a_file_without_the_column_reads_as_before(hw):
+    text = HEADER.replace(",drafter", "") + AR[:-2] + "\n"
+    assert load_measurements("m.csv", hw, text=text).rows[0].drafter is None
+
+
+def test_an_autoregressive_row_that_names_a_drafter_is_refused(hw):
+    with pytest.raises(DataError) as err:
+        load_measurements("m.csv", hw, text=HEADER + AR.replace(",,\n", ",,test/k25-head\n"))
+    assert str(err.value).startswith("m.csv, row 2, column 'drafter': an autoregressive row "
+                                     "drafts nothing")
+
+
+def test_cards_one_default_per_target_and_method_others_named_only():
+    cards = load_drafter_cards("d.csv", CARDS)
+    assert [c.default for c in cards] == [True, False]
+    assert drafter_for(cards, "kimi-k2.6", "eagle3").drafter == "test/k26-head"
+    assert row_drafter(cards, "kimi-k2.6", "eagle3", None).drafter == "test/k26-head"
+    assert row_drafter(cards, "kimi-k2.6", "eagle3", "test/k25-head").params_active_b == 1.8
+    # only the not-default head: no default card (a blank row is priced by a generic drafter)
+    alone = load_drafter_cards("d.csv", CARDS.replace(
+        "test/k26-head,kimi-k2.6,eagle3,eagle3_head,1,0.9,0.15,1,s,\n", ""))
+    assert drafter_for(alone, "kimi-k2.6", "eagle3") is None
+    # an own not-default card does not take the target's method over from a built-in card
+    own = drafter_table("drafters.csv", CARDS.replace("kimi-k2.6", "qwen3-30b-a3b").replace(
+        "test/k26-head,qwen3-30b-a3b,eagle3,eagle3_head,1,0.9,0.15,1,s,\n", ""))
+    assert drafter_for(own, "qwen3-30b-a3b", "eagle3").drafter == \
+        "zhuyksir/EAGLE3-Qwen3-30B-A3B-DenseHead"
+
+
+def test_two_default_cards_of_one_target_and_method_are_refused():
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("d.csv", CARDS.replace(",s,no\n", ",s,\n"))
+    assert str(err.value).startswith("d.csv, row 3, column 'default': a second default drafter "
+                                     "card for 'kimi-k2.6' eagle3")
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("d.csv", CARDS.replace("test/k25-head", "test/k26-head"))
+    assert "row 3, column 'drafter': a second drafter card named 'test/k26-head'" in str(err.value)
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("d.csv", CARDS.replace(",s,no\n", ",s,maybe\n"))
+    assert "column 'default': default must be yes or no, got 'maybe'" in str(err.value)
+
+
+@pytest.mark.parametrize(("cell", "problem"), [
+    ("test/nope", "no drafter card 'test/nope'"),
+    ("test/mtp-head", "drafter 'test/mtp-head' drafts mtp, not eagle3"),
+    ("test/other-head", "drafter 'test/other-head' drafts for qwen3-8b, not kimi-k2.6"),
+])
+def test_a_row_naming_a_drafter_that_does_not_serve_it_is_refused(hw, cell, problem):
+    cards = load_drafter_cards("d.csv", CARDS
+                               + "test/mtp-head,kimi-k2.6,mtp,mtp_module,1,0.9,0.15,1,s,no\n"
+                               + "test/other-head,qwen3-8b,eagle3,eagle3_head,1,0.9,0.1,1,s,\n")
+    data = load_measurements("m.csv", hw, text=HEADER + AR + K26 + K25.replace("test/k25-head",
+                                                                               cell))
+    with pytest.raises(DataError) as err:
+        check_row_drafters(data.rows, cards, data.path)
+    assert str(err.value).startswith(f"m.csv, row 4, column 'drafter': {problem} (fix: ")
+
+
+def _workdir(tmp_path: Path, rows: str) -> Path:
+    work = copy_bundled_data(tmp_path, writable=True)
+    (work / "data" / "drafters.csv").write_text(CARDS)
+    text = (work / "data" / "measurements.csv").read_text()
+    (work / "data" / "measurements.csv").write_text(text + rows)
+    return work
+
+
+def test_fit_refuses_a_row_naming_an_unknown_drafter_in_one_line(tmp_path):
+    work = copy_bundled_data(tmp_path, writable=True)
+    (work / "data" / "drafters.csv").write_text(CARDS)
+    data = work / "data" / "measurements.csv"
+    lines = data.read_text().splitlines()
+    data.write_text("\n".join([lines[0] + ",drafter"] + [line + "," for line in lines[1:]]
+                              + [K25.replace("test/k25-head", "test/nope").rstrip("\n")]) + "\n")
+    code, out, err = run_cli(work, "fit")
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1
+    assert "measurements.csv, row 11, column 'drafter': no drafter card 'test/nope'" in err
+    assert "name one of test/k25-head, test/k26-head" in err
+    assert not (work / "fits").exists()
+
+
+def test_add_drafter_writes_the_column_and_refuses_a_drafter_of_another_method(tmp_path):
+    work = _workdir(tmp_path, "")
+    data = work / "data" / "measurements.csv"
+    before = data.read_text()
+    flags = ("add", "--hardware", "rtx-pro-6000", "--engine", "vllm", "--method", "eagle3",
+             "--block", "3", "--accept", "infer", "--context", "0", "--tok-s", "112.5",
+             "--source", "s")
+    code, out, err = run_cli(work, *flags, "--drafter", "test/nope")
+    assert code == 2 and err.count("\n") == 1
+    assert "column 'drafter': no drafter card 'test/nope'" in err
+    assert data.read_text() == before
+    code, out, err = run_cli(work, *flags, "--drafter", "test/k25-head", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["rows"][0]["drafter"] == "test/k25-head"
+    lines = data.read_text().splitlines()
+    assert lines[0].endswith(",drafter") and lines[1].endswith(",")
+    assert lines[-1].endswith(",test/k25-head")
+    assert load_measurements(str(data), load_hardware(bundled("hardware.csv"))
+                             ).rows[-1].drafter == "test/k25-head"
+
+
+def test_a_fit_stored_before_the_default_column_sees_no_changed_drafter_card(tmp_path):
+    """Its stored cards have no ``default`` key: the same cards as the built-in ones here."""
+    import dataclasses
+
+    from ddtree_bayes.engine.scenario import drafter_card_changes
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    draws = point_mass_draws()   # (of kimi-k2.6: the cards of CARDS bear on it)
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(CARDS)
+    old = []
+    for card in drafter_table(tmp_path / "data" / "drafters.csv"):
+        d = {**dataclasses.asdict(card), "methods": list(card.methods)}
+        if d["default"]:   # (as a fit before the column stored it; it had no other kind)
+            del d["default"]
+        old.append(d)
+    draws.meta["model"]["drafter_cards"] = old
+    assert drafter_card_changes(draws, None, workdir=tmp_path) == []
+    old[-1]["default"] = True   # (the K2.5 head stored as the default: it differs)
+    assert "test/k25-head" in drafter_card_changes(draws, None, workdir=tmp_path)[0]
+
