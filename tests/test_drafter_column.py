@@ -170,3 +170,68 @@ def test_a_fit_stored_before_the_default_column_sees_no_changed_drafter_card(tmp
     old[-1]["default"] = True   # (the K2.5 head stored as the default: it differs)
     assert "test/k25-head" in drafter_card_changes(draws, None, workdir=tmp_path)[0]
 
+
+# ------------------------------------------------------------------ acceptance groups
+def _spec(hw, text: str):
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.spec import build_spec
+
+    priors = load_priors(bundled("priors.toml"))
+    data = load_measurements("m.csv", hw, text=text, methods=priors.methods)
+    return build_spec(data, priors, hardware=hw,
+                      drafters=load_drafter_cards("d.csv", CARDS))
+
+
+def test_each_drafter_infers_its_own_acceptance_in_one_overhead_group(hw):
+    spec = _spec(hw, HEADER + AR + K26 + K25 + K25.replace("112.5", "113.0"))
+    assert [g.label for g in spec.accept_groups] == [
+        "kimi-k2.6/eagle3/b3/B3", "kimi-k2.6/eagle3/b3/B3 drafter test/k25-head"]
+    assert [g.rows for g in spec.accept_groups] == [(3,), (4, 5)]
+    assert [g.drafter for g in spec.accept_groups] == [None, "test/k25-head"]
+    assert spec.row_accept_group.tolist() == [-1, 0, 1, 1]
+    # the speculative overhead is the system's, engine's and method's: one group for both
+    assert spec.groups == ("rtx-pro-6000x8/vllm/eagle3",)
+    meta = [g.as_meta() for g in spec.accept_groups]
+    assert [m["drafter"] for m in meta] == [None, "test/k25-head"]
+
+
+def test_a_stored_group_without_a_drafter_key_is_the_default_drafters():
+    """A fit made before the drafter column stored groups without one: found as before, for
+    the rows that name no drafter (and not for a named drafter)."""
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    old = {"label": "kimi-k2.6/eagle3/b3/B3", "model": "kimi-k2.6", "method": "eagle3",
+           "block": 3, "budget": 3, "rows": [9], "prior": {"dist": "uniform", "params": {
+               "lower": 1.0, "upper": 4.0}}, "prior_from": "default"}
+    meta = {"model": {"target_model": "kimi-k2.6", "acceptance_groups": [old]}}
+    assert AL.find(meta, None, "eagle3", 3, 4) == (0, old)
+    assert AL.find(meta, "kimi-k2.6", "eagle3", 3, 4, "test/k25-head") is None
+    named = {**old, "label": old["label"] + " drafter test/k25-head", "drafter": "test/k25-head"}
+    meta["model"]["acceptance_groups"] = [named, old]
+    assert AL.find(meta, None, "eagle3", 3, 4) == (1, old)
+    assert AL.find(meta, None, "eagle3", 3, 4, "test/k25-head") == (0, named)
+    assert AL.drafters_of(meta, None, "eagle3", 3, 4) == ["test/k25-head", None]
+    import numpy as np
+
+    rows = AL.summarise(meta, {AL.NAME: np.array([[2.1, 1.9], [2.3, 1.95]])})
+    assert [(r["group"], r["drafter"], round(r["median"], 6)) for r in rows] == [
+        ("kimi-k2.6/eagle3/b3/B3 drafter test/k25-head", "test/k25-head", 2.2),
+        ("kimi-k2.6/eagle3/b3/B3", None, 1.925)]
+
+
+# ------------------------------------------------------------------ drafter passes
+def test_a_named_drafters_passes_are_priced_from_its_own_card(hw):
+    """The group's roofline is its default card's; the K2.5 head's configuration pays the
+    group's per-pass multiple of its own card's roofline. On 8x RTX PRO 6000 (1.792 TB/s each,
+    PCIe: 0.03 + 0.10 ms a layer, bw_eff 0.625), an EAGLE-3 head of 1 layer at 1 B/weight:
+    0.9 B params -> 0.9 / (1.792 x 8) / 0.625 + 2 x 0.13 = 0.36045 ms; 1.8 B -> 0.46089 ms."""
+    spec = _spec(hw, HEADER + AR + K26 + K25)
+    assert spec.group_pass_roof_ms.tolist() == pytest.approx([0.36045], abs=5e-6)
+    assert spec.config_pass_scale.tolist() == pytest.approx([1.0, 1.0, 0.46089 / 0.36045],
+                                                            abs=5e-5)
+    assert spec.config_pass_how == (
+        "rtx-pro-6000x8/vllm/eagle3 drafter test/k25-head (row 4): 0.461 ms, 1.28x the group's "
+        "(drafter card test/k25-head: 1.8 B parameters read per pass)",)
+    # without a named drafter nothing changes: no scale at all (the model is the one before)
+    assert _spec(hw, HEADER + AR + K26).config_pass_scale is None
+

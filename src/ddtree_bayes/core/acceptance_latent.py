@@ -3,13 +3,14 @@
 A speculative row with a blank ``accept_len`` (server logs often omit it) still measures
 ``tok_s = accept / step_ms * 1000``. Its acceptance becomes a latent parameter
 ``accept_latent[g]`` shared by every such row of one *acceptance group*
-g = (model, method, block, budget); ``budget`` here is the number of draft tokens the target
-verifies, ``verify_tokens - 1`` (the budget of a tree, k of a k-token chain), so a chain row
-written with or without its budget lands in one group. There is no drafter column: two
-drafters of one method and size on one target model share a group (split them by method name,
-e.g. ``eagle3-k25`` declared as ``[methods.eagle3-k25]`` in the priors file, if they should
-not). Rows that give their acceptance keep it as data; they
-do not inform a latent group.
+g = (model, method, drafter, block, budget); ``budget`` here is the number of draft tokens the
+target verifies, ``verify_tokens - 1`` (the budget of a tree, k of a k-token chain), so a chain
+row written with or without its budget lands in one group. ``drafter`` is the row's
+``drafter`` column (None, blank: the default card of the model and method, core/drafters.py
+``drafter_for``): two drafters of one method and size on one target model (the Kimi K2.5 and
+K2.6 EAGLE-3 heads against Kimi K2.6) get a group each, while sharing their speculative
+overhead group (system, engine, method). Rows that give their acceptance keep it as data;
+they do not inform a latent group.
 
 Prior of a group: the first ``[[acceptance]]`` entry of the priors file matching its method,
 block and budget (as ``predict`` uses it), else :func:`default_prior`; either one bounded above
@@ -58,13 +59,23 @@ def describe(prior: Prior) -> str:
     return f"{prior.dist}(" + ", ".join(f"{k}={v:g}" for k, v in prior.params.items()) + ")"
 
 
-def acceptance_group_label(model: str, method: str, block: int | None, budget: int) -> str:
-    """``kimi-k2.6/eagle3/b3/B3`` (``b-`` when the block is not known)."""
-    return f"{model}/{method}/b{'-' if block is None else block}/B{budget}"
+def acceptance_group_label(model: str, method: str, block: int | None, budget: int,
+                           drafter: str | None = None) -> str:
+    """``kimi-k2.6/eagle3/b3/B3`` (``b-`` when the block is not known), with the drafter a
+    row's ``drafter`` column names after it.
+
+    >>> acceptance_group_label("kimi-k2.6", "eagle3", 3, 3, "org/k25-head")
+    'kimi-k2.6/eagle3/b3/B3 drafter org/k25-head'
+    """
+    label = f"{model}/{method}/b{'-' if block is None else block}/B{budget}"
+    return label if drafter is None else f"{label} drafter {drafter}"
 
 
-def group_key(model: str, method: str, block: int | None, verify_tokens: int) -> tuple:
-    return (model, method, block, int(verify_tokens) - 1)
+def group_key(model: str, method: str, block: int | None, verify_tokens: int,
+              drafter: str | None = None) -> tuple:
+    """(model, method, drafter, block, budget): what one acceptance group shares (drafter
+    None: the rows that name none, which ran the default card)."""
+    return (model, method, drafter, block, int(verify_tokens) - 1)
 
 
 @dataclass(frozen=True)
@@ -78,14 +89,17 @@ class AcceptanceGroup:
     rows: tuple[int, ...]
     prior: Prior
     prior_from: str             # where the prior came from, for people
+    drafter: str | None = None  # the rows' drafter column (None: blank, the default card)
 
     @property
     def label(self) -> str:
-        return acceptance_group_label(self.model, self.method, self.block, self.budget)
+        return acceptance_group_label(self.model, self.method, self.block, self.budget,
+                                      self.drafter)
 
     def as_meta(self) -> dict:
         """A fit's ``meta["model"]["acceptance_groups"]`` entry (JSON)."""
         return {"label": self.label, "model": self.model, "method": self.method,
+                "drafter": self.drafter,
                 "block": self.block, "budget": self.budget, "rows": list(self.rows),
                 "prior": {"dist": self.prior.dist, "params": dict(self.prior.params)},
                 "prior_from": self.prior_from}
@@ -129,7 +143,7 @@ def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
     for i, m in enumerate(rows):
         if m.accept_len is not None:
             continue
-        key = group_key(m.model, m.method, m.block, m.verify_tokens)
+        key = group_key(m.model, m.method, m.block, m.verify_tokens, m.drafter)
         g = index.setdefault(key, len(firsts))
         if g == len(firsts):
             firsts.append(m)
@@ -140,7 +154,8 @@ def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
     for m, rs in zip(firsts, members, strict=True):
         budget = m.verify_tokens - 1
         prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens, m.model)
-        groups.append(AcceptanceGroup(m.model, m.method, m.block, budget, tuple(rs), prior, where))
+        groups.append(AcceptanceGroup(m.model, m.method, m.block, budget, tuple(rs), prior, where,
+                                      m.drafter))
     return tuple(groups), row_group
 
 
@@ -181,16 +196,32 @@ def fit_groups(meta: dict) -> list[dict]:
     return list(meta.get("model", {}).get("acceptance_groups", ()))
 
 
-def find(meta: dict, model: str | None, method: str, block: int | None, verify_tokens: int
-         ) -> tuple[int, dict] | None:
-    """(index, group) of the fit's acceptance group for this configuration, or None.
-    ``model`` None: the fit's target model (any model if the metadata does not say)."""
+def find(meta: dict, model: str | None, method: str, block: int | None, verify_tokens: int,
+         drafter: str | None = None) -> tuple[int, dict] | None:
+    """(index, group) of the fit's acceptance group for this configuration and drafter
+    (None: the rows that name no drafter), or None. ``model`` None: the fit's target model
+    (any model if the metadata does not say). A group stored before the drafter column has no
+    ``drafter``: its rows named none."""
     model = model or meta.get("model", {}).get("target_model")
     for g, group in enumerate(fit_groups(meta)):
-        key = group_key(model or group["model"], method, block, verify_tokens)
-        if group_key(group["model"], group["method"], group["block"], group["budget"] + 1) == key:
+        key = group_key(model or group["model"], method, block, verify_tokens, drafter)
+        if group_key(group["model"], group["method"], group["block"], group["budget"] + 1,
+                     group.get("drafter")) == key:
             return g, group
     return None
+
+
+def drafters_of(meta: dict, model: str | None, method: str, block: int | None,
+                verify_tokens: int) -> list[str | None]:
+    """The drafters (None: the rows that named none) whose acceptance the fit inferred for
+    this configuration, in the order of their groups."""
+    model = model or meta.get("model", {}).get("target_model")
+    out = []
+    for group in fit_groups(meta):
+        if group_key(model or group["model"], method, block, verify_tokens) == group_key(
+                group["model"], group["method"], group["block"], group["budget"] + 1):
+            out.append(group.get("drafter"))
+    return out
 
 
 def summarise(meta: dict, variables: dict[str, np.ndarray], prob: float = 0.9) -> list[dict]:
@@ -207,7 +238,7 @@ def summarise(meta: dict, variables: dict[str, np.ndarray], prob: float = 0.9) -
         q = np.quantile(post, [0.5, lo_q, hi_q])
         pq = np.quantile(pr, [0.5, lo_q, hi_q])
         out.append({"group": group["label"], "model": group["model"], "method": group["method"],
-                    "block": group["block"], "budget": group["budget"],
+                    "drafter": group.get("drafter"), "block": group["block"], "budget": group["budget"],
                     "rows": list(group["rows"]), "median": float(q[0]), "lo": float(q[1]),
                     "hi": float(q[2]), "prob": prob, "prior": describe(prior),
                     "prior_from": group["prior_from"], "prior_median": float(pq[0]),

@@ -65,7 +65,8 @@ OPTIONAL_COLUMNS = ("concurrency", "drafter")
 OPTIONAL_DEFAULTS = {"concurrency": 1.0}
 #: Columns that must hold a value in every row. ``accept_len`` may be blank: an
 #: autoregressive row then emits 1 token per step, a speculative row's acceptance is inferred
-#: by the fit (a latent parameter per (model, method, block, budget); core/acceptance_latent.py).
+#: by the fit (a latent parameter per (model, method, drafter, block, budget);
+#: core/acceptance_latent.py).
 REQUIRED = ("model", "hardware", "gpus", "engine", "method", "tok_s", "source")
 #: Columns that decide whether a row is valid apart from its result (tok_s) and its free text
 #: (source must only be non-empty, notes is anything): rows that agree on these and pass
@@ -301,15 +302,16 @@ ON_OTHER_SYSTEMS = "on other systems"
 
 def measured_accept(rows: Iterable[Measurement], *, model: str | None, method: str,
                     block: int | None, budget: int | None, verify_tokens: int, hardware: str,
-                    gpus: int, engine: str, methods: Mapping[str, MethodSpec] | None = None
-                    ) -> tuple[list[Measurement], str] | None:
+                    gpus: int, engine: str, methods: Mapping[str, MethodSpec] | None = None,
+                    drafter: str | None = None) -> tuple[list[Measurement], str] | None:
     """The rows whose accept_len is the measured acceptance of a configuration (``model``,
     None: any; method, block, budget, verify tokens) and where they were measured (``on
     b300x8 sglang``, ``on b300x8 (other engines)``, :data:`ON_OTHER_SYSTEMS`): the rows of the
     same system and engine if any, else of the same system (the other engines': acceptance is
     the drafter's, target's and prompts', not the engine's), else of any system; None when no
     such row has an accept_len. A chain's budget may be written or blank (``methods``:
-    whether the method is a tree; None, the bundled table's). predict's measured acceptance
+    whether the method is a tree; None, the bundled table's). ``drafter``: the rows' drafter
+    column (None: the rows that name none, the default card's). predict's measured acceptance
     and a fit's default question both take their mean.
 
     >>> r = Measurement(2, "m", "h100", 1, "vllm", "eagle3", 3, None, 4, 3.0, None, 90.0, "s", "")
@@ -322,7 +324,7 @@ def measured_accept(rows: Iterable[Measurement], *, model: str | None, method: s
     mine = [r for r in rows
             if r.accept_len is not None and r.method == method and r.block == block
             and (not tree or r.budget == budget) and r.verify_tokens == verify_tokens
-            and (model is None or r.model == model)]
+            and (model is None or r.model == model) and r.drafter == drafter]
     there = [r for r in mine if (r.hardware, r.gpus) == (hardware, gpus)]
     system = system_label(hardware, gpus)
     levels = [([r for r in there if r.engine == engine], f"on {system} {engine}"),

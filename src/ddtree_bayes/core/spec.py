@@ -267,6 +267,12 @@ class ModelSpec:
     group_system: np.ndarray | None = None
     group_pass_roof_ms: np.ndarray | None = None
     group_pass_how: tuple[str, ...] = ()
+    #: per configuration, its drafter's pass roofline over its group's (1.0 but where its rows
+    #: name a drafter card other than the default one the group's roofline is of: the
+    #: ``drafter`` column); the group's per-pass multiple applies to the drafter's own
+    #: roofline, as ``predict --drafter`` prices it (None: every configuration 1.0)
+    config_pass_scale: np.ndarray | None = None
+    config_pass_how: tuple[str, ...] = ()
     #: per group, 1.0 where its target has recurrent layers (a hybrid model: the card's
     #: ``recurrent_layers``), else 0.0: such a group's fixed cost carries its engine's
     #: ``spec_fixed_recurrent`` effect (engine/model.py)
@@ -557,9 +563,16 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
                  cfg_group: list[int], hardware: dict[str, dict[str, str]] | None,
                  cards: dict | None, drafters: tuple | None) -> dict:
     """Per overhead group of the structured step: its (base) engine, its system (pair) and the
-    roofline of one drafter pass of its method on that system (core/drafters.py; needs the
-    model cards and the hardware table, bundled ones by default)."""
-    from ddtree_bayes.core.drafters import drafter_for, load_drafter_cards, pass_roofline_ms
+    roofline of one drafter pass of its method on that system, of the default drafter card of
+    its model and method (core/drafters.py; needs the model cards and the hardware table,
+    bundled ones by default); and per configuration whose rows name another drafter card (the
+    ``drafter`` column), that card's roofline over the group's (``config_pass_scale``)."""
+    from ddtree_bayes.core.drafters import (
+        drafter_for,
+        load_drafter_cards,
+        pass_roofline_ms,
+        row_drafter,
+    )
     from ddtree_bayes.core.pairs import card_for, split_label
     from ddtree_bayes.core.paths import bundled
 
@@ -585,11 +598,25 @@ def group_inputs(data: Measurements, priors: PriorsConfig, groups: list[str], re
         hows.append(f"{label}: {ms:.3g} ms ({how})")
         recurrent.append(float(card.recurrent))
         amd.append(float(is_amd(hardware[hw])))
+    scale = np.ones(len(reps))
+    scale_hows = []
+    for c, (r, g) in enumerate(zip(reps, cfg_group, strict=True)):
+        if g < 0 or r.drafter is None:
+            continue
+        _, hw, gpus = split_label(data.pair(r))
+        named = row_drafter(drafters, r.model, r.method, r.drafter)
+        ms, how = pass_roofline_ms(named, card_for(cards, r.model, data), r.method,
+                                   hardware[hw], gpus, constants)
+        scale[c] = ms / roof[g]
+        scale_hows.append(f"{groups[g]} drafter {r.drafter} (row {r.row}): {ms:.3g} ms, "
+                          f"{scale[c]:.3g}x the group's ({how})")
     out = {"engines": tuple(engines), "group_engine": np.array(group_engine, dtype=np.int64),
            "group_recurrent": np.array(recurrent), "group_amd": np.array(amd),
            "group_system": np.array(group_system, dtype=np.int64),
            "group_pass_roof_ms": np.array(roof), "group_pass_how": tuple(hows),
            "drafter_cards": tuple(dataclasses.asdict(d) for d in drafters)}
+    if scale_hows:
+        out["config_pass_scale"], out["config_pass_how"] = scale, tuple(scale_hows)
     if not data.multi_model:   # an unmeasured group's pass is priced from it at predict time
         out["card"] = dataclasses.asdict(card_for(cards, data.model, data))
     return out
@@ -735,6 +762,8 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
             meta["group_system"] = [int(x) for x in spec.group_system]
         meta["group_pass_roof_ms"] = [float(x) for x in spec.group_pass_roof_ms]
         meta["group_pass_how"] = list(spec.group_pass_how)
+        if spec.config_pass_how:
+            meta["config_pass_how"] = list(spec.config_pass_how)
         if spec.group_recurrent is not None and spec.group_recurrent.any():
             meta["group_recurrent"] = [bool(x) for x in spec.group_recurrent]
         if spec.group_amd is not None and spec.group_amd.any():

@@ -352,7 +352,9 @@ def _structured_spec(spec: S.ModelSpec, P: dict[str, Prior], step_ar, scale_cfg,
     if not spec.groups:
         return pt.zeros(len(c)), distance
     fixed, per_pass, per_node = ratios
-    return (S.structured_spec_ms(step_ar[c.system], fixed, per_pass, per_node, c.passes, c.nodes,
+    # (a configuration of another drafter than its group's pays its own roofline's multiple)
+    passes = c.passes if spec.config_pass_scale is None else c.passes * spec.config_pass_scale
+    return (S.structured_spec_ms(step_ar[c.system], fixed, per_pass, per_node, passes, c.nodes,
                                  scale_cfg), distance)
 
 

@@ -1311,11 +1311,20 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
 def row_scenario(draws: Fit, m) -> Scenario:
     """The scenario of a measured row ``m`` (a :class:`~ddtree_bayes.core.data.Measurement`):
     its configuration, context and concurrency, as every check of a row against a fit asks it
-    (a row at C > 1 measures the C streams' total: ``accept x 1000 x C / step``)."""
-    return resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
-                            method=m.method, block=m.block, budget=m.budget,
-                            verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
-                            model=m.model, concurrency=m.concurrency)
+    (a row at C > 1 measures the C streams' total: ``accept x 1000 x C / step``), and the
+    drafter card its ``drafter`` column names (as stored in the fit), whose roofline prices its
+    drafter passes as the fit priced them."""
+    from ddtree_bayes.core.drafters import stored_cards
+
+    sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
+                          method=m.method, block=m.block, budget=m.budget,
+                          verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
+                          model=m.model, concurrency=m.concurrency)
+    if m.drafter is None:
+        return sc
+    card = next((c for c in stored_cards(draws.meta["model"].get("drafter_cards", ()))
+                 if c.drafter == m.drafter), None)
+    return sc if card is None else dataclasses.replace(sc, drafter=card)
 
 
 #: The methods tables of the priors texts parsed in this process (a fit's priors, once).
@@ -1352,16 +1361,17 @@ def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | No
 
 
 def latent_acceptance(draws: Fit, model: str | None, method: str, block: int | None,
-                      verify_tokens: int, rng: np.random.Generator
+                      verify_tokens: int, rng: np.random.Generator, drafter: str | None = None
                       ) -> tuple[np.ndarray, dict | None]:
     """Acceptance draws for a configuration whose acceptance is not given: the posterior of
     the fit's inferred acceptance group (rows with a blank accept_len of the same model,
-    method, block and budget), aligned draw by draw with the other parameters, and that group
-    (as stored in the fit); or, when the fit has no such group, draws from the group's prior
-    (the priors file's ``[[acceptance]]`` entry or the default) and None."""
+    method, drafter, block and budget; ``drafter`` None: the rows that name none), aligned
+    draw by draw with the other parameters, and that group (as stored in the fit); or, when
+    the fit has no such group, draws from the group's prior (the priors file's
+    ``[[acceptance]]`` entry or the default) and None."""
     from ddtree_bayes.core import acceptance_latent as AL
 
-    found = AL.find(draws.meta, model, method, block, verify_tokens)
+    found = AL.find(draws.meta, model, method, block, verify_tokens, drafter)
     if found is not None:
         g, group = found
         return np.asarray(draws.variables[AL.NAME])[:, g], group
@@ -1376,4 +1386,5 @@ def row_acceptance(draws: Fit, m, rng: np.random.Generator) -> np.ndarray:
     """Acceptance draws of a measurement: its accept_len, or :func:`latent_acceptance`."""
     if m.accept_len is not None:
         return np.full(draws.n_draws, m.accept_len)
-    return latent_acceptance(draws, m.model, m.method, m.block, m.verify_tokens, rng)[0]
+    return latent_acceptance(draws, m.model, m.method, m.block, m.verify_tokens, rng,
+                             m.drafter)[0]

@@ -102,20 +102,20 @@ class Fold:
 
 
 def blank_groups(data: Measurements) -> Counter:
-    """How many rows without accept_len each acceptance group (model, method, block,
+    """How many rows without accept_len each acceptance group (model, method, drafter, block,
     budget: core/acceptance_latent.py) holds: the rows that infer its acceptance."""
     return Counter(_acceptance_group(m) for m in data.rows if m.accept_len is None)
 
 
 def _acceptance_group(m: Measurement) -> tuple:
-    return group_key(m.model, m.method, m.block, m.verify_tokens)
+    return group_key(m.model, m.method, m.block, m.verify_tokens, m.drafter)
 
 
 def prior_only_rows(data: Measurements, held_out: Iterable[int],
                     blank: Counter | None = None) -> list[tuple[int, str]]:
     """The rows of ``held_out`` (positions in ``data.rows``) whose acceptance a refit without
     them would give by its prior alone, with why: no accept_len, and no row of their
-    acceptance group (model, method, block, budget: core/acceptance_latent.py) left in
+    acceptance group (model, method, drafter, block, budget: core/acceptance_latent.py) left in
     training, the rows that infer a group's acceptance being those without accept_len. They
     are not scored, in any mode (``--keep-ar`` skipped them first): their intervals are the
     prior's acceptance, not a test of the fit. ``blank``: :func:`blank_groups` of ``data``,
