@@ -235,3 +235,96 @@ def test_a_named_drafters_passes_are_priced_from_its_own_card(hw):
     # without a named drafter nothing changes: no scale at all (the model is the one before)
     assert _spec(hw, HEADER + AR + K26).config_pass_scale is None
 
+
+# ------------------------------------------------------------------ predict --drafter
+def _two_drafters_fit():
+    """The structured point mass on 8x B300 (test_structure_model) whose stored rows gain two
+    EAGLE-3 rows without accept_len, one per head, and whose fit inferred 2.0 for the default
+    head's rows (row 4) and 1.7 for the K2.5 head's (row 5)."""
+    import dataclasses
+
+    import numpy as np
+
+    from test_structure_model import structured_point_mass
+
+    draws = structured_point_mass()
+    lines = draws.data_csv.rstrip("\n").split("\n")
+    text = "\n".join([lines[0] + ",drafter", *(ln + "," for ln in lines[1:]),
+                      "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,,,200,test,,",
+                      "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,,,180,test,,test/k25-head"]) + "\n"
+    model = dict(draws.meta["model"])
+    prior = {"dist": "uniform", "params": {"lower": 1.0, "upper": 4.0}}
+    model["acceptance_groups"] = [
+        {"label": "kimi-k2.6/eagle3/b3/B3", "model": "kimi-k2.6", "method": "eagle3",
+         "drafter": None, "block": 3, "budget": 3, "rows": [4], "prior": prior,
+         "prior_from": "default"},
+        {"label": "kimi-k2.6/eagle3/b3/B3 drafter test/k25-head", "model": "kimi-k2.6",
+         "method": "eagle3", "drafter": "test/k25-head", "block": 3, "budget": 3, "rows": [5],
+         "prior": prior, "prior_from": "default"}]
+    model["drafter_cards"] = [{**dataclasses.asdict(c), "methods": list(c.methods)}
+                              for c in load_drafter_cards("d.csv", CARDS)]
+    n = draws.n_draws
+    variables = {**draws.variables,
+                 "accept_latent": np.column_stack([np.full(n, 2.0), np.full(n, 1.7)])}
+    return dataclasses.replace(draws, data_csv=text, meta={**draws.meta, "model": model},
+                               variables=variables, memo={})
+
+
+def _ask(draws, drafter=None, accept=None):
+    from ddtree_bayes.engine.question import Flags, resolve
+
+    return resolve(draws, Flags(hardware="b300", gpus=8, engines=("sglang",), method="eagle3",
+                                block=3, drafter=drafter, accept=accept))
+
+
+def test_predict_drafter_takes_the_named_drafters_inferred_acceptance_and_card():
+    draws = _two_drafters_fit()
+    q = _ask(draws, drafter="test/k25-head")
+    (asked,) = q.asked
+    (source,) = asked.accept
+    assert (source.kind, source.group["label"], source.group_index) == (
+        "posterior", "kimi-k2.6/eagle3/b3/B3 drafter test/k25-head", 1)
+    assert asked.scenario.drafter.drafter == "test/k25-head"
+    assert not any("--drafter" in w for w in q.warnings)
+    # the default head named: the blank rows' acceptance
+    (source,) = _ask(draws, drafter="test/k26-head").asked[0].accept
+    assert (source.group["label"], source.group_index) == ("kimi-k2.6/eagle3/b3/B3", 0)
+
+
+def test_predict_without_drafter_answers_for_the_default_drafter_and_says_so():
+    q = _ask(_two_drafters_fit())
+    (source,) = q.asked[0].accept
+    assert (source.group["label"], source.group_index) == ("kimi-k2.6/eagle3/b3/B3", 0)
+    assert q.asked[0].scenario.drafter is None
+    assert [w for w in q.warnings if "--drafter" in w] == [
+        "the fit's rows of this configuration name the drafter test/k25-head too, each with "
+        "its own acceptance: this answer is the default drafter's (rows with a blank drafter "
+        "column); ask --drafter test/k25-head for its"]
+    # with --accept the acceptance is the user's: nothing to say
+    assert not any("--drafter" in w for w in _ask(_two_drafters_fit(), accept="2").warnings)
+
+
+def test_predict_drafter_without_its_acceptance_is_refused_in_one_line():
+    from ddtree_bayes.core.errors import QueryError
+
+    draws = _two_drafters_fit()
+    draws.meta["model"]["acceptance_groups"] = draws.meta["model"]["acceptance_groups"][:1]
+    with pytest.raises(QueryError) as err:
+        _ask(draws, drafter="test/k25-head")
+    assert str(err.value).startswith("--drafter test/k25-head: the fit measured no acceptance "
+                                     "of it for ")
+    assert "--accept" in str(err.value)
+
+
+def test_a_rows_check_against_the_fit_prices_its_named_drafter():
+    """Every check of a row against a fit (posterior predictive, validate's scores) asks its
+    scenario: a row naming a drafter is asked with that drafter's stored card, as the fit
+    priced its passes; a row naming none, without one (the default card)."""
+    from ddtree_bayes.engine.scenario import row_scenario
+
+    draws = _two_drafters_fit()
+    blank, named = draws.measurements.rows[-2:]
+    assert row_scenario(draws, blank).drafter is None
+    assert row_scenario(draws, named).drafter.drafter == "test/k25-head"
+    assert row_scenario(draws, named).drafter.params_active_b == 1.8
+

@@ -40,12 +40,14 @@ from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
     AcceptRequest,
     Scenario,
+    acceptance_drafter,
     acceptance_prior,
     check_accept,
     check_kv_cache,
     layer_split_warning,
     measured_acceptance,
     memory_warnings,
+    other_drafters,
     parse_accept,
     parse_context,
     resolve_scenario,
@@ -514,7 +516,8 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         return (AcceptSource("given", "1", value=1.0),)
     seen = measured_acceptance(fit, sc)
     if seen is None or seen[2] == ON_OTHER_SYSTEMS:   # (this system's rows come first)
-        found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens)
+        found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens,
+                        acceptance_drafter(fit, sc))
         if found is not None:
             g, group = found
             return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
@@ -534,6 +537,17 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
     return (AcceptSource("measured", f"{value:.3g} measured ({rows_text})", value=value,
                          rows=n_rows, where=f"the mean accept_len of {rows_text} measured of "
                                             f"this configuration {where}"),)
+
+
+def drafter_acceptance(fit: Fit, sc: Scenario) -> bool:
+    """Does the fit know the acceptance of ``sc``'s ``--drafter`` for its configuration:
+    rows of it with an accept_len, or an acceptance it inferred from rows of it without one
+    (the default card's: the rows with a blank drafter column)."""
+    from ddtree_bayes.core import acceptance_latent as AL
+
+    return (measured_acceptance(fit, sc) is not None
+            or AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens,
+                       acceptance_drafter(fit, sc)) is not None)
 
 
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
@@ -577,10 +591,20 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                               kv_cache=flags.kv_cache)
         if flags.drafter is not None:
             sc = with_drafter(fit, sc, flags.drafter, prefix)
-            if request is None and acceptance:
+            if request is None and acceptance and not drafter_acceptance(fit, sc):
                 raise QueryError(prefix + f"--drafter {flags.drafter}: the fit measured no "
-                                 "acceptance of it", fix="give the acceptance you expect "
-                                 "with --accept, e.g. --accept 3:4")
+                                 f"acceptance of it for {sc.describe()}",
+                                 fix="give the acceptance you expect with --accept, e.g. "
+                                     "--accept 3:4")
+        elif request is None and acceptance and sc.method != AR_METHOD and (
+                named := other_drafters(fit, sc)):
+            said = (prefix + f"the fit's rows of this configuration name the drafter"
+                    f"{'s' * (len(named) > 1)} {', '.join(named)} too, each with its own "
+                    "acceptance: this answer is the default drafter's (rows with a blank "
+                    "drafter column); ask --drafter "
+                    f"{named[0] if len(named) == 1 else 'NAME'} for "
+                    f"{'its' if len(named) == 1 else 'another'}")
+            warnings += () if said in warnings else (said,)   # (once for the engines)
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)
         asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept,

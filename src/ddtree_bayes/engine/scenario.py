@@ -497,7 +497,7 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     method for no row of that model under any of its deployment cards
     (:func:`~ddtree_bayes.engine.target_models.deployments_of_one_model`, whose measured
     group an answer carries). None: it is autoregressive, measured, or has a drafter."""
-    from ddtree_bayes.core.drafters import drafter_for
+    from ddtree_bayes.core.drafters import serves as card_serves
     from ddtree_bayes.engine.target_models import deployments_of_one_model
 
     if method == AR_METHOD:
@@ -507,14 +507,14 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     if model is None or any(r.method == method and deployments_of_one_model(draws, r.model, model)
                             for r in rows):
         return None
-    if drafter_for(cards, model, method) is not None:
+    if any(card_serves(card, model, method) for card in cards):   # (a named-only card too)
         return None
     # the methods the model's own cards serve (an EAGLE-3 head just added with `card add
     # --target`, while the question asks the bundled DDTree): the question that can be asked
     serves: dict[str, list[str]] = {}
     for card in cards:
         for m in card.methods:
-            if m != method and drafter_for((card,), model, m) is not None:
+            if m != method and card_serves(card, model, m):
                 serves.setdefault(m, []).append(card.drafter)
     other = ""
     if serves:
@@ -1265,7 +1265,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     ``drafter_table``: a card added after the fit counts), then the fit's own; it must serve
     the scenario's method for its target model, in a fit of the structured step (whose
     drafter passes cost a multiple of their roofline)."""
-    from ddtree_bayes.core.drafters import drafter_for, stored_cards
+    from ddtree_bayes.core.drafters import serves, stored_cards
 
     model = draws.meta["model"]
     if sc.method == AR_METHOD:
@@ -1281,7 +1281,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     target = sc.model or model["card"]["model"]
     if card is None:
         fits = sorted(c.drafter for c in cards.values()
-                      if sc.method in c.methods and drafter_for((c,), target, sc.method))
+                      if serves(c, target, sc.method))
         # card add makes EAGLE-3 heads' cards and separate draft models' (--target) and a
         # target's own MTP layers'
         how = (f"`ddtree-bayes card add --hf-config HEAD/config.json --target {target}`"
@@ -1302,7 +1302,7 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     if sc.method not in card.methods:
         raise QueryError(prefix + f"drafter {name!r} serves {', '.join(card.methods)}, not "
                          f"{sc.method}", fix="give the --method it drafts for")
-    if drafter_for((card,), target, sc.method) is None:
+    if not serves(card, target, sc.method):
         raise QueryError(prefix + f"drafter {name!r} drafts for {card.target_model}, not "
                          f"{target}", fix="use a drafter trained for the target model")
     return dataclasses.replace(sc, drafter=card)
@@ -1337,15 +1337,45 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
+def acceptance_drafter(draws: Fit, sc: Scenario) -> str | None:
+    """Whose acceptance a query asks: the ``--drafter`` card's name, as the rows' ``drafter``
+    column names it; None (the rows that name none) without ``--drafter``, or when it names
+    the default card of the model and method those rows ran (core/drafters.py
+    ``drafter_for``, of the cards the fit stored)."""
+    from ddtree_bayes.core.drafters import drafter_for, stored_cards
+
+    if sc.drafter is None:
+        return None
+    model = draws.meta["model"]
+    target = sc.model or (model.get("card") or {}).get("model") or model.get("target_model")
+    default = (None if target is None else
+               drafter_for(stored_cards(model.get("drafter_cards", ())), target, sc.method))
+    return None if default is not None and default.drafter == sc.drafter.drafter \
+        else sc.drafter.drafter
+
+
+def other_drafters(draws: Fit, sc: Scenario) -> list[str]:
+    """The drafters the fit's rows of the query's configuration (model, method, block,
+    verify tokens; any system) name in their ``drafter`` column, other than the one the query
+    asks (:func:`acceptance_drafter`), sorted: each has its own acceptance."""
+    asked = acceptance_drafter(draws, sc)
+    return sorted({r.drafter for r in draws.measurements.rows
+                   if r.drafter is not None and r.drafter != asked and r.method == sc.method
+                   and r.block == sc.block and r.verify_tokens == sc.verify_tokens
+                   and (sc.model is None or not sc.multi or r.model == sc.model)})
+
+
 def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | None:
-    """The mean measured acceptance of the query's configuration, how many rows it averages
+    """The mean measured acceptance of the query's configuration and drafter
+    (:func:`acceptance_drafter`), how many rows it averages
     and where they were measured (:func:`~ddtree_bayes.core.data.measured_accept`'s rows: the
     same system and engine's, else the system's, else other systems'), by the fit's methods
     table; None when no such row has an accept_len."""
     found = measured_accept(draws.measurements.rows, model=sc.model if sc.multi else None,
                             method=sc.method, block=sc.block, budget=sc.budget,
                             verify_tokens=sc.verify_tokens, hardware=sc.hardware, gpus=sc.gpus,
-                            engine=sc.engine, methods=draws.methods)
+                            engine=sc.engine, methods=draws.methods,
+                            drafter=acceptance_drafter(draws, sc))
     if found is None:
         return None
     chosen, where = found
