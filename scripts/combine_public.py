@@ -39,7 +39,10 @@ except ModuleNotFoundError as err:   # (a Python without the project's packages)
 COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
            "accept_len", "context_tokens", "tok_s", "source", "notes")
 KEY = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "verify_tokens",
-       "accept_len", "context_tokens", "tok_s")
+       "accept_len", "context_tokens", "tok_s", "drafter")
+#: The measurement schema's optional ``drafter`` column (the drafter card a row names when it
+#: is not its target's default one, data/public/README.md): written when a kept row fills it.
+DRAFTER = "drafter"
 #: Sweeps whose quantisation streams a weight size other than their model card's: their rows
 #: name the deployment's own card (data/models.csv), so the pair roofline streams the bytes
 #: the deployment reads (GGUF bits per weight from llama.cpp's quantize README).
@@ -171,8 +174,9 @@ def _num(text: str) -> str:
 
 
 def key(row: dict) -> tuple:
-    return tuple(_num(row.get(c, "")) if c not in ("model", "hardware", "engine", "method")
-                 else row.get(c, "").strip() for c in KEY)
+    return tuple(_num(row.get(c, "")) if c not in ("model", "hardware", "engine", "method",
+                                                     DRAFTER)
+                 else (row.get(c) or "").strip() for c in KEY)
 
 
 def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool = False
@@ -205,7 +209,7 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
             if key(r) in seen:
                 repeats += 1
                 continue
-            row = {c: r.get(c, "").strip() for c in COLUMNS}
+            row = {c: r.get(c, "").strip() for c in (*COLUMNS, DRAFTER)}
             card = DEPLOYMENT_CARDS.get(r["sweep"].strip())
             if card is not None:   # (the configuration key keeps the sweep's model name)
                 row["model"] = card
@@ -225,7 +229,9 @@ def combine(bundled: Path, public: list[Path], cards: set[str], known_only: bool
                                              if repeats else "")
                    + (f", {left} without acceptance, tok/s, GPU count or draft shape" if left else ""))
     buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=list(COLUMNS), lineterminator="\n")
+    named = any(r.get(DRAFTER) for r in out_rows)
+    writer = csv.DictWriter(buf, fieldnames=[*COLUMNS, *((DRAFTER,) if named else ())],
+                            restval="", extrasaction="ignore", lineterminator="\n")
     writer.writeheader()
     writer.writerows(out_rows)
     return buf.getvalue(), log

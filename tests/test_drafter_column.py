@@ -169,6 +169,12 @@ def test_a_fit_stored_before_the_default_column_sees_no_changed_drafter_card(tmp
     assert drafter_card_changes(draws, None, workdir=tmp_path) == []
     old[-1]["default"] = True   # (the K2.5 head stored as the default: it differs)
     assert "test/k25-head" in drafter_card_changes(draws, None, workdir=tmp_path)[0]
+    # a card only rows name (default no), added since the fit, prices none of its answers
+    # (its rows name none): not said; asked with --drafter it is
+    draws.meta["model"]["drafter_cards"] = old[:-1]
+    assert drafter_card_changes(draws, None, workdir=tmp_path) == []
+    assert "test/k25-head" in drafter_card_changes(draws, [("kimi-k2.6", "eagle3")],
+                                                   drafter="test/k25-head", workdir=tmp_path)[0]
 
 
 # ------------------------------------------------------------------ acceptance groups
@@ -328,3 +334,78 @@ def test_a_rows_check_against_the_fit_prices_its_named_drafter():
     assert row_scenario(draws, named).drafter.drafter == "test/k25-head"
     assert row_scenario(draws, named).drafter.params_active_b == 1.8
 
+
+# ------------------------------------------------------------------ the public data
+K25_HEAD = "lightseekorg/kimi-k2.5-eagle3-mla"
+
+
+def test_the_k25_head_has_a_card_that_blank_rows_do_not_use():
+    """Its card drafts eagle3 for kimi-k2.6 with default no: a blank kimi-k2.6 eagle3 row (the
+    Turin retest's K2.6 head, the bundled rows) is still priced by the generic drafter. Its
+    pass, 3.0 B parameters at 2 B/weight (the checkpoint's ~6 GB), on 8x RTX PRO 6000:
+    6.0 / (1.792 x 8) / 0.625 + 2 x 0.13 = 0.92964 ms."""
+    from ddtree_bayes.core.drafters import PassRoofline, pass_roofline_ms
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    cards = drafter_table()
+    (card,) = [c for c in cards if c.drafter == K25_HEAD]
+    assert (card.target_model, card.methods, card.default, card.pass_params_b,
+            card.bytes_per_weight) == ("kimi-k2.6", ("eagle3",), False, 3.0, 2.0)
+    assert drafter_for(cards, "kimi-k2.6", "eagle3") is None
+    ms, _ = pass_roofline_ms(card, load_model_cards(bundled("models.csv"))["kimi-k2.6"],
+                             "eagle3", load_hardware(bundled("hardware.csv"))["rtx-pro-6000"], 8,
+                             PassRoofline(0.625, 0.03, 0.05, 0.10))
+    assert ms == pytest.approx(0.92964, abs=5e-6)
+    assert (Path(__file__).resolve().parents[1] / "data" / "drafters.csv").read_bytes() == \
+        bundled("drafters.csv").read_bytes()
+
+
+@pytest.mark.parametrize("name", [
+    "vllm_eagle3_kimi_k26_rtxpro6000x8_ctx.csv",
+    "conc/vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv",
+    "conc/vllm_eagle3_kimi_k26_rtxpro6000x8_dcp4_conc.csv",
+    "conc/vllm_eagle3_kimi_k26_rtxpro6000x8_dcp8_conc.csv"])
+def test_the_rows_that_ran_the_k25_head_name_it(name):
+    """Every eagle3 row whose notes name the K2.5 head names it in its drafter column, every
+    other row is blank (the AR rows; the Turin retest's K2.6 head has no column at all)."""
+    import csv
+    import io
+
+    root = Path(__file__).resolve().parents[1] / "data" / "public"
+    rows = list(csv.DictReader(io.StringIO((root / name).read_text(encoding="utf-8"))))
+    assert rows and all((r["drafter"] == K25_HEAD) == (r["method"] == "eagle3"
+                                                       and K25_HEAD in r["notes"]) for r in rows)
+    assert all(r["drafter"] in ("", K25_HEAD) for r in rows)
+    assert sum(r["drafter"] == K25_HEAD for r in rows) == (5 if "ctx" in name else 40)
+    turin = (root / "vllm_eagle3_kimi_k26_rtxpro6000x8_turin_ctx.csv").read_text()
+    assert "drafter" not in turin.splitlines()[0]
+
+
+def test_the_combined_corpus_keeps_the_drafter_column(hw):
+    """scripts/combine_public.py writes the column (its rows load, the K2.5 head's five rows
+    name it, and they are not taken as repeats of the Turin rows)."""
+    from ddtree_bayes.core.config import load_priors
+
+    path = Path(__file__).resolve().parents[1] / "data" / "examples" / "public_multi_model.csv"
+    data = load_measurements(str(path), hw,
+                             methods=load_priors(bundled("priors.toml")).methods)
+    named = [m for m in data.rows if m.drafter is not None]
+    assert [(m.model, m.method, m.drafter) for m in named] == [
+        ("kimi-k2.6", "eagle3", K25_HEAD)] * 5
+    assert [m.context_tokens for m in named] == [0.0, 16384.0, 32768.0, 65536.0, 131072.0]
+    check_row_drafters(data.rows, drafter_table(), data.path)
+
+
+def test_validate_concurrency_refuses_a_sweep_naming_an_unknown_drafter(tmp_path):
+    """The C > 1 sweeps (data/public/conc) are loaded before any fit: one naming a drafter no
+    card has is refused there (file, row, column), not fitted with a generic drafter."""
+    from ddtree_bayes.workflows import concurrency_check as CC
+
+    src = (Path(__file__).resolve().parents[1] / "data" / "public" / "conc"
+           / "vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv")
+    bad = tmp_path / src.name
+    bad.write_text(src.read_text().replace(K25_HEAD, "test/nope"))
+    with pytest.raises(DataError) as err:
+        CC.extrapolate_concurrency([bad], workdir=tmp_path, progress=False)
+    assert str(err.value).startswith(f"{bad}, row ")
+    assert "column 'drafter': no drafter card 'test/nope'" in str(err.value)

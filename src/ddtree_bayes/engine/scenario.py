@@ -412,12 +412,15 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
         return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},
                           sort_keys=True)
 
+    named = {r.drafter for r in draws.measurements.rows if r.drafter is not None} | {drafter}
     before = {key(d): d for d in model["drafter_cards"]}
     after = {key(d): d for d in ({**dataclasses.asdict(c), "methods": list(c.methods)}
                                  for c in here)}
     serves: dict[str, tuple[str, set[str]]] = {}   # name: (target model, methods)
     for k in before.keys() ^ after.keys():
         d = before.get(k) or after[k]
+        if not stored_card_dict(d)["default"] and d["drafter"] not in named:
+            continue   # (a card only rows or --drafter name prices nothing else)
         serves.setdefault(d["drafter"], (d["target_model"], set()))[1].update(d["methods"])
     fit_model = next(iter(fit_models(draws)), None)
     pairs = {(m, method) for m, method in ((m or fit_model, method) for m, method in asked or ())
@@ -497,7 +500,7 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     method for no row of that model under any of its deployment cards
     (:func:`~ddtree_bayes.engine.target_models.deployments_of_one_model`, whose measured
     group an answer carries). None: it is autoregressive, measured, or has a drafter."""
-    from ddtree_bayes.core.drafters import serves as card_serves
+    from ddtree_bayes.core.drafters import drafter_for
     from ddtree_bayes.engine.target_models import deployments_of_one_model
 
     if method == AR_METHOD:
@@ -507,14 +510,15 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     if model is None or any(r.method == method and deployments_of_one_model(draws, r.model, model)
                             for r in rows):
         return None
-    if any(card_serves(card, model, method) for card in cards):   # (a named-only card too)
+    # (a default card: one a row names only, default no, prices no answer without --drafter)
+    if drafter_for(cards, model, method) is not None:
         return None
     # the methods the model's own cards serve (an EAGLE-3 head just added with `card add
     # --target`, while the question asks the bundled DDTree): the question that can be asked
     serves: dict[str, list[str]] = {}
     for card in cards:
         for m in card.methods:
-            if m != method and card_serves(card, model, m):
+            if m != method and drafter_for((card,), model, m) is not None:
                 serves.setdefault(m, []).append(card.drafter)
     other = ""
     if serves:

@@ -208,8 +208,11 @@ def extrapolate_concurrency(files: list[Path] | None = None,
     sweeps, notes = [], []
     runnable: list[Sweep] = []
     from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
 
     table = load_hardware("hardware.csv", text=hardware_csv)
+    drafters = (drafter_table("drafters.csv", card_text["drafters_csv"])
+                if card_text.get("drafters_csv") else drafter_table())
     for path in files:   # every skip, and every unreadable row, known before the first fit
         records = read_sweep(path)
         missing = sorted({r["model"] for r in records} - set(cards))
@@ -221,8 +224,9 @@ def extrapolate_concurrency(files: list[Path] | None = None,
             # loaded before any fit: a bad cell in the third file stopped the run after the
             # first two sweeps' fits
             text, skipped = sweep_csv(records)
-            runnable.append(Sweep(path, text, skipped,
-                                  load_measurements(str(path), table, text=text)))
+            data = load_measurements(str(path), table, text=text)
+            check_row_drafters(data.rows, drafters, data.path)
+            runnable.append(Sweep(path, text, skipped, data))
     if not runnable:
         no_row = [n for n in notes if "(no row at C" in n]
         raise QueryError(
