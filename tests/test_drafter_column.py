@@ -409,3 +409,39 @@ def test_validate_concurrency_refuses_a_sweep_naming_an_unknown_drafter(tmp_path
         CC.extrapolate_concurrency([bad], workdir=tmp_path, progress=False)
     assert str(err.value).startswith(f"{bad}, row ")
     assert "column 'drafter': no drafter card 'test/nope'" in str(err.value)
+
+
+# ------------------------------------------------------------------ card add --not-default
+def test_card_add_not_default_writes_a_second_head_rows_name(tmp_path):
+    """A second EAGLE-3 head for one target and method was refused ("a second default drafter
+    card") with no way to say it is one rows name: `--not-default` writes it with default no,
+    into a file whose header lacks the column too (the column is added; the other rows, one
+    field short, read it blank);
+    the default card stays the first one."""
+    import json
+
+    from ddtree_bayes.engine.fitting import FitInputs
+    from test_cards import FIX
+    from test_json_schemas import validate_output
+
+    args = ("card", "add", "--hf-config", str(FIX / "llama3-8b-eagle3"), "--target",
+            "llama-3.1-8b-instruct")
+    (tmp_path / "data").mkdir()
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    (tmp_path / "data" / "drafters.csv").write_text(head.removesuffix(",default") + "\n")
+    assert run_cli(tmp_path, *args, "--name", "first-head")[0] == 0
+    code, out, err = run_cli(tmp_path, *args, "--name", "other-head", "--not-default",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("card-add", payload)
+    assert payload["drafters"][0]["default"] == "no"
+    lines = (tmp_path / "data" / "drafters.csv").read_text().splitlines()
+    assert lines[0].endswith(",default") and lines[2].endswith(",no")
+    cards = FitInputs.read(workdir=tmp_path).drafters
+    assert drafter_for(cards, "llama-3.1-8b-instruct", "eagle3").drafter == "first-head"
+    assert [c.default for c in cards if c.drafter == "other-head"] == [False]
+    # a model card's config (no drafter row) cannot be one
+    code, out, err = run_cli(tmp_path, "card", "add", "--hf-config", str(FIX / "llama-3.1-8b"),
+                             "--name", "x-8b", "--not-default")
+    assert code == 2 and err.count("\n") == 1 and "--not-default" in err

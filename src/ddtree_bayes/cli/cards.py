@@ -98,6 +98,13 @@ def cmd_card_add(args: argparse.Namespace) -> int:
         derived = card_files.derive_from_gguf(args.gguf, name=args.name, target=args.target,
                                          compute_dtype=args.compute_dtype,
                                          bytes_per_weight=args.bytes_per_weight)
+    if args.not_default:
+        if not derived.drafters:
+            raise InputError("--not-default marks a drafter card (default no: only measurement "
+                             "rows naming it in their drafter column use it); this file gives "
+                             "no drafter row", fix="drop --not-default, or give a drafter's "
+                             "config with --target")
+        derived.drafters = [{**d, "default": "no"} for d in derived.drafters]
     models = Path(args.models_file) if args.models_file else Path("data") / "models.csv"
     drafters = Path(args.drafters_file) if args.drafters_file else Path("data") / "drafters.csv"
     card_files.check_drafter_target(derived, models)
@@ -277,6 +284,10 @@ def register(sub) -> None:
     a.add_argument("--drafters-only", action="store_true",
                    help="write only the drafter rows the file declares (a target's MTP layers) "
                         "for its model card already here, which stays as it is")
+    a.add_argument("--not-default", action="store_true",
+                   help="write the drafter card with default no: a second drafter of a target "
+                        "and method that measurement rows name in their drafter column (the "
+                        "target's default card, which rows with a blank drafter ran, stays)")
     a.add_argument("--dry-run", action="store_true", help="print what would be written, write nothing")
     add_format(a, ("table", "json"))
     a.set_defaults(func=cmd_card_add)

@@ -140,8 +140,9 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
                     f"a second default drafter card for {card.target_model!r} {method} "
                     f"({card.drafter!r}; row {other[0]} has {other[1]!r})", file=path, row=row,
                     column="default",
-                    fix="set default to no on every card but the one a row with a blank "
-                        "drafter column used (rows name the others in their drafter column)")
+                    fix="set default to no (`card add --not-default`) on every card but the "
+                        "one a row with a blank drafter column ran (rows name the others in "
+                        "their drafter column)")
         out.append(card)
     return tuple(out)
 
