@@ -226,7 +226,9 @@ def cmd_card_list(args: argparse.Namespace) -> int:
     print()
     print(aligned_table(
         ["drafter", "target", "methods", "kind", "layers", "pass B", "B/weight", "row"],
-        [[r["drafter"], r["target_model"], ",".join(r["methods"]), r["kind"], str(r["layers"]),
+        [[r["drafter"], r["target_model"],
+          ",".join(r["methods"]) + ("" if r["default"] else " (named)"), r["kind"],
+          str(r["layers"]),
           f"{r['pass_params_b']:g}", _num(r["bytes_per_weight"]), mark.get(r["origin"], r["origin"])]
          for r in drafter_rows], left=4, text_last=True))
     def counted(rows: list[dict], path: Path | None, what: str) -> str | None:
@@ -240,7 +242,9 @@ def cmd_card_list(args: argparse.Namespace) -> int:
                       ) or "no card files here: the built-in cards alone"
     print(f"\n{len(model_rows)} model cards, {len(drafter_rows)} drafter cards ({where}).\n"
           "pass B = parameters one drafter pass reads (its own, plus the target's LM head when "
-          "it shares it); --format json shows every column and source. A model without a "
+          "it shares it); (named) = not its target's default drafter: only rows naming it in "
+          "their drafter column, and predict --drafter, use it; --format json shows every "
+          "column and source. A model without a "
           "card: `ddtree-bayes card add --hf-config its config.json`.")
     return 0
 
