@@ -706,10 +706,16 @@ def stored_card(model: dict, name: str | None = None) -> ModelCard | None:
 
 def required_card(model: dict, name: str | None = None) -> ModelCard:
     """:func:`stored_card` for a step that cannot be priced without it (the roofline form,
-    a drafter pass): a fit that stores none is a broken artifact, a ``KeyError``."""
+    a drafter pass): a fit that stores none (a structured fit of the linear or power MoE
+    form before 2026-12-03 stored none) cannot answer, an
+    :class:`~ddtree_bayes.core.errors.ArtifactError` (it was an internal ``KeyError``)."""
     card = stored_card(model, name)
     if card is None:
-        raise KeyError(f"the fit stores no model card for {name or 'its model'}")
+        from ddtree_bayes.core.errors import ArtifactError
+
+        raise ArtifactError(f"the fit stores no model card for {name or 'its model'}, which "
+                            "this question needs: an older ddtree-bayes wrote it, or it was "
+                            "edited (fix: re-run `ddtree-bayes fit`)")
     return card
 
 

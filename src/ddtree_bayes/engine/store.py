@@ -287,6 +287,11 @@ def load_fit(path: Path) -> Fit:
         with h5py.File(path, "r") as fh:
             attrs = fh.attrs
             meta = json.loads(_attr_text(attrs[META_ATTR]))
+            if not isinstance(meta, dict):
+                raise ArtifactError(f"{path} has malformed metadata (fix: re-run "
+                                    "`ddtree-bayes fit`)")
+            _check_version(meta, path)
+            _check_fields(meta, path)
             post = fh["posterior"]
             skip = {"chain", "draw", *meta["coords"]}
             variables = {}
@@ -300,9 +305,9 @@ def load_fit(path: Path) -> Fit:
             logp = next((np.asarray(stats[k][...], dtype=float) for k in ("logp", "lp")
                          if stats is not None and k in stats), None)
     except (OSError, KeyError, ValueError, TypeError) as err:
-        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
+        raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({_one_line(err)}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
-    _check_version(meta, path)
+    _check_draws(meta, variables, path)
     bad = _nonfinite(variables)
     if logp is not None and not np.isfinite(logp).all():
         bad += (", " if bad else "") + (f"log-density {int((~np.isfinite(logp)).sum())} of "
@@ -337,6 +342,77 @@ def variable_dims(path: Path) -> dict[str, tuple[str, ...]]:
     return out
 
 
+def _one_line(err: BaseException) -> str:
+    """An exception's text on one line (h5py's error for a folder ends its time stamp with a
+    newline)."""
+    return " ".join(str(err).split())
+
+
+#: What every reader of a fit's metadata relies on: field -> the JSON type it must have. A fit
+#: of this format version lacking one was written by an older ddtree-bayes (the model's
+#: context fields came with the structured step, 2026-12-01) or edited.
+REQUIRED_FIELDS: dict[str, str] = {
+    "fit_id": "string", "converged": "boolean", "coords": "object", "data": "object",
+    "priors": "object", "model": "object", "model.moe_form": "string",
+    "model.context_unit_tokens": "number", "model.default_context_tokens": "number",
+    "model.relation_bases": "object"}
+#: Fields some fits lack (older ones, or a model that has no use for them), and the type they
+#: have where present.
+OPTIONAL_FIELDS: dict[str, str] = {
+    "failures": "array", "diagnostics": "object", "sampler": "object", "timings": "object",
+    "created_utc": "string", "model.step_form": "string", "model.knee": "number",
+    "model.methods": "object", "model.card": "object", "model.model_cards": "object",
+    "model.engines": "array", "model.group_varies": "object"}
+_KINDS = {"string": ("a string", lambda v: isinstance(v, str)),
+          "boolean": ("true or false", lambda v: isinstance(v, bool)),
+          "number": ("a number", lambda v: isinstance(v, int | float)
+                     and not isinstance(v, bool)),
+          "object": ("an object", lambda v: isinstance(v, dict)),
+          "array": ("an array", lambda v: isinstance(v, list))}
+
+
+def _check_fields(meta: dict, path: Path) -> None:
+    """Refuse metadata lacking a field of :data:`REQUIRED_FIELDS`, or holding a field of
+    either table with another JSON type, in one line naming the file and the field (a field
+    this version does not know, as a newer one may add, is read past)."""
+    for fields, required in ((REQUIRED_FIELDS, True), (OPTIONAL_FIELDS, False)):
+        for field, kind in fields.items():
+            *outer, name = field.split(".")
+            holder = meta.get(outer[0]) if outer else meta
+            if not isinstance(holder, dict):
+                continue   # (the outer field's own check says what it is)
+            if name not in holder:
+                if required:
+                    raise ArtifactError(f"{path} lacks {field} in its metadata: an older "
+                                        "ddtree-bayes wrote it, or it was edited (fix: re-run "
+                                        "`ddtree-bayes fit`)")
+                continue
+            words, fits = _KINDS[kind]
+            if not fits(holder[name]):
+                raise ArtifactError(f"{path}: its metadata's {field} is "
+                                    f"{_one_line_json(holder[name])}, not {words} (an edited "
+                                    "fit) (fix: re-run `ddtree-bayes fit`)")
+
+
+def _one_line_json(value) -> str:
+    text = json.dumps(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _check_draws(meta: dict, variables: dict, path: Path) -> None:
+    """Refuse a fit whose posterior lacks the draws of a parameter its diagnostics name (the
+    fit sampled it; the file lost it)."""
+    rows = (meta.get("diagnostics") or {}).get("parameters")
+    names = {str(r.get("parameter", "")).split("[", 1)[0] for r in rows
+             if isinstance(r, dict)} if isinstance(rows, list) else set()
+    missing = sorted(n for n in names if n and n not in variables)
+    if missing:
+        from ddtree_bayes.core.gates import names as listed
+
+        raise ArtifactError(f"{path} lacks the draws of {listed(missing)}, which its "
+                            "diagnostics name (fix: re-run `ddtree-bayes fit`)")
+
+
 def _check_version(meta, path: Path) -> None:
     """Refuse metadata of another artifact format version (or none)."""
     if not isinstance(meta, dict) or meta.get("format_version") != FORMAT_VERSION:
@@ -358,6 +434,7 @@ def load_meta(path: Path) -> dict:
     if not isinstance(meta, dict):
         raise ArtifactError(f"{path} has malformed metadata (fix: re-run `ddtree-bayes fit`)")
     _check_version(meta, path)   # (history listed such a fit as readable; predict refuses it)
+    _check_fields(meta, path)
     _gate_again(meta)
     return meta
 
