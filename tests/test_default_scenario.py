@@ -195,6 +195,49 @@ def test_the_default_question_keeps_its_measured_acceptance():
     assert dec["hardware_query"] == "vllm eagle3 b4/B4 accept 2.79"   # (a chain's budget)
 
 
+def test_the_defaults_acceptance_is_predicts_inferred_one_before_another_systems():
+    """predict without --accept takes the acceptance the fit inferred from the configuration's
+    own rows without accept_len before a mean measured on other systems
+    (engine/question.accept_sources); the default question took the other systems' mean, so the
+    report's answer line, fan, sensitivity and tracked default asked another acceptance than
+    predict's answer. Found on data/examples/public_multi_model.csv: Qwen3.8-27B-Q4_K_M on a
+    V100 (llama.cpp MTP block 6, accept_len blank, inferred median 2.43) answered "at
+    acceptance 4.22" (measured on other systems): 61 tok/s where predict says 35 (32-39)."""
+    from ddtree_bayes.core import acceptance_latent as AL
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import headline
+
+    model = "llama-3.1-8b-instruct"
+    label = f"{model}/eagle3/b4/B4"
+    draws = multi_model_draws().view(data_csv=MULTI_DATA + (
+        f"{model},h100,1,vllm,eagle3,4,,5,,,225,test,\n"
+        f"{model},h100,1,vllm,eagle3,4,,5,,,221,test,\n"
+        f"{model},h100,2,vllm,eagle3,4,,5,3.2,,260,test,\n"))
+    draws.meta["model"]["acceptance_groups"] = [
+        {"label": label, "model": model, "method": "eagle3", "block": 4, "budget": 4,
+         "rows": [5, 6], "prior": {"dist": "truncnormal", "params": {
+             "mu": 2.5, "sigma": 1.0, "lower": 1.0, "upper": 5.0}}, "prior_from": "test"}]
+    draws.meta["coords"][AL.DIM] = [label]
+    draws.variables[AL.NAME] = np.linspace(2.0, 2.4, draws.n_draws)[:, None]   # median 2.2
+    d = default_question(draws, model)
+    assert (d.hardware, d.gpus, d.method, d.block) == ("h100", 1, "eagle3", 4)
+    assert d.accept == 2.2     # the inferred median, to 2 decimals (3.2 before: h100 x2's)
+    # predict's own answer: each draw a / 9.843 ms (the step of the test above): median 223.5
+    row_ = P.predict(draws, model=model, seed=1)[0]
+    assert row_["accept_kind"] == "posterior" and round(row_["median"], 1) == 223.5
+    fan = sections.fan_section(draws, 1, model, d)
+    assert fan["headline_accept"] == 2.2
+    at = fan["engines"]["vllm"]["quantiles"][fan["accept"].index(2.2)][2]
+    assert at == pytest.approx(row_["median"], rel=1e-3)   # 2.2 / 9.843 ms, as predict's
+    text = headline({"fan": fan, "default_scenario": {**d.to_json(), "derived": True}})
+    assert f"at acceptance 2.2: vllm {at:.0f} tok/s" in text
+    # a measured acceptance on the system itself still comes first, as in predict
+    mine = draws.view(data_csv=draws.data_csv + f"{model},h100,1,vllm,eagle3,4,,5,3.0,,230,t,\n")
+    assert default_question(mine, model).accept == 3.0
+
+
 def test_fill_query_takes_what_is_not_given():
     d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
     none: dict = {}

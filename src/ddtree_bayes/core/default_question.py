@@ -20,7 +20,9 @@ Its acceptance for one-number answers (the report's answer line, the tracked def
 is ``predict``'s measured acceptance of that configuration (``core/data.measured_accept``):
 the mean of its rows in its first engine, else in every engine on its system, else on other
 systems, within [1, M] (M: its verify tokens), or the middle of [1, M] when no row gives one,
-to 2 decimals
+to 2 decimals. With the fit at hand, :func:`ddtree_bayes.engine.question.inferred_accept`
+puts the acceptance the fit inferred from the configuration's rows without accept_len before
+the other systems' mean and that middle, as predict does
 (a label reads 2.79, not 2.7866667). It was rounded to a whole number once, for the report's
 whole-number fan grid: a chain measured at 2.79 was answered at 3 (+7.5%) where ``predict``
 used 2.79 (and it was a median across engines, where predict takes its engine's mean); the fan
