@@ -137,3 +137,26 @@ def test_a_fit_without_the_model_card_a_question_needs_is_refused():
                                  "question needs: an older ddtree-bayes wrote it, or it was "
                                  f"edited {FIX}")
     assert caught.value.exit_code == 3
+
+
+@pytest.mark.parametrize(("attr", "edit", "said"), [
+    (store.DATA_ATTR, lambda t: t + "kimi-k2.6,b300,8,sglang,ddtree,8,8,9,abc,,303,x,\n",
+     "(stored data), row 4, column 'accept_len': not a number: 'abc'"),
+    (store.PRIORS_ATTR, lambda t: t + "\n[[[bad\n", "priors stored in the fit: not valid TOML"),
+])
+def test_a_stored_text_that_no_longer_reads_is_the_fits_fault(tmp_path, attr, edit, said):
+    """A fit's stored data or priors that no longer read (damaged, or older than this
+    version's checks) said exit 2 (bad input) with the fix for a file the user edits ("write a
+    plain number", "correct the TOML syntax"), which the fit's copy is not: exit 3, refit."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    with h5py.File(path, "r+") as fh:
+        fh.attrs[attr] = edit(fh.attrs[attr])
+    before = listing(work)
+    code, out, err = call(work, "predict", "--accept", "14")
+    assert code == 3 and out == "" and err.count("\n") == 1 and said in err, err
+    assert err.startswith(f"ddtree-bayes: error: {path}") and err.count(str(path)) == 1, err
+    assert err.endswith("(the fit's stored copy, which this ddtree-bayes cannot read: "
+                        f"damaged, or older than its checks) {FIX}\n"), err
+    assert "write a plain number" not in err and "correct the TOML" not in err
+    assert listing(work) == before

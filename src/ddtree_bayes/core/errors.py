@@ -56,6 +56,15 @@ class QueryError(InputError):
     reason: str | None = None
 
 
+class StoredTextError(InputError):
+    """A text a fit stores (its data, priors or hardware table) that this version cannot read,
+    damaged or older than its checks: the fit is unusable (exit 3, refit), not the user's
+    file. Still an :class:`InputError`, so what reads a stored text leniently (the names a fit
+    knows, engine/names.py) still falls back to its columns."""
+
+    exit_code = 3
+
+
 class ArtifactError(DDTreeBayesError):
     """No usable fit artifact: missing, unreadable, or from another package version."""
 

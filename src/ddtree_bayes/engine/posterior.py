@@ -12,6 +12,7 @@ only (the predict path).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
@@ -59,21 +60,38 @@ class Fit:
     def fit_id(self) -> str:
         return str(self.meta.get("fit_id", self.path.stem if self.path else "?"))
 
+    def _stored[T](self, read: Callable[[], T]) -> T:
+        """``read()`` of a text the fit stores; its :class:`InputError` (a row, a TOML key)
+        becomes a :class:`StoredTextError`: exit 3 and refit, where it said exit 2 with the fix
+        for a file the user edits ("write a plain number"), which the fit's copy is not."""
+        from ddtree_bayes.core.errors import InputError, StoredTextError, without_fix
+
+        try:
+            return read()
+        except StoredTextError:
+            raise
+        except InputError as err:
+            said = without_fix(err)
+            where = "" if str(self.path) in said else f"{self.path}: "
+            raise StoredTextError(f"{where}{said} (the fit's stored copy, which this "
+                                  "ddtree-bayes cannot read: damaged, or older than its checks)",
+                                  fix="re-run `ddtree-bayes fit`") from None
+
     @cached_property
     def priors_tables(self) -> dict:
         """The stored priors TOML parsed (read-only): what :attr:`priors`, :attr:`methods` and
         the stored acceptance curve are read from, so one answer parses it once."""
         from ddtree_bayes.core.methods import toml_tables
 
-        return toml_tables(self.priors_toml, "priors stored in the fit")
+        return self._stored(lambda: toml_tables(self.priors_toml, "priors stored in the fit"))
 
     @cached_property
     def priors(self) -> PriorsConfig:
         """The priors file the fit was made with."""
         from ddtree_bayes.core.config import parse_priors
 
-        return parse_priors(self.priors_toml, "priors stored in the fit", stored=True,
-                            tables=self.priors_tables)
+        return self._stored(lambda: parse_priors(self.priors_toml, "priors stored in the fit",
+                                                 stored=True, tables=self.priors_tables))
 
     @cached_property
     def methods(self) -> dict[str, MethodSpec]:
@@ -81,16 +99,16 @@ class Fit:
         that no longer validates as a whole still has to give)."""
         from ddtree_bayes.core.methods import load_methods
 
-        return load_methods(self.priors_toml, "priors stored in the fit",
-                            tables=self.priors_tables)
+        return self._stored(lambda: load_methods(self.priors_toml, "priors stored in the fit",
+                                                 tables=self.priors_tables))
 
     @cached_property
     def hardware(self) -> dict[str, dict[str, str]]:
         """The hardware table the fit was made with (built-in GPUs plus the user's rows)."""
         from ddtree_bayes.core.data import load_hardware
 
-        return load_hardware("hardware table stored in the fit", text=self.hardware_csv,
-                             stored=True)
+        return self._stored(lambda: load_hardware("hardware table stored in the fit",
+                                                  text=self.hardware_csv, stored=True))
 
     @cached_property
     def measurements(self) -> Measurements:
@@ -98,8 +116,9 @@ class Fit:
         from ddtree_bayes.core.data import load_measurements
 
         where = f"{self.path} (stored data)"
-        return load_measurements(where, self.hardware, text=self.data_csv,
-                                 allow_duplicates=True, methods=self.methods, stored=True)
+        return self._stored(lambda: load_measurements(
+            where, self.hardware, text=self.data_csv, allow_duplicates=True,
+            methods=self.methods, stored=True))
 
     @cached_property
     def measured_systems(self) -> tuple[str, ...]:
