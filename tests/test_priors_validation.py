@@ -795,3 +795,66 @@ def test_an_acceptance_model_in_capitals_is_refused():
         f"{NAME}, column 'acceptance_curve.model': 'Kimi-K2.6' is not a lowercase name "
         "(fix: write it in lowercase, e.g. 'kimi-k2.6')")
     assert parse_acceptance_curve(curve, NAME, stored=True).model == "Kimi-K2.6"
+
+
+# ------------------------------------------------------------------ a prior inside its parameter
+@pytest.mark.parametrize(("header", "table", "column", "fragment"), [
+    # a standard deviation of log tok/s: a normal prior put 37% of a fit's noise_sd draws
+    # below 0 (`fit --priors` converged, exit 0, and reported noise_sd 0.005)
+    ("[priors.noise_sd]", 'dist = "normal"\nmu = 0.03\nsigma = 0.03', "priors.noise_sd",
+     "normal(mu=0.03, sigma=0.03) reaches below 0"),
+    # a share of the step: outside [0, 1] the fixed part of the step is negative
+    ("[priors.moe_share]", 'dist = "normal"\nmu = 0.4\nsigma = 0.2', "priors.moe_share",
+     "reaches outside [0, 1]"),
+    ("[priors.moe_share]", 'dist = "uniform"\nlower = 0.0\nupper = 1.5', "priors.moe_share",
+     "uniform(lower=0, upper=1.5) reaches outside [0, 1]"),
+    ("[priors.step_ar_ms]", 'dist = "truncnormal"\nmu = 10.0\nsigma = 5.0\nlower = -1.0\n'
+     'upper = 40.0', "priors.step_ar_ms", "reaches below 0"),
+    ("[priors.step_ar_ms]", 'dist = "point"\nvalue = 0.0', "priors.step_ar_ms",
+     "point(value=0) is not above 0"),
+    ("[priors.tp_busbw_pcie_gb_s]", 'dist = "normal"\nmu = 15.0\nsigma = 5.0',
+     "priors.tp_busbw_pcie_gb_s", "reaches below 0"),
+    ("[priors.spec_tree_log_sd]", 'dist = "point"\nvalue = -0.8', "priors.spec_tree_log_sd",
+     "point(value=-0.8) reaches below 0"),
+    ("[transfer.interconnect_factor]", 'dist = "normal"\nmu = 1.4\nsigma = 0.5',
+     "transfer.interconnect_factor", "reaches below 0"),
+    ("[transfer.bandwidth_elasticity]", 'dist = "uniform"\nlower = 0.0\nupper = 2.0',
+     "transfer.bandwidth_elasticity", "reaches outside [0, 1]"),
+])
+def test_a_prior_reaching_outside_its_parameter_is_refused(header, table, column, fragment):
+    """A trust pass: a prior's distribution was checked for its own parameters only, never
+    against what the parameter can be. `[priors.noise_sd]` as a normal prior fitted, converged
+    and saved with 37% of its draws negative (exit 0); a share above 1, a negative step time
+    or bus bandwidth, a negative interconnect factor likewise."""
+    start, end = table_span(TEXT, header)
+    lines = TEXT.splitlines(keepends=True)
+    body = [ln for ln in lines[start + 1:end] if ln.split("=")[0].strip() in
+            ("rationale", "source", "per")]
+    text = "".join(lines[:start] + [header + "\n", table + "\n", *body] + lines[end:])
+    err = expect_error(text, column, fragment)
+    assert "fix: " in str(err)
+    # a saved fit's priors are read as they were fitted
+    assert parse_priors(text, NAME, stored=True).moe_form == "roofline"
+
+
+@pytest.mark.parametrize(("header", "table"), [
+    ("[priors.moe_share]", 'dist = "uniform"\nlower = 0.0\nupper = 1.0'),
+    ("[priors.moe_share]", 'dist = "truncnormal"\nmu = 0.4\nsigma = 0.2\nlower = 0.0\nupper = 1.0'),
+    ("[priors.noise_sd]", 'dist = "halfnormal"\nsigma = 0.05'),
+    ("[priors.spec_tree_log_sd]", 'dist = "point"\nvalue = 0.0'),   # no scatter: allowed
+    ("[priors.moe_exponent_mu]", 'dist = "normal"\nmu = 0.42\nsigma = 3.0'),  # any real
+    ("[priors.ctx_ms_per_unit]", 'dist = "point"\nvalue = 0.0'),
+])
+def test_a_prior_inside_its_parameter_is_accepted(header, table):
+    start, end = table_span(TEXT, header)
+    lines = TEXT.splitlines(keepends=True)
+    body = [ln for ln in lines[start + 1:end] if ln.split("=")[0].strip() in
+            ("rationale", "source", "per")]
+    text = "".join(lines[:start] + [header + "\n", table + "\n", *body] + lines[end:])
+    assert parse_priors(text, NAME).priors[header[8:-1]].dist == table.split('"')[1]
+
+
+def test_every_prior_the_code_reads_has_a_domain():
+    from ddtree_bayes.core.config import KNOWN_PRIORS, PRIOR_DOMAINS, TRANSFER_PRIORS
+
+    assert set(PRIOR_DOMAINS) == {*KNOWN_PRIORS, *(f"transfer.{n}" for n in TRANSFER_PRIORS)}

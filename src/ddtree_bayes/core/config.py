@@ -142,6 +142,114 @@ KNOWN_PRIORS = tuple(dict.fromkeys([
     "ctx_read_ratio_one_head"]))
 #: Priors of the predict-time hardware transfer (``[transfer.*]``), see docs/model.md.
 TRANSFER_PRIORS = ("bandwidth_elasticity", "interconnect_factor", "system_sd")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """What a parameter can be: from ``low`` to ``high`` (``open_low``: above ``low``, not at
+    it: a time or bandwidth the model divides by or takes the log of), and ``what`` it is,
+    for the refusal of a prior reaching outside."""
+
+    low: float
+    high: float
+    what: str
+    open_low: bool = False
+
+    def describe(self) -> str:
+        if math.isinf(self.high):
+            return f"above {self.low:g}" if self.open_low else f"at least {self.low:g}"
+        return f"from {self.low:g} to {self.high:g}"
+
+    def fix(self) -> str:
+        if math.isinf(self.high):
+            return (f"give it a prior on ({self.low:g}, inf): lognormal or halfnormal, or "
+                    f"uniform / truncnormal with lower >= {self.low:g}")
+        return (f"give it a prior on [{self.low:g}, {self.high:g}]: beta, or uniform / "
+                f"truncnormal with {self.low:g} <= lower < upper <= {self.high:g}")
+
+
+_SD = Domain(0.0, math.inf, "a standard deviation")
+_MS = Domain(0.0, math.inf, "a time in ms")
+_SHARE = Domain(0.0, 1.0, "a share")
+_REAL = Domain(-math.inf, math.inf, "any number")
+#: What each prior's parameter can be (``transfer.<name>`` for the hardware transfer's): a
+#: prior reaching outside is refused. Checked for its own parameters only, a normal
+#: ``noise_sd`` fitted, converged and saved with 37% of its draws below 0, and a share could
+#: pass 1 or a step time 0. (tests/test_priors_validation.py: every name has one.)
+PRIOR_DOMAINS: dict[str, Domain] = {
+    "step_ar_ms": Domain(0.0, math.inf, "an autoregressive step time in ms", open_low=True),
+    "moe_share": _SHARE, "config_share": _SHARE,
+    "moe_slope_mu": Domain(0.0, math.inf, "a slope of the MoE time in M", open_low=True),
+    "noise_sd": Domain(0.0, math.inf, "a standard deviation of log tok/s", open_low=True),
+    "tp_busbw_pcie_gb_s": Domain(0.0, math.inf, "a bus bandwidth in GB/s", open_low=True),
+    "tp_busbw_fabric_gb_s": Domain(0.0, math.inf, "a bus bandwidth in GB/s", open_low=True),
+    "ctx_read_ratio": Domain(0.0, math.inf, "a multiple of the KV read", open_low=True),
+    "ctx_read_ratio_one_head": Domain(0.0, math.inf, "a multiple of the KV read",
+                                      open_low=True),
+    "pair_bw_eff": Domain(0.0, 1.0, "a bandwidth efficiency", open_low=True),
+    "ctx_ms_per_unit": _MS, "pair_layer_ms": _MS, "pair_allreduce_fabric_ms": _MS,
+    "pair_allreduce_pcie_ms": _MS,
+    **{name: _SD for name in ("moe_hw_sd", "overhead_logit_sd", "concurrency_sd",
+                              "compute_eff_log_sd", "spec_fixed_engine_sd", "spec_fixed_log_sd",
+                              "spec_fixed_recurrent_sd", "spec_amd_engine_sd",
+                              "spec_pass_engine_sd", "spec_pass_log_sd", "spec_tree_engine_sd",
+                              "spec_tree_log_sd", "structure_sd", "pair_step_sd")},
+    **{name: _REAL for name in ("moe_exponent_mu", "moe_distinct_exponent_mu",
+                                "overhead_logit_mu", "compute_eff_log_mu", "spec_fixed_log_mu",
+                                "spec_amd_log_mu", "spec_pass_log_mu", "spec_tree_log_mu",
+                                "ctx_verify_exponent", "ctx_batch_exponent", "likelihood_nu")},
+    "transfer.bandwidth_elasticity": Domain(
+        0.0, 1.0, "an elasticity from 0 (not bandwidth-bound) to 1"),
+    "transfer.interconnect_factor": Domain(0.0, math.inf, "a factor on the fixed step work",
+                                           open_low=True),
+    "transfer.system_sd": _SD,
+}
+
+
+def prior_support(prior: Prior) -> tuple[float, float]:
+    """The smallest and largest value ``prior`` can draw.
+
+    >>> prior_support(Prior("x", "truncnormal", {"mu": 0, "sigma": 1, "lower": -1, "upper": 2}))
+    (-1, 2)
+    """
+    p = prior.params
+    if prior.dist == "point":
+        return p["value"], p["value"]
+    if prior.dist in ("uniform", "truncnormal"):
+        return p["lower"], p["upper"]
+    if prior.dist == "beta":
+        return 0.0, 1.0
+    if prior.dist in ("halfnormal", "lognormal"):
+        return 0.0, math.inf
+    return -math.inf, math.inf
+
+
+def domain_problem(prior: Prior, name: str) -> tuple[str, str] | None:
+    """(why, fix) when ``prior`` can draw a value its parameter ``name`` cannot take
+    (:data:`PRIOR_DOMAINS`), else None.
+
+    >>> domain_problem(Prior("noise_sd", "normal", {"mu": 0.03, "sigma": 0.03}), "noise_sd")[0]
+    'normal(mu=0.03, sigma=0.03) reaches below 0, but noise_sd is a standard deviation of \
+log tok/s (above 0)'
+    """
+    domain = PRIOR_DOMAINS.get(name)
+    if domain is None:
+        return None
+    lo, hi = prior_support(prior)
+    shown = f"{prior.dist}({', '.join(f'{k}={v:g}' for k, v in prior.params.items())})"
+    if lo < domain.low or hi > domain.high:
+        where = (f"below {domain.low:g}" if math.isinf(domain.high) else
+                 f"outside [{domain.low:g}, {domain.high:g}]")
+        problem = f"reaches {where}"
+    elif domain.open_low and prior.dist == "point" and lo <= domain.low:
+        problem = f"is not above {domain.low:g}"
+    else:
+        return None
+    return (f"{shown} {problem}, but {name.removeprefix('transfer.')} is {domain.what} "
+            f"({domain.describe()})", domain.fix())
+
+
+
 #: Keys of a priors file's ``[model]`` table (a key not among them is refused: a typo such as
 #: ``step_fom`` would leave the form at its default without a word).
 MODEL_KEYS = ("moe_form", "step_form", "knee_sharpness", "context_unit_tokens",
@@ -513,6 +621,10 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
             raise PriorsError(f"unknown prior {name!r}", file=path, column=f"priors.{name}",
                               fix=typo_fix(name, KNOWN_PRIORS, "name a prior of the bundled "
                                                                "models/priors.toml"))
+    for name, prior in priors.items():
+        outside = None if stored else domain_problem(prior, name)
+        if outside:
+            raise PriorsError(outside[0], file=path, column=f"priors.{name}", fix=outside[1])
     for name in ("ctx_read_ratio", "ctx_read_ratio_one_head"):   # (core/context_cost.py)
         if name in priors and priors[name].dist != "lognormal" and not stored:
             raise PriorsError("a KV-read ratio is a log-normal multiple of the read (as "
@@ -579,6 +691,11 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
         if transfer["bandwidth_elasticity"].dist not in ("beta", "uniform"):
             raise PriorsError("the bandwidth elasticity must be a prior on [0, 1]", file=path,
                               column="transfer.bandwidth_elasticity", fix='use dist = "beta"')
+        for name, prior in transfer.items():
+            outside = None if stored else domain_problem(prior, f"transfer.{name}")
+            if outside:
+                raise PriorsError(outside[0], file=path, column=f"transfer.{name}",
+                                  fix=outside[1])
 
     methods = parse_methods(path, section("methods", dict, "[methods.<name>] tables"))
     if step_form == "structured" and not methods:
