@@ -2810,6 +2810,55 @@ def test_a_gguf_of_gemma2_without_a_window_key_slides_over_4096(tmp_path, quick_
     assert kv_columns(d) == ("2048", "2048", "4096")
 
 
+def test_a_gguf_of_cohere2_caches_three_layers_in_four_at_the_window(tmp_path, quick_hash):
+    """A trust pass: a GGUF giving ``{arch}.attention.sliding_window`` for an arch outside
+    SWA_PATTERN was carded with every layer's cache growing with the context, the window
+    passed over without a word. llama.cpp's cohere2 (Command R7B) slides three layers in four
+    (``il % 4 < 3``; ``set_swa_pattern(4)``) over the window the file gives. 8 layers, 2 kv
+    heads x 64: full layers 3 and 7 -> 2 x 2 x 2 x 64 x 2 = 1,024 bytes per token (4,096
+    before, 4x); the 6 sliding layers 3,072 at most 4096 tokens."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "c4ai-command-r7b.gguf", "cohere2", 8, 256, 8, 2, 64, 4096)
+    d = card_files.derive_from_gguf(path)
+    assert kv_columns(d) == ("1024", "3072", "4096")
+    assert "6 sliding-window (4096 tokens) + 2 full-attention layers" in d.card["attention"]
+
+
+def test_a_gguf_window_of_an_arch_whose_pattern_is_unknown_is_refused(tmp_path, quick_hash):
+    """The window of an arch whose layer pattern llama.cpp sets in its own code (olmo2,
+    exaone4, ...: which layers slide is not in the file) was passed over: every layer counted
+    at full attention, a cache up to several times too big. Refused, naming the key, unless
+    the file lists its sliding layers (per-layer flags, read for any arch)."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "olmo.gguf", "olmo2", 8, 256, 8, 2, 64, 4096)
+    with pytest.raises(InputError) as err:
+        card_files.derive_from_gguf(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}, column 'olmo2.attention.sliding_window': the file "
+                              "gives a 4096-token sliding window, but which of olmo2's layers "
+                              "slide is set in llama.cpp's code for the arch")
+    assert "(fix: write the card's row by hand" in message and "\n" not in message
+    # per-layer flags say it: layers 0-5 slide, 6 and 7 full -> 2 x 2 x 2 x 64 x 2 = 1,024
+    flags = [True] * 6 + [False] * 2
+    path = _sliding_gguf(tmp_path / "flags.gguf", "olmo2", 8, 256, 8, 2, 64, 4096, pattern=flags)
+    assert kv_columns(card_files.derive_from_gguf(path)) == ("1024", "3072", "4096")
+    # a window of 0 turns sliding off: every layer full, 2 x 8 x 2 x 64 x 2 = 4,096
+    path = _sliding_gguf(tmp_path / "off.gguf", "olmo2", 8, 256, 8, 2, 64, 0)
+    assert kv_columns(card_files.derive_from_gguf(path)) == ("4096", "", "")
+
+
+def test_a_phi3_gguf_window_is_full_attention_as_llama_cpp_runs_it(tmp_path, quick_hash):
+    """llama.cpp's phi3 reads ``phi3.attention.sliding_window`` and switches it off ("Phi SWA
+    is currently disabled", ggml-org/llama.cpp#13676): every layer caches the context, as the
+    card says, and its notes say why. 4 layers, 2 kv heads x 64: 2 x 4 x 2 x 64 x 2 = 2,048."""
+    importlib.import_module("gguf")
+    path = _sliding_gguf(tmp_path / "phi-3-mini-4k.gguf", "phi3", 4, 256, 8, 2, 64, 2047)
+    d = card_files.derive_from_gguf(path)
+    assert kv_columns(d) == ("2048", "", "")
+    assert "phi3.attention.sliding_window 2047 is not applied: llama.cpp runs phi3" in \
+        d.card["notes"]
+
+
 def test_a_gguf_whose_pattern_flags_are_fewer_than_its_layers_is_refused(tmp_path, quick_hash):
     importlib.import_module("gguf")
     path = _sliding_gguf(tmp_path / "o.gguf", "gpt-oss", 6, 256, 8, 2, 64, 128,
@@ -2892,3 +2941,4 @@ def test_a_compression_config_is_read_as_vllm_reads_it(tmp_path):
                                                     "quantization_config": awq}))
     assert derive_path(folder).facts["bytes_per_weight"] == pytest.approx(
         llama_with(awq)[1], abs=1e-6)
+

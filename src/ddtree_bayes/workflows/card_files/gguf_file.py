@@ -28,7 +28,11 @@ EXPERT = re.compile(r"ffn_(gate|up|down)\.\d+(\.|$)")
 #: ``{arch}.attention.sliding_window`` tokens the file gives: N is the arch's default period,
 #: which the file's own ``{arch}.attention.sliding_window_pattern`` replaces (see
 #: :func:`sliding_layers`).
-SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "llama4": 4}
+SWA_PATTERN = {"gemma2": 2, "gemma3": 6, "gpt-oss": 2, "llama4": 4, "cohere2": 4}
+#: Architectures whose window llama.cpp reads and switches off, running every layer at full
+#: attention: phi3 ("Phi SWA is currently disabled", ggml-org/llama.cpp#13676:
+#: ``swa_type = LLAMA_SWA_TYPE_NONE; n_swa = 0; set_swa_pattern(1)``).
+SWA_OFF = {"phi3"}
 #: The window llama.cpp gives an arch whose file leaves ``{arch}.attention.sliding_window`` out
 #: (gemma2: ``hparams.n_swa = 4096; // default value of gemma 2``); the others then have none.
 SWA_WINDOW = {"gemma2": 4096}
@@ -198,11 +202,16 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                            f"{head_dim}")
         kv_total = sum(cached.values())
         window = swa_window(str(arch), key("{arch}.attention.sliding_window"))
-        if window and str(arch) in SWA_PATTERN and full == layers:
+        pattern = key("{arch}.attention.sliding_window_pattern")
+        if window and full == layers and not (str(arch) in SWA_PATTERN
+                                              or isinstance(pattern, list)):
+            shape.notes.append(unapplied_window(str(arch), window,
+                                                _int(key("{arch}.context_length")), path))
+        elif window and full == layers:
             # the sliding layers cache at most the window (llama.cpp's iSWA cache), not the
-            # context: only the full-attention layers' cache grows with it
-            sliding = sliding_layers(key("{arch}.attention.sliding_window_pattern"),
-                                     SWA_PATTERN[str(arch)], layers, path)
+            # context: only the full-attention layers' cache grows with it (a per-layer list
+            # of flags says which slide for any arch; else the arch's period, or the file's)
+            sliding = sliding_layers(pattern, SWA_PATTERN.get(str(arch), 1), layers, path)
             full = layers - sliding
             kv_total = full * int(shape.kv_heads or 0)
             if sliding:
@@ -228,6 +237,31 @@ def shape_from_gguf(path: str | Path) -> tuple[ModelShape, dict]:
                          f"says the model has {int(want)}", file=str(path),
                          fix="pass the first shard of one complete download")
     return shape, metadata
+
+
+def unapplied_window(arch: str, window: int, context: int | None, path: Path) -> str:
+    """The note on a ``{arch}.attention.sliding_window`` a file gives for an arch whose
+    sliding layers card add does not know (not in :data:`SWA_PATTERN`, no per-layer flags):
+    every layer is counted at full attention, which is right where llama.cpp switches the
+    window off (:data:`SWA_OFF`) or the window bounds no context; anything else is refused
+    (which layers slide is set in llama.cpp's code for the arch: cohere2's three in four,
+    olmo2's, exaone4's; counting them all as full priced the cache several times too big)."""
+    key = f"{arch}.attention.sliding_window"
+    if arch in SWA_OFF:
+        return (f"{key} {window} is not applied: llama.cpp runs {arch} with every layer at "
+                "full attention (its window switched off, ggml-org/llama.cpp#13676), as the "
+                "card counts it")
+    if context is not None and window >= context:
+        return (f"{key} {window} is not below context_length {context}: it bounds no layer's "
+                "cache, so every layer counts as full attention")
+    raise InputError(f"the file gives a {window}-token sliding window, but which of {arch}'s "
+                     "layers slide is set in llama.cpp's code for the arch, which card add does "
+                     f"not know (it knows {', '.join(sorted(SWA_PATTERN))}, and per-layer "
+                     "sliding_window_pattern flags): counting every layer at full attention "
+                     "would price the cache several times too big", file=str(path), column=key,
+                     fix="write the card's row by hand (docs/cli.md, card add): "
+                         "kv_bytes_per_token for the full-attention layers, "
+                         "kv_window_bytes_per_token and kv_window_tokens for the sliding ones")
 
 
 def swa_window(arch: str, given) -> int | None:
