@@ -2942,3 +2942,71 @@ def test_a_compression_config_is_read_as_vllm_reads_it(tmp_path):
     assert derive_path(folder).facts["bytes_per_weight"] == pytest.approx(
         llama_with(awq)[1], abs=1e-6)
 
+
+_CT = "compressed-tensors"
+
+
+def _ct(weights: dict) -> dict:
+    return {"quant_method": _CT, "config_groups": {"group_0": {
+        "targets": ["Linear"], "weights": {"type": "int", "symmetric": True, **weights}}}}
+
+
+@pytest.mark.parametrize(("quant", "column", "fragment"), [
+    # num_bits 0 carded Llama-3.1-8B at 0.1313 B/weight, exit 0 (its linear weights at 0 bits
+    # plus a scale per row): the wrong number every prediction of the model inherits
+    (_ct({"num_bits": 0, "strategy": "channel"}), "quantization_config",
+     "compressed-tensors num_bits 0 is not a width of 1-16 bits"),
+    (_ct({"num_bits": 17, "strategy": "channel"}), "quantization_config",
+     "compressed-tensors num_bits 17 is not a width of 1-16 bits"),
+    # the others ended in an internal error (exit 1): ValueError, IndexError, ZeroDivisionError
+    (_ct({"num_bits": "four", "strategy": "channel"}), "quantization_config",
+     "compressed-tensors num_bits 'four' is not a width of 1-16 bits"),
+    (_ct({"num_bits": 4, "strategy": "group", "group_size": "g128"}), "quantization_config",
+     "compressed-tensors group_size 'g128' is not a group of inputs"),
+    (_ct({"num_bits": 8, "strategy": "block", "block_structure": [128, 0]}),
+     "quantization_config", "compressed-tensors block_structure [128, 0] is not two sizes"),
+    ({"quant_method": "gptq", "bits": "four", "group_size": 128}, "quantization_config",
+     "gptq bits 'four' is not a width of 1-16 bits"),
+    ({"quant_method": "gptq", "bits": 0, "group_size": 128}, "quantization_config",
+     "gptq bits 0 is not a width of 1-16 bits"),
+    ({"quant_method": "gptq", "bits": 4, "group_size": "128g"}, "quantization_config",
+     "gptq group_size '128g' is not a group of inputs"),
+    ({"quant_method": "awq", "bits": 4, "group_size": 1.5}, "quantization_config",
+     "awq group_size 1.5 is not a group of inputs"),
+    ({"quant_method": "fp8", "weight_block_size": [128]}, "quantization_config",
+     "fp8 weight_block_size [128] is not two sizes"),
+    ({"quant_method": "fp8", "weight_block_size": [0, 128]}, "quantization_config",
+     "fp8 weight_block_size [0, 128] is not two sizes"),
+    ({"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 0}, "quantization_config",
+     "modelopt group_size 0 is not a group of inputs"),
+])
+def test_a_quantisation_size_that_is_no_size_is_refused(quant, column, fragment):
+    """A trust pass: the widths, groups and blocks of a quantization_config were read with
+    int() or indexed as they came, so a 0-bit compressed-tensors scheme wrote a card of
+    0.1313 B/weight and exit 0, and a malformed block or a word for a width ended in an
+    internal error. Each is now one line naming the field, exit 2."""
+    cfg = {**LLAMA, "quantization_config": quant}
+    with pytest.raises(InputError) as err:
+        scheme_from_config(cfg, "c.json")
+    message = str(err.value)
+    assert message.startswith(f"c.json, column '{column}': {fragment}"), message
+    assert err.value.exit_code == 2 and "\n" not in message and "(fix: " in message
+    assert "or --bytes-per-weight" in err.value.fix
+    # which --bytes-per-weight answers: every weight of the file at the bytes it gives
+    scheme = scheme_from_config(cfg, "c.json", 0.6)
+    assert scheme.unread.startswith(f"quantization_config with {fragment}")
+    wb = weight_bytes(shape_from_config(cfg, "x"), scheme)
+    assert wb.total_bytes == pytest.approx(0.6 * 8_030_261_248)
+
+
+@pytest.mark.parametrize("quant", [
+    {"quant_method": "gptq", "bits": 4, "group_size": -1},     # per output channel
+    {"quant_method": "awq", "bits": 4, "group_size": 0},
+    _ct({"num_bits": 4, "strategy": "group", "group_size": 128}),
+    {"quant_method": "fp8", "weight_block_size": [128, 128]},
+    {"quant_method": "fp8"},                                    # per tensor
+])
+def test_the_quantisation_sizes_checkpoints_write_are_read(quant):
+    cfg = {**LLAMA, "quantization_config": quant}
+    assert weight_bytes(shape_from_config(cfg, "x"), scheme_from_config(cfg, "x")).total_bytes > 0
+

@@ -210,10 +210,59 @@ def _group(value, inp: int) -> int:
     return inp if value <= 0 else value
 
 
+_SIZES_FIX = ("pass the checkpoint's own config.json, or --bytes-per-weight with the "
+              "checkpoint's size / parameters")
+
+
+class _NoSize(Exception):
+    """A width, group or block of a ``quantization_config`` that is no size (the message says
+    which); :func:`scheme_from_config` refuses it, or with ``--bytes-per-weight`` prices every
+    weight at that (:func:`_unread`)."""
+
+
+def _whole(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _width(q: dict, key: str, default: int, label: str) -> int:
+    """``q[key]``, the bits a quantised weight takes (``default`` when absent): a whole number
+    from 1 to 16, else :class:`_NoSize` naming it (a compressed-tensors num_bits 0 carded
+    Llama-3.1-8B at 0.1313 B/weight; a word ended in an internal error).
+
+    >>> _width({"bits": 4}, "bits", 8, "gptq")
+    4
+    """
+    value = q.get(key, default)
+    if not _whole(value) or not 1 <= value <= 16:
+        raise _NoSize(f"{label} {key} {value!r} is not a width of 1-16 bits")
+    return value
+
+
+def _group_size(q: dict, key: str, label: str) -> None:
+    """Refuse a ``group_size`` that is no group of inputs: a whole number (-1 or 0: one
+    group per output channel, as AWQ / GPTQ write it), or absent / null."""
+    value = q.get(key)
+    if value is not None and (not _whole(value) or value < -1):
+        raise _NoSize(f"{label} {key} {value!r} is not a group of inputs (a whole number; "
+                      "-1 for one group per output channel)")
+
+
+def _block(value, key: str, label: str) -> None:
+    """Refuse a block that is not two whole sizes of 1 or more (rows, inputs)."""
+    if value is not None and not (isinstance(value, list) and len(value) == 2
+                                  and all(_whole(v) and v >= 1 for v in value)):
+        raise _NoSize(f"{label} {key} {value!r} is not two sizes (rows x inputs, e.g. "
+                      "[128, 128])")
+
+
 def scheme_from_config(cfg: dict, where: str, bytes_per_weight: float | None = None) -> Scheme:
     """The storage scheme of a config.json: unquantised (its dtype) or its quantisation
     (``bytes_per_weight``: ``--bytes-per-weight``, for a dtype it does not know)."""
-    scheme = _scheme(cfg, where, bytes_per_weight)
+    try:
+        scheme = _scheme(cfg, where, bytes_per_weight)
+    except _NoSize as err:
+        scheme = _unread(str(err), f"quantization_config with {err}", where, bytes_per_weight,
+                         _SIZES_FIX)
     name = checkpoint_dtype(cfg)[1]
     if name in SERVED_16BIT:
         scheme.notes.append(SERVED_16BIT_NOTE.format(name=name))
@@ -229,11 +278,8 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
     # (transformers writes modules_to_not_convert; vLLM's fp8 config reads ignored_layers)
     skip = list(q.get("modules_to_not_convert") or []) + list(q.get("ignored_layers") or [])
     if method == "awq":
-        given = q.get("bits", q.get("w_bit", 4))
-        if isinstance(given, bool) or not isinstance(given, int) or not 1 <= given <= 16:
-            raise InputError(f"quantization_config bits {given!r} is not a width of 1-16 bits",
-                             file=where, fix="pass the checkpoint's own config.json")
-        bits: int = given
+        bits: int = _width(q, "bits" if "bits" in q else "w_bit", 4, "awq")
+        _group_size(q, "group_size" if "group_size" in q else "q_group_size", "awq")
         zero = config_bool(q.get("zero_point", True), "zero_point", where)
 
         def awq(t: Tensor) -> float:
@@ -246,7 +292,8 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
         return Scheme(f"AWQ int{bits} g{g} ({per_group} per group)", base, "bf16", awq, skip,
                       skip_children=True)
     if method == "gptq":
-        bits = int(q.get("bits", 4))
+        bits = _width(q, "bits", 4, "gptq")
+        _group_size(q, "group_size", "gptq")
 
         def gptq(t: Tensor) -> float:
             out, inp = t.shape[0], t.shape[-1]
@@ -270,6 +317,7 @@ def _scheme(cfg: dict, where: str, bytes_per_weight: float | None) -> Scheme:
                       skip_children=True)
     if method == "fp8":
         block = q.get("weight_block_size")
+        _block(block, "weight_block_size", "fp8")
 
         def fp8(t: Tensor) -> float:
             out, inp = t.shape[0], t.shape[-1]
@@ -314,7 +362,9 @@ def _compressed_tensors(q: dict, base: float, where: str, given: float | None) -
                        f"{', '.join(classes)}", where, given, _SIZE_FIX)
     only = None if "Linear" in targets else targets
     w = group.get("weights") or {}
-    bits = int(w.get("num_bits", 8))
+    bits = _width(w, "num_bits", 8, "compressed-tensors")
+    _group_size(w, "group_size", "compressed-tensors")
+    _block(w.get("block_structure"), "block_structure", "compressed-tensors")
     strategy = str(w.get("strategy", "tensor"))
     if strategy not in ("tensor", "channel", "group", "tensor_group", "block"):
         return _unread(f"compressed-tensors weight strategy {strategy!r} is not known",
@@ -347,9 +397,11 @@ def _compressed_tensors(q: dict, base: float, where: str, given: float | None) -
                          file=where, column="quantization_config", fix="pass --bytes-per-weight")
 
     compute = "bf16"
+    act_bits = (_width(acts, "num_bits", 16, "compressed-tensors input_activations")
+                if isinstance(acts, dict) else 16)
     if isinstance(acts, dict) and acts.get("type") == "float":
-        compute = {8: "fp8", 4: "fp4"}.get(int(acts.get("num_bits", 16)), "bf16")
-    elif isinstance(acts, dict) and acts.get("type") == "int" and int(acts.get("num_bits", 16)) == 8:
+        compute = {8: "fp8", 4: "fp4"}.get(act_bits, "bf16")
+    elif isinstance(acts, dict) and acts.get("type") == "int" and act_bits == 8:
         compute = "int8"   # W8A8 / W4A8 int: int8 GEMMs
     kind = w.get("type", "int")
     size = (f" g{w.get('group_size')}" if strategy in ("group", "tensor_group") else
@@ -369,7 +421,12 @@ def _modelopt(q: dict, base: float, where: str, given: float | None) -> Scheme:
         return Scheme("modelopt FP8 (fp32 per-tensor scales)", base, "fp8",
                       lambda t: t.shape[0] * t.shape[-1] * 8 + 64, skip, skip_lm_head=False)
     if algo == "NVFP4":
-        g = int(inner.get("group_size", 16))
+        _group_size(inner, "group_size", "modelopt")
+        g = inner.get("group_size")
+        g = 16 if g is None else g
+        if g < 1:
+            raise _NoSize(f"modelopt group_size {g} is not a group of inputs (NVFP4 scales "
+                          "16 weights)")
         return Scheme(f"modelopt NVFP4 (fp8 scale per {g} weights, fp32 global scales)", base,
                       "fp4", lambda t: t.shape[0] * t.shape[-1] * (4 + 8 / g) + 64, skip,
                       skip_lm_head=False)
