@@ -3010,3 +3010,50 @@ def test_the_quantisation_sizes_checkpoints_write_are_read(quant):
     cfg = {**LLAMA, "quantization_config": quant}
     assert weight_bytes(shape_from_config(cfg, "x"), scheme_from_config(cfg, "x")).total_bytes > 0
 
+
+QWEN3_32B = {"model_type": "qwen3", "hidden_size": 5120, "intermediate_size": 25600,
+             "num_hidden_layers": 64, "num_attention_heads": 64, "num_key_value_heads": 8,
+             "head_dim": 128, "vocab_size": 151936, "max_position_embeddings": 40960,
+             "tie_word_embeddings": False, "torch_dtype": "bfloat16"}
+
+
+@pytest.mark.parametrize(("cfg", "left_out", "kv_bytes", "note"), [
+    # Qwen3Config: head_dim 128 (not 5120 / 64 = 80), num_key_value_heads 32 (not the heads)
+    (QWEN3_32B, ("head_dim",), 2 * 64 * 8 * 128 * 2, "head_dim 128"),
+    ({**QWEN3_32B, "num_attention_heads": 32, "num_key_value_heads": 32},
+     ("num_key_value_heads",),
+     2 * 64 * 32 * 128 * 2, "num_key_value_heads 32"),
+    # MistralConfig: num_key_value_heads 8 (Llama-3.1-8B's shapes as a mistral config)
+    ({**LLAMA, "model_type": "mistral", "max_position_embeddings": 131072},
+     ("num_key_value_heads",), 2 * 32 * 8 * 128 * 2, "num_key_value_heads 8"),
+])
+def test_a_left_out_head_count_or_width_is_read_at_the_familys_default(cfg, left_out, kv_bytes,
+                                                                        note):
+    """A trust pass: a config leaving num_key_value_heads or head_dim out was read at the
+    query heads and hidden_size / heads, where transformers (and vLLM, which reads the
+    config through it) reads the family's default: Qwen3Config head_dim 128 and 32 key/value
+    heads, MistralConfig 8 key/value heads (a multimodal wrapper's text_config is written
+    without the fields that equal its class's defaults, as google/gemma-3-4b-it's is). A
+    Qwen3-32B config without head_dim was carded at head_dim 80: 163,840 KV bytes per token
+    for 262,144, and 1.4 B parameters short; a mistral one without its kv heads with 4x the
+    cache."""
+    full = shape_from_config(cfg, "c.json")
+    short = shape_from_config({k: v for k, v in cfg.items() if k not in left_out}, "c.json")
+    assert short.kv_bytes_per_token == full.kv_bytes_per_token == kv_bytes
+    assert short.total() == full.total()
+    assert any("transformers defaults" in n and note in n for n in short.notes), short.notes
+
+
+def test_a_left_out_kv_head_count_above_the_query_heads_is_refused():
+    """Qwen3Config's 32 key/value heads under 16 query heads is no model (each key/value head
+    serves one or more query heads): refused as a config saying so is."""
+    cfg = {k: v for k, v in QWEN3_32B.items() if k != "num_key_value_heads"}
+    with pytest.raises(InputError, match="32 key/value heads but 16 query heads"):
+        shape_from_config({**cfg, "num_attention_heads": 16}, "c.json")
+
+
+def test_a_null_kv_head_count_is_not_read_as_left_out():
+    """null is not left out (Qwen2/Qwen3/Mistral configs read a null num_key_value_heads as
+    the query heads, not as the class default): it stays refused, naming the field."""
+    with pytest.raises(InputError, match="no 'num_key_value_heads'"):
+        shape_from_config({**QWEN3_32B, "num_key_value_heads": None}, "c.json")

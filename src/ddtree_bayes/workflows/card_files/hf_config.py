@@ -64,7 +64,21 @@ FAMILY_DEFAULTS: dict[str, dict] = {
                     "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True,
                     "sliding_window": 4096, "sliding_window_pattern": 6},
     "gpt_oss": {"sliding_window": 128, "sliding_window_pattern": 2},
+    # the head counts and widths whose class default is not what card add falls back to (the
+    # query heads; hidden_size / heads): Qwen2Config, Qwen3Config, Qwen2MoeConfig,
+    # Qwen3MoeConfig (models/qwen*/configuration_qwen*.py) and MistralConfig
+    # (models/mistral/configuration_mistral.py); a multimodal wrapper writes its text_config
+    # without the fields equal to these (as google/gemma-3-4b-it's). Qwen2MoeConfig's shared
+    # expert of 5632 too (read as none when left out).
+    "qwen2": {"num_key_value_heads": 32},
+    "qwen3": {"num_key_value_heads": 32, "head_dim": 128},
+    "qwen2_moe": {"num_key_value_heads": 16, "shared_expert_intermediate_size": 5632},
+    "qwen3_moe": {"num_key_value_heads": 4},
+    "mistral": {"num_key_value_heads": 8},
 }
+#: Fields whose null is not "left out": a null num_key_value_heads is read as the query heads
+#: by the classes above (their backward-compatible MHA), not at the class default.
+NULL_IS_NOT_LEFT_OUT = ("num_key_value_heads",)
 
 
 def read_config(path: str | Path) -> tuple[dict, Path]:
@@ -239,8 +253,11 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
                          f"({', '.join(SUPPORTED)})", file=where,
                          fix="write the card's row by hand (docs/cli.md, card add) or use a "
                              "GGUF file of the model (--gguf)")
-    defaulted = {k: v for k, v in FAMILY_DEFAULTS.get(family, {}).items() if cfg.get(k) is None}
+    defaulted = {k: v for k, v in FAMILY_DEFAULTS.get(family, {}).items()
+                 if cfg.get(k) is None and not (k in cfg and k in NULL_IS_NOT_LEFT_OUT)}
     cfg = {**cfg, **defaulted}
+    if defaulted:   # (a class default may not fit the config's own sizes: 32 kv heads of 16)
+        check_sizes(cfg, where)
     c = HFConfig(cfg, where)
     fused_notes = (fused_family_checks(c, where) if family in FUSED else
                    window_checks(c, where) if family in LLAMA_LIKE else [])
