@@ -858,3 +858,25 @@ def test_every_prior_the_code_reads_has_a_domain():
     from ddtree_bayes.core.config import KNOWN_PRIORS, PRIOR_DOMAINS, TRANSFER_PRIORS
 
     assert set(PRIOR_DOMAINS) == {*KNOWN_PRIORS, *(f"transfer.{n}" for n in TRANSFER_PRIORS)}
+
+
+@pytest.mark.parametrize(("value", "fragment", "fix"), [
+    ('"eagel3"', "method 'eagel3' is not one the file declares",
+     "did you mean eagle3? it takes ar, "),
+    ('"EAGLE3"', "method 'EAGLE3' is not one the file declares", "did you mean eagle3?"),
+    ("3", "'method' must be a method name, not 3", 'set method = "eagle3"'),
+])
+def test_an_acceptance_entry_of_a_method_nobody_declares_is_refused(value, fragment, fix):
+    """A trust pass: `method = "eagel3"` in an [[acceptance]] entry parsed, and the entry never
+    matched a query: predict of eagle3 without --accept then drew acceptance from another
+    prior (the entries are matched by method name, and no row names 'eagel3'), exit 0."""
+    text = set_in_acceptance(TEXT, 4, "method", value)
+    err = expect_error(text, "acceptance[4].method", fragment)
+    assert fix in err.fix, err.fix
+    # a saved fit's priors are read as they were fitted
+    assert parse_priors(text, NAME, stored=True).acceptance[3].block == 3
+
+
+def test_an_acceptance_entry_of_a_declared_method_or_ar_is_accepted():
+    cfg = parse_priors(TEXT, NAME)
+    assert [a.method for a in cfg.acceptance] == ["ar", "ddtree", "ddtree", "eagle3"]

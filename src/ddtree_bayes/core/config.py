@@ -701,6 +701,22 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
     if step_form == "structured" and not methods:
         raise PriorsError("the structured step form needs a [methods.<name>] table per method",
                           file=path, column="methods", fix="copy [methods.*] from the bundled priors")
+    known_methods = (AR_METHOD, *methods)
+    for i, entry in enumerate(acceptance, start=1):
+        method: object = entry.method
+        if stored or method is None:
+            continue
+        column = f"acceptance[{i}].method"
+        if not isinstance(method, str) or not method.strip():
+            raise PriorsError(f"'method' must be a method name, not {method!r}", file=path,
+                              column=column, fix='set method = "eagle3" (a [methods.<name>] '
+                                                 'the file declares, or "ar")')
+        if methods and method not in known_methods:
+            # an entry no query matches: the method's acceptance fell to another prior
+            raise PriorsError(f"method {method!r} is not one the file declares", file=path,
+                              column=column,
+                              fix=typo_fix(method.lower(), known_methods,
+                                           "it takes " + ", ".join(known_methods)))
     for i, entry in enumerate(acceptance, start=1):
         if entry.method is not None and (entry.block is not None or entry.budget is not None
                                          or entry.method == AR_METHOD):
