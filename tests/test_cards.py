@@ -3057,3 +3057,21 @@ def test_a_null_kv_head_count_is_not_read_as_left_out():
     the query heads, not as the class default): it stays refused, naming the field."""
     with pytest.raises(InputError, match="no 'num_key_value_heads'"):
         shape_from_config({**QWEN3_32B, "num_key_value_heads": None}, "c.json")
+
+
+def test_a_qwen3_next_config_reads_its_left_out_sizes_at_qwen3nextconfigs():
+    """Qwen3NextConfig (transformers models/qwen3_next): head_dim 256, 2 key/value heads and
+    a 512-wide shared expert when left out; card add read hidden_size / heads (128), the 16
+    query heads and no shared expert: Qwen3-Coder-Next's config without the three carded
+    79.448 B parameters for 79.674 (3.648 B active for 3.875) and 4x its KV cache (98,304
+    bytes per token for 24,576)."""
+    cfg, _ = read_config(FIX / "qwen3-coder-next-nvfp4")
+    full = shape_from_config(cfg, "c.json")
+    gone = ("head_dim", "num_key_value_heads", "shared_expert_intermediate_size")
+    short = shape_from_config({k: v for k, v in cfg.items() if k not in gone}, "c.json")
+    assert (short.total(), short.active()) == (full.total(), full.active())
+    # 12 full-attention layers x 2 kv heads x 256 x 2 x 2 bytes
+    assert short.kv_bytes_per_token == full.kv_bytes_per_token == 2 * 12 * 2 * 256 * 2
+    assert short.shared_experts == full.shared_experts == 1
+    assert any("head_dim 256" in n and "shared_expert_intermediate_size 512" in n
+               for n in short.notes), short.notes

@@ -75,6 +75,9 @@ FAMILY_DEFAULTS: dict[str, dict] = {
     "qwen2_moe": {"num_key_value_heads": 16, "shared_expert_intermediate_size": 5632},
     "qwen3_moe": {"num_key_value_heads": 4},
     "mistral": {"num_key_value_heads": 8},
+    # Qwen3NextConfig (models/qwen3_next/configuration_qwen3_next.py)
+    "qwen3_next": {"num_key_value_heads": 2, "head_dim": 256,
+                   "shared_expert_intermediate_size": 512},
 }
 #: Fields whose null is not "left out": a null num_key_value_heads is read as the query heads
 #: by the classes above (their backward-compatible MHA), not at the class default.
