@@ -3075,3 +3075,31 @@ def test_a_qwen3_next_config_reads_its_left_out_sizes_at_qwen3nextconfigs():
     assert short.shared_experts == full.shared_experts == 1
     assert any("head_dim 256" in n and "shared_expert_intermediate_size 512" in n
                for n in short.notes), short.notes
+
+
+def test_an_mla_config_reads_a_left_out_q_lora_rank_at_1536():
+    """transformers' DeepseekV3Config and DeepSeek's own configuration_deepseek.py both read a
+    left-out q_lora_rank at 1536 (a null one: no query LoRA, as DeepSeek-V2-Lite writes it);
+    card add read it as none, a full q_proj of 7168 x (128 x 192) per layer: DeepSeek-V3's
+    config without it carded 678.798 B parameters for 671.026."""
+    cfg, _ = read_config(FIX / "deepseek-v3")
+    full = shape_from_config(cfg, "c.json")
+    short = shape_from_config({k: v for k, v in cfg.items() if k != "q_lora_rank"}, "c.json")
+    assert short.total() == full.total() == 671_026_419_200
+    assert any("q_lora_rank 1536" in n for n in short.notes), short.notes
+    # null is no query LoRA: q_proj 7168 x 24576 in each of the 61 layers for q_a + q_b + norm
+    none = shape_from_config({**cfg, "q_lora_rank": None}, "c.json")
+    per_layer = 7168 * 24576 - (7168 * 1536 + 1536 + 1536 * 24576)
+    assert none.total() == full.total() + 61 * per_layer
+
+
+@pytest.mark.parametrize("key", ["n_shared_experts", "first_k_dense_replace"])
+def test_an_mla_config_without_its_shared_or_dense_layer_count_is_refused(key):
+    """As glm4_moe's: DeepSeek-V3's config without n_shared_experts carded no shared expert
+    (668.472 B parameters for 671.026), without first_k_dense_replace no dense layer, exit 0,
+    while the loaders read them differently (transformers' DeepseekV3Config: 1 and 3;
+    DeepSeek's configuration_deepseek.py: none and 0). Refused, naming the field."""
+    cfg, _ = read_config(FIX / "deepseek-v3")
+    with pytest.raises(InputError) as info:
+        shape_from_config({k: v for k, v in cfg.items() if k != key}, "d/config.json")
+    assert str(info.value).startswith(f"d/config.json: no '{key}'")

@@ -78,10 +78,15 @@ FAMILY_DEFAULTS: dict[str, dict] = {
     # Qwen3NextConfig (models/qwen3_next/configuration_qwen3_next.py)
     "qwen3_next": {"num_key_value_heads": 2, "head_dim": 256,
                    "shared_expert_intermediate_size": 512},
+    # MLA: a query LoRA of 1536, in transformers' DeepseekV3Config and DeepSeek's own
+    # configuration_deepseek.py alike (null: none, as DeepSeek-V2-Lite writes it). Their
+    # n_shared_experts and first_k_dense_replace differ (1 and 3; none and 0), so a config
+    # leaving those out is refused (moe_layer, feed_forward), as glm4_moe's is.
+    **{family: {"q_lora_rank": 1536} for family in sorted(MLA)},
 }
 #: Fields whose null is not "left out": a null num_key_value_heads is read as the query heads
 #: by the classes above (their backward-compatible MHA), not at the class default.
-NULL_IS_NOT_LEFT_OUT = ("num_key_value_heads",)
+NULL_IS_NOT_LEFT_OUT = ("num_key_value_heads", "q_lora_rank")
 
 
 def read_config(path: str | Path) -> tuple[dict, Path]:
@@ -596,7 +601,7 @@ def moe_layer(c: HFConfig, family: str, i: int) -> bool:
         return c.whole("n_routed_experts") > 0 and i >= c.whole("first_k_dense_replace")
     if family in MLA:
         experts = c.optional("n_routed_experts")
-        return bool(experts) and i >= c.whole("first_k_dense_replace", 0) and \
+        return bool(experts) and i >= c.whole("first_k_dense_replace") and \
             i % c.whole("moe_layer_freq", 1) == 0
     if family in ALL_MOE:
         return True
@@ -631,7 +636,7 @@ def feed_forward(c: HFConfig, family: str, prefix: str, hidden: int, i: int) -> 
     inter = c.whole("moe_intermediate_size")
     if family in ROUTED_SHARED:
         experts = c.whole("n_routed_experts")
-        shared = c.whole("n_shared_experts", None if family in GLM_MOE else 0)
+        shared = c.whole("n_shared_experts")   # (left out: refused, see FAMILY_DEFAULTS)
         out = [Tensor(f"{p}.gate", (experts, hidden), "router")]
         # the load-balancing bias of V3 / K2; GLM's router (Glm4MoeTopkRouter) always has it
         if c.cfg.get("topk_method") == "noaux_tc" or family in GLM_MOE:
@@ -806,7 +811,7 @@ def describe_indexer(shape: ModelShape, c: HFConfig, rank: int, rope: int) -> No
 
 def describe_experts(shape: ModelShape, c: HFConfig, family: str) -> None:
     if family in ROUTED_SHARED and c.optional("n_routed_experts"):
-        shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts", 0)
+        shape.experts, shape.shared_experts = c.whole("n_routed_experts"), c.whole("n_shared_experts")
     elif family in ALL_MOE:
         shape.experts = c.whole("num_local_experts")
     elif family in LLAMA4 and llama4_moe_layers(c, shape.layers):
