@@ -3103,3 +3103,28 @@ def test_an_mla_config_without_its_shared_or_dense_layer_count_is_refused(key):
     with pytest.raises(InputError) as info:
         shape_from_config({k: v for k, v in cfg.items() if k != key}, "d/config.json")
     assert str(info.value).startswith(f"d/config.json: no '{key}'")
+
+
+@pytest.mark.parametrize(("moe", "gone"), [
+    (False, ("head_dim", "num_key_value_heads")),
+    (True, ("head_dim", "num_key_value_heads", "shared_expert_intermediate_size")),
+])
+def test_a_qwen3_5_text_config_reads_its_left_out_sizes_at_its_classs(moe, gone):
+    """Qwen3_5TextConfig (transformers models/qwen3_5): head_dim 256, 4 key/value heads;
+    Qwen3_5MoeTextConfig: 256, 2 and a 512-wide shared expert, when the text_config leaves
+    them out (a sub-config is written without its class's defaults). Qwen3.5-27B's
+    text_config without head_dim and its kv heads was carded at 5120 / 24 = 213 and 24
+    heads: 27.312 B parameters for 26.896, 327,168 KV bytes per token for 65,536."""
+    cfg, _ = read_config(FIX / "qwen3.5-27b")
+    text = dict(cfg["text_config"])
+    if moe:
+        text.update({"model_type": "qwen3_5_moe_text", "num_key_value_heads": 2,
+                     "num_experts": 256, "num_experts_per_tok": 8,
+                     "moe_intermediate_size": 512, "shared_expert_intermediate_size": 512})
+    full = shape_from_config({**cfg, "text_config": text}, "c.json")
+    short = shape_from_config({**cfg, "text_config": {k: v for k, v in text.items()
+                                                      if k not in gone}}, "c.json")
+    assert (short.total(), short.active()) == (full.total(), full.active())
+    assert short.kv_bytes_per_token == full.kv_bytes_per_token == \
+        2 * 16 * (2 if moe else 4) * 256 * 2
+    assert any("head_dim 256" in n for n in short.notes), short.notes

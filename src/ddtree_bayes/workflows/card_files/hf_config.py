@@ -78,6 +78,11 @@ FAMILY_DEFAULTS: dict[str, dict] = {
     # Qwen3NextConfig (models/qwen3_next/configuration_qwen3_next.py)
     "qwen3_next": {"num_key_value_heads": 2, "head_dim": 256,
                    "shared_expert_intermediate_size": 512},
+    # Qwen3_5TextConfig, Qwen3_5MoeTextConfig (models/qwen3_5, qwen3_5_moe): sub-configs,
+    # written without the fields equal to these
+    "qwen3_5_text": {"num_key_value_heads": 4, "head_dim": 256},
+    "qwen3_5_moe_text": {"num_key_value_heads": 2, "head_dim": 256,
+                         "shared_expert_intermediate_size": 512},
     # MLA: a query LoRA of 1536, in transformers' DeepseekV3Config and DeepSeek's own
     # configuration_deepseek.py alike (null: none, as DeepSeek-V2-Lite writes it). Their
     # n_shared_experts and first_k_dense_replace differ (1 and 3; none and 0), so a config
