@@ -445,3 +445,42 @@ def test_card_add_not_default_writes_a_second_head_rows_name(tmp_path):
     code, out, err = run_cli(tmp_path, "card", "add", "--hf-config", str(FIX / "llama-3.1-8b"),
                              "--name", "x-8b", "--not-default")
     assert code == 2 and err.count("\n") == 1 and "--not-default" in err
+
+
+def _measured_default_head_fit():
+    """:func:`_two_drafters_fit` with the default head's row measured (accept_len 2.0): its
+    configuration anchors answers; the K2.5 head's row still infers its acceptance (1.7)."""
+    import dataclasses
+
+    import numpy as np
+
+    draws = _two_drafters_fit()
+    text = draws.data_csv.replace("kimi-k2.6,b300,8,sglang,eagle3,3,3,4,,,200,test,,",
+                                  "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,2.0,,200,test,,")
+    model = dict(draws.meta["model"])
+    model["acceptance_groups"] = model["acceptance_groups"][1:]
+    variables = {**draws.variables,
+                 "accept_latent": np.full((draws.n_draws, 1), 1.7)}
+    return dataclasses.replace(draws, data_csv=text, meta={**draws.meta, "model": model},
+                               variables=variables, memo={})
+
+
+def test_a_named_drafter_is_not_anchored_to_the_default_heads_measured_row():
+    """An answer is anchored to the discrepancy of the nearest measured configuration of its
+    system, engine and method; the drafter column makes each drafter's rows a configuration
+    of their own (core/likelihood.py), but the anchor ignored it: ``predict --drafter`` of the
+    Kimi K2.5 head on the RTX PRO 6000 was anchored to the K2.6 head's measured row (123 tok/s
+    where the K2.5 row measured 112.5). A named drafter is anchored to its own configurations
+    only (none here: its row has no accept_len, so it anchors nothing), the default head's
+    answer to the default head's."""
+    from ddtree_bayes.engine.predictive import _nearest_measured, anchor_shift
+
+    draws = _measured_default_head_fit()
+    default = _ask(draws).asked[0].scenario
+    named = _ask(draws, drafter="test/k25-head").asked[0].scenario
+    found = _nearest_measured(draws, default)
+    assert found is not None and [r.row for r in found[0]] == [11] and found[1] == 0.0
+    assert _nearest_measured(draws, named) is None and anchor_shift(draws, named) is None
+    # the default card named is the default head: anchored as without --drafter
+    same = _nearest_measured(draws, _ask(draws, drafter="test/k26-head").asked[0].scenario)
+    assert same is not None and [r.row for r in same[0]] == [11]

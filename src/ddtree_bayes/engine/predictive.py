@@ -48,9 +48,11 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     AcceptRequest,
     Scenario,
     accept_limit,
+    acceptance_drafter,
     acceptance_prior,
     check_accept,
     check_fit,
+    drafter_asked,
     drafter_gap_warnings,
     latent_acceptance,
     measured_acceptance,
@@ -370,8 +372,10 @@ def _anchor_end(draws: Fit, sc: Scenario, found, own: bool = True
     # (keyed by the anchor's own concurrency and context: queries anchored to one
     # configuration share its draws; for an anchor at the query's C and context, the key every
     # earlier answer was drawn with)
-    config = (sc.pair, sc.engine, sc.method, rows[0].concurrency, ctx,
-              rows[0].block, rows[0].budget, rows[0].verify_tokens, at_itself)
+    named = acceptance_drafter(draws, sc)   # (another drafter's configuration: its own stream)
+    config: tuple = (sc.pair, sc.engine, sc.method, rows[0].concurrency, ctx, rows[0].block,
+                     rows[0].budget, rows[0].verify_tokens, at_itself,
+                     *(() if named is None else (named,)))
     cache = draws.memo.setdefault("anchor_shift", {})
     key = (tuple(draws.meta.get("held_out_rows", ())), *config)
     if key not in cache:
@@ -454,7 +458,8 @@ def _bracketing_concurrencies(draws: Fit, sc: Scenario, ctx: float) -> tuple[int
     largest: the nearest one anchors, as every answer at C = 1 and beyond the concurrencies
     measured always was). Other shapes are not interpolated with: a neighbour's discrepancy is
     its build's, the deployment's own is known."""
-    configs = _anchor_candidates(draws).get((sc.pair, sc.engine, sc.method, ctx), {})
+    configs = _anchor_candidates(draws).get(
+        (sc.pair, sc.engine, sc.method, ctx, acceptance_drafter(draws, sc)), {})
     shape = (sc.block, sc.budget, sc.verify_tokens)
     return _between({k[0] for k in configs if k[1:] == shape}, sc.concurrency)
 
@@ -502,7 +507,8 @@ def _anchor_contexts(draws: Fit, sc: Scenario) -> set[float]:
     midpoint (log_sd 0.0326 at 32768, 0.0382 at 32769), and with budget 8 measured at 131072
     too it was anchored at 65536 to the budget-16 row alone."""
     groups = _anchor_candidates(draws)
-    keys = [k for k in groups if k[:3] == (sc.pair, sc.engine, sc.method)]
+    keys = [k for k in groups
+            if k[:3] == (sc.pair, sc.engine, sc.method) and k[4] == acceptance_drafter(draws, sc)]
     own = {k[3] for k in keys
            if any(c[1:] == (sc.block, sc.budget, sc.verify_tokens) for c in groups[k])}
     return own or {k[3] for k in keys}
@@ -709,7 +715,12 @@ ANCHOR_SEED = 20261202
 
 def _anchor_candidates(draws: Fit) -> dict:
     """Every measured configuration with accept_len the fit learned from, by (pair, engine,
-    method, context): {(C, block, budget, verify tokens): rows}."""
+    method, context, drafter): {(C, block, budget, verify tokens): rows}. The drafter is the
+    rows' ``drafter`` column as :func:`~ddtree_bayes.engine.scenario.drafter_asked` reads a
+    query's (None: the default card): each drafter's rows are configurations of their own
+    (core/likelihood.py), with discrepancies of their own, so a query of one drafter is never
+    anchored to another's (``predict --drafter`` of the Kimi K2.5 head on the RTX PRO 6000 was
+    anchored to the K2.6 head's measured row: 123 tok/s where the K2.5 row measured 112.5)."""
     default_ctx = draws.meta["model"]["default_context_tokens"]
     held = tuple(draws.meta.get("held_out_rows", ()))
     memo = draws.memo.setdefault("anchor_candidates", {})
@@ -720,7 +731,8 @@ def _anchor_candidates(draws: Fit) -> dict:
             if r.accept_len is None:
                 continue
             ctx = r.asked_context(default_ctx)   # (a mean context: the whole tokens asked)
-            key = (row_pair(draws, r), r.engine, r.method, ctx)
+            key = (row_pair(draws, r), r.engine, r.method, ctx,
+                   drafter_asked(draws, r.model, r.method, r.drafter))
             groups.setdefault(key, {}).setdefault(
                 (r.concurrency, r.block, r.budget, r.verify_tokens), []).append(r)
         memo[held] = groups
@@ -744,7 +756,7 @@ def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None,
     ctx = _anchor_context(draws, sc, at_context)
     if ctx is None:
         return None
-    configs = groups[(sc.pair, sc.engine, sc.method, ctx)]
+    configs = groups[(sc.pair, sc.engine, sc.method, ctx, acceptance_drafter(draws, sc))]
     passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
     batch_q = float(sc.verify_tokens * sc.concurrency)
     # each configuration's (C x M, drafter passes) point, as measured_configs has them

@@ -1344,18 +1344,29 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
 def acceptance_drafter(draws: Fit, sc: Scenario) -> str | None:
     """Whose acceptance a query asks: the ``--drafter`` card's name, as the rows' ``drafter``
     column names it; None (the rows that name none) without ``--drafter``, or when it names
-    the default card of the model and method those rows ran (core/drafters.py
-    ``drafter_for``, of the cards the fit stored)."""
-    from ddtree_bayes.core.drafters import drafter_for, stored_cards
-
+    the default card of the model and method those rows ran (:func:`drafter_asked`)."""
     if sc.drafter is None:
         return None
-    model = draws.meta["model"]
-    target = sc.model or (model.get("card") or {}).get("model") or model.get("target_model")
-    default = (None if target is None else
-               drafter_for(stored_cards(model.get("drafter_cards", ())), target, sc.method))
-    return None if default is not None and default.drafter == sc.drafter.drafter \
-        else sc.drafter.drafter
+    return drafter_asked(draws, sc.model, sc.method, sc.drafter.drafter)
+
+
+def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) -> str | None:
+    """A drafter card's name as it keys a fit's rows (their acceptance groups, the
+    configurations that anchor a query): None for none, or for the default card of ``model``
+    (None: the fit's) and ``method`` (core/drafters.py ``drafter_for``, of the cards the fit
+    stored), whose rows may leave the column blank; else ``name``."""
+    from ddtree_bayes.core.drafters import drafter_for, stored_cards
+
+    if name is None:
+        return None
+    meta = draws.meta["model"]
+    memo = draws.memo.setdefault("default_drafters", {})
+    target = model or (meta.get("card") or {}).get("model") or meta.get("target_model")
+    if (target, method) not in memo:
+        default = (None if target is None else
+                   drafter_for(stored_cards(meta.get("drafter_cards", ())), target, method))
+        memo[(target, method)] = None if default is None else default.drafter
+    return None if memo[(target, method)] == name else name
 
 
 def other_drafters(draws: Fit, sc: Scenario) -> list[str]:
