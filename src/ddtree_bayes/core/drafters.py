@@ -227,16 +227,9 @@ def _default(path: str, row: int, value: str) -> bool:
     >>> _default("d.csv", 2, ""), _default("d.csv", 2, "no")
     (True, False)
     """
-    word = value.strip().lower()
-    if word in ("", "yes", "true"):
-        return True
-    if word in ("no", "false"):
-        return False
-    raise DataError(f"default must be yes or no, got {value!r}", file=path, row=row,
-                    column="default",
-                    fix="yes (or blank): rows with a blank drafter column use this card for "
-                        "its target and methods; no: only rows that name it in their drafter "
-                        "column")
+    return _yes_no_cell(path, row, "default", value, True,
+                        "yes (or blank): rows with a blank drafter column use this card for its "
+                        "target and methods; no: only rows that name it in their drafter column")
 
 
 def _yes_no(path: str, row: int, value: str, kind: str = "") -> bool:
@@ -248,17 +241,23 @@ def _yes_no(path: str, row: int, value: str, kind: str = "") -> bool:
     >>> _yes_no("d.csv", 2, "Yes", "eagle3_head")
     True
     """
+    return _yes_no_cell(path, row, "shares_lm_head", value, kind not in OWN_HEAD_KINDS,
+                        "yes: it projects through the target's head (read on top of its own "
+                        "parameters); no: its own head, counted in params_active_b")
+
+
+def _yes_no_cell(path: str, row: int, column: str, value: str, blank: bool, fix: str) -> bool:
+    """A yes/no cell (yes/true, no/false, any case; ``blank`` for an empty one), else a
+    DataError naming the file, row and column."""
     word = value.strip().lower()
     if not word:
-        return kind not in OWN_HEAD_KINDS
+        return blank
     if word in ("yes", "true"):
         return True
     if word in ("no", "false"):
         return False
-    raise DataError(f"shares_lm_head must be yes or no, got {value!r}", file=path, row=row,
-                    column="shares_lm_head",
-                    fix="yes: it projects through the target's head (read on top of its own "
-                        "parameters); no: its own head, counted in params_active_b")
+    raise DataError(f"{column} must be yes or no, got {value!r}", file=path, row=row,
+                    column=column, fix=fix)
 
 
 def drafts_for(target: str, model: str) -> bool:
