@@ -105,6 +105,30 @@ def test_a_row_naming_a_drafter_that_does_not_serve_it_is_refused(hw, cell, prob
     assert str(err.value).startswith(f"m.csv, row 4, column 'drafter': {problem} (fix: ")
 
 
+def test_a_row_naming_its_default_drafter_card_is_refused_blank_is_that_card(hw):
+    """A blank drafter column is the default card: a row naming that card was another
+    acceptance group and configuration (``kimi-k2.6/eagle3/b3/B3 drafter test/k26-head``
+    beside ``kimi-k2.6/eagle3/b3/B3``), while a query's ``--drafter test/k26-head`` asked the
+    blank rows' (scenario.drafter_asked): one drafter read two ways. One spelling only."""
+    cards = load_drafter_cards("d.csv", CARDS)
+    named = K26.replace("125.0,s,,", "124.0,s,,test/k26-head")
+    data = load_measurements("m.csv", hw, text=HEADER + AR + K26 + named)
+    with pytest.raises(DataError) as err:
+        check_row_drafters(data.rows, cards, data.path)
+    assert str(err.value).startswith(
+        "m.csv, row 4, column 'drafter': drafter 'test/k26-head' is kimi-k2.6's default eagle3 "
+        "card, which a blank drafter column names (fix: clear the drafter")
+    # a deployment card of the target (its quantisation) has the same default card
+    deployed = named.replace("kimi-k2.6,", "kimi-k2.6-int4,")
+    with pytest.raises(DataError) as err:
+        check_row_drafters(load_measurements("m.csv", hw, text=HEADER + deployed).rows, cards,
+                           "m.csv")
+    assert "is kimi-k2.6-int4's default eagle3 card" in str(err.value)
+    # the other, not-default head is still named
+    check_row_drafters(load_measurements("m.csv", hw, text=HEADER + K26 + K25).rows, cards,
+                       "m.csv")
+
+
 def _workdir(tmp_path: Path, rows: str) -> Path:
     work = copy_bundled_data(tmp_path, writable=True)
     (work / "data" / "drafters.csv").write_text(CARDS)

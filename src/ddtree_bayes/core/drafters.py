@@ -313,13 +313,18 @@ def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, dra
                     ) -> tuple[str, str] | None:
     """(problem, fix) of a measurement row's (or ``add --drafter``'s) drafter name: it must
     name a card of ``cards`` (built in, overlaid by the working directory's
-    data/drafters.csv) that drafts ``method`` for ``model``; None when it does.
+    data/drafters.csv) that drafts ``method`` for ``model`` and is not its default card (a
+    blank column names that one); None when it does.
 
-    >>> c = DrafterCard("d", "m", ("eagle3",), "eagle3_head", 1, 0.4, 0.1, 2, "s")
+    >>> c = DrafterCard("d", "m", ("eagle3",), "eagle3_head", 1, 0.4, 0.1, 2, "s",
+    ...                 default=False)
     >>> drafter_problem((c,), "m", "eagle3", "d") is None
     True
     >>> drafter_problem((c,), "m", "mtp", "d")[0]
     "drafter 'd' drafts eagle3, not mtp"
+    >>> import dataclasses
+    >>> drafter_problem((dataclasses.replace(c, default=True),), "m", "eagle3", "d")[0]
+    "drafter 'd' is m's default eagle3 card, which a blank drafter column names"
     """
     if method == AR_METHOD:
         return ("an autoregressive row drafts nothing: its drafter is blank",
@@ -338,6 +343,13 @@ def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, dra
         return (f"drafter {drafter!r} drafts for {card.target_model}, not {model}",
                 f"name a drafter card whose target_model is {model} (a head trained for "
                 "another model but run against this one needs its own card for this target)")
+    if drafter_for(cards, model, method) is card:
+        # (one spelling of the default drafter: named, its rows were an acceptance group and
+        # configuration apart from the blank ones, which a query's --drafter of it asks)
+        return (f"drafter {drafter!r} is {model}'s default {method} card, which a blank "
+                "drafter column names",
+                "clear the drafter: a row names only a drafter other than its target's default "
+                "card (`card list` marks the cards only named rows use)")
     return None
 
 
