@@ -359,6 +359,31 @@ def test_a_rows_check_against_the_fit_prices_its_named_drafter():
     assert row_scenario(draws, named).drafter.params_active_b == 1.8
 
 
+def test_a_new_rows_drafter_card_added_since_the_fit_prices_its_check(tmp_path, monkeypatch):
+    """``update`` scores (and reweights with) a new row naming a card ``card add
+    --not-default`` wrote after the fit: the fit stored no such card, and the row was asked
+    without one, its passes priced by the default card's roofline (0.9 B parameters a pass
+    where the named head reads 1.8 B). It is asked with the card here, as ``predict --drafter``
+    prices a card the fit did not store; a stored card is still the one the fit priced with."""
+    from ddtree_bayes.engine.scenario import row_scenario
+
+    draws = _two_drafters_fit()
+    model = draws.meta["model"]
+    model["drafter_cards"] = [d for d in model["drafter_cards"]
+                              if d["drafter"] != "test/k25-head"]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(CARDS)
+    monkeypatch.chdir(tmp_path)
+    named = draws.measurements.rows[-1]
+    sc = row_scenario(draws, named)
+    assert sc.drafter is not None
+    assert (sc.drafter.drafter, sc.drafter.params_active_b) == ("test/k25-head", 1.8)
+    # a card the fit stored wins over the one here (as the fit priced the row)
+    (tmp_path / "data" / "drafters.csv").write_text(CARDS.replace(",1.8,", ",2.4,"))
+    stored = _two_drafters_fit()
+    assert row_scenario(stored, named).drafter.params_active_b == 1.8
+
+
 # ------------------------------------------------------------------ the public data
 K25_HEAD = "lightseekorg/kimi-k2.5-eagle3-mla"
 

@@ -1317,7 +1317,9 @@ def row_scenario(draws: Fit, m) -> Scenario:
     its configuration, context and concurrency, as every check of a row against a fit asks it
     (a row at C > 1 measures the C streams' total: ``accept x 1000 x C / step``), and the
     drafter card its ``drafter`` column names (as stored in the fit), whose roofline prices its
-    drafter passes as the fit priced them."""
+    drafter passes as the fit priced them; a card the fit did not store (a new row ``update``
+    scores, naming a card added since the fit) is the one here, as ``predict --drafter``
+    prices it (:func:`with_drafter`), not the default card's roofline."""
     from ddtree_bayes.core.drafters import stored_cards
 
     sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
@@ -1328,6 +1330,9 @@ def row_scenario(draws: Fit, m) -> Scenario:
         return sc
     card = next((c for c in stored_cards(draws.meta["model"].get("drafter_cards", ()))
                  if c.drafter == m.drafter), None)
+    if card is None:
+        card = next((c for c in reversed(here_drafters(draws)) if c.drafter == m.drafter),
+                    None)
     return sc if card is None else dataclasses.replace(sc, drafter=card)
 
 
