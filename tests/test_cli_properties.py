@@ -442,6 +442,19 @@ def test_accept_help_says_where_the_default_acceptance_comes_from(tmp_path):
                 "system; the row's accept says which") in text, command
 
 
+def test_drafter_help_says_a_measured_drafter_takes_its_rows_acceptance(tmp_path):
+    """`predict --help` said --drafter is "for a drafter you have not measured ... give
+    --accept (its acceptance is not measured)"; since the drafter column, a drafter the fit's
+    rows name takes their measured accept_len, else the acceptance the fit inferred from them,
+    and only a drafter no row names asks --accept (engine/question.drafter_acceptance)."""
+    code, out, err = run_cli(tmp_path, "predict", "--help")
+    assert code == 0 and err == "", err
+    text = " ".join(out.split())
+    assert "you have not measured" not in text and "its acceptance is not measured" not in text
+    assert ("the acceptance of the fit's rows that name it in their drafter column (measured, "
+            "else inferred); give --accept for a drafter no row names") in text
+
+
 def test_optimize_help_caps_the_curve_at_the_block_as_predict_does(tmp_path):
     """A new-user walkthrough: `optimize --help` said the acceptance curve is capped at "block +
     1 for DDTree, as predict --accept is"; predict, the README and core/methods.py max_accept

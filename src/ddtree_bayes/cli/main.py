@@ -91,10 +91,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="probability of the wide interval (default: %(default)s; 50%% is always shown)")
     add_scenario_arguments(p)
     p.add_argument("--drafter", metavar="NAME",
-                   help="a drafter card's name (data/drafters.csv or built in) for a drafter "
-                        "you have not measured: its passes cost its roofline times the "
-                        "per-pass multiple the engine showed with the measured drafter; give "
-                        "--accept (its acceptance is not measured)")
+                   help="a drafter card's name (data/drafters.csv or built in): its passes "
+                        "cost its roofline times the per-pass multiple the engine showed with "
+                        "the measured drafter; its acceptance is the acceptance of the fit's "
+                        "rows that name it in their drafter column (measured, else inferred); "
+                        "give --accept for a drafter no row names")
     add_kv_cache_argument(p)
     p.add_argument("--concurrency", type=A.int_list(1, A.MAX_CONCURRENCY, "give stream counts, e.g. "
                                                     "--concurrency 1,4,8,16"),
