@@ -76,6 +76,28 @@ def test_cards_one_default_per_target_and_method_others_named_only():
         "zhuyksir/EAGLE3-Qwen3-30B-A3B-DenseHead"
 
 
+def test_an_own_default_card_leaves_a_built_in_named_only_card_its_methods(hw):
+    """An own default card for kimi-k2.6's eagle3 (`card add --target kimi-k2.6` of the K2.6
+    head) took eagle3 over from every built-in card of that target and method, the K2.5 head's
+    too (default no, which blank rows never used): the card vanished from the table, and the
+    bundled rows naming it were refused ("no drafter card 'lightseekorg/kimi-k2.5-eagle3-mla'").
+    A card only rows name keeps its methods; a built-in default card still gives them up."""
+    own = CARDS.replace("test/k25-head,kimi-k2.6,eagle3,eagle3_head,1,1.8,0.15,1,s,no\n", "")
+    cards = drafter_table("drafters.csv", own)
+    assert drafter_for(cards, "kimi-k2.6", "eagle3").drafter == "test/k26-head"
+    (k25,) = [c for c in cards if c.drafter == "lightseekorg/kimi-k2.5-eagle3-mla"]
+    assert (k25.methods, k25.default) == (("eagle3",), False)
+    from ddtree_bayes.core.config import load_priors
+
+    path = Path(__file__).resolve().parents[1] / "data" / "examples" / "public_multi_model.csv"
+    data = load_measurements(str(path), hw, methods=load_priors(bundled("priors.toml")).methods)
+    check_row_drafters(data.rows, cards, data.path)
+    # (a built-in default card: its method taken over, as before)
+    qwen = drafter_table("drafters.csv", own.replace("kimi-k2.6", "qwen3-30b-a3b"))
+    assert drafter_for(qwen, "qwen3-30b-a3b", "eagle3").drafter == "test/k26-head"
+    assert not any(c.drafter.startswith("zhuyksir/") for c in qwen)
+
+
 def test_two_default_cards_of_one_target_and_method_are_refused():
     with pytest.raises(DataError) as err:
         load_drafter_cards("d.csv", CARDS.replace(",s,no\n", ",s,\n"))
@@ -148,7 +170,8 @@ def test_fit_refuses_a_row_naming_an_unknown_drafter_in_one_line(tmp_path):
     assert code == 2 and out == ""
     assert err.count("\n") == 1
     assert "measurements.csv, row 11, column 'drafter': no drafter card 'test/nope'" in err
-    assert "name one of test/k25-head, test/k26-head" in err
+    # (the built-in K2.5 head, default no, serves kimi-k2.6 beside the own default card)
+    assert "name one of lightseekorg/kimi-k2.5-eagle3-mla, test/k25-head, test/k26-head" in err
     assert not (work / "fits").exists()
 
 

@@ -172,8 +172,9 @@ def drafter_table(path: str | Path | None = None, text: str | None = None
                   ) -> tuple[DrafterCard, ...]:
     """The built-in drafter cards overlaid by a working directory's own file (``path``, e.g.
     ``data/drafters.csv``, the file ``card add`` writes; None: the built-in cards alone). An own
-    card replaces the built-in card of the same name, and takes over the methods it serves for
-    its target from the built-in card that served them (which keeps its other methods).
+    card replaces the built-in card of the same name, and an own default card takes over the
+    methods it serves for its target from the built-in default card that served them (which
+    keeps its other methods); a built-in card with ``default`` no keeps its methods.
 
     >>> head = "drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
     >>> own = head + "bytes_per_weight,source\\nmy-ddtree,qwen3-8b,ddtree,dflash_block,3,0.5,0.6,2,me"
@@ -192,8 +193,9 @@ def drafter_table(path: str | Path | None = None, text: str | None = None
     names = {c.drafter for c in own}
     taken = {(c.target_model, m) for c in own if c.default for m in c.methods}
     kept = []
-    for card in builtin:
-        methods = tuple(m for m in card.methods if (card.target_model, m) not in taken)
+    for card in builtin:   # (a card only rows name is no default for an own one to replace)
+        methods = tuple(m for m in card.methods
+                        if not card.default or (card.target_model, m) not in taken)
         if card.drafter not in names and methods:
             kept.append(dataclasses.replace(card, methods=methods))
     return tuple(kept) + own
