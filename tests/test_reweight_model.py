@@ -225,3 +225,40 @@ def test_a_card_field_the_model_never_reads_is_no_reason_to_refit():
         reasons = RW.structure_changes(draws, new, cfg, _structure())[0]
         assert len(reasons) == 1 and reasons[0].startswith("the model's card changes"), field
         model["card"][field] = before
+
+
+def test_a_fit_stored_before_the_drafter_column_is_reweighted_not_refit():
+    """A fit made before the ``drafter`` column stored its acceptance groups without a
+    ``drafter`` and its drafter cards without ``default``: `update` read both as changes of the
+    model ("the inferred acceptance groups ... change: kimi-k2.6/eagle3/b3/B3 ->
+    kimi-k2.6/eagle3/b3/B3", "the model's drafter_cards changes") and refit from scratch
+    where nothing changed. They mean the blank rows' group and default cards (as
+    acceptance_latent.find and drafters.stored_card_dict read them), and a card with default
+    no that no row names prices nothing (as drafter_card_changes reads it); a new drafter, or
+    a changed card, still is a change."""
+    hw = load_hardware(bundled("hardware.csv"))
+    priors = with_forms(bundled("priors.toml").read_text(), "roofline", "structured")
+    cfg = parse_priors(priors)
+    blank = "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,,0,125,HYPOTHETICAL no accept_len,\n"
+    old = _data(BUNDLED + blank, hw)
+    new = _data(BUNDLED + blank + blank.replace(",125,", ",126,"), hw)
+    spec_old = S.build_spec(old, cfg, **_structure())
+    model = json.loads(json.dumps({"target_model": old.model, **S.model_meta(spec_old, cfg)}))
+    assert [g["drafter"] for g in model["acceptance_groups"]] == [None]
+    for group in model["acceptance_groups"]:   # as a fit made before the column stored them
+        del group["drafter"]
+    # (nor the cards with default no, which came with the column: the K2.5 head's)
+    model["drafter_cards"] = [d for d in model["drafter_cards"] if d.pop("default")]
+    meta = {"fit_id": "before", "coords": {k: list(v) for k, v in spec_old.coords.items()
+                                           if k != "measurement"}, "model": model}
+    draws = Fit(path=None, meta=meta, variables={}, data_csv=old.text,  # type: ignore[arg-type]
+                priors_toml=priors, hardware_csv=bundled("hardware.csv").read_text())
+    assert RW.structure_changes(draws, new, cfg, _structure())[0] == []
+    model["acceptance_groups"][0]["drafter"] = "test/other-head"   # another drafter's group
+    (reason,) = RW.structure_changes(draws, new, cfg, _structure())[0]
+    assert reason.startswith("the inferred acceptance groups (rows without accept_len) change")
+    del model["acceptance_groups"][0]["drafter"]
+    model["drafter_cards"][0]["layers"] += 1
+    (reason,) = RW.structure_changes(draws, new, cfg, _structure())[0]
+    assert reason == ("the model's drafter cards change: "
+                      f"{model['drafter_cards'][0]['drafter']}")

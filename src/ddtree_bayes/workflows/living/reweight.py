@@ -139,13 +139,17 @@ def structure_changes(proposal, measurements: Measurements, cfg: PriorsConfig,
                 reasons.append("the drafter passes or tree nodes of an overhead group no longer "
                                "vary")
         elif key == "acceptance_groups":   # more rows in a group: the same parameter
-            def groups(x):
-                return [{k: v for k, v in g.items() if k != "rows"} for g in x or ()]
+            def groups(x):   # (a group stored before the drafter column: the blank rows')
+                return [{**{k: v for k, v in g.items() if k != "rows"},
+                         "drafter": g.get("drafter")} for g in x or ()]
             if groups(a) != groups(b):
                 reasons.append("the inferred acceptance groups (rows without accept_len) "
                                "change: " + (", ".join(g["label"] for g in groups(b)) or "none")
                                + " -> "
                                + (", ".join(g["label"] for g in groups(a)) or "none"))
+        elif key == "drafter_cards":
+            if (changed := _changed_drafter_cards(a, b, measurements)):
+                reasons.append(f"the model's drafter cards change: {', '.join(changed)}")
         elif key in ("card", "model_cards"):   # fields the model never reads do not count
             if b is not None and _model_fields(a, key) != _model_fields(b, key):
                 reasons.append(f"the model's {key} changes ({b!r} -> {a!r})")
@@ -180,6 +184,29 @@ FLAG_CHANGES = {
                          "volume", "a system of several GPUs: the model gains the all-reduce "
                                    "volume of each verified token"),
 }
+
+
+def _changed_drafter_cards(now: Any, before: Any, measurements: Measurements) -> list[str]:
+    """The names of the drafter cards that differ between a fit's stored cards (``before``)
+    and the new data's (``now``), sorted: a card a fit made before the ``default`` column
+    stored without it was a default card (core/drafters.py ``stored_card_dict``), and a card
+    with default no that no row names prices nothing (as ``predict`` reads the cards:
+    engine/scenario.py ``drafter_card_changes``)."""
+    from ddtree_bayes.core.drafters import stored_card_dict
+
+    named = {m.drafter for m in measurements.rows if m.drafter is not None}
+
+    def keyed(cards: Any) -> dict[str, str]:
+        out = {}
+        for d in cards or ():
+            d = stored_card_dict(d)
+            if d["default"] or d["drafter"] in named:
+                out[d["drafter"]] = json.dumps({**d, "methods": sorted(d["methods"])},
+                                               sort_keys=True)
+        return out
+
+    a, b = keyed(now), keyed(before)
+    return sorted(name for name in a.keys() | b.keys() if a.get(name) != b.get(name))
 
 
 def _model_fields(cards: Any, key: str) -> Any:
