@@ -304,7 +304,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the drafter card (data/drafters.csv or built in) the run drafted "
                         "with, when not its target's default card for the method: the row's "
                         "drafter column (refused unless the card drafts that method for that "
-                        "model). A file without the column gets it (blank = the default card)")
+                        "model and is not its default card). A file without the column gets "
+                        "it (blank = the default card)")
     a.add_argument("--tok-s",
                    help="measured decode throughput in tok/s (required): one stream's, or with "
                         "--concurrency C the C streams' total")
