@@ -407,6 +407,39 @@ def test_a_new_rows_drafter_card_added_since_the_fit_prices_its_check(tmp_path, 
     assert row_scenario(stored, named).drafter.params_active_b == 1.8
 
 
+def test_validate_concurrency_crossovers_price_each_drafters_passes(hw, monkeypatch):
+    """`validate --concurrency`'s crossovers asked P(faster than AR) of a sweep's speculative
+    rows without their drafter: the K2.5 head's rows (the bundled Kimi sweeps name it) were
+    priced by the default card's roofline, while their scores (row_scenario) used the K2.5
+    card; and two drafters of one configuration were pooled, the last row per C winning. Each
+    drafter's rows are a crossover of their own, asked with their card."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.workflows.concurrency_check import crossovers
+
+    draws = _two_drafters_fit()
+    rows = ("kimi-k2.6,b300,8,sglang,ar,,,1,1.0,0,100,test,,{c},",
+            "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,,0,{t},test,,{c},",
+            "kimi-k2.6,b300,8,sglang,eagle3,3,3,4,,0,{t},test,,{c},test/k25-head")
+    text = HEADER.replace("notes,drafter", "notes,concurrency,drafter") + "".join(
+        line.format(c=c, t=t) + "\n" for c, t in ((1, 150), (4, 90)) for line in rows)
+    data = load_measurements("sweep.csv", hw, text=text)
+    asked = []
+
+    def p_faster(fit, sc, accept, rng):
+        asked.append((sc.concurrency, None if sc.drafter is None else sc.drafter.drafter,
+                      round(float(accept.mean()), 3)))
+        return 0.5 + 0.1 * (sc.drafter is None)
+
+    monkeypatch.setattr(P, "p_faster_than_ar", p_faster)
+    out = crossovers(draws, list(data.rows), seed=0)
+    # the default head's rows (inferred 2.0), then the K2.5 head's (inferred 1.7, its card)
+    assert sorted(asked, key=str) == sorted([(1, None, 2.0), (4, None, 2.0),
+                                             (1, "test/k25-head", 1.7),
+                                             (4, "test/k25-head", 1.7)], key=str)
+    assert len(out) == 2
+    assert sorted(x["p_faster_than_ar"] for x in out) == [[0.5, 0.5], [0.6, 0.6]]
+
+
 # ------------------------------------------------------------------ the public data
 K25_HEAD = "lightseekorg/kimi-k2.5-eagle3-mla"
 

@@ -61,6 +61,7 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     resolve_scenario,
     row_acceptance,
     row_scenario,
+    with_row_drafter,
 )
 from ddtree_bayes.engine.structure import (
     amd_log_effect,

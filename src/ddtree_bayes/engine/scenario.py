@@ -1320,12 +1320,18 @@ def row_scenario(draws: Fit, m) -> Scenario:
     drafter passes as the fit priced them; a card the fit did not store (a new row ``update``
     scores, naming a card added since the fit) is the one here, as ``predict --drafter``
     prices it (:func:`with_drafter`), not the default card's roofline."""
-    from ddtree_bayes.core.drafters import stored_cards
-
     sc = resolve_scenario(draws, hardware=m.hardware, gpus=m.gpus, engine=m.engine,
                           method=m.method, block=m.block, budget=m.budget,
                           verify_tokens=m.verify_tokens, context_tokens=m.context_tokens,
                           model=m.model, concurrency=m.concurrency)
+    return with_row_drafter(draws, sc, m)
+
+
+def with_row_drafter(draws: Fit, sc: Scenario, m) -> Scenario:
+    """``sc`` with the drafter card a measured row ``m``'s ``drafter`` column names (as
+    :func:`row_scenario` asks it); ``sc`` itself for a row that names none."""
+    from ddtree_bayes.core.drafters import stored_cards
+
     if m.drafter is None:
         return sc
     card = next((c for c in stored_cards(draws.meta["model"].get("drafter_cards", ()))

@@ -116,13 +116,14 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
     out = []
     # (a blank context is the fit's default, as the fit read it; this read it as 0)
     blank = draws.meta["model"]["default_context_tokens"]
-    keys = sorted({(m.method, m.block, m.budget, m.context(blank)) for m in rows
+    # (each drafter's rows apart, as the fit keys their acceptance and configurations)
+    keys = sorted({(m.method, m.block, m.budget, m.context(blank), m.drafter) for m in rows
                    if m.method != "ar"}, key=str)
-    for method, block, budget, ctx in keys:
+    for method, block, budget, ctx, drafter in keys:
         ar = {m.concurrency: m.tok_s for m in rows
               if m.method == "ar" and m.context(blank) == ctx}
-        spec = {m.concurrency: m for m in rows if (m.method, m.block, m.budget) ==
-                (method, block, budget) and m.context(blank) == ctx}
+        spec = {m.concurrency: m for m in rows if (m.method, m.block, m.budget, m.drafter) ==
+                (method, block, budget, drafter) and m.context(blank) == ctx}
         grid = sorted(set(ar) & set(spec))
         if len(grid) < 2:
             continue
@@ -134,6 +135,7 @@ def crossovers(draws, rows: list[Measurement], seed: int) -> list[dict]:
                                     method=method, block=block, budget=budget,
                                     verify_tokens=m.verify_tokens, context_tokens=ctx,
                                     model=m.model, concurrency=c)
+            sc = P.with_row_drafter(draws, sc, m)   # (its passes priced by its card)
             p.append(P.p_faster_than_ar(draws, sc, P.row_acceptance(draws, m, rng), rng))
         predicted = next((c for c, pc in zip(grid, p, strict=True) if pc < 0.5), None)
         within = (first is None and predicted is None) or (
