@@ -248,6 +248,47 @@ def test_each_drafter_infers_its_own_acceptance_in_one_overhead_group(hw):
     assert [m["drafter"] for m in meta] == [None, "test/k25-head"]
 
 
+def test_a_named_drafters_group_does_not_take_the_default_drafters_acceptance_prior(hw):
+    """The bundled priors' [[acceptance]] entry for Kimi K2.6 EAGLE-3 block 3, truncnormal(1.94,
+    0.15), is the K2.6 head's server accept rate (the Turin retest, 0.31-0.32); an entry names
+    no drafter. The K2.5 head's group took it as its prior too, holding its inferred acceptance
+    within ~0.3 of the other head's, which the drafter column was to keep apart. A named
+    drafter's group now has the physical range, Uniform(1, 4) at M = 4; the blank rows' group
+    keeps the entry."""
+    spec = _spec(hw, HEADER + AR + K26 + K25)
+    blank, named = spec.accept_groups
+    assert (blank.prior.dist, blank.prior.params["mu"], blank.prior.params["sigma"]) == (
+        "truncnormal", 1.94, 0.15)
+    assert blank.prior_from.startswith("[[acceptance]] model=kimi-k2.6 method=eagle3 block=3")
+    assert (named.prior.dist, named.prior.params) == ("uniform", {"lower": 1.0, "upper": 4.0})
+    assert named.prior_from == ("default uniform(lower=1, upper=4) (a drafter a row names: "
+                                "the [[acceptance]] entries are of the default drafter)")
+
+
+def test_predict_drafter_does_not_answer_with_the_default_drafters_prior():
+    """`predict --drafter` of a drafter whose acceptance the fit neither inferred nor measured
+    on the system, only elsewhere, answered with the priors' [[acceptance]] entry, which is
+    the default drafter's; now with its own rows' mean measured on the other system."""
+    import dataclasses
+
+    draws = _two_drafters_fit()
+    text = draws.data_csv + ("kimi-k2.6,h200,8,sglang,eagle3,3,3,4,1.6,,150,test,,"
+                             "test/k25-head\n")
+    model = dict(draws.meta["model"])
+    model["acceptance_groups"] = model["acceptance_groups"][:1]
+    priors = draws.priors_toml + (
+        '\n[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"\nblock = 3\n'
+        'dist = "truncnormal"\nmu = 1.94\nsigma = 0.15\nlower = 1.0\nupper = 4.0\n'
+        'rationale = "the default head"\nsource = "test"\n')
+    draws = dataclasses.replace(draws, data_csv=text, priors_toml=priors,
+                                meta={**draws.meta, "model": model}, memo={})
+    (source,) = _ask(draws, drafter="test/k25-head").asked[0].accept
+    assert (source.kind, source.value) == ("measured", 1.6)
+    # without --drafter: the default drafter's inferred acceptance, as before
+    (source,) = _ask(draws).asked[0].accept
+    assert (source.kind, source.group_index) == ("posterior", 0)
+
+
 def test_a_stored_group_without_a_drafter_key_is_the_default_drafters():
     """A fit made before the drafter column stored groups without one: found as before, for
     the rows that name no drafter (and not for a named drafter)."""

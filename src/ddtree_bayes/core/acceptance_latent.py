@@ -13,8 +13,10 @@ overhead group (system, engine, method). Rows that give their acceptance keep it
 they do not inform a latent group.
 
 Prior of a group: the first ``[[acceptance]]`` entry of the priors file matching its method,
-block and budget (as ``predict`` uses it), else :func:`default_prior`; either one bounded above
-by what the configuration can emit (:func:`~ddtree_bayes.core.methods.max_accept`).
+block and budget (as ``predict`` uses it; the group of a drafter rows name takes
+:func:`default_prior`, the entries being the default drafter's), else :func:`default_prior`;
+either one bounded above by what the configuration can emit
+(:func:`~ddtree_bayes.core.methods.max_accept`).
 """
 
 from __future__ import annotations
@@ -106,12 +108,20 @@ class AcceptanceGroup:
 
 
 def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: int,
-                verify_tokens: int, model: str | None = None) -> tuple[Prior, str]:
+                verify_tokens: int, model: str | None = None, drafter: str | None = None
+                ) -> tuple[Prior, str]:
     """(prior, where it came from) of one acceptance group: the first matching
     ``[[acceptance]]`` entry, truncated at what the configuration can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`), else :func:`default_prior`. The entry
-    must be bounded below by 1 (:data:`LATENT_DISTS`)."""
+    must be bounded below by 1 (:data:`LATENT_DISTS`). An entry names no drafter: it is the
+    default drafter's (rows with a blank ``drafter``), and the group of a drafter rows name
+    (``drafter``) takes :func:`default_prior` (the bundled Kimi K2.6 EAGLE-3 entry, 1.94 +-
+    0.15, is the K2.6 head's accept rate, not the K2.5 head's)."""
     limit = max_accept(method, block, budget, priors.methods, verify_tokens)
+    if drafter is not None:
+        prior = default_prior(limit)
+        return prior, (f"default {describe(prior)} (a drafter a row names: the [[acceptance]] "
+                       "entries are of the default drafter)")
     entry = priors.acceptance_for(method, block, verify_tokens, model)
     if entry is None:
         prior = default_prior(limit)
@@ -153,7 +163,8 @@ def latent_groups(rows: Sequence[Measurement], priors: PriorsConfig
     groups = []
     for m, rs in zip(firsts, members, strict=True):
         budget = m.verify_tokens - 1
-        prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens, m.model)
+        prior, where = group_prior(priors, m.method, m.block, budget, m.verify_tokens, m.model,
+                                   m.drafter)
         groups.append(AcceptanceGroup(m.model, m.method, m.block, budget, tuple(rs), prior, where,
                                       m.drafter))
     return tuple(groups), row_group

@@ -537,8 +537,9 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
     direct evidence: a priors entry has no system or engine, and was taken elsewhere; and
     acceptance is the drafter's, target's and prompts', not the engine's, so every engine of
     one question takes its acceptance from the same place); the posterior of an acceptance the
-    fit inferred for the configuration; the priors file's ``[[acceptance]]`` entry; the mean
-    measured on other systems. ``default_why``: why the fit's own
+    fit inferred for the configuration; the priors file's ``[[acceptance]]`` entry (the
+    default drafter's: not for a ``--drafter`` the rows name apart); the mean measured on
+    other systems. ``default_why``: why the fit's own
     default question was asked, when ``sc`` came from it (an error says so: its note is not
     printed yet). ``prefix`` and ``query``: the flags came from ``next --query QUERY``, whose
     --accept goes inside the query (the error's fix says so: ``next --accept`` is refused)."""
@@ -559,7 +560,8 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         if found is not None:
             g, group = found
             return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
-        ap = acceptance_prior(fit.priors, sc)
+        # (an [[acceptance]] entry is the default drafter's: not a --drafter it names apart)
+        ap = acceptance_prior(fit.priors, sc) if acceptance_drafter(fit, sc) is None else None
         if ap is not None:
             return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
     if seen is None:

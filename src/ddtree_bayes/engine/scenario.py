@@ -1434,7 +1434,8 @@ def latent_acceptance(draws: Fit, model: str | None, method: str, block: int | N
     from ddtree_bayes.core.sampling import prior_sample
 
     priors = draws.priors
-    prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens, model)
+    prior, _ = AL.group_prior(priors, method, block, verify_tokens - 1, verify_tokens, model,
+                              drafter)
     return prior_sample(prior, draws.n_draws, rng), None
 
 
