@@ -149,8 +149,8 @@ def card_origin(card, builtin: dict) -> str:
     (core/hardware_table.py): the bundled card of that name unchanged (``built-in``), a name
     the bundled cards lack (``user``) or a bundled name with other values (``user-override``,
     e.g. a card added again with ``card add --replace``). A built-in drafter card whose
-    methods an own card took over for its target (core/drafters.py ``drafter_table``) is
-    still the built-in card, serving fewer methods.
+    methods an own default card took over for its target (core/drafters.py
+    ``drafter_table``) is still the built-in card, serving fewer methods.
 
     >>> from types import SimpleNamespace as NS
     >>> known = {"m": NS(model="m", layers=4)}
