@@ -446,6 +446,9 @@ def test_a_new_rows_drafter_card_added_since_the_fit_prices_its_check(tmp_path, 
     (tmp_path / "data" / "drafters.csv").write_text(CARDS.replace(",1.8,", ",2.4,"))
     stored = _two_drafters_fit()
     assert row_scenario(stored, named).drafter.params_active_b == 1.8
+    # a fit that stores no cards prices no drafter pass (the fraction form): none, as before
+    del stored.meta["model"]["drafter_cards"]
+    assert row_scenario(stored, named).drafter is None
 
 
 def test_validate_concurrency_crossovers_price_each_drafters_passes(hw, monkeypatch):

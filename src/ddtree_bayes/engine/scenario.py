@@ -1329,13 +1329,16 @@ def row_scenario(draws: Fit, m) -> Scenario:
 
 def with_row_drafter(draws: Fit, sc: Scenario, m) -> Scenario:
     """``sc`` with the drafter card a measured row ``m``'s ``drafter`` column names (as
-    :func:`row_scenario` asks it); ``sc`` itself for a row that names none."""
+    :func:`row_scenario` asks it); ``sc`` itself for a row that names none, and in a fit that
+    stores no drafter cards (the fraction form prices no drafter pass, and ``--drafter`` is
+    refused there)."""
     from ddtree_bayes.core.drafters import stored_cards
 
-    if m.drafter is None:
+    model = draws.meta["model"]
+    if m.drafter is None or "drafter_cards" not in model:   # (a fit pricing no drafter pass)
         return sc
-    card = next((c for c in stored_cards(draws.meta["model"].get("drafter_cards", ()))
-                 if c.drafter == m.drafter), None)
+    card = next((c for c in stored_cards(model["drafter_cards"]) if c.drafter == m.drafter),
+                None)
     if card is None:
         card = next((c for c in reversed(here_drafters(draws)) if c.drafter == m.drafter),
                     None)
