@@ -304,7 +304,6 @@ def test_a_stored_group_without_a_drafter_key_is_the_default_drafters():
     meta["model"]["acceptance_groups"] = [named, old]
     assert AL.find(meta, None, "eagle3", 3, 4) == (1, old)
     assert AL.find(meta, None, "eagle3", 3, 4, "test/k25-head") == (0, named)
-    assert AL.drafters_of(meta, None, "eagle3", 3, 4) == ["test/k25-head", None]
     import numpy as np
 
     rows = AL.summarise(meta, {AL.NAME: np.array([[2.1, 1.9], [2.3, 1.95]])})

@@ -222,19 +222,6 @@ def find(meta: dict, model: str | None, method: str, block: int | None, verify_t
     return None
 
 
-def drafters_of(meta: dict, model: str | None, method: str, block: int | None,
-                verify_tokens: int) -> list[str | None]:
-    """The drafters (None: the rows that named none) whose acceptance the fit inferred for
-    this configuration, in the order of their groups."""
-    model = model or meta.get("model", {}).get("target_model")
-    out = []
-    for group in fit_groups(meta):
-        if group_key(model or group["model"], method, block, verify_tokens) == group_key(
-                group["model"], group["method"], group["block"], group["budget"] + 1):
-            out.append(group.get("drafter"))
-    return out
-
-
 def summarise(meta: dict, variables: dict[str, np.ndarray], prob: float = 0.9) -> list[dict]:
     """Per inferred acceptance group: its rows, the posterior median and ``prob`` interval,
     and the prior (with its own median and interval, to see how far the data moved it)."""
