@@ -60,6 +60,10 @@ COLUMNS = ("model", "hardware", "gpus", "engine", "method", "block", "budget", "
 #: core/drafters.py ``row_drafter``); it keys the row's inferred acceptance and prices its
 #: drafter passes.
 OPTIONAL_COLUMNS = ("concurrency", "drafter")
+#: (problem, fix) of an autoregressive row that names a drafter (here and core/drafters.py
+#: ``drafter_problem``, which ``add --drafter`` asks).
+AR_DRAFTER = ("an autoregressive row drafts nothing: its drafter is blank",
+              "clear the drafter, or give the speculative method the run used")
 #: What each numeric one of :data:`OPTIONAL_COLUMNS` reads as when blank or absent (a blank
 #: ``drafter`` is the default card).
 OPTIONAL_DEFAULTS = {"concurrency": 1.0}
@@ -1506,9 +1510,8 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
     streams = int(concurrency or 1)
     drafter = values.get("drafter", "").strip() or None
     if drafter is not None and method == AR_METHOD:
-        raise DataError("an autoregressive row drafts nothing: its drafter is blank", file=path,
-                        row=row, column="drafter",
-                        fix="clear the drafter, or give the speculative method the run used")
+        problem, fix = AR_DRAFTER
+        raise DataError(problem, file=path, row=row, column="drafter", fix=fix)
     hi = accept if accept is not None else max_accept(method, block, budget, methods,
                                                       int(verify)).tokens
     if not step_plausible(accept or 1.0, hi, streams, num["tok_s"]):

@@ -22,10 +22,18 @@ rest, and the fit says the roofline is generic. numpy-free: the standard library
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import AR_METHOD, NAME_RE, not_a_name, parse_number, read_records
+from ddtree_bayes.core.data import (
+    AR_DRAFTER,
+    AR_METHOD,
+    NAME_RE,
+    not_a_name,
+    parse_number,
+    read_records,
+)
 from ddtree_bayes.core.errors import DataError
 from ddtree_bayes.core.model_cards import check_bytes_per_weight
 
@@ -308,7 +316,13 @@ def row_drafter(cards: tuple[DrafterCard, ...], model: str, method: str,
     default (None: a generic drafter of the method)."""
     if drafter is None:
         return drafter_for(cards, model, method)
-    return next((c for c in reversed(cards) if c.drafter == drafter), None)
+    return card_named(cards, drafter)
+
+
+def card_named(cards: Iterable[DrafterCard], name: str) -> DrafterCard | None:
+    """The card called ``name`` (the last one: an own card after the built-in it replaces),
+    or None."""
+    return next((c for c in reversed(tuple(cards)) if c.drafter == name), None)
 
 
 def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, drafter: str
@@ -329,9 +343,8 @@ def drafter_problem(cards: tuple[DrafterCard, ...], model: str, method: str, dra
     "drafter 'd' is m's default eagle3 card, which a blank drafter column names"
     """
     if method == AR_METHOD:
-        return ("an autoregressive row drafts nothing: its drafter is blank",
-                "clear the drafter, or give the speculative method the run used")
-    card = next((c for c in reversed(cards) if c.drafter == drafter), None)
+        return AR_DRAFTER
+    card = card_named(cards, drafter)
     if card is None:
         known = sorted(c.drafter for c in cards if serves(c, model, method))
         return (f"no drafter card {drafter!r}",

@@ -508,8 +508,9 @@ def _anchor_contexts(draws: Fit, sc: Scenario) -> set[float]:
     midpoint (log_sd 0.0326 at 32768, 0.0382 at 32769), and with budget 8 measured at 131072
     too it was anchored at 65536 to the budget-16 row alone."""
     groups = _anchor_candidates(draws)
-    keys = [k for k in groups
-            if k[:3] == (sc.pair, sc.engine, sc.method) and k[4] == acceptance_drafter(draws, sc)]
+    deployment = (sc.pair, sc.engine, sc.method)
+    drafter = acceptance_drafter(draws, sc)
+    keys = [k for k in groups if k[:3] == deployment and k[4] == drafter]
     own = {k[3] for k in keys
            if any(c[1:] == (sc.block, sc.budget, sc.verify_tokens) for c in groups[k])}
     return own or {k[3] for k in keys}

@@ -1332,16 +1332,13 @@ def with_row_drafter(draws: Fit, sc: Scenario, m) -> Scenario:
     :func:`row_scenario` asks it); ``sc`` itself for a row that names none, and in a fit that
     stores no drafter cards (the fraction form prices no drafter pass, and ``--drafter`` is
     refused there)."""
-    from ddtree_bayes.core.drafters import stored_cards
+    from ddtree_bayes.core.drafters import card_named, stored_cards
 
     model = draws.meta["model"]
     if m.drafter is None or "drafter_cards" not in model:   # (a fit pricing no drafter pass)
         return sc
-    card = next((c for c in stored_cards(model["drafter_cards"]) if c.drafter == m.drafter),
-                None)
-    if card is None:
-        card = next((c for c in reversed(here_drafters(draws)) if c.drafter == m.drafter),
-                    None)
+    card = (card_named(stored_cards(model["drafter_cards"]), m.drafter)
+            or card_named(here_drafters(draws), m.drafter))
     return sc if card is None else dataclasses.replace(sc, drafter=card)
 
 
