@@ -13,6 +13,7 @@ numbers.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 import json
 import re
@@ -101,6 +102,31 @@ def test_the_defaults_acceptance_is_predicts_measured_one():
     d = fit_default(rows)
     assert (d.hardware, d.method, d.block, d.verify_tokens) == ("h100", "eagle3", 3, None)
     assert d.accept == 3.0
+
+
+def test_the_configuration_is_the_first_engines_and_the_default_drafters():
+    """The largest configuration was taken over every engine's rows: Llama-3.1-8B on one
+    H100 (public corpus) asked vLLM, its most-measured engine, at SGLang's only EAGLE-3
+    tree (block 8 budget 8, M = 9) at SGLang's 5.39, where vLLM's deepest measured chain is
+    block 7 at 3.54: predict answered vLLM 330 tok/s (90% 304-359) against its measured
+    233-247. The configuration is now the first engine's own largest, and of the rows that
+    name no drafter (the default drafter, which the default question asks): a named-only
+    drafter's larger configuration is not the default question's."""
+    vllm = [row(2 + i, "h100", "eagle3", b, b, accept=a)
+            for i, (b, a) in enumerate([(2, 2.36), (3, 2.79), (5, 3.32), (7, 3.54)])]
+    sglang = [row(10, "h100", "eagle3", 8, 8, engine="sglang", accept=5.39)]
+    d = fit_default(vllm + sglang)
+    assert d.engines == ("vllm", "sglang")
+    assert (d.block, d.budget, d.verify_tokens, d.accept) == (7, 7, None, 3.54)
+    # a named (non-default) drafter's rows: counted for the method and engines, not its shape
+    named = [dataclasses.replace(row(20 + i, "h100", "eagle3", 9, 9, accept=5.0),
+                                 drafter="other/head") for i in range(3)]
+    d = fit_default(vllm + named)
+    assert (d.block, d.accept) == (7, 3.54)
+    # only named rows: their largest configuration, and no measured acceptance of the
+    # default drafter (the middle of [1, M])
+    d = fit_default(named)
+    assert (d.block, d.accept) == (9, 5.5)
 
 
 def test_several_models_ask_the_model_named():

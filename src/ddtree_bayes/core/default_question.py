@@ -12,9 +12,12 @@ so it is asked its own most-measured configuration instead:
 - there, the speculative method with the most rows (ties: first in the file);
 - the engines that measured that method there, most rows first (ties: first in the file), at
   most two;
-- that method's largest measured configuration there: the most verify tokens, then the
-  largest block, then the largest budget (the deepest draft the fit has seen, where a
-  prediction is an interpolation and speculative decoding matters most).
+- that method's largest configuration the first of those engines measured there, of its
+  rows that name no drafter if it has any (the default drafter's, which the question asks):
+  the most verify tokens, then the largest block, then the largest budget (the deepest draft
+  the fit has seen, where a prediction is an interpolation and speculative decoding matters
+  most). Over every engine's rows, Llama-3.1-8B on one H100 asked vLLM at SGLang's only tree
+  (M = 9) at SGLang's acceptance 5.39, where vLLM's deepest chain measured 3.54.
 
 Its acceptance for one-number answers (the report's answer line, the tracked default query)
 is ``predict``'s measured acceptance of that configuration (``core/data.measured_accept``):
@@ -122,7 +125,12 @@ def _configuration(mine: list[Measurement], there: list[Measurement], why: str
     there = [r for r in there if r.method == method]
     counts = Counter(r.engine for r in there)
     engines = tuple(sorted(counts, key=lambda e: -counts[e])[:MAX_ENGINES])  # stable: file order
-    top = max(there, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
+    # the first engine's own largest configuration (another engine's deeper tree was asked of
+    # it at that engine's acceptance), of the default drafter's rows if it has any (the
+    # question asks the default drafter; a named drafter's rows keep their own acceptance)
+    own = [r for r in there if r.engine == engines[0]]
+    own = [r for r in own if r.drafter is None] or own
+    top = max(own, key=lambda r: (r.verify_tokens, r.block or 0, r.budget or 0))
     verify = (None if derive_verify_tokens(method, top.block, top.budget) == top.verify_tokens
               else top.verify_tokens)
     # predict's measured acceptance of it in the first engine (core/data.measured_accept: its
