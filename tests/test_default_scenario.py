@@ -264,6 +264,31 @@ def test_the_defaults_acceptance_is_predicts_inferred_one_before_another_systems
     assert default_question(mine, model).accept == 3.0
 
 
+def test_the_defaults_acceptance_is_predicts_prior_before_another_systems():
+    """predict without --accept takes the priors file's [[acceptance]] entry before a mean
+    measured on other systems (engine/question.accept_sources); the default question skipped
+    that step and took the other systems' mean (3.2, measured on two H100s), so the report's
+    answer line asked another acceptance than predict. Now it takes the median of the very
+    draws predict takes: Uniform(2, 2.6) -> 2.3."""
+    from ddtree_bayes.engine import predictive as P
+    from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws
+
+    model = "llama-3.1-8b-instruct"
+    base = multi_model_draws()
+    draws = base.view(data_csv=MULTI_DATA + (
+        f"{model},h100,1,vllm,eagle3,4,,5,,,225,test,\n"
+        f"{model},h100,2,vllm,eagle3,4,,5,3.2,,260,test,\n"),
+        priors_toml=base.priors_toml + (
+            f'\n[[acceptance]]\nmodel = "{model}"\nmethod = "eagle3"\nblock = 4\n'
+            'dist = "uniform"\nlower = 2.0\nupper = 2.6\nrationale = "test"\n'
+            'source = "test"\n'))
+    row_ = P.predict(draws, model=model, seed=1)[0]
+    assert row_["accept_kind"] == "prior"
+    d = default_question(draws, model)
+    assert (d.hardware, d.gpus, d.method, d.block) == ("h100", 1, "eagle3", 4)
+    assert d.accept == pytest.approx(2.3, abs=0.015)   # Uniform(2, 2.6)'s median (3.2 before)
+
+
 def test_fill_query_takes_what_is_not_given():
     d = fit_default([row(2, "rtx-5090", "mtp", 6, 6, engine="llama.cpp")])
     none: dict = {}

@@ -244,36 +244,40 @@ def default_question(fit: Fit, model: str | None = None) -> DefaultQuestion:
 
 def inferred_accept(fit: Fit, d: DefaultQuestion, model: str | None) -> DefaultQuestion:
     """``d`` (a fit's own default question) with the acceptance of its one-number answers
-    where ``predict`` takes its answer's (:func:`accept_sources`): the mean measured on ``d``'s
-    system (what :func:`~ddtree_bayes.core.default_question.fit_default` found), else the
-    median of the acceptance the fit inferred from the configuration's rows without
-    accept_len, to 2 decimals within [1, M], and only then the mean measured on other systems
-    (or the middle of [1, M]). The default took the other systems' mean before the inferred
-    acceptance, so the report's answer line asked another acceptance than predict's answer
-    (Qwen3.8-27B-Q4_K_M on a V100: 4.22 from other systems, 61 tok/s, where predict's
-    inferred 2.43 answers 35)."""
-    from ddtree_bayes.core import acceptance_latent as AL
-    from ddtree_bayes.core.data import derive_verify_tokens, measured_accept
-
-    if not d.derived:
-        return d
-    verify = d.verify_tokens or derive_verify_tokens(d.method, d.block, d.budget)
-    if verify is None or d.gpus is None:
-        return d
-    seen = measured_accept(fit.measurements.rows, model=model, method=d.method, block=d.block,
-                           budget=d.budget, verify_tokens=verify, hardware=d.hardware,
-                           gpus=d.gpus, engine=d.engines[0], methods=fit.methods)
-    if seen is not None and seen[1] != ON_OTHER_SYSTEMS:
-        return d
-    found = AL.find(fit.meta, model, d.method, d.block, verify)
-    if found is None or AL.NAME not in fit.variables:
-        return d
+    where ``predict`` takes its answer's, by the one order :func:`accept_sources` follows for
+    ``d``'s first engine: the mean measured on ``d``'s system, else the median of the
+    acceptance the fit inferred from the configuration's rows without accept_len, else of the
+    priors file's ``[[acceptance]]`` entry (the draws predict takes), else the mean measured
+    on other systems, to 2 decimals within [1, M]; ``d``'s own (the middle of [1, M]) when the
+    fit has none of them or cannot ask ``d``. The default took the other systems' mean before
+    the inferred acceptance, so the report's answer line asked another acceptance than
+    predict's answer (Qwen3.8-27B-Q4_K_M on a V100: 4.22 from other systems, 61 tok/s, where
+    predict's inferred 2.43 answers 35), and it skipped the ``[[acceptance]]`` step."""
     import dataclasses
 
     import numpy as np
 
-    median = float(np.median(np.asarray(fit.variables[AL.NAME])[:, found[0]]))
-    return dataclasses.replace(d, accept=round(min(max(median, 1.0), float(verify)), 2))
+    from ddtree_bayes.core import acceptance_latent as AL
+    from ddtree_bayes.core.sampling import prior_sample
+
+    if not d.derived:
+        return d
+    try:
+        sc = resolve_scenario(fit, hardware=d.hardware, gpus=d.gpus, engine=d.engines[0],
+                              method=d.method, block=d.block, budget=d.budget,
+                              verify_tokens=d.verify_tokens, context_tokens=None, model=model)
+        source = accept_sources(fit, sc, None, None)[0]
+    except QueryError:   # (no acceptance anywhere: the middle of [1, M] fit_default gave)
+        return d
+    if source.value is not None:   # (given for AR, or measured)
+        value = source.value
+    elif source.prior is None:   # (inferred: its posterior draws, as predict takes them)
+        value = float(np.median(np.asarray(fit.variables[AL.NAME])[:, source.group_index]))
+    else:   # (the [[acceptance]] entry: the median of 4,000 draws of a fixed seed, within
+        #      ~0.01 of the exact one and the same number every call)
+        value = float(np.median(prior_sample(source.prior.prior, 4000,
+                                             np.random.default_rng(0))))
+    return dataclasses.replace(d, accept=round(min(max(value, 1.0), sc.limit.tokens), 2))
 
 
 def question_default(fit: Fit, flags: Flags) -> tuple[DefaultQuestion, bool]:
