@@ -604,9 +604,10 @@ def scenario_key(sc: Scenario) -> str:
     context could come out faster (Qwen3.5-397B AR on 4x RTX PRO 6000 Server, public corpus:
     76.636 tok/s at 65536, 76.721 at 65537). The step draws as many numbers at every context
     and C as at context 0 and C = 1 (:func:`~ddtree_bayes.engine.structure.tied_ratio_spread`),
-    so the noise drawn after it is common too. Nor is ``--drafter`` naming the default card of
-    the model and method (the question without it, :attr:`DrafterCard.default`): a named-only
-    card's answers have a stream of their own.
+    so the noise drawn after it is common too. Nor is ``--drafter`` naming the fit's default
+    card of the model and method (the question without it, :attr:`Scenario.drafter_named`,
+    the one rule the acceptance and anchors follow too): a named-only card's answers have a
+    stream of their own.
 
     >>> import numpy as np
     >>> from ddtree_bayes.engine.question import Flags, resolve
@@ -626,8 +627,7 @@ def scenario_key(sc: Scenario) -> str:
     # (context 0.0 and C 1 as a resolved context-0, single-stream scenario writes them)
     return repr(tuple(map(plain, (sc.model, sc.hardware, sc.gpus, sc.engine, sc.method,
                                   sc.block, sc.budget, sc.verify_tokens, 0.0, 1,
-                                  None if sc.drafter is None or sc.drafter.default
-                                  else sc.drafter.drafter))))
+                                  None if sc.drafter is None else sc.drafter_named))))
 
 
 @dataclasses.dataclass(frozen=True)

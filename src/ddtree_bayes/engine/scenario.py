@@ -171,6 +171,11 @@ class Scenario:
     #: ``predict --drafter``: the card whose roofline prices the drafter passes (None: the
     #: drafter the fit priced for the model and method, core/drafters.py ``drafter_for``)
     drafter: DrafterCard | None = None
+    #: the name the fit's rows key :attr:`drafter` by (their ``drafter`` column: acceptance
+    #: groups, anchors, random numbers); None without a card, or for the fit's stored default
+    #: card of the model and method, which the rows that name none ran (:func:`drafter_asked`,
+    #: decided once where the card is set: :func:`with_drafter`, :func:`with_row_drafter`)
+    drafter_named: str | None = None
     #: ``--kv-cache`` (predict, optimize, next --query, track): the KV cache's dtype (a key of
     #: core/model_cards.py ``KV_CACHE_BITS``), which the read cap and the memory check count
     #: the cache at (None: not given; the cap reads the least a deployment does, the memory
@@ -1309,7 +1314,8 @@ def with_drafter(draws: Fit, sc: Scenario, name: str, prefix: str = "") -> Scena
     if not serves(card, target, sc.method):
         raise QueryError(prefix + f"drafter {name!r} drafts for {card.target_model}, not "
                          f"{target}", fix="use a drafter trained for the target model")
-    return dataclasses.replace(sc, drafter=card)
+    return dataclasses.replace(sc, drafter=card,
+                               drafter_named=drafter_asked(draws, sc.model, sc.method, name))
 
 
 def row_scenario(draws: Fit, m) -> Scenario:
@@ -1339,7 +1345,8 @@ def with_row_drafter(draws: Fit, sc: Scenario, m) -> Scenario:
         return sc
     card = (card_named(stored_cards(model["drafter_cards"]), m.drafter)
             or card_named(here_drafters(draws), m.drafter))
-    return sc if card is None else dataclasses.replace(sc, drafter=card)
+    return sc if card is None else dataclasses.replace(
+        sc, drafter=card, drafter_named=drafter_asked(draws, sc.model, sc.method, m.drafter))
 
 
 #: The methods tables of the priors texts parsed in this process (a fit's priors, once).
@@ -1355,10 +1362,9 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
 def acceptance_drafter(draws: Fit, sc: Scenario) -> str | None:
     """Whose acceptance a query asks: the ``--drafter`` card's name, as the rows' ``drafter``
     column names it; None (the rows that name none) without ``--drafter``, or when it names
-    the default card of the model and method those rows ran (:func:`drafter_asked`)."""
-    if sc.drafter is None:
-        return None
-    return drafter_asked(draws, sc.model, sc.method, sc.drafter.drafter)
+    the default card of the model and method those rows ran (:attr:`Scenario.drafter_named`,
+    set with the card by :func:`drafter_asked`)."""
+    return None if sc.drafter is None else sc.drafter_named
 
 
 def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) -> str | None:
