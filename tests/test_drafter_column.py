@@ -678,3 +678,30 @@ def test_whether_a_drafter_is_the_default_is_decided_once_by_the_fit(tmp_path, m
     # the fit's own default card, named, is still the plain question
     k26 = _ask(draws, drafter="test/k26-head").asked[0].scenario
     assert acceptance_drafter(draws, k26) is None and scenario_key(k26) == scenario_key(plain)
+
+
+def test_update_json_new_rows_say_each_rows_drafter():
+    """``update --format json``'s new_rows carried every column of a row but its drafter: a
+    new row of the K2.5 head and one of the default head read alike (same configuration,
+    system, engine), though each was scored with its own drafter's acceptance and card."""
+    import dataclasses
+
+    import jsonschema
+    import numpy as np
+
+    from ddtree_bayes.workflows import living
+    from test_json_schemas import schema
+
+    draws = _two_drafters_fit()
+    # (the overhead group b300x8/sglang/eagle3 is unmeasured: drawn around the population)
+    zero = np.zeros(draws.n_draws)
+    draws = dataclasses.replace(draws, memo={}, variables={
+        **draws.variables, **{f"spec_{part}_log_{k}": zero for part in ("fixed", "pass", "tree")
+                              for k in ("mu", "sd")}})
+    blank, named = draws.measurements.rows[-2:]
+    scores = living.score_rows(draws, [blank, named], seed=0)
+    assert [s["status"] for s in scores] != ["unpredictable"] * 2
+    assert [s["drafter"] for s in scores] == [None, "test/k25-head"]
+    items = jsonschema.Draft202012Validator(schema("update")["properties"]["new_rows"]["items"])
+    for score in scores:
+        items.validate(score)
