@@ -1163,10 +1163,37 @@ def test_an_acceptance_file_of_several_drafters_is_refused_as_several_models_are
     assert str(err.value) == (f"{path} has ddtree block-16 rows of several drafters (dflash, "
                               "eagle3) (fix: keep the rows of one drafter)")
     path.write_text("model,drafter,method,block,budget,accept_len\n"
-                    "m,dflash,ddtree,16,16,8.6\nm,,ddtree,16,32,9.3\n"
+                    "m,dflash,ddtree,16,16,8.6\nm,dflash,ddtree,16,32,9.3\n"
                     "m,eagle3,ddtree,8,16,4.1\n")   # (block 8: not read)
     b, a, model = D.read_acceptance_file(path, "ddtree", 16)
     assert (list(b), list(a), model) == ([16, 32], [8.6, 9.3], "m")
+
+
+def test_an_acceptance_file_of_a_blank_and_a_named_drafter_is_refused(tmp_path):
+    """A blank drafter beside a named one was read as one drafter: `optimize --acceptance-file`
+    of the default drafter's rows (9.0, 9.6 at budgets 16, 32) and another drafter's (5.0, 5.6
+    at 16, 64) of one target fitted one curve through both (accept_ref 7.55, gain 0.00), which
+    neither drafter has, exit 0. A blank drafter column is the target's default drafter (as in
+    a measurement row): the file is refused in one line."""
+    path = tmp_path / "acc.csv"
+    path.write_text("model,drafter,method,block,budget,accept_len\n"
+                    "m,,ddtree,16,16,9.0\nm,,ddtree,16,32,9.6\n"
+                    "m,org/other,ddtree,16,16,5.0\nm,org/other,ddtree,16,64,5.6\n")
+    with pytest.raises(DataError) as err:
+        D.read_acceptance_file(path, "ddtree", 16)
+    assert str(err.value) == (
+        f"{path}, row 4, column 'drafter': ddtree block-16 rows of a blank drafter (the "
+        "target's default drafter; row 2) and of org/other (row 4): one curve would mix two "
+        "drafters' acceptances (fix: keep the rows of one drafter (blank in every row: the "
+        "default drafter; its name in every row: that drafter))")
+    # either drafter's rows alone are read; rows of another block do not count
+    for keep, want in (((1, 2), [9.0, 9.6]), ((3, 4), [5.0, 5.6])):
+        lines = path.read_text().splitlines()
+        path.write_text("\n".join([lines[0], *(lines[k] for k in keep),
+                                   "m,,ddtree,8,16,4.1" if keep == (3, 4) else
+                                   "m,org/other,ddtree,8,16,4.1"]) + "\n")
+        assert list(D.read_acceptance_file(path, "ddtree", 16)[1]) == want
+        path.write_text("\n".join(lines) + "\n")
 
 
 @pytest.fixture(scope="module")

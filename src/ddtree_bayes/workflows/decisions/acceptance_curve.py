@@ -138,7 +138,9 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
             raise DataError("missing column", file=path, column=column,
                             fix="use the columns of data/acceptance_reference.csv")
     budgets, values, models = [], [], set()
-    drafters: set[str] = set()   # (the optional drafter column: one curve is one drafter's)
+    # (the optional drafter column: one curve is one drafter's; blank is the target's default
+    # drafter, not "unsaid": the first row of each)
+    drafters: dict[str, int] = {}
     seen: dict[tuple, int] = {}
     for rec, i in lines:
         if (rec["method"] or "").strip() != method:
@@ -179,17 +181,28 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
         budgets.append(numbers["budget"])
         values.append(numbers["accept_len"])
         models.add((rec["model"] or "").strip())
-        drafters.add((rec.get("drafter") or "").strip())
+        drafters.setdefault((rec.get("drafter") or "").strip(), i)
     if not budgets:
         raise QueryError(f"{path} has no {method} rows with block {block}",
                          fix=f"add rows with method {method} and block {block}, or change --block")
     if len(models) > 1:
         raise QueryError(f"{path} has {method} block-{block} rows of several models "
                          f"({', '.join(sorted(models))})", fix="keep the rows of one target model")
-    if len(drafters - {""}) > 1:
+    named = sorted(set(drafters) - {""})
+    if len(named) > 1:
         raise QueryError(f"{path} has {method} block-{block} rows of several drafters "
-                         f"({', '.join(sorted(drafters - {''}))})",
+                         f"({', '.join(named)})",
                          fix="keep the rows of one drafter")
+    if named and "" in drafters:
+        # a blank drafter is the target's default drafter: two drafters' acceptances, which
+        # one curve would average into one that neither drafter has
+        row = max(drafters.values())
+        raise DataError(f"{method} block-{block} rows of a blank drafter (the target's default "
+                        f"drafter; row {drafters['']}) and of {named[0]} (row "
+                        f"{drafters[named[0]]}): one curve would mix two drafters' acceptances",
+                        file=path, row=row, column="drafter",
+                        fix="keep the rows of one drafter (blank in every row: the default "
+                            "drafter; its name in every row: that drafter)")
     return np.array(budgets), np.array(values), models.pop()
 
 
