@@ -547,6 +547,57 @@ def target_model(spec: dict, path: str, column: str, *, stored: bool = False) ->
     return value.strip()
 
 
+def check_priors_names(cfg: PriorsConfig, *, engines: set[str], where: str) -> None:
+    """Refuse (:class:`PriorsError`, file and key) a name in the priors that names nothing:
+    matched by name, a typo is matched by nothing, and its prior silently does nothing.
+
+    - ``[relations.<engine>] base``: an engine of the data's rows (``engines``); one no row
+      measures is kept (a relation of engines not yet measured, as the bundled native ->
+      sglang beside rows of vLLM alone: predict prices the engine from the base's unmeasured
+      group) unless it is a typo (one edit, or another case) of a measured engine.
+      :func:`priors_names_warnings` says when the relation's engine has rows and its base none.
+
+    A relation's own engine (``native``) names what is not measured by design; ``[methods.*]``
+    declares methods, and an entry's ``method`` is checked by :func:`parse_priors`.
+    ``where``: the data file, for the message.
+
+    >>> from ddtree_bayes.core.paths import bundled
+    >>> cfg = load_priors(bundled("priors.toml"))
+    >>> check_priors_names(cfg, engines={"vllm"}, where="d.csv")
+    >>> try:
+    ...     check_priors_names(cfg, engines={"sglnag"}, where="d.csv")
+    ... except PriorsError as err:
+    ...     print(err.column, str(err).split(": ", 1)[1].split(" (fix")[0])
+    relations.native.base base engine 'sglang' is the engine of no row of d.csv, whose rows \
+name 'sglnag': one of the two is a typo
+    """
+    from ddtree_bayes.core.data import one_edit
+
+    for engine, rel in cfg.relations.items():
+        base = rel.base
+        near = sorted(e for e in engines if e != base and (one_edit(base, e)
+                                                           or base.lower() == e.lower()))
+        if base not in engines and near:
+            # (which of the two is the typo only the user knows: the rows may be misspelt)
+            raise PriorsError(f"base engine {base!r} is the engine of no row of {where}, "
+                              f"whose rows name {near[0]!r}: one of the two is a typo",
+                              file=cfg.path, column=f"relations.{engine}.base",
+                              fix=f"spell the engine alike in both (did you mean {near[0]}? "
+                                  f"the relation prices {engine} from its base's groups; a "
+                                  "typo is never ignored)")
+
+
+def priors_names_warnings(cfg: PriorsConfig, engines: set[str]) -> list[str]:
+    """What the priors' names mean that the rows do not show (one line each, naming the
+    file and key): a relation whose engine has rows and whose base engine none (those rows
+    then measure the base's groups alone, through the reduction's prior)."""
+    return [f"{cfg.path}, column 'relations.{engine}.base': {engine}'s rows are related to base "
+            f"engine {rel.base!r}, which no row measures: they measure the {rel.base} groups "
+            "alone, through the reduction's prior"
+            for engine, rel in cfg.relations.items()
+            if engine in engines and rel.base not in engines]
+
+
 def nu_problem(prior: Prior | None) -> str | None:
     """Why ``prior`` cannot be the likelihood's Student-t degrees of freedom
     (``likelihood_nu``: a fixed value above 2, a finite variance), or None (also when absent).

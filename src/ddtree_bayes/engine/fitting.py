@@ -69,6 +69,7 @@ class FitInputs:
         cards = load_model_cards(own_cards or paths.data_file("models.csv", workdir))
         card_warnings = () if own_cards is None else tuple(
             stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
+        check_names(cfg, measurements)
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
         check_row_drafters(measurements.rows, drafters, measurements.path)
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
@@ -116,6 +117,7 @@ class FitInputs:
         than AR), one line per row: a row typed in by hand is said as ``add`` would say it.
         A model fitted on a proxy card (core/proxy_card.py, read off its own rows) is held
         against no card."""
+        from ddtree_bayes.core.config import priors_names_warnings
         from ddtree_bayes.core.likelihood import far_apart_repeats
         from ddtree_bayes.core.row_notes import row_notes
 
@@ -127,7 +129,7 @@ class FitInputs:
                   for line in (*misspelt_names(rows, cfg.declared_names()),
                                *far_apart_repeats(rows),
                                *(f"row {row}: {note}" for row, note in notes))),
-                *self.card_warnings]
+                *priors_names_warnings(cfg, {m.engine for m in rows}), *self.card_warnings]
 
     def structure(self) -> dict:
         """The hardware table, model and drafter cards the roofline form needs (``build_spec``
@@ -167,6 +169,15 @@ def with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
                           file=cfg.path, column="methods",
                           fix="copy [methods.*] from the bundled priors")
     return dataclasses.replace(cfg, moe_form=moe_form, step_form=step_form)
+
+
+def check_names(cfg: PriorsConfig, measurements: Measurements) -> None:
+    """Refuse a name of the priors that names nothing the rows know
+    (:func:`~ddtree_bayes.core.config.check_priors_names`): a relation's base engine."""
+    from ddtree_bayes.core.config import check_priors_names
+
+    check_priors_names(cfg, engines={m.engine for m in measurements.rows},
+                       where=str(measurements.path))
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,

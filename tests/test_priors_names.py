@@ -1,0 +1,108 @@
+"""Names in the priors file must name something: a relation's base engine is matched by
+name to the data's rows, and a typo matched nothing, without a word (exit 0): ``base =
+"sglnag"`` priced native from a group no row measures. ``fit``, ``add``, ``validate`` and
+``update`` read the priors beside the data (engine/fitting.FitInputs.read): each refuses in
+one line, exit 2, nothing written."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core.errors import PriorsError
+from ddtree_bayes.core.paths import bundled
+from test_cli_support import copy_bundled_data, listing, make_point_mass_workdir, run_cli
+
+TEXT = bundled("priors.toml").read_text()
+RELATION = '[relations.native]\nbase = "sglang"\n'
+
+
+def edited(old: str, new: str) -> str:
+    assert TEXT.count(old) == 1, old
+    return TEXT.replace(old, new)
+
+
+def refused(code: int, out: str, err: str) -> str:
+    """Exit 2, nothing on stdout, one line on stderr with a fix."""
+    assert code == 2 and out == "", (code, out, err)
+    assert err.count("\n") == 1 and "(fix: " in err and "Traceback" not in err, err
+    return err
+
+
+def workdir(tmp_path: Path, priors: str) -> Path:
+    work = copy_bundled_data(tmp_path / "w", writable=True)
+    (work / "models").mkdir()
+    (work / "models" / "priors.toml").write_text(priors)
+    return work
+
+
+def read(tmp_path: Path, priors: str, rows: str = ""):
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    work = workdir(tmp_path, priors)
+    data = work / "data" / "measurements.csv"
+    data.write_text(data.read_text() + rows)
+    return FitInputs.read(data, work / "models" / "priors.toml", workdir=work)
+
+
+@pytest.mark.parametrize(("base", "near"), [("sglnag", "sglang"), ("SGLang", "sglang"),
+                                            ("vlm", "vllm")])
+def test_a_relation_base_that_is_a_typo_of_a_measured_engine_is_refused(tmp_path, base, near):
+    work = workdir(tmp_path, edited(RELATION, f'[relations.native]\nbase = "{base}"\n'))
+    before = listing(work)
+    err = refused(*run_cli(work, "fit"))
+    assert err.startswith(f"ddtree-bayes: error: {work}/models/priors.toml, column "
+                          f"'relations.native.base': base engine {base!r} is the engine of no "
+                          f"row of {work}/data/measurements.csv, whose rows name {near!r}: one "
+                          "of the two is a typo (fix: spell the engine alike in both (did you "
+                          f"mean {near}? "), err
+    assert listing(work) == before
+    bare = err.replace(f"{work}/", "")
+    # add, validate: the same line, nothing written (add's lock file aside)
+    data = (work / "data" / "measurements.csv").read_bytes()
+    assert refused(*run_cli(work, "add", "--hardware", "b300", "--engine", "sglang",
+                            "--method", "ar", "--accept", "1", "--tok-s", "131",
+                            "--source", "test")).replace(f"{work}/", "") == bare
+    assert (work / "data" / "measurements.csv").read_bytes() == data
+    assert refused(*run_cli(work, "validate")).replace(f"{work}/", "") == bare
+    assert set(listing(work)) - set(before) <= {"data/.measurements.csv.lock"}
+
+
+def test_a_relation_base_no_row_measures_that_is_no_typo_is_kept(tmp_path):
+    """A relation may name engines nobody measured yet (the bundled native -> sglang beside a
+    file of vLLM rows only): kept, and said when its engine's rows measure it alone."""
+    inputs = read(tmp_path, edited(RELATION, '[relations.native]\nbase = "tgi"\n'))
+    assert inputs.priors.relations["native"].base == "tgi"
+    assert not [w for w in inputs.warnings(inputs.priors) if "relations" in w]
+    inputs = read(tmp_path / "2", edited(RELATION, '[relations.native]\nbase = "tgi"\n'),
+                  "kimi-k2.6,b300,8,native,ddtree,8,8,9,4.4,,330,test,\n")
+    (line,) = [w for w in inputs.warnings(inputs.priors) if "relations" in w]
+    assert line.endswith("priors.toml, column 'relations.native.base': native's rows are "
+                         "related to base engine 'tgi', which no row measures: they measure "
+                         "the tgi groups alone, through the reduction's prior"), line
+    # the bundled relation and the bundled rows: nothing said
+    inputs = read(tmp_path / "3", TEXT)
+    assert not [w for w in inputs.warnings(inputs.priors) if "relations" in w]
+
+
+def test_update_refuses_a_priors_name_that_names_nothing(tmp_path):
+    work = make_point_mass_workdir(tmp_path / "w")
+    priors = work / "models" / "priors.toml"
+    priors.write_text(priors.read_text().replace('base = "sglang"', 'base = "sglnag"'))
+    before = listing(work)
+    err = refused(*run_cli(work, "update", "--priors", "models/priors.toml"))
+    assert "column 'relations.native.base': base engine 'sglnag' " in err
+    assert listing(work) == before
+
+
+def test_the_check_is_the_priors_errors():
+    from ddtree_bayes.core.config import check_priors_names, parse_priors
+
+    cfg = parse_priors(edited(RELATION, '[relations.native]\nbase = "sglnag"\n'), "p.toml")
+    with pytest.raises(PriorsError) as info:
+        check_priors_names(cfg, engines={"sglang"}, where="d.csv")
+    assert (info.value.file, info.value.column) == ("p.toml", "relations.native.base")
+    # nothing measured: no engine to be a typo of; the bundled file passes
+    check_priors_names(cfg, engines=set(), where="d.csv")
+    check_priors_names(parse_priors(TEXT, "p.toml"), engines={"sglang", "vllm"}, where="d.csv")
