@@ -1,8 +1,9 @@
-"""Names in the priors file must name something: a relation's base engine is matched by
-name to the data's rows, and a typo matched nothing, without a word (exit 0): ``base =
-"sglnag"`` priced native from a group no row measures. ``fit``, ``add``, ``validate`` and
-``update`` read the priors beside the data (engine/fitting.FitInputs.read): each refuses in
-one line, exit 2, nothing written."""
+"""Names in the priors file must name something: a relation's base engine, an [[acceptance]]
+entry's model and the [acceptance_curve]'s model are matched by name to the data's rows or the
+model cards, and a typo matched nothing, without a word (exit 0): ``base = "sglnag"`` priced
+native from a group no row measures, ``model = "kimi-k2.7"`` left Kimi K2.6's acceptance
+entry unused. ``fit``, ``add``, ``validate`` and ``update`` read the priors beside the data
+(engine/fitting.FitInputs.read): each refuses in one line, exit 2, nothing written."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from test_cli_support import copy_bundled_data, listing, make_point_mass_workdir
 
 TEXT = bundled("priors.toml").read_text()
 RELATION = '[relations.native]\nbase = "sglang"\n'
+K26_B32 = 'model = "kimi-k2.6"\nmethod = "ddtree"\nblock = 16\nbudget = 32\n'
+CURVE = '[acceptance_curve]\nmodel = "kimi-k2.6"'
 
 
 def edited(old: str, new: str) -> str:
@@ -86,6 +89,39 @@ def test_a_relation_base_no_row_measures_that_is_no_typo_is_kept(tmp_path):
     assert not [w for w in inputs.warnings(inputs.priors) if "relations" in w]
 
 
+@pytest.mark.parametrize(("model", "near"), [("kimi-k2.7", "kimi-k2.6"),
+                                             ("Kimi-K2.6", "kimi-k2.6")])
+def test_an_acceptance_entry_of_a_model_that_exists_nowhere_is_refused(tmp_path, model, near):
+    text = edited(K26_B32, K26_B32.replace("kimi-k2.6", model))
+    work = workdir(tmp_path, text)
+    before = listing(work)
+    err = refused(*run_cli(work, "fit"))
+    if model == "Kimi-K2.6":   # (refused by the file alone: not a name the data can spell)
+        assert "column 'acceptance[2].model'" in err, err
+        return
+    assert err.startswith(f"ddtree-bayes: error: {work}/models/priors.toml, column "
+                          "'acceptance[2].model': model 'kimi-k2.7' is the model of no row of "
+                          f"{work}/data/measurements.csv nor of a model card"), err
+    assert f"(fix: did you mean {near}? " in err
+    assert listing(work) == before
+
+
+def test_the_curves_model_that_exists_nowhere_is_refused(tmp_path):
+    work = workdir(tmp_path, edited(CURVE, CURVE.replace("kimi-k2.6", "kimi-k2.7")))
+    err = refused(*run_cli(work, "fit"))
+    assert err.startswith(f"ddtree-bayes: error: {work}/models/priors.toml, column "
+                          "'acceptance_curve.model': model 'kimi-k2.7' is the model of no row "
+                          "of "), err
+
+
+@pytest.mark.parametrize("model", ["qwen3-8b", "kimi-k2.6-nvfp4"])
+def test_an_acceptance_entry_of_a_carded_or_deployment_model_is_kept(tmp_path, model):
+    """A model with a card and no row yet (kept for the day its rows come), or a deployment
+    name of a measured model (matched by family, as predict matches it)."""
+    inputs = read(tmp_path, edited(K26_B32, K26_B32.replace("kimi-k2.6", model)))
+    assert inputs.priors.acceptance[1].model == model
+
+
 def test_update_refuses_a_priors_name_that_names_nothing(tmp_path):
     work = make_point_mass_workdir(tmp_path / "w")
     priors = work / "models" / "priors.toml"
@@ -101,8 +137,9 @@ def test_the_check_is_the_priors_errors():
 
     cfg = parse_priors(edited(RELATION, '[relations.native]\nbase = "sglnag"\n'), "p.toml")
     with pytest.raises(PriorsError) as info:
-        check_priors_names(cfg, engines={"sglang"}, where="d.csv")
+        check_priors_names(cfg, engines={"sglang"}, models={"kimi-k2.6"}, where="d.csv")
     assert (info.value.file, info.value.column) == ("p.toml", "relations.native.base")
     # nothing measured: no engine to be a typo of; the bundled file passes
-    check_priors_names(cfg, engines=set(), where="d.csv")
-    check_priors_names(parse_priors(TEXT, "p.toml"), engines={"sglang", "vllm"}, where="d.csv")
+    check_priors_names(cfg, engines=set(), models={"kimi-k2.6"}, where="d.csv")
+    check_priors_names(parse_priors(TEXT, "p.toml"), engines={"sglang", "vllm"},
+                       models={"kimi-k2.6"}, where="d.csv")

@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -547,7 +548,9 @@ def target_model(spec: dict, path: str, column: str, *, stored: bool = False) ->
     return value.strip()
 
 
-def check_priors_names(cfg: PriorsConfig, *, engines: set[str], where: str) -> None:
+def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str],
+                       where: str, cards: Iterable[str] = (),
+                       curve_model: str | None = None) -> None:
     """Refuse (:class:`PriorsError`, file and key) a name in the priors that names nothing:
     matched by name, a typo is matched by nothing, and its prior silently does nothing.
 
@@ -556,16 +559,21 @@ def check_priors_names(cfg: PriorsConfig, *, engines: set[str], where: str) -> N
       sglang beside rows of vLLM alone: predict prices the engine from the base's unmeasured
       group) unless it is a typo (one edit, or another case) of a measured engine.
       :func:`priors_names_warnings` says when the relation's engine has rows and its base none.
+    - ``[[acceptance]] model`` and ``[acceptance_curve] model`` (``curve_model``): a model of
+      the rows (``models``) or of a model card (``cards``: built in or the user's), or a
+      deployment name of one (:func:`~ddtree_bayes.core.pairs.same_family`); a model with a
+      card and no row yet is kept (its entry waits for its rows and predict's questions).
 
     A relation's own engine (``native``) names what is not measured by design; ``[methods.*]``
-    declares methods, and an entry's ``method`` is checked by :func:`parse_priors`.
-    ``where``: the data file, for the message.
+    declares methods, and an entry's ``method`` is checked by :func:`parse_priors`; no key of
+    the priors file names hardware or a drafter. ``where``: the data file, for the message.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> cfg = load_priors(bundled("priors.toml"))
-    >>> check_priors_names(cfg, engines={"vllm"}, where="d.csv")
+    >>> check_priors_names(cfg, engines={"vllm"}, models={"qwen3-8b"}, where="d.csv",
+    ...                    cards={"kimi-k2.6"})
     >>> try:
-    ...     check_priors_names(cfg, engines={"sglnag"}, where="d.csv")
+    ...     check_priors_names(cfg, engines={"sglnag"}, models={"kimi-k2.6"}, where="d.csv")
     ... except PriorsError as err:
     ...     print(err.column, str(err).split(": ", 1)[1].split(" (fix")[0])
     relations.native.base base engine 'sglang' is the engine of no row of d.csv, whose rows \
@@ -585,6 +593,29 @@ name 'sglnag': one of the two is a typo
                               fix=f"spell the engine alike in both (did you mean {near[0]}? "
                                   f"the relation prices {engine} from its base's groups; a "
                                   "typo is never ignored)")
+    named = [(f"acceptance[{i}].model", a.model) for i, a in enumerate(cfg.acceptance, start=1)
+             if a.model is not None]
+    if curve_model is not None:
+        named.append(("acceptance_curve.model", curve_model))
+    carded = set(cards)
+    for column, model in named:
+        if any(same_family(model, m) for m in (*models, *carded)):
+            continue
+        close = closest_first(model, models, carded)
+        raise PriorsError(f"model {model!r} is the model of no row of {where} nor of a model "
+                          "card", file=cfg.path, column=column,
+                          fix=(f"did you mean {close}? " if close else "")
+                          + "name a model of the rows or of data/models.csv (`ddtree-bayes card "
+                            "add` writes a card), or leave model out (every model) (a typo is "
+                            "never ignored)")
+
+
+def closest_first(name: str, first, then) -> str | None:
+    """The name of ``first`` closest to ``name``, else of ``then`` (None: none is close)."""
+    from ddtree_bayes.core.errors import closest
+
+    found = closest(name, set(first), 1) or closest(name, set(then), 1)
+    return found[0] if found else None
 
 
 def priors_names_warnings(cfg: PriorsConfig, engines: set[str]) -> list[str]:

@@ -69,7 +69,7 @@ class FitInputs:
         cards = load_model_cards(own_cards or paths.data_file("models.csv", workdir))
         card_warnings = () if own_cards is None else tuple(
             stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
-        check_names(cfg, measurements)
+        check_names(cfg, measurements, cards, own_cards is not None)
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
         check_row_drafters(measurements.rows, drafters, measurements.path)
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
@@ -171,13 +171,24 @@ def with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
     return dataclasses.replace(cfg, moe_form=moe_form, step_form=step_form)
 
 
-def check_names(cfg: PriorsConfig, measurements: Measurements) -> None:
-    """Refuse a name of the priors that names nothing the rows know
-    (:func:`~ddtree_bayes.core.config.check_priors_names`): a relation's base engine."""
+def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
+                own_cards: bool) -> None:
+    """Refuse a name of the priors that names nothing the rows or the model cards (the
+    user's, and the built-in ones beside them) know (:func:`~ddtree_bayes.core.config.
+    check_priors_names`): a relation's base engine, an ``[[acceptance]]`` entry's model and the
+    ``[acceptance_curve]``'s model, which ``optimize`` reads."""
     from ddtree_bayes.core.config import check_priors_names
+    from ddtree_bayes.core.methods import toml_tables
+    from ddtree_bayes.core.model_cards import load_model_cards
 
+    known = set(cards)
+    if own_cards:   # (a card of the built-in table names a model too)
+        known |= set(load_model_cards(paths.bundled("models.csv")))
+    curve = toml_tables(cfg.text, cfg.path).get("acceptance_curve")
+    model = curve.get("model") if isinstance(curve, dict) else None
     check_priors_names(cfg, engines={m.engine for m in measurements.rows},
-                       where=str(measurements.path))
+                       models={m.model for m in measurements.rows}, where=str(measurements.path),
+                       cards=known, curve_model=model if isinstance(model, str) else None)
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
