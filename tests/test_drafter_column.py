@@ -705,3 +705,50 @@ def test_update_json_new_rows_say_each_rows_drafter():
     items = jsonschema.Draft202012Validator(schema("update")["properties"]["new_rows"]["items"])
     for score in scores:
         items.validate(score)
+
+
+def _named_only_fit(default_card: bool = False):
+    """:func:`_two_drafters_fit` whose kimi-k2.6 EAGLE-3 rows all name the K2.5 head (no row
+    with a blank drafter column) and whose only K2.6 EAGLE-3 card is that head (default no),
+    or beside it the default K2.6 head (``default_card``)."""
+    import dataclasses
+
+    import numpy as np
+
+    draws = _two_drafters_fit()
+    lines = draws.data_csv.rstrip("\n").split("\n")
+    text = "\n".join(ln for ln in lines if not (",eagle3," in ln and ln.endswith(","))) + "\n"
+    model = dict(draws.meta["model"])
+    model["acceptance_groups"] = [g for g in model["acceptance_groups"] if g["drafter"]]
+    header, k26, k25 = CARDS.splitlines()
+    cards = "\n".join([header, *((k26,) if default_card else ()), k25]) + "\n"
+    model["drafter_cards"] = [{**dataclasses.asdict(c), "methods": list(c.methods)}
+                              for c in load_drafter_cards("d.csv", cards)]
+    variables = {**draws.variables, "accept_latent": np.full((draws.n_draws, 1), 1.7)}
+    return dataclasses.replace(draws, data_csv=text, meta={**draws.meta, "model": model},
+                               variables=variables, memo={})
+
+
+def test_predict_without_drafter_of_a_named_only_drafter_says_no_default_drafter_ran(
+        monkeypatch, tmp_path):
+    """A model and method whose rows all name a drafter and whose only card is that drafter's
+    (default no): predict without --drafter warned "the fit's rows of this configuration name
+    the drafter test/k25-head too ...: this answer is the default drafter's (rows with a blank
+    drafter column)" - no row has a blank drafter column, and no default card exists: the
+    answer is of a drafter nobody measured, priced as a generic one."""
+    monkeypatch.chdir(tmp_path)   # (no data/drafters.csv here: the fit's cards alone)
+    draws = _named_only_fit()
+    assert {r.drafter for r in draws.measurements.rows if r.method == "eagle3"} == {
+        "test/k25-head"}
+    q = _ask(draws)
+    assert [w for w in q.warnings if "--drafter" in w] == [
+        "the fit's rows of this configuration all name the drafter test/k25-head, and no "
+        "default eagle3 drafter card serves kimi-k2.6: this answer is of a drafter no row "
+        "measured and no card describes (a generic eagle3 drafter); ask --drafter "
+        "test/k25-head for the measured one"]
+    # a default card no row ran: the answer is that card's, and no row is said to be blank
+    q = _ask(_named_only_fit(default_card=True))
+    assert [w for w in q.warnings if "--drafter" in w] == [
+        "the fit's rows of this configuration name only the drafter test/k25-head, each with "
+        "its own acceptance: this answer is the default drafter's (the card test/k26-head, "
+        "which no row of it measured); ask --drafter test/k25-head for its"]

@@ -48,6 +48,7 @@ from ddtree_bayes.engine.scenario import (
     measured_acceptance,
     memory_warnings,
     other_drafters,
+    other_drafters_note,
     parse_accept,
     parse_context,
     resolve_scenario,
@@ -642,12 +643,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
                                      "--accept 3:4")
         elif request is None and acceptance and sc.method != AR_METHOD and (
                 named := other_drafters(fit, sc)):
-            said = (prefix + f"the fit's rows of this configuration name the drafter"
-                    f"{'s' * (len(named) > 1)} {', '.join(named)} too, each with its own "
-                    "acceptance: this answer is the default drafter's (rows with a blank "
-                    "drafter column); ask --drafter "
-                    f"{named[0] if len(named) == 1 else 'NAME'} for "
-                    f"{'its' if len(named) == 1 else 'another'}")
+            said = prefix + other_drafters_note(fit, sc, named)
             warnings += () if said in warnings else (said,)   # (once for the engines)
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)

@@ -1397,6 +1397,38 @@ def other_drafters(draws: Fit, sc: Scenario) -> list[str]:
                    and (sc.model is None or not sc.multi or r.model == sc.model)})
 
 
+def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
+    """What a question without ``--drafter`` says when the rows of its configuration name
+    the drafters ``named`` (:func:`other_drafters`): the answer is the default drafter's, and
+    which that is: the rows with a blank drafter column's; else the default card of the model
+    and method (:func:`drafter_cards`), which no row ran; else nobody's (no row, no card: a
+    generic drafter of the method)."""
+    from ddtree_bayes.core.drafters import drafter_for
+
+    ask = (f"ask --drafter {named[0] if len(named) == 1 else 'NAME'} for "
+           f"{'its' if len(named) == 1 else 'another'}")
+    listed = f"drafter{'s' * (len(named) > 1)} {', '.join(named)}"
+    if any(r.drafter is None and r.method == sc.method and r.block == sc.block
+           and r.verify_tokens == sc.verify_tokens
+           and (sc.model is None or not sc.multi or r.model == sc.model)
+           for r in draws.measurements.rows):
+        return (f"the fit's rows of this configuration name the {listed} too, each with its "
+                "own acceptance: this answer is the default drafter's (rows with a blank "
+                f"drafter column); {ask}")
+    meta = draws.meta["model"]
+    target = sc.model or (meta.get("card") or {}).get("model") or meta.get("target_model")
+    card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
+    if card is not None:
+        return (f"the fit's rows of this configuration name only the {listed}, each with its "
+                f"own acceptance: this answer is the default drafter's (the card "
+                f"{card.drafter}, which no row of it measured); {ask}")
+    return (f"the fit's rows of this configuration all name the {listed}, and no default "
+            f"{sc.method} drafter card serves {target}: this answer is of a drafter no row "
+            f"measured and no card describes (a generic {sc.method} drafter); "
+            + (f"ask --drafter {named[0]} for the measured one" if len(named) == 1 else
+               "ask --drafter NAME for a measured one"))
+
+
 def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | None:
     """The mean measured acceptance of the query's configuration and drafter
     (:func:`acceptance_drafter`), how many rows it averages
