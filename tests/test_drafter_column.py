@@ -262,7 +262,8 @@ def test_a_named_drafters_group_does_not_take_the_default_drafters_acceptance_pr
     assert blank.prior_from.startswith("[[acceptance]] model=kimi-k2.6 method=eagle3 block=3")
     assert (named.prior.dist, named.prior.params) == ("uniform", {"lower": 1.0, "upper": 4.0})
     assert named.prior_from == ("default uniform(lower=1, upper=4) (a drafter a row names: "
-                                "the [[acceptance]] entries are of the default drafter)")
+                                "no [[acceptance]] entry names it, and those without a drafter "
+                                "are the default drafter's)")
 
 
 def test_predict_drafter_does_not_answer_with_the_default_drafters_prior():
@@ -752,3 +753,93 @@ def test_predict_without_drafter_of_a_named_only_drafter_says_no_default_drafter
         "the fit's rows of this configuration name only the drafter test/k25-head, each with "
         "its own acceptance: this answer is the default drafter's (the card test/k26-head, "
         "which no row of it measured); ask --drafter test/k25-head for its"]
+
+
+# ------------------------------------------------------------------ [[acceptance]] drafter
+K25_ENTRY = ('\n[[acceptance]]\nmodel = "kimi-k2.6"\nmethod = "eagle3"\nblock = 3\n'
+             'drafter = "test/k25-head"\ndist = "truncnormal"\nmu = 1.6\nsigma = 0.2\n'
+             'lower = 1.0\nupper = 4.0\nrationale = "the K2.5 head on K2.6"\nsource = "test"\n')
+
+
+def test_an_acceptance_entry_may_name_a_drafter_and_is_then_that_drafters_alone(hw):
+    """An [[acceptance]] entry had no drafter key: an entry is the default drafter's, and a
+    named drafter's group took Uniform(1, max_accept) whatever the file said (261dfa1). An
+    optional ``drafter`` names the card whose acceptance the entry is: its group takes it,
+    and the default drafter's group keeps the entry without one."""
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.spec import build_spec
+
+    priors = parse_priors(bundled("priors.toml").read_text() + K25_ENTRY, "p.toml")
+    assert [a.drafter for a in priors.acceptance] == [None, None, None, None, "test/k25-head"]
+    data = load_measurements("m.csv", hw, text=HEADER + AR + K26 + K25, methods=priors.methods)
+    spec = build_spec(data, priors, hardware=hw, drafters=load_drafter_cards("d.csv", CARDS))
+    blank, named = spec.accept_groups
+    assert (blank.prior.params["mu"], blank.prior.params["sigma"]) == (1.94, 0.15)
+    assert (named.prior.dist, named.prior.params["mu"], named.prior.params["sigma"]) == (
+        "truncnormal", 1.6, 0.2)
+    assert named.prior_from.startswith(
+        "[[acceptance]] model=kimi-k2.6 method=eagle3 block=3 drafter=test/k25-head: ")
+    # the entry is the K2.5 head's alone: no question of the default drafter takes it
+    assert priors.acceptance_for("eagle3", 3, 4, "kimi-k2.6").prior.params["mu"] == 1.94
+    assert priors.acceptance_for("eagle3", 3, 4, "kimi-k2.6", "test/k25-head"
+                                 ).prior.params["mu"] == 1.6
+    assert priors.acceptance_for("eagle3", 3, 4, "kimi-k2.6", "test/other") is None
+
+
+@pytest.mark.parametrize(("line", "column", "says"), [
+    ('drafter = ""', "acceptance[5].drafter", "'drafter' must be a drafter card's name"),
+    ("drafter = 3", "acceptance[5].drafter", "'drafter' must be a drafter card's name"),
+    ('method = "ar"', "acceptance[5].drafter", "autoregressive decoding has no drafter"),
+])
+def test_an_acceptance_entrys_drafter_must_be_a_name(line, column, says):
+    from ddtree_bayes.core.config import parse_priors
+    from ddtree_bayes.core.errors import PriorsError
+
+    entry = K25_ENTRY.replace('method = "eagle3"\nblock = 3\n', "method = \"ar\"\n") if (
+        line == 'method = "ar"') else K25_ENTRY.replace('drafter = "test/k25-head"', line)
+    with pytest.raises(PriorsError) as err:
+        parse_priors(bundled("priors.toml").read_text() + entry, "p.toml")
+    assert err.value.column == column and says in str(err.value), str(err.value)
+
+
+@pytest.mark.parametrize(("drafter", "says"), [
+    ("test/k25-haed", "no drafter card 'test/k25-haed' (fix: name one of "),
+    ("test/k26-head", "drafter 'test/k26-head' is kimi-k2.6's default eagle3 card, which an "
+                      "entry without a drafter is"),
+    ("z-lab/Qwen3-8B-DFlash-b16", "drafter 'z-lab/Qwen3-8B-DFlash-b16' drafts dflash, "
+                                  "ddtree, not eagle3"),
+])
+def test_fit_refuses_an_acceptance_entry_of_a_drafter_no_card_of_it_serves(tmp_path, drafter,
+                                                                             says):
+    work = _workdir(tmp_path, "")
+    (work / "models").mkdir()
+    (work / "models" / "priors.toml").write_text(
+        bundled("priors.toml").read_text() + K25_ENTRY.replace("test/k25-head", drafter))
+    code, out, err = run_cli(work, "fit")
+    assert code == 2 and out == "" and err.count("\n") == 1, err
+    assert "priors.toml, column 'acceptance[5].drafter': " + says in err, err
+    assert not (work / "models" / "fits").exists()
+    # the entry of the named head is fitted (its rows' group takes it)
+    (work / "models" / "priors.toml").write_text(bundled("priors.toml").read_text() + K25_ENTRY)
+    from ddtree_bayes.engine.fitting import FitInputs
+
+    FitInputs.read(work / "data" / "measurements.csv", work / "models" / "priors.toml",
+                   workdir=work).check()
+
+
+def test_predict_drafter_takes_an_acceptance_entry_of_that_drafter():
+    """predict --drafter of a drafter the fit has no acceptance of anywhere: refused without
+    --accept (test_predict_drafter_without_its_acceptance_is_refused_in_one_line); with an
+    [[acceptance]] entry naming it, the entry is its prior, as the default drafter's entry
+    is the default drafter's."""
+    import dataclasses
+
+    draws = _two_drafters_fit()
+    model = dict(draws.meta["model"])
+    model["acceptance_groups"] = model["acceptance_groups"][:1]
+    draws = dataclasses.replace(draws, priors_toml=draws.priors_toml + K25_ENTRY,
+                                meta={**draws.meta, "model": model}, memo={})
+    (source,) = _ask(draws, drafter="test/k25-head").asked[0].accept
+    assert (source.kind, source.prior.prior.params["mu"]) == ("prior", 1.6)
+    (source,) = _ask(draws).asked[0].accept   # (the default drafter's: its inferred one)
+    assert (source.kind, source.group_index) == ("posterior", 0)

@@ -118,17 +118,17 @@ def group_prior(priors: PriorsConfig, method: str, block: int | None, budget: in
     (``drafter``) takes :func:`default_prior` (the bundled Kimi K2.6 EAGLE-3 entry, 1.94 +-
     0.15, is the K2.6 head's accept rate, not the K2.5 head's)."""
     limit = max_accept(method, block, budget, priors.methods, verify_tokens)
-    if drafter is not None:
+    entry = priors.acceptance_for(method, block, verify_tokens, model, drafter)
+    if entry is None and drafter is not None:
         prior = default_prior(limit)
-        return prior, (f"default {describe(prior)} (a drafter a row names: the [[acceptance]] "
-                       "entries are of the default drafter)")
-    entry = priors.acceptance_for(method, block, verify_tokens, model)
+        return prior, (f"default {describe(prior)} (a drafter a row names: no [[acceptance]] "
+                       "entry names it, and those without a drafter are the default drafter's)")
     if entry is None:
         prior = default_prior(limit)
         return prior, f"default {describe(prior)} (no [[acceptance]] entry matches)"
     where = ("[[acceptance]] " + " ".join(f"{k}={v}" for k, v in (
         ("model", entry.model), ("method", entry.method), ("block", entry.block),
-        ("budget", entry.budget))
+        ("budget", entry.budget), ("drafter", entry.drafter))
         if v is not None))
     if entry.prior.dist not in LATENT_DISTS:   # (the priors file already bounds them below by 1)
         raise PriorsError(f"the acceptance prior {where} ({describe(entry.prior)}) cannot be the "

@@ -378,15 +378,22 @@ class AcceptancePrior:
     #: the target model the entry was measured on (any deployment name of it matches);
     #: None: every model. Acceptance is a property of the drafter and the target.
     model: str | None = None
+    #: the drafter card whose acceptance the entry is (a card measurement rows name in their
+    #: ``drafter`` column, default no); None: the default drafter's (rows with a blank column)
+    drafter: str | None = None
 
     def matches(self, method: str, block: int | None, budget: int | None,
-                model: str | None = None) -> bool:
-        """Does the entry answer this configuration? An entry of one ``model`` answers only
-        that model (``model`` None, an artifact that names none: any)."""
+                model: str | None = None, drafter: str | None = None) -> bool:
+        """Does the entry answer this configuration of ``drafter`` (None: the default
+        drafter)? An entry of one ``model`` answers only that model (``model`` None, an
+        artifact that names none: any); an entry answers only its own drafter's questions
+        (one without a drafter, the default drafter's), a named drafter's acceptance being
+        its own, not the default head's."""
         return ((self.method is None or self.method == method)
                 and (self.block is None or self.block == block)
                 and (self.budget is None or self.budget == budget)
-                and (self.model is None or model is None or same_family(self.model, model)))
+                and (self.model is None or model is None or same_family(self.model, model))
+                and self.drafter == drafter)
 
     def describe(self) -> str:
         p = self.prior
@@ -453,16 +460,18 @@ class PriorsConfig:
         return {"engine": engines, "method": methods}
 
     def acceptance_for(self, method: str, block: int | None, verify_tokens: int,
-                       model: str | None = None) -> AcceptancePrior | None:
+                       model: str | None = None, drafter: str | None = None
+                       ) -> AcceptancePrior | None:
         """First acceptance prior matching the configuration (of ``model``), or None. An
         entry's ``budget`` is the draft tokens verified per step, ``verify_tokens - 1``,
         however the configuration wrote it: predict matched a chain by its written budget
         (blank unless ``--budget`` was typed) and the fit by M - 1, so one eagle3 entry of
         budget 3 was the prior of the inferred acceptance and of ``--budget 3``, and not of
-        the same question asked without the flag."""
+        the same question asked without the flag. ``drafter``: a drafter card rows name
+        (None: the default drafter), whose entries are those that name it."""
         budget = verify_tokens - 1 if verify_tokens > 1 else None
         for entry in self.acceptance:
-            if entry.matches(method, block, budget, model):
+            if entry.matches(method, block, budget, model, drafter):
                 return entry
         return None
 
@@ -550,7 +559,7 @@ def target_model(spec: dict, path: str, column: str, *, stored: bool = False) ->
 
 def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str],
                        where: str, cards: Iterable[str] = (),
-                       curve_model: str | None = None) -> None:
+                       curve_model: str | None = None, drafters: tuple = ()) -> None:
     """Refuse (:class:`PriorsError`, file and key) a name in the priors that names nothing:
     matched by name, a typo is matched by nothing, and its prior silently does nothing.
 
@@ -564,9 +573,14 @@ def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str]
       deployment name of one (:func:`~ddtree_bayes.core.pairs.same_family`); a model with a
       card and no row yet is kept (its entry waits for its rows and predict's questions).
 
+    - ``[[acceptance]] drafter``: a drafter card of ``drafters`` (built in, overlaid by
+      data/drafters.csv) that drafts the entry's method for its model (any target, for an
+      entry of every model) and is not its default card, which an entry without a drafter is
+      (as a measurement row's drafter column: core/drafters.py ``drafter_problem``).
+
     A relation's own engine (``native``) names what is not measured by design; ``[methods.*]``
     declares methods, and an entry's ``method`` is checked by :func:`parse_priors`; no key of
-    the priors file names hardware or a drafter. ``where``: the data file, for the message.
+    the priors file names hardware. ``where``: the data file, for the message.
 
     >>> from ddtree_bayes.core.paths import bundled
     >>> cfg = load_priors(bundled("priors.toml"))
@@ -608,6 +622,30 @@ name 'sglnag': one of the two is a typo
                           + "name a model of the rows or of data/models.csv (`ddtree-bayes card "
                             "add` writes a card), or leave model out (every model) (a typo is "
                             "never ignored)")
+    for i, entry in enumerate(cfg.acceptance, start=1):
+        if entry.drafter is not None and entry.method is not None:
+            problem = drafter_entry_problem(drafters, entry.model, entry.method, entry.drafter)
+            if problem is not None:
+                raise PriorsError(problem[0], file=cfg.path, column=f"acceptance[{i}].drafter",
+                                  fix=problem[1])
+
+
+def drafter_entry_problem(drafters: tuple, model: str | None, method: str, name: str
+                          ) -> tuple[str, str] | None:
+    """(problem, fix) of an ``[[acceptance]]`` entry's ``drafter``: a measurement row's
+    (core/drafters.py ``drafter_problem``) for an entry of one ``model``; for an entry of
+    every model, of the card's own target. None: it names a card that serves the entry."""
+    from ddtree_bayes.core.drafters import card_named, drafter_problem
+
+    card = card_named(drafters, name)
+    target = model or (card.target_model if card is not None else "")
+    problem = drafter_problem(drafters, target, method, name)
+    if problem is None:
+        return None
+    return (problem[0].replace("which a blank drafter column names",
+                               "which an entry without a drafter is"),
+            "leave drafter out (an entry without one is the default card's)"
+            if "default" in problem[0] and card is not None else problem[1])
 
 
 def closest_first(name: str, first, then) -> str | None:
@@ -627,6 +665,32 @@ def priors_names_warnings(cfg: PriorsConfig, engines: set[str]) -> list[str]:
             "alone, through the reduction's prior"
             for engine, rel in cfg.relations.items()
             if engine in engines and rel.base not in engines]
+
+
+def entry_drafter(spec: dict, path: str, i: int, stored: bool = False) -> str | None:
+    """The optional ``drafter`` of the ``i``-th ``[[acceptance]]`` entry (stripped), None when
+    absent; anything but a non-empty name, or a drafter of an entry of no speculative method,
+    is a :class:`PriorsError` (unless ``stored``). Whether a card of that name drafts the
+    entry's model and method is checked beside the drafter cards
+    (:func:`check_priors_names`)."""
+    value = spec.get("drafter")
+    if value is None:
+        return None
+    column = f"acceptance[{i}].drafter"
+    if not isinstance(value, str) or not value.strip():
+        if stored:
+            return None
+        raise PriorsError(f"'drafter' must be a drafter card's name, not {value!r}", file=path,
+                          column=column, fix='set drafter = "<a card of data/drafters.csv>" or '
+                                             "leave it out (the default drafter's)")
+    method = spec.get("method")
+    if not stored and (method is None or method == AR_METHOD):
+        problem = ("autoregressive decoding has no drafter" if method == AR_METHOD else
+                   "an entry of a drafter names its method")
+        raise PriorsError(problem, file=path, column=column,
+                          fix="leave drafter out" if method == AR_METHOD else
+                          'set method = "<the method the drafter serves>"')
+    return value.strip()
 
 
 def nu_problem(prior: Prior | None) -> str | None:
@@ -742,7 +806,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
     acceptance = []
     for i, spec in enumerate(section("acceptance", list, "[[acceptance]] tables"), start=1):
         prior = parse_prior(path, f"acceptance[{i}]", spec, where="",
-                            extra=("method", "block", "budget", "model"), strict=not stored)
+                            extra=("method", "block", "budget", "model", "drafter"),
+                            strict=not stored)
         if prior.dist not in ACCEPTANCE_DISTS:
             raise PriorsError(f"acceptance prior must be bounded below by 1, not {prior.dist}",
                               file=path, column=f"acceptance[{i}]",
@@ -761,7 +826,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
         acceptance.append(AcceptancePrior(prior=prior, method=spec.get("method"), **keys,
                                           model=target_model(spec, path,
                                                              f"acceptance[{i}].model",
-                                                             stored=stored)))
+                                                             stored=stored),
+                                          drafter=entry_drafter(spec, path, i, stored)))
 
     transfer = {name: parse_prior(path, name, spec, where="transfer", strict=not stored)
                 for name, spec in section("transfer", dict, "[transfer.<name>] tables").items()}

@@ -69,8 +69,8 @@ class FitInputs:
         cards = load_model_cards(own_cards or paths.data_file("models.csv", workdir))
         card_warnings = () if own_cards is None else tuple(
             stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
-        check_names(cfg, measurements, cards, own_cards is not None)
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
+        check_names(cfg, measurements, cards, own_cards is not None, drafters)
         check_row_drafters(measurements.rows, drafters, measurements.path)
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
             card = cards.get(m.model)   # (the rows `add` refuses, refused in a hand-edited file)
@@ -172,11 +172,12 @@ def with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
 
 
 def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
-                own_cards: bool) -> None:
+                own_cards: bool, drafters: tuple = ()) -> None:
     """Refuse a name of the priors that names nothing the rows or the model cards (the
     user's, and the built-in ones beside them) know (:func:`~ddtree_bayes.core.config.
     check_priors_names`): a relation's base engine, an ``[[acceptance]]`` entry's model and the
-    ``[acceptance_curve]``'s model, which ``optimize`` reads."""
+    ``[acceptance_curve]``'s model, which ``optimize`` reads, and an entry's drafter card
+    (of ``drafters``)."""
     from ddtree_bayes.core.config import check_priors_names
     from ddtree_bayes.core.methods import toml_tables
     from ddtree_bayes.core.model_cards import load_model_cards
@@ -188,7 +189,8 @@ def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
     model = curve.get("model") if isinstance(curve, dict) else None
     check_priors_names(cfg, engines={m.engine for m in measurements.rows},
                        models={m.model for m in measurements.rows}, where=str(measurements.path),
-                       cards=known, curve_model=model if isinstance(model, str) else None)
+                       cards=known, curve_model=model if isinstance(model, str) else None,
+                       drafters=drafters)
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,

@@ -565,8 +565,8 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
         if found is not None:
             g, group = found
             return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
-        # (an [[acceptance]] entry is the default drafter's: not a --drafter it names apart)
-        ap = acceptance_prior(fit.priors, sc) if acceptance_drafter(fit, sc) is None else None
+        # (an [[acceptance]] entry is its drafter's: one without, the default drafter's)
+        ap = acceptance_prior(fit.priors, sc, acceptance_drafter(fit, sc))
         if ap is not None:
             return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
     if seen is None:
@@ -587,12 +587,15 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
 def drafter_acceptance(fit: Fit, sc: Scenario) -> bool:
     """Does the fit know the acceptance of ``sc``'s ``--drafter`` for its configuration:
     rows of it with an accept_len, or an acceptance it inferred from rows of it without one
-    (the default card's: the rows with a blank drafter column)."""
+    (the default card's: the rows with a blank drafter column), or the priors'
+    ``[[acceptance]]`` entry of that drafter."""
     from ddtree_bayes.core import acceptance_latent as AL
 
+    drafter = acceptance_drafter(fit, sc)
     return (measured_acceptance(fit, sc) is not None
             or AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens,
-                       acceptance_drafter(fit, sc)) is not None)
+                       drafter) is not None
+            or acceptance_prior(fit.priors, sc, drafter) is not None)
 
 
 def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",

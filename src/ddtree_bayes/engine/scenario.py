@@ -1446,11 +1446,13 @@ def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | No
     return float(np.mean([r.accept_len for r in chosen])), len(chosen), where
 
 
-def acceptance_prior(priors: PriorsConfig, sc: Scenario) -> AcceptancePrior | None:
+def acceptance_prior(priors: PriorsConfig, sc: Scenario, drafter: str | None = None
+                     ) -> AcceptancePrior | None:
     """The priors file's acceptance prior of a query's configuration (the first matching
-    ``[[acceptance]]`` entry, as :class:`~ddtree_bayes.core.config.AcceptancePrior`),
-    truncated at what a step can emit (``sc.limit``), or None when no entry matches."""
-    entry = priors.acceptance_for(sc.method, sc.block, sc.verify_tokens, sc.model)
+    ``[[acceptance]]`` entry of ``drafter``, None: the default drafter's, as
+    :class:`~ddtree_bayes.core.config.AcceptancePrior`), truncated at what a step can emit
+    (``sc.limit``), or None when no entry matches."""
+    entry = priors.acceptance_for(sc.method, sc.block, sc.verify_tokens, sc.model, drafter)
     return None if entry is None else entry.capped(sc.limit)
 
 
