@@ -143,3 +143,32 @@ def test_the_check_is_the_priors_errors():
     check_priors_names(cfg, engines=set(), models={"kimi-k2.6"}, where="d.csv")
     check_priors_names(parse_priors(TEXT, "p.toml"), engines={"sglang", "vllm"},
                        models={"kimi-k2.6"}, where="d.csv")
+
+
+CURVE_METHOD = 'method = "ddtree"\nblock = 16\nreference_budget = 16'
+
+
+def test_the_curves_method_the_file_does_not_declare_is_refused(tmp_path):
+    """[acceptance_curve] method = "ddtre" parsed: optimize then compared the budgets of a
+    method nobody measured (the unmeasured group b300x8/sglang/ddtre, drawn from the
+    population) and recommended one, exit 0, its only word a missing drafter card. Refused
+    as an [[acceptance]] entry's undeclared method is (073b343), by optimize and by fit."""
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+
+    text = edited(CURVE_METHOD, CURVE_METHOD.replace('"ddtree"', '"ddtre"'))
+    with pytest.raises(PriorsError) as info:
+        parse_acceptance_curve(text, "p.toml")
+    assert info.value.column == "acceptance_curve.method"
+    assert str(info.value).startswith("p.toml, column 'acceptance_curve.method': method "
+                                      "'ddtre' is not one the file declares (fix: did you "
+                                      "mean ddtree? "), str(info.value)
+    assert parse_acceptance_curve(text, "p.toml", stored=True).method == "ddtre"
+    work = make_point_mass_workdir(tmp_path / "pm")
+    (work / "models" / "priors.toml").write_text(text)
+    before = listing(work)
+    err = refused(*run_cli(work, "optimize", "--budgets", "16,32"))
+    assert "column 'acceptance_curve.method': method 'ddtre' is not one the file declares" in err
+    assert listing(work) == before
+    work = workdir(tmp_path, text)
+    err = refused(*run_cli(work, "fit"))
+    assert "column 'acceptance_curve.method': method 'ddtre' is not one the file declares" in err

@@ -82,6 +82,14 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = 
     if not isinstance(method, str) or not method:
         raise PriorsError("'method' must be a method name", file=path, column=f"{where}.method",
                           fix='set method = "ddtree"')
+    declared = raw.get("methods")
+    if not stored and isinstance(declared, dict) and declared and method not in declared:
+        # (optimize would compare the budgets of a method nobody measured, and answer)
+        raise PriorsError(f"method {method!r} is not one the file declares", file=path,
+                          column=f"{where}.method",
+                          fix=typo_fix(method.lower(), tuple(declared),
+                                       "it takes a [methods.<name>] of the file: "
+                                       + ", ".join(declared)))
     ints = {}
     for key in ("block", "reference_budget"):
         value = section.get(key)

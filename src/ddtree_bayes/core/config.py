@@ -559,7 +559,8 @@ def target_model(spec: dict, path: str, column: str, *, stored: bool = False) ->
 
 def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str],
                        where: str, cards: Iterable[str] = (),
-                       curve_model: str | None = None, drafters: tuple = ()) -> None:
+                       curve_model: str | None = None, curve_method: str | None = None,
+                       drafters: tuple = ()) -> None:
     """Refuse (:class:`PriorsError`, file and key) a name in the priors that names nothing:
     matched by name, a typo is matched by nothing, and its prior silently does nothing.
 
@@ -573,6 +574,9 @@ def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str]
       deployment name of one (:func:`~ddtree_bayes.core.pairs.same_family`); a model with a
       card and no row yet is kept (its entry waits for its rows and predict's questions).
 
+    - ``[acceptance_curve] method`` (``curve_method``): a method the file declares
+      (``[methods.<name>]``), as :func:`~ddtree_bayes.core.acceptance_config.
+      parse_acceptance_curve` refuses it for ``optimize``.
     - ``[[acceptance]] drafter``: a drafter card of ``drafters`` (built in, overlaid by
       data/drafters.csv) that drafts the entry's method for its model (any target, for an
       entry of every model) and is not its default card, which an entry without a drafter is
@@ -622,6 +626,12 @@ name 'sglnag': one of the two is a typo
                           + "name a model of the rows or of data/models.csv (`ddtree-bayes card "
                             "add` writes a card), or leave model out (every model) (a typo is "
                             "never ignored)")
+    if curve_method is not None and cfg.methods and curve_method not in cfg.methods:
+        raise PriorsError(f"method {curve_method!r} is not one the file declares",
+                          file=cfg.path, column="acceptance_curve.method",
+                          fix=typo_fix(curve_method.lower(), tuple(cfg.methods),
+                                       "it takes a [methods.<name>] of the file: "
+                                       + ", ".join(cfg.methods)))
     for i, entry in enumerate(cfg.acceptance, start=1):
         if entry.drafter is not None and entry.method is not None:
             problem = drafter_entry_problem(drafters, entry.model, entry.method, entry.drafter)

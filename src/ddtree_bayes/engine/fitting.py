@@ -176,7 +176,7 @@ def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
     """Refuse a name of the priors that names nothing the rows or the model cards (the
     user's, and the built-in ones beside them) know (:func:`~ddtree_bayes.core.config.
     check_priors_names`): a relation's base engine, an ``[[acceptance]]`` entry's model and the
-    ``[acceptance_curve]``'s model, which ``optimize`` reads, and an entry's drafter card
+    ``[acceptance_curve]``'s model and method, which ``optimize`` reads, and an entry's drafter card
     (of ``drafters``)."""
     from ddtree_bayes.core.config import check_priors_names
     from ddtree_bayes.core.methods import toml_tables
@@ -186,10 +186,12 @@ def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
     if own_cards:   # (a card of the built-in table names a model too)
         known |= set(load_model_cards(paths.bundled("models.csv")))
     curve = toml_tables(cfg.text, cfg.path).get("acceptance_curve")
-    model = curve.get("model") if isinstance(curve, dict) else None
+    model, method = ((curve.get("model"), curve.get("method")) if isinstance(curve, dict)
+                     else (None, None))
     check_priors_names(cfg, engines={m.engine for m in measurements.rows},
                        models={m.model for m in measurements.rows}, where=str(measurements.path),
                        cards=known, curve_model=model if isinstance(model, str) else None,
+                       curve_method=method if isinstance(method, str) else None,
                        drafters=drafters)
 
 
