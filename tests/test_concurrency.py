@@ -484,6 +484,15 @@ def test_a_new_row_at_c_streams_is_scored_on_its_total():
     (score,) = living.score_rows(draws, [row], seed=0)
     assert score["status"] == "ok" and score["percentile"] == pytest.approx(0.5, abs=0.02)
     assert score["median"] == pytest.approx(4000 / 8.75, rel=0.01)
+    # update --format json's new_rows say the row's C (as removed_rows do): its measured
+    # 457 tok/s is the 4 streams' total, not one stream's
+    assert score["concurrency"] == 4
+    import jsonschema
+
+    from test_json_schemas import schema
+
+    jsonschema.Draft202012Validator(schema("update")["properties"]["new_rows"]["items"]
+                                    ).validate(score)
 
 
 def test_validate_concurrency_needs_extrapolate(tmp_path):

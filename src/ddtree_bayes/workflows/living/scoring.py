@@ -75,7 +75,8 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
             "row": m.row, "system": m.system, "engine": m.engine, "method": m.method,
             "block": m.block, "budget": m.budget, "verify_tokens": m.verify_tokens,
             "context_tokens": m.context_tokens, "accept_len": m.accept_len, "measured": m.tok_s,
-            "source": m.source, "notes": m.notes, "drafter": m.drafter,
+            "source": m.source, "notes": m.notes, "concurrency": m.concurrency,
+            "drafter": m.drafter,
             "configuration": (f"{m.model} " if multi else "") + describe_config(m),
             "description": describe_row(m)}
         if fit_model and m.model != fit_model:
