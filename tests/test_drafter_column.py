@@ -843,3 +843,31 @@ def test_predict_drafter_takes_an_acceptance_entry_of_that_drafter():
     assert (source.kind, source.prior.prior.params["mu"]) == ("prior", 1.6)
     (source,) = _ask(draws).asked[0].accept   # (the default drafter's: its inferred one)
     assert (source.kind, source.group_index) == ("posterior", 0)
+
+
+def test_the_no_drafter_warning_names_the_cards_only_rows_name(monkeypatch, tmp_path):
+    """A model and method no row measured whose only cards are named ones (default no: the
+    built-in Kimi K2.5 head for kimi-k2.6 eagle3, and an own one): predict warned "no drafter
+    card serves kimi-k2.6's eagle3 ... (`ddtree-bayes card add` one)" without --drafter, and
+    with --drafter of such a card too, though the card was there and asked."""
+    import dataclasses
+
+    from ddtree_bayes.engine.scenario import drafter_gap_warnings
+
+    monkeypatch.chdir(tmp_path)   # (no data/drafters.csv here: the stored and built-in cards)
+    draws = _named_only_fit()
+    text = "\n".join(ln for ln in draws.data_csv.rstrip("\n").split("\n")
+                     if ",eagle3," not in ln) + "\n"
+    model = {**draws.meta["model"], "acceptance_groups": []}
+    draws = dataclasses.replace(draws, data_csv=text, meta={**draws.meta, "model": model},
+                                memo={})
+    assert drafter_gap_warnings(draws, [("kimi-k2.6", "eagle3")]) == [
+        "no default drafter card serves kimi-k2.6's eagle3 and the fit measured none: only "
+        "cards that rows name serve it (lightseekorg/kimi-k2.5-eagle3-mla, test/k25-head), "
+        "and a question without --drafter prices a generic eagle3 drafter: ask --drafter "
+        "one of them"]
+    assert drafter_gap_warnings(draws, [("kimi-k2.6", "eagle3")], drafter="test/k25-head") == []
+    # a method no card serves at all: as before
+    assert drafter_gap_warnings(draws, [("kimi-k2.6", "mtp")]) == [
+        "no drafter card serves kimi-k2.6's mtp and the fit measured none: there is no drafter "
+        "to run it with (`ddtree-bayes card add` one)"]

@@ -441,8 +441,11 @@ def test_shares_lm_head_column(tmp_path):
 
 #: A made-up EAGLE-3 head for Kimi K2.6 (which has no drafter card): 1 layer, 0.5 B read.
 KIMI_EAGLE3 = "my-kimi-eagle3,kimi-k2.6,eagle3,eagle3_head,1,,,0.5,0.5,0.1,no,yes,,2,,me,,"
-NO_EAGLE3 = ("no drafter card serves kimi-k2.6's eagle3 and the fit measured none: there is no "
-             "drafter to run it with (`ddtree-bayes card add` one)")
+# (the built-in Kimi K2.5 head serves kimi-k2.6's eagle3, default no: only by name)
+NO_EAGLE3 = ("no default drafter card serves kimi-k2.6's eagle3 and the fit measured none: only "
+             "cards that rows name serve it (lightseekorg/kimi-k2.5-eagle3-mla), and a question "
+             "without --drafter prices a generic eagle3 drafter: ask --drafter "
+             "lightseekorg/kimi-k2.5-eagle3-mla")
 GENERIC_EAGLE3 = ("drafter passes priced by a generic eagle3 drafter of 1 target layer and an "
                   "LM-head-sized read (no drafter card)")
 

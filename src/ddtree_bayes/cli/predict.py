@@ -50,7 +50,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     question = resolve(draws, Flags.of(args), strict=args.strict)
     asked = [(sc.model, sc.method) for sc in question.scenarios]
     pending = [*check_drafters(draws, asked, drafter=args.drafter, strict=args.strict),
-               *drafter_gap_warnings(draws, asked),   # (next's words: no drafter)
+               # (next's words: no drafter; none with --drafter, a card that serves it)
+               *drafter_gap_warnings(draws, asked, drafter=args.drafter),
                *question.warnings]
     mixture = average = None
     weighed: list[str] = []

@@ -1100,7 +1100,8 @@ def predict(fit: Fit, *, model: str | None = None, hardware: str | None = None,
     if warnings is not None:   # (and an engine left out of an AR question: a row missing)
         # (a method without a drafter: the stored and built-in cards, not this directory's)
         warnings.extend(drafter_gap_warnings(fit, [(sc.model, sc.method)
-                                                   for sc in question.scenarios], here=False))
+                                                   for sc in question.scenarios], here=False,
+                                             drafter=drafter))
         warnings.extend([*question.warnings, *wide_interval_warnings(prob, fit.n_draws),
                          *ceiling_warnings(rows), *routing_warnings(rows),
                          *question.left_out])

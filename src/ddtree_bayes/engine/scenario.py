@@ -506,6 +506,7 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     (:func:`~ddtree_bayes.engine.target_models.deployments_of_one_model`, whose measured
     group an answer carries). None: it is autoregressive, measured, or has a drafter."""
     from ddtree_bayes.core.drafters import drafter_for
+    from ddtree_bayes.core.drafters import serves as card_serves
     from ddtree_bayes.engine.target_models import deployments_of_one_model
 
     if method == AR_METHOD:
@@ -518,6 +519,12 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
     # (a default card: one a row names only, default no, prices no answer without --drafter)
     if drafter_for(cards, model, method) is not None:
         return None
+    named = sorted({c.drafter for c in cards if card_serves(c, model, method)})
+    if named:   # (cards only rows name: a drafter to run it with, asked by name)
+        return (f"no default drafter card serves {model}'s {method} and the fit measured none: "
+                f"only cards that rows name serve it ({', '.join(named)}), and a question "
+                f"without --drafter prices a generic {method} drafter: ask --drafter "
+                + (named[0] if len(named) == 1 else "one of them"))
     # the methods the model's own cards serve (an EAGLE-3 head just added with `card add
     # --target`, while the question asks the bundled DDTree): the question that can be asked
     serves: dict[str, list[str]] = {}
@@ -535,10 +542,14 @@ def no_drafter(draws: Fit, model: str | None, method: str, cards: tuple) -> str 
 
 
 def drafter_gap_warnings(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
-                         here: bool = True) -> list[str]:
+                         here: bool = True, drafter: str | None = None) -> list[str]:
     """predict's warning that a question's (model, method) has no drafter to run it with
     (:func:`no_drafter`, as ``next`` leaves such a candidate out): its answer prices a
-    drafter nobody has. ``here``: also count the cards of ``data/drafters.csv`` here."""
+    drafter nobody has. ``here``: also count the cards of ``data/drafters.csv`` here.
+    ``drafter``: the question's ``--drafter``, a card that serves it (:func:`with_drafter`
+    refuses one that does not): nothing to warn of."""
+    if drafter is not None:
+        return []
     cards = drafter_cards(draws, here)
     return list(dict.fromkeys(w for model, method in asked
                               if (w := no_drafter(draws, model, method, cards)) is not None))
