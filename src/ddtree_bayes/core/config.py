@@ -445,6 +445,11 @@ class PriorsConfig:
     methods: dict[str, MethodSpec] = field(default_factory=dict)
     #: exponent p of the smooth maximum joining the roofline's memory and compute parts
     knee_sharpness: float = 3.0
+    #: ``[acceptance_curve]``'s ``model`` and ``method`` as written (None: absent or not a
+    #: string), which optimize reads (core/acceptance_config.py) and fit checks against the
+    #: rows, cards and methods (:func:`check_priors_names`) without parsing the text again
+    curve_model: str | None = None
+    curve_method: str | None = None
 
     @property
     def sha256(self) -> str:
@@ -897,7 +902,18 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
                         context_unit_tokens=float(unit), default_context_tokens=float(default_ctx),
                         priors=priors, relations=relations, acceptance=tuple(acceptance),
                         transfer=transfer, step_form=step_form, methods=methods,
-                        knee_sharpness=float(knee))
+                        knee_sharpness=float(knee), **curve_names(raw))
+
+def curve_names(raw: dict) -> dict[str, str | None]:
+    """``curve_model`` and ``curve_method`` of a priors file's parsed tables (its
+    ``[acceptance_curve]``'s ``model`` and ``method`` when strings, else None)."""
+    curve = raw.get("acceptance_curve")
+    out: dict[str, str | None] = {}
+    for key in ("model", "method"):
+        value = curve.get(key) if isinstance(curve, dict) else None
+        out[f"curve_{key}"] = value.strip() if isinstance(value, str) else None
+    return out
+
 
 def form_label(meta: dict) -> str:
     """A fit's model forms as shown by ``compare``: "roofline/structured", "power/fraction"."""

@@ -179,19 +179,17 @@ def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
     ``[acceptance_curve]``'s model and method, which ``optimize`` reads, and an entry's drafter card
     (of ``drafters``)."""
     from ddtree_bayes.core.config import check_priors_names
-    from ddtree_bayes.core.methods import toml_tables
     from ddtree_bayes.core.model_cards import load_model_cards
 
     known = set(cards)
-    if own_cards:   # (a card of the built-in table names a model too)
+    models = {m.model for m in measurements.rows}
+    named = [a.model for a in cfg.acceptance if a.model] + [cfg.curve_model or ""]
+    if own_cards and any(n and n not in known and n not in models for n in named):
+        # (a card of the built-in table names a model too; read only when needed)
         known |= set(load_model_cards(paths.bundled("models.csv")))
-    curve = toml_tables(cfg.text, cfg.path).get("acceptance_curve")
-    model, method = ((curve.get("model"), curve.get("method")) if isinstance(curve, dict)
-                     else (None, None))
-    check_priors_names(cfg, engines={m.engine for m in measurements.rows},
-                       models={m.model for m in measurements.rows}, where=str(measurements.path),
-                       cards=known, curve_model=model if isinstance(model, str) else None,
-                       curve_method=method if isinstance(method, str) else None,
+    check_priors_names(cfg, engines={m.engine for m in measurements.rows}, models=models,
+                       where=str(measurements.path), cards=known,
+                       curve_model=cfg.curve_model, curve_method=cfg.curve_method,
                        drafters=drafters)
 
 
