@@ -871,3 +871,27 @@ def test_the_no_drafter_warning_names_the_cards_only_rows_name(monkeypatch, tmp_
     assert drafter_gap_warnings(draws, [("kimi-k2.6", "mtp")]) == [
         "no drafter card serves kimi-k2.6's mtp and the fit measured none: there is no drafter "
         "to run it with (`ddtree-bayes card add` one)"]
+
+
+# ------------------------------------------------------------------ a deployment's own MTP card
+def test_a_named_mtp_card_is_read_at_its_own_bytes_per_weight():
+    """An MTP module is stored in its target's checkpoint: the default card is read at the
+    deployment card's bytes per weight (quantised with it). A card rows name (default no)
+    describes one deployment's checkpoint, whose module may ship unquantised: its own
+    bytes_per_weight prices the pass. Qwen3.8-27B's MTP module and head, 0.4247 + 1.2714 B,
+    against a 0.5 B/weight target on one 3.35 TB/s GPU (efficiency 1, no launch costs):
+    1.6961 x 0.5 / 3.35 = 0.25315 ms by default, 1.6961 x 2 / 3.35 = 1.01260 ms named."""
+    import dataclasses
+
+    from ddtree_bayes.core.drafters import DrafterCard, PassRoofline, pass_roofline_ms
+    from ddtree_bayes.core.model_cards import ModelCard
+
+    target = ModelCard("q", 27, 27, 64, None, None, 0.5, "bf16", "s")
+    default = DrafterCard("q-mtp", "q", ("mtp",), "mtp_module", 1, 0.4247, 1.2714, 2.0, "s")
+    named = dataclasses.replace(default, drafter="q-mtp-bf16", default=False)
+    hw = {"hardware": "h", "mem_bw_tb_s": "3.35", "interconnect": "x"}
+    flat = PassRoofline(1.0, 0.0, 0.0, 0.0)
+    assert pass_roofline_ms(default, target, "mtp", hw, 1, flat)[0] == pytest.approx(
+        0.253149, abs=1e-6)
+    assert pass_roofline_ms(named, target, "mtp", hw, 1, flat)[0] == pytest.approx(
+        1.012597, abs=1e-6)

@@ -41,7 +41,10 @@ from ddtree_bayes.core.model_cards import check_bytes_per_weight
 DRAFTER_COLUMNS = ("drafter", "target_model", "method", "kind", "layers", "params_active_b",
                    "lm_head_params_b", "bytes_per_weight", "source")
 #: Drafters stored inside the target's checkpoint (quantised with it, so a deployment card's
-#: bytes per weight applies to them); the others are separate checkpoints.
+#: bytes per weight applies to their default card); the others are separate checkpoints. A
+#: card of such a drafter that rows name (``default`` no) describes one deployment's
+#: checkpoint, which may store the module at another precision than its weights (an INT4
+#: export that ships its MTP head in bf16): its own ``bytes_per_weight`` prices the pass.
 IN_TARGET_KINDS = frozenset({"mtp_module"})
 #: The drafter kinds a card may name (data/public/README.md, "Drafter cards"): what the pass
 #: reads (``IN_TARGET_KINDS``) and whether a blank ``shares_lm_head`` is yes or no
@@ -424,7 +427,10 @@ def pass_roofline_ms(drafter: DrafterCard | None, model_card, method: str,
     bandwidth = float(hardware_row["mem_bw_tb_s"])
     if drafter is not None:
         params = drafter.pass_params_b
-        bpw = (model_card.bytes_per_weight if drafter.kind in IN_TARGET_KINDS
+        # (a default in-target card follows the deployment's quantisation; a named one is
+        # one deployment's checkpoint, at the precision its card states)
+        bpw = (model_card.bytes_per_weight
+               if drafter.kind in IN_TARGET_KINDS and drafter.default
                else drafter.bytes_per_weight)
         layers = drafter.layers
         how = f"drafter card {drafter.drafter}: {params:.3g} B parameters read per pass"
