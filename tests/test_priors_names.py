@@ -172,3 +172,62 @@ def test_the_curves_method_the_file_does_not_declare_is_refused(tmp_path):
     work = workdir(tmp_path, text)
     err = refused(*run_cli(work, "fit"))
     assert "column 'acceptance_curve.method': method 'ddtre' is not one the file declares" in err
+
+
+# ------------------------------------------------------- validate --extrapolate's own readers
+PUBLIC = Path(__file__).resolve().parents[1] / "data" / "public"
+SWEEP = PUBLIC / "sglang_eagle3_qwen3_30b_a3b_h100x4_angelslim.csv"   # (sglang rows)
+CONC = PUBLIC / "conc" / "sglang_mtp_qwen35_397b_b12x_rtxpro6000srvx4_conc.csv"
+
+
+@pytest.mark.parametrize(("mode", "sweep"), [
+    (("--extrapolate",), SWEEP), (("--extrapolate", "--from-smallest"), SWEEP),
+    (("--extrapolate", "--concurrency"), CONC)], ids=["sweeps", "from-smallest", "concurrency"])
+@pytest.mark.parametrize(("old", "new", "says"), [
+    (RELATION, '[relations.native]\nbase = "sglnag"\n',
+     "column 'relations.native.base': base engine 'sglnag' is the engine of no row of "),
+    (K26_B32, K26_B32.replace("kimi-k2.6", "kimi-k2.7"),
+     "column 'acceptance[2].model': model 'kimi-k2.7' is the model of no row of "),
+    ('says so\nmethod = "ddtree"\n', 'says so\nmethod = "ddtre"\n',
+     "column 'acceptance_curve.method': method 'ddtre' is not one the file declares"),
+], ids=["base", "model", "curve-method"])
+def test_validate_extrapolate_refuses_a_priors_name_that_names_nothing(
+        tmp_path, monkeypatch, mode, sweep, old, new, says):
+    """validate --extrapolate, --from-smallest and --concurrency read the priors with
+    load_priors alone, so none of fit's name checks ran there: with ``base = "sglnag"`` beside
+    SGLang sweeps each sweep was fitted with native's relation matching nothing (and the
+    [[acceptance]] entry of a model nobody has, the curve of a method nobody declared), exit
+    0. Now each sweep fitted is checked as fit checks its data, before the first fit: one
+    line, exit 2."""
+    from ddtree_bayes.workflows import concurrency_check as CC
+    from ddtree_bayes.workflows import extrapolation as X
+    from ddtree_bayes.workflows import validation as V
+
+    fitted: list = []
+    monkeypatch.setattr(X, "dispatch", lambda *a, **k: fitted.append(a) or [])
+    monkeypatch.setattr(V, "dispatch", lambda *a, **k: fitted.append(a) or [])
+    monkeypatch.setattr(CC, "check_sweep", lambda *a, **k: fitted.append(a))
+    priors = tmp_path / "p.toml"
+    assert TEXT.count(old) == 1, old
+    priors.write_text(TEXT.replace(old, new))
+    err = refused(*run_cli(tmp_path, "validate", *mode, "--sweeps", str(sweep), "--priors",
+                           str(priors), "--quiet"))
+    assert fitted == []
+    assert err.startswith(f"ddtree-bayes: error: {priors}, {says}"), err
+    if "relations" in says:   # (the sweep, as fit names its data file)
+        assert f"of {sweep}, " in err or f"of {sweep} [" in err, err
+        assert "whose rows name 'sglang'" in err, err
+
+
+def test_the_sweeps_pass_the_name_checks_with_the_bundled_priors():
+    """What validate --extrapolate (and --from-smallest) fits: every public sweep, read with the
+    bundled priors' checks, is kept (none refused)."""
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.workflows import extrapolation as X
+    from ddtree_bayes.workflows import from_smallest as F
+
+    priors = load_priors(bundled("priors.toml"))
+    files = sorted(p for p in PUBLIC.glob("*.csv") if p.name != "hardware_flops.csv")
+    hw = bundled("hardware.csv").read_text()
+    assert X.load_sweeps(files, hw, priors=priors)[0]
+    assert F.load_splits(files, hw, priors=priors)[0]

@@ -70,7 +70,8 @@ class FitInputs:
         card_warnings = () if own_cards is None else tuple(
             stale_hybrid_cards(cards, {m.model for m in measurements.rows}))
         drafters = drafter_table(paths.own_data_file("drafters.csv", workdir))
-        check_names(cfg, measurements, cards, own_cards is not None, drafters)
+        check_names(cfg, measurements.rows, cards, own_cards is not None, drafters,
+                    where=str(measurements.path))
         check_row_drafters(measurements.rows, drafters, measurements.path)
         for m in measurements.rows:   # (a model without a card: its proxy is read off the rows)
             card = cards.get(m.model)   # (the rows `add` refuses, refused in a hand-edited file)
@@ -171,26 +172,49 @@ def with_forms(cfg: PriorsConfig, moe_form: str | None, step_form: str | None
     return dataclasses.replace(cfg, moe_form=moe_form, step_form=step_form)
 
 
-def check_names(cfg: PriorsConfig, measurements: Measurements, cards: dict,
-                own_cards: bool, drafters: tuple = ()) -> None:
-    """Refuse a name of the priors that names nothing the rows or the model cards (the
-    user's, and the built-in ones beside them) know (:func:`~ddtree_bayes.core.config.
-    check_priors_names`): a relation's base engine, an ``[[acceptance]]`` entry's model and the
-    ``[acceptance_curve]``'s model and method, which ``optimize`` reads, and an entry's drafter card
-    (of ``drafters``)."""
+def check_names(cfg: PriorsConfig, rows, cards: dict, own_cards: bool, drafters: tuple = (),
+                *, where: str) -> None:
+    """Refuse a name of the priors that names nothing the rows (of the data file ``where``)
+    or the model cards (the user's, and the built-in ones beside them) know
+    (:func:`~ddtree_bayes.core.config.check_priors_names`): a relation's base engine, an
+    ``[[acceptance]]`` entry's model and the ``[acceptance_curve]``'s model and method, which
+    ``optimize`` reads, and an entry's drafter card (of ``drafters``). The one check of every
+    command that reads measurements with priors: :meth:`FitInputs.read` (fit, add, validate,
+    update) and, through :func:`names_checker`, ``validate --extrapolate``'s sweeps."""
     from ddtree_bayes.core.config import check_priors_names
     from ddtree_bayes.core.model_cards import load_model_cards
 
+    rows = list(rows)
     known = set(cards)
-    models = {m.model for m in measurements.rows}
+    models = {m.model for m in rows}
     named = [a.model for a in cfg.acceptance if a.model] + [cfg.curve_model or ""]
     if own_cards and any(n and n not in known and n not in models for n in named):
         # (a card of the built-in table names a model too; read only when needed)
         known |= set(load_model_cards(paths.bundled("models.csv")))
-    check_priors_names(cfg, engines={m.engine for m in measurements.rows}, models=models,
-                       where=str(measurements.path), cards=known,
-                       curve_model=cfg.curve_model, curve_method=cfg.curve_method,
+    check_priors_names(cfg, engines={m.engine for m in rows}, models=models, where=where,
+                       cards=known, curve_model=cfg.curve_model, curve_method=cfg.curve_method,
                        drafters=drafters)
+
+
+def names_checker(cfg: PriorsConfig, workdir: Path | None = None,
+                  drafters: tuple | None = None):
+    """:func:`check_names` of ``cfg`` for measurements read outside :meth:`FitInputs.read`
+    (``validate --extrapolate``'s sweeps, ``--from-smallest``'s corpus, ``--concurrency``'s
+    sweeps), each fitted with these priors: a function of one
+    :class:`~ddtree_bayes.core.data.Measurements`, with the model cards a fit in ``workdir``
+    reads, read once, and ``drafters`` (default: the built-in drafter cards overlaid by
+    ``workdir``'s data/drafters.csv)."""
+    from ddtree_bayes.core.drafters import drafter_table
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    own = paths.own_data_file("models.csv", workdir)
+    cards = load_model_cards(own or paths.data_file("models.csv", workdir))
+    table = (drafter_table(paths.own_data_file("drafters.csv", workdir)) if drafters is None
+             else drafters)
+
+    def check(data: Measurements) -> None:
+        check_names(cfg, data.rows, cards, own is not None, table, where=str(data.path))
+    return check
 
 
 def fit(data: str | Path | None = None, priors: str | Path | None = None, *,

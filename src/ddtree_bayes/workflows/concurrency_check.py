@@ -229,6 +229,11 @@ def extrapolate_concurrency(files: list[Path] | None = None,
             data = load_measurements(str(path), table, text=text)
             check_row_drafters(data.rows, drafters, data.path)
             runnable.append(Sweep(path, text, skipped, data))
+    from ddtree_bayes.engine.fitting import names_checker
+
+    check_names = names_checker(priors, workdir, drafters)
+    for sweep in runnable:   # (the priors' names, as fit of each sweep checks them)
+        check_names(sweep.data)
     if not runnable:
         no_row = [n for n in notes if "(no row at C" in n]
         raise QueryError(

@@ -124,10 +124,11 @@ def splits_of(name: str, path: str, text: str, data, skipped_rows: int
     return splits, notes
 
 
-def load_splits(files: list[Path], hardware_csv: str, methods=None
-                ) -> tuple[list[Split], list[str]]:
-    """Every split of the sweeps in ``files`` and why a sweep or method was left out."""
-    found, notes = usable_sweeps(files, hardware_csv, methods=methods)
+def load_splits(files: list[Path], hardware_csv: str, methods=None, *,
+                priors=None) -> tuple[list[Split], list[str]]:
+    """Every split of the sweeps in ``files`` and why a sweep or method was left out;
+    ``priors``: those they are fitted with (extrapolation.py ``usable_sweeps``)."""
+    found, notes = usable_sweeps(files, hardware_csv, methods=methods, priors=priors)
     splits = []
     for name, path, text, data, lacking, _ in found:
         mine, why = splits_of(name, str(path), text, data, lacking)
@@ -148,7 +149,7 @@ def _csv_value(v) -> str:
 
 
 def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dict,
-                methods=None) -> tuple[list[Split], int]:
+                methods=None, *, priors=None) -> tuple[list[Split], int]:
     """Each split with ``corpus``'s rows put first, always in training, less the rows of the
     split's own target on its own system (its model under any deployment name,
     :func:`same_family`, on the same hardware and GPU count); and the number of corpus rows
@@ -162,7 +163,12 @@ def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dic
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     data = load_measurements(str(corpus), hardware, text=text, methods=methods,
                              allow_duplicates=True)   # validates: file, row, column, fix
-    check_row_drafters(data.rows, drafter_table(own_data_file("drafters.csv")), data.path)
+    drafters = drafter_table(own_data_file("drafters.csv"))
+    check_row_drafters(data.rows, drafters, data.path)
+    if priors is not None:   # (the priors' names, as fit of the corpus checks them)
+        from ddtree_bayes.engine.fitting import names_checker
+
+        names_checker(priors, drafters=drafters)(data)
     known = (load_model_cards("models.csv", text=cards["models_csv"]) if cards.get("models_csv")
              else load_model_cards(bundled("models.csv")))
     for m in data.rows:
@@ -297,7 +303,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
     """``validate --extrapolate --from-smallest [--corpus FILE]``: every (split, structure)
     fit; a JSON-ready dict."""
     files, hardware_csv, cards, priors = sweep_inputs(files, workdir, priors_path)
-    splits, notes = load_splits(files, hardware_csv, priors.methods)
+    splits, notes = load_splits(files, hardware_csv, priors=priors)
     if not splits:
         raise DataError("no sweep has AR rows and a method at two or more configurations: "
                         + "; ".join(notes), file=str(files[0]),
@@ -305,7 +311,8 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                             "method with acceptance and tok/s")
     corpus_rows = 0
     if corpus is not None:
-        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, cards, priors.methods)
+        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, cards, priors.methods,
+                                                priors=priors)
     settings = settings or SamplerSettings()
     cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     tasks = [(s, st, priors.text, hardware_csv, cards, seed, settings, cores)
