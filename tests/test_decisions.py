@@ -1672,3 +1672,73 @@ def test_optimize_names_no_experts_for_a_dense_model():
         "the roofline verify cost (compute knee) and the tree/drafter costs")
     assert _carriers(model, "kimi-k2.6").startswith(
         "the roofline verify cost (distinct experts, compute knee) and")
+
+
+def test_an_acceptance_file_of_a_named_drafter_prices_that_drafters_passes(tmp_path,
+                                                                           monkeypatch):
+    """`optimize --acceptance-file F` whose rows all name a drafter card (here a 5-layer Kimi
+    K2.6 block drafter of 5.2 B parameters, default no) took that drafter's acceptance but
+    priced every budget's step with the drafter the fit priced (a generic one): the answer
+    was of no drafter, and said nothing. The step is now priced with the named card, as
+    `predict --drafter` prices it (engine/scenario.with_drafter), the JSON's scenario names
+    the drafter, and the curve's source says whose rows it was updated with."""
+    from ddtree_bayes.core.config import DEFAULT_SEED
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.engine.scenario import with_drafter
+    from ddtree_bayes.workflows.decisions.common import shared_step
+    from test_structure_model import structured_point_mass
+
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(
+        head + "\ntest/k26-block,kimi-k2.6,ddtree,dflash_block,5,,,5.2,5.2,1,yes,yes,,2,,me,,,no\n")
+    assert not load_drafter_cards(tmp_path / "data" / "drafters.csv")[0].default
+    monkeypatch.chdir(tmp_path)
+    draws = structured_point_mass()
+    curve = parse_acceptance_curve(draws.priors_toml)
+    acc = tmp_path / "acc.csv"
+    acc.write_text("model,drafter,method,block,budget,accept_len\n"
+                   "kimi-k2.6,test/k26-block,ddtree,16,16,9.0\n"
+                   "kimi-k2.6,test/k26-block,ddtree,16,32,9.6\n")
+    blank = tmp_path / "blank.csv"
+    blank.write_text(acc.read_text().replace("test/k26-block", ""))
+    ask = {"hardware": "b300", "engine": "sglang", "budgets": (16, 32)}
+    named = D.optimize(draws, curve, acceptance_file=acc, **ask)
+    plain = D.optimize(draws, curve, acceptance_file=blank, **ask)
+    # the step of predict --drafter test/k26-block at each budget, not the default drafter's
+    for row in named["rows"]:
+        sc = P.resolve_scenario(draws, hardware="b300", gpus=8, engine="sglang",
+                                method="ddtree", block=16, budget=row["budget"],
+                                verify_tokens=None, context_tokens=None)
+        card = float(np.median(shared_step(draws, with_drafter(draws, sc, "test/k26-block"),
+                                           DEFAULT_SEED)[0]))
+        default = float(np.median(shared_step(draws, sc, DEFAULT_SEED)[0]))
+        assert row["step_ms"] == pytest.approx(card) and card > default * 1.001
+    assert [r["step_ms"] for r in plain["rows"]] == pytest.approx(
+        [float(np.median(shared_step(draws, P.resolve_scenario(
+            draws, hardware="b300", gpus=8, engine="sglang", method="ddtree", block=16,
+            budget=b, verify_tokens=None, context_tokens=None), DEFAULT_SEED)[0]))
+         for b in (16, 32)])
+    assert named["scenario"]["drafter"] == "test/k26-block"
+    assert "drafter" not in plain["scenario"]
+    assert "2 kimi-k2.6 rows of drafter test/k26-block of " in named["curve"]["source"]
+    assert not [w for w in named["warnings"] if "drafter" in w], named["warnings"]
+    # a card that cannot price this question (of another method): refused in one line,
+    # naming the file's row and column
+    text = acc.read_text()
+    acc.write_text(text.replace("test/k26-block", "lightseekorg/kimi-k2.5-eagle3-mla"))
+    with pytest.raises(DataError) as err:
+        D.optimize(draws, curve, acceptance_file=acc, **ask)
+    assert str(err.value).startswith(
+        f"{acc}, row 2, column 'drafter': drafter 'lightseekorg/kimi-k2.5-eagle3-mla' "), err
+    # a name that is no card (a label, as data/acceptance_reference.csv's "dflash"): priced
+    # with the fit's drafter, as before, and said
+    acc.write_text(text.replace("test/k26-block", "dflash"))
+    label = D.optimize(draws, curve, acceptance_file=acc, **ask)
+    assert [r["step_ms"] for r in label["rows"]] == [r["step_ms"] for r in plain["rows"]]
+    assert "drafter" not in label["scenario"]
+    assert (f"the acceptance file's rows ({acc}) name the drafter 'dflash', which is no drafter "
+            "card: every budget's step is priced with the drafter the fit priced for "
+            "kimi-k2.6's ddtree (a generic ddtree drafter), not with dflash's passes; name its "
+            "card in the drafter column (`ddtree-bayes card add` writes one) to price them"
+            ) in label["warnings"]

@@ -80,7 +80,8 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     # one line, not a warning of a question that is then refused)
     print_warnings(pending, warned)
     print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
-                                           out["scenario"]["method"])], strict=args.strict),
+                                           out["scenario"]["method"])],
+                                  drafter=out["scenario"].get("drafter"), strict=args.strict),
                    warned)
     if (other := curve_model_warning(draws, curve, out, args.acceptance_file)) is not None:
         print_warnings([other], warned)
@@ -105,7 +106,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
           f"context {plain_text(float(sc['context_tokens']))}; verify tokens M = budget + 1"
           + (f"; concurrency {sc['concurrency']} (tok/s per user)"
              if sc.get("concurrency", 1) != 1 else "")
-          + (f"; KV cache {sc['kv_cache']}" if "kv_cache" in sc else ""))
+          + (f"; KV cache {sc['kv_cache']}" if "kv_cache" in sc else "")
+          + (f"; drafter {sc['drafter']} (the acceptance file's rows name it)"
+             if "drafter" in sc else ""))
     print(f"acceptance curve: {c['source']}")
     print(f"  accept(B) = {c['formula']}")
     for part in c["priors"].split(", gain"):

@@ -18,6 +18,7 @@ from ddtree_bayes.workflows.decisions.acceptance_curve import (  # noqa: F401
     curve_priors_file,
     doublings,
     read_acceptance_file,
+    read_acceptance_rows,
     read_curve,
     sample_curve,
     sample_prior,

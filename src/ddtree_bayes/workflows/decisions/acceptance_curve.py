@@ -117,13 +117,38 @@ def sample_curve(curve: AcceptanceCurve, n: int, rng: np.random.Generator) -> Cu
                       sample_prior(curve.decay, n, rng), source=f"prior from {curve.path}")
 
 
+@dataclass(frozen=True)
+class AcceptanceRows:
+    """The rows of an acceptance CSV read by :func:`read_acceptance_rows`: their budgets and
+    accept_len, their one model, and their one drafter card (``drafter``, named in the
+    optional drafter column, and the first row naming it, ``drafter_row``; None: blank, the
+    target's default drafter)."""
+
+    budgets: np.ndarray
+    values: np.ndarray
+    model: str
+    drafter: str | None = None
+    drafter_row: int | None = None
+
+
 def read_acceptance_file(path: str | Path, method: str, block: int,
                          limit: Callable[[float], AcceptLimit] | None = None
                          ) -> tuple[np.ndarray, np.ndarray, str]:
     """(budgets, accept_len, model) of the rows of an acceptance CSV (the schema of
-    data/acceptance_reference.csv) with this method and block. One model only. ``limit``: what
-    a step at a budget can emit (:func:`~ddtree_bayes.core.methods.max_accept`); a row above it
-    is refused, as ``predict --accept`` refuses it."""
+    data/acceptance_reference.csv) with this method and block (:func:`read_acceptance_rows`,
+    whose drafter this leaves out)."""
+    rows = read_acceptance_rows(path, method, block, limit)
+    return rows.budgets, rows.values, rows.model
+
+
+def read_acceptance_rows(path: str | Path, method: str, block: int,
+                         limit: Callable[[float], AcceptLimit] | None = None
+                         ) -> AcceptanceRows:
+    """The rows of an acceptance CSV (the schema of data/acceptance_reference.csv) with this
+    method and block. One model and one drafter only (the optional drafter column: blank is
+    the target's default drafter). ``limit``: what a step at a budget can emit
+    (:func:`~ddtree_bayes.core.methods.max_accept`); a row above it is refused, as
+    ``predict --accept`` refuses it."""
     path = str(path)
     try:
         with open(path, newline="", encoding="utf-8-sig") as fh:
@@ -203,7 +228,8 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
                         file=path, row=row, column="drafter",
                         fix="keep the rows of one drafter (blank in every row: the default "
                             "drafter; its name in every row: that drafter)")
-    return np.array(budgets), np.array(values), models.pop()
+    return AcceptanceRows(np.array(budgets), np.array(values), models.pop(),
+                          named[0] if named else None, drafters[named[0]] if named else None)
 
 
 def _gaussian(prior: Prior) -> tuple[float, float, float, float]:

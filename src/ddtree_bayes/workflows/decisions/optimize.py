@@ -14,7 +14,8 @@ import numpy as np
 
 from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.errors import QueryError
+from ddtree_bayes.core.drafters import card_named
+from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import (
     balanced_read,
@@ -31,6 +32,7 @@ from ddtree_bayes.engine.question import (
 )
 from ddtree_bayes.engine.scenario import (
     accept_limit,
+    drafter_cards,
     drafter_gap_warnings,
     layer_split_warning,
     memory_warnings,
@@ -46,7 +48,7 @@ from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
     misfit_warning,
-    read_acceptance_file,
+    read_acceptance_rows,
     sample_curve,
     update_curve,
 )
@@ -259,6 +261,22 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     # a context far past the measured ones: predict's warning (engine/question.py), first as
     # there (taken before ``model`` below is the acceptance file's)
     context_notes = context_warnings(draws, ctx, model)
+    found = None if acceptance_file is None else read_acceptance_rows(
+        acceptance_file, method, block,
+        lambda b: accept_limit(draws, method, block, int(b) if b == int(b) else None))
+    drafter, unpriced = None, []
+    if acceptance_file is not None and found is not None and found.drafter is not None:
+        # the rows' acceptance is that drafter's: its passes priced with its card, as
+        # predict --drafter prices them (the default drafter's step beside another drafter's
+        # acceptance was the answer of no drafter); a name no card has (a label, as
+        # data/acceptance_reference.csv's "dflash") cannot price one: said
+        if card_named(drafter_cards(draws), found.drafter) is not None:
+            drafter = found.drafter
+            scenarios = [drafted(draws, sc, drafter, acceptance_file, found.drafter_row)
+                         for sc in scenarios]
+        else:
+            unpriced = [unpriced_drafter_note(draws, scenarios[0], found.drafter,
+                                              acceptance_file)]
     steps, hows = zip(*(shared_step(draws, sc, seed) for sc in scenarios), strict=True)
     step = np.stack(steps, axis=1)                                        # (n, nb)
     n = draws.n_draws
@@ -268,15 +286,15 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         cd = sample_curve(curve, n, rng)
         anchored = (float(curve.reference_budget), math.inf)
     else:
-        b_obs, a_obs, file_model = read_acceptance_file(
-            acceptance_file, method, block,
-            lambda b: accept_limit(draws, method, block, int(b) if b == int(b) else None))
+        assert found is not None
+        b_obs, a_obs, file_model = found.budgets, found.values, found.model
         whose = f" of {curve.method} block {curve.block}" if other_drafter else ""
         rows_of = f" {method} block {block}" if other_drafter else ""
+        of_drafter = "" if found.drafter is None else f" of drafter {found.drafter}"
         cd = update_curve(curve, b_obs, a_obs, n, rng,
                           source=f"prior{whose} from {curve.path}, updated with {len(b_obs)} "
-                                 f"{file_model}{rows_of} row{'s' * (len(b_obs) != 1)} of "
-                                 f"{acceptance_file}")
+                                 f"{file_model}{rows_of} row{'s' * (len(b_obs) != 1)}"
+                                 f"{of_drafter} of {acceptance_file}")
         anchored = (float(b_obs.min()), float(b_obs.max()))
     # capped per budget at what a step can emit: the scenarios' limits, as predict's
     limits = np.array([sc.limit.tokens for sc in scenarios])
@@ -311,7 +329,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     sc = scenarios[0]
     # a tree no drafter card serves for the model and the fit never measured: predict warns
     # it and next leaves it out; a recommended budget of it prices a drafter nobody has
-    notes = [*drafter_gap_warnings(draws, [(sc.model, sc.method)]),
+    notes = [*drafter_gap_warnings(draws, [(sc.model, sc.method)], drafter=drafter), *unpriced,
              *context_notes, *verify_context_warnings(draws, scenarios[-1]),
              *concurrency_notes(draws, sc, concurrency),
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed),
@@ -330,6 +348,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                          "method": sc.method, "block": block, "context_tokens": sc.context_tokens,
                          "system": sc.pair, **({"model": sc.model} if sc.multi else {}),
                          **({"concurrency": concurrency} if concurrency != 1 else {}),
+                         **({"drafter": drafter} if drafter is not None else {}),
                          **({"kv_cache": kv_cache} if kv_cache is not None else {})},
             "interval_prob": prob,
             "curve": {"formula": "min(accept_max(B), accept_ref + gain * (1 - decay**d) / "
@@ -346,6 +365,40 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "max_measured_verify_tokens": {"system": sys_max, "any_system": all_max},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
+
+
+def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None
+            ) -> P.Scenario:
+    """``sc`` priced with the drafter card ``name`` that an acceptance file's rows name
+    (:func:`~ddtree_bayes.engine.scenario.with_drafter`, as ``predict --drafter``); a name it
+    refuses (no such card, one of another method or target, a fit of the fraction step) is a
+    :class:`DataError` naming the file's first row of it and its drafter column."""
+    from ddtree_bayes.core.errors import without_fix
+    from ddtree_bayes.engine.scenario import with_drafter
+
+    try:
+        return with_drafter(draws, sc, name)
+    except QueryError as err:
+        raise DataError(without_fix(err).removeprefix("--drafter: ").replace(
+            "--drafter needs", f"drafter {name!r} needs"), file=str(path), row=row,
+            column="drafter", fix=err.fix) from None
+
+
+def unpriced_drafter_note(draws: Fit, sc: P.Scenario, name: str, path: str | Path) -> str:
+    """What says that an acceptance file's rows name a drafter (``name``) no drafter card has,
+    so that the step of every budget is priced with the drafter the fit priced for the
+    question's model and method (its default card, or a generic drafter of the method)."""
+    from ddtree_bayes.core.drafters import drafter_for
+
+    target = sc.model or draws.meta["model"].get("target_model") or (
+        draws.meta["model"].get("card") or {}).get("model")
+    card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
+    priced = (f"its default card {card.drafter}" if card is not None else
+              f"a generic {sc.method} drafter")
+    return (f"the acceptance file's rows ({path}) name the drafter {name!r}, which is no "
+            f"drafter card: every budget's step is priced with the drafter the fit priced for "
+            f"{target or 'the model'}'s {sc.method} ({priced}), not with {name}'s passes; name "
+            "its card in the drafter column (`ddtree-bayes card add` writes one) to price them")
 
 
 def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
