@@ -976,3 +976,34 @@ def test_the_syvai_dflash_rows_name_their_w4a16_requant_of_dflash2(hw):
     assert [r["drafter"] for r in rows] == [SYVAI_DFLASH2 if r["method"] == "dflash" else ""
                                             for r in rows]
     assert sum(r["method"] == "dflash" for r in rows) == 2
+
+
+def test_an_acceptance_entrys_drafter_fix_says_what_to_do_with_the_entry():
+    """The fix of an [[acceptance]] entry's drafter problem was chosen by whether the
+    problem's text held the word "default": a card named org/default-head of another target
+    was told "leave drafter out (an entry without one is the default card's)", which turns
+    the entry into the default drafter's of a model the card does not even draft for; an
+    entry of every model naming qwen3-8b's default card was told the same, which makes it
+    every model's default drafter's; and a card that does not exist was told "blank: the
+    target's own drafter card", a measurement row's words."""
+    from ddtree_bayes.core.config import drafter_entry_problem
+
+    cards = load_drafter_cards("d.csv", CARDS + "org/default-head,llama-3.1-8b-instruct,eagle3,"
+                                                "eagle3_head,1,0.4,0.1,1,s,no\n")
+    cards += tuple(c for c in load_drafter_cards(bundled("drafters.csv"))
+                   if c.drafter == "z-lab/Qwen3-8B-DFlash-b16")
+    problem, fix = drafter_entry_problem(cards, "kimi-k2.6", "eagle3", "org/default-head")
+    assert problem == "drafter 'org/default-head' drafts for llama-3.1-8b-instruct, not kimi-k2.6"
+    assert fix.startswith("name a drafter card whose target_model is kimi-k2.6"), fix
+    # the default card, of an entry of one model: leave the drafter out
+    assert drafter_entry_problem(cards, "kimi-k2.6", "eagle3", "test/k26-head") == (
+        "drafter 'test/k26-head' is kimi-k2.6's default eagle3 card, which an entry without a "
+        "drafter is", "leave drafter out (an entry without one is the default card's)")
+    # of an entry of every model: name the model too (else it is every model's)
+    assert drafter_entry_problem(cards, None, "ddtree", "z-lab/Qwen3-8B-DFlash-b16")[1] == (
+        'set model = "qwen3-8b" and leave drafter out (an entry without a drafter is the '
+        "default card's; without a model too, every model's default drafter's)")
+    problem, fix = drafter_entry_problem(cards, "kimi-k2.6", "eagle3", "test/k25-haed")
+    assert problem == "no drafter card 'test/k25-haed'"
+    assert fix.endswith("or leave drafter out (the entry is then the default drafter's)"), fix
+    assert "blank" not in fix

@@ -649,18 +649,28 @@ def drafter_entry_problem(drafters: tuple, model: str | None, method: str, name:
                           ) -> tuple[str, str] | None:
     """(problem, fix) of an ``[[acceptance]]`` entry's ``drafter``: a measurement row's
     (core/drafters.py ``drafter_problem``) for an entry of one ``model``; for an entry of
-    every model, of the card's own target. None: it names a card that serves the entry."""
-    from ddtree_bayes.core.drafters import card_named, drafter_problem
+    every model, of the card's own target. None: it names a card that serves the entry. The
+    fix speaks of the entry (leave drafter out; for an entry of every model naming its
+    target's default card, name that model too), not of a row's blank column."""
+    from ddtree_bayes.core.drafters import card_named, drafter_for, drafter_problem
 
     card = card_named(drafters, name)
     target = model or (card.target_model if card is not None else "")
     problem = drafter_problem(drafters, target, method, name)
     if problem is None:
         return None
-    return (problem[0].replace("which a blank drafter column names",
-                               "which an entry without a drafter is"),
-            "leave drafter out (an entry without one is the default card's)"
-            if "default" in problem[0] and card is not None else problem[1])
+    if card is None:   # (a row's "blank: the target's own drafter card" is the entry's default)
+        return (problem[0], problem[1].replace(
+            "; blank: the target's own drafter card for the method",
+            "; or leave drafter out (the entry is then the default drafter's)"))
+    if drafter_for(drafters, target, method) is card:
+        return (problem[0].replace("which a blank drafter column names",
+                                   "which an entry without a drafter is"),
+                "leave drafter out (an entry without one is the default card's)"
+                if model is not None else
+                f'set model = "{target}" and leave drafter out (an entry without a drafter is '
+                "the default card's; without a model too, every model's default drafter's)")
+    return problem
 
 
 def closest_first(name: str, first, then) -> str | None:
