@@ -452,7 +452,8 @@ def test_drafter_help_says_a_measured_drafter_takes_its_rows_acceptance(tmp_path
     text = " ".join(out.split())
     assert "you have not measured" not in text and "its acceptance is not measured" not in text
     assert ("the acceptance of the fit's rows that name it in their drafter column (measured, "
-            "else inferred); give --accept for a drafter no row names") in text
+            "else inferred), else the priors' [[acceptance]] entry that names it (drafter = "
+            "NAME); give --accept for a drafter neither names") in text
 
 
 def test_optimize_help_caps_the_curve_at_the_block_as_predict_does(tmp_path):

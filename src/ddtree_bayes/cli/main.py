@@ -94,8 +94,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="a drafter card's name (data/drafters.csv or built in): its passes "
                         "cost its roofline times the per-pass multiple the engine showed with "
                         "the measured drafter; its acceptance is the acceptance of the fit's "
-                        "rows that name it in their drafter column (measured, else inferred); "
-                        "give --accept for a drafter no row names")
+                        "rows that name it in their drafter column (measured, else inferred), "
+                        "else the priors' [[acceptance]] entry that names it (drafter = NAME); "
+                        "give --accept for a drafter neither names")
     add_kv_cache_argument(p)
     p.add_argument("--concurrency", type=A.int_list(1, A.MAX_CONCURRENCY, "give stream counts, e.g. "
                                                     "--concurrency 1,4,8,16"),

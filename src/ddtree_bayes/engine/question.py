@@ -542,8 +542,9 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
     direct evidence: a priors entry has no system or engine, and was taken elsewhere; and
     acceptance is the drafter's, target's and prompts', not the engine's, so every engine of
     one question takes its acceptance from the same place); the posterior of an acceptance the
-    fit inferred for the configuration; the priors file's ``[[acceptance]]`` entry (the
-    default drafter's: not for a ``--drafter`` the rows name apart); the mean measured on
+    fit inferred for the configuration; the priors file's ``[[acceptance]]`` entry of the
+    question's drafter (one without a ``drafter`` key is the default drafter's; a
+    ``--drafter`` the rows name apart takes only an entry naming it); the mean measured on
     other systems. ``default_why``: why the fit's own
     default question was asked, when ``sc`` came from it (an error says so: its note is not
     printed yet). ``prefix`` and ``query``: the flags came from ``next --query QUERY``, whose
