@@ -92,7 +92,7 @@ def test_your_cards_are_marked(tmp_path):
     assert lines["kimi-k2.6"].split()[1:5] == ["1000", "32", "60", "384/top-8"]
     assert lines["my-ddtree"].split()[1:7] == ["qwen3-8b", "ddtree", "dflash_block", "3", "1.1",
                                                "2"]
-    assert ("17 model cards, 13 drafter cards (data/models.csv adds 1 and replaces 1 model "
+    assert ("17 model cards, 11 drafter cards (data/models.csv adds 1 and replaces 1 model "
             "cards; data/drafters.csv adds 1 and replaces 0 drafter cards)") in out
 
 

@@ -532,26 +532,16 @@ def test_the_rows_that_ran_the_k25_head_name_it(name):
 
 def test_the_combined_corpus_keeps_the_drafter_column(hw):
     """scripts/combine_public.py writes the column (its rows load, the K2.5 head's five rows
-    name it, and they are not taken as repeats of the Turin rows; the club-3090 MTP sweep's
-    six pooled rows name their checkpoint's bf16 MTP module, syv-ai's two DFlash2 rows its
-    W4A16 requant)."""
+    name it, and they are not taken as repeats of the Turin rows)."""
     from ddtree_bayes.core.config import load_priors
 
     path = Path(__file__).resolve().parents[1] / "data" / "examples" / "public_multi_model.csv"
     data = load_measurements(str(path), hw,
                              methods=load_priors(bundled("priors.toml")).methods)
     named = [m for m in data.rows if m.drafter is not None]
-    kimi = [m for m in named if m.drafter == K25_HEAD]
-    assert [(m.model, m.method) for m in kimi] == [("kimi-k2.6", "eagle3")] * 5
-    assert [m.context_tokens for m in kimi] == [0.0, 16384.0, 32768.0, 65536.0, 131072.0]
-    club = [m for m in named if m.drafter == AVUJA_MTP]
-    assert [(m.model, m.hardware, m.gpus, m.method) for m in club] == [
-        ("qwen3.8-27b", "rtx-3090", 2, "mtp")] * 6
-    assert [m.block for m in club] == [1, 2, 3, 4, 5, 6]
-    syvai = [m for m in named if m.drafter not in (K25_HEAD, AVUJA_MTP)]
-    assert [(m.model, m.hardware, m.gpus, m.method, m.drafter, m.tok_s) for m in syvai] == [
-        ("qwen3.8-27b", "rtx-3090", 1, "dflash", "syv-ai W4A16 requant of "
-         "incoai/Qwen3.8-27B-DFlash2", tok_s) for tok_s in (131.2, 121.8)]
+    assert [(m.model, m.method, m.drafter) for m in named] == [
+        ("kimi-k2.6", "eagle3", K25_HEAD)] * 5
+    assert [m.context_tokens for m in named] == [0.0, 16384.0, 32768.0, 65536.0, 131072.0]
     check_row_drafters(data.rows, drafter_table(), data.path)
 
 
@@ -884,9 +874,6 @@ def test_the_no_drafter_warning_names_the_cards_only_rows_name(monkeypatch, tmp_
 
 
 # ------------------------------------------------------------------ a deployment's own MTP card
-AVUJA_MTP = "Avuja/Qwen3.8-27B-int4-AutoRound MTP module (bf16)"
-
-
 def test_a_named_mtp_card_is_read_at_its_own_bytes_per_weight():
     """An MTP module is stored in its target's checkpoint: the default card is read at the
     deployment card's bytes per weight (quantised with it). A card rows name (default no)
@@ -908,74 +895,6 @@ def test_a_named_mtp_card_is_read_at_its_own_bytes_per_weight():
         0.253149, abs=1e-6)
     assert pass_roofline_ms(named, target, "mtp", hw, 1, flat)[0] == pytest.approx(
         1.012597, abs=1e-6)
-
-
-def test_the_club_3090_mtp_rows_name_the_bf16_module_of_their_checkpoint(hw):
-    """The club-3090 vLLM MTP sweep ran Avuja/Qwen3.8-27B-int4-AutoRound, whose MTP head ships
-    unquantised (bf16): its rows name that card, and its pass on 2x RTX 3090 (0.936 TB/s
-    each, PCIe) at the bundled constants is (0.4247 + 1.2714) x 2 / 1.872 / 0.625
-    + 2 x (0.03 + 0.10) = 3.15932 ms, 3.21x the default card's 0.98483 ms (at the target's
-    0.5 B/weight)."""
-    import csv
-    import io
-
-    from ddtree_bayes.core.drafters import PassRoofline, pass_roofline_ms
-    from ddtree_bayes.core.model_cards import load_model_cards
-
-    cards = drafter_table()
-    (card,) = [c for c in cards if c.drafter == AVUJA_MTP]
-    assert (card.target_model, card.methods, card.kind, card.default, card.bytes_per_weight,
-            card.pass_params_b) == ("qwen3.8-27b", ("mtp",), "mtp_module", False, 2.0,
-                                    pytest.approx(1.6961))
-    target = load_model_cards(bundled("models.csv"))["qwen3.8-27b"]
-    constants = PassRoofline(0.625, 0.03, 0.05, 0.10)
-    ms, _ = pass_roofline_ms(card, target, "mtp", hw["rtx-3090"], 2, constants)
-    assert ms == pytest.approx(3.15932, abs=5e-6)
-    default = drafter_for(cards, "qwen3.8-27b", "mtp")
-    assert pass_roofline_ms(default, target, "mtp", hw["rtx-3090"], 2, constants)[0] == \
-        pytest.approx(0.98483, abs=5e-6)
-    root = Path(__file__).resolve().parents[1] / "data" / "public"
-    for name in ("vllm_mtp_qwen38_27b_rtx3090x2_narr.csv", "vllm_mtp_qwen38_27b_rtx3090x2_code.csv"):
-        rows = list(csv.DictReader(io.StringIO((root / name).read_text(encoding="utf-8"))))
-        assert [r["drafter"] for r in rows] == ["" if r["method"] == "ar" else AVUJA_MTP
-                                                for r in rows]
-        assert sum(r["method"] == "mtp" for r in rows) == 6
-
-
-SYVAI_DFLASH2 = "syv-ai W4A16 requant of incoai/Qwen3.8-27B-DFlash2"
-
-
-def test_the_syvai_dflash_rows_name_their_w4a16_requant_of_dflash2(hw):
-    """syv-ai/qwen38-27b-rtx3090 ran DFlash2 requantized to W4A16 by that repo, 1.19 GB
-    instead of the published 3.85 GB: its two dflash rows name a card of that checkpoint,
-    1.924 B parameters at 1.19 / 1.924 = 0.6185 B/weight (the target's LM head, int4 in that
-    deployment, read at the same). On one RTX 3090 (0.936 TB/s) at the bundled constants:
-    (1.924 + 1.2714) x 0.6185 / 0.936 / 0.625 + 6 x 0.03 = 3.55838 ms, against the
-    published card's 11.10444 ms at 2 B/weight."""
-    import csv
-    import io
-
-    from ddtree_bayes.core.drafters import PassRoofline, pass_roofline_ms
-    from ddtree_bayes.core.model_cards import load_model_cards
-
-    cards = drafter_table()
-    (card,) = [c for c in cards if c.drafter == SYVAI_DFLASH2]
-    assert (card.target_model, card.methods, card.kind, card.default, card.layers,
-            card.bytes_per_weight) == ("qwen3.8-27b", ("dflash",), "dflash_block", False, 5,
-                                       0.6185)
-    target = load_model_cards(bundled("models.csv"))["qwen3.8-27b"]
-    constants = PassRoofline(0.625, 0.03, 0.05, 0.10)
-    ms, _ = pass_roofline_ms(card, target, "dflash", hw["rtx-3090"], 1, constants)
-    assert ms == pytest.approx(3.55838, abs=5e-6)
-    default = drafter_for(cards, "qwen3.8-27b", "dflash")
-    assert pass_roofline_ms(default, target, "dflash", hw["rtx-3090"], 1, constants)[0] == \
-        pytest.approx(11.10444, abs=5e-6)
-    root = Path(__file__).resolve().parents[1] / "data" / "public"
-    text = (root / "vllm_specdec_qwen38_27b_rtx3090_syvai.csv").read_text(encoding="utf-8")
-    rows = list(csv.DictReader(io.StringIO(text)))
-    assert [r["drafter"] for r in rows] == [SYVAI_DFLASH2 if r["method"] == "dflash" else ""
-                                            for r in rows]
-    assert sum(r["method"] == "dflash" for r in rows) == 2
 
 
 def test_an_acceptance_entrys_drafter_fix_says_what_to_do_with_the_entry():
