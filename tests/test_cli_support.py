@@ -92,7 +92,8 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                  "sha256": hashlib.sha256(data.read_bytes()).hexdigest()},
         "priors": {"path": str(priors.resolve()),
                    "sha256": hashlib.sha256(priors.read_bytes()).hexdigest()},
-        "inputs_sha256": "point-mass", "diagnostics": {"parameters": [], "divergences": 0},
+        "inputs_sha256": inputs_digest(texts), "diagnostics": {"parameters": [],
+                                                               "divergences": 0},
         "timings": {"total_s": 0.0}})
     if not meta["model"].get("target_models"):   # a fit of several models names them
         meta["model"]["target_model"] = "kimi-k2.6"
@@ -111,6 +112,23 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
     (models / store.LATEST).write_text(json.dumps(
         {"fit_id": fit_id, "file": f"fits/{path.name}", "converged": True}))
     return path
+
+
+def inputs_digest(texts: dict[str, str]) -> str:
+    """The ``inputs_sha256`` a fit records of the texts it stores (engine.inference's hash of
+    the data, hardware table and priors), computed here as store.load_fit checks it."""
+    h = hashlib.sha256()
+    for name in ("data", "hardware", "priors"):
+        h.update(hashlib.sha256(texts[name].encode()).digest())
+    return h.hexdigest()
+
+
+def fitted_inputs(work: Path) -> str:
+    """The ``inputs_sha256`` the latest fit in ``work`` records: what a test returns from a
+    patched ``inference.inputs_sha256`` to make ``update`` see its inputs as the fit's."""
+    from ddtree_bayes.engine import store
+
+    return str(store.load_meta(store.resolve(work / "models"))["inputs_sha256"])
 
 
 def make_point_mass_workdir(root: Path, **overrides) -> Path:

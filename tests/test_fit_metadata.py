@@ -9,6 +9,7 @@ answered, exit 0, from a fit whose ``converged`` read "no"."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import h5py
@@ -16,7 +17,7 @@ import pytest
 
 from ddtree_bayes.core.errors import ArtifactError
 from ddtree_bayes.engine import store
-from test_cli_support import FIT_ID, listing, make_point_mass_workdir
+from test_cli_support import FIT_ID, inputs_digest, listing, make_point_mass_workdir
 from test_cli_support import run_cli as call
 
 FIX = "(fix: re-run `ddtree-bayes fit`)"
@@ -147,11 +148,24 @@ def test_a_fit_without_the_model_card_a_question_needs_is_refused():
 def test_a_stored_text_that_no_longer_reads_is_the_fits_fault(tmp_path, attr, edit, said):
     """A fit's stored data or priors that no longer read (damaged, or older than this
     version's checks) said exit 2 (bad input) with the fix for a file the user edits ("write a
-    plain number", "correct the TOML syntax"), which the fit's copy is not: exit 3, refit."""
+    plain number", "correct the TOML syntax"), which the fit's copy is not: exit 3, refit.
+    The metadata's digests are those of the text as stored (a text this version's checks
+    refuse that an older version wrote; an edit the digests do not record is refused before
+    it is read: test_a_stored_text_whose_digest_disagrees_is_refused)."""
     work = make_point_mass_workdir(tmp_path / "w")
     path = store.resolve(work / "models")
     with h5py.File(path, "r+") as fh:
         fh.attrs[attr] = edit(fh.attrs[attr])
+        texts = {k: fh.attrs[a] for k, a in (("data", store.DATA_ATTR), (
+            "priors", store.PRIORS_ATTR), ("hardware", store.HARDWARE_ATTR))}
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        meta["data"]["sha256"], meta["priors"]["sha256"] = (
+            hashlib.sha256(texts[k].encode()).hexdigest() for k in ("data", "priors"))
+        meta["inputs_sha256"] = inputs_digest(texts)
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+    # (and the files it was made on: otherwise predict warns they changed since the fit)
+    (work / "data" / "measurements.csv").write_text(texts["data"])
+    (work / "models" / "priors.toml").write_text(texts["priors"])
     before = listing(work)
     code, out, err = call(work, "predict", "--accept", "14")
     assert code == 3 and out == "" and err.count("\n") == 1 and said in err, err
@@ -160,3 +174,79 @@ def test_a_stored_text_that_no_longer_reads_is_the_fits_fault(tmp_path, attr, ed
                         f"damaged, or older than its checks) {FIX}\n"), err
     assert "write a plain number" not in err and "correct the TOML" not in err
     assert listing(work) == before
+
+
+#: One edit per stored text that still reads (so no check of the text itself catches it):
+#: (attribute, what is replaced, by what, the text's name and the metadata field holding its
+#: digest, as the refusal names them).
+EDITED_TEXTS = [
+    (store.DATA_ATTR, ",8,8,9,4.4,,303,", ",8,8,9,4.4,,403,", "measurements (data.csv)",
+     "data.sha256"),
+    (store.PRIORS_ATTR, "mu = 10.0\nsigma = 2.5", "mu = 14.0\nsigma = 0.5",
+     "priors (priors.toml)", "priors.sha256"),
+    (store.HARDWARE_ATTR, "\nb300,HBM3e,288,8.0,", "\nb300,HBM3e,288,4.0,",
+     "hardware table (hardware.csv)", "inputs_sha256"),
+]
+
+
+@pytest.mark.parametrize(("attr", "old", "new", "name", "field"), EDITED_TEXTS,
+                         ids=["data", "priors", "hardware"])
+def test_a_stored_text_whose_digest_disagrees_is_refused(tmp_path, attr, old, new, name, field):
+    """A fit's stored data, priors or hardware table edited after the fit (each still reads)
+    answered from the edited text, exit 0: an acceptance prior of mu 14 in the stored priors
+    moved predict's default-question median from 504 to 710 tok/s on a real fit of the bundled
+    data (helper qfix, s58). The metadata records each text's sha256 (the hardware table's
+    through inputs_sha256, the hash of the three): a text that disagrees is refused, exit 3,
+    one line naming the fit and the text, nothing written."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+    (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "sglang"]
+    assert code == 0 and row["median"] == pytest.approx(600.0), err   # 12 / 20 ms by hand
+    path = store.resolve(work / "models")
+    with h5py.File(path, "r+") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        data, priors, hardware = (fh.attrs[a] for a in (store.DATA_ATTR, store.PRIORS_ATTR,
+                                                        store.HARDWARE_ATTR))
+        text = fh.attrs[attr]
+        assert text.count(old) == 1
+        edited = text.replace(old, new)
+        fh.attrs[attr] = edited
+    texts = {"data": data, "priors": priors, "hardware": hardware}   # (as made, then edited)
+    texts[{"data.sha256": "data", "priors.sha256": "priors"}.get(field, "hardware")] = edited
+    got = (inputs_digest(texts) if field == "inputs_sha256"
+           else hashlib.sha256(edited.encode()).hexdigest())
+    want = meta[field] if field == "inputs_sha256" else meta[field.split(".")[0]]["sha256"]
+    error = (f"{path}: its stored copy of the {name} is not the text it was fit on (sha256 "
+             f"{got[:12]}; its metadata's {field} records {want[:12]}): edited or damaged {FIX}")
+    with pytest.raises(ArtifactError) as caught:
+        store.load_fit(path)
+    assert str(caught.value) == error and caught.value.exit_code == 3
+    refused_to_answer(work, error)
+
+
+def refused_to_answer(work, error: str) -> None:
+    """predict, optimize, next and update exit 3 with ``error`` as their one stderr line and
+    write nothing."""
+    before = listing(work)
+    for argv in (("predict", "--accept", "14"), ("predict",), ("optimize",), ("next",),
+                 ("update",)):
+        code, out, err = call(work, *argv)
+        assert (code, out, err) == (3, "", f"ddtree-bayes: error: {error}\n"), argv
+    assert listing(work) == before
+
+
+def test_the_point_mass_fixture_records_its_texts_digests(tmp_path):
+    """The test fits' metadata holds the digests a real fit records of the texts it stores
+    (inputs_sha256 was the placeholder 'point-mass')."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    with h5py.File(path, "r") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        data, priors, hardware = (fh.attrs[a] for a in (store.DATA_ATTR, store.PRIORS_ATTR,
+                                                        store.HARDWARE_ATTR))
+    h = hashlib.sha256()
+    for text in (data, hardware, priors):
+        h.update(hashlib.sha256(text.encode()).digest())
+    assert meta["inputs_sha256"] == h.hexdigest()
+    assert meta["data"]["sha256"] == hashlib.sha256(data.encode()).hexdigest()
+    assert meta["priors"]["sha256"] == hashlib.sha256(priors.encode()).hexdigest()

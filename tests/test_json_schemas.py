@@ -24,6 +24,7 @@ import pytest
 from test_cli_support import (
     BEYOND_M33,
     FIT_ID,
+    fitted_inputs,
     make_point_mass_workdir,
     run_cli,
     write_point_mass_fit,
@@ -351,7 +352,7 @@ def test_track_diff_and_update_json_carry_the_warnings(work, monkeypatch):
     assert updated["warnings"] == printed == typo
     from ddtree_bayes.engine import inference
 
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date:
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))  # up to date:
     nothing, printed = warned_json(work, "update", "--quiet")   # no question asked
     validate_output("update", nothing)
     assert nothing["warnings"] == printed == []

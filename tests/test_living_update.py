@@ -21,6 +21,7 @@ from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine import store
 from ddtree_bayes.engine.testing import point_mass_draws
 from ddtree_bayes.workflows import living
+from test_cli_support import fitted_inputs
 from test_cli_support import run_cli as call
 
 NEW_ROW = ["--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block", "16",
@@ -684,7 +685,7 @@ def test_a_refit_flag_refits_a_fit_that_is_up_to_date(tmp_path, monkeypatch, fla
     from test_cli_support import make_point_mass_workdir
 
     work = make_point_mass_workdir(tmp_path / "w")
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))  # up to date
     seen = []
 
     def fake_fit(*args, **kwargs):
@@ -919,7 +920,7 @@ def test_update_without_data_refuses_to_leave_the_file_the_fit_was_made_on(tmp_p
                    f"{bundled('measurements.csv')} to refit on the other file)\n")
     assert listing(work) == before   # nothing written: no refit, latest.json unchanged
     # --data names the file: the question is the fit's own file again (up to date here)
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
     code, out, err = call(work, "update", "--data", "mine.csv")
     assert code == 0 and "nothing to refit" in out, err
 
@@ -971,7 +972,7 @@ def test_update_without_data_reads_a_byte_identical_copy_of_the_fits_file(tmp_pa
     mine.write_bytes(default.read_bytes())
     write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
                          work / "data" / "hardware.csv")
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
     code, out, err = call(work, "update")
     assert code == 0 and "nothing to refit" in out, err
     # one row more in the default file: it is no copy, and the refusal stands
@@ -999,7 +1000,7 @@ def test_update_without_data_reads_the_bundled_data_a_fit_of_another_copy_was_ma
     other.write_bytes(bundled("measurements.csv").read_bytes())
     write_point_mass_fit(work / "models", other, work / "models" / "priors.toml",
                          work / "data" / "hardware.csv")
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
     code, out, err = call(work, "update")
     assert code == 0 and "nothing to refit" in out, err
 
@@ -1122,7 +1123,7 @@ def test_update_without_priors_refuses_to_leave_the_priors_the_fit_was_made_with
     assert (f"but `update` without --priors reads {bundled('priors.toml')} (no models/priors.toml "
             "here: the bundled priors) (fix: pass --priors mine.toml") in err
     # --priors names the file: the fit's own priors again (up to date here)
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
     code, out, err = call(work, "update", "--priors", "mine.toml")
     assert code == 0 and "nothing to refit" in out, err
     # a byte-identical copy of mine.toml as the default is the same priors: read
@@ -1202,7 +1203,7 @@ def test_update_without_priors_refuses_a_swap_of_priors_kept_outside_the_workspa
                    f"(fix: pass --priors {shared.resolve()} to keep that fit's priors, or "
                    "--priors models/priors.toml to refit on the other file)\n")
     assert listing(work) == before   # nothing written
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
     code, out, err = call(work, "update", "--priors", str(shared))
     assert code == 0 and "nothing to refit" in out, err
     # a fit made in another directory (a copied workspace) still updates from this one's
@@ -1266,7 +1267,7 @@ def test_update_without_hardware_file_refuses_to_leave_the_table_the_fit_was_mad
             "data/hardware.csv here: the bundled hardware table) (fix: pass --hardware-file "
             "myhw.csv") in err
     # --hardware-file names the file: the fit's own table again (up to date here)
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))
     code, out, err = call(work, "update", "--hardware-file", "myhw.csv")
     assert code == 0 and "nothing to refit" in out, err
     # a byte-identical copy of myhw.csv as the default is the same table: read

@@ -28,7 +28,7 @@ from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.testing import MULTI_DATA, multi_model_draws, point_mass_draws
 from ddtree_bayes.workflows import validation as V
 from ddtree_bayes.workflows.baseline import pair_roofline_fit
-from test_cli_support import run_cli, write_point_mass_fit
+from test_cli_support import fitted_inputs, run_cli, write_point_mass_fit
 
 HW = load_hardware(bundled("hardware.csv"))
 CARDS = load_model_cards(bundled("models.csv"))
@@ -780,7 +780,7 @@ def test_update_does_not_count_a_drafter_card_of_a_model_the_fit_has_not(tmp_pat
     assert card_changes(draws, work) == []
     from ddtree_bayes.engine import inference
 
-    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: "point-mass")  # up to date
+    monkeypatch.setattr(inference, "inputs_sha256", lambda *a: fitted_inputs(work))  # up to date
     code, out, err = run_cli(work, "update")
     assert code == 0, err
     assert "is up to date" in out and "nothing to refit" in out

@@ -307,6 +307,7 @@ def load_fit(path: Path) -> Fit:
     except (OSError, KeyError, ValueError, TypeError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({_one_line(err)}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
+    _check_texts(meta, texts, path)
     _check_draws(meta, variables, path)
     bad = _nonfinite(variables)
     if logp is not None and not np.isfinite(logp).all():
@@ -397,6 +398,46 @@ def _check_fields(meta: dict, path: Path) -> None:
 def _one_line_json(value) -> str:
     text = json.dumps(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def text_digests(data: str, priors: str, hardware: str) -> dict[str, str]:
+    """The sha256 a fit's metadata records of the texts it stores: ``data.sha256``,
+    ``priors.sha256`` and ``inputs_sha256`` (the hash of the three texts' hashes, data,
+    hardware table, priors: :func:`ddtree_bayes.engine.inference.inputs_sha256`, the only
+    record of the hardware table's)."""
+    import hashlib
+
+    parts = {name: hashlib.sha256(text.encode()) for name, text in
+             (("data", data), ("hardware", hardware), ("priors", priors))}
+    inputs = hashlib.sha256()
+    for part in parts.values():
+        inputs.update(part.digest())
+    return {"data.sha256": parts["data"].hexdigest(), "priors.sha256": parts["priors"].hexdigest(),
+            "inputs_sha256": inputs.hexdigest()}
+
+
+#: The stored texts as :func:`_check_texts` names them, by the metadata field holding the
+#: digest that checks them.
+_TEXT_NAMES = {"data.sha256": "measurements (data.csv)", "priors.sha256": "priors (priors.toml)",
+               "inputs_sha256": "hardware table (hardware.csv)"}
+
+
+def _check_texts(meta: dict, texts: list[str], path: Path) -> None:
+    """Refuse a stored text (data, priors, hardware table) that is not the one the fit was
+    made on, as the sha256 its metadata records says: an edited copy answered from the edit.
+    The data and priors are checked first, so a disagreeing ``inputs_sha256`` is the hardware
+    table's. A digest the metadata lacks is not checked (every fit of this format records
+    them; a lacking one is :func:`_check_fields`' to refuse where it is required)."""
+    got = text_digests(*texts)
+    for field, name in _TEXT_NAMES.items():
+        *outer, key = field.split(".")
+        holder = meta.get(outer[0]) if outer else meta
+        want = holder.get(key) if isinstance(holder, dict) else None
+        if isinstance(want, str) and want != got[field]:
+            raise ArtifactError(f"{path}: its stored copy of the {name} is not the text it "
+                                f"was fit on (sha256 {got[field][:12]}; its metadata's {field} "
+                                f"records {want[:12]}): edited or damaged (fix: re-run "
+                                "`ddtree-bayes fit`)")
 
 
 def _check_draws(meta: dict, variables: dict, path: Path) -> None:
