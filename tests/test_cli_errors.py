@@ -628,7 +628,9 @@ def test_diff_says_when_the_model_or_drafter_cards_differ(tmp_path):
     card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["kimi-k2.6"])
     assert card["bytes_per_weight"] == 0.5
     drafter = {"drafter": "my-kimi-5l", "target_model": "kimi-k2.6", "methods": ["ddtree"],
-               "kind": "dflash_block", "layers": 5, "params_active_b": 5.2}
+               "kind": "dflash_block", "layers": 5, "params_active_b": 5.2,
+               "lm_head_params_b": 0.9, "bytes_per_weight": 2.0, "source": "test"}   # (whole:
+    # a fit whose card lacks a field is refused on read, tests/test_fit_metadata.py)
 
     def with_cards(fit_id: str, model_card: dict, drafters: list[dict],
                    proxy: bool = False) -> None:

@@ -250,3 +250,198 @@ def test_the_point_mass_fixture_records_its_texts_digests(tmp_path):
     assert meta["inputs_sha256"] == h.hexdigest()
     assert meta["data"]["sha256"] == hashlib.sha256(data.encode()).hexdigest()
     assert meta["priors"]["sha256"] == hashlib.sha256(priors.encode()).hexdigest()
+
+
+def test_converged_that_contradicts_the_failures_is_refused(tmp_path):
+    """``converged`` false beside an empty failures list (or true beside failed gates): the fit
+    wrote ``converged = not failures``, so one of them was edited. Before, the flipped flag
+    sent predict to exit 5 (unconverged) and update to answer from the fit, exit 0."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = edit_meta(work, lambda m: m.update(converged=False, failures=[]))
+    refused(work, f"{path}: its metadata says converged false but lists 0 failed gates (an "
+                  f"edited fit) {FIX}")
+    path = edit_meta(work, lambda m: m.update(converged=True, failures=["max R-hat 1.2 > 1.01"]))
+    refused(work, f"{path}: its metadata says converged true but lists 1 failed gate (an "
+                  f"edited fit) {FIX}")
+
+
+@pytest.mark.parametrize("value", [{"x": 1}, None, ["b300x8/sglang/ddtree", 3]])
+def test_coordinates_that_are_not_a_list_of_names_are_refused(tmp_path, value):
+    """coords.overhead_group as an object or an empty list answered predict with other numbers,
+    exit 0 (on a real fit of the bundled data: the B300 DDTree median 504 read 478); null
+    ended in 'internal error: TypeError'."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = edit_meta(work, lambda m: m["coords"].update(overhead_group=value))
+    said = f"{json.dumps(value)}, not a list of names"
+    refused(work, f"{path}: its metadata's coords.overhead_group is {said} (an edited fit) "
+                  f"{FIX}")
+
+
+def _label_draws(path, dim: str, labels: list[str]) -> None:
+    """Store ``dim``'s labels in the fit's posterior group as xarray writes a coordinate (a
+    dimension scale of strings), as every fit made by `fit` holds them."""
+    with h5py.File(path, "r+") as fh:
+        post = fh["posterior"]
+        post.create_dataset(dim, data=labels, dtype=h5py.string_dtype())
+        post[dim].make_scale(dim)
+
+
+@pytest.mark.parametrize(("meta_labels", "said"), [
+    (["b300x4"], '["b300x4"], not the labels its draws hold (["b300x8"])'),
+    (["b300x8", "h100x8"], '["b300x8", "h100x8"], not the labels its draws hold (["b300x8"])'),
+])
+def test_coordinates_other_than_the_draws_labels_are_refused(tmp_path, meta_labels, said):
+    """The draws of ``step_ar_ms[i]`` belong to the i-th system of the posterior's own
+    ``system`` coordinate; metadata naming other systems (renamed, reordered, one added)
+    priced one system with another's draws."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    _label_draws(path, "system", ["b300x8"])
+    code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+    (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "sglang"]
+    assert code == 0 and row["median"] == pytest.approx(600.0), err   # labelled: as before
+    path = edit_meta(work, lambda m: m["coords"].update(system=meta_labels))
+    refused(work, f"{path}: its metadata's coords.system is {said} (an edited fit) {FIX}")
+
+
+def test_a_labelled_dimension_the_metadata_does_not_name_is_refused(tmp_path):
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    _label_draws(path, "relation", ["native"])
+    path = edit_meta(work, lambda m: m["coords"].pop("relation"))
+    refused(work, f"{path} lacks coords.relation in its metadata: an older ddtree-bayes wrote "
+                  f"it, or it was edited {FIX}")
+
+
+@pytest.mark.parametrize(("field", "value", "kind"), [
+    ("data.path", None, "lacks"),              # internal error KeyError: 'path' before
+    ("data.path", 7, "a non-empty string"),    # internal error TypeError before
+    ("data.path", "", "a non-empty string"),   # exit 2 '.: Is a directory' before
+    ("priors.path", None, "lacks"),
+    ("data.sha256", None, "lacks"),            # internal error KeyError: 'sha256' before
+    ("priors.sha256", 7, "a non-empty string"),
+    ("inputs_sha256", None, "lacks"),          # update answered, exit 0, before
+    ("fit_id", "", "a non-empty string"),      # predict named fit '' before
+])
+def test_the_inputs_records_every_fit_has_are_required(tmp_path, field, value, kind):
+    """Every fit since the first records its inputs' paths and digests and a fit id; one
+    lacking or of another type ended in an internal error, or in update answering from it."""
+    work = make_point_mass_workdir(tmp_path / "w")
+
+    def edit(meta):
+        *outer, name = field.split(".")
+        holder = meta[outer[0]] if outer else meta
+        if value is None:
+            del holder[name]
+        else:
+            holder[name] = value
+
+    path = edit_meta(work, edit)
+    if kind == "lacks":
+        refused(work, f"{path} lacks {field} in its metadata: an older ddtree-bayes wrote it, "
+                      f"or it was edited {FIX}")
+    else:
+        refused(work, f"{path}: its metadata's {field} is {json.dumps(value)}, not {kind} (an "
+                      f"edited fit) {FIX}")
+
+
+@pytest.mark.parametrize(("field", "value", "said"), [
+    # what the fit derives from its priors (the bundled priors: the context unit 65536
+    # tokens, native based on sglang), which a reader took as it was
+    ("context_unit_tokens", 0, "not what its stored priors give (65536.0)"),  # ZeroDivision
+    ("relation_bases", {}, 'not what its stored priors give ({"native": "sglang"})'),
+    # the forms, against the draws (the point mass is of the linear MoE, fraction form)
+    ("moe_form", "", "not one of power, linear, roofline"),      # internal error KeyError ''
+    ("moe_form", "roofline", "not the form of its draws (they hold no moe_distinct_exponent)"),
+    ("step_form", "structured", "not the form of its draws (they hold no spec_fixed_ratio)"),
+    ("target_model", "llama-3.1-8b-instruct", 'not the model its stored data holds '
+                                              '("kimi-k2.6")'),
+])
+def test_model_fields_that_are_not_what_the_fit_computed_with_are_refused(tmp_path, field,
+                                                                          value, said):
+    """An edited meta["model"] field answered from the edit (exit 0) or ended in an internal
+    error: each is checked against what it is derived from (the stored priors and data,
+    whose digests are checked, or the draws), when the fit is read for its draws (history,
+    which reads the metadata alone, lists it)."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = edit_meta(work, lambda m: m["model"].update({field: value}))
+    refused_to_answer(work, f"{path}: its metadata's model.{field} is {json.dumps(value)}, "
+                            f"{said} (an edited fit) {FIX}")
+
+
+@pytest.mark.parametrize("field", ["target_model", "knee"])
+def test_a_model_field_derived_from_the_stored_inputs_is_told_when_lacking(tmp_path, field):
+    """A fit made before it recorded ``target_model`` (2026-12-01), or with ``knee`` lacking,
+    answers as the fit computed: the stored data's model, the stored priors' knee (on a real
+    fit of the bundled data the knee's reader default 3 moved predict's intervals, and a
+    lacking target_model its median 504 -> 502, exit 0)."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    edit_meta(work, lambda m: m["model"].pop(field, None))
+    code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+    (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "sglang"]
+    assert code == 0 and row["median"] == pytest.approx(600.0), err   # 12 / 20 ms by hand
+    fit = store.load_fit(store.resolve(work / "models"))
+    assert (fit.meta["model"]["target_model"], fit.meta["model"]["knee"]) == ("kimi-k2.6", 2.0)
+
+
+#: Edits of a real structured fit's metadata (the bundled data's default fit), each refused
+#: naming the field: (what is edited, the edit, the field the refusal names).
+STRUCTURED_EDITS = [
+    ("del engines", lambda m: m["model"].pop("engines"), "model.engines"),
+    ("engines []", lambda m: m["model"].update(engines=[]), "model.engines"),
+    ("del group_varies", lambda m: m["model"].pop("group_varies"), "model.group_varies"),
+    ("group_varies {}", lambda m: m["model"].update(group_varies={}),
+     "model.group_varies.pass"),
+    ("group_varies.pass short", lambda m: m["model"]["group_varies"].update({"pass": [True]}),
+     "model.group_varies.pass"),
+    ("del methods", lambda m: m["model"].pop("methods"), "model.methods"),
+    ("methods.ddtree", lambda m: m["model"]["methods"].update(ddtree={"passes": 2,
+                                                                      "tree": True}),
+     "model.methods"),
+    ("del step_form", lambda m: m["model"].pop("step_form"), "model.step_form"),
+    ("pass_roofline.bw_eff", lambda m: m["model"]["pass_roofline"].update(bw_eff=0.5),
+     "model.pass_roofline"),
+    ("card.layers text", lambda m: m["model"]["card"].update(layers="61"), "model.card"),
+    ("del card", lambda m: m["model"].pop("card"), "model.card"),
+    ("drafter_cards null", lambda m: m["model"].update(drafter_cards=None),
+     "model.drafter_cards"),
+    ("overhead groups reversed", lambda m: m["coords"]["overhead_group"].reverse(),
+     "coords.overhead_group"),
+    ("group_engine out of range", lambda m: m["model"].update(
+        group_engine=[5] * len(m["model"]["group_engine"])), "model.group_engine"),
+]
+
+
+def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
+    """On copies of a real structured fit with one field of its metadata deleted, emptied or
+    retyped (helper qfix, s58, on a fit of the bundled data): `predict`, `optimize` and
+    `next` answered other numbers, exit 0 (group_varies lacking or empty, relation_bases
+    emptied, the engines' or groups' order), or ended in an internal error (KeyError
+    'overhead_frac' for a lacking step_form, IndexError for lacking engines, TypeError for a
+    card field of another type); a lacking methods table listed no method in its fix. Each
+    is refused in one line naming the fit and the field (exit 3), nothing written."""
+    work, _ = fitted_workdir
+    code, plain, err = call(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0, err
+    for what, edit, field in STRUCTURED_EDITS:
+        copy = tmp_path / what.replace(" ", "_").replace(".", "_")
+        (copy / "models" / "fits").mkdir(parents=True)
+        source = store.resolve(work / "models")
+        target = copy / "models" / "fits" / source.name
+        target.write_bytes(source.read_bytes())
+        (copy / "models" / store.LATEST).write_text(
+            (work / "models" / store.LATEST).read_text())
+        (copy / "data").symlink_to(work / "data")
+        (copy / "models" / "priors.toml").write_text(
+            (work / "models" / "priors.toml").read_text())
+        edit_meta(copy, edit)
+        before = listing(copy)
+        for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):
+            code, out, err = call(copy, *argv)
+            assert code == 3 and out == "" and err.count("\n") == 1, (what, argv, err)
+            assert err.startswith(f"ddtree-bayes: error: {target}"), (what, err)
+            assert field in err and err.endswith(f"{FIX}\n"), (what, err)
+        assert listing(copy) == before, what
+    # a copy left as it was answers as the fit does
+    code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]

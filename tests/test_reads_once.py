@@ -148,8 +148,8 @@ def test_the_names_a_fit_knows_are_read_once_per_fit(tmp_path, monkeypatch):
     from ddtree_bayes.engine.store import load
 
     work = make_point_mass_workdir(tmp_path / "w")
-    fit = load(workdir=work)
     with counting_parses(monkeypatch) as parsed:
+        fit = load(workdir=work)   # (which reads the stored measurements, and so the table)
         first = N.unknown_names(fit, hardware="b30", engines=["sglang"])
         again = N.unknown_names(fit, hardware="b30", engines=["sglang"])
     assert [(u.kind, u.name, u.suggestions) for u in first] == [("hardware", "b30", ("b300", "gb300"))]

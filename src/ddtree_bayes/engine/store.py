@@ -293,6 +293,8 @@ def load_fit(path: Path) -> Fit:
             _check_version(meta, path)
             _check_fields(meta, path)
             post = fh["posterior"]
+            labels = _dimension_labels(post)
+            _check_coords(meta, labels, path)
             skip = {"chain", "draw", *meta["coords"]}
             variables = {}
             for name, ds in post.items():
@@ -319,8 +321,10 @@ def load_fit(path: Path) -> Fit:
                             " (saved by a version before this check) looks like this (fix: "
                             "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
     _gate_again(meta)
-    return Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
-                 priors_toml=texts[1], hardware_csv=texts[2])
+    fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
+              priors_toml=texts[1], hardware_csv=texts[2])
+    _check_model(fit, labelled=bool(labels))
+    return fit
 
 
 def variable_dims(path: Path) -> dict[str, tuple[str, ...]]:
@@ -351,20 +355,28 @@ def _one_line(err: BaseException) -> str:
 
 #: What every reader of a fit's metadata relies on: field -> the JSON type it must have. A fit
 #: of this format version lacking one was written by an older ddtree-bayes (the model's
-#: context fields came with the structured step, 2026-12-01) or edited.
+#: context fields came with the structured step, 2026-12-01) or edited. The paths and digests
+#: of the inputs were there from the first fit. What the model's other fields must be is
+#: :func:`_check_model`'s (against the stored priors and data, and the draws).
 REQUIRED_FIELDS: dict[str, str] = {
-    "fit_id": "string", "converged": "boolean", "coords": "object", "data": "object",
+    "fit_id": "text", "converged": "boolean", "coords": "object", "data": "object",
     "priors": "object", "model": "object", "model.moe_form": "string",
     "model.context_unit_tokens": "number", "model.default_context_tokens": "number",
-    "model.relation_bases": "object"}
+    "model.relation_bases": "object", "data.path": "text", "data.sha256": "text",
+    "priors.path": "text", "priors.sha256": "text", "inputs_sha256": "text"}
 #: Fields some fits lack (older ones, or a model that has no use for them), and the type they
 #: have where present.
 OPTIONAL_FIELDS: dict[str, str] = {
     "failures": "array", "diagnostics": "object", "sampler": "object", "timings": "object",
-    "created_utc": "string", "model.step_form": "string", "model.knee": "number",
-    "model.methods": "object", "model.card": "object", "model.model_cards": "object",
-    "model.engines": "array", "model.group_varies": "object"}
+    "created_utc": "string", "seed": "number", "model.step_form": "string",
+    "model.knee": "number", "model.methods": "object", "model.card": "object",
+    "model.model_cards": "object",
+    "model.engines": "array", "model.group_varies": "object", "model.drafter_cards": "array",
+    "model.group_engine": "array", "model.group_system": "array",
+    "model.group_pass_roof_ms": "array", "model.group_pass_how": "array",
+    "model.pass_roofline": "object", "model.target_models": "array"}
 _KINDS = {"string": ("a string", lambda v: isinstance(v, str)),
+          "text": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
           "boolean": ("true or false", lambda v: isinstance(v, bool)),
           "number": ("a number", lambda v: isinstance(v, int | float)
                      and not isinstance(v, bool)),
@@ -393,6 +405,263 @@ def _check_fields(meta: dict, path: Path) -> None:
                 raise ArtifactError(f"{path}: its metadata's {field} is "
                                     f"{_one_line_json(holder[name])}, not {words} (an edited "
                                     "fit) (fix: re-run `ddtree-bayes fit`)")
+    _check_converged(meta, path)
+
+
+def _check_converged(meta: dict, path: Path) -> None:
+    """Refuse ``converged`` that contradicts the failed gates listed beside it (a fit writes
+    ``converged = not failures``)."""
+    failures = meta.get("failures")
+    if isinstance(failures, list) and meta["converged"] == bool(failures):
+        gates = "gate" if len(failures) == 1 else "gates"
+        raise ArtifactError(f"{path}: its metadata says converged "
+                            f"{json.dumps(meta['converged'])} but lists {len(failures)} failed "
+                            f"{gates} (an edited fit) (fix: re-run `ddtree-bayes fit`)")
+
+
+#: What xarray stores as a dimension without labels (a netCDF dimension scale, not a variable).
+_PHONY_DIMENSION = b"This is a netCDF dimension but not a netCDF variable"
+
+
+def _dimension_labels(post) -> dict[str, list[str]]:
+    """The labels of each dimension the posterior group ``post`` (h5py; None: no group)
+    stores them for, as xarray writes a coordinate (a one-dimensional dimension scale; chain
+    and draw are not labels)."""
+    out: dict[str, list[str]] = {}
+    for dim, ds in (post.items() if post is not None else ()):
+        if dim in ("chain", "draw") or not ds.is_scale or ds.ndim != 1:
+            continue
+        name = ds.attrs.get("NAME", b"")
+        if (name if isinstance(name, bytes) else str(name).encode()).startswith(
+                _PHONY_DIMENSION):
+            continue
+        out[dim] = [_attr_text(x) for x in ds[...]]
+    return out
+
+
+def _check_coords(meta: dict, labels: dict[str, list[str]], path: Path) -> None:
+    """Refuse ``coords`` that do not name the labels the draws are stored with: each a list
+    of names, and, where the posterior group holds a dimension's labels (``labels``: every
+    fit `fit` writes), those labels in that order (the draws of ``step_ar_ms[i]`` are the
+    i-th system's); a labelled dimension the metadata lacks is a lacking field."""
+    coords = meta["coords"]
+    for dim, names in coords.items():
+        if not (isinstance(names, list) and all(isinstance(x, str) for x in names)):
+            raise ArtifactError(f"{path}: its metadata's coords.{dim} is "
+                                f"{_one_line_json(names)}, not a list of names (an edited fit) "
+                                "(fix: re-run `ddtree-bayes fit`)")
+    for dim, held in labels.items():
+        if dim not in coords:
+            raise ArtifactError(f"{path} lacks coords.{dim} in its metadata: an older "
+                                "ddtree-bayes wrote it, or it was edited (fix: re-run "
+                                "`ddtree-bayes fit`)")
+        if coords[dim] != held:
+            raise ArtifactError(f"{path}: its metadata's coords.{dim} is "
+                                f"{_one_line_json(coords[dim])}, not the labels its draws hold "
+                                f"({_one_line_json(held)}) (an edited fit) (fix: re-run "
+                                "`ddtree-bayes fit`)")
+
+
+#: What a structured fit with speculative groups stores beside its methods table (core.spec's
+#: ``model_meta``), each read by the question side without a default that answers the same.
+STRUCTURED_FIELDS = ("methods", "group_varies", "engines", "group_engine",
+                     "group_pass_roof_ms", "group_pass_how", "pass_roofline", "drafter_cards")
+#: The variable only a form's draws hold (core.likelihood's names).
+_FORM_VARIABLES = {"fraction": "overhead_frac", "structured": "spec_fixed_ratio",
+                   "roofline": "moe_distinct_exponent",
+                   "linear": "moe_slope", "power": "moe_exponent"}
+
+
+def _edited(path: Path, field: str, value, what: str) -> ArtifactError:
+    return ArtifactError(f"{path}: its metadata's {field} is {_one_line_json(value)}, {what} "
+                         "(an edited fit) (fix: re-run `ddtree-bayes fit`)")
+
+
+def _check_model(fit: Fit, labelled: bool = True) -> None:
+    """Refuse ``meta["model"]`` that is not what the fit computed with, where this can be
+    told: the fields a fit derives from its priors (checked against the stored priors, whose
+    digest :func:`_check_texts` checked) other than its forms, the forms against the draws
+    (the variables only a form samples), its target model against its stored data, and, in a
+    structured fit with speculative groups, the fields its question side reads (present, one
+    per overhead group, engines as the draws label them). The readers' defaults for a lacking
+    field answered otherwise, exit 0 (a fit of the bundled data: knee lacking moved the
+    default question's intervals). ``labelled``: an artifact whose posterior labels its
+    draws, as every one `fit` and `update` write does; the tests' artifacts, written with
+    h5py, store only the fields they read, and their own knee, methods and pass roofline."""
+    import dataclasses
+
+    from ddtree_bayes.core.config import MOE_FORMS, STEP_FORMS
+    from ddtree_bayes.core.spec import pass_roofline_constants
+
+    path, model, coords, variables = fit.path, fit.meta["model"], fit.meta["coords"], fit.variables
+    step_form = model.get("step_form", "fraction")
+    for field, form, forms in (("model.moe_form", model["moe_form"], MOE_FORMS),
+                               ("model.step_form", step_form, STEP_FORMS)):
+        if form not in forms:
+            raise _edited(path, field, form, f"not one of {', '.join(forms)}")
+    groups = coords.get("overhead_group") or []
+    if groups and _FORM_VARIABLES[step_form] not in variables:
+        raise _edited(path, "model.step_form", model.get("step_form"),
+                      f"not the form of its draws (they hold no {_FORM_VARIABLES[step_form]})")
+    moe_variable = _FORM_VARIABLES[model["moe_form"]]
+    if moe_variable not in variables and any(v in variables for v in (
+            _FORM_VARIABLES["roofline"], _FORM_VARIABLES["linear"], _FORM_VARIABLES["power"])):
+        raise _edited(path, "model.moe_form", model["moe_form"],
+                      f"not the form of its draws (they hold no {moe_variable})")
+    priors = fit.priors
+    if "knee" not in model:   # (the fit priced the knee with its priors' value)
+        model["knee"] = priors.knee_sharpness
+    methods = {n: {"passes": m.passes, "tree": m.tree} for n, m in priors.methods.items()}
+    derived: dict[str, object] = {
+        "context_unit_tokens": priors.context_unit_tokens,
+        "default_context_tokens": priors.default_context_tokens,
+        "relation_bases": {e: r.base for e, r in priors.relations.items()},
+        "methods": {n: methods.get(n) for n in model.get("methods") or {}}}   # (those named)
+    if labelled:   # (a fit `fit` wrote: all of them, as its priors give them)
+        derived.update(knee=priors.knee_sharpness, methods=methods)
+        if "pass_roofline" in model:
+            derived["pass_roofline"] = dataclasses.asdict(pass_roofline_constants(priors))
+    for name, value in derived.items():
+        if name not in model:
+            continue   # (a test's fit; the structured fields below are required)
+        if model[name] != value:
+            raise _edited(path, f"model.{name}", model[name],
+                          f"not what its stored priors give ({_one_line_json(value)})")
+    _check_target_models(fit)
+    if model["moe_form"] == "roofline" and not model.get("card") and not model.get("model_cards"):
+        raise ArtifactError(f"{path} lacks model.card in its metadata (the roofline form prices "
+                            "the step from it): an older ddtree-bayes wrote it, or it was "
+                            "edited (fix: re-run `ddtree-bayes fit`)")
+    _check_cards(path, model)
+    if step_form != "structured" or not groups or not labelled:
+        return   # (a test's artifact, written without labels, stores only what it reads)
+    for name in STRUCTURED_FIELDS:
+        if name not in model:
+            raise ArtifactError(f"{path} lacks model.{name} in its metadata: an older "
+                                "ddtree-bayes wrote it, or it was edited (fix: re-run "
+                                "`ddtree-bayes fit`)")
+    engines = model["engines"]
+    if "engine" in coords and engines != coords["engine"]:
+        raise _edited(path, "model.engines", engines,
+                      f"not the engines its draws are labelled with ({_one_line_json(coords['engine'])})")
+    varies = model["group_varies"]
+    per_group = {"model.group_engine": model["group_engine"],
+                 "model.group_pass_roof_ms": model["group_pass_roof_ms"],
+                 "model.group_pass_how": model["group_pass_how"],
+                 "model.group_system": model.get("group_system", groups),
+                 "model.group_varies.pass": varies.get("pass") if isinstance(varies, dict) else None,
+                 "model.group_varies.tree": varies.get("tree") if isinstance(varies, dict) else None}
+    for field, values in per_group.items():
+        if not isinstance(values, list) or len(values) != len(groups):
+            raise _edited(path, field, values, f"not one entry per overhead group ({len(groups)})")
+    for field, values, n in (("model.group_engine", model["group_engine"], len(engines)),
+                             ("model.group_system", model.get("group_system"),
+                              len(coords.get("system") or []))):
+        if values is not None and not all(_index(v, n) for v in values):
+            raise _edited(path, field, values, f"not indices below {n}")
+    if not all(isinstance(v, int | float) and not isinstance(v, bool)
+               for v in model["group_pass_roof_ms"]):
+        raise _edited(path, "model.group_pass_roof_ms", model["group_pass_roof_ms"],
+                      "not a list of numbers")
+    for field in ("model.group_varies.pass", "model.group_varies.tree"):
+        if not all(isinstance(v, bool) for v in per_group[field]):
+            raise _edited(path, field, per_group[field], "not a list of true or false")
+
+
+def _check_target_models(fit: Fit) -> None:
+    """The model(s) the fit names: a fit of several names them in ``target_models`` (a list
+    of names) beside a null ``target_model``; a fit of one names the model of its stored data
+    (whose digest was checked; its measurements, parsed here once for every answer that
+    reads them) in ``target_model``. A fit made before it named them
+    (2026-12-01) is told it here, in memory, as a fit of this version names it."""
+    model, path = fit.meta["model"], fit.path
+    several = model.get("target_models")
+    if several is not None:
+        if not several or not all(isinstance(m, str) and m for m in several):
+            raise _edited(path, "model.target_models", several, "not a list of model names")
+        if model.get("target_model") is not None:
+            raise _edited(path, "model.target_model", model["target_model"],
+                          "not null beside the target_models of a fit of several models")
+        return
+    models = list(fit.measurements.models)   # (parsed once: what the answers read)
+    if len(models) > 1:
+        raise ArtifactError(f"{path} lacks model.target_models in its metadata (its stored "
+                            "data holds several models): it was edited (fix: re-run "
+                            "`ddtree-bayes fit`)")
+    if not models:
+        return
+    if "target_model" not in model:
+        model["target_model"] = models[0]
+    elif model["target_model"] != models[0]:
+        raise _edited(path, "model.target_model", model["target_model"],
+                      f"not the model its stored data holds ({_one_line_json(models[0])})")
+
+
+def _index(value, n: int) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < n
+
+
+def _check_cards(path: Path, model: dict) -> None:
+    """Refuse a stored model or drafter card a reader cannot build (a field lacking, or of
+    another type than the card's own: core.model_cards.ModelCard, core.drafters.DrafterCard)."""
+    from ddtree_bayes.core.drafters import DrafterCard
+    from ddtree_bayes.core.model_cards import ModelCard
+
+    cards: list[tuple[str, object, type]] = [("model.card", model.get("card"), ModelCard)]
+    cards += [(f"model.model_cards.{k}", v, ModelCard)
+              for k, v in (model.get("model_cards") or {}).items()]
+    cards += [(f"model.drafter_cards[{i}]", v, DrafterCard)
+              for i, v in enumerate(model.get("drafter_cards") or [])]
+    for field, card, cls in cards:
+        if card is None and field == "model.card":
+            continue
+        problem = _card_problem(card, cls)
+        if problem:
+            raise _edited(path, field, card, problem)
+
+
+def _card_problem(card, cls) -> str | None:
+    """What makes ``card`` (a stored card's dict) no ``cls`` (a card dataclass), or None."""
+    import dataclasses
+    import typing
+
+    if not isinstance(card, dict):
+        return "not an object"
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    for name, f in fields.items():
+        if name not in card:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                return f"lacking {name}"
+            continue
+        if not _of_type(card[name], hints[name]):
+            return f"its {name} {_one_line_json(card[name])} not of the card's type"
+    unknown = sorted(set(card) - set(fields))
+    return f"with fields no card has ({', '.join(unknown)})" if unknown else None
+
+
+def _of_type(value, hint) -> bool:
+    """Whether a stored JSON value fits a card field's annotation (str, int, float, bool,
+    tuples of str, and ``X | None``); an int is a float."""
+    import types
+    import typing
+
+    args = typing.get_args(hint)
+    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
+        return any(_of_type(value, a) for a in args)
+    if hint is type(None):
+        return value is None
+    if typing.get_origin(hint) is tuple:
+        return isinstance(value, list | tuple) and all(isinstance(v, str) for v in value)
+    if hint is bool:
+        return isinstance(value, bool)
+    if hint is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    if hint is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if hint is str:
+        return isinstance(value, str)
+    return True
 
 
 def _one_line_json(value) -> str:
@@ -469,6 +738,7 @@ def load_meta(path: Path) -> dict:
     try:
         with h5py.File(path, "r") as fh:
             meta = json.loads(_attr_text(fh.attrs[META_ATTR]))
+            labels = _dimension_labels(fh.get("posterior"))
     except (OSError, KeyError, ValueError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
@@ -476,6 +746,7 @@ def load_meta(path: Path) -> dict:
         raise ArtifactError(f"{path} has malformed metadata (fix: re-run `ddtree-bayes fit`)")
     _check_version(meta, path)   # (history listed such a fit as readable; predict refuses it)
     _check_fields(meta, path)
+    _check_coords(meta, labels, path)
     _gate_again(meta)
     return meta
 
