@@ -277,13 +277,16 @@ def test_coordinates_that_are_not_a_list_of_names_are_refused(tmp_path, value):
                   f"{FIX}")
 
 
-def _label_draws(path, dim: str, labels: list[str]) -> None:
+def _label_draws(path, dim: str, labels: list[str], *variables: str) -> None:
     """Store ``dim``'s labels in the fit's posterior group as xarray writes a coordinate (a
-    dimension scale of strings), as every fit made by `fit` holds them."""
+    dimension scale of strings), as every fit made by `fit` holds them, and attach them to the
+    first dimension after (chain, draw) of ``variables``."""
     with h5py.File(path, "r+") as fh:
         post = fh["posterior"]
         post.create_dataset(dim, data=labels, dtype=h5py.string_dtype())
         post[dim].make_scale(dim)
+        for name in variables:
+            post[name].dims[2].attach_scale(post[dim])
 
 
 @pytest.mark.parametrize(("meta_labels", "said"), [
@@ -445,3 +448,48 @@ def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
     # a copy left as it was answers as the fit does
     code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
     assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]
+
+
+def _diagnose(path, rows: list[dict]) -> None:
+    """Record ``rows`` as the fit's diagnostics (what `fit` records of each parameter)."""
+    def edit(meta):
+        meta["diagnostics"]["parameters"] = rows
+
+    with h5py.File(path, "r+") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+        edit(meta)
+        fh.attrs[store.META_ATTR] = json.dumps(meta)
+
+
+def _row(parameter: str, mean: float) -> dict:
+    return {"parameter": parameter, "mean": mean, "sd": 0.0, "rhat": 1.0, "ess_bulk": 1000.0,
+            "ess_tail": 1000.0, "mcse_mean": 0.0}
+
+
+@pytest.mark.parametrize("labelled", [True, False], ids=["step_ar_ms[b300x8]", "noise_sd"])
+def test_draws_other_than_the_ones_the_fit_diagnosed_are_refused(tmp_path, labelled):
+    """The fit records each parameter's posterior mean in its diagnostics, computed from the
+    draws it saved. Draws edited after the fit answered from the edit, exit 0: the point
+    mass's AR step 8 ms -> 16 ms moved the default question at acceptance 12 from 600 tok/s
+    (12 / 20 ms) to 300, exit 0. A parameter whose draws average otherwise than the
+    diagnostics say is refused, exit 3, naming it."""
+    import numpy as np
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    if labelled:
+        _label_draws(path, "system", ["b300x8"], "step_ar_ms")
+    name, rows = (("step_ar_ms[b300x8]", [_row("step_ar_ms[b300x8]", 8.0)]) if labelled
+                  else ("noise_sd", [_row("noise_sd", 0.0)]))
+    _diagnose(path, rows)
+    code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+    (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "sglang"]
+    assert code == 0 and row["median"] == pytest.approx(600.0), err   # as diagnosed: as before
+    variable = name.split("[")[0]
+    with h5py.File(path, "r+") as fh:
+        ds = fh["posterior"][variable]
+        ds[...] = np.asarray(ds[...]) + (8.0 if labelled else 0.5)
+    mean = 16.0 if labelled else 0.5
+    refused_to_answer(work, f"{path}: its draws of {name} average {mean:g}, not the "
+                            f"{rows[0]['mean']:g} its diagnostics record (edited or damaged) "
+                            f"{FIX}")

@@ -297,11 +297,14 @@ def load_fit(path: Path) -> Fit:
             _check_coords(meta, labels, path)
             skip = {"chain", "draw", *meta["coords"]}
             variables = {}
+            first_dims: dict[str, str] = {}   # (the dimension a diagnostics label indexes)
             for name, ds in post.items():
                 if name in skip:
                     continue
                 arr = np.asarray(ds[...], dtype=float)
                 variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
+                if ds.ndim > 2 and len(ds.dims[2]):
+                    first_dims[name] = ds.dims[2][0].name.rsplit("/", 1)[-1]
             texts = [_attr_text(attrs[k]) for k in (DATA_ATTR, PRIORS_ATTR, HARDWARE_ATTR)]
             stats = fh.get("sample_stats")
             logp = next((np.asarray(stats[k][...], dtype=float) for k in ("logp", "lp")
@@ -320,6 +323,7 @@ def load_fit(path: Path) -> Fit:
                             f"({bad}) and cannot answer; an interrupted sampler's partial trace"
                             " (saved by a version before this check) looks like this (fix: "
                             "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
+    _check_means(meta, variables, first_dims, path)   # (of finite draws: refused above)
     _gate_again(meta)
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
               priors_toml=texts[1], hardware_csv=texts[2])
@@ -721,6 +725,45 @@ def _check_draws(meta: dict, variables: dict, path: Path) -> None:
 
         raise ArtifactError(f"{path} lacks the draws of {listed(missing)}, which its "
                             "diagnostics name (fix: re-run `ddtree-bayes fit`)")
+
+
+def _check_means(meta: dict, variables: dict, first_dims: dict[str, str], path: Path) -> None:
+    """Refuse draws other than the ones the fit diagnosed: each parameter's mean in the
+    diagnostics was computed from the draws it saved (engine.inference, over the flattened
+    draws, as ``variables`` holds them), so draws that average otherwise were edited or
+    damaged. A label is looked up in the coordinates of the variable's first dimension
+    (``first_dims``; a variable without named dimensions, as a test writes it, is checked
+    only unlabelled). The diagnostics of an importance resample (``update``) are its proposal
+    fit's, whose draws it resampled: not checked."""
+    diagnostics = meta.get("diagnostics") or {}
+    rows = diagnostics.get("parameters")
+    if not isinstance(rows, list) or "of_fit" in diagnostics or "reweight" in meta:
+        return
+    for row in rows:
+        if not isinstance(row, dict) or not isinstance(row.get("mean"), int | float):
+            continue
+        name, _, label = str(row.get("parameter", "")).partition("[")
+        values = variables.get(name)
+        if values is None:
+            continue   # (_check_draws refused a parameter it lacks)
+        flat = values.reshape(values.shape[0], -1)
+        if label:
+            labels = meta["coords"].get(first_dims.get(name, ""), [])
+            if label[:-1] not in labels:
+                continue
+            column = flat[:, labels.index(label[:-1])]
+        elif flat.shape[1] == 1:
+            column = flat[:, 0]
+        else:
+            continue
+        mean, recorded = float(column.mean()), float(row["mean"])
+        if not np.isfinite(recorded):
+            continue   # (a non-finite mean is the gates' to mark: _gate_again)
+        spread = float(row["sd"]) if isinstance(row.get("sd"), int | float) else 0.0
+        if not abs(mean - recorded) <= 1e-6 * (abs(spread) + abs(recorded)) + 1e-12:
+            raise ArtifactError(f"{path}: its draws of {row['parameter']} average {mean:g}, "
+                                f"not the {recorded:g} its diagnostics record (edited or "
+                                "damaged) (fix: re-run `ddtree-bayes fit`)")
 
 
 def _check_version(meta, path: Path) -> None:
