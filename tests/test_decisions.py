@@ -1742,3 +1742,33 @@ def test_an_acceptance_file_of_a_named_drafter_prices_that_drafters_passes(tmp_p
             "kimi-k2.6's ddtree (a generic ddtree drafter), not with dflash's passes; name its "
             "card in the drafter column (`ddtree-bayes card add` writes one) to price them"
             ) in label["warnings"]
+
+
+def test_optimize_says_the_acceptance_files_rows_name_the_drafter_not_a_flag(
+        tmp_path, monkeypatch, capsys):
+    """`optimize --acceptance-file F` whose rows name a drafter card added since the fit
+    warned that "this answer prices --drafter NAME with its card here", though no --drafter
+    was typed (optimize has none): the warning now says where the drafter came from."""
+    from ddtree_bayes import api
+    from test_structure_model import structured_point_mass
+
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    (tmp_path / "data").mkdir()
+    (tmp_path / "data" / "drafters.csv").write_text(
+        head + "\ntest/k26-block,kimi-k2.6,ddtree,dflash_block,5,,,5.2,5.2,1,yes,yes,,2,,me,,,no\n")
+    (tmp_path / "acc.csv").write_text("model,drafter,method,block,budget,accept_len\n"
+                                      "kimi-k2.6,test/k26-block,ddtree,16,16,9.0\n"
+                                      "kimi-k2.6,test/k26-block,ddtree,16,32,9.6\n")
+    draws = structured_point_mass()
+    # a fit that stored drafter cards (none), of one target: the card here is one it lacks
+    draws.meta["model"].update({"drafter_cards": [], "target_model": "kimi-k2.6"})
+    monkeypatch.setattr(api, "load", lambda *a, **k: draws)
+    code, _, err = run(capsys, monkeypatch, tmp_path, "optimize", "--hardware", "b300",
+                       "--engine", "sglang", "--budgets", "16,32", "--acceptance-file",
+                       "acc.csv")
+    assert code == 0, err
+    (line,) = [w for w in err.splitlines() if "differs from fit" in w]
+    assert "--drafter" not in line, line
+    assert ("this answer prices the drafter test/k26-block that the rows of acc.csv name with "
+            "its card here, at the multiple of its roofline the fit learned with the cards it "
+            "stored; re-run `ddtree-bayes fit` to fit with the cards here") in line, line

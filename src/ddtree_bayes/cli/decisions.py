@@ -81,7 +81,9 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     print_warnings(pending, warned)
     print_warnings(check_drafters(draws, [(out["scenario"].get("model"),
                                            out["scenario"]["method"])],
-                                  drafter=out["scenario"].get("drafter"), strict=args.strict),
+                                  drafter=out["scenario"].get("drafter"),
+                                  named_by=f"the rows of {args.acceptance_file}",
+                                  strict=args.strict),
                    warned)
     if (other := curve_model_warning(draws, curve, out, args.acceptance_file)) is not None:
         print_warnings([other], warned)

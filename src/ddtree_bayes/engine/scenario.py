@@ -391,7 +391,8 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
 
 
 def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | None,
-                         workdir: Path | None = None, drafter: str | None = None) -> list[str]:
+                         workdir: Path | None = None, drafter: str | None = None,
+                         named_by: str | None = None) -> list[str]:
     """What the drafter cards here (built in, overlaid by ``data/drafters.csv``) say
     differently from the ones the fit stored (changed, added or removed), as one line saying
     what the answer uses. ``asked``: the (model, method) pairs a question asks (model None:
@@ -399,7 +400,9 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     question none (None: every change of a card for a model of the fit, as ``update`` counts
     them; a card for another model bears on no answer the fit gives). ``drafter``: the card
     ``--drafter`` names, which the answer prices from the card here
-    (:func:`with_drafter`). Empty when the fit stores no drafter cards (a fit of the fraction
+    (:func:`with_drafter`); ``named_by``: what named it when no ``--drafter`` was typed
+    (``optimize``: "the rows of F", an acceptance file whose drafter column names it). Empty
+    when the fit stores no drafter cards (a fit of the fraction
     form prices no drafter) or the cards here do not load."""
     from ddtree_bayes.core.drafters import drafter_for, stored_card_dict, stored_cards
     from ddtree_bayes.core.errors import InputError
@@ -445,7 +448,9 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
             f"{'differ' if len(names) > 1 else 'differs'} from fit {fit_id}'s "
             "(changed, added or removed): ")
     if drafter is not None:
-        line += (f"this answer prices --drafter {drafter} with its card here, at the multiple "
+        who = (f"--drafter {drafter}" if named_by is None else
+               f"the drafter {drafter} that {named_by} name")
+        line += (f"this answer prices {who} with its card here, at the multiple "
                  "of its roofline the fit learned with the cards it stored; ")
     elif asked is not None:
         m, method = next((m, method) for m, method in sorted(pairs)
@@ -474,11 +479,12 @@ STRICT_FIX = (": --strict refuses it (fix: do as said, or drop --strict to answe
 
 
 def check_drafters(draws: Fit, asked: Iterable[tuple[str | None, str]], *,
-                   drafter: str | None = None, strict: bool = False) -> list[str]:
+                   drafter: str | None = None, named_by: str | None = None,
+                   strict: bool = False) -> list[str]:
     """The drafter cards here that differ from the fit's and bear on a question's (model,
     method) pairs (:func:`drafter_card_changes`), for the commands that left them out of
     :func:`check_fit` until their question was resolved; raise with ``strict``, as it does."""
-    warnings = drafter_card_changes(draws, asked, drafter=drafter)
+    warnings = drafter_card_changes(draws, asked, drafter=drafter, named_by=named_by)
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + STRICT_FIX)
     return warnings
