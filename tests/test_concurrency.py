@@ -1105,3 +1105,42 @@ def test_next_proposes_one_stream_of_ar_on_a_system_the_query_transfers_to():
         ar = cands["AR on the query's system"].scenario
         assert (ar.hardware, ar.method, ar.concurrency, ar.context_tokens) == ("h100", "ar", 1, 0.0)
         assert cands["AR on the query's system"].describe() == "h100 x8 sglang ar"
+
+
+def test_validate_concurrency_bounds_accept_len_by_the_priors_methods(tmp_path, monkeypatch):
+    """validate --extrapolate --concurrency read the sweeps with the bundled [methods] table,
+    not the priors': a method declared only in the user's priors (here `mytree`, a tree as
+    deep as its budget: depth "budget") was bounded as an unknown one there (block + 1 = 3
+    tokens per step), so its rows of block 2, budget 4 and accept_len 4.5 (at most budget + 1
+    = 5 by the priors, as `fit` of the sweep bounds them) were refused before any fit. They
+    are now read with the priors' table: the sweep reaches its fit."""
+    from pathlib import Path
+
+    from ddtree_bayes.workflows import concurrency_check as CC
+
+    priors = tmp_path / "priors.toml"
+    priors.write_text(bundled("priors.toml").read_text() + '\n[methods.mytree]\npasses = "block"\n'
+                      'tree = true\ndepth = "budget"\nrationale = "a user\'s tree drafter"\n'
+                      'source = "me"\n')
+    src = (Path(__file__).resolve().parents[1] / "data" / "public" / "conc"
+           / "vllm_mtp_qwen35_397b_awq_rtxpro6000srvx4_conc.csv").read_text().splitlines()
+    header = src[0].split(",")
+    rows = [src[0]]
+    for line in src[1:]:
+        cells = line.split(",")   # (the first cells hold no quoted comma)
+        if cells[header.index("method")] == "mtp":
+            for column, value in (("method", "mytree"), ("block", "2"), ("budget", "4"),
+                                  ("verify_tokens", "5"), ("accept_len", "4.5")):
+                cells[header.index(column)] = value
+        rows.append(",".join(cells))
+    sweep = tmp_path / "s.csv"
+    sweep.write_text("\n".join(rows) + "\n")
+    fitted = []
+
+    def check_sweep(sweep, *a, **k):
+        fitted.append(sweep.path)
+        raise SystemExit(0)   # (the fit itself is not this test's)
+    monkeypatch.setattr(CC, "check_sweep", check_sweep)
+    with pytest.raises(SystemExit):
+        CC.extrapolate_concurrency([sweep], priors, progress=False)
+    assert fitted == [sweep]

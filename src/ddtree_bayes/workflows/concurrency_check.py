@@ -226,7 +226,8 @@ def extrapolate_concurrency(files: list[Path] | None = None,
             # loaded before any fit: a bad cell in the third file stopped the run after the
             # first two sweeps' fits
             text, skipped = sweep_csv(records)
-            data = load_measurements(str(path), table, text=text)
+            # (bounded by the priors' [methods], as the fit of the sweep bounds its rows)
+            data = load_measurements(str(path), table, text=text, methods=priors.methods)
             check_row_drafters(data.rows, drafters, data.path)
             runnable.append(Sweep(path, text, skipped, data))
     from ddtree_bayes.engine.fitting import names_checker
