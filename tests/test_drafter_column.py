@@ -926,3 +926,66 @@ def test_an_acceptance_entrys_drafter_fix_says_what_to_do_with_the_entry():
     assert problem == "no drafter card 'test/k25-haed'"
     assert fix.endswith("or leave drafter out (the entry is then the default drafter's)"), fix
     assert "blank" not in fix
+
+
+def _workdir_with_a_named_card(tmp_path):
+    """A working directory whose own data/drafters.csv holds `my/q38-mtp` (a qwen3.8-27b MTP
+    card, default no), a sweep file whose MTP rows name it, and another directory, the
+    current one, that has no such card."""
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    (work / "data").mkdir(parents=True)
+    elsewhere.mkdir()
+    head = bundled("drafters.csv").read_text().splitlines()[0]
+    (work / "data" / "drafters.csv").write_text(
+        head + "\nmy/q38-mtp,qwen3.8-27b,mtp,mtp_module,1,,,0.4247,0.4247,1.2714,yes,yes,,2,,"
+        "me,,,no\n")
+    src = (Path(__file__).resolve().parents[1] / "data" / "public"
+           / "llamacpp_mtp_qwen38_27b_rtx5090.csv").read_text().splitlines()
+    lines = [src[0] + ",drafter"] + [
+        line + (",my/q38-mtp" if ",mtp," in line.split('"')[0] else ",") for line in src[1:]]
+    sweep = work / "sweep.csv"
+    sweep.write_text("\n".join(lines) + "\n")
+    return work, elsewhere, sweep
+
+
+def test_extrapolate_reads_the_workdirs_drafter_cards(tmp_path, monkeypatch):
+    """The Python API's `extrapolate(..., workdir=W)` read the drafter cards of the current
+    directory, not W's, for its sweeps (extrapolation.py usable_sweeps): a sweep whose rows
+    name a card of W's data/drafters.csv was skipped ("no drafter card"), and no sweep could
+    be split. It now reads W's cards, as the fits of the sweeps (card_texts(W)) do."""
+    from ddtree_bayes.workflows import extrapolation as X
+
+    work, elsewhere, sweep = _workdir_with_a_named_card(tmp_path)
+    monkeypatch.chdir(elsewhere)
+    tasks = []
+
+    def dispatch(run, todo, **kw):
+        tasks.extend(todo)
+        raise SystemExit(0)   # (the fits are not this test's)
+    monkeypatch.setattr(X, "dispatch", dispatch)
+    with pytest.raises(SystemExit):
+        X.extrapolate([sweep], workdir=work, progress=False)
+    assert {t[0].name for t in tasks} == {"llamacpp-mtp-qwen38-27b-rtx5090"}
+
+
+def test_from_smallest_corpus_reads_the_workdirs_drafter_cards(tmp_path, monkeypatch):
+    """`from_smallest(..., workdir=W, corpus=F)` checked the corpus rows' drafter column
+    against the current directory's cards (from_smallest.py with_corpus): rows naming a card
+    of W's data/drafters.csv were refused. They are now checked against W's cards."""
+    from ddtree_bayes.workflows import from_smallest as FS
+
+    work, elsewhere, sweep = _workdir_with_a_named_card(tmp_path)
+    corpus = work / "corpus.csv"   # (the sweep's rows, on another system: kept beside it)
+    corpus.write_text("\n".join(
+        ",".join(line.split(",")[1:]).replace(",rtx-5090,", ",rtx-4090,")
+        for line in sweep.read_text().splitlines()) + "\n")
+    monkeypatch.chdir(elsewhere)
+    tasks = []
+
+    def dispatch(run, todo, **kw):
+        tasks.extend(todo)
+        raise SystemExit(0)   # (the fits are not this test's)
+    monkeypatch.setattr(FS.V, "dispatch", dispatch)
+    with pytest.raises(SystemExit):
+        FS.from_smallest([sweep], workdir=work, corpus=corpus, progress=False)
+    assert tasks and {t[0].sweep for t in tasks} == {"llamacpp-mtp-qwen38-27b-rtx5090"}

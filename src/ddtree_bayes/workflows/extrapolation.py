@@ -71,16 +71,17 @@ class Sweep:
 
 
 def load_sweeps(files: list[Path], hardware_csv: str, methods=None, *,
-                priors: PriorsConfig | None = None) -> tuple[list[Sweep], list[str]]:
+                priors: PriorsConfig | None = None, workdir: Path | None = None
+                ) -> tuple[list[Sweep], list[str]]:
     """The sweeps in ``files`` (grouped by their ``sweep`` column) and why any was skipped;
-    ``priors``: those they are fitted with (:func:`usable_sweeps`)."""
+    ``priors``: those they are fitted with; ``workdir``: whose cards (:func:`usable_sweeps`)."""
     def too_few(data, lacking: int) -> str | None:
         return None if hold_out(data.rows) else (
             f"fewer than 3 speculative configurations with acceptance and tok/s; {lacking} "
             f"{'row lacks' if lacking == 1 else 'rows lack'} them")
 
     found, notes = usable_sweeps(files, hardware_csv, skip=too_few, methods=methods,
-                                 priors=priors)
+                                 priors=priors, workdir=workdir)
     return [Sweep(name, str(path), text, hold_out(data.rows), lacking)
             for name, path, text, data, lacking, _ in found], notes
 
@@ -127,7 +128,8 @@ def refuse_repeats(files: list[Path]) -> None:
 
 
 def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None, *,
-                  priors: PriorsConfig | None = None) -> tuple[list[tuple], list[str]]:
+                  priors: PriorsConfig | None = None, workdir: Path | None = None
+                  ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
     Measurements, rows lacking acceptance, tok/s or a shape (left out), rows in all), and why the
     others were skipped (tok/s in relative units, rows that do not validate, or the reason
@@ -136,17 +138,19 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None,
     ``priors``: the priors each sweep is fitted with (``methods`` their ``[methods]``, unless
     given): a name of theirs that names nothing a kept sweep's rows or the cards know is a
     :class:`~ddtree_bayes.core.errors.PriorsError`, as ``fit`` of that sweep refuses it
-    (engine/fitting.py ``check_names``), before any fit."""
+    (engine/fitting.py ``check_names``), before any fit. ``workdir``: the working directory
+    whose drafter and model cards (its data/drafters.csv and models.csv) the rows are checked
+    against, as the sweeps' fits read them (None: the current one)."""
     from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
     from ddtree_bayes.core.paths import own_data_file
     from ddtree_bayes.engine.fitting import names_checker
 
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     refuse_repeats(files)
-    drafters = drafter_table(own_data_file("drafters.csv"))
+    drafters = drafter_table(own_data_file("drafters.csv", workdir))
     if priors is not None and methods is None:
         methods = priors.methods
-    check_names = None if priors is None else names_checker(priors, drafters=drafters)
+    check_names = None if priors is None else names_checker(priors, workdir, drafters)
     found, notes = [], []
     where: dict[str, Path] = {}   # sweep name -> the file that holds it
     for path in files:
@@ -309,7 +313,7 @@ def extrapolate(files: list[Path] | None = None, priors_path: str | Path | None 
     """Run every (sweep, structure) split and summarise per sweep and pooled."""
     files, hardware_csv, cards, priors = sweep_inputs(files, workdir, priors_path)
     priors_toml = priors.text
-    sweeps, notes = load_sweeps(files, hardware_csv, priors=priors)
+    sweeps, notes = load_sweeps(files, hardware_csv, priors=priors, workdir=workdir)
     if not sweeps:
         raise DataError("no sweep can be split: " + "; ".join(notes), file=str(files[0]),
                         fix="a sweep needs 3+ speculative configurations with acceptance and tok/s")

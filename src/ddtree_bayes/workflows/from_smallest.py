@@ -125,10 +125,12 @@ def splits_of(name: str, path: str, text: str, data, skipped_rows: int
 
 
 def load_splits(files: list[Path], hardware_csv: str, methods=None, *,
-                priors=None) -> tuple[list[Split], list[str]]:
+                priors=None, workdir: Path | None = None) -> tuple[list[Split], list[str]]:
     """Every split of the sweeps in ``files`` and why a sweep or method was left out;
-    ``priors``: those they are fitted with (extrapolation.py ``usable_sweeps``)."""
-    found, notes = usable_sweeps(files, hardware_csv, methods=methods, priors=priors)
+    ``priors``: those they are fitted with; ``workdir``: whose cards (extrapolation.py
+    ``usable_sweeps``)."""
+    found, notes = usable_sweeps(files, hardware_csv, methods=methods, priors=priors,
+                                 workdir=workdir)
     splits = []
     for name, path, text, data, lacking, _ in found:
         mine, why = splits_of(name, str(path), text, data, lacking)
@@ -149,7 +151,8 @@ def _csv_value(v) -> str:
 
 
 def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dict,
-                methods=None, *, priors=None) -> tuple[list[Split], int]:
+                methods=None, *, priors=None, workdir: Path | None = None
+                ) -> tuple[list[Split], int]:
     """Each split with ``corpus``'s rows put first, always in training, less the rows of the
     split's own target on its own system (its model under any deployment name,
     :func:`same_family`, on the same hardware and GPU count); and the number of corpus rows
@@ -163,12 +166,12 @@ def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dic
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     data = load_measurements(str(corpus), hardware, text=text, methods=methods,
                              allow_duplicates=True)   # validates: file, row, column, fix
-    drafters = drafter_table(own_data_file("drafters.csv"))
+    drafters = drafter_table(own_data_file("drafters.csv", workdir))   # (workdir's, as the fits')
     check_row_drafters(data.rows, drafters, data.path)
     if priors is not None:   # (the priors' names, as fit of the corpus checks them)
         from ddtree_bayes.engine.fitting import names_checker
 
-        names_checker(priors, drafters=drafters)(data)
+        names_checker(priors, workdir, drafters)(data)
     known = (load_model_cards("models.csv", text=cards["models_csv"]) if cards.get("models_csv")
              else load_model_cards(bundled("models.csv")))
     for m in data.rows:
@@ -303,7 +306,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
     """``validate --extrapolate --from-smallest [--corpus FILE]``: every (split, structure)
     fit; a JSON-ready dict."""
     files, hardware_csv, cards, priors = sweep_inputs(files, workdir, priors_path)
-    splits, notes = load_splits(files, hardware_csv, priors=priors)
+    splits, notes = load_splits(files, hardware_csv, priors=priors, workdir=workdir)
     if not splits:
         raise DataError("no sweep has AR rows and a method at two or more configurations: "
                         + "; ".join(notes), file=str(files[0]),
@@ -312,7 +315,7 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
     corpus_rows = 0
     if corpus is not None:
         splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, cards, priors.methods,
-                                                priors=priors)
+                                          priors=priors, workdir=workdir)
     settings = settings or SamplerSettings()
     cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     tasks = [(s, st, priors.text, hardware_csv, cards, seed, settings, cores)
