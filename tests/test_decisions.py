@@ -1772,3 +1772,41 @@ def test_optimize_says_the_acceptance_files_rows_name_the_drafter_not_a_flag(
     assert ("this answer prices the drafter test/k26-block that the rows of acc.csv name with "
             "its card here, at the multiple of its roofline the fit learned with the cards it "
             "stored; re-run `ddtree-bayes fit` to fit with the cards here") in line, line
+
+
+def test_another_models_acceptance_file_naming_its_own_drafter_is_not_refused(tmp_path,
+                                                                             monkeypatch):
+    """Another model's acceptance rows are used and warned of (the help's example: Qwen3-8B
+    rows for a Kimi K2.6 question). Since optimize prices a drafter card the rows name, such
+    a file whose rows name their own model's drafter (z-lab/Qwen3-8B-DFlash-b16, the card of
+    the DDTree paper's Qwen3-8B drafter) was refused ("drafts for qwen3-8b, not kimi-k2.6"),
+    though the same rows with a blank drafter column were answered. That card cannot price a
+    Kimi K2.6 pass: the step is priced with the fit's drafter, as for a name no card has, and
+    said. Rows of the question's own model naming another target's card are still refused."""
+    from test_structure_model import structured_point_mass
+
+    monkeypatch.chdir(tmp_path)
+    draws = structured_point_mass()
+    curve = parse_acceptance_curve(draws.priors_toml)
+    ask = {"hardware": "b300", "engine": "sglang", "budgets": (16, 32)}
+    body = "model,drafter,method,block,budget,accept_len\n{m},{d},ddtree,16,16,9.0\n" \
+           "{m},{d},ddtree,16,32,9.6\n"
+    card = "z-lab/Qwen3-8B-DFlash-b16"
+    acc, blank = tmp_path / "acc.csv", tmp_path / "blank.csv"
+    acc.write_text(body.format(m="qwen3-8b", d=card))
+    blank.write_text(body.format(m="qwen3-8b", d=""))
+    named = D.optimize(draws, curve, acceptance_file=acc, **ask)
+    plain = D.optimize(draws, curve, acceptance_file=blank, **ask)
+    assert [r["step_ms"] for r in named["rows"]] == [r["step_ms"] for r in plain["rows"]]
+    assert [r["accept"] for r in named["rows"]] == [
+        r["accept"] for r in plain["rows"]]
+    assert "drafter" not in named["scenario"]
+    assert (f"the acceptance file's rows ({acc}) name the drafter {card!r}, a drafter card of "
+            "qwen3-8b, not kimi-k2.6: every budget's step is priced with the drafter the fit "
+            "priced for kimi-k2.6's ddtree (a generic ddtree drafter), not with "
+            f"{card}'s passes") in named["warnings"], named["warnings"]
+    acc.write_text(body.format(m="kimi-k2.6", d=card))
+    with pytest.raises(DataError) as err:
+        D.optimize(draws, curve, acceptance_file=acc, **ask)
+    assert str(err.value).startswith(
+        f"{acc}, row 2, column 'drafter': drafter '{card}' drafts for qwen3-8b, not kimi-k2.6"), err

@@ -14,7 +14,7 @@ import numpy as np
 
 from ddtree_bayes.core.acceptance_config import AcceptanceCurve
 from ddtree_bayes.core.config import DEFAULT_SEED
-from ddtree_bayes.core.drafters import card_named
+from ddtree_bayes.core.drafters import card_named, serves
 from ddtree_bayes.core.errors import DataError, QueryError
 from ddtree_bayes.engine import predictive as P
 from ddtree_bayes.engine.ceiling import (
@@ -269,14 +269,19 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         # the rows' acceptance is that drafter's: its passes priced with its card, as
         # predict --drafter prices them (the default drafter's step beside another drafter's
         # acceptance was the answer of no drafter); a name no card has (a label, as
-        # data/acceptance_reference.csv's "dflash") cannot price one: said
-        if card_named(drafter_cards(draws), found.drafter) is not None:
+        # data/acceptance_reference.csv's "dflash") cannot price one: said; nor can another
+        # model's rows' own drafter (another model's rows are used, and warned of), said too
+        card = card_named(drafter_cards(draws), found.drafter)
+        target = question_target(draws, scenarios[0])
+        other = (card is not None and target is not None and serves(card, found.model, method)
+                 and not serves(card, target, method))
+        if card is not None and not other:
             drafter = found.drafter
             scenarios = [drafted(draws, sc, drafter, acceptance_file, found.drafter_row)
                          for sc in scenarios]
         else:
             unpriced = [unpriced_drafter_note(draws, scenarios[0], found.drafter,
-                                              acceptance_file)]
+                                              acceptance_file, card)]
     steps, hows = zip(*(shared_step(draws, sc, seed) for sc in scenarios), strict=True)
     step = np.stack(steps, axis=1)                                        # (n, nb)
     n = draws.n_draws
@@ -384,21 +389,32 @@ def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | 
             column="drafter", fix=err.fix) from None
 
 
-def unpriced_drafter_note(draws: Fit, sc: P.Scenario, name: str, path: str | Path) -> str:
+def question_target(draws: Fit, sc: P.Scenario) -> str | None:
+    """The target model whose drafter passes ``sc`` prices (its model, else the fit's)."""
+    return sc.model or draws.meta["model"].get("target_model") or (
+        draws.meta["model"].get("card") or {}).get("model")
+
+
+def unpriced_drafter_note(draws: Fit, sc: P.Scenario, name: str, path: str | Path,
+                          of_other=None) -> str:
     """What says that an acceptance file's rows name a drafter (``name``) no drafter card has,
-    so that the step of every budget is priced with the drafter the fit priced for the
-    question's model and method (its default card, or a generic drafter of the method)."""
+    or (``of_other``, its card) the drafter card of the rows' own model, another than the
+    question's, so that the step of every budget is priced with the drafter the fit priced
+    for the question's model and method (its default card, or a generic drafter of the
+    method)."""
     from ddtree_bayes.core.drafters import drafter_for
 
-    target = sc.model or draws.meta["model"].get("target_model") or (
-        draws.meta["model"].get("card") or {}).get("model")
+    target = question_target(draws, sc)
     card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
     priced = (f"its default card {card.drafter}" if card is not None else
               f"a generic {sc.method} drafter")
-    return (f"the acceptance file's rows ({path}) name the drafter {name!r}, which is no "
-            f"drafter card: every budget's step is priced with the drafter the fit priced for "
-            f"{target or 'the model'}'s {sc.method} ({priced}), not with {name}'s passes; name "
-            "its card in the drafter column (`ddtree-bayes card add` writes one) to price them")
+    what = ("which is no drafter card" if of_other is None else
+            f"a drafter card of {of_other.target_model}, not {target}")
+    return (f"the acceptance file's rows ({path}) name the drafter {name!r}, {what}: every "
+            f"budget's step is priced with the drafter the fit priced for "
+            f"{target or 'the model'}'s {sc.method} ({priced}), not with {name}'s passes"
+            + ("; name its card in the drafter column (`ddtree-bayes card add` writes one) to "
+               "price them" if of_other is None else ""))
 
 
 def curve_model_warning(draws: Fit, curve: AcceptanceCurve, out: dict,
