@@ -615,19 +615,26 @@ def test_malformed_tracked_file_is_named(models_dir):
 
 def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkeypatch):
     """The refit keeps the latest fit's sampler settings, seed and MoE form (here a fit whose
-    metadata says linear / 2 chains / seed 7), unless flags say otherwise."""
+    metadata says 2 chains / seed 7, of the roofline form, while the priors file here now
+    says linear), unless flags say otherwise. (The form was once edited into the fit's
+    metadata; a form its draws do not hold is an edited fit, refused since b11ca15.)"""
     import h5py
 
     from ddtree_bayes import api
+    from ddtree_bayes.core.paths import bundled
 
     work = copy_work(updated[0], tmp_path / "w")
     path = store.resolve(work / "models")
     with h5py.File(path, "r+") as fh:
         meta = json.loads(fh.attrs[store.META_ATTR])
-        meta["model"]["moe_form"] = "linear"
+        assert meta["model"]["moe_form"] == "roofline"
         meta["sampler"].update(chains=2, draws=300, tune=200)
         meta["seed"] = 7
         fh.attrs[store.META_ATTR] = json.dumps(meta)
+    priors = bundled("priors.toml").read_text()
+    assert priors.count('\nmoe_form = "roofline"') == 1   # (the [model] key; a comment too)
+    (work / "models" / "priors.toml").write_text(
+        priors.replace('\nmoe_form = "roofline"', '\nmoe_form = "linear"'))
     seen = []
 
     def fake_fit(*args, **kwargs):
@@ -636,9 +643,10 @@ def test_update_refits_with_the_previous_fits_settings(updated, tmp_path, monkey
 
     monkeypatch.setattr(api, "fit", fake_fit)
     code, out, err = call(work, "update", "--force")
-    assert code == 130 and "MoE form linear as in fit" in out
+    assert code == 130 and "MoE form roofline as in fit" in out, err
+    assert "(the priors file says linear; --moe-form chooses)" in out
     assert {k: seen[0][k] for k in ("moe_form", "chains", "draws", "tune", "seed")} == {
-        "moe_form": "linear", "chains": 2, "draws": 300, "tune": 200, "seed": 7}
+        "moe_form": "roofline", "chains": 2, "draws": 300, "tune": 200, "seed": 7}
     assert seen[0]["extra_meta"]["update"]["previous_fit"] == meta["fit_id"]
     call(work, "update", "--force", "--moe-form", "power", "--draws", "500", "--seed", "3")
     assert {k: seen[1][k] for k in ("moe_form", "draws", "seed")} == {
