@@ -400,15 +400,11 @@ def _check_fields(meta: dict, path: Path) -> None:
                 continue   # (the outer field's own check says what it is)
             if name not in holder:
                 if required:
-                    raise ArtifactError(f"{path} lacks {field} in its metadata: an older "
-                                        "ddtree-bayes wrote it, or it was edited (fix: re-run "
-                                        "`ddtree-bayes fit`)")
+                    raise _lacking(path, field)
                 continue
             words, fits = _KINDS[kind]
             if not fits(holder[name]):
-                raise ArtifactError(f"{path}: its metadata's {field} is "
-                                    f"{_one_line_json(holder[name])}, not {words} (an edited "
-                                    "fit) (fix: re-run `ddtree-bayes fit`)")
+                raise _edited(path, field, holder[name], f"not {words}")
     _check_converged(meta, path)
 
 
@@ -451,19 +447,13 @@ def _check_coords(meta: dict, labels: dict[str, list[str]], path: Path) -> None:
     coords = meta["coords"]
     for dim, names in coords.items():
         if not (isinstance(names, list) and all(isinstance(x, str) for x in names)):
-            raise ArtifactError(f"{path}: its metadata's coords.{dim} is "
-                                f"{_one_line_json(names)}, not a list of names (an edited fit) "
-                                "(fix: re-run `ddtree-bayes fit`)")
+            raise _edited(path, f"coords.{dim}", names, "not a list of names")
     for dim, held in labels.items():
         if dim not in coords:
-            raise ArtifactError(f"{path} lacks coords.{dim} in its metadata: an older "
-                                "ddtree-bayes wrote it, or it was edited (fix: re-run "
-                                "`ddtree-bayes fit`)")
+            raise _lacking(path, f"coords.{dim}")
         if coords[dim] != held:
-            raise ArtifactError(f"{path}: its metadata's coords.{dim} is "
-                                f"{_one_line_json(coords[dim])}, not the labels its draws hold "
-                                f"({_one_line_json(held)}) (an edited fit) (fix: re-run "
-                                "`ddtree-bayes fit`)")
+            raise _edited(path, f"coords.{dim}", coords[dim],
+                          f"not the labels its draws hold ({_one_line_json(held)})")
 
 
 #: What a structured fit with speculative groups stores beside its methods table (core.spec's
@@ -477,8 +467,15 @@ _FORM_VARIABLES = {"fraction": "overhead_frac", "structured": "spec_fixed_ratio"
 
 
 def _edited(path: Path, field: str, value, what: str) -> ArtifactError:
+    """The refusal of a metadata ``field`` whose ``value`` is ``what`` it should not be."""
     return ArtifactError(f"{path}: its metadata's {field} is {_one_line_json(value)}, {what} "
                          "(an edited fit) (fix: re-run `ddtree-bayes fit`)")
+
+
+def _lacking(path: Path, field: str) -> ArtifactError:
+    """The refusal of metadata without a ``field`` the fit needs."""
+    return ArtifactError(f"{path} lacks {field} in its metadata: an older ddtree-bayes wrote "
+                         "it, or it was edited (fix: re-run `ddtree-bayes fit`)")
 
 
 def _check_model(fit: Fit, labelled: bool = True) -> None:
@@ -541,9 +538,7 @@ def _check_model(fit: Fit, labelled: bool = True) -> None:
         return   # (a test's artifact, written without labels, stores only what it reads)
     for name in STRUCTURED_FIELDS:
         if name not in model:
-            raise ArtifactError(f"{path} lacks model.{name} in its metadata: an older "
-                                "ddtree-bayes wrote it, or it was edited (fix: re-run "
-                                "`ddtree-bayes fit`)")
+            raise _lacking(path, f"model.{name}")
     engines = model["engines"]
     if "engine" in coords and engines != coords["engine"]:
         raise _edited(path, "model.engines", engines,
