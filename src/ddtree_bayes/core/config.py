@@ -563,9 +563,7 @@ def target_model(spec: dict, path: str, column: str, *, stored: bool = False) ->
 
 
 def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str],
-                       where: str, cards: Iterable[str] = (),
-                       curve_model: str | None = None, curve_method: str | None = None,
-                       drafters: tuple = ()) -> None:
+                       where: str, cards: Iterable[str] = (), drafters: tuple = ()) -> None:
     """Refuse (:class:`PriorsError`, file and key) a name in the priors that names nothing:
     matched by name, a typo is matched by nothing, and its prior silently does nothing.
 
@@ -574,12 +572,12 @@ def check_priors_names(cfg: PriorsConfig, *, engines: set[str], models: set[str]
       sglang beside rows of vLLM alone: predict prices the engine from the base's unmeasured
       group) unless it is a typo (one edit, or another case) of a measured engine.
       :func:`priors_names_warnings` says when the relation's engine has rows and its base none.
-    - ``[[acceptance]] model`` and ``[acceptance_curve] model`` (``curve_model``): a model of
+    - ``[[acceptance]] model`` and ``[acceptance_curve] model`` (``cfg.curve_model``): a model of
       the rows (``models``) or of a model card (``cards``: built in or the user's), or a
       deployment name of one (:func:`~ddtree_bayes.core.pairs.same_family`); a model with a
       card and no row yet is kept (its entry waits for its rows and predict's questions).
 
-    - ``[acceptance_curve] method`` (``curve_method``): a method the file declares
+    - ``[acceptance_curve] method`` (``cfg.curve_method``): a method the file declares
       (``[methods.<name>]``), as :func:`~ddtree_bayes.core.acceptance_config.
       parse_acceptance_curve` refuses it for ``optimize``.
     - ``[[acceptance]] drafter``: a drafter card of ``drafters`` (built in, overlaid by
@@ -618,6 +616,7 @@ name 'sglnag': one of the two is a typo
                                   "typo is never ignored)")
     named = [(f"acceptance[{i}].model", a.model) for i, a in enumerate(cfg.acceptance, start=1)
              if a.model is not None]
+    curve_model, curve_method = cfg.curve_model, cfg.curve_method
     if curve_model is not None:
         named.append(("acceptance_curve.model", curve_model))
     carded = set(cards)

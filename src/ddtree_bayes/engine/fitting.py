@@ -192,8 +192,7 @@ def check_names(cfg: PriorsConfig, rows, cards: dict, own_cards: bool, drafters:
         # (a card of the built-in table names a model too; read only when needed)
         known |= set(load_model_cards(paths.bundled("models.csv")))
     check_priors_names(cfg, engines={m.engine for m in rows}, models=models, where=where,
-                       cards=known, curve_model=cfg.curve_model, curve_method=cfg.curve_method,
-                       drafters=drafters)
+                       cards=known, drafters=drafters)
 
 
 def names_checker(cfg: PriorsConfig, workdir: Path | None = None,
