@@ -657,12 +657,11 @@ def test_the_default_card_named_draws_what_the_question_without_it_draws():
 def test_whether_a_drafter_is_the_default_is_decided_once_by_the_fit(tmp_path, monkeypatch):
     """Whether ``--drafter X`` is the default card was decided two ways: the random numbers
     (predictive.scenario_key) by the card's own ``default`` flag, the acceptance and anchors
-    (scenario.acceptance_drafter) by the fit's stored default card. A card edited after the
+    by the fit's stored default card. A card edited after the
     fit (here the K2.5 head made the default in the working directory's drafters.csv) drew
     the plain question's numbers at the K2.5 rows' acceptance. One rule now, the fit's: the
     rows that name no drafter ran its stored default card."""
     from ddtree_bayes.engine.predictive import scenario_key
-    from ddtree_bayes.engine.scenario import acceptance_drafter
 
     (tmp_path / "data").mkdir()
     (tmp_path / "data" / "drafters.csv").write_text(   # (the two heads' flags swapped)
@@ -674,11 +673,11 @@ def test_whether_a_drafter_is_the_default_is_decided_once_by_the_fit(tmp_path, m
     plain = _ask(draws).asked[0].scenario
     named = _ask(draws, drafter="test/k25-head").asked[0].scenario
     assert named.drafter is not None and named.drafter.default   # (the card here says so)
-    assert acceptance_drafter(draws, named) == "test/k25-head"   # (the fit's rows say not)
+    assert named.drafter_named == "test/k25-head"   # (the fit's rows say not)
     assert scenario_key(named) != scenario_key(plain)
     # the fit's own default card, named, is still the plain question
     k26 = _ask(draws, drafter="test/k26-head").asked[0].scenario
-    assert acceptance_drafter(draws, k26) is None and scenario_key(k26) == scenario_key(plain)
+    assert k26.drafter_named is None and scenario_key(k26) == scenario_key(plain)
 
 
 def test_update_json_new_rows_say_each_rows_drafter():

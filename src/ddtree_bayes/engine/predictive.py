@@ -48,7 +48,6 @@ from ddtree_bayes.engine.scenario import (  # noqa: F401  (re-exported: P.Scenar
     AcceptRequest,
     Scenario,
     accept_limit,
-    acceptance_drafter,
     acceptance_prior,
     check_accept,
     check_fit,
@@ -373,7 +372,7 @@ def _anchor_end(draws: Fit, sc: Scenario, found, own: bool = True
     # (keyed by the anchor's own concurrency and context: queries anchored to one
     # configuration share its draws; for an anchor at the query's C and context, the key every
     # earlier answer was drawn with)
-    named = acceptance_drafter(draws, sc)   # (another drafter's configuration: its own stream)
+    named = sc.drafter_named   # (another drafter's configuration: its own stream)
     config: tuple = (sc.pair, sc.engine, sc.method, rows[0].concurrency, ctx, rows[0].block,
                      rows[0].budget, rows[0].verify_tokens, at_itself,
                      *(() if named is None else (named,)))
@@ -460,7 +459,7 @@ def _bracketing_concurrencies(draws: Fit, sc: Scenario, ctx: float) -> tuple[int
     measured always was). Other shapes are not interpolated with: a neighbour's discrepancy is
     its build's, the deployment's own is known."""
     configs = _anchor_candidates(draws).get(
-        (sc.pair, sc.engine, sc.method, ctx, acceptance_drafter(draws, sc)), {})
+        (sc.pair, sc.engine, sc.method, ctx, sc.drafter_named), {})
     shape = (sc.block, sc.budget, sc.verify_tokens)
     return _between({k[0] for k in configs if k[1:] == shape}, sc.concurrency)
 
@@ -509,7 +508,7 @@ def _anchor_contexts(draws: Fit, sc: Scenario) -> set[float]:
     too it was anchored at 65536 to the budget-16 row alone."""
     groups = _anchor_candidates(draws)
     deployment = (sc.pair, sc.engine, sc.method)
-    drafter = acceptance_drafter(draws, sc)
+    drafter = sc.drafter_named
     keys = [k for k in groups if k[:3] == deployment and k[4] == drafter]
     own = {k[3] for k in keys
            if any(c[1:] == (sc.block, sc.budget, sc.verify_tokens) for c in groups[k])}
@@ -761,7 +760,7 @@ def _nearest_measured(draws: Fit, sc: Scenario, at_context: float | None = None,
     ctx = _anchor_context(draws, sc, at_context)
     if ctx is None:
         return None
-    configs = groups[(sc.pair, sc.engine, sc.method, ctx, acceptance_drafter(draws, sc))]
+    configs = groups[(sc.pair, sc.engine, sc.method, ctx, sc.drafter_named)]
     passes_q = draft_structure(model, sc.method, sc.block, sc.budget)[0]
     batch_q = float(sc.verify_tokens * sc.concurrency)
     # each configuration's (C x M, drafter passes) point, as measured_configs has them

@@ -40,7 +40,6 @@ from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import (
     AcceptRequest,
     Scenario,
-    acceptance_drafter,
     acceptance_prior,
     check_accept,
     check_kv_cache,
@@ -562,12 +561,12 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
     seen = measured_acceptance(fit, sc)
     if seen is None or seen[2] == ON_OTHER_SYSTEMS:   # (this system's rows come first)
         found = AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens,
-                        acceptance_drafter(fit, sc))
+                        sc.drafter_named)
         if found is not None:
             g, group = found
             return (AcceptSource("posterior", "posterior", group=group, group_index=g),)
         # (an [[acceptance]] entry is its drafter's: one without, the default drafter's)
-        ap = acceptance_prior(fit.priors, sc, acceptance_drafter(fit, sc))
+        ap = acceptance_prior(fit.priors, sc, sc.drafter_named)
         if ap is not None:
             return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
     if seen is None:
@@ -592,7 +591,7 @@ def drafter_acceptance(fit: Fit, sc: Scenario) -> bool:
     ``[[acceptance]]`` entry of that drafter."""
     from ddtree_bayes.core import acceptance_latent as AL
 
-    drafter = acceptance_drafter(fit, sc)
+    drafter = sc.drafter_named
     return (measured_acceptance(fit, sc) is not None
             or AL.find(fit.meta, sc.model, sc.method, sc.block, sc.verify_tokens,
                        drafter) is not None

@@ -1376,12 +1376,12 @@ def accept_limit(draws: Fit, method: str, block: int | None, budget: int | None,
     return max_accept(method, block, budget, draws.methods, verify_tokens)
 
 
-def acceptance_drafter(draws: Fit, sc: Scenario) -> str | None:
-    """Whose acceptance a query asks: the ``--drafter`` card's name, as the rows' ``drafter``
-    column names it; None (the rows that name none) without ``--drafter``, or when it names
-    the default card of the model and method those rows ran (:attr:`Scenario.drafter_named`,
-    set with the card by :func:`drafter_asked`)."""
-    return None if sc.drafter is None else sc.drafter_named
+def priced_target(draws: Fit, model: str | None) -> str | None:
+    """The target model whose drafter a question's passes are priced for: ``model`` (the
+    question's; a fit of several models names it), else the fit's model card's, else its
+    rows' (None: a fit that stores neither)."""
+    meta = draws.meta["model"]
+    return model or (meta.get("card") or {}).get("model") or meta.get("target_model")
 
 
 def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) -> str | None:
@@ -1395,7 +1395,7 @@ def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) 
         return None
     meta = draws.meta["model"]
     memo = draws.memo.setdefault("default_drafters", {})
-    target = model or (meta.get("card") or {}).get("model") or meta.get("target_model")
+    target = priced_target(draws, model)
     if (target, method) not in memo:
         default = (None if target is None else
                    drafter_for(stored_cards(meta.get("drafter_cards", ())), target, method))
@@ -1406,8 +1406,8 @@ def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) 
 def other_drafters(draws: Fit, sc: Scenario) -> list[str]:
     """The drafters the fit's rows of the query's configuration (model, method, block,
     verify tokens; any system) name in their ``drafter`` column, other than the one the query
-    asks (:func:`acceptance_drafter`), sorted: each has its own acceptance."""
-    asked = acceptance_drafter(draws, sc)
+    asks (:attr:`Scenario.drafter_named`), sorted: each has its own acceptance."""
+    asked = sc.drafter_named
     return sorted({r.drafter for r in draws.measurements.rows
                    if r.drafter is not None and r.drafter != asked and r.method == sc.method
                    and r.block == sc.block and r.verify_tokens == sc.verify_tokens
@@ -1432,8 +1432,7 @@ def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
         return (f"the fit's rows of this configuration name the {listed} too, each with its "
                 "own acceptance: this answer is the default drafter's (rows with a blank "
                 f"drafter column); {ask}")
-    meta = draws.meta["model"]
-    target = sc.model or (meta.get("card") or {}).get("model") or meta.get("target_model")
+    target = priced_target(draws, sc.model)
     card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
     if card is not None:
         return (f"the fit's rows of this configuration name only the {listed}, each with its "
@@ -1448,7 +1447,7 @@ def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
 
 def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | None:
     """The mean measured acceptance of the query's configuration and drafter
-    (:func:`acceptance_drafter`), how many rows it averages
+    (:attr:`Scenario.drafter_named`), how many rows it averages
     and where they were measured (:func:`~ddtree_bayes.core.data.measured_accept`'s rows: the
     same system and engine's, else the system's, else other systems'), by the fit's methods
     table; None when no such row has an accept_len."""
@@ -1456,7 +1455,7 @@ def measured_acceptance(draws: Fit, sc: Scenario) -> tuple[float, int, str] | No
                             method=sc.method, block=sc.block, budget=sc.budget,
                             verify_tokens=sc.verify_tokens, hardware=sc.hardware, gpus=sc.gpus,
                             engine=sc.engine, methods=draws.methods,
-                            drafter=acceptance_drafter(draws, sc))
+                            drafter=sc.drafter_named)
     if found is None:
         return None
     chosen, where = found

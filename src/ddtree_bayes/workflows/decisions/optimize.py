@@ -36,6 +36,7 @@ from ddtree_bayes.engine.scenario import (
     drafter_gap_warnings,
     layer_split_warning,
     memory_warnings,
+    priced_target,
     tensor_parallel_warning,
 )
 from ddtree_bayes.engine.structure import (
@@ -272,7 +273,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
         # data/acceptance_reference.csv's "dflash") cannot price one: said; nor can another
         # model's rows' own drafter (another model's rows are used, and warned of), said too
         card = card_named(drafter_cards(draws), found.drafter)
-        target = question_target(draws, scenarios[0])
+        target = priced_target(draws, scenarios[0].model)
         other = (card is not None and target is not None and serves(card, found.model, method)
                  and not serves(card, target, method))
         if card is not None and not other:
@@ -389,12 +390,6 @@ def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | 
             column="drafter", fix=err.fix) from None
 
 
-def question_target(draws: Fit, sc: P.Scenario) -> str | None:
-    """The target model whose drafter passes ``sc`` prices (its model, else the fit's)."""
-    return sc.model or draws.meta["model"].get("target_model") or (
-        draws.meta["model"].get("card") or {}).get("model")
-
-
 def unpriced_drafter_note(draws: Fit, sc: P.Scenario, name: str, path: str | Path,
                           of_other=None) -> str:
     """What says that an acceptance file's rows name a drafter (``name``) no drafter card has,
@@ -404,7 +399,7 @@ def unpriced_drafter_note(draws: Fit, sc: P.Scenario, name: str, path: str | Pat
     method)."""
     from ddtree_bayes.core.drafters import drafter_for
 
-    target = question_target(draws, sc)
+    target = priced_target(draws, sc.model)
     card = None if target is None else drafter_for(drafter_cards(draws), target, sc.method)
     priced = (f"its default card {card.drafter}" if card is not None else
               f"a generic {sc.method} drafter")
