@@ -151,17 +151,18 @@ def _csv_value(v) -> str:
 
 
 def with_corpus(splits: list[Split], corpus: Path, hardware_csv: str, cards: dict,
-                methods=None, *, priors=None, workdir: Path | None = None
-                ) -> tuple[list[Split], int]:
+                *, priors=None, workdir: Path | None = None) -> tuple[list[Split], int]:
     """Each split with ``corpus``'s rows put first, always in training, less the rows of the
     split's own target on its own system (its model under any deployment name,
     :func:`same_family`, on the same hardware and GPU count); and the number of corpus rows
     read. Raises :class:`DataError` (file, row, column) on a corpus that does not validate,
-    that names a model without a model card, or that still holds a row a split predicts."""
+    that names a model without a model card, or that still holds a row a split predicts.
+    ``priors`` (the fit's) gives the methods the rows are read with and the names checked."""
     from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
     from ddtree_bayes.core.model_cards import load_model_cards
     from ddtree_bayes.core.paths import bundled, own_data_file
 
+    methods = None if priors is None else priors.methods
     text = read_text(corpus, "pass a measurement CSV with --corpus")
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     data = load_measurements(str(corpus), hardware, text=text, methods=methods,
@@ -314,8 +315,8 @@ def from_smallest(files: list[Path] | None = None, priors_path: str | Path | Non
                             "method with acceptance and tok/s")
     corpus_rows = 0
     if corpus is not None:
-        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, cards, priors.methods,
-                                          priors=priors, workdir=workdir)
+        splits, corpus_rows = with_corpus(splits, corpus, hardware_csv, cards, priors=priors,
+                                          workdir=workdir)
     settings = settings or SamplerSettings()
     cores = max(1, (os.cpu_count() or 1) // max(jobs, 1))
     tasks = [(s, st, priors.text, hardware_csv, cards, seed, settings, cores)
