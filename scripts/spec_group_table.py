@@ -2,6 +2,11 @@
 fixed cost (ms), its per-pass multiple of the drafter roofline, its group effect (log fixed
 cost minus the engine mean), and the model-free extra ms per step over AR from the raw rows.
 
+``pass_roof_ms`` and ``pass_ms`` are of the group's default drafter card; a configuration whose
+rows name another card (the ``drafter`` column) pays ``pass_mult`` x that card's roofline, which
+the fit's metadata gives per configuration (``config_pass_how``, printed below the table): divide
+a model-free slope by that roofline, not by ``pass_roof_ms``.
+
 Usage: python scripts/spec_group_table.py FIT.nc [--csv OUT.csv]
 """
 from __future__ import annotations
@@ -90,6 +95,8 @@ def main(argv=None) -> int:
     pd.set_option("display.width", 250)
     pd.set_option("display.max_rows", 200)
     print(t.round(3).to_string())
+    for how in fit.meta["model"].get("config_pass_how", ()):
+        print(f"  named card: {how}")
     print()
     print(x.round(2).to_string())
     print("\nmodel-free extra_ms = a + b x passes (groups measured at two or more depths):")
