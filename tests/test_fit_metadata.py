@@ -493,3 +493,117 @@ def test_draws_other_than_the_ones_the_fit_diagnosed_are_refused(tmp_path, label
     refused_to_answer(work, f"{path}: its draws of {name} average {mean:g}, not the "
                             f"{rows[0]['mean']:g} its diagnostics record (edited or damaged) "
                             f"{FIX}")
+
+
+def _two_chains(path, noise_sd) -> None:
+    """Store the point-mass fit's draws as two chains (each the one it has), ``noise_sd``'s
+    replaced by the (2, n) array given, and label ``step_ar_ms`` by its system as `fit` does."""
+    import numpy as np
+
+    with h5py.File(path, "r+") as fh:
+        post = fh["posterior"]
+        for name in list(post):
+            arr = np.asarray(post[name][...])
+            del post[name]
+            post[name] = noise_sd if name == "noise_sd" else np.concatenate([arr, arr])
+    _label_draws(path, "system", ["b300x8"], "step_ar_ms")
+
+
+def test_converged_that_the_stored_diagnostics_fail_is_refused(tmp_path):
+    """``converged`` true with failures emptied, beside diagnostics that fail the gates (an R-hat
+    above 1.01, a bulk ESS below 400, divergences): on an unconverged fit of the bundled data
+    (2 chains x 400 draws, max R-hat 1.018), editing ``converged`` to true and ``failures`` to
+    [] made predict answer it without --allow-unconverged, exit 0 (B300 DDTree at 12: 607)."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    rows = [{**_row("noise_sd", 0.0), "rhat": 1.018}]
+    path = edit_meta(work, lambda m: m["diagnostics"].update(parameters=rows))
+    error = (f"{path}: its metadata says converged, but its diagnostics record max R-hat 1.018 > "
+             "1.01 (noise_sd) (an edited fit) (fix: re-run `ddtree-bayes fit`, or pass --fit "
+             "to use another fit)")
+    refused(work, error)
+    refused_to_answer(work, error)
+    rows = [{**_row("noise_sd", 0.0), "ess_bulk": 241.0}]
+    path = edit_meta(work, lambda m: m["diagnostics"].update(parameters=rows, divergences=3))
+    refused(work, f"{path}: its metadata says converged, but its diagnostics record min bulk ESS "
+                  "241 < 400 (noise_sd); 3 divergent transitions (an edited fit) (fix: re-run "
+                  "`ddtree-bayes fit`, or pass --fit to use another fit)")
+
+
+def test_converged_that_the_draws_fail_is_refused(tmp_path):
+    """The stored R-hat and ESS edited too (to 1.0 and 1000): the gates re-derived from the
+    draws (R-hat and bulk ESS as arviz-stats computes them) fail, and the fit is refused. Two
+    chains of noise_sd around 0.02 and 0.03 give R-hat 1.83 and bulk ESS 3; the same draws in one order
+    per chain (no difference between chains) pass and answer 600 tok/s (12 / 20 ms)."""
+    import arviz_stats as azs
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    apart = np.stack([0.02 + 0.001 * rng.standard_normal(500),
+                      0.03 + 0.001 * rng.standard_normal(500)])
+    mixed = rng.permutation(apart.ravel()).reshape(2, 500)
+    want = float(azs.rhat(apart[None, ...], chain_axis=1, draw_axis=2)[0])
+    ess = float(azs.ess(apart[None, ...], chain_axis=1, draw_axis=2, method="bulk")[0])
+    assert want > 1.5 and ess < 400
+    for draws, answers in ((mixed, True), (apart, False)):
+        work = make_point_mass_workdir(tmp_path / str(answers), n=500)
+        path = store.resolve(work / "models")
+        _two_chains(path, draws)
+        _diagnose(path, [{**_row("noise_sd", float(draws.mean())), "sd": float(draws.std())}])
+        code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+        if answers:
+            assert code == 0, err
+            (row,) = [r for r in json.loads(out)["rows"] if r["engine"] == "sglang"]
+            assert code == 0 and row["median"] == pytest.approx(600.0, rel=0.05), err
+            continue
+        refused_to_answer(work, f"{path}: its metadata says converged, but its draws give "
+                                f"max R-hat {want:.3f} > 1.01 (noise_sd); min bulk ESS "
+                                f"{ess:.0f} < 400 (noise_sd) (an edited fit) (fix: re-run "
+                                "`ddtree-bayes fit`, or pass --fit to use another fit)")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_the_gates_rederived_from_the_draws_are_arviz_stats(seed):
+    """core.gates.rederived_rows (numpy alone: predict imports no arviz) gives the R-hat and
+    bulk ESS arviz-stats gives (engine.inference.diagnose's), ties and a labelled dimension
+    included, to 1e-9."""
+    import arviz_stats as azs
+    import numpy as np
+
+    from ddtree_bayes.core.gates import rederived_rows
+
+    rng = np.random.default_rng(seed)
+    chains, n = 4, 301   # (an odd length: split chains drop the middle draw)
+    walk = np.cumsum(rng.standard_normal((chains, n, 2)), axis=1) * 0.1
+    walk[..., 1] = np.round(walk[..., 1], 1)   # ties
+    walk[..., 1] += np.arange(chains)[:, None] * 0.05
+    rows = rederived_rows({"x": walk.reshape(chains * n, 2)}, chains, {"x": ["a", "b"]})
+    assert [r["parameter"] for r in rows] == ["x[a]", "x[b]"]
+    for j, row in enumerate(rows):
+        ary = walk[None, :, :, j]
+        assert row["rhat"] == pytest.approx(float(azs.rhat(ary, chain_axis=1, draw_axis=2)[0]),
+                                            rel=1e-9)
+        assert row["ess_bulk"] == pytest.approx(
+            float(azs.ess(ary, chain_axis=1, draw_axis=2, method="bulk")[0]), rel=1e-9)
+
+
+def test_a_real_fits_gates_rederived_on_read_are_its_own(fitted_workdir):
+    """On a real fit of the bundled data, the R-hat and bulk ESS store.load_fit re-derives from
+    the draws are the ones its diagnostics record (arviz-stats' at fit time), to 1e-9: a fit
+    `fit` marked converged is never refused by the re-derived gates."""
+    from ddtree_bayes.core.gates import rederived_rows
+
+    work, _ = fitted_workdir
+    fit = store.load(workdir=work)
+
+
+    with h5py.File(fit.path, "r") as fh:
+        chains = fh["posterior"]["chain"].shape[0]
+        dims = {name: ds.dims[2][0].name.rsplit("/", 1)[-1] for name, ds in fh["posterior"].items()
+                if ds.ndim > 2 and len(ds.dims[2])}
+    labels = {name: fit.meta["coords"][dim] for name, dim in dims.items()}
+    redone = {r["parameter"]: r for r in rederived_rows(fit.variables, chains, labels)}
+    stored = {r["parameter"]: r for r in fit.meta["diagnostics"]["parameters"]}
+    assert fit.meta["converged"] and set(redone) == set(stored)
+    for name, row in stored.items():
+        assert redone[name]["rhat"] == pytest.approx(row["rhat"], rel=1e-9), name
+        assert redone[name]["ess_bulk"] == pytest.approx(row["ess_bulk"], rel=1e-9), name

@@ -27,12 +27,18 @@ def _finite(value) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def nonfinite_failures(rows: list[dict]) -> list[str]:
+#: The statistics :func:`nonfinite_failures` checks, and how a failure names each.
+STATISTICS = {"mean": "posterior mean", "rhat": "R-hat", "ess_bulk": "bulk ESS",
+              "ess_tail": "tail ESS"}
+
+
+def nonfinite_failures(rows: list[dict], keys=tuple(STATISTICS)) -> list[str]:
     """The gates of :func:`row_failures` that a non-finite (or missing) posterior mean,
-    R-hat, bulk or tail ESS fails, one failure per statistic naming its parameters."""
+    R-hat, bulk or tail ESS fails (``keys``: those of :data:`STATISTICS` checked), one
+    failure per statistic naming its parameters."""
     failures = []
-    for key, what in (("mean", "posterior mean"), ("rhat", "R-hat"), ("ess_bulk", "bulk ESS"),
-                      ("ess_tail", "tail ESS")):
+    for key in keys:
+        what = STATISTICS[key]
         bad = [str(r.get("parameter")) for r in rows if not _finite(r.get(key))]
         if bad:
             failures.append(f"non-finite {what} ({names(bad)})")
@@ -51,7 +57,13 @@ def row_failures(rows: list[dict]) -> list[str]:
     ...                "ess_tail": 800.0}])
     ['non-finite R-hat (a)']
     """
-    failures = nonfinite_failures(rows)
+    return nonfinite_failures(rows) + threshold_failures(rows)
+
+
+def threshold_failures(rows: list[dict]) -> list[str]:
+    """The R-hat and bulk-ESS thresholds of :func:`row_failures`, on the rows whose value is
+    finite."""
+    failures = []
     finite = [r for r in rows if _finite(r.get("rhat"))]
     if finite:
         worst_rhat = max(finite, key=lambda r: r["rhat"])
@@ -65,3 +77,114 @@ def row_failures(rows: list[dict]) -> list[str]:
             failures.append(f"min bulk ESS {worst_ess['ess_bulk']:.0f} < {MIN_ESS_BULK} "
                             f"({worst_ess['parameter']})")
     return failures
+
+
+def _normal_scores(n: int):
+    """Blom's normal scores of the average ranks 1, 1.5, 2, ..., ``n`` of ``n`` draws
+    (index ``2 * (rank - 1)``), as arviz-stats' ``_z_scale`` gives them."""
+    from statistics import NormalDist
+
+    import numpy as np
+
+    ppf = NormalDist().inv_cdf
+    ranks = 1.0 + np.arange(2 * n - 1) / 2.0
+    return np.array([ppf(p) for p in (ranks - 3 / 8) / (n + 1 / 4)])
+
+
+def _z_scale(ary, scores):
+    """Rank-normalise ``ary`` (any shape; ties take their average rank)."""
+    import numpy as np
+
+    flat = ary.ravel()
+    order = np.sort(flat)
+    twice = (np.searchsorted(order, flat, "left") + np.searchsorted(order, flat, "right")
+             - 1)   # 2 x (average rank - 1), an integer
+    return scores[twice].reshape(ary.shape)
+
+
+def _rhat(ary) -> float:
+    import numpy as np
+
+    n = ary.shape[1]
+    between = n * np.var(ary.mean(axis=1), ddof=1)
+    within = np.mean(np.var(ary, axis=1, ddof=1))
+    return float(np.sqrt((between / within + n - 1) / n))
+
+
+def _ess(ary) -> float:
+    """Geyer's initial monotone sequence estimate of the effective sample size of a (chain,
+    draw) array, as arviz-stats' ``_ess`` computes it."""
+    import numpy as np
+
+    n_chain, n_draw = ary.shape
+    if np.ptp(ary) < np.finfo(float).resolution:
+        return float(ary.size)
+    centred = ary - ary.mean(axis=1, keepdims=True)
+    spectrum = np.fft.rfft(centred, n=2 * n_draw, axis=1)
+    acov = np.fft.irfft(spectrum * np.conjugate(spectrum), n=2 * n_draw, axis=1)[:, :n_draw]
+    acov /= n_draw
+    mean_acov = acov.mean(axis=0)
+    mean_var = mean_acov[0] * n_draw / (n_draw - 1.0)
+    var_plus = mean_var * (n_draw - 1.0) / n_draw
+    if n_chain > 1:
+        var_plus += np.var(ary.mean(axis=1), ddof=1)
+    rho = np.zeros(n_draw)
+    rho[0], even, odd = 1.0, 1.0, 1.0 - (mean_var - mean_acov[1]) / var_plus
+    rho[1] = odd
+    t = 1
+    while t < n_draw - 3 and even + odd > 0.0:
+        even = 1.0 - (mean_var - mean_acov[t + 1]) / var_plus
+        odd = 1.0 - (mean_var - mean_acov[t + 2]) / var_plus
+        if even + odd >= 0:
+            rho[t + 1], rho[t + 2] = even, odd
+        t += 2
+    max_t = t - 2
+    if even > 0:
+        rho[max_t + 1] = even
+    t = 1
+    while t <= max_t - 2:
+        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
+            rho[t + 1] = rho[t + 2] = (rho[t - 1] + rho[t]) / 2.0
+        t += 2
+    size = n_chain * n_draw
+    tau = -1.0 + 2.0 * np.sum(rho[:max_t + 1]) + np.sum(rho[max_t + 1:max_t + 2])
+    return float(size / max(tau, 1 / np.log10(size)))
+
+
+def rederived_rows(variables: dict, chains: int,
+                   labels: dict[str, list[str]] | None = None) -> list[dict]:
+    """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every
+    non-constant scalar element of ``variables`` (name: draws flattened over (chain, draw),
+    ``chains`` chains of equal length), as ``engine.inference.diagnose`` computes them with
+    arviz-stats (the same formulas, in numpy alone: agrees to ~1e-12), named as it names them
+    (``name`` or ``name[label]``: ``labels`` names the positions on a variable's first
+    dimension after the draws, else the position itself). For
+    :func:`row_failures`, on the draws a stored fit holds, at load time."""
+    import numpy as np
+
+    rows: list[dict] = []
+    scores = None
+    for name, values in variables.items():
+        flat = np.asarray(values, dtype=float)
+        flat = flat.reshape(flat.shape[0], -1)
+        if flat.shape[0] % chains or flat.shape[0] // chains < 4:
+            continue
+        n_draw = flat.shape[0] // chains
+        half = n_draw // 2
+        if scores is None:
+            scores = _normal_scores(2 * chains * half)
+        for j in range(flat.shape[1]):
+            column = flat[:, j]
+            if np.ptp(column) == 0:
+                continue   # (a constant: diagnose leaves it out)
+            ary = column.reshape(chains, n_draw)
+            split = np.vstack((ary[:, :half], ary[:, -half:]))
+            bulk = _z_scale(split, scores)
+            rhat = max(_rhat(bulk), _rhat(_z_scale(abs(split - np.median(split)), scores)))
+            if chains < 2:
+                rhat = float("nan")
+            names = (labels or {}).get(name)
+            label = (name if not (flat.shape[1] > 1 or np.ndim(values) > 1)
+                     else f"{name}[{names[j] if names and len(names) == flat.shape[1] else j}]")
+            rows.append({"parameter": label, "rhat": rhat, "ess_bulk": _ess(bulk)})
+    return rows

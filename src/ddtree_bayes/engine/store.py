@@ -19,6 +19,7 @@ import os
 import re
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
@@ -298,10 +299,12 @@ def load_fit(path: Path) -> Fit:
             skip = {"chain", "draw", *meta["coords"]}
             variables = {}
             first_dims: dict[str, str] = {}   # (the dimension a diagnostics label indexes)
+            chains = 0
             for name, ds in post.items():
                 if name in skip:
                     continue
                 arr = np.asarray(ds[...], dtype=float)
+                chains = arr.shape[0]
                 variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
                 if ds.ndim > 2 and len(ds.dims[2]):
                     first_dims[name] = ds.dims[2][0].name.rsplit("/", 1)[-1]
@@ -309,6 +312,8 @@ def load_fit(path: Path) -> Fit:
             stats = fh.get("sample_stats")
             logp = next((np.asarray(stats[k][...], dtype=float) for k in ("logp", "lp")
                          if stats is not None and k in stats), None)
+            diverging = (np.asarray(stats["diverging"][...]) if stats is not None
+                         and "diverging" in stats else None)
     except (OSError, KeyError, ValueError, TypeError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({_one_line(err)}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
@@ -325,6 +330,9 @@ def load_fit(path: Path) -> Fit:
                             "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
     _check_means(meta, variables, first_dims, path)   # (of finite draws: refused above)
     _gate_again(meta)
+    _check_gates(meta, path, _Draws(variables, chains, {
+        name: meta["coords"].get(dim, []) for name, dim in first_dims.items()}, diverging)
+        if labels else None)
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
               priors_toml=texts[1], hardware_csv=texts[2])
     _check_model(fit, labelled=bool(labels))
@@ -770,7 +778,10 @@ def _check_version(meta, path: Path) -> None:
 
 
 def load_meta(path: Path) -> dict:
-    """Only the JSON metadata of a fit (h5py, root attributes: no draws are read)."""
+    """Only the JSON metadata of a fit (h5py, root attributes: no draws are read), with the
+    checks that need no draws: its fields, its coordinates, and ``converged`` against its
+    stored diagnostics (``history`` lists a fit these refuse as unreadable, with the words
+    predict refuses it with)."""
     import h5py
 
     try:
@@ -786,6 +797,7 @@ def load_meta(path: Path) -> dict:
     _check_fields(meta, path)
     _check_coords(meta, labels, path)
     _gate_again(meta)
+    _check_gates(meta, path)
     return meta
 
 
@@ -818,6 +830,55 @@ def _gate_again(meta: dict) -> None:
     if found:
         meta["converged"] = False
         meta["failures"] = known + ["; ".join(found) + " (found when the fit was read)"]
+
+
+class _Draws(NamedTuple):
+    """A fit's draws as :func:`_check_gates` re-diagnoses them: ``variables`` (flattened over
+    (chain, draw)), ``chains``, each variable's labels on its first dimension after the draws,
+    and the sampler's ``diverging`` flags (None: the file stores none)."""
+
+    variables: dict[str, np.ndarray]
+    chains: int
+    labels: dict[str, list[str]]
+    diverging: np.ndarray | None
+
+
+def _check_gates(meta: dict, path: Path, draws: _Draws | None = None) -> None:
+    """Refuse a fit whose metadata says converged while the gates fail: on the diagnostics
+    it stores (R-hat, bulk ESS, divergences: cheap, every read), and, given its ``draws``, on
+    R-hat, bulk ESS and divergences re-derived from them (core.gates.rederived_rows, ~0.05 s)
+    unless the draws are an importance resample (``update``'s, whose diagnostics are its
+    proposal fit's). ``converged`` is the only thing predict asks of a fit before answering:
+    edited to true (with its failures emptied, or the stored R-hat too), an unconverged fit
+    answered without --allow-unconverged, exit 0. A non-finite stored statistic is
+    :func:`_gate_again`'s (it marks the fit unconverged)."""
+    from ddtree_bayes.core.config import MAX_DIVERGENCES
+    from ddtree_bayes.core.gates import nonfinite_failures, rederived_rows, threshold_failures
+
+    if meta.get("converged") is not True:
+        return
+    diagnostics = meta.get("diagnostics") or {}
+    rows = diagnostics.get("parameters")
+    rows = [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []
+    failures = threshold_failures(rows)
+    divergences = diagnostics.get("divergences")
+    if isinstance(divergences, int | float) and divergences > MAX_DIVERGENCES:
+        failures.append(f"{divergences:g} divergent transitions")
+    source = "its diagnostics record"
+    if not failures and draws is not None and not (
+            "of_fit" in diagnostics or "reweight" in meta):
+        source = "its draws give"
+        redone = rederived_rows(draws.variables, draws.chains, draws.labels)
+        failures = (nonfinite_failures(redone, ("rhat", "ess_bulk"))
+                    + threshold_failures(redone))
+        if draws.diverging is not None:
+            count = int(np.count_nonzero(draws.diverging))
+            if count > MAX_DIVERGENCES:
+                failures.append(f"{count} divergent transitions")
+    if failures:
+        raise ArtifactError(f"{path}: its metadata says converged, but {source} "
+                            f"{'; '.join(failures)} (an edited fit) (fix: re-run "
+                            "`ddtree-bayes fit`, or pass --fit to use another fit)")
 
 
 def fit_files(models: Path) -> list[Path]:
