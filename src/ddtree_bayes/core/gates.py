@@ -92,14 +92,24 @@ def _normal_scores(n: int):
 
 
 def _z_scale(ary, scores):
-    """Rank-normalise ``ary`` (any shape; ties take their average rank)."""
+    """Rank-normalise each column of ``ary`` (draws, columns) over its draws (ties take their
+    average rank: a run of equal values at sorted positions i..k ranks (i + k) / 2 + 1)."""
     import numpy as np
 
-    flat = ary.ravel()
-    order = np.sort(flat)
-    twice = (np.searchsorted(order, flat, "left") + np.searchsorted(order, flat, "right")
-             - 1)   # 2 x (average rank - 1), an integer
-    return scores[twice].reshape(ary.shape)
+    rows = np.ascontiguousarray(ary.T)   # (a row per column: sorted along contiguous memory)
+    n = rows.shape[1]
+    order = np.argsort(rows, axis=1)
+    ordered = np.take_along_axis(rows, order, axis=1)
+    pos = np.arange(n)[None, :]
+    starts = np.ones(rows.shape, dtype=bool)
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(rows.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
+    twice = np.empty(rows.shape, dtype=np.int64)   # 2 x (average rank - 1), an integer
+    np.put_along_axis(twice, order, first + last, axis=1)
+    return scores[twice.T]
 
 
 def _rhat(ary) -> float:
@@ -162,29 +172,33 @@ def rederived_rows(variables: dict, chains: int,
     :func:`row_failures`, on the draws a stored fit holds, at load time."""
     import numpy as np
 
-    rows: list[dict] = []
-    scores = None
+    columns, labels_of = [], []
     for name, values in variables.items():
         flat = np.asarray(values, dtype=float)
         flat = flat.reshape(flat.shape[0], -1)
         if flat.shape[0] % chains or flat.shape[0] // chains < 4:
             continue
-        n_draw = flat.shape[0] // chains
-        half = n_draw // 2
-        if scores is None:
-            scores = _normal_scores(2 * chains * half)
+        names = (labels or {}).get(name)
         for j in range(flat.shape[1]):
-            column = flat[:, j]
-            if np.ptp(column) == 0:
+            if np.ptp(flat[:, j]) == 0:
                 continue   # (a constant: diagnose leaves it out)
-            ary = column.reshape(chains, n_draw)
-            split = np.vstack((ary[:, :half], ary[:, -half:]))
-            bulk = _z_scale(split, scores)
-            rhat = max(_rhat(bulk), _rhat(_z_scale(abs(split - np.median(split)), scores)))
-            if chains < 2:
-                rhat = float("nan")
-            names = (labels or {}).get(name)
-            label = (name if not (flat.shape[1] > 1 or np.ndim(values) > 1)
-                     else f"{name}[{names[j] if names and len(names) == flat.shape[1] else j}]")
-            rows.append({"parameter": label, "rhat": rhat, "ess_bulk": _ess(bulk)})
+            columns.append(flat[:, j])
+            labels_of.append(name if not (flat.shape[1] > 1 or np.ndim(values) > 1) else
+                             f"{name}[{names[j] if names and len(names) == flat.shape[1] else j}]")
+    if not columns:
+        return []
+    n_draw = len(columns[0]) // chains
+    half = n_draw // 2
+    # (draw, chain, column) -> the split chains stacked as arviz-stats stacks them
+    draws = np.stack(columns, axis=1).reshape(chains, n_draw, len(columns))
+    split = np.concatenate([draws[:, :half], draws[:, -half:]], axis=0)   # (2 chains, half, k)
+    scores = _normal_scores(split.shape[0] * half)
+    flat = split.reshape(-1, len(columns))
+    bulk = _z_scale(flat, scores).reshape(split.shape)
+    folded = _z_scale(np.abs(flat - np.median(flat, axis=0)), scores).reshape(split.shape)
+    rows = []
+    for j, label in enumerate(labels_of):
+        rhat = (max(_rhat(bulk[..., j]), _rhat(folded[..., j])) if chains > 1
+                else float("nan"))
+        rows.append({"parameter": label, "rhat": rhat, "ess_bulk": _ess(bulk[..., j])})
     return rows
