@@ -224,6 +224,29 @@ def test_a_stored_text_whose_digest_disagrees_is_refused(tmp_path, attr, old, ne
     refused_to_answer(work, error)
 
 
+@pytest.mark.parametrize(("attr", "old", "new", "name", "field"), EDITED_TEXTS,
+                         ids=["data", "priors", "hardware"])
+def test_history_lists_a_fit_whose_stored_text_was_edited_as_unreadable(tmp_path, attr, old,
+                                                                        new, name, field):
+    """`history` read the metadata alone: a fit whose stored data, priors or hardware table was
+    edited (which predict refuses, exit 3) was listed as readable and converged ("yes"). It
+    checks the stored texts' digests too (sha256 of three short texts, no draws read): the fit
+    is listed UNREADABLE with predict's words, in the table and in the JSON."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    with h5py.File(path, "r+") as fh:
+        fh.attrs[attr] = fh.attrs[attr].replace(old, new)
+    code, _, err = call(work, "predict", "--accept", "14")
+    assert code == 3 and f"its stored copy of the {name} is not the text it was fit on" in err
+    error = err.removeprefix("ddtree-bayes: error: ").removesuffix("\n")
+    code, out, _ = call(work, "history", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and (row["readable"], row["error"]) == (False, error)
+    code, out, _ = call(work, "history")
+    (line,) = [ln for ln in out.splitlines() if ln.startswith(FIT_ID)]
+    assert code == 0 and line.endswith(f"latest, UNREADABLE: {error}"), out
+
+
 def refused_to_answer(work, error: str) -> None:
     """predict, optimize, next and update exit 3 with ``error`` as their one stderr line and
     write nothing."""

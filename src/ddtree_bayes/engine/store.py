@@ -779,15 +779,18 @@ def _check_version(meta, path: Path) -> None:
 
 def load_meta(path: Path) -> dict:
     """Only the JSON metadata of a fit (h5py, root attributes: no draws are read), with the
-    checks that need no draws: its fields, its coordinates, and ``converged`` against its
-    stored diagnostics (``history`` lists a fit these refuse as unreadable, with the words
-    predict refuses it with)."""
+    checks that need no draws: its fields, its coordinates, its stored texts against the
+    digests it records (three short texts hashed), and ``converged`` against its stored
+    diagnostics (``history`` lists a fit these refuse as unreadable, with the words predict
+    refuses it with; an edit only the draws tell, such as draws that average otherwise than
+    the diagnostics say, is load_fit's)."""
     import h5py
 
     try:
         with h5py.File(path, "r") as fh:
             meta = json.loads(_attr_text(fh.attrs[META_ATTR]))
             labels = _dimension_labels(fh.get("posterior"))
+            texts = [fh.attrs.get(k) for k in (DATA_ATTR, PRIORS_ATTR, HARDWARE_ATTR)]
     except (OSError, KeyError, ValueError) as err:
         raise ArtifactError(f"{path} is not a readable ddtree-bayes fit ({err}) "
                             "(fix: re-run `ddtree-bayes fit`)") from None
@@ -796,6 +799,8 @@ def load_meta(path: Path) -> dict:
     _check_version(meta, path)   # (history listed such a fit as readable; predict refuses it)
     _check_fields(meta, path)
     _check_coords(meta, labels, path)
+    if all(t is not None for t in texts):   # (a text lacking: load_fit's to refuse)
+        _check_texts(meta, [_attr_text(t) for t in texts], path)
     _gate_again(meta)
     _check_gates(meta, path)
     return meta
