@@ -630,3 +630,73 @@ def test_a_real_fits_gates_rederived_on_read_are_its_own(fitted_workdir):
     for name, row in stored.items():
         assert redone[name]["rhat"] == pytest.approx(row["rhat"], rel=1e-9), name
         assert redone[name]["ess_bulk"] == pytest.approx(row["ess_bulk"], rel=1e-9), name
+
+
+#: Stored derived values of a real structured fit edited (each still of its type and length),
+#: and the model field the refusal names. Before, each answered other numbers, exit 0 (helper
+#: trust3, s59, a fit of the bundled data: group_varies.tree of B300's DDTree group true moved
+#: `predict --accept 14`'s 90% interval from 597-845 to 605-850; the card's params_active_b x2
+#: moved an H100 x8 transfer from 575 to 547 tok/s), or went unread by the answers checked.
+DERIVED_EDITS = [
+    ("group_varies", lambda m: m["model"]["group_varies"]["tree"].__setitem__(0, True),
+     "model.group_varies"),
+    ("group_pass_roof_ms", lambda m: m["model"]["group_pass_roof_ms"].__setitem__(
+        0, 2 * m["model"]["group_pass_roof_ms"][0]), "model.group_pass_roof_ms"),
+    ("card params_active_b", lambda m: m["model"]["card"].update(
+        params_active_b=2 * m["model"]["card"]["params_active_b"]), "model.group_pass_roof_ms"),
+    ("card kv_bytes_per_token", lambda m: m["model"]["card"].update(
+        kv_bytes_per_token=2 * m["model"]["card"]["kv_bytes_per_token"]),
+     "model.system_ctx_prior"),
+    ("system_flop_ms", lambda m: m["model"]["system_flop_ms"].update(
+        {k: 2 * v for k, v in m["model"]["system_flop_ms"].items()}), "model.system_flop_ms"),
+]
+
+
+def test_a_structured_fits_derived_values_are_derived_again(fitted_workdir, tmp_path):
+    """The fields a fit derives from its stored inputs and cards (core.spec.model_meta) were
+    only type- and length-checked on read: an edited value answered from the edit. Each is
+    derived again from the stored data, priors, hardware table and cards and compared: a
+    disagreeing value (or a stored card whose derived values no longer follow from it) is
+    refused in one line naming the fit and the field, exit 3, nothing written; the fit as made
+    answers as before."""
+    work, _ = fitted_workdir
+    code, plain, err = call(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0, err
+    for what, edit, field in DERIVED_EDITS:
+        copy = tmp_path / what.replace(" ", "_")
+        (copy / "models" / "fits").mkdir(parents=True)
+        source = store.resolve(work / "models")
+        target = copy / "models" / "fits" / source.name
+        target.write_bytes(source.read_bytes())
+        (copy / "models" / store.LATEST).write_text(
+            (work / "models" / store.LATEST).read_text())
+        (copy / "data").symlink_to(work / "data")
+        (copy / "models" / "priors.toml").write_text(
+            (work / "models" / "priors.toml").read_text())
+        edit_meta(copy, edit)
+        before = listing(copy)
+        for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):
+            code, out, err = call(copy, *argv)
+            assert code == 3 and out == "" and err.count("\n") == 1, (what, argv, err)
+            assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's {field} is "
+                                  ), (what, err)
+            assert "not what its stored inputs and cards give" in err, (what, err)
+            assert err.endswith(f"{FIX}\n"), (what, err)
+        assert listing(copy) == before, what
+    code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]
+
+
+def test_a_derived_flag_its_stored_inputs_do_not_give_is_refused(tmp_path):
+    """A derived field the stored inputs do not give at all (``concurrent``: rows at C > 1,
+    which the point mass's B300 rows have none of) is refused as an edit too, naming what the
+    inputs give: none."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    _label_draws(path, "system", ["b300x8"], "step_ar_ms")
+    code, _, err = call(work, "predict", "--accept", "12")
+    assert code == 0, err
+    edit_meta(work, lambda m: m["model"].update(concurrent=True))
+    refused_to_answer(work, f"{path}: its metadata's model.concurrent is true, not what its "
+                            "stored inputs and cards give (none): edited, or made by an older "
+                            f"ddtree-bayes {FIX}")

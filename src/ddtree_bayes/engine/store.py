@@ -543,6 +543,8 @@ def _check_model(fit: Fit, labelled: bool = True) -> None:
                             "edited (fix: re-run `ddtree-bayes fit`)")
     _check_cards(path, model)
     if step_form != "structured" or not groups or not labelled:
+        if labelled:
+            _check_derived(fit)
         return   # (a test's artifact, written without labels, stores only what it reads)
     for name in STRUCTURED_FIELDS:
         if name not in model:
@@ -573,6 +575,72 @@ def _check_model(fit: Fit, labelled: bool = True) -> None:
     for field in ("model.group_varies.pass", "model.group_varies.tree"):
         if not all(isinstance(v, bool) for v in per_group[field]):
             raise _edited(path, field, per_group[field], "not a list of true or false")
+    _check_derived(fit)   # (the values, once their shapes are known to be right)
+
+
+#: The fields of ``meta["model"]`` a fit derives from its stored inputs (data, priors, hardware
+#: table) and the cards it stores (core.spec.model_meta), which the question side reads as
+#: stored: checked against the same derivation on read by :func:`_check_derived`.
+DERIVED_FIELDS = ("group_varies", "engines", "group_engine", "group_system",
+                  "group_pass_roof_ms", "group_pass_how", "config_pass_how", "group_recurrent",
+                  "group_amd", "system_flop_ms", "flops_how", "system_ctx_prior",
+                  "allreduce_volume", "system_tp_mb", "system_link", "tp_how", "repeated_runs",
+                  "concurrent", "acceptance_groups", "pair_models")
+
+
+def _check_derived(fit: Fit) -> None:
+    """Refuse stored derived values (:data:`DERIVED_FIELDS`) that are not what the fit's
+    stored data, priors (with its forms) and hardware table give with the model and drafter
+    cards it stores, as ``fit`` derived them (core.spec.build_spec and model_meta: ~10 ms,
+    the stored data parsed once for every answer). A value edited after the fit answered from
+    the edit, exit 0 (group_varies.tree of B300's DDTree group set true narrowed the default
+    question's interval); so did a stored card's field that prices the passes, the FLOPs or
+    the context read (params_active_b x2 moved an H100 transfer from 575 to 547 tok/s),
+    whose derived values now disagree with it. Not checked: an importance resample's
+    (``update``'s, whose model is its proposal's in the proposal's order), and a fit lacking a
+    field (an older version's: :func:`_check_model` requires those the answers need)."""
+    import dataclasses
+
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.core.drafters import stored_cards
+    from ddtree_bayes.core.model_cards import ModelCard
+
+    meta, model, path = fit.meta, fit.meta["model"], fit.path
+    if "reweight" in meta or meta.get("held_out_systems"):
+        return
+    stored = {**({model["card"]["model"]: model["card"]} if model.get("card") else {}),
+              **(model.get("model_cards") or {})}
+    cards = {name: ModelCard(**card) for name, card in stored.items()} or None
+    drafters = stored_cards(model["drafter_cards"]) if "drafter_cards" in model else None
+    priors = dataclasses.replace(fit.priors, moe_form=model["moe_form"],
+                                 step_form=model.get("step_form", "fraction"))
+    try:
+        spec = S.build_spec(fit.measurements, priors, hardware=fit.hardware, cards=cards,
+                            drafters=drafters)
+    except InputError as err:
+        raise ArtifactError(f"{path}: its stored inputs no longer give its model "
+                            f"({_one_line(err)}): edited, or made by an older ddtree-bayes "
+                            "(fix: re-run `ddtree-bayes fit`)") from None
+    now = json.loads(json.dumps(S.model_meta(spec, priors)))
+    for name in DERIVED_FIELDS:   # (one the fit lacks and these inputs give: an older fit's)
+        if name in model and not (name in now and _same(model[name], now[name])):
+            gives = _one_line_json(now[name]) if name in now else "none"
+            raise ArtifactError(f"{path}: its metadata's model.{name} is "
+                                f"{_one_line_json(model[name])}, not what its stored inputs and "
+                                f"cards give ({gives}): edited, or made by an older "
+                                "ddtree-bayes (fix: re-run `ddtree-bayes fit`)")
+
+
+def _same(a, b) -> bool:
+    """Equal JSON values, numbers to 1e-9 relative (a derivation repeated on another machine)."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if (isinstance(a, int | float) and isinstance(b, int | float)
+            and not isinstance(a, bool) and not isinstance(b, bool)):
+        return abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+    return bool(a == b)
 
 
 def _check_target_models(fit: Fit) -> None:
