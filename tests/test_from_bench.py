@@ -164,7 +164,11 @@ def test_a_sweep_imports_its_batch1_record(work, select):
         (float(f"{1 / 0.0067413:.6g}"), 512, 1.0, "sglang-one-batch sglang_one_batch_bs1_bs8.jsonl line 1")]
     if select == ["--single-stream-only"]:
         assert err == (f"ddtree-bayes: note: {src}: --single-stream-only left out line 2 "
-                       "(batch_size 8)\n")
+                       "(batch_size 8)\n"
+                       f"ddtree-bayes: warning: {src}: the file names no model; its row was "
+                       "filed under kimi-k2.6, the model of data/measurements.csv (if the run "
+                       "was of another model, remove it and import the file again with "
+                       "--model <card>)\n")
 
 
 def test_a_vllm_append_result_sweep_imports_each_concurrency(work, tmp_path):
@@ -1048,3 +1052,26 @@ def test_one_token_drafted_per_step_is_singular(work, tmp_path):
                     "--engine", "vllm", "--method", "eagle3", "--block", "5")
     assert ("the file drafted 1 token per step (spec_decode_draft_tokens / "
             "spec_decode_num_drafts), but --block is 5 (fix: give --block 1") in err
+
+
+def test_a_file_that_names_no_model_says_whose_rows_it_made(work):
+    """vLLM's latency JSON (and sglang.bench_one_batch's) names no model: imported without
+    --model, its row went under the measurement file's model, kimi-k2.6, without a word (exit
+    0), whatever model the run was of. One warning line now says so, with the fix; --model
+    silences it, and the row is the same."""
+    argv = ["add", "--from-bench", str(BENCH / "vllm_latency.json"), *VLLM, "--method", "ar",
+            "--batch-size", "1", "--output-len", "128", "--input-len", "512", "--gpus", "8"]
+    code, out, err = run_cli(work, *argv, "--format", "json")
+    warning = (f"{BENCH / 'vllm_latency.json'}: the file names no model; its row was filed "
+               "under kimi-k2.6, the model of data/measurements.csv (if the run was of another "
+               "model, remove it and import the file again with --model <card>)")
+    assert code == 0 and f"ddtree-bayes: warning: {warning}\n" in err, err
+    assert warning in json.loads(out)["warnings"]
+    others = err.replace(f"ddtree-bayes: warning: {warning}\n", "")
+    (row,) = new_rows(work)
+    assert row["model"] == "kimi-k2.6"
+    (work / "data" / "measurements.csv").write_text(
+        "".join((work / "data" / "measurements.csv").read_text().splitlines(True)[:-1]))
+    code, out, err = run_cli(work, *argv, "--model", "kimi-k2.6")
+    assert code == 0 and err == others, err   # (the prefill's warning, as before)
+    assert new_rows(work) == [row]

@@ -132,6 +132,14 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     methods=methods, declared=declared, create=create,
                                     known=known, default_context=blank_context,
                                     check_existing=_as_fit(args.hardware_file))
+        if got.model_unsaid:   # (the file's run may be of any model: said, not assumed)
+            models = sorted({m.model for m in result.rows})
+            kept = [*kept, f"{args.from_bench}: the file names no model; its "
+                           f"{'rows were' if len(result.rows) > 1 else 'row was'} filed under "
+                           f"{', '.join(models)}, the model of {shown_path(result.path)} (if the "
+                           "run was of another model, remove "
+                           f"{'them' if len(result.rows) > 1 else 'it'} and import the file "
+                           "again with --model <card>)"]
     else:
         from ddtree_bayes.core.data import AR_METHOD
 

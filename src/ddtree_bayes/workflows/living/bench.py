@@ -59,6 +59,9 @@ class BenchImport:
     rows: list[NewRow]
     notes: list[str]
     warnings: list[str] = field(default_factory=list)
+    #: the file names no model and no --model was given: the rows take the measurement
+    #: file's model, which the command says once they are in (it is known only then)
+    model_unsaid: bool = False
 
 
 def _number(x: float) -> str:
@@ -528,4 +531,5 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
             "source": source or f"{fmt} {path.name} {unit} {rec.index}",
             "notes": f"{notes}; {note}" if notes else note})
         rows.append(NewRow(origin, None, values, flags=True, result_id=rid))
-    return BenchImport(fmt, rows, got.notes, warnings)
+    return BenchImport(fmt, rows, got.notes, warnings, model_unsaid=all(
+        model_of[rec.index] is None for rec in parsed))
