@@ -642,10 +642,12 @@ DERIVED_EDITS = [
      "model.group_varies"),
     ("group_pass_roof_ms", lambda m: m["model"]["group_pass_roof_ms"].__setitem__(
         0, 2 * m["model"]["group_pass_roof_ms"][0]), "model.group_pass_roof_ms"),
-    ("card params_active_b", lambda m: m["model"]["card"].update(
-        params_active_b=2 * m["model"]["card"]["params_active_b"]), "model.group_pass_roof_ms"),
-    ("card kv_bytes_per_token", lambda m: m["model"]["card"].update(
-        kv_bytes_per_token=2 * m["model"]["card"]["kv_bytes_per_token"]),
+    # (a card edited in a fit saved before fits recorded cards_sha256, which refuses it first:
+    # test_a_fit_records_the_digest_of_its_cards)
+    ("card params_active_b", lambda m: (m.pop("cards_sha256", None), m["model"]["card"].update(
+        params_active_b=2 * m["model"]["card"]["params_active_b"])), "model.group_pass_roof_ms"),
+    ("card kv_bytes_per_token", lambda m: (m.pop("cards_sha256", None), m["model"]["card"].update(
+        kv_bytes_per_token=2 * m["model"]["card"]["kv_bytes_per_token"])),
      "model.system_ctx_prior"),
     ("system_flop_ms", lambda m: m["model"]["system_flop_ms"].update(
         {k: 2 * v for k, v in m["model"]["system_flop_ms"].items()}), "model.system_flop_ms"),
@@ -700,3 +702,57 @@ def test_a_derived_flag_its_stored_inputs_do_not_give_is_refused(tmp_path):
     refused_to_answer(work, f"{path}: its metadata's model.concurrent is true, not what its "
                             "stored inputs and cards give (none): edited, or made by an older "
                             f"ddtree-bayes {FIX}")
+
+
+def _cards_sha256(model: dict) -> str:
+    """The digest of a model's cards worked out here: sha256 of the canonical JSON of its
+    card, model_cards and drafter_cards (those present)."""
+    cards = {k: model[k] for k in ("card", "model_cards", "drafter_cards") if model.get(k)}
+    return hashlib.sha256(json.dumps(cards, sort_keys=True).encode()).hexdigest()
+
+
+def test_a_stored_card_edited_after_the_fit_is_refused_by_its_digest(tmp_path):
+    """A stored card's field that feeds no derived value the fit stores (experts,
+    experts_topk: the distinct experts a query's verify pass reads) answered from the edit,
+    exit 0 (a fit of the bundled data: `predict --accept 14 --block 16 --budget 64` 605 ->
+    678 tok/s with experts 384 -> 192). A fit records the sha256 of its cards
+    (``cards_sha256``) and a card that disagrees is refused, exit 3."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    card = dataclasses.asdict(load_model_cards(bundled("models.csv"))["kimi-k2.6"])
+    card = json.loads(json.dumps(card))
+    path = edit_meta(work, lambda m: m["model"].update(card=card))
+    edit_meta(work, lambda m: m.update(cards_sha256=_cards_sha256(m["model"])))
+    code, out, err = call(work, "predict", "--accept", "12", "--format", "json")
+    assert code == 0, err   # (the digest of the cards as stored)
+    edit_meta(work, lambda m: m["model"]["card"].update(experts=192))
+    with h5py.File(path, "r") as fh:
+        meta = json.loads(fh.attrs[store.META_ATTR])
+    got, want = _cards_sha256(meta["model"]), meta["cards_sha256"]
+    refused_to_answer(work, f"{path}: its stored model and drafter cards are not the ones it "
+                            f"was fit with (sha256 {got[:12]}; its metadata's cards_sha256 "
+                            f"records {want[:12]}): edited or damaged {FIX}")
+
+
+def test_a_fit_records_the_digest_of_its_cards(fitted_workdir, tmp_path):
+    """`fit` records ``cards_sha256``, the digest of the cards it stores, and reading the fit
+    checks it: the card's experts edited (384 -> 192) is refused, exit 3."""
+    work, _ = fitted_workdir
+    source = store.resolve(work / "models")
+    meta = store.load_meta(source)
+    assert meta["cards_sha256"] == _cards_sha256(meta["model"])
+    copy = tmp_path / "copy"
+    (copy / "models" / "fits").mkdir(parents=True)
+    target = copy / "models" / "fits" / source.name
+    target.write_bytes(source.read_bytes())
+    (copy / "models" / store.LATEST).write_text((work / "models" / store.LATEST).read_text())
+    (copy / "data").symlink_to(work / "data")
+    edit_meta(copy, lambda m: m["model"]["card"].update(experts=192))
+    code, out, err = call(copy, "predict", "--accept", "12")
+    assert code == 3 and out == "" and err.count("\n") == 1, err
+    assert err.startswith(f"ddtree-bayes: error: {target}: its stored model and drafter cards "
+                          "are not the ones it was fit with"), err

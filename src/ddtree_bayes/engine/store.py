@@ -135,6 +135,7 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
         raise ArtifactError(f"refusing to save fit {meta['fit_id']}: non-finite draws ({bad}); "
                             "nothing was written (fix: re-run `ddtree-bayes fit`)")
     dt = dt.copy()
+    meta = with_cards_digest(meta)
     dt.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
     dt.attrs[DATA_ATTR] = texts["data"]
     dt.attrs[PRIORS_ATTR] = texts["priors"]
@@ -221,6 +222,7 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
             for name in groups:
                 if name in fh:
                     del fh[name]
+            meta = with_cards_digest(meta)
             fh.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
             fh.attrs[DATA_ATTR] = texts["data"]
             fh.attrs[PRIORS_ATTR] = texts["priors"]
@@ -386,7 +388,7 @@ OPTIONAL_FIELDS: dict[str, str] = {
     "model.engines": "array", "model.group_varies": "object", "model.drafter_cards": "array",
     "model.group_engine": "array", "model.group_system": "array",
     "model.group_pass_roof_ms": "array", "model.group_pass_how": "array",
-    "model.pass_roofline": "object", "model.target_models": "array"}
+    "model.pass_roofline": "object", "model.target_models": "array", "cards_sha256": "text"}
 _KINDS = {"string": ("a string", lambda v: isinstance(v, str)),
           "text": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
           "boolean": ("true or false", lambda v: isinstance(v, bool)),
@@ -542,6 +544,12 @@ def _check_model(fit: Fit, labelled: bool = True) -> None:
                             "the step from it): an older ddtree-bayes wrote it, or it was "
                             "edited (fix: re-run `ddtree-bayes fit`)")
     _check_cards(path, model)
+    recorded = fit.meta.get("cards_sha256")
+    if recorded is not None and recorded != cards_digest(model):
+        raise ArtifactError(f"{path}: its stored model and drafter cards are not the ones it "
+                            f"was fit with (sha256 {cards_digest(model)[:12]}; its metadata's "
+                            f"cards_sha256 records {recorded[:12]}): edited or damaged (fix: "
+                            "re-run `ddtree-bayes fit`)")
     if step_form != "structured" or not groups or not labelled:
         if labelled:
             _check_derived(fit)
@@ -586,6 +594,29 @@ DERIVED_FIELDS = ("group_varies", "engines", "group_engine", "group_system",
                   "group_amd", "system_flop_ms", "flops_how", "system_ctx_prior",
                   "allreduce_volume", "system_tp_mb", "system_link", "tp_how", "repeated_runs",
                   "concurrent", "acceptance_groups", "pair_models")
+
+
+#: The fields of ``meta["model"]`` holding the cards a fit priced with (inputs the artifact
+#: stores nowhere else), as :func:`cards_digest` hashes them.
+CARD_FIELDS = ("card", "model_cards", "drafter_cards")
+
+
+def cards_digest(model: dict) -> str:
+    """The sha256 of the cards a fit's ``meta["model"]`` stores (:data:`CARD_FIELDS`, as
+    canonical JSON): recorded as ``cards_sha256`` when the fit is saved, checked on read. A
+    card field that feeds no stored derived value (a card's experts or experts_topk, which
+    price the distinct experts a query's verify pass reads) is checked by nothing else: edited,
+    it moved `predict --block 16 --budget 64`'s median from 605 to 678 tok/s, exit 0."""
+    import hashlib
+
+    cards = {k: model.get(k) for k in CARD_FIELDS if model.get(k) is not None}
+    return hashlib.sha256(json.dumps(cards, sort_keys=True).encode()).hexdigest()
+
+
+def with_cards_digest(meta: dict) -> dict:
+    """``meta`` with ``cards_sha256`` of its model's cards (a copy; :func:`cards_digest`)."""
+    model = meta.get("model")
+    return {**meta, "cards_sha256": cards_digest(model)} if isinstance(model, dict) else meta
 
 
 def _check_derived(fit: Fit) -> None:
