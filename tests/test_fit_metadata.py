@@ -756,3 +756,60 @@ def test_a_fit_records_the_digest_of_its_cards(fitted_workdir, tmp_path):
     assert code == 3 and out == "" and err.count("\n") == 1, err
     assert err.startswith(f"ddtree-bayes: error: {target}: its stored model and drafter cards "
                           "are not the ones it was fit with"), err
+
+
+#: Two rows of Kimi K2.6 on 8x RTX PRO 6000 without an accept_len (each its own latent
+#: acceptance group): one drafted by the default EAGLE-3 head, one by the K2.5 head the bundled
+#: drafter cards name (default no), which the rows name in the ``drafter`` column.
+LATENT_ROWS = ("kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,,0,125.0,s,,\n"
+               "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,,0,112.5,s,,"
+               "lightseekorg/kimi-k2.5-eagle3-mla\n")
+#: prior_from of a named drafter's group as fits made before 6e97447 (s59, 11:36) stored it
+OLD_PRIOR_FROM = ("default uniform(lower=1, upper=4) (a drafter a row names: the [[acceptance]] "
+                  "entries are of the default drafter)")
+
+
+def _latent_fit():
+    """A fit of the bundled rows and :data:`LATENT_ROWS` whose ``meta["model"]`` is what
+    `fit` derives (core.spec.model_meta under the stored forms), as _check_derived reads it."""
+    import dataclasses
+
+    from ddtree_bayes.core import spec as S
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    fit = point_mass_draws()
+    lines = fit.data_csv.splitlines()
+    text = "\n".join([lines[0] + ",drafter", *(ln + "," for ln in lines[1:])]) + "\n"
+    fit = fit.view(data_csv=text + LATENT_ROWS)
+    priors = dataclasses.replace(fit.priors, moe_form="power", step_form="fraction")
+    model = json.loads(json.dumps(S.model_meta(S.build_spec(fit.measurements, priors,
+                                                            hardware=fit.hardware), priors)))
+    assert [g["drafter"] for g in model["acceptance_groups"]] == [
+        None, "lightseekorg/kimi-k2.5-eagle3-mla"]
+    return fit.view(meta={**fit.meta, "model": model})
+
+
+def test_derived_values_an_older_version_stored_otherwise_are_not_edits():
+    """Re-deriving a fit's model values on read refused 12 fits made on this machine by this
+    repo earlier the same day (exit 3, "its metadata's model.acceptance_groups is ..., not what
+    its stored inputs and cards give ...: edited, or made by an older ddtree-bayes"), each of
+    which predicted before: an acceptance group stored without the ``drafter`` key (added
+    since: null for a row naming no drafter; /tmp/trustq_mm, /tmp/me/dk), and a named drafter's
+    group whose ``prior_from`` (where its prior came from, for people) was worded otherwise
+    (/tmp/lead_dfit, /tmp/s58/ws). Neither is read by a number an answer gives: both load. A
+    value that is read (the prior's bounds, the rows) edited is still refused."""
+    fit = _latent_fit()
+    store._check_derived(fit)
+    old = json.loads(json.dumps(fit.meta))
+    for group in old["model"]["acceptance_groups"]:
+        if group["drafter"] is None:
+            del group["drafter"]
+        else:
+            group["prior_from"] = OLD_PRIOR_FROM
+    store._check_derived(fit.view(meta=old))
+    for edit in (lambda g: g["prior"]["params"].update(upper=8.0),
+                 lambda g: g.update(rows=[2]), lambda g: g.update(drafter="x")):
+        edited = json.loads(json.dumps(old))
+        edit(edited["model"]["acceptance_groups"][1])
+        with pytest.raises(ArtifactError, match="its metadata's model.acceptance_groups is "):
+            store._check_derived(fit.view(meta=edited))

@@ -662,10 +662,21 @@ def _check_derived(fit: Fit) -> None:
                                 "ddtree-bayes (fix: re-run `ddtree-bayes fit`)")
 
 
+#: Keys of a derived record that only explain it to people (where an acceptance group's prior
+#: came from, how a context read was priced): no answer's number reads them, and a later version
+#: words them anew (6e97447 reworded a named drafter's ``prior_from``), so they are not compared.
+EXPLAINING_KEYS = frozenset({"prior_from", "how"})
+
+
 def _same(a, b) -> bool:
-    """Equal JSON values, numbers to 1e-9 relative (a derivation repeated on another machine)."""
+    """Equal JSON values (``a`` stored, ``b`` derived again), numbers to 1e-9 relative (a
+    derivation repeated on another machine). A record's :data:`EXPLAINING_KEYS` are not
+    compared, and a key it lacks whose derived value is null is an older version's record (an
+    acceptance group stored before groups named their drafter: none), not an edit."""
     if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        older = {k for k in b.keys() - a.keys() if b[k] is None}   # (added since, null here)
+        return (a.keys() == b.keys() - older
+                and all(_same(a[k], b[k]) for k in a if k not in EXPLAINING_KEYS))
     if isinstance(a, list) and isinstance(b, list):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
     if (isinstance(a, int | float) and isinstance(b, int | float)
