@@ -968,7 +968,12 @@ def _check_gates(meta: dict, path: Path, draws: _Draws | None = None) -> None:
     answered without --allow-unconverged, exit 0. A non-finite stored statistic is
     :func:`_gate_again`'s (it marks the fit unconverged)."""
     from ddtree_bayes.core.config import MAX_DIVERGENCES
-    from ddtree_bayes.core.gates import nonfinite_failures, rederived_rows, threshold_failures
+    from ddtree_bayes.core.gates import (
+        REDERIVED_SLACK,
+        nonfinite_failures,
+        rederived_rows,
+        threshold_failures,
+    )
 
     if meta.get("converged") is not True:
         return
@@ -985,7 +990,7 @@ def _check_gates(meta: dict, path: Path, draws: _Draws | None = None) -> None:
         source = "its draws give"
         redone = rederived_rows(draws.variables, draws.chains, draws.labels)
         failures = (nonfinite_failures(redone, ("rhat", "ess_bulk"))
-                    + threshold_failures(redone))
+                    + threshold_failures(redone, REDERIVED_SLACK))
         if draws.diverging is not None:
             count = int(np.count_nonzero(draws.diverging))
             if count > MAX_DIVERGENCES:
