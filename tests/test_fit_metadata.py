@@ -733,9 +733,14 @@ def test_a_stored_card_edited_after_the_fit_is_refused_by_its_digest(tmp_path):
     with h5py.File(path, "r") as fh:
         meta = json.loads(fh.attrs[store.META_ATTR])
     got, want = _cards_sha256(meta["model"]), meta["cards_sha256"]
-    refused_to_answer(work, f"{path}: its stored model and drafter cards are not the ones it "
-                            f"was fit with (sha256 {got[:12]}; its metadata's cards_sha256 "
-                            f"records {want[:12]}): edited or damaged {FIX}")
+    error = (f"{path}: its stored model and drafter cards are not the ones it was fit with "
+             f"(sha256 {got[:12]}; its metadata's cards_sha256 records {want[:12]}): edited or "
+             f"damaged {FIX}")
+    refused_to_answer(work, error)
+    # history hashes the stored cards too (metadata only): listed UNREADABLE, not "yes"
+    code, out, _ = call(work, "history", "--format", "json")
+    (row,) = json.loads(out)["rows"]
+    assert code == 0 and (row["readable"], row["error"]) == (False, error)
 
 
 def test_a_fit_records_the_digest_of_its_cards(fitted_workdir, tmp_path):

@@ -544,12 +544,7 @@ def _check_model(fit: Fit, labelled: bool = True) -> None:
                             "the step from it): an older ddtree-bayes wrote it, or it was "
                             "edited (fix: re-run `ddtree-bayes fit`)")
     _check_cards(path, model)
-    recorded = fit.meta.get("cards_sha256")
-    if recorded is not None and recorded != cards_digest(model):
-        raise ArtifactError(f"{path}: its stored model and drafter cards are not the ones it "
-                            f"was fit with (sha256 {cards_digest(model)[:12]}; its metadata's "
-                            f"cards_sha256 records {recorded[:12]}): edited or damaged (fix: "
-                            "re-run `ddtree-bayes fit`)")
+    _check_cards_digest(fit.meta, path)
     if step_form != "structured" or not groups or not labelled:
         if labelled:
             _check_derived(fit)
@@ -887,11 +882,22 @@ def _check_version(meta, path: Path) -> None:
                             f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
 
 
+def _check_cards_digest(meta: dict, path: Path) -> None:
+    """The stored model and drafter cards against the ``cards_sha256`` the fit recorded (a fit
+    made before it was recorded has none: nothing to compare)."""
+    recorded, model = meta.get("cards_sha256"), meta.get("model")
+    if recorded is not None and isinstance(model, dict) and recorded != cards_digest(model):
+        raise ArtifactError(f"{path}: its stored model and drafter cards are not the ones it "
+                            f"was fit with (sha256 {cards_digest(model)[:12]}; its metadata's "
+                            f"cards_sha256 records {recorded[:12]}): edited or damaged (fix: "
+                            "re-run `ddtree-bayes fit`)")
+
+
 def load_meta(path: Path) -> dict:
     """Only the JSON metadata of a fit (h5py, root attributes: no draws are read), with the
-    checks that need no draws: its fields, its coordinates, its stored texts against the
-    digests it records (three short texts hashed), and ``converged`` against its stored
-    diagnostics (``history`` lists a fit these refuse as unreadable, with the words predict
+    checks that need no draws: its fields, its coordinates, its stored texts and cards against
+    the digests it records (three short texts and the cards hashed), and ``converged``
+    against its stored diagnostics (``history`` lists a fit these refuse as unreadable, with the words predict
     refuses it with; an edit only the draws tell, such as draws that average otherwise than
     the diagnostics say, is load_fit's)."""
     import h5py
@@ -911,6 +917,7 @@ def load_meta(path: Path) -> dict:
     _check_coords(meta, labels, path)
     if all(t is not None for t in texts):   # (a text lacking: load_fit's to refuse)
         _check_texts(meta, [_attr_text(t) for t in texts], path)
+    _check_cards_digest(meta, path)
     _gate_again(meta)
     _check_gates(meta, path)
     return meta
