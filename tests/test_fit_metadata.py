@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 
 import h5py
 import pytest
@@ -438,6 +439,19 @@ STRUCTURED_EDITS = [
 ]
 
 
+def copy_workdir(work: Path, copy: Path) -> Path:
+    """A copy of ``work``'s latest fit (the path it returns), its latest pointer and priors in
+    ``copy``, whose data/ links to ``work``'s."""
+    (copy / "models" / "fits").mkdir(parents=True)
+    source = store.resolve(work / "models")
+    target = copy / "models" / "fits" / source.name
+    target.write_bytes(source.read_bytes())
+    (copy / "models" / store.LATEST).write_text((work / "models" / store.LATEST).read_text())
+    (copy / "data").symlink_to(work / "data")
+    (copy / "models" / "priors.toml").write_text((work / "models" / "priors.toml").read_text())
+    return target
+
+
 def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
     """On copies of a real structured fit with one field of its metadata deleted, emptied or
     retyped (helper qfix, s58, on a fit of the bundled data): `predict`, `optimize` and
@@ -451,15 +465,7 @@ def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
     assert code == 0, err
     for what, edit, field in STRUCTURED_EDITS:
         copy = tmp_path / what.replace(" ", "_").replace(".", "_")
-        (copy / "models" / "fits").mkdir(parents=True)
-        source = store.resolve(work / "models")
-        target = copy / "models" / "fits" / source.name
-        target.write_bytes(source.read_bytes())
-        (copy / "models" / store.LATEST).write_text(
-            (work / "models" / store.LATEST).read_text())
-        (copy / "data").symlink_to(work / "data")
-        (copy / "models" / "priors.toml").write_text(
-            (work / "models" / "priors.toml").read_text())
+        target = copy_workdir(work, copy)
         edit_meta(copy, edit)
         before = listing(copy)
         for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):
@@ -695,15 +701,7 @@ def test_a_structured_fits_derived_values_are_derived_again(fitted_workdir, tmp_
     assert code == 0, err
     for what, edit, field in DERIVED_EDITS:
         copy = tmp_path / what.replace(" ", "_")
-        (copy / "models" / "fits").mkdir(parents=True)
-        source = store.resolve(work / "models")
-        target = copy / "models" / "fits" / source.name
-        target.write_bytes(source.read_bytes())
-        (copy / "models" / store.LATEST).write_text(
-            (work / "models" / store.LATEST).read_text())
-        (copy / "data").symlink_to(work / "data")
-        (copy / "models" / "priors.toml").write_text(
-            (work / "models" / "priors.toml").read_text())
+        target = copy_workdir(work, copy)
         edit_meta(copy, edit)
         before = listing(copy)
         for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):

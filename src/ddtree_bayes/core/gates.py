@@ -127,9 +127,10 @@ def _rhat(ary) -> float:
     return float(np.sqrt((between / within + n - 1) / n))
 
 
-def _ess(ary) -> float:
+def geyer_ess(ary) -> float:
     """Geyer's initial monotone sequence estimate of the effective sample size of a (chain,
-    draw) array, as arviz-stats' ``_ess`` computes it."""
+    draw) array, as arviz-stats' ``_ess`` computes it (split chains first for a split ESS:
+    engine/psis.py ``ess_mean``)."""
     import numpy as np
 
     n_chain, n_draw = ary.shape
@@ -206,5 +207,5 @@ def rederived_rows(variables: dict, chains: int,
     for j, label in enumerate(labels_of):
         rhat = (max(_rhat(bulk[..., j]), _rhat(folded[..., j])) if chains > 1
                 else float("nan"))
-        rows.append({"parameter": label, "rhat": rhat, "ess_bulk": _ess(bulk[..., j])})
+        rows.append({"parameter": label, "rhat": rhat, "ess_bulk": geyer_ess(bulk[..., j])})
     return rows

@@ -174,39 +174,8 @@ def ess_mean(x: np.ndarray) -> float:
     multi-chain autocovariance, Geyer's initial positive and monotone sequences (Vehtari,
     Gelman, Simpson, Carpenter, Buerkner 2021, Bayesian Analysis 16(2), eq. 10-11; ArviZ's
     ``ess(method="mean")``, which tests/test_psis.py compares it with)."""
+    from ddtree_bayes.core.gates import geyer_ess
+
     x = np.atleast_2d(np.asarray(x, dtype=float))
     half = x.shape[1] // 2
-    x = np.vstack((x[:, :half], x[:, x.shape[1] - half:]))
-    if np.max(x) - np.min(x) < np.finfo(float).resolution:
-        return float(x.size)
-    chains, n = x.shape
-    centred = x - x.mean(axis=1, keepdims=True)
-    size = 1 << (2 * n - 1).bit_length()
-    f = np.fft.rfft(centred, n=size, axis=1)
-    acov = np.fft.irfft(f * np.conjugate(f), n=size, axis=1)[:, :n] / n
-    mean_acov = acov.mean(axis=0)
-    mean_var = mean_acov[0] * n / (n - 1.0)
-    var_plus = mean_var * (n - 1.0) / n
-    if chains > 1:
-        var_plus += np.var(x.mean(axis=1), ddof=1)
-    rho = np.zeros(n)
-    rho[0] = rho_even = 1.0
-    rho[1] = rho_odd = 1.0 - (mean_var - mean_acov[1]) / var_plus
-    t = 1
-    while t < n - 3 and rho_even + rho_odd > 0.0:     # initial positive sequence
-        rho_even = 1.0 - (mean_var - mean_acov[t + 1]) / var_plus
-        rho_odd = 1.0 - (mean_var - mean_acov[t + 2]) / var_plus
-        if rho_even + rho_odd >= 0:
-            rho[t + 1], rho[t + 2] = rho_even, rho_odd
-        t += 2
-    max_t = t - 2
-    if rho_even > 0:
-        rho[max_t + 1] = rho_even
-    t = 1
-    while t <= max_t - 2:                               # initial monotone sequence
-        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
-            rho[t + 1] = rho[t + 2] = (rho[t - 1] + rho[t]) / 2.0
-        t += 2
-    total = chains * n
-    tau = -1.0 + 2.0 * np.sum(rho[:max_t + 1]) + np.sum(rho[max_t + 1:max_t + 2])
-    return float(total / max(tau, 1.0 / math.log10(total)))
+    return geyer_ess(np.vstack((x[:, :half], x[:, x.shape[1] - half:])))
