@@ -70,7 +70,7 @@ class Sweep:
     skipped: int             # rows without acceptance or tok/s
 
 
-def load_sweeps(files: list[Path], hardware_csv: str, methods=None, *,
+def load_sweeps(files: list[Path], hardware_csv: str, *,
                 priors: PriorsConfig | None = None, workdir: Path | None = None
                 ) -> tuple[list[Sweep], list[str]]:
     """The sweeps in ``files`` (grouped by their ``sweep`` column) and why any was skipped;
@@ -80,8 +80,8 @@ def load_sweeps(files: list[Path], hardware_csv: str, methods=None, *,
             f"fewer than 3 speculative configurations with acceptance and tok/s; {lacking} "
             f"{'row lacks' if lacking == 1 else 'rows lack'} them")
 
-    found, notes = usable_sweeps(files, hardware_csv, skip=too_few, methods=methods,
-                                 priors=priors, workdir=workdir)
+    found, notes = usable_sweeps(files, hardware_csv, skip=too_few, priors=priors,
+                                 workdir=workdir)
     return [Sweep(name, str(path), text, hold_out(data.rows), lacking)
             for name, path, text, data, lacking, _ in found], notes
 
@@ -127,16 +127,16 @@ def refuse_repeats(files: list[Path]) -> None:
         seen[key] = Path(path)
 
 
-def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None, *,
+def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, *,
                   priors: PriorsConfig | None = None, workdir: Path | None = None
                   ) -> tuple[list[tuple], list[str]]:
     """Every sweep in ``files`` that the model can fit: (name, path, measurement CSV text,
     Measurements, rows lacking acceptance, tok/s or a shape (left out), rows in all), and why the
     others were skipped (tok/s in relative units, rows that do not validate, or the reason
-    ``skip(measurements, rows lacking)`` gives), in file order. ``methods``: the priors'
-    ``[methods]`` table, which bounds each row's accept_len (core/methods.py max_accept).
-    ``priors``: the priors each sweep is fitted with (``methods`` their ``[methods]``, unless
-    given): a name of theirs that names nothing a kept sweep's rows or the cards know is a
+    ``skip(measurements, rows lacking)`` gives), in file order. ``priors``: the priors each
+    sweep is fitted with (None: the bundled ones' methods, no names checked): their
+    ``[methods]`` table bounds each row's accept_len (core/methods.py max_accept), and a name
+    of theirs that names nothing a kept sweep's rows or the cards know is a
     :class:`~ddtree_bayes.core.errors.PriorsError`, as ``fit`` of that sweep refuses it
     (engine/fitting.py ``check_names``), before any fit. ``workdir``: the working directory
     whose drafter and model cards (its data/drafters.csv and models.csv) the rows are checked
@@ -148,8 +148,7 @@ def usable_sweeps(files: list[Path], hardware_csv: str, skip=None, methods=None,
     hardware = load_hardware("hardware.csv", text=hardware_csv)
     refuse_repeats(files)
     drafters = drafter_table(own_data_file("drafters.csv", workdir))
-    if priors is not None and methods is None:
-        methods = priors.methods
+    methods = None if priors is None else priors.methods
     check_names = None if priors is None else names_checker(priors, workdir, drafters)
     found, notes = [], []
     where: dict[str, Path] = {}   # sweep name -> the file that holds it

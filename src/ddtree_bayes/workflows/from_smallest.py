@@ -124,13 +124,12 @@ def splits_of(name: str, path: str, text: str, data, skipped_rows: int
     return splits, notes
 
 
-def load_splits(files: list[Path], hardware_csv: str, methods=None, *,
-                priors=None, workdir: Path | None = None) -> tuple[list[Split], list[str]]:
+def load_splits(files: list[Path], hardware_csv: str, *, priors=None,
+                workdir: Path | None = None) -> tuple[list[Split], list[str]]:
     """Every split of the sweeps in ``files`` and why a sweep or method was left out;
     ``priors``: those they are fitted with; ``workdir``: whose cards (extrapolation.py
     ``usable_sweeps``)."""
-    found, notes = usable_sweeps(files, hardware_csv, methods=methods, priors=priors,
-                                 workdir=workdir)
+    found, notes = usable_sweeps(files, hardware_csv, priors=priors, workdir=workdir)
     splits = []
     for name, path, text, data, lacking, _ in found:
         mine, why = splits_of(name, str(path), text, data, lacking)
