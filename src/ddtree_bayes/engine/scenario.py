@@ -1403,15 +1403,22 @@ def drafter_asked(draws: Fit, model: str | None, method: str, name: str | None) 
     return None if memo[(target, method)] == name else name
 
 
+def configuration_rows(draws: Fit, sc: Scenario) -> list:
+    """The fit's rows of the query's configuration (model, method, block, verify tokens; any
+    system and drafter)."""
+    return [r for r in draws.measurements.rows
+            if r.method == sc.method and r.block == sc.block
+            and r.verify_tokens == sc.verify_tokens
+            and (sc.model is None or not sc.multi or r.model == sc.model)]
+
+
 def other_drafters(draws: Fit, sc: Scenario) -> list[str]:
-    """The drafters the fit's rows of the query's configuration (model, method, block,
-    verify tokens; any system) name in their ``drafter`` column, other than the one the query
-    asks (:attr:`Scenario.drafter_named`), sorted: each has its own acceptance."""
+    """The drafters the fit's rows of the query's configuration (:func:`configuration_rows`)
+    name in their ``drafter`` column, other than the one the query asks
+    (:attr:`Scenario.drafter_named`), sorted: each has its own acceptance."""
     asked = sc.drafter_named
-    return sorted({r.drafter for r in draws.measurements.rows
-                   if r.drafter is not None and r.drafter != asked and r.method == sc.method
-                   and r.block == sc.block and r.verify_tokens == sc.verify_tokens
-                   and (sc.model is None or not sc.multi or r.model == sc.model)})
+    return sorted({r.drafter for r in configuration_rows(draws, sc)
+                   if r.drafter is not None and r.drafter != asked})
 
 
 def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
@@ -1425,10 +1432,7 @@ def other_drafters_note(draws: Fit, sc: Scenario, named: list[str]) -> str:
     ask = (f"ask --drafter {named[0] if len(named) == 1 else 'NAME'} for "
            f"{'its' if len(named) == 1 else 'another'}")
     listed = f"drafter{'s' * (len(named) > 1)} {', '.join(named)}"
-    if any(r.drafter is None and r.method == sc.method and r.block == sc.block
-           and r.verify_tokens == sc.verify_tokens
-           and (sc.model is None or not sc.multi or r.model == sc.model)
-           for r in draws.measurements.rows):
+    if any(r.drafter is None for r in configuration_rows(draws, sc)):
         return (f"the fit's rows of this configuration name the {listed} too, each with its "
                 "own acceptance: this answer is the default drafter's (rows with a blank "
                 f"drafter column); {ask}")
