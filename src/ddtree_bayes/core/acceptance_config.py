@@ -6,7 +6,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ddtree_bayes.core.config import ACCEPTANCE_DISTS, Prior, parse_prior, target_model
+from ddtree_bayes.core.config import (
+    ACCEPTANCE_DISTS,
+    Prior,
+    parse_prior,
+    target_model,
+    undeclared_curve_method,
+)
 from ddtree_bayes.core.errors import PriorsError, typo_fix
 from ddtree_bayes.core.methods import toml_tables
 
@@ -83,13 +89,9 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = 
         raise PriorsError("'method' must be a method name", file=path, column=f"{where}.method",
                           fix='set method = "ddtree"')
     declared = raw.get("methods")
-    if not stored and isinstance(declared, dict) and declared and method not in declared:
-        # (optimize would compare the budgets of a method nobody measured, and answer)
-        raise PriorsError(f"method {method!r} is not one the file declares", file=path,
-                          column=f"{where}.method",
-                          fix=typo_fix(method.lower(), tuple(declared),
-                                       "it takes a [methods.<name>] of the file: "
-                                       + ", ".join(declared)))
+    if not stored and isinstance(declared, dict) and (
+            err := undeclared_curve_method(method, declared, path)) is not None:
+        raise err
     ints = {}
     for key in ("block", "reference_budget"):
         value = section.get(key)

@@ -630,18 +630,30 @@ name 'sglnag': one of the two is a typo
                           + "name a model of the rows or of data/models.csv (`ddtree-bayes card "
                             "add` writes a card), or leave model out (every model) (a typo is "
                             "never ignored)")
-    if curve_method is not None and cfg.methods and curve_method not in cfg.methods:
-        raise PriorsError(f"method {curve_method!r} is not one the file declares",
-                          file=cfg.path, column="acceptance_curve.method",
-                          fix=typo_fix(curve_method.lower(), tuple(cfg.methods),
-                                       "it takes a [methods.<name>] of the file: "
-                                       + ", ".join(cfg.methods)))
+    if curve_method is not None and (err := undeclared_curve_method(curve_method, cfg.methods,
+                                                                    cfg.path)) is not None:
+        raise err
     for i, entry in enumerate(cfg.acceptance, start=1):
         if entry.drafter is not None and entry.method is not None:
             problem = drafter_entry_problem(drafters, entry.model, entry.method, entry.drafter)
             if problem is not None:
                 raise PriorsError(problem[0], file=cfg.path, column=f"acceptance[{i}].drafter",
                                   fix=problem[1])
+
+
+def undeclared_curve_method(method: str, declared, path: str) -> PriorsError | None:
+    """The error of an ``[acceptance_curve]`` ``method`` that is not one of the methods the
+    priors file declares (``declared``, its ``[methods.<name>]`` tables; none declared: no
+    error): ``optimize`` would compare the budgets of a method nobody measured, and answer.
+    Raised by :func:`check_priors_names` (fit) and by
+    :func:`~ddtree_bayes.core.acceptance_config.parse_acceptance_curve` (optimize)."""
+    if not declared or method in declared:
+        return None
+    return PriorsError(f"method {method!r} is not one the file declares", file=path,
+                       column="acceptance_curve.method",
+                       fix=typo_fix(method.lower(), tuple(declared),
+                                    "it takes a [methods.<name>] of the file: "
+                                    + ", ".join(declared)))
 
 
 def drafter_entry_problem(drafters: tuple, model: str | None, method: str, name: str
