@@ -452,6 +452,18 @@ def copy_workdir(work: Path, copy: Path) -> Path:
     return target
 
 
+def one_line_refusals(work: Path, what: str) -> list[str]:
+    """The stderr of predict, optimize and next in ``work``, each asserted to exit 3 with one
+    line and nothing on stdout, none writing a file."""
+    before, errs = listing(work), []
+    for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):
+        code, out, err = call(work, *argv)
+        assert code == 3 and out == "" and err.count("\n") == 1, (what, argv, err)
+        errs.append(err)
+    assert listing(work) == before, what
+    return errs
+
+
 def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
     """On copies of a real structured fit with one field of its metadata deleted, emptied or
     retyped (helper qfix, s58, on a fit of the bundled data): `predict`, `optimize` and
@@ -467,13 +479,9 @@ def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
         copy = tmp_path / what.replace(" ", "_").replace(".", "_")
         target = copy_workdir(work, copy)
         edit_meta(copy, edit)
-        before = listing(copy)
-        for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):
-            code, out, err = call(copy, *argv)
-            assert code == 3 and out == "" and err.count("\n") == 1, (what, argv, err)
+        for err in one_line_refusals(copy, what):
             assert err.startswith(f"ddtree-bayes: error: {target}"), (what, err)
             assert field in err and err.endswith(f"{FIX}\n"), (what, err)
-        assert listing(copy) == before, what
     # a copy left as it was answers as the fit does
     code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
     assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]
@@ -703,15 +711,11 @@ def test_a_structured_fits_derived_values_are_derived_again(fitted_workdir, tmp_
         copy = tmp_path / what.replace(" ", "_")
         target = copy_workdir(work, copy)
         edit_meta(copy, edit)
-        before = listing(copy)
-        for argv in (("predict", "--accept", "12"), ("optimize",), ("next",)):
-            code, out, err = call(copy, *argv)
-            assert code == 3 and out == "" and err.count("\n") == 1, (what, argv, err)
+        for err in one_line_refusals(copy, what):
             assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's {field} is "
                                   ), (what, err)
             assert "not what its stored inputs and cards give" in err, (what, err)
             assert err.endswith(f"{FIX}\n"), (what, err)
-        assert listing(copy) == before, what
     code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
     assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]
 
