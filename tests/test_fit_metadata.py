@@ -478,7 +478,7 @@ def test_a_structured_fits_model_fields_are_checked(fitted_workdir, tmp_path):
     for what, edit, field in STRUCTURED_EDITS:
         copy = tmp_path / what.replace(" ", "_").replace(".", "_")
         target = copy_workdir(work, copy)
-        edit_meta(copy, edit)
+        edit_meta(copy, lambda m, edit=edit: (m.pop("derived_sha256"), edit(m)))
         for err in one_line_refusals(copy, what):
             assert err.startswith(f"ddtree-bayes: error: {target}"), (what, err)
             assert field in err and err.endswith(f"{FIX}\n"), (what, err)
@@ -703,14 +703,14 @@ def test_a_structured_fits_derived_values_are_derived_again(fitted_workdir, tmp_
     derived again from the stored data, priors, hardware table and cards and compared: a
     disagreeing value (or a stored card whose derived values no longer follow from it) is
     refused in one line naming the fit and the field, exit 3, nothing written; the fit as made
-    answers as before."""
+    answers as before. (On a fit saved without ``derived_sha256``, as an older one was.)"""
     work, _ = fitted_workdir
     code, plain, err = call(work, "predict", "--accept", "12", "--format", "json")
     assert code == 0, err
     for what, edit, field in DERIVED_EDITS:
         copy = tmp_path / what.replace(" ", "_")
         target = copy_workdir(work, copy)
-        edit_meta(copy, edit)
+        edit_meta(copy, lambda m, edit=edit: (m.pop("derived_sha256"), edit(m)))
         for err in one_line_refusals(copy, what):
             assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's {field} is "
                                   ), (what, err)
@@ -718,6 +718,72 @@ def test_a_structured_fits_derived_values_are_derived_again(fitted_workdir, tmp_
             assert err.endswith(f"{FIX}\n"), (what, err)
     code, out, _ = call(work, "predict", "--accept", "12", "--format", "json")
     assert code == 0 and json.loads(out)["rows"] == json.loads(plain)["rows"]
+
+
+def _derived_sha256(value) -> str:
+    """The digest of one stored derived value worked out here: sha256 of its canonical JSON."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+
+
+def test_a_fit_records_the_digest_of_each_derived_value(fitted_workdir):
+    """`fit` records ``derived_sha256``: for each derived field it stores (store.DERIVED_FIELDS),
+    the sha256 of its canonical JSON."""
+    work, _ = fitted_workdir
+    meta = store.load_meta(store.resolve(work / "models"))
+    stored = {k: meta["model"][k] for k in store.DERIVED_FIELDS if k in meta["model"]}
+    assert "group_varies" in stored and "group_pass_roof_ms" in stored
+    assert meta["derived_sha256"] == {k: _derived_sha256(v) for k, v in stored.items()}
+
+
+def test_an_edited_derived_value_is_refused_by_its_digest(fitted_workdir, tmp_path):
+    """A derived value edited after the fit disagrees with the digest the fit recorded:
+    refused, exit 3, in one line naming the field and saying "edited or damaged" (before, the
+    same words as a fit an older ddtree-bayes derived otherwise: "edited, or made by an older
+    ddtree-bayes"); `history` lists it UNREADABLE with those words, reading no draws. A field
+    deleted is named as lacking."""
+    work, _ = fitted_workdir
+    for what, edit, field, found in (
+            ("tree", lambda m: m["model"]["group_varies"]["tree"].__setitem__(0, True),
+             "group_varies", "is not the value it was fit with (sha256 "),
+            ("deleted", lambda m: m["model"].pop("group_pass_roof_ms"), "group_pass_roof_ms",
+             "is lacking (; its derived_sha256 records ")):
+        copy = tmp_path / what
+        target = copy_workdir(work, copy)
+        edit_meta(copy, edit)
+        with h5py.File(target, "r") as fh:
+            meta = json.loads(fh.attrs[store.META_ATTR])
+        want = meta["derived_sha256"][field][:12]
+        for err in one_line_refusals(copy, what):
+            assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's model.{field} "
+                                  f"{found}"), (what, err)
+            assert err.endswith(f"derived_sha256 records {want}): edited or damaged {FIX}\n"), err
+        code, out, _ = call(copy, "history", "--format", "json")
+        (row,) = json.loads(out)["rows"]
+        assert code == 0 and row["readable"] is False, row
+        assert row["error"].startswith(f"{target}: its metadata's model.{field} "), row
+
+
+def test_a_derived_value_an_older_version_derived_otherwise_is_not_called_an_edit(
+        fitted_workdir, tmp_path):
+    """A fit whose stored derived value agrees with its recorded digest, but not with what this
+    version derives from its stored inputs (the derivation changed since it was made, as
+    261dfa1 changed a named drafter's acceptance prior), is refused as made by an older
+    ddtree-bayes, not as edited: the digest says the values it was fit with are intact."""
+    work, _ = fitted_workdir
+    target = copy_workdir(work, tmp_path / "older")
+
+    def older(meta):   # (the value and its digest as an older derivation would have saved them)
+        meta["model"]["group_varies"]["tree"][0] = True
+        meta["derived_sha256"]["group_varies"] = _derived_sha256(meta["model"]["group_varies"])
+
+    edit_meta(tmp_path / "older", older)
+    for err in one_line_refusals(tmp_path / "older", "older"):
+        assert err.startswith(f"ddtree-bayes: error: {target}: its metadata's model.group_varies "
+                              "is "), err
+        assert ("not what its stored inputs and cards give ({" in err
+                and err.endswith("): made by an older ddtree-bayes that derived it otherwise "
+                                 "(its derived_sha256 says the values it was fit with are "
+                                 f"intact: not an edit) {FIX}\n")), err
 
 
 def test_a_derived_flag_its_stored_inputs_do_not_give_is_refused(tmp_path):

@@ -135,7 +135,7 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
         raise ArtifactError(f"refusing to save fit {meta['fit_id']}: non-finite draws ({bad}); "
                             "nothing was written (fix: re-run `ddtree-bayes fit`)")
     dt = dt.copy()
-    meta = with_cards_digest(meta)
+    meta = with_digests(meta)
     dt.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
     dt.attrs[DATA_ATTR] = texts["data"]
     dt.attrs[PRIORS_ATTR] = texts["priors"]
@@ -222,7 +222,7 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
             for name in groups:
                 if name in fh:
                     del fh[name]
-            meta = with_cards_digest(meta)
+            meta = with_digests(meta)
             fh.attrs[META_ATTR] = json.dumps(meta, sort_keys=True)
             fh.attrs[DATA_ATTR] = texts["data"]
             fh.attrs[PRIORS_ATTR] = texts["priors"]
@@ -388,7 +388,8 @@ OPTIONAL_FIELDS: dict[str, str] = {
     "model.engines": "array", "model.group_varies": "object", "model.drafter_cards": "array",
     "model.group_engine": "array", "model.group_system": "array",
     "model.group_pass_roof_ms": "array", "model.group_pass_how": "array",
-    "model.pass_roofline": "object", "model.target_models": "array", "cards_sha256": "text"}
+    "model.pass_roofline": "object", "model.target_models": "array", "cards_sha256": "text",
+    "derived_sha256": "object"}
 _KINDS = {"string": ("a string", lambda v: isinstance(v, str)),
           "text": ("a non-empty string", lambda v: isinstance(v, str) and bool(v)),
           "boolean": ("true or false", lambda v: isinstance(v, bool)),
@@ -544,7 +545,7 @@ def _check_model(fit: Fit, labelled: bool = True) -> None:
                             "the step from it): an older ddtree-bayes wrote it, or it was "
                             "edited (fix: re-run `ddtree-bayes fit`)")
     _check_cards(path, model)
-    _check_cards_digest(fit.meta, path)
+    _check_digests(fit.meta, path)
     if step_form != "structured" or not groups or not labelled:
         if labelled:
             _check_derived(fit)
@@ -608,10 +609,26 @@ def cards_digest(model: dict) -> str:
     return hashlib.sha256(json.dumps(cards, sort_keys=True).encode()).hexdigest()
 
 
-def with_cards_digest(meta: dict) -> dict:
-    """``meta`` with ``cards_sha256`` of its model's cards (a copy; :func:`cards_digest`)."""
+def derived_digests(model: dict) -> dict[str, str]:
+    """The sha256 of each derived value a fit's ``meta["model"]`` stores
+    (:data:`DERIVED_FIELDS`, those present, each as canonical JSON): recorded as
+    ``derived_sha256`` when the fit is saved. Read back, they tell a value edited after the fit
+    (its digest disagrees: refused naming the field, also by ``history``) from one an older
+    ddtree-bayes derived otherwise than this one (the digest agrees, today's derivation does
+    not: refused by :func:`_check_derived` with those words)."""
+    import hashlib
+
+    return {k: hashlib.sha256(json.dumps(model[k], sort_keys=True).encode()).hexdigest()
+            for k in DERIVED_FIELDS if k in model}
+
+
+def with_digests(meta: dict) -> dict:
+    """``meta`` with ``cards_sha256`` of its model's cards and ``derived_sha256`` of its
+    derived values (a copy; :func:`cards_digest`, :func:`derived_digests`)."""
     model = meta.get("model")
-    return {**meta, "cards_sha256": cards_digest(model)} if isinstance(model, dict) else meta
+    if not isinstance(model, dict):
+        return meta
+    return {**meta, "cards_sha256": cards_digest(model), "derived_sha256": derived_digests(model)}
 
 
 def _check_derived(fit: Fit) -> None:
@@ -651,10 +668,12 @@ def _check_derived(fit: Fit) -> None:
     for name in DERIVED_FIELDS:   # (one the fit lacks and these inputs give: an older fit's)
         if name in model and not (name in now and _same(model[name], now[name])):
             gives = _one_line_json(now[name]) if name in now else "none"
+            why = ("made by an older ddtree-bayes that derived it otherwise (its derived_sha256 "
+                   "says the values it was fit with are intact: not an edit)"
+                   if "derived_sha256" in meta else "edited, or made by an older ddtree-bayes")
             raise ArtifactError(f"{path}: its metadata's model.{name} is "
                                 f"{_one_line_json(model[name])}, not what its stored inputs and "
-                                f"cards give ({gives}): edited, or made by an older "
-                                "ddtree-bayes (fix: re-run `ddtree-bayes fit`)")
+                                f"cards give ({gives}): {why} (fix: re-run `ddtree-bayes fit`)")
 
 
 #: Keys of a derived record that only explain it to people (where an acceptance group's prior
@@ -882,15 +901,27 @@ def _check_version(meta, path: Path) -> None:
                             f"ddtree-bayes reads {FORMAT_VERSION} (fix: re-run `ddtree-bayes fit`)")
 
 
-def _check_cards_digest(meta: dict, path: Path) -> None:
-    """The stored model and drafter cards against the ``cards_sha256`` the fit recorded (a fit
-    made before it was recorded has none: nothing to compare)."""
-    recorded, model = meta.get("cards_sha256"), meta.get("model")
-    if recorded is not None and isinstance(model, dict) and recorded != cards_digest(model):
+def _check_digests(meta: dict, path: Path) -> None:
+    """The stored model and drafter cards against the ``cards_sha256`` the fit recorded, and
+    each stored derived value against its ``derived_sha256`` entry (a fit made before they
+    were recorded has none: nothing to compare)."""
+    model = meta.get("model")
+    if not isinstance(model, dict):
+        return
+    recorded = meta.get("cards_sha256")
+    if recorded is not None and recorded != cards_digest(model):
         raise ArtifactError(f"{path}: its stored model and drafter cards are not the ones it "
                             f"was fit with (sha256 {cards_digest(model)[:12]}; its metadata's "
                             f"cards_sha256 records {recorded[:12]}): edited or damaged (fix: "
                             "re-run `ddtree-bayes fit`)")
+    recorded, now = meta.get("derived_sha256") or {}, derived_digests(model)
+    for name, digest in recorded.items():
+        if now.get(name) != digest:
+            found = (f"is not the value it was fit with (sha256 {now[name][:12]}"
+                     if name in now else "is lacking (")
+            raise ArtifactError(f"{path}: its metadata's model.{name} {found}; its "
+                                f"derived_sha256 records {str(digest)[:12]}): edited or damaged "
+                                "(fix: re-run `ddtree-bayes fit`)")
 
 
 def load_meta(path: Path) -> dict:
@@ -917,7 +948,7 @@ def load_meta(path: Path) -> dict:
     _check_coords(meta, labels, path)
     if all(t is not None for t in texts):   # (a text lacking: load_fit's to refuse)
         _check_texts(meta, [_attr_text(t) for t in texts], path)
-    _check_cards_digest(meta, path)
+    _check_digests(meta, path)
     _gate_again(meta)
     _check_gates(meta, path)
     return meta
