@@ -419,7 +419,7 @@ def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
     bad = tmp_path / "acc.csv"
     bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,8,6\nm,ddtree,16,16,30\n")
     with pytest.raises(DataError) as err:
-        D.read_acceptance_file(bad, "ddtree", 16, lambda b: max_accept("ddtree", 16, int(b)))
+        D.read_acceptance_file(bad, "ddtree", 16, lambda m, k, b: max_accept(m, k, b))
     msg = str(err.value)
     assert "row 3, column 'accept_len'" in msg and "accept_len 30 is above" in msg
     assert "at most 16 tokens per step: block - 1 drafts + 1" in msg
@@ -427,8 +427,36 @@ def test_an_acceptance_no_step_can_emit_is_refused(tmp_path):
     bad.write_text("model,method,block,budget,accept_len\nm,ddtree,16,8,9.5\n")
     with pytest.raises(DataError, match=r"accept_len 9.5 is above what ddtree with budget 8 "
                                         r"can emit \(at most 9 tokens"):
-        D.read_acceptance_file(bad, "ddtree", 16, lambda b: max_accept("ddtree", 16, int(b)))
+        D.read_acceptance_file(bad, "ddtree", 16, lambda m, k, b: max_accept(m, k, b))
     with pytest.raises(DataError, match="row 2, column 'accept_len'"):
+        D.optimize(spread_draws(), curve_of(), hardware="b300", engine="sglang",
+                   budgets=BUDGETS, acceptance_file=bad)
+
+
+def test_an_acceptance_file_row_of_another_configuration_is_checked_too(tmp_path):
+    """Rows of another block or method were skipped before they were read: a file with
+    accept_len 12 at ddtree block 8 budget 8 (at most 8 per step: block - 1 drafts + 1) or a
+    word for a number in another method's row answered for block 16, exit 0. Every row is
+    read and checked; the refusal names it."""
+    from ddtree_bayes.core.methods import max_accept
+
+    limit = lambda m, k, b: max_accept(m, k, b)   # noqa: E731
+    bad = tmp_path / "acc.csv"
+    good = "model,method,block,budget,accept_len\nm,ddtree,16,16,8\nm,ddtree,16,32,9\n"
+    bad.write_text(good + "m,ddtree,8,8,12\n")
+    with pytest.raises(DataError) as err:
+        D.read_acceptance_file(bad, "ddtree", 16, limit)
+    assert str(err.value).startswith(f"{bad}, row 4, column 'accept_len': accept_len 12 is "
+                                     "above what ddtree with block 8 can emit (at most 8 "
+                                     "tokens per step: block - 1 drafts + 1)"), str(err.value)
+    bad.write_text(good + "m,dflash-chain,8,8,nine\n")
+    with pytest.raises(DataError, match="row 4, column 'accept_len': 'nine' is not a number"):
+        D.read_acceptance_file(bad, "ddtree", 16, limit)
+    bad.write_text(good + "m,dflash-chain,8,8,7.5\n")   # (a possible row of another method)
+    b, a, _ = D.read_acceptance_file(bad, "ddtree", 16, limit)
+    assert list(b) == [16, 32] and list(a) == [8, 9]
+    with pytest.raises(DataError, match="row 4, column 'accept_len'"):
+        bad.write_text(good + "m,ddtree,8,8,12\n")
         D.optimize(spread_draws(), curve_of(), hardware="b300", engine="sglang",
                    budgets=BUDGETS, acceptance_file=bad)
 

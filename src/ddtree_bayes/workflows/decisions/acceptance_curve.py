@@ -132,7 +132,7 @@ class AcceptanceRows:
 
 
 def read_acceptance_file(path: str | Path, method: str, block: int,
-                         limit: Callable[[float], AcceptLimit] | None = None
+                         limit: Callable[[str, int, int], AcceptLimit] | None = None
                          ) -> tuple[np.ndarray, np.ndarray, str]:
     """(budgets, accept_len, model) of the rows of an acceptance CSV (the schema of
     data/acceptance_reference.csv) with this method and block (:func:`read_acceptance_rows`,
@@ -142,11 +142,13 @@ def read_acceptance_file(path: str | Path, method: str, block: int,
 
 
 def read_acceptance_rows(path: str | Path, method: str, block: int,
-                         limit: Callable[[float], AcceptLimit] | None = None
+                         limit: Callable[[str, int, int], AcceptLimit] | None = None
                          ) -> AcceptanceRows:
     """The rows of an acceptance CSV (the schema of data/acceptance_reference.csv) with this
     method and block. One model and one drafter only (the optional drafter column: blank is
-    the target's default drafter). ``limit``: what a step at a budget can emit
+    the target's default drafter). Every row of the file is checked, the ones of other
+    methods and blocks too (a file with a row no drafter can reach is bad input wherever the
+    row is): ``limit(method, block, budget)`` is what a step of that configuration can emit
     (:func:`~ddtree_bayes.core.methods.max_accept`); a row above it is refused, as
     ``predict --accept`` refuses it."""
     path = str(path)
@@ -168,8 +170,6 @@ def read_acceptance_rows(path: str | Path, method: str, block: int,
     drafters: dict[str, int] = {}
     seen: dict[tuple, int] = {}
     for rec, i in lines:
-        if (rec["method"] or "").strip() != method:
-            continue
         numbers = {}
         for column in ("block", "budget", "accept_len"):
             try:
@@ -191,18 +191,20 @@ def read_acceptance_rows(path: str | Path, method: str, block: int,
             if most is not None and numbers[column] > most:   # (as every other input)
                 raise DataError(f"{column} must be 1 to {most}, got {rec[column]}", file=path,
                                 row=i, column=column, fix="write a positive whole number")
-        if numbers["block"] != block:
-            continue
         key = tuple((v or "").strip() for k, v in rec.items() if k is not None)
         if key in seen:   # a copied row would count as a second measurement
             raise DataError(f"repeats row {seen[key]} in every column", file=path, row=i,
                             fix="remove the copy, or say in its source or notes what differs "
                                 "(another dataset, run or drafter is another measurement)")
         seen[key] = i
-        cap = None if limit is None else limit(numbers["budget"])
+        row_method = (rec["method"] or "").strip()
+        cap = None if limit is None else limit(row_method, int(numbers["block"]),
+                                               int(numbers["budget"]))
         if cap is not None and not cap.admits(numbers["accept_len"]):
             raise DataError(cap.refusal(f"accept_len {numbers['accept_len']:g}"), file=path,
                             row=i, column="accept_len", fix=cap.fix("an accept_len"))
+        if row_method != method or numbers["block"] != block:
+            continue
         budgets.append(numbers["budget"])
         values.append(numbers["accept_len"])
         models.add((rec["model"] or "").strip())

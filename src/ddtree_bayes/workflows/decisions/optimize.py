@@ -264,7 +264,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     context_notes = context_warnings(draws, ctx, model)
     found = None if acceptance_file is None else read_acceptance_rows(
         acceptance_file, method, block,
-        lambda b: accept_limit(draws, method, block, int(b) if b == int(b) else None))
+        lambda m, k, b: accept_limit(draws, m, k, b))
     drafter, unpriced = None, []
     if acceptance_file is not None and found is not None and found.drafter is not None:
         # the rows' acceptance is that drafter's: its passes priced with its card, as
