@@ -925,6 +925,7 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
                         transfer=transfer, step_form=step_form, methods=methods,
                         knee_sharpness=float(knee), **curve_names(raw))
 
+
 def curve_names(raw: dict) -> dict[str, str | None]:
     """``curve_model`` and ``curve_method`` of a priors file's parsed tables (its
     ``[acceptance_curve]``'s ``model`` and ``method`` when strings, else None)."""
