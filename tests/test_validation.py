@@ -110,6 +110,44 @@ def test_baseline_recovers_data_made_by_its_own_formula(bundled_inputs):
         assert predict(m) == pytest.approx(m.tok_s, rel=0.01)
 
 
+
+def test_a_folds_draws_say_which_passes_and_nodes_its_training_rows_vary(tmp_path):
+    """A group measured at two tree budgets, one of them held out by a fold, was measured at
+    one budget in that fold: the refit's model knows it (the refittable model's
+    ``group_tree_varies`` is recomputed from the training rows), but the fold's draws said
+    "varies" from every row of the file, so predict's per-node spread of a group measured at
+    one size (structure.tied_ratio_spread) was left out of every fold's interval (the
+    headline's shape: the club-3090 MTP depth 6 from depth 1, 90% width 91.9% against 99.2%
+    from a fit of the same two rows). The draws' ``group_varies`` is now the training rows'
+    alone, as a fit of those rows stores it."""
+    import numpy as np
+
+    from ddtree_bayes.api import load_inputs
+    from ddtree_bayes.core import spec as S
+
+    rows = bundled("measurements.csv").read_text().splitlines()
+    budget16 = rows[2].split(",")   # the B300 DDTree row (budget 8, M 9) at budget 16, M 17
+    assert budget16[5:8] == ["8", "8", "9"]
+    budget16[6:8] = ["16", "17"]
+    path = tmp_path / "m.csv"
+    path.write_text("\n".join([*rows, ",".join(budget16)]) + "\n")
+    data, cfg = load_inputs(path, bundled("priors.toml"), bundled("hardware.csv"))
+    spec = S.build_spec(data, cfg)
+    assert spec.groups == ("b300x8/sglang/ddtree", "rtx-pro-6000x8/vllm/eagle3")
+    every = np.ones(len(data.rows))
+    assert V.draws_meta(spec, cfg, every)["model"]["group_varies"] == {
+        "pass": [False, False], "tree": [True, False]}
+    fold = every.copy()
+    fold[-1] = 0.0   # budget 16 held out: B300's tree measured at budget 8 alone
+    assert V.draws_meta(spec, cfg, fold)["model"]["group_varies"] == {
+        "pass": [False, False], "tree": [False, False]}
+    # what a fit of the training rows alone stores
+    path.write_text("\n".join(rows) + "\n")
+    alone, _ = load_inputs(path, bundled("priors.toml"), bundled("hardware.csv"))
+    assert (V.draws_meta(spec, cfg, fold)["model"]["group_varies"]
+            == S.model_meta(S.build_spec(alone, cfg), cfg)["group_varies"])
+    assert V.draws_meta(spec, cfg)["model"] == S.model_meta(spec, cfg)   # (no weights: all)
+
 @pytest.mark.nuts
 def test_one_real_fold(inputs):
     res = V.run_fold(inputs, V.Fold("row 3", (1,)), seed=1, settings=SMALL)

@@ -192,18 +192,20 @@ def sample_weighted(inputs: Inputs, weights: np.ndarray, seed: int,
     # a fold climbs the ladder `fit` climbs, but for rung 3 (another model to compile)
     kept, record = R.run(attempt, settings, enabled=remedy, say=lambda _: None,
                          parameterisations=())
-    draws = draws_in_memory(kept.dt["posterior"].to_dataset(), spec, cfg, inputs)
+    draws = draws_in_memory(kept.dt["posterior"].to_dataset(), spec, cfg, inputs, weights)
     draws.meta["remedy"] = record["remedy"]
     return draws, kept.failures
 
 
-def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs) -> Fit:
-    """A :class:`Fit` built from a posterior Dataset without writing an artifact."""
+def draws_in_memory(posterior, spec, cfg: PriorsConfig, inputs: Inputs,
+                    weights: np.ndarray | None = None) -> Fit:
+    """A :class:`Fit` built from a posterior Dataset without writing an artifact; ``weights``:
+    the rows' likelihood weights it was sampled with (:func:`draws_meta`)."""
     variables = {}
     for name, da in posterior.data_vars.items():
         arr = np.asarray(da.values, dtype=float)
         variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
-    return Fit(path=Path("in-memory"), meta=draws_meta(spec, cfg), variables=variables,
+    return Fit(path=Path("in-memory"), meta=draws_meta(spec, cfg, weights), variables=variables,
                  data_csv=inputs.data_csv, priors_toml=inputs.priors_toml,
                  hardware_csv=inputs.hardware_csv)
 
@@ -532,13 +534,24 @@ def sbc_parameters(columns: dict) -> list[str]:
             and "_engine_z" not in n]
 
 
-def draws_meta(spec, cfg: PriorsConfig) -> dict:
-    """The metadata :mod:`predictive` needs, for draws that never went to disk."""
+def draws_meta(spec, cfg: PriorsConfig, weights: np.ndarray | None = None) -> dict:
+    """The metadata :mod:`predictive` needs, for draws that never went to disk.
+
+    ``weights`` (0 = a row a validation fold holds out): which groups' drafter passes and tree
+    nodes vary is the training rows' (``core/spec.training_structure``, as the refittable
+    model was given), not the file's: a group a fold leaves measured at one size is priced
+    beyond it with the group-to-group spread (``structure.tied_ratio_spread``), as a fit of
+    the training rows alone prices it."""
     from ddtree_bayes.core import spec as S
 
+    model = S.model_meta(spec, cfg)
+    if weights is not None and "group_varies" in model:
+        trained = S.training_structure(spec, weights)
+        model["group_varies"] = {"pass": [bool(x) for x in trained["group_pass_varies"]],
+                                 "tree": [bool(x) for x in trained["group_tree_varies"]]}
     return {"fit_id": "in-memory", "converged": True, "failures": [],
             "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
-            "model": S.model_meta(spec, cfg)}
+            "model": model}
 
 
 
