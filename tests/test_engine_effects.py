@@ -369,8 +369,47 @@ def test_a_measured_group_extrapolates_around_its_own_mean():
     extra = tied_ratio_spread(draws, "b300x8/sglang/ddtree", {"pass": 1.0, "tree": 32.0},
                               8.0, rng)
     z = np.random.default_rng(1).standard_normal(4)
-    # measured at budget 8: 24 more nodes at exp(mean + 0.5 z) instead of exp(mean)
+    # measured at budget 8: 24 more nodes at exp(mean + 0.5 z) instead of exp(mean), z below
+    # where the 8 measured nodes would take all of the fixed ratio 0.05 (0.004 + 0.05 / 8)
+    from scipy.special import ndtr, ndtri
+
+    z = ndtri(ndtr(z) * ndtr(math.log(0.01025 / 0.004) / 0.5))
     assert extra == pytest.approx((np.exp(mean + 0.5 * z) - 0.004) * 24 * 8.0)
+
+
+def test_a_measured_groups_own_cost_leaves_its_fixed_cost_at_or_above_zero():
+    """A group measured at one tree budget: its measured overhead is its fixed cost plus its
+    nodes' cost. An own per-node ratio drawn so high that the measured nodes would cost more
+    than that overhead leaves a negative fixed cost, which no speculative step has; such draws
+    are now drawn from the normal truncated where the fixed cost is 0. By hand: fixed ratio
+    0.01, mean per-node ratio 0.004, sd 0.5, 8 nodes measured: the own ratio is at most
+    0.004 + 0.01 / 8 = 0.00525, z at most ln(1.3125) / 0.5 = 0.5439. The second draw of
+    default_rng(1), z = 0.8216, had the own ratio 0.004 e^0.4108 = 0.00603: the measured
+    configuration's fixed cost 0.01 - 8 x 0.00203 = -0.0062."""
+    from scipy.special import ndtr
+
+    from ddtree_bayes.engine.structure import tied_ratio_spread
+
+    draws = structured_engine_fit()
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    mean = math.log(0.004)
+    draws.variables["spec_tree_mean"] = np.full((4, 1), mean)
+    draws.variables["spec_tree_log_sd"] = np.full(4, 0.5)
+    draws.variables["spec_fixed_ratio"] = np.full((4, 1), 0.01)
+    z = np.random.default_rng(1).standard_normal(4)
+    assert z[1] == pytest.approx(0.8216, abs=1e-4)
+    assert 0.01 - (0.004 * math.exp(0.5 * z[1]) - 0.004) * 8 == pytest.approx(-0.0062, abs=1e-4)
+    extra = tied_ratio_spread(draws, "b300x8/sglang/ddtree", {"pass": 1.0, "tree": 32.0},
+                              8.0, np.random.default_rng(1))
+    own = 0.004 + extra / (24 * 8.0)   # the per-node ratio each draw priced
+    fixed = 0.01 - (own - 0.004) * 8   # what that leaves the measured budget 8 of fixed cost
+    assert np.all(fixed >= -1e-12) and np.all(own <= 0.00525 + 1e-12)
+    # each draw keeps its quantile, scaled by P(z <= 0.5439) = 0.7068
+    assert ndtr(math.log(own[1] / 0.004) / 0.5) == pytest.approx(ndtr(z[1]) * 0.7068, abs=1e-4)
+    # asked below the measured budget the saving is bounded alike
+    less = tied_ratio_spread(draws, "b300x8/sglang/ddtree", {"pass": 1.0, "tree": 4.0},
+                             8.0, np.random.default_rng(1))
+    assert less == pytest.approx(extra * -4 / 24)
 
 
 def test_the_reports_prior_draws_cover_the_engine_effects():

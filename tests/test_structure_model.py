@@ -596,10 +596,15 @@ def test_a_group_measured_at_one_budget_carries_its_own_spread_when_extrapolated
 
     at8, at32 = spec_at(8), spec_at(32)
     assert np.ptp(at8) == 0 and at8[0] == pytest.approx(8 * (0.05 + 0.1 + 0.002 * 8))
-    # 24 extra nodes at exp(mu + 0.8 z) instead of exp(mu): mean + 8 x 24 x 0.002 x (e^0.32 - 1)
-    expected_mean = 8 * (0.05 + 0.1 + 0.002 * 32) + 8 * 24 * 0.002 * (math.exp(0.32) - 1)
+    # 24 extra nodes at exp(mu + 0.8 z) instead of exp(mu), z below z_max = ln(0.00825 /
+    # 0.002) / 0.8 = 1.7714, where budget 8's 8 nodes would take its whole fixed ratio 0.05
+    # (0.002 + 0.05 / 8 = 0.00825): E[e^(0.8 z) | z <= z_max] = e^0.32 Phi(z_max - 0.8) /
+    # Phi(z_max) = 1.3771 x 0.8343 / 0.9617 = 1.1946
+    expected_mean = 8 * (0.05 + 0.1 + 0.002 * 32) + 8 * 24 * 0.002 * (1.1946 - 1)
     assert at32.mean() == pytest.approx(expected_mean, rel=0.02)
     assert at32.std() > 0.1
+    # no draw prices a node above 0.00825: budget 8 keeps a fixed cost >= 0
+    assert at32.max() <= 8 * (0.05 + 0.1 + 0.002 * 32) + 8 * 24 * (0.00825 - 0.002) + 1e-9
 
 
 def test_next_weighs_a_new_candidate_structurally_and_a_repeat_conditionally(monkeypatch):

@@ -471,6 +471,16 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     extrapolates. 0 where the group's passes (nodes) varied in the data. ``pass_factor``
     scales the pass part (``predict --drafter``: its roofline over the priced drafter's).
 
+    The measured total is the group's fixed cost plus its passes' (nodes') cost, so an own
+    ratio above ``exp(mean) + fixed / measured`` would leave the measured configuration a
+    negative fixed cost: a speculative step does its per-step work (scheduling, sampling,
+    acceptance) on top of its drafter passes, never less than nothing. ``z`` is drawn from
+    its normal truncated there, per draw (by inversion, ``ndtri(ndtr(z) ndtr(z_max))``: one
+    number from ``rng`` per draw, as before); passes first, then nodes from the fixed cost
+    the passes leave. Before this, a fit of AR and MTP depth 1 priced depth 6 with draws
+    whose depth 1 was all passes and less than no fixed cost, the long lower tail of the
+    headline's shape (docs/validation.md).
+
     ``one_stream``: the passes and nodes of the query's configuration at C = 1 (default
     ``query``), which decide whether ``z`` is drawn from ``rng``: where they differ from the
     measured ones, as it always was there; else, when ``query``'s nodes do (C streams of the
@@ -488,6 +498,10 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     g = groups.index(label)
     extra = np.zeros(draws.n_draws)
     measured = group_measured_values(draws, label)
+    # the group's fixed cost at its measured configuration (ratio of its AR step): what the
+    # own per-pass (per-node) cost may take of the measured total
+    room = (np.asarray(v["spec_fixed_ratio"][:, g], dtype=float) if "spec_fixed_ratio" in v
+            else None)
     for part in ("pass", "tree"):
         if varies[part][g] or len(measured[part]) != 1:
             continue
@@ -505,9 +519,39 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
         mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
         if f"spec_{part}_mean" in v:   # (a fit of an earlier version: the population's)
             mu = v[f"spec_{part}_mean"][:, g]
+        if room is not None and at > 0:
+            z = fixed_cost_kept(z, mu, sd, room / at)
         own = np.exp(mu + sd * z)
+        if room is not None:
+            room = np.maximum(room - (own - np.exp(mu)) * at, 0.0)
         extra = extra + (own - np.exp(mu)) * delta * (pass_factor if part == "pass" else 1.0)
     return extra * unit_ms
+
+
+def fixed_cost_kept(z: np.ndarray, mu, sd, headroom) -> np.ndarray:
+    """Standard normal draws ``z`` mapped to the normal truncated above at ``z_max`` (per
+    draw), where ``exp(mu + sd z_max) = exp(mu) + headroom``: an own per-pass (per-node) ratio
+    that leaves the measured configuration's fixed cost, ``headroom`` per pass (node), at or
+    above 0 (:func:`tied_ratio_spread`). By inversion, one draw in, one out: a draw's quantile
+    u becomes u x Phi(z_max). ``sd`` 0 (a point prior): ``z`` as it is.
+
+    >>> import numpy as np
+    >>> z = np.array([-1.0, 0.0, 3.0])
+    >>> # own ratio at most e^0 + (e^1 - 1) = e: z_max = 1 (sd 1); Phi(1) = 0.8413
+    >>> np.round(fixed_cost_kept(z, 0.0, 1.0, np.e - 1.0), 4).tolist()
+    [-1.1101, -0.2002, 0.9953]
+    >>> fixed_cost_kept(z, 0.0, 0.0, 0.5).tolist()
+    [-1.0, 0.0, 3.0]
+    """
+    from scipy import special
+
+    sd = np.asarray(sd, dtype=float)
+    z = np.asarray(z, dtype=float)
+    if not np.any(sd > 0):
+        return z
+    with np.errstate(divide="ignore", invalid="ignore"):
+        z_max = (np.log(np.exp(mu) + np.maximum(headroom, 0.0)) - mu) / np.where(sd > 0, sd, 1.0)
+    return np.where(sd > 0, special.ndtri(special.ndtr(z) * special.ndtr(z_max)), z)
 
 
 def carried_group(draws: Fit, sc: Scenario, engine: str
