@@ -801,6 +801,24 @@ def test_a_derived_flag_its_stored_inputs_do_not_give_is_refused(tmp_path):
                             f"ddtree-bayes {FIX}")
 
 
+def test_a_derived_field_its_digests_do_not_record_is_refused_as_an_edit(tmp_path):
+    """A fit that records ``derived_sha256`` recorded a digest for every derived field it
+    stored, so a derived field without one was added (or its digest taken away) after the
+    fit: ``concurrent`` set true on such a fit was refused as "made by an older ddtree-bayes
+    that derived it otherwise (its derived_sha256 says the values it was fit with are intact:
+    not an edit)", and `history` listed it readable. Now refused as edited or damaged, by
+    every command and by `history` alike."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    path = store.resolve(work / "models")
+    _label_draws(path, "system", ["b300x8"], "step_ar_ms")
+    edit_meta(work, lambda m: m.update(derived_sha256={}))   # (it stores no derived value)
+    code, _, err = call(work, "predict", "--accept", "12")
+    assert code == 0, err
+    edit_meta(work, lambda m: m["model"].update(concurrent=True))
+    refused(work, f"{path}: its metadata's model.concurrent is not a value it was fit with (its "
+                  f"derived_sha256 records none for it): edited or damaged {FIX}")
+
+
 def _cards_sha256(model: dict) -> str:
     """The digest of a model's cards worked out here: sha256 of the canonical JSON of its
     card, model_cards and drafter_cards (those present)."""

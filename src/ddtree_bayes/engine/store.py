@@ -914,7 +914,17 @@ def _check_digests(meta: dict, path: Path) -> None:
                             f"was fit with (sha256 {cards_digest(model)[:12]}; its metadata's "
                             f"cards_sha256 records {recorded[:12]}): edited or damaged (fix: "
                             "re-run `ddtree-bayes fit`)")
-    recorded, now = meta.get("derived_sha256") or {}, derived_digests(model)
+    recorded, now = meta.get("derived_sha256"), derived_digests(model)
+    if recorded is None:
+        return
+    # (a fit that records them recorded every derived field it stored: one without its digest
+    # was added, or its digest taken away, after the fit, not derived otherwise by an older
+    # ddtree-bayes, which _check_derived would call it)
+    for name in now:
+        if name not in recorded:
+            raise ArtifactError(f"{path}: its metadata's model.{name} is not a value it was fit "
+                                "with (its derived_sha256 records none for it): edited or "
+                                "damaged (fix: re-run `ddtree-bayes fit`)")
     for name, digest in recorded.items():
         if now.get(name) != digest:
             found = (f"is not the value it was fit with (sha256 {now[name][:12]}"
