@@ -740,13 +740,14 @@ def test_an_edited_derived_value_is_refused_by_its_digest(fitted_workdir, tmp_pa
     refused, exit 3, in one line naming the field and saying "edited or damaged" (before, the
     same words as a fit an older ddtree-bayes derived otherwise: "edited, or made by an older
     ddtree-bayes"); `history` lists it UNREADABLE with those words, reading no draws. A field
-    deleted is named as lacking."""
+    deleted is named as lacking (its words read "is lacking (; its derived_sha256 records"
+    before)."""
     work, _ = fitted_workdir
     for what, edit, field, found in (
             ("tree", lambda m: m["model"]["group_varies"]["tree"].__setitem__(0, True),
              "group_varies", "is not the value it was fit with (sha256 "),
             ("deleted", lambda m: m["model"].pop("group_pass_roof_ms"), "group_pass_roof_ms",
-             "is lacking (; its derived_sha256 records ")):
+             "is lacking (its derived_sha256 records ")):
         copy = tmp_path / what
         target = copy_workdir(work, copy)
         edit_meta(copy, edit)

@@ -927,11 +927,11 @@ def _check_digests(meta: dict, path: Path) -> None:
                                 "damaged (fix: re-run `ddtree-bayes fit`)")
     for name, digest in recorded.items():
         if now.get(name) != digest:
-            found = (f"is not the value it was fit with (sha256 {now[name][:12]}"
-                     if name in now else "is lacking (")
-            raise ArtifactError(f"{path}: its metadata's model.{name} {found}; its "
-                                f"derived_sha256 records {str(digest)[:12]}): edited or damaged "
-                                "(fix: re-run `ddtree-bayes fit`)")
+            found = (f"is not the value it was fit with (sha256 {now[name][:12]}; its "
+                     if name in now else "is lacking (its ")
+            raise ArtifactError(f"{path}: its metadata's model.{name} {found}derived_sha256 "
+                                f"records {str(digest)[:12]}): edited or damaged (fix: re-run "
+                                "`ddtree-bayes fit`)")
 
 
 def load_meta(path: Path) -> dict:
