@@ -412,6 +412,53 @@ def test_a_measured_groups_own_cost_leaves_its_fixed_cost_at_or_above_zero():
     assert less == pytest.approx(extra * -4 / 24)
 
 
+def test_a_groups_fixed_cost_is_kept_where_its_rows_drafter_paid_more_per_pass(monkeypatch):
+    """A group measured at one depth whose rows name a drafter card dearer per pass than the
+    group's own (the public corpus's Kimi K2.6 Eagle3 on 8x RTX PRO 6000: rows 76-80 name
+    lightseekorg/kimi-k2.5-eagle3-mla, 2.92x the group's roofline) paid its passes there at
+    that multiple, so the own per-pass ratio must leave that configuration's fixed cost >= 0
+    too: the bound divided the fixed cost by the passes alone, and 12% of that fit's draws
+    still left those rows a negative fixed cost. By hand: fixed ratio 0.3, mean per-pass ratio
+    0.1, sd 0.5, 1 pass measured at 1x and at 2x the group's roofline: the own ratio is at most
+    0.1 + 0.3 / (1 x 2) = 0.25 (not 0.1 + 0.3 = 0.4), z at most ln 2.5 / 0.5 = 1.8326. The
+    nodes then keep what the dearer configuration leaves: 0.3 - 2 (own - 0.1) where the own
+    ratio is above its mean, 0.3 - (own - 0.1) (the 1x rows) where below."""
+    from scipy.special import ndtr, ndtri
+
+    from ddtree_bayes.engine import structure
+
+    n = 2000
+    draws = structured_engine_fit(n=n)
+    label = "b300x8/sglang/ddtree"
+    draws.meta["model"]["group_varies"] = {"pass": [False], "tree": [False]}
+    draws.variables["spec_pass_mean"] = np.full((n, 1), math.log(0.1))
+    draws.variables["spec_pass_log_sd"] = np.full(n, 0.5)
+    draws.variables["spec_tree_mean"] = np.full((n, 1), math.log(0.004))
+    draws.variables["spec_tree_log_sd"] = np.full(n, 0.5)
+    draws.variables["spec_fixed_ratio"] = np.full((n, 1), 0.3)
+    assert structure.group_measured_values(draws, label) == {"pass": {1.0}, "tree": {8.0}}
+    assert structure.measured_pass_scales(draws, label) == (1.0, 1.0)   # (no drafter named)
+    monkeypatch.setattr(structure, "measured_pass_scales", lambda d, g: (1.0, 2.0))
+    rng = np.random.default_rng(0)
+    z_pass, z_tree = rng.standard_normal(n), rng.standard_normal(n)
+    # the bound of the passes alone (own <= 0.4) left draws above 0.25: the test can fail
+    assert np.sum(ndtri(ndtr(z_pass) * ndtr(math.log(4.0) / 0.5)) > math.log(2.5) / 0.5) > 20
+    extra = structure.tied_ratio_spread(draws, label, {"pass": 2.0, "tree": 8.0}, 8.0,
+                                        np.random.default_rng(0))
+    own = 0.1 + extra / 8.0   # the per-pass ratio of each draw (1 pass more, 8 ms a unit)
+    assert own.max() <= 0.25 + 1e-12 and np.all(0.3 - 2 * (own - 0.1) >= -1e-12)
+    expected = 0.1 * np.exp(0.5 * ndtri(ndtr(z_pass) * ndtr(math.log(2.5) / 0.5)))
+    assert own == pytest.approx(expected)
+    # 8 nodes more: their headroom per node is what the passes leave the dearer rows, / 8
+    both = structure.tied_ratio_spread(draws, label, {"pass": 2.0, "tree": 16.0}, 8.0,
+                                       np.random.default_rng(0))
+    d = expected - 0.1
+    room = np.where(d > 0, 0.3 - 2 * d, 0.3 - d)
+    z_max = np.log(1.0 + room / 8 / 0.004) / 0.5
+    node = 0.004 * np.exp(0.5 * ndtri(ndtr(z_tree) * ndtr(z_max)))
+    assert both == pytest.approx((d * 1 + (node - 0.004) * 8) * 8.0)
+
+
 def test_the_reports_prior_draws_cover_the_engine_effects():
     """The report draws the prior of every structured-form variable from the fit's own
     metadata (engines, each group's engine and system) and labels each column."""

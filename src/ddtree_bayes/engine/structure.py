@@ -477,9 +477,11 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     acceptance) on top of its drafter passes, never less than nothing. ``z`` is drawn from
     its normal truncated there, per draw (by inversion, ``ndtri(ndtr(z) ndtr(z_max))``: one
     number from ``rng`` per draw, as before); passes first, then nodes from the fixed cost
-    the passes leave. Before this, a fit of AR and MTP depth 1 priced depth 6 with draws
-    whose depth 1 was all passes and less than no fixed cost, the long lower tail of the
-    headline's shape (docs/validation.md).
+    the passes leave. The passes' bound is the dearest measured configuration's: one whose
+    rows name a drafter card dearer per pass than the group's paid them at that multiple
+    (:func:`measured_pass_scales`). Before this, a fit of AR and MTP depth 1 priced depth 6
+    with draws whose depth 1 was all passes and less than no fixed cost, the long lower tail
+    of the headline's shape (docs/validation.md).
 
     ``one_stream``: the passes and nodes of the query's configuration at C = 1 (default
     ``query``), which decide whether ``z`` is drawn from ``rng``: where they differ from the
@@ -519,13 +521,37 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
         mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
         if f"spec_{part}_mean" in v:   # (a fit of an earlier version: the population's)
             mu = v[f"spec_{part}_mean"][:, g]
+        # (a row naming a drafter card dearer per pass than the group's paid its passes at
+        # that multiple: its fixed cost is the first to reach 0)
+        low, high = measured_pass_scales(draws, label) if part == "pass" else (1.0, 1.0)
         if room is not None and at > 0:
-            z = fixed_cost_kept(z, mu, sd, room / at)
+            z = fixed_cost_kept(z, mu, sd, room / (at * high))
         own = np.exp(mu + sd * z)
-        if room is not None:
-            room = np.maximum(room - (own - np.exp(mu)) * at, 0.0)
+        if room is not None:   # (what every measured configuration keeps)
+            paid = (own - np.exp(mu)) * at
+            room = np.maximum(np.minimum(room - paid * high, room - paid * low), 0.0)
         extra = extra + (own - np.exp(mu)) * delta * (pass_factor if part == "pass" else 1.0)
     return extra * unit_ms
+
+
+def measured_pass_scales(draws: Fit, label: str) -> tuple[float, float]:
+    """The least and the most a measured configuration of overhead group ``label`` paid per
+    drafter pass, as a multiple of the group's own per-pass cost: 1 for a row naming no drafter
+    card, a card's roofline over the group's for a row naming one (the configuration's
+    ``config_pass_scale`` the fit priced it with, core/spec.group_inputs; the drafter card a
+    row names prices its passes as :func:`~ddtree_bayes.engine.scenario.row_scenario` does).
+    (1, 1) for a group no row of which names a card, or a fit storing no group roofline."""
+    cache = draws.memo.setdefault("pass_scales", {})
+    if label not in cache:
+        from ddtree_bayes.engine.scenario import row_scenario
+
+        roof = draws.meta["model"].get("group_pass_roof_ms")
+        g = draws.meta["coords"]["overhead_group"].index(label)
+        scales = {1.0 if r.drafter is None or not roof
+                  else pass_roofline(draws, row_scenario(draws, r))[0] / roof[g]
+                  for r in fit_rows(draws) if row_group(draws, r) == label}
+        cache[label] = (min(scales, default=1.0), max(scales, default=1.0))
+    return cache[label]
 
 
 def fixed_cost_kept(z: np.ndarray, mu, sd, headroom) -> np.ndarray:
