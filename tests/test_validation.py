@@ -110,7 +110,6 @@ def test_baseline_recovers_data_made_by_its_own_formula(bundled_inputs):
         assert predict(m) == pytest.approx(m.tok_s, rel=0.01)
 
 
-
 def test_a_folds_draws_say_which_passes_and_nodes_its_training_rows_vary(tmp_path):
     """A group measured at two tree budgets, one of them held out by a fold, was measured at
     one budget in that fold: the refit's model knows it (the refittable model's
@@ -147,6 +146,7 @@ def test_a_folds_draws_say_which_passes_and_nodes_its_training_rows_vary(tmp_pat
     assert (V.draws_meta(spec, cfg, fold)["model"]["group_varies"]
             == S.model_meta(S.build_spec(alone, cfg), cfg)["group_varies"])
     assert V.draws_meta(spec, cfg)["model"] == S.model_meta(spec, cfg)   # (no weights: all)
+
 
 @pytest.mark.nuts
 def test_one_real_fold(inputs):
