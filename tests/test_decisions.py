@@ -452,6 +452,15 @@ def test_an_acceptance_file_row_of_another_configuration_is_checked_too(tmp_path
     bad.write_text(good + "m,dflash-chain,8,8,nine\n")
     with pytest.raises(DataError, match="row 4, column 'accept_len': 'nine' is not a number"):
         D.read_acceptance_file(bad, "ddtree", 16, limit)
+    # a blank method (skipped before: exit 0) and inf (refused as "must be >= 1")
+    for row, says in (("m,,16,8,3", "row 4, column 'method': the method is blank"),
+                      ("m,dflash-chain,8,8,inf", "row 4, column 'accept_len': 'inf' is not a "
+                                                 "finite number"),
+                      ("m,ddtree,16,64,1e400", "row 4, column 'accept_len': '1e400' is not a "
+                                               "finite number")):
+        bad.write_text(good + row + "\n")
+        with pytest.raises(DataError, match=says):
+            D.read_acceptance_file(bad, "ddtree", 16, limit)
     bad.write_text(good + "m,dflash-chain,8,8,7.5\n")   # (a possible row of another method)
     b, a, _ = D.read_acceptance_file(bad, "ddtree", 16, limit)
     assert list(b) == [16, 32] and list(a) == [8, 9]

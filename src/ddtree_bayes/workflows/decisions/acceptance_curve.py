@@ -170,6 +170,10 @@ def read_acceptance_rows(path: str | Path, method: str, block: int,
     drafters: dict[str, int] = {}
     seen: dict[tuple, int] = {}
     for rec, i in lines:
+        if not (rec["method"] or "").strip():   # (skipped before: a row of no curve at all)
+            raise DataError("the method is blank", file=path, row=i, column="method",
+                            fix="name the row's speculative method, e.g. ddtree, as in "
+                                "data/acceptance_reference.csv")
         numbers = {}
         for column in ("block", "budget", "accept_len"):
             try:
@@ -181,7 +185,10 @@ def read_acceptance_rows(path: str | Path, method: str, block: int,
             except ValueError:
                 raise DataError(f"{rec[column]!r} is not a number", file=path, row=i,
                                 column=column, fix="give a number") from None
-            if not math.isfinite(numbers[column]) or numbers[column] < 1:
+            if not math.isfinite(numbers[column]):   # ('inf', or '1e400' read as inf)
+                raise DataError(f"{rec[column]!r} is not a finite number", file=path, row=i,
+                                column=column, fix="give a finite number, at least 1")
+            if numbers[column] < 1:
                 raise DataError(f"{rec[column]!r} must be >= 1", file=path, row=i,
                                 column=column, fix="give a positive number")
             if column != "accept_len" and not numbers[column].is_integer():
