@@ -2066,7 +2066,6 @@ def test_json_of_a_write_and_of_a_drafter(tmp_path):
         ("llama3-8b-eagle3", "eagle3_head", 0.4247, 0.1311)]
 
 
-
 def test_a_second_drafter_for_one_target_and_method_is_refused(tmp_path):
     """The fit picks a drafter by target model and method: a second EAGLE-3 head for one
     target is refused before anything is written (it would have been ignored by the fit)."""
@@ -2100,6 +2099,7 @@ def test_a_config_no_model_has_is_refused(tmp_path, edit, fragment):
     assert code == 2 and out == "" and err.count("\n") == 1
     assert f"{folder / 'config.json'}: {fragment}" in err
     assert not (tmp_path / "data" / "models.csv").exists()
+
 
 @pytest.mark.parametrize(("fixture", "edit", "fragment"), [
     # a layer-pruned export that kept its 64 layer types: the list was passed over and the

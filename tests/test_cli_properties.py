@@ -408,7 +408,6 @@ def test_no_command_and_an_unknown_flag_are_one_line(tmp_path):
         assert what in err and "(fix: " in err
 
 
-
 def test_a_flag_before_the_subcommand_is_named(tmp_path):
     """``hardware --format ''``: argparse reads the flag's value as the subcommand; the line
     names the flag and gives the command in the right order."""

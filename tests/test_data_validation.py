@@ -1013,7 +1013,6 @@ def test_an_eagle_tree_verifies_its_budget_plus_one(tmp_path, hw):
     assert load_measurements(path, hw).rows[7].verify_tokens == 8
 
 
-
 def test_an_eagle_tree_with_a_blank_verify_count_verifies_its_budget_plus_one(tmp_path, hw):
     """derive_verify_tokens said block + 1 for every tree but DDTree's, so a blank verify
     count on an EAGLE-3 tree of depth 3 and 7 nodes loaded as M = 4 (and a review found the

@@ -37,6 +37,7 @@ def fill_query(d, **flags):
     """The flags not given filled from the default question ``d`` (engine/question.fill)."""
     return fill(d, Flags(**flags))
 
+
 REPO = Path(__file__).resolve().parents[1]
 SWEEP = REPO / "data" / "public" / "llamacpp_mtp_qwen38_27b_rtx5090.csv"
 

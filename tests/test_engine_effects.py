@@ -50,7 +50,6 @@ def test_a_bad_drafter_row_names_file_row_and_column(tmp_path):
     assert header.index("layers") == 4
 
 
-
 def own_drafters(tmp_path, *rows: str):
     """A working directory whose data/drafters.csv holds ``rows`` (after the bundled header)."""
     header = bundled("drafters.csv").read_text().splitlines()[0]

@@ -661,7 +661,6 @@ def test_a_real_fits_gates_rederived_on_read_are_its_own(fitted_workdir):
     work, _ = fitted_workdir
     fit = store.load(workdir=work)
 
-
     with h5py.File(fit.path, "r") as fh:
         chains = fh["posterior"]["chain"].shape[0]
         dims = {name: ds.dims[2][0].name.rsplit("/", 1)[-1] for name, ds in fh["posterior"].items()

@@ -22,7 +22,6 @@ def test_a_space_in_an_engine_list_is_named(tmp_path):
     assert code == 2 and "names are lowercase, e.g. 'sglang'" in err
 
 
-
 def test_a_gpu_added_after_the_fit_suggests_no_other_gpu(tmp_path):
     """After `hardware add` without a refit, `predict --hardware <it>` said to re-run fit, and
     also "did you mean rtx-5090 or rtx-5080 or rtx-4090?": GPUs the user did not mean (the

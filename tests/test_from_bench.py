@@ -516,6 +516,7 @@ def test_a_quantised_checkpoints_own_card_is_taken_with_model(work, tmp_path):
     (data_row,) = new_rows(work)
     assert data_row["model"] == "my-qwen3-30b-a3b-fp8"
 
+
 def test_a_quantised_name_matched_to_a_card_of_other_bytes_is_said(work, tmp_path):
     """An audit: a vLLM run of Qwen/Qwen3-30B-A3B-FP8 without --model lands, silently, as
     the bundled bf16 card qwen3-30b-a3b (2 bytes per weight) on a GPU that holds its bf16
@@ -583,6 +584,7 @@ def test_a_quantised_checkpoints_own_card_is_not_told_to_make_one(work, tmp_path
     bf16 = dataclasses.replace(card, bytes_per_weight=2.0, file_bytes_per_weight=1.9)
     said = _tagged_quantisation(src, rec, "my-coder", bf16)
     assert said is not None and "card my-coder's checkpoint is 1.9 bytes per weight" in said
+
 
 def test_a_defaulted_gpu_count_is_the_same_models_and_says_where_it_came_from(work):
     """The walkthrough: `add --from-bench vllm_serve.json --hardware h200 ...` wrote
@@ -784,7 +786,6 @@ def test_predict_moves_to_the_imported_measurement(imported, fmt):
     assert (a["hi90"] - a["lo90"]) < 0.5 * (b["hi90"] - b["lo90"])
     assert abs(a["median"] - measured) < abs(b["median"] - measured) or (
         abs(a["median"] / measured - 1) < 0.05)
-
 
 
 def test_a_context_flag_says_it_replaced_the_files_prompt_length(work):

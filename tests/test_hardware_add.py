@@ -439,6 +439,7 @@ def test_a_user_table_that_cannot_take_the_row_is_left_alone(tmp_path, second_ro
     assert code == 2 and listing(tmp_path) == before
     assert all(m in err for m in message), err
 
+
 def test_the_added_gpu_reaches_the_model(tmp_path):
     """After `hardware add` and a refit, predict prices the GPU by its row: an unmeasured
     system transfers from the measured one by the bandwidth ratio the row gives (8.0 / 4.0)."""

@@ -263,7 +263,6 @@ def test_real_line_parameters_are_named(bundled_inputs):
                        "moe_share", "structure_sd"}
 
 
-
 def with_student_t(cfg, nu=4.0):
     """The priors plus ``likelihood_nu``: a configuration's mean Student-t."""
     import dataclasses

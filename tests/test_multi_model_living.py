@@ -66,6 +66,7 @@ def _add_llama_ar(work: Path, tok_s: str = "160") -> None:
                            "--tok-s", tok_s, "--source", "HYPOTHETICAL test")
     assert code == 0, err
 
+
 def _refit_json(work):
     """`update --refit --quiet --format json` in ``work``: its report, schema-checked, and
     its stderr."""
@@ -74,7 +75,6 @@ def _refit_json(work):
     report = json.loads(out)
     validate_output("update", report)
     return report, err
-
 
 
 def test_update_tracks_the_default_question_of_the_new_rows_model(tmp_path, refit_to):

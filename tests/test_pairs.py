@@ -266,7 +266,6 @@ def test_cli_optimize_takes_model(multi_dir):
     assert code == 2 and "holds 2 models" in err
 
 
-
 def test_cli_next_takes_model(tmp_path):
     noisy = _multi_dir(tmp_path, noise_sd=0.03)   # next needs a finite measurement
     code, out, err = run_cli(noisy, "next", "--query",

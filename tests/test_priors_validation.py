@@ -522,7 +522,6 @@ def test_non_table_sections_raise_priors_error(text, column):
     assert info.value.column == column
 
 
-
 @pytest.mark.parametrize("key,value,fragment", [
     ("context_unit_tokens", "inf", "positive"),
     ("context_unit_tokens", "0", "positive"),

@@ -550,6 +550,7 @@ def test_pareto_k_is_flagged_above_the_threshold_compare_uses():
     assert title.endswith(", 3 of 5 Pareto k > 0.62)")
     assert headers[2] == "k > 0.62" and [r[2] for r in rows] == ["no", "YES", "YES", "YES", "no"]
 
+
 def _llama_chain():
     """The walkthrough's fit: a Llama-3.1-8B EAGLE-3 chain measured at 2.79 on one H100
     beside Kimi K2.6 (whose DDTree curve is the priors' [acceptance_curve])."""

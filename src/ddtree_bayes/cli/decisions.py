@@ -56,6 +56,8 @@ def _carriers(model: dict, asked: str | None = None) -> str:
     if card is not None and card.experts is None:
         verify = verify.replace("distinct experts, compute knee", "compute knee")
     return f"{verify} and {_SPEC_CARRIER.get(model.get('step_form', 'fraction'), 'SPEC')}"
+
+
 def cmd_optimize(args: argparse.Namespace) -> int:
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.scenario import check_drafters

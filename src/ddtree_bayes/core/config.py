@@ -43,6 +43,8 @@ def is_seed(value: object) -> bool:
 
     return (not isinstance(value, bool) and isinstance(value, numbers.Integral)
             and 0 <= int(value) <= MAX_SEED)
+
+
 #: The question the original estimator answered: B300, DDTree block 16, budget 32,
 #: in the SGLang pipeline and a native engine. ``predict`` with no flags asks it of a fit that
 #: measured B300 (for the model asked about); a fit that never did is asked its own most-measured
@@ -248,7 +250,6 @@ log tok/s (above 0)'
         return None
     return (f"{shown} {problem}, but {name.removeprefix('transfer.')} is {domain.what} "
             f"({domain.describe()})", domain.fix())
-
 
 
 #: Keys of a priors file's ``[model]`` table (a key not among them is refused: a typo such as

@@ -986,6 +986,8 @@ must be 0 to 1099511627776 (2 ** 40), got 1e30 (fix: write the context length in
     if not fraction and value is not None and 0 < value < 1:
         raise DataError(f"context_tokens must be 0 or at least 1 token, got {text}",
                         file=file, row=row, column="context_tokens", fix=fix)
+
+
 #: Every column a hardware table's reader knows (data/hardware.csv's header): a header cell
 #: spelt like one it lacks is refused (:func:`check_named_columns`), not ignored.
 HARDWARE_COLUMNS = ("hardware", "memory", "memory_gb", "mem_bw_tb_s", "interconnect",

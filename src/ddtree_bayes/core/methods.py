@@ -39,7 +39,6 @@ class MethodSpec:
     #: what bounds the verified tree's depth (:data:`DEPTHS`; absent from the table: "block")
     depth: str = "block"
 
-
     def draft_passes(self, block: int | None, budget: int | None) -> int:
         """Sequential drafter passes of one step.
 

@@ -76,6 +76,8 @@ KV_CACHE_BITS = {"bf16": 16.0, "fp16": 16.0, "fp8": 8.0, "q8_0": 8.5, "q4_0": 4.
 KV_BITS_RANGE = (3.0, 32.0)
 #: The bits a card's ``kv_bytes_per_token`` is taken at when its ``kv_cache_bits`` is blank (bf16).
 KV_CARD_BITS_ASSUMED = 16.0
+
+
 def kv_dtype_text(dtype: str, card_bits: float | None) -> str:
     """What a message says of a cache ``predict --kv-cache`` names, against the card's bits.
 

@@ -93,7 +93,6 @@ def free_parameter_names(moe_form: str, step_form: str = "fraction",
     return tuple(n for n in (*names, "reduction", "noise_sd") if n not in fixed)
 
 
-
 def build_model(spec: S.ModelSpec, priors: PriorsConfig, *, refittable: bool = False,
                 reparameterise: bool = False, centre_moe: bool = False) -> pm.Model:
     """The PyMC model of log tok/s for every measured row.

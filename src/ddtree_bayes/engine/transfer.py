@@ -159,9 +159,6 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     return params, how
 
 
-
-
-
 def weight_read_ms(draws: Fit, sc: Scenario, ref: tuple[str, int]
                    ) -> tuple[float, float] | None:
     """The time to read the model card's active weights once at the full bandwidth of the

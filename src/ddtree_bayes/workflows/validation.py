@@ -554,7 +554,6 @@ def draws_meta(spec, cfg: PriorsConfig, weights: np.ndarray | None = None) -> di
             "model": model}
 
 
-
 def sbc_uniformity(replicates: list[dict]) -> dict:
     """Chi-square test of rank uniformity per parameter (SBC_BINS bins of the 0..L ranks)."""
     from scipy import stats

@@ -123,7 +123,6 @@ def shared_components(draws: Fit, sc: P.Scenario, seed: int, anchor: bool = True
     return parts, transfer_how + how
 
 
-
 def med90(x: np.ndarray) -> list[float]:
     lo, med, hi = np.quantile(x, [0.05, 0.5, 0.95])
     return [float(med), float(lo), float(hi)]

@@ -65,6 +65,7 @@ class _QueryParser(argparse.ArgumentParser):
                          fix='give predict flags, e.g. --query "--hardware b300 --engine native '
                              '--method ddtree --block 16 --budget 32 --accept 14"')
 
+
 #: Standard errors within which a candidate's reduction is Monte Carlo noise.
 MC_ERRORS = 2.0
 

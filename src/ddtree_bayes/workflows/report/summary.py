@@ -51,6 +51,7 @@ PARETO_K_LIMIT = 0.7
 INFORMED_RATIO = 0.5
 PRIOR_ONLY_RATIO = 0.9
 
+
 # ------------------------------------------------------------------ compute
 def loo_summary(loo, rows_label: list[str], unit: str, pit) -> dict:
     """The report's PSIS-LOO numbers from arviz-stats' ``loo`` (pointwise): elpd, se, p_loo,
