@@ -219,8 +219,9 @@ def test_a_context_0_single_stream_answer_keeps_its_key_and_digits():
 @pytest.mark.nuts
 def test_the_readme_headline_keeps_its_digits(fitted_workdir):
     """The README's first answer (``predict --accept 12:16`` on the bundled data: U(12,16)
-    710 (565-879) in SGLang, 754 (595-994) native since native carries SGLang's anchor,
-    docs/model.md "The native rows anchored as SGLang's"; re-derived with the one-KV-head
+    713 (576-880) in SGLang, 757 (601-994) native since native carries SGLang's anchor,
+    docs/model.md "The native rows anchored as SGLang's"; re-derived with a group's fixed
+    cost kept at or above zero (780762b) from 710 (565-879) and 754 (595-994), and with the one-KV-head
     context ratio, "The headline with the one-KV-head ratio", from 712 (563-890) and 755
     (592-1005), and before that with the context cost's KV-read prior from 710 (568-880) and
     755 (591-993)) is a context-0, single-stream answer: the same table, digit for digit, as
@@ -231,7 +232,7 @@ def test_the_readme_headline_keeps_its_digits(fitted_workdir):
     saved = (REPO / "docs" / "examples" / "predict.txt").read_text().splitlines()[1:]
     saved = [line for line in saved if not line.startswith("ddtree-bayes: warning: ")]   # stderr
     assert out.splitlines()[1:] == saved[1:]   # (the first line names the fit)
-    assert any(line.split()[:5] == ["sglang", "U(12,16)", "710", "647-778", "565-879"]
+    assert any(line.split()[:5] == ["sglang", "U(12,16)", "713", "653-779", "576-880"]
                for line in saved)
-    assert any(line.split()[:5] == ["native", "U(12,16)", "754", "677-843", "595-994"]
+    assert any(line.split()[:5] == ["native", "U(12,16)", "757", "682-846", "601-994"]
                for line in saved)

@@ -202,22 +202,24 @@ def mocked_refit(fitted_workdir, monkeypatch):
 
 
 def test_a_pareto_k_above_the_limit_refits(reweighted, fitted_workdir, tmp_path, mocked_refit):
-    """Eight budgets near 32 at 565 tok/s (each at about the 16th percentile, no surprise; not
-    repeats, which would add config_share to the model) move the
-    posterior far into the tail of the fit's draws: k > 0.7, so `update` refits and says why."""
+    """Twelve budgets 24-35 at 595 tok/s (each low but no surprise; not repeats, which would
+    add config_share to the model) move the posterior far into the tail of the fit's draws:
+    k > 0.7, so `update` refits and says why. (Eight budgets 24-31 at 565 before 780762b
+    raised the lower tail of an extrapolated budget: budget 24 at 565 became a surprise, and
+    eight rows high enough to be none leave k below 0.7.)"""
     work = copy_work(reweighted[0], tmp_path / "w")
     (work / "models" / "latest.json").write_text(json.dumps(
         {"fit_id": reweighted[1].fit_id, "file": f"fits/{reweighted[1].path.name}",
          "converged": True}))
     data = work / "data" / "measurements.csv"
     data.write_text((fitted_workdir[0] / "data" / "measurements.csv").read_text() + "".join(
-        f"kimi-k2.6,b300,8,sglang,ddtree,16,{b},{b + 1},13.1,,565,HYPOTHETICAL {b},\n"
-        for b in range(24, 32)))
+        f"kimi-k2.6,b300,8,sglang,ddtree,16,{b},{b + 1},13.1,,595,HYPOTHETICAL {b},\n"
+        for b in range(24, 36)))
     code, out, err = call(work, "update", "--format", "json")
     assert code == 0, err
     payload = json.loads(out)
     validate_output("update", payload)
-    assert all(s["status"] == "ok" for s in payload["new_rows"])
+    assert all(s["status"] == "ok" for s in payload["new_rows"]), payload["new_rows"]
     assert payload["made_by"] == "refit" and payload["reweight"] is None
     assert payload["psis"]["pareto_k"] > 0.7 and payload["psis"]["accepted"] is False
     assert any(r.startswith("Pareto k ") and "> 0.70" in r for r in payload["refit_reasons"])
@@ -512,7 +514,7 @@ def test_a_tree_measured_at_another_concurrency_is_not_called_another_budget():
         "(C = 1, 8; C streams pay C x its tree nodes per step): its own per-node cost replaces "
         "the population's (recomputed from the draws)")
     budget_32 = _with_rows(point_mass_draws(),
-                           "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,612,HYPOTHETICAL,,")
+                           "kimi-k2.6,b300,8,sglang,ddtree,16,32,33,13.1,,595,HYPOTHETICAL,,")
     assert restructured_line(budget_32, group) == (
         f"{group} now measures more than one drafter depth or tree budget: its own "
         "per-pass/per-node cost replaces the population's (recomputed from the draws)")
