@@ -377,14 +377,14 @@ def test_a_measured_group_extrapolates_around_its_own_mean():
 
 
 def test_the_normal_cdf_and_quantile_are_scipys():
-    """structure.normal_cdf / normal_quantile (math.erfc and statistics.NormalDist, so that
+    """core.likelihood.normal_cdf / normal_quantile (math.erfc and statistics.NormalDist, so that
     predict does not import scipy.special: 0.12 s of a 0.49 s predict) equal scipy.special's
     ndtr / ndtri (1e-12 / 1e-13 relative: math.erfc's far lower tail) across the range the
     truncation uses, and give ndtri's values at the edges (-inf at 0, +inf at 1, NaN for
     NaN)."""
     from scipy import special
 
-    from ddtree_bayes.engine.structure import normal_cdf, normal_quantile
+    from ddtree_bayes.core.likelihood import normal_cdf, normal_quantile
 
     x = np.concatenate([np.linspace(-37.0, 8.0, 4001), [-np.inf, np.inf]])
     assert np.allclose(normal_cdf(x), special.ndtr(x), rtol=1e-12, atol=0.0)

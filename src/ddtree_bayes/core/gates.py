@@ -88,13 +88,12 @@ def threshold_failures(rows: list[dict], slack: float = 0.0) -> list[str]:
 def _normal_scores(n: int):
     """Blom's normal scores of the average ranks 1, 1.5, 2, ..., ``n`` of ``n`` draws
     (index ``2 * (rank - 1)``), as arviz-stats' ``_z_scale`` gives them."""
-    from statistics import NormalDist
-
     import numpy as np
 
-    ppf = NormalDist().inv_cdf
+    from ddtree_bayes.core.likelihood import normal_quantile
+
     ranks = 1.0 + np.arange(2 * n - 1) / 2.0
-    return np.array([ppf(p) for p in (ranks - 3 / 8) / (n + 1 / 4)])
+    return normal_quantile((ranks - 3 / 8) / (n + 1 / 4))
 
 
 def _z_scale(ary, scores):

@@ -5,7 +5,6 @@ configuration. numpy only (the predict path)."""
 
 from __future__ import annotations
 
-import math
 from typing import cast
 
 import numpy as np
@@ -13,7 +12,7 @@ import numpy as np
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.core.likelihood import scatter_parts
+from ddtree_bayes.core.likelihood import normal_cdf, normal_quantile, scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.core.model_cards import required_card, stored_card
 from ddtree_bayes.core.pairs import split_label
@@ -577,28 +576,6 @@ def fixed_cost_kept(z: np.ndarray, mu, sd, headroom) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         z_max = (np.log(np.exp(mu) + np.maximum(headroom, 0.0)) - mu) / np.where(sd > 0, sd, 1.0)
     return np.where(sd > 0, normal_quantile(normal_cdf(z) * normal_cdf(z_max)), z)
-
-
-def normal_cdf(x) -> np.ndarray:
-    """The standard normal CDF, element by element by ``math.erfc`` (scipy.special's ``ndtr``
-    to ~1e-15, ~2e-13 relative in the far lower tail; importing scipy.special cost every
-    ``predict`` 0.12 s, a quarter of it)."""
-    x = np.asarray(x, dtype=float)
-    return 0.5 * np.asarray(np.frompyfunc(math.erfc, 1, 1)(-x / math.sqrt(2.0)), dtype=float)
-
-
-def normal_quantile(p) -> np.ndarray:
-    """The standard normal quantile (scipy.special's ``ndtri``): ``statistics.NormalDist``'s
-    (Wichura's AS241) inside (0, 1), -inf at 0 and below, +inf at 1 and above, NaN for NaN."""
-    from statistics import NormalDist
-
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    inside = (p > 0.0) & (p < 1.0)
-    out[inside] = np.asarray(np.frompyfunc(NormalDist().inv_cdf, 1, 1)(p[inside]), dtype=float)
-    out[p <= 0.0] = -np.inf
-    out[p >= 1.0] = np.inf
-    return out
 
 
 def carried_group(draws: Fit, sc: Scenario, engine: str
