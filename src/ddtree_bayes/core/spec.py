@@ -741,8 +741,12 @@ def _system_reads(spec: ModelSpec) -> list[tuple[float | None, str]]:
     return list(zip(reads, spec.system_ctx_ratio or (CTX_READ,) * n, strict=True))
 
 
-def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
-    """What ``predict`` needs to know about the model's structure (a fit's ``meta["model"]``)."""
+def model_meta(spec: ModelSpec, priors: PriorsConfig,
+               row_weights: np.ndarray | None = None) -> dict:
+    """What ``predict`` needs to know about the model's structure (a fit's ``meta["model"]``).
+    ``row_weights`` (a validation fold's: 0 for a held-out row): which groups' drafter passes
+    and tree nodes vary is the training rows' (:func:`training_structure`, as the refittable
+    model is given them), not the file's."""
     meta: dict[str, Any] = {
         "moe_form": priors.moe_form, "step_form": priors.step_form, "knee": priors.knee_sharpness,
         "context_unit_tokens": priors.context_unit_tokens,
@@ -752,6 +756,9 @@ def model_meta(spec: ModelSpec, priors: PriorsConfig) -> dict:
     }
     passes_vary, nodes_vary = spec.group_passes_vary, spec.group_nodes_vary
     if spec.step_form == "structured" and passes_vary is not None and nodes_vary is not None:
+        if row_weights is not None:
+            trained = training_structure(spec, row_weights)
+            passes_vary, nodes_vary = trained["group_pass_varies"], trained["group_tree_varies"]
         meta["group_varies"] = {"pass": [bool(x) for x in passes_vary],
                                 "tree": [bool(x) for x in nodes_vary]}
     if (spec.step_form == "structured" and spec.group_engine is not None

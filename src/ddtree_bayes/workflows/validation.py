@@ -538,20 +538,14 @@ def draws_meta(spec, cfg: PriorsConfig, weights: np.ndarray | None = None) -> di
     """The metadata :mod:`predictive` needs, for draws that never went to disk.
 
     ``weights`` (0 = a row a validation fold holds out): which groups' drafter passes and tree
-    nodes vary is the training rows' (``core/spec.training_structure``, as the refittable
-    model was given), not the file's: a group a fold leaves measured at one size is priced
-    beyond it with the group-to-group spread (``structure.tied_ratio_spread``), as a fit of
-    the training rows alone prices it."""
+    nodes vary is the training rows' (``core/spec.model_meta``), not the file's: a group a
+    fold leaves measured at one size is priced beyond it with the group-to-group spread
+    (``structure.tied_ratio_spread``), as a fit of the training rows alone prices it."""
     from ddtree_bayes.core import spec as S
 
-    model = S.model_meta(spec, cfg)
-    if weights is not None and "group_varies" in model:
-        trained = S.training_structure(spec, weights)
-        model["group_varies"] = {"pass": [bool(x) for x in trained["group_pass_varies"]],
-                                 "tree": [bool(x) for x in trained["group_tree_varies"]]}
     return {"fit_id": "in-memory", "converged": True, "failures": [],
             "coords": {k: list(v) for k, v in spec.parameter_coords.items()},
-            "model": model}
+            "model": S.model_meta(spec, cfg, weights)}
 
 
 def sbc_uniformity(replicates: list[dict]) -> dict:
