@@ -603,10 +603,7 @@ def cards_digest(model: dict) -> str:
     card field that feeds no stored derived value (a card's experts or experts_topk, which
     price the distinct experts a query's verify pass reads) is checked by nothing else: edited,
     it moved `predict --block 16 --budget 64`'s median from 605 to 678 tok/s, exit 0."""
-    import hashlib
-
-    cards = {k: model.get(k) for k in CARD_FIELDS if model.get(k) is not None}
-    return hashlib.sha256(json.dumps(cards, sort_keys=True).encode()).hexdigest()
+    return _json_sha256({k: model.get(k) for k in CARD_FIELDS if model.get(k) is not None})
 
 
 def derived_digests(model: dict) -> dict[str, str]:
@@ -616,10 +613,14 @@ def derived_digests(model: dict) -> dict[str, str]:
     (its digest disagrees: refused naming the field, also by ``history``) from one an older
     ddtree-bayes derived otherwise than this one (the digest agrees, today's derivation does
     not: refused by :func:`_check_derived` with those words)."""
+    return {k: _json_sha256(model[k]) for k in DERIVED_FIELDS if k in model}
+
+
+def _json_sha256(value) -> str:
+    """The sha256 of ``value`` as canonical JSON (keys sorted): what the digests hash."""
     import hashlib
 
-    return {k: hashlib.sha256(json.dumps(model[k], sort_keys=True).encode()).hexdigest()
-            for k in DERIVED_FIELDS if k in model}
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def with_digests(meta: dict) -> dict:
@@ -908,10 +909,10 @@ def _check_digests(meta: dict, path: Path) -> None:
     model = meta.get("model")
     if not isinstance(model, dict):
         return
-    recorded = meta.get("cards_sha256")
-    if recorded is not None and recorded != cards_digest(model):
+    recorded, cards = meta.get("cards_sha256"), cards_digest(model)
+    if recorded is not None and recorded != cards:
         raise ArtifactError(f"{path}: its stored model and drafter cards are not the ones it "
-                            f"was fit with (sha256 {cards_digest(model)[:12]}; its metadata's "
+                            f"was fit with (sha256 {cards[:12]}; its metadata's "
                             f"cards_sha256 records {recorded[:12]}): edited or damaged (fix: "
                             "re-run `ddtree-bayes fit`)")
     recorded, now = meta.get("derived_sha256"), derived_digests(model)
