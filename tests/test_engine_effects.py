@@ -178,7 +178,8 @@ def structured_engine_fit(n: int = 4, **overrides):
 def test_an_unmeasured_group_takes_its_engines_effect_and_its_roofline():
     """B300 Eagle3 in SGLang, never measured: fixed = exp(0 + 0.4) ms, per pass =
     roofline x exp(0.7 - 0.2), per node exp(-4.6 + 0.1) ms; step_ar 8 ms. In vLLM, an engine
-    the fit never measured: its effect drawn from the engines' spread (sd 1.0, 0.5, 0.5)."""
+    the fit never measured: its effect drawn from the engines' spread (sd 1.0, 0.5, 0.5), sqrt(2)
+    of it: the fit's one engine's own departure from the population sits in mu."""
     from ddtree_bayes.engine import predictive as P
     from ddtree_bayes.engine.structure import pass_roofline, unmeasured_log_ratio
 
@@ -203,7 +204,8 @@ def test_an_unmeasured_group_takes_its_engines_effect_and_its_roofline():
     logs = unmeasured_log_ratio(draws, sc_v, "fixed", "vllm", np.full(4, 8.0),
                                 np.random.default_rng(3))
     z = np.random.default_rng(3)
-    expected = 0.0 + 0.0 * z.standard_normal(4) + 1.0 * z.standard_normal(4) - math.log(8.0)
+    expected = (0.0 + 0.0 * z.standard_normal(4) + math.sqrt(2.0) * 1.0 * z.standard_normal(4)
+                - math.log(8.0))
     assert logs == pytest.approx(expected)
 
 
@@ -688,3 +690,20 @@ def test_a_fit_of_plain_rows_only_prices_an_unmeasured_group_in_physical_units()
     fixed = np.exp(unmeasured_log_ratio(draws, sc, "fixed", "sglang", np.full(4, 8.0),
                                         np.random.default_rng(0))) * 8.0
     assert fixed == pytest.approx(1.0)
+
+
+def test_a_new_engine_lies_sqrt_one_plus_one_over_k_spreads_from_a_zero_sum_mean():
+    """The fit's K engine effects sum to zero, so mu = population mean + mean of the K engines'
+    own effects; a new engine, another draw e_new ~ N(0, sd^2), lies e_new - mean(e_1..e_K)
+    from mu: variance sd^2 (1 + 1/K) (K = 1: 2 sd^2; K = 4: 1.25 sd^2; no engine: mu is the
+    population's, sd^2). Checked by hand and against 400,000 simulated populations."""
+    from ddtree_bayes.engine.structure import new_engine_spread
+
+    assert new_engine_spread(0) == 1.0
+    assert new_engine_spread(1) == pytest.approx(math.sqrt(2.0), rel=1e-15)
+    assert new_engine_spread(4) == pytest.approx(math.sqrt(1.25), rel=1e-15)
+    rng = np.random.default_rng(7)
+    for k in (1, 2, 4):
+        e = rng.standard_normal((400_000, k + 1))          # K fitted engines and a new one
+        gap = e[:, k] - e[:, :k].mean(axis=1)               # the new one against mu's engines
+        assert gap.std() == pytest.approx(new_engine_spread(k), rel=0.005)

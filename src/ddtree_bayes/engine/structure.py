@@ -5,6 +5,7 @@ configuration. numpy only (the predict path)."""
 
 from __future__ import annotations
 
+import math
 from typing import cast
 
 import numpy as np
@@ -707,13 +708,26 @@ def carry_note(spread: np.ndarray | None, engine: str) -> str:
             "much as any two groups")
 
 
+def new_engine_spread(n_engines: int) -> float:
+    """How many engine spreads (``spec_<part>_engine_sd``) a new engine's effect lies from the
+    population mean ``mu`` of a fit of ``n_engines`` engines. The fit's engine effects sum to
+    zero (engine/model.py), so ``mu`` is the population's mean plus the mean of the fit's K
+    engines' own effects; a new engine's effect, another draw of the population, lies
+    ``e_new - mean(e_1..e_K)`` from it: variance ``sd^2 (1 + 1/K)``. One engine (a user's own
+    fit of one engine, asked of another) is sqrt(2) spreads away, not one: that engine's own
+    departure from the population is in ``mu``. No engine (a fit without speculative groups):
+    ``mu`` is the population's, one spread."""
+    return math.sqrt(1.0 + 1.0 / n_engines) if n_engines else 1.0
+
+
 def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar: np.ndarray,
                          rng: np.random.Generator, amd=None) -> np.ndarray:
     """(draws,) log ratio (to the AR step) of the ``part`` cost (fixed, pass, tree) of an
     overhead group the fit never measured: drawn around its mean, as the model writes a group
     (engine/model.py): the population's ``mu``, the engine's learned effect (an engine the fit
-    never measured: drawn from the engines' spread), the physical offset (``-log step_ar``;
-    for a drafter pass also ``+ log`` its roofline on the query's GPUs, core/drafters.py), and
+    never measured: drawn from the engines' spread, widened by :func:`new_engine_spread`), the
+    physical offset (``-log step_ar``; for a drafter pass also ``+ log`` its roofline on the
+    query's GPUs, core/drafters.py), and
     the group-to-group spread ``sd z``, and for the fixed and per-pass parts the query's AMD
     effect ``amd`` (:func:`amd_log_effect`), which they share as the model's groups do: a
     caller asking both draws it once and passes it (None: drawn here, for one part alone). A
@@ -727,7 +741,8 @@ def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar
     if engine in engines:
         log = log + v[f"spec_{part}_engine"][:, engines.index(engine)]
     else:
-        log = log + v[f"spec_{part}_engine_sd"] * rng.standard_normal(n)
+        log = log + new_engine_spread(len(engines)) * v[f"spec_{part}_engine_sd"] \
+            * rng.standard_normal(n)
     if part == "fixed":
         log = log + recurrent_log_effect(fit, sc, engine, rng)
     if part != "tree":
