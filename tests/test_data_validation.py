@@ -1120,6 +1120,49 @@ def test_a_stream_count_above_one_beside_a_blank_concurrency_cell_is_refused(tmp
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
 
 
+@pytest.mark.parametrize("name", ["tok_s_per_user", "per_user_tok_s", "Per-User tok/s",
+                                  "tps_per_user", "output_throughput_per_user", "user_tok_s",
+                                  "per_stream_tok_s", "tokens_per_second_per_user"])
+def test_a_per_user_throughput_column_that_contradicts_tok_s_is_refused(tmp_path, hw, name):
+    """A hand-made file with ``concurrency`` 8 and a per-user throughput column beside tok_s
+    was read with tok_s as the 8 streams' total and the other column ignored, even when the
+    two were equal, which says tok_s is one stream's: tok_s 100 at C = 8 was fitted as 12.5
+    tok/s per user (an 80 ms step where the row's own numbers say 10 ms), exit 0. A row
+    whose tok_s is not about C times its per-user cell (within a factor 1.5) is refused; at
+    C = 1 the two must agree the same way (tok_s 400 beside a per-user 50 is 8 streams' total
+    in a row read as one stream)."""
+    lines = list(LINES)
+    lines[0] += f",concurrency,{name}"
+    per_user = {2: ",1,133", 3: ",8,100"}   # row 3: tok_s 303 is about 3 x 100, not 8 x
+    lines[1:] = [line + per_user.get(row, ",,") for row, line in enumerate(lines[1:], start=2)]
+    err = expect_error(write(tmp_path, lines), hw, 3, name,
+                       f"tok_s 303 is 3.03 x its {name} 100, but concurrency is 8: tok_s at "
+                       "C > 1 is the C streams' total (8 x 100 = 800)")
+    assert str(err).endswith("(fix: write the 8 streams' total in tok_s, or set concurrency to "
+                             "the streams the run decoded)")
+    lines[2] = lines[2].removesuffix(",8,100") + ",8,37.9"   # 303 / 8 = 37.9: consistent
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
+    lines[2] = lines[2].removesuffix(",8,37.9") + ",1,37.9"   # the same, read as one stream
+    err = expect_error(write(tmp_path, lines), hw, 3, name,
+                       f"tok_s 303 is 7.99 x its {name} 37.9, but concurrency is 1: tok_s at "
+                       "C = 1 is the one stream's")
+    lines[2] = lines[2].removesuffix(",1,37.9") + ",,37.9"   # a blank concurrency is 1 too
+    expect_error(write(tmp_path, lines), hw, 3, name, "but concurrency is 1")
+
+
+@pytest.mark.parametrize("name", ["user", "per_user_ttft_ms", "users_tok_s_total",
+                                  "total_tok_s", "stream_id", "tok_s_per_user_std",
+                                  "per_user_tps_ratio"])
+def test_other_user_or_stream_columns_are_not_read_as_per_user_throughput(tmp_path, hw, name):
+    """Only a column named as one user's (stream's) throughput is compared with tok_s: a
+    user name, a per-user latency, a total, a spread or a ratio are other quantities and
+    stay ignored."""
+    lines = list(LINES)
+    lines[0] += f",concurrency,{name}"
+    lines[1:] = [line + ",1,5" for line in lines[1:]]
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
+
+
 @pytest.mark.parametrize("name", ["n_batch", "n_ubatch", "max_num_batched_tokens", "batch",
                                   "cuda_streams", "stream_id"])
 def test_a_column_that_only_contains_a_stream_word_stays_allowed(tmp_path, hw, name):

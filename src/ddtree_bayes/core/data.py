@@ -554,6 +554,96 @@ set concurrency to 8; if it is one stream's, set concurrency to 1)
                                     f"{int(value)}; if it is one stream's, set concurrency to 1")
 
 
+#: What names a column as one user's (stream's) throughput beside ``tok_s``: a user or
+#: stream word and a throughput word, in a name without ``total`` or a word of spread or
+#: share (a standard deviation or a ratio of it is no throughput; compared in lower case
+#: with ``-``, ``/`` and spaces read as ``_``).
+_PER_USER_WORDS = ("user", "stream")
+_THROUGHPUT_WORDS = ("tok_s", "tps", "throughput", "tokens_per_s", "tok_per_s")
+_NOT_A_RATE_WORDS = ("total", "std", "stddev", "stdev", "sd", "var", "variance", "err",
+                     "error", "sem", "cv", "ratio", "pct", "percent", "share", "speedup")
+#: How far tok_s may be from concurrency x a per-user column's value (a TPOT-based per-user
+#: rate beside a whole-run total differs by the prefill and the ramp, well within it).
+PER_USER_SLACK = 1.5
+
+
+def per_user_column(name: str) -> bool:
+    """Whether a column ``name`` holds one user's (stream's) decode throughput.
+
+    >>> per_user_column("tok_s_per_user"), per_user_column("Per-User tok/s")
+    (True, True)
+    >>> per_user_column("per_user_ttft_ms"), per_user_column("total_tok_s_users")
+    (False, False)
+    >>> per_user_column("tok_s_per_user_std"), per_user_column("per_user_tps_ratio")
+    (False, False)
+    """
+    plain = "_".join(name.strip().lower().replace("-", " ").replace("/", " ").split())
+    parts = plain.split("_")
+    return (not any(w in parts for w in _NOT_A_RATE_WORDS)
+            and any(w in parts for w in _PER_USER_WORDS)
+            and any(w in plain for w in _THROUGHPUT_WORDS))
+
+
+def check_per_user_columns(path: str, header: Sequence[str],
+                           body: Sequence[tuple[int, Sequence[str]]]) -> None:
+    """Refuse a row whose tok_s is not about ``concurrency`` times the value of its extra
+    column named as one user's throughput (:func:`per_user_column`), within a factor
+    :data:`PER_USER_SLACK`: tok_s equal to the per-user value at C = 8 is one stream's rate
+    read as the 8 streams' total (each step priced 8x too long), and at C = 1 (or blank) a
+    tok_s 8 times the per-user value is 8 streams' total read as one stream's. A blank or
+    unreadable cell is left to the other checks.
+
+    >>> check_per_user_columns("m.csv", ["tok_s", "concurrency", "tok_s_per_user"],
+    ...                        [(2, ["800", "8", "100"])])
+    >>> check_per_user_columns("m.csv", ["tok_s", "concurrency", "tok_s_per_user"],
+    ...                        [(2, ["100", "8", "100"])])
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 2, column 'tok_s_per_user': tok_s 100 is 1 x \
+its tok_s_per_user 100, but concurrency is 8: tok_s at C > 1 is the C streams' total (8 x 100 = \
+800) (fix: write the 8 streams' total in tok_s, or set concurrency to the streams the run decoded)
+    """
+    named = [(i, col) for i, col in enumerate(header) if col not in COLUMNS
+             and col not in OPTIONAL_COLUMNS and per_user_column(col)]
+    if not named or "tok_s" not in header:
+        return
+    j_tok = header.index("tok_s")
+    j_conc = header.index("concurrency") if "concurrency" in header else None
+
+    def number(fields: Sequence[str], j: int | None) -> float | None:
+        cell = fields[j].strip() if j is not None and j < len(fields) else ""
+        try:
+            value = float(cell) if PLAIN_NUMBER.fullmatch(cell) else math.nan
+        except ValueError:
+            return None
+        return value if math.isfinite(value) and value > 0 else None
+
+    for line, fields in body:
+        tok_s = number(fields, j_tok)
+        conc_cell = fields[j_conc].strip() if j_conc is not None and j_conc < len(fields) else ""
+        streams = number(fields, j_conc) if conc_cell else 1.0
+        if tok_s is None or streams is None or streams != int(streams):
+            continue
+        for i, col in named:
+            per_user = number(fields, i)
+            if per_user is None:
+                continue
+            ratio = tok_s / per_user
+            if 1 / PER_USER_SLACK <= ratio / streams <= PER_USER_SLACK:
+                continue
+            c, pu, tok = int(streams), fields[i].strip(), fields[j_tok].strip()
+            head = f"tok_s {tok} is {ratio:.3g} x its {col} {pu}, but concurrency is {c}: "
+            if c > 1:
+                raise DataError(head + f"tok_s at C > 1 is the C streams' total ({c} x {pu} = "
+                                f"{c * per_user:g})", file=path, row=line, column=col,
+                                fix=f"write the {c} streams' total in tok_s, or set "
+                                    "concurrency to the streams the run decoded")
+            raise DataError(head + "tok_s at C = 1 is the one stream's", file=path, row=line,
+                            column=col, fix=f"if tok_s is the total of {max(2, round(ratio))} "
+                                            "streams, set concurrency to that count; else write "
+                                            "the one stream's tok/s in tok_s")
+
+
 def _letters(name: str) -> str:
     """A column name without its digits (``dense_fp16_tflops`` -> ``dense_fp_tflops``)."""
     return "".join(c for c in name if not c.isdigit())
@@ -1651,6 +1741,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
             missing_column(path, header, col, f"the header must contain {','.join(COLUMNS)}")
     if not stored:   # (a saved fit's copy is read as it was fitted)
         check_stream_columns(path, header, body)
+        check_per_user_columns(path, header, body)
     with _no_gc():
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)
     if not rows and not allow_empty:
