@@ -349,6 +349,29 @@ def test_the_same_file_twice_is_a_duplicate(work):
     assert len(new_rows(work)) == 2
 
 
+def test_a_vllm_latency_result_again_with_other_flags_is_a_duplicate(work):
+    """vllm bench latency's JSON records latencies only: its tok/s and context come from
+    --output-len, --batch-size and --input-len. The result's id hashed the row those flags made,
+    so the same file imported again with --output-len 256 (tok/s 250.6 where the run measured
+    125.3) or --input-len 1024 was another result: one run appended three times, two of them
+    with numbers it never measured, exit 0. Its id is the file's own measurement (avg_latency,
+    the latencies, what the run's args record), so any flags name the same result; the fix
+    says to delete the first row to import it with other flags."""
+    argv = ["--from-bench", str(BENCH / "vllm_latency.json"), *VLLM, "--method", "ar",
+            "--batch-size", "1"]
+    code, _, err = run_cli(work, "add", *argv, "--output-len", "128", "--input-len", "512")
+    assert code == 0, err
+    (row,) = new_rows(work)
+    rid = row["notes"].split("; bench result ")[1][:12]
+    for other in (["--output-len", "256", "--input-len", "512"],
+                  ["--output-len", "128", "--input-len", "1024"]):
+        err = one_error(work, *argv, *other)
+        assert (f"record 1), row 5: the same benchmark result as row 4 (bench result {rid}): "
+                "imported again, one run would count as two (fix: it is in the data already; "
+                "to import it with other flags, delete row 4 first)") in err
+    assert len(new_rows(work)) == 1
+
+
 # ---------------------------------------------------------------- the file's model and GPU
 README_FILES = {  # where the tg128 record is, and its avg_ts as the data file keeps it (6 digits)
     "llama_bench_readme.json": ("record 2", 118.882),      # avg_ts 118.881588

@@ -185,7 +185,8 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
                         spec_method=method if isinstance(method, str) else None,
                         spec_parallel=isinstance(spec, dict) and spec.get("parallel_drafting") is True,
                         engine="vllm",
-                        engine_said=_ONE_ENGINE["vllm-latency"])]
+                        engine_said=_ONE_ENGINE["vllm-latency"],
+                        measured=("vllm-latency", repr(avg), repr(rec.data.get("latencies"))))]
 
 
 def _prefill_caveat(out_len: int, in_len: int | None, avg: float) -> str | None:

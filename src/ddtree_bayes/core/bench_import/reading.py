@@ -96,22 +96,35 @@ class BenchRecord:
     #: what the row's tok/s does not measure, said as a warning when it is imported (a vLLM
     #: latency run whose prompt is longer than its output: the prefill is in avg_latency)
     caveat: str | None = None
+    #: the values the file itself measured, when tok_s, the context and the batch are worked
+    #: out with the run's flags (vLLM latency: avg_latency and its latencies, beside
+    #: --output-len, --input-len, --batch-size): the result's id hashes these instead, so
+    #: other flags do not make the same run another result; empty for a file that records
+    #: its tok/s
+    measured: tuple = ()
 
     def result_id(self) -> str:
         """What tells this result from another run's, whatever the file is called: 12 hex
         digits of a SHA-256 over the measured values, the configuration the file records and
         its own date of the run (not the file's name, the record's number or how the notes
         word it). A renamed copy, or the same llama-bench run saved as JSON and as CSV, has
-        the same id.
+        the same id. A record whose tok/s the flags work out (:attr:`measured` given) hashes
+        the file's own values in place of tok/s, context and batch: a vLLM latency file
+        imported again with another --output-len is the same run, not another.
 
         >>> a = BenchRecord(150.62, None, 0.0, 1, "m.gguf", "llama-bench json ...", 2)
         >>> b = BenchRecord(150.62, None, 0.0, 1, "m.gguf", "llama-bench csv ...", 3)
         >>> a.result_id() == b.result_id(), a.result_id() == BenchRecord(
         ...     150.63, None, 0.0, 1, "m.gguf", "", 2).result_id()
         (True, False)
+        >>> c = BenchRecord(125.3, None, 512.0, 1, None, "", 1, measured=("1.02",))
+        >>> c.result_id() == BenchRecord(250.6, None, 1024.0, 1, None, "", 1,
+        ...                              measured=("1.02",)).result_id()
+        True
         """
-        measured = (repr(self.tok_s), repr(self.accept_len), repr(self.context_tokens),
-                    self.batch_size, self.model, repr(self.model_params), repr(self.model_bytes),
+        flagged = (repr(self.tok_s), repr(self.context_tokens), self.batch_size)
+        measured = (*(self.measured or flagged), repr(self.accept_len),
+                    self.model, repr(self.model_params), repr(self.model_bytes),
                     self.gpu, self.setup, self.draft_tokens, self.speculative, self.gpus,
                     self.engine, self.stamp)
         return hashlib.sha256(repr(measured).encode()).hexdigest()[:12]
