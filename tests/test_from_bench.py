@@ -372,6 +372,35 @@ def test_a_vllm_latency_result_again_with_other_flags_is_a_duplicate(work):
     assert len(new_rows(work)) == 1
 
 
+def test_rows_of_an_imported_result_merged_from_another_file_are_a_duplicate(work, tmp_path):
+    """Two people import the same result file (under their own names) into their own
+    measurement files; merging one into the other with `add --from` appended the row again,
+    its `bench result <id>` the same but its source naming the other file name: one run
+    counted twice, exit 0 and not a word, where `add --from-bench` of the renamed copy is
+    refused. A row whose notes name a result the data holds is refused the same way, and so
+    is a file holding two (a merge by hand: `fit` reads it)."""
+    renamed = tmp_path / "my_run.json"
+    shutil.copy(BENCH / "vllm_serve.json", renamed)
+    argv = [*VLLM, "--gpus", "8", "--method", "eagle3", "--block", "3"]
+    assert run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"), *argv)[0] == 0
+    (row,) = new_rows(work)
+    rid = row["notes"].split("; bench result ")[1][:12]
+    theirs = tmp_path / "theirs.csv"
+    data = work / "data" / "measurements.csv"
+    header = data.read_text().splitlines()[0]
+    assert run_cli(work, "add", "--from-bench", str(renamed), *argv, "--data", str(theirs))[0] == 0
+    assert theirs.read_text().splitlines()[0] == header
+    err = one_error(work, "--from", str(theirs))
+    assert (f"{theirs}, row 2: the same benchmark result as row 4 (bench result {rid}): "
+            "imported again, one run would count as two (fix: it is in the data already; ") in err
+    merged = work / "merged.csv"
+    merged.write_text(data.read_text() + theirs.read_text().splitlines()[1] + "\n")
+    code, _, err = run_cli(work, "fit", "--data", str(merged))
+    assert code == 2 and err.count("\n") == 1, err
+    assert (f"{merged}, row 5, column 'notes': the same benchmark result as row 4 (bench result "
+            f"{rid}): one run would count as two (fix: delete one of the two rows)") in err
+
+
 # ---------------------------------------------------------------- the file's model and GPU
 README_FILES = {  # where the tg128 record is, and its avg_ts as the data file keeps it (6 digits)
     "llama_bench_readme.json": ("record 2", 118.882),      # avg_ts 118.881588

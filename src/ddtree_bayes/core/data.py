@@ -1712,6 +1712,38 @@ def _unique(row: Measurement, parsed: dict[tuple, int], path: str,
     return row
 
 
+#: How a row's notes name the benchmark result it was imported from (``add --from-bench``
+#: writes ``bench result <id>``, the id of :meth:`BenchRecord.result_id
+#: <ddtree_bayes.core.bench_import.reading.BenchRecord.result_id>`).
+BENCH_RESULT_TAG = re.compile(r"\bbench result ([0-9a-f]{12})\b")
+
+
+def check_bench_results(path: str, rows: Sequence[Measurement]) -> None:
+    """Refuse a second row whose notes name a benchmark result an earlier row names: one run
+    imported twice, under two file names (its source differs, so it was no duplicate row),
+    then merged into one file by hand or from another file, would count as two runs.
+
+    >>> import dataclasses
+    >>> m = Measurement(row=2, model="m", hardware="h100", gpus=1, engine="vllm", method="ar",
+    ...                 block=None, budget=None, verify_tokens=1, accept_len=1.0,
+    ...                 context_tokens=None, tok_s=100.0, source="a.json",
+    ...                 notes="x; bench result 0123456789ab")
+    >>> check_bench_results("m.csv", [m, dataclasses.replace(m, row=3, source="b.json")])
+    Traceback (most recent call last):
+    ...
+    ddtree_bayes.core.errors.DataError: m.csv, row 3, column 'notes': the same benchmark result \
+as row 2 (bench result 0123456789ab): one run would count as two (fix: delete one of the two rows)
+    """
+    seen: dict[str, int] = {}
+    for m in rows:
+        for rid in BENCH_RESULT_TAG.findall(m.notes):
+            first = seen.setdefault(rid, m.row)
+            if first != m.row:
+                raise DataError(f"the same benchmark result as row {first} (bench result "
+                                f"{rid}): one run would count as two", file=path, row=m.row,
+                                column="notes", fix="delete one of the two rows")
+
+
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                       allow_duplicates: bool = False, text: str | None = None,
                       methods: Mapping[str, MethodSpec] | None = None,
@@ -1746,4 +1778,6 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
         rows = _validate_rows(path, header, body, hardware, allow_duplicates, methods, stored)
     if not rows and not allow_empty:
         raise DataError("no measurement rows", file=path, fix="add at least one row under the header")
+    if not stored and not allow_duplicates:
+        check_bench_results(path, rows)
     return Measurements(path=path, text=text, rows=tuple(rows))

@@ -8,7 +8,6 @@ import difflib
 import fcntl
 import io
 import os
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ddtree_bayes.core.data import (
+    BENCH_RESULT_TAG,
     COLUMNS,
     OPTIONAL_COLUMNS,
     OPTIONAL_DEFAULTS,
@@ -149,7 +149,7 @@ class NewRow:
 
 
 #: How a row's notes name the benchmark result it was imported from (``add --from-bench``).
-_RESULT_TAG = re.compile(r"\bbench result ([0-9a-f]{12})\b")
+_RESULT_TAG = BENCH_RESULT_TAG
 
 
 def result_tag(result_id: str) -> str:
@@ -451,16 +451,21 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         for item in new:
             line = item.line if item.line is not None else next_line
             values = {k: ("" if v is None else str(v).strip()) for k, v in item.values.items()}
+            # the result it was imported from: a --from-bench record's id, or the one a row
+            # of another file names in its notes (a merge of two people's imports of one run)
+            rids = ([item.result_id] if item.result_id is not None
+                    else _RESULT_TAG.findall(values.get("notes", "")))
+            rid = next((r for r in rids if r in results), None)
             try:
-                if item.result_id is not None and item.result_id in results:
-                    origin, at = results[item.result_id]
+                if rid is not None:
+                    origin, at = results[rid]
                     where = (f"row {at}" if origin == str(data_path) else
                              origin if at is None else f"row {at} of {origin}")
                     fix = ("it is in the data already; to import it with other flags, delete "
                            f"{where} first" if origin == str(data_path) else
                            "import each result once (--bench-records picks records)")
                     raise DataError(f"the same benchmark result as {where} "
-                                    f"({result_tag(item.result_id)}): imported again, one run "
+                                    f"({result_tag(rid)}): imported again, one run "
                                     "would count as two", file=item.origin, row=line, fix=fix)
                 extra = [c for c in values if c not in header and values[c]
                          and not (c in OPTIONAL_DEFAULTS and _is_default(c, values[c]))]
@@ -567,8 +572,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
-            if item.result_id is not None:
-                results[item.result_id] = (item.origin, item.line)
+            for rid in rids:
+                results.setdefault(rid, (item.origin, item.line))
             expected.append(next_line)
             next_line += count_lines(out)
             lines.append(out)
