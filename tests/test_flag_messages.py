@@ -40,3 +40,33 @@ def test_a_gpu_added_after_the_fit_suggests_no_other_gpu(tmp_path):
     # a misspelt GPU keeps its suggestions
     code, _, err = run_cli(work, "predict", "--hardware", "rtx-5090-ox", "--accept", "4")
     assert code == 2 and "did you mean rtx-5090" in err
+
+
+def _context_helps() -> dict[str, str]:
+    import argparse
+
+    from ddtree_bayes.cli.main import build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: a.help or "" for name, p in sub.choices.items() for a in p._actions
+            if "--context" in a.option_strings}
+
+
+def test_every_context_flag_names_the_default_it_uses():
+    """`optimize --help` said --context defaults to 0, while optimize (like predict) asks at the
+    priors' default_context_tokens (a fit of priors with 32768 there answered at 32768)."""
+    helps = _context_helps()
+    assert {"predict", "track", "optimize", "add"} <= set(helps)
+    for command, text in helps.items():
+        assert "(default: 0)" not in text, command
+        assert "default_context_tokens" in text, (command, text)
+    # and what optimize's help says is what it does: no --context is the fit's default
+    from ddtree_bayes.core.acceptance_config import parse_acceptance_curve
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.decisions.optimize import optimize
+
+    draws = point_mass_draws()
+    draws.meta["model"]["default_context_tokens"] = 32768.0
+    out = optimize(draws, parse_acceptance_curve(draws.priors_toml), hardware="b300",
+                   engine="sglang", budgets=(8, 32))
+    assert out["scenario"]["context_tokens"] == 32768.0

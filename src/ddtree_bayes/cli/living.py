@@ -302,8 +302,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "blank for a speculative run that did not report it: the fit infers "
                         "one acceptance per (model, method, block, budget) from such rows")
     a.add_argument("--context", type=A.context,
-                   help="context length in tokens, e.g. 32768 or 32k (default: blank, short "
-                        "context; with --from-bench: the file's input length)")
+                   help="context length in tokens, e.g. 32768 or 32k (default: blank, which the "
+                        "fit reads as the priors' default_context_tokens, 0 as bundled; with "
+                        "--from-bench: the file's input length)")
     a.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "
                                                  "--concurrency 8"),
                    help="streams decoded together in the run (default: 1); --tok-s is then "
