@@ -842,3 +842,33 @@ def test_a_fit_of_several_models_without_model_is_refused_before_the_diagnostics
     assert err.strip().endswith("holds 2 models (kimi-k2.6, llama-3.1-8b-instruct); say which "
                                 "with --model (fix: e.g. --model kimi-k2.6)")
     assert not (work / "reports").exists()
+
+
+def test_the_answer_lines_width_pointer_names_the_question_the_shares_decompose():
+    """summary.md's answer line is at acceptance 14 and pointed at "section 3 what the width
+    comes from", whose shares decompose acceptance U(12,16) (an acceptance factor a user at 14
+    does not have): the pointer and the section's title name the question decomposed."""
+    from ddtree_bayes.engine.question import default_question
+    from ddtree_bayes.engine.testing import point_mass_draws
+    from ddtree_bayes.workflows.report import sections
+    from ddtree_bayes.workflows.report.render import markdown
+
+    draws = point_mass_draws()
+    summary = _small_summary(draws, None, variance=sections.variance_shares(
+        draws, 1, None, default_question(draws, None)))
+    assert {tuple(d["accept"]) for d in summary["variance"].values()} == {(12.0, 16.0)}
+    assert any(k.startswith("acceptance U(12,16)") for k in summary["variance"]["sglang"]["shares"])
+    md = markdown(summary)
+    answer = next(line for line in md.splitlines() if line.startswith("Default scenario"))
+    assert " at acceptance 14: " in answer
+    number = next(line for line in md.splitlines() if "Where the width" in line).split(".")[0]
+    assert f"section {number.removeprefix('## ')} what the width of acceptance U(12,16) comes " \
+           "from." in answer
+    assert f"{number}. Where the width comes from (acceptance U(12,16))" in md
+    # a fit's own default (Llama's chain measured at 2.79) decomposes its acceptance +-2
+    model, llama = _llama_chain()
+    d = default_question(llama, model)
+    own = _small_summary(llama, model, variance=sections.variance_shares(llama, 1, model, d))
+    (lo, hi), = {tuple(v["accept"]) for v in own["variance"].values()}
+    assert lo == 1.0 and hi == pytest.approx(4.79)   # 2.79 - 2 floored at 1; + 2 (block 4)
+    assert f"what the width of acceptance U(1,{hi:g}) comes from." in markdown(own)

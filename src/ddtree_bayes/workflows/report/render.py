@@ -288,6 +288,24 @@ def _sections(summary: dict) -> list[tuple[str, list[str], list[list], list[str]
     return [(f"{i}. {sec[k][0]}", *sec[k][1:]) for k, i in section_numbers(summary).items()]
 
 
+def decomposed(summary: dict, lead: str = "") -> str:
+    """The question the variance shares decompose, ``lead`` first: acceptance marginalised as
+    Uniform(lo, hi) (U(12, 16) for the bundled default, while the answer line asks at 14), or
+    "" when the summary does not say (no engine, or engines at different ranges).
+
+    >>> decomposed({"variance": {"sglang": {"accept": [12.0, 16.0]},
+    ...                          "native": {"accept": [12.0, 16.0]}}}, " of ")
+    ' of acceptance U(12,16)'
+    >>> decomposed({"variance": {}})
+    ''
+    """
+    ranges = {tuple(d["accept"]) for d in summary.get("variance", {}).values() if "accept" in d}
+    if len(ranges) != 1:
+        return ""
+    ((lo, hi),) = ranges
+    return f"{lead}acceptance U({lo:g},{hi:g})"
+
+
 def _pointers(summary: dict) -> str:
     """The answer line's pointers to the sections of other acceptances and of what the width
     comes from, by their numbers ("" when the report shows neither).
@@ -297,7 +315,8 @@ def _pointers(summary: dict) -> str:
     """
     number = section_numbers(summary)
     said = [f"section {number[k]} {what}" for k, what in (
-        ("prediction", "has other acceptances"), ("variance", "what the width comes from"))
+        ("prediction", "has other acceptances"),
+        ("variance", f"what the width{decomposed(summary, ' of ')} comes from"))
         if k in number]
     text = ", ".join(said)
     return "" if not said else f" {text[0].upper()}{text[1:]}."
@@ -384,7 +403,9 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
         for k, val in d["shares"].items():
             var_rows.append([eng, k, val])
         var_rows.append([eng, "not attributed (non-linear, interactions)", d["not_attributed"]])
-    sec["variance"] = ("Where the width comes from", ["engine", "quantity", "variance share"],
+    asked = decomposed(summary)
+    sec["variance"] = (f"Where the width comes from{f' ({asked})' if asked else ''}",
+                       ["engine", "quantity", "variance share"],
                        var_rows, ["variance"])
     sec["breakdown"] = ("Step-time breakdown (ms, median [90%])",
                         ["configuration", "MOE", "ATTN_BASE", "context", "SPEC", "step", "measured"],

@@ -184,7 +184,9 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
 def variance_shares(draws: Fit, seed: int, model: str | None = None,
               d: DefaultQuestion | None = None) -> dict:
     """Shapley shares of the variance of log tok/s in the default scenario, per engine
-    (:func:`shapley_variance_shares`: correlated factors share credit)."""
+    (:func:`shapley_variance_shares`: correlated factors share credit), acceptance marginalised
+    as Uniform(``accept``) (:func:`decomp_accept`: U(12, 16) for the bundled default, not the
+    answer line's 14)."""
     v, coords = draws.variables, draws.meta["coords"]
     rng = np.random.default_rng(seed)
     out: dict = {}
@@ -236,7 +238,8 @@ def variance_shares(draws: Fit, seed: int, model: str | None = None,
             factors[f"reduction[{sc.engine}]"] = _logit(
                 v["reduction"][:, coords["relation"].index(sc.engine)])
         dec = shapley_variance_shares(y, factors)
-        out[sc.engine] = {"var_log_tok_s": float(np.var(y)), "r2": dec["r2"],
+        out[sc.engine] = {"accept": [float(lo), float(hi)], "var_log_tok_s": float(np.var(y)),
+                          "r2": dec["r2"],
                           "shares": dict(sorted(dec["shares"].items(), key=lambda kv: -kv[1])),
                           "not_attributed": 1.0 - dec["r2"]}
     return out
