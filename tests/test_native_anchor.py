@@ -164,9 +164,13 @@ def test_a_native_row_without_accept_len_leaves_the_carry_and_the_note_says_so()
     for budget in (8, 32):
         native, how = _step(draws, "native", budget)
         assert "(no native ddtree row there)" not in how
-        assert how.endswith("carried from sglang (no native ddtree row with a measured "
-                            "acceptance there): its target step and its overhead x "
-                            "(1 - reduction)")
+        carried = ("carried from sglang (no native ddtree row with a measured acceptance "
+                   "there): its target step and its overhead x (1 - reduction)")
+        # at budget 8 the note says too that the native row itself anchors nothing
+        own = ("; not anchored to its own measured row (ddtree block 8 budget 8, M = 9: 330 "
+               "tok/s): its accept_len is blank, so its acceptance is inferred and it anchors "
+               "nothing: this answer need not match that row's tok/s")
+        assert how.endswith(carried + (own if budget == 8 else "")), how
     native, _ = _step(draws, "native", 8)
     assert native["step"][0] == pytest.approx(MEASURED_B8_MS - 0.5 * f * _spec(8), rel=1e-9)
     # with no native row at all the words are as they were

@@ -89,3 +89,29 @@ def test_a_query_between_measured_points_keeps_its_distance():
     d = _fit()
     sd, _ = _log_sd(d, engines=("sglang",), method="ddtree", block=16, budget=32, accept="14")
     assert math.isclose(sd, math.hypot(RUN_SD, STRUCTURE_SD * math.log(33 / 9)), rel_tol=1e-9)
+
+
+def test_a_measured_configuration_without_accept_len_says_it_does_not_anchor_the_answer():
+    """`predict --model kimi-k2.6 --hardware h200 --engine vllm --method eagle3 --block 3` of
+    the multi-model example answered 125 (103-149) where that configuration measured 144.5
+    tok/s, with nothing saying why: the row's accept_len is blank, its acceptance inferred, and
+    such a row anchors nothing. The note says so, naming the row and its tok/s; the numbers
+    are unchanged (the sd is the unanchored one of the test above)."""
+    d = _fit()
+    sd, how = _log_sd(d, engines=("sglang",), method="ddtree", block=8, budget=8, accept="4.4")
+    assert math.isclose(sd, math.hypot(RUN_SD, STRUCTURE_SD * D_C), rel_tol=1e-9)
+    assert how.endswith(
+        "; not anchored to its own measured row (ddtree block 8 budget 8, M = 9: 303 tok/s): "
+        "its accept_len is blank, so its acceptance is inferred and it anchors nothing: this "
+        "answer need not match that row's tok/s"), how
+    # the note reaches predict's table
+    (row,) = P.predict_rows(d, resolve(d, Flags(engines=("sglang",), method="ddtree", block=8,
+                                                  budget=8, accept="4.4")), seed=0)
+    assert "not anchored to its own measured row (ddtree block 8 budget 8" in row["overhead_from"]
+    # with the row's accept_len it anchors, and no such clause
+    _, how = _log_sd(_fit(blank_tree_accept=False), engines=("sglang",), method="ddtree",
+                     block=8, budget=8, accept="4.4")
+    assert "not anchored to its own measured row" not in how
+    # another configuration (budget 16) was never measured: no such clause either
+    _, how = _log_sd(d, engines=("sglang",), method="ddtree", block=8, budget=16, accept="4.4")
+    assert "not anchored to its own measured row" not in how

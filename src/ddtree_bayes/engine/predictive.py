@@ -119,7 +119,7 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
         own_point = unanchored_distance(draws, sc, passes)
         if own_point is not None:   # (at a measured point nothing here anchors)
             parts = {**parts, "log_sd": query_log_sd(draws, sc, passes, distance=own_point)}
-        return parts, how + other_engines_ar(draws, sc)
+        return parts, how + other_engines_ar(draws, sc) + blank_accept_rows(draws, sc)
     shift, distance, label = found
     # the measured deployment's own error is known at any context and concurrency of it
     own = carries_own_error(draws, sc)
@@ -133,7 +133,51 @@ def step_components(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: 
     # at the measured configuration itself its own error (config_sd) is carried too
     parts["log_sd"] = query_log_sd(draws, sc, passes, distance=distance,
                                    own_known=own)
-    return parts, how + f"; anchored to the measured {label}"
+    return parts, how + f"; anchored to the measured {label}" + blank_accept_rows(draws, sc)
+
+
+def blank_accept_rows(draws: Fit, sc: Scenario) -> str:
+    """A clause for a query at a configuration the fit measured only in rows with a blank
+    accept_len (its own system, engine, method, drafter, block, budget, verify tokens,
+    concurrency and context): such rows anchor nothing (:func:`anchor_shift` turns a row's
+    tok/s into its step through its acceptance, which they lack; the fit infers it, shared
+    by every row of its acceptance group), so the answer is the model's step there and need
+    not match them. An exploratory pass read Kimi K2.6 EAGLE-3 block 3 on 8x H200 (public
+    multi-model example) at 125 tok/s (90% 103-149) beside "overhead of measured group", where
+    that configuration measured 144.5, with nothing saying why. Empty otherwise, and when the
+    configuration has a row with a measured accept_len too (the answer is anchored there)."""
+    if not sc.measured or sc.method == AR_METHOD:   # (an AR row's acceptance is 1, never blank)
+        return ""
+    key = (tuple(draws.meta.get("held_out_rows", ())), sc.pair, sc.engine, sc.method,
+           sc.drafter_named, sc.block, sc.budget, sc.verify_tokens, sc.concurrency,
+           sc.context_tokens)
+    memo = draws.memo.setdefault("blank_accept_rows", {})
+    if key not in memo:
+        memo[key] = _blank_accept_rows(draws, sc)
+    return memo[key]
+
+
+def _blank_accept_rows(draws: Fit, sc: Scenario) -> str:
+    default_ctx = draws.meta["model"]["default_context_tokens"]
+    rows = [r for r in fit_rows(draws)
+            if row_pair(draws, r) == sc.pair and r.engine == sc.engine
+            and r.method == sc.method and r.block == sc.block and r.budget == sc.budget
+            and r.verify_tokens == sc.verify_tokens and r.concurrency == sc.concurrency
+            and r.asked_context(default_ctx) == sc.context_tokens
+            and drafter_asked(draws, r.model, r.method, r.drafter) == sc.drafter_named]
+    if not rows or any(r.accept_len is not None for r in rows):
+        return ""
+    shape = (f"{sc.method}" + (f" block {sc.block}" if sc.block is not None else "")
+             + (f" budget {sc.budget}" if sc.budget is not None else "")
+             + f", M = {sc.verify_tokens}"
+             + (f", C = {sc.concurrency}" if sc.concurrency != 1 else ""))
+    measured = ", ".join(f"{r.tok_s:g}" for r in rows)
+    one = len(rows) == 1
+    what, its, anchor, them = (("row", "its", "it anchors", "that row's") if one else
+                               (f"{len(rows)} rows", "their", "they anchor", "those rows'"))
+    return (f"; not anchored to its own measured {what} ({shape}: {measured} tok/s): {its} "
+            f"accept_len is blank, so {its} acceptance is inferred and {anchor} nothing: this "
+            f"answer need not match {them} tok/s")
 
 
 def unanchored_distance(draws: Fit, sc: Scenario, passes: float) -> float | None:
