@@ -1847,3 +1847,59 @@ def test_another_models_acceptance_file_naming_its_own_drafter_is_not_refused(tm
         D.optimize(draws, curve, acceptance_file=acc, **ask)
     assert str(err.value).startswith(
         f"{acc}, row 2, column 'drafter': drafter '{card}' drafts for qwen3-8b, not kimi-k2.6"), err
+
+
+def _kimi_carded_draws(**overrides):
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    draws = point_mass_draws(**overrides)
+    kimi = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    assert kimi.max_context_tokens == 262144
+    draws.meta["model"]["card"] = dataclasses.asdict(kimi)
+    return draws
+
+
+def test_next_proposes_no_measurement_past_the_cards_longest_context():
+    """`next --query "--engine sglang --accept 14 --context 300k"` ranked first the query
+    itself and second AR at 307200 tokens, past Kimi K2.6's 262,144-token card maximum: runs
+    nobody can make as configured. The query is still answered (predict's warning); those
+    candidates are left out, on one line saying why, and the rest ranked."""
+    draws = _kimi_carded_draws()
+    query = D.parse_query(draws, "--engine sglang --accept 14 --context 300k")
+    left_out: list = []
+    got = [c.describe() for c in D.default_candidates(draws, query, left_out)]
+    assert not [d for d in got if "ctx 307200" in d], got
+    assert got[0] == "b300 x8 sglang ar"   # (context 0 candidates stay)
+    why = ("context 307200 is above kimi-k2.6's longest, 262144 tokens (max_position_embeddings, "
+           "its card): the model takes no such context unless its RoPE is scaled further, so "
+           "nobody can run it as configured")
+    assert [(c.why, c.describe(), reason == why) for c, reason in left_out] == [
+        ("the query itself", "b300 x8 sglang ddtree block 16 budget 32 M=33 ctx 307200", True),
+        # (native keeps its own reason: there is no such engine at any context)
+        ("the query in native", "b300 x8 native ddtree block 16 budget 32 M=33 ctx 307200",
+         False),
+        ("AR at the query's context", "b300 x8 sglang ar ctx 307200", True)]
+    # the table prints them on one "left out" line; the query's own numbers are still given
+    out = D.next_measurements(_kimi_carded_draws(n=64, noise_sd=0.05), query, k=4)
+    assert out["rows"] and not [r for r in out["rows"] if "ctx 307200" in r["candidate"]]
+    assert sum(r["reason"] == why for r in out["left_out"]) == 2
+    assert out["query"]["context_tokens"] == 307200.0
+    # at the card's own longest context the candidates are proposed
+    at_max = D.parse_query(draws, "--engine sglang --accept 14 --context 262144")
+    assert "b300 x8 sglang ar ctx 262144" in [c.describe()
+                                              for c in D.default_candidates(draws, at_max)]
+
+
+def test_a_candidates_file_row_past_the_cards_longest_context_is_left_out(tmp_path):
+    draws = _kimi_carded_draws()
+    path = tmp_path / "c.csv"
+    path.write_text("hardware,gpus,engine,method,block,budget,accept_len,context_tokens\n"
+                    "b300,8,sglang,ar,,,,300000\nb300,8,sglang,ar,,,,131072\n")
+    query = D.parse_query(draws, "--engine sglang --accept 14")
+    left: list = []
+    got = D.read_candidates(draws, path, query, left_out=left)
+    assert [c.describe() for c in got] == ["b300 x8 sglang ar ctx 131072"]
+    assert [c.describe() for c, _ in left] == ["b300 x8 sglang ar ctx 300000"]
+    assert "above kimi-k2.6's longest, 262144 tokens" in left[0][1]

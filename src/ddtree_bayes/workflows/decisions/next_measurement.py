@@ -246,12 +246,15 @@ def unbuilt(draws: Fit, query: Query, why: str, given: dict) -> Unbuilt:
 def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -> str | None:
     """Why nobody can make a measurement of ``scenario`` (None: someone can): its streams' KV
     cache does not fit beside the weights (:func:`~ddtree_bayes.engine.scenario.kv_cache_warning`:
-    AR at C = 128 offered to a long-context query), its engine is a
+    AR at C = 128 offered to a long-context query), its context is longer than its model's
+    card takes (:func:`~ddtree_bayes.core.row_notes.context_above_max`), its engine is a
     relation engine (e.g. native, "a hypothetical C++/CUDA speculative loop") the fit has no
     row of, or its speculative method has no drafter for its model: no drafter card (the fit's
     stored ones, the built-in ones, ``data/drafters.csv``: ``cards``, else
     :func:`drafter_cards`) serves that model and method and the fit measured that method for
     no row of that model."""
+    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.row_notes import context_above_max
     from ddtree_bayes.engine.scenario import kv_cache_warning, no_drafter
 
     rows = draws.measurements.rows
@@ -266,6 +269,12 @@ def unmeasurable(draws: Fit, scenario: P.Scenario, cards: tuple | None = None) -
         return (f"{engine} is a modelled engine (its speculative overhead is {bases[engine]}'s "
                 "times 1 - reduction) with no measurement in the fit: there is no such engine "
                 "to run")
+    # a context longer than the model takes (a query past it is answered, with a warning;
+    # `next --query "... --context 300k"` proposed measuring Kimi K2.6 at 307200 tokens)
+    above = context_above_max(stored_card(draws.meta.get("model", {}), scenario.model),
+                              scenario.context_tokens)
+    if above is not None:
+        return above + ", so nobody can run it as configured"
     return no_drafter(draws, scenario.model, scenario.method,
                       drafter_cards(draws) if cards is None else cards)
 
