@@ -232,9 +232,12 @@ def serving_record(fmt: str, streams: int, tpot_ms: float, accept: float) -> dic
         rec = json.loads((BENCH / "sglang_serving.jsonl").read_text().splitlines()[0])
         rec.update(accept_length=accept, concurrency=streams - 0.3 if streams > 1 else 0.99)
     prompts = 8 * streams
+    # (its output_throughput what its streams make at that TPOT, as a real run's: the import
+    # checks the two agree; 512 output tokens a request, each paying its TTFT)
+    made = streams * 512 * 1000.0 / (rec["mean_ttft_ms"] + 511 * tpot_ms)
     rec.update(max_concurrency=streams, num_prompts=prompts, completed=prompts,
-               total_input_tokens=1024 * prompts, median_tpot_ms=tpot_ms,
-               mean_tpot_ms=tpot_ms * 1.01)
+               total_input_tokens=1024 * prompts, total_output_tokens=512 * prompts,
+               median_tpot_ms=tpot_ms, mean_tpot_ms=tpot_ms * 1.01, output_throughput=made)
     return rec
 
 

@@ -1149,3 +1149,81 @@ def test_two_appended_llama_bench_documents_say_so(tmp_path):
         f"{path}, line {line}: holds 2 JSON documents one after another (the outputs of "
         "several runs appended, `>>`?), where a result file is one (fix: split it into one "
         "file per run and import each)")
+
+
+# ------------------------------------------------- TPOT against the file's output_throughput
+def _one_stream_rate(raw: dict) -> float:
+    """tok/s of one stream at the file's TPOT, each request paying its TTFT: mean output
+    tokens / (mean_ttft + (tokens - 1) x median_tpot). vLLM's and SGLang's TPOT of a request
+    is (latency - ttft) / (output tokens - 1), and output_throughput is the total output
+    tokens / the run's duration: a closed loop's C streams make at most C of these, and at
+    least one (no wait between requests)."""
+    n = raw["total_output_tokens"] / raw["completed"]
+    return n * 1000.0 / (raw["mean_ttft_ms"] + (n - 1) * raw["median_tpot_ms"])
+
+
+def test_the_real_serving_layouts_agree_with_their_own_output_throughput():
+    """The fixtures (layouts as vLLM and SGLang write them): output_throughput within 3% of
+    one stream's rate at their TPOT (C = 1), so the check below has room on either side."""
+    for raw in (_json("vllm_serve.json"), *_jsonl("sglang_serving.jsonl")):
+        assert raw["output_throughput"] / _one_stream_rate(raw) == pytest.approx(1.0, abs=0.03)
+    for name in ("vllm_serve.json", "sglang_serving.jsonl"):
+        assert parse_bench_file(BENCH / name).records   # (still imported)
+
+
+@pytest.mark.parametrize(("name", "scale", "said"), [
+    ("vllm_serve.json", 1000.0,
+     "median_tpot_ms 2910.46 ms makes 1 stream decode at most 0.344 tok/s (mean_ttft_ms "
+     "24.87 ms and 512 output tokens a request), but its output_throughput is 336 tok/s, 977x "
+     "that: median_tpot_ms is not this run's milliseconds per output token"),
+    ("sglang_serving.jsonl", 1e-3,
+     "median_tpot_ms 0.00249247 ms makes one stream alone decode 15757 tok/s (mean_ttft_ms "
+     "31.22 ms and 512 output tokens a request), but the output_throughput of its 1 stream, "
+     "with no wait between requests, is 391 tok/s, 1/40.3 of that: median_tpot_ms is not "
+     "this run's milliseconds per output token")])
+def test_a_tpot_that_contradicts_the_files_output_throughput_is_refused(tmp_path, name, scale,
+                                                                        said):
+    """A TPOT edited x1000 (seconds written as ms, a hand-edited file) imported 0.34 tok/s
+    with exit 0 from a run whose output_throughput says 336; /1000, 401,000 tok/s. By hand:
+    512 x 1000 / (24.87 + 511 x 2910.46) = 0.344, 336.37 / 0.344 = 977; 512 x 1000 / (31.22
+    + 511 x 0.00249247) = 15757, 15757 / 391.22 = 40.3."""
+    raw = _json(name) if name.endswith(".json") else _jsonl(name)[0]
+    path = tmp_path / name
+    path.write_text(json.dumps(dict(raw, median_tpot_ms=raw["median_tpot_ms"] * scale)))
+    with pytest.raises(BenchFormatError) as err:
+        parse_bench_file(path)
+    msg = _one_line(err)
+    assert msg.startswith(f"{path}, record 1: median_tpot_ms ")
+    assert said in msg, msg
+    assert msg.endswith("(fix: pass the result file the benchmark wrote, unedited: its "
+                        "*_tpot_ms keys are milliseconds per output token)")
+
+
+def test_output_throughput_between_one_stream_and_c_streams_is_kept(tmp_path):
+    """At C = 8 a closed loop makes between one stream's rate (its tail: the last requests
+    decoding alone) and 8 streams' (x 3 of slack each way: the TPOT is the median request's);
+    a rate-limited run waits between arrivals, so far below one stream's rate is no
+    contradiction there."""
+    raw = _json("vllm_serve.json")
+    one = _one_stream_rate(raw)
+    for out in (one / 2.9, 3 * one, 8 * 2.9 * one):
+        path = tmp_path / f"c8_{out:.0f}.json"
+        path.write_text(json.dumps(dict(raw, max_concurrency=8, num_prompts=64, completed=64,
+                                        max_concurrent_requests=8, output_throughput=out,
+                                        total_output_tokens=64 * 512)))
+        (rec,) = parse_bench_file(path).records
+        assert rec.batch_size == 8
+    for out, side in ((one / 3.1, "one stream alone"), (8 * 3.1 * one, "8 streams decode")):
+        path.write_text(json.dumps(dict(raw, max_concurrency=8, num_prompts=64, completed=64,
+                                        max_concurrent_requests=8, output_throughput=out,
+                                        total_output_tokens=64 * 512)))
+        with pytest.raises(BenchFormatError) as err:
+            parse_bench_file(path)
+        assert side in _one_line(err)
+    # Poisson arrivals at 0.05 requests/s: 0.117 in flight, output_throughput ~12% of a stream
+    slow = tmp_path / "rate.json"
+    slow.write_text(json.dumps(dict(raw, request_rate=0.05, max_concurrency=None,
+                                    request_throughput=0.0499, mean_e2el_ms=1512.0,
+                                    output_throughput=0.0499 * 512)))
+    (rec,) = parse_bench_file(slow).records
+    assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / raw["median_tpot_ms"])

@@ -855,10 +855,12 @@ def test_a_context_flag_says_it_replaced_the_files_prompt_length(work):
 
 def test_a_tok_s_overflowing_the_step_range_is_named_in_a_few_digits(work, tmp_path):
     """A TPOT of 1e-300 ms made tok_s 8e300, written as its 301 digits by the CSV cell's
-    whole-number rule, and the refusal quoted all of them."""
+    whole-number rule, and the refusal quoted all of them. (Its TTFT and output_throughput
+    agree with that TPOT, as the import checks: 512 tokens in 512e-300 ms, 1e303 tok/s.)"""
     raw = json.loads((BENCH / "vllm_serve.json").read_text())
     src = tmp_path / "tiny.json"
-    src.write_text(json.dumps(dict(raw, median_tpot_ms=1e-300)))
+    src.write_text(json.dumps(dict(raw, median_tpot_ms=1e-300, mean_ttft_ms=1e-300,
+                                   output_throughput=1e303)))
     err = one_error(work, "--from-bench", str(src), "--hardware", "b300", "--gpus", "8",
                     "--engine", "vllm", "--method", "eagle3", "--block", "3")
     assert "column 'tok_s': tok_s 1e+303 means a decoding step of 3.15e-300 ms" in err, err

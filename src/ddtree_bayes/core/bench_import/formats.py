@@ -274,10 +274,64 @@ def _streams_tok_s(rec: BenchRow) -> tuple[float, int, str]:
     count, said = _stream_count(rec.fmt, rec)
     streams = count or 1
     _steady_rate(rec, streams)
+    _tpot_agrees(rec, key, streams)
     total = "" if streams == 1 else f"; total of {streams} streams"
     how = (f"{'' if streams == 1 else f'{streams} x '}1000/{key} ({rec.number(key):g} ms; "
            f"decode only, first token excluded{total})")
     return per_stream * streams, streams, how if said is None else f"{how}, {said}"
+
+
+#: How far a serving run's output_throughput may stray from what its TPOT makes it (one
+#: stream's rate at least in a closed loop, C streams' at most), either way: the TPOT is the
+#: median request's, and the tokens and TTFT per request are means.
+TPOT_SLACK = 3.0
+
+
+def _tpot_agrees(rec: BenchRow, key: str, streams: int) -> None:
+    """Refuse a serving run whose TPOT (``key``, the one tok_s is made of) contradicts its own
+    ``output_throughput``. Both tools write a request's TPOT as (latency - TTFT) / (output
+    tokens - 1) and output_throughput as the output tokens / the run's duration, so one stream
+    at that TPOT makes ``n x 1000 / (TTFT + (n - 1) x TPOT)`` tok/s (``n`` the mean output
+    tokens a request, TTFT its mean): the run's C streams make at most C times that (fewer
+    in flight while it ramps up and down), and, in a closed loop (``request_rate`` inf), at
+    least one stream's (no request waits for an arrival); a rate-limited run waits between
+    arrivals and is bounded above only. Each within :data:`TPOT_SLACK`. A TPOT written x1000
+    (seconds as ms, an edited file) imported 0.34 tok/s from a run whose output_throughput
+    was 336, with exit 0. Unchecked when the file lacks output_throughput, the counts or a
+    TTFT (older layouts), or a request decoded one token (no TPOT)."""
+    out = rec.number("output_throughput", required=False)
+    total = rec.number("total_output_tokens", required=False)
+    done = rec.number("completed", required=False)
+    ttft_key = next((k for k in ("mean_ttft_ms", "median_ttft_ms")
+                     if rec.number(k, required=False) is not None), None)
+    if None in (out, total, done, ttft_key):
+        return
+    assert out is not None and total is not None and done is not None and ttft_key is not None
+    tpot, ttft = rec.number(key), rec.number(ttft_key)
+    assert tpot is not None and ttft is not None
+    if not all(map(math.isfinite, (out, total, done, ttft))) or done <= 0 or ttft < 0:
+        return
+    n = total / done
+    if n <= 1.0 or out <= 0:
+        return
+    one = n * 1000.0 / (ttft + (n - 1.0) * tpot)
+    if not (math.isfinite(one) and one > 0):
+        return
+    per_request = (f"({ttft_key} {ttft:g} ms and {n:.0f} output tokens a request)")
+    said = f"{key} is not this run's milliseconds per output token"
+    fix = ("pass the result file the benchmark wrote, unedited: its *_tpot_ms keys are "
+           "milliseconds per output token")
+    most = streams * one
+    if out > TPOT_SLACK * most:
+        raise rec.error(f"{key} {tpot:g} ms makes {streams} stream{'s' * (streams > 1)} "
+                        f"decode at most {most:.3g} tok/s {per_request}, but its "
+                        f"output_throughput is {out:.3g} tok/s, {out / most:.3g}x that: {said}",
+                        key=key, fix=fix)
+    if not _rate_limited(rec) and out * TPOT_SLACK < one:
+        raise rec.error(f"{key} {tpot:g} ms makes one stream alone decode {one:.5g} tok/s "
+                        f"{per_request}, but the output_throughput of its {streams} "
+                        f"stream{'s' * (streams > 1)}, with no wait between requests, is "
+                        f"{out:.3g} tok/s, 1/{one / out:.3g} of that: {said}", key=key, fix=fix)
 
 
 def _steady_rate(rec: BenchRow, streams: int) -> None:
