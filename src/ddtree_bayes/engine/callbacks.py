@@ -108,7 +108,10 @@ COPY_SOURCE = textwrap.dedent("""
 # callback function -> its cache key; read by the locator numba asks for a cache directory
 _KEYS: WeakKeyDictionary[Any, str] = WeakKeyDictionary()
 _state: dict[str, Any] = {"want_cache": False, "locator": False, "keys": [],
-                         "free_only": False}
+                         "free_only": False, "initial_point_fn": None}
+# nutpie's own _make_functions and _compute_shapes, which :func:`_install` wraps
+_nutpie_make_functions: Any = None
+_nutpie_compute_shapes: Any = None
 # where the callbacks are cached; None: PyTensor's numba cache directory + /ddtree_bayes
 cache_root: Path | None = None
 
@@ -286,6 +289,48 @@ def _install(ncp) -> None:
 
     ncp._make_c_logp_func = make_logp
     ncp._make_c_expand_func = make_expand
+    if hasattr(ncp, "_make_functions") and hasattr(ncp, "_compute_shapes"):
+        global _nutpie_make_functions, _nutpie_compute_shapes
+        _nutpie_make_functions, _nutpie_compute_shapes = ncp._make_functions, ncp._compute_shapes
+        ncp._make_functions = _make_functions
+        ncp._compute_shapes = _compute_shapes
+
+
+def free_shapes(model, point: dict):
+    """The shapes of ``model``'s free values (its ``value_vars``) as nutpie's
+    ``_compute_shapes`` gives them (int64 arrays: a reshape to a tuple would be another
+    graph, so another cache key), read off ``point``, an initial point of them (name:
+    value); None when ``point`` lacks one."""
+    import numpy as np
+
+    shapes = {}
+    for var in model.value_vars:
+        if var.name not in point:
+            return None
+        shapes[var.name] = np.array(np.shape(point[var.name]), dtype=np.int64)
+    return shapes
+
+
+def _make_functions(model, *args, **kwargs):
+    """nutpie's ``_make_functions``, with the initial-point function it was handed kept for
+    :func:`_compute_shapes` while it runs."""
+    _state["initial_point_fn"] = kwargs.get("pymc_initial_point_fn")
+    try:
+        return _nutpie_make_functions(model, *args, **kwargs)
+    finally:
+        _state["initial_point_fn"] = None
+
+
+def _compute_shapes(model):
+    """nutpie's ``_compute_shapes`` builds a second initial-point function of the model and
+    a shape function of every variable it could store (~0.3 s of a warm fit). Compiling the
+    free variables only, a compile needs the free values' shapes alone: read off the
+    initial point the function nutpie samples from gives at seed 0 (it reseeds itself at
+    every call, so the chains' starting points do not change; nor do the shapes, jitter or
+    not). Else (deterministics stored, shared data), nutpie's own."""
+    fn = _state["initial_point_fn"]
+    shapes = free_shapes(model, fn(0)) if _state["free_only"] and fn is not None else None
+    return _nutpie_compute_shapes(model) if shapes is None else shapes
 
 
 def patch_nutpie() -> bool:
