@@ -433,3 +433,36 @@ def test_a_free_only_compile_builds_no_second_initial_point_function(monkeypatch
     with pytest.raises(AssertionError, match="a second initial-point function"):
         ncp._make_functions(model, mode="NUMBA", compute_grad=True, join_expanded=True,
                             pymc_initial_point_fn=handed, var_names=None)
+
+
+def test_a_compile_records_no_stack_trace_on_its_graph_nodes(monkeypatch, tmp_path):
+    """PyTensor keeps, on every variable it creates, the 8 stack frames it was created from
+    (``traceback__limit``; for its error messages), reading their source lines: ~0.2 s of a
+    warm fit's compile. Off while a model compiles (restored after, an error or not); a
+    user's own PYTENSOR_FLAGS naming it wins."""
+    import nutpie
+    import pytensor
+    import pytensor.tensor as pt
+
+    seen: list = []
+
+    def compile_pymc_model(model, **kwargs):
+        seen.append((pytensor.config.traceback__limit, pt.dvector("v").tag.trace))
+        if model == "bad model":
+            raise ValueError("a modelling error")
+        return "compiled"
+
+    monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
+    monkeypatch.setattr(callbacks, "cache_root", tmp_path / "cache")
+    monkeypatch.delenv("PYTENSOR_FLAGS", raising=False)
+    before = pytensor.config.traceback__limit
+    assert before == 8 and pt.dvector("v").tag.trace != []
+    assert callbacks.compile_model("model") == "compiled"
+    assert seen == [(0, [])]
+    assert pytensor.config.traceback__limit == before
+    with pytest.raises(ValueError, match="a modelling error"):
+        callbacks.compile_model("bad model")
+    assert seen[-1] == (0, []) and pytensor.config.traceback__limit == before
+    monkeypatch.setenv("PYTENSOR_FLAGS", "traceback__limit=8")
+    callbacks.compile_model("model")
+    assert seen[-1][0] == 8 and seen[-1][1] != []
