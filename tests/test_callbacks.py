@@ -466,3 +466,27 @@ def test_a_compile_records_no_stack_trace_on_its_graph_nodes(monkeypatch, tmp_pa
     monkeypatch.setenv("PYTENSOR_FLAGS", "traceback__limit=8")
     callbacks.compile_model("model")
     assert seen[-1][0] == 8 and seen[-1][1] != []
+
+
+def test_nutpie_imported_without_arviz_plots():
+    """nutpie's sample module imports the ``arviz`` umbrella (arviz-base, -stats and -plots,
+    with matplotlib: ~0.25 s of a fit) for two functions of arviz-base. Imported through
+    :func:`callbacks.import_nutpie`, nutpie holds arviz-base itself and neither arviz nor
+    matplotlib is imported; a later ``import arviz`` is the whole package, as before."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from ddtree_bayes.engine import callbacks\n"
+        "nutpie = callbacks.import_nutpie()\n"
+        "ns = sys.modules['nutpie.sample']\n"
+        "print(ns.arviz.__name__, 'arviz' in sys.modules, 'matplotlib' in sys.modules)\n"
+        "import arviz, arviz_base\n"
+        "print(arviz.from_dict is arviz_base.from_dict is ns.arviz.from_dict,\n"
+        "      arviz.dict_to_dataset is ns.arviz.dict_to_dataset,\n"
+        "      hasattr(arviz, 'plot_dist'), 'matplotlib' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True).stdout.split("\n")
+    assert out[0] == "arviz_base False False"
+    assert out[1] == "True True True True"

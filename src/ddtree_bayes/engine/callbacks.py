@@ -334,10 +334,45 @@ def _compute_shapes(model):
     return _nutpie_compute_shapes(model) if shapes is None else shapes
 
 
+def import_nutpie():
+    """``import nutpie`` (ImportError when it is not installed), without importing ArviZ's
+    plotting.
+
+    nutpie's sample module imports the ``arviz`` umbrella package, which imports arviz-base,
+    arviz-stats and arviz-plots (with matplotlib: ~0.25 s of a warm fit), and calls two
+    functions of arviz-base through it (``arviz.from_dict`` and ``arviz.dict_to_dataset``:
+    the same objects as arviz-base's). When nothing imported ``arviz`` yet, nutpie is
+    imported with arviz-base standing in for it in ``sys.modules``, taken out again right
+    after: nutpie's ``arviz`` is arviz-base, and a later ``import arviz`` imports the whole
+    package, as before. (A lazy module cannot stand in: ``import`` reads its ``__spec__``,
+    which loads it.)"""
+    import sys
+
+    if "nutpie.sample" in sys.modules or "arviz" in sys.modules:
+        import nutpie
+
+        return nutpie
+    import arviz_base
+
+    if not all(hasattr(arviz_base, name) for name in ("from_dict", "dict_to_dataset")):
+        # (another arviz-base: nutpie imports arviz whole, as it does)
+        import nutpie
+
+        return nutpie
+    sys.modules["arviz"] = arviz_base
+    try:
+        import nutpie
+    finally:
+        if sys.modules.get("arviz") is arviz_base:
+            del sys.modules["arviz"]
+    return nutpie
+
+
 def patch_nutpie() -> bool:
     """Use this module's callbacks in nutpie (when it has the functions they replace)."""
     if os.environ.get("DDTREE_BAYES_NUTPIE_PATCH", "1") == "0":
         return False
+    import_nutpie()
     import nutpie.compile_pymc as ncp
 
     if getattr(ncp, "_ddtree_patched", False):
@@ -431,7 +466,7 @@ def last_compile_cached() -> bool:
 def _compile(model, kwargs: dict[str, Any]):
     """:func:`compile_model`'s cache logic around ``nutpie.compile_pymc_model(model,
     **kwargs)``."""
-    import nutpie
+    nutpie = import_nutpie()
 
     if (not patch_nutpie() or not cache_enabled() or not writable(cache_dir())
             or not _register_locator()):

@@ -146,7 +146,7 @@ def sample(model, settings: SamplerSettings, seed: int, progress: bool = True,
     timings: dict[str, float] = {}
     if backend == "nutpie":
         try:
-            import nutpie  # noqa: F401 - only: is it installed?
+            callbacks.import_nutpie()   # (is it installed? without ArviZ's plotting)
         except ImportError:
             log(progress, "nutpie is not installed; falling back to PyMC's NUTS")
             backend = "pymc"
