@@ -627,6 +627,45 @@ def test_the_gates_are_rederived_from_the_draws_of_a_fit_up_to_a_size(tmp_path, 
     assert len(calls) == 1   # (not called again: 1,000 stored values > 999)
 
 
+def test_fit_reads_back_what_it_wrote_without_diagnosing_it_again(tmp_path, monkeypatch):
+    """``fit`` reads the fit it just saved back for its posterior predictive check: its
+    R-hat and bulk ESS were computed from these draws a moment before (arviz-stats), so
+    they are not derived again (``load_fit(rederive=False)``, ~0.05 s); its stored
+    diagnostics are still gated. A plain read derives them, as before."""
+    import numpy as np
+
+    from ddtree_bayes import api
+    from ddtree_bayes.core import gates
+    from ddtree_bayes.engine.inference import FitResult
+
+    calls = []
+    real = gates.rederived_rows
+    monkeypatch.setattr(gates, "rederived_rows",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))
+    rng = np.random.default_rng(2)   # (converged: see the test above)
+    mixed = (0.025 + 0.001 * rng.standard_normal(1000)).reshape(2, 500)
+    work = make_point_mass_workdir(tmp_path / "w", n=500)
+    path = store.resolve(work / "models")
+    _two_chains(path, mixed)
+    _diagnose(path, [{**_row("noise_sd", float(mixed.mean())), "sd": float(mixed.std())}])
+    store.load_fit(path, rederive=False)
+    assert calls == []
+    store.load_fit(path)
+    assert calls == [1]
+    fit_id = path.stem
+    monkeypatch.setattr(api, "fit", lambda *a, **k: FitResult(
+        fit_id=fit_id, path=path, converged=True, failures=[], diagnostics=[],
+        divergences=0))
+    code, out, err = call(work, "fit", "--quiet", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["fit_id"] == fit_id
+    assert calls == [1]   # (the fit's own read: not again)
+    rows = [{**_row("noise_sd", float(mixed.mean())), "ess_bulk": 241.0}]
+    _diagnose(path, rows)   # (its stored diagnostics: still gated)
+    code, out, err = call(work, "fit", "--quiet", "--format", "json")
+    assert code != 0 and "min bulk ESS 241 < 400 (noise_sd)" in err, err
+
+
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_the_gates_rederived_from_the_draws_are_arviz_stats(seed):
     """core.gates.rederived_rows (numpy alone: predict imports no arviz) gives the R-hat and

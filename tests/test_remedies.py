@@ -217,7 +217,7 @@ def fake_nuts(monkeypatch, prior_tree):
     monkeypatch.setattr(inference, "diagnose", diagnose)
     # the draws are the prior's, which this diagnose passes: reading the saved fit re-runs the
     # gates on its diagnostics and draws (store._check_gates), which would refuse them
-    monkeypatch.setattr(store, "_check_gates", lambda meta, path, draws=None: None)
+    monkeypatch.setattr(store, "_check_gates", lambda meta, path, draws=None, **kw: None)
     return calls
 
 

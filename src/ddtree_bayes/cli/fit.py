@@ -28,7 +28,7 @@ def cmd_fit(args: argparse.Namespace) -> int:
     if not args.quiet:
         print("[fit] saved; checking the posterior against the measurements", file=sys.stderr,
               flush=True)
-    draws = store.load_fit(result.path)
+    draws = store.load_fit(result.path, rederive=False)   # (diagnosed before it was saved)
     if result.measurements is not None:
         draws.knowing(result.measurements)
     ppc = M.check_measurements(draws, seed=args.seed)

@@ -282,8 +282,13 @@ def _attr_text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def load_fit(path: Path) -> Fit:
-    """Read the posterior group and metadata of a fit with h5py (fast, no xarray)."""
+def load_fit(path: Path, *, rederive: bool = True) -> Fit:
+    """Read the posterior group and metadata of a fit with h5py (fast, no xarray).
+
+    ``rederive=False``: the draws' R-hat and bulk ESS are not derived again
+    (:func:`_check_gates`; ~0.05 s for the bundled fit), for the process that diagnosed
+    these draws itself a moment before it saved them (``fit``); the stored diagnostics and
+    the divergences are gated all the same."""
     import h5py
 
     try:
@@ -334,7 +339,7 @@ def load_fit(path: Path) -> Fit:
     _gate_again(meta)
     _check_gates(meta, path, _Draws(variables, chains, {
         name: meta["coords"].get(dim, []) for name, dim in first_dims.items()}, diverging)
-        if labels else None)
+        if labels else None, rederive=rederive)
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
               priors_toml=texts[1], hardware_csv=texts[2])
     _check_model(fit, labelled=bool(labels))
@@ -1013,13 +1018,15 @@ class _Draws(NamedTuple):
 REDERIVE_MAX_VALUES = 1_000_000
 
 
-def _check_gates(meta: dict, path: Path, draws: _Draws | None = None) -> None:
+def _check_gates(meta: dict, path: Path, draws: _Draws | None = None, *,
+                 rederive: bool = True) -> None:
     """Refuse a fit whose metadata says converged while the gates fail: on the diagnostics
     it stores (R-hat, bulk ESS, divergences: cheap, every read), and, given its ``draws``, on
     divergences and, for a fit of at most :data:`REDERIVE_MAX_VALUES` stored values, R-hat and
     bulk ESS re-derived from them (core.gates.rederived_rows, ~0.1 s for the bundled fit)
     unless the draws are an importance resample (``update``'s, whose diagnostics are its
-    proposal fit's). ``converged`` is the only thing predict asks of a fit before answering:
+    proposal fit's) or ``rederive`` is False (the process that diagnosed them wrote them).
+    ``converged`` is the only thing predict asks of a fit before answering:
     edited to true (with its failures emptied, or the stored R-hat too), an unconverged fit
     answered without --allow-unconverged, exit 0. A non-finite stored statistic is
     :func:`_gate_again`'s (it marks the fit unconverged)."""
@@ -1044,7 +1051,8 @@ def _check_gates(meta: dict, path: Path, draws: _Draws | None = None) -> None:
     if not failures and draws is not None and not (
             "of_fit" in diagnostics or "reweight" in meta):
         source = "its draws give"
-        if sum(np.size(v) for v in draws.variables.values()) <= REDERIVE_MAX_VALUES:
+        if rederive and (sum(np.size(v) for v in draws.variables.values())
+                         <= REDERIVE_MAX_VALUES):
             redone = rederived_rows(draws.variables, draws.chains, draws.labels)
             failures = (nonfinite_failures(redone, ("rhat", "ess_bulk"))
                         + threshold_failures(redone, REDERIVED_SLACK))
