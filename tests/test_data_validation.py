@@ -1128,9 +1128,10 @@ def test_a_per_user_throughput_column_that_contradicts_tok_s_is_refused(tmp_path
     was read with tok_s as the 8 streams' total and the other column ignored, even when the
     two were equal, which says tok_s is one stream's: tok_s 100 at C = 8 was fitted as 12.5
     tok/s per user (an 80 ms step where the row's own numbers say 10 ms), exit 0. A row
-    whose tok_s is not about C times its per-user cell (within a factor 1.5) is refused; at
-    C = 1 the two must agree the same way (tok_s 400 beside a per-user 50 is 8 streams' total
-    in a row read as one stream)."""
+    whose tok_s is below C times its per-user cell by more than a factor 1.5 is refused; at
+    C = 1 the same (tok_s 303 beside a per-user 500). A tok_s above it is kept, at C = 1 too:
+    a per-user rate counting the first token's wait is below the decode-only rate by any
+    factor (test_a_per_user_rate_that_counts_the_first_token_wait_is_no_contradiction)."""
     lines = list(LINES)
     lines[0] += f",concurrency,{name}"
     per_user = {2: ",1,133", 3: ",8,100"}   # row 3: tok_s 303 is about 3 x 100, not 8 x
@@ -1142,12 +1143,34 @@ def test_a_per_user_throughput_column_that_contradicts_tok_s_is_refused(tmp_path
                              "the streams the run decoded)")
     lines[2] = lines[2].removesuffix(",8,100") + ",8,37.9"   # 303 / 8 = 37.9: consistent
     assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
-    lines[2] = lines[2].removesuffix(",8,37.9") + ",1,37.9"   # the same, read as one stream
+    lines[2] = lines[2].removesuffix(",8,37.9") + ",1,500"   # one stream below its per-user
     err = expect_error(write(tmp_path, lines), hw, 3, name,
-                       f"tok_s 303 is 7.99 x its {name} 37.9, but concurrency is 1: tok_s at "
-                       "C = 1 is the one stream's")
-    lines[2] = lines[2].removesuffix(",1,37.9") + ",,37.9"   # a blank concurrency is 1 too
+                       f"tok_s 303 is 0.606 x its {name} 500, but concurrency is 1: tok_s at "
+                       "C = 1 is the one stream's decode rate, at least its per-user rate")
+    assert str(err).endswith("(fix: write the one stream's tok/s (1000 / TPOT) in tok_s)")
+    lines[2] = lines[2].removesuffix(",1,500") + ",,500"   # a blank concurrency is 1 too
     expect_error(write(tmp_path, lines), hw, 3, name, "but concurrency is 1")
+
+
+@pytest.mark.parametrize(("conc", "tok_s"), [("4", "266.67"), ("1", "66.67"), ("", "66.67")])
+def test_a_per_user_rate_that_counts_the_first_token_wait_is_no_contradiction(tmp_path, hw,
+                                                                               conc, tok_s):
+    """trtllm-bench's ``output_throughput_per_user_tok_s`` ("Per User Output Throughput [w/
+    ctx]") is a request's output tokens over its whole latency, TTFT included, so it is below
+    the decode-only 1000 / TPOT that tok_s is made of (docs/howto/own-data.md) by 1 + TTFT /
+    ((n - 1) x TPOT), with no bound. A 32k-token prompt and 128 output tokens, by hand: TTFT
+    3000 ms, TPOT 15 ms, per user 128 x 1000 / (3000 + 127 x 15) = 26.1 tok/s, and a correct
+    tok_s of 4 x 1000 / 15 = 266.67 at C = 4 (66.67 at C = 1) is 2.55 x C x 26.1. It was
+    refused (\"tok_s at C = 1 is the one stream's\", fix: set concurrency to 3): only a tok_s
+    below C x the per-user value contradicts it (one stream's rate read as the total)."""
+    name = "output_throughput_per_user_tok_s"
+    lines = list(LINES)
+    lines[0] += f",concurrency,{name}"
+    lines[1:] = [line + ",," for line in lines[1:]]
+    fields = lines[2].removesuffix(",,").split(",")
+    fields[LINES[0].split(",").index("tok_s")] = tok_s
+    lines[2] = ",".join(fields) + f",{conc},26.1"
+    assert len(load_measurements(write(tmp_path, lines), hw).rows) == len(LINES) - 1
 
 
 @pytest.mark.parametrize("name", ["user", "per_user_ttft_ms", "users_tok_s_total",
