@@ -555,13 +555,18 @@ set concurrency to 8; if it is one stream's, set concurrency to 1)
 
 
 #: What names a column as one user's (stream's) throughput beside ``tok_s``: a user or
-#: stream word and a throughput word, in a name without ``total`` or a word of spread or
-#: share (a standard deviation or a ratio of it is no throughput; compared in lower case
-#: with ``-``, ``/`` and spaces read as ``_``).
+#: stream word and a throughput word, in a name without ``total``, a word of spread or
+#: share (a standard deviation or a ratio of it is no throughput) or of an extreme (a
+#: maximum, a minimum, a percentile other than p50); compared in lower case with ``-``,
+#: ``/`` and spaces read as ``_``.
 _PER_USER_WORDS = ("user", "stream")
 _THROUGHPUT_WORDS = ("tok_s", "tps", "throughput", "tokens_per_s", "tok_per_s")
 _NOT_A_RATE_WORDS = ("total", "std", "stddev", "stdev", "sd", "var", "variance", "err",
-                     "error", "sem", "cv", "ratio", "pct", "percent", "share", "speedup")
+                     "error", "sem", "cv", "ratio", "pct", "percent", "share", "speedup",
+                     # an extreme of the per-user rates: the fastest request decoded nearly
+                     # alone at the end of a run, no user's typical rate (p50 is the median)
+                     "max", "maximum", "peak", "min", "minimum")
+_PERCENTILE = re.compile(r"p(?!50$)\d+(\.\d+)?")
 #: How far tok_s may fall below concurrency x a per-user column's value (a per-user mean
 #: beside a total made of the median request's TPOT differs well within it).
 #: Above it is no contradiction: a per-user rate that counts each request's wait for its first
@@ -579,10 +584,14 @@ def per_user_column(name: str) -> bool:
     (False, False)
     >>> per_user_column("tok_s_per_user_std"), per_user_column("per_user_tps_ratio")
     (False, False)
+    >>> per_user_column("TPS/user MAXIMUM"), per_user_column("p99_tps_per_user")
+    (False, False)
+    >>> per_user_column("p50_tps_per_user"), per_user_column("median_tok_s_per_user")
+    (True, True)
     """
     plain = "_".join(name.strip().lower().replace("-", " ").replace("/", " ").split())
     parts = plain.split("_")
-    return (not any(w in parts for w in _NOT_A_RATE_WORDS)
+    return (not any(w in _NOT_A_RATE_WORDS or _PERCENTILE.fullmatch(w) for w in parts)
             and any(w in parts for w in _PER_USER_WORDS)
             and any(w in plain for w in _THROUGHPUT_WORDS))
 
