@@ -116,7 +116,9 @@ def markdown_table(headers: list[str], rows: list[list[str]]) -> str:
 
 
 _VENV_PROBE = r"""
-import json, platform, sys, importlib.metadata as md
+import json, os, platform, sys, importlib.metadata as md, importlib.util as iu
+spec = iu.find_spec("ddtree_bayes")
+code = None if spec is None or spec.origin is None else os.path.dirname(spec.origin)
 pkgs = {}
 for name in sys.argv[1:]:
     try:
@@ -124,7 +126,7 @@ for name in sys.argv[1:]:
     except md.PackageNotFoundError:
         pkgs[name] = None
 print(json.dumps({"python": sys.version, "python_implementation": platform.python_implementation(),
-                  "executable": sys.executable, "packages": pkgs}))
+                  "executable": sys.executable, "packages": pkgs, "code_dir": code}))
 """
 
 
@@ -148,9 +150,9 @@ def _mem_total_gib() -> float | None:
     return None
 
 
-def _git(*args: str) -> str | None:
+def _git(*args: str, cwd: Path = PROJECT_ROOT) -> str | None:
     try:
-        out = subprocess.run(["git", *args], cwd=PROJECT_ROOT, capture_output=True, text=True,
+        out = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True,
                              timeout=10, check=True)
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
@@ -166,7 +168,10 @@ def machine_info() -> dict:
         nproc = len(os.sched_getaffinity(0))
     except AttributeError:
         nproc = os.cpu_count()
-    status = _git("status", "--porcelain", "--untracked-files=no")
+    # the commit of the code the interpreter imports (PYTHONPATH may name another clone's
+    # src than this checkout's: a result of one commit was labelled with another's)
+    code = Path(venv["code_dir"]) if venv.get("code_dir") else PROJECT_ROOT
+    status = _git("status", "--porcelain", "--untracked-files=no", cwd=code)
     return {
         "nproc": nproc,
         "cpu_count": os.cpu_count(),
@@ -175,7 +180,7 @@ def machine_info() -> dict:
         "platform": platform.platform(),
         "loadavg_at_start": list(os.getloadavg()) if hasattr(os, "getloadavg") else None,
         **venv,
-        "git_commit": _git("rev-parse", "HEAD"),
+        "git_commit": _git("rev-parse", "HEAD", cwd=code),
         "git_dirty": None if status is None else bool(status),
     }
 
