@@ -401,6 +401,24 @@ def test_rows_of_an_imported_result_merged_from_another_file_are_a_duplicate(wor
             f"{rid}): one run would count as two (fix: delete one of the two rows)") in err
 
 
+def test_a_measurement_file_naming_one_result_twice_is_refused_with_a_fix_that_applies(
+        work, tmp_path):
+    """`add --from` a file whose two rows name one benchmark result was refused with the fix
+    of a --from-bench import ("import each result once (--bench-records picks records)"), a
+    flag --from has nothing to do with: the fix is to delete one of the two rows."""
+    theirs = tmp_path / "theirs.csv"
+    argv = [*VLLM, "--gpus", "8", "--method", "eagle3", "--block", "3", "--data", str(theirs)]
+    assert run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"), *argv)[0] == 0
+    lines = theirs.read_text().splitlines()
+    theirs.write_text("\n".join([*lines, lines[1]]) + "\n")
+    rid = lines[1].split("bench result ")[1][:12]
+    err = one_error(work, "--from", str(theirs))
+    assert (f"{theirs}, row 3: the same benchmark result as row 2 of {theirs} (bench result "
+            f"{rid}): imported again, one run would count as two (fix: delete one of the two "
+            f"rows from {theirs})") in err, err
+    assert "--bench-records" not in err
+
+
 # ---------------------------------------------------------------- the file's model and GPU
 README_FILES = {  # where the tg128 record is, and its avg_ts as the data file keeps it (6 digits)
     "llama_bench_readme.json": ("record 2", 118.882),      # avg_ts 118.881588

@@ -463,7 +463,9 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                              origin if at is None else f"row {at} of {origin}")
                     fix = ("it is in the data already; to import it with other flags, delete "
                            f"{where} first" if origin == str(data_path) else
-                           "import each result once (--bench-records picks records)")
+                           "import each result once (--bench-records picks records)"
+                           if item.result_id is not None else   # (a row of an --from file)
+                           f"delete one of the two rows from {item.origin}")
                     raise DataError(f"the same benchmark result as {where} "
                                     f"({result_tag(rid)}): imported again, one run "
                                     "would count as two", file=item.origin, row=line, fix=fix)
