@@ -490,3 +490,32 @@ def test_nutpie_imported_without_arviz_plots():
                          text=True, check=True).stdout.split("\n")
     assert out[0] == "arviz_base False False"
     assert out[1] == "True True True True"
+
+
+def test_a_nutpie_that_needs_more_of_arviz_than_arviz_base_is_imported_with_arviz(tmp_path):
+    """With arviz-base standing in for ``arviz``, a nutpie whose import takes a name arviz-base
+    lacks (``from arviz import rhat``: arviz-stats', through the umbrella) raised ImportError,
+    which the sampler reads as "nutpie is not installed; falling back to PyMC's NUTS": another
+    sampler, other draws, for an installed nutpie. Such an import is made again with the
+    whole ``arviz``, as nutpie imports it itself; no stand-in is left in ``sys.modules``."""
+    import os
+    import subprocess
+    import sys
+
+    fake = tmp_path / "nutpie"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("from nutpie import sample\n")
+    (fake / "sample.py").write_text("import arviz\nfrom arviz import rhat\n")
+    code = (
+        "import sys\n"
+        "from ddtree_bayes.engine import callbacks\n"
+        "nutpie = callbacks.import_nutpie()\n"
+        "import arviz, arviz_base\n"
+        "print(nutpie.__file__.startswith(sys.argv[1]), nutpie.sample.arviz is arviz,\n"
+        "      arviz is not arviz_base, nutpie.sample.rhat is arviz.rhat)\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path),
+                                                         os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-c", code, str(tmp_path)], capture_output=True,
+                          text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["True", "True", "True", "True"]

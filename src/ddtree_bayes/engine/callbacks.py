@@ -345,7 +345,8 @@ def import_nutpie():
     imported with arviz-base standing in for it in ``sys.modules``, taken out again right
     after: nutpie's ``arviz`` is arviz-base, and a later ``import arviz`` imports the whole
     package, as before. (A lazy module cannot stand in: ``import`` reads its ``__spec__``,
-    which loads it.)"""
+    which loads it.) A nutpie whose import fails so (it takes a name arviz-base lacks) is
+    imported again with the whole ``arviz``."""
     import sys
 
     if "nutpie.sample" in sys.modules or "arviz" in sys.modules:
@@ -362,9 +363,16 @@ def import_nutpie():
     sys.modules["arviz"] = arviz_base
     try:
         import nutpie
+    except ImportError:
+        # it takes more of arviz than arviz-base holds (a later nutpie, say): imported again
+        # below with the whole package, as it imports it itself (an ImportError here would
+        # read as "nutpie is not installed" and sample with PyMC's NUTS)
+        nutpie = None
     finally:
         if sys.modules.get("arviz") is arviz_base:
             del sys.modules["arviz"]
+    if nutpie is None:
+        import nutpie
     return nutpie
 
 
