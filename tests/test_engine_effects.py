@@ -707,3 +707,16 @@ def test_a_new_engine_lies_sqrt_one_plus_one_over_k_spreads_from_a_zero_sum_mean
         e = rng.standard_normal((400_000, k + 1))          # K fitted engines and a new one
         gap = e[:, k] - e[:, :k].mean(axis=1)               # the new one against mu's engines
         assert gap.std() == pytest.approx(new_engine_spread(k), rel=0.005)
+
+
+def test_the_zero_sum_effects_sigma_is_the_unconstrained_normals():
+    """new_engine_spread's sqrt(1 + 1/K) rests on PyMC's ZeroSumNormal(sigma) being K iid
+    Normal(0, sigma) draws less their mean (engine/model.py draws the effects so): each
+    element's variance sigma^2 (1 - 1/K), not sigma^2. Were sigma the elements' own spread,
+    the new engine's gap from mu would be sqrt(1 + 1/(K - 1)) spreads, and the factor wrong.
+    By hand at K = 4: 0.75."""
+    import pymc as pm
+
+    x = pm.draw(pm.ZeroSumNormal.dist(sigma=1.0, shape=4), draws=100_000, random_seed=1)
+    assert np.abs(x.sum(axis=1)).max() < 1e-12
+    assert x.var(axis=0) == pytest.approx(np.full(4, 0.75), rel=0.02)
