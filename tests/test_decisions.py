@@ -1871,7 +1871,7 @@ def test_next_proposes_no_measurement_past_the_cards_longest_context():
     left_out: list = []
     got = [c.describe() for c in D.default_candidates(draws, query, left_out)]
     assert not [d for d in got if "ctx 307200" in d], got
-    assert got[0] == "b300 x8 sglang ar"   # (context 0 candidates stay)
+    assert "b300 x8 sglang ar" in got   # (context 0 candidates stay)
     why = ("context 307200 is above kimi-k2.6's longest, 262144 tokens (max_position_embeddings, "
            "its card): the model takes no such context unless its RoPE is scaled further, so "
            "nobody can run it as configured")
@@ -1903,3 +1903,21 @@ def test_a_candidates_file_row_past_the_cards_longest_context_is_left_out(tmp_pa
     assert [c.describe() for c in got] == ["b300 x8 sglang ar ctx 131072"]
     assert [c.describe() for c, _ in left] == ["b300 x8 sglang ar ctx 300000"]
     assert "above kimi-k2.6's longest, 262144 tokens" in left[0][1]
+
+
+def test_a_query_past_the_cards_longest_context_is_offered_measurements_at_that_longest():
+    """A query at 307200 tokens, past Kimi K2.6's 262,144: the runs at its context are left
+    out (nobody can make them), and the nearest that can be made are offered in their place,
+    the query's configuration and AR at the card's longest context, 262144 tokens: without
+    them every remaining candidate sat at context 0, where the query's context cost is not
+    measured."""
+    draws = _kimi_carded_draws()
+    query = D.parse_query(draws, "--engine sglang --accept 14 --context 300k")
+    got = {c.why: c.describe() for c in D.default_candidates(draws, query, [])}
+    assert got["the query at the model's longest context"] == (
+        "b300 x8 sglang ddtree block 16 budget 32 M=33 ctx 262144")
+    assert got["AR at the model's longest context"] == "b300 x8 sglang ar ctx 262144"
+    # within the card: no such candidates
+    inside = D.parse_query(draws, "--engine sglang --accept 14 --context 131072")
+    whys = [c.why for c in D.default_candidates(draws, inside, [])]
+    assert not [w for w in whys if "longest context" in w], whys

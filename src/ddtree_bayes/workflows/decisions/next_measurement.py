@@ -401,6 +401,15 @@ def default_candidates(draws: Fit, query: Query,
         add("AR at the query's context", 1.0, hardware=q.hardware, gpus=q.gpus,
             engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
             budget=None, context_tokens=q.context_tokens)
+    # a query past the model's longest context: its own runs cannot be made (unmeasurable);
+    # the nearest that can, at that longest context, measure the context cost it asks about
+    longest = _longest_context_below(draws, q)
+    if longest is not None:
+        add("the query at the model's longest context", q_accept, engine=q.engine,
+            **{**same, "context_tokens": longest})
+        add("AR at the model's longest context", 1.0, hardware=q.hardware, gpus=q.gpus,
+            engine=engines.get(q.pair, [q.engine])[0], method=AR_METHOD, block=None,
+            budget=None, context_tokens=longest)
     # a query beyond the concurrencies measured: the query and AR at the doublings between
     measured_c = max((r.concurrency for r in rows if row_pair(draws, r) == q.pair), default=1)
     c = 2 * measured_c
@@ -429,6 +438,18 @@ def default_candidates(draws: Fit, query: Query,
                     method="ddtree", block=block, budget=b, context_tokens=0.0,
                     concurrency=1)
     return out
+
+
+def _longest_context_below(draws: Fit, q: P.Scenario) -> float | None:
+    """The query model's longest context (its card's ``max_context_tokens``) when the query
+    asks past it, else None (within it, or a card that does not say)."""
+    from ddtree_bayes.core.model_cards import stored_card
+
+    card = stored_card(draws.meta.get("model", {}), q.model)
+    longest = getattr(card, "max_context_tokens", None) if card is not None else None
+    if not longest or not q.context_tokens or q.context_tokens <= longest:
+        return None
+    return float(longest)
 
 
 def _csv_number(path: str, row: int, rec: dict, column: str, *, integer: bool = False
