@@ -476,7 +476,7 @@ def tied_ratio_spread(draws: Fit, label: str, query: dict[str, float], unit_ms,
     ratio above ``exp(mean) + fixed / measured`` would leave the measured configuration a
     negative fixed cost: a speculative step does its per-step work (scheduling, sampling,
     acceptance) on top of its drafter passes, never less than nothing. ``z`` is drawn from
-    its normal truncated there, per draw (by inversion, ``ndtri(ndtr(z) ndtr(z_max))``: one
+    its normal truncated there, per draw (by inversion, ``Phi^-1(Phi(z) Phi(z_max))``: one
     number from ``rng`` per draw, as before); passes first, then nodes from the fixed cost
     the passes leave. The passes' bound is the dearest measured configuration's: one whose
     rows name a drafter card dearer per pass than the group's paid them at that multiple
@@ -727,11 +727,11 @@ def unmeasured_log_ratio(fit: Fit, sc: Scenario, part: str, engine: str, step_ar
     (engine/model.py): the population's ``mu``, the engine's learned effect (an engine the fit
     never measured: drawn from the engines' spread, widened by :func:`new_engine_spread`), the
     physical offset (``-log step_ar``; for a drafter pass also ``+ log`` its roofline on the
-    query's GPUs, core/drafters.py), and
-    the group-to-group spread ``sd z``, and for the fixed and per-pass parts the query's AMD
-    effect ``amd`` (:func:`amd_log_effect`), which they share as the model's groups do: a
-    caller asking both draws it once and passes it (None: drawn here, for one part alone). A
-    fit of an earlier version has no engine effects nor offsets: the population's ratio."""
+    query's GPUs, core/drafters.py), and the group-to-group spread ``sd z``, and for the
+    fixed and per-pass parts the query's AMD effect ``amd`` (:func:`amd_log_effect`), which
+    they share as the model's groups do: a caller asking both draws it once and passes it
+    (None: drawn here, for one part alone). A fit of an earlier version has no engine effects
+    nor offsets: the population's ratio."""
     v, model, n = fit.variables, fit.meta["model"], fit.n_draws
     mu, sd = v[f"spec_{part}_log_mu"], v[f"spec_{part}_log_sd"]
     log = mu + sd * rng.standard_normal(n)

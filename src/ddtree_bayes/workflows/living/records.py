@@ -148,14 +148,10 @@ class NewRow:
     result_id: str | None = None
 
 
-#: How a row's notes name the benchmark result it was imported from (``add --from-bench``).
-_RESULT_TAG = BENCH_RESULT_TAG
-
-
 def result_tag(result_id: str) -> str:
     """The words a row's notes name its benchmark result by.
 
-    >>> result_tag("0123456789ab"), _RESULT_TAG.findall("x; bench result 0123456789ab; y")
+    >>> result_tag("0123456789ab"), BENCH_RESULT_TAG.findall("x; bench result 0123456789ab; y")
     ('bench result 0123456789ab', ['0123456789ab'])
     """
     return f"bench result {result_id}"
@@ -435,7 +431,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         # renamed copy: its source differs) would count as two repeats
         results: dict[str, tuple[str, int | None]] = {}
         for m in current.rows:
-            for rid in _RESULT_TAG.findall(m.notes):
+            for rid in BENCH_RESULT_TAG.findall(m.notes):
                 results.setdefault(rid, (str(data_path), m.row))
         cards = _cards()
         drafters = _drafter_cards()
@@ -454,7 +450,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             # the result it was imported from: a --from-bench record's id, or the one a row
             # of another file names in its notes (a merge of two people's imports of one run)
             rids = ([item.result_id] if item.result_id is not None
-                    else _RESULT_TAG.findall(values.get("notes", "")))
+                    else BENCH_RESULT_TAG.findall(values.get("notes", "")))
             rid = next((r for r in rids if r in results), None)
             try:
                 if rid is not None:
