@@ -1124,15 +1124,43 @@ def test_a_card_name_in_any_obvious_form_is_that_card(card, org, case, quant, gg
 
 
 def test_a_mean_prompt_is_rounded_to_whole_tokens(tmp_path):
-    """A serving run's context is its mean prompt, total_input_tokens / completed: 3071 / 3
-    = 1023.67 tokens was written to the context_tokens column, which takes whole tokens."""
+    """A serving run's prompt is total_input_tokens / completed: 3071 / 3 = 1023.67 tokens was
+    written to the context_tokens column, which takes whole tokens. Its context adds half the
+    mean output, 4096 / 3 / 2 = 682.67, to that whole prompt: 1024 + 682.67 -> 1707."""
     raw = _json("vllm_serve.json")
     raw["total_input_tokens"], raw["completed"] = 3071, 3
     path = tmp_path / "serve.json"
     path.write_text(json.dumps(raw))
     _, (rec,) = parse(path)
-    assert rec.context_tokens == 1024.0
-    assert "context_tokens = total_input_tokens/completed, rounded" in rec.notes
+    assert rec.context_tokens == 1024.0 and rec.decode_kv == pytest.approx(4096 / 6)
+    assert rec.context() == 1707.0
+    assert ("context_tokens = total_input_tokens/completed + total_output_tokens/completed/2, "
+            "rounded: the mean KV a decode step reads") in rec.notes
+
+
+def test_a_serving_runs_context_is_the_mean_kv_its_decode_reads(tmp_path):
+    """A decode step's attention reads the whole KV cache, prompt and tokens decoded so far,
+    and the step model's context cost is linear in it: a 1024-in / 1024-out serving run reads
+    1024 + 512 = 1536 tokens on average (the k-th output token reads 1024 + k - 1, tokens 2..n
+    decoded), not the 1024 the import wrote. With no output count the prompt stands."""
+    raw = _json("vllm_serve.json")
+    raw["total_input_tokens"], raw["total_output_tokens"], raw["completed"] = 8192, 8192, 8
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context() == 1536.0
+    del raw["total_output_tokens"]
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context() == 1024.0 and rec.decode_kv == 0.0
+
+
+def test_the_result_id_hashes_the_prompt_not_the_context():
+    """Files imported before the context counted the decode keep their id: the id hashes the
+    prompt (context_tokens), so the same run imported again is still found a duplicate."""
+    old = BenchRecord(336.4, None, 1024.0, 1, None, "", 1)
+    assert BenchRecord(336.4, None, 1024.0, 1, None, "", 1,
+                       decode_kv=256.0).result_id() == old.result_id()
 
 
 def test_two_appended_llama_bench_documents_say_so(tmp_path):

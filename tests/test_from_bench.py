@@ -60,11 +60,12 @@ def test_sglang_serving_acceptance_from_the_file(work, tmp_path):
     assert code == 0, err
     (row,) = new_rows(work)
     # median_tpot_ms 2.4924749999999998 -> 1000 / 2.492475 = 401.2076 tok/s; 16384 / 16 tokens
+    # of prompt and 8192 / 16 = 512 decoded: the mean KV read 1024 + 512 / 2 = 1280
     assert row["tok_s"] == "401.208" and row["accept_len"] == "3.4172"
-    assert row["context_tokens"] == "1024" and row["verify_tokens"] == "4"   # (as add writes)
+    assert row["context_tokens"] == "1280" and row["verify_tokens"] == "4"   # (as add writes)
     assert row["source"] == "sglang-serving eagle.jsonl record 1"
     assert row["notes"].startswith("sglang.bench_serving (sglang-serving): tok_s = 1000/median_tpot_ms")
-    assert "appended 1 row" in out and "M=4 ctx 1024 accept 3.4172: 401.208 tok/s" in out
+    assert "appended 1 row" in out and "M=4 ctx 1280 accept 3.4172: 401.208 tok/s" in out
 
 
 def test_vllm_serve_and_a_contradicting_accept(work):
@@ -80,7 +81,8 @@ def test_vllm_serve_and_a_contradicting_accept(work):
     assert float(row["tok_s"]) == pytest.approx(1000 / payload["median_tpot_ms"], rel=1e-5)
     assert float(row["accept_len"]) == pytest.approx(
         payload["spec_decode_acceptance_length"], rel=1e-5)
-    assert row["context_tokens"] == "1024" and row["source"] == "my serve run"
+    # 8192 / 8 = 1024 prompt tokens, 4096 / 8 = 512 decoded: 1024 + 256
+    assert row["context_tokens"] == "1280" and row["source"] == "my serve run"
 
 
 def test_a_row_imported_from_a_bench_file_is_the_row_add_writes_from_flags(pm, tmp_path):
@@ -114,10 +116,11 @@ def test_llama_bench_imports_its_generation_tests(work, name):
                            "--method", "ar", "--format", "json")
     assert code == 0, err
     rows = new_rows(work)
-    # tg128 and tg128 @ d4096 (the pp512 test is skipped, with a note): avg_ts as printed
+    # tg128 and tg128 @ d4096 (the pp512 test is skipped, with a note): avg_ts as printed;
+    # 128 decode steps read depth + 0..127 tokens: + 63.5, rounded half to even, 64 and 4160
     assert [(r["model"], r["hardware"], r["tok_s"], r["context_tokens"], r["accept_len"])
-            for r in rows] == [("llama-3.1-8b-instruct", "h100", "150.62", "0", "1"),
-                               ("llama-3.1-8b-instruct", "h100", "127.493", "4096", "1")]
+            for r in rows] == [("llama-3.1-8b-instruct", "h100", "150.62", "64", "1"),
+                               ("llama-3.1-8b-instruct", "h100", "127.493", "4160", "1")]
     assert err.count("ddtree-bayes: note: ") == 1 and "(pp512) measures prompt processing" in err
 
 
@@ -144,9 +147,10 @@ def test_sglang_one_batch_and_a_batch_sweep(work):
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "sglang_one_batch.jsonl"),
                            *CONFIG, "--method", "ar")
     assert code == 0, err
-    # median_decode_throughput = 1 / median_decode_latency: 1 / 0.0067413, 1 / 0.0071986
+    # median_decode_throughput = 1 / median_decode_latency: 1 / 0.0067413, 1 / 0.0071986;
+    # input 512 and 2048, output 256: + 128 each
     assert [(r["tok_s"], r["context_tokens"]) for r in new_rows(work)] == [
-        (f"{1 / 0.0067413:.6g}", "512"), (f"{1 / 0.0071986:.6g}", "2048")]
+        (f"{1 / 0.0067413:.6g}", "640"), (f"{1 / 0.0071986:.6g}", "2176")]
 
 
 def imported_rows(work: Path, *argv: str) -> tuple[list[dict], str]:
@@ -161,7 +165,7 @@ def test_a_sweep_imports_its_batch1_record(work, select):
     rows, err = imported_rows(work, "--from-bench", str(src), *CONFIG, "--method", "ar",
                               "--gpus", "8", *select)
     assert [(r["tok_s"], r["context_tokens"], r["accept_len"], r["source"]) for r in rows] == [
-        (float(f"{1 / 0.0067413:.6g}"), 512, 1.0, "sglang-one-batch sglang_one_batch_bs1_bs8.jsonl line 1")]
+        (float(f"{1 / 0.0067413:.6g}"), 640, 1.0, "sglang-one-batch sglang_one_batch_bs1_bs8.jsonl line 1")]
     if select == ["--single-stream-only"]:
         assert err == (f"ddtree-bayes: note: {src}: --single-stream-only left out line 2 "
                        "(batch_size 8)\n"
@@ -236,7 +240,8 @@ def test_vllm_latency_needs_the_runs_flags(work, tmp_path):
     assert code == 0, err
     (row,) = new_rows(work)
     avg = json.loads((BENCH / "vllm_latency.json").read_text())["avg_latency"]
-    assert row["tok_s"] == f"{128 / avg:.6g}" and row["context_tokens"] == "512"
+    # --input-len 512, --output-len 128: the decode reads 512 + 128 / 2 on average
+    assert row["tok_s"] == f"{128 / avg:.6g}" and row["context_tokens"] == "576"
 
 
 def test_vllm_latency_flags_are_refused_for_another_tools_file(work, tmp_path):
@@ -264,7 +269,8 @@ def test_vllm_latency_side_file_gives_the_flags_and_accept_comes_from_the_flag(w
                            *VLLM, "--method", "eagle3", "--block", "3", "--accept", "2.6")
     assert code == 0, err
     (row,) = new_rows(work)
-    assert row["accept_len"] == "2.6" and row["context_tokens"] == "1024"  # from the side file
+    # input_len 1024 and output_len 128 from the side file: 1024 + 64
+    assert row["accept_len"] == "2.6" and row["context_tokens"] == "1088"
     assert row["model"] == "llama-3.1-8b-instruct"   # the side file's args.model
 
 
@@ -295,7 +301,7 @@ def test_a_utf16_file_with_a_bom_is_read_as_its_text(work, tmp_path, codec):
     assert code == 0, err
     (row,) = new_rows(work)
     assert row["tok_s"] == "401.208" and row["accept_len"] == "3.4172"
-    assert row["context_tokens"] == "1024" and row["source"] == "sglang-serving eagle.jsonl record 1"
+    assert row["context_tokens"] == "1280" and row["source"] == "sglang-serving eagle.jsonl record 1"
 
 
 def test_a_utf16_file_that_does_not_decode_says_to_resave_it_as_utf8(work, tmp_path):
@@ -453,7 +459,7 @@ def test_llama_cpp_readme_outputs_import_as_the_model_and_gpu_they_name(work, na
     assert {k: row[k] for k in ("model", "hardware", "gpus", "engine", "method", "accept_len",
                                 "context_tokens", "tok_s", "source")} == {
         "model": "qwen2.5-7b-instruct", "hardware": "rtx-4080", "gpus": 1, "engine": "llama.cpp",
-        "method": "ar", "accept_len": 1.0, "context_tokens": 0, "tok_s": avg_ts,
+        "method": "ar", "accept_len": 1.0, "context_tokens": 64, "tok_s": avg_ts,   # tg128
         "source": f"llama-bench {name} {where}"}
     assert row["notes"].endswith(f"; model in the file: {README_MODEL}; GPU in the file: NVIDIA "
                                  "GeForce RTX 4080")
@@ -537,7 +543,7 @@ def test_the_docs_vllm_example_lands_as_the_model_it_ran(work):
     code, out, err = run_cli(work, "add", *argv, "--gpus", "8")
     assert code == 0 and err == "", err
     # (a chain's budget is its depth: written, and shown, as 3)
-    assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3/B3 M=4 ctx 1024 accept 3.14593: " in out
+    assert "  row 4: llama-3.1-8b-instruct, b300 x8 vllm eagle3 b3/B3 M=4 ctx 1280 accept 3.14593: " in out
     (row,) = new_rows(work)
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "b300", "8")
 
@@ -859,15 +865,15 @@ def test_predict_moves_to_the_imported_measurement(imported, fmt):
 
 
 def test_a_context_flag_says_it_replaced_the_files_prompt_length(work):
-    """--context 64k replaced the file's measured mean prompt (1024) while the row's notes
-    still read 'context_tokens = total_input_tokens/completed'."""
+    """--context 64k replaced the file's measured context (1024-token prompts, 512 decoded:
+    1280) while the row's notes still read 'context_tokens = total_input_tokens/completed'."""
     code, _, err = run_cli(work, "add", "--from-bench", str(BENCH / "vllm_serve.json"),
                            "--hardware", "b300", "--gpus", "8", "--engine", "vllm", "--method",
                            "eagle3", "--block", "3", "--context", "65536")
     assert code == 0, err
     (row,) = new_rows(work)
     assert row["context_tokens"] == "65536"
-    assert "context_tokens = --context 65536 (the file's: 1024)" in row["notes"]
+    assert "context_tokens = --context 65536 (the file's: 1280)" in row["notes"]
     assert "total_input_tokens/completed" not in row["notes"]
 
 

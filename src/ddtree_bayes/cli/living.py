@@ -304,7 +304,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--context", type=A.context,
                    help="context length in tokens, e.g. 32768 or 32k (default: blank, which the "
                         "fit reads as the priors' default_context_tokens, 0 as bundled; with "
-                        "--from-bench: the file's input length)")
+                        "--from-bench: the mean KV a decode step of the run read, its input "
+                        "length plus half its output)")
     a.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "
                                                  "--concurrency 8"),
                    help="streams decoded together in the run (default: 1); --tok-s is then "
@@ -360,7 +361,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--output-len", type=A.whole(1, 10_000_000, "e.g. --output-len 128"),
                    help="vllm bench latency's --output-len (its JSON does not record it)")
     a.add_argument("--input-len", type=A.whole(0, 10_000_000, "e.g. --input-len 512"),
-                   help="vllm bench latency's --input-len, the context (not in its JSON)")
+                   help="vllm bench latency's --input-len (not in its JSON): the row's context "
+                        "is it plus half --output-len")
     a.add_argument("--allow-duplicate", action="store_true",
                    help="append a row identical to an existing one as a true repeat; its notes "
                         "get 'repeat of row N' so the file stays valid (a --from-bench result "

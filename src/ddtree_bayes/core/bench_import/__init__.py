@@ -30,6 +30,12 @@ repository, path and function):
     ``json_printer``/``jsonl_printer``/``csv_printer``): text-generation rows (``n_prompt == 0``,
     ``n_gen > 0``) give ``tok_s = avg_ts``; prompt-processing and pp+tg rows are skipped.
 
+Every format's context is the mean KV a decode step of the run read (``BenchRecord.context``):
+its prompt (``total_input_tokens / completed``, ``input_len``, ``n_depth``) plus half what each
+stream decoded (``total_output_tokens / completed / 2``, ``output_len / 2``, ``(n_gen - 1) / 2``
+for llama-bench, whose every generated token is a decode step), since the step model's context
+cost is linear in it.
+
 A serving run at concurrency C > 1 (vLLM ``bench serve``, SGLang ``bench_serving``) is
 imported at C (the streams that ran: ``max_concurrency`` capped by the requests, vLLM's
 ``max_concurrent_requests`` and SGLang's measured mean in flight) with tok_s the C streams'

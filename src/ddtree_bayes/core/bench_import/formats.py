@@ -162,7 +162,9 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
         else source
     notes = (f"vllm bench latency (vllm-latency): tok_s = batch_size*output_len/avg_latency = "
              f"{batch}*{out_len}/{avg:g}; batch_size/output_len from {told}; whole generation, "
-             f"includes the prefill of input_len tokens and engine overhead")
+             f"includes the prefill of input_len tokens and engine overhead"
+             + (f"; context_tokens = input_len + output_len/2 = {in_len} + {out_len}/2, rounded: "
+                "the mean KV a decode step reads" if in_len is not None else ""))
     spec = args.get("speculative_config")
     speculative, drafted, plain, method = None, None, None, None
     if args and not spec:   # (the side file's args: the run's engine arguments)
@@ -177,6 +179,7 @@ def _parse_vllm_latency(path: Path, doc: Document, flags: dict[str, int | None])
             drafted = k
     return [BenchRecord(tok_s=tok_s, accept_len=None,
                         context_tokens=float(in_len) if in_len is not None else None,
+                        decode_kv=out_len / 2,
                         batch_size=batch, model=model or arg.text("model"), notes=notes, index=index,
                         gpus=_vllm_gpus(arg), draft_tokens=drafted,
                         draft_key="speculative_config num_speculative_tokens",
@@ -255,6 +258,24 @@ def _mean_prompt(rec: BenchRow) -> float | None:
     if total is None or not done or not math.isfinite(total) or done <= 0:
         return None
     return float(round(total / done))   # (the context column takes whole tokens)
+
+
+#: How a serving result's context is worked out (said in each imported row's notes).
+_SERVING_CONTEXT = ("context_tokens = total_input_tokens/completed + "
+                    "total_output_tokens/completed/2, rounded: the mean KV a decode step reads, "
+                    "the prompt plus half the output")
+
+
+def _half_output(rec: BenchRow) -> float:
+    """Half the tokens each request decoded (``total_output_tokens / completed / 2``): what a
+    serving run's decode steps read beyond the prompt, on average (the first output token
+    comes from the prefill; the k-th of n reads the prompt and k - 1 tokens, a mean of n / 2
+    over tokens 2..n). 0 when the file does not say."""
+    total = rec.number("total_output_tokens", required=False)
+    done = rec.number("completed", required=False)
+    if total is None or not done or not math.isfinite(total) or total < 0 or done <= 0:
+        return 0.0
+    return total / done / 2
 
 
 #: Formats whose runs at concurrency C > 1 are imported (into the concurrency column): a
@@ -365,10 +386,11 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
-             "context_tokens = total_input_tokens/completed, rounded"
+             f"{_SERVING_CONTEXT}"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
+                       decode_kv=_half_output(rec),
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
                        index=rec.index, setup=setup, draft_tokens=_drafted_per_step(rec),
                        engine=engine, engine_said=said, stamp=rec.text("date"))
@@ -397,10 +419,11 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
         model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
     notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; "
-             "context_tokens = total_input_tokens/completed, rounded"
+             f"{_SERVING_CONTEXT}"
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
+                       decode_kv=_half_output(rec),
                        batch_size=streams, model=model, notes=notes, index=rec.index,
                        engine=engine, engine_said=said)
 
@@ -414,9 +437,12 @@ def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
     run_name = rec.data.get("run_name")
     notes = (f"sglang.bench_one_batch (sglang-one-batch): tok_s = median_decode_throughput "
              f"(batch_size/median_decode_latency, decode steps only); input_len {in_len}, "
-             f"output_len {out_len}, run_name {run_name!r}; run without speculative decoding")
-    assert in_len is not None
+             f"output_len {out_len}, run_name {run_name!r}; run without speculative decoding; "
+             f"context_tokens = input_len + output_len/2, rounded: the mean KV a decode step "
+             "reads")
+    assert in_len is not None and out_len is not None
     return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(in_len), batch_size=1,
+                       decode_kv=out_len / 2,
                        model=rec.text("model", "model_path"), notes=notes, index=rec.index,
                        setup=(("run_name", _setting(run_name)),) if "run_name" in rec.data else (),
                        not_speculative="sglang.bench_one_batch runs the model's forward passes "
@@ -437,6 +463,7 @@ def _llama_test(rec: BenchRow) -> str | None:
 def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
     data = rec.data
     n_gen = rec.integer("n_gen")
+    assert n_gen is not None   # (required: raised on a missing n_gen)
     depth = rec.integer("n_depth", required=False) or 0
     tok_s = rec.positive("avg_ts")
     model_type = rec.text("model_type")
@@ -448,11 +475,13 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
         gpu = None   # the weights stayed on the CPU: the GPU listed did not run the decode
     notes = (f"llama-bench (llama-bench {kind}): tok_s = avg_ts of test tg{n_gen}"
              + (f" @ d{depth}" if depth else "") + " (mean of samples_ts, generation only); "
-             f"context_tokens = n_depth; model_type {model_type!r}"
+             f"context_tokens = n_depth + [n_gen - 1]/2, rounded: the mean KV a decode step "
+             f"reads; model_type {model_type!r}"
              + (f"; {noted}" if noted else ""))
     params = rec.number("model_n_params", required=False)
     size = rec.number("model_size", required=False)
     return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(depth), batch_size=1,
+                       decode_kv=(n_gen - 1) / 2,
                        model=rec.text("model_filename") or model_type, notes=notes,
                        index=rec.index, model_params=params if params and params > 0 else None,
                        model_bytes=size if size and math.isfinite(size) and size > 0 else None,

@@ -96,6 +96,10 @@ class BenchRecord:
     #: what the row's tok/s does not measure, said as a warning when it is imported (a vLLM
     #: latency run whose prompt is longer than its output: the prefill is in avg_latency)
     caveat: str | None = None
+    #: tokens the run's decode steps read beyond the prompt, on average: half its output
+    #: (``n / 2`` when the first of n tokens comes from the prefill, ``(n - 1) / 2`` when all
+    #: n are decode steps); 0 when the file does not say how many tokens each stream decoded
+    decode_kv: float = 0.0
     #: the values the file itself measured, when tok_s, the context and the batch are worked
     #: out with the run's flags (vLLM latency: avg_latency and its latencies, beside
     #: --output-len, --input-len, --batch-size): the result's id hashes these instead, so
@@ -128,6 +132,21 @@ class BenchRecord:
                     self.gpu, self.setup, self.draft_tokens, self.speculative, self.gpus,
                     self.engine, self.stamp)
         return hashlib.sha256(repr(measured).encode()).hexdigest()[:12]
+
+    def context(self) -> float | None:
+        """The row's ``context_tokens``: the mean KV length a decode step of the run reads,
+        its prompt plus half what it decoded, in whole tokens (the step model's context cost
+        is linear in it); None when the file records no prompt length. The result's id hashes
+        the prompt alone, so files imported before this rule keep their id.
+
+        >>> BenchRecord(336.4, None, 1024.0, 1, None, "", 1, decode_kv=256.0).context()
+        1280.0
+        >>> BenchRecord(150.6, None, 0.0, 1, None, "", 1, decode_kv=63.5).context()
+        64.0
+        """
+        if self.context_tokens is None:
+            return None
+        return float(round(self.context_tokens + self.decode_kv))
 
 
 @dataclass(frozen=True)

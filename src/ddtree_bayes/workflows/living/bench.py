@@ -500,7 +500,8 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                                 "token; --accept infer lets the fit infer it), --method ar for "
                                 "a run without speculation, or pick records with "
                                 "--bench-records")
-        ctx = "" if rec.context_tokens is None else _number(rec.context_tokens)
+        kv = rec.context()
+        ctx = "" if kv is None else _number(kv)
         said = rec.notes
         if context is not None and context != ctx:   # the user's figure, and the file's said
             said = re.sub(r"context_tokens = [^;)]*", f"context_tokens = --context {context}"
