@@ -348,8 +348,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="streams decoded together (default: %(default)s): tok/s per user at "
                         "that concurrency; the best budget shrinks as C grows")
     o.add_argument("--context", type=A.context,
-                   help="context length in tokens, e.g. 32768 or 32k (default: the priors' "
-                        "default_context_tokens, 0 as bundled)")
+                   help="context length in tokens, e.g. 32768 or 32k: the KV a decode step "
+                        "reads, on average (P-token prompts, N-token answers: P + N/2; "
+                        "default: the priors' default_context_tokens, 0 as bundled)")
     add_kv_cache_argument(o, capped="each budget's tok/s and autoregressive decoding's, "
                                     "which optimize compares")
     o.add_argument("--acceptance-file", metavar="FILE.csv",
