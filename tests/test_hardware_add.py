@@ -544,6 +544,34 @@ def test_the_link_class_reads_how_datasheets_write_it(tmp_path, text, link):
     assert code == 0 and f"interconnect  {text} ({link})" in out
 
 
+@pytest.mark.parametrize("text", ["no NVLink", "without NVLink", "non-NVLink", "NVLink: none",
+                                  "NVLink: no", "no NVLink / NVSwitch", "w/o NVLink"])
+def test_a_link_that_says_it_has_no_fabric_is_not_read_as_one(tmp_path, text):
+    # "no NVLink" read as an NVLink-class fabric (the keyword alone was matched): an RTX PRO
+    # 6000 node so described was transferred from the B300 fabric node, not the measured RTX
+    # PRO 6000 PCIe node, and priced its all-reduces at NVLink bandwidth, without a word
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.pairs import link_class
+
+    assert link_class(text) is None
+    assert link_class(f"PCIe Gen5 ({text})") == "pcie"
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--like", "rtx-pro-6000",
+                             "--interconnect", text, "--source", "s")
+    assert code == 2 and out == "" and listing(tmp_path) == {}
+    assert err.startswith(f"ddtree-bayes: error: --interconnect {text!r} names neither PCIe nor "
+                          "an NVLink-class fabric (fix: ")
+    header = next(csv.reader(io.StringIO(bundled("hardware.csv").read_text())))
+    row = dict.fromkeys(header, "")
+    row.update(hardware="my-gpu", mem_bw_tb_s="1.792", interconnect=text, source="s")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, header)
+    writer.writeheader()
+    writer.writerow(row)
+    with pytest.raises(DataError, match="names neither PCIe nor an NVLink-class fabric"):
+        load_hardware("hardware.csv", text=buf.getvalue())
+
+
 def test_a_saved_fit_whose_table_holds_an_unreadable_link_still_loads():
     """A review: a fit made before link texts were checked, whose stored table holds e.g.
     'n/a (single card)', could no longer be opened (predict, diff, update, report: exit 2),

@@ -62,6 +62,14 @@ PCIE_RE = re.compile(r"\bpci", re.IGNORECASE)
 #: An interconnect text that names an NVLink-class fabric (NVLink, NVSwitch, AMD Infinity
 #: Fabric / xGMI), tested second: "NVLink Gen5" is a fabric.
 FABRIC_RE = re.compile(r"nvlink|nvswitch|infinity[\s_-]*fabric|xgmi|\bici\b", re.IGNORECASE)
+#: A fabric named only to say it is absent ("no NVLink", "without NVLink", "non-NVLink",
+#: "NVLink: none"): not a fabric. Read as one before, "no NVLink" priced a PCIe node's
+#: all-reduces at NVLink bandwidth and transferred it from a fabric node.
+NEGATED_FABRIC_RE = re.compile(
+    r"(?:\b(?:no|not|non|without|w/o)[\s-]+(?:an?\s+)?(?:" + FABRIC_RE.pattern + r")"
+    r"(?:\s*(?:/|,|or|and)\s*(?:" + FABRIC_RE.pattern + r"))*)"
+    r"|(?:(?:" + FABRIC_RE.pattern + r")\s*[:=]?\s*(?:none|no|n/a|absent|disabled)\b)",
+    re.IGNORECASE)
 #: A bare PCIe generation ("Gen5 x16"), tested last.
 GEN_RE = re.compile(r"\bgen\s*\d", re.IGNORECASE)
 
@@ -81,10 +89,16 @@ def link_class(interconnect: str) -> str | None:
     ['pcie', 'pcie', 'pcie', 'fabric', 'pcie', 'fabric', 'fabric', None, None]
     >>> link_class("ICI 1.2 TB/s (TPU inter-chip)"), link_class("Bicycle")   # TPU's fabric
     ('fabric', None)
+
+    A fabric named only as absent is none (:data:`NEGATED_FABRIC_RE`):
+
+    >>> [link_class(t) for t in ("no NVLink", "NVLink: none", "PCIe Gen5 (no NVLink)",
+    ...                          "no NVLink; NVSwitch")]
+    [None, None, 'pcie', 'fabric']
     """
     if PCIE_RE.search(interconnect):
         return "pcie"
-    if FABRIC_RE.search(interconnect):
+    if FABRIC_RE.search(NEGATED_FABRIC_RE.sub(" ", interconnect)):
         return "fabric"
     return "pcie" if GEN_RE.search(interconnect) else None
 
