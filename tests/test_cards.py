@@ -2420,8 +2420,9 @@ def test_a_hand_written_card_of_bits_per_weight_is_refused():
     assert ",2,bf16," in llama
     assert _card_refusal(header, llama.replace(',2,bf16,', ',16,bf16,')) == (
         "models.csv, row 2, column 'bytes_per_weight': bytes_per_weight 16 is more than any "
-        "weight takes (8 bytes, fp64); likely bits written as bytes (fix: write bytes per "
-        "weight: 2 for bf16, 1 for fp8, about 0.56 for a 4-bit scheme)")
+        "weight takes (4 bytes, fp32, the widest weights an engine serves); likely bits written "
+        "as bytes (fix: write bytes per weight, bits / 8: 2 for bf16, 1 for fp8, about 0.56 for "
+        "a 4-bit scheme)")
     assert load_model_cards("models.csv", f"{header}\n{llama}\n")[
         "llama-3.1-8b-instruct"].bytes_per_weight == 2.0
     drafters = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
@@ -2430,6 +2431,41 @@ def test_a_hand_written_card_of_bits_per_weight_is_refused():
     with pytest.raises(DataError, match=r"drafters.csv, row 2, column 'bytes_per_weight': "
                                         r"bytes_per_weight 16 is more than any weight takes"):
         load_drafter_cards("drafters.csv", drafters.format(16))
+
+
+@pytest.mark.parametrize("bits", ["4.65", "4.85", "6.56", "8"])
+def test_bits_per_weight_given_as_bytes_are_refused(tmp_path, bits):
+    """A 4-to-8-bit scheme's bits per weight ("bpw": exl2's 4.65, Q4_K_M's 4.85, Q6_K's 6.56,
+    fp8's 8) passed as bytes was taken up to fp64's 8: card add refuses exl2 and hqq configs
+    with "pass --bytes-per-weight", whose own vocabulary is bits per weight, and `card add
+    --bytes-per-weight 4.65` then wrote a card reading 8x its bytes: a card-only 8B model on
+    8x B300 came out at 227 tok/s (90% 145-360) against 282 (179-467) at its 0.58 bytes, and
+    "37.3 GB do not fit in 1 x rtx-4090" where the real 4.7 GB does. No engine serves weights
+    wider than fp32's 4 bytes."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import DataError
+
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8",
+                         "--bytes-per-weight", bits)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "(fix:" in err, err
+    assert f"--bytes-per-weight: {float(bits)} is outside [0.01, 4]" in err
+    assert "bits / 8" in err
+    assert not (tmp_path / "data" / "models.csv").exists()
+    header, llama = _bundled_llama_card()
+    assert _card_refusal(header, llama.replace(",2,bf16,", f",{bits},bf16,")) == (
+        f"models.csv, row 2, column 'bytes_per_weight': bytes_per_weight {float(bits):g} is more "
+        "than any weight takes (4 bytes, fp32, the widest weights an engine serves); likely bits "
+        "written as bytes (fix: write bytes per weight, bits / 8: 2 for bf16, 1 for fp8, about "
+        "0.56 for a 4-bit scheme)")
+    drafters = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+                "bytes_per_weight,source\nmy-head,qwen3-8b,eagle3,eagle3_head,1,0.4,0.6,{},me\n")
+    with pytest.raises(DataError, match=rf"bytes_per_weight {float(bits):g} is more than any "):
+        load_drafter_cards("drafters.csv", drafters.format(bits))
+    # fp32 weights (a fine-tune saved in float32, served so) stay a card
+    assert load_drafter_cards("drafters.csv", drafters.format(4))[0].bytes_per_weight == 4.0
+    code, _, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8",
+                       "--bytes-per-weight", "4")
+    assert code == 0, err
 
 
 def test_hand_written_parameters_far_from_their_layers_are_refused():

@@ -279,8 +279,14 @@ def register(sub) -> None:
                    help="the precision the matmuls run in (default: from the quantisation: "
                         "fp8 / fp4 / int8 when activations are quantised too, int8 for a "
                         "quantised GGUF (ggml's MMQ kernels), else bf16)")
-    a.add_argument("--bytes-per-weight", type=real(0.01, 8, "give bytes per weight, e.g. 0.56"),
-                   help="override the derived bytes per weight (a scheme card add cannot read)")
+    a.add_argument("--bytes-per-weight",
+                   # (4: core/model_cards.py MAX_BYTES_PER_WEIGHT, fp32; not imported here,
+                   # which keeps numpy out of the CLI's start)
+                   type=real(0.01, 4.0,
+                             "give bytes per weight, not bits: bits / 8, e.g. 0.58 for a "
+                             "4.65-bit quantisation"),
+                   help="override the derived bytes per weight (a scheme card add cannot read): "
+                        "bytes, not bits (a 4.65 bpw quantisation is 0.58), at most fp32's 4")
     a.add_argument("--models-file", help="model cards to write (default: data/models.csv, "
                                          "created from the bundled cards when absent)")
     a.add_argument("--drafters-file", help="drafter cards to write (default: data/drafters.csv)")

@@ -370,9 +370,11 @@ kimi-k2.6's 64 heads evenly; llama.cpp splits layers over any count), or a GPU w
     return f"--gpus {need} or more of them{shard}, or a GPU with more memory"
 
 
-#: The most bytes a weight can take (fp64): a card's ``bytes_per_weight`` above it is bits
-#: written as bytes (16 for bf16). A 4-bit scheme written as 4 is that slip too, but in range.
-MAX_BYTES_PER_WEIGHT = 8.0
+#: The most bytes a served weight takes (fp32: no engine serves fp64 weights): a card's
+#: ``bytes_per_weight`` above it is bits written as bytes (16 for bf16; a 4-to-8-bit scheme's
+#: "bpw", exl2's 4.65 or Q6_K's 6.56, was let through under fp64's 8). A 4-bit scheme written
+#: as 4 is that slip too, but in range.
+MAX_BYTES_PER_WEIGHT = 4.0
 
 
 def check_bytes_per_weight(value: float, path: str, row: int) -> None:
@@ -387,10 +389,11 @@ def check_bytes_per_weight(value: float, path: str, row: int) -> None:
     """
     if value > MAX_BYTES_PER_WEIGHT:
         raise DataError(f"bytes_per_weight {value:g} is more than any weight takes "
-                        f"({MAX_BYTES_PER_WEIGHT:g} bytes, fp64); likely bits written as bytes",
+                        f"({MAX_BYTES_PER_WEIGHT:g} bytes, fp32, the widest weights an engine "
+                        "serves); likely bits written as bytes",
                         file=path, row=row, column="bytes_per_weight",
-                        fix="write bytes per weight: 2 for bf16, 1 for fp8, about 0.56 for a "
-                            "4-bit scheme")
+                        fix="write bytes per weight, bits / 8: 2 for bf16, 1 for fp8, about "
+                            "0.56 for a 4-bit scheme")
 
 
 #: How far a card's active parameters may sit above a transformer's ``12 x layers x hidden^2``
