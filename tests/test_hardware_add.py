@@ -572,6 +572,37 @@ def test_a_link_that_says_it_has_no_fabric_is_not_read_as_one(tmp_path, text):
         load_hardware("hardware.csv", text=buf.getvalue())
 
 
+@pytest.mark.parametrize("text", ["NVIDIA NVLink: 900GB/s, PCIe Gen5: 128GB/s",
+                                  "NVLink4 900 GB/s; PCIe Gen5 x16", "PCIe Gen5, NVSwitch"])
+def test_a_link_naming_both_pcie_and_a_fabric_without_a_bridge_is_refused(tmp_path, text):
+    # NVIDIA's datasheets write an SXM part's interconnect as both its links ("NVIDIA NVLink:
+    # 900GB/s PCIe Gen5: 128GB/s", H100/H200 SXM): read PCIe first, such a row was a PCIe node,
+    # transferred from a PCIe node and its all-reduces priced at PCIe bandwidth, without a word
+    # (a PCIe card's NVLink bridge pairs, "NVLink bridge (pairs); PCIe Gen5", stay PCIe)
+    from ddtree_bayes.core.data import load_hardware
+    from ddtree_bayes.core.errors import DataError
+
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-h100", "--like", "h100",
+                             "--interconnect", text, "--source", "s")
+    assert code == 2 and out == "" and listing(tmp_path) == {}
+    assert err.startswith(f"ddtree-bayes: error: --interconnect {text!r} names both PCIe and an "
+                          "NVLink-class fabric") and "(fix: " in err and err.count("\n") == 1
+    header = next(csv.reader(io.StringIO(bundled("hardware.csv").read_text())))
+    row = dict.fromkeys(header, "")
+    row.update(hardware="my-h100", mem_bw_tb_s="3.35", interconnect=text, source="s")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, header)
+    writer.writeheader()
+    writer.writerow(row)
+    with pytest.raises(DataError, match="names both PCIe and an NVLink-class fabric"):
+        load_hardware("hardware.csv", text=buf.getvalue())
+    for ok in ("NVLink bridge 600 GB/s (pairs); PCIe Gen5", "PCIe Gen4 (optional 2-way NVLink "
+               "bridge)", "PCIe Gen5 (no NVLink)"):
+        code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--like", "h100",
+                                 "--interconnect", ok, "--source", "s", "--dry-run")
+        assert code == 0 and f"interconnect  {ok} (pcie)" in out, err
+
+
 def test_a_saved_fit_whose_table_holds_an_unreadable_link_still_loads():
     """A review: a fit made before link texts were checked, whose stored table holds e.g.
     'n/a (single card)', could no longer be opened (predict, diff, update, report: exit 2),

@@ -33,10 +33,12 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import (
+    BOTH_FIX,
     LEAST_BITS_PER_WEIGHT,
     LEAST_QUANTISATION,
     LINK_FIX,
     link_class,
+    names_both,
     pair_label,
 )
 from ddtree_bayes.core.tensor_cores import (
@@ -1220,6 +1222,10 @@ def load_hardware(path: str | Path, text: str | None = None, *, stored: bool = F
             raise DataError(f"{row['interconnect'].strip()!r} names neither PCIe nor an "
                             "NVLink-class fabric", file=path, row=i, column="interconnect",
                             fix=LINK_FIX)
+        if names_both(row["interconnect"]) and not stored:
+            raise DataError(f"{row['interconnect'].strip()!r} names both PCIe and an "
+                            "NVLink-class fabric", file=path, row=i, column="interconnect",
+                            fix=BOTH_FIX)
         table[name] = row
     return table
 

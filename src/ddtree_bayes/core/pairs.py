@@ -72,12 +72,39 @@ NEGATED_FABRIC_RE = re.compile(
     re.IGNORECASE)
 #: A bare PCIe generation ("Gen5 x16"), tested last.
 GEN_RE = re.compile(r"\bgen\s*\d", re.IGNORECASE)
+#: An NVLink bridge between pairs of PCIe cards ("NVLink bridge (pairs); PCIe Gen5", "optional
+#: 2-way NVLink bridge"): beside PCIe, a PCIe node.
+BRIDGE_RE = re.compile(r"bridge|\bpairs?\b|\b(?:2|two)[\s-]*way\b", re.IGNORECASE)
 
 
 #: The fix of an interconnect text :func:`link_class` cannot read.
 LINK_FIX = ("write e.g. 'PCIe Gen5' (a card without NVLink, also alone), 'NVLink4 0.9 TB/s' or "
             "'Infinity Fabric' (a TPU's 'ICI'): the all-reduce cost and the system a prediction "
             "transfers from depend on it")
+
+
+#: The fix of an interconnect text that names both PCIe and a fabric (:func:`names_both`).
+BOTH_FIX = ("write how the node's GPUs reach one another: 'NVLink4 0.9 TB/s' for an SXM / HGX "
+            "board, 'NVLink bridge (pairs); PCIe Gen5' for PCIe cards bridged in pairs, "
+            "'PCIe Gen5' without NVLink (a datasheet's interconnect row lists the host's PCIe "
+            "link beside NVLink)")
+
+
+def names_both(interconnect: str) -> bool:
+    """Whether ``interconnect`` names both PCIe and an NVLink-class fabric without saying the
+    fabric is a bridge between pairs of cards: NVIDIA's datasheets write an SXM part's row as
+    both its links ("NVIDIA NVLink: 900GB/s PCIe Gen5: 128GB/s", H100 SXM), which
+    :func:`link_class`, reading PCIe first, took for a PCIe node. ``hardware add`` and the
+    hardware table refuse it (:data:`BOTH_FIX`); a saved fit's table is read as it was fitted.
+
+    >>> [names_both(t) for t in ("NVIDIA NVLink: 900GB/s, PCIe Gen5: 128GB/s",
+    ...                          "NVLink bridge (pairs); PCIe Gen5", "PCIe Gen5 (no NVLink)",
+    ...                          "PCIe Gen4 (optional 2-way NVLink bridge)", "NVLink4 0.9 TB/s")]
+    [True, False, False, False, False]
+    """
+    return bool(PCIE_RE.search(interconnect)
+                and FABRIC_RE.search(NEGATED_FABRIC_RE.sub(" ", interconnect))
+                and not BRIDGE_RE.search(interconnect))
 
 
 def link_class(interconnect: str) -> str | None:

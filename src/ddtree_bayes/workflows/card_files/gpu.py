@@ -26,7 +26,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
-from ddtree_bayes.core.pairs import LINK_FIX, link_class
+from ddtree_bayes.core.pairs import BOTH_FIX, LINK_FIX, link_class, names_both
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
@@ -227,6 +227,9 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     if isinstance(link, str) and link_class(link) is None:
         raise InputError(f"--interconnect {link.strip()!r} names neither PCIe nor an NVLink-class "
                          "fabric", fix=LINK_FIX)
+    if isinstance(link, str) and names_both(link):
+        raise InputError(f"--interconnect {link.strip()!r} names both PCIe and an NVLink-class "
+                         "fabric", fix=BOTH_FIX)
     memory = values.get("memory")
     size = _SIZE.search(memory) if isinstance(memory, str) else None
     if isinstance(memory, str) and size is not None:
