@@ -2468,6 +2468,25 @@ def test_bits_per_weight_given_as_bytes_are_refused(tmp_path, bits):
     assert code == 0, err
 
 
+def test_an_moe_card_whose_active_parameters_are_its_total_is_refused():
+    """A hand-written MoE card with its total in params_active_b too ("671B total, 37B
+    activated" read as 671 both) was read: every step then streamed all 256 experts' weights,
+    18x DeepSeek-R1's, and the read ceiling capped its answers there. An MoE whose top-k is
+    below its expert count reads part of its experts per token, so its active parameters are
+    below its total; top-k = experts (every expert on) may equal it."""
+    header, _ = _bundled_llama_card()
+    r1 = next(line for line in bundled("models.csv").read_text().splitlines()
+              if line.startswith("deepseek-r1,"))
+    assert r1.startswith("deepseek-r1,671,37,61,7168,256,8,")
+    assert _card_refusal(header, r1.replace("deepseek-r1,671,37,", "deepseek-r1,671,671,", 1)) == (
+        "models.csv, row 2, column 'params_active_b': active parameters 671B are the total 671B, "
+        "but an MoE of 256 experts at top-8 reads only part of them per token (fix: write the "
+        "parameters a token uses (the model card's 'activated'), below the total)")
+    every = r1.replace("deepseek-r1,671,37,", "x,671,671,", 1).replace(",256,8,", ",8,8,", 1)
+    assert load_model_cards("models.csv", f"{header}\n{every}\n")["x"].params_active_b == 671
+    assert load_model_cards("models.csv", f"{header}\n{r1}\n")["deepseek-r1"].params_active_b == 37
+
+
 def test_hand_written_parameters_far_from_their_layers_are_refused():
     """`params_active_b 8030` for an 8B model (millions written as billions) was read: every
     step then streamed a thousand times the model's weights. Active parameters more than 100x

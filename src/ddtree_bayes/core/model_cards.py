@@ -530,6 +530,13 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         if experts is not None and topk is not None and topk > experts:
             raise DataError(f"top-k {topk:g} exceeds the {experts:g} experts", file=path, row=i,
                             column="experts_topk", fix="correct the expert count or top-k")
+        if experts is not None and topk is not None and topk < experts and active >= total:
+            # (the total written twice: every step streamed all the experts' weights)
+            raise DataError(f"active parameters {active:g}B are the total {total:g}B, but an MoE "
+                            f"of {experts:g} experts at top-{topk:g} reads only part of them per "
+                            "token", file=path, row=i, column="params_active_b",
+                            fix="write the parameters a token uses (the model card's "
+                                "'activated'), below the total")
         bytes_per_weight = num("bytes_per_weight")
         assert bytes_per_weight is not None
         check_bytes_per_weight(bytes_per_weight, path, i)
