@@ -2502,6 +2502,7 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
         "hidden_size)")
     # a 2-layer, 768-wide model with a 128k vocabulary (0.216 B, 15x the formula): read
     tiny = llama.replace("llama-3.1-8b-instruct,8.03,8.03,32,4096,", "tiny,0.2159,0.2159,2,768,")
+    tiny = tiny.replace(",131072,", ",6144,")   # (its cache: K and V of 768 wide, 2 layers, bf16)
     assert load_model_cards("models.csv", f"{header}\n{tiny}\n")["tiny"].params_active_b == 0.2159
     # the total alone written in millions: 1000x its active
     total = llama.replace("8.03,8.03,32,4096,", "8030,8.03,32,4096,")
@@ -3183,3 +3184,24 @@ def test_a_qwen3_5_text_config_reads_its_left_out_sizes_at_its_classs(moe, gone)
     assert short.kv_bytes_per_token == full.kv_bytes_per_token == \
         2 * 16 * (2 if moe else 4) * 256 * 2
     assert any("head_dim 256" in n for n in short.notes), short.notes
+
+
+def test_a_kv_cache_larger_than_any_attention_layout_is_refused():
+    """Only a lower bound guarded ``kv_bytes_per_token``: Llama-3.1-8B's card with 131072000
+    (its 131072 bytes, 1000x) loaded, exit 0, and priced every context's KV read and memory at
+    1000x. 131072000 B over 32 layers at bf16 is 2,048,000 values a layer, 500x the hidden size
+    4096; full multi-head attention caches K and V of every head, at most ~4x it. The bundled
+    card, 2048 values a layer (0.5x), and 4x itself still load."""
+    header, llama = _bundled_llama_card()
+    assert ",131072," in llama and ",4096," in llama   # (kv_bytes_per_token, hidden_size)
+    err = _card_refusal(header, llama.replace(",131072,", ",131072000,"))
+    assert err.startswith("models.csv, row 2, column 'kv_bytes_per_token': kv_bytes_per_token "
+                          "1.31072e+08 over 32 layers is 2.05e+06 values a layer at 16 bits "
+                          "(kv_cache_bits; blank: bf16), 500x the hidden size 4096")
+    assert err.count("\n") == 0 and "(fix: write the bytes per token" in err
+    # 4 hidden sizes a layer at bf16: 32 x 4 x 4096 x 2 bytes
+    at_most = llama.replace(",131072,", f",{32 * 4 * 4096 * 2},")
+    card = load_model_cards("models.csv", f"{header}\n{at_most}\n")["llama-3.1-8b-instruct"]
+    assert card.kv_bytes_per_token == 1048576.0
+    with pytest.raises(DataError, match=r"1\.04858e\+06 over 32 layers is 1\.64e\+04 values"):
+        load_model_cards("models.csv", f"{header}\n{llama.replace(',131072,', ',1048577,')}\n")

@@ -414,6 +414,11 @@ ACTIVE_SCALE_LOW = 0.25
 #: Mamba layers cache nothing averages its attention layers' cache over all layers (Qwen3.5's
 #: 3 in 4: 256): one caching less than 1 layer in 8 with MQA would fall below it.
 LEAST_KV_VALUES_PER_LAYER = 128
+#: The most values a layer caches per token, in hidden sizes: full multi-head attention keeps
+#: K and V of every query head, 2 x q_heads x head_dim, and q_heads x head_dim reaches ~1.6x the
+#: hidden size (Qwen3-32B: 64 x 128 over 5120); 4x is above every layout, so a card above it
+#: holds a slip (Llama-3.1-8B's 131072 written 131072000: 1000x its cache, read, exit 0).
+MOST_KV_VALUES_PER_HIDDEN = 4.0
 #: The most total parameters per active one: MoE models reach ~30x (Kimi K2.6 1000 / 32); a
 #: total 1000x its active (8030 beside 8.03) is a unit slip in one column.
 TOTAL_PER_ACTIVE_MAX = 200.0
@@ -448,21 +453,38 @@ def check_active_scale(active: float | None, layers: float | None, hidden: float
 
 
 def check_kv_layout(kv_bytes: float | None, layers: float | None, bits: float | None,
-                    path: str, row: int, window_bytes: float | None = None) -> None:
+                    path: str, row: int, window_bytes: float | None = None,
+                    hidden: float | None = None) -> None:
     """Refuse ``kv_bytes_per_token`` that caches fewer values a layer, at the card's
     ``kv_cache_bits`` (blank: bf16's 16), than :data:`LEAST_KV_VALUES_PER_LAYER`, the smallest
-    attention layout (4096 bytes on 32-layer Mixtral, 64 bf16 values a layer, was read).
-    A card with sliding-window layers counts their per-token cache (``window_bytes``, its
-    ``kv_window_bytes_per_token``) too: ``kv_bytes_per_token`` holds its full layers only.
+    attention layout (4096 bytes on 32-layer Mixtral, 64 bf16 values a layer, was read), or,
+    with the card's ``hidden_size``, more than :data:`MOST_KV_VALUES_PER_HIDDEN` hidden sizes a
+    layer, more than any layout caches. A card with sliding-window layers counts their
+    per-token cache (``window_bytes``, its ``kv_window_bytes_per_token``) too:
+    ``kv_bytes_per_token`` holds its full layers only.
 
-    >>> check_kv_layout(131072, 32, None, "m.csv", 2)   # Llama-3.1-8B: 2048 a layer
+    >>> check_kv_layout(131072, 32, None, "m.csv", 2, hidden=4096)   # Llama-3.1-8B: 2048 a layer
     >>> check_kv_layout(4096, 32, 8, "m.csv", 2)        # MQA of 64 dims at fp8: 128
     >>> check_kv_layout(4096, 26, None, "m.csv", 2, 22528)   # Gemma 3 1B: 4 full + 22 sliding
+    >>> try:
+    ...     check_kv_layout(131072000, 32, None, "m.csv", 2, hidden=4096)
+    ... except DataError as err:
+    ...     print(str(err)[43:142])
+    kv_bytes_per_token 1.31072e+08 over 32 layers is 2.05e+06 values a layer at 16 bits (kv_cache_bits;
     """
     if not kv_bytes or not layers:
         return
     bits = bits or KV_CARD_BITS_ASSUMED
     values = (kv_bytes + (window_bytes or 0.0)) / layers / (bits / 8)
+    if hidden and values > MOST_KV_VALUES_PER_HIDDEN * hidden:
+        raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
+                        f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), "
+                        f"{values / hidden:.3g}x the hidden size {hidden:g}: more than full "
+                        "multi-head attention caches (K and V of every head, at most ~4x it)",
+                        file=path, row=row, column="kv_bytes_per_token",
+                        fix="write the bytes per token over all layers, 2 x layers x kv_heads x "
+                            "head_dim x bytes per value: 131072 for Llama-3.1-8B's 32 x 8 x 128 "
+                            "at bf16; and check layers, hidden_size and kv_cache_bits")
     if values < LEAST_KV_VALUES_PER_LAYER:
         raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
                         f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), fewer "
@@ -561,7 +583,8 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
                             row=i, column="kv_cache_bits",
                             fix="write bits, not bytes: 16 for a bf16 cache, 8 for fp8")
         window = _window(raw, num, path, i)
-        check_kv_layout(kv_bytes, layers, kv_bits, path, i, window["kv_window_bytes_per_token"])
+        check_kv_layout(kv_bytes, layers, kv_bits, path, i, window["kv_window_bytes_per_token"],
+                        hidden)
         dtype = raw["compute_dtype"]
         if dtype not in PRECISIONS:
             raise DataError(f"unknown compute_dtype {dtype!r}", file=path, row=i,
