@@ -227,7 +227,8 @@ def model_average(anchor: Fit, seed: int = DEFAULT_SEED, flag: str = "--model-av
                   workdir: Path | None = None, warnings: list[str] | None = None
                   ) -> list[tuple[Fit, float]]:
     """``--model-average``'s mixture: :func:`latest_per_form` of ``anchor``, each fit with its
-    PSIS-LOO stacking weight (:func:`compare_fits`), for ``predict`` and the API alike.
+    PSIS-LOO weight (:func:`compare_fits`: Bayesian-bootstrap pseudo-BMA+, the default of
+    :data:`WEIGHT_METHODS`), for ``predict`` and the API alike.
     ``warnings`` gets a line when the weights rest on rows whose Pareto k is above the
     threshold PSIS trusts (:func:`unreliable_weights`): `compare` says so, and the mixture
     said nothing."""

@@ -1174,7 +1174,7 @@ def predict_rows(fit: Fit, question: Question, *, target: float | None = None,
     P(tok/s >= target) and the original estimate with its +-30% band.
 
     Predictions include the fitted run-to-run noise, so they are what a measurement would
-    show. ``mixture`` (pairs of fits and weights summing to 1, e.g. stacking weights from
+    show. ``mixture`` (pairs of fits and weights summing to 1, e.g. the pseudo-BMA+ weights of
     :mod:`compare`) averages the predictive distributions of several models. Rows of a fit of
     several models carry a ``model`` key; every row says where its acceptance came from
     (``accept_kind``) and, for machines, its distribution (``accept_distribution``)."""
