@@ -58,12 +58,15 @@ class AcceptRequest:
 def parse_accept(text: str) -> AcceptRequest:
     """Parse ``--accept``: ``13.5``, ``12,14,16``, ``12:16`` (integers) or ``12:16:0.5``.
 
-    A range also asks for one row that marginalises acceptance as Uniform(lo, hi).
+    A range also asks for one row that marginalises acceptance as Uniform(lo, hi), and for
+    both its ends: an end its step does not reach is asked too (``12.5:16`` stopped at 15.5).
 
     >>> parse_accept("12:16")
     AcceptRequest(values=(12.0, 13.0, 14.0, 15.0, 16.0), uniform=(12.0, 16.0))
     >>> parse_accept("12:13:0.5").values, parse_accept("12,14").values
     ((12.0, 12.5, 13.0), (12.0, 14.0))
+    >>> parse_accept("12.5:16").values
+    (12.5, 13.5, 14.5, 15.5, 16.0)
     >>> parse_accept("14,12,14").values   # a value asked twice is one row
     (14.0, 12.0)
     """
@@ -94,6 +97,8 @@ def parse_accept(text: str) -> AcceptRequest:
         raise refuse(f"asks {(hi - lo) / step:.3g} values (at most 10,000: a coarser step)")
     n = int(math.floor((hi - lo) / step + 1e-9))
     values = [round(lo + i * step, 10) for i in range(n + 1)]
+    if hi - values[-1] > 1e-9 * max(1.0, abs(hi)):   # (the grid stops short of the end)
+        values.append(hi)
     return AcceptRequest(tuple(values), (lo, hi))
 
 
