@@ -9,12 +9,19 @@ from ddtree_bayes.cli.output import counted, emit_json, fmt_value, render_table
 
 
 def cmd_fit(args: argparse.Namespace) -> int:
+    if args.compile_only:
+        return _compile_only(args)
+    from ddtree_bayes.engine import inference
+
+    with inference.without_dask():   # (every array a fit makes is numpy: ~0.4 s of imports)
+        return _fit(args)
+
+
+def _fit(args: argparse.Namespace) -> int:
     from ddtree_bayes import api
     from ddtree_bayes.engine import fitted_rows as M
     from ddtree_bayes.engine import store
 
-    if args.compile_only:
-        return _compile_only(args)
     result = api.fit(args.data, args.priors, seed=args.seed, chains=args.chains,
                      draws=args.draws, tune=args.tune, target_accept=args.target_accept,
                      backend=args.backend, hardware=args.hardware_file,

@@ -12,7 +12,8 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,61 @@ def reproducible_pytensor() -> None:
 
     if "fastmath" not in os.environ.get("PYTENSOR_FLAGS", ""):
         pytensor.config.numba__fastmath = False
+
+
+@contextmanager
+def without_dask() -> Iterator[None]:
+    """xarray without dask while a fit's arrays go through it: no dask or distributed imported.
+
+    Every array of a fit is a numpy array, yet xarray imports ``dask.array`` the first time it
+    builds a DataArray (to ask whether the data is a dask array: nutpie's DataTree) and its
+    netCDF writer imports ``distributed`` (to ask for dask's scheduler): ~0.4 s of a warm
+    ``fit`` (docs/performance.md). Inside, ``dask`` is marked absent (``None`` in
+    ``sys.modules``) and xarray's records of whether it is installed are forgotten, so it
+    asks again and finds it absent; on the way out (an error or an interrupt too) the mark
+    is removed and those records forgotten again, so xarray finds dask as before. Nothing
+    changes once dask is imported (a dask worker, a validation on a cluster). One process at a
+    time: a thread importing dask while it is in force gets an ImportError (the CLI's ``fit``
+    uses it; ``ddtree_bayes.fit`` does not)."""
+    if "dask" in sys.modules:
+        yield
+        return
+    forget = _xarray_dask_records()
+    sys.modules["dask"] = None  # type: ignore[assignment]
+    forget()
+    try:
+        yield
+    finally:
+        if "dask" in sys.modules and sys.modules["dask"] is None:
+            del sys.modules["dask"]
+        forget()
+
+
+def _xarray_dask_records() -> Callable[[], None]:
+    """A function forgetting what xarray has recorded of dask being installed (its cache of
+    ``module_available``, of the dask array type, of the chunk managers); nothing to forget
+    in an xarray without them."""
+    import xarray  # noqa: F401 - (its import-time records are made with dask importable)
+
+    clears: list[Callable[[], None]] = []
+    try:
+        from xarray.namedarray import parallelcompat, pycompat
+        from xarray.namedarray import utils as nutils
+    except ImportError:
+        return lambda: None
+    for fn in (getattr(nutils, "module_available", None),
+               getattr(parallelcompat, "list_chunkmanagers", None)):
+        clear = getattr(fn, "cache_clear", None)
+        if clear is not None:
+            clears.append(clear)
+    cached = getattr(pycompat, "_cached_duck_array_modules", None)
+    if isinstance(cached, dict):
+        clears.append(lambda: cached.pop("dask", None))
+
+    def forget() -> None:
+        for clear in clears:
+            clear()
+    return forget
 
 
 @dataclass
