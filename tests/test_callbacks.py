@@ -519,3 +519,38 @@ def test_a_nutpie_that_needs_more_of_arviz_than_arviz_base_is_imported_with_arvi
                           text=True, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "True", "True"]
+
+
+def test_arviz_base_imported_without_reading_the_source_of_the_stack():
+    """arviz-base's import calls ``lazy_loader.load("jax")`` and ``("numpyro")``; neither
+    installed, each called ``inspect.stack()``, which reads the source line of every frame on
+    the stack and first maps every imported module to its file (~0.1-0.25 s of a fit, after
+    PyMC's ~1,200 modules). :func:`callbacks.import_nutpie` imports arviz-base with the frames
+    alone (file, line, function; the standard ``inspect.stack`` is not called): the same
+    stand-in modules, whose error still names the module and the file and line it was asked
+    for; ``inspect.stack`` is the standard one again after."""
+    import subprocess
+    import sys
+
+    code = (
+        "import inspect, sys\n"
+        "import pymc\n"
+        "orig, asked = inspect.stack, []\n"
+        "def stack(context=1):\n"
+        "    asked.append(context)\n"
+        "    return orig(context)[1:]\n"
+        "inspect.stack = stack\n"
+        "from ddtree_bayes.engine import callbacks\n"
+        "callbacks.import_nutpie()\n"
+        "print(asked, inspect.stack is stack)\n"
+        "import arviz_base.io_numpyro as io\n"
+        "try:\n"
+        "    io.jax.numpy\n"
+        "except ModuleNotFoundError as e:\n"
+        "    print(str(e).splitlines()[0], 'io_numpyro.py, line 21, in <module>' in str(e))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout.splitlines()
+    assert out[0] == "[] True"
+    assert out[1] == "No module named 'jax' True"

@@ -353,7 +353,8 @@ def import_nutpie():
         import nutpie
 
         return nutpie
-    import arviz_base
+    with _frames_only():
+        import arviz_base
 
     if not all(hasattr(arviz_base, name) for name in ("from_dict", "dict_to_dataset")):
         # (another arviz-base: nutpie imports arviz whole, as it does)
@@ -374,6 +375,42 @@ def import_nutpie():
     if nutpie is None:
         import nutpie
     return nutpie
+
+
+@contextmanager
+def _frames_only():
+    """``inspect.stack()`` as the frames alone while arviz-base is imported.
+
+    arviz-base's import calls ``lazy_loader.load("jax")`` and ``("numpyro")``; for a module
+    that is not installed, lazy_loader calls ``inspect.stack()`` to say later where it was
+    asked for (the file, line and function of its caller). ``inspect.stack()`` reads the
+    source line of every frame on the stack and, for the frames of frozen modules (the import
+    system's), maps every imported module to its file first: ~0.1-0.2 s of a fit, after
+    PyMC's ~1,200 modules, for a message nobody reads unless jax is used. Here it is the
+    frames with their file, line and function, without source lines (``code_context`` None,
+    which lazy_loader's message allows). Nothing is changed when arviz-base is imported."""
+    import inspect
+    import sys
+
+    if "arviz_base" in sys.modules:
+        yield
+        return
+    stack = inspect.stack
+
+    def frames_only(context: int = 1) -> list:
+        frame: Any = sys._getframe(1)   # (from its caller: without this frame)
+        frames = []
+        while frame is not None:
+            frames.append(inspect.FrameInfo(frame, frame.f_code.co_filename, frame.f_lineno,
+                                            frame.f_code.co_name, None, None))
+            frame = frame.f_back
+        return frames
+
+    inspect.stack = frames_only
+    try:
+        yield
+    finally:
+        inspect.stack = stack
 
 
 def patch_nutpie() -> bool:
