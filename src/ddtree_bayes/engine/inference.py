@@ -290,8 +290,9 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     """
     import warnings
 
-    import arviz_stats as azs
     import numpy as np
+
+    from ddtree_bayes.engine import chain_stats
 
     failures = finite_failures(posterior, sample_stats)
     if failures and failures[0].startswith("no draws"):
@@ -302,16 +303,13 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     rows: list[dict[str, Any]] = []
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore", RuntimeWarning)  # inf draws: the gates say so below
-        rhat = azs.rhat(posterior)
-        ess_bulk = azs.ess(posterior, method="bulk")
-        ess_tail = azs.ess(posterior, method="tail")
-        mcse = azs.mcse(posterior)
+        prob = chain_stats.ci_prob()
         for name in posterior.data_vars:
-            da = posterior[name]
+            da = posterior[name].transpose("chain", "draw", ...)
             extra = [d for d in da.dims if d not in ("chain", "draw")]
-            values = {k: np.asarray(v[name].values).reshape(-1)
-                      for k, v in (("rhat", rhat), ("ess_bulk", ess_bulk),
-                                   ("ess_tail", ess_tail), ("mcse_mean", mcse))}
+            # arviz-stats' rhat, ess (bulk, tail) and mcse, to the bit, without importing it
+            values = {k: np.asarray(v).reshape(-1)
+                      for k, v in chain_stats.summaries(da.values, prob).items()}
             if extra:
                 labels = [str(x) for x in da[extra[0]].values]
                 names = [f"{name}[{lab}]" for lab in labels]
