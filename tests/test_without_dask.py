@@ -35,6 +35,7 @@ from xarray.namedarray.utils import is_duck_dask_array
 lazy = xr.DataArray(dask.array.ones((2, 3), chunks=1), dims=("chain", "draw"))
 print("AFTER", lazy.chunks is not None, is_duck_dask_array(lazy.data),
       float((lazy + da).sum().compute()))
+print("CHUNKED", xr.DataArray(np.arange(6.0), dims="a").chunk(2).chunks)
 """
 
 
@@ -50,6 +51,7 @@ def test_a_fits_xarray_work_imports_no_dask_and_leaves_it_usable(tmp_path):
     assert out[0] == "INSIDE True []"
     assert out[1] == "LEFT False"          # no stand-in left behind
     assert out[2] == "AFTER True True 21.0"  # 6 ones + (0 + 1 + ... + 5)
+    assert out[3] == "CHUNKED ((2, 2, 2),)"  # xarray's dask chunk manager found again
 
 
 def test_without_dask_changes_nothing_once_dask_is_imported():
