@@ -7,9 +7,10 @@
     .venv/bin/python scripts/docs_examples.py --only predict --write
 
 Each example runs in a scratch copy of this repository's ``data/`` and ``models/priors.toml``
-(the repository's own folders are never touched), as a whole process with the project's
-interpreter (``python -m ddtree_bayes``), stdout and stderr interleaved as a terminal shows
-them. Its output is saved to ``docs/examples/<name>.txt`` and pasted into every page block
+(with the files ``WORKSPACE_FILES`` names, such as the benchmark fixtures a page imports, at
+the paths the page shows; the repository's own folders are never touched), as a whole process
+with the project's interpreter (``python -m ddtree_bayes``), stdout and stderr interleaved as a
+terminal shows them. Its output is saved to ``docs/examples/<name>.txt`` and pasted into every page block
 
     <!-- example: NAME -->
     ```
@@ -74,8 +75,14 @@ class Workspace:
     path: Path
 
 
-def _ws_files(path: Path, data: str | None) -> None:
+def _ws_files(path: Path, data: str | None, extra: tuple[tuple[str, str], ...] = ()) -> None:
     (path / "models").mkdir(parents=True)
+    for source, dest in extra:   # files a page's commands name, at the paths the page shows
+        if (REPO / source).is_dir():
+            shutil.copytree(REPO / source, path / dest)
+        else:
+            (path / dest).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(REPO / source, path / dest)
     shutil.copytree(REPO / "data", path / "data")
     shutil.copy(REPO / "models" / "priors.toml", path / "models" / "priors.toml")
     (path / "data" / "measurements.csv").chmod(0o644)
@@ -90,6 +97,12 @@ WORKSPACES: dict[str, str | None] = {
     "living": None,
     "rtx5090": "data/public/llamacpp_mtp_qwen38_27b_rtx5090.csv",
     "multi": "data/examples/public_multi_model.csv",
+    "bench": None,
+}
+
+#: workspace -> files of this repository copied into it: (repository path, workspace path)
+WORKSPACE_FILES: dict[str, tuple[tuple[str, str], ...]] = {
+    "bench": (("tests/fixtures/bench", "tests/fixtures/bench"),),
 }
 
 ADD_ROW = ("add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block",
@@ -171,6 +184,41 @@ EXAMPLES: tuple[Example, ...] = (
                                             "--hardware", "h200", "--gpus", "1", "--engine",
                                             "vllm", "--method", "eagle3", "--block", "4",
                                             "--accept", "2.79")),
+    # docs/cli.md: `add --from-bench`, one import after the other in a copy of data/
+    Example("bench-model-mismatch", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/vllm_serve.json", "--hardware", "b300",
+        "--engine", "vllm", "--method", "eagle3", "--block", "3", "--model", "kimi-k2.6")),
+    Example("bench-no-gpus", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/vllm_serve.json", "--hardware", "b300",
+        "--engine", "vllm", "--method", "eagle3", "--block", "3")),
+    Example("bench-vllm-serve", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/vllm_serve.json", "--hardware", "b300",
+        "--engine", "vllm", "--method", "eagle3", "--block", "3", "--gpus", "8")),
+    Example("bench-llama", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/llama_bench.json", "--engine", "llama.cpp",
+        "--method", "ar", "--model", "llama-3.1-8b-instruct", "--gpus", "1")),
+    Example("bench-batched", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/sglang_one_batch_bs1_bs8.jsonl",
+        "--hardware", "b300", "--engine", "sglang", "--method", "ar")),
+    Example("bench-single-stream", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/sglang_one_batch_bs1_bs8.jsonl",
+        "--hardware", "b300", "--engine", "sglang", "--method", "ar", "--single-stream-only",
+        "--model", "kimi-k2.6")),
+    Example("bench-no-card", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/llama_bench_readme.json", "--engine",
+        "llama.cpp", "--method", "ar")),
+    Example("bench-card-size", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/llama_bench_readme.json", "--engine",
+        "llama.cpp", "--method", "ar", "--model", "kimi-k2.6")),
+    Example("bench-wrong-gpu", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/llama_bench_readme.json", "--engine",
+        "llama.cpp", "--method", "ar", "--model", "qwen3-8b", "--hardware", "rtx-5090")),
+    Example("bench-wrong-format", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/sglang_serving.jsonl", "--hardware", "b300",
+        "--engine", "sglang", "--method", "ar", "--bench-format", "vllm-serve")),
+    Example("bench-latency-no-batch", "bench", (
+        "add", "--from-bench", "tests/fixtures/bench/vllm_latency.json", "--hardware", "b300",
+        "--engine", "vllm", "--method", "ar")),
 )
 
 
@@ -239,7 +287,7 @@ def generate(names: set[str] | None) -> dict[str, str]:
                 continue
             if example.work not in spaces:
                 path = SCRATCH / example.work
-                _ws_files(path, WORKSPACES[example.work])
+                _ws_files(path, WORKSPACES[example.work], WORKSPACE_FILES.get(example.work, ()))
                 spaces[example.work] = Workspace(example.work, path)
             print(f"[docs] {example.work}: ddtree-bayes {' '.join(example.argv)}",
                   file=sys.stderr, flush=True)
