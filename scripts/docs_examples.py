@@ -97,11 +97,13 @@ WORKSPACES: dict[str, str | None] = {
     "living": None,
     "rtx5090": "data/public/llamacpp_mtp_qwen38_27b_rtx5090.csv",
     "multi": "data/examples/public_multi_model.csv",
+    "cli": None,
     "bench": None,
 }
 
 #: workspace -> files of this repository copied into it: (repository path, workspace path)
 WORKSPACE_FILES: dict[str, tuple[tuple[str, str], ...]] = {
+    "cli": (("tests/fixtures/cards/deepseek-v3", "DeepSeek-V3"),),
     "bench": (("tests/fixtures/bench", "tests/fixtures/bench"),),
 }
 
@@ -184,6 +186,27 @@ EXAMPLES: tuple[Example, ...] = (
                                             "--hardware", "h200", "--gpus", "1", "--engine",
                                             "vllm", "--method", "eagle3", "--block", "4",
                                             "--accept", "2.79")),
+    # docs/cli.md: errors, names, bounds (on the bundled fit)
+    Example("cli-fit", "cli", ("fit", "--quiet"), quiet=True),
+    Example("cli-gpus-zero", "cli", ("predict", "--gpus", "0")),
+    Example("cli-budget-zero", "cli", ("predict", "--budget", "0")),
+    Example("cli-engine-typo", "cli", ("predict", "--engine", "sglnag", "--accept", "14")),
+    Example("cli-hardware-typo", "cli", ("predict", "--hardware", "h2000", "--accept", "14")),
+    Example("cli-accept-eagle3", "cli", ("predict", "--method", "eagle3", "--block", "4",
+                                         "--engine", "sglang", "--accept", "6")),
+    Example("cli-add-accept", "cli", ("add", "--hardware", "b300", "--engine", "sglang",
+                                      "--method", "ddtree", "--block", "16", "--budget", "32",
+                                      "--accept", "20", "--tok-s", "900", "--source",
+                                      HYPOTHETICAL)),
+    Example("cli-add-infer", "cli", ("add", "--hardware", "rtx-pro-6000", "--engine", "vllm",
+                                     "--method", "eagle3", "--block", "3", "--context", "16k",
+                                     "--accept", "infer", "--tok-s", "99.4", "--source",
+                                     "kimi-k26.md DCP=1 MTP=3 table")),
+    Example("hardware-list", "cli", ("hardware", "list"), keep=(
+        r"^hardware ", r"^---", r"^b300 ", r"^rtx-4090 ", r"^rtx-5060-ti ", r"^\d+ GPUs",
+        r"^Peaks", r"^- = ")),
+    Example("card-add-dry-run", "cli", ("card", "add", "--hf-config", "./DeepSeek-V3",
+                                        "--dry-run")),
     # docs/cli.md: `add --from-bench`, one import after the other in a copy of data/
     Example("bench-model-mismatch", "bench", (
         "add", "--from-bench", "tests/fixtures/bench/vllm_serve.json", "--hardware", "b300",
