@@ -99,12 +99,14 @@ WORKSPACES: dict[str, str | None] = {
     "multi": "data/examples/public_multi_model.csv",
     "cli": None,
     "bench": None,
+    "mine": "data/examples/own_model_rtx4090.csv",
 }
 
 #: workspace -> files of this repository copied into it: (repository path, workspace path)
 WORKSPACE_FILES: dict[str, tuple[tuple[str, str], ...]] = {
     "cli": (("tests/fixtures/cards/deepseek-v3", "DeepSeek-V3"),),
     "bench": (("tests/fixtures/bench", "tests/fixtures/bench"),),
+    "mine": (("tests/fixtures/cards/llama-3.1-8b", "my-model"),),
 }
 
 ADD_ROW = ("add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block",
@@ -242,6 +244,13 @@ EXAMPLES: tuple[Example, ...] = (
     Example("bench-latency-no-batch", "bench", (
         "add", "--from-bench", "tests/fixtures/bench/vllm_latency.json", "--hardware", "b300",
         "--engine", "vllm", "--method", "ar")),
+    # docs/howto/own-data.md, docs/cli.md: three HYPOTHETICAL rows of a model without a card
+    # on an RTX 4090, fitted with a proxy card, then with the card its config.json gives
+    Example("own-proxy-fit", "mine", ("fit", "--quiet"), keep=(
+        r"^ddtree-bayes: note: no model card", r"^fit \d")),
+    Example("own-card-add", "mine", ("card", "add", "--hf-config", "my-model", "--name",
+                                     "my-model")),
+    Example("own-card-fit", "mine", ("fit", "--quiet"), keep=(r"^fit \d",)),
 )
 
 
