@@ -161,6 +161,12 @@ EXAMPLES: tuple[Example, ...] = (
         r"^saved")),
     Example("own-predict", "rtx5090", ("predict",)),
     Example("own-predict-accept", "rtx5090", ("predict", "--accept", "3:5")),
+    # docs/json-output.md: a fit's own default scenario
+    Example("json-default-scenario", "rtx5090", ("predict", "--accept", "3", "--format", "json"),
+            keep=(r'^  "default_scenario"', r'^    "hardware"', r'^    "gpus"', r'^    "method"',
+                  r'^    "block"', r'^    "budget"', r'^    "verify_tokens"', r'^    "engines"',
+                  r'^      "', r'^    \]', r'^    "accept"', r'^    "why"', r'^    "asked"',
+                  r'^  \}')),
     # docs/howto/own-data.md: the cards a run knows
     Example("card-list", "main", ("card", "list"), keep=(
         r"^model ", r"^---", r"^llama-3.1-8b", r"^kimi-k2.6 ", r"^qwen3.8-27b ", r"^$",
@@ -196,6 +202,9 @@ EXAMPLES: tuple[Example, ...] = (
     Example("cli-hardware-typo", "cli", ("predict", "--hardware", "h2000", "--accept", "14")),
     Example("cli-accept-eagle3", "cli", ("predict", "--method", "eagle3", "--block", "4",
                                          "--engine", "sglang", "--accept", "6")),
+    # docs/json-output.md: predict's JSON
+    Example("json-predict", "cli", ("predict", "--engine", "sglang", "--accept", "12:13",
+                                    "--format", "json")),
     Example("cli-add-accept", "cli", ("add", "--hardware", "b300", "--engine", "sglang",
                                       "--method", "ddtree", "--block", "16", "--budget", "32",
                                       "--accept", "20", "--tok-s", "900", "--source",
