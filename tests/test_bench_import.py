@@ -1155,6 +1155,46 @@ def test_a_serving_runs_context_is_the_mean_kv_its_decode_reads(tmp_path):
     assert rec.context() == 1024.0 and rec.decode_kv == 0.0
 
 
+@pytest.mark.parametrize("name", ["vllm_serve.json", "sglang_serving.jsonl"])
+def test_a_serving_file_without_output_tokens_says_its_context_is_the_prompt_alone(tmp_path,
+                                                                                   name):
+    """A serving result without total_output_tokens went in at its prompt alone, 1024, while
+    its notes said "context_tokens = total_input_tokens/completed +
+    total_output_tokens/completed/2", a rule the row did not follow, exit 0 and no word of the
+    half answer left out. The notes now say the prompt alone, and a warning says why."""
+    raw = _json(name) if name.endswith(".json") else _jsonl(name)[0]
+    del raw["total_output_tokens"]
+    path = tmp_path / name
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context() == 1024.0
+    assert "total_output_tokens/completed/2" not in rec.notes
+    assert ("context_tokens = total_input_tokens/completed, rounded: the prompt alone, as the "
+            "file records no total_output_tokens") in rec.notes
+    assert rec.caveat == ("context_tokens 1024 is the prompt alone: the file records no "
+                          "total_output_tokens, so the half of each answer a decode step also "
+                          "reads on average is left out (pass --context P + N/2 for P-token "
+                          "prompts and N-token answers)")
+
+
+@pytest.mark.parametrize(("value", "says"), [
+    (-4096, "'total_output_tokens' is -4096: a count of tokens cannot be negative"),
+    (float("nan"), "'total_output_tokens' is nan: a count of tokens is a finite number"),
+    (float("inf"), "'total_output_tokens' is inf: a count of tokens is a finite number")])
+def test_a_serving_files_bad_output_token_count_is_refused(tmp_path, value, says):
+    """A negative, NaN or infinite total_output_tokens was taken as 'no output count': the row
+    went in at its prompt, 1024, with notes claiming half the output was added, exit 0 (a
+    negative total_input_tokens is refused by its key). Now refused the same way."""
+    raw = _json("vllm_serve.json")
+    raw["total_output_tokens"] = value
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BenchFormatError) as err:
+        parse(path)
+    assert str(err.value) == (f"{path}, record 1: {says} (fix: pass an unedited vllm-serve "
+                              "result file)")
+
+
 def test_the_result_id_hashes_the_prompt_not_the_context():
     """Files imported before the context counted the decode keep their id: the id hashes the
     prompt (context_tokens), so the same run imported again is still found a duplicate."""

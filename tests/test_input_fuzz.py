@@ -589,6 +589,21 @@ def test_bench_a_negative_token_count_is_named_in_the_file(work, total):
                    "(fix: pass an unedited vllm-serve result file)\n"), err
 
 
+@pytest.mark.parametrize("total", [-5, "NaN"])
+def test_bench_a_bad_output_token_count_is_named_in_the_file(work, total):
+    """A negative or NaN ``total_output_tokens`` was read as 'the file does not say': the row
+    went in at its prompt, with notes claiming half the output was added, exit 0. It is now
+    refused by its key, as a negative ``total_input_tokens`` is, and nothing is written."""
+    payload = json.dumps(vllm_serve()).replace('"total_output_tokens": 4096',
+                                               f'"total_output_tokens": {total}')
+    err = one_line_refusal(work, "add", "--from-bench", str(bench_file(work, "n.json", payload)),
+                           *VLLM_FLAGS)
+    said = "cannot be negative" if total == -5 else "is a finite number"
+    assert err == (f"ddtree-bayes: error: {work / 'in' / 'n.json'}, record 1: "
+                   f"'total_output_tokens' is {str(total).lower()}: a count of tokens {said} "
+                   "(fix: pass an unedited vllm-serve result file)\n"), err
+
+
 @pytest.mark.parametrize("command", ["fit", "validate", "add-from", "add-data"])
 def test_blank_lines_where_the_header_should_be(work, command):
     """A file of blank lines (spaces, newlines) was refused as "row 1, column 'model': missing

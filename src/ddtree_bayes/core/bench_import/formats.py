@@ -264,18 +264,41 @@ def _mean_prompt(rec: BenchRow) -> float | None:
 _SERVING_CONTEXT = ("context_tokens = total_input_tokens/completed + "
                     "total_output_tokens/completed/2, rounded: the mean KV a decode step reads, "
                     "the prompt plus half the output")
+#: ... when the file records no output count: the prompt alone, and why.
+_PROMPT_ALONE = ("context_tokens = total_input_tokens/completed, rounded: the prompt alone, as "
+                 "the file records no total_output_tokens")
 
 
-def _half_output(rec: BenchRow) -> float:
+def _half_output(rec: BenchRow) -> float | None:
     """Half the tokens each request decoded (``total_output_tokens / completed / 2``): what a
     serving run's decode steps read beyond the prompt, on average (the first output token
     comes from the prefill; the k-th of n reads the prompt and k - 1 tokens, a mean of n / 2
-    over tokens 2..n). 0 when the file does not say."""
+    over tokens 2..n). None when the file does not say; a count that is negative, NaN or
+    infinite is refused by its key (it was taken as 'not said', under notes that said half
+    the output was added)."""
     total = rec.number("total_output_tokens", required=False)
+    if total is not None and (not math.isfinite(total) or total < 0):
+        said = ("cannot be negative" if math.isfinite(total)
+                else "is a finite number")
+        raise rec.error(f"'total_output_tokens' is {total:g}: a count of tokens {said}",
+                        key="total_output_tokens", fix=f"pass an unedited {rec.fmt} result file")
     done = rec.number("completed", required=False)
-    if total is None or not done or not math.isfinite(total) or total < 0 or done <= 0:
-        return 0.0
+    if total is None or not done or not math.isfinite(done) or done <= 0:
+        return None
     return total / done / 2
+
+
+def _serving_context(rec: BenchRow) -> tuple[float | None, float, str, str | None]:
+    """(prompt, half the output, the notes' clause, a caveat) of a serving result: its
+    context is the prompt plus half the output (:func:`_half_output`); without an output
+    count, the prompt alone, which the notes and a warning say."""
+    prompt, half = _mean_prompt(rec), _half_output(rec)
+    if prompt is None or half is not None:
+        return prompt, half or 0.0, _SERVING_CONTEXT, None
+    return prompt, 0.0, _PROMPT_ALONE, (
+        f"context_tokens {prompt:g} is the prompt alone: the file records no "
+        "total_output_tokens, so the half of each answer a decode step also reads on average "
+        "is left out (pass --context P + N/2 for P-token prompts and N-token answers)")
 
 
 #: Formats whose runs at concurrency C > 1 are imported (into the concurrency column): a
@@ -385,14 +408,13 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     engine, said = _backend_engine(rec, ("vllm", VLLM_CLIENT_DEFAULT))
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
-    notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; "
-             f"{_SERVING_CONTEXT}"
+    prompt, half, context, caveat = _serving_context(rec)
+    notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; {context}"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
-    return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                       decode_kv=_half_output(rec),
+    return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=prompt, decode_kv=half,
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
-                       index=rec.index, setup=setup, draft_tokens=_drafted_per_step(rec),
+                       index=rec.index, setup=setup, caveat=caveat, draft_tokens=_drafted_per_step(rec),
                        engine=engine, engine_said=said, stamp=rec.text("date"))
 
 
@@ -418,14 +440,13 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
     if model is None and isinstance(info, dict):
         model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
-    notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; "
-             f"{_SERVING_CONTEXT}"
+    prompt, half, context, caveat = _serving_context(rec)
+    notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; {context}"
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
-    return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=_mean_prompt(rec),
-                       decode_kv=_half_output(rec),
+    return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=prompt, decode_kv=half,
                        batch_size=streams, model=model, notes=notes, index=rec.index,
-                       engine=engine, engine_said=said)
+                       engine=engine, engine_said=said, caveat=caveat)
 
 
 def _sglang_one_batch(rec: BenchRow) -> BenchRecord:
