@@ -591,6 +591,25 @@ def test_llama_bench_json_takes_tg_rows_only():
     assert "tg128 @ d4096" in recs[1].notes
 
 
+@pytest.mark.parametrize(("n_gen", "depth", "context"), [(127, 0, 64.0), (1, 4096, 4097.0),
+                                                         (3, 0, 2.0)])
+def test_llama_benchs_context_counts_the_token_each_step_feeds(tmp_path, n_gen, depth, context):
+    """llama-bench's tg test decodes n_gen single tokens after n_depth prefilled ones (its
+    test_gen: a BOS or random token, then n_gen - 1 random ones), each step's attention
+    reading the depth, the tokens fed before and its own: depth + 1 .. depth + n_gen, a mean of
+    depth + (n_gen + 1) / 2, the count a serving run's decode gets (the step that makes the
+    k-th token feeds the (k-1)-th: prompt + k - 1 read). The import added (n_gen - 1) / 2:
+    tg127 at depth 0 went in at 63 (its steps read 1..127, mean 64), tg1 at 4096 at 4096
+    (its one step reads 4097), tg3 at depth 0 at 1 (its steps read 1, 2, 3: a mean of 2)."""
+    raw = _json("llama_bench.json")
+    raw[1]["n_gen"], raw[1]["n_depth"] = n_gen, depth
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(raw))
+    _, recs = parse(path)
+    assert recs[0].context() == context
+    assert "context_tokens = n_depth + [n_gen + 1]/2, rounded" in recs[0].notes
+
+
 def test_llama_bench_csv_matches_json():
     _, from_json = parse(BENCH / "llama_bench.json")
     fmt, from_csv = parse(BENCH / "llama_bench.csv")

@@ -117,7 +117,7 @@ def test_llama_bench_imports_its_generation_tests(work, name):
     assert code == 0, err
     rows = new_rows(work)
     # tg128 and tg128 @ d4096 (the pp512 test is skipped, with a note): avg_ts as printed;
-    # 128 decode steps read depth + 0..127 tokens: + 63.5, rounded half to even, 64 and 4160
+    # 128 decode steps read depth + 1..128 tokens: + 64.5, rounded half to even, 64 and 4160
     assert [(r["model"], r["hardware"], r["tok_s"], r["context_tokens"], r["accept_len"])
             for r in rows] == [("llama-3.1-8b-instruct", "h100", "150.62", "64", "1"),
                                ("llama-3.1-8b-instruct", "h100", "127.493", "4160", "1")]

@@ -163,7 +163,7 @@ def test_add_and_from_bench(work):
                   "--model", "llama-3.1-8b-instruct", "--gpus", "1", "--engine", "llama.cpp",
                   "--method", "ar")
     validate_output("add", out)
-    # tg128 at depth 0 and 4096: + 127 / 2 = 63.5, rounded half to even
+    # tg128 at depth 0 and 4096: + 129 / 2 = 64.5, rounded half to even
     assert [(r["hardware"], r["context_tokens"]) for r in out["rows"]] == [("h100", 64),
                                                                            ("h100", 4160)]
 

@@ -32,9 +32,9 @@ repository, path and function):
 
 Every format's context is the mean KV a decode step of the run read (``BenchRecord.context``):
 its prompt (``total_input_tokens / completed``, ``input_len``, ``n_depth``) plus half what each
-stream decoded (``total_output_tokens / completed / 2``, ``output_len / 2``, ``(n_gen - 1) / 2``
-for llama-bench, whose every generated token is a decode step), since the step model's context
-cost is linear in it.
+stream decoded (``total_output_tokens / completed / 2``, ``output_len / 2``, ``(n_gen + 1) / 2``
+for llama-bench, whose every generated token is a decode step that also reads the token it
+feeds: depth + 1 .. depth + n_gen), since the step model's context cost is linear in it.
 
 A serving run at concurrency C > 1 (vLLM ``bench serve``, SGLang ``bench_serving``) is
 imported at C (the streams that ran: ``max_concurrency`` capped by the requests, vLLM's

@@ -496,13 +496,13 @@ def _llama_bench(rec: BenchRow, kind: str) -> BenchRecord:
         gpu = None   # the weights stayed on the CPU: the GPU listed did not run the decode
     notes = (f"llama-bench (llama-bench {kind}): tok_s = avg_ts of test tg{n_gen}"
              + (f" @ d{depth}" if depth else "") + " (mean of samples_ts, generation only); "
-             f"context_tokens = n_depth + [n_gen - 1]/2, rounded: the mean KV a decode step "
+             f"context_tokens = n_depth + [n_gen + 1]/2, rounded: the mean KV a decode step "
              f"reads; model_type {model_type!r}"
              + (f"; {noted}" if noted else ""))
     params = rec.number("model_n_params", required=False)
     size = rec.number("model_size", required=False)
     return BenchRecord(tok_s=tok_s, accept_len=None, context_tokens=float(depth), batch_size=1,
-                       decode_kv=(n_gen - 1) / 2,
+                       decode_kv=(n_gen + 1) / 2,
                        model=rec.text("model_filename") or model_type, notes=notes,
                        index=rec.index, model_params=params if params and params > 0 else None,
                        model_bytes=size if size and math.isfinite(size) and size > 0 else None,

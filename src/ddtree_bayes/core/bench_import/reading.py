@@ -97,8 +97,10 @@ class BenchRecord:
     #: latency run whose prompt is longer than its output: the prefill is in avg_latency)
     caveat: str | None = None
     #: tokens the run's decode steps read beyond the prompt, on average: half its output
-    #: (``n / 2`` when the first of n tokens comes from the prefill, ``(n - 1) / 2`` when all
-    #: n are decode steps); 0 when the file does not say how many tokens each stream decoded
+    #: (``n / 2`` when the first of n tokens comes from the prefill, the steps reading
+    #: prompt + 1 .. prompt + n - 1; ``(n + 1) / 2`` when all n are decode steps, reading
+    #: prompt + 1 .. prompt + n, each step counting the token it feeds); 0 when the file does
+    #: not say how many tokens each stream decoded
     decode_kv: float = 0.0
     #: the values the file itself measured, when tok_s, the context and the batch are worked
     #: out with the run's flags (vLLM latency: avg_latency and its latencies, beside
@@ -141,7 +143,7 @@ class BenchRecord:
 
         >>> BenchRecord(336.4, None, 1024.0, 1, None, "", 1, decode_kv=256.0).context()
         1280.0
-        >>> BenchRecord(150.6, None, 0.0, 1, None, "", 1, decode_kv=63.5).context()
+        >>> BenchRecord(150.6, None, 0.0, 1, None, "", 1, decode_kv=64.5).context()
         64.0
         """
         if self.context_tokens is None:
