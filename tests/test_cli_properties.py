@@ -400,6 +400,24 @@ def test_help_works_everywhere(tmp_path, argv):
             assert f"\n    {command} " in out, command
 
 
+@pytest.mark.parametrize("command", ["predict", "add", "track", "optimize"])
+def test_context_help_says_it_is_the_prompt_plus_half_the_answer(tmp_path, command):
+    """README's glossary and docs/howto/own-data.md define a context (``context_tokens``,
+    ``--context``) as the mean KV a decode step reads, the prompt plus half the answer (1024
+    in, 1024 out: 1536), the figure ``add --from-bench`` writes; every --help said "context
+    length in tokens" (add: that, and the decode's mean KV with --from-bench alone), which
+    reads as the prompt: a run typed in by hand went in at 1024 beside its own import at
+    1536, and ``predict --context 1024`` asked about the 1536 runs' prompts."""
+    code, out, err = run_cli(tmp_path, command, "--help")
+    assert code == 0 and err == "", err
+    flat = " ".join(out.split())
+    assert ("--context CONTEXT the mean KV length a decode step reads, in tokens: the prompt "
+            "plus half the answer (1024 in, 1024 out: 1536), e.g. 32768 or 32k (default: ") in flat
+    if command == "add":
+        assert ("with --from-bench: the file's, its input length plus half its output)"
+                in flat)
+
+
 def test_no_command_and_an_unknown_flag_are_one_line(tmp_path):
     for argv, what in ((), "COMMAND"), (("predict", "--bogus"), "--bogus"), (
             ("predict", "--format", "xml"), "choose from"):

@@ -313,7 +313,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add this module's subcommands to the main parser."""
     from ddtree_bayes.cli import args as A
-    from ddtree_bayes.core.query_flags import MODEL_HELP, add_kv_cache_argument
+    from ddtree_bayes.core.query_flags import CONTEXT_HELP, MODEL_HELP, add_kv_cache_argument
 
     o = sub.add_parser(
         "optimize", help="the tree budget with the highest expected tok/s",
@@ -348,9 +348,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="streams decoded together (default: %(default)s): tok/s per user at "
                         "that concurrency; the best budget shrinks as C grows")
     o.add_argument("--context", type=A.context,
-                   help="context length in tokens, e.g. 32768 or 32k: the KV a decode step "
-                        "reads, on average (P-token prompts, N-token answers: P + N/2; "
-                        "default: the priors' default_context_tokens, 0 as bundled)")
+                   help=f"{CONTEXT_HELP}, e.g. 32768 or 32k (default: the priors' "
+                        "default_context_tokens, 0 as bundled)")
     add_kv_cache_argument(o, capped="each budget's tok/s and autoregressive decoding's, "
                                     "which optimize compares")
     o.add_argument("--acceptance-file", metavar="FILE.csv",

@@ -243,6 +243,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     from ddtree_bayes.cli import args as A
     from ddtree_bayes.cli.args import add_format
     from ddtree_bayes.core.bench_import import FORMATS
+    from ddtree_bayes.core.query_flags import CONTEXT_HELP
 
     a = sub.add_parser(
         "add", help="append a validated measurement to data/measurements.csv",
@@ -302,10 +303,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "blank for a speculative run that did not report it: the fit infers "
                         "one acceptance per (model, method, block, budget) from such rows")
     a.add_argument("--context", type=A.context,
-                   help="context length in tokens, e.g. 32768 or 32k (default: blank, which the "
+                   help=f"{CONTEXT_HELP}, e.g. 32768 or 32k (default: blank, which the "
                         "fit reads as the priors' default_context_tokens, 0 as bundled; with "
-                        "--from-bench: the mean KV a decode step of the run read, its input "
-                        "length plus half its output)")
+                        "--from-bench: the file's, its input length plus half its output)")
     a.add_argument("--concurrency", type=A.whole(1, A.MAX_CONCURRENCY, "give the stream count, e.g. "
                                                  "--concurrency 8"),
                    help="streams decoded together in the run (default: 1); --tok-s is then "

@@ -36,6 +36,11 @@ def whole_number(text: str) -> int:
 whole_number.__name__ = "whole number"
 
 
+#: What a context is, as every --context help says it (README's glossary, "context").
+CONTEXT_HELP = ("the mean KV length a decode step reads, in tokens: the prompt plus half the "
+                "answer (1024 in, 1024 out: 1536)")
+
+
 def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     """--model --hardware --gpus --engine --method --block --budget --verify-tokens --context."""
     add_model_argument(p)
@@ -49,7 +54,7 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--budget", type=whole_number, help="tree node budget (verify tokens = budget + 1)")
     p.add_argument("--verify-tokens", type=whole_number,
                    help="tokens verified per step (overrides the derivation)")
-    p.add_argument("--context", help="context length in tokens, e.g. 32768 or 32k (default: the "
+    p.add_argument("--context", help=f"{CONTEXT_HELP}, e.g. 32768 or 32k (default: the "
                                       "priors' default_context_tokens, 0 as bundled)")
 
 

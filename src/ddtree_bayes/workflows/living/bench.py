@@ -402,7 +402,8 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
     columns come from ``config`` (``CONFIG_KEYS``; None: the data file's GPU count for that
     hardware, the data file's model when the file names none). The acceptance length comes
     from the file when it records one, else from ``accept`` (autoregressive runs: 1); asking
-    for both is an error. ``context`` replaces the file's input length (the notes say so).
+    for both is an error. ``context`` replaces the file's context, its prompt plus half its
+    output (the notes say so).
     ``source`` defaults to the tool, file name and record number; the parser's note on how
     tok/s was computed, and the model and GPU the file names, are kept in ``notes``. Raises
     :class:`DataError` (one line naming the file and the record) on any problem; nothing is
