@@ -877,6 +877,28 @@ def test_a_context_flag_says_it_replaced_the_files_prompt_length(work):
     assert "total_input_tokens/completed" not in row["notes"]
 
 
+def test_the_prompt_alone_warning_is_not_said_once_context_replaces_it(work, pm, tmp_path):
+    """A serving file without total_output_tokens goes in at its prompt (1024), a warning
+    saying the half answer is left out and to pass --context P + N/2; with --context 1536
+    the warning still told the user to pass the --context they had passed."""
+    raw = json.loads((BENCH / "vllm_serve.json").read_text())
+    del raw["total_output_tokens"]
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    argv = ["add", "--from-bench", str(path), "--hardware", "b300", "--gpus", "8", "--engine",
+            "vllm", "--method", "eagle3", "--block", "3"]
+    code, _, err = run_cli(work, *argv)
+    assert code == 0, err
+    assert err == (f"ddtree-bayes: warning: {path}, record 1: context_tokens 1024 is the prompt "
+                   "alone: the file records no total_output_tokens, so the half of each answer "
+                   "a decode step also reads on average is left out (pass --context P + N/2 for "
+                   "P-token prompts and N-token answers)\n")
+    other = Path(shutil.copytree(pm, tmp_path / "other"))
+    code, _, err = run_cli(other, *argv, "--context", "1536")
+    assert code == 0 and err == "", err
+    assert [r["context_tokens"] for r in new_rows(work) + new_rows(other)] == ["1024", "1536"]
+
+
 def test_a_tok_s_overflowing_the_step_range_is_named_in_a_few_digits(work, tmp_path):
     """A TPOT of 1e-300 ms made tok_s 8e300, written as its 301 digits by the CSV cell's
     whole-number rule, and the refusal quoted all of them. (Its TTFT and output_throughput

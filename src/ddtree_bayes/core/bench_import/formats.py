@@ -414,8 +414,9 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=prompt, decode_kv=half,
                        batch_size=streams, model=rec.text("model_id", "model"), notes=notes,
-                       index=rec.index, setup=setup, caveat=caveat, draft_tokens=_drafted_per_step(rec),
-                       engine=engine, engine_said=said, stamp=rec.text("date"))
+                       index=rec.index, setup=setup, context_caveat=caveat,
+                       draft_tokens=_drafted_per_step(rec), engine=engine, engine_said=said,
+                       stamp=rec.text("date"))
 
 
 def _drafted_per_step(rec: BenchRow) -> int | None:
@@ -446,7 +447,7 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=prompt, decode_kv=half,
                        batch_size=streams, model=model, notes=notes, index=rec.index,
-                       engine=engine, engine_said=said, caveat=caveat)
+                       engine=engine, engine_said=said, context_caveat=caveat)
 
 
 def _sglang_one_batch(rec: BenchRow) -> BenchRecord:

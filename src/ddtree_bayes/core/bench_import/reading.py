@@ -96,6 +96,9 @@ class BenchRecord:
     #: what the row's tok/s does not measure, said as a warning when it is imported (a vLLM
     #: latency run whose prompt is longer than its output: the prefill is in avg_latency)
     caveat: str | None = None
+    #: the warning on a context the file leaves short (a serving result without
+    #: total_output_tokens: the prompt alone), not said when --context replaces it
+    context_caveat: str | None = None
     #: tokens the run's decode steps read beyond the prompt, on average: half its output
     #: (``n / 2`` when the first of n tokens comes from the prefill, the steps reading
     #: prompt + 1 .. prompt + n - 1; ``(n + 1) / 2`` when all n are decode steps, reading

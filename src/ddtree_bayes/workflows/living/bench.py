@@ -447,7 +447,9 @@ def rows_from_bench(path: Path, config: dict[str, str | None], *,
                             "the host's", file=f"{path} ({fmt}, {unit} {rec.index})",
                             fix="rerun llama-bench with every layer on the GPU (-ngl 99, "
                                 "without -ncmoe, -ot ...=CPU or -nkvo)")
-    warnings += [f"{path}, {unit} {rec.index}: {rec.caveat}" for rec in parsed if rec.caveat]
+    warnings += [f"{path}, {unit} {rec.index}: {said}" for rec in parsed
+                 for said in (rec.caveat, None if context is not None else rec.context_caveat)
+                 if said]
     hardware_of = _hardware(path, unit, parsed, config.get("hardware"), hardware_names)
     method = config.get("method")
     rows = []
