@@ -544,6 +544,18 @@ def test_the_link_class_reads_how_datasheets_write_it(tmp_path, text, link):
     assert code == 0 and f"interconnect  {text} ({link})" in out
 
 
+
+
+def _one_gpu_table(name: str, bw: str, interconnect: str) -> str:
+    """A hardware.csv of the bundled header and one GPU row, written by hand."""
+    header = next(csv.reader(io.StringIO(bundled("hardware.csv").read_text())))
+    row = dict.fromkeys(header, "")
+    row.update(hardware=name, mem_bw_tb_s=bw, interconnect=interconnect, source="s")
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, header)
+    writer.writeheader()
+    writer.writerow(row)
+    return buf.getvalue()
 @pytest.mark.parametrize("text", ["no NVLink", "without NVLink", "non-NVLink", "NVLink: none",
                                   "NVLink: no", "no NVLink / NVSwitch", "w/o NVLink"])
 def test_a_link_that_says_it_has_no_fabric_is_not_read_as_one(tmp_path, text):
@@ -561,15 +573,8 @@ def test_a_link_that_says_it_has_no_fabric_is_not_read_as_one(tmp_path, text):
     assert code == 2 and out == "" and listing(tmp_path) == {}
     assert err.startswith(f"ddtree-bayes: error: --interconnect {text!r} names neither PCIe nor "
                           "an NVLink-class fabric (fix: ")
-    header = next(csv.reader(io.StringIO(bundled("hardware.csv").read_text())))
-    row = dict.fromkeys(header, "")
-    row.update(hardware="my-gpu", mem_bw_tb_s="1.792", interconnect=text, source="s")
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, header)
-    writer.writeheader()
-    writer.writerow(row)
     with pytest.raises(DataError, match="names neither PCIe nor an NVLink-class fabric"):
-        load_hardware("hardware.csv", text=buf.getvalue())
+        load_hardware("hardware.csv", text=_one_gpu_table("my-gpu", "1.792", text))
 
 
 @pytest.mark.parametrize("text", ["NVIDIA NVLink: 900GB/s, PCIe Gen5: 128GB/s",
@@ -587,15 +592,8 @@ def test_a_link_naming_both_pcie_and_a_fabric_without_a_bridge_is_refused(tmp_pa
     assert code == 2 and out == "" and listing(tmp_path) == {}
     assert err.startswith(f"ddtree-bayes: error: --interconnect {text!r} names both PCIe and an "
                           "NVLink-class fabric") and "(fix: " in err and err.count("\n") == 1
-    header = next(csv.reader(io.StringIO(bundled("hardware.csv").read_text())))
-    row = dict.fromkeys(header, "")
-    row.update(hardware="my-h100", mem_bw_tb_s="3.35", interconnect=text, source="s")
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, header)
-    writer.writeheader()
-    writer.writerow(row)
     with pytest.raises(DataError, match="names both PCIe and an NVLink-class fabric"):
-        load_hardware("hardware.csv", text=buf.getvalue())
+        load_hardware("hardware.csv", text=_one_gpu_table("my-h100", "3.35", text))
     for ok in ("NVLink bridge 600 GB/s (pairs); PCIe Gen5", "PCIe Gen4 (optional 2-way NVLink "
                "bridge)", "PCIe Gen5 (no NVLink)"):
         code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--like", "h100",
