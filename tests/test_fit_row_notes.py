@@ -10,6 +10,7 @@ line naming the file and row, in the words `add` uses (core/row_notes.py holds t
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -164,3 +165,44 @@ def test_a_row_on_more_gpus_than_a_node_holds_is_said(tmp_path):
     import json
 
     assert json.loads(out)["warnings"] == [f"row 11: {NODES_SAYS}"]
+
+
+#: Notes `add --from-bench` wrote before a row's context counted the decode (d4933a6).
+OLD_NOTES = {
+    "vllm-serve": "vllm bench serve (vllm-serve): tok_s = 1000/median_tpot_ms (2.9 ms; decode "
+                  "only, first token excluded); context_tokens = total_input_tokens/completed, "
+                  "rounded; bench result 0123456789ab",
+    "llama-bench": "llama-bench (llama-bench json): tok_s = avg_ts of test tg128 @ d4096 (mean "
+                   "of samples_ts, generation only); context_tokens = n_depth; model_type "
+                   "'llama 8B Q4_K - Medium'; bench result 0123456789ac",
+    "vllm-latency": "vllm bench latency (vllm-latency): tok_s = batch_size*output_len/"
+                    "avg_latency = 1*128/1.02; batch_size/output_len from flags; whole "
+                    "generation, includes the prefill of input_len tokens and engine overhead; "
+                    "bench result 0123456789ad",
+}
+
+
+def test_fit_says_a_row_imported_with_its_prompt_alone_as_context(tmp_path):
+    """Rows `add --from-bench` wrote before 2026-12-06 hold the file's prompt as their context
+    (a 1024-in / 1024-out serving run at 1024 where its decode read 1536 on average); the
+    import cannot fix them (a second import is refused as a duplicate), so fit names each, from
+    the notes the import wrote. A row imported since, one whose --context replaced the file's,
+    and a blank context are not named."""
+    new = OLD_NOTES["vllm-serve"].replace(
+        "rounded;", "rounded + total_output_tokens/completed/2, rounded: the mean KV a decode "
+                    "step reads, the prompt plus half the output;")
+    replaced = OLD_NOTES["vllm-serve"].replace(
+        "total_input_tokens/completed, rounded", "--context 1536 (the file's: 1024)")
+    rows = [f"kimi-k2.6,b300,8,vllm,ar,,,1,1.0,{ctx},131,x,\"{re.sub('[0-9a-f]{12}$', f'{i:012x}', notes)}\","
+            for i, (ctx, notes) in enumerate((
+                (1024, OLD_NOTES["vllm-serve"]), (4096, OLD_NOTES["llama-bench"]),
+                (512, OLD_NOTES["vllm-latency"]), (1280, new), (1536, replaced),
+                ("", OLD_NOTES["vllm-serve"])))]   # (each its own bench result id)
+    path = edited(tmp_path / "imported.csv", *rows)
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    said = [w for w in inputs.warnings(inputs.priors) if "prompt alone" in w]
+    assert said == [f"{path}, row {n}: context_tokens {ctx} is its benchmark file's prompt alone "
+                    "(an add --from-bench import before 2026-12-06): a decode step read the "
+                    "prompt plus half the output on average (1024 in, 1024 out: 1536), which "
+                    "the context cost is linear in; write that figure, or delete the row and "
+                    "import the file again" for n, ctx in ((11, 1024), (12, 4096), (13, 512))]

@@ -196,6 +196,47 @@ NOTE_FLAGS = ("--tok-s", "--concurrency", "--accept", "--gpus", "--context")
 _FLAG = re.compile("(?:" + "|".join(map(re.escape, NOTE_FLAGS)) + r")\b")
 
 
+#: How ``add --from-bench`` wrote a row's context before it counted the decode (d4933a6):
+#: the prompt alone, said in the notes (serving results, llama-bench), or not said (vLLM
+#: latency and SGLang one-batch rows named the lengths without a context rule).
+_PROMPT_ONLY = re.compile(r"context_tokens = (?:total_input_tokens/completed, rounded|n_depth)"
+                          r"(?:;|$)")
+_SAID_CONTEXT = re.compile(r"context_tokens = ")
+_TOOLS_WITHOUT_RULE = ("vllm bench latency (vllm-latency):",
+                       "sglang.bench_one_batch (sglang-one-batch):")
+
+
+def prompt_only_context(m: Measurement) -> str | None:
+    """One line when a row ``add --from-bench`` imported before the context counted the decode
+    (2026-12-06) holds its file's prompt as ``context_tokens``: a decode step read the prompt
+    plus half the output on average (1024 in, 1024 out: 1536), and the context cost is linear
+    in it, so such a row understates the context behind its tok/s. Read off the notes the
+    import wrote; None for any other row (a ``--context`` given, a row typed by hand).
+
+    >>> from ddtree_bayes.core.data import Measurement
+    >>> old = ("vllm bench serve (vllm-serve): tok_s = x; "
+    ...        "context_tokens = total_input_tokens/completed, rounded")
+    >>> m = Measurement(2, "kimi-k2.6", "b300", 8, "vllm", "ar", None, None, 1, 1.0, 1024.0,
+    ...                 300.0, "s", old)
+    >>> print(prompt_only_context(m)[:62])
+    context_tokens 1024 is its benchmark file's prompt alone (an a
+    >>> prompt_only_context(Measurement(2, "kimi-k2.6", "b300", 8, "vllm", "ar", None, None, 1,
+    ...                                 1.0, 1024.0, 300.0, "s",
+    ...                                 old + " + total_output_tokens/completed/2"))
+    """
+    notes = m.notes or ""
+    if not m.context_tokens or "context_tokens = --context" in notes:
+        return None
+    if not (_PROMPT_ONLY.search(notes) or (notes.startswith(_TOOLS_WITHOUT_RULE)
+                                           and not _SAID_CONTEXT.search(notes))):
+        return None
+    return (f"context_tokens {plain_text(m.context_tokens)} is its benchmark file's prompt "
+            "alone (an add --from-bench import before 2026-12-06): a decode step read the "
+            "prompt plus half the output on average (1024 in, 1024 out: 1536), which the "
+            "context cost is linear in; write that figure, or delete the row and import the "
+            "file again")
+
+
 def as_columns(line: str) -> str:
     """A note in the words of a file's rows: ``add``'s flags as the columns they fill.
 
@@ -222,8 +263,10 @@ def row_notes(rows: Sequence[Measurement], cards: dict, hardware: dict[str, dict
         card = cards.get(m.model)
         note = card_weights_note(card, hardware, m)
         others = [r for r in groups[(m.model, m.hardware, m.gpus, m.engine)] if r is not m]
+        prompt_only = prompt_only_context(m)
         found += [(m.row, as_columns(line)) for line in (
             *([] if note is None else [note]),
+            *([] if prompt_only is None else [prompt_only]),
             *physics_notes(card, hardware, m, read_floor=note is None,
                            default_context=default_context),
             *cross_row_notes(m, others, repeats=False))]
