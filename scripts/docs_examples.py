@@ -56,7 +56,7 @@ HYPOTHETICAL = "HYPOTHETICAL example for the docs, not a measurement"
 
 @dataclass(frozen=True)
 class Example:
-    """One command: ``argv`` after ``ddtree-bayes`` (None: ``shell`` runs instead), in
+    """One command: ``argv`` after ``ddtree-bayes``, in
     workspace ``work``; ``keep`` selects lines of the output (regexes; an excerpt keeps the
     first line matching each, in order, with ``...`` between gaps); ``show`` is the command
     as the page shows it (default: the argv)."""

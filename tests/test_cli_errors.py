@@ -569,6 +569,31 @@ def test_diff_gives_no_interval_from_a_fit_that_failed_its_gates(tmp_path):
     assert out["unconverged"] == ["20260101T000001Z-unconvgd"]
 
 
+def test_diff_says_when_the_two_fits_had_other_seeds(tmp_path):
+    """`diff A B` of the same rows fitted with two seeds printed "same measurements" and every
+    parameter's change without a word that the change is the sampler's Monte Carlo noise
+    (adv3, round 3): it says the seeds differ, and which to refit with."""
+    from test_cli_support import write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data, models = work / "data", work / "models"
+    write_point_mass_fit(models, data / "measurements.csv", models / "priors.toml",
+                         data / "hardware.csv", fit_id="20260101T000001Z-otherseed", seed=7)
+    code, out, err = run_cli(work, "diff", "20260101T000000Z-pointmss", "latest")
+    assert code == 0, err
+    head = out[:out.index("posterior median")]
+    assert "  same measurements" in head
+    assert ("sampler seeds differ between the two fits: 20261130 -> 7 (part of every change "
+            "below is Monte Carlo noise; `fit --seed 20261130` makes B's draws comparable)"
+            ) in head
+    out = json.loads(run_cli(work, "diff", "20260101T000000Z-pointmss", "latest", "--format",
+                             "json")[1])
+    assert out["inputs_differ"] == ["seed"]
+    from test_json_schemas import validate_output
+
+    validate_output("diff", out)
+
+
 def test_diff_says_when_the_hardware_table_or_model_form_differ(tmp_path):
     """A trust pass: `diff A B` of two fits of the same rows, B made with another hardware
     table (b300 at 6 TB/s) and another MoE form, printed "same measurements" and the changed

@@ -67,7 +67,8 @@ FIT_ID = "20260101T000000Z-pointmss"
 
 def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
                          fit_id: str = FIT_ID, n: int = 16, moe_form: str = "linear",
-                         jitter: float = 0.0, draws=None, **overrides) -> Path:
+                         jitter: float = 0.0, draws=None, seed: int = 20261130,
+                         **overrides) -> Path:
     """Save the point-mass posterior (``overrides`` as in ``point_mass_draws``) as a fit
     artifact that ``store.load_fit`` reads (h5py: root attributes and a ``posterior``
     group of (chain, draw, ...) arrays); ``latest.json`` points at it. ``jitter`` > 0
@@ -84,7 +85,7 @@ def write_point_mass_fit(models: Path, data: Path, priors: Path, hardware: Path,
              "hardware": hardware.read_text()}
     meta = json.loads(json.dumps(pm.meta))
     meta.update({
-        "fit_id": fit_id, "created_utc": "2026-01-01T00:00:00+00:00", "seed": 20261130,
+        "fit_id": fit_id, "created_utc": "2026-01-01T00:00:00+00:00", "seed": seed,
         "package_version": "test", "libraries": {},
         "sampler": {"chains": 1, "draws": n, "tune": 0, "target_accept": 0.9,
                     "backend": "nutpie"},

@@ -80,13 +80,19 @@ def _resolve_id(models: Path, fit_id: str) -> Path:
 
 def _inputs_differ(a, b) -> list[tuple[str, str]]:
     """What besides the rows differs between fits ``a`` and ``b`` (key, line): the priors, the
-    hardware table, the model forms. ``diff`` named the priors only: of two fits of the same
-    rows on different hardware tables it said "same measurements" and nothing more."""
+    sampler's seed, the hardware table, the model forms. ``diff`` named the priors only: of
+    two fits of the same rows on different hardware tables it said "same measurements" and
+    nothing more."""
     from ddtree_bayes.core.hardware_table import SOURCE_COLUMNS
 
     out = []
     if a.meta.get("priors", {}).get("sha256") != b.meta.get("priors", {}).get("sha256"):
         out.append(("priors", "priors differ between the two fits"))
+    seed_a, seed_b = a.meta.get("seed"), b.meta.get("seed")
+    if seed_a != seed_b:   # (the same rows fitted twice: the change is the sampler's noise)
+        out.append(("seed", f"sampler seeds differ between the two fits: {seed_a} -> {seed_b} "
+                            "(part of every change below is Monte Carlo noise; `fit --seed "
+                            f"{seed_a}` makes B's draws comparable)"))
     # the values by GPU, sources aside, as predict's hardware_changes compares them (a file
     # reordered or a source reworded is the same table)
     def values(fit) -> dict:
