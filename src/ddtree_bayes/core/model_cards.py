@@ -477,23 +477,21 @@ def check_kv_layout(kv_bytes: float | None, layers: float | None, bits: float | 
     bits = bits or KV_CARD_BITS_ASSUMED
     values = (kv_bytes + (window_bytes or 0.0)) / layers / (bits / 8)
     if hidden and values > MOST_KV_VALUES_PER_HIDDEN * hidden:
-        raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
-                        f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), "
-                        f"{values / hidden:.3g}x the hidden size {hidden:g}: more than full "
-                        "multi-head attention caches (K and V of every head, at most ~4x it)",
-                        file=path, row=row, column="kv_bytes_per_token",
-                        fix="write the bytes per token over all layers, 2 x layers x kv_heads x "
-                            "head_dim x bytes per value: 131072 for Llama-3.1-8B's 32 x 8 x 128 "
-                            "at bf16; and check layers, hidden_size and kv_cache_bits")
-    if values < LEAST_KV_VALUES_PER_LAYER:
-        raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
-                        f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), fewer "
-                        "than the smallest attention layout caches: "
-                        f"{LEAST_KV_VALUES_PER_LAYER}, K and V of one KV head of 64 dims (MQA, "
-                        "as Falcon-7B)", file=path, row=row, column="kv_bytes_per_token",
-                        fix="write the bytes per token over all layers, 2 x layers x kv_heads x "
-                            "head_dim x bytes per value: 131072 for Llama-3.1-8B's 32 x 8 x 128 "
-                            "at bf16; and check layers and kv_cache_bits")
+        problem, check = (f"{values / hidden:.3g}x the hidden size {hidden:g}: more than full "
+                          "multi-head attention caches (K and V of every head, at most ~4x "
+                          "it)", "layers, hidden_size and kv_cache_bits")
+    elif values < LEAST_KV_VALUES_PER_LAYER:
+        problem, check = ("fewer than the smallest attention layout caches: "
+                          f"{LEAST_KV_VALUES_PER_LAYER}, K and V of one KV head of 64 dims "
+                          "(MQA, as Falcon-7B)", "layers and kv_cache_bits")
+    else:
+        return
+    raise DataError(f"kv_bytes_per_token {kv_bytes:g} over {layers:g} layers is {values:.3g} "
+                    f"values a layer at {bits:g} bits (kv_cache_bits; blank: bf16), {problem}",
+                    file=path, row=row, column="kv_bytes_per_token",
+                    fix="write the bytes per token over all layers, 2 x layers x kv_heads x "
+                        "head_dim x bytes per value: 131072 for Llama-3.1-8B's 32 x 8 x 128 at "
+                        f"bf16; and check {check}")
 
 
 def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, ModelCard]:

@@ -201,7 +201,6 @@ _FLAG = re.compile("(?:" + "|".join(map(re.escape, NOTE_FLAGS)) + r")\b")
 #: latency and SGLang one-batch rows named the lengths without a context rule).
 _PROMPT_ONLY = re.compile(r"context_tokens = (?:total_input_tokens/completed, rounded|n_depth)"
                           r"(?:;|$)")
-_SAID_CONTEXT = re.compile(r"context_tokens = ")
 _TOOLS_WITHOUT_RULE = ("vllm bench latency (vllm-latency):",
                        "sglang.bench_one_batch (sglang-one-batch):")
 
@@ -228,7 +227,7 @@ def prompt_only_context(m: Measurement) -> str | None:
     if not m.context_tokens or "context_tokens = --context" in notes:
         return None
     if not (_PROMPT_ONLY.search(notes) or (notes.startswith(_TOOLS_WITHOUT_RULE)
-                                           and not _SAID_CONTEXT.search(notes))):
+                                           and "context_tokens = " not in notes)):
         return None
     return (f"context_tokens {plain_text(m.context_tokens)} is its benchmark file's prompt "
             "alone (an add --from-bench import before 2026-12-06): a decode step read the "
