@@ -33,12 +33,9 @@ from ddtree_bayes.core.methods import (
     shaped_budget,
 )
 from ddtree_bayes.core.pairs import (
-    BOTH_FIX,
     LEAST_BITS_PER_WEIGHT,
     LEAST_QUANTISATION,
-    LINK_FIX,
-    link_class,
-    names_both,
+    link_problem,
     pair_label,
 )
 from ddtree_bayes.core.tensor_cores import (
@@ -1218,14 +1215,10 @@ def load_hardware(path: str | Path, text: str | None = None, *, stored: bool = F
             raise DataError("empty value", file=path, row=i, column="interconnect",
                             fix="say how the GPUs are linked (e.g. 'PCIe Gen5 x16' or 'NVLink5 "
                                 "1.8 TB/s'): a step's all-reduces depend on it")
-        if link_class(row["interconnect"]) is None and not stored:
-            raise DataError(f"{row['interconnect'].strip()!r} names neither PCIe nor an "
-                            "NVLink-class fabric", file=path, row=i, column="interconnect",
-                            fix=LINK_FIX)
-        if names_both(row["interconnect"]) and not stored:
-            raise DataError(f"{row['interconnect'].strip()!r} names both PCIe and an "
-                            "NVLink-class fabric", file=path, row=i, column="interconnect",
-                            fix=BOTH_FIX)
+        problem = None if stored else link_problem(row["interconnect"])
+        if problem is not None:
+            raise DataError(f"{row['interconnect'].strip()!r} {problem[0]}", file=path, row=i,
+                            column="interconnect", fix=problem[1])
         table[name] = row
     return table
 

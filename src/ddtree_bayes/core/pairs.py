@@ -107,6 +107,22 @@ def names_both(interconnect: str) -> bool:
                 and not BRIDGE_RE.search(interconnect))
 
 
+def link_problem(interconnect: str) -> tuple[str, str] | None:
+    """(what is wrong, the fix) of an interconnect text the pair roofline cannot class: one
+    that names neither PCIe nor a fabric (:data:`LINK_FIX`), or both without a bridge
+    (:func:`names_both`, :data:`BOTH_FIX`); None for one it can. ``hardware add`` and the
+    hardware table refuse both alike.
+
+    >>> link_problem("PCIe Gen5"), link_problem("Bicycle")[0]
+    (None, 'names neither PCIe nor an NVLink-class fabric')
+    """
+    if link_class(interconnect) is None:
+        return "names neither PCIe nor an NVLink-class fabric", LINK_FIX
+    if names_both(interconnect):
+        return "names both PCIe and an NVLink-class fabric", BOTH_FIX
+    return None
+
+
 def link_class(interconnect: str) -> str | None:
     """"pcie", "fabric" (NVLink-class), or None when the text names neither.
 

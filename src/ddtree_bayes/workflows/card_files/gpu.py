@@ -26,7 +26,7 @@ from ddtree_bayes.core.data import (
 )
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.core.hardware_table import HardwareTable, merge_tables
-from ddtree_bayes.core.pairs import BOTH_FIX, LINK_FIX, link_class, names_both
+from ddtree_bayes.core.pairs import link_problem
 from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.core.tensor_cores import (
     COMPUTE_CAPABILITY_RE,
@@ -224,12 +224,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         raise InputError(f"--{blank[0].replace('_', '-')} is empty",
                          fix="give the value, or leave the flag out to keep the copied one")
     link = values.get("interconnect")
-    if isinstance(link, str) and link_class(link) is None:
-        raise InputError(f"--interconnect {link.strip()!r} names neither PCIe nor an NVLink-class "
-                         "fabric", fix=LINK_FIX)
-    if isinstance(link, str) and names_both(link):
-        raise InputError(f"--interconnect {link.strip()!r} names both PCIe and an NVLink-class "
-                         "fabric", fix=BOTH_FIX)
+    if isinstance(link, str) and (problem := link_problem(link)) is not None:
+        raise InputError(f"--interconnect {link.strip()!r} {problem[0]}", fix=problem[1])
     memory = values.get("memory")
     size = _SIZE.search(memory) if isinstance(memory, str) else None
     if isinstance(memory, str) and size is not None:
