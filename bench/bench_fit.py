@@ -104,12 +104,12 @@ def one_run(phase: str, index: int, argv: list[str], cwd: Path, env: dict[str, s
            "cwd": r["cwd"], "env": r["env"], "returncode": r["returncode"],
            "timed_out": r["timed_out"], "wall_s": r["wall_s"], "timings": {},
            "converged": None, "divergences": None, "failures": None, "fit_id": None,
-           "ok": False, "error": None}
+           "min_ess_bulk": None, "min_ess_tail": None, "ok": False, "error": None}
     try:
         out = json.loads(r["stdout"])
         rec.update(timings=out.get("timings", {}), converged=out.get("converged"),
                    divergences=out.get("divergences"), failures=out.get("failures"),
-                   fit_id=out.get("fit_id"))
+                   fit_id=out.get("fit_id"), **min_ess(out.get("diagnostics") or []))
     except json.JSONDecodeError:
         out = None
     if r["timed_out"]:
@@ -137,6 +137,22 @@ def one_run(phase: str, index: int, argv: list[str], cwd: Path, env: dict[str, s
     return rec
 
 
+def min_ess(diagnostics: list[dict]) -> dict:
+    """The smallest bulk and tail ESS over a fit's parameters (its `--format json`
+    `diagnostics`): the effective draws the least well sampled parameter got."""
+    def least(key: str) -> float | None:
+        vals = [d[key] for d in diagnostics if d.get(key) is not None]
+        return min(vals) if vals else None
+    return {"min_ess_bulk": least("ess_bulk"), "min_ess_tail": least("ess_tail")}
+
+
+def ess_per_wall_s(run: dict) -> float | None:
+    """Effective draws of the least well sampled parameter (bulk) per second of the whole
+    process: what a sampler delivers per second, where equal draws may not be equal ESS."""
+    ess = run.get("min_ess_bulk")
+    return ess / run["wall_s"] if ess is not None and run["wall_s"] > 0 else None
+
+
 def phase_summary(runs: list[dict]) -> dict:
     ok = [r for r in runs if r["ok"]]
     def pick(key: str) -> list[float]:
@@ -149,6 +165,8 @@ def phase_summary(runs: list[dict]) -> dict:
         "compile_s": C.summary(pick("compile_s")),
         "sample_s": C.summary(pick("sample_s")),
         "total_s": C.summary(pick("total_s")),
+        "min_ess_bulk": C.summary([r["min_ess_bulk"] for r in ok]),
+        "ess_bulk_per_wall_s": C.summary([ess_per_wall_s(r) for r in ok]),
         # process start-up, imports and output outside the CLI's own total_s timer
         "outside_total_s": C.summary([r["wall_s"] - r["timings"]["total_s"] for r in ok
                                       if "total_s" in r["timings"]]),
@@ -169,7 +187,7 @@ def render(results: dict) -> str:
                        if k in ("pymc", "nutpie", "pytensor", "numba")), ""]
     headers = ["phase", "runs ok", "wall median (s)", "wall min (s)", "wall max (s)",
                "compile_s med", "sample_s med", "total_s med", "wall - total_s med",
-               "converged", "divergences"]
+               "converged", "divergences", "min ESS bulk med", "min ESS bulk / wall s med"]
     rows = []
     for key, label in PHASE_LABELS.items():
         ph = results["summary"].get(key)
@@ -179,7 +197,9 @@ def render(results: dict) -> str:
                      C.fmt_s(ph["wall_s"]["min"]), C.fmt_s(ph["wall_s"]["max"]),
                      C.fmt_s(ph["compile_s"]["median"]), C.fmt_s(ph["sample_s"]["median"]),
                      C.fmt_s(ph["total_s"]["median"]), C.fmt_s(ph["outside_total_s"]["median"]),
-                     f"{ph['converged']}/{ph['runs']}", str(ph["divergences_total"])])
+                     f"{ph['converged']}/{ph['runs']}", str(ph["divergences_total"]),
+                     C.fmt_s(ph["min_ess_bulk"]["median"], 0),
+                     C.fmt_s(ph["ess_bulk_per_wall_s"]["median"], 1)])
     out.append(C.markdown_table(headers, rows) if rows else "(no timed runs)")
     if results["aborted"]:
         out += ["", f"**aborted: {results['aborted']}**"]
@@ -188,6 +208,10 @@ def render(results: dict) -> str:
         out += ["", f"pymc / nutpie (warm cache), median wall time: "
                     f"**{C.fmt_s(ratio['wall_s'])}x**; median in-process total_s: "
                     f"{C.fmt_s(ratio['total_s'])}x"]
+        if ratio.get("ess_bulk_per_wall_s"):
+            out += ["", "nutpie / pymc, median of each run's smallest bulk ESS per wall second: "
+                        f"{C.fmt_s(ratio['ess_bulk_per_wall_s'])}x (a sampler's output per "
+                        "second; the wall ratio above compares equal draws)"]
     out += ["", "compile_s is nutpie's model compilation (PyTensor -> numba); for pymc the "
                 "compile happens inside pm.sample and is part of sample_s. wall - total_s is "
                 "process start-up, imports and output, outside the CLI's own timer.", "",
@@ -198,9 +222,11 @@ def render(results: dict) -> str:
         rrows.append([f"{r['phase']} {r['index'] or ''}".strip(), C.fmt_s(r["wall_s"]),
                       C.fmt_s(t.get("compile_s")), C.fmt_s(t.get("sample_s")),
                       C.fmt_s(t.get("total_s")), str(r["converged"]), str(r["divergences"]),
+                      C.fmt_s(r.get("min_ess_bulk"), 0), C.fmt_s(r.get("min_ess_tail"), 0),
                       "ok" if r["ok"] else f"FAILED ({r['error']})"])
     out.append(C.markdown_table(["run", "wall (s)", "compile_s", "sample_s", "total_s",
-                                 "converged", "divergences", "status"], rrows))
+                                 "converged", "divergences", "min ESS bulk", "min ESS tail",
+                                 "status"], rrows))
     out += ["", "### commands", ""]
     out += [f"- {ph}: `{cmd}`" for ph, cmd in results["commands"].items()]
     return "\n".join(out)
@@ -276,7 +302,11 @@ def main(argv: list[str] | None = None) -> int:
         summary["pymc_over_nutpie"] = {
             "wall_s": pym["wall_s"]["median"] / nut["wall_s"]["median"],
             "total_s": (pym["total_s"]["median"] / nut["total_s"]["median"]
-                        if pym["total_s"]["median"] and nut["total_s"]["median"] else None)}
+                        if pym["total_s"]["median"] and nut["total_s"]["median"] else None),
+            "ess_bulk_per_wall_s": (nut["ess_bulk_per_wall_s"]["median"]
+                                    / pym["ess_bulk_per_wall_s"]["median"]
+                                    if nut["ess_bulk_per_wall_s"]["median"]
+                                    and pym["ess_bulk_per_wall_s"]["median"] else None)}
 
     results = {
         "benchmark": "ddtree-bayes fit (whole process)",

@@ -43,3 +43,35 @@ def test_a_result_records_the_commit_of_the_code_it_imported(tmp_path, monkeypat
     assert info["git_commit"] == head
     assert info["git_dirty"] is False
     assert info["code_dir"] == str(package)
+
+
+def _bench_fit():
+    spec = importlib.util.spec_from_file_location("bench_fit", ROOT / "bench" / "bench_fit.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_fit_benchmark_reports_the_least_sampled_parameters_ess_per_second():
+    """Equal draws are not equal effective draws: beside the wall ratio the fit benchmark
+    reports each run's smallest bulk ESS over the parameters per wall second, and the
+    nutpie / PyMC ratio of their medians (hand-computed below)."""
+    bf = _bench_fit()
+    diags = [{"parameter": "a", "ess_bulk": 3000.0, "ess_tail": 2500.0},
+             {"parameter": "b", "ess_bulk": 1200.0, "ess_tail": None},
+             {"parameter": "c", "ess_bulk": None, "ess_tail": 900.0}]
+    assert bf.min_ess(diags) == {"min_ess_bulk": 1200.0, "min_ess_tail": 900.0}
+    assert bf.min_ess([]) == {"min_ess_bulk": None, "min_ess_tail": None}
+
+    def run(phase, wall, ess):
+        return {"phase": phase, "ok": True, "converged": True, "divergences": 0, "wall_s": wall,
+                "timings": {"total_s": wall - 1}, "min_ess_bulk": ess}
+    nut = bf.phase_summary([run("nutpie-warm", 8.0, 1600.0), run("nutpie-warm", 10.0, 1000.0),
+                            run("nutpie-warm", 9.0, 1800.0)])
+    pym = bf.phase_summary([run("pymc-warm", 30.0, 1500.0), run("pymc-warm", 20.0, 1000.0)])
+    # per run: 200, 100, 200 ESS/s -> median 200; 50, 50 -> 50
+    assert nut["ess_bulk_per_wall_s"]["median"] == 200.0
+    assert nut["min_ess_bulk"]["median"] == 1600.0
+    assert pym["ess_bulk_per_wall_s"]["median"] == 50.0
+    assert bf.ess_per_wall_s({"min_ess_bulk": None, "wall_s": 3.0}) is None
