@@ -279,3 +279,47 @@ def test_a_count_of_one_is_singular():
     assert SamplerSettings(chains=1, draws=1).chains_x_draws() == "1 chain x 1 draw"
     assert SamplerSettings(chains=4).chains_x_draws() == "4 chains x auto draws"
     assert SamplerSettings(chains=4, draws=1000).chains_x_draws() == "4 chains x 1000 draws"
+
+
+def test_identical_repeats_are_read_to_the_records_resolution():
+    """Eight runs recorded at one value (565 tok/s eight times: S2 = 0) cannot show a
+    run-to-run scatter below the records' resolution. Read literally, their within-
+    configuration density ``-(n - 1) log run_sd`` grows without bound as run_sd -> 0, and with
+    n >= 5 outgrows config_share's Beta(2, 2) prior ((1 - share)^(1 - (n - 1)/2): an improper
+    posterior, R-hat 5.7 in the 17-row refit). Their spread is read as at least the
+    resolution, S2 >= (n - 1) q^2 with q = C.RESOLUTION: the density of eight runs that
+    scatter by exactly that about the same mean, by hand and by scipy."""
+    from scipy import stats
+
+    q = C.RESOLUTION
+    assert q == 0.001
+    z = np.full(8, math.log(565.0 / 13100.0))
+    n, zbar, s2 = C.sufficient_stats(np.zeros(8, dtype=int), z, 1)
+    assert n.tolist() == [8.0] and s2[0] < 1e-24
+    got = C.grouped_logp(zbar - 0.01, 0.001, 0.02, n, zbar, s2, np.log)[0]
+    by_hand = (-4 * math.log(2 * math.pi) - 7 * math.log(0.001)
+               - 0.5 * math.log(0.001 ** 2 + 8 * 0.02 ** 2) - 7 * q ** 2 / (2 * 0.001 ** 2)
+               - 8 * 0.01 ** 2 / (2 * (0.001 ** 2 + 8 * 0.02 ** 2)))
+    assert got == pytest.approx(by_hand, rel=1e-12)
+    assert got == pytest.approx(40.374924696234785 - 0.0008 / 0.006402, rel=1e-12)
+    spread = zbar[0] + q * math.sqrt(7 / 8) * np.array([1, -1] * 4)   # S2 = 7 q^2, same mean
+    cov = 0.001 ** 2 * np.eye(8) + 0.02 ** 2
+    assert got == pytest.approx(stats.multivariate_normal(np.full(8, zbar[0] - 0.01), cov)
+                                .logpdf(spread), rel=1e-10)
+    # bounded as run_sd -> 0 (it rose as -7 log run_sd): its largest value is at run_sd = q
+    runs = np.geomspace(1e-7, 0.1, 801)
+    dens = C.grouped_logp(zbar - 0.01, runs, 0.02, n, zbar, s2, np.log)
+    assert runs[np.argmax(dens)] == pytest.approx(q, rel=0.02)
+    assert dens[0] < dens.max() - 1e6
+    # the Student-t likelihood reads the runs' scatter about their mean alike
+    assert C.config_logp(zbar - 0.01, 0.002, 0.02, n, zbar, s2, 4.0, np.log)[0] == pytest.approx(
+        C.config_logp(zbar - 0.01, 0.002, 0.02, n, zbar, np.full(1, 7 * q ** 2), 4.0,
+                      np.log)[0], rel=1e-12)
+    # a singleton, and repeats that differ by more than the resolution, are read as they are
+    one = C.grouped_logp(0.1, 0.03, 0.02, np.ones(1), np.full(1, 0.15), np.zeros(1), np.log)[0]
+    assert one == pytest.approx(stats.norm(0.1, math.hypot(0.03, 0.02)).logpdf(0.15), rel=1e-12)
+    two = np.log([131.0, 133.0])
+    n2, zbar2, s22 = C.sufficient_stats(np.zeros(2, dtype=int), two, 1)
+    assert C.grouped_logp(4.88, 0.03, 0.02, n2, zbar2, s22, np.log)[0] == pytest.approx(
+        stats.multivariate_normal(np.full(2, 4.88), 0.03 ** 2 * np.eye(2) + 0.02 ** 2)
+        .logpdf(two), rel=1e-12)

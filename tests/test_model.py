@@ -184,6 +184,53 @@ def test_repeated_runs_share_a_configuration_error(built):
         sum(hand_config_loglik(spec, p, rows, 0.3) for rows in kept if rows), rel=1e-10)
 
 
+def test_identical_repeated_runs_are_read_to_the_records_resolution(built):
+    """Eight runs of the B300 DDTree configuration recorded at one value (S2 = 0): the model's
+    density is that of eight runs scattered by the records' resolution q about the same mean
+    (S2 = 7 q^2; core/likelihood.RESOLUTION), by hand with scipy's multivariate normal; read
+    literally it grew as -7 log run_sd without bound as config_share -> 1 (an improper
+    posterior that NUTS could not sample: R-hat 5.7)."""
+    import csv
+    import io
+
+    from scipy import stats
+
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.likelihood import RESOLUTION
+    from ddtree_bayes.core.paths import bundled
+
+    _, cfg, _ = built
+    text = bundled("measurements.csv").read_text()
+    rows = list(csv.reader(io.StringIO(text)))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerows(rows)
+    base = dict(zip(rows[0], rows[2], strict=True))
+    for k in range(7):
+        writer.writerow([{**base, "source": f"HYPOTHETICAL repeat {k} (test)"}[c]
+                         for c in rows[0]])
+    hw = load_hardware(bundled("hardware.csv"))
+    data = load_measurements("repeats.csv", hw, text=out.getvalue(), allow_duplicates=True)
+    spec = S.build_spec(data, cfg)
+    assert spec.configs.n.tolist() == [1, 8, 1, 1, 1, 1, 1, 1, 1]
+    assert spec.configs.s2[1] < 1e-24
+    share = 0.3
+    p = {**hand_point(), "config_share": share}
+    noise2 = p["noise_sd"] ** 2
+    mu = hand_mu(spec, p)
+    same = [1, *range(9, 16)]
+    z = spec.log_tok_s[same] + RESOLUTION * math.sqrt(7 / 8) * np.array([1, -1] * 4)
+    cov = (1.0 - share) * noise2 * np.eye(8) + share * noise2
+    by_hand = stats.multivariate_normal(mu[same], cov).logpdf(z)
+    m = build_model(spec, cfg)
+    (per_config,) = m.compile_logp(vars=[m["log_tok_s"]], sum=False)(unconstrained(m, p))
+    assert per_config[1] == pytest.approx(by_hand, rel=1e-10)
+    # bounded as config_share -> 1 (run_sd -> 0): it rose without bound
+    near_one = m.compile_logp(vars=[m["log_tok_s"]])(
+        unconstrained(m, {**p, "config_share": 1 - 1e-9}))
+    assert near_one < m.compile_logp(vars=[m["log_tok_s"]])(unconstrained(m, p))
+
+
 def test_without_repeats_the_model_has_no_configuration_error(built):
     """One row per configuration: no config_share (it could not be told from the data) and
     the likelihood is one Normal per row, as before."""

@@ -207,6 +207,31 @@ def scatter_parts(variables: dict) -> tuple[np.ndarray, np.ndarray | float]:
     return variables["noise_sd"], variables.get(CONFIG_SD, 0.0)
 
 
+#: The resolution (an sd, in log units) at which a configuration's runs' scatter about their
+#: mean can be read from the records: tok/s written to 3 or 4 significant digits (565, 91.5,
+#: 125.0) is rounded by 0.003%-0.3% of itself (the unit in the last digit over sqrt 12: 0.05%
+#: for a 565 written as an integer), so runs that agree to the last digit show no scatter
+#: below about 0.1%. :func:`within_s2` reads a configuration's ``S2`` as at least ``(n - 1)
+#: RESOLUTION^2``: eight runs recorded at one value (``S2 = 0``) otherwise made ``-(n - 1) log
+#: run_sd`` grow without bound as run_sd -> 0, which from n = 5 outgrows config_share's
+#: Beta(2, 2) prior (an improper posterior; docs/model.md, "Repeated runs").
+RESOLUTION = 0.001
+
+
+def within_s2(n, s2):
+    """A configuration's runs' scatter about their mean ``S2``, read no finer than the records'
+    resolution: ``max(S2, (n - 1) RESOLUTION^2)``. A singleton (n = 1), a configuration whose
+    rows are held out (n = 0) and runs that differ by more than the resolution (every ``S2``
+    above ``(n - 1) 1e-6``: two runs 0.15% apart) keep their ``S2``. numpy arrays and PyTensor
+    tensors alike (``n`` and ``S2`` are data: ``max`` written with ``abs``).
+
+    >>> within_s2(np.array([0.0, 1.0, 8.0, 2.0]), np.array([0.0, 0.0, 0.0, 0.5])).tolist()
+    [0.0, 0.0, 7e-06, 0.5]
+    """
+    floor = (n - 1.0) * RESOLUTION ** 2
+    return (s2 + floor + abs(s2 - floor)) / 2.0
+
+
 def grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log=math.log):
     """The joint log-density of a configuration's rows when they share an error of their own:
     ``z_i = mean + e + eps_i`` with ``e ~ Normal(0, between_sd)`` (how far the configuration's
@@ -219,6 +244,8 @@ def grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log=math.log):
     With ``between_sd = 0`` it is :func:`normal_logp` (independent rows); with one row it is
     ``Normal(mean, sqrt(run_sd^2 + between_sd^2))``; a configuration with n = 0 adds 0. So the
     mean of many repeated runs is known to ``between_sd``, not to ``run_sd / sqrt(n)``.
+    ``S2`` is read as :func:`within_s2` (no finer than the records' resolution), so the
+    density stays bounded as ``run_sd -> 0`` when the runs were recorded at one value.
 
     >>> z = np.array([0.1, 0.4, -0.2])
     >>> n, zbar, s2 = sufficient_stats(np.zeros(3, dtype=int), z, 1)
@@ -234,7 +261,7 @@ def grouped_logp(mean, run_sd, between_sd, n, zbar, s2, log=math.log):
     """
     total = run_sd ** 2 + n * between_sd ** 2
     return (-n * 0.5 * math.log(2 * math.pi) - (n - 1) * log(run_sd) - 0.5 * log(total)
-            - s2 / (2.0 * run_sd ** 2) - n * (zbar - mean) ** 2 / (2.0 * total))
+            - within_s2(n, s2) / (2.0 * run_sd ** 2) - n * (zbar - mean) ** 2 / (2.0 * total))
 
 
 #: The prior (a fixed value) of the likelihood's degrees of freedom: with it, a
@@ -290,7 +317,7 @@ def config_logp(mean, run_sd, between_sd, n, zbar, s2, nu: float | None, log=mat
     # out (n = 0), 0 for n >= 1 (weights are whole): 1 - min(n, 1) without a boolean tensor
     n_safe = n + held
     within = (-(n_safe - 1.0) * (0.5 * math.log(2 * math.pi) + log(run_sd))
-              - s2 / (2.0 * run_sd ** 2) - 0.5 * log(n_safe))
+              - within_s2(n_safe, s2) / (2.0 * run_sd ** 2) - 0.5 * log(n_safe))
     var = (between_sd ** 2 if between_var is None else between_var) + run_sd ** 2 / n_safe
     const = math.lgamma((nu + 1.0) / 2.0) - math.lgamma(nu / 2.0) - 0.5 * math.log(nu * math.pi)
     mean_part = const - 0.5 * log(var) - (nu + 1.0) / 2.0 * log(1.0 + (zbar - mean) ** 2
