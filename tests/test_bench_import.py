@@ -1315,3 +1315,91 @@ def test_output_throughput_between_one_stream_and_c_streams_is_kept(tmp_path):
                                     output_throughput=0.0499 * 512)))
     (rec,) = parse_bench_file(slow).records
     assert rec.batch_size == 1 and rec.tok_s == pytest.approx(1000.0 / raw["median_tpot_ms"])
+
+
+def _detailed_serve(tmp_path, name: str, **extra) -> Path:
+    """The vllm_serve.json fixture as `vllm bench serve --save-detailed` writes it for two
+    requests at --max-concurrency 2: 1000-token prompts, 101 and 301 output tokens."""
+    raw = _json("vllm_serve.json")
+    raw.update(max_concurrency=2, num_prompts=2, completed=2, max_concurrent_requests=2,
+               total_input_tokens=2000, total_output_tokens=402, input_lens=[1000, 1000],
+               output_lens=[101, 301], ttfts=[0.025, 0.025], errors=["", ""],
+               generated_texts=["", ""], **extra)
+    path = tmp_path / name
+    path.write_text(json.dumps(raw))
+    return path
+
+
+def test_a_detailed_serving_runs_context_weighs_each_request_by_its_steps(tmp_path):
+    """Per-request lengths (--save-detailed: input_lens, output_lens) were passed over for the
+    means: 1000 + 402 / 2 / 2 = 1100.5 -> 1100, exit 0. At C streams a request's TPOT is its
+    own mean KV beside the C - 1 others in flight, and a long request is in flight for more
+    steps. By hand: request-weighted 1000 + (50.5 + 150.5) / 2 = 1100.5; step-weighted
+    1000 + (100 x 50.5 + 300 x 150.5) / 400 = 1125.5; at C = 2: (1100.5 + 1125.5) / 2 = 1113."""
+    _, (rec,) = parse(_detailed_serve(tmp_path, "serve.json"))
+    assert rec.context_tokens == 1000.0   # (the prompt, which the result's id hashes)
+    assert rec.decode_kv == pytest.approx(113.0)
+    assert rec.context() == 1113.0
+    assert ("context_tokens = the mean KV a decode step reads, from each request's input_lens "
+            "and output_lens, the k-th of n output tokens reading the prompt + k - 1: at C = 2 "
+            "streams [the requests' mean + 1 x the mean over their decode steps] / 2, rounded, "
+            "1113.0, where the means alone give 1100.5") in rec.notes
+    assert "total_output_tokens/completed/2" not in rec.notes
+
+
+def test_a_detailed_serving_run_at_one_stream_weighs_requests_alike(tmp_path):
+    """At one stream a request's TPOT reads its own KV only: the mean TPOT is the requests'
+    mean, 1000 + (50.5 + 150.5) / 2 = 1100.5 -> 1100 (as the means give); a failed request
+    (output 0, its error said) is no TPOT and is left out: 1000 + 150.5 = 1150.5 -> 1150
+    beside a 500-token prompt that failed (1 of 20 requests)."""
+    raw = _json("vllm_serve.json")
+    raw.update(num_prompts=2, completed=2, total_input_tokens=2000, total_output_tokens=402,
+               input_lens=[1000, 1000], output_lens=[101, 301], errors=["", ""])
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context() == 1100.0
+    raw.update(num_prompts=20, completed=19, failed=1, total_input_tokens=19000,
+               total_output_tokens=19 * 301, input_lens=[500] + [1000] * 19,
+               output_lens=[0] + [301] * 19, errors=["timeout"] + [""] * 19)
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context() == 1150.0
+
+
+def test_detailed_lengths_that_are_not_the_runs_are_refused(tmp_path):
+    """Per-request lengths whose sum is not the run's total_output_tokens are not this run's
+    (an edited file): refused by their key, nothing imported."""
+    path = _detailed_serve(tmp_path, "serve.json")
+    raw = json.loads(path.read_text())
+    raw["output_lens"] = [101, 999]
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BenchFormatError) as err:
+        parse(path)
+    assert _one_line(err) == (
+        f"{path}, record 1: 'output_lens' sum to 1100 tokens over the 2 completed requests, "
+        "but total_output_tokens is 402: the lengths are not this run's (fix: pass an "
+        "unedited vllm-serve result file)")
+
+
+def test_a_serving_run_of_varied_outputs_without_their_lengths_says_so(tmp_path):
+    """sglang.bench_serving --random-range-ratio 0.5 --random-output-len 512 drew each output
+    from 256..512 tokens; at 4 streams its decode steps read more than prompt + half the mean
+    output (a long request is in flight for more steps), which the file cannot say without
+    --output-details: the notes say so, with the size for outputs uniform on the 257 whole
+    numbers 256..512: (C - 1) / C x Var(n) / (2 E[n]) = 3/4 x (257^2 - 1)/12 / (2 x 384)
+    = 3/4 x 5504 / 768 = 5.375 tokens. At range ratio 1 (every output 512) nothing is said."""
+    raw = dict(_jsonl("sglang_serving.jsonl")[0], random_range_ratio=0.5, max_concurrency=4,
+               concurrency=3.99, total_output_tokens=16 * 384,
+               output_throughput=4 * 1000 / 2.4924749999999998 * 0.9)
+    path = tmp_path / "sg.jsonl"
+    path.write_text(json.dumps(raw) + "\n")
+    _, (rec,) = parse(path)
+    assert rec.context() == 1024 + 192
+    assert ("output lengths drawn from 256..512 tokens (random_range_ratio 0.5, "
+            "random_output_len 512) and no output_lens: at 4 streams the decode steps read "
+            "about 5.4 tokens more than this mean, (C - 1) / C x Var(n) / (2 E[n]), left out "
+            "(--output-details lists each request's lengths)") in rec.notes
+    path.write_text(json.dumps(dict(raw, random_range_ratio=1.0)) + "\n")
+    _, (rec,) = parse(path)
+    assert "output lengths drawn" not in rec.notes

@@ -288,11 +288,77 @@ def _half_output(rec: BenchRow) -> float | None:
     return total / done / 2
 
 
-def _serving_context(rec: BenchRow) -> tuple[float | None, float, str, str | None]:
-    """(prompt, half the output, the notes' clause, a caveat) of a serving result: its
-    context is the prompt plus half the output (:func:`_half_output`); without an output
-    count, the prompt alone, which the notes and a warning say."""
+#: How a serving result's context is worked out from its per-request lengths (no ";" or ")":
+#: add --context replaces the clause up to either).
+_DETAILED_CONTEXT = ("context_tokens = the mean KV a decode step reads, from each request's "
+                     "input_lens and output_lens, the k-th of n output tokens reading the "
+                     "prompt + k - 1: at C = {streams} stream{s} [the requests' mean + {others} x "
+                     "the mean over their decode steps] / {streams}, rounded, {value:.1f}, where "
+                     "the means alone give {means:.1f}")
+
+
+def _detailed_context(rec: BenchRow, streams: int) -> float | None:
+    """The mean KV a decode step of the run reads, from its per-request lengths (``vllm bench
+    serve --save-detailed`` and ``sglang.bench_serving --output-details`` write
+    ``input_lens`` and ``output_lens``, a failed request's output as 0), or None when the file
+    has none. A request of p prompt and n output tokens decodes n - 1 steps (the first token
+    is the prefill's), reading p + n / 2 on average. Its TPOT is its own read beside the
+    C - 1 other streams in flight at each of its steps, and a long request is in flight for
+    more of them: the mean TPOT, linear in the KV read, is at the per-stream context
+    (E_requests[p + n / 2] + (C - 1) x E_steps[p + n / 2]) / C, the steps weighing request i
+    by n_i - 1. At one stream that is the requests' mean, which the means give; at C > 1 a
+    run whose outputs vary reads more than the means say (by (C - 1) / C x Var(n) / (2 E[n])
+    for outputs independent of the prompts). Requests that decoded one token or failed have
+    no TPOT and are left out. Lengths whose output sum is not total_output_tokens are refused."""
+    ins, outs = rec.data.get("input_lens"), rec.data.get("output_lens")
+    if ins is None or outs is None:
+        return None
+    fix = f"pass an unedited {rec.fmt} result file"
+
+    def counts(key: str, values) -> list[float]:
+        ok = isinstance(values, list) and all(
+            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+            and v >= 0 for v in values)
+        if not ok:
+            raise rec.error(f"{key!r} is not a list of token counts", key=key, fix=fix)
+        return [float(v) for v in values]
+
+    p_all, n_all = counts("input_lens", ins), counts("output_lens", outs)
+    if len(p_all) != len(n_all):
+        raise rec.error(f"'input_lens' lists {len(p_all)} requests but 'output_lens' "
+                        f"{len(n_all)}", key="output_lens", fix=fix)
+    errors = rec.data.get("errors")
+    failed = [bool(e) for e in errors] if isinstance(errors, list) and \
+        len(errors) == len(n_all) else [False] * len(n_all)
+    done = [(p, n) for p, n, bad in zip(p_all, n_all, failed, strict=True) if n > 0 and not bad]
+    total = rec.number("total_output_tokens", required=False)
+    said = sum(n for _, n in done)
+    if total is not None and abs(said - total) > 0.5:
+        raise rec.error(f"'output_lens' sum to {said:g} tokens over the {len(done)} completed "
+                        f"requests, but total_output_tokens is {total:g}: the lengths are not "
+                        "this run's", key="output_lens", fix=fix)
+    timed = [(p + n / 2, n - 1) for p, n in done if n > 1]
+    if not timed:
+        return None
+    by_request = sum(kv for kv, _ in timed) / len(timed)
+    by_step = sum(kv * steps for kv, steps in timed) / sum(steps for _, steps in timed)
+    return (by_request + (streams - 1) * by_step) / streams
+
+
+def _serving_context(rec: BenchRow, streams: int = 1
+                     ) -> tuple[float | None, float, str, str | None]:
+    """(prompt, what decode reads beyond it, the notes' clause, a caveat) of a serving result
+    of ``streams`` streams: its context is the prompt plus half the output
+    (:func:`_half_output`), or, where the file lists each request's lengths, the mean KV its
+    steps read (:func:`_detailed_context`); without an output count, the prompt alone,
+    which the notes and a warning say."""
     prompt, half = _mean_prompt(rec), _half_output(rec)
+    detailed = _detailed_context(rec, streams)
+    if prompt is not None and detailed is not None:
+        means = prompt + (half or 0.0)
+        clause = _DETAILED_CONTEXT.format(streams=streams, s="s" * (streams > 1),
+                                          others=streams - 1, value=detailed, means=means)
+        return prompt, detailed - prompt, clause, None
     if prompt is None or half is not None:
         return prompt, half or 0.0, _SERVING_CONTEXT, None
     return prompt, 0.0, _PROMPT_ALONE, (
@@ -408,7 +474,7 @@ def _vllm_serve(rec: BenchRow) -> BenchRecord:
     engine, said = _backend_engine(rec, ("vllm", VLLM_CLIENT_DEFAULT))
     tok_s, streams, how = _streams_tok_s(rec)
     accept = rec.accept("spec_decode_acceptance_length")
-    prompt, half, context, caveat = _serving_context(rec)
+    prompt, half, context, caveat = _serving_context(rec, streams)
     notes = (f"vllm bench serve (vllm-serve): tok_s = {how}; {context}"
              + ("; accept_len = spec_decode_acceptance_length" if accept is not None else ""))
     setup = (("label", _setting(rec.data["label"])),) if "label" in rec.data else ()
@@ -432,6 +498,32 @@ def _drafted_per_step(rec: BenchRow) -> int | None:
     return int(round(per)) if abs(per - round(per)) < 1e-9 and per >= 1 else None
 
 
+def _varied_outputs(rec: BenchRow, streams: int) -> str | None:
+    """What the notes say of a run of several streams whose output lengths varied, without
+    the per-request lengths that would give its context (:func:`_detailed_context`):
+    sglang.bench_serving's random dataset at ``random_range_ratio`` r < 1 draws each output
+    uniformly from ``int(r x L)``..L tokens (``np.random.randint``), and a long request is in
+    flight for more steps, so the decode steps read about (C - 1) / C x Var(n) / (2 E[n])
+    more than the mean's prompt + E[n] / 2. None when nothing varied or the lengths are
+    listed."""
+    ratio, length = (rec.number(k, required=False)
+                     for k in ("random_range_ratio", "random_output_len"))
+    if (streams <= 1 or ratio is None or length is None or rec.data.get("output_lens")
+            is not None or str(rec.data.get("dataset_name", "random")) != "random"
+            or not (0 <= ratio < 1) or not math.isfinite(length) or length < 1):
+        return None
+    low, high = max(int(length * ratio), 1), int(length)
+    if low >= high:
+        return None
+    values = high - low + 1   # (uniform over the whole numbers low..high)
+    mean, var = (low + high) / 2, (values ** 2 - 1) / 12
+    more = (streams - 1) / streams * var / (2 * mean)
+    return (f"output lengths drawn from {low}..{high} tokens (random_range_ratio {ratio:g}, "
+            f"random_output_len {high}) and no output_lens: at {streams} streams the decode "
+            f"steps read about {more:.1f} tokens more than this mean, (C - 1) / C x Var(n) / "
+            "(2 E[n]), left out (--output-details lists each request's lengths)")
+
+
 def _sglang_serving(rec: BenchRow) -> BenchRecord:
     engine, said = _backend_engine(rec)
     tok_s, streams, how = _streams_tok_s(rec)
@@ -441,8 +533,10 @@ def _sglang_serving(rec: BenchRow) -> BenchRecord:
     if model is None and isinstance(info, dict):
         model = BenchRow(rec.path, rec.index, rec.unit, rec.fmt, info).text("model_path",
                                                                         "served_model_name")
-    prompt, half, context, caveat = _serving_context(rec)
+    prompt, half, context, caveat = _serving_context(rec, streams)
+    varied = _varied_outputs(rec, streams)
     notes = (f"sglang.bench_serving (sglang-serving): tok_s = {how}; {context}"
+             + (f"; {varied}" if varied else "")
              + ("; accept_len = accept_length (server avg_spec_accept_length)"
                 if accept is not None else ""))
     return BenchRecord(tok_s=tok_s, accept_len=accept, context_tokens=prompt, decode_kv=half,
