@@ -3205,3 +3205,28 @@ def test_a_kv_cache_larger_than_any_attention_layout_is_refused():
     assert card.kv_bytes_per_token == 1048576.0
     with pytest.raises(DataError, match=r"1\.04858e\+06 over 32 layers is 1\.64e\+04 values"):
         load_model_cards("models.csv", f"{header}\n{llama.replace(',131072,', ',1048577,')}\n")
+
+
+def test_a_yarn_scaled_config_carries_its_scaled_context(tmp_path):
+    """Qwen3's model cards tell users to add rope_scaling {"rope_type": "yarn", "factor": 4.0,
+    "original_max_position_embeddings": 32768} to config.json for 131,072 tokens; card add read
+    max_position_embeddings alone, so the card said "context up to 40,960 tokens" (exit 0),
+    predict --context 65536 warned the model "takes no such context unless its RoPE is scaled
+    further" and next left out runs past 40,960. vLLM derives the length as
+    original_max_position_embeddings x factor for YaRN: 32768 x 4 = 131072. A YaRN length at
+    or below max_position_embeddings (DeepSeek-V3: 4096 x 40 = 163840 = its max) changes
+    nothing; transformers 5's rope_parameters is read the same way."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0,
+                           "original_max_position_embeddings": 32768}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    d = derive_path(tmp_path / "config.json")
+    assert d.card["max_context_tokens"] == "131072"
+    assert ("max_context_tokens 131072 = rope_scaling yarn original_max_position_embeddings "
+            "32768 x factor 4, above max_position_embeddings 40960 (vLLM's derived length)"
+            ) in d.card["notes"]
+    cfg["rope_parameters"] = {**cfg.pop("rope_scaling"), "rope_theta": 1e6}
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    assert derive_path(tmp_path / "config.json").card["max_context_tokens"] == "131072"
+    assert derive("deepseek-v3").card["max_context_tokens"] == "163840"
+    assert "vLLM's derived length" not in derive("deepseek-v3").card["notes"]

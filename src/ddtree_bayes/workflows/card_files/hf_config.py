@@ -306,9 +306,12 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     tensors.append(Tensor("model.norm", (hidden,), "norm"))
     if not tied:
         tensors.append(Tensor("lm_head", (vocab, hidden), "lm_head", linear=True))
+    longest, scaled_note = longest_context(cfg)
     shape = ModelShape(architecture=family, tensors=tensors, layers=layers, hidden_size=hidden,
                        vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp,
-                       max_context_tokens=_positive_int(cfg.get("max_position_embeddings")))
+                       max_context_tokens=longest)
+    if scaled_note:
+        shape.notes.append(scaled_note)
     describe_attention(shape, c, family, kinds)
     shape.recurrent_layers = kinds.count("linear_attention")
     describe_experts(shape, c, family)
@@ -393,6 +396,39 @@ def minimax_checks(c: HFConfig, where: str) -> list[str]:
     return [f"num_mtp_modules {modules} (use_mtp) are not counted and give no drafter: the "
             "released checkpoints carry no MTP weights (MiniMax-M2.7's tensor list has "
             "none)"] if modules else []
+
+
+def longest_context(cfg: dict) -> tuple[int | None, str | None]:
+    """The longest context the model takes, and a note when it is not the config's
+    ``max_position_embeddings``: a YaRN ``rope_scaling`` (transformers 5: ``rope_parameters``)
+    stretches the RoPE to ``original_max_position_embeddings`` x ``factor``, the length vLLM
+    derives for it (``_get_and_verify_max_len``), which Qwen's model cards tell users to add to
+    config.json for 131,072 tokens (Qwen3-8B: 32768 x 4 beside a max_position_embeddings of
+    40960). Only a longer length is taken; DeepSeek-V3's 4096 x 40 is its 163840 already.
+    Other scalings (linear, llama3, longrope) keep max_position_embeddings, which their
+    configs already write scaled.
+
+    >>> longest_context({"max_position_embeddings": 40960, "rope_scaling": {
+    ...     "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}})[0]
+    131072
+    >>> longest_context({"max_position_embeddings": 131072})
+    (131072, None)
+    """
+    given = _positive_int(cfg.get("max_position_embeddings"))
+    rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
+    if not isinstance(rope, dict) or (rope.get("rope_type") or rope.get("type")) != "yarn":
+        return given, None
+    factor, original = rope.get("factor"), _positive_int(rope.get("original_max_position_embeddings"))
+    if (original is None or isinstance(factor, bool) or not isinstance(factor, int | float)
+            or not math.isfinite(factor) or factor <= 1):
+        return given, None
+    scaled = int(original * factor)
+    if given is not None and scaled <= given:
+        return given, None
+    return scaled, (f"max_context_tokens {scaled} = rope_scaling yarn "
+                    f"original_max_position_embeddings {original} x factor {factor:g}"
+                    + (f", above max_position_embeddings {given}" if given else "")
+                    + " (vLLM's derived length)")
 
 
 def _positive_int(value) -> int | None:
