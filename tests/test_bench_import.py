@@ -1403,3 +1403,23 @@ def test_a_serving_run_of_varied_outputs_without_their_lengths_says_so(tmp_path)
     path.write_text(json.dumps(dict(raw, random_range_ratio=1.0)) + "\n")
     _, (rec,) = parse(path)
     assert "output lengths drawn" not in rec.notes
+
+
+def test_a_sharegpt_serving_run_without_its_lengths_says_they_varied(tmp_path):
+    """sglang.bench_serving --dataset-name sharegpt without --sharegpt-output-len decodes each
+    conversation's own answer length, which varies by an order of magnitude: at 4 streams
+    the decode steps read more than prompt + half the mean output, by an amount the file
+    cannot say without --output-details; the notes say so. With --sharegpt-output-len every
+    output has that length (ignore_eos is on by default) and nothing is said."""
+    raw = dict(_jsonl("sglang_serving.jsonl")[0], dataset_name="sharegpt", max_concurrency=4,
+               concurrency=3.99, output_throughput=4 * 1000 / 2.4924749999999998 * 0.9)
+    path = tmp_path / "sg.jsonl"
+    path.write_text(json.dumps(raw) + "\n")
+    _, (rec,) = parse(path)
+    assert ("output lengths of the sharegpt dataset's answers (no sharegpt_output_len) and no "
+            "output_lens: at 4 streams the decode steps read more than this mean, by "
+            "(C - 1) / C x Var(n) / (2 E[n]), left out (--output-details lists each request's "
+            "lengths)") in rec.notes
+    path.write_text(json.dumps(dict(raw, sharegpt_output_len=256)) + "\n")
+    _, (rec,) = parse(path)
+    assert "sharegpt dataset's answers" not in rec.notes

@@ -504,12 +504,21 @@ def _varied_outputs(rec: BenchRow, streams: int) -> str | None:
     sglang.bench_serving's random dataset at ``random_range_ratio`` r < 1 draws each output
     uniformly from ``int(r x L)``..L tokens (``np.random.randint``), and a long request is in
     flight for more steps, so the decode steps read about (C - 1) / C x Var(n) / (2 E[n])
-    more than the mean's prompt + E[n] / 2. None when nothing varied or the lengths are
+    more than the mean's prompt + E[n] / 2. Its sharegpt dataset without
+    ``sharegpt_output_len`` decodes each conversation's own answer length (said without a
+    size: the file does not give their spread). None when nothing varied or the lengths are
     listed."""
+    if streams <= 1 or rec.data.get("output_lens") is not None:
+        return None
+    if rec.data.get("dataset_name") == "sharegpt" and rec.data.get("sharegpt_output_len") is None:
+        return ("output lengths of the sharegpt dataset's answers (no sharegpt_output_len) and "
+                f"no output_lens: at {streams} streams the decode steps read more than this "
+                "mean, by (C - 1) / C x Var(n) / (2 E[n]), left out (--output-details lists "
+                "each request's lengths)")
     ratio, length = (rec.number(k, required=False)
                      for k in ("random_range_ratio", "random_output_len"))
-    if (streams <= 1 or ratio is None or length is None or rec.data.get("output_lens")
-            is not None or str(rec.data.get("dataset_name", "random")) != "random"
+    if (ratio is None or length is None
+            or str(rec.data.get("dataset_name", "random")) != "random"
             or not (0 <= ratio < 1) or not math.isfinite(length) or length < 1):
         return None
     low, high = max(int(length * ratio), 1), int(length)
