@@ -3230,3 +3230,16 @@ def test_a_yarn_scaled_config_carries_its_scaled_context(tmp_path):
     assert derive_path(tmp_path / "config.json").card["max_context_tokens"] == "131072"
     assert derive("deepseek-v3").card["max_context_tokens"] == "163840"
     assert "vLLM's derived length" not in derive("deepseek-v3").card["notes"]
+
+
+def test_a_gemma3_config_without_its_length_is_read_at_the_class_default():
+    """google/gemma-3-27b-it's config.json gives no max_position_embeddings: the card's
+    max_context_tokens was blank, so predict said nothing of a context past the 131,072
+    tokens Gemma3TextConfig defaults to (transformers models/gemma3/configuration_gemma3.py,
+    max_position_embeddings=131_072, what transformers and vLLM read it at). It is now read
+    at that default, which the notes name with the other fields left out."""
+    d = derive("gemma-3-27b-it")
+    assert d.card["max_context_tokens"] == "131072"
+    assert ("read at their transformers defaults for gemma3_text: vocab_size 262208, "
+            "tie_word_embeddings true, sliding_window_pattern 6, max_position_embeddings "
+            "131072") in d.card["notes"]

@@ -62,7 +62,8 @@ FAMILY_DEFAULTS: dict[str, dict] = {
     "gemma3_text": {"vocab_size": 262_208, "hidden_size": 2304, "intermediate_size": 9216,
                     "num_hidden_layers": 26, "num_attention_heads": 8,
                     "num_key_value_heads": 4, "head_dim": 256, "tie_word_embeddings": True,
-                    "sliding_window": 4096, "sliding_window_pattern": 6},
+                    "sliding_window": 4096, "sliding_window_pattern": 6,
+                    "max_position_embeddings": 131_072},
     "gpt_oss": {"sliding_window": 128, "sliding_window_pattern": 2},
     # the head counts and widths whose class default is not what card add falls back to (the
     # query heads; hidden_size / heads): Qwen2Config, Qwen3Config, Qwen2MoeConfig,
