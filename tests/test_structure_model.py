@@ -626,9 +626,9 @@ def test_next_weighs_a_new_candidate_structurally_and_a_repeat_conditionally(mon
     seen = []
     real = N.preposterior
 
-    def spy(log_mu, noise_sd, *args):
+    def spy(log_mu, noise_sd, *args, **kwargs):
         seen.append((log_mu.copy(), noise_sd.copy()))
-        return real(log_mu, noise_sd, *args)
+        return real(log_mu, noise_sd, *args, **kwargs)
 
     monkeypatch.setattr(N, "preposterior", spy)
 

@@ -637,6 +637,25 @@ def with_digests(meta: dict) -> dict:
     return {**meta, "cards_sha256": cards_digest(model), "derived_sha256": derived_digests(model)}
 
 
+def stored_structure(fit: Fit) -> tuple:
+    """(the priors the fit was made with, in its MoE and step forms; the ``build_spec`` keywords
+    of its stored hardware table, model cards and drafter cards): what derives its model from
+    data (:func:`_check_derived`; ``next`` asks what a simulated row makes of it)."""
+    import dataclasses
+
+    from ddtree_bayes.core.drafters import stored_cards
+    from ddtree_bayes.core.model_cards import ModelCard
+
+    model = fit.meta["model"]
+    stored = {**({model["card"]["model"]: model["card"]} if model.get("card") else {}),
+              **(model.get("model_cards") or {})}
+    cards = {name: ModelCard(**card) for name, card in stored.items()} or None
+    drafters = stored_cards(model["drafter_cards"]) if "drafter_cards" in model else None
+    priors = dataclasses.replace(fit.priors, moe_form=model["moe_form"],
+                                 step_form=model.get("step_form", "fraction"))
+    return priors, {"hardware": fit.hardware, "cards": cards, "drafters": drafters}
+
+
 def _check_derived(fit: Fit) -> None:
     """Refuse stored derived values (:data:`DERIVED_FIELDS`) that are not what the fit's
     stored data, priors (with its forms) and hardware table give with the model and drafter
@@ -648,24 +667,14 @@ def _check_derived(fit: Fit) -> None:
     whose derived values now disagree with it. Not checked: an importance resample's
     (``update``'s, whose model is its proposal's in the proposal's order), and a fit lacking a
     field (an older version's: :func:`_check_model` requires those the answers need)."""
-    import dataclasses
-
     from ddtree_bayes.core import spec as S
-    from ddtree_bayes.core.drafters import stored_cards
-    from ddtree_bayes.core.model_cards import ModelCard
 
     meta, model, path = fit.meta, fit.meta["model"], fit.path
     if "reweight" in meta or meta.get("held_out_systems"):
         return
-    stored = {**({model["card"]["model"]: model["card"]} if model.get("card") else {}),
-              **(model.get("model_cards") or {})}
-    cards = {name: ModelCard(**card) for name, card in stored.items()} or None
-    drafters = stored_cards(model["drafter_cards"]) if "drafter_cards" in model else None
-    priors = dataclasses.replace(fit.priors, moe_form=model["moe_form"],
-                                 step_form=model.get("step_form", "fraction"))
+    priors, structure = stored_structure(fit)
     try:
-        spec = S.build_spec(fit.measurements, priors, hardware=fit.hardware, cards=cards,
-                            drafters=drafters)
+        spec = S.build_spec(fit.measurements, priors, **structure)
     except InputError as err:
         raise ArtifactError(f"{path}: its stored inputs no longer give its model "
                             f"({_one_line(err)}): edited, or made by an older ddtree-bayes "
