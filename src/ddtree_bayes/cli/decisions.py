@@ -279,7 +279,14 @@ def cmd_next(args: argparse.Namespace) -> int:
         reasons.setdefault(r["reason"], []).append(r["candidate"])
     for reason, left in reasons.items():
         print(f"left out: {'; '.join(left)}: {reason}.")
-    if not q["accept_fixed"]:
+    if not q["accept_fixed"] and query.source is not None and query.source.kind in (
+            "prior", "posterior"):
+        # (a run of the query's own configuration reports its acceptance, which predict takes)
+        print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
+              "the width it causes stays, unless a run of the query's configuration on its "
+              "system reports its acceptance, which predict then takes (next measures such a "
+              "candidate at the query's acceptance draws).")
+    elif not q["accept_fixed"]:
         print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
               "the width it causes stays, whatever is measured.")
     print(f"E[width]: expected width of the query's {pct}% interval (posterior predictive tok/s) "

@@ -101,6 +101,10 @@ class Query:
     #: one stderr line on the default question, names never seen (warnings)
     note: str | None = None
     warnings: tuple[str, ...] = ()
+    #: the ``--query`` text it was resolved from (None: made otherwise), which
+    #: :func:`simulated_update` resolves again against the data with a simulated row: a
+    #: query whose acceptance the data give takes a measured row's at its configuration
+    text: str | None = None
 
 
 def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
@@ -142,7 +146,7 @@ def parse_query(draws: Fit, text: str, *, strict: bool = False) -> Query:
             raise QueryError(f"--query --concurrency {a.concurrency} is below 1",
                              fix="give the number of streams decoded together, e.g. 16")
         scenario = dataclasses.replace(scenario, concurrency=a.concurrency)
-    return Query(scenario, a.accept, q.default_asked, source, q.note, q.warnings)
+    return Query(scenario, a.accept, q.default_asked, source, q.note, q.warnings, text)
 
 
 def query_acceptance(draws: Fit, query: Query, rng: np.random.Generator
@@ -665,56 +669,81 @@ def weighted_interval(sorted_values: np.ndarray, weights: np.ndarray, prob: floa
 
 
 #: What ``add`` + ``update`` + ``predict`` make of one simulated result of a candidate (its
-#: log tok/s per stream): (the posterior draws' log importance weights, the query's draws).
-Updated = Callable[[float], tuple[np.ndarray, np.ndarray]]
+#: log tok/s per stream, and the posterior draw it was simulated from): (the posterior draws'
+#: log importance weights, the query's draws).
+Updated = Callable[[float, int], tuple[np.ndarray, np.ndarray]]
 
 #: The source of the row :func:`simulated_update` adds (never written anywhere).
 SIMULATED_SOURCE = "next: a simulated result"
 
 
-def simulated_update(draws: Fit, query: Query, accept: np.ndarray, candidate: Candidate,
-                     seed: int) -> Updated | None:
+def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np.ndarray,
+                     candidate: Candidate, seed: int,
+                     likelihood: tuple[np.ndarray, np.ndarray, float | None]) -> Updated | None:
     """What measuring ``candidate`` does to the query, as ``add`` + ``update`` + ``predict``
-    would show it; None where ``update`` would refit (its model gaining parameters: a system,
-    an overhead group or a switch of the model's structure new to the fit; or a validation
-    fold's fit): :func:`preposterior` then reweights the query's draws of today.
+    would show it.
+
+    Where ``update`` would refit (its model gaining parameters: a system, an overhead group or
+    a switch of the model's structure new to the fit; or a validation fold's fit) the draws are
+    weighted as :func:`preposterior` weighs them, by ``likelihood`` (the candidate's log_mu,
+    log_sd and nu), and the query's draws are today's (``accept`` x ``per_token``), with the
+    acceptance the new row gives it (below); None when that acceptance cannot change either
+    (:func:`preposterior` then reweights today's draws, vectorised).
 
     For a result ``y`` (the candidate's log tok/s per stream, at its ``accept_len``, 1 when it
-    has none) the fit's data gain the row. The draws are weighted by the likelihood ratio of
-    the new data to the old, as ``update`` weighs them (:func:`~ddtree_bayes.engine.importance.
-    log_ratios`: the row's structural step with the discrepancy at its distance, the kept rows
-    whose distance or group structure it changes, a first repeat's own error), and the query's
-    draws are ``predict``'s under the new data (``accept`` x :func:`~ddtree_bayes.engine.
-    predictive.per_token_draws`, the seed's streams): measuring the query itself, or a
+    has none) the fit's data gain the row. A candidate without an accept_len at the query's
+    acceptance configuration (model, method, block, budget, verify tokens: whose measured
+    acceptance predict reads for the query) is measured at the query's acceptance draw of the
+    draw it was simulated from, as a benchmark run reports its acceptance; and a query without
+    ``--accept`` takes its acceptance from the new data as predict does (the bundled default
+    question's prior, 293-739 tok/s, became a measured acceptance's 527-595 once one such row
+    was added, where next had promised a width of 425 +- 4.5). The draws are weighted by the
+    likelihood ratio of the new data to the old, as ``update`` weighs them
+    (:func:`~ddtree_bayes.engine.importance.log_ratios`: the row's structural step with the
+    discrepancy at its distance, the kept rows whose distance or group structure it changes,
+    a first repeat's own error), and the query's draws are ``predict``'s under the new data
+    (its acceptance x :func:`~ddtree_bayes.engine.predictive.per_token_draws`, the seed's
+    streams): measuring the query itself, or a
     configuration that becomes its anchor, conditions its discrepancy on the row's residual.
-    Reweighting the query's draws of today instead left their anchor's shift and own
-    discrepancy as they were, which no measurement moved: on the bundled fit, the query itself
-    (DDTree b16/B32 in SGLang at accept 14) was promised E[90% width] 124 +- 3.7 tok/s where
-    `update` gave 90 +- 3.6 at the same results."""
+    Reweighting the query's draws of today instead (:func:`preposterior` without it) left their
+    anchor's shift and own discrepancy as they were, which no measurement moved: on the bundled
+    fit, the query itself (DDTree b16/B32 in SGLang at accept 14) was promised E[90% width] 124
+    +- 3.7 tok/s where `update` gave 90 +- 3.6 at the same results."""
     from ddtree_bayes.core.data import Measurement, Measurements
     from ddtree_bayes.engine import importance as R
     from ddtree_bayes.engine.store import stored_structure
     from ddtree_bayes.workflows.living import reweight as RW
 
-    if draws.meta.get("held_out_rows") or draws.meta.get("held_out_systems"):
-        return None
     sc = candidate.scenario
     old = draws.measurements
     header = next(csv.reader([old.text.splitlines()[0]])) if old.text.strip() else []
     number = max((r.row for r in old.rows), default=1) + 1
     a = 1.0 if candidate.accept_len is None else float(candidate.accept_len)
+    q_sc = query.scenario
+    shape = ("model", "method", "block", "budget", "verify_tokens", "drafter_named")
+    its_accept = (candidate.accept_len is None
+                  and all(getattr(sc, f) == getattr(q_sc, f) for f in shape))
 
-    def data(y: float) -> Measurements:
+    def data(y: float, pick: int = 0) -> Measurements:
+        measured = float(accept[pick]) if its_accept else a
         row = Measurement(number, sc.model or old.model, sc.hardware, sc.gpus, sc.engine,
-                          sc.method, sc.block, sc.budget, int(sc.verify_tokens), a,
-                          sc.context_tokens, sc.concurrency * math.exp(y), SIMULATED_SOURCE,
-                          "", concurrency=sc.concurrency)
+                          sc.method, sc.block, sc.budget, int(sc.verify_tokens), measured,
+                          sc.context_tokens, sc.concurrency * measured / a * math.exp(y),
+                          SIMULATED_SOURCE, "", concurrency=sc.concurrency)
         cells = {**row.__dict__, "drafter": ""}
         line = io.StringIO()
         csv.writer(line, lineterminator="\n").writerow(
             ["" if cells.get(c) is None else cells.get(c, "") for c in header])
         text = old.text if old.text.endswith("\n") else old.text + "\n"
         return Measurements(old.path, text + line.getvalue(), (*old.rows, row))
+
+    def acceptance(target: Fit) -> np.ndarray:
+        """The query's acceptance draws under ``target``'s data: predict's, for a query
+        without --accept (the same draws where the new row does not move its source)."""
+        if query.accept is None and query.text is not None:
+            again = parse_query(target, query.text)
+            return query_acceptance(target, again, P.keyed_rng(seed, repr(again.source)))[0]
+        return accept
 
     first = data(0.0)
     try:
@@ -723,17 +752,26 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, candidate: Ca
         if not reasons:
             R.restructured(draws, model, first.text)   # (a ratio it cannot recompute: refit)
     except (InputError, ValueError):
-        return None
-    if reasons:
-        return None
+        reasons = ["the fit's stored inputs do not give its model"]
+    if reasons or draws.meta.get("held_out_rows") or draws.meta.get("held_out_systems"):
+        if not (its_accept and query.accept is None and query.text is not None):
+            return None
+        log_mu, log_sd, nu = likelihood
+
+        def refit(y: float, pick: int) -> tuple[np.ndarray, np.ndarray]:
+            new = data(y, pick)
+            return (likelihood_logw(y, log_mu, log_sd, nu),
+                    acceptance(draws.view(data_csv=new.text).knowing(new)) * per_token)
+
+        return refit
     added, kept, _ = RW.pair_rows(old, first)
 
-    def updated(y: float) -> tuple[np.ndarray, np.ndarray]:
-        new = data(y)
+    def updated(y: float, pick: int) -> tuple[np.ndarray, np.ndarray]:
+        new = data(y, pick)
         target = R.restructured(draws, model, new.text)[0].knowing(new)
         target = R.augmented(target, np.random.default_rng(seed))[0]
         log_w = R.log_ratios(draws, old, new, added, kept, target)[0]
-        return log_w, accept * P.per_token_draws(target, query.scenario, seed)[0]
+        return log_w, acceptance(target) * P.per_token_draws(target, q_sc, seed)[0]
 
     return updated
 
@@ -766,7 +804,7 @@ def preposterior(log_mu: np.ndarray, noise_sd: np.ndarray, query: np.ndarray, pr
     if updated is not None:
         width, ess = np.empty(len(y)), np.empty(len(y))
         for k, y_k in enumerate(y):
-            log_w, q_k = updated(float(y_k))
+            log_w, q_k = updated(float(y_k), int(picks[k]))
             order = np.argsort(q_k)
             w = np.exp(log_w[order] - np.max(log_w))
             w /= w.sum()
@@ -854,7 +892,8 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         t = None if eps_t is None or measured else eps_t
         log_mu, t_nu = np.log(a * 1000.0 / parts["step"]), None if t is None else nu
         # the query's answer as `update` and `predict` would give it after the measurement
-        updated = simulated_update(draws, query, accept, c, seed)
+        updated = simulated_update(draws, query, accept, per_token, c, seed,
+                                   (log_mu, parts["log_sd"], t_nu))
         res = preposterior(log_mu, parts["log_sd"], q, prob, picks, eps if t is None else t,
                            t_nu, updated=updated)
         sc = c.scenario
