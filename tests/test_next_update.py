@@ -119,6 +119,50 @@ def test_a_query_without_accept_takes_the_measured_acceptance_of_its_own_row():
     assert row["reduction_rel"] > 0.8
 
 
+def test_a_candidate_update_would_refit_for_is_flagged():
+    """A measurement at a concurrency the fit never measured makes ``update`` refit (the row
+    brings parameters the fit lacks); next's E[width] for it reweights today's draws, which
+    cannot learn them: on the bundled fit "the query itself" at C = 16 was promised 350 +- 11
+    tok/s of width where add + update (a refit) + predict gave 36 +- 9. Every parameter here is
+    a point mass, so no reweighting moves anything: E[width] of the C = 16 run equals today's
+    width exactly, while the same configuration at C = 1 (an update without a refit) narrows
+    it. The row says which one is which (``refit_needed``), and the table's note too."""
+    draws = b300_point_mass(4000, 0.03, structure_sd=0.2)
+    flags = "--hardware b300 --engine sglang --method ddtree --block 16 --budget 32 --accept 14"
+    query = D.parse_query(draws, flags)
+    at16 = D.parse_query(draws, flags + " --concurrency 16").scenario
+    out = D.next_measurements(draws, query, [D.Candidate(query.scenario, 14.0, "itself"),
+                                             D.Candidate(at16, 14.0, "at C = 16")], k=8, seed=7)
+    rows = {r["why"]: r for r in out["rows"]}
+    assert rows["itself"]["refit_needed"] is False
+    assert rows["itself"]["reduction_rel"] > 0.6
+    assert rows["at C = 16"]["refit_needed"] is True
+    assert rows["at C = 16"]["reduction"] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_table_notes_a_candidate_update_would_refit_for(tmp_path):
+    """The table notes every candidate whose JSON row says ``refit_needed``, and explains the
+    note once. (The point-mass workdir's fit stores no inputs that give its model, so update
+    would refit for any row: every candidate is flagged here; the test above tells the two
+    kinds apart.)"""
+    from ddtree_bayes.cli.decisions import REFIT_NOTE
+    from test_cli_support import make_point_mass_workdir, run_cli
+
+    work = make_point_mass_workdir(tmp_path / "w", noise_sd=0.05)
+    query = "--hardware b300 --engine sglang --budget 32 --accept 14 --concurrency 16"
+    code, text, err = run_cli(work, "next", "--k", "2", "--format", "json", "--query", query)
+    assert code == 0, err
+    rows = json.loads(text)["rows"]
+    code, out, err = run_cli(work, "next", "--k", "2", "--query", query)
+    assert code == 0, err
+    lines = out.splitlines()
+    for r in rows:
+        (line,) = [ln for ln in lines if f"  {r['candidate']}  " in ln]
+        assert (REFIT_NOTE in line) is r["refit_needed"], line
+    assert sum(r["refit_needed"] for r in rows) == len(rows) > 10
+    assert sum(ln.startswith(REFIT_NOTE + ":") for ln in lines) == 1
+
+
 @pytest.mark.parametrize("accept, says", [
     ("", "unless a run of the query's configuration on its system reports its acceptance"),
     (" --accept 12:16", "whatever is measured")])

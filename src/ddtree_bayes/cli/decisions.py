@@ -266,9 +266,11 @@ def cmd_next(args: argparse.Namespace) -> int:
     body = []
     for i, r in enumerate(out["rows"], start=1):
         note = "; ".join(n for n, on in (("same overhead group", r["shares_query_overhead"]),
-                                          ("within MC error", r["within_mc_error"])) if on)
+                                          ("within MC error", r["within_mc_error"]),
+                                          (REFIT_NOTE, r["refit_needed"])) if on)
         if r["unreliable"]:
-            note = f"unreliable: ESS < {out['min_ess']:g}, refit with it instead"
+            note = f"unreliable: ESS < {out['min_ess']:g}, refit with it instead" + (
+                f"; {REFIT_NOTE}" if r["refit_needed"] else "")
         body.append([str(i), r["candidate"], r["why"],
                      f"{_n(r['expected_width'])} +- {_n(r['width_se'])}",
                      f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
@@ -296,7 +298,15 @@ def cmd_next(args: argparse.Namespace) -> int:
     print("ESS: median effective sample size of the reweighted posterior draws; a candidate "
           f"below {out['min_ess']:g} is too informative for reweighting to resolve: measure it, "
           "`ddtree-bayes add` the row and refit to see its effect.")
+    if any(r["refit_needed"] for r in out["rows"]):
+        print(f"{REFIT_NOTE}: the row brings what the fit never measured (a system, an overhead "
+              "group, a concurrency), which `update` refits for; E[width] reweights today's "
+              "draws, which cannot learn it, so it can be far wider than after the refit.")
     return 0
+
+
+#: The table's note on a candidate ``update`` would refit for (next's JSON ``refit_needed``).
+REFIT_NOTE = "update would refit: E[width] likely too wide"
 
 
 # ---------------------------------------------------------------- parser

@@ -679,9 +679,14 @@ SIMULATED_SOURCE = "next: a simulated result"
 
 def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np.ndarray,
                      candidate: Candidate, seed: int,
-                     likelihood: tuple[np.ndarray, np.ndarray, float | None]) -> Updated | None:
+                     likelihood: tuple[np.ndarray, np.ndarray, float | None]
+                     ) -> tuple[Updated | None, bool]:
     """What measuring ``candidate`` does to the query, as ``add`` + ``update`` + ``predict``
-    would show it.
+    would show it, and whether ``update`` would refit for it (True: the weights below keep
+    today's parameters, where a refit would learn the new ones the row brings: a system, an
+    overhead group or a concurrency the fit never measured, so next's E[width] is what
+    reweighting alone gives, often far wider than the refit's: at C = 16 on the bundled fit
+    350 +- 11 tok/s where add + update (a refit) + predict gave 36 +- 9).
 
     Where ``update`` would refit (its model gaining parameters: a system, an overhead group or
     a switch of the model's structure new to the fit; or a validation fold's fit) the draws are
@@ -755,7 +760,7 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
         reasons = ["the fit's stored inputs do not give its model"]
     if reasons or draws.meta.get("held_out_rows") or draws.meta.get("held_out_systems"):
         if not (its_accept and query.accept is None and query.text is not None):
-            return None
+            return None, True
         log_mu, log_sd, nu = likelihood
 
         def refit(y: float, pick: int) -> tuple[np.ndarray, np.ndarray]:
@@ -763,7 +768,7 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
             return (likelihood_logw(y, log_mu, log_sd, nu),
                     acceptance(draws.view(data_csv=new.text).knowing(new)) * per_token)
 
-        return refit
+        return refit, True
     added, kept, _ = RW.pair_rows(old, first)
 
     def updated(y: float, pick: int) -> tuple[np.ndarray, np.ndarray]:
@@ -773,7 +778,7 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
         log_w = R.log_ratios(draws, old, new, added, kept, target)[0]
         return log_w, acceptance(target) * P.per_token_draws(target, q_sc, seed)[0]
 
-    return updated
+    return updated, False
 
 
 def likelihood_logw(y, log_mu: np.ndarray, noise_sd: np.ndarray, nu: float | None
@@ -892,8 +897,8 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         t = None if eps_t is None or measured else eps_t
         log_mu, t_nu = np.log(a * 1000.0 / parts["step"]), None if t is None else nu
         # the query's answer as `update` and `predict` would give it after the measurement
-        updated = simulated_update(draws, query, accept, per_token, c, seed,
-                                   (log_mu, parts["log_sd"], t_nu))
+        updated, refit_needed = simulated_update(draws, query, accept, per_token, c, seed,
+                                                 (log_mu, parts["log_sd"], t_nu))
         res = preposterior(log_mu, parts["log_sd"], q, prob, picks, eps if t is None else t,
                            t_nu, updated=updated)
         sc = c.scenario
@@ -916,7 +921,10 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
                      "within_mc_error": bool(abs(now - res["width"])
                                              < MC_ERRORS * res["width_se"]),
                      "ess_median": res["ess_median"], "ess_min": res["ess_min"],
-                     "unreliable": res["ess_median"] < min_ess})
+                     "unreliable": res["ess_median"] < min_ess,
+                     # update would refit (the row brings parameters the fit lacks): the
+                     # E[width] above reweights today's draws, which cannot learn them
+                     "refit_needed": refit_needed})
     rows.sort(key=lambda r: r["expected_width"])
     sc = query.scenario
     return {"fit_id": draws.meta["fit_id"], "draws": n, "seed": seed, "k": k,
