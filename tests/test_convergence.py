@@ -1,0 +1,205 @@
+"""core/convergence.py: arviz-stats' R-hat, bulk and tail ESS and MCSE of the mean, to the
+bit, without importing arviz-stats (its import, with scipy.stats, was ~0.4-0.6 s of a fit) or
+scipy.special (~0.12 s of a predict), every element of a variable at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from ddtree_bayes.core import convergence
+from ddtree_bayes.engine import chain_stats as engine_chain_stats
+
+
+def _draws(seed: int, shape: tuple[int, ...], rho: float = 0.0) -> np.ndarray:
+    """AR(1) draws of ``shape`` (chain, draw, ...): autocorrelated like a sampler's."""
+    rng = np.random.default_rng(seed)
+    eps = rng.normal(size=shape)
+    out = np.empty(shape)
+    out[:, 0] = eps[:, 0]
+    for t in range(1, shape[1]):
+        out[:, t] = rho * out[:, t - 1] + eps[:, t]
+    return out
+
+
+def _cases() -> dict[str, np.ndarray]:
+    ties = np.round(_draws(3, (4, 1000), 0.5), 1)          # many tied values
+    skewed = np.exp(_draws(4, (4, 1000, 3), 0.7))          # an extra dimension, skewed
+    grid = _draws(5, (4, 1000, 2, 2), 0.2)                  # two extra dimensions
+    stuck = _draws(6, (4, 1000), 0.95)
+    stuck[0] += 3.0                                          # one chain elsewhere: R-hat > 1.01
+    partly = _draws(7, (4, 1000, 2))
+    partly[:, :, 1] = 0.25                                   # a constant element
+    odd = _draws(8, (3, 999), 0.3)                           # odd draws, 3 chains
+    nan = _draws(9, (4, 1000))
+    nan[2, 17] = np.nan
+    inf = _draws(10, (4, 1000))
+    inf[1, 3] = np.inf
+    long = _draws(11, (4, 3000), 0.6)                        # the ESS-doubling rung's draws
+    return {"ar": _draws(1, (4, 1000), 0.3), "iid": _draws(2, (4, 1000)), "ties": ties,
+            "skewed": skewed, "grid": grid, "stuck": stuck, "partly": partly, "odd": odd,
+            "nan": nan, "inf": inf, "one_chain": _draws(12, (1, 1000), 0.3), "long": long,
+            "short": _draws(13, (4, 3))}
+
+
+def _vectorised_cases() -> dict[str, np.ndarray]:
+    """Elements of one variable that arviz-stats takes one at a time and :func:`summaries`
+    all at once: each must come out as if alone."""
+    constant_chain = _draws(20, (4, 1000, 3), 0.4)
+    constant_chain[2, :, 0] = 0.5                            # one chain of one element stuck
+    constant_chain[:, :, 2] = -1.25                          # an element constant throughout
+    nan_one = _draws(21, (4, 500, 4), 0.5)
+    nan_one[1, 7, 2] = np.nan                                # NaN in one element alone
+    nan_one[:, :, 3] = np.nan                                # an element all NaN
+    inf_most = _draws(22, (4, 200, 2), 0.2)
+    inf_most[:, :150, 1] = np.inf                            # the folded median infinite
+    mixed_lags = np.stack([_draws(23 + i, (4, 600), rho) for i, rho in
+                           enumerate((-0.6, 0.0, 0.5, 0.9, 0.99))], axis=-1)
+    mixed_lags[..., 1] = np.round(mixed_lags[..., 1], 0)     # ties in one element
+    return {"constant_chain": constant_chain, "nan_one": nan_one, "inf_most": inf_most,
+            "mixed_lags": mixed_lags, "one_chain_grid": _draws(30, (1, 300, 2, 3), 0.6),
+            "two_chains_5": _draws(31, (2, 5, 3), 0.3), "tiny_4": _draws(32, (4, 4, 2)),
+            "tiny_6": _draws(33, (3, 6, 2), 0.5), "tiny_7": _draws(34, (4, 7, 2), 0.5),
+            "tiny_3": _draws(35, (4, 3, 2)), "one_draw": _draws(36, (4, 1, 2)),
+            "one_chain_one_element": _draws(37, (1, 4, 1))}
+
+
+def _arviz(values: np.ndarray) -> dict[str, np.ndarray]:
+    import warnings
+
+    import arviz_stats as azs
+    import xarray as xr
+
+    dims = ("chain", "draw", *(f"d{i}" for i in range(values.ndim - 2)))
+    ds = xr.Dataset({"x": (dims, values)})
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return {"rhat": azs.rhat(ds)["x"].values, "ess_bulk": azs.ess(ds, method="bulk")["x"].values,
+                "ess_tail": azs.ess(ds, method="tail")["x"].values,
+                "mcse_mean": azs.mcse(ds)["x"].values}
+
+
+@pytest.mark.parametrize("case", [*_cases(), *_vectorised_cases()])
+def test_the_same_numbers_as_arviz_stats_to_the_bit(case):
+    values = {**_cases(), **_vectorised_cases()}[case]
+    ours = convergence.summaries(values, engine_chain_stats.ci_prob())
+    theirs = _arviz(values)
+    for key, expected in theirs.items():
+        got = ours[key]
+        assert got.shape == np.shape(expected), key
+        assert np.array_equal(got, expected, equal_nan=True), (
+            key, got.ravel()[:4].tolist(), np.ravel(expected)[:4].tolist())
+
+
+def test_several_variables_of_other_shapes_in_one_call_are_each_arviz_stats():
+    """Variables of shapes (), (3,) and (2, 2) stacked into one (chain, draw, 8) array and
+    summarised at once (as a fit's diagnose and a stored fit's read do): each element's figures
+    are arviz-stats' of its own variable, to the bit; asking for R-hat and bulk ESS alone gives
+    the same numbers as asking for all four."""
+    variables = {"a": _draws(40, (4, 800), 0.7), "b": np.exp(_draws(41, (4, 800, 3), 0.2)),
+                 "c": np.round(_draws(42, (4, 800, 2, 2), 0.5), 1)}
+    stacked = np.concatenate([v.reshape(4, 800, -1) for v in variables.values()], axis=2)
+    ours = convergence.summaries(stacked, 0.89)
+    two = convergence.summaries(stacked, statistics=("rhat", "ess_bulk"))
+    assert set(two) == {"rhat", "ess_bulk"}
+    start = 0
+    for values in variables.values():
+        theirs = _arviz(values)
+        size = int(np.prod(values.shape[2:]))
+        for key, expected in theirs.items():
+            assert np.array_equal(ours[key][start:start + size], np.ravel(expected)), key
+            if key in two:
+                assert np.array_equal(two[key][start:start + size], np.ravel(expected)), key
+        start += size
+
+
+def test_ess_mean_is_arviz_stats_to_the_bit():
+    """``ess_mean``: arviz-stats' ``ess(method="mean")`` (split chains, Geyer), to the bit,
+    one chain (a 1-D array too) and a constant included."""
+    from arviz_stats.base.array import array_stats
+
+    for values in (_draws(50, (4, 1000), 0.9), _draws(51, (2, 51), 0.5),
+                   np.exp(_draws(52, (1, 300), -0.5))):
+        expected = array_stats.ess(values, method="mean", chain_axis=0, draw_axis=1)
+        assert convergence.ess_mean(values) == float(expected)
+    one = _draws(53, (1, 300), 0.3)
+    assert convergence.ess_mean(one[0]) == convergence.ess_mean(one)
+    assert convergence.ess_mean(np.ones((4, 100))) == 400
+    assert np.isnan(convergence.ess_mean(np.ones((4, 3))))   # (fewer than 4 draws)
+
+
+def test_ndtri_is_scipy_specials_to_the_bit():
+    """The normal quantile Cephes' way, without scipy: scipy.special.ndtri's numbers exactly,
+    on the normal scores' grids and across (0, 1), both tails' branches (below and above
+    exp(-32)) and the ends included."""
+    from scipy.special import ndtri
+
+    rng = np.random.default_rng(0)
+    u = rng.uniform(size=20000)
+    p = np.concatenate([u, u ** 8, 1 - u ** 8, np.exp(-rng.uniform(0, 700, 2000)),
+                        [0.0, 1.0, 0.5, np.exp(-2), 1 - np.exp(-2), np.exp(-32), 5e-324,
+                         -0.5, 1.5, np.nan]])
+    for n in (8, 1000, 4000, 12000):
+        p = np.concatenate([p, (1.0 + np.arange(2 * n - 1) / 2.0 - 3 / 8) / (n + 1 / 4)])
+    with np.errstate(invalid="ignore"):
+        expected = ndtri(p)
+    assert np.array_equal(convergence.ndtri(p), expected, equal_nan=True)
+    assert np.array_equal(convergence.normal_scores(4000), ndtri(
+        (1.0 + np.arange(7999) / 2.0 - 3 / 8) / (4000 - 2 * 3 / 8 + 1)))
+
+
+def test_known_values():
+    """A hand-checkable case: two chains of four draws, 0..3 and 4..7. Split in halves: four
+    chains (0,1), (2,3), (4,5), (6,7); their ranks' normal scores make the between-chain
+    variance dominate, R-hat far above 1; identical chains give an R-hat of 1 and an ESS of
+    the draws' count for a constant."""
+    def one(values, key):
+        return float(convergence.summaries(values, 0.89)[key])
+
+    assert one(np.arange(8.0).reshape(2, 4), "rhat") > 2
+    assert one(np.full((2, 4), 1.5), "ess_bulk") == 8
+    assert np.isnan(one(np.arange(4.0).reshape(1, 4), "rhat"))   # one chain: no R-hat
+    assert one(np.full((2, 4), 1.5), "mcse_mean") == 0.0
+    # split: chains (0, 1), (2, 3), (4, 5), (6, 7); ranks 1..8 are each chain's own pair, so
+    # the folded R-hat (|x - 3.5|: chains (3.5, 2.5), (1.5, 0.5), ...) is the smaller one
+    # Blom scores z_r = ndtri((r - 3/8) / 8.25), chain means m_c = (z_2c-1 + z_2c) / 2: between
+    # = 2 var(m), within = mean over chains of (z_2c - z_2c-1)^2 / 2, R-hat = sqrt((between /
+    # within + 1) / 2)
+    from scipy.special import ndtri
+
+    z = ndtri((np.arange(1, 9) - 3 / 8) / 8.25).reshape(4, 2)
+    between = 2 * np.var(z.mean(axis=1), ddof=1)
+    within = np.mean((z[:, 1] - z[:, 0]) ** 2 / 2)
+    assert one(np.arange(8.0).reshape(2, 4), "rhat") == pytest.approx(
+        np.sqrt((between / within + 1) / 2), rel=1e-12)
+
+
+def test_next_fast_len_is_scipys():
+    from scipy.fftpack import next_fast_len
+
+    assert [convergence.next_fast_len(n) for n in range(1, 4100)] == [
+        next_fast_len(n) for n in range(1, 4100)]
+
+
+def test_ci_prob_is_arviz_bases():
+    from arviz_base import rcParams
+
+    assert engine_chain_stats.ci_prob() == rcParams["stats.ci_prob"]
+
+
+def test_diagnose_imports_neither_arviz_stats_nor_scipy_stats():
+    code = ("import sys\nimport numpy as np, xarray as xr\n"
+            "from ddtree_bayes.engine import inference\n"
+            "rng = np.random.default_rng(0)\n"
+            "post = xr.Dataset({'a': (('chain', 'draw'), rng.normal(size=(4, 1000)))})\n"
+            "stats = xr.Dataset({'diverging': (('chain', 'draw'), np.zeros((4, 1000), bool))})\n"
+            "rows, div, failures = inference.diagnose(post, stats)\n"
+            "print(len(rows), div, failures, 'arviz_stats' in sys.modules,"
+            " 'scipy.stats' in sys.modules)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["1", "0", "[]", "False", "False"]
