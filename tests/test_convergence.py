@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from ddtree_bayes.core import convergence
-from ddtree_bayes.engine import chain_stats as engine_chain_stats
+from ddtree_bayes.engine import inference
 
 
 def _draws(seed: int, shape: tuple[int, ...], rho: float = 0.0) -> np.ndarray:
@@ -85,7 +85,7 @@ def _arviz(values: np.ndarray) -> dict[str, np.ndarray]:
 @pytest.mark.parametrize("case", [*_cases(), *_vectorised_cases()])
 def test_the_same_numbers_as_arviz_stats_to_the_bit(case):
     values = {**_cases(), **_vectorised_cases()}[case]
-    ours = convergence.summaries(values, engine_chain_stats.ci_prob())
+    ours = convergence.summaries(values, inference.ci_prob())
     theirs = _arviz(values)
     for key, expected in theirs.items():
         got = ours[key]
@@ -177,6 +177,16 @@ def test_known_values():
         np.sqrt((between / within + 1) / 2), rel=1e-12)
 
 
+def test_no_draws_or_no_elements_give_nan_or_nothing():
+    """An empty variable (no draws, no chains, or no elements) is summarised as arviz-stats
+    would leave it (NaN: fewer than 4 draws), or as nothing, not a reshape error."""
+    for shape, element in (((4, 0), ()), ((4, 0, 3), (3,)), ((0, 10), ()), ((4, 10, 0), (0,))):
+        out = convergence.summaries(np.zeros(shape), 0.89)
+        assert set(out) == set(convergence.STATISTICS)
+        for value in out.values():
+            assert value.shape == element and np.isnan(value).all()
+
+
 def test_next_fast_len_is_scipys():
     from scipy.fftpack import next_fast_len
 
@@ -187,7 +197,30 @@ def test_next_fast_len_is_scipys():
 def test_ci_prob_is_arviz_bases():
     from arviz_base import rcParams
 
-    assert engine_chain_stats.ci_prob() == rcParams["stats.ci_prob"]
+    assert inference.ci_prob() == rcParams["stats.ci_prob"]
+
+
+def test_diagnose_rows_are_arviz_stats_to_the_bit():
+    """``inference.diagnose`` summarises every variable at once: each row (a scalar, a
+    labelled vector's elements, a constant element left out, a constant variable left out)
+    holds arviz-stats' figures for that element, to the bit."""
+    import xarray as xr
+
+    rng = np.random.default_rng(5)
+    vector = _draws(60, (4, 1000, 3), 0.6)
+    vector[:, :, 1] = 0.0                                     # (a constant element: no row)
+    post = xr.Dataset({"a": (("chain", "draw"), _draws(61, (4, 1000), 0.8)),
+                       "v": (("chain", "draw", "gpu"), vector),
+                       "k": (("chain", "draw"), np.full((4, 1000), 2.0)),   # (constant)
+                       "b": (("chain", "draw"), np.exp(rng.normal(size=(4, 1000))))},
+                      coords={"gpu": ["h100", "b200", "b300"]})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 1000), bool))})
+    rows, _, _ = inference.diagnose(post, stats)
+    assert [r["parameter"] for r in rows] == ["a", "v[h100]", "v[b300]", "b"]
+    for row, values in zip(rows, (post["a"].values, vector[:, :, 0], vector[:, :, 2],
+                                  post["b"].values), strict=True):
+        theirs = _arviz(values)
+        assert {k: row[k] for k in theirs} == {k: float(v) for k, v in theirs.items()}
 
 
 def test_diagnose_imports_neither_arviz_stats_nor_scipy_stats():

@@ -285,13 +285,13 @@ def _ess(x: np.ndarray) -> np.ndarray:
     return out
 
 
-def _moved(values, chains: int | None = None) -> tuple[tuple[int, ...], np.ndarray]:
+def _moved(values) -> tuple[tuple[int, ...], np.ndarray]:
     """A variable's draws (chain, draw, ...) as one contiguous (element, chain, draw) array,
     with the shape of one draw."""
     values = np.asarray(values, dtype=float)
     shape = values.shape[2:]
     moved = np.transpose(values, (*range(2, values.ndim), 0, 1))
-    return shape, np.ascontiguousarray(moved.reshape(-1, *values.shape[:2]))
+    return shape, np.ascontiguousarray(moved.reshape(math.prod(shape), *values.shape[:2]))
 
 
 def summaries(values, prob: float | None = None,
@@ -302,7 +302,7 @@ def summaries(values, prob: float | None = None,
     ``ess_tail`` alone). Non-finite and invalid elements are NaN as arviz-stats makes them."""
     shape, x = _moved(values)
     k, n_chain, n_draw = x.shape
-    rows = x.reshape(k, -1)
+    rows = x.reshape(k, n_chain * n_draw)
     out = {}
     with np.errstate(all="ignore"):
         split = _split(x) if n_draw else x

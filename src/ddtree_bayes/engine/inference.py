@@ -280,19 +280,34 @@ def finite_failures(posterior, sample_stats) -> list[str]:
     return failures
 
 
+#: arviz-base's default ``stats.ci_prob``, if its rcParams cannot be read
+CI_PROB = 0.89
+
+
+def ci_prob() -> float:
+    """The probability arviz-stats' tail ESS takes its quantiles at (``rcParams``)."""
+    try:
+        from arviz_base import rcParams
+    except ImportError:   # (installed with nutpie: not expected)
+        return CI_PROB
+    return float(rcParams["stats.ci_prob"])
+
+
 def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     """R-hat, bulk/tail ESS and MCSE per scalar parameter; divergences; failed gates.
 
     Every gate fails on a non-finite value (a NaN compares false with any threshold, so a
     gate written as ``rhat > 1.01`` alone passes it): non-finite draws or log-density
     (:func:`finite_failures`), and a non-finite R-hat or ESS, each naming its parameters
-    (:func:`ddtree_bayes.core.gates.row_failures`).
+    (:func:`ddtree_bayes.core.gates.row_failures`). The statistics are arviz-stats' to the
+    bit, every element of every variable at once (``core.convergence``: the function a read
+    of the stored fit derives R-hat and bulk ESS again with, so the two agree exactly).
     """
     import warnings
 
     import numpy as np
 
-    from ddtree_bayes.engine import chain_stats
+    from ddtree_bayes.core import convergence
 
     failures = finite_failures(posterior, sample_stats)
     if failures and failures[0].startswith("no draws"):
@@ -300,28 +315,31 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     # priors with dist = "point" are constants in the posterior: no R-hat or ESS to speak of
     constant = [n for n in posterior.data_vars if np.ptp(np.asarray(posterior[n].values)) == 0]
     posterior = posterior.drop_vars(constant)
+    arrays = {name: posterior[name].transpose("chain", "draw", ...) for name in posterior.data_vars}
+    stats: dict[str, np.ndarray] = {}
+    if arrays:
+        stacked = np.concatenate([np.asarray(da.values, dtype=float).reshape(
+            da.shape[0], da.shape[1], -1) for da in arrays.values()], axis=2)
+        stats = convergence.summaries(stacked, ci_prob())
     rows: list[dict[str, Any]] = []
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore", RuntimeWarning)  # inf draws: the gates say so below
-        prob = chain_stats.ci_prob()
-        for name in posterior.data_vars:
-            da = posterior[name].transpose("chain", "draw", ...)
-            extra = [d for d in da.dims if d not in ("chain", "draw")]
-            # arviz-stats' rhat, ess (bulk, tail) and mcse, to the bit, without importing it
-            values = {k: np.asarray(v).reshape(-1)
-                      for k, v in chain_stats.summaries(da.values, prob).items()}
-            if extra:
-                labels = [str(x) for x in da[extra[0]].values]
-                names = [f"{name}[{lab}]" for lab in labels]
-            else:
-                names = [name]
-            flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
+    start = 0
+    for name, da in arrays.items():
+        extra = [d for d in da.dims if d not in ("chain", "draw")]
+        if extra:
+            labels = [str(x) for x in da[extra[0]].values]
+            names = [f"{name}[{lab}]" for lab in labels]
+        else:
+            names = [name]
+        flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)  # inf draws: the gates say so below
             for j, label in enumerate(names):
                 if np.ptp(flat[:, j]) == 0:   # a constant element (tp_tok_ms of one GPU: 0)
                     continue
                 rows.append({"parameter": label, "mean": float(flat[:, j].mean()),
                              "sd": float(flat[:, j].std()),
-                             **{k: float(v[j]) for k, v in values.items()}})
+                             **{k: float(v[start + j]) for k, v in stats.items()}})
+        start += flat.shape[1]
     divergences = int(np.asarray(sample_stats["diverging"].values).sum())
     failures += gates.row_failures(rows)
     if divergences > MAX_DIVERGENCES:
