@@ -60,9 +60,11 @@ def row_failures(rows: list[dict]) -> list[str]:
     return nonfinite_failures(rows) + threshold_failures(rows)
 
 
-#: How far (relative) R-hat and bulk ESS re-derived from a fit's draws (:func:`rederived_rows`,
-#: numpy) may pass the thresholds before they fail: they agree with arviz-stats' at fit time
-#: to ~1e-15, not exactly, and a fit its stored diagnostics pass at the threshold is no edit.
+#: How far (relative) R-hat and bulk ESS re-derived from a fit's draws (:func:`rederived_rows`)
+#: may pass the thresholds before they fail. A fit diagnosed since core.convergence stores the
+#: very numbers re-derived (one function, arviz-stats' to the bit); a fit diagnosed by another
+#: arviz-stats version may be a rounding apart, and one its stored diagnostics pass at the
+#: threshold is no edit.
 REDERIVED_SLACK = 1e-9
 
 
@@ -83,47 +85,6 @@ def threshold_failures(rows: list[dict], slack: float = 0.0) -> list[str]:
             failures.append(f"min bulk ESS {worst_ess['ess_bulk']:.0f} < {MIN_ESS_BULK} "
                             f"({worst_ess['parameter']})")
     return failures
-
-
-def _normal_scores(n: int):
-    """Blom's normal scores of the average ranks 1, 1.5, 2, ..., ``n`` of ``n`` draws
-    (index ``2 * (rank - 1)``), as arviz-stats' ``_z_scale`` gives them."""
-    import numpy as np
-
-    from ddtree_bayes.core.likelihood import normal_quantile
-
-    ranks = 1.0 + np.arange(2 * n - 1) / 2.0
-    return normal_quantile((ranks - 3 / 8) / (n + 1 / 4))
-
-
-def _z_scale(ary, scores):
-    """Rank-normalise each column of ``ary`` (draws, columns) over its draws (ties take their
-    average rank: a run of equal values at sorted positions i..k ranks (i + k) / 2 + 1)."""
-    import numpy as np
-
-    rows = np.ascontiguousarray(ary.T)   # (a row per column: sorted along contiguous memory)
-    n = rows.shape[1]
-    order = np.argsort(rows, axis=1)
-    ordered = np.take_along_axis(rows, order, axis=1)
-    pos = np.arange(n)[None, :]
-    starts = np.ones(rows.shape, dtype=bool)
-    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
-    ends = np.ones(rows.shape, dtype=bool)
-    ends[:, :-1] = starts[:, 1:]
-    first = np.maximum.accumulate(np.where(starts, pos, 0), axis=1)
-    last = np.minimum.accumulate(np.where(ends, pos, n - 1)[:, ::-1], axis=1)[:, ::-1]
-    twice = np.empty(rows.shape, dtype=np.int64)   # 2 x (average rank - 1), an integer
-    np.put_along_axis(twice, order, first + last, axis=1)
-    return scores[twice.T]
-
-
-def _rhat(ary) -> float:
-    import numpy as np
-
-    n = ary.shape[1]
-    between = n * np.var(ary.mean(axis=1), ddof=1)
-    within = np.mean(np.var(ary, axis=1, ddof=1))
-    return float(np.sqrt((between / within + n - 1) / n))
 
 
 def geyer_ess(ary) -> float:
@@ -171,12 +132,14 @@ def rederived_rows(variables: dict, chains: int,
                    labels: dict[str, list[str]] | None = None) -> list[dict]:
     """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every
     non-constant scalar element of ``variables`` (name: draws flattened over (chain, draw),
-    ``chains`` chains of equal length), as ``engine.inference.diagnose`` computes them with
-    arviz-stats (the same formulas, in numpy alone: agrees to ~1e-12), named as it names them
-    (``name`` or ``name[label]``: ``labels`` names the positions on a variable's first
-    dimension after the draws, else the position itself). For
-    :func:`row_failures`, on the draws a stored fit holds, at load time."""
+    ``chains`` chains of equal length), as ``engine.inference.diagnose`` computes them (the
+    same function, :func:`ddtree_bayes.core.convergence.summaries`, all elements at once:
+    arviz-stats' numbers to the bit), named as it names them (``name`` or ``name[label]``:
+    ``labels`` names the positions on a variable's first dimension after the draws, else the
+    position itself). For :func:`row_failures`, on the draws a stored fit holds, at load time."""
     import numpy as np
+
+    from ddtree_bayes.core import convergence
 
     columns, labels_of = [], []
     for name, values in variables.items():
@@ -194,17 +157,7 @@ def rederived_rows(variables: dict, chains: int,
     if not columns:
         return []
     n_draw = len(columns[0]) // chains
-    half = n_draw // 2
-    # (draw, chain, column) -> the split chains stacked as arviz-stats stacks them
     draws = np.stack(columns, axis=1).reshape(chains, n_draw, len(columns))
-    split = np.concatenate([draws[:, :half], draws[:, -half:]], axis=0)   # (2 chains, half, k)
-    scores = _normal_scores(split.shape[0] * half)
-    flat = split.reshape(-1, len(columns))
-    bulk = _z_scale(flat, scores).reshape(split.shape)
-    folded = _z_scale(np.abs(flat - np.median(flat, axis=0)), scores).reshape(split.shape)
-    rows = []
-    for j, label in enumerate(labels_of):
-        rhat = (max(_rhat(bulk[..., j]), _rhat(folded[..., j])) if chains > 1
-                else float("nan"))
-        rows.append({"parameter": label, "rhat": rhat, "ess_bulk": geyer_ess(bulk[..., j])})
-    return rows
+    stats = convergence.summaries(draws, statistics=("rhat", "ess_bulk"))
+    return [{"parameter": label, "rhat": float(stats["rhat"][j]),
+             "ess_bulk": float(stats["ess_bulk"][j])} for j, label in enumerate(labels_of)]
