@@ -91,14 +91,17 @@ def test_ess_mean_matches_arviz_stats():
     from arviz_stats.base.array import array_stats
 
     rng = np.random.default_rng(3)
-    for chains, draws, phi in ((4, 1000, 0.0), (4, 1000, 0.9), (2, 51, 0.5), (1, 300, -0.5)):
+    for chains, draws, phi in ((4, 1000, 0.0), (4, 1000, 0.9), (2, 51, 0.5), (1, 300, -0.5),
+                               (4, 154, 0.7), (3, 1001, 0.95), (4, 200, 0.3), (2, 77, 0.8),
+                               (4, 500, 0.5), (3, 123, 0.2), (4, 98, 0.6), (2, 333, 0.9)):
         e = rng.standard_normal((chains, draws))
         x = np.zeros_like(e)
         for t in range(draws):
             x[:, t] = phi * (x[:, t - 1] if t else 0.0) + e[:, t]
         x = np.exp(x / 3)
         expected = array_stats.ess(x, method="mean", chain_axis=0, draw_axis=1)
-        assert Ps.ess_mean(x) == pytest.approx(float(expected), rel=1e-10)
+        # (core.convergence: to the bit; before, gates.geyer_ess, 2 of these 12 an ulp or two off)
+        assert Ps.ess_mean(x) == float(expected), (chains, draws, phi)
     assert Ps.ess_mean(np.ones((4, 100))) == 400
 
 

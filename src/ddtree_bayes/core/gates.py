@@ -87,47 +87,6 @@ def threshold_failures(rows: list[dict], slack: float = 0.0) -> list[str]:
     return failures
 
 
-def geyer_ess(ary) -> float:
-    """Geyer's initial monotone sequence estimate of the effective sample size of a (chain,
-    draw) array, as arviz-stats' ``_ess`` computes it (split chains first for a split ESS:
-    engine/psis.py ``ess_mean``)."""
-    import numpy as np
-
-    n_chain, n_draw = ary.shape
-    if np.ptp(ary) < np.finfo(float).resolution:
-        return float(ary.size)
-    centred = ary - ary.mean(axis=1, keepdims=True)
-    spectrum = np.fft.rfft(centred, n=2 * n_draw, axis=1)
-    acov = np.fft.irfft(spectrum * np.conjugate(spectrum), n=2 * n_draw, axis=1)[:, :n_draw]
-    acov /= n_draw
-    mean_acov = acov.mean(axis=0)
-    mean_var = mean_acov[0] * n_draw / (n_draw - 1.0)
-    var_plus = mean_var * (n_draw - 1.0) / n_draw
-    if n_chain > 1:
-        var_plus += np.var(ary.mean(axis=1), ddof=1)
-    rho = np.zeros(n_draw)
-    rho[0], even, odd = 1.0, 1.0, 1.0 - (mean_var - mean_acov[1]) / var_plus
-    rho[1] = odd
-    t = 1
-    while t < n_draw - 3 and even + odd > 0.0:
-        even = 1.0 - (mean_var - mean_acov[t + 1]) / var_plus
-        odd = 1.0 - (mean_var - mean_acov[t + 2]) / var_plus
-        if even + odd >= 0:
-            rho[t + 1], rho[t + 2] = even, odd
-        t += 2
-    max_t = t - 2
-    if even > 0:
-        rho[max_t + 1] = even
-    t = 1
-    while t <= max_t - 2:
-        if rho[t + 1] + rho[t + 2] > rho[t - 1] + rho[t]:
-            rho[t + 1] = rho[t + 2] = (rho[t - 1] + rho[t]) / 2.0
-        t += 2
-    size = n_chain * n_draw
-    tau = -1.0 + 2.0 * np.sum(rho[:max_t + 1]) + np.sum(rho[max_t + 1:max_t + 2])
-    return float(size / max(tau, 1 / np.log10(size)))
-
-
 def rederived_rows(variables: dict, chains: int,
                    labels: dict[str, list[str]] | None = None) -> list[dict]:
     """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every

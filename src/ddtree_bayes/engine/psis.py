@@ -172,10 +172,9 @@ def stratified_resample(weights: np.ndarray, n: int, rng: np.random.Generator) -
 def ess_mean(x: np.ndarray) -> float:
     """Effective sample size of the mean of MCMC draws ``x`` (chains, draws): split chains,
     multi-chain autocovariance, Geyer's initial positive and monotone sequences (Vehtari,
-    Gelman, Simpson, Carpenter, Buerkner 2021, Bayesian Analysis 16(2), eq. 10-11; ArviZ's
-    ``ess(method="mean")``, which tests/test_psis.py compares it with)."""
-    from ddtree_bayes.core.gates import geyer_ess
+    Gelman, Simpson, Carpenter, Buerkner 2021, Bayesian Analysis 16(2), eq. 10-11): ArviZ's
+    ``ess(method="mean")`` to the bit (core.convergence, which a fit's diagnostics come from;
+    tests/test_psis.py compares them); NaN for fewer than 4 draws or a NaN draw, as ArviZ's."""
+    from ddtree_bayes.core.convergence import ess_mean
 
-    x = np.atleast_2d(np.asarray(x, dtype=float))
-    half = x.shape[1] // 2
-    return geyer_ess(np.vstack((x[:, :half], x[:, x.shape[1] - half:])))
+    return ess_mean(x)
