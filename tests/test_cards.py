@@ -2561,7 +2561,7 @@ def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path)
     assert derive("llama-3.1-8b").facts["max_context_tokens"] == 131072   # RoPE scaled (x8)
     code, out, err = cli(tmp_path, "--hf-config", str(FIX / "qwen3-30b-a3b"), "--name", "q30")
     assert code == 0, err
-    assert "context           up to 40,960 tokens" in out
+    assert "context           up to 40,960 tokens (the model's longest: predict warns" in out
     card = load_model_cards(tmp_path / "data" / "models.csv")["q30"]
     assert card.max_context_tokens == 40960
     built_in = load_model_cards(bundled("models.csv"))   # sourced where a config was found

@@ -67,7 +67,7 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
               f"  compute dtype     {card['compute_dtype']}"]
     if facts.get("max_context_tokens"):
         lines.append(f"  context           up to {facts['max_context_tokens']:,} tokens "
-                     "(max_position_embeddings: predict warns above it)")
+                     "(the model's longest: predict warns above it)")
     if facts.get("kv_bytes_per_token") is not None:
         lines.append(f"  KV cache          {facts['kv_bytes_per_token']:,} bytes per token = "
                      f"{facts['kv_formula']}")

@@ -102,8 +102,10 @@ class BenchRecord:
     #: tokens the run's decode steps read beyond the prompt, on average: half its output
     #: (``n / 2`` when the first of n tokens comes from the prefill, the steps reading
     #: prompt + 1 .. prompt + n - 1; ``(n + 1) / 2`` when all n are decode steps, reading
-    #: prompt + 1 .. prompt + n, each step counting the token it feeds); 0 when the file does
-    #: not say how many tokens each stream decoded
+    #: prompt + 1 .. prompt + n, each step counting the token it feeds), or, for a serving
+    #: result that lists each request's lengths, what its steps read beyond the mean prompt
+    #: with long requests weighed by their steps (formats._detailed_context); 0 when the file
+    #: does not say how many tokens each stream decoded
     decode_kv: float = 0.0
     #: the values the file itself measured, when tok_s, the context and the batch are worked
     #: out with the run's flags (vLLM latency: avg_latency and its latencies, beside
