@@ -2579,8 +2579,19 @@ def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path)
     scenario = NS(model=None, context_tokens=40961.0, measured=True, multi=False,
                   hardware="nope", gpus=1, concurrency=1, engine="sglang")
     assert line in memory_warnings(NS(meta=fit.meta, hardware={}), scenario)
+    # a tree's verified tokens take the positions after the context: M = 33 after 40,928
+    # reaches 40,960 (taken), after 40,929 position 40,961 (not); AR at 40,960 is taken
+    tree = {c: NS(model=None, context_tokens=float(c), verify_tokens=33) for c in (40928, 40929)}
+    assert max_context_warning(fit, tree[40928]) is None
+    assert max_context_warning(fit, tree[40929]) == (
+        "a step verifies 33 tokens after a context of 40929, reaching position 40961, above "
+        "q30's longest, 40960 tokens (its card): no engine runs such a step, and the answer "
+        "extrapolates the step's growth past it")
+    assert max_context_warning(fit, NS(model=None, context_tokens=40960.0,
+                                       verify_tokens=1)) is None
     fit.meta["model"]["card"]["max_context_tokens"] = None    # a card that does not say
     assert max_context_warning(fit, at[40961]) is None
+    assert max_context_warning(fit, tree[40929]) is None
 
 
 def test_a_gguf_card_reads_its_context_length(tmp_path, gguf_file, quick_hash):

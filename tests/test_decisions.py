@@ -258,6 +258,32 @@ def test_optimize_flags_extrapolation():
     assert [r["accept_extrapolated"] for r in out["rows"]] == [True, False, False, False, False]
 
 
+def test_optimize_warns_a_tree_whose_verified_tokens_pass_the_longest_context():
+    """optimize --budgets 16,500000 priced M = 500,001 verified tokens of a model whose card
+    takes 262,144 (kimi-k2.6), without a word: the tokens a step verifies take the positions
+    after the context, and none past the longest is a step any engine runs. The largest
+    budget's scenario is checked (the memory checks read the smallest's); budget 262,143
+    (positions up to 262,143) passes."""
+    import dataclasses
+
+    from ddtree_bayes.core.model_cards import load_model_cards
+    from ddtree_bayes.core.paths import bundled
+
+    draws = point_mass_draws()   # (a point mass stores no card: the bundled one's, as a fit's)
+    card = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    assert card.max_context_tokens == 262144
+    draws.meta["model"]["card"] = dataclasses.asdict(card)
+    said = [w for w in D.optimize(draws, curve_of(), hardware="b300", engine="sglang",
+                                  budgets=(16, 500000))["warnings"]
+            if w.startswith("a step verifies")]
+    assert said == ["a step verifies 500001 tokens after a context of 0, reaching position "
+                    "500000, above kimi-k2.6's longest, 262144 tokens (its card): no engine "
+                    "runs such a step, and the answer extrapolates the step's growth past it"]
+    fits = D.optimize(draws, curve_of(), hardware="b300", engine="sglang",
+                      budgets=(16, 262143))["warnings"]
+    assert not [w for w in fits if w.startswith("a step verifies")]
+
+
 def test_optimize_extrapolation_counts_only_the_rows_the_fit_learned_from():
     """A validation fold holding out row 3 (b300 DDTree 8/8, M = 9) learned from b300's AR
     row alone (M = 1) and the rtx-pro-6000 rows (at most M = 4, EAGLE-3): optimize said 9 and

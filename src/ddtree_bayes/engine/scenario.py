@@ -1267,9 +1267,20 @@ def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
     some built-in cards of data/models.csv have; a hand-written card without the column)."""
     from ddtree_bayes.core.model_cards import stored_card
 
-    above = context_above_max(stored_card(draws.meta.get("model", {}), sc.model),
-                              sc.context_tokens)
-    return None if above is None else above + ", and the answer extrapolates its context cost past it"
+    card = stored_card(draws.meta.get("model", {}), sc.model)
+    above = context_above_max(card, sc.context_tokens)
+    if above is not None:
+        return above + ", and the answer extrapolates its context cost past it"
+    # a step's verified tokens take the positions after the context: a tree or chain whose
+    # last one lies past the longest context (optimize --budgets 16,500000 asked M = 500,001
+    # of a 262,144-token model) is no step any engine runs; AR (M = 1) is the context's case
+    reach = sc.context_tokens + (getattr(sc, "verify_tokens", None) or 1) - 1
+    if card is None or not card.max_context_tokens or reach <= card.max_context_tokens:
+        return None
+    return (f"a step verifies {sc.verify_tokens} tokens after a context of "
+            f"{sc.context_tokens:.0f}, reaching position {reach:.0f}, above {card.model}'s "
+            f"longest, {card.max_context_tokens} tokens (its card): no engine runs such a "
+            "step, and the answer extrapolates the step's growth past it")
 
 
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:

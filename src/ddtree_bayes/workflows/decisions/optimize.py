@@ -35,6 +35,7 @@ from ddtree_bayes.engine.scenario import (
     drafter_cards,
     drafter_gap_warnings,
     layer_split_warning,
+    max_context_warning,
     memory_warnings,
     priced_target,
     tensor_parallel_warning,
@@ -341,6 +342,12 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed),
              *edge_note(budgets, best, [float(p) for p in dec["p_best"]]),
              *system_context_warnings(draws, sc)]
+    # the largest tree's verified tokens past the model's longest context (memory_warnings
+    # above checked the smallest's): optimize --budgets 16,500000 priced M = 500,001 of a
+    # 262,144-token model without a word
+    widest = max(scenarios, key=lambda b_sc: b_sc.verify_tokens)
+    if (past := max_context_warning(draws, widest)) is not None and past not in notes:
+        notes.append(past)
     routing = budget_routing_warning(fast, budgets[best], f"{sc.hardware} x{sc.gpus}" + (
         f" at C = {concurrency}" if concurrency != 1 else ""))
     if routing is not None:
