@@ -243,3 +243,47 @@ def test_next_expected_width_is_what_add_update_predict_show(fitted_workdir, tmp
     tolerance = 3.0 * math.sqrt(row["width_se"] ** 2 + se ** 2)
     assert abs(row["expected_width"] - realised) < tolerance, (row["expected_width"],
                                                                  row["width_se"], widths)
+
+
+def test_next_on_a_reweighted_fit_weighs_its_proposals_draws(monkeypatch):
+    """``update`` after a reweighted update reweights the NUTS draws the resample was drawn
+    from (its proposal) by every row added since, never the resample again. next weighed the
+    resample: its 4000 draws, each distinct draw there several times, counted as 4000 in the
+    weights' ESS (on the bundled data after one reweighted update, a candidate's ESS said 3530
+    where `update` with that row said 943) and its interval read from them. Here the resample
+    holds 1000 distinct draws of the proposal 4 times each and no row was added since: what
+    ``add`` + ``update`` do with a repeat of the measured budget-8 run is the proposal's own."""
+    from ddtree_bayes.workflows.decisions.next_measurement import simulated_update
+    from ddtree_bayes.workflows.living import reweight as RW
+
+    n, seed = 4000, 7
+    proposal = b300_point_mass(n, 0.03, structure_sd=0.2)
+    # (draws that differ: a repeat's likelihood weighs them)
+    proposal = proposal.view(variables={**proposal.variables,
+                                        "noise_sd": np.linspace(0.01, 0.06, n)})
+    index = np.repeat(np.arange(0, n, 4), 4)
+    resample = proposal.view(
+        meta={**proposal.meta, "made_by": RW.MADE_BY_REWEIGHT,
+              "reweight": {"proposal_fit": "the proposal"}},
+        variables={name: np.asarray(v)[index] for name, v in proposal.variables.items()})
+    monkeypatch.setattr(RW, "proposal_of", lambda previous, models: (
+        (proposal, None) if previous is resample else (previous, None)))
+    query = D.parse_query(resample, "--hardware b300 --engine sglang --method ddtree "
+                                    "--block 16 --budget 32 --accept 14")
+    (b8,) = [r for r in resample.measurements.rows if r.method == "ddtree"]
+    again = D.Candidate(P.resolve_scenario(resample, hardware="b300", gpus=8, engine="sglang",
+                                           method="ddtree", block=b8.block, budget=b8.budget,
+                                           verify_tokens=None, context_tokens=0.0),
+                        b8.accept_len, "budget 8 again")
+    assert P.at_measured_configuration(resample, again.scenario)
+    accept = np.full(n, 14.0)
+    per_token = P.per_token_draws(resample, query.scenario, seed)[0]
+    y = math.log(b8.tok_s / b8.accept_len)
+    got = {}
+    for name, fit in (("resample", resample), ("proposal", proposal)):
+        updated, refit = simulated_update(fit, query, accept, per_token, again, seed,
+                                            (np.zeros(n), np.ones(n), None))
+        assert updated is not None and refit is False
+        got[name] = updated(y, 0)
+    for mine, theirs in zip(got["resample"], got["proposal"], strict=True):
+        np.testing.assert_array_equal(mine, theirs)

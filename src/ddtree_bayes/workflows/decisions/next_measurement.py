@@ -679,7 +679,8 @@ SIMULATED_SOURCE = "next: a simulated result"
 
 def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np.ndarray,
                      candidate: Candidate, seed: int,
-                     likelihood: tuple[np.ndarray, np.ndarray, float | None]
+                     likelihood: tuple[np.ndarray, np.ndarray, float | None],
+                     proposal: tuple[Fit | None, str | None] | None = None
                      ) -> tuple[Updated | None, bool]:
     """What measuring ``candidate`` does to the query, as ``add`` + ``update`` + ``predict``
     would show it, and whether ``update`` would refit for it (True: the weights below keep
@@ -751,14 +752,26 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
         return accept
 
     first = data(0.0)
+    # update reweights the NUTS draws a reweighted fit was resampled from (its proposal) by
+    # every row added since them, never the resample (whose copies of a draw the weights
+    # would count as distinct draws)
+    base, why = proposal if proposal is not None else fit_proposal(draws)
+    reasons = [why] if why else []
+    added: list[int] = []
+    kept: list[tuple[int, int]] = []
     try:
-        priors, structure = stored_structure(draws)
-        reasons, _, model = RW.structure_changes(draws, first, priors, structure)
-        if not reasons:
-            R.restructured(draws, model, first.text)   # (a ratio it cannot recompute: refit)
+        if base is not None:
+            added, kept, gone = RW.pair_rows(base.measurements, first)
+            priors, structure = stored_structure(base)
+            reasons, _, model = RW.structure_changes(base, first, priors, structure)
+            if gone:
+                reasons.append(f"{len(gone)} row(s) of the fit its draws are from removed")
+            if not reasons:
+                R.restructured(base, model, first.text)   # (a ratio it cannot recompute: refit)
     except (InputError, ValueError):
         reasons = ["the fit's stored inputs do not give its model"]
-    if reasons or draws.meta.get("held_out_rows") or draws.meta.get("held_out_systems"):
+    if (base is None or reasons or draws.meta.get("held_out_rows")
+            or draws.meta.get("held_out_systems")):
         if not (its_accept and query.accept is None and query.text is not None):
             return None, True
         log_mu, log_sd, nu = likelihood
@@ -769,16 +782,26 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
                     acceptance(draws.view(data_csv=new.text).knowing(new)) * per_token)
 
         return refit, True
-    added, kept, _ = RW.pair_rows(old, first)
+    since = base.measurements
 
     def updated(y: float, pick: int) -> tuple[np.ndarray, np.ndarray]:
         new = data(y, pick)
-        target = R.restructured(draws, model, new.text)[0].knowing(new)
+        target = R.restructured(base, model, new.text)[0].knowing(new)
         target = R.augmented(target, np.random.default_rng(seed))[0]
-        log_w = R.log_ratios(draws, old, new, added, kept, target)[0]
+        log_w = R.log_ratios(base, since, new, added, kept, target)[0]
         return log_w, acceptance(target) * P.per_token_draws(target, q_sc, seed)[0]
 
     return updated, False
+
+
+def fit_proposal(draws: Fit) -> tuple[Fit | None, str | None]:
+    """The sampled fit whose draws ``update`` would reweight after ``draws``
+    (:func:`~ddtree_bayes.workflows.living.reweight.proposal_of`: ``draws`` itself, or the
+    NUTS fit a reweighted fit was resampled from, in the models folder it was saved in)."""
+    from ddtree_bayes.workflows.living import reweight as RW
+
+    models = draws.path.parent.parent if draws.path is not None else Path("models")
+    return RW.proposal_of(draws, models)
 
 
 def likelihood_logw(y, log_mu: np.ndarray, noise_sd: np.ndarray, nu: float | None
@@ -875,6 +898,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
     shown = P.summarize(q, probs, None)   # predict's figures of the query
     now_lo, now_hi = shown[f"lo{P.pct_label(prob)}"], shown[f"hi{P.pct_label(prob)}"]
     now = now_hi - now_lo
+    proposal = fit_proposal(draws)   # (what update would reweight: read once)
     rows = []
     for c in cands:
         # a new measurement's likelihood, as the fit and `update` weigh it: at a configuration
@@ -898,7 +922,7 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         log_mu, t_nu = np.log(a * 1000.0 / parts["step"]), None if t is None else nu
         # the query's answer as `update` and `predict` would give it after the measurement
         updated, refit_needed = simulated_update(draws, query, accept, per_token, c, seed,
-                                                 (log_mu, parts["log_sd"], t_nu))
+                                                 (log_mu, parts["log_sd"], t_nu), proposal)
         res = preposterior(log_mu, parts["log_sd"], q, prob, picks, eps if t is None else t,
                            t_nu, updated=updated)
         sc = c.scenario
