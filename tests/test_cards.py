@@ -3243,6 +3243,27 @@ def test_a_yarn_scaled_config_carries_its_scaled_context(tmp_path):
     assert "vLLM's derived length" not in derive("deepseek-v3").card["notes"]
 
 
+@pytest.mark.parametrize("key, value", [
+    ("factor", "4.0"), ("factor", True), ("original_max_position_embeddings", "32768"),
+    ("original_max_position_embeddings", 32768.5)])
+def test_a_yarn_scaling_whose_numbers_are_not_numbers_is_refused(tmp_path, key, value):
+    """A YaRN rope_scaling whose factor (or original length) is not a number was passed over:
+    {"rope_type": "yarn", "factor": "4.0", "original_max_position_embeddings": 32768} made a
+    card of "context up to 40,960 tokens", exit 0, for a config its user had scaled to 131,072
+    (transformers only warns of such a factor, vLLM's length arithmetic fails on it). It is
+    now refused in one line naming the key, as a wrong field the card computes from is."""
+    cfg = json.loads((FIX / "qwen3-30b-a3b" / "config.json").read_text())
+    cfg["rope_scaling"] = {"rope_type": "yarn", "factor": 4.0,
+                           "original_max_position_embeddings": 32768, key: value}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    with pytest.raises(InputError) as info:
+        derive_path(path)
+    text = str(info.value)
+    assert "\n" not in text and str(path) in text
+    assert f"rope_scaling's {key!r} is {value!r}, not a" in text
+
+
 def test_a_gemma3_config_without_its_length_is_read_at_the_class_default():
     """google/gemma-3-27b-it's config.json gives no max_position_embeddings: the card's
     max_context_tokens was blank, so predict said nothing of a context past the 131,072

@@ -307,7 +307,7 @@ def shape_from_config(cfg: dict, where: str) -> ModelShape:
     tensors.append(Tensor("model.norm", (hidden,), "norm"))
     if not tied:
         tensors.append(Tensor("lm_head", (vocab, hidden), "lm_head", linear=True))
-    longest, scaled_note = longest_context(cfg)
+    longest, scaled_note = longest_context(cfg, where)
     shape = ModelShape(architecture=family, tensors=tensors, layers=layers, hidden_size=hidden,
                        vocab_size=vocab, tied_embeddings=tied, mtp_layers=mtp,
                        max_context_tokens=longest)
@@ -399,7 +399,7 @@ def minimax_checks(c: HFConfig, where: str) -> list[str]:
             "none)"] if modules else []
 
 
-def longest_context(cfg: dict) -> tuple[int | None, str | None]:
+def longest_context(cfg: dict, where: str = "config.json") -> tuple[int | None, str | None]:
     """The longest context the model takes, and a note when it is not the config's
     ``max_position_embeddings``: a YaRN ``rope_scaling`` (transformers 5: ``rope_parameters``)
     stretches the RoPE to ``original_max_position_embeddings`` x ``factor``, the length vLLM
@@ -407,7 +407,9 @@ def longest_context(cfg: dict) -> tuple[int | None, str | None]:
     config.json for 131,072 tokens (Qwen3-8B: 32768 x 4 beside a max_position_embeddings of
     40960). Only a longer length is taken; DeepSeek-V3's 4096 x 40 is its 163840 already.
     Other scalings (linear, llama3, longrope) keep max_position_embeddings, which their
-    configs already write scaled.
+    configs already write scaled. A YaRN factor that is not a number, or an original length
+    that is not a whole number, is refused (``where`` names the file): passed over, it left
+    the length unscaled.
 
     >>> longest_context({"max_position_embeddings": 40960, "rope_scaling": {
     ...     "rope_type": "yarn", "factor": 4.0, "original_max_position_embeddings": 32768}})[0]
@@ -419,9 +421,17 @@ def longest_context(cfg: dict) -> tuple[int | None, str | None]:
     rope = cfg.get("rope_scaling") or cfg.get("rope_parameters")
     if not isinstance(rope, dict) or (rope.get("rope_type") or rope.get("type")) != "yarn":
         return given, None
-    factor, original = rope.get("factor"), _positive_int(rope.get("original_max_position_embeddings"))
-    if (original is None or isinstance(factor, bool) or not isinstance(factor, int | float)
-            or not math.isfinite(factor) or factor <= 1):
+    key = "rope_scaling" if cfg.get("rope_scaling") else "rope_parameters"
+    factor, original = rope.get("factor"), rope.get("original_max_position_embeddings")
+    for name, value, ok in (
+            ("factor", factor, isinstance(factor, int | float) and math.isfinite(factor)),
+            ("original_max_position_embeddings", original, isinstance(original, int))):
+        if value is not None and (isinstance(value, bool) or not ok):
+            raise InputError(f"{key}'s {name!r} is {value!r}, not a "
+                             + ("number" if name == "factor" else "whole number"),
+                             file=where, fix="pass the model's own config.json")
+    original = _positive_int(original)
+    if original is None or factor is None or factor <= 1:
         return given, None
     scaled = int(original * factor)
     if given is not None and scaled <= given:
