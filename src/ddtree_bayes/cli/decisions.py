@@ -265,32 +265,25 @@ def cmd_next(args: argparse.Namespace) -> int:
     headers = ["rank", "candidate", "why", f"E[{pct}% width]", "reduction", "ESS", "note"]
     body = []
     for i, r in enumerate(out["rows"], start=1):
-        note = "; ".join(n for n, on in (("same overhead group", r["shares_query_overhead"]),
-                                          ("within MC error", r["within_mc_error"]),
-                                          (REFIT_NOTE, r["refit_needed"])) if on)
-        if r["unreliable"]:
-            note = f"unreliable: ESS < {out['min_ess']:g}, refit with it instead" + (
-                f"; {REFIT_NOTE}" if r["refit_needed"] else "")
         body.append([str(i), r["candidate"], r["why"],
                      f"{_n(r['expected_width'])} +- {_n(r['width_se'])}",
                      f"{_n(r['reduction'])} ({100 * r['reduction_rel']:.0f}%)",
-                     f"{r['ess_median']:.0f}", note or "-"])
+                     f"{r['ess_median']:.0f}", next_note(r, out["min_ess"])])
     print(aligned_table(headers, body, left=3, text_last=True))
     reasons: dict[str, list[str]] = {}   # candidates nobody can measure, by why
     for r in out["left_out"]:
         reasons.setdefault(r["reason"], []).append(r["candidate"])
     for reason, left in reasons.items():
         print(f"left out: {'; '.join(left)}: {reason}.")
-    if not q["accept_fixed"] and query.source is not None and query.source.kind in (
-            "prior", "posterior"):
-        # (a run of the query's own configuration reports its acceptance, which predict takes)
+    if not q["accept_fixed"]:
+        # (a run of the query's own configuration reports its acceptance, which predict takes
+        # where the query's acceptance is not given: its prior or inferred posterior)
+        replaced = query.source is not None and query.source.kind in ("prior", "posterior")
         print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
-              "the width it causes stays, unless a run of the query's configuration on its "
-              "system reports its acceptance, which predict then takes (next measures such a "
-              "candidate at the query's acceptance draws).")
-    elif not q["accept_fixed"]:
-        print(f"acceptance {q['accept']} is not learned from tok/s measurements: the part of "
-              "the width it causes stays, whatever is measured.")
+              "the width it causes stays, " + (
+                  "unless a run of the query's configuration on its system reports its "
+                  "acceptance, which predict then takes (next measures such a candidate at the "
+                  "query's acceptance draws)." if replaced else "whatever is measured."))
     print(f"E[width]: expected width of the query's {pct}% interval (posterior predictive tok/s) "
           "after the measurement, averaged over simulated results (+- its Monte Carlo standard "
           "error); reduction is versus now; within MC error: less than 2 of those standard "
@@ -299,14 +292,36 @@ def cmd_next(args: argparse.Namespace) -> int:
           f"below {out['min_ess']:g} is too informative for reweighting to resolve: measure it, "
           "`ddtree-bayes add` the row and refit to see its effect.")
     if any(r["refit_needed"] for r in out["rows"]):
-        print(f"{REFIT_NOTE}: the row brings what the fit never measured (a system, an overhead "
-              "group, a concurrency), which `update` refits for; E[width] reweights today's "
-              "draws, which cannot learn it, so it can be far wider than after the refit.")
+        print(f"{REFIT_NOTE}: `update` would refit for the row (it brings what the fit never "
+              "measured: a system, an overhead group, a concurrency; or the fit's draws cannot "
+              "be reweighted: rows removed since them, a validation fold); E[width] reweights "
+              "today's draws, which cannot learn what the refit would, so it can be far wider "
+              "than after the refit.")
     return 0
 
 
 #: The table's note on a candidate ``update`` would refit for (next's JSON ``refit_needed``).
 REFIT_NOTE = "update would refit: E[width] likely too wide"
+
+
+def next_note(row: dict, min_ess: float) -> str:
+    """The note column of one ``next`` candidate (its JSON row): too few effective draws
+    first (then the refit note alone beside it), else the overhead group it shares with the
+    query, an effect within Monte Carlo error and the refit note, or "-".
+
+    >>> r = {"shares_query_overhead": True, "within_mc_error": False, "refit_needed": False,
+    ...      "unreliable": False}
+    >>> next_note(r, 100), next_note({**r, "refit_needed": True}, 100)
+    ('same overhead group', 'same overhead group; update would refit: E[width] likely too wide')
+    >>> next_note({**r, "unreliable": True}, 100)
+    'unreliable: ESS < 100, refit with it instead'
+    """
+    if row["unreliable"]:
+        return f"unreliable: ESS < {min_ess:g}, refit with it instead" + (
+            f"; {REFIT_NOTE}" if row["refit_needed"] else "")
+    return "; ".join(n for n, on in (("same overhead group", row["shares_query_overhead"]),
+                                      ("within MC error", row["within_mc_error"]),
+                                      (REFIT_NOTE, row["refit_needed"])) if on) or "-"
 
 
 # ---------------------------------------------------------------- parser

@@ -704,7 +704,8 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
     ``--accept`` takes its acceptance from the new data as predict does (the bundled default
     question's prior, 293-739 tok/s, became a measured acceptance's 527-595 once one such row
     was added, where next had promised a width of 425 +- 4.5). The draws are weighted by the
-    likelihood ratio of the new data to the old, as ``update`` weighs them
+    likelihood ratio of the new data to the old, the ratios ``update`` computes (it then
+    Pareto-smooths them; next uses them raw)
     (:func:`~ddtree_bayes.engine.importance.log_ratios`: the row's structural step with the
     discrepancy at its distance, the kept rows whose distance or group structure it changes,
     a first repeat's own error), and the query's draws are ``predict``'s under the new data
