@@ -9,12 +9,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _common():
-    spec = importlib.util.spec_from_file_location("bench_common", ROOT / "bench" / "_common.py")
+def _bench(name: str, file: str):
+    """bench/<file> imported as the module ``name`` (bench/ is not a package)."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "bench" / file)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _common():
+    return _bench("bench_common", "_common.py")
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -46,11 +51,7 @@ def test_a_result_records_the_commit_of_the_code_it_imported(tmp_path, monkeypat
 
 
 def _bench_fit():
-    spec = importlib.util.spec_from_file_location("bench_fit", ROOT / "bench" / "bench_fit.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return _bench("bench_fit", "bench_fit.py")
 
 
 def test_the_fit_benchmark_reports_the_least_sampled_parameters_ess_per_second():
