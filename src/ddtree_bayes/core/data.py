@@ -249,6 +249,19 @@ class Measurements:
         return pd.DataFrame([r.__dict__ for r in self.rows])
 
 
+def csv_line(header: Sequence[str], values: Mapping[str, object], newline: str = "\n") -> str:
+    r"""One CSV record of ``values`` in ``header``'s column order (a missing column, or None,
+    written empty), ended by ``newline``: what ``add`` appends to a measurement file, ``card
+    add`` to a card table, and ``next`` to the data it simulates a row in.
+
+    >>> csv_line(["model", "tok_s", "notes"], {"tok_s": 612.0, "notes": "a, b", "model": None})
+    ',612.0,"a, b"\n'
+    """
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator=newline).writerow([values.get(h, "") for h in header])
+    return buf.getvalue()
+
+
 def system_label(hardware: str, gpus: int) -> str:
     return f"{hardware}x{gpus}"
 

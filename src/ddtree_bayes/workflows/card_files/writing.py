@@ -3,14 +3,12 @@ nothing, by atomic rename (the conventions of ``add``; ``workflows.living.record
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 
-from ddtree_bayes.core.data import read_records
+from ddtree_bayes.core.data import csv_line, read_records
 from ddtree_bayes.core.errors import DataError, InputError
 from ddtree_bayes.workflows.living.records import exclusive_lock, write_text_atomically
 
@@ -24,12 +22,6 @@ class Written:
     row: int
     replaced: bool
     created: bool
-
-
-def _line(header: list[str], row: dict[str, str], newline: str) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator=newline).writerow([row.get(h, "") for h in header])
-    return buf.getvalue()
 
 
 def existing_row(path: Path, key: str, name: str) -> int | None:
@@ -81,10 +73,10 @@ def plan_text(path: Path, seed_text: str, key: str, rows: list[dict[str, str]], 
                              fix="pass --replace to overwrite that row, or --name to add it "
                                  "under another name")
         if at is None:
-            lines.append(_line(header, row, newline))
+            lines.append(csv_line(header, row, newline))
         else:   # the record's lines (a quoted field may span several) become the new row
             first, end = body[at][0], starts[at + 1]
-            lines[first - 1:end - 1] = [_line(header, row, newline)] + [""] * (end - 1 - first)
+            lines[first - 1:end - 1] = [csv_line(header, row, newline)] + [""] * (end - 1 - first)
         placed.append((name, 0, at is not None))
     new_text = "".join(lines)
     _, _, new_body = read_records(str(path), new_text)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
-import io
 import math
 import re
 import shlex
@@ -716,7 +715,7 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
     anchor's shift and own discrepancy as they were, which no measurement moved: on the bundled
     fit, the query itself (DDTree b16/B32 in SGLang at accept 14) was promised E[90% width] 124
     +- 3.7 tok/s where `update` gave 90 +- 3.6 at the same results."""
-    from ddtree_bayes.core.data import Measurement, Measurements
+    from ddtree_bayes.core.data import Measurement, Measurements, csv_line
     from ddtree_bayes.engine import importance as R
     from ddtree_bayes.engine.store import stored_structure
     from ddtree_bayes.workflows.living import reweight as RW
@@ -737,12 +736,9 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
                           sc.method, sc.block, sc.budget, int(sc.verify_tokens), measured,
                           sc.context_tokens, sc.concurrency * measured / a * math.exp(y),
                           SIMULATED_SOURCE, "", concurrency=sc.concurrency)
-        cells = {**row.__dict__, "drafter": ""}
-        line = io.StringIO()
-        csv.writer(line, lineterminator="\n").writerow(
-            ["" if cells.get(c) is None else cells.get(c, "") for c in header])
         text = old.text if old.text.endswith("\n") else old.text + "\n"
-        return Measurements(old.path, text + line.getvalue(), (*old.rows, row))
+        return Measurements(old.path, text + csv_line(header, {**row.__dict__, "drafter": ""}),
+                            (*old.rows, row))
 
     def acceptance(target: Fit) -> np.ndarray:
         """The query's acceptance draws under ``target``'s data: predict's, for a query

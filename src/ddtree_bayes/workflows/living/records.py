@@ -24,6 +24,7 @@ from ddtree_bayes.core.data import (
     Measurements,
     check_named_columns,
     comment_problem,
+    csv_line,
     fields_problem,
     kv_cache_problem,
     load_measurements,
@@ -247,12 +248,6 @@ def count_lines(text: str) -> int:
     (2, 2, 3)
     """
     return len(io.StringIO(text, newline="").readlines())
-
-
-def _csv_line(header: list[str], values: dict[str, str], newline: str) -> str:
-    buf = io.StringIO()
-    csv.writer(buf, lineterminator=newline).writerow([values.get(h, "") for h in header])
-    return buf.getvalue()
 
 
 def _cards() -> dict:
@@ -567,7 +562,7 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics, *cross)
                          if w is not None]
             joined.append(dataclasses.replace(m, row=next_line))
-            out = _csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
+            out = csv_line(header, {k: v for k, v in values.items() if v is not None}, newline)
             keys[key] = next_line
             batch[key] = (item.origin, item.line)
             for rid in rids:
