@@ -378,26 +378,6 @@ def test_a_measured_group_extrapolates_around_its_own_mean():
     assert extra == pytest.approx((np.exp(mean + 0.5 * z) - 0.004) * 24 * 8.0)
 
 
-def test_the_normal_cdf_and_quantile_are_scipys():
-    """core.likelihood.normal_cdf / normal_quantile (math.erfc and statistics.NormalDist, so that
-    predict does not import scipy.special: 0.12 s of a 0.49 s predict) equal scipy.special's
-    ndtr / ndtri (1e-12 / 1e-13 relative: math.erfc's far lower tail) across the range the
-    truncation uses, and give ndtri's values at the edges (-inf at 0, +inf at 1, NaN for
-    NaN)."""
-    from scipy import special
-
-    from ddtree_bayes.core.likelihood import normal_cdf, normal_quantile
-
-    x = np.concatenate([np.linspace(-37.0, 8.0, 4001), [-np.inf, np.inf]])
-    assert np.allclose(normal_cdf(x), special.ndtr(x), rtol=1e-12, atol=0.0)
-    p = np.concatenate([np.logspace(-300, -1, 600), np.linspace(0.1, 0.9, 801),
-                        1.0 - np.logspace(-15, -1, 300)])
-    assert np.allclose(normal_quantile(p), special.ndtri(p), rtol=1e-13, atol=1e-15)
-    edges = normal_quantile(np.array([0.0, 1.0, np.nan, -0.5, 1.5]))
-    assert edges[0] == -np.inf and edges[1] == np.inf and np.isnan(edges[2])
-    assert (edges[3], edges[4]) == (-np.inf, np.inf)   # (ndtri gives NaN there; never asked)
-
-
 def test_a_measured_groups_own_cost_leaves_its_fixed_cost_at_or_above_zero():
     """A group measured at one tree budget: its measured overhead is its fixed cost plus its
     nodes' cost. An own per-node ratio drawn so high that the measured nodes would cost more

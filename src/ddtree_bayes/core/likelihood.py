@@ -368,28 +368,6 @@ def split_noise(rng: np.random.Generator, normal_sd: np.ndarray, t_sd: np.ndarra
     return out
 
 
-def normal_cdf(x) -> np.ndarray:
-    """The standard normal CDF, element by element by ``math.erfc`` (scipy.special's ``ndtr``
-    to ~1e-15, ~2e-13 relative in the far lower tail; importing scipy.special cost every
-    ``predict`` 0.12 s, a quarter of it: engine/structure.py's truncation asks it there)."""
-    x = np.asarray(x, dtype=float)
-    return 0.5 * np.asarray(np.frompyfunc(math.erfc, 1, 1)(-x / math.sqrt(2.0)), dtype=float)
-
-
-def normal_quantile(p) -> np.ndarray:
-    """The standard normal quantile (scipy.special's ``ndtri``): ``statistics.NormalDist``'s
-    (Wichura's AS241) inside (0, 1), -inf at 0 and below, +inf at 1 and above, NaN for NaN."""
-    from statistics import NormalDist
-
-    p = np.asarray(p, dtype=float)
-    out = np.full(p.shape, np.nan)
-    inside = (p > 0.0) & (p < 1.0)
-    out[inside] = np.asarray(np.frompyfunc(NormalDist().inv_cdf, 1, 1)(p[inside]), dtype=float)
-    out[p <= 0.0] = -np.inf
-    out[p >= 1.0] = np.inf
-    return out
-
-
 def split_cdf(x: np.ndarray, normal_sd: np.ndarray, t_sd: np.ndarray, nu: float) -> np.ndarray:
     """(numpy) the CDF at ``x`` of ``normal_sd x Normal + t_sd x t_nu`` (:func:`split_noise`),
     elementwise; at least one of the two sds above 0. Normal or t exactly when the other sd is

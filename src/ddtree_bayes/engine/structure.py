@@ -10,10 +10,11 @@ from typing import cast
 
 import numpy as np
 
+from ddtree_bayes.core import normal
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.data import AR_METHOD
 from ddtree_bayes.core.errors import QueryError
-from ddtree_bayes.core.likelihood import normal_cdf, normal_quantile, scatter_parts
+from ddtree_bayes.core.likelihood import scatter_parts
 from ddtree_bayes.core.methods import MethodSpec
 from ddtree_bayes.core.model_cards import required_card, stored_card
 from ddtree_bayes.core.pairs import split_label
@@ -576,7 +577,7 @@ def fixed_cost_kept(z: np.ndarray, mu, sd, headroom) -> np.ndarray:
         return z
     with np.errstate(divide="ignore", invalid="ignore"):
         z_max = (np.log(np.exp(mu) + np.maximum(headroom, 0.0)) - mu) / np.where(sd > 0, sd, 1.0)
-    return np.where(sd > 0, normal_quantile(normal_cdf(z) * normal_cdf(z_max)), z)
+    return np.where(sd > 0, normal.quantile(normal.cdf(z) * normal.cdf(z_max)), z)
 
 
 def carried_group(draws: Fit, sc: Scenario, engine: str

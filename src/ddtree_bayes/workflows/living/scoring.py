@@ -12,6 +12,7 @@ from ddtree_bayes.core.data import (
     Measurements,
 )
 from ddtree_bayes.core.errors import QueryError, without_fix
+from ddtree_bayes.core.normal import cdf as normal_cdf
 from ddtree_bayes.workflows.living.records import (
     SURPRISE_HI,
     SURPRISE_LO,
@@ -40,12 +41,6 @@ def changed_rows(stored: Measurements, current: Measurements
         return out
 
     return unmatched(current.rows, stored.rows), unmatched(stored.rows, current.rows)
-
-
-def _normal_cdf(z):
-    import numpy as np
-
-    return 0.5 * np.vectorize(math.erfc, otypes=[float])(-np.asarray(z) / math.sqrt(2.0))
 
 
 def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
@@ -109,7 +104,7 @@ def score_rows(draws, rows: list[Measurement], seed: int) -> list[dict]:
         normal, heavy, nu = P.noise_parts(draws, sc, sd)
         with np.errstate(divide="ignore", invalid="ignore"):
             z = diff / np.where(sd > 0, sd, 1.0)
-            cdf = np.where(sd > 0, _normal_cdf(z) if nu is None else
+            cdf = np.where(sd > 0, normal_cdf(z) if nu is None else
                            C.split_cdf(diff, np.where(sd > 0, normal, 1.0), heavy, nu),
                            (diff > 0) + 0.5 * (diff == 0))
         pct = float(np.mean(cdf))
