@@ -2,8 +2,9 @@
 
 `add` keeps (exit 0) but warns of a row whose card's weights do not fit its GPUs, a step
 shorter than reading the card's active weights at full bandwidth, a context above the card's
-max_context_tokens, a C > 1 total below one stream's AR tok/s and a speculative row at
-accept_len 1 faster than AR. The same rows typed into data/measurements.csv (or a
+max_context_tokens, a C > 1 total below one stream's AR tok/s, a speculative row at
+accept_len 1 faster than AR and a speculative step shorter than AR's (two deployments under one
+name). The same rows typed into data/measurements.csv (or a
 `fit --data edited.csv`) were fitted without a word. fit now says each before sampling, one
 line naming the file and row, in the words `add` uses (core/row_notes.py holds them both).
 """
@@ -206,3 +207,29 @@ def test_fit_says_a_row_imported_with_its_prompt_alone_as_context(tmp_path):
                     "prompt plus half the output on average (1024 in, 1024 out: 1536), which "
                     "the context cost is linear in; write that figure, or delete the row and "
                     "import the file again" for n, ctx in ((11, 1024), (12, 4096), (13, 512))]
+
+
+def test_fit_says_a_speculative_step_below_ar_once_of_the_speculative_row(tmp_path):
+    """An AR row at 50 tok/s (a 20 ms step) typed beside the bundled RTX PRO 6000 rows: row 9's
+    EAGLE-3 (accept 1.948 at 125 tok/s, context 0) is a 15.58 ms step, 22.1% shorter, which no
+    deployment does (add says it of whichever row comes second). fit says it once, of the
+    speculative row, naming the AR row; row 10 (34.97 ms at context 131072) is no contradiction
+    (AR's longest step at a context that short or shorter is this 20 ms)."""
+    path = edited(tmp_path / "edited.csv", "kimi-k2.6,rtx-pro-6000,8,vllm,ar,,,1,1.0,0,50,x,,")
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == [
+        f"{path}, row 9: eagle3's step, 15.6 ms (125 tok/s at accept_len 1.948), is 22.1% "
+        "shorter than ar's 20 ms (row 11: 50 tok/s; kimi-k2.6 rtx-pro-6000x8 vllm, context 0): "
+        "a speculative step verifies 4 tokens and runs the drafter, never in less time than one "
+        "token's step on the same deployment: two deployments under one name (a power limit, "
+        "another quantisation or engine version)? give one its own GPU name (`ddtree-bayes "
+        "hardware add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s"]
+
+
+def test_no_public_file_has_a_speculative_step_below_ar(tmp_path):
+    """The rule does not fire on the data the project fits: the public corpus, whose 136 rows
+    come from 30-odd deployments, and the bundled file."""
+    corpus = Path(__file__).resolve().parents[1] / "data" / "examples" / "public_multi_model.csv"
+    for path in (corpus, bundled("measurements.csv")):
+        inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+        assert not [w for w in inputs.warnings(inputs.priors) if "never in less time" in w]

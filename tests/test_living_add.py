@@ -792,3 +792,46 @@ def test_adding_the_concurrency_column_keeps_each_rows_text(work, capsys, newlin
     assert after[len(kept.encode()):] == (
         ("" if last else newline)
         + f"kimi-k2.6,b300,8,sglang,ar,,,1,1,,400,x,,4{newline}").encode()
+
+
+def test_add_warns_of_a_speculative_step_shorter_than_ar(work, capsys):
+    """A speculative step verifies several tokens and runs the drafter, so on one deployment it
+    never takes less time than an autoregressive step at the same or a shorter context. Rows
+    of two deployments filed under one name (a power-limited GPU, another quantisation) broke
+    that and were appended without a word: a held-out collection's AR rows at 32 tok/s beside
+    the corpus's MTP rows of "the same" system at 100-120 took the fit's answer +84% off with
+    an interval 12% wide. Row 4 (AR, context 0): 91.5 tok/s, a 10.93 ms step. EAGLE-3 at
+    accept_len 2 and 250 tok/s is an 8.00 ms step, 26.8% shorter: warned; at 200 tok/s (10.00
+    ms, 8.5% shorter: within two runs' scatter) not."""
+    eagle = [*RTX_AR, "--method", "eagle3", "--block", "3", "--budget", "3", "--context", "0"]
+    code, out, err = run(capsys, "add", *eagle, "--accept", "2", "--tok-s", "250")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 11: eagle3's step, 8 ms (250 tok/s at accept_len 2), is 26.8% shorter than ar's "
+        "10.9 ms (row 4: 91.5 tok/s; kimi-k2.6 rtx-pro-6000x8 vllm, context 0): a speculative "
+        "step verifies 4 tokens and runs the drafter, never in less time than one token's step "
+        "on the same deployment: two deployments under one name (a power limit, another "
+        "quantisation or engine version)? give one its own GPU name (`ddtree-bayes hardware "
+        "add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s"]
+    assert load(work).rows[-1].tok_s == 250   # (kept: a warning)
+    code, out, err = run(capsys, "add", *eagle, "--accept", "2", "--tok-s", "200")
+    assert code == 0 and json.loads(out)["warnings"] == [], err
+
+
+def test_add_warns_of_an_ar_step_longer_than_a_speculative_one(work, capsys):
+    """The same contradiction met from the other side: a new AR row beside a file's
+    speculative rows (see the test above). Row 9: EAGLE-3 at accept 1.948 and 125 tok/s, a
+    15.58 ms step at context 0. AR at 60 tok/s (16.67 ms; row 9 6.5% shorter): no word; at 50
+    tok/s (20.0 ms; row 9 22.1% shorter): warned on the AR row, naming row 9."""
+    ar = [*RTX_AR, "--method", "ar", "--accept", "1", "--context", "0"]
+    code, out, err = run(capsys, "add", *ar, "--tok-s", "60")
+    assert code == 0 and json.loads(out)["warnings"] == [], err
+    code, out, err = run(capsys, "add", *ar, "--tok-s", "50")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 12: ar's step, 20 ms (50 tok/s), is longer than eagle3's 15.6 ms (row 9: 125 tok/s "
+        "at accept_len 1.948; kimi-k2.6 rtx-pro-6000x8 vllm, context 0), 22.1% shorter: a "
+        "speculative step verifies 4 tokens and runs the drafter, never in less time than one "
+        "token's step on the same deployment: two deployments under one name (a power limit, "
+        "another quantisation or engine version)? give one its own GPU name (`ddtree-bayes "
+        "hardware add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s"]

@@ -121,8 +121,66 @@ def context_text(m: Measurement) -> str:
     return "blank (the default)" if m.context_tokens is None else plain_text(m.context_tokens)
 
 
-def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True
-                    ) -> list[str]:
+#: A speculative step this much shorter than an autoregressive step of the same model,
+#: system, engine and concurrency, at a context as short or shorter, is said
+#: (:func:`cross_row_notes`): it verifies several tokens and runs the drafter, so on one
+#: deployment it never takes less time; the public sweeps' points scatter 0.4-5.8% about
+#: their curves (docs/validation.md), so 10% is beyond two runs' scatter.
+SPEC_STEP_BELOW_AR = 0.9
+#: Contexts that far apart count as one there: 4096 tokens of KV cache read add a few % to a
+#: step (Llama-3.1-8B's 128 KB a token, 0.5 GB beside 16 GB of bf16 weights: 3%; the GQA
+#: and MLA cards less), well within SPEC_STEP_BELOW_AR (a sweep's "blank" and "500-token"
+#: prompts are one context).
+CONTEXT_SLACK_TOKENS = 4096.0
+
+
+def _deployments_text(m: Measurement) -> str:
+    """What :func:`cross_row_notes` says of a speculative step shorter than an AR one."""
+    return (f"a speculative step verifies {m.verify_tokens} tokens and runs the drafter, never "
+            "in less time than one token's step on the same deployment: two deployments under "
+            "one name (a power limit, another quantisation or engine version)? give one its own "
+            f"GPU name (`ddtree-bayes hardware add NAME --like {m.hardware}`) or model card; "
+            "else check accept_len and tok_s")
+
+
+def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bool,
+                          default_context: float) -> str | None:
+    """The line :func:`cross_row_notes` says of a speculative step more than
+    :data:`SPEC_STEP_BELOW_AR` below an AR step (``m`` speculative: against the AR rows at a
+    context as short or shorter, the longest step; ``m`` AR, with ``both_ways``: against the
+    speculative rows at a context as long or longer, the shortest step; "shorter" by up to
+    :data:`CONTEXT_SLACK_TOKENS`). A blank context is the priors' ``default_context``, as the
+    fit reads it."""
+    if m.step_ms is None:
+        return None
+    level = [r for r in same if r.concurrency == m.concurrency and r.step_ms is not None]
+    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS
+    where = f"{m.model} {m.system} {m.engine}"
+    if m.is_speculative:
+        ar = [r for r in level if r.method == AR_METHOD
+              and r.context(default_context) <= ctx + slack]
+        r = max(ar, key=lambda r: r.step_ms or 0.0, default=None)
+        if r is None or r.step_ms is None or m.step_ms >= SPEC_STEP_BELOW_AR * r.step_ms:
+            return None
+        return (f"{m.method}'s step, {m.step_ms:.3g} ms ({m.tok_s:g} tok/s at accept_len "
+                f"{m.accept_len:g}), is {1 - m.step_ms / r.step_ms:.1%} shorter than ar's "
+                f"{r.step_ms:.3g} ms (row {r.row}: {r.tok_s:g} tok/s; {where}, context "
+                f"{context_text(r)}): {_deployments_text(m)}")
+    if not both_ways:
+        return None
+    spec = [r for r in level if r.is_speculative
+            and r.context(default_context) + slack >= ctx]
+    r = min(spec, key=lambda r: r.step_ms or 0.0, default=None)
+    if r is None or r.step_ms is None or r.step_ms >= SPEC_STEP_BELOW_AR * m.step_ms:
+        return None
+    return (f"ar's step, {m.step_ms:.3g} ms ({m.tok_s:g} tok/s), is longer than {r.method}'s "
+            f"{r.step_ms:.3g} ms (row {r.row}: {r.tok_s:g} tok/s at accept_len "
+            f"{r.accept_len:g}; {where}, context {context_text(r)}), "
+            f"{1 - r.step_ms / m.step_ms:.1%} shorter: {_deployments_text(r)}")
+
+
+def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
+                    both_ways: bool = True, default_context: float = 0.0) -> list[str]:
     """What row ``m`` claims beside ``rows`` (``add``: the file's and this batch's earlier
     ones; ``fit``: every other row of the file), one line each (without its row), naming the
     row it disagrees with. Warnings, not refusals (any one may be the slip):
@@ -132,6 +190,12 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
     - a speculative row at accept_len 1 (one token a step, each dearer than autoregressive
       decoding's) faster than autoregressive decoding of the same model, system, engine and
       concurrency at a context as short or shorter (an acceptance rate typed as the length);
+    - a speculative step (accept_len x C / tok_s) more than :data:`SPEC_STEP_BELOW_AR` below
+      an autoregressive step of the same model, system, engine and concurrency at a context
+      as short or shorter (by up to :data:`CONTEXT_SLACK_TOKENS`: two deployments under one
+      name); with ``both_ways`` also said of
+      an autoregressive ``m`` against the speculative rows (``add``; ``fit`` says it once,
+      of the speculative row); a blank context is ``default_context`` here;
     - with ``repeats``, a run more than ``REPEAT_SPREAD`` off a run of the same configuration
       (its tok/s per accepted token, core/likelihood ``run_rate``): a fit reads it as every
       configuration's scatter (``fit`` says it per configuration, core/likelihood
@@ -164,6 +228,10 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
                          f"context {context_text(r)}): was an acceptance rate (0 to 1) typed "
                          "as the length? (accept_len counts the accepted draft tokens plus the "
                          "bonus token)")
+    else:
+        shorter = _spec_shorter_than_ar(m, same, both_ways, default_context)
+        if shorter is not None:
+            notes.append(shorter)
     runs = [r for r in same if config_key(r) == config_key(m)] if repeats else []
     if runs:
         def apart(r: Measurement) -> float:
@@ -268,5 +336,6 @@ def row_notes(rows: Sequence[Measurement], cards: dict, hardware: dict[str, dict
             *([] if prompt_only is None else [prompt_only]),
             *physics_notes(card, hardware, m, read_floor=note is None,
                            default_context=default_context),
-            *cross_row_notes(m, others, repeats=False))]
+            *cross_row_notes(m, others, repeats=False, both_ways=False,
+                             default_context=default_context))]
     return found

@@ -558,7 +558,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 continue
             physics = physics_notes(cards.get(m.model), hardware, m, read_floor=note is None,
                                     default_context=default_context)
-            cross = cross_row_notes(m, [*current.rows, *joined])
+            cross = cross_row_notes(m, [*current.rows, *joined],
+                                    default_context=default_context)
             warnings += [f"row {next_line}: {w}" for w in (gpus_note, note, *physics, *cross)
                          if w is not None]
             joined.append(dataclasses.replace(m, row=next_line))
