@@ -265,6 +265,40 @@ def test_a_serving_run_is_imported_as_the_c_streams_total_at_c(tmp_path_factory,
     assert (row["model"], row["hardware"], row["gpus"]) == ("llama-3.1-8b-instruct", "h100", "1")
 
 
+@pytest.mark.parametrize("fmt", ["vllm-serve", "sglang-serving"])
+@pytest.mark.parametrize(("change", "says"), [
+    ({"errors": ["", "timeout"]}, "'errors' lists 2 requests but 'output_lens' 8: the errors "
+                                  "are not these requests'"),
+    ({"input_lens": [1023.5] + [1024] * 7}, "'input_lens' request 1 is 1023.5 tokens: a count "
+                                            "of tokens is a whole number"),
+    ({"output_lens": [512] * 7 + [-512]}, "'output_lens' request 8 is -512 tokens: a count of "
+                                          "tokens cannot be negative"),
+])
+def test_a_serving_runs_bad_request_lengths_write_nothing(tmp_path, fmt, change, says):
+    """--save-detailed (vLLM) and --output-details (SGLang) list each request's lengths and
+    errors: an errors list of another length was read as "none failed", a length of 1023.5
+    tokens taken as given, each with exit 0 and a row appended. Refused: one line naming the
+    file, the key and what is wrong, exit 2, the data byte-identical."""
+    root = workdir(tmp_path)
+    rec = dict(serving_record(fmt, 1, 8.0, 3.0), input_lens=[1024] * 8, output_lens=[512] * 8,
+               errors=[""] * 8)
+    bench = root / ("run.json" if fmt == "vllm-serve" else "run.jsonl")
+    argv = ["add", "--from-bench", str(bench), "--hardware", "h100", "--gpus", "1", "--engine",
+            fmt.split("-")[0], "--method", "eagle3", "--block", "3", "--model",
+            "llama-3.1-8b-instruct"]
+    bench.write_text(json.dumps(dict(rec, **change)) + "\n")
+    before = (root / "data" / "measurements.csv").read_bytes()
+    code, out, err = run_cli(root, *argv)
+    assert code == 2, err
+    assert err == (f"ddtree-bayes: error: {bench}, record 1: {says} (fix: pass an unedited "
+                   f"{fmt} result file)\n")
+    assert (root / "data" / "measurements.csv").read_bytes() == before
+    bench.write_text(json.dumps(rec) + "\n")   # (the same run, unedited, is imported)
+    code, _, err = run_cli(root, *argv)
+    assert code == 0, err
+    assert rows_of(root)[-1].context_tokens == 1024 + 256
+
+
 # ---------------------------------------------------------------- open findings
 def _one_tg_record(gpu_info: str) -> list[dict]:
     return [dict(r, gpu_info=gpu_info)

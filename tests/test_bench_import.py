@@ -1382,6 +1382,68 @@ def test_detailed_lengths_that_are_not_the_runs_are_refused(tmp_path):
         "unedited vllm-serve result file)")
 
 
+@pytest.mark.parametrize(("errors", "says"), [
+    (["", "", "timeout"], "'errors' lists 3 requests but 'output_lens' 2: the errors are not "
+                          "these requests'"),
+    (["timeout"], "'errors' lists 1 requests but 'output_lens' 2: the errors are not these "
+                  "requests'"),
+    ([], "'errors' lists 0 requests but 'output_lens' 2: the errors are not these requests'"),
+    ("timeout", "'errors' is 'timeout', not a list of one error per request"),
+])
+def test_detailed_errors_that_are_not_one_per_request_are_refused(tmp_path, errors, says):
+    """An 'errors' list of another length than the lengths' (or no list) says nothing of
+    which request failed: it was read as "none failed" and the run imported with exit 0
+    (ctx 1113, as if the file said so). Refused by its key, nothing imported."""
+    path = _detailed_serve(tmp_path, "serve.json")
+    raw = json.loads(path.read_text())
+    raw["errors"] = errors
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BenchFormatError) as err:
+        parse(path)
+    assert _one_line(err) == (f"{path}, record 1: {says} (fix: pass an unedited vllm-serve "
+                              "result file)")
+    assert err.value.key == "errors"
+
+
+@pytest.mark.parametrize(("key", "values", "says"), [
+    ("input_lens", [1023.5, 1000], "'input_lens' request 1 is 1023.5 tokens: a count of tokens "
+                                   "is a whole number"),
+    ("output_lens", [101.5, 300.5], "'output_lens' request 1 is 101.5 tokens: a count of "
+                                    "tokens is a whole number"),
+    ("input_lens", [1000, -1000], "'input_lens' request 2 is -1000 tokens: a count of tokens "
+                                  "cannot be negative"),
+    ("output_lens", [101, -301], "'output_lens' request 2 is -301 tokens: a count of tokens "
+                                 "cannot be negative"),
+    ("input_lens", [1000, "1000"], "'input_lens' request 2 is '1000', not a number of tokens"),
+    ("output_lens", [101, None], "'output_lens' request 2 is None, not a number of tokens"),
+    ("input_lens", [1000, True], "'input_lens' request 2 is True, not a number of tokens"),
+    ("input_lens", 2000, "'input_lens' is 2000, not a list of one count per request"),
+])
+def test_detailed_lengths_that_are_no_token_counts_are_refused(tmp_path, key, values, says):
+    """A length of 1023.5 tokens was taken as given (ctx 1122 instead of 1113, exit 0); a
+    negative one was refused as 'not a list of token counts', which named neither the request
+    nor what was wrong. Each is refused naming the key, the request (1-based) and the value."""
+    path = _detailed_serve(tmp_path, "serve.json")
+    raw = json.loads(path.read_text())
+    raw[key] = values
+    path.write_text(json.dumps(raw))
+    with pytest.raises(BenchFormatError) as err:
+        parse(path)
+    assert _one_line(err) == (f"{path}, record 1: {says} (fix: pass an unedited vllm-serve "
+                              "result file)")
+    assert err.value.key == key
+
+
+def test_detailed_lengths_written_as_whole_floats_are_counts(tmp_path):
+    """1000.0 is a whole count (a JSON writer may spell it so): the same context, 1113."""
+    path = _detailed_serve(tmp_path, "serve.json")
+    raw = json.loads(path.read_text())
+    raw.update(input_lens=[1000.0, 1000.0], output_lens=[101.0, 301.0])
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context() == 1113.0
+
+
 def test_a_serving_run_of_varied_outputs_without_their_lengths_says_so(tmp_path):
     """sglang.bench_serving --random-range-ratio 0.5 --random-output-len 512 drew each output
     from 256..512 tokens; at 4 streams its decode steps read more than prompt + half the mean

@@ -315,12 +315,18 @@ def _detailed_context(rec: BenchRow, streams: int) -> float | None:
         return None
     fix = f"pass an unedited {rec.fmt} result file"
 
-    def counts(key: str, values) -> list[float]:
-        ok = isinstance(values, list) and all(
-            isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-            and v >= 0 for v in values)
-        if not ok:
-            raise rec.error(f"{key!r} is not a list of token counts", key=key, fix=fix)
+    def counts(key: str, values: Any) -> list[float]:
+        if not isinstance(values, list):
+            raise rec.error(f"{key!r} is {values!r}, not a list of one count per request",
+                            key=key, fix=fix)
+        for i, v in enumerate(values, 1):
+            if not isinstance(v, int | float) or isinstance(v, bool) or not math.isfinite(v):
+                raise rec.error(f"{key!r} request {i} is {v!r}, not a number of tokens",
+                                key=key, fix=fix)
+            if v < 0 or not float(v).is_integer():
+                said = "cannot be negative" if v < 0 else "is a whole number"
+                raise rec.error(f"{key!r} request {i} is {v:g} tokens: a count of tokens "
+                                f"{said}", key=key, fix=fix)
         return [float(v) for v in values]
 
     p_all, n_all = counts("input_lens", ins), counts("output_lens", outs)
@@ -328,8 +334,16 @@ def _detailed_context(rec: BenchRow, streams: int) -> float | None:
         raise rec.error(f"'input_lens' lists {len(p_all)} requests but 'output_lens' "
                         f"{len(n_all)}", key="output_lens", fix=fix)
     errors = rec.data.get("errors")
-    failed = [bool(e) for e in errors] if isinstance(errors, list) and \
-        len(errors) == len(n_all) else [False] * len(n_all)
+    if errors is not None and not isinstance(errors, list):
+        raise rec.error(f"'errors' is {errors!r}, not a list of one error per request",
+                        key="errors", fix=fix)
+    if errors is not None and len(errors) != len(n_all):
+        # (read as "none failed", a failed request's output 0 would have been no TPOT only
+        # by luck, and a list of 2 errors beside 8 lengths says nothing of which failed)
+        raise rec.error(f"'errors' lists {len(errors)} requests but 'output_lens' "
+                        f"{len(n_all)}: the errors are not these requests'", key="errors",
+                        fix=fix)
+    failed = [bool(e) for e in errors] if errors is not None else [False] * len(n_all)
     done = [(p, n) for p, n, bad in zip(p_all, n_all, failed, strict=True) if n > 0 and not bad]
     total = rec.number("total_output_tokens", required=False)
     said = sum(n for _, n in done)
