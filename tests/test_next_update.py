@@ -287,3 +287,60 @@ def test_next_on_a_reweighted_fit_weighs_its_proposals_draws(monkeypatch):
         got[name] = updated(y, 0)
     for mine, theirs in zip(got["resample"], got["proposal"], strict=True):
         np.testing.assert_array_equal(mine, theirs)
+
+
+def test_next_refit_candidates_on_a_reweighted_fit_weigh_its_proposals_draws(monkeypatch):
+    """A candidate ``update`` would refit for (here a concurrency the fit never measured) is
+    weighed by its likelihood alone; on a reweighted fit next weighed the resample, whose
+    copies of a draw its ESS counted as distinct draws, while the candidates ``update`` would
+    reweight for weigh the proposal's draws (d3d6e40). Here the proposal holds 400 distinct
+    draws (noise_sd 0.01..0.5, every other parameter a point mass) and the resample 100 of
+    them 4 times each (the 100 of least noise), no row added since (every proposal weight
+    equal). By hand: the candidate's log tok/s is mu +- sqrt(noise_sd^2 + A) (A the
+    discrepancy at its distance, the same in every draw), next's K simulated results are
+    y_k = mu + sd[pick_k] eps_k from the resample's draws, and each weighs the proposal's draw
+    s by Normal(y_k | mu, sd_s): ESS_k = 1 / sum(w^2) of those normalised weights. Before:
+    ESS median 399.9 (min 399.3), the resample's 100 distinct draws counted as 400; after
+    396.1 (381.1), the proposal's."""
+    from ddtree_bayes.workflows.decisions.common import shared_components
+    from ddtree_bayes.workflows.living import reweight as RW
+
+    n, seed, k = 400, 7, 8
+    proposal = b300_point_mass(n, 0.03, structure_sd=0.2)
+    noise = np.linspace(0.01, 0.5, n)
+    proposal = proposal.view(variables={**proposal.variables, "noise_sd": noise})
+    index = np.repeat(np.arange(n // 4), 4)
+    resample = proposal.view(
+        meta={**proposal.meta, "fit_id": "the resample", "made_by": RW.MADE_BY_REWEIGHT,
+              "reweight": {"proposal_fit": proposal.meta["fit_id"]}},
+        variables={name: np.asarray(v)[index] for name, v in proposal.variables.items()})
+    monkeypatch.setattr(RW, "proposal_of", lambda previous, models: (
+        (proposal, None) if previous is resample else (previous, None)))
+    query = D.parse_query(resample, "--hardware b300 --engine sglang --method ddtree "
+                                    "--block 16 --budget 32 --accept 14")
+    c16 = D.Candidate(P.resolve_scenario(resample, hardware="b300", gpus=8, engine="sglang",
+                                         method="ar", block=None, budget=None,
+                                         verify_tokens=None, context_tokens=0.0,
+                                         concurrency=16), 1.0, "AR at C = 16")
+    row = D.next_measurements(resample, query, [c16], k=k, seed=seed)["rows"][0]
+    assert row["refit_needed"] is True
+    # the candidate's likelihood: mu in every draw, sd^2 = noise_sd^2 + A
+    parts = shared_components(proposal, c16.scenario, seed, anchor=False)[0]
+    mu = math.log(1000.0 / parts["step"][0])
+    a = parts["log_sd"] ** 2 - noise ** 2
+    np.testing.assert_allclose(np.log(1000.0 / parts["step"]), mu, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a, a[0], rtol=1e-9)
+    sd = np.sqrt(noise ** 2 + a[0])
+    rng = np.random.default_rng([seed, 11])   # (next's simulated results)
+    picks = rng.integers(0, n, size=k)
+    eps = rng.standard_normal(k)
+    y = mu + sd[index][picks] * eps
+    ess = []
+    for y_k in y:
+        log_w = -0.5 * ((y_k - mu) / sd) ** 2 - np.log(sd)
+        w = np.exp(log_w - log_w.max())
+        w /= w.sum()
+        ess.append(1.0 / np.sum(w ** 2))
+    assert row["ess_median"] == pytest.approx(float(np.median(ess)), rel=1e-9)
+    assert row["ess_min"] == pytest.approx(min(ess), rel=1e-9)
+    assert row["ess_min"] < 390   # (the resample's copies: 399.3)

@@ -675,12 +675,55 @@ Updated = Callable[[float, int], tuple[np.ndarray, np.ndarray]]
 #: The source of the row :func:`simulated_update` adds (never written anywhere).
 SIMULATED_SOURCE = "next: a simulated result"
 
+#: A candidate's likelihood per draw: (log_mu, log_sd, the Student-t nu or None).
+Likelihood = tuple[np.ndarray, np.ndarray, float | None]
+
+
+@dataclass(frozen=True)
+class Start:
+    """The draws a reweighted fit's candidates are weighed on: its proposal's NUTS draws in
+    the fit's model and data (``fit``), their log weights to that data (``log_w``: the raw
+    ratios ``update`` smoothed and resampled by), the query's acceptance and per-token draws
+    from them, and (per candidate) the candidate's :data:`Likelihood` on them."""
+
+    fit: Fit
+    log_w: np.ndarray
+    accept: np.ndarray
+    per_token: np.ndarray
+    likelihood: Likelihood | None = None
+
+
+def proposal_start(draws: Fit, proposal: tuple[Fit | None, str | None], query: Query,
+                   seed: int) -> Start | None:
+    """The :class:`Start` of a reweighted fit ``draws`` whose proposal (:func:`fit_proposal`)
+    is readable, in the fit's model, and kept every row the fit has; None for a sampled fit
+    (its own draws are the start, every weight equal) or where the proposal cannot stand for
+    the fit's draws (their resample is the start then, as before)."""
+    from ddtree_bayes.engine import importance as R
+    from ddtree_bayes.workflows.living import reweight as RW
+
+    base = proposal[0]
+    if base is None or base is draws:
+        return None
+    old = draws.measurements
+    try:
+        added, kept, gone = RW.pair_rows(base.measurements, old)
+        if gone:
+            return None
+        fit = R.restructured(base, draws.meta["model"], old.text)[0].knowing(old)
+        fit = R.augmented(fit, np.random.default_rng(seed))[0]
+        log_w = R.log_ratios(base, base.measurements, old, added, kept, fit)[0]
+    except (InputError, ValueError):
+        return None
+    accept = query_acceptance(fit, query, P.keyed_rng(seed, repr(query.source)))[0]
+    return Start(fit, log_w, accept, P.per_token_draws(fit, query.scenario, seed)[0])
+
 
 def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np.ndarray,
                      candidate: Candidate, seed: int,
-                     likelihood: tuple[np.ndarray, np.ndarray, float | None],
-                     proposal: tuple[Fit | None, str | None] | None = None
-                     ) -> tuple[Updated | None, bool]:
+                     likelihood: Likelihood,
+                     proposal: tuple[Fit | None, str | None] | None = None,
+                     start: Start | None = None) -> tuple[Updated | None, bool]:
     """What measuring ``candidate`` does to the query, as ``add`` + ``update`` + ``predict``
     would show it, and whether ``update`` would refit for it (True: the weights below keep
     today's parameters, where a refit would learn the new ones the row brings: a system, an
@@ -693,7 +736,11 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
     weighted as :func:`preposterior` weighs them, by ``likelihood`` (the candidate's log_mu,
     log_sd and nu), and the query's draws are today's (``accept`` x ``per_token``), with the
     acceptance the new row gives it (below); None when that acceptance cannot change either
-    (:func:`preposterior` then reweights today's draws, vectorised).
+    (:func:`preposterior` then reweights today's draws, vectorised). On a reweighted fit
+    (``start``, :func:`proposal_start`, with the candidate's likelihood on its draws) the
+    draws are its proposal's, as ``update`` would weigh them (below), each weighted by its
+    weight to the fit's data times that likelihood: the fit's draws are a resample of them,
+    whose copies of a draw the weights' ESS counted as distinct draws.
 
     For a result ``y`` (the candidate's log tok/s per stream, at its ``accept_len``, 1 when it
     has none) the fit's data gain the row. A candidate without an accept_len at the query's
@@ -769,7 +816,20 @@ def simulated_update(draws: Fit, query: Query, accept: np.ndarray, per_token: np
         reasons = ["the fit's stored inputs do not give its model"]
     if (base is None or reasons or draws.meta.get("held_out_rows")
             or draws.meta.get("held_out_systems")):
-        if not (its_accept and query.accept is None and query.text is not None):
+        new_accept = its_accept and query.accept is None and query.text is not None
+        if start is not None and start.likelihood is not None:
+            s_mu, s_sd, s_nu = start.likelihood
+
+            def from_proposal(y: float, pick: int) -> tuple[np.ndarray, np.ndarray]:
+                got = start.accept
+                if new_accept:
+                    new = data(y, pick)
+                    got = acceptance(start.fit.view(data_csv=new.text).knowing(new))
+                return (start.log_w + likelihood_logw(y, s_mu, s_sd, s_nu),
+                        got * start.per_token)
+
+            return from_proposal, True
+        if not new_accept:
             return None, True
         log_mu, log_sd, nu = likelihood
 
@@ -896,6 +956,8 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
     now_lo, now_hi = shown[f"lo{P.pct_label(prob)}"], shown[f"hi{P.pct_label(prob)}"]
     now = now_hi - now_lo
     proposal = fit_proposal(draws)   # (what update would reweight: read once)
+    # (a reweighted fit's: the draws a candidate update would refit for is weighed on)
+    today = proposal_start(draws, proposal, query, seed)
     rows = []
     for c in cands:
         # a new measurement's likelihood, as the fit and `update` weigh it: at a configuration
@@ -907,19 +969,32 @@ def next_measurements(draws: Fit, query: Query, candidates: list[Candidate] | No
         # them from the query's generator: an unmeasured system's transferred parameters
         # (drawn first), then, in the query's overhead group, the group's own draws (an
         # unmeasured group's, a measured one's beyond its budget); another group draws its own
-        q_rng = P.keyed_rng(seed, q_key)
         same_group = q_group is not None and overhead_group(draws, c.scenario) == q_group
         on_q_system = c.scenario.pair == q_sc.pair and not q_sc.measured
-        parts, how = shared_components(draws, c.scenario, seed, anchor=measured,
-                                       system_rng=q_rng if on_q_system else None,
-                                       step_rng=q_rng if same_group else None)
         a = 1.0 if c.accept_len is None else c.accept_len
         # a Student-t fit: t for a new configuration, normal run noise about a measured one
         t = None if eps_t is None or measured else eps_t
-        log_mu, t_nu = np.log(a * 1000.0 / parts["step"]), None if t is None else nu
+        t_nu = None if t is None else nu
+
+        def components(fit: Fit, c: Candidate = c, measured: bool = measured,
+                       on_q_system: bool = on_q_system, same_group: bool = same_group
+                       ) -> tuple[dict, str]:
+            q_rng = P.keyed_rng(seed, q_key)
+            return shared_components(fit, c.scenario, seed, anchor=measured,
+                                     system_rng=q_rng if on_q_system else None,
+                                     step_rng=q_rng if same_group else None)
+
+        parts, how = components(draws)
+        log_mu = np.log(a * 1000.0 / parts["step"])
+        start = None
+        if today is not None:   # (the candidate's likelihood on the proposal's draws)
+            p_parts = components(today.fit)[0]
+            start = dataclasses.replace(today, likelihood=(
+                np.log(a * 1000.0 / p_parts["step"]), p_parts["log_sd"], t_nu))
         # the query's answer as `update` and `predict` would give it after the measurement
         updated, refit_needed = simulated_update(draws, query, accept, per_token, c, seed,
-                                                 (log_mu, parts["log_sd"], t_nu), proposal)
+                                                 (log_mu, parts["log_sd"], t_nu), proposal,
+                                                 start)
         res = preposterior(log_mu, parts["log_sd"], q, prob, picks, eps if t is None else t,
                            t_nu, updated=updated)
         sc = c.scenario
