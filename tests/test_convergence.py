@@ -211,6 +211,41 @@ def test_diagnose_rows_are_arviz_stats_to_the_bit():
         assert {k: row[k] for k in theirs} == {k: float(v) for k, v in theirs.items()}
 
 
+def test_diagnose_labels_each_element_by_all_its_coordinates():
+    """A variable of two dimensions after the draws, (chain, draw, gpu, engine) 2 x 3, was
+    labelled from its first dimension alone: 'm[h100]' and 'm[b300]' for the first two of its
+    six elements and the other four not reported at all (their R-hat and ESS never gated).
+    Each element is named by every coordinate, in the variable's dimension order (a
+    dimension stored before the draws, too), with its own mean and arviz-stats' figures:
+    element (i, j) draws around 10 i + j, so its mean names it. A constant element is left
+    out, as a vector's is. From a DataTree, as the sampler returns it."""
+    import xarray as xr
+
+    gpus, engines = ["h100", "b300"], ["sglang", "vllm", "trt-llm"]
+    values = _draws(70, (4, 1000, 2, 3), 0.5) * 0.1
+    values += (10.0 * np.arange(2)[:, None] + np.arange(3)[None, :])
+    values[:, :, 1, 2] = 7.0                                  # (a constant element: no row)
+    # (a dimension before the draws: stored (engine, chain, draw), diagnosed per engine)
+    front = np.moveaxis(_draws(71, (4, 1000, 3), 0.5) + np.arange(3) * 100.0, 2, 0)
+    post = xr.Dataset({"m": (("chain", "draw", "gpu", "engine"), values),
+                       "f": (("engine", "chain", "draw"), front)},
+                      coords={"gpu": gpus, "engine": engines})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 1000), bool))})
+    tree = xr.DataTree.from_dict({"posterior": post, "sample_stats": stats})
+    rows, _, _ = inference.diagnose(tree["posterior"].to_dataset(),
+                                    tree["sample_stats"].to_dataset())
+    assert [r["parameter"] for r in rows] == [
+        "m[h100, sglang]", "m[h100, vllm]", "m[h100, trt-llm]", "m[b300, sglang]",
+        "m[b300, vllm]", "f[sglang]", "f[vllm]", "f[trt-llm]"]
+    for row, mean in zip(rows, (0.0, 1.0, 2.0, 10.0, 11.0, 0.0, 100.0, 200.0), strict=True):
+        assert abs(row["mean"] - mean) < 0.05, row
+    cells = [values[:, :, 0, 0], values[:, :, 0, 1], values[:, :, 0, 2], values[:, :, 1, 0],
+             values[:, :, 1, 1], front[0], front[1], front[2]]
+    for row, cell in zip(rows, cells, strict=True):
+        theirs = _arviz(cell)
+        assert {k: row[k] for k in theirs} == {k: float(v) for k, v in theirs.items()}
+
+
 def test_diagnose_imports_neither_arviz_stats_nor_scipy_stats():
     code = ("import sys\nimport numpy as np, xarray as xr\n"
             "from ddtree_bayes.engine import inference\n"

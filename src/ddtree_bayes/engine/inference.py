@@ -8,6 +8,7 @@ and is used automatically when nutpie is not installed.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import sys
 import threading
@@ -301,7 +302,10 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     (:func:`finite_failures`), and a non-finite R-hat or ESS, each naming its parameters
     (:func:`ddtree_bayes.core.gates.row_failures`). The statistics are arviz-stats' to the
     bit, every element of every variable at once (``core.convergence``: the function a read
-    of the stored fit derives R-hat and bulk ESS again with, so the two agree exactly).
+    of the stored fit derives R-hat and bulk ESS again with, so the two agree exactly). A
+    row names a scalar ``name``, an element ``name[label]`` by its coordinate, or, of a
+    variable of several dimensions after the draws, ``name[a, b]`` by every coordinate in
+    the variable's dimension order.
     """
     import warnings
 
@@ -326,8 +330,11 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
     for name, da in arrays.items():
         extra = [d for d in da.dims if d not in ("chain", "draw")]
         if extra:
-            labels = [str(x) for x in da[extra[0]].values]
-            names = [f"{name}[{lab}]" for lab in labels]
+            # every element by all its coordinates, in the order the reshape below flattens
+            # them (the first extra dimension's labels alone named the first few elements of
+            # a (chain, draw, a, b) variable, and left the rest out)
+            labels = itertools.product(*([str(x) for x in da[d].values] for d in extra))
+            names = [f"{name}[{', '.join(lab)}]" for lab in labels]
         else:
             names = [name]
         flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)
