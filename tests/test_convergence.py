@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -244,6 +245,42 @@ def test_diagnose_labels_each_element_by_all_its_coordinates():
     for row, cell in zip(rows, cells, strict=True):
         theirs = _arviz(cell)
         assert {k: row[k] for k in theirs} == {k: float(v) for k, v in theirs.items()}
+
+
+def test_a_stored_fits_checks_name_the_elements_as_diagnose_does():
+    """The checks a read of a stored fit makes (core/gates ``rederived_rows``, engine/store
+    ``_check_means``) looked a label up among the coordinates of a variable's first dimension
+    after the draws, while diagnose now names every coordinate: a (gpu, engine) variable's
+    re-derived rows were 'm[0]'..'m[5]' beside diagnose's 'm[h100, sglang]'.., and its
+    recorded means went unchecked. Both use core/gates ``element_labels`` now: the re-derived
+    rows equal diagnose's (names, R-hat and bulk ESS to the bit) and an edited mean of
+    'm[b300, vllm]' is refused."""
+    import xarray as xr
+
+    from ddtree_bayes.core.errors import ArtifactError
+    from ddtree_bayes.core.gates import element_labels, rederived_rows
+    from ddtree_bayes.engine import store
+
+    gpus, engines = ["h100", "b300"], ["sglang", "vllm", "trt-llm"]
+    values = _draws(72, (4, 1000, 2, 3), 0.5) + np.arange(6.0).reshape(2, 3)
+    post = xr.Dataset({"m": (("chain", "draw", "gpu", "engine"), values)},
+                      coords={"gpu": gpus, "engine": engines})
+    stats = xr.Dataset({"diverging": (("chain", "draw"), np.zeros((4, 1000), bool))})
+    rows, _, _ = inference.diagnose(post, stats)
+    labels = {"m": element_labels([gpus, engines])}
+    flat = {"m": values.reshape(4000, 2, 3)}
+    again = rederived_rows(flat, 4, labels)
+    assert [r["parameter"] for r in again] == [r["parameter"] for r in rows]
+    assert [(r["rhat"], r["ess_bulk"]) for r in again] == [(r["rhat"], r["ess_bulk"])
+                                                           for r in rows]
+    meta = {"diagnostics": {"parameters": rows}}
+    store._check_means(meta, flat, labels, Path("fit.nc"))       # (the saved means: kept)
+    edited = [dict(r, mean=r["mean"] + 1.0) if r["parameter"] == "m[b300, vllm]" else r
+              for r in rows]
+    with pytest.raises(ArtifactError,
+                       match=r"draws of m\[b300, vllm\] average 3.98778, not the 4.98778"):
+        store._check_means({"diagnostics": {"parameters": edited}}, flat, labels,
+                           Path("fit.nc"))
 
 
 def test_diagnose_imports_neither_arviz_stats_nor_scipy_stats():

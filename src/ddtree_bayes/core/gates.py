@@ -87,15 +87,31 @@ def threshold_failures(rows: list[dict], slack: float = 0.0) -> list[str]:
     return failures
 
 
+def element_labels(coords: list[list[str]]) -> list[str]:
+    """The labels of a variable's elements in the order its draws flatten them (C order over
+    its dimensions after (chain, draw)), each element by all its coordinates: what
+    ``engine.inference.diagnose`` writes inside ``name[...]`` and a stored fit's checks look
+    up (:func:`rederived_rows`, engine/store ``_check_means``).
+
+    >>> element_labels([["h100", "b300"]])
+    ['h100', 'b300']
+    >>> element_labels([["h100", "b300"], ["sglang", "vllm"]])
+    ['h100, sglang', 'h100, vllm', 'b300, sglang', 'b300, vllm']
+    """
+    import itertools
+
+    return [", ".join(lab) for lab in itertools.product(*([str(x) for x in c] for c in coords))]
+
+
 def rederived_rows(variables: dict, chains: int,
                    labels: dict[str, list[str]] | None = None) -> list[dict]:
-    """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every
-    non-constant scalar element of ``variables`` (name: draws flattened over (chain, draw),
-    ``chains`` chains of equal length), as ``engine.inference.diagnose`` computes them (the
-    same function, :func:`ddtree_bayes.core.convergence.summaries`, all elements at once:
-    arviz-stats' numbers to the bit), named as it names them (``name`` or ``name[label]``:
-    ``labels`` names the positions on a variable's first dimension after the draws, else the
-    position itself). For :func:`row_failures`, on the draws a stored fit holds, at load time."""
+    """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every non-constant scalar
+    element of ``variables`` (name: draws flattened over (chain, draw), ``chains`` chains of
+    equal length), as ``engine.inference.diagnose`` computes them (the same function,
+    :func:`ddtree_bayes.core.convergence.summaries`, all elements at once: arviz-stats' numbers
+    to the bit), named as it names them (``name`` or ``name[label]``: ``labels`` names a
+    variable's elements, :func:`element_labels`, else the position itself). For
+    :func:`row_failures`, on the draws a stored fit holds, at load time."""
     import numpy as np
 
     from ddtree_bayes.core import convergence

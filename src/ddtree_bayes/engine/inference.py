@@ -8,7 +8,6 @@ and is used automatically when nutpie is not installed.
 from __future__ import annotations
 
 import hashlib
-import itertools
 import os
 import sys
 import threading
@@ -333,8 +332,8 @@ def diagnose(posterior, sample_stats) -> tuple[list[dict], int, list[str]]:
             # every element by all its coordinates, in the order the reshape below flattens
             # them (the first extra dimension's labels alone named the first few elements of
             # a (chain, draw, a, b) variable, and left the rest out)
-            labels = itertools.product(*([str(x) for x in da[d].values] for d in extra))
-            names = [f"{name}[{', '.join(lab)}]" for lab in labels]
+            names = [f"{name}[{lab}]" for lab in gates.element_labels(
+                [da[d].values for d in extra])]
         else:
             names = [name]
         flat = np.asarray(da.values).reshape(da.shape[0] * da.shape[1], -1)

@@ -305,7 +305,7 @@ def load_fit(path: Path, *, rederive: bool = True) -> Fit:
             _check_coords(meta, labels, path)
             skip = {"chain", "draw", *meta["coords"]}
             variables = {}
-            first_dims: dict[str, str] = {}   # (the dimension a diagnostics label indexes)
+            dims_of: dict[str, list[str]] = {}   # (the dimensions a diagnostics label names)
             chains = 0
             for name, ds in post.items():
                 if name in skip:
@@ -313,8 +313,9 @@ def load_fit(path: Path, *, rederive: bool = True) -> Fit:
                 arr = np.asarray(ds[...], dtype=float)
                 chains = arr.shape[0]
                 variables[name] = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
-                if ds.ndim > 2 and len(ds.dims[2]):
-                    first_dims[name] = ds.dims[2][0].name.rsplit("/", 1)[-1]
+                extra = [ds.dims[i] for i in range(2, ds.ndim)]   # (h5py: no slices)
+                if extra and all(len(d) for d in extra):
+                    dims_of[name] = [d[0].name.rsplit("/", 1)[-1] for d in extra]
             texts = [_attr_text(attrs[k]) for k in (DATA_ATTR, PRIORS_ATTR, HARDWARE_ATTR)]
             stats = fh.get("sample_stats")
             logp = next((np.asarray(stats[k][...], dtype=float) for k in ("logp", "lp")
@@ -335,11 +336,14 @@ def load_fit(path: Path, *, rederive: bool = True) -> Fit:
                             f"({bad}) and cannot answer; an interrupted sampler's partial trace"
                             " (saved by a version before this check) looks like this (fix: "
                             "re-run `ddtree-bayes fit`, or pass --fit to use another fit)")
-    _check_means(meta, variables, first_dims, path)   # (of finite draws: refused above)
+    from ddtree_bayes.core.gates import element_labels
+
+    element_names = {name: element_labels([meta["coords"].get(d, []) for d in dims])
+                     for name, dims in dims_of.items()}
+    _check_means(meta, variables, element_names, path)   # (of finite draws: refused above)
     _gate_again(meta)
-    _check_gates(meta, path, _Draws(variables, chains, {
-        name: meta["coords"].get(dim, []) for name, dim in first_dims.items()}, diverging)
-        if labels else None, rederive=rederive)
+    _check_gates(meta, path, _Draws(variables, chains, element_names, diverging)
+                 if labels else None, rederive=rederive)
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
               priors_toml=texts[1], hardware_csv=texts[2])
     _check_model(fit, labelled=bool(labels))
@@ -869,14 +873,16 @@ def _check_draws(meta: dict, variables: dict, path: Path) -> None:
                             "diagnostics name (fix: re-run `ddtree-bayes fit`)")
 
 
-def _check_means(meta: dict, variables: dict, first_dims: dict[str, str], path: Path) -> None:
-    """Refuse draws other than the ones the fit diagnosed: each parameter's mean in the
-    diagnostics was computed from the draws it saved (engine.inference, over the flattened
-    draws, as ``variables`` holds them), so draws that average otherwise were edited or
-    damaged. A label is looked up in the coordinates of the variable's first dimension
-    (``first_dims``; a variable without named dimensions, as a test writes it, is checked
-    only unlabelled). The diagnostics of an importance resample (``update``) are its proposal
-    fit's, whose draws it resampled: not checked."""
+def _check_means(meta: dict, variables: dict, element_names: dict[str, list[str]],
+                 path: Path) -> None:
+    """Refuse draws other than the ones the fit diagnosed: each parameter's mean in the diagnostics was
+    computed from the draws it saved (engine.inference, over the flattened draws, as
+    ``variables`` holds them), so draws that average otherwise were edited or damaged. A label
+    is looked up among the variable's element labels (``element_names``, core/gates
+    ``element_labels``: every coordinate, as diagnose names them; a variable without named
+    dimensions, as a test writes it, is checked only unlabelled). The diagnostics of an
+    importance resample (``update``) are its proposal fit's, whose draws it resampled: not
+    checked."""
     diagnostics = meta.get("diagnostics") or {}
     rows = diagnostics.get("parameters")
     if not isinstance(rows, list) or "of_fit" in diagnostics or "reweight" in meta:
@@ -890,7 +896,7 @@ def _check_means(meta: dict, variables: dict, first_dims: dict[str, str], path: 
             continue   # (_check_draws refused a parameter it lacks)
         flat = values.reshape(values.shape[0], -1)
         if label:
-            labels = meta["coords"].get(first_dims.get(name, ""), [])
+            labels = element_names.get(name, [])
             if label[:-1] not in labels:
                 continue
             column = flat[:, labels.index(label[:-1])]
@@ -1012,7 +1018,7 @@ def _gate_again(meta: dict) -> None:
 
 class _Draws(NamedTuple):
     """A fit's draws as :func:`_check_gates` re-diagnoses them: ``variables`` (flattened over
-    (chain, draw)), ``chains``, each variable's labels on its first dimension after the draws,
+    (chain, draw)), ``chains``, each variable's element labels (core/gates ``element_labels``),
     and the sampler's ``diverging`` flags (None: the file stores none)."""
 
     variables: dict[str, np.ndarray]
