@@ -554,3 +554,73 @@ def test_arviz_base_imported_without_reading_the_source_of_the_stack():
     out = done.stdout.splitlines()
     assert out[0] == "[] True"
     assert out[1] == "No module named 'jax' True"
+
+
+def entries(cache) -> list:
+    return sorted((cache / "models").glob("*.json"))
+
+
+def unconstrained_draws(compiled):
+    import nutpie
+
+    dt = nutpie.sample(compiled, draws=50, tune=50, chains=2, cores=1, seed=11,
+                       progress_bar=False, store_unconstrained=True)
+    stats = dt["sample_stats"].to_dataset()
+    return {k: stats[k].values for k in ("unconstrained_draw", "logp", "step_size")}
+
+
+@pytest.mark.nuts
+def test_a_compiled_model_is_found_again_without_pytensor(cache, monkeypatch):
+    """A second compile of the free variables of the same model (rebuilt) finds the index
+    entry the first wrote and loads both callbacks without nutpie or PyTensor compiling
+    anything: the same fields, initial points and draws, bit for bit."""
+    import nutpie.compile_pymc as ncp
+
+    from test_model_key import small_model
+
+    first = callbacks.compile_model(small_model(), free_only=True)
+    assert hits(first) == (0, 0) and len(entries(cache)) == 1
+    with monkeypatch.context() as m:
+        def compiled_again(*args, **kwargs):
+            raise AssertionError("compiled again")
+
+        m.setattr(ncp, "_compile_pymc_model_numba", compiled_again)
+        m.setattr("pymc.pytensorf.compile", compiled_again)
+        second = callbacks.compile_model(small_model(), free_only=True)
+    assert hits(second) == (1, 1) and callbacks.last_compile_cached()
+    assert second.n_dim == first.n_dim == 3 and second.n_expanded == first.n_expanded
+    assert second.shape_info[:2] == first.shape_info[:2]
+    assert [tuple(s) for s in second.shape_info[2]] == [tuple(s) for s in first.shape_info[2]]
+    assert second.reparameterized_names == first.reparameterized_names == ["sd_log__"]
+    assert second.dims == first.dims
+    assert {k: list(v) for k, v in second.coords.items()} == {
+        k: list(v) for k, v in first.coords.items()}
+    assert second.user_data.dtype == first.user_data.dtype
+    for seed in (0, 7):
+        np.testing.assert_array_equal(second.initial_point_func(seed),
+                                      first.initial_point_func(seed))
+    a, b = unconstrained_draws(first), unconstrained_draws(second)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])
+
+
+@pytest.mark.nuts
+def test_an_index_entry_is_only_ever_a_shortcut(cache, tmp_path):
+    """Other data: another key, compiled. An entry that is not one, or whose callbacks are
+    gone from numba's cache: compiled as before (the same draws) and written again."""
+    from test_model_key import small_model
+
+    first = callbacks.compile_model(small_model(), free_only=True)
+    (entry,) = entries(cache)
+    other = callbacks.compile_model(small_model(y=(0.5, 1.5, 2.5)), free_only=True)
+    assert hits(other) == (0, 1) and len(entries(cache)) == 2   # (the copy reads no data)
+    entry.write_text('{"logp": "not a key"}')
+    assert hits(callbacks.compile_model(small_model(), free_only=True)) == (1, 1)
+    assert callbacks.read_entry(entry.stem) is not None          # written again
+    for path in cache.glob("*.nb[ic]"):
+        path.unlink()
+    again = callbacks.compile_model(small_model(), free_only=True)
+    assert hits(again) == (0, 0) and callbacks.read_entry(entry.stem) is not None
+    a, b = unconstrained_draws(first), unconstrained_draws(again)
+    for name in a:
+        np.testing.assert_array_equal(a[name], b[name])

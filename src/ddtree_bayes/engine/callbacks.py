@@ -23,6 +23,13 @@ once in numpy. That takes the deterministics' numba typing (a quarter of the com
 of a first fit on a machine; the free variables' draws are the same, the deterministics the
 same to the last bits of ``exp``/``log`` (tests/test_fit_deterministics.py).
 
+A fit's compiled model is also found without PyTensor compiling anything (:func:`compile_free`):
+an index entry ``<cache directory>/models/<key>.json`` (JSON, two callback keys and a size)
+keyed by :func:`ddtree_bayes.engine.graph_key.model_key`, the log density's graph before
+rewriting with everything else the callbacks depend on, names the two callbacks, which are
+loaded as they are: ~2.6 of a warm fit's ~3.4 CPU seconds of compile (docs/performance.md,
+"The warm compile without PyTensor").
+
 A model with shared data (``build_model(refittable=True)``: validation folds and SBC) is
 cached too: nutpie names each shared value by a random ``uuid4`` that its callback reads the
 value's pointer by, so the callbacks here read them by their position instead
@@ -234,17 +241,23 @@ def stable_names(user_data, shared_keys, shared_data):
     return keys, data, dtype, layout
 
 
-def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_keys,
-          shared: str = ""):
-    """The callback ``name`` defined by ``source`` with ``extract`` and ``sizes`` as globals,
-    keyed for the cache when it can be (else :class:`Uncacheable` if a cache was asked)."""
+def define(source: str, name: str, extract, sizes: dict[str, int]):
+    """The Python function ``name`` of ``source``, with ``extract`` and ``sizes`` as its
+    globals (what numba compiles into a callback, or loads one by)."""
     import numba
     import numpy as np
 
     # __name__: numba's cache rebuilds a callback's environment by importing its module
     namespace = {"numba": numba, "np": np, "extract": extract, "__name__": __name__, **sizes}
     exec(compile(source, f"<ddtree_bayes-{name}>", "exec"), namespace)  # noqa: S102 - fixed source
-    func = namespace[name]
+    return namespace[name]
+
+
+def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_keys,
+          shared: str = ""):
+    """The callback ``name`` defined by ``source`` with ``extract`` and ``sizes`` as globals,
+    keyed for the cache when it can be (else :class:`Uncacheable` if a cache was asked)."""
+    func = define(source, name, extract, sizes)
     key = callback_key(source, inner, sizes, shared_keys, shared)
     if key is not None:
         _KEYS[func] = key
@@ -255,12 +268,27 @@ def build(source: str, name: str, inner, extract, sizes: dict[str, int], shared_
     return func
 
 
-def _install(ncp) -> None:
-    """Replace nutpie's two callback makers with :func:`build` on the fixed sources."""
+def logp_signature():
+    """The C signature nutpie calls the log-density callback by."""
     import numba
 
-    make_extraction_fn = ncp.make_extraction_fn
     double_p = numba.types.CPointer(numba.types.double)
+    return numba.types.int64(numba.types.uint64, double_p, double_p, double_p,
+                             numba.types.voidptr)
+
+
+def expand_signature():
+    """The C signature nutpie calls the deterministics callback by."""
+    import numba
+
+    double_p = numba.types.CPointer(numba.types.double)
+    return numba.types.int64(numba.types.uint64, numba.types.uint64, double_p, double_p,
+                             numba.types.voidptr)
+
+
+def _install(ncp) -> None:
+    """Replace nutpie's two callback makers with :func:`build` on the fixed sources."""
+    make_extraction_fn = ncp.make_extraction_fn
 
     def extraction(fn, user_data, shared_keys, shared_data):
         if not shared_keys:
@@ -270,14 +298,12 @@ def _install(ncp) -> None:
 
     def make_logp(n_dim, logp_fn, user_data, shared_keys, shared_data):
         extract, keys, layout = extraction(logp_fn, user_data, shared_keys, shared_data)
-        c_sig = numba.types.int64(numba.types.uint64, double_p, double_p, double_p,
-                                  numba.types.voidptr)
+        c_sig = logp_signature()
         return build(LOGP_SOURCE, "logp_numba", logp_fn, extract, {"n_dim": n_dim},
                      keys, layout), c_sig
 
     def make_expand(n_dim, n_expanded, expand_fn, user_data, shared_var_keys, shared_data):
-        c_sig = numba.types.int64(numba.types.uint64, numba.types.uint64, double_p, double_p,
-                                  numba.types.voidptr)
+        c_sig = expand_signature()
         if _state["free_only"]:   # nothing to expand: see COPY_SOURCE
             if n_expanded != n_dim:
                 raise RuntimeError(f"free variables only, yet {n_expanded} values to "
@@ -471,7 +497,8 @@ def compile_model(model, *, free_only: bool = False):
     stored, :func:`ddtree_bayes.engine.deterministics.omitted` names and
     :func:`~ddtree_bayes.engine.deterministics.complete` computes). Honoured when nutpie
     takes this module's callbacks and :func:`free_only_possible`; else the whole model is
-    compiled, as without it.
+    compiled, as without it. Such a model, once compiled, is found again without PyTensor
+    compiling it at all (:func:`compile_free`).
 
     The cache is an optimisation only. A model it cannot hold and a directory that cannot be
     written compile as nutpie would; an entry that cannot be read (say, cut short by a full
@@ -481,9 +508,220 @@ def compile_model(model, *, free_only: bool = False):
     _state["free_only"], _state["keys"] = free_only, []
     try:
         with untraced():
-            return _compile(model, {"var_names": []} if free_only else {})
+            if free_only:
+                return compile_free(model)
+            return _compile(model, {})
     finally:
         _state["free_only"] = False
+
+
+def cache_usable() -> bool:
+    """Can compiled callbacks be loaded from and saved to the cache (nutpie patched,
+    PyTensor's cache on, the directory writable, numba's caching API as expected)?"""
+    return (patch_nutpie() and cache_enabled() and writable(cache_dir())
+            and _register_locator())
+
+
+def compile_free(model):
+    """:func:`compile_model` of the free variables only.
+
+    A warm compile went to PyTensor building, rewriting and linking the log density and its
+    gradient (~2-3.5 s) only for numba's cache to hand back the callbacks it holds. Here the
+    model's log density, as the model builds it (before any rewrite), is hashed with what
+    else the callbacks depend on (:func:`ddtree_bayes.engine.graph_key.model_key`); an entry
+    of that key in ``<cache_dir>/models`` names the two callbacks, which are loaded from
+    numba's cache as they are, and nutpie's compiled model is put together around them
+    (:func:`assemble`): the same machine code, the same initial points, so the same draws.
+    Without an entry (or with one whose callbacks are gone) the model compiles as before and
+    the entry is written once the callbacks are in the cache."""
+    import pymc as pm
+
+    if not cache_usable() or not isinstance(model, pm.Model):
+        return _compile(model, {"var_names": []})
+    from ddtree_bayes.engine import graph_key
+
+    initial_point_fn = make_initial_point_fn(model)
+    shapes = free_shapes(model, initial_point_fn(0))
+    key = None if shapes is None else graph_key.model_key(model, shapes)
+    if key is not None:
+        compiled = load_compiled(model, key, initial_point_fn, shapes)
+        if compiled is not None:
+            return compiled
+    compiled = _compile(model, {"var_names": []})
+    if key is not None and shapes is not None:
+        remember(key, model, compiled, shapes)
+    return compiled
+
+
+#: the entries of :func:`compile_free`'s index: what each holds (JSON, not a pickle)
+ENTRY_FIELDS = {"logp": str, "copy": str, "n_dim": int}
+
+
+def entry_path(key: str) -> Path:
+    """Where the index entry of a model key is (inside :func:`cache_dir`)."""
+    return cache_dir() / "models" / f"{key}.json"
+
+
+def make_initial_point_fn(model):
+    """The initial-point function nutpie's ``compile_pymc_model`` makes for ``model`` (its
+    defaults: every free variable jittered around its support point, transformed values),
+    behind its lock."""
+    import nutpie.compile_pymc as ncp
+    from pymc.initial_point import make_initial_point_fn as make
+
+    fn = make(model=model, overrides=None, default_strategy="support_point",
+              jitter_rvs=set(model.free_RVs), return_transformed=True)
+    return ncp._wrap_with_lock(fn)
+
+
+def layout(model, shapes: dict):
+    """The free values' names, slices and shapes in nutpie's flat point (``model.free_RVs``
+    order), its length, and the names of those with a transform."""
+    import math
+
+    names, slices, shape_list, count = [], [], [], 0
+    for rv in model.free_RVs:
+        name = model.rvs_to_values[rv].name
+        shape = shapes[name]
+        length = math.prod(int(n) for n in shape)
+        names.append(name)
+        slices.append(slice(count, count + length))
+        shape_list.append(shape)
+        count += length
+    reparameterized = [model.rvs_to_values[rv].name for rv in model.free_RVs
+                       if model.rvs_to_transforms.get(rv) is not None]
+    return (names, slices, shape_list), count, reparameterized
+
+
+def assemble(model, initial_point_fn, shapes: dict, logp_cfunc, copy_cfunc):
+    """nutpie's compiled model of ``model``'s free variables around two loaded callbacks: the
+    fields ``compile_pymc_model(model, var_names=[])`` fills, filled as it fills them."""
+    import nutpie.compile_pymc as ncp
+
+    shape_info, n_dim, reparameterized = layout(model, shapes)
+    names, _, shape_list = shape_info
+    flat_initial_point = ncp._rv_dict_to_flat_array_wrapper(
+        initial_point_fn, names=names, shapes=shape_list)
+    dims, coords = ncp._prepare_dims_and_coords(model, shape_info, reparameterized)
+    return ncp.CompiledPyMCModel(
+        _n_dim=n_dim, dims=dims, _coords=coords,
+        _shapes={name: tuple(shape) for name, _, shape in zip(*shape_info, strict=True)},
+        compiled_logp_func=logp_cfunc, compiled_expand_func=copy_cfunc,
+        initial_point_func=flat_initial_point, shared_data={}, shared_var_keys={},
+        user_data=ncp.make_user_data({}, {}), n_expanded=n_dim, shape_info=shape_info,
+        logp_func=None, expand_func=None, reparameterized_names=reparameterized)
+
+
+def same_layout(model, shapes: dict, compiled) -> bool:
+    """Does :func:`assemble` put together what nutpie compiled (``compiled``)? Checked
+    before an index entry is written: an entry is only ever a shortcut to the same model."""
+    import nutpie.compile_pymc as ncp
+
+    shape_info, n_dim, reparameterized = layout(model, shapes)
+    names, slices, shape_list = shape_info
+    got_names, got_slices, got_shapes = compiled.shape_info
+    return (list(got_names) == names and list(got_slices) == slices
+            and [tuple(int(n) for n in s) for s in got_shapes]
+            == [tuple(int(n) for n in s) for s in shape_list]
+            and compiled.n_dim == n_dim and compiled.n_expanded == n_dim
+            and list(compiled.reparameterized_names or []) == reparameterized
+            and not compiled.shared_data
+            and compiled.user_data.dtype == ncp.make_user_data({}, {}).dtype)
+
+
+def read_entry(key: str) -> dict | None:
+    """The index entry of ``key``, None when there is none or it is not one (read as JSON,
+    every field checked)."""
+    import json
+
+    try:
+        entry = json.loads(entry_path(key).read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(entry, dict) or set(entry) != set(ENTRY_FIELDS):
+        return None
+    if not all(type(entry[k]) is t for k, t in ENTRY_FIELDS.items()):
+        return None
+    if not all(len(entry[k]) == 64 and set(entry[k]) <= set("0123456789abcdef")
+               for k in ("logp", "copy")):
+        return None
+    return entry
+
+
+def load_compiled(model, key: str, initial_point_fn, shapes: dict):
+    """nutpie's compiled model of ``key`` from the index and numba's cache, None on a miss."""
+    entry = read_entry(key)
+    if entry is None:
+        return None
+    _, n_dim, _ = layout(model, shapes)
+    if entry["n_dim"] != n_dim:
+        return None
+    sizes = {"n_dim": n_dim}
+    logp = load_callback(LOGP_SOURCE, "logp_numba", entry["logp"], sizes, logp_signature())
+    copy = None if logp is None else load_callback(COPY_SOURCE, "copy_numba", entry["copy"],
+                                                   sizes, expand_signature())
+    if logp is None or copy is None:
+        return None
+    _state["keys"] = [entry["logp"], entry["copy"]]
+    return assemble(model, initial_point_fn, shapes, logp, copy)
+
+
+class CacheMiss(Exception):
+    """A callback :func:`load_callback` asked for is not in numba's cache."""
+
+
+@cache
+def _load_only_cfunc():
+    """numba's ``CFunc`` that loads from its cache and never compiles (:class:`CacheMiss`)."""
+    from numba.core.ccallback import CFunc
+
+    class LoadOnly(CFunc):
+        def _compile_uncached(self):
+            raise CacheMiss(self.__qualname__)
+
+    return LoadOnly
+
+
+def load_callback(source: str, name: str, key: str, sizes: dict[str, int], signature):
+    """The callback ``name`` cached under ``key``, loaded from numba's cache (numba checks
+    the signature, its version and the CPU); None when it is not there."""
+    from numba.core.sigutils import normalize_signature
+
+    func = define(source, name, None, sizes)
+    _KEYS[func] = key
+    cfunc = _load_only_cfunc()(func, normalize_signature(signature), locals={}, options={})
+    cfunc.enable_caching()
+    try:
+        cfunc.compile()
+    except CacheMiss:
+        return None
+    return cfunc
+
+
+def remember(key: str, model, compiled, shapes: dict) -> None:
+    """Write the index entry of ``key`` for ``compiled`` (its callbacks now in numba's
+    cache), when :func:`assemble` would put the same model together; a write that fails
+    is skipped (the next compile of the model takes the long way again)."""
+    import json
+
+    def key_of(cfunc) -> str | None:
+        func = getattr(cfunc, "__wrapped__", None)
+        return None if func is None else _KEYS.get(func)
+
+    logp_key = key_of(compiled.compiled_logp_func)
+    copy_key = key_of(compiled.compiled_expand_func)
+    if (not last_compile_cached() or logp_key is None or copy_key is None
+            or not same_layout(model, shapes, compiled)):
+        return
+    path = entry_path(key)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps({"logp": logp_key, "copy": copy_key,
+                                   "n_dim": int(compiled.n_dim)}))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
 
 
 @contextmanager
