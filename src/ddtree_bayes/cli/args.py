@@ -49,6 +49,9 @@ class Parser(argparse.ArgumentParser):
 
     def parse_known_args(self, args=None, namespace=None):  # type: ignore[override]
         self._argv = list(sys.argv[1:] if args is None else args)
+        twice = given_twice(self, self._argv)
+        if twice is not None:
+            self.error(twice)
         return super().parse_known_args(args, namespace)
 
     def error(self, message: str):  # type: ignore[override]
@@ -112,6 +115,41 @@ class Parser(argparse.ArgumentParser):
         return (f"{flags[0]} comes before the subcommand (argparse read {bad.group(1)} as one)"
                 f" (fix: name the subcommand first, one of {bad.group(2)}: "
                 f"`{self.prog} {first} {' '.join(flags)} ...`)")
+
+
+def given_twice(parser: argparse.ArgumentParser, tokens: list[str]) -> str | None:
+    """The error of a flag of ``parser`` that ``tokens`` give twice with two values, or None.
+    argparse keeps the last one: `add --tok-s 612 ... --tok-s 61.2` appended 61.2 tok/s and
+    `predict --context 32k ... --context 0` answered at 0, each with exit 0. The same text
+    twice is one value. Flags of a subcommand are its own parser's to check (argparse hands
+    it the tokens after its name), and tokens after ``--`` are values.
+
+    >>> p = argparse.ArgumentParser()
+    >>> _ = p.add_argument("--tok-s")
+    >>> given_twice(p, ["--tok-s", "612", "--tok-s=61.2"])
+    "argument --tok-s: given twice, '612' and '61.2': which one is meant is not for this \
+tool to guess (fix: give --tok-s once)"
+    >>> given_twice(p, ["--tok-s", "612", "--tok-s", "612"]) is None
+    True
+    """
+    seen: dict[argparse.Action, tuple[str, str]] = {}
+    for i, token in enumerate(tokens):
+        if token == "--":
+            break
+        flag, eq, value = token.partition("=")
+        action = parser._option_string_actions.get(flag if eq else token)
+        if not isinstance(action, argparse._StoreAction) or action.nargs is not None:
+            continue
+        if not eq:
+            if i + 1 >= len(tokens):
+                continue   # (argparse says the value is missing)
+            value = tokens[i + 1]
+        first = seen.setdefault(action, (flag if eq else token, value))
+        if first[1] != value:
+            name = action.option_strings[-1]
+            return (f"argument {name}: given twice, {first[1]!r} and {value!r}: which one is "
+                    f"meant is not for this tool to guess (fix: give {name} once)")
+    return None
 
 
 def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:
@@ -425,6 +463,9 @@ def check_query(text: str) -> argparse.Namespace:
         tokens = shlex.split(text)
     except ValueError as err:
         raise QueryError(f"--query {one_line(repr(text))}: {err}", fix="balance the quotes") from None
+    twice = given_twice(parser, tokens)
+    if twice is not None:
+        parser.error(twice)
     return parser.parse_args(tokens)
 
 

@@ -1,0 +1,72 @@
+"""A flag given twice with two values is refused, not resolved silently: argparse keeps the
+last one, so `add --tok-s 612 ... --tok-s 61.2` appended a row of 61.2 tok/s and `predict
+--context 32k ... --context 0` answered at context 0, each with exit 0."""
+
+from __future__ import annotations
+
+import pytest
+
+from test_cli_support import listing, make_point_mass_workdir, run_cli
+
+ADD = ("add", "--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--method", "ddtree",
+       "--block", "16", "--budget", "32", "--accept", "13", "--source", "run 1")
+
+
+def test_add_with_a_flag_given_twice_writes_nothing(tmp_path):
+    work = make_point_mass_workdir(tmp_path / "w")
+    before = listing(work)
+    code, out, err = run_cli(work, *ADD, "--tok-s", "612", "--tok-s", "61.2")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: argument --tok-s: given twice, '612' and '61.2': "
+                   "which one is meant is not for this tool to guess (fix: give --tok-s once)\n")
+    assert listing(work) == before
+    # the --flag=value spelling is the same flag
+    code, _, err = run_cli(work, *ADD, "--tok-s=612", "--hardware=h100")
+    assert code == 2 and err.startswith("ddtree-bayes: error: argument --hardware: given "
+                                        "twice, 'b300' and 'h100'")
+    assert listing(work) == before
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (("predict", "--accept", "14", "--context", "32k", "--context", "0"), "--context"),
+    (("predict", "--accept", "12", "--accept", "16"), "--accept"),
+    (("predict", "--accept", "14", "--engine", "sglang", "--engine", "native"), "--engine"),
+    (("optimize", "--budgets", "8,16", "--budgets", "32"), "--budgets"),
+    (("card", "add", "--hf-config", "a.json", "--name", "a", "--name", "b"), "--name"),
+])
+def test_every_command_refuses_a_flag_given_twice(tmp_path, argv, flag):
+    work = make_point_mass_workdir(tmp_path / "w")
+    before = listing(work)
+    code, out, err = run_cli(work, *argv)
+    assert (code, out) == (2, "")
+    assert err.startswith(f"ddtree-bayes: error: argument {flag}: given twice, ")
+    assert err.endswith(f"(fix: give {flag} once)\n") and err.count("\n") == 1
+    assert listing(work) == before
+
+
+def test_a_flag_repeated_with_its_own_value_is_one_value(tmp_path):
+    """Nothing to guess: the same text twice (an alias that sets a flag the command repeats)."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    once = run_cli(work, "predict", "--accept", "14", "--engine", "sglang", "--format", "json")
+    twice = run_cli(work, "predict", "--accept", "14", "--accept", "14", "--engine", "sglang",
+                    "--format", "json")
+    assert once[0] == 0 and twice == once
+
+
+def test_a_value_that_looks_like_the_flag_is_a_value(tmp_path):
+    """Only flags count: `--notes --tok-s` is refused by argparse itself (a value starting with
+    '-'), and `--notes=--tok-s 5` is a note, not a second --tok-s."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, _, err = run_cli(work, *ADD, "--tok-s", "612", "--notes=--tok-s 5")
+    assert code == 0, err
+
+
+def test_next_query_refuses_a_flag_given_twice():
+    from ddtree_bayes.cli.args import check_query
+    from ddtree_bayes.core.errors import QueryError
+
+    with pytest.raises(QueryError) as info:
+        check_query("--accept 12 --accept 14")
+    assert str(info.value).startswith("--query '--accept 12 --accept 14': argument --accept: "
+                                      "given twice, '12' and '14'")
+    assert check_query("--accept 14 --accept 14").accept is not None
