@@ -31,7 +31,9 @@ from ddtree_bayes.workflows.card_files.hf_config import (
 from ddtree_bayes.workflows.card_files.quant import (
     Scheme,
     kv_cache_from_config,
+    more_than_unquantised,
     scheme_from_config,
+    unquantised_bytes,
 )
 from ddtree_bayes.workflows.card_files.rows import (
     DRAFTER_HEADER,
@@ -116,6 +118,10 @@ def derive_from_hf_config(path: str | Path, *, name: str | None = None, target: 
         cfg = {**cfg, "quantization_config": sidecar}
     shape = shape_from_config(cfg, str(file))
     cfg = storage_fields(cfg)   # (a multimodal config may quantise in its text_config)
+    if isinstance(cfg.get("quantization_config"), dict) and (
+            plain := unquantised_bytes(cfg)) is not None:
+        more_than_unquantised(bytes_per_weight, plain[0],
+                              f"the checkpoint's unquantised {plain[1]} weights", str(file))
     scheme = scheme_from_config(cfg, str(file), bytes_per_weight)
     if bytes_per_weight is None and scheme.targets is not None:
         # each target must match a weight: one that matched none left its modules (say,
@@ -190,6 +196,9 @@ def derive_from_gguf(path: str | Path, *, name: str | None = None, target: str |
     # ggml multiplies quantised types with its MMQ kernels: 8-bit activations, int8 tensor
     # cores (ggml/src/ggml-cuda/mmq.cuh); float-only files run 16-bit GEMMs
     quantised = any(s.upper() not in FLOAT_GGUF_TYPES for s in types)
+    if quantised:
+        more_than_unquantised(bytes_per_weight, 2.0, "16-bit weights, for a quantised GGUF "
+                              f"file ({', '.join(types)})", str(file))
     scheme = Scheme(f"GGUF per-tensor types ({', '.join(types)}; bytes read from the tensor "
                     "table)", compute_dtype="int8" if quantised else "bf16")
     source = _source(file)

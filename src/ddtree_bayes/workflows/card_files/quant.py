@@ -192,6 +192,40 @@ def dtype_bytes(cfg: dict, where: str, given: float | None = None) -> tuple[floa
                          "16-bit weights")
 
 
+def more_than_unquantised(given: float | None, limit: float, what: str, where: str) -> None:
+    """Refuse ``--bytes-per-weight`` (``given``) above ``limit``, the bytes of a quantised
+    checkpoint's unquantised weights (``what`` says whose): no quantisation stores a weight in
+    more bytes than the dtype it was quantised from, so such a figure is bits typed as bytes.
+    An EXL2 config of 3.5 bits a weight carded with ``--bytes-per-weight 3.5`` wrote
+    Llama-3.1-8B at 3.5 B/weight (28 GB of weights, 8x the checkpoint's), exit 0.
+
+    >>> more_than_unquantised(0.4375, 2.0, "x", "c.json")
+    >>> try:
+    ...     more_than_unquantised(3.5, 2.0, "the checkpoint's unquantised bfloat16 weights", "c")
+    ... except InputError as err:
+    ...     print(str(err).split(": ", 1)[1].split(" (fix")[0])
+    --bytes-per-weight 3.5 is more than the 2 bytes of the checkpoint's unquantised bfloat16 \
+weights: a quantised weight takes fewer
+    """
+    if given is None or not given > limit:
+        return
+    raise InputError(f"--bytes-per-weight {given:g} is more than the {limit:g} bytes of {what}: "
+                     "a quantised weight takes fewer", file=where,
+                     fix=f"give bytes, not bits: {given:g} bits a weight is --bytes-per-weight "
+                         f"{given / 8:g}")
+
+
+def unquantised_bytes(cfg: dict) -> tuple[float, str] | None:
+    """(bytes, name) of the dtype a quantised config's weights were quantised from: its
+    ``torch_dtype`` (``dtype``) of 16 bits or more, at its own width (a float32 one's 4: the
+    most any deployment of it reads); None for a dtype of fewer bytes (an fp8 one: its scales
+    may take a weight past 1 byte) or one card add does not know."""
+    name = checkpoint_dtype(cfg)[1]
+    if DTYPE_BYTES.get(name, 0) >= 2:
+        return float(DTYPE_BYTES[name]), name
+    return None
+
+
 def _unread(what: str, label: str, where: str, given: float | None, fix: str) -> Scheme:
     """A quantisation card add does not read (``what``, the refusal; ``label``, the scheme in
     a few words): with ``--bytes-per-weight`` (``given``) every weight of the file takes that
