@@ -2577,7 +2577,7 @@ def test_a_card_carries_the_longest_context_and_predict_warns_above_it(tmp_path)
                     "further, and the answer extrapolates its context cost past it")
     # predict, next and optimize print what memory_warnings gives
     scenario = NS(model=None, context_tokens=40961.0, measured=True, multi=False,
-                  hardware="nope", gpus=1, concurrency=1, engine="sglang")
+                  hardware="nope", gpus=1, concurrency=1, engine="sglang", gpus_from=())
     assert line in memory_warnings(NS(meta=fit.meta, hardware={}), scenario)
     # a tree's verified tokens take the positions after the context: M = 33 after 40,928
     # reaches 40,960 (taken), after 40,929 position 40,961 (not); AR at 40,960 is taken

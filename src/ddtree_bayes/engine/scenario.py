@@ -186,6 +186,9 @@ class Scenario:
     #: the cache at (None: not given; the cap reads the least a deployment does, the memory
     #: check the card's bytes)
     kv_cache: str | None = None
+    #: in a fit of several models, a GPU count not given and taken from other models' rows
+    #: (:func:`resolve_scenario`): whose, as :func:`borrowed_gpus_warning` says it
+    gpus_from: tuple[str, ...] = ()
 
     @property
     def limit(self) -> AcceptLimit:
@@ -689,6 +692,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     model = target_models.resolve_model(draws, model)
     multi = target_models.is_multi(draws)
     systems = draws.measured_systems
+    gpus_from: tuple[str, ...] = ()
     if gpus is None:
         parsed = [split_label(s) for s in systems]
         on_hw = [p for p in parsed if p[1] == hardware]
@@ -702,6 +706,8 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
         if len(counts) > 1:
             raise gpu_counts_error(draws, model, hardware, counts)
         gpus = counts[0]
+        if multi and model not in {p[0] for p in candidates}:
+            gpus_from = tuple(sorted({f"{p[0]} on {p[1]}" for p in candidates}))
     measured = pair_label(model or "", system_label(hardware, gpus), multi) in systems
     if not measured:
 
@@ -732,7 +738,7 @@ def resolve_scenario(draws: Fit, *, hardware: str, gpus: int | None, engine: str
     limit = accept_limit(draws, method, block, budget, int(verify_tokens))
     return Scenario(hardware, gpus, engine, method, block, budget, int(verify_tokens),
                     float(context_tokens), measured, model, multi, limit, int(concurrency),
-                    kv_cache=check_kv_cache(kv_cache))
+                    kv_cache=check_kv_cache(kv_cache), gpus_from=gpus_from)
 
 
 def verified(method: str, block: int | None, budget: int | None, verify_tokens: int | None,
@@ -1283,6 +1289,28 @@ def max_context_warning(draws: Fit, sc: Scenario) -> str | None:
             "step, and the answer extrapolates the step's growth past it")
 
 
+def borrowed_gpus_warning(sc: Scenario) -> str | None:
+    """A question of a fit of several models without ``--gpus`` whose model has no rows on its
+    GPU: the count came from other models' deployments (an 8B model asked on b300 took
+    kimi-k2.6's x8 without a word, where add refuses another model's count).
+
+    >>> from types import SimpleNamespace as NS
+    >>> w = borrowed_gpus_warning(NS(model="llama-3.1-8b", hardware="b300", gpus=8,
+    ...                              gpus_from=("kimi-k2.6 on b300",)))
+    >>> print(w[:75])
+    --gpus not given: x8 is the GPU count of kimi-k2.6 on b300, another model's
+    >>> print(w[76:])
+    deployment (llama-3.1-8b has no rows on b300); give --gpus for yours
+    >>> borrowed_gpus_warning(NS(model="m", hardware="b300", gpus=8, gpus_from=())) is None
+    True
+    """
+    if not sc.gpus_from:
+        return None
+    return (f"--gpus not given: x{sc.gpus} is the GPU count of {', '.join(sc.gpus_from)}, "
+            f"another model's deployment ({sc.model} has no rows on {sc.hardware}); give "
+            "--gpus for yours")
+
+
 def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, ...]:
     """What the card and the GPUs' memory say of ``sc`` at each concurrency: a context longer
     than the model takes (:func:`max_context_warning`), the weights-fit check that
@@ -1290,12 +1318,13 @@ def memory_warnings(draws: Fit, sc: Scenario, concurrencies=(1,)) -> tuple[str, 
     (:func:`kv_cache_warning`), a fitted step faster than the memory can stream the
     weights (:func:`read_floor_warning`), a pair never measured answered faster than a
     measured one that reads at least as fast (:func:`faster_than_measured_warning`),
-    more GPUs than one node holds (:func:`node_warning`);
+    more GPUs than one node holds (:func:`node_warning`), a GPU count taken from other
+    models' rows (:func:`borrowed_gpus_warning`);
     ``predict``, ``next`` and ``optimize`` say the same (with engine/structure.py's
     ``amd_overhead_warning``, which needs the groups the fit learned)."""
     notes = (max_context_warning(draws, sc), unchecked_memory_warning(draws, sc),
              read_floor_warning(draws, sc), faster_than_measured_warning(draws, sc),
-             node_warning(draws, sc),
+             node_warning(draws, sc), borrowed_gpus_warning(sc),
              unchecked_kv_warning(draws, sc, concurrencies))
     return tuple(w for w in notes if w is not None) + tuple(
         w for c in concurrencies if (w := kv_cache_warning(draws, sc, c)) is not None)
