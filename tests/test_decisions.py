@@ -862,6 +862,7 @@ def test_cli_next_query_with_hardware_alone_answers(tmp_path):
     ("--budget 32 --accept 12,14", "one value or a range"),
     ("--budget thirty", "invalid whole number value"),
     ("--hardware tpu9 --budget 32", "never measured, nor in the hardware table the fit stored"),
+    ("--budget 32 --acc 14", "unrecognized arguments: --acc 14"),   # (no abbreviations)
 ])
 def test_parse_query_errors(text, fragment):
     with pytest.raises(QueryError, match=fragment):

@@ -78,7 +78,8 @@ def _query_parser() -> _QueryParser:
         whole_number,
     )
 
-    q = _QueryParser(prog="--query", add_help=False)
+    # (no abbreviated flags, as every command's parser: `--acc 14` was taken for --accept)
+    q = _QueryParser(prog="--query", add_help=False, allow_abbrev=False)
     add_scenario_arguments(q)
     add_kv_cache_argument(q)
     q.add_argument("--accept")
