@@ -70,3 +70,38 @@ def test_next_query_refuses_a_flag_given_twice():
     assert str(info.value).startswith("--query '--accept 12 --accept 14': argument --accept: "
                                       "given twice, '12' and '14'")
     assert check_query("--accept 14 --accept 14").accept is not None
+
+
+def test_a_list_flag_given_twice_is_refused(tmp_path):
+    """`validate --sweeps A B --sweeps C` validated C alone: argparse's store of a flag taking
+    several values keeps the last group, so A and B were dropped without a word (here neither
+    file exists: only C was read, and named missing). Refused as a single-value flag is; the
+    same files twice is one value."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    before = listing(work)
+    code, out, err = run_cli(work, "validate", "--extrapolate", "--sweeps", "a.csv", "b.csv",
+                             "--sweeps", "c.csv")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: argument --sweeps: given twice, 'a.csv b.csv' and "
+                   "'c.csv': which one is meant is not for this tool to guess (fix: give "
+                   "--sweeps once)\n")
+    assert listing(work) == before
+
+
+def test_given_twice_reads_a_list_flags_values_as_argparse_does():
+    import argparse
+
+    from ddtree_bayes.cli.args import given_twice
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--sweeps", nargs="+")
+    p.add_argument("--pair", nargs=2)
+    p.add_argument("--jobs")
+    p.add_argument("rest", nargs="*")
+    assert given_twice(p, ["--sweeps", "a", "b", "--jobs", "2", "--sweeps", "a", "b"]) is None
+    assert given_twice(p, ["--sweeps=a", "--sweeps", "a"]) is None
+    assert "'a b' and 'a'" in given_twice(p, ["--sweeps", "a", "b", "--sweeps", "a"])
+    assert "'a' and 'b'" in given_twice(p, ["--sweeps=a", "--sweeps=b"])
+    assert "'1 2' and '1 3'" in given_twice(p, ["--pair", "1", "2", "x", "--pair", "1", "3"])
+    # (after "--" every token is a value)
+    assert given_twice(p, ["--sweeps", "a", "--", "--sweeps", "b"]) is None

@@ -121,7 +121,8 @@ def given_twice(parser: argparse.ArgumentParser, tokens: list[str]) -> str | Non
     """The error of a flag of ``parser`` that ``tokens`` give twice with two values, or None.
     argparse keeps the last one: `add --tok-s 612 ... --tok-s 61.2` appended 61.2 tok/s and
     `predict --context 32k ... --context 0` answered at 0, each with exit 0. The same text
-    twice is one value. Flags of a subcommand are its own parser's to check (argparse hands
+    twice is one value; a flag of several values (``validate --sweeps``) is compared by
+    all of them (:func:`store_values`). Flags of a subcommand are its own parser's to check (argparse hands
     it the tokens after its name), and tokens after ``--`` are values.
 
     >>> p = argparse.ArgumentParser()
@@ -138,18 +139,37 @@ tool to guess (fix: give --tok-s once)"
             break
         flag, eq, value = token.partition("=")
         action = parser._option_string_actions.get(flag if eq else token)
-        if not isinstance(action, argparse._StoreAction) or action.nargs is not None:
+        if not isinstance(action, argparse._StoreAction):
             continue
         if not eq:
-            if i + 1 >= len(tokens):
+            values = store_values(parser, action, tokens[i + 1:])
+            if not values:
                 continue   # (argparse says the value is missing)
-            value = tokens[i + 1]
+            value = " ".join(values)
         first = seen.setdefault(action, (flag if eq else token, value))
         if first[1] != value:
             name = action.option_strings[-1]
             return (f"argument {name}: given twice, {first[1]!r} and {value!r}: which one is "
                     f"meant is not for this tool to guess (fix: give {name} once)")
     return None
+
+
+def store_values(parser: argparse.ArgumentParser, action: argparse.Action,
+                 after: list[str]) -> list[str]:
+    """The values argparse gives a flag ``action`` from the tokens ``after`` it: one, a fixed
+    count, or (``+``, ``*``, ``?``) the tokens up to the next flag or ``--``. A flag of several
+    values given twice keeps the last group: `validate --sweeps A B --sweeps C` read C alone."""
+    nargs = action.nargs
+    if nargs is None:
+        return after[:1]
+    if isinstance(nargs, int):
+        return after[:nargs]
+    values = []
+    for token in after:
+        if token == "--" or parser._parse_optional(token) is not None:
+            break
+        values.append(token)
+    return values[:1] if nargs == argparse.OPTIONAL else values
 
 
 def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:
