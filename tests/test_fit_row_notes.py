@@ -233,3 +233,38 @@ def test_no_public_file_has_a_speculative_step_below_ar(tmp_path):
     for path in (corpus, bundled("measurements.csv")):
         inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
         assert not [w for w in inputs.warnings(inputs.priors) if "never in less time" in w]
+
+
+def _row(row, method, context, tok_s, concurrency, accept=1.0):
+    from ddtree_bayes.core.data import Measurement
+
+    spec = method != "ar"
+    return Measurement(row, "llama-3.1-8b-instruct", "h100", 1, "vllm", method,
+                       3 if spec else None, None, 4 if spec else 1, accept, context, tok_s,
+                       "x", "", concurrency)
+
+
+@pytest.mark.parametrize(("concurrency", "ar_context", "warned"), [
+    (1, 4096.0, True),     # 4096 tokens of KV a step: 0.5 GB beside 16 GB of weights, 3%
+    (16, 4096.0, False),   # 16 streams x 4096: 8.6 GB beside 16 GB, +54%: no contradiction
+    (16, 200.0, True),     # 16 x 200 = 3200 tokens of KV a step: within the slack
+])
+def test_the_context_slack_counts_the_kv_every_stream_reads(concurrency, ar_context, warned):
+    """A speculative step shorter than AR's at a context up to CONTEXT_SLACK_TOKENS longer was
+    said as two deployments under one name, the slack's 4096 tokens justified by one stream's
+    KV read (Llama-3.1-8B: 128 KB a token, 0.5 GB beside 16 GB of bf16 weights). A step at C
+    reads C streams' KV: AR at C = 16 and context 4096 reads 16 x 4096 x 128 KB = 8.6 GB more
+    than at context 0, a step ~1.5x longer, so EAGLE-3 at context 0 and C = 16 (accept 2.5 at
+    5000 tok/s: 2.5 x 16 / 5000 = 8 ms) 20% below that AR step (16 / 1600 = 10 ms) is one
+    deployment's. The slack now counts KV tokens a step reads: C x the contexts' gap."""
+    from ddtree_bayes.core.row_notes import cross_row_notes
+
+    c = concurrency
+    ar = _row(2, "ar", ar_context, 100.0 * c, c)              # 1 x C / tok_s = 10 ms
+    eagle = _row(3, "eagle3", 0.0, 312.5 * c, c, accept=2.5)  # 2.5 x C / tok_s = 8 ms
+    said = [n for n in cross_row_notes(eagle, [ar], repeats=False) if "never in less" in n]
+    back = [n for n in cross_row_notes(ar, [eagle], repeats=False) if "never in less" in n]
+    assert (len(said), len(back)) == ((1, 1) if warned else (0, 0))
+    if warned:
+        assert said[0].startswith(f"eagle3's step, 8 ms ({312.5 * c:g} tok/s at accept_len "
+                                  "2.5), is 20.0% shorter than ar's 10 ms (row 2: ")

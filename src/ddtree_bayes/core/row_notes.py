@@ -127,10 +127,11 @@ def context_text(m: Measurement) -> str:
 #: deployment it never takes less time; the public sweeps' points scatter 0.4-5.8% about
 #: their curves (docs/validation.md), so 10% is beyond two runs' scatter.
 SPEC_STEP_BELOW_AR = 0.9
-#: Contexts that far apart count as one there: 4096 tokens of KV cache read add a few % to a
-#: step (Llama-3.1-8B's 128 KB a token, 0.5 GB beside 16 GB of bf16 weights: 3%; the GQA
-#: and MLA cards less), well within SPEC_STEP_BELOW_AR (a sweep's "blank" and "500-token"
-#: prompts are one context).
+#: Contexts that far apart, counted in KV tokens a step reads (C streams' each: C x the gap),
+#: count as one there: 4096 tokens of KV cache read add a few % to a step (Llama-3.1-8B's
+#: 128 KB a token, 0.5 GB beside 16 GB of bf16 weights: 3%; the GQA and MLA cards less),
+#: well within SPEC_STEP_BELOW_AR (a sweep's "blank" and "500-token" prompts are one context
+#: at C = 1; at C = 16 a gap of 256 tokens is; 16 x 4096 tokens would be +54% for that 8B).
 CONTEXT_SLACK_TOKENS = 4096.0
 
 
@@ -149,12 +150,13 @@ def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bo
     :data:`SPEC_STEP_BELOW_AR` below an AR step (``m`` speculative: against the AR rows at a
     context as short or shorter, the longest step; ``m`` AR, with ``both_ways``: against the
     speculative rows at a context as long or longer, the shortest step; "shorter" by up to
-    :data:`CONTEXT_SLACK_TOKENS`). A blank context is the priors' ``default_context``, as the
-    fit reads it."""
+    :data:`CONTEXT_SLACK_TOKENS` KV tokens a step: that / C tokens of context at C streams).
+    A blank context is the priors' ``default_context``, as the fit reads it."""
     if m.step_ms is None:
         return None
     level = [r for r in same if r.concurrency == m.concurrency and r.step_ms is not None]
-    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS
+    # (the rows compared share m's concurrency: each of its C streams reads its context)
+    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS / m.concurrency
     where = f"{m.model} {m.system} {m.engine}"
     if m.is_speculative:
         ar = [r for r in level if r.method == AR_METHOD
@@ -192,7 +194,7 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
       concurrency at a context as short or shorter (an acceptance rate typed as the length);
     - a speculative step (accept_len x C / tok_s) more than :data:`SPEC_STEP_BELOW_AR` below
       an autoregressive step of the same model, system, engine and concurrency at a context
-      as short or shorter (by up to :data:`CONTEXT_SLACK_TOKENS`: two deployments under one
+      as short or shorter (by up to :data:`CONTEXT_SLACK_TOKENS` / C: two deployments under one
       name); with ``both_ways`` also said of
       an autoregressive ``m`` against the speculative rows (``add``; ``fit`` says it once,
       of the speculative row); a blank context is ``default_context`` here;
