@@ -831,8 +831,8 @@ def test_add_warns_of_an_ar_step_longer_than_a_speculative_one(work, capsys):
     assert code == 0, err
     assert json.loads(out)["warnings"] == [
         "row 12: ar's step, 20 ms (50 tok/s), is longer than eagle3's 15.6 ms (row 9: 125 tok/s "
-        "at accept_len 1.948; kimi-k2.6 rtx-pro-6000x8 vllm, context 0), 22.1% shorter: a "
-        "speculative step verifies 4 tokens and runs the drafter, never in less time than one "
-        "token's step on the same deployment: two deployments under one name (a power limit, "
+        "at accept_len 1.948; kimi-k2.6 rtx-pro-6000x8 vllm, context 0): eagle3's step is 22.1% "
+        "shorter, yet a speculative step verifies 4 tokens and runs the drafter, never in less "
+        "time than one token's step on the same deployment: two deployments under one name (a power limit, "
         "another quantisation or engine version)? give one its own GPU name (`ddtree-bayes "
         "hardware add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s"]

@@ -177,8 +177,8 @@ def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bo
         return None
     return (f"ar's step, {m.step_ms:.3g} ms ({m.tok_s:g} tok/s), is longer than {r.method}'s "
             f"{r.step_ms:.3g} ms (row {r.row}: {r.tok_s:g} tok/s at accept_len "
-            f"{r.accept_len:g}; {where}, context {context_text(r)}), "
-            f"{1 - r.step_ms / m.step_ms:.1%} shorter: {_deployments_text(r)}")
+            f"{r.accept_len:g}; {where}, context {context_text(r)}): {r.method}'s step is "
+            f"{1 - r.step_ms / m.step_ms:.1%} shorter, yet {_deployments_text(r)}")
 
 
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
