@@ -159,26 +159,30 @@ def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bo
     ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS / m.concurrency
     where = f"{m.model} {m.system} {m.engine}"
     if m.is_speculative:
-        ar = [r for r in level if r.method == AR_METHOD
-              and r.context(default_context) <= ctx + slack]
-        r = max(ar, key=lambda r: r.step_ms or 0.0, default=None)
-        if r is None or r.step_ms is None or m.step_ms >= SPEC_STEP_BELOW_AR * r.step_ms:
-            return None
+        spec: Measurement | None = m
+        ar = max((r for r in level if r.method == AR_METHOD
+                  and r.context(default_context) <= ctx + slack),
+                 key=lambda r: r.step_ms or 0.0, default=None)
+    elif both_ways:
+        ar = m
+        spec = min((r for r in level if r.is_speculative
+                    and r.context(default_context) + slack >= ctx),
+                   key=lambda r: r.step_ms or 0.0, default=None)
+    else:
+        return None
+    if (spec is None or ar is None or spec.step_ms is None or ar.step_ms is None
+            or spec.step_ms >= SPEC_STEP_BELOW_AR * ar.step_ms):
+        return None
+    shorter = f"{1 - spec.step_ms / ar.step_ms:.1%} shorter"
+    if spec is m:
         return (f"{m.method}'s step, {m.step_ms:.3g} ms ({m.tok_s:g} tok/s at accept_len "
-                f"{m.accept_len:g}), is {1 - m.step_ms / r.step_ms:.1%} shorter than ar's "
-                f"{r.step_ms:.3g} ms (row {r.row}: {r.tok_s:g} tok/s; {where}, context "
-                f"{context_text(r)}): {_deployments_text(m)}")
-    if not both_ways:
-        return None
-    spec = [r for r in level if r.is_speculative
-            and r.context(default_context) + slack >= ctx]
-    r = min(spec, key=lambda r: r.step_ms or 0.0, default=None)
-    if r is None or r.step_ms is None or r.step_ms >= SPEC_STEP_BELOW_AR * m.step_ms:
-        return None
-    return (f"ar's step, {m.step_ms:.3g} ms ({m.tok_s:g} tok/s), is longer than {r.method}'s "
-            f"{r.step_ms:.3g} ms (row {r.row}: {r.tok_s:g} tok/s at accept_len "
-            f"{r.accept_len:g}; {where}, context {context_text(r)}): {r.method}'s step is "
-            f"{1 - r.step_ms / m.step_ms:.1%} shorter, yet {_deployments_text(r)}")
+                f"{m.accept_len:g}), is {shorter} than ar's {ar.step_ms:.3g} ms (row {ar.row}: "
+                f"{ar.tok_s:g} tok/s; {where}, context {context_text(ar)}): "
+                f"{_deployments_text(m)}")
+    return (f"ar's step, {m.step_ms:.3g} ms ({m.tok_s:g} tok/s), is longer than {spec.method}'s "
+            f"{spec.step_ms:.3g} ms (row {spec.row}: {spec.tok_s:g} tok/s at accept_len "
+            f"{spec.accept_len:g}; {where}, context {context_text(spec)}): {spec.method}'s step "
+            f"is {shorter}, yet {_deployments_text(spec)}")
 
 
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
