@@ -836,3 +836,21 @@ def test_add_warns_of_an_ar_step_longer_than_a_speculative_one(work, capsys):
         "time than one token's step on the same deployment: two deployments under one name (a power limit, "
         "another quantisation or engine version)? give one its own GPU name (`ddtree-bayes "
         "hardware add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s"]
+
+
+@pytest.mark.parametrize("tok_s,warned", [("61.2", True), ("612", False)])
+def test_add_warns_of_a_step_that_grows_past_its_verified_tokens(work, capsys, tok_s, warned):
+    """adv5: DDTree b16/B32 (33 verified tokens) at accept_len 13 and 61.2 tok/s, a 212.4 ms
+    step, was appended without a word beside row 3's b8/B8 (9 tokens) at 4.4 and 303 tok/s, a
+    14.5 ms step: 14.6x the step for 3.67x the tokens, where each verified token is no dearer
+    than the first (a 612 tok/s typed as 61.2). Warned (past 2 x 3.67 = 7.33x); at 612 tok/s
+    (21.2 ms, 1.46x) not; row 2's AR step (7.52 ms, M = 1) allows 66x, 28.2x is within it."""
+    code, out, err = run(capsys, "add", *ROW[:10], "--gpus", "8", "--accept", "13", "--tok-s",
+                         tok_s, "--source", "t", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == ([
+        "row 11: ddtree at M = 33, 212 ms (61.2 tok/s at accept_len 13) against row 3's ddtree "
+        "at M = 9, 14.5 ms (303 tok/s at accept_len 4.4) (kimi-k2.6 b300x8 sglang): the step "
+        "grows 14.6x for 3.67x the verified tokens, more than 2x what verifying more tokens "
+        "costs (each no dearer than the first): check tok_s (with concurrency, the streams' "
+        "total) and accept_len"] if warned else [])

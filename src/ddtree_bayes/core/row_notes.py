@@ -185,6 +185,53 @@ def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bo
             f"is {shorter}, yet {_deployments_text(spec)}")
 
 
+#: A step that verifies k times the tokens of another of the same model, system, engine,
+#: concurrency and context costs at most about k times as much (each verified token no dearer
+#: than the first: the weights, experts and KV are read once a step; a drafter's passes are
+#: lighter than the target's); more than this multiple of k is said (:func:`cross_row_notes`):
+#: a hybrid target leaving vLLM's CUDA-graph path took 2.6x the AR step at 2x the tokens.
+STEP_GROWTH_LIMIT = 2.0
+
+
+def _step_growth(m: Measurement, same: list[Measurement], both_ways: bool,
+                 default_context: float) -> str | None:
+    """The line :func:`cross_row_notes` says of two rows whose steps grow more than
+    :data:`STEP_GROWTH_LIMIT` x the ratio of their verified tokens (``m`` the one verifying
+    more: against the rows verifying fewer; with ``both_ways`` also ``m`` the one verifying
+    fewer), at one concurrency and a context within :data:`CONTEXT_SLACK_TOKENS` / C, the
+    pair furthest past it."""
+    if m.step_ms is None:
+        return None
+    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS / m.concurrency
+    level = [r for r in same if r.concurrency == m.concurrency and r.step_ms is not None
+             and abs(r.context(default_context) - ctx) <= slack]
+    pairs = [(r, m) for r in level if r.verify_tokens < m.verify_tokens]
+    if both_ways:
+        pairs += [(m, r) for r in level if r.verify_tokens > m.verify_tokens]
+
+    def past(pair: tuple[Measurement, Measurement]) -> float:
+        small, big = pair
+        return (big.step_ms or 0.0) / (small.step_ms or 1.0) / (big.verify_tokens
+                                                                / small.verify_tokens)
+
+    worst = max(pairs, key=past, default=None)
+    if worst is None or past(worst) <= STEP_GROWTH_LIMIT:
+        return None
+    small, big = worst
+    other = small if big is m else big
+    assert small.step_ms is not None and big.step_ms is not None
+
+    def said(r: Measurement) -> str:
+        return (f"{r.method} at M = {r.verify_tokens}, {r.step_ms:.3g} ms ({r.tok_s:g} tok/s at "
+                f"accept_len {r.accept_len:g})")
+
+    return (f"{said(m)} against row {other.row}'s {said(other)} ({m.model} {m.system} "
+            f"{m.engine}): the step grows {big.step_ms / small.step_ms:.3g}x for "
+            f"{big.verify_tokens / small.verify_tokens:.3g}x the verified tokens, more than "
+            f"{STEP_GROWTH_LIMIT:g}x what verifying more tokens costs (each no dearer than the "
+            "first): check tok_s (with concurrency, the streams' total) and accept_len")
+
+
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
                     both_ways: bool = True, default_context: float = 0.0) -> list[str]:
     """What row ``m`` claims beside ``rows`` (``add``: the file's and this batch's earlier
@@ -202,6 +249,10 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
       name); with ``both_ways`` also said of
       an autoregressive ``m`` against the speculative rows (``add``; ``fit`` says it once,
       of the speculative row); a blank context is ``default_context`` here;
+    - a step more than :data:`STEP_GROWTH_LIMIT` x the ratio of verified tokens longer than a
+      row's of the same model, system, engine and concurrency at about the context (a unit or
+      entry slip: 61.2 for 612 tok/s); said of the row verifying more (``both_ways``: of
+      whichever is ``m``);
     - with ``repeats``, a run more than ``REPEAT_SPREAD`` off a run of the same configuration
       (its tok/s per accepted token, core/likelihood ``run_rate``): a fit reads it as every
       configuration's scatter (``fit`` says it per configuration, core/likelihood
@@ -238,6 +289,9 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
         shorter = _spec_shorter_than_ar(m, same, both_ways, default_context)
         if shorter is not None:
             notes.append(shorter)
+    growth = _step_growth(m, same, both_ways, default_context)
+    if growth is not None:
+        notes.append(growth)
     runs = [r for r in same if config_key(r) == config_key(m)] if repeats else []
     if runs:
         def apart(r: Measurement) -> float:
