@@ -144,6 +144,17 @@ def _deployments_text(m: Measurement) -> str:
             "else check accept_len and tok_s")
 
 
+def _level(m: Measurement, same: list[Measurement], default_context: float
+           ) -> tuple[float, float, list[Measurement]]:
+    """What the step checks of ``m`` compare it at: its context (a blank one the priors'
+    ``default_context``, as the fit reads it), the slack :data:`CONTEXT_SLACK_TOKENS` / C
+    (each of its C streams reads its own context) and the rows of ``same`` at its concurrency
+    with a measured step."""
+    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS / m.concurrency
+    return ctx, slack, [r for r in same if r.concurrency == m.concurrency
+                        and r.step_ms is not None]
+
+
 def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bool,
                           default_context: float) -> str | None:
     """The line :func:`cross_row_notes` says of a speculative step more than
@@ -154,9 +165,7 @@ def _spec_shorter_than_ar(m: Measurement, same: list[Measurement], both_ways: bo
     A blank context is the priors' ``default_context``, as the fit reads it."""
     if m.step_ms is None:
         return None
-    level = [r for r in same if r.concurrency == m.concurrency and r.step_ms is not None]
-    # (the rows compared share m's concurrency: each of its C streams reads its context)
-    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS / m.concurrency
+    ctx, slack, level = _level(m, same, default_context)
     where = f"{m.model} {m.system} {m.engine}"
     if m.is_speculative:
         spec: Measurement | None = m
@@ -202,9 +211,8 @@ def _step_growth(m: Measurement, same: list[Measurement], both_ways: bool,
     pair furthest past it."""
     if m.step_ms is None:
         return None
-    ctx, slack = m.context(default_context), CONTEXT_SLACK_TOKENS / m.concurrency
-    level = [r for r in same if r.concurrency == m.concurrency and r.step_ms is not None
-             and abs(r.context(default_context) - ctx) <= slack]
+    ctx, slack, level = _level(m, same, default_context)
+    level = [r for r in level if abs(r.context(default_context) - ctx) <= slack]
     pairs = [(r, m) for r in level if r.verify_tokens < m.verify_tokens]
     if both_ways:
         pairs += [(m, r) for r in level if r.verify_tokens > m.verify_tokens]
