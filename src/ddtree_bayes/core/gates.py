@@ -105,13 +105,13 @@ def element_labels(coords: list[list[str]]) -> list[str]:
 
 def rederived_rows(variables: dict, chains: int,
                    labels: dict[str, list[str]] | None = None) -> list[dict]:
-    """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every non-constant scalar
-    element of ``variables`` (name: draws flattened over (chain, draw), ``chains`` chains of
-    equal length), as ``engine.inference.diagnose`` computes them (the same function,
-    :func:`ddtree_bayes.core.convergence.summaries`, all elements at once: arviz-stats' numbers
-    to the bit), named as it names them (``name`` or ``name[label]``: ``labels`` names a
-    variable's elements, :func:`element_labels`, else the position itself). For
-    :func:`row_failures`, on the draws a stored fit holds, at load time."""
+    """R-hat (rank-normalised split R-hat, bulk and folded) and bulk ESS of every
+    non-constant scalar element of ``variables`` (name: draws flattened over (chain, draw),
+    ``chains`` chains of equal length), as ``engine.inference.diagnose`` computes them (the same
+    function, :func:`ddtree_bayes.core.convergence.summaries`, all elements at once:
+    arviz-stats' numbers to the bit), named as it names them (``name`` or ``name[label]``:
+    ``labels`` names a variable's elements, :func:`element_labels`, else the position itself).
+    For :func:`row_failures`, on the draws a stored fit holds, at load time."""
     import numpy as np
 
     from ddtree_bayes.core import convergence

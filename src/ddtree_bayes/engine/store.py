@@ -875,10 +875,10 @@ def _check_draws(meta: dict, variables: dict, path: Path) -> None:
 
 def _check_means(meta: dict, variables: dict, element_names: dict[str, list[str]],
                  path: Path) -> None:
-    """Refuse draws other than the ones the fit diagnosed: each parameter's mean in the diagnostics was
-    computed from the draws it saved (engine.inference, over the flattened draws, as
-    ``variables`` holds them), so draws that average otherwise were edited or damaged. A label
-    is looked up among the variable's element labels (``element_names``, core/gates
+    """Refuse draws other than the ones the fit diagnosed: each parameter's mean in the
+    diagnostics was computed from the draws it saved (engine.inference, over the flattened
+    draws, as ``variables`` holds them), so draws that average otherwise were edited or damaged.
+    A label is looked up among the variable's element labels (``element_names``, core/gates
     ``element_labels``: every coordinate, as diagnose names them; a variable without named
     dimensions, as a test writes it, is checked only unlabelled). The diagnostics of an
     importance resample (``update``) are its proposal fit's, whose draws it resampled: not
