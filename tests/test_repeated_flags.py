@@ -105,3 +105,60 @@ def test_given_twice_reads_a_list_flags_values_as_argparse_does():
     assert "'1 2' and '1 3'" in given_twice(p, ["--pair", "1", "2", "x", "--pair", "1", "3"])
     # (after "--" every token is a value)
     assert given_twice(p, ["--sweeps", "a", "--", "--sweeps", "b"]) is None
+
+
+def test_one_value_in_two_spellings_is_one_value(tmp_path):
+    """`predict --context 32k --context 32768` was refused as "given twice": both are 32768
+    tokens. The flag's own parser decides what a value means; the answer is the one given
+    once, and two different values are still refused with the texts as typed."""
+    work = make_point_mass_workdir(tmp_path / "w")
+    once = run_cli(work, "predict", "--accept", "14", "--context", "32768", "--format", "json")
+    twice = run_cli(work, "predict", "--accept", "14", "--context", "32k", "--context",
+                    "32768", "--format", "json")
+    assert once[0] == 0 and twice == once
+    code, out, err = run_cli(work, "predict", "--accept", "12:16", "--context", "32k",
+                             "--context", "32K", "--accept", "12.0:16.0", "--format", "json")
+    assert code == 0, err
+    code, out, err = run_cli(work, "predict", "--accept", "14", "--context", "32k",
+                             "--context", "32000")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: argument --context: given twice, '32k' and '32000': "
+                   "which one is meant is not for this tool to guess (fix: give --context "
+                   "once)\n")
+
+
+def test_given_twice_compares_what_the_flags_parser_reads():
+    """Each normalising parser: context suffixes, --accept ranges and lists, integer lists
+    (--budgets keeps the text, --bench-records expands ranges), numbers and whole numbers."""
+    import argparse
+
+    from ddtree_bayes.cli import args as A
+    from ddtree_bayes.cli.args import given_twice
+
+    p = argparse.ArgumentParser()
+    p.add_argument("--context", type=A.context)
+    p.add_argument("--accept", type=A.accept)
+    p.add_argument("--budgets", type=A.budgets)
+    p.add_argument("--records", type=A.record_list)
+    p.add_argument("--prob", type=A.PROB)
+    p.add_argument("--gpus", type=A.GPUS)
+    p.add_argument("--fits", type=A.fit_ids)
+    same = [("--context", "32k", "32768"), ("--context", "1m", "1048576"),
+            ("--context", "32K", "32k"), ("--context", "1e5", "100000"),
+            ("--accept", "12:16", "12.0:16.0"), ("--accept", "14", "14.0"),
+            ("--accept", "12,14", "12.0,14,12"), ("--budgets", "8,16", "8,16,8"),
+            ("--records", "1-3,7", "1,2,3,7"), ("--prob", "0.9", "0.90"),
+            ("--gpus", "8", "+8"), ("--fits", "a,b", "a, b")]
+    for flag, one, other in same:
+        assert given_twice(p, [flag, one, f"{flag}={other}"]) is None, (flag, one, other)
+    different = [("--context", "32k", "32000"), ("--accept", "12:16", "12,13,14,15,16"),
+                 ("--accept", "12,14", "14,12"), ("--budgets", "8,16", "16,8"),
+                 ("--records", "1-3", "1,3"), ("--prob", "0.9", "0.8"), ("--gpus", "8", "4"),
+                 ("--fits", "a,b", "b,a")]
+    for flag, one, other in different:
+        assert given_twice(p, [flag, one, flag, other]) == (
+            f"argument {flag}: given twice, {one!r} and {other!r}: which one is meant is not "
+            f"for this tool to guess (fix: give {flag} once)"), (flag, one, other)
+    # a value its parser refuses is compared as typed (argparse then names what is wrong)
+    assert given_twice(p, ["--context", "lots", "--context", "lots"]) is None
+    assert "'lots' and 'many'" in given_twice(p, ["--context", "lots", "--context", "many"])

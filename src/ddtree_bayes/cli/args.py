@@ -120,9 +120,10 @@ class Parser(argparse.ArgumentParser):
 def given_twice(parser: argparse.ArgumentParser, tokens: list[str]) -> str | None:
     """The error of a flag of ``parser`` that ``tokens`` give twice with two values, or None.
     argparse keeps the last one: `add --tok-s 612 ... --tok-s 61.2` appended 61.2 tok/s and
-    `predict --context 32k ... --context 0` answered at 0, each with exit 0. The same text
-    twice is one value; a flag of several values (``validate --sweeps``) is compared by
-    all of them (:func:`store_values`). Flags of a subcommand are its own parser's to check (argparse hands
+    `predict --context 32k ... --context 0` answered at 0, each with exit 0. Two spellings
+    of one value are one value (``--context 32k --context 32768``: :func:`meaning`); a flag
+    of several values (``validate --sweeps``) is compared by all of them
+    (:func:`store_values`). Flags of a subcommand are its own parser's to check (argparse hands
     it the tokens after its name), and tokens after ``--`` are values.
 
     >>> p = argparse.ArgumentParser()
@@ -133,7 +134,7 @@ tool to guess (fix: give --tok-s once)"
     >>> given_twice(p, ["--tok-s", "612", "--tok-s", "612"]) is None
     True
     """
-    seen: dict[argparse.Action, tuple[str, str]] = {}
+    seen: dict[argparse.Action, tuple[str, object]] = {}
     for i, token in enumerate(tokens):
         if token == "--":
             break
@@ -141,17 +142,40 @@ tool to guess (fix: give --tok-s once)"
         action = parser._option_string_actions.get(flag if eq else token)
         if not isinstance(action, argparse._StoreAction):
             continue
+        values = [value]
         if not eq:
             values = store_values(parser, action, tokens[i + 1:])
             if not values:
                 continue   # (argparse says the value is missing)
             value = " ".join(values)
-        first = seen.setdefault(action, (flag if eq else token, value))
-        if first[1] != value:
+        first = seen.setdefault(action, (value, meaning(action, values)))
+        if first[1] != meaning(action, values):
             name = action.option_strings[-1]
-            return (f"argument {name}: given twice, {first[1]!r} and {value!r}: which one is "
+            return (f"argument {name}: given twice, {first[0]!r} and {value!r}: which one is "
                     f"meant is not for this tool to guess (fix: give {name} once)")
     return None
+
+
+def meaning(action: argparse.Action, values: list[str]) -> object:
+    """What the ``values`` of one ``action`` mean, for :func:`given_twice` to compare: each
+    read by the flag's own parser (its ``meaning`` when its ``type=`` returns the text as
+    typed, e.g. :func:`context`), so ``32k`` and ``32768`` or ``12:16`` and ``12.0:16.0``
+    are one value. A flag without a parser, or a value its parser refuses, is the text
+    (argparse then names the bad value in its own words).
+
+    >>> p = argparse.ArgumentParser()
+    >>> meaning(p.add_argument("--context", type=context), ["32k"])
+    (32768.0,)
+    >>> meaning(p.add_argument("--notes"), ["32k"])
+    ('32k',)
+    """
+    parse = getattr(action.type, "meaning", action.type)
+    if not callable(parse):
+        return tuple(values)
+    try:
+        return tuple(parse(v) for v in values)
+    except Exception:   # noqa: BLE001 (any refusal: argparse reports it when it parses)
+        return tuple(values)
 
 
 def store_values(parser: argparse.ArgumentParser, action: argparse.Action,
@@ -170,6 +194,12 @@ def store_values(parser: argparse.ArgumentParser, action: argparse.Action,
             break
         values.append(token)
     return values[:1] if nargs == argparse.OPTIONAL else values
+
+
+def with_meaning(parse: Callable[[str], object], read: Callable[[str], object]) -> None:
+    """Give a ``type=`` function that returns the text as typed the parser of what it means
+    (:func:`meaning`): ``read`` checks the text as ``parse`` does and returns the value."""
+    parse.meaning = read   # type: ignore[attr-defined]
 
 
 def _bad(text: object, problem: str, fix: str) -> argparse.ArgumentTypeError:
@@ -264,6 +294,10 @@ def fit_ids(text: str) -> str:
     return text
 
 
+with_meaning(fit_ids, lambda text: tuple(t.strip() for t in fit_ids(text).split(",")
+                                         if t.strip()))
+
+
 def accept(text: str) -> str:
     """A type= function: ``--accept`` as predict reads it (finite values >= 1); the text."""
     from ddtree_bayes.core.errors import QueryError
@@ -280,6 +314,15 @@ def accept(text: str) -> str:
     if min(values) < 1:
         raise _bad(text, "is below 1 (tokens per step count the bonus token)", fix)
     return text
+
+
+def _accept_meaning(text: str) -> object:
+    from ddtree_bayes.engine.scenario import parse_accept
+
+    return parse_accept(accept(text))
+
+
+with_meaning(accept, _accept_meaning)
 
 
 def context(text: str) -> str:
@@ -301,6 +344,15 @@ def context(text: str) -> str:
     return text
 
 
+def _context_meaning(text: str) -> object:
+    from ddtree_bayes.engine.scenario import parse_context
+
+    return parse_context(context(text))
+
+
+with_meaning(context, _context_meaning)
+
+
 def as_text(parse: Callable[[str], object]) -> Callable[[str], str]:
     """``parse`` as a check only: the flag keeps the text as typed (stripped), e.g. for
     ``add``, which writes it to the CSV."""
@@ -309,6 +361,7 @@ def as_text(parse: Callable[[str], object]) -> Callable[[str], str]:
         return text.strip()
 
     check.__name__ = parse.__name__
+    with_meaning(check, parse)
     return check
 
 
