@@ -269,6 +269,9 @@ def test_a_serving_run_is_imported_as_the_c_streams_total_at_c(tmp_path_factory,
 @pytest.mark.parametrize(("change", "says"), [
     ({"errors": ["", "timeout"]}, "'errors' lists 2 requests but 'output_lens' 8: the errors "
                                   "are not these requests'"),
+    ({"failed": 0, "errors": [""] * 7 + ["timeout"], "output_lens": [512] * 7 + [0],
+      "total_output_tokens": 512 * 7}, "'errors' holds 1 error message but failed is 0: a "
+                                       "request with an error did not complete"),
     ({"input_lens": [1023.5] + [1024] * 7}, "'input_lens' request 1 is 1023.5 tokens: a count "
                                             "of tokens is a whole number"),
     ({"output_lens": [512] * 7 + [-512]}, "'output_lens' request 8 is -512 tokens: a count of "

@@ -1485,3 +1485,72 @@ def test_a_sharegpt_serving_run_without_its_lengths_says_they_varied(tmp_path):
     path.write_text(json.dumps(dict(raw, sharegpt_output_len=256)) + "\n")
     _, (rec,) = parse(path)
     assert "sharegpt dataset's answers" not in rec.notes
+
+
+def _serve_with(tmp_path, **change) -> Path:
+    """:func:`_detailed_serve` with ``change`` applied (lists of any length)."""
+    path = _detailed_serve(tmp_path, "serve.json")
+    raw = json.loads(path.read_text())
+    raw.update(change)
+    path.write_text(json.dumps(raw))
+    return path
+
+
+@pytest.mark.parametrize(("change", "key", "says"), [
+    # completed 2, failed 0, but request 2's error is written: a request with an error did
+    # not complete (both tools write an error text for a failed request only)
+    ({"errors": ["", "timeout"], "output_lens": [101, 0], "total_output_tokens": 101},
+     "errors", "'errors' holds 1 error message but failed is 0: a request with an error "
+               "did not complete"),
+    # completed 10 (of 10 listed), failed 0, 3 errors: the brief's case
+    ({"num_prompts": 10, "completed": 10, "input_lens": [1000] * 10,
+      "output_lens": [101] * 7 + [0] * 3, "total_output_tokens": 707,
+      "errors": [""] * 7 + ["timeout", "reset", "500"], "total_input_tokens": 10000},
+     "errors", "'errors' holds 3 error messages but failed is 0: a request with an error did "
+               "not complete"),
+    # one failed request of five, but none shows it: no error, every request decoded tokens
+    ({"num_prompts": 5, "completed": 4, "failed": 1, "input_lens": [1000] * 5,
+      "output_lens": [101, 301, 101, 301, 50], "total_output_tokens": 854,
+      "errors": [""] * 5, "total_input_tokens": 5000},
+     "failed", "failed is 1 but 'errors' and 'output_lens' show 0 failed requests (an error "
+               "message, or no output token): the counts are not these requests'"),
+    # three requests listed, but completed 2 + failed 0 is 2
+    ({"input_lens": [1000] * 3, "output_lens": [101, 301, 0], "errors": ["", "", ""]},
+     "errors", "'errors' lists 3 requests but completed 2 + failed 0 is 2: the errors are not "
+               "these requests'"),
+])
+def test_errors_that_contradict_the_runs_counts_are_refused(tmp_path, change, key, says):
+    """vLLM's serve.py and SGLang's bench_serving write one 'errors' entry per request sent
+    (completed + failed of them), an error text only for a failed request (a success keeps
+    RequestFuncOutput's "", a failure the HTTP reason or the traceback) and 0 output tokens
+    for a failed one. A file whose errors say otherwise than its counts was imported with
+    exit 0 (ctx from lengths read as "none failed"). Refused by the key, nothing imported."""
+    path = _serve_with(tmp_path, **change)
+    with pytest.raises(BenchFormatError) as err:
+        parse(path)
+    assert _one_line(err) == (f"{path}, record 1: {says} (fix: pass an unedited vllm-serve "
+                              "result file)")
+    assert err.value.key == key
+
+
+def test_errors_that_agree_with_the_counts_are_imported(tmp_path):
+    """A failed request whose error text is empty (a server that sent no HTTP reason phrase)
+    but whose output is 0 tokens agrees with failed 1; so does the SGLang layout, which
+    writes no 'failed' key (its failures are the requests that did not complete)."""
+    path = _serve_with(tmp_path, num_prompts=5, completed=4, failed=1,
+                       input_lens=[1000] * 5, output_lens=[101, 301, 101, 301, 0],
+                       total_output_tokens=804, errors=[""] * 5, total_input_tokens=4000)
+    _, (rec,) = parse(path)
+    assert rec.context_tokens == 1000.0
+    raw = _jsonl("sglang_serving.jsonl")[0]
+    raw.update(num_prompts=3, completed=2, input_lens=[1024] * 3, output_lens=[512, 512, 0],
+               total_input_tokens=2048, total_output_tokens=1024, errors=["", "", "timeout"])
+    (tmp_path / "s.jsonl").write_text(json.dumps(raw) + "\n")
+    _, (rec,) = parse(tmp_path / "s.jsonl")
+    assert rec.context() == 1024 + 256
+    raw.update(errors=["", "reset", "timeout"])
+    (tmp_path / "s.jsonl").write_text(json.dumps(raw) + "\n")
+    with pytest.raises(BenchFormatError) as err:
+        parse(tmp_path / "s.jsonl")
+    assert "'errors' holds 2 error messages but 2 of its 3 requests completed: a request " \
+           "with an error did not complete" in _one_line(err)

@@ -344,6 +344,8 @@ def _detailed_context(rec: BenchRow, streams: int) -> float | None:
                         f"{len(n_all)}: the errors are not these requests'", key="errors",
                         fix=fix)
     failed = [bool(e) for e in errors] if errors is not None else [False] * len(n_all)
+    if errors is not None:
+        _errors_agree(rec, failed, n_all)
     done = [(p, n) for p, n, bad in zip(p_all, n_all, failed, strict=True) if n > 0 and not bad]
     total = rec.number("total_output_tokens", required=False)
     said = sum(n for _, n in done)
@@ -357,6 +359,44 @@ def _detailed_context(rec: BenchRow, streams: int) -> float | None:
     by_request = sum(kv for kv, _ in timed) / len(timed)
     by_step = sum(kv * steps for kv, steps in timed) / sum(steps for _, steps in timed)
     return (by_request + (streams - 1) * by_step) / streams
+
+
+def _errors_agree(rec: BenchRow, failed: list[bool], outputs: list[float]) -> None:
+    """Refuse a detailed serving result whose ``errors`` contradict its ``completed`` and
+    ``failed`` counts. vLLM's serve.py and SGLang's bench_serving write one entry per request
+    sent, so ``completed + failed`` of them (SGLang writes no ``failed``: its failures are
+    the requests that did not complete); a request's error text only when it failed (a
+    success keeps RequestFuncOutput's "", a failure the HTTP reason, a traceback or "Never
+    received a valid chunk"), and a failed request's output as 0 tokens. So: the entries
+    are the counts' sum; no more error texts than failures; and no more failures than the
+    requests that show one, by an error text or no output token (a failure's text is empty
+    only when the server sent no HTTP reason phrase). ``failed`` flags the entries with a
+    text, ``outputs`` are the ``output_lens``, one per entry (checked before)."""
+    fix = f"pass an unedited {rec.fmt} result file"
+    done, bad = (rec.integer(k, required=False) for k in ("completed", "failed"))
+    sent, texts = len(failed), sum(failed)
+    if done is not None and bad is not None and done + bad != sent:
+        raise rec.error(f"'errors' lists {sent} requests but completed {done} + failed {bad} "
+                        f"is {done + bad}: the errors are not these requests'", key="errors",
+                        fix=fix)
+    if done is not None and bad is None and done > sent:
+        raise rec.error(f"'errors' lists {sent} requests but completed is {done}: the errors "
+                        "are not these requests'", key="errors", fix=fix)
+    if done is None and bad is None:
+        return
+    failures = bad if bad is not None else sent - (done or 0)
+    said = (f"failed is {bad}" if bad is not None
+            else f"{done} of its {sent} requests completed")
+    if texts > failures:
+        raise rec.error(f"'errors' holds {texts} error message{'s' * (texts != 1)} but "
+                        f"{said}: a request with an error did not complete", key="errors",
+                        fix=fix)
+    shown = sum(1 for text, n in zip(failed, outputs, strict=True) if text or n == 0)
+    if failures > shown:
+        raise rec.error(f"{said} but 'errors' and 'output_lens' show {shown} failed "
+                        f"request{'s' * (shown != 1)} (an error message, or no output token): "
+                        "the counts are not these requests'",
+                        key="failed" if bad is not None else "completed", fix=fix)
 
 
 def _serving_context(rec: BenchRow, streams: int = 1
