@@ -1554,3 +1554,39 @@ def test_errors_that_agree_with_the_counts_are_imported(tmp_path):
         parse(tmp_path / "s.jsonl")
     assert "'errors' holds 2 error messages but 2 of its 3 requests completed: a request " \
            "with an error did not complete" in _one_line(err)
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    ({"total_input_tokens": -1234567}, "'total_input_tokens' is -1234567: a count of tokens "
+                                       "cannot be negative"),
+    ({"total_output_tokens": -1234567}, "'total_output_tokens' is -1234567: a count of tokens "
+                                        "cannot be negative"),
+    ({"output_lens": [1234567.5, 301]}, "'output_lens' request 1 is 1234567.5 tokens: a count "
+                                        "of tokens is a whole number"),
+    ({"input_lens": [1000, -1234567]}, "'input_lens' request 2 is -1234567 tokens: a count of "
+                                       "tokens cannot be negative"),
+    ({"output_lens": [101, 1234567], "total_output_tokens": 1234568},
+     "'output_lens' sum to 1234668 tokens over the 2 completed requests, but "
+     "total_output_tokens is 1234568: the lengths are not this run's"),
+])
+def test_counts_in_messages_are_the_files_numbers(tmp_path, change, says):
+    """Counts were printed with {:g}: 1234567 tokens read "-1.23457e+06", another number
+    than the file's (a user searching the file for it found nothing). Integers print as
+    integers, other values with every digit they have."""
+    path = _serve_with(tmp_path, **change)
+    with pytest.raises(BenchFormatError) as err:
+        parse(path)
+    assert _one_line(err) == (f"{path}, record 1: {says} (fix: pass an unedited vllm-serve "
+                              "result file)")
+
+
+def test_a_long_prompt_alone_is_said_at_its_count(tmp_path):
+    """The prompt-alone caveat said 'context_tokens 1.23457e+06' for a 1234567-token prompt."""
+    raw = _json("vllm_serve.json")
+    del raw["total_output_tokens"]
+    raw.update(total_input_tokens=1234567 * raw["completed"])
+    path = tmp_path / "serve.json"
+    path.write_text(json.dumps(raw))
+    _, (rec,) = parse(path)
+    assert rec.context_caveat is not None
+    assert rec.context_caveat.startswith("context_tokens 1234567 is the prompt alone")

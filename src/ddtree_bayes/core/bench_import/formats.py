@@ -27,6 +27,7 @@ from ddtree_bayes.core.bench_import.reading import (
     read_bench_text,
     span,
 )
+from ddtree_bayes.core.data import plain_text
 
 #: llama-bench fields that change the decode rate but have no column in the data: the records
 #: of one import must agree on them (``-ngl 10,99`` or ``-fa 0,1`` sweeps are imported one
@@ -251,8 +252,8 @@ def _tpot_tok_s(rec: BenchRow) -> tuple[float, str]:
 def _mean_prompt(rec: BenchRow) -> float | None:
     total = rec.number("total_input_tokens", required=False)
     if total is not None and total < 0:   # (else refused as the row's context, a value of -1)
-        raise rec.error(f"'total_input_tokens' is {total:g}: a count of tokens cannot be "
-                        "negative", key="total_input_tokens",
+        raise rec.error(f"'total_input_tokens' is {plain_text(total)}: a count of tokens "
+                        "cannot be negative", key="total_input_tokens",
                         fix=f"pass an unedited {rec.fmt} result file")
     done = rec.number("completed", required=False)
     if total is None or not done or not math.isfinite(total) or done <= 0:
@@ -280,7 +281,7 @@ def _half_output(rec: BenchRow) -> float | None:
     if total is not None and (not math.isfinite(total) or total < 0):
         said = ("cannot be negative" if math.isfinite(total)
                 else "is a finite number")
-        raise rec.error(f"'total_output_tokens' is {total:g}: a count of tokens {said}",
+        raise rec.error(f"'total_output_tokens' is {plain_text(total)}: a count of tokens {said}",
                         key="total_output_tokens", fix=f"pass an unedited {rec.fmt} result file")
     done = rec.number("completed", required=False)
     if total is None or not done or not math.isfinite(done) or done <= 0:
@@ -325,7 +326,8 @@ def _detailed_context(rec: BenchRow, streams: int) -> float | None:
                                 key=key, fix=fix)
             if v < 0 or not float(v).is_integer():
                 said = "cannot be negative" if v < 0 else "is a whole number"
-                raise rec.error(f"{key!r} request {i} is {v:g} tokens: a count of tokens "
+                told = v if isinstance(v, int) else plain_text(v)   # (the file's digits)
+                raise rec.error(f"{key!r} request {i} is {told} tokens: a count of tokens "
                                 f"{said}", key=key, fix=fix)
         return [float(v) for v in values]
 
@@ -350,9 +352,9 @@ def _detailed_context(rec: BenchRow, streams: int) -> float | None:
     total = rec.number("total_output_tokens", required=False)
     said = sum(n for _, n in done)
     if total is not None and abs(said - total) > 0.5:
-        raise rec.error(f"'output_lens' sum to {said:g} tokens over the {len(done)} completed "
-                        f"requests, but total_output_tokens is {total:g}: the lengths are not "
-                        "this run's", key="output_lens", fix=fix)
+        raise rec.error(f"'output_lens' sum to {plain_text(said)} tokens over the {len(done)} "
+                        f"completed requests, but total_output_tokens is {plain_text(total)}: "
+                        "the lengths are not this run's", key="output_lens", fix=fix)
     timed = [(p + n / 2, n - 1) for p, n in done if n > 1]
     if not timed:
         return None
@@ -416,7 +418,7 @@ def _serving_context(rec: BenchRow, streams: int = 1
     if prompt is None or half is not None:
         return prompt, half or 0.0, _SERVING_CONTEXT, None
     return prompt, 0.0, _PROMPT_ALONE, (
-        f"context_tokens {prompt:g} is the prompt alone: the file records no "
+        f"context_tokens {plain_text(prompt)} is the prompt alone: the file records no "
         "total_output_tokens, so the half of each answer a decode step also reads on average "
         "is left out (pass --context P + N/2 for P-token prompts and N-token answers)")
 
