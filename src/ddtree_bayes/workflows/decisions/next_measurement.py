@@ -683,8 +683,10 @@ Likelihood = tuple[np.ndarray, np.ndarray, float | None]
 @dataclass(frozen=True)
 class Start:
     """The draws a reweighted fit's candidates are weighed on: its proposal's NUTS draws in
-    the fit's model and data (``fit``), their log weights to that data (``log_w``: the raw
-    ratios ``update`` smoothed and resampled by), the query's acceptance and per-token draws
+    the fit's model and data (``fit``), their log weights to that data (``log_w``: the
+    Pareto-smoothed weights ``update`` resampled the fit's draws by,
+    :func:`~ddtree_bayes.workflows.living.reweight.smoothed`), the query's acceptance and
+    per-token draws
     from them, and (per candidate) the candidate's :data:`Likelihood` on them."""
 
     fit: Fit
@@ -713,7 +715,10 @@ def proposal_start(draws: Fit, proposal: tuple[Fit | None, str | None], query: Q
             return None
         fit = R.restructured(base, draws.meta["model"], old.text)[0].knowing(old)
         fit = R.augmented(fit, np.random.default_rng(seed))[0]
-        log_w = R.log_ratios(base, base.measurements, old, added, kept, fit)[0]
+        # (update's weights, smoothed as it smoothed them: its resample, the fit's draws, is
+        # drawn from these, and the raw ratios' heavier tail stood for another posterior)
+        log_w = RW.smoothed(base, R.log_ratios(base, base.measurements, old, added, kept,
+                                               fit)[0])[0].log_weights
     except (InputError, ValueError):
         return None
     accept = query_acceptance(fit, query, P.keyed_rng(seed, repr(query.source)))[0]

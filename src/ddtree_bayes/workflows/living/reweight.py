@@ -307,12 +307,7 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
     target, extra = R.augmented(target, np.random.default_rng(seed))
     log_ratios, changed = R.log_ratios(proposal, old, new, added, kept, target)
     n = proposal.n_draws
-    chains = int(proposal.meta.get("sampler", {}).get("chains", 1))
-    if n % chains:
-        chains = 1
-    ratios = np.exp(log_ratios - np.max(log_ratios)).reshape(chains, n // chains)
-    r_eff = min(1.0, psis.ess_mean(ratios) / n)
-    result = psis.psis(log_ratios, r_eff=r_eff)
+    result, r_eff = smoothed(proposal, log_ratios)
     return Weights(proposal_fit=proposal.meta["fit_id"], log_weights=result.log_weights,
                    pareto_k=result.k, k_threshold=psis.khat_threshold(n),
                    weights_ess=result.ess, r_eff=r_eff, n_eff=result.ess * r_eff,
@@ -321,6 +316,27 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
                    seconds=time.perf_counter() - t0, model=model,
                    replaced={**replaced, **extra}, restructured_groups=flipped,
                    added_variables=sorted(extra))
+
+
+def smoothed(proposal, log_ratios):
+    """(the Pareto-smoothed, normalised weights of ``log_ratios``, one per draw of the NUTS
+    fit ``proposal``, as a :class:`~ddtree_bayes.engine.psis.PsisResult`; the ``r_eff`` they
+    were smoothed with): the relative efficiency of the draws for the ratios (ESS of their
+    mean over the fit's chains, capped at 1), which also sets the tail's length. The weights
+    ``update`` resamples a reweighted fit by (:func:`importance_weights`), and those ``next``
+    weighs that fit's proposal by (``proposal_start``): the fit's draws are a resample of
+    them, so its candidates stand on the distribution the fit holds."""
+    import numpy as np
+
+    from ddtree_bayes.engine import psis
+
+    n = proposal.n_draws
+    chains = int(proposal.meta.get("sampler", {}).get("chains", 1))
+    if n % chains:
+        chains = 1
+    ratios = np.exp(log_ratios - np.max(log_ratios)).reshape(chains, n // chains)
+    r_eff = min(1.0, psis.ess_mean(ratios) / n)
+    return psis.psis(log_ratios, r_eff=r_eff), r_eff
 
 
 def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Measurements,
