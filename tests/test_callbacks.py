@@ -624,3 +624,72 @@ def test_an_index_entry_is_only_ever_a_shortcut(cache, tmp_path):
     a, b = unconstrained_draws(first), unconstrained_draws(again)
     for name in a:
         np.testing.assert_array_equal(a[name], b[name])
+
+
+#: A process that compiles the copy callback into the cache at ``cache`` (argv[1]) and says
+#: whether the callback was loaded from it instead ("loaded") or not there ("compiled").
+_LOAD_OR_COMPILE = """
+import sys
+from pathlib import Path
+from ddtree_bayes.engine import callbacks as C
+from numba.core.ccallback import CFunc
+from numba.core.sigutils import normalize_signature
+
+C.cache_root = Path(sys.argv[1])
+assert C._register_locator()
+sizes = {"n_dim": 3}
+key = C.callback_key(C.COPY_SOURCE, None, sizes, [], "")
+if C.load_callback(C.COPY_SOURCE, "copy_numba", key, sizes, C.expand_signature()) is not None:
+    print("loaded")
+else:
+    func = C.define(C.COPY_SOURCE, "copy_numba", None, sizes)
+    C._KEYS[func] = key
+    cfunc = CFunc(func, normalize_signature(C.expand_signature()), locals={}, options={})
+    cfunc.enable_caching()
+    cfunc.compile()
+    print("compiled")
+"""
+
+
+@pytest.mark.parametrize("setting", [("NUMBA_OPT", "0"), ("NUMBA_BOUNDSCHECK", "1"),
+                                     ("NUMBA_LOOP_VECTORIZE", "0"),
+                                     ("NUMBA_SLP_VECTORIZE", "1"), ("NUMBA_OPT", "max")])
+def test_a_callback_compiled_under_other_numba_settings_is_not_loaded(tmp_path, setting):
+    """numba's cache index keys a function on its signature, bytecode and CPU (name and
+    features: NUMBA_CPU_NAME, NUMBA_CPU_FEATURES and NUMBA_ENABLE_AVX are in it), not on the
+    settings that change the machine code it generates. A callback compiled under
+    NUMBA_OPT=0 (or bounds-checked, or with the vectorizers switched) was loaded by a
+    process at the defaults, and the other way round: the same key, a stale callback. Each
+    setting is now in the callbacks' key (and the model key); at the defaults the keys are
+    what they were, so the callbacks cached before stay valid."""
+    import os
+    import subprocess
+    import sys
+
+    name, value = setting
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+
+    def run(**extra: str) -> str:
+        done = subprocess.run([sys.executable, "-c", _LOAD_OR_COMPILE, str(tmp_path)],
+                              capture_output=True, text=True, env={**env, **extra},
+                              timeout=300)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.strip()
+
+    assert run(**{name: value}) == "compiled"
+    assert run() == "compiled"            # (was: "loaded", the callback of the other setting)
+    assert run(**{name: value}) == "loaded"
+    assert run() == "loaded"
+
+
+def test_the_callbacks_keys_at_numbas_defaults_are_those_cached_before():
+    """At numba's default settings no line is added: the key is the sha256 of the source,
+    the inner key, the sizes and the versions, as before, so no cache is invalidated."""
+    import hashlib
+    from importlib.metadata import version
+
+    sizes = {"n_dim": 3}
+    text = "\n".join([callbacks.COPY_SOURCE, "-", repr(sorted(sizes.items())),
+                      *(f"{p}={version(p)}" for p in ("nutpie", "pytensor", "numba"))])
+    assert callbacks.callback_key(callbacks.COPY_SOURCE, None, sizes, [], "") == (
+        hashlib.sha256(text.encode()).hexdigest())

@@ -127,3 +127,27 @@ def test_the_bundled_model_keyed_and_its_data_and_priors_in_the_key(bundled_inpu
         prior, params={**prior.params, "sigma": prior.params["sigma"] * 1.01})})
     other = build_model(S.build_spec(data, wider), wider)
     assert G.model_key(other, shapes(other)) not in (None, base)
+
+
+def test_numbas_code_settings_are_in_the_key(monkeypatch):
+    """NUMBA_OPT (and the vectorizers, bounds checks, debug info, SVML) change the machine
+    code of the callbacks but not numba's cache index: another setting is another key; at
+    the defaults no line is added (the keys made before stay valid)."""
+    import numba
+    from numba.core.config import _OptLevel
+
+    model = small_model()
+    base = key(model)
+    assert G.numba_settings() == ""
+    monkeypatch.setattr(numba.config, "OPT", _OptLevel(0))
+    assert G.numba_settings() == "numba OPT=0"
+    assert key(model) != base
+    monkeypatch.setattr(numba.config, "OPT", _OptLevel("max"))
+    assert G.numba_settings() == "numba OPT=3max"
+    max_key = key(model)
+    assert max_key != base
+    monkeypatch.setattr(numba.config, "OPT", _OptLevel(3))
+    monkeypatch.setattr(numba.config, "BOUNDSCHECK", 1)
+    assert key(model) not in (base, max_key)
+    monkeypatch.setattr(numba.config, "BOUNDSCHECK", None)
+    assert key(model) == base

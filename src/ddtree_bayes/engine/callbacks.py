@@ -10,7 +10,9 @@ code of the whole log density linked into them again, 2.5-4 s of a 16-20 s warm 
 Here the two callbacks are built from fixed source with their constants as globals (no
 closure), and a cache locator registered with numba keys them on what determines their
 machine code: PyTensor's own cache key of the function they wrap (its graph, constants
-included), the callback's source, its sizes, and the versions of nutpie, PyTensor and numba.
+included), the callback's source, its sizes, the versions of nutpie, PyTensor and numba, and
+numba's settings that change its machine code but not its cache's index (NUMBA_OPT and the
+like, :func:`ddtree_bayes.engine.graph_key.numba_settings`).
 A second fit of the same model on the same machine loads both from
 ``<PyTensor base_compiledir>/numba/ddtree_bayes`` (numba also checks its version and the CPU)
 and draws bit for bit what a fresh compile draws (tests/test_callbacks.py).
@@ -203,9 +205,14 @@ def callback_key(source: str, inner, sizes: dict[str, int], shared_keys,
         inner_key = None if py_func is None else CACHED_SRC_FUNCTIONS.get(py_func)
     if inner_key is None:
         return None
-    # (no line for no shared values: the keys of the callbacks cached before stay valid)
+    # (no line for no shared values, nor for numba's code settings at their defaults: the
+    # keys of the callbacks cached before stay valid)
+    from ddtree_bayes.engine.graph_key import numba_settings
+
+    settings = numba_settings()
     text = "\n".join([source, inner_key, repr(sorted(sizes.items())),
-                      *([shared] if shared else []), *_versions()])
+                      *([shared] if shared else []), *_versions(),
+                      *([settings] if settings else [])])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

@@ -17,6 +17,9 @@ building the rest:
   by numba, and ~0.7 s to look up);
 - the versions of Python, nutpie, PyMC, PyTensor, numba, llvmlite, numpy and scipy (scipy:
   constant folding calls it);
+- numba's settings that change the machine code it generates but not its cache's index
+  (:func:`numba_settings`: NUMBA_OPT, the vectorizers, bounds checks, debug info, Intel
+  SVML), where they differ from numba's defaults;
 - a digest of this package's source (every ``.py`` file), so any change of its code is
   another key.
 
@@ -131,6 +134,35 @@ def versions() -> tuple[str, ...]:
     return (f"python={sys.version}", *(f"{p}={version(p)}" for p in libs))
 
 
+#: numba's settings (``numba.config`` names) that change the machine code it generates, and
+#: their values when not set. numba's cache index keys a function on its signature, its
+#: bytecode and the CPU (name and features, so NUMBA_CPU_NAME, NUMBA_CPU_FEATURES and
+#: NUMBA_ENABLE_AVX are numba's own to key), not on these: a callback compiled under
+#: NUMBA_OPT=0 was loaded at the defaults (tests/test_callbacks.py).
+NUMBA_CODE_DEFAULTS = {"OPT": "3", "LOOP_VECTORIZE": "1", "SLP_VECTORIZE": "0",
+                       "BOUNDSCHECK": "None", "DEBUGINFO_DEFAULT": "0",
+                       "EXTEND_VARIABLE_LIFETIMES": "0", "DISABLE_INTEL_SVML": "0"}
+
+
+def numba_settings() -> str:
+    """numba's :data:`NUMBA_CODE_DEFAULTS` settings that are not at their defaults,
+    ``name=value`` a line ("" at the defaults, so the keys made before stay valid);
+    ``NUMBA_OPT=max`` is ``OPT=3max`` (level 3 with extra passes)."""
+    import numba
+
+    lines = []
+    for name, default in NUMBA_CODE_DEFAULTS.items():
+        value = getattr(numba.config, name, None)
+        try:
+            text = "None" if value is None else (
+                f"{int(value)}{'max' if getattr(value, 'is_opt_max', False) else ''}")
+        except (TypeError, ValueError):
+            text = repr(value)
+        if text != default:
+            lines.append(f"numba {name}={text}")
+    return "\n".join(lines)
+
+
 def config_text() -> str:
     """Every PyTensor setting (but :data:`CONFIG_SKIPPED`), ``name=value`` a line."""
     import pytensor
@@ -189,6 +221,8 @@ def model_key(model, shapes: dict, extra: str = "") -> str | None:
     except Unkeyable:
         return None
     h = hashlib.sha256()
-    for part in (SCHEME, extra, code_digest(), *versions(), config_text(), *lines):
+    settings = numba_settings()
+    for part in (SCHEME, extra, code_digest(), *versions(), *([settings] if settings else []),
+                 config_text(), *lines):
         h.update(part.encode() + b"\n")
     return h.hexdigest()
