@@ -840,6 +840,23 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
                    "to the priors)\n")   # (a chain's budget is its depth)
 
 
+def test_predict_naming_its_method_is_not_told_of_the_bundled_ddtree(multi_dir):
+    """A walk-through (a new user's model measured autoregressively only): `predict --method
+    eagle --block 3` with the GPU and engine filled from the fit's system failed with
+    "(asked as the fit's default question: ..., nor any speculative method for it: the bundled
+    question's ddtree block 16 budget 32)", a question it did not ask. The error says why the
+    flags not given were filled, as the stderr note of an answered question does."""
+    code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
+                             "--method", "eagle", "--block", "3")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: no acceptance prior in the priors file and no measured "
+                   "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, eagle, block 3, budget "
+                   "3, verify 4, context 0 (asked as the fit's default question: the fit never "
+                   "measured b300 for llama-3.1-8b-instruct) (fix: pass --accept, or add an "
+                   "[[acceptance]] entry to the priors)\n")
+    assert "block 16" not in err and " ddtree" not in err
+
+
 def test_next_without_an_acceptance_names_the_query_for_it(multi_dir):
     """`next --query "--model gemma-3-27b-it"` on a model measured only autoregressively failed
     with predict's "(fix: pass --accept, ...)"; `next --accept 3` is then "unrecognized

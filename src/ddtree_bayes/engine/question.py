@@ -630,6 +630,12 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     request = None if flags.accept is None else parse_accept(flags.accept)
     context = parse_context(flags.context)
     warnings += context_warnings(fit, context, flags.model, prefix)
+    from ddtree_bayes.core.default_question import NO_SPECULATIVE
+
+    # why the default filled the flags not given, for an error: of the bundled method and
+    # shape only when the method was filled (as default_note says it)
+    why = None if asked_default is None else (
+        d.why if flags.method is None or d.why is None else d.why.split(NO_SPECULATIVE)[0])
     asked = []
     for engine in config["engines"]:
         sc = resolve_scenario(fit, hardware=config["hardware"], gpus=config["gpus"],
@@ -650,8 +656,7 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
             warnings += () if said in warnings else (said,)   # (once for the engines)
         if request is not None:
             check_accept(request, str(flags.accept), sc.limit, prefix)
-        asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept,
-                                              None if asked_default is None else d.why,
+        asked.append(Asked(sc, accept_sources(fit, sc, request, flags.accept, why,
                                               prefix=prefix, query=query)
                            if acceptance else ()))
     if asked:   # (the engines share model, GPUs and context: one check)
