@@ -802,7 +802,9 @@ LLAMA_M33 = ("at C = 1 a step verifies 33 tokens (C x M), more than any measured
 def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(multi_dir):
     """Llama-3.1-8B has one AR row, on one H100: `predict --model` asked the bundled 8x B300
     question (never measured for it) without a note, and failed with "no acceptance prior for
-    ddtree block 16 budget 32 ..." naming neither the model nor the system it tried."""
+    ddtree block 16 budget 32 ..." naming neither the model nor the system it tried. Its fix
+    named only --accept, which answers that DDTree question for a model no DFlash drafter
+    serves (a new user's walk-through): it names asking the drafter's own method too."""
     code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct")
     assert (code, out) == (2, "")
     assert err == (
@@ -810,8 +812,9 @@ def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(mul
         "acceptance for llama-3.1-8b-instruct, h100 x1, vllm, ddtree, block 16, budget 32, "
         "verify 33, context 0 (asked as the fit's default question: the fit never measured "
         "b300 for llama-3.1-8b-instruct, nor any speculative method for it: the bundled "
-        "question's ddtree block 16 budget 32) (fix: pass --accept, or add an [[acceptance]] "
-        "entry to the priors)\n")
+        "question's ddtree block 16 budget 32) (fix: pass --accept, or ask the method and shape "
+        "your drafter runs, with the tokens a step emits, e.g. --method eagle3 --block 3 "
+        "--accept 2.5:3.5; or add an [[acceptance]] entry to the priors)\n")
     code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",
                              "--accept", "12")
     assert code == 0, err

@@ -571,12 +571,21 @@ def accept_sources(fit: Fit, sc: Scenario, request: AcceptRequest | None, text: 
             return (AcceptSource("prior", f"prior {ap.describe()}", prior=ap),)
     if seen is None:
         asked = "" if default_why is None else f" (asked as the fit's default question: {default_why})"
+        from ddtree_bayes.core.default_question import NO_SPECULATIVE
+
         give = ("pass --accept" if query is None else
                 f'add --accept to the query, e.g. --query "{query} '
                 f'--accept {min(3.0, sc.limit.tokens):g}"')
+        if query is None and default_why is not None and NO_SPECULATIVE in default_why:
+            # (a model measured autoregressive only was asked the bundled DDTree shape: the
+            # drafter its user has runs another method)
+            give += (", or ask the method and shape your drafter runs, with the tokens a step "
+                     "emits, e.g. --method eagle3 --block 3 --accept 2.5:3.5;")
+        else:
+            give += ","
         raise QueryError(prefix + "no acceptance prior in the priors file and no measured "
                          f"acceptance for {sc.describe()}{asked}",
-                         fix=f"{give}, or add an [[acceptance]] entry to the priors")
+                         fix=f"{give} or add an [[acceptance]] entry to the priors")
     value, n_rows, where = seen
     rows_text = f"{n_rows} row{'s' * (n_rows > 1)}"
     return (AcceptSource("measured", f"{value:.3g} measured ({rows_text})", value=value,
