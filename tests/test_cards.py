@@ -71,6 +71,28 @@ def test_llama_31_8b():
     assert "DERIVED" in d.card["notes"]
 
 
+def test_qwen3_14b_awq_by_hand():
+    """The walk-through's card (docs/howto/own-data.md): Qwen3-14B in AWQ int4, counted by hand.
+    V 151936, H 5120, 40 layers, 40 q / 8 kv heads x 128 with q/k norms, MLP 17408, untied.
+    attention q 5120x5120 26,214,400 + k, v 5120x1024 5,242,880 each + o 26,214,400
+      = 62,914,560; MLP 3 x 5120 x 17408 = 267,386,880; norms 2 x 5120 + q/k 2 x 128 = 10,496
+      -> layer 330,311,936; x 40 = 13,212,477,440; + 2 x 151936 x 5120 (1,555,824,640) + 5,120
+      = 14,768,307,200 (Qwen's 14.8 B; 13.2 B non-embedding)
+    bytes: the 40 x 330,301,440 linear weights at 4 + (16 + 4) / 128 bits = 0.51953125 B
+      (6,864,076,800) + the embeddings and norms at 2 B (3,112,499,200) = 9,976,576,000
+      / 14,768,307,200 = 0.6755 B/weight (dense: active = the whole file)
+    KV 2 x 40 layers x 8 x 128 x 2 B = 163,840 per token."""
+    d = derive("qwen3-14b-awq")
+    assert d.facts["params_total"] == d.facts["params_active"] == 14_768_307_200
+    assert d.facts["embedding_params"] == d.facts["lm_head_params"] == 777_912_320
+    assert d.facts["params_total"] * d.facts["bytes_per_weight"] == pytest.approx(
+        9_976_576_000, rel=1e-6)
+    assert (d.card["params_total_b"], d.card["bytes_per_weight"]) == ("14.7683", "0.6755")
+    assert (d.card["kv_bytes_per_token"], d.card["q_heads"], d.card["kv_heads"]) == (
+        "163840", "40", "8")
+    assert (d.card["compute_dtype"], d.card["max_context_tokens"]) == ("bf16", "40960")
+
+
 def test_qwen25_7b_counts_the_qkv_biases():
     d = derive("qwen2.5-7b")
     # V 152064, H 3584, 28 layers, 28 q / 4 kv heads x 128, MLP 18944, untied; qwen2: q/k/v bias
