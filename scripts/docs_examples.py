@@ -83,6 +83,8 @@ def _ws_files(path: Path, data: str | None, extra: tuple[tuple[str, str], ...] =
         else:
             (path / dest).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(REPO / source, path / dest)
+    if data == EMPTY:   # a user's own folder: no data/, no priors (the bundled ones are read)
+        return
     shutil.copytree(REPO / "data", path / "data")
     shutil.copy(REPO / "models" / "priors.toml", path / "models" / "priors.toml")
     (path / "data" / "measurements.csv").chmod(0o644)
@@ -91,7 +93,11 @@ def _ws_files(path: Path, data: str | None, extra: tuple[tuple[str, str], ...] =
         (path / "data" / "measurements.csv").chmod(0o644)
 
 
-#: workspace -> the measurement file it fits (None: the bundled Kimi K2.6 rows)
+#: A workspace that starts as an empty folder of the user's own (nothing of data/ or
+#: models/priors.toml copied: the commands read the package's bundled copies)
+EMPTY = ""
+
+#: workspace -> the measurement file it fits (None: the bundled Kimi K2.6 rows; EMPTY: none)
 WORKSPACES: dict[str, str | None] = {
     "main": None,
     "living": None,
@@ -100,6 +106,8 @@ WORKSPACES: dict[str, str | None] = {
     "cli": None,
     "bench": None,
     "mine": "data/examples/own_model_rtx4090.csv",
+    "first": EMPTY,
+    "firstk": None,
 }
 
 #: workspace -> files of this repository copied into it: (repository path, workspace path)
@@ -107,7 +115,22 @@ WORKSPACE_FILES: dict[str, tuple[tuple[str, str], ...]] = {
     "cli": (("tests/fixtures/cards/deepseek-v3", "DeepSeek-V3"),),
     "bench": (("tests/fixtures/bench", "tests/fixtures/bench"),),
     "mine": (("tests/fixtures/cards/llama-3.1-8b", "my-model"),),
+    "first": (("tests/fixtures/cards/qwen3-14b-awq", "qwen3-14b-awq"),),
+    "firstk": (("tests/fixtures/cards/qwen3-14b-awq", "qwen3-14b-awq"),),
 }
+
+#: docs/howto/own-data.md, a new user's walk-through: a model card from a config.json, a GPU
+#: from its spec sheet, one HYPOTHETICAL autoregressive row, a drafter they do not have
+FIRST_CARD = ("card", "add", "--hf-config", "qwen3-14b-awq", "--name", "qwen3-14b-awq")
+FIRST_GPU = ("hardware", "add", "rtx-4090d", "--like", "rtx-4090", "--dense-bf16-tflops",
+             "147.09", "--dense-fp8-tflops", "294.18", "--dense-int8-tflops", "588.35",
+             "--source", "hmc-tech.com/gpu/nvidia-geforce-rtx-4090-d: AD102-250, 114 SMs; "
+             "tensor FP32-accumulate bf16 147.09, fp8 294.18 TFLOPS, int8 588.35 TOPS")
+FIRST_ROW = ("add", "--model", "qwen3-14b-awq", "--hardware", "rtx-4090d", "--gpus", "1",
+             "--engine", "vllm", "--method", "ar", "--context", "1536", "--tok-s", "78.4",
+             "--source", HYPOTHETICAL + ": vllm bench latency, 1024 in, 1024 out")
+FIRST_ASK = ("predict", "--method", "eagle3", "--block", "3", "--accept", "3", "--context",
+             "1536", "--explain")
 
 ADD_ROW = ("add", "--hardware", "b300", "--engine", "sglang", "--method", "ddtree", "--block",
            "16", "--budget", "32", "--accept", "13.1", "--tok-s", "612", "--source",
@@ -260,6 +283,21 @@ EXAMPLES: tuple[Example, ...] = (
     Example("own-card-add", "mine", ("card", "add", "--hf-config", "my-model", "--name",
                                      "my-model")),
     Example("own-card-fit", "mine", ("fit", "--quiet"), keep=(r"^fit \d",)),
+    # docs/howto/own-data.md: a new user's model and GPU, from one AR run, in a folder of
+    # their own; then the same row beside the bundled Kimi K2.6 rows (a clone)
+    Example("first-card-add", "first", FIRST_CARD),
+    Example("first-gpu-add", "first", FIRST_GPU),
+    Example("first-add", "first", FIRST_ROW),
+    Example("first-fit", "first", ("fit", "--quiet"), keep=(r"^posterior predictive", r"^row ",
+                                                          r"^---", r"^row 2 ", r"^fit \d")),
+    Example("first-predict-bare", "first", ("predict",)),
+    Example("first-predict", "first", FIRST_ASK),
+    Example("firstk-card-add", "firstk", FIRST_CARD, quiet=True),
+    Example("firstk-gpu-add", "firstk", FIRST_GPU, quiet=True),
+    Example("firstk-add", "firstk", FIRST_ROW, quiet=True),
+    Example("firstk-fit", "firstk", ("fit", "--quiet"), quiet=True),
+    Example("firstk-predict", "firstk", FIRST_ASK[:1] + ("--model", "qwen3-14b-awq")
+            + FIRST_ASK[1:]),
 )
 
 
