@@ -231,6 +231,34 @@ def test_a_new_gpu_with_an_fp8_peak_alone_is_told_its_bf16_is_derived_from_it(tm
                      "from the datasheet)"]
 
 
+@pytest.mark.parametrize("name, close", [
+    ("rtx-4090d", "rtx-4090"),    # an RTX 4090 D: 114 of the 4090's 128 SMs, its memory
+    ("l40", "l40s"),
+    ("h20-141gb", "h20"),
+])
+def test_a_new_gpu_without_its_figures_is_pointed_at_the_closest_name(tmp_path, name, close):
+    """A new user's walk-through: `hardware add rtx-4090d --dense-bf16-tflops 147.09` (an RTX
+    4090 D, not in the table) was refused with "start from a GPU like it: --like NAME
+    (`ddtree-bayes hardware list`)", leaving the user to find the 4090 among 37 rows. The fix
+    names the closest GPU names the table holds (a suggestion: --like is never assumed)."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", name, "--dense-bf16-tflops", "100",
+                             "--source", "s")
+    assert code == 2 and out == "" and listing(tmp_path) == {}
+    assert err.startswith(f"ddtree-bayes: error: {name} is a GPU the table does not know: it "
+                          "needs --mem-bw-tb-s and --interconnect (fix: give --mem-bw-tb-s and "
+                          "--interconnect from its datasheet, or start from a GPU like it: "
+                          f"--like {close}")
+    assert err.endswith(" (`ddtree-bayes hardware list`))\n") and err.count("\n") == 1
+
+
+def test_a_new_gpu_far_from_every_name_gets_no_suggestion(tmp_path):
+    code, _, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--mem-bw-tb-s", "2",
+                           "--source", "s")
+    assert code == 2
+    assert err.endswith("or start from a GPU like it: --like NAME (`ddtree-bayes hardware "
+                        "list`))\n")
+
+
 @pytest.mark.parametrize("argv, message", [
     (["my-gpu", "--mem-bw-tb-s", "2"], "my-gpu is a GPU the table does not know: it needs "
                                        "--interconnect"),

@@ -64,6 +64,23 @@ class GpuRow:
 _SIZE = re.compile(r"(\d+(?:\.\d+)?)\s*(GB|GiB|G)\b", re.IGNORECASE)
 
 
+def like_suggestion(name: str, known) -> str | None:
+    """The GPU of ``known`` (names) a new GPU ``name`` most likely is a variant of, by its name
+    alone: one whose name begins with ``name`` (l40 -> l40s), else the longest that ``name``
+    begins with (rtx-4090d -> rtx-4090, h100-sxm -> h100); None when neither (a look-alike
+    name of another generation, rtx-4070-ti against rtx-5070-ti, is no suggestion).
+
+    >>> known = ("l4", "l40s", "rtx-4090", "rtx-5070-ti", "h100", "h100-nvl")
+    >>> [like_suggestion(n, known) for n in ("rtx-4090d", "l40", "h100-sxm", "rtx-4070-ti")]
+    ['rtx-4090', 'l40s', 'h100', None]
+    """
+    longer = sorted(k for k in known if k.startswith(name) and k != name)
+    if longer:
+        return min(longer, key=len)
+    shorter = [k for k in known if name.startswith(k) and k != name]
+    return max(shorter, key=len) if shorter else None
+
+
 def _figure(value: float | str) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value).strip()
 
@@ -254,9 +271,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         missing = [c for c in NEW_GPU_NEEDS if c not in values]
         if missing:
             flags = " and ".join("--" + c.replace("_", "-") for c in missing)
+            like_it = like_suggestion(name, table.rows) or "NAME"
             raise InputError(f"{name} is a GPU the table does not know: it needs {flags}",
                              fix=f"give {flags} from its datasheet, or start from a GPU like it: "
-                                 f"--like NAME (`ddtree-bayes hardware list`)")
+                                 f"--like {like_it} (`ddtree-bayes hardware list`)")
     elif not values and like is None:
         raise InputError(f"{name} is in the table already and nothing was given to change",
                          fix="give the figures that differ (e.g. --mem-bw-tb-s), or a new name "
