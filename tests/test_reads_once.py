@@ -212,3 +212,120 @@ def test_a_seed_table_row_edited_by_one_caller_is_not_the_next_callers(tmp_path)
     first = load_seed_table(work)
     first[0]["tok_s"] = "999"
     assert load_seed_table(work)[0]["tok_s"] == "133"
+
+
+#: A B300 row for ``add``, valid against the bundled data, priors and cards.
+B300_ROW = ("--hardware", "b300", "--gpus", "8", "--engine", "sglang", "--method", "ddtree",
+            "--block", "8", "--budget", "16", "--accept", "5.1", "--tok-s", "321",
+            "--source", "HYPOTHETICAL test measurement")
+
+
+def workspace(root: Path) -> Path:
+    """``root`` as this repository's working directory is: data/ with copies of the bundled
+    measurements, hardware, seed, model-card and drafter-card tables (the measurements
+    writable), and models/priors.toml."""
+    work = copy_bundled_data(root, writable=True)
+    for name in ("models.csv", "drafters.csv"):
+        shutil.copy(bundled(name), work / "data" / name)
+    (work / "models").mkdir()
+    shutil.copy(bundled("priors.toml"), work / "models" / "priors.toml")
+    return work
+
+
+@contextlib.contextmanager
+def counting_inputs(monkeypatch):
+    """Count every parse of a CSV input (``core.data.read_csv_file``, under every loader of
+    data/ and of a fit's stored tables) and of a TOML text (``tomllib.loads``), by (what was
+    parsed, its text): a file as ``folder/name``, a text not read from a file (a fit's
+    stored copy, a file's next text) as ``text``."""
+    import os
+    import tomllib
+
+    from ddtree_bayes.core import data as D
+
+    parsed: Counter[tuple[str, str]] = Counter()
+    real_read, real_loads = D.read_csv_file, tomllib.loads
+
+    def read_csv_file(path, text=None, *args, **kwargs):
+        p = Path(str(path))
+        if text is None and p.is_file():
+            fd = os.open(p, os.O_RDONLY)   # (not through open: counting_opens counts those)
+            try:
+                raw = os.read(fd, p.stat().st_size + 1)
+            finally:
+                os.close(fd)
+            parsed[f"{p.parent.name}/{p.name}", raw.decode("utf-8-sig")] += 1
+        else:
+            parsed["text", text or ""] += 1
+        return real_read(path, text, *args, **kwargs)
+
+    def loads(text, *args, **kwargs):
+        parsed["toml", text] += 1
+        return real_loads(text, *args, **kwargs)
+
+    monkeypatch.setattr(D, "read_csv_file", read_csv_file)
+    monkeypatch.setattr(tomllib, "loads", loads)
+    yield parsed
+
+
+def test_one_add_reads_and_parses_each_input_once(tmp_path, monkeypatch):
+    """``add`` read the measurement file twice and parsed it three times (validated, again by
+    fit's check of the file, and once more for its header), and read and parsed the hardware
+    tables, the priors, the model cards and the drafter cards twice each (once for the row,
+    once for fit's check). Now each once; the file's next text (with the row) is parsed once
+    more, to validate it before it is written."""
+    work = workspace(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    before = data.read_text()
+    with counting_opens() as opened, counting_inputs(monkeypatch) as parsed:
+        code, out, err = run_cli(work, "add", *B300_ROW)
+    assert code == 0, err
+    after = data.read_text()
+    assert after.startswith(before) and after.count("\n") == before.count("\n") + 1
+    assert reads(opened) == {"data/measurements.csv": 1, "data/hardware.csv": 1,
+                             "_bundled/hardware.csv": 1, "data/models.csv": 1,
+                             "_bundled/models.csv": 1, "models/priors.toml": 1}, reads(opened)
+    assert dict(parsed) == {
+        ("text", before): 1, ("text", after): 1,   # (the file's bytes, read under its lock)
+        ("data/hardware.csv", before_of(work, "hardware.csv")): 1,
+        ("_bundled/hardware.csv", bundled("hardware.csv").read_text()): 1,
+        ("data/models.csv", before_of(work, "models.csv")): 1,
+        # (the built-in cards: what a copied data/models.csv says less than them)
+        ("_bundled/models.csv", bundled("models.csv").read_text()): 1,
+        ("data/drafters.csv", before_of(work, "drafters.csv")): 1,
+        ("_bundled/drafters.csv", bundled("drafters.csv").read_text()): 1,
+        ("toml", (work / "models" / "priors.toml").read_text()): 1}, sorted(
+            (k[0], n) for k, n in parsed.items())
+
+
+def before_of(work: Path, name: str) -> str:
+    return (work / "data" / name).read_text(encoding="utf-8-sig")
+
+
+@pytest.mark.nuts
+def test_one_reweighting_update_parses_each_input_once(fitted_workdir, tmp_path, monkeypatch):
+    """``update`` (a PSIS reweight) parsed the new measurement text three times (the file,
+    the proposal's view of the new data, the reweighted fit's copy), the model and drafter
+    cards twice (its inputs, then the cards' changes since the fit), and the stored priors and
+    hardware table twice (the previous fit's, and the same texts again in the reweighted
+    fit). Now each text once."""
+    from test_living_update import copy_work
+
+    work = copy_work(fitted_workdir[0], tmp_path / "w")
+    for name in ("models.csv", "drafters.csv"):
+        shutil.copy(bundled(name), work / "data" / name)
+    assert run_cli(work, "add", *B300_ROW)[0] == 0
+    new_text = (work / "data" / "measurements.csv").read_text()
+    with counting_inputs(monkeypatch) as parsed:
+        code, out, err = run_cli(work, "update", "--format", "json")
+    assert code == 0, err
+    import json
+
+    assert json.loads(out)["made_by"] == "psis-reweight"
+    twice = {(k[0], n) for k, n in parsed.items() if n > 1}
+    assert not twice, twice
+    assert sum(n for (_, text), n in parsed.items() if text == new_text) == 1
+    # the previous fit's stored texts, parsed once in all (the reweighted fit stores the same
+    # priors and hardware table: not parsed again)
+    assert parsed["text", (work / "models" / "priors.toml").read_text()] == 0
+    assert parsed["toml", (work / "models" / "priors.toml").read_text()] == 2   # file, stored

@@ -19,7 +19,6 @@ from ddtree_bayes.cli.output import (
     counted,
     default_data_path,
     emit_json,
-    hardware_rows,
     print_warnings,
     shown_path,
 )
@@ -44,27 +43,26 @@ def _context_tokens(text: str | None) -> str:
     return str(int(value)) if float(value).is_integer() else repr(value)
 
 
-def _methods_table() -> tuple[dict, bool, dict[str, set[str]], float]:
-    """The ``[methods]`` table of the project's priors (``models/priors.toml``, else the
-    bundled priors): what ``fit`` will bound each row's accept_len by; whether ``fit``
+def _methods_table(cfg) -> tuple[dict, bool, dict[str, set[str]], float]:
+    """The ``[methods]`` table of the project's priors ``cfg`` (``models/priors.toml``, else
+    the bundled priors): what ``fit`` will bound each row's accept_len by; whether ``fit``
     refuses a speculative method the table does not declare (the structured step form);
     the engines and methods the priors declare (a new row's name one edit from one is warned
     of); and the context ``fit`` reads a blank one at (``default_context_tokens``)."""
-    from ddtree_bayes.core import paths
-    from ddtree_bayes.core.config import load_priors
-
-    cfg = load_priors(paths.priors_file())
     return (cfg.methods, cfg.step_form == "structured", cfg.declared_names(),
             cfg.default_context_tokens)
 
 
-def _as_fit(hardware_file: str | None):
+def _as_fit(table, cfg):
     """What ``fit`` refuses of a measurement file before sampling, as a check ``add`` runs on
-    the file it appends to (the same call: ``FitInputs.read`` and ``check``)."""
-    def check(path: Path) -> None:
+    the file it appends to (the same call: ``FitInputs.read`` and ``check``), given the
+    hardware table and priors ``add`` read and the file's rows as it read them under its
+    lock (each input read once). Returns the model cards and drafter cards it read."""
+    def check(path: Path, current) -> tuple[dict, tuple]:
         from ddtree_bayes.engine.fitting import FitInputs
 
-        FitInputs.read(path, hardware=hardware_file).check()
+        inputs = FitInputs.read(path, table=table, cfg=cfg, measurements=current).check()
+        return inputs.file_cards, inputs.drafters
     return check
 
 
@@ -85,9 +83,15 @@ def cmd_add(args: argparse.Namespace) -> int:
         raise InputError(f"{', '.join(bench_only)} only appl{'y' if len(bench_only) > 1 else 'ies'}"
                          " to --from-bench",
                          fix="add --from-bench FILE, or drop them")
-    hardware = hardware_rows(args.hardware_file)
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.hardware_table import hardware_table
+
+    table = hardware_table(None, args.hardware_file)
+    hardware = table.rows
     # bounds accept_len by what each row's configuration can emit; refuses what fit refuses
-    methods, declared, known, blank_context = _methods_table()
+    cfg = load_priors(paths.priors_file())
+    methods, declared, known, blank_context = _methods_table(cfg)
+    as_fit = _as_fit(table, cfg)
     kept: list[str] = []   # warnings on rows a benchmark file gave
     noted: list[str] = []  # what the file held and was not imported
     if args.from_file:
@@ -100,7 +104,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     allow_duplicate=args.allow_duplicate, what=args.from_file,
                                     methods=methods, declared=declared, create=create,
                                     known=known, default_context=blank_context,
-                                    check_existing=_as_fit(args.hardware_file))
+                                    check_existing=as_fit)
     elif args.from_bench:
         from ddtree_bayes.workflows.living.bench import CONFIG_KEYS, rows_from_bench
 
@@ -131,7 +135,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     what=args.from_bench if len(rows) > 1 else None,
                                     methods=methods, declared=declared, create=create,
                                     known=known, default_context=blank_context,
-                                    check_existing=_as_fit(args.hardware_file))
+                                    check_existing=as_fit)
         if got.model_unsaid:   # (the file's run may be of any model: said, not assumed)
             models = sorted({m.model for m in result.rows})
             kept = [*kept, f"{args.from_bench}: the file names no model; its "
@@ -169,7 +173,7 @@ def cmd_add(args: argparse.Namespace) -> int:
                                     allow_duplicate=args.allow_duplicate, methods=methods,
                                     declared=declared, create=create, known=known,
                                     default_context=blank_context,
-                                    check_existing=_as_fit(args.hardware_file))
+                                    check_existing=as_fit)
     for note in noted:
         print(f"{PROG}: note: {note}", file=sys.stderr)
     warned: list[str] = []

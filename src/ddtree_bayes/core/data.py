@@ -1772,12 +1772,15 @@ as row 2 (bench result 0123456789ab): one run would count as two (fix: delete on
 def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
                       allow_duplicates: bool = False, text: str | None = None,
                       methods: Mapping[str, MethodSpec] | None = None,
-                      stored: bool = False, allow_empty: bool = False) -> Measurements:
+                      stored: bool = False, allow_empty: bool = False,
+                      records: tuple[str, list[str], list[tuple[int, list[str]]]] | None = None
+                      ) -> Measurements:
     """Read and validate a measurement CSV (from ``text`` if given; ``path`` names it).
     ``methods``: the priors' ``[methods]`` table, which bounds each row's accept_len
     (:func:`~ddtree_bayes.core.methods.max_accept`). ``stored``: a saved fit's copy, read as it was
     fitted (:func:`parse_row`). ``allow_empty``: a file of its header alone is read as no rows
-    (``add`` starts a file from it) instead of refused.
+    (``add`` starts a file from it) instead of refused. ``records``: the file already read
+    by :func:`read_records` (its text, header and rows), not parsed again.
 
     Raises :class:`DataError` (file, row, column, fix) on the first problem found.
 
@@ -1790,7 +1793,7 @@ def load_measurements(path: str | Path, hardware: dict[str, dict[str, str]], *,
     (9, ('b300x8', 'rtx-pro-6000x8'))
     """
     path = str(path)
-    text, header, body = read_csv_file(path, text)
+    text, header, body = records if records is not None else read_csv_file(path, text)
     check_named_columns(path, header, COLUMNS, OPTIONAL_COLUMNS,
                         f"the header must contain {','.join(COLUMNS)}")
     for col in COLUMNS:

@@ -49,22 +49,33 @@ class FitInputs:
 
     @classmethod
     def read(cls, data: str | Path | None = None, priors: str | Path | None = None,
-             hardware: str | Path | None = None, workdir: Path | None = None) -> FitInputs:
+             hardware: str | Path | None = None, workdir: Path | None = None, *,
+             table: HardwareTable | None = None, cfg: PriorsConfig | None = None,
+             measurements: Measurements | None = None) -> FitInputs:
         """Read and validate the inputs (defaults: ``data/`` and ``models/`` of ``workdir``).
         Every problem of one file raises an :class:`~ddtree_bayes.core.errors.InputError`
         before anything runs; those of the files together under the priors' forms (a method
         the structured form has no ``[methods]`` table of, a model without a card) are found
         by :meth:`check` (a fit finds them building its model, under the forms it is asked
         for). The priors are read before the data: their ``[methods]`` table bounds each row's
-        accept_len (:func:`~ddtree_bayes.core.methods.max_accept`)."""
+        accept_len (:func:`~ddtree_bayes.core.methods.max_accept`).
+
+        ``table``, ``cfg``, ``measurements``: those files as the caller already read them
+        (``add``, which checks the file it appends to as ``fit`` would: the hardware table
+        and priors it read for the new rows, the file's rows it read under its lock), not
+        read again; the measurements must have been read against ``table`` and ``cfg``'s
+        ``[methods]``."""
         from ddtree_bayes.core.drafters import check_row_drafters, drafter_table
         from ddtree_bayes.core.model_cards import load_model_cards, stale_hybrid_cards
         from ddtree_bayes.core.pairs import impossible_step
 
-        table = hardware_table(workdir, hardware)
-        cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
-        data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
-        measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
+        if table is None:
+            table = hardware_table(workdir, hardware)
+        if cfg is None:
+            cfg = load_priors(Path(priors) if priors else paths.priors_file(workdir))
+        if measurements is None:
+            data_path = Path(data) if data else paths.data_file("measurements.csv", workdir)
+            measurements = load_measurements(data_path, table.rows, methods=cfg.methods)
         own_cards = paths.own_data_file("models.csv", workdir)
         cards = load_model_cards(own_cards or paths.data_file("models.csv", workdir))
         card_warnings = () if own_cards is None else tuple(
@@ -123,14 +134,20 @@ class FitInputs:
         from ddtree_bayes.core.row_notes import row_notes
 
         rows = self.measurements.rows
-        cards = self.cards if self.proxy is None else {
-            k: v for k, v in self.cards.items() if k != self.measurements.model}
-        notes = row_notes(rows, cards, self.hardware.rows, cfg.default_context_tokens)
+        notes = row_notes(rows, self.file_cards, self.hardware.rows, cfg.default_context_tokens)
         return [*(f"{self.measurements.path}, {line}"
                   for line in (*misspelt_names(rows, cfg.declared_names()),
                                *far_apart_repeats(rows),
                                *(f"row {row}: {note}" for row, note in notes))),
                 *priors_names_warnings(cfg, {m.engine for m in rows}), *self.card_warnings]
+
+    @property
+    def file_cards(self) -> dict:
+        """The model cards as the cards file says them: :attr:`cards` without a proxy card
+        (which no file holds)."""
+        if self.proxy is None:
+            return self.cards
+        return {k: v for k, v in self.cards.items() if k != self.measurements.model}
 
     def structure(self) -> dict:
         """The hardware table, model and drafter cards the roofline form needs (``build_spec``

@@ -345,7 +345,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
                 declared: bool = False, create: bool = False,
                 known: Mapping[str, set[str]] | None = None,
                 default_context: float = 0.0,
-                check_existing: Callable[[Path], object] | None = None) -> Appended:
+                check_existing: Callable[[Path, Measurements], tuple[dict, tuple] | None]
+                | None = None) -> Appended:
     """Append ``new`` rows to the measurement file ``data_path``, all or none.
 
     Under the file's lock: re-read and validate the current file (hand edits are checked
@@ -378,11 +379,13 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
 
     ``check_existing`` (``add``: ``fit``'s own check before sampling,
     :class:`~ddtree_bayes.engine.fitting.FitInputs` ``read`` and ``check``) is called on the
-    file under the lock when it holds rows: a row the loader reads and fit refuses (a step
-    faster than reading the weights, a KV cache the GPUs cannot hold, a method the priors do
-    not declare, a second model without a card) is refused in fit's words, not appended to
-    (the file would still not fit). Called, not imported: fit's module reaches PyMC, which
-    this one (update's reweighting path) must not.
+    file under the lock when it holds rows, with its rows as read here: a row the loader
+    reads and fit refuses (a step faster than reading the weights, a KV cache the GPUs cannot
+    hold, a method the priors do not declare, a second model without a card) is refused in
+    fit's words, not appended to (the file would still not fit). It returns the model cards
+    (as the cards file says them) and the drafter cards it read, which the new rows are
+    checked against (else they are read here). Called, not imported: fit's module reaches
+    PyMC, which this one (update's reweighting path) must not.
 
     Raises :class:`DataError` (one problem) or :class:`RowErrors` (several; ``what`` names
     the source in the summary line). Nothing is written on any error.
@@ -412,11 +415,13 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         except UnicodeDecodeError as err:
             raise DataError(f"cannot read: {err}", file=str(data_path),
                             fix="save it as UTF-8 CSV") from None
+        records = read_records(data_path, text)
         current = load_measurements(data_path, hardware, text=text, methods=methods,
-                                    allow_empty=True)
+                                    allow_empty=True, records=records)
+        checked = None
         if check_existing is not None and current.rows:   # (fit's check of the file as it is)
-            check_existing(data_path)
-        _, header, _ = read_records(data_path, text)
+            checked = check_existing(data_path, current)
+        header = records[1]
         newline = line_end(text)
         text, header = _with_optional_columns(text, header, new, newline)
         body = text if text.endswith(("\n", "\r")) else text + newline
@@ -428,8 +433,8 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
         for m in current.rows:
             for rid in BENCH_RESULT_TAG.findall(m.notes):
                 results.setdefault(rid, (str(data_path), m.row))
-        cards = _cards()
-        drafters = _drafter_cards()
+        # (the cards fit's check read, else read here)
+        cards, drafters = checked if checked is not None else (_cards(), _drafter_cards())
         # a row of this batch: where it came from (its file and row), which a duplicate names
         # (its row in the data file does not exist yet)
         batch: dict[tuple, tuple[str, int | None]] = {}
