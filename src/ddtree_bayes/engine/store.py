@@ -19,12 +19,15 @@ import os
 import re
 import tempfile
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
 from ddtree_bayes.core.errors import ArtifactError, InputError
 from ddtree_bayes.engine.posterior import Fit
+
+if TYPE_CHECKING:
+    from ddtree_bayes.core.data import Measurements
 
 FORMAT_VERSION = 1
 META_ATTR = "ddtree_bayes_meta"
@@ -282,13 +285,16 @@ def _attr_text(value) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def load_fit(path: Path, *, rederive: bool = True) -> Fit:
+def load_fit(path: Path, *, rederive: bool = True, measurements: Measurements | None = None
+             ) -> Fit:
     """Read the posterior group and metadata of a fit with h5py (fast, no xarray).
 
     ``rederive=False``: the draws' R-hat and bulk ESS are not derived again
     (:func:`_check_gates`; ~0.05 s for the bundled fit), for the process that diagnosed
     these draws itself a moment before it saved them (``fit``); the stored diagnostics and
-    the divergences are gated all the same."""
+    the divergences are gated all the same. ``measurements``: the measurements the fit was
+    made on as that process read them (:meth:`Fit.knowing`), which the checks of the fit's
+    model then use instead of parsing the stored copy of the same text again."""
     import h5py
 
     try:
@@ -346,6 +352,8 @@ def load_fit(path: Path, *, rederive: bool = True) -> Fit:
                  if labels else None, rederive=rederive)
     fit = Fit(path=path, meta=meta, variables=variables, data_csv=texts[0],
               priors_toml=texts[1], hardware_csv=texts[2])
+    if measurements is not None:
+        fit.knowing(measurements)
     _check_model(fit, labelled=bool(labels))
     return fit
 
