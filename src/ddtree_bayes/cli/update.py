@@ -283,7 +283,9 @@ def cmd_update(args: argparse.Namespace) -> int:
         other_inputs.append("priors")
     if hardware_text != previous.hardware_csv:
         other_inputs.append("hardware table")
-    cards_changed = bool(card_changes(previous))   # (the inputs hash has no cards)
+    # (the inputs hash has no cards; those here are the ones the inputs read)
+    cards_changed = bool(card_changes(
+        previous, cards_here=(inputs.file_cards, inputs.drafters)))
     if cards_changed:
         other_inputs.append("model or drafter cards")
     up_to_date = inputs_hash == previous.meta.get("inputs_sha256") and not cards_changed

@@ -332,15 +332,17 @@ def here_drafters(draws: Fit, workdir: Path | None = None) -> tuple:
     return cache[key]
 
 
-def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = True
-                 ) -> list[str]:
+def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = True,
+                 cards_here: tuple[dict, tuple] | None = None) -> list[str]:
     """What the model cards (``data/models.csv``, else the bundled ones) and drafter cards
     (built in, overlaid by ``data/drafters.csv``) here say differently from the ones the fit
     stored, which its answers use: a stored model card whose modelled fields changed or that is
     gone (a fit's proxy card is in no file: only a card written for it since counts), and
     drafter cards changed, added or removed (:func:`drafter_card_changes`; ``drafters`` False
     leaves them to the caller, which says those that bear on its question). Empty when they
-    agree, or when the cards here do not load (``fit`` names that problem)."""
+    agree, or when the cards here do not load (``fit`` names that problem). ``cards_here``: the
+    model cards (as the cards file says them) and drafter cards here as the caller read
+    them (``update``'s inputs), not read again."""
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.core.model_cards import NOT_MODELLED, load_model_cards, modelled
     from ddtree_bayes.core.paths import data_file
@@ -352,11 +354,14 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
     if not stored and "drafter_cards" not in model:   # (a fit that stores no cards)
         return []
     cards_file = data_file("models.csv", workdir)
-    try:
-        now = load_model_cards(cards_file)
-        here_drafters(draws, workdir)
-    except InputError:
-        return []
+    if cards_here is not None:
+        now, here_cards = cards_here
+    else:
+        try:
+            now = load_model_cards(cards_file)
+            here_cards = here_drafters(draws, workdir)
+        except InputError:
+            return []
 
     out = []
     proxy = (model.get("proxy_card") or {}).get("model")   # made by the fit, in no file
@@ -394,13 +399,13 @@ def card_changes(draws: Fit, workdir: Path | None = None, *, drafters: bool = Tr
                        f"{', '.join(fields)}: {checks} the stored values; re-run "
                        "`ddtree-bayes fit` to use these")
     if drafters:
-        out += drafter_card_changes(draws, None, workdir)
+        out += drafter_card_changes(draws, None, workdir, cards=here_cards)
     return out
 
 
 def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | None,
                          workdir: Path | None = None, drafter: str | None = None,
-                         named_by: str | None = None) -> list[str]:
+                         named_by: str | None = None, cards: tuple | None = None) -> list[str]:
     """What the drafter cards here (built in, overlaid by ``data/drafters.csv``) say
     differently from the ones the fit stored (changed, added or removed), as one line saying
     what the answer uses. ``asked``: the (model, method) pairs a question asks (model None:
@@ -411,7 +416,8 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     (:func:`with_drafter`); ``named_by``: what named it when no ``--drafter`` was typed
     (``optimize``: "the rows of F", an acceptance file whose drafter column names it). Empty
     when the fit stores no drafter cards (a fit of the fraction
-    form prices no drafter) or the cards here do not load."""
+    form prices no drafter) or the cards here do not load. ``cards``: the drafter cards here
+    as the caller read them (:func:`here_drafters`), not read again."""
     from ddtree_bayes.core.drafters import drafter_for, stored_card_dict, stored_cards
     from ddtree_bayes.core.errors import InputError
     from ddtree_bayes.engine.target_models import fit_models
@@ -419,10 +425,13 @@ def drafter_card_changes(draws: Fit, asked: Iterable[tuple[str | None, str]] | N
     model, fit_id = draws.meta.get("model", {}), draws.meta["fit_id"]
     if "drafter_cards" not in model:
         return []
-    try:
-        here = here_drafters(draws, workdir)
-    except InputError:
-        return []
+    if cards is not None:
+        here = cards
+    else:
+        try:
+            here = here_drafters(draws, workdir)
+        except InputError:
+            return []
 
     def key(d: dict) -> str:   # (a fit made before the default column stored none)
         return json.dumps({**stored_card_dict(d), "methods": sorted(d["methods"])},

@@ -304,7 +304,8 @@ def importance_weights(proposal, old: Measurements, new: Measurements, added: li
     t0 = time.perf_counter()
     model = proposal.meta["model"] if model is None else model
     target, replaced, flipped = R.restructured(proposal, model, new.text)
-    target, extra = R.augmented(target, np.random.default_rng(seed))
+    # (the new data, as this process read them: not parsed again from the view's text)
+    target, extra = R.augmented(target.knowing(new), np.random.default_rng(seed))
     log_ratios, changed = R.log_ratios(proposal, old, new, added, kept, target)
     n = proposal.n_draws
     result, r_eff = smoothed(proposal, log_ratios)
@@ -348,7 +349,6 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
 
     from ddtree_bayes.core import __version__
     from ddtree_bayes.engine import inference, psis, store
-    from ddtree_bayes.engine.posterior import Fit
 
     resampling = RESAMPLING
     if weights.uniform:
@@ -392,6 +392,8 @@ def save_reweighted(previous, proposal, weights: Weights, spec, measurements: Me
     path = store.save_resampled(proposal.path, index, store.data_groups(spec), meta, texts,
                                 models, replace=weights.replaced)
     variables = {k: v[index] for k, v in {**proposal.variables, **weights.replaced}.items()}
-    return Fit(path=path, meta=json.loads(json.dumps(meta)), variables=variables,
-                       data_csv=texts["data"], priors_toml=texts["priors"],
-                       hardware_csv=texts["hardware"])
+    # (the proposal's priors and hardware table as it parsed them, when the texts are the
+    # same; the measurements as this process read them: each text parsed once)
+    return proposal.view(path=path, meta=json.loads(json.dumps(meta)), variables=variables,
+                         data_csv=texts["data"], priors_toml=texts["priors"],
+                         hardware_csv=texts["hardware"]).knowing(measurements)
