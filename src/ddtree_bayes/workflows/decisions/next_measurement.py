@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import csv
 import dataclasses
+import functools
 import math
 import re
 import shlex
@@ -71,7 +72,11 @@ class _QueryParser(argparse.ArgumentParser):
 MC_ERRORS = 2.0
 
 
+@functools.cache
 def _query_parser() -> _QueryParser:
+    """The ``--query`` flags' parser, built once per process: a query is resolved again for
+    every simulated result (:func:`simulated_update`), and argparse keeps no state between
+    parses."""
     from ddtree_bayes.core.query_flags import (
         add_kv_cache_argument,
         add_scenario_arguments,
