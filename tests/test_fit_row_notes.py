@@ -229,13 +229,69 @@ def test_fit_says_a_speculative_step_below_ar_once_of_the_speculative_row(tmp_pa
 
 def test_no_public_file_has_a_speculative_step_below_ar(tmp_path):
     """The rules do not fire on the data the project fits: the public corpus, whose 136 rows
-    come from 30-odd deployments, and the bundled file (neither a speculative step below AR's
-    nor a step growing past twice its verified tokens' ratio)."""
+    come from 30-odd deployments, and the bundled file (neither a speculative step below AR's,
+    nor a step growing past twice its verified tokens' ratio, nor a total below fewer
+    streams')."""
     corpus = Path(__file__).resolve().parents[1] / "data" / "examples" / "public_multi_model.csv"
     for path in (corpus, bundled("measurements.csv")):
         inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
         assert not [w for w in inputs.warnings(inputs.priors)
-                    if "never in less time" in w or "the verified tokens" in w]
+                    if "never in less time" in w or "the verified tokens" in w
+                    or "never yields fewer" in w]
+
+
+def test_fit_says_a_total_below_fewer_streams_once_of_the_row_at_more(tmp_path):
+    """adv6: EAGLE-3 at 8 streams and 110 tok/s typed beside row 9 (one stream, 125 tok/s, the
+    same accept_len 1.948 and context 0): 12.0% fewer tokens a second for 8 streams than for
+    one. fit says it once, of the row at more streams, naming row 9."""
+    path = edited(tmp_path / "edited.csv", "kimi-k2.6,rtx-pro-6000,8,vllm,eagle3,3,3,4,1.948,0,110,x,,8")
+    inputs = fitting.FitInputs.read(path, bundled("priors.toml"), workdir=tmp_path)
+    assert inputs.warnings(inputs.priors) == [
+        f"{path}, row 11: 110 tok/s for 8 streams is 12.0% below row 9's 125 tok/s for 1 stream "
+        "of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len "
+        "1.948, context 0): decoding more streams together never yields fewer tokens a second "
+        "(the weights are read once a step for all of them): was one stream's tok/s typed as "
+        "the total? (tok_s at concurrency C is the C streams' total)"]
+
+
+def _public_pairs(shape_pair):
+    """(file, row, other row, tok/s-per-accepted-token ratio) of every pair of rows of one
+    model, system and engine in data/public and data/public/conc for which ``shape_pair(m, r)``
+    holds (files whose rows need a drafter card to derive verify_tokens are not read alone)."""
+    from ddtree_bayes.core.config import load_priors
+    from ddtree_bayes.core.data import load_hardware, load_measurements
+    from ddtree_bayes.core.errors import DataError
+    from ddtree_bayes.core.likelihood import run_rate
+
+    root = Path(__file__).resolve().parents[1] / "data" / "public"
+    methods = load_priors(bundled("priors.toml")).methods
+    hardware = load_hardware(bundled("hardware.csv"))
+    found = []
+    for path in sorted([*root.glob("*.csv"), *root.glob("conc/*.csv")]):
+        try:
+            rows = load_measurements(path, hardware, methods=methods).rows
+        except DataError:   # (hardware_flops.csv; two sweeps of a drafter card's depth)
+            continue
+        found += [(path.name, m.row, r.row, run_rate(m) / run_rate(r)) for m in rows for r in rows
+                  if r is not m and (r.model, r.hardware, r.gpus, r.engine)
+                  == (m.model, m.hardware, m.gpus, m.engine) and shape_pair(m, r)]
+    return found
+
+
+def test_no_public_sweep_has_a_total_below_fewer_streams():
+    """The public concurrency sweeps hold 2846 pairs of one configuration at two
+    concurrencies (the more streams at a context as short or shorter): the more streams'
+    total is at least 1.11x the fewer's per accepted token in every one (vLLM EAGLE-3 on 8 x
+    RTX PRO 6000, DCP 1, rows 40 and 39), far from the 0.9 row_notes says below."""
+    from ddtree_bayes.core import row_notes as N
+
+    pairs = _public_pairs(lambda m, r: m.concurrency > r.concurrency and N._same_shape(m, r)
+                          and m.context(0.0) <= r.context(0.0)
+                          + N.CONTEXT_SLACK_TOKENS / m.concurrency)
+    assert len(pairs) == 2846
+    assert min(p[3] for p in pairs) == pytest.approx(1.1106, abs=1e-4)
+    assert min(pairs, key=lambda p: p[3])[:3] == (
+        "vllm_eagle3_kimi_k26_rtxpro6000x8_dcp1_conc.csv", 40, 39)
 
 
 def _row(row, method, context, tok_s, concurrency, accept=1.0):

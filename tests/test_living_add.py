@@ -854,3 +854,27 @@ def test_add_warns_of_a_step_that_grows_past_its_verified_tokens(work, capsys, t
         "grows 14.6x for 3.67x the verified tokens, more than 2x what verifying more tokens "
         "costs (each no dearer than the first): check tok_s (with concurrency, the streams' "
         "total) and accept_len"] if warned else [])
+
+
+@pytest.mark.parametrize("tok_s,warned", [("110", True), ("880", False)])
+def test_add_warns_of_a_total_below_fewer_streams_of_one_configuration(work, capsys, tok_s,
+                                                                       warned):
+    """adv6: EAGLE-3 on 8 x RTX PRO 6000 at 8 streams, 110 tok/s (one user's rate typed as the
+    total), was appended without a word: the C > 1 check compared it only with one stream's AR
+    tok/s (row 4: 91.5), which 110 is above. Row 9 ran that configuration at one stream: 125
+    tok/s at the same accept_len 1.948 and context 0, so 8 streams together would decode 12.0%
+    fewer tokens a second than one (a 141.7 ms step against 15.58 ms: 9.09x the time for 8x the
+    streams), which batching never does (the weights are read once a step for all of them).
+    880 tok/s (the total, 8 x 110) is not said."""
+    code, out, err = run(capsys, "add", "--hardware", "rtx-pro-6000", "--gpus", "8", "--engine",
+                         "vllm", "--method", "eagle3", "--block", "3", "--accept", "1.948",
+                         "--context", "0", "--concurrency", "8", "--tok-s", tok_s,
+                         "--source", "t", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == ([
+        "row 11: 110 tok/s for 8 streams is 12.0% below row 9's 125 tok/s for 1 stream of the "
+        "same configuration (kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len 1.948, "
+        "context 0): decoding more streams together never yields fewer tokens a second (the "
+        "weights are read once a step for all of them): was one stream's tok/s typed as the "
+        "total? (tok_s at concurrency C is the C streams' total)"]
+        if warned else [])

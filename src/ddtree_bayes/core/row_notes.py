@@ -240,6 +240,72 @@ def _step_growth(m: Measurement, same: list[Measurement], both_ways: bool,
             "first): check tok_s (with concurrency, the streams' total) and accept_len")
 
 
+#: A total at C streams this far below the total of the same configuration at fewer streams
+#: (per accepted token), at a context as short or shorter, is said (:func:`cross_row_notes`):
+#: the C streams share each step's weight read, so decoding them together never yields fewer
+#: tokens a second than decoding fewer (a step at C takes at most C / C' times the step at C');
+#: 10% is beyond two runs' scatter (0.4-5.8% about the public sweeps' curves), as
+#: :data:`SPEC_STEP_BELOW_AR`.
+TOTAL_BELOW_FEWER_STREAMS = 0.9
+
+
+def _same_shape(a: Measurement, b: Measurement) -> bool:
+    """Do rows ``a`` and ``b`` (of one model, system and engine) run the same configuration
+    but for their concurrency and context, each with its acceptance measured? (A blank
+    accept_len leaves each run's tok/s per accepted token unknown: not compared.)"""
+    return (a.accept_len is not None and b.accept_len is not None
+            and (a.method, a.block, a.budget, a.verify_tokens, a.drafter)
+            == (b.method, b.block, b.budget, b.verify_tokens, b.drafter))
+
+
+def _shape_text(many: Measurement, few: Measurement, context_of) -> str:
+    """``kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len 1.948, context 0``: the
+    configuration two rows share, as :func:`_fewer_streams` says it."""
+    accept = (f" at accept_len {many.accept_len:g}" if many.accept_len == few.accept_len
+              else f" at accept_len {many.accept_len:g} and {few.accept_len:g}")
+    ctx = (context_text(many) if context_of(many) == context_of(few)
+           else f"{context_text(many)} and {context_text(few)}")
+    return (f"{many.model} {many.system} {many.engine} {many.method} M={many.verify_tokens}"
+            f"{accept}, context {ctx}")
+
+
+def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
+                   default_context: float) -> str | None:
+    """The line :func:`cross_row_notes` says of a total at C streams more than
+    :data:`TOTAL_BELOW_FEWER_STREAMS` below (per accepted token) a row of the same
+    configuration at fewer streams and a context as long or longer (by up to
+    :data:`CONTEXT_SLACK_TOKENS` / C: the C streams' KV read): one stream's tok/s typed as the
+    C streams' total. ``m`` the row at more streams; with ``both_ways`` also ``m`` the row at
+    fewer. The pair furthest below."""
+    from ddtree_bayes.core.likelihood import run_rate
+
+    def ctx(r: Measurement) -> float:
+        return r.context(default_context)
+
+    def below(many: Measurement, few: Measurement) -> bool:
+        return (many.concurrency > few.concurrency and _same_shape(many, few)
+                and ctx(many) <= ctx(few) + CONTEXT_SLACK_TOKENS / many.concurrency)
+
+    pairs = [(m, r) for r in same if below(m, r)]
+    if both_ways:
+        pairs += [(r, m) for r in same if below(r, m)]
+    worst = min(pairs, key=lambda p: run_rate(p[0]) / run_rate(p[1]), default=None)
+    if worst is None or run_rate(worst[0]) >= TOTAL_BELOW_FEWER_STREAMS * run_rate(worst[1]):
+        return None
+    many, few = worst
+    short = f"{1 - run_rate(many) / run_rate(few):.1%} below"
+    per = "" if many.accept_len == few.accept_len else " (per accepted token)"
+    streams = f"{few.concurrency} stream" + ("s" if few.concurrency > 1 else "")
+    said = (f"{many.tok_s:g} tok/s for {many.concurrency} streams is {short} row {few.row}'s "
+            f"{few.tok_s:g} tok/s for {streams}" if many is m else
+            f"row {many.row}'s {many.tok_s:g} tok/s for {many.concurrency} streams is {short} "
+            f"this row's {few.tok_s:g} tok/s for {streams}")
+    return (f"{said}{per} of the same configuration ({_shape_text(many, few, ctx)}): decoding "
+            "more streams together never yields fewer tokens a second (the weights are read "
+            "once a step for all of them): was one stream's tok/s typed as the total? (tok_s "
+            "at concurrency C is the C streams' total)")
+
+
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
                     both_ways: bool = True, default_context: float = 0.0) -> list[str]:
     """What row ``m`` claims beside ``rows`` (``add``: the file's and this batch's earlier
@@ -248,6 +314,10 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
 
     - at concurrency C > 1, a total below one stream's autoregressive tok/s of the same model,
       system and engine at a context as long or longer (one stream's tok/s typed as the total);
+    - a total at C streams more than :data:`TOTAL_BELOW_FEWER_STREAMS` below (per accepted
+      token) a row of the same configuration at fewer streams and a context as long or longer
+      (one stream's tok/s typed as the total, where the first check finds no AR row above it);
+      with ``both_ways`` also said of the row at fewer streams;
     - a speculative row at accept_len 1 (one token a step, each dearer than autoregressive
       decoding's) faster than autoregressive decoding of the same model, system, engine and
       concurrency at a context as short or shorter (an acceptance rate typed as the length);
@@ -281,6 +351,10 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
                          f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine} ar, "
                          f"context {context_text(r)}): was the per-stream tok/s typed as the "
                          "total? (tok_s at concurrency C is the C streams' total)")
+    if not notes:   # (one stream's AR tok/s undercut: said above)
+        fewer = _fewer_streams(m, same, both_ways, default_context)
+        if fewer is not None:
+            notes.append(fewer)
     if m.is_speculative and m.accept_len == 1.0:
         below = [r for r in same if r.method == AR_METHOD and r.concurrency == m.concurrency
                  and r.tok_s < m.tok_s
