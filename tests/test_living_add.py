@@ -616,6 +616,10 @@ def test_add_refuses_a_step_faster_than_any_quantisation_reads(work, capsys):
 
 RTX_AR = ["--hardware", "rtx-pro-6000", "--gpus", "8", "--engine", "vllm", "--source", "t",
           "--format", "json"]
+#: What add says after a row slower than one at a longer context (adv6).
+CONTEXT_ONLY_ADDS = ("a longer context only adds KV cache to read, never a faster step: was "
+                     "--context the prompt alone? (the mean KV length a decode step reads, in "
+                     "tokens: the prompt plus half the answer) else check --tok-s")
 
 
 def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
@@ -633,7 +637,14 @@ def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
     assert load(work).rows[-1].tok_s == 80
     code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
                          "--context", "32768", "--concurrency", "8", "--tok-s", "400")
-    assert code == 0 and json.loads(out)["warnings"] == [], err
+    # (a total above every one stream's; beside it, row 11's slip is 80% slower at the shorter
+    # context, adv6)
+    assert code == 0 and json.loads(out)["warnings"] == [
+        "row 12: row 11's 80 tok/s at context 16384 is 80.0% below this row's 400 tok/s at "
+        "context 32768 of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at "
+        "accept_len 1, 8 streams): a longer context only adds KV cache to read, never a faster "
+        "step: was --context the prompt alone? (the mean KV length a decode step reads, in "
+        "tokens: the prompt plus half the answer) else check --tok-s"], err
 
 
 def test_add_warns_of_a_speculative_row_at_accept_1_faster_than_ar(work, capsys):
@@ -656,18 +667,26 @@ def test_add_warns_of_a_speculative_row_at_accept_1_faster_than_ar(work, capsys)
 def test_add_warns_of_a_run_far_from_its_configuration(work, capsys):
     """A second run of row 5's configuration (AR at context 16384, 84.6 tok/s) at 200 tok/s,
     2.36x apart, was appended without a word: a fit reads it as every configuration's
-    scatter. Kept, warned, naming row 5; then 150 tok/s (1.77x row 5) is no slip."""
+    scatter. Kept, warned, naming row 5; then 150 tok/s (1.77x row 5) is no slip of a repeat.
+    adv6: each is also faster at 16384 tokens than row 4 at context 0 (91.5 tok/s), which a
+    longer context never is: said too."""
     code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
                          "--context", "16384", "--tok-s", "200")
     assert code == 0, err
+    shape = ("of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at accept_len 1, 1 "
+             "stream): ")
     assert json.loads(out)["warnings"] == [
+        "row 11: row 4's 91.5 tok/s at context 0 is 54.2% below this row's 200 tok/s at context "
+        "16384 " + shape + CONTEXT_ONLY_ADDS,
         "row 11: 200 tok/s is 2.36x apart from row 5's 84.6 tok/s, a run of the same configuration "
         "(kimi-k2.6, rtx-pro-6000x8 vllm ar M=1 ctx=16384): runs that far apart are almost "
         "always a unit or entry error (check tok_s: per-user or total? and the configuration "
         "columns)"]
     code, out, err = run(capsys, "add", *RTX_AR, "--method", "ar", "--accept", "1",
                          "--context", "16384", "--tok-s", "150")
-    assert code == 0 and json.loads(out)["warnings"] == [], err   # (row 11's 200: 1.33x)
+    assert code == 0 and json.loads(out)["warnings"] == [   # (row 11's 200: 1.33x)
+        "row 12: row 4's 91.5 tok/s at context 0 is 39.0% below this row's 150 tok/s at context "
+        "16384 " + shape + CONTEXT_ONLY_ADDS], err
 
 
 def test_a_misspelt_column_of_a_from_file_says_which_it_means(work, capsys):
@@ -822,11 +841,16 @@ def test_add_warns_of_a_speculative_step_shorter_than_ar(work, capsys):
 def test_add_warns_of_an_ar_step_longer_than_a_speculative_one(work, capsys):
     """The same contradiction met from the other side: a new AR row beside a file's
     speculative rows (see the test above). Row 9: EAGLE-3 at accept 1.948 and 125 tok/s, a
-    15.58 ms step at context 0. AR at 60 tok/s (16.67 ms; row 9 6.5% shorter): no word; at 50
-    tok/s (20.0 ms; row 9 22.1% shorter): warned on the AR row, naming row 9."""
+    15.58 ms step at context 0. AR at 60 tok/s (16.67 ms; row 9 6.5% shorter): no word of it; at
+    50 tok/s (20.0 ms; row 9 22.1% shorter): warned on the AR row, naming row 9. (adv6: each is
+    also slower at context 0 than row 5's AR at 16384, 84.6 tok/s: said too.)"""
     ar = [*RTX_AR, "--method", "ar", "--accept", "1", "--context", "0"]
+    shape = ("of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at accept_len 1, 1 "
+             "stream): ")
     code, out, err = run(capsys, "add", *ar, "--tok-s", "60")
-    assert code == 0 and json.loads(out)["warnings"] == [], err
+    assert code == 0 and json.loads(out)["warnings"] == [
+        "row 11: 60 tok/s at context 0 is 29.1% below row 5's 84.6 tok/s at context 16384 "
+        + shape + CONTEXT_ONLY_ADDS], err
     code, out, err = run(capsys, "add", *ar, "--tok-s", "50")
     assert code == 0, err
     assert json.loads(out)["warnings"] == [
@@ -835,7 +859,9 @@ def test_add_warns_of_an_ar_step_longer_than_a_speculative_one(work, capsys):
         "shorter, yet a speculative step verifies 4 tokens and runs the drafter, never in less "
         "time than one token's step on the same deployment: two deployments under one name (a power limit, "
         "another quantisation or engine version)? give one its own GPU name (`ddtree-bayes "
-        "hardware add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s"]
+        "hardware add NAME --like rtx-pro-6000`) or model card; else check accept_len and tok_s",
+        "row 12: 50 tok/s at context 0 is 40.9% below row 5's 84.6 tok/s at context 16384 "
+        + shape + CONTEXT_ONLY_ADDS]
 
 
 @pytest.mark.parametrize("tok_s,warned", [("61.2", True), ("612", False)])
@@ -878,3 +904,23 @@ def test_add_warns_of_a_total_below_fewer_streams_of_one_configuration(work, cap
         "weights are read once a step for all of them): was one stream's tok/s typed as the "
         "total? (tok_s at concurrency C is the C streams' total)"]
         if warned else [])
+
+
+@pytest.mark.parametrize("context,tok_s,warned", [("64", "70.5", True), ("64k", "70", False)])
+def test_add_warns_of_a_row_slower_than_a_longer_context(work, capsys, context, tok_s, warned):
+    """adv6: an RTX PRO 6000 AR run at 64k context typed as ``--context 64`` (70.5 tok/s, a
+    14.18 ms step) was appended without a word beside rows 4-8 of the same configuration: row
+    5 decodes 84.6 tok/s (11.82 ms) at 16384 tokens, so this run would be 16.7% slower at 64
+    tokens than that one at 16384 (1 - 70.5 / 84.6), where a longer context only adds KV cache
+    to read. At 64k (65536; 70 tok/s, a repeat of row 7's 70.5) nothing is said."""
+    code, out, err = run(capsys, "add", "--hardware", "rtx-pro-6000", "--gpus", "8", "--engine",
+                         "vllm", "--method", "ar", "--context", context, "--tok-s", tok_s,
+                         "--source", "t", "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == ([
+        "row 11: 70.5 tok/s at context 64 is 16.7% below row 5's 84.6 tok/s at context 16384 "
+        "of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at accept_len 1, 1 "
+        "stream): a longer context only adds KV cache to read, never a faster step: was "
+        "--context typed in thousands (64 for 65536 tokens) or the prompt alone? (the mean KV "
+        "length a decode step reads, in tokens: the prompt plus half the answer) else check "
+        "--tok-s"] if warned else [])

@@ -306,6 +306,57 @@ def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
             "at concurrency C is the C streams' total)")
 
 
+#: A row this far below (per accepted token) a row of the same configuration and concurrency
+#: at a longer context (by more than :data:`CONTEXT_SLACK_TOKENS` / C) is said
+#: (:func:`cross_row_notes`): a longer context only adds KV cache to read, so no step is
+#: faster for it; 10% is beyond two runs' scatter, as :data:`SPEC_STEP_BELOW_AR`.
+SLOWER_AT_SHORTER_CONTEXT = 0.9
+
+
+def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
+                    default_context: float) -> str | None:
+    """The line :func:`cross_row_notes` says of a row more than
+    :data:`SLOWER_AT_SHORTER_CONTEXT` below (per accepted token) a row of the same
+    configuration and concurrency at a context longer by more than
+    :data:`CONTEXT_SLACK_TOKENS` / C: a context typed in thousands (``64`` for 64k), a prompt
+    alone, or a tok/s slip. ``m`` the row at the shorter context; with ``both_ways`` also
+    ``m`` the row at the longer one. The pair furthest below. A blank context is
+    ``default_context``, as the fit reads it."""
+    from ddtree_bayes.core.likelihood import run_rate
+
+    def ctx(r: Measurement) -> float:
+        return r.context(default_context)
+
+    def shorter(short: Measurement, long: Measurement) -> bool:
+        return (short.concurrency == long.concurrency and _same_shape(short, long)
+                and ctx(short) + CONTEXT_SLACK_TOKENS / short.concurrency < ctx(long))
+
+    pairs = [(m, r) for r in same if shorter(m, r)]
+    if both_ways:
+        pairs += [(r, m) for r in same if shorter(r, m)]
+    worst = min(pairs, key=lambda p: run_rate(p[0]) / run_rate(p[1]), default=None)
+    if worst is None or run_rate(worst[0]) >= SLOWER_AT_SHORTER_CONTEXT * run_rate(worst[1]):
+        return None
+    short, long = worst
+    below = f"{1 - run_rate(short) / run_rate(long):.1%} below"
+    per = "" if short.accept_len == long.accept_len else " (per accepted token)"
+    said = (f"{short.tok_s:g} tok/s at context {context_text(short)} is {below} row "
+            f"{long.row}'s {long.tok_s:g} tok/s at context {context_text(long)}" if short is m
+            else f"row {short.row}'s {short.tok_s:g} tok/s at context {context_text(short)} is "
+                 f"{below} this row's {long.tok_s:g} tok/s at context {context_text(long)}")
+    accept = (f"accept_len {short.accept_len:g}" if short.accept_len == long.accept_len
+              else f"accept_len {short.accept_len:g} and {long.accept_len:g}")
+    streams = f"{short.concurrency} stream" + ("s" if short.concurrency > 1 else "")
+    typed = ctx(short)
+    thousands = (f" typed in thousands ({typed:g} for {typed * 1024:g} tokens) or"
+                 if 0 < typed < 1024 else "")
+    return (f"{said}{per} of the same configuration ({short.model} {short.system} "
+            f"{short.engine} {short.method} M={short.verify_tokens} at {accept}, {streams}): a "
+            "longer context only adds KV cache to read, never a faster step: was --context"
+            f"{thousands} the prompt alone? (the mean KV length a decode step reads, in tokens: "
+            "the prompt plus half the answer) else check --tok-s")
+
+
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
                     both_ways: bool = True, default_context: float = 0.0) -> list[str]:
     """What row ``m`` claims beside ``rows`` (``add``: the file's and this batch's earlier
@@ -318,6 +369,10 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
       token) a row of the same configuration at fewer streams and a context as long or longer
       (one stream's tok/s typed as the total, where the first check finds no AR row above it);
       with ``both_ways`` also said of the row at fewer streams;
+    - a row more than :data:`SLOWER_AT_SHORTER_CONTEXT` below (per accepted token) a row of
+      the same configuration and concurrency at a context longer by more than
+      :data:`CONTEXT_SLACK_TOKENS` / C (a context typed in thousands, or the prompt alone);
+      said of the row at the shorter context (``both_ways``: of whichever is ``m``);
     - a speculative row at accept_len 1 (one token a step, each dearer than autoregressive
       decoding's) faster than autoregressive decoding of the same model, system, engine and
       concurrency at a context as short or shorter (an acceptance rate typed as the length);
@@ -371,6 +426,9 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
         shorter = _spec_shorter_than_ar(m, same, both_ways, default_context)
         if shorter is not None:
             notes.append(shorter)
+    longer = _longer_context(m, same, both_ways, default_context)
+    if longer is not None:
+        notes.append(longer)
     growth = _step_growth(m, same, both_ways, default_context)
     if growth is not None:
         notes.append(growth)
