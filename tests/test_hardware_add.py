@@ -890,3 +890,51 @@ def test_peaks_line_names_only_the_figures_it_copies(tmp_path):
     assert ("note: g: compute capability 7.0 has no fp8, fp4 or int8 tensor cores (fp8 needs "
             "CC 8.9 or above, fp4 10.0, int8 7.5): the fp8 (4500 TFLOPS), fp4 (13500 TFLOPS) "
             "and int8 (150 TFLOPS) peaks copied from b300 are left out") in lines
+
+
+#: H100 SXM's datasheet, its tensor peaks "with sparsity" (footnote: 2:4 structured, twice the
+#: dense 989 and 1979 the built-in row holds).
+SPARSE_H100 = ["--mem-bw-tb-s", "3.35", "--memory-gb", "80", "--dense-bf16-tflops", "1979",
+               "--dense-fp8-tflops", "3958", "--interconnect", "NVLink4 0.9 TB/s",
+               "--compute-capability", "9.0", "--source", "datasheet"]
+
+
+def test_a_peak_with_sparsity_is_noted(tmp_path):
+    """adv6: an H100 SXM's datasheet peaks with 2:4 sparsity (1979 bf16, 3958 fp8 TFLOPS) typed
+    as dense were written without a word, so every step on the GPU would reach its compute knee
+    at twice the tokens it does. 1979 / 3.35 = 591 FLOP per byte of bandwidth, 1.41x the most
+    of any GPU of the table (L40S: 362 / 0.864 = 419), and 3958 / 3.35 = 1,181 for fp8, 1.39x
+    L40S's 733 / 0.864 = 848: noted, with the halves (a new GPU may truly be denser: a note,
+    not a refusal). The dense 989 / 1979 (295 and 591 FLOP/B) are not noted; nor an H200's
+    sparse 1979 over 4.8 TB/s (412, within the table's range: what the note cannot tell)."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", *SPARSE_H100, "--dry-run",
+                             "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        "--dense-bf16-tflops 1979 over 3.35 TB/s is 591 FLOP per byte of bandwidth, 1.41x the "
+        "most of any GPU of the table (l40s: 419); --dense-fp8-tflops 3958: 1,181, 1.39x "
+        "(l40s: 848): a datasheet's peak with 2:4 sparsity (twice the dense)? the table takes "
+        "dense peaks, or a step's compute knee comes at twice the tokens it does; if so, re-run "
+        "with --dense-bf16-tflops 989.5 --dense-fp8-tflops 1979 --replace"]
+    dense = [a for a in SPARSE_H100]
+    dense[dense.index("1979")], dense[dense.index("3958")] = "989", "1979"
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", *dense, "--dry-run",
+                             "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+    h200 = [a for a in SPARSE_H100]
+    h200[h200.index("3.35")] = "4.8"
+    code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", *h200, "--dry-run",
+                             "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+
+
+def test_a_peak_with_sparsity_is_noted_with_like_too(tmp_path):
+    """`--like h100` with both peaks doubled (a variant's figures from the sparse columns) is
+    within --like's 4x and the peaks scale together, so nothing refused it: noted as above."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100-new", "--like", "h100",
+                             "--dense-bf16-tflops", "1979", "--dense-fp8-tflops", "3958",
+                             "--source", "x", "--dry-run", "--format", "json")
+    assert code == 0, err
+    assert [n.split(":")[0] for n in json.loads(out)["notes"]] == [
+        "--dense-bf16-tflops 1979 over 3.35 TB/s is 591 FLOP per byte of bandwidth, 1.41x the "
+        "most of any GPU of the table (l40s"]

@@ -211,6 +211,51 @@ def _node_totals_of_any(values: dict[str, float | str], table: HardwareTable, na
     return []
 
 
+#: A dense peak given with more FLOP per byte of bandwidth than this multiple of the most any
+#: other GPU of the table has (bf16: the L40S's 419) is noted (:func:`_sparse_peaks`): a
+#: datasheet's peak with 2:4 structured sparsity is twice the dense one (H100 SXM: 1979 against
+#: 989 TFLOPS bf16, 591 FLOP/B), which the table's peaks are not.
+SPARSE_SUSPECT = 1.25
+
+
+def _sparse_peaks(row: dict[str, str], given: list[str], table: HardwareTable, name: str
+                  ) -> list[str]:
+    """One note when a dense peak given for ``row`` has more FLOP per byte of its bandwidth
+    than :data:`SPARSE_SUSPECT` times the most any other GPU of ``table`` has at that
+    precision, naming each such peak and its half: a datasheet's figure with sparsity typed
+    as dense. A note, not a refusal: a new GPU may be denser than any the table knows."""
+    def ratio(r: dict[str, str], col: str) -> float | None:
+        try:
+            value = float(r.get(col, "")) / float(r.get("mem_bw_tb_s", ""))
+        except (ValueError, ZeroDivisionError):
+            return None
+        return value if value > 0 else None
+
+    parts: list[str] = []
+    fixes: list[str] = []
+    for col in PEAK_COLUMNS:
+        mine = ratio(row, col) if col in given else None
+        known = [(r, gpu) for gpu, other in table.rows.items() if gpu != name
+                 and (r := ratio(other, col)) is not None]
+        if mine is None or not known:
+            continue
+        top, gpu = max(known)
+        if mine <= SPARSE_SUSPECT * top:
+            continue
+        flag = "--" + col.replace("_", "-")
+        head = (f"{flag} {row[col]} over {row['mem_bw_tb_s']} TB/s is {mine:,.0f} FLOP per byte "
+                f"of bandwidth, {mine / top:.2f}x the most of any GPU of the table ({gpu}: "
+                f"{top:,.0f})" if not parts else
+                f"{flag} {row[col]}: {mine:,.0f}, {mine / top:.2f}x ({gpu}: {top:,.0f})")
+        parts.append(head)
+        fixes.append(f"{flag} {float(row[col]) / 2:g}")
+    if not parts:
+        return []
+    return ["; ".join(parts) + ": a datasheet's peak with 2:4 sparsity (twice the dense)? the "
+            "table takes dense peaks, or a step's compute knee comes at twice the tokens it "
+            f"does; if so, re-run with {' '.join(fixes)} --replace"]
+
+
 def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], source: str, *,
             like: str | None = None, file: Path) -> GpuRow:
     """The row of GPU ``name``: ``like``'s row (or, without ``like``, the table's own row of
@@ -311,6 +356,7 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     copied_peaks = any(row.get(c) for c in PEAK_COLUMNS if c not in values)
     row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""))
     notes = [] if unsupported is None else [unsupported]
+    notes.extend(_sparse_peaks(row, given, table, name))
     if like is not None:
         notes.extend(_node_totals(values, like, table.rows[like]))
     else:
