@@ -114,10 +114,13 @@ def test_a_crlf_data_file_is_not_stale(tmp_path):
     assert any("changed since fit" in w for w in P.check_fit(draws))
 
 
-def test_a_fit_of_another_data_file_says_so(tmp_path, monkeypatch):
-    """`fit --data OTHER` then `predict` in a folder with its own data/measurements.csv
-    answered from OTHER without a word; now one warning names both files (a copy of the same
-    measurements, or no data/ folder, says nothing)."""
+def test_a_fit_of_another_data_file_is_compared_with_that_file(tmp_path, monkeypatch):
+    """`fit --data OTHER` then `predict` in a folder with its own data/measurements.csv warned
+    "was made on OTHER, not on data/measurements.csv ... (fit this one to use it)" on every
+    predict, and nothing said "yes, that file". The fit is compared with OTHER, the file it
+    recorded (path and hash): silent while OTHER is unchanged, whatever the default file here
+    holds; a warning once OTHER changed or is gone. A fit of the default file still warns when
+    the default changed."""
     from ddtree_bayes.core.data import load_hardware, load_measurements
 
     draws = point_mass_draws()
@@ -131,13 +134,55 @@ def test_a_fit_of_another_data_file_says_so(tmp_path, monkeypatch):
     (work / "data").mkdir(parents=True)
     monkeypatch.chdir(work)
     assert P.check_fit(draws) == []                      # no data/measurements.csv here
-    (work / "data" / "measurements.csv").write_text(bundled("measurements.csv").read_text())
-    (warning,) = P.check_fit(draws, strict=True)         # a note, not a stale fit
-    assert warning == (f"fit {draws.meta['fit_id']} was made on {other}, not on "
-                       "data/measurements.csv: it answers from that file's measurements (fit "
-                       "this one to use it)")
-    (work / "data" / "measurements.csv").write_text(other.read_text())
-    assert P.check_fit(draws) == []                      # the same measurements
+    default = work / "data" / "measurements.csv"
+    default.write_text(bundled("measurements.csv").read_text())
+    assert P.check_fit(draws, strict=True) == []         # another default file: not this fit's
+    other.write_text(other.read_text().replace(",266,", ",267,"))
+    assert P.check_fit(draws) == [
+        f"{other} changed since fit {draws.meta['fit_id']}; run `ddtree-bayes update --data "
+        f"{other}` (or `fit --data {other}`) to use it"]
+    other.unlink()
+    assert P.check_fit(draws) == [f"the data file this fit used ({other}) no longer exists"]
+    # a fit of the default file: the default's change is still said
+    draws.meta["data"] = {"path": str(default), "sha256": hashlib.sha256(
+        default.read_bytes()).hexdigest()}
+    assert P.check_fit(draws) == []
+    default.write_text(default.read_text().replace(",133,", ",134,"))
+    assert P.check_fit(draws) == [f"{default} changed since fit {draws.meta['fit_id']}; run "
+                                  "`ddtree-bayes update` (or `fit`) to use it"]
+
+
+def test_predict_names_the_other_file_its_fit_was_made_on(tmp_path):
+    """The CLI after `fit --data mine.csv` in a folder whose data/measurements.csv differs:
+    no warning (it warned "was made on ... (fit this one to use it)" on every predict); the
+    header line names the file, "(16 draws, made on mine.csv)"; an edit of mine.csv is warned
+    of with the command that folds it in."""
+    import shutil
+
+    from test_cli_support import make_point_mass_workdir, run_cli, write_point_mass_fit
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    mine = work / "mine.csv"
+    shutil.copy(work / "data" / "measurements.csv", mine)
+    write_point_mass_fit(work / "models", mine, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    default = work / "data" / "measurements.csv"
+    default.write_text("".join(default.read_text().splitlines(True)[:-1]))   # a row fewer
+    code, out, err = run_cli(work, "predict", "--accept", "14")
+    assert code == 0 and "made on" not in err and "fit this one" not in err, err
+    assert out.splitlines()[0] == ("ddtree-bayes predict: fit 20260101T000000Z-pointmss (16 "
+                                   "draws, made on mine.csv), seed 20261130")
+    mine.write_text(mine.read_text().replace(",133,", ",134,"))
+    code, out, err = run_cli(work, "predict", "--accept", "14")
+    assert code == 0 and err.splitlines()[0] == (
+        f"ddtree-bayes: warning: {mine} changed since fit 20260101T000000Z-pointmss; run "
+        "`ddtree-bayes update --data mine.csv` (or `fit --data mine.csv`) to use it")
+    # a fit of the default file names none
+    write_point_mass_fit(work / "models", default, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv")
+    code, out, err = run_cli(work, "predict", "--accept", "14")
+    assert out.splitlines()[0] == ("ddtree-bayes predict: fit 20260101T000000Z-pointmss (16 "
+                                   "draws), seed 20261130")
 
 
 def test_editing_only_the_curve_does_not_make_a_fit_stale(tmp_path):

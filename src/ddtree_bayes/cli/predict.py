@@ -105,7 +105,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
                + (f", drafter {first['drafter']}" if "drafter" in first else ""))
     which = (f"fit {meta['fit_id']}" if average is None else "model average of fits "
              + ", ".join(f"{a['fit_id']} ({a['form']}) {a['weight']:.2f}" for a in average))
-    print(f"{PROG} predict: {which} ({draws.n_draws} draws"
+    from ddtree_bayes.core.paths import data_flag, shown
+
+    # (a fit of another file than the default here, `fit --data FILE`: which one it answers
+    # from, said once; check_fit warns only when FILE changed since)
+    made_on = (f", made on {shown(meta['data']['path'])}"
+               if average is None and data_flag(meta["data"]["path"]) else "")
+    print(f"{PROG} predict: {which} ({draws.n_draws} draws{made_on}"
           f"{'' if meta['converged'] else ', UNCONVERGED'}), seed {args.seed}")
     print(sc_line)
     streams = "concurrency" in first

@@ -614,10 +614,11 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     priors files changed since the fit. A priors file that differs from the fit's only in
     ``ignore_priors_sections`` (``[acceptance_curve]`` for ``optimize`` and ``next``: the fit
     does not use it) does not make the fit stale. ``here``: also compare the fit with the
-    working directory's hardware table, cards and measurement file (a command run here answers
-    from the fit; the Python API, whose fit may come from any directory, checks only the files
-    the fit names). ``drafters`` False leaves the drafter cards to the caller, which says
-    only the changes that bear on its question (:func:`check_drafters`)."""
+    working directory's hardware table and cards (a command run here answers from the fit; the
+    Python API, whose fit may come from any directory, checks only the files the fit names).
+    The measurements are those of the file the fit recorded (``fit --data FILE``: FILE, not
+    this folder's data/measurements.csv). ``drafters`` False leaves the drafter cards to the
+    caller, which says only the changes that bear on its question (:func:`check_drafters`)."""
     meta = draws.meta
     if not meta["converged"] and not allow_unconverged:
         raise UnconvergedError(
@@ -650,14 +651,9 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
         warnings += hardware_changes(draws) + card_changes(draws, drafters=drafters)
     if warnings and strict:
         raise StaleArtifactError("; ".join(warnings) + STRICT_FIX)
-    from ddtree_bayes.core.paths import own_data_file, shown
-
-    mine = own_data_file("measurements.csv") if here else None
-    made_on = Path(meta["data"]["path"])
-    if (mine is not None and made_on.resolve() != mine.resolve()     # `fit --data OTHER`, and
-            and not holds_fitted(meta["data"]["sha256"], mine)):   # not a copy of it
-        warnings.append(f"fit {meta['fit_id']} was made on {made_on}, not on {shown(mine)}: "
-                        "it answers from that file's measurements (fit this one to use it)")
+    # A fit of another file (`fit --data FILE`) is compared with FILE, the path and hash it
+    # recorded (above), not with data/measurements.csv here: predict names the file it was
+    # made on in its header line (cli/predict.py), and warns only when FILE changed or is gone.
     return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
 
 
