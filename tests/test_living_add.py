@@ -229,6 +229,35 @@ def test_add_still_refuses_to_start_measurements_in_an_unrelated_folder(
     assert not (tmp_path / "data" / "measurements.csv").exists()
 
 
+def test_add_in_an_empty_folder_names_card_add_and_it_works(tmp_path, monkeypatch, capsys):
+    """A new user's first `add` in an empty folder, of a model no card describes: the error
+    said only "run in the project folder ... or pass --data FILE", not that `card add` makes
+    the folder a workspace (docs/howto/own-data.md's path). The one line names it, and the
+    same `add` after `card add` starts data/measurements.csv."""
+    monkeypatch.chdir(tmp_path)
+    first = ["add", "--model", "qwen3-14b-awq", "--hardware", "rtx-4090", "--gpus", "1",
+             "--engine", "vllm", "--method", "ar", "--context", "1536", "--tok-s", "78.4",
+             "--source", "HYPOTHETICAL test row"]
+    code, out, err = run(capsys, *first)
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: data/measurements.csv: file not found (fix: run in "
+                   "the project folder (with data/measurements.csv), pass --data FILE (a new "
+                   "file is started with its header), or make this folder a workspace with "
+                   "`ddtree-bayes card add` (your model's card; or `hardware add`, your GPU's "
+                   "row): add then starts data/measurements.csv)\n")
+    assert list(tmp_path.iterdir()) == []          # nothing written
+    config = Path(__file__).parent / "fixtures" / "cards" / "qwen3-14b-awq"
+    code, _, err = run(capsys, "card", "add", "--hf-config", str(config),
+                       "--name", "qwen3-14b-awq")
+    assert code == 0, err
+    code, out, err = run(capsys, *first)
+    assert code == 0, err
+    assert out.startswith("created data/measurements.csv with the standard header")
+    rows = load_measurements(tmp_path / "data" / "measurements.csv",
+                             load_hardware(bundled("hardware.csv"))).rows
+    assert [(r.model, r.tok_s) for r in rows] == [("qwen3-14b-awq", 78.4)]
+
+
 def test_invalid_hand_edit_blocks_the_append(work, capsys):
     path = work / "data" / "measurements.csv"
     path.write_text(path.read_text() + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,-5,hand edit,\n")

@@ -399,9 +399,13 @@ def append_rows(data_path: Path, hardware: dict[str, dict[str, str]], new: list[
             raise DataError(f"the folder {data_path.parent} does not exist", file=str(data_path),
                             fix="create it first, or give --data a file in an existing folder")
     elif not data_path.is_file():
+        # (not a workspace: card add or hardware add makes it one, docs/howto/own-data.md)
         raise DataError("file not found", file=str(data_path),
-                        fix="run in the project folder (with data/measurements.csv) or pass "
-                            "--data FILE (a new file is started with its header)")
+                        fix="run in the project folder (with data/measurements.csv), pass "
+                            "--data FILE (a new file is started with its header), or make "
+                            "this folder a workspace with `ddtree-bayes card add` (your "
+                            "model's card; or `hardware add`, your GPU's row): add then "
+                            "starts data/measurements.csv")
     if data_path.exists() and not data_path.stat().st_mode & 0o222:
         # the atomic rename would replace even a read-only file: respect the protection
         raise DataError("the file is read-only; nothing was written", file=str(data_path),
