@@ -48,11 +48,7 @@ def _fit(args: argparse.Namespace) -> int:
                    "diagnostics": result.diagnostics, "posterior_predictive": ppc,
                    "inferred_acceptance": inferred, "warnings": result.warnings})
     else:
-        headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
-        body = [[d["parameter"], "", f"{d['mean']:.4g}", f"{d['sd']:.3g}", f"{d['rhat']:.3f}",
-                 f"{d['ess_bulk']:.0f}", f"{d['ess_tail']:.0f}", f"{d['mcse_mean']:.2g}"]
-                for d in result.diagnostics]
-        print(render_table(headers, body))
+        print(parameter_table(result.diagnostics, draws.meta))
         print(f"\ndivergent transitions: {result.divergences}")
         rem = result.remedies
         if rem.get("outcome") == "remedied":
@@ -70,6 +66,34 @@ def _fit(args: argparse.Namespace) -> int:
         print(f"saved {result.path}")
     result.raise_if_unconverged()
     return 0
+
+
+def parameter_table(diagnostics: list[dict], meta: dict) -> str:
+    """fit's parameter table: one line per diagnosed parameter, but those that price nothing
+    for a dense target (engine/structure.py ``dense_unread``: its distinct-expert exponent), with
+    a note line saying what ``moe_share`` is for it and what was left out (the JSON's
+    ``diagnostics`` keep every one: the gates read them all)."""
+    from ddtree_bayes.engine.structure import dense_unread
+
+    dense, unread = dense_unread(meta)
+    headers = ["parameter", "", "mean", "sd", "r_hat", "ess_bulk", "ess_tail", "mcse"]
+    body = [[d["parameter"], "", f"{d['mean']:.4g}", f"{d['sd']:.3g}", f"{d['rhat']:.3f}",
+             f"{d['ess_bulk']:.0f}", f"{d['ess_tail']:.0f}", f"{d['mcse_mean']:.2g}"]
+            for d in diagnostics if d["parameter"] not in unread]
+    table = render_table(headers, body)
+    if not dense:
+        return table
+    one = len(dense) == 1
+    left = sorted({d["parameter"].split("[")[0] for d in diagnostics
+                   if d["parameter"] in unread})
+    said = (", ".join(left[:-1]) + " and " + left[-1]) if len(left) > 1 else "".join(left)
+    return table + (
+        f"\nnote: {', '.join(dense)} {'is' if one else 'are'} dense (no experts): moe_share is "
+        f"the share of {'its' if one else 'each one' + chr(39) + 's'} M = 1 step that reads the "
+        "weights, the part the verify's compute overtakes past the knee"
+        + (f"; {said} (the distinct experts M tokens read) price nothing for "
+           f"{'it' if one else 'them'} and {'are' if len(left) > 1 else 'is'} left out "
+           "(--format json lists them)" if left else ""))
 
 
 def _compile_only(args: argparse.Namespace) -> int:

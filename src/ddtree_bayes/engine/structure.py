@@ -31,6 +31,36 @@ def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> 
     return float(required_card(model, name).distinct_ratio(verify_tokens))
 
 
+def dense_unread(meta: dict) -> tuple[list[str], set[str]]:
+    """(the dense target models of a fit of the roofline form, the parameters that price
+    nothing for them). A dense card touches one set of weights at any M (distinct(M) = 1), so
+    ``distinct ** moe_distinct_exponent`` is 1 whatever the exponent: a dense system's
+    ``moe_z`` and ``moe_distinct_exponent`` are their prior, never read by its step; with no
+    MoE system at all, neither are their population's ``moe_distinct_exponent_mu`` and
+    ``moe_hw_sd``. ``moe_share`` is read (the share of the M = 1 step the verify's compute
+    overtakes: for a dense target the weight read). Other forms price ``M ** alpha`` or a
+    slope for a dense model too: nothing. ``meta``: a fit's metadata (``model``, ``coords``).
+    """
+    from ddtree_bayes.core.model_cards import stored_card
+    from ddtree_bayes.core.pairs import split_label
+
+    model = meta.get("model") or {}
+    systems = (meta.get("coords") or {}).get("system") or []
+    if model.get("moe_form") != "roofline" or not systems:
+        return [], set()
+    shape = S.SHAPE_NAMES["roofline"]
+    dense: dict[str, str] = {}   # system label -> its (dense) model
+    for label in systems:
+        name = split_label(label)[0]
+        card = stored_card(model, name)
+        if card is not None and not card.is_moe:
+            dense[label] = name or card.model
+    unread = {f"{p}[{label}]" for label in dense for p in ("moe_z", shape)}
+    if dense and len(dense) == len(systems):
+        unread |= {f"{shape}_mu", "moe_hw_sd"}
+    return sorted(set(dense.values())), unread
+
+
 def check_declared(model: dict, method: str, prefix: str = "") -> None:
     """QueryError when the fit's structured step form (``model``: its ``meta["model"]``)
     cannot price ``method``: a speculative method without a ``[methods]`` entry, whose drafter
