@@ -126,6 +126,49 @@ def test_a_measured_group_asked_past_its_rows_says_whose_cost_prices_the_rest():
         "rest is the population's per-node cost, prior- and corpus-driven)")
 
 
+def test_the_population_is_called_corpus_driven_only_with_another_pairs_groups():
+    """A new user's fit of one AR row was told its overhead is "prior- and corpus-driven":
+    there was no corpus in it. The population of groups is the corpus's only when the fit
+    measured a speculative group on another model or system. The point mass (Kimi K2.6: an
+    SGLang DDTree group on b300x8, a vLLM EAGLE-3 group on rtx-pro-6000x8) asked SGLang
+    EAGLE-3 on b300x8: the RTX PRO 6000 group is another system's (corpus); with the B300
+    rows alone, the population is learned from b300x8's own group; with the AR rows alone,
+    from no group at all."""
+    d = point_mass_draws()
+    lines = d.data_csv.splitlines(True)
+    only_b300 = d.view(data_csv="".join([lines[0]] + [x for x in lines[1:] if ",b300," in x]))
+    only_ar = d.view(data_csv="".join([lines[0]] + [x for x in lines[1:] if ",ar," in x]))
+    assert {(r.system, r.method) for r in only_b300.measurements.rows} == {
+        ("b300x8", "ar"), ("b300x8", "ddtree")}
+    assert {r.method for r in only_ar.measurements.rows} == {"ar"}
+    q = dict(engines=("sglang",), method="eagle3", block=3, accept="3")
+    said = [terms(explained(f, **q)[0])["speculative overhead"]["from"]
+            for f in (d, only_b300, only_ar)]
+    assert said == [
+        "no group measured: drawn from the population of groups (prior- and corpus-driven)",
+        "no group measured: drawn from the population of groups (prior-driven, learned from "
+        "b300x8's groups alone: no other model or system measured one)",
+        "no group measured: drawn from the population of groups (prior-driven: the fit has no "
+        "speculative row)"]
+    # a fit of several models: Llama on its H100 takes Kimi's B300 group (another model)
+    m = multi_model_draws()
+    (llama,) = explained(m, model="llama-3.1-8b-instruct", hardware="h100", gpus=1,
+                         engines=("vllm",), method="eagle3", block=3, accept="2.5")
+    assert terms(llama)["speculative overhead"]["from"] == (
+        "no group measured: drawn from the population of groups (prior- and corpus-driven)")
+    # a measured group asked past its rows: the population's per-node cost, said the same way
+    from test_engine_effects import structured_engine_fit
+
+    e = structured_engine_fit()
+    e.variables["noise_sd"] = np.full(e.n_draws, 0.02)
+    b300 = e.view(data_csv="".join([lines[0]] + [x for x in lines[1:] if ",b300," in x]))
+    assert terms(explained(b300, engines=("sglang",), accept="14")[0])[
+        "speculative overhead"]["from"] == (
+        "fitted to its group's rows (at most 8 tree nodes a step; 32 here: the cost of the rest "
+        "is the population's per-node cost, prior-driven, learned from b300x8's groups alone: "
+        "no other model or system measured one)")
+
+
 def test_a_dense_models_target_step_names_no_experts():
     """A walkthrough on Gemma 3 27B (dense; two AR rows on one H100) asked a draft-model chain
     of depth 4 with --explain: "fitted to gemma-3-27b-it@h100x1's rows (at most 1 tokens

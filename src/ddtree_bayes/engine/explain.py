@@ -130,12 +130,40 @@ past them (compute knee: partly prior-driven)
     return out
 
 
-def overhead_from(how: str, relation: str | None = None, relation_rows: int = 0) -> str:
+#: How the population of overhead groups is informed when the fit measured a speculative
+#: group on another model or system (:func:`population_from`).
+CORPUS = "prior- and corpus-driven"
+
+
+def population_from(pairs: set[str], pair: str) -> str:
+    """How the population of overhead groups an unmeasured group draws from is informed, for
+    a question on ``pair``, given the pairs (systems, or model@system) ``pairs`` of the fit's
+    speculative rows: the corpus only when one of them is another model or system (a new
+    user's fit of one AR row was told "corpus-driven" with no corpus in it).
+
+    >>> population_from({"b300x8", "h100x1"}, "b300x8")
+    'prior- and corpus-driven'
+    >>> population_from({"b300x8"}, "b300x8")
+    "prior-driven, learned from b300x8's groups alone: no other model or system measured one"
+    >>> population_from(set(), "b300x8")
+    'prior-driven: the fit has no speculative row'
+    """
+    if pairs - {pair}:
+        return CORPUS
+    if pairs:
+        return (f"prior-driven, learned from {pair}'s groups alone: no other model or system "
+                "measured one")
+    return "prior-driven: the fit has no speculative row"
+
+
+def overhead_from(how: str, relation: str | None = None, relation_rows: int = 0,
+                  population: str = CORPUS) -> str:
     """Where the speculative overhead's draws come from, read off the answer's
     ``overhead_from`` (engine/predictive ``_step_components`` writes it). ``relation``: the
     engine's ``1 - reduction`` scaling of its base engine's overhead: the relation's prior
     when no row of that engine informs it, else fitted to its ``relation_rows`` (a native row
     left it "fitted to its group's rows", as if native's overhead were the group's own).
+    ``population``: how the population of groups is informed (:func:`population_from`).
 
     >>> print(overhead_from("overhead of measured group b300x8/sglang/ddtree"))
     fitted to its group's rows
@@ -146,7 +174,7 @@ def overhead_from(how: str, relation: str | None = None, relation_rows: int = 0)
     base = ("fitted to its group's rows" if "overhead of measured group" in how else
             "carried from a group measured elsewhere, with the deployments' spread"
             if " carried to " in how else
-            "no group measured: drawn from the population of groups (prior- and corpus-driven)"
+            f"no group measured: drawn from the population of groups ({population})"
             if "drawn from the pooled population" in how else "see overhead_from")
     if relation is None:
         return base

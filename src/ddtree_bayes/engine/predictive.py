@@ -1381,7 +1381,12 @@ def explain_parts(fit: Fit, sc: Scenario, seed: int) -> tuple[dict[str, np.ndarr
 def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> dict[str, str]:
     """Where each term of ``--explain`` comes from, in words (engine/explain.py)."""
     from ddtree_bayes.core.model_cards import stored_card
-    from ddtree_bayes.engine.explain import acceptance_from, overhead_from, target_from
+    from ddtree_bayes.engine.explain import (
+        acceptance_from,
+        overhead_from,
+        population_from,
+        target_from,
+    )
 
     noise = "run-to-run scatter"
     if "structure_sd" in fit.variables:
@@ -1396,10 +1401,15 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
     most = max_measured_verify(fit, sc.pair)[0] if sc.measured else None
     overhead = "none: autoregressive"
     if sc.method != AR_METHOD:
-        overhead = overhead_from(how, relation, relation_rows)
+        # (the population of groups: the corpus's only when another model or system measured
+        # a speculative group)
+        population = population_from({row_pair(fit, r) for r in fit_rows(fit)
+                                      if r.is_speculative}, sc.pair)
+        overhead = overhead_from(how, relation, relation_rows, population)
         if overhead.startswith("fitted to its group's rows"):
-            overhead = overhead.replace("fitted to its group's rows",
-                                        "fitted to its group's rows" + _past_group(fit, sc), 1)
+            overhead = overhead.replace(
+                "fitted to its group's rows",
+                "fitted to its group's rows" + _past_group(fit, sc, population), 1)
     # the longest context a row there measured (a blank one at the priors' default, as fitted)
     blank = float(fit.meta["model"].get("default_context_tokens") or 0.0)
     longest = (max((r.context(blank) for r in fit_rows(fit) if row_pair(fit, r) == sc.pair),
@@ -1413,12 +1423,13 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
             "speculative overhead": overhead, "noise and discrepancy": noise}
 
 
-def _past_group(fit: Fit, sc: Scenario) -> str:
+def _past_group(fit: Fit, sc: Scenario, population: str) -> str:
     """For ``--explain``: where ``sc`` asks more drafter passes or tree nodes a step (C x the
     tree's) than its measured group's rows paid, whose cost prices the rest: the group's own
     per-pass / per-node cost where its rows vary them, else the population's
     (engine/model.py: a group measured at one count takes the population's mean). Empty when
-    the question is within the rows (or the form prices no passes and nodes)."""
+    the question is within the rows (or the form prices no passes and nodes). ``population``:
+    how the population is informed (engine/explain.py ``population_from``)."""
     model = fit.meta["model"]
     label = group_label(fit, sc.pair, sc.engine, sc.method)
     seen = [(p, n * r.concurrency) for r in fit_rows(fit)
@@ -1435,7 +1446,7 @@ def _past_group(fit: Fit, sc: Scenario) -> str:
         if asked <= max(counts):
             continue
         whose = ("the group's own per-{}, fitted from its rows" if len(set(counts)) > 1 else
-                 "the population's per-{}, prior- and corpus-driven")
+                 "the population's per-{}, " + population)
         unit = "pass cost" if kind == "drafter passes" else "node cost"
         out.append(f"at most {max(counts):g} {kind} a step; {asked:g} here: the cost of the rest "
                    f"is {whose.format(unit)}")
