@@ -47,6 +47,33 @@ def test_a_gpu_like_a_known_one_keeps_its_figures_and_sources_the_new_one(tmp_pa
     assert next(ln for ln in out.splitlines() if ln.startswith("rtx-4090-oc ")).endswith("yours")
 
 
+def test_a_figure_given_is_credited_to_the_users_source_alone(tmp_path):
+    """A GPU like one the user added (its row's credits "hmc sheet (memory_gb, mem_bw_tb_s)"),
+    given the user's own memory and bandwidth, equal to the copied GPU's: the row credited
+    them to the user's --source and again, in the copied text, to the copied GPU's source
+    ("other figures as rtx-4090d: hmc sheet (memory_gb, mem_bw_tb_s); ..."). Each figure
+    carries one source: the copied credits lose the columns now given (a credit left with
+    none goes), the rest of the copied text stays."""
+    code, _, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                           "--memory-gb", "24", "--mem-bw-tb-s", "1.008",
+                           "--dense-bf16-tflops", "147.09", "--dense-fp8-tflops", "294.18",
+                           "--dense-int8-tflops", "588.35", "--source", "hmc sheet")
+    assert code == 0, err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d-oc", "--like", "rtx-4090d",
+                             "--memory-gb", "24", "--mem-bw-tb-s", "1.008",
+                             "--dense-bf16-tflops", "147.09", "--source", "nvidia-smi")
+    assert code == 0, err
+    base = BUILT_IN["rtx-4090"]
+    row = rows_of(tmp_path / "data" / "hardware.csv")["rtx-4090d-oc"]
+    assert (row["memory_gb"], row["mem_bw_tb_s"], row["dense_bf16_tflops"]) == (
+        "24", "1.008", "147.09")
+    assert row["source"] == ("nvidia-smi (memory_gb, mem_bw_tb_s); other figures as rtx-4090d: "
+                             f"as rtx-4090: {base['source']}")
+    assert row["flops_source"] == ("nvidia-smi (dense_bf16_tflops); other figures as rtx-4090d: "
+                                   "hmc sheet (dense_fp8_tflops, dense_int8_tflops)")
+    assert f"  source        {row['source']}" in out.splitlines()
+
+
 def test_a_line_of_figures_given_in_part_says_which_were_given(tmp_path):
     """An RTX 4090 D added --like rtx-4090 with its bf16 peak alone printed "dense TFLOPS  bf16
     147, fp8 330.3, fp4 -, int8 660.6   given": the fp8 and int8 peaks are the RTX 4090's,

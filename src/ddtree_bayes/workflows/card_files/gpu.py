@@ -136,6 +136,29 @@ def _replacing(source: str, given: list[str], before: str) -> str | None:
     return "; ".join(parts)
 
 
+def _less_given(text: str, given: list[str]) -> str:
+    """A copied row's source ``text`` without the credits of the columns now ``given``: each
+    figure carries one source, the user's (``--like rtx-4090d --mem-bw-tb-s 1.008`` kept
+    "other figures as rtx-4090d: hmc sheet (memory_gb, mem_bw_tb_s)" for the bandwidth it
+    gave). A credit left with no column goes; the copied text after it stays. A text this
+    did not write (a built-in row's) is kept whole.
+
+    >>> _less_given("s1 (memory_gb, mem_bw_tb_s); other figures as b300: x", ["mem_bw_tb_s"])
+    's1 (memory_gb); other figures as b300: x'
+    >>> _less_given("s1 (mem_bw_tb_s); other figures as b300: x", ["mem_bw_tb_s"])
+    'as b300: x'
+    """
+    read = _credits(text) if given else None
+    if read is None:
+        return text
+    credits, copied = read
+    parts = [f"{s} ({', '.join(cols)})" for s, all_cols in credits
+             if (cols := [c for c in all_cols if c not in given])]
+    if copied:
+        parts.append((_COPIED if parts else "as ") + copied)
+    return "; ".join(parts)
+
+
 #: GPUs per node whose whole-node total a per-GPU figure may have been given as.
 NODE_SIZES = (4, 8, 16)
 
@@ -347,8 +370,10 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         if not given and said == "before":
             return before   # (its own row, none of these figures given: their credit as it was)
         again = _replacing(source, given, before) if copied and said == "before" else None
-        return again if again is not None else _provenance(source, given,
-                                                           said if copied else None, before)
+        # (another GPU's credits: the columns given here are the user's alone)
+        return again if again is not None else _provenance(
+            source, given, said if copied else None,
+            before if said == "before" else _less_given(before, given))
 
     row["source"] = credit([c for c in MEMORY_COLUMNS if c in values], True,
                            like_row.get("source", ""))
