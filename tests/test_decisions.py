@@ -185,6 +185,37 @@ def test_predict_names_the_other_file_its_fit_was_made_on(tmp_path):
                                    "draws), seed 20261130")
 
 
+def test_a_copied_workspace_is_told_its_own_file_differs(tmp_path, monkeypatch):
+    """A fit of workspace A's own data/measurements.csv, asked in B, a copy of A whose
+    data/measurements.csv has had rows added or edited since: the fit answers from A's file
+    (unchanged), and `update` in B reads B's file (cli/update.py: a fit made elsewhere updates
+    from this folder's default). 533fb53 dropped the one warning saying so, leaving only
+    predict's header "made on /.../A/data/measurements.csv", with exit 0. Said again for a
+    fit made in another folder of that folder's own file; not for a copy holding the fitted
+    text, nor for a fit made here (`fit --data OTHER`, test above)."""
+    draws = point_mass_draws()
+    a, b = tmp_path / "A", tmp_path / "B"
+    for root in (a, b):
+        (root / "data").mkdir(parents=True)
+    fitted = bundled("measurements.csv").read_text()
+    (a / "data" / "measurements.csv").write_text(fitted)
+    (b / "data" / "measurements.csv").write_text(fitted)
+    draws.meta["data"] = {"path": str(a / "data" / "measurements.csv"),
+                          "sha256": hashlib.sha256(fitted.encode()).hexdigest()}
+    draws.meta["priors"] = {"path": str(bundled("priors.toml")), "sha256": hashlib.sha256(
+        bundled("priors.toml").read_bytes()).hexdigest()}
+    draws.meta["workdir"] = str(a.resolve())
+    monkeypatch.chdir(b)
+    assert P.check_fit(draws) == []                       # B's file: a copy of A's
+    (b / "data" / "measurements.csv").write_text(fitted.replace(",133,", ",134,"))
+    assert P.check_fit(draws) == [
+        f"fit {draws.meta['fit_id']} was made in {a.resolve()} on its data/measurements.csv, "
+        "not on data/measurements.csv here, which holds other measurements: it answers from "
+        "that file's (run `ddtree-bayes update` to use this one's)"]
+    draws.meta["workdir"] = str(b.resolve())              # made here, of A's file: no
+    assert P.check_fit(draws) == []
+
+
 def test_editing_only_the_curve_does_not_make_a_fit_stale(tmp_path):
     """fit ignores [acceptance_curve], so optimize/next do not warn when only it changed."""
     draws = point_mass_draws()

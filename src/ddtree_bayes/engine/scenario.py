@@ -654,7 +654,36 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     # A fit of another file (`fit --data FILE`) is compared with FILE, the path and hash it
     # recorded (above), not with data/measurements.csv here: predict names the file it was
     # made on in its header line (cli/predict.py), and warns only when FILE changed or is gone.
+    # But a fit of the own file of another workspace (this one a copy of it) answers for this
+    # folder's file, which `update` here reads: said when that file holds other measurements.
+    copied = _copied_workspace_data(meta) if here else None
+    if copied is not None:
+        warnings.append(copied)
     return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
+
+
+def _copied_workspace_data(meta: dict) -> str | None:
+    """The warning of a fit made in another workspace (``meta["workdir"]``, a folder this
+    one was copied from) on that workspace's own ``data/measurements.csv``, when the file of
+    that name here holds other measurements than the fit's: the fit answers from the other
+    folder's file, and ``update`` here reads this one (cli/update.py). None otherwise: a fit
+    made here (of any file), one that does not record where it was made, no file here, or a
+    copy of the fitted text."""
+    from ddtree_bayes.core.paths import own_data_file
+    from ddtree_bayes.engine.store import made_elsewhere
+
+    mine = own_data_file("measurements.csv")
+    made_on = Path(meta["data"]["path"])
+    if mine is None or not made_elsewhere(meta, Path.cwd()):
+        return None
+    workdir = Path(meta["workdir"])
+    if (made_on.resolve() != (workdir / "data" / "measurements.csv").resolve()
+            or made_on.resolve() == mine.resolve()
+            or holds_fitted(meta["data"]["sha256"], mine)):
+        return None
+    return (f"fit {meta['fit_id']} was made in {workdir} on its data/measurements.csv, not on "
+            "data/measurements.csv here, which holds other measurements: it answers from that "
+            "file's (run `ddtree-bayes update` to use this one's)")
 
 
 def check_kv_cache(dtype: str | None) -> str | None:
