@@ -11,7 +11,7 @@ Each function returns the line(s) without the row; the caller names it (``add``:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from ddtree_bayes.core.data import Measurement, config_label, node_gpus, plain_text
 from ddtree_bayes.core.methods import AR_METHOD
@@ -258,6 +258,25 @@ def _same_shape(a: Measurement, b: Measurement) -> bool:
             == (b.method, b.block, b.budget, b.verify_tokens, b.drafter))
 
 
+def _furthest_below(m: Measurement, same: list[Measurement], both_ways: bool,
+                    slower_than: Callable[[Measurement, Measurement], bool], limit: float
+                    ) -> tuple[Measurement, Measurement] | None:
+    """The pair (slower, faster) of ``m`` and a row of ``same`` that ``slower_than(slower,
+    faster)`` says should not be slower (``m`` the first; with ``both_ways`` either), whose
+    tok/s per accepted token (core/likelihood ``run_rate``) is furthest below, when it is
+    below ``limit`` x the other's; else None. What :func:`_fewer_streams` and
+    :func:`_longer_context` say."""
+    from ddtree_bayes.core.likelihood import run_rate
+
+    pairs = [(m, r) for r in same if slower_than(m, r)]
+    if both_ways:
+        pairs += [(r, m) for r in same if slower_than(r, m)]
+    worst = min(pairs, key=lambda p: run_rate(p[0]) / run_rate(p[1]), default=None)
+    if worst is None or run_rate(worst[0]) >= limit * run_rate(worst[1]):
+        return None
+    return worst
+
+
 def _shape_text(many: Measurement, few: Measurement, context_of) -> str:
     """``kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len 1.948, context 0``: the
     configuration two rows share, as :func:`_fewer_streams` says it."""
@@ -286,11 +305,8 @@ def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
         return (many.concurrency > few.concurrency and _same_shape(many, few)
                 and ctx(many) <= ctx(few) + CONTEXT_SLACK_TOKENS / many.concurrency)
 
-    pairs = [(m, r) for r in same if below(m, r)]
-    if both_ways:
-        pairs += [(r, m) for r in same if below(r, m)]
-    worst = min(pairs, key=lambda p: run_rate(p[0]) / run_rate(p[1]), default=None)
-    if worst is None or run_rate(worst[0]) >= TOTAL_BELOW_FEWER_STREAMS * run_rate(worst[1]):
+    worst = _furthest_below(m, same, both_ways, below, TOTAL_BELOW_FEWER_STREAMS)
+    if worst is None:
         return None
     many, few = worst
     short = f"{1 - run_rate(many) / run_rate(few):.1%} below"
@@ -331,11 +347,8 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
         return (short.concurrency == long.concurrency and _same_shape(short, long)
                 and ctx(short) + CONTEXT_SLACK_TOKENS / short.concurrency < ctx(long))
 
-    pairs = [(m, r) for r in same if shorter(m, r)]
-    if both_ways:
-        pairs += [(r, m) for r in same if shorter(r, m)]
-    worst = min(pairs, key=lambda p: run_rate(p[0]) / run_rate(p[1]), default=None)
-    if worst is None or run_rate(worst[0]) >= SLOWER_AT_SHORTER_CONTEXT * run_rate(worst[1]):
+    worst = _furthest_below(m, same, both_ways, shorter, SLOWER_AT_SHORTER_CONTEXT)
+    if worst is None:
         return None
     short, long = worst
     below = f"{1 - run_rate(short) / run_rate(long):.1%} below"
