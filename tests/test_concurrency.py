@@ -1072,11 +1072,11 @@ def test_one_stream_verifying_more_tokens_than_measured_is_said_as_at_c_above_1(
     assert beyond_measured_note(d, "rtx-pro-6000x8", [1], verify_tokens=65) == c1
     assert resolve(d, Flags(**eagle)).warnings == (c1,)   # predict without --concurrency
     assert resolve(d, Flags(**eagle, concurrency=(1,))).warnings == (c1,)
-    # at C = 1 and 2: one sentence, C = 2 beyond the concurrencies, C = 1 beyond the tokens
+    # at C = 1 and 2: one sentence, C = 2 beyond the concurrencies, both beyond the tokens
     assert resolve(d, Flags(**eagle, concurrency=(1, 2))).warnings == (
-        "C = 2 is beyond the concurrencies measured on rtx-pro-6000x8 (at most 1); at C = 1 a "
-        "step verifies 65 tokens (C x M), more than any measured on rtx-pro-6000x8 (at most "
-        "4): there the step's growth with C and M is the roofline's (weights once per step, "
+        "C = 2 is beyond the concurrencies measured on rtx-pro-6000x8 (at most 1); at C = 1, 2 "
+        "a step verifies up to 130 tokens (C x M), more than any measured on rtx-pro-6000x8 (at "
+        "most 4): there the step's growth with C and M is the roofline's (weights once per step, "
         "KV reads and tree nodes per stream, the compute knee, and for an MoE the distinct "
         "experts read): prior-driven",)
     # within the rows: the measured M = 4 itself, and B300's measured budget 8 (M = 9)
@@ -1087,6 +1087,49 @@ def test_one_stream_verifying_more_tokens_than_measured_is_said_as_at_c_above_1(
         "at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 (at most "
         "9): there the step's growth with M is the roofline's (compute knee, and for an MoE "
         "the distinct experts read): partly prior-driven",)
+
+
+def test_the_c_x_m_clause_names_every_c_it_applies_to_and_the_largest_c_x_m():
+    """predict --concurrency 1,4 of the bundled question (M = 33) warned "at C = 1 a step
+    verifies 33 tokens (C x M), more than any measured on b300x8 (at most 9)", though the step
+    at C = 4 verifies 4 x 33 = 132: the clause left out the C beyond the measured
+    concurrencies. It names every C asked whose C x M exceeds the most measured, and the
+    largest C x M; one C alone reads as before (the README's headline)."""
+    from ddtree_bayes.engine.structure import beyond_measured_note
+
+    d = point_mass_draws()   # b300x8: C = 1 only, at most M = 9
+    tail = (": there the step's growth with C and M is the roofline's (weights once per step, "
+            "KV reads and tree nodes per stream, the compute knee, and for an MoE the distinct "
+            "experts read): prior-driven")
+    assert beyond_measured_note(d, "b300x8", [1, 4], verify_tokens=33) == (
+        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, 4 a step "
+        "verifies up to 132 tokens (C x M), more than any measured on b300x8 (at most 9)" + tail)
+    # docs/examples/predict-concurrency.txt: 128 x 33 = 4224
+    assert beyond_measured_note(d, "b300x8", [1, 8, 32, 128], verify_tokens=33) == (
+        "C = 8, 32, 128 are beyond the concurrencies measured on b300x8 (at most 1); at C = 1, "
+        "8, 32, 128 a step verifies up to 4224 tokens (C x M), more than any measured on b300x8 "
+        "(at most 9)" + tail)
+    # one stream alone: byte for byte the README's line
+    assert beyond_measured_note(d, "b300x8", [1], verify_tokens=33) == (
+        "at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 (at most "
+        "9): there the step's growth with M is the roofline's (compute knee, and for an MoE "
+        "the distinct experts read): partly prior-driven")
+    # AR measured at C = 8 and 32 (at most 32 tokens a step): budget 16 (M = 17) at C = 1, 2, 8
+    # verifies 17, 34, 136; at C = 2, 64 (64 beyond) 34 and 1088
+    lines = d.data_csv.splitlines()
+    rows = [ln + "," for ln in lines[1:]] + [
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,800,test,,8",
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,1200,test,,32"]
+    d = d.view(data_csv="\n".join([lines[0] + ",concurrency", *rows]) + "\n")
+    assert beyond_measured_note(d, "b300x8", [1, 2, 8], verify_tokens=17) == (
+        "at C = 2, 8 a step verifies up to 136 tokens (C x M), more than any measured on b300x8 "
+        "(at most 32): there the step's growth with C is the roofline's (weights once per "
+        "step, KV reads and tree nodes per stream): prior-driven")
+    assert beyond_measured_note(d, "b300x8", [2, 64], verify_tokens=17) == (
+        "C = 64 is beyond the concurrencies measured on b300x8 (at most 32); at C = 2, 64 a step "
+        "verifies up to 1088 tokens (C x M), more than any measured on b300x8 (at most 32): "
+        "there the step's growth with C is the roofline's (weights once per step, KV reads and "
+        "tree nodes per stream): prior-driven")
 
 
 def test_next_proposes_one_stream_of_ar_on_a_system_the_query_transfers_to():

@@ -289,12 +289,12 @@ def test_predict_json_carries_the_warnings(work):
                                "--concurrency", "1,64")
     validate_output("predict", out)
     # (not also its tree's growth with M: one prior-driven line); a concurrency beyond the
-    # measured ones is one of the warnings, and so is budget 32's tree at C = 1 (33 tokens a
-    # step, against budget 8's 9 measured): one sentence
+    # measured ones is one of the warnings, and so is budget 32's tree at C = 1 and 64 (33 and
+    # 64 x 33 = 2112 tokens a step, against budget 8's 9 measured): one sentence
     assert out["warnings"] == printed == [
         NO_CONTEXT,
-        "C = 64 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1 a step "
-        "verifies 33 tokens (C x M), more than any measured on b300x8 (at most 9): there the "
+        "C = 64 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, 64 a step "
+        "verifies up to 2112 tokens (C x M), more than any measured on b300x8 (at most 9): there the "
         "step's growth with C and M is the roofline's (weights once per step, KV reads and "
         "tree nodes per stream, the compute knee, and for an MoE the distinct experts read): "
         "prior-driven"]

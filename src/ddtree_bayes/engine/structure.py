@@ -329,7 +329,9 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
     roofline's: prior-driven), or None; ``predict`` and ``optimize`` say it alike. A serving
     walkthrough asked budget 16 at C = 8 (136 tokens per step, against at most 32 measured on
     the system) without a word, and one stream of eagle3 budget 64 (M = 65, against M = 4
-    measured) was not flagged where two streams of it were.
+    measured) was not flagged where two streams of it were. The C x M clause names every C
+    asked whose step verifies more than the rows, those beyond too, and the largest C x M
+    (``--concurrency 1,4`` of M = 33 named C = 1 and its 33 tokens alone, not C = 4's 132).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 8, 16])
@@ -337,10 +339,10 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
 growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
 prior-driven"
     >>> print(beyond_measured_note(point_mass_draws(), "b300x8", [1, 8], verify_tokens=33))
-    C = 8 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1 a step verifies \
-33 tokens (C x M), more than any measured on b300x8 (at most 9): there the step's growth with C \
-and M is the roofline's (weights once per step, KV reads and tree nodes per stream, the compute \
-knee, and for an MoE the distinct experts read): prior-driven
+    C = 8 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, 8 a step \
+verifies up to 264 tokens (C x M), more than any measured on b300x8 (at most 9): there the \
+step's growth with C and M is the roofline's (weights once per step, KV reads and tree nodes \
+per stream, the compute knee, and for an MoE the distinct experts read): prior-driven
     """
     top = max_measured_concurrency(draws, system)
     most = max_measured_verify(draws, system)[0]
@@ -352,9 +354,11 @@ knee, and for an MoE the distinct experts read): prior-driven
         parts.append(f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} "
                      f"beyond the concurrencies measured on {system} "
                      f"({'none' if top is None else f'at most {top}'})")
-    if verify:
-        tokens = ", ".join(f"{c * verify_tokens}" for c in verify)
-        parts.append(f"at C = {', '.join(map(str, verify))} a step verifies {tokens} tokens (C x "
+    if verify:   # named with every C beyond whose step verifies more too (C = 4 of 1,4 was not)
+        named = sorted({*verify, *(c for c in beyond if c * verify_tokens > (most or 0))})
+        tokens = (f"{named[0] * verify_tokens}" if len(named) == 1
+                  else f"up to {named[-1] * verify_tokens}")
+        parts.append(f"at C = {', '.join(map(str, named))} a step verifies {tokens} tokens (C x "
                      f"M), more than any measured on {system} (at most {most})")
     if not parts:
         return None
