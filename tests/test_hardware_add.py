@@ -85,8 +85,9 @@ def test_a_line_of_figures_given_in_part_says_which_were_given(tmp_path):
                              "--dry-run")
     assert code == 0, err
     lines = out.splitlines()
-    assert f"  dense TFLOPS  {'bf16 147, fp8 330.3, fp4 -, int8 660.6':<44} bf16 given, fp8 " \
-           "and int8 as rtx-4090" in lines
+    # (scaled as bf16: 147 / 165.15 x 330.3 = 294, x 660.6 = 588)
+    assert f"  dense TFLOPS  {'bf16 147, fp8 294, fp4 -, int8 588':<44} bf16 given, fp8 " \
+           "and int8 scaled as bf16" in lines
     assert f"  memory        {'48 GB GDDR6X':<44} size given, type as rtx-4090" in lines
     assert f"  bandwidth     {'1.008 TB/s per GPU':<44} as rtx-4090" in lines
     code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-5090-pl", "--like", "rtx-5090",
@@ -784,8 +785,9 @@ def test_a_peak_given_far_from_the_copied_gpus_leaves_no_copied_peak_behind(tmp_
 
 
 def test_a_variant_within_a_quarter_of_the_copied_gpu_keeps_the_copied_peaks(tmp_path):
-    """A cut-down or clocked variant given its bf16 peak alone (an RTX 4090 D, 0.89x) keeps the
-    copied peaks, labelled as copied; every peak given, none copied, nothing is checked."""
+    """A cut-down or clocked variant given its bf16 peak alone (an RTX 4090 D, 0.89x) is not
+    refused (its copied peaks are scaled alike: the test above); every peak given, none
+    copied, nothing is checked."""
     code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
                              "--dense-bf16-tflops", "147", "--source", "x", "--dry-run")
     assert code == 0, err
@@ -797,6 +799,50 @@ def test_a_variant_within_a_quarter_of_the_copied_gpu_keeps_the_copied_peaks(tmp
     gpu = json.loads(out)["gpu"]
     assert (gpu["dense_bf16_tflops"], gpu["dense_int8_tflops"], gpu["dense_fp8_tflops"]) == (
         76.7, 153.4, None)
+
+
+def test_a_peak_given_with_like_scales_the_copied_peaks_of_the_other_precisions(tmp_path):
+    """`--like rtx-4090 --dense-bf16-tflops 147.09` (an RTX 4090 D: 114 of the 4090's 128 SMs)
+    kept the 4090's fp8 330.3 and int8 660.6, so a step on the 4090 D computed its fp8 and
+    int8 GEMMs at the 4090's rate. A GPU's tensor peaks scale together (SMs x clock): the
+    copied peaks of the other precisions are scaled by the given one's ratio to the copied
+    GPU's, said in a note and credited as DERIVED. By hand: 147.09 / 165.15 = 0.8906, fp8
+    330.3 = 2 x 165.15 -> 2 x 147.09 = 294.18, int8 660.6 = 4 x 165.15 -> 588.36."""
+    base = BUILT_IN["rtx-4090"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                             "--dense-bf16-tflops", "147.09", "--source", "sheet",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    gpu = payload["gpu"]
+    assert (gpu["dense_bf16_tflops"], gpu["dense_fp8_tflops"], gpu["dense_fp4_tflops"],
+            gpu["dense_int8_tflops"]) == (147.09, 294.18, None, 588.36)
+    assert payload["notes"] == [
+        "rtx-4090d: fp8 330.3 and int8 660.6 are rtx-4090's, scaled as the bf16 peak given "
+        "(147.09 / 165.15 = 0.891) to 294.18 and 588.36: a GPU's tensor peaks scale together "
+        "(give --dense-fp8-tflops and --dense-int8-tflops if its datasheet says otherwise)"]
+    assert gpu["flops_source"] == (
+        "sheet (dense_bf16_tflops); DERIVED: rtx-4090's, scaled as the bf16 peak given "
+        "(dense_fp8_tflops, dense_int8_tflops); other figures as rtx-4090: "
+        f"{base['flops_source']}")
+    assert gpu["has_derived"] is True
+    row = rows_of(tmp_path / "data" / "hardware.csv")["rtx-4090d"]
+    assert (row["dense_fp8_tflops"], row["dense_int8_tflops"]) == ("294.18", "588.36")
+    # the text form names them scaled; a B300 capped to fp8 4000 (8/9 of 4500): bf16 2250 ->
+    # 2000, fp4 13500 -> 12000, int8 150 -> 133.33
+    code, out, err = run_cli(tmp_path, "hardware", "add", "b300-cap", "--like", "b300",
+                             "--dense-fp8-tflops", "4000", "--source", "s", "--dry-run")
+    assert code == 0, err
+    assert (f"  dense TFLOPS  {'bf16 2000, fp8 4000, fp4 12000, int8 133.33':<44} fp8 given, "
+            "bf16, fp4 and int8 scaled as fp8") in out.splitlines()
+    assert "note: b300-cap: bf16 2250, fp4 13500 and int8 150 are b300's, scaled as the fp8 " \
+           "peak given (4000 / 4500 = 0.889) to 2000, 12000 and 133.33" in out
+    # the copied GPU's own peak given: nothing to scale, nothing noted
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g", "--like", "rtx-4090",
+                             "--dense-bf16-tflops", "165.15", "--memory-gb", "48",
+                             "--source", "s", "--format", "json", "--dry-run")
+    assert code == 0, err
+    assert json.loads(out)["gpu"]["dense_fp8_tflops"] == 330.3 and json.loads(out)["notes"] == []
 
 
 def test_a_gpus_own_row_keeps_the_sources_of_the_figures_not_given(tmp_path):
@@ -903,8 +949,9 @@ def test_peaks_line_names_only_the_figures_it_copies(tmp_path):
     assert f"  dense TFLOPS  {'bf16 350, fp8 700, fp4 -, int8 700':<44} bf16, fp8, int8 " \
            "given" in lines
     lines = line("--like", "l40s", "--dense-bf16-tflops", "350", "--dense-fp8-tflops", "700")
-    assert f"  dense TFLOPS  {'bf16 350, fp8 700, fp4 -, int8 733':<44} bf16, fp8 given, " \
-           "int8 as l40s" in lines
+    # (int8 scaled as bf16, the first given: 733 x 350 / 362 = 708.70)
+    assert f"  dense TFLOPS  {'bf16 350, fp8 700, fp4 -, int8 708.7':<44} bf16, fp8 given, " \
+           "int8 scaled as bf16" in lines
     lines = line("--like", "l40s", "--compute-capability", "7.0")
     assert f"  dense TFLOPS  {'bf16 362, fp8 -, fp4 -, int8 -':<44} bf16 as l40s" in lines
     lines = line("--like", "l40s", "--compute-capability", "8.0")

@@ -171,6 +171,14 @@ def _gpu_lines(r: dict, gpu, like_row: dict[str, str]) -> list[str]:
         named = list(zip(cols, names or cols, strict=True))
         given = [name for c, name in named if c in gpu.given]
         rest = [c for c, _ in named if c not in gpu.given]
+        # (peaks copied and scaled as the one given: "bf16 given, fp8 and int8 scaled as bf16")
+        scaled = [name for c, name in named if c in gpu.scaled]
+        if scaled:
+            kept = [name for c, name in named if c in rest and c not in gpu.scaled
+                    and gpu.row.get(c, "").strip()]
+            return ", ".join([f"{', '.join(given)} given",
+                              f"{listed(scaled)} scaled as {gpu.scaled_as}",
+                              *([f"{listed(kept)} {copied}"] if kept else [])])
         kept = [name for c, name in named if c in rest and gpu.row.get(c, "").strip()]
         whole = all(gpu.row.get(c, "").strip() == like_row.get(c, "").strip() for c in rest)
         if not given:

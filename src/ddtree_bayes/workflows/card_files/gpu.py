@@ -51,13 +51,16 @@ NEW_GPU_NEEDS = ("mem_bw_tb_s", "interconnect")
 class GpuRow:
     """The row to write, the GPU it copies (None: from the datasheet alone), the columns the
     user gave, and what the row will do to the table: ``"adds"`` a GPU, ``"overrides"`` a
-    built-in one, ``"replaces"`` a row of the user's file."""
+    built-in one, ``"replaces"`` a row of the user's file; ``scaled``: the peaks copied from
+    ``like`` and scaled as the peak given of precision ``scaled_as`` (:func:`_scale_copied_peaks`)."""
 
     row: dict[str, str]
     like: str | None
     given: tuple[str, ...]
     effect: str
     notes: tuple[str, ...]
+    scaled: tuple[str, ...] = ()
+    scaled_as: str = ""
 
 
 #: A memory size written into the memory type's text ("141 GB HBM3e", "24GB").
@@ -85,8 +88,11 @@ def _figure(value: float | str) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value).strip()
 
 
-def _provenance(source: str, given: list[str], like: str | None, like_source: str) -> str:
+def _provenance(source: str, given: list[str], like: str | None, like_source: str,
+                derived: str | None = None) -> str:
     parts = [f"{source} ({', '.join(given)})"] if given else []
+    if derived:
+        parts.append(derived)
     if like is not None and like_source:
         parts.append(f"{'other figures ' if given else ''}as {like}: {like_source}")
     return "; ".join(parts)
@@ -360,27 +366,35 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         _refuse_far_from_like(values, like, table.rows[like])
     if base is not None:
         _refuse_copied_peaks_left_behind(values, base, table.rows[base], row)
+    # (another GPU's peaks; a GPU's own row keeps its peaks not given as they were)
+    scaled, scaled_as, scale_note = (_scale_copied_peaks(row, values, like, table.rows[like])
+                                     if like is not None and like != name else ((), "", None))
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
     # "as before" for this GPU's own (a built-in row, or the user's row being replaced)
     said = None if from_like is None else "before" if from_like == name else from_like
 
-    def credit(given: list[str], copied: bool, before: str) -> str:
+    def credit(given: list[str], copied: bool, before: str, derived: str | None = None) -> str:
         if not given and said == "before":
             return before   # (its own row, none of these figures given: their credit as it was)
         again = _replacing(source, given, before) if copied and said == "before" else None
         # (another GPU's credits: the columns given here are the user's alone)
         return again if again is not None else _provenance(
             source, given, said if copied else None,
-            before if said == "before" else _less_given(before, given))
+            before if said == "before" else _less_given(before, given), derived)
 
     row["source"] = credit([c for c in MEMORY_COLUMNS if c in values], True,
                            like_row.get("source", ""))
     peaks_given = [c for c in PEAK_COLUMNS if c in values]
     copied_peaks = any(row.get(c) for c in PEAK_COLUMNS if c not in values)
-    row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""))
+    derived = (f"DERIVED: {like}'s, scaled as the {scaled_as} peak given ({', '.join(scaled)})"
+               if scaled else None)
+    row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""),
+                                 derived)
     notes = [] if unsupported is None else [unsupported]
+    if scale_note is not None:
+        notes.append(scale_note)
     notes.extend(_sparse_peaks(row, given, table, name))
     if like is not None:
         notes.extend(_node_totals(values, like, table.rows[like]))
@@ -403,7 +417,53 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         effect = "overrides" if holds_built_in_row(file, name) else "replaces"
     else:
         effect = "overrides" if name in table.rows else "adds"
-    return GpuRow(row, from_like, tuple(given), effect, tuple(notes))
+    return GpuRow(row, from_like, tuple(given), effect, tuple(notes), scaled, scaled_as)
+
+
+def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], like: str,
+                        like_row: dict[str, str]) -> tuple[tuple[str, ...], str, str | None]:
+    """Scale the peaks ``row`` copied from ``like`` by the ratio of the peak given to
+    ``like``'s own (the first given of bf16, fp8, fp4, int8 that ``like`` has): a GPU's
+    tensor peaks scale together (SMs x clock), so ``--like rtx-4090 --dense-bf16-tflops
+    147.09`` (an RTX 4090 D) kept the 4090's fp8 330.3 and int8 660.6, pricing its compute
+    knee at the 4090's. Returns the columns scaled, the precision they were scaled as, and
+    the note saying so (None: nothing given to scale by, or nothing changed). A peak given
+    :data:`COPIED_PEAK_FACTOR` or more from ``like``'s was refused before this.
+
+    >>> row = {"dense_bf16_tflops": "147.09", "dense_fp8_tflops": "330.3",
+    ...        "dense_fp4_tflops": "", "dense_int8_tflops": "660.6", "hardware": "g"}
+    >>> _scale_copied_peaks(row, {"dense_bf16_tflops": 147.09}, "rtx-4090",
+    ...                     {"dense_bf16_tflops": "165.15"})[:2]
+    (('dense_fp8_tflops', 'dense_int8_tflops'), 'bf16')
+    >>> row["dense_fp8_tflops"], row["dense_int8_tflops"]
+    ('294.18', '588.36')
+    """
+    ref = ratio = None
+    for col in PEAK_COLUMNS:
+        try:
+            ratio = float(values[col]) / float(like_row.get(col, ""))
+        except (KeyError, ValueError, ZeroDivisionError):   # (not given, or blank in like's)
+            continue
+        ref = col
+        break
+    if ref is None or ratio is None:
+        return (), "", None
+    before = {c: row[c] for c in PEAK_COLUMNS if c not in values and row.get(c, "").strip()}
+    after = {c: _figure(round(float(v) * ratio, 2)) for c, v in before.items()}
+    cols = tuple(c for c in before if float(after[c]) != float(before[c]))
+    if not cols:
+        return (), "", None
+    for c in cols:
+        row[c] = after[c]
+    short = ref.split("_")[1]
+    them = listed([f"{c.split('_')[1]} {before[c]}" for c in cols])
+    flags = " and ".join(f"--dense-{c.split('_')[1]}-tflops" for c in cols)
+    one = len(cols) == 1
+    return cols, short, (
+        f"{row['hardware']}: {them} {'is' if one else 'are'} {like}'s, scaled as the {short} "
+        f"peak given ({_figure(values[ref])} / {like_row[ref].strip()} = {ratio:.3g}) to "
+        f"{listed([after[c] for c in cols])}: a GPU's tensor peaks scale together (give "
+        f"{flags} if its datasheet says otherwise)")
 
 
 def _peaks_beyond_the_capability(row: dict[str, str], values: dict[str, float | str],
