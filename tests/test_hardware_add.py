@@ -845,6 +845,43 @@ def test_a_peak_given_with_like_scales_the_copied_peaks_of_the_other_precisions(
     assert json.loads(out)["gpu"]["dense_fp8_tflops"] == 330.3 and json.loads(out)["notes"] == []
 
 
+def test_replace_with_like_names_the_figures_of_the_row_it_drops(tmp_path):
+    """`hardware add NAME --like X --replace` starts again from X's row (--like: "the other
+    figures are GPU's"), so the figures an earlier add of NAME gave were lost without a word
+    unless given again (a bandwidth fix re-typed with --like dropped the bf16 and fp8 peaks
+    and the 48 GB). The note names each figure of the row that changes without being given,
+    its value before and now, and the two ways to keep them; --replace without --like keeps
+    them (the row's own figures not given stay)."""
+    path = tmp_path / "data" / "hardware.csv"
+    code, _, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                           "--memory-gb", "48", "--dense-bf16-tflops", "147.09",
+                           "--dense-fp8-tflops", "294.18", "--dense-int8-tflops", "588.35",
+                           "--source", "s1")
+    assert code == 0, err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                             "--mem-bw-tb-s", "1.0", "--source", "s2", "--replace",
+                             "--format", "json")
+    assert code == 0, err
+    assert json.loads(out)["notes"] == [
+        "rtx-4090d: --like rtx-4090 --replace starts again from rtx-4090's row: the row's "
+        "--memory-gb 48, --dense-bf16-tflops 147.09, --dense-fp8-tflops 294.18 and "
+        "--dense-int8-tflops 588.35 are dropped (now 24, 165.15, 330.3 and 660.6); to keep "
+        "them, give them again, or --replace without --like"]
+    row = rows_of(path)["rtx-4090d"]
+    assert (row["mem_bw_tb_s"], row["memory_gb"], row["dense_bf16_tflops"]) == (
+        "1", "24", "165.15")
+    # given again: nothing dropped, nothing noted; without --like: the row's figures stay
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--like", "rtx-4090",
+                             "--mem-bw-tb-s", "1.0", "--source", "s3", "--replace",
+                             "--format", "json", "--dry-run")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+    code, out, err = run_cli(tmp_path, "hardware", "add", "rtx-4090d", "--memory-gb", "48",
+                             "--source", "s4", "--replace", "--format", "json")
+    assert code == 0 and json.loads(out)["notes"] == [], err
+    assert (rows_of(path)["rtx-4090d"]["memory_gb"], rows_of(path)["rtx-4090d"]["mem_bw_tb_s"]
+            ) == ("48", "1")
+
+
 def test_a_gpus_own_row_keeps_the_sources_of_the_figures_not_given(tmp_path):
     """s45b finding 6: `hardware add h200 --like h200 --mem-bw-tb-s 4` rewrote flops_source,
     whose peaks it did not touch, as "as before: <its text>"; every later predict warned that

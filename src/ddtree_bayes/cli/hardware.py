@@ -248,7 +248,10 @@ def register(sub) -> None:
                           "measurement): written into the row")
     add.add_argument("--hardware-file",
                      help="the table to write (default: data/hardware.csv here, created if absent)")
-    add.add_argument("--replace", action="store_true", help="overwrite your row of the same name")
+    add.add_argument("--replace", action="store_true",
+                     help="overwrite your row of the same name: with --like, starting again "
+                          "from that GPU's row (a note names the figures dropped); without, "
+                          "keeping your row's figures not given")
     add.add_argument("--dry-run", action="store_true", help="print the row, write nothing")
     add_format(add, ("table", "json"))
     add.set_defaults(func=cmd_hardware_add)

@@ -415,9 +415,39 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     # stands, overrides the built-in row; it is no row of the user's)
     if existing_row(file, "hardware", name) is not None:
         effect = "overrides" if holds_built_in_row(file, name) else "replaces"
+        if like is not None and like != name:
+            notes.extend(_dropped(_file_row(file, name), row, values, like))
     else:
         effect = "overrides" if name in table.rows else "adds"
     return GpuRow(row, from_like, tuple(given), effect, tuple(notes), scaled, scaled_as)
+
+
+def _dropped(before: dict[str, str], row: dict[str, str], values: dict[str, float | str],
+             like: str) -> list[str]:
+    """The note of a ``--like`` that replaces the row ``before`` of the file: the row starts
+    again from ``like``'s (the other figures are GPU's, as documented), so each figure of
+    ``before`` not given again that the new ``row`` changes is dropped; an earlier add's
+    peaks were lost without a word. Named with its flag, its value before and now, one line
+    (empty when nothing is dropped).
+
+    >>> _dropped({"hardware": "g", "memory_gb": "48", "dense_bf16_tflops": "147.09"},
+    ...          {"hardware": "g", "memory_gb": "24", "dense_bf16_tflops": "147.09"}, {}, "x")
+    ["g: --like x --replace starts again from x's row: the row's --memory-gb 48 is dropped \
+(now 24); to keep it, give it again, or --replace without --like"]
+    """
+    import shlex
+
+    cols = [c for c in (*MEMORY_COLUMNS, *PEAK_COLUMNS) if c not in values
+            and before.get(c, "").strip() and not _same(before[c], row.get(c, "").strip())]
+    if not cols:
+        return []
+    then = listed([f"--{c.replace('_', '-')} {shlex.quote(before[c].strip())}" for c in cols])
+    now = listed([row.get(c, "").strip() or "-" for c in cols])
+    one = len(cols) == 1
+    return [f"{row['hardware']}: --like {like} --replace starts again from {like}'s row: the "
+            f"row's {then} {'is' if one else 'are'} dropped (now {now}); to keep "
+            f"{'it' if one else 'them'}, give {'it' if one else 'them'} again, or --replace "
+            "without --like"]
 
 
 def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], like: str,
