@@ -1049,8 +1049,9 @@ def test_a_step_verifying_more_tokens_than_measured_is_prior_driven_at_a_measure
     d = d.view(data_csv="\n".join([header, *rows]) + "\n")
     assert beyond_measured_note(d, "b300x8", [1, 8], verify_tokens=17) == (
         "at C = 8 a step verifies 136 tokens (C x M), more than any measured on b300x8 (at most "
-        "32): there the step's growth with C is the roofline's (weights once per step, KV reads "
-        "and tree nodes per stream): prior-driven")
+        "32): there the step's growth with C and M is the roofline's (weights once per step, KV "
+        "reads and tree nodes per stream, the compute knee, and for an MoE the distinct experts "
+        "read): prior-driven")
     assert beyond_measured_note(d, "b300x8", [1, 2], verify_tokens=9) is None   # 18 <= 32
     assert beyond_measured_note(d, "b300x8", [64], verify_tokens=1).startswith(
         "C = 64 is beyond the concurrencies measured on b300x8 (at most 32)")
@@ -1123,13 +1124,44 @@ def test_the_c_x_m_clause_names_every_c_it_applies_to_and_the_largest_c_x_m():
     d = d.view(data_csv="\n".join([lines[0] + ",concurrency", *rows]) + "\n")
     assert beyond_measured_note(d, "b300x8", [1, 2, 8], verify_tokens=17) == (
         "at C = 2, 8 a step verifies up to 136 tokens (C x M), more than any measured on b300x8 "
-        "(at most 32): there the step's growth with C is the roofline's (weights once per "
-        "step, KV reads and tree nodes per stream): prior-driven")
+        "(at most 32)" + tail)
     assert beyond_measured_note(d, "b300x8", [2, 64], verify_tokens=17) == (
         "C = 64 is beyond the concurrencies measured on b300x8 (at most 32); at C = 2, 64 a step "
-        "verifies up to 1088 tokens (C x M), more than any measured on b300x8 (at most 32): "
-        "there the step's growth with C is the roofline's (weights once per step, KV reads and "
-        "tree nodes per stream): prior-driven")
+        "verifies up to 1088 tokens (C x M), more than any measured on b300x8 (at most 32)"
+        + tail)
+
+
+def test_the_c_x_m_clause_is_said_when_only_a_c_beyond_the_rows_exceeds_the_most_measured():
+    """predict --budget 8 --block 8 --concurrency 1,4 on the bundled rows (b300x8: C = 1 only,
+    at most M = 9) warned only "C = 4 is beyond the concurrencies ...", though the step at
+    C = 4 verifies 4 x 9 = 36 tokens against 9 measured: the C x M clause was said only when
+    a C within the measured concurrencies exceeded it, so the compute knee went unnamed.
+    docs/json-output.md: "at any C, 1 too, a step whose C x M tokens exceed the most
+    measured"."""
+    from ddtree_bayes.engine.structure import beyond_measured_note
+
+    d = point_mass_draws()
+    both = ("C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 4 a step "
+            "verifies 36 tokens (C x M), more than any measured on b300x8 (at most 9): there "
+            "the step's growth with C and M is the roofline's (weights once per step, KV reads "
+            "and tree nodes per stream, the compute knee, and for an MoE the distinct experts "
+            "read): prior-driven")
+    assert beyond_measured_note(d, "b300x8", [1, 4], verify_tokens=9) == both
+    assert resolve(d, Flags(budget=8, block=8, accept="4", concurrency=(1, 4))).warnings == (
+        both,)
+    # C = 1 alone: 9 tokens, as measured; AR (M = 1) at C = 4, 8, 16: 16 > 9 only
+    assert beyond_measured_note(d, "b300x8", [1], verify_tokens=9) is None
+    assert beyond_measured_note(d, "b300x8", [4, 8, 16], verify_tokens=1) == (
+        "C = 4, 8, 16 are beyond the concurrencies measured on b300x8 (at most 1); at C = 16 a "
+        "step verifies 16 tokens (C x M), more than any measured on b300x8 (at most 9): there "
+        "the step's growth with C and M is the roofline's (weights once per step, KV reads "
+        "and tree nodes per stream, the compute knee, and for an MoE the distinct experts "
+        "read): prior-driven")
+    # within the rows in C x M (C = 4 of M = 2: 8 <= 9): the C clause alone, as before
+    assert beyond_measured_note(d, "b300x8", [1, 4], verify_tokens=2) == (
+        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1): there the step's "
+        "growth with C is the roofline's (weights once per step, KV reads and tree nodes per "
+        "stream): prior-driven")
 
 
 def test_next_proposes_one_stream_of_ar_on_a_system_the_query_transfers_to():

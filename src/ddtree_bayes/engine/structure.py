@@ -331,11 +331,13 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
     the system) without a word, and one stream of eagle3 budget 64 (M = 65, against M = 4
     measured) was not flagged where two streams of it were. The C x M clause names every C
     asked whose step verifies more than the rows, those beyond too, and the largest C x M
-    (``--concurrency 1,4`` of M = 33 named C = 1 and its 33 tokens alone, not C = 4's 132).
+    (``--concurrency 1,4`` of M = 33 named C = 1 and its 33 tokens alone, not C = 4's 132),
+    and is said when only a C beyond does (M = 9 at C = 1, 4: C = 4's 36 tokens against 9
+    went unsaid); with it the step's growth named is the compute knee's and the experts' too.
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
-    >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 8, 16])
-    "C = 8, 16 are beyond the concurrencies measured on b300x8 (at most 1): there the step's \
+    >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 4, 8])   # (AR: 8 tokens <= 9)
+    "C = 4, 8 are beyond the concurrencies measured on b300x8 (at most 1): there the step's \
 growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
 prior-driven"
     >>> print(beyond_measured_note(point_mass_draws(), "b300x8", [1, 8], verify_tokens=33))
@@ -347,25 +349,25 @@ per stream, the compute knee, and for an MoE the distinct experts read): prior-d
     top = max_measured_concurrency(draws, system)
     most = max_measured_verify(draws, system)[0]
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
-    verify = sorted({c for c in concurrencies if c not in beyond and most is not None
-                     and c * verify_tokens > most})
+    # every C whose step verifies more than the rows, beyond the concurrencies too (C = 4 of
+    # budget 8's M = 9, 36 tokens, went unsaid when C = 1's 9 did not exceed the 9 measured)
+    named = sorted({c for c in concurrencies if most is not None and c * verify_tokens > most})
     parts = []
     if beyond:
         parts.append(f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} "
                      f"beyond the concurrencies measured on {system} "
                      f"({'none' if top is None else f'at most {top}'})")
-    if verify:   # named with every C beyond whose step verifies more too (C = 4 of 1,4 was not)
-        named = sorted({*verify, *(c for c in beyond if c * verify_tokens > (most or 0))})
+    if named:
         tokens = (f"{named[0] * verify_tokens}" if len(named) == 1
                   else f"up to {named[-1] * verify_tokens}")
         parts.append(f"at C = {', '.join(map(str, named))} a step verifies {tokens} tokens (C x "
                      f"M), more than any measured on {system} (at most {most})")
     if not parts:
         return None
-    if not beyond and verify == [1]:   # one stream: past the rows in M alone
+    if not beyond and named == [1]:   # one stream: past the rows in M alone
         return ("; ".join(parts) + ": there the step's growth with M is the roofline's "
                 "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
-    if 1 in verify:   # (several streams beyond, and one stream past the rows in M too)
+    if named:   # past the rows in C x M: the compute knee and the experts read too
         return ("; ".join(parts) + ": there the step's growth with C and M is the roofline's "
                 "(weights once per step, KV reads and tree nodes per stream, the compute knee, "
                 "and for an MoE the distinct experts read): prior-driven")
