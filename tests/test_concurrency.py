@@ -189,11 +189,17 @@ def test_optimize_at_c_streams_by_hand():
     # C = 4 its step verifies 36 tokens, beyond any row (it was read as not extrapolated)
     assert [r["extrapolated"] for r in one["rows"]] == [False, True]
     assert [r["extrapolated"] for r in four["rows"]] == [True, True]
-    assert one["max_measured_verify_tokens"]["system"] == 9 and one["warnings"] == []
-    assert four["warnings"] == [
-        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1): there the step's "
-        "growth with C is the roofline's (weights once per step, KV reads and tree nodes per "
-        "stream): prior-driven"]   # (predict's words: structure.beyond_measured_note)
+    # (predict's words, naming the budgets: structure.beyond_measured_note)
+    assert one["max_measured_verify_tokens"]["system"] == 9 and one["warnings"] == [
+        "at C = 1 a step of budget 32 (M = 33) verifies 33 tokens (C x M), more than any "
+        "measured on b300x8 (at most 9): there the step's growth with M is the roofline's "
+        "(compute knee, and for an MoE the distinct experts read): partly prior-driven"]
+    assert four["warnings"] == [   # 4 x 9 = 36 and 4 x 33 = 132 tokens
+        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 4 a step of "
+        "budgets 8, 32 (M up to 33) verifies up to 132 tokens (C x M), more than any measured "
+        "on b300x8 (at most 9): there the step's growth with C and M is the roofline's (weights "
+        "once per step, KV reads and tree nodes per stream, the compute knee, and for an MoE "
+        "the distinct experts read): prior-driven"]
 
 
 def test_optimize_says_when_autoregressive_decoding_beats_the_best_budget():

@@ -372,6 +372,42 @@ def test_optimize_extrapolation_counts_only_the_rows_the_fit_learned_from():
     assert [r["extrapolated"] for r in out["rows"]] == [True, True]
 
 
+def test_optimize_names_the_budgets_whose_c_x_m_is_past_the_rows():
+    """optimize asked beyond_measured_note with M = 1 (no verify_tokens): --budgets
+    8,16,32,64 on b300x8 (at most 9 tokens a step measured, budget 8's M = 9) warned of
+    nothing at C = 1, though budgets 16, 32 and 64 verify 17, 33 and 65 tokens (their step
+    the roofline's: the extrapolated column said "step"), and at C = 4 named the concurrency
+    alone, not 4 x 65 = 260 tokens. It names the budgets past the rows, their largest M and
+    their largest C x M, as predict names its C x M."""
+    draws = point_mass_draws()
+    one = D.optimize(draws, curve_of(), hardware="b300", engine="sglang",
+                     budgets=(8, 16, 32, 64))
+    assert [r["extrapolated"] for r in one["rows"]] == [False, True, True, True]
+    assert [w for w in one["warnings"] if "(C x M)" in w] == [
+        "at C = 1 a step of budgets 16, 32, 64 (M up to 65) verifies up to 65 tokens (C x M), "
+        "more than any measured on b300x8 (at most 9): there the step's growth with M is the "
+        "roofline's (compute knee, and for an MoE the distinct experts read): partly "
+        "prior-driven"]
+    four = D.optimize(draws, curve_of(), hardware="b300", engine="sglang",
+                      budgets=(8, 16, 32, 64), concurrency=4)
+    assert [w for w in four["warnings"] if "C = 4" in w] == [
+        "C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 4 a step of "
+        "budgets 8, 16, 32, 64 (M up to 65) verifies up to 260 tokens (C x M), more than any "
+        "measured on b300x8 (at most 9): there the step's growth with C and M is the "
+        "roofline's (weights once per step, KV reads and tree nodes per stream, the compute "
+        "knee, and for an MoE the distinct experts read): prior-driven"]
+    # one budget past: its own M and C x M (budget 16 at C = 1: 17 tokens)
+    said = D.optimize(draws, curve_of(), hardware="b300", engine="sglang",
+                      budgets=(4, 8, 16))["warnings"]
+    assert [w for w in said if "(C x M)" in w] == [
+        "at C = 1 a step of budget 16 (M = 17) verifies 17 tokens (C x M), more than any "
+        "measured on b300x8 (at most 9): there the step's growth with M is the roofline's "
+        "(compute knee, and for an MoE the distinct experts read): partly prior-driven"]
+    # every budget within the rows: nothing said
+    within = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", budgets=(4, 8))
+    assert not [w for w in within["warnings"] if "(C x M)" in w]
+
+
 def test_optimize_refuses_a_curve_for_another_drafter():
     with pytest.raises(QueryError, match="describes ddtree block 16"):
         D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)
@@ -1144,7 +1180,13 @@ def test_cli_optimize_and_next_on_the_real_fit(fitted_workdir, capsys, monkeypat
     # budget 16 is recommended, but 8, the smallest compared, is the most likely best: said
     p8 = res["rows"][0]["p_best"]
     assert res["recommended"] == 16 and p8 == max(r["p_best"] for r in res["rows"])
-    assert err == (f"ddtree-bayes: warning: budget 8 is the smallest of the budgets compared, "
+    # and budgets 16-1024 (M up to 1025) verify more tokens a step than the 9 measured
+    assert err == ("ddtree-bayes: warning: at C = 1 a step of budgets 16, 32, 64, 128, 256, 512, "
+                   "1024 (M up to 1025) verifies up to 1025 tokens (C x M), more than any "
+                   "measured on b300x8 (at most 9): there the step's growth with M is the "
+                   "roofline's (compute knee, and for an MoE the distinct experts read): partly "
+                   "prior-driven\n"
+                   f"ddtree-bayes: warning: budget 8 is the smallest of the budgets compared, "
                    f"and its P(best) {p8:.2f} is among them: a smaller budget may be faster "
                    "still (--budgets 2,4,8,16 compares smaller ones)\n")
     code, out, err = run(capsys, monkeypatch, work, "next", "--query",
@@ -1185,10 +1227,14 @@ def test_cli_optimize_warns_a_context_past_the_measured_ones_as_predict_does(tmp
     assert code == 0 and line in err.splitlines(), err
     code, out, err = run_cli(work, "optimize", "--context", "1m", "--budgets", "8,32",
                              "--format", "json")
-    assert code == 0 and json.loads(out)["warnings"] == [line.split(": warning: ", 1)[1]]
+    # (and budget 32's 33 tokens a step, past the 9 measured: beyond_measured_note)
+    m33 = ("at C = 1 a step of budget 32 (M = 33) verifies 33 tokens (C x M), more than any "
+           "measured on b300x8 (at most 9): there the step's growth with M is the roofline's "
+           "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
+    assert code == 0 and json.loads(out)["warnings"] == [line.split(": warning: ", 1)[1], m33]
     code, out, err = run_cli(work, "optimize", "--context", "0", "--budgets", "8,32",
                              "--format", "json")   # a measured context: quiet, as predict
-    assert code == 0 and json.loads(out)["warnings"] == [] and "warning" not in err
+    assert code == 0 and json.loads(out)["warnings"] == [m33] and "context" not in err
 
 
 def test_cli_optimize_says_when_the_curve_is_another_models(tmp_path):

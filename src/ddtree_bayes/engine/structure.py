@@ -321,8 +321,8 @@ def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
             max(r.verify_tokens * r.concurrency for r in rows))
 
 
-def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1
-                         ) -> str | None:
+def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1,
+                         budgets: dict[int, int] | None = None) -> str | None:
     """The ``concurrencies`` above the most streams measured on ``system``, and those whose
     step verifies more tokens (C x ``verify_tokens``) than any row measured there, C = 1
     among them, as one sentence (the step's growth with C, or at C = 1 with M, there is the
@@ -334,6 +334,9 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
     (``--concurrency 1,4`` of M = 33 named C = 1 and its 33 tokens alone, not C = 4's 132),
     and is said when only a C beyond does (M = 9 at C = 1, 4: C = 4's 36 tokens against 9
     went unsaid); with it the step's growth named is the compute knee's and the experts' too.
+    ``budgets`` ({budget: its M}, ``optimize``'s, in place of ``verify_tokens``) names the
+    budgets whose C x M is past the rows, their largest M and C x M (``optimize`` asked with
+    M = 1: budgets 16-64 at C = 1, M up to 65 against 9 measured, went unsaid).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 4, 8])   # (AR: 8 tokens <= 9)
@@ -349,19 +352,27 @@ per stream, the compute knee, and for an MoE the distinct experts read): prior-d
     top = max_measured_concurrency(draws, system)
     most = max_measured_verify(draws, system)[0]
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
-    # every C whose step verifies more than the rows, beyond the concurrencies too (C = 4 of
-    # budget 8's M = 9, 36 tokens, went unsaid when C = 1's 9 did not exceed the 9 measured)
-    named = sorted({c for c in concurrencies if most is not None and c * verify_tokens > most})
+    # every C (and budget) whose step verifies more than the rows, beyond the concurrencies
+    # too (C = 4 of budget 8's M = 9, 36 tokens, went unsaid when C = 1's 9 did not exceed 9)
+    trees: dict[int | None, int] = ({None: verify_tokens} if budgets is None
+                                    else dict(budgets.items()))
+    over = [(c, b, m) for c in concurrencies for b, m in trees.items()
+            if most is not None and c * m > most]
+    named = sorted({c for c, _, _ in over})
     parts = []
     if beyond:
         parts.append(f"C = {', '.join(map(str, beyond))} {'is' if len(beyond) == 1 else 'are'} "
                      f"beyond the concurrencies measured on {system} "
                      f"({'none' if top is None else f'at most {top}'})")
-    if named:
-        tokens = (f"{named[0] * verify_tokens}" if len(named) == 1
-                  else f"up to {named[-1] * verify_tokens}")
-        parts.append(f"at C = {', '.join(map(str, named))} a step verifies {tokens} tokens (C x "
-                     f"M), more than any measured on {system} (at most {most})")
+    if over:
+        most_tokens = max(c * m for c, _, m in over)
+        tokens = f"{most_tokens}" if len(over) == 1 else f"up to {most_tokens}"
+        past = sorted({b for _, b, _ in over if b is not None})
+        of = "" if not past else (
+            f" of budget {past[0]} (M = {trees[past[0]]})" if len(past) == 1 else
+            f" of budgets {', '.join(map(str, past))} (M up to {max(m for *_, m in over)})")
+        parts.append(f"at C = {', '.join(map(str, named))} a step{of} verifies {tokens} tokens "
+                     f"(C x M), more than any measured on {system} (at most {most})")
     if not parts:
         return None
     if not beyond and named == [1]:   # one stream: past the rows in M alone

@@ -80,14 +80,18 @@ def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
             "regret": np.mean(best[:, None] - tok, axis=0)}
 
 
-def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int) -> list[str]:
+def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int,
+                      budgets: dict[int, int] | None = None) -> list[str]:
     """What an answer at ``concurrency`` streams cannot check or measure: a KV cache that
-    does not fit (as predict warns), a GPU without its memory size, and a concurrency above
-    the largest measured on the system (the step's growth with C is then the roofline's)."""
+    does not fit (as predict warns), a GPU without its memory size, a concurrency above the
+    largest measured on the system (the step's growth with C is then the roofline's), and
+    the ``budgets`` ({budget: M}) whose C x M exceeds the most tokens a step measured there
+    (their growth with M too: predict's C x M clause, naming the budgets)."""
     notes = list(memory_warnings(draws, sc, (concurrency,)))
     notes += [w for w in (layer_split_warning(draws, sc), tensor_parallel_warning(draws, sc),
                           amd_overhead_warning(draws, sc),
-                          beyond_measured_note(draws, sc.pair, [concurrency])) if w is not None]
+                          beyond_measured_note(draws, sc.pair, [concurrency],
+                                               budgets=budgets)) if w is not None]
     return notes
 
 
@@ -338,7 +342,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     # it and next leaves it out; a recommended budget of it prices a drafter nobody has
     notes = [*drafter_gap_warnings(draws, [(sc.model, sc.method)], drafter=drafter), *unpriced,
              *context_notes, *verify_context_warnings(draws, scenarios[-1]),
-             *concurrency_notes(draws, sc, concurrency),
+             *concurrency_notes(draws, sc, concurrency,
+                                {b: b_sc.verify_tokens
+                                 for b, b_sc in zip(budgets, scenarios, strict=True)}),
              *ar_beats(draws, sc, tok[:, best], budgets[best], concurrency, seed),
              *edge_note(budgets, best, [float(p) for p in dec["p_best"]]),
              *system_context_warnings(draws, sc)]
