@@ -651,6 +651,15 @@ CONTEXT_ONLY_ADDS = ("a longer context only adds KV cache to read, never a faste
                      "tokens: the prompt plus half the answer) else check --tok-s")
 
 
+def context_only_adds_of(row: int) -> str:
+    """:data:`CONTEXT_ONLY_ADDS` said by a new row at the longer context: the hint is of the
+    other row (``row``), at the shorter one."""
+    return ("a longer context only adds KV cache to read, never a faster step: was row "
+            f"{row}'s context_tokens its prompt alone? (the mean KV length a decode step reads, "
+            f"in tokens: the prompt plus half the answer) else check row {row}'s tok_s or this "
+            "row's --tok-s")
+
+
 def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
     """8 streams at 80 tok/s in total were appended without a word, though one stream of the
     same model, system and engine runs at 84.6 tok/s at that context (row 5) and 70.5 at a
@@ -671,9 +680,7 @@ def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
     assert code == 0 and json.loads(out)["warnings"] == [
         "row 12: row 11's 80 tok/s at context 16384 is 80.0% below this row's 400 tok/s at "
         "context 32768 of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at "
-        "accept_len 1, 8 streams): a longer context only adds KV cache to read, never a faster "
-        "step: was --context the prompt alone? (the mean KV length a decode step reads, in "
-        "tokens: the prompt plus half the answer) else check --tok-s"], err
+        "accept_len 1, 8 streams): " + context_only_adds_of(11)], err
 
 
 def test_add_warns_of_a_speculative_row_at_accept_1_faster_than_ar(work, capsys):
@@ -706,7 +713,7 @@ def test_add_warns_of_a_run_far_from_its_configuration(work, capsys):
              "stream): ")
     assert json.loads(out)["warnings"] == [
         "row 11: row 4's 91.5 tok/s at context 0 is 54.2% below this row's 200 tok/s at context "
-        "16384 " + shape + CONTEXT_ONLY_ADDS,
+        "16384 " + shape + context_only_adds_of(4),
         "row 11: 200 tok/s is 2.36x apart from row 5's 84.6 tok/s, a run of the same configuration "
         "(kimi-k2.6, rtx-pro-6000x8 vllm ar M=1 ctx=16384): runs that far apart are almost "
         "always a unit or entry error (check tok_s: per-user or total? and the configuration "
@@ -715,7 +722,7 @@ def test_add_warns_of_a_run_far_from_its_configuration(work, capsys):
                          "--context", "16384", "--tok-s", "150")
     assert code == 0 and json.loads(out)["warnings"] == [   # (row 11's 200: 1.33x)
         "row 12: row 4's 91.5 tok/s at context 0 is 39.0% below this row's 150 tok/s at context "
-        "16384 " + shape + CONTEXT_ONLY_ADDS], err
+        "16384 " + shape + context_only_adds_of(4)], err
 
 
 def test_a_misspelt_column_of_a_from_file_says_which_it_means(work, capsys):
@@ -953,3 +960,29 @@ def test_add_warns_of_a_row_slower_than_a_longer_context(work, capsys, context, 
         "--context typed in thousands (64 for 65536 tokens) or the prompt alone? (the mean KV "
         "length a decode step reads, in tokens: the prompt plus half the answer) else check "
         "--tok-s"] if warned else [])
+
+
+def test_the_longer_context_note_of_a_new_row_names_the_other_rows_context(work, capsys):
+    """When the NEW row is the one at the longer context, the note's hint read "was --context
+    typed in thousands (64 for 65536 tokens)", this row's flag, though 64 is the other row's
+    context. Row 11 (AR at --context 64, 70 tok/s: 64k typed in thousands) is in the file;
+    a new run at 131072 tokens decodes 80 tok/s, so row 11 is 12.5% below it (1 - 70 / 80;
+    row 7's 70.5 at 65536 is 11.9%): the hint names row 11's context_tokens and tok_s, and
+    the row at the shorter context keeps its own line."""
+    common = ("add", "--hardware", "rtx-pro-6000", "--gpus", "8", "--engine", "vllm",
+              "--method", "ar", "--source", "t", "--format", "json")
+    code, out, err = run(capsys, *common, "--context", "64", "--tok-s", "70")
+    assert code == 0, err
+    assert json.loads(out)["warnings"][0].endswith(
+        "was --context typed in thousands (64 for 65536 tokens) or the prompt alone? (the mean "
+        "KV length a decode step reads, in tokens: the prompt plus half the answer) else check "
+        "--tok-s")
+    code, out, err = run(capsys, *common, "--context", "131072", "--tok-s", "80")
+    assert code == 0, err
+    assert json.loads(out)["warnings"] == [
+        "row 12: row 11's 70 tok/s at context 64 is 12.5% below this row's 80 tok/s at context "
+        "131072 of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at accept_len "
+        "1, 1 stream): a longer context only adds KV cache to read, never a faster step: was "
+        "row 11's context_tokens typed in thousands (64 for 65536 tokens) or its prompt alone? "
+        "(the mean KV length a decode step reads, in tokens: the prompt plus half the answer) "
+        "else check row 11's tok_s or this row's --tok-s"]

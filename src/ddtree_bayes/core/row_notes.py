@@ -336,7 +336,8 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
     configuration and concurrency at a context longer by more than
     :data:`CONTEXT_SLACK_TOKENS` / C: a context typed in thousands (``64`` for 64k), a prompt
     alone, or a tok/s slip. ``m`` the row at the shorter context; with ``both_ways`` also
-    ``m`` the row at the longer one. The pair furthest below. A blank context is
+    ``m`` the row at the longer one: the hint then names the other row's context_tokens and
+    tok_s (its flags read as this row's). The pair furthest below. A blank context is
     ``default_context``, as the fit reads it."""
     from ddtree_bayes.core.likelihood import run_rate
 
@@ -363,11 +364,17 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
     typed = ctx(short)
     thousands = (f" typed in thousands ({typed:g} for {typed * 1024:g} tokens) or"
                  if 0 < typed < 1024 else "")
+    # the hint is of the row at the shorter context: this row's flags, or, when this row is
+    # the longer one (add), the other row's columns ("was --context typed in thousands" read
+    # as this row's 131072 when the 64 was row 11's)
+    hint = (f"was --context{thousands} the prompt alone?" if short is m
+            else f"was row {short.row}'s context_tokens{thousands} its prompt alone?")
+    check = ("--tok-s" if short is m else f"row {short.row}'s tok_s or this row's --tok-s")
     return (f"{said}{per} of the same configuration ({short.model} {short.system} "
             f"{short.engine} {short.method} M={short.verify_tokens} at {accept}, {streams}): a "
-            "longer context only adds KV cache to read, never a faster step: was --context"
-            f"{thousands} the prompt alone? (the mean KV length a decode step reads, in tokens: "
-            "the prompt plus half the answer) else check --tok-s")
+            f"longer context only adds KV cache to read, never a faster step: {hint} (the mean "
+            "KV length a decode step reads, in tokens: the prompt plus half the answer) else "
+            f"check {check}")
 
 
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
