@@ -872,3 +872,37 @@ def test_the_answer_lines_width_pointer_names_the_question_the_shares_decompose(
     (lo, hi), = {tuple(v["accept"]) for v in own["variance"].values()}
     assert lo == 1.0 and hi == pytest.approx(4.79)   # 2.79 - 2 floored at 1; + 2 (block 4)
     assert f"what the width of acceptance U(1,{hi:g}) comes from." in markdown(own)
+
+
+def test_the_budget_section_shows_the_expected_tok_s_its_recommendation_ranks_by(
+        monkeypatch, tmp_path):
+    """A trust pass (round 7): the report's "Which tree budget?" section recommended budget
+    16 on the bundled fit ("highest expected tok/s" as `optimize` says: E[tok/s] 560 against
+    539 at budget 8) while its table showed only the medians (589 at budget 8, 559 at 16) and
+    P(best) (0.49 and 0.44), and its figure plotted those medians on an axis labelled
+    "expected tok/s": on the page budget 8 looked best by every figure shown. The table
+    carries `optimize`'s E[tok/s] column and the figure plots it beside the medians, on an
+    axis that says tok/s."""
+    from ddtree_bayes.workflows.report import figures
+    from ddtree_bayes.workflows.report.render import budget_rows
+
+    # the bundled fit's figures (report of fit 20261207T070424Z-3bd953e0, sglang)
+    rows = [{"budget": 8, "verify_tokens": 9, "median": 589.3, "lo90": 317.0, "hi90": 639.1,
+             "tok_s_mean": 539.2, "p_best": 0.4875, "regret": 37.6, "extrapolated": False,
+             "accept_extrapolated": True},
+            {"budget": 16, "verify_tokens": 17, "median": 559.4, "lo90": 321.0, "hi90": 806.0,
+             "tok_s_mean": 560.1, "p_best": 0.443, "regret": 17.0, "extrapolated": True,
+             "accept_extrapolated": False}]
+    opt = {"sglang": {"rows": rows, "recommended": 16}}
+    assert budget_rows(opt) == [
+        ["sglang", 8, 9, 589, "317-639", 539, 0.4875, 37.6, "accept"],
+        ["sglang", 16, 17, 559, "321-806", 560, 0.443, 17.0, "step"]]
+
+    figs = []
+    monkeypatch.setattr(figures, "_save", lambda fig, path: figs.append(fig))
+    figures.budgets({"decisions": {"optimize": opt}}, None, None, tmp_path / "budgets.png")
+    ax = figs[0].axes[0]
+    assert ax.get_ylabel() == "tok/s"
+    lines = {ln.get_label(): list(ln.get_ydata()) for ln in ax.get_lines()}
+    assert lines["sglang E[tok/s] (recommended: budget 16)"] == [539.2, 560.1]
+    assert lines["sglang median tok/s"] == [589.3, 559.4]

@@ -51,8 +51,10 @@ CAPTIONS = {
                 "correlated parameters share credit): measure the tallest bars next.",
     "breakdown": "Posterior step time split into MOE, ATTN_BASE, context and SPEC (ms, "
                  "medians; whiskers: 90% interval of the whole step; diamonds: measured).",
-    "budgets": "Expected tok/s against the tree budget (median, 90% band) per engine, with "
-               "P(best) as bars: past the measured M the step time is extrapolated.",
+    "budgets": "tok/s against the tree budget per engine: the median and 90% band of each "
+               "posterior draw's expected tok/s (solid), their mean E[tok/s] (dashed; the "
+               "recommended budget has the highest), and P(best) as bars: past the measured M "
+               "the step time is extrapolated.",
     "next": "Expected width of the query's 90% interval after each candidate measurement "
             "(now: the dashed line): the shortest bar is the most informative benchmark.",
     "hardware": "Every GPU of the hardware table at the measured GPU count: measured systems "
@@ -218,20 +220,23 @@ def _paying_text(concurrency: list[int], p_faster: list[float]) -> str:
 
 
 def budget_rows(optimize: dict) -> list[list]:
-    """The rows of the "Which tree budget?" table, one per engine and budget; the last cell
+    """The rows of the "Which tree budget?" table, one per engine and budget, with
+    ``optimize``'s E[tok/s] (the recommended budget has the highest: without it the table
+    showed only medians and P(best), by which another budget can look best); the last cell
     flags what is extrapolated as ``optimize`` does: the step (past the measured M), the
     acceptance (off the curve's anchored budgets), or both (``step+accept``).
 
     >>> row = {"budget": 8, "verify_tokens": 9, "median": 586.2, "lo90": 318.4, "hi90": 640.1,
-    ...        "p_best": 0.497, "regret": 37.9, "extrapolated": False,
+    ...        "tok_s_mean": 538.6, "p_best": 0.497, "regret": 37.9, "extrapolated": False,
     ...        "accept_extrapolated": True}
     >>> budget_rows({"sglang": {"rows": [row]}})
-    [['sglang', 8, 9, 586, '318-640', 0.497, 37.9, 'accept']]
+    [['sglang', 8, 9, 586, '318-640', 539, 0.497, 37.9, 'accept']]
     """
     from ddtree_bayes.workflows.decisions.optimize import extrapolated_flags
 
     return [[e, r["budget"], r["verify_tokens"], round(r["median"]),
-             f"{r['lo90']:.0f}-{r['hi90']:.0f}", r["p_best"], r["regret"], extrapolated_flags(r)]
+             f"{r['lo90']:.0f}-{r['hi90']:.0f}", round(r["tok_s_mean"]), r["p_best"],
+             r["regret"], extrapolated_flags(r)]
             for e, o in optimize.items() for r in o["rows"]]
 
 
@@ -417,7 +422,7 @@ def _section_map(summary: dict) -> dict[str, tuple[str, list[str], list[list], l
     opt_rows = budget_rows(dec.get("optimize", {}))
     best = ", ".join(f"{e}: budget {o['recommended']}" for e, o in dec.get("optimize", {}).items())
     sec["budgets"] = (f"Which tree budget? (recommended: {best or dec.get('optimize_error')})",
-                      ["engine", "budget", "M", "median tok/s", "90%", "P(best)", "E[regret]",
+                      ["engine", "budget", "M", "median tok/s", "90%", "E[tok/s]", "P(best)", "E[regret]",
                        "extrapolated"], opt_rows, ["budgets"])
     nx = dec.get("next")
     sec["next"] = (next_title(dec),
