@@ -2323,7 +2323,7 @@ def test_the_card_readers_columns_are_card_adds_columns_defined_once():
         "experts_topk", "shared_experts", "bytes_per_weight", "compute_dtype",
         "kv_bytes_per_token", "attention", "source", "notes", "file_bytes_per_weight",
         "kv_window_bytes_per_token", "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
-        "recurrent_layers", "kv_heads", "q_heads")
+        "recurrent_layers", "kv_heads", "q_heads", "embed_params_b")
     # every column a card row of card add holds is one the reader knows
     for name in ("llama-3.1-8b", "qwen3-coder-next-nvfp4", "gemma-3-27b-it", "gpt-oss-20b"):
         assert set(derive(name).card) <= set(model_cards.CARD_FILE_COLUMNS)

@@ -436,7 +436,7 @@ def pass_roofline_ms(drafter: DrafterCard | None, model_card, method: str,
         how = f"drafter card {drafter.drafter}: {params:.3g} B parameters read per pass"
     else:
         layers = GENERIC_LAYERS.get(method, GENERIC_LAYERS_DEFAULT)
-        params = (layers + 1) * model_card.params_active_b / model_card.layers
+        params = (layers + 1) * model_card.read_params_b / model_card.layers
         bpw = model_card.bytes_per_weight
         how = f"no drafter card: {generic_drafter(method)}"
     kind = link(hardware_row, gpus)

@@ -43,7 +43,7 @@ CARD_HEADER = ("model", "params_total_b", "params_active_b", "layers", "hidden_s
 #: before they existed) may lack: card add writing the row adds them to its header.
 OPTIONAL_CARD_COLUMNS = ("file_bytes_per_weight", "kv_window_bytes_per_token",
                          "kv_window_tokens", "max_context_tokens", "kv_cache_bits",
-                         "recurrent_layers", "kv_heads", "q_heads")
+                         "recurrent_layers", "kv_heads", "q_heads", "embed_params_b")
 #: Every column a model-card file's reader knows, the two above: a header cell spelt like one
 #: it lacks (``kv_cache_bit``, ``params_activ_b``) is refused, not ignored, as
 #: measurements.csv's (core/data ``check_named_columns``).
@@ -154,6 +154,32 @@ class ModelCard:
     #: parallelism shards them evenly, so a GPU count that does not divide them runs no
     #: tensor-parallel group (:func:`tensor_parallel_rule`). None when the card does not say
     q_heads: int | None = None
+    #: parameters (billions) of the input embedding that ``params_active_b`` counts but a
+    #: token does not read whole (the ``embed_params_b`` column): vocab_size x hidden_size when
+    #: it is untied from the LM head (a token reads one row of it: negligible), 0 when tied
+    #: (the LM head, read whole every token, is the same matrix). None when the card does not
+    #: say: counted as read, as before the column
+    embed_params_b: float | None = None
+
+    @property
+    def read_params_b(self) -> float:
+        """Parameters (billions) one token's step reads and multiplies: ``params_active_b``
+        less :attr:`embed_params_b` (an untied input embedding, of which it reads one row).
+
+        >>> llama = ModelCard("l", 8.03, 8.03, 32, None, None, 2.0, "bf16", "s",
+        ...                   embed_params_b=0.5253)   # 128256 x 4096, untied
+        >>> round(llama.read_params_b, 4), round(llama.read_gb, 4)
+        (7.5047, 15.0094)
+        >>> ModelCard("l", 8.03, 8.03, 32, None, None, 2.0, "bf16", "s").read_gb   # unknown
+        16.06
+        """
+        return self.params_active_b - (self.embed_params_b or 0.0)
+
+    @property
+    def read_gb(self) -> float:
+        """GB of weights one token's step reads: :attr:`read_params_b` x ``bytes_per_weight``
+        (an average over those weights)."""
+        return self.read_params_b * self.bytes_per_weight
 
     @property
     def recurrent(self) -> bool:
@@ -265,8 +291,9 @@ class ModelCard:
 
     @property
     def flops_per_token(self) -> float:
-        """FLOPs of one verified token's forward pass: 2 x active parameters."""
-        return 2.0 * self.params_active_b * 1e9
+        """FLOPs of one verified token's forward pass: 2 x the parameters it multiplies
+        (:attr:`read_params_b`: an untied input embedding is a row lookup, no FLOPs)."""
+        return 2.0 * self.read_params_b * 1e9
 
     def allreduce_mb_per_token(self, gpus: int) -> tuple[float, str]:
         """MB each GPU sends per verified token in the tensor-parallel all-reduces of one step,
@@ -606,8 +633,46 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
             kv_cache_bits=kv_bits,
             recurrent_layers=_recurrent_layers(raw, path, i, layers),
             kv_heads=(kv_heads := _kv_heads(raw, path, i)),
-            q_heads=_q_heads(raw, path, i, kv_heads))
+            q_heads=_q_heads(raw, path, i, kv_heads),
+            embed_params_b=_embed_params(raw, path, i, active))
     return cards
+
+
+#: What a bad ``embed_params_b`` cell's error says to write.
+EMBED_FIX = ("write the untied input embedding's parameters in billions, vocab_size x "
+             "hidden_size / 1e9 (0.5253 for Llama-3.1-8B's 128256 x 4096), 0 when it is tied "
+             "to the LM head, or leave it blank (unknown: counted as read)")
+
+
+def _embed_params(raw: dict, path: str, row: int, active: float) -> float | None:
+    """A card's ``embed_params_b``: blank (None), 0 (tied), or below half its
+    ``params_active_b``: an untied embedding has an LM head of its size among the active
+    parameters too, so one at half of them or more is a slip (millions as billions, or the
+    total embedding and head).
+
+    >>> _embed_params({"embed_params_b": "0.5253"}, "m.csv", 2, 8.03)
+    0.5253
+    >>> _embed_params({"embed_params_b": ""}, "m.csv", 2, 8.03) is None
+    True
+    >>> try:
+    ...     _embed_params({"embed_params_b": "525.3"}, "m.csv", 2, 8.03)
+    ... except DataError as err:
+    ...     print(str(err)[:101])
+    m.csv, row 2, column 'embed_params_b': embed_params_b 525.3 is not below half of params_active_b 8.03
+    """
+    text = raw.get("embed_params_b", "")
+    value = parse_number(path, row, "embed_params_b", text)
+    if value is None:
+        return None
+    if value < 0:
+        raise DataError(f"embed_params_b {text} is negative", file=path, row=row,
+                        column="embed_params_b", fix=EMBED_FIX)
+    if value >= active / 2:
+        raise DataError(f"embed_params_b {text} is not below half of params_active_b "
+                        f"{active:g}, as an untied input embedding is (its LM head, as large, "
+                        "is active too)", file=path, row=row, column="embed_params_b",
+                        fix=EMBED_FIX)
+    return float(value)
 
 
 def _heads(raw: dict, path: str, row: int, column: str, what: str, fix: str) -> int | None:

@@ -168,7 +168,7 @@ def link(hardware_row: dict[str, str], gpus: int) -> str:
 class PairFeatures:
     """What the pair roofline reads from a model card and the hardware table."""
 
-    stream_ms: float   # active weights / (bandwidth x GPUs), at 100% of the bandwidth
+    stream_ms: float   # weights a token reads / (bandwidth x GPUs), at 100% of the bandwidth
     layers: int
     link: str          # single | fabric | pcie
     gpus: int
@@ -205,8 +205,9 @@ def pair_features(card, hardware_row: dict[str, str], gpus: int) -> PairFeatures
         raise DataError(f"no memory bandwidth for {hardware_row.get('hardware', '?')}",
                         file="data/hardware.csv", column="mem_bw_tb_s",
                         fix="fill in mem_bw_tb_s (TB/s per GPU), with its source")
-    # B params x bytes / (TB/s x GPUs): 1e9 / 1e12 s = 1 ms
-    stream = card.params_active_b * card.bytes_per_weight / (bandwidth * gpus)
+    # B params x bytes / (TB/s x GPUs): 1e9 / 1e12 s = 1 ms; the weights a token reads
+    # (read_gb: not an untied input embedding, of which it reads one row)
+    stream = card.read_gb / (bandwidth * gpus)
     return PairFeatures(stream, int(card.layers), link(hardware_row, gpus), gpus, bandwidth)
 
 
@@ -244,7 +245,7 @@ def least_read_ms(card, hardware_row: dict[str, str], gpus: int) -> float | None
     f = read_features(card, hardware_row, gpus)
     if f is None:
         return None
-    return card.params_active_b * LEAST_BITS_PER_WEIGHT / 8 / (f.bandwidth_tb_s * gpus)
+    return card.read_params_b * LEAST_BITS_PER_WEIGHT / 8 / (f.bandwidth_tb_s * gpus)
 
 
 def impossible_step(card, hardware_row: dict[str, str] | None, m) -> tuple[str, str] | None:
@@ -268,7 +269,7 @@ def impossible_step(card, hardware_row: dict[str, str] | None, m) -> tuple[str, 
     bandwidth = float(hardware_row["mem_bw_tb_s"]) * m.gpus
     return (f"step {step:.3g} ms ({m.tok_s:g} tok/s at accept {accept:g}"
             + (f", {m.concurrency} streams" if m.concurrency > 1 else "")
-            + f") is shorter than reading {card.model}'s {card.params_active_b:.3g}B active "
+            + f") is shorter than reading {card.model}'s {card.read_params_b:.3g}B active "
             f"weights at {LEAST_BITS_PER_WEIGHT:g} bits per weight ({LEAST_QUANTISATION}) "
             f"over {m.gpus} x {m.hardware} ({bandwidth:.3g} TB/s): "
             f"{least:.3g} ms; no deployment runs that fast",

@@ -1,0 +1,92 @@
+"""A token reads one row of an untied input embedding, not all of it (docs/model.md, "The
+weights a step reads").
+
+Model cards count the whole input embedding among the active parameters (as published totals
+do), but a decode step looks up one row of it per token; the LM head, which it multiplies
+whole, is a separate matrix when the two are untied. The card's ``embed_params_b`` (vocab x
+hidden when untied, 0 when tied, blank unknown) is taken off the weights a step reads and its
+FLOPs. Figures counted by hand below.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ddtree_bayes.core import pairs as CP
+from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.model_cards import (
+    ModelCard,
+    flop_ms_per_token,
+    load_model_cards,
+)
+
+FIX = Path(__file__).resolve().parent / "fixtures" / "cards"
+H100 = {"hardware": "h100", "mem_bw_tb_s": "3.35", "interconnect": "NVLink4",
+        "dense_bf16_tflops": "989"}
+RTX_4090 = {"hardware": "rtx-4090", "mem_bw_tb_s": "1.008", "interconnect": "PCIe Gen4"}
+
+#: Llama-3.1-8B: 8,030,261,248 parameters (tests/test_cards.py counts them), of which the
+#: untied input embedding 128256 x 4096 = 525,336,576
+LLAMA_PARAMS, LLAMA_EMBED = 8_030_261_248, 128_256 * 4_096
+#: Qwen3-14B AWQ (tests/test_cards.py test_qwen3_14b_awq_by_hand): 14,768,307,200 parameters,
+#: 9,976,576,000 bytes; its untied input embedding 151936 x 5120 = 777,912,320 weights kept
+#: at 16 bits (AWQ quantises the decoder's linear layers only)
+QWEN_PARAMS, QWEN_BYTES, QWEN_EMBED = 14_768_307_200, 9_976_576_000, 151_936 * 5_120
+
+
+def card_text(row: dict[str, str]) -> str:
+    header = list(row)
+    quoted = [f'"{row[h]}"' if "," in row[h] else row[h] for h in header]
+    return ",".join(header) + "\n" + ",".join(quoted) + "\n"
+
+
+#: Llama-3.1-8B's card (data/models.csv) with its embed_params_b
+LLAMA = ModelCard("llama-3.1-8b-instruct", 8.03, 8.03, 32, None, None, 2.0, "bf16", "s",
+                  hidden_size=4096, embed_params_b=0.5253)
+
+
+def test_llama_31_8b_bf16_reads_its_layers_and_lm_head_not_its_embedding():
+    # read: 8,030,261,248 - 525,336,576 = 7,504,924,672 weights x 2 B = 15.0098 GB; the
+    # card's 4-decimal billions: (8.03 - 0.5253) x 2 = 15.0094 GB, 6.5% below 16.06
+    assert LLAMA_PARAMS - LLAMA_EMBED == 7_504_924_672
+    assert round(LLAMA_EMBED / 1e9, 4) == 0.5253
+    card = load_model_cards("m.csv", (
+        "model,params_total_b,params_active_b,layers,hidden_size,experts,experts_topk,"
+        "bytes_per_weight,compute_dtype,source,embed_params_b\n"
+        "llama-3.1-8b-instruct,8.03,8.03,32,4096,,,2,bf16,s,0.5253\n"))["llama-3.1-8b-instruct"]
+    assert card == LLAMA
+    assert card.read_gb == pytest.approx((8.03 - 0.5253) * 2)
+    assert card.read_gb == pytest.approx(2 * (LLAMA_PARAMS - LLAMA_EMBED) / 1e9, rel=1e-4)
+    # on one H100 (3.35 TB/s): 15.0094 / 3.35 = 4.4804 ms at the peak, not 16.06 / 3.35 = 4.794
+    f = CP.pair_features(card, H100, 1)
+    assert f.stream_ms == pytest.approx(15.0094 / 3.35)
+    # FLOPs: 2 x 7.5047e9 = 15.0094 GFLOP a token; at 989 TFLOPS: 0.015176 ms
+    assert card.flops_per_token == pytest.approx(2 * 7.5047e9)
+    assert flop_ms_per_token(card, H100, 1)[0] == pytest.approx(2 * 7.5047e9 / 989e12 * 1e3)
+    # the least read (Q1_0's 1.125 bits a weight): 7.5047e9 x 1.125 / 8 / 3.35e12 = 0.31503 ms
+    assert CP.least_read_ms(card, H100, 1) == pytest.approx(7.5047 * 1.125 / 8 / 3.35)
+
+
+def test_a_card_that_does_not_say_reads_as_before():
+    # blank embed_params_b: unknown, every active weight read (16.06 GB for 8.03 B at 2 B)
+    card = ModelCard("l", 8.03, 8.03, 32, None, None, 2.0, "bf16", "s")
+    assert card.embed_params_b is None and card.read_gb == pytest.approx(16.06)
+    assert card.flops_per_token == pytest.approx(16.06e9)
+    tied = ModelCard("g", 27.0, 27.0, 62, None, None, 2.0, "bf16", "s", embed_params_b=0.0)
+    assert tied.read_gb == pytest.approx(54.0)   # tied: the LM head reads it whole
+
+
+@pytest.mark.parametrize(("cell", "said"), [
+    ("525.3", "is not below half of params_active_b 8.03"),
+    ("-0.5", "is negative"),
+    ("x", "")])
+def test_a_bad_embed_params_b_is_one_line_naming_the_cell(cell, said):
+    text = ("model,params_total_b,params_active_b,layers,experts,experts_topk,bytes_per_weight,"
+            f"compute_dtype,source,embed_params_b\nm,8.03,8.03,32,,,2,bf16,s,{cell}\n")
+    with pytest.raises(DataError) as err:
+        load_model_cards("data/models.csv", text)
+    line = str(err.value)
+    assert "\n" not in line and line.startswith("data/models.csv, row 2, column 'embed_params_b'")
+    assert said in line
