@@ -80,14 +80,18 @@ def test_qwen3_14b_awq_by_hand():
       = 14,768,307,200 (Qwen's 14.8 B; 13.2 B non-embedding)
     bytes: the 40 x 330,301,440 linear weights at 4 + (16 + 4) / 128 bits = 0.51953125 B
       (6,864,076,800) + the embeddings and norms at 2 B (3,112,499,200) = 9,976,576,000
-      / 14,768,307,200 = 0.6755 B/weight (dense: active = the whole file)
+      / 14,768,307,200 = 0.6755 B/weight, the whole file (dense: active = the whole file)
+    read: a token reads one row of the untied input embedding, so a step reads 9,976,576,000 -
+      2 x 777,912,320 = 8,420,751,360 bytes of 13,990,394,880 weights: 0.6019 B/weight
     KV 2 x 40 layers x 8 x 128 x 2 B = 163,840 per token."""
     d = derive("qwen3-14b-awq")
     assert d.facts["params_total"] == d.facts["params_active"] == 14_768_307_200
     assert d.facts["embedding_params"] == d.facts["lm_head_params"] == 777_912_320
-    assert d.facts["params_total"] * d.facts["bytes_per_weight"] == pytest.approx(
+    assert d.facts["params_total"] * d.facts["file_bytes_per_weight"] == pytest.approx(
         9_976_576_000, rel=1e-6)
-    assert (d.card["params_total_b"], d.card["bytes_per_weight"]) == ("14.7683", "0.6755")
+    assert (d.facts["read_params"], d.facts["read_bytes"]) == (13_990_394_880, 8_420_751_360)
+    assert (d.card["params_total_b"], d.card["bytes_per_weight"]) == ("14.7683", "0.6019")
+    assert (d.card["file_bytes_per_weight"], d.card["embed_params_b"]) == ("0.6755", "0.7779")
     assert (d.card["kv_bytes_per_token"], d.card["q_heads"], d.card["kv_heads"]) == (
         "163840", "40", "8")
     assert (d.card["compute_dtype"], d.card["max_context_tokens"]) == ("bf16", "40960")
@@ -149,8 +153,11 @@ def test_deepseek_v3_mla_shared_experts_fp8_and_mtp():
     # 396,458,496 bytes; an expert 44,050,944 bytes. Active bytes (experts at 8/256):
     # 4 x 926,679,040 + 2 x 7,168 + 61 x (187,151,072 + 2 x 16,384) + 3 x 396,458,496
     #   + 58 x (9 x 44,050,944 + 2 x 1,835,264) = 39,521,803,616
-    # -> 39,521,803,616 / 37,552,297,472 = 1.0524 B/weight (the file: 1.0032)
-    assert d.card["bytes_per_weight"] == "1.0524"
+    # -> 39,521,803,616 / 37,552,297,472 = 1.0524 B/weight (the file: 1.0032); a step reads
+    # one row of the bf16 input embedding: (39,521,803,616 - 2 x 926,679,040) /
+    # 36,625,618,432 = 37,668,445,536 / 36,625,618,432 = 1.0285 B/weight
+    assert d.facts["read_bytes"] == 39_521_803_616 - 2 * 926_679_040
+    assert (d.card["bytes_per_weight"], d.card["embed_params_b"]) == ("1.0285", "0.9267")
     assert d.facts["file_bytes_per_weight"] == pytest.approx(673_150_582_112 / 671_026_419_200)
     assert d.card["compute_dtype"] == "fp8"   # activation_scheme dynamic: fp8 matmuls
     # the MTP layer (num_nextn_predict_layers 1): eh_proj 7168 x 14336 = 102,760,448, enorm,
@@ -208,9 +215,10 @@ def test_deepseek_v32_counts_the_lightning_indexer_and_caches_its_keys():
     # FP8 (128x128 blocks), as V3: the indexer's wq_b 12,582,912 + 4 x 64 x 12 scale bytes
     # = 12,585,984; wk 917,504 + 4 x 1 x 56 = 917,728; k_norm 512 and weights_proj 917,504
     # bytes at bf16 -> 14,421,728 bytes a layer; active bytes V3's 39,521,803,616
-    # + 61 x 14,421,728 = 40,401,529,024 / 38,403,822,336 = 1.0520
+    # + 61 x 14,421,728 = 40,401,529,024 / 38,403,822,336 = 1.0520; a step reads one row of
+    # the bf16 input embedding: (40,401,529,024 - 2 x 926,679,040) / 37,477,143,296 = 1.0286
     wb = weight_bytes(*_shape_and_scheme("deepseek-v3.2"))
-    assert wb.active_bytes == 40_401_529_024 and d.card["bytes_per_weight"] == "1.052"
+    assert wb.active_bytes == 40_401_529_024 and d.card["bytes_per_weight"] == "1.0286"
     # the file (main model): V3's 673,150,582,112 + 879,725,408 = 674,030,307,520 bytes
     assert wb.total_bytes == 674_030_307_520
 
@@ -244,8 +252,10 @@ def test_qwen3_coder_next_gdn_hybrid_in_nvfp4():
     # 2 x 2 x 311,164,928 + 2 x 2,048 + 36 x 2 x 33,718,464 (GDN)
     #   + 12 x (15,335,456 + 2 x 512)                 (NVFP4 q/k/v/o, bf16 q/k norms)
     #   + 48 x (11 x 1,769,496 + 2 x (1,048,576 + 2,048 + 4,096))   (experts, router, gate, norms)
-    #   = 4,891,977,984 -> / 3,874,929,408 = 1.2625 (the file: 0.5965)
-    assert d.card["bytes_per_weight"] == "1.2625"
+    #   = 4,891,977,984 -> / 3,874,929,408 = 1.2625 (the file: 0.5965); a step reads one
+    # row of the bf16 input embedding: (4,891,977,984 - 2 x 311,164,928) / 3,563,764,480
+    #   = 1.1981
+    assert d.card["bytes_per_weight"] == "1.1981"
     assert d.facts["file_bytes_per_weight"] == pytest.approx(47_529_753_600 / 79_674_391_296)
     assert d.card["compute_dtype"] == "fp4"   # fp4 input activations: W4A4
 
@@ -305,9 +315,10 @@ def test_qwen35_gdn_projections_carry_the_checkpoints_names(tmp_path):
     # full layer: q, k, v, o 58,982,432 + q/k norms 1,024 + MLP 150,405,144 + norms 20,480
     #   = 209,409,080
     # 48 x 382,177,752 + 16 x 209,409,080 + 4 x 1,271,398,400 + 10,240 = 26,780,681,216
-    #   / 26,895,998,464 = 0.9957
+    #   / 26,895,998,464 = 0.9957; less the bf16 input embedding a step reads one row of:
+    #   (26,780,681,216 - 2 x 1,271,398,400) / 25,624,600,064 = 0.9459
     d = derive_path(_qwen35_27b_with(nvfp4, tmp_path))
-    assert d.card["bytes_per_weight"] == "0.9957"
+    assert d.card["bytes_per_weight"] == "0.9459"
     # the official FP8 export keeps in_proj_a and in_proj_b (its modules_to_not_convert)
     fp8 = {"quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic",
            "weight_block_size": [128, 128],
@@ -511,9 +522,11 @@ def test_gpt_oss_20b_in_mxfp4():
     wb = weight_bytes(*_shape_and_scheme("gpt-oss-20b"))
     assert wb.total_bytes == 13_761_264_768
     # active: 24 x (2 x (26,550,144 + 92,192 + 4 x 8,640 + 5,760) + 4 x 13,219,200)
-    #   + 4 x 579,133,440 + 5,760 = 4,866,350,208 / 4,187,440,704 = 1.1621
+    #   + 4 x 579,133,440 + 5,760 = 4,866,350,208 / 4,187,440,704 = 1.1621; a step reads one
+    #   row of the bf16 input embedding: (4,866,350,208 - 2 x 579,133,440) / 3,608,307,264
+    #   = 1.0277
     assert wb.active_bytes == 4_866_350_208
-    assert d.card["bytes_per_weight"] == "1.1621"
+    assert d.card["bytes_per_weight"] == "1.0277"
     assert d.card["file_bytes_per_weight"] == "0.658"
     assert d.card["compute_dtype"] == "bf16"   # weights-only quantisation (see the notes)
     assert "MXFP4 experts (e2m1 + e8m0 scale per 32: 4.25 bits)" in d.card["notes"]
@@ -543,8 +556,9 @@ def test_gpt_oss_120b_in_mxfp4():
     wb = weight_bytes(*_shape_and_scheme("gpt-oss-120b"))
     assert wb.total_bytes == 65_248_815_744
     # active: 36 x (2 x (26,550,144 + 368,768 + 4 x 8,640 + 5,760) + 4 x 13,219,200)
-    #   + 4 x 579,133,440 + 5,760 = 6,161,169,024 / 5,711,982,912 = 1.0786
-    assert wb.active_bytes == 6_161_169_024 and d.card["bytes_per_weight"] == "1.0786"
+    #   + 4 x 579,133,440 + 5,760 = 6,161,169,024 / 5,711,982,912 = 1.0786; less the input
+    #   embedding: (6,161,169,024 - 2 x 579,133,440) / 5,132,849,472 = 0.9747
+    assert wb.active_bytes == 6_161_169_024 and d.card["bytes_per_weight"] == "0.9747"
     assert d.card["kv_bytes_per_token"] == str(2 * 18 * 8 * 64 * 2)   # 18 full layers
 
 
@@ -664,9 +678,10 @@ def test_minimax_m2_counts_per_layer_qk_norms_and_sigmoid_routed_experts():
     # 3,146,496 each -> 44,050,944; an expert 3 x (4,718,592 + 4 x 288) = 14,159,232; router,
     # norms, embedding and head bf16. Active: 62 x (44,050,944 + 2 x (7,168 + 786,688 + 6,144)
     # + 8 x 14,159,232) + 2 x 2 x 614,596,608 + 2 x 3,072 = 12,311,730,176 bytes
-    # / 11,030,553,088 = 1.1161
+    # / 11,030,553,088 = 1.1161; less the bf16 input embedding a step reads one row of:
+    # (12,311,730,176 - 2 x 614,596,608) / 10,415,956,480 = 1.0640
     wb = weight_bytes(shape, scheme)
-    assert wb.active_bytes == 12_311_730_176 and d.card["bytes_per_weight"] == "1.1161"
+    assert wb.active_bytes == 12_311_730_176 and d.card["bytes_per_weight"] == "1.064"
     # the file: 230,024,081,408 bytes; the listing's 230,121,630,720 (214.32 GiB) is this
     # + 62 x (786,432 + 256) x 2: its routers stored in fp32, counted here at bf16
     assert wb.total_bytes == 230_024_081_408
@@ -881,6 +896,13 @@ def llama_with(quant: dict) -> tuple[float, float]:
     return wb.total_bytes, wb.active_average
 
 
+def llama_read(quant: dict) -> float:
+    """Llama-3.1-8B's bytes per weight a step reads under ``quant`` (its card's
+    bytes_per_weight): the file less the untied bf16 input embedding (128256 x 4096 =
+    525,336,576 at 2 B), over the 8,030,261,248 - 525,336,576 = 7,504,924,672 weights left."""
+    return (llama_with(quant)[0] - 2 * 525_336_576) / 7_504_924_672
+
+
 def test_awq_int4_g128():
     # quant_method awq (AutoAWQ GEMM, as transformers' AwqConfig writes it): every decoder
     # linear at 4 bits + an fp16 scale and a 4-bit zero per 128 inputs per output:
@@ -1011,11 +1033,16 @@ def test_a_modelopt_checkpoint_is_read_from_its_hf_quant_config(tmp_path):
         "quantization": {"quant_algo": "NVFP4", "kv_cache_quant_algo": "FP8",
                          "group_size": 16, "exclude_modules": ["lm_head"]}}))
     d = derive_path(tmp_path / "m")
-    assert d.card["bytes_per_weight"] == "0.7506" and d.card["compute_dtype"] == "fp4"
+    # the file 6,027,749,120 bytes / 8,030,261,248 = 0.7506; a step reads one row of the
+    # bf16 input embedding: (6,027,749,120 - 2 x 525,336,576) / 7,504,924,672 = 0.6632
+    assert d.card["file_bytes_per_weight"] == "0.7506" and d.card["compute_dtype"] == "fp4"
+    assert d.card["bytes_per_weight"] == "0.6632"
     assert "hf_quant_config.json" in d.card["notes"]
     inline = {**LLAMA, "quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4",
                                                "group_size": 16, "exclude_modules": ["lm_head"]}}
-    assert llama_with(inline["quantization_config"])[1] == pytest.approx(
+    total = llama_with(inline["quantization_config"])[0]
+    assert total == 6_027_749_120
+    assert (total - 2 * 525_336_576) / 7_504_924_672 == pytest.approx(
         d.facts["bytes_per_weight"], abs=1e-6)
 
 
@@ -1315,7 +1342,9 @@ def test_a_quantization_config_inside_text_config_is_read(tmp_path):
              + 60 x (2,752,896 + 9 x 44,040,192) = 32,861,500,928
     routed experts int4 + a bf16 scale per 32 inputs: 4.5 bits, 24,772,608 bytes each;
     everything else bf16. Active bytes = 2 x (32,861,500,928 - 60 x 8 x 44,040,192)
-             + 60 x 8 x 24,772,608 = 35,335,269,376 -> 1.0753 B/weight
+             + 60 x 8 x 24,772,608 = 35,335,269,376 -> 1.0753 B/weight; a step reads one
+             row of the bf16 input embedding: 32,986,459,136 bytes of 31,687,095,808
+             weights -> 1.0410 B/weight
     file = 2 x (1,026,408,232,448 - 60 x 384 x 44,040,192) + 60 x 384 x 24,772,608
          = 594,205,305,856 bytes -> 0.5789 B/weight (Kimi-K2-Thinking's int4 checkpoint, the
          same scheme on the same shapes: 594 GB)"""
@@ -1325,10 +1354,10 @@ def test_a_quantization_config_inside_text_config_is_read(tmp_path):
     d = card_files.derive_from_hf_config(tmp_path / "k", name="kimi-k2.6-int4")
     assert d.facts["params_total"] == 1_026_408_232_448
     assert d.facts["params_active"] == 32_861_500_928
-    assert d.facts["bytes_per_weight"] == pytest.approx(35_335_269_376 / 32_861_500_928)
+    assert d.facts["bytes_per_weight"] == pytest.approx(32_986_459_136 / 31_687_095_808)
     assert d.facts["file_bytes_per_weight"] == pytest.approx(
         594_205_305_856 / 1_026_408_232_448)
-    assert (d.card["bytes_per_weight"], d.card["file_bytes_per_weight"]) == ("1.0753", "0.5789")
+    assert (d.card["bytes_per_weight"], d.card["file_bytes_per_weight"]) == ("1.041", "0.5789")
     assert d.card["compute_dtype"] == "bf16"   # weights only: int4 dequantised in the kernel
     # the same config with the quantisation at the top level is the same card
     flat = {**cfg["text_config"]}
@@ -1452,7 +1481,10 @@ def test_a_float32_checkpoint_is_priced_as_the_16_bit_weights_engines_serve(tmp_
     awq = {**cfg, "torch_dtype": "float32", "quantization_config": {
         "quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True}}
     (tmp_path / "m" / "config.json").write_text(json.dumps(awq))
-    assert derive_path(tmp_path / "m").card["bytes_per_weight"] == "0.7133"   # as in bf16
+    # as in bf16 (test_awq_int4_g128: the file 0.7133); a step reads one row of the input
+    # embedding: (5,727,854,592 - 2 x 525,336,576) / 7,504,924,672 = 0.6232
+    awq_card = derive_path(tmp_path / "m").card
+    assert (awq_card["bytes_per_weight"], awq_card["file_bytes_per_weight"]) == ("0.6232", "0.7133")
     given = card_files.derive_from_hf_config(tmp_path / "m", bytes_per_weight=4.0)
     assert given.card["bytes_per_weight"] == "4"
     head = json.loads((FIX / "llama3-8b-eagle3" / "config.json").read_text())
@@ -1637,7 +1669,10 @@ def test_gguf_bytes_per_weight_is_the_true_average(gguf_file, quick_hash):
     # for Llama-3.1-8B (tools/quantize/README.md), the bundled qwen3.8-27b-q4_k_m card's 0.6118
     assert d.facts["params_total"] == 8_030_261_248
     assert d.facts["file_bytes_per_weight"] == pytest.approx(4_912_898_048 / 8_030_261_248)
-    assert d.card["bytes_per_weight"] == "0.6118"
+    # a step reads one row of the Q4_K token_embd: 4,617,396,224 bytes over 7,504,924,672
+    # weights, 0.615249 B (the draft-model test below: the same read)
+    assert (d.card["bytes_per_weight"], d.card["file_bytes_per_weight"]) == ("0.6152", "0.6118")
+    assert d.facts["read_bytes"] == 4_617_396_224 and d.card["embed_params_b"] == "0.5253"
     assert round(d.facts["file_bytes_per_weight"] * 8, 4) == 4.8944
     assert d.facts["tensor_types"] == ["Q4_K", "Q6_K"]
     assert (d.card["model"], d.card["layers"], d.card["kv_bytes_per_token"]) == (
@@ -1744,14 +1779,16 @@ def test_a_gguf_moe_counts_its_routed_experts_at_their_own_bytes(tmp_path, quick
     each, down Q6_K 8 x 65,536 -> 8 x 53,760; 2 of 8 active: 393,216 weights, 254,976 bytes.
     Embedding Q4_K 256,000 -> 144,000, output Q6_K 256,000 -> 210,000, output_norm 1,024:
     active 2 x 559,616 + 512,256 = 1,631,488 weights, 2 x 361,600 + 355,024 = 1,078,224
-    bytes -> 0.660884 B/weight; total 1,631,488 + 2 x 6 x 3 x 65,536 = 3,990,784."""
+    bytes -> 0.660884 B/weight; total 1,631,488 + 2 x 6 x 3 x 65,536 = 3,990,784. A step
+    reads one row of the untied token_embd: 934,224 bytes of 1,375,488 weights, 0.679195."""
     importlib.import_module("gguf")
     path, _ = _tiny_moe_gguf(tmp_path / "moe-tiny.gguf", {"qwen3moe.expert_count": 8,
                                                           "qwen3moe.expert_used_count": 2})
     d = card_files.derive_from_gguf(path)
     assert d.facts["params_active"] == 1_631_488
     assert d.facts["params_total"] == 3_990_784
-    assert d.facts["bytes_per_weight"] == pytest.approx(1_078_224 / 1_631_488, abs=1e-6)
+    assert d.facts["bytes_per_weight"] == pytest.approx(934_224 / 1_375_488, abs=1e-6)
+    assert (d.facts["read_bytes"], d.card["embed_params_b"]) == (934_224, "0.0003")
     assert (d.card["experts"], d.card["experts_topk"]) == ("8", "2")
 
 
@@ -1899,7 +1936,8 @@ def test_issue_21_card_add_then_the_fit_has_its_card(tmp_path):
 
     hw = hardware_table(workdir=tmp_path).rows["rtx-4090"]
     f = pair_features(card_for(cards_now, "my-model"), {"hardware": "rtx-4090", **hw}, 1)
-    assert f.stream_ms == pytest.approx(3.3530 * 2 / 1.008)   # B params x B/weight / TB/s
+    # B params a token reads (less the untied input embedding, 151936 x 2048) x B/weight / TB/s
+    assert f.stream_ms == pytest.approx((3.3530 - 0.3112) * 2 / 1.008)
 
 
 def test_the_weights_fit_check_reads_the_files_bytes_not_the_active_average(tmp_path):
@@ -1923,7 +1961,9 @@ def test_the_weights_fit_check_reads_the_files_bytes_not_the_active_average(tmp_
     assert code == 0, err
     d = derive_path(tmp_path / "m")
     wb_file, wb_active = d.facts["file_bytes_per_weight"], d.facts["bytes_per_weight"]
-    assert round(wb_active, 2) == 0.80 and round(wb_file, 2) == 0.55
+    # the average over what a token reads (the bf16 head on 3.04 B read: 2,682,286,080 -
+    # 2 x 311,164,928 bytes over 3,353,032,704 - 311,164,928 weights): 0.68; the file's 0.55
+    assert round(wb_active, 2) == 0.68 and round(wb_file, 2) == 0.55
     card = load_model_cards(tmp_path / "data" / "models.csv")["q30-awq"]
     assert card.file_bytes_per_weight == pytest.approx(wb_file, abs=1e-4)
     assert card.weights_gb == pytest.approx(30.5321 * wb_file, rel=1e-4)      # 16.8 GB
@@ -2154,9 +2194,10 @@ def test_layer_types_that_disagree_with_the_model_are_refused(tmp_path, fixture,
 def test_gguf_on_the_command_line(tmp_path, gguf_file, quick_hash):
     code, out, err = cli(tmp_path, "--gguf", str(gguf_file), "--name", "llama8b-q4km")
     assert code == 0, err
-    assert "0.6118 over the active weights" in out and "Q4_K, Q6_K" in out
-    assert load_model_cards(tmp_path / "data" / "models.csv")["llama8b-q4km"].bytes_per_weight \
-        == pytest.approx(0.6118)
+    assert ("0.6152 over the weights a token reads, not the input embedding (the whole file: "
+            "0.6118)") in out and "Q4_K, Q6_K" in out
+    card = load_model_cards(tmp_path / "data" / "models.csv")["llama8b-q4km"]
+    assert (card.bytes_per_weight, card.embed_params_b) == (0.6152, 0.5253)
 
 
 @pytest.mark.parametrize(("argv", "fragment"), [
@@ -2525,6 +2566,7 @@ def test_hand_written_parameters_far_from_their_layers_are_refused():
     # a 2-layer, 768-wide model with a 128k vocabulary (0.216 B, 15x the formula): read
     tiny = llama.replace("llama-3.1-8b-instruct,8.03,8.03,32,4096,", "tiny,0.2159,0.2159,2,768,")
     tiny = tiny.replace(",131072,", ",6144,")   # (its cache: K and V of 768 wide, 2 layers, bf16)
+    tiny = tiny.replace(",0.5253,", ",0.0985,")  # (its input embedding: 128256 x 768)
     assert load_model_cards("models.csv", f"{header}\n{tiny}\n")["tiny"].params_active_b == 0.2159
     # the total alone written in millions: 1000x its active
     total = llama.replace("8.03,8.03,32,4096,", "8030,8.03,32,4096,")
@@ -2765,7 +2807,8 @@ def test_a_given_bytes_per_weight_is_printed_as_standing_for_every_weight(tmp_pa
     assert round(card.weights_gb, 2) == 4.52
     # without the flag the derived figures print as before
     code, out, _ = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8b")
-    assert "  bytes per weight  2 over the active weights (the whole file: 2)\n" in out
+    assert ("  bytes per weight  2 over the weights a token reads, not the input embedding (the "
+            "whole file: 2)\n") in out
 
 
 def kv_columns(derived) -> tuple[str, str, str]:
@@ -3022,14 +3065,14 @@ def test_a_compression_config_is_read_as_vllm_reads_it(tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps({**LLAMA, "compression_config": FP8_KV}))
     old = derive_path(folder)
-    assert old.facts["bytes_per_weight"] == pytest.approx(llama_with(FP8_KV)[1], abs=1e-6)
+    assert old.facts["bytes_per_weight"] == pytest.approx(llama_read(FP8_KV), abs=1e-6)
     assert old.facts["bytes_per_weight"] < 1.2 and old.card["kv_cache_bits"] == ""
     awq = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True,
            "version": "gemm"}
     (folder / "config.json").write_text(json.dumps({**LLAMA, "compression_config": FP8_KV,
                                                     "quantization_config": awq}))
     assert derive_path(folder).facts["bytes_per_weight"] == pytest.approx(
-        llama_with(awq)[1], abs=1e-6)
+        llama_read(awq), abs=1e-6)
 
 
 _CT = "compressed-tensors"

@@ -10,6 +10,7 @@ FLOPs. Figures counted by hand below.
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -21,6 +22,8 @@ from ddtree_bayes.core.model_cards import (
     flop_ms_per_token,
     load_model_cards,
 )
+from ddtree_bayes.core.row_notes import weights_read_ms
+from ddtree_bayes.workflows import card_files
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "cards"
 H100 = {"hardware": "h100", "mem_bw_tb_s": "3.35", "interconnect": "NVLink4",
@@ -76,6 +79,48 @@ def test_a_card_that_does_not_say_reads_as_before():
     assert card.flops_per_token == pytest.approx(16.06e9)
     tied = ModelCard("g", 27.0, 27.0, 62, None, None, 2.0, "bf16", "s", embed_params_b=0.0)
     assert tied.read_gb == pytest.approx(54.0)   # tied: the LM head reads it whole
+
+
+def test_card_add_qwen3_14b_awq_reads_8_42_gb_not_9_98():
+    """The AWQ file keeps the 777,912,320-weight input embedding at 2 B: the step reads
+    9,976,576,000 - 2 x 777,912,320 = 8,420,751,360 bytes over 14,768,307,200 - 777,912,320
+    = 13,990,394,880 weights, 0.60190 B each (the file: 0.6755); priced at 9.98 GB before,
+    18.5% over."""
+    read_bytes = QWEN_BYTES - 2 * QWEN_EMBED
+    read_params = QWEN_PARAMS - QWEN_EMBED
+    assert (read_bytes, read_params) == (8_420_751_360, 13_990_394_880)
+    d = card_files.derive_from_hf_config(FIX / "qwen3-14b-awq")
+    assert (d.facts["read_params"], d.facts["read_bytes"]) == (read_params, read_bytes)
+    assert d.card["embed_params_b"] == "0.7779"
+    assert (d.card["bytes_per_weight"], d.card["file_bytes_per_weight"]) == ("0.6019", "0.6755")
+    card = load_model_cards("m.csv", card_text(d.card))["qwen3-14b-awq"]
+    # (14.7683 - 0.7779) x 0.6019 = 8.42082 GB against 8.42075 exactly (4-decimal cells)
+    assert card.read_gb == pytest.approx(read_bytes / 1e9, rel=2e-5)
+    # the whole file is what the GPU holds: 14.7683 x 0.6755 = 9.976 GB
+    assert card.weights_gb == pytest.approx(QWEN_BYTES / 1e9, rel=1e-4)
+    # a 104 tok/s AR row on one RTX 4090 (1.008 TB/s): 9.615 ms a step, above the 8.354 ms
+    # read (8.4208 / 1.008), no longer below the 9.90 ms the whole active bytes took
+    read = weights_read_ms(card, RTX_4090, 1)
+    assert read == pytest.approx(8.42082 / 1.008, rel=1e-4)
+    assert read < 1000 / 104 < QWEN_BYTES / 1e9 / 1.008
+
+
+def test_card_add_says_tied_embeddings_zero_and_a_gguf_its_own_bytes(tmp_path):
+    d = card_files.derive_from_hf_config(FIX / "gemma-3-27b-it")
+    assert d.facts["tied_embeddings"] is True and d.card["embed_params_b"] == "0"
+    assert d.facts["read_params"] == d.facts["params_active"]
+    import gguf_fixture
+
+    # the synthetic Llama-3.1-8B Q4_K_M: token_embd Q4_K (144 bytes per 256 weights), untied
+    # (output.weight Q6_K): the read leaves out 525,336,576 x 144 / 256 = 295,501,824 bytes
+    path = gguf_fixture.write(tmp_path / "llama.gguf")
+    g = card_files.derive_from_gguf(path, name="llama-q4")
+    assert g.card["embed_params_b"] == "0.5253"
+    assert g.facts["read_params"] == LLAMA_PARAMS - LLAMA_EMBED
+    size = {"Q4_K": 144 / 256, "Q6_K": 210 / 256, "F32": 4.0}   # bytes a weight (ggml blocks)
+    whole = sum(math.prod(shape) * size[kind] for _, shape, kind in gguf_fixture.tensors())
+    assert whole / LLAMA_PARAMS * 8 == pytest.approx(4.8944, abs=1e-4)   # llama.cpp's figure
+    assert g.facts["read_bytes"] == whole - LLAMA_EMBED * 144 / 256
 
 
 @pytest.mark.parametrize(("cell", "said"), [

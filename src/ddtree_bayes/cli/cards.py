@@ -63,7 +63,9 @@ def _facts_lines(name: str, source: str, facts: dict, card: dict, drafters: list
         + ("" if own == facts["bytes_per_weight"] else f" (the file's own: {own:.4g})"))
     lines += [f"  weights           {facts['storage']}",
               f"  bytes per weight  {card['bytes_per_weight']} "
-              + (given or f"over the active weights (the whole file: {own:.4g})"),
+              + (given or "over the weights a token reads"
+                 + ("" if facts["tied_embeddings"] else ", not the input embedding")
+                 + f" (the whole file: {own:.4g})"),
               f"  compute dtype     {card['compute_dtype']}"]
     if facts.get("max_context_tokens"):
         lines.append(f"  context           up to {facts['max_context_tokens']:,} tokens "

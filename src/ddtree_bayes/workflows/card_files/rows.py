@@ -94,9 +94,16 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         kv_bytes = None if kv_bytes is None else int(kv_bytes * bits) // 16
         kv_window = None if kv_window is None else int(kv_window * bits) // 16
         kv_formula = kv_formula and f"{kv_formula} x {bits:g}/16"
-    bpw = bytes_per_weight if bytes_per_weight is not None else wb.active_average
     dtype = compute_dtype or scheme.compute_dtype
     embed, head = shape.by_kind("embedding"), shape.by_kind("lm_head")
+    # an untied input embedding: counted among the active parameters (as published totals
+    # count it), but a token reads one row of it; tied, it is the LM head, read whole
+    unread = [] if shape.tied_embeddings else [
+        t for t in shape.tensors if t.kind == "embedding" and not t.mtp]
+    unread_params = sum(t.params * t.active for t in unread)
+    read_params = wb.active_params - unread_params
+    read_bytes = wb.active_bytes - sum(scheme.nbytes(t) * t.count * t.active for t in unread)
+    bpw = bytes_per_weight if bytes_per_weight is not None else read_bytes / read_params
     moe = bool(shape.experts)
     how = (f"DERIVED by `ddtree-bayes card add` from the tensor shapes: total {wb.total_params:,} "
            f"parameters (input embedding {embed:,}, "
@@ -104,14 +111,20 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
            + f", {shape.layers} layers); active {wb.active_params:,.0f} = every weight a token "
            "uses" + (f", routed experts at {shape.experts_topk}/{shape.experts}" if moe else "")
            + ", the input embedding counted whole (as the bundled cards and most published "
-           "totals count it; some, such as gpt-oss's model card, leave it out of active)")
+           "totals count it; some, such as gpt-oss's model card, leave it out of active); "
+           + ("embed_params_b 0: the embedding is tied to the lm_head, which every token reads "
+              "whole" if shape.tied_embeddings else
+              f"embed_params_b {_b(unread_params)}: the untied input embedding, of which a token "
+              f"reads one row, so a step reads and multiplies {read_params:,.0f} of them"))
     quant = (f"bytes_per_weight {_bpw(bpw)} GIVEN by the user (--bytes-per-weight) for every "
              f"weight of the file: {scheme.unread}, which card add does not read"
              if scheme.unread else
              f"bytes_per_weight given by --bytes-per-weight ({_bpw(bpw)}); the file's own "
              f"average {_bpw(wb.file_average)}" if bytes_per_weight is not None else
-             f"DERIVED: bytes_per_weight {_bpw(bpw)} = {scheme.label}, averaged over the active "
-             f"weights (the whole file: {_bpw(wb.file_average)} B/weight)")
+             f"DERIVED: bytes_per_weight {_bpw(bpw)} = {scheme.label}, averaged over the "
+             f"weights a token reads ({read_bytes:,.0f} bytes: the active weights"
+             + ("" if shape.tied_embeddings else " less the untied input embedding")
+             + f"; the whole file: {_bpw(wb.file_average)} B/weight)")
     notes = [how, quant]
     if kv_formula:
         notes.append(f"DERIVED: kv = {kv_formula}")
@@ -154,7 +167,10 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
         "q_heads": str(shape.q_heads) if shape.q_heads else "",
         # the bits a value of kv_bytes_per_token takes: the cache the checkpoint declares;
         # blank when it declares none (bf16's 16 is taken)
-        "kv_cache_bits": "" if bits is None else f"{bits:g}"}
+        "kv_cache_bits": "" if bits is None else f"{bits:g}",
+        # the input embedding a token reads one row of (untied), subtracted from the weights
+        # a step reads and from its FLOPs; 0 when tied to the lm_head (read whole)
+        "embed_params_b": "0" if shape.tied_embeddings else _b(unread_params)}
     facts = {"architecture": shape.architecture, "params_total": wb.total_params,
              "params_active": round(wb.active_params), "embedding_params": embed,
              "lm_head_params": head, "tied_embeddings": shape.tied_embeddings,
@@ -164,6 +180,7 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
              "attention": shape.attention, "kv_bytes_per_token": kv_bytes,
              "kv_formula": kv_formula, "kv_cache_bits": bits, "storage": scheme.label,
              "bytes_per_weight": round(bpw, 6), "file_bytes_per_weight": round(wb.file_average, 6),
+             "read_params": round(read_params), "read_bytes": round(read_bytes),
              "compute_dtype": dtype, "mtp_layers": shape.mtp_layers,
              "max_context_tokens": shape.max_context_tokens,
              "recurrent_layers": shape.recurrent_layers, "kv_heads": shape.kv_heads,
