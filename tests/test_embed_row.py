@@ -22,6 +22,7 @@ from ddtree_bayes.core.model_cards import (
     flop_ms_per_token,
     load_model_cards,
 )
+from ddtree_bayes.core.paths import bundled
 from ddtree_bayes.core.row_notes import weights_read_ms
 from ddtree_bayes.workflows import card_files
 
@@ -135,3 +136,31 @@ def test_a_bad_embed_params_b_is_one_line_naming_the_cell(cell, said):
     line = str(err.value)
     assert "\n" not in line and line.startswith("data/models.csv, row 2, column 'embed_params_b'")
     assert said in line
+
+
+#: Per bundled card: (vocab_size, hidden_size) of its untied input embedding, as the source
+#: named in its notes gives them; 0 where its active parameters do not count it (DeepSeek's 37 B:
+#: "36.6B (including 0.9B for the output Head)", README_WEIGHTS.md); None where the card leaves
+#: embed_params_b blank (Gemma 4 12B: not found in a stored source; tied, it would be 0 too)
+BUNDLED = {
+    "llama-3.1-8b-instruct": (128_256, 4_096), "llama-3.3-70b-instruct": (128_256, 8_192),
+    "qwen3-8b": (151_936, 4_096), "qwen3-30b-a3b": (151_936, 2_048),
+    "deepseek-r1": 0.0, "kimi-k2.6": (163_840, 7_168),
+    "kimi-k2.5-w4a8": (163_840, 7_168), "glm-5": (154_880, 6_144),
+    "qwen3.5-397b-a17b": (248_320, 4_096),
+    "qwen3.8-27b": (248_320, 5_120), "qwen3.8-27b-q8_0": (248_320, 5_120),
+    "qwen3.8-27b-q4_k_m": (248_320, 5_120), "qwen3.5-27b-q4_k_m": (248_320, 5_120),
+    "qwen3.6-27b-q4_k_m": (248_320, 5_120), "qwen3.6-27b-q5_k_xl": (248_320, 5_120),
+    "gemma-4-12b-it": None}
+
+
+def test_every_bundled_card_says_its_input_embedding():
+    cards = load_model_cards(bundled("models.csv"))
+    assert set(cards) == set(BUNDLED)
+    own = cards["llama-3.1-8b-instruct"]
+    assert (own.params_active_b, own.embed_params_b, own.bytes_per_weight) == (8.03, 0.5253, 2)
+    for name, shape in BUNDLED.items():
+        want = shape if not isinstance(shape, tuple) else round(shape[0] * shape[1] / 1e9, 4)
+        assert cards[name].embed_params_b == want, name
+    # Kimi K2.6: 163840 x 7168 = 1.1744 B of its 32 B (3.7%)
+    assert cards["kimi-k2.6"].read_params_b == pytest.approx(32 - 1.1744)

@@ -32,27 +32,34 @@ from test_cli_support import fitted_inputs, run_cli, write_point_mass_fit
 
 HW = load_hardware(bundled("hardware.csv"))
 CARDS = load_model_cards(bundled("models.csv"))
+#: billions of parameters a token reads: the active ones less the untied input embedding, of
+#: which it reads one row (Llama-3.1-8B 128256 x 4096, Qwen3-8B 151936 x 4096, Kimi K2.6
+#: 163840 x 7168: the cards' embed_params_b)
+LLAMA_READ, QWEN8_READ, KIMI_READ = 8.03 - 0.5253, 8.19 - 0.6223, 32 - 1.1744
 PRIORS = load_priors(bundled("priors.toml"))
 
 
 # ------------------------------------------------------------------ the pair roofline by hand
 def test_pair_features_and_roofline_step_by_hand():
-    # Llama-3.1-8B: 8.03e9 params x 2 bytes over one H100's 3.35 TB/s = 4.7940 ms at the peak
+    # Llama-3.1-8B: (8.03 - 0.5253)e9 params a token reads (its untied input embedding, 128256
+    # x 4096, it reads one row of) x 2 bytes over one H100's 3.35 TB/s = 4.4804 ms at the peak
     f = CP.pair_features(CARDS["llama-3.1-8b-instruct"], HW["h100"], 1)
-    assert f.stream_ms == pytest.approx(8.03 * 2 / 3.35) and (f.layers, f.link) == (32, "single")
+    assert f.stream_ms == pytest.approx(LLAMA_READ * 2 / 3.35)
+    assert (f.layers, f.link) == (32, "single")
     # / 0.8 + 32 x 0.03 (one GPU: no all-reduce)
     assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 0.8, 0.03, 0.05, 0.1) \
-        == pytest.approx(4.794030 / 0.8 + 0.96, abs=1e-6)
-    # Kimi K2.6: 32e9 x 0.5 bytes over 8 x 8 TB/s = 0.25 ms; NVLink: + 61 x (0.03 + 0.05)
+        == pytest.approx(4.480418 / 0.8 + 0.96, abs=1e-6)
+    # Kimi K2.6: (32 - 1.1744)e9 x 0.5 bytes over 8 x 8 TB/s = 0.2408 ms; NVLink: + 61 x
+    # (0.03 + 0.05)
     f = CP.pair_features(CARDS["kimi-k2.6"], HW["b300"], 8)
-    assert (f.stream_ms, f.link) == (0.25, "fabric")
+    assert f.stream_ms == pytest.approx(0.240825) and f.link == "fabric"
     assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 0.5, 0.03, 0.05, 0.1) \
-        == pytest.approx(0.5 + 61 * 0.08)
-    # PCIe-only 8x RTX PRO 6000: 16 GB / (8 x 1.792 TB/s) = 1.1161 ms; + 61 x (0.03 + 0.1)
+        == pytest.approx(0.48165 + 61 * 0.08)
+    # PCIe-only 8x RTX PRO 6000: 15.41 GB / (8 x 1.792 TB/s) = 1.0751 ms; + 61 x (0.03 + 0.1)
     f = CP.pair_features(CARDS["kimi-k2.6"], HW["rtx-pro-6000"], 8)
     assert f.link == "pcie"
     assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 1.0, 0.03, 0.05, 0.1) \
-        == pytest.approx(16 / (8 * 1.792) + 61 * 0.13)
+        == pytest.approx(KIMI_READ * 0.5 / (8 * 1.792) + 61 * 0.13)
 
 
 def test_pair_features_need_a_bandwidth():
@@ -73,13 +80,15 @@ def test_labels():
     # measured pairs: each model's own M = 1 step
     ({"model": "llama-3.1-8b-instruct", "hardware": "h100"}, 7.0),
     ({"model": "kimi-k2.6", "hardware": "b300"}, 8.0),
-    # never measured: the pair roofline (Llama on one H200: 16.06 GB / 4.8 TB/s / 0.8 + 0.96)
+    # never measured: the pair roofline (Llama on one H200: 15.01 GB / 4.8 TB/s / 0.8 + 0.96)
     ({"model": "llama-3.1-8b-instruct", "hardware": "h200", "gpus": 1},
-     8.03 * 2 / 4.8 / 0.8 + 32 * 0.03),
+     LLAMA_READ * 2 / 4.8 / 0.8 + 32 * 0.03),
     # a model with a card but no rows: Qwen3-8B on one H100
-    ({"model": "qwen3-8b", "hardware": "h100", "gpus": 1}, 8.19 * 2 / 3.35 / 0.8 + 36 * 0.03),
-    # Kimi on 8x H100 (NVLink): 16 GB / 26.8 TB/s / 0.8 + 61 x (0.03 + 0.05)
-    ({"model": "kimi-k2.6", "hardware": "h100", "gpus": 8}, 16 / 26.8 / 0.8 + 61 * 0.08),
+    ({"model": "qwen3-8b", "hardware": "h100", "gpus": 1},
+     QWEN8_READ * 2 / 3.35 / 0.8 + 36 * 0.03),
+    # Kimi on 8x H100 (NVLink): 15.41 GB / 26.8 TB/s / 0.8 + 61 x (0.03 + 0.05)
+    ({"model": "kimi-k2.6", "hardware": "h100", "gpus": 8},
+     KIMI_READ * 0.5 / 26.8 / 0.8 + 61 * 0.08),
 ])
 def test_model_routes_to_its_pair(query, step_ms):
     rows = P.predict(multi_model_draws(), method="ar", engines=["vllm"], accept="1",
@@ -93,25 +102,25 @@ def test_unmeasured_pair_says_how_it_was_obtained():
     row = P.predict(multi_model_draws(), model="qwen3-8b", hardware="h100", gpus=1,
                          method="ar", engines=["vllm"], accept="1")[0]
     assert row["overhead_from"].startswith(
-        "qwen3-8b@h100x1 not measured: M = 1 step 7.2 ms (90% 7.2-7.2) from the pair roofline "
-        "(card qwen3-8b: 16.4 GB of active weights, 36 layers; h100 x1: 3.35 TB/s per GPU, "
+        "qwen3-8b@h100x1 not measured: M = 1 step 6.7 ms (90% 6.7-6.7) from the pair roofline "
+        "(card qwen3-8b: 15.1 GB of active weights, 36 layers; h100 x1: 3.35 TB/s per GPU, "
         "single), efficiency and per-layer cost learned from 2 measured pairs, no faster than "
-        "reading the active weights at the full bandwidth (4.9 ms); ")   # 16.4 GB / 3.35 TB/s
+        "reading the active weights at the full bandwidth (4.5 ms); ")   # 15.1 GB / 3.35 TB/s
 
 
 def test_an_unmeasured_pair_is_never_faster_than_reading_its_weights():
-    """An exploratory pass: Llama-3.1-8B on one L4 (16.06 GB of weights at 0.300 TB/s: 53.5 ms a
-    step at least, 18.7 tok/s at most) was answered faster than that in 19% of draws. With the
-    pair scatter 1.0 and the roofline 53.5 / 0.8 + 32 x 0.03 = 67.9 ms, Phi(log(53.5 / 67.9)) =
-    41% of draws would be; the scatter is now truncated there."""
+    """An exploratory pass: Llama-3.1-8B on one L4 (15.01 GB of weights a token reads at 0.300
+    TB/s: 50.0 ms a step at least, 20.0 tok/s at most) was answered faster than that in 19% of
+    draws. With the pair scatter 1.0 and the roofline 50.0 / 0.8 + 32 x 0.03 = 63.5 ms,
+    Phi(log(50.0 / 63.5)) = 41% of draws would be; the scatter is now truncated there."""
     d = multi_model_draws(n=2000, pair_step_sd=1.0)
     row = P.predict(d, model="llama-3.1-8b-instruct", hardware="l4", gpus=1, method="ar",
                     engines=["vllm"], accept="1")[0]
-    # the step's 5th percentile: Phi^-1(0.406 + 0.05 x 0.594) = -0.162, 67.9 x exp(-0.162) =
-    # 57.7 ms: 17.3 tok/s (untruncated: 67.9 x exp(-1.645) = 13.1 ms, 76 tok/s)
-    assert row["hi90"] == pytest.approx(17.3, abs=0.4)
-    assert row["hi90"] <= 1000 * 0.300 / 16.06   # 18.68 tok/s
-    assert "no faster than reading the active weights at the full bandwidth (54 ms)" in (
+    # the step's 5th percentile: Phi^-1(0.406 + 0.05 x 0.594) = -0.162, 63.5 x exp(-0.162) =
+    # 54.0 ms: 18.5 tok/s (untruncated: 63.5 x exp(-1.645) = 12.3 ms, 81 tok/s)
+    assert row["hi90"] == pytest.approx(18.5, abs=0.4)
+    assert row["hi90"] <= 1000 * 0.300 / (LLAMA_READ * 2)   # 19.99 tok/s
+    assert "no faster than reading the active weights at the full bandwidth (50 ms)" in (
         row["overhead_from"])
 
 
@@ -200,8 +209,9 @@ def test_cli_predict_model(multi_dir):
     assert code == 0, err
     lines = out.splitlines()
     assert lines[1] == "llama-3.1-8b-instruct, h200 x1, ar, verify 1 token, context 0"
-    assert lines[4].split()[:3] == ["vllm", "1", "194"]      # 1000 / 5.1423 ms
-    assert "llama-3.1-8b-instruct@h200x1 not measured: M = 1 step 5.1 ms" in out
+    # 15.0094 GB / 4.8 TB/s / 0.8 + 32 x 0.03 = 4.8687 ms: 205 tok/s
+    assert lines[4].split()[:3] == ["vllm", "1", "205"]      # 1000 / 4.8687 ms
+    assert "llama-3.1-8b-instruct@h200x1 not measured: M = 1 step 4.9 ms" in out
 
 
 def test_cli_unknown_model_names_the_closest(multi_dir):
@@ -289,7 +299,7 @@ def test_spec_of_two_models(tmp_path):
     assert spec.pair_models == ("kimi-k2.6", "llama-3.1-8b-instruct")
     f = spec.pair_roofline
     assert f is not None
-    np.testing.assert_allclose(f["stream_ms"], [0.25, 8.03 * 2 / 3.35])
+    np.testing.assert_allclose(f["stream_ms"], [KIMI_READ * 0.5 / 64, LLAMA_READ * 2 / 3.35])
     np.testing.assert_array_equal(f["layers"], [61, 32])
     np.testing.assert_array_equal(f["fabric"], [1, 0])
     np.testing.assert_array_equal(f["pcie"], [0, 0])
@@ -312,8 +322,9 @@ def test_roofline_inputs_read_each_rows_own_card(tmp_path):
     np.testing.assert_allclose(spec.row_distinct,
                                [1.0, 48 * (1 - (1 - 8 / 384) ** 9), 1.0, 1.0])
     assert spec.system_flop_ms is not None
-    # Llama: 2 x 8.03e9 FLOPs at one H100's 989 TFLOPS bf16 = 0.016239 ms
-    assert spec.system_flop_ms[1] == pytest.approx(2 * 8.03e9 / 989e12 * 1e3)
+    # Llama: 2 x 7.5047e9 FLOPs (not the input embedding, a row lookup) at one H100's 989
+    # TFLOPS bf16 = 0.015176 ms
+    assert spec.system_flop_ms[1] == pytest.approx(2 * LLAMA_READ * 1e9 / 989e12 * 1e3)
     assert spec.flops_how[1].startswith("llama-3.1-8b-instruct@h100x1: h100: bf16 peak 989")
 
 
@@ -349,7 +360,8 @@ def test_model_step_prior_is_lognormal_around_the_roofline(tmp_path):
              "pair_allreduce_pcie_ms": 0.1}
     givens = {model[k]: np.float64(v) for k, v in point.items()}
     got = model["pair_roofline_ms"].eval(givens)
-    np.testing.assert_allclose(got, [0.25 / 0.8 + 61 * 0.08, 8.03 * 2 / 3.35 / 0.8 + 0.96])
+    np.testing.assert_allclose(got, [KIMI_READ * 0.5 / 64 / 0.8 + 61 * 0.08,
+                                     LLAMA_READ * 2 / 3.35 / 0.8 + 0.96])
     # the step's log-density: LogNormal(log roofline, pair_step_sd) at step = roofline x e^0.1
     step = got * np.exp(0.1)
     logp = pm.logp(model["step_ar_ms"], step).eval({**givens,
@@ -393,9 +405,9 @@ def test_baseline_roofline_recovers_known_parameters():
     f = {"stream_ms": new.stream_ms, "layers": new.layers, "fabric": 0.0, "pcie": 0.0}
     # the priors' ridge (centres 0.625, 0.03, 0.05, 0.1) pulls a little: 6.40 ms for 6.315
     assert fitted(f) == pytest.approx(roof(f), rel=0.02)
-    # without the pairs' information the prior centres answer: 3.4115 / 0.625 + 36 x 0.03
+    # without the pairs' information the prior centres answer: 3.1531 / 0.625 + 36 x 0.03
     prior_only = pair_roofline_fit({}, feats, PRIORS)
-    assert prior_only(f) == pytest.approx(8.19 * 2 / 4.8 / 0.625 + 36 * 0.03, rel=1e-6)
+    assert prior_only(f) == pytest.approx(QWEN8_READ * 2 / 4.8 / 0.625 + 36 * 0.03, rel=1e-6)
 
 
 def test_card_of_a_model_without_one_is_named():
@@ -447,7 +459,7 @@ def test_tracked_query_names_its_model_only_when_given():
     assert living.query_name(q) == "qwen3-8b-h100-sglang+native-ddtree-a1"
     rows = living.query_rows(multi_model_draws(), {**q, "gpus": 1, "method": "ar",
                                                    "engine": "vllm"}, seed=1)
-    assert rows[0]["median"] == pytest.approx(1000 / (8.19 * 2 / 3.35 / 0.8 + 36 * 0.03))
+    assert rows[0]["median"] == pytest.approx(1000 / (QWEN8_READ * 2 / 3.35 / 0.8 + 36 * 0.03))
     # a review: an AR query saved with a budget before that was refused is asked without it
     # (not "cannot answer" on every update)
     old = living.query_rows(multi_model_draws(), {**q, "gpus": 1, "method": "ar",
@@ -485,7 +497,7 @@ def test_update_scores_a_row_of_a_model_never_measured(tmp_path):
 
     path = tmp_path / "new.csv"
     # Qwen3-8B AR on one H100 at exactly its pair-roofline step: percentile 1/2 (no noise)
-    step = 8.19 * 2 / 3.35 / 0.8 + 36 * 0.03
+    step = QWEN8_READ * 2 / 3.35 / 0.8 + 36 * 0.03
     path.write_text(MULTI_DATA + f"qwen3-8b,h100,1,vllm,ar,,,1,1.0,,{1000 / step + 1e-9},t,\n")
     rows = load_measurements(path, HW).rows[-1:]
     (s,) = living.score_rows(multi_model_draws(noise_sd=0.03), list(rows), seed=1)
@@ -526,7 +538,8 @@ def test_a_fitted_step_faster_than_the_weights_can_be_read_is_said():
     """An exploratory pass: the corpus fit put Qwen3.8-27B's M = 1 step on one RTX 3090 (a pair
     with speculative rows only) at 12.9 ms, below the 14.4 ms its 13.5 GB take at 0.936 TB/s,
     and predict answered its AR rate (78 tok/s) without a word. Llama-3.1-8B on one H100 reads
-    16.06 GB at 3.35 TB/s: 4.79 ms; a fitted 3 ms step is flagged, the 7 ms one is not."""
+    15.01 GB at 3.35 TB/s (its 8.03 B less the untied input embedding's 0.5253 B): 4.48 ms; a
+    fitted 3 ms step is flagged, the 7 ms one is not."""
     from ddtree_bayes.engine.scenario import read_floor_warning
 
     def warning(step):
@@ -539,7 +552,7 @@ def test_a_fitted_step_faster_than_the_weights_can_be_read_is_said():
     assert warning(7.0) is None
     assert warning(3.0).startswith(
         "the fit's M = 1 step of llama-3.1-8b-instruct@h100x1 is shorter than reading "
-        "llama-3.1-8b-instruct's active weights at the full bandwidth (4.79 ms, 2 bytes per "
+        "llama-3.1-8b-instruct's active weights at the full bandwidth (4.48 ms, 2 bytes per "
         "weight) in 100% of its draws (median 3 ms)")
     # predict, next and optimize print memory_warnings
     from ddtree_bayes.engine.scenario import memory_warnings
@@ -556,7 +569,7 @@ def test_the_read_floor_warning_names_the_measured_ar_row_it_cannot_be_pinned_by
     one AR row at 150 tok/s (6.67 ms, 99.7% of reading the 3.3 B active weights' 6.6 GB at
     1.008 TB/s). predict said "an AR row measured there pins it" of a pair whose AR row was
     measured: the row is itself at the read, so the run read fewer bytes than the card's (a
-    quantisation), which is the fix to give. Here Llama-3.1-8B on one H100 (read 4.79 ms) is
+    quantisation), which is the fix to give. Here Llama-3.1-8B on one H100 (read 4.48 ms) is
     measured at 141.44 tok/s (7.07 ms, row 4): a fitted 3 ms step names that row instead."""
     from ddtree_bayes.engine.scenario import read_floor_warning
 
@@ -570,16 +583,16 @@ def test_the_read_floor_warning_names_the_measured_ar_row_it_cannot_be_pinned_by
         "its AR answers here are too fast and P(> AR) too low; its AR row measured there (row "
         "4: 141 tok/s, a 7.07 ms step) is slower than that read: the fit's step does not follow "
         "it (check the pair's other rows)")
-    # the measured row itself within 5% of the read (4.79 ms: 205 tok/s, 4.88 ms) -> a
+    # the measured row itself within 5% of the read (4.48 ms: 220 tok/s, 4.55 ms) -> a
     # quantisation
-    # a row faster than the read itself (4.79 ms: 250 tok/s is 4 ms) is said to be shorter
+    # a row faster than the read itself (4.48 ms: 250 tok/s is 4 ms) is said to be shorter
     line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",250,")), sc)
     assert "(row 4: 250 tok/s, a 4 ms step) is itself shorter than that read, which" in line
     assert d.data_csv.count(",141.44,") == 1
-    line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",205,")), sc)
+    line = read_floor_warning(d.view(data_csv=d.data_csv.replace(",141.44,", ",220,")), sc)
     assert line.endswith(
         "its AR answers here are too fast and P(> AR) too low; its AR row measured there (row "
-        "4: 205 tok/s, a 4.88 ms step) is itself within 5% of that read, which no run reaches "
+        "4: 220 tok/s, a 4.55 ms step) is itself within 5% of that read, which no run reaches "
         "at the card's bytes: the deployment read fewer (a quantisation); give it its own card "
         "(`card add --gguf FILE`, or --bytes-per-weight) and name it with --model")
 
@@ -587,7 +600,7 @@ def test_the_read_floor_warning_names_the_measured_ar_row_it_cannot_be_pinned_by
 def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
     """An exploratory pass: Kimi K2.6 on 8x H100, never measured, was answered faster than the
     measured 8x H200 (more bandwidth): the pair roofline has no model or GPU offset. Here
-    Kimi's 8x H200 roofline is 16 GB / (8 x 4.8 TB/s) / 0.8 + 61 x (0.03 + 0.05) = 5.40 ms
+    Kimi's 8x H200 roofline is 15.41 GB / (8 x 4.8 TB/s) / 0.8 + 61 x (0.03 + 0.05) = 5.38 ms
     against the measured 8x B300's 8 ms (8 TB/s a GPU, same fabric class): said."""
     from ddtree_bayes.engine.scenario import faster_than_measured_warning
 
@@ -600,7 +613,7 @@ def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
 
     line = faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 8))
     assert line.startswith("kimi-k2.6@h200x8 was never measured: its M = 1 step from the pair "
-                           "roofline (median 5.4 ms) is shorter than the measured "
+                           "roofline (median 5.38 ms) is shorter than the measured "
                            "kimi-k2.6@b300x8's (8 ms)")
     assert faster_than_measured_warning(d, ask("kimi-k2.6", "b300", 8)) is None   # measured
     assert faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 16)) is None  # other count

@@ -12,9 +12,10 @@ likelihood, ``update``'s reweighting and ``next``'s candidates keep the structur
 without it (a cap there would put a measured row's own probability at zero).
 
 The read counted is the least a deployment can make: the card's active weights (as the
-roofline streams them; left out where the fit's own M = 1 step of the measured system is
-shorter than that read, so the card's bytes per weight are not the deployment's) and the KV
-cache at :data:`LEAST_KV_CACHE`'s 4.5 bits per value (a bf16 card's bytes x 4.5 / 16, an fp8
+roofline streams them: not an untied input embedding, of which a token reads one row; left
+out where the fit's own M = 1 step of the measured system is shorter than that read, so the
+card's bytes per weight are not the deployment's) and the KV cache at
+:data:`LEAST_KV_CACHE`'s 4.5 bits per value (a bf16 card's bytes x 4.5 / 16, an fp8
 card's x 4.5 / 8), one read per sequence whatever the tokens it verifies. Every public row runs below it
 (``scripts/ceiling_check.py``). ``--kv-cache DTYPE`` (predict, optimize, next's ``--query``,
 track) says the deployment's cache: the
@@ -42,8 +43,8 @@ LEAST_KV_CACHE = "q4_0"
 SAY_AT = 0.01
 #: The least ratio of a public row's measured step to its balanced-routing read of two or more
 #: tokens (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Kimi K2.6 AR at
-#: C = 64 on 8x RTX PRO 6000: 45.8 ms against 31.0 ms; a tree at C = 1: 2.02)
-PUBLIC_ROUTING_MARGIN = 1.47
+#: C = 64 on 8x RTX PRO 6000: 45.8 ms against 31.0 ms; a tree at C = 1: 2.04)
+PUBLIC_ROUTING_MARGIN = 1.48
 #: What the warning, the predict schema and docs/json-output.md claim of it, alike
 ROUTING_CLAIM = ("every MoE row of data/public routing two or more tokens a step whose step is "
                  "known (AR, or with accept_len) runs at most 1 / "
@@ -84,9 +85,9 @@ def read_ceiling(draws: Fit, sc: Scenario) -> ReadCeiling | None:
     >>> sc = resolve_scenario(d, hardware="h100", gpus=1, engine="vllm", method="ar", block=None,
     ...                       budget=None, verify_tokens=None, context_tokens=32768.0,
     ...                       model="llama-3.1-8b-instruct", concurrency=8)
-    >>> c = read_ceiling(d, sc)   # (16.06 GB + 8 x 32768 x 131072 B x 4.5 / 16) / 3.35 TB/s
+    >>> c = read_ceiling(d, sc)   # (15.01 GB + 8 x 32768 x 131072 B x 4.5 / 16) / 3.35 TB/s
     >>> round(c.weights_gb, 2), round(c.kv_gb, 2), round(c.step_ms, 2), round(c.rate, 1)
-    (16.06, 9.66, 7.68, 130.2)
+    (15.01, 9.66, 7.37, 135.8)
     """
     found = weights_read(draws, sc)
     if found is None:
@@ -134,7 +135,7 @@ def routed_tokens(streams: int, verify_tokens: int) -> int:
     route at random (:class:`BalancedRead`): the larger of C (one token per stream) and M (one
     stream's tree or chain), each a subset of the step's C x M tokens that the public rows
     bear out on its own (``scripts/ceiling_check.py``: at C >= 2 one token per stream, least
-    ratio 1.47 over 260 rows; at C = 1 a tree's M tokens, 2.02 over 24). Tokens of one tree
+    ratio 1.48 over 260 rows; at C = 1 a tree's M tokens, 2.04 over 24). Tokens of one tree
     share a context and may route alike, the streams' trees too: C x M is not claimed.
 
     >>> routed_tokens(64, 1), routed_tokens(1, 16), routed_tokens(4, 16), routed_tokens(1, 1)
@@ -151,7 +152,7 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
 
     The read is no cap: routing that concentrates the tokens on fewer experts reads less.
     But a trained router balances its experts' load, and every public MoE row routing two or
-    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.47 of
+    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.48 of
     this rate
     (``scripts/ceiling_check.py``), so an answer faster than it
     is said (:func:`routing_warnings`).
@@ -278,7 +279,7 @@ step accepts), faster than reading the experts its tokens touch under balanced r
 token per stream touches about 126 of the 128 experts of each layer, and reading them and the \
 other active weights, 28.5 GB in all, at 0.864 TB/s takes 33 ms, 30 steps/s. No cap (routing \
 that concentrates reads less), but every MoE row of data/public routing two or more tokens a \
-step whose step is known (AR, or with accept_len) runs at most 1 / 1.47 of that rate \
+step whose step is known (AR, or with accept_len) runs at most 1 / 1.48 of that rate \
 (scripts/ceiling_check.py): the answer is likely optimistic (its MoE term grows with C by the \
 fit's exponent, not by this read); a row measured at C = 64 on l40 x1 would settle it
     >>> tree = {**row, "concurrency": 2, "balanced_routing": {**b, "streams": 2, "tokens": 16}}
