@@ -466,9 +466,9 @@ def test_the_api_model_average_mixes_the_forms_as_predict_does(tmp_path, monkeyp
 
 def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
     """A hand-edited row at 20000 tok/s for Kimi K2.6 AR on 8 x B300 (a 0.05 ms step) was
-    fitted, exit 0, with the noise widened for every model. Reading the 30.8B active weights a
-    token reads (32B less the untied input embedding's 1.1744B) at Q1_0's 1.125 bits over 8 x
-    8 TB/s takes 30.83e9 x 1.125 / 8 / 64e12 s = 0.0677 ms: the data file is refused, naming
+    fitted, exit 0, with the noise widened for every model. Reading its 32B active weights
+    (all read: they leave the input embedding out, embed_params_b 0) at Q1_0's 1.125 bits over
+    8 x 8 TB/s takes 32e9 x 1.125 / 8 / 64e12 s = 0.0703 ms: the data file is refused, naming
     the row and column (fit reads its inputs the same way)."""
     from ddtree_bayes.core.errors import DataError
     from ddtree_bayes.core.paths import bundled
@@ -480,8 +480,8 @@ def test_load_inputs_refuses_a_step_no_quantisation_reaches(tmp_path):
         api.load_inputs(fast, bundled("priors.toml"), workdir=tmp_path)
     assert str(err.value) == (
         f"{fast}, row 11, column 'tok_s': step 0.05 ms (20000 tok/s at accept 1) is shorter "
-        "than reading kimi-k2.6's 30.8B active weights at 1.125 bits per weight (Q1_0, the "
-        "fewest any quantisation stores) over 8 x b300 (64 TB/s): 0.0677 ms; no deployment "
+        "than reading kimi-k2.6's 32B active weights at 1.125 bits per weight (Q1_0, the "
+        "fewest any quantisation stores) over 8 x b300 (64 TB/s): 0.0703 ms; no deployment "
         "runs that fast (fix: check tok_s (tokens per second; with concurrency, the streams' "
         "total), accept_len and gpus)")
 

@@ -140,13 +140,14 @@ def test_a_bad_embed_params_b_is_one_line_naming_the_cell(cell, said):
 
 #: Per bundled card: (vocab_size, hidden_size) of its untied input embedding, as the source
 #: named in its notes gives them; 0 where its active parameters do not count it (DeepSeek's 37 B:
-#: "36.6B (including 0.9B for the output Head)", README_WEIGHTS.md); None where the card leaves
+#: "36.6B (including 0.9B for the output Head)", README_WEIGHTS.md; Kimi K2's 32 B, whose shapes
+#: give 31.69 B without it and 32.86 B with it); None where the card leaves
 #: embed_params_b blank (Gemma 4 12B: not found in a stored source; tied, it would be 0 too)
 BUNDLED = {
     "llama-3.1-8b-instruct": (128_256, 4_096), "llama-3.3-70b-instruct": (128_256, 8_192),
     "qwen3-8b": (151_936, 4_096), "qwen3-30b-a3b": (151_936, 2_048),
-    "deepseek-r1": 0.0, "kimi-k2.6": (163_840, 7_168),
-    "kimi-k2.5-w4a8": (163_840, 7_168), "glm-5": (154_880, 6_144),
+    "deepseek-r1": 0.0, "kimi-k2.6": 0.0,
+    "kimi-k2.5-w4a8": 0.0, "glm-5": (154_880, 6_144),
     "qwen3.5-397b-a17b": (248_320, 4_096),
     "qwen3.8-27b": (248_320, 5_120), "qwen3.8-27b-q8_0": (248_320, 5_120),
     "qwen3.8-27b-q4_k_m": (248_320, 5_120), "qwen3.5-27b-q4_k_m": (248_320, 5_120),
@@ -162,5 +163,39 @@ def test_every_bundled_card_says_its_input_embedding():
     for name, shape in BUNDLED.items():
         want = shape if not isinstance(shape, tuple) else round(shape[0] * shape[1] / 1e9, 4)
         assert cards[name].embed_params_b == want, name
-    # Kimi K2.6: 163840 x 7168 = 1.1744 B of its 32 B (3.7%)
-    assert cards["kimi-k2.6"].read_params_b == pytest.approx(32 - 1.1744)
+    # Kimi K2.6: its 32 B leave the input embedding (163840 x 7168 = 1.1744 B) out, as
+    # DeepSeek's 37 B do: the Kimi K2 shapes count 30.51 B in the layers + 1.1744 B of output
+    # head = 31.69 B without it, 32.86 B with it; a token reads all 32
+    assert cards["kimi-k2.6"].read_params_b == 32.0
+
+
+def test_kimi_k2s_32b_active_leave_the_input_embedding_out(tmp_path):
+    """Kimi K2 (DeepseekV3 layout: hidden 7168, 61 layers, 1 dense of intermediate 18432, 60
+    MoE of 384 experts top-8 + 1 shared at 2048, MLA q_lora 1536, kv_lora 512, 64 heads of
+    128 + 64, v 128, vocab 163840), counted by hand in tests/test_cards.py
+    (test_a_quantization_config_inside_text_config_is_read): 32,861,500,928 active with the
+    input embedding; 31,687,095,808 without it, the layers' 30,512,690,688 + the output
+    head's 1,174,405,120. The published 32 B is the count without (1.0% off it, 2.6% off the
+    count with it), as DeepSeek's 37 B (36.6 B including the 0.9 B output head) are: the
+    bundled Kimi cards say embed_params_b 0, so a token reads all 32 B: 16 GB at 0.5 B per
+    weight, 0.25 ms over 8 x B300 (8 TB/s each), not 15.41 GB and 0.2408 ms."""
+    import json
+
+    from ddtree_bayes.core.data import load_hardware
+    from test_cards import kimi_k26_config
+
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "config.json").write_text(json.dumps(kimi_k26_config()))
+    d = card_files.derive_from_hf_config(tmp_path / "k", name="kimi-k2.6-int4")
+    embed = 163_840 * 7_168
+    assert d.facts["params_active"] == 32_861_500_928
+    assert d.facts["read_params"] == 32_861_500_928 - embed == 31_687_095_808
+    assert 31_687_095_808 - embed == 30_512_690_688
+    assert abs(31.687 / 32 - 1) < 0.011 < 0.026 < abs(32.8615 / 32 - 1)
+    cards = load_model_cards(bundled("models.csv"))
+    b300 = load_hardware(bundled("hardware.csv"))["b300"]
+    for name in ("kimi-k2.6", "kimi-k2.5-w4a8"):
+        card = cards[name]
+        assert (card.params_active_b, card.embed_params_b) == (32.0, 0.0), name
+        assert (card.read_params_b, card.read_gb) == (32.0, 16.0), name
+    assert CP.pair_features(cards["kimi-k2.6"], b300, 8).stream_ms == pytest.approx(0.25)

@@ -138,13 +138,13 @@ def test_pass_roofline_by_hand():
     assert ms_q4 == pytest.approx((mtp.params_active_b + mtp.lm_head_params_b)
                                   * q4.bytes_per_weight / 3.35, rel=1e-12)
     # no card: a generic drafter, one target layer plus an LM-head-sized read (two layers) of
-    # the 32 - 1.1744 B a token reads (not the untied input embedding, of which it reads a row)
+    # the 32 B a token reads (Kimi's 32 B leave the input embedding out: embed_params_b 0)
     kimi = cards["kimi-k2.6"]
     ms_g, how_g = pass_roofline_ms(None, kimi, "eagle3", HW, 1, PassRoofline(1.0, 0.0, 0.0, 0.0))
-    assert ms_g == pytest.approx(2 * (32.0 - 1.1744) / 61 * 0.5 / 3.35, rel=1e-12)
+    assert ms_g == pytest.approx(2 * 32.0 / 61 * 0.5 / 3.35, rel=1e-12)
     assert how_g.startswith("no drafter card: a generic eagle3 drafter of 1 target layer")
     ms_b, _ = pass_roofline_ms(None, kimi, "ddtree", HW, 1, PassRoofline(1.0, 0.0, 0.0, 0.0))
-    assert ms_b == pytest.approx(6 * (32.0 - 1.1744) / 61 * 0.5 / 3.35, rel=1e-12)   # 5 + head
+    assert ms_b == pytest.approx(6 * 32.0 / 61 * 0.5 / 3.35, rel=1e-12)   # 5 layers + head
 
 
 def structured_engine_fit(n: int = 4, **overrides):
@@ -235,7 +235,7 @@ def test_a_drafter_not_measured_costs_its_roofline_at_the_groups_multiple(tmp_pa
     r0, r1 = pass_roofline(draws, sc)[0], pass_roofline(draws, mine)[0]
     # the fit's stored constants (PassRoofline(): bandwidth efficiency 0.63), 8 x 8 TB/s
     assert r1 == pytest.approx(3 * 2 / 64 / 0.63 + 6 * (0.03 + 0.05), rel=1e-12)  # 0.629 ms
-    assert r0 == pytest.approx(6 * (32.0 - 1.1744) / 61 * 0.5 / 64 / 0.63 + 6 * 0.08, rel=1e-12)
+    assert r0 == pytest.approx(6 * 32.0 / 61 * 0.5 / 64 / 0.63 + 6 * 0.08, rel=1e-12)
     base, _ = P.step_components(draws, sc, np.random.default_rng(0), anchor=False)
     other, how = P.step_components(draws, mine, np.random.default_rng(0), anchor=False)
     assert other["spec"] - base["spec"] == pytest.approx(8.0 * 0.1 * (r1 / r0 - 1.0))

@@ -25,8 +25,8 @@ from test_cli_support import copy_bundled_data, run_cli
 CONTEXT = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,10000000,100,x,,"
 # 100 tok/s for 4 streams against row 2's 133 tok/s for one (both context blank)
 TOTAL = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,100,x,,4"
-# 1000 / 5000 = 0.2 ms against (32 - 1.1744)e9 x 0.5 B / (8 x 8 TB/s) = 0.241 ms (the weights
-# a token reads: not the untied input embedding, 163840 x 7168; the 1.6-bit read,
+# 1000 / 5000 = 0.2 ms against 32e9 x 0.5 B / (8 x 8 TB/s) = 0.25 ms (Kimi's 32 B leave the
+# input embedding out, embed_params_b 0, so a token reads all of them; the 1.6-bit read,
 # 0.1 ms, which fit refuses below, is shorter); context 8192: no repeat of row 2, and more
 # than 4096 tokens from row 3's (so its 14.5 ms DDTree step is not held against this one's)
 STEP = "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,8192,5000,x,,"
@@ -40,7 +40,7 @@ SAYS = {
         "sglang ar, context blank (the default)): was the per-stream tok/s typed as the total? "
         "(tok_s at concurrency C is the C streams' total)",
     13: "step 0.2 ms is shorter than reading kimi-k2.6's active weights at the full bandwidth "
-        "(0.241 ms, 0.5 bytes per weight) on 8 x b300: kept, as a deployment quantised below "
+        "(0.25 ms, 0.5 bytes per weight) on 8 x b300: kept, as a deployment quantised below "
         "the card's bytes reads less (give it its own card, `card add --gguf FILE` or "
         "--bytes-per-weight, and name it with --model); else check --tok-s (with "
         "--concurrency, the streams' total), --accept and --gpus",

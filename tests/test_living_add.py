@@ -574,23 +574,22 @@ H200_AR = ["--hardware", "h200", "--gpus", "8", "--engine", "sglang", "--method"
 
 def test_add_warns_of_a_step_faster_than_reading_the_weights(work, capsys):
     """Kimi K2.6 AR at 5000 tok/s on 8x H200 was appended with "step 0.2 ms" and nothing else:
-    reading its card's active weights once takes (32 - 1.1744)e9 x 0.5 B / (8 x 4.8e12 B/s) =
-    0.401 ms (not the untied input embedding, of which a token reads one row)
-    (engine/scenario.weights_read_ms, the floor predict's read_floor_warning uses). Kept, with
-    a warning (stderr in the table form; the JSON's warnings): a deployment quantised below the
-    card's bytes reads less."""
+    reading its card's active weights once takes 32e9 x 0.5 B / (8 x 4.8e12 B/s) = 0.417 ms
+    (its 32 B leave the input embedding out: embed_params_b 0) (engine/scenario.weights_read_ms,
+    the floor predict's read_floor_warning uses). Kept, with a warning (stderr in the table
+    form; the JSON's warnings): a deployment quantised below the card's bytes reads less."""
     code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "5000")
     assert code == 0, err
     assert json.loads(out)["warnings"] == [
         "row 11: step 0.2 ms is shorter than reading kimi-k2.6's active weights at the full "
-        "bandwidth (0.401 ms, 0.5 bytes per weight) on 8 x h200: kept, as a deployment "
+        "bandwidth (0.417 ms, 0.5 bytes per weight) on 8 x h200: kept, as a deployment "
         "quantised below the card's bytes reads less (give it its own card, `card add --gguf "
         "FILE` or --bytes-per-weight, and name it with --model); else check --tok-s (with "
         "--concurrency, the streams' total), --accept and --gpus"]
     assert load(work).rows[-1].tok_s == 5000
-    # at the floor and above: nothing said (1000 / 0.401375 ms = 2491 tok/s; at context 0,
-    # not a second run of row 11's configuration, which is 2.0x apart)
-    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "2490", "--context", "0")
+    # at the floor and above: nothing said (1000 / 0.41667 ms = 2400 tok/s; at context 0,
+    # not a second run of row 11's configuration, which is 2.08x apart)
+    code, out, err = run(capsys, "add", *H200_AR, "--tok-s", "2399", "--context", "0")
     assert code == 0 and json.loads(out)["warnings"] == [], err
 
 
@@ -611,21 +610,20 @@ def test_add_warns_of_a_context_above_the_models_longest(work, capsys):
 
 def test_add_refuses_a_step_faster_than_any_quantisation_reads(work, capsys):
     """Mixtral AR at 2000 tok/s on 2x MI210 (0.5 ms) was kept with a warning that it might be
-    "quantised below the card's bytes", then spoilt every fit. Reading Kimi K2.6's 30.8B active
-    weights a token reads (32B less the untied input embedding's 1.1744B) at Q1_0's 1.125 bits
-    (the fewest any quantisation stores: llama.cpp's 1-bit type, 18 bytes per 128 weights)
-    over 8 x H200's 4.8 TB/s takes 30.83e9 x 1.125 / 8 / 38.4e12 s = 0.113 ms: 10000 tok/s
-    (a 0.1 ms AR step) is impossible, refused (exit 2, nothing written); 7000 tok/s (0.143
-    ms, refused while the floor was IQ1_S's 1.5625 bits: 0.163 ms) and 5000 tok/s (0.2 ms)
-    stay warnings."""
+    "quantised below the card's bytes", then spoilt every fit. Reading Kimi K2.6's 32B active
+    weights at Q1_0's 1.125 bits (the fewest any quantisation stores: llama.cpp's 1-bit type,
+    18 bytes per 128 weights) over 8 x H200's 4.8 TB/s takes 32e9 x 1.125 / 8 / 38.4e12 s =
+    0.117 ms: 10000 tok/s (a 0.1 ms AR step) is impossible, refused (exit 2, nothing
+    written); 7000 tok/s (0.143 ms, refused while the floor was IQ1_S's 1.5625 bits: 0.163
+    ms) and 5000 tok/s (0.2 ms) stay warnings."""
     before = (work / "data" / "measurements.csv").read_bytes()
     code, out, err = run(capsys, "add", *H200_AR[:-2], "--tok-s", "10000")
     assert code == 2 and out == ""
     assert err == (
         "ddtree-bayes: error: data/measurements.csv (new row), row 11, column 'tok_s': step "
-        "0.1 ms (10000 tok/s at accept 1) is shorter than reading kimi-k2.6's 30.8B active "
+        "0.1 ms (10000 tok/s at accept 1) is shorter than reading kimi-k2.6's 32B active "
         "weights at 1.125 bits per weight (Q1_0, the fewest any quantisation stores) over "
-        "8 x h200 (38.4 TB/s): 0.113 ms; no deployment runs that fast (fix: check tok_s "
+        "8 x h200 (38.4 TB/s): 0.117 ms; no deployment runs that fast (fix: check tok_s "
         "(tokens per second; with concurrency, the streams' total), accept_len and gpus)\n")
     assert (work / "data" / "measurements.csv").read_bytes() == before
     code, out, err = run(capsys, "add", *H200_AR[:-2], "--tok-s", "7000")

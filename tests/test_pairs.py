@@ -33,9 +33,10 @@ from test_cli_support import fitted_inputs, run_cli, write_point_mass_fit
 HW = load_hardware(bundled("hardware.csv"))
 CARDS = load_model_cards(bundled("models.csv"))
 #: billions of parameters a token reads: the active ones less the untied input embedding, of
-#: which it reads one row (Llama-3.1-8B 128256 x 4096, Qwen3-8B 151936 x 4096, Kimi K2.6
-#: 163840 x 7168: the cards' embed_params_b)
-LLAMA_READ, QWEN8_READ, KIMI_READ = 8.03 - 0.5253, 8.19 - 0.6223, 32 - 1.1744
+#: which it reads one row (Llama-3.1-8B 128256 x 4096, Qwen3-8B 151936 x 4096: the cards'
+#: embed_params_b); Kimi K2.6's 32 B leave its embedding out already (embed_params_b 0: the
+#: Kimi K2 shapes give 31.69 B without it, 32.86 B with it), so a token reads all 32
+LLAMA_READ, QWEN8_READ = 8.03 - 0.5253, 8.19 - 0.6223
 PRIORS = load_priors(bundled("priors.toml"))
 
 
@@ -49,17 +50,16 @@ def test_pair_features_and_roofline_step_by_hand():
     # / 0.8 + 32 x 0.03 (one GPU: no all-reduce)
     assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 0.8, 0.03, 0.05, 0.1) \
         == pytest.approx(4.480418 / 0.8 + 0.96, abs=1e-6)
-    # Kimi K2.6: (32 - 1.1744)e9 x 0.5 bytes over 8 x 8 TB/s = 0.2408 ms; NVLink: + 61 x
-    # (0.03 + 0.05)
+    # Kimi K2.6: 32e9 x 0.5 bytes over 8 x 8 TB/s = 0.25 ms; NVLink: + 61 x (0.03 + 0.05)
     f = CP.pair_features(CARDS["kimi-k2.6"], HW["b300"], 8)
-    assert f.stream_ms == pytest.approx(0.240825) and f.link == "fabric"
+    assert (f.stream_ms, f.link) == (0.25, "fabric")
     assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 0.5, 0.03, 0.05, 0.1) \
-        == pytest.approx(0.48165 + 61 * 0.08)
-    # PCIe-only 8x RTX PRO 6000: 15.41 GB / (8 x 1.792 TB/s) = 1.0751 ms; + 61 x (0.03 + 0.1)
+        == pytest.approx(0.5 + 61 * 0.08)
+    # PCIe-only 8x RTX PRO 6000: 16 GB / (8 x 1.792 TB/s) = 1.1161 ms; + 61 x (0.03 + 0.1)
     f = CP.pair_features(CARDS["kimi-k2.6"], HW["rtx-pro-6000"], 8)
     assert f.link == "pcie"
     assert CP.roofline_step_ms(f.stream_ms, f.layers, f.fabric, f.pcie, 1.0, 0.03, 0.05, 0.1) \
-        == pytest.approx(KIMI_READ * 0.5 / (8 * 1.792) + 61 * 0.13)
+        == pytest.approx(16 / (8 * 1.792) + 61 * 0.13)
 
 
 def test_pair_features_need_a_bandwidth():
@@ -86,9 +86,8 @@ def test_labels():
     # a model with a card but no rows: Qwen3-8B on one H100
     ({"model": "qwen3-8b", "hardware": "h100", "gpus": 1},
      QWEN8_READ * 2 / 3.35 / 0.8 + 36 * 0.03),
-    # Kimi on 8x H100 (NVLink): 15.41 GB / 26.8 TB/s / 0.8 + 61 x (0.03 + 0.05)
-    ({"model": "kimi-k2.6", "hardware": "h100", "gpus": 8},
-     KIMI_READ * 0.5 / 26.8 / 0.8 + 61 * 0.08),
+    # Kimi on 8x H100 (NVLink): 16 GB / 26.8 TB/s / 0.8 + 61 x (0.03 + 0.05)
+    ({"model": "kimi-k2.6", "hardware": "h100", "gpus": 8}, 16 / 26.8 / 0.8 + 61 * 0.08),
 ])
 def test_model_routes_to_its_pair(query, step_ms):
     rows = P.predict(multi_model_draws(), method="ar", engines=["vllm"], accept="1",
@@ -299,7 +298,7 @@ def test_spec_of_two_models(tmp_path):
     assert spec.pair_models == ("kimi-k2.6", "llama-3.1-8b-instruct")
     f = spec.pair_roofline
     assert f is not None
-    np.testing.assert_allclose(f["stream_ms"], [KIMI_READ * 0.5 / 64, LLAMA_READ * 2 / 3.35])
+    np.testing.assert_allclose(f["stream_ms"], [0.25, LLAMA_READ * 2 / 3.35])
     np.testing.assert_array_equal(f["layers"], [61, 32])
     np.testing.assert_array_equal(f["fabric"], [1, 0])
     np.testing.assert_array_equal(f["pcie"], [0, 0])
@@ -360,8 +359,7 @@ def test_model_step_prior_is_lognormal_around_the_roofline(tmp_path):
              "pair_allreduce_pcie_ms": 0.1}
     givens = {model[k]: np.float64(v) for k, v in point.items()}
     got = model["pair_roofline_ms"].eval(givens)
-    np.testing.assert_allclose(got, [KIMI_READ * 0.5 / 64 / 0.8 + 61 * 0.08,
-                                     LLAMA_READ * 2 / 3.35 / 0.8 + 0.96])
+    np.testing.assert_allclose(got, [0.25 / 0.8 + 61 * 0.08, LLAMA_READ * 2 / 3.35 / 0.8 + 0.96])
     # the step's log-density: LogNormal(log roofline, pair_step_sd) at step = roofline x e^0.1
     step = got * np.exp(0.1)
     logp = pm.logp(model["step_ar_ms"], step).eval({**givens,
@@ -600,7 +598,7 @@ def test_the_read_floor_warning_names_the_measured_ar_row_it_cannot_be_pinned_by
 def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
     """An exploratory pass: Kimi K2.6 on 8x H100, never measured, was answered faster than the
     measured 8x H200 (more bandwidth): the pair roofline has no model or GPU offset. Here
-    Kimi's 8x H200 roofline is 15.41 GB / (8 x 4.8 TB/s) / 0.8 + 61 x (0.03 + 0.05) = 5.38 ms
+    Kimi's 8x H200 roofline is 16 GB / (8 x 4.8 TB/s) / 0.8 + 61 x (0.03 + 0.05) = 5.40 ms
     against the measured 8x B300's 8 ms (8 TB/s a GPU, same fabric class): said."""
     from ddtree_bayes.engine.scenario import faster_than_measured_warning
 
@@ -613,7 +611,7 @@ def test_a_pair_answered_faster_than_a_measured_one_that_reads_faster_is_said():
 
     line = faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 8))
     assert line.startswith("kimi-k2.6@h200x8 was never measured: its M = 1 step from the pair "
-                           "roofline (median 5.38 ms) is shorter than the measured "
+                           "roofline (median 5.4 ms) is shorter than the measured "
                            "kimi-k2.6@b300x8's (8 ms)")
     assert faster_than_measured_warning(d, ask("kimi-k2.6", "b300", 8)) is None   # measured
     assert faster_than_measured_warning(d, ask("kimi-k2.6", "h200", 16)) is None  # other count

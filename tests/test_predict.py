@@ -313,9 +313,9 @@ def test_transfer_scales_the_weight_read_with_the_bandwidth_itself():
     full bandwidth scales with the bandwidth itself, the rest as before (elasticity 0.5,
     factor 1.5, no scatter; B300 x8 measured: MOE(1) = ATTN_BASE = 4 ms).
 
-    Kimi K2.6's card: 32 B active less the untied input embedding a token reads one row of
-    (1.1744 B), x 0.5 B = 15.41 GB over 8 x 8 TB/s = 0.2408 ms of the 8 ms step. On 8 x H200
-    (38.4 TB/s): 0.2408 x 64 / 38.4 + 3.7592 x (64 / 38.4) ** 0.5 + 4 ms. A dense 8B
+    Kimi K2.6's card: 32 B active x 0.5 B = 16 GB over 8 x 8 TB/s = 0.25 ms of the 8 ms step
+    (its 32 B leave the input embedding out, embed_params_b 0: a token reads all of them).
+    On 8 x H200 (38.4 TB/s): 0.25 x 64 / 38.4 + 3.75 x (64 / 38.4) ** 0.5 + 4 ms. A dense 8B
     model at 2 bytes reads the same 16 GB; on one RTX 5090 (1.792 TB/s; one GPU runs no
     collectives, so no interconnect factor) that is 8.93 ms of its answer: 0.25 x 64 / 1.792
     + 3.75 x (64 / 1.792) ** 0.5 + 4 ms (the old
@@ -332,8 +332,8 @@ def test_transfer_scales_the_weight_read_with_the_bandwidth_itself():
     draws.meta["model"]["card"] = dataclasses.asdict(kimi)
     ar = dict(method="ar", engines=["sglang"], accept="1")
     h200 = P.predict(draws, hardware="h200", **ar)[0]
-    r, read = 64 / 38.4, (32 - 1.1744) * 0.5 / 64
-    assert h200["median"] == pytest.approx(1000 / (read * r + (4 - read) * r ** 0.5 + 4))
+    r = 64 / 38.4
+    assert h200["median"] == pytest.approx(1000 / (0.25 * r + 3.75 * r ** 0.5 + 4))
     assert "reading the weights at the full bandwidth is 3% of the measured step" in \
         h200["overhead_from"]
     dense = ModelCard("dense-8b", 8, 8, 32, None, None, 2.0, "bf16", "s")

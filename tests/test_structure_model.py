@@ -1019,10 +1019,10 @@ def test_an_unmeasured_gpu_without_a_peak_says_its_compute_knee_is_assumed():
     bandwidth x 200 FLOP/B with nothing said by predict: an H20-like row (4 TB/s, its 148
     bf16 TFLOPS left out) was answered 1973 tok/s total at C = 64 (Llama-3.1-70B AWQ from 2 x
     A40; 710 with the peak), an assumed 800 TFLOPS. Now the answer's note says the peak is
-    assumed. Kimi K2.6's card (32 B active less its untied input embedding's 1.1744 B, a row
-    lookup, bf16 compute: 61.65 GFLOP a token) on 8 GPUs of 8 TB/s and no peak: 1600 TFLOPS
-    each, 0.0048165 ms a token; at efficiency exp(-1.2) and MOE(1) = 4 ms the compute ratio is
-    0.0048165 / exp(-1.2) / 4."""
+    assumed. Kimi K2.6's card (32 B active, none of them its input embedding: embed_params_b
+    0; bf16 compute: 64 GFLOP a token) on 8 GPUs of 8 TB/s and no peak: 1600 TFLOPS each,
+    0.005 ms a token; at efficiency exp(-1.2) and MOE(1) = 4 ms the compute ratio is 0.005 /
+    exp(-1.2) / 4."""
     import math
 
     from ddtree_bayes.core.model_cards import ModelCard
@@ -1033,8 +1033,8 @@ def test_an_unmeasured_gpu_without_a_peak_says_its_compute_knee_is_assumed():
     row = {"hardware": "nopeak", "mem_bw_tb_s": "8", "interconnect": "NVLink5"}
     params, how = roofline_parameters(draws, card, row, 8, np.full(draws.n_draws, 4.0),
                                       np.random.default_rng(0))
-    flop_ms = 2 * 30.8256e9 / (8 * 1600e12) * 1e3
-    assert flop_ms == pytest.approx(0.0048165)
+    flop_ms = 2 * 32e9 / (8 * 1600e12) * 1e3
+    assert flop_ms == pytest.approx(0.005)
     assert params["tok_ratio"][0] == pytest.approx(flop_ms / math.exp(-1.2) / 4.0)
     assert ("the compute peak is assumed: no peak FLOPs for nopeak in the hardware table, "
             "1600 TFLOPS = bandwidth x 200 FLOP/B (prior-driven; fix: its dense_bf16_tflops "

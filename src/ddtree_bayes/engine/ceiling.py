@@ -44,7 +44,7 @@ SAY_AT = 0.01
 #: The least ratio of a public row's measured step to its balanced-routing read of two or more
 #: tokens (:func:`balanced_read`), which ``scripts/ceiling_check.py`` prints (Kimi K2.6 AR at
 #: C = 64 on 8x RTX PRO 6000: 45.8 ms against 31.0 ms; a tree at C = 1: 2.04)
-PUBLIC_ROUTING_MARGIN = 1.48
+PUBLIC_ROUTING_MARGIN = 1.47
 #: What the warning, the predict schema and docs/json-output.md claim of it, alike
 ROUTING_CLAIM = ("every MoE row of data/public routing two or more tokens a step whose step is "
                  "known (AR, or with accept_len) runs at most 1 / "
@@ -135,7 +135,7 @@ def routed_tokens(streams: int, verify_tokens: int) -> int:
     route at random (:class:`BalancedRead`): the larger of C (one token per stream) and M (one
     stream's tree or chain), each a subset of the step's C x M tokens that the public rows
     bear out on its own (``scripts/ceiling_check.py``: at C >= 2 one token per stream, least
-    ratio 1.48 over 260 rows; at C = 1 a tree's M tokens, 2.04 over 24). Tokens of one tree
+    ratio 1.47 over 260 rows; at C = 1 a tree's M tokens, 2.04 over 24). Tokens of one tree
     share a context and may route alike, the streams' trees too: C x M is not claimed.
 
     >>> routed_tokens(64, 1), routed_tokens(1, 16), routed_tokens(4, 16), routed_tokens(1, 1)
@@ -152,7 +152,7 @@ def balanced_read(draws: Fit, sc: Scenario) -> BalancedRead | None:
 
     The read is no cap: routing that concentrates the tokens on fewer experts reads less.
     But a trained router balances its experts' load, and every public MoE row routing two or
-    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.48 of
+    more tokens a step whose step is known (AR, or with accept_len) runs at most 1 / 1.47 of
     this rate
     (``scripts/ceiling_check.py``), so an answer faster than it
     is said (:func:`routing_warnings`).
@@ -279,7 +279,7 @@ step accepts), faster than reading the experts its tokens touch under balanced r
 token per stream touches about 126 of the 128 experts of each layer, and reading them and the \
 other active weights, 28.5 GB in all, at 0.864 TB/s takes 33 ms, 30 steps/s. No cap (routing \
 that concentrates reads less), but every MoE row of data/public routing two or more tokens a \
-step whose step is known (AR, or with accept_len) runs at most 1 / 1.48 of that rate \
+step whose step is known (AR, or with accept_len) runs at most 1 / 1.47 of that rate \
 (scripts/ceiling_check.py): the answer is likely optimistic (its MoE term grows with C by the \
 fit's exponent, not by this read); a row measured at C = 64 on l40 x1 would settle it
     >>> tree = {**row, "concurrency": 2, "balanced_routing": {**b, "streams": 2, "tokens": 16}}
