@@ -110,8 +110,9 @@ def model_card(name: str, shape: ModelShape, scheme: Scheme, source: str, *,
            + (f"lm_head {head:,}" if head else "lm_head tied to the embedding")
            + f", {shape.layers} layers); active {wb.active_params:,.0f} = every weight a token "
            "uses" + (f", routed experts at {shape.experts_topk}/{shape.experts}" if moe else "")
-           + ", the input embedding counted whole (as the bundled cards and most published "
-           "totals count it; some, such as gpt-oss's model card, leave it out of active); "
+           + ", the input embedding counted whole (as most published totals count it; "
+           "some, such as gpt-oss's model card and DeepSeek's and Kimi's activated counts, "
+           "leave it out of active); "
            + ("embed_params_b 0: the embedding is tied to the lm_head, which every token reads "
               "whole" if shape.tied_embeddings else
               f"embed_params_b {_b(unread_params)}: the untied input embedding, of which a token "
