@@ -358,6 +358,22 @@ FILLED_FLAGS = (("--hardware", "hardware"), ("--gpus", "gpus"), ("--engine", "en
                 ("--verify-tokens", "verify_tokens"))
 
 
+def filled_why(why: str, flags: Flags) -> str:
+    """Why a derived default question is asked, as said for ``flags``: the clause on the
+    bundled method and shape (core/default_question ``NO_SPECULATIVE``: the fit measured no
+    speculative method) only when the method was filled, not given (``predict --hardware
+    h200 --method ar`` took only the engine). :func:`default_note` and the acceptance error
+    of :func:`resolve` say it alike.
+
+    >>> why = "the fit never measured b300, nor any speculative method: the bundled question's"
+    >>> filled_why(why, Flags(method="ar")), filled_why(why, Flags()) == why
+    ('the fit never measured b300', True)
+    """
+    from ddtree_bayes.core.default_question import NO_SPECULATIVE
+
+    return why if flags.method is None else why.split(NO_SPECULATIVE)[0]
+
+
 def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
                  config: Mapping[str, Any] | None = None, own: bool = False) -> str:
     """One line: why a derived default question is asked (``asked``: its ``to_json()``), and
@@ -377,8 +393,6 @@ def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
     'the fit never measured b300; the flags not given come from its most-measured system: \
 --engine vllm (pass --engine to ask another)'
     """
-    from ddtree_bayes.core.default_question import NO_SPECULATIVE
-
     if not flags.names_configuration:
         return (f"{asked['why']}; asking its most-measured system: {asked['asked']} (pass "
                 f"{hint} to ask another)")
@@ -388,9 +402,7 @@ def default_note(asked: dict, flags: Flags, hint: str = CONFIGURATION_FLAGS,
     if config is None or not filled:
         return (f"{asked['why']}; the flags not given come from its most-measured system: "
                 f"{asked['asked']} (pass {hint} to ask another)")
-    why = asked["why"]
-    if flags.method is not None:   # (the bundled method and shape were not asked)
-        why = why.split(NO_SPECULATIVE)[0]
+    why = filled_why(asked["why"], flags)
     values = " ".join(f"{flag} {','.join(v) if isinstance(v, tuple) else v}"
                       for flag, v in filled)
     names = "/".join(flag for flag, _ in filled) if hint == CONFIGURATION_FLAGS else hint
@@ -639,12 +651,8 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
     request = None if flags.accept is None else parse_accept(flags.accept)
     context = parse_context(flags.context)
     warnings += context_warnings(fit, context, flags.model, prefix)
-    from ddtree_bayes.core.default_question import NO_SPECULATIVE
-
-    # why the default filled the flags not given, for an error: of the bundled method and
-    # shape only when the method was filled (as default_note says it)
-    why = None if asked_default is None else (
-        d.why if flags.method is None or d.why is None else d.why.split(NO_SPECULATIVE)[0])
+    # why the default filled the flags not given, for an error, as default_note says it
+    why = None if asked_default is None or d.why is None else filled_why(d.why, flags)
     asked = []
     for engine in config["engines"]:
         sc = resolve_scenario(fit, hardware=config["hardware"], gpus=config["gpus"],
