@@ -73,6 +73,7 @@ def parameter_table(diagnostics: list[dict], meta: dict) -> str:
     for a dense target (engine/structure.py ``dense_unread``: its distinct-expert exponent), with
     a note line saying what ``moe_share`` is for it and what was left out (the JSON's
     ``diagnostics`` keep every one: the gates read them all)."""
+    from ddtree_bayes.core.data import listed
     from ddtree_bayes.engine.structure import dense_unread
 
     dense, unread = dense_unread(meta)
@@ -86,10 +87,11 @@ def parameter_table(diagnostics: list[dict], meta: dict) -> str:
     one = len(dense) == 1
     left = sorted({d["parameter"].split("[")[0] for d in diagnostics
                    if d["parameter"] in unread})
-    said = (", ".join(left[:-1]) + " and " + left[-1]) if len(left) > 1 else "".join(left)
+    said = listed(left) if left else ""
+    whose = "its" if one else "each one's"
     return table + (
         f"\nnote: {', '.join(dense)} {'is' if one else 'are'} dense (no experts): moe_share is "
-        f"the share of {'its' if one else 'each one' + chr(39) + 's'} M = 1 step that reads the "
+        f"the share of {whose} M = 1 step that reads the "
         "weights, the part the verify's compute overtakes past the knee"
         + (f"; {said} (the distinct experts M tokens read) price nothing for "
            f"{'it' if one else 'them'} and {'are' if len(left) > 1 else 'is'} left out "

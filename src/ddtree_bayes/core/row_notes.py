@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from ddtree_bayes.core.data import Measurement, config_label, node_gpus, plain_text
+from ddtree_bayes.core.data import Measurement, config_label, counted, node_gpus, plain_text
 from ddtree_bayes.core.methods import AR_METHOD
 from ddtree_bayes.core.pairs import read_features
 
@@ -311,7 +311,7 @@ def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
     many, few = worst
     short = f"{1 - run_rate(many) / run_rate(few):.1%} below"
     per = "" if many.accept_len == few.accept_len else " (per accepted token)"
-    streams = f"{few.concurrency} stream" + ("s" if few.concurrency > 1 else "")
+    streams = counted(few.concurrency, "stream")
     said = (f"{many.tok_s:g} tok/s for {many.concurrency} streams is {short} row {few.row}'s "
             f"{few.tok_s:g} tok/s for {streams}" if many is m else
             f"row {many.row}'s {many.tok_s:g} tok/s for {many.concurrency} streams is {short} "
@@ -360,7 +360,7 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
                  f"{below} this row's {long.tok_s:g} tok/s at context {context_text(long)}")
     accept = (f"accept_len {short.accept_len:g}" if short.accept_len == long.accept_len
               else f"accept_len {short.accept_len:g} and {long.accept_len:g}")
-    streams = f"{short.concurrency} stream" + ("s" if short.concurrency > 1 else "")
+    streams = counted(short.concurrency, "stream")
     typed = ctx(short)
     thousands = (f" typed in thousands ({typed:g} for {typed * 1024:g} tokens) or"
                  if 0 < typed < 1024 else "")
