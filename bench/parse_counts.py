@@ -192,7 +192,6 @@ def _raw_text(path: Path) -> str:
 def install(counts: Counts) -> None:
     """Wrap ``open``, ``h5py.File``, ``csv.reader``, ``tomllib.loads`` and the loaders."""
     import csv
-    import functools
     import importlib
     import tomllib
 
@@ -258,12 +257,7 @@ def install(counts: Counts) -> None:
             finally:
                 counts.labels.pop()
 
-        functools.update_wrapper(wrapper, real)
-        for mod in list(sys.modules.values()):
-            if (getattr(mod, "__name__", "") or "").startswith("ddtree_bayes"):
-                for attr, value in list(vars(mod).items()):
-                    if value is real:
-                        setattr(mod, attr, wrapper)
+        _rebind(real, wrapper)
 
     # a loaded fit's texts are told apart from the files they were copied from by the label
     # they are parsed under; the few parsed under none are matched by text
@@ -278,12 +272,20 @@ def install(counts: Counts) -> None:
         counts.stored.setdefault(fit.hardware_csv, "stored hardware")
         return fit
 
-    functools.update_wrapper(load_fit, real_load_fit)
+    _rebind(real_load_fit, load_fit)
+
+
+def _rebind(real, wrapper) -> None:
+    """``wrapper`` in place of ``real`` wherever a loaded module of the package holds it (a
+    name imported with ``from ... import``), with ``real``'s name and docstring."""
+    import functools
+
+    functools.update_wrapper(wrapper, real)
     for mod in list(sys.modules.values()):
         if (getattr(mod, "__name__", "") or "").startswith("ddtree_bayes"):
             for attr, value in list(vars(mod).items()):
-                if value is real_load_fit:
-                    setattr(mod, attr, load_fit)
+                if value is real:
+                    setattr(mod, attr, wrapper)
 
 
 def child(workdir: Path, out: Path, argv: list[str]) -> int:
