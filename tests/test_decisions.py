@@ -328,7 +328,8 @@ def test_optimize_flags_extrapolation():
     out = D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang",
                      budgets=BUDGETS)
     # the largest measured verify tokens on b300x8 is 9 (DDTree block 8, budget 8)
-    assert out["max_measured_verify_tokens"] == {"system": 9, "any_system": 9}
+    assert out["max_measured_verify_tokens"] == {"system": 9, "any_system": 9,
+                                                 "transferred_from": None}
     assert [r["extrapolated"] for r in out["rows"]] == [False, True, True, True, True]
     # the acceptance curve is anchored from its reference budget (16) up
     assert [r["accept_extrapolated"] for r in out["rows"]] == [True, False, False, False, False]
@@ -368,8 +369,63 @@ def test_optimize_extrapolation_counts_only_the_rows_the_fit_learned_from():
     draws = point_mass_draws()
     draws.meta["held_out_rows"] = [3]
     out = D.optimize(draws, curve_of(), hardware="b300", engine="sglang", budgets=(8, 16))
-    assert out["max_measured_verify_tokens"] == {"system": 1, "any_system": 4}
+    assert out["max_measured_verify_tokens"] == {"system": 1, "any_system": 4,
+                                                 "transferred_from": None}
     assert [r["extrapolated"] for r in out["rows"]] == [True, True]
+
+
+def two_system_draws():
+    """The point mass measured on b300x8 and rtx-pro-6000x8 (the same per-system step)."""
+    draws = point_mass_draws(step_ar_ms=[8.0, 8.0], moe_share=[0.5, 0.5],
+                             moe_slope=[0.0625, 0.0625], moe_exponent=[0.5, 0.5],
+                             ctx_ms_per_unit=[2.0, 2.0])
+    draws.meta["coords"]["system"] = ["b300x8", "rtx-pro-6000x8"]
+    return draws
+
+
+def test_optimize_flags_an_unmeasured_systems_budgets_past_the_system_it_is_transferred_from(
+        tmp_path):
+    """8 x RTX PRO 6000 Server has no rows: its step is transferred from rtx-pro-6000x8
+    (engine/transfer.py: the same PCIe class, nearest in bandwidth), whose rows verified at
+    most 4 tokens a step (EAGLE-3, M = 4). optimize compared its budgets with the 9 tokens of
+    b300x8 ("on any system"), a system it is not transferred from, so budgets 4 and 8
+    (M = 5, 9) were not flagged though their step is past every row its step comes from.
+    By hand: budgets 2, 3, 4, 8 -> M = 3, 4, 5, 9 against 4: [-, -, step, step]."""
+    from test_cli_support import make_point_mass_workdir, run_cli, write_point_mass_fit
+    from test_json_schemas import validate_output
+
+    draws = two_system_draws()
+    out = D.optimize(draws, curve_of(), hardware="rtx-pro-6000-server", engine="sglang",
+                     budgets=(2, 3, 4, 8))
+    assert out["max_measured_verify_tokens"] == {
+        "system": None, "any_system": 9,
+        "transferred_from": {"system": "rtx-pro-6000x8", "tokens": 4}}
+    assert [r["extrapolated"] for r in out["rows"]] == [False, False, True, True]
+    # a measured system is bounded by its own rows, as before
+    own = D.optimize(draws, curve_of(), hardware="rtx-pro-6000", engine="sglang",
+                     budgets=(2, 3, 4, 8))
+    assert own["max_measured_verify_tokens"] == {"system": 4, "any_system": 9,
+                                                 "transferred_from": None}
+    assert [r["extrapolated"] for r in own["rows"]] == [False, False, True, True]
+    # the table's footnote names the system the step is transferred from and its 4 tokens
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    data.write_text(bundled("measurements.csv").read_text())
+    write_point_mass_fit(work / "models", data, work / "models" / "priors.toml",
+                         work / "data" / "hardware.csv", draws=draws)
+    code, text, err = run_cli(work, "optimize", "--hardware", "rtx-pro-6000-server",
+                              "--engine", "sglang", "--budgets", "2,3,4,8")
+    assert code == 0, err
+    line = next(ln for ln in text.splitlines() if ln.startswith("step: "))
+    assert line.startswith(
+        "step: extrapolated beyond the measured C x M for budgets 4, 8: "
+        "rtx-pro-6000-serverx8 has no measurements; its step is transferred from "
+        "rtx-pro-6000x8, where the most tokens verified per step (C x M) measured is 4 "
+        "(9 on any system); ")
+    code, text, err = run_cli(work, "optimize", "--hardware", "rtx-pro-6000-server",
+                              "--engine", "sglang", "--budgets", "2,3,4,8", "--format", "json")
+    assert code == 0, err
+    validate_output("optimize", json.loads(text))
 
 
 def test_optimize_names_the_budgets_whose_c_x_m_is_past_the_rows():

@@ -150,8 +150,13 @@ def cmd_optimize(args: argparse.Namespace) -> int:
     m = out["max_measured_verify_tokens"]
     extrap = [r for r in out["rows"] if r["extrapolated"]]
     if extrap:
+        ref = m["transferred_from"]
         where = (f"the most tokens verified per step (C x M) measured on {sc['system']} is "
                  f"{m['system']} ({m['any_system']} on any system)" if m["system"] is not None
+                 else f"{sc['system']} has no measurements; its step is transferred from "
+                      f"{ref['system']}, where the most tokens verified per step (C x M) "
+                      f"measured is {ref['tokens']} ({m['any_system']} on any system)"
+                 if ref is not None
                  else f"{sc['system']} has no measurements and the most tokens verified per "
                       f"step (C x M) measured on any system is {m['any_system']}")
         print(f"step: extrapolated beyond the measured C x M for budgets "

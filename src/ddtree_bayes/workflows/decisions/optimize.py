@@ -218,10 +218,11 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     the card's bytes); the scenario says it when given. Returns a dict with ``rows`` (one per
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
-    measured on the system; ``accept_extrapolated`` when B is below the curve's reference budget, or outside
-    the budgets of the acceptance file), ``recommended`` (a budget) and ``warnings``
-    (a tree no drafter card serves for the model and the fit never measured:
-    :func:`~ddtree_bayes.engine.scenario.drafter_gap_warnings`;
+    measured on the system (on a system without rows, on the one its step is transferred
+    from: :func:`transferred_from`; else on any); ``accept_extrapolated`` when B is below
+    the curve's reference budget, or outside the budgets of the acceptance file),
+    ``recommended`` (a budget) and ``warnings`` (a tree no drafter card serves for the model
+    and the fit never measured: :func:`~ddtree_bayes.engine.scenario.drafter_gap_warnings`;
     :func:`~ddtree_bayes.engine.question.context_warnings` and :func:`concurrency_notes`, as
     predict warns them).
 
@@ -321,7 +322,13 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     fast = [(budgets[j], routed) for j, b_sc in enumerate(scenarios)
             if (routed := routing_row(rates[:, j], balanced_read(draws, b_sc))) is not None]
     sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
-    limit = all_max if sys_max is None else sys_max   # tokens per step, C x M
+    # a system without rows takes its step from the one it is transferred from, whose rows
+    # bound it (8 x RTX PRO 6000 Server from rtx-pro-6000x8, at most 4 tokens a step, was
+    # held to the 9 of b300x8: budgets 4 and 8 went unflagged); any system's only without one
+    ref = transferred_from(draws, scenarios[0]) if sys_max is None else None
+    ref_max = None if ref is None else max_measured_verify(draws, ref)[0]
+    limit = (sys_max if sys_max is not None else ref_max if ref_max is not None
+             else all_max)   # tokens per step, C x M
     rows = []
     for j, sc in enumerate(scenarios):
         row = {"budget": budgets[j], "verify_tokens": sc.verify_tokens,
@@ -381,9 +388,26 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                       "anchored_budgets": [anchored[0], anchored[1] if math.isfinite(anchored[1])
                                            else None]},
             "overhead_from": hows[0],
-            "max_measured_verify_tokens": {"system": sys_max, "any_system": all_max},
+            "max_measured_verify_tokens": {
+                "system": sys_max, "any_system": all_max,
+                "transferred_from": (None if ref is None or ref_max is None
+                                     else {"system": ref, "tokens": ref_max})},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
+
+
+def transferred_from(draws: Fit, sc: P.Scenario) -> str | None:
+    """The measured system an unmeasured ``sc``'s step parameters are transferred from
+    (:func:`~ddtree_bayes.engine.transfer.transfer_reference`, as the query's distance and
+    concurrency count from it), or None: a measured system, a fit of several models (an
+    unmeasured pair's step is the pair roofline's, learned across the pairs) or no system
+    measured."""
+    from ddtree_bayes.engine.target_models import is_multi
+    from ddtree_bayes.engine.transfer import transfer_reference
+
+    if sc.measured or is_multi(draws) or not draws.measured_systems:
+        return None
+    return transfer_reference(draws, sc.hardware, sc.gpus)[0]
 
 
 def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None
