@@ -162,3 +162,37 @@ def test_given_twice_compares_what_the_flags_parser_reads():
     # a value its parser refuses is compared as typed (argparse then names what is wrong)
     assert given_twice(p, ["--context", "lots", "--context", "lots"]) is None
     assert "'lots' and 'many'" in given_twice(p, ["--context", "lots", "--context", "many"])
+
+
+def test_add_reads_a_number_given_twice_in_two_spellings_as_one_value(tmp_path):
+    """`add --tok-s 612 --tok-s 612.0` was refused as given twice: add's numeric flags keep
+    the text (the data schema checks it, naming the row and column), so given_twice compared
+    the texts, where predict's flags compare what they mean. One number in two spellings is
+    one value (the row is written once, 612 tok/s); two numbers are still refused."""
+    import csv
+    import io
+
+    work = make_point_mass_workdir(tmp_path / "w")
+    data = work / "data" / "measurements.csv"
+    rows_before = len(list(csv.DictReader(io.StringIO(data.read_text()))))
+    flags = [a for a in ADD if a not in ("--gpus", "8", "--block", "16", "--accept", "13")]
+    code, out, err = run_cli(work, *flags, "--gpus", "8", "--gpus", "8.0", "--block", "16",
+                             "--block", "1.6e1", "--accept", "13", "--accept", "13.0",
+                             "--tok-s", "612", "--tok-s", "612.0", "--verify-tokens", "33",
+                             "--verify-tokens", "33.", "--budget", "32")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO(data.read_text())))
+    assert len(rows) == rows_before + 1
+    new = rows[-1]
+    assert (float(new["gpus"]), float(new["block"]), float(new["budget"]),
+            float(new["verify_tokens"]), float(new["accept_len"]), float(new["tok_s"])) == (
+        8, 16, 32, 33, 13, 612)
+    before = listing(work)
+    code, out, err = run_cli(work, *ADD, "--tok-s", "612", "--tok-s", "612.5")
+    assert (code, out) == (2, "")
+    assert err == ("ddtree-bayes: error: argument --tok-s: given twice, '612' and '612.5': "
+                   "which one is meant is not for this tool to guess (fix: give --tok-s once)\n")
+    code, out, err = run_cli(work, *ADD, "--tok-s", "612", "--accept", "infer", "--accept",
+                             "13")
+    assert code == 2 and "argument --accept: given twice, '13' and 'infer'" in err
+    assert listing(work) == before

@@ -365,6 +365,29 @@ def as_text(parse: Callable[[str], object]) -> Callable[[str], str]:
     return check
 
 
+def number_text(text: str) -> str:
+    """A type= function for a number a flag writes into a data file as typed (``add``'s
+    --tok-s, --gpus, --accept...): the text, unchecked (the data schema refuses a bad one,
+    naming its row and column), compared by :func:`given_twice` as the number the schema
+    reads (:func:`~ddtree_bayes.core.data.plain_float`): ``--tok-s 612 --tok-s 612.0`` is one
+    value; a word (``--accept infer``) is its text.
+
+    >>> number_text(" 612.0"), meaning(argparse.Action(["--tok-s"], "tok_s", type=number_text),
+    ...                                ["612.0", "6.12e2"])
+    (' 612.0', (612.0, 612.0))
+    """
+    return text
+
+
+def _number_meaning(text: str) -> object:
+    from ddtree_bayes.core.data import plain_float
+
+    return plain_float(text)
+
+
+with_meaning(number_text, _number_meaning)
+
+
 def int_list(lo: int, hi: int, fix: str) -> Callable[[str], list[int]]:
     """A type= function: comma-separated whole numbers in lo..hi (at least one), each once
     (``--concurrency 1,1`` printed every row twice), no item empty (``--concurrency 1,,4``

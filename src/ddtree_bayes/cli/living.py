@@ -283,7 +283,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     a.add_argument("--hardware", help="GPU name from data/hardware.csv (required; with --from-bench "
                                       "only when the file does not name a GPU of that table, "
                                       "and refused when the file names another GPU)")
-    a.add_argument("--gpus",
+    a.add_argument("--gpus", type=A.number_text,
                    help="GPU count (default: with --from-bench, the count the benchmark file "
                         "records (llama-bench's gpu_info devices, vLLM latency's tensor x "
                         "pipeline parallel size), refused when it differs; else the count "
@@ -294,13 +294,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                                     "vllm bench latency vllm, sglang.bench_one_batch sglang, a "
                                     "serving result its backend; refused when it names another)")
     a.add_argument("--method", help="ar, ddtree, eagle3, ... (required)")
-    a.add_argument("--block", help="drafter block size / chain length")
-    a.add_argument("--budget", help="tree node budget")
-    a.add_argument("--verify-tokens",
+    a.add_argument("--block", type=A.number_text, help="drafter block size / chain length")
+    a.add_argument("--budget", type=A.number_text, help="tree node budget")
+    a.add_argument("--verify-tokens", type=A.number_text,
                    help="tokens verified per step (default: derived: ar 1, tree budget+1, "
                         "chain depth+1: block for DFlash, whose block starts with the anchor, "
                         "else block+1)")
-    a.add_argument("--accept",
+    a.add_argument("--accept", type=A.number_text,
                    help="accepted tokens per step incl. the bonus token, i.e. the accept_len "
                         "column (required, but 1 and the default for ar; with --from-bench "
                         "only when the file has no acceptance length). 'infer' leaves it "
@@ -320,7 +320,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "drafter column (refused unless the card drafts that method for that "
                         "model and is not its default card). A file without the column gets "
                         "it (blank = the default card)")
-    a.add_argument("--tok-s",
+    a.add_argument("--tok-s", type=A.number_text,
                    help="measured decode throughput in tok/s (required): one stream's, or with "
                         "--concurrency C the C streams' total")
     a.add_argument("--source", help="where the number comes from (required; with "
