@@ -537,10 +537,14 @@ def test_replacing_a_row_again_and_again_keeps_one_credit_per_source(tmp_path):
     row = rows_of(tmp_path / "data" / "hardware.csv")["my-gpu"]
     assert row["source"] == ("s4 (mem_bw_tb_s); s3 (memory_gb); other figures as b300: "
                              f"{b300['source']}")
-    assert row["flops_source"] == (f"s4 (dense_bf16_tflops); other figures as b300: "
+    # (the bf16 peak given scales the row's others: 2000 / 2250 of 4500, 13500 and 150)
+    derived = ("DERIVED: my-gpu's row before, scaled as the bf16 peak given (dense_fp8_tflops, "
+               "dense_fp4_tflops, dense_int8_tflops)")
+    assert row["flops_source"] == (f"s4 (dense_bf16_tflops); {derived}; other figures as b300: "
                                    f"{b300['flops_source']}")
-    assert (row["mem_bw_tb_s"], row["memory_gb"], row["dense_bf16_tflops"]) == (
-        "5", "100", "2000")
+    assert (row["mem_bw_tb_s"], row["memory_gb"], row["dense_bf16_tflops"],
+            row["dense_fp8_tflops"], row["dense_fp4_tflops"], row["dense_int8_tflops"]) == (
+        "5", "100", "2000", "4000", "12000", "133.33")
 
     def replaced(memory_gb, source):
         code, out, err = run_cli(tmp_path, "hardware", "add", "my-gpu", "--memory-gb",
@@ -552,7 +556,7 @@ def test_replacing_a_row_again_and_again_keeps_one_credit_per_source(tmp_path):
     row = replaced("90", "s5")
     assert row["source"] == ("s5 (memory_gb); s4 (mem_bw_tb_s); other figures as b300: "
                              f"{b300['source']}")
-    assert row["flops_source"] == (f"s4 (dense_bf16_tflops); other figures as b300: "
+    assert row["flops_source"] == (f"s4 (dense_bf16_tflops); {derived}; other figures as b300: "
                                    f"{b300['flops_source']}")
     # a review: the same source again gave "s4 (...); s4 (...)"; its columns join one credit
     row = replaced("80", "s4")
@@ -845,6 +849,52 @@ def test_a_peak_given_with_like_scales_the_copied_peaks_of_the_other_precisions(
     assert json.loads(out)["gpu"]["dense_fp8_tflops"] == 330.3 and json.loads(out)["notes"] == []
 
 
+def test_a_peak_given_for_a_gpus_own_row_scales_its_other_peaks(tmp_path):
+    """`hardware add h100 --dense-bf16-tflops 900` (an H100 capped below its 989) kept the
+    row's fp8 1979, 2.2x the new bf16 peak, where `--like h100` scaled it (tidy6: a GPU's
+    tensor peaks scale together): a GPU's own row, built in or yours (--replace), scales its
+    peaks not given alike, with the same note and a DERIVED credit; peaks given are never
+    scaled. By hand: fp8 1979 x 900 / 989 = 1800.91; again at 950: 1800.91 x 950 / 900 =
+    1900.96."""
+    h100 = BUILT_IN["h100"]
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100", "--dense-bf16-tflops", "900",
+                             "--source", "s1", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    gpu = payload["gpu"]
+    assert (gpu["dense_bf16_tflops"], gpu["dense_fp8_tflops"]) == (900, 1800.91)
+    assert payload["notes"] == [
+        "h100: fp8 1979 was its row's, scaled as the bf16 peak given (900 / 989 = 0.91) to "
+        "1800.91: a GPU's tensor peaks scale together (give --dense-fp8-tflops if its "
+        "datasheet says otherwise)"]
+    assert gpu["flops_source"] == (
+        "s1 (dense_bf16_tflops); DERIVED: h100's row before, scaled as the bf16 peak given "
+        f"(dense_fp8_tflops); other figures as before: {h100['flops_source']}")
+    assert gpu["has_derived"] is True
+    # the user's row replaced: its peaks not given scale again, one DERIVED credit
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100", "--dense-bf16-tflops", "950",
+                             "--source", "s2", "--replace")
+    assert code == 0, err
+    assert (f"  dense TFLOPS  {'bf16 950, fp8 1900.96, fp4 -, int8 -':<44} bf16 given, fp8 "
+            "scaled as bf16") in out.splitlines()
+    row = rows_of(tmp_path / "data" / "hardware.csv")["h100"]
+    assert (row["dense_bf16_tflops"], row["dense_fp8_tflops"]) == ("950", "1900.96")
+    assert row["flops_source"] == (
+        "s2 (dense_bf16_tflops); DERIVED: h100's row before, scaled as the bf16 peak given "
+        f"(dense_fp8_tflops); other figures as before: {h100['flops_source']}")
+    # both given: nothing scaled, nothing noted, the credits the given source's alone
+    code, out, err = run_cli(tmp_path, "hardware", "add", "h100", "--dense-bf16-tflops", "900",
+                             "--dense-fp8-tflops", "1700", "--source", "s3", "--replace",
+                             "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["notes"] == [] and payload["gpu"]["dense_fp8_tflops"] == 1700
+    assert payload["gpu"]["flops_source"] == "s3 (dense_bf16_tflops, dense_fp8_tflops)"
+    # the --help says it
+    code, out, _ = run_cli(tmp_path, "hardware", "add", "--help")
+    assert "scales" in " ".join(out.split()).split("--replace")[-1]
+
+
 def test_replace_with_like_names_the_figures_of_the_row_it_drops(tmp_path):
     """`hardware add NAME --like X --replace` starts again from X's row (--like: "the other
     figures are GPU's"), so the figures an earlier add of NAME gave were lost without a word
@@ -899,8 +949,10 @@ def test_a_gpus_own_row_keeps_the_sources_of_the_figures_not_given(tmp_path):
     assert code == 0, err
     row, h100 = rows_of(tmp_path / "data" / "hardware.csv")["h100"], BUILT_IN["h100"]
     assert row["source"] == h100["source"]
-    assert row["flops_source"] == (f"clocked down (dense_bf16_tflops); other figures as before: "
-                                   f"{h100['flops_source']}")
+    # (its fp8 peak scales as the bf16 given: test_a_peak_given_for_a_gpus_own_row_scales_...)
+    assert row["flops_source"] == (f"clocked down (dense_bf16_tflops); DERIVED: h100's row "
+                                   "before, scaled as the bf16 peak given (dense_fp8_tflops); "
+                                   f"other figures as before: {h100['flops_source']}")
 
 
 def test_the_stale_table_warning_names_values_not_sources(tmp_path):

@@ -123,19 +123,23 @@ def _credits(text: str) -> tuple[list[tuple[str, list[str]]], str | None] | None
     return credits, copied or None
 
 
-def _replacing(source: str, given: list[str], before: str) -> str | None:
+def _replacing(source: str, given: list[str], before: str, derived: str | None = None,
+               scaled: tuple[str, ...] = ()) -> str | None:
     """The source of a row that replaces this GPU's own row (its previous source ``before``):
-    one credit per source, its columns less those now given, and the copied figures' credit
-    kept as it was, so replacing a row never nests its previous text into itself ("as
-    before: as before: as b300: ..."); None when ``before`` is not a text this wrote."""
+    one credit per source, its columns less those now given (or ``scaled``, credited
+    ``derived``), and the copied figures' credit kept as it was, so replacing a row never
+    nests its previous text into itself ("as before: as before: as b300: ..."); None when
+    ``before`` is not a text this wrote."""
     read = _credits(before)
     if read is None:
         return None
     credits, copied = read
-    kept = [(s, [c for c in cols if c not in given]) for s, cols in credits]
+    kept = [(s, [c for c in cols if c not in given and c not in scaled]) for s, cols in credits]
     # the new source's earlier columns join its credit (s2 given twice: one "s2 (...)")
     mine = [*given, *(c for s, cols in kept if s == source for c in cols)]
     parts = [f"{source} ({', '.join(mine)})"] if mine else []
+    if derived:
+        parts.append(derived)
     parts += [f"{s} ({', '.join(cols)})" for s, cols in kept if cols and s != source]
     if copied:
         parts.append((_COPIED if parts else "as ") + copied)
@@ -366,19 +370,23 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
         _refuse_far_from_like(values, like, table.rows[like])
     if base is not None:
         _refuse_copied_peaks_left_behind(values, base, table.rows[base], row)
-    # (another GPU's peaks; a GPU's own row keeps its peaks not given as they were)
-    scaled, scaled_as, scale_note = (_scale_copied_peaks(row, values, like, table.rows[like])
-                                     if like is not None and like != name else ((), "", None))
+    # the peaks not given, of another GPU's row or of this GPU's own (built in, or the
+    # user's row --replace rewrites): a GPU's tensor peaks scale together, so a peak given
+    # scales them alike (`hardware add h100 --dense-bf16-tflops 900` kept fp8 1979)
+    scaled, scaled_as, scale_note = (_scale_copied_peaks(row, values, base, table.rows[base])
+                                     if base is not None else ((), "", None))
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
     # the figures not given keep the copied row's sources: "as <GPU>" for another GPU's row,
     # "as before" for this GPU's own (a built-in row, or the user's row being replaced)
     said = None if from_like is None else "before" if from_like == name else from_like
 
-    def credit(given: list[str], copied: bool, before: str, derived: str | None = None) -> str:
+    def credit(given: list[str], copied: bool, before: str, derived: str | None = None
+               ) -> str:
         if not given and said == "before":
             return before   # (its own row, none of these figures given: their credit as it was)
-        again = _replacing(source, given, before) if copied and said == "before" else None
+        again = (_replacing(source, given, before, derived, scaled)
+                 if copied and said == "before" else None)
         # (another GPU's credits: the columns given here are the user's alone)
         return again if again is not None else _provenance(
             source, given, said if copied else None,
@@ -388,7 +396,8 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
                            like_row.get("source", ""))
     peaks_given = [c for c in PEAK_COLUMNS if c in values]
     copied_peaks = any(row.get(c) for c in PEAK_COLUMNS if c not in values)
-    derived = (f"DERIVED: {like}'s, scaled as the {scaled_as} peak given ({', '.join(scaled)})"
+    whose = f"{name}'s row before" if base == name else f"{base}'s"
+    derived = (f"DERIVED: {whose}, scaled as the {scaled_as} peak given ({', '.join(scaled)})"
                if scaled else None)
     row["flops_source"] = credit(peaks_given, copied_peaks, like_row.get("flops_source", ""),
                                  derived)
@@ -458,7 +467,9 @@ def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], lik
     147.09`` (an RTX 4090 D) kept the 4090's fp8 330.3 and int8 660.6, pricing its compute
     knee at the 4090's. Returns the columns scaled, the precision they were scaled as, and
     the note saying so (None: nothing given to scale by, or nothing changed). A peak given
-    :data:`COPIED_PEAK_FACTOR` or more from ``like``'s was refused before this.
+    :data:`COPIED_PEAK_FACTOR` or more from ``like``'s was refused before this. ``like`` may
+    be the GPU itself (its own row, built in or the user's, updated without ``--like``: an
+    H100 given bf16 900 kept fp8 1979); the note then says the peaks were its row's.
 
     >>> row = {"dense_bf16_tflops": "147.09", "dense_fp8_tflops": "330.3",
     ...        "dense_fp4_tflops": "", "dense_int8_tflops": "660.6", "hardware": "g"}
@@ -489,8 +500,10 @@ def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], lik
     them = listed([f"{c.split('_')[1]} {before[c]}" for c in cols])
     flags = " and ".join(f"--dense-{c.split('_')[1]}-tflops" for c in cols)
     one = len(cols) == 1
+    whose = (f"{'was' if one else 'were'} its row's" if like == row["hardware"] else
+             f"{'is' if one else 'are'} {like}'s")
     return cols, short, (
-        f"{row['hardware']}: {them} {'is' if one else 'are'} {like}'s, scaled as the {short} "
+        f"{row['hardware']}: {them} {whose}, scaled as the {short} "
         f"peak given ({_figure(values[ref])} / {like_row[ref].strip()} = {ratio:.3g}) to "
         f"{listed([after[c] for c in cols])}: a GPU's tensor peaks scale together (give "
         f"{flags} if its datasheet says otherwise)")
