@@ -376,3 +376,35 @@ def test_a_reweighted_fits_start_is_weighted_as_update_weighted_it():
                                    kept, model=fit.meta["model"], seed=seed)
     np.testing.assert_allclose(start.log_w, update.log_weights, rtol=0, atol=1e-12)
     assert update.weights_ess == pytest.approx(890.24, abs=0.01)
+
+
+def test_the_table_says_when_the_query_itself_ranks_below_others_for_a_refit():
+    """On the bundled fit, `next --query '--accept 14 --concurrency 4'` ranked the query itself
+    fourth (E[90% width] 290 +- 5.5 against budget 128 at C = 1's 219): update would refit for
+    it (a concurrency the fit never measured), so its E[width] reweights today's draws, while
+    add + update + predict at the query's median (2060 tok/s for 4 streams) gave 484-548, a
+    width of 64: the refit anchors the query to its own row. The row's note said "likely too
+    wide"; nothing said what that does to the ranking. A line names the query's rank when
+    its own row is flagged and ranked below another; none when it ranks first or is not
+    flagged, or no row is the query's configuration."""
+    from ddtree_bayes.cli.decisions import query_itself_note
+
+    query = {"hardware": "b300", "gpus": 8, "engine": "sglang", "method": "ddtree",
+             "block": 16, "budget": 32, "verify_tokens": 33, "context_tokens": 0.0,
+             "concurrency": 4}
+    itself = {**query, "accept_len": 14.0, "refit_needed": True}
+    others = [{**query, "budget": b, "verify_tokens": b + 1, "concurrency": c,
+               "refit_needed": c != 1} for b, c in ((128, 1), (32, 1), (32, 2))]
+    assert query_itself_note({"query": query, "rows": [*others, itself]}) == (
+        "the query itself ranks 4 of 4 by E[width]: `update` would refit for it, and the refit "
+        "anchors the query's answer to its own new row (as predict anchors any measured "
+        "configuration), which E[width], reweighting today's draws, cannot show: measured, "
+        "it may narrow the query more than the candidates above it")
+    assert query_itself_note({"query": query, "rows": [itself, *others]}) is None
+    assert query_itself_note({"query": query, "rows": [
+        *others, {**itself, "refit_needed": False}]}) is None
+    assert query_itself_note({"query": query, "rows": others}) is None
+    # a query at one stream says no concurrency (its rows say 1)
+    one = {k: v for k, v in query.items() if k != "concurrency"}
+    assert query_itself_note({"query": one, "rows": [
+        others[0], {**itself, "concurrency": 1}]}).startswith("the query itself ranks 2 of 2")

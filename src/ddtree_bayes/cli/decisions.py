@@ -302,7 +302,36 @@ def cmd_next(args: argparse.Namespace) -> int:
               "be reweighted: rows removed since them, a validation fold); E[width] reweights "
               "today's draws, which cannot learn what the refit would, so it can be far wider "
               "than after the refit.")
+    if (itself := query_itself_note(out)) is not None:
+        print(f"{itself}.")
     return 0
+
+
+#: The configuration of a ``next`` row and of its query (a query at one stream names no C).
+_CONFIGURATION = ("model", "hardware", "gpus", "engine", "method", "block", "budget",
+                  "verify_tokens", "context_tokens", "concurrency")
+
+
+def query_itself_note(out: dict) -> str | None:
+    """The line ``next`` says when the candidate at the query's own configuration is one
+    ``update`` would refit for and ranks below another: its E[width] reweights today's draws,
+    where the refit anchors the query to its new row (on the bundled fit the query at C = 4
+    ranked fourth, E[90% width] 290, while add + update + predict at its median gave a width
+    of 64). None when no row is the query's, or it ranks first, or needs no refit."""
+    q = out["query"]
+
+    def config(row: dict) -> tuple:
+        return tuple(row.get(k, 1 if k == "concurrency" else None) for k in _CONFIGURATION)
+
+    rank = next((i for i, r in enumerate(out["rows"], start=1)
+                 if config(r) == config(q)), None)
+    if rank is None or rank == 1 or not out["rows"][rank - 1]["refit_needed"]:
+        return None
+    return (f"the query itself ranks {rank} of {len(out['rows'])} by E[width]: `update` would "
+            "refit for it, and the refit anchors the query's answer to its own new row (as "
+            "predict anchors any measured configuration), which E[width], reweighting today's "
+            "draws, cannot show: measured, it may narrow the query more than the candidates "
+            "above it")
 
 
 #: The table's note on a candidate ``update`` would refit for (next's JSON ``refit_needed``).
