@@ -216,6 +216,54 @@ def test_a_copied_workspace_is_told_its_own_file_differs(tmp_path, monkeypatch):
     assert P.check_fit(draws) == []
 
 
+def test_a_priors_file_here_that_fit_would_read_instead_is_said(tmp_path, monkeypatch):
+    """A fit made with the bundled priors (no models/priors.toml here then), asked after the
+    user wrote models/priors.toml here with the budget-32 acceptance prior moved from
+    TruncNormal(10, 2.5) to mu 5: predict drew the acceptance from mu 10, said "drawn from the
+    acceptance prior in the priors file" and warned of nothing (the file the fit names, the
+    bundled one, is unchanged), where `fit` here reads the new file. Likewise a fit of
+    workspace A's models/priors.toml asked in B, a copy of A whose priors were edited. Not
+    said for a copy holding the fitted priors, an edit of [acceptance_curve] alone (no fit
+    reads it), or a fit of --priors OTHER."""
+    draws = point_mass_draws()
+    fitted = bundled("priors.toml").read_text()
+    moved = fitted.replace("budget = 32\ndist = \"truncnormal\"\nmu = 10.0\n",
+                           "budget = 32\ndist = \"truncnormal\"\nmu = 5.0\n", 1)
+    assert moved != fitted
+    here = tmp_path / "here"
+    (here / "models").mkdir(parents=True)
+    monkeypatch.chdir(here)
+    assert P.check_fit(draws) == []                            # no priors file here
+    (here / "models" / "priors.toml").write_text(fitted)
+    assert P.check_fit(draws) == []                            # a copy of the fitted text
+    (here / "models" / "priors.toml").write_text(
+        fitted.replace("mu = 9.4\n", "mu = 7.0\n", 1))
+    assert P.check_fit(draws, ignore_priors_sections=P.NOT_FITTED_PRIORS) == []
+    (here / "models" / "priors.toml").write_text(moved)
+    said = (f"fit {draws.meta['fit_id']} was made with the bundled default priors, not "
+            "models/priors.toml here, which says otherwise: it answers from the priors it "
+            "was made with (re-run `ddtree-bayes fit` to use this file's)")
+    assert P.check_fit(draws) == [said]
+    assert P.check_fit(draws, here=False) == []                # the API: the fit's files only
+    # a copied workspace: the fit of A's own models/priors.toml, asked in B
+    a = tmp_path / "A"
+    (a / "models").mkdir(parents=True)
+    (a / "models" / "priors.toml").write_text(fitted)
+    draws.meta["priors"] = {"path": str(a / "models" / "priors.toml"),
+                            "sha256": hashlib.sha256(fitted.encode()).hexdigest()}
+    draws.meta["workdir"] = str(a.resolve())
+    assert P.check_fit(draws) == [
+        f"fit {draws.meta['fit_id']} was made in {a.resolve()} with its models/priors.toml, not "
+        "models/priors.toml here, which says otherwise: it answers from the priors it was made "
+        "with (re-run `ddtree-bayes fit` to use this file's)"]
+    # a fit told to use another priors file (fit --priors OTHER) is not told of this one
+    other = tmp_path / "other.toml"
+    other.write_text(fitted)
+    draws.meta["priors"]["path"] = str(other)
+    draws.meta["workdir"] = str(here.resolve())
+    assert P.check_fit(draws) == []
+
+
 def test_editing_only_the_curve_does_not_make_a_fit_stale(tmp_path):
     """fit ignores [acceptance_curve], so optimize/next do not warn when only it changed."""
     draws = point_mass_draws()

@@ -659,6 +659,11 @@ def check_fit(draws: Fit, *, allow_unconverged: bool = False, strict: bool = Fal
     copied = _copied_workspace_data(meta) if here else None
     if copied is not None:
         warnings.append(copied)
+    # Likewise the priors: a fit of the default priors (the bundled file, or its workspace's
+    # models/priors.toml) asked where `fit` would read another models/priors.toml
+    other_priors = _priors_here_differ(draws, ignore_priors_sections) if here else None
+    if other_priors is not None:
+        warnings.append(other_priors)
     return unconverged + warnings   # (--strict refuses a stale fit, not one it was told to use)
 
 
@@ -684,6 +689,39 @@ def _copied_workspace_data(meta: dict) -> str | None:
     return (f"fit {meta['fit_id']} was made in {workdir} on its data/measurements.csv, not on "
             "data/measurements.csv here, which holds other measurements: it answers from that "
             "file's (run `ddtree-bayes update` to use this one's)")
+
+
+def _priors_here_differ(draws: Fit, ignore_sections: tuple[str, ...]) -> str | None:
+    """The warning of a fit made with the default priors (the bundled file, or
+    ``models/priors.toml`` of the workspace it was made in) asked where ``fit`` reads another
+    file, ``models/priors.toml`` here (written since, or a copied workspace's, edited), that
+    says otherwise than the fit's stored priors (but for ``ignore_sections``): the fit answers
+    from its own priors (the acceptance prior predict draws from among them) and the file it
+    names is unchanged, so nothing else says it. None otherwise: the same file, a copy of the
+    fitted text, or a fit told to use another file (``fit --priors OTHER``)."""
+    from ddtree_bayes.core.paths import bundled, priors_file
+
+    meta = draws.meta
+    mine, made_with = priors_file(), Path(meta["priors"]["path"])
+    if mine.resolve() == made_with.resolve():
+        return None
+    workdir = meta.get("workdir")
+    if made_with.resolve() == bundled("priors.toml").resolve():
+        made = "with the bundled default priors"
+    elif workdir and made_with.resolve() == (Path(workdir) / "models" / "priors.toml").resolve():
+        made = f"in {workdir} with its models/priors.toml"
+    else:
+        return None
+    hashes, text = _read_as_stored(mine)
+    if meta["priors"]["sha256"] in hashes or fitted_priors_same(text, draws.priors_toml,
+                                                                 ignore_sections):
+        return None
+    there = ("the bundled default priors, which `fit` here reads and which say"
+             if mine.resolve() == bundled("priors.toml").resolve()
+             else "models/priors.toml here, which says")
+    return (f"fit {meta['fit_id']} was made {made}, not {there} otherwise: it answers from the "
+            "priors it was made with (re-run `ddtree-bayes fit` to use "
+            + ("them)" if there.startswith("the bundled") else "this file's)"))
 
 
 def check_kv_cache(dtype: str | None) -> str | None:
