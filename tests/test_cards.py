@@ -2497,6 +2497,44 @@ def test_a_hand_written_card_of_bits_per_weight_is_refused():
         load_drafter_cards("drafters.csv", drafters.format(16))
 
 
+def test_bytes_per_weight_below_any_quantisation_are_refused(tmp_path):
+    """A trust pass: a card's bytes_per_weight had a ceiling (fp32's 4) and no floor, so a
+    decimal slip (0.05 for Kimi's 0.5, 0.06 for a 4-bit scheme's 0.56) was taken: a card
+    reading 10x fewer bytes than any deployment of it (Q1_0's 1.125 bits = 0.140625 bytes, the
+    fewest any quantisation stores, the floor `add` and `fit` hold a step and the memory to).
+    Llama-3.1-8B at 0.05: 7.5047 B x 0.05 = 0.375 GB a step reads, 0.11 ms on one H100
+    (3.35 TB/s) where its bf16 weights take 4.48 ms. Refused in models.csv (either column),
+    drafters.csv and `card add --bytes-per-weight`, nothing written; 0.140625 itself is kept."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import DataError
+
+    header, llama = _bundled_llama_card()
+    assert _card_refusal(header, llama.replace(",2,bf16,", ",0.05,bf16,")) == (
+        "models.csv, row 2, column 'bytes_per_weight': bytes_per_weight 0.05 is fewer than any "
+        "quantisation stores (0.140625 bytes: 1.125 bits, Q1_0, the fewest any quantisation "
+        "stores); likely a decimal slip (fix: write bytes per weight, bits / 8: 2 for bf16, 1 "
+        "for fp8, about 0.56 for a 4-bit scheme)")
+    assert load_model_cards("models.csv", f"{header}\n" + llama.replace(
+        ",2,bf16,", ",0.140625,bf16,") + "\n")["llama-3.1-8b-instruct"].bytes_per_weight == 0.140625
+    cols = header.split(",")
+    cells = next(csv.reader([llama]))
+    cells[cols.index("file_bytes_per_weight")] = "0.1"
+    row = ",".join(f'"{c}"' if "," in c else c for c in cells)
+    assert _card_refusal(header, row).startswith(
+        "models.csv, row 2, column 'file_bytes_per_weight': file_bytes_per_weight 0.1 is fewer "
+        "than any quantisation stores")
+    drafters = ("drafter,target_model,method,kind,layers,params_active_b,lm_head_params_b,"
+                "bytes_per_weight,source\nmy-head,qwen3-8b,eagle3,eagle3_head,1,0.4,0.6,{},me\n")
+    with pytest.raises(DataError, match=r"drafters.csv, row 2, column 'bytes_per_weight': "
+                                        r"bytes_per_weight 0.06 is fewer than any quantisation"):
+        load_drafter_cards("drafters.csv", drafters.format(0.06))
+    code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8",
+                         "--bytes-per-weight", "0.05")
+    assert code == 2 and out == "" and err.count("\n") == 1 and "(fix:" in err, err
+    assert "bytes_per_weight 0.05 is fewer than any quantisation stores" in err
+    assert not (tmp_path / "data" / "models.csv").exists()
+
+
 @pytest.mark.parametrize("bits", ["4.65", "4.85", "6.56", "8"])
 def test_bits_per_weight_given_as_bytes_are_refused(tmp_path, bits):
     """A 4-to-8-bit scheme's bits per weight ("bpw": exl2's 4.65, Q4_K_M's 4.85, Q6_K's 6.56,

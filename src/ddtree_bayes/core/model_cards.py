@@ -15,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from ddtree_bayes.core.data import (
+    MIN_BYTES_PER_WEIGHT,
     NAME_RE,
     check_named_columns,
     missing_column,
@@ -23,6 +24,7 @@ from ddtree_bayes.core.data import (
     read_records,
 )
 from ddtree_bayes.core.errors import DataError
+from ddtree_bayes.core.pairs import LEAST_BITS_PER_WEIGHT, LEAST_QUANTISATION
 from ddtree_bayes.core.tensor_cores import (  # noqa: F401  (re-exported)
     COMPUTE_CAPABILITY_RE,
     INT8_MMA_MIN_CC,
@@ -404,23 +406,37 @@ kimi-k2.6's 64 heads evenly; llama.cpp splits layers over any count), or a GPU w
 MAX_BYTES_PER_WEIGHT = 4.0
 
 
-def check_bytes_per_weight(value: float, path: str, row: int) -> None:
-    """Refuse a ``bytes_per_weight`` above :data:`MAX_BYTES_PER_WEIGHT` (bf16's 16 bits as
-    bytes made every step read 8x the weights' bytes).
+def check_bytes_per_weight(value: float, path: str, row: int,
+                           column: str = "bytes_per_weight") -> None:
+    """Refuse a ``bytes_per_weight`` (or ``column``'s) above :data:`MAX_BYTES_PER_WEIGHT`
+    (bf16's 16 bits as bytes made every step read 8x the weights' bytes) or below
+    core/data ``MIN_BYTES_PER_WEIGHT``, the fewest any quantisation stores (Q1_0's 1.125
+    bits: a decimal slip, 0.05 for 0.5, made every step read 10x fewer bytes than any
+    deployment of the card, the floor ``add`` and ``fit`` hold a step and the memory to).
 
     >>> try:
     ...     check_bytes_per_weight(16, "data/models.csv", 3)
     ... except DataError as err:
     ...     print(str(err)[:94])
     data/models.csv, row 3, column 'bytes_per_weight': bytes_per_weight 16 is more than any weight
+    >>> try:
+    ...     check_bytes_per_weight(0.05, "data/models.csv", 3)
+    ... except DataError as err:
+    ...     print(str(err)[51:126])
+    bytes_per_weight 0.05 is fewer than any quantisation stores (0.140625 bytes
     """
+    fix = ("write bytes per weight, bits / 8: 2 for bf16, 1 for fp8, about 0.56 for a 4-bit "
+           "scheme")
     if value > MAX_BYTES_PER_WEIGHT:
-        raise DataError(f"bytes_per_weight {value:g} is more than any weight takes "
+        raise DataError(f"{column} {value:g} is more than any weight takes "
                         f"({MAX_BYTES_PER_WEIGHT:g} bytes, fp32, the widest weights an engine "
                         "serves); likely bits written as bytes",
-                        file=path, row=row, column="bytes_per_weight",
-                        fix="write bytes per weight, bits / 8: 2 for bf16, 1 for fp8, about "
-                            "0.56 for a 4-bit scheme")
+                        file=path, row=row, column=column, fix=fix)
+    if value < MIN_BYTES_PER_WEIGHT:
+        raise DataError(f"{column} {value:g} is fewer than any quantisation stores "
+                        f"({MIN_BYTES_PER_WEIGHT:g} bytes: {LEAST_BITS_PER_WEIGHT:g} bits, "
+                        f"{LEAST_QUANTISATION}); likely a decimal slip",
+                        file=path, row=row, column=column, fix=fix)
 
 
 #: How far a card's active parameters may sit above a transformer's ``12 x layers x hidden^2``
@@ -590,7 +606,7 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         file_bpw = num("file_bytes_per_weight", required=False) if raw.get(
             "file_bytes_per_weight") else None
         if file_bpw is not None:
-            check_bytes_per_weight(file_bpw, path, i)
+            check_bytes_per_weight(file_bpw, path, i, "file_bytes_per_weight")
         hidden = num("hidden_size", integer=True, required=False) if "hidden_size" in raw else None
         layers = num("layers", integer=True)
         check_active_scale(active, layers, hidden, path, i)
