@@ -11,6 +11,7 @@ line naming the file and row, in the words `add` uses (core/row_notes.py holds t
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -378,3 +379,39 @@ def test_fit_says_a_row_slower_than_at_a_longer_context_once(tmp_path):
         "context_tokens typed in thousands (32 for 32768 tokens) or the prompt alone? (the mean "
         "KV length a decode step reads, in tokens: the prompt plus half the answer) else check "
         "tok_s"]
+
+
+def test_a_blank_context_is_the_default_in_every_check_against_ar():
+    """adv8: the two checks of a row against one stream's AR tok/s (a C > 1 total below it; a
+    speculative row at accept_len 1 faster than it) compared contexts as written, a blank
+    one "only with a blank one", where every other check, and the fit, read a blank context as
+    the priors' default. So `add --concurrency 8 --tok-s 120 --context 0` of a DDTree run on
+    b300 x8, beside row 2's AR 133 tok/s at the blank (default 0) context, was kept without a
+    word (120 < 133: one stream's tok/s typed as the 8 streams' total), and warned only when
+    --context was left out. Now both read blank as ``default_context``."""
+    from ddtree_bayes.core.data import Measurement
+    from ddtree_bayes.core.row_notes import cross_row_notes
+
+    def row(n, method, block, budget, verify, accept, context, tok_s, concurrency=1):
+        return Measurement(n, "kimi-k2.6", "b300", 8, "sglang", method, block, budget, verify,
+                           accept, context, tok_s, "x", "", concurrency)
+
+    ar = row(2, "ar", None, None, 1, 1.0, None, 133.0)             # blank: the default, 0
+    total = row(11, "ddtree", 16, 32, 33, 10.0, 0.0, 120.0, concurrency=8)
+    said = ("120 tok/s for 8 streams is below one stream's 133 tok/s (row 2: kimi-k2.6 b300x8 "
+            "sglang ar, context blank (the default)): was the per-stream tok/s typed as the "
+            "total? (tok_s at concurrency C is the C streams' total)")
+    assert cross_row_notes(total, [ar]) == [said]
+    assert cross_row_notes(dataclasses.replace(total, context_tokens=None), [ar]) == [said]
+    # at a default of 8192 the blank AR row ran at 8192: a total at 0 is still held to it;
+    # one at 16384 (longer than the AR row's) is not
+    assert cross_row_notes(total, [ar], default_context=8192.0) == [said]
+    assert cross_row_notes(dataclasses.replace(total, context_tokens=16384.0), [ar],
+                           default_context=8192.0) == []
+    # EAGLE-3 at accept_len 1 (one token a step) at 140 tok/s, faster than AR's 133
+    one = row(12, "eagle3", 3, None, 4, 1.0, 0.0, 140.0)
+    assert [n for n in cross_row_notes(one, [ar]) if n.startswith("eagle3 at accept_len 1")] \
+        == ["eagle3 at accept_len 1 (one token a step, each dearer than autoregressive "
+            "decoding's) at 140 tok/s is faster than ar's 133 tok/s (row 2: kimi-k2.6 b300x8 "
+            "sglang, context blank (the default)): was an acceptance rate (0 to 1) typed as the "
+            "length? (accept_len counts the accepted draft tokens plus the bonus token)"]

@@ -110,12 +110,6 @@ def physics_notes(card, hardware: dict[str, dict[str, str]], m: Measurement,
     return notes
 
 
-def _context_at_most(a: float | None, b: float | None) -> bool:
-    """Is context ``a`` no longer than ``b``? A blank context (the priors' default) compares
-    only with a blank one."""
-    return a is None and b is None or (a is not None and b is not None and a <= b)
-
-
 def context_text(m: Measurement) -> str:
     """A row's context as the notes name it: ``16384``, or ``blank (the default)``."""
     return "blank (the default)" if m.context_tokens is None else plain_text(m.context_tokens)
@@ -384,7 +378,8 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
     row it disagrees with. Warnings, not refusals (any one may be the slip):
 
     - at concurrency C > 1, a total below one stream's autoregressive tok/s of the same model,
-      system and engine at a context as long or longer (one stream's tok/s typed as the total);
+      system and engine at a context as long or longer, the nearest (one stream's tok/s typed
+      as the total); a blank context is ``default_context`` in this and every check below;
     - a total at C streams more than :data:`TOTAL_BELOW_FEWER_STREAMS` below (per accepted
       token) a row of the same configuration at fewer streams and a context as long or longer
       (one stream's tok/s typed as the total, where the first check finds no AR row above it);
@@ -418,10 +413,11 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
             == (m.model, m.hardware, m.gpus, m.engine)]
     ar = [r for r in same if r.method == AR_METHOD and r.concurrency == 1]
     if m.concurrency > 1:
-        above = [r for r in ar if r.tok_s > m.tok_s
-                 and _context_at_most(m.context_tokens, r.context_tokens)]
-        if above:
-            r = max(above, key=lambda r: r.tok_s)
+        above = [r for r in ar if r.tok_s > m.tok_s   # (a blank context: the default)
+                 and m.context(default_context) <= r.context(default_context)]
+        if above:   # (the one at the nearest context, the fastest of those)
+            r = min(above, key=lambda r: (r.context(default_context)
+                                          - m.context(default_context), -r.tok_s))
             notes.append(f"{m.tok_s:g} tok/s for {m.concurrency} streams is below one stream's "
                          f"{r.tok_s:g} tok/s (row {r.row}: {r.model} {r.system} {r.engine} ar, "
                          f"context {context_text(r)}): was the per-stream tok/s typed as the "
@@ -433,7 +429,7 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
     if m.is_speculative and m.accept_len == 1.0:
         below = [r for r in same if r.method == AR_METHOD and r.concurrency == m.concurrency
                  and r.tok_s < m.tok_s
-                 and _context_at_most(r.context_tokens, m.context_tokens)]
+                 and r.context(default_context) <= m.context(default_context)]
         if below:
             r = max(below, key=lambda r: r.tok_s)
             notes.append(f"{m.method} at accept_len 1 (one token a step, each dearer than "
