@@ -2535,6 +2535,33 @@ def test_bytes_per_weight_below_any_quantisation_are_refused(tmp_path):
     assert not (tmp_path / "data" / "models.csv").exists()
 
 
+def test_a_drafter_card_of_millions_as_billions_is_refused():
+    """A trust pass: a model card's params_active_b is held to 12 x layers x hidden^2
+    (check_active_scale: 8030 for an 8B model was refused), a drafter card's was not. A
+    hand-written drafters.csv row of a 5-layer DFlash drafter for Kimi K2.6 (hidden 7168)
+    with params_active_b 3500 (3.5 B written in millions) was read, and `predict --drafter`
+    priced each pass at 3500 B: 40 tok/s (90% 13-116) where 3.5 answers 597 (505-715),
+    exit 0. 12 x 5 x 7168^2 = 3.08 B, so 3500 is 1135x it; every bundled drafter card lies
+    within 1.04-8.4x. A drafters file without hidden_size is not checked (as models.csv)."""
+    from ddtree_bayes.core.drafters import load_drafter_cards
+    from ddtree_bayes.core.errors import DataError
+
+    text = ("drafter,target_model,method,kind,layers,hidden_size,params_active_b,"
+            "lm_head_params_b,bytes_per_weight,source\n"
+            "my-dflash,kimi-k2.6,ddtree,dflash_block,5,7168,{},1.1732,2,me\n")
+    assert load_drafter_cards("drafters.csv", text.format(3.5))[0].params_active_b == 3.5
+    with pytest.raises(DataError) as err:
+        load_drafter_cards("drafters.csv", text.format(3500))
+    assert str(err.value) == (
+        "drafters.csv, row 2, column 'params_active_b': params_active_b 3500 is 1135x the 3.08 "
+        "B that 5 layers of hidden size 7168 hold (12 x layers x hidden^2): a unit slip? (fix: "
+        "write the parameters in billions (8.03 for an 8B model), and check layers and "
+        "hidden_size)")
+    assert load_drafter_cards("drafters.csv", text.replace("hidden_size,", "").replace(
+        ",7168,", ",").format(3500))[0].params_active_b == 3500.0
+    assert load_drafter_cards(bundled("drafters.csv"))   # (every bundled card: 1.04-8.4x)
+
+
 @pytest.mark.parametrize("bits", ["4.65", "4.85", "6.56", "8"])
 def test_bits_per_weight_given_as_bytes_are_refused(tmp_path, bits):
     """A 4-to-8-bit scheme's bits per weight ("bpw": exl2's 4.65, Q4_K_M's 4.85, Q6_K's 6.56,

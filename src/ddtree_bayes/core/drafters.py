@@ -35,7 +35,7 @@ from ddtree_bayes.core.data import (
     read_records,
 )
 from ddtree_bayes.core.errors import DataError
-from ddtree_bayes.core.model_cards import check_bytes_per_weight
+from ddtree_bayes.core.model_cards import check_active_scale, check_bytes_per_weight
 
 #: Columns a drafter-card file must have.
 DRAFTER_COLUMNS = ("drafter", "target_model", "method", "kind", "layers", "params_active_b",
@@ -133,6 +133,10 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
                                      for col in ("layers", "params_active_b",
                                                  "lm_head_params_b", "bytes_per_weight"))
         check_bytes_per_weight(bpw, path, row)
+        # (as a model card's: 3500 for a 3.5 B drafter priced every pass at 1000x its read)
+        hidden = (parse_number(path, row, "hidden_size", cell["hidden_size"], integer=True)
+                  if cell.get("hidden_size") else None)
+        check_active_scale(active, layers, hidden, path, row)
         if cell["drafter"] in names:
             raise DataError(f"a second drafter card named {cell['drafter']!r} (row "
                             f"{names[cell['drafter']]} has it)", file=path, row=row,
