@@ -154,15 +154,19 @@ def test_track_refuses_a_tree_method_given_only_its_depth(tmp_path):
 
 
 def test_optimize_caps_at_the_limit_predict_refuses_above(work):
-    """An acceptance curve that would reach 30 tokens: optimize's acceptance stops where
-    predict stops answering (16 = block from budget 16 on, the block's position 0 being the
-    anchor; B + 1 = 9 at budget 8)."""
+    """An acceptance curve at the most a step emits at its reference budget (16), growing past
+    it with the bundled gain: optimize's acceptance stops where predict stops answering (16 =
+    block from budget 16 on, the block's position 0 being the anchor; B + 1 = 9 at budget 8).
+    An accept_ref prior above it (a point at 30) is refused, as an [[acceptance]] entry's is
+    (adv8: it answered every budget at the cap, exit 0)."""
     text = (work / "models" / "priors.toml").read_text()
     start = text.index("[acceptance_curve.accept_ref]")
     end = text.index("[acceptance_curve.gain]")
-    (work / "greedy.toml").write_text(
-        text[:start] + '[acceptance_curve.accept_ref]\ndist = "point"\nvalue = 30.0\n'
-        'rationale = "r"\nsource = "s"\n\n' + text[end:])
+    for name, value in (("greedy.toml", "16.0"), ("greedy30.toml", "30.0")):
+        (work / name).write_text(
+            text[:start] + f'[acceptance_curve.accept_ref]\ndist = "point"\nvalue = {value}\n'
+            'rationale = "r"\nsource = "s"\n\n' + text[end:])
+    refused(*run_cli(work, "optimize", "--engine", "sglang", "--priors", "greedy30.toml"))
     code, out, err = run_cli(work, "optimize", "--engine", "sglang", "--budgets", "8,16,32,64",
                              "--priors", "greedy.toml", "--format", "json")
     assert code == 0, err

@@ -89,6 +89,33 @@ def test_bad_curve_sections_name_the_entry(edit, column, fragment):
     assert info.value.exit_code == 2
 
 
+def test_a_curve_prior_above_what_a_step_can_emit_is_refused():
+    """adv8: an [[acceptance]] prior whose upper (or point value) is above what its
+    configuration can emit is refused; the curve's accept_ref was bounded only below (1, no
+    ceiling). accept_ref TruncNormal(30, 2.4, 1, 40) at reference budget 16 of a block-16
+    DDTree (at most 16 tokens a step: block - 1 drafts + 1) was taken, and optimize answered
+    every budget at the cap: budget 16 accept 16.0 (16.0-16.0), 953 tok/s = 16 / 16.8 ms, P(best)
+    1.00, exit 0. Refused now in one line; an upper of 16 is kept, and the cap at a budget
+    smaller than the block's (budget + 1) is still the curve's, not the prior's."""
+    fix = "set upper = 16 or lower"
+    with pytest.raises(PriorsError) as info:
+        parse_acceptance_curve(curve_toml(accept_ref='dist = "truncnormal"\nmu = 30.0\n'
+                                                     'sigma = 2.4\nlower = 1.0\nupper = 40.0'),
+                               "curve.toml")
+    assert str(info.value) == (
+        "curve.toml, column 'acceptance_curve.accept_ref.upper': upper 40 is above what ddtree "
+        f"with block 16 can emit (at most 16 tokens per step: block - 1 drafts + 1) (fix: {fix})")
+    with pytest.raises(PriorsError, match=r"value 17 is above what ddtree with block 16"):
+        parse_acceptance_curve(curve_toml(accept_ref='dist = "point"\nvalue = 17.0'),
+                               "curve.toml")
+    assert parse_acceptance_curve(curve_toml(accept_ref='dist = "uniform"\nlower = 8.0\n'
+                                                        'upper = 16.0'), "curve.toml")
+    # block 8 at reference budget 16: 8 tokens at most
+    with pytest.raises(PriorsError, match=r"upper 9 is above what ddtree with block 8 can"):
+        parse_acceptance_curve(curve_toml(accept_ref='dist = "uniform"\nlower = 4.0\n'
+                                                     'upper = 9.0', block=8), "curve.toml")
+
+
 def test_missing_rationale_is_refused():
     text = curve_toml().replace('rationale = "r"\n', "", 1)
     with pytest.raises(PriorsError, match="missing 'rationale'"):
@@ -528,7 +555,7 @@ def test_an_acceptance_file_of_another_block_updates_the_curve(tmp_path):
     acc.write_text("model,method,block,budget,accept_len\nm,ddtree,8,16,6.0\n"
                    "m,ddtree,16,16,9.0\n")
     curve = curve_of(accept_ref='dist = "truncnormal"\nmu = 8.0\nsigma = 100.0\nlower = 1.0\n'
-                                'upper = 17.0',
+                                'upper = 16.0',
                      gain='dist = "point"\nvalue = 4.0')
     out = D.optimize(point_mass_draws(), curve, hardware="b300", engine="sglang", block=8,
                      budgets=(16, 32, 64), acceptance_file=str(acc))
@@ -569,11 +596,12 @@ def test_optimize_on_an_unmeasured_group_is_coherent_across_budgets():
 # ------------------------------------------------------------------ acceptance file
 def test_conjugate_update_matches_least_squares_given_decay():
     # with decay fixed and nearly flat priors, the posterior of (accept_ref, gain) is the
-    # least-squares fit, with covariance measurement_sd^2 (X'X)^-1
+    # least-squares fit, with covariance measurement_sd^2 (X'X)^-1 (accept_ref's bounded by
+    # the 16 tokens a block-16 step emits, far above the fit's 8.6)
     budgets = np.array([16.0, 32, 64, 128, 256, 512, 1024])
     accept = np.array([8.61, 9.27, 9.75, 10.20, 10.43, 10.73, 10.98])
     curve = curve_of(accept_ref='dist = "truncnormal"\nmu = 5.0\nsigma = 1000.0\nlower = 1.0\n'
-                                'upper = 1e6',
+                                'upper = 16.0',
                      gain='dist = "truncnormal"\nmu = 0.0\nsigma = 1000.0\nlower = 0.0\nupper = 1e6',
                      decay='dist = "point"\nvalue = 0.8')
     out = D.update_curve(curve, budgets, accept, 40000, np.random.default_rng(1))

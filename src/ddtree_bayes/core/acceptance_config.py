@@ -122,8 +122,30 @@ def parse_acceptance_curve(text: str, path: str = "<priors>", *, stored: bool = 
                               file=path, column=f"{where}.{name}",
                               fix=f"keep its bounds inside [{low:g}, {high:g}]")
         params[name] = prior
+    if not stored:
+        _accept_ref_within_a_step(raw, path, method, ints["block"], ints["reference_budget"],
+                                  params["accept_ref"])
     return AcceptanceCurve(path=path, method=method, block=ints["block"],
                            reference_budget=ints["reference_budget"], measurement_sd=float(sd),
                            accept_ref=params["accept_ref"], gain=params["gain"],
                            decay=params["decay"],
                            model=target_model(section, path, f"{where}.model", stored=stored))
+
+
+def _accept_ref_within_a_step(raw: dict, path: str, method: str, block: int,
+                              reference_budget: int, prior: Prior) -> None:
+    """Refuse an ``accept_ref`` prior reaching above what a step of ``method`` with ``block``
+    at ``reference_budget`` can emit (core/methods ``max_accept``), as an ``[[acceptance]]``
+    entry's is refused: a TruncNormal(30, 2.4, 1, 40) at a block-16 DDTree's budget 16 made
+    optimize answer every budget at the cap, 16.0 (16.0-16.0), P(best) 1.00."""
+    from ddtree_bayes.core.methods import load_methods, max_accept
+
+    declared = load_methods("", path, tables=raw) if isinstance(raw.get("methods"), dict) \
+        else None
+    limit = max_accept(method, block, reference_budget, declared or None)
+    p = prior.params
+    bound = "upper" if "upper" in p else "value" if "value" in p else None
+    if bound is not None and p[bound] > limit.tokens:
+        raise PriorsError(limit.refusal(f"{bound} {p[bound]:g}"), file=path,
+                          column=f"acceptance_curve.accept_ref.{bound}",
+                          fix=f"set {bound} = {limit.tokens:g} or lower")
