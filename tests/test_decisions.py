@@ -1133,6 +1133,25 @@ def test_next_query_acceptance_below_1_is_worded_as_predict_words_it(accept, lab
     assert str(same.value) == str(err.value).removeprefix("--query: ").replace(label, "0.5")
 
 
+def test_a_candidate_on_more_gpus_than_a_node_is_warned_of(tmp_path):
+    """adv8: predict, next --query and add say "16 x b300 is more GPUs than one node holds
+    (8): ... the all-reduces cross the network, which the step model does not price"; a
+    --candidates row of 64 x b300 (8 nodes) was ranked first (E[width] 433, 3%) without a
+    word. Now named as the query's is, one line per such row; 8 x b300 says nothing."""
+    draws = point_mass_draws()
+    path = tmp_path / "c.csv"
+    path.write_text(",".join(D.CANDIDATE_COLUMNS) + "\n"
+                    "b300,64,sglang,ar,,,1,\nb300,8,sglang,ar,,,1,65536\n")
+    notes: list[str] = []
+    cands = D.read_candidates(draws, path, warnings=notes)
+    assert [c.describe() for c in cands] == ["b300 x64 sglang ar", "b300 x8 sglang ar ctx 65536"]
+    assert notes == [
+        f"{path}, row 2: 64 x b300 is more GPUs than one node holds (8): the answer prices them "
+        "as one tensor-parallel group on one interconnect, reading together; across nodes the "
+        "all-reduces cross the network, which the step model does not price (the fit measured "
+        "b300 on 8 GPUs)"]
+
+
 def test_candidates_file(tmp_path):
     draws = point_mass_draws()
     path = tmp_path / "c.csv"

@@ -533,9 +533,10 @@ def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
     is refused, naming the closest known one: a misspelt ``concurency`` was ignored and its
     candidate ranked at one stream. An engine or method the
     fit never measured nor declares is named in ``warnings`` as predict names it (an error
-    with ``strict``): a typo would otherwise be ranked as a new engine."""
+    with ``strict``): a typo would otherwise be ranked as a new engine; so is a candidate on
+    more GPUs than one node holds (engine/scenario ``node_warning``)."""
     from ddtree_bayes.engine.question import Flags, check_names
-    from ddtree_bayes.engine.scenario import drafter_cards
+    from ddtree_bayes.engine.scenario import drafter_cards, node_warning
 
     path = str(path)
     try:
@@ -633,6 +634,10 @@ def read_candidates(draws: Fit, path: str | Path, query: Query | None = None, *,
                             fix=sc.limit.span())
         if reason is None:
             out.append(c)
+            # (more GPUs than a node: priced as one group, as predict and --query say)
+            node = node_warning(draws, sc)
+            if warnings is not None and node is not None:
+                warnings.append(f"{path}, row {i}: {node}")
         else:
             first_left = first_left or i
             left.append((c, reason))
