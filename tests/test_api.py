@@ -141,6 +141,18 @@ def test_the_api_says_a_fit_is_stale_as_predict_does(tmp_path):
         api.predict(stale, accept=14, strict=True)
 
 
+def test_the_api_warns_of_an_unmeasured_systems_step_past_its_references_rows():
+    """db.predict(hardware="h200", accept=14) (budget 32, M = 33) warned of nothing: h200x8
+    has no rows, though its step is transferred from b300x8, whose rows verified at most 9
+    tokens a step; asked of b300x8 it warns. It warns as predict does, naming b300x8."""
+    from ddtree_bayes.engine.testing import point_mass_draws
+
+    with pytest.warns(UserWarning) as said:
+        api.predict(point_mass_draws(), hardware="h200", accept=14)
+    assert [str(w.message) for w in said] == [
+        "h200x8 has no measurements and its step is transferred from b300x8: " + BEYOND_M33]
+
+
 def test_the_api_does_not_judge_a_fit_by_this_directorys_cards(monkeypatch):
     """The API's fit may come from another project: this directory's cards or hardware table
     differing from the fit's (a review: a fit storing a user card raised StaleArtifactError

@@ -1170,6 +1170,60 @@ def test_the_c_x_m_clause_is_said_when_only_a_c_beyond_the_rows_exceeds_the_most
         "stream): prior-driven")
 
 
+def test_an_unmeasured_system_is_warned_of_past_the_rows_its_step_is_transferred_from(
+        tmp_path):
+    """predict --hardware h200 --accept 14 (budget 32, M = 33) warned of nothing: h200x8 has
+    no rows, so beyond_measured_note found no most-measured C x M there, though its step is
+    transferred from b300x8 (engine/transfer.py), whose rows verified at most 9 tokens a step
+    (DDTree budget 8) at C = 1 only; asked of b300x8 the same question warns. It now warns as
+    for b300x8, naming it. By hand: M = 33 at C = 1: 33 > 9; --concurrency 1,4: C = 4 > 1 and
+    4 x 33 = 132 > 9. With b300x8's AR measured at C = 8 and 32 (at most 32 tokens a step),
+    AR (M = 1) at C = 8: 8 <= 32 tokens and C = 8 <= 32: nothing (it said "C = 8 is beyond the
+    concurrencies measured on h200x8 (none)", while the predictive's concurrency discrepancy
+    counts from b300x8: 0 doublings); at C = 64: 64 > 32 both ways."""
+    from test_cli_support import BEYOND_M33
+
+    lead = "h200x8 has no measurements and its step is transferred from b300x8: "
+    tail = (": there the step's growth with C and M is the roofline's (weights once per step, "
+            "KV reads and tree nodes per stream, the compute knee, and for an MoE the distinct "
+            "experts read): prior-driven")
+    d = point_mass_draws()   # b300x8: C = 1 only, at most M = 9
+    # the reference system's own line, with the lead naming it
+    assert resolve(d, Flags(accept="14")).warnings == (BEYOND_M33,)
+    assert resolve(d, Flags(hardware="h200", accept="14")).warnings == (lead + BEYOND_M33,)
+    four = (lead + "C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, "
+            "4 a step verifies up to 132 tokens (C x M), more than any measured on b300x8 (at "
+            "most 9)" + tail)
+    assert resolve(d, Flags(hardware="h200", accept="14", concurrency=(1, 4))).warnings == (
+        four,)
+    # within b300x8's rows: budget 8 (M = 9) at C = 1
+    assert resolve(d, Flags(hardware="h200", block=8, budget=8, accept="4")).warnings == ()
+    # the concurrencies count from b300x8's too
+    lines = d.data_csv.splitlines()
+    rows = [ln + "," for ln in lines[1:]] + [
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,800,test,,8",
+        "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,1200,test,,32"]
+    wide = d.view(data_csv="\n".join([lines[0] + ",concurrency", *rows]) + "\n")
+    ar = dict(hardware="h200", method="ar", engines=("sglang",), accept="1")
+    assert resolve(wide, Flags(**ar, concurrency=(1, 8))).warnings == ()
+    assert resolve(wide, Flags(**ar, concurrency=(64,))).warnings == (
+        lead + "C = 64 is beyond the concurrencies measured on b300x8 (at most 32); at C = 64 a "
+        "step verifies 64 tokens (C x M), more than any measured on b300x8 (at most 32)" + tail,)
+    # the CLI: stderr and the JSON's warnings say the same line, and the JSON is valid
+    work = make_point_mass_workdir(tmp_path / "w")
+    code, text, err = run_cli(work, "predict", "--hardware", "h200", "--accept", "14")
+    assert code == 0, err
+    assert f"ddtree-bayes: warning: {lead}{BEYOND_M33}" in err.splitlines()
+    code, text, err = run_cli(work, "predict", "--hardware", "h200", "--accept", "14",
+                              "--concurrency", "1,4", "--format", "json")
+    assert code == 0, err
+    out = json.loads(text)
+    validate_output("predict", out)
+    assert four in out["warnings"]
+    assert [ln for ln in err.splitlines() if "(C x M)" in ln] == [
+        f"ddtree-bayes: warning: {four}"]
+
+
 def test_next_proposes_one_stream_of_ar_on_a_system_the_query_transfers_to():
     """A query on a system the fit never measured gets "AR on the query's system", one stream
     at context 0 (the measurement that pins the transferred M = 1 step; the docstring's list),

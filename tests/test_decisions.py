@@ -539,6 +539,30 @@ def test_optimize_names_the_budgets_whose_c_x_m_is_past_the_rows():
     assert not [w for w in within["warnings"] if "(C x M)" in w]
 
 
+def test_optimize_warns_of_an_unmeasured_systems_budgets_past_its_references_rows():
+    """optimize's warnings (beyond_measured_note, as predict's) said nothing of the C x M of an
+    unmeasured system's budgets, though its footnote (transferred_from) flagged them. By hand:
+    h200x8 from b300x8 (at most 9 tokens a step): budgets 8, 16 -> M = 9, 17: budget 16;
+    8 x RTX PRO 6000 Server from rtx-pro-6000x8 (at most 4): budgets 2, 3, 4, 8 -> M = 3, 4,
+    5, 9: budgets 4, 8 (M up to 9), though 9 is within b300x8's rows."""
+    tail = (": there the step's growth with M is the roofline's (compute knee, and for an MoE "
+            "the distinct experts read): partly prior-driven")
+    h200 = D.optimize(point_mass_draws(), curve_of(), hardware="h200", engine="sglang",
+                      budgets=(8, 16))
+    assert [w for w in h200["warnings"] if "(C x M)" in w] == [
+        "h200x8 has no measurements and its step is transferred from b300x8: at C = 1 a step "
+        "of budget 16 (M = 17) verifies 17 tokens (C x M), more than any measured on b300x8 "
+        "(at most 9)" + tail]
+    server = D.optimize(two_system_draws(), curve_of(), hardware="rtx-pro-6000-server",
+                        engine="sglang", budgets=(2, 3, 4, 8))
+    assert [w for w in server["warnings"] if "(C x M)" in w] == [
+        "rtx-pro-6000-serverx8 has no measurements and its step is transferred from "
+        "rtx-pro-6000x8: at C = 1 a step of budgets 4, 8 (M up to 9) verifies up to 9 tokens "
+        "(C x M), more than any measured on rtx-pro-6000x8 (at most 4)" + tail]
+    # the step flagged in the table is the one warned of
+    assert [r["budget"] for r in server["rows"] if r["extrapolated"]] == [4, 8]
+
+
 def test_optimize_refuses_a_curve_for_another_drafter():
     with pytest.raises(QueryError, match="describes ddtree block 16"):
         D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)

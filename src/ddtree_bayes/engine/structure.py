@@ -321,8 +321,29 @@ def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
             max(r.verify_tokens * r.concurrency for r in rows))
 
 
+def transferred_from(draws: Fit, sc: Scenario) -> str | None:
+    """The measured system an unmeasured ``sc``'s step parameters are transferred from
+    (:func:`~ddtree_bayes.engine.transfer.transfer_reference`), whose rows bound it: the
+    query's distance and concurrency count from it, ``optimize`` flags a budget past its C x M
+    and :func:`beyond_measured_note` warns of it. None: a measured system, a fit of several
+    models (an unmeasured pair's step is the pair roofline's, learned across the pairs) or no
+    system measured.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> from ddtree_bayes.engine.question import Flags, resolve
+    >>> fit = point_mass_draws()
+    >>> [transferred_from(fit, resolve(fit, Flags(hardware=h)).asked[0].scenario)
+    ...  for h in ("h200", "b300")]
+    ['b300x8', None]
+    """
+    if sc.measured or is_multi(draws) or not draws.measured_systems:
+        return None
+    return transfer_reference(draws, sc.hardware, sc.gpus)[0]
+
+
 def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1,
-                         budgets: dict[int, int] | None = None) -> str | None:
+                         budgets: dict[int, int] | None = None,
+                         reference: str | None = None) -> str | None:
     """The ``concurrencies`` above the most streams measured on ``system``, and those whose
     step verifies more tokens (C x ``verify_tokens``) than any row measured there, C = 1
     among them, as one sentence (the step's growth with C, or at C = 1 with M, there is the
@@ -337,6 +358,10 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
     ``budgets`` ({budget: its M}, ``optimize``'s, in place of ``verify_tokens``) names the
     budgets whose C x M is past the rows, their largest M and C x M (``optimize`` asked with
     M = 1: budgets 16-64 at C = 1, M up to 65 against 9 measured, went unsaid).
+    ``reference`` (:func:`transferred_from`): the system an unmeasured ``system``'s step is
+    transferred from; its rows bound the note, which names it ("h200x8 has no measurements and
+    its step is transferred from b300x8: " before b300x8's own line: predict --hardware h200
+    of M = 33 said nothing, b300x8 having measured at most 9 tokens a step).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 4, 8])   # (AR: 8 tokens <= 9)
@@ -349,6 +374,10 @@ verifies up to 264 tokens (C x M), more than any measured on b300x8 (at most 9):
 step's growth with C and M is the roofline's (weights once per step, KV reads and tree nodes \
 per stream, the compute knee, and for an MoE the distinct experts read): prior-driven
     """
+    lead = ""
+    if reference is not None and max_measured_concurrency(draws, system) is None:
+        lead = f"{system} has no measurements and its step is transferred from {reference}: "
+        system = reference   # (its rows bound the step: the note is its own, named)
     top = max_measured_concurrency(draws, system)
     most = max_measured_verify(draws, system)[0]
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
@@ -376,14 +405,14 @@ per stream, the compute knee, and for an MoE the distinct experts read): prior-d
     if not parts:
         return None
     if not beyond and named == [1]:   # one stream: past the rows in M alone
-        return ("; ".join(parts) + ": there the step's growth with M is the roofline's "
+        return (lead + "; ".join(parts) + ": there the step's growth with M is the roofline's "
                 "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
     if named:   # past the rows in C x M: the compute knee and the experts read too
-        return ("; ".join(parts) + ": there the step's growth with C and M is the roofline's "
-                "(weights once per step, KV reads and tree nodes per stream, the compute knee, "
-                "and for an MoE the distinct experts read): prior-driven")
-    return ("; ".join(parts) + ": there the step's growth with C is the roofline's (weights "
-            "once per step, KV reads and tree nodes per stream): prior-driven")
+        return (lead + "; ".join(parts) + ": there the step's growth with C and M is the "
+                "roofline's (weights once per step, KV reads and tree nodes per stream, the "
+                "compute knee, and for an MoE the distinct experts read): prior-driven")
+    return (lead + "; ".join(parts) + ": there the step's growth with C is the roofline's "
+            "(weights once per step, KV reads and tree nodes per stream): prior-driven")
 
 
 def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
@@ -454,10 +483,7 @@ def concurrency_reference(draws: Fit, sc: Scenario) -> tuple[str, int]:
     query's own, or the one its parameters are transferred from; the largest C measured there,
     1 without rows)."""
     cache = draws.memo.setdefault("max_concurrency", {})
-    if sc.measured or is_multi(draws):
-        system = sc.pair
-    else:
-        system = transfer_reference(draws, sc.hardware, sc.gpus)[0]
+    system = transferred_from(draws, sc) or sc.pair
     if system not in cache:
         cache[system] = max((r.concurrency for r in fit_rows(draws)
                              if row_pair(draws, r) == system), default=1)

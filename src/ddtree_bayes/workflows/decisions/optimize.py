@@ -45,6 +45,7 @@ from ddtree_bayes.engine.structure import (
     beyond_measured_note,
     fit_rows,
     max_measured_verify,
+    transferred_from,
 )
 from ddtree_bayes.engine.target_models import row_pair
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
@@ -86,12 +87,14 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int,
     does not fit (as predict warns), a GPU without its memory size, a concurrency above the
     largest measured on the system (the step's growth with C is then the roofline's), and
     the ``budgets`` ({budget: M}) whose C x M exceeds the most tokens a step measured there
-    (their growth with M too: predict's C x M clause, naming the budgets)."""
+    (their growth with M too: predict's C x M clause, naming the budgets); on a system without
+    rows, on the one its step is transferred from
+    (:func:`~ddtree_bayes.engine.structure.transferred_from`), as the table's footnote counts."""
     notes = list(memory_warnings(draws, sc, (concurrency,)))
+    beyond = beyond_measured_note(draws, sc.pair, [concurrency], budgets=budgets,
+                                  reference=transferred_from(draws, sc))
     notes += [w for w in (layer_split_warning(draws, sc), tensor_parallel_warning(draws, sc),
-                          amd_overhead_warning(draws, sc),
-                          beyond_measured_note(draws, sc.pair, [concurrency],
-                                               budgets=budgets)) if w is not None]
+                          amd_overhead_warning(draws, sc), beyond) if w is not None]
     return notes
 
 
@@ -219,8 +222,9 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
     measured on the system (on a system without rows, on the one its step is transferred
-    from: :func:`transferred_from`; else on any); ``accept_extrapolated`` when B is below
-    the curve's reference budget, or outside the budgets of the acceptance file),
+    from: :func:`~ddtree_bayes.engine.structure.transferred_from`; else on any);
+    ``accept_extrapolated`` when B is below the curve's reference budget, or outside the
+    budgets of the acceptance file),
     ``recommended`` (a budget) and ``warnings`` (a tree no drafter card serves for the model
     and the fit never measured: :func:`~ddtree_bayes.engine.scenario.drafter_gap_warnings`;
     :func:`~ddtree_bayes.engine.question.context_warnings` and :func:`concurrency_notes`, as
@@ -394,20 +398,6 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
                                      else {"system": ref, "tokens": ref_max})},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
-
-
-def transferred_from(draws: Fit, sc: P.Scenario) -> str | None:
-    """The measured system an unmeasured ``sc``'s step parameters are transferred from
-    (:func:`~ddtree_bayes.engine.transfer.transfer_reference`, as the query's distance and
-    concurrency count from it), or None: a measured system, a fit of several models (an
-    unmeasured pair's step is the pair roofline's, learned across the pairs) or no system
-    measured."""
-    from ddtree_bayes.engine.target_models import is_multi
-    from ddtree_bayes.engine.transfer import transfer_reference
-
-    if sc.measured or is_multi(draws) or not draws.measured_systems:
-        return None
-    return transfer_reference(draws, sc.hardware, sc.gpus)[0]
 
 
 def drafted(draws: Fit, sc: P.Scenario, name: str, path: str | Path, row: int | None
