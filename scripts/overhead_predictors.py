@@ -5,6 +5,8 @@ squares on the measured step minus the target's step as the model prices it, the
 predictors compared by leave-one-group-out.
 
     .venv/bin/python scripts/overhead_predictors.py FIT.nc [FIT2.nc ...] [--json OUT.json]
+        [--ar-kept VALIDATE.json]
+    .venv/bin/python scripts/overhead_predictors.py --write-combined OUT.csv   # second fit's data
 
 Each FIT is a plain ``ddtree-bayes fit --data FILE`` of the public corpus (or of the corpus
 plus further public sweeps); a group is read from the first fit that holds it. Per speculative
@@ -121,15 +123,14 @@ def group_records(fit, seen: set) -> list[dict]:
             ctx = float(r.context_tokens or 0.0)
             ar_meas = ar.get((sc.pair, r.engine, ctx), ar.get((sc.pair, None, ctx)))
             tgt = target_ms(fit, sc)
-            if ar_meas is None:
-                target = float(np.median(tgt))
-            else:
-                tgt1 = target_ms(fit, sc.autoregressive())
-                target = ar_meas + float(np.median(tgt - tgt1))
+            tgt1 = target_ms(fit, sc.autoregressive())
+            growth = np.quantile(tgt - tgt1, [0.05, 0.5, 0.95])
+            target = float(np.median(tgt)) if ar_meas is None else ar_meas + float(growth[1])
             passes, nodes = draft_structure(model, sc.method, sc.block, sc.budget)
             step = 1000.0 * r.accept_len / r.tok_s
             configs.append({"row": r.row, "passes": passes, "nodes": nodes, "context": ctx,
                             "step_ms": step, "target_ms": target, "spec_ms": step - target,
+                            "verify_growth_ms": [float(x) for x in growth],
                             "ar": ar_meas is not None})
         r0, sc0 = items[0]
         card = required_card(model, sc0.model)
@@ -363,6 +364,26 @@ def print_costs(rows: list[dict], label: str) -> None:
               f"{t['fallback']} |")
 
 
+def ar_kept_errors(path: Path, groups: dict) -> dict:
+    """The AR-kept check's own error (its medians, ``log(median / measured)`` of tok/s: the
+    step's ``log(measured / predicted)`` at the row's acceptance) over the step table's
+    groups that it scored, per group averaged as :func:`step_logo` does."""
+    rows = [r for r in json.loads(path.read_text())["rows"] if r.get("kind") == "ar-kept"]
+    per = defaultdict(list)
+    for r in rows:
+        label = f"{r['pair']}/{r['engine']}/{r['method']}"
+        if label in groups:
+            per[label].append((math.log(r["median"] / r["measured"]),
+                               (r["hi90"] - r["lo90"]) / r["median"]))
+    x = np.array([np.mean([e for e, _ in v]) for v in per.values()])
+    r_ = np.array([e for v in per.values() for e, _ in v])
+    return {"groups": len(x), "rows": len(r_), "sd": float(np.std(x, ddof=1)),
+            "bias": float(np.mean(x)), "rms": float(np.sqrt(np.mean(x ** 2))),
+            "row_rms": float(np.sqrt(np.mean(r_ ** 2))),
+            "mean_width": float(np.mean([w for v in per.values() for _, w in v])),
+            "errors": {k: round(float(e), 3) for k, e in zip(per, x, strict=True)}}
+
+
 def width(log_sd: float) -> float:
     """The mean 90% width over the median (validate's ``width``) of a log-normal of sd
     ``log_sd``: ``2 sinh(1.645 sd)`` (issue 20's 35% is sd 0.106)."""
@@ -391,11 +412,44 @@ def print_steps(steps: list[dict], own: dict, label: str, parts: list[dict]) -> 
           "combinations by RMS)")
 
 
+#: public sweeps outside the corpus whose groups the study adds (a second fit of the corpus
+#: plus these): the lucebox DDTree budget sweeps and the AngelSlim SGLang EAGLE-3 sweep
+EXTRA_SWEEPS = ("lucebox_*.csv", "sglang_eagle3_qwen3_30b_a3b_h100x4_angelslim.csv")
+
+
+def write_combined(out: Path) -> int:
+    """The corpus plus :data:`EXTRA_SWEEPS`, through ``scripts/combine_public.py``'s own
+    ``combine`` (their rows get the corpus's treatment)."""
+    import csv
+
+    root = Path(__file__).resolve().parents[1]
+    sys.path.insert(0, str(root / "scripts"))
+    from combine_public import combine
+
+    with open(root / "data" / "models.csv", newline="", encoding="utf-8") as fh:
+        cards = {r["model"] for r in csv.DictReader(fh)}
+    files = [f for pattern in EXTRA_SWEEPS for f in sorted((root / "data" / "public").glob(pattern))]
+    text, log = combine(root / "data" / "examples" / "public_multi_model.csv", files, cards)
+    out.write_text(text, encoding="utf-8")
+    print("\n".join(log))
+    return 0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("fits", nargs="+", type=Path)
+    ap.add_argument("fits", nargs="*", type=Path)
+    ap.add_argument("--write-combined", type=Path, metavar="CSV",
+                    help="write the corpus plus the extra sweeps (EXTRA_SWEEPS) to CSV, in "
+                         "the corpus's schema, and stop: the data of the second fit")
     ap.add_argument("--json", type=Path)
+    ap.add_argument("--ar-kept", type=Path,
+                    help="a `validate --group pair --keep-ar --format json` file: its medians' "
+                         "log error per group, over the groups of the step table")
     a = ap.parse_args(argv)
+    if a.write_combined is not None:
+        return write_combined(a.write_combined)
+    if not a.fits:
+        ap.error("name a fit (or --write-combined CSV)")
     groups: list[dict] = []
     for path in a.fits:
         fit = store.load_fit(path)
@@ -413,6 +467,13 @@ def main(argv=None) -> int:
         print_costs(costs, label)
         print_steps(steps, own, label, parts)
         out[key] = {"costs": costs, "step": steps, "step_own": own, "step_one_cost": parts}
+        if a.ar_kept is not None:
+            out[key]["ar_kept"] = checked = ar_kept_errors(a.ar_kept, steps[0]["errors"])
+            print(f"| {a.ar_kept.name}: the AR-kept check's medians, the same groups | | "
+                  f"{checked['groups']} | {checked['rows']} | {checked['sd']:.3f} | "
+                  f"{checked['bias']:+.3f} | {checked['rms']:.3f} | {checked['row_rms']:.3f} | "
+                  f"{width(checked['rms']):.0%} (its own mean width "
+                  f"{checked['mean_width']:.0%}) |")
     if a.json:
         a.json.write_text(json.dumps(out, indent=1) + "\n")
     return 0
