@@ -113,3 +113,20 @@ def test_a_log_sd_is_read_as_validates_width():
     target is s = asinh(0.175) / 1.645 = 0.1058."""
     assert OP.width(0.1058) == pytest.approx(0.35, abs=1e-3)
     assert OP.width(0.25) == pytest.approx(math.exp(0.41125) - math.exp(-0.41125))
+
+
+def test_the_choice_made_without_a_group_predicts_it():
+    """Three chain groups alike in every normaliser and category, fixed 1 ms and pass 2 ms at
+    a 10 ms target: whatever combination the other two choose predicts the third exactly
+    (steps 15 and 19 at 2 and 4 passes), so the nested RMS is 0; a third group at twice the
+    costs (steps 20, 28) is then predicted at 15, 19: log(20/15), log(28/19) (mean 0.3378),
+    whichever combination is chosen, every normaliser being equal (errors kept to 3 decimals)."""
+    def chain(name, fixed, pas):
+        return {**_group(name, pas, fixed_ms=fixed),
+                "configs": [_config(2, fixed + 2 * pas), _config(4, fixed + 4 * pas)]}
+
+    same = [chain("A", 1.0, 2.0), chain("B", 1.0, 2.0), chain("C", 1.0, 2.0)]
+    assert OP.nested_step(same)["rms"] == pytest.approx(0.0, abs=1e-12)
+    odd = [chain("A", 1.0, 2.0), chain("B", 1.0, 2.0), chain("C", 2.0, 4.0)]
+    got = OP.nested_step(odd)["errors"]["C"]
+    assert got == pytest.approx((math.log(20 / 15) + math.log(28 / 19)) / 2, abs=1e-3)
