@@ -1044,7 +1044,7 @@ def test_a_step_verifying_more_tokens_than_measured_is_prior_driven_at_a_measure
     """A serving walkthrough: budget 16 at C = 8 (8 x 17 = 136 tokens per step) was answered
     without a note when C = 8 itself was measured (AR), though no step on the system verified
     more than 32 tokens; optimize flagged it ("beyond the measured C x M"), predict did not."""
-    from ddtree_bayes.engine.structure import beyond_measured_note
+    from ddtree_bayes.engine.structure import beyond_measured_note, measured_rows
 
     d = point_mass_draws()
     lines = d.data_csv.splitlines()
@@ -1053,13 +1053,14 @@ def test_a_step_verifying_more_tokens_than_measured_is_prior_driven_at_a_measure
         "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,800,test,,8",
         "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,1200,test,,32"]
     d = d.view(data_csv="\n".join([header, *rows]) + "\n")
-    assert beyond_measured_note(d, "b300x8", [1, 8], verify_tokens=17) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1, 8], verify_tokens=17) == (
         "at C = 8 a step verifies 136 tokens (C x M), more than any measured on b300x8 (at most "
         "32): there the step's growth with C and M is the roofline's (weights once per step, KV "
         "reads and tree nodes per stream, the compute knee, and for an MoE the distinct experts "
         "read): prior-driven")
-    assert beyond_measured_note(d, "b300x8", [1, 2], verify_tokens=9) is None   # 18 <= 32
-    assert beyond_measured_note(d, "b300x8", [64], verify_tokens=1).startswith(
+    b300 = measured_rows(d, "b300x8")
+    assert beyond_measured_note(d, b300, [1, 2], verify_tokens=9) is None   # 18 <= 32
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [64], verify_tokens=1).startswith(
         "C = 64 is beyond the concurrencies measured on b300x8 (at most 32)")
 
 
@@ -1067,28 +1068,41 @@ def test_one_stream_verifying_more_tokens_than_measured_is_said_as_at_c_above_1(
     """An audit: eagle3 measured at M = 4 on rtx-pro-6000x8 (the bundled rows), asked block 64
     budget 64 (M = 65) at one stream, warned of nothing, while the same tree at C = 2 was
     flagged (beyond_measured_note skipped C = 1). One stream verifying 65 tokens is as far past
-    the rows as two streams verifying 65 each: the growth there is the roofline's."""
-    from ddtree_bayes.engine.structure import beyond_measured_note
+    the rows as two streams verifying 65 each: the growth there is the roofline's.
+
+    The point-mass fit has parameters for b300x8 alone (its data holds the bundled
+    rtx-pro-6000x8 rows, which it did not fit): a question on rtx-pro-6000x8 is transferred
+    from b300x8, whose rows bound its step (engine/transfer.rows_behind), as its distance and
+    its concurrency discrepancy count; the warning counted from the unfitted rtx-pro-6000x8
+    rows (at most 4 tokens) instead. By hand: b300x8 verified at most 9 tokens a step (DDTree
+    budget 8) at C = 1 only: 65 > 9, and at C = 2 2 x 65 = 130 > 9, C = 2 > 1."""
+    from ddtree_bayes.engine.structure import beyond_measured_note, measured_rows
 
     d = point_mass_draws()   # (the bundled rows: eagle3 block 3 budget 3, M = 4, C = 1)
     eagle = dict(hardware="rtx-pro-6000", engines=("vllm",), method="eagle3", block=64,
                  budget=64, accept="3")
-    c1 = ("at C = 1 a step verifies 65 tokens (C x M), more than any measured on "
-          "rtx-pro-6000x8 (at most 4): there the step's growth with M is the roofline's "
-          "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
-    assert beyond_measured_note(d, "rtx-pro-6000x8", [1], verify_tokens=65) == c1
+    # rtx-pro-6000x8's own rows, as a fit measuring them counts them
+    own = measured_rows(d, "rtx-pro-6000x8")
+    assert beyond_measured_note(d, own, [1], verify_tokens=65) == (
+        "at C = 1 a step verifies 65 tokens (C x M), more than any measured on "
+        "rtx-pro-6000x8 (at most 4): there the step's growth with M is the roofline's "
+        "(compute knee, and for an MoE the distinct experts read): partly prior-driven")
+    lead = "rtx-pro-6000x8 has no measurements and its step is transferred from b300x8: "
+    c1 = (lead + "at C = 1 a step verifies 65 tokens (C x M), more than any measured on b300x8 "
+          "(at most 9): there the step's growth with M is the roofline's (compute knee, and for "
+          "an MoE the distinct experts read): partly prior-driven")
     assert resolve(d, Flags(**eagle)).warnings == (c1,)   # predict without --concurrency
     assert resolve(d, Flags(**eagle, concurrency=(1,))).warnings == (c1,)
     # at C = 1 and 2: one sentence, C = 2 beyond the concurrencies, both beyond the tokens
     assert resolve(d, Flags(**eagle, concurrency=(1, 2))).warnings == (
-        "C = 2 is beyond the concurrencies measured on rtx-pro-6000x8 (at most 1); at C = 1, 2 "
-        "a step verifies up to 130 tokens (C x M), more than any measured on rtx-pro-6000x8 (at "
-        "most 4): there the step's growth with C and M is the roofline's (weights once per step, "
+        lead + "C = 2 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, 2 "
+        "a step verifies up to 130 tokens (C x M), more than any measured on b300x8 (at "
+        "most 9): there the step's growth with C and M is the roofline's (weights once per step, "
         "KV reads and tree nodes per stream, the compute knee, and for an MoE the distinct "
         "experts read): prior-driven",)
     # within the rows: the measured M = 4 itself, and B300's measured budget 8 (M = 9)
     assert resolve(d, Flags(**{**eagle, "block": 3, "budget": 3})).warnings == ()
-    assert beyond_measured_note(d, "b300x8", [1], verify_tokens=9) is None
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1], verify_tokens=9) is None
     # the bundled default question (budget 32, M = 33, against budget 8's M = 9) says it too
     assert resolve(d, Flags(accept="14")).warnings == (
         "at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 (at most "
@@ -1102,22 +1116,23 @@ def test_the_c_x_m_clause_names_every_c_it_applies_to_and_the_largest_c_x_m():
     at C = 4 verifies 4 x 33 = 132: the clause left out the C beyond the measured
     concurrencies. It names every C asked whose C x M exceeds the most measured, and the
     largest C x M; one C alone reads as before (the README's headline)."""
-    from ddtree_bayes.engine.structure import beyond_measured_note
+    from ddtree_bayes.engine.structure import beyond_measured_note, measured_rows
 
     d = point_mass_draws()   # b300x8: C = 1 only, at most M = 9
     tail = (": there the step's growth with C and M is the roofline's (weights once per step, "
             "KV reads and tree nodes per stream, the compute knee, and for an MoE the distinct "
             "experts read): prior-driven")
-    assert beyond_measured_note(d, "b300x8", [1, 4], verify_tokens=33) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1, 4], verify_tokens=33) == (
         "C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, 4 a step "
         "verifies up to 132 tokens (C x M), more than any measured on b300x8 (at most 9)" + tail)
     # docs/examples/predict-concurrency.txt: 128 x 33 = 4224
-    assert beyond_measured_note(d, "b300x8", [1, 8, 32, 128], verify_tokens=33) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1, 8, 32, 128],
+                                verify_tokens=33) == (
         "C = 8, 32, 128 are beyond the concurrencies measured on b300x8 (at most 1); at C = 1, "
         "8, 32, 128 a step verifies up to 4224 tokens (C x M), more than any measured on b300x8 "
         "(at most 9)" + tail)
     # one stream alone: byte for byte the README's line
-    assert beyond_measured_note(d, "b300x8", [1], verify_tokens=33) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1], verify_tokens=33) == (
         "at C = 1 a step verifies 33 tokens (C x M), more than any measured on b300x8 (at most "
         "9): there the step's growth with M is the roofline's (compute knee, and for an MoE "
         "the distinct experts read): partly prior-driven")
@@ -1128,10 +1143,10 @@ def test_the_c_x_m_clause_names_every_c_it_applies_to_and_the_largest_c_x_m():
         "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,800,test,,8",
         "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,1200,test,,32"]
     d = d.view(data_csv="\n".join([lines[0] + ",concurrency", *rows]) + "\n")
-    assert beyond_measured_note(d, "b300x8", [1, 2, 8], verify_tokens=17) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1, 2, 8], verify_tokens=17) == (
         "at C = 2, 8 a step verifies up to 136 tokens (C x M), more than any measured on b300x8 "
         "(at most 32)" + tail)
-    assert beyond_measured_note(d, "b300x8", [2, 64], verify_tokens=17) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [2, 64], verify_tokens=17) == (
         "C = 64 is beyond the concurrencies measured on b300x8 (at most 32); at C = 2, 64 a step "
         "verifies up to 1088 tokens (C x M), more than any measured on b300x8 (at most 32)"
         + tail)
@@ -1144,7 +1159,7 @@ def test_the_c_x_m_clause_is_said_when_only_a_c_beyond_the_rows_exceeds_the_most
     a C within the measured concurrencies exceeded it, so the compute knee went unnamed.
     docs/json-output.md: "at any C, 1 too, a step whose C x M tokens exceed the most
     measured"."""
-    from ddtree_bayes.engine.structure import beyond_measured_note
+    from ddtree_bayes.engine.structure import beyond_measured_note, measured_rows
 
     d = point_mass_draws()
     both = ("C = 4 is beyond the concurrencies measured on b300x8 (at most 1); at C = 4 a step "
@@ -1152,19 +1167,19 @@ def test_the_c_x_m_clause_is_said_when_only_a_c_beyond_the_rows_exceeds_the_most
             "the step's growth with C and M is the roofline's (weights once per step, KV reads "
             "and tree nodes per stream, the compute knee, and for an MoE the distinct experts "
             "read): prior-driven")
-    assert beyond_measured_note(d, "b300x8", [1, 4], verify_tokens=9) == both
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1, 4], verify_tokens=9) == both
     assert resolve(d, Flags(budget=8, block=8, accept="4", concurrency=(1, 4))).warnings == (
         both,)
     # C = 1 alone: 9 tokens, as measured; AR (M = 1) at C = 4, 8, 16: 16 > 9 only
-    assert beyond_measured_note(d, "b300x8", [1], verify_tokens=9) is None
-    assert beyond_measured_note(d, "b300x8", [4, 8, 16], verify_tokens=1) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1], verify_tokens=9) is None
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [4, 8, 16], verify_tokens=1) == (
         "C = 4, 8, 16 are beyond the concurrencies measured on b300x8 (at most 1); at C = 16 a "
         "step verifies 16 tokens (C x M), more than any measured on b300x8 (at most 9): there "
         "the step's growth with C and M is the roofline's (weights once per step, KV reads "
         "and tree nodes per stream, the compute knee, and for an MoE the distinct experts "
         "read): prior-driven")
     # within the rows in C x M (C = 4 of M = 2: 8 <= 9): the C clause alone, as before
-    assert beyond_measured_note(d, "b300x8", [1, 4], verify_tokens=2) == (
+    assert beyond_measured_note(d, measured_rows(d, "b300x8"), [1, 4], verify_tokens=2) == (
         "C = 4 is beyond the concurrencies measured on b300x8 (at most 1): there the step's "
         "growth with C is the roofline's (weights once per step, KV reads and tree nodes per "
         "stream): prior-driven")

@@ -85,36 +85,41 @@ def acceptance_from(source) -> str:
     return "the priors' acceptance (prior-driven)"
 
 
-def target_from(sc, most_verified: int | None, longest_context: float | None = None,
-                moe: bool = True) -> str:
-    """Where the target step's draws come from: the system's own rows (``most_verified``: the
-    most tokens, C x M, a row there verified in one step; beyond it the step's growth is the
-    roofline's, partly prior-driven: the compute knee, and the distinct experts M tokens read
-    when the model is an MoE, ``moe``; ``longest_context``: the longest context a row there
-    measured, past which the context term is the prior's, when that is 0, or extrapolated
-    linearly), or a transfer. A context of 131072 on a system measured at 0 only was said
-    "fitted to b300x8's rows", its context term being the prior's (predict warns of it).
+def target_from(sc, behind, moe: bool = True) -> str:
+    """Where the target step's draws come from: the rows behind it (``behind``,
+    :func:`~ddtree_bayes.engine.transfer.rows_behind`). Its system's own rows (its
+    ``max_tokens``: the most tokens, C x M, a row there verified in one step; beyond it the
+    step's growth is the roofline's, partly prior-driven: the compute knee, and the distinct
+    experts M tokens read when the model is an MoE, ``moe``; its ``max_context``: the longest
+    context a row there measured, past which the context term is the prior's, when that is 0,
+    or extrapolated linearly), or a transfer.
+    A context of 131072 on a system measured at 0 only was said "fitted to b300x8's rows", its
+    context term being the prior's (predict warns of it).
 
     >>> from types import SimpleNamespace as NS
     >>> sc = NS(measured=True, pair="b300x8", verify_tokens=33, concurrency=1)
-    >>> print(target_from(sc, 9))
+    >>> rows = NS(measured=True, reference="b300x8", pair_roofline=False, max_tokens=9,
+    ...           max_context=None)
+    >>> print(target_from(sc, rows))
     fitted to b300x8's rows (at most 9 tokens verified a step); 33 is the roofline's \
 growth past them (compute knee, experts: partly prior-driven)
-    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 4}), 1, moe=False))
+    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 4}), NS(**{**vars(rows),
+    ...       "max_tokens": 1}), moe=False))
     fitted to b300x8's rows (at most 1 token verified a step); 4 is the roofline's growth \
 past them (compute knee: partly prior-driven)
-    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9}), 9))
+    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9}), rows))
     fitted to b300x8's rows
-    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9, "context_tokens": 8192.0}), 9,
-    ...                   0.0))
+    >>> print(target_from(NS(**{**vars(sc), "verify_tokens": 9, "context_tokens": 8192.0}),
+    ...                   NS(**{**vars(rows), "max_context": 0.0})))
     fitted to b300x8's rows; their contexts reach 0: the context term at 8192 is the prior's \
 (ctx_ms_per_unit[b300x8], prior-driven)
     """
     from ddtree_bayes.core.data import plain_text
 
-    if not sc.measured:
+    if not behind.measured:
         return (f"{sc.pair} not measured: transferred (prior-driven roofline and transfer "
                 "spread)")
+    most_verified, longest_context = behind.max_tokens, behind.max_context
     asked = sc.verify_tokens * sc.concurrency
     out = f"fitted to {sc.pair}'s rows"
     if most_verified is not None and asked > most_verified:

@@ -74,7 +74,6 @@ from ddtree_bayes.engine.structure import (
     fit_rows,
     group_label,
     group_learned,
-    max_measured_verify,
     measured_configs,
     pass_drafter,
     pass_roofline,
@@ -84,7 +83,10 @@ from ddtree_bayes.engine.structure import (
     unmeasured_log_ratio,
 )
 from ddtree_bayes.engine.target_models import row_pair
-from ddtree_bayes.engine.transfer import transferred_parameters  # noqa: F401  (P.transferred_...)
+from ddtree_bayes.engine.transfer import (  # noqa: F401  (P.transferred_...)
+    rows_behind,
+    transferred_parameters,
+)
 
 
 def step_draws(draws: Fit, sc: Scenario, rng: np.random.Generator, anchor: bool = True
@@ -1398,7 +1400,6 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
                 else None)
     relation_rows = (sum(m.engine == sc.engine and m.is_speculative for m in fit_rows(fit))
                      if relation else 0)
-    most = max_measured_verify(fit, sc.pair)[0] if sc.measured else None
     overhead = "none: autoregressive"
     if sc.method != AR_METHOD:
         # (the population of groups: the corpus's only when another model or system measured
@@ -1410,16 +1411,12 @@ def explain_sources(fit: Fit, sc: Scenario, source: AcceptSource, how: str) -> d
             overhead = overhead.replace(
                 "fitted to its group's rows",
                 "fitted to its group's rows" + _past_group(fit, sc, population), 1)
-    # the longest context a row there measured (a blank one at the priors' default, as fitted)
-    blank = float(fit.meta["model"].get("default_context_tokens") or 0.0)
-    longest = (max((r.context(blank) for r in fit_rows(fit) if row_pair(fit, r) == sc.pair),
-                   default=None) if sc.measured else None)
     # (a dense card has no experts for the growth past the measured M to come from; a fit
     # storing no card for the model - a proxy's - keeps the general words)
     card = stored_card(fit.meta["model"], sc.model)
     moe = card is None or card.experts is not None
     return {"acceptance": acceptance_from(source),
-            "target step": target_from(sc, most, longest, moe),
+            "target step": target_from(sc, rows_behind(fit, sc), moe),
             "speculative overhead": overhead, "noise and discrepancy": noise}
 
 

@@ -690,12 +690,12 @@ def resolve(fit: Fit, flags: Flags, *, strict: bool = False, prefix: str = "",
         # C or C x M beyond the measured, at one stream too (M = 65 against M = 4 measured
         # was said at C = 2 only): said with the warnings
         # (on a system without rows, past those of the one its step is transferred from)
-        from ddtree_bayes.engine.structure import beyond_measured_note, transferred_from
+        from ddtree_bayes.engine.structure import beyond_measured_note
+        from ddtree_bayes.engine.transfer import rows_behind
 
         first = asked[0].scenario
-        beyond = beyond_measured_note(fit, first.pair, flags.concurrency or (1,),
-                                      first.verify_tokens,
-                                      reference=transferred_from(fit, first))
+        beyond = beyond_measured_note(fit, rows_behind(fit, first), flags.concurrency or (1,),
+                                      first.verify_tokens)
         warnings += () if beyond is None else (prefix + beyond,)
     left_out: dict[str, str] = {} if flags.engines else ar_repeats(fit, asked)
     asked = [a for a in asked if a.scenario.engine not in left_out]

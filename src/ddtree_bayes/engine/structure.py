@@ -22,7 +22,13 @@ from ddtree_bayes.core.tensor_cores import is_amd
 from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.scenario import Scenario
 from ddtree_bayes.engine.target_models import deployments_of_one_model, is_multi, row_pair
-from ddtree_bayes.engine.transfer import transfer_reference
+from ddtree_bayes.engine.transfer import (  # noqa: F401  (fit_rows: re-exported)
+    RowsBehind,
+    fit_rows,
+    measured_rows,
+    rows_behind,
+    transfer_reference,
+)
 
 
 def distinct_ratio(model: dict, verify_tokens: int, name: str | None = None) -> float:
@@ -107,12 +113,6 @@ def group_label(draws: Fit, pair: str, engine: str, method: str) -> str | None:
 def row_group(draws: Fit, row) -> str | None:
     """:func:`group_label` of a measurement row of ``draws``' data."""
     return group_label(draws, row_pair(draws, row), row.engine, row.method)
-
-
-def fit_rows(draws: Fit) -> list:
-    """The measurements the fit learned from (held-out rows of a validation fold excluded)."""
-    held = set(draws.meta.get("held_out_rows", ()))
-    return [r for r in draws.measurements.rows if r.row not in held]
 
 
 def restructured_line(draws: Fit, group: str) -> str:
@@ -297,53 +297,8 @@ def uncertain_line(cs: list[int], ps: list[float]) -> str:
     return ", ".join(parts)
 
 
-def max_measured_concurrency(draws: Fit, system: str) -> int | None:
-    """The most streams any row the fit learned from on ``system`` decoded together (None:
-    the system has no rows): beyond it the step's growth with C is the roofline's."""
-    measured = [r.concurrency for r in fit_rows(draws) if row_pair(draws, r) == system]
-    return max(measured) if measured else None
-
-
-def max_measured_verify(draws: Fit, system: str) -> tuple[int | None, int]:
-    """Most tokens verified per step, C x M, by a row the fit learned from on ``system`` (a
-    pair in a fit of several models; None if only elsewhere) and on any system: at C streams a
-    step verifies C x M, so budget 8 at C = 8 (72 tokens) is beyond rows that verified 9 at
-    C = 1. ``optimize`` flags a budget beyond it, and :func:`beyond_measured_note` a C; rows a
-    validation fold holds out count for neither (optimize counted them).
-
-    >>> from ddtree_bayes.engine.testing import point_mass_draws
-    >>> max_measured_verify(point_mass_draws(), "b300x8")   # DDTree budget 8 (M = 9)
-    (9, 9)
-    """
-    rows = fit_rows(draws)
-    on_system = [r.verify_tokens * r.concurrency for r in rows if row_pair(draws, r) == system]
-    return ((max(on_system) if on_system else None),
-            max(r.verify_tokens * r.concurrency for r in rows))
-
-
-def transferred_from(draws: Fit, sc: Scenario) -> str | None:
-    """The measured system an unmeasured ``sc``'s step parameters are transferred from
-    (:func:`~ddtree_bayes.engine.transfer.transfer_reference`), whose rows bound it: the
-    query's distance and concurrency count from it, ``optimize`` flags a budget past its C x M
-    and :func:`beyond_measured_note` warns of it. None: a measured system, a fit of several
-    models (an unmeasured pair's step is the pair roofline's, learned across the pairs) or no
-    system measured.
-
-    >>> from ddtree_bayes.engine.testing import point_mass_draws
-    >>> from ddtree_bayes.engine.question import Flags, resolve
-    >>> fit = point_mass_draws()
-    >>> [transferred_from(fit, resolve(fit, Flags(hardware=h)).asked[0].scenario)
-    ...  for h in ("h200", "b300")]
-    ['b300x8', None]
-    """
-    if sc.measured or is_multi(draws) or not draws.measured_systems:
-        return None
-    return transfer_reference(draws, sc.hardware, sc.gpus)[0]
-
-
-def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: int = 1,
-                         budgets: dict[int, int] | None = None,
-                         reference: str | None = None) -> str | None:
+def beyond_measured_note(draws: Fit, behind: RowsBehind, concurrencies, verify_tokens: int = 1,
+                         budgets: dict[int, int] | None = None) -> str | None:
     """The ``concurrencies`` above the most streams measured on ``system``, and those whose
     step verifies more tokens (C x ``verify_tokens``) than any row measured there, C = 1
     among them, as one sentence (the step's growth with C, or at C = 1 with M, there is the
@@ -358,28 +313,29 @@ def beyond_measured_note(draws: Fit, system: str, concurrencies, verify_tokens: 
     ``budgets`` ({budget: its M}, ``optimize``'s, in place of ``verify_tokens``) names the
     budgets whose C x M is past the rows, their largest M and C x M (``optimize`` asked with
     M = 1: budgets 16-64 at C = 1, M up to 65 against 9 measured, went unsaid).
-    ``reference`` (:func:`transferred_from`): the system an unmeasured ``system``'s step is
-    transferred from; its rows bound the note, which names it ("h200x8 has no measurements and
-    its step is transferred from b300x8: " before b300x8's own line: predict --hardware h200
-    of M = 33 said nothing, b300x8 having measured at most 9 tokens a step).
+    ``behind`` (:func:`~ddtree_bayes.engine.transfer.rows_behind`): the rows that bound the
+    step; on a system without rows, those of the system its step is transferred from, which
+    the note names ("h200x8 has no measurements and its step is transferred from b300x8: "
+    before b300x8's own line: predict --hardware h200 of M = 33 said nothing, b300x8 having
+    measured at most 9 tokens a step).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
-    >>> beyond_measured_note(point_mass_draws(), "b300x8", [1, 4, 8])   # (AR: 8 tokens <= 9)
+    >>> fit = point_mass_draws()
+    >>> beyond_measured_note(fit, measured_rows(fit, "b300x8"), [1, 4, 8])   # (AR: 8 <= 9)
     "C = 4, 8 are beyond the concurrencies measured on b300x8 (at most 1): there the step's \
 growth with C is the roofline's (weights once per step, KV reads and tree nodes per stream): \
 prior-driven"
-    >>> print(beyond_measured_note(point_mass_draws(), "b300x8", [1, 8], verify_tokens=33))
+    >>> print(beyond_measured_note(fit, measured_rows(fit, "b300x8"), [1, 8], verify_tokens=33))
     C = 8 is beyond the concurrencies measured on b300x8 (at most 1); at C = 1, 8 a step \
 verifies up to 264 tokens (C x M), more than any measured on b300x8 (at most 9): there the \
 step's growth with C and M is the roofline's (weights once per step, KV reads and tree nodes \
 per stream, the compute knee, and for an MoE the distinct experts read): prior-driven
     """
-    lead = ""
-    if reference is not None and max_measured_concurrency(draws, system) is None:
-        lead = f"{system} has no measurements and its step is transferred from {reference}: "
-        system = reference   # (its rows bound the step: the note is its own, named)
-    top = max_measured_concurrency(draws, system)
-    most = max_measured_verify(draws, system)[0]
+    lead, system = "", behind.asked
+    if behind.transferred_from is not None:   # (its rows bound the step: the note is its own)
+        system = behind.transferred_from
+        lead = f"{behind.asked} has no measurements and its step is transferred from {system}: "
+    top, most = behind.max_concurrency, behind.max_tokens
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
     # every C (and budget) whose step verifies more than the rows, beyond the concurrencies
     # too (C = 4 of budget 8's M = 9, 36 tokens, went unsaid when C = 1's 9 did not exceed 9)
@@ -418,13 +374,12 @@ per stream, the compute knee, and for an MoE the distinct experts read): prior-d
 def query_distance(draws: Fit, sc: Scenario, passes: float) -> float:
     """Distance of a query from the nearest configuration measured on its system (or, for a
     system without measurements, on the system its parameters were transferred from; for a
-    pair answered by the pair roofline, from its M = 1 step)."""
-    if sc.measured:
-        ms, ps = measured_configs(draws, sc.pair)
-    elif is_multi(draws):   # the pair roofline gives it its M = 1 step (engine/target_models.py)
+    pair answered by the pair roofline, from its M = 1 step): :func:`rows_behind`'s."""
+    behind = rows_behind(draws, sc)
+    if behind.pair_roofline:   # it gives the pair its M = 1 step (engine/target_models.py)
         ms, ps = [1.0], [0.0]
-    else:                   # the system its parameters are transferred from
-        ms, ps = measured_configs(draws, transfer_reference(draws, sc.hardware, sc.gpus)[0])
+    else:
+        ms, ps = measured_configs(draws, behind.reference) if behind.reference else ([], [])
     if not ms:
         return 0.0
     return S.config_distance(float(sc.verify_tokens * sc.concurrency), passes, ms, ps)
@@ -481,13 +436,9 @@ def concurrency_beyond(draws: Fit, sc: Scenario) -> float:
 def concurrency_reference(draws: Fit, sc: Scenario) -> tuple[str, int]:
     """(the system whose measured concurrencies :func:`concurrency_beyond` counts from: the
     query's own, or the one its parameters are transferred from; the largest C measured there,
-    1 without rows)."""
-    cache = draws.memo.setdefault("max_concurrency", {})
-    system = transferred_from(draws, sc) or sc.pair
-    if system not in cache:
-        cache[system] = max((r.concurrency for r in fit_rows(draws)
-                             if row_pair(draws, r) == system), default=1)
-    return system, cache[system]
+    1 without rows): :func:`rows_behind`'s."""
+    behind = rows_behind(draws, sc)
+    return behind.reference or sc.pair, behind.max_concurrency or 1
 
 
 def reweight_understates(draws: Fit, sc: Scenario) -> str | None:

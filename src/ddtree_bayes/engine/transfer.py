@@ -1,9 +1,11 @@
-"""Hardware transfer: the step parameters of a system the fit has no measurements of, from the
-measured system it is most like. numpy only (the predict path)."""
+"""Hardware transfer: which measured system's rows stand behind a question
+(:func:`rows_behind`, the one answer), and the step parameters of a system the fit has no
+measurements of, from the measured system it is most like. numpy only (the predict path)."""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -56,6 +58,93 @@ def transfer_reference(fit: Fit, hardware: str, gpus: int, among: list[str] | No
     return min(same, key=lambda p: abs(math.log(bandwidth(table, p[1], p[2]) / target_bw)))
 
 
+def fit_rows(draws: Fit) -> list:
+    """The measurements the fit learned from (held-out rows of a validation fold excluded)."""
+    held = set(draws.meta.get("held_out_rows", ()))
+    return [r for r in draws.measurements.rows if r.row not in held]
+
+
+@dataclass(frozen=True)
+class RowsBehind:
+    """Which measured system's rows stand behind a question's step (:func:`rows_behind`).
+
+    ``asked``: the question's system (a pair, model@system, in a fit of several models);
+    ``measured``: the fit has rows there; ``reference``: the system whose rows bound the step
+    - ``asked`` itself when measured, else the one its step is transferred from
+    (:func:`transfer_reference`), None for a pair answered by the pair roofline
+    (``pair_roofline``: learned across the measured pairs) or a fit with no system; and the
+    largest concurrency C, verify tokens M, tokens a step verified C x M and context
+    (a blank one at the fit's default) among the rows the fit learned from on ``reference``
+    (None: none learned there, as a validation fold may hold them out)."""
+
+    asked: str
+    measured: bool
+    reference: str | None
+    pair_roofline: bool = False
+    max_concurrency: int | None = None
+    max_verify_tokens: int | None = None
+    max_tokens: int | None = None
+    max_context: float | None = None
+
+    @property
+    def transferred_from(self) -> str | None:
+        """The measured system an unmeasured question's step is transferred from (None: a
+        measured system, the pair roofline or no system measured)."""
+        return None if self.measured else self.reference
+
+
+def measured_rows(draws: Fit, system: str) -> RowsBehind:
+    """:class:`RowsBehind` of measured ``system`` (a pair in a fit of several models): its
+    own rows' maxima.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> b = measured_rows(point_mass_draws(), "b300x8")   # AR and DDTree budget 8 at C = 1
+    >>> b.max_concurrency, b.max_verify_tokens, b.max_tokens, b.max_context
+    (1, 9, 9, 0.0)
+    """
+    from ddtree_bayes.engine.target_models import row_pair
+
+    cache = draws.memo.setdefault("measured_rows", {})
+    if system not in cache:
+        blank = float(draws.meta["model"].get("default_context_tokens") or 0.0)
+        rows = [r for r in fit_rows(draws) if row_pair(draws, r) == system]
+        cache[system] = RowsBehind(
+            system, True, system,
+            max_concurrency=max((r.concurrency for r in rows), default=None),
+            max_verify_tokens=max((r.verify_tokens for r in rows), default=None),
+            max_tokens=max((r.verify_tokens * r.concurrency for r in rows), default=None),
+            max_context=max((r.context(blank) for r in rows), default=None))
+    return cache[system]
+
+
+def rows_behind(draws: Fit, sc: Scenario) -> RowsBehind:
+    """Which measured system's rows stand behind ``sc``'s step: the one rule for every caller
+    (the step's parameters, the query's distance and its concurrencies beyond the measured,
+    predict's and optimize's warnings and footnote, --explain, the report). A measured system:
+    its own; in a fit of several models a pair never measured: none, the pair roofline
+    (:func:`~ddtree_bayes.engine.target_models.pair_parameters`); else the measured system
+    its step is transferred from (:func:`transfer_reference`), with its rows' maxima.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> from ddtree_bayes.engine.question import Flags, resolve
+    >>> fit = point_mass_draws()
+    >>> [(b.asked, b.measured, b.reference, b.transferred_from, b.max_tokens)
+    ...  for h in ("h200", "b300")
+    ...  for b in [rows_behind(fit, resolve(fit, Flags(hardware=h)).asked[0].scenario)]]
+    [('h200x8', False, 'b300x8', 'b300x8', 9), ('b300x8', True, 'b300x8', None, 9)]
+    """
+    from ddtree_bayes.engine.target_models import is_multi
+
+    if sc.measured:
+        return measured_rows(draws, sc.pair)
+    if is_multi(draws):
+        return RowsBehind(sc.pair, False, None, pair_roofline=True)
+    if not draws.measured_systems:
+        return RowsBehind(sc.pair, False, None)
+    ref = transfer_reference(draws, sc.hardware, sc.gpus)[0]
+    return replace(measured_rows(draws, ref), asked=sc.pair, measured=False)
+
+
 def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
                            ) -> tuple[dict[str, np.ndarray], str]:
     """Per-draw step parameters of an unmeasured system, from a measured reference system.
@@ -76,15 +165,20 @@ def transferred_parameters(draws: Fit, sc: Scenario, rng: np.random.Generator
     """
     from ddtree_bayes.engine import target_models
 
-    if target_models.is_multi(draws):
+    behind = rows_behind(draws, sc)
+    if behind.pair_roofline:
         return target_models.pair_parameters(draws, sc, rng)
 
-    from ddtree_bayes.core.pairs import link
+    from ddtree_bayes.core.pairs import link, split_label
     from ddtree_bayes.core.sampling import prior_sample
 
     v, meta, n = draws.variables, draws.meta, draws.n_draws
     table = draws.hardware
-    ref, ref_hw, ref_gpus = transfer_reference(draws, sc.hardware, sc.gpus)
+    ref = behind.reference
+    if ref is None:
+        raise QueryError(f"{sc.pair} has no measurements and the fit measured no system to "
+                         "transfer its step from", fix="add rows and re-fit")
+    _, ref_hw, ref_gpus = split_label(ref)
     target_bw, ref_bw = bandwidth(table, sc.hardware, sc.gpus), bandwidth(table, ref_hw, ref_gpus)
     r = meta["coords"]["system"].index(ref)
     priors = draws.priors.transfer

@@ -51,7 +51,7 @@ from ddtree_bayes.workflows.decisions.next_measurement import (  # noqa: F401
 )
 from ddtree_bayes.workflows.decisions.optimize import (  # noqa: F401
     budget_decision,
-    max_measured_verify,
+    max_verified_anywhere,
     optimize,
     parse_budgets,
 )

@@ -44,10 +44,9 @@ from ddtree_bayes.engine.structure import (
     amd_overhead_warning,
     beyond_measured_note,
     fit_rows,
-    max_measured_verify,
-    transferred_from,
 )
 from ddtree_bayes.engine.target_models import row_pair
+from ddtree_bayes.engine.transfer import rows_behind
 from ddtree_bayes.workflows.decisions.acceptance_curve import (
     curve_accept,
     misfit_warning,
@@ -81,6 +80,18 @@ def budget_decision(tok: np.ndarray) -> dict[str, np.ndarray]:
             "regret": np.mean(best[:, None] - tok, axis=0)}
 
 
+def max_verified_anywhere(draws: Fit) -> int:
+    """The most tokens a step verified, C x M, in any row the fit learned from (on any
+    system): optimize's bound for a budget when the rows behind its question
+    (:func:`~ddtree_bayes.engine.transfer.rows_behind`) have none.
+
+    >>> from ddtree_bayes.engine.testing import point_mass_draws
+    >>> max_verified_anywhere(point_mass_draws())   # DDTree budget 8 (M = 9) at C = 1
+    9
+    """
+    return max(r.verify_tokens * r.concurrency for r in fit_rows(draws))
+
+
 def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int,
                       budgets: dict[int, int] | None = None) -> list[str]:
     """What an answer at ``concurrency`` streams cannot check or measure: a KV cache that
@@ -89,10 +100,9 @@ def concurrency_notes(draws: Fit, sc: P.Scenario, concurrency: int,
     the ``budgets`` ({budget: M}) whose C x M exceeds the most tokens a step measured there
     (their growth with M too: predict's C x M clause, naming the budgets); on a system without
     rows, on the one its step is transferred from
-    (:func:`~ddtree_bayes.engine.structure.transferred_from`), as the table's footnote counts."""
+    (:func:`~ddtree_bayes.engine.transfer.rows_behind`), as the table's footnote counts."""
     notes = list(memory_warnings(draws, sc, (concurrency,)))
-    beyond = beyond_measured_note(draws, sc.pair, [concurrency], budgets=budgets,
-                                  reference=transferred_from(draws, sc))
+    beyond = beyond_measured_note(draws, rows_behind(draws, sc), [concurrency], budgets=budgets)
     notes += [w for w in (layer_split_warning(draws, sc), tensor_parallel_warning(draws, sc),
                           amd_overhead_warning(draws, sc), beyond) if w is not None]
     return notes
@@ -222,7 +232,7 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     budget: tok/s mean, median and ``prob`` interval, acceptance and step time medians,
     ``p_best``, ``regret``; ``extrapolated`` when C x M exceeds the most tokens per step
     measured on the system (on a system without rows, on the one its step is transferred
-    from: :func:`~ddtree_bayes.engine.structure.transferred_from`; else on any);
+    from: :func:`~ddtree_bayes.engine.transfer.rows_behind`; else on any);
     ``accept_extrapolated`` when B is below the curve's reference budget, or outside the
     budgets of the acceptance file),
     ``recommended`` (a budget) and ``warnings`` (a tree no drafter card serves for the model
@@ -325,14 +335,14 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
     # (predict's row for each: routing_row says whether and with what figures)
     fast = [(budgets[j], routed) for j, b_sc in enumerate(scenarios)
             if (routed := routing_row(rates[:, j], balanced_read(draws, b_sc))) is not None]
-    sys_max, all_max = max_measured_verify(draws, scenarios[0].pair)
     # a system without rows takes its step from the one it is transferred from, whose rows
     # bound it (8 x RTX PRO 6000 Server from rtx-pro-6000x8, at most 4 tokens a step, was
     # held to the 9 of b300x8: budgets 4 and 8 went unflagged); any system's only without one
-    ref = transferred_from(draws, scenarios[0]) if sys_max is None else None
-    ref_max = None if ref is None else max_measured_verify(draws, ref)[0]
-    limit = (sys_max if sys_max is not None else ref_max if ref_max is not None
-             else all_max)   # tokens per step, C x M
+    behind = rows_behind(draws, scenarios[0])
+    all_max = max_verified_anywhere(draws)
+    sys_max = behind.max_tokens if behind.measured else None
+    ref = behind.transferred_from if behind.max_tokens is not None else None
+    limit = all_max if behind.max_tokens is None else behind.max_tokens   # tokens a step, C x M
     rows = []
     for j, sc in enumerate(scenarios):
         row = {"budget": budgets[j], "verify_tokens": sc.verify_tokens,
@@ -394,8 +404,8 @@ def optimize(draws: Fit, curve: AcceptanceCurve, *, hardware: str | None = None,
             "overhead_from": hows[0],
             "max_measured_verify_tokens": {
                 "system": sys_max, "any_system": all_max,
-                "transferred_from": (None if ref is None or ref_max is None
-                                     else {"system": ref, "tokens": ref_max})},
+                "transferred_from": (None if ref is None
+                                     else {"system": ref, "tokens": behind.max_tokens})},
             "rows": rows, "recommended": budgets[best], "default_scenario": asked,
             "warnings": notes}
 

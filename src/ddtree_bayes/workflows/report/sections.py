@@ -30,12 +30,12 @@ from ddtree_bayes.engine.posterior import Fit
 from ddtree_bayes.engine.question import AcceptSource, Flags, default_question, resolve
 from ddtree_bayes.engine.structure import (
     group_label,
-    max_measured_concurrency,
     paying_fields,
     run_sd,
     uncertain_at,
 )
 from ddtree_bayes.engine.target_models import is_multi
+from ddtree_bayes.engine.transfer import rows_behind
 
 #: Acceptance grid of the fan chart.
 FAN_ACCEPT = tuple(float(a) for a in range(1, 21))
@@ -155,9 +155,10 @@ def concurrency_section(draws: Fit, seed: int, model: str | None = None,
     accept = headline_accept(d, scenarios[0].limit)
     out: dict = {"accept": accept, "concurrency": list(CONCURRENCY_GRID), "engines": {},
                  "quantile_probs": [0.05, 0.25, 0.5, 0.75, 0.95],
-                 # the scenario's own system, as predict --concurrency says it (another
-                 # system's C = 16 shaded B300's roofline extrapolation as measured)
-                 "measured_max": max_measured_concurrency(draws, scenarios[0].pair) or 1}
+                 # the rows behind the scenario's step, as predict --concurrency counts
+                 # them (another system's C = 16 shaded B300's roofline extrapolation as
+                 # measured)
+                 "measured_max": rows_behind(draws, scenarios[0]).max_concurrency or 1}
     ar = scenarios[0].autoregressive()
     series = [("ar", ar, 1.0)] + [(sc.engine, sc, accept) for sc in scenarios]
     for name, sc, a in series:
