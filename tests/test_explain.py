@@ -72,6 +72,23 @@ def test_the_split_is_of_the_rows_own_draws_and_adds_up_by_hand():
     assert {k: v for k, v in uniform.items() if k != "explain"} == plain[-1]
 
 
+def test_the_target_step_of_an_unmeasured_system_names_the_system_it_is_transferred_from():
+    """--explain's target-step column of a system never measured said "transferred (prior-
+    driven roofline and transfer spread)" without saying from where, where predict's warning
+    and optimize's footnote name the system whose rows stand behind the step
+    (engine/transfer.rows_behind). The point-mass fit measured b300x8 alone, so h200x8 (and
+    one RTX PRO 6000) is transferred from b300x8, the reference by hand; its own rows stay
+    "fitted to b300x8's rows"."""
+    d = point_mass_draws()
+    for hardware, gpus in (("h200", 8), ("rtx-pro-6000", 1)):
+        (row,) = explained(d, hardware=hardware, gpus=gpus, engines=("sglang",), accept="14")
+        assert terms(row)["target step"]["from"] == (
+            f"{hardware}x{gpus} not measured: transferred from b300x8 (prior-driven roofline "
+            "and transfer spread)")
+    (own,) = explained(d, engines=("sglang",), budget=8, accept="6")
+    assert terms(own)["target step"]["from"] == "fitted to b300x8's rows"
+
+
 def test_each_term_says_where_its_draws_come_from():
     """Fitted to the measured system's rows (past the most tokens a row verified: the
     roofline's, partly prior-driven), the measured group's overhead, native's overhead
@@ -93,8 +110,9 @@ def test_each_term_says_where_its_draws_come_from():
     m = multi_model_draws()
     (h200,) = explained(m, model="kimi-k2.6", hardware="h200", gpus=8, engines=("sglang",),
                         accept="14")
-    assert terms(h200)["target step"]["from"].startswith(
-        "kimi-k2.6@h200x8 not measured: transferred")
+    assert terms(h200)["target step"]["from"] == (
+        "kimi-k2.6@h200x8 not measured: from the pair roofline, learned across the measured "
+        "pairs (prior-driven roofline and pair scatter)")
     (ar,) = explained(m, model="llama-3.1-8b-instruct", hardware="h100", gpus=1,
                       engines=("vllm",), method="ar", accept="1")
     assert terms(ar)["speculative overhead"]["from"] == "none: autoregressive"

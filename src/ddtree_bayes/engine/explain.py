@@ -92,9 +92,10 @@ def target_from(sc, behind, moe: bool = True) -> str:
     step's growth is the roofline's, partly prior-driven: the compute knee, and the distinct
     experts M tokens read when the model is an MoE, ``moe``; its ``max_context``: the longest
     context a row there measured, past which the context term is the prior's, when that is 0,
-    or extrapolated linearly), or a transfer.
+    or extrapolated linearly), or a transfer from the system it names, or the pair roofline.
     A context of 131072 on a system measured at 0 only was said "fitted to b300x8's rows", its
-    context term being the prior's (predict warns of it).
+    context term being the prior's (predict warns of it); a system never measured was said
+    "transferred" without the system it is transferred from.
 
     >>> from types import SimpleNamespace as NS
     >>> sc = NS(measured=True, pair="b300x8", verify_tokens=33, concurrency=1)
@@ -113,12 +114,18 @@ past them (compute knee: partly prior-driven)
     ...                   NS(**{**vars(rows), "max_context": 0.0})))
     fitted to b300x8's rows; their contexts reach 0: the context term at 8192 is the prior's \
 (ctx_ms_per_unit[b300x8], prior-driven)
+    >>> print(target_from(NS(**{**vars(sc), "measured": False, "pair": "h200x8"}),
+    ...                   NS(**{**vars(rows), "measured": False})))
+    h200x8 not measured: transferred from b300x8 (prior-driven roofline and transfer spread)
     """
     from ddtree_bayes.core.data import plain_text
 
+    if behind.pair_roofline:
+        return (f"{sc.pair} not measured: from the pair roofline, learned across the measured "
+                "pairs (prior-driven roofline and pair scatter)")
     if not behind.measured:
-        return (f"{sc.pair} not measured: transferred (prior-driven roofline and transfer "
-                "spread)")
+        return (f"{sc.pair} not measured: transferred from {behind.reference} (prior-driven "
+                "roofline and transfer spread)")
     most_verified, longest_context = behind.max_tokens, behind.max_context
     asked = sc.verify_tokens * sc.concurrency
     out = f"fitted to {sc.pair}'s rows"
