@@ -303,6 +303,33 @@ def test_bad_model_numbers(key, value):
     expect_error(text, f"model.{key}", "bad value ")
 
 
+@pytest.mark.parametrize(("key", "value", "fix"), [
+    # 2 ** 40 + 1 tokens: one past what --context and a row's context_tokens take
+    ("default_context_tokens", "1099511627777",
+     "give 0 to 1099511627776 (2 ** 40) tokens, as a row's context_tokens"),
+    ("default_context_tokens", "1e30",
+     "give 0 to 1099511627776 (2 ** 40) tokens, as a row's context_tokens"),
+    # 131072 tokens / 1e-300 overflows to inf: no unit below one token
+    ("context_unit_tokens", "1e-300", "give 1 to 1099511627776 (2 ** 40) tokens"),
+    ("context_unit_tokens", "0.5", "give 1 to 1099511627776 (2 ** 40) tokens"),
+    ("context_unit_tokens", "2e12", "give 1 to 1099511627776 (2 ** 40) tokens"),
+])
+def test_model_context_numbers_within_what_a_row_takes(key, value, fix):
+    """A default context of 1e30 tokens was accepted: `fit` read every blank-context row at
+    1e30 tokens, sampled 146 s through three remedies and exited 5 telling the user to re-run
+    `fit`. The bound is a row's and --context's, 2 ** 40 = 1099511627776 tokens."""
+    text = set_in_table(TEXT, "[model]", key, value)
+    err = expect_error(text, f"model.{key}", "bad value ")
+    assert err.fix == fix
+
+
+def test_model_context_numbers_at_the_bounds_are_kept():
+    text = set_in_table(TEXT, "[model]", "default_context_tokens", "1099511627776")
+    text = set_in_table(text, "[model]", "context_unit_tokens", "1")
+    cfg = parse_priors(text, NAME)
+    assert (cfg.default_context_tokens, cfg.context_unit_tokens) == (2.0 ** 40, 1.0)
+
+
 # ------------------------------------------------------------------ [priors.*]
 @pytest.mark.parametrize("dist", ['"gamma"', '"Normal"', '"half-normal"', "3"])
 def test_unknown_dist(dist):
@@ -523,9 +550,9 @@ def test_non_table_sections_raise_priors_error(text, column):
 
 
 @pytest.mark.parametrize("key,value,fragment", [
-    ("context_unit_tokens", "inf", "positive"),
-    ("context_unit_tokens", "0", "positive"),
-    ("default_context_tokens", "inf", "non-negative"),
+    ("context_unit_tokens", "inf", "give 1 to 1099511627776"),
+    ("context_unit_tokens", "0", "give 1 to 1099511627776"),
+    ("default_context_tokens", "inf", "give 0 to 1099511627776"),
 ])
 def test_model_context_values_must_be_finite(key, value, fragment):
     text = set_in_table(TEXT, "[model]", key, value)

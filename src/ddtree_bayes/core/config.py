@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddtree_bayes.core.data import NAME_RE, counted, not_a_name
+from ddtree_bayes.core.data import MAX_CONTEXT_TOKENS, NAME_RE, counted, not_a_name
 from ddtree_bayes.core.errors import PriorsError, typo_fix
 from ddtree_bayes.core.methods import (
     AR_METHOD,
@@ -777,10 +777,15 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
                           fix="give a number from 1 (soft) to 50 (a sharp roofline corner)")
     unit = model.get("context_unit_tokens", 65536)
     default_ctx = model.get("default_context_tokens", 0)
+    # a row's context_tokens and --context stop at MAX_CONTEXT_TOKENS (2 ** 40): a default
+    # past it read every blank row there (1e30: a fit of 146 s through every remedy, exit 5);
+    # a unit below one token overflows a context's units (131072 / 1e-300)
+    most = f"{MAX_CONTEXT_TOKENS} (2 ** 40) tokens"
     for key, value, ok, fix in (
-            ("context_unit_tokens", unit, lambda v: v > 0, "give a positive number of tokens"),
-            ("default_context_tokens", default_ctx, lambda v: v >= 0,
-             "give a non-negative number of tokens")):
+            ("context_unit_tokens", unit, lambda v: 1 <= v <= MAX_CONTEXT_TOKENS,
+             f"give 1 to {most}"),
+            ("default_context_tokens", default_ctx, lambda v: 0 <= v <= MAX_CONTEXT_TOKENS,
+             f"give 0 to {most}, as a row's context_tokens")):
         if (isinstance(value, bool) or not isinstance(value, int | float)
                 or not math.isfinite(value) or not ok(value)):
             raise PriorsError(f"bad value {value!r}", file=path, column=f"model.{key}", fix=fix)
