@@ -83,3 +83,37 @@ def test_the_bundled_question_is_unchanged():
     # an unmeasured system still takes the fit's default question
     q = resolve(bundled_fit(), Flags(hardware="h200", accept="14"))
     assert [a.scenario.engine for a in q.asked] == ["sglang", "native"]
+
+
+def test_the_method_the_system_measured_takes_its_measured_shape():
+    """``predict --hardware rtx-pro-6000 --gpus 8 --method eagle3`` exited 2 "cannot tell how
+    many tokens eagle3 verifies per step", where the same question without ``--method``
+    answered that system's one measured EAGLE-3 shape (block 3, budget 3: the rows' num_speculative_tokens=3,
+    verifying 1 + 3 = 4 tokens). Naming the method the system's own rows already answer
+    takes their shape, and the note names it."""
+    fit = bundled_fit()
+    without = resolve(fit, Flags(hardware="rtx-pro-6000"))
+    q = resolve(fit, Flags(hardware="rtx-pro-6000", gpus=8, method="eagle3"))
+    assert [(a.scenario.engine, a.scenario.method, a.scenario.block, a.scenario.budget,
+             a.scenario.verify_tokens) for a in q.asked] == [("vllm", "eagle3", 3, 3, 4)]
+    assert [a.scenario for a in q.asked] == [a.scenario for a in without.asked]
+    assert [s.value for s in q.asked[0].accept] == [(1.948 + 1.927) / 2]
+    assert q.note == ("rtx-pro-6000 x8 has measurements; the flags not given come from its "
+                      "own rows: --engine vllm --block 3 --budget 3 (pass "
+                      "--engine/--block/--budget to ask another)")
+    # the engine given too: the shape still comes from the rows, and the note says so
+    q = resolve(fit, Flags(hardware="rtx-pro-6000", gpus=8, method="eagle3",
+                           engines=("vllm",)))
+    assert (q.asked[0].scenario.block, q.asked[0].scenario.verify_tokens) == (3, 4)
+    assert q.note is not None and q.note.endswith(
+        "own rows: --block 3 --budget 3 (pass --block/--budget to ask another)")
+    # the fit's default method on its default system: the default's shape, as `predict` asks
+    q = resolve(fit, Flags(method="ddtree", accept="12:16"))
+    assert [(a.scenario.block, a.scenario.budget, a.scenario.verify_tokens)
+            for a in q.asked] == [(16, 32, 33)] * 2
+    # a block given keeps the old rule: a tree's depth alone still cannot size it
+    import pytest
+
+    from ddtree_bayes.core.errors import QueryError
+    with pytest.raises(QueryError, match="cannot tell how many tokens ddtree verifies"):
+        resolve(fit, Flags(method="ddtree", block=16, accept="12:16"))

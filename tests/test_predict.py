@@ -149,7 +149,11 @@ def test_query_errors(draws):
                                          r"\+ 1\)"):
         P.predict(draws, accept="40")
     with pytest.raises(QueryError, match="cannot tell how many tokens"):
-        P.predict(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
+        P.predict(draws, hardware="b300", method="eagle3", engines=["sglang"], accept="3")
+    # the default question's own method without a shape takes its shape (block 16, budget 32)
+    assert (P.predict(draws, hardware="b300", method="ddtree", engines=["sglang"], accept="3")
+            == P.predict(draws, hardware="b300", method="ddtree", engines=["sglang"], block=16,
+                         budget=32, accept="3"))
     # EAGLE-2 always verifies a tree: --block (its depth) alone does not size it (it was
     # answered as a tree of 4 nodes verifying 5 tokens)
     for method in ("eagle2", "medusa"):

@@ -49,7 +49,9 @@ def add_scenario_arguments(p: argparse.ArgumentParser) -> None:
                                       "system)")
     p.add_argument("--gpus", type=whole_number, help="GPU count (default: the measured count)")
     p.add_argument("--engine", help="engine(s), comma-separated, e.g. sglang,native")
-    p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ...")
+    p.add_argument("--method", help="ar, ddtree, eagle3, dflash-chain, ... (without --block, "
+                   "--budget or --verify-tokens: the default question's shape when it asks "
+                   "this method, e.g. a measured system's own rows, said in a note)")
     p.add_argument("--block", type=whole_number, help="drafter block size / chain length")
     p.add_argument("--budget", type=whole_number, help="tree node budget (verify tokens = budget + 1)")
     p.add_argument("--verify-tokens", type=whole_number,

@@ -315,8 +315,9 @@ def fill(d: DefaultQuestion, flags: Flags,
          methods: Mapping[str, MethodSpec] | None = None) -> tuple[dict, bool]:
     """The flags with those not given taken from the default question ``d``: hardware, method
     and engines; the GPU count when the hardware is the default's; block and budget (and verify
-    tokens) unless a method or verify tokens was given; with verify tokens alone the default's
-    shape at that M, with verify tokens and a budget the default's block. Returns the
+    tokens) unless a method or verify tokens was given (a method given that is the default's,
+    with no block, budget nor verify tokens, takes its shape); with verify tokens alone the
+    default's shape at that M, with verify tokens and a budget the default's block. Returns the
     configuration and whether anything came from ``d``."""
     out = {"hardware": flags.hardware or d.hardware, "method": flags.method or d.method,
            "engines": tuple(flags.engines or d.engines),
@@ -348,8 +349,17 @@ def fill(d: DefaultQuestion, flags: Flags,
             out["block"], out["budget"] = d.block, v - 1
         elif d.budget is not None and d.budget == d.block:
             out["block"] = out["budget"] = v - 1
-    # (block and budget come from d only when the method does, so this says it all)
-    return out, flags.hardware is None or flags.method is None or not flags.engines
+    shaped = (flags.method is not None and flags.method == d.method
+              and flags.block is None and flags.budget is None and flags.verify_tokens is None)
+    if shaped:
+        # the default's own method named, no shape: the default's shape, as without --method
+        # (`--hardware rtx-pro-6000 --method eagle3` exited 2 where `--hardware rtx-pro-6000`
+        # answered its measured eagle3 block 3 budget 3); the note names the flags filled
+        out["block"], out["budget"] = d.block, d.budget
+        out["verify_tokens"] = d.verify_tokens
+    # (block and budget come from d only when the method does, or is d's: this says it all)
+    return out, (flags.hardware is None or flags.method is None or not flags.engines
+                 or (shaped and (d.block, d.budget) != (None, None)))
 
 
 #: The configuration's flags in the order a note names them: (flag, key of :func:`fill`).
