@@ -7,6 +7,7 @@ SIGTERM (nothing written).
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import os
 import sys
@@ -372,8 +373,10 @@ def _run(args: argparse.Namespace, signals: interrupts.Session) -> int:
                   "standard output) (fix: check where standard output goes and its free space)",
                   file=sys.stderr)
             return 2
-        print(f"{PROG}: error: {name}: {err.strerror or err} (fix: check the path and its "
-              "permissions)", file=sys.stderr)
+        full = err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)   # the disk, a quota
+        print(f"{PROG}: error: {name}: {err.strerror or err} (fix: " + (
+              "free space where it is written and re-run; nothing was written" if full else
+              "check the path and its permissions") + ")", file=sys.stderr)
         return 2
     except Exception as err:  # a bug: one line, the traceback only when asked for
         signals.done = True

@@ -14,6 +14,7 @@ Reading draws for ``predict`` uses h5py directly (no xarray, no ArviZ) to keep i
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -83,16 +84,26 @@ def atomic_write_bytes(path: Path, payload: bytes, *, mode: int | None = None) -
     try:
         if mode is not None:
             os.fchmod(fd, mode)
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(payload)
-            fh.flush()
-            os.fsync(fh.fileno())
+        _write_all(fd, payload, path)
         with interrupts.commit(path.name):   # after the rename, SIGINT/SIGTERM cannot undo it
             os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
     fsync_dir(path.parent)
+
+
+def _write_all(fd: int, payload: bytes | memoryview, path: Path) -> None:
+    """Write ``payload`` to the open temp file ``fd`` (closed here) and fsync it; an OSError
+    (a full disk: ENOSPC) names ``path``, the file the user asked for, not the temp file
+    (a write error names no file, and the CLI blamed standard output)."""
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(payload)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except OSError as err:
+        raise OSError(err.errno, err.strerror, str(path)) from None
 
 
 def _alive(pid: int) -> bool:
@@ -145,11 +156,16 @@ def save(dt, meta: dict, texts: dict[str, str], models: Path) -> Path:
     dt.attrs[HARDWARE_ATTR] = texts["hardware"]
     target = fits_dir(models) / f"{meta['fit_id']}.nc"
     target.parent.mkdir(parents=True, exist_ok=True)
+    # serialised in memory, written by Python: HDF5 writing the file itself crashed the
+    # process on a full disk (its objects' deallocators failed: SIGSEGV, exit 139, the temp
+    # file left); a Python write raises one OSError naming the fit's file
+    buffer = io.BytesIO()
+    dt.to_netcdf(buffer, engine="h5netcdf")
     fd, tmp = tempfile.mkstemp(prefix=_temp_prefix(target.name), suffix=".tmp",
                                dir=target.parent)
-    os.close(fd)
     try:
-        dt.to_netcdf(tmp, engine="h5netcdf")
+        _write_all(fd, buffer.getbuffer(), target)
+        del buffer
         _commit(tmp, target, models, meta)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
