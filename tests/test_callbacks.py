@@ -693,3 +693,30 @@ def test_the_callbacks_keys_at_numbas_defaults_are_those_cached_before():
                       *(f"{p}={version(p)}" for p in ("nutpie", "pytensor", "numba"))])
     assert callbacks.callback_key(callbacks.COPY_SOURCE, None, sizes, [], "") == (
         hashlib.sha256(text.encode()).hexdigest())
+
+
+def test_a_cached_callback_cut_short_is_compiled_again(tmp_path):
+    """A callback's cache file cut short (a full disk, a copy interrupted: the .nbc halved)
+    ended `fit` in "internal error: UnpicklingError: pickle data was truncated" (exit 1):
+    the shortcut that loads a fit's compiled model without PyTensor
+    (:func:`~ddtree_bayes.engine.callbacks.compile_free`) let numba's error through, where
+    the cache is an optimisation only. Now the unreadable callback is forgotten (its files
+    deleted) and compiled again, and the next process loads the new one."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+
+    def run() -> str:
+        done = subprocess.run([sys.executable, "-c", _LOAD_OR_COMPILE, str(tmp_path)],
+                              capture_output=True, text=True, env=env, timeout=300)
+        assert done.returncode == 0, done.stderr[-1000:]
+        return done.stdout.strip()
+
+    assert run() == "compiled"
+    (data,) = tmp_path.glob("*.nbc")
+    payload = data.read_bytes()
+    data.write_bytes(payload[: len(payload) // 2])
+    assert run() == "compiled"     # (was: UnpicklingError, exit 1)
+    assert run() == "loaded"

@@ -691,7 +691,8 @@ def _load_only_cfunc():
 
 def load_callback(source: str, name: str, key: str, sizes: dict[str, int], signature):
     """The callback ``name`` cached under ``key``, loaded from numba's cache (numba checks
-    the signature, its version and the CPU); None when it is not there."""
+    the signature, its version and the CPU); None when it is not there, or cannot be read
+    (its files, cut short, are deleted: the model compiles and caches it again)."""
     from numba.core.sigutils import normalize_signature
 
     func = define(source, name, None, sizes)
@@ -701,6 +702,9 @@ def load_callback(source: str, name: str, key: str, sizes: dict[str, int], signa
     try:
         cfunc.compile()
     except CacheMiss:
+        return None
+    except Exception:  # noqa: BLE001 - files cut short (UnpicklingError, EOFError): a miss
+        forget([key])   # (deleted: the model compiles and caches the callback again)
         return None
     return cfunc
 
