@@ -76,3 +76,37 @@ def test_add_onto_a_full_disk_names_the_measurement_file(tmp_path):
         "is written and re-run; nothing was written)"]
     assert (work / "data" / "measurements.csv").read_bytes() == before
     assert not list((work / "data").glob(".*.tmp"))
+
+
+RESAMPLED = textwrap.dedent("""
+    import errno, resource, signal, sys
+    from pathlib import Path
+    import numpy as np, xarray as xr
+    from ddtree_bayes.engine import store
+    models = Path(sys.argv[1])
+    post = xr.Dataset({"a": (("chain", "draw"), np.random.default_rng(0).normal(size=(4, 25000)))})
+    texts = {"data": "", "priors": "", "hardware": ""}
+    parent = store.save(xr.DataTree.from_dict({"posterior": post}),
+                        {"fit_id": "p", "converged": True}, texts, models)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, resource.RLIM_INFINITY))
+    try:
+        store.save_resampled(parent, np.arange(100_000)[::-1], {},
+                             {"fit_id": "r", "converged": True}, texts, models)
+    except OSError as err:
+        print(errno.errorcode[err.errno], err.filename)
+""")
+
+
+def test_a_reweighted_fit_saved_onto_a_full_disk_names_its_file(tmp_path):
+    """`update`'s reweighted fit (``save_resampled``: a copy of its parent rewritten in place)
+    on a full disk: the error named the hidden temp file (``.r.nc.<pid>.<rand>.tmp``), which the
+    user never asked for and which is gone when the line is read; it names the fit's file now,
+    as ``save`` does, and leaves the parent alone and nothing else."""
+    models = tmp_path / "models"
+    run = subprocess.run([sys.executable, "-c", RESAMPLED, str(models)], capture_output=True,
+                         text=True, env={"PYTHONPATH": str(SRC), "PATH": "/usr/bin:/bin"},
+                         timeout=120)
+    assert run.returncode == 0, (run.returncode, run.stderr[-2000:])
+    assert run.stdout.split() == ["EFBIG", str(models / "fits" / "r.nc")]
+    assert sorted(p.name for p in (models / "fits").iterdir()) == ["p.nc"]

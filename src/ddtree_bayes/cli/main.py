@@ -7,7 +7,6 @@ SIGTERM (nothing written).
 from __future__ import annotations
 
 import argparse
-import errno
 import io
 import os
 import sys
@@ -20,7 +19,7 @@ from ddtree_bayes.cli.output import PROG
 from ddtree_bayes.cli.predict import cmd_predict
 from ddtree_bayes.core import __version__, interrupts
 from ddtree_bayes.core.config import SamplerSettings
-from ddtree_bayes.core.errors import DDTreeBayesError
+from ddtree_bayes.core.errors import FULL_ERRNOS, DDTreeBayesError
 from ddtree_bayes.core.query_flags import add_kv_cache_argument, whole_number
 
 
@@ -373,7 +372,7 @@ def _run(args: argparse.Namespace, signals: interrupts.Session) -> int:
                   "standard output) (fix: check where standard output goes and its free space)",
                   file=sys.stderr)
             return 2
-        full = err.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)   # the disk, a quota
+        full = err.errno in FULL_ERRNOS   # the disk, a quota, a size limit
         print(f"{PROG}: error: {name}: {err.strerror or err} (fix: " + (
               "free space where it is written and re-run; nothing was written" if full else
               "check the path and its permissions") + ")", file=sys.stderr)

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import errno
+
+#: an OSError of a write that found no room: a full disk, a quota, a file-size limit
+FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
+
 
 class DDTreeBayesError(Exception):
     """Base class: ``str(err)`` is the one line the CLI prints; ``exit_code`` is its exit status."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
-from ddtree_bayes.core.errors import ArtifactError, InputError
+from ddtree_bayes.core.errors import FULL_ERRNOS, ArtifactError, InputError
 from ddtree_bayes.engine.posterior import Fit
 
 if TYPE_CHECKING:
@@ -260,6 +260,11 @@ def save_resampled(parent: Path, index: np.ndarray, groups: dict[str, dict[str, 
                     g.create_variable(vname, ("measurement",), dtype=dtype, data=data,
                                       fillvalue=np.nan if data.dtype.kind == "f" else None)
         _commit(tmp, target, models, meta)
+    except OSError as err:
+        Path(tmp).unlink(missing_ok=True)
+        if err.errno in FULL_ERRNOS:   # name the fit asked for, not the copy's source or temp file
+            raise OSError(err.errno, err.strerror, str(target)) from None
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
