@@ -339,6 +339,9 @@ def check(work: Path, argv: list[str]) -> None:
             command = f"{argv[0]}-{argv[1]}" if argv[0] in NESTED else argv[0]
             validate_output(command, json.loads(out))
         return
+    # a refused command writes nothing on standard output: not half a JSON/CSV document
+    # (docs/json-output.md says so of every subcommand)
+    assert out == "", (argv, code, out[:500])
     lines = err.splitlines()
     errors = [ln for ln in lines if ": error: " in ln]
     others = [ln for ln in lines if ln not in errors]
