@@ -142,10 +142,5 @@ def _accept_ref_within_a_step(raw: dict, path: str, method: str, block: int,
 
     declared = load_methods("", path, tables=raw) if isinstance(raw.get("methods"), dict) \
         else None
-    limit = max_accept(method, block, reference_budget, declared or None)
-    p = prior.params
-    bound = "upper" if "upper" in p else "value" if "value" in p else None
-    if bound is not None and p[bound] > limit.tokens:
-        raise PriorsError(limit.refusal(f"{bound} {p[bound]:g}"), file=path,
-                          column=f"acceptance_curve.accept_ref.{bound}",
-                          fix=f"set {bound} = {limit.tokens:g} or lower")
+    max_accept(method, block, reference_budget, declared or None).refuse_prior_above(
+        prior.params, path, "acceptance_curve.accept_ref")

@@ -912,14 +912,8 @@ def parse_priors(text: str, path: str = "<priors>", *, stored: bool = False,
                                          or entry.method == AR_METHOD):
             # an entry of one configuration must fit what it can emit (a broader entry is
             # truncated per query: AcceptancePrior.capped)
-            limit = max_accept(entry.method, entry.block, entry.budget, methods)
-            p = entry.prior.params
-            top = p.get("upper", p.get("value", 1.0))
-            if top > limit.tokens:
-                bound = "upper" if "upper" in p else "value"
-                raise PriorsError(limit.refusal(f"{bound} {top:g}"), file=path,
-                                  column=f"acceptance[{i}].{bound}",
-                                  fix=f"set {bound} = {limit.tokens:g} or lower")
+            max_accept(entry.method, entry.block, entry.budget, methods).refuse_prior_above(
+                entry.prior.params, path, f"acceptance[{i}]")
 
     unknown = sorted(set(raw) - KNOWN_SECTIONS)
     if unknown:

@@ -212,6 +212,28 @@ class AcceptLimit:
         step: block - 1 drafts + 1)``."""
         return f"{what} is above what {self.subject} can emit ({self.describe()})"
 
+    def refuse_prior_above(self, params: Mapping[str, float], path: str, column: str) -> None:
+        """Raise PriorsError when a prior's ``params`` reach above :attr:`tokens` (its
+        ``upper`` bound, or a point's ``value``; a prior without either is not bounded here):
+        an ``[[acceptance]]`` entry of one configuration and ``[acceptance_curve]``'s
+        ``accept_ref`` at its reference budget alike. ``column``: the prior's, the bound's
+        key appended.
+
+        >>> limit = AcceptLimit(16.0, ANCHORED_RULE, "ddtree with block 16")
+        >>> try:
+        ...     limit.refuse_prior_above({"mu": 30, "upper": 40}, "p.toml", "acceptance[1]")
+        ... except PriorsError as err:
+        ...     print(err)
+        p.toml, column 'acceptance[1].upper': upper 40 is above what ddtree with block 16 can \
+emit (at most 16 tokens per step: block - 1 drafts + 1) (fix: set upper = 16 or lower)
+        >>> limit.refuse_prior_above({"value": 16}, "p.toml", "acceptance[1]")   # (at the cap)
+        """
+        bound = "upper" if "upper" in params else "value" if "value" in params else None
+        if bound is not None and params[bound] > self.tokens:
+            raise PriorsError(self.refusal(f"{bound} {params[bound]:g}"), file=path,
+                              column=f"{column}.{bound}",
+                              fix=f"set {bound} = {self.tokens:g} or lower")
+
     def out_of_range(self, lowest: float, highest: float) -> str | None:
         """Why acceptances from ``lowest`` to ``highest`` cannot all be one step's (None: they
         can), the words after ``acceptance <label> of <configuration>: `` in predict's and
