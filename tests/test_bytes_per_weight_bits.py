@@ -76,3 +76,24 @@ def test_a_quantised_gguf_is_held_to_16_bit_too(tmp_path):
         card_files.derive_from_gguf(path, name="l8", bytes_per_weight=3.9)
     d = card_files.derive_from_gguf(path, name="l8", bytes_per_weight=0.6)
     assert d.card["bytes_per_weight"] == "0.6"
+
+
+def test_a_flag_below_any_quantisation_is_refused_as_the_flags(tmp_path):
+    """`card add --bytes-per-weight 0.05` (a decimal slip for 0.5) passed the flag's range,
+    [0.01, 4], and was refused only by the written file's check (81009f35: fewer than Q1_0's
+    1.125 bits, 1.125 / 8 = 0.140625 bytes), which named "data/models.csv, row 18, column
+    'bytes_per_weight'", a row the user never wrote, not the flag. The flag's floor is that
+    same 0.140625: refused as the flag, nothing written."""
+    from ddtree_bayes.core.data import MIN_BYTES_PER_WEIGHT
+
+    assert MIN_BYTES_PER_WEIGHT == 1.125 / 8 == 0.140625
+    path = _config(tmp_path, EXL2)
+    models = tmp_path / "models.csv"
+    before = listing(tmp_path)
+    code, out, err = run_cli(tmp_path, "card", "add", "--hf-config", str(path), "--name", "l8",
+                             "--bytes-per-weight", "0.05", "--models-file", str(models))
+    assert (code, out) == (2, "") and err.count("\n") == 1, err
+    assert err.startswith("ddtree-bayes: error: argument --bytes-per-weight: 0.05 is outside "
+                          "[0.140625, 4] (fix: "), err
+    assert "models.csv" not in err and listing(tmp_path) == before
+

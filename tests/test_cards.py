@@ -2531,7 +2531,8 @@ def test_bytes_per_weight_below_any_quantisation_are_refused(tmp_path):
     code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8",
                          "--bytes-per-weight", "0.05")
     assert code == 2 and out == "" and err.count("\n") == 1 and "(fix:" in err, err
-    assert "bytes_per_weight 0.05 is fewer than any quantisation stores" in err
+    # (refused as the flag: the row check named a row of data/models.csv never written)
+    assert "argument --bytes-per-weight: 0.05 is outside [0.140625, 4]" in err
     assert not (tmp_path / "data" / "models.csv").exists()
 
 
@@ -2577,7 +2578,7 @@ def test_bits_per_weight_given_as_bytes_are_refused(tmp_path, bits):
     code, out, err = cli(tmp_path, "--hf-config", str(FIX / "llama-3.1-8b"), "--name", "l8",
                          "--bytes-per-weight", bits)
     assert code == 2 and out == "" and err.count("\n") == 1 and "(fix:" in err, err
-    assert f"--bytes-per-weight: {float(bits)} is outside [0.01, 4]" in err
+    assert f"--bytes-per-weight: {float(bits)} is outside [0.140625, 4]" in err
     assert "bits / 8" in err
     assert not (tmp_path / "data" / "models.csv").exists()
     header, llama = _bundled_llama_card()

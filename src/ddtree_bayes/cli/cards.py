@@ -282,13 +282,17 @@ def register(sub) -> None:
                         "fp8 / fp4 / int8 when activations are quantised too, int8 for a "
                         "quantised GGUF (ggml's MMQ kernels), else bf16)")
     a.add_argument("--bytes-per-weight",
-                   # (4: core/model_cards.py MAX_BYTES_PER_WEIGHT, fp32; not imported here,
-                   # which keeps numpy out of the CLI's start)
-                   type=real(0.01, 4.0,
+                   # (the bounds the written row is held to, core/model_cards.py
+                   # check_bytes_per_weight: 0.140625, core/data MIN_BYTES_PER_WEIGHT, Q1_0's
+                   # 1.125 bits; 4, MAX_BYTES_PER_WEIGHT, fp32; not imported here, which keeps
+                   # numpy out of the CLI's start. Below 0.140625 the row's check named a row
+                   # of data/models.csv the user never wrote)
+                   type=real(0.140625, 4.0,
                              "give bytes per weight, not bits: bits / 8, e.g. 0.58 for a "
-                             "4.65-bit quantisation"),
+                             "4.65-bit quantisation; at least 0.140625, Q1_0's 1.125 bits"),
                    help="override the derived bytes per weight (a scheme card add cannot read): "
-                        "bytes, not bits (a 4.65 bpw quantisation is 0.58), at most fp32's 4")
+                        "bytes, not bits (a 4.65 bpw quantisation is 0.58), from Q1_0's "
+                        "0.140625 (1.125 bits) to fp32's 4")
     a.add_argument("--models-file", help="model cards to write (default: data/models.csv, "
                                          "created from the bundled cards when absent)")
     a.add_argument("--drafters-file", help="drafter cards to write (default: data/drafters.csv)")
