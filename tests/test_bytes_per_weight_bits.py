@@ -97,3 +97,17 @@ def test_a_flag_below_any_quantisation_is_refused_as_the_flags(tmp_path):
                           "[0.140625, 4] (fix: "), err
     assert "models.csv" not in err and listing(tmp_path) == before
 
+
+def test_the_floor_itself_is_written_as_it_is_kept(tmp_path):
+    """`card add --bytes-per-weight 0.140625` (Q1_0's 1.125 bits, the floor itself) was
+    written to 4 decimals, 0.1406, below the floor the written row is held to: refused, "data/
+    models.csv, row 18 ... bytes_per_weight 0.1406 is fewer than any quantisation stores".
+    Written 0.140625, the card is kept and reads 0.140625 (8.0303 B x 0.140625 = 1.129 GB)."""
+    path = _config(tmp_path, EXL2)
+    models = tmp_path / "models.csv"
+    code, out, err = run_cli(tmp_path, "card", "add", "--hf-config", str(path), "--name", "l8",
+                             "--bytes-per-weight", "0.140625", "--models-file", str(models))
+    assert code == 0, err
+    from ddtree_bayes.core.model_cards import load_model_cards
+
+    assert load_model_cards(models)["l8"].bytes_per_weight == 0.140625

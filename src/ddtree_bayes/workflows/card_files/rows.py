@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ddtree_bayes.core.data import NAME_RE
+from ddtree_bayes.core.data import MIN_BYTES_PER_WEIGHT, NAME_RE
 from ddtree_bayes.core.errors import InputError
 from ddtree_bayes.workflows.card_files.quant import KvCache, Scheme, dtype_bytes, weight_bytes
 from ddtree_bayes.workflows.card_files.shapes import ModelShape, Tensor
@@ -65,7 +65,17 @@ def _b(params: float) -> str:
 
 
 def _bpw(value: float) -> str:
-    return f"{value:.4f}".rstrip("0").rstrip(".")
+    """A bytes per weight as a card's cell: 4 decimals, or 6 where 4 would round it below the
+    floor the written row is held to (core/data ``MIN_BYTES_PER_WEIGHT``, Q1_0's 0.140625:
+    written 0.1406, the card was refused as "fewer than any quantisation stores").
+
+    >>> _bpw(0.58203125), _bpw(2.0), _bpw(0.140625), _bpw(0.14064)
+    ('0.582', '2', '0.140625', '0.14064')
+    """
+    text = f"{value:.4f}".rstrip("0").rstrip(".")
+    if float(text) < MIN_BYTES_PER_WEIGHT <= value:
+        text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text
 
 
 @dataclass
