@@ -138,21 +138,20 @@ def test_tiny_fit_is_refused_and_reproducible(tmp_path, capsys, monkeypatch):
 
 
 def test_interrupted_save_keeps_the_previous_fit(fitted_workdir, tmp_path, monkeypatch):
+    import os
     import shutil
-
-    import xarray as xr
 
     work, result = fitted_workdir
     copy = tmp_path / "w"
     shutil.copytree(work, copy)
     dt = store.load_datatree(result.path)
 
-    def boom(self, path, *a, **k):
-        with open(path, "wb") as fh:
-            fh.write(b"half a file")
+    def boom(fd, payload, path):   # the interrupt lands with half the file in its temp file
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(bytes(payload[: len(payload) // 2]))
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(xr.DataTree, "to_netcdf", boom)
+    monkeypatch.setattr(store, "_write_all", boom)
     meta = json.loads(dt.attrs[store.META_ATTR]) | {"fit_id": "interrupted"}
     with pytest.raises(KeyboardInterrupt):
         store.save(dt, meta, {"data": "", "priors": "", "hardware": ""}, copy / "models")
