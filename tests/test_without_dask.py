@@ -72,3 +72,22 @@ def test_without_dask_restores_on_the_way_out_of_an_error(raised):
             "    pass\n"
             "print('dask' in sys.modules)\nimport dask\nprint(dask.__name__)\n")
     assert _run(code) == ["False", "dask"]
+
+
+def test_entering_imports_no_xarray_and_one_imported_inside_finds_dask_after(tmp_path):
+    """A refused input fails before xarray is imported (``fit``'s bad data, ~0.3 s): entering
+    imported it to forget its records of dask. xarray first imported inside the context
+    records dask absent; on the way out those records are forgotten, so dask works after."""
+    code = SCRIPT.replace("import xarray as xr\nfrom ddtree_bayes.engine import inference\n\n"
+                          "with inference.without_dask():\n",
+                          "from ddtree_bayes.engine import inference\n\n"
+                          "with inference.without_dask():\n"
+                          "    print('ENTERED', 'xarray' in sys.modules)\n"
+                          "    import xarray as xr\n")
+    assert code != SCRIPT
+    out = _run(code, str(tmp_path / "t.nc"))
+    assert out[0] == "ENTERED False"
+    assert out[1] == "INSIDE True []"
+    assert out[2] == "LEFT False"
+    assert out[3] == "AFTER True True 21.0"
+    assert out[4] == "CHUNKED ((2, 2, 2),)"

@@ -61,22 +61,32 @@ def without_dask() -> Iterator[None]:
     if "dask" in sys.modules:
         yield
         return
-    forget = _xarray_dask_records()
     sys.modules["dask"] = None  # type: ignore[assignment]
-    forget()
+    _forget_xarray_dask()
     try:
         yield
     finally:
         if "dask" in sys.modules and sys.modules["dask"] is None:
             del sys.modules["dask"]
-        forget()
+        _forget_xarray_dask()
+
+
+def _forget_xarray_dask() -> None:
+    """Forget xarray's records of dask (:func:`_xarray_dask_records`) if xarray is imported;
+    nothing otherwise: xarray is not imported for it, so a fit whose input is refused fails
+    before importing it (tests/test_data_validation.py ``test_cli_fit_bad_data``, which passed
+    only after another test had imported xarray). An xarray first imported while dask is
+    marked absent records it absent; forgetting on the way out lets it find dask again."""
+    if "xarray" in sys.modules:
+        _xarray_dask_records()()
 
 
 def _xarray_dask_records() -> Callable[[], None]:
     """A function forgetting what xarray has recorded of dask being installed (its cache of
-    ``module_available``, of the dask array type, of the chunk managers); nothing to forget
-    in an xarray without them."""
-    import xarray  # noqa: F401 - (its import-time records are made with dask importable)
+    ``module_available``, of the dask array type, of the chunk managers) and asking again what
+    it asked once at import (``daskmanager.dask_available``); nothing to forget in an xarray
+    without them. Called with xarray imported (:func:`_forget_xarray_dask`)."""
+    import xarray  # noqa: F401
 
     clears: list[Callable[[], None]] = []
     try:
@@ -92,6 +102,15 @@ def _xarray_dask_records() -> Callable[[], None]:
     cached = getattr(pycompat, "_cached_duck_array_modules", None)
     if isinstance(cached, dict):
         clears.append(lambda: cached.pop("dask", None))
+    # asked once, when xarray imports it: asked again (after module_available's cache is)
+    daskmanager = sys.modules.get("xarray.namedarray.daskmanager")
+    if daskmanager is not None and hasattr(daskmanager, "dask_available"):
+        def ask_again() -> None:
+            found = nutils.module_available("dask")
+            daskmanager.dask_available = found  # type: ignore[attr-defined]
+            if hasattr(daskmanager, "DaskManager"):
+                daskmanager.DaskManager.available = found
+        clears.append(ask_again)
 
     def forget() -> None:
         for clear in clears:
