@@ -1302,3 +1302,26 @@ def test_a_fit_records_the_hardware_file_it_was_made_with(tmp_path, monkeypatch,
     expected = {"path": str(mine.resolve()),
                 "sha256": hashlib.sha256(mine.read_bytes()).hexdigest()} if own else None
     assert fitting.hardware_meta(inputs.hardware) == expected
+
+
+@pytest.mark.parametrize("spelling", [("--context", "32768"), ("--accept", "1.950"),
+                                      ("--context", "32768", "--accept", "1.950")])
+def test_track_add_refuses_a_tracked_query_whose_numbers_are_spelt_another_way(models_dir,
+                                                                               spelling):
+    """32k is 32 x 1024 = 32768 tokens and 1.950 is 1.95: `track --context 32768` beside a
+    tracked `--context 32k` (or `--accept 12.0` beside `--accept 12`) was saved as a second
+    query, and update and diff then printed every row of the one question twice."""
+    assert call(models_dir, "track", *EAGLE)[0] == 0
+    flags = dict(zip(EAGLE[::2], EAGLE[1::2], strict=True))
+    flags.update(dict(zip(spelling[::2], spelling[1::2], strict=True)))
+    argv = [x for kv in flags.items() for x in kv]
+    code, out, err = call(models_dir, "track", *argv, "--name", "again")
+    assert code == 2 and out == ""
+    assert "this query is already tracked as 'rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95'" in err
+    assert [t.name for t in living.load_tracked(models_dir / "models")] == [
+        "default", "rtx-pro-6000-vllm-eagle3-b3-ctx32k-a1.95"]
+    # another number is another query: 32767 tokens, acceptance 1.951
+    for flag, other in (("--context", "32767"), ("--accept", "1.951")):
+        again = [x for kv in {**flags, flag: other}.items() for x in kv]
+        code, _, err = call(models_dir, "track", *again, "--name", f"o{flag[2:]}")
+        assert code == 0, err

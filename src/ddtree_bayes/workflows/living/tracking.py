@@ -229,13 +229,28 @@ def same_query(a: dict[str, Any], b: dict[str, Any], draws=None,
     if a == b:
         return True
     shape = ("budget", "verify_tokens")
-    if ({k: v for k, v in a.items() if k not in shape}
-            != {k: v for k, v in b.items() if k not in shape}):
+    if ({k: _as_numbers(k, v) for k, v in a.items() if k not in shape}
+            != {k: _as_numbers(k, v) for k, v in b.items() if k not in shape}):
         return False
     try:
         return _shape(a, draws, models)[:2] == _shape(b, draws, models)[:2]
     except QueryError:   # (a hand-edited query no configuration has: compared as written)
         return False
+
+
+def _as_numbers(key: str, value: Any) -> Any:
+    """A query's acceptance and context as the numbers they ask (``12.0`` is ``12``, ``32k``
+    is ``32768``), so that one question written two ways is one tracked query; other keys as
+    written."""
+    from ddtree_bayes.engine.scenario import parse_accept, parse_context
+
+    if value is None:
+        return None
+    if key == "accept":
+        return parse_accept(str(value))
+    if key == "context":
+        return parse_context(str(value))
+    return value
 
 
 def track_add(models: Path, query: dict[str, Any], name: str | None = None, *,
