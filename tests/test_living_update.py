@@ -1325,3 +1325,18 @@ def test_track_add_refuses_a_tracked_query_whose_numbers_are_spelt_another_way(m
         again = [x for kv in {**flags, flag: other}.items() for x in kv]
         code, _, err = call(models_dir, "track", *again, "--name", f"o{flag[2:]}")
         assert code == 0, err
+
+
+def test_a_tracked_query_whose_width_falls_by_less_than_half_a_percent_reads_0():
+    """update and diff printed a 90% interval narrowing from 786-1068 to 785-1066 (282 ->
+    281 tok/s wide, 281 / 282 - 1 = -0.35%) as "width +0%", a fall read as a rise; diff's
+    parameter table already prints such a change as 0% (signed_percent)."""
+    c = {"name": "q", "label": "L", "before": {"median": 925.0, "lo90": 786.0, "hi90": 1068.0},
+         "after": {"median": 924.0, "lo90": 785.0, "hi90": 1066.0}}
+    assert living.format_change(c) == ("q: L: 90% 786-1068 -> 785-1066 tok/s (median 925 -> "
+                                       "924, width 0%)")
+    # 282 -> 284 wide is +0.71%: +1%; 282 -> 279 is -1.06%: -1%
+    assert living.format_change({**c, "after": {**c["after"], "hi90": 1069.0}}).endswith(
+        "width +1%)")
+    assert living.format_change({**c, "after": {**c["after"], "hi90": 1064.0}}).endswith(
+        "width -1%)")

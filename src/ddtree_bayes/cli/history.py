@@ -164,17 +164,6 @@ def _cards_differ(a, b) -> list[tuple[str, str]]:
     return out
 
 
-def signed_percent(change: float) -> str:
-    """A relative change as diff prints it: a whole percent with its sign, and "0%" (no sign)
-    for a change that rounds to nothing, so a small fall does not read as "+0%".
-
-    >>> signed_percent(0.123), signed_percent(-0.004), signed_percent(0.004), signed_percent(-0.6)
-    ('+12%', '0%', '0%', '-60%')
-    """
-    pct = round(change * 100)
-    return "0%" if pct == 0 else f"{pct:+d}%"
-
-
 def cmd_diff(args: argparse.Namespace) -> int:
     from ddtree_bayes.core import paths
     from ddtree_bayes.engine import store
@@ -238,9 +227,9 @@ def cmd_diff(args: argparse.Namespace) -> int:
         if p.get("change_scale") == "absolute":
             change = f"{p['median_shift']:+.3g} abs"
         else:
-            change = "-" if mc is None else signed_percent(mc)
+            change = "-" if mc is None else living.signed_percent(mc)
         body.append([p["parameter"], ma, ia, mb, ib, change,
-                     "-" if wc is None else signed_percent(wc)])
+                     "-" if wc is None else living.signed_percent(wc)])
     print("\nposterior median and 90% interval per parameter, A -> B"
           + ("" if args.all else " (non-centred *_z auxiliaries hidden; --all shows them)") + ":")
     print(aligned_table(["parameter", "median A", "90% A", "median B", "90% B", "median change",
