@@ -862,3 +862,38 @@ def test_a_speculative_configuration_that_drafts_nothing_is_refused(work, argv, 
     after = listing(work)   # (add's lock file aside: the measurement file untouched)
     assert {k: v for k, v in after.items() if k not in ("rows.csv",
                                                          "data/.measurements.csv.lock")} == before
+
+
+@pytest.mark.parametrize(("truth_edit", "design_edit", "where"), [
+    # an AR row's engine (no group looked up for it): written as is, exit 0
+    (None, ("rtx-5090,1,vllm,ar,", "rtx-5090,1,VLLM,ar,"),
+     "design.csv, row 2, column 'engine': 'VLLM' is not a lowercase name"),
+    # the truth's system and the design's hardware spelt alike
+    (("rtx-5090x1", "RTX-5090x1"), ("rtx-5090,", "RTX-5090,"),
+     "design.csv, row 2, column 'hardware': 'RTX-5090' is not a lowercase name"),
+    (('model = "dense-8b"', 'model = "Dense-8B"'), None,
+     "truth.toml, column 'model': 'Dense-8B' is not a lowercase name"),
+    (('model = "dense-8b"', 'model = "dense 8b"'), None,
+     "truth.toml, column 'model': 'dense 8b' is not a name"),
+])
+def test_simulate_refuses_names_a_measurement_file_refuses(work, truth_edit, design_edit,
+                                                           where):
+    """simulate wrote rows named 'Dense-8B' (the truth's model), 'RTX-5090' or 'VLLM' (the
+    design's) with exit 0, a measurement file `fit` then refuses ("'Dense-8B' is not a
+    lowercase name"): each refused in one line naming the file and column, nothing
+    written."""
+    examples = Path(__file__).parents[1] / "data" / "examples"
+    truth = (examples / "truth_dense_consumer.toml").read_text()
+    design = (examples / "design_dense_consumer.csv").read_text()
+    if truth_edit:
+        assert truth_edit[0] in truth
+        truth = truth.replace(*truth_edit)
+    if design_edit:
+        assert design_edit[0] in design
+        design = design.replace(*design_edit)
+    (work / "truth.toml").write_text(truth)
+    (work / "design.csv").write_text(design)
+    err = one_error(*run_cli(work, "simulate", "--truth", "truth.toml", "--design",
+                             "design.csv", "--out", "sim.csv"))
+    assert where in err, err
+    assert not (work / "sim.csv").exists()
