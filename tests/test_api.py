@@ -566,3 +566,23 @@ def test_fit_warns_of_repeats_far_apart(tmp_path, monkeypatch, capsys):
     near.write_text(text + "kimi-k2.6,b300,8,sglang,ar,,,1,1.0,,250,x,\n")
     inputs = fitting.FitInputs.read(near, bundled("priors.toml"), workdir=tmp_path)
     assert inputs.warnings(inputs.priors) == []
+
+
+@pytest.mark.parametrize(("setting", "value"), [
+    ("chains", 1.5), ("chains", True), ("chains", "4"), ("draws", "100"), ("draws", 2.5),
+    ("tune", 1000.0), ("tune", False), ("target_accept", "0.9"), ("target_accept", True),
+    ("target_accept", float("nan"))])
+def test_api_fit_refuses_a_sampler_setting_that_is_no_count_before_compiling(tmp_path,
+                                                                             setting, value):
+    """db.fit(chains=1.5) died in a bare TypeError ("'float' object cannot be interpreted as
+    an integer"), draws="100" in another ("'>=' not supported between instances of 'str' and
+    'int'"), and chains=True (a bool is an int: 1) was sampled as one chain. Each is refused
+    with the other sampler settings, as seed=1.5 is, nothing written."""
+    import ddtree_bayes as db
+    from ddtree_bayes.core.errors import DataError
+
+    with pytest.raises(DataError) as info:
+        db.fit(workdir=tmp_path, progress=False, **{setting: value})
+    assert str(info.value).startswith(f"sampler settings out of range: {setting} {value!r} "
+                                      "(fix: chains >= 1"), str(info.value)
+    assert not (tmp_path / "models").exists()

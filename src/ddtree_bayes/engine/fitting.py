@@ -4,6 +4,7 @@ gate the draws, save the artifact. The pipeline behind ``ddtree-bayes fit``,
 
 from __future__ import annotations
 
+import numbers
 import sys
 import time
 from dataclasses import dataclass
@@ -265,18 +266,26 @@ def fit(data: str | Path | None = None, priors: str | Path | None = None, *,
     measurements = inputs.measurements
     cfg = forms_of(inputs.priors, moe_form, step_form)
     hardware_text = inputs.hardware.text
-    settings = SamplerSettings(chains=chains, draws=draws, tune=tune,
-                               target_accept=target_accept, backend=backend)
     # (nutpie panics with no tuning step: a PanicException after the compile, not an error)
+    # (a count that is no whole number, or a bool, got past `>= 1`: chains=1.5 died in a
+    # TypeError after the compile, chains=True sampled one chain, draws="100" a TypeError here)
+    def count(v) -> bool:
+        return not isinstance(v, bool) and isinstance(v, numbers.Integral) and int(v) >= 1
+
     bad = [f"{k} {v!r}" for k, v, ok in (
-        ("chains", chains, chains >= 1), ("draws", draws, draws is None or draws >= 1),
-        ("tune", tune, tune >= 1), ("target_accept", target_accept, 0 < target_accept < 1),
+        ("chains", chains, count(chains)), ("draws", draws, draws is None or count(draws)),
+        ("tune", tune, count(tune)),
+        ("target_accept", target_accept, not isinstance(target_accept, bool)
+         and isinstance(target_accept, numbers.Real) and 0 < target_accept < 1),
         ("seed", seed, is_seed(seed))) if not ok]
     if bad:
         raise DataError(f"sampler settings out of range: {', '.join(bad)}",
                         fix="chains >= 1, draws >= 1, tune >= 1, 0 < target_accept < 1, "
                             f"seed a whole number 0 to {MAX_SEED}")
     seed = int(seed)   # (a numpy integer would reach the JSON metadata after sampling)
+    settings = SamplerSettings(chains=int(chains), draws=None if draws is None else int(draws),
+                               tune=int(tune), target_accept=float(target_accept),
+                               backend=backend)
     from ddtree_bayes.engine import remedies as R
 
     spec = model_spec(inputs, cfg)
