@@ -394,9 +394,9 @@ def test_a_data_file_changed_only_in_form_keeps_the_draws_as_they_are(fitted_wor
         np.testing.assert_array_equal(after.variables[name], value, err_msg=name)
     changes = [x for x in out.splitlines() if x.startswith("  default: ")]
     assert len(changes) == 2
-    for line in changes:   # "90% A-B -> A-B tok/s (median M -> M, width +0%)"
+    for line in changes:   # "90% A-B -> A-B tok/s (median M -> M, width 0%)"
         iv = line.split(": 90% ")[1].split(" tok/s")[0].split(" -> ")
-        assert iv[0] == iv[1] and line.endswith("width +0%)"), line
+        assert iv[0] == iv[1] and line.endswith("width 0%)"), line
     assert "no row was added, edited or removed since" in out, out
 
 
