@@ -21,7 +21,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import NoReturn
 
-from ddtree_bayes.core.errors import DataError, closest
+from ddtree_bayes.core.errors import DataError, InputError, closest
 from ddtree_bayes.core.methods import (
     AR_METHOD,
     AcceptLimit,
@@ -106,6 +106,24 @@ def not_a_name(value: str) -> tuple[str, str]:
     plain = as_name(unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode())
     return (f"{value!r} is not a name (lowercase letters, digits and . _ + -)",
             "write it with those only" + (f", e.g. {plain!r}" if NAME_RE.fullmatch(plain) else ""))
+
+
+def check_name(value: str, *, file: str | Path, row: int | None = None, column: str,
+               error: type[InputError] | None = None) -> None:
+    """Raise ``error`` (default :class:`DataError`) naming ``file``, ``row`` and ``column``
+    with :func:`not_a_name`'s problem and fix when :data:`NAME_RE` refuses ``value``.
+
+    >>> check_name("sglang", file="m.csv", row=2, column="engine")
+    >>> try:
+    ...     check_name("VLLM", file="m.csv", row=2, column="engine")
+    ... except DataError as err:
+    ...     print(err)
+    m.csv, row 2, column 'engine': 'VLLM' is not a lowercase name (fix: write it in \
+lowercase, e.g. 'vllm')
+    """
+    if not NAME_RE.fullmatch(value):
+        problem, fix = not_a_name(value)
+        raise (error or DataError)(problem, file=str(file), row=row, column=column, fix=fix)
 
 
 @dataclass(frozen=True)
@@ -1583,9 +1601,7 @@ def parse_row(path: str, row: int, values: dict[str, str], hardware: dict[str, d
         raise DataError(f"unknown hardware {values['hardware']!r}", file=path, row=row,
                         column="hardware", fix=unknown_hardware_fix(values["hardware"], hardware))
     for col in ("model", "engine", "method"):   # (a model is a card's name: data/models.csv)
-        if not NAME_RE.fullmatch(values[col]):
-            problem, fix = not_a_name(values[col])
-            raise DataError(problem, file=path, row=row, column=col, fix=fix)
+        check_name(values[col], file=path, row=row, column=col)
     method = values["method"]
     block = None if num["block"] is None else int(num["block"])
     budget = None if num["budget"] is None else int(num["budget"])

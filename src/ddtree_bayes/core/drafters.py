@@ -29,8 +29,7 @@ from pathlib import Path
 from ddtree_bayes.core.data import (
     AR_DRAFTER,
     AR_METHOD,
-    NAME_RE,
-    not_a_name,
+    check_name,
     parse_number,
     read_records,
 )
@@ -123,9 +122,7 @@ def load_drafter_cards(path: str | Path, text: str | None = None) -> tuple[Draft
         # (measurement rows are matched by these names: another case is no card of theirs)
         for col, name in [("target_model", cell["target_model"]),
                           *(("method", m) for m in cell["method"].split(";") if m)]:
-            if not NAME_RE.fullmatch(name):
-                problem, fix = not_a_name(name)
-                raise DataError(problem, file=path, row=row, column=col, fix=fix)
+            check_name(name, file=path, row=row, column=col)
         if cell["kind"] not in KINDS:
             raise DataError(f"unknown drafter kind {cell['kind']!r}", file=path, row=row,
                             column="kind", fix="use one of " + ", ".join(KINDS))

@@ -16,10 +16,9 @@ import numpy as np
 
 from ddtree_bayes.core.data import (
     MIN_BYTES_PER_WEIGHT,
-    NAME_RE,
+    check_name,
     check_named_columns,
     missing_column,
-    not_a_name,
     parse_number,
     read_records,
 )
@@ -561,9 +560,7 @@ def load_model_cards(path: str | Path, text: str | None = None) -> dict[str, Mod
         name = raw["model"]
         if not name:
             raise DataError("empty value", file=path, row=i, column="model", fix="name the model")
-        if not NAME_RE.fullmatch(name):   # (measurement rows name it so: another is no card)
-            problem, fix = not_a_name(name)
-            raise DataError(problem, file=path, row=i, column="model", fix=fix)
+        check_name(name, file=path, row=i, column="model")   # (as measurement rows name it)
         if name in cards:
             raise DataError(f"duplicate model {name!r}", file=path, row=i, column="model",
                             fix="keep one card per model")

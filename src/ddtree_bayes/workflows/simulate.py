@@ -16,10 +16,9 @@ import numpy as np
 from ddtree_bayes.core import spec as S
 from ddtree_bayes.core.data import (
     COLUMNS,
-    NAME_RE,
     check_context_tokens,
+    check_name,
     derive_verify_tokens,
-    not_a_name,
     plain_float,
     system_label,
 )
@@ -153,9 +152,8 @@ def load_truth(path: str | Path) -> dict:
     truth["ctx_verify_exponent"] = number("ctx_verify_exponent", raw.get("ctx_verify_exponent"), 0, 2)
     truth["noise_sd"] = number("noise_sd", raw.get("noise_sd"), 0, 1)
     truth["model"] = str(raw.get("model", "sim-model"))
-    if not NAME_RE.fullmatch(truth["model"]):   # (written to every row: a file fit refuses)
-        problem, fix = not_a_name(truth["model"])
-        raise InputError(problem, file=path, column="model", fix=fix)
+    # (written to every row: a file fit refuses)
+    check_name(truth["model"], file=path, column="model", error=InputError)
     truth["moe_form"] = raw.get("moe_form", "power")
     if truth["moe_form"] not in ("power", "linear"):
         raise InputError(f"unknown moe_form {truth['moe_form']!r}", file=path, column="moe_form",
@@ -222,9 +220,8 @@ def load_design(path: str | Path, truth: dict) -> list[dict]:
                              "verified tokens from method, block and budget", file=path,
                              row=line, column="verify_tokens", fix="leave the column blank")
         for col in ("hardware", "engine", "method"):   # (as a measurement file takes them:
-            if not NAME_RE.fullmatch(raw[col]):         # 'VLLM' was written, fit refused it)
-                problem, fix = not_a_name(raw[col])
-                raise InputError(problem, file=path, row=line, column=col, fix=fix)
+            check_name(raw[col], file=path, row=line, column=col,   # 'VLLM' was written,
+                       error=InputError)                            # fit refused it)
         row: dict[str, Any] = {
             "hardware": raw["hardware"], "engine": raw["engine"], "method": raw["method"],
             "gpus": _cell(path, line, raw, "gpus", whole_number, blank_ok=False),
