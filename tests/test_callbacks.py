@@ -720,3 +720,91 @@ def test_a_cached_callback_cut_short_is_compiled_again(tmp_path):
     data.write_bytes(payload[: len(payload) // 2])
     assert run() == "compiled"     # (was: UnpicklingError, exit 1)
     assert run() == "loaded"
+
+
+def three_normals():
+    """A model whose point is as long as test_model_key's ``small_model`` (3: ``mu`` of 2 and
+    ``sd_log__``) but another one: three free normals ``a`` and a likelihood of its own."""
+    import pymc as pm
+
+    with pm.Model() as model:
+        a = pm.Normal("a", 1.0, 2.0, shape=3)
+        pm.Normal("obs", a.sum(), 1.0, observed=np.array([0.25, 4.0]))
+    return model
+
+
+def model_key_of(model) -> str:
+    from pymc.initial_point import make_initial_point_fn
+
+    from ddtree_bayes.engine import graph_key
+
+    point = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs),
+                                  return_transformed=True)(0)
+    with callbacks.untraced():   # (as a compile keys it: PyTensor's settings are in the key)
+        return graph_key.model_key(model, callbacks.free_shapes(model, point))
+
+
+@pytest.mark.nuts
+def test_an_entry_of_another_model_of_the_same_length_is_compiled_over(cache):
+    """The index entry of a model key names two callbacks and a length, and the length was
+    all that was checked before loading them: an entry of another model whose point is as
+    long (3 here) under this model's key served that model's log density. Now the entry
+    says the key it was written under and a digest of the model's free values: a mismatch is
+    a miss, the model compiles, and its own entry replaces the stray one."""
+    from test_model_key import small_model
+
+    first = callbacks.compile_model(small_model(), free_only=True)
+    (entry,) = entries(cache)
+    theirs = callbacks.read_entry(entry.stem)
+    assert first.n_dim == 3 and theirs is not None
+    key = model_key_of(three_normals())
+    assert key != entry.stem
+    callbacks.entry_path(key).write_text(entry.read_text())   # a stray entry under our key
+    second = callbacks.compile_model(three_normals(), free_only=True)
+    assert second.n_dim == 3
+    # its log density compiled (0: not loaded), the copy callback of a length-3 point shared
+    assert hits(second) == (0, 1)   # (was: (1, 1), the other model's log density)
+    ours = callbacks.read_entry(key)
+    assert ours is not None and ours["logp"] != theirs["logp"] and ours["model_key"] == key
+
+
+def test_an_entry_is_loaded_only_for_the_key_and_layout_it_was_written_for(cache, monkeypatch):
+    """:func:`~ddtree_bayes.engine.callbacks.load_compiled` with the loading stubbed: an entry
+    of this key and this model's layout loads; the same entry under another key (a copied
+    file), for a model of another layout but the same length, or of the old three fields, is
+    a miss and nothing is loaded."""
+    import json
+
+    from pymc.initial_point import make_initial_point_fn
+
+    from test_model_key import small_model
+
+    loaded = []
+    monkeypatch.setattr(callbacks, "load_callback",
+                        lambda source, name, key, sizes, sig: loaded.append(key) or name)
+    monkeypatch.setattr(callbacks, "assemble", lambda *args: "assembled")
+
+    def shapes_of(model):
+        point = make_initial_point_fn(model=model, jitter_rvs=set(model.free_RVs),
+                                      return_transformed=True)(0)
+        return callbacks.free_shapes(model, point)
+
+    mine, other = small_model(), three_normals()
+    mine_shapes, other_shapes = shapes_of(mine), shapes_of(other)
+    key, other_key = "1" * 64, "2" * 64
+    entry = {"logp": "a" * 64, "copy": "b" * 64, "n_dim": 3, "model_key": key,
+             "layout": callbacks.layout_digest(mine, mine_shapes)}
+    callbacks.entry_path(key).parent.mkdir(parents=True)
+
+    def load(write: dict, at: str, model, shapes):
+        callbacks.entry_path(at).write_text(json.dumps(write))
+        loaded.clear()
+        got = callbacks.load_compiled(model, at, None, shapes)
+        return got, list(loaded)
+
+    assert load(entry, key, mine, mine_shapes) == ("assembled", ["a" * 64, "b" * 64])
+    assert load(entry, other_key, mine, mine_shapes) == (None, [])        # copied elsewhere
+    assert callbacks.layout_digest(other, other_shapes) != entry["layout"]
+    assert load(entry, key, other, other_shapes) == (None, [])            # another model, 3 long
+    old = {k: entry[k] for k in ("logp", "copy", "n_dim")}
+    assert load(old, key, mine, mine_shapes) == (None, [])                # written before

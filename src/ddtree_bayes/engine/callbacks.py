@@ -26,7 +26,8 @@ of a first fit on a machine; the free variables' draws are the same, the determi
 same to the last bits of ``exp``/``log`` (tests/test_fit_deterministics.py).
 
 A fit's compiled model is also found without PyTensor compiling anything (:func:`compile_free`):
-an index entry ``<cache directory>/models/<key>.json`` (JSON, two callback keys and a size)
+an index entry ``<cache directory>/models/<key>.json`` (JSON, two callback keys and a size,
+with the key and a digest of the model's free values it was written for, both checked)
 keyed by :func:`ddtree_bayes.engine.graph_key.model_key`, the log density's graph before
 rewriting with everything else the callbacks depend on, names the two callbacks, which are
 loaded as they are: ~2.6 of a warm fit's ~3.4 CPU seconds of compile (docs/performance.md,
@@ -560,8 +561,11 @@ def compile_free(model):
     return compiled
 
 
-#: the entries of :func:`compile_free`'s index: what each holds (JSON, not a pickle)
-ENTRY_FIELDS = {"logp": str, "copy": str, "n_dim": int}
+#: the entries of :func:`compile_free`'s index: what each holds (JSON, not a pickle): the
+#: two callbacks' keys, the point's length, and what :func:`load_compiled` checks before it
+#: loads them: the model key the entry was written under and :func:`layout_digest` of the
+#: model it was written for (an entry of another model of the same length was loaded)
+ENTRY_FIELDS = {"logp": str, "copy": str, "n_dim": int, "model_key": str, "layout": str}
 
 
 def entry_path(key: str) -> Path:
@@ -598,6 +602,19 @@ def layout(model, shapes: dict):
     reparameterized = [model.rvs_to_values[rv].name for rv in model.free_RVs
                        if model.rvs_to_transforms.get(rv) is not None]
     return (names, slices, shape_list), count, reparameterized
+
+
+def layout_digest(model, shapes: dict) -> str:
+    """sha256 of :func:`layout`'s free values of ``model`` (their names, shapes and order in
+    nutpie's point, which of them are transformed) and of the point's length: what an index
+    entry is written for and checked against before its callbacks are loaded, so a model
+    whose point is as long as another's but laid out otherwise is never served the other's
+    callbacks."""
+    (names, _, shape_list), n_dim, reparameterized = layout(model, shapes)
+    text = repr((n_dim, [(name, tuple(int(n) for n in shape))
+                         for name, shape in zip(names, shape_list, strict=True)],
+                 reparameterized))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def assemble(model, initial_point_fn, shapes: dict, logp_cfunc, copy_cfunc):
@@ -650,18 +667,22 @@ def read_entry(key: str) -> dict | None:
     if not all(type(entry[k]) is t for k, t in ENTRY_FIELDS.items()):
         return None
     if not all(len(entry[k]) == 64 and set(entry[k]) <= set("0123456789abcdef")
-               for k in ("logp", "copy")):
+               for k in ("logp", "copy", "model_key", "layout")):
         return None
     return entry
 
 
 def load_compiled(model, key: str, initial_point_fn, shapes: dict):
-    """nutpie's compiled model of ``key`` from the index and numba's cache, None on a miss."""
+    """nutpie's compiled model of ``key`` from the index and numba's cache, None on a miss:
+    also when the entry was written under another key (a file copied or renamed) or for a
+    model laid out otherwise (:func:`layout_digest`: other free values, another length), so
+    another model's callbacks are compiled over, never loaded (an entry of the three fields
+    written before these checks is a miss once, and written again)."""
     entry = read_entry(key)
-    if entry is None:
+    if entry is None or entry["model_key"] != key:
         return None
     _, n_dim, _ = layout(model, shapes)
-    if entry["n_dim"] != n_dim:
+    if entry["n_dim"] != n_dim or entry["layout"] != layout_digest(model, shapes):
         return None
     sizes = {"n_dim": n_dim}
     logp = load_callback(LOGP_SOURCE, "logp_numba", entry["logp"], sizes, logp_signature())
@@ -729,7 +750,8 @@ def remember(key: str, model, compiled, shapes: dict) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_text(json.dumps({"logp": logp_key, "copy": copy_key,
-                                   "n_dim": int(compiled.n_dim)}))
+                                   "n_dim": int(compiled.n_dim), "model_key": key,
+                                   "layout": layout_digest(model, shapes)}))
         os.replace(tmp, path)
     except OSError:
         tmp.unlink(missing_ok=True)
