@@ -1185,6 +1185,51 @@ def test_the_c_x_m_clause_is_said_when_only_a_c_beyond_the_rows_exceeds_the_most
         "stream): prior-driven")
 
 
+#: the pair roofline's lead and reference in the point-mass fit of several models: it is
+#: learned from kimi-k2.6@b300x8 (AR, and DDTree budget 8: M = 9, at C = 1) and
+#: llama-3.1-8b-instruct@h100x1 (AR): at most 9 tokens a step, on kimi-k2.6@b300x8
+ROOF_LEAD = ("llama-3.1-8b-instruct@l40sx1 has no measurements and its step is from the pair "
+             "roofline, learned from 2 measured pairs: ")
+ROOF_MOST = "more than any measured across those pairs (at most 9, on kimi-k2.6@b300x8)"
+
+
+def test_a_pair_from_the_pair_roofline_is_warned_of_past_every_measured_pairs_rows(tmp_path):
+    """In a fit of several models a (model, system) pair without rows takes its step from the
+    pair roofline and has no reference system, so predict warned of no C x M at all: one
+    stream of budget 32 (M = 33) for llama-3.1-8b-instruct on one L40S said nothing, though no
+    measured pair verified more than 9 tokens a step. Now the line says what the roofline was
+    learned from and the largest C x M across those pairs. By hand: M = 33 at C = 1: 33 > 9;
+    --concurrency 1,4: 4 x 33 = 132 > 9 and C = 4 beyond the pair's (none); AR at C = 8: 8 <= 9
+    tokens, the concurrency alone; budget 8 (M = 9) at C = 1: within, nothing."""
+    from ddtree_bayes.engine.testing import multi_model_draws
+
+    d = multi_model_draws()
+    ask = dict(model="llama-3.1-8b-instruct", hardware="l40s", gpus=1)
+    one = (ROOF_LEAD + "at C = 1 a step verifies 33 tokens (C x M), " + ROOF_MOST
+           + ": there the step's growth with M is the roofline's (compute knee, and for an MoE "
+           "the distinct experts read): partly prior-driven")
+    assert resolve(d, Flags(**ask, accept="14")).warnings == (one,)   # (was: ())
+    four = (ROOF_LEAD + "C = 4 is beyond the concurrencies measured on "
+            "llama-3.1-8b-instruct@l40sx1 (none); at C = 1, 4 a step verifies up to 132 tokens "
+            "(C x M), " + ROOF_MOST + ": there the step's growth with C and M is the "
+            "roofline's (weights once per step, KV reads and tree nodes per stream, the "
+            "compute knee, and for an MoE the distinct experts read): prior-driven")
+    assert resolve(d, Flags(**ask, accept="14", concurrency=(1, 4))).warnings == (four,)
+    assert resolve(d, Flags(**ask, method="ar", accept="1", concurrency=(1, 8))).warnings == (
+        ROOF_LEAD + "C = 8 is beyond the concurrencies measured on llama-3.1-8b-instruct@l40sx1 "
+        "(none): there the step's growth with C is the roofline's (weights once per step, KV "
+        "reads and tree nodes per stream): prior-driven",)
+    assert resolve(d, Flags(**ask, block=8, budget=8, accept="4")).warnings == ()
+    # a validation fold holding kimi-k2.6@b300x8 out learns the roofline from llama's AR alone
+    fold = d.view(meta={**d.meta, "held_out_systems": ["kimi-k2.6@b300x8"],
+                        "held_out_rows": [2, 3]})
+    assert resolve(fold, Flags(**ask, block=8, budget=8, accept="4")).warnings == (
+        ROOF_LEAD.replace("2 measured pairs", "1 measured pair") + "at C = 1 a step verifies "
+        "9 tokens (C x M), more than any measured across those pairs (at most 1, on "
+        "llama-3.1-8b-instruct@h100x1): there the step's growth with M is the roofline's "
+        "(compute knee, and for an MoE the distinct experts read): partly prior-driven",)
+
+
 def test_an_unmeasured_system_is_warned_of_past_the_rows_its_step_is_transferred_from(
         tmp_path):
     """predict --hardware h200 --accept 14 (budget 32, M = 33) warned of nothing: h200x8 has

@@ -563,6 +563,26 @@ def test_optimize_warns_of_an_unmeasured_systems_budgets_past_its_references_row
     assert [r["budget"] for r in server["rows"] if r["extrapolated"]] == [4, 8]
 
 
+def test_optimize_warns_of_a_pair_roofline_answers_budgets_past_every_measured_pair():
+    """optimize for a (model, system) pair a fit of several models never measured flagged
+    its budgets past the measured C x M in the table (against any system's) but its warnings
+    said nothing: the pair roofline has no reference system. By hand: the roofline is learned
+    from kimi-k2.6@b300x8 (at most 9 tokens a step) and llama-3.1-8b-instruct@h100x1 (1):
+    budgets 8, 16 -> M = 9, 17: budget 16."""
+    from ddtree_bayes.engine.testing import multi_model_draws
+    from test_concurrency import ROOF_LEAD, ROOF_MOST
+
+    out = D.optimize(multi_model_draws(), curve_of(), model="llama-3.1-8b-instruct",
+                     hardware="l40s", gpus=1, engine="vllm", budgets=(8, 16))
+    assert [w for w in out["warnings"] if "(C x M)" in w] == [   # (was: [])
+        ROOF_LEAD + "at C = 1 a step of budget 16 (M = 17) verifies 17 tokens (C x M), "
+        + ROOF_MOST + ": there the step's growth with M is the roofline's (compute knee, and "
+        "for an MoE the distinct experts read): partly prior-driven"]
+    assert [r["budget"] for r in out["rows"] if r["extrapolated"]] == [16]
+    assert out["max_measured_verify_tokens"] == {"system": None, "any_system": 9,
+                                                 "transferred_from": None}
+
+
 def test_optimize_refuses_a_curve_for_another_drafter():
     with pytest.raises(QueryError, match="describes ddtree block 16"):
         D.optimize(point_mass_draws(), curve_of(), hardware="b300", engine="sglang", block=8)

@@ -809,6 +809,15 @@ LLAMA_M33 = ("at C = 1 a step verifies 33 tokens (C x M), more than any measured
              "roofline's (compute knee, and for an MoE the distinct experts read): partly "
              "prior-driven")
 
+#: the same tree on h200 x1, a pair never measured: from the pair roofline, learned from
+#: kimi-k2.6@b300x8 (at most 9 tokens a step) and llama-3.1-8b-instruct@h100x1
+LLAMA_H200_M33 = ("llama-3.1-8b-instruct@h200x1 has no measurements and its step is from the "
+                  "pair roofline, learned from 2 measured pairs: at C = 1 a step verifies 33 "
+                  "tokens (C x M), more than any measured across those pairs (at most 9, on "
+                  "kimi-k2.6@b300x8): there the step's growth with M is the roofline's "
+                  "(compute knee, and for an MoE the distinct experts read): partly "
+                  "prior-driven")
+
 
 def test_predict_of_a_model_measured_only_autoregressive_asks_its_own_system(multi_dir):
     """Llama-3.1-8B has one AR row, on one H100: `predict --model` asked the bundled 8x B300
@@ -939,6 +948,8 @@ def test_the_default_note_names_only_the_flags_it_filled(multi_dir):
         gap = f"ddtree-bayes: warning: {NO_LLAMA_DDTREE}\n" if why else ""   # (a ddtree)
         if why and "--hardware" not in flags:   # (its tree on the h100 measured AR only)
             gap += f"ddtree-bayes: warning: {LLAMA_M33}\n"
+        elif why:   # (on the h200, never measured: past every pair the roofline learned from)
+            gap += f"ddtree-bayes: warning: {LLAMA_H200_M33}\n"
         assert err == (f"{gap}{base}{why}; the flags not given come from its most-measured system: "
                        f"{filled} (pass {names} to ask another)\n"), flags
     code, out, err = run_cli(multi_dir, "predict", "--model", "llama-3.1-8b-instruct",

@@ -73,12 +73,17 @@ def test_an_unmeasured_system_stands_on_the_system_it_is_transferred_from():
 
 def test_a_pair_never_measured_in_a_fit_of_several_models_stands_on_the_pair_roofline():
     """kimi-k2.6 on 8x H200 in a fit of Kimi on B300 and Llama on one H100: no system's rows,
-    the pair roofline's M = 1 step (distance from M = 1 at 0 drafter passes)."""
+    the pair roofline's M = 1 step (distance from M = 1 at 0 drafter passes); the pairs it
+    was learned from and their largest M and C x M (9: Kimi's DDTree budget 8 on B300), which
+    its warnings count against, no concurrency of its own."""
     m = multi_model_draws()
     sc = scenario(m, model="kimi-k2.6", hardware="h200", gpus=8, engines=("sglang",),
                   accept="14")
     b = rows_behind(m, sc)
-    assert b == RowsBehind("kimi-k2.6@h200x8", False, None, pair_roofline=True)
+    assert b == RowsBehind("kimi-k2.6@h200x8", False, None, pair_roofline=True,
+                           max_verify_tokens=9, max_tokens=9,
+                           learned_from=("kimi-k2.6@b300x8", "llama-3.1-8b-instruct@h100x1"),
+                           max_tokens_on="kimi-k2.6@b300x8")
     assert b.transferred_from is None and concurrency_reference(m, sc) == (sc.pair, 1)
     passes = draft_structure(m.meta["model"], sc.method, sc.block, sc.budget)[0]
     assert query_distance(m, sc, passes) == pytest.approx(

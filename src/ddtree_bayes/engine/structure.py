@@ -317,7 +317,11 @@ def beyond_measured_note(draws: Fit, behind: RowsBehind, concurrencies, verify_t
     step; on a system without rows, those of the system its step is transferred from, which
     the note names ("h200x8 has no measurements and its step is transferred from b300x8: "
     before b300x8's own line: predict --hardware h200 of M = 33 said nothing, b300x8 having
-    measured at most 9 tokens a step).
+    measured at most 9 tokens a step); in a fit of several models, on a pair from the pair
+    roofline, those of the measured pairs it was learned from, the note saying how many and
+    which pair verified the most ("... its step is from the pair roofline, learned from 18
+    measured pairs: at C = 1 a step verifies 97 tokens (C x M), more than any measured across
+    those pairs (at most 64, on llama-3.3-70b-instruct@h100x8)": such a pair said nothing).
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
     >>> fit = point_mass_draws()
@@ -332,10 +336,21 @@ step's growth with C and M is the roofline's (weights once per step, KV reads an
 per stream, the compute knee, and for an MoE the distinct experts read): prior-driven
     """
     lead, system = "", behind.asked
+    # where the C x M verified is counted: on the system whose rows bound the step, or, for a
+    # pair from the pair roofline, across the pairs it was learned from
+    rows_on = f"on {system}"
     if behind.transferred_from is not None:   # (its rows bound the step: the note is its own)
         system = behind.transferred_from
         lead = f"{behind.asked} has no measurements and its step is transferred from {system}: "
+        rows_on = f"on {system}"
+    elif behind.pair_roofline:   # (no reference: the pairs the roofline was learned from)
+        k = len(behind.learned_from)
+        lead = (f"{behind.asked} has no measurements and its step is from the pair roofline, "
+                f"learned from {k} measured pair{'s' * (k != 1)}: ")
+        rows_on = "across those pairs"
     top, most = behind.max_concurrency, behind.max_tokens
+    where = (f"at most {most}" if behind.max_tokens_on is None
+             else f"at most {most}, on {behind.max_tokens_on}")
     beyond = sorted({c for c in concurrencies if c > 1 and (top is None or c > top)})
     # every C (and budget) whose step verifies more than the rows, beyond the concurrencies
     # too (C = 4 of budget 8's M = 9, 36 tokens, went unsaid when C = 1's 9 did not exceed 9)
@@ -357,7 +372,7 @@ per stream, the compute knee, and for an MoE the distinct experts read): prior-d
             f" of budget {past[0]} (M = {trees[past[0]]})" if len(past) == 1 else
             f" of budgets {', '.join(map(str, past))} (M up to {max(m for *_, m in over)})")
         parts.append(f"at C = {', '.join(map(str, named))} a step{of} verifies {tokens} tokens "
-                     f"(C x M), more than any measured on {system} (at most {most})")
+                     f"(C x M), more than any measured {rows_on} ({where})")
     if not parts:
         return None
     if not beyond and named == [1]:   # one stream: past the rows in M alone

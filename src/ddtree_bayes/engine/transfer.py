@@ -75,7 +75,15 @@ class RowsBehind:
     (``pair_roofline``: learned across the measured pairs) or a fit with no system; and the
     largest concurrency C, verify tokens M, tokens a step verified C x M and context
     (a blank one at the fit's default) among the rows the fit learned from on ``reference``
-    (None: none learned there, as a validation fold may hold them out)."""
+    (None: none learned there, as a validation fold may hold them out).
+
+    A pair answered by the pair roofline has no reference: ``learned_from`` names the
+    measured pairs the roofline was learned from (a fold's held-out systems left out), and
+    ``max_verify_tokens`` and ``max_tokens`` are the largest M and C x M among their rows,
+    ``max_tokens_on`` the pair that verified it (the roofline's growth with M past them is
+    prior-driven, as on a system's own rows); its concurrency and context stay None (the
+    pair measured none: the concurrency discrepancy counts from C = 1, its context cost is
+    the prior's)."""
 
     asked: str
     measured: bool
@@ -85,6 +93,8 @@ class RowsBehind:
     max_verify_tokens: int | None = None
     max_tokens: int | None = None
     max_context: float | None = None
+    learned_from: tuple[str, ...] = ()
+    max_tokens_on: str | None = None
 
     @property
     def transferred_from(self) -> str | None:
@@ -117,12 +127,42 @@ def measured_rows(draws: Fit, system: str) -> RowsBehind:
     return cache[system]
 
 
+def roofline_rows(draws: Fit, asked: str) -> RowsBehind:
+    """:class:`RowsBehind` of ``asked``, a pair a fit of several models answers from the pair
+    roofline: the measured pairs it was learned from (every pair of the fit but a validation
+    fold's held-out ones, as :func:`~ddtree_bayes.engine.target_models.pair_parameters`
+    counts them) and the largest M and C x M among their rows.
+
+    >>> from ddtree_bayes.engine.testing import multi_model_draws
+    >>> b = roofline_rows(multi_model_draws(), "llama-3.1-8b-instruct@l40sx1")
+    >>> b.learned_from, b.max_tokens, b.max_tokens_on, b.max_concurrency
+    (('kimi-k2.6@b300x8', 'llama-3.1-8b-instruct@h100x1'), 9, 'kimi-k2.6@b300x8', None)
+    """
+    from ddtree_bayes.engine.target_models import row_pair
+
+    cache = draws.memo.setdefault("roofline_rows", {})
+    if "" not in cache:
+        held_out = set(draws.meta.get("held_out_systems", ()))
+        learned = tuple(p for p in draws.meta["coords"]["system"] if p not in held_out)
+        rows = [(r.verify_tokens * r.concurrency, r.verify_tokens, row_pair(draws, r))
+                for r in fit_rows(draws)]
+        rows = [r for r in rows if r[2] in learned]
+        top = max(rows, key=lambda r: r[0], default=None)
+        cache[""] = RowsBehind(
+            "", False, None, pair_roofline=True,
+            max_verify_tokens=max((m for _, m, _ in rows), default=None),
+            max_tokens=None if top is None else top[0], learned_from=learned,
+            max_tokens_on=None if top is None else top[2])
+    return replace(cache[""], asked=asked)
+
+
 def rows_behind(draws: Fit, sc: Scenario) -> RowsBehind:
     """Which measured system's rows stand behind ``sc``'s step: the one rule for every caller
     (the step's parameters, the query's distance and its concurrencies beyond the measured,
     predict's and optimize's warnings and footnote, --explain, the report). A measured system:
     its own; in a fit of several models a pair never measured: none, the pair roofline
-    (:func:`~ddtree_bayes.engine.target_models.pair_parameters`); else the measured system
+    (:func:`~ddtree_bayes.engine.target_models.pair_parameters`), with the largest C x M
+    of the pairs it was learned from (:func:`roofline_rows`); else the measured system
     its step is transferred from (:func:`transfer_reference`), with its rows' maxima.
 
     >>> from ddtree_bayes.engine.testing import point_mass_draws
@@ -138,7 +178,7 @@ def rows_behind(draws: Fit, sc: Scenario) -> RowsBehind:
     if sc.measured:
         return measured_rows(draws, sc.pair)
     if is_multi(draws):
-        return RowsBehind(sc.pair, False, None, pair_roofline=True)
+        return roofline_rows(draws, sc.pair)
     if not draws.measured_systems:
         return RowsBehind(sc.pair, False, None)
     ref = transfer_reference(draws, sc.hardware, sc.gpus)[0]
