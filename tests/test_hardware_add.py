@@ -895,6 +895,58 @@ def test_a_peak_given_for_a_gpus_own_row_scales_its_other_peaks(tmp_path):
     assert "scales" in " ".join(out.split()).split("--replace")[-1]
 
 
+def test_replace_keeps_a_peak_its_source_gave_and_scales_only_a_derived_one(tmp_path):
+    """`hardware add mygpu --replace --dense-bf16-tflops 155` scaled every peak of the row not
+    given, the fp8 300 the user's own source gave as well as the int8 a --like had DERIVED:
+    a figure from a datasheet is this GPU's, not a copy. Now a peak credited to a source of
+    the row (not DERIVED) is kept as it is and a DERIVED one scales; one note line says which
+    and why, and the credits follow. By hand: step 1, --like rtx-4090 with bf16 147.09 and
+    fp8 300 given: int8 660.6 x 147.09 / 165.15 = 588.36 (DERIVED); step 2, bf16 155: fp8 300
+    kept (was 300 x 155 / 147.09 = 316.13), int8 588.36 x 155 / 147.09 = 620.0006 -> 620."""
+    code, out, err = run_cli(tmp_path, "hardware", "add", "mygpu", "--like", "rtx-4090",
+                             "--dense-bf16-tflops", "147.09", "--dense-fp8-tflops", "300",
+                             "--source", "s1")
+    assert code == 0, err
+    row = rows_of(tmp_path / "data" / "hardware.csv")["mygpu"]
+    assert (row["dense_fp8_tflops"], row["dense_int8_tflops"]) == ("300", "588.36")
+    code, out, err = run_cli(tmp_path, "hardware", "add", "mygpu", "--replace",
+                             "--dense-bf16-tflops", "155", "--source", "s2", "--format", "json")
+    assert code == 0, err
+    payload = json.loads(out)
+    validate_output("hardware-add", payload)
+    row = rows_of(tmp_path / "data" / "hardware.csv")["mygpu"]
+    assert (row["dense_bf16_tflops"], row["dense_fp8_tflops"], row["dense_int8_tflops"]) == (
+        "155", "300", "620")   # (was fp8 316.13)
+    assert payload["notes"] == [
+        "mygpu: fp8 300 kept as s1 gave it (not DERIVED: a peak a source gave is this GPU's "
+        "own); int8 588.36 was its row's, scaled as the bf16 peak given (155 / 147.09 = 1.05) "
+        "to 620: a GPU's tensor peaks scale together (give --dense-int8-tflops if its "
+        "datasheet says otherwise)"]
+    rtx = BUILT_IN["rtx-4090"]
+    assert row["flops_source"] == (
+        "s2 (dense_bf16_tflops); DERIVED: mygpu's row before, scaled as the bf16 peak given "
+        f"(dense_int8_tflops); s1 (dense_fp8_tflops); other figures as rtx-4090: "
+        f"{rtx['flops_source']}")
+    # a row of a datasheet's peaks alone: the one not given is kept, and said so
+    sheet = ("hardware", "add", "g2", "--mem-bw-tb-s", "2", "--interconnect", "PCIe Gen5",
+             "--dense-bf16-tflops", "900", "--dense-fp8-tflops", "1800", "--source", "sheet")
+    assert run_cli(tmp_path, *sheet)[0] == 0
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g2", "--replace",
+                             "--dense-bf16-tflops", "950", "--source", "v2")
+    assert code == 0, err
+    assert [ln for ln in out.splitlines() if ln.startswith("note: g2: fp8")] == [
+        "note: g2: fp8 1800 kept as sheet gave it (not DERIVED: a peak a source gave is this "
+        "GPU's own; only a DERIVED peak scales with the bf16 peak given; give "
+        "--dense-fp8-tflops to change it)"]
+    row = rows_of(tmp_path / "data" / "hardware.csv")["g2"]
+    assert (row["dense_bf16_tflops"], row["dense_fp8_tflops"]) == ("950", "1800")  # (was 1900)
+    assert row["flops_source"] == "v2 (dense_bf16_tflops); sheet (dense_fp8_tflops)"
+    # 1.33x the bf16 before: the kept fp8 is no copy left behind (it was refused as one)
+    code, out, err = run_cli(tmp_path, "hardware", "add", "g2", "--replace",
+                             "--dense-bf16-tflops", "1200", "--source", "v3", "--dry-run")
+    assert code == 0, err
+
+
 def test_replace_with_like_names_the_figures_of_the_row_it_drops(tmp_path):
     """`hardware add NAME --like X --replace` starts again from X's row (--like: "the other
     figures are GPU's"), so the figures an earlier add of NAME gave were lost without a word

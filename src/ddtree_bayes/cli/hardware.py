@@ -234,7 +234,8 @@ def register(sub) -> None:
                     "figure came from: the given ones from --source, the others as the GPU it "
                     "copies. A dense peak given scales the peaks of the other precisions not "
                     "given (a GPU's tensor peaks scale together), of the --like GPU or of the "
-                    "GPU's own row alike, credited DERIVED; give them too to set them. A fit "
+                    "GPU's own row alike, credited DERIVED (a peak of your row a source of "
+                    "yours gave is kept); give them too to set them. A fit "
                     "stores the table it used: re-run `fit` to ask about the GPU.",
         epilog="e.g. ddtree-bayes hardware add rtx-4090-oc --like rtx-4090 --mem-bw-tb-s 1.104 "
                "--source 'memory +1000 MHz: 23 Gbps x 384 bit / 8'")
@@ -254,8 +255,9 @@ def register(sub) -> None:
     add.add_argument("--replace", action="store_true",
                      help="overwrite your row of the same name: with --like, starting again "
                           "from that GPU's row (a note names the figures dropped); without, "
-                          "keeping your row's figures not given, but for its dense peaks: "
-                          "a peak given scales those not given, as --like's are")
+                          "keeping your row's figures not given, but for its DERIVED or "
+                          "copied dense peaks: a peak given scales those not given, as "
+                          "--like's are (a peak your --source gave is kept)")
     add.add_argument("--dry-run", action="store_true", help="print the row, write nothing")
     add_format(add, ("table", "json"))
     add.set_defaults(func=cmd_hardware_add)

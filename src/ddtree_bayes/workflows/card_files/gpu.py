@@ -368,12 +368,18 @@ def gpu_row(table: HardwareTable, name: str, values: dict[str, float | str], sou
     _refuse_peaks_out_of_order(row, values, base)
     if like is not None:
         _refuse_far_from_like(values, like, table.rows[like])
+    # the peaks of this GPU's own row a source of the user's gave (not DERIVED, not copied):
+    # its datasheet's, kept when another peak is given (`--replace --dense-bf16-tflops 950`
+    # scaled the fp8 1800 the user's sheet gave)
+    own = _sourced_peaks(table.rows[base], values) if base == name else {}
     if base is not None:
-        _refuse_copied_peaks_left_behind(values, base, table.rows[base], row)
+        _refuse_copied_peaks_left_behind(values, base, table.rows[base], row, keep=own)
     # the peaks not given, of another GPU's row or of this GPU's own (built in, or the
     # user's row --replace rewrites): a GPU's tensor peaks scale together, so a peak given
-    # scales them alike (`hardware add h100 --dense-bf16-tflops 900` kept fp8 1979)
-    scaled, scaled_as, scale_note = (_scale_copied_peaks(row, values, base, table.rows[base])
+    # scales them alike (`hardware add h100 --dense-bf16-tflops 900` kept fp8 1979), but for
+    # those its own sources gave
+    scaled, scaled_as, scale_note = (_scale_copied_peaks(row, values, base, table.rows[base],
+                                                         keep=own)
                                      if base is not None else ((), "", None))
     from_like = like if like is not None else base
     like_row = table.rows[base] if base is not None else {}
@@ -459,8 +465,37 @@ def _dropped(before: dict[str, str], row: dict[str, str], values: dict[str, floa
             "without --like"]
 
 
+def _sourced_peaks(own_row: dict[str, str], values: dict[str, float | str]) -> dict[str, str]:
+    """The dense peaks of a GPU's own row (its ``flops_source`` a text ``hardware add``
+    wrote) that a source of the user's gave, not given now: {column: that source}. A
+    ``DERIVED`` credit (a peak scaled as another) and the figures copied ``as`` a GPU are
+    none; a text this did not write (a built-in row's) gives none.
+
+    >>> _sourced_peaks({"dense_bf16_tflops": "900", "dense_fp8_tflops": "1800",
+    ...                 "dense_int8_tflops": "3600", "flops_source": "s1 (dense_bf16_tflops, "
+    ...                 "dense_fp8_tflops); DERIVED: x's, scaled as the bf16 peak given "
+    ...                 "(dense_int8_tflops)"}, {"dense_bf16_tflops": 950.0})
+    {'dense_fp8_tflops': 's1'}
+    """
+    read = _credits(own_row.get("flops_source", ""))
+    if read is None:
+        return {}
+    return {c: source for source, cols in read[0] if not source.startswith("DERIVED")
+            for c in cols if c in PEAK_COLUMNS and c not in values
+            and own_row.get(c, "").strip()}
+
+
+def _kept_text(row: dict[str, str], keep: dict[str, str]) -> str:
+    """``fp8 300 kept as s1 gave it``: the peaks :func:`_sourced_peaks` kept, and whose."""
+    cols = [c for c in PEAK_COLUMNS if c in keep]
+    sources = listed(list(dict.fromkeys(keep[c] for c in cols)))
+    peaks = listed([f"{c.split('_')[1]} {row[c].strip()}" for c in cols])
+    return f"{peaks} kept as {sources} gave {'it' if len(cols) == 1 else 'them'}"
+
+
 def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], like: str,
-                        like_row: dict[str, str]) -> tuple[tuple[str, ...], str, str | None]:
+                        like_row: dict[str, str], keep: dict[str, str] | None = None
+                        ) -> tuple[tuple[str, ...], str, str | None]:
     """Scale the peaks ``row`` copied from ``like`` by the ratio of the peak given to
     ``like``'s own (the first given of bf16, fp8, fp4, int8 that ``like`` has): a GPU's
     tensor peaks scale together (SMs x clock), so ``--like rtx-4090 --dense-bf16-tflops
@@ -469,7 +504,10 @@ def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], lik
     the note saying so (None: nothing given to scale by, or nothing changed). A peak given
     :data:`COPIED_PEAK_FACTOR` or more from ``like``'s was refused before this. ``like`` may
     be the GPU itself (its own row, built in or the user's, updated without ``--like``: an
-    H100 given bf16 900 kept fp8 1979); the note then says the peaks were its row's.
+    H100 given bf16 900 kept fp8 1979); the note then says the peaks were its row's. ``keep``
+    ({column: source}, :func:`_sourced_peaks`): peaks of the GPU's own row a source of the
+    user's gave, kept as they are (only a DERIVED or copied peak scales), which the note
+    names first, with why (the note is then theirs alone when nothing scales).
 
     >>> row = {"dense_bf16_tflops": "147.09", "dense_fp8_tflops": "330.3",
     ...        "dense_fp4_tflops": "", "dense_int8_tflops": "660.6", "hardware": "g"}
@@ -489,21 +527,33 @@ def _scale_copied_peaks(row: dict[str, str], values: dict[str, float | str], lik
         break
     if ref is None or ratio is None:
         return (), "", None
-    before = {c: row[c] for c in PEAK_COLUMNS if c not in values and row.get(c, "").strip()}
+    keep = keep or {}
+    short = ref.split("_")[1]
+    before = {c: row[c] for c in PEAK_COLUMNS
+              if c not in values and c not in keep and row.get(c, "").strip()}
     after = {c: _figure(round(float(v) * ratio, 2)) for c, v in before.items()}
     cols = tuple(c for c in before if float(after[c]) != float(before[c]))
+    kept = _kept_text(row, keep) if keep else ""
     if not cols:
-        return (), "", None
+        if not kept:
+            return (), "", None
+        flags = " and ".join(f"--dense-{c.split('_')[1]}-tflops"
+                             for c in PEAK_COLUMNS if c in keep)
+        return (), "", (
+            f"{row['hardware']}: {kept} (not DERIVED: a peak a source gave is this GPU's own; "
+            f"only a DERIVED peak scales with the {short} peak given; give {flags} to change "
+            f"{'it' if len(keep) == 1 else 'them'})")
     for c in cols:
         row[c] = after[c]
-    short = ref.split("_")[1]
     them = listed([f"{c.split('_')[1]} {before[c]}" for c in cols])
     flags = " and ".join(f"--dense-{c.split('_')[1]}-tflops" for c in cols)
     one = len(cols) == 1
     whose = (f"{'was' if one else 'were'} its row's" if like == row["hardware"] else
              f"{'is' if one else 'are'} {like}'s")
+    lead = (f"{kept} (not DERIVED: a peak a source gave is this GPU's own); " if kept
+            else "")
     return cols, short, (
-        f"{row['hardware']}: {them} {whose}, scaled as the {short} "
+        f"{row['hardware']}: {lead}{them} {whose}, scaled as the {short} "
         f"peak given ({_figure(values[ref])} / {like_row[ref].strip()} = {ratio:.3g}) to "
         f"{listed([after[c] for c in cols])}: a GPU's tensor peaks scale together (give "
         f"{flags} if its datasheet says otherwise)")
@@ -590,13 +640,16 @@ COPIED_PEAK_FACTOR = 1.25
 
 
 def _refuse_copied_peaks_left_behind(values: dict[str, float | str], base: str,
-                                     base_row: dict[str, str], row: dict[str, str]) -> None:
+                                     base_row: dict[str, str], row: dict[str, str],
+                                     keep: dict[str, str] | None = None) -> None:
     """Refuse a dense peak given :data:`COPIED_PEAK_FACTOR` or more from ``base``'s own while
     peaks of other precisions stay copied from ``base``: a GPU's tensor peaks scale together
     (SMs x clock), so the copied ones are ``base``'s, not this GPU's (``--like rtx-a6000
     --dense-bf16-tflops 76.7`` for an RTX A4000 kept the A6000's int8 309.7, 2x the A4000's).
-    The fix names each copied peak scaled as the given one moved."""
-    copied = [c for c in PEAK_COLUMNS if c not in values and row.get(c, "").strip()]
+    The fix names each copied peak scaled as the given one moved. ``keep``: peaks of the
+    GPU's own row its user's sources gave (:func:`_sourced_peaks`), no copies."""
+    copied = [c for c in PEAK_COLUMNS if c not in values and c not in (keep or {})
+              and row.get(c, "").strip()]
     for col in PEAK_COLUMNS:
         try:
             given, theirs = float(values[col]), float(base_row.get(col, ""))
