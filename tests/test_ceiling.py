@@ -676,6 +676,43 @@ def test_balanced_routing_reads_the_experts_at_their_own_bytes():
         pytest.approx(72.969, abs=1e-3)
 
 
+def test_balanced_routing_leaves_the_untied_input_embedding_out_of_the_experts():
+    """The experts beyond top-k were the checkpoint's bytes less params_active_b x
+    bytes_per_weight, which prices the untied input embedding, counted in params_active_b, at
+    the average bytes of the weights a step reads (gpt-oss-20b: 1.0277, its MXFP4 experts and
+    bf16 rest), while the file holds it at 16 bits: the 0.563 GB between stayed among the
+    experts. A step reads one row of it (docs/validation.md, "A token reads one row of its
+    input embedding"), as the step's own read (read_gb) leaves it out; the experts now are the
+    checkpoint less that read and less the embedding at its 2 bytes. By hand, `card add` of
+    gpt-oss-20b (tests/fixtures/cards): the file 20.9148 x 0.658 = 13.7619 GB; the step reads
+    (4.1874 - 0.5791) x 1.0277 = 3.7082 GB; the embedding 0.5791 x 2 = 1.1582 GB; the experts
+    13.7619 - 3.7082 - 1.1582 = 8.8955 GB (the release's 13,761,264,768 - 4,866,350,208 bytes
+    = 8.8949 GB; it was 13.7619 - 4.1874 x 1.0277 = 9.4585). At C = 64 on one H100, 64 tokens
+    touch 32 (1 - (7/8)^64) = 31.9938 of 32 experts: 3.7082 + 27.9938 x 8.8955 / 28 = 12.602
+    GB (was 13.165). Kimi K2.6 (embed_params_b 0) reads as before."""
+    from ddtree_bayes.core.model_cards import ModelCard, load_model_cards
+    from ddtree_bayes.core.pairs import pair_features
+    from ddtree_bayes.engine.ceiling import balanced_weights, expert_gb
+
+    card = ModelCard("gpt-oss-20b", 20.9148, 4.1874, 24, 32, 4, 1.0277, "bf16", "s",
+                     file_bytes_per_weight=0.658, embed_params_b=0.5791)
+    assert expert_gb(card) == pytest.approx(8.8955, abs=1e-4)   # (was 9.4585)
+    h100 = {"hardware": "h100", "mem_bw_tb_s": "3.35", "interconnect": "NVLink4"}
+    read = balanced_weights(card, pair_features(card, h100, 1), 64)
+    assert read.touched == pytest.approx(31.9938, abs=1e-4)
+    assert read.weights_gb == pytest.approx(12.602, abs=1e-3)   # (was 13.165)
+    # the card `card add` derives from the release's config gives the same figures
+    from test_cards import derive
+
+    derived = derive("gpt-oss-20b").card
+    assert (derived["params_total_b"], derived["params_active_b"], derived["bytes_per_weight"],
+            derived["file_bytes_per_weight"], derived["embed_params_b"]) == (
+        "20.9148", "4.1874", "1.0277", "0.658", "0.5791")
+    # Kimi K2.6's 32 B leave the embedding out (embed_params_b 0): 1000 x 0.6 - 32 x 0.5
+    kimi = load_model_cards(bundled("models.csv"))["kimi-k2.6"]
+    assert kimi.embed_params_b == 0 and expert_gb(kimi) == pytest.approx(584.0)
+
+
 def test_balanced_routing_is_no_question_of_a_dense_model_or_one_stream():
     """Llama-3.1-8B is dense: no experts to spread; and one stream reads top-k experts only,
     which the memory-read cap already holds the answer to."""

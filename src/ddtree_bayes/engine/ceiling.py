@@ -204,12 +204,24 @@ def balanced_weights(card, f, streams: int, verify_tokens: int = 1) -> BalancedR
     return BalancedRead(streams, tokens, e, k, touched, weights, bandwidth)
 
 
+#: Bytes per weight of an untied input embedding in a checkpoint: 16 bits, as every
+#: quantisation scheme ``card add`` reads from a config keeps it (the model dtype: AWQ, GPTQ,
+#: FP8, NVFP4, MXFP4; docs/cli.md). A GGUF file may quantise its ``token_embd``: there the
+#: experts are priced by at most ``embed_params_b x (2 - its bytes)`` GB short.
+EMBED_BYTES = 2.0
+
+
 def expert_gb(card) -> float:
     """GB of the routed experts a token does not read (the card's weights beyond its active
     ones): the checkpoint's bytes (``file_bytes_per_weight`` over every weight) less the
-    active weights' (``bytes_per_weight``, their average), so experts quantised below the
-    attention and shared layers are read at their own bytes; at ``bytes_per_weight`` when the
-    card does not give the checkpoint's (or gives less than its active weights take).
+    weights a step reads (``read_gb``: the active weights at ``bytes_per_weight``, their
+    average, without an untied input embedding, of which a token reads one row) and less
+    that embedding at its own 16 bits (:data:`EMBED_BYTES`), so experts quantised below the
+    attention and shared layers are read at their own bytes and the embedding is no streamed
+    weight here either (gpt-oss-20b's 0.58 B of it at 1.03 B, the average of its MXFP4
+    experts and bf16 rest, left 0.56 GB of it among the experts: 9.46 GB for 8.90); at
+    ``bytes_per_weight`` when the card does not give the checkpoint's (or gives less than the
+    rest takes): the weights beyond the active ones, the embedding in neither.
 
     >>> from ddtree_bayes.core.model_cards import ModelCard
     >>> nvfp4 = ModelCard("q", 79.6744, 3.8749, 48, 512, 10, 1.2625, "fp4", "s",
@@ -217,11 +229,15 @@ def expert_gb(card) -> float:
     >>> round(expert_gb(nvfp4), 3), round(expert_gb(ModelCard(**{**nvfp4.__dict__,
     ...     "file_bytes_per_weight": None})), 3)   # 75.7995 x 1.2625
     (42.634, 95.697)
+    >>> oss = ModelCard("gpt-oss-20b", 20.9148, 4.1874, 24, 32, 4, 1.0277, "bf16", "s",
+    ...                 file_bytes_per_weight=0.658, embed_params_b=0.5791)
+    >>> round(expert_gb(oss), 4)   # 20.9148 x 0.658 - 3.6083 x 1.0277 - 0.5791 x 2
+    8.8955
     """
     rest_b = card.params_total_b - card.params_active_b
-    active_gb = card.params_active_b * card.bytes_per_weight
     if card.file_bytes_per_weight:
-        file_gb = card.params_total_b * card.file_bytes_per_weight - active_gb
+        embed_gb = (card.embed_params_b or 0.0) * EMBED_BYTES
+        file_gb = card.params_total_b * card.file_bytes_per_weight - card.read_gb - embed_gb
         if file_gb > 0:
             return file_gb
     return rest_b * card.bytes_per_weight
