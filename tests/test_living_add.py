@@ -651,13 +651,15 @@ CONTEXT_ONLY_ADDS = ("a longer context only adds KV cache to read, never a faste
                      "tokens: the prompt plus half the answer) else check --tok-s")
 
 
-def context_only_adds_of(row: int) -> str:
+def context_only_adds_of(row: int, streams: int = 1) -> str:
     """:data:`CONTEXT_ONLY_ADDS` said by a new row at the longer context: the hint is of the
-    other row (``row``), at the shorter one."""
+    other row (``row``), at the shorter one; at ``streams`` > 1 it asks of the KV cache too."""
+    queued = ("" if streams == 1 else f"; or did the KV cache hold fewer than {streams} "
+              "streams (the engine queues the rest: fewer decode together)?")
     return ("a longer context only adds KV cache to read, never a faster step: was row "
             f"{row}'s context_tokens its prompt alone? (the mean KV length a decode step reads, "
-            f"in tokens: the prompt plus half the answer) else check row {row}'s tok_s or this "
-            "row's --tok-s")
+            f"in tokens: the prompt plus half the answer){queued} else check row {row}'s tok_s "
+            "or this row's --tok-s")
 
 
 def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
@@ -680,7 +682,7 @@ def test_add_warns_of_a_batched_total_below_one_stream(work, capsys):
     assert code == 0 and json.loads(out)["warnings"] == [
         "row 12: row 11's 80 tok/s at context 16384 is 80.0% below this row's 400 tok/s at "
         "context 32768 of the same configuration (kimi-k2.6 rtx-pro-6000x8 vllm ar M=1 at "
-        "accept_len 1, 8 streams): " + context_only_adds_of(11)], err
+        "accept_len 1, 8 streams): " + context_only_adds_of(11, streams=8)], err
 
 
 def test_add_warns_of_a_speculative_row_at_accept_1_faster_than_ar(work, capsys):
@@ -938,7 +940,8 @@ def test_add_warns_of_a_total_below_fewer_streams_of_one_configuration(work, cap
         "same configuration (kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len 1.948, "
         "context 0): decoding more streams together never yields fewer tokens a second (the "
         "weights are read once a step for all of them): was one stream's tok/s typed as the "
-        "total? (tok_s at concurrency C is the C streams' total)"]
+        "total? (tok_s at concurrency C is the C streams' total); or did the KV cache hold "
+        "fewer than 8 streams (the engine queues the rest: fewer decode together)?"]
         if warned else [])
 
 

@@ -245,11 +245,24 @@ TOTAL_BELOW_FEWER_STREAMS = 0.9
 
 def _same_shape(a: Measurement, b: Measurement) -> bool:
     """Do rows ``a`` and ``b`` (of one model, system and engine) run the same configuration
-    but for their concurrency and context, each with its acceptance measured? (A blank
-    accept_len leaves each run's tok/s per accepted token unknown: not compared.)"""
-    return (a.accept_len is not None and b.accept_len is not None
+    but for their concurrency and context, each with its acceptance measured or both without?
+    (Two rows that leave accept_len blank share one inferred acceptance in the fit,
+    core/acceptance_latent.py, as runs of one drafter on one target emit alike whatever the
+    streams beside them: their tok/s compare as they are. One measured beside one blank leaves
+    the other's tok/s per accepted token unknown: not compared.)"""
+    return ((a.accept_len is None) == (b.accept_len is None)
             and (a.method, a.block, a.budget, a.verify_tokens, a.drafter)
             == (b.method, b.block, b.budget, b.verify_tokens, b.drafter))
+
+
+def _accept_text(a: Measurement, b: Measurement) -> str:
+    """``accept_len 1.948``, ``accept_len 1.9 and 2.1`` or, both blank, ``accept_len blank
+    (inferred by the fit)``: the acceptance two rows of one configuration ran at."""
+    if a.accept_len is None or b.accept_len is None:
+        return "accept_len blank (inferred by the fit)"
+    if a.accept_len == b.accept_len:
+        return f"accept_len {a.accept_len:g}"
+    return f"accept_len {a.accept_len:g} and {b.accept_len:g}"
 
 
 def _furthest_below(m: Measurement, same: list[Measurement], both_ways: bool,
@@ -274,8 +287,7 @@ def _furthest_below(m: Measurement, same: list[Measurement], both_ways: bool,
 def _shape_text(many: Measurement, few: Measurement, context_of) -> str:
     """``kimi-k2.6 rtx-pro-6000x8 vllm eagle3 M=4 at accept_len 1.948, context 0``: the
     configuration two rows share, as :func:`_fewer_streams` says it."""
-    accept = (f" at accept_len {many.accept_len:g}" if many.accept_len == few.accept_len
-              else f" at accept_len {many.accept_len:g} and {few.accept_len:g}")
+    accept = f" at {_accept_text(many, few)}"
     ctx = (context_text(many) if context_of(many) == context_of(few)
            else f"{context_text(many)} and {context_text(few)}")
     return (f"{many.model} {many.system} {many.engine} {many.method} M={many.verify_tokens}"
@@ -313,7 +325,7 @@ def _fewer_streams(m: Measurement, same: list[Measurement], both_ways: bool,
     return (f"{said}{per} of the same configuration ({_shape_text(many, few, ctx)}): decoding "
             "more streams together never yields fewer tokens a second (the weights are read "
             "once a step for all of them): was one stream's tok/s typed as the total? (tok_s "
-            "at concurrency C is the C streams' total)")
+            f"at concurrency C is the C streams' total){_queued(many)}")
 
 
 #: A row this far below (per accepted token) a row of the same configuration and concurrency
@@ -352,8 +364,7 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
             f"{long.row}'s {long.tok_s:g} tok/s at context {context_text(long)}" if short is m
             else f"row {short.row}'s {short.tok_s:g} tok/s at context {context_text(short)} is "
                  f"{below} this row's {long.tok_s:g} tok/s at context {context_text(long)}")
-    accept = (f"accept_len {short.accept_len:g}" if short.accept_len == long.accept_len
-              else f"accept_len {short.accept_len:g} and {long.accept_len:g}")
+    accept = _accept_text(short, long)
     streams = counted(short.concurrency, "stream")
     typed = ctx(short)
     thousands = (f" typed in thousands ({typed:g} for {typed * 1024:g} tokens) or"
@@ -367,8 +378,19 @@ def _longer_context(m: Measurement, same: list[Measurement], both_ways: bool,
     return (f"{said}{per} of the same configuration ({short.model} {short.system} "
             f"{short.engine} {short.method} M={short.verify_tokens} at {accept}, {streams}): a "
             f"longer context only adds KV cache to read, never a faster step: {hint} (the mean "
-            "KV length a decode step reads, in tokens: the prompt plus half the answer) else "
-            f"check {check}")
+            "KV length a decode step reads, in tokens: the prompt plus half the answer)"
+            f"{_queued(short)} else check {check}")
+
+
+def _queued(m: Measurement) -> str:
+    """What :func:`_fewer_streams` and :func:`_longer_context` add of a row at C > 1 streams:
+    a KV cache that holds fewer than C streams makes the engine queue the rest, so fewer than
+    C decode together and the total falls (the public sweeps' C = 128 rows at 32k-128k, their
+    notes' queue_fraction 0.77-0.81); "" at one stream."""
+    if m.concurrency == 1:
+        return ""
+    return (f"; or did the KV cache hold fewer than {m.concurrency} streams (the engine queues "
+            "the rest: fewer decode together)?")
 
 
 def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool = True,
@@ -401,6 +423,10 @@ def cross_row_notes(m: Measurement, rows: Iterable[Measurement], repeats: bool =
       row's of the same model, system, engine and concurrency at about the context (a unit or
       entry slip: 61.2 for 612 tok/s); said of the row verifying more (``both_ways``: of
       whichever is ``m``);
+    - "the same configuration" in the fewer-streams and longer-context checks: both rows with
+      accept_len (compared
+      per accepted token), or both without (one acceptance the fit infers for both: compared
+      as they are); at C > 1 each also asks whether the KV cache held the C streams;
     - with ``repeats``, a run more than ``REPEAT_SPREAD`` off a run of the same configuration
       (its tok/s per accepted token, core/likelihood ``run_rate``): a fit reads it as every
       configuration's scatter (``fit`` says it per configuration, core/likelihood
